@@ -1,0 +1,35 @@
+"""Shared test fixtures: where the real traces live, and the bundled fixtures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
+SHARED_TRACES = (ROOT.parent / "shared" / "traces").resolve()
+
+
+def shared_traces(subdir: str, *patterns: str) -> list[Path]:
+    """Real traces under ../shared/traces/<subdir> (empty when ../shared is absent)."""
+    folder = SHARED_TRACES / subdir
+    if not folder.is_dir():
+        return []
+    found: set[Path] = set()
+    for pattern in patterns or ("*",):
+        found.update(p for p in folder.glob(pattern) if p.is_file() and p.suffix != ".md")
+    return sorted(found)
+
+
+def shared_params(subdir: str, *patterns: str) -> list:
+    """pytest params over the real traces, or one skipped param when ../shared is absent."""
+    paths = shared_traces(subdir, *patterns)
+    if not paths:
+        return [pytest.param(None, marks=pytest.mark.skip(reason=f"../shared/traces/{subdir} not present"))]
+    return [pytest.param(p, id=p.name) for p in paths]
+
+
+@pytest.fixture
+def fixtures_dir() -> Path:
+    return FIXTURES

@@ -1,0 +1,77 @@
+"""The common table: schema, building, save/load round trip, and the devices block on a hand-made case."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+import tracelens
+from tracelens import intervals
+from tracelens.analyses import analyze
+from tracelens.trace import EVENT_SCHEMA, Trace
+
+
+def _two_streams() -> Trace:
+    # Device 0: stream 7 kernels [0,100) and [150,200); stream 8 memcpy [50,120) -> union [0,120)+[150,200)
+    # busy = 120 + 50 = 170, span = 200, utilization = 0.85. Host: one runtime call [0,10).
+    return Trace.from_rows(
+        [
+            {"kind": "kernel", "name": "k1", "start_ns": 0, "end_ns": 100, "device": 0, "stream": 7},
+            {"kind": "kernel", "name": "k2", "start_ns": 150, "end_ns": 200, "device": 0, "stream": 7},
+            {"kind": "memcpy", "name": "Memcpy HtoD", "start_ns": 50, "end_ns": 120, "device": 0, "stream": 8,
+             "bytes": 4096, "copy_kind": "HtoD"},
+            {"kind": "runtime", "name": "cudaLaunchKernel", "start_ns": 0, "end_ns": 10, "pid": 1, "tid": 1},
+        ],
+        devices=[{"id": 0, "name": "Hand GPU", "sm_count": 10}],
+    )
+
+
+def test_schema_is_exact_and_sorted():
+    trace = _two_streams()
+    assert trace.events.schema == EVENT_SCHEMA
+    starts = trace.events.column("start_ns").to_pylist()
+    assert starts == sorted(starts)
+
+
+def test_end_before_start_is_clamped():
+    trace = Trace.from_rows([{"kind": "kernel", "name": "k", "start_ns": 10, "end_ns": 5, "device": 0}])
+    assert trace.events.column("end_ns").to_pylist() == [10]
+
+
+def test_devices_block_hand_derived():
+    doc = analyze(_two_streams())
+    (dev,) = doc["devices"]
+    assert dev["id"] == 0 and dev["name"] == "Hand GPU"
+    assert dev["busy_ns"] == 170 and dev["span_ns"] == 200
+    assert dev["utilization"] == 170 / 200
+    assert (dev["kernel_count"], dev["kernel_ns"]) == (2, 150)
+    assert (dev["memcpy_count"], dev["memcpy_ns"]) == (1, 70)
+    assert (dev["memset_count"], dev["memset_ns"]) == (0, 0)
+
+
+def test_no_gpu_activity_reports_host():
+    trace = Trace.from_rows([{"kind": "cpu_op", "name": "aten::add", "start_ns": 0, "end_ns": 40, "pid": 1, "tid": 2}])
+    doc = analyze(trace)
+    assert doc["devices"] == []
+    assert doc["host"]["has_gpu_activity"] is False
+    assert doc["host"]["by_kind"] == [{"kind": "cpu_op", "count": 1, "total_ns": 40}]
+
+
+def test_parquet_round_trip(tmp_path):
+    trace = _two_streams()
+    out = tmp_path / "t.parquet"
+    trace.save(out)
+    back = tracelens.load(out)
+    assert back.events.select(["kind", "name", "start_ns", "end_ns", "device", "stream", "bytes"]).equals(
+        trace.events.select(["kind", "name", "start_ns", "end_ns", "device", "stream", "bytes"]))
+    assert back.device_info(0)["name"] == "Hand GPU"
+
+
+def test_interval_union_and_overlap():
+    s, e = intervals.merge([0, 50, 150, 200], [100, 120, 200, 210])
+    assert s.tolist() == [0, 150] and e.tolist() == [120, 210]  # touching [150,200)+[200,210) join
+    assert intervals.union_length([0, 5], [10, 7]) == 10
+    gs, ge = intervals.gaps([0, 150], [120, 200])
+    assert gs.tolist() == [120] and ge.tolist() == [150]
+    covered = intervals.overlap_with_union([0, 110, 130, 300], [20, 160, 140, 400],
+                                           pa.array([0, 150]).to_numpy(), pa.array([120, 210]).to_numpy())
+    assert covered.tolist() == [20, 20, 0, 0]

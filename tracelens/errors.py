@@ -1,0 +1,48 @@
+"""One error family. Every error the CLI can meet carries its exit code and a one-line message.
+
+The CLI catches :class:`TracelensError` in one place (``cli.main``) and prints ``tracelens: <message>``
+on stderr: never a traceback for bad input.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class TracelensError(Exception):
+    """Base class: ``str(err)`` is the one line shown to the user; ``exit_code`` what the CLI returns."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, *, path: str | Path | None = None) -> None:
+        self.path = str(path) if path is not None else None
+        self.message = message
+        super().__init__(f"{self.path}: {message}" if self.path else message)
+
+
+class InputError(TracelensError):
+    """The input cannot be read: missing, empty, truncated, corrupt, or not a trace at all."""
+
+
+class UnsupportedFormatError(InputError):
+    """The input is readable but is no format tracelens knows."""
+
+
+class UsageError(TracelensError):
+    """The command line asks for something impossible."""
+
+
+class ToolMissingError(TracelensError):
+    """An external tool (``nsys``) is needed and absent; the message says the manual command."""
+
+
+class RegressionError(TracelensError):
+    """``diff --fail-on-regression`` found a regression."""
+
+    exit_code = 1
+
+
+class PartialFailure(TracelensError):
+    """Some inputs of a multi-trace run failed; the rest were analyzed."""
+
+    exit_code = 1

@@ -1,0 +1,98 @@
+"""Readers: one module per source format, each returning the same :class:`~tracelens.trace.Trace`.
+
+``load(path)`` detects the format from the file's content (magic bytes, JSON keys), falling back on the
+name only where the content cannot tell (a raw protobuf has no magic).
+"""
+
+from __future__ import annotations
+
+import gzip
+import importlib
+import os
+import zlib
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError, UnsupportedFormatError
+from ..trace import Trace
+
+# format name -> module under tracelens.ingest that has `read(path, **options) -> Trace`
+READERS = {
+    "kineto": "kineto",
+    "nsys": "nsys",
+    "nsys-rep": "nsys",
+    "xplane": "xplane",
+    "tf-trace-json": "xplane",
+    "parquet": "parquet",
+}
+
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+_GZIP_MAGIC = b"\x1f\x8b"
+_PARQUET_MAGIC = b"PAR1"
+
+
+def _peek(path: Path, n: int = 4096) -> bytes:
+    with open(path, "rb") as fh:
+        head = fh.read(n)
+    if head.startswith(_GZIP_MAGIC):
+        try:
+            with gzip.open(path, "rb") as gz:
+                return gz.read(n)
+        except (OSError, EOFError, zlib.error) as err:
+            raise InputError(f"not a readable gzip file ({err})", path=path) from None
+    return head
+
+
+def _has_xplane_files(directory: Path) -> bool:
+    return any(directory.rglob("*.xplane.pb")) or any(directory.rglob("*.trace.json.gz"))
+
+
+def detect_format(path: str | os.PathLike[str]) -> str:
+    """Name the format of ``path`` (a key of :data:`READERS`) or raise :class:`InputError`."""
+    p = Path(path)
+    if not p.exists():
+        raise InputError("no such file or directory", path=p)
+    if p.is_dir():
+        if _has_xplane_files(p):
+            return "xplane"
+        jsons = [f for f in p.iterdir() if f.name.endswith((".json", ".json.gz"))]
+        if len(jsons) == 1:
+            return detect_format(jsons[0])
+        if any(p.rglob("*.pb")):
+            # derived files of old TF (overview_page.pb, ...) but no xplane: the xplane reader explains.
+            return "xplane"
+        raise InputError("directory holds no trace (.json[.gz], .sqlite, .nsys-rep or .xplane.pb)", path=p)
+    if p.stat().st_size == 0:
+        raise InputError("file is empty", path=p)
+    if p.name.endswith((".nsys-rep", ".qdrep")):
+        return "nsys-rep"
+    head = _peek(p)
+    if head.startswith(_SQLITE_MAGIC):
+        return "nsys"
+    if head.startswith(_PARQUET_MAGIC):
+        return "parquet"
+    stripped = head.lstrip()
+    if stripped[:1] in (b"{", b"["):
+        if p.name.endswith(".trace.json.gz") and b'"traceEvents"' in head and b"PyTorch" not in head:
+            return "tf-trace-json"
+        return "kineto"
+    if p.name.endswith(".pb") or head[:1] == b"\x0a":
+        return "xplane"
+    if p.suffix in (".sqlite", ".db"):
+        raise InputError("not an SQLite database (bad header)", path=p)
+    if p.name.endswith((".json", ".json.gz")):
+        raise InputError("not JSON (does not start with '{' or '[')", path=p)
+    raise UnsupportedFormatError(
+        "unknown trace format (expected Kineto JSON, Nsight Systems SQLite/.nsys-rep, or TF .xplane.pb)",
+        path=p,
+    )
+
+
+def load(path: str | os.PathLike[str], **options: Any) -> Trace:
+    """Read any supported trace into a :class:`Trace`, with derived per-kernel columns filled in."""
+    fmt = detect_format(path)
+    module = importlib.import_module(f"{__name__}.{READERS[fmt]}")
+    trace: Trace = module.read(Path(path), fmt=fmt, **options)
+    from ..enrich import enrich
+
+    return enrich(trace)

@@ -1,0 +1,310 @@
+"""The common timeline: one Arrow table of events, a device table and metadata, whatever the source.
+
+Every reader returns a :class:`Trace`; every analysis reads one. The columns are documented in
+``docs/schema.md``; change both together and bump :data:`TABLE_SCHEMA_VERSION`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+TABLE_SCHEMA_VERSION = "1.0"
+
+# Values of the `kind` column. Readers map their own categories onto these and nothing else.
+KERNEL = "kernel"
+MEMCPY = "memcpy"
+MEMSET = "memset"
+GPU_SYNC = "gpu_sync"  # a GPU-side synchronization record (CUPTI SYNCHRONIZATION, Kineto cuda_sync)
+RUNTIME = "runtime"  # CUDA/HIP runtime API call on a host thread
+DRIVER = "driver"  # CUDA driver API call on a host thread
+CPU_OP = "cpu_op"  # framework operator (aten::*, TF op)
+ANNOTATION = "annotation"  # NVTX range, record_function, user annotation on a host thread
+GPU_ANNOTATION = "gpu_annotation"  # an annotation projected by the profiler onto a GPU stream
+PYTHON = "python"  # Python function (Kineto with_stack)
+OSRT = "osrt"  # OS runtime call (nsys OSRT_API)
+STEP = "step"  # a training/inference step marker (ProfilerStep#N, TF step, tracelens.nvtx.step)
+OVERHEAD = "overhead"  # profiler overhead (buffer flush, ...)
+OTHER = "other"
+
+GPU_ACTIVITY_KINDS = (KERNEL, MEMCPY, MEMSET)
+HOST_KINDS = (RUNTIME, DRIVER, CPU_OP, ANNOTATION, PYTHON, OSRT, STEP)
+ALL_KINDS = (
+    KERNEL, MEMCPY, MEMSET, GPU_SYNC, RUNTIME, DRIVER, CPU_OP, ANNOTATION, GPU_ANNOTATION,
+    PYTHON, OSRT, STEP, OVERHEAD, OTHER,
+)
+
+_DICT = pa.dictionary(pa.int32(), pa.string())
+
+# The event table's columns, in order. Every reader produces exactly these (missing ones null).
+EVENT_SCHEMA = pa.schema(
+    [
+        pa.field("kind", _DICT, nullable=False),
+        pa.field("name", _DICT),
+        pa.field("start_ns", pa.int64(), nullable=False),
+        pa.field("end_ns", pa.int64(), nullable=False),
+        pa.field("device", pa.int32()),
+        pa.field("stream", pa.int64()),
+        pa.field("pid", pa.int64()),
+        pa.field("tid", pa.int64()),
+        pa.field("correlation_id", pa.int64()),
+        pa.field("external_id", pa.int64()),
+        pa.field("depth", pa.int16()),
+        pa.field("bytes", pa.int64()),
+        pa.field("copy_kind", _DICT),
+        pa.field("src_kind", _DICT),
+        pa.field("dst_kind", _DICT),
+        pa.field("sync_kind", _DICT),
+        pa.field("domain", _DICT),
+        pa.field("grid_x", pa.int32()),
+        pa.field("grid_y", pa.int32()),
+        pa.field("grid_z", pa.int32()),
+        pa.field("block_x", pa.int32()),
+        pa.field("block_y", pa.int32()),
+        pa.field("block_z", pa.int32()),
+        pa.field("registers_per_thread", pa.int32()),
+        pa.field("static_shared_bytes", pa.int32()),
+        pa.field("dynamic_shared_bytes", pa.int32()),
+        pa.field("graph_id", pa.int64()),
+        pa.field("step", pa.int64()),
+        pa.field("reported_occupancy", pa.float32()),
+        pa.field("theoretical_occupancy", pa.float32()),
+        pa.field("estimated_achieved_occupancy", pa.float32()),
+    ]
+)
+EVENT_COLUMNS = tuple(EVENT_SCHEMA.names)
+
+# Device table: one row per GPU seen in the trace. Limits are per SM and null when unknown.
+DEVICE_SCHEMA = pa.schema(
+    [
+        pa.field("id", pa.int32(), nullable=False),
+        pa.field("name", pa.string()),
+        pa.field("vendor", pa.string()),  # "nvidia" | "amd" | None
+        pa.field("sm_count", pa.int32()),
+        pa.field("compute_major", pa.int32()),
+        pa.field("compute_minor", pa.int32()),
+        pa.field("warp_size", pa.int32()),
+        pa.field("max_threads_per_sm", pa.int32()),
+        pa.field("max_threads_per_block", pa.int32()),
+        pa.field("max_blocks_per_sm", pa.int32()),
+        pa.field("regs_per_sm", pa.int32()),
+        pa.field("regs_per_block", pa.int32()),
+        pa.field("shared_mem_per_sm", pa.int64()),
+        pa.field("shared_mem_per_block", pa.int64()),
+        pa.field("shared_mem_per_block_optin", pa.int64()),
+        pa.field("total_memory_bytes", pa.int64()),
+        pa.field("memory_bandwidth_bytes_per_s", pa.float64()),
+        pa.field("clock_rate_khz", pa.int64()),
+    ]
+)
+DEVICE_COLUMNS = tuple(DEVICE_SCHEMA.names)
+
+
+@dataclass
+class TraceMetadata:
+    """Where a trace came from and how to read its clock.
+
+    ``start_ns``/``end_ns`` in the event table are nanoseconds after ``time_origin_ns``, an absolute
+    timestamp on the producer's clock (``clock``). Readers put the origin at the trace's earliest event,
+    so the table starts near 0 and ``time_origin_ns + start_ns`` recovers the producer's own value.
+    """
+
+    source_format: str  # "kineto" | "nsys" | "xplane" | "parquet"
+    source_path: str = ""
+    producer: str = ""  # "PyTorch Profiler", "Nsight Systems", "TensorFlow Profiler", ...
+    producer_version: str = ""
+    format_version: str = ""  # the file's own schema version where it states one
+    framework: str = "unknown"  # "pytorch" | "tensorflow" | "jax" | "cuda" | "unknown"
+    time_origin_ns: int = 0
+    clock: str = "unknown"  # "unix" | "nsys-session" | "xplane" | "unknown"
+    rank: int | None = None
+    world_size: int | None = None
+    table_schema_version: str = TABLE_SCHEMA_VERSION
+    warnings: list[str] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> TraceMetadata:
+        known = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+@dataclass
+class Trace:
+    """A normalized trace: an event table (Arrow), a device table (Arrow) and metadata.
+
+    Treat it as a value: analyses read it and never change it.
+    """
+
+    events: pa.Table
+    devices: pa.Table
+    metadata: TraceMetadata
+
+    @cached_property
+    def df(self) -> pd.DataFrame:
+        """The event table as pandas (dictionary columns become categoricals; nullable ints stay nullable)."""
+        return events_to_pandas(self.events)
+
+    @cached_property
+    def devices_df(self) -> pd.DataFrame:
+        return self.devices.to_pandas(types_mapper=_nullable_types)
+
+    def of_kind(self, *kinds: str) -> pd.DataFrame:
+        """Rows whose kind is one of ``kinds``, as a pandas frame (a view-friendly filtered copy)."""
+        frame = self.df
+        return frame[frame["kind"].isin(kinds)]
+
+    @property
+    def gpu_ids(self) -> list[int]:
+        """Devices that have GPU activity (kernel, memcpy or memset), sorted."""
+        gpu = self.of_kind(*GPU_ACTIVITY_KINDS)
+        return sorted(int(d) for d in gpu["device"].dropna().unique())
+
+    def device_info(self, device: int) -> dict[str, Any]:
+        """The device table's row for ``device`` as a dict (empty when the trace lacks it)."""
+        rows = self.devices_df[self.devices_df["id"] == device]
+        if rows.empty:
+            return {}
+        return {k: (None if pd.isna(v) else _py(v)) for k, v in rows.iloc[0].items()}
+
+    @classmethod
+    def from_rows(
+        cls,
+        rows: list[Mapping[str, Any]],
+        devices: list[Mapping[str, Any]] | None = None,
+        metadata: TraceMetadata | None = None,
+    ) -> Trace:
+        """Build a trace from event dicts keyed by :data:`EVENT_COLUMNS` (hand-made cases, tests)."""
+        columns = {name: [row.get(name) for row in rows] for name in EVENT_COLUMNS}
+        columns = {k: v for k, v in columns.items() if any(x is not None for x in v) or k in ("kind", "start_ns", "end_ns")}
+        return cls(
+            events=build_events(columns),
+            devices=build_devices(list(devices or [])),
+            metadata=metadata or TraceMetadata(source_format="handmade", framework="unknown"),
+        )
+
+    def save(self, path: str | Path) -> None:
+        """Write the event table as Parquet; devices and metadata travel in the file's key-value metadata."""
+        import pyarrow.parquet as pq
+
+        meta = dict(self.events.schema.metadata or {})
+        meta[b"tracelens.metadata"] = json.dumps(self.metadata.to_dict(), default=str).encode()
+        meta[b"tracelens.devices"] = json.dumps(self.devices.to_pylist(), default=str).encode()
+        pq.write_table(self.events.replace_schema_metadata(meta), str(path), compression="zstd")
+
+
+def _py(value: Any) -> Any:
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _nullable_types(arrow_type: pa.DataType) -> Any:
+    mapping = {
+        pa.int16(): pd.Int16Dtype(),
+        pa.int32(): pd.Int32Dtype(),
+        pa.int64(): pd.Int64Dtype(),
+        pa.float32(): pd.Float32Dtype(),
+        pa.float64(): pd.Float64Dtype(),
+    }
+    return mapping.get(arrow_type)
+
+
+def events_to_pandas(table: pa.Table) -> pd.DataFrame:
+    """Convert an event table to pandas. ``start_ns``/``end_ns`` are plain int64; other ints nullable."""
+
+    def types(arrow_type: pa.DataType) -> Any:
+        return _nullable_types(arrow_type)
+
+    frame = table.to_pandas(types_mapper=types)
+    for col in ("start_ns", "end_ns"):
+        frame[col] = frame[col].astype("int64")
+    return frame
+
+
+def _as_array(values: Any, typ: pa.DataType, n: int) -> pa.Array:
+    if values is None:
+        if pa.types.is_dictionary(typ):
+            return pa.DictionaryArray.from_arrays(pa.nulls(n, pa.int32()), pa.array([], pa.string()))
+        return pa.nulls(n, typ)
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    if pa.types.is_dictionary(typ):
+        if isinstance(values, pa.Array) and pa.types.is_dictionary(values.type):
+            return values.cast(typ) if values.type != typ else values
+        arr = values if isinstance(values, pa.Array) else pa.array(_to_list_or_array(values), pa.string())
+        if not pa.types.is_string(arr.type):
+            arr = arr.cast(pa.string())
+        return pc.dictionary_encode(arr).cast(typ)
+    if isinstance(values, pa.Array):
+        return values if values.type == typ else values.cast(typ)
+    if isinstance(values, pd.Series):
+        return pa.Array.from_pandas(values, type=typ)
+    if isinstance(values, np.ndarray) and values.dtype.kind == "f" and pa.types.is_integer(typ):
+        mask = np.isnan(values)
+        return pa.array(np.where(mask, 0, values).astype(np.int64), type=typ, mask=mask)
+    return pa.array(_to_list_or_array(values), type=typ, from_pandas=True)
+
+
+def _to_list_or_array(values: Any) -> Any:
+    if isinstance(values, (np.ndarray, list)):
+        return values
+    return list(values)
+
+
+def build_events(columns: Mapping[str, Any], *, sort: bool = True) -> pa.Table:
+    """Assemble an event table from a mapping of column name -> values (list, numpy, pandas or Arrow).
+
+    Missing columns become nulls; every column is cast to :data:`EVENT_SCHEMA`. Rows are sorted by
+    ``start_ns`` (stable) so that every consumer can rely on time order. ``end_ns`` below ``start_ns``
+    is clamped to ``start_ns`` (some producers emit negative durations on clock skew).
+    """
+    unknown = set(columns) - set(EVENT_COLUMNS)
+    if unknown:
+        raise ValueError(f"unknown event columns: {sorted(unknown)}")
+    lengths = {len(v) for v in columns.values() if v is not None}
+    if len(lengths) > 1:
+        raise ValueError(f"event columns differ in length: {sorted(lengths)}")
+    n = lengths.pop() if lengths else 0
+    arrays = [_as_array(columns.get(f.name), f.type, n) for f in EVENT_SCHEMA]
+    table = pa.Table.from_arrays(arrays, schema=EVENT_SCHEMA)
+    start = table.column("start_ns")
+    end = table.column("end_ns")
+    clamped = pc.max_element_wise(end, start)
+    table = table.set_column(EVENT_COLUMNS.index("end_ns"), EVENT_SCHEMA.field("end_ns"), clamped)
+    if sort and n:
+        order = pc.sort_indices(table, sort_keys=[("start_ns", "ascending")])
+        table = table.take(order)
+    return table.combine_chunks().unify_dictionaries()
+
+
+def build_devices(rows: list[Mapping[str, Any]]) -> pa.Table:
+    """Assemble the device table from dicts keyed by :data:`DEVICE_COLUMNS` (missing keys are null)."""
+    data = {name: [row.get(name) for row in rows] for name in DEVICE_COLUMNS}
+    return pa.Table.from_pydict(data, schema=DEVICE_SCHEMA)
+
+
+def empty_events() -> pa.Table:
+    return build_events({"kind": [], "start_ns": [], "end_ns": []})
+
+
+def concat_events(tables: list[pa.Table]) -> pa.Table:
+    """Concatenate event tables (each already in :data:`EVENT_SCHEMA`) and re-sort by start."""
+    tables = [t for t in tables if t.num_rows]
+    if not tables:
+        return empty_events()
+    table = pa.concat_tables([t.unify_dictionaries() for t in tables], promote_options="none")
+    table = table.unify_dictionaries().combine_chunks()
+    order = pc.sort_indices(table, sort_keys=[("start_ns", "ascending")])
+    return table.take(order).combine_chunks().unify_dictionaries()
