@@ -1,0 +1,121 @@
+"""Helpers shared by the benchmark scripts: run one callable in a fresh process, report wall time and peak RSS.
+
+Each measurement runs in its own interpreter so that peak RSS belongs to that callable alone (a process's
+high-water mark never goes down, so measuring several things in one process would hide the smaller ones).
+
+    from common import measure, markdown_table
+    m = measure("tracelens", "bench_kineto_ingest:load_tracelens", "/path/trace.json.gz")
+    print(m.wall_s, m.peak_rss_bytes)
+
+``func_ref`` is ``"module:function"``; the module is imported in the child with the ``benchmarks/``
+directory and the repository root on ``sys.path``. Arguments and the return value must be JSON-able.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+BENCH_DIR = Path(__file__).resolve().parent
+REPO_ROOT = BENCH_DIR.parent
+RESULTS_DIR = BENCH_DIR / "results"
+DATA_DIR = BENCH_DIR / "data"
+
+_CHILD = r"""
+import importlib, json, resource, sys, time
+sys.path[:0] = json.loads(sys.argv[1])
+module_name, func_name = sys.argv[2].split(":")
+args = json.loads(sys.argv[3])
+func = getattr(importlib.import_module(module_name), func_name)
+# ru_maxrss is a high-water mark in KiB on Linux: read it after imports to know the interpreter's share.
+baseline_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+t0 = time.perf_counter()
+result = func(*args)
+wall = time.perf_counter() - t0
+peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+sys.stdout.write("\n@@MEASUREMENT@@" + json.dumps(
+    {"wall_s": wall, "peak_kib": peak_kib, "baseline_kib": baseline_kib, "result": result}, default=str))
+"""
+
+
+@dataclass
+class Measurement:
+    """One run of one callable in its own process."""
+
+    label: str
+    wall_s: float | None  # time inside the callable (imports excluded); None when it failed
+    peak_rss_bytes: int | None  # the child's peak resident set size over its whole life
+    baseline_rss_bytes: int | None  # peak RSS after imports, before the call
+    process_wall_s: float  # whole child process, interpreter start and imports included
+    result: Any = None
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+def measure(label: str, func_ref: str, *args: Any, timeout_s: float | None = None,
+            env: dict[str, str] | None = None) -> Measurement:
+    """Run ``func_ref(*args)`` in a fresh Python process; return its wall time and peak RSS."""
+    paths = [str(BENCH_DIR), str(REPO_ROOT)]
+    cmd = [sys.executable, "-c", _CHILD, json.dumps(paths), func_ref, json.dumps(list(args))]
+    started = time.perf_counter()
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s,
+                              env={**os.environ, **(env or {})}, cwd=str(REPO_ROOT))
+    except subprocess.TimeoutExpired:
+        return Measurement(label, None, None, None, time.perf_counter() - started,
+                           error=f"timed out after {timeout_s:.0f} s")
+    process_wall = time.perf_counter() - started
+    marker = proc.stdout.rfind("\n@@MEASUREMENT@@")
+    if proc.returncode != 0 or marker < 0:
+        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        return Measurement(label, None, None, None, process_wall, error=f"exit {proc.returncode}: {tail}")
+    data = json.loads(proc.stdout[marker + len("\n@@MEASUREMENT@@"):])
+    return Measurement(label, data["wall_s"], data["peak_kib"] * 1024, data["baseline_kib"] * 1024,
+                       process_wall, result=data["result"])
+
+
+def best_of(label: str, func_ref: str, *args: Any, repeat: int = 3, **kwargs: Any) -> Measurement:
+    """The fastest of ``repeat`` fresh-process runs (peak RSS from that same run)."""
+    runs = [measure(label, func_ref, *args, **kwargs) for _ in range(repeat)]
+    good = [r for r in runs if r.ok]
+    return min(good, key=lambda r: r.wall_s) if good else runs[-1]
+
+
+def mib(n_bytes: float | None) -> str:
+    return "n/a" if n_bytes is None else f"{n_bytes / 2**20:,.0f} MiB"
+
+
+def markdown_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """A GitHub markdown table (cells converted with ``str``)."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def machine_description() -> str:
+    """CPU count, memory and Python version: enough to tell two result files' machines apart."""
+    try:
+        mem_kib = int(next(line for line in Path("/proc/meminfo").read_text().splitlines()
+                           if line.startswith("MemTotal")).split()[1])
+        mem = f"{mem_kib / 2**20:.0f} GiB RAM"
+    except (OSError, StopIteration, ValueError):
+        mem = "RAM unknown"
+    return f"{os.cpu_count()} CPUs, {mem}, Python {sys.version.split()[0]}"
+
+
+def write_result(name: str, text: str) -> Path:
+    """Write ``benchmarks/results/<name>.md`` (committed, so figures travel with the code)."""
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    path = RESULTS_DIR / f"{name}.md"
+    path.write_text(text, encoding="utf-8")
+    return path
