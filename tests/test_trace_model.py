@@ -75,3 +75,19 @@ def test_interval_union_and_overlap():
     covered = intervals.overlap_with_union([0, 110, 130, 300], [20, 160, 140, 400],
                                            pa.array([0, 150]).to_numpy(), pa.array([120, 210]).to_numpy())
     assert covered.tolist() == [20, 20, 0, 0]
+
+
+def test_depth_hand_derived():
+    # Thread 1: A [0,100) contains B [10,50) which contains C [20,30); D [50,60) is B's sibling (starts as B
+    # ends); Z [70,70) is zero-length inside A. Thread 2: E [5,15) alone. GPU rows get no depth.
+    trace = Trace.from_rows([
+        {"kind": "cpu_op", "name": "A", "start_ns": 0, "end_ns": 100, "pid": 1, "tid": 1},
+        {"kind": "cpu_op", "name": "B", "start_ns": 10, "end_ns": 50, "pid": 1, "tid": 1},
+        {"kind": "runtime", "name": "C", "start_ns": 20, "end_ns": 30, "pid": 1, "tid": 1},
+        {"kind": "cpu_op", "name": "D", "start_ns": 50, "end_ns": 60, "pid": 1, "tid": 1},
+        {"kind": "annotation", "name": "Z", "start_ns": 70, "end_ns": 70, "pid": 1, "tid": 1},
+        {"kind": "cpu_op", "name": "E", "start_ns": 5, "end_ns": 15, "pid": 1, "tid": 2},
+        {"kind": "kernel", "name": "K", "start_ns": 20, "end_ns": 40, "device": 0, "stream": 7},
+    ])
+    depth = dict(zip(trace.events.column("name").to_pylist(), trace.events.column("depth").to_pylist()))
+    assert depth == {"A": 0, "B": 1, "C": 2, "D": 1, "Z": 1, "E": 0, "K": None}

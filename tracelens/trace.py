@@ -286,7 +286,62 @@ def build_events(columns: Mapping[str, Any], *, sort: bool = True) -> pa.Table:
     if sort and n:
         order = pc.sort_indices(table, sort_keys=[("start_ns", "ascending")])
         table = table.take(order)
+    if n and table.column("depth").null_count == n:
+        table = _fill_depth(table)
     return table.combine_chunks().unify_dictionaries()
+
+
+_NOT_NESTED = (KERNEL, MEMCPY, MEMSET, GPU_SYNC, GPU_ANNOTATION)
+
+
+def nesting_depth(pid: np.ndarray, tid: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Nesting depth of each interval on its (pid, tid) thread, 0 for outermost; assumes proper nesting.
+
+    depth = intervals on the thread that started before it (parents first on equal starts) minus those of
+    them already ended at its start. Loops over threads only; within a thread it is two sorts and a search.
+    """
+    n = start.size
+    depth = np.zeros(n, dtype=np.int16)
+    frame = pd.DataFrame({"pid": pid, "tid": tid})
+    for _, idx in frame.groupby(["pid", "tid"], sort=False, dropna=False).indices.items():
+        s, e = start[idx], end[idx]
+        order = np.lexsort((-e, s))  # by start, longer first on ties: parents before children
+        s_sorted, e_sorted = s[order], e[order]
+        rank = np.arange(order.size)
+        ends_sorted = np.sort(e_sorted)
+        ended = np.searchsorted(ends_sorted, s_sorted, side="right")
+        # A zero-length interval at exactly s counts as "ended" before anything starting at s, including
+        # itself and later-ordered ones: remove those not ordered before this interval.
+        zero = e_sorted == s_sorted
+        if zero.any():
+            cz = np.cumsum(zero)
+            last_same_start = np.searchsorted(s_sorted, s_sorted, side="right") - 1
+            ended = ended - (cz[last_same_start] - cz + zero)
+        d = np.clip(rank - ended, 0, np.iinfo(np.int16).max)
+        out = np.empty(order.size, dtype=np.int16)
+        out[order] = d
+        depth[idx] = out
+    return depth
+
+
+def _fill_depth(table: pa.Table) -> pa.Table:
+    kinds = table.column("kind").to_numpy()
+    host = ~np.isin(np.asarray(kinds, dtype=object), _NOT_NESTED) & table.column("tid").is_valid().to_numpy(
+        zero_copy_only=False)
+    if not host.any():
+        return table
+    rows = np.flatnonzero(host)
+    pid = table.column("pid").to_numpy(zero_copy_only=False)[rows]
+    tid = table.column("tid").to_numpy(zero_copy_only=False)[rows]
+    start = table.column("start_ns").to_numpy()[rows]
+    end = table.column("end_ns").to_numpy()[rows]
+    depth = nesting_depth(pid, tid, start, end)
+    mask = np.ones(table.num_rows, dtype=bool)
+    mask[rows] = False
+    values = np.zeros(table.num_rows, dtype=np.int16)
+    values[rows] = depth
+    arr = pa.array(values, type=pa.int16(), mask=mask)
+    return table.set_column(EVENT_COLUMNS.index("depth"), EVENT_SCHEMA.field("depth"), arr)
 
 
 def build_devices(rows: list[Mapping[str, Any]]) -> pa.Table:
