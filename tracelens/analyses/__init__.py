@@ -18,6 +18,7 @@ JSON_SCHEMA_VERSION = "1.0"
 # Order matters: later sections may read earlier ones (diagnosis reads everything).
 SECTIONS: list[str] = [
     "devices",
+    "kernels",
     "host",
 ]
 

@@ -1,0 +1,72 @@
+"""Make strings from the traced program safe in markdown tables and HTML.
+
+Kernel, op, range and file names come from the program being profiled and can hold anything:
+``a|b</details><script>x</script>`` must neither add a table column, close a ``<details>`` block early,
+nor inject a tag. Two contexts:
+
+* :func:`md` — inline markdown text, including GitHub table cells: HTML-special characters become
+  entities, ``|`` becomes ``&#124;`` (a ``\\|`` would be undone inside code spans), markdown
+  punctuation that could start emphasis, code, links or strikethrough is backslash-escaped, and
+  newlines/tabs become spaces so a row stays on one line.
+* :func:`html_text` — text inside raw HTML (``<summary>``, attributes): :func:`html.escape` with quotes.
+
+Long names are shortened by :func:`shorten` (head ... tail, so template and kernel suffixes stay
+visible); the report lists the full names in a folded ``<details>`` block under each table that
+shortened one (see ``docs/json.md`` / the report's "Full names" lists).
+"""
+
+from __future__ import annotations
+
+import html
+import re
+
+# Characters that start markdown constructs inline. `#`, `+`, `-` and digits only matter at line
+# start, which a cell or list item we write never is (we always write a prefix before the name).
+_MD_PUNCT = re.compile(r"([\\*_\[\]~!])")
+_WHITESPACE = re.compile(r"[\r\n\t\v\f]+")
+
+ELLIPSIS = "…"
+DEFAULT_MAX = 60
+
+
+def md(text: object) -> str:
+    """Escape ``text`` for inline markdown and GitHub table cells (one line, no raw HTML)."""
+    s = "" if text is None else str(text)
+    s = _WHITESPACE.sub(" ", s)
+    s = s.replace("\x00", "")
+    s = html.escape(s, quote=False)  # & < > first, so the entities below are not re-escaped
+    s = _MD_PUNCT.sub(r"\\\1", s)
+    return s.replace("|", "&#124;").replace("`", "&#96;")
+
+
+def html_text(text: object) -> str:
+    """Escape ``text`` for raw HTML content or a double-quoted attribute value."""
+    s = "" if text is None else str(text)
+    return html.escape(_WHITESPACE.sub(" ", s).replace("\x00", ""), quote=True)
+
+
+def shorten(text: object, limit: int = DEFAULT_MAX) -> str:
+    """``text`` cut to at most ``limit`` characters as head…tail (unchanged when it fits)."""
+    s = "" if text is None else _WHITESPACE.sub(" ", str(text))
+    if len(s) <= limit:
+        return s
+    keep = max(limit - 1, 2)
+    head = (keep * 2) // 3
+    tail = keep - head
+    return s[:head] + ELLIPSIS + s[len(s) - tail:]
+
+
+def is_shortened(text: object, limit: int = DEFAULT_MAX) -> bool:
+    s = "" if text is None else _WHITESPACE.sub(" ", str(text))
+    return len(s) > limit
+
+
+def terminal(text: object, limit: int | None = None) -> str:
+    """Plain text for the terminal: control characters removed, optionally shortened.
+
+    Rich markup is never interpreted (callers print with ``markup=False`` or use Text objects), but
+    escape sequences in a name could still move the cursor: drop C0/C1 controls.
+    """
+    s = "" if text is None else str(text)
+    s = re.sub(r"[\x00-\x1f\x7f-\x9f]+", " ", s)
+    return shorten(s, limit) if limit else s
