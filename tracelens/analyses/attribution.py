@@ -1,0 +1,175 @@
+"""Gap attribution: for every idle gap of a GPU, what the host threads feeding it were doing.
+
+Definitions (docs/analyses.md, "attribution"):
+    feeding threads = host threads whose runtime/driver calls launched work onto the device (joined by
+                      correlation_id); when none are known, every host thread of the processes owning the
+                      device's GPU rows; when those are unknown too, every host thread
+    host categories = names.host_category: sync > input > launch > cpu (priority order)
+    split of a gap  = for each category c in priority order, the part of the gap covered by the union of the
+                      feeding threads' rows of category c and not by any earlier category; `nothing` = the
+                      rest. The parts sum exactly to the gap length, so the causes sum to idle_ns.
+    sync_copy_ns    = the part of `sync` covered only by synchronous memcpy calls (not by other syncs)
+    after_sync      = gaps that begin while a feeding thread is blocked in a sync call (the queue drained)
+    late_launch     = gaps whose next GPU op's launch call ended after the gap began (HTA's "host wait")
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .. import intervals
+from ..trace import GPU_ACTIVITY_KINDS, Trace
+from .gaps import DeviceBusy, device_busy, memo
+from .launch import launch_pairs
+from .names import CAUSES, HOST_CATEGORY_PRIORITY, SYNC, host_category, is_sync_copy, name_mask
+
+LARGEST_GAPS = 10
+
+
+@dataclass
+class HostRows:
+    """Host rows that count as activity, with their category and a dense thread code."""
+
+    category: np.ndarray  # int8 index into HOST_CATEGORY_PRIORITY
+    start: np.ndarray
+    end: np.ndarray
+    thread: np.ndarray  # int64 code into `threads`
+    sync_copy: np.ndarray  # bool: a synchronous memcpy call
+    threads: pd.DataFrame  # columns pid, tid; index = thread code
+
+
+def host_rows(trace: Trace) -> HostRows:
+    def compute() -> HostRows:
+        df = trace.df
+        category = host_category(df["kind"], df["name"])
+        keep = category >= 0
+        rows = df[keep]
+        pid = rows["pid"].to_numpy(np.int64, na_value=-1)
+        tid = rows["tid"].to_numpy(np.int64, na_value=-1)
+        codes, uniques = pd.MultiIndex.from_arrays([pid, tid]).factorize()
+        threads = pd.DataFrame({"pid": uniques.get_level_values(0).to_numpy(np.int64),
+                                "tid": uniques.get_level_values(1).to_numpy(np.int64)})
+        return HostRows(
+            category=category[keep],
+            start=rows["start_ns"].to_numpy(np.int64),
+            end=rows["end_ns"].to_numpy(np.int64),
+            thread=np.asarray(codes, np.int64),
+            sync_copy=(category[keep] == HOST_CATEGORY_PRIORITY.index(SYNC)) & name_mask(rows["name"], is_sync_copy),
+            threads=threads,
+        )
+
+    return memo(trace, "host_rows", compute)
+
+
+def thread_codes(rows: HostRows, pids: np.ndarray, tids: np.ndarray) -> np.ndarray:
+    """Codes of the given (pid, tid) pairs among the host rows' threads (threads without rows are dropped)."""
+    wanted = pd.MultiIndex.from_arrays([np.asarray(pids, np.int64), np.asarray(tids, np.int64)]).unique()
+    known = pd.MultiIndex.from_arrays([rows.threads["pid"].to_numpy(), rows.threads["tid"].to_numpy()])
+    return np.flatnonzero(known.isin(wanted))
+
+
+def feeding_threads(trace: Trace, device: int) -> tuple[np.ndarray, str]:
+    """Thread codes feeding ``device`` and how they were found: "correlation", "process" or "all"."""
+    rows = host_rows(trace)
+    pairs = launch_pairs(trace)
+    on_device = pairs[(pairs["device"] == device) & pairs["matched"]]
+    if len(on_device):
+        codes = thread_codes(rows, on_device["pid"].to_numpy(np.int64), on_device["tid"].to_numpy(np.int64))
+        if codes.size:
+            return codes, "correlation"
+    gpu = trace.of_kind(*GPU_ACTIVITY_KINDS)
+    pids = gpu.loc[gpu["device"] == device, "pid"].dropna().unique()
+    if len(pids):
+        codes = np.flatnonzero(rows.threads["pid"].isin(np.asarray(pids, np.int64)).to_numpy())
+        if codes.size:
+            return codes, "process"
+    return np.arange(len(rows.threads)), "all"
+
+
+def priority_split(
+    starts: np.ndarray, ends: np.ndarray, rows: HostRows, thread_set: np.ndarray
+) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """Split each window [start, end) among the host categories by priority, plus `nothing`.
+
+    Returns (matrix of shape (n, len(CAUSES)) in CAUSES order, extra per-window arrays: sync_copy, starts_in_sync).
+    Rows of the matrix sum exactly to end - start.
+    """
+    starts = np.asarray(starts, np.int64)
+    ends = np.asarray(ends, np.int64)
+    mine = np.isin(rows.thread, thread_set)
+    cat, s, e = rows.category[mine], rows.start[mine], rows.end[mine]
+    out = np.zeros((starts.size, len(CAUSES)), np.int64)
+    covered_before = np.zeros(starts.size, np.int64)
+    sync_union: tuple[np.ndarray, np.ndarray] = (np.empty(0, np.int64), np.empty(0, np.int64))
+    for level in range(len(HOST_CATEGORY_PRIORITY)):
+        us, ue = intervals.merge(s[cat <= level], e[cat <= level])
+        if level == 0:
+            sync_union = (us, ue)
+        covered = intervals.overlap_with_union(starts, ends, us, ue)
+        out[:, level] = covered - covered_before
+        covered_before = covered
+    out[:, -1] = (ends - starts) - covered_before
+    sync_only = (cat == 0) & ~rows.sync_copy[mine]
+    ns, ne = intervals.merge(s[sync_only], e[sync_only])
+    sync_copy = out[:, 0] - intervals.overlap_with_union(starts, ends, ns, ne)
+    starts_in_sync = intervals.overlap_with_union(starts, starts + 1, *sync_union) > 0
+    return out, {"sync_copy": sync_copy, "starts_in_sync": starts_in_sync & (ends > starts)}
+
+
+def _late_launch(trace: Trace, busy: DeviceBusy) -> np.ndarray:
+    """Per gap: the earliest op starting at the gap's end was launched (call end) after the gap began."""
+    pairs = launch_pairs(trace)
+    ops = pairs[pairs["device"] == busy.device].sort_values("start", kind="stable")
+    op_start = ops["start"].to_numpy(np.int64)
+    launch_end = ops["launch_end"].to_numpy(np.float64)
+    idx = np.searchsorted(op_start, busy.gap_ends, side="left")
+    idx = np.minimum(idx, max(op_start.size - 1, 0))
+    if op_start.size == 0:
+        return np.zeros(busy.gap_ends.size, bool)
+    return launch_end[idx] > busy.gap_starts  # NaN (unmatched) compares False
+
+
+def device_attribution(trace: Trace, busy: DeviceBusy, largest: int = LARGEST_GAPS) -> dict[str, Any]:
+    rows = host_rows(trace)
+    threads, source = feeding_threads(trace, busy.device)
+    gs, ge = busy.gap_starts, busy.gap_ends
+    split, extra = priority_split(gs, ge, rows, threads)
+    lengths = ge - gs
+    late = _late_launch(trace, busy)
+    top = np.argsort(-lengths, kind="stable")[:largest]
+    return {
+        "device": busy.device,
+        "idle_ns": int(lengths.sum()),
+        "gap_count": int(lengths.size),
+        "feeding_threads": [[int(p), int(t)] for p, t in rows.threads.iloc[threads][["pid", "tid"]].to_numpy()][:64],
+        "feeding_thread_count": int(threads.size),
+        "feeding_threads_from": source,
+        "by_cause": {c: int(split[:, i].sum()) for i, c in enumerate(CAUSES)},
+        "sync_copy_ns": int(extra["sync_copy"].sum()),
+        "after_sync": {"count": int(extra["starts_in_sync"].sum()),
+                       "idle_ns": int(lengths[extra["starts_in_sync"]].sum())},
+        "late_launch": {"count": int(late.sum()), "idle_ns": int(lengths[late].sum())},
+        "largest": [{"start_ns": int(gs[i]), "duration_ns": int(lengths[i]),
+                     "by_cause": {c: int(split[i, j]) for j, c in enumerate(CAUSES)}} for i in top],
+    }
+
+
+def gap_attribution(trace: Trace) -> dict[str, Any]:
+    devices = [device_attribution(trace, b) for b in device_busy(trace).values()]
+    totals = {c: sum(d["by_cause"][c] for d in devices) for c in CAUSES}
+    n = len(devices)
+    return {
+        "priority": list(CAUSES),
+        "devices": devices,
+        "total_by_cause": totals,
+        "mean_by_cause": {c: (totals[c] / n if n else 0.0) for c in CAUSES},
+        "sync_copy_ns": sum(d["sync_copy_ns"] for d in devices),
+    }
+
+
+def section(trace: Trace, done: dict[str, Any]) -> dict[str, Any]:
+    return gap_attribution(trace)

@@ -1,0 +1,119 @@
+"""Name patterns shared by the analyses: which host calls are input waits, blocking syncs, launches.
+
+Classification works on the *distinct* names of a trace (a categorical column's categories), never per
+event, so it stays cheap on millions of rows. Names follow the table conventions: runtime names without
+``_vNNNN`` suffixes; CUDA and HIP spellings both appear.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+import numpy as np
+import pandas as pd
+
+from ..trace import ANNOTATION, CPU_OP, DRIVER, PYTHON, RUNTIME, STEP
+
+# Host categories used by gap attribution and the step breakdown, in priority order: when host activity
+# of several categories overlaps an instant, the instant goes to the first one listed.
+SYNC = "sync"
+INPUT = "input"
+LAUNCH = "launch"
+CPU = "cpu"
+NOTHING = "nothing"
+HOST_CATEGORY_PRIORITY: tuple[str, ...] = (SYNC, INPUT, LAUNCH, CPU)
+CAUSES: tuple[str, ...] = (*HOST_CATEGORY_PRIORITY, NOTHING)
+
+# Waiting for the next batch: PyTorch DataLoader (record_function and Python frames), tf.data iterators,
+# and tracelens's own `tracelens/data` range.
+INPUT_PATTERN = re.compile(
+    r"enumerate\(DataLoader\)"
+    r"|DataLoader\w*Iter\w*\.__next__"
+    r"|dataloader\.py\(\d+\): (__next__|_next_data)"
+    r"|IteratorGetNext"
+    r"|Iterator::"
+    r"|^tracelens/data$"
+)
+
+# Calls that block the host until GPU work finishes. Synchronous (non-Async) memcpy blocks as well;
+# hipMemcpyWithStream is HIP's blocking copy despite its stream argument.
+SYNC_CALL_PATTERN = re.compile(
+    r"^(cuda|hip)(Device|Thread|Stream|Event)Synchronize$"
+    r"|^cu(Ctx|Stream|Event)Synchronize$"
+)
+SYNC_COPY_PATTERN = re.compile(
+    r"^(cuda|hip)Memcpy(2D|3D|Peer|ToSymbol|FromSymbol|2DToArray|2DFromArray|ToArray|FromArray|WithStream|DtoH|HtoD|DtoD)?$"
+    r"|^cuMemcpy(DtoH|HtoD|DtoD|Peer|2D|3D|AtoH|HtoA)?$"
+)
+
+# Kernel launch calls (a GPU op enqueued by them) and CUDA/HIP graph launches.
+KERNEL_LAUNCH_PATTERN = re.compile(
+    r"^(cuda|hip)(Ext)?(Module)?Launch(Cooperative)?Kernel\w*$"
+    r"|^cuLaunch(Cooperative)?Kernel\w*$"
+    r"|^(cuda|hip|cu)GraphLaunch$"
+)
+GRAPH_LAUNCH_PATTERN = re.compile(r"^(cuda|hip|cu)GraphLaunch$")
+
+# The `_vNNNN` suffix nsys keeps on some runtime names; readers strip it, but be lenient.
+_VERSION_SUFFIX = re.compile(r"_v\d+$")
+
+
+def _base(name: str) -> str:
+    return _VERSION_SUFFIX.sub("", name)
+
+
+def is_input(name: str) -> bool:
+    return bool(INPUT_PATTERN.search(name))
+
+
+def is_blocking_sync(name: str) -> bool:
+    """A host call that waits for the GPU: an explicit synchronize or a synchronous copy."""
+    base = _base(name)
+    return bool(SYNC_CALL_PATTERN.match(base) or SYNC_COPY_PATTERN.match(base))
+
+
+def is_sync_copy(name: str) -> bool:
+    return bool(SYNC_COPY_PATTERN.match(_base(name)))
+
+
+def is_kernel_launch(name: str) -> bool:
+    return bool(KERNEL_LAUNCH_PATTERN.match(_base(name)))
+
+
+def is_graph_launch(name: str) -> bool:
+    return bool(GRAPH_LAUNCH_PATTERN.match(_base(name)))
+
+
+def name_mask(names: pd.Series, predicate: Callable[[str], bool]) -> np.ndarray:
+    """Boolean array: ``predicate(name)`` per row, evaluated once per distinct name."""
+    if isinstance(names.dtype, pd.CategoricalDtype):
+        categories = names.cat.categories
+        lookup = np.fromiter((bool(predicate(str(c))) for c in categories), dtype=bool, count=len(categories))
+        codes = names.cat.codes.to_numpy()
+        return np.where(codes >= 0, lookup[np.maximum(codes, 0)], False) if len(lookup) else np.zeros(len(names), bool)
+    values = names.astype("string").fillna("")
+    uniques, inverse = np.unique(values.to_numpy(dtype=object).astype(str), return_inverse=True)
+    lookup = np.fromiter((bool(predicate(u)) for u in uniques), dtype=bool, count=len(uniques))
+    return lookup[inverse] if len(uniques) else np.zeros(len(names), bool)
+
+
+def host_category(kinds: pd.Series, names: pd.Series) -> np.ndarray:
+    """Per-row host category as an int8 index into :data:`HOST_CATEGORY_PRIORITY` (-1: not host work).
+
+    - sync: runtime/driver calls that block (synchronize, synchronous memcpy);
+    - input: any host row whose name is an input wait (DataLoader next, tf.data iterator, tracelens/data);
+    - launch: every other runtime/driver call (launches, async copies, allocations: the CUDA/HIP API);
+    - cpu: framework ops and Python frames;
+    - -1: annotations, steps, OS-runtime calls, overhead and GPU rows (containers or not host work).
+    """
+    api = name_mask(kinds, lambda k: k in (RUNTIME, DRIVER))
+    host_work = name_mask(kinds, lambda k: k in (RUNTIME, DRIVER, CPU_OP, PYTHON, ANNOTATION, STEP))
+    cpu = name_mask(kinds, lambda k: k in (CPU_OP, PYTHON))
+    sync = api & name_mask(names, is_blocking_sync)
+    inp = host_work & ~sync & name_mask(names, is_input)
+    out = np.full(len(api), -1, dtype=np.int8)
+    out[cpu] = HOST_CATEGORY_PRIORITY.index(CPU)
+    out[api] = HOST_CATEGORY_PRIORITY.index(LAUNCH)
+    out[inp] = HOST_CATEGORY_PRIORITY.index(INPUT)
+    out[sync] = HOST_CATEGORY_PRIORITY.index(SYNC)
+    return out
