@@ -1,4 +1,10 @@
-"""Terminal summary, drawn with rich. One function per section; sections absent from the doc are skipped."""
+"""Terminal summary, drawn with rich, readable in 100 columns.
+
+Order: source, diagnosis (primary cause, lost time, fix), GPUs, steps, gap histogram, top kernels,
+memcpy, occupancy, ranges, host; any other section of the document as a compact key/value list.
+Sections absent from the document are skipped. Names from the traced program are shown as plain
+``Text`` (never parsed as rich markup) with control characters removed.
+"""
 
 from __future__ import annotations
 
@@ -6,63 +12,261 @@ import io
 from collections.abc import Callable
 from typing import Any
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
-from .units import fmt_ns, fmt_pct
+from .escape import terminal as clean
+from .units import fmt_auto, fmt_bytes, fmt_ns, fmt_pct
+
+WIDTH = 100
+TOP_ROWS = 10
+NAME_WIDTH = 48  # kernel / range names are shortened (head…tail) to this many characters
+
+Draw = Callable[[dict[str, Any], Console], None]
+
+
+def _t(value: Any, limit: int | None = None) -> Text:
+    return Text(clean(value if value is not None else "-", limit))
+
+
+def _n(value: Any) -> str:
+    if value is None:
+        return "-"
+    return f"{value:,}" if isinstance(value, int) else f"{value:,.1f}"
+
+
+def _table(title: str, columns: list[str], right: set[str] | None = None) -> Table:
+    table = Table(title=Text(title), title_justify="left", title_style="bold", pad_edge=False, expand=False,
+                  box=box.SIMPLE_HEAD)
+    for col in columns:
+        table.add_column(col, justify="right" if right and col in right else "left", overflow="fold")
+    return table
+
+
+def _print(console: Console, text: str, style: str | None = None) -> None:
+    console.print(Text(clean(text)), style=style, highlight=False)
 
 
 def _source(doc: dict[str, Any], console: Console) -> None:
-    src = doc["source"]
+    src = doc.get("source") or {}
     producer = " ".join(x for x in (src.get("producer"), src.get("producer_version")) if x)
-    console.print(f"[bold]{src['path']}[/bold]  ({src['format']}{', ' + producer if producer else ''}, "
-                  f"{src['event_count']:,} events)", highlight=False, markup=True)
-    for warning in src.get("warnings", []):
-        console.print(f"warning: {warning}", style="yellow", markup=False, highlight=False)
+    head = Text(clean(src.get("path") or "trace"), style="bold")
+    events = src.get("event_count")
+    head.append(clean(f"  ({src.get('format', '?')}{', ' + producer if producer else ''}"
+                      f"{', ' + format(events, ',') + ' events' if isinstance(events, int) else ''})"))
+    console.print(head, highlight=False)
+    for warning in src.get("warnings") or []:
+        _print(console, f"warning: {warning}", style="yellow")
+
+
+def _primary(doc: dict[str, Any]) -> dict[str, Any] | None:
+    diagnosis = doc.get("diagnosis")
+    primary = diagnosis.get("primary") if isinstance(diagnosis, dict) else None
+    return primary if isinstance(primary, dict) else None
+
+
+def _plain(value: Any) -> str:
+    if isinstance(value, dict):
+        return "; ".join(f"{k}: {_plain(v) if isinstance(v, (list, dict)) else fmt_auto(k, v)}"
+                         for k, v in value.items())
+    if isinstance(value, list):
+        return "; ".join(_plain(v) for v in value)
+    return value if isinstance(value, str) else fmt_auto("", value)
+
+
+def _diagnosis(doc: dict[str, Any], console: Console) -> None:
+    primary = _primary(doc)
+    if primary is None:
+        return
+    console.print()
+    cause = primary.get("cause")
+    if cause == "none":
+        _print(console, "Diagnosis: no cause loses more than 10% of the span.", style="green")
+    else:
+        line = Text("Diagnosis: ", style="bold")
+        line.append(clean(cause), style="bold red")
+        line.append(clean(f"  lost {fmt_ns(primary.get('lost_ns'))} ({fmt_pct(primary.get('share'))} of span)"))
+        console.print(line, highlight=False)
+        if primary.get("evidence"):
+            _print(console, f"  evidence: {_plain(primary['evidence'])}")
+        if primary.get("fix"):
+            _print(console, f"  fix: {_plain(primary['fix'])}", style="cyan")
+    others = [c for c in (doc["diagnosis"].get("causes") or [])[1:] if isinstance(c, dict)]
+    for c in others[:4]:
+        _print(console, f"  also: {c.get('cause')} {fmt_ns(c.get('lost_ns'))} ({fmt_pct(c.get('share'))})")
 
 
 def _devices(doc: dict[str, Any], console: Console) -> None:
-    devices = doc.get("devices") or []
-    if not devices:
-        console.print("No GPU activity in this trace (no kernels, copies or memsets); host side below.",
-                      style="yellow")
+    devices = doc.get("devices")
+    if devices is None:
         return
-    table = Table(title="GPU utilization", title_justify="left")
-    for col in ("device", "name", "utilization", "busy", "span", "kernels", "kernel time", "memcpy", "memset"):
-        table.add_column(col, justify="left" if col in ("device", "name") else "right")
+    console.print()
+    if not devices:
+        _print(console, "No GPU activity in this trace (no kernels, copies or memsets); host side below.",
+               style="yellow")
+        return
+    table = _table("GPU utilization", ["GPU", "name", "util", "busy", "span", "kernels", "kernel time",
+                                       "memcpy n/time", "memset n/time"],
+                   {"util", "busy", "span", "kernels", "kernel time", "memcpy n/time", "memset n/time"})
     for d in devices:
-        table.add_row(str(d["id"]), d.get("name") or "-", fmt_pct(d["utilization"]), fmt_ns(d["busy_ns"]),
-                      fmt_ns(d["span_ns"]), f"{d['kernel_count']:,}", fmt_ns(d["kernel_ns"]),
-                      f"{d['memcpy_count']:,} / {fmt_ns(d['memcpy_ns'])}",
-                      f"{d['memset_count']:,} / {fmt_ns(d['memset_ns'])}")
+        table.add_row(_t(d.get("id")), _t(d.get("name") or "-", 24), fmt_pct(d.get("utilization")),
+                      fmt_ns(d.get("busy_ns")), fmt_ns(d.get("span_ns")), _n(d.get("kernel_count")),
+                      fmt_ns(d.get("kernel_ns")), f"{_n(d.get('memcpy_count'))}/{fmt_ns(d.get('memcpy_ns'))}",
+                      f"{_n(d.get('memset_count'))}/{fmt_ns(d.get('memset_ns'))}")
+    console.print(table)
+
+
+def _steps(doc: dict[str, Any], console: Console) -> None:
+    if "steps" not in doc:
+        return
+    from ..diff import step_durations
+
+    durations = step_durations(doc)
+    console.print()
+    if not durations:
+        _print(console, "Steps: no step markers in this trace.")
+        return
+    mean = sum(durations) / len(durations)
+    _print(console, f"Steps: {len(durations)}, mean {fmt_ns(mean)}, min {fmt_ns(min(durations))}, "
+                    f"max {fmt_ns(max(durations))}")
+    breakdown = _step_breakdown(doc)
+    if breakdown:
+        _print(console, "  per step (mean): " + ", ".join(f"{k} {fmt_ns(v)}" for k, v in breakdown))
+
+
+def _step_breakdown(doc: dict[str, Any]) -> list[tuple[str, float]]:
+    """Mean host time per category over the steps, from ``steps.steps[*].host_ns`` when present."""
+    steps = doc.get("steps")
+    rows = steps.get("steps") if isinstance(steps, dict) else None
+    if not isinstance(rows, list) or not rows:
+        return []
+    totals: dict[str, float] = {}
+    for row in rows:
+        host = row.get("host_ns") if isinstance(row, dict) else None
+        if isinstance(host, dict):
+            for k, v in host.items():
+                if isinstance(v, (int, float)):
+                    totals[k] = totals.get(k, 0) + v
+    return [(k, v / len(rows)) for k, v in totals.items()]
+
+
+def _gaps(doc: dict[str, Any], console: Console) -> None:
+    gaps = doc.get("gaps")
+    devices = gaps.get("devices") if isinstance(gaps, dict) else None
+    if not devices:
+        return
+    console.print()
+    for d in devices:
+        idle = d.get("idle_ns") or 0
+        table = _table(f"GPU {d.get('device')} idle gaps: {_n(d.get('gap_count'))} gaps, {fmt_ns(idle)} idle",
+                       ["gap length", "count", "idle", "share", ""], {"count", "idle", "share"})
+        for h in d.get("histogram") or []:
+            share = (h.get("total_ns") or 0) / idle if idle else 0.0
+            table.add_row(_t(h.get("bucket")), _n(h.get("count")), fmt_ns(h.get("total_ns")),
+                          fmt_pct(share) if idle else "-", "█" * int(round(20 * share)))
+        console.print(table)
+
+
+def _kernels(doc: dict[str, Any], console: Console) -> None:
+    kernels = doc.get("kernels")
+    if not isinstance(kernels, dict) or not kernels.get("by_name"):
+        return
+    console.print()
+    table = _table(f"Top kernels ({_n(kernels.get('count'))} launches, {_n(kernels.get('distinct_names'))} names, "
+                   f"{fmt_ns(kernels.get('total_ns'))})", ["kernel", "time%", "total", "count", "avg", "max"],
+                   {"time%", "total", "count", "avg", "max"})
+    for k in kernels["by_name"][:TOP_ROWS]:
+        table.add_row(_t(k.get("name"), NAME_WIDTH), fmt_pct(k.get("time_fraction")), fmt_ns(k.get("total_ns")),
+                      _n(k.get("count")), fmt_ns(k.get("avg_ns")), fmt_ns(k.get("max_ns")))
+    console.print(table)
+
+
+def _memcpy(doc: dict[str, Any], console: Console) -> None:
+    memcpy = doc.get("memcpy")
+    if not isinstance(memcpy, dict):
+        return
+    by_kind = [k for k in memcpy.get("by_kind") or [] if isinstance(k, dict)]
+    if not by_kind:
+        return
+    console.print()
+    exposed = memcpy.get("exposed_ns")
+    title = "Memory copies" + (f" ({fmt_ns(exposed)} not overlapped by compute)" if exposed is not None else "")
+    table = _table(title, ["direction", "count", "bytes", "time", "bandwidth", "pageable"],
+                   {"count", "bytes", "time", "bandwidth", "pageable"})
+    for k in by_kind:
+        nbytes, ns = k.get("bytes"), k.get("duration_ns")
+        bandwidth = f"{fmt_bytes(nbytes / (ns / 1e9))}/s" if nbytes and ns else "-"
+        table.add_row(_t(k.get("kind")), _n(k.get("count")), fmt_bytes(nbytes), fmt_ns(ns), bandwidth,
+                      _n(k.get("pageable_count")))
+    console.print(table)
+
+
+def _scalars(title: str, value: Any, console: Console) -> None:
+    """A compact line-per-key listing of a section's scalar values (for sections with no dedicated table)."""
+    if not isinstance(value, dict):
+        return
+    items = [(k, v) for k, v in value.items() if v is None or isinstance(v, (str, int, float, bool))]
+    if not items:
+        return
+    console.print()
+    _print(console, f"{title}:", style="bold")
+    for k, v in items[:12]:
+        _print(console, f"  {k}: {clean(fmt_auto(k, v), 80)}")
+
+
+def _occupancy(doc: dict[str, Any], console: Console) -> None:
+    if "occupancy" in doc:
+        _scalars("Occupancy", doc["occupancy"], console)
+
+
+def _ranges(doc: dict[str, Any], console: Console) -> None:
+    ranges = doc.get("ranges")
+    rows = ranges.get("ranges") if isinstance(ranges, dict) else ranges
+    if not isinstance(rows, list) or not rows:
+        return
+    rows = [r for r in rows if isinstance(r, dict)]
+    if not rows:
+        return
+    console.print()
+    columns = [c for c in rows[0] if isinstance(rows[0][c], (str, int, float)) or rows[0][c] is None][:6]
+    table = _table("Ranges (NVTX / annotations)", columns, {c for c in columns if c != "name"})
+    for r in rows[:TOP_ROWS]:
+        table.add_row(*[_t(r.get(c), NAME_WIDTH) if isinstance(r.get(c), str) else fmt_auto(c, r.get(c))
+                        for c in columns])
     console.print(table)
 
 
 def _host(doc: dict[str, Any], console: Console) -> None:
     host = doc.get("host")
-    if not host or not host.get("top"):
+    if not isinstance(host, dict) or not host.get("top"):
         return
-    table = Table(title=f"Host side (span {fmt_ns(host['span_ns'])}, {host['threads']} threads): top by time",
-                  title_justify="left")
-    for col in ("kind", "name", "count", "total"):
-        table.add_column(col, justify="right" if col in ("count", "total") else "left", overflow="fold")
-    for row in host["top"]:
-        table.add_row(row["kind"], row["name"][:80], f"{row['count']:,}", fmt_ns(row["total_ns"]))
+    console.print()
+    table = _table(f"Host side (span {fmt_ns(host.get('span_ns'))}, {host.get('threads', 0)} threads): top by time",
+                   ["kind", "name", "count", "total"], {"count", "total"})
+    for row in host["top"][:TOP_ROWS]:
+        table.add_row(_t(row.get("kind")), _t(row.get("name"), 60), _n(row.get("count")), fmt_ns(row.get("total_ns")))
     console.print(table)
 
 
 # Section renderers in print order. Add a section by adding its function here.
-SECTIONS: list[Callable[[dict[str, Any], Console], None]] = [
-    _source,
-    _devices,
-    _host,
-]
+SECTIONS: list[Draw] = [_source, _diagnosis, _devices, _steps, _gaps, _kernels, _memcpy, _occupancy, _ranges, _host]
+HANDLED = {"schema_version", "source", "diagnosis", "devices", "steps", "gaps", "kernels", "memcpy", "occupancy",
+           "ranges", "host"}
 
 
-def render(doc: dict[str, Any], *, width: int = 120, color: bool = False, **_: Any) -> str:
+def _others(doc: dict[str, Any], console: Console) -> None:
+    for key, value in doc.items():
+        if key not in HANDLED:
+            _scalars(key, value, console)
+
+
+def render(doc: dict[str, Any], *, width: int = WIDTH, color: bool = False, **_: Any) -> str:
     buffer = io.StringIO()
     console = Console(file=buffer, width=width, force_terminal=color, color_system="auto" if color else None,
-                      emoji=False)
-    for draw in SECTIONS:
+                      emoji=False, highlight=False)
+    for draw in [*SECTIONS, _others]:
         draw(doc, console)
-    return buffer.getvalue()
+    # rich pads every line to the table width; trailing blanks only make diffs and golden files noisy
+    return "\n".join(line.rstrip() for line in buffer.getvalue().split("\n"))

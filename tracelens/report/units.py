@@ -26,3 +26,31 @@ def fmt_bytes(n: float | int | None) -> str:
 
 def fmt_pct(fraction: float | None) -> str:
     return "-" if fraction is None else f"{100 * fraction:.1f}%"
+
+
+# Key-name conventions of the analysis document (docs/json.md): *_ns nanoseconds, *bytes* bytes,
+# fractions 0-1 under these names. Renderers use them to format values of sections they have no
+# dedicated table for.
+FRACTION_KEYS = ("utilization", "share", "fraction", "occupancy", "ratio", "efficiency")
+
+
+def fmt_auto(key: str, value: object) -> str:
+    """Format a JSON value for humans, choosing the unit from its key name (plain text, not escaped)."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, (int, float)):
+        k = key.lower()
+        if k.endswith("_ns") or k == "ns":
+            return fmt_ns(value)
+        if "bandwidth" in k or k.endswith("bytes_per_s"):
+            return f"{fmt_bytes(value)}/s"
+        if "bytes" in k:
+            return fmt_bytes(value)
+        if isinstance(value, float) and any(f in k for f in FRACTION_KEYS) and -1.0 <= value <= 1.0:
+            return fmt_pct(value)
+        if isinstance(value, int):
+            return f"{value:,}"
+        return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"
+    return str(value)

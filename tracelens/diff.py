@@ -1,0 +1,324 @@
+"""Compare two analysis documents (``tracelens diff BASE HEAD``): metrics side by side, deltas, a verdict.
+
+Works on the documents ``tracelens.analyze`` returns, so the two traces may come from different formats.
+Definitions (also in ``docs/json.md``, section "diff"):
+
+* GPU utilization of a trace = sum over devices of busy_ns / sum over devices of span_ns (busy-weighted:
+  a device that ran longer weighs more); null when the trace has no GPU activity.
+* Mean step time = mean duration of the steps in the ``steps`` section; null when the trace has no steps.
+* delta = head - base; relative = delta / base (null when base is 0 or either side is null).
+* A metric's change is "improved"/"regressed" when it moves beyond the noise floor in its better/worse
+  direction, else "unchanged". Noise floor: :data:`NOISE_FLOOR` = 2% relative, or 2 points for fractions.
+* Verdict, from the two headline metrics (GPU utilization, mean step time): "regressed" when either
+  regressed beyond the floor, else "improved" when either improved, else "unchanged"; "inconclusive"
+  when neither metric exists on both sides (no GPU and no steps).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+DIFF_SCHEMA_VERSION = "1.0"
+NOISE_FLOOR = 0.02  # relative change (2%), or 0.02 = 2 points for fraction metrics
+TOP_KERNELS = 15  # entries per kernels added / removed / slower / faster list
+
+Doc = dict[str, Any]
+
+
+def _devices(doc: Doc) -> list[dict[str, Any]]:
+    return [d for d in (doc.get("devices") or []) if isinstance(d, dict)]
+
+
+def _sum(doc: Doc, key: str) -> int | None:
+    devices = _devices(doc)
+    if not devices:
+        return None
+    return int(sum(int(d.get(key) or 0) for d in devices))
+
+
+def gpu_utilization(doc: Doc) -> float | None:
+    """Busy-weighted utilization over every device: sum(busy_ns) / sum(span_ns); null without GPU time."""
+    span = _sum(doc, "span_ns")
+    if not span:
+        return None
+    return (_sum(doc, "busy_ns") or 0) / span
+
+
+def step_durations(doc: Doc) -> list[int]:
+    """Durations (ns) of the steps the ``steps`` section lists (empty when there are none)."""
+    steps = doc.get("steps")
+    if isinstance(steps, dict):
+        steps = steps.get("steps") or steps.get("per_step") or []
+    if not isinstance(steps, list):
+        return []
+    out = []
+    for step in steps:
+        if not isinstance(step, dict):
+            continue
+        dur = step.get("duration_ns")
+        if dur is None and step.get("start_ns") is not None and step.get("end_ns") is not None:
+            dur = step["end_ns"] - step["start_ns"]
+        if dur is not None:
+            out.append(int(dur))
+    return out
+
+
+def mean_step_ns(doc: Doc) -> float | None:
+    """Mean step duration in ns, or null when the trace has no steps."""
+    durations = step_durations(doc)
+    return (sum(durations) / len(durations)) if durations else None
+
+
+def _step_count(doc: Doc) -> int | None:
+    durations = step_durations(doc)
+    return len(durations) if durations else None
+
+
+def _kernels(doc: Doc) -> dict[str, Any]:
+    kernels = doc.get("kernels")
+    return kernels if isinstance(kernels, dict) else {}
+
+
+def _memcpy_bytes(doc: Doc) -> int | None:
+    memcpy = doc.get("memcpy")
+    if not isinstance(memcpy, dict) or not isinstance(memcpy.get("by_kind"), list):
+        return None
+    return int(sum(int(k.get("bytes") or 0) for k in memcpy["by_kind"]))
+
+
+def _memcpy_exposed(doc: Doc) -> int | None:
+    memcpy = doc.get("memcpy")
+    if not isinstance(memcpy, dict) or memcpy.get("exposed_ns") is None:
+        return None
+    return int(memcpy["exposed_ns"])
+
+
+def _primary_lost(doc: Doc) -> int | None:
+    primary = (doc.get("diagnosis") or {}).get("primary") if isinstance(doc.get("diagnosis"), dict) else None
+    if not isinstance(primary, dict) or primary.get("lost_ns") is None:
+        return None
+    return int(primary["lost_ns"])
+
+
+def _launch(key: str) -> Callable[[Doc], float | None]:
+    def get(doc: Doc) -> float | None:
+        launch = doc.get("launch")
+        if not isinstance(launch, dict):
+            return None
+        value: Any = launch
+        for part in key.split("."):
+            value = value.get(part) if isinstance(value, dict) else None
+        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    return get
+
+
+@dataclass(frozen=True)
+class Metric:
+    key: str
+    label: str
+    unit: str  # "fraction" | "ns" | "count" | "bytes" | "per_s"
+    better: str | None  # "higher" | "lower" | None (informational)
+    get: Callable[[Doc], float | int | None]
+
+
+METRICS: tuple[Metric, ...] = (
+    Metric("gpu_utilization", "GPU utilization (Σbusy/Σspan)", "fraction", "higher", gpu_utilization),
+    Metric("mean_step_ns", "mean step time", "ns", "lower", mean_step_ns),
+    Metric("step_count", "steps", "count", None, _step_count),
+    Metric("device_count", "GPUs with activity", "count", None, lambda d: len(_devices(d)) or None),
+    Metric("gpu_busy_ns", "GPU busy (Σ over devices)", "ns", None, lambda d: _sum(d, "busy_ns")),
+    Metric("gpu_span_ns", "GPU span (Σ over devices)", "ns", "lower", lambda d: _sum(d, "span_ns")),
+    Metric("kernel_count", "kernels launched", "count", None, lambda d: _sum(d, "kernel_count")),
+    Metric("kernel_ns", "kernel time (summed)", "ns", None, lambda d: _sum(d, "kernel_ns")),
+    Metric("kernel_names", "distinct kernel names", "count", None, lambda d: _kernels(d).get("distinct_names")),
+    Metric("memcpy_count", "memcpy count", "count", "lower", lambda d: _sum(d, "memcpy_count")),
+    Metric("memcpy_ns", "memcpy time (summed)", "ns", "lower", lambda d: _sum(d, "memcpy_ns")),
+    Metric("memcpy_bytes", "memcpy bytes", "bytes", None, _memcpy_bytes),
+    Metric("memcpy_exposed_ns", "memcpy not overlapped by compute", "ns", "lower", _memcpy_exposed),
+    Metric("memset_ns", "memset time (summed)", "ns", None, lambda d: _sum(d, "memset_ns")),
+    Metric("primary_lost_ns", "lost time of the primary cause", "ns", "lower", _primary_lost),
+)
+
+HEADLINE = ("gpu_utilization", "mean_step_ns")
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return None if isinstance(value, float) and not math.isfinite(value) else value
+
+
+def _classify(unit: str, better: str | None, base: float | None, head: float | None) -> str:
+    if better is None:
+        return "info"
+    if base is None or head is None:
+        return "n/a"
+    if unit == "fraction":
+        moved = head - base
+        if abs(moved) <= NOISE_FLOOR:
+            return "unchanged"
+    else:
+        if base == 0:
+            if head == 0:
+                return "unchanged"
+            moved = head
+        else:
+            moved = (head - base) / abs(base)
+            if abs(moved) <= NOISE_FLOOR:
+                return "unchanged"
+    up_is_good = better == "higher"
+    return "improved" if (moved > 0) == up_is_good else "regressed"
+
+
+def _row(metric_key: str, label: str, unit: str, better: str | None, base: Any, head: Any) -> dict[str, Any]:
+    base, head = _number(base), _number(head)
+    delta = (head - base) if base is not None and head is not None else None
+    relative = (delta / abs(base)) if delta is not None and base else None
+    return {
+        "key": metric_key, "label": label, "unit": unit, "better": better, "base": base, "head": head,
+        "delta": delta, "relative": relative, "change": _classify(unit, better, base, head),
+    }
+
+
+def _idle_by_cause(doc: Doc) -> dict[str, int]:
+    """Idle time per cause summed over devices, from the ``attribution`` section (empty when absent)."""
+    attribution = doc.get("attribution")
+    if not isinstance(attribution, dict):
+        return {}
+    totals = attribution.get("totals") or attribution.get("by_cause") or attribution.get("total_by_cause")
+    if isinstance(totals, dict):
+        return {str(k): int(v) for k, v in totals.items() if _number(v) is not None}
+    if isinstance(totals, list):
+        out: dict[str, int] = {}
+        for row in totals:
+            if isinstance(row, dict) and row.get("cause") is not None:
+                value = row.get("idle_ns", row.get("total_ns", row.get("ns")))
+                if _number(value) is not None:
+                    out[str(row["cause"])] = out.get(str(row["cause"]), 0) + int(value)
+        return out
+    return {}
+
+
+def _launch_rows(base: Doc, head: Doc) -> list[dict[str, Any]]:
+    """Scalar launch statistics present in either document (the launch section's own keys)."""
+    rows = []
+    candidates = [
+        ("launch_latency_p50_ns", "launch latency p50", "ns", "lower", "latency_ns.p50"),
+        ("launch_latency_p90_ns", "launch latency p90", "ns", "lower", "latency_ns.p90"),
+        ("launch_latency_p99_ns", "launch latency p99", "ns", "lower", "latency_ns.p99"),
+        ("short_kernel_fraction", "GPU time in kernels < 10 µs", "fraction", "lower", "short_kernel_time_fraction"),
+        ("kernels_shorter_than_launch", "kernels shorter than their launch", "count", "lower",
+         "kernels_shorter_than_launch"),
+    ]
+    for key, label, unit, better, path in candidates:
+        get = _launch(path)
+        b, h = get(base), get(head)
+        if b is not None or h is not None:
+            rows.append(_row(key, label, unit, better, b, h))
+    return rows
+
+
+def _kernel_changes(base: Doc, head: Doc) -> dict[str, Any]:
+    base_k = {k["name"]: k for k in _kernels(base).get("by_name", []) if isinstance(k, dict)}
+    head_k = {k["name"]: k for k in _kernels(head).get("by_name", []) if isinstance(k, dict)}
+    if not base_k and not head_k:
+        return {"available": False, "added": [], "removed": [], "slower": [], "faster": []}
+
+    def brief(k: dict[str, Any]) -> dict[str, Any]:
+        return {"name": k["name"], "count": k["count"], "total_ns": k["total_ns"], "avg_ns": k["avg_ns"]}
+
+    added = sorted((brief(head_k[n]) for n in head_k.keys() - base_k.keys()), key=lambda k: (-k["total_ns"], k["name"]))
+    removed = sorted((brief(base_k[n]) for n in base_k.keys() - head_k.keys()),
+                     key=lambda k: (-k["total_ns"], k["name"]))
+    changed = []
+    for name in base_k.keys() & head_k.keys():
+        b, h = base_k[name], head_k[name]
+        if not b["avg_ns"]:
+            continue
+        relative = (h["avg_ns"] - b["avg_ns"]) / b["avg_ns"]
+        if abs(relative) > NOISE_FLOOR:
+            changed.append({
+                "name": name, "base_count": b["count"], "head_count": h["count"],
+                "base_avg_ns": b["avg_ns"], "head_avg_ns": h["avg_ns"], "avg_relative": relative,
+                "base_total_ns": b["total_ns"], "head_total_ns": h["total_ns"],
+                "total_delta_ns": h["total_ns"] - b["total_ns"],
+            })
+    slower = sorted((c for c in changed if c["avg_relative"] > 0), key=lambda c: (-c["total_delta_ns"], c["name"]))
+    faster = sorted((c for c in changed if c["avg_relative"] < 0), key=lambda c: (c["total_delta_ns"], c["name"]))
+    return {
+        "available": True,
+        "added_count": len(added), "removed_count": len(removed),
+        "slower_count": len(slower), "faster_count": len(faster),
+        "added": added[:TOP_KERNELS], "removed": removed[:TOP_KERNELS],
+        "slower": slower[:TOP_KERNELS], "faster": faster[:TOP_KERNELS],
+    }
+
+
+def _side(doc: Doc) -> dict[str, Any]:
+    source = doc.get("source") or {}
+    primary = (doc.get("diagnosis") or {}).get("primary") if isinstance(doc.get("diagnosis"), dict) else None
+    return {
+        "path": source.get("path"),
+        "format": source.get("format"),
+        "framework": source.get("framework"),
+        "primary_cause": primary.get("cause") if isinstance(primary, dict) else None,
+    }
+
+
+def _verdict(rows: list[dict[str, Any]]) -> tuple[str, list[str]]:
+    headline = [r for r in rows if r["key"] in HEADLINE and r["change"] != "n/a"]
+    if not headline:
+        return "inconclusive", ["neither GPU utilization nor mean step time exists in both traces"]
+    reasons = [f"{r['label']}: {r['change']}" for r in headline]
+    if any(r["change"] == "regressed" for r in headline):
+        return "regressed", reasons
+    if any(r["change"] == "improved" for r in headline):
+        return "improved", reasons
+    return "unchanged", reasons
+
+
+def compare(base_doc: Doc, head_doc: Doc) -> dict[str, Any]:
+    """Metrics of two analysis documents side by side with deltas, changed kernels and a verdict."""
+    metrics = [_row(m.key, m.label, m.unit, m.better, m.get(base_doc), m.get(head_doc)) for m in METRICS]
+    metrics.extend(_launch_rows(base_doc, head_doc))
+    base_idle, head_idle = _idle_by_cause(base_doc), _idle_by_cause(head_doc)
+    idle = [_row(f"idle_{cause}_ns", f"idle: {cause}", "ns", "lower", base_idle.get(cause, 0 if base_idle else None),
+                 head_idle.get(cause, 0 if head_idle else None))
+            for cause in sorted(base_idle.keys() | head_idle.keys())]
+    verdict, reasons = _verdict(metrics)
+    return {
+        "schema_version": DIFF_SCHEMA_VERSION,
+        "noise_floor": NOISE_FLOOR,
+        "base": _side(base_doc),
+        "head": _side(head_doc),
+        "verdict": verdict,
+        "verdict_reasons": reasons,
+        "metrics": metrics,
+        "idle_by_cause": idle,
+        "kernels": _kernel_changes(base_doc, head_doc),
+    }
+
+
+def regression_reasons(result: dict[str, Any], pct: float) -> list[str]:
+    """Why HEAD regressed by more than ``pct``: utilization down by > pct points, mean step time up > pct %.
+
+    A criterion whose metric is missing on either side (no GPU activity, no steps) is not applied.
+    """
+    by_key = {m["key"]: m for m in result.get("metrics", [])}
+    reasons: list[str] = []
+    util = by_key.get("gpu_utilization")
+    if util and util["base"] is not None and util["head"] is not None:
+        drop_points = 100.0 * (util["base"] - util["head"])
+        if drop_points > pct:
+            reasons.append(f"GPU utilization {100 * util['base']:.1f}% -> {100 * util['head']:.1f}% "
+                           f"({drop_points:.1f} points lower, threshold {pct:g})")
+    step = by_key.get("mean_step_ns")
+    if step and step["base"] and step["head"] is not None:
+        longer_pct = 100.0 * (step["head"] - step["base"]) / step["base"]
+        if longer_pct > pct:
+            reasons.append(f"mean step time {step['base'] / 1e6:.3f} ms -> {step['head'] / 1e6:.3f} ms "
+                           f"({longer_pct:.1f}% longer, threshold {pct:g}%)")
+    return reasons

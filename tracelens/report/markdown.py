@@ -1,0 +1,413 @@
+"""GitHub-flavoured markdown report for pull-request review (``tracelens report``, ``analyze -f markdown``).
+
+Layout: headline (utilization per device, step time, primary cause), findings table, step-time breakdown,
+gap histogram, top kernels, memcpy, occupancy, ranges, host, then any other section of the document in a
+generic form. A section is rendered only when its key is in the document. Long tables are folded in
+``<details>``.
+
+Safety: every string that comes from the traced program goes through :func:`escape.md` (cells, list
+items) or :func:`escape.html_text` (inside HTML tags), so a name can neither add a table column, close a
+``<details>`` block nor inject a tag. Names longer than :data:`escape.DEFAULT_MAX` characters are
+shortened to head…tail in tables and marked ``[n]``; a folded "Full names" list under the table gives
+each in full (escaped).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from .escape import html_text, is_shortened, md, shorten
+from .units import fmt_auto, fmt_bytes, fmt_ns, fmt_pct
+
+TOP_ROWS = 10  # rows shown before the rest is folded into <details>
+GENERIC_LIST_ROWS = 50  # rows of a list-of-objects table in the generic renderer
+GENERIC_COLUMNS = 10
+
+# Severity of a finding from its share of the span (documented in docs/json.md "report").
+SEVERITY = ((0.25, "🔴 high"), (0.10, "🟠 medium"), (0.0, "🟡 low"))
+
+Lines = list[str]
+
+
+class _Names:
+    """Collects names shortened in a table so their full form can be listed under it."""
+
+    def __init__(self) -> None:
+        self.full: list[str] = []
+
+    def cell(self, name: Any) -> str:
+        text = "" if name is None else str(name)
+        if is_shortened(text):
+            self.full.append(text)
+            return f"{md(shorten(text))} \\[{len(self.full)}\\]"
+        return md(text)
+
+    def block(self) -> Lines:
+        if not self.full:
+            return []
+        lines = ["", "<details><summary>Full names</summary>", ""]
+        lines.extend(f"{i}. {md(name)}" for i, name in enumerate(self.full, start=1))
+        lines.extend(["", "</details>"])
+        return lines
+
+
+def table(header: list[str], rows: list[list[str]], align: list[str] | None = None) -> Lines:
+    """A GitHub table; callers pass cells already escaped."""
+    align = align or ["---"] * len(header)
+    out = ["| " + " | ".join(header) + " |", "| " + " | ".join(align) + " |"]
+    out.extend("| " + " | ".join(cells) + " |" for cells in rows)
+    return out
+
+
+def details(summary: str, body: Lines) -> Lines:
+    """Fold ``body`` under a ``<details>`` whose plain-text ``summary`` is HTML-escaped here."""
+    return ["", f"<details><summary>{html_text(summary)}</summary>", "", *body, "", "</details>"]
+
+
+def _folded_table(header: list[str], rows: list[list[str]], align: list[str], what: str) -> Lines:
+    lines = table(header, rows[:TOP_ROWS], align)
+    if len(rows) > TOP_ROWS:
+        lines.extend(details(f"{len(rows) - TOP_ROWS} more {what}", table(header, rows[TOP_ROWS:], align)))
+    return lines
+
+
+def _num(value: Any) -> str:
+    if value is None:
+        return "-"
+    return f"{value:,}" if isinstance(value, int) else f"{value:,.1f}"
+
+
+# ---------------------------------------------------------------------------------------------- generic
+
+
+def _scalar(value: Any) -> bool:
+    return value is None or isinstance(value, (str, int, float, bool))
+
+
+def _generic_cell(key: str, value: Any) -> str:
+    if isinstance(value, str):
+        return md(shorten(value))
+    if _scalar(value):
+        return md(fmt_auto(key, value))
+    if isinstance(value, list) and all(_scalar(v) for v in value):
+        return md(shorten(", ".join(fmt_auto(key, v) for v in value), 80))
+    return f"({len(value)} entries)" if isinstance(value, (list, dict)) else md(shorten(str(value)))
+
+
+def generic(value: Any, depth: int = 0) -> Lines:
+    """Render any JSON value: scalars of a dict as a key/value table, lists of objects as tables."""
+    if isinstance(value, dict):
+        scalars = [(k, v) for k, v in value.items() if _scalar(v) or (isinstance(v, list) and all(map(_scalar, v)))]
+        nested = [(k, v) for k, v in value.items() if (k, v) not in scalars]
+        lines: Lines = []
+        if scalars:
+            lines.extend(table(["key", "value"], [[md(k), _generic_cell(k, v)] for k, v in scalars]))
+        for key, sub in nested:
+            if isinstance(sub, (list, dict)) and not sub:
+                continue
+            body = generic(sub, depth + 1)
+            if body:
+                lines.extend(details(str(key), body) if depth >= 1 else ["", f"**{md(key)}**", "", *body])
+        return lines
+    if isinstance(value, list):
+        objects = [v for v in value if isinstance(v, dict)]
+        if not objects:
+            return [md(shorten(", ".join(fmt_auto("", v) for v in value), 200))] if value else []
+        columns: list[str] = []
+        for obj in objects[:GENERIC_LIST_ROWS]:
+            for k, v in obj.items():
+                if k not in columns and (_scalar(v) or isinstance(v, list)):
+                    columns.append(k)
+        columns = columns[:GENERIC_COLUMNS]
+        names = _Names()
+        rows = [[names.cell(obj.get(c)) if isinstance(obj.get(c), str) else _generic_cell(c, obj.get(c))
+                 for c in columns] for obj in objects[:GENERIC_LIST_ROWS]]
+        lines = table([md(c) for c in columns], rows)
+        if len(objects) > GENERIC_LIST_ROWS:
+            lines.append(f"\n… {len(objects) - GENERIC_LIST_ROWS} more rows in the JSON output.")
+        return lines + names.block()
+    return [md(fmt_auto("", value))]
+
+
+# ---------------------------------------------------------------------------------------------- sections
+
+
+def _primary(doc: dict[str, Any]) -> dict[str, Any] | None:
+    diagnosis = doc.get("diagnosis")
+    primary = diagnosis.get("primary") if isinstance(diagnosis, dict) else None
+    return primary if isinstance(primary, dict) else None
+
+
+def _step_durations(doc: dict[str, Any]) -> list[int]:
+    from ..diff import step_durations
+
+    return step_durations(doc)
+
+
+def _headline(doc: dict[str, Any]) -> Lines:
+    src = doc.get("source") or {}
+    name = Path(str(src.get("path") or "trace")).name or "trace"
+    lines = [f"# tracelens report: {md(name)}", ""]
+    facts = [src.get("format"), " ".join(x for x in (src.get("producer"), src.get("producer_version")) if x),
+             f"framework {src['framework']}" if src.get("framework") else None,
+             f"{src['event_count']:,} events" if isinstance(src.get("event_count"), int) else None]
+    if src.get("rank") is not None:
+        facts.append(f"rank {src['rank']} of {src.get('world_size') or '?'}")
+    lines.append(" · ".join(md(f) for f in facts if f))
+    for warning in src.get("warnings") or []:
+        lines.extend(["", f"> ⚠️ {md(warning)}"])
+    lines.append("")
+    devices = doc.get("devices")
+    if isinstance(devices, list) and devices:
+        from ..diff import gpu_utilization
+
+        total = gpu_utilization(doc)
+        per_device = ", ".join(f"GPU {md(d.get('id'))} {fmt_pct(d.get('utilization'))}" for d in devices)
+        lines.append(f"- **GPU utilization:** {fmt_pct(total)} busy-weighted over {len(devices)} device(s)"
+                     + (f" ({per_device})" if len(devices) > 1 else ""))
+    elif "devices" in doc:
+        lines.append("- **GPU utilization:** no GPU activity in this trace (no kernels, copies or memsets)")
+    durations = _step_durations(doc)
+    if durations:
+        mean = sum(durations) / len(durations)
+        lines.append(f"- **Step time:** mean {fmt_ns(mean)} over {len(durations)} steps "
+                     f"(min {fmt_ns(min(durations))}, max {fmt_ns(max(durations))})")
+    elif "steps" in doc:
+        lines.append("- **Step time:** no step markers in this trace")
+    primary = _primary(doc)
+    if primary:
+        cause = primary.get("cause")
+        if cause == "none":
+            lines.append("- **Primary cause:** none: no cause loses more than 10% of the span")
+        else:
+            lines.append(f"- **Primary cause:** `{md(cause)}`: {fmt_ns(primary.get('lost_ns'))} lost "
+                         f"({fmt_pct(primary.get('share'))} of the span)")
+            if primary.get("fix"):
+                lines.append(f"- **Fix:** {_text(primary.get('fix'))}")
+    return lines
+
+
+def _text(value: Any) -> str:
+    """Free text from an analysis (which may quote traced names): escaped, list items joined."""
+    if isinstance(value, list):
+        return "; ".join(_text(v) for v in value)
+    if isinstance(value, dict):
+        return "; ".join(f"{md(k)}: {_text(v)}" for k, v in value.items())
+    return md(fmt_auto("", value) if not isinstance(value, str) else value)
+
+
+def _evidence(value: Any) -> str:
+    if isinstance(value, dict):
+        return "; ".join(f"{md(k)}: {md(shorten(fmt_auto(k, v) if _scalar(v) else _plain(v), 120))}"
+                         for k, v in value.items())
+    if isinstance(value, list):
+        return "; ".join(md(shorten(v if isinstance(v, str) else _plain(v), 120)) for v in value)
+    return md(shorten(fmt_auto("", value) if not isinstance(value, str) else value, 400))
+
+
+def _plain(value: Any) -> str:
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={_plain(v)}" for k, v in value.items())
+    if isinstance(value, list):
+        return ", ".join(_plain(v) for v in value)
+    return fmt_auto("", value)
+
+
+def severity(share: float | None) -> str:
+    """Severity label of a finding from its share of the span: ≥25% high, ≥10% medium, else low."""
+    share = share or 0.0
+    for threshold, label in SEVERITY:
+        if share >= threshold:
+            return label
+    return SEVERITY[-1][1]
+
+
+def _findings(doc: dict[str, Any]) -> Lines:
+    diagnosis = doc.get("diagnosis")
+    if not isinstance(diagnosis, dict):
+        return []
+    causes = [c for c in diagnosis.get("causes") or [] if isinstance(c, dict)]
+    lines = ["", "## Findings", ""]
+    if not causes:
+        return lines + ["No cause loses more than 10% of the span."]
+    rows = [[str(i), severity(c.get("share")), f"`{md(c.get('cause'))}`", fmt_ns(c.get("lost_ns")),
+             fmt_pct(c.get("share")), _evidence(c.get("evidence")), _text(c.get("fix")) if c.get("fix") else "-"]
+            for i, c in enumerate(causes, start=1)]
+    lines.extend(table(["#", "severity", "cause", "lost time", "share of span", "evidence", "fix"], rows,
+                       ["---:", "---", "---", "---:", "---:", "---", "---"]))
+    return lines
+
+
+def _devices(doc: dict[str, Any]) -> Lines:
+    devices = doc.get("devices")
+    if not isinstance(devices, list) or not devices:
+        return []
+    rows = [[md(d.get("id")), md(d.get("name") or "-"), fmt_pct(d.get("utilization")), fmt_ns(d.get("busy_ns")),
+             fmt_ns(d.get("span_ns")), _num(d.get("kernel_count")), fmt_ns(d.get("kernel_ns")),
+             f"{_num(d.get('memcpy_count'))} / {fmt_ns(d.get('memcpy_ns'))}",
+             f"{_num(d.get('memset_count'))} / {fmt_ns(d.get('memset_ns'))}"] for d in devices]
+    return ["", "## GPUs", "", *table(
+        ["device", "name", "utilization", "busy", "span", "kernels", "kernel time", "memcpy (n / time)",
+         "memset (n / time)"], rows, ["---", "---", "---:", "---:", "---:", "---:", "---:", "---:", "---:"])]
+
+
+def _kernels(doc: dict[str, Any]) -> Lines:
+    kernels = doc.get("kernels")
+    if not isinstance(kernels, dict) or not kernels.get("by_name"):
+        return []
+    names = _Names()
+    rows = [[str(i), names.cell(k["name"]), fmt_pct(k.get("time_fraction")), fmt_ns(k.get("total_ns")),
+             _num(k.get("count")), fmt_ns(k.get("avg_ns")), fmt_ns(k.get("median_ns")), fmt_ns(k.get("min_ns")),
+             fmt_ns(k.get("max_ns")), fmt_ns(k.get("stdev_ns"))]
+            for i, k in enumerate(kernels["by_name"], start=1)]
+    lines = ["", "## Top kernels", "",
+             f"{kernels.get('count', 0):,} launches of {kernels.get('distinct_names', len(rows)):,} distinct kernels, "
+             f"{fmt_ns(kernels.get('total_ns'))} summed; Time% is the share of summed kernel time.", ""]
+    lines.extend(_folded_table(["#", "kernel", "Time%", "total", "count", "avg", "median", "min", "max", "stdev"],
+                               rows, ["---:", "---", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:"],
+                               "kernels"))
+    return lines + names.block()
+
+
+def _memcpy(doc: dict[str, Any]) -> Lines:
+    memcpy = doc.get("memcpy")
+    if not isinstance(memcpy, dict):
+        return []
+    lines = ["", "## Memory copies", ""]
+    by_kind = [k for k in memcpy.get("by_kind") or [] if isinstance(k, dict)]
+    if by_kind:
+        rows = [[md(k.get("kind")), _num(k.get("count")), fmt_bytes(k.get("bytes")), fmt_ns(k.get("duration_ns")),
+                 _bandwidth(k.get("bytes"), k.get("duration_ns")), _num(k.get("pageable_count"))] for k in by_kind]
+        lines.extend(table(["direction", "count", "bytes", "time", "bandwidth (bytes/time)", "pageable"], rows,
+                           ["---", "---:", "---:", "---:", "---:", "---:"]))
+    else:
+        lines.append("No memory copies.")
+    if memcpy.get("exposed_ns") is not None:
+        lines.extend(["", f"Copy time not overlapped by compute: {fmt_ns(memcpy['exposed_ns'])}."])
+    rest = {k: v for k, v in memcpy.items() if k not in ("by_kind", "exposed_ns")}
+    if rest:
+        lines.extend(details("memcpy details", generic(rest, depth=1)))
+    return lines
+
+
+def _gaps(doc: dict[str, Any]) -> Lines:
+    gaps = doc.get("gaps")
+    devices = gaps.get("devices") if isinstance(gaps, dict) else None
+    if not isinstance(devices, list):
+        return _section_generic("gaps", "GPU idle gaps")(doc)
+    lines = ["", "## GPU idle gaps", ""]
+    if not devices:
+        return lines + ["No GPU activity, so no GPU gaps."]
+    for d in devices:
+        idle = d.get("idle_ns") or 0
+        lines.append(f"**GPU {md(d.get('device'))}:** {_num(d.get('gap_count'))} gaps, {fmt_ns(idle)} idle of "
+                     f"{fmt_ns(d.get('span_ns'))} span.")
+        lines.append("")
+        histogram = [h for h in d.get("histogram") or [] if isinstance(h, dict)]
+        if histogram:
+            rows = [[md(h.get("bucket")), _num(h.get("count")), fmt_ns(h.get("total_ns")),
+                     fmt_pct((h.get("total_ns") or 0) / idle) if idle else "-",
+                     _bar((h.get("total_ns") or 0) / idle if idle else 0.0)] for h in histogram]
+            lines.extend(table(["gap length", "count", "idle time", "share of idle", ""], rows,
+                               ["---", "---:", "---:", "---:", "---"]))
+        largest = [g for g in d.get("largest") or [] if isinstance(g, dict)]
+        if largest:
+            lines.extend(details(f"GPU {d.get('device')}: {len(largest)} longest gaps", table(
+                ["starts at", "duration"], [[fmt_ns(g.get("start_ns")), fmt_ns(g.get("duration_ns"))]
+                                            for g in largest], ["---:", "---:"])))
+        lines.append("")
+    return lines
+
+
+def _bar(fraction: float, width: int = 20) -> str:
+    """A text bar for a fraction 0-1 (drawn with block characters, safe in any cell)."""
+    filled = int(round(max(0.0, min(1.0, fraction)) * width))
+    return "█" * filled if filled else ""
+
+
+def _bandwidth(nbytes: Any, ns: Any) -> str:
+    if not nbytes or not ns:
+        return "-"
+    return f"{fmt_bytes(nbytes / (ns / 1e9))}/s"
+
+
+def _section_generic(key: str, title: str) -> Callable[[dict[str, Any]], Lines]:
+    def render(doc: dict[str, Any]) -> Lines:
+        if key not in doc or doc[key] in (None, {}, []):
+            return []
+        body = generic(doc[key])
+        return ["", f"## {title}", "", *body] if body else []
+    return render
+
+
+def _host(doc: dict[str, Any]) -> Lines:
+    host = doc.get("host")
+    if not isinstance(host, dict) or not host.get("top"):
+        return []
+    names = _Names()
+    rows = [[md(r.get("kind")), names.cell(r.get("name")), _num(r.get("count")), fmt_ns(r.get("total_ns"))]
+            for r in host["top"]]
+    body = table(["kind", "name", "count", "total"], rows, ["---", "---", "---:", "---:"]) + names.block()
+    return details(f"Host side: span {fmt_ns(host.get('span_ns'))}, {host.get('threads', 0)} threads, "
+                   "top names by time", body)
+
+
+def _plot_link(plot_name: str | None) -> Lines:
+    if not plot_name:
+        return []
+    return ["", f"![GPU utilization over time]({quote(plot_name)})"]
+
+
+# Dedicated renderers in print order (after the headline, findings and plot); every other key of the
+# document gets the generic renderer at the end, under its own name.
+DEDICATED: list[tuple[str, Callable[[dict[str, Any]], Lines]]] = [
+    ("devices", _devices),
+    ("steps", _section_generic("steps", "Step-time breakdown")),
+    ("gaps", _gaps),
+    ("attribution", _section_generic("attribution", "Idle time by cause")),
+    ("kernels", _kernels),
+    ("launch", _section_generic("launch", "Kernel launches")),
+    ("sync", _section_generic("sync", "Synchronization")),
+    ("memcpy", _memcpy),
+    ("occupancy", _section_generic("occupancy", "Occupancy")),
+    ("ranges", _section_generic("ranges", "Ranges (NVTX / annotations)")),
+    ("host", _host),
+]
+NOT_SECTIONS = {"schema_version", "source", "diagnosis"}
+
+
+def render_markdown(doc: dict[str, Any], plot_name: str | None = None) -> str:
+    lines = _headline(doc)
+    lines.extend(_findings(doc))
+    lines.extend(_plot_link(plot_name))
+    handled = set(NOT_SECTIONS)
+    for key, draw in DEDICATED:
+        handled.add(key)
+        lines.extend(draw(doc))
+    for key in doc:
+        if key not in handled:
+            lines.extend(_section_generic(key, key)(doc))
+    lines.extend(["", "---", f"Generated by tracelens (analysis schema {md(doc.get('schema_version', '?'))})."])
+    return "\n".join(lines) + "\n"
+
+
+def plot_path_for(output: str | Path) -> Path:
+    """Where the utilization plot goes for report ``output``: ``review.md`` -> ``review.utilization.png``."""
+    out = Path(output)
+    stem = out.name[: -len(out.suffix)] if out.suffix else out.name
+    return out.with_name(f"{stem}.utilization.png")
+
+
+def render(doc: dict[str, Any], *, output: str | Path | None = None, plots: bool = True, **_: Any) -> str:
+    """The markdown report; with ``plots`` and a file ``output``, also writes the utilization plot beside it."""
+    plot_name = None
+    if plots and output not in (None, "-"):
+        from .plots import write_utilization_plot
+
+        path = plot_path_for(output)  # type: ignore[arg-type]
+        if write_utilization_plot(doc, path):
+            plot_name = path.name
+    return render_markdown(doc, plot_name)
