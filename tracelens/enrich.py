@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
+from .analyses.occupancy import annotate_occupancy
 from .trace import Trace
 
 
 def enrich(trace: Trace) -> Trace:
     """Return the trace with derived columns filled (occupancy, see ``analyses/occupancy.py``)."""
-    try:
-        from .analyses.occupancy import annotate_occupancy
-    except ImportError:  # occupancy calculator not built yet
-        return trace
     return annotate_occupancy(trace)
