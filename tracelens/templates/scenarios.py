@@ -1,0 +1,110 @@
+"""The training scenarios both templates can run, each with one injected cause of low GPU utilization.
+
+A scenario is a small set of knobs; ``pytorch_train`` and ``tf_train`` read the same knobs so the same
+scenario means the same thing in both frameworks. ``expected_cause`` is the diagnosis category tracelens
+must name for a trace recorded on a GPU (documented in ``docs/templates.md``).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    expected_cause: str | None  # diagnosis category the analysis must name; None = healthy
+    description: str
+    batch_size: int = 64
+    features: int = 256
+    hidden: int = 512
+    classes: int = 10
+    data_sleep_s: float = 0.0  # per-batch sleep in the data loader (slow-input)
+    pinned_memory: bool = True  # pin host batches so copies are async (False: pageable copies)
+    extra_copy_floats_cuda: int = 0  # a big pageable host->device copy per step, on a GPU
+    extra_copy_floats_cpu: int = 0  # the same copy's size on CPU, kept small so CPU runs stay fast
+    sync_ops_per_step: int = 0  # small ops each followed by .item() / synchronize
+    tiny_ops_per_step: int = 0  # tiny elementwise ops per step (each one kernel launch on a GPU)
+
+
+SCENARIOS: dict[str, Scenario] = {
+    s.name: s
+    for s in (
+        Scenario(
+            "healthy", None,
+            "Pinned, prefetched batches and a model big enough to keep the GPU busy; nothing injected.",
+            batch_size=256, features=512, hidden=1024,
+        ),
+        Scenario(
+            "slow-input", "input_pipeline",
+            "The data loader sleeps 30 ms per batch in the training process (num_workers=0): the GPU "
+            "waits for input every step.",
+            data_sleep_s=0.030,
+        ),
+        Scenario(
+            "pageable-copies", "memcpy",
+            "Every step copies a large pageable (not pinned) host tensor to the GPU (64 MiB on a GPU): "
+            "synchronous, slow host->device copies.",
+            pinned_memory=False, extra_copy_floats_cuda=16 * 1024 * 1024, extra_copy_floats_cpu=256 * 1024,
+        ),
+        Scenario(
+            "sync-every-step", "synchronization",
+            "After the update, 64 small ops each read back a scalar (.item() / torch.cuda.synchronize()): "
+            "the host stalls on the GPU instead of queueing work ahead.",
+            sync_ops_per_step=64,
+        ),
+        Scenario(
+            "tiny-kernels", "host_launch_overhead",
+            "1,000 tiny elementwise ops per step on a 1,024-element tensor: each is a kernel launch whose "
+            "host cost exceeds its GPU time.",
+            tiny_ops_per_step=1000,
+        ),
+        Scenario(
+            "small-batch", "low_occupancy",
+            "Batch of 2 through 64-wide layers: kernels launch a handful of blocks and leave most SMs idle.",
+            batch_size=2, features=64, hidden=64,
+        ),
+    )
+}
+
+
+def build_parser(prog: str, framework: str) -> argparse.ArgumentParser:
+    """The command line both templates share."""
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description=f"A tiny {framework} training loop annotated with tracelens.nvtx, with an injected "
+        "performance problem. Prints the trace's path as the last line of stdout.",
+    )
+    parser.add_argument("--scenario", choices=sorted(SCENARIOS), default="healthy",
+                        help="which problem to inject (docs/templates.md)")
+    parser.add_argument("--steps", type=int, default=20, help="training steps to run (default 20)")
+    parser.add_argument("--device", choices=("cpu", "cuda", "auto"), default="auto",
+                        help="where to train (auto: a GPU when there is one)")
+    parser.add_argument("--profile", choices=("torch", "tf", "none"), default=None,
+                        help=f"profiler to record with (default: this template's own); 'none' for running "
+                        "under nsys profile")
+    parser.add_argument("--out", type=Path, default=Path("tracelens-traces"),
+                        help="directory the trace is written to")
+    parser.add_argument("--seed", type=int, default=0)
+    return parser
+
+
+def parse_args(prog: str, framework: str, own_profiler: str, argv: Sequence[str] | None,
+               extra: dict[str, dict] | None = None) -> argparse.Namespace:
+    """Parse and check the shared options; a profiler of the other framework is a usage error."""
+    parser = build_parser(prog, framework)
+    for flag, kwargs in (extra or {}).items():
+        parser.add_argument(flag, **kwargs)
+    args = parser.parse_args(argv)
+    if args.profile is None:
+        args.profile = own_profiler
+    if args.profile not in (own_profiler, "none"):
+        parser.error(f"--profile {args.profile} cannot record a {framework} program; use "
+                     f"--profile {own_profiler}, or --profile none under nsys")
+    if args.steps < 1:
+        parser.error("--steps must be at least 1")
+    args.scenario_spec = SCENARIOS[args.scenario]
+    return args
