@@ -6,6 +6,7 @@ Errors are caught in one place, :func:`main`, which prints one line and returns 
 
 from __future__ import annotations
 
+import glob
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -52,25 +53,29 @@ def cli() -> None:
               help="Several traces: parallel worker processes (default: CPU count).")
 @click.option("--engine", type=click.Choice(["local", "dask"]), default="local",
               help="Several traces: run per-trace work in local processes or on a Dask cluster.")
+@click.option("--cache", "cache_dir", default=None, metavar="DIR",
+              help="Several traces: Parquet cache and run manifest (default: <traces' dir>/.tracelens-cache).")
 @load_options
 def analyze(paths: Sequence[str], fmt: str | None, output: str | None, no_plots: bool, workers: int | None,
-            engine: str, run_name: str | None) -> None:
+            engine: str, cache_dir: str | None, run_name: str | None) -> None:
     """Analyze one trace (or all ranks of a run) and print where the GPU time went."""
     from .report import format_for_path, render
 
     fmt = fmt or format_for_path(output)
-    if len(paths) > 1 or _is_run_directory(paths[0]):
+    if len(paths) > 1 or _is_run_directory(paths[0]) or (not os.path.exists(paths[0]) and glob.has_magic(paths[0])):
         from .multirank import analyze_run
 
-        doc, failures = analyze_run(list(paths), workers=workers, engine=engine)
+        doc, failures = analyze_run(list(paths), workers=workers, engine=engine, cache_dir=cache_dir)
     else:
         doc, failures = _analyze_one(paths[0], run_name=run_name), []
     _write_output(render(doc, fmt, output=output, plots=not no_plots), output)
     if failures:
         from .errors import PartialFailure
 
-        raise PartialFailure(f"{len(failures)} of {len(failures) + len(doc.get('ranks', []))} traces failed: "
-                             + "; ".join(failures))
+        shown = "; ".join(" ".join(f.split()) for f in failures[:5])  # one line, however many failed
+        more = f"; and {len(failures) - 5} more" if len(failures) > 5 else ""
+        raise PartialFailure(f"{len(failures)} of {len(failures) + len(doc.get('ranks', []))} traces failed "
+                             f"(the others were analyzed): {shown}{more}")
 
 
 def _is_run_directory(path: str) -> bool:
