@@ -66,13 +66,25 @@ def step_durations(doc: Doc) -> list[int]:
     return out
 
 
+def _steps_summary(doc: Doc) -> dict[str, Any]:
+    steps = doc.get("steps")
+    summary = steps.get("summary") if isinstance(steps, dict) else None
+    return summary if isinstance(summary, dict) else {}
+
+
 def mean_step_ns(doc: Doc) -> float | None:
-    """Mean step duration in ns, or null when the trace has no steps."""
+    """Mean step duration in ns (``steps.summary.mean_ns``, over every step), null when there are no steps."""
+    mean = _steps_summary(doc).get("mean_ns")
+    if isinstance(mean, (int, float)):
+        return float(mean)
     durations = step_durations(doc)
     return (sum(durations) / len(durations)) if durations else None
 
 
 def _step_count(doc: Doc) -> int | None:
+    steps = doc.get("steps")
+    if isinstance(steps, dict) and isinstance(steps.get("count"), int):
+        return steps["count"] or None
     durations = step_durations(doc)
     return len(durations) if durations else None
 
@@ -119,7 +131,7 @@ def _launch(key: str) -> Callable[[Doc], float | None]:
 class Metric:
     key: str
     label: str
-    unit: str  # "fraction" | "ns" | "count" | "bytes" | "per_s"
+    unit: str  # "fraction" | "ns" | "count" | "bytes" | "per_s" | "ratio"
     better: str | None  # "higher" | "lower" | None (informational)
     get: Callable[[Doc], float | int | None]
 
@@ -206,12 +218,14 @@ def _launch_rows(base: Doc, head: Doc) -> list[dict[str, Any]]:
     """Scalar launch statistics present in either document (the launch section's own keys)."""
     rows = []
     candidates = [
-        ("launch_latency_p50_ns", "launch latency p50", "ns", "lower", "latency_ns.p50"),
-        ("launch_latency_p90_ns", "launch latency p90", "ns", "lower", "latency_ns.p90"),
-        ("launch_latency_p99_ns", "launch latency p99", "ns", "lower", "latency_ns.p99"),
-        ("short_kernel_fraction", "GPU time in kernels < 10 µs", "fraction", "lower", "short_kernel_time_fraction"),
-        ("kernels_shorter_than_launch", "kernels shorter than their launch", "count", "lower",
-         "kernels_shorter_than_launch"),
+        ("launch_latency_p50_ns", "launch latency p50", "ns", "lower", "latency.p50_ns"),
+        ("launch_latency_p90_ns", "launch latency p90", "ns", "lower", "latency.p90_ns"),
+        ("launch_latency_p99_ns", "launch latency p99", "ns", "lower", "latency.p99_ns"),
+        ("launch_latency_mean_ns", "launch latency mean", "ns", "lower", "latency.mean_ns"),
+        ("small_kernel_share", "kernel time in kernels < 10 µs", "fraction", "lower", "small_kernels.share"),
+        ("short_kernel_count", "kernels shorter than their launch call", "count", "lower", "short_kernels.count"),
+        ("launch_issue_per_s", "launch calls per second", "per_s", None, "rates.issue_per_s"),
+        ("issue_to_execution", "issue rate / execution rate", "ratio", None, "rates.issue_to_execution"),
     ]
     for key, label, unit, better, path in candidates:
         get = _launch(path)

@@ -24,6 +24,10 @@ def fmt_value(value: float | int | None, unit: str) -> str:
         return fmt_ns(value)
     if unit == "bytes":
         return fmt_bytes(value)
+    if unit == "per_s":
+        return f"{value:,.0f}/s"
+    if unit == "ratio":
+        return f"{value:.3g}"
     if isinstance(value, float) and not value.is_integer():
         return f"{value:,.2f}"
     return f"{int(value):,}"

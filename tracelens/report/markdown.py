@@ -322,6 +322,125 @@ def _gaps(doc: dict[str, Any]) -> Lines:
     return lines
 
 
+HOST_ORDER = ("sync", "input", "launch", "cpu", "other")
+
+
+def _ordered(keys: Any) -> list[str]:
+    keys = list(keys)
+    return [k for k in HOST_ORDER if k in keys] + [k for k in keys if k not in HOST_ORDER]
+
+
+def _steps(doc: dict[str, Any]) -> Lines:
+    steps = doc.get("steps")
+    if not isinstance(steps, dict) or "summary" not in steps:
+        return _section_generic("steps", "Step-time breakdown")(doc)
+    lines = ["", "## Step-time breakdown", ""]
+    summary = steps.get("summary")
+    if not steps.get("count") or not isinstance(summary, dict):
+        return lines + ["No step markers in this trace (ProfilerStep#N, TF steps or `tracelens/step#N`)."]
+    count = steps["count"]
+    lines.append(f"{count:,} steps: mean {fmt_ns(summary.get('mean_ns'))}, median {fmt_ns(summary.get('median_ns'))}, "
+                 f"min {fmt_ns(summary.get('min_ns'))}, max {fmt_ns(summary.get('max_ns'))}. Host time of the "
+                 "step threads by category (overlaps go to the first category listed):")
+    lines.append("")
+    host_ns = summary.get("host_ns") or {}
+    share = summary.get("host_share") or {}
+    rows = [[md(k), fmt_ns(host_ns[k]), fmt_ns(host_ns[k] / count), fmt_pct(share.get(k)), _bar(share.get(k) or 0.0)]
+            for k in _ordered(host_ns)]
+    lines.extend(table(["category", "total", "mean per step", "share of step time", ""], rows,
+                       ["---", "---:", "---:", "---:", "---"]))
+    gpu = [g for g in summary.get("gpu_busy") or [] if isinstance(g, dict)]
+    if gpu:
+        lines.append("")
+        lines.extend(table(["GPU", "busy within steps", "busy / step time"],
+                           [[md(g.get("device")), fmt_ns(g.get("busy_ns")), fmt_pct(g.get("utilization"))]
+                            for g in gpu], ["---", "---:", "---:"]))
+    listed = [r for r in steps.get("steps") or [] if isinstance(r, dict)]
+    if listed:
+        keys = _ordered((listed[0].get("host") or {}).keys())
+        header = ["step", "start", "duration", *keys, "GPU busy"]
+        body = [[md(r.get("step")), fmt_ns(r.get("start_ns")), fmt_ns(r.get("duration_ns")),
+                 *[fmt_ns((r.get("host") or {}).get(k)) for k in keys],
+                 fmt_ns(sum(g.get("busy_ns") or 0 for g in r.get("gpu_busy") or []))] for r in listed]
+        more = f" (first {len(listed):,} of {count:,})" if len(listed) < count else ""
+        lines.extend(details(f"Per step{more}", table(header, body, ["---:"] + ["---:"] * (len(header) - 1))))
+    return lines
+
+
+def _attribution(doc: dict[str, Any]) -> Lines:
+    attribution = doc.get("attribution")
+    devices = attribution.get("devices") if isinstance(attribution, dict) else None
+    if not isinstance(devices, list):
+        return _section_generic("attribution", "GPU idle time by cause")(doc)
+    lines = ["", "## GPU idle time by cause", ""]
+    if not devices:
+        return lines + ["No GPU activity, so no idle time to attribute."]
+    causes = list(attribution.get("priority") or (devices[0].get("by_cause") or {}).keys())
+    lines.append("What the host threads feeding each GPU were doing during its idle gaps (overlapping activity "
+                 f"goes to the first of: {', '.join(md(c) for c in causes)}).")
+    lines.append("")
+    rows = []
+    for d in devices:
+        idle = d.get("idle_ns") or 0
+        by_cause = d.get("by_cause") or {}
+        cells = [f"{fmt_ns(by_cause.get(c))} ({fmt_pct(by_cause.get(c, 0) / idle) if idle else '-'})" for c in causes]
+        late = d.get("late_launch") or {}
+        rows.append([md(d.get("device")), fmt_ns(idle), *cells,
+                     f"{_num(late.get('count'))} / {fmt_ns(late.get('idle_ns'))}"])
+    lines.extend(table(["GPU", "idle", *[md(c) for c in causes], "gaps ended by a late launch (n / idle)"], rows,
+                       ["---"] + ["---:"] * (len(causes) + 2)))
+    return lines
+
+
+def _launch(doc: dict[str, Any]) -> Lines:
+    launch = doc.get("launch")
+    if not isinstance(launch, dict) or not isinstance(launch.get("latency"), dict):
+        return _section_generic("launch", "Kernel launches")(doc)
+    lat = launch["latency"]
+    lines = ["", "## Kernel launches", ""]
+    lines.append(f"{_num(launch.get('matched_ops'))} of {_num(launch.get('gpu_ops'))} GPU ops matched to their "
+                 "launch call. Launch latency = GPU start − launch call end (clipped at 0):")
+    lines.append("")
+    lines.extend(table(["launches", "mean", "p50", "p90", "p99", "max", "negative (clock skew)"],
+                       [[_num(lat.get("count")), fmt_ns(lat.get("mean_ns")), fmt_ns(lat.get("p50_ns")),
+                         fmt_ns(lat.get("p90_ns")), fmt_ns(lat.get("p99_ns")), fmt_ns(lat.get("max_ns")),
+                         _num(lat.get("negative_count"))]], ["---:"] * 7))
+    small = launch.get("small_kernels") or {}
+    short = launch.get("short_kernels") or {}
+    rates = launch.get("rates") or {}
+    graphs = launch.get("cuda_graphs") or {}
+    lines.append("")
+    if small:
+        lines.append(f"- Kernels under {fmt_ns(small.get('threshold_ns'))}: {_num(small.get('count'))}, "
+                     f"{fmt_ns(small.get('kernel_ns'))} = {fmt_pct(small.get('share'))} of kernel time")
+    if short:
+        lines.append(f"- Kernels shorter than their launch call: {_num(short.get('count'))} of "
+                     f"{_num(short.get('of_matched_kernels'))} matched")
+    if rates:
+        issue, execution = rates.get("issue_per_s"), rates.get("execution_per_s")
+        lines.append(f"- Launch rate {_rate(issue)} vs execution rate {_rate(execution)} (ratio "
+                     f"{_ratio(rates.get('issue_to_execution'))})")
+    if graphs:
+        lines.append(f"- CUDA/HIP graphs: {'in use' if graphs.get('in_use') else 'not used'} "
+                     f"({_num(graphs.get('graph_launch_calls'))} graph launches, {_num(graphs.get('graph_ops'))} "
+                     "ops from graphs)")
+    queues = [q for q in launch.get("queue_depth") or [] if isinstance(q, dict)]
+    if queues:
+        lines.extend(details(f"Queue depth on {len(queues)} streams", table(
+            ["GPU", "stream", "max", "mean", "ops"],
+            [[md(q.get("device")), md(q.get("stream")), _num(q.get("max")), f"{q.get('mean') or 0:.2f}",
+              _num(q.get("ops"))] for q in queues], ["---", "---", "---:", "---:", "---:"])))
+    return lines
+
+
+def _rate(value: Any) -> str:
+    return "-" if value is None else f"{value:,.0f}/s"
+
+
+def _ratio(value: Any) -> str:
+    return "-" if value is None else f"{value:.3g}"
+
+
 def _bar(fraction: float, width: int = 20) -> str:
     """A text bar for a fraction 0-1 (drawn with block characters, safe in any cell)."""
     filled = int(round(max(0.0, min(1.0, fraction)) * width))
@@ -365,11 +484,11 @@ def _plot_link(plot_name: str | None) -> Lines:
 # document gets the generic renderer at the end, under its own name.
 DEDICATED: list[tuple[str, Callable[[dict[str, Any]], Lines]]] = [
     ("devices", _devices),
-    ("steps", _section_generic("steps", "Step-time breakdown")),
+    ("steps", _steps),
     ("gaps", _gaps),
-    ("attribution", _section_generic("attribution", "Idle time by cause")),
+    ("attribution", _attribution),
     ("kernels", _kernels),
-    ("launch", _section_generic("launch", "Kernel launches")),
+    ("launch", _launch),
     ("sync", _section_generic("sync", "Synchronization")),
     ("memcpy", _memcpy),
     ("occupancy", _section_generic("occupancy", "Occupancy")),

@@ -137,19 +137,48 @@ def _steps(doc: dict[str, Any], console: Console) -> None:
 
 
 def _step_breakdown(doc: dict[str, Any]) -> list[tuple[str, float]]:
-    """Mean host time per category over the steps, from ``steps.steps[*].host_ns`` when present."""
+    """Mean host time per category per step, from ``steps.summary.host_ns``."""
     steps = doc.get("steps")
-    rows = steps.get("steps") if isinstance(steps, dict) else None
-    if not isinstance(rows, list) or not rows:
+    summary = steps.get("summary") if isinstance(steps, dict) else None
+    count = steps.get("count") if isinstance(steps, dict) else None
+    host = summary.get("host_ns") if isinstance(summary, dict) else None
+    if not isinstance(host, dict) or not count:
         return []
-    totals: dict[str, float] = {}
-    for row in rows:
-        host = row.get("host_ns") if isinstance(row, dict) else None
-        if isinstance(host, dict):
-            for k, v in host.items():
-                if isinstance(v, (int, float)):
-                    totals[k] = totals.get(k, 0) + v
-    return [(k, v / len(rows)) for k, v in totals.items()]
+    return [(k, v / count) for k, v in host.items() if isinstance(v, (int, float))]
+
+
+def _attribution(doc: dict[str, Any], console: Console) -> None:
+    attribution = doc.get("attribution")
+    devices = attribution.get("devices") if isinstance(attribution, dict) else None
+    if not devices:
+        return
+    causes = list(attribution.get("priority") or (devices[0].get("by_cause") or {}).keys())
+    console.print()
+    table = _table("GPU idle time by cause (what the feeding host threads did)", ["GPU", "idle", *causes],
+                   {"idle", *causes})
+    for d in devices:
+        idle = d.get("idle_ns") or 0
+        by_cause = d.get("by_cause") or {}
+        table.add_row(_t(d.get("device")), fmt_ns(idle),
+                      *[f"{fmt_ns(by_cause.get(c))} {fmt_pct(by_cause.get(c, 0) / idle) if idle else ''}".strip()
+                        for c in causes])
+    console.print(table)
+
+
+def _launch(doc: dict[str, Any], console: Console) -> None:
+    launch = doc.get("launch")
+    lat = launch.get("latency") if isinstance(launch, dict) else None
+    if not isinstance(lat, dict) or not lat.get("count"):
+        return
+    console.print()
+    _print(console, f"Launches: {_n(lat.get('count'))} matched, latency p50 {fmt_ns(lat.get('p50_ns'))}, "
+                    f"p90 {fmt_ns(lat.get('p90_ns'))}, p99 {fmt_ns(lat.get('p99_ns'))}, max {fmt_ns(lat.get('max_ns'))}")
+    small = launch.get("small_kernels") or {}
+    short = launch.get("short_kernels") or {}
+    graphs = launch.get("cuda_graphs") or {}
+    _print(console, f"  kernels < {fmt_ns(small.get('threshold_ns'))}: {_n(small.get('count'))} "
+                    f"({fmt_pct(small.get('share'))} of kernel time); shorter than their launch: "
+                    f"{_n(short.get('count'))}; CUDA graphs: {'yes' if graphs.get('in_use') else 'no'}")
 
 
 def _gaps(doc: dict[str, Any], console: Console) -> None:
@@ -251,9 +280,10 @@ def _host(doc: dict[str, Any], console: Console) -> None:
 
 
 # Section renderers in print order. Add a section by adding its function here.
-SECTIONS: list[Draw] = [_source, _diagnosis, _devices, _steps, _gaps, _kernels, _memcpy, _occupancy, _ranges, _host]
-HANDLED = {"schema_version", "source", "diagnosis", "devices", "steps", "gaps", "kernels", "memcpy", "occupancy",
-           "ranges", "host"}
+SECTIONS: list[Draw] = [_source, _diagnosis, _devices, _steps, _gaps, _attribution, _kernels, _launch, _memcpy,
+                        _occupancy, _ranges, _host]
+HANDLED = {"schema_version", "source", "diagnosis", "devices", "steps", "gaps", "attribution", "kernels", "launch",
+           "memcpy", "occupancy", "ranges", "host"}
 
 
 def _others(doc: dict[str, Any], console: Console) -> None:
