@@ -1,0 +1,852 @@
+"""Nsight Systems reader: ``nsys export --type sqlite`` files (and ``.nsys-rep`` through a cached export).
+
+The export is opened read-only (``file:...?mode=ro`` URI) and nothing is ever written to it: no temp
+tables, no indexes, no pragmas that write. Event tables are read as Arrow through ADBC's SQLite driver when
+it is installed (several tables at once, one connection per thread), else through the standard library.
+Columns and tables are looked up by name first, so exports from 2022 (schema 2.x) to 2026 (3.25) read the
+same way; see ``docs/formats/nsys.md`` for the tables, columns and enum mappings used.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sqlite3
+import warnings
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..errors import InputError
+from ..trace import (
+    ALL_KINDS,
+    ANNOTATION,
+    DRIVER,
+    EVENT_SCHEMA,
+    GPU_SYNC,
+    KERNEL,
+    MEMCPY,
+    MEMSET,
+    OSRT,
+    OVERHEAD,
+    RUNTIME,
+    STEP,
+    Trace,
+    TraceMetadata,
+    build_devices,
+    build_events,
+    nesting_depth,
+)
+from .nsys_rep import export_report
+
+# Schema majors this reader was written against (2 = nsys 2021-2023, 3 = 2024-2026).
+KNOWN_SCHEMA_MAJOR = 3
+# Seconds to wait for a lock held by another process before giving up with one clear line.
+BUSY_TIMEOUT_S = 5.0
+
+_STRING_DICT = pa.dictionary(pa.int32(), pa.string())
+_KIND_INDEX = {kind: i for i, kind in enumerate(ALL_KINDS)}
+_KIND_VALUES = pa.array(list(ALL_KINDS), pa.string())
+_MASK24 = 0xFFFFFF
+
+# Built-in enum mappings, used when the export has no ENUM_* tables (2022 and older).
+_MEMCPY_KIND_BY_ID = {0: None, 1: "HTOD", 2: "DTOH", 3: "HTOA", 4: "ATOH", 5: "ATOA", 6: "ATOD", 7: "DTOA",
+                      8: "DTOD", 9: "HTOH", 10: "PTOP", 11: "UVM_HTOD", 12: "UVM_DTOH", 13: "UVM_DTOD"}
+_MEMCPY_LABEL = {"HTOD": "HtoD", "DTOH": "DtoH", "HTOA": "HtoA", "ATOH": "AtoH", "ATOA": "AtoA", "ATOD": "AtoD",
+                 "DTOA": "DtoA", "DTOD": "DtoD", "HTOH": "HtoH", "PTOP": "PtoP", "UVM_HTOD": "UVM HtoD",
+                 "UVM_DTOH": "UVM DtoH", "UVM_DTOD": "UVM DtoD"}
+_MEM_KIND_BY_ID = {0: "PAGEABLE", 1: "PINNED", 2: "DEVICE", 3: "ARRAY", 4: "MANAGED", 5: "DEVICE_STATIC",
+                   6: "MANAGED_STATIC", 7: "UNKNOWN"}
+_MEM_KIND_LABEL = {"PAGEABLE": "pageable", "PINNED": "pinned", "DEVICE": "device", "ARRAY": "array",
+                   "MANAGED": "managed", "DEVICE_STATIC": "device", "MANAGED_STATIC": "managed"}
+_SYNC_KIND_BY_ID = {0: None, 1: "EVENT_SYNCHRONIZE", 2: "STREAM_WAIT_EVENT", 3: "STREAM_SYNCHRONIZE",
+                    4: "CONTEXT_SYNCHRONIZE"}
+_SYNC_LABEL = {"EVENT_SYNCHRONIZE": "event_sync", "STREAM_WAIT_EVENT": "stream_wait_event",
+               "STREAM_SYNCHRONIZE": "stream_sync", "CONTEXT_SYNCHRONIZE": "context_sync"}
+
+# RUNTIME eventClass values (ENUM_NSYS_EVENT_CLASS): driver API classes, and the backtrace classes under
+# which some exports repeat a call that already has its own row.
+_DRIVER_CLASSES = (1, 13)
+_BACKTRACE_CLASSES = (67, 68, 69)
+# NVTX eventType values (ENUM_NSYS_EVENT_TYPE): ranges we keep, and domain creation.
+_NVTX_RANGE_TYPES = (59, 60, 70, 71)
+_NVTX_DOMAIN_CREATE = 75
+
+_STEP_NAME = re.compile(r"^tracelens/step#(\d+)$")
+_API_VERSION_SUFFIX = r"_v\d+$"
+
+TABLE_KERNEL = "CUPTI_ACTIVITY_KIND_KERNEL"
+TABLE_MEMCPY = "CUPTI_ACTIVITY_KIND_MEMCPY"
+TABLE_MEMSET = "CUPTI_ACTIVITY_KIND_MEMSET"
+TABLE_SYNC = "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"
+TABLE_RUNTIME = "CUPTI_ACTIVITY_KIND_RUNTIME"
+TABLE_NVTX = "NVTX_EVENTS"
+TABLE_OSRT = "OSRT_API"
+TABLE_PROFILER_OVERHEAD = "PROFILER_OVERHEAD"
+TABLE_CUPTI_OVERHEAD = "CUPTI_ACTIVITY_KIND_OVERHEAD"
+GPU_TABLES = (TABLE_KERNEL, TABLE_MEMCPY, TABLE_MEMSET)
+
+
+def read(path: Path, fmt: str = "nsys", **_: Any) -> Trace:
+    """Read an Nsight Systems SQLite export (or a ``.nsys-rep``, exported once into a cache)."""
+    path = Path(path)
+    if fmt == "nsys-rep" or path.name.endswith((".nsys-rep", ".qdrep")):
+        report = path
+        path = export_report(report)
+        trace = NsysReader(path).read()
+        trace.metadata.extra["nsys_report"] = str(report)
+        return trace
+    return NsysReader(path).read()
+
+
+def sqlite_uri(path: Path) -> str:
+    """A read-only SQLite URI for ``path`` (percent-encoded, so '?', '#' and '%' in names are safe)."""
+    return f"file:{quote(str(Path(path).resolve()))}?mode=ro"
+
+
+# --------------------------------------------------------------------------------------------------------
+# Fetching: one small-table connection (stdlib) and a bulk Arrow path (ADBC when present).
+
+
+class _Database:
+    """Read-only access to one export: catalog, small lookups, and bulk Arrow queries."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.uri = sqlite_uri(path)
+        try:
+            self.conn = sqlite3.connect(self.uri, uri=True, timeout=BUSY_TIMEOUT_S, check_same_thread=False)
+            # Text from the export may hold invalid UTF-8: decode with replacement rather than fail.
+            self.conn.text_factory = lambda raw: raw.decode("utf-8", "replace")
+            self.tables = {row[0] for row in self.conn.execute(
+                "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
+        except sqlite3.Error as err:
+            raise _input_error(err, path) from None
+        self._columns: dict[str, list[str]] = {}
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def columns(self, table: str) -> list[str]:
+        if table not in self._columns:
+            rows = self.small(f"SELECT name FROM pragma_table_info('{table}')") if table in self.tables else []
+            self._columns[table] = [r[0] for r in rows]
+        return self._columns[table]
+
+    def small(self, sql: str) -> list[tuple[Any, ...]]:
+        try:
+            return self.conn.execute(sql).fetchall()
+        except sqlite3.Error as err:
+            raise _input_error(err, self.path) from None
+
+    def arrow(self, sql: str, names: list[str]) -> pa.Table:
+        """Run ``sql`` and return its result as an Arrow table with columns ``names``."""
+        if _adbc_available():
+            try:
+                return _adbc_query(self.uri, sql).rename_columns(names)
+            except Exception:  # noqa: BLE001 - type inference mismatch, lock, corruption: the stdlib path says
+                pass
+        return self._stdlib_arrow(sql, names)
+
+    def _stdlib_arrow(self, sql: str, names: list[str]) -> pa.Table:
+        conn = sqlite3.connect(self.uri, uri=True, timeout=BUSY_TIMEOUT_S)
+        conn.text_factory = bytes
+        try:
+            rows = conn.execute(sql).fetchall()
+        except sqlite3.Error as err:
+            raise _input_error(err, self.path) from None
+        finally:
+            conn.close()
+        if not rows:
+            return pa.table({n: pa.array([], pa.int64()) for n in names})
+        columns = list(zip(*rows))
+        return pa.table({n: pa.array(col) for n, col in zip(names, columns)})
+
+
+def _adbc_available() -> bool:
+    if os.environ.get("TRACELENS_NSYS_ENGINE") == "sqlite3":
+        return False
+    try:
+        import adbc_driver_sqlite.dbapi  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _adbc_query(uri: str, sql: str) -> pa.Table:
+    import adbc_driver_sqlite.dbapi as adbc
+
+    with adbc.connect(uri) as conn, conn.cursor() as cur:
+        cur.execute(sql)
+        return cur.fetch_arrow_table()
+
+
+def _input_error(err: Exception, path: Path) -> InputError:
+    text = str(err)
+    if "locked" in text or "busy" in text:
+        return InputError(f"database is locked by another process (waited {BUSY_TIMEOUT_S:g} s): {text}",
+                          path=path)
+    if "not a database" in text or "malformed" in text or "disk I/O" in text:
+        return InputError(f"corrupt or truncated SQLite database ({text})", path=path)
+    return InputError(f"cannot read SQLite database ({text})", path=path)
+
+
+# --------------------------------------------------------------------------------------------------------
+# Strings: StringIds as one Arrow dictionary, with vectorized id -> index lookups.
+
+
+def _decode_dictionary(binary: pa.Array) -> tuple[np.ndarray, pa.Array]:
+    """Dictionary-encode a binary column: (int32 indices with -1 for null/empty, unique string values).
+
+    Invalid UTF-8 is decoded with U+FFFD replacement (only the unique values are decoded in Python).
+    """
+    if isinstance(binary, pa.ChunkedArray):
+        binary = binary.combine_chunks()
+    if not (pa.types.is_binary(binary.type) or pa.types.is_string(binary.type)):
+        binary = binary.cast(pa.string()).cast(pa.binary())
+    encoded = pc.dictionary_encode(binary)
+    values = encoded.dictionary
+    try:
+        strings = values.cast(pa.string())
+    except pa.ArrowInvalid:
+        strings = pa.array([v.decode("utf-8", "replace") for v in values.to_pylist()], pa.string())
+    indices = encoded.indices.fill_null(-1).to_numpy().astype(np.int32, copy=False)
+    empty = np.flatnonzero(pc.equal(pc.binary_length(values), 0).fill_null(True).to_numpy(zero_copy_only=False))
+    if empty.size:
+        indices = np.where(np.isin(indices, empty), -1, indices).astype(np.int32)
+    return _dedupe(indices, strings)
+
+
+def _dedupe(indices: np.ndarray, values: pa.Array) -> tuple[np.ndarray, pa.Array]:
+    """Make dictionary values unique (e.g. after stripping suffixes), remapping indices."""
+    unique = pc.unique(values)
+    if len(unique) == len(values):
+        return indices, values
+    remap = pc.index_in(values, value_set=unique).to_numpy(zero_copy_only=False).astype(np.int32)
+    out = np.where(indices >= 0, remap[np.maximum(indices, 0)], -1).astype(np.int32)
+    return out, unique
+
+
+def _dict_array(indices: np.ndarray, values: pa.Array) -> pa.DictionaryArray:
+    mask = indices < 0
+    idx = pa.array(np.where(mask, 0, indices).astype(np.int32), pa.int32(), mask=mask if mask.any() else None)
+    return pa.DictionaryArray.from_arrays(idx, values)
+
+
+@dataclass
+class _Strings:
+    """StringIds: id -> position in ``values`` (-1 when the id is unknown)."""
+
+    position: np.ndarray
+    values: pa.Array
+    _stripped: tuple[np.ndarray, pa.Array] | None = field(default=None, repr=False)
+
+    @classmethod
+    def load(cls, db: _Database) -> _Strings:
+        if "StringIds" not in db.tables or not {"id", "value"} <= set(db.columns("StringIds")):
+            return cls(np.full(0, -1, np.int32), pa.array([], pa.string()))
+        table = db.arrow("SELECT id, ifnull(CAST(value AS BLOB), X'') FROM StringIds", ["id", "value"])
+        ids = table.column("id").fill_null(-1).to_numpy().astype(np.int64) if table.num_rows else np.empty(0, np.int64)
+        indices, values = _decode_dictionary(table.column("value")) if table.num_rows else (
+            np.empty(0, np.int32), pa.array([], pa.string()))
+        keep = ids >= 0
+        position = np.full(int(ids.max()) + 1 if ids.size else 0, -1, np.int32)
+        position[ids[keep]] = indices[keep]
+        return cls(position, values)
+
+    def lookup(self, ids: pa.Array | pa.ChunkedArray) -> np.ndarray:
+        """Positions in ``values`` for an id column (-1 for null or unknown ids)."""
+        arr = _numpy(ids, fill=-1)
+        ok = (arr >= 0) & (arr < self.position.size)
+        return np.where(ok, self.position[np.where(ok, arr, 0)], -1).astype(np.int32)
+
+    def names(self, ids: pa.Array | pa.ChunkedArray) -> pa.DictionaryArray:
+        return _dict_array(self.lookup(ids), self.values)
+
+    def api_names(self, ids: pa.Array | pa.ChunkedArray) -> pa.DictionaryArray:
+        """Names with the CUDA API version suffix (``_v7000``) stripped."""
+        if self._stripped is None:
+            stripped = pc.replace_substring_regex(self.values, _API_VERSION_SUFFIX, "")
+            self._stripped = _dedupe(np.arange(len(self.values), dtype=np.int32), stripped)
+        remap, values = self._stripped
+        pos = self.lookup(ids)
+        return _dict_array(np.where(pos >= 0, remap[np.maximum(pos, 0)], -1).astype(np.int32), values)
+
+    def get(self, string_id: int | None) -> str | None:
+        if string_id is None or not 0 <= string_id < self.position.size or self.position[string_id] < 0:
+            return None
+        return self.values[int(self.position[string_id])].as_py()
+
+
+def _numpy(arr: pa.Array | pa.ChunkedArray, fill: int = 0) -> np.ndarray:
+    """An integer column as int64 numpy, nulls replaced by ``fill``."""
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    if not pa.types.is_integer(arr.type):
+        arr = arr.cast(pa.int64(), safe=False)
+    return arr.fill_null(fill).to_numpy().astype(np.int64, copy=False)
+
+
+def _const_dict(n: int, value: str | None, values: pa.Array) -> pa.DictionaryArray:
+    """A dictionary column holding one value (or null) on every row."""
+    if value is None:
+        return pa.DictionaryArray.from_arrays(pa.nulls(n, pa.int32()), values)
+    index = values.to_pylist().index(value)
+    return pa.DictionaryArray.from_arrays(pa.array(np.full(n, index, np.int32)), values)
+
+
+def _kind_column(kinds: np.ndarray) -> pa.DictionaryArray:
+    return pa.DictionaryArray.from_arrays(pa.array(kinds.astype(np.int32)), _KIND_VALUES)
+
+
+def _kind_const(n: int, kind: str) -> pa.DictionaryArray:
+    return _kind_column(np.full(n, _KIND_INDEX[kind], np.int32))
+
+
+def _decode_pid(global_ids: pa.Array) -> pa.Array:
+    return pc.bit_wise_and(pc.shift_right(global_ids.cast(pa.int64()), 24), _MASK24)
+
+
+def _decode_tid(global_tids: pa.Array) -> pa.Array:
+    return pc.bit_wise_and(global_tids.cast(pa.int64()), _MASK24)
+
+
+# --------------------------------------------------------------------------------------------------------
+# Enums: from the export's ENUM_* tables when present, else the built-in ids.
+
+
+def _enum_names(db: _Database, table: str, builtin: dict[int, str | None], prefix: str) -> dict[int, str | None]:
+    """id -> short enum name (``CUDA_MEMCPY_KIND_HTOD`` -> ``HTOD``) from ``table`` or ``builtin``."""
+    if table in db.tables and {"id", "name"} <= set(db.columns(table)):
+        out: dict[int, str | None] = {}
+        for ident, name in db.small(f"SELECT id, name FROM {table}"):
+            if ident is None or name is None:
+                continue
+            short = name.split(prefix, 1)[1] if prefix in name else name
+            out[int(ident)] = None if short in ("UNKNOWN",) else short
+        if out:
+            return out
+    return dict(builtin)
+
+
+def _coded_column(codes: pa.Array, labels: dict[int, str | None]) -> pa.DictionaryArray:
+    """Map integer codes to a dictionary column of labels (unknown codes and None labels -> null)."""
+    values = sorted({v for v in labels.values() if v is not None})
+    index = {v: i for i, v in enumerate(values)}
+    top = max(list(labels) + [0]) + 1
+    table = np.full(top, -1, np.int32)
+    for code, label in labels.items():
+        if label is not None and code >= 0:
+            table[code] = index[label]
+    arr = _numpy(codes, fill=-1)
+    ok = (arr >= 0) & (arr < top)
+    idx = np.where(ok, table[np.where(ok, arr, 0)], -1).astype(np.int32)
+    return _dict_array(idx, pa.array(values, pa.string()))
+
+
+# --------------------------------------------------------------------------------------------------------
+# The reader.
+
+
+@dataclass
+class _Part:
+    """Rows of one kind group, as Arrow arrays keyed by event column (absent columns are null)."""
+
+    n: int
+    columns: dict[str, Any]
+
+
+class NsysReader:
+    """Reads one export into a :class:`Trace`. Use :func:`read`."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.warnings: list[str] = []
+
+    def read(self) -> Trace:
+        db = _Database(self.path)
+        try:
+            return self._read(db)
+        finally:
+            db.close()
+
+    def _read(self, db: _Database) -> Trace:
+        meta = self._export_metadata(db)
+        self._check_is_nsys(db, meta)
+        self._check_schema_version(meta)
+        strings = _Strings.load(db)
+
+        queries = self._queries(db)
+        with ThreadPoolExecutor(max_workers=max(1, min(4, os.cpu_count() or 1))) as pool:
+            futures = {name: pool.submit(db.arrow, sql, cols) for name, (sql, cols) in queries.items()}
+            results = {name: f.result() for name, f in futures.items()}
+
+        parts: list[_Part] = []
+        builders: dict[str, Callable[[pa.Table], _Part | None]] = {
+            TABLE_KERNEL: lambda t: self._kernels(t, strings),
+            TABLE_MEMCPY: lambda t: self._memcpys(t, db),
+            TABLE_MEMSET: lambda t: self._memsets(t, db),
+            TABLE_SYNC: lambda t: self._syncs(t, db),
+            TABLE_RUNTIME: lambda t: self._runtime(t, strings),
+            TABLE_NVTX: lambda t: self._nvtx(t, strings),
+            TABLE_OSRT: lambda t: self._host_named(t, strings, OSRT),
+            TABLE_PROFILER_OVERHEAD: lambda t: self._host_named(t, strings, OVERHEAD),
+            TABLE_CUPTI_OVERHEAD: lambda t: self._host_named(t, strings, OVERHEAD),
+        }
+        for name, table in results.items():
+            part = builders[name](table.combine_chunks())
+            if part is not None and part.n:
+                parts.append(part)
+
+        if not any(name in db.tables for name in GPU_TABLES) or not any(
+                results.get(t) is not None and results[t].num_rows for t in GPU_TABLES):
+            self.warnings.append("no GPU activity: the export has no CUDA kernel, memcpy or memset rows "
+                                 "(was the CUDA trace enabled?)")
+
+        origin, events = self._assemble(parts)
+        metadata = TraceMetadata(
+            source_format="nsys",
+            source_path=str(self.path),
+            producer=meta.get("EXPORT_PRODUCT_NAME", "NVIDIA Nsight Systems"),
+            producer_version=meta.get("EXPORT_PRODUCT_VERSION", ""),
+            format_version=meta.get("EXPORT_SCHEMA_VERSION", ""),
+            framework=self._framework(db, strings, results),
+            time_origin_ns=origin,
+            clock="nsys-session",
+            warnings=self.warnings,
+            extra=self._extra(db, strings, meta, results),
+        )
+        return Trace(events=events, devices=self._devices(db, events), metadata=metadata)
+
+    # -- metadata -------------------------------------------------------------------------------------
+
+    def _export_metadata(self, db: _Database) -> dict[str, str]:
+        meta: dict[str, str] = {}
+        for table in ("EXPORT_META_DATA", "META_DATA_EXPORT"):
+            if table in db.tables and {"name", "value"} <= set(db.columns(table)):
+                meta.update({str(k): str(v) for k, v in db.small(f"SELECT name, value FROM {table}")
+                             if k is not None and v is not None})
+        return meta
+
+    def _check_is_nsys(self, db: _Database, meta: dict[str, str]) -> None:
+        known = {"StringIds", TABLE_KERNEL, TABLE_RUNTIME, TABLE_NVTX, TABLE_OSRT, "TARGET_INFO_GPU"}
+        if not meta and not (known & db.tables):
+            raise InputError("SQLite database is not an Nsight Systems export (no StringIds, CUPTI_ACTIVITY_KIND_*"
+                             " or NVTX_EVENTS tables, no export metadata)", path=self.path)
+
+    def _check_schema_version(self, meta: dict[str, str]) -> None:
+        major = meta.get("EXPORT_SCHEMA_VERSION_MAJOR") or meta.get("EXPORT_SCHEMA_VERSION", "").split(".")[0]
+        try:
+            major_number = int(major)
+        except ValueError:
+            return
+        if major_number > KNOWN_SCHEMA_MAJOR:
+            message = (f"export schema {meta.get('EXPORT_SCHEMA_VERSION', major)} is newer than any this tracelens "
+                       f"knows (major {KNOWN_SCHEMA_MAJOR}); reading the tables and columns that match")
+            self.warnings.append(message)
+            warnings.warn(f"{self.path}: {message}", UserWarning, stacklevel=4)
+
+    # -- queries --------------------------------------------------------------------------------------
+
+    def _select(self, db: _Database, table: str, wanted: Iterable[str], required: Iterable[str],
+                text: Iterable[str] = (), where: str = "") -> tuple[str, list[str]] | None:
+        """SQL selecting the ``wanted`` columns the table has (NULL for the rest); None without the table."""
+        if table not in db.tables:
+            return None
+        have = set(db.columns(table))
+        missing = [c for c in required if c not in have]
+        if missing:
+            self.warnings.append(f"{table} lacks column(s) {', '.join(missing)}; table skipped")
+            return None
+        text = set(text)
+        exprs, names = [], []
+        for col in wanted:
+            if col not in have:
+                exprs.append("NULL")
+            elif col in text:
+                # BLOB keeps invalid UTF-8 intact for replacement decoding; '' stands for NULL so that the
+                # Arrow type of the column does not depend on which rows come first.
+                exprs.append(f"ifnull(CAST(\"{col}\" AS BLOB), X'')")
+            else:
+                exprs.append(f'"{col}"')
+            names.append(col)
+        return f"SELECT {', '.join(exprs)} FROM \"{table}\" {where}", names
+
+    def _queries(self, db: _Database) -> dict[str, tuple[str, list[str]]]:
+        gpu = ["start", "end", "deviceId", "streamId", "correlationId", "globalPid"]
+        specs = {
+            TABLE_KERNEL: self._select(db, TABLE_KERNEL, gpu + [
+                "demangledName", "shortName", "gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ",
+                "registersPerThread", "staticSharedMemory", "dynamicSharedMemory", "graphId"],
+                ["start", "end"]),
+            TABLE_MEMCPY: self._select(db, TABLE_MEMCPY, gpu + ["bytes", "copyKind", "srcKind", "dstKind"],
+                                       ["start", "end"]),
+            TABLE_MEMSET: self._select(db, TABLE_MEMSET, gpu + ["bytes", "memKind"], ["start", "end"]),
+            TABLE_SYNC: self._select(db, TABLE_SYNC, gpu + ["syncType"], ["start", "end"]),
+            TABLE_RUNTIME: self._select(db, TABLE_RUNTIME, ["start", "end", "eventClass", "globalTid",
+                                                            "correlationId", "nameId"], ["start", "end"]),
+            TABLE_NVTX: self._select(db, TABLE_NVTX, ["start", "end", "eventType", "globalTid", "text", "textId",
+                                                      "domainId"], ["start", "eventType"], text=["text"]),
+            TABLE_OSRT: self._select(db, TABLE_OSRT, ["start", "end", "globalTid", "nameId"], ["start", "end"]),
+            TABLE_PROFILER_OVERHEAD: self._select(db, TABLE_PROFILER_OVERHEAD,
+                                                  ["start", "end", "globalTid", "nameId"], ["start", "end"]),
+            TABLE_CUPTI_OVERHEAD: self._select(db, TABLE_CUPTI_OVERHEAD,
+                                               ["start", "end", "globalTid", "nameId"], ["start", "end"]),
+        }
+        return {name: spec for name, spec in specs.items() if spec is not None}
+
+    # -- per-table rows -------------------------------------------------------------------------------
+
+    @staticmethod
+    def _gpu_common(t: pa.Table) -> dict[str, Any]:
+        return {
+            "start_ns": t.column("start"),
+            "end_ns": t.column("end"),
+            "device": t.column("deviceId"),
+            "stream": t.column("streamId"),
+            "correlation_id": t.column("correlationId"),
+            "pid": _decode_pid(t.column("globalPid")),
+        }
+
+    def _kernels(self, t: pa.Table, strings: _Strings) -> _Part:
+        demangled = strings.lookup(t.column("demangledName"))
+        short = strings.lookup(t.column("shortName"))
+        name = np.where(demangled >= 0, demangled, short).astype(np.int32)
+        cols = self._gpu_common(t)
+        cols.update({
+            "kind": _kind_const(t.num_rows, KERNEL),
+            "name": _dict_array(name, strings.values),
+            "grid_x": t.column("gridX"), "grid_y": t.column("gridY"), "grid_z": t.column("gridZ"),
+            "block_x": t.column("blockX"), "block_y": t.column("blockY"), "block_z": t.column("blockZ"),
+            "registers_per_thread": t.column("registersPerThread"),
+            "static_shared_bytes": t.column("staticSharedMemory"),
+            "dynamic_shared_bytes": t.column("dynamicSharedMemory"),
+            "graph_id": t.column("graphId"),
+        })
+        # Keep the short names reachable: demangled name -> short name, for unique kernels only.
+        pairs = np.unique(np.stack([name, short]), axis=1) if name.size else np.empty((2, 0), np.int32)
+        self._short_names = {strings.values[int(d)].as_py(): strings.values[int(s)].as_py()
+                             for d, s in pairs.T if d >= 0 and s >= 0 and d != s}
+        return _Part(t.num_rows, cols)
+
+    def _memcpys(self, t: pa.Table, db: _Database) -> _Part:
+        copy_names = _enum_names(db, "ENUM_CUDA_MEMCPY_OPER", _MEMCPY_KIND_BY_ID, "CUDA_MEMCPY_KIND_")
+        copy_labels = {k: (_MEMCPY_LABEL.get(v, v) if v else None) for k, v in copy_names.items()}
+        mem_labels = self._mem_labels(db)
+        copy_kind = _coded_column(t.column("copyKind"), copy_labels)
+        names = {k: f"[CUDA memcpy {v}]" for k, v in copy_labels.items() if v}
+        names[-1] = "[CUDA memcpy]"
+        codes = pc.fill_null(t.column("copyKind"), -1)
+        cols = self._gpu_common(t)
+        cols.update({
+            "kind": _kind_const(t.num_rows, MEMCPY),
+            "name": _coded_column(pc.if_else(pc.is_in(codes, pa.array(list(names), pa.int64())), codes, -1),
+                                  names),
+            "bytes": t.column("bytes"),
+            "copy_kind": copy_kind,
+            "src_kind": _coded_column(t.column("srcKind"), mem_labels),
+            "dst_kind": _coded_column(t.column("dstKind"), mem_labels),
+        })
+        return _Part(t.num_rows, cols)
+
+    @staticmethod
+    def _mem_labels(db: _Database) -> dict[int, str | None]:
+        names = _enum_names(db, "ENUM_CUDA_MEM_KIND", _MEM_KIND_BY_ID, "CUDA_MEMOPR_MEMORY_KIND_")
+        return {k: _MEM_KIND_LABEL.get(v) if v else None for k, v in names.items()}
+
+    def _memsets(self, t: pa.Table, db: _Database) -> _Part:
+        cols = self._gpu_common(t)
+        cols.update({
+            "kind": _kind_const(t.num_rows, MEMSET),
+            "name": _const_dict(t.num_rows, "[CUDA memset]", pa.array(["[CUDA memset]"])),
+            "bytes": t.column("bytes"),
+            "dst_kind": _coded_column(t.column("memKind"), self._mem_labels(db)),
+        })
+        return _Part(t.num_rows, cols)
+
+    def _syncs(self, t: pa.Table, db: _Database) -> _Part:
+        names = _enum_names(db, "ENUM_CUPTI_SYNC_TYPE", _SYNC_KIND_BY_ID, "CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_")
+        labels = {k: _SYNC_LABEL.get(v) if v else None for k, v in names.items()}
+        sync_kind = _coded_column(t.column("syncType"), labels)
+        cols = self._gpu_common(t)
+        cols.update({
+            "kind": _kind_const(t.num_rows, GPU_SYNC),
+            "name": _coded_column(t.column("syncType"), {k: f"[CUDA sync {v}]" for k, v in labels.items() if v}),
+            "sync_kind": sync_kind,
+        })
+        return _Part(t.num_rows, cols)
+
+    def _runtime(self, t: pa.Table, strings: _Strings) -> _Part:
+        event_class = _numpy(t.column("eventClass"), fill=-1)
+        backtrace = np.isin(event_class, _BACKTRACE_CLASSES)
+        if backtrace.any():
+            # A backtrace row repeats a call already recorded under its own class: drop it unless it is
+            # the only row for that (thread, correlation id).
+            tid = _numpy(t.column("globalTid"), fill=-1)
+            corr = _numpy(t.column("correlationId"), fill=-1)
+            keys = np.stack([tid, corr], axis=1)
+            primary = np.unique(keys[~backtrace], axis=0)
+            bt_keys = keys[backtrace]
+            view = np.dtype((np.void, 16))
+            duplicate = np.isin(np.ascontiguousarray(bt_keys).view(view).ravel(),
+                                np.ascontiguousarray(primary).view(view).ravel())
+            keep = np.ones(t.num_rows, bool)
+            keep[np.flatnonzero(backtrace)[duplicate]] = False
+            if not keep.all():
+                t = t.filter(pa.array(keep))
+                event_class = event_class[keep]
+        kinds = np.where(np.isin(event_class, _DRIVER_CLASSES), _KIND_INDEX[DRIVER], _KIND_INDEX[RUNTIME])
+        gtid = t.column("globalTid")
+        cols = {
+            "kind": _kind_column(kinds),
+            "name": strings.api_names(t.column("nameId")),
+            "start_ns": t.column("start"),
+            "end_ns": t.column("end"),
+            "pid": _decode_pid(gtid),
+            "tid": _decode_tid(gtid),
+            "correlation_id": t.column("correlationId"),
+        }
+        return _Part(t.num_rows, cols)
+
+    def _nvtx(self, t: pa.Table, strings: _Strings) -> _Part | None:
+        event_type = _numpy(t.column("eventType"), fill=-1)
+        text_idx, text_values = _decode_dictionary(t.column("text"))
+        id_idx = strings.lookup(t.column("textId"))
+        # One dictionary for inline text and StringIds text: inline entries first, then StringIds shifted.
+        values = pa.concat_arrays([text_values, strings.values])
+        name_idx = np.where(text_idx >= 0, text_idx,
+                            np.where(id_idx >= 0, id_idx + len(text_values), -1)).astype(np.int32)
+        name_idx, values = _dedupe(name_idx, values)
+
+        domain_ids = _numpy(t.column("domainId"), fill=-1)
+        created = event_type == _NVTX_DOMAIN_CREATE
+        domain_names = {int(d): values[int(i)].as_py() for d, i in zip(domain_ids[created], name_idx[created])
+                        if i >= 0 and d > 0}
+        self._nvtx_domains = domain_names
+
+        keep = np.isin(event_type, _NVTX_RANGE_TYPES)
+        if not keep.any():
+            return None
+        mask = pa.array(keep)
+        t = t.filter(mask)
+        name_idx = name_idx[keep]
+        domain_ids = domain_ids[keep]
+
+        # Steps: tracelens/step#N ranges become kind "step" with step = N.
+        value_list = values.to_pylist()
+        step_of_value = np.array([int(m.group(1)) if (m := _STEP_NAME.match(v or "")) else -1 for v in value_list]
+                                 + [-1], np.int64)
+        step = step_of_value[name_idx]  # index -1 reads the trailing -1
+        is_step = step >= 0
+        kinds = np.where(is_step, _KIND_INDEX[STEP], _KIND_INDEX[ANNOTATION])
+        self._nvtx_names = values
+
+        domain_values = sorted(set(domain_names.values()))
+        domain_pos = {d: domain_values.index(n) for d, n in domain_names.items()}
+        dom_table = np.full(max(list(domain_pos) + [0]) + 1, -1, np.int32)
+        for d, pos in domain_pos.items():
+            dom_table[d] = pos
+        ok = (domain_ids >= 0) & (domain_ids < dom_table.size)
+        dom_idx = np.where(ok, dom_table[np.where(ok, domain_ids, 0)], -1).astype(np.int32)
+
+        gtid = t.column("globalTid")
+        cols = {
+            "kind": _kind_column(kinds),
+            "name": _dict_array(name_idx, values),
+            "start_ns": t.column("start"),
+            "end_ns": t.column("end"),  # null for ranges left open at the end of capture: closed later
+            "pid": _decode_pid(gtid),
+            "tid": _decode_tid(gtid),
+            "domain": _dict_array(dom_idx, pa.array(domain_values, pa.string())),
+            "step": pa.array(step, pa.int64(), mask=~is_step),
+        }
+        return _Part(t.num_rows, cols)
+
+    def _host_named(self, t: pa.Table, strings: _Strings, kind: str) -> _Part:
+        gtid = t.column("globalTid")
+        cols = {
+            "kind": _kind_const(t.num_rows, kind),
+            "name": strings.names(t.column("nameId")),
+            "start_ns": t.column("start"),
+            "end_ns": t.column("end"),
+            "pid": _decode_pid(gtid),
+            "tid": _decode_tid(gtid),
+        }
+        return _Part(t.num_rows, cols)
+
+    # -- assembly -------------------------------------------------------------------------------------
+
+    def _assemble(self, parts: list[_Part]) -> tuple[int, pa.Table]:
+        """Concatenate the parts, shift times to the earliest start, sort once, and build the table."""
+        if not parts:
+            return 0, build_events({"kind": [], "start_ns": [], "end_ns": []})
+        starts = [_numpy(p.columns["start_ns"]) for p in parts]
+        origin = int(min(s.min() for s in starts))
+        ends = [_numpy(p.columns["end_ns"], fill=np.iinfo(np.int64).min) for p in parts]
+        last = max(int(e.max()) for e in ends)
+        start = np.concatenate(starts) - origin
+        # An end missing (a range still open when capture stopped) runs to the end of the trace.
+        end = np.concatenate([np.where(e == np.iinfo(np.int64).min, last, e) for e in ends]) - origin
+        order = np.argsort(start, kind="stable")  # each table is nearly sorted: timsort merges its runs
+        total = start.size
+
+        columns: dict[str, Any] = {"start_ns": start[order], "end_ns": np.maximum(end, start)[order]}
+        shared_null = _SharedNulls(total)
+        for fld in EVENT_SCHEMA:
+            if fld.name in columns:
+                continue
+            present = [p for p in parts if p.columns.get(fld.name) is not None]
+            if not present:
+                columns[fld.name] = shared_null.array(fld.type)
+                continue
+            chunks = []
+            for p in parts:
+                values = p.columns.get(fld.name)
+                if values is None:
+                    chunks.append(shared_null.array(fld.type, p.n))
+                    continue
+                if isinstance(values, pa.ChunkedArray):
+                    values = values.combine_chunks()
+                chunks.append(values if values.type == fld.type else values.cast(fld.type))
+            if pa.types.is_dictionary(fld.type):
+                merged = pa.Table.from_arrays([pa.chunked_array(chunks, fld.type)], names=["x"])
+                column = merged.unify_dictionaries().column(0)
+            else:
+                column = pa.chunked_array(chunks, fld.type)
+            columns[fld.name] = column.take(pa.array(order)).combine_chunks()
+
+        columns["depth"] = self._depth(columns, total)
+        table = build_events(columns, sort=False)
+        return origin, table
+
+    @staticmethod
+    def _depth(columns: dict[str, Any], total: int) -> pa.Array:
+        """Nesting depth of host rows on their thread (GPU rows null), computed here so the table is built once."""
+        kind_idx = columns["kind"].indices.to_numpy(zero_copy_only=False)
+        dictionary = columns["kind"].dictionary.to_pylist()
+        gpu_kinds = [i for i, k in enumerate(dictionary) if k in (KERNEL, MEMCPY, MEMSET, GPU_SYNC)]
+        tid_valid = columns["tid"].is_valid().to_numpy(zero_copy_only=False)
+        host = ~np.isin(kind_idx, gpu_kinds) & tid_valid
+        values = np.zeros(total, np.int16)
+        if host.any():
+            rows = np.flatnonzero(host)
+            values[rows] = nesting_depth(_numpy(columns["pid"])[rows], _numpy(columns["tid"])[rows],
+                                         columns["start_ns"][rows], columns["end_ns"][rows])
+        return pa.array(values, pa.int16(), mask=~host)
+
+    # -- devices, framework, extra --------------------------------------------------------------------
+
+    def _devices(self, db: _Database, events: pa.Table) -> pa.Table:
+        rows: dict[int, dict[str, Any]] = {}
+        if "TARGET_INFO_GPU" in db.tables:
+            have = set(db.columns("TARGET_INFO_GPU"))
+            wanted = ["id", "name", "smCount", "computeMajor", "computeMinor", "threadsPerWarp", "maxWarpsPerSm",
+                      "maxThreadsPerBlock", "maxBlocksPerSm", "maxRegistersPerSm", "maxRegistersPerBlock",
+                      "maxShmemPerSm", "maxShmemPerBlock", "maxShmemPerBlockOptin", "totalMemory",
+                      "memoryBandwidth", "clockRate"]
+            if "id" in have:
+                sql = ", ".join(f'"{c}"' if c in have else "NULL" for c in wanted)
+                for values in db.small(f"SELECT {sql} FROM TARGET_INFO_GPU"):
+                    g = dict(zip(wanted, values))
+                    if g["id"] is None:
+                        continue
+                    warps, warp = g["maxWarpsPerSm"], g["threadsPerWarp"]
+                    rows[int(g["id"])] = {
+                        "id": int(g["id"]), "name": g["name"], "vendor": "nvidia", "sm_count": g["smCount"],
+                        "compute_major": g["computeMajor"], "compute_minor": g["computeMinor"], "warp_size": warp,
+                        "max_threads_per_sm": warps * warp if warps and warp else None,
+                        "max_threads_per_block": g["maxThreadsPerBlock"], "max_blocks_per_sm": g["maxBlocksPerSm"],
+                        "regs_per_sm": g["maxRegistersPerSm"], "regs_per_block": g["maxRegistersPerBlock"],
+                        "shared_mem_per_sm": g["maxShmemPerSm"], "shared_mem_per_block": g["maxShmemPerBlock"],
+                        "shared_mem_per_block_optin": g["maxShmemPerBlockOptin"],
+                        "total_memory_bytes": g["totalMemory"],
+                        "memory_bandwidth_bytes_per_s": float(g["memoryBandwidth"]) if g["memoryBandwidth"] else None,
+                        "clock_rate_khz": int(g["clockRate"]) // 1000 if g["clockRate"] else None,
+                    }
+        if "TARGET_INFO_CUDA_DEVICE" in db.tables and {"cudaId", "numMultiprocessors"} <= set(
+                db.columns("TARGET_INFO_CUDA_DEVICE")):
+            for cuda_id, sms in db.small("SELECT DISTINCT cudaId, numMultiprocessors FROM TARGET_INFO_CUDA_DEVICE"):
+                if cuda_id is None:
+                    continue
+                row = rows.setdefault(int(cuda_id), {"id": int(cuda_id), "vendor": "nvidia"})
+                if row.get("sm_count") is None:
+                    row["sm_count"] = sms
+        device_col = events.column("device")
+        for dev in pc.unique(device_col.drop_null()).to_pylist() if events.num_rows else []:
+            rows.setdefault(int(dev), {"id": int(dev), "vendor": "nvidia"})
+        return build_devices([rows[k] for k in sorted(rows)])
+
+    def _framework(self, db: _Database, strings: _Strings, results: dict[str, pa.Table]) -> str:
+        nvtx_names = getattr(self, "_nvtx_names", None)
+        if nvtx_names is not None and len(nvtx_names):
+            if pc.any(pc.starts_with(nvtx_names, "aten::")).as_py():
+                return "pytorch"
+        kernel_names = list(getattr(self, "_short_names", {}))
+        if results.get(TABLE_KERNEL) is not None and len(strings.values):
+            if pc.any(pc.match_substring(strings.values, "at::native::")).as_py() or any(
+                    "at::native::" in k for k in kernel_names):
+                return "pytorch"
+        for name in self._thread_names(db, strings).values():
+            if name.startswith("pt_") or "torch" in name.lower():
+                return "pytorch"
+        return "cuda"
+
+    def _thread_names(self, db: _Database, strings: _Strings) -> dict[str, str]:
+        if not hasattr(self, "_threads"):
+            threads: dict[str, str] = {}
+            if "ThreadNames" in db.tables and {"nameId", "globalTid"} <= set(db.columns("ThreadNames")):
+                for name_id, gtid in db.small("SELECT nameId, globalTid FROM ThreadNames"):
+                    name = strings.get(name_id)
+                    if gtid is not None and name:
+                        threads[f"{(gtid >> 24) & _MASK24}:{gtid & _MASK24}"] = name
+            self._threads = threads
+        return self._threads
+
+    def _extra(self, db: _Database, strings: _Strings, meta: dict[str, str],
+               results: dict[str, pa.Table]) -> dict[str, Any]:
+        extra: dict[str, Any] = {
+            "nsys_export": {k: v for k, v in meta.items() if k.startswith("EXPORT_") and "PATH" not in k
+                            and k not in ("EXPORT_USER", "EXPORT_HOST")},
+            "thread_names": self._thread_names(db, strings),
+            "nvtx_domains": {str(k): v for k, v in getattr(self, "_nvtx_domains", {}).items()},
+            "kernel_short_names": getattr(self, "_short_names", {}),
+            "tables_read": sorted(results),
+        }
+        if "PROCESSES" in db.tables and {"globalPid", "pid", "name"} <= set(db.columns("PROCESSES")):
+            pids = {int(k.split(":")[0]) for k in extra["thread_names"]}
+            for name in (TABLE_KERNEL, TABLE_RUNTIME):
+                if results.get(name) is not None and results[name].num_rows:
+                    col = "globalPid" if name == TABLE_KERNEL else "globalTid"
+                    pids.update(pc.unique(_decode_pid(results[name].column(col).drop_null())).to_pylist())
+            extra["process_names"] = {str(pid): name for _, pid, name in db.small(
+                "SELECT globalPid, pid, name FROM PROCESSES") if pid in pids and name}
+        if "TARGET_INFO_SESSION_START_TIME" in db.tables and "utcEpochNs" in db.columns(
+                "TARGET_INFO_SESSION_START_TIME"):
+            row = db.small("SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME LIMIT 1")
+            if row and row[0][0] is not None:
+                extra["session_start_utc_epoch_ns"] = int(row[0][0])
+        return extra
+
+
+class _SharedNulls:
+    """All-null columns that share one zeroed buffer, so a wide mostly-null table costs memory once."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        # bytearray memory comes zeroed from calloc: untouched pages cost no resident memory at all.
+        self._data = pa.py_buffer(bytearray(max(8 * n, 8)))
+        self._validity = pa.py_buffer(bytearray(max((n + 7) // 8, 1)))
+
+    def array(self, typ: pa.DataType, n: int | None = None) -> pa.Array:
+        n = self.n if n is None else n
+        if pa.types.is_dictionary(typ):
+            indices = pa.Array.from_buffers(pa.int32(), n, [self._validity, self._data], null_count=n)
+            return pa.DictionaryArray.from_arrays(indices, pa.array([], typ.value_type))
+        return pa.Array.from_buffers(typ, n, [self._validity, self._data], null_count=n)

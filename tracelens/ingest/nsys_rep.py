@@ -1,0 +1,67 @@
+"""``.nsys-rep`` reports: export once to SQLite with the ``nsys`` tool and reuse the export while it is fresh.
+
+The cache sits beside the report (``<report>.tracelens.sqlite``) when that directory is writable, else in
+``~/.cache/tracelens/``. It is reused while it is newer than the report. The export goes to a temporary
+name first and is renamed into place, so an interrupted export never poses as a finished one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shlex
+import shutil
+import subprocess
+from pathlib import Path
+
+from ..errors import InputError, ToolMissingError
+
+CACHE_SUFFIX = ".tracelens.sqlite"
+
+
+def user_cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "tracelens"
+
+
+def cache_path(report: Path) -> Path:
+    """Where the SQLite export of ``report`` is (or will be) kept."""
+    report = Path(report).resolve()
+    stem = report.name.rsplit(".", 1)[0]
+    if os.access(report.parent, os.W_OK):
+        return report.with_name(stem + CACHE_SUFFIX)
+    digest = hashlib.sha256(str(report).encode()).hexdigest()[:16]
+    return user_cache_dir() / f"{stem}-{digest}{CACHE_SUFFIX}"
+
+
+def export_command(report: Path, output: Path) -> list[str]:
+    return ["nsys", "export", "--type", "sqlite", "--force-overwrite", "true", "--output", str(output),
+            str(report)]
+
+
+def export_report(report: Path) -> Path:
+    """The SQLite export of ``report``: the cached one if fresh, else a new ``nsys export``."""
+    report = Path(report)
+    if not report.is_file():
+        raise InputError("no such file", path=report)
+    cache = cache_path(report)
+    if cache.is_file() and cache.stat().st_mtime > report.stat().st_mtime:
+        return cache
+    nsys = shutil.which("nsys")
+    manual = shlex.join(["nsys", "export", "--type", "sqlite", "--output", str(cache), str(report)])
+    if nsys is None:
+        raise ToolMissingError(f"reading a .nsys-rep needs the Nsight Systems 'nsys' tool, which is not on PATH; "
+                               f"export it yourself with: {manual}  and pass the .sqlite file", path=report)
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    partial = cache.with_name(f"{cache.name}.partial-{os.getpid()}.sqlite")
+    command = export_command(report, partial)
+    command[0] = nsys
+    try:
+        proc = subprocess.run(command, capture_output=True, text=True, errors="replace")
+        if proc.returncode != 0 or not partial.is_file():
+            lines = (proc.stderr.strip() or proc.stdout.strip() or "no output").splitlines()
+            raise InputError(f"'nsys export' failed (exit {proc.returncode}): {lines[-1]}", path=report)
+        os.replace(partial, cache)
+    finally:
+        partial.unlink(missing_ok=True)
+    return cache
