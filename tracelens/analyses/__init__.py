@@ -20,6 +20,13 @@ SECTIONS: list[str] = [
     "devices",
     "kernels",
     "host",
+    "gaps",
+    "steps",
+    "attribution",
+    "launch",
+    "sync",
+    "ranges",
+    "diagnosis",
 ]
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+
 import numpy as np
 import pandas as pd
 

@@ -1,0 +1,129 @@
+"""NVTX ranges and annotations: CPU time, and the GPU work launched inside them.
+
+Definitions (docs/analyses.md, "ranges"), per range instance (a row of kind `annotation`), then summed per name:
+    cpu_ns          = end - start
+    launched ops    = GPU ops whose launch call (correlation_id join) starts inside [start, end) on the same
+                      thread (pid, tid) — the rule of nsys's nvtx_gpu_proj_trace
+    gpu_op_ns       = summed durations of the launched ops
+    projected span  = [first launched op start, last launched op end); projected_ns = its length
+    gpu_idle_ns     = projected_ns - the device busy union inside the projected span (every op on the
+                      device counts as busy; a range launching onto several devices uses their joint union)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .. import intervals
+from ..trace import ANNOTATION, Trace
+from .gaps import device_busy
+from .launch import launch_pairs
+
+NAME_LIMIT = 200
+
+
+def _per_launch(trace: Trace) -> pd.DataFrame:
+    """GPU ops grouped by their launch call (a graph launch may enqueue many ops)."""
+    pairs = launch_pairs(trace)
+    m = pairs[pairs["matched"]]
+    dur = (m["end"] - m["start"]).to_numpy(np.int64)
+    frame = pd.DataFrame({"cid": m["correlation_id"].to_numpy(np.int64), "pid": m["pid"].to_numpy(np.int64),
+                          "tid": m["tid"].to_numpy(np.int64), "t": m["launch_start"].to_numpy(np.int64),
+                          "op_ns": dur, "first": m["start"].to_numpy(np.int64), "last": m["end"].to_numpy(np.int64),
+                          "dev": m["device"].to_numpy(np.int64), "ops": 1})
+    return frame.groupby("cid", sort=False).agg(
+        pid=("pid", "first"), tid=("tid", "first"), t=("t", "first"), op_ns=("op_ns", "sum"),
+        first=("first", "min"), last=("last", "max"), dev_min=("dev", "min"), dev_max=("dev", "max"),
+        ops=("ops", "sum")).reset_index(drop=True)
+
+
+def _slice_reduce(ufunc: np.ufunc, values: np.ndarray, lo: np.ndarray, hi: np.ndarray, empty: int) -> np.ndarray:
+    """ufunc-reduce values[lo_i:hi_i] for every i (``empty`` where the slice is empty)."""
+    if lo.size == 0:
+        return np.empty(0, values.dtype)
+    padded = np.append(values, values[-1:])  # lets hi == len(values) be a valid reduceat index
+    bounds = np.empty(lo.size * 2, np.int64)
+    bounds[0::2] = lo
+    bounds[1::2] = hi
+    reduced = ufunc.reduceat(padded, bounds)[0::2]
+    return np.where(hi > lo, reduced, empty)
+
+
+def range_instances(trace: Trace) -> pd.DataFrame:
+    """Every annotation row with its launched GPU work and projected span."""
+    ann = trace.of_kind(ANNOTATION)
+    rs = ann["start_ns"].to_numpy(np.int64)
+    re_ = ann["end_ns"].to_numpy(np.int64)
+    out = pd.DataFrame({"name": ann["name"].astype(str).to_numpy(), "start": rs, "end": re_,
+                        "pid": ann["pid"].to_numpy(np.int64, na_value=-1),
+                        "tid": ann["tid"].to_numpy(np.int64, na_value=-1)})
+    launches = _per_launch(trace)
+    n = len(out)
+    out["ops"] = 0
+    out["gpu_op_ns"] = 0
+    out["proj_start"] = 0
+    out["proj_end"] = 0
+    out["gpu_idle_ns"] = 0
+    if n == 0 or launches.empty:
+        return out
+    # Sort launches by (thread, start) and turn (thread, time) into one monotone int64 key.
+    codes, uniques = pd.MultiIndex.from_arrays(
+        [np.concatenate([launches["pid"], out["pid"]]), np.concatenate([launches["tid"], out["tid"]])]).factorize()
+    lthread, rthread = codes[: len(launches)], codes[len(launches):]
+    lo_t = min(int(launches["t"].min()), int(rs.min()))
+    width = max(int(launches["t"].max()), int(re_.max())) - lo_t + 2
+    if len(uniques) * width >= 2**62:
+        raise OverflowError("trace too long for the range key")  # ~ 1e4 threads x 5 days
+    lkey = lthread.astype(np.int64) * width + (launches["t"].to_numpy(np.int64) - lo_t)
+    order = np.argsort(lkey, kind="stable")
+    lkey = lkey[order]
+    launches = launches.iloc[order].reset_index(drop=True)
+    rbase = rthread.astype(np.int64) * width - lo_t
+    lo = np.searchsorted(lkey, rbase + rs, side="left")
+    hi = np.searchsorted(lkey, rbase + re_, side="left")
+    csum_ns = np.concatenate([[0], np.cumsum(launches["op_ns"].to_numpy(np.int64))])
+    csum_ops = np.concatenate([[0], np.cumsum(launches["ops"].to_numpy(np.int64))])
+    out["ops"] = csum_ops[hi] - csum_ops[lo]
+    out["gpu_op_ns"] = csum_ns[hi] - csum_ns[lo]
+    first = _slice_reduce(np.minimum, launches["first"].to_numpy(np.int64), lo, hi, 0)
+    last = _slice_reduce(np.maximum, launches["last"].to_numpy(np.int64), lo, hi, 0)
+    dmin = _slice_reduce(np.minimum, launches["dev_min"].to_numpy(np.int64), lo, hi, -1)
+    dmax = _slice_reduce(np.maximum, launches["dev_max"].to_numpy(np.int64), lo, hi, -1)
+    out["proj_start"], out["proj_end"] = first, last
+    idle = np.zeros(n, np.int64)
+    busy = device_busy(trace)
+    has = hi > lo
+    for device, b in busy.items():
+        sel = has & (dmin == device) & (dmax == device)
+        idle[sel] = (last[sel] - first[sel]) - intervals.overlap_with_union(first[sel], last[sel], b.busy_starts,
+                                                                           b.busy_ends)
+    mixed = has & (dmin != dmax)
+    if mixed.any():
+        us, ue = intervals.merge(np.concatenate([b.busy_starts for b in busy.values()]),
+                                 np.concatenate([b.busy_ends for b in busy.values()]))
+        idle[mixed] = (last[mixed] - first[mixed]) - intervals.overlap_with_union(first[mixed], last[mixed], us, ue)
+    out["gpu_idle_ns"] = idle
+    return out
+
+
+def range_summary(trace: Trace, limit: int = NAME_LIMIT) -> dict[str, Any]:
+    inst = range_instances(trace)
+    if inst.empty:
+        return {"count": 0, "names": 0, "ranges": []}
+    inst = inst.assign(cpu_ns=inst["end"] - inst["start"], projected_ns=inst["proj_end"] - inst["proj_start"],
+                       with_gpu=(inst["ops"] > 0).astype(np.int64))
+    agg = inst.groupby("name", sort=False).agg(
+        n=("cpu_ns", "size"), cpu_ns=("cpu_ns", "sum"), ops=("ops", "sum"), gpu_op_ns=("gpu_op_ns", "sum"),
+        projected_ns=("projected_ns", "sum"), gpu_idle_ns=("gpu_idle_ns", "sum"), with_gpu=("with_gpu", "sum"))
+    agg = agg.reset_index().sort_values(["cpu_ns", "name"], ascending=[False, True], kind="stable")
+    rows = [{"name": r.name, "count": int(r.n), "cpu_ns": int(r.cpu_ns), "gpu_ops": int(r.ops),
+             "gpu_op_ns": int(r.gpu_op_ns), "projected_ns": int(r.projected_ns), "gpu_idle_ns": int(r.gpu_idle_ns),
+             "instances_with_gpu": int(r.with_gpu)} for r in agg.head(limit).itertuples(index=False)]
+    return {"count": int(len(inst)), "names": int(len(agg)), "ranges": rows}
+
+
+def section(trace: Trace, done: dict[str, Any]) -> dict[str, Any]:
+    return range_summary(trace)

@@ -1,0 +1,108 @@
+"""Steps and the step-time breakdown.
+
+Definitions (docs/analyses.md, "steps"):
+    step            = rows of kind `step` with the same `step` number merged: [min start, max end)
+                      (ProfilerStep#N, TF step markers, tracelens/step#N); unnumbered rows are numbered by order
+    duration_ns     = end - start
+    gpu busy        = per device, the device's busy union (kernel, memcpy, memset) inside the step
+    host breakdown  = the step window split by priority among the host categories of the step threads
+                      (threads that carry step rows plus threads that launched GPU work; all host threads when
+                      none is known): input > ... as in attribution, with sync first:
+                      sync > input > launch > cpu, `other` = the rest; the parts sum to duration_ns
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .. import intervals
+from ..trace import STEP, Trace
+from .attribution import host_rows, priority_split, thread_codes
+from .gaps import device_busy, memo
+from .launch import launch_pairs
+from .names import CAUSES, NOTHING
+
+STEP_LIMIT = 2000  # steps listed one by one; the summary covers all
+HOST_KEYS = {c: ("other" if c == NOTHING else c) for c in CAUSES}
+
+
+def step_windows(trace: Trace) -> pd.DataFrame:
+    """One row per step number: step, start, end (sorted by start)."""
+
+    def compute() -> pd.DataFrame:
+        rows = trace.of_kind(STEP)
+        if rows.empty:
+            return pd.DataFrame({"step": np.empty(0, np.int64), "start": np.empty(0, np.int64),
+                                 "end": np.empty(0, np.int64)})
+        number = rows["step"].to_numpy(np.float64, na_value=np.nan)
+        missing = np.isnan(number)
+        if missing.any():
+            # Unnumbered markers: number them after the highest known one, in time order.
+            base = np.nanmax(number) + 1 if (~missing).any() else 0
+            number[missing] = base + np.arange(missing.sum())
+        frame = pd.DataFrame({"step": number.astype(np.int64), "start": rows["start_ns"].to_numpy(np.int64),
+                              "end": rows["end_ns"].to_numpy(np.int64)})
+        merged = frame.groupby("step", sort=False).agg(start=("start", "min"), end=("end", "max")).reset_index()
+        return merged.sort_values(["start", "step"], kind="stable").reset_index(drop=True)
+
+    return memo(trace, "step_windows", compute)
+
+
+def step_threads(trace: Trace) -> np.ndarray:
+    rows = host_rows(trace)
+    steps = trace.of_kind(STEP)
+    pairs = launch_pairs(trace)
+    matched = pairs[pairs["matched"]]
+    pids = np.concatenate([steps["pid"].to_numpy(np.int64, na_value=-1), matched["pid"].to_numpy(np.int64)])
+    tids = np.concatenate([steps["tid"].to_numpy(np.int64, na_value=-1), matched["tid"].to_numpy(np.int64)])
+    known = tids >= 0
+    codes = thread_codes(rows, pids[known], tids[known]) if known.any() else np.empty(0, np.int64)
+    if codes.size == 0:
+        # No thread known to drive the steps: a step marker on a thread with no other rows, or none at all.
+        step_pids = steps["pid"].dropna().unique()
+        if len(step_pids):
+            codes = np.flatnonzero(rows.threads["pid"].isin(np.asarray(step_pids, np.int64)).to_numpy())
+    return codes if codes.size else np.arange(len(rows.threads))
+
+
+def step_breakdown(trace: Trace) -> dict[str, Any]:
+    windows = step_windows(trace)
+    if windows.empty:
+        return {"count": 0, "steps": [], "summary": None}
+    starts = windows["start"].to_numpy(np.int64)
+    ends = windows["end"].to_numpy(np.int64)
+    durations = ends - starts
+    split, _ = priority_split(starts, ends, host_rows(trace), step_threads(trace))
+    busy = device_busy(trace)
+    gpu = {d: intervals.overlap_with_union(starts, ends, b.busy_starts, b.busy_ends) for d, b in busy.items()}
+    total = int(durations.sum())
+    listed = []
+    for i in range(min(len(windows), STEP_LIMIT)):
+        listed.append({
+            "step": int(windows["step"].iat[i]),
+            "start_ns": int(starts[i]),
+            "end_ns": int(ends[i]),
+            "duration_ns": int(durations[i]),
+            "gpu_busy": [{"device": d, "busy_ns": int(v[i])} for d, v in gpu.items()],
+            "host": {HOST_KEYS[c]: int(split[i, j]) for j, c in enumerate(CAUSES)},
+        })
+    host_totals = {HOST_KEYS[c]: int(split[:, j].sum()) for j, c in enumerate(CAUSES)}
+    summary = {
+        "total_ns": total,
+        "mean_ns": float(durations.mean()),
+        "median_ns": float(np.median(durations)),
+        "min_ns": int(durations.min()),
+        "max_ns": int(durations.max()),
+        "host_ns": host_totals,
+        "host_share": {k: (v / total if total > 0 else 0.0) for k, v in host_totals.items()},
+        "gpu_busy": [{"device": d, "busy_ns": int(v.sum()), "utilization": float(v.sum() / total) if total else 0.0}
+                     for d, v in gpu.items()],
+    }
+    return {"count": int(len(windows)), "listed": len(listed), "steps": listed, "summary": summary}
+
+
+def section(trace: Trace, done: dict[str, Any]) -> dict[str, Any]:
+    return step_breakdown(trace)
