@@ -26,6 +26,8 @@ SECTIONS: list[str] = [
     "launch",
     "sync",
     "ranges",
+    "memcpy",
+    "occupancy",
     "diagnosis",
 ]
 

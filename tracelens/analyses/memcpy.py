@@ -1,0 +1,413 @@
+"""Memcpy overhead (the ``memcpy`` block): per direction, per device, host memory kind, sync/async, storms.
+
+Definitions are in ``docs/memcpy.md``; the key ones:
+  exposed_ns (device) = |union(copies)| - |union(copies) ∩ union(kernels)| on that device
+  busy_share          = |union(copies of that kind)| / device busy time (union of kernel, memcpy, memset)
+  achieved bandwidth  = Σ bytes / Σ duration over copies with duration > 0 and known bytes
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .. import intervals
+from ..gpu_specs import device_links
+from ..trace import DRIVER, GPU_ACTIVITY_KINDS, KERNEL, MEMCPY, RUNTIME, Trace
+from .names import is_graph_launch, is_sync_copy
+
+SMALL_COPY_BYTES = 64 * 1024
+BURST_MAX_GAP_NS = 100_000  # small copies closer than this (end to next start) belong to one run
+BURST_MIN_COPIES = 10  # a run of at least this many small copies is a burst
+LARGEST_BURSTS = 5
+LARGE_COPY_BYTES = 1024 * 1024  # copies at least this big are expected to approach link bandwidth
+LOW_BANDWIDTH_FRACTION = 0.5
+EXPOSED_SHARE_FINDING = 0.05  # exposed copy time above this share of the span is a finding
+
+KIND_ORDER = ("HtoD", "DtoH", "DtoD", "PtoP", "HtoH")
+
+# Host memory class of a copy, from its source and destination memory kinds.
+PAGEABLE, PINNED, MANAGED, DEVICE_ONLY, UNKNOWN = "pageable", "pinned", "managed", "device", "unknown"
+SYNC, ASYNC, GRAPH = "sync", "async", "graph"
+
+
+def _kind_sort_key(kind: str) -> tuple[int, str]:
+    return (KIND_ORDER.index(kind), kind) if kind in KIND_ORDER else (len(KIND_ORDER), kind)
+
+
+def _host_memory(src: pd.Series, dst: pd.Series) -> np.ndarray:
+    """pageable if either side is pageable; else pinned; else managed; device when both sides are device
+    memory (or arrays); unknown otherwise (missing kinds, or ROCm's "host" of unknown kind)."""
+    s = src.astype("string").fillna("").str.lower().to_numpy(dtype=object)
+    d = dst.astype("string").fillna("").str.lower().to_numpy(dtype=object)
+    out = np.full(len(s), UNKNOWN, dtype=object)
+    on_device = np.isin(s, ["device", "array"]) & np.isin(d, ["device", "array"])
+    out[on_device] = DEVICE_ONLY
+    out[(s == "managed") | (d == "managed")] = MANAGED
+    out[(s == "pinned") | (d == "pinned")] = PINNED
+    out[(s == "pageable") | (d == "pageable")] = PAGEABLE
+    return out
+
+
+def _api_class(name: str) -> str:
+    if is_sync_copy(name):
+        return SYNC
+    if "memcpy" in name.lower() and "async" in name.lower():
+        return ASYNC
+    if is_graph_launch(name):
+        return GRAPH
+    return UNKNOWN
+
+
+def _launch_mode(trace: Trace, copies: pd.DataFrame) -> np.ndarray:
+    """sync | async | graph | unknown per copy, from the launching runtime/driver call's name.
+
+    The call is the host row with the same correlation_id (and pid when both sides know it); duplicate host
+    rows for one correlation id (nsys backtrace rows) are collapsed first.
+    """
+    out = np.full(len(copies), UNKNOWN, dtype=object)
+    corr = copies["correlation_id"]
+    if not corr.notna().any():
+        return out
+    host = trace.of_kind(RUNTIME, DRIVER)
+    host = host[host["correlation_id"].notna()][["pid", "correlation_id", "name"]]
+    if host.empty:
+        return out
+    host = host.assign(name=host["name"].astype("string").fillna(""))
+    classes = {n: _api_class(n) for n in host["name"].unique()}  # distinct names only
+    host = host.assign(mode=host["name"].map(classes))
+    # A copy API beats any other call on the same correlation id (driver rows under a runtime call).
+    host = host.assign(rank=(host["mode"] == UNKNOWN).astype(np.int8)).sort_values("rank", kind="stable")
+    left = pd.DataFrame({"row": np.arange(len(copies)), "pid": copies["pid"].to_numpy(),
+                         "correlation_id": corr.to_numpy()})
+    with_pid = left["pid"].notna()
+    by_pid = host[host["pid"].notna()].drop_duplicates(["pid", "correlation_id"])
+    m1 = left[with_pid].merge(by_pid[["pid", "correlation_id", "mode"]], on=["pid", "correlation_id"], how="inner")
+    by_corr = host.drop_duplicates(["correlation_id"])
+    rest = left[~left["row"].isin(m1["row"]) & left["correlation_id"].notna()]
+    m2 = rest.drop(columns="pid").merge(by_corr[["correlation_id", "mode"]], on="correlation_id", how="inner")
+    for matched in (m1, m2):
+        out[matched["row"].to_numpy()] = matched["mode"].to_numpy(dtype=object)
+    return out
+
+
+def _bandwidth_stats(nbytes: np.ndarray, duration: np.ndarray) -> dict[str, Any]:
+    """Aggregate and per-copy bandwidth (bytes/s) over copies with duration > 0 and known bytes."""
+    ok = (duration > 0) & np.isfinite(nbytes)
+    out: dict[str, Any] = {"measured_count": int(ok.sum()), "achieved_bytes_per_s": None,
+                           "p10_bytes_per_s": None, "p50_bytes_per_s": None, "p90_bytes_per_s": None,
+                           "max_bytes_per_s": None}
+    if not ok.any():
+        return out
+    per_copy = nbytes[ok] / duration[ok] * 1e9
+    total_dur = duration[ok].sum()
+    out["achieved_bytes_per_s"] = float(nbytes[ok].sum() / total_dur * 1e9)
+    p10, p50, p90 = np.percentile(per_copy, [10, 50, 90])
+    out.update(p10_bytes_per_s=float(p10), p50_bytes_per_s=float(p50), p90_bytes_per_s=float(p90),
+               max_bytes_per_s=float(per_copy.max()))
+    return out
+
+
+def _merged(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return intervals.merge(starts, ends)
+
+
+def _exposed(copy_s: np.ndarray, copy_e: np.ndarray, kern_s: np.ndarray, kern_e: np.ndarray) -> tuple[int, int]:
+    """(union length of the copies, part of that union not covered by any kernel)."""
+    us, ue = _merged(copy_s, copy_e)
+    union = int((ue - us).sum())
+    if us.size == 0:
+        return 0, 0
+    ks, ke = _merged(kern_s, kern_e)
+    covered = int(intervals.overlap_with_union(us, ue, ks, ke).sum())
+    return union, union - covered
+
+
+def _expected(kind: str, links: Any) -> tuple[float | None, str | None, str | None]:
+    """Expected bandwidth of one direction: (bytes/s, link, source)."""
+    if kind in ("HtoD", "DtoH"):
+        return links.host_bytes_per_s, links.host_link, links.host_source
+    if kind == "PtoP":
+        return links.peer_bytes_per_s, links.peer_link, links.peer_source
+    if kind == "DtoD" and links.memory_bytes_per_s:
+        # A device-to-device copy reads and writes every byte: at most half the memory bandwidth.
+        return links.memory_bytes_per_s / 2, "device memory (read + write)", links.memory_source
+    return None, None, None
+
+
+def _bursts(device: np.ndarray, starts: np.ndarray, ends: np.ndarray, nbytes: np.ndarray) -> dict[str, Any]:
+    """Runs of small copies on one device separated by at most BURST_MAX_GAP_NS; bursts have >= MIN copies."""
+    empty = {"burst_count": 0, "burst_copy_count": 0, "burst_ns": 0, "largest_bursts": []}
+    if starts.size == 0:
+        return empty
+    order = np.lexsort((starts, device))
+    dev, s, e, b = device[order], starts[order], ends[order], nbytes[order]
+    new_run = np.ones(s.size, dtype=bool)
+    device_starts = np.flatnonzero(np.r_[True, dev[1:] != dev[:-1]])
+    for lo, hi in zip(device_starts, np.r_[device_starts[1:], s.size], strict=True):  # one iteration per device
+        running_end = np.maximum.accumulate(e[lo:hi])
+        new_run[lo + 1:hi] = s[lo + 1:hi] - running_end[:-1] > BURST_MAX_GAP_NS
+    run_id = np.cumsum(new_run) - 1
+    counts = np.bincount(run_id)
+    first = np.flatnonzero(new_run)
+    run_start = s[first]
+    run_end = np.maximum.reduceat(e, first)
+    run_bytes = np.bincount(run_id, weights=np.nan_to_num(b))
+    run_busy = np.bincount(run_id, weights=(e - s).astype(np.float64))
+    is_burst = counts >= BURST_MIN_COPIES
+    if not is_burst.any():
+        return empty
+    idx = np.flatnonzero(is_burst)
+    biggest = idx[np.argsort(-counts[idx], kind="stable")][:LARGEST_BURSTS]
+    return {
+        "burst_count": int(is_burst.sum()),
+        "burst_copy_count": int(counts[is_burst].sum()),
+        "burst_ns": int(run_busy[is_burst].sum()),
+        "largest_bursts": [
+            {"device": int(dev[first[i]]), "start_ns": int(run_start[i]), "end_ns": int(run_end[i]),
+             "count": int(counts[i]), "bytes": int(run_bytes[i]), "duration_ns": int(run_busy[i])}
+            for i in biggest
+        ],
+    }
+
+
+def _framework_fixes(framework: str) -> dict[str, str]:
+    if framework == "pytorch":
+        return {
+            "pinned": "Use pinned host memory: DataLoader(pin_memory=True), or tensor.pin_memory() for tensors you "
+                      "copy repeatedly.",
+            "async": "Copy with tensor.to(device, non_blocking=True) from pinned memory, and avoid .item()/.cpu()/"
+                     "print(tensor) in the training loop (each one waits for the GPU).",
+            "batch": "Batch small copies: torch.cat/stack on the host and copy once, or create tensors directly on "
+                     "the device (torch.tensor(..., device='cuda'), torch.zeros(..., device=...)).",
+            "device": "Keep tensors on the device between steps; move metrics to the host once per N steps.",
+            "overlap": "Prefetch the next batch while the current one computes: pinned memory + non_blocking=True "
+                       "(copies run on the copy engine while kernels run).",
+        }
+    if framework in ("tensorflow", "jax"):
+        return {
+            "pinned": "Let the framework stage input: tf.data with .prefetch(tf.data.AUTOTUNE) and "
+                      "tf.data.experimental.prefetch_to_device; in JAX, jax.device_put ahead of use.",
+            "async": "Avoid reading device values on the host inside the step (.numpy(), float(x), "
+                     "jax.device_get) — each blocks until the GPU finishes.",
+            "batch": "Batch small host<->device transfers into one array per step.",
+            "device": "Keep state on the device (tf.Variable on GPU, jax arrays) between steps.",
+            "overlap": "Prefetch input to the device (prefetch_to_device / double-buffered device_put).",
+        }
+    return {
+        "pinned": "Allocate host buffers with cudaMallocHost/cudaHostAlloc (or cudaHostRegister existing ones).",
+        "async": "Use cudaMemcpyAsync on a non-default stream from pinned memory instead of cudaMemcpy.",
+        "batch": "Batch small copies into one larger transfer.",
+        "device": "Keep data resident on the device between kernels.",
+        "overlap": "Overlap copies with compute: pinned memory, cudaMemcpyAsync on a separate stream.",
+    }
+
+
+def memcpy_report(trace: Trace) -> dict[str, Any]:
+    """The ``memcpy`` block (see docs/memcpy.md)."""
+    gpu = trace.of_kind(*GPU_ACTIVITY_KINDS)
+    gpu = gpu[gpu["device"].notna()]
+    copies = gpu[gpu["kind"] == MEMCPY]
+    kinds = copies["copy_kind"].astype("string").fillna(UNKNOWN).to_numpy(dtype=object)
+    device = copies["device"].astype("int64").to_numpy()
+    starts = copies["start_ns"].to_numpy(np.int64)
+    ends = copies["end_ns"].to_numpy(np.int64)
+    duration = ends - starts
+    nbytes = copies["bytes"].astype("Float64").to_numpy(dtype=np.float64, na_value=np.nan)
+    memory = _host_memory(copies["src_kind"], copies["dst_kind"])
+    mode = _launch_mode(trace, copies)
+    small = np.isfinite(nbytes) & (nbytes < SMALL_COPY_BYTES)
+
+    by_kind = []
+    for kind in sorted(set(kinds), key=_kind_sort_key):
+        m = kinds == kind
+        entry = {
+            "kind": kind,
+            "count": int(m.sum()),
+            "bytes": int(np.nansum(nbytes[m])),
+            "duration_ns": int(duration[m].sum()),
+            "pageable_count": int((memory[m] == PAGEABLE).sum()),
+            "pinned_count": int((memory[m] == PINNED).sum()),
+            "managed_count": int((memory[m] == MANAGED).sum()),
+            "unknown_memory_count": int((memory[m] == UNKNOWN).sum()),
+            "sync_count": int((mode[m] == SYNC).sum()),
+            "async_count": int((mode[m] == ASYNC).sum()),
+            "graph_count": int((mode[m] == GRAPH).sum()),
+            "unknown_launch_count": int((mode[m] == UNKNOWN).sum()),
+            "zero_duration_count": int((duration[m] == 0).sum()),
+            "unknown_bytes_count": int((~np.isfinite(nbytes[m])).sum()),
+            "small_count": int(small[m].sum()),
+            "small_ns": int(duration[m & small].sum()),
+            "exposed_ns": 0,  # filled from the per-device pass below
+        }
+        entry.update(_bandwidth_stats(nbytes[m], duration[m]))
+        by_kind.append(entry)
+    kind_index = {e["kind"]: e for e in by_kind}
+
+    per_device = []
+    for dev in sorted(set(gpu["device"].astype("int64").tolist())):
+        rows = gpu[gpu["device"].astype("int64") == dev]
+        all_s = rows["start_ns"].to_numpy(np.int64)
+        all_e = rows["end_ns"].to_numpy(np.int64)
+        busy = intervals.union_length(all_s, all_e)
+        span = int(all_e.max() - all_s.min()) if all_s.size else 0
+        kern = (rows["kind"] == KERNEL).to_numpy()
+        ks, ke = all_s[kern], all_e[kern]
+        dm = device == dev
+        if not dm.any():
+            continue
+        union, exposed = _exposed(starts[dm], ends[dm], ks, ke)
+        info = trace.device_info(dev)
+        links = device_links(info.get("name"), info.get("compute_major"), info.get("memory_bandwidth_bytes_per_s"))
+        dev_kinds = []
+        for kind in sorted(set(kinds[dm]), key=_kind_sort_key):
+            m = dm & (kinds == kind)
+            k_union, k_exposed = _exposed(starts[m], ends[m], ks, ke)
+            kind_index[kind]["exposed_ns"] += k_exposed
+            bw = _bandwidth_stats(nbytes[m], duration[m])
+            expected, link, source = _expected(kind, links)
+            achieved = bw["achieved_bytes_per_s"]
+            large = m & np.isfinite(nbytes) & (nbytes >= LARGE_COPY_BYTES)
+            large_bw = _bandwidth_stats(nbytes[large], duration[large])["achieved_bytes_per_s"]
+            dev_kinds.append({
+                "kind": kind,
+                "count": int(m.sum()),
+                "bytes": int(np.nansum(nbytes[m])),
+                "duration_ns": int(duration[m].sum()),
+                "union_ns": k_union,
+                "exposed_ns": k_exposed,
+                "busy_share": k_union / busy if busy > 0 else None,
+                "span_share": k_union / span if span > 0 else None,
+                "achieved_bytes_per_s": achieved,
+                "large_copy_count": int(large.sum()),
+                "large_achieved_bytes_per_s": large_bw,
+                "expected_bytes_per_s": expected,
+                "expected_link": link,
+                "expected_source": source,
+                "achieved_fraction": achieved / expected if achieved is not None and expected else None,
+                "large_achieved_fraction": large_bw / expected if large_bw is not None and expected else None,
+            })
+        per_device.append({
+            "device": dev,
+            "name": info.get("name"),
+            "count": int(dm.sum()),
+            "bytes": int(np.nansum(nbytes[dm])),
+            "duration_ns": int(duration[dm].sum()),
+            "busy_ns": busy,
+            "span_ns": span,
+            "union_ns": union,
+            "exposed_ns": exposed,
+            "busy_share": union / busy if busy > 0 else None,
+            "span_share": union / span if span > 0 else None,
+            "exposed_span_share": exposed / span if span > 0 else None,
+            "by_kind": dev_kinds,
+        })
+
+    host_copies = np.isin(kinds, ["HtoD", "DtoH", "HtoH"])
+    host_memory = {
+        "pageable_count": int((memory == PAGEABLE).sum()),
+        "pinned_count": int((memory == PINNED).sum()),
+        "managed_count": int((memory == MANAGED).sum()),
+        "device_count": int((memory == DEVICE_ONLY).sum()),
+        "unknown_count": int((memory == UNKNOWN).sum()),
+        "host_copies_unknown_count": int((host_copies & (memory == UNKNOWN)).sum()),
+        "basis": "exact" if not (host_copies & (memory == UNKNOWN)).any() else (
+            "unknown" if (host_copies & (memory == UNKNOWN)).all() else "partly unknown"),
+    }
+    launch = {
+        "sync_count": int((mode == SYNC).sum()),
+        "async_count": int((mode == ASYNC).sum()),
+        "graph_count": int((mode == GRAPH).sum()),
+        "unknown_count": int((mode == UNKNOWN).sum()),
+        "async_pageable_count": int(((mode == ASYNC) & (memory == PAGEABLE)).sum()),
+        "sync_ns": int(duration[mode == SYNC].sum()),
+        "basis": "launching runtime/driver call name, joined on correlation_id",
+    }
+    small_block = {
+        "threshold_bytes": SMALL_COPY_BYTES,
+        "count": int(small.sum()),
+        "bytes": int(np.nansum(nbytes[small])),
+        "duration_ns": int(duration[small].sum()),
+        "burst_min_copies": BURST_MIN_COPIES,
+        "burst_max_gap_ns": BURST_MAX_GAP_NS,
+    }
+    small_block.update(_bursts(device[small], starts[small], ends[small], nbytes[small]))
+
+    doc = {
+        "count": int(len(copies)),
+        "bytes": int(np.nansum(nbytes)),
+        "duration_ns": int(duration.sum()),
+        "union_ns": int(sum(d["union_ns"] for d in per_device)),
+        "exposed_ns": int(sum(d["exposed_ns"] for d in per_device)),
+        "by_kind": by_kind,
+        "per_device": per_device,
+        "host_memory": host_memory,
+        "launch": launch,
+        "small_copies": small_block,
+    }
+    doc["findings"] = _findings(doc, trace.metadata.framework)
+    return doc
+
+
+def _findings(doc: dict[str, Any], framework: str) -> list[dict[str, Any]]:
+    fixes = _framework_fixes(framework)
+    out: list[dict[str, Any]] = []
+    by_kind = {k["kind"]: k for k in doc["by_kind"]}
+    pageable = sum(k["pageable_count"] for k in doc["by_kind"])
+    if pageable:
+        out.append({"id": "memcpy_pageable", "severity": "medium",
+                    "message": f"{pageable} copies use pageable host memory (staged through a driver buffer, "
+                               "synchronous to the host, about half of pinned bandwidth)",
+                    "evidence": {"pageable_count": pageable,
+                                 "by_kind": {k: v["pageable_count"] for k, v in by_kind.items() if v["pageable_count"]}},
+                    "fix": fixes["pinned"]})
+    launch = doc["launch"]
+    if launch["async_pageable_count"]:
+        out.append({"id": "memcpy_async_pageable", "severity": "medium",
+                    "message": f"{launch['async_pageable_count']} asynchronous copy calls use pageable memory: "
+                               "they run synchronously anyway",
+                    "evidence": {"async_pageable_count": launch["async_pageable_count"]}, "fix": fixes["pinned"]})
+    if launch["sync_count"]:
+        out.append({"id": "memcpy_sync", "severity": "medium",
+                    "message": f"{launch['sync_count']} copies were issued by synchronous copy calls "
+                               f"({launch['sync_ns']} ns of copy time) — the host waits for each",
+                    "evidence": {"sync_count": launch["sync_count"], "sync_ns": launch["sync_ns"]},
+                    "fix": fixes["async"]})
+    small = doc["small_copies"]
+    if small["burst_count"]:
+        out.append({"id": "memcpy_small_storm", "severity": "medium",
+                    "message": f"{small['burst_count']} bursts of small (< {SMALL_COPY_BYTES // 1024} KiB) copies, "
+                               f"{small['burst_copy_count']} copies in all",
+                    "evidence": {k: small[k] for k in ("count", "duration_ns", "burst_count", "burst_copy_count")},
+                    "fix": fixes["batch"]})
+    dtoh = by_kind.get("DtoH")
+    if dtoh and dtoh["small_count"] >= BURST_MIN_COPIES:
+        out.append({"id": "memcpy_small_dtoh", "severity": "low",
+                    "message": f"{dtoh['small_count']} small device-to-host copies (scalars read back on the host?)",
+                    "evidence": {"small_count": dtoh["small_count"], "small_ns": dtoh["small_ns"]},
+                    "fix": fixes["device"]})
+    for dev in doc["per_device"]:
+        share = dev["exposed_span_share"]
+        if share is not None and share >= EXPOSED_SHARE_FINDING:
+            out.append({"id": "memcpy_exposed", "severity": "high" if share >= 4 * EXPOSED_SHARE_FINDING else "medium",
+                        "message": f"GPU {dev['device']}: copies not overlapped by any kernel take "
+                                   f"{share:.1%} of the span",
+                        "evidence": {"device": dev["device"], "exposed_ns": dev["exposed_ns"], "span_ns": dev["span_ns"]},
+                        "fix": fixes["overlap"]})
+        for k in dev["by_kind"]:
+            frac = k["large_achieved_fraction"]
+            if k["kind"] in ("HtoD", "DtoH") and frac is not None and frac < LOW_BANDWIDTH_FRACTION:
+                out.append({"id": "memcpy_low_bandwidth", "severity": "low",
+                            "message": f"GPU {dev['device']} {k['kind']}: copies >= 1 MiB reach {frac:.0%} of "
+                                       f"{k['expected_link']} ({k['expected_source']})",
+                            "evidence": {"device": dev["device"], "kind": k["kind"],
+                                         "achieved_bytes_per_s": k["large_achieved_bytes_per_s"],
+                                         "expected_bytes_per_s": k["expected_bytes_per_s"]},
+                            "fix": fixes["pinned"]})
+    return out
+
+
+def section(trace: Trace, done: dict[str, Any]) -> dict[str, Any]:
+    return memcpy_report(trace)
