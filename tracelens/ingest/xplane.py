@@ -1,0 +1,724 @@
+"""TensorFlow / JAX profiler reader: XSpace protobuf (``<host>.xplane.pb``) and TensorBoard logdirs.
+
+Format notes, what is read from which plane/line/stat, time rounding and quirks: ``docs/formats/xplane.md``.
+Decoding uses the plain ``protobuf`` package with a descriptor built in code (:mod:`.xplane_schema`);
+events are walked in bulk with numpy (:mod:`.xplane_wire`), never one Python object per event.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from itertools import chain
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..errors import InputError
+from ..trace import (
+    ANNOTATION, CPU_OP, DRIVER, KERNEL, MEMCPY, MEMSET, OTHER, PYTHON, RUNTIME, STEP,
+    Trace, TraceMetadata, build_devices, build_events,
+)
+from . import xplane_wire as wire
+from .xplane_schema import protobuf_backend, xspace_class
+
+HOST_PLANE = "/host:CPU"
+TASK_ENV_PLANE = "Task Environment"
+_GPU_PLANE = re.compile(r"^/device:GPU:(\d+)$")
+_STREAM_LINE = re.compile(r"^Stream #(\d+)")
+STEPS_LINE = "Steps"
+# Lines the profiler derives from the stream lines (ops, modules, name scopes, steps): never GPU activity.
+DERIVED_LINES = frozenset({
+    "TensorFlow Ops", "TensorFlow Name Scope", "XLA Ops", "XLA Modules", "Steps", "Framework Ops",
+    "Framework Name Scope", "Source code", "Launch Stats", "Async XLA Ops", "XLA TraceMe",
+})
+# Files old TF wrote next to (or instead of) the xplane; their presence alone means "no raw trace".
+DERIVED_FILE_SUFFIXES = (
+    ".overview_page.pb", ".input_pipeline.pb", ".tensorflow_stats.pb", ".kernel_stats.pb",
+    ".memory_profile.json.gz", ".pod_viewer.json", ".op_profile.json", ".memory_viewer.json",
+)
+
+# Stats the reader needs from events (all others are skipped without being decoded).
+_WANTED_STATS = ("correlation_id", "kernel_details", "memcpy_details", "memset_details", "step_num",
+                 "group_id", "step_name")
+_CODE = {name: i for i, name in enumerate(_WANTED_STATS)}
+
+_LINE_HOST, _LINE_STREAM, _LINE_STEPS = 0, 1, 2
+
+_COPY_KIND_BY_NAME = {"H2D": "HtoD", "D2H": "DtoH", "D2D": "DtoD", "P2P": "PtoP", "H2H": "HtoH",
+                      "HTOD": "HtoD", "DTOH": "DtoH", "DTOD": "DtoD", "PTOP": "PtoP", "HTOH": "HtoH"}
+_MEM_KIND = {"pageable": "pageable", "pinned": "pinned", "device": "device", "managed": "managed",
+             "array": "array", "device_static": "device", "managed_static": "managed"}
+
+
+# ---------------------------------------------------------------------------------------- discovery
+
+def _run_dirs(logdir: Path) -> dict[str, Path]:
+    """Profile runs under a logdir: ``<...>/plugins/profile/<run>/`` -> {run name: folder}."""
+    runs: dict[str, Path] = {}
+    for profile_dir in sorted(logdir.rglob("plugins/profile")):
+        if profile_dir.is_dir():
+            for run in sorted(p for p in profile_dir.iterdir() if p.is_dir()):
+                runs.setdefault(run.name, run)
+    return runs
+
+
+def discover(path: Path, run: str | None = None) -> tuple[list[Path], str | None]:
+    """The trace files to read for ``path`` (file, run directory or logdir) and the run's name."""
+    if path.is_file():
+        return [path], None
+    if not path.is_dir():
+        raise InputError("no such file or directory", path=path)
+    direct = sorted(path.glob("*.xplane.pb")) or sorted(path.glob("*.trace.json.gz"))
+    if direct and run is None:
+        return direct, path.name
+    runs = _run_dirs(path)
+    if not runs:
+        if direct:
+            raise InputError(f"--run {run}: this is a single run directory (no plugins/profile/ runs)", path=path)
+        _explain_empty(path, path)
+    if run is not None:
+        if run not in runs:
+            raise InputError(f"no profile run named {run!r} (runs: {', '.join(sorted(runs))})", path=path)
+        chosen = run
+    else:
+        # TensorBoard names runs by their start time (YYYY_MM_DD_HH_MM_SS): the last name is the newest.
+        chosen = sorted(runs)[-1]
+    folder = runs[chosen]
+    files = sorted(folder.glob("*.xplane.pb")) or sorted(folder.glob("*.trace.json.gz"))
+    if not files:
+        _explain_empty(folder, path)
+    return files, chosen
+
+
+def _explain_empty(folder: Path, shown: Path) -> None:
+    derived = [p.name for p in folder.rglob("*") if p.name.endswith(DERIVED_FILE_SUFFIXES)]
+    if derived:
+        raise InputError(
+            f"holds only derived profile files ({', '.join(sorted(derived)[:3])}); this TensorFlow version "
+            "wrote no xplane.pb: re-profile with TensorFlow >= 2.4, or pass the <host>.trace.json.gz", path=shown)
+    raise InputError("no profile found (expected plugins/profile/<run>/<host>.xplane.pb or a .xplane.pb file)",
+                     path=shown)
+
+
+# ------------------------------------------------------------------------------------------- decoding
+
+def parse_xspace(data: bytes, path: Path) -> Any:
+    """Parse bytes as an XSpace (lite schema) or raise InputError naming the file."""
+    from google.protobuf.message import DecodeError
+
+    space = xspace_class(lite=True)()
+    try:
+        space.ParseFromString(data)
+    except (DecodeError, RuntimeError, ValueError) as err:
+        raise InputError(f"truncated or corrupt protobuf, not a readable XSpace ({err})", path=path) from None
+    names = [plane.name for plane in space.planes]
+    if not any(n.startswith(("/host:", "/device:")) or n == TASK_ENV_PLANE for n in names):
+        raise InputError("not a TensorFlow/JAX profiler XSpace (no /host: or /device: planes)", path=path)
+    return space
+
+
+def _stat_value(stat: Any, stat_names: dict[int, str]) -> Any:
+    kind = stat.WhichOneof("value")
+    if kind is None:
+        return None
+    value = getattr(stat, kind)
+    return stat_names.get(value, "") if kind == "ref_value" else value
+
+
+def plane_stats(plane: Any) -> dict[str, Any]:
+    """A plane's own stats by name (few per plane: device properties, profile times)."""
+    names = {k: v.name for k, v in plane.stat_metadata.items()}
+    return {names.get(s.metadata_id, str(s.metadata_id)): _stat_value(s, names) for s in plane.stats}
+
+
+@dataclass
+class _Host:
+    """One host's planes and where its rows go (pid = host ordinal, devices shifted by an offset)."""
+
+    path: Path
+    ordinal: int
+    device_offset: int
+    space: Any
+    start_time_ns: int | None = None  # Task Environment profile_start_time (unix ns)
+    planes: list[tuple[Any, int | None]] = field(default_factory=list)  # (plane, GPU index or None=host)
+
+
+@dataclass
+class _Lines:
+    """Per selected line: owner plane (global index), kind, timestamp, tid/stream, host."""
+
+    plane: list[int] = field(default_factory=list)
+    kind: list[int] = field(default_factory=list)
+    timestamp_ns: list[int] = field(default_factory=list)
+    ident: list[int] = field(default_factory=list)
+    host: list[int] = field(default_factory=list)
+    device: list[int] = field(default_factory=list)  # -1 on host lines
+    events: list[Any] = field(default_factory=list)  # repeated-bytes containers
+
+
+def _stream_id(line: Any) -> int:
+    match = _STREAM_LINE.match(line.name) or _STREAM_LINE.match(line.display_name)
+    return int(match.group(1)) if match else int(line.id)
+
+
+def _select_lines(hosts: Sequence[_Host], planes: list[Any]) -> _Lines:
+    lines = _Lines()
+    for host in hosts:
+        for plane, gpu in host.planes:
+            plane_index = len(planes)
+            planes.append(plane)
+            for line in plane.lines:
+                if gpu is None:
+                    if line.name in DERIVED_LINES:
+                        continue
+                    kind, ident, device = _LINE_HOST, int(line.id), -1
+                elif _STREAM_LINE.match(line.name) or _STREAM_LINE.match(line.display_name):
+                    kind, ident, device = _LINE_STREAM, _stream_id(line), host.device_offset + gpu
+                elif line.name == STEPS_LINE:
+                    kind, ident, device = _LINE_STEPS, int(line.id), host.device_offset + gpu
+                else:
+                    continue  # derived lines (TensorFlow Ops, XLA Modules, ...) repeat stream activity
+                lines.plane.append(plane_index)
+                lines.kind.append(kind)
+                lines.timestamp_ns.append(int(line.timestamp_ns))
+                lines.ident.append(ident)
+                lines.host.append(host.ordinal)
+                lines.device.append(device)
+                lines.events.append(line.events)
+    return lines
+
+
+def _metadata_table(planes: list[Any], kind: str) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Sorted keys (plane << 32 | id) and names of every plane's event or stat metadata."""
+    keys: list[int] = []
+    names: list[str] = []
+    for index, plane in enumerate(planes):
+        table = plane.event_metadata if kind == "event" else plane.stat_metadata
+        for key, meta in table.items():
+            keys.append((index << 32) | (int(key) & 0xFFFFFFFF))
+            names.append(meta.name)
+    key_arr = np.asarray(keys, dtype=np.int64)
+    order = np.argsort(key_arr, kind="stable")
+    return key_arr[order], order, names
+
+
+def _lookup(sorted_keys: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """Position of each wanted key in ``sorted_keys``, -1 when absent."""
+    if sorted_keys.size == 0:
+        return np.full(wanted.size, -1, dtype=np.int64)
+    pos = np.searchsorted(sorted_keys, wanted)
+    pos = np.minimum(pos, sorted_keys.size - 1)
+    return np.where(sorted_keys[pos] == wanted, pos, -1)
+
+
+def _classify_host_name(name: str) -> str:
+    if re.match(r"^(cuda|hip)[A-Z]", name):
+        return RUNTIME
+    if re.match(r"^cu[A-Z]", name):
+        return DRIVER
+    if name.startswith("$"):
+        return PYTHON  # the Python tracer's frames: "$file.py:line function"
+    if name.startswith("tracelens/step#"):
+        return STEP
+    if name.startswith("tracelens/"):
+        return ANNOTATION
+    if name in ("MemoryAllocation", "MemoryDeallocation"):
+        return OTHER
+    return CPU_OP
+
+
+def _strip_version(name: str) -> str:
+    return re.sub(r"_v\d+$", "", name)
+
+
+class _StatColumns:
+    """The wanted stats of every event: integers (-1/absent) and strings (Arrow, null when absent)."""
+
+    def __init__(self, n_events: int) -> None:
+        self.n = n_events
+        self.ints: dict[str, np.ndarray] = {}
+        self.strings: dict[str, pa.Array] = {}
+
+    def int_column(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        values = self.ints.get(name)
+        if values is None:
+            return np.zeros(self.n, np.int64), np.zeros(self.n, bool)
+        return values[0], values[1]
+
+    def string_column(self, name: str) -> pa.Array:
+        return self.strings.get(name, pa.nulls(self.n, pa.string()))
+
+
+def _decode_stats(buf: np.ndarray, stat_event: np.ndarray, stat_start: np.ndarray, stat_len: np.ndarray,
+                  event_plane: np.ndarray, planes: list[Any], n_events: int) -> _StatColumns:
+    out = _StatColumns(n_events)
+    if stat_event.size == 0:
+        return out
+    # The metadata id is the first field of a canonically serialized XStat: read it directly, and walk
+    # only the stats that do not start with it.
+    first = buf[stat_start]
+    canonical = (first == 0x08) & (stat_len > 1)
+    stat_mid = np.zeros(stat_event.size, dtype=np.uint64)
+    if canonical.any():
+        stat_mid[canonical], _ = wire.read_varints(buf, stat_start[canonical] + 1)
+    odd = np.flatnonzero(~canonical)
+    if odd.size:
+        fields = wire.walk(buf, stat_start[odd], stat_start[odd] + stat_len[odd], keep_fields=(1,))
+        stat_mid[odd] = wire.last_value_per_message(fields, 1, odd.size)
+
+    # (plane, stat metadata id) -> wanted code
+    wanted_keys, wanted_codes = [], []
+    for index, plane in enumerate(planes):
+        for key, meta in plane.stat_metadata.items():
+            if meta.name in _CODE:
+                wanted_keys.append((index << 32) | (int(key) & 0xFFFFFFFF))
+                wanted_codes.append(_CODE[meta.name])
+    if not wanted_keys:
+        return out
+    wk = np.asarray(wanted_keys, np.int64)
+    order = np.argsort(wk)
+    wk, wc = wk[order], np.asarray(wanted_codes, np.int64)[order]
+    stat_plane = event_plane[stat_event]
+    keys = (stat_plane.astype(np.int64) << 32) | (stat_mid & np.uint64(0xFFFFFFFF)).astype(np.int64)
+    hit = _lookup(wk, keys)
+    keep = np.flatnonzero(hit >= 0)
+    if keep.size == 0:
+        return out
+    codes = wc[hit[keep]]
+    s_event, s_start, s_len, s_plane = stat_event[keep], stat_start[keep], stat_len[keep], stat_plane[keep]
+    fields = wire.walk(buf, s_start, s_start + s_len)
+    # A stat's value is its last non-metadata_id field (the oneof: last occurrence wins).
+    value_sel = np.flatnonzero(fields.field != 1)
+    msg = fields.message[value_sel]
+    vfield = np.zeros(keep.size, np.int64)
+    vvalue = np.zeros(keep.size, np.uint64)
+    vstart = np.zeros(keep.size, np.int64)
+    vlen = np.zeros(keep.size, np.int64)
+    vfield[msg] = fields.field[value_sel]
+    vvalue[msg] = fields.value[value_sel]
+    vstart[msg] = fields.start[value_sel]
+    vlen[msg] = fields.length[value_sel]
+
+    stat_keys, stat_order, stat_names = _metadata_table(planes, "stat")
+    stat_names_arr = pa.array(stat_names, pa.string())
+    for name, code in _CODE.items():
+        sel = np.flatnonzero(codes == code)
+        if sel.size == 0:
+            continue
+        ev = s_event[sel]
+        if name in ("kernel_details", "memcpy_details", "memset_details", "step_name"):
+            is_str = np.isin(vfield[sel], (5, 6))
+            is_ref = vfield[sel] == 7
+            parts: list[pa.Array] = []
+            owners: list[np.ndarray] = []
+            if is_str.any():
+                idx = sel[is_str]
+                offsets, data = wire.gather_strings(buf, vstart[idx], vlen[idx])
+                parts.append(pa.StringArray.from_buffers(idx.size, pa.py_buffer(offsets.astype(np.int32)),
+                                                         pa.py_buffer(data.tobytes())) if offsets[-1] < 2**31
+                             else pa.LargeStringArray.from_buffers(idx.size, pa.py_buffer(offsets),
+                                                                   pa.py_buffer(data.tobytes())).cast(pa.string()))
+                owners.append(ev[is_str])
+            if is_ref.any():
+                idx = sel[is_ref]
+                ref_keys = (s_plane[idx].astype(np.int64) << 32) | (vvalue[idx] & np.uint64(0xFFFFFFFF)).astype(np.int64)
+                pos = _lookup(stat_keys, ref_keys)
+                names_idx = np.where(pos >= 0, stat_order[np.maximum(pos, 0)], -1)
+                parts.append(stat_names_arr.take(pa.array(names_idx, mask=names_idx < 0)))
+                owners.append(ev[is_ref])
+            if not parts:
+                continue
+            joined = pa.concat_arrays(parts)
+            owner = np.concatenate(owners)
+            where = np.full(n_events, -1, np.int64)
+            where[owner] = np.arange(owner.size)
+            out.strings[name] = joined.take(pa.array(where, mask=where < 0))
+        else:
+            is_int = np.isin(vfield[sel], (3, 4, 7))
+            values = np.zeros(n_events, np.int64)
+            present = np.zeros(n_events, bool)
+            values[ev[is_int]] = vvalue[sel][is_int].view(np.int64)
+            present[ev[is_int]] = True
+            is_dbl = vfield[sel] == 2
+            if is_dbl.any():
+                values[ev[is_dbl]] = vvalue[sel][is_dbl].view(np.float64).astype(np.int64)
+                present[ev[is_dbl]] = True
+            out.ints[name] = (values, present)
+    return out
+
+
+# ----------------------------------------------------------------------------------- details strings
+
+def _extract_int(strings: pa.Array, pattern: str) -> np.ndarray:
+    """First capture group of ``pattern`` as float (NaN where absent) for each string."""
+    if len(strings) == 0:
+        return np.empty(0)
+    found = pc.extract_regex(strings, pattern)
+    values = pc.struct_field(found, [0]) if found.type.num_fields else None
+    if values is None:
+        return np.full(len(strings), np.nan)
+    return pc.cast(values, pa.float64()).to_numpy(zero_copy_only=False)
+
+
+def _kernel_columns(details: pa.Array) -> dict[str, np.ndarray]:
+    """Launch configuration from ``kernel_details`` in its three forms (see docs/formats/xplane.md)."""
+    cols: dict[str, np.ndarray] = {
+        "registers_per_thread": _extract_int(details, r"(?:^|\s)regs:(?P<v>\d+)"),
+        "static_shared_bytes": _extract_int(details, r"(?:^|\s)static_shared:(?P<v>\d+)"),
+        "dynamic_shared_bytes": _extract_int(details, r"(?:^|\s)dynamic_shared:(?P<v>\d+)"),
+    }
+    # TF <= 2.5 wrote one total "shm:" (no split); occupancy needs only the total, so it goes to static.
+    shm = _extract_int(details, r"(?:^|\s)shm:(?P<v>\d+)")
+    use_shm = np.isnan(cols["static_shared_bytes"]) & ~np.isnan(shm)
+    cols["static_shared_bytes"] = np.where(use_shm, shm, cols["static_shared_bytes"])
+    cols["dynamic_shared_bytes"] = np.where(use_shm, 0.0, cols["dynamic_shared_bytes"])
+    for prefix, column in (("grid", "grid"), ("block", "block")):
+        x = _extract_int(details, rf"(?:^|\s){prefix}:(?P<v>\d+),\d+,\d+")
+        y = _extract_int(details, rf"(?:^|\s){prefix}:\d+,(?P<v>\d+),\d+")
+        z = _extract_int(details, rf"(?:^|\s){prefix}:\d+,\d+,(?P<v>\d+)")
+        cols[f"{column}_x"], cols[f"{column}_y"], cols[f"{column}_z"] = x, y, z
+    occ = _extract_int(details, r"(?:^|\s)occ_pct:(?P<v>[0-9.]+)")
+    # occ_pct:0 is what ROCm (and CUPTI without occupancy data) writes: a running kernel is never at 0.
+    cols["reported_occupancy"] = np.where(occ > 0, occ / 100.0, np.nan)
+    return cols
+
+
+def _memcpy_columns(details: pa.Array, names: np.ndarray) -> dict[str, Any]:
+    size = _extract_int(details, r"(?:^|\s)size:(?P<v>\d+)")
+    src = pc.struct_field(pc.extract_regex(details, r"kind_src:(?P<v>\w+)"), [0]) if len(details) else details
+    dst = pc.struct_field(pc.extract_regex(details, r"kind_dst:(?P<v>\w+)"), [0]) if len(details) else details
+    upper = np.char.upper(names.astype(str)) if names.size else names.astype(str)
+    copy_kind = np.full(names.size, None, dtype=object)
+    for token, kind in _COPY_KIND_BY_NAME.items():
+        copy_kind[np.char.find(upper, token) >= 0] = kind
+    src_kind = np.array([_MEM_KIND.get(v) for v in src.to_pylist()], dtype=object) if len(details) else copy_kind
+    dst_kind = np.array([_MEM_KIND.get(v) for v in dst.to_pylist()], dtype=object) if len(details) else copy_kind
+    return {"bytes": size, "copy_kind": copy_kind, "src_kind": src_kind, "dst_kind": dst_kind}
+
+
+# ---------------------------------------------------------------------------------------------- read
+
+def _device_rows(hosts: Sequence[_Host]) -> list[dict[str, Any]]:
+    rows = []
+    for host in hosts:
+        for plane, gpu in host.planes:
+            if gpu is None:
+                continue
+            stats = plane_stats(plane)
+            vendor_stat = str(stats.get("device_vendor", "")).lower()
+            vendor = "amd" if "amd" in vendor_stat else ("nvidia" if "compute_cap_major" in stats or not vendor_stat
+                                                         else vendor_stat)
+            major, minor = stats.get("compute_cap_major"), stats.get("compute_cap_minor")
+            name = stats.get("device_name") or stats.get("device_type_string") or None
+            if not name and major is not None:
+                name = f"{vendor.upper()} GPU (compute {major}.{minor}, {stats.get('core_count', '?')} SMs)"
+            rows.append({
+                "id": host.device_offset + gpu,
+                "name": name,
+                "vendor": vendor,
+                "sm_count": _int_or_none(stats.get("core_count")),
+                "compute_major": _int_or_none(major),
+                "compute_minor": _int_or_none(minor),
+                "total_memory_bytes": _int_or_none(stats.get("memory_size")),
+                "memory_bandwidth_bytes_per_s": float(stats["memory_bandwidth"]) if "memory_bandwidth" in stats else None,
+                "clock_rate_khz": _int_or_none(stats.get("clock_rate")),
+            })
+    return rows
+
+
+def _int_or_none(value: Any) -> int | None:
+    try:
+        return int(value) if value is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def _detect_framework(names: Iterable[str]) -> str:
+    for name in names:
+        if name.startswith(("PjitFunction(", "PjRt", "PJRT_")) or (name.startswith("$") and "jax" in name):
+            return "jax"
+    return "tensorflow"
+
+
+def read(path: Path, fmt: str = "xplane", run: str | None = None, **_: Any) -> Trace:
+    """Read a ``.xplane.pb``, a run directory or a TensorBoard logdir (all hosts of one run) as a Trace."""
+    path = Path(path)
+    files, run_name = discover(path, run)
+    if fmt == "tf-trace-json" or all(f.name.endswith(".trace.json.gz") for f in files):
+        from . import tf_trace_json
+
+        return tf_trace_json.read_files(files, source=path, run=run_name)
+    return read_files([f for f in files if not f.name.endswith(".trace.json.gz")], source=path, run=run_name)
+
+
+def read_files(files: Sequence[Path], source: Path, run: str | None = None) -> Trace:
+    hosts: list[_Host] = []
+    device_offset = 0
+    for ordinal, file in enumerate(files):
+        try:
+            data = file.read_bytes()
+        except OSError as err:
+            raise InputError(f"cannot read ({err.strerror})", path=file) from None
+        if not data:
+            raise InputError("file is empty", path=file)
+        space = parse_xspace(data, file)
+        host = _Host(path=file, ordinal=ordinal, device_offset=device_offset, space=space)
+        max_gpu = -1
+        for plane in space.planes:
+            match = _GPU_PLANE.match(plane.name)
+            if plane.name == HOST_PLANE:
+                host.planes.append((plane, None))
+            elif match:
+                host.planes.append((plane, int(match.group(1))))
+                max_gpu = max(max_gpu, int(match.group(1)))
+            elif plane.name == TASK_ENV_PLANE:
+                start = plane_stats(plane).get("profile_start_time")
+                host.start_time_ns = int(start) if start else None
+        device_offset += max_gpu + 1
+        hosts.append(host)
+    try:
+        return _build_trace(hosts, source, run)
+    except wire.WireError as err:
+        raise InputError(f"corrupt XEvent bytes ({err})", path=source) from None
+
+
+def _build_trace(hosts: list[_Host], source: Path, run: str | None) -> Trace:
+    planes: list[Any] = []
+    lines = _select_lines(hosts, planes)
+    counts = np.fromiter((len(ev) for ev in lines.events), dtype=np.int64, count=len(lines.events))
+    event_bytes = list(chain.from_iterable(lines.events))
+    lengths = np.fromiter(map(len, event_bytes), dtype=np.int64, count=len(event_bytes))
+    buf = wire.padded(b"".join(event_bytes))
+    del event_bytes
+    n = int(lengths.size)
+    ends = np.cumsum(lengths)
+    starts = ends - lengths
+
+    event_line = np.repeat(np.arange(counts.size), counts)
+    line_plane = np.asarray(lines.plane, np.int64)
+    event_plane = line_plane[event_line] if n else np.empty(0, np.int64)
+
+    fields = wire.walk(buf, starts, ends, keep_fields=(1, 2, 3, 4, 5))
+    mid = wire.last_value_per_message(fields, 1, n).view(np.int64)
+    offset_ps = wire.last_value_per_message(fields, 2, n).view(np.int64)
+    duration_ps = wire.last_value_per_message(fields, 3, n).view(np.int64)
+    occurrences = wire.last_value_per_message(fields, 5, n).view(np.int64)
+    is_stat = (fields.field == 4) & (fields.wire == 2)
+    stats = _decode_stats(buf, fields.message[is_stat], fields.start[is_stat], fields.length[is_stat],
+                          event_plane, planes, n)
+    del fields
+
+    # names: (plane, metadata id) -> metadata name
+    ev_keys, ev_order, ev_names = _metadata_table(planes, "event")
+    pos = _lookup(ev_keys, (event_plane.astype(np.int64) << 32) | (mid & 0xFFFFFFFF))
+    name_index = np.where(pos >= 0, ev_order[np.maximum(pos, 0)], len(ev_names))
+    names_all = ev_names + [""]
+
+    line_kind = np.asarray(lines.kind, np.int64)[event_line]
+    line_ts = np.asarray(lines.timestamp_ns, np.int64)[event_line]
+    # Integer ns: floor of the exact picosecond start and end (end is not start + floor(duration)).
+    start_ns = line_ts + np.floor_divide(offset_ps, 1000)
+    end_ns = line_ts + np.floor_divide(offset_ps + duration_ps, 1000)
+    ident = np.asarray(lines.ident, np.int64)[event_line]
+    host_of = np.asarray(lines.host, np.int64)[event_line]
+    device_of = np.asarray(lines.device, np.int64)[event_line]
+
+    # Absolute clock: per host profile_start_time (unix ns) when the Task Environment plane gives it.
+    host_start = np.asarray([h.start_time_ns or 0 for h in hosts], np.int64)
+    have_unix = all(h.start_time_ns for h in hosts)
+    if have_unix:
+        start_ns = start_ns + host_start[host_of]
+        end_ns = end_ns + host_start[host_of]
+
+    aggregated = occurrences > 0  # aggregated events carry a count, not a time: not on the timeline
+    corr, has_corr = stats.int_column("correlation_id")
+    step_num, has_step_num = stats.int_column("step_num")
+
+    # kinds, decided once per metadata name and then per event
+    name_kind = np.array([_classify_host_name(nm) for nm in names_all], dtype=object)
+    display_names = np.array([_strip_version(nm) for nm in names_all], dtype=object)
+    kind = np.full(n, OTHER, dtype=object)
+    host_rows = line_kind == _LINE_HOST
+    kind[host_rows] = name_kind[name_index[host_rows]]
+    # CUPTI API callbacks of TF <= 2.x are named after the launched kernel/copy; they carry correlation_id.
+    kind[host_rows & has_corr & (kind == CPU_OP)] = DRIVER
+    host_step = host_rows & has_step_num
+    kind[host_step] = STEP
+
+    stream_rows = line_kind == _LINE_STREAM
+    upper_names = np.char.upper(np.array(names_all, dtype=str))
+    is_memcpy_name = np.char.startswith(upper_names, "MEMCPY")
+    is_memset_name = np.char.startswith(upper_names, "MEMSET")
+    memcpy_details = stats.string_column("memcpy_details")
+    memset_details = stats.string_column("memset_details")
+    has_memcpy_details = np.asarray(pc.is_valid(memcpy_details).to_numpy(zero_copy_only=False), bool)
+    has_memset_details = np.asarray(pc.is_valid(memset_details).to_numpy(zero_copy_only=False), bool)
+    gpu_kind = np.where(is_memset_name[name_index] | has_memset_details, MEMSET,
+                        np.where(is_memcpy_name[name_index] | has_memcpy_details, MEMCPY, KERNEL))
+    kind[stream_rows] = gpu_kind[stream_rows]
+
+    step = np.full(n, -1, np.int64)
+    step[host_step] = step_num[host_step]
+    name_step = np.array([_step_from_name(nm) for nm in names_all], dtype=np.int64)
+    named_step = host_rows & (kind == STEP) & ~has_step_num
+    step[named_step] = name_step[name_index[named_step]]
+
+    keep = ~aggregated & (line_kind != _LINE_STEPS)
+    keep &= ~((kind == STEP) & (step < 0))
+    # One step row per (host, step number): several markers of one step (nested or on several threads)
+    # collapse into one row spanning all of them.
+    step_rows = np.flatnonzero(keep & (kind == STEP))
+    keep[step_rows] = False
+    step_extra = _collapse_steps(step_rows, step, host_of, start_ns, end_ns)
+    used_device_steps = False
+    if step_extra is None:
+        device_step_rows = np.flatnonzero(~aggregated & (line_kind == _LINE_STEPS))
+        step_extra = _device_steps(device_step_rows, stats, name_index, names_all, host_of, start_ns, end_ns)
+        used_device_steps = step_extra is not None
+
+    rows = np.flatnonzero(keep)
+    gpu_rows = rows[stream_rows[rows]]
+    columns: dict[str, Any] = {
+        "kind": kind[rows].astype(str),
+        "start_ns": start_ns[rows],
+        "end_ns": end_ns[rows],
+    }
+    dict_names = pa.array(list(display_names), pa.string())
+    columns["name"] = pa.DictionaryArray.from_arrays(pa.array(name_index[rows].astype(np.int32)), dict_names)
+    is_gpu = stream_rows[rows]
+    columns["device"] = _masked(device_of[rows], is_gpu, pa.int32())
+    columns["stream"] = _masked(ident[rows], is_gpu, pa.int64())
+    columns["tid"] = _masked(ident[rows], ~is_gpu, pa.int64())
+    columns["pid"] = host_of[rows]
+    columns["correlation_id"] = _masked(corr[rows], has_corr[rows], pa.int64())
+
+    # GPU details, computed on GPU rows only and scattered back
+    gpu_pos = np.full(n, -1, np.int64)
+    gpu_pos[gpu_rows] = np.arange(gpu_rows.size)
+    in_rows = gpu_pos[rows]
+    gpu_sel = pa.array(gpu_rows)
+    kernel_details = stats.string_column("kernel_details").take(gpu_sel)
+    gpu_kinds = kind[gpu_rows]
+    kernel_cols = _kernel_columns(kernel_details)
+    for col, values in kernel_cols.items():
+        values = np.where(gpu_kinds == KERNEL, values, np.nan)
+        columns[col] = _scatter_float(values, in_rows)
+    copy_details = pc.coalesce(memcpy_details.take(gpu_sel), memset_details.take(gpu_sel))
+    mem_cols = _memcpy_columns(copy_details, np.array(names_all, dtype=object)[name_index[gpu_rows]])
+    is_copy = gpu_kinds == MEMCPY
+    is_mem = is_copy | (gpu_kinds == MEMSET)
+    columns["bytes"] = _scatter_float(np.where(is_mem, mem_cols["bytes"], np.nan), in_rows)
+    for col in ("copy_kind", "src_kind", "dst_kind"):
+        values = np.where(is_copy, mem_cols[col], None)
+        full = np.full(rows.size, None, dtype=object)
+        full[in_rows >= 0] = values[in_rows[in_rows >= 0]]
+        columns[col] = pa.array(full, pa.string())
+
+    events = build_events(columns, sort=step_extra is None)
+    if step_extra is not None:
+        from ..trace import concat_events
+
+        events = concat_events([events, build_events(step_extra)])
+
+    origin = int(start_ns[rows].min()) if rows.size else 0
+    if step_extra is not None and len(step_extra["start_ns"]):
+        origin = min(origin, int(np.min(step_extra["start_ns"])))
+    events = _shift(events, origin)
+    framework = _detect_framework(names_all[i] for i in np.unique(name_index[host_rows]))
+    warnings: list[str] = []
+    if aggregated.any():
+        warnings.append(f"{int(aggregated.sum())} aggregated XEvents (num_occurrences, no timestamp) "
+                        "left off the timeline")
+    if not have_unix and len(hosts) > 1:
+        warnings.append("hosts have no Task Environment start time: their clocks are not aligned")
+    for host in hosts:
+        warnings.extend(f"{host.path.name}: profiler error: {e}" for e in list(host.space.errors)[:5])
+    metadata = TraceMetadata(
+        source_format="xplane",
+        source_path=str(source),
+        producer="JAX profiler" if framework == "jax" else "TensorFlow Profiler",
+        framework=framework,
+        time_origin_ns=origin,
+        clock="unix" if have_unix else "xplane",
+        warnings=warnings,
+        extra={
+            "run": run,
+            "hosts": [{"file": str(h.path), "hostnames": list(h.space.hostnames), "pid": h.ordinal,
+                       "device_offset": h.device_offset} for h in hosts],
+            "aggregated_events": int(aggregated.sum()),
+            "steps_from": ("device Steps lines" if used_device_steps
+                           else "host step markers" if step_extra is not None else None),
+            "protobuf_backend": protobuf_backend(),
+        },
+    )
+    return Trace(events=events, devices=build_devices(_device_rows(hosts)), metadata=metadata)
+
+
+def _step_from_name(name: str) -> int:
+    match = re.match(r"^(?:tracelens/step#|ProfilerStep#)(\d+)$", name)
+    return int(match.group(1)) if match else -1
+
+
+def _collapse_steps(rows: np.ndarray, step: np.ndarray, host: np.ndarray, start: np.ndarray,
+                    end: np.ndarray) -> dict[str, Any] | None:
+    if rows.size == 0:
+        return None
+    import pandas as pd
+
+    frame = pd.DataFrame({"host": host[rows], "step": step[rows], "start": start[rows], "end": end[rows]})
+    grouped = frame.groupby(["host", "step"], sort=True).agg(start=("start", "min"), end=("end", "max")).reset_index()
+    return {
+        "kind": [STEP] * len(grouped),
+        "name": [f"step#{s}" for s in grouped["step"]],
+        "start_ns": grouped["start"].to_numpy(np.int64),
+        "end_ns": grouped["end"].to_numpy(np.int64),
+        "pid": grouped["host"].to_numpy(np.int64),
+        "step": grouped["step"].to_numpy(np.int64),
+    }
+
+
+def _device_steps(rows: np.ndarray, stats: _StatColumns, name_index: np.ndarray, names: list[str],
+                  host: np.ndarray, start: np.ndarray, end: np.ndarray) -> dict[str, Any] | None:
+    """Steps from the device planes' ``Steps`` lines: one row per (host, step) across all GPUs."""
+    if rows.size == 0:
+        return None
+    step_name = stats.string_column("step_name").take(pa.array(rows)).to_pylist()
+    group_id, has_group = stats.int_column("group_id")
+    numbers = np.full(rows.size, -1, np.int64)
+    for i, (row, label) in enumerate(zip(rows, step_name)):  # one per step and GPU: a few hundred at most
+        text = label if label is not None else names[name_index[row]]
+        if text is not None and str(text).strip().isdigit():
+            numbers[i] = int(str(text).strip())
+        elif has_group[row]:
+            numbers[i] = group_id[row]
+    ok = numbers >= 0
+    if not ok.any():
+        return None
+    full_step = np.full(start.size, -1, np.int64)
+    full_step[rows[ok]] = numbers[ok]
+    return _collapse_steps(rows[ok], full_step, host, start, end)
+
+
+def _masked(values: np.ndarray, valid: np.ndarray, typ: pa.DataType) -> pa.Array:
+    return pa.array(values, type=typ, mask=~np.asarray(valid, bool))
+
+
+def _scatter_float(gpu_values: np.ndarray, in_rows: np.ndarray) -> np.ndarray:
+    full = np.full(in_rows.size, np.nan)
+    sel = in_rows >= 0
+    full[sel] = gpu_values[in_rows[sel]]
+    return full
+
+
+def _shift(events: pa.Table, origin: int) -> pa.Table:
+    from ..trace import EVENT_COLUMNS, EVENT_SCHEMA
+
+    for col in ("start_ns", "end_ns"):
+        i = EVENT_COLUMNS.index(col)
+        events = events.set_column(i, EVENT_SCHEMA.field(col), pc.subtract(events.column(col), origin))
+    return events

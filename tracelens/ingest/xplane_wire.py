@@ -1,0 +1,158 @@
+"""Vectorized protobuf wire-format walking for many small messages at once (numpy, no per-message Python).
+
+The xplane reader lets upb split each line into its serialized events (``repeated bytes``), joins them
+into one buffer and walks every event's fields here in lock step: iteration *k* reads the *k*-th field
+of every event that still has bytes left. An XEvent has a handful of fields, so the loop runs a few
+dozen times whatever the number of events. Same for the stats inside events.
+
+Malformed input (a length running past its message, an unknown wire type, a varint over 10 bytes)
+raises :class:`WireError`; the reader turns it into an ``InputError`` naming the file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+# Zero bytes appended to the buffer so that reads a few bytes past a message's end stay in bounds.
+PAD = 16
+
+
+class WireError(ValueError):
+    """The bytes are not a well-formed protobuf message."""
+
+
+def padded(blob: bytes) -> np.ndarray:
+    """The blob as uint8 with :data:`PAD` trailing zeros (the walkers read up to 10 bytes ahead)."""
+    buf = np.zeros(len(blob) + PAD, dtype=np.uint8)
+    buf[: len(blob)] = np.frombuffer(blob, dtype=np.uint8)
+    return buf
+
+
+def read_varints(buf: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Decode the varint starting at each position: (values as uint64, position after each varint)."""
+    values = np.zeros(pos.size, dtype=np.uint64)
+    after = pos.copy()
+    pending = np.arange(pos.size)
+    for k in range(10):
+        if pending.size == 0:
+            break
+        byte = buf[np.minimum(pos[pending] + k, buf.size - 1)]
+        values[pending] |= (byte & 0x7F).astype(np.uint64) << np.uint64(7 * k)
+        done = byte < 0x80
+        after[pending[done]] = pos[pending[done]] + k + 1
+        pending = pending[~done]
+    if pending.size:
+        raise WireError("varint longer than 10 bytes")
+    return values, after
+
+
+@dataclass
+class Fields:
+    """Every field of every walked message, flattened: message index, field number and value.
+
+    For varint fields ``value`` holds the number (uint64; reinterpret as int64 for signed fields);
+    for fixed64 fields the raw 8 bytes as uint64; for length-delimited fields ``start``/``length``
+    locate the payload in the buffer (``value`` is 0).
+    """
+
+    message: np.ndarray  # int64 index into the walked messages
+    field: np.ndarray  # int64 field number
+    wire: np.ndarray  # int8 wire type
+    value: np.ndarray  # uint64
+    start: np.ndarray  # int64
+    length: np.ndarray  # int64
+
+    def select(self, mask: np.ndarray) -> Fields:
+        return Fields(self.message[mask], self.field[mask], self.wire[mask], self.value[mask],
+                      self.start[mask], self.length[mask])
+
+
+def walk(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, keep_fields: tuple[int, ...] | None = None) -> Fields:
+    """Walk the top-level fields of the messages ``buf[starts[i]:ends[i]]``, all messages at once.
+
+    ``keep_fields`` limits the returned records to those field numbers (all are still walked).
+    """
+    starts = np.asarray(starts, dtype=np.int64)
+    ends = np.asarray(ends, dtype=np.int64)
+    limit = buf.size - PAD
+    if starts.size and (ends.max() > limit or (ends < starts).any()):
+        raise WireError("message extends past the end of the buffer")
+    pos = starts.copy()
+    active = np.flatnonzero(pos < ends)
+    chunks: list[tuple[np.ndarray, ...]] = []
+    while active.size:
+        p = pos[active]
+        tag, p = read_varints(buf, p)
+        field = (tag >> np.uint64(3)).astype(np.int64)
+        wire = (tag & np.uint64(7)).astype(np.int8)
+        value = np.zeros(active.size, dtype=np.uint64)
+        data_start = np.zeros(active.size, dtype=np.int64)
+        data_len = np.zeros(active.size, dtype=np.int64)
+        nxt = np.empty(active.size, dtype=np.int64)
+
+        is_varint = wire == 0
+        if is_varint.any():
+            v, after = read_varints(buf, p[is_varint])
+            value[is_varint] = v
+            nxt[is_varint] = after
+        is_fixed64 = wire == 1
+        if is_fixed64.any():
+            at = p[is_fixed64]
+            raw = buf[at[:, None] + np.arange(8)].copy().view("<u8").ravel()
+            value[is_fixed64] = raw
+            nxt[is_fixed64] = at + 8
+        is_len = wire == 2
+        if is_len.any():
+            ln, after = read_varints(buf, p[is_len])
+            if (ln > np.uint64(1 << 40)).any():
+                raise WireError("length-delimited field longer than the buffer")
+            ln = ln.astype(np.int64)
+            data_start[is_len] = after
+            data_len[is_len] = ln
+            nxt[is_len] = after + ln
+        is_fixed32 = wire == 5
+        if is_fixed32.any():
+            at = p[is_fixed32]
+            value[is_fixed32] = buf[at[:, None] + np.arange(4)].copy().view("<u4").ravel().astype(np.uint64)
+            nxt[is_fixed32] = at + 4
+        if not (is_varint | is_fixed64 | is_len | is_fixed32).all():
+            raise WireError("unsupported or invalid wire type (groups or corrupt bytes)")
+        if (nxt > ends[active]).any() or (field <= 0).any():
+            raise WireError("field runs past the end of its message")
+
+        keep = np.ones(active.size, dtype=bool) if keep_fields is None else np.isin(field, keep_fields)
+        if keep.any():
+            chunks.append((active[keep], field[keep], wire[keep], value[keep], data_start[keep], data_len[keep]))
+        pos[active] = nxt
+        active = active[nxt < ends[active]]
+    if not chunks:
+        empty = np.empty(0, np.int64)
+        return Fields(empty, empty, np.empty(0, np.int8), np.empty(0, np.uint64), empty, empty)
+    cols = [np.concatenate(c) for c in zip(*chunks)]
+    return Fields(*cols)
+
+
+def last_value_per_message(fields: Fields, field_number: int, n_messages: int, missing: int = 0) -> np.ndarray:
+    """Per message, the value of a singular varint field (protobuf: the last occurrence wins)."""
+    out = np.full(n_messages, missing, dtype=np.uint64)
+    sel = fields.field == field_number
+    # Fields were appended in walk order (k-th field of every message per round), so a later
+    # assignment to the same message is a later occurrence: plain fancy assignment keeps the last.
+    out[fields.message[sel]] = fields.value[sel]
+    return out
+
+
+def gather_strings(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Concatenate byte ranges into (Arrow-style int32/int64 offsets, data bytes) without a Python loop."""
+    lengths = np.asarray(lengths, dtype=np.int64)
+    offsets = np.zeros(lengths.size + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    total = int(offsets[-1])
+    if total == 0:
+        return offsets, np.empty(0, np.uint8)
+    # index of every output byte = its range's start + its position inside the range
+    ramp = np.arange(total, dtype=np.int64) - np.repeat(offsets[:-1], lengths)
+    data = buf[np.repeat(np.asarray(starts, np.int64), lengths) + ramp]
+    return offsets, data
