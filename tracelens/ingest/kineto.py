@@ -1,0 +1,728 @@
+"""Reader for PyTorch profiler (Kineto) Chrome-trace JSON, plain or gzipped, every generation since 2021.
+
+Field-by-field mapping, generations handled and the time rounding rule: ``docs/formats/kineto.md``.
+
+Speed and memory: the file is decompressed in blocks; Kineto writes one event per ``{...}`` block at a fixed
+indentation, so complete events can be cut out of each block and decoded with a typed ``msgspec`` decoder
+that keeps only the fields tracelens needs, then turned into numpy columns before the next block is read.
+The decoded Python objects of one block are freed before the next, so peak memory is the column data plus
+one block. A file written in another layout (minified, re-indented) is decoded in one piece.
+"""
+
+from __future__ import annotations
+
+import gzip
+import math
+import re
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from ..errors import InputError
+from ..progress import progress_bar
+from ..trace import (
+    ANNOTATION,
+    CPU_OP,
+    DRIVER,
+    GPU_ANNOTATION,
+    GPU_SYNC,
+    KERNEL,
+    MEMCPY,
+    MEMSET,
+    OTHER,
+    OVERHEAD,
+    PYTHON,
+    RUNTIME,
+    STEP,
+    Trace,
+    TraceMetadata,
+    build_devices,
+    build_events,
+)
+
+BLOCK_BYTES = 32 * 2**20
+# Kineto's writer puts each event at two spaces of indentation: "  {", ..., "  },". A newline cannot
+# occur inside a JSON string, so this byte sequence only ever sits between two top-level events.
+_EVENT_SEPARATOR = b"\n  },\n  {"
+_SEPARATOR_KEEP = len(b"\n  }")  # bytes of the separator that end the previous event
+_SEPARATOR_SKIP = len(b"\n  },")  # where the next event's text begins
+
+# Kineto category (lower-cased) -> kind. Categories not listed become OTHER; None means "not an event".
+_KIND_OF_CATEGORY: dict[str, str | None] = {
+    "kernel": KERNEL,
+    "gpu_memcpy": MEMCPY,
+    "memcpy": MEMCPY,
+    "gpu_memset": MEMSET,
+    "memset": MEMSET,
+    "cuda_sync": GPU_SYNC,
+    "cuda_runtime": RUNTIME,
+    "runtime": RUNTIME,
+    "cuda_driver": DRIVER,
+    "cpu_op": CPU_OP,
+    "operator": CPU_OP,
+    "user_annotation": ANNOTATION,
+    "gpu_user_annotation": GPU_ANNOTATION,
+    "python_function": PYTHON,
+    "overhead": OVERHEAD,
+    "trace": None,  # the profiler's own "PyTorch Profiler (0)" span
+}
+_KINDS = [KERNEL, MEMCPY, MEMSET, GPU_SYNC, RUNTIME, DRIVER, CPU_OP, ANNOTATION, GPU_ANNOTATION, PYTHON,
+          STEP, OVERHEAD, OTHER]
+_KIND_CODE = {kind: code for code, kind in enumerate(_KINDS)}
+_SKIP = -1
+_DEVICE_SIDE = np.array([k in (KERNEL, MEMCPY, MEMSET, GPU_SYNC) for k in _KINDS])
+_LAUNCH_SIDE = np.array([k in (RUNTIME, DRIVER) for k in _KINDS])
+
+_STEP_NAME = re.compile(r"^(?:ProfilerStep|tracelens/step)#(-?\d+)$")
+_API_VERSION_SUFFIX = re.compile(r"^((?:cu|hip)\w*?)_v\d+$")
+_DRIVER_NAME = re.compile(r"^cu[A-Z]")
+_MEMCPY_NAME = re.compile(r"^Memcpy (\w+) \((\w+) -> (\w+)\)")
+_SYNC_KINDS = {
+    "stream sync": "stream_sync",
+    "event sync": "event_sync",
+    "stream wait event": "stream_wait_event",
+    "context sync": "context_sync",
+}
+_MEMORY_KINDS = {"pageable": "pageable", "pinned": "pinned", "device": "device", "managed": "managed",
+                 "array": "array", "host": "host"}
+
+
+# --- typed decoding: only the fields read below; unknown fields are skipped by msgspec ---------------
+
+class _Args(msgspec.Struct, frozen=True, gc=False):
+    correlation: int | None = None
+    external_id: int | None = msgspec.field(default=None, name="External id")
+    external_id_old: int | None = msgspec.field(default=None, name="external id")  # 2021 format
+    device: int | None = None
+    stream: int | str | None = None  # ROCm runtime rows write "0x0"
+    bytes: int | None = None
+    grid: list[int] | None = None
+    block: list[int] | None = None
+    registers: int | None = msgspec.field(default=None, name="registers per thread")
+    shared_memory: int | None = msgspec.field(default=None, name="shared memory")
+    occupancy_pct: float | None = msgspec.field(default=None, name="est. achieved occupancy %")
+    sync_kind: str | None = msgspec.field(default=None, name="cuda_sync_kind")
+
+
+_NO_ARGS = _Args()
+
+
+class _Event(msgspec.Struct, gc=False):
+    ph: str = ""
+    cat: str | None = None
+    name: str | None = None
+    pid: int | str | None = None
+    tid: int | str | None = None
+    ts: float | None = None
+    dur: float | None = None
+    args: _Args = _NO_ARGS
+
+
+class _AnyArgs(msgspec.Struct, frozen=True, gc=False):
+    """Same fields, any JSON type: used only when a block does not fit the typed decoder."""
+
+    correlation: Any = None
+    external_id: Any = msgspec.field(default=None, name="External id")
+    external_id_old: Any = msgspec.field(default=None, name="external id")
+    device: Any = None
+    stream: Any = None
+    bytes: Any = None
+    grid: Any = None
+    block: Any = None
+    registers: Any = msgspec.field(default=None, name="registers per thread")
+    shared_memory: Any = msgspec.field(default=None, name="shared memory")
+    occupancy_pct: Any = msgspec.field(default=None, name="est. achieved occupancy %")
+    sync_kind: Any = msgspec.field(default=None, name="cuda_sync_kind")
+
+
+class _AnyEvent(msgspec.Struct, gc=False):
+    ph: Any = ""
+    cat: Any = None
+    name: Any = None
+    pid: Any = None
+    tid: Any = None
+    ts: Any = None
+    dur: Any = None
+    args: Any = None
+
+
+class _Document(msgspec.Struct, gc=False):
+    traceEvents: list[_Event] | None = None  # noqa: N815 (the file's own keys)
+    deviceProperties: Any = None  # noqa: N815
+    distributedInfo: Any = None  # noqa: N815
+    baseTimeNanoseconds: Any = None  # noqa: N815
+    schemaVersion: Any = None  # noqa: N815
+    displayTimeUnit: Any = None  # noqa: N815
+    traceName: Any = None  # noqa: N815
+
+
+class _LooseDocument(msgspec.Struct, gc=False):
+    traceEvents: Any = None  # noqa: N815
+    deviceProperties: Any = None  # noqa: N815
+    distributedInfo: Any = None  # noqa: N815
+    baseTimeNanoseconds: Any = None  # noqa: N815
+    schemaVersion: Any = None  # noqa: N815
+    displayTimeUnit: Any = None  # noqa: N815
+    traceName: Any = None  # noqa: N815
+
+
+_EVENTS_DECODER = msgspec.json.Decoder(list[_Event])
+_ANY_EVENTS_DECODER = msgspec.json.Decoder(list[_AnyEvent])
+_DOCUMENT_DECODER = msgspec.json.Decoder(_Document | list[_Event])
+_LOOSE_DOCUMENT_DECODER = msgspec.json.Decoder(_LooseDocument | list[_AnyEvent])
+
+
+def read(path: Path, **options: Any) -> Trace:
+    """Read a Kineto trace (``.json`` or ``.json.gz``; a ``{"traceEvents": [...]}`` object or a bare list)."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError("no such file", path=path)
+    if path.stat().st_size == 0:
+        raise InputError("file is empty", path=path)
+    columns = _Columns(path)
+    document: dict[str, Any] = {}
+    with progress_bar(f"reading {path.name}", total=path.stat().st_size) as progress:
+        for kind, payload in _split(path, progress):
+            if kind == "events":
+                columns.add(_decode_events(payload, path))
+            elif kind == "header":
+                document.update(_decode_header(payload, path))
+            else:  # the rest: last events and any keys after them, or a whole document
+                events, meta = _decode_rest(payload, path)
+                columns.add(events)
+                document.update(meta)
+    return columns.finish(document)
+
+
+# --- splitting the byte stream into decodable pieces -------------------------------------------------
+
+def _blocks(path: Path, progress: Any) -> Iterator[bytes]:
+    with open(path, "rb") as raw:
+        gzipped = raw.read(2) == b"\x1f\x8b"
+        raw.seek(0)
+        stream = gzip.GzipFile(fileobj=raw, mode="rb") if gzipped else raw
+        done = 0
+        while True:
+            try:
+                block = stream.read(BLOCK_BYTES)
+            except (EOFError, OSError, zlib.error) as err:
+                raise InputError(f"truncated or corrupt gzip data ({err})", path=path) from None
+            if not block:
+                return
+            position = raw.tell()
+            progress.advance(position - done)
+            done = position
+            yield block
+
+
+def _events_array_start(buf: bytes, path: Path) -> tuple[str, int] | None:
+    """Where the event list begins: ("list", offset) for a bare list, ("object", key offset, ...)."""
+    head = buf.lstrip()
+    if not head:
+        return None
+    if head[:1] == b"[":
+        return "list", len(buf) - len(head) + 1
+    if head[:1] != b"{":
+        raise InputError("not JSON (does not start with '{' or '[')", path=path)
+    key = buf.find(b'"traceEvents"')
+    if key < 0:
+        return None
+    i = key + len(b'"traceEvents"')
+    rest = buf[i:i + 64].lstrip()
+    if rest[:1] != b":" or not rest[1:].lstrip()[:1] == b"[":
+        return ("whole", 0) if len(rest) > 2 else None
+    return "object", key
+
+
+def _split(path: Path, progress: Any) -> Iterator[tuple[str, bytes]]:
+    """Yield ("header", bytes), ("events", bytes of a JSON list) ..., then ("rest", bytes)."""
+    buf = b""
+    mode: str | None = None  # None until the start of the event list is found
+    for block in _blocks(path, progress):
+        buf = buf + block if buf else block
+        if mode is None:
+            found = _events_array_start(buf, path)
+            if found is None:
+                continue
+            mode, offset = found
+            if mode == "object":
+                yield "header", buf[:offset] + b'"traceEvents": []}'
+                buf = buf[buf.index(b"[", offset) + 1:]
+            elif mode == "list":
+                buf = buf[offset:]
+        if mode == "whole":
+            continue
+        cut = buf.rfind(_EVENT_SEPARATOR)
+        if cut > 0:
+            yield "events", b"[" + buf[:cut + _SEPARATOR_KEEP] + b"]"
+            buf = buf[cut + _SEPARATOR_SKIP:]
+    if mode == "object":
+        yield "rest", b'{"traceEvents": [' + buf
+    elif mode == "list":
+        yield "rest", b"[" + buf
+    else:
+        yield "rest", buf
+
+
+def _json_error(err: Exception, path: Path) -> InputError:
+    text = str(err)
+    if "truncated" in text.lower():
+        return InputError("truncated JSON (the file ends in the middle of the trace)", path=path)
+    return InputError(f"invalid JSON ({text})", path=path)
+
+
+def _decode_events(payload: bytes, path: Path) -> list[Any]:
+    try:
+        return _EVENTS_DECODER.decode(payload)
+    except msgspec.ValidationError:
+        pass  # a field of an unexpected type: decode this piece loosely, coerce below
+    except msgspec.DecodeError as err:
+        raise _json_error(err, path) from None
+    try:
+        return _ANY_EVENTS_DECODER.decode(payload)
+    except msgspec.ValidationError as err:
+        raise InputError(f"not a PyTorch profiler trace: traceEvents holds non-objects ({err})",
+                         path=path) from None
+    except msgspec.DecodeError as err:
+        raise _json_error(err, path) from None
+
+
+def _decode_header(payload: bytes, path: Path) -> dict[str, Any]:
+    try:
+        doc = _LOOSE_DOCUMENT_DECODER.decode(payload)
+    except (msgspec.DecodeError, msgspec.ValidationError) as err:
+        raise _json_error(err, path) from None
+    return _document_fields(doc) if isinstance(doc, _LooseDocument) else {}
+
+
+def _decode_rest(payload: bytes, path: Path) -> tuple[list[Any], dict[str, Any]]:
+    if not payload.strip():
+        raise InputError("file holds only whitespace", path=path)
+    try:
+        doc: Any = _DOCUMENT_DECODER.decode(payload)
+    except msgspec.ValidationError:
+        doc = None  # some field of an unexpected type: decode loosely below
+    except msgspec.DecodeError as err:
+        raise _json_error(err, path) from None
+    if doc is None:
+        try:
+            doc = _LOOSE_DOCUMENT_DECODER.decode(payload)
+            if isinstance(doc, _LooseDocument) and isinstance(doc.traceEvents, list):
+                doc.traceEvents = msgspec.convert(doc.traceEvents, list[_AnyEvent])
+        except msgspec.ValidationError as err:
+            raise InputError(f"not a PyTorch profiler trace: events are not JSON objects ({err})",
+                             path=path) from None
+    if isinstance(doc, list):
+        return doc, {}
+    if doc.traceEvents is None:
+        raise InputError("not a PyTorch profiler trace: JSON object without a 'traceEvents' list", path=path)
+    if not isinstance(doc.traceEvents, list):
+        raise InputError("not a PyTorch profiler trace: 'traceEvents' is not a list", path=path)
+    return doc.traceEvents, _document_fields(doc)
+
+
+def _document_fields(doc: Any) -> dict[str, Any]:
+    names = ("deviceProperties", "distributedInfo", "baseTimeNanoseconds", "schemaVersion", "displayTimeUnit",
+             "traceName")
+    return {n: getattr(doc, n) for n in names if getattr(doc, n) is not None}
+
+
+# --- columns ----------------------------------------------------------------------------------------
+
+def _numbers(values: list[Any]) -> np.ndarray:
+    """float64 array of numbers (None -> NaN); numeric strings, "0x1f" and "stream 7" are parsed too."""
+    try:
+        return np.array(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        pass
+    series = pd.Series(values, dtype=object)
+    numbers = np.array(pd.to_numeric(series, errors="coerce"), dtype=np.float64)
+    # What to_numeric cannot read ("stream 7", "0x0") is parsed once per distinct string.
+    odd = np.flatnonzero(np.isnan(numbers) & series.map(type).eq(str).to_numpy())
+    if odd.size:
+        texts = series.iloc[odd]
+        parsed = {t: _to_number(t) for t in texts.unique()}
+        numbers[odd] = texts.map(parsed).to_numpy(np.float64)
+    return numbers
+
+
+def _to_number(value: Any) -> float:
+    if isinstance(value, bool) or value is None:
+        return math.nan
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            return float(int(text, 0)) if text.lower().startswith("0x") else float(text)
+        except ValueError:
+            match = re.search(r"(-?\d+)\s*$", text)  # "stream 7"
+            return float(match.group(1)) if match else math.nan
+    return math.nan
+
+
+def _triples(values: list[Any]) -> np.ndarray:
+    """(n, 3) float64 array from [x, y, z] lists (anything else -> NaN row)."""
+    rows = [v if isinstance(v, list) and len(v) == 3 else (None, None, None) for v in values]
+    try:
+        return np.array(rows, dtype=np.float64).reshape(len(rows), 3)
+    except (TypeError, ValueError):
+        return np.array([[_to_number(x) for x in r] for r in rows], dtype=np.float64).reshape(len(rows), 3)
+
+
+class _Interner:
+    """Strings -> stable small ints across blocks (names, categories)."""
+
+    def __init__(self) -> None:
+        self.codes: dict[str, int] = {}
+        self.values: list[str] = []
+
+    def encode(self, values: list[Any]) -> np.ndarray:
+        codes, uniques = pd.factorize(pd.Series(values, dtype=object), use_na_sentinel=True)
+        mapping = np.array([self._code(u) for u in uniques] + [-1], dtype=np.int32)
+        return mapping[codes]  # -1 (missing) indexes the trailing -1
+
+    def _code(self, value: Any) -> int:
+        value = value if isinstance(value, str) else str(value)
+        code = self.codes.get(value)
+        if code is None:
+            code = self.codes[value] = len(self.values)
+            self.values.append(value)
+        return code
+
+
+class _Columns:
+    """Accumulates numpy columns block by block; :meth:`finish` builds the Trace."""
+
+    _DEVICE_FIELDS = ("device", "stream", "bytes", "registers", "shared_memory", "occupancy_pct")
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.names = _Interner()
+        self.categories = _Interner()
+        self.category_kind: list[int] = []  # category code -> kind code (or _SKIP)
+        self.parts: list[dict[str, np.ndarray]] = []
+        self.counts = {"events": 0, "flow": 0, "instant": 0, "metadata": 0, "other_phase": 0,
+                       "lenient_blocks": 0}
+        self.sync_kinds = _Interner()
+
+    def add(self, events: list[Any]) -> None:
+        if not events:
+            return
+        phases = pd.Series([e.ph for e in events], dtype=object).value_counts()
+        self.counts["events"] += len(events)
+        for phase, count in phases.items():
+            key = {"s": "flow", "f": "flow", "t": "flow", "i": "instant", "I": "instant", "M": "metadata",
+                   "X": None}.get(phase, "other_phase")
+            if key:
+                self.counts[key] += int(count)
+        complete = [e for e in events if e.ph == "X"]
+        del events
+        if not complete:
+            return
+        lenient = not isinstance(complete[0], _Event)
+        self.counts["lenient_blocks"] += lenient
+        args = [e.args for e in complete]
+        if lenient:
+            args = [_loose_args(a) for a in args]
+        category = self.categories.encode([e.cat for e in complete])
+        for code in range(len(self.category_kind), len(self.categories.values)):
+            cat = self.categories.values[code].lower()
+            kind = _KIND_OF_CATEGORY.get(cat, OTHER)
+            self.category_kind.append(_SKIP if kind is None else _KIND_CODE[kind])
+        cat_kind = np.array(self.category_kind + [_KIND_CODE[OTHER]], dtype=np.int8)
+        kind = cat_kind[category]
+        part: dict[str, np.ndarray] = {
+            "kind": kind,
+            "name": self.names.encode([e.name for e in complete]),
+            "ts": _numbers([e.ts for e in complete]),
+            "dur": _numbers([e.dur for e in complete]),
+            "pid": _numbers([e.pid for e in complete]),
+            "tid": _numbers([e.tid for e in complete]),
+            "correlation": _numbers([a.correlation for a in args]),
+            "external_id": _numbers([a.external_id if a.external_id is not None else a.external_id_old
+                                     for a in args]),
+        }
+        # Device-side fields only for GPU rows: most rows are host rows without them.
+        gpu_rows = np.flatnonzero(_DEVICE_SIDE[kind] | (kind == _KIND_CODE[GPU_ANNOTATION]))
+        gpu_args = [args[i] for i in gpu_rows]
+        part["gpu_rows"] = gpu_rows
+        for field in self._DEVICE_FIELDS:
+            part[field] = _numbers([getattr(a, field) for a in gpu_args])
+        part["grid"] = _triples([a.grid for a in gpu_args])
+        part["block"] = _triples([a.block for a in gpu_args])
+        part["sync_kind"] = self.sync_kinds.encode([a.sync_kind for a in gpu_args])
+        self.parts.append(part)
+
+    def finish(self, document: dict[str, Any]) -> Trace:
+        if not self.parts:
+            if self.counts["events"] == 0:
+                raise InputError("trace has no events", path=self.path)
+            raise InputError(f"trace has no timed events ({self.counts['events']} metadata, flow or "
+                             "instant events only)", path=self.path)
+        cols = {k: np.concatenate([p[k] for p in self.parts]) for k in self.parts[0] if k != "gpu_rows"}
+        offsets = np.cumsum([0] + [len(p["kind"]) for p in self.parts[:-1]])
+        gpu_rows = np.concatenate([p["gpu_rows"] + off for p, off in zip(self.parts, offsets, strict=True)])
+        self.parts = []
+        kind = cols["kind"]
+        keep = (kind != _SKIP) & ~np.isnan(cols["ts"])
+        names = [_API_VERSION_SUFFIX.sub(r"\1", n) for n in self.names.values]
+        name_code = cols["name"]
+
+        # Names decide steps (host annotations), driver calls and memcpy kinds; evaluated once per name.
+        step_of_name = np.array([_step_number(n) for n in names] + [math.nan], dtype=np.float64)
+        is_driver_name = np.array([bool(_DRIVER_NAME.match(n)) for n in names] + [False])
+        name_step = step_of_name[name_code]
+        host_marker = (kind == _KIND_CODE[ANNOTATION]) | (kind == _KIND_CODE[CPU_OP])
+        kind = np.where(host_marker & ~np.isnan(name_step), _KIND_CODE[STEP], kind).astype(np.int8)
+        kind = np.where((kind == _KIND_CODE[RUNTIME]) & is_driver_name[name_code], _KIND_CODE[DRIVER], kind)
+        kind = kind.astype(np.int8)
+
+        # Time: exact integer arithmetic (see docs/formats/kineto.md, "Time").
+        ts = cols["ts"]
+        whole_us = np.floor(ts)
+        start = np.zeros(len(ts), dtype=np.int64)
+        finite = np.isfinite(ts)
+        start[finite] = (whole_us[finite].astype(np.int64) * 1000
+                         + np.rint((ts[finite] - whole_us[finite]) * 1000).astype(np.int64))
+        dur = np.nan_to_num(cols["dur"], nan=0.0)
+        duration = np.rint(dur * 1000).astype(np.int64)
+        base = _int_or_none(document.get("baseTimeNanoseconds")) or 0
+
+        # Expand device-side fields to full length (NaN elsewhere), then select kept rows.
+        full: dict[str, np.ndarray] = {}
+        n = len(kind)
+        for field in (*self._DEVICE_FIELDS, "grid", "block"):
+            values = cols[field]
+            shape = (n, 3) if values.ndim == 2 else (n,)
+            expanded = np.full(shape, np.nan)
+            expanded[gpu_rows] = values
+            full[field] = expanded
+        sync_code = np.full(n, -1, dtype=np.int32)
+        sync_code[gpu_rows] = cols["sync_kind"]
+
+        order_keep = np.flatnonzero(keep)
+        order_keep = order_keep[np.argsort(start[order_keep], kind="stable")]
+        kind = kind[order_keep]
+        start = start[order_keep]
+        duration = duration[order_keep]
+        name_code = name_code[order_keep]
+        pick = {k: cols[k][order_keep] for k in ("pid", "tid", "correlation", "external_id")}
+        for field, values in full.items():
+            pick[field] = values[order_keep]
+        sync_code = sync_code[order_keep]
+        del cols, full
+
+        device_side = _DEVICE_SIDE[kind]
+        gpu_annotation = kind == _KIND_CODE[GPU_ANNOTATION]
+        launch_side = _LAUNCH_SIDE[kind]
+        kineto_pid, kineto_tid = pick["pid"], pick["tid"]
+
+        # GPU rows: device from args (Kineto's GPU "pid" is the device index), stream from args or tid.
+        device = np.where(device_side | gpu_annotation,
+                          np.where(np.isnan(pick["device"]), kineto_pid, pick["device"]), np.nan)
+        stream = np.where(device_side | gpu_annotation,
+                          np.where(np.isnan(pick["stream"]), kineto_tid, pick["stream"]), np.nan)
+        correlation = np.where(device_side | launch_side, pick["correlation"], np.nan)
+        pid = np.where(device_side | gpu_annotation, np.nan, kineto_pid)
+        pid = np.where(device_side, _launch_pid(correlation, launch_side, kineto_pid, device_side), pid)
+        tid = np.where(device_side | gpu_annotation, np.nan, kineto_tid)
+
+        origin = int(start.min()) if len(start) else 0
+        rel_start = start - origin
+        is_kernel = kind == _KIND_CODE[KERNEL]
+        is_memcpy = kind == _KIND_CODE[MEMCPY]
+        copy_kind, src_kind, dst_kind = _memcpy_kinds(names, name_code, is_memcpy)
+        sync_names = [_SYNC_KINDS.get(s.strip().lower(), s.strip().lower().replace(" ", "_"))
+                      for s in self.sync_kinds.values]
+        # cuda_sync rows without cuda_sync_kind: the event name says the same thing.
+        is_sync = kind == _KIND_CODE[GPU_SYNC]
+        sync_text = _dictionary(sync_code, sync_names, is_sync)
+        if is_sync.any():
+            fallback = _dictionary(name_code, [_SYNC_KINDS.get(n.lower(), n.lower().replace(" ", "_"))
+                                               for n in names], is_sync & (sync_code < 0))
+            sync_text = pa.array(np.where(sync_code >= 0, sync_text.to_numpy(zero_copy_only=False),
+                                          fallback.to_numpy(zero_copy_only=False)), pa.string())
+        occupancy = np.where(is_kernel, pick["occupancy_pct"] / 100.0, np.nan)
+        shared_total = np.where(is_kernel, pick["shared_memory"], np.nan)
+        step = np.where(kind == _KIND_CODE[STEP], step_of_name[name_code], np.nan)
+        domain = _dictionary(name_code, ["tracelens" if n.startswith("tracelens/") else None for n in names],
+                             (kind == _KIND_CODE[ANNOTATION]) | (kind == _KIND_CODE[STEP]))
+
+        events = build_events(
+            {
+                "kind": pa.DictionaryArray.from_arrays(pa.array(kind.astype(np.int32)), pa.array(_KINDS)),
+                "name": pa.DictionaryArray.from_arrays(
+                    pa.array(name_code, mask=name_code < 0), pa.array(names, pa.string())),
+                "start_ns": rel_start,
+                "end_ns": rel_start + duration,
+                "device": device,
+                "stream": stream,
+                "pid": pid,
+                "tid": tid,
+                "correlation_id": correlation,
+                "external_id": pick["external_id"],
+                "bytes": np.where(device_side, pick["bytes"], np.nan),
+                "copy_kind": copy_kind,
+                "src_kind": src_kind,
+                "dst_kind": dst_kind,
+                "sync_kind": sync_text,
+                "domain": domain,
+                "grid_x": np.where(is_kernel, pick["grid"][:, 0], np.nan),
+                "grid_y": np.where(is_kernel, pick["grid"][:, 1], np.nan),
+                "grid_z": np.where(is_kernel, pick["grid"][:, 2], np.nan),
+                "block_x": np.where(is_kernel, pick["block"][:, 0], np.nan),
+                "block_y": np.where(is_kernel, pick["block"][:, 1], np.nan),
+                "block_z": np.where(is_kernel, pick["block"][:, 2], np.nan),
+                "registers_per_thread": np.where(is_kernel, pick["registers"], np.nan),
+                # Kineto writes only static + dynamic shared memory; the sum is what occupancy needs.
+                "static_shared_bytes": shared_total,
+                "dynamic_shared_bytes": np.where(np.isnan(shared_total), np.nan, 0.0),
+                "step": step,
+                "reported_occupancy": pa.array(occupancy.astype(np.float32), mask=np.isnan(occupancy)),
+            },
+            sort=False,
+        )
+        devices = _device_rows(document.get("deviceProperties"), device, names, name_code, kind)
+        distributed = document.get("distributedInfo") if isinstance(document.get("distributedInfo"), dict) else {}
+        extra = {
+            "counts": {**self.counts, "kept": int(len(kind))},
+            "display_time_unit": document.get("displayTimeUnit"),
+            "base_time_ns": _int_or_none(document.get("baseTimeNanoseconds")),
+            "trace_name": document.get("traceName"),
+            "device_properties": len(document.get("deviceProperties") or []),
+        }
+        warnings = []
+        if self.counts["lenient_blocks"]:
+            warnings.append("some events had fields of unexpected types; unreadable values were left empty")
+        metadata = TraceMetadata(
+            source_format="kineto",
+            source_path=str(self.path),
+            producer="PyTorch Profiler (Kineto)",
+            format_version=str(document.get("schemaVersion", "")),
+            framework="pytorch",
+            time_origin_ns=origin + base,
+            clock="unix",
+            rank=_int_or_none(distributed.get("rank")),
+            world_size=_int_or_none(distributed.get("world_size")),
+            warnings=warnings,
+            extra=extra,
+        )
+        return Trace(events=events, devices=devices, metadata=metadata)
+
+
+_NO_ANY_ARGS = _AnyArgs()
+
+
+def _loose_args(args: Any) -> _AnyArgs:
+    if not isinstance(args, dict):
+        return _NO_ANY_ARGS
+    try:
+        return msgspec.convert(args, _AnyArgs)
+    except msgspec.ValidationError:
+        return _NO_ANY_ARGS
+
+
+def _step_number(name: str) -> float:
+    match = _STEP_NAME.match(name)
+    return float(match.group(1)) if match else math.nan
+
+
+def _int_or_none(value: Any) -> int | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and math.isfinite(value):
+        return int(value)
+    if isinstance(value, str):
+        try:
+            return int(value)
+        except ValueError:
+            return None
+    return None
+
+
+def _dictionary(codes: np.ndarray, values: list[str | None], where: np.ndarray) -> pa.Array:
+    """String array: ``values[codes]`` where ``where`` holds and the value exists, null elsewhere."""
+    table = np.array([*values, None], dtype=object)
+    picked = table[np.where(where, codes, -1)]
+    return pa.array(picked, pa.string())
+
+
+def _memcpy_kinds(names: list[str], name_code: np.ndarray, is_memcpy: np.ndarray) -> tuple[pa.Array, ...]:
+    parsed = [_MEMCPY_NAME.match(n) for n in names]
+    copy = [m.group(1) if m else None for m in parsed]
+    src = [_MEMORY_KINDS.get(m.group(2).lower(), m.group(2).lower()) if m else None for m in parsed]
+    dst = [_MEMORY_KINDS.get(m.group(3).lower(), m.group(3).lower()) if m else None for m in parsed]
+    return tuple(_dictionary(name_code, v, is_memcpy) for v in (copy, src, dst))
+
+
+def _launch_pid(correlation: np.ndarray, launch_side: np.ndarray, host_pid: np.ndarray,
+                device_side: np.ndarray) -> np.ndarray:
+    """For each row, the pid of the runtime/driver call with the same correlation id (NaN if none)."""
+    launches = launch_side & ~np.isnan(correlation) & ~np.isnan(host_pid)
+    corr = correlation[launches]
+    pids = host_pid[launches]
+    order = np.argsort(corr, kind="stable")
+    corr, pids = corr[order], pids[order]
+    out = np.full(len(correlation), np.nan)
+    if corr.size == 0:
+        return out
+    rows = np.flatnonzero(device_side & ~np.isnan(correlation))
+    pos = np.searchsorted(corr, correlation[rows])
+    pos_clipped = np.minimum(pos, corr.size - 1)
+    hit = corr[pos_clipped] == correlation[rows]
+    out[rows[hit]] = pids[pos_clipped[hit]]
+    return out
+
+
+def _vendor(device_names: list[str], api_names: list[str]) -> str:
+    text = " ".join(device_names).lower()
+    if any(w in text for w in ("amd", "radeon", "instinct", "gfx")) or any(n.startswith("hip") for n in api_names):
+        return "amd"
+    return "nvidia"
+
+
+def _device_rows(properties: Any, device: np.ndarray, names: list[str], name_code: np.ndarray,
+                 kind: np.ndarray) -> pa.Table:
+    """Devices seen in the event table, with deviceProperties where the trace has them."""
+    seen = sorted({int(d) for d in np.unique(device[~np.isnan(device)])})
+    props = {int(p["id"]): p for p in (properties or []) if isinstance(p, dict) and isinstance(p.get("id"), int)}
+    api_codes = np.unique(name_code[_LAUNCH_SIDE[kind] & (name_code >= 0)])
+    api_names = [names[c] for c in api_codes]
+    vendor = _vendor([str(p.get("name", "")) for p in props.values()], api_names)
+    rows = []
+    for dev in seen:
+        p = props.get(dev, {})
+        rows.append({
+            "id": dev,
+            "name": p.get("name"),
+            "vendor": vendor,
+            "sm_count": p.get("numSms"),
+            "compute_major": p.get("computeMajor"),
+            "compute_minor": p.get("computeMinor"),
+            "warp_size": p.get("warpSize"),
+            "max_threads_per_sm": p.get("maxThreadsPerMultiprocessor"),
+            "max_threads_per_block": p.get("maxThreadsPerBlock"),
+            "max_blocks_per_sm": p.get("maxBlocksPerMultiprocessor"),
+            "regs_per_sm": p.get("regsPerMultiprocessor"),
+            "regs_per_block": p.get("regsPerBlock"),
+            "shared_mem_per_sm": p.get("sharedMemPerMultiprocessor", p.get("maxSharedMemoryPerMultiProcessor")),
+            "shared_mem_per_block": p.get("sharedMemPerBlock"),
+            "shared_mem_per_block_optin": p.get("sharedMemPerBlockOptin"),
+            "total_memory_bytes": p.get("totalGlobalMem"),
+            "clock_rate_khz": p.get("clockRate"),
+        })
+    clean = [{k: (v if not isinstance(v, (dict, list)) else None) for k, v in r.items()} for r in rows]
+    try:
+        return build_devices(clean)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError):  # odd property types: keep ids and names only
+        return build_devices([{"id": r["id"], "name": str(r["name"]) if r["name"] else None,
+                               "vendor": vendor} for r in rows])
