@@ -1,0 +1,274 @@
+"""Multi-rank runs: inputs, rank numbering, cache, cross-rank numbers, failures, engines.
+
+Expected numbers come from hand derivation (the hand-built run below) or from brute force written here.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tracelens import multirank
+from tracelens.cli import main
+from tracelens.errors import InputError
+from tracelens.trace import Trace, TraceMetadata
+
+NCCL = "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)"
+
+
+def handmade_rank(rank: int, *, clock: str = "unix", origin_skew: int = 10) -> Trace:
+    """One rank of a hand-built 3-rank run (4 steps of 800 ns, one every 1000 ns).
+
+    Rank 2 is the straggler: from step 3 on its steps start 100 ns late and its compute kernel takes
+    400 ns instead of 300. Each step ends with an all-reduce starting 500 ns into the step; every rank's
+    all-reduce ends 50 ns (the transfer) after the last rank arrives. Each rank's clock origin differs by
+    ``origin_skew`` ns and its table times compensate, so the absolute times agree across ranks.
+
+    Hand-derived expectations (clock alignment):
+      step lateness vs the median of the other ranks: rank 2 = 0, 0, 100, 100 -> mean 50, max 100;
+        ranks 0, 1 at steps 3-4: others are {late, on time} -> median 50 early -> mean -25.
+      all-reduce durations: steps 1-2 all 50; steps 3-4 ranks 0, 1 wait 100 more (150), rank 2 50.
+        transfer = 4 x 50 = 200 per rank; wait = 2 x 100 = 200 for ranks 0 and 1, 0 for rank 2; total 400.
+      non-NCCL GPU work: 4 x 300 = 1200 (ranks 0, 1), 4 x 400 = 1600 (rank 2) -> spread 2 x 400 = 800.
+    """
+    rows = []
+    for k in range(1, 5):
+        late = 100 if k >= 3 else 0
+        start = k * 1000 + (late if rank == 2 else 0) - rank * origin_skew
+        rows.append({"kind": "step", "name": f"ProfilerStep#{k}", "start_ns": start, "end_ns": start + 800,
+                     "step": k, "pid": 1, "tid": 1})
+        compute = 400 if rank == 2 else 300
+        rows.append({"kind": "kernel", "name": "gemm", "start_ns": start + 100, "end_ns": start + 100 + compute,
+                     "device": 0, "stream": 7})
+        last_arrival = k * 1000 + late + 500 - rank * origin_skew
+        rows.append({"kind": "kernel", "name": NCCL, "start_ns": start + 500, "end_ns": last_arrival + 50,
+                     "device": 0, "stream": 9})
+    meta = TraceMetadata(source_format="handmade", clock=clock, time_origin_ns=10**18 + rank * origin_skew,
+                         rank=rank, world_size=3)
+    return Trace.from_rows(rows, metadata=meta)
+
+
+def write_handmade_run(directory: Path, **kwargs) -> list[Path]:
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for rank in range(3):
+        path = directory / f"rank{rank}.parquet"
+        handmade_rank(rank, **kwargs).save(path)
+        paths.append(path)
+    return paths
+
+
+def by_rank(rows: list[dict]) -> dict[int, dict]:
+    return {row["rank"]: row for row in rows}
+
+
+# ---------------------------------------------------------------------------------------- inputs
+
+
+@pytest.mark.parametrize(
+    ("name", "rank"),
+    [("rank-3.json.gz", 3), ("rank_12.pt.trace.json", 12), ("trainer_rank7_2024.json.gz", 7),
+     ("a100_nccl_2rank_rank0_2024.json.gz", 0), ("worker_5.pt.trace.json.gz", 5), ("job-2.sqlite", 2),
+     ("host.1700000000.pt.trace.json", None), ("trace.json", None)],
+)
+def test_rank_from_name(name: str, rank: int | None) -> None:
+    assert multirank.rank_from_name(name) == rank
+
+
+def test_resolve_ranks_prefers_trace_then_name_then_order() -> None:
+    paths = [Path("b_rank1.json"), Path("a_rank0.json")]
+    assert multirank.resolve_ranks([5, 4], paths) == ([5, 4], [])
+    assert multirank.resolve_ranks([None, None], paths) == ([1, 0], [])
+    ranks, warnings = multirank.resolve_ranks([0, 0], paths)
+    assert ranks == [0, 1] and "collide" in warnings[0]
+    ranks, warnings = multirank.resolve_ranks([None, None], [Path("x.json"), Path("y.json")])
+    assert ranks == [0, 1] and "missing" in warnings[0]
+
+
+def test_run_directory_and_glob_expansion(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    for name in ("rank10.json.gz", "rank2.json.gz", "rank1.json.gz", "notes.txt"):
+        (run / name).write_bytes(b"x")
+    assert multirank.is_run_directory(run)
+    expected = [run / "rank1.json.gz", run / "rank2.json.gz", run / "rank10.json.gz"]  # natural order
+    assert multirank.expand_paths([run]) == expected
+    assert multirank.expand_paths([str(run / "rank*.json.gz")]) == expected
+    assert multirank.expand_paths([run / "rank2.json.gz", str(run / "rank*.json.gz")]) == [
+        run / "rank2.json.gz", run / "rank1.json.gz", run / "rank10.json.gz"]  # duplicates dropped
+    with pytest.raises(InputError, match="no trace file matches"):
+        multirank.expand_paths([str(run / "nothing*.json")])
+
+    logdir = tmp_path / "logdir"
+    (logdir / "plugins" / "profile" / "run1").mkdir(parents=True)
+    (logdir / "plugins" / "profile" / "run1" / "host.xplane.pb").write_bytes(b"\x0a")
+    (logdir / "a.json").write_bytes(b"{}")
+    (logdir / "b.json").write_bytes(b"{}")
+    assert not multirank.is_run_directory(logdir)  # a TF logdir is one trace
+    assert not multirank.is_run_directory(run / "rank1.json.gz")
+    single = tmp_path / "single"
+    single.mkdir()
+    (single / "only.json").write_bytes(b"{}")
+    assert not multirank.is_run_directory(single)
+
+
+# ------------------------------------------------------------------------------------------ math
+
+
+def test_leave_one_out_median_matches_brute_force() -> None:
+    rng = np.random.default_rng(7)
+    matrix = rng.integers(0, 1000, size=(9, 13)).astype(float)
+    matrix[rng.random(matrix.shape) < 0.25] = np.nan
+    matrix[:, 0] = np.nan
+    matrix[1:, 1] = np.nan  # a column with one value: no other rank to compare with
+    got = multirank.leave_one_out_median(matrix)
+    for i in range(matrix.shape[0]):
+        for j in range(matrix.shape[1]):
+            others = np.delete(matrix[:, j], i)
+            others = others[~np.isnan(others)]
+            if np.isnan(matrix[i, j]) or others.size == 0:
+                assert np.isnan(got[i, j])
+            else:
+                assert got[i, j] == pytest.approx(float(np.median(others)))
+
+
+# ------------------------------------------------------------------------------------ hand-built run
+
+
+def test_handmade_run_numbers(tmp_path: Path) -> None:
+    write_handmade_run(tmp_path / "run")
+    doc, failures = multirank.analyze_run([tmp_path / "run"], workers=2, cache_dir=tmp_path / "cache")
+    assert failures == []
+    assert doc["source"]["format"] == "run" and doc["source"]["traces"] == 3
+    ranks = by_rank(doc["ranks"])
+    assert sorted(ranks) == [0, 1, 2]
+
+    steps = doc["stragglers"]["steps"]
+    assert steps["alignment"] == "clock" and steps["compared"] == 4
+    assert steps["straggler"] == {"rank": 2, "device": None, "delay_ns": 50, "max_lateness_ns": 100,
+                                  "significant": True}  # 50 >= 5% of the 800 ns median step
+    lateness = {row["rank"]: row["mean_lateness_ns"] for row in steps["per_rank"]}
+    assert lateness == {0: -25, 1: -25, 2: 50}
+    assert all(ranks[r]["step_count"] == 4 and ranks[r]["mean_step_ns"] == 800 for r in ranks)
+
+    coll = doc["collectives"]
+    assert coll["participants"] == 3 and coll["matched"] == 4 and coll["unmatched_kernels"] == 0
+    assert {r: (ranks[r]["collective_transfer_ns"], ranks[r]["collective_wait_ns"]) for r in ranks} == {
+        0: (200, 200), 1: (200, 200), 2: (200, 0)}
+    assert coll["wait_ns"] == 400 and coll["transfer_ns"] == 600
+    coll_straggler = doc["stragglers"]["collectives"]["straggler"]
+    assert (coll_straggler["rank"], coll_straggler["device"], coll_straggler["delay_ns"]) == (2, 0, 50)
+
+    imbalance = doc["imbalance"]
+    assert imbalance["lost_ns"] == 400 and imbalance["basis"] == "collective_wait"
+    assert imbalance["work_spread_ns"] == 800
+    assert imbalance["max_over_mean_work"] == pytest.approx(1600 / (4000 / 3))
+    assert imbalance["straggler_rank"] == 2
+    spans = sum(d["span_ns"] for d in doc["devices"])
+    assert imbalance["lost_fraction"] == pytest.approx(400 / spans)
+    assert {d["rank"] for d in doc["devices"]} == {0, 1, 2}
+    # the victim of the wait is reported, not the straggler (ties go to the lower rank)
+    assert doc["representative_rank"] == 0
+    json.dumps(doc, allow_nan=False)  # JSON-able, no NaN
+
+
+def test_unaligned_clocks_measure_from_first_common_step(tmp_path: Path) -> None:
+    # On clocks that do not agree, the origins' 1 ms skew must not count as lateness: each rank is
+    # re-based on step 1, so rank 2 is late by 100 ns from step 3 on, as in the aligned case.
+    write_handmade_run(tmp_path / "run", clock="nsys-session", origin_skew=1_000_000)
+    doc, failures = multirank.analyze_run([tmp_path / "run"], workers=1, cache_dir=tmp_path / "cache")
+    steps = doc["stragglers"]["steps"]
+    assert failures == [] and steps["alignment"] == "first_common"
+    assert {r["rank"]: r["mean_lateness_ns"] for r in steps["per_rank"]} == {0: -25, 1: -25, 2: 50}
+    assert any("clocks" in w for w in doc["source"]["warnings"])
+
+
+def test_cache_manifest_reuse_and_invalidation(tmp_path: Path) -> None:
+    paths = write_handmade_run(tmp_path / "run")
+    cache = tmp_path / "cache"
+    first, _ = multirank.analyze_run(paths, workers=1, cache_dir=cache)
+    assert [r["cached"] for r in first["ranks"]] == [False, False, False]
+    manifest = json.loads((cache / multirank.MANIFEST_NAME).read_text())
+    entry = manifest["entries"][os.path.realpath(paths[1])]
+    assert entry["size"] == paths[1].stat().st_size and entry["mtime_ns"] == paths[1].stat().st_mtime_ns
+    assert entry["rank"] == 1 and (cache / entry["parquet"]).is_file()
+
+    second, _ = multirank.analyze_run(paths, workers=1, cache_dir=cache)
+    assert [r["cached"] for r in second["ranks"]] == [True, True, True]
+    assert second["imbalance"] == first["imbalance"] and second["stragglers"] == first["stragglers"]
+
+    handmade_rank(1).save(paths[1])  # rewritten: new mtime
+    os.utime(paths[1], ns=(paths[1].stat().st_atime_ns, paths[1].stat().st_mtime_ns + 10**9))
+    third, _ = multirank.analyze_run(paths, workers=1, cache_dir=cache)
+    assert [r["cached"] for r in third["ranks"]] == [True, False, True]
+
+
+def test_default_cache_beside_the_traces(tmp_path: Path) -> None:
+    write_handmade_run(tmp_path / "run")
+    doc, _ = multirank.analyze_run([tmp_path / "run"], workers=1)
+    assert Path(doc["source"]["cache_dir"]) == tmp_path / "run" / multirank.CACHE_DIRNAME
+    assert (tmp_path / "run" / multirank.CACHE_DIRNAME / multirank.MANIFEST_NAME).is_file()
+    assert multirank.is_run_directory(tmp_path / "run")  # the hidden cache does not count as a rank
+
+
+# ------------------------------------------------------------------------------------------ failures
+
+
+def test_corrupt_rank_is_reported_and_the_rest_analyzed(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    run = tmp_path / "run"
+    write_handmade_run(run)
+    corrupt = run / "rank3.json.gz"
+    corrupt.write_bytes(gzip.compress(b'{"traceEvents": [' + b"1," * 1000)[:200])  # truncated gzip
+    doc, failures = multirank.analyze_run([run], workers=2, cache_dir=tmp_path / "cache")
+    assert len(failures) == 1 and str(corrupt) in failures[0]
+    assert sorted(r["rank"] for r in doc["ranks"]) == [0, 1, 2]
+
+    code = main(["analyze", str(run), "--cache", str(tmp_path / "cache"), "--format", "json", "--workers", "2"])
+    captured = capsys.readouterr()
+    assert code == 1
+    err_lines = captured.err.strip().splitlines()
+    assert len(err_lines) == 1 and "1 of 4 traces failed" in err_lines[0] and "rank3.json.gz" in err_lines[0]
+    assert "Traceback" not in captured.err
+    printed = json.loads(captured.out)
+    assert sorted(r["rank"] for r in printed["ranks"]) == [0, 1, 2]
+
+
+def test_all_ranks_failing_is_an_input_error(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    for i in range(2):
+        (tmp_path / f"rank{i}.json").write_text("{ not json")
+    with pytest.raises(InputError, match="no trace of the run could be read"):
+        multirank.analyze_run([tmp_path], workers=1, cache_dir=tmp_path / "cache")
+    assert main(["analyze", str(tmp_path / "rank*.json"), "--cache", str(tmp_path / "cache")]) == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+# ------------------------------------------------------------------------------------------ engines
+
+
+def test_dask_engine_gives_the_same_document(tmp_path: Path) -> None:
+    distributed = pytest.importorskip("dask.distributed")
+    paths = write_handmade_run(tmp_path / "run")
+    local, _ = multirank.analyze_run(paths, workers=2, cache_dir=tmp_path / "local")
+    with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
+                                  dashboard_address=None) as cluster:
+        remote, failures = multirank.analyze_run(paths, engine="dask", scheduler=cluster.scheduler_address,
+                                                 cache_dir=tmp_path / "dask")
+    assert failures == []
+    for key in ("stragglers", "collectives", "imbalance"):
+        assert remote[key] == local[key]
+    assert [r["rank"] for r in remote["ranks"]] == [0, 1, 2]
+
+
+# ------------------------------------------------------------------------------------------ plot
+
+
+def test_rank_plot_is_written(tmp_path: Path) -> None:
+    write_handmade_run(tmp_path / "run")
+    doc, _ = multirank.analyze_run([tmp_path / "run"], workers=1, cache_dir=tmp_path / "cache")
+    out = multirank.plot_ranks(doc, tmp_path / "ranks.png")
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
