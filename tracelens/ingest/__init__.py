@@ -63,8 +63,9 @@ def detect_format(path: str | os.PathLike[str]) -> str:
         jsons = [f for f in p.iterdir() if f.name.endswith((".json", ".json.gz"))]
         if len(jsons) == 1:
             return detect_format(jsons[0])
-        if any(p.rglob("*.pb")):
-            # derived files of old TF (overview_page.pb, ...) but no xplane: the xplane reader explains.
+        if any(p.rglob("*.pb")) or any(p.rglob("plugins/profile")):
+            # derived files of old TF (overview_page.pb, ...) or an empty TensorBoard logdir: the xplane
+            # reader explains what is missing.
             return "xplane"
         raise InputError("directory holds no trace (.json[.gz], .sqlite, .nsys-rep or .xplane.pb)", path=p)
     if p.stat().st_size == 0:

@@ -114,8 +114,8 @@ def parse_xspace(data: bytes, path: Path) -> Any:
     space = xspace_class(lite=True)()
     try:
         space.ParseFromString(data)
-    except (DecodeError, RuntimeError, ValueError) as err:
-        raise InputError(f"truncated or corrupt protobuf, not a readable XSpace ({err})", path=path) from None
+    except (DecodeError, RuntimeError, ValueError):
+        raise InputError("truncated or corrupt protobuf: not a readable XSpace (.xplane.pb)", path=path) from None
     names = [plane.name for plane in space.planes]
     if not any(n.startswith(("/host:", "/device:")) or n == TASK_ENV_PLANE for n in names):
         raise InputError("not a TensorFlow/JAX profiler XSpace (no /host: or /device: planes)", path=path)
