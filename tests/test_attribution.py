@@ -1,0 +1,132 @@
+"""Gap attribution: priority split, feeding threads, sync copies, after-sync and late-launch gaps."""
+
+from __future__ import annotations
+
+from tracelens.analyses import attribution
+from tracelens.trace import Trace
+
+
+def host(kind, name, start, end, tid=1, pid=1, **extra):
+    return {"kind": kind, "name": name, "start_ns": start, "end_ns": end, "pid": pid, "tid": tid, **extra}
+
+
+def kernel(start, end, corr=None, device=0, pid=None):
+    return {"kind": "kernel", "name": "k", "start_ns": start, "end_ns": end, "device": device, "stream": 7,
+            "correlation_id": corr, "pid": pid}
+
+
+def by_cause(trace, device=0):
+    out = attribution.section(trace, {})
+    return next(d for d in out["devices"] if d["device"] == device)
+
+
+def test_priority_sync_input_launch_cpu_nothing():
+    # Gap [100, 1000) = 900 on GPU 0. Host thread (1,1), all overlapping on purpose:
+    #   cpu_op [100, 900), cudaLaunchKernel [200, 300) (corr 2 -> the kernel after the gap),
+    #   DataLoader next [250, 500), cudaStreamSynchronize [450, 600).
+    # sync [450,600) = 150; input [250,450) = 200; launch [200,250) = 50;
+    # cpu [100,200) + [600,900) = 400; nothing [900,1000) = 100. Sum 900.
+    rows = [
+        host("runtime", "cudaLaunchKernel", 0, 5, correlation_id=1),
+        kernel(10, 100, corr=1),
+        host("cpu_op", "aten::linear", 100, 900),
+        host("runtime", "cudaLaunchKernel", 200, 300, correlation_id=2),
+        host("cpu_op", "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__", 250, 500),
+        host("runtime", "cudaStreamSynchronize", 450, 600),
+        kernel(1000, 1100, corr=2),
+    ]
+    dev = by_cause(Trace.from_rows(rows))
+    assert dev["by_cause"] == {"sync": 150, "input": 200, "launch": 50, "cpu": 400, "nothing": 100}
+    assert dev["idle_ns"] == 900 == sum(dev["by_cause"].values())
+    assert dev["feeding_threads_from"] == "correlation"
+    assert dev["feeding_threads"] == [[1, 1]]
+    # The kernel after the gap was launched by a call ending at 300 > gap start 100: a late launch.
+    assert dev["late_launch"] == {"count": 1, "idle_ns": 900}
+    # The gap starts at 100, when no sync is running.
+    assert dev["after_sync"] == {"count": 0, "idle_ns": 0}
+
+
+def test_only_feeding_threads_count():
+    # Thread (1,2) never launches: its cpu work during the gap [100, 300) is ignored -> nothing.
+    rows = [
+        host("runtime", "cudaLaunchKernel", 0, 5, correlation_id=1),
+        kernel(10, 100, corr=1),
+        host("cpu_op", "aten::busy_elsewhere", 100, 300, tid=2),
+        host("runtime", "cudaLaunchKernel", 5, 10, correlation_id=2),
+        kernel(300, 400, corr=2),
+    ]
+    dev = by_cause(Trace.from_rows(rows))
+    assert dev["by_cause"] == {"sync": 0, "input": 0, "launch": 0, "cpu": 0, "nothing": 200}
+    assert dev["late_launch"]["count"] == 0  # launched at 10, long before the gap
+
+
+def test_fallback_to_process_threads_without_correlation():
+    # No correlation ids: every host thread of the GPU rows' process (pid 7) feeds; pid 8 does not.
+    rows = [
+        kernel(0, 100, pid=7),
+        host("cpu_op", "aten::a", 100, 150, pid=7, tid=3),
+        host("cpu_op", "aten::b", 150, 300, pid=8, tid=3),
+        kernel(300, 400, pid=7),
+    ]
+    dev = by_cause(Trace.from_rows(rows))
+    assert dev["feeding_threads_from"] == "process"
+    assert dev["by_cause"] == {"sync": 0, "input": 0, "launch": 0, "cpu": 50, "nothing": 150}
+
+
+def test_fallback_to_all_threads():
+    rows = [kernel(0, 100), host("python", "train.py(3): step", 120, 180, pid=5, tid=5), kernel(200, 300)]
+    dev = by_cause(Trace.from_rows(rows))
+    assert dev["feeding_threads_from"] == "all"
+    assert dev["by_cause"]["cpu"] == 60 and dev["by_cause"]["nothing"] == 40
+
+
+def test_sync_copy_and_after_sync():
+    # cudaMemcpy (synchronous) [50, 250) and cudaDeviceSynchronize [200, 260) on the feeding thread.
+    # Gap [100, 300): sync covers [100, 260) = 160 of which only-copy [100, 200) = 100; nothing 40.
+    # The gap starts at 100, inside the blocking cudaMemcpy: an after-sync gap.
+    rows = [
+        host("runtime", "cudaLaunchKernel", 0, 5, correlation_id=1),
+        kernel(10, 100, corr=1),
+        host("runtime", "cudaMemcpy", 50, 250),
+        host("runtime", "cudaDeviceSynchronize", 200, 260),
+        host("runtime", "cudaLaunchKernel", 20, 30, correlation_id=2),
+        kernel(300, 400, corr=2),
+    ]
+    dev = by_cause(Trace.from_rows(rows))
+    assert dev["by_cause"] == {"sync": 160, "input": 0, "launch": 0, "cpu": 0, "nothing": 40}
+    assert dev["sync_copy_ns"] == 100
+    assert dev["after_sync"] == {"count": 1, "idle_ns": 200}
+
+
+def test_annotations_are_containers_unless_input():
+    # An NVTX range over the whole gap is not activity; tracelens/data is input; hip sync counts as sync.
+    rows = [
+        host("runtime", "hipLaunchKernel", 0, 5, correlation_id=1),
+        kernel(10, 100, corr=1),
+        host("annotation", "forward", 0, 400),
+        host("annotation", "tracelens/data", 120, 170),
+        host("runtime", "hipStreamSynchronize", 180, 200),
+        host("osrt", "pthread_cond_wait", 100, 300),
+        kernel(300, 400, corr=2),
+        host("runtime", "hipLaunchKernel", 6, 9, correlation_id=2),
+    ]
+    dev = by_cause(Trace.from_rows(rows))
+    assert dev["by_cause"] == {"sync": 20, "input": 50, "launch": 0, "cpu": 0, "nothing": 130}
+
+
+def test_totals_over_devices():
+    rows = [
+        host("runtime", "cudaLaunchKernel", 0, 5, correlation_id=1),
+        kernel(10, 100, corr=1),
+        kernel(200, 300, corr=2),
+        host("runtime", "cudaLaunchKernel", 5, 10, correlation_id=2),
+        kernel(10, 50, corr=3, device=1),
+        host("runtime", "cudaLaunchKernel", 10, 12, correlation_id=3),
+        host("cpu_op", "aten::x", 100, 150),
+        kernel(90, 100, corr=4, device=1),
+        host("runtime", "cudaLaunchKernel", 12, 14, correlation_id=4),
+    ]
+    out = attribution.section(Trace.from_rows(rows), {})
+    # GPU 0 gap [100,200): cpu 50, nothing 50. GPU 1 gap [50,90): nothing 40.
+    assert out["total_by_cause"] == {"sync": 0, "input": 0, "launch": 0, "cpu": 50, "nothing": 90}
+    assert out["mean_by_cause"]["nothing"] == 45
