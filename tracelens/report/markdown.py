@@ -23,6 +23,7 @@ from .escape import html_text, is_shortened, md, shorten
 from .units import fmt_auto, fmt_bytes, fmt_ns, fmt_pct
 
 TOP_ROWS = 10  # rows shown before the rest is folded into <details>
+MAX_ROWS = 50  # rows of any one table; the JSON output has them all
 GENERIC_LIST_ROWS = 50  # rows of a list-of-objects table in the generic renderer
 GENERIC_COLUMNS = 10
 
@@ -67,10 +68,16 @@ def details(summary: str, body: Lines) -> Lines:
     return ["", f"<details><summary>{html_text(summary)}</summary>", "", *body, "", "</details>"]
 
 
-def _folded_table(header: list[str], rows: list[list[str]], align: list[str], what: str) -> Lines:
+def _folded_table(header: list[str], rows: list[list[str]], align: list[str], what: str,
+                  total: int | None = None) -> Lines:
+    """The first TOP_ROWS rows, the rest (up to MAX_ROWS) folded; ``total`` counts rows not even passed in."""
+    total = max(total or 0, len(rows))
     lines = table(header, rows[:TOP_ROWS], align)
-    if len(rows) > TOP_ROWS:
-        lines.extend(details(f"{len(rows) - TOP_ROWS} more {what}", table(header, rows[TOP_ROWS:], align)))
+    if total > TOP_ROWS:
+        body = table(header, rows[TOP_ROWS:MAX_ROWS], align)
+        if total > MAX_ROWS:
+            body.extend(["", f"{total - MAX_ROWS} more {what} in the JSON output (`--format json`)."])
+        lines.extend(details(f"{total - TOP_ROWS} more {what}", body))
     return lines
 
 
@@ -201,19 +208,19 @@ def _text(value: Any) -> str:
 
 def _evidence(value: Any) -> str:
     if isinstance(value, dict):
-        return "; ".join(f"{md(k)}: {md(shorten(fmt_auto(k, v) if _scalar(v) else _plain(v), 120))}"
+        return "; ".join(f"{md(k)}: {md(shorten(fmt_auto(k, v) if _scalar(v) else _plain(v, str(k)), 120))}"
                          for k, v in value.items())
     if isinstance(value, list):
         return "; ".join(md(shorten(v if isinstance(v, str) else _plain(v), 120)) for v in value)
     return md(shorten(fmt_auto("", value) if not isinstance(value, str) else value, 400))
 
 
-def _plain(value: Any) -> str:
+def _plain(value: Any, key: str = "") -> str:
     if isinstance(value, dict):
-        return ", ".join(f"{k}={_plain(v)}" for k, v in value.items())
+        return ", ".join(f"{k}={_plain(v, str(k))}" for k, v in value.items())
     if isinstance(value, list):
-        return ", ".join(_plain(v) for v in value)
-    return fmt_auto("", value)
+        return ", ".join(_plain(v, key) for v in value)
+    return fmt_auto(key, value)
 
 
 def severity(share: float | None) -> str:
@@ -262,13 +269,13 @@ def _kernels(doc: dict[str, Any]) -> Lines:
     rows = [[str(i), names.cell(k["name"]), fmt_pct(k.get("time_fraction")), fmt_ns(k.get("total_ns")),
              _num(k.get("count")), fmt_ns(k.get("avg_ns")), fmt_ns(k.get("median_ns")), fmt_ns(k.get("min_ns")),
              fmt_ns(k.get("max_ns")), fmt_ns(k.get("stdev_ns"))]
-            for i, k in enumerate(kernels["by_name"], start=1)]
+            for i, k in enumerate(kernels["by_name"][:MAX_ROWS], start=1)]
     lines = ["", "## Top kernels", "",
              f"{kernels.get('count', 0):,} launches of {kernels.get('distinct_names', len(rows)):,} distinct kernels, "
              f"{fmt_ns(kernels.get('total_ns'))} summed; Time% is the share of summed kernel time.", ""]
     lines.extend(_folded_table(["#", "kernel", "Time%", "total", "count", "avg", "median", "min", "max", "stdev"],
                                rows, ["---:", "---", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:"],
-                               "kernels"))
+                               "kernels", total=len(kernels["by_name"])))
     return lines + names.block()
 
 
@@ -278,19 +285,162 @@ def _memcpy(doc: dict[str, Any]) -> Lines:
         return []
     lines = ["", "## Memory copies", ""]
     by_kind = [k for k in memcpy.get("by_kind") or [] if isinstance(k, dict)]
-    if by_kind:
-        rows = [[md(k.get("kind")), _num(k.get("count")), fmt_bytes(k.get("bytes")), fmt_ns(k.get("duration_ns")),
-                 _bandwidth(k.get("bytes"), k.get("duration_ns")), _num(k.get("pageable_count"))] for k in by_kind]
-        lines.extend(table(["direction", "count", "bytes", "time", "bandwidth (bytes/time)", "pageable"], rows,
-                           ["---", "---:", "---:", "---:", "---:", "---:"]))
-    else:
-        lines.append("No memory copies.")
-    if memcpy.get("exposed_ns") is not None:
-        lines.extend(["", f"Copy time not overlapped by compute: {fmt_ns(memcpy['exposed_ns'])}."])
-    rest = {k: v for k, v in memcpy.items() if k not in ("by_kind", "exposed_ns")}
-    if rest:
-        lines.extend(details("memcpy details", generic(rest, depth=1)))
+    if not by_kind:
+        return lines + ["No memory copies."]
+    lines.append(f"{_num(memcpy.get('count'))} copies, {fmt_bytes(memcpy.get('bytes'))}, "
+                 f"{fmt_ns(memcpy.get('duration_ns'))} summed; "
+                 f"{fmt_ns(memcpy.get('exposed_ns'))} of copy time not overlapped by compute.")
+    lines.append("")
+    rows = [[md(k.get("kind")), _num(k.get("count")), fmt_bytes(k.get("bytes")), fmt_ns(k.get("duration_ns")),
+             fmt_ns(k.get("exposed_ns")),
+             _rate_bytes(k.get("achieved_bytes_per_s", _ratio_or_none(k.get("bytes"), k.get("duration_ns")))),
+             _rate_bytes(k.get("p50_bytes_per_s")), _num(k.get("pageable_count")),
+             f"{_num(k.get('sync_count'))} / {_num(k.get('async_count'))}", _num(k.get("small_count"))]
+            for k in by_kind]
+    lines.extend(table(["direction", "count", "bytes", "time", "exposed", "bandwidth", "median copy bandwidth",
+                        "pageable", "sync / async", "small (< 64 KiB)"], rows,
+                       ["---", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:"]))
+    links = []
+    for dev in memcpy.get("per_device") or []:
+        for k in (dev.get("by_kind") or []) if isinstance(dev, dict) else []:
+            if isinstance(k, dict) and k.get("expected_bytes_per_s"):
+                links.append([md(dev.get("device")), md(k.get("kind")), _rate_bytes(k.get("achieved_bytes_per_s")),
+                              _rate_bytes(k.get("large_achieved_bytes_per_s")),
+                              _rate_bytes(k.get("expected_bytes_per_s")), fmt_pct(k.get("achieved_fraction")),
+                              md(k.get("expected_link") or "-"), md(k.get("expected_source") or "-")])
+    if links:
+        lines.extend(["", "Achieved vs expected link bandwidth (large copies: ≥ 1 MiB):", ""])
+        lines.extend(table(["GPU", "direction", "achieved", "achieved (large copies)", "expected", "fraction",
+                            "link", "expected from"], links,
+                           ["---", "---", "---:", "---:", "---:", "---:", "---", "---"]))
+    host = memcpy.get("host_memory")
+    if isinstance(host, dict):
+        lines.extend(["", f"Host memory of copies: {_num(host.get('pageable_count'))} pageable, "
+                          f"{_num(host.get('pinned_count'))} pinned, {_num(host.get('managed_count'))} managed, "
+                          f"{_num(host.get('unknown_count'))} unknown (basis: {md(host.get('basis') or '-')})."])
+    small = memcpy.get("small_copies")
+    if isinstance(small, dict) and small.get("count"):
+        lines.extend(["", f"Small copies (< {fmt_bytes(small.get('threshold_bytes'))}): {_num(small.get('count'))}, "
+                          f"{fmt_ns(small.get('duration_ns'))}; {_num(small.get('burst_count'))} bursts holding "
+                          f"{_num(small.get('burst_copy_count'))} copies."])
+    findings = [f for f in memcpy.get("findings") or [] if isinstance(f, dict)]
+    if findings:
+        lines.append("")
+        lines.extend(f"- **{md(f.get('severity') or '-')}** {md(f.get('message') or f.get('id'))}"
+                     + (f" Fix: {_text(f['fix'])}" if f.get("fix") else "") for f in findings)
     return lines
+
+
+def _ratio_or_none(num: Any, den: Any) -> float | None:
+    return (num / (den / 1e9)) if num and den else None
+
+
+def _rate_bytes(value: Any) -> str:
+    return "-" if value is None else f"{fmt_bytes(value)}/s"
+
+
+def _sync(doc: dict[str, Any]) -> Lines:
+    sync = doc.get("sync")
+    if not isinstance(sync, dict) or not isinstance(sync.get("blocking"), dict):
+        return _section_generic("sync", "Synchronization")(doc)
+    blocking = sync["blocking"]
+    lines = ["", "## Synchronization", ""]
+    per_step = sync.get("per_step_mean") or {}
+    lines.append(f"- Blocking host syncs: {_num(blocking.get('count'))} calls, {fmt_ns(blocking.get('total_ns'))}"
+                 + (f"; per step {_num(per_step.get('count'))} calls, {fmt_ns(per_step.get('total_ns'))}"
+                    if per_step else ""))
+    item = sync.get("item_pattern") or {}
+    if item:
+        lines.append(f"- `.item()` / `.cpu()` pattern (small device-to-host copy, ≤ {fmt_bytes(item.get('max_bytes'))},"
+                     f" with a blocking wait): {_num(item.get('count'))} times, {fmt_ns(item.get('wait_ns'))} waited")
+    if sync.get("stream_wait_event_calls") is not None:
+        lines.append(f"- Stream-wait-event calls: {_num(sync.get('stream_wait_event_calls'))}")
+    names = _Names()
+    by_name = [b for b in blocking.get("by_name") or [] if isinstance(b, dict)]
+    if by_name:
+        lines.append("")
+        lines.extend(table(["blocking call", "count", "total"],
+                           [[names.cell(b.get("name")), _num(b.get("count")), fmt_ns(b.get("total_ns"))]
+                            for b in by_name], ["---", "---:", "---:"]))
+    ops = [o for o in item.get("top_ops") or [] if isinstance(o, dict)]
+    if ops:
+        lines.extend(["", "Ops ending in a `.item()`-style sync:", ""])
+        lines.extend(table(["op", "count"], [[names.cell(o.get("name")), _num(o.get("count"))] for o in ops],
+                           ["---", "---:"]))
+    waits = [w for w in sync.get("gpu_waits") or [] if isinstance(w, dict)]
+    if waits:
+        lines.extend(["", "GPU-side sync records:", ""])
+        lines.extend(table(["kind", "count", "total"], [[md(w.get("sync_kind")), _num(w.get("count")),
+                                                         fmt_ns(w.get("total_ns"))] for w in waits],
+                           ["---", "---:", "---:"]))
+    return lines + names.block()
+
+
+def _occupancy(doc: dict[str, Any]) -> Lines:
+    occ = doc.get("occupancy")
+    if not isinstance(occ, dict) or "per_device" not in occ:
+        return _section_generic("occupancy", "Occupancy")(doc)
+    lines = ["", "## Occupancy", ""]
+    lines.append(f"{_num(occ.get('computed_count'))} of {_num(occ.get('kernel_count'))} kernels with a computed "
+                 f"occupancy; low means below {fmt_pct(occ.get('low_threshold'))}. Lost time (kernel time × unused "
+                 f"fraction, low or under-filled launches): {fmt_ns(occ.get('lost_ns'))}.")
+    devices = [d for d in occ.get("per_device") or [] if isinstance(d, dict)]
+    if devices:
+        lines.append("")
+        rows = []
+        for d in devices:
+            limiter = d.get("limiter_ns") or {}
+            top = max(limiter, key=lambda k: limiter[k]) if limiter and any(limiter.values()) else None
+            rows.append([md(d.get("device")), md(d.get("name") or "-"), md(d.get("compute_capability") or "-"),
+                         _num(d.get("sm_count")), fmt_pct(d.get("time_weighted_theoretical")),
+                         fmt_pct(d.get("time_weighted_estimated_achieved")), fmt_pct(d.get("time_weighted_reported")),
+                         fmt_ns(d.get("low_ns")), fmt_ns(d.get("under_filled_ns")), fmt_ns(d.get("lost_ns")),
+                         md(top or "-"), md(d.get("not_computed_reason") or "")])
+        lines.extend(table(["GPU", "name", "cc", "SMs", "theoretical", "est. achieved", "reported", "low-occupancy time",
+                            "under-filled time", "lost", "main limiter", "not computed because"], rows,
+                           ["---", "---", "---", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---", "---"]))
+    kernels = [k for k in occ.get("top_low_occupancy_kernels") or [] if isinstance(k, dict)]
+    if kernels:
+        names = _Names()
+        rows = [[names.cell(k.get("name")), md(k.get("device")), _num(k.get("count")), fmt_ns(k.get("total_ns")),
+                 fmt_ns(k.get("lost_ns")), fmt_pct(k.get("occupancy")), fmt_pct(k.get("theoretical")),
+                 _ratio(k.get("waves")), md(k.get("limiter") or "-"), _num(k.get("threads_per_block")),
+                 _num(k.get("registers_per_thread")), fmt_bytes(k.get("shared_bytes_per_block"))]
+                for k in kernels[:MAX_ROWS]]
+        lines.extend(["", "Kernels losing the most time to low occupancy:", ""])
+        lines.extend(_folded_table(["kernel", "GPU", "count", "total", "lost", "est. achieved", "theoretical", "waves",
+                                    "limiter", "threads/block", "regs/thread", "shared/block"], rows,
+                                   ["---", "---", "---:", "---:", "---:", "---:", "---:", "---:", "---", "---:", "---:",
+                                    "---:"], "kernels", total=len(kernels)))
+        lines.extend(names.block())
+    missing = [n for n in occ.get("not_computed") or [] if isinstance(n, dict)]
+    if missing:
+        lines.append("")
+        lines.extend(f"- Not computed for {_num(n.get('kernel_count'))} kernels on GPU {md(n.get('device'))}: "
+                     f"{md(n.get('reason'))}" for n in missing)
+    return lines
+
+
+def _ranges(doc: dict[str, Any]) -> Lines:
+    ranges = doc.get("ranges")
+    if not isinstance(ranges, dict) or not isinstance(ranges.get("ranges"), list):
+        return _section_generic("ranges", "Ranges (NVTX / annotations)")(doc)
+    lines = ["", "## Ranges (NVTX / annotations)", ""]
+    rows_in = [r for r in ranges["ranges"] if isinstance(r, dict)]
+    if not rows_in:
+        return lines + ["No annotation ranges in this trace."]
+    lines.append(f"{_num(ranges.get('count'))} range instances of {_num(ranges.get('names'))} names. GPU work belongs "
+                 "to a range when its launch call lies inside it on the same thread; projected = first op start to "
+                 "last op end.")
+    lines.append("")
+    names = _Names()
+    rows = [[names.cell(r.get("name")), _num(r.get("count")), fmt_ns(r.get("cpu_ns")), _num(r.get("gpu_ops")),
+             fmt_ns(r.get("gpu_op_ns")), fmt_ns(r.get("projected_ns")), fmt_ns(r.get("gpu_idle_ns"))]
+            for r in rows_in[:MAX_ROWS]]
+    lines.extend(_folded_table(["range", "count", "CPU time", "GPU ops", "GPU op time", "projected GPU span",
+                                "GPU idle inside"], rows, ["---", "---:", "---:", "---:", "---:", "---:", "---:"],
+                               "ranges", total=len(rows_in)))
+    return lines + names.block()
 
 
 def _gaps(doc: dict[str, Any]) -> Lines:
@@ -489,10 +639,10 @@ DEDICATED: list[tuple[str, Callable[[dict[str, Any]], Lines]]] = [
     ("attribution", _attribution),
     ("kernels", _kernels),
     ("launch", _launch),
-    ("sync", _section_generic("sync", "Synchronization")),
+    ("sync", _sync),
     ("memcpy", _memcpy),
-    ("occupancy", _section_generic("occupancy", "Occupancy")),
-    ("ranges", _section_generic("ranges", "Ranges (NVTX / annotations)")),
+    ("occupancy", _occupancy),
+    ("ranges", _ranges),
     ("host", _host),
 ]
 NOT_SECTIONS = {"schema_version", "source", "diagnosis"}

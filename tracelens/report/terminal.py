@@ -22,7 +22,7 @@ from .units import fmt_auto, fmt_bytes, fmt_ns, fmt_pct
 
 WIDTH = 100
 TOP_ROWS = 10
-NAME_WIDTH = 48  # kernel / range names are shortened (head…tail) to this many characters
+NAME_WIDTH = 44  # kernel / range names are shortened (head…tail) to this many characters
 
 Draw = Callable[[dict[str, Any], Console], None]
 
@@ -37,12 +37,37 @@ def _n(value: Any) -> str:
     return f"{value:,}" if isinstance(value, int) else f"{value:,.1f}"
 
 
-def _table(title: str, columns: list[str], right: set[str] | None = None) -> Table:
-    table = Table(title=Text(title), title_justify="left", title_style="bold", pad_edge=False, expand=False,
-                  box=box.SIMPLE_HEAD)
-    for col in columns:
-        table.add_column(col, justify="right" if right and col in right else "left", overflow="fold")
-    return table
+class _Rows:
+    """Rows collected first, so numeric columns can be given the width they need before rich lays out.
+
+    When a table is wider than the console, only the text (name) columns give way, cut with an ellipsis.
+    """
+
+    def __init__(self, title: str, columns: list[str], right: set[str] | None = None) -> None:
+        self.title = title
+        self.columns = columns
+        self.right = right or set()
+        self.rows: list[tuple[Any, ...]] = []
+
+    def add_row(self, *cells: Any) -> None:
+        self.rows.append(cells)
+
+    def rich(self) -> Table:
+        table = Table(title=Text(self.title), title_justify="left", title_style="bold", pad_edge=False,
+                      expand=False, box=box.SIMPLE_HEAD)
+        for i, col in enumerate(self.columns):
+            if col in self.right or col in ("GPU", "count"):
+                width = max([len(col)] + [len(str(row[i])) for row in self.rows])
+                table.add_column(col, justify="right", no_wrap=True, min_width=width)
+            else:
+                table.add_column(col, justify="left", overflow="ellipsis", no_wrap=True)
+        for row in self.rows:
+            table.add_row(*row)
+        return table
+
+
+def _table(title: str, columns: list[str], right: set[str] | None = None) -> _Rows:
+    return _Rows(title, columns, right)
 
 
 def _print(console: Console, text: str, style: str | None = None) -> None:
@@ -76,6 +101,28 @@ def _plain(value: Any) -> str:
     return value if isinstance(value, str) else fmt_auto("", value)
 
 
+def evidence_summary(evidence: Any) -> str:
+    """One line from a cause's evidence: scalars with units, per-device maps, the names of top lists."""
+    if not isinstance(evidence, dict):
+        return _plain(evidence)
+    parts = []
+    for key, value in evidence.items():
+        if isinstance(value, dict):
+            inner = ", ".join(f"{k}: {fmt_auto(key if str(k).isdigit() else str(k), v)}" for k, v in value.items()
+                              if not isinstance(v, (dict, list)))
+            parts.append(f"{key} {{{inner}}}")
+        elif isinstance(value, list):
+            names = [str(v.get("name")) for v in value if isinstance(v, dict) and v.get("name")]
+            if names:
+                parts.append(f"{key}: {', '.join(clean(n, 40) for n in names[:3])}"
+                             + (f" (+{len(names) - 3})" if len(names) > 3 else ""))
+            elif value and all(not isinstance(v, (dict, list)) for v in value):
+                parts.append(f"{key}: {', '.join(fmt_auto(key, v) for v in value[:5])}")
+        else:
+            parts.append(f"{key}: {fmt_auto(key, value)}")
+    return "; ".join(parts)
+
+
 def _diagnosis(doc: dict[str, Any], console: Console) -> None:
     primary = _primary(doc)
     if primary is None:
@@ -90,7 +137,8 @@ def _diagnosis(doc: dict[str, Any], console: Console) -> None:
         line.append(clean(f"  lost {fmt_ns(primary.get('lost_ns'))} ({fmt_pct(primary.get('share'))} of span)"))
         console.print(line, highlight=False)
         if primary.get("evidence"):
-            _print(console, f"  evidence: {_plain(primary['evidence'])}")
+            evidence = clean(evidence_summary(primary["evidence"]))
+            _print(console, f"  evidence: {evidence if len(evidence) <= 300 else evidence[:299] + '…'}")
         if primary.get("fix"):
             _print(console, f"  fix: {_plain(primary['fix'])}", style="cyan")
     others = [c for c in (doc["diagnosis"].get("causes") or [])[1:] if isinstance(c, dict)]
@@ -107,15 +155,17 @@ def _devices(doc: dict[str, Any], console: Console) -> None:
         _print(console, "No GPU activity in this trace (no kernels, copies or memsets); host side below.",
                style="yellow")
         return
-    table = _table("GPU utilization", ["GPU", "name", "util", "busy", "span", "kernels", "kernel time",
-                                       "memcpy n/time", "memset n/time"],
-                   {"util", "busy", "span", "kernels", "kernel time", "memcpy n/time", "memset n/time"})
+    from ..diff import gpu_utilization
+
+    table = _table(f"GPU utilization: {fmt_pct(gpu_utilization(doc))} (busy-weighted over {len(devices)} GPUs)",
+                   ["GPU", "util", "busy", "span", "kernels", "kernel time", "memcpy n/time", "memset n/time",
+                    "name"], {"util", "busy", "span", "kernels", "kernel time", "memcpy n/time", "memset n/time"})
     for d in devices:
-        table.add_row(_t(d.get("id")), _t(d.get("name") or "-", 24), fmt_pct(d.get("utilization")),
+        table.add_row(_t(d.get("id")), fmt_pct(d.get("utilization")),
                       fmt_ns(d.get("busy_ns")), fmt_ns(d.get("span_ns")), _n(d.get("kernel_count")),
                       fmt_ns(d.get("kernel_ns")), f"{_n(d.get('memcpy_count'))}/{fmt_ns(d.get('memcpy_ns'))}",
-                      f"{_n(d.get('memset_count'))}/{fmt_ns(d.get('memset_ns'))}")
-    console.print(table)
+                      f"{_n(d.get('memset_count'))}/{fmt_ns(d.get('memset_ns'))}", _t(d.get("name") or "-", 24))
+    console.print(table.rich())
 
 
 def _steps(doc: dict[str, Any], console: Console) -> None:
@@ -162,7 +212,7 @@ def _attribution(doc: dict[str, Any], console: Console) -> None:
         table.add_row(_t(d.get("device")), fmt_ns(idle),
                       *[f"{fmt_ns(by_cause.get(c))} {fmt_pct(by_cause.get(c, 0) / idle) if idle else ''}".strip()
                         for c in causes])
-    console.print(table)
+    console.print(table.rich())
 
 
 def _launch(doc: dict[str, Any], console: Console) -> None:
@@ -195,7 +245,7 @@ def _gaps(doc: dict[str, Any], console: Console) -> None:
             share = (h.get("total_ns") or 0) / idle if idle else 0.0
             table.add_row(_t(h.get("bucket")), _n(h.get("count")), fmt_ns(h.get("total_ns")),
                           fmt_pct(share) if idle else "-", "█" * int(round(20 * share)))
-        console.print(table)
+        console.print(table.rich())
 
 
 def _kernels(doc: dict[str, Any], console: Console) -> None:
@@ -209,7 +259,7 @@ def _kernels(doc: dict[str, Any], console: Console) -> None:
     for k in kernels["by_name"][:TOP_ROWS]:
         table.add_row(_t(k.get("name"), NAME_WIDTH), fmt_pct(k.get("time_fraction")), fmt_ns(k.get("total_ns")),
                       _n(k.get("count")), fmt_ns(k.get("avg_ns")), fmt_ns(k.get("max_ns")))
-    console.print(table)
+    console.print(table.rich())
 
 
 def _memcpy(doc: dict[str, Any], console: Console) -> None:
@@ -229,7 +279,7 @@ def _memcpy(doc: dict[str, Any], console: Console) -> None:
         bandwidth = f"{fmt_bytes(nbytes / (ns / 1e9))}/s" if nbytes and ns else "-"
         table.add_row(_t(k.get("kind")), _n(k.get("count")), fmt_bytes(nbytes), fmt_ns(ns), bandwidth,
                       _n(k.get("pageable_count")))
-    console.print(table)
+    console.print(table.rich())
 
 
 def _scalars(title: str, value: Any, console: Console) -> None:
@@ -246,8 +296,48 @@ def _scalars(title: str, value: Any, console: Console) -> None:
 
 
 def _occupancy(doc: dict[str, Any], console: Console) -> None:
-    if "occupancy" in doc:
-        _scalars("Occupancy", doc["occupancy"], console)
+    occ = doc.get("occupancy")
+    if not isinstance(occ, dict) or "per_device" not in occ:
+        if occ is not None:
+            _scalars("Occupancy", occ, console)
+        return
+    console.print()
+    _print(console, f"Occupancy: {_n(occ.get('computed_count'))} of {_n(occ.get('kernel_count'))} kernels computed, "
+                    f"lost {fmt_ns(occ.get('lost_ns'))} (low < {fmt_pct(occ.get('low_threshold'))})")
+    for d in occ.get("per_device") or []:
+        if not isinstance(d, dict):
+            continue
+        if d.get("not_computed_reason"):
+            _print(console, f"  GPU {d.get('device')}: not computed: {d['not_computed_reason']}")
+            continue
+        limiter = d.get("limiter_ns") or {}
+        top = max(limiter, key=lambda k: limiter[k]) if limiter and any(limiter.values()) else "-"
+        _print(console, f"  GPU {d.get('device')} (cc {d.get('compute_capability') or '?'}): theoretical "
+                        f"{fmt_pct(d.get('time_weighted_theoretical'))}, est. achieved "
+                        f"{fmt_pct(d.get('time_weighted_estimated_achieved'))}, reported "
+                        f"{fmt_pct(d.get('time_weighted_reported'))}; low {fmt_ns(d.get('low_ns'))}, "
+                        f"under-filled {fmt_ns(d.get('under_filled_ns'))}; main limiter {top}")
+    kernels = [k for k in occ.get("top_low_occupancy_kernels") or [] if isinstance(k, dict)]
+    if kernels:
+        table = _table("Most time lost to low occupancy", ["kernel", "lost", "total", "est.", "theor.", "limiter"],
+                       {"lost", "total", "est.", "theor."})
+        for k in kernels[:5]:
+            table.add_row(_t(k.get("name"), NAME_WIDTH), fmt_ns(k.get("lost_ns")), fmt_ns(k.get("total_ns")),
+                          fmt_pct(k.get("occupancy")), fmt_pct(k.get("theoretical")), _t(k.get("limiter")))
+        console.print(table.rich())
+
+
+def _sync(doc: dict[str, Any], console: Console) -> None:
+    sync = doc.get("sync")
+    blocking = sync.get("blocking") if isinstance(sync, dict) else None
+    if not isinstance(blocking, dict):
+        return
+    console.print()
+    item = sync.get("item_pattern") or {}
+    top = [b for b in blocking.get("by_name") or [] if isinstance(b, dict)]
+    _print(console, f"Sync: {_n(blocking.get('count'))} blocking calls, {fmt_ns(blocking.get('total_ns'))}"
+                    + (f" (top {top[0].get('name')} x{_n(top[0].get('count'))})" if top else "")
+                    + f"; .item()-style waits {_n(item.get('count'))}, {fmt_ns(item.get('wait_ns'))}")
 
 
 def _ranges(doc: dict[str, Any], console: Console) -> None:
@@ -264,7 +354,7 @@ def _ranges(doc: dict[str, Any], console: Console) -> None:
     for r in rows[:TOP_ROWS]:
         table.add_row(*[_t(r.get(c), NAME_WIDTH) if isinstance(r.get(c), str) else fmt_auto(c, r.get(c))
                         for c in columns])
-    console.print(table)
+    console.print(table.rich())
 
 
 def _host(doc: dict[str, Any], console: Console) -> None:
@@ -276,14 +366,14 @@ def _host(doc: dict[str, Any], console: Console) -> None:
                    ["kind", "name", "count", "total"], {"count", "total"})
     for row in host["top"][:TOP_ROWS]:
         table.add_row(_t(row.get("kind")), _t(row.get("name"), 60), _n(row.get("count")), fmt_ns(row.get("total_ns")))
-    console.print(table)
+    console.print(table.rich())
 
 
 # Section renderers in print order. Add a section by adding its function here.
-SECTIONS: list[Draw] = [_source, _diagnosis, _devices, _steps, _gaps, _attribution, _kernels, _launch, _memcpy,
-                        _occupancy, _ranges, _host]
+SECTIONS: list[Draw] = [_source, _diagnosis, _devices, _steps, _gaps, _attribution, _kernels, _launch, _sync,
+                        _memcpy, _occupancy, _ranges, _host]
 HANDLED = {"schema_version", "source", "diagnosis", "devices", "steps", "gaps", "attribution", "kernels", "launch",
-           "memcpy", "occupancy", "ranges", "host"}
+           "sync", "memcpy", "occupancy", "ranges", "host"}
 
 
 def _others(doc: dict[str, Any], console: Console) -> None:

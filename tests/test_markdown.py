@@ -1,0 +1,174 @@
+"""Markdown report: escaping of traced names, table shape, folding, the plot beside the report."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from tracelens.analyses import analyze
+from tracelens.report.escape import html_text, md, shorten
+from tracelens.report.markdown import plot_path_for, render
+from tracelens.trace import Trace
+
+HOSTILE = "a|b</details><script>x</script>"
+# Longer than the 60-character table limit, so it is shortened and listed in full under the table.
+LONG_HOSTILE = "void gemm<float, `tick`*bold*_x_ [link](http://e) ~~s~~ " + "x" * 40 + "|</summary>\n<b>"
+ALLOWED_TAGS = {"<details>", "</details>", "</summary>"}
+
+
+def hostile_trace() -> Trace:
+    rows = []
+    for i in range(3):
+        base = i * 1_000_000
+        rows += [
+            {"kind": "step", "name": f"ProfilerStep#{i}", "start_ns": base, "end_ns": base + 1_000_000, "pid": 1,
+             "tid": 1, "step": i},
+            {"kind": "annotation", "name": HOSTILE, "start_ns": base, "end_ns": base + 400_000, "pid": 1, "tid": 1},
+            {"kind": "cpu_op", "name": LONG_HOSTILE, "start_ns": base + 400_000, "end_ns": base + 450_000,
+             "pid": 1, "tid": 1},
+            {"kind": "runtime", "name": "cudaLaunchKernel", "start_ns": base + 450_000, "end_ns": base + 460_000,
+             "pid": 1, "tid": 1, "correlation_id": 10 + i},
+            {"kind": "kernel", "name": HOSTILE, "start_ns": base + 470_000, "end_ns": base + 700_000, "device": 0,
+             "stream": 7, "correlation_id": 10 + i},
+            {"kind": "runtime", "name": "cudaLaunchKernel", "start_ns": base + 460_000, "end_ns": base + 465_000,
+             "pid": 1, "tid": 1, "correlation_id": 20 + i},
+            {"kind": "kernel", "name": LONG_HOSTILE, "start_ns": base + 700_000, "end_ns": base + 900_000,
+             "device": 0, "stream": 7, "correlation_id": 20 + i},
+        ]
+    return Trace.from_rows(rows)
+
+
+def unescaped_pipes(line: str) -> int:
+    return len(re.findall(r"(?<!\\)\|", line))
+
+
+def table_blocks(text: str) -> list[list[str]]:
+    blocks: list[list[str]] = []
+    current: list[str] = []
+    for line in text.split("\n"):
+        if line.startswith("|"):
+            current.append(line)
+        elif current:
+            blocks.append(current)
+            current = []
+    if current:
+        blocks.append(current)
+    return blocks
+
+
+def assert_tables_well_formed(text: str) -> int:
+    """Every table: a delimiter row second, and every row with its header's column count."""
+    blocks = table_blocks(text)
+    for block in blocks:
+        assert len(block) >= 2, block
+        assert re.fullmatch(r"\|( *:?-{3,}:? *\|)+", block[1]), block[1]
+        columns = unescaped_pipes(block[0])
+        for row in block:
+            assert unescaped_pipes(row) == columns, (block[0], row)
+            assert row.endswith("|")
+    return len(blocks)
+
+
+def assert_details_balanced(text: str) -> None:
+    depth = 0
+    for tag in re.findall(r"</?details>", text):
+        depth += 1 if tag == "<details>" else -1
+        assert depth >= 0, "a </details> closes a block that was never opened"
+    assert depth == 0
+
+
+def assert_only_our_tags(text: str) -> None:
+    """The only raw HTML in the report is the report's own <details>/<summary> folding."""
+    for tag in re.findall(r"<[^>\n]*>", text):
+        assert tag in ALLOWED_TAGS or tag.startswith("<details><summary>") or tag == "<summary>", tag
+
+
+def test_md_escapes_every_active_character() -> None:
+    assert md(HOSTILE) == "a&#124;b&lt;/details&gt;&lt;script&gt;x&lt;/script&gt;"
+    assert md("*a*_b_`c`[d](e)~f~\\") == "\\*a\\*\\_b\\_&#96;c&#96;\\[d\\](e)\\~f\\~\\\\"
+    assert md("line1\nline2\r\n\tx") == "line1 line2 x"
+    assert md("a & b") == "a &amp; b"
+    assert html_text('x"<y>&') == "x&quot;&lt;y&gt;&amp;"
+
+
+def test_shorten_keeps_head_and_tail() -> None:
+    name = "a" * 50 + "MIDDLE" + "z" * 50
+    short = shorten(name, 60)
+    assert len(short) == 60
+    assert short.startswith("a" * 39) and short.endswith("z" * 20) and "…" in short
+    assert shorten("short", 60) == "short"
+
+
+def test_hostile_names_are_escaped_everywhere(tmp_path: Path) -> None:
+    doc = analyze(hostile_trace())
+    text = render(doc, output=str(tmp_path / "r.md"), plots=False)
+    assert "<script>" not in text and "</script>" not in text and "<b>" not in text
+    assert "a&#124;b&lt;/details&gt;&lt;script&gt;x&lt;/script&gt;" in text
+    assert assert_tables_well_formed(text) >= 3
+    assert_details_balanced(text)
+    assert_only_our_tags(text)
+    # The long name is shortened in the kernel table and given in full (escaped) in a folded list.
+    assert md(LONG_HOSTILE) in text
+    full_list = text.split("<details><summary>Full names</summary>")[1].split("</details>")[0]
+    assert f"1. {md(LONG_HOSTILE)}" in full_list
+
+
+def test_hostile_names_in_diagnosis_and_unknown_sections() -> None:
+    doc = analyze(hostile_trace(), sections=["devices", "kernels"])
+    doc["diagnosis"] = {
+        "primary": {"cause": "input_pipeline", "lost_ns": 500, "share": 0.5,
+                    "evidence": {"top_range": HOSTILE, "ranges": [HOSTILE, LONG_HOSTILE]}, "fix": HOSTILE},
+        "causes": [{"cause": "input_pipeline", "lost_ns": 500, "share": 0.5, "evidence": [HOSTILE],
+                    "fix": [HOSTILE, "use `pin_memory`"]}],
+    }
+    doc["future_section"] = {"names": [{"name": HOSTILE, "total_ns": 5}], "note": LONG_HOSTILE,
+                             "nested": {"deeper": [{HOSTILE: HOSTILE}]}}
+    text = render(doc)
+    assert "<script>" not in text
+    assert_tables_well_formed(text)
+    assert_details_balanced(text)
+    assert_only_our_tags(text)
+
+
+def test_tables_have_consistent_columns_on_every_section() -> None:
+    text = render(analyze(hostile_trace()))
+    assert assert_tables_well_formed(text) >= 3
+
+
+def test_plot_written_beside_report_and_linked(tmp_path: Path) -> None:
+    doc = analyze(hostile_trace(), sections=["devices"])
+    # A hand-made timeline in the gaps section's documented shape: 2 buckets, busy 100% then 25%.
+    doc["gaps"] = {"devices": [{"device": 0, "timeline": {"edges_ns": [0, 500, 1000], "utilization": [1.0, 0.25]}}]}
+    out = tmp_path / "review.md"
+    text = render(doc, output=str(out), plots=True)
+    plot = tmp_path / "review.utilization.png"
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "![GPU utilization over time](review.utilization.png)" in text
+
+
+def test_no_plot_without_output_or_when_disabled(tmp_path: Path) -> None:
+    doc = analyze(hostile_trace())
+    out = tmp_path / "review.md"
+    text = render(doc, output=str(out), plots=False)
+    assert not (tmp_path / "review.utilization.png").exists()
+    assert "utilization.png" not in text
+    assert "utilization.png" not in render(doc, output=None, plots=True)
+
+
+def test_plot_path_derived_from_report_name() -> None:
+    assert plot_path_for("out/review.md") == Path("out/review.utilization.png")
+    assert plot_path_for("report") == Path("report.utilization.png")
+    assert plot_path_for("a.b.md") == Path("a.b.utilization.png")
+
+
+def test_long_kernel_table_is_folded() -> None:
+    # 13 distinct kernels: 10 shown, 3 folded into <details>.
+    rows = [{"kind": "kernel", "name": f"k{i:02d}", "start_ns": i * 100, "end_ns": i * 100 + 50 + i, "device": 0,
+             "stream": 1} for i in range(13)]
+    text = render(analyze(Trace.from_rows(rows), sections=["devices", "kernels"]))
+    kernel_part = text.split("## Top kernels")[1]
+    assert "<details><summary>3 more kernels</summary>" in kernel_part
+    shown = kernel_part.split("<details>")[0]
+    # Sorted by total time: k12 (62 ns) first, k03 (53 ns) tenth, k02..k00 folded.
+    assert "| 1 | k12 |" in shown and "| 10 | k03 |" in shown and "k02" not in shown
+    assert_tables_well_formed(text)
