@@ -1,0 +1,107 @@
+"""Launch stats: latency, short/small kernels, rates, queue depth, CUDA graphs (hand-derived)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tracelens.analyses import launch
+from tracelens.trace import Trace
+
+
+def call(name, start, end, corr, kind="runtime", tid=1):
+    return {"kind": kind, "name": name, "start_ns": start, "end_ns": end, "pid": 1, "tid": tid, "correlation_id": corr}
+
+
+def op(start, end, corr, stream=7, kind="kernel", graph_id=None, device=0):
+    return {"kind": kind, "name": kind, "start_ns": start, "end_ns": end, "device": device, "stream": stream,
+            "correlation_id": corr, "graph_id": graph_id}
+
+
+def _trace():
+    # Four kernels on stream 7, launched by 10 ns calls:
+    #   corr 1: call [0,10)   kernel [15,20)      latency 5,  dur 5  (< call 10: short, < 10 us: small)
+    #   corr 2: call [10,20)  kernel [40,20040)   latency 20, dur 20000
+    #   corr 3: call [20,30)  kernel [20040,20045) latency 20010, dur 5 (short, small)
+    #   corr 4: call [30,40)  kernel [20030,20035) on stream 8, latency 19990, dur 5 (short, small)
+    # plus an unmatched kernel [30000,30010) (no call). Kernel time 20025; small (<10 us) 5+5+5+10 = 25.
+    return Trace.from_rows([
+        call("cudaLaunchKernel", 0, 10, 1), op(15, 20, 1),
+        call("cudaLaunchKernel", 10, 20, 2), op(40, 20040, 2),
+        call("cudaLaunchKernel", 20, 30, 3), op(20040, 20045, 3),
+        call("cudaLaunchKernel", 30, 40, 4), op(20030, 20035, 4, stream=8),
+        op(30000, 30010, None),
+        call("cudaStreamSynchronize", 40, 20050, 5),
+    ])
+
+
+def test_latency_percentiles():
+    stats = launch.section(_trace(), {})
+    lat = stats["latency"]
+    # sorted latencies: 5, 20, 19990, 20010; "lower" percentiles: p50 -> index 1, p90/p99 -> index 2.
+    assert lat["count"] == 4 and lat["negative_count"] == 0
+    assert (lat["p50_ns"], lat["p90_ns"], lat["p99_ns"], lat["max_ns"]) == (20, 19990, 19990, 20010)
+    assert lat["mean_ns"] == pytest.approx((5 + 20 + 19990 + 20010) / 4)
+    assert (stats["gpu_ops"], stats["matched_ops"]) == (5, 4)
+
+
+def test_short_and_small_kernels():
+    stats = launch.section(_trace(), {})
+    assert stats["short_kernels"] == {"count": 3, "kernel_ns": 15, "of_matched_kernels": 4}
+    small = stats["small_kernels"]
+    assert (small["count"], small["kernel_ns"], small["total_kernel_ns"]) == (4, 25, 20025)
+    assert small["share"] == pytest.approx(25 / 20025)
+
+
+def test_rates():
+    rates = launch.section(_trace(), {})["rates"]
+    # Launching calls: corr 1..4 (the sync has no GPU op): span [0,40) -> 4 / 40 ns = 1e8 per s.
+    assert rates["launch_calls"] == 4 and rates["issue_span_ns"] == 40
+    assert rates["issue_per_s"] == pytest.approx(4 / 40e-9)
+    # Busy union: [15,20) + [40,20045) + [30000,30010) = 5 + 20005 + 10 = 20020 ns; 5 ops.
+    assert rates["gpu_busy_ns"] == 20020
+    assert rates["execution_per_s"] == pytest.approx(5 / 20020e-9)
+    assert rates["issue_to_execution"] == pytest.approx((4 / 40e-9) / (5 / 20020e-9))
+
+
+def test_queue_depth():
+    qd = {(q["device"], q["stream"]): q for q in launch.section(_trace(), {})["queue_depth"]}
+    # Stream 7 events: +1@10, -1@20, +1@20, +1@30, -1@20040, -1@20045 (at equal times -1 first).
+    # depth: 1 on [10,20), 1 on [20,30), 2 on [30,20040), 1 on [20040,20045) over span 20035.
+    s7 = qd[(0, 7)]
+    assert s7["max"] == 2 and s7["ops"] == 3
+    assert s7["mean"] == pytest.approx((10 + 10 + 2 * 20010 + 5) / 20035)
+    # Stream 8: +1@40, -1@20035 -> depth 1 over the whole span.
+    assert qd[(0, 8)] == {"device": 0, "stream": 8, "max": 1, "mean": 1.0, "ops": 1}
+
+
+def test_negative_latency_is_counted_and_clipped():
+    # A synchronous copy: the GPU copy [5,8) runs inside its call [0,10): latency -2 -> clipped to 0.
+    trace = Trace.from_rows([call("cudaMemcpy", 0, 10, 1), op(5, 8, 1, kind="memcpy")])
+    lat = launch.section(trace, {})["latency"]
+    assert lat["negative_count"] == 1 and lat["max_ns"] == 0
+
+
+def test_runtime_call_preferred_over_driver_with_same_correlation():
+    # cuLaunchKernel nested inside cudaLaunchKernel with the same id: the runtime call is the launch.
+    trace = Trace.from_rows([
+        call("cudaLaunchKernel", 0, 10, 1),
+        call("cuLaunchKernel", 2, 8, 1, kind="driver"),
+        op(20, 30, 1),
+    ])
+    stats = launch.section(trace, {})
+    assert stats["latency"]["max_ns"] == 10 and stats["rates"]["launch_calls"] == 1
+
+
+def test_cuda_graphs():
+    trace = Trace.from_rows([
+        call("cudaGraphLaunch", 0, 10, 1), op(20, 30, 1, graph_id=5), op(30, 40, 1, graph_id=5),
+    ])
+    graphs = launch.section(trace, {})["cuda_graphs"]
+    assert graphs == {"in_use": True, "graph_launch_calls": 1, "graph_ops": 2}
+    assert launch.section(_trace(), {})["cuda_graphs"]["in_use"] is False
+
+
+def test_empty_trace():
+    stats = launch.section(Trace.from_rows([{"kind": "cpu_op", "name": "a", "start_ns": 0, "end_ns": 1}]), {})
+    assert stats["latency"]["count"] == 0 and stats["queue_depth"] == []
+    assert stats["rates"]["issue_per_s"] is None
