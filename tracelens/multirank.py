@@ -119,7 +119,7 @@ def resolve_ranks(metadata_ranks: Sequence[int | None], paths: Sequence[Path]) -
     When the stated ranks are missing or collide, every trace is numbered by its position instead (a
     partial numbering would risk two traces claiming one rank) and a warning says so.
     """
-    candidates = [meta if meta is not None else rank_from_name(path) for meta, path in zip(metadata_ranks, paths)]
+    candidates = [meta if meta is not None else rank_from_name(path) for meta, path in zip(metadata_ranks, paths, strict=True)]
     if all(c is not None for c in candidates) and len(set(candidates)) == len(candidates):
         return [int(c) for c in candidates], []  # type: ignore[arg-type]
     known = [c for c in candidates if c is not None]
@@ -252,8 +252,17 @@ def _run_local(tasks: list[Task], workers: int, on_done: Callable[[], None]) -> 
     from concurrent.futures import ProcessPoolExecutor, as_completed
     from concurrent.futures.process import BrokenProcessPool
 
-    # spawn: a forked child would inherit the parent's threads (Arrow, DuckDB pools) in unknown states.
-    context = multiprocessing.get_context("spawn")
+    # forkserver: a child forked from the parent would inherit its threads (Arrow, DuckDB pools) in unknown
+    # states; the server is a fresh process that imports the heavy modules once, then forks each worker.
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        context = multiprocessing.get_context("forkserver")
+        from .analyses import SECTIONS
+        from .ingest import READERS
+
+        context.set_forkserver_preload(["tracelens.multirank", *(f"tracelens.analyses.{n}" for n in SECTIONS),
+                                        *(f"tracelens.ingest.{m}" for m in set(READERS.values()))])
+    else:
+        context = multiprocessing.get_context("spawn")
     results: dict[int, dict[str, Any]] = {}
     with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
         futures = {pool.submit(ingest_and_summarize, *task): i for i, task in enumerate(tasks)}
@@ -282,7 +291,7 @@ def _run_dask(tasks: list[Task], workers: int, scheduler: str | None,
         cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
         client = Client(cluster)
     try:
-        futures = client.map(ingest_and_summarize, *zip(*tasks), pure=False)
+        futures = client.map(ingest_and_summarize, *zip(*tasks, strict=True), pure=False)
         index = {f.key: i for i, f in enumerate(futures)}
         results: dict[int, dict[str, Any]] = {}
         for future in as_completed(futures):
@@ -549,7 +558,7 @@ def _idle_by_cause(attribution: Any) -> dict[str, int] | None:
     """Idle ns by cause from a rank's ``attribution`` section, whatever of its known shapes it has."""
     if not isinstance(attribution, dict):
         return None
-    for key in ("idle_by_cause", "by_cause", "causes"):
+    for key in ("total_by_cause", "idle_by_cause", "by_cause", "causes"):
         value = attribution.get(key)
         if isinstance(value, dict):
             return {str(k): int(v) for k, v in value.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
@@ -620,11 +629,11 @@ def analyze_run(
             results = _run_local(tasks, workers, advance)
 
     failures = [r["error"] for r in results if not r["ok"]]
-    good = [(r, s, src) for r, s, src in zip(results, stats, sources) if r["ok"]]
+    good = [(r, s, src) for r, s, src in zip(results, stats, sources, strict=True) if r["ok"]]
     if not good:
         raise InputError("no trace of the run could be read: " + "; ".join(failures))
     ranks, rank_warnings = resolve_ranks([r["metadata"]["rank"] for r, _, _ in good], [src for _, _, src in good])
-    for (result, (size, mtime_ns), _), rank in zip(good, ranks):
+    for (result, (size, mtime_ns), _), rank in zip(good, ranks, strict=True):
         manifest["entries"][result["source"]] = {
             "source": result["source"], "size": size, "mtime_ns": mtime_ns, "rank": rank,
             "parquet": Path(result["parquet"]).name, "table_schema_version": TABLE_SCHEMA_VERSION,
@@ -664,7 +673,7 @@ def build_run_document(results: list[dict[str, Any]], ranks: list[int], warnings
     for row in collectives["per_rank"]:
         coll_by_rank.setdefault(row["rank"], []).append(row)
     span_total = 0
-    for result, rank in zip(results, ranks):
+    for result, rank in zip(results, ranks, strict=True):
         rank_devices = result["sections"].get("devices") or []
         for d in rank_devices:
             devices.append({"rank": rank, **d})
@@ -715,7 +724,7 @@ def build_run_document(results: list[dict[str, Any]], ranks: list[int], warnings
             "event_count": int(sum(r["event_count"] for r in results)),
             "traces": len(results),
             "cache_dir": str(cache),
-            "warnings": warnings + [f"rank {rk}: {w}" for r, rk in zip(results, ranks)
+            "warnings": warnings + [f"rank {rk}: {w}" for r, rk in zip(results, ranks, strict=True)
                                     for w in r["metadata"]["warnings"]],
         },
         "devices": devices,
