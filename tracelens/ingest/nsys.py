@@ -14,7 +14,7 @@ import re
 import sqlite3
 import warnings
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -166,8 +166,8 @@ class _Database:
             conn.close()
         if not rows:
             return pa.table({n: pa.array([], pa.int64()) for n in names})
-        columns = list(zip(*rows))
-        return pa.table({n: pa.array(col) for n, col in zip(names, columns)})
+        columns = list(zip(*rows, strict=True))
+        return pa.table({n: pa.array(col) for n, col in zip(names, columns, strict=True)})
 
 
 def _adbc_available() -> bool:
@@ -384,11 +384,6 @@ class NsysReader:
         strings = _Strings.load(db)
 
         queries = self._queries(db)
-        with ThreadPoolExecutor(max_workers=max(1, min(4, os.cpu_count() or 1))) as pool:
-            futures = {name: pool.submit(db.arrow, sql, cols) for name, (sql, cols) in queries.items()}
-            results = {name: f.result() for name, f in futures.items()}
-
-        parts: list[_Part] = []
         builders: dict[str, Callable[[pa.Table], _Part | None]] = {
             TABLE_KERNEL: lambda t: self._kernels(t, strings),
             TABLE_MEMCPY: lambda t: self._memcpys(t, db),
@@ -400,10 +395,18 @@ class NsysReader:
             TABLE_PROFILER_OVERHEAD: lambda t: self._host_named(t, strings, OVERHEAD),
             TABLE_CUPTI_OVERHEAD: lambda t: self._host_named(t, strings, OVERHEAD),
         }
-        for name, table in results.items():
-            part = builders[name](table.combine_chunks())
-            if part is not None and part.n:
-                parts.append(part)
+        # Tables are fetched in parallel (the Arrow fetch releases the GIL); each is turned into rows as soon
+        # as it arrives, overlapping that work with the remaining fetches. NVTX first: it is the biggest.
+        order = sorted(queries, key=lambda name: name != TABLE_NVTX)
+        results: dict[str, pa.Table] = {}
+        built: dict[str, _Part | None] = {}
+        with ThreadPoolExecutor(max_workers=max(2, min(4, os.cpu_count() or 1))) as pool:
+            futures = {pool.submit(db.arrow, *queries[name]): name for name in order}
+            for future in as_completed(futures):
+                name = futures[future]
+                results[name] = future.result().combine_chunks()
+                built[name] = builders[name](results[name])
+        parts = [p for name in order if (p := built[name]) is not None and p.n]
 
         if not any(name in db.tables for name in GPU_TABLES) or not any(
                 results.get(t) is not None and results[t].num_rows for t in GPU_TABLES):
@@ -627,7 +630,7 @@ class NsysReader:
 
         domain_ids = _numpy(t.column("domainId"), fill=-1)
         created = event_type == _NVTX_DOMAIN_CREATE
-        domain_names = {int(d): values[int(i)].as_py() for d, i in zip(domain_ids[created], name_idx[created])
+        domain_names = {int(d): values[int(i)].as_py() for d, i in zip(domain_ids[created], name_idx[created], strict=True)
                         if i >= 0 and d > 0}
         self._nvtx_domains = domain_names
 
@@ -754,7 +757,7 @@ class NsysReader:
             if "id" in have:
                 sql = ", ".join(f'"{c}"' if c in have else "NULL" for c in wanted)
                 for values in db.small(f"SELECT {sql} FROM TARGET_INFO_GPU"):
-                    g = dict(zip(wanted, values))
+                    g = dict(zip(wanted, values, strict=True))
                     if g["id"] is None:
                         continue
                     warps, warp = g["maxWarpsPerSm"], g["threadsPerWarp"]
