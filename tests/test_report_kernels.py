@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import shared_params
 from tracelens.analyses.kernels import kernel_summary
 from tracelens.trace import Trace
-from tests.conftest import shared_params
 
 
 def _load(path: Path) -> Trace:

@@ -24,6 +24,7 @@ from typing import Any
 DIFF_SCHEMA_VERSION = "1.0"
 NOISE_FLOOR = 0.02  # relative change (2%), or 0.02 = 2 points for fraction metrics
 TOP_KERNELS = 15  # entries per kernels added / removed / slower / faster list
+_EPSILON = 1e-9  # 100 * (0.8 - 0.5) is 30.000000000000004: exactly PCT is not "more than" PCT
 
 Doc = dict[str, Any]
 
@@ -235,6 +236,25 @@ def _launch_rows(base: Doc, head: Doc) -> list[dict[str, Any]]:
     return rows
 
 
+STEP_CATEGORY_BETTER = {"input": "lower", "sync": "lower", "launch": "lower"}
+
+
+def _step_host_rows(base: Doc, head: Doc) -> list[dict[str, Any]]:
+    """Mean host time per step by category (steps.summary.host_ns / steps.count) for both traces."""
+
+    def per_step(doc: Doc) -> dict[str, float]:
+        steps = doc.get("steps")
+        host = _steps_summary(doc).get("host_ns")
+        count = steps.get("count") if isinstance(steps, dict) else None
+        if not isinstance(host, dict) or not count:
+            return {}
+        return {str(k): v / count for k, v in host.items() if _number(v) is not None}
+
+    b, h = per_step(base), per_step(head)
+    return [_row(f"step_{cat}_ns", f"per step: host {cat}", "ns", STEP_CATEGORY_BETTER.get(cat), b.get(cat), h.get(cat))
+            for cat in [*b, *(k for k in h if k not in b)]]
+
+
 def _kernel_changes(base: Doc, head: Doc) -> dict[str, Any]:
     base_k = {k["name"]: k for k in _kernels(base).get("by_name", []) if isinstance(k, dict)}
     head_k = {k["name"]: k for k in _kernels(head).get("by_name", []) if isinstance(k, dict)}
@@ -282,11 +302,19 @@ def _side(doc: Doc) -> dict[str, Any]:
     }
 
 
+def _describe(row: dict[str, Any]) -> str:
+    if row["unit"] == "fraction":
+        return (f"{row['label']}: {100 * row['base']:.1f}% -> {100 * row['head']:.1f}% "
+                f"({100 * row['delta']:+.1f} points): {row['change']}")
+    relative = f" ({100 * row['relative']:+.1f}%)" if row["relative"] is not None else ""
+    return f"{row['label']}: {row['base'] / 1e6:.3f} ms -> {row['head'] / 1e6:.3f} ms{relative}: {row['change']}"
+
+
 def _verdict(rows: list[dict[str, Any]]) -> tuple[str, list[str]]:
     headline = [r for r in rows if r["key"] in HEADLINE and r["change"] != "n/a"]
     if not headline:
         return "inconclusive", ["neither GPU utilization nor mean step time exists in both traces"]
-    reasons = [f"{r['label']}: {r['change']}" for r in headline]
+    reasons = [_describe(r) for r in headline]
     if any(r["change"] == "regressed" for r in headline):
         return "regressed", reasons
     if any(r["change"] == "improved" for r in headline):
@@ -297,6 +325,7 @@ def _verdict(rows: list[dict[str, Any]]) -> tuple[str, list[str]]:
 def compare(base_doc: Doc, head_doc: Doc) -> dict[str, Any]:
     """Metrics of two analysis documents side by side with deltas, changed kernels and a verdict."""
     metrics = [_row(m.key, m.label, m.unit, m.better, m.get(base_doc), m.get(head_doc)) for m in METRICS]
+    metrics.extend(_step_host_rows(base_doc, head_doc))
     metrics.extend(_launch_rows(base_doc, head_doc))
     base_idle, head_idle = _idle_by_cause(base_doc), _idle_by_cause(head_doc)
     idle = [_row(f"idle_{cause}_ns", f"idle: {cause}", "ns", "lower", base_idle.get(cause, 0 if base_idle else None),
@@ -326,13 +355,13 @@ def regression_reasons(result: dict[str, Any], pct: float) -> list[str]:
     util = by_key.get("gpu_utilization")
     if util and util["base"] is not None and util["head"] is not None:
         drop_points = 100.0 * (util["base"] - util["head"])
-        if drop_points > pct:
+        if drop_points > pct + _EPSILON:
             reasons.append(f"GPU utilization {100 * util['base']:.1f}% -> {100 * util['head']:.1f}% "
                            f"({drop_points:.1f} points lower, threshold {pct:g})")
     step = by_key.get("mean_step_ns")
     if step and step["base"] and step["head"] is not None:
         longer_pct = 100.0 * (step["head"] - step["base"]) / step["base"]
-        if longer_pct > pct:
+        if longer_pct > pct + _EPSILON:
             reasons.append(f"mean step time {step['base'] / 1e6:.3f} ms -> {step['head'] / 1e6:.3f} ms "
                            f"({longer_pct:.1f}% longer, threshold {pct:g}%)")
     return reasons

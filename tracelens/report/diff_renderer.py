@@ -91,9 +91,11 @@ def render_markdown(result: dict[str, Any]) -> str:
                   md(info.get("primary_cause") or "-")] for side, info in (("base", base), ("head", head))]
     lines.extend(_table(["", "trace", "format", "framework", "primary cause"], side_rows))
     lines.extend(["", "## Metrics", ""])
-    lines.extend(_table(["metric", "base", "head", "delta", "relative", "change"], _metric_rows(result["metrics"]),
+    # Metrics neither trace has (no GPU, no steps) stay in the JSON but are left out here.
+    present = [r for r in result["metrics"] if r["base"] is not None or r["head"] is not None]
+    lines.extend(_table(["metric", "base", "head", "delta", "relative", "change"], _metric_rows(present),
                         ["---", "---:", "---:", "---:", "---:", "---"]))
-    if result.get("idle_by_cause"):
+    if any(r["base"] or r["head"] for r in result.get("idle_by_cause") or []):
         lines.extend(["", "## GPU idle time by cause", ""])
         lines.extend(_table(["cause", "base", "head", "delta", "relative", "change"],
                             _metric_rows(result["idle_by_cause"]), ["---", "---:", "---:", "---:", "---:", "---"]))

@@ -1,0 +1,194 @@
+"""``tracelens diff``: metrics, verdict, kernel changes, rendering and the CI gate's exit codes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import FIXTURES
+from tests.test_markdown import assert_details_balanced, assert_tables_well_formed
+from tracelens.cli import main
+from tracelens.diff import compare, gpu_utilization, mean_step_ns, regression_reasons
+from tracelens.report.diff_renderer import render_diff
+from tracelens.trace import Trace
+
+TEMPLATES = FIXTURES / "templates"
+
+
+def doc(devices: list[tuple[int, int]], steps: list[int] | None = None, kernels: dict | None = None) -> dict:
+    """A minimal analysis document: devices as (busy_ns, span_ns), steps as durations."""
+    out: dict = {
+        "schema_version": "1.0",
+        "source": {"path": "x", "format": "handmade", "framework": "unknown"},
+        "devices": [{"id": i, "busy_ns": b, "span_ns": s, "utilization": b / s, "kernel_count": 1, "kernel_ns": b,
+                     "memcpy_count": 0, "memcpy_ns": 0, "memset_count": 0, "memset_ns": 0}
+                    for i, (b, s) in enumerate(devices)],
+    }
+    if steps is not None:
+        out["steps"] = {"count": len(steps), "steps": [{"step": i, "duration_ns": d} for i, d in enumerate(steps)],
+                        "summary": {"mean_ns": sum(steps) / len(steps)} if steps else None}
+    if kernels is not None:
+        out["kernels"] = {"count": 0, "total_ns": 0, "distinct_names": len(kernels),
+                          "by_name": [{"name": n, "count": c, "total_ns": t, "avg_ns": t / c} for n, (c, t) in
+                                      kernels.items()]}
+    return out
+
+
+def metric(result: dict, key: str) -> dict:
+    return next(m for m in result["metrics"] if m["key"] == key)
+
+
+def test_utilization_is_busy_weighted_over_devices() -> None:
+    # Device 0 busy 90 of 100, device 1 busy 10 of 300: (90 + 10) / (100 + 300) = 0.25 (not the mean 0.467).
+    assert gpu_utilization(doc([(90, 100), (10, 300)])) == 0.25
+    assert gpu_utilization(doc([])) is None
+    assert mean_step_ns(doc([(1, 2)], steps=[10, 20, 60])) == 30.0
+    assert mean_step_ns(doc([(1, 2)])) is None
+
+
+def test_deltas_and_verdict_regressed() -> None:
+    # base 80/100 = 0.80, head 50/100 = 0.50: delta -0.30 (30 points), relative -0.375.
+    # steps: base mean 10 ms, head mean 12 ms: +2 ms, +20%.
+    base = doc([(80, 100)], steps=[10_000_000, 10_000_000])
+    head = doc([(50, 100)], steps=[12_000_000, 12_000_000])
+    result = compare(base, head)
+    util = metric(result, "gpu_utilization")
+    assert util["base"] == 0.8 and util["head"] == 0.5
+    assert util["delta"] == pytest.approx(-0.3) and util["relative"] == pytest.approx(-0.375)
+    assert util["change"] == "regressed"
+    step = metric(result, "mean_step_ns")
+    assert step["delta"] == 2_000_000 and step["relative"] == pytest.approx(0.2) and step["change"] == "regressed"
+    assert result["verdict"] == "regressed"
+    # 30 points > 5 and 20% > 5%: both criteria fire; at 25 only utilization does, at 30 neither.
+    assert len(regression_reasons(result, 5)) == 2
+    assert len(regression_reasons(result, 25)) == 1 and "utilization" in regression_reasons(result, 25)[0]
+    assert regression_reasons(result, 30) == []
+
+
+def test_improved_and_unchanged_within_noise() -> None:
+    improved = compare(doc([(50, 100)], steps=[12]), doc([(80, 100)], steps=[10]))
+    assert improved["verdict"] == "improved"
+    assert regression_reasons(improved, 0) == []
+    # +1.5 points utilization and +1.9% step time are inside the 2% noise floor.
+    same = compare(doc([(500, 1000)], steps=[1000]), doc([(515, 1000)], steps=[1019]))
+    assert same["verdict"] == "unchanged"
+    assert metric(same, "gpu_utilization")["change"] == "unchanged"
+    assert metric(same, "mean_step_ns")["change"] == "unchanged"
+    # ... but a 1-point threshold still fires on the 1.9% longer step time.
+    assert len(regression_reasons(same, 1)) == 1
+
+
+def test_missing_criteria_are_not_applied() -> None:
+    # No GPU on either side: utilization criterion not applied; no steps: step criterion not applied.
+    no_gpu = compare(doc([], steps=[10]), doc([], steps=[30]))
+    assert metric(no_gpu, "gpu_utilization")["change"] == "n/a"
+    assert no_gpu["verdict"] == "regressed"
+    assert len(regression_reasons(no_gpu, 5)) == 1
+    nothing = compare(doc([]), doc([]))
+    assert nothing["verdict"] == "inconclusive" and regression_reasons(nothing, 0) == []
+
+
+def test_kernel_changes() -> None:
+    # gemm avg 10 -> 12 (+20%): slower; relu avg 5 -> 5.05 (+1%): within noise; conv only in base; attn only in head.
+    base = doc([(1, 2)], kernels={"gemm": (10, 100), "relu": (100, 500), "conv": (1, 7)})
+    head = doc([(1, 2)], kernels={"gemm": (10, 120), "relu": (100, 505), "attn": (2, 40)})
+    k = compare(base, head)["kernels"]
+    assert [x["name"] for x in k["slower"]] == ["gemm"]
+    assert k["slower"][0]["avg_relative"] == pytest.approx(0.2) and k["slower"][0]["total_delta_ns"] == 20
+    assert [x["name"] for x in k["added"]] == ["attn"] and [x["name"] for x in k["removed"]] == ["conv"]
+    assert k["faster"] == [] and (k["added_count"], k["removed_count"], k["slower_count"]) == (1, 1, 1)
+
+
+def test_render_markdown_and_json() -> None:
+    hostile = "a|b</details><script>x</script>"
+    base = doc([(80, 100)], steps=[10], kernels={hostile: (1, 10), "k" * 90: (1, 10)})
+    head = doc([(50, 100)], steps=[12], kernels={hostile: (1, 20)})
+    result = compare(base, head)
+    text = render_diff(result, "markdown")
+    assert "**Verdict: ❌ regressed**" in text
+    assert "<script>" not in text and "a&#124;b&lt;/details&gt;" in text
+    assert "| GPU utilization (Σbusy/Σspan) | 80.0% | 50.0% | -30.0 pts | -37.5% | ❌ regressed |" in text
+    assert assert_tables_well_formed(text) >= 4  # sides, metrics, slower, removed
+    assert_details_balanced(text)
+    assert json.loads(render_diff(result, "json"))["verdict"] == "regressed"
+
+
+def _step_trace(step_ns: int, busy_ns: int, steps: int = 4) -> Trace:
+    """Steps of ``step_ns``; in each, input wait then one kernel of ``busy_ns`` at the step's end."""
+    rows = []
+    for i in range(steps):
+        base = i * step_ns
+        kernel_start = base + step_ns - busy_ns
+        rows += [
+            {"kind": "step", "name": f"ProfilerStep#{i}", "start_ns": base, "end_ns": base + step_ns, "pid": 1,
+             "tid": 1, "step": i},
+            {"kind": "annotation", "name": "tracelens/data", "start_ns": base, "end_ns": kernel_start - 1000,
+             "pid": 1, "tid": 1},
+            {"kind": "runtime", "name": "cudaLaunchKernel", "start_ns": kernel_start - 1000,
+             "end_ns": kernel_start - 500, "pid": 1, "tid": 1, "correlation_id": i + 1},
+            {"kind": "kernel", "name": "gemm", "start_ns": kernel_start, "end_ns": base + step_ns, "device": 0,
+             "stream": 7, "correlation_id": i + 1},
+        ]
+    return Trace.from_rows(rows)
+
+
+@pytest.fixture
+def healthy_and_slow(tmp_path: Path) -> tuple[str, str]:
+    # healthy: 4 steps of 10 ms, an 8 ms kernel ending each step: GPU from 2 ms to 40 ms = span 38 ms,
+    #          busy 4 * 8 = 32 ms -> utilization 32/38 = 84.2%; mean step 10 ms.
+    # slow:    4 steps of 30 ms, same kernels: GPU from 22 ms to 120 ms = span 98 ms, busy 32 ms -> 32.7%.
+    healthy, slow = tmp_path / "healthy.parquet", tmp_path / "slow.parquet"
+    _step_trace(10_000_000, 8_000_000).save(healthy)
+    _step_trace(30_000_000, 8_000_000).save(slow)
+    return str(healthy), str(slow)
+
+
+def test_cli_gate_exit_codes_hand_built(healthy_and_slow: tuple[str, str], capsys: pytest.CaptureFixture) -> None:
+    healthy, slow = healthy_and_slow
+    assert main(["diff", healthy, slow, "--fail-on-regression", "5", "-f", "json"]) == 1
+    out, err = capsys.readouterr()
+    result = json.loads(out)
+    util = metric(result, "gpu_utilization")
+    assert util["base"] == pytest.approx(32 / 38) and util["head"] == pytest.approx(32 / 98)
+    assert result["verdict"] == "regressed"
+    assert err.startswith("tracelens: regression: GPU utilization 84.2% -> 32.7%") and err.count("\n") == 1
+    assert main(["diff", slow, healthy, "--fail-on-regression", "5"]) == 0
+    out, err = capsys.readouterr()
+    assert "**Verdict: ✅ improved**" in out and err == ""
+    # Without the flag a regression is reported but does not fail.
+    assert main(["diff", healthy, slow]) == 0
+    capsys.readouterr()
+
+
+def test_cli_diff_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    bad = tmp_path / "broken.json"
+    bad.write_text("{ not json")
+    assert main(["diff", str(bad), str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "broken.json" in err and "Traceback" not in err
+
+
+def test_cli_diff_writes_file(healthy_and_slow: tuple[str, str], tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    healthy, slow = healthy_and_slow
+    out = tmp_path / "diff.json"
+    assert main(["diff", healthy, slow, "-o", str(out)]) == 0
+    assert json.loads(out.read_text())["verdict"] == "regressed"  # format from the .json extension
+
+
+@pytest.mark.skipif(not (TEMPLATES / "pytorch_healthy_cpu.pt.trace.json.gz").exists(),
+                    reason="template traces not recorded")
+def test_cli_gate_on_recorded_templates(capsys: pytest.CaptureFixture) -> None:
+    # CPU runs of the PyTorch template: slow-input sleeps in its data loader every step, so its mean step time is
+    # longer; there is no GPU, so only the step-time criterion applies.
+    healthy = str(TEMPLATES / "pytorch_healthy_cpu.pt.trace.json.gz")
+    slow = str(TEMPLATES / "pytorch_slow-input_cpu.pt.trace.json.gz")
+    assert main(["diff", healthy, slow, "--fail-on-regression", "5", "-f", "json"]) == 1
+    out, err = capsys.readouterr()
+    result = json.loads(out)
+    assert result["verdict"] == "regressed"
+    assert metric(result, "gpu_utilization")["change"] == "n/a"
+    assert "mean step time" in err
+    assert main(["diff", slow, healthy, "--fail-on-regression", "5"]) == 0
+    assert "**Verdict: ✅ improved**" in capsys.readouterr().out
