@@ -165,7 +165,9 @@ def test_handmade_run_numbers(tmp_path: Path) -> None:
     assert (coll_straggler["rank"], coll_straggler["device"], coll_straggler["delay_ns"]) == (2, 0, 50)
 
     imbalance = doc["imbalance"]
-    assert imbalance["lost_ns"] == 400 and imbalance["basis"] == "collective_wait"
+    # lost per GPU: the 400 ns of waiting spread over the 3 participants
+    assert imbalance["total_lost_ns"] == 400 and imbalance["lost_ns"] == 133
+    assert imbalance["basis"] == "collective_wait" and imbalance["participants"] == 3
     assert imbalance["work_spread_ns"] == 800
     assert imbalance["max_over_mean_work"] == pytest.approx(1600 / (4000 / 3))
     assert imbalance["straggler_rank"] == 2
@@ -174,6 +176,10 @@ def test_handmade_run_numbers(tmp_path: Path) -> None:
     assert {d["rank"] for d in doc["devices"]} == {0, 1, 2}
     # the victim of the wait is reported, not the straggler (ties go to the lower rank)
     assert doc["representative_rank"] == 0
+    # the run's diagnosis is rank 0's, re-run with the run's imbalance as the across-ranks loss
+    causes = {c["cause"]: c for c in doc["diagnosis"]["causes"]}
+    assert causes["multi_gpu_imbalance"]["evidence"]["across_ranks_ns"] == 133
+    assert causes["multi_gpu_imbalance"]["lost_ns"] >= 133
     json.dumps(doc, allow_nan=False)  # JSON-able, no NaN
 
 

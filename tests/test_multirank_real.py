@@ -106,7 +106,11 @@ def test_two_rank_nccl_run_straggler_and_collective_wait(tmp_path: Path) -> None
     assert coll["rank"] == 1
     assert coll["delay_ns"] == pytest.approx(delay * len(late_kernels) / len(kernels), rel=0.05)
     assert doc["imbalance"]["basis"] == "collective_wait"
-    assert doc["imbalance"]["lost_ns"] == pytest.approx(delay * len(late_kernels), rel=0.05)
+    assert doc["imbalance"]["total_lost_ns"] == pytest.approx(delay * len(late_kernels), rel=0.05)
+    assert doc["imbalance"]["lost_ns"] == pytest.approx(delay * len(late_kernels) / 2, rel=0.05)  # per GPU
+    causes = {c["cause"]: c for c in doc["diagnosis"]["causes"]}
+    assert causes["multi_gpu_imbalance"]["evidence"]["across_ranks_ns"] == doc["imbalance"]["lost_ns"]
+    assert doc["representative_rank"] == 0  # the rank that waited
     assert doc["imbalance"]["straggler_rank"] == 1
     assert doc["source"]["world_size"] == 2
 
@@ -149,6 +153,7 @@ def test_eight_gpu_tf_trace_compares_its_gpus(tmp_path: Path) -> None:
     assert doc["imbalance"]["participants"] == len(work) >= 2
     assert doc["imbalance"]["basis"] == "work_spread"
     assert doc["imbalance"]["work_spread_ns"] == int((work.max() - work).sum())
+    assert doc["imbalance"]["lost_ns"] == round((work.max() - work).sum() / len(work))
     assert sorted(d["id"] for d in doc["devices"]) == sorted(int(d) for d in gpu["device"].unique())
 
 

@@ -527,26 +527,29 @@ def collective_analysis(kernels: pd.DataFrame, comparable: bool) -> dict[str, An
 
 
 def imbalance_analysis(work: pd.DataFrame, collectives: dict[str, Any], span_total_ns: int) -> dict[str, Any]:
-    """Time lost to imbalance: the collective wait when NCCL collectives matched across participants
-    (ranks waiting for the slowest), else the spread of GPU work: sum over participants of (max work - work)."""
+    """Time lost to imbalance, per GPU (the mean over participants, comparable with one GPU's span, as the
+    diagnosis compares it): the collective wait when NCCL collectives matched across participants (ranks
+    waiting for the slowest), else the spread of GPU work, (max work - work) per participant."""
     work_ns = work["work_ns"].astype("int64").to_numpy() if not work.empty else np.zeros(0, np.int64)
     spread = int((work_ns.max() - work_ns).sum()) if work_ns.size >= 2 else 0
     mean = float(work_ns.mean()) if work_ns.size else 0.0
+    participants = max(int(collectives.get("participants") or 0), int(work_ns.size), 1)
     if collectives.get("matched"):
-        lost, basis = int(collectives["wait_ns"]), "collective_wait"
+        total, basis = int(collectives["wait_ns"]), "collective_wait"
     elif work_ns.size >= 2:
-        lost, basis = spread, "work_spread"
+        total, basis = spread, "work_spread"
     else:
-        lost, basis = 0, "single_participant"
-    fraction = lost / span_total_ns if span_total_ns > 0 else 0.0
+        total, basis = 0, "single_participant"
+    fraction = total / span_total_ns if span_total_ns > 0 else 0.0
     return {
-        "lost_ns": lost,
+        "lost_ns": int(round(total / participants)),
+        "total_lost_ns": total,
         "basis": basis,
         "lost_fraction": fraction,
         "collective_wait_ns": int(collectives.get("wait_ns", 0)),
         "work_spread_ns": spread,
         "max_over_mean_work": float(work_ns.max() / mean) if mean > 0 else None,
-        "participants": int(work_ns.size),
+        "participants": participants,
         "verdict": "imbalanced" if fraction >= IMBALANCE_SIGNIFICANT_FRACTION else "balanced",
     }
 
