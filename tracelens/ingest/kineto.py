@@ -460,12 +460,15 @@ class _Columns:
         part["sync_kind"] = self.sync_kinds.encode([a.sync_kind for a in gpu_args])
         self.parts.append(part)
 
+    def _no_timed_events(self) -> InputError:
+        return InputError(f"trace has no timed events: none of its {self.counts['events']:,} events is a complete "
+                          "event (\"ph\": \"X\") with a timestamp", path=self.path)
+
     def finish(self, document: dict[str, Any]) -> Trace:
         if not self.parts:
             if self.counts["events"] == 0:
                 raise InputError("trace has no events", path=self.path)
-            raise InputError(f"trace has no timed events ({self.counts['events']} metadata, flow or "
-                             "instant events only)", path=self.path)
+            raise self._no_timed_events()
         cols = {k: np.concatenate([p[k] for p in self.parts]) for k in self.parts[0] if k != "gpu_rows"}
         offsets = np.cumsum([0] + [len(p["kind"]) for p in self.parts[:-1]])
         gpu_rows = np.concatenate([p["gpu_rows"] + off for p, off in zip(self.parts, offsets, strict=True)])
@@ -508,6 +511,8 @@ class _Columns:
         sync_code[gpu_rows] = cols["sync_kind"]
 
         order_keep = np.flatnonzero(keep)
+        if order_keep.size == 0:
+            raise self._no_timed_events()
         order_keep = order_keep[np.argsort(start[order_keep], kind="stable")]
         kind = kind[order_keep]
         start = start[order_keep]
