@@ -85,10 +85,14 @@ def _launch_mode(trace: Trace, copies: pd.DataFrame) -> np.ndarray:
     with_pid = left["pid"].notna()
     by_pid = host[host["pid"].notna()].drop_duplicates(["pid", "correlation_id"])
     m1 = left[with_pid].merge(by_pid[["pid", "correlation_id", "mode"]], on=["pid", "correlation_id"], how="inner")
-    by_corr = host.drop_duplicates(["correlation_id"])
-    rest = left[~left["row"].isin(m1["row"]) & left["correlation_id"].notna()]
-    m2 = rest.drop(columns="pid").merge(by_corr[["correlation_id", "mode"]], on="correlation_id", how="inner")
-    for matched in (m1, m2):
+    # Without a pid on one side, the correlation id alone decides (never across two known, different pids).
+    no_pid_copies = left[~with_pid & left["correlation_id"].notna()].drop(columns="pid")
+    m2 = no_pid_copies.merge(host.drop_duplicates(["correlation_id"])[["correlation_id", "mode"]],
+                             on="correlation_id", how="inner")
+    unmatched = left[with_pid & ~left["row"].isin(m1["row"])].drop(columns="pid")
+    pidless_host = host[host["pid"].isna()].drop_duplicates(["correlation_id"])
+    m3 = unmatched.merge(pidless_host[["correlation_id", "mode"]], on="correlation_id", how="inner")
+    for matched in (m1, m2, m3):
         out[matched["row"].to_numpy()] = matched["mode"].to_numpy(dtype=object)
     return out
 
