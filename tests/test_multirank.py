@@ -278,3 +278,19 @@ def test_rank_plot_is_written(tmp_path: Path) -> None:
     doc, _ = multirank.analyze_run([tmp_path / "run"], workers=1, cache_dir=tmp_path / "cache")
     out = multirank.plot_ranks(doc, tmp_path / "ranks.png")
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_markdown_report_has_a_ranks_section(tmp_path: Path) -> None:
+    paths = write_handmade_run(tmp_path / "run")
+    odd = paths[0].with_name("rank0|<b>x.parquet")  # a name that could break a table or inject a tag
+    paths[0].rename(odd)
+    doc, _ = multirank.analyze_run([odd, *paths[1:]], workers=1, cache_dir=tmp_path / "cache")
+    from tracelens.report import render
+
+    out = tmp_path / "run.md"
+    text = render(doc, "markdown", output=out, plots=True)
+    assert "## Ranks" in text and "rank0&#124;&lt;b&gt;x.parquet" in text and "<b>" not in text
+    rows = [line for line in text.splitlines() if line.startswith("| 2 | rank2.parquet")]
+    assert len(rows) == 1 and "| 50 ns |" in rows[0] and "| 0 ns |" in rows[0]  # lateness 50, wait 0
+    assert "rank 2: step starts 50 ns late" in text
+    assert (tmp_path / "run.ranks.png").is_file() and "run.ranks.png" in text
