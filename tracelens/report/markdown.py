@@ -624,6 +624,15 @@ def _host(doc: dict[str, Any]) -> Lines:
                    "top names by time", body)
 
 
+def _ranks(doc: dict[str, Any]) -> Lines:
+    """A multi-rank run: per-rank table, straggler, imbalance (drawn by tracelens/multirank.py)."""
+    if not doc.get("ranks"):
+        return []
+    from ..multirank import markdown_section
+
+    return markdown_section(doc)
+
+
 def _plot_link(plot_name: str | None) -> Lines:
     if not plot_name:
         return []
@@ -633,6 +642,7 @@ def _plot_link(plot_name: str | None) -> Lines:
 # Dedicated renderers in print order (after the headline, findings and plot); every other key of the
 # document gets the generic renderer at the end, under its own name.
 DEDICATED: list[tuple[str, Callable[[dict[str, Any]], Lines]]] = [
+    ("ranks", _ranks),
     ("devices", _devices),
     ("steps", _steps),
     ("gaps", _gaps),
@@ -646,6 +656,7 @@ DEDICATED: list[tuple[str, Callable[[dict[str, Any]], Lines]]] = [
     ("host", _host),
 ]
 NOT_SECTIONS = {"schema_version", "source", "diagnosis"}
+NOT_SECTIONS |= {"stragglers", "collectives", "imbalance", "representative_rank", "ranks_plot"}  # in _ranks
 
 
 def render_markdown(doc: dict[str, Any], plot_name: str | None = None) -> str:
@@ -679,4 +690,8 @@ def render(doc: dict[str, Any], *, output: str | Path | None = None, plots: bool
         path = plot_path_for(output)  # type: ignore[arg-type]
         if write_utilization_plot(doc, path):
             plot_name = path.name
+        if doc.get("ranks"):
+            from ..multirank import plot_ranks, ranks_plot_path_for
+
+            doc = {**doc, "ranks_plot": plot_ranks(doc, ranks_plot_path_for(output)).name}  # type: ignore[arg-type]
     return render_markdown(doc, plot_name)
