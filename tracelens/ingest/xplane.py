@@ -20,8 +20,20 @@ import pyarrow.compute as pc
 
 from ..errors import InputError
 from ..trace import (
-    ANNOTATION, CPU_OP, DRIVER, KERNEL, MEMCPY, MEMSET, OTHER, PYTHON, RUNTIME, STEP,
-    Trace, TraceMetadata, build_devices, build_events,
+    ANNOTATION,
+    CPU_OP,
+    DRIVER,
+    KERNEL,
+    MEMCPY,
+    MEMSET,
+    OTHER,
+    PYTHON,
+    RUNTIME,
+    STEP,
+    Trace,
+    TraceMetadata,
+    build_devices,
+    build_events,
 )
 from . import xplane_wire as wire
 from .xplane_schema import protobuf_backend, xspace_class
@@ -51,6 +63,9 @@ _LINE_HOST, _LINE_STREAM, _LINE_STEPS = 0, 1, 2
 
 _COPY_KIND_BY_NAME = {"H2D": "HtoD", "D2H": "DtoH", "D2D": "DtoD", "P2P": "PtoP", "H2H": "HtoH",
                       "HTOD": "HtoD", "DTOH": "DtoH", "DTOD": "DtoD", "PTOP": "PtoP", "HTOH": "HtoH"}
+KIND_LABELS = (OTHER, CPU_OP, DRIVER, RUNTIME, PYTHON, STEP, ANNOTATION, KERNEL, MEMCPY, MEMSET)
+COPY_KIND_LABELS = ("HtoD", "DtoH", "DtoD", "PtoP", "HtoH")
+MEM_KIND_LABELS = ("pageable", "pinned", "device", "managed", "array")
 _MEM_KIND = {"pageable": "pageable", "pinned": "pinned", "device": "device", "managed": "managed",
              "array": "array", "device_static": "device", "managed_static": "managed"}
 
@@ -237,21 +252,34 @@ def _strip_version(name: str) -> str:
 
 
 class _StatColumns:
-    """The wanted stats of every event: integers (-1/absent) and strings (Arrow, null when absent)."""
+    """The wanted stats of every event: integers (with a presence mask) and strings.
+
+    Strings are kept as one Arrow array per stat plus, per event, its position there (-1 = absent),
+    so that callers take only the rows they need.
+    """
 
     def __init__(self, n_events: int) -> None:
         self.n = n_events
-        self.ints: dict[str, np.ndarray] = {}
-        self.strings: dict[str, pa.Array] = {}
+        self.ints: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self.string_values: dict[str, tuple[np.ndarray, pa.Array]] = {}
 
     def int_column(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         values = self.ints.get(name)
         if values is None:
             return np.zeros(self.n, np.int64), np.zeros(self.n, bool)
-        return values[0], values[1]
+        return values
 
-    def string_column(self, name: str) -> pa.Array:
-        return self.strings.get(name, pa.nulls(self.n, pa.string()))
+    def has(self, name: str) -> np.ndarray:
+        entry = self.string_values.get(name)
+        return np.zeros(self.n, bool) if entry is None else entry[0] >= 0
+
+    def strings(self, name: str, rows: np.ndarray) -> pa.Array:
+        """The stat's string for each of ``rows`` (event indices), null where the event lacks it."""
+        entry = self.string_values.get(name)
+        if entry is None:
+            return pa.nulls(len(rows), pa.string())
+        where = entry[0][rows]
+        return entry[1].take(pa.array(where, mask=where < 0))
 
 
 def _decode_stats(buf: np.ndarray, stat_event: np.ndarray, stat_start: np.ndarray, stat_len: np.ndarray,
@@ -337,7 +365,7 @@ def _decode_stats(buf: np.ndarray, stat_event: np.ndarray, stat_start: np.ndarra
             owner = np.concatenate(owners)
             where = np.full(n_events, -1, np.int64)
             where[owner] = np.arange(owner.size)
-            out.strings[name] = joined.take(pa.array(where, mask=where < 0))
+            out.string_values[name] = (where, joined)
         else:
             is_int = np.isin(vfield[sel], (3, 4, 7))
             values = np.zeros(n_events, np.int64)
@@ -388,17 +416,31 @@ def _kernel_columns(details: pa.Array) -> dict[str, np.ndarray]:
     return cols
 
 
-def _memcpy_columns(details: pa.Array, names: np.ndarray) -> dict[str, Any]:
+def _map_strings(values: pa.Array, mapping: dict[str, int]) -> np.ndarray:
+    """Map each string through ``mapping`` to a code (-1 when absent), once per distinct value."""
+    encoded = pc.dictionary_encode(values)
+    mapped = np.array([mapping.get(v, -1) for v in encoded.dictionary.to_pylist()] + [-1], dtype=np.int32)
+    indices = encoded.indices.fill_null(len(encoded.dictionary)).to_numpy(zero_copy_only=False)
+    return mapped[indices]
+
+
+def _copy_kind_code(name: str) -> int:
+    upper = name.upper()
+    kind = next((kind for token, kind in _COPY_KIND_BY_NAME.items() if token in upper), None)
+    return COPY_KIND_LABELS.index(kind) if kind else -1
+
+
+def _memcpy_columns(details: pa.Array, copy_kind: np.ndarray) -> dict[str, Any]:
+    """Bytes and memory kinds from ``memcpy_details``/``memset_details``; ``copy_kind``: codes from the name."""
     size = _extract_int(details, r"(?:^|\s)size:(?P<v>\d+)")
-    src = pc.struct_field(pc.extract_regex(details, r"kind_src:(?P<v>\w+)"), [0]) if len(details) else details
-    dst = pc.struct_field(pc.extract_regex(details, r"kind_dst:(?P<v>\w+)"), [0]) if len(details) else details
-    upper = np.char.upper(names.astype(str)) if names.size else names.astype(str)
-    copy_kind = np.full(names.size, None, dtype=object)
-    for token, kind in _COPY_KIND_BY_NAME.items():
-        copy_kind[np.char.find(upper, token) >= 0] = kind
-    src_kind = np.array([_MEM_KIND.get(v) for v in src.to_pylist()], dtype=object) if len(details) else copy_kind
-    dst_kind = np.array([_MEM_KIND.get(v) for v in dst.to_pylist()], dtype=object) if len(details) else copy_kind
-    return {"bytes": size, "copy_kind": copy_kind, "src_kind": src_kind, "dst_kind": dst_kind}
+    if len(details) == 0:
+        empty = np.empty(0, np.int32)
+        return {"bytes": size, "copy_kind": copy_kind, "src_kind": empty, "dst_kind": empty}
+    codes = {k: MEM_KIND_LABELS.index(v) for k, v in _MEM_KIND.items()}
+    src = pc.struct_field(pc.extract_regex(details, r"kind_src:(?P<v>\w+)"), [0])
+    dst = pc.struct_field(pc.extract_regex(details, r"kind_dst:(?P<v>\w+)"), [0])
+    return {"bytes": size, "copy_kind": copy_kind, "src_kind": _map_strings(src, codes),
+            "dst_kind": _map_strings(dst, codes)}
 
 
 # ---------------------------------------------------------------------------------------------- read
@@ -503,12 +545,10 @@ def _build_trace(hosts: list[_Host], source: Path, run: str | None) -> Trace:
     line_plane = np.asarray(lines.plane, np.int64)
     event_plane = line_plane[event_line] if n else np.empty(0, np.int64)
 
-    fields = wire.walk(buf, starts, ends, keep_fields=(1, 2, 3, 4, 5))
-    mid = wire.last_value_per_message(fields, 1, n).view(np.int64)
-    offset_ps = wire.last_value_per_message(fields, 2, n).view(np.int64)
-    duration_ps = wire.last_value_per_message(fields, 3, n).view(np.int64)
-    occurrences = wire.last_value_per_message(fields, 5, n).view(np.int64)
-    is_stat = (fields.field == 4) & (fields.wire == 2)
+    singular = {number: np.zeros(n, np.uint64) for number in (1, 2, 3, 5)}
+    fields = wire.walk(buf, starts, ends, keep_fields=(4,), sinks=singular)
+    mid, offset_ps, duration_ps, occurrences = (singular[k].view(np.int64) for k in (1, 2, 3, 5))
+    is_stat = fields.wire == 2
     stats = _decode_stats(buf, fields.message[is_stat], fields.start[is_stat], fields.length[is_stat],
                           event_plane, planes, n)
     del fields
@@ -539,96 +579,109 @@ def _build_trace(hosts: list[_Host], source: Path, run: str | None) -> Trace:
     corr, has_corr = stats.int_column("correlation_id")
     step_num, has_step_num = stats.int_column("step_num")
 
-    # kinds, decided once per metadata name and then per event
-    name_kind = np.array([_classify_host_name(nm) for nm in names_all], dtype=object)
-    display_names = np.array([_strip_version(nm) for nm in names_all], dtype=object)
-    kind = np.full(n, OTHER, dtype=object)
+    # kinds, decided once per metadata name and then per event (as codes into KIND_LABELS)
+    code = {k: i for i, k in enumerate(KIND_LABELS)}
+    name_kind = np.array([code[_classify_host_name(nm)] for nm in names_all], dtype=np.int32)
+    kind = np.full(n, code[OTHER], dtype=np.int32)
     host_rows = line_kind == _LINE_HOST
     kind[host_rows] = name_kind[name_index[host_rows]]
     # CUPTI API callbacks of TF <= 2.x are named after the launched kernel/copy; they carry correlation_id.
-    kind[host_rows & has_corr & (kind == CPU_OP)] = DRIVER
+    kind[host_rows & has_corr & (kind == code[CPU_OP])] = code[DRIVER]
     host_step = host_rows & has_step_num
-    kind[host_step] = STEP
+    kind[host_step] = code[STEP]
 
     stream_rows = line_kind == _LINE_STREAM
-    upper_names = np.char.upper(np.array(names_all, dtype=str))
-    is_memcpy_name = np.char.startswith(upper_names, "MEMCPY")
-    is_memset_name = np.char.startswith(upper_names, "MEMSET")
-    memcpy_details = stats.string_column("memcpy_details")
-    memset_details = stats.string_column("memset_details")
-    has_memcpy_details = np.asarray(pc.is_valid(memcpy_details).to_numpy(zero_copy_only=False), bool)
-    has_memset_details = np.asarray(pc.is_valid(memset_details).to_numpy(zero_copy_only=False), bool)
-    gpu_kind = np.where(is_memset_name[name_index] | has_memset_details, MEMSET,
-                        np.where(is_memcpy_name[name_index] | has_memcpy_details, MEMCPY, KERNEL))
+    upper_names = [nm.upper() for nm in names_all]
+    is_memcpy_name = np.array([nm.startswith("MEMCPY") for nm in upper_names], bool)
+    is_memset_name = np.array([nm.startswith("MEMSET") for nm in upper_names], bool)
+    has_memcpy_details = stats.has("memcpy_details")
+    has_memset_details = stats.has("memset_details")
+    gpu_kind = np.where(is_memset_name[name_index] | has_memset_details, code[MEMSET],
+                        np.where(is_memcpy_name[name_index] | has_memcpy_details, code[MEMCPY], code[KERNEL]))
     kind[stream_rows] = gpu_kind[stream_rows]
 
     step = np.full(n, -1, np.int64)
     step[host_step] = step_num[host_step]
     name_step = np.array([_step_from_name(nm) for nm in names_all], dtype=np.int64)
-    named_step = host_rows & (kind == STEP) & ~has_step_num
+    named_step = host_rows & (kind == code[STEP]) & ~has_step_num
     step[named_step] = name_step[name_index[named_step]]
 
     keep = ~aggregated & (line_kind != _LINE_STEPS)
-    keep &= ~((kind == STEP) & (step < 0))
+    keep &= ~((kind == code[STEP]) & (step < 0))
     # One step row per (host, step number): several markers of one step (nested or on several threads)
     # collapse into one row spanning all of them.
-    step_rows = np.flatnonzero(keep & (kind == STEP))
+    step_rows = np.flatnonzero(keep & (kind == code[STEP]))
     keep[step_rows] = False
-    step_extra = _collapse_steps(step_rows, step, host_of, start_ns, end_ns)
+    steps = _collapse_steps(step_rows, step, host_of, start_ns, end_ns)
     used_device_steps = False
-    if step_extra is None:
+    if steps is None:
         device_step_rows = np.flatnonzero(~aggregated & (line_kind == _LINE_STEPS))
-        step_extra = _device_steps(device_step_rows, stats, name_index, names_all, host_of, start_ns, end_ns)
-        used_device_steps = step_extra is not None
+        steps = _device_steps(device_step_rows, stats, name_index, names_all, host_of, start_ns, end_ns)
+        used_device_steps = steps is not None
+    if steps is None:
+        steps = {"host": np.empty(0, np.int64), "step": np.empty(0, np.int64),
+                 "start": np.empty(0, np.int64), "end": np.empty(0, np.int64)}
 
     rows = np.flatnonzero(keep)
+    n_steps = steps["step"].size
     gpu_rows = rows[stream_rows[rows]]
+    is_gpu = np.concatenate([stream_rows[rows], np.zeros(n_steps, bool)])
+    start_all = np.concatenate([start_ns[rows], steps["start"]])
+    end_all = np.concatenate([end_ns[rows], steps["end"]])
+    order = np.argsort(start_all, kind="stable")
+    origin = int(start_all.min()) if start_all.size else 0
+
+    def ordered(values: np.ndarray) -> np.ndarray:
+        return values[order]
+
+    # display names: metadata names (runtime suffixes stripped), then one "step#N" name per step row
+    step_names = [f"step#{s}" for s in steps["step"].tolist()]
+    labels = [_strip_version(nm) for nm in names_all] + step_names
+    name_codes = np.concatenate([name_index[rows], len(names_all) + np.arange(n_steps)]).astype(np.int32)
     columns: dict[str, Any] = {
-        "kind": kind[rows].astype(str),
-        "start_ns": start_ns[rows],
-        "end_ns": end_ns[rows],
+        "kind": _dict_column(ordered(np.concatenate([kind[rows], np.full(n_steps, code[STEP], np.int32)])),
+                             KIND_LABELS),
+        "name": _dict_column(ordered(name_codes), labels),
+        "start_ns": ordered(start_all) - origin,
+        "end_ns": ordered(end_all) - origin,
     }
-    dict_names = pa.array(list(display_names), pa.string())
-    columns["name"] = pa.DictionaryArray.from_arrays(pa.array(name_index[rows].astype(np.int32)), dict_names)
-    is_gpu = stream_rows[rows]
-    columns["device"] = _masked(device_of[rows], is_gpu, pa.int32())
-    columns["stream"] = _masked(ident[rows], is_gpu, pa.int64())
-    columns["tid"] = _masked(ident[rows], ~is_gpu, pa.int64())
-    columns["pid"] = host_of[rows]
-    columns["correlation_id"] = _masked(corr[rows], has_corr[rows], pa.int64())
+    pad = np.zeros(n_steps, np.int64)
+    columns["device"] = _masked(ordered(np.concatenate([device_of[rows], pad])), ordered(is_gpu), pa.int32())
+    columns["stream"] = _masked(ordered(np.concatenate([ident[rows], pad])), ordered(is_gpu), pa.int64())
+    has_tid = np.concatenate([~stream_rows[rows], np.zeros(n_steps, bool)])
+    columns["tid"] = _masked(ordered(np.concatenate([ident[rows], pad])), ordered(has_tid), pa.int64())
+    columns["pid"] = ordered(np.concatenate([host_of[rows], steps["host"]]))
+    columns["correlation_id"] = _masked(ordered(np.concatenate([corr[rows], pad])),
+                                        ordered(np.concatenate([has_corr[rows], np.zeros(n_steps, bool)])),
+                                        pa.int64())
+    columns["step"] = _masked(ordered(np.concatenate([np.zeros(rows.size, np.int64), steps["step"]])),
+                              ordered(np.concatenate([np.zeros(rows.size, bool), np.ones(n_steps, bool)])),
+                              pa.int64())
 
-    # GPU details, computed on GPU rows only and scattered back
-    gpu_pos = np.full(n, -1, np.int64)
-    gpu_pos[gpu_rows] = np.arange(gpu_rows.size)
-    in_rows = gpu_pos[rows]
-    gpu_sel = pa.array(gpu_rows)
-    kernel_details = stats.string_column("kernel_details").take(gpu_sel)
+    # GPU details, computed on GPU rows only and scattered to their place in the sorted table
+    where_gpu = np.full(start_all.size, -1, np.int64)
+    where_gpu[np.flatnonzero(is_gpu)] = np.arange(gpu_rows.size)
+    in_rows = ordered(where_gpu)
     gpu_kinds = kind[gpu_rows]
-    kernel_cols = _kernel_columns(kernel_details)
+    kernel_cols = _kernel_columns(stats.strings("kernel_details", gpu_rows))
     for col, values in kernel_cols.items():
-        values = np.where(gpu_kinds == KERNEL, values, np.nan)
+        values = np.where(gpu_kinds == code[KERNEL], values, np.nan)
         columns[col] = _scatter_float(values, in_rows)
-    copy_details = pc.coalesce(memcpy_details.take(gpu_sel), memset_details.take(gpu_sel))
-    mem_cols = _memcpy_columns(copy_details, np.array(names_all, dtype=object)[name_index[gpu_rows]])
-    is_copy = gpu_kinds == MEMCPY
-    is_mem = is_copy | (gpu_kinds == MEMSET)
+    copy_details = pc.coalesce(stats.strings("memcpy_details", gpu_rows), stats.strings("memset_details", gpu_rows))
+    copy_kind_by_name = np.array([_copy_kind_code(nm) for nm in names_all], dtype=np.int32)
+    mem_cols = _memcpy_columns(copy_details, copy_kind_by_name[name_index[gpu_rows]])
+    is_copy = gpu_kinds == code[MEMCPY]
+    is_mem = is_copy | (gpu_kinds == code[MEMSET])
     columns["bytes"] = _scatter_float(np.where(is_mem, mem_cols["bytes"], np.nan), in_rows)
-    for col in ("copy_kind", "src_kind", "dst_kind"):
-        values = np.where(is_copy, mem_cols[col], None)
-        full = np.full(rows.size, None, dtype=object)
-        full[in_rows >= 0] = values[in_rows[in_rows >= 0]]
-        columns[col] = pa.array(full, pa.string())
+    for col, col_labels in (("copy_kind", COPY_KIND_LABELS), ("src_kind", MEM_KIND_LABELS),
+                            ("dst_kind", MEM_KIND_LABELS)):
+        gpu_codes = np.where(is_copy, mem_cols[col], -1)
+        full = np.full(in_rows.size, -1, np.int32)
+        sel = in_rows >= 0
+        full[sel] = gpu_codes[in_rows[sel]]
+        columns[col] = _dict_column(full, col_labels)
 
-    events = build_events(columns, sort=step_extra is None)
-    if step_extra is not None:
-        from ..trace import concat_events
-
-        events = concat_events([events, build_events(step_extra)])
-
-    origin = int(start_ns[rows].min()) if rows.size else 0
-    if step_extra is not None and len(step_extra["start_ns"]):
-        origin = min(origin, int(np.min(step_extra["start_ns"])))
-    events = _shift(events, origin)
+    events = build_events(columns, sort=False)
     framework = _detect_framework(names_all[i] for i in np.unique(name_index[host_rows]))
     warnings: list[str] = []
     if aggregated.any():
@@ -652,7 +705,7 @@ def _build_trace(hosts: list[_Host], source: Path, run: str | None) -> Trace:
                        "device_offset": h.device_offset} for h in hosts],
             "aggregated_events": int(aggregated.sum()),
             "steps_from": ("device Steps lines" if used_device_steps
-                           else "host step markers" if step_extra is not None else None),
+                           else "host step markers" if n_steps else None),
             "protobuf_backend": protobuf_backend(),
         },
     )
@@ -665,21 +718,15 @@ def _step_from_name(name: str) -> int:
 
 
 def _collapse_steps(rows: np.ndarray, step: np.ndarray, host: np.ndarray, start: np.ndarray,
-                    end: np.ndarray) -> dict[str, Any] | None:
+                    end: np.ndarray) -> dict[str, np.ndarray] | None:
+    """One (host, step) entry spanning the earliest start to the latest end of its markers."""
     if rows.size == 0:
         return None
     import pandas as pd
 
     frame = pd.DataFrame({"host": host[rows], "step": step[rows], "start": start[rows], "end": end[rows]})
     grouped = frame.groupby(["host", "step"], sort=True).agg(start=("start", "min"), end=("end", "max")).reset_index()
-    return {
-        "kind": [STEP] * len(grouped),
-        "name": [f"step#{s}" for s in grouped["step"]],
-        "start_ns": grouped["start"].to_numpy(np.int64),
-        "end_ns": grouped["end"].to_numpy(np.int64),
-        "pid": grouped["host"].to_numpy(np.int64),
-        "step": grouped["step"].to_numpy(np.int64),
-    }
+    return {col: grouped[col].to_numpy(np.int64) for col in ("host", "step", "start", "end")}
 
 
 def _device_steps(rows: np.ndarray, stats: _StatColumns, name_index: np.ndarray, names: list[str],
@@ -687,10 +734,10 @@ def _device_steps(rows: np.ndarray, stats: _StatColumns, name_index: np.ndarray,
     """Steps from the device planes' ``Steps`` lines: one row per (host, step) across all GPUs."""
     if rows.size == 0:
         return None
-    step_name = stats.string_column("step_name").take(pa.array(rows)).to_pylist()
+    step_name = stats.strings("step_name", rows).to_pylist()
     group_id, has_group = stats.int_column("group_id")
     numbers = np.full(rows.size, -1, np.int64)
-    for i, (row, label) in enumerate(zip(rows, step_name)):  # one per step and GPU: a few hundred at most
+    for i, (row, label) in enumerate(zip(rows, step_name, strict=True)):  # one per step and GPU: a few hundred at most
         text = label if label is not None else names[name_index[row]]
         if text is not None and str(text).strip().isdigit():
             numbers[i] = int(str(text).strip())
@@ -704,6 +751,15 @@ def _device_steps(rows: np.ndarray, stats: _StatColumns, name_index: np.ndarray,
     return _collapse_steps(rows[ok], full_step, host, start, end)
 
 
+def _dict_column(codes: np.ndarray, labels: Sequence[str]) -> pa.DictionaryArray:
+    """A dictionary-encoded string column from integer codes into ``labels`` (negative = null)."""
+    codes = np.asarray(codes, np.int32)
+    unique: dict[str, int] = {}
+    remap = np.array([unique.setdefault(label, len(unique)) for label in labels] + [-1], dtype=np.int32)
+    codes = remap[np.where(codes < 0, len(labels), codes)]  # labels repeat (several planes): dedupe
+    return pa.DictionaryArray.from_arrays(pa.array(codes, mask=codes < 0), pa.array(list(unique), pa.string()))
+
+
 def _masked(values: np.ndarray, valid: np.ndarray, typ: pa.DataType) -> pa.Array:
     return pa.array(values, type=typ, mask=~np.asarray(valid, bool))
 
@@ -713,12 +769,3 @@ def _scatter_float(gpu_values: np.ndarray, in_rows: np.ndarray) -> np.ndarray:
     sel = in_rows >= 0
     full[sel] = gpu_values[in_rows[sel]]
     return full
-
-
-def _shift(events: pa.Table, origin: int) -> pa.Table:
-    from ..trace import EVENT_COLUMNS, EVENT_SCHEMA
-
-    for col in ("start_ns", "end_ns"):
-        i = EVENT_COLUMNS.index(col)
-        events = events.set_column(i, EVENT_SCHEMA.field(col), pc.subtract(events.column(col), origin))
-    return events

@@ -15,7 +15,7 @@ pool, so this works in a process that has imported TensorFlow (which registers i
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
@@ -112,7 +112,7 @@ def _file(package: str, lite: bool) -> descriptor_pb2.FileDescriptorProto:
     return file
 
 
-@lru_cache(maxsize=None)
+@cache
 def xspace_class(lite: bool = True) -> type:
     """The XSpace message class (``lite``: events as raw bytes), from a private descriptor pool."""
     pool = descriptor_pool.DescriptorPool()

@@ -32,20 +32,26 @@ def padded(blob: bytes) -> np.ndarray:
 
 def read_varints(buf: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Decode the varint starting at each position: (values as uint64, position after each varint)."""
-    values = np.zeros(pos.size, dtype=np.uint64)
-    after = pos.copy()
-    pending = np.arange(pos.size)
-    for k in range(10):
-        if pending.size == 0:
-            break
-        byte = buf[np.minimum(pos[pending] + k, buf.size - 1)]
-        values[pending] |= (byte & 0x7F).astype(np.uint64) << np.uint64(7 * k)
+    first = buf[pos]
+    values = (first & 0x7F).astype(np.uint64)
+    after = pos + 1
+    pending = np.flatnonzero(first >= 0x80)  # most tags, ids and lengths fit one byte
+    if pending.size == 0:
+        return values, after
+    at = pos[pending]
+    acc = values[pending]
+    for k in range(1, 10):
+        byte = buf[at + k]
+        acc |= (byte & 0x7F).astype(np.uint64) << np.uint64(7 * k)
         done = byte < 0x80
-        after[pending[done]] = pos[pending[done]] + k + 1
-        pending = pending[~done]
-    if pending.size:
-        raise WireError("varint longer than 10 bytes")
-    return values, after
+        if done.any():
+            values[pending[done]] = acc[done]
+            after[pending[done]] = at[done] + k + 1
+            keep = ~done
+            pending, at, acc = pending[keep], at[keep], acc[keep]
+        if pending.size == 0:
+            return values, after
+    raise WireError("varint longer than 10 bytes")
 
 
 @dataclass
@@ -69,11 +75,15 @@ class Fields:
                       self.start[mask], self.length[mask])
 
 
-def walk(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, keep_fields: tuple[int, ...] | None = None) -> Fields:
+def walk(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, keep_fields: tuple[int, ...] | None = None,
+         sinks: dict[int, np.ndarray] | None = None) -> Fields:
     """Walk the top-level fields of the messages ``buf[starts[i]:ends[i]]``, all messages at once.
 
     ``keep_fields`` limits the returned records to those field numbers (all are still walked).
+    ``sinks`` maps a singular varint field number to a per-message uint64 array filled in place (a later
+    occurrence overwrites an earlier one, as protobuf's last-one-wins); those fields are not returned.
     """
+    sinks = sinks or {}
     starts = np.asarray(starts, dtype=np.int64)
     ends = np.asarray(ends, dtype=np.int64)
     limit = buf.size - PAD
@@ -122,6 +132,10 @@ def walk(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, keep_fields: tup
         if (nxt > ends[active]).any() or (field <= 0).any():
             raise WireError("field runs past the end of its message")
 
+        for number, out in sinks.items():
+            hit = is_varint & (field == number)
+            if hit.any():
+                out[active[hit]] = value[hit]
         keep = np.ones(active.size, dtype=bool) if keep_fields is None else np.isin(field, keep_fields)
         if keep.any():
             chunks.append((active[keep], field[keep], wire[keep], value[keep], data_start[keep], data_len[keep]))
@@ -130,7 +144,7 @@ def walk(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, keep_fields: tup
     if not chunks:
         empty = np.empty(0, np.int64)
         return Fields(empty, empty, np.empty(0, np.int8), np.empty(0, np.uint64), empty, empty)
-    cols = [np.concatenate(c) for c in zip(*chunks)]
+    cols = [np.concatenate(c) for c in zip(*chunks, strict=True)]
     return Fields(*cols)
 
 
