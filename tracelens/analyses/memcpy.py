@@ -71,8 +71,9 @@ def _launch_mode(trace: Trace, copies: pd.DataFrame) -> np.ndarray:
     corr = copies["correlation_id"]
     if not corr.notna().any():
         return out
-    host = trace.of_kind(RUNTIME, DRIVER)
-    host = host[host["correlation_id"].notna()][["pid", "correlation_id", "name"]]
+    frame = trace.df[["kind", "pid", "correlation_id", "name"]]  # narrow first: filtering copies every column
+    host = frame[frame["kind"].isin((RUNTIME, DRIVER)) & frame["correlation_id"].notna()]
+    host = host[["pid", "correlation_id", "name"]]
     if host.empty:
         return out
     host = host.assign(name=host["name"].astype("string").fillna(""))
@@ -211,8 +212,9 @@ def _framework_fixes(framework: str) -> dict[str, str]:
 
 def memcpy_report(trace: Trace) -> dict[str, Any]:
     """The ``memcpy`` block (see docs/memcpy.md)."""
-    gpu = trace.of_kind(*GPU_ACTIVITY_KINDS)
-    gpu = gpu[gpu["device"].notna()]
+    frame = trace.df[["kind", "start_ns", "end_ns", "device", "pid", "correlation_id", "bytes", "copy_kind",
+                      "src_kind", "dst_kind"]]  # narrow first: filtering copies every column
+    gpu = frame[frame["kind"].isin(GPU_ACTIVITY_KINDS) & frame["device"].notna()]
     copies = gpu[gpu["kind"] == MEMCPY]
     kinds = copies["copy_kind"].astype("string").fillna(UNKNOWN).to_numpy(dtype=object)
     device = copies["device"].astype("int64").to_numpy()

@@ -25,11 +25,14 @@ LOW_OCCUPANCY = 0.5
 TOP_KERNELS = 10
 
 
-def _float_column(table: pa.Table, name: str) -> np.ndarray:
+def _float_column(table: pa.Table | _Rows, name: str) -> np.ndarray:
+    """A numeric column as float64 with NaN for nulls."""
+    if isinstance(table, _Rows):
+        return table.column(name)
     return pc.cast(table.column(name), pa.float64()).to_numpy(zero_copy_only=False)
 
 
-def _product(table: pa.Table, prefix: str) -> np.ndarray:
+def _product(table: pa.Table | _Rows, prefix: str) -> np.ndarray:
     """x*y*z of a launch dimension; missing y/z count as 1, missing x makes the product unknown (NaN)."""
     x = _float_column(table, f"{prefix}_x")
     y = np.nan_to_num(_float_column(table, f"{prefix}_y"), nan=1.0)
@@ -37,7 +40,7 @@ def _product(table: pa.Table, prefix: str) -> np.ndarray:
     return x * y * z
 
 
-def _shared_bytes(table: pa.Table) -> np.ndarray:
+def _shared_bytes(table: pa.Table | _Rows) -> np.ndarray:
     """static + dynamic shared memory; one missing counts as 0, both missing is unknown (NaN)."""
     static = _float_column(table, "static_shared_bytes")
     dynamic = _float_column(table, "dynamic_shared_bytes")
@@ -45,23 +48,44 @@ def _shared_bytes(table: pa.Table) -> np.ndarray:
     return np.where(both_missing, np.nan, np.nan_to_num(static) + np.nan_to_num(dynamic))
 
 
+class _Rows:
+    """Some rows of an event table, read column by column as numpy (cheaper than an Arrow take of a table)."""
+
+    def __init__(self, events: pa.Table, rows: np.ndarray) -> None:
+        self.events = events
+        self.rows = rows
+
+    def column(self, name: str) -> np.ndarray:
+        return _float_column(self.events, name)[self.rows]
+
+    def int64(self, name: str) -> np.ndarray:
+        return self.events.column(name).to_numpy().astype(np.int64)[self.rows]
+
+
+def _kind_mask(kind: pa.ChunkedArray, value: str) -> np.ndarray:
+    """Rows whose dictionary-encoded kind equals ``value``, compared on the dictionary indices."""
+    parts = []
+    for chunk in kind.chunks:
+        codes = np.flatnonzero(np.asarray(chunk.dictionary.to_pylist(), dtype=object) == value)
+        indices = chunk.indices.to_numpy(zero_copy_only=False)
+        parts.append(np.isin(indices, codes) if codes.size else np.zeros(len(chunk), dtype=bool))
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=bool)
+
+
 class _KernelOccupancy:
     """Calculator results for every kernel row of a trace, plus why devices were skipped."""
 
     def __init__(self, trace: Trace) -> None:
         events = trace.events
-        is_kernel = pc.fill_null(pc.equal(pc.cast(events.column("kind"), pa.string()), KERNEL), False)
-        self.rows = np.flatnonzero(is_kernel.to_numpy(zero_copy_only=False))
-        kernels = events.take(pa.array(self.rows, pa.int64()))
-        n = kernels.num_rows
+        self.rows = np.flatnonzero(_kind_mask(events.column("kind"), KERNEL))
+        kernels = _Rows(events, self.rows)
+        n = self.rows.size
         self.device = _float_column(kernels, "device")
         self.threads = _product(kernels, "block")
         self.grid = _product(kernels, "grid")
         self.registers = _float_column(kernels, "registers_per_thread")
         self.shared = _shared_bytes(kernels)
-        self.duration = (
-            kernels.column("end_ns").to_numpy().astype(np.int64) - kernels.column("start_ns").to_numpy().astype(np.int64)
-        )
+        self.duration = kernels.int64("end_ns") - kernels.int64("start_ns")
         self.reported = _float_column(kernels, "reported_occupancy")
         self.theoretical = np.full(n, np.nan)
         self.estimated = np.full(n, np.nan)
@@ -126,26 +150,26 @@ def _json_float(x: Any) -> float | None:
 
 def _top_kernels(trace: Trace, occ: _KernelOccupancy, occupancy: np.ndarray, lost: np.ndarray) -> list[dict[str, Any]]:
     """Launch configurations (name, device, threads, registers, shared) with the most lost time."""
-    names = pc.cast(trace.events.column("name").take(pa.array(occ.rows, pa.int64())), pa.string())
+    keep = np.flatnonzero(lost > 0)
+    if keep.size == 0:
+        return []
+    names = trace.events.column("name").take(pa.array(occ.rows[keep], pa.int64()))
     frame = pd.DataFrame(
         {
-            "name": names.to_pandas().fillna(""),
-            "device": occ.device,
-            "threads": occ.threads,
-            "registers": occ.registers,
-            "shared": occ.shared,
-            "duration": occ.duration.astype(np.float64),
-            "lost": lost,
-            "occ_x_dur": occupancy * occ.duration,
-            "theo_x_dur": occ.theoretical * occ.duration,
-            "waves_x_dur": occ.waves * occ.duration,
-            "limiter": occ.limiter,
-            "under": occ.blocks_per_sm < 1,
+            "name": pc.cast(names, pa.string()).to_pandas().fillna(""),
+            "device": occ.device[keep],
+            "threads": occ.threads[keep],
+            "registers": occ.registers[keep],
+            "shared": occ.shared[keep],
+            "duration": occ.duration[keep].astype(np.float64),
+            "lost": lost[keep],
+            "occ_x_dur": (occupancy * occ.duration)[keep],
+            "theo_x_dur": (occ.theoretical * occ.duration)[keep],
+            "waves_x_dur": (occ.waves * occ.duration)[keep],
+            "limiter": occ.limiter[keep],
+            "under": (occ.blocks_per_sm < 1)[keep],
         }
     )
-    frame = frame[lost > 0]
-    if frame.empty:
-        return []
     keys = ["name", "device", "threads", "registers", "shared"]
     groups = frame.groupby(keys, sort=False, dropna=False)
     summary = groups.agg(
@@ -156,7 +180,7 @@ def _top_kernels(trace: Trace, occ: _KernelOccupancy, occupancy: np.ndarray, los
         theo_x_dur=("theo_x_dur", "sum"),
         waves_x_dur=("waves_x_dur", "sum"),
         under_count=("under", "sum"),
-        limiter=("limiter", lambda s: int(s.mode().iloc[0])),
+        limiter=("limiter", "first"),  # one configuration on one device has one limiter
     ).reset_index()
     summary = summary.sort_values("lost_ns", ascending=False).head(TOP_KERNELS)
     out = []
