@@ -227,6 +227,7 @@ def ingest_and_summarize(source: str, parquet_path: str, reuse: bool) -> dict[st
                 "producer_version": meta.producer_version, "warnings": list(meta.warnings),
             },
             "sections": {name: doc.get(name) for name in _CARRIED_SECTIONS if name in doc},
+            "worker_peak_rss_bytes": _peak_rss_bytes(),
         }
     except TracelensError as err:
         return {"ok": False, "source": source, "error": str(err)}
@@ -234,6 +235,17 @@ def ingest_and_summarize(source: str, parquet_path: str, reuse: bool) -> dict[st
         return {"ok": False, "source": source, "error": f"{source}: out of memory while reading"}
     except Exception as err:  # one rank's bug must not sink the run; it is reported as that rank's failure
         return {"ok": False, "source": source, "error": f"{source}: internal error: {type(err).__name__}: {err}"}
+
+
+def _peak_rss_bytes() -> int | None:
+    """This process's resident-set high-water mark (Linux/macOS), for the memory-bound claim."""
+    try:
+        import resource
+        import sys
+    except ImportError:  # Windows
+        return None
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(peak if sys.platform == "darwin" else peak * 1024)
 
 
 Task = tuple[str, str, bool]
@@ -705,6 +717,7 @@ def build_run_document(results: list[dict[str, Any]], ranks: list[int], warnings
             "collective_wait_ns": sum(c["wait_ns"] for c in coll),
             "idle_by_cause": _idle_by_cause(result["sections"].get("attribution")),
             "cached": result["reused"],
+            "worker_peak_rss_bytes": result.get("worker_peak_rss_bytes"),
             "parquet": result["parquet"],
         })
 
