@@ -104,6 +104,6 @@ def test_input_file_is_not_modified(tmp_path: Path, capsys: pytest.CaptureFixtur
     path = tmp_path / "h.xplane.pb"
     path.write_bytes(_valid_space())
     before = (path.read_bytes(), os.stat(path).st_mtime_ns)
-    assert main(["analyze", str(path), "-f", "json"]) == 0
+    assert main(["convert", str(path), "-o", str(tmp_path / "out.parquet")]) == 0
     capsys.readouterr()
     assert (path.read_bytes(), os.stat(path).st_mtime_ns) == before

@@ -282,6 +282,32 @@ class _StatColumns:
         return entry[1].take(pa.array(where, mask=where < 0))
 
 
+def _wanted_stat_keys(planes: list[Any]) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted (plane << 32 | stat metadata id) of the stats the reader needs, and their codes."""
+    wanted_keys, wanted_codes = [], []
+    for index, plane in enumerate(planes):
+        for key, meta in plane.stat_metadata.items():
+            if meta.name in _CODE:
+                wanted_keys.append((index << 32) | (int(key) & 0xFFFFFFFF))
+                wanted_codes.append(_CODE[meta.name])
+    wk = np.asarray(wanted_keys, np.int64)
+    order = np.argsort(wk)
+    return wk[order], np.asarray(wanted_codes, np.int64)[order]
+
+
+def _wanted_stat_filter(buf: np.ndarray, event_plane: np.ndarray, planes: list[Any]) -> Any:
+    """A walk filter keeping only the stat records the reader needs (and any it cannot cheaply tell)."""
+    wanted, _ = _wanted_stat_keys(planes)
+
+    def keep(record: wire.Fields) -> np.ndarray:
+        canonical = (buf[record.start] == 0x08) & (record.length > 1) & (record.wire == 2)
+        mid, _ = wire.read_varints(buf, record.start + 1)
+        keys = (event_plane[record.message] << 32) | (mid & np.uint64(0xFFFFFFFF)).astype(np.int64)
+        return ~canonical | (_lookup(wanted, keys) >= 0)
+
+    return keep
+
+
 def _decode_stats(buf: np.ndarray, stat_event: np.ndarray, stat_start: np.ndarray, stat_len: np.ndarray,
                   event_plane: np.ndarray, planes: list[Any], n_events: int) -> _StatColumns:
     out = _StatColumns(n_events)
@@ -299,18 +325,9 @@ def _decode_stats(buf: np.ndarray, stat_event: np.ndarray, stat_start: np.ndarra
         fields = wire.walk(buf, stat_start[odd], stat_start[odd] + stat_len[odd], keep_fields=(1,))
         stat_mid[odd] = wire.last_value_per_message(fields, 1, odd.size)
 
-    # (plane, stat metadata id) -> wanted code
-    wanted_keys, wanted_codes = [], []
-    for index, plane in enumerate(planes):
-        for key, meta in plane.stat_metadata.items():
-            if meta.name in _CODE:
-                wanted_keys.append((index << 32) | (int(key) & 0xFFFFFFFF))
-                wanted_codes.append(_CODE[meta.name])
-    if not wanted_keys:
+    wk, wc = _wanted_stat_keys(planes)
+    if wk.size == 0:
         return out
-    wk = np.asarray(wanted_keys, np.int64)
-    order = np.argsort(wk)
-    wk, wc = wk[order], np.asarray(wanted_codes, np.int64)[order]
     stat_plane = event_plane[stat_event]
     keys = (stat_plane.astype(np.int64) << 32) | (stat_mid & np.uint64(0xFFFFFFFF)).astype(np.int64)
     hit = _lookup(wk, keys)
@@ -394,7 +411,17 @@ def _extract_int(strings: pa.Array, pattern: str) -> np.ndarray:
 
 
 def _kernel_columns(details: pa.Array) -> dict[str, np.ndarray]:
-    """Launch configuration from ``kernel_details`` in its three forms (see docs/formats/xplane.md)."""
+    """Launch configuration from ``kernel_details`` in its three forms (see docs/formats/xplane.md).
+
+    The strings repeat (one per distinct launch configuration), so the patterns run on distinct values.
+    """
+    encoded = pc.dictionary_encode(details)
+    indices = encoded.indices.fill_null(len(encoded.dictionary)).to_numpy(zero_copy_only=False)
+    per_value = _kernel_columns_of(pa.concat_arrays([encoded.dictionary, pa.nulls(1, pa.string())]))
+    return {col: values[indices] for col, values in per_value.items()}
+
+
+def _kernel_columns_of(details: pa.Array) -> dict[str, np.ndarray]:
     cols: dict[str, np.ndarray] = {
         "registers_per_thread": _extract_int(details, r"(?:^|\s)regs:(?P<v>\d+)"),
         "static_shared_bytes": _extract_int(details, r"(?:^|\s)static_shared:(?P<v>\d+)"),
@@ -535,7 +562,7 @@ def _build_trace(hosts: list[_Host], source: Path, run: str | None) -> Trace:
     counts = np.fromiter((len(ev) for ev in lines.events), dtype=np.int64, count=len(lines.events))
     event_bytes = list(chain.from_iterable(lines.events))
     lengths = np.fromiter(map(len, event_bytes), dtype=np.int64, count=len(event_bytes))
-    buf = wire.padded(b"".join(event_bytes))
+    buf = wire.joined_padded(event_bytes)
     del event_bytes
     n = int(lengths.size)
     ends = np.cumsum(lengths)
@@ -546,7 +573,8 @@ def _build_trace(hosts: list[_Host], source: Path, run: str | None) -> Trace:
     event_plane = line_plane[event_line] if n else np.empty(0, np.int64)
 
     singular = {number: np.zeros(n, np.uint64) for number in (1, 2, 3, 5)}
-    fields = wire.walk(buf, starts, ends, keep_fields=(4,), sinks=singular)
+    fields = wire.walk(buf, starts, ends, keep_fields=(4,), sinks=singular,
+                       keep_filter=_wanted_stat_filter(buf, event_plane.astype(np.int64), planes))
     mid, offset_ps, duration_ps, occurrences = (singular[k].view(np.int64) for k in (1, 2, 3, 5))
     is_stat = fields.wire == 2
     stats = _decode_stats(buf, fields.message[is_stat], fields.start[is_stat], fields.length[is_stat],

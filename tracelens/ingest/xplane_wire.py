@@ -11,6 +11,7 @@ raises :class:`WireError`; the reader turns it into an ``InputError`` naming the
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,6 +29,15 @@ def padded(blob: bytes) -> np.ndarray:
     buf = np.zeros(len(blob) + PAD, dtype=np.uint8)
     buf[: len(blob)] = np.frombuffer(blob, dtype=np.uint8)
     return buf
+
+
+def joined_padded(parts: list[bytes]) -> np.ndarray:
+    """``padded(b"".join(parts))`` with one copy fewer (read-only view of the joined bytes)."""
+    parts.append(bytes(PAD))
+    try:
+        return np.frombuffer(b"".join(parts), dtype=np.uint8)
+    finally:
+        parts.pop()
 
 
 def read_varints(buf: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -76,12 +86,15 @@ class Fields:
 
 
 def walk(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, keep_fields: tuple[int, ...] | None = None,
-         sinks: dict[int, np.ndarray] | None = None) -> Fields:
+         sinks: dict[int, np.ndarray] | None = None,
+         keep_filter: Callable[[Fields], np.ndarray] | None = None) -> Fields:
     """Walk the top-level fields of the messages ``buf[starts[i]:ends[i]]``, all messages at once.
 
     ``keep_fields`` limits the returned records to those field numbers (all are still walked).
     ``sinks`` maps a singular varint field number to a per-message uint64 array filled in place (a later
     occurrence overwrites an earlier one, as protobuf's last-one-wins); those fields are not returned.
+    ``keep_filter`` sees each round's kept records and returns a mask of those to return, so that a
+    caller can drop most records early instead of holding every one of them.
     """
     sinks = sinks or {}
     starts = np.asarray(starts, dtype=np.int64)
@@ -138,7 +151,12 @@ def walk(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, keep_fields: tup
                 out[active[hit]] = value[hit]
         keep = np.ones(active.size, dtype=bool) if keep_fields is None else np.isin(field, keep_fields)
         if keep.any():
-            chunks.append((active[keep], field[keep], wire[keep], value[keep], data_start[keep], data_len[keep]))
+            record = Fields(active[keep], field[keep], wire[keep], value[keep], data_start[keep], data_len[keep])
+            if keep_filter is not None:
+                record = record.select(keep_filter(record))
+            if record.message.size:
+                chunks.append((record.message, record.field, record.wire, record.value, record.start,
+                               record.length))
         pos[active] = nxt
         active = active[nxt < ends[active]]
     if not chunks:
