@@ -475,8 +475,11 @@ class _Columns:
         self.parts = []
         kind = cols["kind"]
         keep = (kind != _SKIP) & ~np.isnan(cols["ts"])
-        names = [_API_VERSION_SUFFIX.sub(r"\1", n) for n in self.names.values]
-        name_code = cols["name"]
+        # "cudaLaunchKernel_v7000" and "cudaLaunchKernel" are one name: merge codes after dropping suffixes.
+        stripped = [_API_VERSION_SUFFIX.sub(r"\1", n) for n in self.names.values]
+        names = sorted(set(stripped))
+        index = {n: i for i, n in enumerate(names)}
+        name_code = np.array([index[n] for n in stripped] + [-1], dtype=np.int32)[cols["name"]]
 
         # Names decide steps (host annotations), driver calls and memcpy kinds; evaluated once per name.
         step_of_name = np.array([_step_number(n) for n in names] + [math.nan], dtype=np.float64)

@@ -1,0 +1,198 @@
+"""The Kineto reader on the project's own fixtures: hand-made traces with numbers derived by hand (the
+derivations are in ``fixtures/make_handmade.py``'s docstrings and repeated in short comments here), the
+README's demo trace, and a CPU trace recorded with torch.profiler by ``fixtures/record_pytorch_cpu.py``."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from pathlib import Path
+
+import pytest
+from test_kineto import absolute_ns, gpu_events_by_device, union_length
+
+import tracelens
+from tracelens.cli import main
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+KINETO = FIXTURES / "kineto"
+DEMO = FIXTURES / "demo.pt.trace.json.gz"
+CPU_TRACE = FIXTURES / "pytorch_cpu_train.pt.trace.json.gz"
+
+
+def load(name: str):
+    trace = tracelens.load(KINETO / name)
+    return trace, tracelens.analyze(trace, sections=["devices"])
+
+
+def rows(trace, kind: str) -> list[dict]:
+    df = trace.of_kind(kind)
+    return [{k: (None if v is None or v != v else v) for k, v in r.items()}
+            for r in df.astype(object).where(df.notna(), None).to_dict("records")]
+
+
+def test_overlapping_streams_union_and_span() -> None:
+    trace, doc = load("overlapping_streams.json")
+    # Origin: the cpu_op at 985 µs.
+    assert trace.metadata.time_origin_ns == 985_000
+    (device,) = doc["devices"]
+    # |[1000,1015] U [1020,1025] U [1030,1032] U [1040,1040]| = 15 + 5 + 2 + 0 µs.
+    assert device["busy_ns"] == 22_000
+    assert device["span_ns"] == 40_000  # 1040 - 1000 µs
+    assert (device["first_start_ns"], device["last_end_ns"]) == (15_000, 55_000)
+    assert device["utilization"] == pytest.approx(22 / 40)
+    assert (device["kernel_count"], device["kernel_ns"]) == (3, 25_000)  # 10 + 5 + 10 µs
+    assert (device["memcpy_count"], device["memcpy_ns"]) == (1, 2_000)
+    assert (device["memset_count"], device["memset_ns"]) == (1, 0)  # zero-length memset kept
+    assert device["name"] == "NVIDIA A100-SXM4-40GB"
+
+
+def test_overlapping_streams_row_details() -> None:
+    trace, _ = load("overlapping_streams.json")
+    kernels = {r["name"]: r for r in rows(trace, "kernel")}
+    assert kernels["kernel_C"]["stream"] == 8 and kernels["kernel_A"]["stream"] == 7
+    for k in kernels.values():
+        assert (k["grid_x"], k["grid_y"], k["block_x"], k["registers_per_thread"]) == (4, 1, 256, 32)
+        assert k["reported_occupancy"] == pytest.approx(0.5)  # 50 %
+        assert k["pid"] == 77 and k["tid"] is None and k["device"] == 0
+    (memcpy,) = rows(trace, "memcpy")
+    assert (memcpy["copy_kind"], memcpy["src_kind"], memcpy["dst_kind"], memcpy["bytes"]) == (
+        "HtoD", "pinned", "device", 4096)
+    runtime_names = sorted(r["name"] for r in rows(trace, "runtime"))
+    # cudaLaunchKernel_v7000 loses its version suffix.
+    assert runtime_names == ["cudaLaunchKernel"] * 3 + ["cudaMemcpyAsync", "cudaMemsetAsync"]
+    gpu_corr = sorted(r["correlation_id"] for k in ("kernel", "memcpy", "memset") for r in rows(trace, k))
+    assert gpu_corr == [1, 2, 3, 4, 5] == sorted(r["correlation_id"] for r in rows(trace, "runtime"))
+    assert trace.metadata.extra["counts"]["flow"] == 2
+
+
+def test_nested_ranges_steps_depths_and_zero_length() -> None:
+    trace, doc = load("nested_ranges.json")
+    assert doc["devices"] == []  # host only: not an error
+    assert trace.metadata.time_origin_ns == 1_700_000_000_000_100_000  # base + 100 µs
+    steps = sorted((r["step"], r["start_ns"], r["end_ns"]) for r in rows(trace, "step"))
+    assert steps == [(0, 0, 100_000), (1, 100_000, 200_000), (9, 10_000, 20_000)]
+    df = trace.df
+    depth = dict(zip(df["name"].astype(str), df["depth"], strict=True))
+    assert [depth[n] for n in ("ProfilerStep#0", "forward", "aten::linear", "aten::addmm", "ProfilerStep#1",
+                               "aten::zero_", "tracelens/step#9")] == [0, 1, 2, 3, 0, 1, 0]
+    zero = df[df["name"] == "aten::zero_"].iloc[0]
+    assert zero["start_ns"] == zero["end_ns"] == 150_000
+    assert df.loc[df["name"] == "tracelens/step#9", "domain"].iloc[0] == "tracelens"
+
+
+def test_both_time_origin_styles_give_the_same_table() -> None:
+    absolute, _ = load("time_origin_absolute.json")
+    relative, _ = load("time_origin_relative.json")
+    # ts 1712195495519689.25 µs (written "…689.2", the same float64) -> …689_250 ns.
+    for trace in (absolute, relative):
+        assert trace.metadata.time_origin_ns == 1_712_195_495_519_689_250
+        (launch,) = rows(trace, "runtime")
+        (kernel,) = rows(trace, "kernel")
+        assert (launch["start_ns"], launch["end_ns"]) == (0, 2_500)  # dur 2.5 µs
+        assert (kernel["start_ns"], kernel["end_ns"]) == (5_250, 7_000)  # +5.25 µs, dur 1.75 µs
+    assert absolute.events.equals(relative.events)
+
+
+def test_old_format_capitalised_categories() -> None:
+    trace, doc = load("old_format.json")
+    assert trace.metadata.time_origin_ns == 1_990_000
+    (device,) = doc["devices"]
+    assert (device["busy_ns"], device["span_ns"]) == (201_000, 301_000)  # 100+100+1 µs; 2301-2000 µs
+    assert (device["kernel_count"], device["memcpy_count"], device["memset_count"]) == (1, 1, 1)
+    for kind in ("kernel", "memcpy", "memset"):
+        (row,) = rows(trace, kind)
+        assert (row["pid"], row["stream"], row["device"], row["external_id"]) == (4000, 7, 0, 7)
+    (kernel,) = rows(trace, "kernel")
+    assert kernel["reported_occupancy"] is None
+    assert (kernel["registers_per_thread"], kernel["static_shared_bytes"]) == (64, 2304)
+    assert (kernel["grid_x"], kernel["grid_y"], kernel["grid_z"]) == (28, 2, 1)
+    (memcpy,) = rows(trace, "memcpy")
+    assert (memcpy["src_kind"], memcpy["dst_kind"]) == ("pageable", "device")
+    assert {r["tid"] for r in rows(trace, "runtime")} == {139}  # "139" string tid
+    assert len(rows(trace, "cpu_op")) == 1
+    assert trace.devices.to_pylist()[0]["name"] is None  # no deviceProperties in 2021
+
+
+def test_bare_list_with_driver_launch_sync_and_tracelens_step() -> None:
+    trace, doc = load("bare_list.json")
+    assert trace.metadata.time_origin_ns == 0
+    (device,) = doc["devices"]
+    assert (device["id"], device["busy_ns"], device["span_ns"]) == (1, 30_000, 30_000)
+    (launch,) = rows(trace, "driver")
+    (kernel,) = rows(trace, "kernel")
+    assert launch["name"] == "cuLaunchKernel" and kernel["correlation_id"] == launch["correlation_id"] == 3
+    assert (kernel["pid"], kernel["stream"]) == (9, 13)
+    (sync,) = rows(trace, "gpu_sync")
+    assert (sync["sync_kind"], sync["correlation_id"], sync["device"]) == ("event_sync", 4, 1)
+    (step,) = rows(trace, "step")
+    assert (step["step"], step["start_ns"], step["end_ns"]) == (2, 0, 70_000)
+
+
+# --- the README demo ---------------------------------------------------------------------------------------
+
+def test_demo_matches_an_independent_walk() -> None:
+    raw = json.loads(gzip.open(DEMO).read())
+    trace = tracelens.load(DEMO)
+    doc = tracelens.analyze(trace, sections=["devices"])
+    expected = gpu_events_by_device(raw)
+    (device,) = doc["devices"]
+    pairs = [(s, e) for _, s, e in expected[0]]
+    assert device["busy_ns"] == union_length(pairs)
+    assert device["span_ns"] == max(e for _, e in pairs) - min(s for s, _ in pairs)
+    assert device["kernel_count"] == sum(1 for k, _, _ in expected[0] if k == "kernel")
+    assert device["utilization"] < 0.3  # the GPU mostly waits for the DataLoader
+    assert sorted(trace.of_kind("step")["step"]) == [1, 2, 3, 4, 5]
+    # Every step is mostly DataLoader time (the point of the demo), by the raw JSON.
+    steps = {e["name"]: absolute_ns(raw, e) for e in raw["traceEvents"] if e.get("cat") == "user_annotation"
+             and e["name"].startswith("ProfilerStep#")}
+    loaders = [absolute_ns(raw, e) for e in raw["traceEvents"] if e.get("name", "").startswith("enumerate(DataLoader)")]
+    assert len(loaders) == len(steps) == 5
+    for (s0, s1), (l0, l1) in zip(sorted(steps.values()), sorted(loaders), strict=True):
+        assert s0 <= l0 and l1 <= s1 and (l1 - l0) / (s1 - s0) > 0.7
+    info = trace.device_info(0)
+    assert (info["sm_count"], info["compute_major"], info["shared_mem_per_block_optin"]) == (108, 8, 166912)
+
+
+def test_demo_through_the_cli(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["analyze", "--format", "json", str(DEMO)]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["source"]["format"] == "kineto" and doc["source"]["framework"] == "pytorch"
+    assert len(doc["devices"]) == 1
+
+
+def test_make_handmade_is_deterministic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("make_handmade", FIXTURES / "make_handmade.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    monkeypatch.setattr(module, "HERE", tmp_path)
+    monkeypatch.setattr(module, "KINETO_DIR", tmp_path / "kineto")
+    module.main()
+    assert (tmp_path / "demo.pt.trace.json.gz").read_bytes() == DEMO.read_bytes()
+    for path in KINETO.glob("*.json"):
+        assert (tmp_path / "kineto" / path.name).read_bytes() == path.read_bytes(), path.name
+
+
+# --- the recorded CPU trace ---------------------------------------------------------------------------------
+
+def test_recorded_cpu_trace_has_steps_and_no_gpu_activity() -> None:
+    raw = json.loads(gzip.open(CPU_TRACE).read())
+    want_steps = sorted(int(m.group(1)) for e in raw["traceEvents"] if e.get("ph") == "X"
+                        and (m := re.fullmatch(r"ProfilerStep#(\d+)", e.get("name", ""))))
+    trace = tracelens.load(CPU_TRACE)
+    assert sorted(trace.of_kind("step")["step"]) == want_steps == [2, 3, 4]
+    assert trace.of_kind("kernel", "memcpy", "memset").empty
+    assert trace.events.num_rows == sum(1 for e in raw["traceEvents"] if e.get("ph") == "X"
+                                        and e.get("cat") != "Trace")
+    names = set(trace.of_kind("annotation")["name"].astype(str))
+    assert {"tracelens/data", "tracelens/forward", "tracelens/backward", "tracelens/optimizer"} <= names
+    assert CPU_TRACE.stat().st_size < 300_000
+
+
+def test_recorded_cpu_trace_cli_says_no_gpu_activity(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["analyze", str(CPU_TRACE)]) == 0
+    out = capsys.readouterr().out
+    assert "no gpu activity" in out.lower()
