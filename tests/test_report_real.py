@@ -1,12 +1,15 @@
-"""``report`` (markdown + plot) and the terminal summary on every real trace in ../shared/traces."""
+"""On every real trace in ../shared/traces: ``report`` (markdown + plot), the terminal summary, and the
+JSON output checked key by key against docs/json.md."""
 
 from __future__ import annotations
 
+import functools
+import re
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import SHARED_TRACES, shared_params
+from tests.conftest import FIXTURES, ROOT, SHARED_TRACES, shared_params
 from tests.test_markdown import assert_details_balanced, assert_only_our_tags, assert_tables_well_formed
 from tracelens.cli import main
 from tracelens.report import markdown, terminal
@@ -15,6 +18,7 @@ ALL_TRACES = (shared_params("nsys", "*.sqlite") + shared_params("pytorch", "*.js
               + shared_params("tf", "*.xplane.pb"))
 
 
+@functools.cache
 def _analyze(path: Path) -> dict:
     import tracelens
 
@@ -71,3 +75,112 @@ def test_cli_report_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture) -> 
     err = capsys.readouterr().err
     assert err == f"tracelens: {empty}: file is empty\n"
     assert not (tmp_path / "r.md").exists()
+
+
+# ------------------------------------------------------------------------------------ docs/json.md
+
+
+def documented_keys(heading: str) -> dict[tuple[str, ...], str]:
+    """Key path -> type from the tables under ``heading`` (up to the next level-2 heading) of docs/json.md."""
+    text = (ROOT / "docs" / "json.md").read_text(encoding="utf-8")
+    body = text.split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
+    keys = {}
+    for path, typ in re.findall(r"^\| `([^`]+)` \| ([^|]+) \|", body, flags=re.M):
+        keys[tuple(path.split("."))] = typ.strip()
+    return keys
+
+
+def _json_type(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "bool"
+    return {int: "int", float: "float", str: "string", list: "array", dict: "object"}[type(value)]
+
+
+def _allowed(doc_type: str) -> set[str]:
+    head = doc_type.split(" of ")[0] if doc_type.startswith("array of") else doc_type
+    words = set(re.findall(r"\b(int|float|string|bool|object|array|null)\b", head))
+    if "float" in words:
+        words.add("int")  # a JSON number written without a fraction
+    return words
+
+
+def walk(value: object, path: tuple[str, ...] = ()):
+    yield path, value
+    if isinstance(value, dict):
+        for key, sub in value.items():
+            yield from walk(sub, (*path, str(key)))
+    elif isinstance(value, list):
+        element = (*path[:-1], path[-1] + "[]") if path else ("[]",)
+        for sub in value:
+            yield from walk(sub, element)
+
+
+def _segment_matches(pattern: str, segment: str) -> bool:
+    if pattern.startswith("*"):
+        suffix = pattern[1:]
+        return segment.endswith(suffix) and (suffix or "[]" not in segment)
+    return pattern == segment
+
+
+def find_doc(keys: dict[tuple[str, ...], str], path: tuple[str, ...]) -> str | None:
+    """The documented type of ``path``; None when undocumented."""
+    for pattern, typ in keys.items():
+        if len(pattern) == len(path) and all(map(_segment_matches, pattern, path)):
+            return typ
+        # Descendants of a free-form map are data.
+        if "free-form" in typ and len(pattern) < len(path) and all(map(_segment_matches, pattern, path)):
+            return "any"
+    # Elements of an array documented as "array of T".
+    if path and path[-1].endswith("[]"):
+        parent = find_doc(keys, (*path[:-1], path[-1][:-2]))
+        if parent and parent.startswith("array of "):
+            return parent[len("array of "):]
+    return None
+
+
+def undocumented(doc: dict, keys: dict[tuple[str, ...], str]) -> list[str]:
+    problems = []
+    for path, value in walk(doc):
+        if not path:
+            continue
+        typ = find_doc(keys, path)
+        if typ is None:
+            problems.append(f"{'.'.join(path)} is not in docs/json.md")
+        elif typ != "any" and _json_type(value) not in _allowed(typ):
+            problems.append(f"{'.'.join(path)} is {_json_type(value)}, docs/json.md says {typ}")
+    return sorted(set(problems))
+
+
+TEMPLATE_TRACES = [pytest.param(p, id=p.name) for p in sorted((FIXTURES / "templates").glob("*.gz"))
+                   + sorted((FIXTURES / "templates").glob("*.pb"))]
+
+
+@pytest.mark.parametrize("path", ALL_TRACES + TEMPLATE_TRACES)
+def test_every_analyze_key_is_documented(path: Path) -> None:
+    assert undocumented(_analyze(path), documented_keys("The analyze document")) == []
+
+
+def test_every_diff_key_is_documented() -> None:
+    from tests.test_diff import doc
+    from tracelens.diff import compare
+
+    keys = documented_keys("The diff document")
+    # Hand-made pair that fills every kernels list, plus real pairs across formats.
+    base = doc([(80, 100)], steps=[10], kernels={"a": (1, 10), "b": (1, 10), "c": (1, 10)})
+    head = doc([(50, 100)], steps=[12], kernels={"a": (1, 20), "b": (1, 5), "d": (1, 10)})
+    results = [compare(base, head)]
+    reals = [p.values[0] for p in ALL_TRACES if p.values[0] is not None][:4]
+    for a, b in zip(reals, reals[1:], strict=False):
+        results.append(compare(_analyze(a), _analyze(b)))
+    for result in results:
+        assert undocumented(result, keys) == []
+
+
+def test_key_checker_catches_undocumented_and_mistyped_keys() -> None:
+    keys = documented_keys("The analyze document")
+    assert undocumented({"devices": [{"id": 0, "bogus_ns": 1}]}, keys) == ["devices[].bogus_ns is not in docs/json.md"]
+    assert undocumented({"devices": [{"id": "0"}]}, keys) == ["devices[].id is string, docs/json.md says int"]
+    assert undocumented({"steps": {"summary": {"host_ns": {"input": 3}}}}, keys) == []
+    assert undocumented({"diagnosis": {"primary": {"evidence": {"anything": {"0": 1}}}}}, keys) == []
