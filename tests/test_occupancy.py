@@ -294,3 +294,25 @@ def test_real_traces_give_json_safe_occupancy_or_a_reason(path: Path):
             assert dev["not_computed_reason"]
     for note in doc["not_computed"]:
         assert note["reason"]
+
+
+# (cc, max warps per SM, max resident blocks per SM), typed from the CUDA C++ Programming Guide's
+# "Technical Specifications per Compute Capability" table, independently of tracelens/gpu_specs.py.
+GUIDE_TABLE = [
+    ((5, 0), 64, 32), ((5, 2), 64, 32), ((5, 3), 64, 32), ((6, 0), 64, 32), ((6, 1), 64, 32), ((6, 2), 64, 32),
+    ((7, 0), 64, 32), ((7, 2), 64, 32), ((7, 5), 32, 16), ((8, 0), 64, 32), ((8, 6), 48, 16), ((8, 7), 48, 16),
+    ((8, 9), 48, 24), ((9, 0), 64, 32), ((10, 0), 64, 32), ((10, 3), 64, 32), ((12, 0), 48, 32),
+]
+
+
+@pytest.mark.parametrize(("cc", "max_warps", "max_blocks"), GUIDE_TABLE, ids=lambda v: str(v))
+def test_every_compute_capability_in_the_table(cc, max_warps, max_blocks):
+    lim = limits(*cc)
+    # 1 warp per block, no registers, no shared memory: only the block limit binds -> max_blocks / max_warps
+    one_warp = single(lim, 32, 0, 0)
+    assert (one_warp["active_blocks_per_sm"], one_warp["limiter"]) == (max_blocks, "blocks")
+    assert one_warp["theoretical"] == pytest.approx(max_blocks / max_warps)
+    # 1024 threads = 32 warps: floor(max_warps / 32) blocks (1 on 32- and 48-warp SMs, 2 on 64-warp SMs)
+    full = single(lim, 1024, 0, 0)
+    assert full["active_blocks_per_sm"] == max_warps // 32
+    assert full["theoretical"] == pytest.approx((max_warps // 32) * 32 / max_warps)
