@@ -179,7 +179,14 @@ class data_loading(Iterable[T]):  # noqa: N801 - reads as a function at the call
         self.iterable = iterable
 
     def __iter__(self) -> Iterator[T]:
-        iterator = iter(self.iterable)
+        # Creating the iterator can be input work too (a DataLoader starts its workers): it is a data range,
+        # run now rather than at the first next() as a generator body would.
+        with _Range(DATA, _COLORS[DATA]):
+            iterator = iter(self.iterable)
+        return self._fetch(iterator)
+
+    @staticmethod
+    def _fetch(iterator: Iterator[T]) -> Iterator[T]:
         while True:
             with _Range(DATA, _COLORS[DATA]):
                 try:
@@ -218,7 +225,7 @@ class _KerasCallbackMethods:
             self._open = None
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _keras_callback_class(base: type | None) -> type:
     bases = (_KerasCallbackMethods,) if base is None else (_KerasCallbackMethods, base)
     return type("KerasCallback", bases, {"__module__": __name__, "__doc__": _KerasCallbackMethods.__doc__})

@@ -40,9 +40,9 @@ SCENARIOS: dict[str, Scenario] = {
         ),
         Scenario(
             "slow-input", "input_pipeline",
-            "The data loader sleeps 30 ms per batch in the training process (num_workers=0): the GPU "
+            "The data loader sleeps 50 ms per batch in the training process (num_workers=0): the GPU "
             "waits for input every step.",
-            data_sleep_s=0.030,
+            data_sleep_s=0.050, features=128, hidden=128,  # little compute: the wait stands out
         ),
         Scenario(
             "pageable-copies", "memcpy",
@@ -84,7 +84,7 @@ def build_parser(prog: str, framework: str) -> argparse.ArgumentParser:
     parser.add_argument("--device", choices=("cpu", "cuda", "auto"), default="auto",
                         help="where to train (auto: a GPU when there is one)")
     parser.add_argument("--profile", choices=("torch", "tf", "none"), default=None,
-                        help=f"profiler to record with (default: this template's own); 'none' for running "
+                        help="profiler to record with (default: this template's own); 'none' for running "
                         "under nsys profile")
     parser.add_argument("--out", type=Path, default=Path("tracelens-traces"),
                         help="directory the trace is written to")

@@ -49,8 +49,14 @@ def _dataset(tf: Any, np: Any, spec: Scenario, count: int, seed: int) -> Any:
     signature = (tf.TensorSpec((spec.batch_size, spec.features), tf.float32),
                  tf.TensorSpec((spec.batch_size,), tf.int64))
     dataset = tf.data.Dataset.from_generator(generate, output_signature=signature)
-    # Healthy input overlaps with compute; slow-input must not, or the stall would be hidden.
-    return dataset if spec.data_sleep_s else dataset.prefetch(2)
+    if not spec.data_sleep_s:
+        return dataset.prefetch(2)  # healthy input overlaps with compute
+    # Slow input must stall the loop, as a loader with no workers does; tf.data would otherwise inject a
+    # prefetch on its own and hide most of the sleep in a background thread.
+    options = tf.data.Options()
+    options.experimental_optimization.inject_prefetch = False
+    options.autotune.enabled = False
+    return dataset.with_options(options)
 
 
 def train(argv: Sequence[str] | None = None) -> Path | None:
@@ -83,6 +89,15 @@ def train(argv: Sequence[str] | None = None) -> Path | None:
         pageable_host = np.ones(extra_floats, dtype=np.float32) if extra_floats else None  # numpy: pageable
         tiny = tf.ones(1024) if spec.tiny_ops_per_step else None
 
+        # One step on a dummy batch before profiling builds the layers and the optimizer's state, so that
+        # step 0 of the profile is a training step like the others rather than mostly one-off setup.
+        if not args.keras:
+            with tf.GradientTape() as tape:
+                warm_loss = loss_fn(tf.zeros((spec.batch_size,), tf.int64),
+                                    model(tf.zeros((spec.batch_size, spec.features)), training=True))
+            warm_grads = tape.gradient(warm_loss, model.trainable_variables)
+            opt.apply_gradients(zip(warm_grads, model.trainable_variables, strict=True))
+
     logdir = args.out / f"tf_{spec.name}_{device}"
     if args.profile == "tf":
         logdir.mkdir(parents=True, exist_ok=True)
@@ -109,7 +124,7 @@ def train(argv: Sequence[str] | None = None) -> Path | None:
                     with nvtx.backward():
                         grads = tape.gradient(loss, model.trainable_variables)
                     with nvtx.optimizer():
-                        opt.apply_gradients(zip(grads, model.trainable_variables))
+                        opt.apply_gradients(zip(grads, model.trainable_variables, strict=True))
                     if spec.sync_ops_per_step:
                         with nvtx.range("sync_readback"):
                             variables = model.trainable_variables

@@ -1,0 +1,180 @@
+"""The training templates: each scenario runs on CPU under its framework's profiler, the trace loads with
+tracelens.load, and the table shows the tracelens ranges, the steps and the scenario's injected work.
+
+Expected numbers are computed here from the loaded table with plain pandas/numpy (steps by step number,
+data ranges clipped to step intervals); nothing below calls the analyses."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import tracelens
+from tracelens.templates.scenarios import SCENARIOS
+
+ROOT = Path(__file__).resolve().parent.parent
+STEPS = 4
+PHASES = ("tracelens/forward", "tracelens/backward", "tracelens/optimizer")
+
+
+def named(frame: pd.DataFrame, name: str) -> pd.DataFrame:
+    return frame[frame["name"].astype(str) == name]
+
+
+def step_intervals(frame: pd.DataFrame) -> pd.DataFrame:
+    """One interval per step number: earliest start to latest end of the step rows carrying it (a Kineto
+    trace has both ProfilerStep#N and tracelens/step#N)."""
+    steps = frame[frame["kind"].astype(str) == "step"]
+    steps = steps[steps["step"].notna()]
+    return (steps.groupby(steps["step"].astype("int64"))
+            .agg(start=("start_ns", "min"), end=("end_ns", "max")).sort_index())
+
+
+def inside(rows: pd.DataFrame, intervals: pd.DataFrame) -> np.ndarray:
+    """Which rows lie wholly within one of the (disjoint, sorted) intervals."""
+    starts = intervals["start"].to_numpy(np.int64)
+    ends = intervals["end"].to_numpy(np.int64)
+    idx = np.searchsorted(starts, rows["start_ns"].to_numpy(np.int64), side="right") - 1
+    ok = idx >= 0
+    ok[ok] &= rows["end_ns"].to_numpy(np.int64)[ok] <= ends[idx[ok]]
+    return ok
+
+
+def data_share_of_steps(frame: pd.DataFrame) -> float:
+    steps = step_intervals(frame)
+    data = named(frame, "tracelens/data")
+    data = data[inside(data, steps)]
+    return float((data["end_ns"] - data["start_ns"]).sum()) / float((steps["end"] - steps["start"]).sum())
+
+
+def check_common(frame: pd.DataFrame, steps: int) -> pd.DataFrame:
+    """The ranges and steps every annotated template run must show; returns the step intervals."""
+    intervals = step_intervals(frame)
+    assert list(intervals.index) == list(range(steps))
+    assert (np.diff(intervals["start"].to_numpy()) > 0).all()
+    for name in PHASES:
+        rows = named(frame, name)
+        assert len(rows) == steps, name
+        assert inside(rows, intervals).all(), f"{name} outside its step"
+        assert (rows["kind"].astype(str) == "annotation").all()
+    data = named(frame, "tracelens/data")
+    # one fetch per step inside the steps; the iterator's creation happens before step 0
+    assert int(inside(data, intervals).sum()) == steps
+    return intervals
+
+
+@pytest.fixture(scope="module")
+def pytorch_traces(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    pytest.importorskip("torch")
+    from tracelens.templates import pytorch_train
+
+    out = tmp_path_factory.mktemp("pytorch")
+    return {name: pytorch_train.train(["--scenario", name, "--steps", str(STEPS), "--device", "cpu",
+                                       "--profile", "torch", "--out", str(out)])
+            for name in SCENARIOS}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_pytorch_scenario_trace(pytorch_traces: dict[str, Path], scenario: str) -> None:
+    path = pytorch_traces[scenario]
+    assert path.name == f"pytorch_{scenario}_cpu.pt.trace.json.gz"
+    trace = tracelens.load(path)
+    assert trace.metadata.source_format == "kineto"
+    frame = trace.df
+    intervals = check_common(frame, STEPS)
+    step_names = set(frame.loc[frame["kind"].astype(str) == "step", "name"].astype(str))
+    assert {f"tracelens/step#{i}" for i in range(STEPS)} <= step_names
+    assert {f"ProfilerStep#{i}" for i in range(STEPS)} <= step_names
+
+    cpu_ops = frame[frame["kind"].astype(str) == "cpu_op"]
+    if scenario == "slow-input":
+        assert data_share_of_steps(frame) > 0.5
+    elif scenario == "healthy":
+        assert data_share_of_steps(frame) < 0.2  # batches are in memory: fetching costs next to nothing
+    elif scenario == "pageable-copies":
+        copies = named(frame, "pageable_copy")
+        assert len(copies) == STEPS and inside(copies, intervals).all()
+    elif scenario == "tiny-kernels":
+        tiny = named(frame, "tiny_ops")
+        assert len(tiny) == STEPS
+        muls = named(cpu_ops, "aten::mul_")
+        assert int(inside(muls, tiny.rename(columns={"start_ns": "start", "end_ns": "end"})).sum()) \
+            == STEPS * SCENARIOS[scenario].tiny_ops_per_step
+    elif scenario == "sync-every-step":
+        readback = named(frame, "sync_readback")
+        assert len(readback) == STEPS
+        items = named(cpu_ops, "aten::item")
+        assert int(inside(items, readback.rename(columns={"start_ns": "start", "end_ns": "end"})).sum()) \
+            == STEPS * SCENARIOS[scenario].sync_ops_per_step
+    elif scenario == "small-batch":
+        # batch 2 through 64-wide layers: the first layer's matmul sees a (2, 64) input
+        assert SCENARIOS[scenario].batch_size == 2
+        assert len(named(cpu_ops, "aten::addmm")) >= 3 * STEPS
+
+
+def test_pytorch_template_command_line(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    done = subprocess.run([sys.executable, "-m", "tracelens.templates.pytorch_train", "--scenario", "healthy",
+                           "--steps", "2", "--device", "cpu", "--out", str(tmp_path)],
+                          capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert done.returncode == 0, done.stderr
+    last = done.stdout.strip().splitlines()[-1]
+    assert Path(last) == tmp_path / "pytorch_healthy_cpu.pt.trace.json.gz"
+    assert Path(last).stat().st_size > 0
+    wrong = subprocess.run([sys.executable, "-m", "tracelens.templates.pytorch_train", "--profile", "tf"],
+                           capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert wrong.returncode == 2 and "--profile tf cannot record a PyTorch program" in wrong.stderr
+
+
+TF_RUNS = [("healthy", []), ("slow-input", []), ("healthy", ["--keras"])]
+
+TF_SCRIPT = textwrap.dedent(
+    """
+    import json, sys
+    from tracelens.templates import tf_train
+
+    out, runs = sys.argv[1], json.loads(sys.argv[2])
+    paths = [str(tf_train.train(["--scenario", s, "--steps", sys.argv[3], "--device", "cpu", "--profile", "tf",
+                                 "--out", f"{out}/{i}", *extra]))
+             for i, (s, extra) in enumerate(runs)]
+    print(json.dumps(paths))
+    """
+)
+
+
+@pytest.fixture(scope="module")
+def tf_traces(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    pytest.importorskip("tensorflow")
+    out = tmp_path_factory.mktemp("tf")
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=str(ROOT))
+    done = subprocess.run([sys.executable, "-c", TF_SCRIPT, str(out), json.dumps(TF_RUNS), "6"],
+                          capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return [Path(p) for p in json.loads(done.stdout.strip().splitlines()[-1])]
+
+
+@pytest.mark.slow
+def test_tf_healthy_and_slow_input(tf_traces: list[Path]) -> None:
+    healthy, slow, _ = (tracelens.load(p) for p in tf_traces)
+    for trace in (healthy, slow):
+        assert trace.metadata.source_format == "xplane"
+        assert trace.metadata.framework == "tensorflow"
+        check_common(trace.df, 6)
+    assert data_share_of_steps(slow.df) > 0.5
+    assert data_share_of_steps(healthy.df) < 0.5
+
+
+@pytest.mark.slow
+def test_tf_keras_callback_marks_steps(tf_traces: list[Path]) -> None:
+    frame = tracelens.load(tf_traces[2]).df
+    assert list(step_intervals(frame).index) == list(range(6))
+    assert named(frame, "tracelens/forward").empty  # model.fit: steps only, no phase ranges
