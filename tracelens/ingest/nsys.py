@@ -50,6 +50,7 @@ from .nsys_rep import export_report
 KNOWN_SCHEMA_MAJOR = 3
 # Seconds to wait for a lock held by another process before giving up with one clear line.
 BUSY_TIMEOUT_S = 5.0
+ADBC_BATCH_ROWS = 1 << 28
 
 _STRING_DICT = pa.dictionary(pa.int32(), pa.string())
 _KIND_INDEX = {kind: i for i, kind in enumerate(ALL_KINDS)}
@@ -184,6 +185,9 @@ def _adbc_query(uri: str, sql: str) -> pa.Table:
     import adbc_driver_sqlite.dbapi as adbc
 
     with adbc.connect(uri) as conn, conn.cursor() as cur:
+        # One batch for the whole result: the driver's default 1024-row batches cost a second copy when
+        # combined (about 2x the table's memory at peak), and one batch also lets type inference see every row.
+        cur.adbc_statement.set_options(**{"adbc.sqlite.query.batch_rows": str(ADBC_BATCH_ROWS)})
         cur.execute(sql)
         return cur.fetch_arrow_table()
 
@@ -294,6 +298,16 @@ def _numpy(arr: pa.Array | pa.ChunkedArray, fill: int = 0) -> np.ndarray:
     return arr.fill_null(fill).to_numpy().astype(np.int64, copy=False)
 
 
+def _detach(arr: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """A copy of a column, so that keeping it does not keep its whole fetched batch alive.
+
+    An Arrow batch imported from ADBC is released only when every one of its columns is: holding the
+    two time columns of NVTX_EVENTS would otherwise pin its text column too.
+    """
+    chunks = arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]
+    return pa.concat_arrays(chunks) if chunks else pa.array([], arr.type)
+
+
 def _const_dict(n: int, value: str | None, values: pa.Array) -> pa.DictionaryArray:
     """A dictionary column holding one value (or null) on every row."""
     if value is None:
@@ -398,33 +412,36 @@ class NsysReader:
         # Tables are fetched in parallel (the Arrow fetch releases the GIL); each is turned into rows as soon
         # as it arrives, overlapping that work with the remaining fetches. NVTX first: it is the biggest.
         order = sorted(queries, key=lambda name: name != TABLE_NVTX)
-        results: dict[str, pa.Table] = {}
+        row_counts: dict[str, int] = {}
         built: dict[str, _Part | None] = {}
         with ThreadPoolExecutor(max_workers=max(2, min(4, os.cpu_count() or 1))) as pool:
             futures = {pool.submit(db.arrow, *queries[name]): name for name in order}
             for future in as_completed(futures):
                 name = futures[future]
-                results[name] = future.result().combine_chunks()
-                built[name] = builders[name](results[name])
+                table = future.result().combine_chunks()
+                row_counts[name] = table.num_rows
+                built[name] = builders[name](table)
+                del table  # the part keeps only the columns it uses: let the rest (NVTX text) go now
         parts = [p for name in order if (p := built[name]) is not None and p.n]
+        del built
 
-        if not any(name in db.tables for name in GPU_TABLES) or not any(
-                results.get(t) is not None and results[t].num_rows for t in GPU_TABLES):
+        if not any(row_counts.get(t) for t in GPU_TABLES):
             self.warnings.append("no GPU activity: the export has no CUDA kernel, memcpy or memset rows "
                                  "(was the CUDA trace enabled?)")
 
         origin, events = self._assemble(parts)
+        del parts
         metadata = TraceMetadata(
             source_format="nsys",
             source_path=str(self.path),
             producer=meta.get("EXPORT_PRODUCT_NAME", "NVIDIA Nsight Systems"),
             producer_version=meta.get("EXPORT_PRODUCT_VERSION", ""),
             format_version=meta.get("EXPORT_SCHEMA_VERSION", ""),
-            framework=self._framework(db, strings, results),
+            framework=self._framework(db, strings, row_counts),
             time_origin_ns=origin,
             clock="nsys-session",
             warnings=self.warnings,
-            extra=self._extra(db, strings, meta, results),
+            extra=self._extra(db, strings, meta, row_counts, events),
         )
         return Trace(events=events, devices=self._devices(db, events), metadata=metadata)
 
@@ -610,11 +627,11 @@ class NsysReader:
         cols = {
             "kind": _kind_column(kinds),
             "name": strings.api_names(t.column("nameId")),
-            "start_ns": t.column("start"),
-            "end_ns": t.column("end"),
+            "start_ns": _detach(t.column("start")),
+            "end_ns": _detach(t.column("end")),
             "pid": _decode_pid(gtid),
             "tid": _decode_tid(gtid),
-            "correlation_id": t.column("correlationId"),
+            "correlation_id": _detach(t.column("correlationId")),
         }
         return _Part(t.num_rows, cols)
 
@@ -637,10 +654,11 @@ class NsysReader:
         keep = np.isin(event_type, _NVTX_RANGE_TYPES)
         if not keep.any():
             return None
-        mask = pa.array(keep)
-        t = t.filter(mask)
-        name_idx = name_idx[keep]
-        domain_ids = domain_ids[keep]
+        t = t.select(["start", "end", "globalTid"])  # drop the text column before any copy
+        if not keep.all():
+            t = t.filter(pa.array(keep))
+            name_idx = name_idx[keep]
+            domain_ids = domain_ids[keep]
 
         # Steps: tracelens/step#N ranges become kind "step" with step = N.
         value_list = values.to_pylist()
@@ -663,12 +681,13 @@ class NsysReader:
         cols = {
             "kind": _kind_column(kinds),
             "name": _dict_array(name_idx, values),
-            "start_ns": t.column("start"),
-            "end_ns": t.column("end"),  # null for ranges left open at the end of capture: closed later
+            "start_ns": _detach(t.column("start")),
+            "end_ns": _detach(t.column("end")),  # null for ranges left open at the end of capture: closed later
             "pid": _decode_pid(gtid),
             "tid": _decode_tid(gtid),
-            "domain": _dict_array(dom_idx, pa.array(domain_values, pa.string())),
-            "step": pa.array(step, pa.int64(), mask=~is_step),
+            # All-null columns stay None: the assembly gives them one shared null buffer.
+            "domain": _dict_array(dom_idx, pa.array(domain_values, pa.string())) if domain_values else None,
+            "step": pa.array(step, pa.int64(), mask=~is_step) if is_step.any() else None,
         }
         return _Part(t.num_rows, cols)
 
@@ -677,8 +696,8 @@ class NsysReader:
         cols = {
             "kind": _kind_const(t.num_rows, kind),
             "name": strings.names(t.column("nameId")),
-            "start_ns": t.column("start"),
-            "end_ns": t.column("end"),
+            "start_ns": _detach(t.column("start")),
+            "end_ns": _detach(t.column("end")),
             "pid": _decode_pid(gtid),
             "tid": _decode_tid(gtid),
         }
@@ -690,28 +709,43 @@ class NsysReader:
         """Concatenate the parts, shift times to the earliest start, sort once, and build the table."""
         if not parts:
             return 0, build_events({"kind": [], "start_ns": [], "end_ns": []})
-        starts = [_numpy(p.columns["start_ns"]) for p in parts]
+        starts = [_numpy(p.columns.pop("start_ns")) for p in parts]
         origin = int(min(s.min() for s in starts))
-        ends = [_numpy(p.columns["end_ns"], fill=np.iinfo(np.int64).min) for p in parts]
-        last = max(int(e.max()) for e in ends)
-        start = np.concatenate(starts) - origin
+        start = np.concatenate(starts)
+        del starts
+        start -= origin
+        missing = np.iinfo(np.int64).min
+        end = np.concatenate([_numpy(p.columns.pop("end_ns"), fill=missing) for p in parts])
         # An end missing (a range still open when capture stopped) runs to the end of the trace.
-        end = np.concatenate([np.where(e == np.iinfo(np.int64).min, last, e) for e in ends]) - origin
+        open_ended = end == missing
+        if open_ended.any():
+            end[open_ended] = end.max()
+        end -= origin
+        np.maximum(end, start, out=end)
         order = np.argsort(start, kind="stable")  # each table is nearly sorted: timsort merges its runs
         total = start.size
+        columns: dict[str, Any] = {"start_ns": start[order], "end_ns": end[order]}
+        start_unsorted, end_unsorted = start, end
+        del start, end
+        take = pa.array(order)
+        del order
+        # Depth first, while only the parts are in memory (its temporaries then do not add to the table's).
+        depth = self._depth(parts, start_unsorted, end_unsorted)
+        del start_unsorted, end_unsorted
+        for part, values in zip(parts, depth, strict=True):
+            part.columns["depth"] = values
 
-        columns: dict[str, Any] = {"start_ns": start[order], "end_ns": np.maximum(end, start)[order]}
         shared_null = _SharedNulls(total)
         for fld in EVENT_SCHEMA:
             if fld.name in columns:
                 continue
-            present = [p for p in parts if p.columns.get(fld.name) is not None]
-            if not present:
+            if not any(p.columns.get(fld.name) is not None for p in parts):
                 columns[fld.name] = shared_null.array(fld.type)
                 continue
             chunks = []
             for p in parts:
-                values = p.columns.get(fld.name)
+                # pop: each part's column is released as soon as it is merged, keeping the peak low
+                values = p.columns.pop(fld.name, None)
                 if values is None:
                     chunks.append(shared_null.array(fld.type, p.n))
                     continue
@@ -721,28 +755,39 @@ class NsysReader:
             if pa.types.is_dictionary(fld.type):
                 merged = pa.Table.from_arrays([pa.chunked_array(chunks, fld.type)], names=["x"])
                 column = merged.unify_dictionaries().column(0)
+                del merged
             else:
                 column = pa.chunked_array(chunks, fld.type)
-            columns[fld.name] = column.take(pa.array(order)).combine_chunks()
+            del chunks
+            columns[fld.name] = column.take(take).combine_chunks()
+            del column
+        del take
 
-        columns["depth"] = self._depth(columns, total)
         table = build_events(columns, sort=False)
         return origin, table
 
     @staticmethod
-    def _depth(columns: dict[str, Any], total: int) -> pa.Array:
-        """Nesting depth of host rows on their thread (GPU rows null), computed here so the table is built once."""
-        kind_idx = columns["kind"].indices.to_numpy(zero_copy_only=False)
-        dictionary = columns["kind"].dictionary.to_pylist()
-        gpu_kinds = [i for i, k in enumerate(dictionary) if k in (KERNEL, MEMCPY, MEMSET, GPU_SYNC)]
-        tid_valid = columns["tid"].is_valid().to_numpy(zero_copy_only=False)
-        host = ~np.isin(kind_idx, gpu_kinds) & tid_valid
-        values = np.zeros(total, np.int16)
-        if host.any():
-            rows = np.flatnonzero(host)
-            values[rows] = nesting_depth(_numpy(columns["pid"])[rows], _numpy(columns["tid"])[rows],
-                                         columns["start_ns"][rows], columns["end_ns"][rows])
-        return pa.array(values, pa.int16(), mask=~host)
+    def _depth(parts: list[_Part], start: np.ndarray, end: np.ndarray) -> list[pa.Array | None]:
+        """Per part, the nesting depth of its host rows on their thread (None for GPU parts).
+
+        Host parts (runtime, NVTX, OSRT, overhead) are nested together: a runtime call inside an NVTX
+        range is one level deeper than the range. ``start``/``end`` are the parts' times, concatenated.
+        """
+        offsets = np.concatenate([[0], np.cumsum([p.n for p in parts])])
+        host = [i for i, p in enumerate(parts) if p.columns.get("tid") is not None]
+        out: list[pa.Array | None] = [None] * len(parts)
+        if not host:
+            return out
+        rows = np.concatenate([np.arange(offsets[i], offsets[i + 1]) for i in host])
+        pid = np.concatenate([_numpy(parts[i].columns["pid"], fill=-1) for i in host])
+        tid = np.concatenate([_numpy(parts[i].columns["tid"], fill=-1) for i in host])
+        depth = nesting_depth(pid, tid, start[rows], end[rows])
+        del pid, tid, rows
+        at = 0
+        for i in host:
+            out[i] = pa.array(depth[at:at + parts[i].n], pa.int16())
+            at += parts[i].n
+        return out
 
     # -- devices, framework, extra --------------------------------------------------------------------
 
@@ -786,13 +831,13 @@ class NsysReader:
             rows.setdefault(int(dev), {"id": int(dev), "vendor": "nvidia"})
         return build_devices([rows[k] for k in sorted(rows)])
 
-    def _framework(self, db: _Database, strings: _Strings, results: dict[str, pa.Table]) -> str:
+    def _framework(self, db: _Database, strings: _Strings, row_counts: dict[str, int]) -> str:
         nvtx_names = getattr(self, "_nvtx_names", None)
         if nvtx_names is not None and len(nvtx_names):
             if pc.any(pc.starts_with(nvtx_names, "aten::")).as_py():
                 return "pytorch"
         kernel_names = list(getattr(self, "_short_names", {}))
-        if results.get(TABLE_KERNEL) is not None and len(strings.values):
+        if row_counts.get(TABLE_KERNEL) and len(strings.values):
             if pc.any(pc.match_substring(strings.values, "at::native::")).as_py() or any(
                     "at::native::" in k for k in kernel_names):
                 return "pytorch"
@@ -813,21 +858,17 @@ class NsysReader:
         return self._threads
 
     def _extra(self, db: _Database, strings: _Strings, meta: dict[str, str],
-               results: dict[str, pa.Table]) -> dict[str, Any]:
+               row_counts: dict[str, int], events: pa.Table) -> dict[str, Any]:
         extra: dict[str, Any] = {
             "nsys_export": {k: v for k, v in meta.items() if k.startswith("EXPORT_") and "PATH" not in k
                             and k not in ("EXPORT_USER", "EXPORT_HOST")},
             "thread_names": self._thread_names(db, strings),
             "nvtx_domains": {str(k): v for k, v in getattr(self, "_nvtx_domains", {}).items()},
             "kernel_short_names": getattr(self, "_short_names", {}),
-            "tables_read": sorted(results),
+            "tables_read": {name: n for name, n in sorted(row_counts.items())},
         }
         if "PROCESSES" in db.tables and {"globalPid", "pid", "name"} <= set(db.columns("PROCESSES")):
-            pids = {int(k.split(":")[0]) for k in extra["thread_names"]}
-            for name in (TABLE_KERNEL, TABLE_RUNTIME):
-                if results.get(name) is not None and results[name].num_rows:
-                    col = "globalPid" if name == TABLE_KERNEL else "globalTid"
-                    pids.update(pc.unique(_decode_pid(results[name].column(col).drop_null())).to_pylist())
+            pids = set(pc.unique(events.column("pid").drop_null()).to_pylist()) if events.num_rows else set()
             extra["process_names"] = {str(pid): name for _, pid, name in db.small(
                 "SELECT globalPid, pid, name FROM PROCESSES") if pid in pids and name}
         if "TARGET_INFO_SESSION_START_TIME" in db.tables and "utcEpochNs" in db.columns(

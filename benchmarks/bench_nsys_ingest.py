@@ -1,0 +1,304 @@
+"""Nsight Systems ingest benchmark: tracelens's reader against SQLite's own floor and pandas ``read_sql``.
+
+1. Synthesize a big export under ``benchmarks/data/`` by replicating every event row of the real 2026.2
+   window file (``../shared/traces/nsys/h100x2_fastvideo_window_nsys2026.2.sqlite``) REPLICAS times with
+   SQLite itself (``INSERT ... SELECT`` with time and correlation-id offsets), so kernels, runtime calls,
+   memcpys, memsets, syncs and NVTX ranges keep their real proportions.
+2. Measure, each in a fresh process (wall time and peak RSS, ``benchmarks/common.py``):
+   - floor: one aggregate query per table over exactly the columns the reader selects (no rows returned);
+   - pandas ``read_sql`` of the kernel table alone (``SELECT *``), the usual first attempt;
+   - kernel table alone through each candidate: sqlite3 ``fetchall`` + numpy, ADBC, connectorx;
+   - tracelens's reader on the whole export (every table it reads, assembled and sorted).
+3. Write ``benchmarks/results/nsys_ingest.md``.
+
+Run:  flock /tmp/tracelens-bench.lock python3 benchmarks/bench_nsys_ingest.py [--replicas N] [--keep]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import shutil
+import sqlite3
+import sys
+import time
+from pathlib import Path
+
+from common import DATA_DIR, REPO_ROOT, machine_description, markdown_table, measure, mib, write_result
+
+SOURCE = REPO_ROOT.parent / "shared" / "traces" / "nsys" / "h100x2_fastvideo_window_nsys2026.2.sqlite"
+TARGET_KERNELS = 5_000_000
+EVENT_TABLES = (
+    "CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET",
+    "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", "CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_OVERHEAD",
+    "NVTX_EVENTS",
+)
+KERNEL = "CUPTI_ACTIVITY_KIND_KERNEL"
+
+
+# ---------------------------------------------------------------------------------------------- synthesis
+
+
+def synthesize(replicas: int, nvtx_replicas: int | None = None) -> Path:
+    """benchmarks/data/nsys_x<replicas>[_nvtx<m>].sqlite: each event table's rows repeated ``replicas``
+    times (NVTX_EVENTS ``nvtx_replicas`` times when given)."""
+    DATA_DIR.mkdir(parents=True, exist_ok=True)
+    nvtx_replicas = replicas if nvtx_replicas is None else nvtx_replicas
+    suffix = "" if nvtx_replicas == replicas else f"_nvtx{nvtx_replicas}"
+    out = DATA_DIR / f"nsys_x{replicas}{suffix}.sqlite"
+    if out.exists():
+        return out
+    partial = out.with_suffix(".partial")
+    shutil.copyfile(SOURCE, partial)
+    os.chmod(partial, 0o644)
+    conn = sqlite3.connect(partial)
+    conn.execute("PRAGMA journal_mode=OFF")
+    conn.execute("PRAGMA synchronous=OFF")
+    # The copies follow each other in time: shift each by the whole file's span (plus a gap).
+    lo, hi, corr_hi = None, None, 0
+    for table in EVENT_TABLES:
+        t_lo, t_hi = conn.execute(f"SELECT min(start), max(coalesce(end, start)) FROM {table}").fetchone()
+        if t_lo is not None:
+            lo = t_lo if lo is None else min(lo, t_lo)
+            hi = t_hi if hi is None else max(hi, t_hi)
+        cols = [r[1] for r in conn.execute(f"PRAGMA table_info('{table}')")]
+        if "correlationId" in cols:
+            corr_hi = max(corr_hi, conn.execute(f"SELECT max(correlationId) FROM {table}").fetchone()[0] or 0)
+    span = (hi - lo) + 1_000_000
+    corr_span = corr_hi + 1
+    started = time.perf_counter()
+    for table in EVENT_TABLES:
+        copies = nvtx_replicas if table == "NVTX_EVENTS" else replicas
+        cols = [r[1] for r in conn.execute(f"PRAGMA table_info('{table}')")]
+        exprs = []
+        for c in cols:
+            if c in ("start", "end"):
+                exprs.append(f'"{c}" + r.i * {span}')
+            elif c == "correlationId":
+                exprs.append(f'"{c}" + r.i * {corr_span}')
+            else:
+                exprs.append(f'"{c}"')
+        conn.execute(f"CREATE TEMP TABLE orig AS SELECT * FROM {table}")
+        conn.execute(
+            f"WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r WHERE i < {copies - 1}) "
+            f"INSERT INTO {table} ({', '.join(chr(34) + c + chr(34) for c in cols)}) "
+            f"SELECT {', '.join(exprs)} FROM r CROSS JOIN temp.orig")
+        conn.execute("DROP TABLE temp.orig")
+        conn.commit()
+        print(f"  {table}: {conn.execute(f'SELECT count(*) FROM {table}').fetchone()[0]:,} rows "
+              f"({time.perf_counter() - started:.0f} s)", flush=True)
+    conn.close()
+    os.replace(partial, out)
+    return out
+
+
+# ------------------------------------------------------------------------------- measured callables (child)
+
+
+def _reader_queries(path: str) -> dict[str, tuple[str, list[str]]]:
+    from tracelens.ingest.nsys import NsysReader, _Database
+
+    db = _Database(Path(path))
+    try:
+        return NsysReader(Path(path))._queries(db)
+    finally:
+        db.close()
+
+
+def floor(path: str) -> dict:
+    """SQLite's own cost: per table, one aggregate over exactly the columns the reader selects."""
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    rows = 0
+    for _, (sql, names) in _reader_queries(path).items():
+        inner = sql.split(" FROM ", 1)
+        # max(length(x)) touches every value (text and integers) and returns one row.
+        aggregates = ", ".join(f"max(length(c{i}))" for i in range(len(names)))
+        aliased = ", ".join(f"{expr} AS c{i}" for i, expr in enumerate(_split_select(inner[0])))
+        conn.execute(f"SELECT count(*), {aggregates} FROM (SELECT {aliased} FROM {inner[1]})").fetchone()
+        rows += conn.execute(f"SELECT count(*) FROM {inner[1]}").fetchone()[0]
+    conn.close()
+    return {"rows": rows}
+
+
+def _split_select(select_clause: str) -> list[str]:
+    body = select_clause[len("SELECT "):]
+    parts, depth, current = [], 0, ""
+    for ch in body:
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append(current.strip())
+            current = ""
+        else:
+            current += ch
+    parts.append(current.strip())
+    return parts
+
+
+def pandas_read_sql_kernels(path: str) -> dict:
+    import pandas as pd
+
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    frame = pd.read_sql(f"SELECT * FROM {KERNEL}", conn)
+    conn.close()
+    return {"rows": len(frame), "bytes": int(frame.memory_usage(deep=True).sum())}
+
+
+def fetchall_numpy_kernels(path: str) -> dict:
+    import numpy as np
+
+    sql, names = _reader_queries(path)[KERNEL]
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    rows = conn.execute(sql).fetchall()
+    conn.close()
+    columns = {}
+    for i, name in enumerate(names):
+        col = [r[i] for r in rows]
+        columns[name] = np.array([-1 if v is None else v for v in col], dtype=np.int64)
+    del rows
+    return {"rows": len(columns["start"]), "bytes": int(sum(a.nbytes for a in columns.values()))}
+
+
+def adbc_kernels(path: str) -> dict:
+    import adbc_driver_sqlite.dbapi as adbc
+
+    sql, _ = _reader_queries(path)[KERNEL]
+    with adbc.connect(f"file:{path}?mode=ro") as conn, conn.cursor() as cur:
+        cur.adbc_statement.set_options(**{"adbc.sqlite.query.batch_rows": str(1 << 28)})  # as the reader does
+        cur.execute(sql)
+        table = cur.fetch_arrow_table()
+    return {"rows": table.num_rows, "bytes": table.nbytes}
+
+
+def connectorx_kernels(path: str) -> dict:
+    import connectorx as cx
+
+    sql, _ = _reader_queries(path)[KERNEL]
+    table = cx.read_sql(f"sqlite://{path}", sql, return_type="arrow")
+    return {"rows": table.num_rows, "bytes": table.nbytes}
+
+
+def tracelens_reader(path: str) -> dict:
+    from tracelens.ingest import nsys
+
+    trace = nsys.read(Path(path))
+    table = trace.events
+    distinct = {}
+    for column in table.columns:
+        for chunk in column.chunks:
+            for buf in chunk.buffers():
+                if buf is not None:
+                    distinct[buf.address] = buf.size
+            if hasattr(chunk, "dictionary"):
+                for buf in chunk.dictionary.buffers():
+                    if buf is not None:
+                        distinct[buf.address] = buf.size
+    return {"rows": table.num_rows, "bytes": table.nbytes, "distinct_buffer_bytes": sum(distinct.values())}
+
+
+# ------------------------------------------------------------------------------------------------- driver
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--replicas", type=int, default=math.ceil(TARGET_KERNELS / 3442))
+    parser.add_argument("--nvtx-replicas", type=int, default=None,
+                        help="NVTX_EVENTS copies (default: replicas / 5, see the results file for why)")
+    parser.add_argument("--keep", action="store_true", help="keep the synthesized export afterwards")
+    parser.add_argument("--timeout", type=float, default=600)
+    args = parser.parse_args()
+    if not SOURCE.is_file():
+        print(f"source export not found: {SOURCE}", file=sys.stderr)
+        return 1
+
+    nvtx_replicas = args.nvtx_replicas if args.nvtx_replicas is not None else max(1, args.replicas // 5)
+    print(f"synthesizing x{args.replicas} (NVTX x{nvtx_replicas}) from {SOURCE.name} ...", flush=True)
+    t0 = time.perf_counter()
+    path = synthesize(args.replicas, nvtx_replicas)
+    synth_s = time.perf_counter() - t0
+    size = path.stat().st_size
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    counts = {t: conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in EVENT_TABLES}
+    conn.close()
+    print(f"  {path.name}: {size / 2**30:.2f} GiB, {counts}", flush=True)
+
+    cases = [
+        ("SQLite floor (aggregate over the columns read, all tables)", "floor", {}),
+        ("pandas read_sql, kernel table only (SELECT *)", "pandas_read_sql_kernels", {}),
+        ("sqlite3 fetchall + numpy, kernel table only", "fetchall_numpy_kernels", {}),
+        ("ADBC sqlite -> Arrow, kernel table only", "adbc_kernels", {}),
+        ("connectorx -> Arrow, kernel table only", "connectorx_kernels", {}),
+        ("tracelens nsys reader, whole export (ADBC, parallel tables)", "tracelens_reader", {}),
+    ]
+    results = {}
+    for label, func, env in cases:
+        print(f"measuring: {label} ...", flush=True)
+        m = measure(label, f"bench_nsys_ingest:{func}", str(path), timeout_s=args.timeout, env=env)
+        results[func] = m
+        print(f"  {m.wall_s and round(m.wall_s, 2)} s, peak {mib(m.peak_rss_bytes)} {m.error or ''} {m.result}",
+              flush=True)
+
+    text = _report(args.replicas, nvtx_replicas, path, size, counts, synth_s, results)
+    out = write_result("nsys_ingest", text)
+    print(f"wrote {out}")
+    if not args.keep:
+        path.unlink()
+    return 0
+
+
+def _report(replicas: int, nvtx_replicas: int, path: Path, size: int, counts: dict, synth_s: float,
+            results: dict) -> str:
+    def secs(m):  # noqa: ANN001, ANN202
+        return "failed: " + m.error if not m.ok else f"{m.wall_s:.2f} s"
+
+    def ratio(a, b):  # noqa: ANN001, ANN202
+        if not (a.ok and b.ok) or not a.wall_s:
+            return "n/a"
+        return f"{b.wall_s / a.wall_s:.2f}x"
+
+    rows = []
+    for m in results.values():
+        result = m.result or {}
+        rows.append([m.label, secs(m), mib(m.peak_rss_bytes), f"{result.get('rows', 'n/a'):,}"
+                     if isinstance(result.get("rows"), int) else "n/a",
+                     mib(result.get("bytes")) if result.get("bytes") is not None else "n/a"])
+    fl, rs, tl = results["floor"], results["pandas_read_sql_kernels"], results["tracelens_reader"]
+    adbc, fetch, cx = results["adbc_kernels"], results["fetchall_numpy_kernels"], results["connectorx_kernels"]
+    tl_result = tl.result or {}
+    table_bytes = tl_result.get("distinct_buffer_bytes")
+    rss_ratio = (f"{tl.peak_rss_bytes / table_bytes:.2f}x" if tl.ok and table_bytes else "n/a")
+    lines = [
+        "# Nsight Systems ingest benchmark",
+        "",
+        f"Machine: {machine_description()}. Generated by `benchmarks/bench_nsys_ingest.py` on "
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.",
+        "",
+        f"Input: `{SOURCE.name}` with every event table replicated x{replicas} (NVTX_EVENTS x{nvtx_replicas})"
+        f" by SQLite (`INSERT ... SELECT`, shifted times and correlation ids): {size / 2**30:.2f} GiB, "
+        f"synthesized in {synth_s:.0f} s.",
+        "",
+        markdown_table(["table", "rows"], [[t, f"{n:,}"] for t, n in counts.items()]),
+        "Each case runs in a fresh process (wall time inside the call, peak RSS of the process; the OS page "
+        "cache is warm for all cases after synthesis).",
+        "",
+        markdown_table(["case", "wall", "peak RSS", "rows", "result bytes"], rows),
+        "## Ratios (same run)",
+        "",
+        f"- tracelens reader (all tables) / SQLite floor (all tables): **{ratio(fl, tl)}** (target <= 2x)",
+        f"- pandas read_sql of the kernel table alone / tracelens reader of everything: **{ratio(tl, rs)}** "
+        "(target >= 3x)",
+        f"- pandas read_sql / ADBC, kernel table alone: {ratio(adbc, rs)}; fetchall+numpy / ADBC: "
+        f"{ratio(adbc, fetch)}; connectorx / ADBC: {ratio(adbc, cx)}",
+        f"- tracelens peak RSS / resulting event table ({mib(table_bytes)} of distinct Arrow buffers; "
+        f"`Table.nbytes` counts the shared all-null buffer once per column: {mib(tl_result.get('bytes'))}): "
+        f"**{rss_ratio}** (target <= 2x)",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
