@@ -1,0 +1,185 @@
+"""Bad Nsight Systems input through the CLI (in process): one line on stderr naming the file, exit 2,
+no traceback; or, where the input is merely unusual, a normal exit. Every input is built in tmp_path."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import stat
+import threading
+from pathlib import Path
+
+import pytest
+from conftest import shared_traces
+
+from tracelens.cli import main
+from tracelens.ingest import load
+from tracelens.ingest import nsys as nsys_reader
+
+TINY = "rtx3080_tiny_nsys2026.1.sqlite"
+WINDOW = "h100x2_fastvideo_window_nsys2026.2.sqlite"
+
+
+def _copy(tmp_path: Path, name: str) -> Path:
+    paths = shared_traces("nsys", name)
+    if not paths:
+        pytest.skip("../shared/traces/nsys not present")
+    dst = tmp_path / name
+    shutil.copyfile(paths[0], dst)
+    os.chmod(dst, stat.S_IRUSR | stat.S_IWUSR)
+    return dst
+
+
+def _run(capsys: pytest.CaptureFixture, *args: str) -> tuple[int, str, list[str]]:
+    code = main(list(args))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err.strip().splitlines()
+
+
+def _assert_one_line_error(code: int, err: list[str], path: Path, *words: str) -> None:
+    assert code == 2
+    assert len(err) == 1, err
+    assert str(path) in err[0]
+    assert "Traceback" not in err[0] and "internal error" not in err[0]
+    for word in words:
+        assert word in err[0]
+
+
+def test_random_bytes_named_sqlite(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    path = tmp_path / "random.sqlite"
+    path.write_bytes(os.urandom(8192))
+    code, _, err = _run(capsys, "analyze", str(path))
+    _assert_one_line_error(code, err, path, "SQLite")
+
+
+def test_sqlite_file_that_is_not_an_nsys_export(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    path = tmp_path / "other.sqlite"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE users (id INTEGER, name TEXT)")
+    conn.execute("INSERT INTO users VALUES (1, 'a')")
+    conn.commit()
+    conn.close()
+    code, _, err = _run(capsys, "analyze", str(path))
+    _assert_one_line_error(code, err, path, "not an Nsight Systems export")
+
+
+def test_empty_sqlite_database(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    path = tmp_path / "empty.sqlite"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE t (x)")
+    conn.execute("DROP TABLE t")
+    conn.commit()
+    conn.close()
+    code, _, err = _run(capsys, "analyze", str(path))
+    _assert_one_line_error(code, err, path)
+
+
+def test_export_without_cuda_tables_reports_host_side(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    path = _copy(tmp_path, WINDOW)
+    conn = sqlite3.connect(path)
+    cupti = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table' "
+                                        "AND name LIKE 'CUPTI_ACTIVITY_KIND_%'")]
+    assert "CUPTI_ACTIVITY_KIND_KERNEL" in cupti
+    for table in cupti:
+        conn.execute(f"DROP TABLE {table}")
+    nvtx = conn.execute("SELECT count(*) FROM NVTX_EVENTS WHERE eventType = 59").fetchone()[0]
+    conn.commit()
+    conn.close()
+    code, out, err = _run(capsys, "analyze", str(path))
+    assert code == 0, err
+    assert "No GPU activity" in out
+    assert "Traceback" not in "\n".join(err)
+    trace = load(path)
+    assert int((trace.df.kind == "annotation").sum()) == nvtx  # the host side is all there
+    assert trace.gpu_ids == []
+    assert any("no GPU activity" in w for w in trace.metadata.warnings)
+
+
+def test_invalid_utf8_in_text_columns_is_replaced(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    path = _copy(tmp_path, WINDOW)
+    conn = sqlite3.connect(path)
+    name_id = conn.execute("SELECT demangledName FROM CUPTI_ACTIVITY_KIND_KERNEL LIMIT 1").fetchone()[0]
+    count = conn.execute("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE demangledName = ?",
+                         (name_id,)).fetchone()[0]
+    # Bytes ff fe are never valid UTF-8; store them as TEXT so they reach the reader as text.
+    conn.execute("UPDATE StringIds SET value = CAST(X'6b65726e656cfffe41' AS TEXT) WHERE id = ?", (name_id,))
+    conn.execute("UPDATE NVTX_EVENTS SET text = CAST(X'72616e6765ff' AS TEXT) WHERE rowid = 1")
+    conn.commit()
+    conn.close()
+    trace = load(path)
+    kernels = trace.of_kind("kernel")
+    assert int((kernels.name.astype(str) == "kernel\ufffd\ufffdA").sum()) == count
+    assert (trace.of_kind("annotation").name.astype(str) == "range\ufffd").sum() == 1
+    code, _, err = _run(capsys, "analyze", "-f", "json", str(path))
+    assert code == 0, err
+
+
+def test_truncated_export(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    source = _copy(tmp_path, WINDOW)
+    path = tmp_path / "truncated.sqlite"
+    data = source.read_bytes()
+    path.write_bytes(data[: len(data) // 3])
+    code, _, err = _run(capsys, "analyze", str(path))
+    _assert_one_line_error(code, err, path)
+
+
+def test_header_only_export(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    source = _copy(tmp_path, WINDOW)
+    path = tmp_path / "header.sqlite"
+    path.write_bytes(source.read_bytes()[:100])
+    code, _, err = _run(capsys, "analyze", str(path))
+    _assert_one_line_error(code, err, path)
+
+
+def _hold_lock(path: Path, statement: str, ready: threading.Event, release: threading.Event) -> None:
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    conn.execute(statement)
+    conn.execute("INSERT INTO StringIds (id, value) VALUES (999999, 'pending')")
+    ready.set()
+    release.wait(30)
+    conn.execute("ROLLBACK")
+    conn.close()
+
+
+@pytest.mark.parametrize("statement", ["BEGIN IMMEDIATE", "BEGIN EXCLUSIVE"])
+def test_export_held_open_for_writing(tmp_path: Path, capsys: pytest.CaptureFixture,
+                                      monkeypatch: pytest.MonkeyPatch, statement: str) -> None:
+    """A writer holds a RESERVED (IMMEDIATE) or EXCLUSIVE lock: reading works or fails in one line, quickly."""
+    path = _copy(tmp_path, TINY)
+    monkeypatch.setattr(nsys_reader, "BUSY_TIMEOUT_S", 0.3)
+    ready, release = threading.Event(), threading.Event()
+    holder = threading.Thread(target=_hold_lock, args=(path, statement, ready, release))
+    holder.start()
+    try:
+        assert ready.wait(10)
+        code, out, err = _run(capsys, "analyze", "-f", "json", str(path))
+    finally:
+        release.set()
+        holder.join(10)
+    if statement == "BEGIN IMMEDIATE":
+        # A RESERVED lock still admits readers; the uncommitted row is invisible to them.
+        assert code == 0, err
+        assert '"format": "nsys"' in out
+    else:
+        _assert_one_line_error(code, err, path, "locked")
+    with sqlite3.connect(path) as conn:  # the writer rolled back: nothing of ours was left behind either
+        assert conn.execute("SELECT count(*) FROM StringIds WHERE id = 999999").fetchone()[0] == 0
+
+
+def test_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    path = tmp_path / "absent.sqlite"
+    code, _, err = _run(capsys, "analyze", str(path))
+    _assert_one_line_error(code, err, path)
+
+
+def test_table_missing_required_column_is_skipped_with_warning(tmp_path: Path) -> None:
+    path = _copy(tmp_path, WINDOW)
+    conn = sqlite3.connect(path)
+    conn.execute("ALTER TABLE CUPTI_ACTIVITY_KIND_MEMSET DROP COLUMN end")
+    conn.commit()
+    conn.close()
+    trace = load(path)
+    assert not (trace.df.kind == "memset").any()
+    assert int((trace.df.kind == "kernel").sum()) == 3442  # README: KERNEL 3442
+    assert any("CUPTI_ACTIVITY_KIND_MEMSET lacks column(s) end" in w for w in trace.metadata.warnings)
