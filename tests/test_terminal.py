@@ -1,0 +1,67 @@
+"""Terminal summary: names never act as rich markup or terminal control, layout fits 100 columns."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.test_report_golden import core_doc, golden_trace
+from tracelens.analyses import analyze
+from tracelens.cli import main
+from tracelens.report import terminal
+from tracelens.report.escape import terminal as clean
+from tracelens.trace import Trace
+
+MARKUP = "[bold red]boom[/bold red] [link=http://x]y[/link]"
+CONTROL = "evil\x1b[2J\x1b]0;title\x07name"
+
+
+def test_markup_and_control_characters_are_inert() -> None:
+    rows = [{"kind": "kernel", "name": MARKUP, "start_ns": 0, "end_ns": 100, "device": 0, "stream": 1},
+            {"kind": "kernel", "name": CONTROL, "start_ns": 200, "end_ns": 250, "device": 0, "stream": 1},
+            {"kind": "cpu_op", "name": MARKUP, "start_ns": 0, "end_ns": 300, "pid": 1, "tid": 1}]
+    text = terminal.render(analyze(Trace.from_rows(rows)), color=True)
+    assert "[bold red]boom[/bold red]" in text  # printed literally, not interpreted
+    assert "\x1b[2J" not in text and "\x07" not in text and "evil" in text
+    assert clean(CONTROL) == "evil [2J ]0;title name"
+
+
+def test_width_and_order() -> None:
+    text = terminal.render(analyze(golden_trace()))
+    lines = text.split("\n")
+    assert max(map(len, lines)) <= terminal.WIDTH
+    order = [text.find(marker) for marker in ("Diagnosis:", "GPU utilization", "Steps:", "idle gaps",
+                                              "Top kernels", "Memory copies", "Host side")]
+    assert all(i >= 0 for i in order) and order == sorted(order)
+
+
+def test_sections_missing_from_the_doc_are_skipped() -> None:
+    doc = core_doc()
+    for key in ("kernels", "host", "diagnosis"):
+        doc.pop(key)
+    text = terminal.render(doc)
+    assert "Top kernels" not in text and "Host side" not in text and "Diagnosis" not in text
+    assert "GPU utilization: 52.2%" in text
+
+
+def test_no_gpu_trace() -> None:
+    rows = [{"kind": "step", "name": "ProfilerStep#1", "start_ns": 0, "end_ns": 1000, "pid": 1, "tid": 1,
+             "step": 1}]
+    text = terminal.render(analyze(Trace.from_rows(rows)))
+    assert "No GPU activity in this trace" in text
+
+
+def test_cli_analyze_terminal_exit_code(tmp_path, capsys: pytest.CaptureFixture) -> None:
+    path = tmp_path / "t.parquet"
+    golden_trace().save(path)
+    assert main(["analyze", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("handmade/golden.json  (handmade")  # the path recorded in the Parquet metadata
+    assert main(["analyze", str(tmp_path / "missing.json")]) == 2
+    assert capsys.readouterr().err == f"tracelens: {tmp_path / 'missing.json'}: no such file or directory\n"
+    # markdown through analyze: the plot only when asked and written to a file
+    out_md = tmp_path / "a.md"
+    assert main(["analyze", str(path), "-o", str(out_md), "--no-plots"]) == 0
+    assert out_md.read_text().startswith("# tracelens report: golden.json")
+    assert not (tmp_path / "a.utilization.png").exists()
+    assert main(["analyze", str(path), "-o", str(out_md)]) == 0
+    assert (tmp_path / "a.utilization.png").exists()
