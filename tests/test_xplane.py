@@ -313,3 +313,25 @@ def test_v100_steps_and_devices() -> None:
     steps = trace.df[trace.df["kind"] == "step"]
     assert steps["step"].tolist() == [0]
     assert trace.metadata.extra["steps_from"] == "device Steps lines"
+
+
+def test_noncanonical_field_order_reads_the_same(tmp_path: Path) -> None:
+    # protobuf allows fields in any order; writers use field-number order. Same events, shuffled fields:
+    def shuffled_event(mid: int, offset: int, duration: int, stats: list[bytes]) -> bytes:
+        return b"".join(pb.lfield(4, s) for s in stats) + pb.vfield(3, duration) + pb.vfield(2, offset) \
+            + pb.vfield(1, mid)
+
+    names, stat_names = {1: "k"}, {1: "correlation_id"}
+    canonical = pb.line(5, "Stream #5", 100, [pb.event(1, 1_000_500, 2_000_000, [pb.stat(1, int64=3)]),
+                                              pb.event(1, 5_000_000, 1_000_000, [pb.stat(1, int64=4)])])
+    mixed = pb.line(5, "Stream #5", 100, [shuffled_event(1, 1_000_500, 2_000_000, [pb.stat(1, int64=3)]),
+                                          pb.event(1, 5_000_000, 1_000_000, [pb.stat(1, int64=4)])])
+    tables = []
+    for label, line in (("a", canonical), ("b", mixed)):
+        path = tmp_path / f"{label}.xplane.pb"
+        path.write_bytes(pb.space([pb.plane(1, "/device:GPU:0", [line], names, stat_names)]))
+        df = xplane.read(path).df
+        tables.append(df[["kind", "start_ns", "end_ns", "correlation_id", "stream"]].astype(str).values.tolist())
+    assert tables[0] == tables[1]
+    # [100 + 1000, 100 + 3000], [100 + 5000, 100 + 6000] -> origin 1100
+    assert [row[1:4] for row in tables[0]] == [["0", "2000", "3"], ["4000", "5000", "4"]]

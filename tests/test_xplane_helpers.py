@@ -9,7 +9,6 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterator
 
-
 # ------------------------------------------------------------------------------------------ encoder
 
 def varint(n: int) -> bytes:
@@ -180,7 +179,7 @@ def _decode_line(data: bytes) -> dict:
                     ev["occurrences"] = signed(v2)
                 elif n2 == 4:
                     sid, sval = 0, None
-                    for n3, wt3, v3 in fields(v2):
+                    for n3, _wt3, v3 in fields(v2):
                         if n3 == 1:
                             sid = v3
                         else:

@@ -295,15 +295,20 @@ def _wanted_stat_keys(planes: list[Any]) -> tuple[np.ndarray, np.ndarray]:
     return wk[order], np.asarray(wanted_codes, np.int64)[order]
 
 
-def _wanted_stat_filter(buf: np.ndarray, event_plane: np.ndarray, planes: list[Any]) -> Any:
+def _wanted_stat_filter(buf: np.ndarray, event_plane: np.ndarray, on_steps_line: np.ndarray,
+                        planes: list[Any]) -> Any:
     """A walk filter keeping only the stat records the reader needs (and any it cannot cheaply tell)."""
-    wanted, _ = _wanted_stat_keys(planes)
+    wanted, codes = _wanted_stat_keys(planes)
 
-    def keep(record: wire.Fields) -> np.ndarray:
-        canonical = (buf[record.start] == 0x08) & (record.length > 1) & (record.wire == 2)
-        mid, _ = wire.read_varints(buf, record.start + 1)
-        keys = (event_plane[record.message] << 32) | (mid & np.uint64(0xFFFFFFFF)).astype(np.int64)
-        return ~canonical | (_lookup(wanted, keys) >= 0)
+    def keep(events: wire.Events) -> np.ndarray:
+        start, owner = events.stat_start, events.stat_event
+        canonical = (buf[start] == 0x08) & (events.stat_length > 1)
+        mid, _ = wire.read_varints(buf, start + 1)
+        keys = (event_plane[owner] << 32) | (mid & np.uint64(0xFFFFFFFF)).astype(np.int64)
+        hit = _lookup(wanted, keys)
+        # group_id is on most host events but needed only to number device "Steps" lines
+        useful = (hit >= 0) & ((codes[np.maximum(hit, 0)] != _CODE["group_id"]) | on_steps_line[owner])
+        return ~canonical | useful
 
     return keep
 
@@ -572,14 +577,15 @@ def _build_trace(hosts: list[_Host], source: Path, run: str | None) -> Trace:
     line_plane = np.asarray(lines.plane, np.int64)
     event_plane = line_plane[event_line] if n else np.empty(0, np.int64)
 
-    singular = {number: np.zeros(n, np.uint64) for number in (1, 2, 3, 5)}
-    fields = wire.walk(buf, starts, ends, keep_fields=(4,), sinks=singular,
-                       keep_filter=_wanted_stat_filter(buf, event_plane.astype(np.int64), planes))
-    mid, offset_ps, duration_ps, occurrences = (singular[k].view(np.int64) for k in (1, 2, 3, 5))
-    is_stat = fields.wire == 2
-    stats = _decode_stats(buf, fields.message[is_stat], fields.start[is_stat], fields.length[is_stat],
-                          event_plane, planes, n)
-    del fields
+    decoded = wire.walk_events(buf, starts, ends)
+    mid, offset_ps, duration_ps, occurrences = (
+        v.view(np.int64) for v in (decoded.metadata_id, decoded.offset_ps, decoded.duration_ps,
+                                   decoded.num_occurrences))
+    keep_stat = _wanted_stat_filter(buf, event_plane.astype(np.int64),
+                                    np.asarray(lines.kind)[event_line] == _LINE_STEPS, planes)(decoded)
+    stats = _decode_stats(buf, decoded.stat_event[keep_stat], decoded.stat_start[keep_stat],
+                          decoded.stat_length[keep_stat], event_plane, planes, n)
+    del decoded
 
     # names: (plane, metadata id) -> metadata name
     ev_keys, ev_order, ev_names = _metadata_table(planes, "event")

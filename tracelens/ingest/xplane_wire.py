@@ -48,20 +48,18 @@ def read_varints(buf: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarr
     pending = np.flatnonzero(first >= 0x80)  # most tags, ids and lengths fit one byte
     if pending.size == 0:
         return values, after
+    # Multi-byte varints: read a 10-byte window each, find the terminating byte, sum the 7-bit groups.
     at = pos[pending]
-    acc = values[pending]
-    for k in range(1, 10):
-        byte = buf[at + k]
-        acc |= (byte & 0x7F).astype(np.uint64) << np.uint64(7 * k)
-        done = byte < 0x80
-        if done.any():
-            values[pending[done]] = acc[done]
-            after[pending[done]] = at[done] + k + 1
-            keep = ~done
-            pending, at, acc = pending[keep], at[keep], acc[keep]
-        if pending.size == 0:
-            return values, after
-    raise WireError("varint longer than 10 bytes")
+    window = buf[at[:, None] + np.arange(10)]
+    terminal = window < 0x80
+    if not terminal.any(axis=1).all():
+        raise WireError("varint longer than 10 bytes")
+    length = terminal.argmax(axis=1) + 1
+    groups = (window & 0x7F).astype(np.uint64)
+    groups[np.arange(10)[None, :] >= length[:, None]] = 0
+    values[pending] = (groups << (np.arange(10, dtype=np.uint64) * np.uint64(7))).sum(axis=1, dtype=np.uint64)
+    after[pending] = at + length
+    return values, after
 
 
 @dataclass
@@ -188,3 +186,74 @@ def gather_strings(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> 
     ramp = np.arange(total, dtype=np.int64) - np.repeat(offsets[:-1], lengths)
     data = buf[np.repeat(np.asarray(starts, np.int64), lengths) + ramp]
     return offsets, data
+
+
+@dataclass
+class Events:
+    """Decoded XEvent fields (uint64 raw varints, reinterpret as int64) and every stat's byte range."""
+
+    metadata_id: np.ndarray
+    offset_ps: np.ndarray
+    duration_ps: np.ndarray
+    num_occurrences: np.ndarray
+    stat_event: np.ndarray  # event index of each stat record
+    stat_start: np.ndarray  # payload start in the buffer
+    stat_length: np.ndarray
+
+
+_XEVENT_VARINTS = ((1, 0x08), (2, 0x10), (3, 0x18))  # field number, one-byte tag (wire type 0)
+_XEVENT_STATS_TAG = 0x22  # field 4, length-delimited
+_XEVENT_OCCURRENCES_TAG = 0x28  # field 5, varint
+
+
+def walk_events(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> Events:
+    """Decode serialized XEvents, specialised for the canonical field order protobuf writers use
+    (metadata_id, offset_ps, duration_ps, stats..., num_occurrences; zero fields omitted).
+
+    Each step tests one expected tag across all events at once; an event whose bytes deviate from that
+    order is decoded again by the general :func:`walk`, so any valid encoding gives the same result.
+    """
+    starts = np.asarray(starts, dtype=np.int64)
+    ends = np.asarray(ends, dtype=np.int64)
+    n = starts.size
+    if n and (ends.max() > buf.size - PAD or (ends < starts).any()):
+        raise WireError("message extends past the end of the buffer")
+    values = {number: np.zeros(n, np.uint64) for number in (1, 2, 3, 5)}
+    pos = starts.copy()
+    for number, tag in _XEVENT_VARINTS:
+        has = np.flatnonzero((buf[pos] == tag) & (pos < ends))
+        if has.size:
+            values[number][has], pos[has] = read_varints(buf, pos[has] + 1)
+    if (pos > ends).any():
+        raise WireError("field runs past the end of its message")
+    stat_event, stat_start, stat_length = [], [], []
+    active = np.flatnonzero((pos < ends) & (buf[pos] == _XEVENT_STATS_TAG))
+    while active.size:
+        length, data = read_varints(buf, pos[active] + 1)
+        length = length.astype(np.int64)
+        stat_event.append(active)
+        stat_start.append(data)
+        stat_length.append(length)
+        pos[active] = data + length
+        if (pos[active] > ends[active]).any():
+            raise WireError("stat runs past the end of its event")
+        active = active[(pos[active] < ends[active]) & (buf[pos[active]] == _XEVENT_STATS_TAG)]
+    has = np.flatnonzero((pos < ends) & (buf[pos] == _XEVENT_OCCURRENCES_TAG))
+    if has.size:
+        values[5][has], pos[has] = read_varints(buf, pos[has] + 1)
+    event_idx = np.concatenate(stat_event) if stat_event else np.empty(0, np.int64)
+    start = np.concatenate(stat_start) if stat_start else np.empty(0, np.int64)
+    length = np.concatenate(stat_length) if stat_length else np.empty(0, np.int64)
+    if (pos > ends).any():
+        raise WireError("field runs past the end of its message")
+    odd = np.flatnonzero(pos != ends)
+    if odd.size:  # not in canonical order (or unknown fields): decode those events the general way
+        fields = walk(buf, starts[odd], ends[odd])
+        for number in (1, 2, 3, 5):
+            values[number][odd] = last_value_per_message(fields, number, odd.size)
+        is_stat = (fields.field == 4) & (fields.wire == 2)
+        redo = np.isin(event_idx, odd)
+        event_idx = np.concatenate([event_idx[~redo], odd[fields.message[is_stat]]])
+        start = np.concatenate([start[~redo], fields.start[is_stat]])
+        length = np.concatenate([length[~redo], fields.length[is_stat]])
+    return Events(values[1], values[2], values[3], values[5], event_idx, start, length)
