@@ -551,9 +551,10 @@ class NsysReader:
             "graph_id": t.column("graphId"),
         })
         # Keep the short names reachable: demangled name -> short name, for unique kernels only.
-        pairs = np.unique(np.stack([name, short]), axis=1) if name.size else np.empty((2, 0), np.int32)
+        pairs = np.unique((name.astype(np.int64) << 32) | (short.astype(np.int64) & 0xFFFFFFFF))
+        demangled_of, short_of = (pairs >> 32).astype(np.int32), (pairs & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
         self._short_names = {strings.values[int(d)].as_py(): strings.values[int(s)].as_py()
-                             for d, s in pairs.T if d >= 0 and s >= 0 and d != s}
+                             for d, s in zip(demangled_of, short_of, strict=True) if d >= 0 and s >= 0 and d != s}
         return _Part(t.num_rows, cols)
 
     def _memcpys(self, t: pa.Table, db: _Database) -> _Part:
@@ -611,14 +612,14 @@ class NsysReader:
             # the only row for that (thread, correlation id).
             tid = _numpy(t.column("globalTid"), fill=-1)
             corr = _numpy(t.column("correlationId"), fill=-1)
-            keys = np.stack([tid, corr], axis=1)
-            primary = np.unique(keys[~backtrace], axis=0)
-            bt_keys = keys[backtrace]
-            view = np.dtype((np.void, 16))
-            duplicate = np.isin(np.ascontiguousarray(bt_keys).view(view).ravel(),
-                                np.ascontiguousarray(primary).view(view).ravel())
-            keep = np.ones(t.num_rows, bool)
-            keep[np.flatnonzero(backtrace)[duplicate]] = False
+            # Sort by (thread, correlation id) with non-backtrace rows first in each group: a backtrace row
+            # is a repeat when it is not the first row of its group.
+            order = np.lexsort((backtrace, corr, tid))
+            t_sorted, c_sorted = tid[order], corr[order]
+            first = np.ones(order.size, bool)
+            first[1:] = (t_sorted[1:] != t_sorted[:-1]) | (c_sorted[1:] != c_sorted[:-1])
+            keep = np.ones(order.size, bool)
+            keep[order] = ~(backtrace[order] & ~first)
             if not keep.all():
                 t = t.filter(pa.array(keep))
                 event_class = event_class[keep]
