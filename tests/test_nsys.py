@@ -474,3 +474,35 @@ def test_nsys_rep_without_nsys_says_what_to_run(tmp_path: Path, monkeypatch: pyt
     assert len(err) == 1
     assert "nsys export --type sqlite --output" in err[0] and str(report) in err[0]
     assert "Traceback" not in err[0]
+
+
+def test_backtrace_only_call_is_kept_once(tmp_path: Path) -> None:
+    path = _copy(tmp_path, "a100_saxpy_nsys2022.2.sqlite")
+    # Hand-picked from the file: correlationId 135 is cudaMalloc_v3020 (class 0) + cudaMalloc (class 67).
+    before = load(path).df
+    assert int(((before.kind == "runtime") & (before.correlation_id == 135)).sum()) == 1
+    _edit(path, "DELETE FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE correlationId = 135 AND eventClass = 0")
+    df = load(path).df
+    rows = df[(df.kind == "runtime") & (df.correlation_id == 135)]
+    assert rows.name.astype(str).tolist() == ["cudaMalloc"]
+    assert int((df.kind == "runtime").sum()) == int((before.kind == "runtime").sum())
+
+
+def test_kernel_name_falls_back_to_short_name(tmp_path: Path) -> None:
+    path = _copy(tmp_path, "rtx3080_tiny_nsys2026.1.sqlite")
+    # demangledName is NOT NULL in the schema: point it at an id StringIds lacks.
+    _edit(path, "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET demangledName = 987654321 WHERE correlationId = 143")
+    trace = load(path)
+    kernels = trace.of_kind("kernel")
+    names = dict(zip(kernels.correlation_id.astype(int), kernels.name.astype(str), strict=True))
+    assert names[143] == "vectorized_elementwise_kernel"  # its shortName (read off the file)
+    assert names[159].startswith("void at::native::reduce_kernel<")
+    assert trace.metadata.extra["kernel_short_names"][names[159]] == "reduce_kernel"
+
+
+def test_device_table_from_cuda_device_table_alone(tmp_path: Path) -> None:
+    path = _copy(tmp_path, "rtx3080_tiny_nsys2026.1.sqlite")
+    _edit(path, "DROP TABLE TARGET_INFO_GPU")
+    trace = load(path)
+    assert trace.device_info(0)["sm_count"] == 68  # TARGET_INFO_CUDA_DEVICE.numMultiprocessors
+    assert trace.device_info(0)["name"] is None
