@@ -791,7 +791,12 @@ def _dict_column(codes: np.ndarray, labels: Sequence[str]) -> pa.DictionaryArray
     unique: dict[str, int] = {}
     remap = np.array([unique.setdefault(label, len(unique)) for label in labels] + [-1], dtype=np.int32)
     codes = remap[np.where(codes < 0, len(labels), codes)]  # labels repeat (several planes): dedupe
-    return pa.DictionaryArray.from_arrays(pa.array(codes, mask=codes < 0), pa.array(list(unique), pa.string()))
+    # keep only the labels some row uses (metadata of skipped lines would show up as empty categories)
+    used = np.bincount(codes[codes >= 0], minlength=len(unique)) > 0
+    compact = np.cumsum(used) - 1
+    codes = np.where(codes >= 0, compact[np.maximum(codes, 0)], -1).astype(np.int32)
+    kept = [label for label, flag in zip(unique, used.tolist(), strict=True) if flag]
+    return pa.DictionaryArray.from_arrays(pa.array(codes, mask=codes < 0), pa.array(kept, pa.string()))
 
 
 def _masked(values: np.ndarray, valid: np.ndarray, typ: pa.DataType) -> pa.Array:
