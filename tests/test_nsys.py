@@ -506,3 +506,13 @@ def test_device_table_from_cuda_device_table_alone(tmp_path: Path) -> None:
     trace = load(path)
     assert trace.device_info(0)["sm_count"] == 68  # TARGET_INFO_CUDA_DEVICE.numMultiprocessors
     assert trace.device_info(0)["name"] is None
+
+
+def test_unknown_copy_and_sync_kinds_keep_a_generic_name(tmp_path: Path) -> None:
+    path = _copy(tmp_path, "rtx3080_tiny_nsys2026.1.sqlite")
+    _edit(path, "UPDATE CUPTI_ACTIVITY_KIND_MEMCPY SET copyKind = 0",
+          "UPDATE CUPTI_ACTIVITY_KIND_SYNCHRONIZATION SET syncType = 0")
+    df = load(path).df
+    memcpy, sync = df[df.kind == "memcpy"], df[df.kind == "gpu_sync"]
+    assert memcpy.name.astype(str).tolist() == ["[CUDA memcpy]"] and memcpy.copy_kind.isna().all()
+    assert sync.name.astype(str).tolist() == ["[CUDA sync]"] and sync.sync_kind.isna().all()

@@ -350,18 +350,20 @@ def _enum_names(db: _Database, table: str, builtin: dict[int, str | None], prefi
     return dict(builtin)
 
 
-def _coded_column(codes: pa.Array, labels: dict[int, str | None]) -> pa.DictionaryArray:
-    """Map integer codes to a dictionary column of labels (unknown codes and None labels -> null)."""
-    values = sorted({v for v in labels.values() if v is not None})
+def _coded_column(codes: pa.Array, labels: dict[int, str | None], default: str | None = None) -> pa.DictionaryArray:
+    """Map integer codes to a dictionary column of labels; unknown codes, null codes and None labels
+    become ``default`` (null when None)."""
+    values = sorted({v for v in labels.values() if v is not None} | ({default} if default else set()))
     index = {v: i for i, v in enumerate(values)}
-    top = max(list(labels) + [0]) + 1
-    table = np.full(top, -1, np.int32)
+    fallback = index[default] if default else -1
+    top = max([k for k in labels if k >= 0] + [0]) + 1
+    table = np.full(top, fallback, np.int32)
     for code, label in labels.items():
         if label is not None and code >= 0:
             table[code] = index[label]
     arr = _numpy(codes, fill=-1)
     ok = (arr >= 0) & (arr < top)
-    idx = np.where(ok, table[np.where(ok, arr, 0)], -1).astype(np.int32)
+    idx = np.where(ok, table[np.where(ok, arr, 0)], fallback).astype(np.int32)
     return _dict_array(idx, pa.array(values, pa.string()))
 
 
@@ -563,13 +565,10 @@ class NsysReader:
         mem_labels = self._mem_labels(db)
         copy_kind = _coded_column(t.column("copyKind"), copy_labels)
         names = {k: f"[CUDA memcpy {v}]" for k, v in copy_labels.items() if v}
-        names[-1] = "[CUDA memcpy]"
-        codes = pc.fill_null(t.column("copyKind"), -1)
         cols = self._gpu_common(t)
         cols.update({
             "kind": _kind_const(t.num_rows, MEMCPY),
-            "name": _coded_column(pc.if_else(pc.is_in(codes, pa.array(list(names), pa.int64())), codes, -1),
-                                  names),
+            "name": _coded_column(t.column("copyKind"), names, default="[CUDA memcpy]"),
             "bytes": t.column("bytes"),
             "copy_kind": copy_kind,
             "src_kind": _coded_column(t.column("srcKind"), mem_labels),
@@ -599,7 +598,8 @@ class NsysReader:
         cols = self._gpu_common(t)
         cols.update({
             "kind": _kind_const(t.num_rows, GPU_SYNC),
-            "name": _coded_column(t.column("syncType"), {k: f"[CUDA sync {v}]" for k, v in labels.items() if v}),
+            "name": _coded_column(t.column("syncType"), {k: f"[CUDA sync {v}]" for k, v in labels.items() if v},
+                                  default="[CUDA sync]"),
             "sync_kind": sync_kind,
         })
         return _Part(t.num_rows, cols)
