@@ -43,6 +43,7 @@ RESERVED_NAMES = (DATA, FORWARD, BACKWARD, OPTIMIZER)
 
 # Colours Nsight shows for the reserved ranges (names from nvtx.colors, which needs no matplotlib).
 _COLORS = {DATA: "yellow", FORWARD: "green", BACKWARD: "blue", OPTIMIZER: "purple", STEP_PREFIX: "orange"}
+_STEP_COLOR = _COLORS[STEP_PREFIX]
 
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
@@ -67,25 +68,32 @@ def _attributes(name: str, color: str | int | None) -> Any:
     return _nvtx_domain().get_event_attributes(message=name, color=color)
 
 
-def _torch_profiling() -> bool:
-    torch = sys.modules.get("torch")
-    if torch is None:
-        return False
+def _torch_profiler_enabled() -> bool:
+    """Whether torch's profiler is recording (torch already imported; callers check sys.modules)."""
     try:
-        return bool(torch._C._autograd._profiler_enabled())
-    except AttributeError:  # a torch without this private hook: fall back on the Python-level flag
+        return bool(sys.modules["torch"]._C._autograd._profiler_enabled())
+    except (AttributeError, KeyError):  # a torch without this private hook: the Python-level flag
         profiler = sys.modules.get("torch.autograd.profiler")
         return bool(getattr(profiler, "_is_profiler_enabled", False))
 
 
-def _tf_trace_module() -> Any:
-    """tensorflow.python.profiler.trace when TF is imported and its profiler is recording, else None."""
-    if "tensorflow" not in sys.modules:
+def _torch_enter(name: str) -> Any:
+    """An entered torch record_function while torch's profiler records, else None."""
+    if not _torch_profiler_enabled():
         return None
+    annotation = sys.modules["torch"].autograd.profiler.record_function(name)
+    annotation.__enter__()
+    return annotation
+
+
+def _tf_enter(name: str, step_num: int | None) -> Any:
+    """A started tf.profiler.experimental.Trace while TF's profiler records, else None."""
     trace = sys.modules.get("tensorflow.python.profiler.trace")
     if trace is None or not trace.enabled():
         return None
-    return trace
+    if step_num is None:
+        return trace.Trace(name)
+    return trace.Trace(STEP_NAME_TF, step_num=step_num, _r=1)  # Trace starts its clock on creation
 
 
 class _Range:
@@ -97,24 +105,16 @@ class _Range:
         self.name = name
         self.color = color
         self.step_num = step_num
-        self._torch: Any = None
-        self._tf: Any = None
-        self._pushed = False
 
     def __enter__(self) -> _Range:
+        # The hot path when nothing records: one global read and two dict look-ups.
         domain = _domain if _domain is not _NOT_YET else _nvtx_domain()
         if domain is not None:
             domain.push_range(_attributes(self.name, self.color))
-            self._pushed = True
-        if _torch_profiling():
-            self._torch = sys.modules["torch"].autograd.profiler.record_function(self.name)
-            self._torch.__enter__()
-        trace = _tf_trace_module()
-        if trace is not None:
-            if self.step_num is None:
-                self._tf = trace.Trace(self.name)
-            else:
-                self._tf = trace.Trace(STEP_NAME_TF, step_num=self.step_num, _r=1)
+        self._pushed = domain is not None
+        modules = sys.modules
+        self._torch = _torch_enter(self.name) if "torch" in modules else None
+        self._tf = _tf_enter(self.name, self.step_num) if "tensorflow" in modules else None
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -153,7 +153,8 @@ def step_name(i: int) -> str:
 
 def step(i: int) -> _Range:
     """Mark iteration ``i`` (a context manager around one whole training step)."""
-    return _Range(step_name(i), _COLORS[STEP_PREFIX], step_num=int(i))
+    i = int(i)
+    return _Range(f"{STEP_PREFIX}{i}", _STEP_COLOR, i)
 
 
 def forward() -> _Range:
@@ -187,8 +188,9 @@ class data_loading(Iterable[T]):  # noqa: N801 - reads as a function at the call
 
     @staticmethod
     def _fetch(iterator: Iterator[T]) -> Iterator[T]:
+        fetch = _Range(DATA, _COLORS[DATA])  # reused: this generator's fetches never overlap
         while True:
-            with _Range(DATA, _COLORS[DATA]):
+            with fetch:
                 try:
                     item = next(iterator)
                 except StopIteration:
