@@ -656,6 +656,7 @@ DEDICATED: list[tuple[str, Callable[[dict[str, Any]], Lines]]] = [
     ("host", _host),
 ]
 NOT_SECTIONS = {"schema_version", "source", "diagnosis"}
+GPU_ONLY = {"gaps", "attribution", "kernels", "launch", "memcpy", "occupancy"}  # empty without GPU activity
 NOT_SECTIONS |= {"stragglers", "collectives", "imbalance", "representative_rank", "ranks_plot"}  # in _ranks
 
 
@@ -664,9 +665,15 @@ def render_markdown(doc: dict[str, Any], plot_name: str | None = None) -> str:
     lines.extend(_findings(doc))
     lines.extend(_plot_link(plot_name))
     handled = set(NOT_SECTIONS)
+    no_gpu = doc.get("devices") == []
     for key, draw in DEDICATED:
         handled.add(key)
-        lines.extend(draw(doc))
+        if not (no_gpu and key in GPU_ONLY):
+            lines.extend(draw(doc))
+    if no_gpu:
+        skipped = [key for key, _ in DEDICATED if key in GPU_ONLY and key in doc]
+        if skipped:
+            lines.extend(["", f"GPU sections omitted ({', '.join(skipped)}): no GPU activity in this trace."])
     for key in doc:
         if key not in handled:
             lines.extend(_section_generic(key, key)(doc))

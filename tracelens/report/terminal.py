@@ -342,18 +342,17 @@ def _sync(doc: dict[str, Any], console: Console) -> None:
 
 def _ranges(doc: dict[str, Any], console: Console) -> None:
     ranges = doc.get("ranges")
-    rows = ranges.get("ranges") if isinstance(ranges, dict) else ranges
-    if not isinstance(rows, list) or not rows:
-        return
-    rows = [r for r in rows if isinstance(r, dict)]
+    rows = ranges.get("ranges") if isinstance(ranges, dict) else None
+    rows = [r for r in rows or [] if isinstance(r, dict)]
     if not rows:
         return
     console.print()
-    columns = [c for c in rows[0] if isinstance(rows[0][c], (str, int, float)) or rows[0][c] is None][:6]
-    table = _table("Ranges (NVTX / annotations)", columns, {c for c in columns if c != "name"})
+    table = _table(f"Ranges (NVTX / annotations): {_n(ranges.get('count'))} instances, {_n(ranges.get('names'))} names",
+                   ["range", "count", "CPU", "GPU op time", "projected", "GPU idle in"],
+                   {"count", "CPU", "GPU op time", "projected", "GPU idle in"})
     for r in rows[:TOP_ROWS]:
-        table.add_row(*[_t(r.get(c), NAME_WIDTH) if isinstance(r.get(c), str) else fmt_auto(c, r.get(c))
-                        for c in columns])
+        table.add_row(_t(r.get("name"), NAME_WIDTH), _n(r.get("count")), fmt_ns(r.get("cpu_ns")),
+                      fmt_ns(r.get("gpu_op_ns")), fmt_ns(r.get("projected_ns")), fmt_ns(r.get("gpu_idle_ns")))
     console.print(table.rich())
 
 
@@ -372,6 +371,7 @@ def _host(doc: dict[str, Any], console: Console) -> None:
 # Section renderers in print order. Add a section by adding its function here.
 SECTIONS: list[Draw] = [_source, _diagnosis, _devices, _steps, _gaps, _attribution, _kernels, _launch, _sync,
                         _memcpy, _occupancy, _ranges, _host]
+GPU_ONLY = {_gaps, _attribution, _kernels, _launch, _memcpy, _occupancy}  # nothing to show without GPU activity
 HANDLED = {"schema_version", "source", "diagnosis", "devices", "steps", "gaps", "attribution", "kernels", "launch",
            "sync", "memcpy", "occupancy", "ranges", "host"}
 
@@ -386,7 +386,9 @@ def render(doc: dict[str, Any], *, width: int = WIDTH, color: bool = False, **_:
     buffer = io.StringIO()
     console = Console(file=buffer, width=width, force_terminal=color, color_system="auto" if color else None,
                       emoji=False, highlight=False)
+    no_gpu = doc.get("devices") == []
     for draw in [*SECTIONS, _others]:
-        draw(doc, console)
+        if not (no_gpu and draw in GPU_ONLY):
+            draw(doc, console)
     # rich pads every line to the table width; trailing blanks only make diffs and golden files noisy
     return "\n".join(line.rstrip() for line in buffer.getvalue().split("\n"))
