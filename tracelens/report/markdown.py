@@ -172,7 +172,9 @@ def _headline(doc: dict[str, Any]) -> Lines:
         from ..diff import gpu_utilization
 
         total = gpu_utilization(doc)
-        per_device = ", ".join(f"GPU {md(d.get('id'))} {fmt_pct(d.get('utilization'))}" for d in devices)
+        per_device = ", ".join(f"{_gpu_label(d)} {fmt_pct(d.get('utilization'))}" for d in devices[:16])
+        if len(devices) > 16:
+            per_device += f", … {len(devices) - 16} more"
         lines.append(f"- **GPU utilization:** {fmt_pct(total)} busy-weighted over {len(devices)} device(s)"
                      + (f" ({per_device})" if len(devices) > 1 else ""))
     elif "devices" in doc:
@@ -195,6 +197,12 @@ def _headline(doc: dict[str, Any]) -> Lines:
             if primary.get("fix"):
                 lines.append(f"- **Fix:** {_text(primary.get('fix'))}")
     return lines
+
+
+def _gpu_label(device: dict[str, Any]) -> str:
+    """"GPU 3", or "rank 1 GPU 3" in a multi-rank run document (device ids repeat across ranks)."""
+    gpu = f"GPU {md(device.get('id'))}"
+    return f"rank {md(device['rank'])} {gpu}" if device.get("rank") is not None else gpu
 
 
 def _text(value: Any) -> str:
@@ -252,12 +260,12 @@ def _devices(doc: dict[str, Any]) -> Lines:
     devices = doc.get("devices")
     if not isinstance(devices, list) or not devices:
         return []
-    rows = [[md(d.get("id")), md(d.get("name") or "-"), fmt_pct(d.get("utilization")), fmt_ns(d.get("busy_ns")),
+    rows = [[_gpu_label(d), md(d.get("name") or "-"), fmt_pct(d.get("utilization")), fmt_ns(d.get("busy_ns")),
              fmt_ns(d.get("span_ns")), _num(d.get("kernel_count")), fmt_ns(d.get("kernel_ns")),
              f"{_num(d.get('memcpy_count'))} / {fmt_ns(d.get('memcpy_ns'))}",
              f"{_num(d.get('memset_count'))} / {fmt_ns(d.get('memset_ns'))}"] for d in devices]
     return ["", "## GPUs", "", *table(
-        ["device", "name", "utilization", "busy", "span", "kernels", "kernel time", "memcpy (n / time)",
+        ["GPU", "name", "utilization", "busy", "span", "kernels", "kernel time", "memcpy (n / time)",
          "memset (n / time)"], rows, ["---", "---", "---:", "---:", "---:", "---:", "---:", "---:", "---:"])]
 
 

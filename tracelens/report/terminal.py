@@ -161,7 +161,8 @@ def _devices(doc: dict[str, Any], console: Console) -> None:
                    ["GPU", "util", "busy", "span", "kernels", "kernel time", "memcpy n/time", "memset n/time",
                     "name"], {"util", "busy", "span", "kernels", "kernel time", "memcpy n/time", "memset n/time"})
     for d in devices:
-        table.add_row(_t(d.get("id")), fmt_pct(d.get("utilization")),
+        label = f"{d['rank']}:{d.get('id')}" if d.get("rank") is not None else d.get("id")  # rank:GPU in a run
+        table.add_row(_t(label), fmt_pct(d.get("utilization")),
                       fmt_ns(d.get("busy_ns")), fmt_ns(d.get("span_ns")), _n(d.get("kernel_count")),
                       fmt_ns(d.get("kernel_ns")), f"{_n(d.get('memcpy_count'))}/{fmt_ns(d.get('memcpy_ns'))}",
                       f"{_n(d.get('memset_count'))}/{fmt_ns(d.get('memset_ns'))}", _t(d.get("name") or "-", 24))
