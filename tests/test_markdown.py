@@ -88,6 +88,7 @@ def test_md_escapes_every_active_character() -> None:
     assert md("*a*_b_`c`[d](e)~f~\\") == "\\*a\\*\\_b\\_&#96;c&#96;\\[d\\](e)\\~f\\~\\\\"
     assert md("line1\nline2\r\n\tx") == "line1 line2 x"
     assert md("a & b") == "a &amp; b"
+    assert md("kernel@octocat") == "kernel@\u200boctocat"  # no @-mention in a PR comment
     assert html_text('x"<y>&') == "x&quot;&lt;y&gt;&amp;"
 
 

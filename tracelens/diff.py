@@ -82,6 +82,20 @@ def mean_step_ns(doc: Doc) -> float | None:
     return (sum(durations) / len(durations)) if durations else None
 
 
+def step_stats(doc: Doc) -> dict[str, float] | None:
+    """count, mean_ns, min_ns, max_ns over every step (from ``steps.summary``), or None without steps."""
+    summary = _steps_summary(doc)
+    steps = doc.get("steps")
+    count = steps.get("count") if isinstance(steps, dict) else None
+    if summary and count and all(isinstance(summary.get(k), (int, float)) for k in ("mean_ns", "min_ns", "max_ns")):
+        return {"count": count, "mean_ns": summary["mean_ns"], "min_ns": summary["min_ns"], "max_ns": summary["max_ns"]}
+    durations = step_durations(doc)
+    if not durations:
+        return None
+    return {"count": len(durations), "mean_ns": sum(durations) / len(durations), "min_ns": min(durations),
+            "max_ns": max(durations)}
+
+
 def _step_count(doc: Doc) -> int | None:
     steps = doc.get("steps")
     if isinstance(steps, dict) and isinstance(steps.get("count"), int):

@@ -6,8 +6,9 @@ nor inject a tag. Two contexts:
 
 * :func:`md` — inline markdown text, including GitHub table cells: HTML-special characters become
   entities, ``|`` becomes ``&#124;`` (a ``\\|`` would be undone inside code spans), markdown
-  punctuation that could start emphasis, code, links or strikethrough is backslash-escaped, and
-  newlines/tabs become spaces so a row stays on one line.
+  punctuation that could start emphasis, code, links or strikethrough is backslash-escaped,
+  newlines/tabs become spaces so a row stays on one line, and ``@`` is followed by a zero-width
+  space so no name can @-mention a GitHub user in a pull-request comment.
 * :func:`html_text` — text inside raw HTML (``<summary>``, attributes): :func:`html.escape` with quotes.
 
 Long names are shortened by :func:`shorten` (head ... tail, so template and kernel suffixes stay
@@ -36,7 +37,8 @@ def md(text: object) -> str:
     s = s.replace("\x00", "")
     s = html.escape(s, quote=False)  # & < > first, so the entities below are not re-escaped
     s = _MD_PUNCT.sub(r"\\\1", s)
-    return s.replace("|", "&#124;").replace("`", "&#96;")
+    # A zero-width space after "@" keeps a name like "kernel@user" from mentioning (notifying) a GitHub user.
+    return s.replace("|", "&#124;").replace("`", "&#96;").replace("@", "@\u200b")
 
 
 def html_text(text: object) -> str:

@@ -148,10 +148,10 @@ def _primary(doc: dict[str, Any]) -> dict[str, Any] | None:
     return primary if isinstance(primary, dict) else None
 
 
-def _step_durations(doc: dict[str, Any]) -> list[int]:
-    from ..diff import step_durations
+def _step_stats(doc: dict[str, Any]) -> dict[str, float] | None:
+    from ..diff import step_stats
 
-    return step_durations(doc)
+    return step_stats(doc)
 
 
 def _headline(doc: dict[str, Any]) -> Lines:
@@ -179,11 +179,10 @@ def _headline(doc: dict[str, Any]) -> Lines:
                      + (f" ({per_device})" if len(devices) > 1 else ""))
     elif "devices" in doc:
         lines.append("- **GPU utilization:** no GPU activity in this trace (no kernels, copies or memsets)")
-    durations = _step_durations(doc)
-    if durations:
-        mean = sum(durations) / len(durations)
-        lines.append(f"- **Step time:** mean {fmt_ns(mean)} over {len(durations)} steps "
-                     f"(min {fmt_ns(min(durations))}, max {fmt_ns(max(durations))})")
+    stats = _step_stats(doc)
+    if stats:
+        lines.append(f"- **Step time:** mean {fmt_ns(stats['mean_ns'])} over {stats['count']:,} steps "
+                     f"(min {fmt_ns(stats['min_ns'])}, max {fmt_ns(stats['max_ns'])})")
     elif "steps" in doc:
         lines.append("- **Step time:** no step markers in this trace")
     primary = _primary(doc)

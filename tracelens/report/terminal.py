@@ -172,16 +172,15 @@ def _devices(doc: dict[str, Any], console: Console) -> None:
 def _steps(doc: dict[str, Any], console: Console) -> None:
     if "steps" not in doc:
         return
-    from ..diff import step_durations
+    from ..diff import step_stats
 
-    durations = step_durations(doc)
+    stats = step_stats(doc)
     console.print()
-    if not durations:
+    if not stats:
         _print(console, "Steps: no step markers in this trace.")
         return
-    mean = sum(durations) / len(durations)
-    _print(console, f"Steps: {len(durations)}, mean {fmt_ns(mean)}, min {fmt_ns(min(durations))}, "
-                    f"max {fmt_ns(max(durations))}")
+    _print(console, f"Steps: {stats['count']:,}, mean {fmt_ns(stats['mean_ns'])}, min {fmt_ns(stats['min_ns'])}, "
+                    f"max {fmt_ns(stats['max_ns'])}")
     breakdown = _step_breakdown(doc)
     if breakdown:
         _print(console, "  per step (mean): " + ", ".join(f"{k} {fmt_ns(v)}" for k, v in breakdown))
