@@ -140,9 +140,16 @@ def test_keras_callback_without_keras_marks_steps_across_epochs(domain: Recordin
     assert domain.balanced()
 
 
-def test_no_profiler_means_no_torch_annotation() -> None:
+def test_no_profiler_means_no_torch_annotation(monkeypatch: pytest.MonkeyPatch) -> None:
     torch = pytest.importorskip("torch")
+    monkeypatch.setattr(nvtx, "_torch_recording", None)  # the first range after import resolves the check
     assert not torch._C._autograd._profiler_enabled()
+    for _ in range(2):  # resolving, then the cached check
+        with nvtx.forward() as current:
+            assert current._torch is None
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]):
+        with nvtx.forward() as current:
+            assert current._torch is not None
     with nvtx.forward() as current:
         assert current._torch is None
 

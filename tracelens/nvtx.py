@@ -68,29 +68,44 @@ def _attributes(name: str, color: str | int | None) -> Any:
     return _nvtx_domain().get_event_attributes(message=name, color=color)
 
 
-def _torch_profiler_enabled() -> bool:
-    """Whether torch's profiler is recording (torch already imported; callers check sys.modules)."""
-    try:
-        return bool(sys.modules["torch"]._C._autograd._profiler_enabled())
-    except (AttributeError, KeyError):  # a torch without this private hook: the Python-level flag
-        profiler = sys.modules.get("torch.autograd.profiler")
-        return bool(getattr(profiler, "_is_profiler_enabled", False))
+def _never() -> bool:
+    return False
+
+
+_torch_recording: Callable[[], bool] | None = None  # resolved once torch is imported
+_tf_recording: Callable[[], bool] | None = None  # likewise for TensorFlow
+
+
+def _resolve_torch_recording() -> Callable[[], bool]:
+    """torch's cheap "is a profiler recording?" check (about 0.1 µs), looked up once."""
+    global _torch_recording
+    torch = sys.modules["torch"]
+    check = getattr(getattr(getattr(torch, "_C", None), "_autograd", None), "_profiler_enabled", None)
+    if check is None:  # a torch without this private hook: the Python-level flag, read on each call
+        def check() -> bool:
+            return bool(getattr(sys.modules.get("torch.autograd.profiler"), "_is_profiler_enabled", False))
+    _torch_recording = check
+    return check
+
+
+def _resolve_tf_recording() -> Callable[[], bool]:
+    """TensorFlow's TraceMe "enabled" check, looked up once (never when TF is only partly imported)."""
+    global _tf_recording
+    trace = sys.modules.get("tensorflow.python.profiler.trace")
+    if trace is None:
+        return _never  # TF still importing: look again next time
+    _tf_recording = trace.enabled
+    return _tf_recording
 
 
 def _torch_enter(name: str) -> Any:
-    """An entered torch record_function while torch's profiler records, else None."""
-    if not _torch_profiler_enabled():
-        return None
     annotation = sys.modules["torch"].autograd.profiler.record_function(name)
     annotation.__enter__()
     return annotation
 
 
 def _tf_enter(name: str, step_num: int | None) -> Any:
-    """A started tf.profiler.experimental.Trace while TF's profiler records, else None."""
-    trace = sys.modules.get("tensorflow.python.profiler.trace")
-    if trace is None or not trace.enabled():
-        return None
+    trace = sys.modules["tensorflow.python.profiler.trace"]
     if step_num is None:
         return trace.Trace(name)
     return trace.Trace(STEP_NAME_TF, step_num=step_num, _r=1)  # Trace starts its clock on creation
@@ -107,14 +122,17 @@ class _Range:
         self.step_num = step_num
 
     def __enter__(self) -> _Range:
-        # The hot path when nothing records: one global read and two dict look-ups.
+        # The hot path when nothing records: a global read, two dict look-ups, a cached check per framework.
         domain = _domain if _domain is not _NOT_YET else _nvtx_domain()
         if domain is not None:
             domain.push_range(_attributes(self.name, self.color))
         self._pushed = domain is not None
+        self._torch = self._tf = None
         modules = sys.modules
-        self._torch = _torch_enter(self.name) if "torch" in modules else None
-        self._tf = _tf_enter(self.name, self.step_num) if "tensorflow" in modules else None
+        if "torch" in modules and (_torch_recording or _resolve_torch_recording())():
+            self._torch = _torch_enter(self.name)
+        if "tensorflow" in modules and (_tf_recording or _resolve_tf_recording())():
+            self._tf = _tf_enter(self.name, self.step_num)
         return self
 
     def __exit__(self, *exc: object) -> None:
