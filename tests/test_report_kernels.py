@@ -83,6 +83,10 @@ def test_kineto_kernel_counts_match_json(path: Path) -> None:
             counts[ev["name"]] += 1
             totals_us[ev["name"]] += float(ev.get("dur", 0))
     got = {k["name"]: k for k in kernel_summary(trace)["by_name"]}
+    only_tracelens = sorted(set(got) - set(counts))[:3]
+    only_json = sorted(set(counts) - set(got))[:3]
+    assert not only_tracelens and not only_json, (
+        f"kernel names differ from the file: tracelens has {only_tracelens}, the JSON has {only_json}")
     assert {n: k["count"] for n, k in got.items()} == dict(counts)
     for name, total_us in totals_us.items():
         # The reader rounds each µs timestamp to ns: allow 1 ns per launch per end.
