@@ -6,7 +6,8 @@ from typing import Any
 
 from ..errors import UsageError
 from . import json_renderer
-from .escape import is_shortened, md, shorten
+from .escape import md
+from .markdown import FullNames
 from .units import fmt_bytes, fmt_ns, fmt_pct
 
 VERDICT_MARK = {"improved": "✅ improved", "regressed": "❌ regressed", "unchanged": "➖ unchanged within noise",
@@ -62,22 +63,6 @@ def _metric_rows(rows: list[dict[str, Any]]) -> list[list[str]]:
              fmt_relative(r), CHANGE_MARK.get(r["change"], r["change"])] for r in rows]
 
 
-def _name_cell(name: str, full_names: list[str]) -> str:
-    if is_shortened(name):
-        full_names.append(name)
-        return f"{md(shorten(name))} [{len(full_names)}]"
-    return md(name)
-
-
-def _full_names_block(full_names: list[str]) -> list[str]:
-    if not full_names:
-        return []
-    lines = ["", "<details><summary>Full names</summary>", ""]
-    lines.extend(f"{i}. {md(name)}" for i, name in enumerate(full_names, start=1))
-    lines.extend(["", "</details>"])
-    return lines
-
-
 def render_markdown(result: dict[str, Any]) -> str:
     base, head = result["base"], result["head"]
     lines = ["# tracelens diff", ""]
@@ -101,7 +86,7 @@ def render_markdown(result: dict[str, Any]) -> str:
                             _metric_rows(result["idle_by_cause"]), ["---", "---:", "---:", "---:", "---:", "---"]))
     kernels = result.get("kernels") or {}
     if kernels.get("available"):
-        full_names: list[str] = []
+        names = FullNames()
         lines.extend(["", "## Kernels", ""])
         lines.append(f"{kernels['added_count']} added, {kernels['removed_count']} removed, "
                      f"{kernels['slower_count']} slower and {kernels['faster_count']} faster "
@@ -111,7 +96,7 @@ def render_markdown(result: dict[str, Any]) -> str:
                 lines.extend(["", f"### {title}", ""])
                 lines.extend(_table(
                     ["kernel", "base avg", "head avg", "relative", "base total", "head total", "count base → head"],
-                    [[_name_cell(k["name"], full_names), fmt_ns(k["base_avg_ns"]), fmt_ns(k["head_avg_ns"]),
+                    [[names.cell(k["name"]), fmt_ns(k["base_avg_ns"]), fmt_ns(k["head_avg_ns"]),
                       f"{100 * k['avg_relative']:+.1f}%", fmt_ns(k["base_total_ns"]), fmt_ns(k["head_total_ns"]),
                       f"{k['base_count']:,} → {k['head_count']:,}"] for k in kernels[key]],
                     ["---", "---:", "---:", "---:", "---:", "---:", "---:"]))
@@ -119,10 +104,10 @@ def render_markdown(result: dict[str, Any]) -> str:
             if kernels[key]:
                 lines.extend(["", f"### {title}", ""])
                 lines.extend(_table(["kernel", "count", "total", "avg"],
-                                    [[_name_cell(k["name"], full_names), f"{k['count']:,}", fmt_ns(k["total_ns"]),
+                                    [[names.cell(k["name"]), f"{k['count']:,}", fmt_ns(k["total_ns"]),
                                       fmt_ns(k["avg_ns"])] for k in kernels[key]],
                                     ["---", "---:", "---:", "---:"]))
-        lines.extend(_full_names_block(full_names))
+        lines.extend(names.block())
     lines.append("")
     return "\n".join(lines)
 

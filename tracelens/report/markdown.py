@@ -33,7 +33,7 @@ SEVERITY = ((0.25, "🔴 high"), (0.10, "🟠 medium"), (0.0, "🟡 low"))
 Lines = list[str]
 
 
-class _Names:
+class FullNames:
     """Collects names shortened in a table so their full form can be listed under it."""
 
     def __init__(self) -> None:
@@ -129,7 +129,7 @@ def generic(value: Any, depth: int = 0) -> Lines:
                 if k not in columns and (_scalar(v) or isinstance(v, list)):
                     columns.append(k)
         columns = columns[:GENERIC_COLUMNS]
-        names = _Names()
+        names = FullNames()
         rows = [[names.cell(obj.get(c)) if isinstance(obj.get(c), str) else _generic_cell(c, obj.get(c))
                  for c in columns] for obj in objects[:GENERIC_LIST_ROWS]]
         lines = table([md(c) for c in columns], rows)
@@ -272,7 +272,7 @@ def _kernels(doc: dict[str, Any]) -> Lines:
     kernels = doc.get("kernels")
     if not isinstance(kernels, dict) or not kernels.get("by_name"):
         return []
-    names = _Names()
+    names = FullNames()
     rows = [[str(i), names.cell(k["name"]), fmt_pct(k.get("time_fraction")), fmt_ns(k.get("total_ns")),
              _num(k.get("count")), fmt_ns(k.get("avg_ns")), fmt_ns(k.get("median_ns")), fmt_ns(k.get("min_ns")),
              fmt_ns(k.get("max_ns")), fmt_ns(k.get("stdev_ns"))]
@@ -362,7 +362,7 @@ def _sync(doc: dict[str, Any]) -> Lines:
                      f" with a blocking wait): {_num(item.get('count'))} times, {fmt_ns(item.get('wait_ns'))} waited")
     if sync.get("stream_wait_event_calls") is not None:
         lines.append(f"- Stream-wait-event calls: {_num(sync.get('stream_wait_event_calls'))}")
-    names = _Names()
+    names = FullNames()
     by_name = [b for b in blocking.get("by_name") or [] if isinstance(b, dict)]
     if by_name:
         lines.append("")
@@ -408,7 +408,7 @@ def _occupancy(doc: dict[str, Any]) -> Lines:
                            ["---", "---", "---", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---", "---"]))
     kernels = [k for k in occ.get("top_low_occupancy_kernels") or [] if isinstance(k, dict)]
     if kernels:
-        names = _Names()
+        names = FullNames()
         rows = [[names.cell(k.get("name")), md(k.get("device")), _num(k.get("count")), fmt_ns(k.get("total_ns")),
                  fmt_ns(k.get("lost_ns")), fmt_pct(k.get("occupancy")), fmt_pct(k.get("theoretical")),
                  _ratio(k.get("waves")), md(k.get("limiter") or "-"), _num(k.get("threads_per_block")),
@@ -440,7 +440,7 @@ def _ranges(doc: dict[str, Any]) -> Lines:
                  "to a range when its launch call lies inside it on the same thread; projected = first op start to "
                  "last op end.")
     lines.append("")
-    names = _Names()
+    names = FullNames()
     rows = [[names.cell(r.get("name")), _num(r.get("count")), fmt_ns(r.get("cpu_ns")), _num(r.get("gpu_ops")),
              fmt_ns(r.get("gpu_op_ns")), fmt_ns(r.get("projected_ns")), fmt_ns(r.get("gpu_idle_ns"))]
             for r in rows_in[:MAX_ROWS]]
@@ -623,7 +623,7 @@ def _host(doc: dict[str, Any]) -> Lines:
     host = doc.get("host")
     if not isinstance(host, dict) or not host.get("top"):
         return []
-    names = _Names()
+    names = FullNames()
     rows = [[md(r.get("kind")), names.cell(r.get("name")), _num(r.get("count")), fmt_ns(r.get("total_ns"))]
             for r in host["top"]]
     body = table(["kind", "name", "count", "total"], rows, ["---", "---", "---:", "---:"]) + names.block()
