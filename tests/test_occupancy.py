@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import math
+import sqlite3
 from pathlib import Path
 
 import numpy as np
@@ -316,3 +317,44 @@ def test_every_compute_capability_in_the_table(cc, max_warps, max_blocks):
     full = single(lim, 1024, 0, 0)
     assert full["active_blocks_per_sm"] == max_warps // 32
     assert full["theoretical"] == pytest.approx((max_warps // 32) * 32 / max_warps)
+
+
+@pytest.mark.parametrize("path", shared_params("nsys", "a100_saxpy*.sqlite"))
+def test_nsys_saxpy_occupancy_by_hand(path: Path):
+    """All 5 saxpy kernels (SQL: grid 2, block 512, 26 regs, no shared memory; TARGET_INFO_GPU: A100, cc 8.0,
+    108 SMs). 16 warps/block -> warp limit 64/16 = 4; 26*32 = 832 -> 1024 regs/warp -> 16 warps per
+    sub-partition -> 64 warps -> 4 blocks (tie: "warps"); theoretical 4*16/64 = 1.0.
+    Estimated: min(4, 2/108) * 512 / 2048 = 0.00463; every launch is under-filled (2 blocks < 108 SMs)."""
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    durations = [d for (d,) in con.execute("SELECT end - start FROM CUPTI_ACTIVITY_KIND_KERNEL")]
+    con.close()
+    trace = load(path)
+    kernels = trace.df[trace.df["kind"] == "kernel"]
+    assert len(kernels) == 5
+    assert np.allclose(kernels["theoretical_occupancy"].astype(float), 1.0)
+    estimated = 2 / 108 * 512 / 2048
+    assert np.allclose(kernels["estimated_achieved_occupancy"].astype(float), estimated, rtol=1e-6)
+    doc = occupancy_report(trace)
+    dev = doc["per_device"][0]
+    assert dev["under_filled_count"] == 5 and dev["limiter_ns"]["warps"] == sum(durations)
+    assert doc["lost_ns"] == pytest.approx(sum(durations) * (1 - estimated), abs=1)
+
+
+@pytest.mark.parametrize("path", shared_params("nsys", "rtx3080*.sqlite"))
+def test_nsys_rtx3080_occupancy_by_hand(path: Path):
+    """RTX 3080 (cc 8.6, 68 SMs, 48 warps and 16 blocks per SM, 102400 B shared per SM), two kernels (SQL):
+    - grid 1, 128 threads, 16 regs: 512 regs/warp -> 128 warps by registers -> 32 blocks; warps 48/4 = 12;
+      shared 1 KiB reserve -> 100; blocks 16 -> 12 blocks (warps), theoretical 48/48 = 1.0,
+      estimated min(12, 1/68) * 128 / 1536.
+    - grid 1, 16 threads, 28 regs, 16 B static: 896 -> 1024 regs/warp -> 64 blocks; warps 48;
+      shared 16 + 1024 -> 1152 -> 88; blocks 16 -> 16 (blocks), theoretical 16/48,
+      estimated min(16, 1/68) * 16 / 1536."""
+    trace = load(path)
+    kernels = trace.df[trace.df["kind"] == "kernel"].sort_values("start_ns")
+    assert list(kernels["block_x"]) == [128, 16]
+    assert kernels["theoretical_occupancy"].astype(float).tolist() == pytest.approx([1.0, 16 / 48], rel=1e-6)
+    assert kernels["estimated_achieved_occupancy"].astype(float).tolist() == pytest.approx(
+        [128 / (68 * 1536), 16 / (68 * 1536)], rel=1e-6)
+    limiters = occupancy_report(trace)["per_device"][0]["limiter_ns"]
+    durations = (kernels["end_ns"] - kernels["start_ns"]).tolist()
+    assert (limiters["warps"], limiters["blocks"]) == (durations[0], durations[1])
