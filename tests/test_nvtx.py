@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -296,3 +297,125 @@ def test_tf_trace_annotations_appear_in_the_xplane(tmp_path: Path) -> None:
     for (start, end, _), (step_start, step_end, _) in zip(sorted(by_name["tracelens/forward"]), steps,
                                                           strict=True):
         assert step_start <= start and end <= step_end
+
+
+# A minimal NVTX collector (the role nsys plays): the NVTX library loads the shared object named by
+# NVTX_INJECTION64_PATH and calls InitializeInjectionNvtx2, which installs our callbacks. They log domain
+# creation and every push/pop with its registered-string message, so the test sees what a real tool sees.
+FAKE_COLLECTOR_C = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <stdint.h>
+#include <string.h>
+#include <nvtx3/nvToolsExt.h>
+
+static FILE *out;
+static const char *strings[4096];
+static int n_strings;
+static const char *domains[64];
+static int n_domains;
+
+static const char *domain_name(nvtxDomainHandle_t d) {
+    intptr_t i = (intptr_t)d;
+    return (i > 0 && i <= n_domains) ? domains[i - 1] : "?";
+}
+
+static nvtxDomainHandle_t on_domain_create(const char *name) {
+    domains[n_domains++] = name;  /* caller keeps the string alive for the domain's life */
+    if (out) fprintf(out, "domain %s\n", name);
+    return (nvtxDomainHandle_t)(intptr_t)n_domains;
+}
+
+static nvtxStringHandle_t on_register_string(nvtxDomainHandle_t d, const char *s) {
+    if (n_strings >= 4096) return (nvtxStringHandle_t)0;  /* full: later messages log as "?" */
+    char *copy = malloc(strlen(s) + 1);
+    strcpy(copy, s);
+    strings[n_strings++] = copy;
+    return (nvtxStringHandle_t)(intptr_t)n_strings;
+}
+
+static int on_push(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a) {
+    const char *msg = "?";
+    if (a->messageType == NVTX_MESSAGE_TYPE_REGISTERED) {
+        intptr_t i = (intptr_t)a->message.registered;
+        if (i > 0 && i <= n_strings) msg = strings[i - 1];
+    } else if (a->messageType == NVTX_MESSAGE_TYPE_ASCII) {
+        msg = a->message.ascii;
+    }
+    if (out) fprintf(out, "push %s %s\n", domain_name(d), msg);
+    return 0;
+}
+
+static int on_pop(nvtxDomainHandle_t d) {
+    if (out) fprintf(out, "pop %s\n", domain_name(d));
+    return 0;
+}
+
+NVTX_DYNAMIC_EXPORT int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_export_table) {
+    const NvtxExportTableCallbacks *callbacks = get_export_table(NVTX_ETID_CALLBACKS);
+    NvtxFunctionTable table = 0;
+    unsigned int size = 0;
+    const char *log_path = getenv("FAKE_NVTX_LOG");  /* unset: collect silently (benchmarks) */
+    out = log_path ? fopen(log_path, "w") : NULL;
+    if (out) setvbuf(out, NULL, _IOLBF, 0);
+    if (!callbacks || !callbacks->GetModuleFunctionTable(NVTX_CB_MODULE_CORE2, &table, &size)) return 0;
+    *table[NVTX_CBID_CORE2_DomainCreateA] = (NvtxFunctionPointer)on_domain_create;
+    *table[NVTX_CBID_CORE2_DomainRegisterStringA] = (NvtxFunctionPointer)on_register_string;
+    *table[NVTX_CBID_CORE2_DomainRangePushEx] = (NvtxFunctionPointer)on_push;
+    *table[NVTX_CBID_CORE2_DomainRangePop] = (NvtxFunctionPointer)on_pop;
+    return 1;
+}
+"""
+
+NVTX_HEADERS = sorted(Path("/usr/local").glob("cuda*/include/nvtx3/nvToolsExt.h"))
+
+COLLECTED_SCRIPT = textwrap.dedent(
+    """
+    from tracelens import nvtx
+
+    @nvtx.range("user/decorated")
+    def work():
+        return 1
+
+    for i, batch in enumerate(nvtx.data_loading([10, 20])):
+        with nvtx.step(i):
+            with nvtx.forward():
+                work()
+            with nvtx.backward():
+                pass
+            with nvtx.optimizer():
+                pass
+    assert nvtx._domain is not None
+    """
+)
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None or not NVTX_HEADERS, reason="needs gcc and the NVTX v3 headers")
+def test_ranges_reach_an_injected_nvtx_collector(tmp_path: Path) -> None:
+    source = tmp_path / "collector.c"
+    source.write_text(FAKE_COLLECTOR_C)
+    library = tmp_path / "libcollector.so"
+    include = NVTX_HEADERS[-1].parent.parent
+    subprocess.run(["gcc", "-shared", "-fPIC", "-O1", f"-I{include}", "-o", str(library), str(source)],
+                   check=True, capture_output=True)
+    log = tmp_path / "nvtx.log"
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "NVTX_INJECTION64_PATH": str(library),
+           "FAKE_NVTX_LOG": str(log)}
+    done = subprocess.run([sys.executable, "-c", COLLECTED_SCRIPT], capture_output=True, text=True, env=env,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    lines = log.read_text().splitlines()
+    assert lines[0] == "domain tracelens"
+
+    def step(i: int) -> list[str]:
+        return ["push tracelens tracelens/data", "pop tracelens",
+                f"push tracelens tracelens/step#{i}",
+                "push tracelens tracelens/forward", "push tracelens user/decorated", "pop tracelens",
+                "pop tracelens",
+                "push tracelens tracelens/backward", "pop tracelens",
+                "push tracelens tracelens/optimizer", "pop tracelens",
+                "pop tracelens"]
+
+    # iterator creation, two steps each opening with its fetch, the fetch that ends the loop
+    assert lines[1:] == ["push tracelens tracelens/data", "pop tracelens", *step(0), *step(1),
+                         "push tracelens tracelens/data", "pop tracelens"]
