@@ -106,15 +106,24 @@ def main() -> None:
     cache = DATA_DIR / f"multirank{args.ranks}-cache"
     shutil.rmtree(cache, ignore_errors=True)
 
+    load_before = os.getloadavg()
     one = measure("single", "bench_multirank:single", first)
-    seq = measure("sequential", "bench_multirank:sequential", str(directory))
-    local = measure("run local", "bench_multirank:run", str(directory), str(cache), "local", args.workers)
+    # best of two, alternating, so that a burst of load from other jobs does not decide the ratio
+    seq_runs, local_runs = [], []
+    for _ in range(2):
+        seq_runs.append(measure("sequential", "bench_multirank:sequential", str(directory)))
+        shutil.rmtree(cache, ignore_errors=True)
+        local_runs.append(measure("run local", "bench_multirank:run", str(directory), str(cache), "local",
+                                  args.workers))
+    seq = min((m for m in seq_runs if m.ok), key=lambda m: m.wall_s, default=seq_runs[-1])
+    local = min((m for m in local_runs if m.ok), key=lambda m: m.wall_s, default=local_runs[-1])
     cached = measure("run cached", "bench_multirank:run", str(directory), str(cache), "local", args.workers)
     runs = [local, cached]
     if not args.no_dask:
         dask_cache = DATA_DIR / f"multirank{args.ranks}-dask-cache"
         shutil.rmtree(dask_cache, ignore_errors=True)
         runs.append(measure("run dask", "bench_multirank:run", str(directory), str(dask_cache), "dask", args.workers))
+    load_after = os.getloadavg()
     for m in (one, seq, *runs):
         if not m.ok:
             sys.exit(f"{m.label} failed: {m.error}")
@@ -141,10 +150,14 @@ def main() -> None:
         f"`{SOURCE.name}` ({SOURCE.stat().st_size / 2**20:.1f} MiB gzip, "
         f"{one.result['events']:,} events each) by `benchmarks/bench_multirank.py`.",
         "",
-        "Each line ran in a fresh process. Wall time excludes interpreter start-up; speedup is the sequential "
+        "Each line ran in a fresh process (sequential and run local: the better of two runs, alternating). "
+        "Wall time excludes interpreter start-up; speedup is the sequential "
         "baseline's wall time divided by the line's. Peak RSS: the measuring process's high-water mark (the "
         "parent, for runs) and the largest worker's own `ru_maxrss`; the last column is the larger of the two "
         "over the single-trace peak.",
+        "",
+        f"Load average (1 min) {load_before[0]:.1f} before and {load_after[0]:.1f} after the measurements: "
+        "other jobs shared the CPUs, so wall times are noisy; the ratios compare lines measured back to back.",
         "",
         markdown_table(["what", "wall s", "speedup", "peak RSS (parent)", "peak RSS (largest worker)",
                         "largest peak / single"], rows),

@@ -248,6 +248,15 @@ def _peak_rss_bytes() -> int | None:
     return int(peak if sys.platform == "darwin" else peak * 1024)
 
 
+def _one_thread() -> None:
+    """Worker initializer: one compute thread per worker process. The pool already runs one worker per
+    core; Arrow's own thread pool in each (sized to all cores) would oversubscribe the CPUs."""
+    os.environ["OMP_NUM_THREADS"] = "1"
+    import pyarrow
+
+    pyarrow.set_cpu_count(1)
+
+
 Task = tuple[str, str, bool]
 
 
@@ -276,7 +285,7 @@ def _run_local(tasks: list[Task], workers: int, on_done: Callable[[], None]) -> 
     else:
         context = multiprocessing.get_context("spawn")
     results: dict[int, dict[str, Any]] = {}
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_one_thread) as pool:
         futures = {pool.submit(ingest_and_summarize, *task): i for i, task in enumerate(tasks)}
         for future in as_completed(futures):
             i = futures[future]
