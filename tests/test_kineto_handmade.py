@@ -196,3 +196,38 @@ def test_recorded_cpu_trace_cli_says_no_gpu_activity(capsys: pytest.CaptureFixtu
     assert main(["analyze", str(CPU_TRACE)]) == 0
     out = capsys.readouterr().out
     assert "no gpu activity" in out.lower()
+
+
+# --- block-by-block reading gives the same table as reading in one piece ------------------------------------
+
+@pytest.mark.parametrize("block_bytes", [7, 333, 4096])
+@pytest.mark.parametrize("name", ["demo", "overlapping_streams.json", "bare_list.json", "old_format.json"])
+def test_any_block_size_reads_the_same_table(name: str, block_bytes: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tracelens.ingest import kineto
+
+    path = DEMO if name == "demo" else KINETO / name
+    whole = kineto.read(path)
+    monkeypatch.setattr(kineto, "BLOCK_BYTES", block_bytes)
+    pieces = kineto.read(path)
+    assert pieces.events.equals(whole.events)
+    assert pieces.metadata.time_origin_ns == whole.metadata.time_origin_ns
+    assert pieces.devices.equals(whole.devices)
+
+
+def test_minified_and_reindented_copies_read_the_same(tmp_path: Path) -> None:
+    raw = json.loads(gzip.open(DEMO).read())
+    minified = tmp_path / "demo_min.json"
+    minified.write_text(json.dumps(raw, separators=(",", ":")))
+    indented = tmp_path / "demo_indent.json.gz"
+    indented.write_bytes(gzip.compress(json.dumps(raw, indent=4).encode()))
+    bare = tmp_path / "demo_bare.json"
+    bare.write_text(json.dumps(raw["traceEvents"]))
+    reference = tracelens.load(DEMO)
+    for path in (minified, indented):
+        trace = tracelens.load(path)
+        assert trace.events.equals(reference.events), path.name
+        assert trace.devices.equals(reference.devices)
+    # A bare list has no header: same events, no device properties, no baseTimeNanoseconds.
+    bare_trace = tracelens.load(bare)
+    assert bare_trace.events.num_rows == reference.events.num_rows
+    assert bare_trace.metadata.time_origin_ns == reference.metadata.time_origin_ns - raw["baseTimeNanoseconds"]

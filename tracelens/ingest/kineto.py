@@ -15,7 +15,9 @@ import gzip
 import math
 import re
 import zlib
+from collections import Counter
 from collections.abc import Iterator
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -95,18 +97,20 @@ _MEMORY_KINDS = {"pageable": "pageable", "pinned": "pinned", "device": "device",
 
 # --- typed decoding: only the fields read below; unknown fields are skipped by msgspec ---------------
 
+# Numbers are declared float with a NaN default: msgspec reads JSON integers into floats (ids, pids and
+# byte counts stay exact below 2**53), every value is then a float, and numpy takes the column in one pass.
 class _Args(msgspec.Struct, frozen=True, gc=False):
-    correlation: int | None = None
-    external_id: int | None = msgspec.field(default=None, name="External id")
-    external_id_old: int | None = msgspec.field(default=None, name="external id")  # 2021 format
-    device: int | None = None
-    stream: int | str | None = None  # ROCm runtime rows write "0x0"
-    bytes: int | None = None
+    correlation: float = math.nan
+    external_id: float = msgspec.field(default=math.nan, name="External id")
+    external_id_old: float = msgspec.field(default=math.nan, name="external id")  # 2021 format
+    device: float = math.nan
+    stream: float | str = math.nan  # ROCm runtime rows write "0x0"
+    bytes: float = math.nan
     grid: list[int] | None = None
     block: list[int] | None = None
-    registers: int | None = msgspec.field(default=None, name="registers per thread")
-    shared_memory: int | None = msgspec.field(default=None, name="shared memory")
-    occupancy_pct: float | None = msgspec.field(default=None, name="est. achieved occupancy %")
+    registers: float = msgspec.field(default=math.nan, name="registers per thread")
+    shared_memory: float = msgspec.field(default=math.nan, name="shared memory")
+    occupancy_pct: float = msgspec.field(default=math.nan, name="est. achieved occupancy %")
     sync_kind: str | None = msgspec.field(default=None, name="cuda_sync_kind")
 
 
@@ -117,10 +121,10 @@ class _Event(msgspec.Struct, gc=False):
     ph: str = ""
     cat: str | None = None
     name: str | None = None
-    pid: int | str | None = None
-    tid: int | str | None = None
-    ts: float | None = None
-    dur: float | None = None
+    pid: float | str = math.nan  # "Spans", "Traces" on the profiler's own rows
+    tid: float | str = math.nan  # "stream 7", "2248185664" in 2021 traces
+    ts: float = math.nan
+    dur: float = 0.0
     args: _Args = _NO_ARGS
 
 
@@ -190,12 +194,13 @@ def read(path: Path, **options: Any) -> Trace:
     with progress_bar(f"reading {path.name}", total=path.stat().st_size) as progress:
         for kind, payload in _split(path, progress):
             if kind == "events":
-                columns.add(_decode_events(payload, path))
+                columns.add(_block_columns(_decode_events(payload, path)))
             elif kind == "header":
                 document.update(_decode_header(payload, path))
             else:  # the rest: last events and any keys after them, or a whole document
                 events, meta = _decode_rest(payload, path)
-                columns.add(events)
+                columns.add(_block_columns(events))
+                del events
                 document.update(meta)
     return columns.finish(document)
 
@@ -222,7 +227,8 @@ def _blocks(path: Path, progress: Any) -> Iterator[bytes]:
 
 
 def _events_array_start(buf: bytes, path: Path) -> tuple[str, int] | None:
-    """Where the event list begins: ("list", offset) for a bare list, ("object", key offset, ...)."""
+    """Where the event list begins: ("list", offset after '['), ("object", offset of the traceEvents key),
+    ("whole", 0) when the document must be decoded in one piece, None when more bytes are needed."""
     head = buf.lstrip()
     if not head:
         return None
@@ -235,39 +241,58 @@ def _events_array_start(buf: bytes, path: Path) -> tuple[str, int] | None:
         return None
     i = key + len(b'"traceEvents"')
     rest = buf[i:i + 64].lstrip()
-    if rest[:1] != b":" or not rest[1:].lstrip()[:1] == b"[":
-        return ("whole", 0) if len(rest) > 2 else None
+    if not rest or (rest[:1] == b":" and not rest[1:].strip()):
+        return None  # the block ends inside `"traceEvents": [`: wait for the next
+    if rest[:1] != b":" or rest[1:].lstrip()[:1] != b"[":
+        return "whole", 0
     return "object", key
 
 
+_HEADER_LIMIT = 256 * 2**20  # no "traceEvents": [ in this many bytes: decode the document in one piece
+
+
 def _split(path: Path, progress: Any) -> Iterator[tuple[str, bytes]]:
-    """Yield ("header", bytes), ("events", bytes of a JSON list) ..., then ("rest", bytes)."""
-    buf = b""
+    """Yield ("header", bytes), ("events", bytes of a JSON list) ..., then ("rest", bytes).
+
+    Each block is copied once, into the JSON list handed out; only the unfinished last event of a block
+    (``tail``) is carried over to the next.
+    """
+    tail = b""
     mode: str | None = None  # None until the start of the event list is found
+    held: list[bytes] = []  # "whole" mode: the document in blocks, joined once at the end
     for block in _blocks(path, progress):
-        buf = buf + block if buf else block
+        if mode == "whole":
+            held.append(block)
+            continue
         if mode is None:
-            found = _events_array_start(buf, path)
+            tail += block
+            found = _events_array_start(tail, path)
             if found is None:
+                if len(tail) > _HEADER_LIMIT:
+                    mode, held, tail = "whole", [tail], b""
                 continue
             mode, offset = found
+            if mode == "whole":
+                held, tail = [tail], b""
+                continue
             if mode == "object":
-                yield "header", buf[:offset] + b'"traceEvents": []}'
-                buf = buf[buf.index(b"[", offset) + 1:]
-            elif mode == "list":
-                buf = buf[offset:]
-        if mode == "whole":
+                yield "header", tail[:offset] + b'"traceEvents": []}'
+                block, tail = tail[tail.index(b"[", offset) + 1:], b""
+            else:
+                block, tail = tail[offset:], b""
+        cut = block.rfind(_EVENT_SEPARATOR)
+        if cut < 0 or (cut == 0 and not tail):
+            tail += block
             continue
-        cut = buf.rfind(_EVENT_SEPARATOR)
-        if cut > 0:
-            yield "events", b"[" + buf[:cut + _SEPARATOR_KEEP] + b"]"
-            buf = buf[cut + _SEPARATOR_SKIP:]
+        yield "events", b"".join((b"[", tail, memoryview(block)[:cut + _SEPARATOR_KEEP], b"]"))
+        tail = block[cut + _SEPARATOR_SKIP:]
     if mode == "object":
-        yield "rest", b'{"traceEvents": [' + buf
+        yield "rest", b'{"traceEvents": [' + tail
     elif mode == "list":
-        yield "rest", b"[" + buf
+        yield "rest", b"[" + tail
     else:
-        yield "rest", buf
+        held.append(tail)
+        yield "rest", b"".join(held)
 
 
 def _json_error(err: Exception, path: Path) -> InputError:
@@ -335,6 +360,23 @@ def _document_fields(doc: Any) -> dict[str, Any]:
 
 # --- columns ----------------------------------------------------------------------------------------
 
+_PHASE = attrgetter("ph")
+_CATEGORY = attrgetter("cat")
+_NAME = attrgetter("name")
+_ARGS = attrgetter("args")
+_GRID = attrgetter("grid")
+_BLOCK = attrgetter("block")
+_SYNC_KIND = attrgetter("sync_kind")
+
+
+def _column(items: list[Any], field: str) -> np.ndarray:
+    """``field`` of every item as float64 (NaN where missing): one C-level pass when all values are floats."""
+    try:
+        return np.fromiter(map(attrgetter(field), items), dtype=np.float64, count=len(items))
+    except (TypeError, ValueError):
+        return _numbers(list(map(attrgetter(field), items)))
+
+
 def _numbers(values: list[Any]) -> np.ndarray:
     """float64 array of numbers (None -> NaN); numeric strings, "0x1f" and "stream 7" are parsed too."""
     try:
@@ -376,20 +418,25 @@ def _triples(values: list[Any]) -> np.ndarray:
         return np.array([[_to_number(x) for x in r] for r in rows], dtype=np.float64).reshape(len(rows), 3)
 
 
+def _factorize(values: list[Any]) -> tuple[np.ndarray, list[str]]:
+    """Codes (int32, -1 for missing) and the distinct strings of one block."""
+    codes, uniques = pd.factorize(pd.Series(values, dtype=object), use_na_sentinel=True)
+    return codes.astype(np.int32), [u if isinstance(u, str) else str(u) for u in uniques]
+
+
 class _Interner:
-    """Strings -> stable small ints across blocks (names, categories)."""
+    """Strings -> stable small ints across blocks (names, sync kinds)."""
 
     def __init__(self) -> None:
         self.codes: dict[str, int] = {}
         self.values: list[str] = []
 
-    def encode(self, values: list[Any]) -> np.ndarray:
-        codes, uniques = pd.factorize(pd.Series(values, dtype=object), use_na_sentinel=True)
+    def merge(self, codes: np.ndarray, uniques: list[str]) -> np.ndarray:
+        """A block's local codes as global codes."""
         mapping = np.array([self._code(u) for u in uniques] + [-1], dtype=np.int32)
         return mapping[codes]  # -1 (missing) indexes the trailing -1
 
-    def _code(self, value: Any) -> int:
-        value = value if isinstance(value, str) else str(value)
+    def _code(self, value: str) -> int:
         code = self.codes.get(value)
         if code is None:
             code = self.codes[value] = len(self.values)
@@ -397,68 +444,87 @@ class _Interner:
         return code
 
 
-class _Columns:
-    """Accumulates numpy columns block by block; :meth:`finish` builds the Trace."""
+_DEVICE_FIELDS = ("device", "stream", "bytes", "registers", "shared_memory", "occupancy_pct")
+_PHASE_COUNTER = {"s": "flow", "f": "flow", "t": "flow", "i": "instant", "I": "instant", "M": "metadata", "X": None}
 
-    _DEVICE_FIELDS = ("device", "stream", "bytes", "registers", "shared_memory", "occupancy_pct")
+
+def _block_columns(events: list[Any]) -> dict[str, Any]:
+    """One block's events as numpy columns with block-local string codes."""
+    counts = {"events": len(events), "flow": 0, "instant": 0, "metadata": 0, "other_phase": 0,
+              "lenient_blocks": 0}
+    for phase, count in Counter(map(_PHASE, events)).items():
+        key = _PHASE_COUNTER.get(phase, "other_phase")
+        if key:
+            counts[key] += int(count)
+    block: dict[str, Any] = {"counts": counts}
+    complete = [e for e in events if e.ph == "X"]
+    del events
+    if not complete:
+        return block
+    category, categories = _factorize(list(map(_CATEGORY, complete)))
+    kind_of_category = [_KIND_OF_CATEGORY.get(c.lower(), OTHER) for c in categories]
+    kind = np.array([_SKIP if k is None else _KIND_CODE[k] for k in kind_of_category] + [_KIND_CODE[OTHER]],
+                    dtype=np.int8)[category]
+    ts = _column(complete, "ts")
+    keep = (kind != _SKIP) & ~np.isnan(ts)
+    if not keep.all():
+        rows = np.flatnonzero(keep)
+        complete = [complete[i] for i in rows]
+        kind, ts = kind[rows], ts[rows]
+        if not complete:
+            return block
+    lenient = not isinstance(complete[0], _Event)
+    counts["lenient_blocks"] = int(lenient)
+    args = list(map(_ARGS, complete))
+    if lenient:
+        args = [_loose_args(a) for a in args]
+    external = _column(args, "external_id")
+    missing = np.isnan(external)
+    if missing.any():
+        external[missing] = _column(args, "external_id_old")[missing]
+    block.update({
+        "kind": kind,
+        "name": _factorize(list(map(_NAME, complete))),
+        "ts": ts,
+        "dur": _column(complete, "dur"),
+        "pid": _column(complete, "pid"),
+        "tid": _column(complete, "tid"),
+        "correlation": _column(args, "correlation"),
+        "external_id": external,
+    })
+    # Device-side fields only for GPU rows: most rows are host rows without them.
+    gpu_rows = np.flatnonzero(_DEVICE_SIDE[kind] | (kind == _KIND_CODE[GPU_ANNOTATION]))
+    gpu_args = [args[i] for i in gpu_rows]
+    block["gpu_rows"] = gpu_rows
+    for field in _DEVICE_FIELDS:
+        block[field] = _column(gpu_args, field)
+    block["grid"] = _triples(list(map(_GRID, gpu_args)))
+    block["block"] = _triples(list(map(_BLOCK, gpu_args)))
+    block["sync_kind"] = _factorize(list(map(_SYNC_KIND, gpu_args)))
+    return block
+
+
+class _Columns:
+    """Accumulates blocks' numpy columns; :meth:`finish` builds the Trace."""
+
+    _DEVICE_FIELDS = _DEVICE_FIELDS
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self.names = _Interner()
-        self.categories = _Interner()
-        self.category_kind: list[int] = []  # category code -> kind code (or _SKIP)
+        self.sync_kinds = _Interner()
         self.parts: list[dict[str, np.ndarray]] = []
         self.counts = {"events": 0, "flow": 0, "instant": 0, "metadata": 0, "other_phase": 0,
                        "lenient_blocks": 0}
-        self.sync_kinds = _Interner()
 
-    def add(self, events: list[Any]) -> None:
-        if not events:
+    def add(self, block: dict[str, Any]) -> None:
+        for key, value in block.pop("counts").items():
+            self.counts[key] += value
+        if "kind" not in block:
             return
-        phases = pd.Series([e.ph for e in events], dtype=object).value_counts()
-        self.counts["events"] += len(events)
-        for phase, count in phases.items():
-            key = {"s": "flow", "f": "flow", "t": "flow", "i": "instant", "I": "instant", "M": "metadata",
-                   "X": None}.get(phase, "other_phase")
-            if key:
-                self.counts[key] += int(count)
-        complete = [e for e in events if e.ph == "X"]
-        del events
-        if not complete:
-            return
-        lenient = not isinstance(complete[0], _Event)
-        self.counts["lenient_blocks"] += lenient
-        args = [e.args for e in complete]
-        if lenient:
-            args = [_loose_args(a) for a in args]
-        category = self.categories.encode([e.cat for e in complete])
-        for code in range(len(self.category_kind), len(self.categories.values)):
-            cat = self.categories.values[code].lower()
-            kind = _KIND_OF_CATEGORY.get(cat, OTHER)
-            self.category_kind.append(_SKIP if kind is None else _KIND_CODE[kind])
-        cat_kind = np.array(self.category_kind + [_KIND_CODE[OTHER]], dtype=np.int8)
-        kind = cat_kind[category]
-        part: dict[str, np.ndarray] = {
-            "kind": kind,
-            "name": self.names.encode([e.name for e in complete]),
-            "ts": _numbers([e.ts for e in complete]),
-            "dur": _numbers([e.dur for e in complete]),
-            "pid": _numbers([e.pid for e in complete]),
-            "tid": _numbers([e.tid for e in complete]),
-            "correlation": _numbers([a.correlation for a in args]),
-            "external_id": _numbers([a.external_id if a.external_id is not None else a.external_id_old
-                                     for a in args]),
-        }
-        # Device-side fields only for GPU rows: most rows are host rows without them.
-        gpu_rows = np.flatnonzero(_DEVICE_SIDE[kind] | (kind == _KIND_CODE[GPU_ANNOTATION]))
-        gpu_args = [args[i] for i in gpu_rows]
-        part["gpu_rows"] = gpu_rows
-        for field in self._DEVICE_FIELDS:
-            part[field] = _numbers([getattr(a, field) for a in gpu_args])
-        part["grid"] = _triples([a.grid for a in gpu_args])
-        part["block"] = _triples([a.block for a in gpu_args])
-        part["sync_kind"] = self.sync_kinds.encode([a.sync_kind for a in gpu_args])
-        self.parts.append(part)
+        block["name"] = self.names.merge(*block["name"])
+        block["sync_kind"] = self.sync_kinds.merge(*block["sync_kind"])
+        self.parts.append(block)
 
     def _no_timed_events(self) -> InputError:
         return InputError(f"trace has no timed events: none of its {self.counts['events']:,} events is a complete "
