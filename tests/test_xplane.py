@@ -335,3 +335,18 @@ def test_noncanonical_field_order_reads_the_same(tmp_path: Path) -> None:
     assert tables[0] == tables[1]
     # [100 + 1000, 100 + 3000], [100 + 5000, 100 + 6000] -> origin 1100
     assert [row[1:4] for row in tables[0]] == [["0", "2000", "3"], ["4000", "5000", "4"]]
+
+
+def test_vectorized_varints_match_reference_encoder() -> None:
+    import random
+
+    from tracelens.ingest import xplane_wire
+
+    rng = random.Random(4)
+    values = [0, 1, 127, 128, 300, 2**14, 2**21 - 1, 2**28 + 5, 2**49, 2**56 - 1, 2**56, 2**63, 2**64 - 1]
+    values += [rng.getrandbits(rng.randint(1, 64)) for _ in range(5000)]
+    encoded = [pb.varint(v) for v in values]
+    positions = np.cumsum([0] + [len(e) for e in encoded[:-1]])
+    got, after = xplane_wire.read_varints(xplane_wire.padded(b"".join(encoded)), positions)
+    assert [int(v) for v in got] == values
+    assert after.tolist() == (positions + [len(e) for e in encoded]).tolist()

@@ -40,25 +40,65 @@ def joined_padded(parts: list[bytes]) -> np.ndarray:
         parts.pop()
 
 
+_HIGH_BITS = np.uint64(0x8080808080808080)
+_LOW7 = np.uint64(0x7F7F7F7F7F7F7F7F)
+
+
+def _words(buf: np.ndarray) -> np.ndarray:
+    """An unaligned little-endian uint64 view starting at every byte of ``buf`` (no copy)."""
+    return np.ndarray(shape=(buf.size - 7,), dtype="<u8", buffer=buf, offset=0, strides=(1,))
+
+
 def read_varints(buf: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Decode the varint starting at each position: (values as uint64, position after each varint)."""
+    """Decode the varint starting at each position: (values as uint64, position after each varint).
+
+    Reads 8 bytes per position as one uint64 and folds the 7-bit groups with shifts and masks (no
+    per-byte loop); the rare varints longer than 8 bytes (>= 2**56, negative int64) take a byte loop.
+    """
+    pos = np.asarray(pos, dtype=np.int64)
     first = buf[pos]
-    values = (first & 0x7F).astype(np.uint64)
-    after = pos + 1
-    pending = np.flatnonzero(first >= 0x80)  # most tags, ids and lengths fit one byte
-    if pending.size == 0:
+    multi = np.flatnonzero(first >= 0x80)
+    if multi.size == 0:  # tags, lengths and small ids: one byte
+        return first.astype(np.uint64), pos + 1
+    if multi.size < pos.size:
+        values = first.astype(np.uint64)
+        after = pos + 1
+        values[multi], after[multi] = _read_multibyte_varints(buf, pos[multi])
         return values, after
-    # Multi-byte varints: read a 10-byte window each, find the terminating byte, sum the 7-bit groups.
-    at = pos[pending]
-    window = buf[at[:, None] + np.arange(10)]
-    terminal = window < 0x80
-    if not terminal.any(axis=1).all():
+    return _read_multibyte_varints(buf, pos)
+
+
+def _read_multibyte_varints(buf: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    words = _words(buf)[pos]
+    terminal = ~words
+    terminal &= _HIGH_BITS  # high bit clear marks a varint's last byte
+    mask = terminal & (~terminal + np.uint64(1))  # lowest set bit, 0 when no last byte in 8
+    found = mask != 0
+    mask <<= np.uint64(1)
+    mask -= np.uint64(1)  # ones over the bytes up to and including the last one
+    words &= mask
+    words &= _LOW7
+    x = words
+    x = ((x & np.uint64(0x7F007F007F007F00)) >> np.uint64(1)) | (x & np.uint64(0x007F007F007F007F))
+    x = ((x & np.uint64(0x3FFF00003FFF0000)) >> np.uint64(2)) | (x & np.uint64(0x00003FFF00003FFF))
+    values = ((x & np.uint64(0x0FFFFFFF00000000)) >> np.uint64(4)) | (x & np.uint64(0x000000000FFFFFFF))
+    after = pos + (np.bitwise_count(mask) >> 3).astype(np.int64)
+    if not found.all():
+        long = np.flatnonzero(~found)
+        values[long], after[long] = _read_long_varints(buf, pos[long])
+    return values, after
+
+
+def _read_long_varints(buf: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    values = np.zeros(pos.size, dtype=np.uint64)
+    after = np.full(pos.size, -1, dtype=np.int64)
+    for k in range(10):
+        byte = buf[pos + k]
+        undone = after < 0
+        values[undone] |= (byte[undone] & 0x7F).astype(np.uint64) << np.uint64(7 * k)
+        after[undone & (byte < 0x80)] = pos[undone & (byte < 0x80)] + k + 1
+    if (after < 0).any():
         raise WireError("varint longer than 10 bytes")
-    length = terminal.argmax(axis=1) + 1
-    groups = (window & 0x7F).astype(np.uint64)
-    groups[np.arange(10)[None, :] >= length[:, None]] = 0
-    values[pending] = (groups << (np.arange(10, dtype=np.uint64) * np.uint64(7))).sum(axis=1, dtype=np.uint64)
-    after[pending] = at + length
     return values, after
 
 
@@ -230,14 +270,17 @@ def walk_events(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> Events
     active = np.flatnonzero((pos < ends) & (buf[pos] == _XEVENT_STATS_TAG))
     while active.size:
         length, data = read_varints(buf, pos[active] + 1)
-        length = length.astype(np.int64)
+        length = length.view(np.int64)
         stat_event.append(active)
         stat_start.append(data)
         stat_length.append(length)
-        pos[active] = data + length
-        if (pos[active] > ends[active]).any():
+        nxt = data + length
+        end = ends[active]
+        if (nxt > end).any() or (length < 0).any():
             raise WireError("stat runs past the end of its event")
-        active = active[(pos[active] < ends[active]) & (buf[pos[active]] == _XEVENT_STATS_TAG)]
+        pos[active] = nxt
+        more = (nxt < end) & (buf[nxt] == _XEVENT_STATS_TAG)
+        active = active[more]
     has = np.flatnonzero((pos < ends) & (buf[pos] == _XEVENT_OCCURRENCES_TAG))
     if has.size:
         values[5][has], pos[has] = read_varints(buf, pos[has] + 1)
