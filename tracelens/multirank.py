@@ -368,12 +368,17 @@ def query_steps(ranks: pd.DataFrame) -> pd.DataFrame:
 
 
 def query_collectives(ranks: pd.DataFrame) -> pd.DataFrame:
-    """One row per NCCL kernel (``nccl`` in the name, any case): rank, device, name, its ordinal among
-    same-named kernels on that rank's device, absolute start and duration."""
+    """One row per NCCL kernel (``nccl`` in the name, any case): rank, device (-1 when unknown), the
+    collective it belongs to (``collective``: a dense id of (name, ordinal among same-named kernels on that
+    rank's device)), absolute start and duration. Names stay in DuckDB: only integers come back."""
     return _query(ranks, """
-        SELECT rank, device, name, start_ns + origin_ns AS start_abs_ns, end_ns - start_ns AS dur_ns,
-               row_number() OVER (PARTITION BY rank, device, name ORDER BY start_ns, end_ns) - 1 AS ordinal
-        FROM events WHERE kind = 'kernel' AND lower(name) LIKE '%nccl%'""")
+        WITH nccl AS (
+            SELECT rank, coalesce(device, -1) AS device, name, start_ns + origin_ns AS start_abs_ns,
+                   end_ns - start_ns AS dur_ns,
+                   row_number() OVER (PARTITION BY rank, device, name ORDER BY start_ns, end_ns) AS ordinal
+            FROM events WHERE kind = 'kernel' AND lower(name) LIKE '%nccl%')
+        SELECT rank, device, dense_rank() OVER (ORDER BY name, ordinal) AS collective, start_abs_ns, dur_ns
+        FROM nccl""")
 
 
 def query_gpu_work(ranks: pd.DataFrame) -> pd.DataFrame:
@@ -499,12 +504,12 @@ def collective_analysis(kernels: pd.DataFrame, comparable: bool) -> dict[str, An
              "wait_ns": 0, "collective_ns": 0, "straggler": None}
     if kernels.empty:
         return empty
-    frame = kernels.copy()
-    frame["device"] = frame["device"].astype("float64").fillna(-1).astype("int64")
+    frame = kernels.astype({"rank": "int64", "device": "int64", "collective": "int64", "start_abs_ns": "int64",
+                            "dur_ns": "int64"})
     participants = frame[["rank", "device"]].drop_duplicates()
     n_participants = len(participants)
-    per_collective = frame.groupby(["name", "ordinal"])["dur_ns"].agg(["count", "min"]).reset_index()
-    frame = frame.merge(per_collective, on=["name", "ordinal"])
+    per_collective = frame.groupby("collective")["dur_ns"].agg(["count", "min"]).reset_index()
+    frame = frame.merge(per_collective, on="collective")
     matched = (frame["count"] == n_participants) & (n_participants >= 2)
     frame["transfer"] = np.where(matched, frame["min"], 0)
     frame["wait"] = np.where(matched, frame["dur_ns"] - frame["min"], 0)
@@ -528,9 +533,8 @@ def collective_analysis(kernels: pd.DataFrame, comparable: bool) -> dict[str, An
     }
     if matched.any():
         base = int(frame["start_abs_ns"].min())
-        rows = frame[matched].assign(start=lambda f: (f["start_abs_ns"] - base).astype("int64"),
-                                     key=lambda f: f["name"].astype(str) + "#" + f["ordinal"].astype(str))
-        starts = rows.pivot_table(index=["rank", "device"], columns="key", values="start", aggfunc="min")
+        rows = frame[matched].assign(start=lambda f: (f["start_abs_ns"] - base).astype("int64"))
+        starts = rows.pivot_table(index=["rank", "device"], columns="collective", values="start", aggfunc="min")
         starts = starts.astype("float64")
         aligned, alignment = _align(starts, comparable)
         # reference: the typical interval between consecutive collectives on one participant
