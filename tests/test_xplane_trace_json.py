@@ -1,0 +1,92 @@
+"""The legacy TF 2.2-2.10 ``<host>.trace.json.gz`` reader, on a hand-built file (numbers derived by hand)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+import tracelens
+from tracelens.analyses.devices import device_utilization
+from tracelens.cli import main
+from tracelens.ingest import detect_format
+
+
+def _meta(kind: str, pid: int, name: str, tid: int | None = None) -> dict:
+    event = {"ph": "M", "name": kind, "pid": pid, "args": {"name": name}}
+    if tid is not None:
+        event["tid"] = tid
+    return event
+
+
+def _trace() -> dict:
+    return {"displayTimeUnit": "ns", "metadata": {"highres-ticks": True}, "traceEvents": [
+        _meta("process_name", 1, "/host:CPU"),
+        _meta("process_name", 2, "/device:GPU:0 (Tesla V100)"),
+        _meta("thread_name", 1, "python3", 10),
+        _meta("thread_name", 2, "Stream #7(Compute)", 7),
+        _meta("thread_name", 2, "TensorFlow Ops", 99),
+        # step 0: [1000 us, 1050 us]; this is the earliest event, so the table's origin
+        {"ph": "X", "pid": 1, "tid": 10, "name": "train", "ts": 1000.0, "dur": 50.0, "args": {"step_num": "0"}},
+        {"ph": "X", "pid": 1, "tid": 10, "name": "IteratorGetNext", "ts": 1001.5, "dur": 2.25},
+        {"ph": "X", "pid": 1, "tid": 10, "name": "cudaLaunchKernel", "ts": 1005.0, "dur": 1.0,
+         "args": {"correlation_id": "12"}},
+        # kernel: round(1010000.6) = 1010001 .. round(1030000.6) = 1030001 -> [10001, 30001] after the origin
+        {"ph": "X", "pid": 2, "tid": 7, "name": "volta_sgemm", "ts": 1010.0006, "dur": 20.0,
+         "args": {"correlation_id": "12",
+                  "kernel_details": "regs:32 static_shared:0 dynamic_shared:0 grid:4,1,1 block:256,1,1 occ_pct:25"}},
+        # memcpy [40000, 45000]
+        {"ph": "X", "pid": 2, "tid": 7, "name": "MemcpyH2D", "ts": 1040.0, "dur": 5.0,
+         "args": {"memcpy_details": "size:1024 dest:0 async:1"}},
+        {"ph": "X", "pid": 2, "tid": 99, "name": "sgemm_op", "ts": 1010.0, "dur": 20.0},  # derived: skipped
+    ]}
+
+
+@pytest.fixture
+def trace_json(tmp_path: Path) -> Path:
+    path = tmp_path / "host.trace.json.gz"
+    path.write_bytes(gzip.compress(json.dumps(_trace()).encode()))
+    return path
+
+
+def test_detected_and_read(trace_json: Path) -> None:
+    assert detect_format(trace_json) == "tf-trace-json"
+    trace = tracelens.load(trace_json)
+    (gpu,) = device_utilization(trace)
+    # kernel [10001, 30001] + memcpy [40000, 45000]: busy 20000 + 5000, span 45000 - 10001
+    assert (gpu.busy_ns, gpu.span_ns, gpu.kernel_count, gpu.memcpy_count) == (25000, 34999, 1, 1)
+    df = trace.df
+    kernel = df[df["kind"] == "kernel"].iloc[0]
+    assert (kernel["grid_x"], kernel["block_x"], kernel["registers_per_thread"]) == (4, 256, 32)
+    assert kernel["reported_occupancy"] == pytest.approx(0.25)
+    assert kernel["correlation_id"] == 12 and kernel["stream"] == 7
+    copy = df[df["kind"] == "memcpy"].iloc[0]
+    assert (copy["bytes"], copy["copy_kind"]) == (1024, "HtoD")
+    launch = df[df["kind"] == "runtime"].iloc[0]
+    assert (launch["correlation_id"], launch["start_ns"], launch["end_ns"]) == (12, 5000, 6000)
+    iterator = df[df["name"] == "IteratorGetNext"].iloc[0]
+    assert (iterator["start_ns"], iterator["end_ns"]) == (1500, 3750)
+    steps = df[df["kind"] == "step"]
+    assert steps[["step", "start_ns", "end_ns"]].values.tolist() == [[0, 0, 50000]]
+    assert "sgemm_op" not in set(df["name"].astype(str))
+    assert trace.metadata.time_origin_ns == 1_000_000 and trace.metadata.clock == "xplane"
+
+
+def test_run_directory_with_only_trace_json(tmp_path: Path) -> None:
+    run = tmp_path / "plugins" / "profile" / "2021_01_01_00_00_00"
+    run.mkdir(parents=True)
+    (run / "host.trace.json.gz").write_bytes(gzip.compress(json.dumps(_trace()).encode()))
+    trace = tracelens.load(tmp_path)
+    assert trace.metadata.extra["run"] == "2021_01_01_00_00_00"
+    assert [d.kernel_count for d in device_utilization(trace)] == [1]
+
+
+def test_truncated_trace_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "host.trace.json.gz"
+    data = json.dumps(_trace()).encode()
+    path.write_bytes(gzip.compress(data[: len(data) // 2]))
+    code = main(["convert", str(path), "-o", str(tmp_path / "o.parquet")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and str(path) in err[0]

@@ -1,0 +1,222 @@
+"""Legacy TensorFlow profiler trace: ``<host>.trace.json.gz`` written by TF 2.2-2.10 next to the xplane.
+
+Chrome trace JSON: metadata events (``"ph": "M"``) name each process (``process_name``: ``/host:CPU``,
+``/device:GPU:N ...``) and thread (``thread_name``: a host thread, or a GPU line such as ``Stream #7(...)``);
+complete events (``"ph": "X"``) carry ``ts`` and ``dur`` in microseconds (floats) and the XStats as ``args``.
+The mapping follows the xplane reader (``docs/formats/xplane.md``): GPU activity only from ``Stream #`` threads
+of ``/device:GPU:N`` processes, kernel details from ``args.kernel_details``, memcpy size from
+``args.memcpy_details``, correlation ids from ``args.correlation_id``, steps from ``args.step_num`` on the host.
+
+Times: ``start_ns = round(ts * 1000)``, ``end_ns = round((ts + dur) * 1000)``. Timestamps of 1e15 µs or more are
+taken as Unix time (``clock`` "unix"), smaller ones as profile-relative (``clock`` "xplane").
+"""
+
+from __future__ import annotations
+
+import gzip
+import re
+import zlib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+import pandas as pd
+import pyarrow as pa
+
+from ..errors import InputError
+from ..trace import (
+    CPU_OP,
+    DRIVER,
+    KERNEL,
+    MEMCPY,
+    MEMSET,
+    STEP,
+    Trace,
+    TraceMetadata,
+    build_devices,
+    build_events,
+)
+from . import xplane
+
+_GPU_PROCESS = re.compile(r"^/device:GPU:(\d+)")
+_STREAM = re.compile(r"^Stream #(\d+)")
+_UNIX_US = 1e15
+
+
+def _load_json(path: Path) -> dict[str, Any]:
+    try:
+        with gzip.open(path, "rb") as fh:
+            data = orjson.loads(fh.read())
+    except (OSError, EOFError, zlib.error) as err:
+        raise InputError(f"not a readable gzip file ({err})", path=path) from None
+    except orjson.JSONDecodeError as err:
+        raise InputError(f"truncated or invalid JSON ({err})", path=path) from None
+    if not isinstance(data, dict) or not isinstance(data.get("traceEvents"), list):
+        raise InputError("not a TensorFlow trace.json (no traceEvents list)", path=path)
+    return data
+
+
+def _frame(path: Path, host: int) -> tuple[pd.DataFrame, dict[int, str]]:
+    data = _load_json(path)
+    processes: dict[Any, str] = {}
+    threads: dict[tuple[Any, Any], str] = {}
+    complete = []
+    for event in data["traceEvents"]:  # legacy files are small (the trace viewer capped them at 1M events)
+        if not isinstance(event, dict):
+            continue
+        phase = event.get("ph")
+        if phase == "M":
+            name = (event.get("args") or {}).get("name", "")
+            if event.get("name") == "process_name":
+                processes[event.get("pid")] = str(name)
+            elif event.get("name") == "thread_name":
+                threads[(event.get("pid"), event.get("tid"))] = str(name)
+        elif phase == "X" and "ts" in event:
+            complete.append(event)
+    rows = []
+    gpu_names: dict[int, str] = {}
+    for event in complete:
+        process = processes.get(event.get("pid"), "")
+        thread = threads.get((event.get("pid"), event.get("tid")), "")
+        args = event.get("args") or {}
+        gpu = _GPU_PROCESS.match(process)
+        if gpu:
+            stream = _STREAM.match(thread)
+            if not stream:
+                continue  # derived lines (TensorFlow Ops, XLA Ops, Steps, ...)
+            device = int(gpu.group(1))
+            gpu_names.setdefault(device, process)
+        elif process.startswith("/host:CPU"):
+            device, stream = None, None
+        else:
+            continue
+        try:
+            ts = float(event["ts"])
+            dur = float(event.get("dur", 0) or 0)
+        except (TypeError, ValueError):
+            raise InputError(f"event with a non-numeric ts/dur: {str(event)[:80]}", path=path) from None
+        rows.append({
+            "name": str(event.get("name", "")),
+            "ts": ts,
+            "dur": dur,
+            "device": device,
+            "stream": int(stream.group(1)) if stream else None,
+            "tid": None if gpu else _int(event.get("tid")),
+            "pid": host,
+            "correlation_id": _int(args.get("correlation_id")),
+            "step_num": _int(args.get("step_num")),
+            "kernel_details": args.get("kernel_details"),
+            "copy_details": args.get("memcpy_details") or args.get("memset_details"),
+        })
+    return pd.DataFrame(rows), gpu_names
+
+
+def _int(value: Any) -> int | None:
+    try:
+        return int(value) if value is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def read_files(files: Sequence[Path], source: Path, run: str | None = None) -> Trace:
+    """Read the ``trace.json.gz`` of each host of a run (pid = host ordinal, devices offset per host)."""
+    frames, device_rows = [], []
+    offset = 0
+    for host, path in enumerate(files):
+        frame, gpu_names = _frame(path, host)
+        if not frame.empty:
+            frame["device"] = frame["device"].map(lambda d, o=offset: None if pd.isna(d) else int(d) + o)
+            frames.append(frame)
+        for index, name in sorted(gpu_names.items()):
+            device_rows.append({"id": index + offset, "name": name, "vendor": None})
+        offset += (max(gpu_names) + 1) if gpu_names else 0
+    if not frames:
+        raise InputError("trace.json holds no host or GPU events", path=source)
+    df = pd.concat(frames, ignore_index=True)
+    return _to_trace(df, device_rows, source, run)
+
+
+def _to_trace(df: pd.DataFrame, device_rows: list[dict[str, Any]], source: Path, run: str | None) -> Trace:
+    is_gpu = df["device"].notna().to_numpy()
+    names = df["name"].astype(str)
+    upper = names.str.upper()
+    kind = np.where(is_gpu,
+                    np.where(upper.str.startswith("MEMSET"), MEMSET,
+                             np.where(upper.str.startswith("MEMCPY") | df["copy_details"].notna(), MEMCPY, KERNEL)),
+                    names.map(xplane._classify_host_name).to_numpy(dtype=object))
+    host_corr = ~is_gpu & df["correlation_id"].notna().to_numpy() & (kind == CPU_OP)
+    kind = np.where(host_corr, DRIVER, kind)
+    step = df["step_num"].to_numpy(dtype=float)
+    kind = np.where(~is_gpu & ~np.isnan(step), STEP, kind)
+
+    start_us = df["ts"].to_numpy(float)
+    end_us = start_us + df["dur"].to_numpy(float)
+    clock = "unix" if len(start_us) and np.nanmin(start_us) >= _UNIX_US else "xplane"
+    start_ns = np.rint(start_us * 1000).astype(np.int64)
+    end_ns = np.rint(end_us * 1000).astype(np.int64)
+
+    # one step row per (host, step) like the xplane reader
+    step_rows = kind == STEP
+    steps = pd.DataFrame({"pid": df["pid"][step_rows], "step": step[step_rows].astype(np.int64),
+                          "start": start_ns[step_rows], "end": end_ns[step_rows]})
+    steps = steps.groupby(["pid", "step"], sort=True).agg(start=("start", "min"), end=("end", "max")).reset_index()
+    keep = ~step_rows
+    origin = int(min(start_ns[keep].min(initial=np.iinfo(np.int64).max),
+                     steps["start"].min() if len(steps) else np.iinfo(np.int64).max))
+
+    details = _strings(df["kernel_details"])
+    kernel_cols = xplane._kernel_columns(details)
+    copy_details = _strings(df["copy_details"])
+    size = xplane._extract_int(copy_details, r"(?:^|\s)size:(?P<v>\d+)")
+    copy_kind = [xplane._copy_kind_code(n) for n in names]
+    copy_kind_names = [xplane.COPY_KIND_LABELS[c] if c >= 0 and k == MEMCPY else None
+                       for c, k in zip(copy_kind, kind, strict=True)]
+
+    columns: dict[str, Any] = {
+        "kind": list(kind[keep]) + [STEP] * len(steps),
+        "name": list(names[keep].map(xplane._strip_version)) + [f"step#{s}" for s in steps["step"]],
+        "start_ns": np.concatenate([start_ns[keep], steps["start"].to_numpy(np.int64)]) - origin,
+        "end_ns": np.concatenate([end_ns[keep], steps["end"].to_numpy(np.int64)]) - origin,
+        "pid": np.concatenate([df["pid"].to_numpy(np.int64)[keep], steps["pid"].to_numpy(np.int64)]),
+        "step": [None] * int(keep.sum()) + steps["step"].tolist(),
+    }
+    n_steps = len(steps)
+
+    def with_steps(values: Any) -> list[Any]:
+        array = np.empty(len(keep), dtype=object)
+        array[:] = list(values)  # an object array keeps None as None (pandas would make it NaN)
+        return list(array[keep]) + [None] * n_steps
+
+    for col in ("device", "stream", "tid", "correlation_id"):
+        columns[col] = [None if pd.isna(v) else int(v) for v in with_steps(df[col].to_numpy(object))]
+    is_kernel = kind == KERNEL
+    for col, values in kernel_cols.items():
+        values = np.where(is_kernel, values, np.nan)
+        columns[col] = np.concatenate([values[keep], np.full(n_steps, np.nan)])
+    columns["bytes"] = np.concatenate([np.where(np.isin(kind, (MEMCPY, MEMSET)), size, np.nan)[keep],
+                                       np.full(n_steps, np.nan)])
+    columns["copy_kind"] = with_steps(copy_kind_names)
+    framework = xplane._detect_framework(names[~is_gpu].unique())
+    metadata = TraceMetadata(
+        source_format="xplane",
+        source_path=str(source),
+        producer="TensorFlow Profiler (trace.json.gz)",
+        format_version="chrome-trace-json",
+        framework=framework,
+        time_origin_ns=origin,
+        clock=clock,
+        extra={"run": run, "steps_from": "host step markers" if n_steps else None},
+    )
+    return Trace(events=build_events(columns), devices=build_devices(device_rows), metadata=metadata)
+
+
+def _strings(values: pd.Series) -> pa.Array:
+    return pa.array([v if isinstance(v, str) else None for v in values], pa.string())
+
+
+def read(path: Path, fmt: str = "tf-trace-json", run: str | None = None, **_: Any) -> Trace:
+    """Read one ``trace.json.gz`` (or a run/logdir holding them: see :func:`xplane.discover`)."""
+    files, run_name = xplane.discover(Path(path), run)
+    return read_files(files, source=Path(path), run=run_name)
