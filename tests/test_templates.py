@@ -6,6 +6,7 @@ data ranges clipped to step intervals); nothing below calls the analyses."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import subprocess
@@ -115,10 +116,16 @@ def test_pytorch_scenario_trace(pytorch_traces: dict[str, Path], scenario: str) 
         items = named(cpu_ops, "aten::item")
         assert int(inside(items, readback.rename(columns={"start_ns": "start", "end_ns": "end"})).sum()) \
             == STEPS * SCENARIOS[scenario].sync_ops_per_step
-    elif scenario == "small-batch":
-        # batch 2 through 64-wide layers: the first layer's matmul sees a (2, 64) input
-        assert SCENARIOS[scenario].batch_size == 2
-        assert len(named(cpu_ops, "aten::addmm")) >= 3 * STEPS
+    if scenario in ("small-batch", "healthy"):
+        # Every Linear is one aten::addmm(bias, input, weight^T); its input's first dimension is the batch.
+        spec = SCENARIOS[scenario]
+        with gzip.open(path, "rt") as fh:
+            addmm = [e["args"]["Input Dims"] for e in json.load(fh)["traceEvents"]
+                     if e.get("name") == "aten::addmm" and e.get("ph") == "X"]
+        assert len(addmm) == 3 * STEPS  # three layers, one forward each step
+        assert {tuple(dims[1]) for dims in addmm} == {
+            (spec.batch_size, spec.features), (spec.batch_size, spec.hidden)}
+        assert len(named(cpu_ops, "aten::addmm")) == 3 * STEPS
 
 
 def test_pytorch_template_command_line(tmp_path: Path) -> None:

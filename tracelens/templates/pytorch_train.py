@@ -64,6 +64,10 @@ def train(argv: Sequence[str] | None = None) -> Path | None:
     torch.manual_seed(args.seed)
     device = _resolve_device(torch, args.device)
     on_gpu = device == "cuda"
+    if not on_gpu:
+        # These models are tiny: one intra-op thread is as fast, and on a busy machine extra OpenMP threads
+        # wait on each other for tens of milliseconds per op, which would swamp the injected cause.
+        torch.set_num_threads(1)
     pinned = spec.pinned_memory and on_gpu
 
     model = nn.Sequential(
@@ -89,7 +93,8 @@ def train(argv: Sequence[str] | None = None) -> Path | None:
         with warnings.catch_warnings():  # "won't be using warmup": intended, every step is recorded
             warnings.simplefilter("ignore", UserWarning)
             schedule = torch.profiler.schedule(wait=0, warmup=0, active=args.steps, repeat=1)
-        profiler: Any = torch.profiler.profile(activities=activities, schedule=schedule)
+        # Shapes let a reader see the batch size in every op ("Input Dims"), e.g. small-batch's 2.
+        profiler: Any = torch.profiler.profile(activities=activities, schedule=schedule, record_shapes=True)
         args.out.mkdir(parents=True, exist_ok=True)
         trace_path = args.out / f"pytorch_{spec.name}_{device}.pt.trace.json.gz"
     else:
