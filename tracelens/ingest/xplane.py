@@ -298,16 +298,31 @@ def _wanted_stat_keys(planes: list[Any]) -> tuple[np.ndarray, np.ndarray]:
 def _wanted_stat_filter(buf: np.ndarray, event_plane: np.ndarray, on_steps_line: np.ndarray,
                         planes: list[Any]) -> Any:
     """A walk filter keeping only the stat records the reader needs (and any it cannot cheaply tell)."""
-    wanted, codes = _wanted_stat_keys(planes)
+    max_id = max((int(k) for plane in planes for k in plane.stat_metadata.keys()), default=0)
+    dense = 0 <= max_id < 1 << 16
+    if dense:  # stat metadata ids are small: a (plane, id) -> code table beats a sorted-key search
+        table = np.full((max(len(planes), 1), max_id + 2), -1, np.int8)
+        for index, plane in enumerate(planes):
+            for key, meta in plane.stat_metadata.items():
+                if meta.name in _CODE and key >= 0:
+                    table[index, key] = _CODE[meta.name]
+    else:
+        wanted, codes = _wanted_stat_keys(planes)
 
     def keep(events: wire.Events) -> np.ndarray:
         start, owner = events.stat_start, events.stat_event
         canonical = (buf[start] == 0x08) & (events.stat_length > 1)
         mid, _ = wire.read_varints(buf, start + 1)
-        keys = (event_plane[owner] << 32) | (mid & np.uint64(0xFFFFFFFF)).astype(np.int64)
-        hit = _lookup(wanted, keys)
+        if dense:
+            code = table[event_plane[owner], np.minimum(mid, np.uint64(max_id + 1)).astype(np.int64)]
+        else:
+            keys = (event_plane[owner] << 32) | (mid & np.uint64(0xFFFFFFFF)).astype(np.int64)
+            hit = _lookup(wanted, keys)
+            code = np.where(hit >= 0, codes[np.maximum(hit, 0)], -1)
+        useful = code >= 0
         # group_id is on most host events but needed only to number device "Steps" lines
-        useful = (hit >= 0) & ((codes[np.maximum(hit, 0)] != _CODE["group_id"]) | on_steps_line[owner])
+        group = np.flatnonzero(code == _CODE["group_id"])
+        useful[group] = on_steps_line[owner[group]]
         return ~canonical | useful
 
     return keep
