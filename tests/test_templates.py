@@ -142,7 +142,9 @@ def test_pytorch_template_command_line(tmp_path: Path) -> None:
     assert wrong.returncode == 2 and "--profile tf cannot record a PyTorch program" in wrong.stderr
 
 
-TF_RUNS = [("healthy", []), ("slow-input", []), ("healthy", ["--keras"])]
+TF_STEPS = 6
+TF_RUNS = [("healthy", []), ("slow-input", []), ("healthy", ["--keras"]),
+           ("pageable-copies", []), ("sync-every-step", []), ("tiny-kernels", []), ("small-batch", [])]
 
 TF_SCRIPT = textwrap.dedent(
     """
@@ -163,7 +165,7 @@ def tf_traces(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     pytest.importorskip("tensorflow")
     out = tmp_path_factory.mktemp("tf")
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=str(ROOT))
-    done = subprocess.run([sys.executable, "-c", TF_SCRIPT, str(out), json.dumps(TF_RUNS), "6"],
+    done = subprocess.run([sys.executable, "-c", TF_SCRIPT, str(out), json.dumps(TF_RUNS), str(TF_STEPS)],
                           capture_output=True, text=True, env=env, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     return [Path(p) for p in json.loads(done.stdout.strip().splitlines()[-1])]
@@ -171,17 +173,40 @@ def tf_traces(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
 
 @pytest.mark.slow
 def test_tf_healthy_and_slow_input(tf_traces: list[Path]) -> None:
-    healthy, slow, _ = (tracelens.load(p) for p in tf_traces)
+    healthy, slow = (tracelens.load(p) for p in tf_traces[:2])
     for trace in (healthy, slow):
         assert trace.metadata.source_format == "xplane"
         assert trace.metadata.framework == "tensorflow"
-        check_common(trace.df, 6)
+        check_common(trace.df, TF_STEPS)
     assert data_share_of_steps(slow.df) > 0.5
     assert data_share_of_steps(healthy.df) < 0.5
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("run", range(3, len(TF_RUNS)), ids=[name for name, _ in TF_RUNS[3:]])
+def test_tf_other_scenarios(tf_traces: list[Path], run: int) -> None:
+    scenario = TF_RUNS[run][0]
+    spec = SCENARIOS[scenario]
+    frame = tracelens.load(tf_traces[run]).df
+    intervals = check_common(frame, TF_STEPS)
+    eager = frame[frame["name"].astype(str).str.startswith("EagerLocalExecute: ")]
+    extra_range, op, per_step = {
+        "pageable-copies": ("pageable_copy", None, 0),
+        "sync-every-step": ("sync_readback", "EagerLocalExecute: Sum", spec.sync_ops_per_step),
+        "tiny-kernels": ("tiny_ops", "EagerLocalExecute: Mul", spec.tiny_ops_per_step),
+        "small-batch": (None, None, 0),
+    }[scenario]
+    if extra_range is not None:
+        rows = named(frame, extra_range)
+        assert len(rows) == TF_STEPS and inside(rows, intervals).all()
+        if op is not None:
+            ops = named(eager, op)
+            within = inside(ops, rows.rename(columns={"start_ns": "start", "end_ns": "end"}))
+            assert int(within.sum()) == TF_STEPS * per_step
+
+
+@pytest.mark.slow
 def test_tf_keras_callback_marks_steps(tf_traces: list[Path]) -> None:
     frame = tracelens.load(tf_traces[2]).df
-    assert list(step_intervals(frame).index) == list(range(6))
+    assert list(step_intervals(frame).index) == list(range(TF_STEPS))
     assert named(frame, "tracelens/forward").empty  # model.fit: steps only, no phase ranges
