@@ -294,3 +294,18 @@ def test_markdown_report_has_a_ranks_section(tmp_path: Path) -> None:
     assert len(rows) == 1 and "| 50 ns |" in rows[0] and "| 0 ns |" in rows[0]  # lateness 50, wait 0
     assert "rank 2: step starts 50 ns late" in text
     assert (tmp_path / "run.ranks.png").is_file() and "run.ranks.png" in text
+
+
+def test_read_only_trace_folder_caches_in_the_user_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    run = tmp_path / "run"
+    paths = write_handmade_run(run)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    run.chmod(0o555)
+    try:
+        cache = multirank.default_cache_dir(paths)
+        assert cache.parent == tmp_path / "xdg" / "tracelens" / "runs"
+        doc, failures = multirank.analyze_run([run], workers=1)
+        assert failures == [] and Path(doc["source"]["cache_dir"]) == cache
+        assert not (run / multirank.CACHE_DIRNAME).exists()
+    finally:
+        run.chmod(0o755)

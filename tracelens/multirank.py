@@ -135,7 +135,8 @@ def default_cache_dir(paths: Sequence[Path]) -> Path:
     """``<common parent>/.tracelens-cache`` when writable, else a per-run folder in the user's cache."""
     parents = [os.path.dirname(os.path.realpath(p)) if Path(p).is_file() else os.path.realpath(p) for p in paths]
     common = Path(os.path.commonpath(parents)) if parents else Path.cwd()
-    if os.access(common, os.W_OK):
+    # a folder marked read-only is left alone even by root (for whom os.access says yes to everything)
+    if os.access(common, os.W_OK) and common.stat().st_mode & 0o222:
         return common / CACHE_DIRNAME
     user_cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     digest = hashlib.sha1(str(common).encode()).hexdigest()[:16]
