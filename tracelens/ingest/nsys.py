@@ -538,9 +538,10 @@ class NsysReader:
         }
 
     def _kernels(self, t: pa.Table, strings: _Strings) -> _Part:
-        demangled = strings.lookup(t.column("demangledName"))
-        short = strings.lookup(t.column("shortName"))
-        name = np.where(demangled >= 0, demangled, short).astype(np.int32)
+        name = strings.lookup(t.column("demangledName"))
+        short_ids = t.column("shortName")
+        if (name < 0).any():
+            name = np.where(name >= 0, name, strings.lookup(short_ids)).astype(np.int32)
         cols = self._gpu_common(t)
         cols.update({
             "kind": _kind_const(t.num_rows, KERNEL),
@@ -552,11 +553,15 @@ class NsysReader:
             "dynamic_shared_bytes": t.column("dynamicSharedMemory"),
             "graph_id": t.column("graphId"),
         })
-        # Keep the short names reachable: demangled name -> short name, for unique kernels only.
-        pairs = np.unique((name.astype(np.int64) << 32) | (short.astype(np.int64) & 0xFFFFFFFF))
-        demangled_of, short_of = (pairs >> 32).astype(np.int32), (pairs & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
+        # Keep the short names reachable: demangled name -> short name, read at each name's first row.
+        first_row = np.full(len(strings.values) + 1, -1, np.int64)
+        rows = np.arange(name.size, dtype=np.int64)
+        first_row[name[::-1]] = rows[::-1]  # the last write wins: reversed, that is the first occurrence
+        first_row = first_row[:-1]  # slot -1 collected the unnamed rows
+        named = np.flatnonzero(first_row >= 0)
+        short = strings.lookup(short_ids.take(pa.array(first_row[named]))) if named.size else named
         self._short_names = {strings.values[int(d)].as_py(): strings.values[int(s)].as_py()
-                             for d, s in zip(demangled_of, short_of, strict=True) if d >= 0 and s >= 0 and d != s}
+                             for d, s in zip(named, short, strict=True) if s >= 0 and d != s}
         return _Part(t.num_rows, cols)
 
     def _memcpys(self, t: pa.Table, db: _Database) -> _Part:
@@ -730,15 +735,28 @@ class NsysReader:
         del start, end
         take = pa.array(order)
         del order
-        # Depth first, while only the parts are in memory (its temporaries then do not add to the table's).
-        depth = self._depth(parts, start_unsorted, end_unsorted)
-        del start_unsorted, end_unsorted
-        for part, values in zip(parts, depth, strict=True):
-            part.columns["depth"] = values
+        # Nesting depth runs in a worker thread while this one gathers the columns: both spend their time
+        # in numpy sorts and Arrow takes, which release the GIL, so two cores work at once.
+        host_inputs = [(p.n, p.columns.get("pid"), p.columns.get("tid")) for p in parts]
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            depth_future = pool.submit(self._depth, host_inputs, start_unsorted, end_unsorted)
+            del start_unsorted, end_unsorted, host_inputs
+            self._gather_columns(parts, columns, take, total, skip=("depth",))
+            for part, values in zip(parts, depth_future.result(), strict=True):
+                part.columns["depth"] = values
+        self._gather_columns(parts, columns, take, total)
+        del take
 
+        table = build_events(columns, sort=False)
+        return origin, table
+
+    @staticmethod
+    def _gather_columns(parts: list[_Part], columns: dict[str, Any], take: pa.Array, total: int,
+                        skip: tuple[str, ...] = ()) -> None:
+        """Fill ``columns`` with every event column not yet there, in table order (``take``)."""
         shared_null = _SharedNulls(total)
         for fld in EVENT_SCHEMA:
-            if fld.name in columns:
+            if fld.name in columns or fld.name in skip:
                 continue
             if not any(p.columns.get(fld.name) is not None for p in parts):
                 columns[fld.name] = shared_null.array(fld.type)
@@ -762,32 +780,30 @@ class NsysReader:
             del chunks
             columns[fld.name] = column.take(take).combine_chunks()
             del column
-        del take
-
-        table = build_events(columns, sort=False)
-        return origin, table
 
     @staticmethod
-    def _depth(parts: list[_Part], start: np.ndarray, end: np.ndarray) -> list[pa.Array | None]:
+    def _depth(host_inputs: list[tuple[int, Any, Any]], start: np.ndarray, end: np.ndarray) -> list[pa.Array | None]:
         """Per part, the nesting depth of its host rows on their thread (None for GPU parts).
 
-        Host parts (runtime, NVTX, OSRT, overhead) are nested together: a runtime call inside an NVTX
-        range is one level deeper than the range. ``start``/``end`` are the parts' times, concatenated.
+        ``host_inputs`` holds each part's (row count, pid, tid); ``start``/``end`` are the parts' times,
+        concatenated. Host parts (runtime, NVTX, OSRT, overhead) are nested together: a runtime call inside
+        an NVTX range is one level deeper than the range.
         """
-        offsets = np.concatenate([[0], np.cumsum([p.n for p in parts])])
-        host = [i for i, p in enumerate(parts) if p.columns.get("tid") is not None]
-        out: list[pa.Array | None] = [None] * len(parts)
+        offsets = np.concatenate([[0], np.cumsum([n for n, _, _ in host_inputs])])
+        host = [i for i, (_, _, tid) in enumerate(host_inputs) if tid is not None]
+        out: list[pa.Array | None] = [None] * len(host_inputs)
         if not host:
             return out
         rows = np.concatenate([np.arange(offsets[i], offsets[i + 1]) for i in host])
-        pid = np.concatenate([_numpy(parts[i].columns["pid"], fill=-1) for i in host])
-        tid = np.concatenate([_numpy(parts[i].columns["tid"], fill=-1) for i in host])
+        pid = np.concatenate([_numpy(host_inputs[i][1], fill=-1) for i in host])
+        tid = np.concatenate([_numpy(host_inputs[i][2], fill=-1) for i in host])
         depth = nesting_depth(pid, tid, start[rows], end[rows])
         del pid, tid, rows
         at = 0
         for i in host:
-            out[i] = pa.array(depth[at:at + parts[i].n], pa.int16())
-            at += parts[i].n
+            n = host_inputs[i][0]
+            out[i] = pa.array(depth[at:at + n], pa.int16())
+            at += n
         return out
 
     # -- devices, framework, extra --------------------------------------------------------------------
