@@ -40,14 +40,14 @@ KERNEL = "CUPTI_ACTIVITY_KIND_KERNEL"
 # ---------------------------------------------------------------------------------------------- synthesis
 
 
-def synthesize(replicas: int, nvtx_replicas: int | None = None) -> Path:
+def synthesize(replicas: int, nvtx_replicas: int | None = None, reuse: bool = True) -> Path:
     """benchmarks/data/nsys_x<replicas>[_nvtx<m>].sqlite: each event table's rows repeated ``replicas``
     times (NVTX_EVENTS ``nvtx_replicas`` times when given)."""
     DATA_DIR.mkdir(parents=True, exist_ok=True)
     nvtx_replicas = replicas if nvtx_replicas is None else nvtx_replicas
     suffix = "" if nvtx_replicas == replicas else f"_nvtx{nvtx_replicas}"
     out = DATA_DIR / f"nsys_x{replicas}{suffix}.sqlite"
-    if out.exists():
+    if out.exists() and reuse:
         return out
     partial = out.with_suffix(".partial")
     shutil.copyfile(SOURCE, partial)
@@ -210,6 +210,7 @@ def main() -> int:
     parser.add_argument("--replicas", type=int, default=math.ceil(TARGET_KERNELS / 3442))
     parser.add_argument("--nvtx-replicas", type=int, default=None,
                         help="NVTX_EVENTS copies (default: replicas / 5, see the results file for why)")
+    parser.add_argument("--reuse", action="store_true", help="reuse an existing synthesized export")
     parser.add_argument("--keep", action="store_true", help="keep the synthesized export afterwards")
     parser.add_argument("--timeout", type=float, default=600)
     args = parser.parse_args()
@@ -220,7 +221,7 @@ def main() -> int:
     nvtx_replicas = args.nvtx_replicas if args.nvtx_replicas is not None else max(1, args.replicas // 5)
     print(f"synthesizing x{args.replicas} (NVTX x{nvtx_replicas}) from {SOURCE.name} ...", flush=True)
     t0 = time.perf_counter()
-    path = synthesize(args.replicas, nvtx_replicas)
+    path = synthesize(args.replicas, nvtx_replicas, reuse=args.reuse)
     synth_s = time.perf_counter() - t0
     size = path.stat().st_size
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
@@ -281,7 +282,7 @@ def _report(replicas: int, nvtx_replicas: int, path: Path, size: int, counts: di
         "",
         f"Input: `{SOURCE.name}` with every event table replicated x{replicas} (NVTX_EVENTS x{nvtx_replicas})"
         f" by SQLite (`INSERT ... SELECT`, shifted times and correlation ids): {size / 2**30:.2f} GiB, "
-        f"synthesized in {synth_s:.0f} s.",
+        f"synthesized in {synth_s:.0f} s (0 when an earlier file was reused).",
         "",
         markdown_table(["table", "rows"], [[t, f"{n:,}"] for t, n in counts.items()]),
         "Each case runs in a fresh process (wall time inside the call, peak RSS of the process; the OS page "
