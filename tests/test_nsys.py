@@ -516,3 +516,31 @@ def test_unknown_copy_and_sync_kinds_keep_a_generic_name(tmp_path: Path) -> None
     memcpy, sync = df[df.kind == "memcpy"], df[df.kind == "gpu_sync"]
     assert memcpy.name.astype(str).tolist() == ["[CUDA memcpy]"] and memcpy.copy_kind.isna().all()
     assert sync.name.astype(str).tolist() == ["[CUDA sync]"] and sync.sync_kind.isna().all()
+
+
+@pytest.mark.parametrize("name", ["a100_saxpy_nsys2022.2.sqlite", "rtx3080_tiny_nsys2026.1.sqlite"])
+def test_host_depth_counts_enclosing_host_intervals(name: str) -> None:
+    """depth = how many other host intervals on the same thread contain the row (SQL self-join; small files
+    only, the join is quadratic)."""
+    paths = shared_traces("nsys", name)
+    if not paths:
+        pytest.skip("../shared/traces/nsys not present")
+    path = paths[0]
+    have = tables(path)
+    sources = ["SELECT start, end, globalTid FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE eventClass != 67"]
+    if "NVTX_EVENTS" in have:
+        sources.append("SELECT start, end, globalTid FROM NVTX_EVENTS WHERE eventType IN (59, 60)")
+    for table in ("PROFILER_OVERHEAD", "CUPTI_ACTIVITY_KIND_OVERHEAD", "OSRT_API"):
+        if table in have:
+            sources.append(f"SELECT start, end, globalTid FROM {table}")
+    expected = Counter(sql(path, f"""
+        WITH host(s, e, tid) AS ({" UNION ALL ".join(sources)})
+        SELECT h.s, h.e, (SELECT count(*) FROM host o WHERE o.tid = h.tid AND o.s <= h.s AND h.e <= o.e
+                          AND NOT (o.s = h.s AND o.e = h.e)) FROM host h"""))
+    trace = trace_of(path)
+    host = trace.df[trace.df.tid.notna()]
+    origin = trace.metadata.time_origin_ns
+    got = Counter(zip((host.start_ns + origin).tolist(), (host.end_ns + origin).tolist(),
+                      host.depth.astype(int).tolist(), strict=True))
+    assert got == expected
+    assert max(d for _, _, d in expected) >= 1  # nesting exists, so the check has teeth
