@@ -96,6 +96,9 @@ def test_two_rank_nccl_run_straggler_and_collective_wait(tmp_path: Path) -> None
     assert straggler["max_lateness_ns"] == pytest.approx(delay, rel=0.05)
 
     ranks = {r["rank"]: r for r in doc["ranks"]}
+    rank_doc = json.loads(Path(ranks[0]["parquet"] + ".doc.json").read_text())
+    idle = sum(d["idle_ns"] for d in rank_doc["attribution"]["devices"])
+    assert sum(ranks[0]["idle_by_cause"].values()) == idle  # the causes split the idle time exactly
     transfer_ns = sum(float(k["dur"]) for k in kernels) * 1000  # the unstretched durations, from the file
     assert ranks[0]["collective_wait_ns"] == pytest.approx(delay * len(late_kernels), rel=0.05)
     assert ranks[1]["collective_wait_ns"] == 0

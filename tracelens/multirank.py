@@ -186,8 +186,6 @@ def _cache_entry_valid(entry: dict[str, Any] | None, size: int, mtime_ns: int, c
 
 # --------------------------------------------------------------------------------------- per-trace work
 
-# Sections whose results are carried from the workers to the run document (the rest stay in the cache).
-_CARRIED_SECTIONS = ("devices", "steps", "attribution")
 
 
 def ingest_and_summarize(source: str, parquet_path: str, reuse: bool) -> dict[str, Any]:
@@ -227,7 +225,10 @@ def ingest_and_summarize(source: str, parquet_path: str, reuse: bool) -> dict[st
                 "framework": meta.framework, "producer": meta.producer,
                 "producer_version": meta.producer_version, "warnings": list(meta.warnings),
             },
-            "sections": {name: doc.get(name) for name in _CARRIED_SECTIONS if name in doc},
+            # only what the run document shows per rank travels back (a few hundred bytes per GPU); the
+            # full document, whose step and gap lists grow with the trace, stays on disk
+            "devices": doc.get("devices") or [],
+            "idle_by_cause": _idle_by_cause(doc.get("attribution")),
             "worker_peak_rss_bytes": _peak_rss_bytes(),
         }
     except TracelensError as err:
@@ -703,7 +704,7 @@ def build_run_document(results: list[dict[str, Any]], ranks: list[int], warnings
         coll_by_rank.setdefault(row["rank"], []).append(row)
     span_total = 0
     for result, rank in zip(results, ranks, strict=True):
-        rank_devices = result["sections"].get("devices") or []
+        rank_devices = result["devices"]
         for d in rank_devices:
             devices.append({"rank": rank, **d})
             span_total += int(d.get("span_ns") or 0)
@@ -729,7 +730,7 @@ def build_run_document(results: list[dict[str, Any]], ranks: list[int], warnings
             "collective_ns": sum(c["collective_ns"] for c in coll),
             "collective_transfer_ns": sum(c["transfer_ns"] for c in coll),
             "collective_wait_ns": sum(c["wait_ns"] for c in coll),
-            "idle_by_cause": _idle_by_cause(result["sections"].get("attribution")),
+            "idle_by_cause": result["idle_by_cause"],
             "cached": result["reused"],
             "worker_peak_rss_bytes": result.get("worker_peak_rss_bytes"),
             "parquet": result["parquet"],
