@@ -309,3 +309,9 @@ def test_read_only_trace_folder_caches_in_the_user_cache(tmp_path: Path, monkeyp
         assert not (run / multirank.CACHE_DIRNAME).exists()
     finally:
         run.chmod(0o755)
+    other = tmp_path / "elsewhere" / "rank9.parquet"
+    other.parent.mkdir()
+    other.write_bytes(b"x")
+    # traces in two folders: no folder of theirs is the run's, so the user cache is used
+    assert multirank.default_cache_dir([paths[0], other]).parent == tmp_path / "xdg" / "tracelens" / "runs"
+    assert multirank.default_cache_dir(paths) == run / multirank.CACHE_DIRNAME

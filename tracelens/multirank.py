@@ -132,14 +132,17 @@ def resolve_ranks(metadata_ranks: Sequence[int | None], paths: Sequence[Path]) -
 
 
 def default_cache_dir(paths: Sequence[Path]) -> Path:
-    """``<common parent>/.tracelens-cache`` when writable, else a per-run folder in the user's cache."""
-    parents = [os.path.dirname(os.path.realpath(p)) if Path(p).is_file() else os.path.realpath(p) for p in paths]
-    common = Path(os.path.commonpath(parents)) if parents else Path.cwd()
-    # a folder marked read-only is left alone even by root (for whom os.access says yes to everything)
-    if os.access(common, os.W_OK) and common.stat().st_mode & 0o222:
-        return common / CACHE_DIRNAME
+    """``<folder>/.tracelens-cache`` when every trace lies in that one folder and it is writable, else a
+    per-run folder in the user's cache (traces scattered over folders, or a read-only folder)."""
+    real = sorted(os.path.realpath(p) for p in paths)
+    parents = {os.path.dirname(p) for p in real}
+    if len(parents) == 1:
+        folder = Path(parents.pop())
+        # a folder marked read-only is left alone even by root (for whom os.access says yes to everything)
+        if os.access(folder, os.W_OK) and folder.stat().st_mode & 0o222:
+            return folder / CACHE_DIRNAME
     user_cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    digest = hashlib.sha1(str(common).encode()).hexdigest()[:16]
+    digest = hashlib.sha1("\n".join(real).encode()).hexdigest()[:16]
     return user_cache / "tracelens" / "runs" / digest
 
 
