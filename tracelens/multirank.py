@@ -824,7 +824,7 @@ def plot_ranks(doc: dict[str, Any], path: str | os.PathLike[str]) -> Path:
     util = [100.0 * (r["utilization"] or 0.0) for r in ranks]
     transfer = np.asarray([r["collective_transfer_ns"] for r in ranks], dtype=float) / 1e6
     wait = np.asarray([r["collective_wait_ns"] for r in ranks], dtype=float) / 1e6
-    fig, (top, bottom) = plt.subplots(2, 1, figsize=(max(6.0, 0.25 * len(ranks) + 3), 5.5), sharex=True)
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(min(20.0, max(6.0, 0.25 * len(ranks) + 3)), 5.5), sharex=True)
     top.bar(x, util, color="#4C72B0")
     top.set_ylabel("GPU utilization %")
     top.set_ylim(0, 100)
@@ -833,9 +833,14 @@ def plot_ranks(doc: dict[str, Any], path: str | os.PathLike[str]) -> Path:
         top.bar([labels.index(str(straggler))], [util[labels.index(str(straggler))]], color="#C44E52",
                 label=f"straggler (rank {straggler})")
         top.legend(loc="lower right")
-    bottom.bar(x, transfer, color="#55A868", label="collective transfer")
-    bottom.bar(x, wait, bottom=transfer, color="#DD8452", label="collective wait")
-    bottom.set_ylabel("NCCL time (ms)")
+    if transfer.any() or wait.any():
+        bottom.bar(x, transfer, color="#55A868", label="collective transfer")
+        bottom.bar(x, wait, bottom=transfer, color="#DD8452", label="collective wait")
+        bottom.set_ylabel("NCCL time (ms)")
+    else:  # no collectives: the step time each rank took instead
+        mean_step = np.asarray([r["mean_step_ns"] or 0 for r in ranks], dtype=float) / 1e6
+        bottom.bar(x, mean_step, color="#8172B3", label="mean step time")
+        bottom.set_ylabel("mean step (ms)")
     bottom.set_xlabel("rank")
     bottom.legend(loc="upper right")
     step = max(1, len(ranks) // 32)
