@@ -23,6 +23,7 @@ from ..trace import (
     ANNOTATION,
     CPU_OP,
     DRIVER,
+    EVENT_SCHEMA,
     KERNEL,
     MEMCPY,
     MEMSET,
@@ -672,6 +673,8 @@ def _build_trace(hosts: list[_Host], source: Path, run: str | None) -> Trace:
                  "start": np.empty(0, np.int64), "end": np.empty(0, np.int64)}
 
     rows = np.flatnonzero(keep)
+    if rows.size == 0 and steps["step"].size == 0:
+        raise InputError("the XSpace holds no timed events on /host:CPU or /device:GPU:N planes", path=source)
     n_steps = steps["step"].size
     gpu_rows = rows[stream_rows[rows]]
     is_gpu = np.concatenate([stream_rows[rows], np.zeros(n_steps, bool)])
@@ -711,17 +714,18 @@ def _build_trace(hosts: list[_Host], source: Path, run: str | None) -> Trace:
     where_gpu = np.full(start_all.size, -1, np.int64)
     where_gpu[np.flatnonzero(is_gpu)] = np.arange(gpu_rows.size)
     in_rows = ordered(where_gpu)
+    placement = pa.array(in_rows, mask=in_rows < 0)  # table row -> GPU row (null elsewhere)
     gpu_kinds = kind[gpu_rows]
     kernel_cols = _kernel_columns(stats.strings("kernel_details", gpu_rows))
     for col, values in kernel_cols.items():
         values = np.where(gpu_kinds == code[KERNEL], values, np.nan)
-        columns[col] = _scatter_float(values, in_rows)
+        columns[col] = _place(values, placement, EVENT_SCHEMA.field(col).type)
     copy_details = pc.coalesce(stats.strings("memcpy_details", gpu_rows), stats.strings("memset_details", gpu_rows))
     copy_kind_by_name = np.array([_copy_kind_code(nm) for nm in names_all], dtype=np.int32)
     mem_cols = _memcpy_columns(copy_details, copy_kind_by_name[name_index[gpu_rows]])
     is_copy = gpu_kinds == code[MEMCPY]
     is_mem = is_copy | (gpu_kinds == code[MEMSET])
-    columns["bytes"] = _scatter_float(np.where(is_mem, mem_cols["bytes"], np.nan), in_rows)
+    columns["bytes"] = _place(np.where(is_mem, mem_cols["bytes"], np.nan), placement, pa.int64())
     for col, col_labels in (("copy_kind", COPY_KIND_LABELS), ("src_kind", MEM_KIND_LABELS),
                             ("dst_kind", MEM_KIND_LABELS)):
         gpu_codes = np.where(is_copy, mem_cols[col], -1)
@@ -818,8 +822,11 @@ def _masked(values: np.ndarray, valid: np.ndarray, typ: pa.DataType) -> pa.Array
     return pa.array(values, type=typ, mask=~np.asarray(valid, bool))
 
 
-def _scatter_float(gpu_values: np.ndarray, in_rows: np.ndarray) -> np.ndarray:
-    full = np.full(in_rows.size, np.nan)
-    sel = in_rows >= 0
-    full[sel] = gpu_values[in_rows[sel]]
-    return full
+def _place(gpu_values: np.ndarray, placement: pa.Array, typ: pa.DataType) -> pa.Array:
+    """Per-GPU-row floats (NaN = absent) as a full-length column of ``typ``, null off the GPU rows."""
+    absent = np.isnan(gpu_values)
+    if pa.types.is_integer(typ):
+        compact = pa.array(np.where(absent, 0, gpu_values).astype(typ.to_pandas_dtype()), typ, mask=absent)
+    else:
+        compact = pa.array(gpu_values, pa.float64(), mask=absent).cast(typ)
+    return compact.take(placement)
