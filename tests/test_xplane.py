@@ -350,3 +350,28 @@ def test_vectorized_varints_match_reference_encoder() -> None:
     got, after = xplane_wire.read_varints(xplane_wire.padded(b"".join(encoded)), positions)
     assert [int(v) for v in got] == values
     assert after.tolist() == (positions + [len(e) for e in encoded]).tolist()
+
+
+@pytest.mark.shared
+@pytest.mark.parametrize("path", shared_params("tf", "*.xplane.pb"))
+def test_depth_matches_the_tables_own_fill(path: Path) -> None:
+    # the reader fills `depth` itself (for speed); it must equal what build_events computes when left null
+    from tracelens.trace import EVENT_COLUMNS, EVENT_SCHEMA, _fill_depth
+
+    events = xplane.read(path).events
+    blank = events.set_column(EVENT_COLUMNS.index("depth"), EVENT_SCHEMA.field("depth"),
+                              pa.nulls(events.num_rows, pa.int16()))
+    assert _fill_depth(blank).column("depth").to_pylist() == events.column("depth").to_pylist()
+    assert events.column("depth").null_count < events.num_rows
+
+
+def test_handmade_nested_depth(tmp_path: Path) -> None:
+    names = {1: "outer", 2: "inner", 3: "innermost"}
+    host = pb.plane(0, "/host:CPU", [pb.line(1, "t", 0, [
+        pb.event(1, 0, 10_000_000), pb.event(2, 1_000_000, 5_000_000), pb.event(3, 2_000_000, 1_000_000),
+        pb.event(2, 7_000_000, 1_000_000)])], names, {})
+    path = tmp_path / "n.xplane.pb"
+    path.write_bytes(pb.space([host]))
+    df = xplane.read(path).df.sort_values(["start_ns", "end_ns"], ascending=[True, False])
+    # outer [0,10000] > inner [1000,6000] > innermost [2000,3000]; second inner [7000,8000] inside outer
+    assert df["depth"].tolist() == [0, 1, 2, 1]

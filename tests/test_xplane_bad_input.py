@@ -107,3 +107,12 @@ def test_input_file_is_not_modified(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert main(["convert", str(path), "-o", str(tmp_path / "out.parquet")]) == 0
     capsys.readouterr()
     assert (path.read_bytes(), os.stat(path).st_mtime_ns) == before
+
+
+def test_xspace_without_timed_events(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    task_env = pb.plane(9, "Task Environment", [], {}, {1: "profile_start_time"}, [pb.stat(1, uint64=1)])
+    aggregated_only = pb.plane(0, "/host:CPU", [pb.line(1, "t", 0, [pb.event(1, None, 0, num_occurrences=3)])],
+                               {1: "op"}, {})
+    path = tmp_path / "h.xplane.pb"
+    path.write_bytes(pb.space([task_env, aggregated_only]))
+    assert "no timed events" in _run(path, capsys)

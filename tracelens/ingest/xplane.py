@@ -35,6 +35,7 @@ from ..trace import (
     TraceMetadata,
     build_devices,
     build_events,
+    nesting_depth,
 )
 from . import xplane_wire as wire
 from .xplane_schema import protobuf_backend, xspace_class
@@ -248,8 +249,12 @@ def _classify_host_name(name: str) -> str:
     return CPU_OP
 
 
+_API_VERSION_SUFFIX = re.compile(r"^((?:cuda|cu|hip)[A-Za-z0-9]*)_v\d+$")
+
+
 def _strip_version(name: str) -> str:
-    return re.sub(r"_v\d+$", "", name)
+    # Only API names (camelCase): kernel names such as "cudnn_..._v1" keep their suffix.
+    return _API_VERSION_SUFFIX.sub(r"\1", name)
 
 
 class _StatColumns:
@@ -296,9 +301,8 @@ def _wanted_stat_keys(planes: list[Any]) -> tuple[np.ndarray, np.ndarray]:
     return wk[order], np.asarray(wanted_codes, np.int64)[order]
 
 
-def _wanted_stat_filter(buf: np.ndarray, event_plane: np.ndarray, on_steps_line: np.ndarray,
-                        planes: list[Any]) -> Any:
-    """A walk filter keeping only the stat records the reader needs (and any it cannot cheaply tell)."""
+def _wanted_stat_filter(event_plane: np.ndarray, on_steps_line: np.ndarray, planes: list[Any]) -> wire.StatFilter:
+    """``(event index, stat metadata id) -> keep``: only the stats the reader needs pass."""
     max_id = max((int(k) for plane in planes for k in plane.stat_metadata.keys()), default=0)
     dense = 0 <= max_id < 1 << 16
     if dense:  # stat metadata ids are small: a (plane, id) -> code table beats a sorted-key search
@@ -310,10 +314,7 @@ def _wanted_stat_filter(buf: np.ndarray, event_plane: np.ndarray, on_steps_line:
     else:
         wanted, codes = _wanted_stat_keys(planes)
 
-    def keep(events: wire.Events) -> np.ndarray:
-        start, owner = events.stat_start, events.stat_event
-        canonical = (buf[start] == 0x08) & (events.stat_length > 1)
-        mid, _ = wire.read_varints(buf, start + 1)
+    def keep(owner: np.ndarray, mid: np.ndarray) -> np.ndarray:
         if dense:
             code = table[event_plane[owner], np.minimum(mid, np.uint64(max_id + 1)).astype(np.int64)]
         else:
@@ -324,7 +325,7 @@ def _wanted_stat_filter(buf: np.ndarray, event_plane: np.ndarray, on_steps_line:
         # group_id is on most host events but needed only to number device "Steps" lines
         group = np.flatnonzero(code == _CODE["group_id"])
         useful[group] = on_steps_line[owner[group]]
-        return ~canonical | useful
+        return useful
 
     return keep
 
@@ -593,14 +594,14 @@ def _build_trace(hosts: list[_Host], source: Path, run: str | None) -> Trace:
     line_plane = np.asarray(lines.plane, np.int64)
     event_plane = line_plane[event_line] if n else np.empty(0, np.int64)
 
-    decoded = wire.walk_events(buf, starts, ends)
+    on_steps_line = np.asarray(lines.kind)[event_line] == _LINE_STEPS
+    decoded = wire.walk_events(buf, starts, ends,
+                               _wanted_stat_filter(event_plane.astype(np.int64), on_steps_line, planes))
     mid, offset_ps, duration_ps, occurrences = (
         v.view(np.int64) for v in (decoded.metadata_id, decoded.offset_ps, decoded.duration_ps,
                                    decoded.num_occurrences))
-    keep_stat = _wanted_stat_filter(buf, event_plane.astype(np.int64),
-                                    np.asarray(lines.kind)[event_line] == _LINE_STEPS, planes)(decoded)
-    stats = _decode_stats(buf, decoded.stat_event[keep_stat], decoded.stat_start[keep_stat],
-                          decoded.stat_length[keep_stat], event_plane, planes, n)
+    stats = _decode_stats(buf, decoded.stat_event, decoded.stat_start, decoded.stat_length, event_plane,
+                          planes, n)
     del decoded
 
     # names: (plane, metadata id) -> metadata name
@@ -679,7 +680,7 @@ def _build_trace(hosts: list[_Host], source: Path, run: str | None) -> Trace:
     gpu_rows = rows[stream_rows[rows]]
     is_gpu = np.concatenate([stream_rows[rows], np.zeros(n_steps, bool)])
     start_all = np.concatenate([start_ns[rows], steps["start"]])
-    end_all = np.concatenate([end_ns[rows], steps["end"]])
+    end_all = np.maximum(np.concatenate([end_ns[rows], steps["end"]]), start_all)  # as build_events clamps
     order = np.argsort(start_all, kind="stable")
     origin = int(start_all.min()) if start_all.size else 0
 
@@ -703,6 +704,13 @@ def _build_trace(hosts: list[_Host], source: Path, run: str | None) -> Trace:
     has_tid = np.concatenate([~stream_rows[rows], np.zeros(n_steps, bool)])
     columns["tid"] = _masked(ordered(np.concatenate([ident[rows], pad])), ordered(has_tid), pa.int64())
     columns["pid"] = ordered(np.concatenate([host_of[rows], steps["host"]]))
+    # nesting depth of host rows on their thread, as build_events would fill it, but without its
+    # per-row string work on the kind column
+    host_pos = np.flatnonzero(ordered(has_tid))
+    depth = np.zeros(start_all.size, np.int16)
+    depth[host_pos] = nesting_depth(columns["pid"][host_pos], ordered(np.concatenate([ident[rows], pad]))[host_pos],
+                                    columns["start_ns"][host_pos], columns["end_ns"][host_pos])
+    columns["depth"] = _masked(depth, ordered(has_tid), pa.int16())
     columns["correlation_id"] = _masked(ordered(np.concatenate([corr[rows], pad])),
                                         ordered(np.concatenate([has_corr[rows], np.zeros(n_steps, bool)])),
                                         pa.int64())

@@ -246,12 +246,20 @@ _XEVENT_STATS_TAG = 0x22  # field 4, length-delimited
 _XEVENT_OCCURRENCES_TAG = 0x28  # field 5, varint
 
 
-def walk_events(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> Events:
+StatFilter = Callable[[np.ndarray, np.ndarray], np.ndarray]
+
+
+def walk_events(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray,
+                stat_filter: StatFilter | None = None) -> Events:
     """Decode serialized XEvents, specialised for the canonical field order protobuf writers use
     (metadata_id, offset_ps, duration_ps, stats..., num_occurrences; zero fields omitted).
 
     Each step tests one expected tag across all events at once; an event whose bytes deviate from that
     order is decoded again by the general :func:`walk`, so any valid encoding gives the same result.
+
+    ``stat_filter(event_index, stat_metadata_id) -> keep mask`` drops unneeded stat records as they are
+    found (most events carry stats nobody reads). A stat whose metadata id cannot be read from its first
+    bytes (not the first field, or longer than two bytes) is always kept.
     """
     starts = np.asarray(starts, dtype=np.int64)
     ends = np.asarray(ends, dtype=np.int64)
@@ -266,20 +274,46 @@ def walk_events(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> Events
             values[number][has], pos[has] = read_varints(buf, pos[has] + 1)
     if (pos > ends).any():
         raise WireError("field runs past the end of its message")
+    words = _words(buf)
+    byte = np.uint64(0xFF)
     stat_event, stat_start, stat_length = [], [], []
-    active = np.flatnonzero((pos < ends) & (buf[pos] == _XEVENT_STATS_TAG))
+    active = np.flatnonzero(pos < ends)
     while active.size:
-        length, data = read_varints(buf, pos[active] + 1)
-        length = length.view(np.int64)
-        stat_event.append(active)
-        stat_start.append(data)
-        stat_length.append(length)
+        at = pos[active]
+        # 8 bytes from the tag: [0x22, length, 0x08, id, (id), ...] for a short canonical stat
+        w = words[at]
+        is_stat = (w & byte) == _XEVENT_STATS_TAG
+        if not is_stat.all():
+            active, at, w = active[is_stat], at[is_stat], w[is_stat]
+            if not active.size:
+                break
+        b1 = ((w >> np.uint64(8)) & byte).astype(np.int64)
+        short = b1 < 0x80
+        length = b1
+        data = at + 2
+        if not short.all():
+            slow = np.flatnonzero(~short)
+            long_len, data[slow] = read_varints(buf, at[slow] + 1)
+            length[slow] = long_len.view(np.int64)
         nxt = data + length
         end = ends[active]
         if (nxt > end).any() or (length < 0).any():
             raise WireError("stat runs past the end of its event")
+        if stat_filter is None:
+            keep = slice(None)
+        else:
+            b2 = (w >> np.uint64(16)) & byte
+            b3 = (w >> np.uint64(24)) & byte
+            b4 = (w >> np.uint64(32)) & byte
+            two = b3 >= 0x80
+            readable = short & (b2 == 0x08) & (length > 1) & ~(two & (b4 >= 0x80))
+            mid = (b3 & np.uint64(0x7F)) | np.where(two, (b4 & np.uint64(0x7F)) << np.uint64(7), np.uint64(0))
+            keep = ~readable | stat_filter(active, mid)
+        stat_event.append(active[keep])
+        stat_start.append(data[keep])
+        stat_length.append(length[keep])
         pos[active] = nxt
-        more = (nxt < end) & (buf[nxt] == _XEVENT_STATS_TAG)
+        more = nxt < end
         active = active[more]
     has = np.flatnonzero((pos < ends) & (buf[pos] == _XEVENT_OCCURRENCES_TAG))
     if has.size:
