@@ -45,6 +45,9 @@ TASK_ENV_PLANE = "Task Environment"
 _GPU_PLANE = re.compile(r"^/device:GPU:(\d+)$")
 _STREAM_LINE = re.compile(r"^Stream #(\d+)")
 STEPS_LINE = "Steps"
+_RUNTIME_NAME = re.compile(r"^(cuda|hip)[A-Z]")
+_DRIVER_NAME = re.compile(r"^cu[A-Z]")
+_STEP_NAME = re.compile(r"^(?:tracelens/step#|ProfilerStep#)(\d+)$")
 # Lines the profiler derives from the stream lines (ops, modules, name scopes, steps): never GPU activity.
 DERIVED_LINES = frozenset({
     "TensorFlow Ops", "TensorFlow Name Scope", "XLA Ops", "XLA Modules", "Steps", "Framework Ops",
@@ -224,6 +227,23 @@ def _metadata_table(planes: list[Any], kind: str) -> tuple[np.ndarray, np.ndarra
     return key_arr[order], order, names
 
 
+def _event_names(planes: list[Any], event_plane: np.ndarray, mid: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    """Per event, an index into the returned names (every plane's event metadata, then "" for unknown ids)."""
+    ev_keys, ev_order, ev_names = _metadata_table(planes, "event")
+    unknown = len(ev_names)
+    ids = ev_keys & 0xFFFFFFFF
+    max_id = int(ids.max()) if ids.size else 0
+    if 0 <= max_id < 1 << 20 and len(planes) * (max_id + 2) < 1 << 26 and (mid >= 0).all():
+        # metadata ids are small and dense: one (plane, id) table lookup per event
+        table = np.full((max(len(planes), 1), max_id + 2), unknown, np.int64)
+        table[ev_keys >> 32, ids] = ev_order
+        index = table[event_plane, np.minimum(mid, max_id + 1)]
+    else:
+        pos = _lookup(ev_keys, (event_plane.astype(np.int64) << 32) | (mid & 0xFFFFFFFF))
+        index = np.where(pos >= 0, ev_order[np.maximum(pos, 0)], unknown)
+    return index, ev_names + [""]
+
+
 def _lookup(sorted_keys: np.ndarray, wanted: np.ndarray) -> np.ndarray:
     """Position of each wanted key in ``sorted_keys``, -1 when absent."""
     if sorted_keys.size == 0:
@@ -234,9 +254,9 @@ def _lookup(sorted_keys: np.ndarray, wanted: np.ndarray) -> np.ndarray:
 
 
 def _classify_host_name(name: str) -> str:
-    if re.match(r"^(cuda|hip)[A-Z]", name):
+    if _RUNTIME_NAME.match(name):
         return RUNTIME
-    if re.match(r"^cu[A-Z]", name):
+    if _DRIVER_NAME.match(name):
         return DRIVER
     if name.startswith("$"):
         return PYTHON  # the Python tracer's frames: "$file.py:line function"
@@ -605,10 +625,7 @@ def _build_trace(hosts: list[_Host], source: Path, run: str | None) -> Trace:
     del decoded
 
     # names: (plane, metadata id) -> metadata name
-    ev_keys, ev_order, ev_names = _metadata_table(planes, "event")
-    pos = _lookup(ev_keys, (event_plane.astype(np.int64) << 32) | (mid & 0xFFFFFFFF))
-    name_index = np.where(pos >= 0, ev_order[np.maximum(pos, 0)], len(ev_names))
-    names_all = ev_names + [""]
+    name_index, names_all = _event_names(planes, event_plane, mid)
 
     line_kind = np.asarray(lines.kind, np.int64)[event_line]
     line_ts = np.asarray(lines.timestamp_ns, np.int64)[event_line]
@@ -774,7 +791,7 @@ def _build_trace(hosts: list[_Host], source: Path, run: str | None) -> Trace:
 
 
 def _step_from_name(name: str) -> int:
-    match = re.match(r"^(?:tracelens/step#|ProfilerStep#)(\d+)$", name)
+    match = _STEP_NAME.match(name)
     return int(match.group(1)) if match else -1
 
 
