@@ -51,15 +51,17 @@ def overlap_with_union(
     ends = np.asarray(ends, dtype=np.int64)
     if starts.size == 0 or union_starts.size == 0:
         return np.zeros(starts.size, dtype=np.int64)
-    cum = np.concatenate([[0], np.cumsum(union_ends - union_starts)])
+    lengths = union_ends - union_starts
+    cum = np.concatenate([[0], np.cumsum(lengths)])
 
     def covered_before(t: np.ndarray) -> np.ndarray:
-        # Covered length of the union in (-inf, t).
-        i = np.searchsorted(union_starts, t, side="right")  # intervals starting at or before t
-        full = cum[np.maximum(i - 1, 0)]
-        partial = np.where(i > 0, np.clip(t - union_starts[np.maximum(i - 1, 0)], 0,
-                                          union_ends[np.maximum(i - 1, 0)] - union_starts[np.maximum(i - 1, 0)]), 0)
-        return np.where(i > 0, full + partial, 0)
+        # Covered length of the union in (-inf, t): whole intervals before the last one starting at or
+        # before t, plus the part of that one below t. Each index array is gathered once (hot path).
+        i = np.searchsorted(union_starts, t, side="right")
+        last = np.maximum(i - 1, 0)
+        covered = cum[last] + np.minimum(np.maximum(t - union_starts[last], 0), lengths[last])
+        covered[i == 0] = 0
+        return covered
 
     return covered_before(ends) - covered_before(starts)
 

@@ -23,9 +23,9 @@ import pandas as pd
 
 from .. import intervals
 from ..trace import GPU_ACTIVITY_KINDS, Trace
-from .gaps import DeviceBusy, device_busy, memo
+from .gaps import DeviceBusy, device_busy, event_columns, memo
 from .launch import launch_pairs
-from .names import CAUSES, HOST_CATEGORY_PRIORITY, SYNC, host_category, is_sync_copy, name_mask
+from .names import CAUSES, HOST_CATEGORY_PRIORITY, SYNC, code_mask, host_category_codes, is_sync_copy
 
 LARGEST_GAPS = 10
 
@@ -37,29 +37,36 @@ class HostRows:
     category: np.ndarray  # int8 index into HOST_CATEGORY_PRIORITY
     start: np.ndarray
     end: np.ndarray
+    name: np.ndarray  # code into event_columns(trace).names
     thread: np.ndarray  # int64 code into `threads`
     sync_copy: np.ndarray  # bool: a synchronous memcpy call
     threads: pd.DataFrame  # columns pid, tid; index = thread code
 
 
+def _thread_key(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
+    # Thread ids fit in 32 bits on every platform seen (Linux tids, nsys 24-bit ids); -1 stays distinct.
+    return (np.asarray(pid, np.int64) << 32) ^ (np.asarray(tid, np.int64) & 0xFFFFFFFF)
+
+
 def host_rows(trace: Trace) -> HostRows:
     def compute() -> HostRows:
-        df = trace.df
-        category = host_category(df["kind"], df["name"])
-        keep = category >= 0
-        rows = df[keep]
-        pid = rows["pid"].to_numpy(np.int64, na_value=-1)
-        tid = rows["tid"].to_numpy(np.int64, na_value=-1)
-        codes, uniques = pd.MultiIndex.from_arrays([pid, tid]).factorize()
-        threads = pd.DataFrame({"pid": uniques.get_level_values(0).to_numpy(np.int64),
-                                "tid": uniques.get_level_values(1).to_numpy(np.int64)})
+        cols = event_columns(trace)
+        category = host_category_codes(cols.kind, cols.name, cols.names)
+        keep = np.flatnonzero(category >= 0)
+        pid, tid = cols.pid[keep], cols.tid[keep]
+        codes, uniques = pd.factorize(_thread_key(pid, tid), sort=True)
+        first = np.zeros(len(uniques), np.int64)
+        first[codes[::-1]] = np.arange(codes.size)[::-1]  # any row of each thread gives its pid/tid
+        cat = category[keep]
+        name = cols.name[keep]
         return HostRows(
-            category=category[keep],
-            start=rows["start_ns"].to_numpy(np.int64),
-            end=rows["end_ns"].to_numpy(np.int64),
+            category=cat,
+            start=cols.start[keep],
+            end=cols.end[keep],
+            name=name,
             thread=np.asarray(codes, np.int64),
-            sync_copy=(category[keep] == HOST_CATEGORY_PRIORITY.index(SYNC)) & name_mask(rows["name"], is_sync_copy),
-            threads=threads,
+            sync_copy=(cat == HOST_CATEGORY_PRIORITY.index(SYNC)) & code_mask(name, cols.names, is_sync_copy),
+            threads=pd.DataFrame({"pid": pid[first], "tid": tid[first]}),
         )
 
     return memo(trace, "host_rows", compute)
@@ -67,9 +74,8 @@ def host_rows(trace: Trace) -> HostRows:
 
 def thread_codes(rows: HostRows, pids: np.ndarray, tids: np.ndarray) -> np.ndarray:
     """Codes of the given (pid, tid) pairs among the host rows' threads (threads without rows are dropped)."""
-    wanted = pd.MultiIndex.from_arrays([np.asarray(pids, np.int64), np.asarray(tids, np.int64)]).unique()
-    known = pd.MultiIndex.from_arrays([rows.threads["pid"].to_numpy(), rows.threads["tid"].to_numpy()])
-    return np.flatnonzero(known.isin(wanted))
+    known = _thread_key(rows.threads["pid"].to_numpy(), rows.threads["tid"].to_numpy())
+    return np.flatnonzero(np.isin(known, np.unique(_thread_key(pids, tids))))
 
 
 def feeding_threads(trace: Trace, device: int) -> tuple[np.ndarray, str]:
@@ -78,13 +84,15 @@ def feeding_threads(trace: Trace, device: int) -> tuple[np.ndarray, str]:
     pairs = launch_pairs(trace)
     on_device = pairs[(pairs["device"] == device) & pairs["matched"]]
     if len(on_device):
-        codes = thread_codes(rows, on_device["pid"].to_numpy(np.int64), on_device["tid"].to_numpy(np.int64))
+        codes = thread_codes(rows, on_device["pid"], on_device["tid"])
         if codes.size:
             return codes, "correlation"
-    gpu = trace.of_kind(*GPU_ACTIVITY_KINDS)
-    pids = gpu.loc[gpu["device"] == device, "pid"].dropna().unique()
-    if len(pids):
-        codes = np.flatnonzero(rows.threads["pid"].isin(np.asarray(pids, np.int64)).to_numpy())
+    cols = event_columns(trace)
+    gpu = cols.of_kind(*GPU_ACTIVITY_KINDS) & (cols.device == device)
+    pids = np.unique(cols.pid[gpu])
+    pids = pids[pids >= 0]
+    if pids.size:
+        codes = np.flatnonzero(rows.threads["pid"].isin(pids).to_numpy())
         if codes.size:
             return codes, "process"
     return np.arange(len(rows.threads)), "all"
@@ -100,7 +108,9 @@ def priority_split(
     """
     starts = np.asarray(starts, np.int64)
     ends = np.asarray(ends, np.int64)
-    mine = np.isin(rows.thread, thread_set)
+    chosen = np.zeros(len(rows.threads), bool)
+    chosen[thread_set] = True
+    mine = chosen[rows.thread]
     cat, s, e = rows.category[mine], rows.start[mine], rows.end[mine]
     out = np.zeros((starts.size, len(CAUSES)), np.int64)
     covered_before = np.zeros(starts.size, np.int64)
@@ -123,14 +133,16 @@ def priority_split(
 def _late_launch(trace: Trace, busy: DeviceBusy) -> np.ndarray:
     """Per gap: the earliest op starting at the gap's end was launched (call end) after the gap began."""
     pairs = launch_pairs(trace)
-    ops = pairs[pairs["device"] == busy.device].sort_values("start", kind="stable")
-    op_start = ops["start"].to_numpy(np.int64)
-    launch_end = ops["launch_end"].to_numpy(np.float64)
-    idx = np.searchsorted(op_start, busy.gap_ends, side="left")
-    idx = np.minimum(idx, max(op_start.size - 1, 0))
+    on_device = pairs["device"] == busy.device
+    op_start = pairs["start"][on_device]
+    order = np.argsort(op_start, kind="stable")
+    op_start = op_start[order]
+    launch_end = pairs["launch_end"][on_device][order]
+    matched = pairs["matched"][on_device][order]
     if op_start.size == 0:
         return np.zeros(busy.gap_ends.size, bool)
-    return launch_end[idx] > busy.gap_starts  # NaN (unmatched) compares False
+    idx = np.minimum(np.searchsorted(op_start, busy.gap_ends, side="left"), op_start.size - 1)
+    return matched[idx] & (launch_end[idx] > busy.gap_starts)
 
 
 def device_attribution(trace: Trace, busy: DeviceBusy, largest: int = LARGEST_GAPS) -> dict[str, Any]:

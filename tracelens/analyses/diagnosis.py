@@ -21,13 +21,12 @@ from numbers import Real
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from .. import intervals
 from ..trace import Trace
 from .attribution import host_rows, priority_split
-from .gaps import device_busy
-from .names import CAUSES, CPU, INPUT, LAUNCH, SYNC, host_category
+from .gaps import device_busy, event_columns
+from .names import CAUSES, CPU, HOST_CATEGORY_PRIORITY, INPUT, LAUNCH, SYNC
 from .steps import step_threads
 
 NONE_THRESHOLD = 0.10
@@ -108,18 +107,16 @@ def _scalars(block: Any) -> dict[str, Any]:
 
 def top_host_names(trace: Trace, category: str, limit: int = TOP_NAMES) -> list[dict[str, Any]]:
     """The host names with the most summed time in a category (evidence)."""
-    df = trace.df
-    from .names import HOST_CATEGORY_PRIORITY
-
-    cat = host_category(df["kind"], df["name"])
-    sel = cat == HOST_CATEGORY_PRIORITY.index(category)
+    rows = host_rows(trace)
+    sel = (rows.category == HOST_CATEGORY_PRIORITY.index(category)) & (rows.name >= 0)
     if not sel.any():
         return []
-    rows = df[sel]
-    frame = pd.DataFrame({"name": rows["name"].astype(str).to_numpy(),
-                          "dur": (rows["end_ns"] - rows["start_ns"]).to_numpy(np.int64)})
-    top = frame.groupby("name")["dur"].agg(["count", "sum"]).sort_values("sum", ascending=False).head(limit)
-    return [{"name": n, "count": int(r["count"]), "total_ns": int(r["sum"])} for n, r in top.iterrows()]
+    codes, inverse = np.unique(rows.name[sel], return_inverse=True)
+    total = np.bincount(inverse, weights=rows.end[sel] - rows.start[sel])
+    count = np.bincount(inverse)
+    names = event_columns(trace).names
+    order = np.lexsort((codes, -total))[:limit]
+    return [{"name": str(names[codes[i]]), "count": int(count[i]), "total_ns": int(total[i])} for i in order]
 
 
 def gpu_span(trace: Trace) -> int:

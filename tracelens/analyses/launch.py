@@ -21,63 +21,84 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..trace import DRIVER, GPU_ACTIVITY_KINDS, KERNEL, RUNTIME, Trace
-from .gaps import device_busy, memo
-from .names import is_graph_launch, name_mask
+from ..trace import ALL_KINDS, DRIVER, GPU_ACTIVITY_KINDS, KERNEL, RUNTIME, Trace
+from .gaps import Table, device_busy, event_columns, memo
+from .names import code_mask, is_graph_launch
 
 SMALL_KERNEL_NS = 10_000
 PERCENTILES = (50, 90, 99)
 
 
-def launch_calls(trace: Trace) -> pd.DataFrame:
-    """Runtime and driver rows that carry a correlation id, one per id (runtime first, then earliest)."""
+def launch_calls(trace: Trace) -> Table:
+    """Runtime and driver rows that carry a correlation id, one per id (runtime first, then earliest).
 
-    def compute() -> pd.DataFrame:
-        api = trace.of_kind(RUNTIME, DRIVER)
-        api = api[api["correlation_id"].notna()]
-        frame = pd.DataFrame({
-            "correlation_id": api["correlation_id"].to_numpy(np.int64),
-            "launch_start": api["start_ns"].to_numpy(np.int64),
-            "launch_end": api["end_ns"].to_numpy(np.int64),
-            "pid": api["pid"].to_numpy(np.int64, na_value=-1),
-            "tid": api["tid"].to_numpy(np.int64, na_value=-1),
-            "is_driver": (api["kind"].astype(str) == DRIVER).to_numpy(),
-            "launch_name": api["name"],
-            "external_id": api["external_id"].to_numpy(np.int64, na_value=-1),
+    Sorted by correlation_id. Columns: correlation_id, launch_start, launch_end, pid, tid, is_driver,
+    launch_name (code into ``event_columns(trace).names``), external_id.
+    """
+
+    def compute() -> Table:
+        cols = event_columns(trace)
+        api = cols.of_kind(RUNTIME, DRIVER) & (cols.correlation_id >= 0)
+        corr, start = cols.correlation_id[api], cols.start[api]
+        is_driver = cols.kind[api] == ALL_KINDS.index(DRIVER)
+        order = np.lexsort((start, is_driver, corr))
+        first = np.ones(order.size, bool)
+        first[1:] = corr[order][1:] != corr[order][:-1]
+        keep = np.flatnonzero(api)[order[first]]
+        return Table({
+            "correlation_id": cols.correlation_id[keep],
+            "launch_start": cols.start[keep],
+            "launch_end": cols.end[keep],
+            "pid": cols.pid[keep],
+            "tid": cols.tid[keep],
+            "is_driver": cols.kind[keep] == ALL_KINDS.index(DRIVER),
+            "launch_name": cols.name[keep],
+            "external_id": cols.external_id[keep],
         })
-        frame = frame.sort_values(["correlation_id", "is_driver", "launch_start"], kind="stable")
-        return frame.drop_duplicates("correlation_id", keep="first").reset_index(drop=True)
 
     return memo(trace, "launch_calls", compute)
 
 
-def launch_pairs(trace: Trace) -> pd.DataFrame:
+def launch_pairs(trace: Trace) -> Table:
     """One row per GPU op (kernel/memcpy/memset with a device) joined to its launch call where one exists.
 
-    Columns: kind, name, device, stream, start, end, graph_id, bytes, copy_kind, correlation_id, and from the
-    launch call: launch_start, launch_end, pid, tid, launch_name, external_id (NaN/-1 when unmatched).
+    Columns: is_kernel, name (code), device, stream, start, end, graph_id, bytes, is_dtoh, correlation_id,
+    matched, and from the launch call: launch_start, launch_end, pid, tid, launch_name (code), external_id
+    (0 or -1 where unmatched: read them only where ``matched``).
     """
 
-    def compute() -> pd.DataFrame:
-        gpu = trace.of_kind(*GPU_ACTIVITY_KINDS)
-        gpu = gpu[gpu["device"].notna()]
-        ops = pd.DataFrame({
-            "kind": gpu["kind"].astype(str).to_numpy(),
-            "name": gpu["name"].to_numpy(),
-            "device": gpu["device"].to_numpy(np.int64),
-            "stream": gpu["stream"].to_numpy(np.int64, na_value=-1),
-            "start": gpu["start_ns"].to_numpy(np.int64),
-            "end": gpu["end_ns"].to_numpy(np.int64),
-            "graph_id": gpu["graph_id"].to_numpy(np.int64, na_value=-1),
-            "bytes": gpu["bytes"].to_numpy(np.int64, na_value=-1),
-            "copy_kind": gpu["copy_kind"].astype(object).to_numpy(),
-            "correlation_id": gpu["correlation_id"].to_numpy(np.float64, na_value=np.nan),
-        })
+    def compute() -> Table:
+        cols = event_columns(trace)
+        gpu = np.flatnonzero(cols.of_kind(*GPU_ACTIVITY_KINDS) & (cols.device >= 0))
         calls = launch_calls(trace)
-        merged = ops.merge(calls.assign(correlation_id=calls["correlation_id"].astype(np.float64)),
-                           on="correlation_id", how="left", sort=False)
-        merged["matched"] = merged["launch_start"].notna()
-        return merged
+        call_corr = calls["correlation_id"]
+        op_corr = cols.correlation_id[gpu]
+        idx = np.minimum(np.searchsorted(call_corr, op_corr), max(call_corr.size - 1, 0))
+        matched = (op_corr >= 0) & (call_corr.size > 0) & (call_corr[idx] == op_corr if call_corr.size else False)
+
+        def from_calls(column: str, fill: int) -> np.ndarray:
+            values = calls[column]
+            return np.where(matched, values[idx], fill) if values.size else np.full(gpu.size, fill)
+
+        return Table({
+            "is_kernel": cols.kind[gpu] == ALL_KINDS.index(KERNEL),
+            "name": cols.name[gpu],
+            "device": cols.device[gpu],
+            "stream": cols.stream[gpu],
+            "start": cols.start[gpu],
+            "end": cols.end[gpu],
+            "graph_id": cols.graph_id[gpu],
+            "bytes": cols.bytes[gpu],
+            "is_dtoh": cols.is_dtoh[gpu],
+            "correlation_id": op_corr,
+            "matched": matched,
+            "launch_start": from_calls("launch_start", 0),
+            "launch_end": from_calls("launch_end", 0),
+            "pid": from_calls("pid", -1),
+            "tid": from_calls("tid", -1),
+            "launch_name": from_calls("launch_name", -1),
+            "external_id": from_calls("external_id", -1),
+        })
 
     return memo(trace, "launch_pairs", compute)
 
@@ -90,40 +111,41 @@ def _percentiles(values: np.ndarray) -> dict[str, Any]:
             **{f"p{p}_ns": int(v) for p, v in zip(PERCENTILES, pct, strict=True)}}
 
 
-def queue_depth(pairs: pd.DataFrame) -> list[dict[str, Any]]:
+def queue_depth(pairs: Table) -> list[dict[str, Any]]:
     """Outstanding launched-but-unfinished ops per (device, stream): max and time-weighted mean."""
     m = pairs[pairs["matched"]]
     if m.empty:
         return []
-    key = m["device"].to_numpy(np.int64) * (1 << 32) + (m["stream"].to_numpy(np.int64) & 0xFFFFFFFF)
-    launch_end = m["launch_end"].to_numpy(np.int64)
-    gpu_end = m["end"].to_numpy(np.int64)
-    keys = np.concatenate([key, key])
-    times = np.concatenate([launch_end, np.maximum(gpu_end, launch_end)])
-    deltas = np.concatenate([np.ones(key.size, np.int64), -np.ones(key.size, np.int64)])
-    order = np.lexsort((deltas, times, keys))
-    keys, times, deltas = keys[order], times[order], deltas[order]
-    boundaries = np.flatnonzero(np.diff(keys)) + 1
-    group_start = np.concatenate([[0], boundaries])
-    group_end = np.concatenate([boundaries, [keys.size]])
+    codes, uniques = pd.factorize(m["device"] * (1 << 32) + (m["stream"] & 0xFFFFFFFF))
+    launch_end = m["launch_end"]
+    gpu_end = np.maximum(m["end"], launch_end)
+    # Each op adds 1 to its stream's depth for (gpu_end - launch_end): the depth's integral is their sum.
+    outstanding = np.bincount(codes, weights=gpu_end - launch_end, minlength=len(uniques))
+    first = np.full(len(uniques), np.iinfo(np.int64).max)
+    np.minimum.at(first, codes, launch_end)
+    last = np.zeros(len(uniques), np.int64)
+    np.maximum.at(last, codes, gpu_end)
+    ops = np.bincount(codes, minlength=len(uniques))
+    # Max: sweep events sorted by (stream, time, -1 before +1) through one int64 key.
+    lo = int(launch_end.min())
+    width = int(gpu_end.max()) - lo + 1
+    if len(uniques) * width * 2 >= 2**62:
+        raise OverflowError("trace too long for the queue-depth key")
+    stream_code = np.concatenate([codes, codes]).astype(np.int64)
+    times = np.concatenate([gpu_end, launch_end]) - lo
+    is_launch = np.concatenate([np.zeros(codes.size, np.int64), np.ones(codes.size, np.int64)])
+    order = np.argsort((stream_code * width + times) * 2 + is_launch)
+    deltas = 2 * is_launch[order] - 1
     csum = np.cumsum(deltas)
-    base = np.repeat(np.concatenate([[0], csum[group_end[:-1] - 1]]), group_end - group_start)
-    depth = csum - base  # depth after each event, within its stream
-    # Time each depth level lasts: until the next event of the same stream.
-    next_time = np.append(times[1:], times[-1])
-    last = np.zeros(keys.size, bool)
-    last[group_end - 1] = True
-    held = np.where(last, 0, next_time - times)
-    weighted = np.add.reduceat(depth * held, group_start)
-    spans = times[group_end - 1] - times[group_start]
-    maxima = np.maximum.reduceat(depth, group_start)
+    group_start = np.searchsorted(stream_code[order], np.arange(len(uniques)))
+    base = np.concatenate([[0], csum[group_start[1:] - 1]])
+    maxima = np.maximum.reduceat(csum, group_start) - base
     out = []
-    for i, g in enumerate(group_start):
-        k = int(keys[g])
-        out.append({"device": k >> 32, "stream": _stream_of(k),
-                    "max": int(maxima[i]), "mean": float(weighted[i] / spans[i]) if spans[i] > 0 else 0.0,
-                    "ops": int((group_end[i] - g) // 2)})
-    return out
+    for i, key in enumerate(uniques):
+        span = int(last[i] - first[i])
+        out.append({"device": int(key) >> 32, "stream": _stream_of(int(key)), "max": int(maxima[i]),
+                    "mean": float(outstanding[i] / span) if span > 0 else 0.0, "ops": int(ops[i])})
+    return sorted(out, key=lambda q: (q["device"], q["stream"]))
 
 
 def _stream_of(key: int) -> int:
@@ -134,26 +156,27 @@ def _stream_of(key: int) -> int:
 def launch_stats(trace: Trace) -> dict[str, Any]:
     pairs = launch_pairs(trace)
     matched = pairs[pairs["matched"]]
-    raw_latency = matched["start"].to_numpy(np.int64) - matched["launch_end"].to_numpy(np.int64)
-    kernels = pairs[pairs["kind"] == KERNEL]
-    k_dur = (kernels["end"] - kernels["start"]).to_numpy(np.int64)
+    raw_latency = matched["start"] - matched["launch_end"]
+    kernels = pairs[pairs["is_kernel"]]
+    k_dur = kernels["end"] - kernels["start"]
     km = kernels[kernels["matched"]]
-    km_dur = (km["end"] - km["start"]).to_numpy(np.int64)
-    call_dur = (km["launch_end"] - km["launch_start"]).to_numpy(np.int64)
+    km_dur = km["end"] - km["start"]
+    call_dur = km["launch_end"] - km["launch_start"]
     short = km_dur < call_dur
     small = k_dur < SMALL_KERNEL_NS
     total_kernel = int(k_dur.sum())
 
     all_calls = launch_calls(trace)
-    calls = all_calls[all_calls["correlation_id"].isin(matched["correlation_id"].astype(np.int64))]
+    calls = all_calls[np.isin(all_calls["correlation_id"], matched["correlation_id"])]
     busy = device_busy(trace)
     total_busy = sum(b.busy_ns for b in busy.values())
     issue_span = int(calls["launch_end"].max() - calls["launch_start"].min()) if len(calls) else 0
     issue_rate = len(calls) / (issue_span / 1e9) if issue_span > 0 else None
     exec_rate = len(pairs) / (total_busy / 1e9) if total_busy > 0 else None
 
-    api = trace.of_kind(RUNTIME, DRIVER)
-    graph_calls = int(name_mask(api["name"], is_graph_launch).sum())
+    cols = event_columns(trace)
+    api = cols.of_kind(RUNTIME, DRIVER)
+    graph_calls = int(code_mask(cols.name[api], cols.names, is_graph_launch).sum())
     graph_ops = int((pairs["graph_id"] >= 0).sum())
     return {
         "gpu_ops": int(len(pairs)),

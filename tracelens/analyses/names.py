@@ -13,7 +13,7 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from ..trace import ANNOTATION, CPU_OP, DRIVER, PYTHON, RUNTIME, STEP
+from ..trace import ALL_KINDS, ANNOTATION, CPU_OP, DRIVER, PYTHON, RUNTIME, STEP
 
 # Host categories used by gap attribution and the step breakdown, in priority order: when host activity
 # of several categories overlaps an instant, the instant goes to the first one listed.
@@ -96,6 +96,33 @@ def name_mask(names: pd.Series, predicate: Callable[[str], bool]) -> np.ndarray:
     uniques, inverse = np.unique(values.to_numpy(dtype=object).astype(str), return_inverse=True)
     lookup = np.fromiter((bool(predicate(u)) for u in uniques), dtype=bool, count=len(uniques))
     return lookup[inverse] if len(uniques) else np.zeros(len(names), bool)
+
+
+def code_mask(codes: np.ndarray, dictionary: np.ndarray, predicate: Callable[[str], bool]) -> np.ndarray:
+    """Boolean array: ``predicate`` of each row's name, given dictionary codes (-1 = null -> False)."""
+    lookup = np.fromiter((bool(predicate(str(v))) for v in dictionary), dtype=bool, count=len(dictionary))
+    lookup = np.append(lookup, False)  # code -1 picks this
+    return lookup[codes]
+
+
+def host_category_codes(kind: np.ndarray, name: np.ndarray, names: np.ndarray) -> np.ndarray:
+    """:func:`host_category` on numpy columns: ``kind`` indexes ALL_KINDS, ``name`` indexes ``names``."""
+    def kinds_in(*wanted: str) -> np.ndarray:
+        lookup = np.zeros(len(ALL_KINDS) + 1, bool)  # the extra slot is kind -1 (unknown)
+        lookup[[ALL_KINDS.index(k) for k in wanted]] = True
+        return lookup[kind]
+
+    api = kinds_in(RUNTIME, DRIVER)
+    host_work = kinds_in(RUNTIME, DRIVER, CPU_OP, PYTHON, ANNOTATION, STEP)
+    cpu = kinds_in(CPU_OP, PYTHON)
+    sync = api & code_mask(name, names, is_blocking_sync)
+    inp = host_work & ~sync & code_mask(name, names, is_input)
+    out = np.full(kind.size, -1, dtype=np.int8)
+    out[cpu] = HOST_CATEGORY_PRIORITY.index(CPU)
+    out[api] = HOST_CATEGORY_PRIORITY.index(LAUNCH)
+    out[inp] = HOST_CATEGORY_PRIORITY.index(INPUT)
+    out[sync] = HOST_CATEGORY_PRIORITY.index(SYNC)
+    return out
 
 
 def host_category(kinds: pd.Series, names: pd.Series) -> np.ndarray:

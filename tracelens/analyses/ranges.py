@@ -19,7 +19,7 @@ import pandas as pd
 
 from .. import intervals
 from ..trace import ANNOTATION, Trace
-from .gaps import device_busy
+from .gaps import device_busy, event_columns
 from .launch import launch_pairs
 
 NAME_LIMIT = 200
@@ -29,15 +29,18 @@ def _per_launch(trace: Trace) -> pd.DataFrame:
     """GPU ops grouped by their launch call (a graph launch may enqueue many ops)."""
     pairs = launch_pairs(trace)
     m = pairs[pairs["matched"]]
-    dur = (m["end"] - m["start"]).to_numpy(np.int64)
-    frame = pd.DataFrame({"cid": m["correlation_id"].to_numpy(np.int64), "pid": m["pid"].to_numpy(np.int64),
-                          "tid": m["tid"].to_numpy(np.int64), "t": m["launch_start"].to_numpy(np.int64),
-                          "op_ns": dur, "first": m["start"].to_numpy(np.int64), "last": m["end"].to_numpy(np.int64),
-                          "dev": m["device"].to_numpy(np.int64), "ops": 1})
-    return frame.groupby("cid", sort=False).agg(
-        pid=("pid", "first"), tid=("tid", "first"), t=("t", "first"), op_ns=("op_ns", "sum"),
-        first=("first", "min"), last=("last", "max"), dev_min=("dev", "min"), dev_max=("dev", "max"),
-        ops=("ops", "sum")).reset_index(drop=True)
+    m = m[np.argsort(m["correlation_id"], kind="stable")]
+    cid = m["correlation_id"]
+    if cid.size == 0:
+        return pd.DataFrame(columns=["pid", "tid", "t", "op_ns", "first", "last", "dev_min", "dev_max", "ops"])
+    group = np.flatnonzero(np.r_[True, cid[1:] != cid[:-1]])  # first row of each launch call
+    start, end, dev = m["start"], m["end"], m["device"]
+    return pd.DataFrame({
+        "pid": m["pid"][group], "tid": m["tid"][group], "t": m["launch_start"][group],
+        "op_ns": np.add.reduceat(end - start, group), "first": np.minimum.reduceat(start, group),
+        "last": np.maximum.reduceat(end, group), "dev_min": np.minimum.reduceat(dev, group),
+        "dev_max": np.maximum.reduceat(dev, group), "ops": np.diff(np.r_[group, cid.size]),
+    })
 
 
 def _slice_reduce(ufunc: np.ufunc, values: np.ndarray, lo: np.ndarray, hi: np.ndarray, empty: int) -> np.ndarray:
@@ -54,12 +57,10 @@ def _slice_reduce(ufunc: np.ufunc, values: np.ndarray, lo: np.ndarray, hi: np.nd
 
 def range_instances(trace: Trace) -> pd.DataFrame:
     """Every annotation row with its launched GPU work and projected span."""
-    ann = trace.of_kind(ANNOTATION)
-    rs = ann["start_ns"].to_numpy(np.int64)
-    re_ = ann["end_ns"].to_numpy(np.int64)
-    out = pd.DataFrame({"name": ann["name"].astype(str).to_numpy(), "start": rs, "end": re_,
-                        "pid": ann["pid"].to_numpy(np.int64, na_value=-1),
-                        "tid": ann["tid"].to_numpy(np.int64, na_value=-1)})
+    cols = event_columns(trace)
+    ann = cols.of_kind(ANNOTATION)
+    rs, re_ = cols.start[ann], cols.end[ann]
+    out = pd.DataFrame({"name": cols.name[ann], "start": rs, "end": re_, "pid": cols.pid[ann], "tid": cols.tid[ann]})
     launches = _per_launch(trace)
     n = len(out)
     out["ops"] = 0
@@ -70,8 +71,9 @@ def range_instances(trace: Trace) -> pd.DataFrame:
     if n == 0 or launches.empty:
         return out
     # Sort launches by (thread, start) and turn (thread, time) into one monotone int64 key.
-    codes, uniques = pd.MultiIndex.from_arrays(
-        [np.concatenate([launches["pid"], out["pid"]]), np.concatenate([launches["tid"], out["tid"]])]).factorize()
+    keys = (np.concatenate([launches["pid"], out["pid"]]).astype(np.int64) << 32) ^ (
+        np.concatenate([launches["tid"], out["tid"]]).astype(np.int64) & 0xFFFFFFFF)
+    codes, uniques = pd.factorize(keys)
     lthread, rthread = codes[: len(launches)], codes[len(launches):]
     lo_t = min(int(launches["t"].min()), int(rs.min()))
     width = max(int(launches["t"].max()), int(re_.max())) - lo_t + 2
@@ -113,13 +115,16 @@ def range_summary(trace: Trace, limit: int = NAME_LIMIT) -> dict[str, Any]:
     inst = range_instances(trace)
     if inst.empty:
         return {"count": 0, "names": 0, "ranges": []}
+    names = event_columns(trace).names
     inst = inst.assign(cpu_ns=inst["end"] - inst["start"], projected_ns=inst["proj_end"] - inst["proj_start"],
                        with_gpu=(inst["ops"] > 0).astype(np.int64))
     agg = inst.groupby("name", sort=False).agg(
         n=("cpu_ns", "size"), cpu_ns=("cpu_ns", "sum"), ops=("ops", "sum"), gpu_op_ns=("gpu_op_ns", "sum"),
         projected_ns=("projected_ns", "sum"), gpu_idle_ns=("gpu_idle_ns", "sum"), with_gpu=("with_gpu", "sum"))
-    agg = agg.reset_index().sort_values(["cpu_ns", "name"], ascending=[False, True], kind="stable")
-    rows = [{"name": r.name, "count": int(r.n), "cpu_ns": int(r.cpu_ns), "gpu_ops": int(r.ops),
+    agg = agg.reset_index()
+    agg["label"] = [str(names[c]) if c >= 0 else "" for c in agg["name"].to_numpy()]
+    agg = agg.sort_values(["cpu_ns", "label"], ascending=[False, True], kind="stable")
+    rows = [{"name": r.label, "count": int(r.n), "cpu_ns": int(r.cpu_ns), "gpu_ops": int(r.ops),
              "gpu_op_ns": int(r.gpu_op_ns), "projected_ns": int(r.projected_ns), "gpu_idle_ns": int(r.gpu_idle_ns),
              "instances_with_gpu": int(r.with_gpu)} for r in agg.head(limit).itertuples(index=False)]
     return {"count": int(len(inst)), "names": int(len(agg)), "ranges": rows}

@@ -21,7 +21,7 @@ import pandas as pd
 from .. import intervals
 from ..trace import STEP, Trace
 from .attribution import host_rows, priority_split, thread_codes
-from .gaps import device_busy, memo
+from .gaps import device_busy, event_columns, memo
 from .launch import launch_pairs
 from .names import CAUSES, NOTHING
 
@@ -33,18 +33,15 @@ def step_windows(trace: Trace) -> pd.DataFrame:
     """One row per step number: step, start, end (sorted by start)."""
 
     def compute() -> pd.DataFrame:
-        rows = trace.of_kind(STEP)
-        if rows.empty:
-            return pd.DataFrame({"step": np.empty(0, np.int64), "start": np.empty(0, np.int64),
-                                 "end": np.empty(0, np.int64)})
-        number = rows["step"].to_numpy(np.float64, na_value=np.nan)
-        missing = np.isnan(number)
+        cols = event_columns(trace)
+        rows = cols.of_kind(STEP)
+        number = cols.step[rows].copy()
+        missing = number < 0
         if missing.any():
             # Unnumbered markers: number them after the highest known one, in time order.
-            base = np.nanmax(number) + 1 if (~missing).any() else 0
+            base = number.max() + 1 if (~missing).any() else 0
             number[missing] = base + np.arange(missing.sum())
-        frame = pd.DataFrame({"step": number.astype(np.int64), "start": rows["start_ns"].to_numpy(np.int64),
-                              "end": rows["end_ns"].to_numpy(np.int64)})
+        frame = pd.DataFrame({"step": number, "start": cols.start[rows], "end": cols.end[rows]})
         merged = frame.groupby("step", sort=False).agg(start=("start", "min"), end=("end", "max")).reset_index()
         return merged.sort_values(["start", "step"], kind="stable").reset_index(drop=True)
 
@@ -53,18 +50,20 @@ def step_windows(trace: Trace) -> pd.DataFrame:
 
 def step_threads(trace: Trace) -> np.ndarray:
     rows = host_rows(trace)
-    steps = trace.of_kind(STEP)
+    cols = event_columns(trace)
+    steps = cols.of_kind(STEP)
     pairs = launch_pairs(trace)
-    matched = pairs[pairs["matched"]]
-    pids = np.concatenate([steps["pid"].to_numpy(np.int64, na_value=-1), matched["pid"].to_numpy(np.int64)])
-    tids = np.concatenate([steps["tid"].to_numpy(np.int64, na_value=-1), matched["tid"].to_numpy(np.int64)])
+    matched = pairs["matched"]
+    pids = np.concatenate([cols.pid[steps], pairs["pid"][matched]])
+    tids = np.concatenate([cols.tid[steps], pairs["tid"][matched]])
     known = tids >= 0
     codes = thread_codes(rows, pids[known], tids[known]) if known.any() else np.empty(0, np.int64)
     if codes.size == 0:
         # No thread known to drive the steps: a step marker on a thread with no other rows, or none at all.
-        step_pids = steps["pid"].dropna().unique()
-        if len(step_pids):
-            codes = np.flatnonzero(rows.threads["pid"].isin(np.asarray(step_pids, np.int64)).to_numpy())
+        step_pids = np.unique(cols.pid[steps])
+        step_pids = step_pids[step_pids >= 0]
+        if step_pids.size:
+            codes = np.flatnonzero(rows.threads["pid"].isin(step_pids).to_numpy())
     return codes if codes.size else np.arange(len(rows.threads))
 
 

@@ -18,10 +18,13 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..trace import CPU_OP, DRIVER, GPU_SYNC, RUNTIME, Trace
+from .gaps import Table, event_columns
 from .launch import launch_pairs
-from .names import is_blocking_sync, is_sync_copy, name_mask
+from .names import code_mask, is_blocking_sync, is_sync_copy
 from .steps import STEP_LIMIT, step_windows
 
 ITEM_MAX_BYTES = 64 * 1024
@@ -29,16 +32,18 @@ TOP_N = 10
 _STREAM_WAIT = re.compile(r"^(cuda|hip|cu)StreamWaitEvent(_v\d+)?$")
 
 
-def _api_calls(trace: Trace) -> pd.DataFrame:
-    api = trace.of_kind(RUNTIME, DRIVER)
-    return pd.DataFrame({
-        "name": api["name"].astype(str).to_numpy(),
-        "start": api["start_ns"].to_numpy(np.int64),
-        "end": api["end_ns"].to_numpy(np.int64),
-        "pid": api["pid"].to_numpy(np.int64, na_value=-1),
-        "tid": api["tid"].to_numpy(np.int64, na_value=-1),
-        "blocking": name_mask(api["name"], is_blocking_sync),
-        "sync_copy": name_mask(api["name"], is_sync_copy),
+def _api_calls(trace: Trace) -> Table:
+    cols = event_columns(trace)
+    api = cols.of_kind(RUNTIME, DRIVER)
+    name = cols.name[api]
+    return Table({
+        "name": name,
+        "start": cols.start[api],
+        "end": cols.end[api],
+        "pid": cols.pid[api],
+        "tid": cols.tid[api],
+        "blocking": code_mask(name, cols.names, is_blocking_sync),
+        "stream_wait": code_mask(name, cols.names, lambda n: bool(_STREAM_WAIT.match(n))),
     })
 
 
@@ -53,65 +58,75 @@ def _step_index(starts: np.ndarray, windows: pd.DataFrame) -> np.ndarray:
     return np.where(ok, idx, -1)
 
 
-def item_pattern(trace: Trace, calls: pd.DataFrame) -> dict[str, Any]:
+def item_pattern(trace: Trace, calls: Table) -> dict[str, Any]:
+    cols = event_columns(trace)
     pairs = launch_pairs(trace)
-    small = pairs[pairs["matched"] & (pairs["copy_kind"] == "DtoH") & (pairs["bytes"] >= 0)
-                  & (pairs["bytes"] < ITEM_MAX_BYTES)]
+    small = pairs[pairs["matched"] & pairs["is_dtoh"] & (pairs["bytes"] >= 0) & (pairs["bytes"] < ITEM_MAX_BYTES)]
     empty = {"count": 0, "sync_calls": 0, "wait_ns": 0, "max_bytes": ITEM_MAX_BYTES, "top_ops": [], "per_step": []}
     if small.empty:
         return empty
-    blocking = calls[calls["blocking"]].reset_index(drop=True)
-    blocking["call_id"] = np.arange(len(blocking))
     # The next runtime/driver call on the thread that starts at or after the copy's launch call ends.
-    after = pd.DataFrame({"pid": small["pid"].to_numpy(np.int64), "tid": small["tid"].to_numpy(np.int64),
-                          "t": small["launch_end"].to_numpy(np.int64),
-                          "self_sync": name_mask(small["launch_name"], is_sync_copy),
-                          "external_id": small["external_id"].to_numpy(np.int64),
-                          "start": small["start"].to_numpy(np.int64)})
-    after["row"] = np.arange(len(after))
-    nxt = calls.assign(t=calls["start"], blocking_id=-1)
-    nxt.loc[nxt["blocking"], "blocking_id"] = np.arange(int(nxt["blocking"].sum()))
-    joined = pd.merge_asof(after.sort_values("t"), nxt.sort_values("t")[["pid", "tid", "t", "blocking", "blocking_id",
-                                                                           "start", "end"]]
-                           .rename(columns={"start": "call_start", "end": "call_end"}),
-                           on="t", by=["pid", "tid"], direction="forward", allow_exact_matches=True)
-    followed = joined["blocking"].fillna(False).to_numpy(bool)
-    hit = joined[followed | joined["self_sync"].to_numpy(bool)]
-    waited = hit[hit["blocking_id"].fillna(-1) >= 0].drop_duplicates("blocking_id")
+    after = pd.DataFrame({"pid": small["pid"], "tid": small["tid"], "t": small["launch_end"],
+                          "self_sync": code_mask(small["launch_name"], cols.names, is_sync_copy),
+                          "external_id": small["external_id"], "start": small["start"],
+                          "row": np.arange(len(small))})
+    nxt = pd.DataFrame({"pid": calls["pid"], "tid": calls["tid"], "t": calls["start"],
+                        "blocking": calls["blocking"], "call_id": np.arange(len(calls)),
+                        "call_start": calls["start"], "call_end": calls["end"]})
+    joined = pd.merge_asof(after.sort_values("t", kind="stable"), nxt.sort_values("t", kind="stable"), on="t",
+                           by=["pid", "tid"], direction="forward", allow_exact_matches=True)
+    followed = joined["blocking"].astype("boolean").fillna(False).to_numpy(bool)
+    self_sync = joined["self_sync"].to_numpy(bool)
+    hit = joined[followed | self_sync]
+    waited = joined[followed].drop_duplicates("call_id")
     wait_ns = int((waited["call_end"] - waited["call_start"]).sum())
-    # Self-synchronous copies: the launch call itself is the wait.
-    self_calls = small.iloc[hit.loc[hit["self_sync"], "row"].to_numpy()]
-    self_calls = self_calls.drop_duplicates("correlation_id")
+    # Self-synchronous copies: the launch call itself is the wait (one call may move several copies).
+    self_rows = joined.loc[self_sync, "row"].to_numpy()
+    _, first = np.unique(small["correlation_id"][self_rows], return_index=True)
+    self_calls = small[self_rows[first]]
     wait_ns += int((self_calls["launch_end"] - self_calls["launch_start"]).sum())
-    cpu_ops = trace.of_kind(CPU_OP)
-    ext_names = pd.Series(cpu_ops["name"].astype(str).to_numpy(), index=cpu_ops["external_id"].to_numpy(np.int64, na_value=-1))
-    ext_names = ext_names[~ext_names.index.duplicated(keep="first")]
-    op_names = pd.Series(hit["external_id"].map(ext_names)).dropna()
-    top = op_names.value_counts().head(TOP_N)
+    top = _op_names_by_external_id(trace, hit["external_id"].to_numpy())
     steps = step_windows(trace)
     per_step = np.bincount(_step_index(hit["start"].to_numpy(np.int64), steps) + 1, minlength=len(steps) + 1)[1:]
     return {"count": int(len(hit)), "sync_calls": int(len(waited) + len(self_calls)), "wait_ns": wait_ns,
-            "max_bytes": ITEM_MAX_BYTES,
-            "top_ops": [{"name": n, "count": int(c)} for n, c in top.items()],
-            "per_step": [int(x) for x in per_step[:STEP_LIMIT]]}
+            "max_bytes": ITEM_MAX_BYTES, "top_ops": top, "per_step": [int(x) for x in per_step[:STEP_LIMIT]]}
+
+
+def _op_names_by_external_id(trace: Trace, external_ids: np.ndarray) -> list[dict[str, Any]]:
+    """The framework ops (cpu_op rows) that share these external ids, most frequent first."""
+    cols = event_columns(trace)
+    ops = cols.of_kind(CPU_OP) & (cols.external_id >= 0)
+    ids, first = np.unique(cols.external_id[ops], return_index=True)
+    names = cols.name[ops][first]
+    wanted = external_ids[external_ids >= 0]
+    pos = np.searchsorted(ids, wanted)
+    ok = (pos < ids.size) & (ids[np.minimum(pos, max(ids.size - 1, 0))] == wanted) if ids.size else np.zeros(0, bool)
+    codes = names[pos[ok]]
+    codes = codes[codes >= 0]
+    if codes.size == 0:
+        return []
+    uniq, counts = np.unique(codes, return_counts=True)
+    order = np.lexsort((uniq, -counts))[:TOP_N]
+    return [{"name": str(cols.names[uniq[i]]), "count": int(counts[i])} for i in order]
 
 
 def sync_stats(trace: Trace) -> dict[str, Any]:
     calls = _api_calls(trace)
     blocking = calls[calls["blocking"]]
-    dur = (blocking["end"] - blocking["start"]).to_numpy(np.int64)
-    by_name = (pd.DataFrame({"name": blocking["name"].to_numpy(), "dur": dur}).groupby("name")["dur"]
-               .agg(["count", "sum"]).sort_values("sum", ascending=False).head(TOP_N))
+    dur = blocking["end"] - blocking["start"]
+    names = event_columns(trace).names
+    by_name = (pd.DataFrame({"name": names[blocking["name"]] if len(blocking) else [], "dur": dur})
+               .groupby("name")["dur"].agg(["count", "sum"]).sort_values("sum", ascending=False).head(TOP_N))
     steps = step_windows(trace)
-    idx = _step_index(blocking["start"].to_numpy(np.int64), steps)
+    idx = _step_index(blocking["start"], steps)
     per_step_count = np.bincount(idx + 1, minlength=len(steps) + 1)[1:]
     per_step_ns = np.bincount(idx + 1, weights=dur, minlength=len(steps) + 1)[1:]
-    gsync = trace.of_kind(GPU_SYNC)
-    gkind = gsync["sync_kind"].astype(str).replace({"nan": "unknown", "<NA>": "unknown"}).to_numpy()
-    gdur = (gsync["end_ns"] - gsync["start_ns"]).to_numpy(np.int64)
+    gsync = trace.events.filter(pc.equal(pc.cast(trace.events.column("kind"), pa.string()), GPU_SYNC))
+    gkind = np.array(pc.fill_null(pc.cast(gsync.column("sync_kind"), pa.string()), "unknown").to_pylist(), dtype=object)
+    gdur = (gsync.column("end_ns").to_numpy() - gsync.column("start_ns").to_numpy()).astype(np.int64)
     gpu_waits = (pd.DataFrame({"kind": gkind, "dur": gdur}).groupby("kind")["dur"].agg(["count", "sum"])
                  if len(gsync) else pd.DataFrame(columns=["count", "sum"]))
-    stream_wait_calls = int(calls["name"].str.match(_STREAM_WAIT).sum()) if len(calls) else 0
+    stream_wait_calls = int(calls["stream_wait"].sum())
     return {
         "blocking": {"count": int(len(blocking)), "total_ns": int(dur.sum()),
                      "by_name": [{"name": n, "count": int(r["count"]), "total_ns": int(r["sum"])}
