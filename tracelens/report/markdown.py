@@ -27,7 +27,7 @@ MAX_ROWS = 50  # rows of any one table; the JSON output has them all
 GENERIC_LIST_ROWS = 50  # rows of a list-of-objects table in the generic renderer
 GENERIC_COLUMNS = 10
 
-# Severity of a finding from its share of the span (documented in docs/json.md "report").
+# Severity of a finding from its share of the span (docs/json.md, "Markdown and terminal output").
 SEVERITY = ((0.25, "🔴 high"), (0.10, "🟠 medium"), (0.0, "🟡 low"))
 
 Lines = list[str]
@@ -108,7 +108,8 @@ def generic(value: Any, depth: int = 0) -> Lines:
     """Render any JSON value: scalars of a dict as a key/value table, lists of objects as tables."""
     if isinstance(value, dict):
         scalars = [(k, v) for k, v in value.items() if _scalar(v) or (isinstance(v, list) and all(map(_scalar, v)))]
-        nested = [(k, v) for k, v in value.items() if (k, v) not in scalars]
+        scalar_keys = {k for k, _ in scalars}
+        nested = [(k, v) for k, v in value.items() if k not in scalar_keys]
         lines: Lines = []
         if scalars:
             lines.extend(table(["key", "value"], [[md(k), _generic_cell(k, v)] for k, v in scalars]))
@@ -129,6 +130,8 @@ def generic(value: Any, depth: int = 0) -> Lines:
                 if k not in columns and (_scalar(v) or isinstance(v, list)):
                     columns.append(k)
         columns = columns[:GENERIC_COLUMNS]
+        if not columns:  # objects holding only nested values: nothing fits a table row
+            return [f"({len(objects)} entries in the JSON output)"]
         names = FullNames()
         rows = [[names.cell(obj.get(c)) if isinstance(obj.get(c), str) else _generic_cell(c, obj.get(c))
                  for c in columns] for obj in objects[:GENERIC_LIST_ROWS]]
@@ -189,7 +192,9 @@ def _headline(doc: dict[str, Any]) -> Lines:
     if primary:
         cause = primary.get("cause")
         if cause == "none":
-            lines.append("- **Primary cause:** none: no cause loses more than 10% of the span")
+            threshold = (doc.get("diagnosis") or {}).get("threshold")
+            lines.append("- **Primary cause:** none: no cause loses more than "
+                         f"{fmt_pct(threshold) if threshold is not None else 'the threshold'} of the span")
         else:
             lines.append(f"- **Primary cause:** `{md(cause)}`: {fmt_ns(primary.get('lost_ns'))} lost "
                          f"({fmt_pct(primary.get('share'))} of the span)")
@@ -246,7 +251,7 @@ def _findings(doc: dict[str, Any]) -> Lines:
     causes = [c for c in diagnosis.get("causes") or [] if isinstance(c, dict)]
     lines = ["", "## Findings", ""]
     if not causes:
-        return lines + ["No cause loses more than 10% of the span."]
+        return lines + ["No cause of lost GPU time found."]
     rows = [[str(i), severity(c.get("share")), f"`{md(c.get('cause'))}`", fmt_ns(c.get("lost_ns")),
              fmt_pct(c.get("share")), _evidence(c.get("evidence")), _text(c.get("fix")) if c.get("fix") else "-"]
             for i, c in enumerate(causes, start=1)]

@@ -130,7 +130,10 @@ def _diagnosis(doc: dict[str, Any], console: Console) -> None:
     console.print()
     cause = primary.get("cause")
     if cause == "none":
-        _print(console, "Diagnosis: no cause loses more than 10% of the span.", style="green")
+        threshold = doc["diagnosis"].get("threshold")
+        _print(console, "Diagnosis: no cause loses more than "
+                        f"{fmt_pct(threshold) if threshold is not None else 'the threshold'} of the span.",
+               style="green")
     else:
         line = Text("Diagnosis: ", style="bold")
         line.append(clean(cause), style="bold red")
