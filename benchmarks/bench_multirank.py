@@ -162,7 +162,7 @@ def main() -> None:
         markdown_table(["what", "wall s", "speedup", "peak RSS (parent)", "peak RSS (largest worker)",
                         "largest peak / single"], rows),
         "Notes:",
-        "- Workers receive paths and return small summaries (the analysis sections a run needs, a few KB), "
+        "- Workers receive paths and return small summaries (the devices section and idle by cause, a few KB), "
         "never event tables; each worker holds one trace at a time, so a worker's peak is one trace's peak, and "
         "the parent's peak is its own imports plus DuckDB scanning a few columns of the Parquet cache.",
         "- `run cached` reads the Parquet cache written by `run local` (manifest: source size + mtime), so "
