@@ -23,7 +23,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-
 from common import DATA_DIR, machine_description, markdown_table, measure, mib, write_result
 
 DEFAULT_KERNELS = 1_000_000
