@@ -13,8 +13,9 @@ import os
 import re
 import sqlite3
 import warnings
+from collections import deque
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -93,6 +94,7 @@ TABLE_OSRT = "OSRT_API"
 TABLE_PROFILER_OVERHEAD = "PROFILER_OVERHEAD"
 TABLE_CUPTI_OVERHEAD = "CUPTI_ACTIVITY_KIND_OVERHEAD"
 GPU_TABLES = (TABLE_KERNEL, TABLE_MEMCPY, TABLE_MEMSET)
+HOST_TABLES = (TABLE_NVTX, TABLE_RUNTIME, TABLE_OSRT, TABLE_PROFILER_OVERHEAD, TABLE_CUPTI_OVERHEAD)
 
 
 def read(path: Path, fmt: str = "nsys", **_: Any) -> Trace:
@@ -412,11 +414,16 @@ class NsysReader:
             TABLE_CUPTI_OVERHEAD: lambda t: self._host_named(t, strings, OVERHEAD),
         }
         # Tables are fetched in parallel (the Arrow fetch releases the GIL); each is turned into rows as soon
-        # as it arrives, overlapping that work with the remaining fetches. NVTX first: it is the biggest.
-        order = sorted(queries, key=lambda name: name != TABLE_NVTX)
+        # as it arrives, overlapping that work with the remaining fetches. Host tables come first (NVTX, the
+        # biggest, leading): once they are all in, their nesting depth is computed in another thread while
+        # the GPU tables are still being fetched.
+        order = sorted(queries, key=lambda name: (name not in HOST_TABLES, name != TABLE_NVTX))
+        waiting_host = {name for name in order if name in HOST_TABLES}
         row_counts: dict[str, int] = {}
         built: dict[str, _Part | None] = {}
-        with ThreadPoolExecutor(max_workers=max(2, min(4, os.cpu_count() or 1))) as pool:
+        depth_future = None
+        with ThreadPoolExecutor(max_workers=max(2, min(4, os.cpu_count() or 1))) as pool, \
+                ThreadPoolExecutor(max_workers=1) as depth_pool:
             futures = {pool.submit(db.arrow, *queries[name]): name for name in order}
             for future in as_completed(futures):
                 name = futures[future]
@@ -424,6 +431,13 @@ class NsysReader:
                 row_counts[name] = table.num_rows
                 built[name] = builders[name](table)
                 del table  # the part keeps only the columns it uses: let the rest (NVTX text) go now
+                waiting_host.discard(name)
+                if not waiting_host and depth_future is None:
+                    host_parts = [p for n in order if n in HOST_TABLES and (p := built.get(n)) is not None and p.n]
+                    depth_future = depth_pool.submit(_host_depth, host_parts)
+            if depth_future is not None:
+                for part, depth in zip(host_parts, depth_future.result(), strict=True):
+                    part.columns["depth"] = depth
         parts = [p for name in order if (p := built[name]) is not None and p.n]
         del built
 
@@ -731,19 +745,9 @@ class NsysReader:
         order = np.argsort(start, kind="stable")  # each table is nearly sorted: timsort merges its runs
         total = start.size
         columns: dict[str, Any] = {"start_ns": start[order], "end_ns": end[order]}
-        start_unsorted, end_unsorted = start, end
         del start, end
         take = pa.array(order)
         del order
-        # Nesting depth runs in a worker thread while this one gathers the columns: both spend their time
-        # in numpy sorts and Arrow takes, which release the GIL, so two cores work at once.
-        host_inputs = [(p.n, p.columns.get("pid"), p.columns.get("tid")) for p in parts]
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            depth_future = pool.submit(self._depth, host_inputs, start_unsorted, end_unsorted)
-            del start_unsorted, end_unsorted, host_inputs
-            self._gather_columns(parts, columns, take, total, skip=("depth",))
-            for part, values in zip(parts, depth_future.result(), strict=True):
-                part.columns["depth"] = values
         self._gather_columns(parts, columns, take, total)
         del take
 
@@ -751,60 +755,57 @@ class NsysReader:
         return origin, table
 
     @staticmethod
-    def _gather_columns(parts: list[_Part], columns: dict[str, Any], take: pa.Array, total: int,
-                        skip: tuple[str, ...] = ()) -> None:
-        """Fill ``columns`` with every event column not yet there, in table order (``take``)."""
+    def _gather_columns(parts: list[_Part], columns: dict[str, Any], take: pa.Array, total: int) -> None:
+        """Fill ``columns`` with every event column not yet there, in table order (``take``).
+
+        Two gathers run at once (Arrow's take releases the GIL); at most two more columns wait prepared, so
+        the parts' columns are still released about as fast as the gathered ones appear.
+        """
         shared_null = _SharedNulls(total)
-        for fld in EVENT_SCHEMA:
-            if fld.name in columns or fld.name in skip:
-                continue
-            if not any(p.columns.get(fld.name) is not None for p in parts):
-                columns[fld.name] = shared_null.array(fld.type)
-                continue
-            chunks = []
-            for p in parts:
-                # pop: each part's column is released as soon as it is merged, keeping the peak low
-                values = p.columns.pop(fld.name, None)
-                if values is None:
-                    chunks.append(shared_null.array(fld.type, p.n))
+        in_flight: deque[tuple[str, Future[pa.Array]]] = deque()
+
+        def gather(column: pa.ChunkedArray) -> pa.Array:
+            return column.take(take).combine_chunks()
+
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            for fld in EVENT_SCHEMA:
+                if fld.name in columns:
                     continue
-                if isinstance(values, pa.ChunkedArray):
-                    values = values.combine_chunks()
-                chunks.append(values if values.type == fld.type else values.cast(fld.type))
-            if pa.types.is_dictionary(fld.type):
-                merged = pa.Table.from_arrays([pa.chunked_array(chunks, fld.type)], names=["x"])
-                column = merged.unify_dictionaries().column(0)
-                del merged
-            else:
-                column = pa.chunked_array(chunks, fld.type)
-            del chunks
-            columns[fld.name] = column.take(take).combine_chunks()
-            del column
+                column = NsysReader._merged_column(parts, fld, shared_null)
+                if column is None:
+                    columns[fld.name] = shared_null.array(fld.type)
+                    continue
+                in_flight.append((fld.name, pool.submit(gather, column)))
+                del column
+                while len(in_flight) > 2:
+                    name, future = in_flight.popleft()
+                    columns[name] = future.result()
+            for name, future in in_flight:
+                columns[name] = future.result()
+        # Keep the schema's column order (dict order is what build_events sees).
+        ordered = {f.name: columns[f.name] for f in EVENT_SCHEMA}
+        columns.clear()
+        columns.update(ordered)
 
     @staticmethod
-    def _depth(host_inputs: list[tuple[int, Any, Any]], start: np.ndarray, end: np.ndarray) -> list[pa.Array | None]:
-        """Per part, the nesting depth of its host rows on their thread (None for GPU parts).
-
-        ``host_inputs`` holds each part's (row count, pid, tid); ``start``/``end`` are the parts' times,
-        concatenated. Host parts (runtime, NVTX, OSRT, overhead) are nested together: a runtime call inside
-        an NVTX range is one level deeper than the range.
-        """
-        offsets = np.concatenate([[0], np.cumsum([n for n, _, _ in host_inputs])])
-        host = [i for i, (_, _, tid) in enumerate(host_inputs) if tid is not None]
-        out: list[pa.Array | None] = [None] * len(host_inputs)
-        if not host:
-            return out
-        rows = np.concatenate([np.arange(offsets[i], offsets[i + 1]) for i in host])
-        pid = np.concatenate([_numpy(host_inputs[i][1], fill=-1) for i in host])
-        tid = np.concatenate([_numpy(host_inputs[i][2], fill=-1) for i in host])
-        depth = nesting_depth(pid, tid, start[rows], end[rows])
-        del pid, tid, rows
-        at = 0
-        for i in host:
-            n = host_inputs[i][0]
-            out[i] = pa.array(depth[at:at + n], pa.int16())
-            at += n
-        return out
+    def _merged_column(parts: list[_Part], fld: pa.Field, shared_null: _SharedNulls) -> pa.ChunkedArray | None:
+        """One column over all parts (in part order), or None when no part has it."""
+        if not any(p.columns.get(fld.name) is not None for p in parts):
+            return None
+        chunks = []
+        for p in parts:
+            # pop: each part's column is released as soon as it is merged, keeping the peak low
+            values = p.columns.pop(fld.name, None)
+            if values is None:
+                chunks.append(shared_null.array(fld.type, p.n))
+                continue
+            if isinstance(values, pa.ChunkedArray):
+                values = values.combine_chunks()
+            chunks.append(values if values.type == fld.type else values.cast(fld.type))
+        if pa.types.is_dictionary(fld.type):
+            merged = pa.Table.from_arrays([pa.chunked_array(chunks, fld.type)], names=["x"])
+            return merged.unify_dictionaries().column(0)
+        return pa.chunked_array(chunks, fld.type)
 
     # -- devices, framework, extra --------------------------------------------------------------------
 
@@ -894,6 +895,26 @@ class NsysReader:
             if row and row[0][0] is not None:
                 extra["session_start_utc_epoch_ns"] = int(row[0][0])
         return extra
+
+
+def _host_depth(parts: list[_Part]) -> list[pa.Array]:
+    """Nesting depth of every row of the host parts (runtime, NVTX, OSRT, overhead) on its thread.
+
+    The parts are nested together: a runtime call inside an NVTX range is one level deeper than the range.
+    Times are the export's own (depth does not depend on the origin); an open range (null end) contains
+    everything after its start.
+    """
+    start = np.concatenate([_numpy(p.columns["start_ns"]) for p in parts])
+    end = np.concatenate([_numpy(p.columns["end_ns"], fill=np.iinfo(np.int64).max) for p in parts])
+    pid = np.concatenate([_numpy(p.columns["pid"], fill=-1) for p in parts])
+    tid = np.concatenate([_numpy(p.columns["tid"], fill=-1) for p in parts])
+    depth = nesting_depth(pid, tid, start, np.maximum(end, start))
+    del start, end, pid, tid
+    out, at = [], 0
+    for part in parts:
+        out.append(pa.array(depth[at:at + part.n], pa.int16()))
+        at += part.n
+    return out
 
 
 class _SharedNulls:
