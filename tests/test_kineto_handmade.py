@@ -231,3 +231,30 @@ def test_minified_and_reindented_copies_read_the_same(tmp_path: Path) -> None:
     bare_trace = tracelens.load(bare)
     assert bare_trace.events.num_rows == reference.events.num_rows
     assert bare_trace.metadata.time_origin_ns == reference.metadata.time_origin_ns - raw["baseTimeNanoseconds"]
+
+
+@pytest.mark.parametrize("name", ["demo", "overlapping_streams.json", "nested_ranges.json", "time_origin_relative.json"])
+def test_duckdb_engine_matches_msgspec_on_fixtures(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("duckdb")
+    from tracelens.ingest import kineto
+
+    path = DEMO if name == "demo" else KINETO / name
+    monkeypatch.setattr(kineto, "BLOCK_BYTES", 2048)  # several blocks, each through DuckDB
+    assert kineto.read(path, engine="duckdb").events.equals(kineto.read(path, engine="msgspec").events)
+
+
+def test_a_block_duckdb_cannot_type_falls_back_to_msgspec(tmp_path: Path) -> None:
+    pytest.importorskip("duckdb")
+    from tracelens.ingest import kineto
+
+    # "grid" as a string: DuckDB's typed read fails, msgspec reads it loosely; same rows either way.
+    events = [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 10 + i, "dur": 1,
+               "args": {"device": 0, "stream": 7, "correlation": i, "grid": "1,1,1" if i == 3 else [1, 1, 1]}}
+              for i in range(6)]
+    path = tmp_path / "odd.json"
+    path.write_text('{\n  "traceEvents": [\n' + ",\n".join("  {\n    " + json.dumps(e)[1:-1] + "\n  }"
+                                                             for e in events) + "\n  ]\n}\n")
+    trace = kineto.read(path, engine="duckdb")
+    assert trace.metadata.extra["counts"]["msgspec_blocks"] == 1
+    assert trace.events.equals(kineto.read(path, engine="msgspec").events)
+    assert trace.of_kind("kernel")["grid_x"].isna().sum() == 1

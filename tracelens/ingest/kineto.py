@@ -3,10 +3,11 @@
 Field-by-field mapping, generations handled and the time rounding rule: ``docs/formats/kineto.md``.
 
 Speed and memory: the file is decompressed in blocks; Kineto writes one event per ``{...}`` block at a fixed
-indentation, so complete events can be cut out of each block and decoded with a typed ``msgspec`` decoder
-that keeps only the fields tracelens needs, then turned into numpy columns before the next block is read.
-The decoded Python objects of one block are freed before the next, so peak memory is the column data plus
-one block. A file written in another layout (minified, re-indented) is decoded in one piece.
+indentation, so complete events can be cut out of each block and turned into numpy columns before the next
+block is read: by DuckDB's JSON reader (C++, all cores) for big blocks when duckdb is installed, else by a
+typed ``msgspec`` decoder that keeps only the fields tracelens needs. Both give the same columns (tested).
+Peak memory is the column data plus one block. A file written in another layout (minified, re-indented)
+is decoded in one piece by msgspec.
 """
 
 from __future__ import annotations
@@ -82,7 +83,8 @@ _DEVICE_SIDE = np.array([k in (KERNEL, MEMCPY, MEMSET, GPU_SYNC) for k in _KINDS
 _LAUNCH_SIDE = np.array([k in (RUNTIME, DRIVER) for k in _KINDS])
 
 _STEP_NAME = re.compile(r"^(?:ProfilerStep|tracelens/step)#(-?\d+)$")
-_API_VERSION_SUFFIX = re.compile(r"^((?:cu|hip)\w*?)_v\d+$")
+# Only API names (camelCase, no underscore before the suffix): kernels such as "cudnn_..._v1" keep theirs.
+_API_VERSION_SUFFIX = re.compile(r"^((?:cuda|cu|hip)[A-Za-z0-9]*)_v\d+$")
 _DRIVER_NAME = re.compile(r"^cu[A-Z]")
 _MEMCPY_NAME = re.compile(r"^Memcpy (\w+) \((\w+) -> (\w+)\)")
 _SYNC_KINDS = {
@@ -182,8 +184,15 @@ _DOCUMENT_DECODER = msgspec.json.Decoder(_Document | list[_Event])
 _LOOSE_DOCUMENT_DECODER = msgspec.json.Decoder(_LooseDocument | list[_AnyEvent])
 
 
+DUCKDB_MIN_BYTES = 16 * 2**20
+
+
 def read(path: Path, **options: Any) -> Trace:
-    """Read a Kineto trace (``.json`` or ``.json.gz``; a ``{"traceEvents": [...]}`` object or a bare list)."""
+    """Read a Kineto trace (``.json`` or ``.json.gz``; a ``{"traceEvents": [...]}`` object or a bare list).
+
+    ``engine``: "auto" (DuckDB's JSON reader for blocks of 16 MiB and more when duckdb is installed,
+    msgspec otherwise), "msgspec" or "duckdb". Every engine gives the same table.
+    """
     path = Path(path)
     if not path.is_file():
         raise InputError("no such file", path=path)
@@ -191,10 +200,21 @@ def read(path: Path, **options: Any) -> Trace:
         raise InputError("file is empty", path=path)
     columns = _Columns(path)
     document: dict[str, Any] = {}
+    engine = options.get("engine", "auto")
+    if engine not in ("auto", "msgspec", "duckdb"):
+        raise ValueError(f"unknown Kineto engine {engine!r} (auto, msgspec or duckdb)")
+    fast: _DuckDBBlocks | None = None
     with progress_bar(f"reading {path.name}", total=path.stat().st_size) as progress:
         for kind, payload in _split(path, progress):
             if kind == "events":
-                columns.add(_block_columns(_decode_events(payload, path)))
+                # DuckDB's fixed cost (import, connection) pays off only on big blocks.
+                if fast is None and (engine == "duckdb" or (engine == "auto" and len(payload) >= DUCKDB_MIN_BYTES)):
+                    fast = _DuckDBBlocks.open()
+                block = fast.columns(payload) if fast is not None and engine != "msgspec" else None
+                if block is None:  # no DuckDB, or a block it cannot type: the msgspec path reads anything
+                    block = _block_columns(_decode_events(payload, path))
+                    columns.counts["msgspec_blocks"] += 1
+                columns.add(block)
             elif kind == "header":
                 document.update(_decode_header(payload, path))
             else:  # the rest: last events and any keys after them, or a whole document
@@ -448,6 +468,145 @@ _DEVICE_FIELDS = ("device", "stream", "bytes", "registers", "shared_memory", "oc
 _PHASE_COUNTER = {"s": "flow", "f": "flow", "t": "flow", "i": "instant", "I": "instant", "M": "metadata", "X": None}
 
 
+class _DuckDBBlocks:
+    """The fast path for Kineto-layout blocks: DuckDB's JSON reader (C++, multithreaded) types the fields
+    into Arrow columns, which are turned into the same block columns as :func:`_block_columns` makes.
+
+    Used when ``duckdb`` is importable. A block it cannot read as declared (a field of another JSON type,
+    2021's lowercase "external id" which DuckDB would not tell from "External id") returns None and goes
+    through msgspec instead, so both paths give the same table.
+    """
+
+    _COLUMNS = {
+        "ph": "VARCHAR", "cat": "VARCHAR", "name": "VARCHAR", "pid": "VARCHAR", "tid": "VARCHAR",
+        "ts": "DOUBLE", "dur": "DOUBLE",
+        "args": 'STRUCT("correlation" DOUBLE, "External id" DOUBLE, "device" DOUBLE, "stream" VARCHAR, '
+                '"bytes" DOUBLE, "grid" DOUBLE[], "block" DOUBLE[], "registers per thread" DOUBLE, '
+                '"shared memory" DOUBLE, "est. achieved occupancy %" DOUBLE, "cuda_sync_kind" VARCHAR)',
+    }
+    def __init__(self, connection: Any, error: type[Exception]) -> None:
+        self.connection = connection
+        self.error = error
+
+    @classmethod
+    def open(cls) -> _DuckDBBlocks | None:
+        try:
+            import duckdb
+        except ImportError:
+            return None
+        return cls(duckdb.connect(), duckdb.Error)
+
+    def columns(self, payload: bytes) -> dict[str, Any] | None:
+        import io
+
+        if b'"external id"' in payload:
+            return None
+        # "[{...},\n  {...}]" -> "{...}\n  {...}": a stream of objects, which DuckDB reads in parallel.
+        body = payload[1:-1].replace(_EVENT_SEPARATOR, b"\n  }\n  {")
+        try:
+            table = self.connection.read_json(io.BytesIO(body), format="unstructured", columns=self._COLUMNS,
+                                              maximum_object_size=len(body) + 1)
+            table = table.project(", ".join(_DUCKDB_SELECT)).to_arrow_table()
+        except (self.error, ValueError, TypeError, RuntimeError):
+            return None
+        return _arrow_block_columns(table)
+
+
+_DUCKDB_SELECT = (
+    "ph", "cat", "name", "pid", "tid", "ts", "dur", 'args."correlation" AS correlation',
+    'args."External id" AS external_id', 'args."device" AS device', 'args."stream" AS stream',
+    'args."bytes" AS bytes', 'args."grid" AS grid', 'args."block" AS block',
+    'args."registers per thread" AS registers', 'args."shared memory" AS shared_memory',
+    'args."est. achieved occupancy %" AS occupancy_pct', 'args."cuda_sync_kind" AS sync_kind',
+)
+
+
+def _floats(array: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """A numeric Arrow column as float64 with NaN for nulls."""
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    return np.asarray(array.cast(pa.float64()).to_numpy(zero_copy_only=False), dtype=np.float64)
+
+
+def _encoded(array: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, list[str]]:
+    """A string Arrow column as (int32 codes with -1 for null, distinct values)."""
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    encoded = array.dictionary_encode()
+    codes = encoded.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int32)
+    return codes, [str(v) for v in encoded.dictionary.to_pylist()]
+
+
+def _parsed_numbers(array: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """Numbers written as strings ("1102", "stream 7", "0x0"), parsed once per distinct value."""
+    codes, values = _encoded(array)
+    lookup = np.array([_to_number(v) for v in values] + [math.nan], dtype=np.float64)
+    return lookup[codes]
+
+
+def _arrow_triples(array: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    out = np.full((len(array), 3), np.nan)
+    lengths = array.value_lengths().fill_null(0).to_numpy(zero_copy_only=False)
+    rows = np.flatnonzero(lengths == 3)
+    if rows.size:
+        flat = _floats(array.take(pa.array(rows)).flatten())
+        out[rows] = flat.reshape(-1, 3)
+    return out
+
+
+def _arrow_block_columns(table: pa.Table) -> dict[str, Any]:
+    """The columns :func:`_block_columns` makes, from DuckDB's Arrow table of one block."""
+    import pyarrow.compute as pc
+
+    counts = {"events": table.num_rows, "flow": 0, "instant": 0, "metadata": 0, "other_phase": 0,
+              "lenient_blocks": 0}
+    for item in pc.value_counts(table.column("ph")).to_pylist():
+        key = _PHASE_COUNTER.get(item["values"], "other_phase")
+        if key:
+            counts[key] += int(item["counts"])
+    block: dict[str, Any] = {"counts": counts}
+    table = table.filter(pc.equal(table.column("ph"), "X"))
+    if table.num_rows == 0:
+        return block
+    category, categories = _encoded(table.column("cat"))
+    kind_of_category = [_KIND_OF_CATEGORY.get(c.lower(), OTHER) for c in categories]
+    kind = np.array([_SKIP if k is None else _KIND_CODE[k] for k in kind_of_category] + [_KIND_CODE[OTHER]],
+                    dtype=np.int8)[category]
+    ts = _floats(table.column("ts"))
+    keep = (kind != _SKIP) & ~np.isnan(ts)
+    if not keep.all():
+        rows = np.flatnonzero(keep)
+        table = table.take(pa.array(rows))
+        kind, ts = kind[rows], ts[rows]
+        if table.num_rows == 0:
+            return block
+    gpu_rows = np.flatnonzero(_DEVICE_SIDE[kind] | (kind == _KIND_CODE[GPU_ANNOTATION]))
+    gpu = table.take(pa.array(gpu_rows, pa.int64()))
+    block.update({
+        "kind": kind,
+        "name": _encoded(table.column("name")),
+        "ts": ts,
+        "dur": np.nan_to_num(_floats(table.column("dur")), nan=0.0),
+        "pid": _parsed_numbers(table.column("pid")),
+        "tid": _parsed_numbers(table.column("tid")),
+        "correlation": _floats(table.column("correlation")),
+        "external_id": _floats(table.column("external_id")),
+        "gpu_rows": gpu_rows,
+        "device": _floats(gpu.column("device")),
+        "stream": _parsed_numbers(gpu.column("stream")),
+        "bytes": _floats(gpu.column("bytes")),
+        "registers": _floats(gpu.column("registers")),
+        "shared_memory": _floats(gpu.column("shared_memory")),
+        "occupancy_pct": _floats(gpu.column("occupancy_pct")),
+        "grid": _arrow_triples(gpu.column("grid")),
+        "block": _arrow_triples(gpu.column("block")),
+        "sync_kind": _encoded(gpu.column("sync_kind")),
+    })
+    return block
+
+
 def _block_columns(events: list[Any]) -> dict[str, Any]:
     """One block's events as numpy columns with block-local string codes."""
     counts = {"events": len(events), "flow": 0, "instant": 0, "metadata": 0, "other_phase": 0,
@@ -515,7 +674,7 @@ class _Columns:
         self.sync_kinds = _Interner()
         self.parts: list[dict[str, np.ndarray]] = []
         self.counts = {"events": 0, "flow": 0, "instant": 0, "metadata": 0, "other_phase": 0,
-                       "lenient_blocks": 0}
+                       "lenient_blocks": 0, "msgspec_blocks": 0}
 
     def add(self, block: dict[str, Any]) -> None:
         for key, value in block.pop("counts").items():
