@@ -34,6 +34,9 @@ sys.path[:0] = json.loads(sys.argv[1])
 module_name, func_name = sys.argv[2].split(":")
 args = json.loads(sys.argv[3])
 func = getattr(importlib.import_module(module_name), func_name)
+if sys.argv[4]:  # untimed setup, e.g. importing the library under test
+    setup_module, setup_name = sys.argv[4].split(":")
+    getattr(importlib.import_module(setup_module), setup_name)()
 # ru_maxrss is a high-water mark in KiB on Linux: read it after imports to know the interpreter's share.
 baseline_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 t0 = time.perf_counter()
@@ -52,7 +55,7 @@ class Measurement:
     label: str
     wall_s: float | None  # time inside the callable (imports excluded); None when it failed
     peak_rss_bytes: int | None  # the child's peak resident set size over its whole life
-    baseline_rss_bytes: int | None  # peak RSS after imports, before the call
+    baseline_rss_bytes: int | None  # peak RSS after imports and setup, before the call
     process_wall_s: float  # whole child process, interpreter start and imports included
     result: Any = None
     error: str | None = None
@@ -63,10 +66,14 @@ class Measurement:
 
 
 def measure(label: str, func_ref: str, *args: Any, timeout_s: float | None = None,
-            env: dict[str, str] | None = None) -> Measurement:
-    """Run ``func_ref(*args)`` in a fresh Python process; return its wall time and peak RSS."""
+            env: dict[str, str] | None = None, setup: str | None = None) -> Measurement:
+    """Run ``func_ref(*args)`` in a fresh Python process; return its wall time and peak RSS.
+
+    ``setup`` ("module:function", no arguments) runs first in the same process, untimed: put imports of
+    heavy libraries there so that the wall time is the work alone (its memory still counts in the peak).
+    """
     paths = [str(BENCH_DIR), str(REPO_ROOT)]
-    cmd = [sys.executable, "-c", _CHILD, json.dumps(paths), func_ref, json.dumps(list(args))]
+    cmd = [sys.executable, "-c", _CHILD, json.dumps(paths), func_ref, json.dumps(list(args)), setup or ""]
     started = time.perf_counter()
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s,
