@@ -33,6 +33,7 @@ from ..trace import (
     ANNOTATION,
     CPU_OP,
     DRIVER,
+    EVENT_SCHEMA,
     GPU_ANNOTATION,
     GPU_SYNC,
     KERNEL,
@@ -726,67 +727,73 @@ class _Columns:
         duration = np.rint(dur * 1000).astype(np.int64)
         base = _int_or_none(document.get("baseTimeNanoseconds")) or 0
 
-        # Expand device-side fields to full length (NaN elsewhere), then select kept rows.
-        full: dict[str, np.ndarray] = {}
-        n = len(kind)
-        for field in (*self._DEVICE_FIELDS, "grid", "block"):
-            values = cols[field]
-            shape = (n, 3) if values.ndim == 2 else (n,)
-            expanded = np.full(shape, np.nan)
-            expanded[gpu_rows] = values
-            full[field] = expanded
-        sync_code = np.full(n, -1, dtype=np.int32)
-        sync_code[gpu_rows] = cols["sync_kind"]
-
         order_keep = np.flatnonzero(keep)
         if order_keep.size == 0:
             raise self._no_timed_events()
         order_keep = order_keep[np.argsort(start[order_keep], kind="stable")]
+        m = order_keep.size
         kind = kind[order_keep]
         start = start[order_keep]
         duration = duration[order_keep]
         name_code = name_code[order_keep]
-        pick = {k: cols[k][order_keep] for k in ("pid", "tid", "correlation", "external_id")}
-        for field, values in full.items():
-            pick[field] = values[order_keep]
-        sync_code = sync_code[order_keep]
-        del cols, full
+        kineto_pid = cols.pop("pid")[order_keep]
+        kineto_tid = cols.pop("tid")[order_keep]
+        correlation_all = cols.pop("correlation")[order_keep]
+        external_id = cols.pop("external_id")[order_keep]
+        # Device-side fields stay compact (GPU rows only); `at` is where each lands in the sorted table.
+        position = np.full(len(keep), -1, dtype=np.int64)
+        position[order_keep] = np.arange(m)
+        at = position[gpu_rows]
+        kept_gpu = at >= 0
+        at = at[kept_gpu]
+        gpu = {k: cols.pop(k)[kept_gpu] for k in (*self._DEVICE_FIELDS, "grid", "block", "sync_kind")}
+        del cols, position, keep
 
         device_side = _DEVICE_SIDE[kind]
         gpu_annotation = kind == _KIND_CODE[GPU_ANNOTATION]
         launch_side = _LAUNCH_SIDE[kind]
-        kineto_pid, kineto_tid = pick["pid"], pick["tid"]
+        gpu_kind = kind[at]
+        gpu_is_kernel = gpu_kind == _KIND_CODE[KERNEL]
+        origin = int(start.min())
+        rel_start = start - origin
+        del start
 
-        # GPU rows: device from args (Kineto's GPU "pid" is the device index), stream from args or tid.
-        device = np.where(device_side | gpu_annotation,
-                          np.where(np.isnan(pick["device"]), kineto_pid, pick["device"]), np.nan)
-        stream = np.where(device_side | gpu_annotation,
-                          np.where(np.isnan(pick["stream"]), kineto_tid, pick["stream"]), np.nan)
-        correlation = np.where(device_side | launch_side, pick["correlation"], np.nan)
+        def sparse(values: np.ndarray, field: str, rows: np.ndarray | None = None) -> pa.Array:
+            """A column that is null except on GPU rows (``rows``: a mask over them)."""
+            out = np.full(m, np.nan)
+            if rows is None:
+                out[at] = values
+            else:
+                out[at[rows]] = values[rows]
+            return _to_arrow(out, field)
+
+        # Kineto's GPU "pid" is the device index and its "tid" the stream: fallbacks when args lack them.
+        device_values = np.where(np.isnan(gpu["device"]), kineto_pid[at], gpu["device"])
+        stream_values = np.where(np.isnan(gpu["stream"]), kineto_tid[at], gpu["stream"])
+        correlation = np.where(device_side | launch_side, correlation_all, np.nan)
+        del correlation_all
         pid = np.where(device_side | gpu_annotation, np.nan, kineto_pid)
         pid = np.where(device_side, _launch_pid(correlation, launch_side, kineto_pid, device_side), pid)
         tid = np.where(device_side | gpu_annotation, np.nan, kineto_tid)
+        del kineto_pid, kineto_tid
 
-        origin = int(start.min()) if len(start) else 0
-        rel_start = start - origin
-        is_kernel = kind == _KIND_CODE[KERNEL]
         is_memcpy = kind == _KIND_CODE[MEMCPY]
         copy_kind, src_kind, dst_kind = _memcpy_kinds(names, name_code, is_memcpy)
-        sync_names = [_SYNC_KINDS.get(s.strip().lower(), s.strip().lower().replace(" ", "_"))
-                      for s in self.sync_kinds.values]
-        # cuda_sync rows without cuda_sync_kind: the event name says the same thing.
-        is_sync = kind == _KIND_CODE[GPU_SYNC]
-        sync_text = _dictionary(sync_code, sync_names, is_sync)
-        if is_sync.any():
-            fallback = _dictionary(name_code, [_SYNC_KINDS.get(n.lower(), n.lower().replace(" ", "_"))
-                                               for n in names], is_sync & (sync_code < 0))
-            sync_text = pa.array(np.where(sync_code >= 0, sync_text.to_numpy(zero_copy_only=False),
-                                          fallback.to_numpy(zero_copy_only=False)), pa.string())
-        occupancy = np.where(is_kernel, pick["occupancy_pct"] / 100.0, np.nan)
-        shared_total = np.where(is_kernel, pick["shared_memory"], np.nan)
+        # cuda_sync rows: cuda_sync_kind, or the event name when it is missing (both say the same thing).
+        sync_labels = [_SYNC_KINDS.get(v.strip().lower(), v.strip().lower().replace(" ", "_"))
+                       for v in self.sync_kinds.values]
+        name_labels = [_SYNC_KINDS.get(n.lower(), n.lower().replace(" ", "_")) for n in names]
+        sync_code = np.full(m, -1, dtype=np.int64)
+        sync_code[at] = gpu["sync_kind"]
+        sync_code = np.where(sync_code >= 0, sync_code, len(sync_labels) + name_code)
+        sync_text = _dictionary(sync_code, sync_labels + name_labels, kind == _KIND_CODE[GPU_SYNC])
+        del sync_code
         step = np.where(kind == _KIND_CODE[STEP], step_of_name[name_code], np.nan)
         domain = _dictionary(name_code, ["tracelens" if n.startswith("tracelens/") else None for n in names],
                              (kind == _KIND_CODE[ANNOTATION]) | (kind == _KIND_CODE[STEP]))
+        shared_total = gpu["shared_memory"]
+        device_full = np.full(m, np.nan)
+        device_full[at] = device_values
 
         events = build_events(
             {
@@ -795,33 +802,35 @@ class _Columns:
                     pa.array(name_code, mask=name_code < 0), pa.array(names, pa.string())),
                 "start_ns": rel_start,
                 "end_ns": rel_start + duration,
-                "device": device,
-                "stream": stream,
-                "pid": pid,
-                "tid": tid,
-                "correlation_id": correlation,
-                "external_id": pick["external_id"],
-                "bytes": np.where(device_side, pick["bytes"], np.nan),
+                "device": _to_arrow(device_full, "device"),
+                "stream": sparse(stream_values, "stream"),
+                "pid": _to_arrow(pid, "pid"),
+                "tid": _to_arrow(tid, "tid"),
+                "correlation_id": _to_arrow(correlation, "correlation_id"),
+                "external_id": _to_arrow(external_id, "external_id"),
+                "bytes": sparse(gpu["bytes"], "bytes", _DEVICE_SIDE[gpu_kind]),
                 "copy_kind": copy_kind,
                 "src_kind": src_kind,
                 "dst_kind": dst_kind,
                 "sync_kind": sync_text,
                 "domain": domain,
-                "grid_x": np.where(is_kernel, pick["grid"][:, 0], np.nan),
-                "grid_y": np.where(is_kernel, pick["grid"][:, 1], np.nan),
-                "grid_z": np.where(is_kernel, pick["grid"][:, 2], np.nan),
-                "block_x": np.where(is_kernel, pick["block"][:, 0], np.nan),
-                "block_y": np.where(is_kernel, pick["block"][:, 1], np.nan),
-                "block_z": np.where(is_kernel, pick["block"][:, 2], np.nan),
-                "registers_per_thread": np.where(is_kernel, pick["registers"], np.nan),
+                "grid_x": sparse(gpu["grid"][:, 0], "grid_x", gpu_is_kernel),
+                "grid_y": sparse(gpu["grid"][:, 1], "grid_y", gpu_is_kernel),
+                "grid_z": sparse(gpu["grid"][:, 2], "grid_z", gpu_is_kernel),
+                "block_x": sparse(gpu["block"][:, 0], "block_x", gpu_is_kernel),
+                "block_y": sparse(gpu["block"][:, 1], "block_y", gpu_is_kernel),
+                "block_z": sparse(gpu["block"][:, 2], "block_z", gpu_is_kernel),
+                "registers_per_thread": sparse(gpu["registers"], "registers_per_thread", gpu_is_kernel),
                 # Kineto writes only static + dynamic shared memory; the sum is what occupancy needs.
-                "static_shared_bytes": shared_total,
-                "dynamic_shared_bytes": np.where(np.isnan(shared_total), np.nan, 0.0),
-                "step": step,
-                "reported_occupancy": pa.array(occupancy.astype(np.float32), mask=np.isnan(occupancy)),
+                "static_shared_bytes": sparse(shared_total, "static_shared_bytes", gpu_is_kernel),
+                "dynamic_shared_bytes": sparse(np.where(np.isnan(shared_total), np.nan, 0.0),
+                                               "dynamic_shared_bytes", gpu_is_kernel),
+                "step": _to_arrow(step, "step"),
+                "reported_occupancy": sparse(gpu["occupancy_pct"] / 100.0, "reported_occupancy", gpu_is_kernel),
             },
             sort=False,
         )
+        device = device_full
         devices = _device_rows(document.get("deviceProperties"), device, names, name_code, kind)
         distributed = document.get("distributedInfo") if isinstance(document.get("distributedInfo"), dict) else {}
         extra = {
@@ -883,10 +892,21 @@ def _int_or_none(value: Any) -> int | None:
 
 
 def _dictionary(codes: np.ndarray, values: list[str | None], where: np.ndarray) -> pa.Array:
-    """String array: ``values[codes]`` where ``where`` holds and the value exists, null elsewhere."""
-    table = np.array([*values, None], dtype=object)
-    picked = table[np.where(where, codes, -1)]
-    return pa.array(picked, pa.string())
+    """Dictionary-encoded strings: ``values[codes]`` where ``where`` holds and the value exists, else null."""
+    distinct = sorted({v for v in values if v is not None})
+    index = {v: i for i, v in enumerate(distinct)}
+    lookup = np.array([index[v] if v is not None else -1 for v in values] + [-1], dtype=np.int32)
+    indices = np.where(where, lookup[codes], -1).astype(np.int32)
+    return pa.DictionaryArray.from_arrays(pa.array(indices, mask=indices < 0), pa.array(distinct, pa.string()))
+
+
+def _to_arrow(values: np.ndarray, column: str) -> pa.Array:
+    """A float64 column (NaN = missing) as the Arrow type of ``column`` in the event schema."""
+    typ = EVENT_SCHEMA.field(column).type
+    missing = np.isnan(values)
+    if pa.types.is_floating(typ):
+        return pa.array(values.astype(typ.to_pandas_dtype()), type=typ, mask=missing)
+    return pa.array(np.where(missing, 0, values).astype(typ.to_pandas_dtype()), type=typ, mask=missing)
 
 
 def _memcpy_kinds(names: list[str], name_code: np.ndarray, is_memcpy: np.ndarray) -> tuple[pa.Array, ...]:
