@@ -235,7 +235,7 @@ def main(argv: list[str] | None = None) -> None:
         "wall time of the call, the library imports excluded (done untimed first); peak RSS of the whole "
         "process (interpreter and imports included). `json.loads`/`orjson.loads` read (and gunzip) the same "
         "file and parse it, nothing more; tracelens.load also builds the event table, device table and "
-        "derived columns (default engine: DuckDB's JSON reader for blocks of 16 MiB and more, msgspec for "
+        "derived columns (default engine: DuckDB's JSON reader for blocks of 8 MiB and more, msgspec for "
         "smaller ones; the msgspec row forces msgspec everywhere); HTA's `TraceAnalysis(trace_dir=...)` "
         "parses and builds its DataFrames. The machine is shared with other jobs: compare within a table.\n\n"
         + "\n".join(sections)

@@ -258,5 +258,5 @@ def test_duckdb_and_msgspec_engines_give_the_same_table(path: Path) -> None:
     assert via_duckdb.devices.equals(via_msgspec.devices)
     assert via_duckdb.metadata.time_origin_ns == via_msgspec.metadata.time_origin_ns
     # Only the 2021 format (lowercase "external id") is left to msgspec.
-    expected_fallbacks = 1 if "2021" in path.name else 0
-    assert via_duckdb.metadata.extra["counts"]["msgspec_blocks"] == expected_fallbacks
+    fallbacks = via_duckdb.metadata.extra["counts"]["msgspec_blocks"]
+    assert (fallbacks > 0) if "2021" in path.name else (fallbacks == 0)

@@ -50,7 +50,7 @@ from ..trace import (
     build_events,
 )
 
-BLOCK_BYTES = 32 * 2**20
+BLOCK_BYTES = 16 * 2**20
 # Kineto's writer puts each event at two spaces of indentation: "  {", ..., "  },". A newline cannot
 # occur inside a JSON string, so this byte sequence only ever sits between two top-level events.
 _EVENT_SEPARATOR = b"\n  },\n  {"
@@ -185,13 +185,13 @@ _DOCUMENT_DECODER = msgspec.json.Decoder(_Document | list[_Event])
 _LOOSE_DOCUMENT_DECODER = msgspec.json.Decoder(_LooseDocument | list[_AnyEvent])
 
 
-DUCKDB_MIN_BYTES = 16 * 2**20
+DUCKDB_MIN_BYTES = 8 * 2**20
 
 
 def read(path: Path, **options: Any) -> Trace:
     """Read a Kineto trace (``.json`` or ``.json.gz``; a ``{"traceEvents": [...]}`` object or a bare list).
 
-    ``engine``: "auto" (DuckDB's JSON reader for blocks of 16 MiB and more when duckdb is installed,
+    ``engine``: "auto" (DuckDB's JSON reader for blocks of 8 MiB and more when duckdb is installed,
     msgspec otherwise), "msgspec" or "duckdb". Every engine gives the same table.
     """
     path = Path(path)
@@ -695,9 +695,10 @@ class _Columns:
             if self.counts["events"] == 0:
                 raise InputError("trace has no events", path=self.path)
             raise self._no_timed_events()
-        cols = {k: np.concatenate([p[k] for p in self.parts]) for k in self.parts[0] if k != "gpu_rows"}
         offsets = np.cumsum([0] + [len(p["kind"]) for p in self.parts[:-1]])
-        gpu_rows = np.concatenate([p["gpu_rows"] + off for p, off in zip(self.parts, offsets, strict=True)])
+        gpu_rows = np.concatenate([p.pop("gpu_rows") + off for p, off in zip(self.parts, offsets, strict=True)])
+        # Column by column, dropping the blocks' arrays as they are joined: one copy alive at a time.
+        cols = {k: np.concatenate([p.pop(k) for p in self.parts]) for k in list(self.parts[0])}
         self.parts = []
         kind = cols["kind"]
         keep = (kind != _SKIP) & ~np.isnan(cols["ts"])
