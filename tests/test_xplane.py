@@ -324,7 +324,8 @@ def test_noncanonical_field_order_reads_the_same(tmp_path: Path) -> None:
     names, stat_names = {1: "k"}, {1: "correlation_id"}
     canonical = pb.line(5, "Stream #5", 100, [pb.event(1, 1_000_500, 2_000_000, [pb.stat(1, int64=3)]),
                                               pb.event(1, 5_000_000, 1_000_000, [pb.stat(1, int64=4)])])
-    mixed = pb.line(5, "Stream #5", 100, [shuffled_event(1, 1_000_500, 2_000_000, [pb.stat(1, int64=3)]),
+    value_first_stat = pb.vfield(4, 3) + pb.vfield(1, 1)  # int64_value before metadata_id
+    mixed = pb.line(5, "Stream #5", 100, [shuffled_event(1, 1_000_500, 2_000_000, [value_first_stat]),
                                           pb.event(1, 5_000_000, 1_000_000, [pb.stat(1, int64=4)])])
     tables = []
     for label, line in (("a", canonical), ("b", mixed)):

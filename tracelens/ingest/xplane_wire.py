@@ -118,23 +118,12 @@ class Fields:
     start: np.ndarray  # int64
     length: np.ndarray  # int64
 
-    def select(self, mask: np.ndarray) -> Fields:
-        return Fields(self.message[mask], self.field[mask], self.wire[mask], self.value[mask],
-                      self.start[mask], self.length[mask])
 
-
-def walk(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, keep_fields: tuple[int, ...] | None = None,
-         sinks: dict[int, np.ndarray] | None = None,
-         keep_filter: Callable[[Fields], np.ndarray] | None = None) -> Fields:
+def walk(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, keep_fields: tuple[int, ...] | None = None) -> Fields:
     """Walk the top-level fields of the messages ``buf[starts[i]:ends[i]]``, all messages at once.
 
     ``keep_fields`` limits the returned records to those field numbers (all are still walked).
-    ``sinks`` maps a singular varint field number to a per-message uint64 array filled in place (a later
-    occurrence overwrites an earlier one, as protobuf's last-one-wins); those fields are not returned.
-    ``keep_filter`` sees each round's kept records and returns a mask of those to return, so that a
-    caller can drop most records early instead of holding every one of them.
     """
-    sinks = sinks or {}
     starts = np.asarray(starts, dtype=np.int64)
     ends = np.asarray(ends, dtype=np.int64)
     limit = buf.size - PAD
@@ -183,18 +172,9 @@ def walk(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, keep_fields: tup
         if (nxt > ends[active]).any() or (field <= 0).any():
             raise WireError("field runs past the end of its message")
 
-        for number, out in sinks.items():
-            hit = is_varint & (field == number)
-            if hit.any():
-                out[active[hit]] = value[hit]
         keep = np.ones(active.size, dtype=bool) if keep_fields is None else np.isin(field, keep_fields)
         if keep.any():
-            record = Fields(active[keep], field[keep], wire[keep], value[keep], data_start[keep], data_len[keep])
-            if keep_filter is not None:
-                record = record.select(keep_filter(record))
-            if record.message.size:
-                chunks.append((record.message, record.field, record.wire, record.value, record.start,
-                               record.length))
+            chunks.append((active[keep], field[keep], wire[keep], value[keep], data_start[keep], data_len[keep]))
         pos[active] = nxt
         active = active[nxt < ends[active]]
     if not chunks:
