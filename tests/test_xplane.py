@@ -325,8 +325,9 @@ def test_noncanonical_field_order_reads_the_same(tmp_path: Path) -> None:
     canonical = pb.line(5, "Stream #5", 100, [pb.event(1, 1_000_500, 2_000_000, [pb.stat(1, int64=3)]),
                                               pb.event(1, 5_000_000, 1_000_000, [pb.stat(1, int64=4)])])
     value_first_stat = pb.vfield(4, 3) + pb.vfield(1, 1)  # int64_value before metadata_id
+    # first event: fields shuffled; second: fields in order, but its stat's value precedes its id
     mixed = pb.line(5, "Stream #5", 100, [shuffled_event(1, 1_000_500, 2_000_000, [value_first_stat]),
-                                          pb.event(1, 5_000_000, 1_000_000, [pb.stat(1, int64=4)])])
+                                          pb.event(1, 5_000_000, 1_000_000, [pb.vfield(4, 4) + pb.vfield(1, 1)])])
     tables = []
     for label, line in (("a", canonical), ("b", mixed)):
         path = tmp_path / f"{label}.xplane.pb"
