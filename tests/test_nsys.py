@@ -544,3 +544,12 @@ def test_host_depth_counts_enclosing_host_intervals(name: str) -> None:
                       host.depth.astype(int).tolist(), strict=True))
     assert got == expected
     assert max(d for _, _, d in expected) >= 1  # nesting exists, so the check has teeth
+
+
+def test_export_with_empty_host_tables(tmp_path: Path) -> None:
+    path = _copy(tmp_path, "rtx3080_tiny_nsys2026.1.sqlite")
+    _edit(path, "DELETE FROM CUPTI_ACTIVITY_KIND_RUNTIME", "DELETE FROM PROFILER_OVERHEAD",
+          "DELETE FROM CUPTI_ACTIVITY_KIND_OVERHEAD")
+    df = load(path).df
+    assert sorted(df.kind.astype(str).unique()) == ["gpu_sync", "kernel", "memcpy"]
+    assert df.depth.isna().all()

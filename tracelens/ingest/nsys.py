@@ -425,16 +425,23 @@ class NsysReader:
         with ThreadPoolExecutor(max_workers=max(2, min(4, os.cpu_count() or 1))) as pool, \
                 ThreadPoolExecutor(max_workers=1) as depth_pool:
             futures = {pool.submit(db.arrow, *queries[name]): name for name in order}
-            for future in as_completed(futures):
-                name = futures[future]
-                table = future.result().combine_chunks()
-                row_counts[name] = table.num_rows
-                built[name] = builders[name](table)
-                del table  # the part keeps only the columns it uses: let the rest (NVTX text) go now
-                waiting_host.discard(name)
-                if not waiting_host and depth_future is None:
-                    host_parts = [p for n in order if n in HOST_TABLES and (p := built.get(n)) is not None and p.n]
-                    depth_future = depth_pool.submit(_host_depth, host_parts)
+            try:
+                for future in as_completed(futures):
+                    name = futures[future]
+                    table = future.result().combine_chunks()
+                    row_counts[name] = table.num_rows
+                    built[name] = builders[name](table)
+                    del table  # the part keeps only the columns it uses: let the rest (NVTX text) go now
+                    waiting_host.discard(name)
+                    if not waiting_host and depth_future is None:
+                        host_parts = [p for n in order
+                                      if n in HOST_TABLES and (p := built.get(n)) is not None and p.n]
+                        if host_parts:
+                            depth_future = depth_pool.submit(_host_depth, host_parts)
+            except BaseException:
+                for future in futures:  # one failed table fails the read: do not wait for the others
+                    future.cancel()
+                raise
             if depth_future is not None:
                 for part, depth in zip(host_parts, depth_future.result(), strict=True):
                     part.columns["depth"] = depth
