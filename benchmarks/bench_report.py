@@ -12,6 +12,7 @@ steps and annotations — the worst case for the report's per-name tables. Write
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import sys
 import tempfile
@@ -88,8 +89,9 @@ def synthetic_trace(kernels: int, names: int, seed: int = 0) -> Trace:
                  metadata=meta)
 
 
-def measure(label: str, load: Callable[[], Trace], repeat: int, workdir: Path) -> dict[str, Any]:
-    load_s, trace = best_of(1, load)
+def measure(label: str, load: Callable[[], Trace] | Trace, repeat: int, workdir: Path) -> dict[str, Any]:
+    # A Trace built in memory has no load step (shown as "-").
+    load_s, trace = (None, load) if isinstance(load, Trace) else best_of(1, load)
 
     def analyze() -> dict[str, Any]:
         trace.__dict__.pop("_tracelens_analysis_cache", None)  # no memoized joins between repeats
@@ -107,29 +109,44 @@ def measure(label: str, load: Callable[[], Trace], repeat: int, workdir: Path) -
             "report_bytes": len(text.encode())}
 
 
-def cli_seconds(args: list[str], repeat: int) -> float:
-    """Best wall time of ``python -m tracelens ARGS`` in a fresh process (imports included)."""
+def cli_once(args: list[str]) -> float:
+    """Wall time of ``python -m tracelens ARGS`` in a fresh process (interpreter start and imports included)."""
     import subprocess
 
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        done = subprocess.run([sys.executable, "-m", "tracelens", *args], capture_output=True, text=True)
-        if done.returncode != 0:
-            raise RuntimeError(f"tracelens {' '.join(args)} failed: {done.stderr.strip()}")
-        best = min(best, time.perf_counter() - t0)
-    return best
+    t0 = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "tracelens", *args], capture_output=True, text=True)
+    elapsed = time.perf_counter() - t0
+    if done.returncode != 0:
+        raise RuntimeError(f"tracelens {' '.join(args)} failed: {done.stderr.strip()}")
+    return elapsed
 
 
 def end_to_end(paths: list[Path], repeat: int, workdir: Path) -> list[dict[str, Any]]:
-    """``tracelens report -o`` (markdown + plot) against ``tracelens analyze -f json`` as whole commands."""
+    """``tracelens report -o`` (markdown + plot) against ``tracelens analyze -f json`` as whole commands.
+
+    The two commands alternate and each keeps its best time, so load from other processes on the machine
+    hits both alike and mostly drops out.
+    """
     out = []
     for path in paths:
-        analyze_s = cli_seconds(["analyze", str(path), "-f", "json", "-o", str(workdir / "doc.json")], repeat)
-        report_s = cli_seconds(["report", str(path), "-o", str(workdir / "review.md")], repeat)
-        out.append({"label": path.name, "analyze_s": analyze_s, "report_s": report_s})
+        analyze, report = [], []
+        for _ in range(repeat):
+            analyze.append(cli_once(["analyze", str(path), "-f", "json", "-o", str(workdir / "doc.json")]))
+            report.append(cli_once(["report", str(path), "-o", str(workdir / "review.md")]))
+        out.append({"label": path.name, "analyze_s": min(analyze), "report_s": min(report)})
         print(out[-1], file=sys.stderr)
     return out
+
+
+def matplotlib_cost(repeat: int) -> float:
+    """Best time to import matplotlib and draw one small figure in a fresh process: the report's fixed cost."""
+    import subprocess
+
+    code = ("import time; t=time.perf_counter(); from matplotlib.figure import Figure; f=Figure(figsize=(9, 3)); "
+            "a=f.subplots(); a.stairs([1, 2], [0, 1, 2]); import io; f.savefig(io.BytesIO(), format='png'); "
+            "print(time.perf_counter()-t)")
+    return min(float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                    check=True).stdout) for _ in range(repeat))
 
 
 def main() -> int:
@@ -137,7 +154,7 @@ def main() -> int:
     parser.add_argument("--kernels", type=int, default=1_000_000)
     parser.add_argument("--names", type=int, default=20_000)
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--cli-repeat", type=int, default=2, help="runs per whole-command measurement")
+    parser.add_argument("--cli-repeat", type=int, default=5, help="runs per whole-command measurement")
     args = parser.parse_args()
 
     rows = []
@@ -151,7 +168,7 @@ def main() -> int:
             print(rows[-1], file=sys.stderr)
         synthetic = synthetic_trace(args.kernels, args.names)
         rows.append(measure(f"synthetic: {args.kernels:,} kernels, {args.names:,} names, 4 GPUs",
-                            lambda: synthetic, args.repeat, workdir))
+                            synthetic, args.repeat, workdir))
         print(rows[-1], file=sys.stderr)
         # Whole commands in fresh processes: what a user (or CI) waits for, imports included.
         data = BENCH_DIR / "data"
@@ -159,7 +176,10 @@ def main() -> int:
         synthetic_path = data / f"report_synthetic_{args.kernels}.parquet"
         synthetic.save(synthetic_path)
         files = [p for p in sorted(SHARED.glob("*/*")) if p.suffix != ".md"] if SHARED.is_dir() else []
+        load_before = os.getloadavg()
         cli_rows = end_to_end([*files, synthetic_path], args.cli_repeat, workdir)
+        plot_fixed_s = matplotlib_cost(args.cli_repeat)
+        load_after = os.getloadavg()
 
     lines = [
         "# Report rendering vs analysis",
@@ -175,8 +195,9 @@ def main() -> int:
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
-        base = r["load_s"] + r["analyze_s"]
-        lines.append(f"| {r['label']} | {r['events']:,} | {r['load_s']:.3f} s | {r['analyze_s']:.3f} s | "
+        base = (r["load_s"] or 0.0) + r["analyze_s"]
+        load = "-" if r["load_s"] is None else f"{r['load_s']:.3f} s"
+        lines.append(f"| {r['label']} | {r['events']:,} | {load} | {r['analyze_s']:.3f} s | "
                      f"{r['md_plot_s']:.3f} s | {r['md_s']:.3f} s | {r['terminal_s']:.3f} s | {r['json_s']:.3f} s | "
                      f"{r['md_plot_s'] / base:.2f} | {r['report_bytes'] / 1024:.0f} KiB |")
     worst = max(rows, key=lambda r: r["md_plot_s"])
@@ -187,7 +208,11 @@ def main() -> int:
         "",
         f"`tracelens report TRACE -o review.md` (markdown + plot) against `tracelens analyze TRACE -f json -o "
         f"doc.json`, each a fresh `python -m tracelens` process (interpreter start, imports — matplotlib's "
-        f"included for the report — load, analyze, render, write), best of {args.cli_repeat}.",
+        f"included for the report — load, analyze, render, write), alternating, best of {args.cli_repeat}. "
+        f"Load average (1 min) {load_before[0]:.1f} before, {load_after[0]:.1f} after, on "
+        f"{os.cpu_count()} CPUs: other work on the machine shows up as noise here. The report's fixed cost, "
+        f"importing matplotlib and drawing one figure in a fresh process, is {plot_fixed_s:.2f} s (best of "
+        f"{args.cli_repeat}).",
         "",
         "| trace | analyze -f json | report -o | report − analyze |",
         "|---|---:|---:|---:|",
