@@ -185,13 +185,13 @@ _DOCUMENT_DECODER = msgspec.json.Decoder(_Document | list[_Event])
 _LOOSE_DOCUMENT_DECODER = msgspec.json.Decoder(_LooseDocument | list[_AnyEvent])
 
 
-DUCKDB_MIN_BYTES = 8 * 2**20
+DUCKDB_FROM_BLOCK = 2  # DuckDB's fixed cost (import, connection, query) pays off from a trace's 2nd block on
 
 
 def read(path: Path, **options: Any) -> Trace:
     """Read a Kineto trace (``.json`` or ``.json.gz``; a ``{"traceEvents": [...]}`` object or a bare list).
 
-    ``engine``: "auto" (DuckDB's JSON reader for blocks of 8 MiB and more when duckdb is installed,
+    ``engine``: "auto" (DuckDB's JSON reader from the second 16 MiB block on when duckdb is installed,
     msgspec otherwise), "msgspec" or "duckdb". Every engine gives the same table.
     """
     path = Path(path)
@@ -205,11 +205,12 @@ def read(path: Path, **options: Any) -> Trace:
     if engine not in ("auto", "msgspec", "duckdb"):
         raise ValueError(f"unknown Kineto engine {engine!r} (auto, msgspec or duckdb)")
     fast: _DuckDBBlocks | None = None
+    blocks_seen = 0
     with progress_bar(f"reading {path.name}", total=path.stat().st_size) as progress:
         for kind, payload in _split(path, progress):
             if kind == "events":
-                # DuckDB's fixed cost (import, connection) pays off only on big blocks.
-                if fast is None and (engine == "duckdb" or (engine == "auto" and len(payload) >= DUCKDB_MIN_BYTES)):
+                blocks_seen += 1
+                if fast is None and (engine == "duckdb" or (engine == "auto" and blocks_seen >= DUCKDB_FROM_BLOCK)):
                     fast = _DuckDBBlocks.open()
                 block = fast.columns(payload) if fast is not None and engine != "msgspec" else None
                 if block is None:  # no DuckDB, or a block it cannot type: the msgspec path reads anything
