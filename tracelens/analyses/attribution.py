@@ -75,7 +75,7 @@ def host_rows(trace: Trace) -> HostRows:
 def thread_codes(rows: HostRows, pids: np.ndarray, tids: np.ndarray) -> np.ndarray:
     """Codes of the given (pid, tid) pairs among the host rows' threads (threads without rows are dropped)."""
     known = _thread_key(rows.threads["pid"].to_numpy(), rows.threads["tid"].to_numpy())
-    return np.flatnonzero(np.isin(known, np.unique(_thread_key(pids, tids))))
+    return np.flatnonzero(np.isin(known, pd.unique(_thread_key(pids, tids))))
 
 
 def feeding_threads(trace: Trace, device: int) -> tuple[np.ndarray, str]:

@@ -39,9 +39,10 @@ def launch_calls(trace: Trace) -> Table:
     def compute() -> Table:
         cols = event_columns(trace)
         api = cols.of_kind(RUNTIME, DRIVER) & (cols.correlation_id >= 0)
-        corr, start = cols.correlation_id[api], cols.start[api]
+        corr = cols.correlation_id[api]
         is_driver = cols.kind[api] == ALL_KINDS.index(DRIVER)
-        order = np.lexsort((start, is_driver, corr))
+        # Rows are in start order, so a stable sort on (corr, is_driver) keeps the earliest first.
+        order = np.argsort(corr * 2 + is_driver, kind="stable")
         first = np.ones(order.size, bool)
         first[1:] = corr[order][1:] != corr[order][:-1]
         keep = np.flatnonzero(api)[order[first]]
