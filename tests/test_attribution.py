@@ -130,3 +130,25 @@ def test_totals_over_devices():
     # GPU 0 gap [100,200): cpu 50, nothing 50. GPU 1 gap [50,90): nothing 40.
     assert out["total_by_cause"] == {"sync": 0, "input": 0, "launch": 0, "cpu": 50, "nothing": 90}
     assert out["mean_by_cause"]["nothing"] == 45
+
+
+def test_name_patterns():
+    from tracelens.analyses import names
+
+    blocking = ["cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "cuCtxSynchronize",
+                "hipDeviceSynchronize", "cudaMemcpy", "cudaMemcpy2D", "hipMemcpy", "hipMemcpyWithStream",
+                "cuMemcpyDtoH_v2", "cudaStreamSynchronize_v3020"]
+    not_blocking = ["cudaMemcpyAsync", "hipMemcpyAsync", "cudaLaunchKernel", "cudaStreamWaitEvent",
+                    "cudaEventRecord", "cuMemcpyDtoHAsync_v2", "cudaStreamQuery"]
+    assert all(names.is_blocking_sync(n) for n in blocking)
+    assert not any(names.is_blocking_sync(n) for n in not_blocking)
+    assert names.is_sync_copy("cudaMemcpy") and not names.is_sync_copy("cudaDeviceSynchronize")
+    inputs = ["enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", "tracelens/data",
+              "IteratorGetNext", "Iterator::Root::Prefetch", "IteratorGetNextAsOptional",
+              "torch/utils/data/dataloader.py(630): __next__"]
+    assert all(names.is_input(n) for n in inputs)
+    assert not any(names.is_input(n) for n in ["tracelens/data2", "aten::next", "DataParallel.forward"])
+    assert all(names.is_kernel_launch(n) for n in ["cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernelEx",
+                                                   "hipExtModuleLaunchKernel", "hipModuleLaunchKernel",
+                                                   "cudaGraphLaunch", "cudaLaunchKernel_v7000"])
+    assert names.is_graph_launch("hipGraphLaunch") and not names.is_graph_launch("cudaLaunchKernel")
