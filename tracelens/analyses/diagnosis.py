@@ -48,7 +48,7 @@ FIXES: dict[str, dict[str, str]] = {
     },
     "host_launch_overhead": {
         "pytorch": "The host cannot issue kernels fast enough: use bigger batches, CUDA graphs "
-                   "(torch.cuda.make_graphed_callables / torch.compile(mode='reduce-overhead')) or torch.compile to fuse small "
+                   "(torch.cuda.graphs / torch.compile(mode='reduce-overhead')) or torch.compile to fuse small "
                    "kernels.",
         "tensorflow": "Reduce per-op host overhead: tf.function(jit_compile=True) (XLA) to fuse ops, bigger "
                       "batches, steps_per_execution in Keras.",
