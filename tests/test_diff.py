@@ -191,15 +191,18 @@ def _profiler_step_mean_us(path: Path) -> float:
 @pytest.mark.skipif(not (TEMPLATES / "pytorch_healthy_cpu.pt.trace.json.gz").exists(),
                     reason="template traces not recorded")
 def test_cli_gate_on_recorded_templates(capsys: pytest.CaptureFixture) -> None:
-    # CPU runs of the PyTorch template (no GPU: only the step-time criterion applies). Which run is faster
-    # depends on the machine that recorded them, so the expected exit codes come from the step durations in
-    # the JSON files themselves: exit 1 exactly when HEAD's mean step is more than 5% longer than BASE's.
+    # CPU runs of the PyTorch template (no GPU: only the step-time criterion applies). On CPU both scenarios
+    # run the same model (Scenario.on_device), so slow-input is healthy plus a 50 ms sleep per batch: healthy is
+    # the known-better run. The exact deltas come from the step durations in the JSON files themselves.
     healthy = TEMPLATES / "pytorch_healthy_cpu.pt.trace.json.gz"
     slow = TEMPLATES / "pytorch_slow-input_cpu.pt.trace.json.gz"
     means = {healthy: _profiler_step_mean_us(healthy), slow: _profiler_step_mean_us(slow)}
+    assert means[slow] > 1.05 * means[healthy] + 40_000  # at least the injected 50 ms, less timer slack
+    expected_exit = {(healthy, slow): 1, (slow, healthy): 0}
     for base, head in ((healthy, slow), (slow, healthy)):
         longer_pct = 100 * (means[head] - means[base]) / means[base]
-        expected = 1 if longer_pct > 5 else 0
+        expected = expected_exit[(base, head)]
+        assert expected == (1 if longer_pct > 5 else 0)
         assert main(["diff", str(base), str(head), "--fail-on-regression", "5", "-f", "json"]) == expected
         out, err = capsys.readouterr()
         result = json.loads(out)
@@ -208,6 +211,6 @@ def test_cli_gate_on_recorded_templates(capsys: pytest.CaptureFixture) -> None:
         assert metric(result, "gpu_utilization")["change"] == "n/a"
         assert result["verdict"] == ("regressed" if longer_pct > 2 else "improved" if longer_pct < -2 else "unchanged")
         assert ("mean step time" in err) == bool(expected)
-    # The slow-input run is input-bound whichever is faster overall.
+    # The slow-input run is diagnosed as input-bound.
     assert main(["diff", str(healthy), str(slow), "-f", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["head"]["primary_cause"] == "input_pipeline"

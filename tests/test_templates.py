@@ -118,7 +118,7 @@ def test_pytorch_scenario_trace(pytorch_traces: dict[str, Path], scenario: str) 
             == STEPS * SCENARIOS[scenario].sync_ops_per_step
     if scenario in ("small-batch", "healthy"):
         # Every Linear is one aten::addmm(bias, input, weight^T); its input's first dimension is the batch.
-        spec = SCENARIOS[scenario]
+        spec = SCENARIOS[scenario].on_device(False)  # these runs are on CPU: the CPU-sized model
         with gzip.open(path, "rt") as fh:
             addmm = [e["args"]["Input Dims"] for e in json.load(fh)["traceEvents"]
                      if e.get("name") == "aten::addmm" and e.get("ph") == "X"]
@@ -210,3 +210,12 @@ def test_tf_keras_callback_marks_steps(tf_traces: list[Path]) -> None:
     frame = tracelens.load(tf_traces[2]).df
     assert list(step_intervals(frame).index) == list(range(TF_STEPS))
     assert named(frame, "tracelens/forward").empty  # model.fit: steps only, no phase ranges
+
+
+def test_cpu_sizing_keeps_gpu_sizes_and_caps_cpu() -> None:
+    healthy, slow = SCENARIOS["healthy"], SCENARIOS["slow-input"]
+    assert healthy.on_device(True) == healthy  # a GPU runs the documented sizes unchanged
+    cpu = healthy.on_device(False)
+    # On CPU healthy runs exactly slow-input's model, so the pair differs only by the injected sleep.
+    assert (cpu.batch_size, cpu.features, cpu.hidden) == (slow.batch_size, slow.features, slow.hidden) == (64, 128, 128)
+    assert SCENARIOS["small-batch"].on_device(False).batch_size == 2  # already below the cap

@@ -64,6 +64,7 @@ def train(argv: Sequence[str] | None = None) -> Path | None:
     torch.manual_seed(args.seed)
     device = _resolve_device(torch, args.device)
     on_gpu = device == "cuda"
+    spec = spec.on_device(on_gpu)
     if not on_gpu:
         # These models are tiny: one intra-op thread is as fast, and on a busy machine extra OpenMP threads
         # wait on each other for tens of milliseconds per op, which would swamp the injected cause.

@@ -8,6 +8,7 @@ must name for a trace recorded on a GPU (documented in ``docs/templates.md``).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +29,27 @@ class Scenario:
     extra_copy_floats_cpu: int = 0  # the same copy's size on CPU, kept small so CPU runs stay fast
     sync_ops_per_step: int = 0  # small ops each followed by .item() / synchronize
     tiny_ops_per_step: int = 0  # tiny elementwise ops per step (each one kernel launch on a GPU)
+
+    def on_device(self, on_gpu: bool) -> Scenario:
+        """The scenario as run on the chosen device.
+
+        On a CPU every model shrinks to at most the CPU size below, so runs take seconds and scenarios that
+        differ only in their injected cause (healthy vs slow-input) differ only in that cause's cost: the
+        healthy run is then the known-better one of the pair, as `tracelens diff` demonstrations need.
+        """
+        if on_gpu:
+            return self
+        return dataclasses.replace(
+            self,
+            batch_size=min(self.batch_size, CPU_MAX_BATCH),
+            features=min(self.features, CPU_MAX_WIDTH),
+            hidden=min(self.hidden, CPU_MAX_WIDTH),
+        )
+
+
+# Model size ceiling on a CPU (see Scenario.on_device).
+CPU_MAX_BATCH = 64
+CPU_MAX_WIDTH = 128
 
 
 SCENARIOS: dict[str, Scenario] = {

@@ -73,6 +73,7 @@ def train(argv: Sequence[str] | None = None) -> Path | None:
 
     tf.random.set_seed(args.seed)
     device = _resolve_device(tf, args.device)
+    spec = spec.on_device(device == "cuda")
     tf_device = "/GPU:0" if device == "cuda" else "/CPU:0"
     if device == "cpu":
         # Tiny models: one intra-op thread is as fast and keeps step times steady on a busy machine.
