@@ -316,6 +316,20 @@ def _report(replicas: int, nvtx_replicas: int, path: Path, size: int, counts: di
         f"`Table.nbytes` counts the shared all-null buffer once per column: {mib(tl_result.get('bytes'))}): "
         f"**{rss_ratio}** (target <= 2x)",
         "",
+        "## Notes",
+        "",
+        "- Engine choice: ADBC's SQLite driver opens the export through a `file:...?mode=ro` URI (a write on "
+        "that connection fails: `attempt to write a readonly database`), so the reader uses it, fetching each "
+        "table as one Arrow batch (`adbc.sqlite.query.batch_rows`; the default 1024-row batches doubled peak "
+        "memory when combined). connectorx is about as fast on one table but builds its own connection from a "
+        "`sqlite://` path, with no way we found to make it read-only, so it is measured, not used. sqlite3 "
+        "`fetchall` is the fallback when ADBC is absent.",
+        "- Scale: NVTX_EVENTS is replicated at one fifth of the other tables' factor. At the full proportion "
+        "(24M NVTX rows, 40M rows in all) the event table alone would be ~5.5 GB and the reader's peak over "
+        "the 8 GB a benchmark may use on this shared machine.",
+        "- The machine is shared with other engineers' jobs (benchmarks take a lock, tests do not), so absolute "
+        "times move by +-30% between runs; the ratios above come from one run.",
+        "",
     ]
     return "\n".join(lines)
 
