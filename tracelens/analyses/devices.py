@@ -10,10 +10,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-import numpy as np
-
-from .. import intervals
-from ..trace import GPU_ACTIVITY_KINDS, KERNEL, MEMCPY, MEMSET, Trace
+from ..trace import ALL_KINDS, GPU_ACTIVITY_KINDS, KERNEL, MEMCPY, MEMSET, Trace
+from .gaps import device_busy, event_columns
 
 
 @dataclass
@@ -35,27 +33,27 @@ class DeviceUtilization:
 
 def device_utilization(trace: Trace) -> list[DeviceUtilization]:
     """Busy/span/utilization and per-kind counts and summed durations for every GPU with activity."""
-    gpu = trace.of_kind(*GPU_ACTIVITY_KINDS)
-    gpu = gpu[gpu["device"].notna()]
+    cols = event_columns(trace)
+    busy_by_device = device_busy(trace)
+    gpu = cols.of_kind(*GPU_ACTIVITY_KINDS) & (cols.device >= 0)
+    device, kind, duration = cols.device[gpu], cols.kind[gpu], (cols.end - cols.start)[gpu]
     out: list[DeviceUtilization] = []
-    for device, rows in gpu.groupby(gpu["device"].astype("int64"), sort=True):
-        starts = rows["start_ns"].to_numpy(np.int64)
-        ends = rows["end_ns"].to_numpy(np.int64)
-        busy = intervals.union_length(starts, ends)
-        first, last = int(starts.min()), int(ends.max())
-        span = last - first
-        durations = ends - starts
-        kinds = rows["kind"].astype(str).to_numpy()
-        per_kind = {k: (int((kinds == k).sum()), int(durations[kinds == k].sum())) for k in GPU_ACTIVITY_KINDS}
+    for dev, busy in sorted(busy_by_device.items()):
+        on_device = device == dev
+        per_kind = {}
+        for k in GPU_ACTIVITY_KINDS:
+            sel = on_device & (kind == ALL_KINDS.index(k))
+            per_kind[k] = (int(sel.sum()), int(duration[sel].sum()))
+        span = busy.span_ns
         out.append(
             DeviceUtilization(
-                id=int(device),
-                name=trace.device_info(int(device)).get("name"),
-                busy_ns=busy,
+                id=dev,
+                name=trace.device_info(dev).get("name"),
+                busy_ns=busy.busy_ns,
                 span_ns=span,
-                utilization=(busy / span) if span > 0 else 0.0,
-                first_start_ns=first,
-                last_end_ns=last,
+                utilization=(busy.busy_ns / span) if span > 0 else 0.0,
+                first_start_ns=busy.first_start_ns,
+                last_end_ns=busy.last_end_ns,
                 kernel_count=per_kind[KERNEL][0],
                 kernel_ns=per_kind[KERNEL][1],
                 memcpy_count=per_kind[MEMCPY][0],

@@ -10,31 +10,43 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..trace import GPU_ACTIVITY_KINDS, GPU_ANNOTATION, GPU_SYNC, Trace
+from ..trace import ALL_KINDS, GPU_ACTIVITY_KINDS, GPU_ANNOTATION, GPU_SYNC, Trace
+from .gaps import event_columns
 
 TOP_N = 10
 
 
 def host_summary(trace: Trace, top_n: int = TOP_N) -> dict[str, Any]:
     """Count and summed duration per host event kind, the host span, and the top names by summed time."""
-    df = trace.df
-    host = df[~df["kind"].isin((*GPU_ACTIVITY_KINDS, GPU_SYNC, GPU_ANNOTATION))]
-    if host.empty:
-        return {"span_ns": 0, "threads": 0, "by_kind": [], "top": [], "has_gpu_activity": bool(trace.gpu_ids)}
-    dur = (host["end_ns"] - host["start_ns"]).to_numpy(np.int64)
-    frame = pd.DataFrame({"kind": host["kind"].astype(str).to_numpy(), "name": host["name"].astype(str).to_numpy(),
-                          "dur": dur})
-    by_kind = frame.groupby("kind", sort=True)["dur"].agg(["count", "sum"]).reset_index()
-    top = (frame.groupby(["kind", "name"], sort=False)["dur"].agg(["count", "sum"]).reset_index()
-           .sort_values(["sum", "name"], ascending=[False, True]).head(top_n))
-    threads = host[["pid", "tid"]].dropna().drop_duplicates()
+    cols = event_columns(trace)
+    host = ~cols.of_kind(*GPU_ACTIVITY_KINDS, GPU_SYNC, GPU_ANNOTATION) & (cols.kind >= 0)
+    has_gpu = bool((cols.of_kind(*GPU_ACTIVITY_KINDS) & (cols.device >= 0)).any())
+    if not host.any():
+        return {"span_ns": 0, "threads": 0, "by_kind": [], "top": [], "has_gpu_activity": has_gpu}
+    kind, name = cols.kind[host], cols.name[host]
+    duration = (cols.end - cols.start)[host]
+    by_kind = [
+        {"kind": ALL_KINDS[k], "count": int((kind == k).sum()), "total_ns": int(duration[kind == k].sum())}
+        for k in sorted(np.unique(kind), key=lambda k: ALL_KINDS[k])
+    ]
+    # (kind, name) pairs as one integer key; names are dictionary codes (-1 for a null name).
+    key = kind * (len(cols.names) + 1) + (name + 1)
+    inverse, pairs = pd.factorize(key)  # hashing, not sorting: millions of rows
+    totals = np.bincount(inverse, weights=duration).astype(np.int64)
+    counts = np.bincount(inverse)
+    pair_kind, pair_name = pairs // (len(cols.names) + 1), pairs % (len(cols.names) + 1) - 1
+    labels = np.array([cols.names[n] if n >= 0 else "" for n in pair_name], dtype=object)
+    order = np.lexsort((labels.astype(str), -totals))[:top_n]
+    pid, tid = cols.pid[host], cols.tid[host]
+    known = (pid >= 0) & (tid >= 0)
+    threads = pd.DataFrame({"pid": pid[known], "tid": tid[known]}).drop_duplicates()
     return {
-        "span_ns": int(host["end_ns"].max() - host["start_ns"].min()),
-        "threads": int(len(threads)),
-        "by_kind": [{"kind": r.kind, "count": int(r["count"]), "total_ns": int(r["sum"])} for _, r in by_kind.iterrows()],
-        "top": [{"kind": r.kind, "name": r["name"], "count": int(r["count"]), "total_ns": int(r["sum"])}
-                for _, r in top.iterrows()],
-        "has_gpu_activity": bool(trace.gpu_ids),
+        "span_ns": int(cols.end[host].max() - cols.start[host].min()),
+        "threads": len(threads),
+        "by_kind": by_kind,
+        "top": [{"kind": ALL_KINDS[pair_kind[i]], "name": str(labels[i]), "count": int(counts[i]),
+                 "total_ns": int(totals[i])} for i in order],
+        "has_gpu_activity": has_gpu,
     }
 
 
