@@ -19,19 +19,21 @@ import numpy as np
 import pandas as pd
 
 from ..trace import KERNEL, Trace
+from .gaps import event_columns
 
 
 def kernel_summary(trace: Trace) -> dict[str, Any]:
     """Count, summed time and the per-name statistics of every kernel in the trace."""
-    kernels = trace.of_kind(KERNEL)
-    if kernels.empty:
+    cols = event_columns(trace)
+    is_kernel = cols.of_kind(KERNEL)
+    if not is_kernel.any():
         return {"count": 0, "total_ns": 0, "distinct_names": 0, "by_name": []}
-    frame = pd.DataFrame({
-        "name": kernels["name"].astype(str).to_numpy(),
-        "dur": (kernels["end_ns"] - kernels["start_ns"]).to_numpy(np.int64),
-    })
-    grouped = frame.groupby("name", sort=False)["dur"]
+    # Group on the name dictionary's integer codes (strings only for the distinct names at the end).
+    frame = pd.DataFrame({"code": cols.name[is_kernel], "dur": (cols.end - cols.start)[is_kernel]})
+    grouped = frame.groupby("code", sort=False)["dur"]
     stats = grouped.agg(["count", "sum", "min", "max", "median", "std"]).reset_index()
+    names = np.append(cols.names, "").astype(object)  # code -1 (null name) picks the trailing ""
+    stats["name"] = names[stats["code"].to_numpy()].astype(str)
     stats["std"] = stats["std"].fillna(0.0)  # a single launch has no spread
     stats = stats.sort_values(["sum", "name"], ascending=[False, True], kind="stable")
     total = int(frame["dur"].sum())

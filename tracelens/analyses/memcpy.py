@@ -16,6 +16,7 @@ import pandas as pd
 from .. import intervals
 from ..gpu_specs import device_links
 from ..trace import DRIVER, GPU_ACTIVITY_KINDS, KERNEL, MEMCPY, RUNTIME, Trace
+from .gaps import event_columns
 from .names import is_graph_launch, is_sync_copy
 
 SMALL_COPY_BYTES = 64 * 1024
@@ -71,9 +72,8 @@ def _launch_mode(trace: Trace, copies: pd.DataFrame) -> np.ndarray:
     corr = copies["correlation_id"]
     if not corr.notna().any():
         return out
-    frame = trace.df[["kind", "pid", "correlation_id", "name"]]  # narrow first: filtering copies every column
-    host = frame[frame["kind"].isin((RUNTIME, DRIVER)) & frame["correlation_id"].notna()]
-    host = host[["pid", "correlation_id", "name"]]
+    cols = event_columns(trace)
+    host = trace.frame(cols.of_kind(RUNTIME, DRIVER) & (cols.correlation_id >= 0), ["pid", "correlation_id", "name"])
     if host.empty:
         return out
     host = host.assign(name=host["name"].astype("string").fillna(""))
@@ -212,9 +212,10 @@ def _framework_fixes(framework: str) -> dict[str, str]:
 
 def memcpy_report(trace: Trace) -> dict[str, Any]:
     """The ``memcpy`` block (see docs/memcpy.md)."""
-    frame = trace.df[["kind", "start_ns", "end_ns", "device", "pid", "correlation_id", "bytes", "copy_kind",
-                      "src_kind", "dst_kind"]]  # narrow first: filtering copies every column
-    gpu = frame[frame["kind"].isin(GPU_ACTIVITY_KINDS) & frame["device"].notna()]
+    cols = event_columns(trace)
+    gpu = trace.frame(cols.of_kind(*GPU_ACTIVITY_KINDS) & (cols.device >= 0),
+                      ["kind", "start_ns", "end_ns", "device", "pid", "correlation_id", "bytes", "copy_kind",
+                       "src_kind", "dst_kind"])
     copies = gpu[gpu["kind"] == MEMCPY]
     kinds = copies["copy_kind"].astype("string").fillna(UNKNOWN).to_numpy(dtype=object)
     device = copies["device"].astype("int64").to_numpy()
