@@ -377,3 +377,93 @@ def test_handmade_nested_depth(tmp_path: Path) -> None:
     df = xplane.read(path).df.sort_values(["start_ns", "end_ns"], ascending=[True, False])
     # outer [0,10000] > inner [1000,6000] > innermost [2000,3000]; second inner [7000,8000] inside outer
     assert df["depth"].tolist() == [0, 1, 2, 1]
+
+
+def _field_positions(data: bytes, start: int, end: int) -> list[int]:
+    """Tag position of every top-level field, walked one by one (reference for field_starts)."""
+    out, pos = [], start
+    while pos < end:
+        out.append(pos)
+        tag, pos = pb._read_varint(data, pos)
+        wt = tag & 7
+        if wt == 0:
+            pos = pb._read_varint(data, pos)[1]
+        elif wt == 1:
+            pos += 8
+        elif wt == 5:
+            pos += 4
+        else:
+            length, pos = pb._read_varint(data, pos)
+            pos += length
+    return out
+
+
+def _random_line(rng, n_events: int) -> bytes:
+    events = []
+    for _ in range(n_events):
+        stats = [pb.stat(rng.randint(1, 300), int64=rng.getrandbits(rng.randint(1, 63)))
+                 for _ in range(rng.randint(0, 4))]
+        if rng.random() < 0.3:  # strings full of 0x22 bytes and tag look-alikes
+            stats.append(pb.stat(rng.randint(1, 300), string='"' * rng.randint(0, 300) + "\x08\x22"))
+        if rng.random() < 0.2:
+            stats.append(pb.stat(rng.randint(1, 300), double=rng.random()))
+        events.append(pb.event(rng.randint(1, 200), rng.getrandbits(40), rng.getrandbits(30), stats,
+                               num_occurrences=rng.randint(1, 3) if rng.random() < 0.1 else None))
+    tail = pb.vfield(9, 77) + pb.lfield(11, "display") + pb.vfield(15, 1)  # fields after the events
+    return pb.line(3, "Stream #3", 5, events) + tail
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 64, 1000, 1 << 14])
+def test_field_starts_match_a_field_by_field_walk(chunk: int) -> None:
+    import random
+
+    from tracelens.ingest import xplane_wire
+
+    rng = random.Random(chunk)
+    lines = [_random_line(rng, n) for n in (0, 1, 5, 300, 2000)]
+    data = b"".join(lines)
+    bounds = np.cumsum([0] + [len(ln) for ln in lines])
+    expected = [p for s, e in zip(bounds[:-1], bounds[1:], strict=True) for p in _field_positions(data, s, e)]
+    got = xplane_wire.field_starts(xplane_wire.padded(data), data, bounds[:-1], bounds[1:], seed_tag=0x22,
+                                   chunk=chunk)
+    assert got.tolist() == expected
+
+
+def test_field_starts_rejects_a_field_past_its_message() -> None:
+    from tracelens.ingest import xplane_wire
+
+    data = pb.lfield(4, b"\x08\x01" * 40)[:-3]
+    with pytest.raises(xplane_wire.WireError):
+        xplane_wire.field_starts(xplane_wire.padded(data), data, [0], [len(data)], seed_tag=0x22, chunk=16)
+
+
+def test_events_located_in_the_file_or_taken_from_upb_read_the_same(tmp_path: Path, monkeypatch) -> None:
+    import random
+
+    rng = random.Random(7)
+    names = {i: f"op{i}" for i in range(1, 201)}
+    stat_names = {i: ("correlation_id" if i == 1 else f"s{i}") for i in range(1, 301)}
+    gpu = pb.plane(1, "/device:GPU:0", [_random_line(rng, 3000), _random_line(rng, 10)], names, stat_names)
+    path = tmp_path / "r.xplane.pb"
+    path.write_bytes(pb.space([gpu, _host_plane(), _task_env()]))
+    calls = []
+    locate = xplane._locate_events
+    monkeypatch.setattr(xplane, "_locate_events", lambda *args: calls.append(locate(*args)) or calls[-1])
+    located = xplane.read(path)
+    assert calls and calls[0] is not None  # the fast path was taken
+    monkeypatch.setattr(xplane, "_locate_events", lambda *args: None)
+    from_upb = xplane.read(path)
+    assert located.events.num_rows > 2000
+    assert located.events.equals(from_upb.events)
+
+
+@pytest.mark.shared
+@pytest.mark.parametrize("path", shared_params("tf", "*.xplane.pb"))
+def test_real_trace_events_located_in_the_file_read_as_from_upb(path: Path, monkeypatch) -> None:
+    calls = []
+    locate = xplane._locate_events
+    monkeypatch.setattr(xplane, "_locate_events", lambda *args: calls.append(locate(*args)) or calls[-1])
+    located = xplane.read(path)
+    assert calls and calls[0] is not None  # the fast path was taken
+    monkeypatch.setattr(xplane, "_locate_events", lambda *args: None)
+    assert located.events.equals(xplane.read(path).events)

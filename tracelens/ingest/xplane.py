@@ -166,6 +166,8 @@ class _Host:
     space: Any
     start_time_ns: int | None = None  # Task Environment profile_start_time (unix ns)
     planes: list[tuple[Any, int | None]] = field(default_factory=list)  # (plane, GPU index or None=host)
+    data: bytes = b""  # the file's bytes (events are located in them, not copied out one by one)
+    plane_index: list[int] = field(default_factory=list)  # each of ``planes``' position in space.planes
 
 
 @dataclass
@@ -179,6 +181,7 @@ class _Lines:
     host: list[int] = field(default_factory=list)
     device: list[int] = field(default_factory=list)  # -1 on host lines
     events: list[Any] = field(default_factory=list)  # repeated-bytes containers
+    where: list[tuple[int, int, int]] = field(default_factory=list)  # (host, plane in space, line in plane)
 
 
 def _stream_id(line: Any) -> int:
@@ -188,11 +191,11 @@ def _stream_id(line: Any) -> int:
 
 def _select_lines(hosts: Sequence[_Host], planes: list[Any]) -> _Lines:
     lines = _Lines()
-    for host in hosts:
-        for plane, gpu in host.planes:
+    for host_pos, host in enumerate(hosts):
+        for (plane, gpu), in_space in zip(host.planes, host.plane_index, strict=True):
             plane_index = len(planes)
             planes.append(plane)
-            for line in plane.lines:
+            for line_pos, line in enumerate(plane.lines):
                 if gpu is None:
                     if line.name in DERIVED_LINES:
                         continue
@@ -210,6 +213,7 @@ def _select_lines(hosts: Sequence[_Host], planes: list[Any]) -> _Lines:
                 lines.host.append(host.ordinal)
                 lines.device.append(device)
                 lines.events.append(line.events)
+                lines.where.append((host_pos, in_space, line_pos))
     return lines
 
 
@@ -578,14 +582,16 @@ def read_files(files: Sequence[Path], source: Path, run: str | None = None) -> T
         if not data:
             raise InputError("file is empty", path=file)
         space = parse_xspace(data, file)
-        host = _Host(path=file, ordinal=ordinal, device_offset=device_offset, space=space)
+        host = _Host(path=file, ordinal=ordinal, device_offset=device_offset, space=space, data=data)
         max_gpu = -1
-        for plane in space.planes:
+        for in_space, plane in enumerate(space.planes):
             match = _GPU_PLANE.match(plane.name)
             if plane.name == HOST_PLANE:
                 host.planes.append((plane, None))
+                host.plane_index.append(in_space)
             elif match:
                 host.planes.append((plane, int(match.group(1))))
+                host.plane_index.append(in_space)
                 max_gpu = max(max_gpu, int(match.group(1)))
             elif plane.name == TASK_ENV_PLANE:
                 start = plane_stats(plane).get("profile_start_time")
@@ -602,13 +608,17 @@ def _build_trace(hosts: list[_Host], source: Path, run: str | None) -> Trace:
     planes: list[Any] = []
     lines = _select_lines(hosts, planes)
     counts = np.fromiter((len(ev) for ev in lines.events), dtype=np.int64, count=len(lines.events))
-    event_bytes = list(chain.from_iterable(lines.events))
-    lengths = np.fromiter(map(len, event_bytes), dtype=np.int64, count=len(event_bytes))
-    buf = wire.joined_padded(event_bytes)
-    del event_bytes
-    n = int(lengths.size)
-    ends = np.cumsum(lengths)
-    starts = ends - lengths
+    located = _locate_events(hosts, lines, counts)
+    if located is not None:
+        buf, starts, ends = located
+    else:  # bytes not laid out as expected: take each event's bytes from upb (one Python object each)
+        event_bytes = list(chain.from_iterable(lines.events))
+        lengths = np.fromiter(map(len, event_bytes), dtype=np.int64, count=len(event_bytes))
+        buf = wire.joined_padded(event_bytes)
+        del event_bytes
+        ends = np.cumsum(lengths)
+        starts = ends - lengths
+    n = int(starts.size)
 
     event_line = np.repeat(np.arange(counts.size), counts)
     line_plane = np.asarray(lines.plane, np.int64)
@@ -788,6 +798,47 @@ def _build_trace(hosts: list[_Host], source: Path, run: str | None) -> Trace:
         },
     )
     return Trace(events=events, devices=build_devices(_device_rows(hosts)), metadata=metadata)
+
+
+def _locate_events(hosts: list[_Host], lines: _Lines,
+                   counts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Every selected line's XEvents as byte ranges of the files' own bytes (one buffer for all hosts).
+
+    Planes and lines are few: their fields are walked one by one; the events inside each line are found
+    by :func:`.xplane_wire.field_starts` over the line's bytes. Every count is checked against what upb
+    parsed; None (the caller then asks upb for each event's bytes) when anything disagrees.
+    """
+    data = b"".join(h.data for h in hosts)
+    base = np.cumsum([0] + [len(h.data) for h in hosts]).tolist()
+    try:
+        line_ranges: dict[tuple[int, int, int], tuple[int, int]] = {}
+        wanted_planes = {(h, p) for h, p, _ in lines.where}
+        for h, host in enumerate(hosts):
+            top = wire.scalar_fields(data, base[h], base[h + 1])
+            plane_ranges = [(s, e) for number, wt, s, e in top if number == 1 and wt == 2]
+            if len(plane_ranges) != len(host.space.planes):
+                return None
+            for p, (s, e) in enumerate(plane_ranges):
+                if (h, p) not in wanted_planes:
+                    continue
+                ranges = [(ls, le) for number, wt, ls, le in wire.scalar_fields(data, s, e) if number == 3 and wt == 2]
+                if len(ranges) != len(host.space.planes[p].lines):
+                    return None
+                for i, r in enumerate(ranges):
+                    line_ranges[(h, p, i)] = r
+        bounds = np.asarray([line_ranges[w] for w in lines.where], np.int64).reshape(-1, 2)
+        buf = wire.padded(data)
+        if bounds.size and (np.diff(bounds[:, 0]) <= 0).any():
+            return None
+        pos = wire.field_starts(buf, data, bounds[:, 0], bounds[:, 1], seed_tag=0x22)
+        pos = pos[buf[pos] == 0x22]  # field 4 (events), length-delimited
+        owner = np.searchsorted(bounds[:, 0], pos, side="right") - 1
+        if not np.array_equal(np.bincount(owner, minlength=counts.size), counts):
+            return None
+        length, start = wire.read_varints(buf, pos + 1)
+        return buf, start, start + length.astype(np.int64)
+    except wire.WireError:
+        return None
 
 
 def _step_from_name(name: str) -> int:

@@ -314,3 +314,173 @@ def walk_events(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray,
         start = np.concatenate([start[~redo], fields.start[is_stat]])
         length = np.concatenate([length[~redo], fields.length[is_stat]])
     return Events(values[1], values[2], values[3], values[5], event_idx, start, length)
+
+
+# ------------------------------------------------------------------ field boundaries in long messages
+
+def scalar_fields(data: bytes, start: int, end: int) -> list[tuple[int, int, int, int]]:
+    """Top-level fields of ``data[start:end]`` as (field number, wire type, payload start, payload end),
+    walked one field at a time in Python: for messages with few fields (an XSpace's planes, an XPlane's
+    lines and metadata), never for events."""
+    out = []
+    p = start
+    while p < end:
+        tag, p = _scalar_varint(data, p)
+        number, wire_type = tag >> 3, tag & 7
+        if wire_type == 0:
+            q = p
+            _, p = _scalar_varint(data, p)
+            out.append((number, 0, q, p))
+            continue
+        if wire_type == 2:
+            length, p = _scalar_varint(data, p)
+            q, p = p, p + length
+        elif wire_type == 1:
+            q, p = p, p + 8
+        elif wire_type == 5:
+            q, p = p, p + 4
+        else:
+            raise WireError("unsupported or invalid wire type (groups or corrupt bytes)")
+        if number == 0 or p > end:
+            raise WireError("field runs past the end of its message")
+        out.append((number, wire_type, q, p))
+    return out
+
+
+def _scalar_varint(data: bytes, p: int) -> tuple[int, int]:
+    value = shift = 0
+    for k in range(10):
+        if p + k >= len(data):
+            break
+        byte = data[p + k]
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, p + k + 1
+        shift += 7
+    raise WireError("truncated or overlong varint")
+
+
+def _skip_field(buf: np.ndarray, pos: np.ndarray) -> np.ndarray:
+    """Position after the field whose tag is at each position; -1 where the bytes cannot be a field."""
+    tag, at = read_varints(buf, pos)
+    wire_type = tag & np.uint64(7)
+    nxt = np.full(pos.size, -1, np.int64)
+    for wt, width in ((1, 8), (5, 4)):
+        sel = wire_type == wt
+        nxt[sel] = at[sel] + width
+    sel = np.flatnonzero(wire_type == 0)
+    if sel.size:
+        nxt[sel] = read_varints(buf, at[sel])[1]
+    sel = np.flatnonzero(wire_type == 2)
+    if sel.size:
+        ln, after = read_varints(buf, at[sel])
+        nxt[sel] = np.where(ln > np.uint64(1 << 40), -1, after + np.minimum(ln, np.uint64(1 << 40)).astype(np.int64))
+    nxt[tag < np.uint64(8)] = -1  # field number 0
+    return nxt
+
+
+def field_starts(buf: np.ndarray, data: bytes, starts: np.ndarray, ends: np.ndarray, seed_tag: int,
+                 chunk: int = 1 << 14) -> np.ndarray:
+    """Tag position of every top-level field of the long messages ``buf[starts[i]:ends[i]]``, in order.
+
+    Finding where each field starts is a chain (each field's length gives the next tag), so the messages
+    are cut into chunks of ``chunk`` bytes and every chunk is walked at once, in lock step, from a guessed
+    start (the first ``seed_tag`` byte in it; a chunk's guessed chain and the true one meet at the first
+    field they share, after which they are the same). Walking the chunks in order then keeps, in each,
+    the guessed chain from the true entry on; a chunk whose guess never meets the true chain (rare) is
+    walked field by field from the true entry. ``data`` holds the same bytes as ``buf`` (for that walk).
+    """
+    starts = np.asarray(starts, np.int64)
+    ends = np.asarray(ends, np.int64)
+    if starts.size == 0:
+        return np.empty(0, np.int64)
+    if ends.max() > buf.size - PAD or (ends < starts).any():
+        raise WireError("message extends past the end of the buffer")
+    n_chunks = np.maximum((ends - starts + chunk - 1) // chunk, 1)
+    region = np.repeat(np.arange(starts.size), n_chunks)
+    first = np.concatenate([[0], np.cumsum(n_chunks)[:-1]])
+    k = np.arange(region.size) - first[region]
+    lo = starts[region] + k * chunk
+    hi = np.minimum(lo + chunk, ends[region])
+    hard = ends[region]
+    # seeds: the first seed_tag byte in the first 256 bytes of each chunk (a chunk's own start when first)
+    window = lo[:, None] + np.arange(256)
+    hits = (buf[np.minimum(window, buf.size - 1)] == seed_tag) & (window < hi[:, None])
+    has = hits.any(axis=1)
+    seed = lo + hits.argmax(axis=1)
+    seed[first] = lo[first]
+    has[first] = True
+    # walk every chain until it leaves its chunk (exit) or hits bytes that are no field (dead)
+    n = lo.size
+    exit_pos = np.full(n, -1, np.int64)
+    pos = seed.copy()
+    alive = np.flatnonzero(has & (seed < hi))
+    exit_pos[first[lo[first] >= hi[first]]] = lo[first[lo[first] >= hi[first]]]  # empty messages
+    visited_chain, visited_pos = [], []
+    while alive.size:
+        p = pos[alive]
+        visited_chain.append(alive)
+        visited_pos.append(p)
+        nxt = _skip_field(buf, p)
+        dead = (nxt < 0) | (nxt > hard[alive])
+        done = ~dead & (nxt >= hi[alive])
+        exit_pos[alive[done]] = nxt[done]
+        pos[alive] = nxt
+        alive = alive[~dead & ~done]
+    chain = np.concatenate(visited_chain) if visited_chain else np.empty(0, np.int64)
+    vpos = np.concatenate(visited_pos) if visited_pos else np.empty(0, np.int64)
+    order = np.argsort(chain, kind="stable")  # by chain, then walk order (= position order)
+    chain, vpos = chain[order], vpos[order]
+    ptr = np.searchsorted(chain, np.arange(n + 1))
+    # follow the true chain through the chunks (a loop over chunks, not fields)
+    keep = np.zeros(vpos.size, np.int8)
+    marks = np.zeros(vpos.size + 1, np.int64)
+    extra: list[int] = []
+    region_l, lo_l, hi_l, exit_l, ptr_l = region.tolist(), lo.tolist(), hi.tolist(), exit_pos.tolist(), ptr.tolist()
+    ends_l = ends.tolist()
+    e = -1
+    for c in range(n):
+        if c and region_l[c] != region_l[c - 1] and e != ends_l[region_l[c - 1]]:
+            raise WireError("field runs past the end of its message")
+        if c == 0 or region_l[c] != region_l[c - 1]:
+            e = lo_l[c]
+        h = hi_l[c]
+        if e >= h:
+            continue
+        a, b = ptr_l[c], ptr_l[c + 1]
+        while e < h:
+            if exit_l[c] >= 0 and a < b:
+                j = a + int(np.searchsorted(vpos[a:b], e))
+                if j < b and vpos[j] == e:  # on the guessed chain: the rest of the chunk is that chain
+                    marks[j] += 1
+                    marks[b] -= 1
+                    e = exit_l[c]
+                    break
+            extra.append(e)
+            e = _scalar_skip(data, e)
+            if e > ends_l[region_l[c]]:
+                raise WireError("field runs past the end of its message")
+    if e != ends_l[region_l[-1]]:
+        raise WireError("field runs past the end of its message")
+    keep = np.cumsum(marks[:-1]) > 0
+    out = vpos[keep]
+    if extra:
+        out = np.sort(np.concatenate([out, np.asarray(extra, np.int64)]))
+    return out
+
+
+def _scalar_skip(data: bytes, p: int) -> int:
+    tag, p = _scalar_varint(data, p)
+    wire_type = tag & 7
+    if tag >> 3 == 0:
+        raise WireError("field number 0")
+    if wire_type == 0:
+        return _scalar_varint(data, p)[1]
+    if wire_type == 1:
+        return p + 8
+    if wire_type == 5:
+        return p + 4
+    if wire_type == 2:
+        length, p = _scalar_varint(data, p)
+        return p + length
+    raise WireError("unsupported or invalid wire type (groups or corrupt bytes)")
