@@ -185,7 +185,7 @@ Measured in one fresh process (read from Parquet first, not timed); peak RSS {mi
 |---|---|
 | baseline A: event table -> pandas (`trace.df`) | {r['to_pandas_s']:.2f} s |
 | baseline B: numpy argsort of all start times | {r['argsort_s']:.2f} s |
-| **all sections (`analyze`, pandas conversion included)** | **{r['analyze_s']:.2f} s** |
+| **all sections (`analyze`, from the loaded Arrow table)** | **{r['analyze_s']:.2f} s** |
 | gaps, steps, attribution, launch, sync, ranges, diagnosis (summed, below) | {r['mine_s']:.2f} s |
 
 Target: all analyses under {TARGET_S:.0f} s on 1M kernels -> **{verdict}** ({r['analyze_s']:.2f} s).
