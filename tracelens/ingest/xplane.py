@@ -7,6 +7,7 @@ events are walked in bulk with numpy (:mod:`.xplane_wire`), never one Python obj
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -166,7 +167,8 @@ class _Host:
     space: Any
     start_time_ns: int | None = None  # Task Environment profile_start_time (unix ns)
     planes: list[tuple[Any, int | None]] = field(default_factory=list)  # (plane, GPU index or None=host)
-    data: bytes = b""  # the file's bytes (events are located in them, not copied out one by one)
+    data: Any = b""  # the file's bytes (events are located in them, not copied out one by one)
+    buffer: np.ndarray | None = None  # the same bytes as uint8 plus wire.PAD zeros
     plane_index: list[int] = field(default_factory=list)  # each of ``planes``' position in space.planes
 
 
@@ -571,18 +573,39 @@ def read(path: Path, fmt: str = "xplane", run: str | None = None, **_: Any) -> T
     return read_files([f for f in files if not f.name.endswith(".trace.json.gz")], source=path, run=run_name)
 
 
+def _read_padded(file: Path) -> np.ndarray:
+    """The file's bytes as uint8 followed by ``wire.PAD`` zeros, read in place (no second copy)."""
+    with open(file, "rb", buffering=0) as handle:
+        size = os.fstat(handle.fileno()).st_size
+        buffer = np.empty(size + wire.PAD, np.uint8)
+        view = memoryview(buffer)
+        got = 0
+        while got < size:
+            step = handle.readinto(view[got:size])
+            if not step:
+                break
+            got += step
+        if got != size or handle.read(1):  # not a regular file, or it changed size while being read
+            handle.seek(0)
+            return wire.padded(handle.readall())
+    buffer[size:] = 0
+    return buffer
+
+
 def read_files(files: Sequence[Path], source: Path, run: str | None = None) -> Trace:
     hosts: list[_Host] = []
     device_offset = 0
     for ordinal, file in enumerate(files):
         try:
-            data = file.read_bytes()
+            buffer = _read_padded(file)
+            data = memoryview(buffer)[: buffer.size - wire.PAD]
         except OSError as err:
             raise InputError(f"cannot read ({err.strerror})", path=file) from None
         if not data:
             raise InputError("file is empty", path=file)
         space = parse_xspace(data, file)
-        host = _Host(path=file, ordinal=ordinal, device_offset=device_offset, space=space, data=data)
+        host = _Host(path=file, ordinal=ordinal, device_offset=device_offset, space=space, data=data,
+                     buffer=buffer)
         max_gpu = -1
         for in_space, plane in enumerate(space.planes):
             match = _GPU_PLANE.match(plane.name)
@@ -749,7 +772,8 @@ def _build_trace(hosts: list[_Host], source: Path, run: str | None) -> Trace:
     where_gpu = np.full(start_all.size, -1, np.int64)
     where_gpu[np.flatnonzero(is_gpu)] = np.arange(gpu_rows.size)
     in_rows = ordered(where_gpu)
-    placement = pa.array(in_rows, mask=in_rows < 0)  # table row -> GPU row (null elsewhere)
+    gpu_slots = np.flatnonzero(in_rows >= 0)
+    placement = (gpu_slots, in_rows[gpu_slots], in_rows.size)  # table rows <- GPU rows
     gpu_kinds = kind[gpu_rows]
     kernel_cols = _kernel_columns(stats.strings("kernel_details", gpu_rows))
     for col, values in kernel_cols.items():
@@ -808,7 +832,11 @@ def _locate_events(hosts: list[_Host], lines: _Lines,
     by :func:`.xplane_wire.field_starts` over the line's bytes. Every count is checked against what upb
     parsed; None (the caller then asks upb for each event's bytes) when anything disagrees.
     """
-    data = b"".join(h.data for h in hosts)
+    if len(hosts) == 1 and hosts[0].buffer is not None:
+        data, buf = hosts[0].data, hosts[0].buffer
+    else:
+        data = b"".join(h.data for h in hosts)
+        buf = wire.padded(data)
     base = np.cumsum([0] + [len(h.data) for h in hosts]).tolist()
     try:
         line_ranges: dict[tuple[int, int, int], tuple[int, int]] = {}
@@ -827,7 +855,6 @@ def _locate_events(hosts: list[_Host], lines: _Lines,
                 for i, r in enumerate(ranges):
                     line_ranges[(h, p, i)] = r
         bounds = np.asarray([line_ranges[w] for w in lines.where], np.int64).reshape(-1, 2)
-        buf = wire.padded(data)
         if bounds.size and (np.diff(bounds[:, 0]) <= 0).any():
             return None
         pos = wire.field_starts(buf, data, bounds[:, 0], bounds[:, 1], seed_tag=0x22)
@@ -882,27 +909,40 @@ def _device_steps(rows: np.ndarray, stats: _StatColumns, name_index: np.ndarray,
 
 def _dict_column(codes: np.ndarray, labels: Sequence[str]) -> pa.DictionaryArray:
     """A dictionary-encoded string column from integer codes into ``labels`` (negative = null)."""
-    codes = np.asarray(codes, np.int32)
+    shifted = np.maximum(np.asarray(codes, np.int32), -1)
+    shifted += 1  # 0 = null, i + 1 = labels[i]
     unique: dict[str, int] = {}
-    remap = np.array([unique.setdefault(label, len(unique)) for label in labels] + [-1], dtype=np.int32)
-    codes = remap[np.where(codes < 0, len(labels), codes)]  # labels repeat (several planes): dedupe
-    # keep only the labels some row uses (metadata of skipped lines would show up as empty categories)
-    used = np.bincount(codes[codes >= 0], minlength=len(unique)) > 0
+    remap = np.array([unique.setdefault(label, len(unique)) for label in labels], dtype=np.int64)
+    # labels repeat (several planes): dedupe; keep only the labels some row uses (metadata of skipped
+    # lines would show up as empty categories)
+    seen = np.bincount(shifted, minlength=len(labels) + 1)[1:] > 0
+    used = np.zeros(len(unique), bool)
+    used[remap[seen]] = True
     compact = np.cumsum(used) - 1
-    codes = np.where(codes >= 0, compact[np.maximum(codes, 0)], -1).astype(np.int32)
+    lut = np.full(len(labels) + 1, -1, np.int32)
+    lut[1:] = np.where(used[remap], compact[remap], -1)
+    out = lut[shifted]
     kept = [label for label, flag in zip(unique, used.tolist(), strict=True) if flag]
-    return pa.DictionaryArray.from_arrays(pa.array(codes, mask=codes < 0), pa.array(kept, pa.string()))
+    return pa.DictionaryArray.from_arrays(pa.array(out, mask=out < 0), pa.array(kept, pa.string()))
 
 
 def _masked(values: np.ndarray, valid: np.ndarray, typ: pa.DataType) -> pa.Array:
     return pa.array(values, type=typ, mask=~np.asarray(valid, bool))
 
 
-def _place(gpu_values: np.ndarray, placement: pa.Array, typ: pa.DataType) -> pa.Array:
-    """Per-GPU-row floats (NaN = absent) as a full-length column of ``typ``, null off the GPU rows."""
-    absent = np.isnan(gpu_values)
+def _place(gpu_values: np.ndarray, placement: tuple[np.ndarray, np.ndarray, int], typ: pa.DataType) -> pa.Array:
+    """Per-GPU-row floats (NaN = absent) as a full-length column of ``typ``, null off the GPU rows.
+
+    ``placement``: (table rows, the GPU row each takes, table length)."""
+    slots, source, n = placement
+    values = gpu_values[source]
+    present = ~np.isnan(values)
+    valid = np.zeros(n, bool)
+    valid[slots] = present
     if pa.types.is_integer(typ):
-        compact = pa.array(np.where(absent, 0, gpu_values).astype(typ.to_pandas_dtype()), typ, mask=absent)
-    else:
-        compact = pa.array(gpu_values, pa.float64(), mask=absent).cast(typ)
-    return compact.take(placement)
+        full = np.zeros(n, typ.to_pandas_dtype())
+        full[slots] = np.where(present, values, 0)
+        return pa.array(full, typ, mask=~valid)
+    full = np.zeros(n, np.float64)
+    full[slots] = values
+    return pa.array(full, pa.float64(), mask=~valid).cast(typ)

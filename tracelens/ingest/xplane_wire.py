@@ -432,11 +432,19 @@ def field_starts(buf: np.ndarray, data: bytes, starts: np.ndarray, ends: np.ndar
     order = np.argsort(chain, kind="stable")  # by chain, then walk order (= position order)
     chain, vpos = chain[order], vpos[order]
     ptr = np.searchsorted(chain, np.arange(n + 1))
+    # the usual case, for all chunks at once: the previous chunk's guessed exit is on this chunk's chain
+    entry = np.empty(n, np.int64)
+    entry[1:] = exit_pos[:-1]
+    entry[first] = lo[first]
+    key = (chain << 40) | vpos
+    wanted = (np.arange(n, dtype=np.int64) << 40) | np.maximum(entry, 0)
+    at = np.minimum(np.searchsorted(key, wanted), max(key.size - 1, 0))
+    on_chain = (key[at] == wanted) & (entry >= 0) & (exit_pos >= 0) if key.size else np.zeros(n, bool)
     # follow the true chain through the chunks (a loop over chunks, not fields)
-    keep = np.zeros(vpos.size, np.int8)
     marks = np.zeros(vpos.size + 1, np.int64)
     extra: list[int] = []
     region_l, lo_l, hi_l, exit_l, ptr_l = region.tolist(), lo.tolist(), hi.tolist(), exit_pos.tolist(), ptr.tolist()
+    entry_l, on_chain_l, at_l = entry.tolist(), on_chain.tolist(), at.tolist()
     ends_l = ends.tolist()
     e = -1
     for c in range(n):
@@ -448,6 +456,11 @@ def field_starts(buf: np.ndarray, data: bytes, starts: np.ndarray, ends: np.ndar
         if e >= h:
             continue
         a, b = ptr_l[c], ptr_l[c + 1]
+        if e == entry_l[c] and on_chain_l[c]:
+            marks[at_l[c]] += 1
+            marks[b] -= 1
+            e = exit_l[c]
+            continue
         while e < h:
             if exit_l[c] >= 0 and a < b:
                 j = a + int(np.searchsorted(vpos[a:b], e))
