@@ -311,83 +311,42 @@ def nesting_depth(pid: np.ndarray, tid: np.ndarray, start: np.ndarray, end: np.n
     """Nesting depth of each interval on its (pid, tid) thread, 0 for outermost; assumes proper nesting.
 
     depth = intervals on the thread that started before it (parents first on equal starts) minus those of
-    them already ended at its start. All threads at once: one sort by (thread, start, longer first) and one
-    search of the starts among the sorted (thread, end) keys, so no Python loop over threads.
+    them already ended at its start. Loops over threads only; within a thread it is two sorts and a search.
+    Threads are numbered with two factorizes and one stable sort (a pandas groupby cost more than the rest).
     """
     n = start.size
     depth = np.zeros(n, dtype=np.int16)
     if n == 0:
         return depth
-    start = np.asarray(start, dtype=np.int64)
-    end = np.asarray(end, dtype=np.int64)
     # Thread number per row; NaN/None pids and tids form their own thread (as groupby(dropna=False) did).
     pid_code = pd.factorize(pid, use_na_sentinel=False)[0].astype(np.int64)
     tid_code, tid_uniques = pd.factorize(tid, use_na_sentinel=False)
-    thread = pd.factorize(pid_code * max(len(tid_uniques), 1) + tid_code)[0].astype(np.int64)
-    low = int(min(start.min(), end.min()))
-    span = int(max(start.max(), end.max())) - low + 1
-    groups = int(thread.max()) + 1
-    if groups * span >= 2**62:  # (thread, time) keys do not fit one int64: one thread at a time
-        return _nesting_depth_by_thread(thread, start, end)
-    start_key = thread * span + (start - low)
-    end_key = thread * span + (end - low)
-    order = _thread_start_order(thread, start_key, end, groups)
-    s_sorted, e_sorted = start_key[order], end_key[order]
-    ends_sorted = np.sort(end_key)
-    # Ends at or before each start on the same thread, plus every interval of the threads sorted before it
-    # (their keys are all lower); the rank in `order` counts those same earlier threads, so they cancel.
-    ended = np.searchsorted(ends_sorted, s_sorted, side="right")
-    # A zero-length interval at exactly s counts as "ended" before anything starting at s, including
-    # itself and later-ordered ones: remove those not ordered before this interval.
-    zero = e_sorted == s_sorted
-    if zero.any():
-        cz = np.cumsum(zero)
-        last_same_start = np.searchsorted(s_sorted, s_sorted, side="right") - 1
-        ended = ended - (cz[last_same_start] - cz + zero)
-    d = np.clip(np.arange(n) - ended, 0, np.iinfo(np.int16).max)
-    depth[order] = d
-    return depth
-
-
-def _thread_start_order(thread: np.ndarray, start_key: np.ndarray, end: np.ndarray, groups: int) -> np.ndarray:
-    """Rows by thread, then start, longer first on equal starts (parents before children), then row order:
-    ``np.lexsort((-end, start_key))``. Event tables come sorted by start, so a stable sort by thread (a radix
-    sort on small ints) is nearly that order already; only runs of equal starts are sorted by length."""
-    small = thread.astype(np.int16) if groups <= np.iinfo(np.int16).max else thread
-    order = np.argsort(small, kind="stable")
-    key = start_key[order]
-    if key.size > 1 and (key[1:] < key[:-1]).any():  # not sorted by start within threads: sort it all
-        return np.lexsort((-end, start_key))
-    tie = key[1:] == key[:-1]
-    if tie.any():
-        in_run = np.zeros(key.size, dtype=bool)
-        in_run[1:] = tie
-        in_run[:-1] |= tie
-        slots = np.flatnonzero(in_run)
-        rows = order[slots]
-        # Runs are contiguous and keys sorted, so sorting the run members by (key, -end) keeps every run
-        # in its own slots; the stable sort keeps row order on equal ends.
-        order[slots] = rows[np.lexsort((-end[rows], key[slots]))]
-    return order
-
-
-def _nesting_depth_by_thread(thread: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
-    """:func:`nesting_depth` one thread at a time (time ranges too wide for combined int64 keys)."""
-    depth = np.zeros(start.size, dtype=np.int16)
-    by_thread = np.argsort(thread, kind="stable")
-    bounds = np.flatnonzero(np.diff(thread[by_thread])) + 1
+    pid_code *= max(len(tid_uniques), 1)
+    pid_code += tid_code
+    del tid_code
+    thread = pd.factorize(pid_code)[0]
+    del pid_code
+    small = thread.astype(np.int16) if thread.max() < np.iinfo(np.int16).max else thread
+    by_thread = np.argsort(small, kind="stable")  # rows of each thread in row order (a radix sort)
+    bounds = np.flatnonzero(np.diff(small[by_thread])) + 1
+    del thread, small
     for idx in np.split(by_thread, bounds):
         s, e = start[idx], end[idx]
-        order = np.lexsort((-e, s))
+        order = np.lexsort((-e, s))  # by start, longer first on ties: parents before children
         s_sorted, e_sorted = s[order], e[order]
-        ended = np.searchsorted(np.sort(e_sorted), s_sorted, side="right")
+        rank = np.arange(order.size)
+        ends_sorted = np.sort(e_sorted)
+        ended = np.searchsorted(ends_sorted, s_sorted, side="right")
+        # A zero-length interval at exactly s counts as "ended" before anything starting at s, including
+        # itself and later-ordered ones: remove those not ordered before this interval.
         zero = e_sorted == s_sorted
         if zero.any():
             cz = np.cumsum(zero)
             last_same_start = np.searchsorted(s_sorted, s_sorted, side="right") - 1
             ended = ended - (cz[last_same_start] - cz + zero)
+        d = np.clip(rank - ended, 0, np.iinfo(np.int16).max)
         out = np.empty(order.size, dtype=np.int16)
-        out[order] = np.clip(np.arange(order.size) - ended, 0, np.iinfo(np.int16).max)
+        out[order] = d
         depth[idx] = out
     return depth
 

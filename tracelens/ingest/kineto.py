@@ -503,11 +503,11 @@ class _DuckDBBlocks:
 
         if b'"external id"' in payload:
             return None
-        # "[{...},\n  {...}]" -> "{...}\n  {...}": a stream of objects, which DuckDB reads in parallel.
-        body = payload[1:-1].replace(_EVENT_SEPARATOR, b"\n  }\n  {")
+        # The block is a JSON list as cut out by _split: DuckDB reads it as an array in place (no copy of
+        # the block, no rewriting of the separators).
         try:
-            table = self.connection.read_json(io.BytesIO(body), format="unstructured", columns=self._COLUMNS,
-                                              maximum_object_size=len(body) + 1)
+            table = self.connection.read_json(io.BytesIO(payload), format="array", columns=self._COLUMNS,
+                                              maximum_object_size=len(payload) + 1)
             table = table.project(", ".join(_DUCKDB_SELECT)).to_arrow_table()
         except (self.error, ValueError, TypeError, RuntimeError):
             return None
@@ -559,54 +559,68 @@ def _arrow_triples(array: pa.ChunkedArray | pa.Array) -> np.ndarray:
 
 
 def _arrow_block_columns(table: pa.Table) -> dict[str, Any]:
-    """The columns :func:`_block_columns` makes, from DuckDB's Arrow table of one block."""
+    """The columns :func:`_block_columns` makes, from DuckDB's Arrow table of one block.
+
+    The table is never filtered as a whole: every column is turned into numpy once and indexed by the
+    kept rows; only the GPU rows' list and string columns are taken on the Arrow side.
+    """
     import pyarrow.compute as pc
 
     counts = {"events": table.num_rows, "flow": 0, "instant": 0, "metadata": 0, "other_phase": 0,
               "lenient_blocks": 0}
-    for item in pc.value_counts(table.column("ph")).to_pylist():
+    phase = table.column("ph")
+    for item in pc.value_counts(phase).to_pylist():
         key = _PHASE_COUNTER.get(item["values"], "other_phase")
         if key:
             counts[key] += int(item["counts"])
     block: dict[str, Any] = {"counts": counts}
-    table = table.filter(pc.equal(table.column("ph"), "X"))
-    if table.num_rows == 0:
+    complete = pc.fill_null(pc.equal(phase, "X"), False).to_numpy(zero_copy_only=False)
+    if not complete.any():
         return block
     category, categories = _encoded(table.column("cat"))
     kind_of_category = [_KIND_OF_CATEGORY.get(c.lower(), OTHER) for c in categories]
     kind = np.array([_SKIP if k is None else _KIND_CODE[k] for k in kind_of_category] + [_KIND_CODE[OTHER]],
                     dtype=np.int8)[category]
     ts = _floats(table.column("ts"))
-    keep = (kind != _SKIP) & ~np.isnan(ts)
-    if not keep.all():
-        rows = np.flatnonzero(keep)
-        table = table.take(pa.array(rows))
-        kind, ts = kind[rows], ts[rows]
-        if table.num_rows == 0:
-            return block
+    rows = np.flatnonzero(complete & (kind != _SKIP) & ~np.isnan(ts))
+    if rows.size == 0:
+        return block
+    kind, ts = kind[rows], ts[rows]
     gpu_rows = np.flatnonzero(_DEVICE_SIDE[kind] | (kind == _KIND_CODE[GPU_ANNOTATION]))
-    gpu = table.take(pa.array(gpu_rows, pa.int64()))
+    gpu = table.select(["stream", "grid", "block", "sync_kind"]).take(pa.array(rows[gpu_rows], pa.int64()))
+    at_gpu = rows[gpu_rows]
     block.update({
         "kind": kind,
-        "name": _encoded(table.column("name")),
+        "name": _used_codes(*_encoded(table.column("name")), rows),
         "ts": ts,
-        "dur": np.nan_to_num(_floats(table.column("dur")), nan=0.0),
-        "pid": _parsed_numbers(table.column("pid")),
-        "tid": _parsed_numbers(table.column("tid")),
-        "correlation": _floats(table.column("correlation")),
-        "external_id": _floats(table.column("external_id")),
+        "dur": np.nan_to_num(_floats(table.column("dur"))[rows], nan=0.0),
+        "pid": _parsed_numbers(table.column("pid"))[rows],
+        "tid": _parsed_numbers(table.column("tid"))[rows],
+        "correlation": _floats(table.column("correlation"))[rows],
+        "external_id": _floats(table.column("external_id"))[rows],
         "gpu_rows": gpu_rows,
-        "device": _floats(gpu.column("device")),
+        "device": _floats(table.column("device"))[at_gpu],
         "stream": _parsed_numbers(gpu.column("stream")),
-        "bytes": _floats(gpu.column("bytes")),
-        "registers": _floats(gpu.column("registers")),
-        "shared_memory": _floats(gpu.column("shared_memory")),
-        "occupancy_pct": _floats(gpu.column("occupancy_pct")),
+        "bytes": _floats(table.column("bytes"))[at_gpu],
+        "registers": _floats(table.column("registers"))[at_gpu],
+        "shared_memory": _floats(table.column("shared_memory"))[at_gpu],
+        "occupancy_pct": _floats(table.column("occupancy_pct"))[at_gpu],
         "grid": _arrow_triples(gpu.column("grid")),
         "block": _arrow_triples(gpu.column("block")),
         "sync_kind": _encoded(gpu.column("sync_kind")),
     })
     return block
+
+
+def _used_codes(codes: np.ndarray, values: list[str], rows: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    """``codes[rows]`` re-coded to the values those rows use (the strings of the kept rows only)."""
+    codes = codes[rows]
+    used = np.flatnonzero(np.bincount(codes[codes >= 0], minlength=len(values)))
+    if used.size == len(values):
+        return codes, values
+    recode = np.full(len(values) + 1, -1, dtype=np.int32)
+    recode[used] = np.arange(used.size, dtype=np.int32)
+    return recode[codes], [values[i] for i in used]
 
 
 def _block_columns(events: list[Any]) -> dict[str, Any]:
@@ -906,6 +920,8 @@ def _to_arrow(values: np.ndarray, column: str) -> pa.Array:
     """A float64 column (NaN = missing) as the Arrow type of ``column`` in the event schema."""
     typ = EVENT_SCHEMA.field(column).type
     missing = np.isnan(values)
+    if not missing.any():  # no validity bitmap to build, nothing to zero
+        return pa.array(values.astype(typ.to_pandas_dtype()), type=typ)
     if pa.types.is_floating(typ):
         return pa.array(values.astype(typ.to_pandas_dtype()), type=typ, mask=missing)
     return pa.array(np.where(missing, 0, values).astype(typ.to_pandas_dtype()), type=typ, mask=missing)
