@@ -794,7 +794,7 @@ def _build_trace(hosts: list[_Host], source: Path, run: str | None) -> Trace:
         columns[col] = _dict_column(full, col_labels)
 
     events = build_events(columns, sort=False)
-    framework = _detect_framework(names_all[i] for i in np.unique(name_index[host_rows]))
+    framework = _detect_framework(names_all[i] for i in np.flatnonzero(np.bincount(name_index[host_rows], minlength=1)))
     warnings: list[str] = []
     if aggregated.any():
         warnings.append(f"{int(aggregated.sum())} aggregated XEvents (num_occurrences, no timestamp) "

@@ -249,7 +249,12 @@ def walk_events(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray,
     values = {number: np.zeros(n, np.uint64) for number in (1, 2, 3, 5)}
     pos = starts.copy()
     for number, tag in _XEVENT_VARINTS:
-        has = np.flatnonzero((buf[pos] == tag) & (pos < ends))
+        present = buf[pos] == tag
+        present &= pos < ends
+        if present.all():  # the usual case: no index arrays
+            values[number], pos = read_varints(buf, pos + 1)
+            continue
+        has = np.flatnonzero(present)
         if has.size:
             values[number][has], pos[has] = read_varints(buf, pos[has] + 1)
     if (pos > ends).any():
@@ -360,8 +365,26 @@ def _scalar_varint(data: bytes, p: int) -> tuple[int, int]:
     raise WireError("truncated or overlong varint")
 
 
-def _skip_field(buf: np.ndarray, pos: np.ndarray) -> np.ndarray:
-    """Position after the field whose tag is at each position; -1 where the bytes cannot be a field."""
+def _skip_field(buf: np.ndarray, pos: np.ndarray, tag_byte: int = 0x22) -> np.ndarray:
+    """Position after the field whose tag is at each position; -1 where the bytes cannot be a field.
+
+    Fields with the one-byte length-delimited tag ``tag_byte`` and a length under 2**14 (nearly all in
+    an XLine: its events) take one 8-byte read; the others are decoded in full."""
+    w = _words(buf)[pos]
+    b0 = (w & np.uint64(0xFF)).astype(np.int64)
+    b1 = ((w >> np.uint64(8)) & np.uint64(0xFF)).astype(np.int64)
+    b2 = ((w >> np.uint64(16)) & np.uint64(0xFF)).astype(np.int64)
+    one = b1 < 0x80
+    nxt = np.where(one, pos + 2 + b1, pos + 3 + ((b1 & 0x7F) | (b2 << 7)))
+    fast = (b0 == tag_byte) & (one | (b2 < 0x80))
+    if fast.all():
+        return nxt
+    slow = np.flatnonzero(~fast)
+    nxt[slow] = _skip_field_any(buf, pos[slow])
+    return nxt
+
+
+def _skip_field_any(buf: np.ndarray, pos: np.ndarray) -> np.ndarray:
     tag, at = read_varints(buf, pos)
     wire_type = tag & np.uint64(7)
     nxt = np.full(pos.size, -1, np.int64)
@@ -427,11 +450,15 @@ def field_starts(buf: np.ndarray, data: bytes, starts: np.ndarray, ends: np.ndar
         exit_pos[alive[done]] = nxt[done]
         pos[alive] = nxt
         alive = alive[~dead & ~done]
-    chain = np.concatenate(visited_chain) if visited_chain else np.empty(0, np.int64)
-    vpos = np.concatenate(visited_pos) if visited_pos else np.empty(0, np.int64)
-    order = np.argsort(chain, kind="stable")  # by chain, then walk order (= position order)
-    chain, vpos = chain[order], vpos[order]
-    ptr = np.searchsorted(chain, np.arange(n + 1))
+    walked = np.concatenate(visited_chain) if visited_chain else np.empty(0, np.int64)
+    counts = np.bincount(walked, minlength=n)
+    ptr = np.zeros(n + 1, np.int64)
+    np.cumsum(counts, out=ptr[1:])
+    # by chain, then walk order (= position order): the k-th step of chain c goes to ptr[c] + k
+    step = np.repeat(np.arange(len(visited_chain)), [a.size for a in visited_chain])
+    vpos = np.empty(walked.size, np.int64)
+    vpos[ptr[walked] + step] = np.concatenate(visited_pos) if visited_pos else np.empty(0, np.int64)
+    chain = np.repeat(np.arange(n, dtype=np.int64), counts)
     # the usual case, for all chunks at once: the previous chunk's guessed exit is on this chunk's chain
     entry = np.empty(n, np.int64)
     entry[1:] = exit_pos[:-1]
