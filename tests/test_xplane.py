@@ -421,6 +421,8 @@ def test_field_starts_match_a_field_by_field_walk(chunk: int) -> None:
 
     rng = random.Random(chunk)
     lines = [_random_line(rng, n) for n in (0, 1, 5, 300, 2000)]
+    huge = pb.event(1, 5, 5, [pb.stat(2, string="y" * 20000)])  # a length over 2**14: three bytes
+    lines.append(pb.line(1, "x", 0, [pb.event(1, 1), huge, pb.event(2, 3)]))
     data = b"".join(lines)
     bounds = np.cumsum([0] + [len(ln) for ln in lines])
     expected = [p for s, e in zip(bounds[:-1], bounds[1:], strict=True) for p in _field_positions(data, s, e)]
