@@ -53,6 +53,16 @@ def test_random_bytes_named_sqlite(tmp_path: Path, capsys: pytest.CaptureFixture
     _assert_one_line_error(code, err, path, "SQLite")
 
 
+@pytest.mark.parametrize("first", [b"\x0a", b"{", b" ["], ids=["protobuf-like", "json-like", "space-json"])
+def test_random_bytes_named_sqlite_with_a_misleading_first_byte(first: bytes, tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture) -> None:
+    # Random bytes start with one of these 1 time in ~256: the error must still be about the file, one line.
+    path = tmp_path / "random.sqlite"
+    path.write_bytes(first + bytes(range(256)) * 8)
+    code, _, err = _run(capsys, "analyze", str(path))
+    _assert_one_line_error(code, err, path)
+
+
 def test_sqlite_file_that_is_not_an_nsys_export(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     path = tmp_path / "other.sqlite"
     conn = sqlite3.connect(path)

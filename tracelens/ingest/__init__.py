@@ -83,10 +83,14 @@ def detect_format(path: str | os.PathLike[str]) -> str:
                 and not any(marker in head for marker in _KINETO_MARKERS)):
             return "tf-trace-json"
         return "kineto"
-    if p.name.endswith(".pb") or head[:1] == b"\x0a":
+    if p.name.endswith(".pb"):
         return "xplane"
+    # The name decides before the weak content guess below (a raw protobuf has no magic, only a likely
+    # first byte): random bytes named .sqlite are a broken SQLite file, not an xplane.
     if p.suffix in (".sqlite", ".db"):
         raise InputError("not an SQLite database (bad header)", path=p)
+    if head[:1] == b"\x0a":
+        return "xplane"
     if p.name.endswith((".json", ".json.gz")):
         raise InputError("not JSON (does not start with '{' or '[')", path=p)
     raise UnsupportedFormatError(
