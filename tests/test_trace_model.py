@@ -89,5 +89,5 @@ def test_depth_hand_derived():
         {"kind": "cpu_op", "name": "E", "start_ns": 5, "end_ns": 15, "pid": 1, "tid": 2},
         {"kind": "kernel", "name": "K", "start_ns": 20, "end_ns": 40, "device": 0, "stream": 7},
     ])
-    depth = dict(zip(trace.events.column("name").to_pylist(), trace.events.column("depth").to_pylist()))
+    depth = dict(zip(trace.events.column("name").to_pylist(), trace.events.column("depth").to_pylist(), strict=True))
     assert depth == {"A": 0, "B": 1, "C": 2, "D": 1, "Z": 1, "E": 0, "K": None}

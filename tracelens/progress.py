@@ -34,7 +34,8 @@ def progress_bar(description: str, total: float | None, *, enabled: bool | None 
         yield _Silent()
         return
     from rich.console import Console
-    from rich.progress import BarColumn, DownloadColumn, Progress as RichProgress, TextColumn, TimeRemainingColumn
+    from rich.progress import BarColumn, DownloadColumn, TextColumn, TimeRemainingColumn
+    from rich.progress import Progress as RichProgress
 
     columns = [TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TimeRemainingColumn()]
     with RichProgress(*columns, console=Console(stderr=True), transient=True) as bar:
