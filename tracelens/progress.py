@@ -38,6 +38,6 @@ def progress_bar(description: str, total: float | None, *, enabled: bool | None 
     from rich.progress import Progress as RichProgress
 
     columns = [TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TimeRemainingColumn()]
-    with RichProgress(*columns, console=Console(stderr=True), transient=True) as bar:
+    with RichProgress(*columns, console=Console(stderr=True, force_terminal=True), transient=True) as bar:
         task = bar.add_task(description, total=total)
         yield _RichBar(bar, task)
