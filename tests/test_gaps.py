@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from tracelens.analyses import gaps
+from tracelens.analyses.columns import device_busy
 from tracelens.trace import Trace
 
 
@@ -43,7 +44,7 @@ def test_histogram_bucket_edges():
 def test_timeline_fractions():
     # Busy [0,50) and [150,200): 4 buckets of 50 ns -> 1, 0, 0, 1. A 2-stream overlap never exceeds 1.
     trace = Trace.from_rows([k(0, 50), k(0, 50, stream=8), k(150, 200)])
-    busy = gaps.device_busy(trace)[0]
+    busy = device_busy(trace)[0]
     timeline = gaps.utilization_timeline(busy, buckets=4)
     assert timeline["edges_ns"] == [0, 50, 100, 150, 200]
     assert timeline["utilization"] == [1.0, 0.0, 0.0, 1.0]

@@ -23,7 +23,7 @@ import pandas as pd
 
 from .. import intervals
 from ..trace import GPU_ACTIVITY_KINDS, Trace
-from .gaps import DeviceBusy, device_busy, event_columns, memo
+from .columns import DeviceBusy, device_busy, event_columns, memo
 from .launch import launch_pairs
 from .names import CAUSES, HOST_CATEGORY_PRIORITY, SYNC, code_mask, host_category_codes, is_sync_copy
 

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..trace import ALL_KINDS, GPU_ACTIVITY_KINDS, KERNEL, MEMCPY, MEMSET, Trace
-from .gaps import device_busy, event_columns
+from .columns import device_busy, event_columns
 
 
 @dataclass

@@ -25,7 +25,7 @@ import numpy as np
 from .. import intervals
 from ..trace import Trace
 from .attribution import host_rows, priority_split
-from .gaps import device_busy, event_columns
+from .columns import device_busy, event_columns
 from .names import CAUSES, CPU, HOST_CATEGORY_PRIORITY, INPUT, LAUNCH, SYNC
 from .steps import step_threads
 

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from ..trace import ALL_KINDS, GPU_ACTIVITY_KINDS, GPU_ANNOTATION, GPU_SYNC, Trace
-from .gaps import event_columns
+from .columns import event_columns
 
 TOP_N = 10
 

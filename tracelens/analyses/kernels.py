@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from ..trace import KERNEL, Trace
-from .gaps import event_columns
+from .columns import event_columns
 
 
 def kernel_summary(trace: Trace) -> dict[str, Any]:

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from ..trace import ALL_KINDS, DRIVER, GPU_ACTIVITY_KINDS, KERNEL, RUNTIME, Trace
-from .gaps import Table, device_busy, event_columns, memo
+from .columns import Table, device_busy, event_columns, memo
 from .names import code_mask, is_graph_launch
 
 SMALL_KERNEL_NS = 10_000

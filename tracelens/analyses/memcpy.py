@@ -16,7 +16,7 @@ import pandas as pd
 from .. import intervals
 from ..gpu_specs import device_links
 from ..trace import DRIVER, GPU_ACTIVITY_KINDS, KERNEL, MEMCPY, RUNTIME, Trace
-from .gaps import event_columns
+from .columns import event_columns
 from .names import is_graph_launch, is_sync_copy
 
 SMALL_COPY_BYTES = 64 * 1024

@@ -19,7 +19,7 @@ import pandas as pd
 
 from .. import intervals
 from ..trace import ANNOTATION, Trace
-from .gaps import device_busy, event_columns
+from .columns import device_busy, event_columns
 from .launch import launch_pairs
 
 NAME_LIMIT = 200

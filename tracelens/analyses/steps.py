@@ -21,7 +21,7 @@ import pandas as pd
 from .. import intervals
 from ..trace import STEP, Trace
 from .attribution import host_rows, priority_split, thread_codes
-from .gaps import device_busy, event_columns, memo
+from .columns import device_busy, event_columns, memo
 from .launch import launch_pairs
 from .names import CAUSES, NOTHING
 

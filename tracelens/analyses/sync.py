@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..trace import CPU_OP, DRIVER, GPU_SYNC, RUNTIME, Trace
-from .gaps import Table, event_columns
+from .columns import Table, event_columns
 from .launch import launch_pairs
 from .names import code_mask, is_blocking_sync, is_sync_copy
 from .steps import STEP_LIMIT, step_windows
