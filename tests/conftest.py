@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import stat
 from pathlib import Path
 
 import pytest
@@ -28,6 +31,17 @@ def shared_params(subdir: str, *patterns: str) -> list:
     if not paths:
         return [pytest.param(None, marks=pytest.mark.skip(reason=f"../shared/traces/{subdir} not present"))]
     return [pytest.param(p, id=p.name) for p in paths]
+
+
+def copy_shared_trace(tmp_path: Path, subdir: str, name: str) -> Path:
+    """A writable copy of one real trace in tmp_path, for tests that damage or edit it (skips when absent)."""
+    paths = shared_traces(subdir, name)
+    if not paths:
+        pytest.skip(f"../shared/traces/{subdir} not present")
+    dst = tmp_path / name
+    shutil.copyfile(paths[0], dst)
+    os.chmod(dst, stat.S_IRUSR | stat.S_IWUSR)
+    return dst
 
 
 @pytest.fixture

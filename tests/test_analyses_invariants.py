@@ -10,6 +10,7 @@ from functools import cache
 from pathlib import Path
 
 import pytest
+from reference import union_length
 
 from tests.conftest import shared_params
 
@@ -39,16 +40,7 @@ def _sweep_busy(trace) -> dict[int, tuple[int, int, int]]:
             per.setdefault(dev, []).append((s, e))
     out = {}
     for dev, ivs in per.items():
-        ivs.sort()
-        busy, cur_s, cur_e = 0, ivs[0][0], ivs[0][1]
-        for s, e in ivs[1:]:
-            if s > cur_e:
-                busy += cur_e - cur_s
-                cur_s, cur_e = s, e
-            else:
-                cur_e = max(cur_e, e)
-        busy += cur_e - cur_s
-        out[dev] = (busy, ivs[0][0], max(e for _, e in ivs))
+        out[dev] = (union_length(ivs), min(s for s, _ in ivs), max(e for _, e in ivs))
     return out
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import shared_params
+from reference import union_length
 
 import tracelens
 
@@ -44,20 +45,6 @@ def absolute_ns(doc: dict, event: dict) -> tuple[int, int]:
     """The documented rule, exactly: round(ts µs * 1000) [+ baseTimeNanoseconds]; end = start + round(dur * 1000)."""
     start = round(Fraction(event["ts"]) * 1000) + int(doc.get("baseTimeNanoseconds", 0))
     return start, start + round(Fraction(event.get("dur", 0)) * 1000)
-
-
-def union_length(pairs: list[tuple[int, int]]) -> int:
-    total, cur_start, cur_end = 0, None, None
-    for start, end in sorted(pairs):
-        if cur_end is None or start > cur_end:
-            if cur_end is not None:
-                total += cur_end - cur_start
-            cur_start, cur_end = start, end
-        else:
-            cur_end = max(cur_end, end)
-    if cur_end is not None:
-        total += cur_end - cur_start
-    return total
 
 
 def gpu_events_by_device(doc: dict) -> dict[int, list[tuple[str, int, int]]]:

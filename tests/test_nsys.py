@@ -12,13 +12,13 @@ import os
 import re
 import shutil
 import sqlite3
-import stat
 import warnings
 from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import shared_params, shared_traces
+from conftest import copy_shared_trace, shared_params, shared_traces
+from reference import union_length
 
 from tracelens.analyses import SECTIONS, analyze
 from tracelens.cli import main
@@ -59,22 +59,6 @@ def sql(path: Path, query: str) -> list[tuple]:
 
 def tables(path: Path) -> set[str]:
     return {r[0] for r in sql(path, "SELECT name FROM sqlite_master WHERE type='table'")}
-
-
-def union_length(intervals: list[tuple[int, int]]) -> int:
-    """Plain-Python union length (independent of tracelens.intervals)."""
-    total, cur_s, cur_e = 0, None, None
-    for s, e in sorted(intervals):
-        e = max(e, s)
-        if cur_e is None or s > cur_e:
-            if cur_e is not None:
-                total += cur_e - cur_s
-            cur_s, cur_e = s, e
-        else:
-            cur_e = max(cur_e, e)
-    if cur_e is not None:
-        total += cur_e - cur_s
-    return total
 
 
 def gpu_rows(path: Path) -> list[tuple[int, int, int]]:
@@ -274,16 +258,6 @@ def test_saxpy_export_hand_checked_facts() -> None:
 # ----------------------------------------------------------------------------------- modified copies
 
 
-def _copy(tmp_path: Path, name: str) -> Path:
-    paths = shared_traces("nsys", name)
-    if not paths:
-        pytest.skip("../shared/traces/nsys not present")
-    dst = tmp_path / name
-    shutil.copyfile(paths[0], dst)
-    os.chmod(dst, stat.S_IRUSR | stat.S_IWUSR)
-    return dst
-
-
 def _edit(path: Path, *statements: str) -> None:
     conn = sqlite3.connect(path)
     for statement in statements:
@@ -297,7 +271,7 @@ def _digest(path: Path) -> tuple[str, int]:
 
 
 def test_analyze_and_convert_never_write_the_export(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    path = _copy(tmp_path, "h100x2_fastvideo_window_nsys2026.2.sqlite")
+    path = copy_shared_trace(tmp_path, "nsys", "h100x2_fastvideo_window_nsys2026.2.sqlite")
     before = _digest(path)
     files_before = set(os.listdir(tmp_path))
     assert main(["analyze", "-f", "json", str(path)]) == 0
@@ -308,7 +282,7 @@ def test_analyze_and_convert_never_write_the_export(tmp_path: Path, capsys: pyte
 
 
 def test_export_without_enum_tables_uses_builtin_mappings(tmp_path: Path) -> None:
-    path = _copy(tmp_path, "h100x2_fastvideo_window_nsys2026.2.sqlite")
+    path = copy_shared_trace(tmp_path, "nsys", "h100x2_fastvideo_window_nsys2026.2.sqlite")
     enums = [t for t in tables(path) if t.startswith("ENUM_")]
     _edit(path, *[f"DROP TABLE {t}" for t in enums])
     df = load(path).df
@@ -325,7 +299,7 @@ def test_export_without_enum_tables_uses_builtin_mappings(tmp_path: Path) -> Non
 
 
 def test_extra_columns_indexes_and_missing_tables_are_tolerated(tmp_path: Path) -> None:
-    path = _copy(tmp_path, "h100x2_fastvideo_window_nsys2026.2.sqlite")
+    path = copy_shared_trace(tmp_path, "nsys", "h100x2_fastvideo_window_nsys2026.2.sqlite")
     kernels = sql(path, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL")[0][0]
     _edit(path,
           "ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL ADD COLUMN name TEXT",
@@ -342,7 +316,7 @@ def test_extra_columns_indexes_and_missing_tables_are_tolerated(tmp_path: Path) 
 
 def test_2022_meta_table_name_and_no_enums(tmp_path: Path) -> None:
     # The 2022 export has EXPORT_META_DATA and no ENUM tables; its copy kinds come from built-in ids.
-    path = _copy(tmp_path, "a100_saxpy_nsys2022.2.sqlite")
+    path = copy_shared_trace(tmp_path, "nsys", "a100_saxpy_nsys2022.2.sqlite")
     assert "EXPORT_META_DATA" in tables(path) and not any(t.startswith("ENUM_") for t in tables(path))
     trace = load(path)
     assert trace.metadata.format_version == "2.9.1"
@@ -350,7 +324,7 @@ def test_2022_meta_table_name_and_no_enums(tmp_path: Path) -> None:
 
 
 def test_newer_schema_major_warns_once_and_reads(tmp_path: Path) -> None:
-    path = _copy(tmp_path, "rtx3080_tiny_nsys2026.1.sqlite")
+    path = copy_shared_trace(tmp_path, "nsys", "rtx3080_tiny_nsys2026.1.sqlite")
     _edit(path, "UPDATE META_DATA_EXPORT SET value = '9' WHERE name = 'EXPORT_SCHEMA_VERSION_MAJOR'",
           "UPDATE META_DATA_EXPORT SET value = '9.1.0' WHERE name = 'EXPORT_SCHEMA_VERSION'")
     with warnings.catch_warnings(record=True) as caught:
@@ -363,7 +337,7 @@ def test_newer_schema_major_warns_once_and_reads(tmp_path: Path) -> None:
 
 
 def test_tracelens_step_ranges_become_steps(tmp_path: Path) -> None:
-    path = _copy(tmp_path, "a100_saxpy_nsys2022.2.sqlite")
+    path = copy_shared_trace(tmp_path, "nsys", "a100_saxpy_nsys2022.2.sqlite")
     gtid = 302119224788637  # the main thread of this export
     _edit(path,
           "INSERT INTO StringIds (id, value) VALUES (100000, 'tracelens/step#8')",
@@ -381,7 +355,7 @@ def test_tracelens_step_ranges_become_steps(tmp_path: Path) -> None:
 
 
 def test_stdlib_engine_gives_the_same_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    path = _copy(tmp_path, "h100x2_fastvideo_window_nsys2026.2.sqlite")
+    path = copy_shared_trace(tmp_path, "nsys", "h100x2_fastvideo_window_nsys2026.2.sqlite")
     with_adbc = load(path).events
     monkeypatch.setenv("TRACELENS_NSYS_ENGINE", "sqlite3")
     with_stdlib = load(path).events
@@ -407,7 +381,7 @@ def _fake_nsys(bin_dir: Path, fixture: Path, log: Path) -> None:
 
 
 def test_nsys_rep_is_exported_once_and_reused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    fixture = _copy(tmp_path, "rtx3080_tiny_nsys2026.1.sqlite")
+    fixture = copy_shared_trace(tmp_path, "nsys", "rtx3080_tiny_nsys2026.1.sqlite")
     report = tmp_path / "run.nsys-rep"
     report.write_bytes(b"not really a report")
     log = tmp_path / "nsys.log"
@@ -434,7 +408,7 @@ def test_nsys_rep_cache_goes_to_user_cache_when_dir_is_not_writable(tmp_path: Pa
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     from tracelens.ingest import nsys_rep
 
-    fixture = _copy(tmp_path, "rtx3080_tiny_nsys2026.1.sqlite")
+    fixture = copy_shared_trace(tmp_path, "nsys", "rtx3080_tiny_nsys2026.1.sqlite")
     reports = tmp_path / "reports"
     reports.mkdir()
     (reports / "run.nsys-rep").write_bytes(b"x")
@@ -477,7 +451,7 @@ def test_nsys_rep_without_nsys_says_what_to_run(tmp_path: Path, monkeypatch: pyt
 
 
 def test_backtrace_only_call_is_kept_once(tmp_path: Path) -> None:
-    path = _copy(tmp_path, "a100_saxpy_nsys2022.2.sqlite")
+    path = copy_shared_trace(tmp_path, "nsys", "a100_saxpy_nsys2022.2.sqlite")
     # Hand-picked from the file: correlationId 135 is cudaMalloc_v3020 (class 0) + cudaMalloc (class 67).
     before = load(path).df
     assert int(((before.kind == "runtime") & (before.correlation_id == 135)).sum()) == 1
@@ -489,7 +463,7 @@ def test_backtrace_only_call_is_kept_once(tmp_path: Path) -> None:
 
 
 def test_kernel_name_falls_back_to_short_name(tmp_path: Path) -> None:
-    path = _copy(tmp_path, "rtx3080_tiny_nsys2026.1.sqlite")
+    path = copy_shared_trace(tmp_path, "nsys", "rtx3080_tiny_nsys2026.1.sqlite")
     # demangledName is NOT NULL in the schema: point it at an id StringIds lacks.
     _edit(path, "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET demangledName = 987654321 WHERE correlationId = 143")
     trace = load(path)
@@ -501,7 +475,7 @@ def test_kernel_name_falls_back_to_short_name(tmp_path: Path) -> None:
 
 
 def test_device_table_from_cuda_device_table_alone(tmp_path: Path) -> None:
-    path = _copy(tmp_path, "rtx3080_tiny_nsys2026.1.sqlite")
+    path = copy_shared_trace(tmp_path, "nsys", "rtx3080_tiny_nsys2026.1.sqlite")
     _edit(path, "DROP TABLE TARGET_INFO_GPU")
     trace = load(path)
     assert trace.device_info(0)["sm_count"] == 68  # TARGET_INFO_CUDA_DEVICE.numMultiprocessors
@@ -509,7 +483,7 @@ def test_device_table_from_cuda_device_table_alone(tmp_path: Path) -> None:
 
 
 def test_unknown_copy_and_sync_kinds_keep_a_generic_name(tmp_path: Path) -> None:
-    path = _copy(tmp_path, "rtx3080_tiny_nsys2026.1.sqlite")
+    path = copy_shared_trace(tmp_path, "nsys", "rtx3080_tiny_nsys2026.1.sqlite")
     _edit(path, "UPDATE CUPTI_ACTIVITY_KIND_MEMCPY SET copyKind = 0",
           "UPDATE CUPTI_ACTIVITY_KIND_SYNCHRONIZATION SET syncType = 0")
     df = load(path).df
@@ -547,7 +521,7 @@ def test_host_depth_counts_enclosing_host_intervals(name: str) -> None:
 
 
 def test_export_with_empty_host_tables(tmp_path: Path) -> None:
-    path = _copy(tmp_path, "rtx3080_tiny_nsys2026.1.sqlite")
+    path = copy_shared_trace(tmp_path, "nsys", "rtx3080_tiny_nsys2026.1.sqlite")
     _edit(path, "DELETE FROM CUPTI_ACTIVITY_KIND_RUNTIME", "DELETE FROM PROFILER_OVERHEAD",
           "DELETE FROM CUPTI_ACTIVITY_KIND_OVERHEAD")
     df = load(path).df

@@ -4,14 +4,12 @@ no traceback; or, where the input is merely unusual, a normal exit. Every input 
 from __future__ import annotations
 
 import os
-import shutil
 import sqlite3
-import stat
 import threading
 from pathlib import Path
 
 import pytest
-from conftest import shared_traces
+from conftest import copy_shared_trace
 
 from tracelens.cli import main
 from tracelens.ingest import load
@@ -19,16 +17,6 @@ from tracelens.ingest import nsys as nsys_reader
 
 TINY = "rtx3080_tiny_nsys2026.1.sqlite"
 WINDOW = "h100x2_fastvideo_window_nsys2026.2.sqlite"
-
-
-def _copy(tmp_path: Path, name: str) -> Path:
-    paths = shared_traces("nsys", name)
-    if not paths:
-        pytest.skip("../shared/traces/nsys not present")
-    dst = tmp_path / name
-    shutil.copyfile(paths[0], dst)
-    os.chmod(dst, stat.S_IRUSR | stat.S_IWUSR)
-    return dst
 
 
 def _run(capsys: pytest.CaptureFixture, *args: str) -> tuple[int, str, list[str]]:
@@ -86,7 +74,7 @@ def test_empty_sqlite_database(tmp_path: Path, capsys: pytest.CaptureFixture) ->
 
 
 def test_export_without_cuda_tables_reports_host_side(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    path = _copy(tmp_path, WINDOW)
+    path = copy_shared_trace(tmp_path, "nsys", WINDOW)
     conn = sqlite3.connect(path)
     cupti = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table' "
                                         "AND name LIKE 'CUPTI_ACTIVITY_KIND_%'")]
@@ -107,7 +95,7 @@ def test_export_without_cuda_tables_reports_host_side(tmp_path: Path, capsys: py
 
 
 def test_invalid_utf8_in_text_columns_is_replaced(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    path = _copy(tmp_path, WINDOW)
+    path = copy_shared_trace(tmp_path, "nsys", WINDOW)
     conn = sqlite3.connect(path)
     name_id = conn.execute("SELECT demangledName FROM CUPTI_ACTIVITY_KIND_KERNEL LIMIT 1").fetchone()[0]
     count = conn.execute("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE demangledName = ?",
@@ -126,7 +114,7 @@ def test_invalid_utf8_in_text_columns_is_replaced(tmp_path: Path, capsys: pytest
 
 
 def test_truncated_export(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    source = _copy(tmp_path, WINDOW)
+    source = copy_shared_trace(tmp_path, "nsys", WINDOW)
     path = tmp_path / "truncated.sqlite"
     data = source.read_bytes()
     path.write_bytes(data[: len(data) // 3])
@@ -135,7 +123,7 @@ def test_truncated_export(tmp_path: Path, capsys: pytest.CaptureFixture) -> None
 
 
 def test_header_only_export(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    source = _copy(tmp_path, WINDOW)
+    source = copy_shared_trace(tmp_path, "nsys", WINDOW)
     path = tmp_path / "header.sqlite"
     path.write_bytes(source.read_bytes()[:100])
     code, _, err = _run(capsys, "analyze", str(path))
@@ -156,7 +144,7 @@ def _hold_lock(path: Path, statement: str, ready: threading.Event, release: thre
 def test_export_held_open_for_writing(tmp_path: Path, capsys: pytest.CaptureFixture,
                                       monkeypatch: pytest.MonkeyPatch, statement: str) -> None:
     """A writer holds a RESERVED (IMMEDIATE) or EXCLUSIVE lock: reading works or fails in one line, quickly."""
-    path = _copy(tmp_path, TINY)
+    path = copy_shared_trace(tmp_path, "nsys", TINY)
     monkeypatch.setattr(nsys_reader, "BUSY_TIMEOUT_S", 0.3)
     ready, release = threading.Event(), threading.Event()
     holder = threading.Thread(target=_hold_lock, args=(path, statement, ready, release))
@@ -184,7 +172,7 @@ def test_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
 
 
 def test_table_missing_required_column_is_skipped_with_warning(tmp_path: Path) -> None:
-    path = _copy(tmp_path, WINDOW)
+    path = copy_shared_trace(tmp_path, "nsys", WINDOW)
     conn = sqlite3.connect(path)
     conn.execute("ALTER TABLE CUPTI_ACTIVITY_KIND_MEMSET DROP COLUMN end")
     conn.commit()

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from reference import union_length
 
 import tracelens
 from tracelens.analyses import analyze, steps
@@ -64,18 +65,6 @@ def test_no_steps():
     assert steps.section(Trace.from_rows([host("cpu_op", "a", 0, 1)]), {}) == {"count": 0, "steps": [], "summary": None}
 
 
-def _union_len(intervals):
-    total, cur_s, cur_e = 0, None, None
-    for s, e in sorted(intervals):
-        if cur_e is None or s > cur_e:
-            if cur_e is not None:
-                total += cur_e - cur_s
-            cur_s, cur_e = s, e
-        else:
-            cur_e = max(cur_e, e)
-    return total + ((cur_e - cur_s) if cur_e is not None else 0)
-
-
 @pytest.mark.parametrize("name", ["pytorch_slow-input_cpu.pt.trace.json.gz"])
 def test_cpu_slow_input_template_is_input_bound(name):
     path = TEMPLATES / name
@@ -97,7 +86,7 @@ def test_cpu_slow_input_template_is_input_bound(name):
                 w[0], w[1] = min(w[0], lo), max(w[1], hi)
         if n == "tracelens/data" or n.startswith("enumerate(DataLoader)"):
             inputs.append((lo, hi))
-    expected = {k: _union_len([(max(s, w[0]), min(e, w[1])) for s, e in inputs if s < w[1] and e > w[0]])
+    expected = {k: union_length([(max(s, w[0]), min(e, w[1])) for s, e in inputs if s < w[1] and e > w[0]])
                 for k, w in windows.items()}
     doc = analyze(tracelens.load(path))
     got = {s["step"]: s["host"]["input"] for s in doc["steps"]["steps"]}

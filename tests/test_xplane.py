@@ -11,6 +11,7 @@ import pyarrow as pa
 import pytest
 import test_xplane_helpers as pb
 from conftest import shared_params
+from reference import union_length
 
 import tracelens
 from tracelens.analyses.devices import device_utilization
@@ -253,17 +254,8 @@ def _expected_devices(path: Path) -> dict[int, dict[str, int]]:
                     kernels += 1
         if not intervals:
             continue
-        intervals.sort()
-        busy, cur_s, cur_e = 0, *intervals[0]
-        for s, e in intervals[1:]:
-            if s > cur_e:
-                busy += cur_e - cur_s
-                cur_s, cur_e = s, e
-            else:
-                cur_e = max(cur_e, e)
-        busy += cur_e - cur_s
-        span = max(e for _, e in intervals) - intervals[0][0]
-        out[int(match.group(1))] = {"busy_ns": busy, "span_ns": span, "kernel_count": kernels, "memcpy_count": copies}
+        span = max(e for _, e in intervals) - min(s for s, _ in intervals)
+        out[int(match.group(1))] = {"busy_ns": union_length(intervals), "span_ns": span, "kernel_count": kernels, "memcpy_count": copies}
     return out
 
 
