@@ -258,3 +258,44 @@ def test_a_block_duckdb_cannot_type_falls_back_to_msgspec(tmp_path: Path) -> Non
     assert trace.metadata.extra["counts"]["msgspec_blocks"] == 1
     assert trace.events.equals(kineto.read(path, engine="msgspec").events)
     assert trace.of_kind("kernel")["grid_x"].isna().sum() == 1
+
+
+def _many_event_file(tmp_path: Path, events: int, corrupt_at: int | None = None) -> Path:
+    """A Kineto-layout file of ``events`` kernels; event ``corrupt_at`` is cut short (invalid JSON)."""
+    texts = []
+    for i in range(events):
+        text = json.dumps({"ph": "X", "cat": "kernel", "name": f"k{i % 7}", "pid": 0, "tid": 7, "ts": 10 + 3 * i,
+                           "dur": 2, "args": {"device": 0, "stream": 7, "correlation": i}})[1:-1]
+        texts.append("  {\n    " + (text[:20] if i == corrupt_at else text) + "\n  }")
+    path = tmp_path / "many.json"
+    path.write_text('{\n  "traceEvents": [\n' + ",\n".join(texts) + "\n  ]\n}\n")
+    return path
+
+
+def test_blocks_decoded_by_parallel_workers_keep_file_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("duckdb")
+    from tracelens.ingest import kineto
+
+    path = _many_event_file(tmp_path, 3000)
+    monkeypatch.setattr(kineto, "BLOCK_BYTES", 4096)  # ~200 blocks, several workers, a few in flight
+    monkeypatch.setattr(kineto, "MAX_WORKERS", 3)
+    trace = kineto.read(path, engine="duckdb")
+    assert trace.metadata.extra["counts"]["msgspec_blocks"] == 0
+    kernels = trace.of_kind("kernel")
+    # Hand-derived: kernel i starts at 10 + 3i us, lasts 2 us, and carries correlation id i.
+    assert kernels["correlation_id"].tolist() == list(range(3000))
+    assert (kernels["end_ns"] - kernels["start_ns"]).eq(2000).all()
+    assert kernels["start_ns"].diff().dropna().eq(3000).all()
+    assert trace.events.equals(kineto.read(path, engine="msgspec").events)
+
+
+def test_a_corrupt_block_in_a_worker_is_one_input_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("duckdb")
+    from tracelens.errors import InputError
+    from tracelens.ingest import kineto
+
+    path = _many_event_file(tmp_path, 3000, corrupt_at=1500)
+    monkeypatch.setattr(kineto, "BLOCK_BYTES", 4096)
+    monkeypatch.setattr(kineto, "MAX_WORKERS", 3)
+    with pytest.raises(InputError, match="invalid JSON"):
+        kineto.read(path, engine="duckdb")

@@ -4,20 +4,23 @@ Field-by-field mapping, generations handled and the time rounding rule: ``docs/f
 
 Speed and memory: the file is decompressed in blocks; Kineto writes one event per ``{...}`` block at a fixed
 indentation, so complete events can be cut out of each block and turned into numpy columns before the next
-block is read: by DuckDB's JSON reader (C++, all cores) for big blocks when duckdb is installed, else by a
-typed ``msgspec`` decoder that keeps only the fields tracelens needs. Both give the same columns (tested).
+block is read: by DuckDB's JSON reader (C++, several blocks at once in worker threads) for big traces when
+duckdb is installed, else by a typed ``msgspec`` decoder that keeps only the fields tracelens needs. Both give the same columns (tested).
 Peak memory is the column data plus one block. A file written in another layout (minified, re-indented)
 is decoded in one piece by msgspec.
 """
 
 from __future__ import annotations
 
-import gzip
+import io
 import math
+import os
 import re
-import zlib
-from collections import Counter
+import threading
+from collections import Counter, deque
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from functools import partial
 from operator import attrgetter
 from pathlib import Path
 from typing import Any
@@ -49,6 +52,7 @@ from ..trace import (
     build_devices,
     build_events,
 )
+from .compression import GZIP_ERRORS, gzip_reader
 
 BLOCK_BYTES = 16 * 2**20
 # Kineto's writer puts each event at two spaces of indentation: "  {", ..., "  },". A newline cannot
@@ -185,41 +189,48 @@ _DOCUMENT_DECODER = msgspec.json.Decoder(_Document | list[_Event])
 _LOOSE_DOCUMENT_DECODER = msgspec.json.Decoder(_LooseDocument | list[_AnyEvent])
 
 
-DUCKDB_FROM_BLOCK = 2  # DuckDB's fixed cost (import, connection, query) pays off from a trace's 2nd block on
+# Below this much JSON (the file's size, or the gzip trailer's), DuckDB's start-up in a fresh process (a
+# connection and the first JSON read, ~75 ms) costs more than it saves: msgspec reads every block.
+DUCKDB_MIN_BYTES = 32 * 2**20
+# DuckDB's JSON reader parses one block on one thread: blocks are parsed by this many threads at once, and a
+# trace smaller than workers x BLOCK_BYTES is cut in smaller blocks so that every worker has one.
+MAX_WORKERS = 4
+MIN_BLOCK_BYTES = 2 * 2**20
 
 
 def read(path: Path, **options: Any) -> Trace:
     """Read a Kineto trace (``.json`` or ``.json.gz``; a ``{"traceEvents": [...]}`` object or a bare list).
 
-    ``engine``: "auto" (DuckDB's JSON reader from the second 16 MiB block on when duckdb is installed,
-    msgspec otherwise), "msgspec" or "duckdb". Every engine gives the same table.
+    ``engine``: "auto" (DuckDB's JSON reader, several blocks at once in worker threads, when duckdb is
+    installed and the trace holds more than ``DUCKDB_MIN_BYTES`` of JSON; msgspec otherwise), "msgspec" or
+    "duckdb". Every engine gives the same table.
     """
     path = Path(path)
     if not path.is_file():
         raise InputError("no such file", path=path)
-    if path.stat().st_size == 0:
+    size = path.stat().st_size
+    if size == 0:
         raise InputError("file is empty", path=path)
-    columns = _Columns(path)
-    document: dict[str, Any] = {}
     engine = options.get("engine", "auto")
     if engine not in ("auto", "msgspec", "duckdb"):
         raise ValueError(f"unknown Kineto engine {engine!r} (auto, msgspec or duckdb)")
-    fast: _DuckDBBlocks | None = None
-    blocks_seen = 0
-    with progress_bar(f"reading {path.name}", total=path.stat().st_size) as progress:
-        for kind, payload in _split(path, progress):
+    json_bytes = _json_size(path, size)
+    use_duckdb = engine == "duckdb" or (engine == "auto" and json_bytes >= DUCKDB_MIN_BYTES)
+    workers = max(1, min(MAX_WORKERS, os.cpu_count() or 1)) if use_duckdb else 1
+    block_bytes = min(BLOCK_BYTES, max(MIN_BLOCK_BYTES, json_bytes // workers + 1)) if use_duckdb else BLOCK_BYTES
+    columns = _Columns(path)
+    document: dict[str, Any] = {}
+    with progress_bar(f"reading {path.name}", total=size) as progress, \
+            _BlockDecoder(path, use_duckdb, workers) as decoder:
+        for kind, payload in _split(path, progress, block_bytes):
             if kind == "events":
-                blocks_seen += 1
-                if fast is None and (engine == "duckdb" or (engine == "auto" and blocks_seen >= DUCKDB_FROM_BLOCK)):
-                    fast = _DuckDBBlocks.open()
-                block = fast.columns(payload) if fast is not None and engine != "msgspec" else None
-                if block is None:  # no DuckDB, or a block it cannot type: the msgspec path reads anything
-                    block = _block_columns(_decode_events(payload, path))
-                    columns.counts["msgspec_blocks"] += 1
-                columns.add(block)
+                for block in decoder.submit(payload):
+                    columns.add(block)
             elif kind == "header":
                 document.update(_decode_header(payload, path))
             else:  # the rest: last events and any keys after them, or a whole document
+                for block in decoder.drain():
+                    columns.add(block)
                 events, meta = _decode_rest(payload, path)
                 columns.add(_block_columns(events))
                 del events
@@ -227,18 +238,100 @@ def read(path: Path, **options: Any) -> Trace:
     return columns.finish(document)
 
 
+def _json_size(path: Path, size: int) -> int:
+    """The trace's uncompressed size: the file's, or for gzip the trailer's ISIZE (the size modulo 2**32,
+    so at least the compressed size). Only used to choose an engine and a block size."""
+    with open(path, "rb") as raw:
+        if raw.read(2) != b"\x1f\x8b" or size < 20:
+            return size
+        raw.seek(-4, os.SEEK_END)
+        return max(size, int.from_bytes(raw.read(4), "little"))
+
+
+class _BlockDecoder:
+    """Turns the event blocks cut by :func:`_split` into block columns, in file order.
+
+    With DuckDB, blocks are decoded by worker threads, each with its own cursor (DuckDB releases the GIL
+    while it parses), and at most ``workers + 1`` blocks are in flight, so memory stays a few blocks above
+    the columns. Without it, each block is decoded by msgspec as it comes.
+    """
+
+    def __init__(self, path: Path, use_duckdb: bool, workers: int) -> None:
+        self.path = path
+        self.workers = workers
+        self.pending: deque[Future[dict[str, Any]]] = deque()
+        self.pool: ThreadPoolExecutor | None = None
+        self.local = threading.local()
+        self.connections: list[Any] = []
+        self.lock = threading.Lock()
+        if use_duckdb and _duckdb_module() is not None:
+            self.pool = ThreadPoolExecutor(workers, thread_name_prefix="tracelens-kineto")
+
+    def __enter__(self) -> _BlockDecoder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for future in self.pending:
+            future.cancel()
+        if self.pool is not None:
+            self.pool.shutdown(wait=True)
+        for connection in self.connections:
+            connection.close()
+
+    def submit(self, payload: bytes) -> Iterator[dict[str, Any]]:
+        """Queue one block; yield the blocks that are done, oldest first."""
+        if self.pool is None:
+            yield self._msgspec(payload)
+            return
+        self.pending.append(self.pool.submit(self._decode, payload))
+        while len(self.pending) > self.workers:
+            yield self.pending.popleft().result()
+
+    def drain(self) -> Iterator[dict[str, Any]]:
+        while self.pending:
+            yield self.pending.popleft().result()
+
+    def _msgspec(self, payload: bytes) -> dict[str, Any]:
+        block = _block_columns(_decode_events(payload, self.path))
+        block["counts"]["msgspec_blocks"] = 1
+        return block
+
+    def _decode(self, payload: bytes) -> dict[str, Any]:
+        fast = getattr(self.local, "fast", None)
+        if fast is None:
+            # One in-memory database per worker, not cursors of one: DuckDB 2.0 registers its file-object
+            # filesystem per database and fails the first file-object read of every further cursor.
+            duckdb = _duckdb_module()
+            # One thread each: a block is parsed on one thread anyway, and the workers already fill the cores.
+            connection = duckdb.connect(config={"threads": 1})
+            with self.lock:
+                self.connections.append(connection)
+            fast = self.local.fast = _DuckDBBlocks(connection, duckdb.Error)
+        block = fast.columns(payload)
+        # A block DuckDB cannot type goes to msgspec, which reads anything.
+        return self._msgspec(payload) if block is None else block
+
+
+def _duckdb_module() -> Any:
+    try:
+        import duckdb
+    except ImportError:
+        return None
+    return duckdb
+
+
 # --- splitting the byte stream into decodable pieces -------------------------------------------------
 
-def _blocks(path: Path, progress: Any) -> Iterator[bytes]:
+def _blocks(path: Path, progress: Any, block_bytes: int) -> Iterator[bytes]:
     with open(path, "rb") as raw:
         gzipped = raw.read(2) == b"\x1f\x8b"
         raw.seek(0)
-        stream = gzip.GzipFile(fileobj=raw, mode="rb") if gzipped else raw
+        stream = gzip_reader(raw) if gzipped else raw
         done = 0
         while True:
             try:
-                block = stream.read(BLOCK_BYTES)
-            except (EOFError, OSError, zlib.error) as err:
+                block = stream.read(block_bytes)
+            except GZIP_ERRORS as err:
                 raise InputError(f"truncated or corrupt gzip data ({err})", path=path) from None
             if not block:
                 return
@@ -273,7 +366,7 @@ def _events_array_start(buf: bytes, path: Path) -> tuple[str, int] | None:
 _HEADER_LIMIT = 256 * 2**20  # no "traceEvents": [ in this many bytes: decode the document in one piece
 
 
-def _split(path: Path, progress: Any) -> Iterator[tuple[str, bytes]]:
+def _split(path: Path, progress: Any, block_bytes: int) -> Iterator[tuple[str, bytes]]:
     """Yield ("header", bytes), ("events", bytes of a JSON list) ..., then ("rest", bytes).
 
     Each block is copied once, into the JSON list handed out; only the unfinished last event of a block
@@ -282,7 +375,7 @@ def _split(path: Path, progress: Any) -> Iterator[tuple[str, bytes]]:
     tail = b""
     mode: str | None = None  # None until the start of the event list is found
     held: list[bytes] = []  # "whole" mode: the document in blocks, joined once at the end
-    for block in _blocks(path, progress):
+    for block in _blocks(path, progress, block_bytes):
         if mode == "whole":
             held.append(block)
             continue
@@ -490,17 +583,7 @@ class _DuckDBBlocks:
         self.connection = connection
         self.error = error
 
-    @classmethod
-    def open(cls) -> _DuckDBBlocks | None:
-        try:
-            import duckdb
-        except ImportError:
-            return None
-        return cls(duckdb.connect(), duckdb.Error)
-
     def columns(self, payload: bytes) -> dict[str, Any] | None:
-        import io
-
         if b'"external id"' in payload:
             return None
         # The block is a JSON list as cut out by _split: DuckDB reads it as an array in place (no copy of
@@ -712,58 +795,59 @@ class _Columns:
             raise self._no_timed_events()
         offsets = np.cumsum([0] + [len(p["kind"]) for p in self.parts[:-1]])
         gpu_rows = np.concatenate([p.pop("gpu_rows") + off for p, off in zip(self.parts, offsets, strict=True)])
-        # Column by column, dropping the blocks' arrays as they are joined: one copy alive at a time.
-        cols = {k: np.concatenate([p.pop(k) for p in self.parts]) for k in list(self.parts[0])}
-        self.parts = []
-        kind = cols["kind"]
-        keep = (kind != _SKIP) & ~np.isnan(cols["ts"])
+        # kind, ts and name decide the row order; the other row columns are then joined and put in that
+        # order in one step each (below).
+        kind, ts, raw_name = (np.concatenate([p.pop(k) for p in self.parts]) for k in ("kind", "ts", "name"))
+        keep = (kind != _SKIP) & ~np.isnan(ts)
         # "cudaLaunchKernel_v7000" and "cudaLaunchKernel" are one name: merge codes after dropping suffixes.
         stripped = [_API_VERSION_SUFFIX.sub(r"\1", n) for n in self.names.values]
         names = sorted(set(stripped))
         index = {n: i for i, n in enumerate(names)}
-        name_code = np.array([index[n] for n in stripped] + [-1], dtype=np.int32)[cols["name"]]
+        name_code = np.array([index[n] for n in stripped] + [-1], dtype=np.int32)[raw_name]
+        del raw_name
 
         # Names decide steps (host annotations), driver calls and memcpy kinds; evaluated once per name.
         step_of_name = np.array([_step_number(n) for n in names] + [math.nan], dtype=np.float64)
         is_driver_name = np.array([bool(_DRIVER_NAME.match(n)) for n in names] + [False])
-        name_step = step_of_name[name_code]
         host_marker = (kind == _KIND_CODE[ANNOTATION]) | (kind == _KIND_CODE[CPU_OP])
-        kind = np.where(host_marker & ~np.isnan(name_step), _KIND_CODE[STEP], kind).astype(np.int8)
+        kind = np.where(host_marker & ~np.isnan(step_of_name[name_code]), _KIND_CODE[STEP], kind).astype(np.int8)
         kind = np.where((kind == _KIND_CODE[RUNTIME]) & is_driver_name[name_code], _KIND_CODE[DRIVER], kind)
         kind = kind.astype(np.int8)
+        del host_marker
 
         # Time: exact integer arithmetic (see docs/formats/kineto.md, "Time").
-        ts = cols["ts"]
-        whole_us = np.floor(ts)
-        start = np.zeros(len(ts), dtype=np.int64)
-        finite = np.isfinite(ts)
-        start[finite] = (whole_us[finite].astype(np.int64) * 1000
-                         + np.rint((ts[finite] - whole_us[finite]) * 1000).astype(np.int64))
-        dur = np.nan_to_num(cols["dur"], nan=0.0)
-        duration = np.rint(dur * 1000).astype(np.int64)
+        start = _microseconds_to_ns(ts)
+        del ts
         base = _int_or_none(document.get("baseTimeNanoseconds")) or 0
 
-        order_keep = np.flatnonzero(keep)
-        if order_keep.size == 0:
-            raise self._no_timed_events()
-        order_keep = order_keep[np.argsort(start[order_keep], kind="stable")]
+        if keep.all():  # the blocks drop what is not kept; only a lenient block may leave a row to drop
+            order_keep = np.argsort(start, kind="stable")
+        else:
+            order_keep = np.flatnonzero(keep)
+            if order_keep.size == 0:
+                raise self._no_timed_events()
+            order_keep = order_keep[np.argsort(start[order_keep], kind="stable")]
         m = order_keep.size
         kind = kind[order_keep]
         start = start[order_keep]
-        duration = duration[order_keep]
         name_code = name_code[order_keep]
-        kineto_pid = cols.pop("pid")[order_keep]
-        kineto_tid = cols.pop("tid")[order_keep]
-        correlation_all = cols.pop("correlation")[order_keep]
-        external_id = cols.pop("external_id")[order_keep]
+        # Joined and ordered two columns at a time: numpy copies and gathers without holding the GIL.
+        parts, self.parts = self.parts, []
+
+        with ThreadPoolExecutor(2) as pool:
+            dur, kineto_pid, kineto_tid, correlation_all, external_id = pool.map(
+                partial(_joined_in_order, parts, order_keep), ("dur", "pid", "tid", "correlation", "external_id"))
+        duration = np.rint(np.nan_to_num(dur, nan=0.0) * 1000).astype(np.int64)
+        del dur
         # Device-side fields stay compact (GPU rows only); `at` is where each lands in the sorted table.
         position = np.full(len(keep), -1, dtype=np.int64)
         position[order_keep] = np.arange(m)
         at = position[gpu_rows]
         kept_gpu = at >= 0
         at = at[kept_gpu]
-        gpu = {k: cols.pop(k)[kept_gpu] for k in (*self._DEVICE_FIELDS, "grid", "block", "sync_kind")}
-        del cols, position, keep
+        gpu = {k: np.concatenate([p.pop(k) for p in parts])[kept_gpu]
+               for k in (*self._DEVICE_FIELDS, "grid", "block", "sync_kind")}
+        del parts, position, keep, order_keep
 
         device_side = _DEVICE_SIDE[kind]
         gpu_annotation = kind == _KIND_CODE[GPU_ANNOTATION]
@@ -776,12 +860,9 @@ class _Columns:
 
         def sparse(values: np.ndarray, field: str, rows: np.ndarray | None = None) -> pa.Array:
             """A column that is null except on GPU rows (``rows``: a mask over them)."""
-            out = np.full(m, np.nan)
             if rows is None:
-                out[at] = values
-            else:
-                out[at[rows]] = values[rows]
-            return _to_arrow(out, field)
+                return _sparse_to_arrow(values, at, m, field)
+            return _sparse_to_arrow(values[rows], at[rows], m, field)
 
         # Kineto's GPU "pid" is the device index and its "tid" the stream: fallbacks when args lack them.
         device_values = np.where(np.isnan(gpu["device"]), kineto_pid[at], gpu["device"])
@@ -917,14 +998,57 @@ def _dictionary(codes: np.ndarray, values: list[str | None], where: np.ndarray) 
 
 
 def _to_arrow(values: np.ndarray, column: str) -> pa.Array:
-    """A float64 column (NaN = missing) as the Arrow type of ``column`` in the event schema."""
+    """A float64 column (NaN = missing) as the Arrow type of ``column`` in the event schema.
+
+    Built from buffers: the values cast once (zero under nulls) and a validity bitmap packed from the NaN
+    mask, both handed to Arrow without a further copy.
+    """
     typ = EVENT_SCHEMA.field(column).type
+    dtype = np.dtype(typ.to_pandas_dtype())
     missing = np.isnan(values)
-    if not missing.any():  # no validity bitmap to build, nothing to zero
-        return pa.array(values.astype(typ.to_pandas_dtype()), type=typ)
-    if pa.types.is_floating(typ):
-        return pa.array(values.astype(typ.to_pandas_dtype()), type=typ, mask=missing)
-    return pa.array(np.where(missing, 0, values).astype(typ.to_pandas_dtype()), type=typ, mask=missing)
+    nulls = int(np.count_nonzero(missing))
+    if nulls == 0:  # no validity bitmap to build, nothing to zero
+        return pa.array(values.astype(dtype, copy=False), type=typ)
+    with np.errstate(invalid="ignore"):
+        data = values.astype(dtype)
+    if dtype.kind != "f":
+        data[missing] = 0
+    return _from_buffers(typ, data, ~missing, nulls)
+
+
+def _sparse_to_arrow(values: np.ndarray, rows: np.ndarray, n: int, column: str) -> pa.Array:
+    """A column of ``n`` rows, null except ``values`` (NaN = missing) at ``rows``, as ``column``'s Arrow type."""
+    typ = EVENT_SCHEMA.field(column).type
+    dtype = np.dtype(typ.to_pandas_dtype())
+    present = ~np.isnan(values)
+    rows = rows[present]
+    data = np.zeros(n, dtype=dtype)
+    data[rows] = values[present]
+    valid = np.zeros(n, dtype=bool)
+    valid[rows] = True
+    return _from_buffers(typ, data, valid, n - rows.size)
+
+
+def _from_buffers(typ: pa.DataType, data: np.ndarray, valid: np.ndarray, nulls: int) -> pa.Array:
+    bitmap = pa.py_buffer(np.packbits(valid, bitorder="little")) if nulls else None
+    return pa.Array.from_buffers(typ, data.size, [bitmap, pa.py_buffer(data)], null_count=nulls)
+
+
+def _joined_in_order(parts: list[dict[str, Any]], order: np.ndarray, key: str) -> np.ndarray:
+    """Column ``key`` of all blocks, joined (each block's array dropped) and taken in ``order``."""
+    return np.concatenate([p.pop(key) for p in parts])[order]
+
+
+def _microseconds_to_ns(ts: np.ndarray) -> np.ndarray:
+    """Float microseconds -> int64 ns: whole microseconds times 1000 plus the rounded fraction (0 where
+    the time is not finite), so that large absolute timestamps keep their exact ns digits."""
+    finite = np.isfinite(ts)
+    if finite.all():
+        whole_us = np.floor(ts)
+        return whole_us.astype(np.int64) * 1000 + np.rint((ts - whole_us) * 1000).astype(np.int64)
+    start = np.zeros(len(ts), dtype=np.int64)
+    start[finite] = _microseconds_to_ns(ts[finite])
+    return start
 
 
 def _memcpy_kinds(names: list[str], name_code: np.ndarray, is_memcpy: np.ndarray) -> tuple[pa.Array, ...]:
