@@ -338,45 +338,48 @@ def _run_dask(tasks: list[Task], workers: int, scheduler: str | None,
 # --------------------------------------------------------------------------------- cross-rank queries
 
 
-def _connect() -> Any:
-    import duckdb
+class RunEvents:
+    """One DuckDB connection with the view ``events``: every rank's cached events joined to its rank and
+    clock origin. The cross-rank queries below run on it one after another (one connection, one view)."""
 
-    con = duckdb.connect(":memory:")
-    con.execute("SET threads TO 2")
-    return con
+    def __init__(self, ranks: pd.DataFrame) -> None:
+        import duckdb
 
-
-def _query(ranks: pd.DataFrame, sql: str) -> pd.DataFrame:
-    """Run ``sql`` with ``events`` = every rank's cached events joined to its rank and clock origin."""
-    con = _connect()
-    try:
-        con.register("rank_map", ranks[["parquet", "rank", "origin_ns"]])
+        self.connection = duckdb.connect(":memory:")
+        self.connection.execute("SET threads TO 2")
+        self.connection.register("rank_map", ranks[["parquet", "rank", "origin_ns"]])
         # a view cannot take a bound parameter: the file list goes in as SQL string literals
         files = ", ".join("'" + f.replace("'", "''") + "'" for f in ranks["parquet"])
-        con.execute(
+        self.connection.execute(
             "CREATE TEMP VIEW events AS SELECT e.*, m.rank, m.origin_ns FROM "
             f"read_parquet([{files}], filename = true) e JOIN rank_map m ON e.filename = m.parquet"
         )
-        return con.execute(sql).df()
-    finally:
-        con.close()
+
+    def __enter__(self) -> RunEvents:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.connection.close()
+
+    def query(self, sql: str) -> pd.DataFrame:
+        return self.connection.execute(sql).df()
 
 
-def query_steps(ranks: pd.DataFrame) -> pd.DataFrame:
+def query_steps(events: RunEvents) -> pd.DataFrame:
     """One row per (rank, step): first start and last end of the rank's ``step`` rows, on its own clock
     (``*_abs_ns`` = origin + table time) as integers."""
-    return _query(ranks, """
+    return events.query("""
         SELECT rank, step, min(start_ns) + any_value(origin_ns) AS start_abs_ns,
                max(end_ns) + any_value(origin_ns) AS end_abs_ns
         FROM events WHERE kind = 'step' AND step IS NOT NULL
         GROUP BY rank, step ORDER BY rank, step""")
 
 
-def query_collectives(ranks: pd.DataFrame) -> pd.DataFrame:
+def query_collectives(events: RunEvents) -> pd.DataFrame:
     """One row per NCCL kernel (``nccl`` in the name, any case): rank, device (-1 when unknown), the
     collective it belongs to (``collective``: a dense id of (name, ordinal among same-named kernels on that
     rank's device)), absolute start and duration. Names stay in DuckDB: only integers come back."""
-    return _query(ranks, """
+    return events.query("""
         WITH nccl AS (
             SELECT rank, coalesce(device, -1) AS device, name, start_ns + origin_ns AS start_abs_ns,
                    end_ns - start_ns AS dur_ns,
@@ -386,9 +389,9 @@ def query_collectives(ranks: pd.DataFrame) -> pd.DataFrame:
         FROM nccl""")
 
 
-def query_gpu_work(ranks: pd.DataFrame) -> pd.DataFrame:
+def query_gpu_work(events: RunEvents) -> pd.DataFrame:
     """Per (rank, device): summed duration of kernels, copies and memsets other than NCCL kernels."""
-    return _query(ranks, """
+    return events.query("""
         SELECT rank, device, sum(end_ns - start_ns) AS work_ns, count(*) AS ops
         FROM events
         WHERE kind IN ('kernel', 'memcpy', 'memset') AND device IS NOT NULL
@@ -694,9 +697,10 @@ def build_run_document(results: list[dict[str, Any]], ranks: list[int], warnings
         warnings = [*warnings, f"trace clocks ({', '.join(sorted(map(str, clocks)))}) do not agree across "
                                "ranks: lateness is measured from the first step/collective all ranks share"]
 
-    steps = step_analysis(query_steps(table), comparable)
-    collectives = collective_analysis(query_collectives(table), comparable)
-    work = query_gpu_work(table)
+    with RunEvents(table) as events:
+        steps = step_analysis(query_steps(events), comparable)
+        collectives = collective_analysis(query_collectives(events), comparable)
+        work = query_gpu_work(events)
 
     devices: list[dict[str, Any]] = []
     per_rank: list[dict[str, Any]] = []
