@@ -4,9 +4,9 @@ Field-by-field mapping, generations handled and the time rounding rule: ``docs/f
 
 Speed and memory: the file is decompressed in blocks; Kineto writes one event per ``{...}`` block at a fixed
 indentation, so complete events can be cut out of each block and turned into numpy columns before the next
-block is read: by DuckDB's JSON reader (C++, several blocks at once in worker threads) for big traces when
-duckdb is installed, else by a typed ``msgspec`` decoder that keeps only the fields tracelens needs. Both give the same columns (tested).
-Peak memory is the column data plus one block. A file written in another layout (minified, re-indented)
+block is read: by DuckDB's JSON reader (C++, several blocks at once in worker threads) for big traces
+when duckdb is installed, else by a typed ``msgspec`` decoder that keeps only the fields tracelens needs.
+Both give the same columns (tested). Peak memory is the column data plus the few blocks in flight. A file written in another layout (minified, re-indented)
 is decoded in one piece by msgspec.
 """
 
@@ -251,8 +251,8 @@ def _json_size(path: Path, size: int) -> int:
 class _BlockDecoder:
     """Turns the event blocks cut by :func:`_split` into block columns, in file order.
 
-    With DuckDB, blocks are decoded by worker threads, each with its own cursor (DuckDB releases the GIL
-    while it parses), and at most ``workers + 1`` blocks are in flight, so memory stays a few blocks above
+    With DuckDB, blocks are decoded by worker threads, each with its own in-memory database (DuckDB
+    releases the GIL while it parses), and at most ``workers + 1`` blocks are in flight, so memory stays a few blocks above
     the columns. Without it, each block is decoded by msgspec as it comes.
     """
 
@@ -564,7 +564,7 @@ _PHASE_COUNTER = {"s": "flow", "f": "flow", "t": "flow", "i": "instant", "I": "i
 
 
 class _DuckDBBlocks:
-    """The fast path for Kineto-layout blocks: DuckDB's JSON reader (C++, multithreaded) types the fields
+    """The fast path for Kineto-layout blocks: DuckDB's JSON reader (C++, GIL released) types the fields
     into Arrow columns, which are turned into the same block columns as :func:`_block_columns` makes.
 
     Used when ``duckdb`` is importable. A block it cannot read as declared (a field of another JSON type,
