@@ -236,7 +236,7 @@ def main(argv: list[str] | None = None) -> None:
         "wall time of the call, the library imports excluded (done untimed first); peak RSS of the whole "
         "process (interpreter and imports included). `json.loads`/`orjson.loads` read (and gunzip) the same "
         "file and parse it, nothing more; tracelens.load also builds the event table, device table and "
-        "derived columns (default engine: msgspec below 32 MiB of JSON, DuckDB's JSON reader on one worker "
+        "derived columns (default engine: msgspec below 16 MiB of JSON, DuckDB's JSON reader on one worker "
         "thread per core above; the msgspec row forces msgspec everywhere); HTA's `TraceAnalysis(trace_dir=...)` "
         "parses and builds its DataFrames. *above imports*: peak RSS minus the RSS after imports, the memory the "
         "load itself needed (the ratio to the JSON size is only meaningful for the big input). The machine is "

@@ -191,7 +191,7 @@ _LOOSE_DOCUMENT_DECODER = msgspec.json.Decoder(_LooseDocument | list[_AnyEvent])
 
 # Below this much JSON (the file's size, or the gzip trailer's), DuckDB's start-up in a fresh process (a
 # connection and the first JSON read, ~75 ms) costs more than it saves: msgspec reads every block.
-DUCKDB_MIN_BYTES = 32 * 2**20
+DUCKDB_MIN_BYTES = 16 * 2**20  # measured: equal at 15 MiB, DuckDB 1.3x faster at 24 MiB, 1.6x at 73 MiB
 # DuckDB's JSON reader parses one block on one thread: blocks are parsed by this many threads at once, and a
 # trace smaller than workers x BLOCK_BYTES is cut in smaller blocks so that every worker has one.
 MAX_WORKERS = 4
