@@ -299,3 +299,29 @@ def test_a_corrupt_block_in_a_worker_is_one_input_error(tmp_path: Path, monkeypa
     monkeypatch.setattr(kineto, "MAX_WORKERS", 3)
     with pytest.raises(InputError, match="invalid JSON"):
         kineto.read(path, engine="duckdb")
+
+
+@pytest.mark.parametrize("layout", ["kineto", "kineto.gz", "minified", "bare_list"])
+@pytest.mark.parametrize("engine", ["msgspec", "duckdb"])
+def test_invalid_json_names_its_byte_in_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, layout: str,
+                                                 engine: str) -> None:
+    if engine == "duckdb":
+        pytest.importorskip("duckdb")
+    from tracelens.errors import InputError
+    from tracelens.ingest import kineto
+
+    text = _many_event_file(tmp_path, 2000).read_text()
+    if layout == "minified":
+        text = json.dumps(json.loads(text), separators=(",", ":"))
+    elif layout == "bare_list":
+        text = "[\n" + text[text.index("  {"):text.rindex("]")] + "]\n"
+    # Event 1234's duration becomes "@": the first byte no JSON parser can accept, found here by hand.
+    marker = text.index('"dur":', text.index('"correlation": 1234' if layout != "minified" else '"correlation":1234') - 200)
+    bad_at = text.index("2", marker)
+    text = text[:bad_at] + "@" + text[bad_at + 1:]
+    path = tmp_path / ("bad.json.gz" if layout.endswith(".gz") else "bad.json")
+    path.write_bytes(gzip.compress(text.encode()) if layout.endswith(".gz") else text.encode())
+    monkeypatch.setattr(kineto, "BLOCK_BYTES", 4096)
+    with pytest.raises(InputError) as caught:
+        kineto.read(path, engine=engine)
+    assert f"at byte {bad_at:,} of the JSON text" in str(caught.value)

@@ -222,16 +222,16 @@ def read(path: Path, **options: Any) -> Trace:
     document: dict[str, Any] = {}
     with progress_bar(f"reading {path.name}", total=size) as progress, \
             _BlockDecoder(path, use_duckdb, workers) as decoder:
-        for kind, payload in _split(path, progress, block_bytes):
+        for kind, payload, shift in _split(path, progress, block_bytes):
             if kind == "events":
-                for block in decoder.submit(payload):
+                for block in decoder.submit(payload, shift):
                     columns.add(block)
             elif kind == "header":
-                document.update(_decode_header(payload, path))
+                document.update(_decode_header(payload, path, shift))
             else:  # the rest: last events and any keys after them, or a whole document
                 for block in decoder.drain():
                     columns.add(block)
-                events, meta = _decode_rest(payload, path)
+                events, meta = _decode_rest(payload, path, shift)
                 columns.add(_block_columns(events))
                 del events
                 document.update(meta)
@@ -278,12 +278,12 @@ class _BlockDecoder:
         for connection in self.connections:
             connection.close()
 
-    def submit(self, payload: bytes) -> Iterator[dict[str, Any]]:
-        """Queue one block; yield the blocks that are done, oldest first."""
+    def submit(self, payload: bytes, shift: int) -> Iterator[dict[str, Any]]:
+        """Queue one block (``shift``: see :func:`_split`); yield the blocks that are done, oldest first."""
         if self.pool is None:
-            yield self._msgspec(payload)
+            yield self._msgspec(payload, shift)
             return
-        self.pending.append(self.pool.submit(self._decode, payload))
+        self.pending.append(self.pool.submit(self._decode, payload, shift))
         while len(self.pending) > self.workers:
             yield self.pending.popleft().result()
 
@@ -291,12 +291,12 @@ class _BlockDecoder:
         while self.pending:
             yield self.pending.popleft().result()
 
-    def _msgspec(self, payload: bytes) -> dict[str, Any]:
-        block = _block_columns(_decode_events(payload, self.path))
+    def _msgspec(self, payload: bytes, shift: int) -> dict[str, Any]:
+        block = _block_columns(_decode_events(payload, self.path, shift))
         block["counts"]["msgspec_blocks"] = 1
         return block
 
-    def _decode(self, payload: bytes) -> dict[str, Any]:
+    def _decode(self, payload: bytes, shift: int) -> dict[str, Any]:
         fast = getattr(self.local, "fast", None)
         if fast is None:
             # One in-memory database per worker, not cursors of one: DuckDB 2.0 registers its file-object
@@ -309,7 +309,7 @@ class _BlockDecoder:
             fast = self.local.fast = _DuckDBBlocks(connection, duckdb.Error)
         block = fast.columns(payload)
         # A block DuckDB cannot type goes to msgspec, which reads anything.
-        return self._msgspec(payload) if block is None else block
+        return self._msgspec(payload, shift) if block is None else block
 
 
 def _duckdb_module() -> Any:
@@ -366,21 +366,25 @@ def _events_array_start(buf: bytes, path: Path) -> tuple[str, int] | None:
 _HEADER_LIMIT = 256 * 2**20  # no "traceEvents": [ in this many bytes: decode the document in one piece
 
 
-def _split(path: Path, progress: Any, block_bytes: int) -> Iterator[tuple[str, bytes]]:
-    """Yield ("header", bytes), ("events", bytes of a JSON list) ..., then ("rest", bytes).
+def _split(path: Path, progress: Any, block_bytes: int) -> Iterator[tuple[str, bytes, int]]:
+    """Yield ("header", bytes, shift), ("events", bytes of a JSON list, shift) ..., then ("rest", bytes, shift).
 
     Each block is copied once, into the JSON list handed out; only the unfinished last event of a block
-    (``tail``) is carried over to the next.
+    (``tail``) is carried over to the next. ``shift`` maps a byte offset in the piece to one in the file's
+    JSON text (offset + shift), so that a decoding error can say where in the file it is.
     """
     tail = b""
     mode: str | None = None  # None until the start of the event list is found
     held: list[bytes] = []  # "whole" mode: the document in blocks, joined once at the end
+    consumed = 0  # bytes of JSON text read before the current block
     for block in _blocks(path, progress, block_bytes):
+        origin = consumed  # where block[0] lies in the JSON text
+        consumed += len(block)
         if mode == "whole":
             held.append(block)
             continue
         if mode is None:
-            tail += block
+            tail += block  # everything so far, from the first byte of the file
             found = _events_array_start(tail, path)
             if found is None:
                 if len(tail) > _HEADER_LIMIT:
@@ -391,57 +395,66 @@ def _split(path: Path, progress: Any, block_bytes: int) -> Iterator[tuple[str, b
                 held, tail = [tail], b""
                 continue
             if mode == "object":
-                yield "header", tail[:offset] + b'"traceEvents": []}'
-                block, tail = tail[tail.index(b"[", offset) + 1:], b""
+                yield "header", tail[:offset] + b'"traceEvents": []}', 0
+                origin = tail.index(b"[", offset) + 1
             else:
-                block, tail = tail[offset:], b""
+                origin = offset
+            block, tail = tail[origin:], b""
         cut = block.rfind(_EVENT_SEPARATOR)
         if cut < 0 or (cut == 0 and not tail):
             tail += block
             continue
-        yield "events", b"".join((b"[", tail, memoryview(block)[:cut + _SEPARATOR_KEEP], b"]"))
+        # payload[1] is the tail's first byte, which lies len(tail) bytes before the block
+        yield "events", b"".join((b"[", tail, memoryview(block)[:cut + _SEPARATOR_KEEP], b"]")), origin - len(tail) - 1
         tail = block[cut + _SEPARATOR_SKIP:]
+    tail_origin = consumed - len(tail)
     if mode == "object":
-        yield "rest", b'{"traceEvents": [' + tail
+        prefix = b'{"traceEvents": ['
+        yield "rest", prefix + tail, tail_origin - len(prefix)
     elif mode == "list":
-        yield "rest", b"[" + tail
+        yield "rest", b"[" + tail, tail_origin - 1
     else:
         held.append(tail)
-        yield "rest", b"".join(held)
+        yield "rest", b"".join(held), 0
 
 
-def _json_error(err: Exception, path: Path) -> InputError:
+_ERROR_BYTE = re.compile(r"\(byte (\d+)\)")
+
+
+def _json_error(err: Exception, path: Path, shift: int = 0) -> InputError:
     text = str(err)
     if "truncated" in text.lower():
         return InputError("truncated JSON (the file ends in the middle of the trace)", path=path)
+    # msgspec counts bytes from the start of the piece it was given: say where that is in the file's JSON
+    text = _ERROR_BYTE.sub(lambda m: f"(at byte {max(0, int(m.group(1)) + shift):,} of the JSON text)", text)
     return InputError(f"invalid JSON ({text})", path=path)
 
 
-def _decode_events(payload: bytes, path: Path) -> list[Any]:
+def _decode_events(payload: bytes, path: Path, shift: int = 0) -> list[Any]:
     try:
         return _EVENTS_DECODER.decode(payload)
     except msgspec.ValidationError:
         pass  # a field of an unexpected type: decode this piece loosely, coerce below
     except msgspec.DecodeError as err:
-        raise _json_error(err, path) from None
+        raise _json_error(err, path, shift) from None
     try:
         return _ANY_EVENTS_DECODER.decode(payload)
     except msgspec.ValidationError as err:
         raise InputError(f"not a PyTorch profiler trace: traceEvents holds non-objects ({err})",
                          path=path) from None
     except msgspec.DecodeError as err:
-        raise _json_error(err, path) from None
+        raise _json_error(err, path, shift) from None
 
 
-def _decode_header(payload: bytes, path: Path) -> dict[str, Any]:
+def _decode_header(payload: bytes, path: Path, shift: int = 0) -> dict[str, Any]:
     try:
         doc = _LOOSE_DOCUMENT_DECODER.decode(payload)
     except (msgspec.DecodeError, msgspec.ValidationError) as err:
-        raise _json_error(err, path) from None
+        raise _json_error(err, path, shift) from None
     return _document_fields(doc) if isinstance(doc, _LooseDocument) else {}
 
 
-def _decode_rest(payload: bytes, path: Path) -> tuple[list[Any], dict[str, Any]]:
+def _decode_rest(payload: bytes, path: Path, shift: int = 0) -> tuple[list[Any], dict[str, Any]]:
     if not payload.strip():
         raise InputError("file holds only whitespace", path=path)
     try:
@@ -449,7 +462,7 @@ def _decode_rest(payload: bytes, path: Path) -> tuple[list[Any], dict[str, Any]]
     except msgspec.ValidationError:
         doc = None  # some field of an unexpected type: decode loosely below
     except msgspec.DecodeError as err:
-        raise _json_error(err, path) from None
+        raise _json_error(err, path, shift) from None
     if doc is None:
         try:
             doc = _LOOSE_DOCUMENT_DECODER.decode(payload)
