@@ -304,7 +304,7 @@ def build_events(columns: Mapping[str, Any], *, sort: bool = True) -> pa.Table:
     return table.combine_chunks().unify_dictionaries()
 
 
-_NOT_NESTED = (KERNEL, MEMCPY, MEMSET, GPU_SYNC, GPU_ANNOTATION)
+NOT_NESTED_KINDS = (KERNEL, MEMCPY, MEMSET, GPU_SYNC, GPU_ANNOTATION)
 
 
 def nesting_depth(pid: np.ndarray, tid: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
@@ -351,24 +351,30 @@ def nesting_depth(pid: np.ndarray, tid: np.ndarray, start: np.ndarray, end: np.n
     return depth
 
 
+def depth_column(nested: np.ndarray, pid: np.ndarray, tid: np.ndarray, start: np.ndarray,
+                 end: np.ndarray) -> pa.Array:
+    """The ``depth`` column: :func:`nesting_depth` of the rows where ``nested`` holds, null elsewhere.
+
+    Rows that nest are host intervals with a thread (not kinds in ``NOT_NESTED_KINDS``); ``pid``/``tid`` are
+    float64 with NaN for missing, ``end`` already at least ``start``.
+    """
+    rows = np.flatnonzero(nested)
+    values = np.zeros(len(nested), dtype=np.int16)
+    if rows.size:
+        values[rows] = nesting_depth(pid[rows], tid[rows], start[rows], end[rows])
+    return pa.array(values, type=pa.int16(), mask=~nested)
+
+
 def _fill_depth(table: pa.Table) -> pa.Table:
     kind = table.column("kind").combine_chunks()
-    not_nested = np.isin(np.asarray(kind.dictionary.to_pylist(), dtype=object), _NOT_NESTED)
-    host = ~not_nested[kind.indices.to_numpy(zero_copy_only=False)] & table.column("tid").is_valid().to_numpy(
+    not_nested = np.isin(np.asarray(kind.dictionary.to_pylist(), dtype=object), NOT_NESTED_KINDS)
+    nested = ~not_nested[kind.indices.to_numpy(zero_copy_only=False)] & table.column("tid").is_valid().to_numpy(
         zero_copy_only=False)
-    if not host.any():
+    if not nested.any():
         return table
-    rows = np.flatnonzero(host)
-    pid = table.column("pid").to_numpy(zero_copy_only=False)[rows]
-    tid = table.column("tid").to_numpy(zero_copy_only=False)[rows]
-    start = table.column("start_ns").to_numpy()[rows]
-    end = table.column("end_ns").to_numpy()[rows]
-    depth = nesting_depth(pid, tid, start, end)
-    mask = np.ones(table.num_rows, dtype=bool)
-    mask[rows] = False
-    values = np.zeros(table.num_rows, dtype=np.int16)
-    values[rows] = depth
-    arr = pa.array(values, type=pa.int16(), mask=mask)
+    arr = depth_column(nested, table.column("pid").to_numpy(zero_copy_only=False).astype(np.float64),
+                       table.column("tid").to_numpy(zero_copy_only=False).astype(np.float64),
+                       table.column("start_ns").to_numpy(), table.column("end_ns").to_numpy())
     return table.set_column(EVENT_COLUMNS.index("depth"), EVENT_SCHEMA.field("depth"), arr)
 
 

@@ -42,6 +42,7 @@ from ..trace import (
     KERNEL,
     MEMCPY,
     MEMSET,
+    NOT_NESTED_KINDS,
     OTHER,
     OVERHEAD,
     PYTHON,
@@ -51,6 +52,7 @@ from ..trace import (
     TraceMetadata,
     build_devices,
     build_events,
+    depth_column,
 )
 from .compression import GZIP_ERRORS, gzip_reader
 
@@ -86,6 +88,7 @@ _KIND_CODE = {kind: code for code, kind in enumerate(_KINDS)}
 _SKIP = -1
 _DEVICE_SIDE = np.array([k in (KERNEL, MEMCPY, MEMSET, GPU_SYNC) for k in _KINDS])
 _LAUNCH_SIDE = np.array([k in (RUNTIME, DRIVER) for k in _KINDS])
+_NESTED_KIND = np.array([k not in NOT_NESTED_KINDS for k in _KINDS])
 
 _STEP_NAME = re.compile(r"^(?:ProfilerStep|tracelens/step)#(-?\d+)$")
 # Only API names (camelCase, no underscore before the suffix): kernels such as "cudnn_..._v1" keep theirs.
@@ -871,11 +874,11 @@ class _Columns:
         rel_start = start - origin
         del start
 
-        def sparse(values: np.ndarray, field: str, rows: np.ndarray | None = None) -> pa.Array:
-            """A column that is null except on GPU rows (``rows``: a mask over them)."""
+        def sparse(values: np.ndarray, field: str, rows: np.ndarray | None = None) -> Future[pa.Array]:
+            """A column that is null except on GPU rows (``rows``: a mask over them), built in the background."""
             if rows is None:
-                return _sparse_to_arrow(values, at, m, field)
-            return _sparse_to_arrow(values[rows], at[rows], m, field)
+                return background.submit(_sparse_to_arrow, values, at, m, field)
+            return background.submit(_sparse_to_arrow, values[rows], at[rows], m, field)
 
         # Kineto's GPU "pid" is the device index and its "tid" the stream: fallbacks when args lack them.
         device_values = np.where(np.isnan(gpu["device"]), kineto_pid[at], gpu["device"])
@@ -886,6 +889,11 @@ class _Columns:
         pid = np.where(device_side, _launch_pid(correlation, launch_side, kineto_pid, device_side), pid)
         tid = np.where(device_side | gpu_annotation, np.nan, kineto_tid)
         del kineto_pid, kineto_tid
+        # The host rows' nesting depth and the GPU-only columns are built on two more threads while this one
+        # builds the rest (numpy's sorts, casts and copies release the GIL).
+        background = ThreadPoolExecutor(2)
+        depth = background.submit(depth_column, _NESTED_KIND[kind] & ~np.isnan(tid), pid, tid, rel_start,
+                                  rel_start + np.maximum(duration, 0))
 
         is_memcpy = kind == _KIND_CODE[MEMCPY]
         copy_kind, src_kind, dst_kind = _memcpy_kinds(names, name_code, is_memcpy)
@@ -905,41 +913,42 @@ class _Columns:
         device_full = np.full(m, np.nan)
         device_full[at] = device_values
 
-        events = build_events(
-            {
-                "kind": pa.DictionaryArray.from_arrays(pa.array(kind.astype(np.int32)), pa.array(_KINDS)),
-                "name": pa.DictionaryArray.from_arrays(
-                    pa.array(name_code, mask=name_code < 0), pa.array(names, pa.string())),
-                "start_ns": rel_start,
-                "end_ns": rel_start + duration,
-                "device": _to_arrow(device_full, "device"),
-                "stream": sparse(stream_values, "stream"),
-                "pid": _to_arrow(pid, "pid"),
-                "tid": _to_arrow(tid, "tid"),
-                "correlation_id": _to_arrow(correlation, "correlation_id"),
-                "external_id": _to_arrow(external_id, "external_id"),
-                "bytes": sparse(gpu["bytes"], "bytes", _DEVICE_SIDE[gpu_kind]),
-                "copy_kind": copy_kind,
-                "src_kind": src_kind,
-                "dst_kind": dst_kind,
-                "sync_kind": sync_text,
-                "domain": domain,
-                "grid_x": sparse(gpu["grid"][:, 0], "grid_x", gpu_is_kernel),
-                "grid_y": sparse(gpu["grid"][:, 1], "grid_y", gpu_is_kernel),
-                "grid_z": sparse(gpu["grid"][:, 2], "grid_z", gpu_is_kernel),
-                "block_x": sparse(gpu["block"][:, 0], "block_x", gpu_is_kernel),
-                "block_y": sparse(gpu["block"][:, 1], "block_y", gpu_is_kernel),
-                "block_z": sparse(gpu["block"][:, 2], "block_z", gpu_is_kernel),
-                "registers_per_thread": sparse(gpu["registers"], "registers_per_thread", gpu_is_kernel),
-                # Kineto writes only static + dynamic shared memory; the sum is what occupancy needs.
-                "static_shared_bytes": sparse(shared_total, "static_shared_bytes", gpu_is_kernel),
-                "dynamic_shared_bytes": sparse(np.where(np.isnan(shared_total), np.nan, 0.0),
-                                               "dynamic_shared_bytes", gpu_is_kernel),
-                "step": _to_arrow(step, "step"),
-                "reported_occupancy": sparse(gpu["occupancy_pct"] / 100.0, "reported_occupancy", gpu_is_kernel),
-            },
-            sort=False,
-        )
+        columns: dict[str, Any] = {
+            "kind": pa.DictionaryArray.from_arrays(pa.array(kind.astype(np.int32)), pa.array(_KINDS)),
+            "name": pa.DictionaryArray.from_arrays(
+                pa.array(name_code, mask=name_code < 0), pa.array(names, pa.string())),
+            "start_ns": rel_start,
+            "end_ns": rel_start + duration,
+            "device": _to_arrow(device_full, "device"),
+            "stream": sparse(stream_values, "stream"),
+            "pid": _to_arrow(pid, "pid"),
+            "tid": _to_arrow(tid, "tid"),
+            "correlation_id": _to_arrow(correlation, "correlation_id"),
+            "external_id": _to_arrow(external_id, "external_id"),
+            "bytes": sparse(gpu["bytes"], "bytes", _DEVICE_SIDE[gpu_kind]),
+            "copy_kind": copy_kind,
+            "src_kind": src_kind,
+            "dst_kind": dst_kind,
+            "sync_kind": sync_text,
+            "domain": domain,
+            "grid_x": sparse(gpu["grid"][:, 0], "grid_x", gpu_is_kernel),
+            "grid_y": sparse(gpu["grid"][:, 1], "grid_y", gpu_is_kernel),
+            "grid_z": sparse(gpu["grid"][:, 2], "grid_z", gpu_is_kernel),
+            "block_x": sparse(gpu["block"][:, 0], "block_x", gpu_is_kernel),
+            "block_y": sparse(gpu["block"][:, 1], "block_y", gpu_is_kernel),
+            "block_z": sparse(gpu["block"][:, 2], "block_z", gpu_is_kernel),
+            "registers_per_thread": sparse(gpu["registers"], "registers_per_thread", gpu_is_kernel),
+            # Kineto writes only static + dynamic shared memory; the sum is what occupancy needs.
+            "static_shared_bytes": sparse(shared_total, "static_shared_bytes", gpu_is_kernel),
+            "dynamic_shared_bytes": sparse(np.where(np.isnan(shared_total), np.nan, 0.0),
+                                           "dynamic_shared_bytes", gpu_is_kernel),
+            "step": _to_arrow(step, "step"),
+            "depth": depth,
+            "reported_occupancy": sparse(gpu["occupancy_pct"] / 100.0, "reported_occupancy", gpu_is_kernel),
+        }
+        background.shutdown(wait=True)
+        events = build_events({k: v.result() if isinstance(v, Future) else v for k, v in columns.items()},
+                              sort=False)
         device = device_full
         devices = _device_rows(document.get("deviceProperties"), device, names, name_code, kind)
         distributed = document.get("distributedInfo") if isinstance(document.get("distributedInfo"), dict) else {}
