@@ -344,15 +344,19 @@ def _blocks(path: Path, progress: Any, block_bytes: int) -> Iterator[bytes]:
             yield block
 
 
+_NOT_SPACE = re.compile(rb"[^ \t\r\n]")
+
+
 def _events_array_start(buf: bytes, path: Path) -> tuple[str, int] | None:
     """Where the event list begins: ("list", offset after '['), ("object", offset of the traceEvents key),
     ("whole", 0) when the document must be decoded in one piece, None when more bytes are needed."""
-    head = buf.lstrip()
-    if not head:
+    first = _NOT_SPACE.search(buf)  # not buf.lstrip(): that copies the whole block
+    if first is None:
         return None
-    if head[:1] == b"[":
-        return "list", len(buf) - len(head) + 1
-    if head[:1] != b"{":
+    head = buf[first.start():first.start() + 1]
+    if head == b"[":
+        return "list", first.start() + 1
+    if head != b"{":
         raise InputError("not JSON (does not start with '{' or '[')", path=path)
     key = buf.find(b'"traceEvents"')
     if key < 0:
@@ -383,6 +387,7 @@ def _split(path: Path, progress: Any, block_bytes: int) -> Iterator[tuple[str, b
     for block in _blocks(path, progress, block_bytes):
         origin = consumed  # where block[0] lies in the JSON text
         consumed += len(block)
+        start = 0  # where this block's events begin in it
         if mode == "whole":
             held.append(block)
             continue
@@ -399,16 +404,17 @@ def _split(path: Path, progress: Any, block_bytes: int) -> Iterator[tuple[str, b
                 continue
             if mode == "object":
                 yield "header", tail[:offset] + b'"traceEvents": []}', 0
-                origin = tail.index(b"[", offset) + 1
+                start = tail.index(b"[", offset) + 1
             else:
-                origin = offset
-            block, tail = tail[origin:], b""
-        cut = block.rfind(_EVENT_SEPARATOR)
-        if cut < 0 or (cut == 0 and not tail):
-            tail += block
+                start = offset
+            block, origin, tail = tail, 0, b""  # the whole file so far; its events begin at `start`
+        cut = block.rfind(_EVENT_SEPARATOR, start)
+        if cut < 0 or (cut == start and not tail):
+            tail += block[start:]
             continue
-        # payload[1] is the tail's first byte, which lies len(tail) bytes before the block
-        yield "events", b"".join((b"[", tail, memoryview(block)[:cut + _SEPARATOR_KEEP], b"]")), origin - len(tail) - 1
+        # payload[1] is the tail's first byte, which lies len(tail) bytes before block[start]
+        yield ("events", b"".join((b"[", tail, memoryview(block)[start:cut + _SEPARATOR_KEEP], b"]")),
+               origin + start - len(tail) - 1)
         tail = block[cut + _SEPARATOR_SKIP:]
     tail_origin = consumed - len(tail)
     if mode == "object":
