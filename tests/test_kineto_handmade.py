@@ -325,3 +325,23 @@ def test_invalid_json_names_its_byte_in_the_file(tmp_path: Path, monkeypatch: py
     with pytest.raises(InputError) as caught:
         kineto.read(path, engine=engine)
     assert f"at byte {bad_at:,} of the JSON text" in str(caught.value)
+
+
+def test_one_thread_budget_reads_the_same_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Multi-rank workers allow one thread (pyarrow.set_cpu_count(1)): every pool is then run inline."""
+    import pyarrow as pa
+
+    from tracelens.ingest import kineto
+
+    path = _many_event_file(tmp_path, 3000)
+    monkeypatch.setattr(kineto, "BLOCK_BYTES", 4096)
+    reference = kineto.read(path, engine="msgspec")
+    before = pa.cpu_count()
+    pa.set_cpu_count(1)
+    try:
+        assert kineto._threads() == 1
+        assert isinstance(kineto._executor(kineto._threads()), kineto._Inline)
+        for engine in ("msgspec", "duckdb"):
+            assert kineto.read(path, engine=engine).events.equals(reference.events), engine
+    finally:
+        pa.set_cpu_count(before)

@@ -18,8 +18,8 @@ import os
 import re
 import threading
 from collections import Counter, deque
-from collections.abc import Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable, Iterator
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from functools import partial
 from operator import attrgetter
 from pathlib import Path
@@ -219,7 +219,7 @@ def read(path: Path, **options: Any) -> Trace:
         raise ValueError(f"unknown Kineto engine {engine!r} (auto, msgspec or duckdb)")
     json_bytes = _json_size(path, size)
     use_duckdb = engine == "duckdb" or (engine == "auto" and json_bytes >= DUCKDB_MIN_BYTES)
-    workers = max(1, min(MAX_WORKERS, os.cpu_count() or 1)) if use_duckdb else 1
+    workers = min(MAX_WORKERS, _threads()) if use_duckdb else 1
     block_bytes = min(BLOCK_BYTES, max(MIN_BLOCK_BYTES, json_bytes // workers + 1)) if use_duckdb else BLOCK_BYTES
     columns = _Columns(path)
     document: dict[str, Any] = {}
@@ -313,6 +313,28 @@ class _BlockDecoder:
         block = fast.columns(payload)
         # A block DuckDB cannot type goes to msgspec, which reads anything.
         return self._msgspec(payload, shift) if block is None else block
+
+
+def _threads() -> int:
+    """Threads this reader may use: the cores, or fewer when Arrow was told so (``pyarrow.set_cpu_count``,
+    as the multi-rank workers do: one core each, already busy)."""
+    return max(1, min(os.cpu_count() or 1, pa.cpu_count()))
+
+
+class _Inline(Executor):
+    """An executor that runs each task at once in the calling thread (when only one thread may be used)."""
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        future: Future[Any] = Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except BaseException as err:  # re-raised by future.result(), as a pool would
+            future.set_exception(err)
+        return future
+
+
+def _executor(threads: int) -> Executor:
+    return ThreadPoolExecutor(threads) if threads > 1 else _Inline()
 
 
 def _duckdb_module() -> Any:
@@ -856,7 +878,7 @@ class _Columns:
         # Joined and ordered two columns at a time: numpy copies and gathers without holding the GIL.
         parts, self.parts = self.parts, []
 
-        with ThreadPoolExecutor(2) as pool:
+        with _executor(min(2, _threads())) as pool:
             dur, kineto_pid, kineto_tid, correlation_all, external_id = pool.map(
                 partial(_joined_in_order, parts, order_keep), ("dur", "pid", "tid", "correlation", "external_id"))
         duration = np.rint(np.nan_to_num(dur, nan=0.0) * 1000).astype(np.int64)
@@ -897,7 +919,7 @@ class _Columns:
         del kineto_pid, kineto_tid
         # The host rows' nesting depth and the GPU-only columns are built on two more threads while this one
         # builds the rest (numpy's sorts, casts and copies release the GIL).
-        background = ThreadPoolExecutor(2)
+        background = _executor(min(2, _threads()))
         depth = background.submit(depth_column, _NESTED_KIND[kind] & ~np.isnan(tid), pid, tid, rel_start,
                                   rel_start + np.maximum(duration, 0))
 
