@@ -207,7 +207,7 @@ def ingest_and_summarize(source: str, parquet_path: str, reuse: bool) -> dict[st
 
             trace = load(source)
             tmp = f"{parquet_path}.{os.getpid()}.tmp"
-            trace.save(tmp)
+            trace.save(tmp, cache=True)
             os.replace(tmp, parquet_path)
         from .analyses import analyze
 
