@@ -255,20 +255,21 @@ class _BlockDecoder:
     """Turns the event blocks cut by :func:`_split` into block columns, in file order.
 
     With DuckDB, blocks are decoded by worker threads, each with its own in-memory database (DuckDB
-    releases the GIL while it parses), and at most ``workers + 1`` blocks are in flight, so memory stays a few blocks above
-    the columns. Without it, each block is decoded by msgspec as it comes.
+    releases the GIL while it parses), with at most ``workers + 1`` blocks in flight, so memory stays a few
+    blocks above the columns; with a budget of one thread they are decoded in this one. Without DuckDB,
+    each block is decoded by msgspec as it comes.
     """
 
     def __init__(self, path: Path, use_duckdb: bool, workers: int) -> None:
         self.path = path
         self.workers = workers
         self.pending: deque[Future[dict[str, Any]]] = deque()
-        self.pool: ThreadPoolExecutor | None = None
+        self.pool: Executor | None = None
         self.local = threading.local()
         self.connections: list[Any] = []
         self.lock = threading.Lock()
         if use_duckdb and _duckdb_module() is not None:
-            self.pool = ThreadPoolExecutor(workers, thread_name_prefix="tracelens-kineto")
+            self.pool = _executor(workers)
 
     def __enter__(self) -> _BlockDecoder:
         return self
