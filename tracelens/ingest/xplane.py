@@ -36,7 +36,7 @@ from ..trace import (
     TraceMetadata,
     build_devices,
     build_events,
-    nesting_depth,
+    depth_column,
 )
 from . import xplane_wire as wire
 from .xplane_schema import protobuf_backend, xspace_class
@@ -750,17 +750,14 @@ def _build_trace(hosts: list[_Host], source: Path, run: str | None) -> Trace:
     }
     pad = np.zeros(n_steps, np.int64)
     columns["device"] = _masked(ordered(np.concatenate([device_of[rows], pad])), ordered(is_gpu), pa.int32())
-    columns["stream"] = _masked(ordered(np.concatenate([ident[rows], pad])), ordered(is_gpu), pa.int64())
-    has_tid = np.concatenate([~stream_rows[rows], np.zeros(n_steps, bool)])
-    columns["tid"] = _masked(ordered(np.concatenate([ident[rows], pad])), ordered(has_tid), pa.int64())
+    line_ident = ordered(np.concatenate([ident[rows], pad]))  # a GPU row's stream, a host row's thread
+    columns["stream"] = _masked(line_ident, ordered(is_gpu), pa.int64())
+    has_tid = ordered(np.concatenate([~stream_rows[rows], np.zeros(n_steps, bool)]))
+    columns["tid"] = _masked(line_ident, has_tid, pa.int64())
     columns["pid"] = ordered(np.concatenate([host_of[rows], steps["host"]]))
     # nesting depth of host rows on their thread, as build_events would fill it, but without its
     # per-row string work on the kind column
-    host_pos = np.flatnonzero(ordered(has_tid))
-    depth = np.zeros(start_all.size, np.int16)
-    depth[host_pos] = nesting_depth(columns["pid"][host_pos], ordered(np.concatenate([ident[rows], pad]))[host_pos],
-                                    columns["start_ns"][host_pos], columns["end_ns"][host_pos])
-    columns["depth"] = _masked(depth, ordered(has_tid), pa.int16())
+    columns["depth"] = depth_column(has_tid, columns["pid"], line_ident, columns["start_ns"], columns["end_ns"])
     columns["correlation_id"] = _masked(ordered(np.concatenate([corr[rows], pad])),
                                         ordered(np.concatenate([has_corr[rows], np.zeros(n_steps, bool)])),
                                         pa.int64())
