@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -187,10 +188,11 @@ class Trace:
 
     def device_info(self, device: int) -> dict[str, Any]:
         """The device table's row for ``device`` as a dict (empty when the trace lacks it)."""
-        rows = self.devices_df[self.devices_df["id"] == device]
-        if rows.empty:
+        ids = self.devices.column("id").to_pylist()
+        if device not in ids:
             return {}
-        return {k: (None if pd.isna(v) else _py(v)) for k, v in rows.iloc[0].items()}
+        row = self.devices.slice(ids.index(device), 1).to_pylist()[0]
+        return {k: None if isinstance(v, float) and math.isnan(v) else v for k, v in row.items()}
 
     @classmethod
     def from_rows(

@@ -56,6 +56,11 @@ from ..trace import (
 )
 from .compression import GZIP_ERRORS, gzip_reader
 
+try:  # built from _kineto_scan.c at install time when a C compiler is there
+    from . import _kineto_scan
+except ImportError:  # pragma: no cover - then msgspec or DuckDB read every block
+    _kineto_scan = None
+
 BLOCK_BYTES = 16 * 2**20
 # Kineto's writer puts each event at two spaces of indentation: "  {", ..., "  },". A newline cannot
 # occur inside a JSON string, so this byte sequence only ever sits between two top-level events.
@@ -94,6 +99,7 @@ _STEP_NAME = re.compile(r"^(?:ProfilerStep|tracelens/step)#(-?\d+)$")
 # Only API names (camelCase, no underscore before the suffix): kernels such as "cudnn_..._v1" keep theirs.
 _API_VERSION_SUFFIX = re.compile(r"^((?:cuda|cu|hip)[A-Za-z0-9]*)_v\d+$")
 _DRIVER_NAME = re.compile(r"^cu[A-Z]")
+_TRAILING_INTEGER = re.compile(r"(-?\d+)\s*$")
 _MEMCPY_NAME = re.compile(r"^Memcpy (\w+) \((\w+) -> (\w+)\)")
 _SYNC_KINDS = {
     "stream sync": "stream_sync",
@@ -199,14 +205,15 @@ DUCKDB_MIN_BYTES = 16 * 2**20  # measured: equal at 15 MiB, DuckDB 1.3x faster a
 # trace smaller than workers x BLOCK_BYTES is cut in smaller blocks so that every worker has one.
 MAX_WORKERS = 4
 MIN_BLOCK_BYTES = 2 * 2**20
+NATIVE_BLOCKS_PER_WORKER = 4
 
 
 def read(path: Path, **options: Any) -> Trace:
     """Read a Kineto trace (``.json`` or ``.json.gz``; a ``{"traceEvents": [...]}`` object or a bare list).
 
-    ``engine``: "auto" (DuckDB's JSON reader, several blocks at once in worker threads, when duckdb is
-    installed and the trace holds more than ``DUCKDB_MIN_BYTES`` of JSON; msgspec otherwise), "msgspec" or
-    "duckdb". Every engine gives the same table.
+    ``engine``: "auto" (the native scanner when it was built, else DuckDB's JSON reader when duckdb is
+    installed and the trace holds more than ``DUCKDB_MIN_BYTES`` of JSON, else msgspec), "native",
+    "duckdb" or "msgspec". Every engine gives the same table.
     """
     path = Path(path)
     if not path.is_file():
@@ -214,17 +221,18 @@ def read(path: Path, **options: Any) -> Trace:
     size = path.stat().st_size
     if size == 0:
         raise InputError("file is empty", path=path)
-    engine = options.get("engine", "auto")
-    if engine not in ("auto", "msgspec", "duckdb"):
-        raise ValueError(f"unknown Kineto engine {engine!r} (auto, msgspec or duckdb)")
     json_bytes = _json_size(path, size)
-    use_duckdb = engine == "duckdb" or (engine == "auto" and json_bytes >= DUCKDB_MIN_BYTES)
-    workers = min(MAX_WORKERS, _threads()) if use_duckdb else 1
-    block_bytes = min(BLOCK_BYTES, max(MIN_BLOCK_BYTES, json_bytes // workers + 1)) if use_duckdb else BLOCK_BYTES
+    engine = _engine(options.get("engine", "auto"), json_bytes)
+    workers = min(MAX_WORKERS, _threads()) if engine != "msgspec" else 1
+    # Blocks small enough that every worker gets several: the first scan starts after a short inflate, and
+    # the last block's scan (the part nothing overlaps) is short. Measured at 15 MiB on 2 cores, ~2 MiB
+    # blocks were the fastest of 1, 2, 4 and 8 blocks.
+    per_block = json_bytes // (NATIVE_BLOCKS_PER_WORKER * workers if engine == "native" else workers) + 1
+    block_bytes = min(BLOCK_BYTES, max(MIN_BLOCK_BYTES, per_block)) if workers > 1 else BLOCK_BYTES
     columns = _Columns(path)
     document: dict[str, Any] = {}
     with progress_bar(f"reading {path.name}", total=size) as progress, \
-            _BlockDecoder(path, use_duckdb, workers) as decoder:
+            _BlockDecoder(path, engine, workers) as decoder:
         for kind, payload, shift in _split(path, progress, block_bytes):
             if kind == "events":
                 for block in decoder.submit(payload, shift):
@@ -241,6 +249,22 @@ def read(path: Path, **options: Any) -> Trace:
     return columns.finish(document)
 
 
+def _engine(requested: str, json_bytes: int) -> str:
+    """The engine that reads the blocks: "native", "duckdb" or "msgspec"."""
+    if requested not in ("auto", "native", "msgspec", "duckdb"):
+        raise ValueError(f"unknown Kineto engine {requested!r} (auto, native, duckdb or msgspec)")
+    if requested == "native" and _kineto_scan is None:
+        raise ValueError("the native Kineto scanner was not built (no C compiler at install time): "
+                         "use engine='auto', 'duckdb' or 'msgspec'")
+    if requested == "auto":
+        if _kineto_scan is not None:
+            return "native"
+        requested = "duckdb" if json_bytes >= DUCKDB_MIN_BYTES else "msgspec"
+    if requested == "duckdb" and _duckdb_module() is None:
+        return "msgspec"
+    return requested
+
+
 def _json_size(path: Path, size: int) -> int:
     """The trace's uncompressed size: the file's, or for gzip the trailer's ISIZE (the size modulo 2**32,
     so at least the compressed size). Only used to choose an engine and a block size."""
@@ -254,21 +278,22 @@ def _json_size(path: Path, size: int) -> int:
 class _BlockDecoder:
     """Turns the event blocks cut by :func:`_split` into block columns, in file order.
 
-    With DuckDB, blocks are decoded by worker threads, each with its own in-memory database (DuckDB
-    releases the GIL while it parses), with at most ``workers + 1`` blocks in flight, so memory stays a few
-    blocks above the columns; with a budget of one thread they are decoded in this one. Without DuckDB,
-    each block is decoded by msgspec as it comes.
+    With the native scanner or DuckDB, blocks are decoded by worker threads (both release the GIL while
+    they parse), with at most ``workers + 1`` blocks in flight, so memory stays a few blocks above the
+    columns; with a budget of one thread they are decoded in this one. A block either of them declines goes
+    to msgspec, which reads anything. With the msgspec engine each block is decoded by msgspec as it comes.
     """
 
-    def __init__(self, path: Path, use_duckdb: bool, workers: int) -> None:
+    def __init__(self, path: Path, engine: str, workers: int) -> None:
         self.path = path
+        self.engine = engine
         self.workers = workers
         self.pending: deque[Future[dict[str, Any]]] = deque()
         self.pool: Executor | None = None
         self.local = threading.local()
         self.connections: list[Any] = []
         self.lock = threading.Lock()
-        if use_duckdb and _duckdb_module() is not None:
+        if engine != "msgspec":
             self.pool = _executor(workers)
 
     def __enter__(self) -> _BlockDecoder:
@@ -282,7 +307,7 @@ class _BlockDecoder:
         for connection in self.connections:
             connection.close()
 
-    def submit(self, payload: bytes, shift: int) -> Iterator[dict[str, Any]]:
+    def submit(self, payload: _EventsText, shift: int) -> Iterator[dict[str, Any]]:
         """Queue one block (``shift``: see :func:`_split`); yield the blocks that are done, oldest first."""
         if self.pool is None:
             yield self._msgspec(payload, shift)
@@ -295,12 +320,19 @@ class _BlockDecoder:
         while self.pending:
             yield self.pending.popleft().result()
 
-    def _msgspec(self, payload: bytes, shift: int) -> dict[str, Any]:
-        block = _block_columns(_decode_events(payload, self.path, shift))
+    def _msgspec(self, payload: _EventsText, shift: int) -> dict[str, Any]:
+        block = _block_columns(_decode_events(payload.joined(), self.path, shift))
         block["counts"]["msgspec_blocks"] = 1
         return block
 
-    def _decode(self, payload: bytes, shift: int) -> dict[str, Any]:
+    def _decode(self, payload: _EventsText, shift: int) -> dict[str, Any]:
+        block = (_native_block_columns(payload.pieces()) if self.engine == "native"
+                 else self._duckdb(payload.joined()))
+        # A block the fast engine declines (invalid JSON, a field of another type) goes to msgspec, which
+        # reads anything or says where the JSON is broken.
+        return self._msgspec(payload, shift) if block is None else block
+
+    def _duckdb(self, payload: bytes) -> dict[str, Any] | None:
         fast = getattr(self.local, "fast", None)
         if fast is None:
             # One in-memory database per worker, not cursors of one: DuckDB 2.0 registers its file-object
@@ -311,9 +343,7 @@ class _BlockDecoder:
             with self.lock:
                 self.connections.append(connection)
             fast = self.local.fast = _DuckDBBlocks(connection, duckdb.Error)
-        block = fast.columns(payload)
-        # A block DuckDB cannot type goes to msgspec, which reads anything.
-        return self._msgspec(payload, shift) if block is None else block
+        return fast.columns(payload)
 
 
 def _threads() -> int:
@@ -396,12 +426,37 @@ def _events_array_start(buf: bytes, path: Path) -> tuple[str, int] | None:
 _HEADER_LIMIT = 256 * 2**20  # no "traceEvents": [ in this many bytes: decode the document in one piece
 
 
-def _split(path: Path, progress: Any, block_bytes: int) -> Iterator[tuple[str, bytes, int]]:
-    """Yield ("header", bytes, shift), ("events", bytes of a JSON list, shift) ..., then ("rest", bytes, shift).
+class _EventsText:
+    """The complete events of one block, as the JSON list ``[`` + ``tail`` + ``block[start:stop]`` + ``]``,
+    where ``tail`` is the unfinished last event of the previous block. Left unjoined: the native scanner
+    reads the block in place, and only msgspec and DuckDB need the list as one bytes object."""
 
-    Each block is copied once, into the JSON list handed out; only the unfinished last event of a block
-    (``tail``) is carried over to the next. ``shift`` maps a byte offset in the piece to one in the file's
-    JSON text (offset + shift), so that a decoding error can say where in the file it is.
+    __slots__ = ("tail", "block", "start", "stop")
+
+    def __init__(self, tail: bytes, block: bytes, start: int, stop: int) -> None:
+        self.tail, self.block, self.start, self.stop = tail, block, start, stop
+
+    def joined(self) -> bytes:
+        return b"".join((b"[", self.tail, memoryview(self.block)[self.start:self.stop], b"]"))
+
+    def pieces(self) -> tuple[bytes | memoryview, ...]:
+        """Bare comma-separated event sequences, in order: the event the tail begins (the only bytes
+        copied), then the rest of the block in place."""
+        body = memoryview(self.block)[self.start:self.stop]
+        if not self.tail:
+            return (body,)
+        end = self.block.find(_EVENT_SEPARATOR, self.start, self.stop)
+        if end < 0:
+            return (self.tail + body,)
+        return (self.tail + body[:end - self.start + _SEPARATOR_KEEP], body[end - self.start + _SEPARATOR_SKIP:])
+
+
+def _split(path: Path, progress: Any, block_bytes: int) -> Iterator[tuple[str, Any, int]]:
+    """Yield ("header", bytes, shift), ("events", _EventsText, shift) ..., then ("rest", bytes, shift).
+
+    Blocks are not copied here; only the unfinished last event of a block (``tail``) is carried over to the
+    next. ``shift`` maps a byte offset in the JSON list of a piece to one in the file's JSON text
+    (offset + shift), so that a decoding error can say where in the file it is.
     """
     tail = b""
     mode: str | None = None  # None until the start of the event list is found
@@ -436,8 +491,7 @@ def _split(path: Path, progress: Any, block_bytes: int) -> Iterator[tuple[str, b
             tail += block[start:]
             continue
         # payload[1] is the tail's first byte, which lies len(tail) bytes before block[start]
-        yield ("events", b"".join((b"[", tail, memoryview(block)[start:cut + _SEPARATOR_KEEP], b"]")),
-               origin + start - len(tail) - 1)
+        yield "events", _EventsText(tail, block, start, cut + _SEPARATOR_KEEP), origin + start - len(tail) - 1
         tail = block[cut + _SEPARATOR_SKIP:]
     tail_origin = consumed - len(tail)
     if mode == "object":
@@ -564,7 +618,7 @@ def _to_number(value: Any) -> float:
         try:
             return float(int(text, 0)) if text.lower().startswith("0x") else float(text)
         except ValueError:
-            match = re.search(r"(-?\d+)\s*$", text)  # "stream 7"
+            match = _TRAILING_INTEGER.search(text)  # "stream 7"
             return float(match.group(1)) if match else math.nan
     return math.nan
 
@@ -749,6 +803,58 @@ def _used_codes(codes: np.ndarray, values: list[str], rows: np.ndarray) -> tuple
     recode = np.full(len(values) + 1, -1, dtype=np.int32)
     recode[used] = np.arange(used.size, dtype=np.int32)
     return recode[codes], [values[i] for i in used]
+
+
+# The scanner's float columns, in the order of its C enum (checked against its N_FLOATS at import).
+_NATIVE_FIELDS = ("ts", "dur", "pid", "tid", "correlation", "external_id", "external_id_old", "device", "stream",
+                  "bytes", "registers", "shared_memory", "occupancy_pct", "grid_x", "grid_y", "grid_z", "block_x",
+                  "block_y", "block_z")
+_AT = {field: i for i, field in enumerate(_NATIVE_FIELDS)}
+if _kineto_scan is not None and _kineto_scan.N_FLOATS != len(_NATIVE_FIELDS):  # pragma: no cover
+    _kineto_scan = None  # a stale build of the scanner: do not trust its layout
+
+
+def _native_block_columns(pieces: tuple[bytes | memoryview, ...]) -> dict[str, Any] | None:
+    """The columns :func:`_block_columns` makes, from the native scanner (None: it declined the block)."""
+    scanned = _kineto_scan.scan_events(pieces, _to_number, msgspec.json.decode)
+    if scanned is None:
+        return None
+    counts = {"events": sum(scanned[k] for k in ("complete", "flow", "instant", "metadata", "other_phase")),
+              "flow": scanned["flow"], "instant": scanned["instant"], "metadata": scanned["metadata"],
+              "other_phase": scanned["other_phase"], "lenient_blocks": 0}
+    block: dict[str, Any] = {"counts": counts}
+    n = scanned["rows"]
+    if n == 0:
+        return block
+    floats = np.frombuffer(scanned["floats"], dtype=np.float64).reshape(n, len(_NATIVE_FIELDS))
+    codes = np.frombuffer(scanned["codes"], dtype=np.int32).reshape(n, 3)  # category, name, sync kind
+    kind_of_category = [_KIND_OF_CATEGORY.get(c.lower(), OTHER) for c in scanned["categories"]]
+    kind = np.array([_SKIP if k is None else _KIND_CODE[k] for k in kind_of_category] + [_KIND_CODE[OTHER]],
+                    dtype=np.int8)[codes[:, 0]]
+    ts = floats[:, _AT["ts"]]
+    rows = np.flatnonzero((kind != _SKIP) & ~np.isnan(ts))
+    if rows.size == 0:
+        return block
+    kind = kind[rows]
+    gpu_rows = np.flatnonzero(_DEVICE_SIDE[kind] | (kind == _KIND_CODE[GPU_ANNOTATION]))
+    at_gpu = rows[gpu_rows]
+    # Gathered column by column: each is a compact array of its own, and the scanner's rows are let go.
+    block.update({field: floats[rows, _AT[field]] for field in ("ts", "dur", "pid", "tid", "correlation")})
+    external = floats[rows, _AT["external_id"]]
+    missing = np.isnan(external)
+    if missing.any():
+        external[missing] = floats[rows[missing], _AT["external_id_old"]]
+    block.update({field: floats[at_gpu, _AT[field]] for field in _DEVICE_FIELDS})
+    block.update({
+        "kind": kind,
+        "name": _used_codes(codes[:, 1], scanned["names"], rows),
+        "external_id": external,
+        "gpu_rows": gpu_rows,
+        "grid": floats[at_gpu, _AT["grid_x"]:_AT["grid_x"] + 3],
+        "block": floats[at_gpu, _AT["block_x"]:_AT["block_x"] + 3],
+        "sync_kind": _used_codes(codes[:, 2], scanned["sync_kinds"], at_gpu),
+    })
+    return block
 
 
 def _block_columns(events: list[Any]) -> dict[str, Any]:
