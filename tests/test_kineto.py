@@ -235,6 +235,24 @@ def test_display_time_unit_ns_still_means_microsecond_timestamps(path: Path) -> 
 
 @pytest.mark.shared
 @pytest.mark.parametrize("path", TRACES)
+def test_native_and_msgspec_engines_give_the_same_table(path: Path) -> None:
+    from tracelens.ingest import kineto
+
+    if kineto._kineto_scan is None:
+        pytest.skip("the native scanner was not built (no C compiler)")
+    via_native = kineto.read(path, engine="native")
+    via_msgspec = kineto.read(path, engine="msgspec")
+    assert via_native.events.equals(via_msgspec.events)
+    assert via_native.devices.equals(via_msgspec.devices)
+    assert via_native.metadata.time_origin_ns == via_msgspec.metadata.time_origin_ns
+    counts = dict(via_native.metadata.extra["counts"])
+    # Every block of every real trace is read by the scanner: none is left to msgspec.
+    assert counts.pop("msgspec_blocks") == 0
+    assert counts == {k: v for k, v in via_msgspec.metadata.extra["counts"].items() if k != "msgspec_blocks"}
+
+
+@pytest.mark.shared
+@pytest.mark.parametrize("path", TRACES)
 def test_duckdb_and_msgspec_engines_give_the_same_table(path: Path) -> None:
     pytest.importorskip("duckdb")
     from tracelens.ingest import kineto

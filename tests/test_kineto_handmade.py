@@ -21,6 +21,16 @@ DEMO = FIXTURES / "demo.pt.trace.json.gz"
 CPU_TRACE = FIXTURES / "pytorch_cpu_train.pt.trace.json.gz"
 
 
+def fast_engine(engine: str) -> None:
+    """Skip unless ``engine`` ("duckdb" or "native") is available here."""
+    from tracelens.ingest import kineto
+
+    if engine == "duckdb":
+        pytest.importorskip("duckdb")
+    elif engine == "native" and kineto._kineto_scan is None:
+        pytest.skip("the native scanner was not built (no C compiler)")
+
+
 def load(name: str):
     trace = tracelens.load(KINETO / name)
     return trace, tracelens.analyze(trace, sections=["devices"])
@@ -233,14 +243,17 @@ def test_minified_and_reindented_copies_read_the_same(tmp_path: Path) -> None:
     assert bare_trace.metadata.time_origin_ns == reference.metadata.time_origin_ns - raw["baseTimeNanoseconds"]
 
 
+@pytest.mark.parametrize("engine", ["duckdb", "native"])
 @pytest.mark.parametrize("name", ["demo", "overlapping_streams.json", "nested_ranges.json", "time_origin_relative.json"])
-def test_duckdb_engine_matches_msgspec_on_fixtures(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    pytest.importorskip("duckdb")
+def test_fast_engines_match_msgspec_on_fixtures(name: str, engine: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    fast_engine(engine)
     from tracelens.ingest import kineto
 
     path = DEMO if name == "demo" else KINETO / name
-    monkeypatch.setattr(kineto, "BLOCK_BYTES", 2048)  # several blocks, each through DuckDB
-    assert kineto.read(path, engine="duckdb").events.equals(kineto.read(path, engine="msgspec").events)
+    monkeypatch.setattr(kineto, "BLOCK_BYTES", 2048)  # several blocks, each through the fast engine
+    trace = kineto.read(path, engine=engine)
+    assert trace.events.equals(kineto.read(path, engine="msgspec").events)
+    assert trace.metadata.extra["counts"]["msgspec_blocks"] == 0
 
 
 def test_a_block_duckdb_cannot_type_falls_back_to_msgspec(tmp_path: Path) -> None:
@@ -272,14 +285,16 @@ def _many_event_file(tmp_path: Path, events: int, corrupt_at: int | None = None)
     return path
 
 
-def test_blocks_decoded_by_parallel_workers_keep_file_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    pytest.importorskip("duckdb")
+@pytest.mark.parametrize("engine", ["duckdb", "native"])
+def test_blocks_decoded_by_parallel_workers_keep_file_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                            engine: str) -> None:
+    fast_engine(engine)
     from tracelens.ingest import kineto
 
     path = _many_event_file(tmp_path, 3000)
     monkeypatch.setattr(kineto, "BLOCK_BYTES", 4096)  # ~200 blocks, several workers, a few in flight
     monkeypatch.setattr(kineto, "MAX_WORKERS", 3)
-    trace = kineto.read(path, engine="duckdb")
+    trace = kineto.read(path, engine=engine)
     assert trace.metadata.extra["counts"]["msgspec_blocks"] == 0
     kernels = trace.of_kind("kernel")
     # Hand-derived: kernel i starts at 10 + 3i us, lasts 2 us, and carries correlation id i.
@@ -289,8 +304,10 @@ def test_blocks_decoded_by_parallel_workers_keep_file_order(tmp_path: Path, monk
     assert trace.events.equals(kineto.read(path, engine="msgspec").events)
 
 
-def test_a_corrupt_block_in_a_worker_is_one_input_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    pytest.importorskip("duckdb")
+@pytest.mark.parametrize("engine", ["duckdb", "native"])
+def test_a_corrupt_block_in_a_worker_is_one_input_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        engine: str) -> None:
+    fast_engine(engine)
     from tracelens.errors import InputError
     from tracelens.ingest import kineto
 
@@ -298,15 +315,15 @@ def test_a_corrupt_block_in_a_worker_is_one_input_error(tmp_path: Path, monkeypa
     monkeypatch.setattr(kineto, "BLOCK_BYTES", 4096)
     monkeypatch.setattr(kineto, "MAX_WORKERS", 3)
     with pytest.raises(InputError, match="invalid JSON"):
-        kineto.read(path, engine="duckdb")
+        kineto.read(path, engine=engine)
 
 
 @pytest.mark.parametrize("layout", ["kineto", "kineto.gz", "minified", "bare_list"])
-@pytest.mark.parametrize("engine", ["msgspec", "duckdb"])
+@pytest.mark.parametrize("engine", ["msgspec", "duckdb", "native"])
 def test_invalid_json_names_its_byte_in_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, layout: str,
                                                  engine: str) -> None:
-    if engine == "duckdb":
-        pytest.importorskip("duckdb")
+    if engine != "msgspec":
+        fast_engine(engine)
     from tracelens.errors import InputError
     from tracelens.ingest import kineto
 
@@ -341,7 +358,8 @@ def test_one_thread_budget_reads_the_same_table(tmp_path: Path, monkeypatch: pyt
     try:
         assert kineto._threads() == 1
         assert isinstance(kineto._executor(kineto._threads()), kineto._Inline)
-        for engine in ("msgspec", "duckdb"):
+        engines = ["msgspec", "duckdb"] + (["native"] if kineto._kineto_scan is not None else [])
+        for engine in engines:
             assert kineto.read(path, engine=engine).events.equals(reference.events), engine
     finally:
         pa.set_cpu_count(before)

@@ -507,7 +507,13 @@ def _split(path: Path, progress: Any, block_bytes: int) -> Iterator[tuple[str, A
 _ERROR_BYTE = re.compile(r"\(byte (\d+)\)")
 
 
+# msgspec raises UnicodeDecodeError, not DecodeError, for a string that is not valid UTF-8.
+_DECODE_ERRORS = (msgspec.DecodeError, UnicodeDecodeError)
+
+
 def _json_error(err: Exception, path: Path, shift: int = 0) -> InputError:
+    if isinstance(err, UnicodeDecodeError):
+        return InputError(f"invalid JSON (a string is not valid UTF-8: {err.reason})", path=path)
     text = str(err)
     if "truncated" in text.lower():
         return InputError("truncated JSON (the file ends in the middle of the trace)", path=path)
@@ -521,21 +527,21 @@ def _decode_events(payload: bytes, path: Path, shift: int = 0) -> list[Any]:
         return _EVENTS_DECODER.decode(payload)
     except msgspec.ValidationError:
         pass  # a field of an unexpected type: decode this piece loosely, coerce below
-    except msgspec.DecodeError as err:
+    except _DECODE_ERRORS as err:
         raise _json_error(err, path, shift) from None
     try:
         return _ANY_EVENTS_DECODER.decode(payload)
     except msgspec.ValidationError as err:
         raise InputError(f"not a PyTorch profiler trace: traceEvents holds non-objects ({err})",
                          path=path) from None
-    except msgspec.DecodeError as err:
+    except _DECODE_ERRORS as err:
         raise _json_error(err, path, shift) from None
 
 
 def _decode_header(payload: bytes, path: Path, shift: int = 0) -> dict[str, Any]:
     try:
         doc = _LOOSE_DOCUMENT_DECODER.decode(payload)
-    except (msgspec.DecodeError, msgspec.ValidationError) as err:
+    except (*_DECODE_ERRORS, msgspec.ValidationError) as err:
         raise _json_error(err, path, shift) from None
     return _document_fields(doc) if isinstance(doc, _LooseDocument) else {}
 
@@ -547,7 +553,7 @@ def _decode_rest(payload: bytes, path: Path, shift: int = 0) -> tuple[list[Any],
         doc: Any = _DOCUMENT_DECODER.decode(payload)
     except msgspec.ValidationError:
         doc = None  # some field of an unexpected type: decode loosely below
-    except msgspec.DecodeError as err:
+    except _DECODE_ERRORS as err:
         raise _json_error(err, path, shift) from None
     if doc is None:
         try:
