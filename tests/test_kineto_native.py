@@ -269,12 +269,18 @@ def test_numbers_are_the_correctly_rounded_doubles_python_reads() -> None:
 def _mutations(text: bytes, seed: int, count: int) -> list[bytes]:
     rng = random.Random(seed)
     alphabet = b'{}[]",:.-+eE0123456789 \n\\ntfalsu\xff'
+    # Escapes and bytes where JSON and UTF-8 have rules: lone and paired surrogates, overlong and valid forms.
+    snippets = [b"\\ud800", b"\\udc00", b"\\ud83d\\ude00", b"\\u00e9", b"\xed\xa0\x80", b"\xc0\xaf", b"\xc3\xa9",
+                b"\xf4\x90\x80\x80", b"\xe2\x82"]
     out = []
     for _ in range(count):
         data = bytearray(text)
         for _ in range(rng.randrange(1, 4)):
             at = rng.randrange(len(data))
-            action = rng.randrange(4)
+            action = rng.randrange(5)
+            if action == 4:
+                data[at:at] = rng.choice(snippets)
+                continue
             if action == 0:
                 del data[at]
             elif action == 1:

@@ -53,6 +53,7 @@ enum { PH_COMPLETE, PH_FLOW, PH_INSTANT, PH_METADATA, PH_OTHER };
 
 #define SPAN_PRESENT 1
 #define SPAN_ESCAPED 2
+#define SPAN_NON_ASCII 4 /* holds a byte >= 0x80: validated as UTF-8 where msgspec decodes the string */
 
 typedef struct {
     const unsigned char *text; /* first byte after the opening quote (the piece stays alive for the call) */
@@ -101,8 +102,9 @@ static inline int is_hex(unsigned char c) {
     return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
 }
 
-/* The first '"', '\\' or control character at or after p (end if none). */
-static inline const unsigned char *string_stop(const unsigned char *p, const unsigned char *end) {
+/* The first '"', '\\' or control character at or after p (end if none); *high gets a nonzero bit when a
+ * byte >= 0x80 was passed. */
+static inline const unsigned char *string_stop(const unsigned char *p, const unsigned char *end, int *high) {
 #ifdef HAVE_SSE2
     const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\'), control = _mm_set1_epi8(0x1f);
     while (end - p >= 16) {
@@ -110,20 +112,57 @@ static inline const unsigned char *string_stop(const unsigned char *p, const uns
         __m128i stop = _mm_or_si128(_mm_cmpeq_epi8(chunk, quote), _mm_cmpeq_epi8(chunk, backslash));
         stop = _mm_or_si128(stop, _mm_cmpeq_epi8(_mm_max_epu8(chunk, control), control)); /* byte <= 0x1f */
         int mask = _mm_movemask_epi8(stop);
-        if (mask) return p + __builtin_ctz((unsigned)mask);
+        if (mask) {
+            unsigned before = ((unsigned)mask & (0u - (unsigned)mask)) - 1u; /* the bytes before the stop */
+            *high |= _mm_movemask_epi8(chunk) & (int)before;
+            return p + __builtin_ctz((unsigned)mask);
+        }
+        *high |= _mm_movemask_epi8(chunk);
         p += 16;
     }
 #endif
-    while (p < end && *p != '"' && *p != '\\' && *p >= 0x20) p++;
+    while (p < end && *p != '"' && *p != '\\' && *p >= 0x20) {
+        *high |= *p & 0x80;
+        p++;
+    }
     return p;
+}
+
+static inline int hex_value(unsigned char c) {
+    return c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10;
+}
+
+/* The UTF-16 code unit of the \uXXXX escape at p (p at the 'u', 4 hex digits checked by the caller). */
+static inline unsigned code_unit(const unsigned char *p) {
+    return (unsigned)(hex_value(p[1]) << 12 | hex_value(p[2]) << 8 | hex_value(p[3]) << 4 | hex_value(p[4]));
+}
+
+/* Strict UTF-8, as Python decodes it: no overlong forms, no surrogates, nothing above U+10FFFF. */
+static int valid_utf8(const unsigned char *p, int32_t n) {
+    const unsigned char *end = p + n;
+    while (p < end) {
+        unsigned char c = *p;
+        int more;
+        unsigned char low = 0x80, high = 0xBF;
+        if (c < 0x80) { p++; continue; }
+        if (c >= 0xC2 && c <= 0xDF) more = 1;
+        else if (c >= 0xE0 && c <= 0xEF) { more = 2; if (c == 0xE0) low = 0xA0; if (c == 0xED) high = 0x9F; }
+        else if (c >= 0xF0 && c <= 0xF4) { more = 3; if (c == 0xF0) low = 0x90; if (c == 0xF4) high = 0x8F; }
+        else return 0;
+        if (end - p <= more || p[1] < low || p[1] > high) return 0;
+        for (int i = 2; i <= more; i++)
+            if (p[i] < 0x80 || p[i] > 0xBF) return 0;
+        p += more + 1;
+    }
+    return 1;
 }
 
 /* s->p at the opening quote; on success s->p is past the closing quote. */
 static int scan_string(Scanner *s, Span *out) {
     const unsigned char *start = s->p + 1, *p = start, *end = s->end;
-    int escaped = 0;
+    int escaped = 0, high = 0;
     for (;;) {
-        p = string_stop(p, end);
+        p = string_stop(p, end, &high);
         if (p >= end) return DECLINE;
         if (*p == '"') break;
         if (*p < 0x20) return DECLINE; /* raw control characters are not JSON */
@@ -134,10 +173,22 @@ static int scan_string(Scanner *s, Span *out) {
         case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't':
             p++;
             break;
-        case 'u':
+        case 'u': {
+            unsigned unit;
             if (end - p < 5 || !is_hex(p[1]) || !is_hex(p[2]) || !is_hex(p[3]) || !is_hex(p[4])) return DECLINE;
+            unit = code_unit(p);
             p += 5;
+            if (unit >= 0xDC00 && unit <= 0xDFFF) return DECLINE; /* a low surrogate alone */
+            if (unit >= 0xD800 && unit <= 0xDBFF) {              /* must be followed by its low half */
+                if (end - p < 6 || p[0] != '\\' || p[1] != 'u' || !is_hex(p[2]) || !is_hex(p[3]) ||
+                    !is_hex(p[4]) || !is_hex(p[5]))
+                    return DECLINE;
+                unit = code_unit(p + 1);
+                if (unit < 0xDC00 || unit > 0xDFFF) return DECLINE;
+                p += 6;
+            }
             break;
+        }
         default:
             return DECLINE;
         }
@@ -145,7 +196,7 @@ static int scan_string(Scanner *s, Span *out) {
     if (p - start > INT32_MAX) return DECLINE;
     out->text = start;
     out->length = (int32_t)(p - start);
-    out->flags = SPAN_PRESENT | (escaped ? SPAN_ESCAPED : 0);
+    out->flags = SPAN_PRESENT | (escaped ? SPAN_ESCAPED : 0) | (high ? SPAN_NON_ASCII : 0);
     s->p = p + 1;
     return OK;
 }
@@ -319,17 +370,24 @@ static int read_float(Scanner *s, double *out) { /* float: a JSON number, nothin
     return scan_number(s, out, &is_integer, &integer);
 }
 
+/* A JSON string that msgspec decodes into a str field: it must be valid UTF-8, or msgspec raises. */
+static int read_typed_text(Scanner *s, Span *out) {
+    int rc = scan_string(s, out);
+    if (rc == OK && (out->flags & SPAN_NON_ASCII) && !valid_utf8(out->text, out->length)) return DECLINE;
+    return rc;
+}
+
 static int read_float_or_text(Scanner *s, double *out, Span *text) { /* float | str */
     if (s->p < s->end && *s->p == '"') {
         *out = NAN;
-        return scan_string(s, text);
+        return read_typed_text(s, text);
     }
     text->flags = 0;
     return read_float(s, out);
 }
 
 static int read_text_or_null(Scanner *s, Span *out) { /* str | None */
-    if (s->p < s->end && *s->p == '"') return scan_string(s, out);
+    if (s->p < s->end && *s->p == '"') return read_typed_text(s, out);
     out->flags = 0;
     return expect_literal(s, "null", 4);
 }
@@ -473,7 +531,7 @@ static int scan_event(Scanner *s) {
             if ((rc = begin_member(s, &key)) != OK) return rc;
             if (KEY_IS(key, "ph")) {
                 if (*s->p != '"') return DECLINE;
-                rc = scan_string(s, &phase_text);
+                rc = read_typed_text(s, &phase_text);
                 if (rc == OK && (phase_text.flags & SPAN_ESCAPED)) return DECLINE;
             }
             else if (KEY_IS(key, "cat")) rc = read_text_or_null(s, &strings[S_CAT]);
