@@ -253,6 +253,20 @@ def test_native_and_msgspec_engines_give_the_same_table(path: Path) -> None:
 
 @pytest.mark.shared
 @pytest.mark.parametrize("path", TRACES)
+def test_a_minified_copy_is_read_natively_to_the_same_table(path: Path, tmp_path: Path) -> None:
+    from tracelens.ingest import kineto
+
+    if kineto._kineto_scan is None:
+        pytest.skip("the native scanner was not built (no C compiler)")
+    minified = tmp_path / "minified.json"
+    minified.write_text(json.dumps(raw_document(path), separators=(",", ":")))
+    trace = kineto.read(minified, engine="native")
+    assert trace.metadata.extra["counts"]["msgspec_blocks"] == 0  # read natively, in one piece
+    assert trace.events.equals(kineto.read(path, engine="msgspec").events)
+
+
+@pytest.mark.shared
+@pytest.mark.parametrize("path", TRACES)
 def test_duckdb_and_msgspec_engines_give_the_same_table(path: Path) -> None:
     pytest.importorskip("duckdb")
     from tracelens.ingest import kineto

@@ -343,3 +343,77 @@ def test_duplicate_keys_keep_the_last_value_as_msgspec_does() -> None:
     assert got is not None
     assert_same_block(got, reference(text))
     assert json.loads(text)[0]["name"] == "b"  # and the stdlib agrees on which one is kept
+
+
+DEMO = Path(__file__).resolve().parent.parent / "fixtures" / "demo.pt.trace.json.gz"
+
+
+def _relaid(tmp_path: Path, layout: str) -> Path:
+    """The demo trace re-saved in another layout (what a tool other than Kineto might write)."""
+    import gzip
+
+    doc = json.loads(gzip.open(DEMO).read())
+    doc["traceName"] = "after the events"  # a member after traceEvents, read from the document's end
+    text = {"minified": lambda: json.dumps(doc, separators=(",", ":")),
+            "indent4": lambda: json.dumps(doc, indent=4),
+            "bare list": lambda: json.dumps(doc["traceEvents"])}[layout]()
+    path = tmp_path / f"{layout.replace(' ', '_')}.json"
+    path.write_text(text)
+    return path
+
+
+@needs_scanner
+@pytest.mark.parametrize("layout", ["minified", "indent4", "bare list"])
+def test_other_layouts_are_read_natively_in_one_piece(tmp_path: Path, layout: str) -> None:
+    path = _relaid(tmp_path, layout)
+    trace = kineto.read(path, engine="native")
+    reference_trace = kineto.read(path, engine="msgspec")
+    assert trace.metadata.extra["counts"]["msgspec_blocks"] == 0
+    assert trace.events.equals(reference_trace.events)
+    assert trace.devices.equals(reference_trace.devices)
+    assert trace.metadata.time_origin_ns == reference_trace.metadata.time_origin_ns
+    assert trace.metadata.extra == {**reference_trace.metadata.extra,
+                                    "counts": {**reference_trace.metadata.extra["counts"], "msgspec_blocks": 0}}
+    if layout != "bare list":
+        assert trace.metadata.extra["trace_name"] == "after the events"
+
+
+@needs_scanner
+@pytest.mark.parametrize("document", [
+    '{"traceEvents": [], "traceEvents": []}',  # twice: left to msgspec
+    '{"traceName": "x"}',  # no events at all
+    '{"traceEvents": null}',
+    '{"traceEvents": {}}',
+    '{"traceEvents": [{"ph": "X", "ts": 1}]} trailing',
+    '   ',
+])
+def test_documents_the_scanner_declines_get_msgspecs_answer(tmp_path: Path, document: str) -> None:
+    path = tmp_path / "odd.json"
+    path.write_text(document)
+    assert kineto._kineto_scan.scan_document(document.encode(), kineto._to_number, kineto.msgspec.json.decode) is None
+    outcomes = []
+    for engine in ("native", "msgspec"):
+        try:
+            trace = kineto.read(path, engine=engine)
+            outcomes.append(("table", trace.events.num_rows))
+        except InputError as err:
+            outcomes.append(("error", str(err)))
+    assert outcomes[0] == outcomes[1]
+
+
+@needs_scanner
+def test_mutated_documents_never_crash_and_what_is_read_equals_msgspec() -> None:
+    events = READ_NATIVELY["kernel and launch"] + READ_NATIVELY["numbers as strings"]
+    text = ('{"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "GPU"}], "traceEvents": '
+            + event_list(*events) + ', "traceName": "t"}').encode()
+    read = 0
+    for mutated in _mutations(text, seed=13, count=1500):
+        got = kineto._native_document(mutated)
+        if got is None:
+            continue
+        read += 1
+        block, fields = got
+        events_read, fields_read = kineto._decode_rest(mutated, Path("mutated.json"))
+        assert_same_block(block, kineto._block_columns(events_read))
+        assert fields == fields_read
+    assert read > 50

@@ -560,34 +560,80 @@ static int scan_event(Scanner *s) {
     return OK;
 }
 
-/* One piece: a JSON list of event objects, or a bare sequence of them ("{...},\n  {...}", how a block of
- * the file holds them). Either way nothing but whitespace may follow. */
-static int scan_piece(Scanner *s) {
-    int rc, bracketed;
+/* A JSON list of event objects at s->p, up to and including its ']'. */
+static int scan_list(Scanner *s) {
+    int rc;
+    if (s->p >= s->end || *s->p != '[') return DECLINE;
+    s->p++;
     skip_space(s);
-    if (s->p >= s->end) return DECLINE;
-    bracketed = *s->p == '[';
-    if (bracketed) {
-        s->p++;
-        skip_space(s);
-        if (s->p < s->end && *s->p == ']') {
-            s->p++;
-            skip_space(s);
-            return s->p == s->end ? OK : DECLINE;
-        }
-    }
+    if (s->p < s->end && *s->p == ']') { s->p++; return OK; }
     for (;;) {
         skip_space(s);
         if (s->p >= s->end || *s->p != '{') return DECLINE; /* an event that is not an object */
         if ((rc = scan_event(s)) != OK) return rc;
         skip_space(s);
-        if (s->p >= s->end) return bracketed ? DECLINE : OK;
+        if (s->p >= s->end) return DECLINE;
         if (*s->p == ',') { s->p++; continue; }
-        if (bracketed && *s->p == ']') { s->p++; break; }
+        if (*s->p == ']') { s->p++; return OK; }
         return DECLINE;
+    }
+}
+
+/* One piece: a JSON list of event objects, or a bare sequence of them ("{...},\n  {...}", how a block of
+ * the file holds them). Either way nothing but whitespace may follow. */
+static int scan_piece(Scanner *s) {
+    int rc;
+    skip_space(s);
+    if (s->p >= s->end) return DECLINE;
+    if (*s->p == '[') {
+        if ((rc = scan_list(s)) != OK) return rc;
+    } else {
+        for (;;) {
+            skip_space(s);
+            if (s->p >= s->end || *s->p != '{') return DECLINE;
+            if ((rc = scan_event(s)) != OK) return rc;
+            skip_space(s);
+            if (s->p >= s->end) return OK;
+            if (*s->p != ',') return DECLINE;
+            s->p++;
+        }
     }
     skip_space(s);
     return s->p == s->end ? OK : DECLINE;
+}
+
+/* A whole document: a list of events, or an object whose "traceEvents" member is one (its other members are
+ * checked and skipped; the caller decodes them). events_start and events_end: where that list lies (-1 for a
+ * bare list). */
+static int scan_document(Scanner *s, const unsigned char *base, int64_t *events_start, int64_t *events_end) {
+    int rc, more, found = 0;
+    Span key;
+    *events_start = *events_end = -1;
+    skip_space(s);
+    if (s->p >= s->end) return DECLINE;
+    if (*s->p == '[') return scan_piece(s);
+    if (*s->p != '{') return DECLINE;
+    s->p++;
+    skip_space(s);
+    if (s->p < s->end && *s->p == '}') return DECLINE; /* no traceEvents: msgspec says so */
+    do {
+        if ((rc = begin_member(s, &key)) != OK) return rc;
+        if (KEY_IS(key, "traceEvents")) {
+            if (found || *s->p != '[') return DECLINE; /* twice, or not a list: left to msgspec */
+            found = 1;
+            *events_start = s->p - base;
+            rc = scan_list(s);
+            *events_end = s->p - base;
+        } else {
+            rc = skip_value(s, 1);
+        }
+        if (rc != OK) return rc;
+        more = end_member(s);
+        if (more < 0) return DECLINE;
+    } while (more);
+    skip_space(s);
+    if (s->p != s->end || !found) return DECLINE;
+    return OK;
 }
 
 /* --- phase two: strings, with the GIL ------------------------------------------------------------------ */
@@ -879,12 +925,56 @@ done:
     return result;
 }
 
+static PyObject *scan_document_py(PyObject *module, PyObject *args) {
+    Py_buffer view;
+    PyObject *to_number, *decode_string, *result = NULL, *columns;
+    Scanner s;
+    int64_t events_start, events_end;
+    int rc;
+    (void)module;
+    if (!PyArg_ParseTuple(args, "y*OO:scan_document", &view, &to_number, &decode_string)) return NULL;
+    if (!PyCallable_Check(to_number) || !PyCallable_Check(decode_string)) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_TypeError, "to_number and decode_string must be callables");
+        return NULL;
+    }
+    memset(&s, 0, sizeof s);
+#if defined(__linux__) || defined(__APPLE__)
+    s.c_locale = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
+#endif
+    s.p = (const unsigned char *)view.buf;
+    s.end = s.p + view.len;
+    Py_BEGIN_ALLOW_THREADS
+    rc = scan_document(&s, (const unsigned char *)view.buf, &events_start, &events_end);
+    Py_END_ALLOW_THREADS
+    if (rc == NO_MEMORY) {
+        result = PyErr_NoMemory();
+    } else if (rc == DECLINE) {
+        result = Py_NewRef(Py_None);
+    } else {
+        columns = build_result(&s, to_number, decode_string);
+        if (columns == NULL || columns == Py_None) {
+            result = columns;
+        } else {
+            result = Py_BuildValue("(NLL)", columns, (long long)events_start, (long long)events_end);
+        }
+    }
+    scanner_free(&s);
+    PyBuffer_Release(&view);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"scan_events", scan_events, METH_VARARGS,
      "scan_events(pieces, to_number, decode_string) -> dict | None\n\n"
      "The complete events of a tuple of pieces (buffers holding a JSON list of Kineto events, or a bare\n"
      "comma-separated sequence of them) as columns, or None when they are not exactly what kineto.py's\n"
      "typed msgspec decoder accepts (the caller then decodes them with msgspec)."},
+    {"scan_document", scan_document_py, METH_VARARGS,
+     "scan_document(document, to_number, decode_string) -> (dict, start, end) | None\n\n"
+     "A whole trace document in any layout: a list of events, or an object whose traceEvents member is\n"
+     "one. The columns as scan_events gives them, and where the traceEvents list lies in the buffer\n"
+     "(-1, -1 for a bare list) so that the caller can decode the other members; None to decline."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -242,9 +242,16 @@ def read(path: Path, **options: Any) -> Trace:
             else:  # the rest: last events and any keys after them, or a whole document
                 for block in decoder.drain():
                     columns.add(block)
-                events, meta = _decode_rest(payload, path, shift)
-                columns.add(_block_columns(events))
-                del events
+                native = _native_document(payload) if engine == "native" else None
+                if native is None:
+                    events, meta = _decode_rest(payload, path, shift)
+                    block = _block_columns(events)
+                    del events
+                    if engine == "native":
+                        block["counts"]["msgspec_blocks"] = 1
+                else:
+                    block, meta = native
+                columns.add(block)
                 document.update(meta)
     return columns.finish(document)
 
@@ -826,8 +833,28 @@ if _kineto_scan is not None and _kineto_scan.N_FLOATS != len(_NATIVE_FIELDS):  #
 def _native_block_columns(pieces: tuple[bytes | memoryview, ...]) -> dict[str, Any] | None:
     """The columns :func:`_block_columns` makes, from the native scanner (None: it declined the block)."""
     scanned = _kineto_scan.scan_events(pieces, _to_number, msgspec.json.decode)
+    return None if scanned is None else _scanned_columns(scanned)
+
+
+def _native_document(payload: bytes) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """A whole document (or its last piece) in any layout, read by the native scanner: the block columns and
+    the document's other fields; None when the scanner declines it (msgspec then reads it)."""
+    scanned = _kineto_scan.scan_document(payload, _to_number, msgspec.json.decode)
     if scanned is None:
         return None
+    found, start, end = scanned
+    fields: dict[str, Any] = {}
+    if start >= 0:  # an object: its other members, decoded without the (already read) event list
+        try:
+            doc = _LOOSE_DOCUMENT_DECODER.decode(b"".join((memoryview(payload)[:start], b"[]",
+                                                            memoryview(payload)[end:])))
+        except (*_DECODE_ERRORS, msgspec.ValidationError):
+            return None
+        fields = _document_fields(doc)
+    return _scanned_columns(found), fields
+
+
+def _scanned_columns(scanned: dict[str, Any]) -> dict[str, Any]:
     counts = {"events": sum(scanned[k] for k in ("complete", "flow", "instant", "metadata", "other_phase")),
               "flow": scanned["flow"], "instant": scanned["instant"], "metadata": scanned["metadata"],
               "other_phase": scanned["other_phase"], "lenient_blocks": 0}
