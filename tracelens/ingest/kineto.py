@@ -776,9 +776,7 @@ def _arrow_block_columns(table: pa.Table) -> dict[str, Any]:
     if not complete.any():
         return block
     category, categories = _encoded(table.column("cat"))
-    kind_of_category = [_KIND_OF_CATEGORY.get(c.lower(), OTHER) for c in categories]
-    kind = np.array([_SKIP if k is None else _KIND_CODE[k] for k in kind_of_category] + [_KIND_CODE[OTHER]],
-                    dtype=np.int8)[category]
+    kind = _kinds(category, categories)
     ts = _floats(table.column("ts"))
     rows = np.flatnonzero(complete & (kind != _SKIP) & ~np.isnan(ts))
     if rows.size == 0:
@@ -808,6 +806,13 @@ def _arrow_block_columns(table: pa.Table) -> dict[str, Any]:
         "sync_kind": _encoded(gpu.column("sync_kind")),
     })
     return block
+
+
+def _kinds(category_codes: np.ndarray, categories: list[str]) -> np.ndarray:
+    """Each row's kind code from its category's code (-1, no category: other; _SKIP: not a timeline event)."""
+    kind_of_category = [_KIND_OF_CATEGORY.get(c.lower(), OTHER) for c in categories]
+    return np.array([_SKIP if k is None else _KIND_CODE[k] for k in kind_of_category] + [_KIND_CODE[OTHER]],
+                    dtype=np.int8)[category_codes]
 
 
 def _used_codes(codes: np.ndarray, values: list[str], rows: np.ndarray) -> tuple[np.ndarray, list[str]]:
@@ -864,9 +869,7 @@ def _scanned_columns(scanned: dict[str, Any]) -> dict[str, Any]:
         return block
     floats = np.frombuffer(scanned["floats"], dtype=np.float64).reshape(n, len(_NATIVE_FIELDS))
     codes = np.frombuffer(scanned["codes"], dtype=np.int32).reshape(n, 3)  # category, name, sync kind
-    kind_of_category = [_KIND_OF_CATEGORY.get(c.lower(), OTHER) for c in scanned["categories"]]
-    kind = np.array([_SKIP if k is None else _KIND_CODE[k] for k in kind_of_category] + [_KIND_CODE[OTHER]],
-                    dtype=np.int8)[codes[:, 0]]
+    kind = _kinds(codes[:, 0], scanned["categories"])
     ts = floats[:, _AT["ts"]]
     rows = np.flatnonzero((kind != _SKIP) & ~np.isnan(ts))
     if rows.size == 0:
@@ -907,9 +910,7 @@ def _block_columns(events: list[Any]) -> dict[str, Any]:
     if not complete:
         return block
     category, categories = _factorize(list(map(_CATEGORY, complete)))
-    kind_of_category = [_KIND_OF_CATEGORY.get(c.lower(), OTHER) for c in categories]
-    kind = np.array([_SKIP if k is None else _KIND_CODE[k] for k in kind_of_category] + [_KIND_CODE[OTHER]],
-                    dtype=np.int8)[category]
+    kind = _kinds(category, categories)
     ts = _column(complete, "ts")
     keep = (kind != _SKIP) & ~np.isnan(ts)
     if not keep.all():
