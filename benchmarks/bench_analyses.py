@@ -18,12 +18,11 @@ Run:  flock /tmp/tracelens-bench.lock python3 benchmarks/bench_analyses.py [--ke
 
 from __future__ import annotations
 
-import argparse
 import time
 from pathlib import Path
 
 import numpy as np
-from common import DATA_DIR, machine_description, markdown_table, measure, mib, write_result
+from common import DATA_DIR, machine_description, markdown_table, measure_on_built_input, mib, write_result
 
 DEFAULT_KERNELS = 1_000_000
 STEPS = 1000
@@ -157,15 +156,7 @@ def run_analyses(path: str) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--kernels", type=int, default=DEFAULT_KERNELS)
-    args = parser.parse_args()
-    t0 = time.perf_counter()
-    path = build(args.kernels)
-    built = time.perf_counter() - t0
-    m = measure("analyses", "bench_analyses:run_analyses", str(path), timeout_s=900)
-    if not m.ok:
-        raise SystemExit(f"benchmark failed: {m.error}")
+    path, built, m = measure_on_built_input(__doc__.splitlines()[0], build, "analyses", "bench_analyses:run_analyses", DEFAULT_KERNELS)
     r = m.result
     sections = r["per_section_s"]
     rows = [[name, f"{sections[name]:.2f} s", "yes" if name in MINE else ""] for name in sections]

@@ -15,12 +15,11 @@ Run:  python3 benchmarks/bench_memcpy_occupancy.py [--kernels N]
 
 from __future__ import annotations
 
-import argparse
 import time
 from pathlib import Path
 
 import numpy as np
-from common import DATA_DIR, machine_description, measure, mib, write_result
+from common import DATA_DIR, machine_description, measure_on_built_input, mib, write_result
 
 DEFAULT_KERNELS = 1_000_000
 
@@ -110,15 +109,7 @@ def run(path: str) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--kernels", type=int, default=DEFAULT_KERNELS)
-    args = parser.parse_args()
-    t0 = time.perf_counter()
-    path = build(args.kernels)
-    built = time.perf_counter() - t0
-    m = measure("memocc", "bench_memcpy_occupancy:run", str(path), timeout_s=900)
-    if not m.ok:
-        raise SystemExit(f"benchmark failed: {m.error}")
+    path, built, m = measure_on_built_input(__doc__.splitlines()[0], build, "memocc", "bench_memcpy_occupancy:run", DEFAULT_KERNELS)
     r = m.result
     base = r["to_pandas_s"]
     text = f"""# Memcpy and occupancy benchmark

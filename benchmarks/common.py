@@ -13,12 +13,13 @@ directory and the repository root on ``sys.path``. Arguments and the return valu
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -126,3 +127,19 @@ def write_result(name: str, text: str) -> Path:
     path = RESULTS_DIR / f"{name}.md"
     path.write_text(text, encoding="utf-8")
     return path
+
+
+def measure_on_built_input(description: str, build: Callable[[int], Path], label: str, func_ref: str,
+                           default_kernels: int) -> tuple[Path, float, Measurement]:
+    """The main() of the benchmarks on a synthetic input: parse ``--kernels``, build (or reuse) the input,
+    run ``func_ref(path)`` in a fresh process; return the input, its build time and the measurement."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--kernels", type=int, default=default_kernels)
+    args = parser.parse_args()
+    t0 = time.perf_counter()
+    path = build(args.kernels)
+    built = time.perf_counter() - t0
+    m = measure(label, func_ref, str(path), timeout_s=900)
+    if not m.ok:
+        raise SystemExit(f"benchmark failed: {m.error}")
+    return path, built, m
