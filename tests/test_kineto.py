@@ -233,6 +233,18 @@ def test_display_time_unit_ns_still_means_microsecond_timestamps(path: Path) -> 
     assert doc["devices"][0]["span_ns"] < span_event["dur"] * 1000
 
 
+def same_table_as_msgspec(path: Path, engine: str):
+    """Read ``path`` with ``engine`` and with msgspec (the reference); assert the same tables and origin."""
+    from tracelens.ingest import kineto
+
+    via_engine = kineto.read(path, engine=engine)
+    via_msgspec = kineto.read(path, engine="msgspec")
+    assert via_engine.events.equals(via_msgspec.events)
+    assert via_engine.devices.equals(via_msgspec.devices)
+    assert via_engine.metadata.time_origin_ns == via_msgspec.metadata.time_origin_ns
+    return via_engine, via_msgspec
+
+
 @pytest.mark.shared
 @pytest.mark.parametrize("path", TRACES)
 def test_native_and_msgspec_engines_give_the_same_table(path: Path) -> None:
@@ -240,11 +252,7 @@ def test_native_and_msgspec_engines_give_the_same_table(path: Path) -> None:
 
     if kineto._kineto_scan is None:
         pytest.skip("the native scanner was not built (no C compiler)")
-    via_native = kineto.read(path, engine="native")
-    via_msgspec = kineto.read(path, engine="msgspec")
-    assert via_native.events.equals(via_msgspec.events)
-    assert via_native.devices.equals(via_msgspec.devices)
-    assert via_native.metadata.time_origin_ns == via_msgspec.metadata.time_origin_ns
+    via_native, via_msgspec = same_table_as_msgspec(path, "native")
     counts = dict(via_native.metadata.extra["counts"])
     # Every block of every real trace is read by the scanner: none is left to msgspec.
     assert counts.pop("msgspec_blocks") == 0
@@ -269,13 +277,8 @@ def test_a_minified_copy_is_read_natively_to_the_same_table(path: Path, tmp_path
 @pytest.mark.parametrize("path", TRACES)
 def test_duckdb_and_msgspec_engines_give_the_same_table(path: Path) -> None:
     pytest.importorskip("duckdb")
-    from tracelens.ingest import kineto
 
-    via_duckdb = kineto.read(path, engine="duckdb")
-    via_msgspec = kineto.read(path, engine="msgspec")
-    assert via_duckdb.events.equals(via_msgspec.events)
-    assert via_duckdb.devices.equals(via_msgspec.devices)
-    assert via_duckdb.metadata.time_origin_ns == via_msgspec.metadata.time_origin_ns
+    via_duckdb, _ = same_table_as_msgspec(path, "duckdb")
     # Only the 2021 format (lowercase "external id") is left to msgspec.
     fallbacks = via_duckdb.metadata.extra["counts"]["msgspec_blocks"]
     assert (fallbacks > 0) if "2021" in path.name else (fallbacks == 0)

@@ -302,6 +302,15 @@ static int scan_number(Scanner *s, double *value, int *is_integer, int64_t *inte
 
 static int skip_value(Scanner *s, int depth);
 
+/* After a member or element: 1 when the container goes on (','), 0 when it ended (close), -1 otherwise. */
+static int after_item(Scanner *s, unsigned char close) {
+    skip_space(s);
+    if (s->p >= s->end) return -1;
+    if (*s->p == ',') { s->p++; return 1; }
+    if (*s->p == close) { s->p++; return 0; }
+    return -1;
+}
+
 static int expect_literal(Scanner *s, const char *word, size_t length) {
     if ((size_t)(s->end - s->p) < length || memcmp(s->p, word, length) != 0) return DECLINE;
     s->p += length;
@@ -313,7 +322,7 @@ static int skip_value(Scanner *s, int depth) {
     double d;
     int is_integer;
     int64_t i;
-    int rc;
+    int rc, more;
     if (depth > MAX_DEPTH) return DECLINE;
     skip_space(s);
     if (s->p >= s->end) return DECLINE;
@@ -332,11 +341,7 @@ static int skip_value(Scanner *s, int depth) {
             if (s->p >= s->end || *s->p != ':') return DECLINE;
             s->p++;
             if ((rc = skip_value(s, depth + 1)) != OK) return rc;
-            skip_space(s);
-            if (s->p >= s->end) return DECLINE;
-            if (*s->p == ',') { s->p++; continue; }
-            if (*s->p == '}') { s->p++; return OK; }
-            return DECLINE;
+            if ((more = after_item(s, '}')) <= 0) return more == 0 ? OK : DECLINE;
         }
     case '[':
         s->p++;
@@ -344,11 +349,7 @@ static int skip_value(Scanner *s, int depth) {
         if (s->p < s->end && *s->p == ']') { s->p++; return OK; }
         for (;;) {
             if ((rc = skip_value(s, depth + 1)) != OK) return rc;
-            skip_space(s);
-            if (s->p >= s->end) return DECLINE;
-            if (*s->p == ',') { s->p++; continue; }
-            if (*s->p == ']') { s->p++; return OK; }
-            return DECLINE;
+            if ((more = after_item(s, ']')) <= 0) return more == 0 ? OK : DECLINE;
         }
     case 't':
         return expect_literal(s, "true", 4);
@@ -411,11 +412,8 @@ static int read_triple_or_null(Scanner *s, double *out) { /* list[int] | None; a
         if (!is_integer) return DECLINE; /* msgspec's int rejects 1.0 and 1e3 */
         if (count < 3) values[count] = (double)integer;
         count++;
-        skip_space(s);
-        if (s->p >= s->end) return DECLINE;
-        if (*s->p == ',') { s->p++; continue; }
-        if (*s->p == ']') { s->p++; break; }
-        return DECLINE;
+        if ((rc = after_item(s, ']')) < 0) return DECLINE;
+        if (rc == 0) break;
     }
     if (count == 3) { out[0] = values[0]; out[1] = values[1]; out[2] = values[2]; }
     return OK;
@@ -435,15 +433,6 @@ static int begin_member(Scanner *s, Span *key) {
     s->p++;
     skip_space(s);
     return s->p < s->end ? OK : DECLINE;
-}
-
-/* After a member's value: 1 when the object goes on (','), 0 when it ended ('}'), -1 otherwise. */
-static int end_member(Scanner *s) {
-    skip_space(s);
-    if (s->p >= s->end) return -1;
-    if (*s->p == ',') { s->p++; return 1; }
-    if (*s->p == '}') { s->p++; return 0; }
-    return -1;
 }
 
 static int scan_args(Scanner *s, double *f, Span *strings, Span *stream_text) {
@@ -468,7 +457,7 @@ static int scan_args(Scanner *s, double *f, Span *strings, Span *stream_text) {
         else if (KEY_IS(key, "cuda_sync_kind")) rc = read_text_or_null(s, &strings[S_SYNC_KIND]);
         else rc = skip_value(s, 2);
         if (rc != OK) return rc;
-        more = end_member(s);
+        more = after_item(s, '}');
         if (more < 0) return DECLINE;
     } while (more);
     return OK;
@@ -543,7 +532,7 @@ static int scan_event(Scanner *s) {
             else if (KEY_IS(key, "args")) rc = *s->p == '{' ? scan_args(s, f, strings, &stream_text) : DECLINE;
             else rc = skip_value(s, 1);
             if (rc != OK) return rc;
-            more = end_member(s);
+            more = after_item(s, '}');
             if (more < 0) return DECLINE;
         } while (more);
     }
@@ -562,7 +551,7 @@ static int scan_event(Scanner *s) {
 
 /* A JSON list of event objects at s->p, up to and including its ']'. */
 static int scan_list(Scanner *s) {
-    int rc;
+    int rc, more;
     if (s->p >= s->end || *s->p != '[') return DECLINE;
     s->p++;
     skip_space(s);
@@ -571,11 +560,7 @@ static int scan_list(Scanner *s) {
         skip_space(s);
         if (s->p >= s->end || *s->p != '{') return DECLINE; /* an event that is not an object */
         if ((rc = scan_event(s)) != OK) return rc;
-        skip_space(s);
-        if (s->p >= s->end) return DECLINE;
-        if (*s->p == ',') { s->p++; continue; }
-        if (*s->p == ']') { s->p++; return OK; }
-        return DECLINE;
+        if ((more = after_item(s, ']')) <= 0) return more == 0 ? OK : DECLINE;
     }
 }
 
@@ -628,7 +613,7 @@ static int scan_document(Scanner *s, const unsigned char *base, int64_t *events_
             rc = skip_value(s, 1);
         }
         if (rc != OK) return rc;
-        more = end_member(s);
+        more = after_item(s, '}');
         if (more < 0) return DECLINE;
     } while (more);
     skip_space(s);
@@ -879,6 +864,29 @@ done:
     return result;
 }
 
+/* Checks the callbacks and readies a scanner; -1 with an exception set. */
+static int scanner_start(Scanner *s, PyObject *to_number, PyObject *decode_string) {
+    if (!PyCallable_Check(to_number) || !PyCallable_Check(decode_string)) {
+        PyErr_SetString(PyExc_TypeError, "to_number and decode_string must be callables");
+        return -1;
+    }
+    memset(s, 0, sizeof *s);
+#if defined(__linux__) || defined(__APPLE__)
+    s->c_locale = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
+#endif
+    return 0;
+}
+
+/* Phase two after a phase one that ended with rc; frees the scanner. */
+static PyObject *scanner_finish(Scanner *s, int rc, PyObject *to_number, PyObject *decode_string) {
+    PyObject *result;
+    if (rc == NO_MEMORY) result = PyErr_NoMemory();
+    else if (rc == DECLINE) result = Py_NewRef(Py_None);
+    else result = build_result(s, to_number, decode_string);
+    scanner_free(s);
+    return result;
+}
+
 #define MAX_PIECES 8
 
 static PyObject *scan_events(PyObject *module, PyObject *args) {
@@ -895,16 +903,13 @@ static PyObject *scan_events(PyObject *module, PyObject *args) {
         PyErr_Format(PyExc_ValueError, "scan_events takes 1 to %d pieces", MAX_PIECES);
         return NULL;
     }
-    if (!PyCallable_Check(to_number) || !PyCallable_Check(decode_string)) {
-        PyErr_SetString(PyExc_TypeError, "to_number and decode_string must be callables");
-        return NULL;
+    if (scanner_start(&s, to_number, decode_string) < 0) return NULL;
+    for (; held < n_pieces; held++) {
+        if (PyObject_GetBuffer(PyTuple_GET_ITEM(pieces, held), &views[held], PyBUF_SIMPLE) < 0) {
+            scanner_free(&s);
+            goto done;
+        }
     }
-    for (; held < n_pieces; held++)
-        if (PyObject_GetBuffer(PyTuple_GET_ITEM(pieces, held), &views[held], PyBUF_SIMPLE) < 0) goto done;
-    memset(&s, 0, sizeof s);
-#if defined(__linux__) || defined(__APPLE__)
-    s.c_locale = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
-#endif
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t i = 0; i < n_pieces && rc == OK; i++) {
         s.p = (const unsigned char *)views[i].buf;
@@ -912,14 +917,7 @@ static PyObject *scan_events(PyObject *module, PyObject *args) {
         rc = scan_piece(&s);
     }
     Py_END_ALLOW_THREADS
-    if (rc == NO_MEMORY) {
-        result = PyErr_NoMemory();
-    } else if (rc == DECLINE) {
-        result = Py_NewRef(Py_None);
-    } else {
-        result = build_result(&s, to_number, decode_string);
-    }
-    scanner_free(&s);
+    result = scanner_finish(&s, rc, to_number, decode_string);
 done:
     for (Py_ssize_t i = 0; i < held; i++) PyBuffer_Release(&views[i]);
     return result;
@@ -927,41 +925,25 @@ done:
 
 static PyObject *scan_document_py(PyObject *module, PyObject *args) {
     Py_buffer view;
-    PyObject *to_number, *decode_string, *result = NULL, *columns;
+    PyObject *to_number, *decode_string, *columns;
     Scanner s;
     int64_t events_start, events_end;
     int rc;
     (void)module;
     if (!PyArg_ParseTuple(args, "y*OO:scan_document", &view, &to_number, &decode_string)) return NULL;
-    if (!PyCallable_Check(to_number) || !PyCallable_Check(decode_string)) {
+    if (scanner_start(&s, to_number, decode_string) < 0) {
         PyBuffer_Release(&view);
-        PyErr_SetString(PyExc_TypeError, "to_number and decode_string must be callables");
         return NULL;
     }
-    memset(&s, 0, sizeof s);
-#if defined(__linux__) || defined(__APPLE__)
-    s.c_locale = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
-#endif
     s.p = (const unsigned char *)view.buf;
     s.end = s.p + view.len;
     Py_BEGIN_ALLOW_THREADS
     rc = scan_document(&s, (const unsigned char *)view.buf, &events_start, &events_end);
     Py_END_ALLOW_THREADS
-    if (rc == NO_MEMORY) {
-        result = PyErr_NoMemory();
-    } else if (rc == DECLINE) {
-        result = Py_NewRef(Py_None);
-    } else {
-        columns = build_result(&s, to_number, decode_string);
-        if (columns == NULL || columns == Py_None) {
-            result = columns;
-        } else {
-            result = Py_BuildValue("(NLL)", columns, (long long)events_start, (long long)events_end);
-        }
-    }
-    scanner_free(&s);
+    columns = scanner_finish(&s, rc, to_number, decode_string);
     PyBuffer_Release(&view);
-    return result;
+    if (columns == NULL || columns == Py_None) return columns;
+    return Py_BuildValue("(NLL)", columns, (long long)events_start, (long long)events_end);
 }
 
 static PyMethodDef methods[] = {
