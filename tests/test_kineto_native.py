@@ -417,3 +417,74 @@ def test_mutated_documents_never_crash_and_what_is_read_equals_msgspec() -> None
         assert_same_block(block, kineto._block_columns(events_read))
         assert fields == fields_read
     assert read > 50
+
+
+# JSON string bodies (escapes as written in the file).
+TRICKY_NAMES = ['a},{\\"b', 'quote \\" inside', "brackets [ ] { }", "comma, comma", "back\\\\slash\\\\", "é },{ ü"]
+
+
+def _tricky_events(count: int) -> list[str]:
+    """Kernel events whose names hold the characters a naive cut would split on."""
+    return [json.dumps({"ph": "X", "cat": "kernel", "name": json.loads(f'"{TRICKY_NAMES[i % len(TRICKY_NAMES)]}"'),
+                        "pid": 0, "tid": 7, "ts": 10 + 3 * i, "dur": 2,
+                        "args": {"device": 0, "stream": 7, "correlation": i, "grid": [1, 2, 3],
+                                 "nested": {"list": [[1, {"x": "},{"}], []]}}}, ensure_ascii=i % 2 == 0)
+            for i in range(count)]
+
+
+@needs_scanner
+def test_the_event_boundary_is_the_last_comma_between_two_events() -> None:
+    events = _tricky_events(40)
+    text = ",\n ".join(events).encode()
+    # The commas between events, known from how the text was put together.
+    separators, at = [], 0
+    for event in events[:-1]:
+        at += len(event.encode())
+        separators.append(at)
+        at += len(b",\n ")
+    rng = random.Random(5)
+    for end in [len(text)] + [rng.randrange(len(text)) for _ in range(300)]:
+        want = max((c for c in separators if c < end), default=-1)
+        assert kineto._kineto_scan.last_event_boundary(text[:end]) == want, end
+    # The list's end stops the search: commas after "]" belong to the document, not to the list.
+    assert kineto._kineto_scan.last_event_boundary(text + b'\n], "traceName": "x", "y": 1}') == separators[-1]
+
+
+@needs_scanner
+@pytest.mark.parametrize("engine", ["native", "msgspec", "duckdb"])
+@pytest.mark.parametrize("layout", ["minified", "indent4", "bare list"])
+def test_other_layouts_are_cut_into_blocks_with_the_same_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                               engine: str, layout: str) -> None:
+    if engine == "duckdb":
+        pytest.importorskip("duckdb")
+    events = [json.loads(e) for e in _tricky_events(600)]
+    doc = {"schemaVersion": 1, "traceEvents": events, "traceName": "after"}
+    text = {"minified": lambda: json.dumps(doc, separators=(",", ":")),
+            "indent4": lambda: json.dumps(doc, indent=4),
+            "bare list": lambda: json.dumps(events)}[layout]()
+    path = tmp_path / "other.json"
+    path.write_text(text)
+    whole = kineto.read(path, engine="msgspec")  # one block: the whole file in one piece
+    monkeypatch.setattr(kineto, "BLOCK_BYTES", 4096)  # now ~40+ blocks, cut at event boundaries
+    monkeypatch.setattr(kineto, "MAX_WORKERS", 3)
+    trace = kineto.read(path, engine=engine)
+    assert trace.events.equals(whole.events)
+    kernels = trace.of_kind("kernel")
+    assert kernels["correlation_id"].tolist() == list(range(600))  # hand-made: kernel i has correlation i
+    assert sorted(set(kernels["name"])) == sorted(json.loads(f'"{n}"') for n in TRICKY_NAMES)
+    if engine == "native":
+        assert trace.metadata.extra["counts"]["msgspec_blocks"] == 0
+
+
+@needs_scanner
+def test_an_unclosed_string_in_another_layout_is_one_input_error(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    text = json.dumps({"traceEvents": [json.loads(e) for e in _tricky_events(400)]}, separators=(",", ":"))
+    bad_at = text.index('"name":', len(text) // 3) + len('"name":')
+    text = text[:bad_at] + '"never closed ' + text[bad_at + 1:].replace('"', "'", 40)  # swallows many events
+    path = tmp_path / "unclosed.json"
+    path.write_text(text)
+    monkeypatch.setattr(kineto, "BLOCK_BYTES", 4096)
+    for engine in ("native", "msgspec"):
+        with pytest.raises(InputError, match="invalid JSON|truncated"):
+            kineto.read(path, engine=engine)

@@ -946,12 +946,63 @@ static PyObject *scan_document_py(PyObject *module, PyObject *args) {
     return Py_BuildValue("(NLL)", columns, (long long)events_start, (long long)events_end);
 }
 
+/* Where a block of an event list can be cut in any layout: the offset of the last comma that separates two
+ * events at the list's top level (-1 if none), given that the buffer starts inside the list, between two
+ * events. Only strings and nesting are tracked (no value is parsed): the pieces are parsed strictly later,
+ * and a piece that is not valid JSON goes to msgspec, which says where. Stops where the list ends. */
+static Py_ssize_t last_event_boundary(const unsigned char *p, Py_ssize_t n) {
+    Py_ssize_t depth = 0, last = -1;
+    int high = 0;
+    const unsigned char *start = p, *end = p + n;
+    while (p < end) {
+        unsigned char c = *p++;
+        switch (c) {
+        case '"':
+            for (;;) { /* to the closing quote, over escapes */
+                p = string_stop(p, end, &high);
+                if (p >= end) return last;
+                if (*p == '"') { p++; break; }
+                p += *p == '\\' ? 2 : 1;
+            }
+            break;
+        case '{': case '[':
+            depth++;
+            break;
+        case '}': case ']':
+            if (--depth < 0) return last; /* the event list ends here */
+            break;
+        case ',':
+            if (depth == 0) last = (p - 1) - start;
+            break;
+        default:
+            break;
+        }
+    }
+    return last;
+}
+
+static PyObject *event_boundary_py(PyObject *module, PyObject *args) {
+    Py_buffer view;
+    Py_ssize_t at;
+    (void)module;
+    if (!PyArg_ParseTuple(args, "y*:last_event_boundary", &view)) return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    at = last_event_boundary((const unsigned char *)view.buf, view.len);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&view);
+    return PyLong_FromSsize_t(at);
+}
+
 static PyMethodDef methods[] = {
     {"scan_events", scan_events, METH_VARARGS,
      "scan_events(pieces, to_number, decode_string) -> dict | None\n\n"
      "The complete events of a tuple of pieces (buffers holding a JSON list of Kineto events, or a bare\n"
      "comma-separated sequence of them) as columns, or None when they are not exactly what kineto.py's\n"
      "typed msgspec decoder accepts (the caller then decodes them with msgspec)."},
+    {"last_event_boundary", event_boundary_py, METH_VARARGS,
+     "last_event_boundary(buffer) -> int\n\n"
+     "The offset of the last top-level comma between two events in a buffer that starts inside an event\n"
+     "list between two events (-1 if none): where a block of any layout can be cut."},
     {"scan_document", scan_document_py, METH_VARARGS,
      "scan_document(document, to_number, decode_string) -> (dict, start, end) | None\n\n"
      "A whole trace document in any layout: a list of events, or an object whose traceEvents member is\n"

@@ -464,12 +464,20 @@ class _EventsText:
 def _split(path: Path, progress: Any, block_bytes: int) -> Iterator[tuple[str, Any, int]]:
     """Yield ("header", bytes, shift), ("events", _EventsText, shift) ..., then ("rest", bytes, shift).
 
-    Blocks are not copied here; only the unfinished last event of a block (``tail``) is carried over to the
-    next. ``shift`` maps a byte offset in the JSON list of a piece to one in the file's JSON text
-    (offset + shift), so that a decoding error can say where in the file it is.
+    Blocks in Kineto's layout are cut at its event separator and not copied here; only the unfinished last
+    event of a block (``tail``) is carried over to the next. Blocks in any other layout (minified,
+    re-indented, a bare list) are cut at the last top-level comma between two events, found by the native
+    scanner's structural pass; there the tail and the block are joined first. ``shift`` maps a byte offset
+    in the JSON list of a piece to one in the file's JSON text (offset + shift), so that a decoding error can
+    say where in the file it is.
     """
     tail = b""
     mode: str | None = None  # None until the start of the event list is found
+    # Other layouts are cut with the scanner (when built); an "event" longer than this is not one: the
+    # rest is then kept whole and decoded in one piece (invalid JSON, reported there).
+    cut_any_layout = _kineto_scan is not None
+    kineto_layout = True  # until a block shows no Kineto separator
+    tail_limit = 4 * block_bytes
     held: list[bytes] = []  # "whole" mode: the document in blocks, joined once at the end
     consumed = 0  # bytes of JSON text read before the current block
     for block in _blocks(path, progress, block_bytes):
@@ -496,7 +504,16 @@ def _split(path: Path, progress: Any, block_bytes: int) -> Iterator[tuple[str, A
             else:
                 start = offset
             block, origin, tail = tail, 0, b""  # the whole file so far; its events begin at `start`
-        cut = block.rfind(_EVENT_SEPARATOR, start)
+        cut = block.rfind(_EVENT_SEPARATOR, start) if kineto_layout else -1
+        if cut < 0 and cut_any_layout:
+            data = tail + memoryview(block)[start:]
+            comma = _kineto_scan.last_event_boundary(data)
+            if comma > 0:
+                kineto_layout = False
+                yield "events", _EventsText(b"", data, 0, comma), origin + start - len(tail) - 1
+                tail = data[comma + 1:]
+                continue
+            cut_any_layout = len(data) <= tail_limit
         if cut < 0 or (cut == start and not tail):
             tail += block[start:]
             continue
