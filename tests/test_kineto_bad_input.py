@@ -114,3 +114,39 @@ def test_python_dash_m_prints_one_line_and_exits_2(tmp_path: Path) -> None:
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "broken.pt.trace.json" in lines[0] and "truncated" in lines[0]
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("engine", ["native", "msgspec"])
+def test_values_of_any_type_or_size_are_read_loosely_never_crash(tmp_path: Path, engine: str) -> None:
+    """Found by a type-level fuzz of the fixtures: each of these once raised out of the reader."""
+    from tracelens.ingest import kineto
+
+    if engine == "native" and kineto._kineto_scan is None:
+        pytest.skip("native scanner not built")
+    kernel = {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 100, "dur": 5,
+              "args": {"device": 0, "stream": 7, "correlation": 1}}
+    events = [
+        {**kernel, "ts": 100},
+        {**kernel, "ts": 1e300},                 # beyond the int64 ns timeline: dropped like a missing ts
+        {**kernel, "ts": 200, "dur": 1e300},     # such a duration counts as 0
+        {**kernel, "ts": 300, "args": {**kernel["args"], "correlation": 2**70, "device": 2**70}},  # -> nulls
+        {"ph": ["X"], "name": "a list phase", "ts": 1},  # not "X": not a row, counted as another phase
+        {**kernel, "ts": 400, "name": ["a", "list"], "cat": {"not": "a string"}},  # null name, kind other
+        {**kernel, "ts": 500, "pid": [1, 2, 3], "tid": [4, 5, 6]},  # every number column a 3-list: nulls
+    ]
+    doc = {"deviceProperties": 5, "traceEvents": events}
+    path = tmp_path / "odd.json"
+    path.write_text(json.dumps(doc))
+    trace = kineto.read(path, engine=engine)
+    assert trace.metadata.warnings  # read loosely, and said so
+    df = trace.df.sort_values("start_ns")
+    # Hand-derived: 6 complete events with a placeable ts (100, 200, 300, 400, 500 and the a-list-phase one
+    # is not "X"); origin = 100 µs.
+    assert (df["start_ns"] // 1000).tolist() == [0, 100, 200, 300, 400]
+    assert (df["end_ns"] - df["start_ns"]).tolist() == [5000, 0, 5000, 5000, 5000]
+    assert df["correlation_id"].isna().tolist() == [False, False, True, True, False]  # the 4th: kind other
+    assert df["device"].isna().tolist() == [False, False, True, True, False]
+    assert df["name"].isna().tolist() == [False, False, False, True, False]
+    assert trace.metadata.extra["counts"]["other_phase"] == 1
+    assert trace.metadata.extra["device_properties"] == 0
+    assert trace.devices.column("id").to_pylist() == [0]

@@ -259,11 +259,16 @@ def _decimal_texts(seed: int, count: int) -> list[str]:
 @needs_scanner
 def test_numbers_are_the_correctly_rounded_doubles_python_reads() -> None:
     texts = _decimal_texts(seed=7, count=6000)
-    events = [f'{{"ph": "X", "cat": "cpu_op", "name": "n", "pid": 1, "tid": 1, "ts": {t}, "dur": {t}}}' for t in texts]
+    # In dur and correlation: ts must lie on the timeline (|ts| < 2**62 ns), and these numbers go far beyond.
+    events = [f'{{"ph": "X", "cat": "cpu_op", "name": "n", "pid": 1, "tid": 1, "ts": 1, "dur": {t}, '
+              f'"args": {{"correlation": {t}}}}}' for t in texts]
     block = native(event_list(*events))
     want = np.array([float(t) for t in texts])
-    assert block["ts"].tobytes() == want.tobytes()  # bit for bit, signs of zero included
-    assert block["dur"].tobytes() == want.tobytes()
+    assert block["dur"].tobytes() == want.tobytes()  # bit for bit, signs of zero included
+    assert block["correlation"].tobytes() == want.tobytes()
+    timestamps = native(event_list(*(e.replace('"ts": 1,', f'"ts": {t},') for e, t in zip(events, texts, strict=True))))
+    placeable = [t for t in texts if abs(float(t)) < 2.0**62 / 1000]
+    assert timestamps["ts"].tobytes() == np.array([float(t) for t in placeable]).tobytes()
 
 
 def _mutations(text: bytes, seed: int, count: int) -> list[bytes]:

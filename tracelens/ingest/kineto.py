@@ -625,11 +625,15 @@ def _column(items: list[Any], field: str) -> np.ndarray:
 
 
 def _numbers(values: list[Any]) -> np.ndarray:
-    """float64 array of numbers (None -> NaN); numeric strings, "0x1f" and "stream 7" are parsed too."""
+    """float64 array of numbers (None -> NaN); numeric strings, "0x1f" and "stream 7" are parsed too;
+    anything else (lists, objects, booleans) is NaN."""
     try:
-        return np.array(values, dtype=np.float64)
+        numbers = np.array(values, dtype=np.float64)
+        if numbers.ndim == 1:  # not when every value was a list of the same length
+            return numbers
     except (TypeError, ValueError):
         pass
+    values = [v if isinstance(v, (int, float, str)) and not isinstance(v, bool) else None for v in values]
     series = pd.Series(values, dtype=object)
     numbers = np.array(pd.to_numeric(series, errors="coerce"), dtype=np.float64)
     # What to_numeric cannot read ("stream 7", "0x0") is parsed once per distinct string.
@@ -666,7 +670,9 @@ def _triples(values: list[Any]) -> np.ndarray:
 
 
 def _factorize(values: list[Any]) -> tuple[np.ndarray, list[str]]:
-    """Codes (int32, -1 for missing) and the distinct strings of one block."""
+    """Codes (int32, -1 for missing) and the distinct strings of one block (numbers as their text; lists
+    and objects, only in loosely decoded blocks, as missing)."""
+    values = [None if isinstance(v, (list, dict)) else v for v in values]
     codes, uniques = pd.factorize(pd.Series(values, dtype=object), use_na_sentinel=True)
     return codes.astype(np.int32), [u if isinstance(u, str) else str(u) for u in uniques]
 
@@ -795,7 +801,7 @@ def _arrow_block_columns(table: pa.Table) -> dict[str, Any]:
     category, categories = _encoded(table.column("cat"))
     kind = _kinds(category, categories)
     ts = _floats(table.column("ts"))
-    rows = np.flatnonzero(complete & (kind != _SKIP) & ~np.isnan(ts))
+    rows = np.flatnonzero(complete & (kind != _SKIP) & _placeable(ts))
     if rows.size == 0:
         return block
     kind, ts = kind[rows], ts[rows]
@@ -888,7 +894,7 @@ def _scanned_columns(scanned: dict[str, Any]) -> dict[str, Any]:
     codes = np.frombuffer(scanned["codes"], dtype=np.int32).reshape(n, 3)  # category, name, sync kind
     kind = _kinds(codes[:, 0], scanned["categories"])
     ts = floats[:, _AT["ts"]]
-    rows = np.flatnonzero((kind != _SKIP) & ~np.isnan(ts))
+    rows = np.flatnonzero((kind != _SKIP) & _placeable(ts))
     if rows.size == 0:
         return block
     kind = kind[rows]
@@ -917,7 +923,8 @@ def _block_columns(events: list[Any]) -> dict[str, Any]:
     """One block's events as numpy columns with block-local string codes."""
     counts = {"events": len(events), "flow": 0, "instant": 0, "metadata": 0, "other_phase": 0,
               "lenient_blocks": 0}
-    for phase, count in Counter(map(_PHASE, events)).items():
+    # A phase that is not a string (loosely decoded blocks only) counts as another phase.
+    for phase, count in Counter(p if isinstance(p, str) else None for p in map(_PHASE, events)).items():
         key = _PHASE_COUNTER.get(phase, "other_phase")
         if key:
             counts[key] += int(count)
@@ -929,7 +936,7 @@ def _block_columns(events: list[Any]) -> dict[str, Any]:
     category, categories = _factorize(list(map(_CATEGORY, complete)))
     kind = _kinds(category, categories)
     ts = _column(complete, "ts")
-    keep = (kind != _SKIP) & ~np.isnan(ts)
+    keep = (kind != _SKIP) & _placeable(ts)
     if not keep.all():
         rows = np.flatnonzero(keep)
         complete = [complete[i] for i in rows]
@@ -1003,7 +1010,7 @@ class _Columns:
         # kind, ts and name decide the row order; the other row columns are then joined and put in that
         # order in one step each (below).
         kind, ts, raw_name = (np.concatenate([p.pop(k) for p in self.parts]) for k in ("kind", "ts", "name"))
-        keep = (kind != _SKIP) & ~np.isnan(ts)
+        keep = (kind != _SKIP) & _placeable(ts)
         # "cudaLaunchKernel_v7000" and "cudaLaunchKernel" are one name: merge codes after dropping suffixes.
         stripped = [_API_VERSION_SUFFIX.sub(r"\1", n) for n in self.names.values]
         names = sorted(set(stripped))
@@ -1042,7 +1049,7 @@ class _Columns:
         with _executor(min(2, _threads())) as pool:
             dur, kineto_pid, kineto_tid, correlation_all, external_id = pool.map(
                 partial(_joined_in_order, parts, order_keep), ("dur", "pid", "tid", "correlation", "external_id"))
-        duration = np.rint(np.nan_to_num(dur, nan=0.0) * 1000).astype(np.int64)
+        duration = np.rint(np.where(_placeable(dur), dur, 0.0) * 1000).astype(np.int64)
         del dur
         # Device-side fields stay compact (GPU rows only); `at` is where each lands in the sorted table.
         position = np.full(len(keep), -1, dtype=np.int64)
@@ -1145,7 +1152,8 @@ class _Columns:
             "display_time_unit": document.get("displayTimeUnit"),
             "base_time_ns": _int_or_none(document.get("baseTimeNanoseconds")),
             "trace_name": document.get("traceName"),
-            "device_properties": len(document.get("deviceProperties") or []),
+            "device_properties": len(properties) if isinstance(properties := document.get("deviceProperties"),
+                                                                  list) else 0,
         }
         warnings = []
         if self.counts["lenient_blocks"]:
@@ -1217,15 +1225,32 @@ def _indices(codes: np.ndarray) -> pa.Array:
     return _from_buffers(pa.int32(), data, ~missing, nulls)
 
 
+# Times the int64 ns timeline can hold with room for sums: |t| < 2**62 ns (about 146 years from the origin,
+# or up to the year 2116 for absolute Unix µs). A ts beyond counts as missing (the row is dropped), a dur
+# beyond as 0.
+_MAX_TIME_US = 2.0**62 / 1000
+
+
+def _placeable(microseconds: np.ndarray) -> np.ndarray:
+    """Finite times within :data:`_MAX_TIME_US` (NaN and infinities are not)."""
+    return np.abs(microseconds) < _MAX_TIME_US
+
+
+def _unrepresentable(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """NaN, infinite, or outside ``dtype``'s range: such values become nulls, never wrapped-around numbers."""
+    bound = 2.0 ** (8 * dtype.itemsize - 1) if dtype.kind in "iu" else np.finfo(dtype).max
+    return ~(np.abs(values) < bound)
+
+
 def _to_arrow(values: np.ndarray, column: str) -> pa.Array:
     """A float64 column (NaN = missing) as the Arrow type of ``column`` in the event schema.
 
-    Built from buffers: the values cast once (zero under nulls) and a validity bitmap packed from the NaN
-    mask, both handed to Arrow without a further copy.
+    Built from buffers: the values cast once (zero under nulls) and a validity bitmap packed from the mask
+    of missing or unrepresentable values, both handed to Arrow without a further copy.
     """
     typ = EVENT_SCHEMA.field(column).type
     dtype = np.dtype(typ.to_pandas_dtype())
-    missing = np.isnan(values)
+    missing = _unrepresentable(values, dtype)
     nulls = int(np.count_nonzero(missing))
     if nulls == 0:  # no validity bitmap to build, nothing to zero
         return pa.array(values.astype(dtype, copy=False), type=typ)
@@ -1240,7 +1265,7 @@ def _sparse_to_arrow(values: np.ndarray, rows: np.ndarray, n: int, column: str) 
     """A column of ``n`` rows, null except ``values`` (NaN = missing) at ``rows``, as ``column``'s Arrow type."""
     typ = EVENT_SCHEMA.field(column).type
     dtype = np.dtype(typ.to_pandas_dtype())
-    present = ~np.isnan(values)
+    present = ~_unrepresentable(values, dtype)
     rows = rows[present]
     data = np.zeros(n, dtype=dtype)
     data[rows] = values[present]
@@ -1308,8 +1333,9 @@ def _vendor(device_names: list[str], api_names: list[str]) -> str:
 def _device_rows(properties: Any, device: np.ndarray, names: list[str], name_code: np.ndarray,
                  kind: np.ndarray) -> pa.Table:
     """Devices seen in the event table, with deviceProperties where the trace has them."""
-    seen = sorted({int(d) for d in np.unique(device[~np.isnan(device)])})
-    props = {int(p["id"]): p for p in (properties or []) if isinstance(p, dict) and isinstance(p.get("id"), int)}
+    seen = sorted({int(d) for d in np.unique(device[~_unrepresentable(device, np.dtype(np.int32))])})
+    listed = properties if isinstance(properties, list) else []
+    props = {int(p["id"]): p for p in listed if isinstance(p, dict) and isinstance(p.get("id"), int)}
     api_codes = np.unique(name_code[_LAUNCH_SIDE[kind] & (name_code >= 0)])
     api_names = [names[c] for c in api_codes]
     vendor = _vendor([str(p.get("name", "")) for p in props.values()], api_names)
@@ -1338,6 +1364,6 @@ def _device_rows(properties: Any, device: np.ndarray, names: list[str], name_cod
     clean = [{k: (v if not isinstance(v, (dict, list)) else None) for k, v in r.items()} for r in rows]
     try:
         return build_devices(clean)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError):  # odd property types: keep ids and names only
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):  # odd property types: ids and names
         return build_devices([{"id": r["id"], "name": str(r["name"]) if r["name"] else None,
                                "vendor": vendor} for r in rows])
