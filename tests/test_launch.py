@@ -105,3 +105,10 @@ def test_empty_trace():
     stats = launch.section(Trace.from_rows([{"kind": "cpu_op", "name": "a", "start_ns": 0, "end_ns": 1}]), {})
     assert stats["latency"]["count"] == 0 and stats["queue_depth"] == []
     assert stats["rates"]["issue_per_s"] is None
+
+
+def test_queue_depth_without_the_packed_key_is_the_same(monkeypatch) -> None:
+    """A span too long for the int64 key falls back to a three-key sort: the same depths."""
+    packed = launch.section(_trace(), {})["queue_depth"]
+    monkeypatch.setattr(launch, "KEY_LIMIT", 1)
+    assert packed and launch.section(_trace(), {})["queue_depth"] == packed

@@ -181,3 +181,46 @@ def test_table_missing_required_column_is_skipped_with_warning(tmp_path: Path) -
     assert not (trace.df.kind == "memset").any()
     assert int((trace.df.kind == "kernel").sum()) == 3442  # README: KERNEL 3442
     assert any("CUPTI_ACTIVITY_KIND_MEMSET lacks column(s) end" in w for w in trace.metadata.warnings)
+
+
+@pytest.mark.parametrize("damage", [
+    # SQLite types each cell: text or out-of-range numbers where nsys writes integers (a damaged export)
+    ("text in an integer column", "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET streamId = 'x' WHERE rowid = 1",
+     "unexpected type or size"),
+    ("a timestamp beyond 2^62 ns", "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET \"end\" = 9223372036854775807 "
+     "WHERE rowid = 1", "2^62"),
+    ("a string id far past the table", "UPDATE StringIds SET id = 4611686018427387904 WHERE rowid = 1",
+     "StringIds"),
+])
+def test_cells_nsys_never_writes_are_one_input_error(damage: tuple[str, str, str], tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture) -> None:
+    """Found by an SQL-level fuzz (random cells set to NULL, text, blobs, 1e300, +-2^62): each of these
+    was an internal error (exit 3)."""
+    _, statement, words = damage
+    path = copy_shared_trace(tmp_path, "nsys", TINY)
+    conn = sqlite3.connect(path)
+    conn.execute(statement)
+    conn.commit()
+    conn.close()
+    code, _, err = _run(capsys, "analyze", "-f", "json", str(path))
+    _assert_one_line_error(code, err, path, words)
+
+
+def test_odd_cells_in_lookup_tables_are_skipped(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """Lookup rows of another type (thread names, enums, device ids, session start) are left out, not fatal."""
+    path = copy_shared_trace(tmp_path, "nsys", TINY)
+    (tmp_path / "ref").mkdir()
+    reference = load(copy_shared_trace(tmp_path / "ref", "nsys", TINY))
+    conn = sqlite3.connect(path)
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    for table, column in (("ThreadNames", "globalTid"), ("ENUM_CUDA_MEM_KIND", "name"),
+                          ("TARGET_INFO_CUDA_DEVICE", "cudaId"), ("TARGET_INFO_SESSION_START_TIME", "utcEpochNs")):
+        if table in tables:
+            conn.execute(f'UPDATE "{table}" SET "{column}" = X\'fffe\'')
+    conn.commit()
+    conn.close()
+    trace = load(path)
+    assert trace.events.num_rows == reference.events.num_rows
+    assert trace.of_kind("kernel")["start_ns"].tolist() == reference.of_kind("kernel")["start_ns"].tolist()
+    code, _, err = _run(capsys, "analyze", "-f", "json", str(path))
+    assert code == 0, err

@@ -75,3 +75,14 @@ def test_ranges_without_gpu_work():
     trace = Trace.from_rows([host("annotation", "tracelens/data", 0, 70), host("annotation", "tracelens/data", 100, 130)])
     (r,) = ranges.section(trace, {})["ranges"]
     assert (r["count"], r["cpu_ns"], r["gpu_ops"], r["projected_ns"]) == (2, 100, 0, 0)
+
+
+
+def test_a_span_too_long_for_the_packed_key_gives_the_same_ranges(monkeypatch) -> None:
+    """Ranks replace times when (threads x span) does not fit the int64 key: the same result as the key."""
+    trace = _trace()
+    packed = ranges.range_instances(trace)
+    monkeypatch.setattr(ranges, "KEY_LIMIT", 1)  # every trace is "too long": the rank path
+    ranked = ranges.range_instances(trace)
+    assert packed["ops"].sum() > 0  # the comparison covers ranges that own GPU work
+    assert ranked.equals(packed)

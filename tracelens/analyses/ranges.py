@@ -55,6 +55,10 @@ def _slice_reduce(ufunc: np.ufunc, values: np.ndarray, lo: np.ndarray, hi: np.nd
     return np.where(hi > lo, reduced, empty)
 
 
+# (thread, time) pairs are packed into one int64 key below this product of threads and span.
+KEY_LIMIT = 2**62
+
+
 def range_instances(trace: Trace) -> pd.DataFrame:
     """Every annotation row with its launched GPU work and projected span."""
     cols = event_columns(trace)
@@ -75,17 +79,22 @@ def range_instances(trace: Trace) -> pd.DataFrame:
         np.concatenate([launches["tid"], out["tid"]]).astype(np.int64) & 0xFFFFFFFF)
     codes, uniques = pd.factorize(keys)
     lthread, rthread = codes[: len(launches)], codes[len(launches):]
-    lo_t = min(int(launches["t"].min()), int(rs.min()))
-    width = max(int(launches["t"].max()), int(re_.max())) - lo_t + 2
-    if len(uniques) * width >= 2**62:
-        raise OverflowError("trace too long for the range key")  # ~ 1e4 threads x 5 days
-    lkey = lthread.astype(np.int64) * width + (launches["t"].to_numpy(np.int64) - lo_t)
+    lt, ks, ke = launches["t"].to_numpy(np.int64), rs, re_
+    lo_t = min(int(lt.min()), int(rs.min()))
+    width = max(int(lt.max()), int(re_.max())) - lo_t + 2
+    if len(uniques) * width >= KEY_LIMIT:
+        # Too long a span for the key (~1e4 threads x 5 days): the times' ranks keep their order and ties,
+        # which is all the search below needs, and fit any trace.
+        _, ranks = np.unique(np.concatenate([lt, rs, re_]), return_inverse=True)
+        lt, ks, ke = np.split(ranks.astype(np.int64), [lt.size, lt.size + rs.size])
+        lo_t, width = 0, int(ranks.max()) + 2
+    lkey = lthread.astype(np.int64) * width + (lt - lo_t)
     order = np.argsort(lkey, kind="stable")
     lkey = lkey[order]
     launches = launches.iloc[order].reset_index(drop=True)
     rbase = rthread.astype(np.int64) * width - lo_t
-    lo = np.searchsorted(lkey, rbase + rs, side="left")
-    hi = np.searchsorted(lkey, rbase + re_, side="left")
+    lo = np.searchsorted(lkey, rbase + ks, side="left")
+    hi = np.searchsorted(lkey, rbase + ke, side="left")
     csum_ns = np.concatenate([[0], np.cumsum(launches["op_ns"].to_numpy(np.int64))])
     csum_ops = np.concatenate([[0], np.cumsum(launches["ops"].to_numpy(np.int64))])
     out["ops"] = csum_ops[hi] - csum_ops[lo]

@@ -263,6 +263,11 @@ class _Strings:
         indices, values = _decode_dictionary(table.column("value")) if table.num_rows else (
             np.empty(0, np.int32), pa.array([], pa.string()))
         keep = ids >= 0
+        # nsys numbers strings densely from 0; ids far past the row count mean a damaged table, and would make
+        # the dense lookup below absurdly large.
+        if ids.size and int(ids.max()) > 16 * ids.size + 2**20:
+            raise InputError(f"StringIds holds id {int(ids.max()):,} for {ids.size:,} strings (a damaged export)",
+                             path=db.path)
         position = np.full(int(ids.max()) + 1 if ids.size else 0, -1, np.int32)
         position[ids[keep]] = indices[keep]
         return cls(position, values)
@@ -286,7 +291,7 @@ class _Strings:
         return _dict_array(np.where(pos >= 0, remap[np.maximum(pos, 0)], -1).astype(np.int32), values)
 
     def get(self, string_id: int | None) -> str | None:
-        if string_id is None or not 0 <= string_id < self.position.size or self.position[string_id] < 0:
+        if not isinstance(string_id, int) or not 0 <= string_id < self.position.size or self.position[string_id] < 0:
             return None
         return self.values[int(self.position[string_id])].as_py()
 
@@ -338,12 +343,21 @@ def _decode_tid(global_tids: pa.Array) -> pa.Array:
 # Enums: from the export's ENUM_* tables when present, else the built-in ids.
 
 
+# The timeline holds int64 ns with room for sums (as the Kineto reader: docs/formats/kineto.md, Time).
+_MAX_TIME_NS = 2**62
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def _enum_names(db: _Database, table: str, builtin: dict[int, str | None], prefix: str) -> dict[int, str | None]:
     """id -> short enum name (``CUDA_MEMCPY_KIND_HTOD`` -> ``HTOD``) from ``table`` or ``builtin``."""
     if table in db.tables and {"id", "name"} <= set(db.columns(table)):
         out: dict[int, str | None] = {}
         for ident, name in db.small(f"SELECT id, name FROM {table}"):
-            if ident is None or name is None:
+            # NULLs, cells of another type, and ids no enum has (they would size the lookup in _coded_column)
+            if not isinstance(ident, int) or not 0 <= ident < 2**16 or not isinstance(name, str):
                 continue
             short = name.split(prefix, 1)[1] if prefix in name else name
             out[int(ident)] = None if short in ("UNKNOWN",) else short
@@ -392,6 +406,10 @@ class NsysReader:
         db = _Database(self.path)
         try:
             return self._read(db)
+        except (pa.ArrowException, OverflowError) as err:
+            # SQLite types each cell, not each column: a damaged or hand-edited export can hold text or
+            # out-of-range numbers where nsys writes integers, which the Arrow conversion refuses.
+            raise InputError(f"a table holds values of an unexpected type or size ({err})", path=self.path) from None
         finally:
             db.close()
 
@@ -466,6 +484,9 @@ class NsysReader:
             warnings=self.warnings,
             extra=self._extra(db, strings, meta, row_counts, events),
         )
+        if events.num_rows and pc.max(pc.abs(events.column("end_ns"))).as_py() >= _MAX_TIME_NS:
+            raise InputError(f"timestamps span more than 2^62 ns ({_MAX_TIME_NS / 3.15576e16:.0f} years): "
+                             "a damaged export", path=self.path)
         return Trace(events=events, devices=self._devices(db, events), metadata=metadata)
 
     # -- metadata -------------------------------------------------------------------------------------
@@ -697,7 +718,8 @@ class NsysReader:
         self._nvtx_names = values
 
         domain_values = sorted(set(domain_names.values()))
-        domain_pos = {d: domain_values.index(n) for d, n in domain_names.items()}
+        # Domain ids are small in nsys; a huge one (a damaged export) would size the lookup table.
+        domain_pos = {d: domain_values.index(n) for d, n in domain_names.items() if 0 <= d < 2**20}
         dom_table = np.full(max(list(domain_pos) + [0]) + 1, -1, np.int32)
         for d, pos in domain_pos.items():
             dom_table[d] = pos
@@ -827,7 +849,9 @@ class NsysReader:
             if "id" in have:
                 sql = ", ".join(f'"{c}"' if c in have else "NULL" for c in wanted)
                 for values in db.small(f"SELECT {sql} FROM TARGET_INFO_GPU"):
-                    g = dict(zip(wanted, values, strict=True))
+                    # Cells of another type than nsys writes (a damaged export) are left out.
+                    g = {k: v if (isinstance(v, str) if k == "name" else _is_number(v)) else None
+                         for k, v in zip(wanted, values, strict=True)}
                     if g["id"] is None:
                         continue
                     warps, warp = g["maxWarpsPerSm"], g["threadsPerWarp"]
@@ -846,8 +870,9 @@ class NsysReader:
         if "TARGET_INFO_CUDA_DEVICE" in db.tables and {"cudaId", "numMultiprocessors"} <= set(
                 db.columns("TARGET_INFO_CUDA_DEVICE")):
             for cuda_id, sms in db.small("SELECT DISTINCT cudaId, numMultiprocessors FROM TARGET_INFO_CUDA_DEVICE"):
-                if cuda_id is None:
+                if not isinstance(cuda_id, int):
                     continue
+                sms = sms if _is_number(sms) else None
                 row = rows.setdefault(int(cuda_id), {"id": int(cuda_id), "vendor": "nvidia"})
                 if row.get("sm_count") is None:
                     row["sm_count"] = sms
@@ -877,7 +902,7 @@ class NsysReader:
             if "ThreadNames" in db.tables and {"nameId", "globalTid"} <= set(db.columns("ThreadNames")):
                 for name_id, gtid in db.small("SELECT nameId, globalTid FROM ThreadNames"):
                     name = strings.get(name_id)
-                    if gtid is not None and name:
+                    if isinstance(gtid, int) and name:
                         threads[f"{(gtid >> 24) & _MASK24}:{gtid & _MASK24}"] = name
             self._threads = threads
         return self._threads
@@ -899,8 +924,8 @@ class NsysReader:
         if "TARGET_INFO_SESSION_START_TIME" in db.tables and "utcEpochNs" in db.columns(
                 "TARGET_INFO_SESSION_START_TIME"):
             row = db.small("SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME LIMIT 1")
-            if row and row[0][0] is not None:
-                extra["session_start_utc_epoch_ns"] = int(row[0][0])
+            if row and isinstance(row[0][0], int):
+                extra["session_start_utc_epoch_ns"] = row[0][0]
         return extra
 
 
