@@ -335,8 +335,11 @@ def test_native_scanner_is_built_where_a_compiler_exists() -> None:
     compiler = (sysconfig.get_config_var("CC") or "cc").split()[0]
     if shutil.which(compiler) is None:
         pytest.skip(f"no C compiler ({compiler}) here: the reader uses msgspec")
-    assert kineto._kineto_scan is not None, ("a C compiler is here but tracelens/ingest/_kineto_scan.c was not "
-                                             "built: reinstall with `pip install -e .` and read its output")
+    if not (Path(sysconfig.get_paths()["include"]) / "Python.h").is_file():
+        pytest.skip("no Python headers here (python3-dev): the reader uses msgspec")
+    assert kineto._kineto_scan is not None, ("a C compiler and Python's headers are here but "
+                                             "tracelens/ingest/_kineto_scan.c was not built: reinstall with "
+                                             "`pip install -e .` and read its output")
     assert kineto._kineto_scan.N_FLOATS == len(kineto._NATIVE_FIELDS)
 
 
