@@ -440,24 +440,24 @@ def test_events_located_in_the_file_or_taken_from_upb_read_the_same(tmp_path: Pa
     gpu = pb.plane(1, "/device:GPU:0", [_random_line(rng, 3000), _random_line(rng, 10)], names, stat_names)
     path = tmp_path / "r.xplane.pb"
     path.write_bytes(pb.space([gpu, _host_plane(), _task_env()]))
+    located, from_upb = _located_and_from_upb(path, monkeypatch)
+    assert located.events.num_rows > 2000
+    assert located.events.equals(from_upb.events)
+
+
+def _located_and_from_upb(path: Path, monkeypatch):
+    """The trace read with events located in the file (asserting that path was taken), then through upb."""
     calls = []
     locate = xplane._locate_events
     monkeypatch.setattr(xplane, "_locate_events", lambda *args: calls.append(locate(*args)) or calls[-1])
     located = xplane.read(path)
     assert calls and calls[0] is not None  # the fast path was taken
     monkeypatch.setattr(xplane, "_locate_events", lambda *args: None)
-    from_upb = xplane.read(path)
-    assert located.events.num_rows > 2000
-    assert located.events.equals(from_upb.events)
+    return located, xplane.read(path)
 
 
 @pytest.mark.shared
 @pytest.mark.parametrize("path", shared_params("tf", "*.xplane.pb"))
 def test_real_trace_events_located_in_the_file_read_as_from_upb(path: Path, monkeypatch) -> None:
-    calls = []
-    locate = xplane._locate_events
-    monkeypatch.setattr(xplane, "_locate_events", lambda *args: calls.append(locate(*args)) or calls[-1])
-    located = xplane.read(path)
-    assert calls and calls[0] is not None  # the fast path was taken
-    monkeypatch.setattr(xplane, "_locate_events", lambda *args: None)
-    assert located.events.equals(xplane.read(path).events)
+    located, from_upb = _located_and_from_upb(path, monkeypatch)
+    assert located.events.equals(from_upb.events)
