@@ -83,6 +83,9 @@ EVENT_SCHEMA = pa.schema(
         pa.field("estimated_achieved_occupancy", pa.float32()),
     ]
 )
+# The timeline is int64 ns; readers keep times within +-MAX_TIME_NS (about 146 years) so that sums and
+# differences of two times cannot overflow. A reader given a time beyond it drops or rejects it.
+MAX_TIME_NS = 2**62
 EVENT_COLUMNS = tuple(EVENT_SCHEMA.names)
 
 # Device table: one row per GPU seen in the trace. Limits are per SM and null when unknown.

@@ -40,6 +40,7 @@ from ..trace import (
     GPU_ANNOTATION,
     GPU_SYNC,
     KERNEL,
+    MAX_TIME_NS,
     MEMCPY,
     MEMSET,
     NOT_NESTED_KINDS,
@@ -1225,10 +1226,9 @@ def _indices(codes: np.ndarray) -> pa.Array:
     return _from_buffers(pa.int32(), data, ~missing, nulls)
 
 
-# Times the int64 ns timeline can hold with room for sums: |t| < 2**62 ns (about 146 years from the origin,
-# or up to the year 2116 for absolute Unix µs). A ts beyond counts as missing (the row is dropped), a dur
-# beyond as 0.
-_MAX_TIME_US = 2.0**62 / 1000
+# trace.MAX_TIME_NS in Kineto's microseconds (up to the year 2116 for absolute Unix µs). A ts beyond counts
+# as missing (the row is dropped), a dur beyond as 0.
+_MAX_TIME_US = MAX_TIME_NS / 1000
 
 
 def _placeable(microseconds: np.ndarray) -> np.ndarray:

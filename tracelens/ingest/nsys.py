@@ -33,6 +33,7 @@ from ..trace import (
     EVENT_SCHEMA,
     GPU_SYNC,
     KERNEL,
+    MAX_TIME_NS,
     MEMCPY,
     MEMSET,
     OSRT,
@@ -343,8 +344,19 @@ def _decode_tid(global_tids: pa.Array) -> pa.Array:
 # Enums: from the export's ENUM_* tables when present, else the built-in ids.
 
 
-# The timeline holds int64 ns with room for sums (as the Kineto reader: docs/formats/kineto.md, Time).
-_MAX_TIME_NS = 2**62
+# Enum and NVTX domain ids are small; a larger one (a damaged export) is left out of the dense lookups below
+# rather than sizing them.
+_MAX_DENSE_ID = 2**20
+
+
+def _dense_lookup(positions: dict[int, int], fill: int) -> np.ndarray:
+    """int32 table with ``table[id] = positions[id]`` and ``fill`` elsewhere (ids outside [0, _MAX_DENSE_ID)
+    are left out)."""
+    ids = [i for i in positions if isinstance(i, int) and 0 <= i < _MAX_DENSE_ID]
+    table = np.full(max(ids, default=0) + 1, fill, np.int32)  # never empty: callers index it at 0
+    for i in ids:
+        table[i] = positions[i]
+    return table
 
 
 def _is_number(value: Any) -> bool:
@@ -356,8 +368,7 @@ def _enum_names(db: _Database, table: str, builtin: dict[int, str | None], prefi
     if table in db.tables and {"id", "name"} <= set(db.columns(table)):
         out: dict[int, str | None] = {}
         for ident, name in db.small(f"SELECT id, name FROM {table}"):
-            # NULLs, cells of another type, and ids no enum has (they would size the lookup in _coded_column)
-            if not isinstance(ident, int) or not 0 <= ident < 2**16 or not isinstance(name, str):
+            if not isinstance(ident, int) or not isinstance(name, str):  # NULLs, or cells of another type
                 continue
             short = name.split(prefix, 1)[1] if prefix in name else name
             out[int(ident)] = None if short in ("UNKNOWN",) else short
@@ -372,13 +383,9 @@ def _coded_column(codes: pa.Array, labels: dict[int, str | None], default: str |
     values = sorted({v for v in labels.values() if v is not None} | ({default} if default else set()))
     index = {v: i for i, v in enumerate(values)}
     fallback = index[default] if default else -1
-    top = max([k for k in labels if k >= 0] + [0]) + 1
-    table = np.full(top, fallback, np.int32)
-    for code, label in labels.items():
-        if label is not None and code >= 0:
-            table[code] = index[label]
+    table = _dense_lookup({code: index[label] for code, label in labels.items() if label is not None}, fallback)
     arr = _numpy(codes, fill=-1)
-    ok = (arr >= 0) & (arr < top)
+    ok = (arr >= 0) & (arr < table.size)
     idx = np.where(ok, table[np.where(ok, arr, 0)], fallback).astype(np.int32)
     return _dict_array(idx, pa.array(values, pa.string()))
 
@@ -472,6 +479,9 @@ class NsysReader:
 
         origin, events = self._assemble(parts)
         del parts
+        if events.num_rows and pc.max(pc.abs(events.column("end_ns"))).as_py() >= MAX_TIME_NS:
+            raise InputError(f"timestamps span more than 2^62 ns ({MAX_TIME_NS / 3.15576e16:.0f} years): "
+                             "a damaged export", path=self.path)
         metadata = TraceMetadata(
             source_format="nsys",
             source_path=str(self.path),
@@ -484,9 +494,6 @@ class NsysReader:
             warnings=self.warnings,
             extra=self._extra(db, strings, meta, row_counts, events),
         )
-        if events.num_rows and pc.max(pc.abs(events.column("end_ns"))).as_py() >= _MAX_TIME_NS:
-            raise InputError(f"timestamps span more than 2^62 ns ({_MAX_TIME_NS / 3.15576e16:.0f} years): "
-                             "a damaged export", path=self.path)
         return Trace(events=events, devices=self._devices(db, events), metadata=metadata)
 
     # -- metadata -------------------------------------------------------------------------------------
@@ -718,11 +725,7 @@ class NsysReader:
         self._nvtx_names = values
 
         domain_values = sorted(set(domain_names.values()))
-        # Domain ids are small in nsys; a huge one (a damaged export) would size the lookup table.
-        domain_pos = {d: domain_values.index(n) for d, n in domain_names.items() if 0 <= d < 2**20}
-        dom_table = np.full(max(list(domain_pos) + [0]) + 1, -1, np.int32)
-        for d, pos in domain_pos.items():
-            dom_table[d] = pos
+        dom_table = _dense_lookup({d: domain_values.index(n) for d, n in domain_names.items()}, -1)
         ok = (domain_ids >= 0) & (domain_ids < dom_table.size)
         dom_idx = np.where(ok, dom_table[np.where(ok, domain_ids, 0)], -1).astype(np.int32)
 
