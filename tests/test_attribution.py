@@ -25,7 +25,8 @@ def test_priority_sync_input_launch_cpu_nothing():
     #   cpu_op [100, 900), cudaLaunchKernel [200, 300) (corr 2 -> the kernel after the gap),
     #   DataLoader next [250, 500), cudaStreamSynchronize [450, 600).
     # sync [450,600) = 150; input [250,450) = 200; launch [200,250) = 50;
-    # cpu [100,200) + [600,900) = 400; nothing [900,1000) = 100. Sum 900.
+    # cpu [100,200) + [600,900) = 400; nothing [900,1000) = 100. Sum 900. startup 0: no one-time names, every
+    # row far under the 1 ms first-call/long-launch thresholds, no steps.
     rows = [
         host("runtime", "cudaLaunchKernel", 0, 5, correlation_id=1),
         kernel(10, 100, corr=1),
@@ -36,7 +37,7 @@ def test_priority_sync_input_launch_cpu_nothing():
         kernel(1000, 1100, corr=2),
     ]
     dev = by_cause(Trace.from_rows(rows))
-    assert dev["by_cause"] == {"sync": 150, "input": 200, "launch": 50, "cpu": 400, "nothing": 100}
+    assert dev["by_cause"] == {"startup": 0, "sync": 150, "input": 200, "launch": 50, "cpu": 400, "nothing": 100}
     assert dev["idle_ns"] == 900 == sum(dev["by_cause"].values())
     assert dev["feeding_threads_from"] == "correlation"
     assert dev["feeding_threads"] == [[1, 1]]
@@ -46,8 +47,28 @@ def test_priority_sync_input_launch_cpu_nothing():
     assert dev["after_sync"] == {"count": 0, "idle_ns": 0}
 
 
+def test_startup_comes_before_sync():
+    # Gap [100, 1000) = 900 on GPU 0. On the feeding thread: cudnnCreate [100, 400) (one-time by name) and
+    # cudaDeviceSynchronize [300, 700). startup takes [100,400) = 300 although the sync overlaps it at
+    # [300,400); sync keeps [400,700) = 300; nothing [700,1000) = 300. Sum 900.
+    dev = by_cause(one_gap([host("runtime", "cudnnCreate", 100, 400),
+                            host("runtime", "cudaDeviceSynchronize", 300, 700)], gap_end=1000))
+    assert dev["by_cause"] == {"startup": 300, "sync": 300, "input": 0, "launch": 0, "cpu": 0, "nothing": 300}
+
+
+def one_gap(rows_in_gap: list[dict], gap_end: int) -> Trace:
+    """Kernel [10,100) then kernel [gap_end, gap_end+100), both launched early by thread (1,1), plus the rows."""
+    return Trace.from_rows([
+        host("runtime", "cudaLaunchKernel", 0, 5, correlation_id=1),
+        kernel(10, 100, corr=1),
+        *rows_in_gap,
+        host("runtime", "cudaLaunchKernel", 20, 30, correlation_id=2),
+        kernel(gap_end, gap_end + 100, corr=2),
+    ])
+
+
 def test_only_feeding_threads_count():
-    # Thread (1,2) never launches: its cpu work during the gap [100, 300) is ignored -> nothing.
+    # Thread (1,2) never launches: its cpu work during the gap [100, 300) is ignored -> nothing. No one-time work.
     rows = [
         host("runtime", "cudaLaunchKernel", 0, 5, correlation_id=1),
         kernel(10, 100, corr=1),
@@ -56,12 +77,13 @@ def test_only_feeding_threads_count():
         kernel(300, 400, corr=2),
     ]
     dev = by_cause(Trace.from_rows(rows))
-    assert dev["by_cause"] == {"sync": 0, "input": 0, "launch": 0, "cpu": 0, "nothing": 200}
+    assert dev["by_cause"] == {"startup": 0, "sync": 0, "input": 0, "launch": 0, "cpu": 0, "nothing": 200}
     assert dev["late_launch"]["count"] == 0  # launched at 10, long before the gap
 
 
 def test_fallback_to_process_threads_without_correlation():
     # No correlation ids: every host thread of the GPU rows' process (pid 7) feeds; pid 8 does not.
+    # Gap [100,300): aten::a covers [100,150) = 50 cpu, the rest 150 nothing; no one-time work (startup 0).
     rows = [
         kernel(0, 100, pid=7),
         host("cpu_op", "aten::a", 100, 150, pid=7, tid=3),
@@ -70,7 +92,7 @@ def test_fallback_to_process_threads_without_correlation():
     ]
     dev = by_cause(Trace.from_rows(rows))
     assert dev["feeding_threads_from"] == "process"
-    assert dev["by_cause"] == {"sync": 0, "input": 0, "launch": 0, "cpu": 50, "nothing": 150}
+    assert dev["by_cause"] == {"startup": 0, "sync": 0, "input": 0, "launch": 0, "cpu": 50, "nothing": 150}
 
 
 def test_fallback_to_all_threads():
@@ -83,23 +105,19 @@ def test_fallback_to_all_threads():
 def test_sync_copy_and_after_sync():
     # cudaMemcpy (synchronous) [50, 250) and cudaDeviceSynchronize [200, 260) on the feeding thread.
     # Gap [100, 300): sync covers [100, 260) = 160 of which only-copy [100, 200) = 100; nothing 40.
-    # The gap starts at 100, inside the blocking cudaMemcpy: an after-sync gap.
-    rows = [
-        host("runtime", "cudaLaunchKernel", 0, 5, correlation_id=1),
-        kernel(10, 100, corr=1),
-        host("runtime", "cudaMemcpy", 50, 250),
-        host("runtime", "cudaDeviceSynchronize", 200, 260),
-        host("runtime", "cudaLaunchKernel", 20, 30, correlation_id=2),
-        kernel(300, 400, corr=2),
-    ]
-    dev = by_cause(Trace.from_rows(rows))
-    assert dev["by_cause"] == {"sync": 160, "input": 0, "launch": 0, "cpu": 0, "nothing": 40}
+    # The gap starts at 100, inside the blocking cudaMemcpy: an after-sync gap. cudaMemcpy lasts 200 ns, far
+    # under the 1 ms first-call threshold: not one-time work (startup 0).
+    dev = by_cause(one_gap([host("runtime", "cudaMemcpy", 50, 250),
+                            host("runtime", "cudaDeviceSynchronize", 200, 260)], gap_end=300))
+    assert dev["by_cause"] == {"startup": 0, "sync": 160, "input": 0, "launch": 0, "cpu": 0, "nothing": 40}
     assert dev["sync_copy_ns"] == 100
     assert dev["after_sync"] == {"count": 1, "idle_ns": 200}
 
 
 def test_annotations_are_containers_unless_input():
     # An NVTX range over the whole gap is not activity; tracelens/data is input; hip sync counts as sync.
+    # Gap [100,300): input [120,170) = 50, sync [180,200) = 20, nothing 200 - 70 = 130 (pthread_cond_wait is
+    # not a host category); "forward" is not a warm-up or compile name: startup 0.
     rows = [
         host("runtime", "hipLaunchKernel", 0, 5, correlation_id=1),
         kernel(10, 100, corr=1),
@@ -111,7 +129,7 @@ def test_annotations_are_containers_unless_input():
         host("runtime", "hipLaunchKernel", 6, 9, correlation_id=2),
     ]
     dev = by_cause(Trace.from_rows(rows))
-    assert dev["by_cause"] == {"sync": 20, "input": 50, "launch": 0, "cpu": 0, "nothing": 130}
+    assert dev["by_cause"] == {"startup": 0, "sync": 20, "input": 50, "launch": 0, "cpu": 0, "nothing": 130}
 
 
 def test_totals_over_devices():
@@ -127,8 +145,8 @@ def test_totals_over_devices():
         host("runtime", "cudaLaunchKernel", 12, 14, correlation_id=4),
     ]
     out = attribution.section(Trace.from_rows(rows), {})
-    # GPU 0 gap [100,200): cpu 50, nothing 50. GPU 1 gap [50,90): nothing 40.
-    assert out["total_by_cause"] == {"sync": 0, "input": 0, "launch": 0, "cpu": 50, "nothing": 90}
+    # GPU 0 gap [100,200): cpu 50, nothing 50. GPU 1 gap [50,90): nothing 40. No one-time work: startup 0.
+    assert out["total_by_cause"] == {"startup": 0, "sync": 0, "input": 0, "launch": 0, "cpu": 50, "nothing": 90}
     assert out["mean_by_cause"]["nothing"] == 45
 
 

@@ -24,6 +24,7 @@ def test_breakdown_hand_derived():
     # Step 3 [0,1000) on thread 1: data [0,300), launch [300,320) -> kernel [330,700), cpu_op [320,800) holding
     # cudaStreamSynchronize [700,760); thread 2 runs an unrelated cpu op [0,1000) (not a step/launch thread).
     # input 300; launch 20; sync 60; cpu [320,700)+[760,800) = 420; other [800,1000) = 200. GPU busy 370.
+    # startup 0: no one-time names, every row far under the 1 ms first-call threshold, a single step.
     rows = [
         host("step", "ProfilerStep#3", 0, 1000, step=3),
         host("annotation", "tracelens/data", 0, 300),
@@ -36,7 +37,7 @@ def test_breakdown_hand_derived():
     out = steps.section(Trace.from_rows(rows), {})
     (step,) = out["steps"]
     assert step["step"] == 3 and step["duration_ns"] == 1000
-    assert step["host"] == {"sync": 60, "input": 300, "launch": 20, "cpu": 420, "other": 200}
+    assert step["host"] == {"startup": 0, "sync": 60, "input": 300, "launch": 20, "cpu": 420, "other": 200}
     assert step["gpu_busy"] == [{"device": 0, "busy_ns": 370}]
     summary = out["summary"]
     assert summary["host_share"]["input"] == pytest.approx(0.3)
@@ -57,8 +58,8 @@ def test_same_step_number_is_merged_and_unnumbered_follow():
     s = out["summary"]
     assert (s["total_ns"], s["min_ns"], s["max_ns"], s["median_ns"]) == (260, 60, 120, 80.0)
     assert s["mean_ns"] == pytest.approx(260 / 3)
-    # No host work at all: every step is `other`.
-    assert s["host_ns"] == {"sync": 0, "input": 0, "launch": 0, "cpu": 0, "other": 260}
+    # No host work at all: every step is `other` (step markers are not work; none is named warm-up: startup 0).
+    assert s["host_ns"] == {"startup": 0, "sync": 0, "input": 0, "launch": 0, "cpu": 0, "other": 260}
 
 
 def test_no_steps():

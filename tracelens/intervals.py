@@ -71,3 +71,25 @@ def clip_total(starts: np.ndarray, ends: np.ndarray, lo: int, hi: int) -> int:
     s = np.clip(np.asarray(starts, np.int64), lo, hi)
     e = np.clip(np.asarray(ends, np.int64), lo, hi)
     return int((e - s).sum())
+
+
+def subtract(
+    starts: np.ndarray, ends: np.ndarray, cut_starts: np.ndarray, cut_ends: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The parts of disjoint sorted intervals not covered by another disjoint sorted union.
+
+    Both inputs are merged unions (``merge`` output). Returns sorted disjoint [start, end) pairs.
+    """
+    starts = np.asarray(starts, dtype=np.int64)
+    ends = np.asarray(ends, dtype=np.int64)
+    if starts.size == 0 or cut_starts.size == 0:
+        return starts.copy(), ends.copy()
+    # Boundaries of the result are the interval edges plus every cut edge inside an interval; each piece
+    # between consecutive boundaries is kept when it lies in an interval and outside every cut.
+    edges = np.unique(np.concatenate([starts, ends, cut_starts, cut_ends]))
+    lo, hi = edges[:-1], edges[1:]
+    inside = np.searchsorted(starts, lo, side="right") - 1
+    keep = (inside >= 0) & (lo < ends[np.maximum(inside, 0)])
+    cut = np.searchsorted(cut_starts, lo, side="right") - 1
+    keep &= ~((cut >= 0) & (lo < cut_ends[np.maximum(cut, 0)]))
+    return merge(lo[keep], hi[keep])

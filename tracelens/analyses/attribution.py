@@ -23,9 +23,10 @@ import pandas as pd
 
 from .. import intervals
 from ..trace import GPU_ACTIVITY_KINDS, Trace
-from .columns import DeviceBusy, device_busy, event_columns, memo
+from .columns import DeviceBusy, device_busy, event_columns, memo, thread_key
 from .launch import launch_pairs
-from .names import CAUSES, HOST_CATEGORY_PRIORITY, SYNC, code_mask, host_category_codes, is_sync_copy
+from .names import CAUSES, HOST_CATEGORY_PRIORITY, STARTUP, SYNC, code_mask, host_category_codes, is_sync_copy
+from .startup import one_time_work
 
 LARGEST_GAPS = 10
 
@@ -43,18 +44,14 @@ class HostRows:
     threads: pd.DataFrame  # columns pid, tid; index = thread code
 
 
-def _thread_key(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
-    # Thread ids fit in 32 bits on every platform seen (Linux tids, nsys 24-bit ids); -1 stays distinct.
-    return (np.asarray(pid, np.int64) << 32) ^ (np.asarray(tid, np.int64) & 0xFFFFFFFF)
-
-
 def host_rows(trace: Trace) -> HostRows:
     def compute() -> HostRows:
         cols = event_columns(trace)
         category = host_category_codes(cols.kind, cols.name, cols.names)
+        category[one_time_work(trace).mask] = HOST_CATEGORY_PRIORITY.index(STARTUP)
         keep = np.flatnonzero(category >= 0)
         pid, tid = cols.pid[keep], cols.tid[keep]
-        codes, uniques = pd.factorize(_thread_key(pid, tid), sort=True)
+        codes, uniques = pd.factorize(thread_key(pid, tid), sort=True)
         first = np.zeros(len(uniques), np.int64)
         first[codes[::-1]] = np.arange(codes.size)[::-1]  # any row of each thread gives its pid/tid
         cat = category[keep]
@@ -74,8 +71,8 @@ def host_rows(trace: Trace) -> HostRows:
 
 def thread_codes(rows: HostRows, pids: np.ndarray, tids: np.ndarray) -> np.ndarray:
     """Codes of the given (pid, tid) pairs among the host rows' threads (threads without rows are dropped)."""
-    known = _thread_key(rows.threads["pid"].to_numpy(), rows.threads["tid"].to_numpy())
-    return np.flatnonzero(np.isin(known, pd.unique(_thread_key(pids, tids))))
+    known = thread_key(rows.threads["pid"].to_numpy(), rows.threads["tid"].to_numpy())
+    return np.flatnonzero(np.isin(known, pd.unique(thread_key(pids, tids))))
 
 
 def feeding_threads(trace: Trace, device: int) -> tuple[np.ndarray, str]:
@@ -114,18 +111,21 @@ def priority_split(
     cat, s, e = rows.category[mine], rows.start[mine], rows.end[mine]
     out = np.zeros((starts.size, len(CAUSES)), np.int64)
     covered_before = np.zeros(starts.size, np.int64)
-    sync_union: tuple[np.ndarray, np.ndarray] = (np.empty(0, np.int64), np.empty(0, np.int64))
+    sync_level = HOST_CATEGORY_PRIORITY.index(SYNC)
     for level in range(len(HOST_CATEGORY_PRIORITY)):
         us, ue = intervals.merge(s[cat <= level], e[cat <= level])
-        if level == 0:
-            sync_union = (us, ue)
         covered = intervals.overlap_with_union(starts, ends, us, ue)
         out[:, level] = covered - covered_before
         covered_before = covered
+        if level == sync_level:
+            covered_through_sync = covered
     out[:, -1] = (ends - starts) - covered_before
-    sync_only = (cat == 0) & ~rows.sync_copy[mine]
-    ns, ne = intervals.merge(s[sync_only], e[sync_only])
-    sync_copy = out[:, 0] - intervals.overlap_with_union(starts, ends, ns, ne)
+    # The sync column's part covered only by synchronous copies: what the earlier categories and the other
+    # syncs do not already cover.
+    not_copy = (cat < sync_level) | ((cat == sync_level) & ~rows.sync_copy[mine])
+    ns, ne = intervals.merge(s[not_copy], e[not_copy])
+    sync_copy = covered_through_sync - intervals.overlap_with_union(starts, ends, ns, ne)
+    sync_union = intervals.merge(s[cat == sync_level], e[cat == sync_level])
     starts_in_sync = intervals.overlap_with_union(starts, starts + 1, *sync_union) > 0
     return out, {"sync_copy": sync_copy, "starts_in_sync": starts_in_sync & (ends > starts)}
 
@@ -168,6 +168,25 @@ def device_attribution(trace: Trace, busy: DeviceBusy, largest: int = LARGEST_GA
         "largest": [{"start_ns": int(gs[i]), "duration_ns": int(lengths[i]),
                      "by_cause": {c: int(split[i, j]) for j, c in enumerate(CAUSES)}} for i in top],
     }
+
+
+def thread_row_mask(trace: Trace, threads: np.ndarray) -> np.ndarray:
+    """Boolean per event row: the row is on one of the given host-row threads (codes from ``feeding_threads``)."""
+    rows = host_rows(trace)
+    cols = event_columns(trace)
+    picked = rows.threads.iloc[threads]
+    return np.isin(thread_key(cols.pid, cols.tid), thread_key(picked["pid"].to_numpy(), picked["tid"].to_numpy()))
+
+
+def unexplained_intervals(trace: Trace, busy: DeviceBusy) -> tuple[np.ndarray, np.ndarray]:
+    """The parts of a device's gaps that no host activity of its feeding threads covers (`nothing`)."""
+    rows = host_rows(trace)
+    threads, _ = feeding_threads(trace, busy.device)
+    chosen = np.zeros(len(rows.threads), bool)
+    chosen[threads] = True
+    mine = chosen[rows.thread]
+    activity = intervals.merge(rows.start[mine], rows.end[mine])
+    return intervals.subtract(busy.gap_starts, busy.gap_ends, *activity)
 
 
 def gap_attribution(trace: Trace) -> dict[str, Any]:

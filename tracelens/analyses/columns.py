@@ -1,4 +1,4 @@
-"""The event table as shared numpy columns, and each GPU's busy union: the inputs every section reads.
+"""The event table as shared numpy columns, each GPU's busy union and the step windows: what every section reads.
 
 Computed once per trace and cached on it (``memo``), so sections share one Arrow-to-numpy conversion and
 one busy-union merge instead of each converting the table again.
@@ -11,11 +11,12 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import intervals
-from ..trace import ALL_KINDS, GPU_ACTIVITY_KINDS, Trace
+from ..trace import ALL_KINDS, GPU_ACTIVITY_KINDS, STEP, Trace
 
 T = TypeVar("T")
 
@@ -59,6 +60,12 @@ class Table:
     @property
     def empty(self) -> bool:
         return len(self) == 0
+
+
+def thread_key(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
+    """One int64 per (pid, tid) pair."""
+    # Thread ids fit in 32 bits on every platform seen (Linux tids, nsys 24-bit ids); -1 stays distinct.
+    return (np.asarray(pid, np.int64) << 32) ^ (np.asarray(tid, np.int64) & 0xFFFFFFFF)
 
 
 @dataclass
@@ -173,3 +180,22 @@ def device_busy(trace: Trace) -> dict[int, DeviceBusy]:
         return out
 
     return memo(trace, "device_busy", compute)
+
+
+def step_windows(trace: Trace) -> pd.DataFrame:
+    """One row per step number: step, start, end (sorted by start)."""
+
+    def compute() -> pd.DataFrame:
+        cols = event_columns(trace)
+        rows = cols.of_kind(STEP)
+        number = cols.step[rows].copy()
+        missing = number < 0
+        if missing.any():
+            # Unnumbered markers: number them after the highest known one, in time order.
+            base = number.max() + 1 if (~missing).any() else 0
+            number[missing] = base + np.arange(missing.sum())
+        frame = pd.DataFrame({"step": number, "start": cols.start[rows], "end": cols.end[rows]})
+        merged = frame.groupby("step", sort=False).agg(start=("start", "min"), end=("end", "max")).reset_index()
+        return merged.sort_values(["start", "step"], kind="stable").reset_index(drop=True)
+
+    return memo(trace, "step_windows", compute)

@@ -33,7 +33,7 @@ def launch_calls(trace: Trace) -> Table:
     """Runtime and driver rows that carry a correlation id, one per id (runtime first, then earliest).
 
     Sorted by correlation_id. Columns: correlation_id, launch_start, launch_end, pid, tid, is_driver,
-    launch_name (code into ``event_columns(trace).names``), external_id.
+    launch_name (code into ``event_columns(trace).names``), external_id, row (the call's event row).
     """
 
     def compute() -> Table:
@@ -55,6 +55,7 @@ def launch_calls(trace: Trace) -> Table:
             "is_driver": cols.kind[keep] == ALL_KINDS.index(DRIVER),
             "launch_name": cols.name[keep],
             "external_id": cols.external_id[keep],
+            "row": keep,
         })
 
     return memo(trace, "launch_calls", compute)
@@ -64,8 +65,8 @@ def launch_pairs(trace: Trace) -> Table:
     """One row per GPU op (kernel/memcpy/memset with a device) joined to its launch call where one exists.
 
     Columns: is_kernel, name (code), device, stream, start, end, graph_id, bytes, is_dtoh, correlation_id,
-    matched, and from the launch call: launch_start, launch_end, pid, tid, launch_name (code), external_id
-    (0 or -1 where unmatched: read them only where ``matched``).
+    matched, and from the launch call: launch_start, launch_end, pid, tid, launch_name (code), external_id,
+    launch_row (0 or -1 where unmatched: read them only where ``matched``).
     """
 
     def compute() -> Table:
@@ -99,6 +100,7 @@ def launch_pairs(trace: Trace) -> Table:
             "tid": from_calls("tid", -1),
             "launch_name": from_calls("launch_name", -1),
             "external_id": from_calls("external_id", -1),
+            "launch_row": from_calls("row", -1),
         })
 
     return memo(trace, "launch_pairs", compute)

@@ -16,13 +16,16 @@ import pandas as pd
 from ..trace import ALL_KINDS, ANNOTATION, CPU_OP, DRIVER, PYTHON, RUNTIME, STEP
 
 # Host categories used by gap attribution and the step breakdown, in priority order: when host activity
-# of several categories overlaps an instant, the instant goes to the first one listed.
+# of several categories overlaps an instant, the instant goes to the first one listed. `startup` (one-time
+# work, found by tracelens/analyses/startup.py) comes first: a first call that waits in a sync or a launch
+# is still start-up.
+STARTUP = "startup"
 SYNC = "sync"
 INPUT = "input"
 LAUNCH = "launch"
 CPU = "cpu"
 NOTHING = "nothing"
-HOST_CATEGORY_PRIORITY: tuple[str, ...] = (SYNC, INPUT, LAUNCH, CPU)
+HOST_CATEGORY_PRIORITY: tuple[str, ...] = (STARTUP, SYNC, INPUT, LAUNCH, CPU)
 CAUSES: tuple[str, ...] = (*HOST_CATEGORY_PRIORITY, NOTHING)
 
 # Waiting for the next batch: PyTorch DataLoader (record_function and Python frames), tf.data iterators,
@@ -55,12 +58,91 @@ KERNEL_LAUNCH_PATTERN = re.compile(
 )
 GRAPH_LAUNCH_PATTERN = re.compile(r"^(cuda|hip|cu)GraphLaunch$")
 
+# One-time work, by name. API calls that set up the CUDA/HIP context, load modules or create library
+# handles; every library's handle/plan creation; NCCL communicator set-up.
+ONE_TIME_API_PATTERN = re.compile(
+    r"^cuInit$|^hipInit$"
+    r"|^(cu|hip)(Ctx|DevicePrimaryCtx)(Create|Retain)\w*$"
+    r"|^(cu|hip)(Module|Library)Load\w*$"
+    r"|^(cublas|cublasLt|cudnn|cusparse|cusolverDn|cusolverSp|curand|miopen|rocblas|hipblas|hipblasLt|hipsparse)Create\w*$"
+    r"|^(cufft|hipfft)Plan\w*$"
+    r"|^(nccl|rccl)CommInit\w*$"
+)
+# Allocation and creation calls: absent from a framework's steady state (caching allocators, stream and
+# event pools), so inside the warm-up window they are the first iteration's growth.
+ALLOCATION_PATTERN = re.compile(
+    r"^(cuda|hip)(Malloc|MallocHost|MallocManaged|MallocPitch|Malloc3D|HostAlloc|HostMalloc|Free|FreeHost|"
+    r"HostFree|HostRegister|HostUnregister|StreamCreate|StreamCreateWithFlags|StreamCreateWithPriority|"
+    r"EventCreate|EventCreateWithFlags)$"
+    r"|^cuMem(Alloc|AllocPitch|AllocHost|AllocManaged|HostAlloc|Free|FreeHost|HostRegister|HostUnregister|"
+    r"Create|Release|Map|Unmap|AddressReserve|AddressFree|SetAccess)\w*$"
+    r"|^cu(Stream|Event)Create\w*$"
+)
+# Words (from names split at punctuation and camelCase) that mark compilation or autotuning: torch.compile's
+# `... (dynamo_timed)` ranges, XLA/TF/PJRT compile events, autotuners. "Compiled" is not among them:
+# `Torch-Compiled Region` is every call of a compiled function.
+COMPILE_WORDS = frozenset({"compile", "compiler", "compilation", "compiling", "autotune", "autotuner",
+                           "autotuning", "dynamo_timed"})
+ONE_TIME_NAMES = frozenset({"inductor_do_bench_using_profiling"})  # inductor's autotuning benchmark
+ONE_TIME_OVERHEAD_PATTERN = re.compile(r"(?i)module load|function load|context (creat|init)")
+_WORD = re.compile(r"dynamo_timed|[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+
+# Collective-communication kernels (NCCL, RCCL): they use a few blocks on purpose and wait on other GPUs.
+COLLECTIVE_KERNEL_PATTERN = re.compile(r"(?i)(^|[^a-z])(nccl|rccl)[A-Z_a-z]*(kernel|dev)")
+
+# Kernels of vendor math libraries (cuBLAS/cuBLASLt incl. nvjet, cuDNN incl. its cask/xmma engines, CUTLASS,
+# flash/fused attention, rocBLAS/hipBLASLt Tensile `Cijk_`, MIOpen, composable_kernel): their grid and block
+# shape are chosen by the library's heuristics or autotuning for the problem size, so an under-filled grid or
+# a low occupancy is the library's tuned choice, not a launch parameter the user set.
+LIBRARY_KERNEL_PATTERN = re.compile(
+    r"(?i)cublas|nvjet|splitKreduce|gemv2[NT]|gemmSN|gemmk1_kernel"
+    r"|\b(maxwell|pascal|volta|turing|ampere|ada|hopper|blackwell|sm\d{2,3})_\w*(gemm|conv|fprop|dgrad|wgrad|fmha)"
+    r"|cudnn|cask_|xmma|cutlass|flash_?(fwd|bwd|attn)|flash::|fmha|implicit_convolve|winograd"
+    r"|Cijk_|miopen|rocblas|hipblas|\bck::|ck_tile"
+)
+
 # The `_vNNNN` suffix nsys keeps on some runtime names; readers strip it, but be lenient.
 _VERSION_SUFFIX = re.compile(r"_v\d+$")
 
 
 def _base(name: str) -> str:
     return _VERSION_SUFFIX.sub("", name)
+
+
+def words(name: str) -> list[str]:
+    """Lower-case words of a name split at punctuation and camelCase ("XlaCompile" -> xla, compile)."""
+    found = [w.lower() for w in _WORD.findall(name)]
+    # "warm_up", "Warm-Up", "WarmUp" -> warmup
+    return [*found, *("warmup" for a, b in zip(found, found[1:], strict=False) if a == "warm" and b == "up")]
+
+
+def is_one_time_api(name: str) -> bool:
+    return bool(ONE_TIME_API_PATTERN.match(_base(name)))
+
+
+def is_allocation(name: str) -> bool:
+    return bool(ALLOCATION_PATTERN.match(_base(name)))
+
+
+def is_compile_name(name: str) -> bool:
+    return name in ONE_TIME_NAMES or not COMPILE_WORDS.isdisjoint(words(name))
+
+
+def is_warmup_name(name: str) -> bool:
+    """A user range or step named as warm-up ("warmup", "warm_up", "WarmUp" as a word)."""
+    return "warmup" in words(name)
+
+
+def is_one_time_overhead(name: str) -> bool:
+    return bool(ONE_TIME_OVERHEAD_PATTERN.search(name))
+
+
+def is_collective_kernel(name: str) -> bool:
+    return bool(COLLECTIVE_KERNEL_PATTERN.search(name))
+
+
+def is_library_kernel(name: str) -> bool:
+    return bool(LIBRARY_KERNEL_PATTERN.search(name))
 
 
 def is_input(name: str) -> bool:

@@ -16,36 +16,16 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from .. import intervals
 from ..trace import STEP, Trace
 from .attribution import host_rows, priority_split, thread_codes
-from .columns import device_busy, event_columns, memo
+from .columns import device_busy, event_columns, step_windows
 from .launch import launch_pairs
 from .names import CAUSES, NOTHING
 
 STEP_LIMIT = 2000  # steps listed one by one; the summary covers all
 HOST_KEYS = {c: ("other" if c == NOTHING else c) for c in CAUSES}
-
-
-def step_windows(trace: Trace) -> pd.DataFrame:
-    """One row per step number: step, start, end (sorted by start)."""
-
-    def compute() -> pd.DataFrame:
-        cols = event_columns(trace)
-        rows = cols.of_kind(STEP)
-        number = cols.step[rows].copy()
-        missing = number < 0
-        if missing.any():
-            # Unnumbered markers: number them after the highest known one, in time order.
-            base = number.max() + 1 if (~missing).any() else 0
-            number[missing] = base + np.arange(missing.sum())
-        frame = pd.DataFrame({"step": number, "start": cols.start[rows], "end": cols.end[rows]})
-        merged = frame.groupby("step", sort=False).agg(start=("start", "min"), end=("end", "max")).reset_index()
-        return merged.sort_values(["start", "step"], kind="stable").reset_index(drop=True)
-
-    return memo(trace, "step_windows", compute)
 
 
 def step_threads(trace: Trace) -> np.ndarray:

@@ -22,10 +22,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..trace import CPU_OP, DRIVER, GPU_SYNC, RUNTIME, Trace
-from .columns import Table, event_columns
+from .columns import Table, event_columns, step_windows
 from .launch import launch_pairs
 from .names import code_mask, is_blocking_sync, is_sync_copy
-from .steps import STEP_LIMIT, step_windows
+from .steps import STEP_LIMIT
 
 ITEM_MAX_BYTES = 64 * 1024
 TOP_N = 10

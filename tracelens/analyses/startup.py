@@ -1,0 +1,238 @@
+"""One-time work inside the GPU window: the host rows that make up the `startup` category and cause.
+
+A profile that starts with the program often spends most of its GPU window on work that happens once:
+CUDA context creation and lazy module loading, cuDNN/cuBLAS handle creation and autotuning, torch.compile /
+XLA / tf.function compilation, the first iteration's memory allocations. None of it is what the steady
+state costs, so its idle time must not be blamed on launch overhead or the input pipeline.
+
+Rules (docs/analyses.md, "startup"), each a reason code on the rows it flags:
+    name        one-time by name wherever it appears: context/module/library set-up calls
+                (names.ONE_TIME_API_PATTERN); compile/autotune words in op, range and API names
+                (names.COMPILE_WORDS); user ranges and steps named warm-up; nsys module-loading overhead rows
+    long_launch a kernel-launch call lasting >= LONG_LAUNCH_NS during which its GPU was idle for at least
+                half the call: enqueueing takes microseconds, so milliseconds on an idle GPU mean the driver
+                loaded or JIT-compiled the kernel's module on first use (a call blocked on a full launch
+                queue also lasts milliseconds, but its GPU is busy)
+    first_call  the first instance of a framework op name (or of an input-wait range, e.g. the DataLoader's
+                `__next__`) on a thread, when its time outside blocking syncs is >= FIRST_CALL_MIN_NS and
+                >= FIRST_CALL_FACTOR x the median of its later instances (cuDNN/cuBLAS initialization and
+                autotuning, torch.compile's first call, DataLoader worker start, a cold first batch). API calls are left to the rules above and below: a first API call that waits for the
+                GPU would look the same. Python frames are left out: one name (`_call_impl`) serves every module.
+    first_step  with >= 3 steps and a first step that is slow (>= SLOW_FIRST_STEP x the median of the steps
+                between it and the last, which is often cut short by the profiler, and >= FIRST_CALL_MIN_NS
+                longer): rows inside the first step whose name never occurs in a later step (graph tracing,
+                iterator creation, one-time set-up)
+    allocation  memory allocation/free and stream/event creation calls (names.ALLOCATION_PATTERN) inside the
+                warm-up window: the first step when it is slow, else (fewer than 2 steps) up to the end of
+                the last row flagged by the rules above; and anywhere, the first call of each such API on a
+                thread when it lasts >= FIRST_CALL_MIN_NS (a caching allocator's first growth, e.g. the
+                pinned buffer of the first `.item()`)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .. import intervals
+from ..trace import ANNOTATION, CPU_OP, DRIVER, OVERHEAD, PYTHON, RUNTIME, STEP, Trace
+from .columns import DeviceBusy, device_busy, event_columns, memo, step_windows, thread_key
+from .launch import launch_pairs
+from .names import (
+    HOST_CATEGORY_PRIORITY,
+    INPUT,
+    SYNC,
+    code_mask,
+    host_category_codes,
+    is_allocation,
+    is_compile_name,
+    is_graph_launch,
+    is_kernel_launch,
+    is_one_time_api,
+    is_one_time_overhead,
+    is_warmup_name,
+)
+
+LONG_LAUNCH_NS = 1_000_000
+FIRST_CALL_MIN_NS = 1_000_000
+FIRST_CALL_FACTOR = 10.0
+SLOW_FIRST_STEP = 1.5
+TOP_ITEMS = 10
+
+REASONS = ("name", "long_launch", "first_call", "first_step", "allocation")
+NAME, LONG_LAUNCH, FIRST_CALL, FIRST_STEP, ALLOCATION = range(len(REASONS))
+
+# Kinds each rule looks at. Python frames are left out of the compile words (torch.compile's steady-state
+# wrapper is a Python function named `compile_wrapper`); only user ranges and steps count for warm-up
+# (TensorFlow op names carry the model's scopes, e.g. a learning-rate `WarmUp` run every step).
+_COMPILE_KINDS = (CPU_OP, ANNOTATION, STEP, RUNTIME, DRIVER)
+_WARMUP_KINDS = (ANNOTATION, STEP)
+_FIRST_STEP_KINDS = (RUNTIME, DRIVER, CPU_OP, PYTHON, ANNOTATION)
+
+
+@dataclass
+class OneTime:
+    """Rows flagged as one-time work and why (arrays over the whole event table)."""
+
+    reason: np.ndarray  # int8 per event row: index into REASONS, -1 = not one-time
+    later_median_ns: np.ndarray  # float per event row: first_call rows' median of later instances, else NaN
+    first_step_ns: int | None  # duration of the first step (None with fewer than 2 steps)
+    later_step_median_ns: float | None
+    slow_first_step: bool
+    warmup_end_ns: int | None  # end of the warm-up window allocations are counted in
+
+    @property
+    def mask(self) -> np.ndarray:
+        return self.reason >= 0
+
+
+def _long_launches(trace: Trace) -> np.ndarray:
+    """Event rows of kernel-launch calls >= LONG_LAUNCH_NS during which their GPU was idle at least half the time."""
+    pairs = launch_pairs(trace)
+    cols = event_columns(trace)
+    launches = code_mask(pairs["launch_name"], cols.names, lambda n: is_kernel_launch(n) and not is_graph_launch(n))
+    long = pairs[pairs["matched"] & launches & (pairs["launch_end"] - pairs["launch_start"] >= LONG_LAUNCH_NS)]
+    found = []
+    for device, busy in device_busy(trace).items():  # a loop over devices
+        on = long[long["device"] == device]
+        start, end = on["launch_start"], on["launch_end"]
+        idle = intervals.overlap_with_union(start, end, busy.gap_starts, busy.gap_ends)
+        found.append(on["launch_row"][2 * idle >= end - start])
+    return np.unique(np.concatenate(found)) if found else np.empty(0, np.int64)
+
+
+def _first_calls(trace: Trace, candidates: np.ndarray, sync_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(first-call rows, median of their later instances) among the candidate rows."""
+    cols = event_columns(trace)
+    rows = np.flatnonzero(candidates & (cols.name >= 0) & (cols.tid >= 0))
+    if rows.size == 0:
+        return np.empty(0, np.int64), np.empty(0)
+    frame = pd.DataFrame({"row": rows, "thread": thread_key(cols.pid[rows], cols.tid[rows]),
+                          "name": cols.name[rows], "start": cols.start[rows],
+                          "duration": cols.end[rows] - cols.start[rows]})
+    frame = frame.sort_values(["thread", "name", "start"], kind="stable")
+    first = ~frame.duplicated(["thread", "name"], keep="first")
+    firsts = frame[first & (frame["duration"] >= FIRST_CALL_MIN_NS)]
+    if firsts.empty:
+        return np.empty(0, np.int64), np.empty(0)
+    later = frame[~first].merge(firsts[["thread", "name"]], on=["thread", "name"])
+    medians = later.groupby(["thread", "name"])["duration"].median().rename("later_median")
+    firsts = firsts.join(medians, on=["thread", "name"], how="inner")  # a name seen once has no baseline
+    if firsts.empty:
+        return np.empty(0, np.int64), np.empty(0)
+    # Time spent waiting in a blocking sync inside the call is the GPU's, not one-time work.
+    own = firsts["duration"].to_numpy(np.int64).copy()
+    starts = cols.start[firsts["row"].to_numpy()]
+    ends = cols.end[firsts["row"].to_numpy()]
+    sync_keys = thread_key(cols.pid[sync_rows], cols.tid[sync_rows])
+    threads = firsts["thread"].to_numpy()
+    for thread in np.unique(threads):  # a loop over threads, not events
+        mine = threads == thread
+        on_thread = sync_rows[sync_keys == thread]
+        us, ue = intervals.merge(cols.start[on_thread], cols.end[on_thread])
+        own[mine] -= intervals.overlap_with_union(starts[mine], ends[mine], us, ue)
+    median = firsts["later_median"].to_numpy(np.float64)
+    keep = (own >= FIRST_CALL_MIN_NS) & (own >= FIRST_CALL_FACTOR * median)
+    return firsts["row"].to_numpy()[keep], median[keep]
+
+
+def one_time_work(trace: Trace) -> OneTime:
+    """Every host row that is one-time work, with its reason (memoized per trace)."""
+
+    def compute() -> OneTime:
+        cols = event_columns(trace)
+        names = cols.names
+        reason = np.full(cols.kind.size, -1, np.int8)
+        later_median = np.full(cols.kind.size, np.nan)
+        host = cols.tid >= 0
+
+        def flag(mask: np.ndarray, code: int) -> None:
+            reason[mask & host & (reason < 0)] = code
+
+        api = cols.of_kind(RUNTIME, DRIVER)
+        flag(api & code_mask(cols.name, names, is_one_time_api), NAME)
+        flag(cols.of_kind(*_COMPILE_KINDS) & code_mask(cols.name, names, is_compile_name), NAME)
+        flag(cols.of_kind(*_WARMUP_KINDS) & code_mask(cols.name, names, is_warmup_name), NAME)
+        flag(cols.of_kind(OVERHEAD) & code_mask(cols.name, names, is_one_time_overhead), NAME)
+        long_launch = np.zeros(cols.kind.size, bool)
+        long_launch[_long_launches(trace)] = True
+        flag(long_launch, LONG_LAUNCH)
+
+        base = host_category_codes(cols.kind, cols.name, names)
+        sync_rows = np.flatnonzero(base == HOST_CATEGORY_PRIORITY.index(SYNC))
+        input_ranges = cols.of_kind(ANNOTATION) & (base == HOST_CATEGORY_PRIORITY.index(INPUT))
+        first_rows, medians = _first_calls(trace, cols.of_kind(CPU_OP) | input_ranges, sync_rows)
+        later_median[first_rows] = medians
+        reason[first_rows[reason[first_rows] < 0]] = FIRST_CALL
+
+        allocation = api & code_mask(cols.name, names, is_allocation)
+        steps = step_windows(trace)
+        first_step_ns = later_step_median = None
+        slow_first = False
+        warmup_end = None
+        if len(steps) >= 3:
+            durations = (steps["end"] - steps["start"]).to_numpy(np.int64)
+            step_start, step_end = int(steps["start"].iat[0]), int(steps["end"].iat[0])
+            first_step_ns = int(durations[0])
+            later_step_median = float(np.median(durations[1:-1]))
+            slow_first = (first_step_ns >= SLOW_FIRST_STEP * later_step_median
+                          and first_step_ns - later_step_median >= FIRST_CALL_MIN_NS)
+            if slow_first:
+                in_first = (cols.start >= step_start) & (cols.start < step_end)
+                in_later = cols.start >= int(steps["start"].iat[1])
+                seen_later = np.zeros(len(names) + 1, bool)
+                seen_later[cols.name[in_later & (cols.name >= 0)]] = True
+                only_first = cols.of_kind(*_FIRST_STEP_KINDS) & in_first & (cols.name >= 0) & ~seen_later[cols.name]
+                flag(only_first, FIRST_STEP)
+                flag(allocation & in_first, ALLOCATION)
+                warmup_end = step_end
+        elif len(steps) < 2 and reason.max(initial=-1) >= 0:
+            warmup_end = int(cols.end[reason >= 0].max())
+            flag(allocation & (cols.start < warmup_end), ALLOCATION)
+        alloc_rows = np.flatnonzero(allocation & host)
+        keys = pd.DataFrame({"thread": thread_key(cols.pid[alloc_rows], cols.tid[alloc_rows]),
+                             "name": cols.name[alloc_rows]})
+        first_of_name = alloc_rows[~keys.duplicated().to_numpy()]  # rows are in start order
+        first_of_name = first_of_name[cols.end[first_of_name] - cols.start[first_of_name] >= FIRST_CALL_MIN_NS]
+        reason[first_of_name[reason[first_of_name] < 0]] = ALLOCATION
+        return OneTime(reason, later_median, first_step_ns, later_step_median, bool(slow_first), warmup_end)
+
+    return memo(trace, "one_time_work", compute)
+
+
+def device_items(trace: Trace, busy: DeviceBusy, thread_mask: np.ndarray, limit: int = TOP_ITEMS) -> list[dict[str, Any]]:
+    """The one-time rows on the given threads grouped by (name, reason), largest GPU idle time first.
+
+    ``thread_mask`` is a boolean per event row (rows on the device's feeding threads). A group's ``idle_ns`` is
+    the device's gap time inside the union of its rows (nested rows of one name count once); different groups
+    can cover the same instants (an op and the call inside it).
+    """
+    work = one_time_work(trace)
+    rows = np.flatnonzero(work.mask & thread_mask)
+    if rows.size == 0:
+        return []
+    cols = event_columns(trace)
+    summed = intervals.overlap_with_union(cols.start[rows], cols.end[rows], busy.gap_starts, busy.gap_ends)
+    frame = pd.DataFrame({"row": rows, "name": cols.name[rows], "reason": work.reason[rows], "idle": summed,
+                          "host": cols.end[rows] - cols.start[rows], "median": work.later_median_ns[rows]})
+    frame = frame[frame["idle"] > 0]
+    if frame.empty:
+        return []
+    grouped = frame.groupby(["name", "reason"], sort=False).agg(
+        count=("idle", "size"), summed=("idle", "sum"), host_ns=("host", "sum"), later_median_ns=("median", "max"))
+    # The summed overlap bounds the union's from above: exact unions for the largest groups only.
+    grouped = grouped.reset_index().sort_values(["summed", "name"], ascending=[False, True]).head(3 * limit)
+    members = frame.groupby(["name", "reason"], sort=False)["row"]
+    out = []
+    for r in grouped.itertuples(index=False):  # at most 3 x limit groups
+        group = members.get_group((r.name, r.reason)).to_numpy()
+        union = intervals.merge(cols.start[group], cols.end[group])
+        idle = int(intervals.overlap_with_union(*union, busy.gap_starts, busy.gap_ends).sum())
+        out.append({"name": str(cols.names[r.name]), "reason": REASONS[r.reason], "count": int(r.count),
+                    "host_ns": int(r.host_ns), "idle_ns": idle,
+                    "later_median_ns": None if np.isnan(r.later_median_ns) else float(r.later_median_ns)})
+    out.sort(key=lambda item: (-item["idle_ns"], item["name"]))
+    return out[:limit]
