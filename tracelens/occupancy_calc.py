@@ -199,6 +199,22 @@ def compute(
     return OccupancyResult(active, limiter, theoretical, estimated, waves, blocks_per_sm)
 
 
+def shape_occupancy(limits: DeviceLimits, threads_per_block: np.ndarray) -> np.ndarray:
+    """Occupancy the block shape alone allows, whatever the registers and shared memory.
+
+    min(floor(max warps per SM / warps per block), max blocks per SM) x threads per block / max threads per SM:
+    thread slots an SM can fill with blocks of this size. Tiny blocks hit the blocks-per-SM cap (16 threads on
+    cc 8.0: 32 x 16 / 2048 = 25%), partial warps waste lanes, big blocks waste the warps left over. NaN where
+    the size is invalid for the device.
+    """
+    threads = np.asarray(threads_per_block, dtype=np.float64)
+    ok = np.isfinite(threads) & (threads > 0) & (threads <= limits.max_threads_per_block)
+    t = np.where(ok, threads, 1).astype(np.int64)
+    warps_per_block = -(-t // limits.warp_size)
+    blocks = np.minimum(limits.max_warps_per_sm // warps_per_block, limits.max_blocks_per_sm)
+    return np.where(ok & (blocks > 0), blocks * t / limits.max_threads_per_sm, np.nan)
+
+
 def single(
     limits: DeviceLimits, threads_per_block: int, registers_per_thread: int, shared_bytes_per_block: int,
     grid_blocks: int | None = None,

@@ -178,6 +178,10 @@ def _bursts(device: np.ndarray, starts: np.ndarray, ends: np.ndarray, nbytes: np
     }
 
 
+_LINK_FIX = ("The copies are already pinned: check the link itself (nvidia-smi -q: PCIe generation and width in "
+             "use), pin host buffers on the GPU's NUMA node, and look for copies sharing the link at the same time.")
+
+
 def _framework_fixes(framework: str) -> dict[str, str]:
     if framework == "pytorch":
         return {
@@ -190,6 +194,7 @@ def _framework_fixes(framework: str) -> dict[str, str]:
             "device": "Keep tensors on the device between steps; move metrics to the host once per N steps.",
             "overlap": "Prefetch the next batch while the current one computes: pinned memory + non_blocking=True "
                        "(copies run on the copy engine while kernels run).",
+            "link": _LINK_FIX,
         }
     if framework in ("tensorflow", "jax"):
         return {
@@ -200,6 +205,7 @@ def _framework_fixes(framework: str) -> dict[str, str]:
             "batch": "Batch small host<->device transfers into one array per step.",
             "device": "Keep state on the device (tf.Variable on GPU, jax arrays) between steps.",
             "overlap": "Prefetch input to the device (prefetch_to_device / double-buffered device_put).",
+            "link": _LINK_FIX,
         }
     return {
         "pinned": "Allocate host buffers with cudaMallocHost/cudaHostAlloc (or cudaHostRegister existing ones).",
@@ -207,6 +213,7 @@ def _framework_fixes(framework: str) -> dict[str, str]:
         "batch": "Batch small copies into one larger transfer.",
         "device": "Keep data resident on the device between kernels.",
         "overlap": "Overlap copies with compute: pinned memory, cudaMemcpyAsync on a separate stream.",
+        "link": _LINK_FIX,
     }
 
 
@@ -236,11 +243,15 @@ def memcpy_report(trace: Trace) -> dict[str, Any]:
             "bytes": int(np.nansum(nbytes[m])),
             "duration_ns": int(duration[m].sum()),
             "pageable_count": int((memory[m] == PAGEABLE).sum()),
+            "pageable_ns": int(duration[m & (memory == PAGEABLE)].sum()),
             "pinned_count": int((memory[m] == PINNED).sum()),
+            "pinned_ns": int(duration[m & (memory == PINNED)].sum()),
             "managed_count": int((memory[m] == MANAGED).sum()),
             "unknown_memory_count": int((memory[m] == UNKNOWN).sum()),
             "sync_count": int((mode[m] == SYNC).sum()),
+            "sync_ns": int(duration[m & (mode == SYNC)].sum()),
             "async_count": int((mode[m] == ASYNC).sum()),
+            "async_ns": int(duration[m & (mode == ASYNC)].sum()),
             "graph_count": int((mode[m] == GRAPH).sum()),
             "unknown_launch_count": int((mode[m] == UNKNOWN).sum()),
             "zero_duration_count": int((duration[m] == 0).sum()),
@@ -406,13 +417,15 @@ def _findings(doc: dict[str, Any], framework: str) -> list[dict[str, Any]]:
         for k in dev["by_kind"]:
             frac = k["large_achieved_fraction"]
             if k["kind"] in ("HtoD", "DtoH") and frac is not None and frac < LOW_BANDWIDTH_FRACTION:
+                # Pageable copies are slow by nature; pinned ones this slow point at the link or the host.
+                pageable = by_kind.get(k["kind"], {}).get("pageable_count", 0)
                 out.append({"id": "memcpy_low_bandwidth", "severity": "low",
                             "message": f"GPU {dev['device']} {k['kind']}: copies >= 1 MiB reach {frac:.0%} of "
                                        f"{k['expected_link']} ({k['expected_source']})",
                             "evidence": {"device": dev["device"], "kind": k["kind"],
                                          "achieved_bytes_per_s": k["large_achieved_bytes_per_s"],
                                          "expected_bytes_per_s": k["expected_bytes_per_s"]},
-                            "fix": fixes["pinned"]})
+                            "fix": fixes["pinned"] if pageable else fixes["link"]})
     return out
 
 

@@ -5,7 +5,13 @@ Definitions (``docs/occupancy.md``):
   estimated achieved   = min(active blocks per SM, grid blocks / SMs) x threads per block / max threads per SM
   occupancy            = estimated achieved where the SM count is known, else theoretical
   low                  = occupancy < LOW_OCCUPANCY, under-filled = grid blocks < SMs
-  lost_ns              = sum over low or under-filled kernels of duration x (1 - occupancy)
+  SM fill of a launch  = min(1, grid blocks / SMs) x (its shape occupancy when the block shape is what limits
+                         it to below LOW_OCCUPANCY, else 1); 1 for collectives (NCCL/RCCL) and vendor-library
+                         kernels (cuBLAS, cuDNN, CUTLASS, flash attention, ...), whose grids the user does not set
+  lost_ns              = time integral, over the instants a kernel runs, of the GPU's share left empty:
+                         1 - min(1, sum of the running kernels' SM fill)
+Occupancy limited by registers or shared memory is information, not lost time: tuned library kernels (GEMM,
+convolution) run there on purpose, and the user's code does not choose it.
 """
 
 from __future__ import annotations
@@ -18,8 +24,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import occupancy_calc
-from ..occupancy_calc import LIMITER_NAMES, LimitsUnavailable
+from ..occupancy_calc import LIMIT_BLOCKS, LIMIT_WARPS, LIMITER_NAMES, LimitsUnavailable
 from ..trace import EVENT_COLUMNS, EVENT_SCHEMA, KERNEL, Trace
+from .names import code_mask, is_collective_kernel, is_library_kernel
 
 LOW_OCCUPANCY = 0.5
 TOP_KERNELS = 10
@@ -93,18 +100,28 @@ class _KernelOccupancy:
         self.blocks_per_sm = np.full(n, np.nan)
         self.active = np.full(n, -1, dtype=np.int64)
         self.limiter = np.full(n, -1, dtype=np.int8)
+        self.grid_fill = np.full(n, np.nan)  # min(1, grid blocks / SMs)
+        self.shape = np.full(n, np.nan)  # occupancy the block shape alone allows
+        names = trace.events.column("name").take(pa.array(self.rows, pa.int64()))
+        codes, dictionary = _codes(names)
+        self.collective = code_mask(codes, dictionary, is_collective_kernel)
+        self.library = code_mask(codes, dictionary, is_library_kernel) & ~self.collective
         self.device_notes: dict[int, dict[str, Any]] = {}
         for dev in np.unique(self.device[~np.isnan(self.device)]).astype(np.int64):
             mask = self.device == dev
             info = trace.device_info(int(dev))
-            note: dict[str, Any] = {"name": info.get("name"), "reason": None, "limits": None}
+            note: dict[str, Any] = {"name": info.get("name"), "reason": None, "limits": None,
+                                    "sm_count": info.get("sm_count")}
             self.device_notes[int(dev)] = note
+            if info.get("sm_count"):
+                self.grid_fill[mask] = np.minimum(1.0, self.grid[mask] / int(info["sm_count"]))
             try:
                 limits = occupancy_calc.device_limits(info)
             except LimitsUnavailable as why:
                 note["reason"] = str(why)
                 continue
             note["limits"] = limits
+            self.shape[mask] = occupancy_calc.shape_occupancy(limits, self.threads[mask])
             if np.isnan(self.registers[mask]).all():
                 note["reason"] = "the trace records no registers per thread for this device's kernels"
                 continue
@@ -115,6 +132,53 @@ class _KernelOccupancy:
             self.blocks_per_sm[mask] = res.blocks_per_sm
             self.active[mask] = res.active_blocks_per_sm
             self.limiter[mask] = res.limiter
+
+    @property
+    def shape_limited(self) -> np.ndarray:
+        """Launches whose block shape holds them below LOW_OCCUPANCY (registers and shared memory allow more,
+        or are not recorded)."""
+        by_shape = (self.limiter == LIMIT_WARPS) | (self.limiter == LIMIT_BLOCKS) | (self.limiter < 0)
+        return ~self.excluded & by_shape & (self.shape < LOW_OCCUPANCY)
+
+    @property
+    def excluded(self) -> np.ndarray:
+        """Launches whose grid and block shape the user does not choose: collectives and vendor-library kernels."""
+        return self.collective | self.library
+
+    def sm_fill(self, with_shape: bool = True) -> np.ndarray:
+        """Share of the GPU's SMs (times their thread slots, for shape-limited launches) a launch can fill.
+
+        1 where unknown (a kernel without a grid or SM count is not counted as leaving SMs empty) and for the
+        excluded launches: they hold the GPU, and what they leave empty is not the user's to win back.
+        """
+        fill = np.where(self.excluded, 1.0, np.nan_to_num(self.grid_fill, nan=1.0))
+        if with_shape:
+            fill = fill * np.where(self.shape_limited, self.shape, 1.0)
+        return fill
+
+
+def _codes(names: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
+    array = names.combine_chunks() if isinstance(names, pa.ChunkedArray) else names
+    if not pa.types.is_dictionary(array.type):
+        array = pc.dictionary_encode(array)
+    codes = pc.fill_null(array.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+    return codes, np.asarray(array.dictionary.to_pylist(), dtype=object)
+
+
+def empty_sm_ns(starts: np.ndarray, ends: np.ndarray, fill: np.ndarray) -> float:
+    """Integral over the instants at least one launch runs of 1 - min(1, sum of the running launches' fill).
+
+    Concurrent kernels share the SMs: two half-filling launches side by side leave nothing empty.
+    """
+    if starts.size == 0:
+        return 0.0
+    times = np.concatenate([starts, ends])
+    order = np.argsort(times, kind="stable")
+    running = np.cumsum(np.concatenate([np.ones(starts.size), -np.ones(ends.size)])[order])[:-1]
+    filled = np.cumsum(np.concatenate([fill, -fill])[order])[:-1]
+    length = np.diff(times[order]).astype(np.float64)
+    empty = 1.0 - np.clip(np.round(filled, 9), 0.0, 1.0)
+    return float((length * empty)[running > 0].sum())
 
 
 def annotate_occupancy(trace: Trace) -> Trace:
@@ -149,11 +213,13 @@ def _json_float(x: Any) -> float | None:
 
 
 def _top_kernels(trace: Trace, occ: _KernelOccupancy, occupancy: np.ndarray, lost: np.ndarray) -> list[dict[str, Any]]:
-    """Launch configurations (name, device, threads, registers, shared) with the most lost time."""
+    """Launch configurations (name, device, threads, registers, shared) that leave the most SM time empty,
+    each launch counted as if it ran alone."""
     keep = np.flatnonzero(lost > 0)
     if keep.size == 0:
         return []
     names = trace.events.column("name").take(pa.array(occ.rows[keep], pa.int64()))
+    duration = occ.duration[keep].astype(np.float64)
     frame = pd.DataFrame(
         {
             "name": pc.cast(names, pa.string()).to_pandas().fillna(""),
@@ -161,13 +227,17 @@ def _top_kernels(trace: Trace, occ: _KernelOccupancy, occupancy: np.ndarray, los
             "threads": occ.threads[keep],
             "registers": occ.registers[keep],
             "shared": occ.shared[keep],
-            "duration": occ.duration[keep].astype(np.float64),
+            "duration": duration,
             "lost": lost[keep],
             "occ_x_dur": (occupancy * occ.duration)[keep],
             "theo_x_dur": (occ.theoretical * occ.duration)[keep],
             "waves_x_dur": (occ.waves * occ.duration)[keep],
+            "fill_x_dur": occ.sm_fill()[keep] * duration,
+            "grid_x_dur": occ.grid[keep] * duration,
             "limiter": occ.limiter[keep],
             "under": (occ.blocks_per_sm < 1)[keep],
+            "shape_limited": occ.shape_limited[keep],
+            "shape": occ.shape[keep],
         }
     )
     keys = ["name", "device", "threads", "registers", "shared"]
@@ -179,10 +249,14 @@ def _top_kernels(trace: Trace, occ: _KernelOccupancy, occupancy: np.ndarray, los
         occ_x_dur=("occ_x_dur", "sum"),
         theo_x_dur=("theo_x_dur", "sum"),
         waves_x_dur=("waves_x_dur", "sum"),
+        fill_x_dur=("fill_x_dur", "sum"),
+        grid_x_dur=("grid_x_dur", "sum"),
         under_count=("under", "sum"),
-        limiter=("limiter", "first"),  # one configuration on one device has one limiter
+        shape_limited=("shape_limited", "first"),  # one configuration on one device: same shape, same limit
+        shape=("shape", "first"),
+        limiter=("limiter", "first"),
     ).reset_index()
-    summary = summary.sort_values("lost_ns", ascending=False).head(TOP_KERNELS)
+    summary = summary.sort_values(["lost_ns", "name"], ascending=[False, True]).head(TOP_KERNELS)
     out = []
     for row in summary.itertuples(index=False):  # at most TOP_KERNELS rows
         total = row.total_ns
@@ -193,10 +267,14 @@ def _top_kernels(trace: Trace, occ: _KernelOccupancy, occupancy: np.ndarray, los
                 "count": int(row.count),
                 "total_ns": int(total),
                 "lost_ns": int(round(row.lost_ns)),
+                "sm_fill": _json_float(row.fill_x_dur / total) if total > 0 else None,
+                "grid_blocks": _json_float(row.grid_x_dur / total) if total > 0 else None,
                 "occupancy": _json_float(row.occ_x_dur / total) if total > 0 else None,
                 "theoretical": _json_float(row.theo_x_dur / total) if total > 0 else None,
+                "shape_occupancy": _json_float(row.shape),
                 "waves": _json_float(row.waves_x_dur / total) if total > 0 else None,
                 "under_filled_count": int(row.under_count),
+                "block_shape_limited": bool(row.shape_limited),
                 "limiter": LIMITER_NAMES[row.limiter] if row.limiter >= 0 else None,
                 "threads_per_block": _int_or_none(row.threads),
                 "registers_per_thread": _int_or_none(row.registers),
@@ -218,8 +296,11 @@ def occupancy_report(trace: Trace) -> dict[str, Any]:
     computed = np.isfinite(occupancy)
     under = occ.blocks_per_sm < 1  # NaN compares False: unknown SM count never counts as under-filled
     low = computed & (occupancy < LOW_OCCUPANCY)
-    counted = computed & (low | under)
-    lost = np.where(counted, occ.duration * (1.0 - np.clip(occupancy, 0.0, 1.0)), 0.0)
+    fill = occ.sm_fill()
+    grid_fill = occ.sm_fill(with_shape=False)
+    standalone_lost = occ.duration * (1.0 - fill)  # 0 for excluded launches (fill 1)
+    starts = _Rows(trace.events, occ.rows).int64("start_ns")
+    ends = starts + occ.duration
 
     per_device = []
     not_computed = []
@@ -228,14 +309,17 @@ def occupancy_report(trace: Trace) -> dict[str, Any]:
         dur = occ.duration[mask]
         c = computed[mask]
         limits = note["limits"]
-        limiter_ns = {
-            name: int(dur[occ.limiter[mask] == code].sum()) for code, name in enumerate(LIMITER_NAMES)
-        }
+        limiter = occ.limiter[mask]
+        limiter_ns = {name: int(dur[limiter == code].sum()) for code, name in enumerate(LIMITER_NAMES)}
+        run = mask  # excluded launches take part with fill 1: they keep the SMs they share with others
+        lost = empty_sm_ns(starts[run], ends[run], fill[run])
+        under_lost = empty_sm_ns(starts[run], ends[run], grid_fill[run])
+        shape_limited = occ.shape_limited[mask]
         entry = {
             "device": dev,
             "name": note["name"],
             "compute_capability": f"{limits.compute_major}.{limits.compute_minor}" if limits else None,
-            "sm_count": limits.sm_count if limits else None,
+            "sm_count": int(note["sm_count"]) if note["sm_count"] else None,
             "limits_source": sorted(set(limits.sources.values())) if limits else [],
             "kernel_count": int(mask.sum()),
             "kernel_ns": int(dur.sum()),
@@ -249,9 +333,17 @@ def occupancy_report(trace: Trace) -> dict[str, Any]:
             "time_weighted_reported": _weighted(occ.reported[mask], dur),
             "low_count": int(low[mask].sum()),
             "low_ns": int(dur[low[mask]].sum()),
-            "under_filled_count": int(under[mask].sum()),
-            "under_filled_ns": int(dur[under[mask]].sum()),
-            "lost_ns": int(round(lost[mask].sum())),
+            "under_filled_count": int((under & run).sum()),
+            "under_filled_ns": int(occ.duration[under & run].sum()),
+            "block_shape_limited_count": int(shape_limited.sum()),
+            "block_shape_limited_ns": int(dur[shape_limited].sum()),
+            "register_or_shared_limited_ns": limiter_ns["registers"] + limiter_ns["shared_memory"],
+            "collective_kernel_ns": int(dur[occ.collective[mask]].sum()),
+            "library_kernel_ns": int(dur[occ.library[mask]].sum()),
+            "library_under_filled_ns": int(occ.duration[under & occ.library & mask].sum()),
+            "lost_ns": int(round(lost)),
+            "under_filled_lost_ns": int(round(under_lost)),
+            "block_shape_lost_ns": int(round(lost)) - int(round(under_lost)),
             "limiter_ns": limiter_ns,
         }
         per_device.append(entry)
@@ -264,10 +356,12 @@ def occupancy_report(trace: Trace) -> dict[str, Any]:
         "low_threshold": LOW_OCCUPANCY,
         "kernel_count": int(occ.rows.size),
         "computed_count": int(computed.sum()),
-        "lost_ns": int(round(lost.sum())),
+        "lost_ns": sum(d["lost_ns"] for d in per_device),
+        "under_filled_lost_ns": sum(d["under_filled_lost_ns"] for d in per_device),
+        "block_shape_lost_ns": sum(d["block_shape_lost_ns"] for d in per_device),
         "per_device": per_device,
         "not_computed": not_computed,
-        "top_low_occupancy_kernels": _top_kernels(trace, occ, occupancy, lost),
+        "top_low_occupancy_kernels": _top_kernels(trace, occ, occupancy, standalone_lost),
     }
 
 
