@@ -1,108 +1,276 @@
-"""Diagnosis: the causes of lost GPU time, ranked, each with evidence and the fix for the detected framework.
+"""Diagnosis: the causes of lost GPU time in one currency, ranked, each with evidence and an evidence-aware fix.
 
-Definitions (docs/analyses.md, "diagnosis"). n = number of GPUs with activity. Per-device quantities are
-averaged over the n devices ("device-mean"), so a cause never exceeds the span:
-    span_ns               = length of the union over devices of [first start, last end); host span without GPU
-    input_pipeline        = device-mean idle attributed to `input`
-    host_launch_overhead  = device-mean idle attributed to `launch` + `cpu`
-    synchronization       = device-mean idle attributed to `sync`, minus its synchronous-memcpy part
-    memcpy                = device-mean synchronous-memcpy part of `sync` + memcpy.exposed_ns / n (when present)
-    low_occupancy         = occupancy.lost_ns / n (when present)
-    multi_gpu_imbalance   = max(sum over devices of (busiest busy_ns - busy_ns) / n, imbalance.lost_ns)
-    share                 = lost_ns / span_ns; primary = the largest cause when its share > NONE_THRESHOLD,
-                            else `none`
-Without GPU activity: input_pipeline = host time attributed to `input` inside the steps (over the whole
-host span when the trace has no steps), on the step threads; the other causes need a GPU and are absent.
+Every cause's ``lost_ns`` estimates the GPU time a user would get back by removing that cause (an upper bound
+where it must be), so causes rank against each other (docs/analyses.md, "diagnosis"). n = GPUs with activity;
+per-device quantities are averaged over them ("device-mean"), so a cause never exceeds the span.
+
+    startup               device-mean idle attributed to `startup` (one-time work inside the GPU window)
+    input_pipeline        device-mean idle attributed to `input`
+    host_launch_overhead  device-mean idle attributed to `launch` + `cpu`
+    synchronization       device-mean idle attributed to `sync`, minus its synchronous-memcpy part
+    memcpy                device-mean synchronous-memcpy part of `sync` + memcpy.exposed_ns / n
+    low_occupancy         occupancy.lost_ns / n: SM time left empty by under-filled grids and block shapes
+    multi_gpu_imbalance   max(sum over devices of (busiest busy_ns - busy_ns) / n, imbalance.lost_ns)
+    unexplained_idle      device-mean idle that no host activity of the feeding threads covers (`nothing`)
+    share                 lost_ns / span_ns
+    primary               the largest cause when its share > NONE_THRESHOLD, or whatever its share when the
+                          GPUs are busy less than HEALTHY_MIN_BUSY of their span; else `none`
+Without GPU activity: input_pipeline = host time attributed to `input` inside the steps (over the whole host
+span when the trace has no steps), on the step threads; the other causes need a GPU and are absent.
 """
 
 from __future__ import annotations
 
-from numbers import Real
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from .. import intervals
-from ..trace import Trace
-from .attribution import host_rows, priority_split
-from .columns import device_busy, event_columns
-from .names import CAUSES, CPU, HOST_CATEGORY_PRIORITY, INPUT, LAUNCH, SYNC
+from ..trace import ALL_KINDS, ANNOTATION, CPU_OP, DRIVER, OSRT, OVERHEAD, PYTHON, RUNTIME, Trace
+from . import startup
+from .attribution import feeding_threads, host_rows, priority_split, thread_row_mask, unexplained_intervals
+from .columns import DeviceBusy, device_busy, event_columns
+from .names import CAUSES, CPU, HOST_CATEGORY_PRIORITY, INPUT, LAUNCH, NOTHING, STARTUP, SYNC, code_mask
 from .steps import step_threads
 
 NONE_THRESHOLD = 0.10
+HEALTHY_MIN_BUSY = 0.5
 TOP_NAMES = 5
+PINNED_NEAR_LINK = 0.7  # pinned copies at >= 70% of the link's theoretical bandwidth are as fast as it goes
 
-CAUSE_NAMES = ("input_pipeline", "host_launch_overhead", "synchronization", "memcpy", "low_occupancy",
-               "multi_gpu_imbalance")
+CAUSE_NAMES = ("startup", "input_pipeline", "host_launch_overhead", "synchronization", "memcpy", "low_occupancy",
+               "multi_gpu_imbalance", "unexplained_idle")
 
-FIXES: dict[str, dict[str, str]] = {
-    "input_pipeline": {
+# Host names that wait for other processes: MPI calls (nsys MPI tracing), collective ops and NCCL calls.
+RANK_WAIT_PATTERN = re.compile(r"^MPI_|^(nccl|rccl)[A-Z]|^nccl:|c10d::|ProcessGroup|^gloo:|RemoteCall|CollectiveReduce")
+_ACTIVITY_KINDS = (RUNTIME, DRIVER, CPU_OP, PYTHON, ANNOTATION, OSRT, OVERHEAD)
+
+
+# ---------------------------------------------------------------------------------------------- fixes
+# Each fix is chosen from the cause's evidence (its `remedy`) and phrased for the framework.
+
+def _by_framework(framework: str, texts: dict[str, str]) -> str:
+    return texts.get(framework, texts["default"])
+
+
+STARTUP_FIX = {
+    "pytorch": "The profile includes one-time start-up work: profile the steady state, e.g. "
+               "torch.profiler.profile(schedule=torch.profiler.schedule(wait=1, warmup=2, active=3)) and "
+               "prof.step() each iteration, or nsys --capture-range=cudaProfilerApi with "
+               "torch.cuda.profiler.start() after warm-up. Keep compiled artefacts between runs "
+               "(torch.compile's FX graph and autotuning caches, TORCHINDUCTOR_CACHE_DIR).",
+    "tensorflow": "The profile includes one-time start-up work (tf.function tracing, XLA compilation, cuDNN "
+                  "autotuning): start the profiler after the first steps (tf.profiler.experimental.start after "
+                  "warm-up, or the Keras TensorBoard callback's profile_batch='10,20').",
+    "jax": "The profile includes one-time start-up work (tracing and XLA compilation): start jax.profiler after "
+           "a warm-up step and keep compiled executables between runs "
+           "(jax.config.update('jax_compilation_cache_dir', ...)).",
+    "default": "The profile includes one-time start-up work (context creation, module loading, library "
+               "initialization): profile the steady state, e.g. nsys --capture-range=cudaProfilerApi with "
+               "cudaProfilerStart() after warm-up, or nsys --delay.",
+}
+INPUT_FIX = {
+    "single_process": {
+        "pytorch": "The DataLoader loads every batch on the training thread (num_workers=0): use "
+                   "DataLoader(num_workers=N>0, pin_memory=True, persistent_workers=True, prefetch_factor=2-4).",
+        "default": "Batches are loaded on the training thread: load them in background workers.",
+    },
+    "multi_process": {
+        "pytorch": "The DataLoader's workers do not keep up: more workers (num_workers), prefetch_factor=4, "
+                   "persistent_workers=True, and cheaper per-sample work (decode/augment on the GPU, e.g. DALI, "
+                   "or pre-processed data).",
+        "default": "The loader's workers do not keep up: more workers, deeper prefetch, cheaper per-sample work.",
+    },
+    "tf_data": {
+        "tensorflow": "Overlap input with compute: dataset.prefetch(tf.data.AUTOTUNE), "
+                      "map(..., num_parallel_calls=tf.data.AUTOTUNE), cache() small datasets, interleave() file "
+                      "reads.",
+        "default": "Overlap input with compute: prefetch and parallelise the tf.data pipeline (AUTOTUNE).",
+    },
+    "other": {
         "pytorch": "Feed the GPU faster: DataLoader(num_workers=N>0, pin_memory=True, prefetch_factor=2-4, "
                    "persistent_workers=True); move decoding/augmentation off the training loop.",
         "tensorflow": "Overlap input with compute: dataset.prefetch(tf.data.AUTOTUNE), "
-                      "map(..., num_parallel_calls=tf.data.AUTOTUNE), cache() small datasets, "
-                      "interleave() file reads.",
+                      "map(..., num_parallel_calls=tf.data.AUTOTUNE), cache() small datasets.",
         "jax": "Prefetch batches onto the device ahead of the step (e.g. a background thread with "
                "jax.device_put) and parallelise the input pipeline (tf.data AUTOTUNE / grain workers).",
         "default": "The GPU waits for input: prefetch and parallelise data loading so the next batch is ready.",
     },
-    "host_launch_overhead": {
-        "pytorch": "The host cannot issue kernels fast enough: use bigger batches, CUDA graphs "
-                   "(torch.cuda.graphs / torch.compile(mode='reduce-overhead')) or torch.compile to fuse small "
-                   "kernels.",
-        "tensorflow": "Reduce per-op host overhead: tf.function(jit_compile=True) (XLA) to fuse ops, bigger "
-                      "batches, steps_per_execution in Keras.",
-        "jax": "Wrap the step in jax.jit (whole step, not per op), use bigger batches, scan over micro-steps.",
+}
+LAUNCH_FIX = {
+    "graphs": {
+        "pytorch": "CUDA graphs are in use, yet the GPU still waits on the host: capture what is still launched "
+                   "outside the graphs (see the ops named in the evidence), e.g. torch.compile(mode='reduce-overhead') "
+                   "over the whole step or a larger torch.cuda.graphs region.",
+        "default": "CUDA graphs are in use, yet the GPU still waits on the host: capture the work still launched "
+                   "outside them.",
+    },
+    "small_kernels": {
+        "pytorch": "The host cannot issue kernels as fast as the GPU runs them (many tiny kernels): fuse them "
+                   "with torch.compile, use fused/foreach optimizers (torch.optim.AdamW(fused=True)), CUDA graphs "
+                   "(torch.compile(mode='reduce-overhead')), or larger batches.",
+        "tensorflow": "Many tiny ops: tf.function(jit_compile=True) (XLA) to fuse them, bigger batches, "
+                      "steps_per_execution in Keras.",
+        "jax": "Many tiny ops: jit the whole step (not per op), use bigger batches, scan over micro-steps.",
         "default": "Launch overhead dominates: fuse kernels, use CUDA graphs, launch fewer larger kernels.",
     },
-    "synchronization": {
-        "pytorch": "Drop per-step host syncs: avoid .item()/.cpu()/print(tensor) in the loop (accumulate on "
-                   "the GPU, log every N steps), use non_blocking=True copies, no torch.cuda.synchronize().",
-        "tensorflow": "Avoid reading tensors on the host each step (.numpy(), Python control flow on tensors); "
-                      "keep metrics on device and fetch them every N steps.",
-        "jax": "Avoid block_until_ready()/device_get each step; fetch metrics every N steps.",
-        "default": "Blocking synchronizations stall the GPU queue: remove per-step device-wide syncs.",
-    },
-    "memcpy": {
-        "pytorch": "Overlap copies with compute: pin_memory=True in the DataLoader, tensor.to(device, "
-                   "non_blocking=True), keep data resident on the GPU, avoid synchronous copies.",
-        "tensorflow": "Prefetch to the device (tf.data.experimental.prefetch_to_device) and keep tensors on "
-                      "the GPU between ops.",
-        "jax": "Use jax.device_put ahead of time and keep arrays on device; avoid host round trips.",
-        "default": "Copies are exposed: use pinned host memory, async copies on a separate stream.",
-    },
-    "low_occupancy": {
-        "pytorch": "Kernels leave the GPU partly empty: bigger batches, AMP (torch.autocast) for tensor cores, "
-                   "torch.compile to fuse small ops.",
-        "tensorflow": "Bigger batches, mixed precision (tf.keras.mixed_precision.set_global_policy"
-                      "('mixed_float16')), XLA jit_compile=True.",
-        "jax": "Bigger batches, bfloat16 compute, let XLA fuse (jax.jit).",
-        "default": "Launch more blocks per kernel (bigger problem sizes) and fewer registers/shared memory per "
-                   "thread.",
-    },
-    "multi_gpu_imbalance": {
-        "pytorch": "Balance work across GPUs: DistributedDataParallel instead of DataParallel, equal shard "
-                   "sizes, check the slow rank's input pipeline.",
-        "tensorflow": "Use tf.distribute.MirroredStrategy / MultiWorkerMirroredStrategy with even per-replica "
-                      "batches.",
-        "jax": "Shard evenly with pjit/shard_map; check per-host input pipelines.",
-        "default": "Some GPUs do much less work than the busiest one: balance the split.",
-    },
-    "none": {
-        "default": "No single cause loses more than 10% of the span; the GPU is kept busy.",
+    "host_code": {
+        "pytorch": "The GPU waits while the host runs framework/Python code between launches: move per-step "
+                   "Python work out of the loop, torch.compile the model (fewer, fused ops), CUDA graphs, or "
+                   "bigger batches so each launch carries more work.",
+        "tensorflow": "The GPU waits for host-side op dispatch: wrap the step in tf.function (jit_compile=True), "
+                      "bigger batches, steps_per_execution in Keras.",
+        "jax": "The GPU waits for host-side dispatch: jit the whole step, bigger batches.",
+        "default": "The GPU waits while the host runs code between launches: do less per step on the host, "
+                   "batch more work per launch.",
     },
 }
+SYNC_FIX = {
+    "item": {
+        "pytorch": "Tensor values read on the host each step (.item(), .cpu(), print(tensor), if tensor:) wait for "
+                   "the GPU: keep metrics on the GPU and read them every N steps; avoid data-dependent host "
+                   "control flow.",
+        "tensorflow": "Values read on the host each step (.numpy(), float(x)) wait for the GPU: keep metrics on "
+                      "device and fetch them every N steps.",
+        "jax": "Values read on the host each step (float(x), device_get) wait for the GPU: fetch them every N steps.",
+        "default": "Small device-to-host reads with a wait drain the GPU queue: read results every N steps.",
+    },
+    "explicit": {
+        "pytorch": "Explicit synchronizations stall the queue: remove torch.cuda.synchronize() from the loop (keep "
+                   "it only around timing code), use non_blocking=True copies and events instead of device-wide "
+                   "syncs.",
+        "jax": "Avoid block_until_ready() in the loop; fetch results every N steps.",
+        "default": "Blocking synchronizations stall the GPU queue: remove per-step device-wide syncs, wait on "
+                   "events instead.",
+    },
+}
+MEMCPY_FIX = {
+    "pin": {
+        "pytorch": "Copies use pageable host memory (staged by the driver, synchronous): DataLoader(pin_memory=True) "
+                   "or tensor.pin_memory(), then tensor.to(device, non_blocking=True).",
+        "tensorflow": "Let tf.data stage input on the device: prefetch_to_device / prefetch(tf.data.AUTOTUNE).",
+        "jax": "Stage input with jax.device_put ahead of use from host arrays that stay alive.",
+        "default": "Copies use pageable host memory: allocate host buffers with cudaMallocHost/cudaHostAlloc (or "
+                   "cudaHostRegister) and copy with cudaMemcpyAsync.",
+    },
+    "async": {
+        "pytorch": "Copies are synchronous (the host waits for each): tensor.to(device, non_blocking=True) from "
+                   "pinned memory, and no .item()/.cpu() inside the step.",
+        "default": "Copies are synchronous: use cudaMemcpyAsync from pinned memory on a non-default stream.",
+    },
+    "batch": {
+        "pytorch": "Many small copies: stack/cat them on the host and copy once, or create tensors directly on the "
+                   "device (torch.tensor(..., device='cuda')).",
+        "default": "Many small copies: batch them into one larger transfer.",
+    },
+    "fewer_bytes": {
+        "pytorch": "The copies are already pinned and asynchronous and move as fast as the link allows: move fewer "
+                   "bytes (keep weights/data resident on the GPU instead of offloading, copy in bf16/fp16 or "
+                   "uint8 and convert on the GPU) or overlap them with compute on a side stream (prefetch the "
+                   "next layer or batch).",
+        "default": "The copies are already pinned and asynchronous and near the link's bandwidth: move fewer bytes "
+                   "(keep data resident on the GPU, smaller dtypes) or overlap them with compute on another stream.",
+    },
+    "overlap": {
+        "pytorch": "Copies run while no kernel does: prefetch on a side stream (torch.cuda.Stream) with pinned "
+                   "memory and non_blocking=True so they overlap compute.",
+        "tensorflow": "Prefetch to the device (tf.data.experimental.prefetch_to_device) so copies overlap compute.",
+        "jax": "Double-buffer device_put so the next batch copies while the current one computes.",
+        "default": "Overlap copies with compute: pinned memory, cudaMemcpyAsync on a separate stream.",
+    },
+    "device_copies": {
+        "pytorch": "Device-to-device copies with no compute beside them: avoid materialising copies "
+                   "(.contiguous(), .clone(), torch.cat in loops); use views and in-place ops.",
+        "default": "Device-to-device copies with no compute beside them: avoid the copies (views, in-place ops).",
+    },
+}
+OCCUPANCY_FIX = {
+    "under_filled": {
+        "pytorch": "Launches with fewer blocks than the GPU has SMs leave SMs idle: bigger batches, fuse small ops "
+                   "(torch.compile), or for your own kernels a grid of at least one block per SM (split the work "
+                   "finer).",
+        "tensorflow": "Launches leave SMs idle: bigger batches, XLA fusion (jit_compile=True).",
+        "jax": "Launches leave SMs idle: bigger batches, let XLA fuse (jax.jit).",
+        "default": "Launches with fewer blocks than SMs leave SMs idle: launch at least one block per SM "
+                   "(split the work finer, bigger problems per launch).",
+    },
+    "block_shape": {
+        "default": "Kernels whose block shape caps their occupancy (tiny blocks hit the blocks-per-SM limit, "
+                   "partial warps waste lanes): use blocks of 128-512 threads, a multiple of 32.",
+    },
+}
+IMBALANCE_FIX = {
+    "pytorch": "Balance work across GPUs: DistributedDataParallel instead of DataParallel, equal shard sizes, "
+               "check the slow rank's input pipeline.",
+    "tensorflow": "Use tf.distribute.MirroredStrategy / MultiWorkerMirroredStrategy with even per-replica batches.",
+    "jax": "Shard evenly with pjit/shard_map; check per-host input pipelines.",
+    "default": "Some GPUs do much less work than the busiest one: balance the split.",
+}
+UNEXPLAINED_FIX = {
+    "ranks": {
+        "default": "The GPU idles while the host waits for other processes (MPI/collective calls): the time is "
+                   "lost elsewhere; profile the other ranks (the slowest one sets the pace) and overlap "
+                   "communication with compute.",
+    },
+    "untraced": {
+        "pytorch": "The trace does not show what the host did while the GPU idled: record more of it, e.g. "
+                   "torch.profiler(with_stack=True) with record_function ranges around data loading and logging, "
+                   "or nsys -t cuda,nvtx,osrt --sample=cpu --python-sampling=true; check for other processes "
+                   "sharing the GPU or the CPU.",
+        "tensorflow": "The trace does not show what the host did while the GPU idled: enable host tracing "
+                      "(tf.profiler.experimental.ProfilerOptions(host_tracer_level=3, python_tracer_level=1)); "
+                      "check multi-worker peers and input workers.",
+        "jax": "The trace does not show what the host did while the GPU idled: add jax.profiler.TraceAnnotation "
+               "ranges, enable the Python tracer, check other hosts in multi-host runs.",
+        "default": "The trace does not show what the host did while the GPU idled: trace OS runtime calls and "
+                   "sample the CPU (nsys -t cuda,nvtx,osrt --sample=cpu), add NVTX ranges around host work.",
+    },
+}
+NONE_FIX = "No cause loses more than 10% of the span and the GPUs are busy most of it: no bottleneck to fix."
 
 
-def fix_for(cause: str, framework: str) -> str:
-    table = FIXES[cause]
-    return table.get(framework, table["default"])
+def fix_for(table: dict[str, str], framework: str) -> str:
+    return _by_framework(framework, table)
 
 
-def _scalars(block: Any) -> dict[str, Any]:
-    if not isinstance(block, dict):
-        return {}
-    return {k: v for k, v in block.items() if isinstance(v, (Real, str, bool)) or v is None}
+# ---------------------------------------------------------------------------------------------- context
+
+
+@dataclass
+class Context:
+    """What every cause builder reads: the trace, the sections computed so far, and device-level totals."""
+
+    trace: Trace
+    done: dict[str, Any]
+    span: int
+    framework: str
+    busy: dict[int, DeviceBusy]
+    attribution: dict[int, dict[str, Any]]  # device -> attribution entry
+
+    @property
+    def n(self) -> int:
+        return len(self.busy)
+
+    def idle(self, category: str) -> dict[str, int]:
+        """Idle time attributed to a host category, per device (keys are device ids as strings)."""
+        return {str(d): int(a["by_cause"][category]) for d, a in self.attribution.items()}
+
+    def mean(self, values: dict[str, int] | list[float]) -> float:
+        items = list(values.values()) if isinstance(values, dict) else values
+        return float(sum(items)) / self.n if self.n else 0.0
+
+    def idle_total(self) -> float:
+        return self.mean([a["idle_ns"] for a in self.attribution.values()])
+
+
+def _cause(name: str, lost: float, ctx: Context, evidence: dict[str, Any], fix: str) -> dict[str, Any]:
+    lost_ns = max(int(round(lost)), 0)
+    return {"cause": name, "lost_ns": lost_ns, "share": (lost_ns / ctx.span) if ctx.span > 0 else 0.0,
+            "evidence": evidence, "fix": fix}
 
 
 def top_host_names(trace: Trace, category: str, limit: int = TOP_NAMES) -> list[dict[str, Any]]:
@@ -126,64 +294,252 @@ def gpu_span(trace: Trace) -> int:
     return intervals.union_length(np.array([b.first_start_ns for b in busy]), np.array([b.last_end_ns for b in busy]))
 
 
-def _cause(name: str, lost: float, span: int, evidence: dict[str, Any], framework: str) -> dict[str, Any]:
-    lost_ns = int(round(lost))
-    return {"cause": name, "lost_ns": lost_ns, "share": (lost_ns / span) if span > 0 else 0.0,
-            "evidence": evidence, "fix": fix_for(name, framework)}
+def _steps_summary(done: dict[str, Any]) -> dict[str, Any]:
+    steps = done.get("steps") or {}
+    return {"count": steps.get("count") or 0, "summary": steps.get("summary") or {}}
 
 
-def _gpu_causes(trace: Trace, done: dict[str, Any], span: int, framework: str) -> list[dict[str, Any]]:
-    busy = device_busy(trace)
-    n = len(busy)
-    attr = done.get("attribution") or {}
-    devices = attr.get("devices") or []
-    idle = {c: sum(d["by_cause"][c] for d in devices) for c in CAUSES}
-    sync_copy = sum(d["sync_copy_ns"] for d in devices)
-    launch = done.get("launch") or {}
-    sync = done.get("sync") or {}
-    per_device = {str(d["device"]): d["by_cause"] for d in devices}
-    causes = [
-        _cause("input_pipeline", idle[INPUT] / n, span, {
-            "idle_by_device": {k: v[INPUT] for k, v in per_device.items()},
-            "top_input_ranges": top_host_names(trace, INPUT),
-            "steps_input_share": ((done.get("steps") or {}).get("summary") or {}).get("host_share", {}).get(INPUT),
-        }, framework),
-        _cause("host_launch_overhead", (idle[LAUNCH] + idle[CPU]) / n, span, {
-            "idle_launch_by_device": {k: v[LAUNCH] for k, v in per_device.items()},
-            "idle_cpu_by_device": {k: v[CPU] for k, v in per_device.items()},
-            "launch_latency_p50_ns": (launch.get("latency") or {}).get("p50_ns"),
-            "small_kernel_share": (launch.get("small_kernels") or {}).get("share"),
-            "short_kernels": (launch.get("short_kernels") or {}).get("count"),
-            "issue_to_execution": (launch.get("rates") or {}).get("issue_to_execution"),
-            "cuda_graphs": (launch.get("cuda_graphs") or {}).get("in_use"),
-            "top_cpu_ops": top_host_names(trace, CPU),
-        }, framework),
-        _cause("synchronization", (idle[SYNC] - sync_copy) / n, span, {
-            "idle_by_device": {k: v[SYNC] for k, v in per_device.items()},
-            "blocking_calls": (sync.get("blocking") or {}).get("count"),
-            "blocking_ns": (sync.get("blocking") or {}).get("total_ns"),
-            "top_sync_calls": (sync.get("blocking") or {}).get("by_name", [])[:TOP_NAMES],
-            "item_pattern": {k: v for k, v in (sync.get("item_pattern") or {}).items() if k != "per_step"},
-            "after_sync_idle_ns": sum(d["after_sync"]["idle_ns"] for d in devices),
-        }, framework),
-    ]
-    memcpy = done.get("memcpy")
+# ---------------------------------------------------------------------------------------------- causes
+
+
+def _startup(ctx: Context) -> dict[str, Any]:
+    work = startup.one_time_work(ctx.trace)
+    items: list[dict[str, Any]] = []
+    for device, busy in ctx.busy.items():
+        threads, _ = feeding_threads(ctx.trace, device)
+        for item in startup.device_items(ctx.trace, busy, thread_row_mask(ctx.trace, threads)):
+            items.append({"device": device, **item})
+    items.sort(key=lambda i: (-i["idle_ns"], i["name"]))
+    idle = ctx.idle(STARTUP)
+    evidence = {
+        "idle_by_device": idle,
+        "items": items[:startup.TOP_ITEMS],
+        "first_step_ns": work.first_step_ns,
+        "later_step_median_ns": work.later_step_median_ns,
+        "slow_first_step": work.slow_first_step,
+    }
+    return _cause("startup", ctx.mean(idle), ctx, evidence, fix_for(STARTUP_FIX, ctx.framework))
+
+
+def _loader_kind(names: list[str]) -> str:
+    text = " ".join(names)
+    if "_SingleProcessDataLoaderIter" in text:
+        return "single_process"
+    if "_MultiProcessingDataLoaderIter" in text:
+        return "multi_process"
+    if "Iterator" in text:
+        return "tf_data"
+    return "other"
+
+
+def _input(ctx: Context) -> dict[str, Any]:
+    idle = ctx.idle(INPUT)
+    top = top_host_names(ctx.trace, INPUT)
+    steps = _steps_summary(ctx.done)
+    host_ns = steps["summary"].get("host_ns") or {}
+    loader = _loader_kind([t["name"] for t in top])
+    evidence = {
+        "idle_by_device": idle,
+        "share_of_idle": ctx.mean(idle) / ctx.idle_total() if ctx.idle_total() else None,
+        "top_input_ranges": top,
+        "input_per_step_ns": host_ns[INPUT] / steps["count"] if steps["count"] and INPUT in host_ns else None,
+        "steps_input_share": (steps["summary"].get("host_share") or {}).get(INPUT),
+        "loader": loader,
+    }
+    table = INPUT_FIX[loader]
+    return _cause("input_pipeline", ctx.mean(idle), ctx, evidence, fix_for(table, ctx.framework))
+
+
+def _launch_overhead(ctx: Context) -> dict[str, Any]:
+    launch = ctx.done.get("launch") or {}
+    graphs = launch.get("cuda_graphs") or {}
+    small = launch.get("small_kernels") or {}
+    idle_launch, idle_cpu = ctx.idle(LAUNCH), ctx.idle(CPU)
+    ops_outside = None
+    if graphs.get("in_use"):
+        pairs_ops = launch.get("gpu_ops")
+        ops_outside = int(pairs_ops - graphs.get("graph_ops", 0)) if isinstance(pairs_ops, int) else None
+    evidence = {
+        "idle_launch_by_device": idle_launch,
+        "idle_cpu_by_device": idle_cpu,
+        "launch_latency_p50_ns": (launch.get("latency") or {}).get("p50_ns"),
+        "small_kernel_share": small.get("share"),
+        "short_kernels": (launch.get("short_kernels") or {}).get("count"),
+        "issue_to_execution": (launch.get("rates") or {}).get("issue_to_execution"),
+        "cuda_graphs": graphs.get("in_use"),
+        "ops_outside_graphs": ops_outside,
+        "top_cpu_ops": top_host_names(ctx.trace, CPU),
+        "top_launch_calls": top_host_names(ctx.trace, LAUNCH),
+    }
+    if graphs.get("in_use"):
+        remedy = "graphs"
+    elif ctx.mean(idle_cpu) >= ctx.mean(idle_launch) and (small.get("share") or 0.0) < 0.5:
+        remedy = "host_code"
+    else:
+        remedy = "small_kernels"
+    evidence["remedy"] = remedy
+    return _cause("host_launch_overhead", ctx.mean(idle_launch) + ctx.mean(idle_cpu), ctx, evidence,
+                  fix_for(LAUNCH_FIX[remedy], ctx.framework))
+
+
+def _synchronization(ctx: Context) -> dict[str, Any]:
+    sync = ctx.done.get("sync") or {}
+    idle = ctx.idle(SYNC)
+    sync_copy = sum(a["sync_copy_ns"] for a in ctx.attribution.values())
+    item = {k: v for k, v in (sync.get("item_pattern") or {}).items() if k != "per_step"}
+    blocking = sync.get("blocking") or {}
+    evidence = {
+        "idle_by_device": idle,
+        "blocking_calls": blocking.get("count"),
+        "blocking_ns": blocking.get("total_ns"),
+        "top_sync_calls": (blocking.get("by_name") or [])[:TOP_NAMES],
+        "item_pattern": item,
+        "after_sync_idle_ns": sum(a["after_sync"]["idle_ns"] for a in ctx.attribution.values()),
+    }
+    remedy = "item" if item.get("count") else "explicit"
+    evidence["remedy"] = remedy
+    return _cause("synchronization", (sum(idle.values()) - sync_copy) / ctx.n, ctx, evidence,
+                  fix_for(SYNC_FIX[remedy], ctx.framework))
+
+
+def _memcpy_remedy(kinds: list[dict[str, Any]], link_fraction: float | None, small: dict[str, Any]) -> str:
+    """The fix the copies' own evidence calls for, from the kind with the most exposed time."""
+    if not kinds:
+        return "async"  # only synchronous-copy idle, no exposed copy time
+    top = kinds[0]
+    duration = top["duration_ns"] or 1
+    if top["kind"] == "DtoD":
+        return "device_copies"
+    if top["pageable_ns"] / duration >= 0.5:
+        return "pin"
+    if top["sync_ns"] / duration >= 0.5:
+        return "async"
+    if (small.get("burst_copy_count") or 0) >= 0.5 * top["count"] and top["kind"] in ("HtoD", "DtoH"):
+        return "batch"
+    if top["pinned_ns"] / duration >= 0.5 and (link_fraction is None or link_fraction >= PINNED_NEAR_LINK):
+        # Pinned, asynchronous and as fast as the link allows (or the link is unknown): only fewer bytes help.
+        return "fewer_bytes"
+    return "overlap"
+
+
+def _memcpy(ctx: Context) -> dict[str, Any] | None:
+    memcpy = ctx.done.get("memcpy")
+    sync_copy = sum(a["sync_copy_ns"] for a in ctx.attribution.values())
     exposed = memcpy.get("exposed_ns") if isinstance(memcpy, dict) else None
-    causes.append(_cause("memcpy", (sync_copy + (exposed or 0)) / n, span, {
-        "sync_copy_idle_ns": sync_copy, "exposed_ns": exposed, **{f"memcpy.{k}": v for k, v in _scalars(memcpy).items()
-                                                                     if k != "exposed_ns"}}, framework))
-    occupancy = done.get("occupancy")
-    occ_lost = occupancy.get("lost_ns") if isinstance(occupancy, dict) else None
-    if occ_lost is not None:
-        causes.append(_cause("low_occupancy", occ_lost / n, span,
-                             {f"occupancy.{k}": v for k, v in _scalars(occupancy).items()}, framework))
-    busiest = max((b.busy_ns for b in busy.values()), default=0)
-    within = sum(busiest - b.busy_ns for b in busy.values()) / n if n >= 2 else 0.0
-    across = (done.get("imbalance") or {}).get("lost_ns") if isinstance(done.get("imbalance"), dict) else None
-    causes.append(_cause("multi_gpu_imbalance", max(within, float(across or 0)), span, {
-        "busy_by_device": {str(d): b.busy_ns for d, b in busy.items()}, "busiest_ns": busiest,
-        "within_trace_ns": int(round(within)), "across_ranks_ns": across}, framework))
-    return causes
+    kinds = sorted((k for k in (memcpy or {}).get("by_kind") or [] if k.get("exposed_ns")),
+                   key=lambda k: (-k["exposed_ns"], k["kind"]))
+    # Achieved bandwidth of the dominant kind's large copies against the link, where both are known.
+    link_fraction = None
+    if kinds:
+        fractions = [k["large_achieved_fraction"] for d in (memcpy or {}).get("per_device") or []
+                     for k in d["by_kind"] if k["kind"] == kinds[0]["kind"] and k["large_achieved_fraction"] is not None]
+        link_fraction = max(fractions) if fractions else None
+    remedy = _memcpy_remedy(kinds, link_fraction, (memcpy or {}).get("small_copies") or {})
+    fields = ("kind", "count", "bytes", "duration_ns", "exposed_ns", "pageable_ns", "pinned_ns", "sync_ns", "async_ns",
+              "achieved_bytes_per_s")
+    evidence = {
+        "sync_copy_idle_ns": sync_copy,
+        "exposed_ns": exposed,
+        "exposed_by_device": {str(d["device"]): d["exposed_ns"] for d in (memcpy or {}).get("per_device") or []},
+        "by_kind": [{f: k.get(f) for f in fields} for k in kinds],
+        "link_fraction": link_fraction,
+        "remedy": remedy,
+    }
+    return _cause("memcpy", (sync_copy + (exposed or 0)) / ctx.n, ctx, evidence,
+                  fix_for(MEMCPY_FIX[remedy], ctx.framework))
+
+
+def _low_occupancy(ctx: Context) -> dict[str, Any] | None:
+    occupancy = ctx.done.get("occupancy")
+    if not isinstance(occupancy, dict) or occupancy.get("lost_ns") is None:
+        return None
+    # Device-means, like lost_ns, so the parts add up to it.
+    under = int(round(occupancy.get("under_filled_lost_ns", 0) / ctx.n))
+    shape = int(round(occupancy.get("block_shape_lost_ns", 0) / ctx.n))
+    fields = ("name", "device", "count", "total_ns", "lost_ns", "sm_fill", "grid_blocks", "threads_per_block",
+              "block_shape_limited")
+    evidence = {
+        "lost_by_device": {str(d["device"]): d["lost_ns"] for d in occupancy.get("per_device") or []},
+        "under_filled_lost_ns": under,
+        "block_shape_lost_ns": shape,
+        "sm_count": {str(d["device"]): d["sm_count"] for d in occupancy.get("per_device") or []},
+        "top_kernels": [{f: k.get(f) for f in fields} for k in (occupancy.get("top_low_occupancy_kernels") or [])[:TOP_NAMES]],
+        "register_or_shared_limited_ns": sum(d.get("register_or_shared_limited_ns", 0)
+                                             for d in occupancy.get("per_device") or []),
+        "library_under_filled_ns": sum(d.get("library_under_filled_ns", 0) for d in occupancy.get("per_device") or []),
+    }
+    remedy = "block_shape" if shape > under else "under_filled"
+    evidence["remedy"] = remedy
+    return _cause("low_occupancy", occupancy["lost_ns"] / ctx.n, ctx, evidence,
+                  fix_for(OCCUPANCY_FIX[remedy], ctx.framework))
+
+
+def _imbalance(ctx: Context) -> dict[str, Any]:
+    busy = {d: b.busy_ns for d, b in ctx.busy.items()}
+    busiest = max(busy.values(), default=0)
+    within = sum(busiest - b for b in busy.values()) / ctx.n if ctx.n >= 2 else 0.0
+    imbalance = ctx.done.get("imbalance")
+    across = imbalance.get("lost_ns") if isinstance(imbalance, dict) else None
+    least = min(busy, key=lambda d: (busy[d], d)) if busy else None
+    evidence = {"busy_by_device": {str(d): b for d, b in busy.items()}, "busiest_ns": busiest,
+                "least_busy_device": least, "within_trace_ns": int(round(within)), "across_ranks_ns": across}
+    return _cause("multi_gpu_imbalance", max(within, float(across or 0)), ctx, evidence,
+                  fix_for(IMBALANCE_FIX, ctx.framework))
+
+
+def _unexplained(ctx: Context) -> dict[str, Any]:
+    trace = ctx.trace
+    cols = event_columns(trace)
+    idle = ctx.idle(NOTHING)
+    host = np.flatnonzero(cols.of_kind(*_ACTIVITY_KINDS) & (cols.tid >= 0) & (cols.name >= 0))
+    waits = host[code_mask(cols.name[host], cols.names, lambda n: bool(RANK_WAIT_PATTERN.search(n)))]
+    overhead = host[cols.kind[host] == ALL_KINDS.index(OVERHEAD)]
+    overlap = np.zeros(host.size, np.int64)
+    rank_wait = profiler_overhead = 0
+    for busy in ctx.busy.values():  # a loop over devices
+        us, ue = unexplained_intervals(trace, busy)
+        overlap += intervals.overlap_with_union(cols.start[host], cols.end[host], us, ue)
+        for rows, total in ((waits, "rank_wait"), (overhead, "overhead")):
+            union = intervals.merge(cols.start[rows], cols.end[rows])
+            covered = int(intervals.overlap_with_union(us, ue, *union).sum())
+            if total == "rank_wait":
+                rank_wait += covered
+            else:
+                profiler_overhead += covered
+    seen = overlap > 0
+    frame = pd.DataFrame({"name": cols.name[host][seen], "kind": cols.kind[host][seen], "tid": cols.tid[host][seen],
+                          "overlap": overlap[seen]})
+    top_rows = (frame.groupby(["name", "kind", "tid"], sort=False)["overlap"].sum().reset_index()
+                .sort_values(["overlap", "name"], ascending=[False, True]).head(TOP_NAMES))
+    top = [{"name": str(cols.names[r.name]), "kind": ALL_KINDS[r.kind], "tid": int(r.tid),
+            "overlap_ns": int(round(r.overlap / ctx.n))} for r in top_rows.itertuples(index=False)]
+    feeding = {a["feeding_threads_from"] for a in ctx.attribution.values()}
+    pids = np.unique(cols.pid[host])
+    evidence = {
+        "idle_by_device": idle,
+        "share_of_idle": ctx.mean(idle) / ctx.idle_total() if ctx.idle_total() else None,
+        "top_activity": top,
+        "rank_wait_ns": int(round(rank_wait / ctx.n)),
+        "profiler_overhead_ns": int(round(profiler_overhead / ctx.n)),
+        "host_tracing": {
+            "api_calls": bool(cols.of_kind(RUNTIME, DRIVER).any()),
+            "framework_ops": bool(cols.of_kind(CPU_OP).any()),
+            "python": bool(cols.of_kind(PYTHON).any()),
+            "os_runtime": bool(cols.of_kind(OSRT).any()),
+        },
+        "feeding_threads_from": sorted(feeding),
+        "processes": int((pids >= 0).sum()),
+        "world_size": trace.metadata.world_size,
+    }
+    lost = ctx.mean(idle)
+    remedy = "ranks" if lost > 0 and evidence["rank_wait_ns"] >= 0.5 * lost else "untraced"
+    evidence["remedy"] = remedy
+    return _cause("unexplained_idle", lost, ctx, evidence, fix_for(UNEXPLAINED_FIX[remedy], ctx.framework))
+
+
+GPU_CAUSES: tuple[Callable[[Context], dict[str, Any] | None], ...] = (
+    _startup, _input, _launch_overhead, _synchronization, _memcpy, _low_occupancy, _imbalance, _unexplained,
+)
 
 
 def _host_causes(trace: Trace, done: dict[str, Any], framework: str) -> tuple[list[dict[str, Any]], int]:
@@ -193,8 +549,8 @@ def _host_causes(trace: Trace, done: dict[str, Any], framework: str) -> tuple[li
     summary = steps.get("summary")
     if summary:
         lost = summary["host_ns"][INPUT]
-        evidence = {"steps": steps["count"], "step_mean_ns": summary["mean_ns"],
-                    "input_share_of_steps": summary["host_share"][INPUT]}
+        evidence: dict[str, Any] = {"steps": steps["count"], "step_mean_ns": summary["mean_ns"],
+                                    "input_share_of_steps": summary["host_share"][INPUT]}
     else:
         rows = host_rows(trace)
         if rows.start.size == 0:
@@ -203,34 +559,51 @@ def _host_causes(trace: Trace, done: dict[str, Any], framework: str) -> tuple[li
         split, _ = priority_split(np.array([lo]), np.array([hi]), rows, step_threads(trace))
         lost = int(split[0, CAUSES.index(INPUT)])
         evidence = {"steps": 0}
-    evidence["top_input_ranges"] = top_host_names(trace, INPUT)
+    top = top_host_names(trace, INPUT)
+    evidence["top_input_ranges"] = top
+    evidence["loader"] = _loader_kind([t["name"] for t in top])
     evidence["note"] = "no GPU activity in the trace: host-side view only"
-    return [_cause("input_pipeline", lost, span, evidence, framework)], span
+    lost_ns = int(round(lost))
+    cause = {"cause": "input_pipeline", "lost_ns": lost_ns, "share": lost_ns / span if span > 0 else 0.0,
+             "evidence": evidence, "fix": fix_for(INPUT_FIX[evidence["loader"]], framework)}
+    return [cause], span
+
+
+def busy_share(trace: Trace) -> float | None:
+    """Device-mean of busy_ns / span_ns (None without GPU activity)."""
+    busy = device_busy(trace)
+    shares = [b.busy_ns / b.span_ns for b in busy.values() if b.span_ns > 0]
+    return float(np.mean(shares)) if shares else None
 
 
 def diagnose(trace: Trace, done: dict[str, Any]) -> dict[str, Any]:
     framework = trace.metadata.framework or "unknown"
-    has_gpu = bool(device_busy(trace))
+    busy = device_busy(trace)
+    has_gpu = bool(busy)
     if has_gpu:
         span = gpu_span(trace)
-        causes = _gpu_causes(trace, done, span, framework)
+        attribution = {a["device"]: a for a in (done.get("attribution") or {}).get("devices") or []}
+        ctx = Context(trace, done, span, framework, busy, attribution)
+        causes = [c for build in GPU_CAUSES if (c := build(ctx)) is not None]
     else:
         causes, span = _host_causes(trace, done, framework)
     ranked = sorted((c for c in causes if c["lost_ns"] > 0), key=lambda c: (-c["lost_ns"], CAUSE_NAMES.index(c["cause"])))
-    if ranked and ranked[0]["share"] > NONE_THRESHOLD:
+    utilization = busy_share(trace)
+    starved = utilization is not None and utilization < HEALTHY_MIN_BUSY
+    if ranked and (ranked[0]["share"] > NONE_THRESHOLD or starved):
         primary = ranked[0]
     else:
         largest = ranked[0] if ranked else None
         primary = {"cause": "none", "lost_ns": 0, "share": 0.0,
                    "evidence": {"largest_cause": largest["cause"] if largest else None,
                                 "largest_share": largest["share"] if largest else 0.0,
-                                "threshold": NONE_THRESHOLD},
-                   "fix": fix_for("none", framework)}
-    nothing = (done.get("attribution") or {}).get("total_by_cause", {}).get("nothing", 0)
-    n = len(device_busy(trace))
+                                "threshold": NONE_THRESHOLD, "busy_share": utilization},
+                   "fix": NONE_FIX}
+    nothing = (done.get("attribution") or {}).get("total_by_cause", {}).get(NOTHING, 0)
+    n = len(busy)
     return {"primary": primary, "causes": ranked, "span_ns": span, "has_gpu_activity": has_gpu,
-            "framework": framework, "threshold": NONE_THRESHOLD,
-            "unexplained_idle_ns": int(round(nothing / n)) if n else 0}
+            "framework": framework, "threshold": NONE_THRESHOLD, "busy_share": utilization,
+            "healthy_min_busy": HEALTHY_MIN_BUSY, "unexplained_idle_ns": int(round(nothing / n)) if n else 0}
 
 
 def section(trace: Trace, done: dict[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,182 @@
+"""The verdict truth table: every real trace in ../shared/traces and every fixture with the primary cause an
+expert reading the timeline would name, and why (docs/analyses.md, "Verdicts on real traces and fixtures").
+
+The reasons are what happened on the machine, read off the traces independently of tracelens (the README of
+../shared/traces, the kernel and copy tables, the host ranges); the test asserts the verdict and the one or
+two facts each reason rests on, so a rule change that flips a verdict has to explain itself here.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+import tracelens
+from tracelens.analyses import analyze
+from tracelens.trace import Trace, TraceMetadata
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = ROOT.parent / "shared" / "traces"
+FIXTURES = ROOT / "fixtures"
+
+# trace (relative to ../shared/traces) -> (primary cause, why)
+SHARED_VERDICTS = {
+    "nsys/a100_saxpy_nsys2022.2.sqlite": (
+        "unexplained_idle",
+        "MPI saxpy: the GPU is busy 34% of its span; almost all of its idle time has nothing on the launching "
+        "thread (only CUDA API calls and NVTX ranges are traced), and the MPI ranges show the host waiting on "
+        "other ranks for part of it. Pageable synchronous copies come second."),
+    "nsys/h100x2_fastvideo_window_nsys2026.2.sqlite": (
+        "memcpy",
+        "Each GPU spends 921 ms of a 963 ms window in pinned, asynchronous HtoD copies (25 GB per GPU) on its "
+        "compute stream and 22 ms in kernels: weights streamed from host memory. Pinning would change nothing; "
+        "moving fewer bytes would."),
+    "nsys/rtx3080_tiny_nsys2026.1.sqlite": (
+        "startup",
+        "torch.zeros(16).sum().item(): the window is CUDA lazy module loading (nsys 'Runtime Triggered Module "
+        "Loading', first cudaLaunchKernel calls of several ms on an idle GPU). Profile the steady state."),
+    "pytorch/a100_alexnet_cuda_sync_2023.json.gz": (
+        "startup",
+        "The profiled iteration is the warm-up (a range named warmup): the first conv2d takes 10.8 s (cuDNN "
+        "initialization and autotuning) against 1.4 ms for later ones; the GPU is busy 0.5% of the span."),
+    "pytorch/a100_nccl_2rank_rank0_2024.json.gz": (
+        "host_launch_overhead",
+        "DDP rank 0, three steps: the GPU idles 76% of the span while the training thread runs framework ops "
+        "(batch_norm, AccumulateGrad, ...); the host issues GPU work at a quarter of the rate the GPU runs it."),
+    "pytorch/h100_bert_small_inference_torch2.6.json.gz": (
+        "host_launch_overhead",
+        "BERT-small inference on an H100: kernels finish long before the host launches the next; GPU busy 8%."),
+    "pytorch/mi250_rocm6.2_minitoy_train.json.gz": (
+        "startup",
+        "A toy model's first steps on ROCm: the first AccumulateGrad takes 6.6 ms (42 us later) and hipLaunchKernel "
+        "calls of over 1 ms run on an idle GPU (code objects loaded on first use): 74% of a 9 ms window."),
+    "pytorch/v100_ns_resolution_2024.json.gz": (
+        "none",
+        "The GPU is busy 98% of the span. Its kernels' low occupancy comes from registers and shared memory "
+        "(tuned library kernels), which is not time a user wins back."),
+    "pytorch/v100_resnet50_2021_oldformat.json.gz": (
+        "startup",
+        "ResNet-50 with 4 DataLoader workers, profiled from a cold start: three cudaLaunchKernel calls of ~0.7 s "
+        "(module loading), the first aten::add (2.1 s) and conv2d (1.5 s, cuDNN) fill 78% of the span; the input "
+        "pipeline keeps up (workers)."),
+    "tf/amd_gpu_jax_te_fused_attn.xplane.pb": (
+        "none",
+        "JAX fused attention on one AMD GPU, busy 94% of the span; the host runs ~0.9 ms ahead."),
+    "tf/v100x8_tf2.4_bert_multiworker.xplane.pb": (
+        "unexplained_idle",
+        "One worker of a multi-worker BERT job: its GPUs are busy 5% of their spans and almost all idle time has "
+        "no host activity on the threads feeding them (the worker waits for its peers or for untraced work). "
+        "Never healthy at 5% busy."),
+}
+
+# fixture (relative to fixtures/) -> (primary cause, why)
+FIXTURE_VERDICTS = {
+    "demo.pt.trace.json.gz": ("input_pipeline", "The demo waits in the data loader most of each step."),
+    "pytorch_cpu_train.pt.trace.json.gz": ("none", "CPU-only training run: no GPU, input a small share of steps."),
+    "templates/pytorch_healthy_cpu.pt.trace.json.gz": ("none", "Healthy template (CPU): no injected bottleneck."),
+    "templates/pytorch_slow-input_cpu.pt.trace.json.gz": ("input_pipeline", "Slow-input switch: the loader sleeps."),
+    "templates/tf_healthy_cpu.xplane.pb": ("none", "Healthy TF template (CPU): input below 10% of step time."),
+    "templates/tf_slow-input_cpu.xplane.pb": ("input_pipeline", "Slow-input switch: the tf.data map sleeps."),
+    "kineto/bare_list.json": ("none", "One kernel, no gap."),
+    "kineto/nested_ranges.json": ("none", "Host ranges only, nothing waits."),
+    "kineto/time_origin_absolute.json": ("none", "One kernel, no gap."),
+    "kineto/time_origin_relative.json": ("none", "One kernel, no gap."),
+    "kineto/old_format.json": ("host_launch_overhead",
+                               "The 100 us gap before the conv kernel is inside aten::conv2d (ties with the "
+                               "exposed 100 us pageable copy; launch overhead is listed first)."),
+    "kineto/overlapping_streams.json": ("low_occupancy",
+                                        "Three user kernels of 4 blocks on a 108-SM A100 fill under 8% of the SMs."),
+}
+
+# Hand-built causes (fixtures/causes/, derivations in make_causes.py; lost times in tests/test_diagnosis.py).
+CAUSE_VERDICTS = {
+    "input_pipeline": "input_pipeline", "host_launch_overhead": "host_launch_overhead",
+    "synchronization": "synchronization", "memcpy": "memcpy", "memcpy_pinned_at_link": "memcpy",
+    "low_occupancy": "low_occupancy", "low_occupancy_block_shape": "low_occupancy",
+    "multi_gpu_imbalance": "multi_gpu_imbalance", "none": "none", "healthy_gemm": "none", "graph_step": "none",
+    "startup": "startup", "unexplained_idle": "unexplained_idle",
+}
+
+
+def _diagnosis(path: Path) -> dict:
+    return tracelens.analyze(tracelens.load(path))["diagnosis"]
+
+
+@pytest.mark.shared
+@pytest.mark.parametrize("name", sorted(SHARED_VERDICTS))
+def test_shared_trace_verdict(name: str) -> None:
+    path = SHARED / name
+    if not path.exists():
+        pytest.skip("../shared/traces is absent")
+    assert _diagnosis(path)["primary"]["cause"] == SHARED_VERDICTS[name][0]
+
+
+@pytest.mark.parametrize("name", sorted(FIXTURE_VERDICTS))
+def test_fixture_verdict(name: str) -> None:
+    assert _diagnosis(FIXTURES / name)["primary"]["cause"] == FIXTURE_VERDICTS[name][0]
+
+
+@pytest.mark.parametrize("name", sorted(CAUSE_VERDICTS))
+def test_hand_built_cause_verdict(name: str) -> None:
+    data = json.loads((FIXTURES / "causes" / f"{name}.json").read_text())
+    trace = Trace.from_rows(data["rows"], data["devices"], TraceMetadata("handmade", framework=data["framework"]))
+    assert analyze(trace)["diagnosis"]["primary"]["cause"] == CAUSE_VERDICTS[name]
+
+
+def test_the_table_covers_every_trace_and_fixture() -> None:
+    traces = {str(p.relative_to(FIXTURES)) for p in FIXTURES.rglob("*")
+              if p.is_file() and p.suffix in (".gz", ".pb", ".json", ".sqlite") and p.parent.name != "causes"}
+    assert traces == set(FIXTURE_VERDICTS)
+    causes = {p.stem for p in (FIXTURES / "causes").glob("*.json")}
+    assert causes == set(CAUSE_VERDICTS)
+    if SHARED.exists():
+        shared = {str(p.relative_to(SHARED)) for p in SHARED.rglob("*") if p.is_file() and p.name != "README.md"}
+        assert shared == set(SHARED_VERDICTS)
+
+
+def test_the_table_is_written_out_in_the_docs() -> None:
+    text = (ROOT / "docs" / "analyses.md").read_text(encoding="utf-8")
+    for table in (SHARED_VERDICTS, FIXTURE_VERDICTS):
+        for name, (cause, _) in table.items():
+            assert f"| `{name}` | `{cause}`" in text, name
+
+
+# ------------------------------------------------------------------ the facts the reasons rest on,
+# computed straight from the files (SQL / JSON), not through tracelens.
+
+
+def _sql(name: str, query: str) -> list[tuple]:
+    with sqlite3.connect(f"file:{SHARED / name}?mode=ro", uri=True) as con:
+        return con.execute(query).fetchall()
+
+
+@pytest.mark.shared
+def test_fastvideo_copies_dwarf_its_kernels() -> None:
+    name = "nsys/h100x2_fastvideo_window_nsys2026.2.sqlite"
+    if not (SHARED / name).exists():
+        pytest.skip("../shared/traces is absent")
+    for device in (0, 1):
+        (kernel_ns,), = _sql(name, f"SELECT SUM(end - start) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE deviceId = {device}")
+        (copy_ns, pinned), = _sql(name, "SELECT SUM(end - start), MIN(srcKind = 1) FROM CUPTI_ACTIVITY_KIND_MEMCPY "
+                                        f"WHERE deviceId = {device} AND copyKind = 1 AND bytes > 1000000")
+        assert copy_ns > 40 * kernel_ns and pinned == 1
+    evidence = _diagnosis(SHARED / name)["primary"]["evidence"]
+    assert evidence["remedy"] == "fewer_bytes"
+
+
+@pytest.mark.shared
+def test_alexnet_first_convolution_is_start_up() -> None:
+    import gzip
+
+    name = "pytorch/a100_alexnet_cuda_sync_2023.json.gz"
+    if not (SHARED / name).exists():
+        pytest.skip("../shared/traces is absent")
+    events = json.loads(gzip.decompress((SHARED / name).read_bytes()))["traceEvents"]
+    convs = sorted((e["ts"], e["dur"]) for e in events if e.get("name") == "aten::conv2d" and e.get("ph") == "X")
+    first, later = convs[0][1], sorted(d for _, d in convs[1:])
+    assert first > 1000 * later[len(later) // 2]  # µs: seconds against milliseconds
+    items = _diagnosis(SHARED / name)["primary"]["evidence"]["items"]
+    assert any(i["name"] == "aten::conv2d" and i["reason"] == "first_call" for i in items)
