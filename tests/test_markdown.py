@@ -141,7 +141,7 @@ def test_plot_written_beside_report_and_linked(tmp_path: Path) -> None:
     # A hand-made timeline in the gaps section's documented shape: 2 buckets, busy 100% then 25%.
     doc["gaps"] = {"devices": [{"device": 0, "timeline": {"edges_ns": [0, 500, 1000], "utilization": [1.0, 0.25]}}]}
     out = tmp_path / "review.md"
-    text = render(doc, output=str(out), plots=True)
+    text = render(doc, output=str(out), plots=True, png=True)
     plot = tmp_path / "review.utilization.png"
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "![GPU utilization over time](review.utilization.png)" in text
@@ -150,10 +150,21 @@ def test_plot_written_beside_report_and_linked(tmp_path: Path) -> None:
 def test_no_plot_without_output_or_when_disabled(tmp_path: Path) -> None:
     doc = analyze(hostile_trace())
     out = tmp_path / "review.md"
-    text = render(doc, output=str(out), plots=False)
+    text = render(doc, output=str(out), plots=False, png=True)
     assert not (tmp_path / "review.utilization.png").exists()
     assert "utilization.png" not in text
-    assert "utilization.png" not in render(doc, output=None, plots=True)
+    assert "```mermaid" not in text  # plots=False turns off the inline charts too
+    assert "utilization.png" not in render(doc, output=None, plots=True, png=True)
+
+
+def test_png_only_when_asked_but_inline_charts_by_default(tmp_path: Path) -> None:
+    doc = analyze(hostile_trace())
+    out = tmp_path / "review.md"
+    text = render(doc, output=str(out))  # defaults: plots=True, png=False
+    assert not (tmp_path / "review.utilization.png").exists()
+    assert "utilization.png" not in text
+    # The trace has GPU 0 busy part of the time, so the busy-over-time chart is drawn inline.
+    assert "```mermaid" in text and "GPU busy over time (%)" in text
 
 
 def test_plot_path_derived_from_report_name() -> None:

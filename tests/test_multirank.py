@@ -288,12 +288,17 @@ def test_markdown_report_has_a_ranks_section(tmp_path: Path) -> None:
     from tracelens.report import render
 
     out = tmp_path / "run.md"
-    text = render(doc, "markdown", output=out, plots=True)
+    text = render(doc, "markdown", output=out, plots=True, png=True)
     assert "## Ranks" in text and "rank0&#124;&lt;b&gt;x.parquet" in text and "<b>" not in text
     rows = [line for line in text.splitlines() if line.startswith("| 2 | rank2.parquet")]
     assert len(rows) == 1 and "| 50 ns |" in rows[0] and "| 0 ns |" in rows[0]  # lateness 50, wait 0
     assert "rank 2: step starts 50 ns late" in text
     assert (tmp_path / "run.ranks.png").is_file() and "run.ranks.png" in text
+    # Without png=True no PNG is written (the mermaid charts stay inline).
+    plain = tmp_path / "plain.md"
+    text = render(doc, "markdown", output=plain, plots=True)
+    assert not (tmp_path / "plain.ranks.png").exists() and "plain.ranks.png" not in text
+    assert not (tmp_path / "plain.utilization.png").exists()
 
 
 def test_read_only_trace_folder_caches_in_the_user_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

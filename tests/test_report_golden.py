@@ -70,12 +70,17 @@ def golden_trace() -> Trace:
 
 def core_doc() -> dict:
     doc = analyze(golden_trace(), sections=["devices", "kernels", "host"])
+    # A traced name (HOSTILE) reaches the finding sentence: the renderers must escape it.
     cause = {"cause": "input_pipeline", "lost_ns": 8 * MS, "share": 0.4,
-             "evidence": {"input_ns": 8 * MS, "top_input_ranges": [{"name": "tracelens/data", "count": 2}],
-                          "note": HOSTILE},
+             "evidence": {"idle_by_device": {"0": 8 * MS}, "share_of_idle": 0.8,
+                          "top_input_ranges": [{"name": HOSTILE, "count": 2, "total_ns": 8 * MS}],
+                          "input_per_step_ns": 4 * MS, "steps_input_share": 0.4, "loader": "other"},
              "fix": "DataLoader(num_workers=4, pin_memory=True, persistent_workers=True)"}
-    doc["diagnosis"] = {"primary": cause, "causes": [cause, {"cause": "synchronization", "lost_ns": MS, "share": 0.05,
-                                                              "evidence": ["cudaDeviceSynchronize x2"], "fix": None}]}
+    sync = {"cause": "synchronization", "lost_ns": MS, "share": 0.05,
+            "evidence": {"idle_by_device": {"0": MS}, "blocking_calls": 2, "blocking_ns": 9 * MS,
+                         "top_sync_calls": [{"name": "cudaDeviceSynchronize", "count": 2, "total_ns": 9 * MS}],
+                         "item_pattern": {}, "after_sync_idle_ns": 0, "remedy": "explicit"}, "fix": None}
+    doc["diagnosis"] = {"primary": cause, "causes": [cause, sync]}
     return doc
 
 

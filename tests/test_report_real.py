@@ -33,7 +33,7 @@ def _analyze(path: Path) -> dict:
 def test_report_and_summary_render(path: Path, tmp_path: Path) -> None:
     doc = _analyze(path)
     out = tmp_path / "review.md"
-    text = markdown.render(doc, output=str(out), plots=True)
+    text = markdown.render(doc, output=str(out), plots=True, png=True)
     assert text.startswith(f"# tracelens report: {markdown.md(path.name)}\n")
     assert assert_tables_well_formed(text) >= 3
     assert_details_balanced(text)
@@ -55,7 +55,7 @@ def test_cli_report_writes_markdown_and_plot(tmp_path: Path, capsys: pytest.Capt
     if not trace.exists():
         pytest.skip("../shared/traces not present")
     out = tmp_path / "review.md"
-    assert main(["report", str(trace), "-o", str(out)]) == 0
+    assert main(["report", str(trace), "-o", str(out), "--png"]) == 0
     assert capsys.readouterr().err == f"wrote {out}\n"
     assert "](review.utilization.png)" in out.read_text()
     assert (tmp_path / "review.utilization.png").exists()
@@ -63,6 +63,11 @@ def test_cli_report_writes_markdown_and_plot(tmp_path: Path, capsys: pytest.Capt
     assert main(["report", str(trace), "-o", str(out2), "--no-plots"]) == 0
     assert not (tmp_path / "plain.utilization.png").exists()
     assert "utilization.png" not in out2.read_text()
+    # Without --png: inline charts only, no PNG beside the report.
+    out3 = tmp_path / "inline.md"
+    assert main(["report", str(trace), "-o", str(out3)]) == 0
+    assert not (tmp_path / "inline.utilization.png").exists()
+    assert "utilization.png" not in out3.read_text()
     # analyze --format markdown prints the same report (no plot without an output file).
     assert main(["analyze", str(trace), "--format", "markdown"]) == 0
     assert capsys.readouterr().out.startswith("# tracelens report: rtx3080")
@@ -106,10 +111,18 @@ def _allowed(doc_type: str) -> set[str]:
     return words
 
 
+# Objects whose `evidence` keys depend on their `cause`: documented as diagnosis.evidence.<cause>.<key>.
+DIAGNOSIS_CAUSE_PATHS = {("diagnosis", "primary"), ("diagnosis", "causes[]")}
+
+
 def walk(value: object, path: tuple[str, ...] = ()):
     yield path, value
     if isinstance(value, dict):
         for key, sub in value.items():
+            if key == "evidence" and path in DIAGNOSIS_CAUSE_PATHS and isinstance(value.get("cause"), str):
+                yield (*path, "evidence"), sub  # the evidence object itself, as documented there
+                yield from walk(sub, ("diagnosis", "evidence", value["cause"]))  # its keys, per cause
+                continue
             yield from walk(sub, (*path, str(key)))
     elif isinstance(value, list):
         element = (*path[:-1], path[-1] + "[]") if path else ("[]",)
@@ -183,4 +196,22 @@ def test_key_checker_catches_undocumented_and_mistyped_keys() -> None:
     assert undocumented({"devices": [{"id": 0, "bogus_ns": 1}]}, keys) == ["devices[].bogus_ns is not in docs/json.md"]
     assert undocumented({"devices": [{"id": "0"}]}, keys) == ["devices[].id is string, docs/json.md says int"]
     assert undocumented({"steps": {"summary": {"host_ns": {"input": 3}}}}, keys) == []
-    assert undocumented({"diagnosis": {"primary": {"evidence": {"anything": {"0": 1}}}}}, keys) == []
+    # Diagnosis evidence is checked per cause, as diagnosis.evidence.<cause>.<key>.
+    def cause(name: str, evidence: object) -> dict:
+        return {"cause": name, "lost_ns": 1, "share": 0.5, "evidence": evidence, "fix": None}
+
+    good = {"link_fraction": 0.5, "exposed_by_device": {"0": 1}, "by_kind": [{"kind": "HtoD", "pinned_ns": 1}]}
+    assert undocumented({"diagnosis": {"primary": cause("memcpy", good), "causes": [cause("memcpy", good)]}}, keys) == []
+    assert undocumented({"diagnosis": {"causes": [cause("startup", {"items": [{"reason": "name"}]})]}}, keys) == []
+    assert undocumented({"diagnosis": {"primary": cause("memcpy", {"anything": {"0": 1}})}}, keys) == [
+        "diagnosis.evidence.memcpy.anything is not in docs/json.md",
+        "diagnosis.evidence.memcpy.anything.0 is not in docs/json.md"]
+    assert undocumented({"diagnosis": {"causes": [cause("startup", {"items": [{"bogus_ns": 1}]})]}}, keys) == [
+        "diagnosis.evidence.startup.items[].bogus_ns is not in docs/json.md"]
+    # A key documented for another cause is not accepted, nor a mistyped or an unknown cause's evidence.
+    assert undocumented({"diagnosis": {"primary": cause("none", {"link_fraction": 0.5})}}, keys) == [
+        "diagnosis.evidence.none.link_fraction is not in docs/json.md"]
+    assert undocumented({"diagnosis": {"primary": cause("memcpy", {"link_fraction": "x"})}}, keys) == [
+        "diagnosis.evidence.memcpy.link_fraction is string, docs/json.md says float or null"]
+    assert undocumented({"diagnosis": {"primary": cause("bogus", {})}}, keys) == [
+        "diagnosis.evidence.bogus is not in docs/json.md"]

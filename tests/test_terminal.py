@@ -58,10 +58,15 @@ def test_cli_analyze_terminal_exit_code(tmp_path, capsys: pytest.CaptureFixture)
     assert out.startswith("handmade/golden.json  (handmade")  # the path recorded in the Parquet metadata
     assert main(["analyze", str(tmp_path / "missing.json")]) == 2
     assert capsys.readouterr().err == f"tracelens: {tmp_path / 'missing.json'}: no such file or directory\n"
-    # markdown through analyze: the plot only when asked and written to a file
+    # markdown through analyze: the PNG plot only with --png and written to a file
     out_md = tmp_path / "a.md"
     assert main(["analyze", str(path), "-o", str(out_md), "--no-plots"]) == 0
     assert out_md.read_text().startswith("# tracelens report: golden.json")
+    assert "```mermaid" not in out_md.read_text()  # --no-plots: no inline charts either
     assert not (tmp_path / "a.utilization.png").exists()
     assert main(["analyze", str(path), "-o", str(out_md)]) == 0
+    assert not (tmp_path / "a.utilization.png").exists()
+    assert "```mermaid" in out_md.read_text()
+    assert main(["analyze", str(path), "-o", str(out_md), "--png"]) == 0
     assert (tmp_path / "a.utilization.png").exists()
+    assert "](a.utilization.png)" in out_md.read_text()

@@ -48,7 +48,10 @@ def cli() -> None:
 @click.option("--format", "-f", "fmt", type=click.Choice(FORMATS), default=None,
               help="Output format (default: terminal, or from the -o file's extension).")
 @click.option("--output", "-o", default=None, metavar="FILE", help="Write to FILE instead of stdout.")
-@click.option("--no-plots", is_flag=True, help="Markdown: do not write the utilization plot.")
+@click.option("--no-plots", is_flag=True, help="Markdown: no charts (no inline mermaid charts, no PNG).")
+@click.option("--png", is_flag=True,
+              help="Markdown to a file: also write the utilization plot as a PNG beside it (and, for several "
+                   "ranks, the per-rank plot).")
 @click.option("--workers", type=int, default=None, metavar="N",
               help="Several traces: parallel worker processes (default: CPU count).")
 @click.option("--engine", type=click.Choice(["local", "dask"]), default="local",
@@ -56,8 +59,8 @@ def cli() -> None:
 @click.option("--cache", "cache_dir", default=None, metavar="DIR",
               help="Several traces: Parquet cache and run manifest (default: <traces' dir>/.tracelens-cache).")
 @load_options
-def analyze(paths: Sequence[str], fmt: str | None, output: str | None, no_plots: bool, workers: int | None,
-            engine: str, cache_dir: str | None, run_name: str | None) -> None:
+def analyze(paths: Sequence[str], fmt: str | None, output: str | None, no_plots: bool, png: bool,
+            workers: int | None, engine: str, cache_dir: str | None, run_name: str | None) -> None:
     """Analyze one trace (or all ranks of a run) and print where the GPU time went."""
     from .report import format_for_path, render
 
@@ -68,7 +71,7 @@ def analyze(paths: Sequence[str], fmt: str | None, output: str | None, no_plots:
         doc, failures = analyze_run(list(paths), workers=workers, engine=engine, cache_dir=cache_dir)
     else:
         doc, failures = _analyze_one(paths[0], run_name=run_name), []
-    _write_output(render(doc, fmt, output=output, plots=not no_plots), output)
+    _write_output(render(doc, fmt, output=output, plots=not no_plots, png=png), output)
     if failures:
         from .errors import PartialFailure
 
@@ -98,15 +101,17 @@ def _analyze_one(path: str, *, run_name: str | None = None) -> dict[str, Any]:
 @cli.command()
 @click.argument("path", metavar="TRACE")
 @click.option("--output", "-o", default=None, metavar="FILE",
-              help="Markdown file to write (default: stdout); the plot goes beside it.")
-@click.option("--no-plots", is_flag=True, help="Do not write the utilization-over-time plot.")
+              help="Markdown file to write (default: stdout); a --png plot goes beside it.")
+@click.option("--no-plots", is_flag=True, help="No charts (no inline mermaid charts, no PNG).")
+@click.option("--png", is_flag=True,
+              help="With -o FILE: also write the utilization plot as a PNG beside the report.")
 @load_options
-def report(path: str, output: str | None, no_plots: bool, run_name: str | None) -> None:
+def report(path: str, output: str | None, no_plots: bool, png: bool, run_name: str | None) -> None:
     """Write a GitHub-flavoured markdown report for pull-request review."""
     from .report import render
 
     doc = _analyze_one(path, run_name=run_name)
-    _write_output(render(doc, "markdown", output=output, plots=not no_plots and output not in (None, "-")), output)
+    _write_output(render(doc, "markdown", output=output, plots=not no_plots, png=png), output)
 
 
 @cli.command()

@@ -19,7 +19,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from .charts import lost_time_chart, utilization_chart
 from .escape import html_text, is_shortened, md, shorten
+from .findings import sentence
 from .units import fmt_auto, fmt_bytes, fmt_ns, fmt_pct
 
 TOP_ROWS = 10  # rows shown before the rest is folded into <details>
@@ -191,13 +193,12 @@ def _headline(doc: dict[str, Any]) -> Lines:
     primary = _primary(doc)
     if primary:
         cause = primary.get("cause")
+        finding = md(sentence(primary, doc.get("diagnosis") or {}))
         if cause == "none":
-            threshold = (doc.get("diagnosis") or {}).get("threshold")
-            lines.append("- **Primary cause:** none: no cause loses more than "
-                         f"{fmt_pct(threshold) if threshold is not None else 'the threshold'} of the span")
+            lines.append(f"- **Primary cause:** none. {finding}")
         else:
             lines.append(f"- **Primary cause:** `{md(cause)}`: {fmt_ns(primary.get('lost_ns'))} lost "
-                         f"({fmt_pct(primary.get('share'))} of the span)")
+                         f"({fmt_pct(primary.get('share'))} of the span). {finding}")
             if primary.get("fix"):
                 lines.append(f"- **Fix:** {_text(primary.get('fix'))}")
     return lines
@@ -253,10 +254,20 @@ def _findings(doc: dict[str, Any]) -> Lines:
     if not causes:
         return lines + ["No cause of lost GPU time found."]
     rows = [[str(i), severity(c.get("share")), f"`{md(c.get('cause'))}`", fmt_ns(c.get("lost_ns")),
-             fmt_pct(c.get("share")), _evidence(c.get("evidence")), _text(c.get("fix")) if c.get("fix") else "-"]
+             fmt_pct(c.get("share")), md(sentence(c, diagnosis)), _text(c.get("fix")) if c.get("fix") else "-"]
             for i, c in enumerate(causes, start=1)]
-    lines.extend(table(["#", "severity", "cause", "lost time", "share of span", "evidence", "fix"], rows,
+    lines.extend(table(["#", "severity", "cause", "lost time", "share of span", "finding", "fix"], rows,
                        ["---:", "---", "---", "---:", "---:", "---", "---"]))
+    lines.extend(["", "Lost time is the GPU time each cause would give back if removed (an upper bound where it "
+                      "cannot be measured exactly); the structured evidence is in the JSON output."])
+    return lines
+
+
+def _charts(doc: dict[str, Any]) -> Lines:
+    lines: Lines = []
+    for chart in (lost_time_chart(doc), utilization_chart(doc)):
+        if chart:
+            lines.extend(["", *chart])
     return lines
 
 
@@ -394,8 +405,11 @@ def _occupancy(doc: dict[str, Any]) -> Lines:
         return _section_generic("occupancy", "Occupancy")(doc)
     lines = ["", "## Occupancy", ""]
     lines.append(f"{_num(occ.get('computed_count'))} of {_num(occ.get('kernel_count'))} kernels with a computed "
-                 f"occupancy; low means below {fmt_pct(occ.get('low_threshold'))}. Lost time (kernel time × unused "
-                 f"fraction, low or under-filled launches): {fmt_ns(occ.get('lost_ns'))}.")
+                 f"occupancy; low means below {fmt_pct(occ.get('low_threshold'))}. Lost time is GPU time with SMs "
+                 f"left empty by grids smaller than the SM count or by block shapes that cap occupancy: "
+                 f"{fmt_ns(occ.get('lost_ns'))} ({fmt_ns(occ.get('under_filled_lost_ns'))} under-filled, "
+                 f"{fmt_ns(occ.get('block_shape_lost_ns'))} block shape). Occupancy limited by registers or shared "
+                 "memory is shown but not counted: tuned GEMM and convolution kernels run there on purpose.")
     devices = [d for d in occ.get("per_device") or [] if isinstance(d, dict)]
     if devices:
         lines.append("")
@@ -406,24 +420,29 @@ def _occupancy(doc: dict[str, Any]) -> Lines:
             rows.append([md(d.get("device")), md(d.get("name") or "-"), md(d.get("compute_capability") or "-"),
                          _num(d.get("sm_count")), fmt_pct(d.get("time_weighted_theoretical")),
                          fmt_pct(d.get("time_weighted_estimated_achieved")), fmt_pct(d.get("time_weighted_reported")),
-                         fmt_ns(d.get("low_ns")), fmt_ns(d.get("under_filled_ns")), fmt_ns(d.get("lost_ns")),
-                         md(top or "-"), md(d.get("not_computed_reason") or "")])
+                         fmt_ns(d.get("low_ns")), fmt_ns(d.get("register_or_shared_limited_ns")),
+                         fmt_ns(d.get("under_filled_ns")), fmt_ns(d.get("block_shape_limited_ns")),
+                         fmt_ns(d.get("lost_ns")), md(top or "-"), md(d.get("not_computed_reason") or "")])
         lines.extend(table(["GPU", "name", "cc", "SMs", "theoretical", "est. achieved", "reported", "low-occupancy time",
-                            "under-filled time", "lost", "main limiter", "not computed because"], rows,
-                           ["---", "---", "---", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---", "---"]))
+                            "register/shared-limited time", "under-filled time", "block-shape-limited time", "lost",
+                            "main limiter", "not computed because"], rows,
+                           ["---", "---", "---", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:",
+                            "---", "---"]))
     kernels = [k for k in occ.get("top_low_occupancy_kernels") or [] if isinstance(k, dict)]
     if kernels:
         names = FullNames()
         rows = [[names.cell(k.get("name")), md(k.get("device")), _num(k.get("count")), fmt_ns(k.get("total_ns")),
-                 fmt_ns(k.get("lost_ns")), fmt_pct(k.get("occupancy")), fmt_pct(k.get("theoretical")),
-                 _ratio(k.get("waves")), md(k.get("limiter") or "-"), _num(k.get("threads_per_block")),
-                 _num(k.get("registers_per_thread")), fmt_bytes(k.get("shared_bytes_per_block"))]
+                 fmt_ns(k.get("lost_ns")), fmt_pct(k.get("sm_fill")), _ratio(k.get("grid_blocks")),
+                 fmt_pct(k.get("occupancy")), fmt_pct(k.get("shape_occupancy")), md(k.get("limiter") or "-"),
+                 _num(k.get("threads_per_block")), _num(k.get("registers_per_thread")),
+                 fmt_bytes(k.get("shared_bytes_per_block"))]
                 for k in kernels[:MAX_ROWS]]
-        lines.extend(["", "Kernels losing the most time to low occupancy:", ""])
-        lines.extend(_folded_table(["kernel", "GPU", "count", "total", "lost", "est. achieved", "theoretical", "waves",
-                                    "limiter", "threads/block", "regs/thread", "shared/block"], rows,
-                                   ["---", "---", "---:", "---:", "---:", "---:", "---:", "---:", "---", "---:", "---:",
-                                    "---:"], "kernels", total=len(kernels)))
+        lines.extend(["", "Kernels leaving the most SM time empty (each launch as if it ran alone):", ""])
+        lines.extend(_folded_table(["kernel", "GPU", "count", "total", "lost", "SM fill", "grid blocks",
+                                    "est. achieved", "shape allows", "limiter", "threads/block", "regs/thread",
+                                    "shared/block"], rows,
+                                   ["---", "---", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---", "---:",
+                                    "---:", "---:"], "kernels", total=len(kernels)))
         lines.extend(names.block())
     missing = [n for n in occ.get("not_computed") or [] if isinstance(n, dict)]
     if missing:
@@ -484,7 +503,7 @@ def _gaps(doc: dict[str, Any]) -> Lines:
     return lines
 
 
-HOST_ORDER = ("sync", "input", "launch", "cpu", "other")
+HOST_ORDER = ("startup", "sync", "input", "launch", "cpu", "other")
 
 
 def _ordered(keys: Any) -> list[str]:
@@ -672,9 +691,11 @@ GPU_ONLY = {"gaps", "attribution", "kernels", "launch", "memcpy", "occupancy"}  
 NOT_SECTIONS |= {"stragglers", "collectives", "imbalance", "representative_rank", "ranks_plot"}  # in _ranks
 
 
-def render_markdown(doc: dict[str, Any], plot_name: str | None = None) -> str:
+def render_markdown(doc: dict[str, Any], plot_name: str | None = None, charts: bool = True) -> str:
     lines = _headline(doc)
     lines.extend(_findings(doc))
+    if charts:
+        lines.extend(_charts(doc))
     lines.extend(_plot_link(plot_name))
     handled = set(NOT_SECTIONS)
     no_gpu = doc.get("devices") == []
@@ -700,10 +721,12 @@ def plot_path_for(output: str | Path) -> Path:
     return out.with_name(f"{stem}.utilization.png")
 
 
-def render(doc: dict[str, Any], *, output: str | Path | None = None, plots: bool = True, **_: Any) -> str:
-    """The markdown report; with ``plots`` and a file ``output``, also writes the utilization plot beside it."""
+def render(doc: dict[str, Any], *, output: str | Path | None = None, plots: bool = True, png: bool = False,
+           **_: Any) -> str:
+    """The markdown report. ``plots``: inline mermaid charts (GitHub draws them, nothing to upload); with
+    ``png`` and a file ``output``, also writes the utilization plot as a PNG beside it."""
     plot_name = None
-    if plots and output not in (None, "-"):
+    if plots and png and output not in (None, "-"):
         from .plots import write_utilization_plot
 
         path = plot_path_for(output)  # type: ignore[arg-type]
@@ -713,4 +736,4 @@ def render(doc: dict[str, Any], *, output: str | Path | None = None, plots: bool
             from ..multirank import plot_ranks, ranks_plot_path_for
 
             doc = {**doc, "ranks_plot": plot_ranks(doc, ranks_plot_path_for(output)).name}  # type: ignore[arg-type]
-    return render_markdown(doc, plot_name)
+    return render_markdown(doc, plot_name, charts=plots)

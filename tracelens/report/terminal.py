@@ -9,6 +9,7 @@ Sections absent from the document are skipped. Names from the traced program are
 from __future__ import annotations
 
 import io
+import textwrap
 from collections.abc import Callable
 from typing import Any
 
@@ -18,6 +19,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .escape import terminal as clean
+from .findings import sentence
 from .units import fmt_auto, fmt_bytes, fmt_ns, fmt_pct
 
 WIDTH = 100
@@ -70,8 +72,13 @@ def _table(title: str, columns: list[str], right: set[str] | None = None) -> _Ro
     return _Rows(title, columns, right)
 
 
-def _print(console: Console, text: str, style: str | None = None) -> None:
-    console.print(Text(clean(text)), style=style, highlight=False)
+def _print(console: Console, text: str, style: str | None = None, indent: str | None = None) -> None:
+    """Print plain text; with ``indent``, wrapped to WIDTH with that indent (two more on later lines)."""
+    text = clean(text)
+    if indent is not None:
+        text = textwrap.fill(text, width=WIDTH, initial_indent=indent, subsequent_indent=indent + "  ",
+                             break_on_hyphens=False)
+    console.print(Text(text), style=style, highlight=False, overflow="ignore")
 
 
 def _source(doc: dict[str, Any], console: Console) -> None:
@@ -101,52 +108,27 @@ def _plain(value: Any) -> str:
     return value if isinstance(value, str) else fmt_auto("", value)
 
 
-def evidence_summary(evidence: Any) -> str:
-    """One line from a cause's evidence: scalars with units, per-device maps, the names of top lists."""
-    if not isinstance(evidence, dict):
-        return _plain(evidence)
-    parts = []
-    for key, value in evidence.items():
-        if isinstance(value, dict):
-            inner = ", ".join(f"{k}: {fmt_auto(key if str(k).isdigit() else str(k), v)}" for k, v in value.items()
-                              if not isinstance(v, (dict, list)))
-            parts.append(f"{key} {{{inner}}}")
-        elif isinstance(value, list):
-            names = [str(v.get("name")) for v in value if isinstance(v, dict) and v.get("name")]
-            if names:
-                parts.append(f"{key}: {', '.join(clean(n, 40) for n in names[:3])}"
-                             + (f" (+{len(names) - 3})" if len(names) > 3 else ""))
-            elif value and all(not isinstance(v, (dict, list)) for v in value):
-                parts.append(f"{key}: {', '.join(fmt_auto(key, v) for v in value[:5])}")
-        else:
-            parts.append(f"{key}: {fmt_auto(key, value)}")
-    return "; ".join(parts)
-
-
 def _diagnosis(doc: dict[str, Any], console: Console) -> None:
     primary = _primary(doc)
     if primary is None:
         return
     console.print()
+    diagnosis = doc["diagnosis"]
     cause = primary.get("cause")
     if cause == "none":
-        threshold = doc["diagnosis"].get("threshold")
-        _print(console, "Diagnosis: no cause loses more than "
-                        f"{fmt_pct(threshold) if threshold is not None else 'the threshold'} of the span.",
-               style="green")
+        _print(console, f"Diagnosis: none. {sentence(primary, diagnosis)}", style="green", indent="")
     else:
         line = Text("Diagnosis: ", style="bold")
         line.append(clean(cause), style="bold red")
         line.append(clean(f"  lost {fmt_ns(primary.get('lost_ns'))} ({fmt_pct(primary.get('share'))} of span)"))
         console.print(line, highlight=False)
-        if primary.get("evidence"):
-            evidence = clean(evidence_summary(primary["evidence"]))
-            _print(console, f"  evidence: {evidence if len(evidence) <= 300 else evidence[:299] + '…'}")
+        _print(console, sentence(primary, diagnosis), indent="  ")
         if primary.get("fix"):
-            _print(console, f"  fix: {_plain(primary['fix'])}", style="cyan")
-    others = [c for c in (doc["diagnosis"].get("causes") or [])[1:] if isinstance(c, dict)]
+            _print(console, f"fix: {_plain(primary['fix'])}", style="cyan", indent="  ")
+    others = [c for c in (diagnosis.get("causes") or [])[1:] if isinstance(c, dict)]
     for c in others[:4]:
-        _print(console, f"  also: {c.get('cause')} {fmt_ns(c.get('lost_ns'))} ({fmt_pct(c.get('share'))})")
+        _print(console, f"also: {c.get('cause')} {fmt_ns(c.get('lost_ns'))} ({fmt_pct(c.get('share'))}): "
+                        f"{sentence(c, diagnosis)}", indent="  ")
 
 
 def _devices(doc: dict[str, Any], console: Console) -> None:

@@ -1,0 +1,259 @@
+"""One sentence per diagnosis finding, with its numbers, for the terminal and the markdown report.
+
+The sentence is built from the cause's structured evidence (``docs/json.md``, "Evidence by cause"); the JSON
+document keeps only the structure. Output is plain text: names from the traced program are quoted as they
+are, so callers escape the sentence for their medium (markdown: ``escape.md``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .escape import shorten
+from .units import fmt_bytes, fmt_ns, fmt_pct
+
+NAME_LIMIT = 60
+
+
+def _q(name: Any) -> str:
+    """A traced name, shortened and quoted."""
+    return f"“{shorten(str(name), NAME_LIMIT)}”"
+
+
+def _worst(by_device: dict[str, int]) -> tuple[str, int]:
+    """The device with the largest value (ties: lowest id) and that value."""
+    if not by_device:
+        return "?", 0
+    device = min(by_device, key=lambda d: (-by_device[d], int(d) if str(d).lstrip("-").isdigit() else 0))
+    return device, by_device[device]
+
+
+def _calls(n: int, what: str = "call") -> str:
+    return f"{n:,} {what}{'' if n == 1 else 's'}"
+
+
+def _gpu(device: str, n: int) -> str:
+    return f"GPU {device}" if n > 1 or device != "0" else "The GPU"
+
+
+def _mean_note(cause: dict[str, Any], by_device: dict[str, int]) -> str:
+    if len(by_device) <= 1:
+        return ""
+    share = (cause.get("evidence") or {}).get("share_of_idle")
+    of_idle = f", {fmt_pct(share)} of their idle time" if share is not None else ""
+    return f" (mean over {len(by_device)} GPUs: {fmt_ns(cause.get('lost_ns'))}{of_idle})"
+
+
+def _startup(cause: dict[str, Any], _: dict[str, Any]) -> str:
+    ev = cause["evidence"]
+    parts: list[str] = []
+    listed: list[tuple[str, int]] = []
+    for item in ev.get("items") or []:
+        # Nested one-time rows (an op and the call inside it) cover the same idle time: name the outer one.
+        if any(reason == item["reason"] and abs(idle - item["idle_ns"]) <= 0.01 * idle for reason, idle in listed):
+            continue
+        listed.append((item["reason"], item["idle_ns"]))
+        name, idle = _q(item["name"]), fmt_ns(item["idle_ns"])
+        if item["reason"] == "first_call":
+            parts.append(f"the first {name} ({fmt_ns(item['host_ns'])}; later calls "
+                         f"{fmt_ns(item.get('later_median_ns'))})")
+        elif item["reason"] == "long_launch":
+            parts.append(f"{name} calls of over 1 ms while the GPU idled (kernel modules loaded on first use, {idle})")
+        elif item["reason"] == "first_step":
+            parts.append(f"{name}, seen only in the first step ({idle})")
+        elif item["reason"] == "allocation":
+            parts.append(f"{name} ({_calls(item['count'])} while warming up, {idle})")
+        else:
+            parts.append(f"{name} ({idle})")
+        if len(parts) == 3:
+            break
+    text = f"One-time work filled {fmt_ns(cause['lost_ns'])} of GPU idle time ({fmt_pct(cause['share'])} of the span)"
+    if parts:
+        text += ": " + "; ".join(parts)
+    if ev.get("slow_first_step"):
+        text += (f". The first step took {fmt_ns(ev.get('first_step_ns'))}, later steps "
+                 f"{fmt_ns(ev.get('later_step_median_ns'))}")
+    return text + "."
+
+
+def _input(cause: dict[str, Any], _: dict[str, Any]) -> str:
+    ev = cause["evidence"]
+    top = ev.get("top_input_ranges") or []
+    if "idle_by_device" not in ev:  # no GPU in the trace: the host-side view
+        where = f" in {_q(top[0]['name'])}" if top else ""
+        return (f"The training thread waited for input{where} for {fmt_ns(cause['lost_ns'])}, "
+                f"{fmt_pct(cause['share'])} of {'step' if ev.get('steps') else 'host'} time (no GPU in this trace).")
+    by_device = ev.get("idle_by_device") or {}
+    device, idle = _worst(by_device)
+    text = f"{_gpu(device, len(by_device))} was idle {fmt_ns(idle)}"
+    if ev.get("share_of_idle") is not None and len(by_device) == 1:  # several GPUs: in the mean note
+        text += f", {fmt_pct(ev['share_of_idle'])} of its idle time,"
+    text += f" while the training thread was in {_q(top[0]['name'])}" if top else " while the host waited for input"
+    if ev.get("input_per_step_ns") is not None:
+        text += f", {fmt_ns(ev['input_per_step_ns'])} per step"
+    return text + _mean_note(cause, by_device) + "."
+
+
+def _launch(cause: dict[str, Any], _: dict[str, Any]) -> str:
+    ev = cause["evidence"]
+    launch, cpu = ev.get("idle_launch_by_device") or {}, ev.get("idle_cpu_by_device") or {}
+    total = {d: launch.get(d, 0) + cpu.get(d, 0) for d in set(launch) | set(cpu)}
+    device, idle = _worst(total)
+    doing = [f"{what} ({fmt_ns(ns)})" for what, ns in
+             (("framework or Python code", cpu.get(device)), ("CUDA API calls", launch.get(device))) if ns]
+    text = f"{_gpu(device, len(total))} was idle {fmt_ns(idle)}"
+    if doing:
+        text += " while its launching thread ran " + " and ".join(doing)
+    ops = ev.get("top_cpu_ops") or []
+    if ops:
+        text += f"; most host time in {_q(ops[0]['name'])}"
+    if ev.get("small_kernel_share") is not None:
+        text += f"; {fmt_pct(ev['small_kernel_share'])} of kernel time is in kernels under 10 µs"
+    if ev.get("issue_to_execution") is not None:
+        text += f"; the host issues GPU work at {ev['issue_to_execution']:.2f}x the rate the GPU runs it"
+    if ev.get("cuda_graphs"):
+        text += f"; CUDA graphs are in use, {ev.get('ops_outside_graphs') or 0:,} GPU ops still launched outside them"
+    return text + _mean_note(cause, total) + "."
+
+
+def _sync(cause: dict[str, Any], _: dict[str, Any]) -> str:
+    ev = cause["evidence"]
+    by_device = ev.get("idle_by_device") or {}
+    device, idle = _worst(by_device)
+    calls = ev.get("top_sync_calls") or []
+    text = f"{_gpu(device, len(by_device))} was idle {fmt_ns(idle)} while the host was blocked in "
+    text += (f"{_q(calls[0]['name'])} ({_calls(calls[0]['count'])}, {fmt_ns(calls[0]['total_ns'])})"
+             if calls else "synchronizing calls")
+    item = ev.get("item_pattern") or {}
+    if item.get("count"):
+        text += f"; {item['count']:,} small device-to-host reads waited for the GPU (the .item() pattern)"
+        ops = item.get("top_ops") or []
+        if ops:
+            text += f", most often in {_q(ops[0]['name'])}"
+    return text + "."
+
+
+def _memcpy(cause: dict[str, Any], _: dict[str, Any]) -> str:
+    ev = cause["evidence"]
+    kinds = ev.get("by_kind") or []
+    parts = []
+    by_device = ev.get("exposed_by_device") or {}
+    if ev.get("exposed_ns"):
+        device, exposed = _worst(by_device) if by_device else ("?", ev["exposed_ns"])
+        where = f"on GPU {device}, " if len(by_device) > 1 else ""
+        text = f"{where}copies ran with no kernel beside them for {fmt_ns(exposed)}"
+        if kinds:
+            k = kinds[0]
+            duration = k["duration_ns"] or 1
+            memory = ("" if k["kind"] in ("DtoD", "PtoP") else "pinned" if k["pinned_ns"] >= 0.5 * duration
+                      else "pageable" if k["pageable_ns"] >= 0.5 * duration else "of mixed or unknown host memory")
+            mode = ("asynchronous" if k["async_ns"] >= 0.5 * duration
+                    else "synchronous" if k["sync_ns"] >= 0.5 * duration else "")
+            rate = f" at {fmt_bytes(k['achieved_bytes_per_s'])}/s" if k.get("achieved_bytes_per_s") else ""
+            how = " and ".join(x for x in (memory, mode) if x)
+            copies = "copy" if k["count"] == 1 else "copies"
+            text += f": mostly {k['count']:,} {k['kind']} {copies} of {fmt_bytes(k['bytes'])}{rate}" + (f", {how}" if how else "")
+            if ev.get("link_fraction") is not None:
+                text += f" ({fmt_pct(ev['link_fraction'])} of the expected bandwidth for large copies)"
+        parts.append(text)
+    if ev.get("sync_copy_idle_ns"):
+        parts.append(f"the GPU idled {fmt_ns(ev['sync_copy_idle_ns'])} while the host waited in synchronous copies")
+    if not parts:
+        return "Copies cost GPU time."
+    sentence = "; ".join(parts) + _mean_note(cause, by_device)
+    return sentence[0].upper() + sentence[1:] + "."
+
+
+def _occupancy(cause: dict[str, Any], _: dict[str, Any]) -> str:
+    ev = cause["evidence"]
+    text = f"Kernels left {fmt_ns(cause['lost_ns'])} of GPU time with SMs empty ({fmt_pct(cause['share'])} of the span)"
+    kernels = ev.get("top_kernels") or []
+    under = [k for k in kernels if not k.get("block_shape_limited")]
+    shaped = [k for k in kernels if k.get("block_shape_limited")]
+    parts = []
+    if ev.get("under_filled_lost_ns"):
+        sms = sorted({v for v in (ev.get("sm_count") or {}).values() if v})
+        part = f"{fmt_ns(ev['under_filled_lost_ns'])} from launches with fewer blocks than the GPU's " \
+               f"{'/'.join(str(s) for s in sms) or '?'} SMs"
+        if under and under[0].get("grid_blocks") is not None:
+            blocks = round(under[0]["grid_blocks"])
+            part += f" (e.g. {_q(under[0]['name'])}, {_calls(blocks, 'block')})"
+        parts.append(part)
+    if ev.get("block_shape_lost_ns"):
+        part = f"{fmt_ns(ev['block_shape_lost_ns'])} from block shapes that cap occupancy"
+        if shaped:
+            part += f" (e.g. {_q(shaped[0]['name'])}, {shaped[0]['threads_per_block']} threads per block)"
+        parts.append(part)
+    return text + (": " + "; ".join(parts) if parts else "") + "."
+
+
+def _imbalance(cause: dict[str, Any], _: dict[str, Any]) -> str:
+    ev = cause["evidence"]
+    busy = ev.get("busy_by_device") or {}
+    if ev.get("across_ranks_ns") and ev["across_ranks_ns"] >= cause["lost_ns"]:
+        return f"Ranks wait {fmt_ns(cause['lost_ns'])} on average for the busiest rank."
+    least = str(ev.get("least_busy_device"))
+    busiest, top = _worst(busy)
+    return (f"GPU {least} was busy {fmt_ns(busy.get(least))} while GPU {busiest} was busy {fmt_ns(top)}: "
+            f"the GPUs are {fmt_ns(cause['lost_ns'])} short of the busiest one on average.")
+
+
+def _unexplained(cause: dict[str, Any], _: dict[str, Any]) -> str:
+    ev = cause["evidence"]
+    by_device = ev.get("idle_by_device") or {}
+    device, idle = _worst(by_device)
+    text = f"{_gpu(device, len(by_device))} was idle {fmt_ns(idle)}"
+    if ev.get("share_of_idle") is not None and len(by_device) == 1:
+        text += f" ({fmt_pct(ev['share_of_idle'])} of its idle time)"
+    text += " with no recorded activity on its launching thread"
+    if ev.get("rank_wait_ns"):
+        text += f"; the host was waiting on other processes (MPI or collective calls) for {fmt_ns(ev['rank_wait_ns'])} of it"
+    top = ev.get("top_activity") or []
+    if top:
+        text += f"; in that time the trace shows {_q(top[0]['name'])} ({top[0]['kind']}, thread {top[0]['tid']}, " \
+                f"{fmt_ns(top[0]['overlap_ns'])})"
+    else:
+        text += "; no host thread recorded anything in that time"
+    tracing = ev.get("host_tracing") or {}
+    missing = [what for key, what in (("framework_ops", "framework ops"), ("os_runtime", "OS-runtime calls"))
+               if not tracing.get(key)]
+    if missing:
+        text += f"; {' and '.join(missing)} were not traced"
+    if (ev.get("world_size") or 1) > 1:
+        text += f"; this is one of {ev['world_size']} ranks"
+    return text + _mean_note(cause, by_device) + "."
+
+
+def _none(cause: dict[str, Any], diagnosis: dict[str, Any]) -> str:
+    ev = cause.get("evidence") or {}
+    text = f"No cause loses more than {fmt_pct(ev.get('threshold', diagnosis.get('threshold')))} of the span"
+    if ev.get("busy_share") is not None:
+        text += f"; the GPUs are busy {fmt_pct(ev['busy_share'])} of it"
+    if ev.get("largest_cause"):
+        text += f" (largest: {ev['largest_cause']}, {fmt_pct(ev.get('largest_share'))})"
+    return text + "."
+
+
+SENTENCES: dict[str, Callable[[dict[str, Any], dict[str, Any]], str]] = {
+    "startup": _startup,
+    "input_pipeline": _input,
+    "host_launch_overhead": _launch,
+    "synchronization": _sync,
+    "memcpy": _memcpy,
+    "low_occupancy": _occupancy,
+    "multi_gpu_imbalance": _imbalance,
+    "unexplained_idle": _unexplained,
+    "none": _none,
+}
+
+
+def sentence(cause: dict[str, Any], diagnosis: dict[str, Any] | None = None) -> str:
+    """The finding as one sentence with its numbers (plain text; escape it for markdown)."""
+    build = SENTENCES.get(str(cause.get("cause")))
+    if build is None or not isinstance(cause.get("evidence"), dict):
+        return f"{cause.get('cause')}: {fmt_ns(cause.get('lost_ns'))} lost."
+    try:
+        return build(cause, diagnosis or {})
+    except (KeyError, TypeError, ValueError):  # a document written by another version: fall back, never crash
+        return f"{cause.get('cause')}: {fmt_ns(cause.get('lost_ns'))} lost."
