@@ -42,6 +42,8 @@ EXPECTED = [
     ("low_occupancy_block_shape", "low_occupancy", 13700, 14800, OCCUPANCY_FIX["under_filled"]["pytorch"]),
     ("startup", "startup", 10_000 * US, 10_580 * US, STARTUP_FIX["pytorch"]),
     ("unexplained_idle", "unexplained_idle", 890 * US, 1100 * US, UNEXPLAINED_FIX["untraced"]["pytorch"]),
+    ("input_single_process_cudnn", "input_pipeline", 90_000_000, 400_000_000,
+     INPUT_FIX["single_process"]["pytorch"]),
 ]
 
 
@@ -186,6 +188,18 @@ def test_register_limited_library_gemms_are_healthy():
     assert device["register_or_shared_limited_ns"] == 10_500 * US  # 10 x 1000 us + the 500 us small one
     assert device["library_under_filled_ns"] == 500 * US
     assert device["time_weighted_theoretical"] < 0.5  # still shown as information
+
+
+def test_input_bound_loop_with_register_limited_cudnn_kernels_is_input_bound():
+    doc = analyze(load_case("input_single_process_cudnn"))
+    causes = dict(_causes(doc))
+    assert "low_occupancy" not in causes  # cuDNN's kernels: register-limited and a library-chosen grid
+    assert causes["unexplained_idle"] == 9_980_000 and causes["host_launch_overhead"] == 20_000
+    device = doc["occupancy"]["per_device"][0]
+    assert device["library_under_filled_ns"] == 300_000_000 and device["lost_ns"] == 0
+    ev = doc["diagnosis"]["primary"]["evidence"]
+    # host time in input per step (steps section): each step spends [b, b+45) in __next__.
+    assert (ev["loader"], ev["input_per_step_ns"]) == ("single_process", 45_000_000)
 
 
 def test_whole_step_in_one_cuda_graph_is_healthy():

@@ -97,12 +97,20 @@ CAUSE_VERDICTS = {
     "synchronization": "synchronization", "memcpy": "memcpy", "memcpy_pinned_at_link": "memcpy",
     "low_occupancy": "low_occupancy", "low_occupancy_block_shape": "low_occupancy",
     "multi_gpu_imbalance": "multi_gpu_imbalance", "none": "none", "healthy_gemm": "none", "graph_step": "none",
-    "startup": "startup", "unexplained_idle": "unexplained_idle",
+    "startup": "startup", "unexplained_idle": "unexplained_idle", "input_single_process_cudnn": "input_pipeline",
 }
 
 
+ALLOWED_CAUSES = {"input_pipeline", "host_launch_overhead", "synchronization", "memcpy", "low_occupancy",
+                  "multi_gpu_imbalance", "startup", "unexplained_idle"}
+
+
 def _diagnosis(path: Path) -> dict:
-    return tracelens.analyze(tracelens.load(path))["diagnosis"]
+    diagnosis = tracelens.analyze(tracelens.load(path))["diagnosis"]
+    # `cause` is one of the documented names everywhere (docs/json.md), `none` only as the primary.
+    assert {c["cause"] for c in diagnosis["causes"]} <= ALLOWED_CAUSES
+    assert diagnosis["primary"]["cause"] in ALLOWED_CAUSES | {"none"}
+    return diagnosis
 
 
 @pytest.mark.shared
