@@ -1,0 +1,46 @@
+"""Interval subtraction and intersection (tracelens/intervals.py) against a set-of-instants reference."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tracelens import intervals
+
+
+def _instants(starts, ends) -> set[int]:
+    out: set[int] = set()
+    for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
+        out.update(range(s, e))
+    return out
+
+
+def _union(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+    s = rng.integers(0, 60, n)
+    s, e = intervals.merge(s, s + rng.integers(1, 15, n))
+    return s, e
+
+
+def test_hand_cases():
+    gaps = (np.array([0, 100]), np.array([50, 200]))
+    # A cut covering [10,20) and [40,120): [0,10) + [20,40) of the first gap, [120,200) of the second.
+    s, e = intervals.subtract(*gaps, np.array([10, 40]), np.array([20, 120]))
+    assert (s.tolist(), e.tolist()) == ([0, 20, 120], [10, 40, 200])
+    s, e = intervals.intersect(*gaps, np.array([10, 40]), np.array([20, 120]))
+    assert (s.tolist(), e.tolist()) == ([10, 40, 100], [20, 50, 120])
+    # An empty cut leaves everything; a cut of everything leaves nothing.
+    assert intervals.subtract(*gaps, np.empty(0, np.int64), np.empty(0, np.int64))[0].tolist() == [0, 100]
+    assert intervals.subtract(*gaps, np.array([-5]), np.array([500]))[0].size == 0
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_random_unions_against_instant_sets(seed):
+    rng = np.random.default_rng(seed)
+    for _ in range(300):
+        a = _union(rng, int(rng.integers(0, 8)))
+        c = _union(rng, int(rng.integers(0, 8)))
+        s, e = intervals.subtract(*a, *c)
+        assert _instants(s, e) == _instants(*a) - _instants(*c)
+        assert np.all(s[1:] > e[:-1]) and np.all(e > s)  # sorted, disjoint, non-empty
+        s, e = intervals.intersect(*a, *c)
+        assert _instants(s, e) == _instants(*a) & _instants(*c)
