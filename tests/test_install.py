@@ -37,8 +37,6 @@ DISTRIBUTION = {
 EXTRA_ONLY = {
     "torch": ({"templates/pytorch_train.py"}, {"torch", "test"}),
     "tensorflow": ({"templates/tf_train.py"}, {"tf", "test"}),
-    # tracelens.nvtx, the annotation helpers; the templates annotate with it, so their extras bring it
-    "nvtx": ({"nvtx.py"}, {"nvtx", "torch", "tf", "test"}),
     # analyze --engine dask, behind an ImportError that names the extra
     "dask": ({"multirank.py"}, {"distributed", "test"}),
 }

@@ -4,9 +4,10 @@ Field-by-field mapping, generations handled and the time rounding rule: ``docs/f
 
 Speed and memory: the file is decompressed in blocks; Kineto writes one event per ``{...}`` block at a fixed
 indentation, so complete events can be cut out of each block and turned into numpy columns before the next
-block is read: by DuckDB's JSON reader (C++, several blocks at once in worker threads) for big traces
-when duckdb is installed, else by a typed ``msgspec`` decoder that keeps only the fields tracelens needs.
-Both give the same columns (tested). Peak memory is the column data plus the few blocks in flight. A file written in another layout (minified, re-indented)
+block is read: by the native scanner (``_kineto_scan.c``, GIL released) when the extension was built, by
+DuckDB's JSON reader (C++, several blocks at once in worker threads) for big traces otherwise, else by a
+typed ``msgspec`` decoder that keeps only the fields tracelens needs; a block one engine declines goes to
+msgspec. Every engine gives the same columns (tested). Peak memory is the column data plus the few blocks in flight. A file written in another layout (minified, re-indented)
 is decoded in one piece by msgspec.
 """
 

@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import numpy as np
-import orjson
 import pandas as pd
 import pyarrow as pa
 
@@ -48,10 +48,10 @@ _UNIX_US = 1e15
 def _load_json(path: Path) -> dict[str, Any]:
     try:
         with gzip.open(path, "rb") as fh:
-            data = orjson.loads(fh.read())
+            data = msgspec.json.decode(fh.read())
     except (OSError, EOFError, zlib.error) as err:
         raise InputError(f"not a readable gzip file ({err})", path=path) from None
-    except orjson.JSONDecodeError as err:
+    except msgspec.DecodeError as err:
         raise InputError(f"truncated or invalid JSON ({err})", path=path) from None
     if not isinstance(data, dict) or not isinstance(data.get("traceEvents"), list):
         raise InputError("not a TensorFlow trace.json (no traceEvents list)", path=path)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import orjson
+import msgspec
+import numpy as np
 
 
 def _finite(value: Any) -> Any:
@@ -19,5 +20,17 @@ def _finite(value: Any) -> Any:
     return value
 
 
+def _numpy(value: Any) -> Any:
+    # numpy scalars and arrays (np.float64 is a float already): their Python equivalents.
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    raise NotImplementedError(f"cannot write {type(value).__name__} as JSON")
+
+
+_ENCODER = msgspec.json.Encoder(enc_hook=_numpy)
+
+
 def render(doc: dict[str, Any], **_: Any) -> str:
-    return orjson.dumps(_finite(doc), option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY).decode() + "\n"
+    return msgspec.json.format(_ENCODER.encode(_finite(doc)), indent=2).decode() + "\n"
