@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+import warnings
 from pathlib import Path
 
 import pytest
@@ -189,8 +190,10 @@ def test_table_missing_required_column_is_skipped_with_warning(tmp_path: Path) -
      "unexpected type or size"),
     ("a timestamp beyond 2^62 ns", "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET \"end\" = 9223372036854775807 "
      "WHERE rowid = 1", "2^62"),
-    ("a string id far past the table", "UPDATE StringIds SET id = 4611686018427387904 WHERE rowid = 1",
-     "StringIds"),
+    ("a string id beyond int64 (stored as a real)",
+     "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET demangledName = 1e20 WHERE rowid = 1", "unexpected type or size"),
+    ("text where a string id belongs", "UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET nameId = 'x' WHERE rowid = 1",
+     "unexpected type or size"),
 ])
 def test_cells_nsys_never_writes_are_one_input_error(damage: tuple[str, str, str], tmp_path: Path,
                                                       capsys: pytest.CaptureFixture) -> None:
@@ -224,3 +227,58 @@ def test_odd_cells_in_lookup_tables_are_skipped(tmp_path: Path, capsys: pytest.C
     assert trace.of_kind("kernel")["start_ns"].tolist() == reference.of_kind("kernel")["start_ns"].tolist()
     code, _, err = _run(capsys, "analyze", "-f", "json", str(path))
     assert code == 0, err
+
+
+# StringIds is declared "id INTEGER PRIMARY KEY": ids of other types need the table rebuilt without it.
+_UNTYPED_STRING_IDS = ("CREATE TABLE S (id, value)", "INSERT INTO S SELECT id, value FROM StringIds",
+                       "DROP TABLE StringIds", "ALTER TABLE S RENAME TO StringIds")
+
+
+@pytest.mark.parametrize("damage", [
+    # (StringIds edits, the id the kernel rows then name)
+    ("a string id far past the table", ["UPDATE StringIds SET id = 4611686018427387904 WHERE id = {kernel}"],
+     4611686018427387904),
+    ("a negative string id", ["UPDATE StringIds SET id = -5 WHERE id = {kernel}"], -5),
+    ("the largest int64 string id", ["UPDATE StringIds SET id = 9223372036854775807 WHERE id = {kernel}"],
+     9223372036854775807),
+    ("the smallest int64 string id", ["UPDATE StringIds SET id = -9223372036854775808 WHERE id = {kernel}"],
+     -9223372036854775808),
+    # rows whose id is no integer are left out: the kernel's id is then missing
+    ("a string id beyond int64", [*_UNTYPED_STRING_IDS, "UPDATE StringIds SET id = 1e20 WHERE id = {kernel}"], None),
+    ("a text string id", [*_UNTYPED_STRING_IDS, "UPDATE StringIds SET id = 'x' WHERE id = {kernel}"], None),
+    ("a null string id", [*_UNTYPED_STRING_IDS, "UPDATE StringIds SET id = NULL WHERE id = {kernel}"], None),
+    # ids in the event table that no StringIds row has
+    ("a negative id in an event", [], -5),
+    ("the largest int64 id in an event", [], 9223372036854775807),
+    ("the smallest int64 id in an event", [], -9223372036854775808),
+], ids=lambda d: d[0])
+def test_absurd_string_ids_read_with_a_placeholder(damage: tuple[str, list[str], int | None], tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture) -> None:
+    """Ids are keys: any integer id is looked up as it is (the fuzz's id 2^62 was one InputError before);
+    StringIds rows whose id is no integer are left out; an event's id StringIds lacks names it
+    '<unknown string id N>', with one warning. No kernel row is lost either way."""
+    _, statements, new_id = damage
+    path = copy_shared_trace(tmp_path, "nsys", TINY)
+    conn = sqlite3.connect(path)
+    kernel, value = conn.execute("SELECT k.demangledName, s.value FROM CUPTI_ACTIVITY_KIND_KERNEL k "
+                                 "JOIN StringIds s ON s.id = k.demangledName ORDER BY k.start LIMIT 1").fetchone()
+    rows = conn.execute("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE demangledName = ?",
+                        (kernel,)).fetchone()[0]
+    for statement in statements:
+        conn.execute(statement.format(kernel=kernel))
+    new_id = kernel if new_id is None else new_id
+    # Both name columns name the new id, so that the short name cannot stand in.
+    conn.execute("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET demangledName = ?, shortName = ? WHERE demangledName = ?",
+                 (new_id, new_id, kernel))
+    conn.commit()
+    found = conn.execute("SELECT count(*) FROM StringIds WHERE id = ? AND typeof(id) = 'integer'",
+                         (new_id,)).fetchone()[0]
+    conn.close()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        code, _, err = _run(capsys, "analyze", "-f", "json", str(path))
+        names = load(path).of_kind("kernel").name.astype(str).tolist()
+    assert code == 0, err
+    assert len(names) == 2
+    assert names.count(value if found else f"<unknown string id {new_id}>") == rows
+    assert any("StringIds lacks" in str(w.message) for w in caught) == (not found)

@@ -250,40 +250,108 @@ def _dict_array(indices: np.ndarray, values: pa.Array) -> pa.DictionaryArray:
     return pa.DictionaryArray.from_arrays(idx, values)
 
 
+# StringIds ids are keys, not positions: nsys numbers a full export's strings densely from 0, but an export
+# cut out of a bigger one keeps the original ids (126 strings with ids up to 3,436,172). Ids up to this many
+# slots past the row count get a dense id -> slot table (4 bytes a slot: at most 4 MiB more than the strings
+# need); sparser ids are looked up by binary search in the sorted ids.
+_DENSE_SLACK = 2**20
+# Lookup codes besides a position in ``values``: no name (a null id, or an empty or null value), and an id
+# that StringIds lacks (named by _PLACEHOLDER).
+_UNNAMED = -1
+_MISSING = -2
+# The name given to rows whose string id StringIds lacks: "<unknown string id 3436172>".
+_PLACEHOLDER = ("<unknown string id ", ">")
+
+
 @dataclass
 class _Strings:
-    """StringIds: id -> position in ``values`` (-1 when the id is unknown)."""
+    """StringIds: ``keys`` (sorted, unique ids) -> ``slots`` (positions in ``values``, -1 for an empty value);
+    ``table`` is the same map as a dense array (``_MISSING`` where absent) when the ids are compact enough."""
 
-    position: np.ndarray
+    keys: np.ndarray
+    slots: np.ndarray
     values: pa.Array
+    table: np.ndarray | None = None
     _stripped: tuple[np.ndarray, pa.Array] | None = field(default=None, repr=False)
+    # Distinct missing ids and row counts, one entry per looked-up column (appends are atomic: the tables
+    # are built in parallel threads).
+    _missing: list[tuple[np.ndarray, int]] = field(default_factory=list, repr=False)
 
     @classmethod
     def load(cls, db: _Database) -> _Strings:
         if "StringIds" not in db.tables or not {"id", "value"} <= set(db.columns("StringIds")):
-            return cls(np.full(0, -1, np.int32), pa.array([], pa.string()))
-        table = db.arrow("SELECT id, ifnull(CAST(value AS BLOB), X'') FROM StringIds", ["id", "value"])
-        ids = table.column("id").fill_null(-1).to_numpy().astype(np.int64) if table.num_rows else np.empty(0, np.int64)
-        indices, values = _decode_dictionary(table.column("value")) if table.num_rows else (
-            np.empty(0, np.int32), pa.array([], pa.string()))
-        keep = ids >= 0
-        # nsys numbers strings densely from 0; ids far past the row count mean a damaged table, and would make
-        # the dense lookup below absurdly large.
-        if ids.size and int(ids.max()) > 16 * ids.size + 2**20:
-            raise InputError(f"StringIds holds id {int(ids.max()):,} for {ids.size:,} strings (a damaged export)",
-                             path=db.path)
-        position = np.full(int(ids.max()) + 1 if ids.size else 0, -1, np.int32)
-        position[ids[keep]] = indices[keep]
-        return cls(position, values)
+            return cls(np.empty(0, np.int64), np.empty(0, np.int32), pa.array([], pa.string()))
+        # nsys declares id INTEGER PRIMARY KEY (never anything else); rows of a hand-edited table whose id is
+        # NULL, text, a blob or a real (e.g. beyond int64) are left out, like odd rows of the other lookups.
+        table = db.arrow("SELECT id, ifnull(CAST(value AS BLOB), X'') FROM StringIds WHERE typeof(id) = 'integer'",
+                         ["id", "value"])
+        if not table.num_rows:
+            return cls(np.empty(0, np.int64), np.empty(0, np.int32), pa.array([], pa.string()))
+        ids = _numpy(table.column("id"))
+        slots, values = _decode_dictionary(table.column("value"))
+        del table
+        if ids.size > 1 and not (ids[1:] > ids[:-1]).all():  # a rowid table comes sorted and unique
+            order = np.argsort(ids, kind="stable")
+            ids, slots = ids[order], slots[order]
+            last = np.ones(ids.size, bool)  # a repeated id (not nsys): its last row wins
+            last[:-1] = ids[1:] != ids[:-1]
+            ids, slots = ids[last], slots[last]
+        dense = None
+        if ids[0] >= 0 and ids[-1] < ids.size + _DENSE_SLACK:
+            dense = np.full(int(ids[-1]) + 1, _MISSING, np.int32)
+            dense[ids] = slots
+        return cls(ids, slots, values, dense)
 
     def lookup(self, ids: pa.Array | pa.ChunkedArray) -> np.ndarray:
-        """Positions in ``values`` for an id column (-1 for null or unknown ids)."""
-        arr = _numpy(ids, fill=-1)
-        ok = (arr >= 0) & (arr < self.position.size)
-        return np.where(ok, self.position[np.where(ok, arr, 0)], -1).astype(np.int32)
+        """Positions in ``values`` for an id column: ``_UNNAMED`` (-1) for a null id or an empty string,
+        ``_MISSING`` (-2) for an id StringIds lacks."""
+        if isinstance(ids, pa.ChunkedArray):
+            ids = ids.combine_chunks()
+        arr = _id_numpy(ids)
+        if self.table is not None:
+            ok = (arr >= 0) & (arr < self.table.size)
+            codes = np.where(ok, self.table[np.where(ok, arr, 0)], _MISSING).astype(np.int32)
+        elif self.keys.size:
+            at = np.minimum(np.searchsorted(self.keys, arr), self.keys.size - 1)
+            codes = np.where(self.keys[at] == arr, self.slots[at], _MISSING).astype(np.int32)
+        else:
+            codes = np.full(arr.size, _MISSING, np.int32)
+        if ids.null_count:
+            codes[ids.is_null().to_numpy(zero_copy_only=False)] = _UNNAMED
+        return codes
+
+    def placeholders(self, codes: np.ndarray, ids: np.ndarray, values: pa.Array) -> tuple[np.ndarray, pa.Array]:
+        """Name the ``_MISSING`` rows of ``codes`` ``<unknown string id N>`` (N from ``ids``, the rows' id
+        column as int64): (codes, values) with one placeholder value per distinct missing id appended, and
+        the ids recorded for the file's warning. Vectorized: one np.unique and one Arrow string join."""
+        missing = codes == _MISSING
+        if not missing.any():
+            return codes, values
+        unique, inverse = np.unique(ids[missing], return_inverse=True)
+        self._missing.append((unique, int(missing.sum())))
+        text = pc.binary_join_element_wise(_PLACEHOLDER[0], pa.array(unique).cast(pa.string()), _PLACEHOLDER[1], "")
+        codes = codes.copy()
+        codes[missing] = len(values) + inverse.astype(np.int32)
+        # A real string equal to a placeholder (never in nsys) would repeat a dictionary value: dedupe maps
+        # each repeat onto its first occurrence.
+        return _dedupe(codes, pa.concat_arrays([values, text.cast(values.type)]))
+
+    def missing_summary(self) -> str | None:
+        """One line about the ids StringIds lacks (None when every id was found)."""
+        if not self._missing:
+            return None
+        ids = np.unique(np.concatenate([m for m, _ in self._missing]))
+        rows = sum(n for _, n in self._missing)
+        shown = ", ".join(str(i) for i in ids[:3]) + (", ..." if ids.size > 3 else "")
+        # The count and the placeholder first: the terminal report cuts long warning lines.
+        return (f"{rows:,} row(s) named '{_PLACEHOLDER[0]}N{_PLACEHOLDER[1]}': StringIds lacks their "
+                f"{ids.size:,} string id(s) ({shown})")
 
     def names(self, ids: pa.Array | pa.ChunkedArray) -> pa.DictionaryArray:
-        return _dict_array(self.lookup(ids), self.values)
+        codes = self.lookup(ids)
+        codes, values = self.placeholders(codes, _id_numpy(ids), self.values) if (codes == _MISSING).any() else (
+            codes, self.values)
+        return _dict_array(codes, values)
 
     def api_names(self, ids: pa.Array | pa.ChunkedArray) -> pa.DictionaryArray:
         """Names with the CUDA API version suffix (``_v7000``) stripped."""
@@ -292,12 +360,21 @@ class _Strings:
             self._stripped = _dedupe(np.arange(len(self.values), dtype=np.int32), stripped)
         remap, values = self._stripped
         pos = self.lookup(ids)
-        return _dict_array(np.where(pos >= 0, remap[np.maximum(pos, 0)], -1).astype(np.int32), values)
+        codes = pos.copy()
+        found = pos >= 0
+        codes[found] = remap[pos[found]]
+        if (codes == _MISSING).any():
+            codes, values = self.placeholders(codes, _id_numpy(ids), values)
+        return _dict_array(codes, values)
 
     def get(self, string_id: int | None) -> str | None:
-        if not isinstance(string_id, int) or not 0 <= string_id < self.position.size or self.position[string_id] < 0:
+        """One id's string (None for an id StringIds lacks or an empty string)."""
+        if not isinstance(string_id, int) or not self.keys.size:
             return None
-        return self.values[int(self.position[string_id])].as_py()
+        at = int(np.searchsorted(self.keys, string_id)) if -2**63 <= string_id < 2**63 else self.keys.size
+        if at == self.keys.size or self.keys[at] != string_id or self.slots[at] < 0:
+            return None
+        return self.values[int(self.slots[at])].as_py()
 
 
 def _numpy(arr: pa.Array | pa.ChunkedArray, fill: int = 0) -> np.ndarray:
@@ -307,6 +384,17 @@ def _numpy(arr: pa.Array | pa.ChunkedArray, fill: int = 0) -> np.ndarray:
     if not pa.types.is_integer(arr.type):
         arr = arr.cast(pa.int64(), safe=False)
     return arr.fill_null(fill).to_numpy().astype(np.int64, copy=False)
+
+
+def _id_numpy(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """A string id column as int64 numpy (nulls read 0: callers mask them). Unlike ``_numpy`` the cast is
+    checked: a real where nsys writes an integer id (a fraction, or beyond int64) raises ArrowInvalid, which
+    the reader reports as one InputError, rather than wrapping to an arbitrary id."""
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    if not pa.types.is_integer(arr.type):
+        arr = arr.cast(pa.int64())
+    return arr.fill_null(0).to_numpy().astype(np.int64, copy=False)
 
 
 def _detach(arr: pa.Array | pa.ChunkedArray) -> pa.Array:
@@ -479,6 +567,10 @@ class NsysReader:
         if not any(row_counts.get(t) for t in GPU_TABLES):
             self.warnings.append("no GPU activity: the export has no CUDA kernel, memcpy or memset rows "
                                  "(was the CUDA trace enabled?)")
+        missing = strings.missing_summary()
+        if missing:  # one warning per file, however many tables and ids
+            self.warnings.append(missing)
+            warnings.warn(f"{self.path}: {missing}", UserWarning, stacklevel=3)
 
         origin, events = self._assemble(parts)
         del parts
@@ -592,12 +684,19 @@ class NsysReader:
     def _kernels(self, t: pa.Table, strings: _Strings) -> _Part:
         name = strings.lookup(t.column("demangledName"))
         short_ids = t.column("shortName")
+        values = strings.values
         if (name < 0).any():
-            name = np.where(name >= 0, name, strings.lookup(short_ids)).astype(np.int32)
+            # The short name stands in for a null, empty or missing demangled name; a row with neither is
+            # named after its missing id (the demangled one first).
+            short = strings.lookup(short_ids)
+            fallback = np.where((short == _UNNAMED) & (name == _MISSING), _MISSING, short)
+            missing_id = np.where(name == _MISSING, _id_numpy(t.column("demangledName")), _id_numpy(short_ids))
+            name = np.where(name >= 0, name, fallback).astype(np.int32)
+            name, values = strings.placeholders(name, missing_id, values)
         cols = self._gpu_common(t)
         cols.update({
             "kind": _kind_const(t.num_rows, KERNEL),
-            "name": _dict_array(name, strings.values),
+            "name": _dict_array(name, values),
             "grid_x": t.column("gridX"), "grid_y": t.column("gridY"), "grid_z": t.column("gridZ"),
             "block_x": t.column("blockX"), "block_y": t.column("blockY"), "block_z": t.column("blockZ"),
             "registers_per_thread": t.column("registersPerThread"),
@@ -606,13 +705,13 @@ class NsysReader:
             "graph_id": t.column("graphId"),
         })
         # Keep the short names reachable: demangled name -> short name, read at each name's first row.
-        first_row = np.full(len(strings.values) + 1, -1, np.int64)
+        first_row = np.full(len(values) + 1, -1, np.int64)
         rows = np.arange(name.size, dtype=np.int64)
         first_row[name[::-1]] = rows[::-1]  # the last write wins: reversed, that is the first occurrence
         first_row = first_row[:-1]  # slot -1 collected the unnamed rows
         named = np.flatnonzero(first_row >= 0)
         short = strings.lookup(short_ids.take(pa.array(first_row[named]))) if named.size else named
-        self._short_names = {strings.values[int(d)].as_py(): strings.values[int(s)].as_py()
+        self._short_names = {values[int(d)].as_py(): strings.values[int(s)].as_py()
                              for d, s in zip(named, short, strict=True) if s >= 0 and d != s}
         return _Part(t.num_rows, cols)
 
@@ -700,8 +799,11 @@ class NsysReader:
         # One dictionary for inline text and StringIds text: inline entries first, then StringIds shifted.
         values = pa.concat_arrays([text_values, strings.values])
         name_idx = np.where(text_idx >= 0, text_idx,
-                            np.where(id_idx >= 0, id_idx + len(text_values), -1)).astype(np.int32)
-        name_idx, values = _dedupe(name_idx, values)
+                            np.where(id_idx >= 0, id_idx + len(text_values), id_idx)).astype(np.int32)
+        if (name_idx == _MISSING).any():  # a textId StringIds lacks, and no inline text
+            name_idx, values = strings.placeholders(name_idx, _id_numpy(t.column("textId")), values)
+        else:
+            name_idx, values = _dedupe(name_idx, values)
 
         domain_ids = _numpy(t.column("domainId"), fill=-1)
         created = event_type == _NVTX_DOMAIN_CREATE
