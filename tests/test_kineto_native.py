@@ -7,11 +7,20 @@ correctly rounded ``float``), never against the scanner itself.
 
 from __future__ import annotations
 
+import contextlib
+import importlib.util
+import io
 import json
+import math
+import platform
 import random
+import re
 import shutil
+import struct
 import sysconfig
+from decimal import Decimal
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 import pytest
@@ -94,6 +103,16 @@ READ_NATIVELY = {
         '{"ph": "X", "cat": "cuda_sync", "name": "Stream Sync", "pid": 0, "tid": 7, "ts": 11, "dur": 1, '
         '"args": {"device": 0, "stream": 7, "cuda_sync_kind": "stream sync", "correlation": 4}}',
         '{"ph": "X", "cat": "cpu_op", "name": "host", "pid": 1, "tid": 1, "ts": 11, "args": {"cuda_sync_kind": "ignored"}}'],
+    "numbers Python's float() decides": [  # deferred one by one (the block stays native)
+        '{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1e-70, "tid": 5e-324, "ts": 1, "dur": 2.4703282292062328e-324, '
+        '"args": {"correlation": 1e300, "stream": 123456789012345678901234567890e-100, "External id": 9e99}}',
+        '{"ph": "X", "cat": "cpu_op", "name": "b", "pid": 1e-70, "pid": 3, "tid": "stream 7", "tid": 1e-80, "ts": 2, '
+        '"dur": 1e-90, "dur": 1e-91, "args": {"stream": 7e77, "stream": "0x1f", "device": 1e-65, "device": 2}}',
+        '{"ph": "i", "pid": 1e-70, "tid": 1, "ts": 1e-300, "name": "dropped with its event"}',
+        '{"ph": "X", "cat": "cpu_op", "name": "c", "pid": 1, "tid": 1, "ts": 3, "unknown": 1e400, '
+        '"args": {"ignored": [1e999, -1e-999]}}',
+        '{"ph": "X", "cat": "cpu_op", "name": "d", "pid": 1, "tid": 1, "ts": 4, '
+        '"dur": 0.1000000000000000055511151231257827021181583404541015625}'],
     "whitespace everywhere": ['\t{ "ph" :\r\n"X" , "cat":"kernel" ,"name" : "k","pid":0,"tid":7,"ts":1,"args":{ } }  '],
     "empty list": [],
 }
@@ -141,6 +160,10 @@ DECLINED = {
     "lone minus": '{"ph": "X", "ts": -}',
     "exponent without digits": '{"ph": "X", "ts": 1e}',
     "overflow to infinity": '{"ph": "X", "ts": 1e400}',
+    "overflow past the fast paths": '{"ph": "X", "ts": 1, "args": {"stream": -17976931348623159e292}}',
+    "overflow in an event not kept": '{"ph": "M", "pid": 1' + "0" * 400 + '}',
+    "overflow replaced by a later value": '{"ph": "X", "ts": 1e999, "ts": 1}',
+    "overflow replaced by a string": '{"ph": "X", "ts": 1, "args": {"stream": 7e777, "stream": "0x1f"}}',
     "NaN literal": '{"ph": "X", "ts": NaN}',
     "trailing comma in object": '{"ph": "X", "ts": 1,}',
     "missing colon": '{"ph" "X"}',
@@ -236,11 +259,16 @@ def test_invalid_json_in_a_native_block_is_msgspecs_error(tmp_path: Path) -> Non
     assert str(native_error.value) == str(msgspec_error.value)
 
 
+def _midpoint(d: float) -> Decimal:
+    """The exact midpoint between d and the next double up."""
+    return (Decimal(d) + Decimal(math.nextafter(d, math.inf))) / 2
+
+
 def _decimal_texts(seed: int, count: int) -> list[str]:
     rng = random.Random(seed)
     texts = []
     for i in range(count):
-        shape = i % 6
+        shape = i % 10
         if shape == 0:  # Kineto 2024: absolute µs with 3 decimals, 19 significant digits
             texts.append(f"{rng.randrange(10**15, 2 * 10**15)}.{rng.randrange(1000):03d}")
         elif shape == 1:  # exact ties between two doubles at 1.7e15 (spacing 0.25): round half to even
@@ -251,14 +279,28 @@ def _decimal_texts(seed: int, count: int) -> list[str]:
             texts.append(f"{rng.randrange(10**25)}.{rng.randrange(10**10)}e-{rng.randrange(30)}")
         elif shape == 4:  # integers up to and past 2**63
             texts.append(str(rng.randrange(-(2**64), 2**64)))
-        else:  # exponents
+        elif shape == 5:  # exponents
             texts.append(f"{rng.randrange(1, 10**8)}e{rng.randrange(-40, 40)}")
+        elif shape == 6:  # exact ties in <= 19 digits with a fraction: Eisel-Lemire's round half to even
+            texts.append(f"{_midpoint(float(rng.randrange(2**52, 2**53)) / 2 ** rng.randrange(3)):f}")
+        elif shape == 7:  # a midpoint cut to 17-25 digits, its last digit moved: just above or below a tie
+            digits = f"{_midpoint(rng.uniform(1, 2) * 10.0 ** rng.randrange(-30, 30)):e}"
+            mantissa, exponent = digits.split("e")
+            mantissa = mantissa[:rng.randrange(19, 28)]
+            mantissa = mantissa[:-1] + str((int(mantissa[-1]) + rng.choice((1, 9))) % 10)
+            texts.append(f"{mantissa}e{exponent}")
+        elif shape == 8:  # repr of doubles near Kineto's magnitudes (17 digits)
+            texts.append(repr(rng.uniform(-1, 1) * 10.0 ** rng.randrange(-20, 20)))
+        else:  # what the scanner defers to Python's float(): exponents past its table, subnormals, exact midpoints
+            texts.append(rng.choice((f"{rng.randrange(1, 10**17)}e{rng.choice((-1, 1)) * rng.randrange(70, 290)}",
+                                     f"{rng.randrange(1, 10**6)}e-{rng.randrange(310, 324)}",
+                                     f"{_midpoint(rng.uniform(1, 2) * 2.0 ** rng.randrange(-40, 40)):f}")))
     return texts
 
 
 @needs_scanner
 def test_numbers_are_the_correctly_rounded_doubles_python_reads() -> None:
-    texts = _decimal_texts(seed=7, count=6000)
+    texts = _decimal_texts(seed=7, count=9000)
     # In dur and correlation: ts must lie on the timeline (|ts| < 2**62 ns), and these numbers go far beyond.
     events = [f'{{"ph": "X", "cat": "cpu_op", "name": "n", "pid": 1, "tid": 1, "ts": 1, "dur": {t}, '
               f'"args": {{"correlation": {t}}}}}' for t in texts]
@@ -269,6 +311,205 @@ def test_numbers_are_the_correctly_rounded_doubles_python_reads() -> None:
     timestamps = native(event_list(*(e.replace('"ts": 1,', f'"ts": {t},') for e, t in zip(events, texts, strict=True))))
     placeable = [t for t in texts if abs(float(t)) < 2.0**62 / 1000]
     assert timestamps["ts"].tobytes() == np.array([float(t) for t in placeable]).tobytes()
+
+
+def _power_of_five(q: int) -> int:
+    """5**q as the 128-bit significand of the scanner's POW5_128 table (see the comment there)."""
+    if q >= 0:
+        power = 5**q
+        return power << (128 - power.bit_length()) if power.bit_length() <= 128 else power >> (power.bit_length() - 128)
+    divisor = 5**-q
+    z = (divisor - 1).bit_length()  # the least z with 2**z >= 5**-q
+    c = (1 << (z + 127 if q >= -27 else 2 * z + 128)) // divisor + 1
+    return c >> max(0, c.bit_length() - 128)
+
+
+SOURCE = Path(kineto.__file__).with_name("_kineto_scan.c")
+
+
+def test_the_power_of_five_table_is_its_definition() -> None:
+    """Every entry of the table Eisel-Lemire multiplies by, derived again from integers (no compiler needed)."""
+    text = SOURCE.read_text()
+    low, high = (int(re.search(rf"#define {name} \(?(-?\d+)\)?", text).group(1)) for name in ("POW5_MIN_Q", "POW5_MAX_Q"))
+    table = text[text.index("POW5_128[POW5_MAX_Q - POW5_MIN_Q + 1][2] = {"):]
+    table = table[:table.index("};")]
+    entries = [(int(a, 16) << 64) | int(b, 16) for a, b in re.findall(r"\{(0x[0-9a-f]+), (0x[0-9a-f]+)\}", table)]
+    assert entries == [_power_of_five(q) for q in range(low, high + 1)]
+    assert all(entry >> 127 == 1 for entry in entries)
+    # Spot checks against well-known values: 5^0 = 1, 5^1 = 0b101, 5^-1 = 0.2 = 0.00110011...b rounded up.
+    assert entries[-low] == 1 << 127 and entries[1 - low] == 5 << 125
+    assert entries[-1 - low] == int("cccccccccccccccccccccccccccccccd", 16)
+    # The binary exponent floor(q * log2(10)) the scanner computes as floor(217706 * q / 2**16).
+    for q in range(-399, 400):
+        exact = (10**q).bit_length() - 1 if q >= 0 else -((10**-q - 1).bit_length())
+        assert (217706 * q) >> 16 == exact, q
+
+
+def _adversarial_numbers(seed: int, count: int) -> list[str]:
+    """Number texts made to be hard: ties and near-ties at every length, long mantissas, the table's edges,
+    subnormals and overflow, signs."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(count):
+        shape = i % 8
+        if shape == 0:  # an exact tie, written in full and with a cut, in exponent form
+            d = rng.uniform(1, 2) * 2.0 ** rng.randrange(-200, 200)
+            text = f"{_midpoint(d):e}" if rng.random() < 0.5 else f"{_midpoint(d):.{rng.randrange(15, 30)}e}"
+        elif shape == 1:  # ties that 19 digits hold exactly, with trailing zeros or an exponent
+            tie = _midpoint(float(rng.randrange(2**52, 2**53)) * 2.0 ** rng.randrange(-3, 11))
+            text = rng.choice((f"{tie:f}", f"{tie:f}000" if "." in f"{tie:f}" else f"{tie:f}.000", f"{tie:e}"))
+        elif shape == 2:  # the bits of a random double, as repr writes it
+            text = repr(struct.unpack("<d", struct.pack("<Q", rng.randrange(1, 0x7FF0000000000000)))[0])
+        elif shape == 3:  # mantissas of 1 to 40 digits at exponents around and past the table's edges
+            text = f"{rng.randrange(1, 10 ** rng.randrange(1, 40))}e{rng.randrange(-100, 100)}"
+        elif shape == 4:
+            text = f"{rng.randrange(10**19)}.{rng.randrange(10 ** rng.randrange(1, 25))}e{rng.randrange(-330, 300)}"
+        elif shape == 5:  # 19 and 20 nines: the rounding carries into the next power of two
+            text = f"{'9' * rng.randrange(15, 22)}e{rng.randrange(-60, 60)}"
+        elif shape == 6:
+            text = f"0.{'0' * rng.randrange(30)}{rng.randrange(1, 10 ** rng.randrange(1, 22))}"
+        else:  # integers past int64
+            text = str(rng.randrange(2**63, 2**70))
+        out.append(("-" if rng.random() < 0.3 else "") + text)
+    return out
+
+
+def _check_numbers(module: ModuleType, texts: list[str]) -> dict[str, int]:
+    """Every text through the module's own number parser, bit for bit Python's float() (None where that is
+    out of range: a block holding it is declined); the count of each path taken."""
+    paths: dict[str, int] = {}
+    for text in texts:
+        got, want = module._parse_number(text.encode()), float(text)
+        if math.isinf(want):
+            assert got is None, text
+            continue
+        assert got is not None, text
+        assert struct.pack("<d", got[0]) == struct.pack("<d", want), (text, got, want)
+        paths[got[1]] = paths.get(got[1], 0) + 1
+    return paths
+
+
+@needs_scanner
+def test_adversarial_numbers_are_pythons_float_bit_for_bit() -> None:
+    paths = _check_numbers(kineto._kineto_scan, _adversarial_numbers(seed=17, count=40_000))
+    assert paths["eisel-lemire"] > 10_000 and paths["python"] > 1_000 and paths["integer"] > 1_000
+
+
+@needs_scanner
+def test_typical_kineto_numbers_never_leave_the_fast_paths() -> None:
+    """Python's float() is called back only for numbers a profiler does not write: never for Kineto's
+    timestamps, durations and ids, nor for Python's repr of a float at Kineto's magnitudes."""
+    rng = random.Random(3)
+    texts = ([f"{rng.randrange(10**15, 2 * 10**15)}.{rng.randrange(1000):03d}" for _ in range(3000)]
+             + [f"{rng.randrange(10**7)}.{rng.randrange(1000):03d}" for _ in range(3000)]
+             + [str(rng.randrange(-(2**63), 2**63)) for _ in range(3000)]
+             + [repr(rng.uniform(-1, 1) * 10.0 ** rng.randrange(-25, 25)) for _ in range(3000)])
+    paths = _check_numbers(kineto._kineto_scan, texts)
+    assert "python" not in paths, paths
+
+
+@needs_scanner
+def test_a_number_python_decides_leaves_its_block_native() -> None:
+    text = event_list(*READ_NATIVELY["numbers Python's float() decides"])
+    assert {kineto._kineto_scan._parse_number(t.encode())[1] for t in ("1e-70", "5e-324", "1e300")} == {"python"}
+    got = native(text)
+    assert got is not None
+    assert_same_block(got, reference(text))
+
+
+# Builds of the scanner without x87 extended precision, made here into a temporary directory: long double
+# as double (what ARM64 and MSVC have), x87 arithmetic for doubles (double rounding: 32-bit x86 without SSE2),
+# and the plain C 64x64-bit multiply (compilers without __int128 or its intrinsics). Machine flags only where
+# the compiler takes them (GCC and Clang on x86).
+_X86 = platform.machine().lower() in {"x86_64", "amd64", "i386", "i686"}
+WITHOUT_X87 = {
+    "long double is double": (["-mfpmath=sse", "-mlong-double-64"], [], {"LDBL_MANT_DIG": 53, "CLINGER_FAST_PATH": 1}),
+    "x87 double arithmetic": (["-mfpmath=387"], [], {"FLT_EVAL_METHOD": 2, "CLINGER_FAST_PATH": 0}),
+    "portable multiply": (["-mfpmath=sse", "-mlong-double-64"] if _X86 else [],
+                          [("TRACELENS_PORTABLE_ARITHMETIC", None)], {"NATIVE_MULTIPLY": 0}),
+}
+
+
+def _compiler_or_skip() -> None:
+    compiler = (sysconfig.get_config_var("CC") or "cc").split()[0]
+    if shutil.which(compiler) is None:
+        pytest.skip(f"no C compiler ({compiler}) here")
+    if not (Path(sysconfig.get_paths()["include"]) / "Python.h").is_file():
+        pytest.skip("no Python headers here (python3-dev)")
+    pytest.importorskip("setuptools")
+
+
+def _build(out: Path, source: Path, flags: list[str], macros: list[tuple[str, str | None]]) -> Path:
+    """source compiled as setuptools compiles the scanner at install, plus flags and macros, into out."""
+    from setuptools import Distribution, Extension
+    from setuptools.command.build_ext import build_ext
+
+    extension = Extension("_kineto_scan", [str(source)], extra_compile_args=flags, define_macros=macros)
+    command = build_ext(Distribution({"name": "scanner-probe", "ext_modules": [extension]}))
+    command.build_lib, command.build_temp = str(out), str(out / "temp")
+    command.ensure_finalized()
+    with contextlib.redirect_stdout(io.StringIO()):  # setuptools' log of the commands it runs
+        command.run()
+    return Path(command.get_ext_fullpath("_kineto_scan"))
+
+
+def _build_scanner(out: Path, flags: list[str], macros: list[tuple[str, str | None]]) -> ModuleType:
+    """The scanner built with flags and macros, loaded as a module of its own (the installed one is left
+    alone)."""
+    spec = importlib.util.spec_from_file_location("_kineto_scan", _build(out, SOURCE, flags, macros))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _compiler_takes(flags: list[str], out: Path) -> bool:
+    from setuptools.errors import CompileError
+
+    probe = out / "probe" / "probe.c"
+    probe.parent.mkdir()
+    probe.write_text("double half(double x) { return x / 2; }\n")
+    try:
+        _build(probe.parent, probe, flags, [])
+    except CompileError:
+        return False
+    return True
+
+
+@pytest.fixture(scope="module", params=list(WITHOUT_X87))
+def scanner_without_x87(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> ModuleType:
+    _compiler_or_skip()
+    flags, macros, expected = WITHOUT_X87[request.param]
+    out = tmp_path_factory.mktemp("scanner")
+    if any(flag.startswith("-mfpmath=387") for flag in flags) and not _X86:
+        pytest.skip("x87 arithmetic exists on x86 only")
+    if flags and not _compiler_takes(flags, out):
+        pytest.skip(f"the C compiler does not take {' '.join(flags)}")
+    module = _build_scanner(out, flags, macros)
+    for name, value in expected.items():  # the build is the configuration it stands for
+        assert getattr(module, name) == value, name
+    return module
+
+
+def test_without_x87_numbers_are_pythons_float_bit_for_bit(scanner_without_x87: ModuleType,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    paths = _check_numbers(scanner_without_x87, _adversarial_numbers(seed=19, count=20_000))
+    assert paths["eisel-lemire"] > 5_000
+    monkeypatch.setattr(kineto, "_kineto_scan", scanner_without_x87)
+    test_numbers_are_the_correctly_rounded_doubles_python_reads()  # 9,000 numbers in ts, dur and correlation
+    test_typical_kineto_numbers_never_leave_the_fast_paths()
+    test_a_number_python_decides_leaves_its_block_native()
+
+
+def test_without_x87_blocks_are_read_as_msgspec_reads_them(scanner_without_x87: ModuleType,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(kineto, "_kineto_scan", scanner_without_x87)
+    for case in READ_NATIVELY:
+        test_well_typed_events_read_natively_equal_msgspec(case)
+    for case in DECLINED:
+        test_what_msgspec_would_not_read_typed_is_declined(case)
+    test_mutated_blocks_never_crash_and_what_is_read_equals_msgspec()  # 3,000 seeded mutations
+    test_mutated_numbers_never_crash_and_what_is_read_equals_msgspec()
+    test_mutated_documents_never_crash_and_what_is_read_equals_msgspec()
 
 
 def _mutations(text: bytes, seed: int, count: int) -> list[bytes]:
@@ -294,8 +535,8 @@ def _mutations(text: bytes, seed: int, count: int) -> list[bytes]:
                 data[at] = rng.choice(alphabet)
             else:
                 del data[at:]
-                if not data:
-                    data = bytearray(b"[")
+            if not data:  # cut to nothing: start again from a lone bracket
+                data = bytearray(b"[")
         out.append(bytes(data))
     return out
 
@@ -312,6 +553,21 @@ def test_mutated_blocks_never_crash_and_what_is_read_equals_msgspec() -> None:
         read += 1
         assert_same_block(got, reference(mutated))  # msgspec must read it too, to the same columns
     assert read > 100  # mutations inside values and whitespace still read (the comparison above ran)
+
+
+@needs_scanner
+def test_mutated_numbers_never_crash_and_what_is_read_equals_msgspec() -> None:
+    # Events with numbers each path decides (Python's float() too), duplicated keys among them.
+    events = [KERNEL] + READ_NATIVELY["numbers Python's float() decides"] + READ_NATIVELY["number shapes"]
+    text = event_list(*events).encode()
+    read = 0
+    for mutated in _mutations(text, seed=23, count=3000):
+        got = kineto._native_block_columns((mutated,))
+        if got is None:
+            continue
+        read += 1
+        assert_same_block(got, reference(mutated))
+    assert read > 100
 
 
 def test_engine_names_and_fallbacks(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -11,34 +11,61 @@
  * the GIL, turns the located strings into block-local codes (one Python str per distinct string) and
  * numbers written as strings into floats through kineto._to_number.
  *
+ * Numbers are the correctly rounded doubles Python's float() and msgspec give, bit for bit, on every
+ * platform, in plain double and 64-bit integer arithmetic (no long double: on ARM64 macOS and with MSVC it
+ * is no wider than double):
+ * integers that fit int64 are converted once; Clinger's fast path takes a mantissa <= 2^53 times an exact
+ * power of ten up to 1e22; the Eisel-Lemire algorithm takes any 19-digit mantissa (Kineto's absolute
+ * timestamps, 1712195495519689.047) with a decimal exponent in [POW5_MIN_Q, POW5_MAX_Q]. A number neither can
+ * decide (rare: an exponent outside the table, or more than 19 digits whose first 19 do not settle the
+ * double) is deferred: phase two parses its text with PyOS_string_to_double, Python's own correctly rounded
+ * float(). That number alone leaves the fast path; its block is never declined for it.
+ *
  * Every read is bounds-checked against the end of the buffer; nesting deeper than MAX_DEPTH declines.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
 #include <float.h>
-#include <locale.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#if defined(__APPLE__)
-#include <xlocale.h>
-#endif
 #if defined(__SSE2__) && defined(__GNUC__)
 #include <emmintrin.h>
 #define HAVE_SSE2 1
 #endif
-/* x87 extended precision: a 64-bit mantissa holds any 19-digit decimal mantissa exactly. */
-#if LDBL_MANT_DIG == 64 && (defined(__x86_64__) || defined(__i386__))
-#define HAVE_X87_LONG_DOUBLE 1
+#if defined(_MSC_VER) && (defined(_M_X64) || defined(_M_ARM64))
+#include <intrin.h>
+#endif
+
+/* TRACELENS_PORTABLE_ARITHMETIC: the plain C 64x64->128 multiply and leading-zero count, instead of the
+ * compiler's (__int128, __builtin_clzll, _umul128, __umulh, _BitScanReverse64); the tests build with it. */
+#if !defined(TRACELENS_PORTABLE_ARITHMETIC) && defined(__SIZEOF_INT128__)
+#define HAVE_INT128 1
+#endif
+#if !defined(TRACELENS_PORTABLE_ARITHMETIC) && defined(__GNUC__)
+#define HAVE_BUILTIN_CLZLL 1
+#endif
+#if !defined(TRACELENS_PORTABLE_ARITHMETIC) && defined(_MSC_VER) && (defined(_M_X64) || defined(_M_ARM64))
+#define HAVE_MSVC_INTRINSICS 1
+#endif
+/* Clinger's fast path needs double operations rounded to double. Where double arithmetic is carried out in
+ * a wider format (FLT_EVAL_METHOD 2: x87 extended precision, on 32-bit x86 without SSE2 or with
+ * -mfpmath=387; -1: unknown), m / 10^k would be rounded twice: there Eisel-Lemire, in integers only, takes
+ * those numbers too. 16, 32 and 64 (ISO/IEC TS 18661-3) evaluate double as double; MSVC on x64 and ARM64
+ * has no wider format for double. */
+#if (defined(FLT_EVAL_METHOD) && (FLT_EVAL_METHOD == 0 || FLT_EVAL_METHOD == 1 || FLT_EVAL_METHOD == 16 || \
+                                  FLT_EVAL_METHOD == 32 || FLT_EVAL_METHOD == 64)) ||                        \
+    (defined(_MSC_VER) && (defined(_M_X64) || defined(_M_ARM64)))
+#define HAVE_DOUBLE_ROUNDING_FREE_ARITHMETIC 1
 #endif
 
 #define OK 0
 #define DECLINE 1  /* the caller decodes the block with msgspec instead */
 #define NO_MEMORY 2
+#define DEFER 3    /* scan_number: valid, but left for phase two to parse (never returned past read_float) */
 #define MAX_DEPTH 512
-#define MAX_NUMBER_TEXT 512
 
 /* Float columns of a complete event; the order is kineto._NATIVE_FIELDS. */
 enum {
@@ -46,6 +73,7 @@ enum {
     F_REGISTERS, F_SHARED_MEMORY, F_OCCUPANCY, F_GRID_X, F_GRID_Y, F_GRID_Z, F_BLOCK_X, F_BLOCK_Y, F_BLOCK_Z,
     N_FLOATS
 };
+typedef char deferred_fields_fit_in_32_bits[N_FLOATS <= 32 ? 1 : -1];
 /* String columns, returned as int32 codes into a list of distinct strings (-1: absent or null). */
 enum { S_CAT, S_NAME, S_SYNC_KIND, N_STRINGS };
 
@@ -54,6 +82,7 @@ enum { PH_COMPLETE, PH_FLOW, PH_INSTANT, PH_METADATA, PH_OTHER };
 #define SPAN_PRESENT 1
 #define SPAN_ESCAPED 2
 #define SPAN_NON_ASCII 4 /* holds a byte >= 0x80: validated as UTF-8 where msgspec decodes the string */
+#define SPAN_NUMBER 8    /* a JSON number's text, deferred by scan_number: parsed in phase two */
 
 typedef struct {
     const unsigned char *text; /* first byte after the opening quote (the piece stays alive for the call) */
@@ -62,11 +91,14 @@ typedef struct {
 } Span;
 
 typedef struct {
-    int64_t row;
+    int64_t row; /* -1: a deferred number of an event that is not kept, parsed only to check its range */
     int32_t field;
     int32_t unused;
     Span text;
-} NumberText; /* a float field written as a JSON string ("stream 7", "0x0"): parsed in phase two */
+} NumberText; /* a float field written as a JSON string ("stream 7", "0x0") or a deferred JSON number */
+
+/* How scan_number decided the value of its last number (reported by _parse_number, for tests). */
+enum { PATH_INTEGER, PATH_ZERO, PATH_CLINGER, PATH_EISEL_LEMIRE, PATH_DEFERRED };
 
 typedef struct {
     const unsigned char *p, *end;
@@ -76,19 +108,11 @@ typedef struct {
     NumberText *texts;
     size_t n_texts, texts_capacity;
     int64_t counts[5]; /* by PH_* */
-#if defined(__linux__) || defined(__APPLE__)
-    locale_t c_locale;
-#endif
+    Span number;       /* the text of the last number scan_number deferred */
+    int path;          /* PATH_*: how scan_number decided its last number */
+    uint32_t deferred; /* bit per float field of the event being scanned whose number was deferred */
+    Span deferred_text[N_FLOATS];
 } Scanner;
-
-#ifdef HAVE_X87_LONG_DOUBLE
-static const long double POW10L[] = {1e0L,  1e1L,  1e2L,  1e3L,  1e4L,  1e5L,  1e6L,  1e7L,  1e8L,  1e9L,
-                                     1e10L, 1e11L, 1e12L, 1e13L, 1e14L, 1e15L, 1e16L, 1e17L, 1e18L, 1e19L,
-                                     1e20L, 1e21L, 1e22L, 1e23L, 1e24L, 1e25L, 1e26L, 1e27L};
-#endif
-
-static const double POW10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
-                               1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
 
 static inline void skip_space(Scanner *s) {
     const unsigned char *p = s->p, *end = s->end;
@@ -201,7 +225,195 @@ static int scan_string(Scanner *s, Span *out) {
     return OK;
 }
 
-/* A JSON number at s->p. *is_integer: no fraction and no exponent, and the value fits int64 (*integer). */
+/* --- decimal to double, correctly rounded ---------------------------------------------------------------- */
+
+#ifdef HAVE_DOUBLE_ROUNDING_FREE_ARITHMETIC
+static const double POW10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+                               1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+#endif
+
+/* 5^q as a 128-bit significand {high, low} with its top bit set, for q in [POW5_MIN_Q, POW5_MAX_Q]: truncated
+ * for q >= 0 and q < -27, rounded up for -27 <= q < 0 (the table the Eisel-Lemire proofs are made for).
+ * tests/test_kineto_native.py derives every entry again from that definition. Numbers with a decimal
+ * exponent outside the range are deferred: Kineto writes exponents from about -20 to 0. */
+#define POW5_MIN_Q (-64)
+#define POW5_MAX_Q 64
+static const uint64_t POW5_128[POW5_MAX_Q - POW5_MIN_Q + 1][2] = {
+    {0xa87fea27a539e9a5, 0x3f2398d747b36224}, {0xd29fe4b18e88640e, 0x8eec7f0d19a03aad}, /* -64, -63 */
+    {0x83a3eeeef9153e89, 0x1953cf68300424ac}, {0xa48ceaaab75a8e2b, 0x5fa8c3423c052dd7}, /* -62, -61 */
+    {0xcdb02555653131b6, 0x3792f412cb06794d}, {0x808e17555f3ebf11, 0xe2bbd88bbee40bd0}, /* -60, -59 */
+    {0xa0b19d2ab70e6ed6, 0x5b6aceaeae9d0ec4}, {0xc8de047564d20a8b, 0xf245825a5a445275}, /* -58, -57 */
+    {0xfb158592be068d2e, 0xeed6e2f0f0d56712}, {0x9ced737bb6c4183d, 0x55464dd69685606b}, /* -56, -55 */
+    {0xc428d05aa4751e4c, 0xaa97e14c3c26b886}, {0xf53304714d9265df, 0xd53dd99f4b3066a8}, /* -54, -53 */
+    {0x993fe2c6d07b7fab, 0xe546a8038efe4029}, {0xbf8fdb78849a5f96, 0xde98520472bdd033}, /* -52, -51 */
+    {0xef73d256a5c0f77c, 0x963e66858f6d4440}, {0x95a8637627989aad, 0xdde7001379a44aa8}, /* -50, -49 */
+    {0xbb127c53b17ec159, 0x5560c018580d5d52}, {0xe9d71b689dde71af, 0xaab8f01e6e10b4a6}, /* -48, -47 */
+    {0x9226712162ab070d, 0xcab3961304ca70e8}, {0xb6b00d69bb55c8d1, 0x3d607b97c5fd0d22}, /* -46, -45 */
+    {0xe45c10c42a2b3b05, 0x8cb89a7db77c506a}, {0x8eb98a7a9a5b04e3, 0x77f3608e92adb242}, /* -44, -43 */
+    {0xb267ed1940f1c61c, 0x55f038b237591ed3}, {0xdf01e85f912e37a3, 0x6b6c46dec52f6688}, /* -42, -41 */
+    {0x8b61313bbabce2c6, 0x2323ac4b3b3da015}, {0xae397d8aa96c1b77, 0xabec975e0a0d081a}, /* -40, -39 */
+    {0xd9c7dced53c72255, 0x96e7bd358c904a21}, {0x881cea14545c7575, 0x7e50d64177da2e54}, /* -38, -37 */
+    {0xaa242499697392d2, 0xdde50bd1d5d0b9e9}, {0xd4ad2dbfc3d07787, 0x955e4ec64b44e864}, /* -36, -35 */
+    {0x84ec3c97da624ab4, 0xbd5af13bef0b113e}, {0xa6274bbdd0fadd61, 0xecb1ad8aeacdd58e}, /* -34, -33 */
+    {0xcfb11ead453994ba, 0x67de18eda5814af2}, {0x81ceb32c4b43fcf4, 0x80eacf948770ced7}, /* -32, -31 */
+    {0xa2425ff75e14fc31, 0xa1258379a94d028d}, {0xcad2f7f5359a3b3e, 0x096ee45813a04330}, /* -30, -29 */
+    {0xfd87b5f28300ca0d, 0x8bca9d6e188853fc}, {0x9e74d1b791e07e48, 0x775ea264cf55347e}, /* -28, -27 */
+    {0xc612062576589dda, 0x95364afe032a819e}, {0xf79687aed3eec551, 0x3a83ddbd83f52205}, /* -26, -25 */
+    {0x9abe14cd44753b52, 0xc4926a9672793543}, {0xc16d9a0095928a27, 0x75b7053c0f178294}, /* -24, -23 */
+    {0xf1c90080baf72cb1, 0x5324c68b12dd6339}, {0x971da05074da7bee, 0xd3f6fc16ebca5e04}, /* -22, -21 */
+    {0xbce5086492111aea, 0x88f4bb1ca6bcf585}, {0xec1e4a7db69561a5, 0x2b31e9e3d06c32e6}, /* -20, -19 */
+    {0x9392ee8e921d5d07, 0x3aff322e62439fd0}, {0xb877aa3236a4b449, 0x09befeb9fad487c3}, /* -18, -17 */
+    {0xe69594bec44de15b, 0x4c2ebe687989a9b4}, {0x901d7cf73ab0acd9, 0x0f9d37014bf60a11}, /* -16, -15 */
+    {0xb424dc35095cd80f, 0x538484c19ef38c95}, {0xe12e13424bb40e13, 0x2865a5f206b06fba}, /* -14, -13 */
+    {0x8cbccc096f5088cb, 0xf93f87b7442e45d4}, {0xafebff0bcb24aafe, 0xf78f69a51539d749}, /* -12, -11 */
+    {0xdbe6fecebdedd5be, 0xb573440e5a884d1c}, {0x89705f4136b4a597, 0x31680a88f8953031}, /* -10, -9 */
+    {0xabcc77118461cefc, 0xfdc20d2b36ba7c3e}, {0xd6bf94d5e57a42bc, 0x3d32907604691b4d}, /* -8, -7 */
+    {0x8637bd05af6c69b5, 0xa63f9a49c2c1b110}, {0xa7c5ac471b478423, 0x0fcf80dc33721d54}, /* -6, -5 */
+    {0xd1b71758e219652b, 0xd3c36113404ea4a9}, {0x83126e978d4fdf3b, 0x645a1cac083126ea}, /* -4, -3 */
+    {0xa3d70a3d70a3d70a, 0x3d70a3d70a3d70a4}, {0xcccccccccccccccc, 0xcccccccccccccccd}, /* -2, -1 */
+    {0x8000000000000000, 0x0000000000000000}, {0xa000000000000000, 0x0000000000000000}, /* 0, 1 */
+    {0xc800000000000000, 0x0000000000000000}, {0xfa00000000000000, 0x0000000000000000}, /* 2, 3 */
+    {0x9c40000000000000, 0x0000000000000000}, {0xc350000000000000, 0x0000000000000000}, /* 4, 5 */
+    {0xf424000000000000, 0x0000000000000000}, {0x9896800000000000, 0x0000000000000000}, /* 6, 7 */
+    {0xbebc200000000000, 0x0000000000000000}, {0xee6b280000000000, 0x0000000000000000}, /* 8, 9 */
+    {0x9502f90000000000, 0x0000000000000000}, {0xba43b74000000000, 0x0000000000000000}, /* 10, 11 */
+    {0xe8d4a51000000000, 0x0000000000000000}, {0x9184e72a00000000, 0x0000000000000000}, /* 12, 13 */
+    {0xb5e620f480000000, 0x0000000000000000}, {0xe35fa931a0000000, 0x0000000000000000}, /* 14, 15 */
+    {0x8e1bc9bf04000000, 0x0000000000000000}, {0xb1a2bc2ec5000000, 0x0000000000000000}, /* 16, 17 */
+    {0xde0b6b3a76400000, 0x0000000000000000}, {0x8ac7230489e80000, 0x0000000000000000}, /* 18, 19 */
+    {0xad78ebc5ac620000, 0x0000000000000000}, {0xd8d726b7177a8000, 0x0000000000000000}, /* 20, 21 */
+    {0x878678326eac9000, 0x0000000000000000}, {0xa968163f0a57b400, 0x0000000000000000}, /* 22, 23 */
+    {0xd3c21bcecceda100, 0x0000000000000000}, {0x84595161401484a0, 0x0000000000000000}, /* 24, 25 */
+    {0xa56fa5b99019a5c8, 0x0000000000000000}, {0xcecb8f27f4200f3a, 0x0000000000000000}, /* 26, 27 */
+    {0x813f3978f8940984, 0x4000000000000000}, {0xa18f07d736b90be5, 0x5000000000000000}, /* 28, 29 */
+    {0xc9f2c9cd04674ede, 0xa400000000000000}, {0xfc6f7c4045812296, 0x4d00000000000000}, /* 30, 31 */
+    {0x9dc5ada82b70b59d, 0xf020000000000000}, {0xc5371912364ce305, 0x6c28000000000000}, /* 32, 33 */
+    {0xf684df56c3e01bc6, 0xc732000000000000}, {0x9a130b963a6c115c, 0x3c7f400000000000}, /* 34, 35 */
+    {0xc097ce7bc90715b3, 0x4b9f100000000000}, {0xf0bdc21abb48db20, 0x1e86d40000000000}, /* 36, 37 */
+    {0x96769950b50d88f4, 0x1314448000000000}, {0xbc143fa4e250eb31, 0x17d955a000000000}, /* 38, 39 */
+    {0xeb194f8e1ae525fd, 0x5dcfab0800000000}, {0x92efd1b8d0cf37be, 0x5aa1cae500000000}, /* 40, 41 */
+    {0xb7abc627050305ad, 0xf14a3d9e40000000}, {0xe596b7b0c643c719, 0x6d9ccd05d0000000}, /* 42, 43 */
+    {0x8f7e32ce7bea5c6f, 0xe4820023a2000000}, {0xb35dbf821ae4f38b, 0xdda2802c8a800000}, /* 44, 45 */
+    {0xe0352f62a19e306e, 0xd50b2037ad200000}, {0x8c213d9da502de45, 0x4526f422cc340000}, /* 46, 47 */
+    {0xaf298d050e4395d6, 0x9670b12b7f410000}, {0xdaf3f04651d47b4c, 0x3c0cdd765f114000}, /* 48, 49 */
+    {0x88d8762bf324cd0f, 0xa5880a69fb6ac800}, {0xab0e93b6efee0053, 0x8eea0d047a457a00}, /* 50, 51 */
+    {0xd5d238a4abe98068, 0x72a4904598d6d880}, {0x85a36366eb71f041, 0x47a6da2b7f864750}, /* 52, 53 */
+    {0xa70c3c40a64e6c51, 0x999090b65f67d924}, {0xd0cf4b50cfe20765, 0xfff4b4e3f741cf6d}, /* 54, 55 */
+    {0x82818f1281ed449f, 0xbff8f10e7a8921a4}, {0xa321f2d7226895c7, 0xaff72d52192b6a0d}, /* 56, 57 */
+    {0xcbea6f8ceb02bb39, 0x9bf4f8a69f764490}, {0xfee50b7025c36a08, 0x02f236d04753d5b4}, /* 58, 59 */
+    {0x9f4f2726179a2245, 0x01d762422c946590}, {0xc722f0ef9d80aad6, 0x424d3ad2b7b97ef5}, /* 60, 61 */
+    {0xf8ebad2b84e0d58b, 0xd2e0898765a7deb2}, {0x9b934c3b330c8577, 0x63cc55f49f88eb2f}, /* 62, 63 */
+    {0xc2781f49ffcfa6d5, 0x3cbf6b71c76b25fb}, /* 64 */
+};
+
+/* a * b: the low 64 bits returned, the high 64 in *high. */
+static inline uint64_t multiply_64x64(uint64_t a, uint64_t b, uint64_t *high) {
+#if defined(HAVE_INT128)
+    __extension__ typedef unsigned __int128 uint128; /* __extension__: a GCC/Clang type, not ISO C's */
+    uint128 product = (uint128)a * b;
+    *high = (uint64_t)(product >> 64);
+    return (uint64_t)product;
+#elif defined(HAVE_MSVC_INTRINSICS) && defined(_M_X64)
+    return _umul128(a, b, high);
+#elif defined(HAVE_MSVC_INTRINSICS)
+    *high = __umulh(a, b);
+    return a * b;
+#else
+    uint64_t a_low = a & 0xFFFFFFFFu, a_high = a >> 32, b_low = b & 0xFFFFFFFFu, b_high = b >> 32;
+    uint64_t low_low = a_low * b_low, high_low = a_high * b_low, low_high = a_low * b_high;
+    uint64_t middle = (low_low >> 32) + (high_low & 0xFFFFFFFFu) + (low_high & 0xFFFFFFFFu);
+    *high = a_high * b_high + (high_low >> 32) + (low_high >> 32) + (middle >> 32);
+    return (middle << 32) | (low_low & 0xFFFFFFFFu);
+#endif
+}
+
+static inline int leading_zeros_64(uint64_t x) { /* x != 0 */
+#if defined(HAVE_BUILTIN_CLZLL)
+    return __builtin_clzll(x);
+#elif defined(HAVE_MSVC_INTRINSICS)
+    unsigned long index;
+    _BitScanReverse64(&index, x);
+    return 63 - (int)index;
+#else
+    int n = 0;
+    if (!(x >> 32)) { n += 32; x <<= 32; }
+    if (!(x >> 48)) { n += 16; x <<= 16; }
+    if (!(x >> 56)) { n += 8; x <<= 8; }
+    if (!(x >> 60)) { n += 4; x <<= 4; }
+    if (!(x >> 62)) { n += 2; x <<= 2; }
+    if (!(x >> 63)) n += 1;
+    return n;
+#endif
+}
+
+/* The bits of the double nearest w * 10^q (ties to even), for 0 < w < 2^64 and q in the table: the
+ * Eisel-Lemire algorithm (Lemire, "Number parsing at a gigabyte per second", 2021), in 64-bit integers.
+ * w * 5^q is taken from a 64x128-bit product; its top 55 bits give the 53-bit significand, a rounding bit
+ * and the bit the product's magnitude may cost. Mushtak and Lemire ("Fast number parsing without
+ * fallback", 2023) prove those bits exact for every such w and q; the refusals below (0: the caller defers
+ * the number to Python) are kept as checks that cost nothing on the common path. */
+static int eisel_lemire(uint64_t w, int q, uint64_t *bits) {
+    const uint64_t *power = POW5_128[q - POW5_MIN_Q];
+    int zeros = leading_zeros_64(w), upper, shift;
+    uint64_t high, low, significand;
+    int64_t binary_exponent;
+    w <<= zeros;
+    low = multiply_64x64(w, power[0], &high);
+    if ((high & 0x1FF) == 0x1FF) { /* the 9 bits below the 55 are all ones: a carry from below may reach them */
+        uint64_t high2;
+        (void)multiply_64x64(w, power[1], &high2);
+        low += high2;
+        if (low < high2) high++;
+        /* Earlier versions of the algorithm gave up here outside the exponents where the product is exact. */
+        if (low == UINT64_MAX && (q < -27 || q > 55)) return 0;
+    }
+    upper = (int)(high >> 63); /* the product's top bit: 127 or 126 */
+    shift = upper + 64 - 55;
+    significand = high >> shift; /* 54 bits: the 53 of the double and the rounding bit */
+    /* floor(q * log2(10)) as floor(217706 * q / 2^16): exact for |q| < 400 (tests check it) */
+    binary_exponent = (217706 * (int64_t)q >= 0 ? (217706 * (int64_t)q) >> 16
+                                                : -((-217706 * (int64_t)q + 65535) >> 16));
+    binary_exponent += 63 + upper - zeros + 1023;
+    if (binary_exponent <= 0) return 0; /* subnormal (not with this table; kept as a check) */
+    /* w * 10^q exactly halfway between two doubles (the dropped bits 1 then zeros) is only possible for q
+     * in [-4, 23] (Lemire 2021): round it to even rather than up. */
+    if (low <= 1 && q >= -4 && q <= 23 && (significand & 3) == 1 && (significand << shift) == high)
+        significand &= ~(uint64_t)1;
+    significand = (significand + (significand & 1)) >> 1; /* round half up on the rounding bit */
+    if (significand >= (UINT64_C(1) << 53)) {              /* rounded up to the next power of two */
+        significand = UINT64_C(1) << 52;
+        binary_exponent++;
+    }
+    if (binary_exponent >= 0x7FF) return 0; /* overflow: Python's float says inf, and the block declines */
+    *bits = (significand & ((UINT64_C(1) << 52) - 1)) | ((uint64_t)binary_exponent << 52);
+    return 1;
+}
+
+/* The double of (w + a fraction in [0, 1) when !exact) * 10^q, w != 0: PATH_CLINGER or PATH_EISEL_LEMIRE
+ * with *value set, or PATH_DEFERRED. */
+static inline int decimal_to_double(uint64_t w, int64_t q, int exact, int negative, double *value) {
+    uint64_t bits, upper_bits;
+#ifdef HAVE_DOUBLE_ROUNDING_FREE_ARITHMETIC
+    /* Clinger's fast path: one correctly rounded operation on exact operands. */
+    if (exact && w <= (UINT64_C(1) << 53) && q >= -22 && q <= 22) {
+        double m = (double)w;
+        m = q < 0 ? m / POW10[-q] : m * POW10[q];
+        *value = negative ? -m : m;
+        return PATH_CLINGER;
+    }
+#endif
+    if (q < POW5_MIN_Q || q > POW5_MAX_Q || !eisel_lemire(w, (int)q, &bits)) return PATH_DEFERRED;
+    /* More than 19 digits: the dropped ones put the number in [w, w + 1) * 10^q, and rounding is monotone,
+     * so the double is known when both ends round to it. */
+    if (!exact && (!eisel_lemire(w + 1, (int)q, &upper_bits) || upper_bits != bits)) return PATH_DEFERRED;
+    bits |= (uint64_t)negative << 63;
+    memcpy(value, &bits, sizeof bits);
+    return PATH_EISEL_LEMIRE;
+}
+
+/* A JSON number at s->p. *is_integer: no fraction and no exponent, and the value fits int64 (*integer).
+ * value NULL: only checked (a skipped member). OK with *value set, DEFER (*value NaN, the text in s->number)
+ * or DECLINE. */
 static int scan_number(Scanner *s, double *value, int *is_integer, int64_t *integer) {
     const unsigned char *start = s->p, *p = s->p, *end = s->end;
     int negative = 0, exact = 1, has_fraction = 0, has_exponent = 0, digits = 0;
@@ -250,54 +462,25 @@ static int scan_number(Scanner *s, double *value, int *is_integer, int64_t *inte
         mantissa <= (uint64_t)INT64_MAX + (uint64_t)negative) {
         *is_integer = 1;
         *integer = negative ? (int64_t)(0 - mantissa) : (int64_t)mantissa;
+        if (value == NULL) return OK;
         *value = (double)*integer; /* what msgspec gives a float field from a JSON integer */
+        s->path = PATH_INTEGER;
         return OK;
     }
+    if (value == NULL) return OK; /* msgspec skips 1e400 in a member it ignores, as this does */
     if (mantissa == 0 && exact) {
         *value = negative ? -0.0 : 0.0;
+        s->path = PATH_ZERO;
         return OK;
     }
-    /* Clinger's fast path: one correctly rounded operation on exact operands. */
-    if (exact && mantissa <= (UINT64_C(1) << 53) && exponent >= -22 && exponent <= 22) {
-        double m = (double)mantissa;
-        m = exponent < 0 ? m / POW10[-exponent] : m * POW10[exponent];
-        *value = negative ? -m : m;
-        return OK;
-    }
-#ifdef HAVE_X87_LONG_DOUBLE
-    /* Kineto's absolute timestamps (1712195495519689.047) have 19 digits: too many for the fast path.
-     * mantissa / 10^k rounded once to 64 bits, then to 53, is the correctly rounded double unless the
-     * 64-bit value lies exactly halfway between two doubles (dropped bits 10000000000b): then strtod. */
-    if (exact && exponent >= -27 && exponent <= 0) {
-        long double x = (long double)mantissa / POW10L[-exponent];
-        uint64_t bits;
-        memcpy(&bits, &x, sizeof bits); /* x87 layout: the 64-bit mantissa comes first */
-        if ((bits & 0x7FF) != 0x400) {
-            double d = (double)x;
-            *value = negative ? -d : d;
-            return OK;
-        }
-    }
-#endif
-    /* Otherwise a correctly rounded parse of the text, independent of the process's locale. */
-    {
-        char text[MAX_NUMBER_TEXT + 1];
-        char *parsed_end = NULL;
-        size_t length = (size_t)(p - start);
-        double d;
-        if (length > MAX_NUMBER_TEXT) return DECLINE;
-        memcpy(text, start, length);
-        text[length] = '\0';
-#if defined(__linux__) || defined(__APPLE__)
-        if (s->c_locale == (locale_t)0) return DECLINE;
-        d = strtod_l(text, &parsed_end, s->c_locale);
-#else
-        return DECLINE;
-#endif
-        if (parsed_end != text + length || isinf(d)) return DECLINE;
-        *value = d;
-    }
-    return OK;
+    s->path = decimal_to_double(mantissa, exponent, exact, negative, value);
+    if (s->path != PATH_DEFERRED) return OK;
+    if (p - start > INT32_MAX) return DECLINE;
+    *value = NAN;
+    s->number.text = start;
+    s->number.length = (int32_t)(p - start);
+    s->number.flags = SPAN_PRESENT | SPAN_NUMBER;
+    return DEFER;
 }
 
 static int skip_value(Scanner *s, int depth);
@@ -319,7 +502,6 @@ static int expect_literal(Scanner *s, const char *word, size_t length) {
 
 static int skip_value(Scanner *s, int depth) {
     Span ignored;
-    double d;
     int is_integer;
     int64_t i;
     int rc, more;
@@ -358,17 +540,36 @@ static int skip_value(Scanner *s, int depth) {
     case 'n':
         return expect_literal(s, "null", 4);
     default:
-        return scan_number(s, &d, &is_integer, &i);
+        return scan_number(s, NULL, &is_integer, &i);
     }
 }
 
 /* Typed readers, one per declared type of kineto._Event / kineto._Args. s->p is at the value. */
 
-static int read_float(Scanner *s, double *out) { /* float: a JSON number, nothing else */
-    int is_integer;
+static int add_text(Scanner *s, int64_t row, int field, Span text);
+
+/* A later value of a key replaces a deferred number (msgspec keeps the last one), but msgspec still fails on
+ * the earlier one when it is out of range: it is kept to be parsed for that check alone (row -1). */
+static int replace_deferred(Scanner *s, int field) {
+    if (!(s->deferred & (UINT32_C(1) << field))) return OK;
+    s->deferred &= ~(UINT32_C(1) << field);
+    return add_text(s, -1, field, s->deferred_text[field]);
+}
+
+/* float: a JSON number, nothing else, into f[field]. A deferred number is noted for the event. */
+static int read_float(Scanner *s, double *f, int field) {
+    int is_integer, rc, deferred;
     int64_t integer;
     if (s->p >= s->end || !(*s->p == '-' || is_digit(*s->p))) return DECLINE;
-    return scan_number(s, out, &is_integer, &integer);
+    rc = scan_number(s, &f[field], &is_integer, &integer);
+    if (rc == DECLINE) return DECLINE;
+    deferred = rc == DEFER;
+    if ((rc = replace_deferred(s, field)) != OK) return rc;
+    if (deferred) {
+        s->deferred |= UINT32_C(1) << field;
+        s->deferred_text[field] = s->number;
+    }
+    return OK;
 }
 
 /* A JSON string that msgspec decodes into a str field: it must be valid UTF-8, or msgspec raises. */
@@ -378,13 +579,14 @@ static int read_typed_text(Scanner *s, Span *out) {
     return rc;
 }
 
-static int read_float_or_text(Scanner *s, double *out, Span *text) { /* float | str */
+static int read_float_or_text(Scanner *s, double *f, int field, Span *text) { /* float | str */
     if (s->p < s->end && *s->p == '"') {
-        *out = NAN;
-        return read_typed_text(s, text);
+        int rc = replace_deferred(s, field);
+        f[field] = NAN;
+        return rc != OK ? rc : read_typed_text(s, text);
     }
     text->flags = 0;
-    return read_float(s, out);
+    return read_float(s, f, field);
 }
 
 static int read_text_or_null(Scanner *s, Span *out) { /* str | None */
@@ -403,12 +605,11 @@ static int read_triple_or_null(Scanner *s, double *out) { /* list[int] | None; a
     skip_space(s);
     if (s->p < s->end && *s->p == ']') { s->p++; return OK; }
     for (;;) {
-        double d;
         int is_integer;
         int64_t integer;
         skip_space(s);
         if (s->p >= s->end || !(*s->p == '-' || is_digit(*s->p))) return DECLINE;
-        if ((rc = scan_number(s, &d, &is_integer, &integer)) != OK) return rc;
+        if ((rc = scan_number(s, NULL, &is_integer, &integer)) != OK) return rc;
         if (!is_integer) return DECLINE; /* msgspec's int rejects 1.0 and 1e3 */
         if (count < 3) values[count] = (double)integer;
         count++;
@@ -443,17 +644,17 @@ static int scan_args(Scanner *s, double *f, Span *strings, Span *stream_text) {
     if (s->p < s->end && *s->p == '}') { s->p++; return OK; }
     do {
         if ((rc = begin_member(s, &key)) != OK) return rc;
-        if (KEY_IS(key, "correlation")) rc = read_float(s, &f[F_CORRELATION]);
-        else if (KEY_IS(key, "External id")) rc = read_float(s, &f[F_EXTERNAL_ID]);
-        else if (KEY_IS(key, "external id")) rc = read_float(s, &f[F_EXTERNAL_ID_OLD]);
-        else if (KEY_IS(key, "device")) rc = read_float(s, &f[F_DEVICE]);
-        else if (KEY_IS(key, "stream")) rc = read_float_or_text(s, &f[F_STREAM], stream_text);
-        else if (KEY_IS(key, "bytes")) rc = read_float(s, &f[F_BYTES]);
+        if (KEY_IS(key, "correlation")) rc = read_float(s, f, F_CORRELATION);
+        else if (KEY_IS(key, "External id")) rc = read_float(s, f, F_EXTERNAL_ID);
+        else if (KEY_IS(key, "external id")) rc = read_float(s, f, F_EXTERNAL_ID_OLD);
+        else if (KEY_IS(key, "device")) rc = read_float(s, f, F_DEVICE);
+        else if (KEY_IS(key, "stream")) rc = read_float_or_text(s, f, F_STREAM, stream_text);
+        else if (KEY_IS(key, "bytes")) rc = read_float(s, f, F_BYTES);
         else if (KEY_IS(key, "grid")) rc = read_triple_or_null(s, &f[F_GRID_X]);
         else if (KEY_IS(key, "block")) rc = read_triple_or_null(s, &f[F_BLOCK_X]);
-        else if (KEY_IS(key, "registers per thread")) rc = read_float(s, &f[F_REGISTERS]);
-        else if (KEY_IS(key, "shared memory")) rc = read_float(s, &f[F_SHARED_MEMORY]);
-        else if (KEY_IS(key, "est. achieved occupancy %")) rc = read_float(s, &f[F_OCCUPANCY]);
+        else if (KEY_IS(key, "registers per thread")) rc = read_float(s, f, F_REGISTERS);
+        else if (KEY_IS(key, "shared memory")) rc = read_float(s, f, F_SHARED_MEMORY);
+        else if (KEY_IS(key, "est. achieved occupancy %")) rc = read_float(s, f, F_OCCUPANCY);
         else if (KEY_IS(key, "cuda_sync_kind")) rc = read_text_or_null(s, &strings[S_SYNC_KIND]);
         else rc = skip_value(s, 2);
         if (rc != OK) return rc;
@@ -509,8 +710,10 @@ static int scan_event(Scanner *s) {
     Span strings[N_STRINGS] = {{0}};
     Span phase_text = {0}, pid_text = {0}, tid_text = {0}, stream_text = {0}, key;
     int rc, more, phase;
+    int64_t row;
     for (int k = 0; k < N_FLOATS; k++) f[k] = NAN;
     f[F_DUR] = 0.0; /* kineto._Event.dur's default */
+    s->deferred = 0;
     s->p++;          /* '{' */
     skip_space(s);
     if (s->p < s->end && *s->p == '}') {
@@ -525,10 +728,10 @@ static int scan_event(Scanner *s) {
             }
             else if (KEY_IS(key, "cat")) rc = read_text_or_null(s, &strings[S_CAT]);
             else if (KEY_IS(key, "name")) rc = read_text_or_null(s, &strings[S_NAME]);
-            else if (KEY_IS(key, "pid")) rc = read_float_or_text(s, &f[F_PID], &pid_text);
-            else if (KEY_IS(key, "tid")) rc = read_float_or_text(s, &f[F_TID], &tid_text);
-            else if (KEY_IS(key, "ts")) rc = read_float(s, &f[F_TS]);
-            else if (KEY_IS(key, "dur")) rc = read_float(s, &f[F_DUR]);
+            else if (KEY_IS(key, "pid")) rc = read_float_or_text(s, f, F_PID, &pid_text);
+            else if (KEY_IS(key, "tid")) rc = read_float_or_text(s, f, F_TID, &tid_text);
+            else if (KEY_IS(key, "ts")) rc = read_float(s, f, F_TS);
+            else if (KEY_IS(key, "dur")) rc = read_float(s, f, F_DUR);
             else if (KEY_IS(key, "args")) rc = *s->p == '{' ? scan_args(s, f, strings, &stream_text) : DECLINE;
             else rc = skip_value(s, 1);
             if (rc != OK) return rc;
@@ -538,13 +741,18 @@ static int scan_event(Scanner *s) {
     }
     phase = (phase_text.flags & SPAN_PRESENT) ? phase_of(phase_text) : PH_OTHER; /* ph "" by default */
     s->counts[phase]++;
+    /* Deferred numbers are parsed in phase two: into the row, or, for an event not kept (row -1), only to
+     * decline the block if one is out of range, as msgspec's typed decoder then fails. */
+    row = phase == PH_COMPLETE ? (int64_t)s->rows : -1;
+    for (int k = 0; s->deferred != 0 && k < N_FLOATS; k++)
+        if ((s->deferred & (UINT32_C(1) << k)) && (rc = add_text(s, row, k, s->deferred_text[k])) != OK) return rc;
     if (phase != PH_COMPLETE) return OK;
     if (s->rows == s->capacity && (rc = grow(s)) != OK) return rc;
     memcpy(s->floats + s->rows * N_FLOATS, f, sizeof f);
     memcpy(s->strings + s->rows * N_STRINGS, strings, sizeof strings);
-    if ((rc = add_text(s, (int64_t)s->rows, F_PID, pid_text)) != OK) return rc;
-    if ((rc = add_text(s, (int64_t)s->rows, F_TID, tid_text)) != OK) return rc;
-    if ((rc = add_text(s, (int64_t)s->rows, F_STREAM, stream_text)) != OK) return rc;
+    if ((rc = add_text(s, row, F_PID, pid_text)) != OK) return rc;
+    if ((rc = add_text(s, row, F_TID, tid_text)) != OK) return rc;
+    if ((rc = add_text(s, row, F_STREAM, stream_text)) != OK) return rc;
     s->rows++;
     return OK;
 }
@@ -711,6 +919,29 @@ static PyObject *span_text(Span span, PyObject *decode_string) {
     return value;
 }
 
+/* The double of a JSON number's text that scan_number deferred: Python's float() of it (PyOS_string_to_double,
+ * correctly rounded, independent of the locale). 0, -1 with an exception set, or -2 to decline: out of
+ * range, which msgspec reports for a float field. */
+static int deferred_number(Span span, double *value) {
+    char small[128], *text = small, *parsed_end = NULL;
+    int rc = 0;
+    if ((size_t)span.length >= sizeof small && (text = PyMem_Malloc((size_t)span.length + 1)) == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    memcpy(text, span.text, (size_t)span.length);
+    text[span.length] = '\0';
+    *value = PyOS_string_to_double(text, &parsed_end, NULL); /* NULL: overflow gives +-inf, no exception */
+    if (*value == -1.0 && PyErr_Occurred()) {
+        PyErr_Clear(); /* not a number: cannot happen after scan_number; decline all the same */
+        rc = -2;
+    } else if (parsed_end != text + span.length || isinf(*value)) {
+        rc = -2;
+    }
+    if (text != small) PyMem_Free(text);
+    return rc;
+}
+
 /* The code of a span's string: >= 0, -1 with an exception set, -2 to decline. */
 static int32_t intern(Interner *t, Span span, PyObject *decode_string, PyObject *to_number) {
     const unsigned char *text = span.text;
@@ -795,9 +1026,6 @@ static void scanner_free(Scanner *s) {
     PyMem_RawFree(s->floats);
     PyMem_RawFree(s->strings);
     PyMem_RawFree(s->texts);
-#if defined(__linux__) || defined(__APPLE__)
-    if (s->c_locale != (locale_t)0) freelocale(s->c_locale);
-#endif
 }
 
 static PyObject *build_result(Scanner *s, PyObject *to_number, PyObject *decode_string) {
@@ -829,10 +1057,17 @@ static PyObject *build_result(Scanner *s, PyObject *to_number, PyObject *decode_
     }
     for (size_t t = 0; t < s->n_texts; t++) {
         NumberText *text = &s->texts[t];
+        double unused, *slot = text->row >= 0 ? &s->floats[text->row * N_FLOATS + text->field] : &unused;
+        if (text->text.flags & SPAN_NUMBER) {
+            int rc = deferred_number(text->text, slot);
+            if (rc == -1) goto fail;
+            if (rc == -2) goto decline;
+            continue;
+        }
         int32_t code = intern(&numbers, text->text, decode_string, to_number);
         if (code == -1) goto fail;
         if (code == -2) goto decline;
-        s->floats[text->row * N_FLOATS + text->field] = numbers.numbers[code];
+        *slot = numbers.numbers[code];
     }
 
     codes_object = wrap_buffer(codes, (Py_ssize_t)(rows * N_STRINGS * sizeof(int32_t)));
@@ -871,9 +1106,6 @@ static int scanner_start(Scanner *s, PyObject *to_number, PyObject *decode_strin
         return -1;
     }
     memset(s, 0, sizeof *s);
-#if defined(__linux__) || defined(__APPLE__)
-    s->c_locale = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
-#endif
     return 0;
 }
 
@@ -881,7 +1113,7 @@ static int scanner_start(Scanner *s, PyObject *to_number, PyObject *decode_strin
 static PyObject *scanner_finish(Scanner *s, int rc, PyObject *to_number, PyObject *decode_string) {
     PyObject *result;
     if (rc == NO_MEMORY) result = PyErr_NoMemory();
-    else if (rc == DECLINE) result = Py_NewRef(Py_None);
+    else if (rc != OK) result = Py_NewRef(Py_None); /* DECLINE */
     else result = build_result(s, to_number, decode_string);
     scanner_free(s);
     return result;
@@ -993,6 +1225,33 @@ static PyObject *event_boundary_py(PyObject *module, PyObject *args) {
     return PyLong_FromSsize_t(at);
 }
 
+static PyObject *parse_number_py(PyObject *module, PyObject *args) {
+    static const char *const paths[] = {"integer", "zero", "clinger", "eisel-lemire", "python"};
+    Py_buffer view;
+    Scanner s;
+    double value;
+    int is_integer, rc;
+    int64_t integer;
+    (void)module;
+    if (!PyArg_ParseTuple(args, "y*:_parse_number", &view)) return NULL;
+    memset(&s, 0, sizeof s);
+    s.p = (const unsigned char *)view.buf;
+    s.end = s.p + view.len;
+    rc = s.p < s.end && (*s.p == '-' || is_digit(*s.p)) ? scan_number(&s, &value, &is_integer, &integer) : DECLINE;
+    if (rc != DECLINE && s.p != s.end) rc = DECLINE; /* the whole buffer must be the number */
+    if (rc == DEFER) {
+        int deferred = deferred_number(s.number, &value);
+        if (deferred == -1) {
+            PyBuffer_Release(&view);
+            return NULL;
+        }
+        if (deferred == -2) rc = DECLINE;
+    }
+    PyBuffer_Release(&view);
+    if (rc == DECLINE) Py_RETURN_NONE;
+    return Py_BuildValue("(ds)", value, paths[s.path]);
+}
+
 static PyMethodDef methods[] = {
     {"scan_events", scan_events, METH_VARARGS,
      "scan_events(pieces, to_number, decode_string) -> dict | None\n\n"
@@ -1008,6 +1267,11 @@ static PyMethodDef methods[] = {
      "A whole trace document in any layout: a list of events, or an object whose traceEvents member is\n"
      "one. The columns as scan_events gives them, and where the traceEvents list lies in the buffer\n"
      "(-1, -1 for a bare list) so that the caller can decode the other members; None to decline."},
+    {"_parse_number", parse_number_py, METH_VARARGS,
+     "_parse_number(text) -> (float, path) | None\n\n"
+     "One JSON number as a float field reads it (for tests): the double and how it was decided ('integer',\n"
+     "'zero', 'clinger', 'eisel-lemire', or 'python': deferred to PyOS_string_to_double); None when the\n"
+     "text is not one JSON number or is out of range (a block holding it is declined)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1023,7 +1287,26 @@ PyMODINIT_FUNC PyInit__kineto_scan(void) {
     m = PyModule_Create(&module);
     if (m == NULL) return NULL;
     if (PyModule_AddIntConstant(m, "N_FLOATS", N_FLOATS) < 0 ||
-        PyModule_AddIntConstant(m, "N_STRINGS", N_STRINGS) < 0) {
+        PyModule_AddIntConstant(m, "N_STRINGS", N_STRINGS) < 0 ||
+        /* How this build reads numbers (tests check the build configurations they make). */
+        PyModule_AddIntConstant(m, "LDBL_MANT_DIG", LDBL_MANT_DIG) < 0 ||
+#ifdef FLT_EVAL_METHOD
+        PyModule_AddIntConstant(m, "FLT_EVAL_METHOD", FLT_EVAL_METHOD) < 0 ||
+#else
+        PyModule_AddIntConstant(m, "FLT_EVAL_METHOD", -1) < 0 ||
+#endif
+#ifdef HAVE_DOUBLE_ROUNDING_FREE_ARITHMETIC
+        PyModule_AddIntConstant(m, "CLINGER_FAST_PATH", 1) < 0 ||
+#else
+        PyModule_AddIntConstant(m, "CLINGER_FAST_PATH", 0) < 0 ||
+#endif
+#if defined(HAVE_INT128) || defined(HAVE_MSVC_INTRINSICS)
+        PyModule_AddIntConstant(m, "NATIVE_MULTIPLY", 1) < 0 ||
+#else
+        PyModule_AddIntConstant(m, "NATIVE_MULTIPLY", 0) < 0 ||
+#endif
+        PyModule_AddIntConstant(m, "POW5_MIN_Q", POW5_MIN_Q) < 0 ||
+        PyModule_AddIntConstant(m, "POW5_MAX_Q", POW5_MAX_Q) < 0) {
         Py_DECREF(m);
         return NULL;
     }
