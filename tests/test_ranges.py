@@ -86,3 +86,22 @@ def test_a_span_too_long_for_the_packed_key_gives_the_same_ranges(monkeypatch) -
     ranked = ranges.range_instances(trace)
     assert packed["ops"].sum() > 0  # the comparison covers ranges that own GPU work
     assert ranked.equals(packed)
+
+
+def test_slice_reduce_matches_direct_reduction_on_random_and_nested_slices():
+    # The private helper is tested directly: its sparse-table algorithm is what keeps deeply nested ranges
+    # (an outer range covering every launch) linearithmic, and random slices exercise every table level.
+    import numpy as np
+
+    from tracelens.analyses.ranges import _slice_reduce
+
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        n = int(rng.integers(1, 300))
+        values = rng.integers(-1000, 1000, n)
+        lo = rng.integers(0, n + 1, 40)
+        hi = np.minimum(n, lo + rng.integers(0, n + 1, 40))
+        lo, hi = np.r_[lo, 0, 0], np.r_[hi, n, 0]  # the whole array, and an empty slice
+        for ufunc, empty in ((np.minimum, 0), (np.maximum, -1)):
+            expected = [ufunc.reduce(values[a:b]) if b > a else empty for a, b in zip(lo, hi, strict=True)]
+            assert _slice_reduce(ufunc, values, lo, hi, empty).tolist() == expected

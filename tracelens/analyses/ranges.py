@@ -44,15 +44,35 @@ def _per_launch(trace: Trace) -> pd.DataFrame:
 
 
 def _slice_reduce(ufunc: np.ufunc, values: np.ndarray, lo: np.ndarray, hi: np.ndarray, empty: int) -> np.ndarray:
-    """ufunc-reduce values[lo_i:hi_i] for every i (``empty`` where the slice is empty)."""
-    if lo.size == 0:
-        return np.empty(0, values.dtype)
-    padded = np.append(values, values[-1:])  # lets hi == len(values) be a valid reduceat index
-    bounds = np.empty(lo.size * 2, np.int64)
-    bounds[0::2] = lo
-    bounds[1::2] = hi
-    reduced = ufunc.reduceat(padded, bounds)[0::2]
-    return np.where(hi > lo, reduced, empty)
+    """ufunc-reduce values[lo_i:hi_i] for every i (``empty`` where the slice is empty); ufunc is idempotent
+    (minimum, maximum).
+
+    A sparse table built one level at a time: level k holds the reduction of every window of 2^k values, and a
+    slice of length L is the reduction of its first and last windows of 2^floor(log2 L). O(n log n) time and
+    O(n) memory whatever the slices; reducing each slice directly costs the sum of their lengths, which nested
+    ranges (an outer range covering every launch) make quadratic.
+    """
+    out = np.full(lo.size, empty, dtype=values.dtype)
+    length = hi - lo
+    has = length > 0
+    if not has.any():
+        return out
+    level = np.floor(np.log2(np.where(has, length, 1))).astype(np.int64)
+    level[~has] = -1
+    table = values.copy()
+    k = 0
+    while True:
+        sel = np.flatnonzero(level == k)
+        if sel.size:
+            out[sel] = ufunc(table[lo[sel]], table[hi[sel] - (1 << k)])
+        if (1 << (k + 1)) > values.size or not (level > k).any():
+            break
+        width = 1 << k
+        # Windows of 2^(k+1) from two windows of 2^k; the tail keeps windows that would run past the end
+        # (never read: a slice only reads windows that fit inside it).
+        table[:-width] = ufunc(table[:-width], table[width:])
+        k += 1
+    return out
 
 
 # (thread, time) pairs are packed into one int64 key below this product of threads and span.
