@@ -15,7 +15,7 @@ from reference import union_length
 
 import tracelens
 from tracelens.analyses.devices import device_utilization
-from tracelens.ingest import detect_format, xplane
+from tracelens.ingest import detect_format, tf_common, xplane
 
 PROFILE_START = 1_700_000_000_000_000_000
 REF_DETAILS = "regs:32 static_shared:1024 dynamic_shared:2048 grid:10,2,1 block:128,1,1 occ_pct:50"
@@ -220,7 +220,7 @@ def test_reads_after_tensorflow_style_registration_in_default_pool() -> None:
     ],
 )
 def test_kernel_details_forms(details: str, expected: dict) -> None:
-    cols = xplane._kernel_columns(pa.array([details]))
+    cols = tf_common.kernel_columns(pa.array([details]))
     for name, value in expected.items():
         got = cols[name][0]
         if value is None:
@@ -350,6 +350,7 @@ def test_vectorized_varints_match_reference_encoder() -> None:
 @pytest.mark.parametrize("path", shared_params("tf", "*.xplane.pb"))
 def test_depth_matches_the_tables_own_fill(path: Path) -> None:
     # the reader fills `depth` itself (for speed); it must equal what build_events computes when left null
+    # (_fill_depth is build_events' own step, private to trace.py: called alone to compare the two fills)
     from tracelens.trace import EVENT_COLUMNS, EVENT_SCHEMA, _fill_depth
 
     events = xplane.read(path).events
@@ -447,6 +448,7 @@ def test_events_located_in_the_file_or_taken_from_upb_read_the_same(tmp_path: Pa
 
 def _located_and_from_upb(path: Path, monkeypatch):
     """The trace read with events located in the file (asserting that path was taken), then through upb."""
+    # private on purpose: _locate_events is the fast path under test; no public switch turns it off
     calls = []
     locate = xplane._locate_events
     monkeypatch.setattr(xplane, "_locate_events", lambda *args: calls.append(locate(*args)) or calls[-1])

@@ -11,7 +11,8 @@ import pytest
 import tracelens
 from tracelens.analyses.devices import device_utilization
 from tracelens.cli import main
-from tracelens.ingest import detect_format
+from tracelens.errors import InputError
+from tracelens.ingest import detect_format, tf_profile, tf_trace_json, xplane
 
 
 def _meta(kind: str, pid: int, name: str, tid: int | None = None) -> dict:
@@ -81,6 +82,18 @@ def test_run_directory_with_only_trace_json(tmp_path: Path) -> None:
     trace = tracelens.load(tmp_path)
     assert trace.metadata.extra["run"] == "2021_01_01_00_00_00"
     assert [d.kernel_count for d in device_utilization(trace)] == [1]
+
+
+def test_xplane_reader_leaves_trace_json_to_its_own_reader(tmp_path: Path) -> None:
+    # tf_profile picks the reader; xplane.read reads XSpace files only (the two readers share tf_common and
+    # do not import each other)
+    run = tmp_path / "plugins" / "profile" / "2021_01_01_00_00_00"
+    run.mkdir(parents=True)
+    (run / "host.trace.json.gz").write_bytes(gzip.compress(json.dumps(_trace()).encode()))
+    with pytest.raises(InputError, match="trace.json.gz"):
+        xplane.read(tmp_path)
+    via_profile = tf_profile.read(tmp_path)
+    assert via_profile.events.equals(tf_trace_json.read(tmp_path).events)
 
 
 def test_truncated_trace_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -26,6 +26,7 @@ import pyarrow.compute as pc
 from .. import occupancy_calc
 from ..occupancy_calc import LIMIT_BLOCKS, LIMIT_WARPS, LIMITER_NAMES, LimitsUnavailable
 from ..trace import EVENT_COLUMNS, EVENT_SCHEMA, KERNEL, Trace
+from ..values import int_or_none
 from .names import code_mask, is_collective_kernel, is_library_kernel
 
 LOW_OCCUPANCY = 0.5
@@ -276,16 +277,12 @@ def _top_kernels(trace: Trace, occ: _KernelOccupancy, occupancy: np.ndarray, los
                 "under_filled_count": int(row.under_count),
                 "block_shape_limited": bool(row.shape_limited),
                 "limiter": LIMITER_NAMES[row.limiter] if row.limiter >= 0 else None,
-                "threads_per_block": _int_or_none(row.threads),
-                "registers_per_thread": _int_or_none(row.registers),
-                "shared_bytes_per_block": _int_or_none(row.shared),
+                "threads_per_block": int_or_none(row.threads),
+                "registers_per_thread": int_or_none(row.registers),
+                "shared_bytes_per_block": int_or_none(row.shared),
             }
         )
     return out
-
-
-def _int_or_none(x: float) -> int | None:
-    return int(x) if np.isfinite(x) else None
 
 
 def occupancy_report(trace: Trace) -> dict[str, Any]:

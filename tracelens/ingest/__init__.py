@@ -21,8 +21,8 @@ READERS = {
     "kineto": "kineto",
     "nsys": "nsys",
     "nsys-rep": "nsys",
-    "xplane": "xplane",
-    "tf-trace-json": "xplane",
+    "xplane": "tf_profile",  # .xplane.pb files, or a run of legacy trace.json.gz
+    "tf-trace-json": "tf_profile",
     "parquet": "parquet",
 }
 

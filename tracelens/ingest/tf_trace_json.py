@@ -38,7 +38,17 @@ from ..trace import (
     build_devices,
     build_events,
 )
-from . import xplane
+from ..values import int_or_none
+from .tf_common import (
+    COPY_KIND_LABELS,
+    classify_host_name,
+    copy_kind_code,
+    detect_framework,
+    discover,
+    extract_int,
+    kernel_columns,
+    strip_version,
+)
 
 _GPU_PROCESS = re.compile(r"^/device:GPU:(\d+)")
 _STREAM = re.compile(r"^Stream #(\d+)")
@@ -103,21 +113,14 @@ def _frame(path: Path, host: int) -> tuple[pd.DataFrame, dict[int, str]]:
             "dur": dur,
             "device": device,
             "stream": int(stream.group(1)) if stream else None,
-            "tid": None if gpu else _int(event.get("tid")),
+            "tid": None if gpu else int_or_none(event.get("tid")),
             "pid": host,
-            "correlation_id": _int(args.get("correlation_id")),
-            "step_num": _int(args.get("step_num")),
+            "correlation_id": int_or_none(args.get("correlation_id")),
+            "step_num": int_or_none(args.get("step_num")),
             "kernel_details": args.get("kernel_details"),
             "copy_details": args.get("memcpy_details") or args.get("memset_details"),
         })
     return pd.DataFrame(rows), gpu_names
-
-
-def _int(value: Any) -> int | None:
-    try:
-        return int(value) if value is not None else None
-    except (TypeError, ValueError):
-        return None
 
 
 def read_files(files: Sequence[Path], source: Path, run: str | None = None) -> Trace:
@@ -145,7 +148,7 @@ def _to_trace(df: pd.DataFrame, device_rows: list[dict[str, Any]], source: Path,
     kind = np.where(is_gpu,
                     np.where(upper.str.startswith("MEMSET"), MEMSET,
                              np.where(upper.str.startswith("MEMCPY") | df["copy_details"].notna(), MEMCPY, KERNEL)),
-                    names.map(xplane._classify_host_name).to_numpy(dtype=object))
+                    names.map(classify_host_name).to_numpy(dtype=object))
     host_corr = ~is_gpu & df["correlation_id"].notna().to_numpy() & (kind == CPU_OP)
     kind = np.where(host_corr, DRIVER, kind)
     step = df["step_num"].to_numpy(dtype=float)
@@ -167,16 +170,16 @@ def _to_trace(df: pd.DataFrame, device_rows: list[dict[str, Any]], source: Path,
                      steps["start"].min() if len(steps) else np.iinfo(np.int64).max))
 
     details = _strings(df["kernel_details"])
-    kernel_cols = xplane._kernel_columns(details)
+    kernel_cols = kernel_columns(details)
     copy_details = _strings(df["copy_details"])
-    size = xplane._extract_int(copy_details, r"(?:^|\s)size:(?P<v>\d+)")
-    copy_kind = [xplane._copy_kind_code(n) for n in names]
-    copy_kind_names = [xplane.COPY_KIND_LABELS[c] if c >= 0 and k == MEMCPY else None
+    size = extract_int(copy_details, r"(?:^|\s)size:(?P<v>\d+)")
+    copy_kind = [copy_kind_code(n) for n in names]
+    copy_kind_names = [COPY_KIND_LABELS[c] if c >= 0 and k == MEMCPY else None
                        for c, k in zip(copy_kind, kind, strict=True)]
 
     columns: dict[str, Any] = {
         "kind": list(kind[keep]) + [STEP] * len(steps),
-        "name": list(names[keep].map(xplane._strip_version)) + [f"step#{s}" for s in steps["step"]],
+        "name": list(names[keep].map(strip_version)) + [f"step#{s}" for s in steps["step"]],
         "start_ns": np.concatenate([start_ns[keep], steps["start"].to_numpy(np.int64)]) - origin,
         "end_ns": np.concatenate([end_ns[keep], steps["end"].to_numpy(np.int64)]) - origin,
         "pid": np.concatenate([df["pid"].to_numpy(np.int64)[keep], steps["pid"].to_numpy(np.int64)]),
@@ -198,7 +201,7 @@ def _to_trace(df: pd.DataFrame, device_rows: list[dict[str, Any]], source: Path,
     columns["bytes"] = np.concatenate([np.where(np.isin(kind, (MEMCPY, MEMSET)), size, np.nan)[keep],
                                        np.full(n_steps, np.nan)])
     columns["copy_kind"] = with_steps(copy_kind_names)
-    framework = xplane._detect_framework(names[~is_gpu].unique())
+    framework = detect_framework(names[~is_gpu].unique())
     metadata = TraceMetadata(
         source_format="xplane",
         source_path=str(source),
@@ -217,6 +220,6 @@ def _strings(values: pd.Series) -> pa.Array:
 
 
 def read(path: Path, fmt: str = "tf-trace-json", run: str | None = None, **_: Any) -> Trace:
-    """Read one ``trace.json.gz`` (or a run/logdir holding them: see :func:`xplane.discover`)."""
-    files, run_name = xplane.discover(Path(path), run)
+    """Read one ``trace.json.gz`` (or a run/logdir holding them: see :func:`.tf_common.discover`)."""
+    files, run_name = discover(Path(path), run)
     return read_files(files, source=Path(path), run=run_name)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import chain
 from pathlib import Path
@@ -38,7 +38,18 @@ from ..trace import (
     build_events,
     depth_column,
 )
+from ..values import int_or_none
 from . import xplane_wire as wire
+from .tf_common import (
+    COPY_KIND_LABELS,
+    classify_host_name,
+    copy_kind_code,
+    detect_framework,
+    discover,
+    extract_int,
+    kernel_columns,
+    strip_version,
+)
 from .xplane_schema import protobuf_backend, xspace_class
 
 HOST_PLANE = "/host:CPU"
@@ -46,19 +57,12 @@ TASK_ENV_PLANE = "Task Environment"
 _GPU_PLANE = re.compile(r"^/device:GPU:(\d+)$")
 _STREAM_LINE = re.compile(r"^Stream #(\d+)")
 STEPS_LINE = "Steps"
-_RUNTIME_NAME = re.compile(r"^(cuda|hip)[A-Z]")
-_DRIVER_NAME = re.compile(r"^cu[A-Z]")
 _STEP_NAME = re.compile(r"^(?:tracelens/step#|ProfilerStep#)(\d+)$")
 # Lines the profiler derives from the stream lines (ops, modules, name scopes, steps): never GPU activity.
 DERIVED_LINES = frozenset({
     "TensorFlow Ops", "TensorFlow Name Scope", "XLA Ops", "XLA Modules", "Steps", "Framework Ops",
     "Framework Name Scope", "Source code", "Launch Stats", "Async XLA Ops", "XLA TraceMe",
 })
-# Files old TF wrote next to (or instead of) the xplane; their presence alone means "no raw trace".
-DERIVED_FILE_SUFFIXES = (
-    ".overview_page.pb", ".input_pipeline.pb", ".tensorflow_stats.pb", ".kernel_stats.pb",
-    ".memory_profile.json.gz", ".pod_viewer.json", ".op_profile.json", ".memory_viewer.json",
-)
 
 # Stats the reader needs from events (all others are skipped without being decoded).
 _WANTED_STATS = ("correlation_id", "kernel_details", "memcpy_details", "memset_details", "step_num",
@@ -67,63 +71,10 @@ _CODE = {name: i for i, name in enumerate(_WANTED_STATS)}
 
 _LINE_HOST, _LINE_STREAM, _LINE_STEPS = 0, 1, 2
 
-_COPY_KIND_BY_NAME = {"H2D": "HtoD", "D2H": "DtoH", "D2D": "DtoD", "P2P": "PtoP", "H2H": "HtoH",
-                      "HTOD": "HtoD", "DTOH": "DtoH", "DTOD": "DtoD", "PTOP": "PtoP", "HTOH": "HtoH"}
 KIND_LABELS = (OTHER, CPU_OP, DRIVER, RUNTIME, PYTHON, STEP, ANNOTATION, KERNEL, MEMCPY, MEMSET)
-COPY_KIND_LABELS = ("HtoD", "DtoH", "DtoD", "PtoP", "HtoH")
 MEM_KIND_LABELS = ("pageable", "pinned", "device", "managed", "array")
 _MEM_KIND = {"pageable": "pageable", "pinned": "pinned", "device": "device", "managed": "managed",
              "array": "array", "device_static": "device", "managed_static": "managed"}
-
-
-# ---------------------------------------------------------------------------------------- discovery
-
-def _run_dirs(logdir: Path) -> dict[str, Path]:
-    """Profile runs under a logdir: ``<...>/plugins/profile/<run>/`` -> {run name: folder}."""
-    runs: dict[str, Path] = {}
-    for profile_dir in sorted(logdir.rglob("plugins/profile")):
-        if profile_dir.is_dir():
-            for run in sorted(p for p in profile_dir.iterdir() if p.is_dir()):
-                runs.setdefault(run.name, run)
-    return runs
-
-
-def discover(path: Path, run: str | None = None) -> tuple[list[Path], str | None]:
-    """The trace files to read for ``path`` (file, run directory or logdir) and the run's name."""
-    if path.is_file():
-        return [path], None
-    if not path.is_dir():
-        raise InputError("no such file or directory", path=path)
-    direct = sorted(path.glob("*.xplane.pb")) or sorted(path.glob("*.trace.json.gz"))
-    if direct and run is None:
-        return direct, path.name
-    runs = _run_dirs(path)
-    if not runs:
-        if direct:
-            raise InputError(f"--run {run}: this is a single run directory (no plugins/profile/ runs)", path=path)
-        _explain_empty(path, path)
-    if run is not None:
-        if run not in runs:
-            raise InputError(f"no profile run named {run!r} (runs: {', '.join(sorted(runs))})", path=path)
-        chosen = run
-    else:
-        # TensorBoard names runs by their start time (YYYY_MM_DD_HH_MM_SS): the last name is the newest.
-        chosen = sorted(runs)[-1]
-    folder = runs[chosen]
-    files = sorted(folder.glob("*.xplane.pb")) or sorted(folder.glob("*.trace.json.gz"))
-    if not files:
-        _explain_empty(folder, path)
-    return files, chosen
-
-
-def _explain_empty(folder: Path, shown: Path) -> None:
-    derived = [p.name for p in folder.rglob("*") if p.name.endswith(DERIVED_FILE_SUFFIXES)]
-    if derived:
-        raise InputError(
-            f"holds only derived profile files ({', '.join(sorted(derived)[:3])}); this TensorFlow version "
-            "wrote no xplane.pb: re-profile with TensorFlow >= 2.4, or pass the <host>.trace.json.gz", path=shown)
-    raise InputError("no profile found (expected plugins/profile/<run>/<host>.xplane.pb or a .xplane.pb file)",
-                     path=shown)
 
 
 # ------------------------------------------------------------------------------------------- decoding
@@ -257,30 +208,6 @@ def _lookup(sorted_keys: np.ndarray, wanted: np.ndarray) -> np.ndarray:
     pos = np.searchsorted(sorted_keys, wanted)
     pos = np.minimum(pos, sorted_keys.size - 1)
     return np.where(sorted_keys[pos] == wanted, pos, -1)
-
-
-def _classify_host_name(name: str) -> str:
-    if _RUNTIME_NAME.match(name):
-        return RUNTIME
-    if _DRIVER_NAME.match(name):
-        return DRIVER
-    if name.startswith("$"):
-        return PYTHON  # the Python tracer's frames: "$file.py:line function"
-    if name.startswith("tracelens/step#"):
-        return STEP
-    if name.startswith("tracelens/"):
-        return ANNOTATION
-    if name in ("MemoryAllocation", "MemoryDeallocation"):
-        return OTHER
-    return CPU_OP
-
-
-_API_VERSION_SUFFIX = re.compile(r"^((?:cuda|cu|hip)[A-Za-z0-9]*)_v\d+$")
-
-
-def _strip_version(name: str) -> str:
-    # Only API names (camelCase): kernel names such as "cudnn_..._v1" keep their suffix.
-    return _API_VERSION_SUFFIX.sub(r"\1", name)
 
 
 class _StatColumns:
@@ -447,50 +374,6 @@ def _decode_stats(buf: np.ndarray, stat_event: np.ndarray, stat_start: np.ndarra
 
 # ----------------------------------------------------------------------------------- details strings
 
-def _extract_int(strings: pa.Array, pattern: str) -> np.ndarray:
-    """First capture group of ``pattern`` as float (NaN where absent) for each string."""
-    if len(strings) == 0:
-        return np.empty(0)
-    found = pc.extract_regex(strings, pattern)
-    values = pc.struct_field(found, [0]) if found.type.num_fields else None
-    if values is None:
-        return np.full(len(strings), np.nan)
-    return pc.cast(values, pa.float64()).to_numpy(zero_copy_only=False)
-
-
-def _kernel_columns(details: pa.Array) -> dict[str, np.ndarray]:
-    """Launch configuration from ``kernel_details`` in its three forms (see docs/formats/xplane.md).
-
-    The strings repeat (one per distinct launch configuration), so the patterns run on distinct values.
-    """
-    encoded = pc.dictionary_encode(details)
-    indices = encoded.indices.fill_null(len(encoded.dictionary)).to_numpy(zero_copy_only=False)
-    per_value = _kernel_columns_of(pa.concat_arrays([encoded.dictionary, pa.nulls(1, pa.string())]))
-    return {col: values[indices] for col, values in per_value.items()}
-
-
-def _kernel_columns_of(details: pa.Array) -> dict[str, np.ndarray]:
-    cols: dict[str, np.ndarray] = {
-        "registers_per_thread": _extract_int(details, r"(?:^|\s)regs:(?P<v>\d+)"),
-        "static_shared_bytes": _extract_int(details, r"(?:^|\s)static_shared:(?P<v>\d+)"),
-        "dynamic_shared_bytes": _extract_int(details, r"(?:^|\s)dynamic_shared:(?P<v>\d+)"),
-    }
-    # TF <= 2.5 wrote one total "shm:" (no split); occupancy needs only the total, so it goes to static.
-    shm = _extract_int(details, r"(?:^|\s)shm:(?P<v>\d+)")
-    use_shm = np.isnan(cols["static_shared_bytes"]) & ~np.isnan(shm)
-    cols["static_shared_bytes"] = np.where(use_shm, shm, cols["static_shared_bytes"])
-    cols["dynamic_shared_bytes"] = np.where(use_shm, 0.0, cols["dynamic_shared_bytes"])
-    for prefix, column in (("grid", "grid"), ("block", "block")):
-        x = _extract_int(details, rf"(?:^|\s){prefix}:(?P<v>\d+),\d+,\d+")
-        y = _extract_int(details, rf"(?:^|\s){prefix}:\d+,(?P<v>\d+),\d+")
-        z = _extract_int(details, rf"(?:^|\s){prefix}:\d+,\d+,(?P<v>\d+)")
-        cols[f"{column}_x"], cols[f"{column}_y"], cols[f"{column}_z"] = x, y, z
-    occ = _extract_int(details, r"(?:^|\s)occ_pct:(?P<v>[0-9.]+)")
-    # occ_pct:0 is what ROCm (and CUPTI without occupancy data) writes: a running kernel is never at 0.
-    cols["reported_occupancy"] = np.where(occ > 0, occ / 100.0, np.nan)
-    return cols
-
-
 def _map_strings(values: pa.Array, mapping: dict[str, int]) -> np.ndarray:
     """Map each string through ``mapping`` to a code (-1 when absent), once per distinct value."""
     encoded = pc.dictionary_encode(values)
@@ -499,15 +382,9 @@ def _map_strings(values: pa.Array, mapping: dict[str, int]) -> np.ndarray:
     return mapped[indices]
 
 
-def _copy_kind_code(name: str) -> int:
-    upper = name.upper()
-    kind = next((kind for token, kind in _COPY_KIND_BY_NAME.items() if token in upper), None)
-    return COPY_KIND_LABELS.index(kind) if kind else -1
-
-
 def _memcpy_columns(details: pa.Array, copy_kind: np.ndarray) -> dict[str, Any]:
     """Bytes and memory kinds from ``memcpy_details``/``memset_details``; ``copy_kind``: codes from the name."""
-    size = _extract_int(details, r"(?:^|\s)size:(?P<v>\d+)")
+    size = extract_int(details, r"(?:^|\s)size:(?P<v>\d+)")
     if len(details) == 0:
         empty = np.empty(0, np.int32)
         return {"bytes": size, "copy_kind": copy_kind, "src_kind": empty, "dst_kind": empty}
@@ -538,39 +415,27 @@ def _device_rows(hosts: Sequence[_Host]) -> list[dict[str, Any]]:
                 "id": host.device_offset + gpu,
                 "name": name,
                 "vendor": vendor,
-                "sm_count": _int_or_none(stats.get("core_count")),
-                "compute_major": _int_or_none(major),
-                "compute_minor": _int_or_none(minor),
-                "total_memory_bytes": _int_or_none(stats.get("memory_size")),
+                "sm_count": int_or_none(stats.get("core_count")),
+                "compute_major": int_or_none(major),
+                "compute_minor": int_or_none(minor),
+                "total_memory_bytes": int_or_none(stats.get("memory_size")),
                 "memory_bandwidth_bytes_per_s": float(stats["memory_bandwidth"]) if "memory_bandwidth" in stats else None,
-                "clock_rate_khz": _int_or_none(stats.get("clock_rate")),
+                "clock_rate_khz": int_or_none(stats.get("clock_rate")),
             })
     return rows
 
 
-def _int_or_none(value: Any) -> int | None:
-    try:
-        return int(value) if value is not None else None
-    except (TypeError, ValueError):
-        return None
-
-
-def _detect_framework(names: Iterable[str]) -> str:
-    for name in names:
-        if name.startswith(("PjitFunction(", "PjRt", "PJRT_")) or (name.startswith("$") and "jax" in name):
-            return "jax"
-    return "tensorflow"
-
-
 def read(path: Path, fmt: str = "xplane", run: str | None = None, **_: Any) -> Trace:
-    """Read a ``.xplane.pb``, a run directory or a TensorBoard logdir (all hosts of one run) as a Trace."""
+    """Read a ``.xplane.pb``, a run directory or a TensorBoard logdir (all hosts of one run) as a Trace.
+
+    A run that holds only legacy ``trace.json.gz`` files is read by :mod:`.tf_trace_json`
+    (:func:`tracelens.load` and :func:`.tf_profile.read` choose between the two)."""
     path = Path(path)
     files, run_name = discover(path, run)
-    if fmt == "tf-trace-json" or all(f.name.endswith(".trace.json.gz") for f in files):
-        from . import tf_trace_json
-
-        return tf_trace_json.read_files(files, source=path, run=run_name)
-    return read_files([f for f in files if not f.name.endswith(".trace.json.gz")], source=path, run=run_name)
+    xplanes = [f for f in files if not f.name.endswith(".trace.json.gz")]
+    if fmt == "tf-trace-json" or not xplanes:
+        raise InputError("holds legacy trace.json.gz files, not an XSpace: read it with tracelens.load", path=path)
+    return read_files(xplanes, source=path, run=run_name)
 
 
 def _read_padded(file: Path) -> np.ndarray:
@@ -682,7 +547,7 @@ def _build_trace(hosts: list[_Host], source: Path, run: str | None) -> Trace:
 
     # kinds, decided once per metadata name and then per event (as codes into KIND_LABELS)
     code = {k: i for i, k in enumerate(KIND_LABELS)}
-    name_kind = np.array([code[_classify_host_name(nm)] for nm in names_all], dtype=np.int32)
+    name_kind = np.array([code[classify_host_name(nm)] for nm in names_all], dtype=np.int32)
     kind = np.full(n, code[OTHER], dtype=np.int32)
     host_rows = line_kind == _LINE_HOST
     kind[host_rows] = name_kind[name_index[host_rows]]
@@ -739,7 +604,7 @@ def _build_trace(hosts: list[_Host], source: Path, run: str | None) -> Trace:
 
     # display names: metadata names (runtime suffixes stripped), then one "step#N" name per step row
     step_names = [f"step#{s}" for s in steps["step"].tolist()]
-    labels = [_strip_version(nm) for nm in names_all] + step_names
+    labels = [strip_version(nm) for nm in names_all] + step_names
     name_codes = np.concatenate([name_index[rows], len(names_all) + np.arange(n_steps)]).astype(np.int32)
     columns: dict[str, Any] = {
         "kind": _dict_column(ordered(np.concatenate([kind[rows], np.full(n_steps, code[STEP], np.int32)])),
@@ -772,12 +637,12 @@ def _build_trace(hosts: list[_Host], source: Path, run: str | None) -> Trace:
     gpu_slots = np.flatnonzero(in_rows >= 0)
     placement = (gpu_slots, in_rows[gpu_slots], in_rows.size)  # table rows <- GPU rows
     gpu_kinds = kind[gpu_rows]
-    kernel_cols = _kernel_columns(stats.strings("kernel_details", gpu_rows))
+    kernel_cols = kernel_columns(stats.strings("kernel_details", gpu_rows))
     for col, values in kernel_cols.items():
         values = np.where(gpu_kinds == code[KERNEL], values, np.nan)
         columns[col] = _place(values, placement, EVENT_SCHEMA.field(col).type)
     copy_details = pc.coalesce(stats.strings("memcpy_details", gpu_rows), stats.strings("memset_details", gpu_rows))
-    copy_kind_by_name = np.array([_copy_kind_code(nm) for nm in names_all], dtype=np.int32)
+    copy_kind_by_name = np.array([copy_kind_code(nm) for nm in names_all], dtype=np.int32)
     mem_cols = _memcpy_columns(copy_details, copy_kind_by_name[name_index[gpu_rows]])
     is_copy = gpu_kinds == code[MEMCPY]
     is_mem = is_copy | (gpu_kinds == code[MEMSET])
@@ -791,7 +656,7 @@ def _build_trace(hosts: list[_Host], source: Path, run: str | None) -> Trace:
         columns[col] = _dict_column(full, col_labels)
 
     events = build_events(columns, sort=False)
-    framework = _detect_framework(names_all[i] for i in np.flatnonzero(np.bincount(name_index[host_rows], minlength=1)))
+    framework = detect_framework(names_all[i] for i in np.flatnonzero(np.bincount(name_index[host_rows], minlength=1)))
     warnings: list[str] = []
     if aggregated.any():
         warnings.append(f"{int(aggregated.sum())} aggregated XEvents (num_occurrences, no timestamp) "

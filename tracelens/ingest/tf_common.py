@@ -1,0 +1,166 @@
+"""What the two TensorFlow/JAX profiler readers share: :mod:`.xplane` (``<host>.xplane.pb``) and
+:mod:`.tf_trace_json` (the legacy ``<host>.trace.json.gz``).
+
+Finding the files of a run (:func:`discover`), the event kind of a host event's name, API names without
+their ``_vN`` suffix, the launch configuration in ``kernel_details`` strings and the copy direction in
+a memcpy's name. Both readers import from here; neither imports the other (:mod:`.tf_profile` picks one).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..errors import InputError
+from ..trace import ANNOTATION, CPU_OP, DRIVER, OTHER, PYTHON, RUNTIME, STEP
+
+# Files old TF wrote next to (or instead of) the xplane; their presence alone means "no raw trace".
+DERIVED_FILE_SUFFIXES = (
+    ".overview_page.pb", ".input_pipeline.pb", ".tensorflow_stats.pb", ".kernel_stats.pb",
+    ".memory_profile.json.gz", ".pod_viewer.json", ".op_profile.json", ".memory_viewer.json",
+)
+COPY_KIND_LABELS = ("HtoD", "DtoH", "DtoD", "PtoP", "HtoH")
+_COPY_KIND_BY_NAME = {"H2D": "HtoD", "D2H": "DtoH", "D2D": "DtoD", "P2P": "PtoP", "H2H": "HtoH",
+                      "HTOD": "HtoD", "DTOH": "DtoH", "DTOD": "DtoD", "PTOP": "PtoP", "HTOH": "HtoH"}
+_RUNTIME_NAME = re.compile(r"^(cuda|hip)[A-Z]")
+_DRIVER_NAME = re.compile(r"^cu[A-Z]")
+_API_VERSION_SUFFIX = re.compile(r"^((?:cuda|cu|hip)[A-Za-z0-9]*)_v\d+$")
+
+
+# ---------------------------------------------------------------------------------------- discovery
+
+def _run_dirs(logdir: Path) -> dict[str, Path]:
+    """Profile runs under a logdir: ``<...>/plugins/profile/<run>/`` -> {run name: folder}."""
+    runs: dict[str, Path] = {}
+    for profile_dir in sorted(logdir.rglob("plugins/profile")):
+        if profile_dir.is_dir():
+            for run in sorted(p for p in profile_dir.iterdir() if p.is_dir()):
+                runs.setdefault(run.name, run)
+    return runs
+
+
+def discover(path: Path, run: str | None = None) -> tuple[list[Path], str | None]:
+    """The trace files to read for ``path`` (file, run directory or logdir) and the run's name."""
+    if path.is_file():
+        return [path], None
+    if not path.is_dir():
+        raise InputError("no such file or directory", path=path)
+    direct = sorted(path.glob("*.xplane.pb")) or sorted(path.glob("*.trace.json.gz"))
+    if direct and run is None:
+        return direct, path.name
+    runs = _run_dirs(path)
+    if not runs:
+        if direct:
+            raise InputError(f"--run {run}: this is a single run directory (no plugins/profile/ runs)", path=path)
+        _explain_empty(path, path)
+    if run is not None:
+        if run not in runs:
+            raise InputError(f"no profile run named {run!r} (runs: {', '.join(sorted(runs))})", path=path)
+        chosen = run
+    else:
+        # TensorBoard names runs by their start time (YYYY_MM_DD_HH_MM_SS): the last name is the newest.
+        chosen = sorted(runs)[-1]
+    folder = runs[chosen]
+    files = sorted(folder.glob("*.xplane.pb")) or sorted(folder.glob("*.trace.json.gz"))
+    if not files:
+        _explain_empty(folder, path)
+    return files, chosen
+
+
+def _explain_empty(folder: Path, shown: Path) -> None:
+    derived = [p.name for p in folder.rglob("*") if p.name.endswith(DERIVED_FILE_SUFFIXES)]
+    if derived:
+        raise InputError(
+            f"holds only derived profile files ({', '.join(sorted(derived)[:3])}); this TensorFlow version "
+            "wrote no xplane.pb: re-profile with TensorFlow >= 2.4, or pass the <host>.trace.json.gz", path=shown)
+    raise InputError("no profile found (expected plugins/profile/<run>/<host>.xplane.pb or a .xplane.pb file)",
+                     path=shown)
+
+
+# ------------------------------------------------------------------------------ names and details
+
+def classify_host_name(name: str) -> str:
+    """The event kind of a host (``/host:CPU``) event from its name alone."""
+    if _RUNTIME_NAME.match(name):
+        return RUNTIME
+    if _DRIVER_NAME.match(name):
+        return DRIVER
+    if name.startswith("$"):
+        return PYTHON  # the Python tracer's frames: "$file.py:line function"
+    if name.startswith("tracelens/step#"):
+        return STEP
+    if name.startswith("tracelens/"):
+        return ANNOTATION
+    if name in ("MemoryAllocation", "MemoryDeallocation"):
+        return OTHER
+    return CPU_OP
+
+
+def strip_version(name: str) -> str:
+    """``cudaLaunchKernel_v7000`` -> ``cudaLaunchKernel``, as the other readers name runtime calls."""
+    # Only API names (camelCase): kernel names such as "cudnn_..._v1" keep their suffix.
+    return _API_VERSION_SUFFIX.sub(r"\1", name)
+
+
+def detect_framework(names: Iterable[str]) -> str:
+    """"jax" when a host event name is one JAX writes, else "tensorflow"."""
+    for name in names:
+        if name.startswith(("PjitFunction(", "PjRt", "PJRT_")) or (name.startswith("$") and "jax" in name):
+            return "jax"
+    return "tensorflow"
+
+
+def copy_kind_code(name: str) -> int:
+    """The copy direction a memcpy's name tells, as an index into :data:`COPY_KIND_LABELS` (-1: none)."""
+    upper = name.upper()
+    kind = next((kind for token, kind in _COPY_KIND_BY_NAME.items() if token in upper), None)
+    return COPY_KIND_LABELS.index(kind) if kind else -1
+
+
+def extract_int(strings: pa.Array, pattern: str) -> np.ndarray:
+    """First capture group of ``pattern`` as float (NaN where absent) for each string."""
+    if len(strings) == 0:
+        return np.empty(0)
+    found = pc.extract_regex(strings, pattern)
+    values = pc.struct_field(found, [0]) if found.type.num_fields else None
+    if values is None:
+        return np.full(len(strings), np.nan)
+    return pc.cast(values, pa.float64()).to_numpy(zero_copy_only=False)
+
+
+def kernel_columns(details: pa.Array) -> dict[str, np.ndarray]:
+    """Launch configuration from ``kernel_details`` in its three forms (see docs/formats/xplane.md).
+
+    The strings repeat (one per distinct launch configuration), so the patterns run on distinct values.
+    """
+    encoded = pc.dictionary_encode(details)
+    indices = encoded.indices.fill_null(len(encoded.dictionary)).to_numpy(zero_copy_only=False)
+    per_value = _kernel_columns_of(pa.concat_arrays([encoded.dictionary, pa.nulls(1, pa.string())]))
+    return {col: values[indices] for col, values in per_value.items()}
+
+
+def _kernel_columns_of(details: pa.Array) -> dict[str, np.ndarray]:
+    cols: dict[str, np.ndarray] = {
+        "registers_per_thread": extract_int(details, r"(?:^|\s)regs:(?P<v>\d+)"),
+        "static_shared_bytes": extract_int(details, r"(?:^|\s)static_shared:(?P<v>\d+)"),
+        "dynamic_shared_bytes": extract_int(details, r"(?:^|\s)dynamic_shared:(?P<v>\d+)"),
+    }
+    # TF <= 2.5 wrote one total "shm:" (no split); occupancy needs only the total, so it goes to static.
+    shm = extract_int(details, r"(?:^|\s)shm:(?P<v>\d+)")
+    use_shm = np.isnan(cols["static_shared_bytes"]) & ~np.isnan(shm)
+    cols["static_shared_bytes"] = np.where(use_shm, shm, cols["static_shared_bytes"])
+    cols["dynamic_shared_bytes"] = np.where(use_shm, 0.0, cols["dynamic_shared_bytes"])
+    for prefix, column in (("grid", "grid"), ("block", "block")):
+        x = extract_int(details, rf"(?:^|\s){prefix}:(?P<v>\d+),\d+,\d+")
+        y = extract_int(details, rf"(?:^|\s){prefix}:\d+,(?P<v>\d+),\d+")
+        z = extract_int(details, rf"(?:^|\s){prefix}:\d+,\d+,(?P<v>\d+)")
+        cols[f"{column}_x"], cols[f"{column}_y"], cols[f"{column}_z"] = x, y, z
+    occ = extract_int(details, r"(?:^|\s)occ_pct:(?P<v>[0-9.]+)")
+    # occ_pct:0 is what ROCm (and CUPTI without occupancy data) writes: a running kernel is never at 0.
+    cols["reported_occupancy"] = np.where(occ > 0, occ / 100.0, np.nan)
+    return cols
