@@ -7,7 +7,7 @@ from pathlib import Path
 
 from tracelens.analyses import analyze
 from tracelens.report.escape import html_text, md, shorten
-from tracelens.report.markdown import plot_path_for, render
+from tracelens.report.markdown import figures, plot_path_for, render
 from tracelens.trace import Trace
 
 HOSTILE = "a|b</details><script>x</script>"
@@ -136,32 +136,31 @@ def test_tables_have_consistent_columns_on_every_section() -> None:
     assert assert_tables_well_formed(text) >= 3
 
 
-def test_plot_written_beside_report_and_linked(tmp_path: Path) -> None:
+def test_plot_rendered_as_a_figure_and_linked(tmp_path: Path) -> None:
     doc = analyze(hostile_trace(), sections=["devices"])
     # A hand-made timeline in the gaps section's documented shape: 2 buckets, busy 100% then 25%.
     doc["gaps"] = {"devices": [{"device": 0, "timeline": {"edges_ns": [0, 500, 1000], "utilization": [1.0, 0.25]}}]}
     out = tmp_path / "review.md"
-    text = render(doc, output=str(out), plots=True, png=True)
-    plot = tmp_path / "review.utilization.png"
-    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    pngs = figures(doc, out)
+    assert [(f.role, f.path) for f in pngs] == [("utilization", tmp_path / "review.utilization.png")]
+    assert pngs[0].data[:8] == b"\x89PNG\r\n\x1a\n"
+    text = render(doc, plots=True, figures=pngs)
     assert "![GPU utilization over time](review.utilization.png)" in text
+    assert not list(tmp_path.iterdir())  # rendering writes no file: the CLI does
 
 
-def test_no_plot_without_output_or_when_disabled(tmp_path: Path) -> None:
+def test_no_plot_link_without_figures_or_when_disabled(tmp_path: Path) -> None:
     doc = analyze(hostile_trace())
-    out = tmp_path / "review.md"
-    text = render(doc, output=str(out), plots=False, png=True)
-    assert not (tmp_path / "review.utilization.png").exists()
+    pngs = figures(doc, tmp_path / "review.md")
+    text = render(doc, plots=False, figures=pngs)
     assert "utilization.png" not in text
     assert "```mermaid" not in text  # plots=False turns off the inline charts too
-    assert "utilization.png" not in render(doc, output=None, plots=True, png=True)
+    assert "utilization.png" not in render(doc, plots=True)
 
 
-def test_png_only_when_asked_but_inline_charts_by_default(tmp_path: Path) -> None:
+def test_inline_charts_by_default(tmp_path: Path) -> None:
     doc = analyze(hostile_trace())
-    out = tmp_path / "review.md"
-    text = render(doc, output=str(out))  # defaults: plots=True, png=False
-    assert not (tmp_path / "review.utilization.png").exists()
+    text = render(doc)  # defaults: plots=True, no figures
     assert "utilization.png" not in text
     # The trace has GPU 0 busy part of the time, so the busy-over-time chart is drawn inline.
     assert "```mermaid" in text and "GPU busy over time (%)" in text

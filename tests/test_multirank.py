@@ -276,8 +276,10 @@ def test_dask_engine_gives_the_same_document(tmp_path: Path) -> None:
 def test_rank_plot_is_written(tmp_path: Path) -> None:
     write_handmade_run(tmp_path / "run")
     doc, _ = multirank.analyze_run([tmp_path / "run"], workers=1, cache_dir=tmp_path / "cache")
-    out = multirank.plot_ranks(doc, tmp_path / "ranks.png")
-    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    from tracelens.report.plots import ranks_png
+
+    png = ranks_png(doc)
+    assert png is not None and png[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_markdown_report_has_a_ranks_section(tmp_path: Path) -> None:
@@ -285,20 +287,20 @@ def test_markdown_report_has_a_ranks_section(tmp_path: Path) -> None:
     odd = paths[0].with_name("rank0|<b>x.parquet")  # a name that could break a table or inject a tag
     paths[0].rename(odd)
     doc, _ = multirank.analyze_run([odd, *paths[1:]], workers=1, cache_dir=tmp_path / "cache")
-    from tracelens.report import render
+    from tracelens.report import figures, render
 
     out = tmp_path / "run.md"
-    text = render(doc, "markdown", output=out, plots=True, png=True)
+    pngs = figures(doc, "markdown", out, plots=True, png=True)
+    assert sorted(f.role for f in pngs) == ["ranks", "utilization"] or [f.role for f in pngs] == ["ranks"]
+    text = render(doc, "markdown", plots=True, figures=pngs)
     assert "## Ranks" in text and "rank0&#124;&lt;b&gt;x.parquet" in text and "<b>" not in text
     rows = [line for line in text.splitlines() if line.startswith("| 2 | rank2.parquet")]
     assert len(rows) == 1 and "| 50 ns |" in rows[0] and "| 0 ns |" in rows[0]  # lateness 50, wait 0
     assert "rank 2: step starts 50 ns late" in text
-    assert (tmp_path / "run.ranks.png").is_file() and "run.ranks.png" in text
-    # Without png=True no PNG is written (the mermaid charts stay inline).
-    plain = tmp_path / "plain.md"
-    text = render(doc, "markdown", output=plain, plots=True)
-    assert not (tmp_path / "plain.ranks.png").exists() and "plain.ranks.png" not in text
-    assert not (tmp_path / "plain.utilization.png").exists()
+    assert "](run.ranks.png)" in text and not (tmp_path / "run.ranks.png").exists()  # the CLI writes it
+    # Without png=True no PNG (the mermaid charts stay inline).
+    assert figures(doc, "markdown", tmp_path / "plain.md", plots=True) == []
+    assert ".png" not in render(doc, "markdown", plots=True)
 
 
 def test_read_only_trace_folder_caches_in_the_user_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

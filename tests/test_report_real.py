@@ -32,15 +32,16 @@ def _analyze(path: Path) -> dict:
 @pytest.mark.parametrize("path", ALL_TRACES)
 def test_report_and_summary_render(path: Path, tmp_path: Path) -> None:
     doc = _analyze(path)
-    out = tmp_path / "review.md"
-    text = markdown.render(doc, output=str(out), plots=True, png=True)
+    pngs = markdown.figures(doc, tmp_path / "review.md")
+    text = markdown.render(doc, plots=True, figures=pngs)
     assert text.startswith(f"# tracelens report: {markdown.md(path.name)}\n")
     assert assert_tables_well_formed(text) >= 3
     assert_details_balanced(text)
     assert_only_our_tags(text)
     if doc.get("devices"):
         assert "- **GPU utilization:**" in text
-        assert (tmp_path / "review.utilization.png").read_bytes()[:4] == b"\x89PNG"
+        assert pngs[0].role == "utilization" and pngs[0].data[:4] == b"\x89PNG"
+        assert "](review.utilization.png)" in text
     if (doc.get("diagnosis") or {}).get("primary"):
         assert "**Primary cause:**" in text
     summary = terminal.render(doc)

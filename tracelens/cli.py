@@ -29,6 +29,17 @@ def _write_output(text: str, output: str | None) -> None:
         click.echo(f"wrote {output}", err=True)
 
 
+def _write_report(doc: dict[str, Any], fmt: str, output: str | None, *, plots: bool, png: bool) -> None:
+    """Render ``doc``; write the PNG figures a markdown report links (``--png``) beside it, then the text."""
+    from .report import figures, render
+
+    pngs = figures(doc, fmt, output, plots=plots, png=png)
+    text = render(doc, fmt, plots=plots, figures=pngs)
+    for figure in pngs:
+        figure.path.write_bytes(figure.data)
+    _write_output(text, output)
+
+
 def load_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """Options shared by every command that reads a trace."""
     func = click.option("--run", "run_name", default=None, metavar="NAME",
@@ -62,7 +73,7 @@ def cli() -> None:
 def analyze(paths: Sequence[str], fmt: str | None, output: str | None, no_plots: bool, png: bool,
             workers: int | None, engine: str, cache_dir: str | None, run_name: str | None) -> None:
     """Analyze one trace (or all ranks of a run) and print where the GPU time went."""
-    from .report import format_for_path, render
+    from .report import format_for_path
 
     fmt = fmt or format_for_path(output)
     if len(paths) > 1 or _is_run_directory(paths[0]) or (not os.path.exists(paths[0]) and glob.has_magic(paths[0])):
@@ -71,7 +82,7 @@ def analyze(paths: Sequence[str], fmt: str | None, output: str | None, no_plots:
         doc, failures = analyze_run(list(paths), workers=workers, engine=engine, cache_dir=cache_dir)
     else:
         doc, failures = _analyze_one(paths[0], run_name=run_name), []
-    _write_output(render(doc, fmt, output=output, plots=not no_plots, png=png), output)
+    _write_report(doc, fmt, output, plots=not no_plots, png=png)
     if failures:
         from .errors import PartialFailure
 
@@ -108,10 +119,8 @@ def _analyze_one(path: str, *, run_name: str | None = None) -> dict[str, Any]:
 @load_options
 def report(path: str, output: str | None, no_plots: bool, png: bool, run_name: str | None) -> None:
     """Write a GitHub-flavoured markdown report for pull-request review."""
-    from .report import render
-
     doc = _analyze_one(path, run_name=run_name)
-    _write_output(render(doc, "markdown", output=output, plots=not no_plots, png=png), output)
+    _write_report(doc, "markdown", output, plots=not no_plots, png=png)
 
 
 @cli.command()

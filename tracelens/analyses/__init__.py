@@ -4,32 +4,68 @@ Each section module exposes ``section(trace, done) -> object`` where ``done`` ho
 before it (read-only) and the return value is JSON-serialisable (dicts, lists, str, int, float, None).
 Typed, reusable functions live beside ``section`` in each module. :func:`analyze` runs them in order and
 returns the document that ``analyze --format json`` prints (keys documented in ``docs/json.md``).
+
+:data:`REGISTRY` is the one list of sections: its key, the title a report gives it, whether it is empty
+without GPU activity, its compute function, and where reports show it. ``analyze`` and every renderer
+iterate it; a new section is one entry here, one module beside this file and (optionally) one drawing
+function per renderer (without one, a renderer shows the section in a generic form).
 """
 
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from ..trace import Trace
 
 JSON_SCHEMA_VERSION = "1.0"
 
-# Order matters: later sections may read earlier ones (diagnosis reads everything).
-SECTIONS: list[str] = [
-    "devices",
-    "kernels",
-    "host",
-    "gaps",
-    "steps",
-    "attribution",
-    "launch",
-    "sync",
-    "ranges",
-    "memcpy",
-    "occupancy",
-    "diagnosis",
-]
+
+@dataclass(frozen=True)
+class Section:
+    """One section of the analysis document.
+
+    ``key``: its key in the document (and the module ``tracelens.analyses.<key>``). ``title``: its heading
+    in a report. ``gpu_only``: nothing to show without GPU activity (reports omit it when ``devices`` is
+    empty). ``report_order``: position in the markdown and terminal reports (None: not a section of its
+    own there; diagnosis is the headline and the findings).
+    """
+
+    key: str
+    title: str
+    gpu_only: bool
+    report_order: int | None
+
+    @property
+    def compute(self) -> Callable[[Trace, dict[str, Any]], Any]:
+        """``section(trace, done)`` of the section's module (imported on first use)."""
+        return importlib.import_module(f"{__name__}.{self.key}").section  # type: ignore[no-any-return]
+
+
+# Document (and compute) order: later sections may read earlier ones (diagnosis reads everything).
+REGISTRY: tuple[Section, ...] = (
+    Section("devices", "GPUs", gpu_only=False, report_order=0),
+    Section("kernels", "Top kernels", gpu_only=True, report_order=4),
+    Section("host", "Host side", gpu_only=False, report_order=10),
+    Section("gaps", "GPU idle gaps", gpu_only=True, report_order=2),
+    Section("steps", "Step-time breakdown", gpu_only=False, report_order=1),
+    Section("attribution", "GPU idle time by cause", gpu_only=True, report_order=3),
+    Section("launch", "Kernel launches", gpu_only=True, report_order=5),
+    Section("sync", "Synchronization", gpu_only=False, report_order=6),
+    Section("ranges", "Ranges (NVTX / annotations)", gpu_only=False, report_order=9),
+    Section("memcpy", "Memory copies", gpu_only=True, report_order=7),
+    Section("occupancy", "Occupancy", gpu_only=True, report_order=8),
+    Section("diagnosis", "Findings", gpu_only=False, report_order=None),
+)
+BY_KEY: dict[str, Section] = {s.key: s for s in REGISTRY}
+SECTIONS: list[str] = [s.key for s in REGISTRY]  # the keys, in document order
+
+
+def report_sections() -> list[Section]:
+    """The sections a report draws one by one, in report order (diagnosis is drawn as the headline)."""
+    return sorted((s for s in REGISTRY if s.report_order is not None), key=lambda s: s.report_order or 0)
 
 
 def analyze(trace: Trace, *, sections: list[str] | None = None) -> dict[str, Any]:
@@ -51,6 +87,5 @@ def analyze(trace: Trace, *, sections: list[str] | None = None) -> dict[str, Any
         },
     }
     for name in sections or SECTIONS:
-        module = importlib.import_module(f"{__name__}.{name}")
-        doc[name] = module.section(trace, doc)
+        doc[name] = BY_KEY[name].compute(trace, doc)
     return doc

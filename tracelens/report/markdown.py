@@ -14,14 +14,19 @@ each in full (escaped).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from ..analyses import BY_KEY, report_sections
+from ..analyses import SECTIONS as SECTION_KEYS
 from .charts import lost_time_chart, utilization_chart
 from .escape import html_text, is_shortened, md, shorten
 from .findings import sentence
+from .ranks import RUN_KEYS
+from .ranks import markdown_section as ranks_section
 from .units import fmt_auto, fmt_bytes, fmt_ns, fmt_pct
 
 TOP_ROWS = 10  # rows shown before the rest is folded into <details>
@@ -33,6 +38,15 @@ GENERIC_COLUMNS = 10
 SEVERITY = ((0.25, "🔴 high"), (0.10, "🟠 medium"), (0.0, "🟡 low"))
 
 Lines = list[str]
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A PNG that goes beside a markdown report: ``role`` "utilization" or "ranks", where, and its bytes."""
+
+    role: str
+    path: Path
+    data: bytes
 
 
 class FullNames:
@@ -279,7 +293,7 @@ def _devices(doc: dict[str, Any]) -> Lines:
              fmt_ns(d.get("span_ns")), _num(d.get("kernel_count")), fmt_ns(d.get("kernel_ns")),
              f"{_num(d.get('memcpy_count'))} / {fmt_ns(d.get('memcpy_ns'))}",
              f"{_num(d.get('memset_count'))} / {fmt_ns(d.get('memset_ns'))}"] for d in devices]
-    return ["", "## GPUs", "", *table(
+    return ["", _heading("devices"), "", *table(
         ["GPU", "name", "utilization", "busy", "span", "kernels", "kernel time", "memcpy (n / time)",
          "memset (n / time)"], rows, ["---", "---", "---:", "---:", "---:", "---:", "---:", "---:", "---:"])]
 
@@ -293,7 +307,7 @@ def _kernels(doc: dict[str, Any]) -> Lines:
              _num(k.get("count")), fmt_ns(k.get("avg_ns")), fmt_ns(k.get("median_ns")), fmt_ns(k.get("min_ns")),
              fmt_ns(k.get("max_ns")), fmt_ns(k.get("stdev_ns"))]
             for i, k in enumerate(kernels["by_name"][:MAX_ROWS], start=1)]
-    lines = ["", "## Top kernels", "",
+    lines = ["", _heading("kernels"), "",
              f"{kernels.get('count', 0):,} launches of {kernels.get('distinct_names', len(rows)):,} distinct kernels, "
              f"{fmt_ns(kernels.get('total_ns'))} summed; Time% is the share of summed kernel time.", ""]
     lines.extend(_folded_table(["#", "kernel", "Time%", "total", "count", "avg", "median", "min", "max", "stdev"],
@@ -306,7 +320,7 @@ def _memcpy(doc: dict[str, Any]) -> Lines:
     memcpy = doc.get("memcpy")
     if not isinstance(memcpy, dict):
         return []
-    lines = ["", "## Memory copies", ""]
+    lines = ["", _heading("memcpy"), ""]
     by_kind = [k for k in memcpy.get("by_kind") or [] if isinstance(k, dict)]
     if not by_kind:
         return lines + ["No memory copies."]
@@ -365,9 +379,9 @@ def _rate_bytes(value: Any) -> str:
 def _sync(doc: dict[str, Any]) -> Lines:
     sync = doc.get("sync")
     if not isinstance(sync, dict) or not isinstance(sync.get("blocking"), dict):
-        return _section_generic("sync", "Synchronization")(doc)
+        return _section_generic("sync")(doc)
     blocking = sync["blocking"]
-    lines = ["", "## Synchronization", ""]
+    lines = ["", _heading("sync"), ""]
     per_step = sync.get("per_step_mean") or {}
     lines.append(f"- Blocking host syncs: {_num(blocking.get('count'))} calls, {fmt_ns(blocking.get('total_ns'))}"
                  + (f"; per step {_num(per_step.get('count'))} calls, {fmt_ns(per_step.get('total_ns'))}"
@@ -402,8 +416,8 @@ def _sync(doc: dict[str, Any]) -> Lines:
 def _occupancy(doc: dict[str, Any]) -> Lines:
     occ = doc.get("occupancy")
     if not isinstance(occ, dict) or "per_device" not in occ:
-        return _section_generic("occupancy", "Occupancy")(doc)
-    lines = ["", "## Occupancy", ""]
+        return _section_generic("occupancy")(doc)
+    lines = ["", _heading("occupancy"), ""]
     lines.append(f"{_num(occ.get('computed_count'))} of {_num(occ.get('kernel_count'))} kernels with a computed "
                  f"occupancy; low means below {fmt_pct(occ.get('low_threshold'))}. Lost time is GPU time with SMs "
                  f"left empty by grids smaller than the SM count or by block shapes that cap occupancy: "
@@ -455,8 +469,8 @@ def _occupancy(doc: dict[str, Any]) -> Lines:
 def _ranges(doc: dict[str, Any]) -> Lines:
     ranges = doc.get("ranges")
     if not isinstance(ranges, dict) or not isinstance(ranges.get("ranges"), list):
-        return _section_generic("ranges", "Ranges (NVTX / annotations)")(doc)
-    lines = ["", "## Ranges (NVTX / annotations)", ""]
+        return _section_generic("ranges")(doc)
+    lines = ["", _heading("ranges"), ""]
     rows_in = [r for r in ranges["ranges"] if isinstance(r, dict)]
     if not rows_in:
         return lines + ["No annotation ranges in this trace."]
@@ -478,8 +492,8 @@ def _gaps(doc: dict[str, Any]) -> Lines:
     gaps = doc.get("gaps")
     devices = gaps.get("devices") if isinstance(gaps, dict) else None
     if not isinstance(devices, list):
-        return _section_generic("gaps", "GPU idle gaps")(doc)
-    lines = ["", "## GPU idle gaps", ""]
+        return _section_generic("gaps")(doc)
+    lines = ["", _heading("gaps"), ""]
     if not devices:
         return lines + ["No GPU activity, so no GPU gaps."]
     for d in devices:
@@ -514,8 +528,8 @@ def _ordered(keys: Any) -> list[str]:
 def _steps(doc: dict[str, Any]) -> Lines:
     steps = doc.get("steps")
     if not isinstance(steps, dict) or "summary" not in steps:
-        return _section_generic("steps", "Step-time breakdown")(doc)
-    lines = ["", "## Step-time breakdown", ""]
+        return _section_generic("steps")(doc)
+    lines = ["", _heading("steps"), ""]
     summary = steps.get("summary")
     if not steps.get("count") or not isinstance(summary, dict):
         return lines + ["No step markers in this trace (ProfilerStep#N, TF steps or `tracelens/step#N`)."]
@@ -552,8 +566,8 @@ def _attribution(doc: dict[str, Any]) -> Lines:
     attribution = doc.get("attribution")
     devices = attribution.get("devices") if isinstance(attribution, dict) else None
     if not isinstance(devices, list):
-        return _section_generic("attribution", "GPU idle time by cause")(doc)
-    lines = ["", "## GPU idle time by cause", ""]
+        return _section_generic("attribution")(doc)
+    lines = ["", _heading("attribution"), ""]
     if not devices:
         return lines + ["No GPU activity, so no idle time to attribute."]
     causes = list(attribution.get("priority") or (devices[0].get("by_cause") or {}).keys())
@@ -576,9 +590,9 @@ def _attribution(doc: dict[str, Any]) -> Lines:
 def _launch(doc: dict[str, Any]) -> Lines:
     launch = doc.get("launch")
     if not isinstance(launch, dict) or not isinstance(launch.get("latency"), dict):
-        return _section_generic("launch", "Kernel launches")(doc)
+        return _section_generic("launch")(doc)
     lat = launch["latency"]
-    lines = ["", "## Kernel launches", ""]
+    lines = ["", _heading("launch"), ""]
     lines.append(f"{_num(launch.get('matched_ops'))} of {_num(launch.get('gpu_ops'))} GPU ops matched to their "
                  "launch call. Launch latency = GPU start − launch call end (clipped at 0):")
     lines.append("")
@@ -634,12 +648,13 @@ def _bandwidth(nbytes: Any, ns: Any) -> str:
     return f"{fmt_bytes(nbytes / (ns / 1e9))}/s"
 
 
-def _section_generic(key: str, title: str) -> Callable[[dict[str, Any]], Lines]:
+def _section_generic(key: str, title: str | None = None) -> Callable[[dict[str, Any]], Lines]:
     def render(doc: dict[str, Any]) -> Lines:
         if key not in doc or doc[key] in (None, {}, []):
             return []
         body = generic(doc[key])
-        return ["", f"## {title}", "", *body] if body else []
+        heading = f"## {title}" if title is not None else _heading(key)
+        return ["", heading, "", *body] if body else []
     return render
 
 
@@ -655,60 +670,53 @@ def _host(doc: dict[str, Any]) -> Lines:
                    "top names by time", body)
 
 
-def _ranks(doc: dict[str, Any]) -> Lines:
-    """A multi-rank run: per-rank table, straggler, imbalance (drawn by tracelens/multirank.py)."""
-    if not doc.get("ranks"):
-        return []
-    from ..multirank import markdown_section
-
-    return markdown_section(doc)
-
-
 def _plot_link(plot_name: str | None) -> Lines:
     if not plot_name:
         return []
     return ["", f"![GPU utilization over time]({quote(plot_name)})"]
 
 
-# Dedicated renderers in print order (after the headline, findings and plot); every other key of the
-# document gets the generic renderer at the end, under its own name.
-DEDICATED: list[tuple[str, Callable[[dict[str, Any]], Lines]]] = [
-    ("ranks", _ranks),
-    ("devices", _devices),
-    ("steps", _steps),
-    ("gaps", _gaps),
-    ("attribution", _attribution),
-    ("kernels", _kernels),
-    ("launch", _launch),
-    ("sync", _sync),
-    ("memcpy", _memcpy),
-    ("occupancy", _occupancy),
-    ("ranges", _ranges),
-    ("host", _host),
-]
-NOT_SECTIONS = {"schema_version", "source", "diagnosis"}
-GPU_ONLY = {"gaps", "attribution", "kernels", "launch", "memcpy", "occupancy"}  # empty without GPU activity
-NOT_SECTIONS |= {"stragglers", "collectives", "imbalance", "representative_rank", "ranks_plot"}  # in _ranks
+def _heading(key: str) -> str:
+    return f"## {BY_KEY[key].title}"
 
 
-def render_markdown(doc: dict[str, Any], plot_name: str | None = None, charts: bool = True) -> str:
+# Drawing functions by section key; the order, titles and GPU-only flags come from the section registry
+# (tracelens.analyses.REGISTRY). A section without one here gets the generic renderer.
+DRAW: dict[str, Callable[[dict[str, Any]], Lines]] = {
+    "devices": _devices,
+    "steps": _steps,
+    "gaps": _gaps,
+    "attribution": _attribution,
+    "kernels": _kernels,
+    "launch": _launch,
+    "sync": _sync,
+    "memcpy": _memcpy,
+    "occupancy": _occupancy,
+    "ranges": _ranges,
+    "host": _host,
+}
+NOT_SECTIONS = {"schema_version", "source", "summary", *SECTION_KEYS, *RUN_KEYS}
+
+
+def render_markdown(doc: dict[str, Any], plot_name: str | None = None, charts: bool = True,
+                    ranks_plot_name: str | None = None) -> str:
     lines = _headline(doc)
     lines.extend(_findings(doc))
     if charts:
         lines.extend(_charts(doc))
     lines.extend(_plot_link(plot_name))
-    handled = set(NOT_SECTIONS)
+    lines.extend(ranks_section(doc, ranks_plot_name))
     no_gpu = doc.get("devices") == []
-    for key, draw in DEDICATED:
-        handled.add(key)
-        if not (no_gpu and key in GPU_ONLY):
-            lines.extend(draw(doc))
+    shown = report_sections()
+    for section in shown:
+        if not (no_gpu and section.gpu_only):
+            lines.extend(DRAW.get(section.key, _section_generic(section.key))(doc))
     if no_gpu:
-        skipped = [key for key, _ in DEDICATED if key in GPU_ONLY and key in doc]
+        skipped = [s.key for s in shown if s.gpu_only and s.key in doc]
         if skipped:
             lines.extend(["", f"GPU sections omitted ({', '.join(skipped)}): no GPU activity in this trace."])
     for key in doc:
-        if key not in handled:
+        if key not in NOT_SECTIONS:
             lines.extend(_section_generic(key, key)(doc))
     lines.extend(["", "---", f"Generated by tracelens (analysis schema {md(doc.get('schema_version', '?'))})."])
     return "\n".join(lines) + "\n"
@@ -716,24 +724,37 @@ def render_markdown(doc: dict[str, Any], plot_name: str | None = None, charts: b
 
 def plot_path_for(output: str | Path) -> Path:
     """Where the utilization plot goes for report ``output``: ``review.md`` -> ``review.utilization.png``."""
+    return _beside(output, "utilization")
+
+
+def ranks_plot_path_for(output: str | Path) -> Path:
+    """Where the per-rank plot goes for report ``output``: ``run.md`` -> ``run.ranks.png``."""
+    return _beside(output, "ranks")
+
+
+def _beside(output: str | Path, what: str) -> Path:
     out = Path(output)
     stem = out.name[: -len(out.suffix)] if out.suffix else out.name
-    return out.with_name(f"{stem}.utilization.png")
+    return out.with_name(f"{stem}.{what}.png")
 
 
-def render(doc: dict[str, Any], *, output: str | Path | None = None, plots: bool = True, png: bool = False,
-           **_: Any) -> str:
-    """The markdown report. ``plots``: inline mermaid charts (GitHub draws them, nothing to upload); with
-    ``png`` and a file ``output``, also writes the utilization plot as a PNG beside it."""
-    plot_name = None
-    if plots and png and output not in (None, "-"):
-        from .plots import write_utilization_plot
+def figures(doc: dict[str, Any], output: str | Path) -> list[Figure]:
+    """The PNG figures of a markdown report written to ``output``: the utilization plot (when the document
+    has a utilization timeline) and, for a run document, the per-rank plot. Rendered, not written: the
+    caller writes each ``data`` to its ``path`` and passes the list to :func:`render` to link them."""
+    from .plots import ranks_png, utilization_png
 
-        path = plot_path_for(output)  # type: ignore[arg-type]
-        if write_utilization_plot(doc, path):
-            plot_name = path.name
-        if doc.get("ranks"):
-            from ..multirank import plot_ranks, ranks_plot_path_for
+    out: list[Figure] = []
+    for role, path, draw in (("utilization", plot_path_for(output), utilization_png),
+                             ("ranks", ranks_plot_path_for(output), ranks_png)):
+        data = draw(doc)
+        if data is not None:
+            out.append(Figure(role, path, data))
+    return out
 
-            doc = {**doc, "ranks_plot": plot_ranks(doc, ranks_plot_path_for(output)).name}  # type: ignore[arg-type]
-    return render_markdown(doc, plot_name, charts=plots)
+
+def render(doc: dict[str, Any], *, plots: bool = True, figures: Sequence[Figure] = (), **_: Any) -> str:
+    """The markdown report (text only: it writes no file). ``plots``: inline mermaid charts (GitHub draws
+    them, nothing to upload) and links to ``figures`` (PNG files the caller wrote beside the report)."""
+    names = {f.role: f.path.name for f in figures} if plots else {}
+    return render_markdown(doc, names.get("utilization"), charts=plots, ranks_plot_name=names.get("ranks"))

@@ -2,11 +2,11 @@
 
 Data: ``gaps.devices[*].timeline`` of the analysis document (per device, the span cut into equal buckets,
 each with its busy-union fraction). One step line per device, x in ms from the trace's time origin.
+A multi-rank run document also gets per-rank bars. Both return PNG bytes; the CLI writes the files.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 
@@ -25,11 +25,11 @@ def utilization_series(doc: dict[str, Any]) -> list[tuple[int, list[int], list[f
     return series
 
 
-def write_utilization_plot(doc: dict[str, Any], path: str | Path) -> bool:
-    """Write the PNG at ``path``; False (and no file) when the document has no utilization timeline."""
+def utilization_png(doc: dict[str, Any]) -> bytes | None:
+    """The utilization plot as PNG bytes; None when the document has no utilization timeline."""
     series = utilization_series(doc)
     if not series:
-        return False
+        return None
     # Figure + the Agg canvas directly: no pyplot (its import and global state cost ~0.15 s per report).
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -49,5 +49,54 @@ def write_utilization_plot(doc: dict[str, Any], path: str | Path) -> bool:
     if len(series) > 1:
         ax.legend(loc="lower right", fontsize="small", ncol=min(4, len(series)))
     fig.tight_layout()
-    fig.savefig(str(path), format="png")
-    return True
+    return _png(fig)
+
+
+def ranks_png(doc: dict[str, Any]) -> bytes | None:
+    """Per-rank bars of a run document: GPU utilization, and collective time split into transfer and wait
+    (or, without collectives, each rank's mean step time). None for a one-trace document."""
+    ranks = doc.get("ranks") or []
+    if not ranks:
+        return None
+    import numpy as np
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    labels = [str(r["rank"]) for r in ranks]
+    x = np.arange(len(ranks))
+    util = [100.0 * (r["utilization"] or 0.0) for r in ranks]
+    transfer = np.asarray([r["collective_transfer_ns"] for r in ranks], dtype=float) / 1e6
+    wait = np.asarray([r["collective_wait_ns"] for r in ranks], dtype=float) / 1e6
+    fig = Figure(figsize=(min(20.0, max(6.0, 0.25 * len(ranks) + 3)), 5.5), dpi=110)
+    FigureCanvasAgg(fig)
+    top, bottom = fig.subplots(2, 1, sharex=True)
+    top.bar(x, util, color="#4C72B0")
+    top.set_ylabel("GPU utilization %")
+    top.set_ylim(0, 100)
+    straggler = (doc.get("imbalance") or {}).get("straggler_rank")
+    if straggler is not None and str(straggler) in labels:
+        top.bar([labels.index(str(straggler))], [util[labels.index(str(straggler))]], color="#C44E52",
+                label=f"straggler (rank {straggler})")
+        top.legend(loc="lower right")
+    if transfer.any() or wait.any():
+        bottom.bar(x, transfer, color="#55A868", label="collective transfer")
+        bottom.bar(x, wait, bottom=transfer, color="#DD8452", label="collective wait")
+        bottom.set_ylabel("NCCL time (ms)")
+    else:  # no collectives: the step time each rank took instead
+        mean_step = np.asarray([r["mean_step_ns"] or 0 for r in ranks], dtype=float) / 1e6
+        bottom.bar(x, mean_step, color="#8172B3", label="mean step time")
+        bottom.set_ylabel("mean step (ms)")
+    bottom.set_xlabel("rank")
+    bottom.legend(loc="upper right")
+    step = max(1, len(ranks) // 32)
+    bottom.set_xticks(x[::step], labels[::step])
+    fig.tight_layout()
+    return _png(fig)
+
+
+def _png(fig: Any) -> bytes:
+    import io
+
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png")
+    return buffer.getvalue()

@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from ..analyses import report_sections
 from .escape import terminal as clean
 from .findings import sentence
 from .units import fmt_auto, fmt_bytes, fmt_ns, fmt_pct
@@ -353,12 +354,12 @@ def _host(doc: dict[str, Any], console: Console) -> None:
     console.print(table.rich())
 
 
-# Section renderers in print order. Add a section by adding its function here.
-SECTIONS: list[Draw] = [_source, _diagnosis, _devices, _steps, _gaps, _attribution, _kernels, _launch, _sync,
-                        _memcpy, _occupancy, _ranges, _host]
-GPU_ONLY = {_gaps, _attribution, _kernels, _launch, _memcpy, _occupancy}  # nothing to show without GPU activity
-HANDLED = {"schema_version", "source", "diagnosis", "devices", "steps", "gaps", "attribution", "kernels", "launch",
-           "sync", "memcpy", "occupancy", "ranges", "host"}
+# Drawing functions by section key; the order and GPU-only flags come from the section registry
+# (tracelens.analyses.REGISTRY). Source and diagnosis come first; any other key gets a key/value list.
+DRAW: dict[str, Draw] = {"devices": _devices, "steps": _steps, "gaps": _gaps, "attribution": _attribution,
+                         "kernels": _kernels, "launch": _launch, "sync": _sync, "memcpy": _memcpy,
+                         "occupancy": _occupancy, "ranges": _ranges, "host": _host}
+HANDLED = {"schema_version", "source", "summary", "diagnosis", *DRAW}
 
 
 def _others(doc: dict[str, Any], console: Console) -> None:
@@ -372,8 +373,11 @@ def render(doc: dict[str, Any], *, width: int = WIDTH, color: bool = False, **_:
     console = Console(file=buffer, width=width, force_terminal=color, color_system="auto" if color else None,
                       emoji=False, highlight=False)
     no_gpu = doc.get("devices") == []
-    for draw in [*SECTIONS, _others]:
-        if not (no_gpu and draw in GPU_ONLY):
-            draw(doc, console)
+    _source(doc, console)
+    _diagnosis(doc, console)
+    for section in report_sections():
+        if section.key in DRAW and not (no_gpu and section.gpu_only):
+            DRAW[section.key](doc, console)
+    _others(doc, console)
     # rich pads every line to the table width; trailing blanks only make diffs and golden files noisy
     return "\n".join(line.rstrip() for line in buffer.getvalue().split("\n"))

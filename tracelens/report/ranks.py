@@ -1,0 +1,81 @@
+"""The ``## Ranks`` section of the markdown report for a multi-rank run document (``tracelens.run``).
+
+A run document carries the keys in :data:`RUN_KEYS` beside the representative rank's sections; this module
+draws them as one section. It reads the document only, never the run machinery.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from .escape import html_text, md
+from .units import fmt_ns, fmt_pct
+
+# Run-document keys drawn by :func:`markdown_section` (the markdown report skips them otherwise).
+RUN_KEYS = ("ranks", "stragglers", "collectives", "imbalance", "representative_rank")
+MARKDOWN_RANK_ROWS = 16  # shown before folding
+MARKDOWN_MAX_RANK_ROWS = 256  # the JSON output has every rank
+
+
+def _top_cause(idle: dict[str, int] | None) -> str:
+    if not idle:
+        return "-"
+    cause, ns = max(idle.items(), key=lambda kv: kv[1])
+    return f"{cause} ({fmt_ns(ns)})" if ns > 0 else "-"
+
+
+def markdown_section(doc: dict[str, Any], plot_name: str | None = None) -> list[str]:
+    """The ``## Ranks`` section of the markdown report for a run document (empty for one trace);
+    ``plot_name``: the per-rank PNG written beside the report, linked when given."""
+    ranks = doc.get("ranks")
+    if not isinstance(ranks, list) or not ranks:
+        return []
+    lines = ["", "## Ranks", ""]
+    imbalance = doc.get("imbalance") or {}
+    steps = (doc.get("stragglers") or {}).get("steps") or {}
+    coll_strag = (doc.get("stragglers") or {}).get("collectives") or {}
+    straggler = steps.get("straggler") or coll_strag.get("straggler")
+    basis = "step starts" if steps.get("straggler") else "NCCL kernel starts"
+    if straggler:
+        where = f"rank {straggler['rank']}" + (f" GPU {straggler['device']}" if straggler.get("device") is not None else "")
+        verdict = "" if straggler.get("significant") else " (below the 5% significance threshold)"
+        lines.append(f"- **Straggler:** {md(where)}: {basis} {fmt_ns(straggler['delay_ns'])} late on average "
+                     f"(at most {fmt_ns(straggler['max_lateness_ns'])}) against the median of the other ranks"
+                     f"{verdict}")
+    else:
+        lines.append("- **Straggler:** none found (no step or NCCL collective shared by two ranks)")
+    if imbalance:
+        lines.append(f"- **Imbalance:** {md(imbalance.get('verdict'))}: {fmt_ns(imbalance.get('lost_ns'))} lost per "
+                     f"GPU ({fmt_pct(imbalance.get('lost_fraction'))} of GPU time), from "
+                     f"{md(str(imbalance.get('basis', '')).replace('_', ' '))}")
+    coll = doc.get("collectives") or {}
+    if coll.get("collective_ns"):
+        lines.append(f"- **NCCL collectives:** {coll.get('matched', 0):,} matched across "
+                     f"{coll.get('participants', 0)} GPUs; {fmt_ns(coll.get('transfer_ns'))} transfer, "
+                     f"{fmt_ns(coll.get('wait_ns'))} waiting for slower ranks")
+    if plot_name:
+        lines.extend(["", f"![per-rank utilization and collective time]({quote(plot_name)})"])
+    header = ["rank", "trace", "GPUs", "utilization", "busy", "steps", "mean step", "step lateness",
+              "NCCL transfer", "NCCL wait", "largest idle cause"]
+    align = ["---:", "---", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---"]
+
+    def row(r: dict[str, Any]) -> str:
+        cells = [str(r["rank"]), md(Path(str(r.get("path") or "")).name), str(r.get("gpus", 0)),
+                 fmt_pct(r.get("utilization")), fmt_ns(r.get("busy_ns")), str(r.get("step_count") or 0),
+                 fmt_ns(r.get("mean_step_ns")), fmt_ns(r.get("mean_step_lateness_ns")),
+                 fmt_ns(r.get("collective_transfer_ns")), fmt_ns(r.get("collective_wait_ns")),
+                 md(_top_cause(r.get("idle_by_cause")))]
+        return "| " + " | ".join(cells) + " |"
+
+    head = ["| " + " | ".join(header) + " |", "| " + " | ".join(align) + " |"]
+    lines.extend(["", *head, *(row(r) for r in ranks[:MARKDOWN_RANK_ROWS])])
+    rest = ranks[MARKDOWN_RANK_ROWS:MARKDOWN_MAX_RANK_ROWS]
+    if rest:
+        lines.extend(["", f"<details><summary>{html_text(f'{len(ranks) - MARKDOWN_RANK_ROWS} more ranks')}</summary>",
+                      "", *head, *(row(r) for r in rest)])
+        if len(ranks) > MARKDOWN_MAX_RANK_ROWS:
+            lines.extend(["", f"{len(ranks) - MARKDOWN_MAX_RANK_ROWS} more ranks in the JSON output (`--format json`)."])
+        lines.extend(["", "</details>"])
+    return lines
