@@ -91,6 +91,7 @@ def test_trimmed_export_with_sparse_ids_keeps_kernel_names(window_pair: tuple[Pa
     count, top = _sql(trimmed, "SELECT count(*), max(id) FROM StringIds")[0]
     assert count < _sql(original, "SELECT count(*) FROM StringIds")[0][0]
     assert top > SHIFT + 300_000 and top > 16 * count + 2**20  # far past the rows: the old bound refused it
+    # _DENSE_SLACK (private): the reader's dense/sorted threshold, read here to prove which lookup is taken
     assert top >= count + nsys_reader._DENSE_SLACK  # so the sorted-id search serves it, not a dense table
     # Kernel names by a direct join on the original (demangled name, else short name), as a multiset.
     expected = Counter(name for name, in _sql(original, """
@@ -137,6 +138,7 @@ def test_trimmed_export_analyzes(window_pair: tuple[Path, Path], capsys: pytest.
 def test_dense_and_sorted_lookups_agree(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Compact ids use a dense table, sparse ones a binary search: forcing the search gives the same trace."""
     dense = load(path)
+    # private on purpose: no public option picks the lookup; the threshold is the one switch
     monkeypatch.setattr(nsys_reader, "_DENSE_SLACK", -2**62)
     searched = load(path)
     assert searched.events.equals(dense.events)

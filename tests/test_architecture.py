@@ -1,0 +1,190 @@
+"""Module boundaries of the package, checked on its source (an AST walk; nothing is imported).
+
+* No tracelens module uses a private name (one starting with ``_``) of another tracelens module:
+  ``from .x import _y``, ``from tracelens.x import _y``, or ``x._y`` where ``x`` is an imported tracelens
+  module. Dunder names are public (``__version__``), and so is the compiled scanner ``_kineto_scan`` (an
+  extension module whose name is private only so that nobody imports it from outside the package).
+  A helper two modules need is made public in one of them, or moved to a shared module
+  (:mod:`tracelens.values`, :mod:`tracelens.ingest.tf_common`).
+* The two TensorFlow readers share :mod:`tracelens.ingest.tf_common` and do not import each other.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "tracelens"
+EXEMPT = frozenset({"_kineto_scan"})
+
+# Violations in files still being reworked by their owners (analyses/__init__.py, report/, diff.py,
+# multirank.py or run/, cli.py, ingest/kineto*), each "importing module: used module.name". The test fails
+# on any violation not listed and on any entry that no longer occurs: remove an entry when it is fixed.
+KNOWN: frozenset[str] = frozenset()
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _is_module(dotted: str) -> bool:
+    """``dotted`` names a module or package of tracelens (source, or a compiled extension)."""
+    if dotted != "tracelens" and not dotted.startswith("tracelens."):
+        return False
+    where = ROOT.joinpath(*dotted.split("."))
+    return (where.with_suffix(".py").is_file() or (where / "__init__.py").is_file()
+            or any(where.parent.glob(f"{where.name}.*.so")) or any(where.parent.glob(f"{where.name}.*.pyd")))
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__")) and name not in EXEMPT
+
+
+def _source_module(node: ast.ImportFrom, current: str, is_package: bool) -> str:
+    """The absolute module an ``ImportFrom`` reads from (relative imports resolved against ``current``)."""
+    if node.level == 0:
+        return node.module or ""
+    base = current.split(".")
+    if not is_package:
+        base = base[:-1]
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def scan(source: str, current: str, is_package: bool = False) -> tuple[list[str], set[str]]:
+    """Private tracelens names ``source`` uses (``used module.name``, one per use) and the tracelens
+    modules it imports (anywhere in the file, function bodies included)."""
+    tree = ast.parse(source)
+    bound: dict[str, str] = {}  # local name -> tracelens module it is bound to
+    used: list[str] = []
+    imports: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            module = _source_module(node, current, is_package)
+            if module != "tracelens" and not module.startswith("tracelens."):
+                continue
+            for alias in node.names:
+                full = f"{module}.{alias.name}"
+                if _is_module(full):
+                    bound[alias.asname or alias.name] = full
+                    imports.add(full)
+                else:
+                    imports.add(module)
+                if _private(alias.name) and module.rsplit(".", 1)[-1] not in EXEMPT:
+                    used.append(full)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name == "tracelens" or alias.name.startswith("tracelens."):
+                    imports.add(alias.name)
+                    if alias.asname:
+                        bound[alias.asname] = alias.name
+                    else:
+                        bound["tracelens"] = "tracelens"
+
+    def module_of(expr: ast.expr) -> str | None:
+        if isinstance(expr, ast.Name):
+            return bound.get(expr.id)
+        if isinstance(expr, ast.Attribute):
+            parent = module_of(expr.value)
+            if parent and _is_module(f"{parent}.{expr.attr}"):
+                return f"{parent}.{expr.attr}"
+        return None
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and _private(node.attr):
+            module = module_of(node.value)
+            if module is not None:
+                used.append(f"{module}.{node.attr}")
+    return used, imports
+
+
+def _package_files() -> list[Path]:
+    return sorted(p for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def _package_scan() -> tuple[set[str], dict[str, set[str]]]:
+    violations: set[str] = set()
+    graph: dict[str, set[str]] = {}
+    for path in _package_files():
+        current = _module_name(path)
+        used, imports = scan(path.read_text(encoding="utf-8"), current, path.name == "__init__.py")
+        violations.update(f"{current}: {name}" for name in used)
+        graph[current] = imports - {current}
+    return violations, graph
+
+
+def _reachable(graph: dict[str, set[str]], start: str) -> set[str]:
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        for nxt in graph.get(todo.pop(), ()):
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return seen
+
+
+def test_no_private_names_across_modules() -> None:
+    violations, _ = _package_scan()
+    new = sorted(violations - KNOWN)
+    assert not new, "private names of another tracelens module (make them public or move them):\n" + "\n".join(new)
+    fixed = sorted(KNOWN - violations)
+    assert not fixed, "fixed: remove from KNOWN in tests/test_architecture.py:\n" + "\n".join(fixed)
+
+
+def test_tf_readers_do_not_import_each_other() -> None:
+    # Explicit imports only (an import of a submodule also runs its package's __init__; that is not counted).
+    _, graph = _package_scan()
+    xplane, legacy, common = ("tracelens.ingest.xplane", "tracelens.ingest.tf_trace_json",
+                              "tracelens.ingest.tf_common")
+    assert legacy not in graph[xplane] and xplane not in graph[legacy]
+    assert common in graph[xplane] and common in graph[legacy]
+    assert not ({xplane, legacy} & _reachable(graph, common))
+    assert not (legacy in _reachable(graph, xplane) and xplane in _reachable(graph, legacy)), "import cycle"
+
+
+# Modules that still define their own int_or_none instead of tracelens.values.int_or_none, in code owned
+# elsewhere: ingest/kineto (truncates like values.int_or_none) and multirank, becoming run/ (rounds to the
+# nearest). Lower the count as each switches; the test fails on a new copy or a count left too high.
+PENDING_INT_OR_NONE_AREAS = ("tracelens.ingest.kineto", "tracelens.multirank", "tracelens.run")
+PENDING_INT_OR_NONE = 2
+
+
+def test_one_int_or_none() -> None:
+    copies = []
+    for path in _package_files():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        copies += [_module_name(path) for node in ast.walk(tree)
+                   if isinstance(node, ast.FunctionDef) and node.name.lstrip("_") in ("int_or_none", "int")]
+    copies.remove("tracelens.values")
+    stray = [m for m in copies if not m.startswith(PENDING_INT_OR_NONE_AREAS)]
+    assert not stray, f"use tracelens.values.int_or_none instead of a copy in {stray}"
+    assert len(copies) == PENDING_INT_OR_NONE, f"copies left: {copies}; set PENDING_INT_OR_NONE to {len(copies)}"
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("from .xplane import _kernel_columns", ["tracelens.ingest.xplane._kernel_columns"]),
+        ("from tracelens.ingest.xplane import _strip_version as s", ["tracelens.ingest.xplane._strip_version"]),
+        ("from . import xplane\nxplane._detect_framework([])", ["tracelens.ingest.xplane._detect_framework"]),
+        ("import tracelens.ingest.xplane as xp\nxp._lookup", ["tracelens.ingest.xplane._lookup"]),
+        ("import tracelens\ntracelens.ingest.xplane._lookup", ["tracelens.ingest.xplane._lookup"]),
+        ("from .. import trace\ndef f():\n    return trace._fill_depth", ["tracelens.trace._fill_depth"]),
+        ("def f():\n    from ..values import _x\n", ["tracelens.values._x"]),
+        ("from .. import __version__", []),
+        ("from . import _kineto_scan\n_kineto_scan.scan", []),
+        ("from . import xplane\nxplane.__name__\nxplane.read", []),
+        ("from .xplane import read\nread._cache", []),  # attributes of functions/classes are not modules'
+        ("import numpy as np\nnp._NoValue", []),
+    ],
+)
+def test_scan_finds_each_form(source: str, expected: list[str]) -> None:
+    used, _ = scan(source, "tracelens.ingest.tf_trace_json")
+    assert used == expected
