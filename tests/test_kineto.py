@@ -272,13 +272,3 @@ def test_a_minified_copy_is_read_natively_to_the_same_table(path: Path, tmp_path
     assert trace.metadata.extra["counts"]["msgspec_blocks"] == 0  # read natively, in one piece
     assert trace.events.equals(kineto.read(path, engine="msgspec").events)
 
-
-@pytest.mark.shared
-@pytest.mark.parametrize("path", TRACES)
-def test_duckdb_and_msgspec_engines_give_the_same_table(path: Path) -> None:
-    pytest.importorskip("duckdb")
-
-    via_duckdb, _ = same_table_as_msgspec(path, "duckdb")
-    # Only the 2021 format (lowercase "external id") is left to msgspec.
-    fallbacks = via_duckdb.metadata.extra["counts"]["msgspec_blocks"]
-    assert (fallbacks > 0) if "2021" in path.name else (fallbacks == 0)

@@ -22,12 +22,10 @@ CPU_TRACE = FIXTURES / "pytorch_cpu_train.pt.trace.json.gz"
 
 
 def fast_engine(engine: str) -> None:
-    """Skip unless ``engine`` ("duckdb" or "native") is available here."""
+    """Skip unless ``engine`` ("native") is available here."""
     from tracelens.ingest import kineto
 
-    if engine == "duckdb":
-        pytest.importorskip("duckdb")
-    elif engine == "native" and kineto._kineto_scan is None:
+    if engine == "native" and kineto._kineto_scan is None:
         pytest.skip("the native scanner was not built (no C compiler)")
 
 
@@ -243,7 +241,7 @@ def test_minified_and_reindented_copies_read_the_same(tmp_path: Path) -> None:
     assert bare_trace.metadata.time_origin_ns == reference.metadata.time_origin_ns - raw["baseTimeNanoseconds"]
 
 
-@pytest.mark.parametrize("engine", ["duckdb", "native"])
+@pytest.mark.parametrize("engine", ["native"])
 @pytest.mark.parametrize("name", ["demo", "overlapping_streams.json", "nested_ranges.json", "time_origin_relative.json"])
 def test_fast_engines_match_msgspec_on_fixtures(name: str, engine: str, monkeypatch: pytest.MonkeyPatch) -> None:
     fast_engine(engine)
@@ -256,18 +254,18 @@ def test_fast_engines_match_msgspec_on_fixtures(name: str, engine: str, monkeypa
     assert trace.metadata.extra["counts"]["msgspec_blocks"] == 0
 
 
-def test_a_block_duckdb_cannot_type_falls_back_to_msgspec(tmp_path: Path) -> None:
-    pytest.importorskip("duckdb")
+def test_a_block_the_scanner_cannot_type_falls_back_to_msgspec(tmp_path: Path) -> None:
+    fast_engine("native")
     from tracelens.ingest import kineto
 
-    # "grid" as a string: DuckDB's typed read fails, msgspec reads it loosely; same rows either way.
+    # "grid" as a string: the scanner declines the block, msgspec reads it loosely; same rows either way.
     events = [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 10 + i, "dur": 1,
                "args": {"device": 0, "stream": 7, "correlation": i, "grid": "1,1,1" if i == 3 else [1, 1, 1]}}
               for i in range(6)]
     path = tmp_path / "odd.json"
     path.write_text('{\n  "traceEvents": [\n' + ",\n".join("  {\n    " + json.dumps(e)[1:-1] + "\n  }"
                                                              for e in events) + "\n  ]\n}\n")
-    trace = kineto.read(path, engine="duckdb")
+    trace = kineto.read(path, engine="native")
     assert trace.metadata.extra["counts"]["msgspec_blocks"] == 1
     assert trace.events.equals(kineto.read(path, engine="msgspec").events)
     assert trace.of_kind("kernel")["grid_x"].isna().sum() == 1
@@ -285,7 +283,7 @@ def _many_event_file(tmp_path: Path, events: int, corrupt_at: int | None = None)
     return path
 
 
-@pytest.mark.parametrize("engine", ["duckdb", "native"])
+@pytest.mark.parametrize("engine", ["native"])
 def test_blocks_decoded_by_parallel_workers_keep_file_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                             engine: str) -> None:
     fast_engine(engine)
@@ -304,7 +302,7 @@ def test_blocks_decoded_by_parallel_workers_keep_file_order(tmp_path: Path, monk
     assert trace.events.equals(kineto.read(path, engine="msgspec").events)
 
 
-@pytest.mark.parametrize("engine", ["duckdb", "native"])
+@pytest.mark.parametrize("engine", ["native"])
 def test_a_corrupt_block_in_a_worker_is_one_input_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                         engine: str) -> None:
     fast_engine(engine)
@@ -319,7 +317,7 @@ def test_a_corrupt_block_in_a_worker_is_one_input_error(tmp_path: Path, monkeypa
 
 
 @pytest.mark.parametrize("layout", ["kineto", "kineto.gz", "minified", "bare_list"])
-@pytest.mark.parametrize("engine", ["msgspec", "duckdb", "native"])
+@pytest.mark.parametrize("engine", ["msgspec", "native"])
 def test_invalid_json_names_its_byte_in_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, layout: str,
                                                  engine: str) -> None:
     if engine != "msgspec":
@@ -358,7 +356,7 @@ def test_one_thread_budget_reads_the_same_table(tmp_path: Path, monkeypatch: pyt
     try:
         assert kineto._threads() == 1
         assert isinstance(kineto._executor(kineto._threads()), kineto._Inline)
-        engines = ["msgspec", "duckdb"] + (["native"] if kineto._kineto_scan is not None else [])
+        engines = ["msgspec"] + (["native"] if kineto._kineto_scan is not None else [])
         for engine in engines:
             assert kineto.read(path, engine=engine).events.equals(reference.events), engine
     finally:

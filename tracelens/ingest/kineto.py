@@ -4,20 +4,17 @@ Field-by-field mapping, generations handled and the time rounding rule: ``docs/f
 
 Speed and memory: the file is decompressed in blocks; Kineto writes one event per ``{...}`` block at a fixed
 indentation, so complete events can be cut out of each block and turned into numpy columns before the next
-block is read: by the native scanner (``_kineto_scan.c``, GIL released) when the extension was built, by
-DuckDB's JSON reader (C++, several blocks at once in worker threads) for big traces otherwise, else by a
-typed ``msgspec`` decoder that keeps only the fields tracelens needs; a block one engine declines goes to
-msgspec. Every engine gives the same columns (tested). Peak memory is the column data plus the few blocks in flight. A file written in another layout (minified, re-indented)
-is decoded in one piece by msgspec.
+block is read: by the native scanner (``_kineto_scan.c``, GIL released, several blocks at once in worker
+threads) when the extension was built, else by a typed ``msgspec`` decoder that keeps only the fields
+tracelens needs; a block the scanner declines goes to msgspec. Both engines give the same columns (tested).
+Peak memory is the column data plus the few blocks in flight.
 """
 
 from __future__ import annotations
 
-import io
 import math
 import os
 import re
-import threading
 from collections import Counter, deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
@@ -60,7 +57,7 @@ from .compression import GZIP_ERRORS, gzip_reader
 
 try:  # built from _kineto_scan.c at install time when a C compiler is there
     from . import _kineto_scan
-except ImportError:  # pragma: no cover - then msgspec or DuckDB read every block
+except ImportError:  # pragma: no cover - then msgspec reads every block
     _kineto_scan = None
 
 BLOCK_BYTES = 16 * 2**20
@@ -200,11 +197,8 @@ _DOCUMENT_DECODER = msgspec.json.Decoder(_Document | list[_Event])
 _LOOSE_DOCUMENT_DECODER = msgspec.json.Decoder(_LooseDocument | list[_AnyEvent])
 
 
-# Below this much JSON (the file's size, or the gzip trailer's), DuckDB's start-up in a fresh process (a
-# connection and the first JSON read, ~75 ms) costs more than it saves: msgspec reads every block.
-DUCKDB_MIN_BYTES = 16 * 2**20  # measured: equal at 15 MiB, DuckDB 1.3x faster at 24 MiB, 1.6x at 73 MiB
-# DuckDB's JSON reader parses one block on one thread: blocks are parsed by this many threads at once, and a
-# trace smaller than workers x BLOCK_BYTES is cut in smaller blocks so that every worker has one.
+# Blocks are scanned by this many threads at once, and a trace smaller than workers x BLOCK_BYTES is cut in
+# smaller blocks so that every worker has several.
 MAX_WORKERS = 4
 MIN_BLOCK_BYTES = 2 * 2**20
 NATIVE_BLOCKS_PER_WORKER = 4
@@ -213,9 +207,8 @@ NATIVE_BLOCKS_PER_WORKER = 4
 def read(path: Path, **options: Any) -> Trace:
     """Read a Kineto trace (``.json`` or ``.json.gz``; a ``{"traceEvents": [...]}`` object or a bare list).
 
-    ``engine``: "auto" (the native scanner when it was built, else DuckDB's JSON reader when duckdb is
-    installed and the trace holds more than ``DUCKDB_MIN_BYTES`` of JSON, else msgspec), "native",
-    "duckdb" or "msgspec". Every engine gives the same table.
+    ``engine``: "auto" (the native scanner when it was built, else msgspec), "native" or "msgspec". Both
+    give the same table.
     """
     path = Path(path)
     if not path.is_file():
@@ -224,12 +217,12 @@ def read(path: Path, **options: Any) -> Trace:
     if size == 0:
         raise InputError("file is empty", path=path)
     json_bytes = _json_size(path, size)
-    engine = _engine(options.get("engine", "auto"), json_bytes)
-    workers = min(MAX_WORKERS, _threads()) if engine != "msgspec" else 1
+    engine = _engine(options.get("engine", "auto"))
+    workers = min(MAX_WORKERS, _threads()) if engine == "native" else 1
     # Blocks small enough that every worker gets several: the first scan starts after a short inflate, and
     # the last block's scan (the part nothing overlaps) is short. Measured at 15 MiB on 2 cores, ~2 MiB
     # blocks were the fastest of 1, 2, 4 and 8 blocks.
-    per_block = json_bytes // (NATIVE_BLOCKS_PER_WORKER * workers if engine == "native" else workers) + 1
+    per_block = json_bytes // (NATIVE_BLOCKS_PER_WORKER * workers) + 1
     block_bytes = min(BLOCK_BYTES, max(MIN_BLOCK_BYTES, per_block)) if workers > 1 else BLOCK_BYTES
     columns = _Columns(path)
     document: dict[str, Any] = {}
@@ -258,25 +251,21 @@ def read(path: Path, **options: Any) -> Trace:
     return columns.finish(document)
 
 
-def _engine(requested: str, json_bytes: int) -> str:
-    """The engine that reads the blocks: "native", "duckdb" or "msgspec"."""
-    if requested not in ("auto", "native", "msgspec", "duckdb"):
-        raise ValueError(f"unknown Kineto engine {requested!r} (auto, native, duckdb or msgspec)")
+def _engine(requested: str) -> str:
+    """The engine that reads the blocks: "native" or "msgspec"."""
+    if requested not in ("auto", "native", "msgspec"):
+        raise ValueError(f"unknown Kineto engine {requested!r} (auto, native or msgspec)")
     if requested == "native" and _kineto_scan is None:
         raise ValueError("the native Kineto scanner was not built (no C compiler at install time): "
-                         "use engine='auto', 'duckdb' or 'msgspec'")
+                         "use engine='auto' or 'msgspec'")
     if requested == "auto":
-        if _kineto_scan is not None:
-            return "native"
-        requested = "duckdb" if json_bytes >= DUCKDB_MIN_BYTES else "msgspec"
-    if requested == "duckdb" and _duckdb_module() is None:
-        return "msgspec"
+        return "native" if _kineto_scan is not None else "msgspec"
     return requested
 
 
 def _json_size(path: Path, size: int) -> int:
     """The trace's uncompressed size: the file's, or for gzip the trailer's ISIZE (the size modulo 2**32,
-    so at least the compressed size). Only used to choose an engine and a block size."""
+    so at least the compressed size). Only used to choose a block size."""
     with open(path, "rb") as raw:
         if raw.read(2) != b"\x1f\x8b" or size < 20:
             return size
@@ -287,10 +276,10 @@ def _json_size(path: Path, size: int) -> int:
 class _BlockDecoder:
     """Turns the event blocks cut by :func:`_split` into block columns, in file order.
 
-    With the native scanner or DuckDB, blocks are decoded by worker threads (both release the GIL while
-    they parse), with at most ``2 x workers`` blocks in flight, so memory stays a few blocks above the
-    columns; with a budget of one thread they are decoded in this one. A block either of them declines goes
-    to msgspec, which reads anything. With the msgspec engine each block is decoded by msgspec as it comes.
+    With the native scanner, blocks are scanned by worker threads (it releases the GIL while it parses),
+    with at most ``2 x workers`` blocks in flight, so memory stays a few blocks above the columns; with a
+    budget of one thread they are scanned in this one. A block the scanner declines goes to msgspec, which
+    reads anything. With the msgspec engine each block is decoded by msgspec as it comes.
     """
 
     def __init__(self, path: Path, engine: str, workers: int) -> None:
@@ -302,9 +291,6 @@ class _BlockDecoder:
         self.in_flight = 2 * workers
         self.pending: deque[Future[dict[str, Any]]] = deque()
         self.pool: Executor | None = None
-        self.local = threading.local()
-        self.connections: list[Any] = []
-        self.lock = threading.Lock()
         if engine != "msgspec":
             self.pool = _executor(workers)
 
@@ -316,8 +302,6 @@ class _BlockDecoder:
             future.cancel()
         if self.pool is not None:
             self.pool.shutdown(wait=True)
-        for connection in self.connections:
-            connection.close()
 
     def submit(self, payload: _EventsText, shift: int) -> Iterator[dict[str, Any]]:
         """Queue one block (``shift``: see :func:`_split`); yield the blocks that are done, oldest first."""
@@ -338,24 +322,10 @@ class _BlockDecoder:
         return block
 
     def _decode(self, payload: _EventsText, shift: int) -> dict[str, Any]:
-        block = (_native_block_columns(payload.pieces()) if self.engine == "native"
-                 else self._duckdb(payload.joined()))
-        # A block the fast engine declines (invalid JSON, a field of another type) goes to msgspec, which
+        block = _native_block_columns(payload.pieces())
+        # A block the scanner declines (invalid JSON, a field of another type) goes to msgspec, which
         # reads anything or says where the JSON is broken.
         return self._msgspec(payload, shift) if block is None else block
-
-    def _duckdb(self, payload: bytes) -> dict[str, Any] | None:
-        fast = getattr(self.local, "fast", None)
-        if fast is None:
-            # One in-memory database per worker, not cursors of one: DuckDB 2.0 registers its file-object
-            # filesystem per database and fails the first file-object read of every further cursor.
-            duckdb = _duckdb_module()
-            # One thread each: a block is parsed on one thread anyway, and the workers already fill the cores.
-            connection = duckdb.connect(config={"threads": 1})
-            with self.lock:
-                self.connections.append(connection)
-            fast = self.local.fast = _DuckDBBlocks(connection, duckdb.Error)
-        return fast.columns(payload)
 
 
 def _threads() -> int:
@@ -378,14 +348,6 @@ class _Inline(Executor):
 
 def _executor(threads: int) -> Executor:
     return ThreadPoolExecutor(threads) if threads > 1 else _Inline()
-
-
-def _duckdb_module() -> Any:
-    try:
-        import duckdb
-    except ImportError:
-        return None
-    return duckdb
 
 
 # --- splitting the byte stream into decodable pieces -------------------------------------------------
@@ -441,7 +403,7 @@ _HEADER_LIMIT = 256 * 2**20  # no "traceEvents": [ in this many bytes: decode th
 class _EventsText:
     """The complete events of one block, as the JSON list ``[`` + ``tail`` + ``block[start:stop]`` + ``]``,
     where ``tail`` is the unfinished last event of the previous block. Left unjoined: the native scanner
-    reads the block in place, and only msgspec and DuckDB need the list as one bytes object."""
+    reads the block in place, and only msgspec needs the list as one bytes object."""
 
     __slots__ = ("tail", "block", "start", "stop")
 
@@ -701,136 +663,6 @@ class _Interner:
 
 _DEVICE_FIELDS = ("device", "stream", "bytes", "registers", "shared_memory", "occupancy_pct")
 _PHASE_COUNTER = {"s": "flow", "f": "flow", "t": "flow", "i": "instant", "I": "instant", "M": "metadata", "X": None}
-
-
-class _DuckDBBlocks:
-    """The fast path for Kineto-layout blocks: DuckDB's JSON reader (C++, GIL released) types the fields
-    into Arrow columns, which are turned into the same block columns as :func:`_block_columns` makes.
-
-    Used when ``duckdb`` is importable. A block it cannot read as declared (a field of another JSON type,
-    2021's lowercase "external id" which DuckDB would not tell from "External id") returns None and goes
-    through msgspec instead, so both paths give the same table.
-    """
-
-    _COLUMNS = {
-        "ph": "VARCHAR", "cat": "VARCHAR", "name": "VARCHAR", "pid": "VARCHAR", "tid": "VARCHAR",
-        "ts": "DOUBLE", "dur": "DOUBLE",
-        "args": 'STRUCT("correlation" DOUBLE, "External id" DOUBLE, "device" DOUBLE, "stream" VARCHAR, '
-                '"bytes" DOUBLE, "grid" DOUBLE[], "block" DOUBLE[], "registers per thread" DOUBLE, '
-                '"shared memory" DOUBLE, "est. achieved occupancy %" DOUBLE, "cuda_sync_kind" VARCHAR)',
-    }
-    def __init__(self, connection: Any, error: type[Exception]) -> None:
-        self.connection = connection
-        self.error = error
-
-    def columns(self, payload: bytes) -> dict[str, Any] | None:
-        if b'"external id"' in payload:
-            return None
-        # The block is a JSON list as cut out by _split: DuckDB reads it as an array in place (no copy of
-        # the block, no rewriting of the separators).
-        try:
-            table = self.connection.read_json(io.BytesIO(payload), format="array", columns=self._COLUMNS,
-                                              maximum_object_size=len(payload) + 1)
-            table = table.project(", ".join(_DUCKDB_SELECT)).to_arrow_table()
-        except (self.error, ValueError, TypeError, RuntimeError):
-            return None
-        return _arrow_block_columns(table)
-
-
-_DUCKDB_SELECT = (
-    "ph", "cat", "name", "pid", "tid", "ts", "dur", 'args."correlation" AS correlation',
-    'args."External id" AS external_id', 'args."device" AS device', 'args."stream" AS stream',
-    'args."bytes" AS bytes', 'args."grid" AS grid', 'args."block" AS block',
-    'args."registers per thread" AS registers', 'args."shared memory" AS shared_memory',
-    'args."est. achieved occupancy %" AS occupancy_pct', 'args."cuda_sync_kind" AS sync_kind',
-)
-
-
-def _floats(array: pa.ChunkedArray | pa.Array) -> np.ndarray:
-    """A numeric Arrow column as float64 with NaN for nulls."""
-    if isinstance(array, pa.ChunkedArray):
-        array = array.combine_chunks()
-    return np.asarray(array.cast(pa.float64()).to_numpy(zero_copy_only=False), dtype=np.float64)
-
-
-def _encoded(array: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, list[str]]:
-    """A string Arrow column as (int32 codes with -1 for null, distinct values)."""
-    if isinstance(array, pa.ChunkedArray):
-        array = array.combine_chunks()
-    encoded = array.dictionary_encode()
-    codes = encoded.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int32)
-    return codes, [str(v) for v in encoded.dictionary.to_pylist()]
-
-
-def _parsed_numbers(array: pa.ChunkedArray | pa.Array) -> np.ndarray:
-    """Numbers written as strings ("1102", "stream 7", "0x0"), parsed once per distinct value."""
-    codes, values = _encoded(array)
-    lookup = np.array([_to_number(v) for v in values] + [math.nan], dtype=np.float64)
-    return lookup[codes]
-
-
-def _arrow_triples(array: pa.ChunkedArray | pa.Array) -> np.ndarray:
-    if isinstance(array, pa.ChunkedArray):
-        array = array.combine_chunks()
-    out = np.full((len(array), 3), np.nan)
-    lengths = array.value_lengths().fill_null(0).to_numpy(zero_copy_only=False)
-    rows = np.flatnonzero(lengths == 3)
-    if rows.size:
-        flat = _floats(array.take(pa.array(rows)).flatten())
-        out[rows] = flat.reshape(-1, 3)
-    return out
-
-
-def _arrow_block_columns(table: pa.Table) -> dict[str, Any]:
-    """The columns :func:`_block_columns` makes, from DuckDB's Arrow table of one block.
-
-    The table is never filtered as a whole: every column is turned into numpy once and indexed by the
-    kept rows; only the GPU rows' list and string columns are taken on the Arrow side.
-    """
-    import pyarrow.compute as pc
-
-    counts = {"events": table.num_rows, "flow": 0, "instant": 0, "metadata": 0, "other_phase": 0,
-              "lenient_blocks": 0}
-    phase = table.column("ph")
-    for item in pc.value_counts(phase).to_pylist():
-        key = _PHASE_COUNTER.get(item["values"], "other_phase")
-        if key:
-            counts[key] += int(item["counts"])
-    block: dict[str, Any] = {"counts": counts}
-    complete = pc.fill_null(pc.equal(phase, "X"), False).to_numpy(zero_copy_only=False)
-    if not complete.any():
-        return block
-    category, categories = _encoded(table.column("cat"))
-    kind = _kinds(category, categories)
-    ts = _floats(table.column("ts"))
-    rows = np.flatnonzero(complete & (kind != _SKIP) & _placeable(ts))
-    if rows.size == 0:
-        return block
-    kind, ts = kind[rows], ts[rows]
-    gpu_rows = np.flatnonzero(_DEVICE_SIDE[kind] | (kind == _KIND_CODE[GPU_ANNOTATION]))
-    gpu = table.select(["stream", "grid", "block", "sync_kind"]).take(pa.array(rows[gpu_rows], pa.int64()))
-    at_gpu = rows[gpu_rows]
-    block.update({
-        "kind": kind,
-        "name": _used_codes(*_encoded(table.column("name")), rows),
-        "ts": ts,
-        "dur": np.nan_to_num(_floats(table.column("dur"))[rows], nan=0.0),
-        "pid": _parsed_numbers(table.column("pid"))[rows],
-        "tid": _parsed_numbers(table.column("tid"))[rows],
-        "correlation": _floats(table.column("correlation"))[rows],
-        "external_id": _floats(table.column("external_id"))[rows],
-        "gpu_rows": gpu_rows,
-        "device": _floats(table.column("device"))[at_gpu],
-        "stream": _parsed_numbers(gpu.column("stream")),
-        "bytes": _floats(table.column("bytes"))[at_gpu],
-        "registers": _floats(table.column("registers"))[at_gpu],
-        "shared_memory": _floats(table.column("shared_memory"))[at_gpu],
-        "occupancy_pct": _floats(table.column("occupancy_pct"))[at_gpu],
-        "grid": _arrow_triples(gpu.column("grid")),
-        "block": _arrow_triples(gpu.column("block")),
-        "sync_kind": _encoded(gpu.column("sync_kind")),
-    })
-    return block
 
 
 def _kinds(category_codes: np.ndarray, categories: list[str]) -> np.ndarray:
