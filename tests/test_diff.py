@@ -29,7 +29,8 @@ def doc(devices: list[tuple[int, int]], steps: list[int] | None = None, kernels:
     }
     if steps is not None:
         out["steps"] = {"count": len(steps), "steps": [{"step": i, "duration_ns": d} for i, d in enumerate(steps)],
-                        "summary": {"mean_ns": sum(steps) / len(steps)} if steps else None}
+                        "summary": {"mean_ns": sum(steps) / len(steps), "min_ns": min(steps), "max_ns": max(steps)}
+                        if steps else None}
     if kernels is not None:
         out["kernels"] = {"count": 0, "total_ns": 0, "distinct_names": len(kernels),
                           "by_name": [{"name": n, "count": c, "total_ns": t, "avg_ns": t / c} for n, (c, t) in

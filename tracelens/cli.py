@@ -11,12 +11,15 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from . import __version__
 from .errors import TracelensError
+
+if TYPE_CHECKING:
+    from .document import Document
 
 FORMATS = ("terminal", "json", "markdown")
 
@@ -29,7 +32,7 @@ def _write_output(text: str, output: str | None) -> None:
         click.echo(f"wrote {output}", err=True)
 
 
-def _write_report(doc: dict[str, Any], fmt: str, output: str | None, *, plots: bool, png: bool) -> None:
+def _write_report(doc: Document | dict[str, Any], fmt: str, output: str | None, *, plots: bool, png: bool) -> None:
     """Render ``doc``; write the PNG figures a markdown report links (``--png``) beside it, then the text."""
     from .report import figures, render
 
@@ -101,7 +104,12 @@ def _is_run_directory(path: str) -> bool:
     return is_run_directory(path)
 
 
-def _analyze_one(path: str, *, run_name: str | None = None) -> dict[str, Any]:
+def _analyze_one(path: str, *, run_name: str | None = None) -> Document:
+    """The analysis document of a trace, or the one a ``--format json`` file saved (detected by content)."""
+    from .document import load_document, looks_like_document
+
+    if looks_like_document(path):
+        return load_document(path)
     from . import load
     from .analyses import analyze as run_analyses
 
@@ -118,7 +126,8 @@ def _analyze_one(path: str, *, run_name: str | None = None) -> dict[str, Any]:
               help="With -o FILE: also write the utilization plot as a PNG beside the report.")
 @load_options
 def report(path: str, output: str | None, no_plots: bool, png: bool, run_name: str | None) -> None:
-    """Write a GitHub-flavoured markdown report for pull-request review."""
+    """Write a GitHub-flavoured markdown report for pull-request review (TRACE may also be a document saved
+    with analyze --format json)."""
     doc = _analyze_one(path, run_name=run_name)
     _write_report(doc, "markdown", output, plots=not no_plots, png=png)
 
@@ -147,7 +156,8 @@ def convert(path: str, output: str, run_name: str | None) -> None:
               help="Exit 1 when HEAD's GPU utilization is lower by more than PCT points or its mean step "
                    "time is longer by more than PCT percent.")
 def diff(base: str, head: str, fmt: str | None, output: str | None, fail_on_regression: float | None) -> None:
-    """Compare two traces (any formats): metrics side by side, deltas and a verdict."""
+    """Compare two traces (any formats, or documents saved with analyze --format json): metrics side by side,
+    deltas and a verdict."""
     from .diff import compare, regression_reasons
     from .report import format_for_path
     from .report.diff_renderer import render_diff

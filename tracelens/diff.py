@@ -1,6 +1,7 @@
 """Compare two analysis documents (``tracelens diff BASE HEAD``): metrics side by side, deltas, a verdict.
 
-Works on the documents ``tracelens.analyze`` returns, so the two traces may come from different formats.
+Works on the documents ``tracelens.analyze`` returns (or ``tracelens.load_document`` reads back), so the two
+traces may come from different formats. Every headline figure comes from the document's ``summary`` block.
 Definitions (also in ``docs/json.md``, section "diff"):
 
 * GPU utilization of a trace = sum over devices of busy_ns / sum over devices of span_ns (busy-weighted:
@@ -21,121 +22,46 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from .document import Document, KernelRow, StepStats, summary_of
+
 DIFF_SCHEMA_VERSION = "1.0"
 NOISE_FLOOR = 0.02  # relative change (2%), or 0.02 = 2 points for fraction metrics
 TOP_KERNELS = 15  # entries per kernels added / removed / slower / faster list
 _EPSILON = 1e-9  # 100 * (0.8 - 0.5) is 30.000000000000004: exactly PCT is not "more than" PCT
 
-Doc = dict[str, Any]
-
-
-def _devices(doc: Doc) -> list[dict[str, Any]]:
-    return [d for d in (doc.get("devices") or []) if isinstance(d, dict)]
-
-
-def _sum(doc: Doc, key: str) -> int | None:
-    devices = _devices(doc)
-    if not devices:
-        return None
-    return int(sum(int(d.get(key) or 0) for d in devices))
+Doc = Document
 
 
 def gpu_utilization(doc: Doc) -> float | None:
     """Busy-weighted utilization over every device: sum(busy_ns) / sum(span_ns); null without GPU time."""
-    span = _sum(doc, "span_ns")
-    if not span:
-        return None
-    return (_sum(doc, "busy_ns") or 0) / span
-
-
-def step_durations(doc: Doc) -> list[int]:
-    """Durations (ns) of the steps the ``steps`` section lists (empty when there are none)."""
-    steps = doc.get("steps")
-    if isinstance(steps, dict):
-        steps = steps.get("steps") or steps.get("per_step") or []
-    if not isinstance(steps, list):
-        return []
-    out = []
-    for step in steps:
-        if not isinstance(step, dict):
-            continue
-        dur = step.get("duration_ns")
-        if dur is None and step.get("start_ns") is not None and step.get("end_ns") is not None:
-            dur = step["end_ns"] - step["start_ns"]
-        if dur is not None:
-            out.append(int(dur))
-    return out
-
-
-def _steps_summary(doc: Doc) -> dict[str, Any]:
-    steps = doc.get("steps")
-    summary = steps.get("summary") if isinstance(steps, dict) else None
-    return summary if isinstance(summary, dict) else {}
+    return summary_of(doc)["gpu_utilization"]
 
 
 def mean_step_ns(doc: Doc) -> float | None:
     """Mean step duration in ns (``steps.summary.mean_ns``, over every step), null when there are no steps."""
-    mean = _steps_summary(doc).get("mean_ns")
-    if isinstance(mean, (int, float)):
-        return float(mean)
-    durations = step_durations(doc)
-    return (sum(durations) / len(durations)) if durations else None
+    stats = summary_of(doc)["steps"]
+    return float(stats["mean_ns"]) if stats else None
 
 
-def step_stats(doc: Doc) -> dict[str, float] | None:
-    """count, mean_ns, min_ns, max_ns over every step (from ``steps.summary``), or None without steps."""
-    summary = _steps_summary(doc)
-    steps = doc.get("steps")
-    count = steps.get("count") if isinstance(steps, dict) else None
-    if summary and count and all(isinstance(summary.get(k), (int, float)) for k in ("mean_ns", "min_ns", "max_ns")):
-        return {"count": count, "mean_ns": summary["mean_ns"], "min_ns": summary["min_ns"], "max_ns": summary["max_ns"]}
-    durations = step_durations(doc)
-    if not durations:
-        return None
-    return {"count": len(durations), "mean_ns": sum(durations) / len(durations), "min_ns": min(durations),
-            "max_ns": max(durations)}
+def step_stats(doc: Doc) -> StepStats | None:
+    """count, mean_ns, min_ns, max_ns over every step (``summary.steps``), or None without steps."""
+    return summary_of(doc)["steps"]
+
+
+def _summary(key: str) -> Callable[[Doc], float | int | None]:
+    def get(doc: Doc) -> float | int | None:
+        return summary_of(doc)[key]  # type: ignore[literal-required, no-any-return]
+    return get
 
 
 def _step_count(doc: Doc) -> int | None:
-    steps = doc.get("steps")
-    if isinstance(steps, dict) and isinstance(steps.get("count"), int):
-        return steps["count"] or None
-    durations = step_durations(doc)
-    return len(durations) if durations else None
-
-
-def _kernels(doc: Doc) -> dict[str, Any]:
-    kernels = doc.get("kernels")
-    return kernels if isinstance(kernels, dict) else {}
-
-
-def _memcpy_bytes(doc: Doc) -> int | None:
-    memcpy = doc.get("memcpy")
-    if not isinstance(memcpy, dict) or not isinstance(memcpy.get("by_kind"), list):
-        return None
-    return int(sum(int(k.get("bytes") or 0) for k in memcpy["by_kind"]))
-
-
-def _memcpy_exposed(doc: Doc) -> int | None:
-    memcpy = doc.get("memcpy")
-    if not isinstance(memcpy, dict) or memcpy.get("exposed_ns") is None:
-        return None
-    return int(memcpy["exposed_ns"])
-
-
-def _primary_lost(doc: Doc) -> int | None:
-    primary = (doc.get("diagnosis") or {}).get("primary") if isinstance(doc.get("diagnosis"), dict) else None
-    if not isinstance(primary, dict) or primary.get("lost_ns") is None:
-        return None
-    return int(primary["lost_ns"])
+    stats = summary_of(doc)["steps"]
+    return stats["count"] if stats else None
 
 
 def _launch(key: str) -> Callable[[Doc], float | None]:
     def get(doc: Doc) -> float | None:
-        launch = doc.get("launch")
-        if not isinstance(launch, dict):
-            return None
-        value: Any = launch
+        value: Any = doc.get("launch")
         for part in key.split("."):
             value = value.get(part) if isinstance(value, dict) else None
         return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
@@ -155,18 +81,18 @@ METRICS: tuple[Metric, ...] = (
     Metric("gpu_utilization", "GPU utilization (Σbusy/Σspan)", "fraction", "higher", gpu_utilization),
     Metric("mean_step_ns", "mean step time", "ns", "lower", mean_step_ns),
     Metric("step_count", "steps", "count", None, _step_count),
-    Metric("device_count", "GPUs with activity", "count", None, lambda d: len(_devices(d)) or None),
-    Metric("gpu_busy_ns", "GPU busy (Σ over devices)", "ns", None, lambda d: _sum(d, "busy_ns")),
-    Metric("gpu_span_ns", "GPU span (Σ over devices)", "ns", "lower", lambda d: _sum(d, "span_ns")),
-    Metric("kernel_count", "kernels launched", "count", None, lambda d: _sum(d, "kernel_count")),
-    Metric("kernel_ns", "kernel time (summed)", "ns", None, lambda d: _sum(d, "kernel_ns")),
-    Metric("kernel_names", "distinct kernel names", "count", None, lambda d: _kernels(d).get("distinct_names")),
-    Metric("memcpy_count", "memcpy count", "count", "lower", lambda d: _sum(d, "memcpy_count")),
-    Metric("memcpy_ns", "memcpy time (summed)", "ns", "lower", lambda d: _sum(d, "memcpy_ns")),
-    Metric("memcpy_bytes", "memcpy bytes", "bytes", None, _memcpy_bytes),
-    Metric("memcpy_exposed_ns", "memcpy not overlapped by compute", "ns", "lower", _memcpy_exposed),
-    Metric("memset_ns", "memset time (summed)", "ns", None, lambda d: _sum(d, "memset_ns")),
-    Metric("primary_lost_ns", "lost time of the primary cause", "ns", "lower", _primary_lost),
+    Metric("device_count", "GPUs with activity", "count", None, lambda d: summary_of(d)["device_count"] or None),
+    Metric("gpu_busy_ns", "GPU busy (Σ over devices)", "ns", None, _summary("gpu_busy_ns")),
+    Metric("gpu_span_ns", "GPU span (Σ over devices)", "ns", "lower", _summary("gpu_span_ns")),
+    Metric("kernel_count", "kernels launched", "count", None, _summary("kernel_count")),
+    Metric("kernel_ns", "kernel time (summed)", "ns", None, _summary("kernel_ns")),
+    Metric("kernel_names", "distinct kernel names", "count", None, _summary("kernel_names")),
+    Metric("memcpy_count", "memcpy count", "count", "lower", _summary("memcpy_count")),
+    Metric("memcpy_ns", "memcpy time (summed)", "ns", "lower", _summary("memcpy_ns")),
+    Metric("memcpy_bytes", "memcpy bytes", "bytes", None, _summary("memcpy_bytes")),
+    Metric("memcpy_exposed_ns", "memcpy not overlapped by compute", "ns", "lower", _summary("memcpy_exposed_ns")),
+    Metric("memset_ns", "memset time (summed)", "ns", None, _summary("memset_ns")),
+    Metric("primary_lost_ns", "lost time of the primary cause", "ns", "lower", _summary("primary_lost_ns")),
 )
 
 HEADLINE = ("gpu_utilization", "mean_step_ns")
@@ -210,25 +136,6 @@ def _row(metric_key: str, label: str, unit: str, better: str | None, base: Any, 
     }
 
 
-def _idle_by_cause(doc: Doc) -> dict[str, int]:
-    """Idle time per cause summed over devices, from the ``attribution`` section (empty when absent)."""
-    attribution = doc.get("attribution")
-    if not isinstance(attribution, dict):
-        return {}
-    totals = attribution.get("totals") or attribution.get("by_cause") or attribution.get("total_by_cause")
-    if isinstance(totals, dict):
-        return {str(k): int(v) for k, v in totals.items() if _number(v) is not None}
-    if isinstance(totals, list):
-        out: dict[str, int] = {}
-        for row in totals:
-            if isinstance(row, dict) and row.get("cause") is not None:
-                value = row.get("idle_ns", row.get("total_ns", row.get("ns")))
-                if _number(value) is not None:
-                    out[str(row["cause"])] = out.get(str(row["cause"]), 0) + int(value)
-        return out
-    return {}
-
-
 def _launch_rows(base: Doc, head: Doc) -> list[dict[str, Any]]:
     """Scalar launch statistics present in either document (the launch section's own keys)."""
     rows = []
@@ -254,15 +161,10 @@ STEP_CATEGORY_BETTER = {"input": "lower", "sync": "lower", "launch": "lower"}
 
 
 def _step_host_rows(base: Doc, head: Doc) -> list[dict[str, Any]]:
-    """Mean host time per step by category (steps.summary.host_ns / steps.count) for both traces."""
+    """Mean host time per step by category (``summary.step_host_ns``) for both traces."""
 
     def per_step(doc: Doc) -> dict[str, float]:
-        steps = doc.get("steps")
-        host = _steps_summary(doc).get("host_ns")
-        count = steps.get("count") if isinstance(steps, dict) else None
-        if not isinstance(host, dict) or not count:
-            return {}
-        return {str(k): v / count for k, v in host.items() if _number(v) is not None}
+        return summary_of(doc)["step_host_ns"] or {}
 
     b, h = per_step(base), per_step(head)
     return [_row(f"step_{cat}_ns", f"per step: host {cat}", "ns", STEP_CATEGORY_BETTER.get(cat), b.get(cat), h.get(cat))
@@ -270,12 +172,12 @@ def _step_host_rows(base: Doc, head: Doc) -> list[dict[str, Any]]:
 
 
 def _kernel_changes(base: Doc, head: Doc) -> dict[str, Any]:
-    base_k = {k["name"]: k for k in _kernels(base).get("by_name", []) if isinstance(k, dict)}
-    head_k = {k["name"]: k for k in _kernels(head).get("by_name", []) if isinstance(k, dict)}
+    base_k = {k["name"]: k for k in (base.get("kernels") or {}).get("by_name", [])}
+    head_k = {k["name"]: k for k in (head.get("kernels") or {}).get("by_name", [])}
     if not base_k and not head_k:
         return {"available": False, "added": [], "removed": [], "slower": [], "faster": []}
 
-    def brief(k: dict[str, Any]) -> dict[str, Any]:
+    def brief(k: KernelRow) -> dict[str, Any]:
         return {"name": k["name"], "count": k["count"], "total_ns": k["total_ns"], "avg_ns": k["avg_ns"]}
 
     added = sorted((brief(head_k[n]) for n in head_k.keys() - base_k.keys()), key=lambda k: (-k["total_ns"], k["name"]))
@@ -306,13 +208,12 @@ def _kernel_changes(base: Doc, head: Doc) -> dict[str, Any]:
 
 
 def _side(doc: Doc) -> dict[str, Any]:
-    source = doc.get("source") or {}
-    primary = (doc.get("diagnosis") or {}).get("primary") if isinstance(doc.get("diagnosis"), dict) else None
+    source = doc["source"]
     return {
         "path": source.get("path"),
         "format": source.get("format"),
         "framework": source.get("framework"),
-        "primary_cause": primary.get("cause") if isinstance(primary, dict) else None,
+        "primary_cause": summary_of(doc)["primary_cause"],
     }
 
 
@@ -341,7 +242,7 @@ def compare(base_doc: Doc, head_doc: Doc) -> dict[str, Any]:
     metrics = [_row(m.key, m.label, m.unit, m.better, m.get(base_doc), m.get(head_doc)) for m in METRICS]
     metrics.extend(_step_host_rows(base_doc, head_doc))
     metrics.extend(_launch_rows(base_doc, head_doc))
-    base_idle, head_idle = _idle_by_cause(base_doc), _idle_by_cause(head_doc)
+    base_idle, head_idle = summary_of(base_doc)["idle_by_cause"] or {}, summary_of(head_doc)["idle_by_cause"] or {}
     idle = [_row(f"idle_{cause}_ns", f"idle: {cause}", "ns", "lower", base_idle.get(cause, 0 if base_idle else None),
                  head_idle.get(cause, 0 if head_idle else None))
             for cause in sorted(base_idle.keys() | head_idle.keys())]

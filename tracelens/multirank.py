@@ -231,7 +231,7 @@ def ingest_and_summarize(source: str, parquet_path: str, reuse: bool) -> dict[st
             # only what the run document shows per rank travels back (a few hundred bytes per GPU); the
             # full document, whose step and gap lists grow with the trace, stays on disk
             "devices": doc.get("devices") or [],
-            "idle_by_cause": _idle_by_cause(doc.get("attribution")),
+            "idle_by_cause": doc["summary"]["idle_by_cause"],
             "worker_peak_rss_bytes": _peak_rss_bytes(),
         }
     except TracelensError as err:
@@ -590,27 +590,6 @@ def imbalance_analysis(work: pd.DataFrame, collectives: dict[str, Any], span_tot
 # ------------------------------------------------------------------------------------------ the run
 
 
-def _idle_by_cause(attribution: Any) -> dict[str, int] | None:
-    """Idle ns by cause from a rank's ``attribution`` section, whatever of its known shapes it has."""
-    if not isinstance(attribution, dict):
-        return None
-    for key in ("total_by_cause", "idle_by_cause", "by_cause", "causes"):
-        value = attribution.get(key)
-        if isinstance(value, dict):
-            return {str(k): int(v) for k, v in value.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
-        if isinstance(value, list):
-            out = {}
-            for item in value:
-                if isinstance(item, dict):
-                    name = item.get("cause") or item.get("name")
-                    ns = next((item[k] for k in ("idle_ns", "ns", "total_ns") if isinstance(item.get(k), (int, float))), None)
-                    if name is not None and ns is not None:
-                        out[str(name)] = int(ns)
-            if out:
-                return out
-    return None
-
-
 def analyze_run(
     paths: Sequence[str | os.PathLike[str]],
     *,
@@ -772,7 +751,10 @@ def build_run_document(results: list[dict[str, Any]], ranks: list[int], warnings
         "imbalance": imbalance,
     }
     _attach_representative(doc, results, ranks)
-    return doc
+    from .document import summarize
+
+    head = {"schema_version": doc.pop("schema_version"), "source": doc.pop("source"), "summary": summarize(doc)}
+    return {**head, **doc}
 
 
 def _without(d: dict[str, Any], key: str) -> dict[str, Any]:

@@ -3,7 +3,8 @@
 Each section module exposes ``section(trace, done) -> object`` where ``done`` holds the sections computed
 before it (read-only) and the return value is JSON-serialisable (dicts, lists, str, int, float, None).
 Typed, reusable functions live beside ``section`` in each module. :func:`analyze` runs them in order and
-returns the document that ``analyze --format json`` prints (keys documented in ``docs/json.md``).
+returns the document that ``analyze --format json`` prints (keys documented in ``docs/json.md``; its
+shape typed in :mod:`tracelens.document`).
 
 :data:`REGISTRY` is the one list of sections: its key, the title a report gives it, whether it is empty
 without GPU activity, its compute function, and where reports show it. ``analyze`` and every renderer
@@ -16,8 +17,9 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
+from ..document import Document, summarize
 from ..trace import Trace
 
 JSON_SCHEMA_VERSION = "1.0"
@@ -68,8 +70,9 @@ def report_sections() -> list[Section]:
     return sorted((s for s in REGISTRY if s.report_order is not None), key=lambda s: s.report_order or 0)
 
 
-def analyze(trace: Trace, *, sections: list[str] | None = None) -> dict[str, Any]:
-    """Run every analysis section and return the result document."""
+def analyze(trace: Trace, *, sections: list[str] | None = None) -> Document:
+    """Run every analysis section and return the result document, its ``summary`` (the headline figures)
+    computed once from the sections and placed after ``source``."""
     meta = trace.metadata
     doc: dict[str, Any] = {
         "schema_version": JSON_SCHEMA_VERSION,
@@ -88,4 +91,5 @@ def analyze(trace: Trace, *, sections: list[str] | None = None) -> dict[str, Any
     }
     for name in sections or SECTIONS:
         doc[name] = BY_KEY[name].compute(trace, doc)
-    return doc
+    head = {"schema_version": doc.pop("schema_version"), "source": doc.pop("source"), "summary": summarize(doc)}
+    return cast(Document, {**head, **doc})

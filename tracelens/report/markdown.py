@@ -22,6 +22,7 @@ from urllib.parse import quote
 
 from ..analyses import BY_KEY, report_sections
 from ..analyses import SECTIONS as SECTION_KEYS
+from ..document import summary_of
 from .charts import lost_time_chart, utilization_chart
 from .escape import html_text, is_shortened, md, shorten
 from .findings import sentence
@@ -167,12 +168,6 @@ def _primary(doc: dict[str, Any]) -> dict[str, Any] | None:
     return primary if isinstance(primary, dict) else None
 
 
-def _step_stats(doc: dict[str, Any]) -> dict[str, float] | None:
-    from ..diff import step_stats
-
-    return step_stats(doc)
-
-
 def _headline(doc: dict[str, Any]) -> Lines:
     src = doc.get("source") or {}
     name = Path(str(src.get("path") or "trace")).name or "trace"
@@ -188,9 +183,7 @@ def _headline(doc: dict[str, Any]) -> Lines:
     lines.append("")
     devices = doc.get("devices")
     if isinstance(devices, list) and devices:
-        from ..diff import gpu_utilization
-
-        total = gpu_utilization(doc)
+        total = summary_of(doc)["gpu_utilization"]
         per_device = ", ".join(f"{_gpu_label(d)} {fmt_pct(d.get('utilization'))}" for d in devices[:16])
         if len(devices) > 16:
             per_device += f", … {len(devices) - 16} more"
@@ -198,7 +191,7 @@ def _headline(doc: dict[str, Any]) -> Lines:
                      + (f" ({per_device})" if len(devices) > 1 else ""))
     elif "devices" in doc:
         lines.append("- **GPU utilization:** no GPU activity in this trace (no kernels, copies or memsets)")
-    stats = _step_stats(doc)
+    stats = summary_of(doc)["steps"]
     if stats:
         lines.append(f"- **Step time:** mean {fmt_ns(stats['mean_ns'])} over {stats['count']:,} steps "
                      f"(min {fmt_ns(stats['min_ns'])}, max {fmt_ns(stats['max_ns'])})")

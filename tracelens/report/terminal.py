@@ -19,6 +19,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..analyses import report_sections
+from ..document import summary_of
 from .escape import terminal as clean
 from .findings import sentence
 from .units import fmt_auto, fmt_bytes, fmt_ns, fmt_pct
@@ -141,9 +142,7 @@ def _devices(doc: dict[str, Any], console: Console) -> None:
         _print(console, "No GPU activity in this trace (no kernels, copies or memsets); host side below.",
                style="yellow")
         return
-    from ..diff import gpu_utilization
-
-    table = _table(f"GPU utilization: {fmt_pct(gpu_utilization(doc))} (busy-weighted over {len(devices)} GPUs)",
+    table = _table(f"GPU utilization: {fmt_pct(summary_of(doc)['gpu_utilization'])} (busy-weighted over {len(devices)} GPUs)",
                    ["GPU", "util", "busy", "span", "kernels", "kernel time", "memcpy n/time", "memset n/time",
                     "name"], {"util", "busy", "span", "kernels", "kernel time", "memcpy n/time", "memset n/time"})
     for d in devices:
@@ -158,9 +157,7 @@ def _devices(doc: dict[str, Any], console: Console) -> None:
 def _steps(doc: dict[str, Any], console: Console) -> None:
     if "steps" not in doc:
         return
-    from ..diff import step_stats
-
-    stats = step_stats(doc)
+    stats = summary_of(doc)["steps"]
     console.print()
     if not stats:
         _print(console, "Steps: no step markers in this trace.")

@@ -1,0 +1,105 @@
+"""The analysis document as a value: the section registry, the ``summary`` block, and saved documents
+(``analyze --format json``) read back by ``load_document``, ``report`` and ``diff``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import tracelens
+from tests.conftest import FIXTURES
+from tracelens.analyses import REGISTRY, SECTIONS, report_sections
+from tracelens.cli import main
+from tracelens.document import looks_like_document, summarize
+from tracelens.errors import InputError
+from tracelens.report import markdown, terminal
+
+DEMO = FIXTURES / "demo.pt.trace.json.gz"
+SLOW = FIXTURES / "templates" / "pytorch_slow-input_cpu.pt.trace.json.gz"
+
+
+# ------------------------------------------------------------------------------------------ registry
+
+
+def test_registry_is_the_one_list_of_sections() -> None:
+    assert SECTIONS == [s.key for s in REGISTRY]
+    assert len(set(SECTIONS)) == len(SECTIONS)
+    for section in REGISTRY:
+        assert callable(section.compute)
+    shown = [s.key for s in report_sections()]
+    assert "diagnosis" not in shown and set(shown) == set(SECTIONS) - {"diagnosis"}
+    # Every renderer draws only registry sections; the rest of the document goes to its generic form.
+    assert set(markdown.DRAW) <= set(SECTIONS) and set(terminal.DRAW) <= set(SECTIONS)
+
+
+def test_analyze_puts_summary_after_source() -> None:
+    doc = tracelens.analyze(tracelens.load(DEMO))
+    assert list(doc)[:3] == ["schema_version", "source", "summary"]
+    assert list(doc)[3:] == SECTIONS
+    summary = doc["summary"]
+    devices = doc["devices"]
+    assert summary["gpu_utilization"] == sum(d["busy_ns"] for d in devices) / sum(d["span_ns"] for d in devices)
+    assert summary["steps"] is not None and summary["steps"]["count"] == doc["steps"]["count"]
+    assert summary["primary_cause"] == doc["diagnosis"]["primary"]["cause"]
+    assert summary["idle_by_cause"] == doc["attribution"]["total_by_cause"]
+
+
+# ---------------------------------------------------------------------------------------- saved JSON
+
+
+def _save(trace: Path, out: Path) -> Path:
+    assert main(["analyze", str(trace), "--format", "json", "-o", str(out)]) == 0
+    return out
+
+
+def test_load_document_reads_a_saved_document(tmp_path: Path) -> None:
+    saved = _save(DEMO, tmp_path / "demo.json")
+    doc = tracelens.load_document(saved)
+    assert doc == json.loads(saved.read_text())
+    # A document saved without a summary (older tracelens) gets the same one computed.
+    bare = {k: v for k, v in doc.items() if k != "summary"}
+    (tmp_path / "bare.json").write_text(json.dumps(bare))
+    assert tracelens.load_document(tmp_path / "bare.json")["summary"] == summarize(doc) == doc["summary"]
+
+
+def test_report_of_a_saved_document_equals_report_of_the_trace(tmp_path: Path) -> None:
+    saved = _save(DEMO, tmp_path / "demo.json")
+    assert main(["report", str(DEMO), "-o", str(tmp_path / "a.md")]) == 0
+    assert main(["report", str(saved), "-o", str(tmp_path / "b.md")]) == 0
+    assert (tmp_path / "a.md").read_text() == (tmp_path / "b.md").read_text()
+
+
+def test_diff_of_saved_documents_equals_diff_of_the_traces(tmp_path: Path) -> None:
+    a, b = _save(DEMO, tmp_path / "a.json"), _save(SLOW, tmp_path / "b.json")
+    assert main(["diff", str(DEMO), str(SLOW), "-f", "json", "-o", str(tmp_path / "traces.json")]) == 0
+    assert main(["diff", str(a), str(b), "-f", "json", "-o", str(tmp_path / "docs.json")]) == 0
+    assert json.loads((tmp_path / "traces.json").read_text()) == json.loads((tmp_path / "docs.json").read_text())
+    # One saved document against one trace works too.
+    assert main(["diff", str(a), str(SLOW), "-o", str(tmp_path / "mixed.md")]) == 0
+
+
+@pytest.mark.parametrize("text", ['{"schema_version": "1.0"}', '{"schema_version": "1.0", "source": {',
+                                  '{"schema_version": "1.0", "source": 3}'])
+def test_bad_saved_document_is_one_line_and_exit_2(text: str, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text(text)
+    assert main(["report", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("tracelens: ") and err.count("\n") == 1 and "Traceback" not in err
+    with pytest.raises(InputError):
+        tracelens.load_document(bad)
+
+
+def test_traces_are_not_taken_for_documents(tmp_path: Path) -> None:
+    kineto = sorted((FIXTURES / "kineto").glob("*.json"))
+    assert kineto and not any(looks_like_document(p) for p in kineto)
+    assert not looks_like_document(DEMO)  # .json.gz: a trace
+    # A trace object carrying traceEvents is a trace even with a schema_version key.
+    odd = tmp_path / "odd.json"
+    odd.write_text('{"schema_version": 1, "source": {}, "traceEvents": []}')
+    assert not looks_like_document(odd)
+    with pytest.raises(InputError):
+        tracelens.load_document(FIXTURES / "kineto" / kineto[0].name)
