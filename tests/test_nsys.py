@@ -105,6 +105,21 @@ def test_kernel_count_and_time_per_name_match_sql(path: Path) -> None:
 
 @pytest.mark.shared
 @pytest.mark.parametrize("path", NSYS)
+def test_public_queries_run_on_the_export(path: Path) -> None:
+    # NsysReader.queries(): the SELECTs read() runs (benchmarks time them without the private _Database)
+    queries = nsys_reader.NsysReader(path).queries()
+    assert "CUPTI_ACTIVITY_KIND_KERNEL" in queries and set(queries) <= tables(path)
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        for table, (query, names) in queries.items():
+            assert f'FROM "{table}"' in query
+            assert len(conn.execute(query).description) == len(names) > 0
+    finally:
+        conn.close()
+
+
+@pytest.mark.shared
+@pytest.mark.parametrize("path", NSYS)
 def test_memcpy_by_kind_matches_sql(path: Path) -> None:
     expected = {COPY_KIND[kind]: (n, nbytes, dur) for kind, n, nbytes, dur in sql(path, """
         SELECT copyKind, count(*), sum(bytes), sum(end - start) FROM CUPTI_ACTIVITY_KIND_MEMCPY GROUP BY 1""")}

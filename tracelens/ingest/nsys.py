@@ -511,6 +511,15 @@ class NsysReader:
         finally:
             db.close()
 
+    def queries(self) -> dict[str, tuple[str, list[str]]]:
+        """The SELECTs :meth:`read` runs on this export, per table: ``{table: (sql, column names)}``
+        (tables the export lacks are left out). For benchmarks that time the queries alone."""
+        db = _Database(self.path)
+        try:
+            return self._queries(db)
+        finally:
+            db.close()
+
     def _read(self, db: _Database) -> Trace:
         meta = self._export_metadata(db)
         self._check_is_nsys(db, meta)
