@@ -38,7 +38,7 @@ EXTRA_ONLY = {
     "torch": ({"templates/pytorch_train.py"}, {"torch", "test"}),
     "tensorflow": ({"templates/tf_train.py"}, {"tf", "test"}),
     # analyze --engine dask, behind an ImportError that names the extra
-    "dask": ({"multirank.py"}, {"distributed", "test"}),
+    "dask": ({"run/executors.py"}, {"distributed", "test"}),
 }
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tracelens import multirank
+from tracelens import run as runs
 from tracelens.cli import main
 from tracelens.errors import InputError
 from tracelens.trace import Trace, TraceMetadata
@@ -77,16 +77,16 @@ def by_rank(rows: list[dict]) -> dict[int, dict]:
      ("host.1700000000.pt.trace.json", None), ("trace.json", None)],
 )
 def test_rank_from_name(name: str, rank: int | None) -> None:
-    assert multirank.rank_from_name(name) == rank
+    assert runs.rank_from_name(name) == rank
 
 
 def test_resolve_ranks_prefers_trace_then_name_then_order() -> None:
     paths = [Path("b_rank1.json"), Path("a_rank0.json")]
-    assert multirank.resolve_ranks([5, 4], paths) == ([5, 4], [])
-    assert multirank.resolve_ranks([None, None], paths) == ([1, 0], [])
-    ranks, warnings = multirank.resolve_ranks([0, 0], paths)
+    assert runs.resolve_ranks([5, 4], paths) == ([5, 4], [])
+    assert runs.resolve_ranks([None, None], paths) == ([1, 0], [])
+    ranks, warnings = runs.resolve_ranks([0, 0], paths)
     assert ranks == [0, 1] and "collide" in warnings[0]
-    ranks, warnings = multirank.resolve_ranks([None, None], [Path("x.json"), Path("y.json")])
+    ranks, warnings = runs.resolve_ranks([None, None], [Path("x.json"), Path("y.json")])
     assert ranks == [0, 1] and "missing" in warnings[0]
 
 
@@ -95,26 +95,26 @@ def test_run_directory_and_glob_expansion(tmp_path: Path) -> None:
     run.mkdir()
     for name in ("rank10.json.gz", "rank2.json.gz", "rank1.json.gz", "notes.txt"):
         (run / name).write_bytes(b"x")
-    assert multirank.is_run_directory(run)
+    assert runs.is_run_directory(run)
     expected = [run / "rank1.json.gz", run / "rank2.json.gz", run / "rank10.json.gz"]  # natural order
-    assert multirank.expand_paths([run]) == expected
-    assert multirank.expand_paths([str(run / "rank*.json.gz")]) == expected
-    assert multirank.expand_paths([run / "rank2.json.gz", str(run / "rank*.json.gz")]) == [
+    assert runs.expand_paths([run]) == expected
+    assert runs.expand_paths([str(run / "rank*.json.gz")]) == expected
+    assert runs.expand_paths([run / "rank2.json.gz", str(run / "rank*.json.gz")]) == [
         run / "rank2.json.gz", run / "rank1.json.gz", run / "rank10.json.gz"]  # duplicates dropped
     with pytest.raises(InputError, match="no trace file matches"):
-        multirank.expand_paths([str(run / "nothing*.json")])
+        runs.expand_paths([str(run / "nothing*.json")])
 
     logdir = tmp_path / "logdir"
     (logdir / "plugins" / "profile" / "run1").mkdir(parents=True)
     (logdir / "plugins" / "profile" / "run1" / "host.xplane.pb").write_bytes(b"\x0a")
     (logdir / "a.json").write_bytes(b"{}")
     (logdir / "b.json").write_bytes(b"{}")
-    assert not multirank.is_run_directory(logdir)  # a TF logdir is one trace
-    assert not multirank.is_run_directory(run / "rank1.json.gz")
+    assert not runs.is_run_directory(logdir)  # a TF logdir is one trace
+    assert not runs.is_run_directory(run / "rank1.json.gz")
     single = tmp_path / "single"
     single.mkdir()
     (single / "only.json").write_bytes(b"{}")
-    assert not multirank.is_run_directory(single)
+    assert not runs.is_run_directory(single)
 
 
 # ------------------------------------------------------------------------------------------ math
@@ -126,7 +126,7 @@ def test_leave_one_out_median_matches_brute_force() -> None:
     matrix[rng.random(matrix.shape) < 0.25] = np.nan
     matrix[:, 0] = np.nan
     matrix[1:, 1] = np.nan  # a column with one value: no other rank to compare with
-    got = multirank.leave_one_out_median(matrix)
+    got = runs.leave_one_out_median(matrix)
     for i in range(matrix.shape[0]):
         for j in range(matrix.shape[1]):
             others = np.delete(matrix[:, j], i)
@@ -142,7 +142,7 @@ def test_leave_one_out_median_matches_brute_force() -> None:
 
 def test_handmade_run_numbers(tmp_path: Path) -> None:
     write_handmade_run(tmp_path / "run")
-    doc, failures = multirank.analyze_run([tmp_path / "run"], workers=2, cache_dir=tmp_path / "cache")
+    doc, failures = runs.analyze_run([tmp_path / "run"], workers=2, cache_dir=tmp_path / "cache")
     assert failures == []
     assert doc["source"]["format"] == "run" and doc["source"]["traces"] == 3
     ranks = by_rank(doc["ranks"])
@@ -187,7 +187,7 @@ def test_unaligned_clocks_measure_from_first_common_step(tmp_path: Path) -> None
     # On clocks that do not agree, the origins' 1 ms skew must not count as lateness: each rank is
     # re-based on step 1, so rank 2 is late by 100 ns from step 3 on, as in the aligned case.
     write_handmade_run(tmp_path / "run", clock="nsys-session", origin_skew=1_000_000)
-    doc, failures = multirank.analyze_run([tmp_path / "run"], workers=1, cache_dir=tmp_path / "cache")
+    doc, failures = runs.analyze_run([tmp_path / "run"], workers=1, cache_dir=tmp_path / "cache")
     steps = doc["stragglers"]["steps"]
     assert failures == [] and steps["alignment"] == "first_common"
     assert {r["rank"]: r["mean_lateness_ns"] for r in steps["per_rank"]} == {0: -25, 1: -25, 2: 50}
@@ -197,29 +197,29 @@ def test_unaligned_clocks_measure_from_first_common_step(tmp_path: Path) -> None
 def test_cache_manifest_reuse_and_invalidation(tmp_path: Path) -> None:
     paths = write_handmade_run(tmp_path / "run")
     cache = tmp_path / "cache"
-    first, _ = multirank.analyze_run(paths, workers=1, cache_dir=cache)
+    first, _ = runs.analyze_run(paths, workers=1, cache_dir=cache)
     assert [r["cached"] for r in first["ranks"]] == [False, False, False]
-    manifest = json.loads((cache / multirank.MANIFEST_NAME).read_text())
+    manifest = json.loads((cache / runs.MANIFEST_NAME).read_text())
     entry = manifest["entries"][os.path.realpath(paths[1])]
     assert entry["size"] == paths[1].stat().st_size and entry["mtime_ns"] == paths[1].stat().st_mtime_ns
     assert entry["rank"] == 1 and (cache / entry["parquet"]).is_file()
 
-    second, _ = multirank.analyze_run(paths, workers=1, cache_dir=cache)
+    second, _ = runs.analyze_run(paths, workers=1, cache_dir=cache)
     assert [r["cached"] for r in second["ranks"]] == [True, True, True]
     assert second["imbalance"] == first["imbalance"] and second["stragglers"] == first["stragglers"]
 
     handmade_rank(1).save(paths[1])  # rewritten: new mtime
     os.utime(paths[1], ns=(paths[1].stat().st_atime_ns, paths[1].stat().st_mtime_ns + 10**9))
-    third, _ = multirank.analyze_run(paths, workers=1, cache_dir=cache)
+    third, _ = runs.analyze_run(paths, workers=1, cache_dir=cache)
     assert [r["cached"] for r in third["ranks"]] == [True, False, True]
 
 
 def test_default_cache_beside_the_traces(tmp_path: Path) -> None:
     write_handmade_run(tmp_path / "run")
-    doc, _ = multirank.analyze_run([tmp_path / "run"], workers=1)
-    assert Path(doc["source"]["cache_dir"]) == tmp_path / "run" / multirank.CACHE_DIRNAME
-    assert (tmp_path / "run" / multirank.CACHE_DIRNAME / multirank.MANIFEST_NAME).is_file()
-    assert multirank.is_run_directory(tmp_path / "run")  # the hidden cache does not count as a rank
+    doc, _ = runs.analyze_run([tmp_path / "run"], workers=1)
+    assert Path(doc["source"]["cache_dir"]) == tmp_path / "run" / runs.CACHE_DIRNAME
+    assert (tmp_path / "run" / runs.CACHE_DIRNAME / runs.MANIFEST_NAME).is_file()
+    assert runs.is_run_directory(tmp_path / "run")  # the hidden cache does not count as a rank
 
 
 # ------------------------------------------------------------------------------------------ failures
@@ -230,7 +230,7 @@ def test_corrupt_rank_is_reported_and_the_rest_analyzed(tmp_path: Path, capsys: 
     write_handmade_run(run)
     corrupt = run / "rank3.json.gz"
     corrupt.write_bytes(gzip.compress(b'{"traceEvents": [' + b"1," * 1000)[:200])  # truncated gzip
-    doc, failures = multirank.analyze_run([run], workers=2, cache_dir=tmp_path / "cache")
+    doc, failures = runs.analyze_run([run], workers=2, cache_dir=tmp_path / "cache")
     assert len(failures) == 1 and str(corrupt) in failures[0]
     assert sorted(r["rank"] for r in doc["ranks"]) == [0, 1, 2]
 
@@ -248,7 +248,7 @@ def test_all_ranks_failing_is_an_input_error(tmp_path: Path, capsys: pytest.Capt
     for i in range(2):
         (tmp_path / f"rank{i}.json").write_text("{ not json")
     with pytest.raises(InputError, match="no trace of the run could be read"):
-        multirank.analyze_run([tmp_path], workers=1, cache_dir=tmp_path / "cache")
+        runs.analyze_run([tmp_path], workers=1, cache_dir=tmp_path / "cache")
     assert main(["analyze", str(tmp_path / "rank*.json"), "--cache", str(tmp_path / "cache")]) == 2
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
 
@@ -259,10 +259,10 @@ def test_all_ranks_failing_is_an_input_error(tmp_path: Path, capsys: pytest.Capt
 def test_dask_engine_gives_the_same_document(tmp_path: Path) -> None:
     distributed = pytest.importorskip("dask.distributed")
     paths = write_handmade_run(tmp_path / "run")
-    local, _ = multirank.analyze_run(paths, workers=2, cache_dir=tmp_path / "local")
+    local, _ = runs.analyze_run(paths, workers=2, cache_dir=tmp_path / "local")
     with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
                                   dashboard_address=None) as cluster:
-        remote, failures = multirank.analyze_run(paths, engine="dask", scheduler=cluster.scheduler_address,
+        remote, failures = runs.analyze_run(paths, engine="dask", scheduler=cluster.scheduler_address,
                                                  cache_dir=tmp_path / "dask")
     assert failures == []
     for key in ("stragglers", "collectives", "imbalance"):
@@ -275,7 +275,7 @@ def test_dask_engine_gives_the_same_document(tmp_path: Path) -> None:
 
 def test_rank_plot_is_written(tmp_path: Path) -> None:
     write_handmade_run(tmp_path / "run")
-    doc, _ = multirank.analyze_run([tmp_path / "run"], workers=1, cache_dir=tmp_path / "cache")
+    doc, _ = runs.analyze_run([tmp_path / "run"], workers=1, cache_dir=tmp_path / "cache")
     from tracelens.report.plots import ranks_png
 
     png = ranks_png(doc)
@@ -286,7 +286,7 @@ def test_markdown_report_has_a_ranks_section(tmp_path: Path) -> None:
     paths = write_handmade_run(tmp_path / "run")
     odd = paths[0].with_name("rank0|<b>x.parquet")  # a name that could break a table or inject a tag
     paths[0].rename(odd)
-    doc, _ = multirank.analyze_run([odd, *paths[1:]], workers=1, cache_dir=tmp_path / "cache")
+    doc, _ = runs.analyze_run([odd, *paths[1:]], workers=1, cache_dir=tmp_path / "cache")
     from tracelens.report import figures, render
 
     out = tmp_path / "run.md"
@@ -309,16 +309,16 @@ def test_read_only_trace_folder_caches_in_the_user_cache(tmp_path: Path, monkeyp
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     run.chmod(0o555)
     try:
-        cache = multirank.default_cache_dir(paths)
+        cache = runs.default_cache_dir(paths)
         assert cache.parent == tmp_path / "xdg" / "tracelens" / "runs"
-        doc, failures = multirank.analyze_run([run], workers=1)
+        doc, failures = runs.analyze_run([run], workers=1)
         assert failures == [] and Path(doc["source"]["cache_dir"]) == cache
-        assert not (run / multirank.CACHE_DIRNAME).exists()
+        assert not (run / runs.CACHE_DIRNAME).exists()
     finally:
         run.chmod(0o755)
     other = tmp_path / "elsewhere" / "rank9.parquet"
     other.parent.mkdir()
     other.write_bytes(b"x")
     # traces in two folders: no folder of theirs is the run's, so the user cache is used
-    assert multirank.default_cache_dir([paths[0], other]).parent == tmp_path / "xdg" / "tracelens" / "runs"
-    assert multirank.default_cache_dir(paths) == run / multirank.CACHE_DIRNAME
+    assert runs.default_cache_dir([paths[0], other]).parent == tmp_path / "xdg" / "tracelens" / "runs"
+    assert runs.default_cache_dir(paths) == run / runs.CACHE_DIRNAME

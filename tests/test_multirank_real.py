@@ -19,7 +19,7 @@ import pytest
 from conftest import SHARED_TRACES, shared_params
 
 import tracelens
-from tracelens import multirank
+from tracelens import run as runs
 from tracelens.cli import main
 from tracelens.trace import EVENT_COLUMNS, Trace, build_events
 
@@ -85,7 +85,7 @@ def test_two_rank_nccl_run_straggler_and_collective_wait(tmp_path: Path) -> None
     after = int(trace.df.query("kind == 'step' and step == 5")["start_ns"].min())
     synthesize(trace, rank=0, world_size=2, after_ns=after, stretch_nccl_ns=delay).save(tmp_path / "rank0.parquet")
     synthesize(trace, rank=1, world_size=2, after_ns=after, shift_ns=delay).save(tmp_path / "rank1.parquet")
-    doc, failures = multirank.analyze_run([tmp_path / "rank0.parquet", tmp_path / "rank1.parquet"],
+    doc, failures = runs.analyze_run([tmp_path / "rank0.parquet", tmp_path / "rank1.parquet"],
                                           workers=2, cache_dir=tmp_path / "cache")
     assert failures == []
 
@@ -131,7 +131,7 @@ def test_eight_ranks_from_a_real_trace_find_the_late_one(tmp_path: Path) -> None
     for rank in range(8):
         shift = jitter[rank] + (delay if rank == 5 else 0)
         synthesize(trace, rank=rank, world_size=8, origin_shift_ns=shift).save(run / f"trace_rank-{rank}.parquet")
-    doc, failures = multirank.analyze_run([run], workers=2, cache_dir=tmp_path / "cache")
+    doc, failures = runs.analyze_run([run], workers=2, cache_dir=tmp_path / "cache")
     assert failures == [] and [r["rank"] for r in doc["ranks"]] == list(range(8))
     expected = delay + jitter[5] - statistics.median(jitter[:5] + jitter[6:])
     straggler = doc["stragglers"]["steps"]["straggler"]
@@ -147,7 +147,7 @@ def test_eight_ranks_from_a_real_trace_find_the_late_one(tmp_path: Path) -> None
 @needs_shared
 def test_eight_gpu_tf_trace_compares_its_gpus(tmp_path: Path) -> None:
     """One TF multi-worker host trace listing 8 GPUs, two of them active: each active GPU is a participant."""
-    doc, failures = multirank.analyze_run([TF_8GPU], workers=1, cache_dir=tmp_path / "cache")
+    doc, failures = runs.analyze_run([TF_8GPU], workers=1, cache_dir=tmp_path / "cache")
     assert failures == []
     trace = tracelens.load(TF_8GPU)
     gpu = trace.df[trace.df["kind"].isin(["kernel", "memcpy", "memset"])]
@@ -162,7 +162,7 @@ def test_eight_gpu_tf_trace_compares_its_gpus(tmp_path: Path) -> None:
 
 @needs_shared
 def test_mixed_formats_in_one_run(tmp_path: Path) -> None:
-    doc, failures = multirank.analyze_run([NCCL_2RANK, NSYS_2GPU, TF_8GPU], workers=2, cache_dir=tmp_path / "c")
+    doc, failures = runs.analyze_run([NCCL_2RANK, NSYS_2GPU, TF_8GPU], workers=2, cache_dir=tmp_path / "c")
     assert failures == []
     formats = {r["format"] for r in doc["ranks"]}
     assert formats == {"kineto", "nsys", "xplane"}
@@ -184,4 +184,4 @@ def test_cli_analyzes_a_run_of_real_traces(path: Path, tmp_path: Path, capsys: p
     doc = json.loads(out)
     assert [r["rank"] for r in doc["ranks"]] == [0, 1]
     assert doc["ranks"][0]["utilization"] == doc["ranks"][1]["utilization"]
-    assert (run / multirank.CACHE_DIRNAME / multirank.MANIFEST_NAME).is_file()
+    assert (run / runs.CACHE_DIRNAME / runs.MANIFEST_NAME).is_file()

@@ -80,7 +80,7 @@ def analyze(paths: Sequence[str], fmt: str | None, output: str | None, no_plots:
 
     fmt = fmt or format_for_path(output)
     if len(paths) > 1 or _is_run_directory(paths[0]) or (not os.path.exists(paths[0]) and glob.has_magic(paths[0])):
-        from .multirank import analyze_run
+        from .run import analyze_run
 
         doc, failures = analyze_run(list(paths), workers=workers, engine=engine, cache_dir=cache_dir)
     else:
@@ -98,7 +98,7 @@ def analyze(paths: Sequence[str], fmt: str | None, output: str | None, no_plots:
 def _is_run_directory(path: str) -> bool:
     """A directory holding several traces (one per rank) rather than one TF logdir."""
     try:
-        from .multirank import is_run_directory
+        from .run import is_run_directory
     except ImportError:
         return False
     return is_run_directory(path)
