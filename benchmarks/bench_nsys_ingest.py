@@ -97,13 +97,9 @@ def synthesize(replicas: int, nvtx_replicas: int | None = None, reuse: bool = Tr
 
 
 def _reader_queries(path: str) -> dict[str, tuple[str, list[str]]]:
-    from tracelens.ingest.nsys import NsysReader, _Database
+    from tracelens.ingest.nsys import NsysReader
 
-    db = _Database(Path(path))
-    try:
-        return NsysReader(Path(path))._queries(db)
-    finally:
-        db.close()
+    return NsysReader(Path(path)).queries()
 
 
 def floor(path: str) -> dict:
