@@ -215,7 +215,7 @@ def test_any_block_size_reads_the_same_table(name: str, block_bytes: int, monkey
 
     path = DEMO if name == "demo" else KINETO / name
     whole = kineto.read(path)
-    monkeypatch.setattr(kineto, "BLOCK_BYTES", block_bytes)
+    monkeypatch.setattr(kineto.reader, "BLOCK_BYTES", block_bytes)
     pieces = kineto.read(path)
     assert pieces.events.equals(whole.events)
     assert pieces.metadata.time_origin_ns == whole.metadata.time_origin_ns
@@ -248,7 +248,7 @@ def test_fast_engines_match_msgspec_on_fixtures(name: str, engine: str, monkeypa
     from tracelens.ingest import kineto
 
     path = DEMO if name == "demo" else KINETO / name
-    monkeypatch.setattr(kineto, "BLOCK_BYTES", 2048)  # several blocks, each through the fast engine
+    monkeypatch.setattr(kineto.reader, "BLOCK_BYTES", 2048)  # several blocks, each through the fast engine
     trace = kineto.read(path, engine=engine)
     assert trace.events.equals(kineto.read(path, engine="msgspec").events)
     assert trace.metadata.extra["counts"]["msgspec_blocks"] == 0
@@ -290,8 +290,8 @@ def test_blocks_decoded_by_parallel_workers_keep_file_order(tmp_path: Path, monk
     from tracelens.ingest import kineto
 
     path = _many_event_file(tmp_path, 3000)
-    monkeypatch.setattr(kineto, "BLOCK_BYTES", 4096)  # ~200 blocks, several workers, a few in flight
-    monkeypatch.setattr(kineto, "MAX_WORKERS", 3)
+    monkeypatch.setattr(kineto.reader, "BLOCK_BYTES", 4096)  # ~200 blocks, several workers, a few in flight
+    monkeypatch.setattr(kineto.reader, "MAX_WORKERS", 3)
     trace = kineto.read(path, engine=engine)
     assert trace.metadata.extra["counts"]["msgspec_blocks"] == 0
     kernels = trace.of_kind("kernel")
@@ -310,8 +310,8 @@ def test_a_corrupt_block_in_a_worker_is_one_input_error(tmp_path: Path, monkeypa
     from tracelens.ingest import kineto
 
     path = _many_event_file(tmp_path, 3000, corrupt_at=1500)
-    monkeypatch.setattr(kineto, "BLOCK_BYTES", 4096)
-    monkeypatch.setattr(kineto, "MAX_WORKERS", 3)
+    monkeypatch.setattr(kineto.reader, "BLOCK_BYTES", 4096)
+    monkeypatch.setattr(kineto.reader, "MAX_WORKERS", 3)
     with pytest.raises(InputError, match="invalid JSON"):
         kineto.read(path, engine=engine)
 
@@ -336,7 +336,7 @@ def test_invalid_json_names_its_byte_in_the_file(tmp_path: Path, monkeypatch: py
     text = text[:bad_at] + "@" + text[bad_at + 1:]
     path = tmp_path / ("bad.json.gz" if layout.endswith(".gz") else "bad.json")
     path.write_bytes(gzip.compress(text.encode()) if layout.endswith(".gz") else text.encode())
-    monkeypatch.setattr(kineto, "BLOCK_BYTES", 4096)
+    monkeypatch.setattr(kineto.reader, "BLOCK_BYTES", 4096)
     with pytest.raises(InputError) as caught:
         kineto.read(path, engine=engine)
     assert f"at byte {bad_at:,} of the JSON text" in str(caught.value)
@@ -349,13 +349,13 @@ def test_one_thread_budget_reads_the_same_table(tmp_path: Path, monkeypatch: pyt
     from tracelens.ingest import kineto
 
     path = _many_event_file(tmp_path, 3000)
-    monkeypatch.setattr(kineto, "BLOCK_BYTES", 4096)
+    monkeypatch.setattr(kineto.reader, "BLOCK_BYTES", 4096)
     reference = kineto.read(path, engine="msgspec")
     before = pa.cpu_count()
     pa.set_cpu_count(1)
     try:
-        assert kineto._threads() == 1
-        assert isinstance(kineto._executor(kineto._threads()), kineto._Inline)
+        assert kineto.threads.thread_budget() == 1
+        assert isinstance(kineto.threads.executor(kineto.threads.thread_budget()), kineto.threads.Inline)
         engines = ["msgspec"] + (["native"] if kineto._kineto_scan is not None else [])
         for engine in engines:
             assert kineto.read(path, engine=engine).events.equals(reference.events), engine

@@ -27,18 +27,20 @@ import pytest
 
 from tracelens.errors import InputError
 from tracelens.ingest import kineto
+from tracelens.ingest.kineto import msgspec_engine, reader
+from tracelens.ingest.kineto import native as native_engine
 
 needs_scanner = pytest.mark.skipif(kineto._kineto_scan is None, reason="native scanner not built (no C compiler)")
 
 
 def native(text: str | bytes) -> dict | None:
     data = text.encode() if isinstance(text, str) else text
-    return kineto._native_block_columns((data,))
+    return native_engine.scan_block((data,))
 
 
 def reference(text: str | bytes) -> dict:
     data = text.encode() if isinstance(text, str) else text
-    return kineto._block_columns(kineto._EVENTS_DECODER.decode(data))
+    return msgspec_engine.block_columns(msgspec_engine._EVENTS_DECODER.decode(data))
 
 
 def assert_same_block(got: dict, want: dict) -> None:
@@ -132,9 +134,9 @@ def test_the_same_events_as_a_bare_sequence_and_in_several_pieces() -> None:
     events = READ_NATIVELY["kernel and launch"] + READ_NATIVELY["phases other than X"]
     want = reference(event_list(*events))
     bare = ",\n".join(events).encode()
-    assert_same_block(kineto._native_block_columns((bare,)), want)
-    cut = bare.index(b",\n", len(events[0]) + 5)  # a piece boundary between two events, as _split makes
-    assert_same_block(kineto._native_block_columns((bare[:cut], memoryview(bare)[cut + 1:])), want)
+    assert_same_block(native_engine.scan_block((bare,)), want)
+    cut = bare.index(b",\n", len(events[0]) + 5)  # a piece boundary between two events, as split_stream makes
+    assert_same_block(native_engine.scan_block((bare[:cut], memoryview(bare)[cut + 1:])), want)
 
 
 DECLINED = {
@@ -177,9 +179,9 @@ DECLINED = {
 def test_what_msgspec_would_not_read_typed_is_declined(case: str) -> None:
     event = DECLINED[case]
     text = b"[" + (event.encode() if isinstance(event, str) else event) + b"]"
-    assert kineto._native_block_columns((text,)) is None
+    assert native_engine.scan_block((text,)) is None
     try:  # msgspec's typed decoder rejects it too (the reader then goes lenient or reports the error)
-        kineto._EVENTS_DECODER.decode(text)
+        msgspec_engine._EVENTS_DECODER.decode(text)
     except (kineto.msgspec.ValidationError, kineto.msgspec.DecodeError):
         return
     pytest.fail("msgspec's typed decoder reads what the scanner declined")
@@ -188,11 +190,11 @@ def test_what_msgspec_would_not_read_typed_is_declined(case: str) -> None:
 @needs_scanner
 @pytest.mark.parametrize("text", ["[1] 2", "[{}] ]", "[{},]", "[{}", "", "   ", "{} {}", "[{}]x"])
 def test_lists_with_anything_after_or_missing_are_declined(text: str) -> None:
-    assert kineto._native_block_columns((text.encode(),)) is None
+    assert native_engine.scan_block((text.encode(),)) is None
 
 
 def _kineto_layout(events: list[str]) -> str:
-    """The document as Kineto writes it: one event per "  {" ... "  }" block (what _split cuts at)."""
+    """The document as Kineto writes it: one event per "  {" ... "  }" block (what split_stream cuts at)."""
     return '{\n  "traceEvents": [\n' + ",\n".join("  {\n    " + e[1:-1] + "\n  }" for e in events) + "\n  ]\n}\n"
 
 
@@ -215,7 +217,7 @@ LEFT_TO_MSGSPEC = {
 def test_rare_shapes_are_left_to_msgspec(case: str, tmp_path: Path) -> None:
     event = LEFT_TO_MSGSPEC[case]
     event = event.decode("latin-1") if isinstance(event, bytes) else event
-    assert kineto._native_block_columns((("[" + event + "]").encode("latin-1"),)) is None
+    assert native_engine.scan_block((("[" + event + "]").encode("latin-1"),)) is None
     path = tmp_path / "rare.json"
     path.write_bytes(_kineto_layout([KERNEL, event, LAUNCH]).encode("latin-1"))
     trace = kineto.read(path, engine="native")
@@ -322,7 +324,7 @@ def _power_of_five(q: int) -> int:
     return c >> max(0, c.bit_length() - 128)
 
 
-SOURCE = Path(kineto.__file__).with_name("_kineto_scan.c")
+SOURCE = Path(kineto.__file__).parent.with_name("_kineto_scan.c")
 
 
 def test_the_power_of_five_table_is_its_definition() -> None:
@@ -545,7 +547,7 @@ def test_mutated_blocks_never_crash_and_what_is_read_equals_msgspec() -> None:
     text = event_list(*events).encode()
     read = 0
     for mutated in _mutations(text, seed=11, count=3000):
-        got = kineto._native_block_columns((mutated,))
+        got = native_engine.scan_block((mutated,))
         if got is None:
             continue
         read += 1
@@ -560,7 +562,7 @@ def test_mutated_numbers_never_crash_and_what_is_read_equals_msgspec() -> None:
     text = event_list(*events).encode()
     read = 0
     for mutated in _mutations(text, seed=23, count=3000):
-        got = kineto._native_block_columns((mutated,))
+        got = native_engine.scan_block((mutated,))
         if got is None:
             continue
         read += 1
@@ -570,18 +572,18 @@ def test_mutated_numbers_never_crash_and_what_is_read_equals_msgspec() -> None:
 
 def test_engine_names_and_fallbacks(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(ValueError, match="unknown Kineto engine"):
-        kineto._engine("simdjson")
+        reader._engine("simdjson")
     with pytest.raises(ValueError, match="unknown Kineto engine"):
-        kineto._engine("duckdb")  # dropped: the native scanner is faster on every trace measured
+        reader._engine("duckdb")  # dropped: the native scanner is faster on every trace measured
     monkeypatch.setattr(kineto, "_kineto_scan", None)
     with pytest.raises(ValueError, match="not built"):
-        kineto._engine("native")
-    assert kineto._engine("auto") == "msgspec"
+        reader._engine("native")
+    assert reader._engine("auto") == "msgspec"
 
 
 @needs_scanner
 def test_auto_prefers_the_native_scanner() -> None:
-    assert kineto._engine("auto") == "native"
+    assert reader._engine("auto") == "native"
 
 
 def test_native_scanner_is_built_where_a_compiler_exists() -> None:
@@ -593,7 +595,7 @@ def test_native_scanner_is_built_where_a_compiler_exists() -> None:
     assert kineto._kineto_scan is not None, ("a C compiler and Python's headers are here but "
                                              "tracelens/ingest/_kineto_scan.c was not built: reinstall with "
                                              "`pip install -e .` and read its output")
-    assert kineto._kineto_scan.N_FLOATS == len(kineto._NATIVE_FIELDS)
+    assert kineto._kineto_scan.N_FLOATS == len(native_engine.NATIVE_FIELDS)
 
 
 @needs_scanner
@@ -669,13 +671,13 @@ def test_mutated_documents_never_crash_and_what_is_read_equals_msgspec() -> None
             + event_list(*events) + ', "traceName": "t"}').encode()
     read = 0
     for mutated in _mutations(text, seed=13, count=1500):
-        got = kineto._native_document(mutated)
+        got = native_engine.scan_document(mutated)
         if got is None:
             continue
         read += 1
         block, fields = got
-        events_read, fields_read = kineto._decode_rest(mutated, Path("mutated.json"))
-        assert_same_block(block, kineto._block_columns(events_read))
+        events_read, fields_read = msgspec_engine.decode_rest(mutated, Path("mutated.json"))
+        assert_same_block(block, msgspec_engine.block_columns(events_read))
         assert fields == fields_read
     assert read > 50
 
@@ -724,8 +726,8 @@ def test_other_layouts_are_cut_into_blocks_with_the_same_table(tmp_path: Path, m
     path = tmp_path / "other.json"
     path.write_text(text)
     whole = kineto.read(path, engine="msgspec")  # one block: the whole file in one piece
-    monkeypatch.setattr(kineto, "BLOCK_BYTES", 4096)  # now ~40+ blocks, cut at event boundaries
-    monkeypatch.setattr(kineto, "MAX_WORKERS", 3)
+    monkeypatch.setattr(reader, "BLOCK_BYTES", 4096)  # now ~40+ blocks, cut at event boundaries
+    monkeypatch.setattr(reader, "MAX_WORKERS", 3)
     trace = kineto.read(path, engine=engine)
     assert trace.events.equals(whole.events)
     kernels = trace.of_kind("kernel")
@@ -743,7 +745,7 @@ def test_an_unclosed_string_in_another_layout_is_one_input_error(tmp_path: Path,
     text = text[:bad_at] + '"never closed ' + text[bad_at + 1:].replace('"', "'", 40)  # swallows many events
     path = tmp_path / "unclosed.json"
     path.write_text(text)
-    monkeypatch.setattr(kineto, "BLOCK_BYTES", 4096)
+    monkeypatch.setattr(reader, "BLOCK_BYTES", 4096)
     for engine in ("native", "msgspec"):
         with pytest.raises(InputError, match="invalid JSON|truncated"):
             kineto.read(path, engine=engine)

@@ -1,0 +1,41 @@
+"""Reader for PyTorch profiler (Kineto) Chrome-trace JSON, plain or gzipped, every generation since 2021.
+
+``read(path)`` returns a :class:`~tracelens.trace.Trace`. Field-by-field mapping, generations handled, the time
+rounding rule and the engines' figures: ``docs/formats/kineto.md``.
+
+How: the file is decompressed in blocks (:mod:`.split`). Kineto writes each event at a fixed indentation, so
+every block is cut after its last complete event (in other layouts, after the last top-level comma the
+scanner finds), and the block's events become numpy columns (:mod:`.blocks`) before the next block is read,
+so peak memory is the columns plus the few blocks in flight. Two engines make a block's columns, the same
+columns (tested on every real trace and fixture):
+
+- native (:mod:`.native`, the default wherever ``pip install`` could compile ``_kineto_scan.c``): a
+  columnar scanner that releases the GIL, several blocks at once on worker threads (:mod:`.reader`);
+- msgspec (:mod:`.msgspec_engine`, the reference): typed structs holding only the fields read; it reads the
+  blocks the scanner declines (invalid JSON, a field of another type), and every block where the scanner
+  was not built.
+
+The blocks' columns are then joined in file order into the event table, device table and metadata
+(:mod:`.table`).
+"""
+
+from __future__ import annotations
+
+# kineto.msgspec and kineto._to_number (the scanner's fallback for numbers): benchmarks/bench_kineto_numbers.py
+# hands them to the builds of the scanner it compares.
+import msgspec  # noqa: F401
+
+from .blocks import to_number as _to_number  # noqa: F401
+from .native import NATIVE_FIELDS
+from .reader import read
+
+# The scanner the native engine uses (native.scanner() reads it here): built from _kineto_scan.c at install
+# time when a C compiler is there. Tests and benchmarks swap in other builds by setting this attribute.
+try:
+    from .. import _kineto_scan
+except ImportError:  # pragma: no cover - then msgspec reads every block
+    _kineto_scan = None
+if _kineto_scan is not None and _kineto_scan.N_FLOATS != len(NATIVE_FIELDS):  # pragma: no cover
+    _kineto_scan = None  # a stale build of the scanner: do not trust its layout
+
+__all__ = ["read"]

@@ -1,0 +1,105 @@
+"""The columns of one block of events, as both engines make them: kind codes from categories, the rows kept,
+the string codes a block uses, and the number parsing both engines share."""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+import numpy as np
+
+from ...trace import (
+    ANNOTATION,
+    CPU_OP,
+    DRIVER,
+    GPU_ANNOTATION,
+    GPU_SYNC,
+    KERNEL,
+    MAX_TIME_NS,
+    MEMCPY,
+    MEMSET,
+    NOT_NESTED_KINDS,
+    OTHER,
+    OVERHEAD,
+    PYTHON,
+    RUNTIME,
+    STEP,
+)
+
+# Kineto category (lower-cased) -> kind. Categories not listed become OTHER; None means "not an event".
+_KIND_OF_CATEGORY: dict[str, str | None] = {
+    "kernel": KERNEL,
+    "gpu_memcpy": MEMCPY,
+    "memcpy": MEMCPY,
+    "gpu_memset": MEMSET,
+    "memset": MEMSET,
+    "cuda_sync": GPU_SYNC,
+    "cuda_runtime": RUNTIME,
+    "runtime": RUNTIME,
+    "cuda_driver": DRIVER,
+    "cpu_op": CPU_OP,
+    "operator": CPU_OP,
+    "user_annotation": ANNOTATION,
+    "gpu_user_annotation": GPU_ANNOTATION,
+    "python_function": PYTHON,
+    "overhead": OVERHEAD,
+    "trace": None,  # the profiler's own "PyTorch Profiler (0)" span
+}
+KINDS = [KERNEL, MEMCPY, MEMSET, GPU_SYNC, RUNTIME, DRIVER, CPU_OP, ANNOTATION, GPU_ANNOTATION, PYTHON,
+          STEP, OVERHEAD, OTHER]
+KIND_CODE = {kind: code for code, kind in enumerate(KINDS)}
+SKIP = -1
+DEVICE_SIDE = np.array([k in (KERNEL, MEMCPY, MEMSET, GPU_SYNC) for k in KINDS])
+LAUNCH_SIDE = np.array([k in (RUNTIME, DRIVER) for k in KINDS])
+NESTED_KIND = np.array([k not in NOT_NESTED_KINDS for k in KINDS])
+
+
+_TRAILING_INTEGER = re.compile(r"(-?\d+)\s*$")
+
+
+def to_number(value: Any) -> float:
+    if isinstance(value, bool) or value is None:
+        return math.nan
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            return float(int(text, 0)) if text.lower().startswith("0x") else float(text)
+        except ValueError:
+            match = _TRAILING_INTEGER.search(text)  # "stream 7"
+            return float(match.group(1)) if match else math.nan
+    return math.nan
+
+
+DEVICE_FIELDS = ("device", "stream", "bytes", "registers", "shared_memory", "occupancy_pct")
+PHASE_COUNTER = {"s": "flow", "f": "flow", "t": "flow", "i": "instant", "I": "instant", "M": "metadata", "X": None}
+
+
+def kinds(category_codes: np.ndarray, categories: list[str]) -> np.ndarray:
+    """Each row's kind code from its category's code (-1, no category: other; SKIP: not a timeline event)."""
+    kind_of_category = [_KIND_OF_CATEGORY.get(c.lower(), OTHER) for c in categories]
+    return np.array([SKIP if k is None else KIND_CODE[k] for k in kind_of_category] + [KIND_CODE[OTHER]],
+                    dtype=np.int8)[category_codes]
+
+
+def used_codes(codes: np.ndarray, values: list[str], rows: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    """``codes[rows]`` re-coded to the values those rows use (the strings of the kept rows only)."""
+    codes = codes[rows]
+    used = np.flatnonzero(np.bincount(codes[codes >= 0], minlength=len(values)))
+    if used.size == len(values):
+        return codes, values
+    recode = np.full(len(values) + 1, -1, dtype=np.int32)
+    recode[used] = np.arange(used.size, dtype=np.int32)
+    return recode[codes], [values[i] for i in used]
+
+
+# trace.MAX_TIME_NS in Kineto's microseconds (up to the year 2116 for absolute Unix µs). A ts beyond counts
+# as missing (the row is dropped), a dur beyond as 0.
+_MAX_TIME_US = MAX_TIME_NS / 1000
+
+
+def placeable(microseconds: np.ndarray) -> np.ndarray:
+    """Finite times within :data:`_MAX_TIME_US` (NaN and infinities are not)."""
+    return np.abs(microseconds) < _MAX_TIME_US

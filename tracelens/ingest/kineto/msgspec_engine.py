@@ -1,0 +1,313 @@
+"""The msgspec engine, the reference reader: typed structs holding only the fields tracelens reads; any block
+that does not fit them is decoded loosely. Also decodes the document's other members and what the scanner
+declines."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from operator import attrgetter
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import numpy as np
+import pandas as pd
+
+from ...errors import InputError
+from ...trace import GPU_ANNOTATION
+from .blocks import (
+    DEVICE_FIELDS,
+    DEVICE_SIDE,
+    KIND_CODE,
+    PHASE_COUNTER,
+    SKIP,
+    kinds,
+    placeable,
+    to_number,
+)
+
+# --- typed decoding: only the fields read below; unknown fields are skipped by msgspec ---------------
+
+# Numbers are declared float with a NaN default: msgspec reads JSON integers into floats (ids, pids and
+# byte counts stay exact below 2**53), every value is then a float, and numpy takes the column in one pass.
+class _Args(msgspec.Struct, frozen=True, gc=False):
+    correlation: float = math.nan
+    external_id: float = msgspec.field(default=math.nan, name="External id")
+    external_id_old: float = msgspec.field(default=math.nan, name="external id")  # 2021 format
+    device: float = math.nan
+    stream: float | str = math.nan  # ROCm runtime rows write "0x0"
+    bytes: float = math.nan
+    grid: list[int] | None = None
+    block: list[int] | None = None
+    registers: float = msgspec.field(default=math.nan, name="registers per thread")
+    shared_memory: float = msgspec.field(default=math.nan, name="shared memory")
+    occupancy_pct: float = msgspec.field(default=math.nan, name="est. achieved occupancy %")
+    sync_kind: str | None = msgspec.field(default=None, name="cuda_sync_kind")
+
+
+_NO_ARGS = _Args()
+
+
+class _Event(msgspec.Struct, gc=False):
+    ph: str = ""
+    cat: str | None = None
+    name: str | None = None
+    pid: float | str = math.nan  # "Spans", "Traces" on the profiler's own rows
+    tid: float | str = math.nan  # "stream 7", "2248185664" in 2021 traces
+    ts: float = math.nan
+    dur: float = 0.0
+    args: _Args = _NO_ARGS
+
+
+class _AnyArgs(msgspec.Struct, frozen=True, gc=False):
+    """Same fields, any JSON type: used only when a block does not fit the typed decoder."""
+
+    correlation: Any = None
+    external_id: Any = msgspec.field(default=None, name="External id")
+    external_id_old: Any = msgspec.field(default=None, name="external id")
+    device: Any = None
+    stream: Any = None
+    bytes: Any = None
+    grid: Any = None
+    block: Any = None
+    registers: Any = msgspec.field(default=None, name="registers per thread")
+    shared_memory: Any = msgspec.field(default=None, name="shared memory")
+    occupancy_pct: Any = msgspec.field(default=None, name="est. achieved occupancy %")
+    sync_kind: Any = msgspec.field(default=None, name="cuda_sync_kind")
+
+
+class _AnyEvent(msgspec.Struct, gc=False):
+    ph: Any = ""
+    cat: Any = None
+    name: Any = None
+    pid: Any = None
+    tid: Any = None
+    ts: Any = None
+    dur: Any = None
+    args: Any = None
+
+
+class _Document(msgspec.Struct, gc=False):
+    traceEvents: list[_Event] | None = None
+    deviceProperties: Any = None
+    distributedInfo: Any = None
+    baseTimeNanoseconds: Any = None
+    schemaVersion: Any = None
+    displayTimeUnit: Any = None
+    traceName: Any = None
+
+
+class _LooseDocument(msgspec.Struct, gc=False):
+    traceEvents: Any = None
+    deviceProperties: Any = None
+    distributedInfo: Any = None
+    baseTimeNanoseconds: Any = None
+    schemaVersion: Any = None
+    displayTimeUnit: Any = None
+    traceName: Any = None
+
+
+_EVENTS_DECODER = msgspec.json.Decoder(list[_Event])
+_ANY_EVENTS_DECODER = msgspec.json.Decoder(list[_AnyEvent])
+_DOCUMENT_DECODER = msgspec.json.Decoder(_Document | list[_Event])
+LOOSE_DOCUMENT_DECODER = msgspec.json.Decoder(_LooseDocument | list[_AnyEvent])
+
+
+_ERROR_BYTE = re.compile(r"\(byte (\d+)\)")
+
+
+# msgspec raises UnicodeDecodeError, not DecodeError, for a string that is not valid UTF-8.
+DECODE_ERRORS = (msgspec.DecodeError, UnicodeDecodeError)
+
+
+def _json_error(err: Exception, path: Path, shift: int = 0) -> InputError:
+    if isinstance(err, UnicodeDecodeError):
+        return InputError(f"invalid JSON (a string is not valid UTF-8: {err.reason})", path=path)
+    text = str(err)
+    if "truncated" in text.lower():
+        return InputError("truncated JSON (the file ends in the middle of the trace)", path=path)
+    # msgspec counts bytes from the start of the piece it was given: say where that is in the file's JSON
+    text = _ERROR_BYTE.sub(lambda m: f"(at byte {max(0, int(m.group(1)) + shift):,} of the JSON text)", text)
+    return InputError(f"invalid JSON ({text})", path=path)
+
+
+def decode_events(payload: bytes, path: Path, shift: int = 0) -> list[Any]:
+    try:
+        return _EVENTS_DECODER.decode(payload)
+    except msgspec.ValidationError:
+        pass  # a field of an unexpected type: decode this piece loosely, coerce below
+    except DECODE_ERRORS as err:
+        raise _json_error(err, path, shift) from None
+    try:
+        return _ANY_EVENTS_DECODER.decode(payload)
+    except msgspec.ValidationError as err:
+        raise InputError(f"not a PyTorch profiler trace: traceEvents holds non-objects ({err})",
+                         path=path) from None
+    except DECODE_ERRORS as err:
+        raise _json_error(err, path, shift) from None
+
+
+def decode_header(payload: bytes, path: Path, shift: int = 0) -> dict[str, Any]:
+    try:
+        doc = LOOSE_DOCUMENT_DECODER.decode(payload)
+    except (*DECODE_ERRORS, msgspec.ValidationError) as err:
+        raise _json_error(err, path, shift) from None
+    return document_fields(doc) if isinstance(doc, _LooseDocument) else {}
+
+
+def decode_rest(payload: bytes, path: Path, shift: int = 0) -> tuple[list[Any], dict[str, Any]]:
+    if not payload.strip():
+        raise InputError("file holds only whitespace", path=path)
+    try:
+        doc: Any = _DOCUMENT_DECODER.decode(payload)
+    except msgspec.ValidationError:
+        doc = None  # some field of an unexpected type: decode loosely below
+    except DECODE_ERRORS as err:
+        raise _json_error(err, path, shift) from None
+    if doc is None:
+        try:
+            doc = LOOSE_DOCUMENT_DECODER.decode(payload)
+            if isinstance(doc, _LooseDocument) and isinstance(doc.traceEvents, list):
+                doc.traceEvents = msgspec.convert(doc.traceEvents, list[_AnyEvent])
+        except msgspec.ValidationError as err:
+            raise InputError(f"not a PyTorch profiler trace: events are not JSON objects ({err})",
+                             path=path) from None
+    if isinstance(doc, list):
+        return doc, {}
+    if doc.traceEvents is None:
+        raise InputError("not a PyTorch profiler trace: JSON object without a 'traceEvents' list", path=path)
+    if not isinstance(doc.traceEvents, list):
+        raise InputError("not a PyTorch profiler trace: 'traceEvents' is not a list", path=path)
+    return doc.traceEvents, document_fields(doc)
+
+
+def document_fields(doc: Any) -> dict[str, Any]:
+    names = ("deviceProperties", "distributedInfo", "baseTimeNanoseconds", "schemaVersion", "displayTimeUnit",
+             "traceName")
+    return {n: getattr(doc, n) for n in names if getattr(doc, n) is not None}
+
+
+# --- columns ----------------------------------------------------------------------------------------
+
+_PHASE = attrgetter("ph")
+_CATEGORY = attrgetter("cat")
+_NAME = attrgetter("name")
+_ARGS = attrgetter("args")
+_GRID = attrgetter("grid")
+_BLOCK = attrgetter("block")
+_SYNC_KIND = attrgetter("sync_kind")
+
+
+def _column(items: list[Any], field: str) -> np.ndarray:
+    """``field`` of every item as float64 (NaN where missing): one C-level pass when all values are floats."""
+    try:
+        return np.fromiter(map(attrgetter(field), items), dtype=np.float64, count=len(items))
+    except (TypeError, ValueError):
+        return _numbers(list(map(attrgetter(field), items)))
+
+
+def _numbers(values: list[Any]) -> np.ndarray:
+    """float64 array of numbers (None -> NaN); numeric strings, "0x1f" and "stream 7" are parsed too;
+    anything else (lists, objects, booleans) is NaN."""
+    try:
+        numbers = np.array(values, dtype=np.float64)
+        if numbers.ndim == 1:  # not when every value was a list of the same length
+            return numbers
+    except (TypeError, ValueError):
+        pass
+    values = [v if isinstance(v, (int, float, str)) and not isinstance(v, bool) else None for v in values]
+    series = pd.Series(values, dtype=object)
+    numbers = np.array(pd.to_numeric(series, errors="coerce"), dtype=np.float64)
+    # What to_numeric cannot read ("stream 7", "0x0") is parsed once per distinct string.
+    odd = np.flatnonzero(np.isnan(numbers) & series.map(type).eq(str).to_numpy())
+    if odd.size:
+        texts = series.iloc[odd]
+        parsed = {t: to_number(t) for t in texts.unique()}
+        numbers[odd] = texts.map(parsed).to_numpy(np.float64)
+    return numbers
+
+
+def _triples(values: list[Any]) -> np.ndarray:
+    """(n, 3) float64 array from [x, y, z] lists (anything else -> NaN row)."""
+    rows = [v if isinstance(v, list) and len(v) == 3 else (None, None, None) for v in values]
+    try:
+        return np.array(rows, dtype=np.float64).reshape(len(rows), 3)
+    except (TypeError, ValueError):
+        return np.array([[to_number(x) for x in r] for r in rows], dtype=np.float64).reshape(len(rows), 3)
+
+
+def _factorize(values: list[Any]) -> tuple[np.ndarray, list[str]]:
+    """Codes (int32, -1 for missing) and the distinct strings of one block (numbers as their text; lists
+    and objects, only in loosely decoded blocks, as missing)."""
+    values = [None if isinstance(v, (list, dict)) else v for v in values]
+    codes, uniques = pd.factorize(pd.Series(values, dtype=object), use_na_sentinel=True)
+    return codes.astype(np.int32), [u if isinstance(u, str) else str(u) for u in uniques]
+
+
+def block_columns(events: list[Any]) -> dict[str, Any]:
+    """One block's events as numpy columns with block-local string codes."""
+    counts = {"events": len(events), "flow": 0, "instant": 0, "metadata": 0, "other_phase": 0,
+              "lenient_blocks": 0}
+    # A phase that is not a string (loosely decoded blocks only) counts as another phase.
+    for phase, count in Counter(p if isinstance(p, str) else None for p in map(_PHASE, events)).items():
+        key = PHASE_COUNTER.get(phase, "other_phase")
+        if key:
+            counts[key] += int(count)
+    block: dict[str, Any] = {"counts": counts}
+    complete = [e for e in events if e.ph == "X"]
+    del events
+    if not complete:
+        return block
+    category, categories = _factorize(list(map(_CATEGORY, complete)))
+    kind = kinds(category, categories)
+    ts = _column(complete, "ts")
+    keep = (kind != SKIP) & placeable(ts)
+    if not keep.all():
+        rows = np.flatnonzero(keep)
+        complete = [complete[i] for i in rows]
+        kind, ts = kind[rows], ts[rows]
+        if not complete:
+            return block
+    lenient = not isinstance(complete[0], _Event)
+    counts["lenient_blocks"] = int(lenient)
+    args = list(map(_ARGS, complete))
+    if lenient:
+        args = [_loose_args(a) for a in args]
+    external = _column(args, "external_id")
+    missing = np.isnan(external)
+    if missing.any():
+        external[missing] = _column(args, "external_id_old")[missing]
+    block.update({
+        "kind": kind,
+        "name": _factorize(list(map(_NAME, complete))),
+        "ts": ts,
+        "dur": _column(complete, "dur"),
+        "pid": _column(complete, "pid"),
+        "tid": _column(complete, "tid"),
+        "correlation": _column(args, "correlation"),
+        "external_id": external,
+    })
+    # Device-side fields only for GPU rows: most rows are host rows without them.
+    gpu_rows = np.flatnonzero(DEVICE_SIDE[kind] | (kind == KIND_CODE[GPU_ANNOTATION]))
+    gpu_args = [args[i] for i in gpu_rows]
+    block["gpu_rows"] = gpu_rows
+    for field in DEVICE_FIELDS:
+        block[field] = _column(gpu_args, field)
+    block["grid"] = _triples(list(map(_GRID, gpu_args)))
+    block["block"] = _triples(list(map(_BLOCK, gpu_args)))
+    block["sync_kind"] = _factorize(list(map(_SYNC_KIND, gpu_args)))
+    return block
+
+
+_NO_ANY_ARGS = _AnyArgs()
+
+
+def _loose_args(args: Any) -> _AnyArgs:
+    if not isinstance(args, dict):
+        return _NO_ANY_ARGS
+    try:
+        return msgspec.convert(args, _AnyArgs)
+    except msgspec.ValidationError:
+        return _NO_ANY_ARGS

@@ -1,0 +1,97 @@
+"""The native engine: the columnar scanner ``tracelens/ingest/_kineto_scan.c`` (GIL released), its float
+columns' layout, and its output turned into block columns."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import msgspec
+import numpy as np
+
+from ...trace import GPU_ANNOTATION
+from .blocks import (
+    DEVICE_FIELDS,
+    DEVICE_SIDE,
+    KIND_CODE,
+    SKIP,
+    kinds,
+    placeable,
+    to_number,
+    used_codes,
+)
+from .msgspec_engine import DECODE_ERRORS, LOOSE_DOCUMENT_DECODER, document_fields
+
+
+def scanner() -> Any:
+    """The scanner module in use, or None where it was not built: the package's ``_kineto_scan``, which tests
+    and benchmarks replace with other builds."""
+    return sys.modules[__package__]._kineto_scan
+
+
+# The scanner's float columns, in the order of its C enum (checked against its N_FLOATS at import).
+NATIVE_FIELDS = ("ts", "dur", "pid", "tid", "correlation", "external_id", "external_id_old", "device", "stream",
+                  "bytes", "registers", "shared_memory", "occupancy_pct", "grid_x", "grid_y", "grid_z", "block_x",
+                  "block_y", "block_z")
+_AT = {field: i for i, field in enumerate(NATIVE_FIELDS)}
+
+
+def scan_block(pieces: tuple[bytes | memoryview, ...]) -> dict[str, Any] | None:
+    """The columns :func:`block_columns` makes, from the native scanner (None: it declined the block)."""
+    scanned = scanner().scan_events(pieces, to_number, msgspec.json.decode)
+    return None if scanned is None else _scanned_columns(scanned)
+
+
+def scan_document(payload: bytes) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """A whole document (or its last piece) in any layout, read by the native scanner: the block columns and
+    the document's other fields; None when the scanner declines it (msgspec then reads it)."""
+    scanned = scanner().scan_document(payload, to_number, msgspec.json.decode)
+    if scanned is None:
+        return None
+    found, start, end = scanned
+    fields: dict[str, Any] = {}
+    if start >= 0:  # an object: its other members, decoded without the (already read) event list
+        try:
+            doc = LOOSE_DOCUMENT_DECODER.decode(b"".join((memoryview(payload)[:start], b"[]",
+                                                            memoryview(payload)[end:])))
+        except (*DECODE_ERRORS, msgspec.ValidationError):
+            return None
+        fields = document_fields(doc)
+    return _scanned_columns(found), fields
+
+
+def _scanned_columns(scanned: dict[str, Any]) -> dict[str, Any]:
+    counts = {"events": sum(scanned[k] for k in ("complete", "flow", "instant", "metadata", "other_phase")),
+              "flow": scanned["flow"], "instant": scanned["instant"], "metadata": scanned["metadata"],
+              "other_phase": scanned["other_phase"], "lenient_blocks": 0}
+    block: dict[str, Any] = {"counts": counts}
+    n = scanned["rows"]
+    if n == 0:
+        return block
+    floats = np.frombuffer(scanned["floats"], dtype=np.float64).reshape(n, len(NATIVE_FIELDS))
+    codes = np.frombuffer(scanned["codes"], dtype=np.int32).reshape(n, 3)  # category, name, sync kind
+    kind = kinds(codes[:, 0], scanned["categories"])
+    ts = floats[:, _AT["ts"]]
+    rows = np.flatnonzero((kind != SKIP) & placeable(ts))
+    if rows.size == 0:
+        return block
+    kind = kind[rows]
+    gpu_rows = np.flatnonzero(DEVICE_SIDE[kind] | (kind == KIND_CODE[GPU_ANNOTATION]))
+    at_gpu = rows[gpu_rows]
+    # Gathered column by column: each is a compact array of its own, and the scanner's rows are let go.
+    block.update({field: floats[rows, _AT[field]] for field in ("ts", "dur", "pid", "tid", "correlation")})
+    external = floats[rows, _AT["external_id"]]
+    missing = np.isnan(external)
+    if missing.any():
+        external[missing] = floats[rows[missing], _AT["external_id_old"]]
+    block.update({field: floats[at_gpu, _AT[field]] for field in DEVICE_FIELDS})
+    block.update({
+        "kind": kind,
+        "name": used_codes(codes[:, 1], scanned["names"], rows),
+        "external_id": external,
+        "gpu_rows": gpu_rows,
+        "grid": floats[at_gpu, _AT["grid_x"]:_AT["grid_x"] + 3],
+        "block": floats[at_gpu, _AT["block_x"]:_AT["block_x"] + 3],
+        "sync_kind": used_codes(codes[:, 2], scanned["sync_kinds"], at_gpu),
+    })
+    return block

@@ -1,0 +1,449 @@
+"""The blocks' columns joined into the event table, device table and metadata of a :class:`Trace`."""
+
+from __future__ import annotations
+
+import math
+import re
+from concurrent.futures import Future
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from ...errors import InputError
+from ...trace import (
+    ANNOTATION,
+    CPU_OP,
+    DRIVER,
+    EVENT_SCHEMA,
+    GPU_ANNOTATION,
+    GPU_SYNC,
+    KERNEL,
+    MEMCPY,
+    RUNTIME,
+    STEP,
+    Trace,
+    TraceMetadata,
+    build_devices,
+    build_events,
+    depth_column,
+)
+from .blocks import (
+    DEVICE_FIELDS,
+    DEVICE_SIDE,
+    KIND_CODE,
+    KINDS,
+    LAUNCH_SIDE,
+    NESTED_KIND,
+    SKIP,
+    placeable,
+)
+from .threads import executor, thread_budget
+
+_STEP_NAME = re.compile(r"^(?:ProfilerStep|tracelens/step)#(-?\d+)$")
+# Only API names (camelCase, no underscore before the suffix): kernels such as "cudnn_..._v1" keep theirs.
+_API_VERSION_SUFFIX = re.compile(r"^((?:cuda|cu|hip)[A-Za-z0-9]*)_v\d+$")
+_DRIVER_NAME = re.compile(r"^cu[A-Z]")
+
+
+_MEMCPY_NAME = re.compile(r"^Memcpy (\w+) \((\w+) -> (\w+)\)")
+_SYNC_KINDS = {
+    "stream sync": "stream_sync",
+    "event sync": "event_sync",
+    "stream wait event": "stream_wait_event",
+    "context sync": "context_sync",
+}
+_MEMORY_KINDS = {"pageable": "pageable", "pinned": "pinned", "device": "device", "managed": "managed",
+                 "array": "array", "host": "host"}
+
+
+class _Interner:
+    """Strings -> stable small ints across blocks (names, sync kinds)."""
+
+    def __init__(self) -> None:
+        self.codes: dict[str, int] = {}
+        self.values: list[str] = []
+
+    def merge(self, codes: np.ndarray, uniques: list[str]) -> np.ndarray:
+        """A block's local codes as global codes."""
+        mapping = np.array([self._code(u) for u in uniques] + [-1], dtype=np.int32)
+        return mapping[codes]  # -1 (missing) indexes the trailing -1
+
+    def _code(self, value: str) -> int:
+        code = self.codes.get(value)
+        if code is None:
+            code = self.codes[value] = len(self.values)
+            self.values.append(value)
+        return code
+
+
+class Columns:
+    """Accumulates blocks' numpy columns; :meth:`finish` builds the Trace."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.names = _Interner()
+        self.sync_kinds = _Interner()
+        self.parts: list[dict[str, np.ndarray]] = []
+        self.counts = {"events": 0, "flow": 0, "instant": 0, "metadata": 0, "other_phase": 0,
+                       "lenient_blocks": 0, "msgspec_blocks": 0}
+
+    def add(self, block: dict[str, Any]) -> None:
+        for key, value in block.pop("counts").items():
+            self.counts[key] += value
+        if "kind" not in block:
+            return
+        block["name"] = self.names.merge(*block["name"])
+        block["sync_kind"] = self.sync_kinds.merge(*block["sync_kind"])
+        self.parts.append(block)
+
+    def _no_timed_events(self) -> InputError:
+        return InputError(f"trace has no timed events: none of its {self.counts['events']:,} events is a complete "
+                          "event (\"ph\": \"X\") with a timestamp", path=self.path)
+
+    def finish(self, document: dict[str, Any]) -> Trace:
+        if not self.parts:
+            if self.counts["events"] == 0:
+                raise InputError("trace has no events", path=self.path)
+            raise self._no_timed_events()
+        offsets = np.cumsum([0] + [len(p["kind"]) for p in self.parts[:-1]])
+        gpu_rows = np.concatenate([p.pop("gpu_rows") + off for p, off in zip(self.parts, offsets, strict=True)])
+        # kind, ts and name decide the row order; the other row columns are then joined and put in that
+        # order in one step each (below).
+        kind, ts, raw_name = (np.concatenate([p.pop(k) for p in self.parts]) for k in ("kind", "ts", "name"))
+        keep = (kind != SKIP) & placeable(ts)
+        # "cudaLaunchKernel_v7000" and "cudaLaunchKernel" are one name: merge codes after dropping suffixes.
+        stripped = [_API_VERSION_SUFFIX.sub(r"\1", n) for n in self.names.values]
+        names = sorted(set(stripped))
+        index = {n: i for i, n in enumerate(names)}
+        name_code = np.array([index[n] for n in stripped] + [-1], dtype=np.int32)[raw_name]
+        del raw_name
+
+        # Names decide steps (host annotations), driver calls and memcpy kinds; evaluated once per name.
+        step_of_name = np.array([_step_number(n) for n in names] + [math.nan], dtype=np.float64)
+        is_driver_name = np.array([bool(_DRIVER_NAME.match(n)) for n in names] + [False])
+        host_marker = (kind == KIND_CODE[ANNOTATION]) | (kind == KIND_CODE[CPU_OP])
+        kind = np.where(host_marker & ~np.isnan(step_of_name[name_code]), KIND_CODE[STEP], kind).astype(np.int8)
+        kind = np.where((kind == KIND_CODE[RUNTIME]) & is_driver_name[name_code], KIND_CODE[DRIVER], kind)
+        kind = kind.astype(np.int8)
+        del host_marker
+
+        # Time: exact integer arithmetic (see docs/formats/kineto.md, "Time").
+        start = _microseconds_to_ns(ts)
+        del ts
+        base = _int_or_none(document.get("baseTimeNanoseconds")) or 0
+
+        if keep.all():  # the blocks drop what is not kept; only a lenient block may leave a row to drop
+            order_keep = np.argsort(start, kind="stable")
+        else:
+            order_keep = np.flatnonzero(keep)
+            if order_keep.size == 0:
+                raise self._no_timed_events()
+            order_keep = order_keep[np.argsort(start[order_keep], kind="stable")]
+        m = order_keep.size
+        kind = kind[order_keep]
+        start = start[order_keep]
+        name_code = name_code[order_keep]
+        # Joined and ordered two columns at a time: numpy copies and gathers without holding the GIL.
+        parts, self.parts = self.parts, []
+
+        with executor(min(2, thread_budget())) as pool:
+            dur, kineto_pid, kineto_tid, correlation_all, external_id = pool.map(
+                partial(_joined_in_order, parts, order_keep), ("dur", "pid", "tid", "correlation", "external_id"))
+        duration = np.rint(np.where(placeable(dur), dur, 0.0) * 1000).astype(np.int64)
+        del dur
+        # Device-side fields stay compact (GPU rows only); `at` is where each lands in the sorted table.
+        position = np.full(len(keep), -1, dtype=np.int64)
+        position[order_keep] = np.arange(m)
+        at = position[gpu_rows]
+        kept_gpu = at >= 0
+        at = at[kept_gpu]
+        gpu = {k: np.concatenate([p.pop(k) for p in parts])[kept_gpu]
+               for k in (*DEVICE_FIELDS, "grid", "block", "sync_kind")}
+        del parts, position, keep, order_keep
+
+        device_side = DEVICE_SIDE[kind]
+        gpu_annotation = kind == KIND_CODE[GPU_ANNOTATION]
+        launch_side = LAUNCH_SIDE[kind]
+        gpu_kind = kind[at]
+        gpu_is_kernel = gpu_kind == KIND_CODE[KERNEL]
+        origin = int(start.min())
+        rel_start = start - origin
+        del start
+
+        def sparse(values: np.ndarray, field: str, rows: np.ndarray | None = None) -> Future[pa.Array]:
+            """A column that is null except on GPU rows (``rows``: a mask over them), built in the background."""
+            if rows is None:
+                return background.submit(_sparse_to_arrow, values, at, m, field)
+            return background.submit(_sparse_to_arrow, values[rows], at[rows], m, field)
+
+        # Kineto's GPU "pid" is the device index and its "tid" the stream: fallbacks when args lack them.
+        device_values = np.where(np.isnan(gpu["device"]), kineto_pid[at], gpu["device"])
+        stream_values = np.where(np.isnan(gpu["stream"]), kineto_tid[at], gpu["stream"])
+        correlation = np.where(device_side | launch_side, correlation_all, np.nan)
+        del correlation_all
+        pid = np.where(device_side | gpu_annotation, np.nan, kineto_pid)
+        pid = np.where(device_side, _launch_pid(correlation, launch_side, kineto_pid, device_side), pid)
+        tid = np.where(device_side | gpu_annotation, np.nan, kineto_tid)
+        del kineto_pid, kineto_tid
+        # The host rows' nesting depth and the GPU-only columns are built on two more threads while this one
+        # builds the rest (numpy's sorts, casts and copies release the GIL).
+        background = executor(min(2, thread_budget()))
+        depth = background.submit(depth_column, NESTED_KIND[kind] & ~np.isnan(tid), pid, tid, rel_start,
+                                  rel_start + np.maximum(duration, 0))
+
+        is_memcpy = kind == KIND_CODE[MEMCPY]
+        copy_kind, src_kind, dst_kind = _memcpy_kinds(names, name_code, is_memcpy)
+        # cuda_sync rows: cuda_sync_kind, or the event name when it is missing (both say the same thing).
+        sync_labels = [_SYNC_KINDS.get(v.strip().lower(), v.strip().lower().replace(" ", "_"))
+                       for v in self.sync_kinds.values]
+        name_labels = [_SYNC_KINDS.get(n.lower(), n.lower().replace(" ", "_")) for n in names]
+        sync_code = np.full(m, -1, dtype=np.int64)
+        sync_code[at] = gpu["sync_kind"]
+        sync_code = np.where(sync_code >= 0, sync_code, len(sync_labels) + name_code)
+        sync_text = _dictionary(sync_code, sync_labels + name_labels, kind == KIND_CODE[GPU_SYNC])
+        del sync_code
+        step = np.where(kind == KIND_CODE[STEP], step_of_name[name_code], np.nan)
+        domain = _dictionary(name_code, ["tracelens" if n.startswith("tracelens/") else None for n in names],
+                             (kind == KIND_CODE[ANNOTATION]) | (kind == KIND_CODE[STEP]))
+        shared_total = gpu["shared_memory"]
+        device_full = np.full(m, np.nan)
+        device_full[at] = device_values
+
+        columns: dict[str, Any] = {
+            "kind": pa.DictionaryArray.from_arrays(_indices(kind), pa.array(KINDS)),
+            "name": pa.DictionaryArray.from_arrays(_indices(name_code), pa.array(names, pa.string())),
+            "start_ns": rel_start,
+            "end_ns": rel_start + duration,
+            "device": _to_arrow(device_full, "device"),
+            "stream": sparse(stream_values, "stream"),
+            "pid": _to_arrow(pid, "pid"),
+            "tid": _to_arrow(tid, "tid"),
+            "correlation_id": _to_arrow(correlation, "correlation_id"),
+            "external_id": _to_arrow(external_id, "external_id"),
+            "bytes": sparse(gpu["bytes"], "bytes", DEVICE_SIDE[gpu_kind]),
+            "copy_kind": copy_kind,
+            "src_kind": src_kind,
+            "dst_kind": dst_kind,
+            "sync_kind": sync_text,
+            "domain": domain,
+            "grid_x": sparse(gpu["grid"][:, 0], "grid_x", gpu_is_kernel),
+            "grid_y": sparse(gpu["grid"][:, 1], "grid_y", gpu_is_kernel),
+            "grid_z": sparse(gpu["grid"][:, 2], "grid_z", gpu_is_kernel),
+            "block_x": sparse(gpu["block"][:, 0], "block_x", gpu_is_kernel),
+            "block_y": sparse(gpu["block"][:, 1], "block_y", gpu_is_kernel),
+            "block_z": sparse(gpu["block"][:, 2], "block_z", gpu_is_kernel),
+            "registers_per_thread": sparse(gpu["registers"], "registers_per_thread", gpu_is_kernel),
+            # Kineto writes only static + dynamic shared memory; the sum is what occupancy needs.
+            "static_shared_bytes": sparse(shared_total, "static_shared_bytes", gpu_is_kernel),
+            "dynamic_shared_bytes": sparse(np.where(np.isnan(shared_total), np.nan, 0.0),
+                                           "dynamic_shared_bytes", gpu_is_kernel),
+            "step": _to_arrow(step, "step"),
+            "depth": depth,
+            "reported_occupancy": sparse(gpu["occupancy_pct"] / 100.0, "reported_occupancy", gpu_is_kernel),
+        }
+        background.shutdown(wait=True)
+        events = build_events({k: v.result() if isinstance(v, Future) else v for k, v in columns.items()},
+                              sort=False)
+        device = device_full
+        devices = _device_rows(document.get("deviceProperties"), device, names, name_code, kind)
+        distributed = document.get("distributedInfo") if isinstance(document.get("distributedInfo"), dict) else {}
+        extra = {
+            "counts": {**self.counts, "kept": len(kind)},
+            "display_time_unit": document.get("displayTimeUnit"),
+            "base_time_ns": _int_or_none(document.get("baseTimeNanoseconds")),
+            "trace_name": document.get("traceName"),
+            "device_properties": len(properties) if isinstance(properties := document.get("deviceProperties"),
+                                                                  list) else 0,
+        }
+        warnings = []
+        if self.counts["lenient_blocks"]:
+            warnings.append("some events had fields of unexpected types; unreadable values were left empty")
+        metadata = TraceMetadata(
+            source_format="kineto",
+            source_path=str(self.path),
+            producer="PyTorch Profiler (Kineto)",
+            format_version=str(document.get("schemaVersion", "")),
+            framework="pytorch",
+            time_origin_ns=origin + base,
+            clock="unix",
+            rank=_int_or_none(distributed.get("rank")),
+            world_size=_int_or_none(distributed.get("world_size")),
+            warnings=warnings,
+            extra=extra,
+        )
+        return Trace(events=events, devices=devices, metadata=metadata)
+
+
+def _step_number(name: str) -> float:
+    match = _STEP_NAME.match(name)
+    return float(match.group(1)) if match else math.nan
+
+
+def _int_or_none(value: Any) -> int | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and math.isfinite(value):
+        return int(value)
+    if isinstance(value, str):
+        try:
+            return int(value)
+        except ValueError:
+            return None
+    return None
+
+
+def _dictionary(codes: np.ndarray, values: list[str | None], where: np.ndarray) -> pa.Array:
+    """Dictionary-encoded strings: ``values[codes]`` where ``where`` holds and the value exists, else null."""
+    distinct = sorted({v for v in values if v is not None})
+    index = {v: i for i, v in enumerate(distinct)}
+    lookup = np.array([index[v] if v is not None else -1 for v in values] + [-1], dtype=np.int32)
+    indices = np.where(where, lookup[codes], -1).astype(np.int32)
+    return pa.DictionaryArray.from_arrays(_indices(indices), pa.array(distinct, pa.string()))
+
+
+def _indices(codes: np.ndarray) -> pa.Array:
+    """int32 dictionary indices, null where ``codes`` < 0, built from buffers."""
+    missing = codes < 0
+    nulls = int(np.count_nonzero(missing))
+    data = codes.astype(np.int32)
+    if nulls:
+        data[missing] = 0
+    return _from_buffers(pa.int32(), data, ~missing, nulls)
+
+
+def _unrepresentable(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """NaN, infinite, or outside ``dtype``'s range: such values become nulls, never wrapped-around numbers."""
+    bound = 2.0 ** (8 * dtype.itemsize - 1) if dtype.kind in "iu" else np.finfo(dtype).max
+    return ~(np.abs(values) < bound)
+
+
+def _to_arrow(values: np.ndarray, column: str) -> pa.Array:
+    """A float64 column (NaN = missing) as the Arrow type of ``column`` in the event schema.
+
+    Built from buffers: the values cast once (zero under nulls) and a validity bitmap packed from the mask
+    of missing or unrepresentable values, both handed to Arrow without a further copy.
+    """
+    typ = EVENT_SCHEMA.field(column).type
+    dtype = np.dtype(typ.to_pandas_dtype())
+    missing = _unrepresentable(values, dtype)
+    nulls = int(np.count_nonzero(missing))
+    if nulls == 0:  # no validity bitmap to build, nothing to zero
+        return pa.array(values.astype(dtype, copy=False), type=typ)
+    with np.errstate(invalid="ignore"):
+        data = values.astype(dtype)
+    if dtype.kind != "f":
+        data[missing] = 0
+    return _from_buffers(typ, data, ~missing, nulls)
+
+
+def _sparse_to_arrow(values: np.ndarray, rows: np.ndarray, n: int, column: str) -> pa.Array:
+    """A column of ``n`` rows, null except ``values`` (NaN = missing) at ``rows``, as ``column``'s Arrow type."""
+    typ = EVENT_SCHEMA.field(column).type
+    dtype = np.dtype(typ.to_pandas_dtype())
+    present = ~_unrepresentable(values, dtype)
+    rows = rows[present]
+    data = np.zeros(n, dtype=dtype)
+    data[rows] = values[present]
+    valid = np.zeros(n, dtype=bool)
+    valid[rows] = True
+    return _from_buffers(typ, data, valid, n - rows.size)
+
+
+def _from_buffers(typ: pa.DataType, data: np.ndarray, valid: np.ndarray, nulls: int) -> pa.Array:
+    bitmap = pa.py_buffer(np.packbits(valid, bitorder="little")) if nulls else None
+    return pa.Array.from_buffers(typ, data.size, [bitmap, pa.py_buffer(data)], null_count=nulls)
+
+
+def _joined_in_order(parts: list[dict[str, Any]], order: np.ndarray, key: str) -> np.ndarray:
+    """Column ``key`` of all blocks, joined (each block's array dropped) and taken in ``order``."""
+    return np.concatenate([p.pop(key) for p in parts])[order]
+
+
+def _microseconds_to_ns(ts: np.ndarray) -> np.ndarray:
+    """Float microseconds -> int64 ns: whole microseconds times 1000 plus the rounded fraction (0 where
+    the time is not finite), so that large absolute timestamps keep their exact ns digits."""
+    finite = np.isfinite(ts)
+    if finite.all():
+        whole_us = np.floor(ts)
+        return whole_us.astype(np.int64) * 1000 + np.rint((ts - whole_us) * 1000).astype(np.int64)
+    start = np.zeros(len(ts), dtype=np.int64)
+    start[finite] = _microseconds_to_ns(ts[finite])
+    return start
+
+
+def _memcpy_kinds(names: list[str], name_code: np.ndarray, is_memcpy: np.ndarray) -> tuple[pa.Array, ...]:
+    parsed = [_MEMCPY_NAME.match(n) for n in names]
+    copy = [m.group(1) if m else None for m in parsed]
+    src = [_MEMORY_KINDS.get(m.group(2).lower(), m.group(2).lower()) if m else None for m in parsed]
+    dst = [_MEMORY_KINDS.get(m.group(3).lower(), m.group(3).lower()) if m else None for m in parsed]
+    return tuple(_dictionary(name_code, v, is_memcpy) for v in (copy, src, dst))
+
+
+def _launch_pid(correlation: np.ndarray, launch_side: np.ndarray, host_pid: np.ndarray,
+                device_side: np.ndarray) -> np.ndarray:
+    """For each row, the pid of the runtime/driver call with the same correlation id (NaN if none)."""
+    launches = launch_side & ~np.isnan(correlation) & ~np.isnan(host_pid)
+    corr = correlation[launches]
+    pids = host_pid[launches]
+    order = np.argsort(corr, kind="stable")
+    corr, pids = corr[order], pids[order]
+    out = np.full(len(correlation), np.nan)
+    if corr.size == 0:
+        return out
+    rows = np.flatnonzero(device_side & ~np.isnan(correlation))
+    pos = np.searchsorted(corr, correlation[rows])
+    pos_clipped = np.minimum(pos, corr.size - 1)
+    hit = corr[pos_clipped] == correlation[rows]
+    out[rows[hit]] = pids[pos_clipped[hit]]
+    return out
+
+
+def _vendor(device_names: list[str], api_names: list[str]) -> str:
+    text = " ".join(device_names).lower()
+    if any(w in text for w in ("amd", "radeon", "instinct", "gfx")) or any(n.startswith("hip") for n in api_names):
+        return "amd"
+    return "nvidia"
+
+
+def _device_rows(properties: Any, device: np.ndarray, names: list[str], name_code: np.ndarray,
+                 kind: np.ndarray) -> pa.Table:
+    """Devices seen in the event table, with deviceProperties where the trace has them."""
+    seen = sorted({int(d) for d in np.unique(device[~_unrepresentable(device, np.dtype(np.int32))])})
+    listed = properties if isinstance(properties, list) else []
+    props = {int(p["id"]): p for p in listed if isinstance(p, dict) and isinstance(p.get("id"), int)}
+    api_codes = np.unique(name_code[LAUNCH_SIDE[kind] & (name_code >= 0)])
+    api_names = [names[c] for c in api_codes]
+    vendor = _vendor([str(p.get("name", "")) for p in props.values()], api_names)
+    rows = []
+    for dev in seen:
+        p = props.get(dev, {})
+        rows.append({
+            "id": dev,
+            "name": p.get("name"),
+            "vendor": vendor,
+            "sm_count": p.get("numSms"),
+            "compute_major": p.get("computeMajor"),
+            "compute_minor": p.get("computeMinor"),
+            "warp_size": p.get("warpSize"),
+            "max_threads_per_sm": p.get("maxThreadsPerMultiprocessor"),
+            "max_threads_per_block": p.get("maxThreadsPerBlock"),
+            "max_blocks_per_sm": p.get("maxBlocksPerMultiprocessor"),
+            "regs_per_sm": p.get("regsPerMultiprocessor"),
+            "regs_per_block": p.get("regsPerBlock"),
+            "shared_mem_per_sm": p.get("sharedMemPerMultiprocessor", p.get("maxSharedMemoryPerMultiProcessor")),
+            "shared_mem_per_block": p.get("sharedMemPerBlock"),
+            "shared_mem_per_block_optin": p.get("sharedMemPerBlockOptin"),
+            "total_memory_bytes": p.get("totalGlobalMem"),
+            "clock_rate_khz": p.get("clockRate"),
+        })
+    clean = [{k: (v if not isinstance(v, (dict, list)) else None) for k, v in r.items()} for r in rows]
+    try:
+        return build_devices(clean)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):  # odd property types: ids and names
+        return build_devices([{"id": r["id"], "name": str(r["name"]) if r["name"] else None,
+                               "vendor": vendor} for r in rows])
