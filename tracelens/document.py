@@ -6,12 +6,14 @@ instead of guessing at spellings. Keys are documented in ``docs/json.md``; a sec
 that only its own renderer reads is typed ``dict[str, Any]``.
 
 :func:`summarize` computes the ``summary`` block (the headline figures every renderer and ``diff`` need)
-once, from the sections; ``analyze`` and the multi-rank run document both call it. :func:`load_document`
-reads a document saved with ``tracelens analyze --format json`` back.
+once, from the sections; ``analyze`` and the multi-rank run document both call it. :func:`dumps` writes a
+document as ``tracelens analyze --format json`` does; :func:`load_document` reads one back.
 """
 
 from __future__ import annotations
 
+import functools
+import math
 import os
 from pathlib import Path
 from typing import Any, TypedDict, cast, get_type_hints
@@ -226,7 +228,45 @@ def summary_of(doc: Document | dict[str, Any]) -> Summary:
     return cast(Summary, summary) if isinstance(summary, dict) else summarize(doc)
 
 
-# ------------------------------------------------------------------------------------------------ load
+# ------------------------------------------------------------------------------------------ save, load
+
+
+def _finite(value: Any) -> Any:
+    # JSON has no NaN/inf: an undefined ratio is null.
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
+def _numpy(value: Any) -> Any:
+    # numpy scalars and arrays (np.float64 is a float already): their Python equivalents.
+    import numpy as np
+
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    raise NotImplementedError(f"cannot write {type(value).__name__} as JSON")
+
+
+@functools.cache
+def _encoder() -> Any:
+    import msgspec
+
+    return msgspec.json.Encoder(enc_hook=_numpy)
+
+
+def dumps(doc: Document | dict[str, Any]) -> str:
+    """The document as stable JSON (what ``--format json`` writes): integers raw (ns, bytes), keys in
+    document order, NaN and infinities as null, indented by 2. :func:`load_document` reads it back."""
+    import msgspec
+
+    return msgspec.json.format(_encoder().encode(_finite(doc)), indent=2).decode() + "\n"
+
 
 
 def is_document(value: Any) -> bool:

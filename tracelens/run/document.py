@@ -3,7 +3,6 @@ diagnosis, and a ``summary`` like a one-trace document's (keys in ``docs/multira
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -12,6 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..document import load_document, summarize
 from ..errors import InputError, UsageError
 from ..trace import TABLE_SCHEMA_VERSION, Trace
 from .cache import (
@@ -191,8 +191,6 @@ def build_run_document(results: list[dict[str, Any]], ranks: list[int], warnings
         "imbalance": imbalance,
     }
     _attach_representative(doc, results, ranks)
-    from ..document import summarize
-
     head = {"schema_version": doc.pop("schema_version"), "source": doc.pop("source"), "summary": summarize(doc)}
     return {**head, **doc}
 
@@ -214,11 +212,11 @@ def _attach_representative(doc: dict[str, Any], results: list[dict[str, Any]], r
     result = results[index]
     doc["representative_rank"] = ranks[index]
     try:
-        rank_doc = json.loads(Path(result["doc_path"]).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        rank_doc = load_document(result["doc_path"])  # written by the worker as the --format json document
+    except InputError:
         return
     if "host" in rank_doc:
-        doc["host"] = {**rank_doc["host"], "rank": ranks[index]} if isinstance(rank_doc["host"], dict) else rank_doc["host"]
+        doc["host"] = {**rank_doc["host"], "rank": ranks[index]}
     if "diagnosis" not in rank_doc:
         return
     doc["diagnosis"] = rank_doc["diagnosis"]
@@ -227,7 +225,7 @@ def _attach_representative(doc: dict[str, Any], results: list[dict[str, Any]], r
         from ..ingest.parquet import read as read_parquet
 
         trace: Trace = read_parquet(Path(result["parquet"]))
-        done = {**rank_doc, "imbalance": doc["imbalance"]}
+        done: dict[str, Any] = {**rank_doc, "imbalance": doc["imbalance"]}
         done.pop("diagnosis", None)
         doc["diagnosis"] = diagnosis_module.section(trace, done)
     except Exception as err:  # keep the rank's own diagnosis rather than fail the run

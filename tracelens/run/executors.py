@@ -5,12 +5,12 @@ Runs inline, in a local process pool, or on Dask. The parent's memory stays boun
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..document import dumps
 from ..errors import TracelensError, UsageError
 
 
@@ -36,7 +36,7 @@ def ingest_and_summarize(source: str, parquet_path: str, reuse: bool) -> dict[st
 
         doc = analyze(trace)
         doc_path = f"{parquet_path}.doc.json"
-        Path(doc_path).write_text(json.dumps(doc, default=str), encoding="utf-8")
+        Path(doc_path).write_text(dumps(doc), encoding="utf-8")  # the --format json document
         meta = trace.metadata
         return {
             "ok": True,
