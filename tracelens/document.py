@@ -61,6 +61,26 @@ class Kernels(TypedDict):
     by_name: list[KernelRow]
 
 
+class GapTimeline(TypedDict):
+    start_ns: int
+    edges_ns: list[int]  # bucket edges, one more than utilization
+    utilization: list[float]  # busy fraction per bucket
+
+
+class GapDevice(TypedDict, total=False):
+    """One GPU's gaps; ``gap_count``, ``histogram`` and ``largest`` are read by the gaps renderers only."""
+
+    device: int
+    span_ns: int
+    idle_ns: int
+    timeline: GapTimeline | None
+
+
+class Gaps(TypedDict, total=False):
+    bucket_edges_ns: list[int]
+    devices: list[GapDevice]
+
+
 class StepSummary(TypedDict, total=False):
     total_ns: int
     mean_ns: float
@@ -157,7 +177,7 @@ class Document(TypedDict, total=False):
     devices: list[Device]
     kernels: Kernels
     host: dict[str, Any]
-    gaps: dict[str, Any]
+    gaps: Gaps
     steps: Steps
     attribution: Attribution
     launch: dict[str, Any]
@@ -166,6 +186,42 @@ class Document(TypedDict, total=False):
     memcpy: Memcpy
     occupancy: dict[str, Any]
     diagnosis: Diagnosis
+
+
+class RankRow(TypedDict):
+    """One rank of a run document (``ranks[]``, ``docs/multirank.md``)."""
+
+    rank: int
+    path: str
+    format: str
+    framework: str
+    events: int
+    gpus: int
+    busy_ns: int
+    span_ns: int
+    utilization: float | None
+    step_count: int
+    mean_step_ns: int | None
+    median_step_ns: int | None
+    mean_step_lateness_ns: int | None
+    collective_ns: int
+    collective_transfer_ns: int
+    collective_wait_ns: int
+    idle_by_cause: dict[str, int] | None
+    cached: bool
+    worker_peak_rss_bytes: int | None
+    parquet: str
+
+
+class RunDocument(Document, total=False):
+    """A multi-rank run document (``tracelens.run.analyze_run``): a document whose ``devices`` carry their
+    ``rank``, whose ``host`` and ``diagnosis`` come from the representative rank, plus the cross-rank keys."""
+
+    ranks: list[RankRow]
+    stragglers: dict[str, Any]  # steps / collectives: basis, per_rank lateness, straggler
+    collectives: dict[str, Any]
+    imbalance: dict[str, Any]
+    representative_rank: int
 
 
 # --------------------------------------------------------------------------------------------- summary

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..document import Document, RunDocument
 
-def utilization_series(doc: dict[str, Any]) -> list[tuple[int, list[int], list[float]]]:
+
+def utilization_series(doc: Document | dict[str, Any]) -> list[tuple[int, list[int], list[float]]]:
     """(device, bucket edges in ns, busy fraction per bucket) for every device with a timeline."""
     gaps = doc.get("gaps")
     devices = gaps.get("devices") if isinstance(gaps, dict) else None
@@ -25,7 +27,7 @@ def utilization_series(doc: dict[str, Any]) -> list[tuple[int, list[int], list[f
     return series
 
 
-def utilization_png(doc: dict[str, Any]) -> bytes | None:
+def utilization_png(doc: Document | dict[str, Any]) -> bytes | None:
     """The utilization plot as PNG bytes; None when the document has no utilization timeline."""
     series = utilization_series(doc)
     if not series:
@@ -52,7 +54,7 @@ def utilization_png(doc: dict[str, Any]) -> bytes | None:
     return _png(fig)
 
 
-def ranks_png(doc: dict[str, Any]) -> bytes | None:
+def ranks_png(doc: RunDocument | dict[str, Any]) -> bytes | None:
     """Per-rank bars of a run document: GPU utilization, and collective time split into transfer and wait
     (or, without collectives, each rank's mean step time). None for a one-trace document."""
     ranks = doc.get("ranks") or []

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from ..document import RankRow, RunDocument
 from .escape import html_text, md
 from .units import fmt_ns, fmt_pct
 
@@ -26,7 +27,7 @@ def _top_cause(idle: dict[str, int] | None) -> str:
     return f"{cause} ({fmt_ns(ns)})" if ns > 0 else "-"
 
 
-def markdown_section(doc: dict[str, Any], plot_name: str | None = None) -> list[str]:
+def markdown_section(doc: RunDocument | dict[str, Any], plot_name: str | None = None) -> list[str]:
     """The ``## Ranks`` section of the markdown report for a run document (empty for one trace);
     ``plot_name``: the per-rank PNG written beside the report, linked when given."""
     ranks = doc.get("ranks")
@@ -61,7 +62,7 @@ def markdown_section(doc: dict[str, Any], plot_name: str | None = None) -> list[
               "NCCL transfer", "NCCL wait", "largest idle cause"]
     align = ["---:", "---", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---"]
 
-    def row(r: dict[str, Any]) -> str:
+    def row(r: RankRow) -> str:
         cells = [str(r["rank"]), md(Path(str(r.get("path") or "")).name), str(r.get("gpus", 0)),
                  fmt_pct(r.get("utilization")), fmt_ns(r.get("busy_ns")), str(r.get("step_count") or 0),
                  fmt_ns(r.get("mean_step_ns")), fmt_ns(r.get("mean_step_lateness_ns")),

@@ -6,12 +6,12 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
 
-from ..document import load_document, summarize
+from ..document import RunDocument, load_document, summarize
 from ..errors import InputError, UsageError
 from ..trace import TABLE_SCHEMA_VERSION, Trace
 from .cache import (
@@ -38,7 +38,7 @@ def analyze_run(
     cache_dir: str | os.PathLike[str] | None = None,
     scheduler: str | None = None,
     progress: bool | None = None,
-) -> tuple[dict[str, Any], list[str]]:
+) -> tuple[RunDocument, list[str]]:
     """Analyze every trace of a run and compare the ranks. Returns ``(run document, failures)``.
 
     ``paths``: trace files, run directories or globs. ``engine``: ``"local"`` (a process pool of
@@ -100,7 +100,7 @@ def analyze_run(
 
 
 def build_run_document(results: list[dict[str, Any]], ranks: list[int], warnings: list[str],
-                       cache: Path) -> dict[str, Any]:
+                       cache: Path) -> RunDocument:
     """Cross-rank analyses over the workers' summaries and the cached Parquet files."""
     order = np.argsort(ranks, kind="stable")
     results = [results[i] for i in order]
@@ -192,7 +192,7 @@ def build_run_document(results: list[dict[str, Any]], ranks: list[int], warnings
     }
     _attach_representative(doc, results, ranks)
     head = {"schema_version": doc.pop("schema_version"), "source": doc.pop("source"), "summary": summarize(doc)}
-    return {**head, **doc}
+    return cast(RunDocument, {**head, **doc})
 
 
 def _without(d: dict[str, Any], key: str) -> dict[str, Any]:
