@@ -80,6 +80,17 @@ def test_diff_of_saved_documents_equals_diff_of_the_traces(tmp_path: Path) -> No
     assert main(["diff", str(a), str(SLOW), "-o", str(tmp_path / "mixed.md")]) == 0
 
 
+def test_a_document_saved_from_stdout_is_found_by_content(tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["analyze", str(DEMO), "--format", "json"]) == 0
+    saved = tmp_path / "demo-analysis"  # no extension: `tracelens analyze --format json > demo-analysis`
+    saved.write_text(capsys.readouterr().out)
+    assert looks_like_document(saved)
+    assert main(["report", str(saved), "-o", str(tmp_path / "b.md")]) == 0
+    assert main(["report", str(DEMO), "-o", str(tmp_path / "a.md")]) == 0
+    assert (tmp_path / "a.md").read_text() == (tmp_path / "b.md").read_text()
+
+
 @pytest.mark.parametrize("text", ['{"schema_version": "1.0"}', '{"schema_version": "1.0", "source": {',
                                   '{"schema_version": "1.0", "source": 3}'])
 def test_bad_saved_document_is_one_line_and_exit_2(text: str, tmp_path: Path,

@@ -333,10 +333,12 @@ def is_document(value: Any) -> bool:
 
 
 def looks_like_document(path: str | os.PathLike[str]) -> bool:
-    """Whether ``path`` is a plain ``.json`` file holding an analysis document (read only when it is small
-    enough to be one and starts like an object; a trace is never mistaken for one)."""
+    """Whether ``path`` is a file holding an analysis document, by content whatever its name (``analyze
+    --format json > doc`` too): its first 4 KiB open a JSON object naming ``schema_version`` and no
+    ``traceEvents``. Trace files never pass (gzip, SQLite, Parquet and protobuf do not start with ``{``;
+    a Chrome/Kineto trace has ``traceEvents`` and ``schemaVersion``). :func:`load_document` checks fully."""
     p = Path(path)
-    if not p.is_file() or p.suffix.lower() != ".json":
+    if not p.is_file():
         return False
     try:
         with p.open("rb") as f:
