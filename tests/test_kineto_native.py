@@ -27,7 +27,7 @@ import pytest
 
 from tracelens.errors import InputError
 from tracelens.ingest import kineto
-from tracelens.ingest.kineto import msgspec_engine, reader
+from tracelens.ingest.kineto import fields, msgspec_engine, reader
 from tracelens.ingest.kineto import native as native_engine
 
 needs_scanner = pytest.mark.skipif(kineto._kineto_scan is None, reason="native scanner not built (no C compiler)")
@@ -595,7 +595,29 @@ def test_native_scanner_is_built_where_a_compiler_exists() -> None:
     assert kineto._kineto_scan is not None, ("a C compiler and Python's headers are here but "
                                              "tracelens/ingest/_kineto_scan.c was not built: reinstall with "
                                              "`pip install -e .` and read its output")
-    assert kineto._kineto_scan.N_FLOATS == len(native_engine.NATIVE_FIELDS)
+    assert kineto._kineto_scan.N_FLOATS == len(fields.NATIVE_FLOATS)
+
+
+def test_the_c_scanner_declares_the_fields_of_fields_py() -> None:
+    """_kineto_scan.c's enums and key tests list the fields of fields.py: same names, order, JSON keys, types."""
+    source = SOURCE.read_text()
+    floats = re.search(r"enum \{([^}]*)N_FLOATS\s*\}", source).group(1)
+    assert tuple(n.strip()[2:].lower() for n in floats.split(",") if n.strip()) == fields.NATIVE_FLOATS
+    strings = re.search(r"enum \{([^}]*)N_STRINGS\s*\}", source).group(1)
+    assert tuple(n.strip()[2:].lower() for n in strings.split(",") if n.strip()) == fields.NATIVE_STRINGS
+    # Each key test of the event loop and the args loop: the key, the reader called and the slot it fills.
+    reader_of = {fields.NUMBER: "read_float", fields.NUMBER_OR_TEXT: "read_float_or_text",
+                 fields.TEXT: "read_text_or_null", fields.TRIPLE: "read_triple_or_null"}
+    found = {key: (reader, slot.lower()) for key, reader, slot in re.findall(
+        r'KEY_IS\(key, "([^"]+)"\)\) rc = (\w+)\(s, (?:f, F_|&f\[F_|&strings\[S_)(\w+)', source)}
+    want = {f.key: (reader_of[f.type], f"{f.name}_x" if f.type == fields.TRIPLE else f.name)
+            for f in (*fields.EVENT_FIELDS, *fields.ARG_FIELDS) if f.type != fields.PHASE}
+    assert found == want
+    assert 'KEY_IS(key, "ph")' in source  # the phase, read on its own
+    # Numbers start as NaN (missing); the ones declared with another default are set after that.
+    defaults = {name.lower(): float(value) for name, value in re.findall(r"f\[F_(\w+)\] = ([0-9.]+);", source)}
+    assert defaults == {f.name: f.missing for f in (*fields.EVENT_FIELDS, *fields.ARG_FIELDS)
+                        if f.type in (fields.NUMBER, fields.NUMBER_OR_TEXT) and not math.isnan(f.missing)}
 
 
 @needs_scanner

@@ -1,15 +1,15 @@
-/* Columnar scanner for Kineto event lists: the fast path of tracelens/ingest/kineto.py.
+/* Columnar scanner for Kineto event lists: the native engine of tracelens/ingest/kineto/ (native.py).
  *
- * scan_events(pieces, to_number, decode_string) reads the Kineto events of a block cut out by kineto._split
+ * scan_events(pieces, to_number, decode_string) reads the Kineto events of a block cut out by kineto.split
  * (a JSON list, or the block's bytes in place: a bare comma-separated sequence of events) and returns its complete ("X") events as columns, or None when the block is not exactly
- * what the typed msgspec decoder of kineto.py would accept (invalid JSON, a field of another JSON type,
+ * what the typed msgspec decoder of kineto/msgspec_engine.py would accept (invalid JSON, a field of another JSON type,
  * an escaped key, ...). None sends the block to msgspec, which then gives the same table or the error
  * message; so this scanner only has to be exact on well-typed input, and it never guesses.
  *
  * Two phases. The first walks the bytes without the GIL (other blocks are scanned on other threads at the
  * same time): numbers are parsed, strings are located (offset, length) but not decoded. The second, with
  * the GIL, turns the located strings into block-local codes (one Python str per distinct string) and
- * numbers written as strings into floats through kineto._to_number.
+ * numbers written as strings into floats through kineto.blocks.to_number.
  *
  * Numbers are the correctly rounded doubles Python's float() and msgspec give, bit for bit, on every
  * platform, in plain double and 64-bit integer arithmetic (no long double: on ARM64 macOS and with MSVC it
@@ -67,14 +67,16 @@
 #define DEFER 3    /* scan_number: valid, but left for phase two to parse (never returned past read_float) */
 #define MAX_DEPTH 512
 
-/* Float columns of a complete event; the order is kineto._NATIVE_FIELDS. */
+/* Float columns of a complete event: the fields, order and KEY_IS keys of kineto/fields.py (NATIVE_FLOATS,
+ * ARG_FIELDS); tests/test_kineto_native.py checks this file against it. */
 enum {
     F_TS, F_DUR, F_PID, F_TID, F_CORRELATION, F_EXTERNAL_ID, F_EXTERNAL_ID_OLD, F_DEVICE, F_STREAM, F_BYTES,
-    F_REGISTERS, F_SHARED_MEMORY, F_OCCUPANCY, F_GRID_X, F_GRID_Y, F_GRID_Z, F_BLOCK_X, F_BLOCK_Y, F_BLOCK_Z,
+    F_REGISTERS, F_SHARED_MEMORY, F_OCCUPANCY_PCT, F_GRID_X, F_GRID_Y, F_GRID_Z, F_BLOCK_X, F_BLOCK_Y, F_BLOCK_Z,
     N_FLOATS
 };
 typedef char deferred_fields_fit_in_32_bits[N_FLOATS <= 32 ? 1 : -1];
-/* String columns, returned as int32 codes into a list of distinct strings (-1: absent or null). */
+/* String columns, returned as int32 codes into a list of distinct strings (-1: absent or null): the TEXT fields
+ * of kineto/fields.py (NATIVE_STRINGS). */
 enum { S_CAT, S_NAME, S_SYNC_KIND, N_STRINGS };
 
 enum { PH_COMPLETE, PH_FLOW, PH_INSTANT, PH_METADATA, PH_OTHER };
@@ -544,7 +546,7 @@ static int skip_value(Scanner *s, int depth) {
     }
 }
 
-/* Typed readers, one per declared type of kineto._Event / kineto._Args. s->p is at the value. */
+/* Typed readers, one per type of field in kineto/fields.py. s->p is at the value. */
 
 static int add_text(Scanner *s, int64_t row, int field, Span text);
 
@@ -654,7 +656,7 @@ static int scan_args(Scanner *s, double *f, Span *strings, Span *stream_text) {
         else if (KEY_IS(key, "block")) rc = read_triple_or_null(s, &f[F_BLOCK_X]);
         else if (KEY_IS(key, "registers per thread")) rc = read_float(s, f, F_REGISTERS);
         else if (KEY_IS(key, "shared memory")) rc = read_float(s, f, F_SHARED_MEMORY);
-        else if (KEY_IS(key, "est. achieved occupancy %")) rc = read_float(s, f, F_OCCUPANCY);
+        else if (KEY_IS(key, "est. achieved occupancy %")) rc = read_float(s, f, F_OCCUPANCY_PCT);
         else if (KEY_IS(key, "cuda_sync_kind")) rc = read_text_or_null(s, &strings[S_SYNC_KIND]);
         else rc = skip_value(s, 2);
         if (rc != OK) return rc;
@@ -712,7 +714,7 @@ static int scan_event(Scanner *s) {
     int rc, more, phase;
     int64_t row;
     for (int k = 0; k < N_FLOATS; k++) f[k] = NAN;
-    f[F_DUR] = 0.0; /* kineto._Event.dur's default */
+    f[F_DUR] = 0.0; /* dur's default in kineto/fields.py */
     s->deferred = 0;
     s->p++;          /* '{' */
     skip_space(s);
@@ -1256,8 +1258,8 @@ static PyMethodDef methods[] = {
     {"scan_events", scan_events, METH_VARARGS,
      "scan_events(pieces, to_number, decode_string) -> dict | None\n\n"
      "The complete events of a tuple of pieces (buffers holding a JSON list of Kineto events, or a bare\n"
-     "comma-separated sequence of them) as columns, or None when they are not exactly what kineto.py's\n"
-     "typed msgspec decoder accepts (the caller then decodes them with msgspec)."},
+     "comma-separated sequence of them) as columns, or None when they are not exactly what the kineto\n"
+     "package's typed msgspec decoder accepts (the caller then decodes them with msgspec)."},
     {"last_event_boundary", event_boundary_py, METH_VARARGS,
      "last_event_boundary(buffer) -> int\n\n"
      "The offset of the last top-level comma between two events in a buffer that starts inside an event\n"

@@ -26,7 +26,7 @@ from __future__ import annotations
 import msgspec  # noqa: F401
 
 from .blocks import to_number as _to_number  # noqa: F401
-from .native import NATIVE_FIELDS
+from .fields import NATIVE_FLOATS
 from .reader import read
 
 # The scanner the native engine uses (native.scanner() reads it here): built from _kineto_scan.c at install
@@ -35,7 +35,7 @@ try:
     from .. import _kineto_scan
 except ImportError:  # pragma: no cover - then msgspec reads every block
     _kineto_scan = None
-if _kineto_scan is not None and _kineto_scan.N_FLOATS != len(NATIVE_FIELDS):  # pragma: no cover
+if _kineto_scan is not None and _kineto_scan.N_FLOATS != len(NATIVE_FLOATS):  # pragma: no cover
     _kineto_scan = None  # a stale build of the scanner: do not trust its layout
 
 __all__ = ["read"]

@@ -73,7 +73,6 @@ def to_number(value: Any) -> float:
     return math.nan
 
 
-DEVICE_FIELDS = ("device", "stream", "bytes", "registers", "shared_memory", "occupancy_pct")
 PHASE_COUNTER = {"s": "flow", "f": "flow", "t": "flow", "i": "instant", "I": "instant", "M": "metadata", "X": None}
 
 

@@ -4,7 +4,6 @@ declines."""
 
 from __future__ import annotations
 
-import math
 import re
 from collections import Counter
 from operator import attrgetter
@@ -18,7 +17,6 @@ import pandas as pd
 from ...errors import InputError
 from ...trace import GPU_ANNOTATION
 from .blocks import (
-    DEVICE_FIELDS,
     DEVICE_SIDE,
     KIND_CODE,
     PHASE_COUNTER,
@@ -27,66 +25,45 @@ from .blocks import (
     placeable,
     to_number,
 )
+from .fields import (
+    ARG_FIELDS,
+    DEVICE_FIELDS,
+    EVENT_FIELDS,
+    NUMBER,
+    NUMBER_OR_TEXT,
+    PHASE,
+    TEXT,
+    TRIPLE,
+    Field,
+)
 
-# --- typed decoding: only the fields read below; unknown fields are skipped by msgspec ---------------
+# --- typed decoding: only the fields of fields.py; unknown fields are skipped by msgspec -------------
 
-# Numbers are declared float with a NaN default: msgspec reads JSON integers into floats (ids, pids and
-# byte counts stay exact below 2**53), every value is then a float, and numpy takes the column in one pass.
-class _Args(msgspec.Struct, frozen=True, gc=False):
-    correlation: float = math.nan
-    external_id: float = msgspec.field(default=math.nan, name="External id")
-    external_id_old: float = msgspec.field(default=math.nan, name="external id")  # 2021 format
-    device: float = math.nan
-    stream: float | str = math.nan  # ROCm runtime rows write "0x0"
-    bytes: float = math.nan
-    grid: list[int] | None = None
-    block: list[int] | None = None
-    registers: float = msgspec.field(default=math.nan, name="registers per thread")
-    shared_memory: float = msgspec.field(default=math.nan, name="shared memory")
-    occupancy_pct: float = msgspec.field(default=math.nan, name="est. achieved occupancy %")
-    sync_kind: str | None = msgspec.field(default=None, name="cuda_sync_kind")
+# The typed decoder's type for each kind of field. Numbers are float with a NaN default: msgspec reads JSON
+# integers into floats (ids, pids and byte counts stay exact below 2**53), every value is then a float, and
+# numpy takes the column in one pass.
+TYPED: dict[str, Any] = {PHASE: str, TEXT: str | None, NUMBER: float, NUMBER_OR_TEXT: float | str,
+                         TRIPLE: list[int] | None}
 
 
+def _members(fields: tuple[Field, ...], loose: bool) -> list[tuple[str, Any, Any]]:
+    """``fields`` as struct members under their JSON keys: typed with the declared defaults, or (``loose``)
+    any JSON type with None defaults (an empty phase)."""
+    return [(f.name, Any if loose else TYPED[f.type],
+             msgspec.field(default=("" if f.type == PHASE else None) if loose else f.missing,
+                           name=None if f.key == f.name else f.key))
+            for f in fields]
+
+
+_Args = msgspec.defstruct("_Args", _members(ARG_FIELDS, loose=False), module=__name__, frozen=True, gc=False)
 _NO_ARGS = _Args()
-
-
-class _Event(msgspec.Struct, gc=False):
-    ph: str = ""
-    cat: str | None = None
-    name: str | None = None
-    pid: float | str = math.nan  # "Spans", "Traces" on the profiler's own rows
-    tid: float | str = math.nan  # "stream 7", "2248185664" in 2021 traces
-    ts: float = math.nan
-    dur: float = 0.0
-    args: _Args = _NO_ARGS
-
-
-class _AnyArgs(msgspec.Struct, frozen=True, gc=False):
-    """Same fields, any JSON type: used only when a block does not fit the typed decoder."""
-
-    correlation: Any = None
-    external_id: Any = msgspec.field(default=None, name="External id")
-    external_id_old: Any = msgspec.field(default=None, name="external id")
-    device: Any = None
-    stream: Any = None
-    bytes: Any = None
-    grid: Any = None
-    block: Any = None
-    registers: Any = msgspec.field(default=None, name="registers per thread")
-    shared_memory: Any = msgspec.field(default=None, name="shared memory")
-    occupancy_pct: Any = msgspec.field(default=None, name="est. achieved occupancy %")
-    sync_kind: Any = msgspec.field(default=None, name="cuda_sync_kind")
-
-
-class _AnyEvent(msgspec.Struct, gc=False):
-    ph: Any = ""
-    cat: Any = None
-    name: Any = None
-    pid: Any = None
-    tid: Any = None
-    ts: Any = None
-    dur: Any = None
-    args: Any = None
+_Event = msgspec.defstruct("_Event", [*_members(EVENT_FIELDS, loose=False), ("args", _Args, _NO_ARGS)],
+                           module=__name__, gc=False)
+# The same fields, any JSON type: used only when a block does not fit the typed decoder.
+_AnyArgs = msgspec.defstruct("_AnyArgs", _members(ARG_FIELDS, loose=True), module=__name__, frozen=True,
+                             gc=False)
+_AnyEvent = msgspec.defstruct("_AnyEvent", [*_members(EVENT_FIELDS, loose=True), ("args", Any, None)],
+                              module=__name__, gc=False)
 
 
 class _Document(msgspec.Struct, gc=False):

@@ -11,7 +11,6 @@ import numpy as np
 
 from ...trace import GPU_ANNOTATION
 from .blocks import (
-    DEVICE_FIELDS,
     DEVICE_SIDE,
     KIND_CODE,
     SKIP,
@@ -20,6 +19,7 @@ from .blocks import (
     to_number,
     used_codes,
 )
+from .fields import DEVICE_FIELDS, NATIVE_FLOATS, NATIVE_STRINGS
 from .msgspec_engine import DECODE_ERRORS, LOOSE_DOCUMENT_DECODER, document_fields
 
 
@@ -29,11 +29,10 @@ def scanner() -> Any:
     return sys.modules[__package__]._kineto_scan
 
 
-# The scanner's float columns, in the order of its C enum (checked against its N_FLOATS at import).
-NATIVE_FIELDS = ("ts", "dur", "pid", "tid", "correlation", "external_id", "external_id_old", "device", "stream",
-                  "bytes", "registers", "shared_memory", "occupancy_pct", "grid_x", "grid_y", "grid_z", "block_x",
-                  "block_y", "block_z")
-_AT = {field: i for i, field in enumerate(NATIVE_FIELDS)}
+# Where each field lies in the scanner's float rows and string code rows (fields.py; the package checks the
+# built scanner's N_FLOATS against NATIVE_FLOATS at import).
+_AT = {field: i for i, field in enumerate(NATIVE_FLOATS)}
+_STRING_AT = {field: i for i, field in enumerate(NATIVE_STRINGS)}
 
 
 def scan_block(pieces: tuple[bytes | memoryview, ...]) -> dict[str, Any] | None:
@@ -68,9 +67,9 @@ def _scanned_columns(scanned: dict[str, Any]) -> dict[str, Any]:
     n = scanned["rows"]
     if n == 0:
         return block
-    floats = np.frombuffer(scanned["floats"], dtype=np.float64).reshape(n, len(NATIVE_FIELDS))
-    codes = np.frombuffer(scanned["codes"], dtype=np.int32).reshape(n, 3)  # category, name, sync kind
-    kind = kinds(codes[:, 0], scanned["categories"])
+    floats = np.frombuffer(scanned["floats"], dtype=np.float64).reshape(n, len(NATIVE_FLOATS))
+    codes = np.frombuffer(scanned["codes"], dtype=np.int32).reshape(n, len(NATIVE_STRINGS))
+    kind = kinds(codes[:, _STRING_AT["cat"]], scanned["categories"])
     ts = floats[:, _AT["ts"]]
     rows = np.flatnonzero((kind != SKIP) & placeable(ts))
     if rows.size == 0:
@@ -87,11 +86,11 @@ def _scanned_columns(scanned: dict[str, Any]) -> dict[str, Any]:
     block.update({field: floats[at_gpu, _AT[field]] for field in DEVICE_FIELDS})
     block.update({
         "kind": kind,
-        "name": used_codes(codes[:, 1], scanned["names"], rows),
+        "name": used_codes(codes[:, _STRING_AT["name"]], scanned["names"], rows),
         "external_id": external,
         "gpu_rows": gpu_rows,
         "grid": floats[at_gpu, _AT["grid_x"]:_AT["grid_x"] + 3],
         "block": floats[at_gpu, _AT["block_x"]:_AT["block_x"] + 3],
-        "sync_kind": used_codes(codes[:, 2], scanned["sync_kinds"], at_gpu),
+        "sync_kind": used_codes(codes[:, _STRING_AT["sync_kind"]], scanned["sync_kinds"], at_gpu),
     })
     return block

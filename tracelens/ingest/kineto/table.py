@@ -31,7 +31,6 @@ from ...trace import (
     depth_column,
 )
 from .blocks import (
-    DEVICE_FIELDS,
     DEVICE_SIDE,
     KIND_CODE,
     KINDS,
@@ -40,6 +39,7 @@ from .blocks import (
     SKIP,
     placeable,
 )
+from .fields import DEVICE_FIELDS
 from .threads import executor, thread_budget
 
 _STEP_NAME = re.compile(r"^(?:ProfilerStep|tracelens/step)#(-?\d+)$")

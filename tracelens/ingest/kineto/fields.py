@@ -1,0 +1,78 @@
+"""The fields of a Kineto event that tracelens reads, declared once: name, JSON key, type.
+
+Each engine's field list is derived from :data:`EVENT_FIELDS` and :data:`ARG_FIELDS`: the msgspec structs
+(:mod:`.msgspec_engine`) and the native scanner's float columns and string codes (:data:`NATIVE_FLOATS`,
+:data:`NATIVE_STRINGS`). The scanner's C side (``tracelens/ingest/_kineto_scan.c``: its ``F_*`` and ``S_*``
+enums and the ``KEY_IS`` tests of its event and args loops) must list the same fields, in the same order,
+under the same keys, read as the same types: ``tests/test_kineto_native.py`` checks its source against this.
+Adding a field means adding it here and there.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+# How a value is read. The typed decoder's type and default for each are in msgspec_engine.TYPED.
+PHASE = "phase"  # str, "" when missing; "X" marks a complete event
+TEXT = "text"  # str or null: one string code column in the scanner
+NUMBER = "number"  # float, NaN when missing (JSON integers too: ids and byte counts are exact below 2**53)
+NUMBER_OR_TEXT = "number_or_text"  # float or a string holding one ("stream 7", "0x0"), parsed per distinct text
+TRIPLE = "triple"  # [x, y, z] of integers or null: three float columns <name>_x, <name>_y, <name>_z
+
+_DEFAULTS = {PHASE: "", TEXT: None, NUMBER: math.nan, NUMBER_OR_TEXT: math.nan, TRIPLE: None}
+
+
+@dataclass(frozen=True)
+class Field:
+    name: str  # the structs' attribute and the block's column
+    key: str  # the JSON key Kineto writes
+    type: str  # PHASE, TEXT, NUMBER, NUMBER_OR_TEXT or TRIPLE
+    gpu: bool = False  # read only for GPU rows (kernels, copies, sets, syncs, GPU annotations)
+    default: Any = None  # the typed decoder's value when the key is missing; None: the type's
+
+    @property
+    def missing(self) -> Any:
+        return _DEFAULTS[self.type] if self.default is None else self.default
+
+
+# The event's own members. Order matters only to the scanner (see NATIVE_FLOATS).
+EVENT_FIELDS = (
+    Field("ts", "ts", NUMBER),
+    Field("dur", "dur", NUMBER, default=0.0),
+    Field("pid", "pid", NUMBER_OR_TEXT),  # "Spans", "Traces" on the profiler's own rows
+    Field("tid", "tid", NUMBER_OR_TEXT),  # "stream 7", "2248185664" in 2021 traces
+    Field("ph", "ph", PHASE),
+    Field("cat", "cat", TEXT),
+    Field("name", "name", TEXT),
+)
+
+# Members of the event's "args" object; any other member is skipped.
+ARG_FIELDS = (
+    Field("correlation", "correlation", NUMBER),
+    Field("external_id", "External id", NUMBER),
+    Field("external_id_old", "external id", NUMBER),  # 2021 format; external_id where that is missing
+    Field("device", "device", NUMBER, gpu=True),
+    Field("stream", "stream", NUMBER_OR_TEXT, gpu=True),  # ROCm runtime rows write "0x0"
+    Field("bytes", "bytes", NUMBER, gpu=True),
+    Field("registers", "registers per thread", NUMBER, gpu=True),
+    Field("shared_memory", "shared memory", NUMBER, gpu=True),
+    Field("occupancy_pct", "est. achieved occupancy %", NUMBER, gpu=True),
+    Field("grid", "grid", TRIPLE, gpu=True),
+    Field("block", "block", TRIPLE, gpu=True),
+    Field("sync_kind", "cuda_sync_kind", TEXT, gpu=True),
+)
+
+_NUMBERS = (NUMBER, NUMBER_OR_TEXT)
+
+# The scanner's float64 columns, one row per complete event: the numbers (events', then args'), then each
+# triple as three columns. The C enum F_TS ... N_FLOATS lists the same names in this order.
+NATIVE_FLOATS = (
+    *(f.name for f in (*EVENT_FIELDS, *ARG_FIELDS) if f.type in _NUMBERS),
+    *(f"{f.name}_{axis}" for f in ARG_FIELDS if f.type == TRIPLE for axis in "xyz"),
+)
+# The scanner's string code columns (int32, -1 when missing): the C enum S_CAT ... N_STRINGS.
+NATIVE_STRINGS = tuple(f.name for f in (*EVENT_FIELDS, *ARG_FIELDS) if f.type == TEXT)
+# GPU-only numbers, kept for GPU rows only (the triples and texts have their own columns).
+DEVICE_FIELDS = tuple(f.name for f in ARG_FIELDS if f.gpu and f.type in _NUMBERS)
