@@ -24,7 +24,7 @@ def _doc(case: str) -> dict:
 def test_lost_time_by_cause_bars():
     # startup case: startup 10 ms, unexplained_idle 0.08 ms (tests/test_diagnosis.py); axis top 10 x 1.1 = 11.
     assert lost_time_chart(_doc("startup")) == [
-        "```mermaid", "xychart-beta", '    title "Lost GPU time by cause (ms)"',
+        "```mermaid", "xychart-beta horizontal", '    title "Lost GPU time by cause (ms)"',
         "    x-axis [startup, unexplained_idle]", '    y-axis "ms" 0 --> 11', "    bar [10, 0.08]", "```"]
     assert lost_time_chart(_doc("healthy_gemm")) == []  # nothing lost: no chart
 

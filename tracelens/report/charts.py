@@ -1,6 +1,6 @@
 """Charts GitHub renders inline in markdown (mermaid ``xychart-beta``): no image to upload.
 
-- Lost GPU time by cause: one bar per cause of the diagnosis, in ms.
+- Lost GPU time by cause: one horizontal bar per cause of the diagnosis, in ms.
 - GPU busy over time: one line per device (up to MAX_LINES), the devices' bucketed busy fractions
   (``gaps.devices[].timeline``) re-binned onto one shared time axis, since each device's buckets cover its own
   span.
@@ -33,7 +33,8 @@ def lost_time_chart(doc: dict[str, Any]) -> list[str]:
         return []
     ms = [c["lost_ns"] / 1e6 for c in causes]
     top = max(ms)
-    return ["```mermaid", "xychart-beta", '    title "Lost GPU time by cause (ms)"',
+    # Horizontal: cause names are long, and side by side under vertical bars they overlap.
+    return ["```mermaid", "xychart-beta horizontal", '    title "Lost GPU time by cause (ms)"',
             "    x-axis [" + ", ".join(str(c["cause"]) for c in causes) + "]",
             f'    y-axis "ms" 0 --> {_number(top * 1.1)}',
             "    bar [" + ", ".join(_number(v) for v in ms) + "]", "```"]
