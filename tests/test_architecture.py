@@ -149,11 +149,10 @@ def test_tf_readers_do_not_import_each_other() -> None:
     assert not (legacy in _reachable(graph, xplane) and xplane in _reachable(graph, legacy)), "import cycle"
 
 
-# Modules that still define their own int_or_none instead of tracelens.values.int_or_none, in code owned
-# elsewhere: ingest/kineto (truncates like values.int_or_none) and multirank, becoming run/ (rounds to the
-# nearest). Lower the count as each switches; the test fails on a new copy or a count left too high.
-PENDING_INT_OR_NONE_AREAS = ("tracelens.ingest.kineto", "tracelens.multirank", "tracelens.run")
-PENDING_INT_OR_NONE = 2
+# Modules that still define their own int_or_none instead of tracelens.values.int_or_none (none left:
+# run/crossrank's rounding twin is named for what it does, _rounded_int). The test fails on a new copy.
+PENDING_INT_OR_NONE_AREAS: tuple[str, ...] = ()
+PENDING_INT_OR_NONE = 0
 
 
 def test_one_int_or_none() -> None:

@@ -62,12 +62,12 @@ def _straggler(late: pd.DataFrame, reference_ns: float | None, basis: str, align
         "compared": late.notna().sum(axis=1),
     }).dropna(subset=["mean_lateness_ns"])
     result: dict[str, Any] = {"basis": basis, "alignment": alignment, "compared": int(len(compared)),
-                              "reference_ns": _int_or_none(reference_ns), "per_rank": [], "straggler": None}
+                              "reference_ns": _rounded_int(reference_ns), "per_rank": [], "straggler": None}
     if per.empty:
         return result
     for key, row in per.iterrows():
         rank, device = key if isinstance(key, tuple) else (key, None)
-        result["per_rank"].append({"rank": int(rank), "device": _int_or_none(device),
+        result["per_rank"].append({"rank": int(rank), "device": _rounded_int(device),
                                    "mean_lateness_ns": int(round(row.mean_lateness_ns)),
                                    "max_lateness_ns": int(round(row.max_lateness_ns)),
                                    "compared": int(row.compared)})
@@ -76,14 +76,15 @@ def _straggler(late: pd.DataFrame, reference_ns: float | None, basis: str, align
     rank, device = worst if isinstance(worst, tuple) else (worst, None)
     delay = float(per.loc[worst, "mean_lateness_ns"])
     result["straggler"] = {
-        "rank": int(rank), "device": _int_or_none(device), "delay_ns": int(round(delay)),
+        "rank": int(rank), "device": _rounded_int(device), "delay_ns": int(round(delay)),
         "max_lateness_ns": int(round(per.loc[worst, "max_lateness_ns"])),
         "significant": bool(reference_ns and delay >= STRAGGLER_SIGNIFICANT_FRACTION * reference_ns and delay > 0),
     }
     return result
 
 
-def _int_or_none(value: Any) -> int | None:
+def _rounded_int(value: Any) -> int | None:
+    """Nearest int of a pandas/numpy value (NaN, NA, None -> None): device ids and times come back as floats."""
     if value is None or (isinstance(value, float) and np.isnan(value)) or value is pd.NA:
         return None
     return int(round(float(value)))

@@ -30,6 +30,7 @@ from ...trace import (
     build_events,
     depth_column,
 )
+from ...values import int_or_none
 from .blocks import (
     DEVICE_SIDE,
     KIND_CODE,
@@ -133,7 +134,7 @@ class Columns:
         # Time: exact integer arithmetic (see docs/formats/kineto.md, "Time").
         start = _microseconds_to_ns(ts)
         del ts
-        base = _int_or_none(document.get("baseTimeNanoseconds")) or 0
+        base = int_or_none(document.get("baseTimeNanoseconds")) or 0
 
         if keep.all():  # the blocks drop what is not kept; only a lenient block may leave a row to drop
             order_keep = np.argsort(start, kind="stable")
@@ -253,7 +254,7 @@ class Columns:
         extra = {
             "counts": {**self.counts, "kept": len(kind)},
             "display_time_unit": document.get("displayTimeUnit"),
-            "base_time_ns": _int_or_none(document.get("baseTimeNanoseconds")),
+            "base_time_ns": int_or_none(document.get("baseTimeNanoseconds")),
             "trace_name": document.get("traceName"),
             "device_properties": len(properties) if isinstance(properties := document.get("deviceProperties"),
                                                                   list) else 0,
@@ -269,8 +270,8 @@ class Columns:
             framework="pytorch",
             time_origin_ns=origin + base,
             clock="unix",
-            rank=_int_or_none(distributed.get("rank")),
-            world_size=_int_or_none(distributed.get("world_size")),
+            rank=int_or_none(distributed.get("rank")),
+            world_size=int_or_none(distributed.get("world_size")),
             warnings=warnings,
             extra=extra,
         )
@@ -280,21 +281,6 @@ class Columns:
 def _step_number(name: str) -> float:
     match = _STEP_NAME.match(name)
     return float(match.group(1)) if match else math.nan
-
-
-def _int_or_none(value: Any) -> int | None:
-    if isinstance(value, bool) or value is None:
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and math.isfinite(value):
-        return int(value)
-    if isinstance(value, str):
-        try:
-            return int(value)
-        except ValueError:
-            return None
-    return None
 
 
 def _dictionary(codes: np.ndarray, values: list[str | None], where: np.ndarray) -> pa.Array:
