@@ -66,24 +66,13 @@ _AnyEvent = msgspec.defstruct("_AnyEvent", [*_members(EVENT_FIELDS, loose=True),
                               module=__name__, gc=False)
 
 
-class _Document(msgspec.Struct, gc=False):
-    traceEvents: list[_Event] | None = None
-    deviceProperties: Any = None
-    distributedInfo: Any = None
-    baseTimeNanoseconds: Any = None
-    schemaVersion: Any = None
-    displayTimeUnit: Any = None
-    traceName: Any = None
-
-
-class _LooseDocument(msgspec.Struct, gc=False):
-    traceEvents: Any = None
-    deviceProperties: Any = None
-    distributedInfo: Any = None
-    baseTimeNanoseconds: Any = None
-    schemaVersion: Any = None
-    displayTimeUnit: Any = None
-    traceName: Any = None
+# The document's other members, read as they come; the typed and the loose document differ only in the events.
+_DOCUMENT_MEMBERS = [(name, Any, None) for name in ("deviceProperties", "distributedInfo", "baseTimeNanoseconds",
+                                                    "schemaVersion", "displayTimeUnit", "traceName")]
+_Document = msgspec.defstruct("_Document", [("traceEvents", list[_Event] | None, None), *_DOCUMENT_MEMBERS],
+                              module=__name__, gc=False)
+_LooseDocument = msgspec.defstruct("_LooseDocument", [("traceEvents", Any, None), *_DOCUMENT_MEMBERS],
+                                   module=__name__, gc=False)
 
 
 _EVENTS_DECODER = msgspec.json.Decoder(list[_Event])
