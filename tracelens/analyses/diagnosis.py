@@ -11,6 +11,7 @@ per-device quantities are averaged over them ("device-mean"), so a cause never e
     memcpy                device-mean synchronous-memcpy part of `sync` + memcpy.exposed_ns / n
     low_occupancy         occupancy.lost_ns / n: SM time left empty by under-filled grids and block shapes
     multi_gpu_imbalance   max(sum over devices of (busiest busy_ns - busy_ns) / n, imbalance.lost_ns)
+    communication         communication.devices[].exposed_ns / n: collective time with no other kernel running
     unexplained_idle      device-mean idle that no host activity of the feeding threads covers (`nothing`)
     share                 lost_ns / span_ns
     primary               the largest cause when its share > NONE_THRESHOLD, or whatever its share when the
@@ -43,7 +44,7 @@ TOP_NAMES = 5
 PINNED_NEAR_LINK = 0.7  # pinned copies at >= 70% of the link's theoretical bandwidth are as fast as it goes
 
 CAUSE_NAMES = ("startup", "input_pipeline", "host_launch_overhead", "synchronization", "memcpy", "low_occupancy",
-               "multi_gpu_imbalance", "unexplained_idle")
+               "multi_gpu_imbalance", "communication", "unexplained_idle")
 
 # Host names that wait for other processes: MPI calls (nsys MPI tracing), collective ops and NCCL calls.
 RANK_WAIT_PATTERN = re.compile(r"^MPI_|^(nccl|rccl)[A-Z]|^nccl:|c10d::|ProcessGroup|^gloo:|RemoteCall|CollectiveReduce")
@@ -202,6 +203,19 @@ OCCUPANCY_FIX = {
         "default": "Kernels whose block shape caps their occupancy (tiny blocks hit the blocks-per-SM limit, "
                    "partial warps waste lanes): use blocks of 128-512 threads, a multiple of 32.",
     },
+}
+COMMUNICATION_FIX = {
+    "pytorch": "Collectives run with nothing to hide them: let DDP overlap them with backward (bucket_cap_mb tuned: "
+               "larger for many small all-reduces, smaller to start earlier; static_graph=True, no "
+               "find_unused_parameters), accumulate gradients with model.no_sync() on all but the last micro-step; "
+               "with FSDP prefetch (forward_prefetch=True, backward_prefetch=BackwardPrefetch.BACKWARD_PRE).",
+    "tensorflow": "Collectives are exposed: pack gradients into fewer all-reduces "
+                  "(tf.distribute.experimental.CommunicationOptions(bytes_per_pack=...)), let XLA overlap them "
+                  "(XLA_FLAGS=--xla_gpu_enable_latency_hiding_scheduler=true).",
+    "jax": "Collectives are exposed: let XLA schedule them asynchronously beside compute "
+           "(XLA_FLAGS=--xla_gpu_enable_latency_hiding_scheduler=true), shard so fewer, larger collectives run.",
+    "default": "Collectives run while no kernel computes: issue them asynchronously beside independent work, fewer "
+               "and larger messages, and check the interconnect's bandwidth.",
 }
 IMBALANCE_FIX = {
     "pytorch": "Balance work across GPUs: DistributedDataParallel instead of DataParallel, equal shard sizes, "
@@ -487,6 +501,31 @@ def _imbalance(ctx: Context) -> dict[str, Any]:
                   fix_for(IMBALANCE_FIX, ctx.framework))
 
 
+def _communication(ctx: Context) -> dict[str, Any] | None:
+    report = ctx.done.get("communication")
+    if not isinstance(report, dict) or not report.get("collective_count"):
+        return None
+    devices = [d for d in report.get("devices") or [] if d.get("collective_count")]
+    exposed = {str(d["device"]): int(d["exposed_ns"]) for d in devices}
+    collective = {str(d["device"]): int(d["collective_ns"]) for d in devices}
+    by_type: dict[str, dict[str, int]] = {}
+    for d in devices:
+        for t in d["by_type"]:
+            entry = by_type.setdefault(t["type"], {"type": t["type"], "count": 0, "time_ns": 0})
+            entry["count"] += t["count"]
+            entry["time_ns"] += t["time_ns"]
+    total = sum(collective.values())
+    evidence = {
+        "exposed_by_device": exposed,
+        "collective_by_device": collective,
+        "overlap_share": 1 - sum(exposed.values()) / total if total else None,
+        "by_type": sorted(by_type.values(), key=lambda t: (-t["time_ns"], t["type"])),
+        "world_size": ctx.trace.metadata.world_size,
+    }
+    return _cause("communication", sum(exposed.values()) / ctx.n, ctx, evidence,
+                  fix_for(COMMUNICATION_FIX, ctx.framework))
+
+
 def _unexplained(ctx: Context) -> dict[str, Any]:
     trace = ctx.trace
     cols = event_columns(trace)
@@ -538,7 +577,8 @@ def _unexplained(ctx: Context) -> dict[str, Any]:
 
 
 GPU_CAUSES: tuple[Callable[[Context], dict[str, Any] | None], ...] = (
-    _startup, _input, _launch_overhead, _synchronization, _memcpy, _low_occupancy, _imbalance, _unexplained,
+    _startup, _input, _launch_overhead, _synchronization, _memcpy, _low_occupancy, _imbalance, _communication,
+    _unexplained,
 )
 
 

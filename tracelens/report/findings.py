@@ -199,6 +199,23 @@ def _imbalance(cause: dict[str, Any], _: dict[str, Any]) -> str:
             f"the GPUs are {fmt_ns(cause['lost_ns'])} short of the busiest one on average.")
 
 
+def _communication(cause: dict[str, Any], _: dict[str, Any]) -> str:
+    ev = cause["evidence"]
+    exposed, collective = ev.get("exposed_by_device") or {}, ev.get("collective_by_device") or {}
+    device, idle = _worst(exposed)
+    total = collective.get(device) or 0
+    text = f"{_gpu(device, len(exposed))} spent {fmt_ns(idle)} in collectives with no other kernel running"
+    if total:
+        text += f" ({fmt_pct(idle / total)} of its {fmt_ns(total)} of collective time)"
+    kinds = ev.get("by_type") or []
+    if kinds:
+        text += ": " + ", ".join(f"{_calls(t['count'], t['type'].replace('_', '-'))} ({fmt_ns(t['time_ns'])})"
+                                 for t in kinds[:3])
+    if (ev.get("world_size") or 1) > 1:
+        text += f"; one of {ev['world_size']} ranks"
+    return text + _mean_note(cause, exposed) + "."
+
+
 def _unexplained(cause: dict[str, Any], _: dict[str, Any]) -> str:
     ev = cause["evidence"]
     by_device = ev.get("idle_by_device") or {}
@@ -243,6 +260,7 @@ SENTENCES: dict[str, Callable[[dict[str, Any], dict[str, Any]], str]] = {
     "memcpy": _memcpy,
     "low_occupancy": _occupancy,
     "multi_gpu_imbalance": _imbalance,
+    "communication": _communication,
     "unexplained_idle": _unexplained,
     "none": _none,
 }

@@ -1,0 +1,116 @@
+"""Collectives and the per-device time breakdown (tracelens/analyses/communication.py), derived by hand and
+against independent computations on real traces."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+import tracelens
+from tests.conftest import copy_shared_trace, shared_params
+from tests.reference import union_length
+from tracelens.analyses.communication import collective_type, communication_report
+from tracelens.trace import Trace
+
+SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "traces"
+
+
+def _gpu(kind: str, name: str, start: int, end: int, device: int = 0) -> dict:
+    return {"kind": kind, "name": name, "start_ns": start, "end_ns": end, "device": device, "stream": 7}
+
+
+@pytest.mark.parametrize(("name", "kind"), [
+    ("ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)", "all_reduce"),
+    ("ncclDevKernel_AllGather_RING_LL(ncclDevComm*, unsigned long, ncclWork*)", "all_gather"),
+    ("ncclDevKernel_ReduceScatter_Sum_f32_RING_LL", "reduce_scatter"),
+    ("ncclDevKernel_SendRecv(ncclDevComm*)", "send_recv"),
+    ("ncclKernel_Broadcast_RING_LL_Sum_int8_t", "broadcast"),
+    ("ncclDevKernel_Generic_1(ncclDevComm*)", "other"),
+    ("rcclGenericKernel", "other"),
+    ("all-reduce-start.3", "all_reduce"), ("all-gather.1", "all_gather"), ("%reduce-scatter", "reduce_scatter"),
+    ("all-to-all.2", "all_to_all"), ("collective-permute-done", "collective_permute"),
+    ("fusion.3", None), ("void at::native::reduce_kernel<512, 1>", None), ("__amd_rocclr_fillBufferAligned.kd", None),
+])
+def test_collective_names(name, kind):
+    assert collective_type(name) == kind
+
+
+def test_hand_built_breakdown():
+    # GPU 0: compute [0,100) and [200,300); an all-reduce [50,150); a copy [150,170). Span 300.
+    #   C = [50,150) = 100; K = [0,100) + [200,300) = 200; overlap [50,100) = 50; exposed [100,150) = 50.
+    #   computation only = 200 - 50 = 150; copy not overlapped [150,170) = 20; idle [170,200) = 30.
+    #   150 + 50 + 50 + 20 + 30 = 300.
+    # GPU 1: XLA op all-gather-start.1 [0,40) on the device with its NCCL kernel [10,30) inside: C = 40, all
+    #   exposed (no other kernel); span 40.
+    rows = [_gpu("kernel", "gemm", 0, 100), _gpu("kernel", "ncclDevKernel_AllReduce_Sum_f32_RING_LL", 50, 150),
+            _gpu("memcpy", "Memcpy HtoD", 150, 170), _gpu("kernel", "gemm", 200, 300),
+            _gpu("gpu_annotation", "all-gather-start.1", 0, 40, device=1),
+            _gpu("kernel", "ncclDevKernel_AllGather_RING_LL", 10, 30, device=1)]
+    report = communication_report(Trace.from_rows(rows))
+    dev0, dev1 = report["devices"]
+    assert (dev0["collective_count"], dev0["collective_ns"], dev0["exposed_ns"]) == (1, 100, 50)
+    assert dev0["overlap_share"] == pytest.approx(0.5)
+    assert dev0["breakdown"] == {"span_ns": 300, "computation_only_ns": 150, "communication_overlapped_ns": 50,
+                                 "communication_exposed_ns": 50, "memcpy_exposed_ns": 20, "idle_ns": 30}
+    assert dev0["by_type"] == [{"type": "all_reduce", "count": 1, "time_ns": 100, "bytes": None,
+                                "algbw_bytes_per_s": None, "busbw_bytes_per_s": None}]
+    assert (dev1["collective_ns"], dev1["exposed_ns"], dev1["overlap_share"]) == (40, 40, 0.0)
+    assert dev1["breakdown"]["communication_exposed_ns"] == 40 and dev1["breakdown"]["idle_ns"] == 0
+    assert report["collective_count"] == 3
+
+
+@pytest.mark.shared
+def test_nccl_trace_against_the_json():
+    path = SHARED / "pytorch" / "a100_nccl_2rank_rank0_2024.json.gz"
+    if not path.exists():
+        pytest.skip("../shared/traces is absent")
+    events = json.loads(gzip.decompress(path.read_bytes()))["traceEvents"]
+    kernels = [e for e in events if e.get("ph") == "X" and e.get("cat") == "kernel"]
+    # Times in ns from the file's µs (floats with ns digits); the reader's rounding may move each edge 1 ns.
+    nccl = [(round(e["ts"] * 1000), round((e["ts"] + e["dur"]) * 1000)) for e in kernels
+            if e["name"].startswith("ncclKernel_")]
+    other = [(round(e["ts"] * 1000), round((e["ts"] + e["dur"]) * 1000)) for e in kernels
+             if not e["name"].startswith("ncclKernel_")]
+    collective = union_length(nccl)
+    exposed = union_length(nccl + other) - union_length(other)
+    (device,) = [d for d in communication_report(tracelens.load(path))["devices"] if d["collective_count"]]
+    assert device["collective_count"] == len(nccl) == 21
+    assert device["collective_ns"] == pytest.approx(collective, abs=2 * len(nccl))
+    assert device["exposed_ns"] == pytest.approx(exposed, abs=2 * len(kernels))
+    assert 0.54 <= 1 - device["overlap_share"] <= 0.90  # most NCCL time overlaps no compute kernel here
+    assert {t["type"]: t["count"] for t in device["by_type"]} == {"all_reduce": 15, "broadcast": 6}
+
+
+@pytest.mark.shared
+@pytest.mark.parametrize("path", shared_params("nsys", "*.sqlite") + shared_params("pytorch", "*.json.gz")
+                         + shared_params("tf", "*.xplane.pb"))
+def test_breakdown_sums_to_the_span_on_real_traces(path):
+    for device in communication_report(tracelens.load(path))["devices"]:
+        parts = device["breakdown"]
+        assert sum(v for k, v in parts.items() if k != "span_ns") == parts["span_ns"]
+        assert min(parts.values()) >= 0
+
+
+def test_nsys_export_with_renamed_collective_kernels(tmp_path):
+    # A copy of the 2026.2 window export whose most frequent kernel (demangled name, what the reader shows) is
+    # renamed to an NCCL all-reduce:
+    # the collective time is that name's kernel union per device, computed here in SQL and plain Python.
+    path = copy_shared_trace(tmp_path, "nsys", "h100x2_fastvideo_window_nsys2026.2.sqlite")
+    with sqlite3.connect(path) as con:
+        (name_id,), = con.execute("SELECT demangledName FROM CUPTI_ACTIVITY_KIND_KERNEL GROUP BY demangledName "
+                                  "ORDER BY COUNT(*) DESC LIMIT 1").fetchall()
+        con.execute("UPDATE StringIds SET value = 'ncclDevKernel_AllReduce_Sum_bf16_RING_LL' WHERE id = ?",
+                    (name_id,))
+        rows = con.execute("SELECT deviceId, start, end, demangledName = ? FROM CUPTI_ACTIVITY_KIND_KERNEL",
+                           (name_id,)).fetchall()
+    report = {d["device"]: d for d in communication_report(tracelens.load(path))["devices"]}
+    for device in {r[0] for r in rows}:
+        coll = [(s, e) for d, s, e, c in rows if d == device and c]
+        other = [(s, e) for d, s, e, c in rows if d == device and not c]
+        assert report[device]["collective_count"] == len(coll)
+        assert report[device]["collective_ns"] == union_length(coll)
+        assert report[device]["exposed_ns"] == union_length(coll + other) - union_length(other)
