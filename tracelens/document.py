@@ -2,8 +2,8 @@
 
 The document is a plain dict (JSON-ready) whose shape is given here as :class:`~typing.TypedDict` s, one per
 section, so code that reads it (renderers, ``diff``, the multi-rank run) names keys the type checker knows
-instead of guessing at spellings. Keys are documented in ``docs/json.md``; a section's deeper structure
-that only its own renderer reads is typed ``dict[str, Any]``.
+instead of guessing at spellings. Every key of every section is typed, as ``docs/json.md`` documents it;
+only maps whose keys are data and a cause's evidence (keys per cause) are ``dict[str, ...]``.
 
 :func:`summarize` computes the ``summary`` block (the headline figures every renderer and ``diff`` need)
 once, from the sections; ``analyze`` and the multi-rank run document both call it. :func:`dumps` writes a
@@ -38,8 +38,18 @@ class Source(TypedDict):
 
 
 # One GPU: the devices section's DeviceUtilization as a dict (one definition of its fields, there), plus
-# ``rank`` in a multi-rank run document.
-Device = TypedDict("Device", {**get_type_hints(DeviceUtilization), "rank": int}, total=False)  # type: ignore[misc]
+# ``rank`` in a multi-rank run document. (Optional keys by a total=False subclass: typing.NotRequired is 3.11+.)
+_DeviceFields = TypedDict("_DeviceFields", get_type_hints(DeviceUtilization))  # type: ignore[misc]
+
+
+class Device(_DeviceFields, total=False):
+    rank: int  # run documents only
+
+
+# The sections, key for key as docs/json.md lists them (tests/test_document_types.py checks every key of
+# the output against these types, and every required key here against the output). Keys that are data
+# (a host category, a cause) are dict[str, ...]; a cause's evidence, whose keys depend on the cause, is
+# dict[str, Any] (its keys are in docs/json.md, per cause).
 
 
 class KernelRow(TypedDict):
@@ -56,32 +66,88 @@ class KernelRow(TypedDict):
 
 class Kernels(TypedDict):
     count: int
-    distinct_names: int
     total_ns: int
+    distinct_names: int
     by_name: list[KernelRow]
+
+
+class HostKind(TypedDict):
+    kind: str
+    count: int
+    total_ns: int
+
+
+class HostRow(TypedDict):
+    kind: str
+    name: str
+    count: int
+    total_ns: int
+
+
+class Host(TypedDict):
+    span_ns: int
+    threads: int
+    by_kind: list[HostKind]
+    top: list[HostRow]
+    has_gpu_activity: bool
+
+
+class GapBucket(TypedDict):
+    bucket: str
+    min_ns: int
+    max_ns: int | None
+    count: int
+    total_ns: int
+
+
+class Gap(TypedDict):
+    start_ns: int
+    duration_ns: int
 
 
 class GapTimeline(TypedDict):
     start_ns: int
-    edges_ns: list[int]  # bucket edges, one more than utilization
-    utilization: list[float]  # busy fraction per bucket
+    edges_ns: list[int]
+    utilization: list[float]
 
 
-class GapDevice(TypedDict, total=False):
-    """One GPU's gaps; ``gap_count``, ``histogram`` and ``largest`` are read by the gaps renderers only."""
-
+class GapDevice(TypedDict):
     device: int
     span_ns: int
+    busy_ns: int
     idle_ns: int
-    timeline: GapTimeline | None
+    gap_count: int
+    histogram: list[GapBucket]
+    largest: list[Gap]
+    timeline: GapTimeline
 
 
-class Gaps(TypedDict, total=False):
+class Gaps(TypedDict):
     bucket_edges_ns: list[int]
     devices: list[GapDevice]
 
 
-class StepSummary(TypedDict, total=False):
+class StepGpuBusy(TypedDict):
+    device: int
+    busy_ns: int
+
+
+class StepRow(TypedDict):
+    step: int
+    start_ns: int
+    end_ns: int
+    duration_ns: int
+    gpu_busy: list[StepGpuBusy]
+    host: dict[str, int]
+
+
+class StepsGpuBusy(TypedDict):
+    device: int
+    busy_ns: int
+    utilization: float
+
+
+class StepSummary(TypedDict):
     total_ns: int
     mean_ns: float
     median_ns: float
@@ -89,52 +155,394 @@ class StepSummary(TypedDict, total=False):
     max_ns: int
     host_ns: dict[str, int]
     host_share: dict[str, float]
-    gpu_busy: list[dict[str, Any]]
+    gpu_busy: list[StepsGpuBusy]
 
 
-class Steps(TypedDict, total=False):
+class _StepsFields(TypedDict):
     count: int
-    listed: int
+    steps: list[StepRow]
     summary: StepSummary | None
-    steps: list[dict[str, Any]]
+
+
+class Steps(_StepsFields, total=False):
+    listed: int  # absent without steps
+
+
+class IdleGaps(TypedDict):
+    count: int
+    idle_ns: int
+
+
+class AttributedGap(TypedDict):
+    start_ns: int
+    duration_ns: int
+    by_cause: dict[str, int]
+
+
+class AttributionDevice(TypedDict):
+    device: int
+    idle_ns: int
+    gap_count: int
+    feeding_threads: list[list[int]]
+    feeding_thread_count: int
+    feeding_threads_from: str
+    by_cause: dict[str, int]
+    sync_copy_ns: int
+    after_sync: IdleGaps
+    late_launch: IdleGaps
+    largest: list[AttributedGap]
 
 
 class Attribution(TypedDict):
     priority: list[str]
-    devices: list[dict[str, Any]]
+    devices: list[AttributionDevice]
     total_by_cause: dict[str, int]
     mean_by_cause: dict[str, float]
     sync_copy_ns: int
 
 
-class Memcpy(TypedDict, total=False):
+class LaunchLatency(TypedDict):
+    count: int
+    mean_ns: float | None
+    max_ns: int | None
+    p50_ns: int | None
+    p90_ns: int | None
+    p99_ns: int | None
+    negative_count: int
+
+
+class LaunchShortKernels(TypedDict):
+    count: int
+    kernel_ns: int
+    of_matched_kernels: int
+
+
+class LaunchSmallKernels(TypedDict):
+    threshold_ns: int
+    count: int
+    kernel_ns: int
+    total_kernel_ns: int
+    share: float
+
+
+class LaunchRates(TypedDict):
+    launch_calls: int
+    issue_span_ns: int
+    issue_per_s: float | None
+    gpu_busy_ns: int
+    execution_per_s: float | None
+    issue_to_execution: float | None
+
+
+class QueueDepth(TypedDict):
+    device: int
+    stream: int
+    max: int
+    mean: float
+    ops: int
+
+
+class CudaGraphs(TypedDict):
+    in_use: bool
+    graph_launch_calls: int
+    graph_ops: int
+
+
+class Launch(TypedDict):
+    gpu_ops: int
+    matched_ops: int
+    latency: LaunchLatency
+    short_kernels: LaunchShortKernels
+    small_kernels: LaunchSmallKernels
+    rates: LaunchRates
+    queue_depth: list[QueueDepth]
+    cuda_graphs: CudaGraphs
+
+
+class SyncCall(TypedDict):
+    name: str
+    count: int
+    total_ns: int
+
+
+class SyncBlocking(TypedDict):
+    count: int
+    total_ns: int
+    by_name: list[SyncCall]
+
+
+class SyncStep(TypedDict):
+    step: int
+    count: int
+    total_ns: int
+
+
+class SyncStepMean(TypedDict):
+    count: float
+    total_ns: float
+
+
+class ItemPatternOp(TypedDict):
+    name: str
+    count: int
+
+
+class SyncItemPattern(TypedDict):
+    count: int
+    sync_calls: int
+    wait_ns: int
+    max_bytes: int
+    top_ops: list[ItemPatternOp]
+    per_step: list[int]
+
+
+class GpuWait(TypedDict):
+    sync_kind: str
+    count: int
+    total_ns: int
+
+
+class Sync(TypedDict):
+    blocking: SyncBlocking
+    per_step: list[SyncStep]
+    per_step_mean: SyncStepMean | None
+    item_pattern: SyncItemPattern
+    gpu_waits: list[GpuWait]
+    stream_wait_event_calls: int
+
+
+class RangeRow(TypedDict):
+    name: str
+    count: int
+    cpu_ns: int
+    gpu_ops: int
+    gpu_op_ns: int
+    projected_ns: int
+    gpu_idle_ns: int
+    instances_with_gpu: int
+
+
+class Ranges(TypedDict):
+    count: int
+    names: int
+    ranges: list[RangeRow]
+
+
+class MemcpyKind(TypedDict):
+    kind: str
     count: int
     bytes: int
     duration_ns: int
     exposed_ns: int
+    pageable_count: int
+    pageable_ns: int
+    pinned_count: int
+    pinned_ns: int
+    managed_count: int
+    unknown_memory_count: int
+    sync_count: int
+    sync_ns: int
+    async_count: int
+    async_ns: int
+    graph_count: int
+    unknown_launch_count: int
+    zero_duration_count: int
+    unknown_bytes_count: int
+    small_count: int
+    small_ns: int
+    measured_count: int
+    achieved_bytes_per_s: float | None
+    p10_bytes_per_s: float | None
+    p50_bytes_per_s: float | None
+    p90_bytes_per_s: float | None
+    max_bytes_per_s: float | None
+
+
+class MemcpyDeviceKind(TypedDict):
+    kind: str
+    count: int
+    bytes: int
+    duration_ns: int
     union_ns: int
-    by_kind: list[dict[str, Any]]
-    per_device: list[dict[str, Any]]
-    findings: list[dict[str, Any]]
+    exposed_ns: int
+    busy_share: float
+    span_share: float
+    achieved_bytes_per_s: float | None
+    large_copy_count: int
+    large_achieved_bytes_per_s: float | None
+    expected_bytes_per_s: float | None
+    expected_link: str | None
+    expected_source: str | None
+    achieved_fraction: float | None
+    large_achieved_fraction: float | None
 
 
-class Cause(TypedDict, total=False):
+class MemcpyDevice(TypedDict):
+    device: int
+    name: str | None
+    count: int
+    bytes: int
+    duration_ns: int
+    union_ns: int
+    exposed_ns: int
+    busy_ns: int
+    span_ns: int
+    busy_share: float
+    span_share: float
+    exposed_span_share: float
+    by_kind: list[MemcpyDeviceKind]
+
+
+class MemcpyHostMemory(TypedDict):
+    pageable_count: int
+    pinned_count: int
+    managed_count: int
+    device_count: int
+    unknown_count: int
+    host_copies_unknown_count: int
+    basis: str
+
+
+class MemcpyLaunch(TypedDict):
+    sync_count: int
+    async_count: int
+    graph_count: int
+    unknown_count: int
+    async_pageable_count: int
+    sync_ns: int
+    basis: str
+
+
+class CopyBurst(TypedDict):
+    device: int
+    start_ns: int
+    end_ns: int
+    count: int
+    bytes: int
+    duration_ns: int
+
+
+class MemcpySmallCopies(TypedDict):
+    threshold_bytes: int
+    count: int
+    bytes: int
+    duration_ns: int
+    burst_min_copies: int
+    burst_max_gap_ns: int
+    burst_count: int
+    burst_copy_count: int
+    burst_ns: int
+    largest_bursts: list[CopyBurst]
+
+
+class MemcpyFinding(TypedDict):
+    id: str
+    severity: str
+    message: str
+    evidence: dict[str, Any]
+    fix: str
+
+
+class Memcpy(TypedDict):
+    count: int
+    bytes: int
+    duration_ns: int
+    union_ns: int
+    exposed_ns: int
+    by_kind: list[MemcpyKind]
+    per_device: list[MemcpyDevice]
+    host_memory: MemcpyHostMemory
+    launch: MemcpyLaunch
+    small_copies: MemcpySmallCopies
+    findings: list[MemcpyFinding]
+
+
+class OccupancyDevice(TypedDict):
+    device: int
+    name: str | None
+    compute_capability: str | None
+    sm_count: int | None
+    limits_source: list[str]
+    kernel_count: int
+    kernel_ns: int
+    computed_count: int
+    computed_kernel_ns: int
+    not_computed_reason: str | None
+    basis: str
+    time_weighted_theoretical: float | None
+    time_weighted_estimated_achieved: float | None
+    time_weighted_reported: float | None
+    low_count: int
+    low_ns: int
+    under_filled_count: int
+    under_filled_ns: int
+    block_shape_limited_count: int
+    block_shape_limited_ns: int
+    register_or_shared_limited_ns: int
+    collective_kernel_ns: int
+    library_kernel_ns: int
+    library_under_filled_ns: int
+    lost_ns: int
+    under_filled_lost_ns: int
+    block_shape_lost_ns: int
+    limiter_ns: dict[str, int]
+
+
+class NotComputed(TypedDict):
+    device: int | None
+    reason: str
+    kernel_count: int
+
+
+class LowOccupancyKernel(TypedDict):
+    name: str
+    device: int
+    count: int
+    total_ns: int
+    lost_ns: int
+    sm_fill: float | None
+    grid_blocks: float | None
+    occupancy: float | None
+    theoretical: float | None
+    shape_occupancy: float | None
+    waves: float | None
+    under_filled_count: int
+    block_shape_limited: bool
+    limiter: str | None
+    threads_per_block: int | None
+    registers_per_thread: int | None
+    shared_bytes_per_block: int | None
+
+
+class Occupancy(TypedDict):
+    low_threshold: float
+    kernel_count: int
+    computed_count: int
+    lost_ns: int
+    under_filled_lost_ns: int
+    block_shape_lost_ns: int
+    per_device: list[OccupancyDevice]
+    not_computed: list[NotComputed]
+    top_low_occupancy_kernels: list[LowOccupancyKernel]
+
+
+class Cause(TypedDict):
     cause: str
     lost_ns: int
     share: float
-    fix: str | list[str]
     evidence: dict[str, Any]
+    fix: str | None
 
 
-class Diagnosis(TypedDict, total=False):
-    primary: Cause | None
+class Diagnosis(TypedDict):
+    primary: Cause
     causes: list[Cause]
-    has_gpu_activity: bool
     span_ns: int
-    busy_share: float | None
-    framework: str
     threshold: float
+    busy_share: float | None
     healthy_min_busy: float
+    has_gpu_activity: bool
+    framework: str
     unexplained_idle_ns: int
 
 
@@ -176,15 +584,15 @@ class Document(TypedDict, total=False):
     summary: Summary
     devices: list[Device]
     kernels: Kernels
-    host: dict[str, Any]
+    host: Host
     gaps: Gaps
     steps: Steps
     attribution: Attribution
-    launch: dict[str, Any]
-    sync: dict[str, Any]
-    ranges: dict[str, Any]
+    launch: Launch
+    sync: Sync
+    ranges: Ranges
     memcpy: Memcpy
-    occupancy: dict[str, Any]
+    occupancy: Occupancy
     diagnosis: Diagnosis
 
 
