@@ -44,12 +44,13 @@ def test_hand_built_breakdown():
     #   C = [50,150) = 100; K = [0,100) + [200,300) = 200; overlap [50,100) = 50; exposed [100,150) = 50.
     #   computation only = 200 - 50 = 150; copy not overlapped [150,170) = 20; idle [170,200) = 30.
     #   150 + 50 + 50 + 20 + 30 = 300.
-    # GPU 1: XLA op all-gather-start.1 [0,40) on the device with its NCCL kernel [10,30) inside: C = 40, all
-    #   exposed (no other kernel); span 40.
+    # GPU 1: XLA op all-gather-start.1 [0,40) on the device (an annotation, not GPU time) with a kernel
+    #   "fusion_all_gather" [10,30) starting inside it: a collective by its op; C = 20, all exposed (no other
+    #   kernel); a compute kernel [50,60) after it; span [10,60) = 50: computation 10, exposed 20, idle 20.
     rows = [_gpu("kernel", "gemm", 0, 100), _gpu("kernel", "ncclDevKernel_AllReduce_Sum_f32_RING_LL", 50, 150),
             _gpu("memcpy", "Memcpy HtoD", 150, 170), _gpu("kernel", "gemm", 200, 300),
             _gpu("gpu_annotation", "all-gather-start.1", 0, 40, device=1),
-            _gpu("kernel", "ncclDevKernel_AllGather_RING_LL", 10, 30, device=1)]
+            _gpu("kernel", "fusion_all_gather", 10, 30, device=1), _gpu("kernel", "fusion.2", 50, 60, device=1)]
     report = communication_report(Trace.from_rows(rows))
     dev0, dev1 = report["devices"]
     assert (dev0["collective_count"], dev0["collective_ns"], dev0["exposed_ns"]) == (1, 100, 50)
@@ -58,9 +59,11 @@ def test_hand_built_breakdown():
                                  "communication_exposed_ns": 50, "memcpy_exposed_ns": 20, "idle_ns": 30}
     assert dev0["by_type"] == [{"type": "all_reduce", "count": 1, "time_ns": 100, "bytes": None,
                                 "algbw_bytes_per_s": None, "busbw_bytes_per_s": None}]
-    assert (dev1["collective_ns"], dev1["exposed_ns"], dev1["overlap_share"]) == (40, 40, 0.0)
-    assert dev1["breakdown"]["communication_exposed_ns"] == 40 and dev1["breakdown"]["idle_ns"] == 0
-    assert report["collective_count"] == 3
+    assert (dev1["collective_ns"], dev1["exposed_ns"], dev1["overlap_share"]) == (20, 20, 0.0)
+    assert dev1["breakdown"] == {"span_ns": 50, "computation_only_ns": 10, "communication_overlapped_ns": 0,
+                                 "communication_exposed_ns": 20, "memcpy_exposed_ns": 0, "idle_ns": 20}
+    assert dev1["by_type"][0]["type"] == "all_gather"
+    assert report["collective_count"] == 2
 
 
 @pytest.mark.shared
@@ -89,10 +92,15 @@ def test_nccl_trace_against_the_json():
 @pytest.mark.parametrize("path", shared_params("nsys", "*.sqlite") + shared_params("pytorch", "*.json.gz")
                          + shared_params("tf", "*.xplane.pb"))
 def test_breakdown_sums_to_the_span_on_real_traces(path):
-    for device in communication_report(tracelens.load(path))["devices"]:
+    doc = tracelens.analyze(tracelens.load(path))
+    gaps = {d["device"]: d for d in doc["gaps"]["devices"]}
+    for device in doc["communication"]["devices"]:
         parts = device["breakdown"]
         assert sum(v for k, v in parts.items() if k != "span_ns") == parts["span_ns"]
         assert min(parts.values()) >= 0
+        # The same span and idle time as the gaps section: collectives are busy time there too.
+        assert (parts["span_ns"], parts["idle_ns"]) == (gaps[device["device"]]["span_ns"],
+                                                        gaps[device["device"]]["idle_ns"])
 
 
 def test_nsys_export_with_renamed_collective_kernels(tmp_path):
@@ -114,3 +122,25 @@ def test_nsys_export_with_renamed_collective_kernels(tmp_path):
         assert report[device]["collective_count"] == len(coll)
         assert report[device]["collective_ns"] == union_length(coll)
         assert report[device]["exposed_ns"] == union_length(coll + other) - union_length(other)
+
+
+def test_communication_cause_in_the_diagnosis():
+    # The hand-built case: exposed 50 ns on GPU 0 and 20 ns on GPU 1 -> device-mean 35; span = union of the
+    # device spans [0,300) = 300 -> share 35/300. GPU 1 is busy 30 ns against GPU 0's 270 (span 300 - idle 30):
+    # imbalance (270 - 30) / 2 = 120 ranks first.
+    from tracelens.analyses import analyze
+    from tracelens.analyses.diagnosis import COMMUNICATION_FIX
+
+    rows = [_gpu("kernel", "gemm", 0, 100), _gpu("kernel", "ncclDevKernel_AllReduce_Sum_f32_RING_LL", 50, 150),
+            _gpu("memcpy", "Memcpy HtoD", 150, 170), _gpu("kernel", "gemm", 200, 300),
+            _gpu("gpu_annotation", "all-gather-start.1", 0, 40, device=1),
+            _gpu("kernel", "fusion_all_gather", 10, 30, device=1), _gpu("kernel", "fusion.2", 50, 60, device=1)]
+    diagnosis = analyze(Trace.from_rows(rows))["diagnosis"]
+    causes = {c["cause"]: c for c in diagnosis["causes"]}
+    comm = causes["communication"]
+    assert (comm["lost_ns"], comm["share"]) == (35, pytest.approx(35 / 300))
+    assert comm["evidence"]["exposed_by_device"] == {"0": 50, "1": 20}
+    assert comm["evidence"]["overlap_share"] == pytest.approx(1 - 70 / 120)
+    assert [t["type"] for t in comm["evidence"]["by_type"]] == ["all_reduce", "all_gather"]
+    assert comm["fix"] == COMMUNICATION_FIX["default"]
+    assert (diagnosis["primary"]["cause"], diagnosis["primary"]["lost_ns"]) == ("multi_gpu_imbalance", 120)

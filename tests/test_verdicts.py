@@ -102,7 +102,7 @@ CAUSE_VERDICTS = {
 
 
 ALLOWED_CAUSES = {"input_pipeline", "host_launch_overhead", "synchronization", "memcpy", "low_occupancy",
-                  "multi_gpu_imbalance", "startup", "unexplained_idle"}
+                  "multi_gpu_imbalance", "startup", "unexplained_idle", "communication"}
 
 
 def _diagnosis(path: Path) -> dict:

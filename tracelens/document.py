@@ -534,6 +534,41 @@ class Cause(TypedDict):
     fix: str | None
 
 
+class CollectiveType(TypedDict):
+    type: str
+    count: int
+    time_ns: int
+    bytes: int | None
+    algbw_bytes_per_s: float | None
+    busbw_bytes_per_s: float | None
+
+
+class DeviceBreakdown(TypedDict):
+    """A device's span in parts that add up to it (``communication.devices[].breakdown``)."""
+
+    span_ns: int
+    computation_only_ns: int
+    communication_overlapped_ns: int
+    communication_exposed_ns: int
+    memcpy_exposed_ns: int
+    idle_ns: int
+
+
+class CommunicationDevice(TypedDict):
+    device: int
+    collective_count: int
+    collective_ns: int
+    exposed_ns: int
+    overlap_share: float | None
+    breakdown: DeviceBreakdown
+    by_type: list[CollectiveType]
+
+
+class Communication(TypedDict):
+    collective_count: int
+    devices: list[CommunicationDevice]
+
+
 class Diagnosis(TypedDict):
     primary: Cause
     causes: list[Cause]
@@ -593,6 +628,7 @@ class Document(TypedDict, total=False):
     ranges: Ranges
     memcpy: Memcpy
     occupancy: Occupancy
+    communication: Communication
     diagnosis: Diagnosis
 
 

@@ -1,10 +1,11 @@
 """Collective communication on each GPU: how much of it computation hides, and the device's time breakdown.
 
 Definitions (docs/analyses.md, "communication"), per device, over its span [first GPU op start, last end):
-    C  = union of collective intervals: NCCL/RCCL kernels (every name generation: ``ncclKernel_*``,
-         ``ncclDevKernel_*``, ``rcclGenericKernel``, ...) and XLA collective ops run on the device
-         (``all-reduce``, ``all-gather``, ``reduce-scatter``, ``all-to-all``, ``collective-permute``,
-         with their ``-start``/``-done`` halves)
+    C  = union of collective kernels: NCCL/RCCL kernels by name (every generation: ``ncclKernel_*``,
+         ``ncclDevKernel_*``, ``rcclGenericKernel``, ...) and kernels that start inside an XLA collective op
+         on the same device (``all-reduce``, ``all-gather``, ``reduce-scatter``, ``all-to-all``,
+         ``collective-permute``, with their ``-start``/``-done`` halves); the ops themselves are annotations,
+         not GPU time, so busy time and the breakdown agree with the gaps section
     K  = union of the other kernels (computation)
     M  = union of memcpy and memset
     collective_ns                = |C|
@@ -98,24 +99,41 @@ def device_communication(starts: np.ndarray, ends: np.ndarray, is_collective: np
     }
 
 
+def _inside_xla_ops(cols: Any, rows: np.ndarray, types: np.ndarray, ops: np.ndarray, op_types: np.ndarray) -> None:
+    """Type, in place, the kernels in ``rows`` that start inside one of the XLA collective ``ops`` of their device
+    and have no collective type of their own."""
+    for device in np.unique(cols.device[ops]):  # a loop over devices
+        mine = ops[cols.device[ops] == device]
+        order = np.argsort(cols.start[mine], kind="stable")
+        op_start, op_end, op_type = cols.start[mine][order], cols.end[mine][order], op_types[mine][order]
+        # An op's end, or the latest end of the ops started before it, covers a kernel starting before it.
+        reach = np.maximum.accumulate(op_end)
+        candidates = np.flatnonzero((cols.device[rows] == device) & (types == ""))
+        at = np.searchsorted(op_start, cols.start[rows][candidates], side="right") - 1
+        inside = (at >= 0) & (cols.start[rows][candidates] < reach[np.maximum(at, 0)])
+        types[candidates[inside]] = op_type[at[inside]]
+
+
 def communication_report(trace: Trace) -> dict[str, Any]:
     """The ``communication`` block: per device with GPU activity, its collectives and time breakdown."""
     cols = event_columns(trace)
     on_device = cols.device >= 0
     kernel = cols.of_kind(KERNEL) & on_device
-    xla = cols.of_kind(GPU_ANNOTATION) & on_device & code_mask(cols.name, cols.names, is_xla_collective)
-    rows = np.flatnonzero(kernel | xla | (cols.of_kind(MEMCPY, MEMSET) & on_device))
-    names = cols.names
-    type_codes = np.array([collective_type(str(n)) or "" for n in names] + [""], dtype=object)
-    types = type_codes[cols.name[rows]]  # name -1 picks the trailing ""
+    rows = np.flatnonzero(kernel | (cols.of_kind(MEMCPY, MEMSET) & on_device))
+    type_of_name = np.array([collective_type(str(n)) or "" for n in cols.names] + [""], dtype=object)
+    types = np.where(kernel[rows], type_of_name[cols.name[rows]], "")  # name -1 picks the trailing ""
+    ops = np.flatnonzero(cols.of_kind(GPU_ANNOTATION) & on_device
+                         & code_mask(cols.name, cols.names, is_xla_collective))
+    if ops.size:
+        _inside_xla_ops(cols, rows, types, ops, type_of_name[cols.name])
     is_collective = types != ""
     is_kernel = kernel[rows]
     devices = cols.device[rows]
     out = []
     for device in np.unique(devices):  # a loop over devices
         sel = devices == device
-        entry = device_communication(cols.start[rows][sel], cols.end[rows][sel], is_collective[sel],
-                                     is_kernel[sel] | is_collective[sel], types[sel])
+        entry = device_communication(cols.start[rows][sel], cols.end[rows][sel], is_collective[sel], is_kernel[sel],
+                                     types[sel])
         out.append({"device": int(device), **entry})
     total = sum(d["collective_count"] for d in out)
     return {"collective_count": total, "devices": out}

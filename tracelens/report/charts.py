@@ -74,3 +74,30 @@ def utilization_chart(doc: dict[str, Any]) -> list[str]:
              f'    x-axis "ms since the first GPU op" 0 --> {_number(span_ms)}', '    y-axis "busy %" 0 --> 100']
     lines.extend("    line [" + ", ".join(f"{100 * x:.1f}" for x in v) + "]" for v in values)
     return [*lines, "```"]
+
+
+# The device time breakdown of the communication section, one stacked text bar per device (terminal and
+# markdown alike: block characters need no image and survive any table cell).
+BREAKDOWN_PARTS = (("computation_only_ns", "█", "computation only"),
+                   ("communication_overlapped_ns", "▓", "communication overlapped by computation"),
+                   ("communication_exposed_ns", "▒", "communication exposed"),
+                   ("memcpy_exposed_ns", "░", "memcpy/memset not overlapped"),
+                   ("idle_ns", "·", "idle"))
+BAR_WIDTH = 40
+
+
+def stacked_bar(breakdown: dict[str, Any], width: int = BAR_WIDTH) -> str:
+    """``width`` characters, each part's share of the span by largest remainder (the parts sum to the span)."""
+    values = np.array([max(int(breakdown.get(key) or 0), 0) for key, _, _ in BREAKDOWN_PARTS], np.float64)
+    total = values.sum()
+    if total <= 0:
+        return ""
+    exact = values / total * width
+    cells = np.floor(exact).astype(int)
+    for i in np.argsort(-(exact - cells), kind="stable")[: width - int(cells.sum())]:
+        cells[i] += 1
+    return "".join(char * int(n) for (_, char, _), n in zip(BREAKDOWN_PARTS, cells, strict=True))
+
+
+def bar_legend() -> str:
+    return ", ".join(f"{char} {label}" for _, char, label in BREAKDOWN_PARTS)

@@ -23,7 +23,7 @@ from urllib.parse import quote
 from ..analyses import BY_KEY, report_sections
 from ..analyses import SECTIONS as SECTION_KEYS
 from ..document import summary_of
-from .charts import lost_time_chart, utilization_chart
+from .charts import bar_legend, lost_time_chart, stacked_bar, utilization_chart
 from .escape import html_text, is_shortened, md, shorten
 from .findings import sentence
 from .ranks import RUN_KEYS
@@ -675,7 +675,35 @@ def _heading(key: str) -> str:
 
 # Drawing functions by section key; the order, titles and GPU-only flags come from the section registry
 # (tracelens.analyses.REGISTRY). A section without one here gets the generic renderer.
+def _communication(doc: dict[str, Any]) -> Lines:
+    comm = doc.get("communication")
+    devices = [d for d in (comm or {}).get("devices") or [] if isinstance(d, dict)]
+    if not devices:
+        return []
+    lines = ["", "## Communication and the GPU time breakdown", "",
+             f"{_num(comm.get('collective_count'))} collective kernels or ops (NCCL/RCCL, XLA). Each GPU's span "
+             f"split into parts that add up to it: {md(bar_legend())}.", ""]
+    rows = []
+    for d in devices:
+        b = d.get("breakdown") or {}
+        rows.append([md(d.get("device")), f"`{stacked_bar(b)}`", fmt_ns(b.get("span_ns")),
+                     fmt_ns(b.get("computation_only_ns")), fmt_ns(b.get("communication_overlapped_ns")),
+                     fmt_ns(b.get("communication_exposed_ns")), fmt_ns(b.get("memcpy_exposed_ns")),
+                     fmt_ns(b.get("idle_ns")), _num(d.get("collective_count")), fmt_pct(d.get("overlap_share"))])
+    lines.extend(table(["GPU", "breakdown", "span", "computation only", "comm. overlapped", "comm. exposed",
+                        "copies not overlapped", "idle", "collectives", "overlapped share"], rows,
+                       ["---", "---", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:"]))
+    kinds = [[md(d.get("device")), md(t.get("type")), _num(t.get("count")), fmt_ns(t.get("time_ns")),
+              fmt_bytes(t.get("bytes")) if t.get("bytes") is not None else "-"]
+             for d in devices for t in d.get("by_type") or []]
+    if kinds:
+        lines.extend(["", "Collectives by type:", ""])
+        lines.extend(table(["GPU", "type", "count", "time", "bytes"], kinds, ["---", "---", "---:", "---:", "---:"]))
+    return lines
+
+
 DRAW: dict[str, Callable[[dict[str, Any]], Lines]] = {
+    "communication": _communication,
     "devices": _devices,
     "steps": _steps,
     "gaps": _gaps,

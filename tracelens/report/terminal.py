@@ -351,9 +351,27 @@ def _host(doc: dict[str, Any], console: Console) -> None:
     console.print(table.rich())
 
 
+def _communication(doc: dict[str, Any], console: Console) -> None:
+    from .charts import bar_legend, stacked_bar
+
+    comm = doc.get("communication")
+    devices = [d for d in (comm or {}).get("devices") or [] if isinstance(d, dict)]
+    if not devices:
+        return
+    console.print()
+    _print(console, f"GPU time breakdown ({bar_legend()}); {_n(comm.get('collective_count'))} collectives", indent="")
+    for d in devices:
+        b = d.get("breakdown") or {}
+        line = f"  GPU {d.get('device')} {stacked_bar(b)} span {fmt_ns(b.get('span_ns'))}"
+        if d.get("collective_count"):
+            line += (f"; collectives {fmt_ns(d.get('collective_ns'))}, exposed {fmt_ns(d.get('exposed_ns'))} "
+                     f"({fmt_pct(d.get('overlap_share'))} overlapped)")
+        _print(console, line)
+
+
 # Drawing functions by section key; the order and GPU-only flags come from the section registry
 # (tracelens.analyses.REGISTRY). Source and diagnosis come first; any other key gets a key/value list.
-DRAW: dict[str, Draw] = {"devices": _devices, "steps": _steps, "gaps": _gaps, "attribution": _attribution,
+DRAW: dict[str, Draw] = {"communication": _communication, "devices": _devices, "steps": _steps, "gaps": _gaps, "attribution": _attribution,
                          "kernels": _kernels, "launch": _launch, "sync": _sync, "memcpy": _memcpy,
                          "occupancy": _occupancy, "ranges": _ranges, "host": _host}
 HANDLED = {"schema_version", "source", "summary", "diagnosis", *DRAW}
