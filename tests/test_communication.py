@@ -144,3 +144,8 @@ def test_communication_cause_in_the_diagnosis():
     assert [t["type"] for t in comm["evidence"]["by_type"]] == ["all_reduce", "all_gather"]
     assert comm["fix"] == COMMUNICATION_FIX["default"]
     assert (diagnosis["primary"]["cause"], diagnosis["primary"]["lost_ns"]) == ("multi_gpu_imbalance", 120)
+    # Per device, not averaged: GPU 1 waits the most; its own losses are the 20 ns all-gather with nothing
+    # beside it and the 20 ns gap [30,50) with nothing on the host: a tie, communication listed first.
+    ev = diagnosis["primary"]["evidence"]
+    assert (ev["busiest_device"], ev["least_busy_device"]) == (0, 1)
+    assert ev["least_busy_own_cause"] == {"cause": "communication", "lost_ns": 20}

@@ -151,6 +151,9 @@ def test_two_devices_average_idle_causes():
     # busy: GPU 0 760, GPU 1 180 + 380 = 560 -> imbalance (0 + 200) / 2 = 100
     causes = {c["cause"]: c["lost_ns"] for c in doc["diagnosis"]["causes"]}
     assert causes["multi_gpu_imbalance"] == 100
+    # Not averaged: GPU 1, the least busy, loses most of its own time to input (600 of its 820 ns idle).
+    imbalance = next(c for c in doc["diagnosis"]["causes"] if c["cause"] == "multi_gpu_imbalance")
+    assert imbalance["evidence"]["least_busy_own_cause"] == {"cause": "input_pipeline", "lost_ns": 600}
 
 
 def test_no_gpu_input_bound_steps():

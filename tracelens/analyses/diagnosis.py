@@ -488,6 +488,42 @@ def _low_occupancy(ctx: Context) -> dict[str, Any] | None:
                   fix_for(OCCUPANCY_FIX[remedy], ctx.framework))
 
 
+def device_losses(ctx: Context, device: int) -> dict[str, int]:
+    """One device's own lost time per cause (not averaged over devices), from the same sections.
+
+    The per-device terms of the device-mean causes: its attribution split, its exposed copies and
+    collectives, its empty SM time. Imbalance is a comparison between devices, so it has no per-device term.
+    """
+    a = ctx.attribution.get(device)
+    by = a["by_cause"] if a else {}
+    memcpy = {d["device"]: d.get("exposed_ns", 0) for d in (ctx.done.get("memcpy") or {}).get("per_device") or []}
+    occupancy = {d["device"]: d.get("lost_ns", 0) for d in (ctx.done.get("occupancy") or {}).get("per_device") or []}
+    comm = {d["device"]: d.get("exposed_ns", 0) for d in (ctx.done.get("communication") or {}).get("devices") or []}
+    sync_copy = int(a["sync_copy_ns"]) if a else 0
+    losses = {
+        "startup": int(by.get(STARTUP, 0)),
+        "input_pipeline": int(by.get(INPUT, 0)),
+        "host_launch_overhead": int(by.get(LAUNCH, 0)) + int(by.get(CPU, 0)),
+        "synchronization": int(by.get(SYNC, 0)) - sync_copy,
+        "memcpy": sync_copy + int(memcpy.get(device, 0)),
+        "low_occupancy": int(occupancy.get(device, 0)),
+        "communication": int(comm.get(device, 0)),
+        "unexplained_idle": int(by.get(NOTHING, 0)),
+    }
+    return {cause: ns for cause, ns in losses.items() if ns > 0}
+
+
+def _own_cause(ctx: Context, device: int | None) -> dict[str, Any] | None:
+    """A device's largest own loss: ``{cause, lost_ns}`` (ties in CAUSE_NAMES order), None without any."""
+    if device is None:
+        return None
+    losses = device_losses(ctx, device)
+    if not losses:
+        return None
+    cause = min(losses, key=lambda c: (-losses[c], CAUSE_NAMES.index(c)))
+    return {"cause": cause, "lost_ns": losses[cause]}
+
+
 def _imbalance(ctx: Context) -> dict[str, Any]:
     busy = {d: b.busy_ns for d, b in ctx.busy.items()}
     busiest = max(busy.values(), default=0)
@@ -495,8 +531,13 @@ def _imbalance(ctx: Context) -> dict[str, Any]:
     imbalance = ctx.done.get("imbalance")
     across = imbalance.get("lost_ns") if isinstance(imbalance, dict) else None
     least = min(busy, key=lambda d: (busy[d], d)) if busy else None
+    most = min(busy, key=lambda d: (-busy[d], d)) if busy else None
+    # Per device, not averaged: the busiest device sets the pace; the least busy waits the most, and its own
+    # largest loss says what keeps it from the work the others do.
     evidence = {"busy_by_device": {str(d): b for d, b in busy.items()}, "busiest_ns": busiest,
-                "least_busy_device": least, "within_trace_ns": int(round(within)), "across_ranks_ns": across}
+                "busiest_device": most, "least_busy_device": least,
+                "least_busy_own_cause": _own_cause(ctx, least) if ctx.n >= 2 else None,
+                "within_trace_ns": int(round(within)), "across_ranks_ns": across}
     return _cause("multi_gpu_imbalance", max(within, float(across or 0)), ctx, evidence,
                   fix_for(IMBALANCE_FIX, ctx.framework))
 

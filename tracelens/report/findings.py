@@ -195,8 +195,12 @@ def _imbalance(cause: dict[str, Any], _: dict[str, Any]) -> str:
         return f"Ranks wait {fmt_ns(cause['lost_ns'])} on average for the busiest rank."
     least = str(ev.get("least_busy_device"))
     busiest, top = _worst(busy)
-    return (f"GPU {least} was busy {fmt_ns(busy.get(least))} while GPU {busiest} was busy {fmt_ns(top)}: "
-            f"the GPUs are {fmt_ns(cause['lost_ns'])} short of the busiest one on average.")
+    text = (f"GPU {least} was busy {fmt_ns(busy.get(least))} while GPU {busiest} was busy {fmt_ns(top)}: "
+            f"the GPUs are {fmt_ns(cause['lost_ns'])} short of the busiest one on average")
+    own = ev.get("least_busy_own_cause")
+    if own:
+        text += f"; GPU {least}'s own largest loss is {own['cause']} ({fmt_ns(own['lost_ns'])})"
+    return text + "."
 
 
 def _communication(cause: dict[str, Any], _: dict[str, Any]) -> str:
