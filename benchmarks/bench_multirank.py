@@ -9,7 +9,7 @@ by rank x 7 µs (a small skew, so the files differ as real ranks do).
 Measured, each in a fresh process (``common.measure``):
 - single: ``load`` + ``analyze`` of one rank (its peak RSS is the reference for the memory bound);
 - sequential: the same for all N ranks one after another in one process (the baseline);
-- run (local): ``multirank.analyze_run`` with 2 worker processes and an empty cache;
+- run (local): ``tracelens.run.analyze_run`` with 2 worker processes and an empty cache;
 - run (cached): the same again, reading the Parquet cache instead of the JSON;
 - run (dask): ``engine="dask"`` on a local 2-process cluster (cluster start included).
 Peak RSS of a run: the parent's own high-water mark and the largest worker's (each worker reports its
@@ -86,14 +86,14 @@ def per_trace(directory: str, count: int) -> dict[str, Any]:
     import tempfile
     import time
 
-    from tracelens import multirank
+    from tracelens.run import ingest_and_summarize
 
     files = sorted(Path(directory).glob("rank-*.pt.trace.json.gz"), key=lambda f: int(f.name.split("-")[1].split(".")[0]))
     times = []
     with tempfile.TemporaryDirectory() as tmp:
         for f in files[:count]:
             started = time.perf_counter()
-            multirank.ingest_and_summarize(str(f), str(Path(tmp) / f"{f.name}.parquet"), False)
+            ingest_and_summarize(str(f), str(Path(tmp) / f"{f.name}.parquet"), False)
             times.append(time.perf_counter() - started)
     steady = times[1:] or times  # the first pays one-time costs
     return {"seconds_per_trace": sum(steady) / len(steady)}
@@ -112,10 +112,9 @@ def cli_runs(directory: str) -> dict[str, Any]:
 
 
 def run(directory: str, cache: str, engine: str, workers: int) -> dict[str, Any]:
-    from tracelens import multirank
+    from tracelens.run import analyze_run
 
-    doc, failures = multirank.analyze_run([directory], workers=workers, engine=engine, cache_dir=cache,
-                                          progress=False)
+    doc, failures = analyze_run([directory], workers=workers, engine=engine, cache_dir=cache, progress=False)
     peaks = [r["worker_peak_rss_bytes"] for r in doc["ranks"] if r.get("worker_peak_rss_bytes")]
     return {"ranks": len(doc["ranks"]), "failures": len(failures), "cached": sum(r["cached"] for r in doc["ranks"]),
             "worker_peak_rss_bytes": max(peaks) if peaks else None,

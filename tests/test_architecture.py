@@ -21,7 +21,7 @@ PACKAGE = ROOT / "tracelens"
 EXEMPT = frozenset({"_kineto_scan"})
 
 # Violations in files still being reworked by their owners (analyses/__init__.py, report/, diff.py,
-# multirank.py or run/, cli.py, ingest/kineto*), each "importing module: used module.name". The test fails
+# run/, cli.py, ingest/kineto*), each "importing module: used module.name". The test fails
 # on any violation not listed and on any entry that no longer occurs: remove an entry when it is fixed.
 KNOWN: frozenset[str] = frozenset()
 
