@@ -25,6 +25,7 @@ from ..trace import (
     CPU_OP,
     DRIVER,
     EVENT_SCHEMA,
+    GPU_ANNOTATION,
     KERNEL,
     MEMCPY,
     MEMSET,
@@ -57,6 +58,9 @@ TASK_ENV_PLANE = "Task Environment"
 _GPU_PLANE = re.compile(r"^/device:GPU:(\d+)$")
 _STREAM_LINE = re.compile(r"^Stream #(\d+)")
 STEPS_LINE = "Steps"
+# The HLO ops the profiler derives from the kernels of a GPU plane: read as ``gpu_annotation`` rows (never GPU
+# activity), so that kernels inside an XLA collective op (all-reduce, all-gather, ...) count as collectives.
+XLA_OP_LINES = frozenset({"XLA Ops", "Async XLA Ops"})
 _STEP_NAME = re.compile(r"^(?:tracelens/step#|ProfilerStep#)(\d+)$")
 # Lines the profiler derives from the stream lines (ops, modules, name scopes, steps): never GPU activity.
 DERIVED_LINES = frozenset({
@@ -69,9 +73,9 @@ _WANTED_STATS = ("correlation_id", "kernel_details", "memcpy_details", "memset_d
                  "group_id", "step_name")
 _CODE = {name: i for i, name in enumerate(_WANTED_STATS)}
 
-_LINE_HOST, _LINE_STREAM, _LINE_STEPS = 0, 1, 2
+_LINE_HOST, _LINE_STREAM, _LINE_STEPS, _LINE_XLA_OPS = 0, 1, 2, 3
 
-KIND_LABELS = (OTHER, CPU_OP, DRIVER, RUNTIME, PYTHON, STEP, ANNOTATION, KERNEL, MEMCPY, MEMSET)
+KIND_LABELS = (OTHER, CPU_OP, DRIVER, RUNTIME, PYTHON, STEP, ANNOTATION, KERNEL, MEMCPY, MEMSET, GPU_ANNOTATION)
 MEM_KIND_LABELS = ("pageable", "pinned", "device", "managed", "array")
 _MEM_KIND = {"pageable": "pageable", "pinned": "pinned", "device": "device", "managed": "managed",
              "array": "array", "device_static": "device", "managed_static": "managed"}
@@ -157,6 +161,8 @@ def _select_lines(hosts: Sequence[_Host], planes: list[Any]) -> _Lines:
                     kind, ident, device = _LINE_STREAM, _stream_id(line), host.device_offset + gpu
                 elif line.name == STEPS_LINE:
                     kind, ident, device = _LINE_STEPS, int(line.id), host.device_offset + gpu
+                elif line.name in XLA_OP_LINES or line.display_name in XLA_OP_LINES:
+                    kind, ident, device = _LINE_XLA_OPS, int(line.id), host.device_offset + gpu
                 else:
                     continue  # derived lines (TensorFlow Ops, XLA Modules, ...) repeat stream activity
                 lines.plane.append(plane_index)
@@ -182,6 +188,11 @@ def _metadata_table(planes: list[Any], kind: str) -> tuple[np.ndarray, np.ndarra
     key_arr = np.asarray(keys, dtype=np.int64)
     order = np.argsort(key_arr, kind="stable")
     return key_arr[order], order, names
+
+
+def _display_names(planes: list[Any]) -> list[str]:
+    """Every plane's event metadata display name (its name when it has none), in ``_metadata_table`` order."""
+    return [meta.display_name or meta.name for plane in planes for _, meta in plane.event_metadata.items()]
 
 
 def _event_names(planes: list[Any], event_plane: np.ndarray, mid: np.ndarray) -> tuple[np.ndarray, list[str]]:
@@ -565,6 +576,8 @@ def _build_trace(hosts: list[_Host], source: Path, run: str | None) -> Trace:
     gpu_kind = np.where(is_memset_name[name_index] | has_memset_details, code[MEMSET],
                         np.where(is_memcpy_name[name_index] | has_memcpy_details, code[MEMCPY], code[KERNEL]))
     kind[stream_rows] = gpu_kind[stream_rows]
+    xla_op_rows = line_kind == _LINE_XLA_OPS
+    kind[xla_op_rows] = code[GPU_ANNOTATION]
 
     step = np.full(n, -1, np.int64)
     step[host_step] = step_num[host_step]
@@ -594,6 +607,8 @@ def _build_trace(hosts: list[_Host], source: Path, run: str | None) -> Trace:
     n_steps = steps["step"].size
     gpu_rows = rows[stream_rows[rows]]
     is_gpu = np.concatenate([stream_rows[rows], np.zeros(n_steps, bool)])
+    # XLA op rows: on their device, but on no stream and no host thread
+    is_xla_op = np.concatenate([xla_op_rows[rows], np.zeros(n_steps, bool)])
     start_all = np.concatenate([start_ns[rows], steps["start"]])
     end_all = np.maximum(np.concatenate([end_ns[rows], steps["end"]]), start_all)  # as build_events clamps
     order = np.argsort(start_all, kind="stable")
@@ -602,10 +617,12 @@ def _build_trace(hosts: list[_Host], source: Path, run: str | None) -> Trace:
     def ordered(values: np.ndarray) -> np.ndarray:
         return values[order]
 
-    # display names: metadata names (runtime suffixes stripped), then one "step#N" name per step row
+    # display names: metadata names (runtime suffixes stripped); XLA ops by their metadata display name (the
+    # HLO op name: newer profilers name the metadata "<program id or module>/<op>"); one "step#N" per step row
     step_names = [f"step#{s}" for s in steps["step"].tolist()]
-    labels = [strip_version(nm) for nm in names_all] + step_names
-    name_codes = np.concatenate([name_index[rows], len(names_all) + np.arange(n_steps)]).astype(np.int32)
+    labels = [strip_version(nm) for nm in names_all] + _display_names(planes) + [""] + step_names
+    row_names = np.where(xla_op_rows[rows], len(names_all) + name_index[rows], name_index[rows])
+    name_codes = np.concatenate([row_names, 2 * len(names_all) + np.arange(n_steps)]).astype(np.int32)
     columns: dict[str, Any] = {
         "kind": _dict_column(ordered(np.concatenate([kind[rows], np.full(n_steps, code[STEP], np.int32)])),
                              KIND_LABELS),
@@ -614,15 +631,17 @@ def _build_trace(hosts: list[_Host], source: Path, run: str | None) -> Trace:
         "end_ns": ordered(end_all) - origin,
     }
     pad = np.zeros(n_steps, np.int64)
-    columns["device"] = _masked(ordered(np.concatenate([device_of[rows], pad])), ordered(is_gpu), pa.int32())
+    columns["device"] = _masked(ordered(np.concatenate([device_of[rows], pad])), ordered(is_gpu | is_xla_op),
+                                pa.int32())
     line_ident = ordered(np.concatenate([ident[rows], pad]))  # a GPU row's stream, a host row's thread
     columns["stream"] = _masked(line_ident, ordered(is_gpu), pa.int64())
-    has_tid = ordered(np.concatenate([~stream_rows[rows], np.zeros(n_steps, bool)]))
+    has_tid = ordered(np.concatenate([~stream_rows[rows] & ~xla_op_rows[rows], np.zeros(n_steps, bool)]))
     columns["tid"] = _masked(line_ident, has_tid, pa.int64())
-    columns["pid"] = ordered(np.concatenate([host_of[rows], steps["host"]]))
+    pid = ordered(np.concatenate([host_of[rows], steps["host"]]))
     # nesting depth of host rows on their thread, as build_events would fill it, but without its
     # per-row string work on the kind column
-    columns["depth"] = depth_column(has_tid, columns["pid"], line_ident, columns["start_ns"], columns["end_ns"])
+    columns["depth"] = depth_column(has_tid, pid, line_ident, columns["start_ns"], columns["end_ns"])
+    columns["pid"] = _masked(pid, ~ordered(is_xla_op), pa.int64()) if is_xla_op.any() else pid
     columns["correlation_id"] = _masked(ordered(np.concatenate([corr[rows], pad])),
                                         ordered(np.concatenate([has_corr[rows], np.zeros(n_steps, bool)])),
                                         pa.int64())
