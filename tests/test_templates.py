@@ -56,6 +56,17 @@ def data_share_of_steps(frame: pd.DataFrame) -> float:
     return float((data["end_ns"] - data["start_ns"]).sum()) / float((steps["end"] - steps["start"]).sum())
 
 
+def median_step_data_share(frame: pd.DataFrame) -> float:
+    """Median over steps of the data fetch's share of its step: one step slowed by a busy machine (the CPU
+    templates run beside other jobs) cannot move it, as it moves the share of the summed step time."""
+    steps = step_intervals(frame)
+    data = named(frame, "tracelens/data")
+    data = data[inside(data, steps)]
+    idx = np.searchsorted(steps["start"].to_numpy(np.int64), data["start_ns"].to_numpy(np.int64), side="right") - 1
+    fetch = np.bincount(idx, weights=(data["end_ns"] - data["start_ns"]).to_numpy(np.float64), minlength=len(steps))
+    return float(np.median(fetch / (steps["end"] - steps["start"]).to_numpy(np.float64)))
+
+
 def check_common(frame: pd.DataFrame, steps: int) -> pd.DataFrame:
     """The ranges and steps every annotated template run must show; returns the step intervals."""
     intervals = step_intervals(frame)
@@ -100,7 +111,8 @@ def test_pytorch_scenario_trace(pytorch_traces: dict[str, Path], scenario: str) 
     if scenario == "slow-input":
         assert data_share_of_steps(frame) > 0.5
     elif scenario == "healthy":
-        assert data_share_of_steps(frame) < 0.2  # batches are in memory: fetching costs next to nothing
+        # batches are in memory: fetching costs next to nothing in a typical step
+        assert median_step_data_share(frame) < 0.2
     elif scenario == "pageable-copies":
         copies = named(frame, "pageable_copy")
         assert len(copies) == STEPS and inside(copies, intervals).all()
