@@ -214,7 +214,7 @@ def main() -> int:
         import json
 
         rows = run_block(COLLECTOR_CASES, args.iterations, args.repeats)
-        assert nvtx._domain is not None, "the collector was not injected"
+        assert nvtx.collector_attached(), "the collector was not injected"
         print(json.dumps(rows))
         return 0
     if os.environ.get("NVTX_INJECTION64_PATH"):

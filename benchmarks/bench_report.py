@@ -14,6 +14,7 @@ steps and annotations — the worst case for the report's per-name tables. Write
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import platform
 import sys
@@ -96,9 +97,8 @@ def measure(label: str, load: Callable[[], Trace] | Trace, repeat: int, workdir:
     load_s, trace = (None, load) if isinstance(load, Trace) else best_of(1, load)
 
     def analyze() -> dict[str, Any]:
-        trace.__dict__.pop("_tracelens_analysis_cache", None)  # no memoized joins between repeats
-        trace.__dict__.pop("df", None)
-        return tracelens.analyze(trace)
+        # A fresh Trace over the same tables each repeat: no cached frame or memoized joins carried over.
+        return tracelens.analyze(dataclasses.replace(trace))
 
     analyze_s, doc = best_of(repeat, analyze)
     out = workdir / "review.md"

@@ -350,13 +350,11 @@ def test_vectorized_varints_match_reference_encoder() -> None:
 @pytest.mark.parametrize("path", shared_params("tf", "*.xplane.pb"))
 def test_depth_matches_the_tables_own_fill(path: Path) -> None:
     # the reader fills `depth` itself (for speed); it must equal what build_events computes when left null
-    # (_fill_depth is build_events' own step, private to trace.py: called alone to compare the two fills)
-    from tracelens.trace import EVENT_COLUMNS, EVENT_SCHEMA, _fill_depth
+    from tracelens.trace import EVENT_COLUMNS, build_events
 
     events = xplane.read(path).events
-    blank = events.set_column(EVENT_COLUMNS.index("depth"), EVENT_SCHEMA.field("depth"),
-                              pa.nulls(events.num_rows, pa.int16()))
-    assert _fill_depth(blank).column("depth").to_pylist() == events.column("depth").to_pylist()
+    rebuilt = build_events({c: events.column(c) for c in EVENT_COLUMNS if c != "depth"}, sort=False)
+    assert rebuilt.column("depth").to_pylist() == events.column("depth").to_pylist()
     assert events.column("depth").null_count < events.num_rows
 
 

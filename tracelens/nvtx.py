@@ -164,6 +164,12 @@ def range(name: str, color: str | int | None = None) -> _Range:  # noqa: A001 - 
     return _Range(name, color)
 
 
+def collector_attached() -> bool:
+    """Whether an NVTX collector (e.g. ``nsys profile -t nvtx``) records this process's ranges; decided once,
+    on first use. Without one every range skips its NVTX call."""
+    return _nvtx_domain() is not None
+
+
 def step_name(i: int) -> str:
     """The range name of step ``i``: ``tracelens/step#i``."""
     return f"{STEP_PREFIX}{int(i)}"
