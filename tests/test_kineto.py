@@ -250,7 +250,7 @@ def same_table_as_msgspec(path: Path, engine: str):
 def test_native_and_msgspec_engines_give_the_same_table(path: Path) -> None:
     from tracelens.ingest import kineto
 
-    if kineto._kineto_scan is None:
+    if not kineto.native_scanner_built():
         pytest.skip("the native scanner was not built (no C compiler)")
     via_native, via_msgspec = same_table_as_msgspec(path, "native")
     counts = dict(via_native.metadata.extra["counts"])
@@ -264,7 +264,7 @@ def test_native_and_msgspec_engines_give_the_same_table(path: Path) -> None:
 def test_a_minified_copy_is_read_natively_to_the_same_table(path: Path, tmp_path: Path) -> None:
     from tracelens.ingest import kineto
 
-    if kineto._kineto_scan is None:
+    if not kineto.native_scanner_built():
         pytest.skip("the native scanner was not built (no C compiler)")
     minified = tmp_path / "minified.json"
     minified.write_text(json.dumps(raw_document(path), separators=(",", ":")))

@@ -25,7 +25,7 @@ def fast_engine(engine: str) -> None:
     """Skip unless ``engine`` ("native") is available here."""
     from tracelens.ingest import kineto
 
-    if engine == "native" and kineto._kineto_scan is None:
+    if engine == "native" and not kineto.native_scanner_built():
         pytest.skip("the native scanner was not built (no C compiler)")
 
 
@@ -356,7 +356,7 @@ def test_one_thread_budget_reads_the_same_table(tmp_path: Path, monkeypatch: pyt
     try:
         assert kineto.threads.thread_budget() == 1
         assert isinstance(kineto.threads.executor(kineto.threads.thread_budget()), kineto.threads.Inline)
-        engines = ["msgspec"] + (["native"] if kineto._kineto_scan is not None else [])
+        engines = ["msgspec"] + (["native"] if kineto.native_scanner_built() else [])
         for engine in engines:
             assert kineto.read(path, engine=engine).events.equals(reference.events), engine
     finally:

@@ -38,4 +38,11 @@ except ImportError:  # pragma: no cover - then msgspec reads every block
 if _kineto_scan is not None and _kineto_scan.N_FLOATS != len(NATIVE_FLOATS):  # pragma: no cover
     _kineto_scan = None  # a stale build of the scanner: do not trust its layout
 
-__all__ = ["read"]
+
+
+def native_scanner_built() -> bool:
+    """Whether the native scanner is there (built at install time with a C compiler, and of this layout)."""
+    return _kineto_scan is not None
+
+
+__all__ = ["native_scanner_built", "read"]

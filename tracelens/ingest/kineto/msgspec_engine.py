@@ -75,7 +75,7 @@ _LooseDocument = msgspec.defstruct("_LooseDocument", [("traceEvents", Any, None)
                                    module=__name__, gc=False)
 
 
-_EVENTS_DECODER = msgspec.json.Decoder(list[_Event])
+EVENTS_DECODER = msgspec.json.Decoder(list[_Event])
 _ANY_EVENTS_DECODER = msgspec.json.Decoder(list[_AnyEvent])
 _DOCUMENT_DECODER = msgspec.json.Decoder(_Document | list[_Event])
 LOOSE_DOCUMENT_DECODER = msgspec.json.Decoder(_LooseDocument | list[_AnyEvent])
@@ -101,7 +101,7 @@ def _json_error(err: Exception, path: Path, shift: int = 0) -> InputError:
 
 def decode_events(payload: bytes, path: Path, shift: int = 0) -> list[Any]:
     try:
-        return _EVENTS_DECODER.decode(payload)
+        return EVENTS_DECODER.decode(payload)
     except msgspec.ValidationError:
         pass  # a field of an unexpected type: decode this piece loosely, coerce below
     except DECODE_ERRORS as err:

@@ -43,7 +43,7 @@ def read(path: Path, **options: Any) -> Trace:
     if size == 0:
         raise InputError("file is empty", path=path)
     json_bytes = _json_size(path, size)
-    engine = _engine(options.get("engine", "auto"))
+    engine = choose_engine(options.get("engine", "auto"))
     workers = min(MAX_WORKERS, thread_budget()) if engine == "native" else 1
     # Blocks small enough that every worker gets several: the first scan starts after a short inflate, and
     # the last block's scan (the part nothing overlaps) is short. Measured at 15 MiB on 2 cores, ~2 MiB
@@ -77,7 +77,7 @@ def read(path: Path, **options: Any) -> Trace:
     return columns.finish(document)
 
 
-def _engine(requested: str) -> str:
+def choose_engine(requested: str) -> str:
     """The engine that reads the blocks: "native" or "msgspec"."""
     if requested not in ("auto", "native", "msgspec"):
         raise ValueError(f"unknown Kineto engine {requested!r} (auto, native or msgspec)")
