@@ -111,7 +111,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--events", type=int, default=200_000, help="events in the synthetic block")
     args = parser.parse_args(argv)
 
+    import msgspec
+
     from tracelens.ingest import kineto
+    from tracelens.ingest.kineto.blocks import to_number
 
     builds = dict(item.split("=", 1) for item in args.build) if args.build or args.module else DEFAULT_BUILDS
     modules: dict[str, ModuleType] = {}
@@ -125,7 +128,7 @@ def main(argv: list[str] | None = None) -> None:
         traces = sorted(SHARED.glob("*.json.gz"))
         documents = {path: gzip.open(path).read() for path in traces}
         block = synthetic_block(args.events)
-        decode = kineto.msgspec.json.decode
+        decode = msgspec.json.decode
         print(f"Python {sys.version.split()[0]}; best of {args.repeat}, the builds taking turns; scanner alone on one thread "
               f"(scan_document / scan_events), whole native load (kineto.read).\n")
         header = ["trace", "JSON MiB"] + [f"{label}: scan ms (MB/s) / read ms" for label in modules]
@@ -137,10 +140,10 @@ def main(argv: list[str] | None = None) -> None:
         try:
             for path, data in documents.items():
                 for module in modules.values():
-                    assert module.scan_document(data, kineto._to_number, decode) is not None, path
+                    assert module.scan_document(data, to_number, decode) is not None, path
 
                 def scan(module, data=data):
-                    module.scan_document(data, kineto._to_number, decode)
+                    module.scan_document(data, to_number, decode)
 
                 def read(module, path=path):
                     kineto._kineto_scan = module
@@ -155,8 +158,8 @@ def main(argv: list[str] | None = None) -> None:
                           for label in modules]
                 print("| " + " | ".join(cells) + " |")
             for module in modules.values():
-                assert module.scan_events((block,), kineto._to_number, decode) is not None
-            scans = interleaved(lambda module: module.scan_events((block,), kineto._to_number, decode), modules,
+                assert module.scan_events((block,), to_number, decode) is not None
+            scans = interleaved(lambda module: module.scan_events((block,), to_number, decode), modules,
                                 args.repeat)
             cells = [f"synthetic: {args.events:,} events, 19-digit ts", f"{len(block) / 2**20:.1f}"]
             cells += [f"{scans[label] * 1e3:.1f} ({len(block) / scans[label] / 1e6:.0f}) / -" for label in modules]

@@ -22,6 +22,7 @@ from decimal import Decimal
 from pathlib import Path
 from types import ModuleType
 
+import msgspec
 import numpy as np
 import pytest
 
@@ -185,7 +186,7 @@ def test_what_msgspec_would_not_read_typed_is_declined(case: str) -> None:
     assert native_engine.scan_block((text,)) is None
     try:  # msgspec's typed decoder rejects it too (the reader then goes lenient or reports the error)
         msgspec_engine.EVENTS_DECODER.decode(text)
-    except (kineto.msgspec.ValidationError, kineto.msgspec.DecodeError):
+    except (msgspec.ValidationError, msgspec.DecodeError):
         return
     pytest.fail("msgspec's typed decoder reads what the scanner declined")
 
@@ -678,7 +679,7 @@ def test_other_layouts_are_read_natively_in_one_piece(tmp_path: Path, layout: st
 def test_documents_the_scanner_declines_get_msgspecs_answer(tmp_path: Path, document: str) -> None:
     path = tmp_path / "odd.json"
     path.write_text(document)
-    assert kineto._kineto_scan.scan_document(document.encode(), blocks.to_number, kineto.msgspec.json.decode) is None
+    assert kineto._kineto_scan.scan_document(document.encode(), blocks.to_number, msgspec.json.decode) is None
     outcomes = []
     for engine in ("native", "msgspec"):
         try:

@@ -21,11 +21,6 @@ The blocks' columns are then joined in file order into the event table, device t
 
 from __future__ import annotations
 
-# kineto.msgspec and kineto._to_number (the scanner's fallback for numbers): benchmarks/bench_kineto_numbers.py
-# hands them to the builds of the scanner it compares.
-import msgspec  # noqa: F401
-
-from .blocks import to_number as _to_number  # noqa: F401
 from .fields import NATIVE_FLOATS
 from .reader import read
 
