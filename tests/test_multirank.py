@@ -161,6 +161,8 @@ def test_handmade_run_numbers(tmp_path: Path) -> None:
     assert {r: (ranks[r]["collective_transfer_ns"], ranks[r]["collective_wait_ns"]) for r in ranks} == {
         0: (200, 200), 1: (200, 200), 2: (200, 0)}
     assert coll["wait_ns"] == 400 and coll["transfer_ns"] == 600
+    # 400 of 1000 ns matched collective time is waiting: neither mostly waiting nor mostly transfer.
+    assert coll["wait_share"] == pytest.approx(0.4) and coll["verdict"] == "mixed"
     coll_straggler = doc["stragglers"]["collectives"]["straggler"]
     assert (coll_straggler["rank"], coll_straggler["device"], coll_straggler["delay_ns"]) == (2, 0, 50)
 
@@ -297,6 +299,7 @@ def test_markdown_report_has_a_ranks_section(tmp_path: Path) -> None:
     rows = [line for line in text.splitlines() if line.startswith("| 2 | rank2.parquet")]
     assert len(rows) == 1 and "| 50 ns |" in rows[0] and "| 0 ns |" in rows[0]  # lateness 50, wait 0
     assert "rank 2: step starts 50 ns late" in text
+    assert "400 ns waiting for slower ranks (40.0% of it): partly waiting for late ranks, partly transfer" in text
     assert "](run.ranks.png)" in text and not (tmp_path / "run.ranks.png").exists()  # the CLI writes it
     # Without png=True no PNG (the mermaid charts stay inline).
     assert figures(doc, "markdown", tmp_path / "plain.md", plots=True) == []
@@ -322,3 +325,28 @@ def test_read_only_trace_folder_caches_in_the_user_cache(tmp_path: Path, monkeyp
     # traces in two folders: no folder of theirs is the run's, so the user cache is used
     assert runs.default_cache_dir([paths[0], other]).parent == tmp_path / "xdg" / "tracelens" / "runs"
     assert runs.default_cache_dir(paths) == run / runs.CACHE_DIRNAME
+
+
+def _collectives(durations: dict[int, list[int]], lateness: dict[int, int]) -> dict:
+    """Two or more ranks running collectives c = 0.. every 1000 ns; rank r's kernel c starts lateness[r] late and
+    lasts durations[r][c]."""
+    import pandas as pd
+
+    from tracelens.run.crossrank import collective_analysis
+
+    rows = [{"rank": r, "device": 0, "collective": c, "start_abs_ns": 1000 * c + lateness.get(r, 0), "dur_ns": d}
+            for r, ds in durations.items() for c, d in enumerate(ds)]
+    return collective_analysis(pd.DataFrame(rows), comparable=True)
+
+
+def test_slow_link_vs_straggler():
+    # Slow link: every rank's all-reduce takes 400 ns, all start together: no waiting, wait share 0.
+    link = _collectives({0: [400, 400, 400], 1: [400, 400, 400]}, {})
+    assert (link["wait_ns"], link["wait_share"], link["verdict"]) == (0, 0.0, "transfer_bound")
+    # Straggler: rank 1 arrives 300 ns late to each collective and rank 0 waits for it inside the kernel
+    # (400 ns against rank 1's 100 ns): transfer 100 x 2 ranks x 3, wait 300 x 3 = 900 of 1500; rank 1's
+    # lateness 300 >= 5% of the 1000 ns between collectives.
+    late = _collectives({0: [400, 400, 400], 1: [100, 100, 100]}, {1: 300})
+    assert (late["transfer_ns"], late["wait_ns"]) == (600, 900)
+    assert late["wait_share"] == pytest.approx(0.6) and late["verdict"] == "straggler"
+    assert late["straggler"]["straggler"]["rank"] == 1

@@ -16,6 +16,10 @@ from .units import fmt_ns, fmt_pct
 
 # Run-document keys drawn by :func:`markdown_section` (the markdown report skips them otherwise).
 RUN_KEYS = ("ranks", "stragglers", "collectives", "imbalance", "representative_rank")
+_VERDICTS = {"straggler": "a straggler: the others wait for one rank in the collectives",
+             "transfer_bound": "transfer-bound: every rank's collectives are slow (link bandwidth or message "
+                               "sizes), not one late rank",
+             "mixed": "partly waiting for late ranks, partly transfer"}
 MARKDOWN_RANK_ROWS = 16  # shown before folding
 MARKDOWN_MAX_RANK_ROWS = 256  # the JSON output has every rank
 
@@ -55,7 +59,9 @@ def markdown_section(doc: RunDocument | dict[str, Any], plot_name: str | None = 
     if coll.get("collective_ns"):
         lines.append(f"- **NCCL collectives:** {coll.get('matched', 0):,} matched across "
                      f"{coll.get('participants', 0)} GPUs; {fmt_ns(coll.get('transfer_ns'))} transfer, "
-                     f"{fmt_ns(coll.get('wait_ns'))} waiting for slower ranks")
+                     f"{fmt_ns(coll.get('wait_ns'))} waiting for slower ranks"
+                     + (f" ({fmt_pct(coll['wait_share'])} of it): {_VERDICTS[coll['verdict']]}"
+                        if coll.get("verdict") in _VERDICTS else ""))
     if plot_name:
         lines.extend(["", f"![per-rank utilization and collective time]({quote(plot_name)})"])
     header = ["rank", "trace", "GPUs", "utilization", "busy", "steps", "mean step", "step lateness",

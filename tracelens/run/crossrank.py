@@ -14,6 +14,11 @@ STRAGGLER_SIGNIFICANT_FRACTION = 0.05
 # The run is called imbalanced when the time lost to imbalance reaches this share of the summed GPU spans.
 IMBALANCE_SIGNIFICANT_FRACTION = 0.05
 
+# Collective time that is waiting, at or above which a significant straggler is what collectives cost; at or
+# below TRANSFER_BOUND_WAIT_SHARE every participant spends its collective time transferring.
+STRAGGLER_WAIT_SHARE = 0.5
+TRANSFER_BOUND_WAIT_SHARE = 0.25
+
 # Clocks that agree across processes and machines (NTP-synced wall clock): ranks on them align as recorded.
 COMPARABLE_CLOCKS = frozenset({"unix"})
 
@@ -126,7 +131,7 @@ def collective_analysis(kernels: pd.DataFrame, comparable: bool) -> dict[str, An
     """Match NCCL kernels across participants (rank, device) by (name, ordinal); per collective the
     fastest participant's duration is data transfer, the rest of each participant's duration is waiting."""
     empty = {"participants": 0, "matched": 0, "unmatched_kernels": 0, "per_rank": [], "transfer_ns": 0,
-             "wait_ns": 0, "collective_ns": 0, "straggler": None}
+             "wait_ns": 0, "collective_ns": 0, "straggler": None, "wait_share": None, "verdict": None}
     if kernels.empty:
         return empty
     frame = kernels.astype({"rank": "int64", "device": "int64", "collective": "int64", "start_abs_ns": "int64",
@@ -173,7 +178,26 @@ def collective_analysis(kernels: pd.DataFrame, comparable: bool) -> dict[str, An
         if strag["straggler"] and strag["straggler"]["device"] is not None and strag["straggler"]["device"] < 0:
             strag["straggler"]["device"] = None
         result["straggler"] = strag
+    result.update(_collective_verdict(result))
     return result
+
+
+def _collective_verdict(result: dict[str, Any]) -> dict[str, Any]:
+    """Slow link or straggler: in a straggler's collectives the others wait for it (most of their collective time
+    is waiting, one participant arrives late); on a slow link (or with big messages) every participant's
+    collectives take long, and waiting is a small part of them."""
+    matched_ns = result["transfer_ns"] + result["wait_ns"]
+    if not result["matched"] or matched_ns <= 0:
+        return {"wait_share": None, "verdict": None}
+    share = result["wait_ns"] / matched_ns
+    straggler = (result.get("straggler") or {}).get("straggler") or {}
+    if share >= STRAGGLER_WAIT_SHARE and straggler.get("significant"):
+        verdict = "straggler"
+    elif share <= TRANSFER_BOUND_WAIT_SHARE:
+        verdict = "transfer_bound"
+    else:
+        verdict = "mixed"
+    return {"wait_share": share, "verdict": verdict}
 
 
 def imbalance_analysis(work: pd.DataFrame, collectives: dict[str, Any], span_total_ns: int) -> dict[str, Any]:
