@@ -569,6 +569,26 @@ class Communication(TypedDict):
     devices: list[CommunicationDevice]
 
 
+class OpRow(TypedDict):
+    name: str
+    count: int
+    gpu_ns: int
+    copy_ns: int
+    cpu_ns: int
+    flops: float | None
+
+
+class Ops(TypedDict):
+    op_count: int
+    names: int
+    kernel_ns: int
+    attributed_kernel_ns: int
+    copy_ns: int
+    attributed_copy_ns: int
+    unattributed_count: int
+    by_name: list[OpRow]
+
+
 class Diagnosis(TypedDict):
     primary: Cause
     causes: list[Cause]
@@ -629,6 +649,7 @@ class Document(TypedDict, total=False):
     memcpy: Memcpy
     occupancy: Occupancy
     communication: Communication
+    ops: Ops
     diagnosis: Diagnosis
 
 

@@ -60,6 +60,7 @@ REGISTRY: tuple[Section, ...] = (
     Section("memcpy", "Memory copies", gpu_only=True, report_order=7),
     Section("occupancy", "Occupancy", gpu_only=True, report_order=8),
     Section("communication", "Communication and the GPU time breakdown", gpu_only=True, report_order=11),
+    Section("ops", "Top ops", gpu_only=False, report_order=12),
     Section("diagnosis", "Findings", gpu_only=False, report_order=None),
 )
 BY_KEY: dict[str, Section] = {s.key: s for s in REGISTRY}

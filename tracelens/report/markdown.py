@@ -309,6 +309,23 @@ def _kernels(doc: dict[str, Any]) -> Lines:
     return lines + names.block()
 
 
+def _ops(doc: dict[str, Any]) -> Lines:
+    ops = doc.get("ops")
+    if not isinstance(ops, dict) or not ops.get("by_name"):
+        return []
+    names = FullNames()
+    rows = [[str(i), names.cell(r["name"]), _num(r.get("count")), fmt_ns(r.get("gpu_ns")), fmt_ns(r.get("copy_ns")),
+             fmt_ns(r.get("cpu_ns"))] for i, r in enumerate(ops["by_name"][:MAX_ROWS], start=1)]
+    lines = ["", _heading("ops"), "",
+             f"Kernel and copy time by the outermost framework op that launched it: "
+             f"{fmt_ns(ops.get('attributed_kernel_ns'))} of {fmt_ns(ops.get('kernel_ns'))} kernel time attributed "
+             f"over {_num(ops.get('names'))} op names; {_num(ops.get('unattributed_count'))} GPU ops launched outside "
+             "any op.", ""]
+    lines.extend(_folded_table(["#", "op", "count", "kernel time", "copy time", "host time"], rows,
+                               ["---:", "---", "---:", "---:", "---:", "---:"], "ops", total=len(ops["by_name"])))
+    return lines + names.block()
+
+
 def _memcpy(doc: dict[str, Any]) -> Lines:
     memcpy = doc.get("memcpy")
     if not isinstance(memcpy, dict):
@@ -704,6 +721,7 @@ def _communication(doc: dict[str, Any]) -> Lines:
 
 DRAW: dict[str, Callable[[dict[str, Any]], Lines]] = {
     "communication": _communication,
+    "ops": _ops,
     "devices": _devices,
     "steps": _steps,
     "gaps": _gaps,

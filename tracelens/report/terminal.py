@@ -369,9 +369,23 @@ def _communication(doc: dict[str, Any], console: Console) -> None:
         _print(console, line)
 
 
+def _ops(doc: dict[str, Any], console: Console) -> None:
+    ops = doc.get("ops")
+    rows = [r for r in (ops or {}).get("by_name") or [] if isinstance(r, dict)]
+    if not rows:
+        return
+    console.print()
+    table = _table(f"Top ops ({fmt_ns(ops.get('attributed_kernel_ns'))} of {fmt_ns(ops.get('kernel_ns'))} kernel "
+                   "time attributed)", ["op", "count", "kernel", "copy", "host"], {"count", "kernel", "copy", "host"})
+    for r in rows[:TOP_ROWS]:
+        table.add_row(_t(r.get("name"), NAME_WIDTH), _n(r.get("count")), fmt_ns(r.get("gpu_ns")),
+                      fmt_ns(r.get("copy_ns")), fmt_ns(r.get("cpu_ns")))
+    console.print(table.rich())
+
+
 # Drawing functions by section key; the order and GPU-only flags come from the section registry
 # (tracelens.analyses.REGISTRY). Source and diagnosis come first; any other key gets a key/value list.
-DRAW: dict[str, Draw] = {"communication": _communication, "devices": _devices, "steps": _steps, "gaps": _gaps, "attribution": _attribution,
+DRAW: dict[str, Draw] = {"communication": _communication, "ops": _ops, "devices": _devices, "steps": _steps, "gaps": _gaps, "attribution": _attribution,
                          "kernels": _kernels, "launch": _launch, "sync": _sync, "memcpy": _memcpy,
                          "occupancy": _occupancy, "ranges": _ranges, "host": _host}
 HANDLED = {"schema_version", "source", "summary", "diagnosis", *DRAW}

@@ -1,0 +1,88 @@
+"""Kernel and copy time by outermost framework op (tracelens/analyses/ops.py): by hand, and on real traces
+against the Kineto JSON read directly."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+
+import tracelens
+from tests.conftest import shared_params
+from tracelens.analyses.ops import ops_report
+from tracelens.trace import Trace
+
+
+def _host(kind: str, name: str, start: int, end: int, tid: int = 1, **extra) -> dict:
+    return {"kind": kind, "name": name, "start_ns": start, "end_ns": end, "pid": 1, "tid": tid, **extra}
+
+
+def _gpu(kind: str, name: str, start: int, end: int, corr: int) -> dict:
+    return {"kind": kind, "name": name, "start_ns": start, "end_ns": end, "device": 0, "stream": 7,
+            "correlation_id": corr}
+
+
+def test_hand_built_nested_ops():
+    # Thread 1 (step and annotation are not ops): aten::linear [0,100) holds aten::addmm [10,90) whose launch
+    # [20,30) runs a 20 ns kernel; aten::copy_ [100,150) launches a 40 ns copy; a launch at [160,170) outside
+    # any op runs a 10 ns kernel (unattributed). Thread 2 (autograd): the backward op [200,300) launches a
+    # 50 ns kernel. Outermost ops: linear, copy_, AddmmBackward0 -> gpu 20, copy 40, gpu 50.
+    rows = [
+        _host("step", "ProfilerStep#0", 0, 400, step=0), _host("annotation", "## forward ##", 0, 200),
+        _host("cpu_op", "aten::linear", 0, 100), _host("cpu_op", "aten::addmm", 10, 90),
+        _host("runtime", "cudaLaunchKernel", 20, 30, correlation_id=1), _gpu("kernel", "gemm", 40, 60, 1),
+        _host("cpu_op", "aten::copy_", 100, 150),
+        _host("runtime", "cudaMemcpyAsync", 110, 120, correlation_id=2), _gpu("memcpy", "Memcpy HtoD", 130, 170, 2),
+        _host("runtime", "cudaLaunchKernel", 160, 170, correlation_id=4), _gpu("kernel", "stray", 180, 190, 4),
+        _host("cpu_op", "autograd::engine::evaluate_function: AddmmBackward0", 200, 300, tid=2),
+        _host("runtime", "cudaLaunchKernel", 210, 220, tid=2, correlation_id=3), _gpu("kernel", "gemm_bw", 230, 280, 3),
+    ]
+    report = ops_report(Trace.from_rows(rows))
+    assert [(r["name"], r["count"], r["gpu_ns"], r["copy_ns"], r["cpu_ns"]) for r in report["by_name"]] == [
+        ("autograd::engine::evaluate_function: AddmmBackward0", 1, 50, 0, 100),
+        ("aten::linear", 1, 20, 0, 100),
+        ("aten::copy_", 1, 0, 40, 50),
+    ]
+    assert (report["op_count"], report["names"], report["unattributed_count"]) == (3, 3, 1)
+    assert (report["kernel_ns"], report["attributed_kernel_ns"]) == (80, 70)
+    assert (report["copy_ns"], report["attributed_copy_ns"]) == (40, 40)
+    assert all(r["flops"] is None for r in report["by_name"])
+
+
+@pytest.mark.shared
+@pytest.mark.parametrize("path", shared_params("pytorch", "*.json.gz"))
+def test_kineto_kernels_launched_inside_ops_are_attributed(path):
+    events = [e for e in json.loads(gzip.decompress(path.read_bytes()))["traceEvents"] if e.get("ph") == "X"]
+    ops: dict[tuple, list[tuple[float, float]]] = {}
+    for e in events:
+        if e.get("cat") in ("cpu_op", "Operator") and not str(e["name"]).startswith("ProfilerStep#"):
+            ops.setdefault((e["pid"], e["tid"]), []).append((e["ts"], e["ts"] + e["dur"]))
+    launches = {}
+    for e in events:
+        if e.get("cat") in ("cuda_runtime", "Runtime", "cuda_driver"):
+            corr = (e.get("args") or {}).get("correlation")
+            if corr is not None and corr not in launches:
+                launches[corr] = (e["pid"], e["tid"], e["ts"])
+    kernels = [e for e in events if e.get("cat") in ("kernel", "Kernel")]
+    inside = 0.0
+    for k in kernels:
+        launch = launches.get((k.get("args") or {}).get("correlation"))
+        if launch and any(s <= launch[2] < t for s, t in ops.get(launch[:2], [])):
+            inside += k["dur"]
+    report = ops_report(tracelens.load(path))
+    # Every kernel whose launch lies inside an op is attributed, and the attributed time adds up (µs -> ns).
+    assert report["attributed_kernel_ns"] == pytest.approx(inside * 1000, rel=1e-6, abs=len(kernels))
+    assert sum(r["gpu_ns"] for r in report["by_name"]) <= report["attributed_kernel_ns"]
+    if report["names"] <= len(report["by_name"]):  # all names listed: the table sums to the attributed time
+        assert sum(r["gpu_ns"] for r in report["by_name"]) == report["attributed_kernel_ns"]
+
+
+def test_gpu_ops_without_launch_calls_are_unattributed():
+    # Kernels without correlation ids (no launch call to join): nothing to attribute, no error.
+    rows = [_host("cpu_op", "aten::mm", 0, 300), {"kind": "kernel", "name": "k", "start_ns": 0, "end_ns": 100,
+                                                   "device": 0, "stream": 1}]
+    report = ops_report(Trace.from_rows(rows))
+    assert (report["unattributed_count"], report["attributed_kernel_ns"], report["kernel_ns"]) == (1, 0, 100)
+    assert report["by_name"] == [{"name": "aten::mm", "count": 1, "gpu_ns": 0, "copy_ns": 0, "cpu_ns": 300,
+                                  "flops": None}]
