@@ -149,3 +149,16 @@ def test_communication_cause_in_the_diagnosis():
     ev = diagnosis["primary"]["evidence"]
     assert (ev["busiest_device"], ev["least_busy_device"]) == (0, 1)
     assert ev["least_busy_own_cause"] == {"cause": "communication", "lost_ns": 20}
+
+
+def test_breakdown_bars_in_the_terminal_fit_its_width():
+    from tracelens.analyses import analyze
+    from tracelens.report import terminal
+
+    rows = [_gpu("kernel", "gemm", 0, 100), _gpu("kernel", "ncclDevKernel_AllReduce_Sum_f32_RING_LL", 50, 150),
+            _gpu("memcpy", "Memcpy HtoD", 150, 170), _gpu("kernel", "gemm", 200, 300)]
+    text = terminal.render(analyze(Trace.from_rows(rows)))
+    assert max(len(line) for line in text.split("\n")) <= terminal.WIDTH
+    # 40 cells over the 300 ns span: 150 computation only, 50 overlapped, 50 exposed, 20 copies, 30 idle
+    assert "GPU 0 " + "█" * 20 + "▓" * 7 + "▒" * 7 + "░" * 2 + "·" * 4 + " span 300 ns" in text
+    assert "exposed 50 ns" in text

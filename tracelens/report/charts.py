@@ -88,13 +88,14 @@ BAR_WIDTH = 40
 
 def stacked_bar(breakdown: dict[str, Any], width: int = BAR_WIDTH) -> str:
     """``width`` characters, each part's share of the span by largest remainder (the parts sum to the span)."""
-    values = np.array([max(int(breakdown.get(key) or 0), 0) for key, _, _ in BREAKDOWN_PARTS], np.float64)
-    total = values.sum()
+    values = [max(int(breakdown.get(key) or 0), 0) for key, _, _ in BREAKDOWN_PARTS]
+    total = sum(values)
     if total <= 0:
         return ""
-    exact = values / total * width
-    cells = np.floor(exact).astype(int)
-    for i in np.argsort(-(exact - cells), kind="stable")[: width - int(cells.sum())]:
+    # Integer arithmetic: equal remainders are exactly equal, so ties go to the earlier part, not to float noise.
+    cells = [v * width // total for v in values]
+    remainders = [v * width % total for v in values]
+    for i in sorted(range(len(values)), key=lambda i: (-remainders[i], i))[: width - sum(cells)]:
         cells[i] += 1
     return "".join(char * int(n) for (_, char, _), n in zip(BREAKDOWN_PARTS, cells, strict=True))
 

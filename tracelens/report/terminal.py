@@ -362,11 +362,11 @@ def _communication(doc: dict[str, Any], console: Console) -> None:
     _print(console, f"GPU time breakdown ({bar_legend()}); {_n(comm.get('collective_count'))} collectives", indent="")
     for d in devices:
         b = d.get("breakdown") or {}
-        line = f"  GPU {d.get('device')} {stacked_bar(b)} span {fmt_ns(b.get('span_ns'))}"
+        line = f"GPU {d.get('device')} {stacked_bar(b)} span {fmt_ns(b.get('span_ns'))}"
         if d.get("collective_count"):
             line += (f"; collectives {fmt_ns(d.get('collective_ns'))}, exposed {fmt_ns(d.get('exposed_ns'))} "
                      f"({fmt_pct(d.get('overlap_share'))} overlapped)")
-        _print(console, line)
+        _print(console, line, indent="  ")  # wrapped: the bar plus the collective figures pass WIDTH
 
 
 def _ops(doc: dict[str, Any], console: Console) -> None:
