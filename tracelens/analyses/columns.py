@@ -98,7 +98,8 @@ class EventColumns:
         return lookup[self.kind]
 
 
-def _dictionary(column: pa.ChunkedArray) -> tuple[np.ndarray, list[Any]]:
+def dictionary_codes(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, list[Any]]:
+    """A dictionary (or plain string) column as int64 codes (null -> -1) and its dictionary values."""
     array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
     if not pa.types.is_dictionary(array.type):
         array = pc.dictionary_encode(array)
@@ -113,10 +114,10 @@ def _ints(table: pa.Table, name: str) -> np.ndarray:
 def event_columns(trace: Trace) -> EventColumns:
     def compute() -> EventColumns:
         table = trace.events
-        kind_codes, kind_values = _dictionary(table.column("kind"))
+        kind_codes, kind_values = dictionary_codes(table.column("kind"))
         kind_map = np.array([ALL_KINDS.index(k) if k in ALL_KINDS else -1 for k in kind_values] + [-1], np.int64)
-        name_codes, name_values = _dictionary(table.column("name"))
-        copy_codes, copy_values = _dictionary(table.column("copy_kind"))
+        name_codes, name_values = dictionary_codes(table.column("name"))
+        copy_codes, copy_values = dictionary_codes(table.column("copy_kind"))
         dtoh = np.array([v == "DtoH" for v in copy_values] + [False], bool)
         return EventColumns(
             kind=kind_map[kind_codes],  # a null code (-1) picks the trailing -1

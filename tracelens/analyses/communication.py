@@ -28,7 +28,7 @@ import numpy as np
 from .. import intervals
 from ..trace import GPU_ANNOTATION, KERNEL, MEMCPY, MEMSET, Trace
 from .columns import event_columns
-from .names import code_mask, is_collective_kernel
+from .names import code_map, code_mask, is_collective_kernel
 
 # Collective types, in report order. NCCL kernel names carry the type in CamelCase after the prefix; XLA op
 # names in kebab-case.
@@ -101,11 +101,12 @@ def device_communication(starts: np.ndarray, ends: np.ndarray, is_collective: np
 
 def _inside_xla_ops(cols: Any, rows: np.ndarray, types: np.ndarray, ops: np.ndarray, op_types: np.ndarray) -> None:
     """Type, in place, the kernels in ``rows`` that start inside one of the XLA collective ``ops`` of their device
-    and have no collective type of their own."""
+    and have no collective type of their own (``op_types``: the type of each of ``ops``)."""
     for device in np.unique(cols.device[ops]):  # a loop over devices
-        mine = ops[cols.device[ops] == device]
+        on_device = cols.device[ops] == device
+        mine = ops[on_device]
         order = np.argsort(cols.start[mine], kind="stable")
-        op_start, op_end, op_type = cols.start[mine][order], cols.end[mine][order], op_types[mine][order]
+        op_start, op_end, op_type = cols.start[mine][order], cols.end[mine][order], op_types[on_device][order]
         # An op's end, or the latest end of the ops started before it, covers a kernel starting before it.
         reach = np.maximum.accumulate(op_end)
         candidates = np.flatnonzero((cols.device[rows] == device) & (types == ""))
@@ -120,12 +121,11 @@ def communication_report(trace: Trace) -> dict[str, Any]:
     on_device = cols.device >= 0
     kernel = cols.of_kind(KERNEL) & on_device
     rows = np.flatnonzero(kernel | (cols.of_kind(MEMCPY, MEMSET) & on_device))
-    type_of_name = np.array([collective_type(str(n)) or "" for n in cols.names] + [""], dtype=object)
-    types = np.where(kernel[rows], type_of_name[cols.name[rows]], "")  # name -1 picks the trailing ""
+    types = np.where(kernel[rows], code_map(cols.name[rows], cols.names, lambda n: collective_type(n) or "", ""), "")
     ops = np.flatnonzero(cols.of_kind(GPU_ANNOTATION) & on_device
                          & code_mask(cols.name, cols.names, is_xla_collective))
     if ops.size:
-        _inside_xla_ops(cols, rows, types, ops, type_of_name[cols.name])
+        _inside_xla_ops(cols, rows, types, ops, code_map(cols.name[ops], cols.names, lambda n: collective_type(n) or "", ""))
     is_collective = types != ""
     is_kernel = kernel[rows]
     devices = cols.device[rows]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -180,10 +181,27 @@ def name_mask(names: pd.Series, predicate: Callable[[str], bool]) -> np.ndarray:
     return lookup[inverse] if len(uniques) else np.zeros(len(names), bool)
 
 
+def _present(codes: np.ndarray, size: int) -> np.ndarray:
+    """Dictionary positions that some row uses (O(rows), no sort): a column's dictionary can be far larger than
+    the names of the rows asked about (every NVTX text, when the kernel rows are tested)."""
+    used = np.zeros(size + 1, bool)
+    used[codes] = True  # code -1 marks the extra slot
+    return np.flatnonzero(used[:size])
+
+
+def code_map(codes: np.ndarray, dictionary: np.ndarray, fn: Callable[[str], Any], fill: Any) -> np.ndarray:
+    """Object array: ``fn`` of each row's name (``fill`` for null), computed once per distinct name used."""
+    lookup = np.full(len(dictionary) + 1, fill, dtype=object)  # code -1 picks the last slot
+    for i in _present(codes, len(dictionary)):  # a loop over distinct names, not rows
+        lookup[i] = fn(str(dictionary[i]))
+    return lookup[codes]
+
+
 def code_mask(codes: np.ndarray, dictionary: np.ndarray, predicate: Callable[[str], bool]) -> np.ndarray:
     """Boolean array: ``predicate`` of each row's name, given dictionary codes (-1 = null -> False)."""
-    lookup = np.fromiter((bool(predicate(str(v))) for v in dictionary), dtype=bool, count=len(dictionary))
-    lookup = np.append(lookup, False)  # code -1 picks this
+    lookup = np.zeros(len(dictionary) + 1, bool)  # code -1 picks the last slot
+    used = _present(codes, len(dictionary))
+    lookup[used] = np.fromiter((bool(predicate(str(dictionary[i]))) for i in used), dtype=bool, count=used.size)
     return lookup[codes]
 
 

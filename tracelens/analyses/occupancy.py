@@ -27,6 +27,7 @@ from .. import occupancy_calc
 from ..occupancy_calc import LIMIT_BLOCKS, LIMIT_WARPS, LIMITER_NAMES, LimitsUnavailable
 from ..trace import EVENT_COLUMNS, EVENT_SCHEMA, KERNEL, Trace
 from ..values import int_or_none
+from .columns import dictionary_codes
 from .names import code_mask, is_collective_kernel, is_library_kernel
 
 LOW_OCCUPANCY = 0.5
@@ -104,7 +105,8 @@ class _KernelOccupancy:
         self.grid_fill = np.full(n, np.nan)  # min(1, grid blocks / SMs)
         self.shape = np.full(n, np.nan)  # occupancy the block shape alone allows
         names = trace.events.column("name").take(pa.array(self.rows, pa.int64()))
-        codes, dictionary = _codes(names)
+        codes, values = dictionary_codes(names)
+        dictionary = np.asarray(values, dtype=object)
         self.collective = code_mask(codes, dictionary, is_collective_kernel)
         self.library = code_mask(codes, dictionary, is_library_kernel) & ~self.collective
         self.device_notes: dict[int, dict[str, Any]] = {}
@@ -156,14 +158,6 @@ class _KernelOccupancy:
         if with_shape:
             fill = fill * np.where(self.shape_limited, self.shape, 1.0)
         return fill
-
-
-def _codes(names: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
-    array = names.combine_chunks() if isinstance(names, pa.ChunkedArray) else names
-    if not pa.types.is_dictionary(array.type):
-        array = pc.dictionary_encode(array)
-    codes = pc.fill_null(array.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64)
-    return codes, np.asarray(array.dictionary.to_pylist(), dtype=object)
 
 
 def empty_sm_ns(starts: np.ndarray, ends: np.ndarray, fill: np.ndarray) -> float:
