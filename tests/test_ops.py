@@ -23,7 +23,7 @@ def _gpu(kind: str, name: str, start: int, end: int, corr: int) -> dict:
             "correlation_id": corr}
 
 
-def test_hand_built_nested_ops():
+def test_hand_built_nested_ops(monkeypatch):
     # Thread 1 (step and annotation are not ops): aten::linear [0,100) holds aten::addmm [10,90) whose launch
     # [20,30) runs a 20 ns kernel; aten::copy_ [100,150) launches a 40 ns copy; a launch at [160,170) outside
     # any op runs a 10 ns kernel (unattributed). Thread 2 (autograd): the backward op [200,300) launches a
@@ -48,6 +48,11 @@ def test_hand_built_nested_ops():
     assert (report["kernel_ns"], report["attributed_kernel_ns"]) == (80, 70)
     assert (report["copy_ns"], report["attributed_copy_ns"]) == (40, 40)
     assert all(r["flops"] is None for r in report["by_name"])
+    # A span too long for the packed (thread, time) key: the ranks path gives the same attribution.
+    from tracelens.analyses import columns
+
+    monkeypatch.setattr(columns, "PACKED_KEY_LIMIT", 1)
+    assert ops_report(Trace.from_rows(rows)) == report
 
 
 @pytest.mark.shared

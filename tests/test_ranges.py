@@ -82,7 +82,9 @@ def test_a_span_too_long_for_the_packed_key_gives_the_same_ranges(monkeypatch) -
     """Ranks replace times when (threads x span) does not fit the int64 key: the same result as the key."""
     trace = _trace()
     packed = ranges.range_instances(trace)
-    monkeypatch.setattr(ranges, "KEY_LIMIT", 1)  # every trace is "too long": the rank path
+    from tracelens.analyses import columns
+
+    monkeypatch.setattr(columns, "PACKED_KEY_LIMIT", 1)  # every trace is "too long": the rank path
     ranked = ranges.range_instances(trace)
     assert packed["ops"].sum() > 0  # the comparison covers ranges that own GPU work
     assert ranked.equals(packed)

@@ -68,6 +68,35 @@ def thread_key(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
     return (np.asarray(pid, np.int64) << 32) ^ (np.asarray(tid, np.int64) & 0xFFFFFFFF)
 
 
+# (thread, time) pairs are packed into one int64 below this product of threads and span.
+PACKED_KEY_LIMIT = 2**62
+
+
+def thread_time_positions(groups: list[tuple[np.ndarray, list[np.ndarray]]]) -> list[np.ndarray]:
+    """One int64 per (thread, time), ordered by thread key, then time, and comparable across all the arrays given.
+
+    ``groups``: (thread keys, [time arrays of the same length]) pairs; the result lists one position array per
+    time array, in order. Sorting one array and searching another in it finds, per thread, the neighbours in
+    time. Spans too long to pack (about 1e4 threads over 5 days) use the times' ranks: same order and ties.
+    """
+    codes, uniques = pd.factorize(np.concatenate([keys for keys, _ in groups]), sort=True)
+    times = [t for _, ts in groups for t in ts]
+    everything = np.concatenate(times)
+    lo, width = int(everything.min()), int(everything.max()) - int(everything.min()) + 2
+    if len(uniques) * width >= PACKED_KEY_LIMIT:
+        _, ranks = np.unique(everything, return_inverse=True)
+        times = np.split(ranks.astype(np.int64), np.cumsum([t.size for t in times])[:-1])
+        lo, width = 0, int(ranks.max()) + 2
+    out, at, i = [], 0, 0
+    for keys, ts in groups:
+        thread = codes[at: at + keys.size].astype(np.int64) * width
+        at += keys.size
+        for _ in ts:
+            out.append(thread + (times[i] - lo))
+            i += 1
+    return out
+
+
 @dataclass
 class EventColumns:
     """The event table as plain numpy arrays (nulls as -1), read once from Arrow and shared by the sections.

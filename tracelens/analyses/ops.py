@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from ..trace import CPU_OP, Trace
-from .columns import event_columns, thread_key
+from .columns import event_columns, thread_key, thread_time_positions
 from .launch import launch_pairs
 
 TOP_OPS = 50
@@ -65,18 +65,12 @@ def op_of_gpu_ops(trace: Trace) -> np.ndarray:
         return out
     launch_key = thread_key(pairs["pid"][matched], pairs["tid"][matched])
     launch_t = pairs["launch_start"][matched]
-    # Outermost ops of a thread are disjoint and sorted: the candidate is the last one starting at or before t.
-    codes, uniques = pd.factorize(np.concatenate([op_key, launch_key]), sort=True)
-    op_thread, launch_thread = codes[: ops.size], codes[ops.size:]
-    lo = min(int(cols.start[ops].min()), int(launch_t.min()))
-    width = max(int(cols.end[ops].max()), int(launch_t.max())) - lo + 2
-    if len(uniques) * width >= 2**62:  # pragma: no cover - a span too long for one packed key
-        raise OverflowError("trace span too long for the op join")
-    op_pos = op_thread.astype(np.int64) * width + (cols.start[ops] - lo)
-    t_pos = launch_thread.astype(np.int64) * width + (launch_t - lo)
+    # Outermost ops of a thread are disjoint, and come sorted by (thread key, start), so their positions are
+    # sorted too: the candidate is the last one starting at or before t.
+    op_pos, t_pos = thread_time_positions([(op_key, [cols.start[ops]]), (launch_key, [launch_t])])
     at = np.searchsorted(op_pos, t_pos, side="right") - 1
     ok = at >= 0
-    ok[ok] &= (op_thread[at[ok]] == launch_thread[ok]) & (launch_t[ok] < cols.end[ops][at[ok]])
+    ok[ok] &= (op_key[at[ok]] == launch_key[ok]) & (launch_t[ok] < cols.end[ops][at[ok]])
     out[matched[ok]] = ops[at[ok]]
     return out
 

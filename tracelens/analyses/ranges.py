@@ -19,7 +19,7 @@ import pandas as pd
 
 from .. import intervals
 from ..trace import ANNOTATION, Trace
-from .columns import device_busy, event_columns
+from .columns import device_busy, event_columns, thread_key, thread_time_positions
 from .launch import launch_pairs
 
 NAME_LIMIT = 200
@@ -75,10 +75,6 @@ def _slice_reduce(ufunc: np.ufunc, values: np.ndarray, lo: np.ndarray, hi: np.nd
     return out
 
 
-# (thread, time) pairs are packed into one int64 key below this product of threads and span.
-KEY_LIMIT = 2**62
-
-
 def range_instances(trace: Trace) -> pd.DataFrame:
     """Every annotation row with its launched GPU work and projected span."""
     cols = event_columns(trace)
@@ -94,27 +90,15 @@ def range_instances(trace: Trace) -> pd.DataFrame:
     out["gpu_idle_ns"] = 0
     if n == 0 or launches.empty:
         return out
-    # Sort launches by (thread, start) and turn (thread, time) into one monotone int64 key.
-    keys = (np.concatenate([launches["pid"], out["pid"]]).astype(np.int64) << 32) ^ (
-        np.concatenate([launches["tid"], out["tid"]]).astype(np.int64) & 0xFFFFFFFF)
-    codes, uniques = pd.factorize(keys)
-    lthread, rthread = codes[: len(launches)], codes[len(launches):]
-    lt, ks, ke = launches["t"].to_numpy(np.int64), rs, re_
-    lo_t = min(int(lt.min()), int(rs.min()))
-    width = max(int(lt.max()), int(re_.max())) - lo_t + 2
-    if len(uniques) * width >= KEY_LIMIT:
-        # Too long a span for the key (~1e4 threads x 5 days): the times' ranks keep their order and ties,
-        # which is all the search below needs, and fit any trace.
-        _, ranks = np.unique(np.concatenate([lt, rs, re_]), return_inverse=True)
-        lt, ks, ke = np.split(ranks.astype(np.int64), [lt.size, lt.size + rs.size])
-        lo_t, width = 0, int(ranks.max()) + 2
-    lkey = lthread.astype(np.int64) * width + (lt - lo_t)
+    # Sort launches by (thread, start); a range's launches are those of its thread inside [start, end).
+    lkey, kstart, kend = thread_time_positions([
+        (thread_key(launches["pid"].to_numpy(), launches["tid"].to_numpy()), [launches["t"].to_numpy(np.int64)]),
+        (thread_key(out["pid"].to_numpy(), out["tid"].to_numpy()), [rs, re_])])
     order = np.argsort(lkey, kind="stable")
     lkey = lkey[order]
     launches = launches.iloc[order].reset_index(drop=True)
-    rbase = rthread.astype(np.int64) * width - lo_t
-    lo = np.searchsorted(lkey, rbase + ks, side="left")
-    hi = np.searchsorted(lkey, rbase + ke, side="left")
+    lo = np.searchsorted(lkey, kstart, side="left")
+    hi = np.searchsorted(lkey, kend, side="left")
     csum_ns = np.concatenate([[0], np.cumsum(launches["op_ns"].to_numpy(np.int64))])
     csum_ops = np.concatenate([[0], np.cumsum(launches["ops"].to_numpy(np.int64))])
     out["ops"] = csum_ops[hi] - csum_ops[lo]
