@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -277,6 +278,15 @@ class Context:
         items = list(values.values()) if isinstance(values, dict) else values
         return float(sum(items)) / self.n if self.n else 0.0
 
+    @cached_property
+    def losses(self) -> dict[int, dict[str, int]]:
+        """Each device's own lost time per cause (:func:`device_losses`)."""
+        return {device: device_losses(self, device) for device in self.busy}
+
+    def lost(self, cause: str) -> float:
+        """A cause's lost time: the device-mean of the devices' own losses to it."""
+        return sum(own.get(cause, 0) for own in self.losses.values()) / self.n if self.n else 0.0
+
     def idle_total(self) -> float:
         return self.mean([a["idle_ns"] for a in self.attribution.values()])
 
@@ -332,7 +342,7 @@ def _startup(ctx: Context) -> dict[str, Any]:
         "later_step_median_ns": work.later_step_median_ns,
         "slow_first_step": work.slow_first_step,
     }
-    return _cause("startup", ctx.mean(idle), ctx, evidence, fix_for(STARTUP_FIX, ctx.framework))
+    return _cause("startup", ctx.lost("startup"), ctx, evidence, fix_for(STARTUP_FIX, ctx.framework))
 
 
 def _loader_kind(names: list[str]) -> str:
@@ -361,7 +371,7 @@ def _input(ctx: Context) -> dict[str, Any]:
         "loader": loader,
     }
     table = INPUT_FIX[loader]
-    return _cause("input_pipeline", ctx.mean(idle), ctx, evidence, fix_for(table, ctx.framework))
+    return _cause("input_pipeline", ctx.lost("input_pipeline"), ctx, evidence, fix_for(table, ctx.framework))
 
 
 def _launch_overhead(ctx: Context) -> dict[str, Any]:
@@ -392,14 +402,13 @@ def _launch_overhead(ctx: Context) -> dict[str, Any]:
     else:
         remedy = "small_kernels"
     evidence["remedy"] = remedy
-    return _cause("host_launch_overhead", ctx.mean(idle_launch) + ctx.mean(idle_cpu), ctx, evidence,
+    return _cause("host_launch_overhead", ctx.lost("host_launch_overhead"), ctx, evidence,
                   fix_for(LAUNCH_FIX[remedy], ctx.framework))
 
 
 def _synchronization(ctx: Context) -> dict[str, Any]:
     sync = ctx.done.get("sync") or {}
     idle = ctx.idle(SYNC)
-    sync_copy = sum(a["sync_copy_ns"] for a in ctx.attribution.values())
     item = {k: v for k, v in (sync.get("item_pattern") or {}).items() if k != "per_step"}
     blocking = sync.get("blocking") or {}
     evidence = {
@@ -412,7 +421,7 @@ def _synchronization(ctx: Context) -> dict[str, Any]:
     }
     remedy = "item" if item.get("count") else "explicit"
     evidence["remedy"] = remedy
-    return _cause("synchronization", (sum(idle.values()) - sync_copy) / ctx.n, ctx, evidence,
+    return _cause("synchronization", ctx.lost("synchronization"), ctx, evidence,
                   fix_for(SYNC_FIX[remedy], ctx.framework))
 
 
@@ -459,7 +468,7 @@ def _memcpy(ctx: Context) -> dict[str, Any] | None:
         "link_fraction": link_fraction,
         "remedy": remedy,
     }
-    return _cause("memcpy", (sync_copy + (exposed or 0)) / ctx.n, ctx, evidence,
+    return _cause("memcpy", ctx.lost("memcpy"), ctx, evidence,
                   fix_for(MEMCPY_FIX[remedy], ctx.framework))
 
 
@@ -484,15 +493,16 @@ def _low_occupancy(ctx: Context) -> dict[str, Any] | None:
     }
     remedy = "block_shape" if shape > under else "under_filled"
     evidence["remedy"] = remedy
-    return _cause("low_occupancy", occupancy["lost_ns"] / ctx.n, ctx, evidence,
+    return _cause("low_occupancy", ctx.lost("low_occupancy"), ctx, evidence,
                   fix_for(OCCUPANCY_FIX[remedy], ctx.framework))
 
 
 def device_losses(ctx: Context, device: int) -> dict[str, int]:
-    """One device's own lost time per cause (not averaged over devices), from the same sections.
+    """One device's own lost time per cause (not averaged over devices): the one definition of each cause's
+    per-device term, whose device-mean is the cause's lost_ns (``Context.lost``).
 
-    The per-device terms of the device-mean causes: its attribution split, its exposed copies and
-    collectives, its empty SM time. Imbalance is a comparison between devices, so it has no per-device term.
+    Its attribution split, its exposed copies and collectives, its empty SM time. Imbalance is a comparison
+    between devices, so it has no per-device term.
     """
     a = ctx.attribution.get(device)
     by = a["by_cause"] if a else {}
@@ -563,7 +573,7 @@ def _communication(ctx: Context) -> dict[str, Any] | None:
         "by_type": sorted(by_type.values(), key=lambda t: (-t["time_ns"], t["type"])),
         "world_size": ctx.trace.metadata.world_size,
     }
-    return _cause("communication", sum(exposed.values()) / ctx.n, ctx, evidence,
+    return _cause("communication", ctx.lost("communication"), ctx, evidence,
                   fix_for(COMMUNICATION_FIX, ctx.framework))
 
 
@@ -611,7 +621,7 @@ def _unexplained(ctx: Context) -> dict[str, Any]:
         "processes": int((pids >= 0).sum()),
         "world_size": trace.metadata.world_size,
     }
-    lost = ctx.mean(idle)
+    lost = ctx.lost("unexplained_idle")
     remedy = "ranks" if lost > 0 and evidence["rank_wait_ns"] >= 0.5 * lost else "untraced"
     evidence["remedy"] = remedy
     return _cause("unexplained_idle", lost, ctx, evidence, fix_for(UNEXPLAINED_FIX[remedy], ctx.framework))
