@@ -66,6 +66,22 @@ def test_parquet_round_trip(tmp_path):
     assert back.device_info(0)["name"] == "Hand GPU"
 
 
+def test_parquet_written_before_1_1_reads_new_columns_as_null(tmp_path):
+    import pyarrow.parquet as pq
+
+    from tracelens.trace import COLUMNS_ADDED_SINCE_1_0
+
+    trace = _two_streams()
+    out = tmp_path / "t.parquet"
+    trace.save(out)
+    old = pq.read_table(out)
+    pq.write_table(old.drop_columns(list(COLUMNS_ADDED_SINCE_1_0)), out)  # as schema 1.0 wrote it
+    back = tracelens.load(out)
+    assert back.events.schema == EVENT_SCHEMA
+    assert all(back.events.column(name).null_count == back.events.num_rows for name in COLUMNS_ADDED_SINCE_1_0)
+    assert back.events.column("bytes").to_pylist() == trace.events.column("bytes").to_pylist()
+
+
 def test_interval_union_and_overlap():
     s, e = intervals.merge([0, 50, 150, 200], [100, 120, 200, 210])
     assert s.tolist() == [0, 150] and e.tolist() == [120, 210]  # touching [150,200)+[200,210) join

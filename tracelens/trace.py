@@ -20,7 +20,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-TABLE_SCHEMA_VERSION = "1.0"
+TABLE_SCHEMA_VERSION = "1.1"
 
 # Values of the `kind` column. Readers map their own categories onto these and nothing else.
 KERNEL = "kernel"
@@ -81,8 +81,20 @@ EVENT_SCHEMA = pa.schema(
         pa.field("reported_occupancy", pa.float32()),
         pa.field("theoretical_occupancy", pa.float32()),
         pa.field("estimated_achieved_occupancy", pa.float32()),
+        # Added in 1.1: what the producer recorded about an op's inputs and a collective's message.
+        pa.field("input_dims", _DICT),
+        pa.field("input_types", _DICT),
+        pa.field("concrete_inputs", _DICT),
+        pa.field("flops", pa.float64()),
+        pa.field("msg_in_elems", pa.int64()),
+        pa.field("msg_out_elems", pa.int64()),
+        pa.field("msg_dtype", _DICT),
+        pa.field("group_size", pa.int32()),
     ]
 )
+# Columns a table written before their schema version may lack (read back as null).
+COLUMNS_ADDED_SINCE_1_0 = ("input_dims", "input_types", "concrete_inputs", "flops", "msg_in_elems",
+                           "msg_out_elems", "msg_dtype", "group_size")
 # The timeline is int64 ns; readers keep times within +-MAX_TIME_NS (about 146 years) so that sums and
 # differences of two times cannot overflow. A reader given a time beyond it drops or rejects it.
 MAX_TIME_NS = 2**62
