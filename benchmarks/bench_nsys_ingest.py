@@ -198,7 +198,7 @@ def tracelens_load(path: str) -> dict:
     """``tracelens.load``: what a user calls (the reader plus the enrichment every load runs)."""
     import tracelens
 
-    return _table_sizes(tracelens.load(path).events)
+    return _store_sizes(tracelens.load(path).store)
 
 
 def tracelens_analyze_json(path: str) -> dict:
@@ -217,21 +217,12 @@ def tracelens_analyze_json(path: str) -> dict:
 def tracelens_reader(path: str) -> dict:
     from tracelens.ingest import nsys
 
-    return _table_sizes(nsys.read(Path(path)).events)
+    return _store_sizes(nsys.read(Path(path)).store)
 
 
-def _table_sizes(table) -> dict:  # noqa: ANN001
-    distinct = {}
-    for column in table.columns:
-        for chunk in column.chunks:
-            for buf in chunk.buffers():
-                if buf is not None:
-                    distinct[buf.address] = buf.size
-            if hasattr(chunk, "dictionary"):
-                for buf in chunk.dictionary.buffers():
-                    if buf is not None:
-                        distinct[buf.address] = buf.size
-    return {"rows": table.num_rows, "bytes": table.nbytes, "distinct_buffer_bytes": sum(distinct.values())}
+def _store_sizes(store) -> dict:  # noqa: ANN001
+    """Rows and bytes of the events as the trace holds them (dense and sparse columns, ``EventStore.nbytes``)."""
+    return {"rows": store.num_rows, "bytes": store.nbytes, "distinct_buffer_bytes": store.nbytes}
 
 
 # ------------------------------------------------------------------------------------------------- driver

@@ -372,3 +372,19 @@ def test_findings_are_sentences_with_their_numbers():
     for case, expected in cases.items():
         diag = analyze(load_case(case))["diagnosis"]
         assert sentence(diag["primary"], diag) == expected, case
+
+
+def test_unexplained_idle_evidence_is_the_same_summed_in_chunks(monkeypatch):
+    """The host activity seen during unexplained idle is summed chunk by chunk (memory on tens of millions of
+    host rows): chunks of one row give the evidence of one chunk."""
+    from tracelens.analyses import diagnosis
+
+    def evidence() -> dict:
+        doc = analyze(load_case("unexplained_idle"))
+        (cause,) = [c for c in doc["diagnosis"]["causes"] if c["cause"] == "unexplained_idle"]
+        return cause["evidence"]
+
+    whole = evidence()
+    assert whole["top_activity"]  # something on the host overlaps the idle: the comparison has rows to sum
+    monkeypatch.setattr(diagnosis, "_HOST_CHUNK", 1)
+    assert evidence() == whole

@@ -542,3 +542,26 @@ def test_export_with_empty_host_tables(tmp_path: Path) -> None:
     df = load(path).df
     assert sorted(df.kind.astype(str).unique()) == ["gpu_sync", "kernel", "memcpy"]
     assert df.depth.isna().all()
+
+
+def test_documented_table_from_the_store_has_the_schema_and_sql_row_count() -> None:
+    """The reader stores pid/tid as int32 and kind with int8 indices, and columns few rows carry sparse; the
+    documented table built from it has the schema's types and every row the export's tables hold."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from tracelens.trace import EVENT_SCHEMA, SparseColumn
+
+    found = shared_traces("nsys", "h100x2_fastvideo_window_nsys2026.2.sqlite")
+    if not found:
+        pytest.skip("../shared/traces/nsys not present")
+    path = found[0]
+    trace = load(path)
+    assert isinstance(trace.store.columns["grid_x"], SparseColumn)
+    table = trace.events
+    assert table.schema == EVENT_SCHEMA
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+        kernels = db.execute("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0]
+        grid = db.execute("SELECT sum(gridX) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0]
+    assert pc.sum(pc.equal(table.column("kind").cast(pa.string()), "kernel")).as_py() == kernels
+    assert pc.sum(table.column("grid_x")).as_py() == grid

@@ -107,3 +107,14 @@ def test_slice_reduce_matches_direct_reduction_on_random_and_nested_slices():
         for ufunc, empty in ((np.minimum, 0), (np.maximum, -1)):
             expected = [ufunc.reduce(values[a:b]) if b > a else empty for a, b in zip(lo, hi, strict=True)]
             assert _slice_reduce(ufunc, values, lo, hi, empty).tolist() == expected
+
+
+def test_ranges_measured_in_chunks_sum_to_the_same_summary(monkeypatch) -> None:
+    """range_summary sums per name chunk by chunk (memory on tens of millions of ranges): chunks of one or
+    two ranges give the summary of one chunk."""
+    trace = _trace()
+    whole = ranges.range_summary(trace)
+    assert whole["count"] >= 3 and any(r["gpu_ops"] for r in whole["ranges"])
+    for size in (1, 2):
+        monkeypatch.setattr(ranges, "CHUNK_RANGES", size)
+        assert ranges.range_summary(trace) == whole

@@ -107,3 +107,41 @@ def test_depth_hand_derived():
     ])
     depth = dict(zip(trace.events.column("name").to_pylist(), trace.events.column("depth").to_pylist(), strict=True))
     assert depth == {"A": 0, "B": 1, "C": 2, "D": 1, "Z": 1, "E": 0, "K": None}
+
+
+def _mostly_ranges() -> Trace:
+    # 6 NVTX ranges on one thread and 2 kernels: kernel columns (device, grid) are carried by 2 of 8 rows.
+    rows = [{"kind": "annotation", "name": f"r{i}", "start_ns": 10 * i, "end_ns": 10 * i + 5, "pid": 1, "tid": 2}
+            for i in range(6)]
+    rows += [{"kind": "kernel", "name": "k", "start_ns": 12, "end_ns": 20, "device": 0, "stream": 7, "grid_x": 4},
+             {"kind": "kernel", "name": "k", "start_ns": 33, "end_ns": 40, "device": 0, "stream": 7, "grid_x": 8}]
+    return Trace.from_rows(rows)
+
+
+def test_store_keeps_columns_few_rows_carry_sparse_and_rebuilds_the_documented_table():
+    from tracelens.trace import SparseColumn
+
+    trace = _mostly_ranges()
+    store = trace.store
+    assert isinstance(store.columns["grid_x"], SparseColumn) and isinstance(store.columns["device"], SparseColumn)
+    assert not isinstance(store.columns["pid"], SparseColumn)  # 6 of 8 rows carry it: dense
+    assert "bytes" not in store.columns  # no row carries it: not stored
+    table = trace.events
+    assert table.schema == EVENT_SCHEMA and table.num_rows == 8
+    # time order: r0 [0,5) r1 [10,15) k [12,20) r2 [20,25) r3 [30,35) k [33,40) r4 r5
+    assert table.column("kind").to_pylist() == ["annotation", "annotation", "kernel", "annotation", "annotation",
+                                                "kernel", "annotation", "annotation"]
+    assert table.column("grid_x").to_pylist() == [None, None, 4, None, None, 8, None, None]
+    assert table.column("bytes").null_count == 8
+    assert store.take("grid_x", [5, 0, 2]).to_pylist() == [8, None, 4]
+    assert store.take("pid", [2, 1]).to_pylist() == [None, 1]
+    assert store.numpy("device").tolist() == [-1, -1, 0, -1, -1, 0, -1, -1]
+    assert trace.frame([2, 5], ["name", "grid_x"])["grid_x"].tolist() == [4, 8]
+
+
+def test_store_of_a_documented_table_is_the_same_table():
+    trace = _mostly_ranges()
+    again = Trace(events=trace.events, devices=trace.devices, metadata=trace.metadata)
+    assert again.events.equals(trace.events)
+    assert again.store.take("grid_x", [2, 3]).to_pylist() == [4, None]
+    assert again.num_events == 8

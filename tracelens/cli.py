@@ -143,7 +143,7 @@ def convert(path: str, output: str, run_name: str | None) -> None:
     options = {"run": run_name} if run_name else {}
     trace = load(path, **options)
     trace.save(output)
-    click.echo(f"wrote {output} ({trace.events.num_rows:,} events)", err=True)
+    click.echo(f"wrote {output} ({trace.num_events:,} events)", err=True)
 
 
 @cli.command()

@@ -158,16 +158,171 @@ class TraceMetadata:
         return cls(**{k: v for k, v in data.items() if k in known})
 
 
-@dataclass
+@dataclass(frozen=True)
+class SparseColumn:
+    """A column stored only at the rows that carry it (kernel geometry, copy bytes, ...): null elsewhere."""
+
+    rows: np.ndarray  # ascending row positions (int32 when the table has fewer than 2**31 rows)
+    values: pa.Array  # one value per position, in the schema's type or a narrower one that holds every value
+
+
+class EventStore:
+    """The event table held column by column, each column as cheaply as its rows allow.
+
+    A column most rows carry is one dense Arrow array; a column few rows carry (kernel launch geometry on a
+    trace that is mostly NVTX ranges) is a :class:`SparseColumn`; a column no row carries is not stored.
+    The documented table (:meth:`table`) is built from it on demand. On a 41M-row Nsight export that is mostly
+    NVTX this holds the events in about half the memory of the dense table (docs/schema.md, "Storage").
+    """
+
+    def __init__(self, num_rows: int, columns: Mapping[str, pa.Array | SparseColumn]) -> None:
+        unknown = set(columns) - set(EVENT_COLUMNS)
+        if unknown:
+            raise ValueError(f"unknown event columns: {sorted(unknown)}")
+        self.num_rows = num_rows
+        self.columns: dict[str, pa.Array | SparseColumn] = dict(columns)
+
+    @classmethod
+    def from_table(cls, table: pa.Table) -> EventStore:
+        """A store over an event table's own columns (no copy); all-null columns are not stored."""
+        table = table.combine_chunks()
+        columns = {}
+        for name in EVENT_COLUMNS:
+            array = table.column(name)
+            array = array.chunk(0) if array.num_chunks == 1 else array.combine_chunks()
+            if array.null_count < len(array) or name in _NEVER_NULL:
+                columns[name] = array
+        return cls(table.num_rows, columns)
+
+    @classmethod
+    def from_columns(cls, num_rows: int, columns: Mapping[str, pa.Array]) -> EventStore:
+        """A store from full-length arrays in schema order, each kept dense or sparse by how many rows carry it."""
+        stored: dict[str, pa.Array | SparseColumn] = {}
+        for name, array in columns.items():
+            valid = len(array) - array.null_count
+            if valid == 0 and name not in _NEVER_NULL:
+                continue
+            if name not in _NEVER_NULL and valid * 2 < num_rows:
+                mask = array.is_valid()
+                stored[name] = SparseColumn(_positions(np.flatnonzero(mask.to_numpy(zero_copy_only=False)), num_rows),
+                                            array.filter(mask))
+            else:
+                stored[name] = array
+        return cls(num_rows, stored)
+
+    def __len__(self) -> int:
+        return self.num_rows
+
+    def has(self, name: str) -> bool:
+        """Whether any row carries ``name``."""
+        return name in self.columns
+
+    def column(self, name: str) -> pa.Array:
+        """The whole column, one value per row, in the schema's type (nulls where rows lack it)."""
+        typ = EVENT_SCHEMA.field(name).type
+        stored = self.columns.get(name)
+        if stored is None:
+            return _as_array(None, typ, self.num_rows)
+        if isinstance(stored, SparseColumn):
+            index = np.full(self.num_rows, -1, np.int64)
+            index[stored.rows] = np.arange(stored.rows.size)
+            return _cast(stored.values.take(pa.array(index, pa.int64(), mask=index < 0)), typ)
+        return _cast(stored, typ)
+
+    def take(self, name: str, rows: np.ndarray) -> pa.Array:
+        """The column's values at ``rows`` (row positions), in the schema's type."""
+        rows = np.asarray(rows, dtype=np.int64)
+        typ = EVENT_SCHEMA.field(name).type
+        stored = self.columns.get(name)
+        if stored is None:
+            return _as_array(None, typ, rows.size)
+        if isinstance(stored, SparseColumn):
+            at = np.searchsorted(stored.rows, rows)
+            hit = at < stored.rows.size
+            hit[hit] = stored.rows[at[hit]] == rows[hit]
+            return _cast(stored.values.take(pa.array(np.where(hit, at, 0), pa.int64(), mask=~hit)), typ)
+        return _cast(stored.take(pa.array(rows, pa.int64())), typ)
+
+    def numpy(self, name: str, fill: int = -1, dtype: Any = np.int64) -> np.ndarray:
+        """An integer column as numpy, nulls as ``fill``; without a copy where the stored array allows it."""
+        stored = self.columns.get(name)
+        if stored is None:
+            return np.full(self.num_rows, fill, dtype)
+        if isinstance(stored, SparseColumn):
+            out = np.full(self.num_rows, fill, dtype)
+            out[stored.rows] = pc.fill_null(stored.values, fill).to_numpy(zero_copy_only=False)
+            return out
+        if stored.null_count == 0:
+            values = stored.to_numpy(zero_copy_only=False)
+            return values if values.dtype == dtype else values.astype(dtype)
+        return pc.fill_null(stored, fill).to_numpy(zero_copy_only=False).astype(dtype, copy=False)
+
+    def unique(self, name: str) -> list[Any]:
+        """The distinct non-null values of a column."""
+        stored = self.columns.get(name)
+        if stored is None:
+            return []
+        values = stored.values if isinstance(stored, SparseColumn) else stored
+        return pc.unique(values.drop_null()).to_pylist()
+
+    def table(self) -> pa.Table:
+        """The documented event table (:data:`EVENT_SCHEMA`)."""
+        arrays = [self.column(f.name) for f in EVENT_SCHEMA]
+        return pa.Table.from_arrays(arrays, schema=EVENT_SCHEMA)
+
+    def with_columns(self, updates: Mapping[str, pa.Array | SparseColumn]) -> EventStore:
+        """A new store with ``updates`` replacing those columns (the others shared, not copied)."""
+        return EventStore(self.num_rows, {**self.columns, **updates})
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the stored columns (positions included)."""
+        total = 0
+        for stored in self.columns.values():
+            if isinstance(stored, SparseColumn):
+                total += stored.rows.nbytes + stored.values.nbytes
+            else:
+                total += stored.nbytes
+        return total
+
+
+_NEVER_NULL = ("kind", "start_ns", "end_ns")
+
+
+def _cast(array: pa.Array, typ: pa.DataType) -> pa.Array:
+    """A stored array in the schema's type (a reader may store narrower: pid and tid as int32, kind's
+    dictionary with int8 indices)."""
+    return array if array.type == typ else array.cast(typ)
+
+
+def _positions(rows: np.ndarray, num_rows: int) -> np.ndarray:
+    return rows.astype(np.int32 if num_rows < 2**31 else np.int64)
+
+
 class Trace:
-    """A normalized trace: an event table (Arrow), a device table (Arrow) and metadata.
+    """A normalized trace: the events (an :class:`EventStore`, the documented Arrow table on demand), a device
+    table (Arrow) and metadata.
 
     Treat it as a value: analyses read it and never change it.
     """
 
-    events: pa.Table
-    devices: pa.Table
-    metadata: TraceMetadata
+    def __init__(self, events: pa.Table | EventStore, devices: pa.Table, metadata: TraceMetadata) -> None:
+        if isinstance(events, EventStore):
+            self.store = events
+        else:
+            self.store = EventStore.from_table(events)
+            self.__dict__["events"] = events  # already built: :attr:`events` returns it as is
+        self.devices = devices
+        self.metadata = metadata
+
+    @cached_property
+    def events(self) -> pa.Table:
+        """The documented event table (docs/schema.md), built from the store on first use."""
+        return self.store.table()
+
+    @property
+    def num_events(self) -> int:
+        return self.store.num_rows
 
     @cached_property
     def df(self) -> pd.DataFrame:
@@ -182,9 +337,15 @@ class Trace:
         """
         rows = np.asarray(rows)
         indices = np.flatnonzero(rows) if rows.dtype == bool else rows.astype(np.int64)
-        frame = events_to_pandas(self.events.select(columns).take(pa.array(indices, pa.int64())))
+        table = pa.Table.from_arrays([self.store.take(c, indices) for c in columns],
+                                     schema=pa.schema([EVENT_SCHEMA.field(c) for c in columns]))
+        frame = events_to_pandas(table)
         frame.index = indices
         return frame
+
+    def take(self, column: str, rows: np.ndarray) -> pa.Array:
+        """One column's values at the given row positions (Arrow, the schema's type)."""
+        return self.store.take(column, rows)
 
     @cached_property
     def devices_df(self) -> pd.DataFrame:
@@ -220,7 +381,7 @@ class Trace:
         columns = {name: [row.get(name) for row in rows] for name in EVENT_COLUMNS}
         columns = {k: v for k, v in columns.items() if any(x is not None for x in v) or k in ("kind", "start_ns", "end_ns")}
         return cls(
-            events=build_events(columns),
+            events=build_store(columns),
             devices=build_devices(list(devices or [])),
             metadata=metadata or TraceMetadata(source_format="handmade", framework="unknown"),
         )
@@ -235,14 +396,15 @@ class Trace:
         """
         import pyarrow.parquet as pq
 
-        meta = dict(self.events.schema.metadata or {})
+        events = self.events
+        meta = dict(events.schema.metadata or {})
         meta[b"tracelens.metadata"] = json.dumps(self.metadata.to_dict(), default=str).encode()
         meta[b"tracelens.devices"] = json.dumps(self.devices.to_pylist(), default=str).encode()
         dictionaries = [f.name for f in EVENT_SCHEMA if pa.types.is_dictionary(f.type)]
         options: dict[str, Any] = {"compression": "zstd"}
         if cache:
             options = {"compression": "lz4", "write_statistics": ["kind", "name", "start_ns", "step", "device"]}
-        pq.write_table(self.events.replace_schema_metadata(meta), str(path), use_dictionary=dictionaries, **options)
+        pq.write_table(events.replace_schema_metadata(meta), str(path), use_dictionary=dictionaries, **options)
 
 
 def _py(value: Any) -> Any:
@@ -303,12 +465,13 @@ def _to_list_or_array(values: Any) -> Any:
     return list(values)
 
 
-def build_events(columns: Mapping[str, Any], *, sort: bool = True) -> pa.Table:
-    """Assemble an event table from a mapping of column name -> values (list, numpy, pandas or Arrow).
+def build_store(columns: Mapping[str, Any], *, sort: bool = True) -> EventStore:
+    """Assemble events from a mapping of column name -> values (list, numpy, pandas or Arrow).
 
     Missing columns become nulls; every column is cast to :data:`EVENT_SCHEMA`. Rows are sorted by
     ``start_ns`` (stable) so that every consumer can rely on time order. ``end_ns`` below ``start_ns``
-    is clamped to ``start_ns`` (some producers emit negative durations on clock skew).
+    is clamped to ``start_ns`` (some producers emit negative durations on clock skew). Columns few rows
+    carry are stored sparse (:class:`EventStore`).
     """
     unknown = set(columns) - set(EVENT_COLUMNS)
     if unknown:
@@ -317,18 +480,34 @@ def build_events(columns: Mapping[str, Any], *, sort: bool = True) -> pa.Table:
     if len(lengths) > 1:
         raise ValueError(f"event columns differ in length: {sorted(lengths)}")
     n = lengths.pop() if lengths else 0
-    arrays = [_as_array(columns.get(f.name), f.type, n) for f in EVENT_SCHEMA]
-    table = pa.Table.from_arrays(arrays, schema=EVENT_SCHEMA)
-    start = table.column("start_ns")
-    end = table.column("end_ns")
-    clamped = pc.max_element_wise(end, start)
-    table = table.set_column(EVENT_COLUMNS.index("end_ns"), EVENT_SCHEMA.field("end_ns"), clamped)
+    arrays: dict[str, pa.Array] = {}
+    for f in EVENT_SCHEMA:
+        values = columns.get(f.name)
+        if values is None and f.name not in _NEVER_NULL:
+            continue
+        arrays[f.name] = _as_array(values, f.type, n)
+    arrays["end_ns"] = pc.max_element_wise(arrays["end_ns"], arrays["start_ns"])
     if sort and n:
-        order = pc.sort_indices(table, sort_keys=[("start_ns", "ascending")])
-        table = table.take(order)
-    if n and table.column("depth").null_count == n:
-        table = _fill_depth(table)
-    return table.combine_chunks().unify_dictionaries()
+        start = arrays["start_ns"].to_numpy(zero_copy_only=False)
+        order = np.argsort(start, kind="stable")
+        if (order[1:] < order[:-1]).any():  # already in time order: keep the arrays as they are
+            take = pa.array(order)
+            arrays = {name: array.take(take) for name, array in arrays.items()}
+    if n and (arrays.get("depth") is None or arrays["depth"].null_count == n):
+        depth = _depth(arrays, n)
+        if depth is not None:
+            arrays["depth"] = depth
+    arrays = {name: _unified(array) for name, array in arrays.items()}
+    return EventStore.from_columns(n, {f.name: arrays[f.name] for f in EVENT_SCHEMA if f.name in arrays})
+
+
+def _unified(array: pa.Array | pa.ChunkedArray) -> pa.Array:
+    return array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array
+
+
+def build_events(columns: Mapping[str, Any], *, sort: bool = True) -> pa.Table:
+    """:func:`build_store`, as the documented Arrow table."""
+    return build_store(columns, sort=sort).table()
 
 
 NOT_NESTED_KINDS = (KERNEL, MEMCPY, MEMSET, GPU_SYNC, GPU_ANNOTATION)
@@ -358,24 +537,36 @@ def nesting_depth(pid: np.ndarray, tid: np.ndarray, start: np.ndarray, end: np.n
     bounds = np.flatnonzero(np.diff(small[by_thread])) + 1
     del thread, small
     for idx in np.split(by_thread, bounds):
-        s, e = start[idx], end[idx]
-        order = np.lexsort((-e, s))  # by start, longer first on ties: parents before children
-        s_sorted, e_sorted = s[order], e[order]
-        rank = np.arange(order.size)
-        ends_sorted = np.sort(e_sorted)
-        ended = np.searchsorted(ends_sorted, s_sorted, side="right")
-        # A zero-length interval at exactly s counts as "ended" before anything starting at s, including
-        # itself and later-ordered ones: remove those not ordered before this interval.
-        zero = e_sorted == s_sorted
-        if zero.any():
-            cz = np.cumsum(zero)
-            last_same_start = np.searchsorted(s_sorted, s_sorted, side="right") - 1
-            ended = ended - (cz[last_same_start] - cz + zero)
-        d = np.clip(rank - ended, 0, np.iinfo(np.int16).max)
-        out = np.empty(order.size, dtype=np.int16)
-        out[order] = d
-        depth[idx] = out
+        depth[idx] = _thread_depth(start[idx], end[idx])
     return depth
+
+
+def _thread_depth(s: np.ndarray, e: np.ndarray) -> np.ndarray:
+    """Nesting depth of the intervals of one thread (arrays freed as soon as used: one thread may hold
+    tens of millions of NVTX ranges)."""
+    order = np.lexsort((-e, s))  # by start, longer first on ties: parents before children
+    s_sorted = s[order]
+    ends_sorted = np.sort(e)
+    e_sorted = e[order]
+    del s, e
+    ended = np.searchsorted(ends_sorted, s_sorted, side="right")
+    del ends_sorted
+    # A zero-length interval at exactly s counts as "ended" before anything starting at s, including
+    # itself and later-ordered ones: remove those not ordered before this interval.
+    zero = e_sorted == s_sorted
+    del e_sorted
+    if zero.any():
+        cz = np.cumsum(zero)
+        last_same_start = np.searchsorted(s_sorted, s_sorted, side="right") - 1
+        ended -= cz[last_same_start] - cz + zero
+        del cz, last_same_start
+    del s_sorted, zero
+    # depth = rank in start order - intervals ended before it, in place
+    np.subtract(np.arange(order.size, dtype=ended.dtype), ended, out=ended)
+    np.clip(ended, 0, np.iinfo(np.int16).max, out=ended)
+    out = np.empty(order.size, dtype=np.int16)
+    out[order] = ended
+    return out
 
 
 def depth_column(nested: np.ndarray, pid: np.ndarray, tid: np.ndarray, start: np.ndarray,
@@ -392,35 +583,23 @@ def depth_column(nested: np.ndarray, pid: np.ndarray, tid: np.ndarray, start: np
     return pa.array(values, type=pa.int16(), mask=~nested)
 
 
-def _fill_depth(table: pa.Table) -> pa.Table:
-    kind = table.column("kind").combine_chunks()
+def _depth(arrays: Mapping[str, pa.Array], n: int) -> pa.Array | None:
+    """The ``depth`` column for rows in ``arrays`` (None when no row nests)."""
+    kind, tid = arrays["kind"], arrays.get("tid")
+    if tid is None:
+        return None
     not_nested = np.isin(np.asarray(kind.dictionary.to_pylist(), dtype=object), NOT_NESTED_KINDS)
-    nested = ~not_nested[kind.indices.to_numpy(zero_copy_only=False)] & table.column("tid").is_valid().to_numpy(
-        zero_copy_only=False)
+    nested = ~not_nested[kind.indices.to_numpy(zero_copy_only=False)] & tid.is_valid().to_numpy(zero_copy_only=False)
     if not nested.any():
-        return table
-    arr = depth_column(nested, table.column("pid").to_numpy(zero_copy_only=False).astype(np.float64),
-                       table.column("tid").to_numpy(zero_copy_only=False).astype(np.float64),
-                       table.column("start_ns").to_numpy(), table.column("end_ns").to_numpy())
-    return table.set_column(EVENT_COLUMNS.index("depth"), EVENT_SCHEMA.field("depth"), arr)
+        return None
+    pid = arrays.get("pid")
+    pid_values = (pid.to_numpy(zero_copy_only=False).astype(np.float64) if pid is not None
+                  else np.full(n, np.nan))
+    return depth_column(nested, pid_values, tid.to_numpy(zero_copy_only=False).astype(np.float64),
+                        arrays["start_ns"].to_numpy(), arrays["end_ns"].to_numpy())
 
 
 def build_devices(rows: list[Mapping[str, Any]]) -> pa.Table:
     """Assemble the device table from dicts keyed by :data:`DEVICE_COLUMNS` (missing keys are null)."""
     data = {name: [row.get(name) for row in rows] for name in DEVICE_COLUMNS}
     return pa.Table.from_pydict(data, schema=DEVICE_SCHEMA)
-
-
-def empty_events() -> pa.Table:
-    return build_events({"kind": [], "start_ns": [], "end_ns": []})
-
-
-def concat_events(tables: list[pa.Table]) -> pa.Table:
-    """Concatenate event tables (each already in :data:`EVENT_SCHEMA`) and re-sort by start."""
-    tables = [t for t in tables if t.num_rows]
-    if not tables:
-        return empty_events()
-    table = pa.concat_tables([t.unify_dictionaries() for t in tables], promote_options="none")
-    table = table.unify_dictionaries().combine_chunks()
-    order = pc.sort_indices(table, sort_keys=[("start_ns", "ascending")])
-    return table.take(order).combine_chunks().unify_dictionaries()

@@ -87,7 +87,7 @@ def analyze(trace: Trace, *, sections: list[str] | None = None) -> Document:
             "framework": meta.framework,
             "rank": meta.rank,
             "world_size": meta.world_size,
-            "event_count": trace.events.num_rows,
+            "event_count": trace.num_events,
             "warnings": list(meta.warnings),
         },
     }

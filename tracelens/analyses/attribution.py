@@ -39,7 +39,7 @@ class HostRows:
     start: np.ndarray
     end: np.ndarray
     name: np.ndarray  # code into event_columns(trace).names
-    thread: np.ndarray  # int64 code into `threads`
+    thread: np.ndarray  # int32 code into `threads`
     sync_copy: np.ndarray  # bool: a synchronous memcpy call
     threads: pd.DataFrame  # columns pid, tid; index = thread code
 
@@ -61,7 +61,7 @@ def host_rows(trace: Trace) -> HostRows:
             start=cols.start[keep],
             end=cols.end[keep],
             name=name,
-            thread=np.asarray(codes, np.int64),
+            thread=np.asarray(codes, np.int32 if len(uniques) < 2**31 else np.int64),
             sync_copy=(cat == HOST_CATEGORY_PRIORITY.index(SYNC)) & code_mask(name, cols.names, is_sync_copy),
             threads=pd.DataFrame({"pid": pid[first], "tid": tid[first]}),
         )

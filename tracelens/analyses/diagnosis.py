@@ -577,6 +577,9 @@ def _communication(ctx: Context) -> dict[str, Any] | None:
                   fix_for(COMMUNICATION_FIX, ctx.framework))
 
 
+_HOST_CHUNK = 1 << 22
+
+
 def _unexplained(ctx: Context) -> dict[str, Any]:
     trace = ctx.trace
     cols = event_columns(trace)
@@ -584,11 +587,9 @@ def _unexplained(ctx: Context) -> dict[str, Any]:
     host = np.flatnonzero(cols.of_kind(*_ACTIVITY_KINDS) & (cols.tid >= 0) & (cols.name >= 0))
     waits = host[code_mask(cols.name[host], cols.names, lambda n: bool(RANK_WAIT_PATTERN.search(n)))]
     overhead = host[cols.kind[host] == ALL_KINDS.index(OVERHEAD)]
-    overlap = np.zeros(host.size, np.int64)
     rank_wait = profiler_overhead = 0
-    for busy in ctx.busy.values():  # a loop over devices
-        us, ue = unexplained_intervals(trace, busy)
-        overlap += intervals.overlap_with_union(cols.start[host], cols.end[host], us, ue)
+    unexplained = [unexplained_intervals(trace, busy) for busy in ctx.busy.values()]
+    for us, ue in unexplained:  # a loop over devices
         for rows, total in ((waits, "rank_wait"), (overhead, "overhead")):
             union = intervals.merge(cols.start[rows], cols.end[rows])
             covered = int(intervals.overlap_with_union(us, ue, *union).sum())
@@ -596,10 +597,22 @@ def _unexplained(ctx: Context) -> dict[str, Any]:
                 rank_wait += covered
             else:
                 profiler_overhead += covered
-    seen = overlap > 0
-    frame = pd.DataFrame({"name": cols.name[host][seen], "kind": cols.kind[host][seen], "tid": cols.tid[host][seen],
-                          "overlap": overlap[seen]})
-    top_rows = (frame.groupby(["name", "kind", "tid"], sort=False)["overlap"].sum().reset_index()
+    partials = []
+    for lo in range(0, host.size, _HOST_CHUNK):  # chunks of host rows: tens of millions on a training export
+        mine = host[lo: lo + _HOST_CHUNK]
+        starts, ends = cols.start[mine], cols.end[mine]
+        overlap = np.zeros(mine.size, np.int64)
+        for us, ue in unexplained:
+            overlap += intervals.overlap_with_union(starts, ends, us, ue)
+        seen = overlap > 0
+        mine = mine[seen]
+        partials.append(pd.DataFrame({"name": cols.name[mine], "kind": cols.kind[mine], "tid": cols.tid[mine],
+                                      "overlap": overlap[seen]}).groupby(["name", "kind", "tid"], sort=False)
+                        ["overlap"].sum())
+    summed = (pd.concat(partials).groupby(level=[0, 1, 2], sort=False).sum() if partials
+              else pd.Series([], dtype=np.int64, index=pd.MultiIndex.from_arrays([[], [], []],
+                                                                                 names=["name", "kind", "tid"])))
+    top_rows = (summed.rename("overlap").reset_index()
                 .sort_values(["overlap", "name"], ascending=[False, True]).head(TOP_NAMES))
     top = [{"name": str(cols.names[r.name]), "kind": ALL_KINDS[r.kind], "tid": int(r.tid),
             "overlap_ns": int(round(r.overlap / ctx.n))} for r in top_rows.itertuples(index=False)]

@@ -123,7 +123,7 @@ def queue_depth(pairs: Table) -> list[dict[str, Any]]:
     m = pairs[pairs["matched"]]
     if m.empty:
         return []
-    codes, uniques = pd.factorize(m["device"] * (1 << 32) + (m["stream"] & 0xFFFFFFFF))
+    codes, uniques = pd.factorize(m["device"].astype(np.int64) * (1 << 32) + (m["stream"].astype(np.int64) & 0xFFFFFFFF))
     launch_end = m["launch_end"]
     gpu_end = np.maximum(m["end"], launch_end)
     # Each op adds 1 to its stream's depth for (gpu_end - launch_end): the depth's integral is their sum.

@@ -15,8 +15,8 @@ import pandas as pd
 
 from .. import intervals
 from ..gpu_specs import device_links
-from ..trace import DRIVER, GPU_ACTIVITY_KINDS, KERNEL, MEMCPY, RUNTIME, Trace
-from .columns import event_columns
+from ..trace import DRIVER, KERNEL, MEMCPY, RUNTIME, Trace
+from .columns import device_busy, event_columns
 from .names import is_graph_launch, is_sync_copy
 
 SMALL_COPY_BYTES = 64 * 1024
@@ -73,7 +73,10 @@ def _launch_mode(trace: Trace, copies: pd.DataFrame) -> np.ndarray:
     if not corr.notna().any():
         return out
     cols = event_columns(trace)
-    host = trace.frame(cols.of_kind(RUNTIME, DRIVER) & (cols.correlation_id >= 0), ["pid", "correlation_id", "name"])
+    calls = np.flatnonzero(cols.of_kind(RUNTIME, DRIVER) & (cols.correlation_id >= 0))
+    # Only the calls that launched a copy: a training trace has millions of other calls.
+    calls = calls[np.isin(cols.correlation_id[calls], corr.dropna().to_numpy(np.int64))]
+    host = trace.frame(calls, ["pid", "correlation_id", "name"])
     if host.empty:
         return out
     host = host.assign(name=host["name"].astype("string").fillna(""))
@@ -220,10 +223,12 @@ def _framework_fixes(framework: str) -> dict[str, str]:
 def memcpy_report(trace: Trace) -> dict[str, Any]:
     """The ``memcpy`` block (see docs/memcpy.md)."""
     cols = event_columns(trace)
-    gpu = trace.frame(cols.of_kind(*GPU_ACTIVITY_KINDS) & (cols.device >= 0),
-                      ["kind", "start_ns", "end_ns", "device", "pid", "correlation_id", "bytes", "copy_kind",
-                       "src_kind", "dst_kind"])
-    copies = gpu[gpu["kind"] == MEMCPY]
+    on_device = cols.device >= 0
+    copies = trace.frame(cols.of_kind(MEMCPY) & on_device,
+                         ["start_ns", "end_ns", "device", "pid", "correlation_id", "bytes", "copy_kind",
+                          "src_kind", "dst_kind"])
+    kernel_rows = np.flatnonzero(cols.of_kind(KERNEL) & on_device)
+    del on_device
     kinds = copies["copy_kind"].astype("string").fillna(UNKNOWN).to_numpy(dtype=object)
     device = copies["device"].astype("int64").to_numpy()
     starts = copies["start_ns"].to_numpy(np.int64)
@@ -265,14 +270,10 @@ def memcpy_report(trace: Trace) -> dict[str, Any]:
     kind_index = {e["kind"]: e for e in by_kind}
 
     per_device = []
-    for dev in sorted(set(gpu["device"].astype("int64").tolist())):
-        rows = gpu[gpu["device"].astype("int64") == dev]
-        all_s = rows["start_ns"].to_numpy(np.int64)
-        all_e = rows["end_ns"].to_numpy(np.int64)
-        busy = intervals.union_length(all_s, all_e)
-        span = int(all_e.max() - all_s.min()) if all_s.size else 0
-        kern = (rows["kind"] == KERNEL).to_numpy()
-        ks, ke = all_s[kern], all_e[kern]
+    for dev, device_activity in sorted(device_busy(trace).items()):
+        busy, span = device_activity.busy_ns, device_activity.span_ns  # all GPU rows of the device
+        mine = kernel_rows[cols.device[kernel_rows] == dev]
+        ks, ke = cols.start[mine], cols.end[mine]
         dm = device == dev
         if not dm.any():
             continue

@@ -25,23 +25,21 @@ import pyarrow.compute as pc
 
 from .. import occupancy_calc
 from ..occupancy_calc import LIMIT_BLOCKS, LIMIT_WARPS, LIMITER_NAMES, LimitsUnavailable
-from ..trace import EVENT_COLUMNS, EVENT_SCHEMA, KERNEL, Trace
+from ..trace import KERNEL, SparseColumn, Trace
 from ..values import int_or_none
-from .columns import dictionary_codes
+from .columns import dictionary_codes, event_columns
 from .names import code_mask, is_collective_kernel, is_library_kernel
 
 LOW_OCCUPANCY = 0.5
 TOP_KERNELS = 10
 
 
-def _float_column(table: pa.Table | _Rows, name: str) -> np.ndarray:
-    """A numeric column as float64 with NaN for nulls."""
-    if isinstance(table, _Rows):
-        return table.column(name)
-    return pc.cast(table.column(name), pa.float64()).to_numpy(zero_copy_only=False)
+def _float_column(rows: _Rows, name: str) -> np.ndarray:
+    """A numeric column of the rows as float64 with NaN for nulls."""
+    return rows.column(name)
 
 
-def _product(table: pa.Table | _Rows, prefix: str) -> np.ndarray:
+def _product(table: _Rows, prefix: str) -> np.ndarray:
     """x*y*z of a launch dimension; missing y/z count as 1, missing x makes the product unknown (NaN)."""
     x = _float_column(table, f"{prefix}_x")
     y = np.nan_to_num(_float_column(table, f"{prefix}_y"), nan=1.0)
@@ -49,7 +47,7 @@ def _product(table: pa.Table | _Rows, prefix: str) -> np.ndarray:
     return x * y * z
 
 
-def _shared_bytes(table: pa.Table | _Rows) -> np.ndarray:
+def _shared_bytes(table: _Rows) -> np.ndarray:
     """static + dynamic shared memory; one missing counts as 0, both missing is unknown (NaN)."""
     static = _float_column(table, "static_shared_bytes")
     dynamic = _float_column(table, "dynamic_shared_bytes")
@@ -58,36 +56,35 @@ def _shared_bytes(table: pa.Table | _Rows) -> np.ndarray:
 
 
 class _Rows:
-    """Some rows of an event table, read column by column as numpy (cheaper than an Arrow take of a table)."""
+    """Some rows of the events, read column by column as numpy."""
 
-    def __init__(self, events: pa.Table, rows: np.ndarray) -> None:
-        self.events = events
+    def __init__(self, trace: Trace, rows: np.ndarray) -> None:
+        self.trace = trace
         self.rows = rows
 
     def column(self, name: str) -> np.ndarray:
-        return _float_column(self.events, name)[self.rows]
+        return pc.cast(self.trace.take(name, self.rows), pa.float64()).to_numpy(zero_copy_only=False)
 
     def int64(self, name: str) -> np.ndarray:
-        return self.events.column(name).to_numpy().astype(np.int64)[self.rows]
+        return self.trace.take(name, self.rows).to_numpy(zero_copy_only=False).astype(np.int64)
 
 
-def _kind_mask(kind: pa.ChunkedArray, value: str) -> np.ndarray:
-    """Rows whose dictionary-encoded kind equals ``value``, compared on the dictionary indices."""
-    parts = []
-    for chunk in kind.chunks:
-        codes = np.flatnonzero(np.asarray(chunk.dictionary.to_pylist(), dtype=object) == value)
-        indices = chunk.indices.to_numpy(zero_copy_only=False)
-        parts.append(np.isin(indices, codes) if codes.size else np.zeros(len(chunk), dtype=bool))
-    return np.concatenate(parts) if parts else np.zeros(0, dtype=bool)
+def _kind_rows(trace: Trace, kind: str) -> np.ndarray:
+    """Rows of one kind, from the kind column's dictionary indices (no numpy columns of the whole trace: this
+    runs at load time, for :func:`annotate_occupancy`)."""
+    kinds = trace.store.column("kind")
+    codes = np.flatnonzero(np.asarray(kinds.dictionary.to_pylist(), dtype=object) == kind)
+    if codes.size == 0:
+        return np.zeros(0, np.int64)
+    return np.flatnonzero(np.isin(kinds.indices.to_numpy(zero_copy_only=False), codes))
 
 
 class _KernelOccupancy:
     """Calculator results for every kernel row of a trace, plus why devices were skipped."""
 
     def __init__(self, trace: Trace) -> None:
-        events = trace.events
-        self.rows = np.flatnonzero(_kind_mask(events.column("kind"), KERNEL))
-        kernels = _Rows(events, self.rows)
+        self.rows = _kind_rows(trace, KERNEL)
+        kernels = _Rows(trace, self.rows)
         n = self.rows.size
         self.device = _float_column(kernels, "device")
         self.threads = _product(kernels, "block")
@@ -104,8 +101,7 @@ class _KernelOccupancy:
         self.limiter = np.full(n, -1, dtype=np.int8)
         self.grid_fill = np.full(n, np.nan)  # min(1, grid blocks / SMs)
         self.shape = np.full(n, np.nan)  # occupancy the block shape alone allows
-        names = trace.events.column("name").take(pa.array(self.rows, pa.int64()))
-        codes, values = dictionary_codes(names)
+        codes, values = dictionary_codes(trace.take("name", self.rows))
         dictionary = np.asarray(values, dtype=object)
         self.collective = code_mask(codes, dictionary, is_collective_kernel)
         self.library = code_mask(codes, dictionary, is_library_kernel) & ~self.collective
@@ -181,18 +177,22 @@ def annotate_occupancy(trace: Trace) -> Trace:
 
     Values the calculator cannot compute keep whatever the reader wrote (normally null).
     """
-    events = trace.events
-    if events.num_rows == 0:
+    if trace.num_events == 0:
         return trace
     occ = _KernelOccupancy(trace)
     if occ.rows.size == 0 or np.isnan(occ.theoretical).all():
         return trace
+    kernels = _Rows(trace, occ.rows)
+    updates: dict[str, SparseColumn] = {}
     for column, values in (("theoretical_occupancy", occ.theoretical), ("estimated_achieved_occupancy", occ.estimated)):
-        full = _float_column(events, column)
-        full[occ.rows] = np.where(np.isnan(values), full[occ.rows], values)
-        arr = pa.array(full.astype(np.float32), type=pa.float32(), mask=np.isnan(full))
-        events = events.set_column(EVENT_COLUMNS.index(column), EVENT_SCHEMA.field(column), arr)
-    return Trace(events=events, devices=trace.devices, metadata=trace.metadata)
+        merged = np.where(np.isnan(values), kernels.column(column), values)
+        known = ~np.isnan(merged)
+        if not known.any():
+            continue
+        # Kernel rows only: the other rows of the column stay as the reader left them (null; no reader fills them)
+        updates[column] = SparseColumn(occ.rows[known].astype(np.int32 if trace.num_events < 2**31 else np.int64),
+                                       pa.array(merged[known].astype(np.float32), type=pa.float32()))
+    return Trace(events=trace.store.with_columns(updates), devices=trace.devices, metadata=trace.metadata)
 
 
 def _weighted(values: np.ndarray, weights: np.ndarray) -> float | None:
@@ -213,7 +213,7 @@ def _top_kernels(trace: Trace, occ: _KernelOccupancy, occupancy: np.ndarray, los
     keep = np.flatnonzero(lost > 0)
     if keep.size == 0:
         return []
-    names = trace.events.column("name").take(pa.array(occ.rows[keep], pa.int64()))
+    names = trace.take("name", occ.rows[keep])
     duration = occ.duration[keep].astype(np.float64)
     frame = pd.DataFrame(
         {
@@ -290,7 +290,7 @@ def occupancy_report(trace: Trace) -> dict[str, Any]:
     fill = occ.sm_fill()
     grid_fill = occ.sm_fill(with_shape=False)
     standalone_lost = occ.duration * (1.0 - fill)  # 0 for excluded launches (fill 1)
-    starts = _Rows(trace.events, occ.rows).int64("start_ns")
+    starts = event_columns(trace).start[occ.rows]
     ends = starts + occ.duration
 
     per_device = []

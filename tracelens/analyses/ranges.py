@@ -75,72 +75,105 @@ def _slice_reduce(ufunc: np.ufunc, values: np.ndarray, lo: np.ndarray, hi: np.nd
     return out
 
 
+# Ranges are measured this many at a time: a training export holds tens of millions of NVTX ranges, and each
+# needs a dozen int64 intermediates.
+CHUNK_RANGES = 1 << 21
+
+
+class _Launches:
+    """Launch calls sorted by (thread, time), with running sums, shared by every chunk of ranges."""
+
+    def __init__(self, trace: Trace, rows: np.ndarray) -> None:
+        cols = event_columns(trace)
+        launches = _per_launch(trace)
+        self.empty = launches.empty or rows.size == 0
+        if self.empty:
+            return
+        self.key, self.range_start, self.range_end = thread_time_positions([
+            (thread_key(launches["pid"].to_numpy(), launches["tid"].to_numpy()), [launches["t"].to_numpy(np.int64)]),
+            (thread_key(cols.pid[rows], cols.tid[rows]), [cols.start[rows], cols.end[rows]])])
+        order = np.argsort(self.key, kind="stable")
+        self.key = self.key[order]
+        launches = launches.iloc[order].reset_index(drop=True)
+        self.csum_ns = np.concatenate([[0], np.cumsum(launches["op_ns"].to_numpy(np.int64))])
+        self.csum_ops = np.concatenate([[0], np.cumsum(launches["ops"].to_numpy(np.int64))])
+        self.first = launches["first"].to_numpy(np.int64)
+        self.last = launches["last"].to_numpy(np.int64)
+        self.dev_min = launches["dev_min"].to_numpy(np.int64)
+        self.dev_max = launches["dev_max"].to_numpy(np.int64)
+
+    def measure(self, trace: Trace, at: slice) -> dict[str, np.ndarray]:
+        """ops, gpu_op_ns, proj_start, proj_end, gpu_idle_ns of the ranges ``at`` (positions in ``rows``)."""
+        lo = np.searchsorted(self.key, self.range_start[at], side="left")
+        hi = np.searchsorted(self.key, self.range_end[at], side="left")
+        first = _slice_reduce(np.minimum, self.first, lo, hi, 0)
+        last = _slice_reduce(np.maximum, self.last, lo, hi, 0)
+        dmin = _slice_reduce(np.minimum, self.dev_min, lo, hi, -1)
+        dmax = _slice_reduce(np.maximum, self.dev_max, lo, hi, -1)
+        idle = np.zeros(lo.size, np.int64)
+        busy = device_busy(trace)
+        has = hi > lo
+        for device, b in busy.items():
+            sel = has & (dmin == device) & (dmax == device)
+            idle[sel] = (last[sel] - first[sel]) - intervals.overlap_with_union(first[sel], last[sel], b.busy_starts,
+                                                                               b.busy_ends)
+        mixed = has & (dmin != dmax)
+        if mixed.any():
+            us, ue = intervals.merge(np.concatenate([b.busy_starts for b in busy.values()]),
+                                     np.concatenate([b.busy_ends for b in busy.values()]))
+            idle[mixed] = (last[mixed] - first[mixed]) - intervals.overlap_with_union(first[mixed], last[mixed],
+                                                                                     us, ue)
+        return {"ops": self.csum_ops[hi] - self.csum_ops[lo], "gpu_op_ns": self.csum_ns[hi] - self.csum_ns[lo],
+                "proj_start": first, "proj_end": last, "gpu_idle_ns": idle}
+
+
+def _zero_measures(n: int) -> dict[str, np.ndarray]:
+    return {k: np.zeros(n, np.int64) for k in ("ops", "gpu_op_ns", "proj_start", "proj_end", "gpu_idle_ns")}
+
+
 def range_instances(trace: Trace) -> pd.DataFrame:
     """Every annotation row with its launched GPU work and projected span."""
     cols = event_columns(trace)
-    ann = cols.of_kind(ANNOTATION)
-    rs, re_ = cols.start[ann], cols.end[ann]
-    out = pd.DataFrame({"name": cols.name[ann], "start": rs, "end": re_, "pid": cols.pid[ann], "tid": cols.tid[ann]})
-    launches = _per_launch(trace)
-    n = len(out)
-    out["ops"] = 0
-    out["gpu_op_ns"] = 0
-    out["proj_start"] = 0
-    out["proj_end"] = 0
-    out["gpu_idle_ns"] = 0
-    if n == 0 or launches.empty:
-        return out
-    # Sort launches by (thread, start); a range's launches are those of its thread inside [start, end).
-    lkey, kstart, kend = thread_time_positions([
-        (thread_key(launches["pid"].to_numpy(), launches["tid"].to_numpy()), [launches["t"].to_numpy(np.int64)]),
-        (thread_key(out["pid"].to_numpy(), out["tid"].to_numpy()), [rs, re_])])
-    order = np.argsort(lkey, kind="stable")
-    lkey = lkey[order]
-    launches = launches.iloc[order].reset_index(drop=True)
-    lo = np.searchsorted(lkey, kstart, side="left")
-    hi = np.searchsorted(lkey, kend, side="left")
-    csum_ns = np.concatenate([[0], np.cumsum(launches["op_ns"].to_numpy(np.int64))])
-    csum_ops = np.concatenate([[0], np.cumsum(launches["ops"].to_numpy(np.int64))])
-    out["ops"] = csum_ops[hi] - csum_ops[lo]
-    out["gpu_op_ns"] = csum_ns[hi] - csum_ns[lo]
-    first = _slice_reduce(np.minimum, launches["first"].to_numpy(np.int64), lo, hi, 0)
-    last = _slice_reduce(np.maximum, launches["last"].to_numpy(np.int64), lo, hi, 0)
-    dmin = _slice_reduce(np.minimum, launches["dev_min"].to_numpy(np.int64), lo, hi, -1)
-    dmax = _slice_reduce(np.maximum, launches["dev_max"].to_numpy(np.int64), lo, hi, -1)
-    out["proj_start"], out["proj_end"] = first, last
-    idle = np.zeros(n, np.int64)
-    busy = device_busy(trace)
-    has = hi > lo
-    for device, b in busy.items():
-        sel = has & (dmin == device) & (dmax == device)
-        idle[sel] = (last[sel] - first[sel]) - intervals.overlap_with_union(first[sel], last[sel], b.busy_starts,
-                                                                           b.busy_ends)
-    mixed = has & (dmin != dmax)
-    if mixed.any():
-        us, ue = intervals.merge(np.concatenate([b.busy_starts for b in busy.values()]),
-                                 np.concatenate([b.busy_ends for b in busy.values()]))
-        idle[mixed] = (last[mixed] - first[mixed]) - intervals.overlap_with_union(first[mixed], last[mixed], us, ue)
-    out["gpu_idle_ns"] = idle
+    rows = np.flatnonzero(cols.of_kind(ANNOTATION))
+    out = pd.DataFrame({"name": cols.name[rows], "start": cols.start[rows], "end": cols.end[rows],
+                        "pid": cols.pid[rows], "tid": cols.tid[rows]})
+    launches = _Launches(trace, rows)
+    measured = _zero_measures(rows.size) if launches.empty else launches.measure(trace, slice(None))
+    for key, values in measured.items():
+        out[key] = values
     return out
 
 
 def range_summary(trace: Trace, limit: int = NAME_LIMIT) -> dict[str, Any]:
-    inst = range_instances(trace)
-    if inst.empty:
+    cols = event_columns(trace)
+    rows = np.flatnonzero(cols.of_kind(ANNOTATION))
+    if rows.size == 0:
         return {"count": 0, "names": 0, "ranges": []}
-    names = event_columns(trace).names
-    inst = inst.assign(cpu_ns=inst["end"] - inst["start"], projected_ns=inst["proj_end"] - inst["proj_start"],
-                       with_gpu=(inst["ops"] > 0).astype(np.int64))
-    agg = inst.groupby("name", sort=False).agg(
-        n=("cpu_ns", "size"), cpu_ns=("cpu_ns", "sum"), ops=("ops", "sum"), gpu_op_ns=("gpu_op_ns", "sum"),
-        projected_ns=("projected_ns", "sum"), gpu_idle_ns=("gpu_idle_ns", "sum"), with_gpu=("with_gpu", "sum"))
-    agg = agg.reset_index()
+    launches = _Launches(trace, rows)
+    partials = []
+    for lo in range(0, rows.size, CHUNK_RANGES):  # a loop over chunks of ranges, each summed per name
+        at = slice(lo, lo + CHUNK_RANGES)
+        mine = rows[at]
+        measured = _zero_measures(mine.size) if launches.empty else launches.measure(trace, at)
+        chunk = pd.DataFrame({"name": cols.name[mine], "cpu_ns": cols.end[mine] - cols.start[mine],
+                              "ops": measured["ops"], "gpu_op_ns": measured["gpu_op_ns"],
+                              "projected_ns": measured["proj_end"] - measured["proj_start"],
+                              "gpu_idle_ns": measured["gpu_idle_ns"],
+                              "with_gpu": (measured["ops"] > 0).astype(np.int64)})
+        del measured
+        partials.append(chunk.groupby("name", sort=False).agg(
+            n=("cpu_ns", "size"), cpu_ns=("cpu_ns", "sum"), ops=("ops", "sum"), gpu_op_ns=("gpu_op_ns", "sum"),
+            projected_ns=("projected_ns", "sum"), gpu_idle_ns=("gpu_idle_ns", "sum"), with_gpu=("with_gpu", "sum")))
+        del chunk
+    names = cols.names
+    agg = pd.concat(partials).groupby(level=0, sort=False).sum() if len(partials) > 1 else partials[0]
+    agg = agg.rename_axis("name").reset_index()
     agg["label"] = [str(names[c]) if c >= 0 else "" for c in agg["name"].to_numpy()]
     agg = agg.sort_values(["cpu_ns", "label"], ascending=[False, True], kind="stable")
-    rows = [{"name": r.label, "count": int(r.n), "cpu_ns": int(r.cpu_ns), "gpu_ops": int(r.ops),
-             "gpu_op_ns": int(r.gpu_op_ns), "projected_ns": int(r.projected_ns), "gpu_idle_ns": int(r.gpu_idle_ns),
-             "instances_with_gpu": int(r.with_gpu)} for r in agg.head(limit).itertuples(index=False)]
-    return {"count": int(len(inst)), "names": int(len(agg)), "ranges": rows}
+    out = [{"name": r.label, "count": int(r.n), "cpu_ns": int(r.cpu_ns), "gpu_ops": int(r.ops),
+            "gpu_op_ns": int(r.gpu_op_ns), "projected_ns": int(r.projected_ns), "gpu_idle_ns": int(r.gpu_idle_ns),
+            "instances_with_gpu": int(r.with_gpu)} for r in agg.head(limit).itertuples(index=False)]
+    return {"count": int(rows.size), "names": int(len(agg)), "ranges": out}
 
 
 def section(trace: Trace, done: dict[str, Any]) -> dict[str, Any]:

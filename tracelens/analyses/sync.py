@@ -121,11 +121,13 @@ def sync_stats(trace: Trace) -> dict[str, Any]:
     idx = _step_index(blocking["start"], steps)
     per_step_count = np.bincount(idx + 1, minlength=len(steps) + 1)[1:]
     per_step_ns = np.bincount(idx + 1, weights=dur, minlength=len(steps) + 1)[1:]
-    gsync = trace.events.filter(pc.equal(pc.cast(trace.events.column("kind"), pa.string()), GPU_SYNC))
-    gkind = np.array(pc.fill_null(pc.cast(gsync.column("sync_kind"), pa.string()), "unknown").to_pylist(), dtype=object)
-    gdur = (gsync.column("end_ns").to_numpy() - gsync.column("start_ns").to_numpy()).astype(np.int64)
+    cols = event_columns(trace)
+    gsync = np.flatnonzero(cols.of_kind(GPU_SYNC))
+    gkind = np.array(pc.fill_null(pc.cast(trace.take("sync_kind", gsync), pa.string()), "unknown").to_pylist(),
+                     dtype=object)
+    gdur = cols.end[gsync] - cols.start[gsync]
     gpu_waits = (pd.DataFrame({"kind": gkind, "dur": gdur}).groupby("kind")["dur"].agg(["count", "sum"])
-                 if len(gsync) else pd.DataFrame(columns=["count", "sum"]))
+                 if gsync.size else pd.DataFrame(columns=["count", "sum"]))
     stream_wait_calls = int(calls["stream_wait"].sum())
     return {
         "blocking": {"count": int(len(blocking)), "total_ns": int(dur.sum()),

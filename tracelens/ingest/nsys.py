@@ -10,6 +10,7 @@ same way; see ``docs/formats/nsys.md`` for the tables, columns and enum mappings
 from __future__ import annotations
 
 import os
+import queue
 import re
 import sqlite3
 import warnings
@@ -42,8 +43,10 @@ from ..trace import (
     STEP,
     Trace,
     TraceMetadata,
+    EventStore,
+    SparseColumn,
     build_devices,
-    build_events,
+    build_store,
     nesting_depth,
 )
 from .nsys_rep import export_report
@@ -416,19 +419,19 @@ def _const_dict(n: int, value: str | None, values: pa.Array) -> pa.DictionaryArr
 
 
 def _kind_column(kinds: np.ndarray) -> pa.DictionaryArray:
-    return pa.DictionaryArray.from_arrays(pa.array(kinds.astype(np.int32)), _KIND_VALUES)
+    return pa.DictionaryArray.from_arrays(pa.array(kinds.astype(np.int8)), _KIND_VALUES)
 
 
 def _kind_const(n: int, kind: str) -> pa.DictionaryArray:
-    return _kind_column(np.full(n, _KIND_INDEX[kind], np.int32))
+    return _kind_column(np.full(n, _KIND_INDEX[kind], np.int8))
 
 
 def _decode_pid(global_ids: pa.Array) -> pa.Array:
-    return pc.bit_wise_and(pc.shift_right(global_ids.cast(pa.int64()), 24), _MASK24)
+    return pc.bit_wise_and(pc.shift_right(global_ids.cast(pa.int64()), 24), _MASK24).cast(pa.int32())
 
 
 def _decode_tid(global_tids: pa.Array) -> pa.Array:
-    return pc.bit_wise_and(global_tids.cast(pa.int64()), _MASK24)
+    return pc.bit_wise_and(global_tids.cast(pa.int64()), _MASK24).cast(pa.int32())
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -485,12 +488,34 @@ def _coded_column(codes: pa.Array, labels: dict[int, str | None], default: str |
 # The reader.
 
 
+# How a part stores a column when narrower than the schema: nsys's pid and tid are 24-bit fields of a global
+# id, and there are 14 kinds. The store casts back on the way out (EventStore.column).
+_STORAGE_TYPES = {"kind": pa.dictionary(pa.int8(), pa.string()), "pid": pa.int32(), "tid": pa.int32()}
+
+
+def _storage_type(name: str) -> pa.DataType:
+    return _STORAGE_TYPES.get(name, EVENT_SCHEMA.field(name).type)
+
+
 @dataclass
 class _Part:
-    """Rows of one kind group, as Arrow arrays keyed by event column (absent columns are null)."""
+    """Rows of one kind group, as Arrow arrays keyed by event column (absent columns are null).
+
+    Every column is the part's own copy in its storage type: a column left pointing into the fetched batch
+    would keep the whole batch (every column the query read) alive until the assembly.
+    """
 
     n: int
     columns: dict[str, Any]
+
+    def __post_init__(self) -> None:
+        for name, values in self.columns.items():
+            if values is None or name == "depth":
+                continue
+            typ = _storage_type(name)
+            if isinstance(values, pa.ChunkedArray):
+                values = values.combine_chunks()
+            self.columns[name] = values.cast(typ) if values.type != typ else _detach(values)
 
 
 class NsysReader:
@@ -527,16 +552,18 @@ class NsysReader:
         strings = _Strings.load(db)
 
         queries = self._queries(db)
-        builders: dict[str, Callable[[pa.Table], _Part | None]] = {
-            TABLE_KERNEL: lambda t: self._kernels(t, strings),
-            TABLE_MEMCPY: lambda t: self._memcpys(t, db),
-            TABLE_MEMSET: lambda t: self._memsets(t, db),
-            TABLE_SYNC: lambda t: self._syncs(t, db),
-            TABLE_RUNTIME: lambda t: self._runtime(t, strings),
-            TABLE_NVTX: lambda t: self._nvtx(t, strings),
-            TABLE_OSRT: lambda t: self._host_named(t, strings, OSRT),
-            TABLE_PROFILER_OVERHEAD: lambda t: self._host_named(t, strings, OVERHEAD),
-            TABLE_CUPTI_OVERHEAD: lambda t: self._host_named(t, strings, OVERHEAD),
+        # A builder takes the fetched table out of a one-item list: an object passed as an argument stays
+        # referenced by the caller until the call returns, and the NVTX builder frees its batch halfway.
+        builders: dict[str, Callable[[list[pa.Table]], _Part | None]] = {
+            TABLE_KERNEL: lambda box: self._kernels(box.pop(), strings),
+            TABLE_MEMCPY: lambda box: self._memcpys(box.pop(), db),
+            TABLE_MEMSET: lambda box: self._memsets(box.pop(), db),
+            TABLE_SYNC: lambda box: self._syncs(box.pop(), db),
+            TABLE_RUNTIME: lambda box: self._runtime(box.pop(), strings),
+            TABLE_NVTX: lambda box: self._nvtx(box, strings),
+            TABLE_OSRT: lambda box: self._host_named(box.pop(), strings, OSRT),
+            TABLE_PROFILER_OVERHEAD: lambda box: self._host_named(box.pop(), strings, OVERHEAD),
+            TABLE_CUPTI_OVERHEAD: lambda box: self._host_named(box.pop(), strings, OVERHEAD),
         }
         # Tables are fetched in parallel (the Arrow fetch releases the GIL); each is turned into rows as soon
         # as it arrives, overlapping that work with the remaining fetches. Host tables come first (NVTX, the
@@ -547,16 +574,27 @@ class NsysReader:
         row_counts: dict[str, int] = {}
         built: dict[str, _Part | None] = {}
         depth_future = None
+        # Each fetched table goes through a queue, not a Future's result: a finished Future keeps its result
+        # alive as long as the Future is referenced, which held every raw table (NVTX text included) until
+        # the last one was read.
+        arrived: queue.Queue[tuple[str, list[pa.Table], BaseException | None]] = queue.Queue()
+
+        def fetch(name: str) -> None:
+            try:
+                arrived.put((name, [db.arrow(*queries[name]).combine_chunks()], None))
+            except BaseException as err:  # handed to the reading thread, which raises it
+                arrived.put((name, [], err))
+
         with ThreadPoolExecutor(max_workers=max(2, min(4, os.cpu_count() or 1))) as pool, \
                 ThreadPoolExecutor(max_workers=1) as depth_pool:
-            futures = {pool.submit(db.arrow, *queries[name]): name for name in order}
+            futures = [pool.submit(fetch, name) for name in order]
             try:
-                for future in as_completed(futures):
-                    name = futures[future]
-                    table = future.result().combine_chunks()
-                    row_counts[name] = table.num_rows
-                    built[name] = builders[name](table)
-                    del table  # the part keeps only the columns it uses: let the rest (NVTX text) go now
+                for _ in order:
+                    name, box, error = arrived.get()
+                    if error is not None:
+                        raise error
+                    row_counts[name] = box[0].num_rows
+                    built[name] = builders[name](box)  # the part keeps copies of the columns it uses
                     waiting_host.discard(name)
                     if not waiting_host and depth_future is None:
                         host_parts = [p for n in order
@@ -583,7 +621,7 @@ class NsysReader:
 
         origin, events = self._assemble(parts)
         del parts
-        if events.num_rows and pc.max(pc.abs(events.column("end_ns"))).as_py() >= MAX_TIME_NS:
+        if events.num_rows and np.abs(events.numpy("end_ns")).max() >= MAX_TIME_NS:
             raise InputError(f"timestamps span more than 2^62 ns ({MAX_TIME_NS / 3.15576e16:.0f} years): "
                              "a damaged export", path=self.path)
         metadata = TraceMetadata(
@@ -801,33 +839,42 @@ class NsysReader:
         }
         return _Part(t.num_rows, cols)
 
-    def _nvtx(self, t: pa.Table, strings: _Strings) -> _Part | None:
+    def _nvtx(self, box: list[pa.Table], strings: _Strings) -> _Part | None:
+        # NVTX_EVENTS is most of a training export's rows: every column needed is copied out first (ids as
+        # int32), then the fetched batch (text included) is dropped before the rest of the work.
+        t = box.pop()
         event_type = _numpy(t.column("eventType"), fill=-1)
+        keep = np.isin(event_type, _NVTX_RANGE_TYPES)
+        created = event_type == _NVTX_DOMAIN_CREATE
+        del event_type
         text_idx, text_values = _decode_dictionary(t.column("text"))
         id_idx = strings.lookup(t.column("textId"))
         # One dictionary for inline text and StringIds text: inline entries first, then StringIds shifted.
         values = pa.concat_arrays([text_values, strings.values])
         name_idx = np.where(text_idx >= 0, text_idx,
                             np.where(id_idx >= 0, id_idx + len(text_values), id_idx)).astype(np.int32)
+        del text_idx, id_idx
         if (name_idx == _MISSING).any():  # a textId StringIds lacks, and no inline text
             name_idx, values = strings.placeholders(name_idx, _id_numpy(t.column("textId")), values)
         else:
             name_idx, values = _dedupe(name_idx, values)
 
         domain_ids = _numpy(t.column("domainId"), fill=-1)
-        created = event_type == _NVTX_DOMAIN_CREATE
         domain_names = {int(d): values[int(i)].as_py() for d, i in zip(domain_ids[created], name_idx[created], strict=True)
                         if i >= 0 and d > 0}
         self._nvtx_domains = domain_names
-
-        keep = np.isin(event_type, _NVTX_RANGE_TYPES)
         if not keep.any():
             return None
-        t = t.select(["start", "end", "globalTid"])  # drop the text column before any copy
         if not keep.all():
-            t = t.filter(pa.array(keep))
+            t = t.select(["start", "end", "globalTid"]).filter(pa.array(keep))
             name_idx = name_idx[keep]
             domain_ids = domain_ids[keep]
+        del keep, created
+        n = t.num_rows
+        start, end = _detach(t.column("start")), _detach(t.column("end"))
+        gtid = t.column("globalTid")
+        pid, tid = _decode_pid(gtid), _decode_tid(gtid)
+        del t, gtid
 
         # Steps: tracelens/step#N ranges become kind "step" with step = N.
         value_list = values.to_pylist()
@@ -843,19 +890,18 @@ class NsysReader:
         ok = (domain_ids >= 0) & (domain_ids < dom_table.size)
         dom_idx = np.where(ok, dom_table[np.where(ok, domain_ids, 0)], -1).astype(np.int32)
 
-        gtid = t.column("globalTid")
         cols = {
             "kind": _kind_column(kinds),
             "name": _dict_array(name_idx, values),
-            "start_ns": _detach(t.column("start")),
-            "end_ns": _detach(t.column("end")),  # null for ranges left open at the end of capture: closed later
-            "pid": _decode_pid(gtid),
-            "tid": _decode_tid(gtid),
+            "start_ns": start,
+            "end_ns": end,  # null for ranges left open at the end of capture: closed later
+            "pid": pid,
+            "tid": tid,
             # All-null columns stay None: the assembly gives them one shared null buffer.
             "domain": _dict_array(dom_idx, pa.array(domain_values, pa.string())) if domain_values else None,
             "step": pa.array(step, pa.int64(), mask=~is_step) if is_step.any() else None,
         }
-        return _Part(t.num_rows, cols)
+        return _Part(n, cols)
 
     def _host_named(self, t: pa.Table, strings: _Strings, kind: str) -> _Part:
         gtid = t.column("globalTid")
@@ -871,44 +917,50 @@ class NsysReader:
 
     # -- assembly -------------------------------------------------------------------------------------
 
-    def _assemble(self, parts: list[_Part]) -> tuple[int, pa.Table]:
-        """Concatenate the parts, shift times to the earliest start, sort once, and build the table."""
+    def _assemble(self, parts: list[_Part]) -> tuple[int, EventStore]:
+        """Concatenate the parts, shift times to the earliest start, sort once, and store the columns."""
         if not parts:
-            return 0, build_events({"kind": [], "start_ns": [], "end_ns": []})
-        starts = [_numpy(p.columns.pop("start_ns")) for p in parts]
-        origin = int(min(s.min() for s in starts))
-        start = np.concatenate(starts)
-        del starts
+            return 0, build_store({"kind": [], "start_ns": [], "end_ns": []})
+        start = np.concatenate([_numpy(p.columns.pop("start_ns")) for p in parts])
+        origin = int(start.min())
         start -= origin
+        order = np.argsort(start, kind="stable")  # each table is nearly sorted: timsort merges its runs
+        total = start.size
+        columns: dict[str, Any] = {"start_ns": pa.array(start[order])}
         missing = np.iinfo(np.int64).min
         end = np.concatenate([_numpy(p.columns.pop("end_ns"), fill=missing) for p in parts])
         # An end missing (a range still open when capture stopped) runs to the end of the trace.
         open_ended = end == missing
         if open_ended.any():
             end[open_ended] = end.max()
+        del open_ended
         end -= origin
         np.maximum(end, start, out=end)
-        order = np.argsort(start, kind="stable")  # each table is nearly sorted: timsort merges its runs
-        total = start.size
-        columns: dict[str, Any] = {"start_ns": start[order], "end_ns": end[order]}
-        del start, end
+        del start
+        columns["end_ns"] = pa.array(end[order])
+        del end
+        # rank: the table row of each part row (parts concatenated), where a sparse column's values go
+        rank = np.empty(total, np.int32 if total < 2**31 else np.int64)
+        rank[order] = np.arange(total, dtype=rank.dtype)
         take = pa.array(order)
         del order
-        self._gather_columns(parts, columns, take, total)
-        del take
-
-        table = build_events(columns, sort=False)
-        return origin, table
+        self._gather_columns(parts, columns, take, rank, total)
+        del take, rank
+        return origin, EventStore(total, {f.name: columns[f.name] for f in EVENT_SCHEMA if f.name in columns})
 
     @staticmethod
-    def _gather_columns(parts: list[_Part], columns: dict[str, Any], take: pa.Array, total: int) -> None:
-        """Fill ``columns`` with every event column not yet there, in table order (``take``).
+    def _gather_columns(parts: list[_Part], columns: dict[str, Any], take: pa.Array, rank: np.ndarray,
+                        total: int) -> None:
+        """Fill ``columns`` with every event column some part has, in table order.
 
-        Two gathers run at once (Arrow's take releases the GIL); at most two more columns wait prepared, so
-        the parts' columns are still released about as fast as the gathered ones appear.
+        A column most rows have is gathered whole (``take``); one that only the parts of fewer than half the
+        rows have (kernel geometry, copy bytes, ...) is stored sparse, at the table rows of those parts
+        (``rank``). Two gathers run at once (Arrow's take releases the GIL); at most one more column waits
+        prepared, so the parts' columns are still released about as fast as the gathered ones appear.
         """
         shared_null = _SharedNulls(total)
-        in_flight: deque[tuple[str, Future[pa.Array]]] = deque()
+        in_flight: deque[tuple[str, Future[Any]]] = deque()
+        offsets = np.cumsum([0] + [p.n for p in parts])
 
         def gather(column: pa.ChunkedArray) -> pa.Array:
             return column.take(take).combine_chunks()
@@ -917,21 +969,22 @@ class NsysReader:
             for fld in EVENT_SCHEMA:
                 if fld.name in columns:
                     continue
-                column = NsysReader._merged_column(parts, fld, shared_null)
-                if column is None:
-                    columns[fld.name] = shared_null.array(fld.type)
+                having = [i for i, p in enumerate(parts) if p.columns.get(fld.name) is not None]
+                if not having:
                     continue
-                in_flight.append((fld.name, pool.submit(gather, column)))
-                del column
-                while len(in_flight) > 2:
+                if 2 * sum(parts[i].n for i in having) < total:
+                    positions = np.concatenate([rank[offsets[i]: offsets[i + 1]] for i in having])
+                    values = NsysReader._merged_column([parts[i] for i in having], fld, shared_null)
+                    in_flight.append((fld.name, pool.submit(_sparse, positions, values)))
+                else:
+                    column = NsysReader._merged_column(parts, fld, shared_null)
+                    in_flight.append((fld.name, pool.submit(gather, column)))
+                    del column
+                while len(in_flight) > 1:
                     name, future = in_flight.popleft()
                     columns[name] = future.result()
             for name, future in in_flight:
                 columns[name] = future.result()
-        # Keep the schema's column order (dict order is what build_events sees).
-        ordered = {f.name: columns[f.name] for f in EVENT_SCHEMA}
-        columns.clear()
-        columns.update(ordered)
 
     @staticmethod
     def _merged_column(parts: list[_Part], fld: pa.Field, shared_null: _SharedNulls) -> pa.ChunkedArray | None:
@@ -941,21 +994,22 @@ class NsysReader:
         chunks = []
         for p in parts:
             # pop: each part's column is released as soon as it is merged, keeping the peak low
+            typ = _storage_type(fld.name) if fld.name != "depth" else fld.type
             values = p.columns.pop(fld.name, None)
             if values is None:
-                chunks.append(shared_null.array(fld.type, p.n))
+                chunks.append(shared_null.array(typ, p.n))
                 continue
             if isinstance(values, pa.ChunkedArray):
                 values = values.combine_chunks()
-            chunks.append(values if values.type == fld.type else values.cast(fld.type))
-        if pa.types.is_dictionary(fld.type):
-            merged = pa.Table.from_arrays([pa.chunked_array(chunks, fld.type)], names=["x"])
+            chunks.append(values if values.type == typ else values.cast(typ))
+        if pa.types.is_dictionary(typ):
+            merged = pa.Table.from_arrays([pa.chunked_array(chunks, typ)], names=["x"])
             return merged.unify_dictionaries().column(0)
-        return pa.chunked_array(chunks, fld.type)
+        return pa.chunked_array(chunks, typ)
 
     # -- devices, framework, extra --------------------------------------------------------------------
 
-    def _devices(self, db: _Database, events: pa.Table) -> pa.Table:
+    def _devices(self, db: _Database, events: EventStore) -> pa.Table:
         rows: dict[int, dict[str, Any]] = {}
         if "TARGET_INFO_GPU" in db.tables:
             have = set(db.columns("TARGET_INFO_GPU"))
@@ -993,8 +1047,7 @@ class NsysReader:
                 row = rows.setdefault(int(cuda_id), {"id": int(cuda_id), "vendor": "nvidia"})
                 if row.get("sm_count") is None:
                     row["sm_count"] = sms
-        device_col = events.column("device")
-        for dev in pc.unique(device_col.drop_null()).to_pylist() if events.num_rows else []:
+        for dev in events.unique("device"):
             rows.setdefault(int(dev), {"id": int(dev), "vendor": "nvidia"})
         return build_devices([rows[k] for k in sorted(rows)])
 
@@ -1025,7 +1078,7 @@ class NsysReader:
         return self._threads
 
     def _extra(self, db: _Database, strings: _Strings, meta: dict[str, str],
-               row_counts: dict[str, int], events: pa.Table) -> dict[str, Any]:
+               row_counts: dict[str, int], events: EventStore) -> dict[str, Any]:
         extra: dict[str, Any] = {
             "nsys_export": {k: v for k, v in meta.items() if k.startswith("EXPORT_") and "PATH" not in k
                             and k not in ("EXPORT_USER", "EXPORT_HOST")},
@@ -1035,7 +1088,7 @@ class NsysReader:
             "tables_read": {name: n for name, n in sorted(row_counts.items())},
         }
         if "PROCESSES" in db.tables and {"globalPid", "pid", "name"} <= set(db.columns("PROCESSES")):
-            pids = set(pc.unique(events.column("pid").drop_null()).to_pylist()) if events.num_rows else set()
+            pids = set(events.unique("pid"))
             extra["process_names"] = {str(pid): name for _, pid, name in db.small(
                 "SELECT globalPid, pid, name FROM PROCESSES") if pid in pids and name}
         if "TARGET_INFO_SESSION_START_TIME" in db.tables and "utcEpochNs" in db.columns(
@@ -1066,6 +1119,17 @@ def _host_depth(parts: list[_Part]) -> list[pa.Array]:
     return out
 
 
+def _sparse(positions: np.ndarray, values: pa.ChunkedArray) -> SparseColumn:
+    """A column's non-null values at their table rows (``positions``, one per value), in row order."""
+    values = values.combine_chunks()
+    if values.null_count:
+        valid = values.is_valid()
+        positions = positions[valid.to_numpy(zero_copy_only=False)]
+        values = values.filter(valid)
+    order = np.argsort(positions)
+    return SparseColumn(positions[order], values.take(pa.array(order)))
+
+
 class _SharedNulls:
     """All-null columns that share one zeroed buffer, so a wide mostly-null table costs memory once."""
 
@@ -1078,6 +1142,6 @@ class _SharedNulls:
     def array(self, typ: pa.DataType, n: int | None = None) -> pa.Array:
         n = self.n if n is None else n
         if pa.types.is_dictionary(typ):
-            indices = pa.Array.from_buffers(pa.int32(), n, [self._validity, self._data], null_count=n)
+            indices = pa.Array.from_buffers(typ.index_type, n, [self._validity, self._data], null_count=n)
             return pa.DictionaryArray.from_arrays(indices, pa.array([], typ.value_type))
         return pa.Array.from_buffers(typ, n, [self._validity, self._data], null_count=n)

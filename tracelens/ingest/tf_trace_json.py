@@ -36,7 +36,7 @@ from ..trace import (
     Trace,
     TraceMetadata,
     build_devices,
-    build_events,
+    build_store,
 )
 from ..values import int_or_none
 from .tf_common import (
@@ -212,7 +212,7 @@ def _to_trace(df: pd.DataFrame, device_rows: list[dict[str, Any]], source: Path,
         clock=clock,
         extra={"run": run, "steps_from": "host step markers" if n_steps else None},
     )
-    return Trace(events=build_events(columns), devices=build_devices(device_rows), metadata=metadata)
+    return Trace(events=build_store(columns), devices=build_devices(device_rows), metadata=metadata)
 
 
 def _strings(values: pd.Series) -> pa.Array:

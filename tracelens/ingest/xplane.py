@@ -36,7 +36,7 @@ from ..trace import (
     Trace,
     TraceMetadata,
     build_devices,
-    build_events,
+    build_store,
     depth_column,
 )
 from ..values import int_or_none
@@ -610,7 +610,7 @@ def _build_trace(hosts: list[_Host], source: Path, run: str | None) -> Trace:
     # XLA op rows: on their device, but on no stream and no host thread
     is_xla_op = np.concatenate([xla_op_rows[rows], np.zeros(n_steps, bool)])
     start_all = np.concatenate([start_ns[rows], steps["start"]])
-    end_all = np.maximum(np.concatenate([end_ns[rows], steps["end"]]), start_all)  # as build_events clamps
+    end_all = np.maximum(np.concatenate([end_ns[rows], steps["end"]]), start_all)  # as build_store clamps
     order = np.argsort(start_all, kind="stable")
     origin = int(start_all.min()) if start_all.size else 0
 
@@ -638,7 +638,7 @@ def _build_trace(hosts: list[_Host], source: Path, run: str | None) -> Trace:
     has_tid = ordered(np.concatenate([~stream_rows[rows] & ~xla_op_rows[rows], np.zeros(n_steps, bool)]))
     columns["tid"] = _masked(line_ident, has_tid, pa.int64())
     pid = ordered(np.concatenate([host_of[rows], steps["host"]]))
-    # nesting depth of host rows on their thread, as build_events would fill it, but without its
+    # nesting depth of host rows on their thread, as build_store would fill it, but without its
     # per-row string work on the kind column
     columns["depth"] = depth_column(has_tid, pid, line_ident, columns["start_ns"], columns["end_ns"])
     columns["pid"] = _masked(pid, ~ordered(is_xla_op), pa.int64()) if is_xla_op.any() else pid
@@ -674,7 +674,7 @@ def _build_trace(hosts: list[_Host], source: Path, run: str | None) -> Trace:
         full[sel] = gpu_codes[in_rows[sel]]
         columns[col] = _dict_column(full, col_labels)
 
-    events = build_events(columns, sort=False)
+    events = build_store(columns, sort=False)
     framework = detect_framework(names_all[i] for i in np.flatnonzero(np.bincount(name_index[host_rows], minlength=1)))
     warnings: list[str] = []
     if aggregated.any():

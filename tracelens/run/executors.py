@@ -44,7 +44,7 @@ def ingest_and_summarize(source: str, parquet_path: str, reuse: bool) -> dict[st
             "parquet": parquet_path,
             "doc_path": doc_path,
             "reused": reuse,
-            "event_count": trace.events.num_rows,
+            "event_count": trace.num_events,
             "metadata": {
                 "rank": meta.rank, "world_size": meta.world_size, "clock": meta.clock,
                 "time_origin_ns": int(meta.time_origin_ns), "source_format": meta.source_format,

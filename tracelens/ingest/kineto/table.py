@@ -27,7 +27,7 @@ from ...trace import (
     Trace,
     TraceMetadata,
     build_devices,
-    build_events,
+    build_store,
     depth_column,
 )
 from ...values import int_or_none
@@ -246,7 +246,7 @@ class Columns:
             "reported_occupancy": sparse(gpu["occupancy_pct"] / 100.0, "reported_occupancy", gpu_is_kernel),
         }
         background.shutdown(wait=True)
-        events = build_events({k: v.result() if isinstance(v, Future) else v for k, v in columns.items()},
+        events = build_store({k: v.result() if isinstance(v, Future) else v for k, v in columns.items()},
                               sort=False)
         device = device_full
         devices = _device_rows(document.get("deviceProperties"), device, names, name_code, kind)
