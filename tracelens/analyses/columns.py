@@ -87,7 +87,12 @@ def thread_time_positions(groups: list[tuple[np.ndarray, list[np.ndarray]]]) -> 
     time array, in order. Sorting one array and searching another in it finds, per thread, the neighbours in
     time. Spans too long to pack (about 1e4 threads over 5 days) use the times' ranks: same order and ties.
     """
-    codes, uniques = pd.factorize(np.concatenate([keys for keys, _ in groups]), sort=True)
+    all_keys = np.concatenate([keys for keys, _ in groups])
+    # Sorted distinct keys and a binary search, not pd.factorize: its hash table is sized by the row count
+    # (tens of millions of NVTX ranges) though a trace has a handful of threads.
+    uniques = np.sort(distinct(all_keys))
+    codes = np.searchsorted(uniques, all_keys)
+    del all_keys
     times = [t for _, ts in groups for t in ts]
     everything = np.concatenate(times)
     lo, width = int(everything.min()), int(everything.max()) - int(everything.min()) + 2
