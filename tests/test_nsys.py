@@ -565,3 +565,16 @@ def test_documented_table_from_the_store_has_the_schema_and_sql_row_count() -> N
         grid = db.execute("SELECT sum(gridX) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0]
     assert pc.sum(pc.equal(table.column("kind").cast(pa.string()), "kernel")).as_py() == kernels
     assert pc.sum(table.column("grid_x")).as_py() == grid
+
+
+@pytest.mark.parametrize("path", NSYS)
+def test_nvtx_read_in_small_chunks_gives_the_same_table(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """NVTX_EVENTS is fetched a rowid range at a time (memory): chunks of 7 rows read the same events."""
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+        has_nvtx = db.execute("SELECT count(*) FROM sqlite_master WHERE name = 'NVTX_EVENTS'").fetchone()[0]
+        rows = db.execute("SELECT count(*) FROM NVTX_EVENTS").fetchone()[0] if has_nvtx else 0
+    if rows <= 7:
+        pytest.skip("fewer NVTX rows than one chunk")
+    whole = load(path).events
+    monkeypatch.setattr(nsys_reader, "NVTX_CHUNK_ROWS", 7)
+    assert load(path).events.equals(whole)

@@ -20,6 +20,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .values import dense_codes
+
 TABLE_SCHEMA_VERSION = "1.1"
 
 # Values of the `kind` column. Readers map their own categories onto these and nothing else.
@@ -525,30 +527,36 @@ def nesting_depth(pid: np.ndarray, tid: np.ndarray, start: np.ndarray, end: np.n
     if n == 0:
         return depth
     # Thread number per row; NaN/None pids and tids form their own thread (as groupby(dropna=False) did).
-    pid_code = pd.factorize(pid, use_na_sentinel=False)[0].astype(np.int64)
-    tid_code, tid_uniques = pd.factorize(tid, use_na_sentinel=False)
+    # Codes by binary search in the distinct values (dense_codes): a factorize hash table is sized by the
+    # row count, gigabytes for the tens of millions of NVTX ranges of a training export.
+    pid_code = dense_codes(pid)[0]
+    tid_code, tid_uniques = dense_codes(tid)
     pid_code *= max(len(tid_uniques), 1)
     pid_code += tid_code
     del tid_code
-    thread = pd.factorize(pid_code)[0]
+    thread = dense_codes(pid_code)[0]
     del pid_code
     small = thread.astype(np.int16) if thread.max() < np.iinfo(np.int16).max else thread
     by_thread = np.argsort(small, kind="stable")  # rows of each thread in row order (a radix sort)
     bounds = np.flatnonzero(np.diff(small[by_thread])) + 1
     del thread, small
     for idx in np.split(by_thread, bounds):
-        depth[idx] = _thread_depth(start[idx], end[idx])
+        depth[idx] = _thread_depth(start, end, idx)
     return depth
 
 
-def _thread_depth(s: np.ndarray, e: np.ndarray) -> np.ndarray:
-    """Nesting depth of the intervals of one thread (arrays freed as soon as used: one thread may hold
-    tens of millions of NVTX ranges)."""
-    order = np.lexsort((-e, s))  # by start, longer first on ties: parents before children
+def _thread_depth(start: np.ndarray, end: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """Nesting depth of the intervals ``idx`` of one thread (each array freed as soon as used: one thread may
+    hold tens of millions of NVTX ranges)."""
+    s, e = start[idx], end[idx]
+    longer_first = np.negative(e)
+    order = np.lexsort((longer_first, s))  # by start, longer first on ties: parents before children
+    del longer_first
     s_sorted = s[order]
+    del s
     ends_sorted = np.sort(e)
     e_sorted = e[order]
-    del s, e
+    del e
     ended = np.searchsorted(ends_sorted, s_sorted, side="right")
     del ends_sorted
     # A zero-length interval at exactly s counts as "ended" before anything starting at s, including

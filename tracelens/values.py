@@ -7,6 +7,7 @@ import math
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 
 def int_or_none(value: Any) -> int | None:
@@ -28,3 +29,18 @@ def int_or_none(value: Any) -> int | None:
         except ValueError:
             return None
     return None
+
+
+def distinct(values: np.ndarray, chunk: int = 1 << 22) -> np.ndarray:
+    """The distinct values, in order of first appearance, hashed a chunk at a time: pandas sizes its hash
+    table by the input's length, ~1 GB for the 34M host rows of a training export with a handful of threads."""
+    if values.size <= chunk:
+        return pd.unique(values)
+    return pd.unique(np.concatenate([pd.unique(values[lo: lo + chunk]) for lo in range(0, values.size, chunk)]))
+
+
+def dense_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(codes, sorted distinct values) with ``sorted[codes] == values``: pd.factorize(sort=True) without a hash
+    table sized by the row count (a binary search in the few distinct values instead). NaN sorts last."""
+    uniques = np.sort(distinct(values))
+    return np.searchsorted(uniques, values), uniques

@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import intervals
+from ..values import dense_codes
 from ..trace import ALL_KINDS, GPU_ACTIVITY_KINDS, STEP, EventStore, SparseColumn, Trace
 
 T = TypeVar("T")
@@ -68,14 +69,6 @@ def thread_key(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
     return (np.asarray(pid, np.int64) << 32) ^ (np.asarray(tid, np.int64) & 0xFFFFFFFF)
 
 
-def distinct(values: np.ndarray, chunk: int = 1 << 22) -> np.ndarray:
-    """The distinct values, in order of first appearance, hashed a chunk at a time: pandas sizes its hash
-    table by the input's length, ~1 GB for the 34M host rows of a training export with a handful of threads."""
-    if values.size <= chunk:
-        return pd.unique(values)
-    return pd.unique(np.concatenate([pd.unique(values[lo: lo + chunk]) for lo in range(0, values.size, chunk)]))
-
-
 # (thread, time) pairs are packed into one int64 below this product of threads and span.
 PACKED_KEY_LIMIT = 2**62
 
@@ -90,8 +83,7 @@ def thread_time_positions(groups: list[tuple[np.ndarray, list[np.ndarray]]]) -> 
     all_keys = np.concatenate([keys for keys, _ in groups])
     # Sorted distinct keys and a binary search, not pd.factorize: its hash table is sized by the row count
     # (tens of millions of NVTX ranges) though a trace has a handful of threads.
-    uniques = np.sort(distinct(all_keys))
-    codes = np.searchsorted(uniques, all_keys)
+    codes, uniques = dense_codes(all_keys)
     del all_keys
     times = [t for _, ts in groups for t in ts]
     everything = np.concatenate(times)

@@ -11,7 +11,8 @@ import numpy as np
 import pandas as pd
 
 from ..trace import ALL_KINDS, GPU_ACTIVITY_KINDS, GPU_ANNOTATION, GPU_SYNC, Trace
-from .columns import distinct, event_columns, thread_key
+from ..values import distinct
+from .columns import event_columns, thread_key
 
 TOP_N = 10
 

@@ -507,10 +507,11 @@ class _Part:
 
     n: int
     columns: dict[str, Any]
+    owned: tuple[str, ...] = ()  # columns already the part's own copies, in their storage type
 
     def __post_init__(self) -> None:
         for name, values in self.columns.items():
-            if values is None or name == "depth":
+            if values is None or name == "depth" or name in self.owned:
                 continue
             typ = _storage_type(name)
             if isinstance(values, pa.ChunkedArray):
@@ -581,7 +582,10 @@ class NsysReader:
 
         def fetch(name: str) -> None:
             try:
-                arrived.put((name, [db.arrow(*queries[name]).combine_chunks()], None))
+                table = (_nvtx_compact(db, *queries[name]) if name == TABLE_NVTX
+                         else db.arrow(*queries[name]).combine_chunks())
+                arrived.put((name, [table], None))
+                del table
             except BaseException as err:  # handed to the reading thread, which raises it
                 arrived.put((name, [], err))
 
@@ -840,42 +844,48 @@ class NsysReader:
         return _Part(t.num_rows, cols)
 
     def _nvtx(self, box: list[pa.Table], strings: _Strings) -> _Part | None:
-        # NVTX_EVENTS is most of a training export's rows: every column needed is copied out first (ids as
-        # int32), then the fetched batch (text included) is dropped before the rest of the work.
+        # NVTX_EVENTS is most of a training export's rows: it arrives compacted chunk by chunk
+        # (_nvtx_compact), and each column is let go as soon as it has been used.
         t = box.pop()
-        event_type = _numpy(t.column("eventType"), fill=-1)
+        columns = {name: t.column(name) for name in t.column_names}
+        n_all = t.num_rows
+        del t
+        event_type = _numpy(columns.pop("eventType"), fill=-1)
         keep = np.isin(event_type, _NVTX_RANGE_TYPES)
         created = event_type == _NVTX_DOMAIN_CREATE
         del event_type
-        text_idx, text_values = _decode_dictionary(t.column("text"))
-        id_idx = strings.lookup(t.column("textId"))
+        text = columns.pop("text").combine_chunks() if n_all else pa.array([], pa.dictionary(pa.int32(), pa.string()))
+        text_idx = text.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int32, copy=False)
+        text_values = text.dictionary
+        del text
+        text_ids = columns.pop("textId")
+        id_idx = strings.lookup(text_ids)
         # One dictionary for inline text and StringIds text: inline entries first, then StringIds shifted.
         values = pa.concat_arrays([text_values, strings.values])
         name_idx = np.where(text_idx >= 0, text_idx,
                             np.where(id_idx >= 0, id_idx + len(text_values), id_idx)).astype(np.int32)
         del text_idx, id_idx
         if (name_idx == _MISSING).any():  # a textId StringIds lacks, and no inline text
-            name_idx, values = strings.placeholders(name_idx, _id_numpy(t.column("textId")), values)
+            name_idx, values = strings.placeholders(name_idx, _id_numpy(text_ids), values)
         else:
             name_idx, values = _dedupe(name_idx, values)
+        del text_ids
 
-        domain_ids = _numpy(t.column("domainId"), fill=-1)
+        domain_ids = _numpy(columns.pop("domainId"), fill=-1)
         domain_names = {int(d): values[int(i)].as_py() for d, i in zip(domain_ids[created], name_idx[created], strict=True)
                         if i >= 0 and d > 0}
         self._nvtx_domains = domain_names
         if not keep.any():
             return None
         if not keep.all():
-            t = t.select(["start", "end", "globalTid"]).filter(pa.array(keep))
+            rows = pa.array(keep)
+            columns = {name: column.filter(rows) for name, column in columns.items()}
             name_idx = name_idx[keep]
             domain_ids = domain_ids[keep]
         del keep, created
-        n = t.num_rows
-        start, end = _detach(t.column("start")), _detach(t.column("end"))
-        gtid = t.column("globalTid")
-        pid, tid = _decode_pid(gtid), _decode_tid(gtid)
-        del t, gtid
-
+        n = int(name_idx.size)
+        start, end = columns.pop("start").combine_chunks(), columns.pop("end").combine_chunks()
+        pid, tid = columns.pop("pid").combine_chunks(), columns.pop("tid").combine_chunks()
         # Steps: tracelens/step#N ranges become kind "step" with step = N.
         value_list = values.to_pylist()
         step_of_value = np.array([int(m.group(1)) if (m := _STEP_NAME.match(v or "")) else -1 for v in value_list]
@@ -901,7 +911,7 @@ class NsysReader:
             "domain": _dict_array(dom_idx, pa.array(domain_values, pa.string())) if domain_values else None,
             "step": pa.array(step, pa.int64(), mask=~is_step) if is_step.any() else None,
         }
-        return _Part(n, cols)
+        return _Part(n, cols, owned=("start_ns", "end_ns", "pid", "tid"))
 
     def _host_named(self, t: pa.Table, strings: _Strings, kind: str) -> _Part:
         gtid = t.column("globalTid")
@@ -1099,6 +1109,62 @@ class NsysReader:
         return extra
 
 
+# NVTX_EVENTS rows fetched per query: the fetched batch (NVTX text included) lives only while its chunk is
+# compacted, instead of the whole table's batch living through the reading of the names.
+NVTX_CHUNK_ROWS = 1 << 22
+
+
+def _nvtx_compact(db: _Database, sql: str, names: list[str]) -> pa.Table:
+    """NVTX_EVENTS fetched a rowid range at a time, each chunk kept as the columns ``_nvtx`` reads: times,
+    event type, pid and tid (int32, from globalTid), the inline text as a dictionary, textId and domainId."""
+    bounds = db.small(f'SELECT min(rowid), max(rowid) FROM "{TABLE_NVTX}"')
+    lo, hi = bounds[0] if bounds else (None, None)
+    if not isinstance(lo, int) or not isinstance(hi, int):
+        return _compact_nvtx_chunk(db.arrow(sql, names).combine_chunks())
+    where = "AND" if " WHERE " in sql else "WHERE"
+    pieces = []
+    for first in range(lo, hi + 1, NVTX_CHUNK_ROWS):  # a loop over chunks of millions of rows
+        chunk = db.arrow(f"{sql} {where} rowid >= {first} AND rowid < {first + NVTX_CHUNK_ROWS}", names)
+        pieces.append(_compact_nvtx_chunk(chunk.combine_chunks()))
+        del chunk
+    table = pa.concat_tables(pieces)
+    del pieces
+    return table.unify_dictionaries()
+
+
+_NVTX_COMPACT_SCHEMA = pa.schema([
+    ("start", pa.int64()), ("end", pa.int64()), ("eventType", pa.int64()), ("pid", pa.int32()),
+    ("tid", pa.int32()), ("text", pa.dictionary(pa.int32(), pa.string())), ("textId", pa.int64()),
+    ("domainId", pa.int64()),
+])
+
+
+def _compact_nvtx_chunk(t: pa.Table) -> pa.Table:
+    """One fetched chunk as our own copies (a column left in the fetched batch pins all of it)."""
+    text_idx, text_values = _decode_dictionary(t.column("text"))
+    gtid = t.column("globalTid")
+    arrays = [
+        _detach(_as_int64(t.column("start"))), _detach(_as_int64(t.column("end"))),
+        _detach(_as_int64(t.column("eventType"))), _decode_pid(gtid), _decode_tid(gtid),
+        _dict_array(text_idx, text_values),
+        _detach(_as_int64(t.column("textId"))), _detach(_as_int64(t.column("domainId"))),
+    ]
+    return pa.Table.from_arrays(arrays, schema=_NVTX_COMPACT_SCHEMA)
+
+
+def _as_int64(column: pa.ChunkedArray | pa.Array) -> pa.Array:
+    """An integer column as int64 (a chunk where every value is null may come back typed null); a value of
+    another type raises ArrowInvalid, reported by the reader as a damaged export."""
+    array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    return array if array.type == pa.int64() else array.cast(pa.int64())
+
+
+def _int32_numpy(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    return arr.cast(pa.int32()).fill_null(-1).to_numpy()
+
+
 def _host_depth(parts: list[_Part]) -> list[pa.Array]:
     """Nesting depth of every row of the host parts (runtime, NVTX, OSRT, overhead) on its thread.
 
@@ -1108,9 +1174,11 @@ def _host_depth(parts: list[_Part]) -> list[pa.Array]:
     """
     start = np.concatenate([_numpy(p.columns["start_ns"]) for p in parts])
     end = np.concatenate([_numpy(p.columns["end_ns"], fill=np.iinfo(np.int64).max) for p in parts])
-    pid = np.concatenate([_numpy(p.columns["pid"], fill=-1) for p in parts])
-    tid = np.concatenate([_numpy(p.columns["tid"], fill=-1) for p in parts])
-    depth = nesting_depth(pid, tid, start, np.maximum(end, start))
+    # pid and tid stay int32 (their storage type): only their distinct values matter here
+    pid = np.concatenate([_int32_numpy(p.columns["pid"]) for p in parts])
+    tid = np.concatenate([_int32_numpy(p.columns["tid"]) for p in parts])
+    np.maximum(end, start, out=end)
+    depth = nesting_depth(pid, tid, start, end)
     del start, end, pid, tid
     out, at = [], 0
     for part in parts:
