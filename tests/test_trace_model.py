@@ -145,3 +145,20 @@ def test_store_of_a_documented_table_is_the_same_table():
     assert again.events.equals(trace.events)
     assert again.store.take("grid_x", [2, 3]).to_pylist() == [4, None]
     assert again.num_events == 8
+
+
+def test_host_summary_is_the_same_in_chunks_and_by_hash(monkeypatch):
+    """host_summary sums a chunk of rows at a time, into every (kind, name) slot or, with a huge name
+    dictionary, by hash: every way gives the same summary."""
+    from tracelens.analyses import host
+
+    rows = [{"kind": k, "name": n, "start_ns": 10 * i, "end_ns": 10 * i + 3 + i % 4, "pid": 1, "tid": 1 + i % 3}
+            for i, (k, n) in enumerate([("runtime", "cudaLaunchKernel"), ("cpu_op", "aten::mm"),
+                                        ("annotation", "step"), ("runtime", "cudaLaunchKernel")] * 5)]
+    trace = Trace.from_rows(rows)
+    whole = host.host_summary(trace)
+    assert whole["threads"] == 3 and whole["top"][0]["count"] == 10  # cudaLaunchKernel: 10 of the 20 rows
+    monkeypatch.setattr(host, "CHUNK_ROWS", 3)
+    assert host.host_summary(trace) == whole
+    monkeypatch.setattr(host, "_count_every_slot", lambda slots, rows: False)
+    assert host.host_summary(trace) == whole

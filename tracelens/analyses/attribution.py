@@ -23,6 +23,7 @@ import pandas as pd
 
 from .. import intervals
 from ..trace import GPU_ACTIVITY_KINDS, Trace
+from ..values import dense_codes
 from .columns import DeviceBusy, device_busy, event_columns, memo, thread_key
 from .launch import launch_pairs
 from .names import CAUSES, HOST_CATEGORY_PRIORITY, STARTUP, SYNC, code_mask, host_category_codes, is_sync_copy
@@ -51,7 +52,7 @@ def host_rows(trace: Trace) -> HostRows:
         category[one_time_work(trace).mask] = HOST_CATEGORY_PRIORITY.index(STARTUP)
         keep = np.flatnonzero(category >= 0)
         pid, tid = cols.pid[keep], cols.tid[keep]
-        codes, uniques = pd.factorize(thread_key(pid, tid), sort=True)
+        codes, uniques = dense_codes(thread_key(pid, tid))
         first = np.zeros(len(uniques), np.int64)
         first[codes[::-1]] = np.arange(codes.size)[::-1]  # any row of each thread gives its pid/tid
         cat = category[keep]

@@ -66,7 +66,12 @@ class Table:
 def thread_key(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
     """One int64 per (pid, tid) pair."""
     # Thread ids fit in 32 bits on every platform seen (Linux tids, nsys 24-bit ids); -1 stays distinct.
-    return (np.asarray(pid, np.int64) << 32) ^ (np.asarray(tid, np.int64) & 0xFFFFFFFF)
+    key = np.array(pid, np.int64)  # in place from here: two arrays at a time, not five
+    key <<= 32
+    low = np.array(tid, np.int64)
+    low &= 0xFFFFFFFF
+    key ^= low
+    return key
 
 
 # (thread, time) pairs are packed into one int64 below this product of threads and span.
@@ -86,10 +91,11 @@ def thread_time_positions(groups: list[tuple[np.ndarray, list[np.ndarray]]]) -> 
     codes, uniques = dense_codes(all_keys)
     del all_keys
     times = [t for _, ts in groups for t in ts]
-    everything = np.concatenate(times)
-    lo, width = int(everything.min()), int(everything.max()) - int(everything.min()) + 2
+    present = [t for t in times if t.size]
+    lo = min(int(t.min()) for t in present) if present else 0
+    width = (max(int(t.max()) for t in present) if present else 0) - lo + 2
     if len(uniques) * width >= PACKED_KEY_LIMIT:
-        _, ranks = np.unique(everything, return_inverse=True)
+        _, ranks = np.unique(np.concatenate(times), return_inverse=True)
         times = np.split(ranks.astype(np.int64), np.cumsum([t.size for t in times])[:-1])
         lo, width = 0, int(ranks.max()) + 2
     out, at, i = [], 0, 0
@@ -141,16 +147,20 @@ def dictionary_codes(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, li
     return codes, array.dictionary.to_pylist()
 
 
-def _ints(store: EventStore, name: str) -> np.ndarray:
-    """An integer column as numpy with nulls as -1: int32 where every value fits (halves the memory of the
-    id columns on a 41M-row trace), int64 otherwise."""
+# Narrowed columns hold values below this, so that doubling one or adding two cannot overflow int32.
+_NARROW_MAX = 2**30
+
+
+def _ints(store: EventStore, name: str, narrow: bool = True) -> np.ndarray:
+    """An integer column as numpy with nulls as -1: int32 where every value is below 2^30 (halves the memory
+    of the id columns on a 41M-row trace) and ``narrow``, int64 otherwise."""
     stored = store.columns.get(name)
     if stored is None:  # no row carries it: a read-only view of one -1, no memory per row
         return np.broadcast_to(np.int32(-1), (store.num_rows,))
     values = stored.values if isinstance(stored, SparseColumn) else stored
     bounds = pc.min_max(values)
     lo, hi = bounds["min"].as_py(), bounds["max"].as_py()
-    fits = lo is None or (lo >= -1 and hi < np.iinfo(np.int32).max)
+    fits = narrow and (lo is None or (lo >= -1 and hi < _NARROW_MAX))
     return store.numpy(name, -1, np.int32 if fits else np.int64)
 
 
@@ -170,10 +180,11 @@ def event_columns(trace: Trace) -> EventColumns:
             stream=_ints(store, "stream"),
             pid=_ints(store, "pid"),
             tid=_ints(store, "tid"),
-            correlation_id=_ints(store, "correlation_id"),
-            external_id=_ints(store, "external_id"),
+            # join keys stay int64: they are combined into sort keys
+            correlation_id=_ints(store, "correlation_id", narrow=False),
+            external_id=_ints(store, "external_id", narrow=False),
             graph_id=_ints(store, "graph_id"),
-            bytes=store.numpy("bytes"),
+            bytes=_ints(store, "bytes"),
             step=_ints(store, "step"),
             is_dtoh=_equals(store, "copy_kind", "DtoH"),
         )

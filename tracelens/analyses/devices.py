@@ -36,7 +36,7 @@ def device_utilization(trace: Trace) -> list[DeviceUtilization]:
     cols = event_columns(trace)
     busy_by_device = device_busy(trace)
     gpu = cols.of_kind(*GPU_ACTIVITY_KINDS) & (cols.device >= 0)
-    device, kind, duration = cols.device[gpu], cols.kind[gpu], (cols.end - cols.start)[gpu]
+    device, kind, duration = cols.device[gpu], cols.kind[gpu], cols.end[gpu] - cols.start[gpu]
     out: list[DeviceUtilization] = []
     for dev, busy in sorted(busy_by_device.items()):
         on_device = device == dev

@@ -17,6 +17,10 @@ from .columns import event_columns, thread_key
 TOP_N = 10
 
 
+# Host rows summed this many at a time (memory: a training export holds tens of millions of them).
+CHUNK_ROWS = 1 << 22
+
+
 def host_summary(trace: Trace, top_n: int = TOP_N) -> dict[str, Any]:
     """Count and summed duration per host event kind, the host span, and the top names by summed time."""
     cols = event_columns(trace)
@@ -25,38 +29,64 @@ def host_summary(trace: Trace, top_n: int = TOP_N) -> dict[str, Any]:
     if not host.any():
         return {"span_ns": 0, "threads": 0, "by_kind": [], "top": [], "has_gpu_activity": has_gpu}
     host = np.flatnonzero(host)
-    kind, name = cols.kind[host], cols.name[host]
-    duration = cols.end[host] - cols.start[host]
-    by_kind = [
-        {"kind": ALL_KINDS[k], "count": int((kind == k).sum()), "total_ns": int(duration[kind == k].sum())}
-        for k in sorted(np.unique(kind), key=lambda k: ALL_KINDS[k])
-    ]
-    # (kind, name) pairs as one integer key; names are dictionary codes (-1 for a null name).
-    key = kind.astype(np.int64) * (len(cols.names) + 1) + (name + 1)
-    if len(ALL_KINDS) * (len(cols.names) + 1) <= 4 * key.size + 1024:
-        # Few (kind, name) slots for the rows: count into every slot (no hash table sized by the row count).
-        totals = np.bincount(key, weights=duration).astype(np.int64)
-        counts = np.bincount(key)
-        pairs = np.flatnonzero(counts)
-        totals, counts = totals[pairs], counts[pairs]
+    width = len(cols.names) + 1
+    # (kind, name) pairs as one integer slot; names are dictionary codes (-1 for a null name). Few slots for the
+    # rows: count into every slot; many (a dictionary of millions of NVTX texts): a hash groupby per chunk.
+    dense = _count_every_slot(len(ALL_KINDS) * width, host.size)
+    kind_count = np.zeros(len(ALL_KINDS), np.int64)
+    kind_total = np.zeros(len(ALL_KINDS), np.int64)
+    slot_count = np.zeros(len(ALL_KINDS) * width if dense else 0, np.int64)
+    slot_total = np.zeros_like(slot_count)
+    partials, threads = [], []
+    first, last = np.iinfo(np.int64).max, np.iinfo(np.int64).min
+    for lo in range(0, host.size, CHUNK_ROWS):  # a loop over chunks of rows
+        rows = host[lo: lo + CHUNK_ROWS]
+        kind, start, end = cols.kind[rows].astype(np.int64), cols.start[rows], cols.end[rows]
+        duration = end - start
+        first, last = min(first, int(start.min())), max(last, int(end.max()))
+        del start, end
+        kind_count += np.bincount(kind, minlength=len(ALL_KINDS))
+        kind_total += _exact_sums(kind, duration, len(ALL_KINDS))
+        key = kind * width + (cols.name[rows] + 1)
+        if dense:
+            slot_count += np.bincount(key, minlength=slot_count.size)
+            slot_total += _exact_sums(key, duration, slot_count.size)
+        else:
+            partials.append(pd.Series(duration).groupby(key, sort=False).agg(["sum", "size"]))
+        del key, kind, duration
+        pid, tid = cols.pid[rows], cols.tid[rows]
+        known = (pid >= 0) & (tid >= 0)
+        threads.append(distinct(thread_key(pid[known], tid[known])))
+    if dense:
+        pairs = np.flatnonzero(slot_count)
+        totals, counts = slot_total[pairs], slot_count[pairs]
     else:
-        inverse, pairs = pd.factorize(key)  # hashing, not sorting: millions of rows
-        totals = np.bincount(inverse, weights=duration).astype(np.int64)
-        counts = np.bincount(inverse)
-    pair_kind, pair_name = pairs // (len(cols.names) + 1), pairs % (len(cols.names) + 1) - 1
+        summed = pd.concat(partials).groupby(level=0, sort=False).sum()
+        pairs, totals, counts = (summed.index.to_numpy(np.int64), summed["sum"].to_numpy(np.int64),
+                                 summed["size"].to_numpy(np.int64))
+    by_kind = [{"kind": ALL_KINDS[k], "count": int(kind_count[k]), "total_ns": int(kind_total[k])}
+               for k in sorted(np.flatnonzero(kind_count), key=lambda k: ALL_KINDS[k])]
+    pair_kind, pair_name = pairs // width, pairs % width - 1
     labels = np.array([cols.names[n] if n >= 0 else "" for n in pair_name], dtype=object)
     order = np.lexsort((labels.astype(str), -totals))[:top_n]
-    pid, tid = cols.pid[host], cols.tid[host]
-    known = (pid >= 0) & (tid >= 0)
-    threads = distinct(thread_key(pid[known], tid[known]))
     return {
-        "span_ns": int(cols.end[host].max() - cols.start[host].min()),
-        "threads": int(threads.size),
+        "span_ns": int(last - first),
+        "threads": int(distinct(np.concatenate(threads)).size),
         "by_kind": by_kind,
         "top": [{"kind": ALL_KINDS[pair_kind[i]], "name": str(labels[i]), "count": int(counts[i]),
                  "total_ns": int(totals[i])} for i in order],
         "has_gpu_activity": has_gpu,
     }
+
+
+def _count_every_slot(slots: int, rows: int) -> bool:
+    return slots <= 4 * rows + 1024
+
+
+def _exact_sums(slot: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
+    """Integer sums of ``values`` per slot (bincount sums in float64: exact while a chunk's sum per slot stays
+    below 2^53 ns, 104 days)."""
+    return np.rint(np.bincount(slot, weights=values, minlength=size)).astype(np.int64)
 
 
 def section(trace: Trace, done: dict[str, Any]) -> dict[str, Any]:

@@ -42,7 +42,7 @@ def launch_calls(trace: Trace) -> Table:
         corr = cols.correlation_id[api]
         is_driver = cols.kind[api] == ALL_KINDS.index(DRIVER)
         # Rows are in start order, so a stable sort on (corr, is_driver) keeps the earliest first.
-        order = np.argsort(corr * 2 + is_driver, kind="stable")
+        order = np.argsort(corr.astype(np.int64) * 2 + is_driver, kind="stable")
         first = np.ones(order.size, bool)
         first[1:] = corr[order][1:] != corr[order][:-1]
         keep = np.flatnonzero(api)[order[first]]
