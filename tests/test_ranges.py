@@ -82,12 +82,14 @@ def test_a_span_too_long_for_the_packed_key_gives_the_same_ranges(monkeypatch) -
     """Ranks replace times when (threads x span) does not fit the int64 key: the same result as the key."""
     trace = _trace()
     packed = ranges.range_instances(trace)
+    whole_summary = ranges.range_summary(trace)
     from tracelens.analyses import columns
 
     monkeypatch.setattr(columns, "PACKED_KEY_LIMIT", 1)  # every trace is "too long": the rank path
     ranked = ranges.range_instances(trace)
     assert packed["ops"].sum() > 0  # the comparison covers ranges that own GPU work
     assert ranked.equals(packed)
+    assert ranges.range_summary(trace) == whole_summary
 
 
 def test_slice_reduce_matches_direct_reduction_on_random_and_nested_slices():
@@ -118,3 +120,14 @@ def test_ranges_measured_in_chunks_sum_to_the_same_summary(monkeypatch) -> None:
     for size in (1, 2):
         monkeypatch.setattr(ranges, "CHUNK_RANGES", size)
         assert ranges.range_summary(trace) == whole
+
+
+def test_range_on_a_thread_that_launched_nothing_owns_no_gpu_work():
+    # Thread 3 has a range over [0, 2000) but launched nothing: the launches of threads 1 and 2 inside its time
+    # are not its own (its thread is not among the launching threads' codes: packed as no launch).
+    rows = _trace().events.to_pylist()
+    rows.append(host("annotation", "idle thread", 0, 2000, tid=3))
+    trace = Trace.from_rows([{k: v for k, v in r.items() if v is not None} for r in rows])
+    by = {r["name"]: r for r in ranges.section(trace, {})["ranges"]}
+    assert (by["idle thread"]["gpu_ops"], by["idle thread"]["projected_ns"]) == (0, 0)
+    assert by["forward"]["gpu_ops"] == 2  # unchanged by the other thread's range

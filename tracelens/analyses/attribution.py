@@ -24,7 +24,7 @@ import pandas as pd
 from .. import intervals
 from ..trace import GPU_ACTIVITY_KINDS, Trace
 from ..values import dense_codes
-from .columns import DeviceBusy, device_busy, event_columns, memo, thread_key
+from .columns import DeviceBusy, EventColumns, device_busy, event_columns, memo, thread_key
 from .launch import launch_pairs
 from .names import CAUSES, HOST_CATEGORY_PRIORITY, STARTUP, SYNC, code_mask, host_category_codes, is_sync_copy
 from .startup import one_time_work
@@ -34,15 +34,28 @@ LARGEST_GAPS = 10
 
 @dataclass
 class HostRows:
-    """Host rows that count as activity, with their category and a dense thread code."""
+    """Host rows that count as activity, with their category and a dense thread code.
 
+    Times and names are read from the event columns on demand (``starts(mask)``, ...): keeping copies for
+    the tens of millions of NVTX ranges of a training export cost ~0.7 GB for the whole analysis.
+    """
+
+    cols: EventColumns
+    row: np.ndarray  # event rows
     category: np.ndarray  # int8 index into HOST_CATEGORY_PRIORITY
-    start: np.ndarray
-    end: np.ndarray
-    name: np.ndarray  # code into event_columns(trace).names
     thread: np.ndarray  # int32 code into `threads`
     sync_copy: np.ndarray  # bool: a synchronous memcpy call
     threads: pd.DataFrame  # columns pid, tid; index = thread code
+
+    def starts(self, mask: np.ndarray | None = None) -> np.ndarray:
+        return self.cols.start[self.row if mask is None else self.row[mask]]
+
+    def ends(self, mask: np.ndarray | None = None) -> np.ndarray:
+        return self.cols.end[self.row if mask is None else self.row[mask]]
+
+    def names(self, mask: np.ndarray | None = None) -> np.ndarray:
+        """Codes into ``event_columns(trace).names``."""
+        return self.cols.name[self.row if mask is None else self.row[mask]]
 
 
 def host_rows(trace: Trace) -> HostRows:
@@ -56,14 +69,14 @@ def host_rows(trace: Trace) -> HostRows:
         first = np.zeros(len(uniques), np.int64)
         first[codes[::-1]] = np.arange(codes.size)[::-1]  # any row of each thread gives its pid/tid
         cat = category[keep]
-        name = cols.name[keep]
+        del category
+        sync_copy = (cat == HOST_CATEGORY_PRIORITY.index(SYNC)) & code_mask(cols.name[keep], cols.names, is_sync_copy)
         return HostRows(
+            cols=cols,
+            row=keep.astype(np.int32) if cols.start.size < 2**31 else keep,
             category=cat,
-            start=cols.start[keep],
-            end=cols.end[keep],
-            name=name,
             thread=np.asarray(codes, np.int32 if len(uniques) < 2**31 else np.int64),
-            sync_copy=(cat == HOST_CATEGORY_PRIORITY.index(SYNC)) & code_mask(name, cols.names, is_sync_copy),
+            sync_copy=sync_copy,
             threads=pd.DataFrame({"pid": pid[first], "tid": tid[first]}),
         )
 
@@ -109,7 +122,7 @@ def priority_split(
     chosen = np.zeros(len(rows.threads), bool)
     chosen[thread_set] = True
     mine = chosen[rows.thread]
-    cat, s, e = rows.category[mine], rows.start[mine], rows.end[mine]
+    cat, s, e = rows.category[mine], rows.starts(mine), rows.ends(mine)
     out = np.zeros((starts.size, len(CAUSES)), np.int64)
     covered_before = np.zeros(starts.size, np.int64)
     sync_level = HOST_CATEGORY_PRIORITY.index(SYNC)
@@ -186,7 +199,7 @@ def unexplained_intervals(trace: Trace, busy: DeviceBusy) -> tuple[np.ndarray, n
     chosen = np.zeros(len(rows.threads), bool)
     chosen[threads] = True
     mine = chosen[rows.thread]
-    activity = intervals.merge(rows.start[mine], rows.end[mine])
+    activity = intervals.merge(rows.starts(mine), rows.ends(mine))
     return intervals.subtract(busy.gap_starts, busy.gap_ends, *activity)
 
 

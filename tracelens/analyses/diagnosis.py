@@ -300,11 +300,12 @@ def _cause(name: str, lost: float, ctx: Context, evidence: dict[str, Any], fix: 
 def top_host_names(trace: Trace, category: str, limit: int = TOP_NAMES) -> list[dict[str, Any]]:
     """The host names with the most summed time in a category (evidence)."""
     rows = host_rows(trace)
-    sel = (rows.category == HOST_CATEGORY_PRIORITY.index(category)) & (rows.name >= 0)
+    sel = rows.category == HOST_CATEGORY_PRIORITY.index(category)
+    sel[sel] = rows.names(sel) >= 0
     if not sel.any():
         return []
-    codes, inverse = np.unique(rows.name[sel], return_inverse=True)
-    total = np.bincount(inverse, weights=rows.end[sel] - rows.start[sel])
+    codes, inverse = np.unique(rows.names(sel), return_inverse=True)
+    total = np.bincount(inverse, weights=rows.ends(sel) - rows.starts(sel))
     count = np.bincount(inverse)
     names = event_columns(trace).names
     order = np.lexsort((codes, -total))[:limit]
@@ -657,9 +658,9 @@ def _host_causes(trace: Trace, done: dict[str, Any], framework: str) -> tuple[li
                                     "input_share_of_steps": summary["host_share"][INPUT]}
     else:
         rows = host_rows(trace)
-        if rows.start.size == 0:
+        if rows.row.size == 0:
             return [], span
-        lo, hi = int(rows.start.min()), int(rows.end.max())
+        lo, hi = int(rows.starts().min()), int(rows.ends().max())
         split, _ = priority_split(np.array([lo]), np.array([hi]), rows, step_threads(trace))
         lost = int(split[0, CAUSES.index(INPUT)])
         evidence = {"steps": 0}

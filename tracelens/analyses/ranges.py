@@ -19,7 +19,9 @@ import pandas as pd
 
 from .. import intervals
 from ..trace import ANNOTATION, Trace
-from .columns import device_busy, event_columns, thread_key, thread_time_positions
+from ..values import distinct
+from . import columns
+from .columns import EventColumns, device_busy, event_columns, thread_key, thread_time_positions
 from .launch import launch_pairs
 
 NAME_LIMIT = 200
@@ -81,17 +83,34 @@ CHUNK_RANGES = 1 << 21
 
 
 class _Launches:
-    """Launch calls sorted by (thread, time), with running sums, shared by every chunk of ranges."""
+    """Launch calls sorted by (thread, time), with running sums, shared by every chunk of ranges.
+
+    A (thread, time) pair is packed into one int64, thread code x span + time, so that one sorted array and a
+    binary search find each range's launches; ranges are packed a chunk at a time. A span too long to pack
+    (about 1e4 threads over 5 days) takes thread_time_positions' rank path for every range at once.
+    """
 
     def __init__(self, trace: Trace, rows: np.ndarray) -> None:
         cols = event_columns(trace)
         launches = _per_launch(trace)
+        self.rows = rows
         self.empty = launches.empty or rows.size == 0
         if self.empty:
             return
-        self.key, self.range_start, self.range_end = thread_time_positions([
-            (thread_key(launches["pid"].to_numpy(), launches["tid"].to_numpy()), [launches["t"].to_numpy(np.int64)]),
-            (thread_key(cols.pid[rows], cols.tid[rows]), [cols.start[rows], cols.end[rows]])])
+        launch_keys = thread_key(launches["pid"].to_numpy(), launches["tid"].to_numpy())
+        launch_t = launches["t"].to_numpy(np.int64)
+        self.threads = np.sort(distinct(launch_keys))
+        # rows are in start order: the first starts first; the latest end is found a chunk at a time
+        ends = max(int(cols.end[rows[lo: lo + CHUNK_RANGES]].max()) for lo in range(0, rows.size, CHUNK_RANGES))
+        self.lo = min(int(launch_t.min()), int(cols.start[rows[0]]))
+        self.width = max(int(launch_t.max()), ends) - self.lo + 2
+        self.packed = len(self.threads) * self.width < columns.PACKED_KEY_LIMIT
+        if self.packed:
+            self.key = np.searchsorted(self.threads, launch_keys) * self.width + (launch_t - self.lo)
+        else:
+            self.key, self.range_start, self.range_end = thread_time_positions([
+                (launch_keys, [launch_t]), (thread_key(cols.pid[rows], cols.tid[rows]), [cols.start[rows], cols.end[rows]])])
+        del launch_keys, launch_t
         order = np.argsort(self.key, kind="stable")
         self.key = self.key[order]
         launches = launches.iloc[order].reset_index(drop=True)
@@ -102,10 +121,27 @@ class _Launches:
         self.dev_min = launches["dev_min"].to_numpy(np.int64)
         self.dev_max = launches["dev_max"].to_numpy(np.int64)
 
+    def _positions(self, cols: EventColumns, at: slice) -> tuple[np.ndarray, np.ndarray]:
+        """Packed (thread, start) and (thread, end) of the ranges ``at``; -1 for both on a thread that launched
+        nothing (no launch lies between)."""
+        if not self.packed:
+            return self.range_start[at], self.range_end[at]
+        mine = self.rows[at]
+        keys = thread_key(cols.pid[mine], cols.tid[mine])
+        code = np.minimum(np.searchsorted(self.threads, keys), self.threads.size - 1)
+        known = self.threads[code] == keys
+        base = code * self.width - self.lo
+        start, end = base + cols.start[mine], base + cols.end[mine]
+        start[~known] = -1
+        end[~known] = -1
+        return start, end
+
     def measure(self, trace: Trace, at: slice) -> dict[str, np.ndarray]:
         """ops, gpu_op_ns, proj_start, proj_end, gpu_idle_ns of the ranges ``at`` (positions in ``rows``)."""
-        lo = np.searchsorted(self.key, self.range_start[at], side="left")
-        hi = np.searchsorted(self.key, self.range_end[at], side="left")
+        range_start, range_end = self._positions(event_columns(trace), at)
+        lo = np.searchsorted(self.key, range_start, side="left")
+        hi = np.searchsorted(self.key, range_end, side="left")
+        del range_start, range_end
         first = _slice_reduce(np.minimum, self.first, lo, hi, 0)
         last = _slice_reduce(np.maximum, self.last, lo, hi, 0)
         dmin = _slice_reduce(np.minimum, self.dev_min, lo, hi, -1)
