@@ -78,7 +78,8 @@ class OneTime:
     """Rows flagged as one-time work and why (arrays over the whole event table)."""
 
     reason: np.ndarray  # int8 per event row: index into REASONS, -1 = not one-time
-    later_median_ns: np.ndarray  # float per event row: first_call rows' median of later instances, else NaN
+    first_call_rows: np.ndarray  # sorted event rows of first calls (few: not an array over every row)
+    first_call_medians: np.ndarray  # the median of each one's later instances
     first_step_ns: int | None  # duration of the first step (None with fewer than 2 steps)
     later_step_median_ns: float | None
     slow_first_step: bool
@@ -87,6 +88,15 @@ class OneTime:
     @property
     def mask(self) -> np.ndarray:
         return self.reason >= 0
+
+    def later_median_ns(self, rows: np.ndarray) -> np.ndarray:
+        """The median of later instances at each of ``rows`` (NaN where the row is not a first call)."""
+        out = np.full(len(rows), np.nan)
+        if self.first_call_rows.size:
+            at = np.minimum(np.searchsorted(self.first_call_rows, rows), self.first_call_rows.size - 1)
+            hit = self.first_call_rows[at] == rows
+            out[hit] = self.first_call_medians[at[hit]]
+        return out
 
 
 def _long_launches(trace: Trace) -> np.ndarray:
@@ -146,7 +156,6 @@ def one_time_work(trace: Trace) -> OneTime:
         cols = event_columns(trace)
         names = cols.names
         reason = np.full(cols.kind.size, -1, np.int8)
-        later_median = np.full(cols.kind.size, np.nan)
         host = cols.tid >= 0
 
         def flag(mask: np.ndarray, code: int) -> None:
@@ -165,7 +174,7 @@ def one_time_work(trace: Trace) -> OneTime:
         sync_rows = np.flatnonzero(base == HOST_CATEGORY_PRIORITY.index(SYNC))
         input_ranges = cols.of_kind(ANNOTATION) & (base == HOST_CATEGORY_PRIORITY.index(INPUT))
         first_rows, medians = _first_calls(trace, cols.of_kind(CPU_OP) | input_ranges, sync_rows)
-        later_median[first_rows] = medians
+        by_row = np.argsort(first_rows)
         reason[first_rows[reason[first_rows] < 0]] = FIRST_CALL
 
         allocation = api & code_mask(cols.name, names, is_allocation)
@@ -198,7 +207,7 @@ def one_time_work(trace: Trace) -> OneTime:
         first_of_name = alloc_rows[~keys.duplicated().to_numpy()]  # rows are in start order
         first_of_name = first_of_name[cols.end[first_of_name] - cols.start[first_of_name] >= FIRST_CALL_MIN_NS]
         reason[first_of_name[reason[first_of_name] < 0]] = ALLOCATION
-        return OneTime(reason, later_median, first_step_ns, later_step_median, bool(slow_first), warmup_end)
+        return OneTime(reason, first_rows[by_row], np.asarray(medians, np.float64)[by_row], first_step_ns, later_step_median, bool(slow_first), warmup_end)
 
     return memo(trace, "one_time_work", compute)
 
@@ -217,7 +226,7 @@ def device_items(trace: Trace, busy: DeviceBusy, thread_mask: np.ndarray, limit:
     cols = event_columns(trace)
     summed = intervals.overlap_with_union(cols.start[rows], cols.end[rows], busy.gap_starts, busy.gap_ends)
     frame = pd.DataFrame({"row": rows, "name": cols.name[rows], "reason": work.reason[rows], "idle": summed,
-                          "host": cols.end[rows] - cols.start[rows], "median": work.later_median_ns[rows]})
+                          "host": cols.end[rows] - cols.start[rows], "median": work.later_median_ns(rows)})
     frame = frame[frame["idle"] > 0]
     if frame.empty:
         return []
