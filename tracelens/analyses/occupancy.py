@@ -213,11 +213,15 @@ def _top_kernels(trace: Trace, occ: _KernelOccupancy, occupancy: np.ndarray, los
     keep = np.flatnonzero(lost > 0)
     if keep.size == 0:
         return []
-    names = trace.take("name", occ.rows[keep])
+    codes, dictionary = dictionary_codes(trace.take("name", occ.rows[keep]))
+    # Grouped by name code, not by name string: millions of launches would each become a Python string.
+    # Codes are made canonical over the labels (a null name and "" are one label, as before).
+    labels = pd.Series(list(dictionary) + [""], dtype=object).fillna("").to_numpy(dtype=object)
+    canonical, label_of = pd.factorize(labels)
     duration = occ.duration[keep].astype(np.float64)
     frame = pd.DataFrame(
         {
-            "name": pc.cast(names, pa.string()).to_pandas().fillna(""),
+            "name": canonical[codes],  # code -1 (null) reads the trailing ""
             "device": occ.device[keep],
             "threads": occ.threads[keep],
             "registers": occ.registers[keep],
@@ -251,6 +255,7 @@ def _top_kernels(trace: Trace, occ: _KernelOccupancy, occupancy: np.ndarray, los
         shape=("shape", "first"),
         limiter=("limiter", "first"),
     ).reset_index()
+    summary["name"] = np.asarray(label_of, dtype=object)[summary["name"].to_numpy()]
     summary = summary.sort_values(["lost_ns", "name"], ascending=[False, True]).head(TOP_KERNELS)
     out = []
     for row in summary.itertuples(index=False):  # at most TOP_KERNELS rows

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..trace import CPU_OP, DRIVER, GPU_SYNC, RUNTIME, Trace
-from .columns import Table, event_columns, step_windows
+from .columns import Table, event_columns, step_windows, thread_key, thread_time_positions
 from .launch import launch_pairs
 from .names import code_mask, is_blocking_sync, is_sync_copy
 from .steps import STEP_LIMIT
@@ -65,29 +65,30 @@ def item_pattern(trace: Trace, calls: Table) -> dict[str, Any]:
     empty = {"count": 0, "sync_calls": 0, "wait_ns": 0, "max_bytes": ITEM_MAX_BYTES, "top_ops": [], "per_step": []}
     if small.empty:
         return empty
-    # The next runtime/driver call on the thread that starts at or after the copy's launch call ends.
-    after = pd.DataFrame({"pid": small["pid"], "tid": small["tid"], "t": small["launch_end"],
-                          "self_sync": code_mask(small["launch_name"], cols.names, is_sync_copy),
-                          "external_id": small["external_id"], "start": small["start"],
-                          "row": np.arange(len(small))})
-    nxt = pd.DataFrame({"pid": calls["pid"], "tid": calls["tid"], "t": calls["start"],
-                        "blocking": calls["blocking"], "call_id": np.arange(len(calls)),
-                        "call_start": calls["start"], "call_end": calls["end"]})
-    joined = pd.merge_asof(after.sort_values("t", kind="stable"), nxt.sort_values("t", kind="stable"), on="t",
-                           by=["pid", "tid"], direction="forward", allow_exact_matches=True)
-    followed = joined["blocking"].astype("boolean").fillna(False).to_numpy(bool)
-    self_sync = joined["self_sync"].to_numpy(bool)
-    hit = joined[followed | self_sync]
-    waited = joined[followed].drop_duplicates("call_id")
-    wait_ns = int((waited["call_end"] - waited["call_start"]).sum())
+    # The next runtime/driver call on the thread that starts at or after the copy's launch call ends: a binary
+    # search in the calls sorted by (thread, start) (a merge_asof copied and sorted every call of the trace).
+    call_key = thread_key(calls["pid"], calls["tid"])
+    copy_key = thread_key(small["pid"], small["tid"])
+    call_pos, copy_pos = thread_time_positions([(call_key, [calls["start"]]), (copy_key, [small["launch_end"]])])
+    by_position = np.argsort(call_pos, kind="stable")  # equal starts keep row order, as merge_asof's stable sort
+    at = np.searchsorted(call_pos[by_position], copy_pos, side="left")
+    del call_pos, copy_pos
+    found = at < by_position.size
+    call = by_position[np.minimum(at, max(by_position.size - 1, 0))] if by_position.size else at
+    found &= (call_key[call] == copy_key) if by_position.size else found
+    followed = found & (calls["blocking"][call] if by_position.size else found)
+    self_sync = code_mask(small["launch_name"], cols.names, is_sync_copy)
+    hit = small[followed | self_sync]
+    waited = np.unique(call[followed])
+    wait_ns = int((calls["end"][waited] - calls["start"][waited]).sum())
     # Self-synchronous copies: the launch call itself is the wait (one call may move several copies).
-    self_rows = joined.loc[self_sync, "row"].to_numpy()
+    self_rows = np.flatnonzero(self_sync)
     _, first = np.unique(small["correlation_id"][self_rows], return_index=True)
     self_calls = small[self_rows[first]]
     wait_ns += int((self_calls["launch_end"] - self_calls["launch_start"]).sum())
-    top = _op_names_by_external_id(trace, hit["external_id"].to_numpy())
+    top = _op_names_by_external_id(trace, hit["external_id"])
     steps = step_windows(trace)
-    per_step = np.bincount(_step_index(hit["start"].to_numpy(np.int64), steps) + 1, minlength=len(steps) + 1)[1:]
+    per_step = np.bincount(_step_index(hit["start"], steps) + 1, minlength=len(steps) + 1)[1:]
     return {"count": int(len(hit)), "sync_calls": int(len(waited) + len(self_calls)), "wait_ns": wait_ns,
             "max_bytes": ITEM_MAX_BYTES, "top_ops": top, "per_step": [int(x) for x in per_step[:STEP_LIMIT]]}
 
