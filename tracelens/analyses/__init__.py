@@ -72,6 +72,28 @@ def report_sections() -> list[Section]:
     return sorted((s for s in REGISTRY if s.report_order is not None), key=lambda s: s.report_order or 0)
 
 
+def release_free_memory() -> None:
+    """Hand memory freed by a section back to the OS (glibc keeps freed heap blocks below its mmap threshold,
+    32 MB arrays included, so a multi-GB analysis kept growing by what earlier sections had freed). A no-op
+    where the C library has no malloc_trim."""
+    if _MALLOC_TRIM is not None:
+        _MALLOC_TRIM(0)
+
+
+def _malloc_trim() -> Callable[[int], int] | None:
+    import ctypes
+    import ctypes.util
+
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        return libc.malloc_trim  # type: ignore[no-any-return]
+    except (OSError, AttributeError):
+        return None
+
+
+_MALLOC_TRIM = _malloc_trim()
+
+
 def analyze(trace: Trace, *, sections: list[str] | None = None) -> Document:
     """Run every analysis section and return the result document, its ``summary`` (the headline figures)
     computed once from the sections and placed after ``source``."""
@@ -93,5 +115,6 @@ def analyze(trace: Trace, *, sections: list[str] | None = None) -> Document:
     }
     for name in sections or SECTIONS:
         doc[name] = BY_KEY[name].compute(trace, doc)
+        release_free_memory()
     head = {"schema_version": doc.pop("schema_version"), "source": doc.pop("source"), "summary": summarize(doc)}
     return cast(Document, {**head, **doc})
