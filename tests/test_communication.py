@@ -8,6 +8,7 @@ import json
 import sqlite3
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import tracelens
@@ -57,13 +58,85 @@ def test_hand_built_breakdown():
     assert dev0["overlap_share"] == pytest.approx(0.5)
     assert dev0["breakdown"] == {"span_ns": 300, "computation_only_ns": 150, "communication_overlapped_ns": 50,
                                  "communication_exposed_ns": 50, "memcpy_exposed_ns": 20, "idle_ns": 30}
+    # The all-reduce [50,150) has gemm [0,100) beside it for 50 ns: 50 of its own 100 ns are exposed.
     assert dev0["by_type"] == [{"type": "all_reduce", "count": 1, "time_ns": 100, "bytes": None,
-                                "algbw_bytes_per_s": None, "busbw_bytes_per_s": None}]
+                                "algbw_bytes_per_s": None, "busbw_bytes_per_s": None, "exposed_ns": 50,
+                                "measured_count": 0, "measured_ns": 0}]
     assert (dev1["collective_ns"], dev1["exposed_ns"], dev1["overlap_share"]) == (20, 20, 0.0)
     assert dev1["breakdown"] == {"span_ns": 50, "computation_only_ns": 10, "communication_overlapped_ns": 0,
                                  "communication_exposed_ns": 20, "memcpy_exposed_ns": 0, "idle_ns": 20}
     assert dev1["by_type"][0]["type"] == "all_gather"
     assert report["collective_count"] == 2
+
+
+def _coll(name: str, start: int, end: int, device: int = 0, **message) -> dict:
+    return {**_gpu("kernel", name, start, end, device), **message}
+
+
+def _message(in_elems: int | None, out_elems: int | None, dtype: str, group: int | None = None) -> dict:
+    return {"msg_in_elems": in_elems, "msg_out_elems": out_elems, "msg_dtype": dtype, "group_size": group}
+
+
+def test_bytes_and_bandwidth_by_type_by_hand():
+    # nccl-tests (doc/PERFORMANCE.md): algbw = S / t, busbw = algbw x factor; S is the gathered output of an
+    # all-gather and the reduced input of a reduce-scatter. GPU 0, times in ns (B/ns = 1e9 B/s):
+    #   all-reduce [0,1000)  250 Float (4 B) n=4 -> S 1000 B; algbw 1 B/ns; factor 2*3/4 = 1.5 -> busbw 1.5 B/ns
+    #   gemm [900,2100) beside it: 900 of the all-reduce's 1000 ns are exposed
+    #   all-gather [2000,2500) in 100 / out 400 BFloat16 (2 B) n=4 -> S = 400*2 = 800; 1.6 B/ns; x 3/4 = 1.2;
+    #     exposed [2100,2500) = 400
+    #   reduce-scatter [3000,3400) in 400 / out 100 Half (2 B) n=4 -> S = 800; 2 B/ns; x 3/4 = 1.5
+    #   broadcast [4000,4100) 50 Double (8 B), group size not recorded -> S 400; 4 B/ns; factor 1 needs no n
+    #   all-reduce [5000,5500) without a message: counted (2 all-reduces, 1500 ns, 900 + 500 exposed), not measured
+    #   all-to-all [6000,6200) 100 Float, no group size -> S 400; algbw 2 B/ns; busbw unknown ((n-1)/n needs n)
+    #   reduce [6500,6600) with a dtype nobody knows -> no size
+    # GPU 1: an all-reduce [0,400) whose kernel has no message; its record_param_comms op (External id 42)
+    #   has 100 Float n=2 -> S 400; algbw 1 B/ns; factor 2*1/2 = 1 -> busbw 1 B/ns. The launch call with the
+    #   same External id carries no message and changes nothing.
+    rows = [_coll("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 0, 1000, **_message(250, 250, "Float", 4)),
+            _gpu("kernel", "gemm", 900, 2100),
+            _coll("ncclDevKernel_AllGather_RING_LL", 2000, 2500, **_message(100, 400, "BFloat16", 4)),
+            _coll("ncclDevKernel_ReduceScatter_Sum_f16_RING_LL", 3000, 3400, **_message(400, 100, "Half", 4)),
+            _coll("ncclKernel_Broadcast_RING_LL_Sum_int8_t", 4000, 4100, **_message(50, 50, "Double")),
+            _coll("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 5000, 5500),
+            _coll("ncclDevKernel_AllToAll_RING_LL", 6000, 6200, **_message(100, 100, "Float")),
+            _coll("ncclKernel_Reduce_RING_LL_Sum_float", 6500, 6600, **_message(100, None, "mystery", 4)),
+            _coll("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 0, 400, device=1, external_id=42),
+            {"kind": "cpu_op", "name": "record_param_comms", "start_ns": 0, "end_ns": 10, "pid": 1, "tid": 1,
+             "external_id": 42, **_message(100, 100, "Float", 2)},
+            {"kind": "runtime", "name": "cudaLaunchKernel", "start_ns": 1, "end_ns": 5, "pid": 1, "tid": 1,
+             "external_id": 42}]
+    dev0, dev1 = communication_report(Trace.from_rows(rows))["devices"]
+    got = {t["type"]: t for t in dev0["by_type"]}
+    assert list(got) == ["all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "reduce"]
+    want = {  # type: (count, time, exposed, bytes, measured count, measured ns, algbw, busbw) in B/s
+        "all_reduce": (2, 1500, 1400, 1000, 1, 1000, 1e9, 1.5e9),
+        "all_gather": (1, 500, 400, 800, 1, 500, 1.6e9, 1.2e9),
+        "reduce_scatter": (1, 400, 400, 800, 1, 400, 2e9, 1.5e9),
+        "all_to_all": (1, 200, 200, 400, 1, 200, 2e9, None),
+        "broadcast": (1, 100, 100, 400, 1, 100, 4e9, 4e9),
+        "reduce": (1, 100, 100, None, 0, 0, None, None),
+    }
+    for kind, (count, time, exposed, nbytes, measured, measured_ns, algbw, busbw) in want.items():
+        t = got[kind]
+        assert (t["count"], t["time_ns"], t["exposed_ns"], t["bytes"], t["measured_count"], t["measured_ns"]) == \
+            (count, time, exposed, nbytes, measured, measured_ns), kind
+        assert t["algbw_bytes_per_s"] == (None if algbw is None else pytest.approx(algbw)), kind
+        assert t["busbw_bytes_per_s"] == (None if busbw is None else pytest.approx(busbw)), kind
+    (ar1,) = dev1["by_type"]
+    assert (ar1["bytes"], ar1["algbw_bytes_per_s"], ar1["busbw_bytes_per_s"]) == (400, pytest.approx(1e9),
+                                                                                  pytest.approx(1e9))
+
+
+@pytest.mark.parametrize(("kind", "n", "factor"), [
+    ("all_reduce", 8, 2 * 7 / 8), ("all_gather", 8, 7 / 8), ("reduce_scatter", 2, 1 / 2), ("all_to_all", 4, 3 / 4),
+    ("broadcast", 8, 1.0), ("reduce", None, 1.0), ("send_recv", 2, 1.0), ("collective_permute", None, 1.0),
+    ("all_reduce", 1, 0.0), ("all_reduce", None, None), ("other", 8, None),
+])
+def test_bus_factor_is_nccl_tests_table(kind, n, factor):
+    from tracelens.analyses.communication import bus_factor
+
+    got = bus_factor(np.array([kind], object), np.array([np.nan if n is None else n]))[0]
+    assert np.isnan(got) if factor is None else got == pytest.approx(factor)
 
 
 @pytest.mark.shared
@@ -162,3 +235,76 @@ def test_breakdown_bars_in_the_terminal_fit_its_width():
     # 40 cells over the 300 ns span: 150 computation only, 50 overlapped, 50 exposed, 20 copies, 30 idle
     assert "GPU 0 " + "█" * 20 + "▓" * 7 + "▒" * 7 + "░" * 2 + "·" * 4 + " span 300 ns" in text
     assert "exposed 50 ns" in text
+
+
+def _comm_cause(rows: list[dict], devices: list[dict] | None = None) -> dict:
+    from tracelens.analyses import analyze
+
+    causes = analyze(Trace.from_rows(rows, devices=devices))["diagnosis"]["causes"]
+    return {c["cause"]: c for c in causes}["communication"]
+
+
+A100_SXM = [{"id": 0, "name": "NVIDIA A100-SXM4-40GB"}]
+
+
+def test_communication_evidence_bus_bandwidth_against_the_link():
+    # A100 SXM: NVLink 3, 600 GB/s bidirectional -> 300 GB/s one direction (gpu_specs), what busbw compares to.
+    # all-reduce [0,1000): 60000 Float = 240000 B, n = 2 (factor 2*1/2 = 1) -> busbw 240 B/ns = 240 GB/s, 0.8
+    # all-gather [2000,3000): 30000 BFloat16 gathered = 60000 B, n = 2 (factor 1/2) -> 30 GB/s, 0.1;
+    #   gemm [2000,2800) beside it: 200 ns exposed, against the all-reduce's 1000
+    # Over both: (240000 x 1 + 60000 x 0.5) B / 2000 ns = 135 GB/s -> 0.45 of the link: below 0.7, remedy overlap
+    rows = [_coll("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 0, 1000, **_message(60000, 60000, "Float", 2)),
+            _coll("ncclDevKernel_AllGather_RING_LL", 2000, 3000, **_message(15000, 30000, "BFloat16", 2)),
+            _gpu("kernel", "gemm", 2000, 2800)]
+    ev = _comm_cause(rows, A100_SXM)["evidence"]
+    assert (ev["link"], ev["link_peak_bytes_per_s"]) == ("NVLink 3", 300e9)
+    assert ev["link_unknown_reason"] is None
+    assert ev["busbw_bytes_per_s"] == pytest.approx(135e9)
+    assert ev["link_fraction"] == pytest.approx(0.45)
+    by_type = {t["type"]: t for t in ev["by_type"]}
+    assert (by_type["all_reduce"]["bytes"], by_type["all_gather"]["bytes"]) == (240000, 60000)
+    assert by_type["all_reduce"]["busbw_bytes_per_s"] == pytest.approx(240e9)
+    assert by_type["all_reduce"]["link_fraction"] == pytest.approx(0.8)
+    assert by_type["all_gather"]["link_fraction"] == pytest.approx(0.1)
+    assert (by_type["all_reduce"]["exposed_ns"], by_type["all_gather"]["exposed_ns"]) == (1000, 200)
+    assert ev["responsible"] == ["all_reduce", "all_gather"]
+    assert ev["remedy"] == "overlap"
+
+
+def test_collectives_near_the_link_peak_get_the_link_bound_fix():
+    # The all-reduce alone: 240 GB/s of 300 = 0.8 >= 0.7: the link is the limit, overlap or fewer bytes.
+    from tracelens.analyses.diagnosis import COMMUNICATION_FIX, COMMUNICATION_LINK_BOUND_FIX
+
+    rows = [_coll("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 0, 1000, **_message(60000, 60000, "Float", 2))]
+    cause = _comm_cause(rows, A100_SXM)
+    assert cause["evidence"]["link_fraction"] == pytest.approx(0.8)
+    assert cause["evidence"]["remedy"] == "link_bound"
+    assert cause["fix"] == COMMUNICATION_LINK_BOUND_FIX + " " + COMMUNICATION_FIX["default"]
+    # The finding: 240e9 B/s = 223.5 GiB/s, 300e9 = 279.4 GiB/s (the reports' binary units).
+    from tracelens.report.findings import sentence
+
+    assert "; bus bandwidth 223.5 GiB/s (80.0% of NVLink 3's 279.4 GiB/s)" in sentence(cause)
+
+
+@pytest.mark.parametrize(("devices", "reason"), [
+    (None, "the trace does not name the GPU model"),
+    ([{"id": 0, "name": "AMD Instinct MI250X"}], "no link figure for GPU model 'AMD Instinct MI250X'"),
+])
+def test_unknown_link_is_null_with_a_reason(devices, reason):
+    rows = [_coll("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 0, 1000, **_message(60000, 60000, "Float", 2))]
+    ev = _comm_cause(rows, devices)["evidence"]
+    assert (ev["link"], ev["link_peak_bytes_per_s"], ev["link_fraction"]) == (None, None, None)
+    assert ev["link_unknown_reason"] == reason
+    assert ev["busbw_bytes_per_s"] == pytest.approx(240e9)  # measured all the same
+    assert ev["remedy"] == "overlap"
+
+
+@pytest.mark.parametrize(("name", "link", "peak"), [
+    ("NVIDIA H100 80GB HBM3", "NVLink 4", 450e9), ("Tesla V100-SXM2-16GB", "NVLink 2", 150e9),
+    ("AMD Instinct MI300X", "Infinity Fabric (xGMI), 7 links", 448e9), ("NVIDIA A100-PCIe-40GB", "PCIe gen4 x16", 31.508e9),
+])
+def test_collective_link_table(name, link, peak):
+    from tracelens.gpu_specs import collective_link
+
+    got = collective_link(name, None)
+    assert (got.link, got.peak_bytes_per_s, got.unknown_reason) == (link, peak, None)

@@ -541,6 +541,9 @@ class CollectiveType(TypedDict):
     bytes: int | None
     algbw_bytes_per_s: float | None
     busbw_bytes_per_s: float | None
+    exposed_ns: int
+    measured_count: int
+    measured_ns: int
 
 
 class DeviceBreakdown(TypedDict):

@@ -14,8 +14,17 @@ Definitions (docs/analyses.md, "communication"), per device, over its span [firs
     breakdown (sums to the span) = computation only |K \\ C| + communication overlapped |C ∩ K|
                                    + communication exposed |C \\ K| + memcpy/memset not overlapped |M \\ (K ∪ C)|
                                    + idle (span − |K ∪ C ∪ M|)
-Per collective type: count and summed duration; bytes, algorithm and bus bandwidth only where the trace
-records message sizes (none of the readers keeps them yet: null).
+Per collective type: count, summed duration and exposed time; message bytes, algorithm and bus bandwidth
+(nccl-tests' definitions, doc/PERFORMANCE.md) where the trace records message sizes:
+    bytes S   = elements x element size; the elements are nccl-tests' S: the output for all_gather (the
+                gathered array), the input for reduce_scatter (the array being reduced), else the input
+                (the output where only it is recorded)
+    algbw     = sum S / sum duration over the collectives with a size
+    busbw     = sum (S x factor) / the same duration; factor by type with n the group size: all_reduce
+                2(n-1)/n; all_gather, reduce_scatter, all_to_all (n-1)/n; broadcast, reduce, send_recv,
+                collective_permute 1; unknown (null busbw) for `other` or without the group size
+A collective's message comes from its own row, else from the framework op with its External id (Kineto's
+``record_param_comms`` / ``c10d::`` ops carry the sizes when its kernels do not).
 """
 
 from __future__ import annotations
@@ -24,9 +33,10 @@ import re
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from .. import intervals
-from ..trace import GPU_ANNOTATION, KERNEL, MEMCPY, MEMSET, Trace
+from ..trace import CPU_OP, GPU_ANNOTATION, KERNEL, MEMCPY, MEMSET, Trace
 from .columns import event_columns
 from .names import code_map, code_mask, is_collective_kernel
 
@@ -43,6 +53,29 @@ _TYPE_OF = {"allreduce": "all_reduce", "allgather": "all_gather", "reducescatter
             "send": "send_recv", "recv": "send_recv", "all-reduce": "all_reduce", "all-gather": "all_gather",
             "reduce-scatter": "reduce_scatter", "all-to-all": "all_to_all",
             "collective-permute": "collective_permute", "collective-broadcast": "broadcast"}
+
+
+MESSAGE_COLUMNS = ["msg_in_elems", "msg_out_elems", "msg_dtype", "group_size"]
+
+# Bytes per element of the dtype names producers write, matched lower-case: PyTorch ScalarType names (Kineto's
+# `dtype` arg, c10/core/ScalarType.h) and NCCL's ncclDataType_t names (nccl.h; NVTX payloads).
+DTYPE_BYTES = {
+    **dict.fromkeys(["byte", "char", "bool", "qint8", "quint8", "quint4x2", "quint2x4", "bits1x8", "bits2x4",
+                     "bits4x2", "bits8", "float8_e5m2", "float8_e4m3fn", "float8_e5m2fnuz", "float8_e4m3fnuz",
+                     "float8_e8m0fnu", "uint8", "int8", "ncclint8", "ncclchar", "nccluint8", "ncclfloat8e4m3",
+                     "ncclfloat8e5m2"], 1),
+    **dict.fromkeys(["short", "half", "bfloat16", "bits16", "uint16", "int16", "float16", "ncclfloat16",
+                     "ncclhalf", "ncclbfloat16"], 2),
+    **dict.fromkeys(["int", "float", "complexhalf", "qint32", "uint32", "int32", "float32", "ncclint32",
+                     "ncclint", "nccluint32", "ncclfloat32", "ncclfloat"], 4),
+    **dict.fromkeys(["long", "double", "complexfloat", "uint64", "int64", "float64", "ncclint64", "nccluint64",
+                     "ncclfloat64", "nccldouble"], 8),
+    "complexdouble": 16,
+}
+# nccl-tests' bus-bandwidth factor per type: (a, b) for a(n-1)/n + b; None where no factor is defined.
+_BUS_FACTOR = {"all_reduce": (2.0, 0.0), "all_gather": (1.0, 0.0), "reduce_scatter": (1.0, 0.0),
+               "all_to_all": (1.0, 0.0), "broadcast": (0.0, 1.0), "reduce": (0.0, 1.0), "send_recv": (0.0, 1.0),
+               "collective_permute": (0.0, 1.0)}
 
 
 def is_xla_collective(name: str) -> bool:
@@ -64,9 +97,40 @@ def _union_ns(starts: np.ndarray, ends: np.ndarray) -> int:
     return int((ends - starts).sum())
 
 
+def message_bytes(types: np.ndarray, in_elems: np.ndarray, out_elems: np.ndarray,
+                  elem_bytes: np.ndarray) -> np.ndarray:
+    """nccl-tests' message size S in bytes per collective (float, NaN where not recorded).
+
+    all_gather counts the gathered output, reduce_scatter the input being reduced (both n x the per-rank
+    count); the other types their input, or the output where only it is recorded (they are equal there).
+    """
+    in_elems, out_elems = np.asarray(in_elems, float), np.asarray(out_elems, float)
+    elems = np.where(types == "all_gather", out_elems,
+                     np.where(types == "reduce_scatter", in_elems, np.where(np.isnan(in_elems), out_elems, in_elems)))
+    return elems * np.asarray(elem_bytes, float)
+
+
+def bus_factor(types: np.ndarray, group_size: np.ndarray) -> np.ndarray:
+    """nccl-tests' bus-bandwidth factor per collective (NaN where undefined or the group size is unknown)."""
+    n = np.asarray(group_size, float)
+    kinds, at = np.unique(np.asarray(types, dtype=str), return_inverse=True)  # per distinct type, not per row
+    a = np.array([_BUS_FACTOR.get(t, (np.nan, np.nan))[0] for t in kinds])[at]
+    b = np.array([_BUS_FACTOR.get(t, (np.nan, np.nan))[1] for t in kinds])[at]
+    # A factor that does not depend on n (b only) needs no group size: 0 x NaN would hide that.
+    with np.errstate(invalid="ignore", divide="ignore"):
+        scaled = np.where(a == 0, 0.0, a * (n - 1) / n)
+    return scaled + b
+
+
 def device_communication(starts: np.ndarray, ends: np.ndarray, is_collective: np.ndarray, is_kernel: np.ndarray,
-                         types: np.ndarray) -> dict[str, Any]:
-    """One device's figures from its GPU rows (kernels, collectives, copies) as parallel arrays."""
+                         types: np.ndarray, nbytes: np.ndarray | None = None,
+                         factor: np.ndarray | None = None) -> dict[str, Any]:
+    """One device's figures from its GPU rows (kernels, collectives, copies) as parallel arrays.
+
+    ``nbytes`` / ``factor``: each row's message size S and bus-bandwidth factor (NaN where unknown; None: none).
+    """
+    nbytes = np.full(starts.size, np.nan) if nbytes is None else np.asarray(nbytes, float)
+    factor = np.full(starts.size, np.nan) if factor is None else np.asarray(factor, float)
     c = intervals.merge(starts[is_collective], ends[is_collective])
     k = intervals.merge(starts[is_kernel & ~is_collective], ends[is_kernel & ~is_collective])
     m = intervals.merge(starts[~is_kernel & ~is_collective], ends[~is_kernel & ~is_collective])
@@ -76,12 +140,28 @@ def device_communication(starts: np.ndarray, ends: np.ndarray, is_collective: np
     overlapped = collective - exposed
     span = int(ends.max() - starts.min()) if starts.size else 0
     everything = intervals.union_length(starts, ends)
+    duration = ends - starts
+    # Each collective's own time with no computation kernel beside it (summed per type, not merged).
+    alone = duration - intervals.overlap_with_union(starts, ends, *k)
     by_type = []
-    for kind in TYPES:
+    for kind in TYPES:  # a loop over the collective types
         sel = is_collective & (types == kind)
-        if sel.any():
-            by_type.append({"type": kind, "count": int(sel.sum()), "time_ns": int((ends[sel] - starts[sel]).sum()),
-                            "bytes": None, "algbw_bytes_per_s": None, "busbw_bytes_per_s": None})
+        if not sel.any():
+            continue
+        sized = sel & ~np.isnan(nbytes)
+        measured_ns = int(duration[sized].sum())
+        total = float(nbytes[sized].sum())
+        with_factor = bool(sized.any()) and not np.isnan(factor[sized]).any()
+        by_type.append({
+            "type": kind, "count": int(sel.sum()), "time_ns": int(duration[sel].sum()),
+            "bytes": int(round(total)) if sized.any() else None,
+            "algbw_bytes_per_s": total / measured_ns * 1e9 if measured_ns else None,
+            "busbw_bytes_per_s": float((nbytes[sized] * factor[sized]).sum()) / measured_ns * 1e9
+            if measured_ns and with_factor else None,
+            "exposed_ns": int(alone[sel].sum()),
+            "measured_count": int(sized.sum()),
+            "measured_ns": measured_ns,
+        })
     return {
         "collective_count": int(is_collective.sum()),
         "collective_ns": collective,
@@ -115,6 +195,38 @@ def _inside_xla_ops(cols: Any, rows: np.ndarray, types: np.ndarray, ops: np.ndar
         types[candidates[inside]] = op_type[at[inside]]
 
 
+def _messages(trace: Trace, cols: Any, rows: np.ndarray) -> pd.DataFrame:
+    """The message columns of the collective ``rows`` (indices), positionally; a null is filled from the
+    framework op with the row's External id (Kineto's ``record_param_comms`` carries the sizes when an older
+    trace's kernels do not)."""
+    own = trace.frame(rows, MESSAGE_COLUMNS).reset_index(drop=True)
+    missing = own["msg_in_elems"].isna() & own["msg_out_elems"].isna() & (cols.external_id[rows] >= 0)
+    if missing.any():
+        wanted = np.unique(cols.external_id[rows][missing.to_numpy()])
+        ops = np.flatnonzero(cols.of_kind(CPU_OP) & np.isin(cols.external_id, wanted))
+        if ops.size:
+            linked = trace.frame(ops, MESSAGE_COLUMNS)
+            linked["external_id"] = cols.external_id[ops]
+            linked = linked[linked["msg_in_elems"].notna() | linked["msg_out_elems"].notna()]
+            # The first op per External id (row order) is the one the kernel belongs to.
+            linked = linked.drop_duplicates("external_id").set_index("external_id")
+            ext = pd.Series(cols.external_id[rows])
+            for column in MESSAGE_COLUMNS:  # a loop over four columns
+                fill = ext.map(linked[column].astype(object)) if len(linked) else pd.Series(np.nan, ext.index)
+                own[column] = own[column].astype(object).where(~missing | own[column].notna(), fill)
+    return own
+
+
+def _message_sizes(trace: Trace, cols: Any, rows: np.ndarray, types: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per collective row: S in bytes and the bus-bandwidth factor (NaN where unknown)."""
+    msgs = _messages(trace, cols, rows)
+    dtype = msgs["msg_dtype"].astype(object)
+    elem = dtype.where(dtype.notna(), "").astype(str).str.lower().map(DTYPE_BYTES).astype(float).to_numpy()
+    nbytes = message_bytes(types, pd.to_numeric(msgs["msg_in_elems"], errors="coerce").to_numpy(float),
+                           pd.to_numeric(msgs["msg_out_elems"], errors="coerce").to_numpy(float), elem)
+    return nbytes, bus_factor(types, pd.to_numeric(msgs["group_size"], errors="coerce").to_numpy(float))
+
+
 def communication_report(trace: Trace) -> dict[str, Any]:
     """The ``communication`` block: per device with GPU activity, its collectives and time breakdown."""
     cols = event_columns(trace)
@@ -128,12 +240,16 @@ def communication_report(trace: Trace) -> dict[str, Any]:
         _inside_xla_ops(cols, rows, types, ops, code_map(cols.name[ops], cols.names, lambda n: collective_type(n) or "", ""))
     is_collective = types != ""
     is_kernel = kernel[rows]
+    nbytes, factor = np.full(rows.size, np.nan), np.full(rows.size, np.nan)
+    if is_collective.any():
+        nbytes[is_collective], factor[is_collective] = _message_sizes(trace, cols, rows[is_collective],
+                                                                      types[is_collective])
     devices = cols.device[rows]
     out = []
     for device in np.unique(devices):  # a loop over devices
         sel = devices == device
         entry = device_communication(cols.start[rows][sel], cols.end[rows][sel], is_collective[sel], is_kernel[sel],
-                                     types[sel])
+                                     types[sel], nbytes[sel], factor[sel])
         out.append({"device": int(device), **entry})
     total = sum(d["collective_count"] for d in out)
     return {"collective_count": total, "devices": out}

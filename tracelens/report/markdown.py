@@ -711,11 +711,14 @@ def _communication(doc: dict[str, Any]) -> Lines:
                         "copies not overlapped", "idle", "collectives", "overlapped share"], rows,
                        ["---", "---", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:"]))
     kinds = [[md(d.get("device")), md(t.get("type")), _num(t.get("count")), fmt_ns(t.get("time_ns")),
-              fmt_bytes(t.get("bytes")) if t.get("bytes") is not None else "-"]
+              fmt_ns(t.get("exposed_ns")), fmt_bytes(t.get("bytes")) if t.get("bytes") is not None else "-",
+              _rate_bytes(t.get("algbw_bytes_per_s")), _rate_bytes(t.get("busbw_bytes_per_s"))]
              for d in devices for t in d.get("by_type") or []]
     if kinds:
-        lines.extend(["", "Collectives by type:", ""])
-        lines.extend(table(["GPU", "type", "count", "time", "bytes"], kinds, ["---", "---", "---:", "---:", "---:"]))
+        lines.extend(["", "Collectives by type (bandwidths as nccl-tests defines them, over the collectives with a "
+                      "recorded message size):", ""])
+        lines.extend(table(["GPU", "type", "count", "time", "exposed", "bytes", "algbw", "busbw"], kinds,
+                           ["---", "---", "---:", "---:", "---:", "---:", "---:", "---:"]))
     return lines
 
 
