@@ -308,3 +308,78 @@ def test_collective_link_table(name, link, peak):
 
     got = collective_link(name, None)
     assert (got.link, got.peak_bytes_per_s, got.unknown_reason) == (link, peak, None)
+
+
+# XLA collectives in a real xplane: the shared files hold none, so a copy of the AMD JAX file gets, after its
+# last GPU event, a stream of five collective kernels, a compute stream and the XLA Ops line over them.
+# Offsets in ns after T (the first whole ns after the file's last GPU event):
+XLA_COLLECTIVES = [  # (op name, op interval, kernel name, kernel interval)
+    ("all-reduce.1", (900, 2100), "fusion_ar", (1000, 2000)),
+    ("all-gather-start.2", (2900, 3600), "fusion_ag", (3000, 3500)),
+    ("reduce-scatter.3", (3900, 4900), "fusion_rs", (4000, 4800)),
+    ("all-to-all.4", (4950, 5300), "fusion_a2a", (5000, 5200)),
+    ("collective-permute-done.5", (5900, 6400), "fusion_cp", (6000, 6300)),
+]
+XLA_COMPUTE = ("fusion.9", (1400, 2600), "loop_fusion_9", (1500, 2500))  # beside the all-reduce's kernel
+
+
+def _xplane_with_collectives(tmp_path: Path) -> tuple[Path, list[tuple[int, int]]]:
+    """The edited copy, and the original GPU:0 kernels as absolute ns intervals (read from the protobuf)."""
+    from tracelens.ingest.xplane_schema import xspace_class
+
+    path = copy_shared_trace(tmp_path, "tf", "amd_gpu_jax_te_fused_attn.xplane.pb")
+    space = xspace_class(lite=False).FromString(path.read_bytes())
+    (gpu,) = [p for p in space.planes if p.name == "/device:GPU:0"]
+    original = [(line.timestamp_ns * 1000 + e.offset_ps, line.timestamp_ns * 1000 + e.offset_ps + e.duration_ps)
+                for line in gpu.lines for e in line.events]  # ps
+    t = -(-max(end for _, end in original) // 1000)  # ns, rounded up
+    next_id = max(gpu.event_metadata) + 1
+    ids = {}
+    for name in [n for op, _, k, _ in [*XLA_COLLECTIVES, XLA_COMPUTE] for n in (op, k)]:
+        gpu.event_metadata[next_id].id = next_id
+        gpu.event_metadata[next_id].name = name
+        ids[name], next_id = next_id, next_id + 1
+    lines = {"coll": gpu.lines.add(id=70, name="Stream #70(Collectives)", timestamp_ns=t),
+             "compute": gpu.lines.add(id=71, name="Stream #71(Compute)", timestamp_ns=t),
+             "ops": gpu.lines.add(id=72, name="XLA Ops", timestamp_ns=t)}
+    for op, (os_, oe), kernel, (ks, ke) in XLA_COLLECTIVES + [XLA_COMPUTE]:
+        stream = lines["compute"] if (op, kernel) == XLA_COMPUTE[::2] else lines["coll"]
+        stream.events.add(metadata_id=ids[kernel], offset_ps=ks * 1000, duration_ps=(ke - ks) * 1000)
+        lines["ops"].events.add(metadata_id=ids[op], offset_ps=os_ * 1000, duration_ps=(oe - os_) * 1000)
+    path.write_bytes(space.SerializeToString())
+    return path, [(s // 1000, -(-e // 1000)) for s, e in original]
+
+
+def test_xla_collectives_added_to_a_real_xplane(tmp_path):
+    # Each kernel starting inside a collective op is a collective: C = 1000 + 500 + 800 + 200 + 300 = 2800 ns.
+    # Only the all-reduce's kernel [1000,2000) has computation beside it (loop_fusion_9 [1500,2500)): 500 ns
+    # overlapped, exposed 2800 - 500 = 2300. The file's own 150 kernels end before T: none is a collective, and
+    # computation only = their union (from the protobuf) + 1000 - 500.
+    path, original = _xplane_with_collectives(tmp_path)
+    (device,) = [d for d in communication_report(tracelens.load(path))["devices"] if d["device"] == 0]
+    assert (device["collective_count"], device["collective_ns"], device["exposed_ns"]) == (5, 2800, 2300)
+    assert device["overlap_share"] == pytest.approx(500 / 2800)
+    assert {t["type"]: (t["count"], t["time_ns"], t["exposed_ns"]) for t in device["by_type"]} == {
+        "all_reduce": (1, 1000, 500), "all_gather": (1, 500, 500), "reduce_scatter": (1, 800, 800),
+        "all_to_all": (1, 200, 200), "collective_permute": (1, 300, 300)}
+    assert all(t["bytes"] is None for t in device["by_type"])  # xplanes record no message sizes
+    parts = device["breakdown"]
+    # Kernel edges in the file are whole ns up to sub-ns offsets: 1 ns per kernel of slack.
+    assert parts["computation_only_ns"] == pytest.approx(union_length(original) + 1000 - 500, abs=len(original))
+    assert (parts["communication_overlapped_ns"], parts["communication_exposed_ns"]) == (500, 2300)
+    assert sum(v for k, v in parts.items() if k != "span_ns") == parts["span_ns"]
+
+
+def test_the_xla_op_holding_a_kernel_is_the_latest_one_still_running():
+    # Ops on GPU 0: all-reduce-start.1 [0,1000) (an async collective's window), fusion.2 [100,300) started inside
+    # it, fusion.3 [600,900) also. Kernels: k_a [50,150) holds only the all-reduce -> collective; k_b [150,250)
+    # starts in fusion.2, the latest op still running -> computation; k_c [400,450): fusion.2 has ended, the
+    # all-reduce reaches furthest -> collective; k_d [700,800) in fusion.3 -> computation; k_e [1200,1300) in no
+    # op -> computation. C = [50,150) + [400,450) = 150; K = [150,250) + [700,800) + [1200,1300): no overlap.
+    rows = [_gpu("gpu_annotation", "all-reduce-start.1", 0, 1000), _gpu("gpu_annotation", "fusion.2", 100, 300),
+            _gpu("gpu_annotation", "fusion.3", 600, 900), _gpu("kernel", "k_a", 50, 150),
+            _gpu("kernel", "k_b", 150, 250), _gpu("kernel", "k_c", 400, 450), _gpu("kernel", "k_d", 700, 800),
+            _gpu("kernel", "k_e", 1200, 1300)]
+    (device,) = communication_report(Trace.from_rows(rows))["devices"]
+    assert (device["collective_count"], device["collective_ns"], device["exposed_ns"]) == (2, 150, 150)
+    assert device["breakdown"]["computation_only_ns"] == 300

@@ -2,10 +2,10 @@
 
 Definitions (docs/analyses.md, "communication"), per device, over its span [first GPU op start, last end):
     C  = union of collective kernels: NCCL/RCCL kernels by name (every generation: ``ncclKernel_*``,
-         ``ncclDevKernel_*``, ``rcclGenericKernel``, ...) and kernels that start inside an XLA collective op
-         on the same device (``all-reduce``, ``all-gather``, ``reduce-scatter``, ``all-to-all``,
-         ``collective-permute``, with their ``-start``/``-done`` halves); the ops themselves are annotations,
-         not GPU time, so busy time and the breakdown agree with the gaps section
+         ``ncclDevKernel_*``, ``rcclGenericKernel``, ...) and kernels held by an XLA collective op on the same
+         device (``all-reduce``, ``all-gather``, ``reduce-scatter``, ``all-to-all``, ``collective-permute``,
+         with their ``-start``/``-done`` halves): the latest-started op still running at the kernel's start;
+         the ops themselves are annotations, not GPU time, so busy time and the breakdown agree with gaps
     K  = union of the other kernels (computation)
     M  = union of memcpy and memset
     collective_ns                = |C|
@@ -180,19 +180,26 @@ def device_communication(starts: np.ndarray, ends: np.ndarray, is_collective: np
 
 
 def _inside_xla_ops(cols: Any, rows: np.ndarray, types: np.ndarray, ops: np.ndarray, op_types: np.ndarray) -> None:
-    """Type, in place, the kernels in ``rows`` that start inside one of the XLA collective ``ops`` of their device
-    and have no collective type of their own (``op_types``: the type of each of ``ops``)."""
+    """Type, in place, the kernels in ``rows`` without a collective type of their own by the XLA op of their
+    device that holds their start (``ops``: every XLA op row, ``op_types``: each one's collective type, "" for
+    computation). The op holding a kernel is the latest-started op that still runs at its start, else the
+    earlier op reaching furthest past it: an async collective's window holds the compute kernels of the ops
+    started inside it, which are computation, not communication."""
     for device in np.unique(cols.device[ops]):  # a loop over devices
         on_device = cols.device[ops] == device
         mine = ops[on_device]
         order = np.argsort(cols.start[mine], kind="stable")
         op_start, op_end, op_type = cols.start[mine][order], cols.end[mine][order], op_types[on_device][order]
-        # An op's end, or the latest end of the ops started before it, covers a kernel starting before it.
+        # The op reaching furthest among those started so far (running argmax of the ends, ties to the later).
         reach = np.maximum.accumulate(op_end)
+        furthest = np.maximum.accumulate(np.where(op_end == reach, np.arange(op_end.size), -1))
         candidates = np.flatnonzero((cols.device[rows] == device) & (types == ""))
-        at = np.searchsorted(op_start, cols.start[rows][candidates], side="right") - 1
-        inside = (at >= 0) & (cols.start[rows][candidates] < reach[np.maximum(at, 0)])
-        types[candidates[inside]] = op_type[at[inside]]
+        start = cols.start[rows][candidates]
+        at = np.searchsorted(op_start, start, side="right") - 1
+        safe = np.maximum(at, 0)
+        owner = np.where(start < op_end[safe], safe, furthest[safe])
+        inside = (at >= 0) & (start < reach[safe])
+        types[candidates[inside]] = op_type[owner[inside]]
 
 
 def _messages(trace: Trace, cols: Any, rows: np.ndarray) -> pd.DataFrame:
@@ -234,10 +241,11 @@ def communication_report(trace: Trace) -> dict[str, Any]:
     kernel = cols.of_kind(KERNEL) & on_device
     rows = np.flatnonzero(kernel | (cols.of_kind(MEMCPY, MEMSET) & on_device))
     types = np.where(kernel[rows], code_map(cols.name[rows], cols.names, lambda n: collective_type(n) or "", ""), "")
-    ops = np.flatnonzero(cols.of_kind(GPU_ANNOTATION) & on_device
-                         & code_mask(cols.name, cols.names, is_xla_collective))
-    if ops.size:
-        _inside_xla_ops(cols, rows, types, ops, code_map(cols.name[ops], cols.names, lambda n: collective_type(n) or "", ""))
+    annotations = cols.of_kind(GPU_ANNOTATION) & on_device
+    if (annotations & code_mask(cols.name, cols.names, is_xla_collective)).any():
+        ops = np.flatnonzero(annotations)  # every op of the device decides which kernels it holds
+        xla_type = code_map(cols.name[ops], cols.names, lambda n: collective_type(n) if is_xla_collective(n) else "", "")
+        _inside_xla_ops(cols, rows, types, ops, xla_type)
     is_collective = types != ""
     is_kernel = kernel[rows]
     nbytes, factor = np.full(rows.size, np.nan), np.full(rows.size, np.nan)
