@@ -383,3 +383,66 @@ def test_the_xla_op_holding_a_kernel_is_the_latest_one_still_running():
     (device,) = communication_report(Trace.from_rows(rows))["devices"]
     assert (device["collective_count"], device["collective_ns"], device["exposed_ns"]) == (2, 150, 150)
     assert device["breakdown"]["computation_only_ns"] == 300
+
+
+GENERIC_NCCL = "ncclDevKernel_Generic_4(ncclDevKernelArgsStorage<4096ul>)"
+
+
+def _launched(kind: str, name: str, start: int, end: int, corr: int, tid: int = 1) -> dict:
+    return {"kind": kind, "name": name, "start_ns": start, "end_ns": end, "pid": 1, "tid": tid, "correlation_id": corr}
+
+
+def test_nccl_nvtx_range_types_the_kernel_it_launched_by_hand():
+    # NCCL's NVTX range ncclAllGather [0,100) on thread 1 (domain NCCL) holds the cudaLaunchKernel [10,20) of the
+    # generic kernel [50,1050): the kernel is an all-gather, and takes the range's message: 250 ncclFloat32 (4 B)
+    # per rank, n = 4 -> S = 250 x 4 x 4 = 4000 B (nccl-tests counts the gathered array); algbw 4000 B / 1000 ns
+    # = 4e9 B/s, busbw x 3/4 = 3e9. Not typed: a generic kernel launched [200,210) after thread 2's
+    # ncclAllReduce range [0,100) ended, and one launched inside a range of that name in another domain.
+    nccl = {"domain": "NCCL"}
+    rows = [{**_launched("annotation", "ncclAllGather", 0, 100, None), **nccl, **_message(250, None, "ncclFloat32", 4)},
+            _launched("runtime", "cudaLaunchKernel", 10, 20, 5),
+            {**_gpu("kernel", GENERIC_NCCL, 50, 1050), "correlation_id": 5},
+            {**_launched("annotation", "ncclAllReduce", 0, 100, None, tid=2), **nccl},
+            _launched("runtime", "cudaLaunchKernel", 200, 210, 6, tid=2),
+            {**_gpu("kernel", GENERIC_NCCL, 2000, 2100), "correlation_id": 6},
+            {**_launched("annotation", "ncclAllReduce", 300, 400, None, tid=3), "domain": "mine"},
+            _launched("runtime", "cudaLaunchKernel", 310, 320, 7, tid=3),
+            {**_gpu("kernel", GENERIC_NCCL, 3000, 3100), "correlation_id": 7}]
+    (device,) = communication_report(Trace.from_rows(rows))["devices"]
+    by_type = {t["type"]: t for t in device["by_type"]}
+    assert {k: t["count"] for k, t in by_type.items()} == {"all_gather": 1, "other": 2}
+    gather = by_type["all_gather"]
+    assert (gather["time_ns"], gather["bytes"], gather["measured_count"]) == (1000, 4000, 1)
+    assert gather["algbw_bytes_per_s"] == pytest.approx(4e9)
+    assert gather["busbw_bytes_per_s"] == pytest.approx(3e9)
+    assert by_type["other"]["bytes"] is None
+
+
+def test_nsys_export_with_nccl_nvtx_ranges(tmp_path):
+    # A copy of the 2026.2 window export (it holds NCCL's payload schemas but no NCCL event): the first four
+    # kernels of GPU 0 with a RUNTIME row become generic NCCL kernels; NCCL-domain NVTX ranges ncclAllReduce
+    # around the launch calls of the first three (their thread, the call's span +-1 ns). Those three are
+    # all-reduces, the fourth stays `other`; times from SQL. The reader does not decode payloads (yet): bytes
+    # stay null.
+    path = copy_shared_trace(tmp_path, "nsys", "h100x2_fastvideo_window_nsys2026.2.sqlite")
+    with sqlite3.connect(path) as con:
+        picked = con.execute(
+            "SELECT k.rowid, k.start, k.end, r.start, r.end, r.globalTid FROM CUPTI_ACTIVITY_KIND_KERNEL k "
+            "JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = k.correlationId "
+            "AND (r.globalTid >> 24) = (k.globalPid >> 24) WHERE k.deviceId = 0 ORDER BY k.start LIMIT 4").fetchall()
+        (new_id,), = con.execute("SELECT MAX(id) + 1 FROM StringIds").fetchall()
+        con.execute("INSERT INTO StringIds(id, value) VALUES (?, ?)", (new_id, GENERIC_NCCL))
+        con.executemany("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET demangledName = ?, shortName = ? WHERE rowid = ?",
+                        [(new_id, new_id, p[0]) for p in picked])
+        con.execute("INSERT INTO NVTX_EVENTS(start, end, eventType, text, globalTid, domainId) "
+                    "VALUES (?, NULL, 75, 'NCCL', ?, 1)", (picked[0][3] - 10, picked[0][5]))
+        con.executemany("INSERT INTO NVTX_EVENTS(start, end, eventType, text, globalTid, domainId) "
+                        "VALUES (?, ?, 59, 'ncclAllReduce', ?, 1)",
+                        [(rs - 1, re + 1, tid) for _, _, _, rs, re, tid in picked[:3]])
+    (device,) = [d for d in communication_report(tracelens.load(path))["devices"] if d["device"] == 0]
+    by_type = {t["type"]: t for t in device["by_type"]}
+    assert {k: t["count"] for k, t in by_type.items()} == {"all_reduce": 3, "other": 1}
+    assert by_type["all_reduce"]["time_ns"] == sum(e - s for _, s, e, *_ in picked[:3])
+    assert by_type["other"]["time_ns"] == picked[3][2] - picked[3][1]
+    assert device["collective_ns"] == union_length([(s, e) for _, s, e, *_ in picked])
+    assert by_type["all_reduce"]["bytes"] is None

@@ -24,7 +24,9 @@ Per collective type: count, summed duration and exposed time; message bytes, alg
                 2(n-1)/n; all_gather, reduce_scatter, all_to_all (n-1)/n; broadcast, reduce, send_recv,
                 collective_permute 1; unknown (null busbw) for `other` or without the group size
 A collective's message comes from its own row, else from the framework op with its External id (Kineto's
-``record_param_comms`` / ``c10d::`` ops carry the sizes when its kernels do not).
+``record_param_comms`` / ``c10d::`` ops carry the sizes when its kernels do not), else from the NCCL NVTX range
+(domain ``NCCL``, ``ncclAllReduce``, ...) holding its launch call on the launching thread; that range also
+types a generic NCCL kernel (``ncclDevKernel_Generic``).
 """
 
 from __future__ import annotations
@@ -36,8 +38,9 @@ import numpy as np
 import pandas as pd
 
 from .. import intervals
-from ..trace import CPU_OP, GPU_ANNOTATION, KERNEL, MEMCPY, MEMSET, Trace
-from .columns import event_columns
+from ..trace import ANNOTATION, CPU_OP, GPU_ACTIVITY_KINDS, GPU_ANNOTATION, KERNEL, MEMCPY, MEMSET, Trace
+from .columns import event_columns, thread_key, thread_time_positions
+from .launch import launch_pairs
 from .names import code_map, code_mask, is_collective_kernel
 
 # Collective types, in report order. NCCL kernel names carry the type in CamelCase after the prefix; XLA op
@@ -53,6 +56,22 @@ _TYPE_OF = {"allreduce": "all_reduce", "allgather": "all_gather", "reducescatter
             "send": "send_recv", "recv": "send_recv", "all-reduce": "all_reduce", "all-gather": "all_gather",
             "reduce-scatter": "reduce_scatter", "all-to-all": "all_to_all",
             "collective-permute": "collective_permute", "collective-broadcast": "broadcast"}
+
+
+# NCCL's own NVTX ranges (NCCL >= 2.19, domain "NCCL"): one per API call on the calling thread, named after the
+# function (RCCL appends "_impl"); the kernels launched inside one belong to that collective.
+NCCL_DOMAIN = "NCCL"
+_NCCL_RANGE = re.compile(r"^nccl(AllReduce|AllGather|ReduceScatter|Broadcast|Bcast|Reduce|AllToAll|AlltoAll|Send|Recv)"
+                         r"(_impl)?$")
+_RANGE_TYPE = {"allreduce": "all_reduce", "allgather": "all_gather", "reducescatter": "reduce_scatter",
+               "broadcast": "broadcast", "bcast": "broadcast", "reduce": "reduce", "alltoall": "all_to_all",
+               "send": "send_recv", "recv": "send_recv"}
+
+
+def nccl_range_type(name: str) -> str | None:
+    """The collective type of an NCCL NVTX range name (``ncclAllReduce``, ...), None for other names."""
+    match = _NCCL_RANGE.match(name)
+    return _RANGE_TYPE[match.group(1).lower()] if match else None
 
 
 MESSAGE_COLUMNS = ["msg_in_elems", "msg_out_elems", "msg_dtype", "group_size"]
@@ -97,16 +116,20 @@ def _union_ns(starts: np.ndarray, ends: np.ndarray) -> int:
     return int((ends - starts).sum())
 
 
-def message_bytes(types: np.ndarray, in_elems: np.ndarray, out_elems: np.ndarray,
-                  elem_bytes: np.ndarray) -> np.ndarray:
+def message_bytes(types: np.ndarray, in_elems: np.ndarray, out_elems: np.ndarray, elem_bytes: np.ndarray,
+                  group_size: np.ndarray | None = None) -> np.ndarray:
     """nccl-tests' message size S in bytes per collective (float, NaN where not recorded).
 
-    all_gather counts the gathered output, reduce_scatter the input being reduced (both n x the per-rank
-    count); the other types their input, or the output where only it is recorded (they are equal there).
+    all_gather counts the gathered output, reduce_scatter the input being reduced: n x the per-rank count, so
+    n x the per-rank side where only that is recorded (NCCL's NVTX payload) and n is known; the other types
+    their input, or the output where only it is recorded (they are equal there).
     """
     in_elems, out_elems = np.asarray(in_elems, float), np.asarray(out_elems, float)
-    elems = np.where(types == "all_gather", out_elems,
-                     np.where(types == "reduce_scatter", in_elems, np.where(np.isnan(in_elems), out_elems, in_elems)))
+    n = np.full(in_elems.size, np.nan) if group_size is None else np.asarray(group_size, float)
+    gathered = np.where(np.isnan(out_elems), in_elems * n, out_elems)
+    reduced = np.where(np.isnan(in_elems), out_elems * n, in_elems)
+    elems = np.where(types == "all_gather", gathered,
+                     np.where(types == "reduce_scatter", reduced, np.where(np.isnan(in_elems), out_elems, in_elems)))
     return elems * np.asarray(elem_bytes, float)
 
 
@@ -202,36 +225,77 @@ def _inside_xla_ops(cols: Any, rows: np.ndarray, types: np.ndarray, ops: np.ndar
         types[candidates[inside]] = op_type[owner[inside]]
 
 
-def _messages(trace: Trace, cols: Any, rows: np.ndarray) -> pd.DataFrame:
-    """The message columns of the collective ``rows`` (indices), positionally; a null is filled from the
-    framework op with the row's External id (Kineto's ``record_param_comms`` carries the sizes when an older
-    trace's kernels do not)."""
-    own = trace.frame(rows, MESSAGE_COLUMNS).reset_index(drop=True)
-    missing = own["msg_in_elems"].isna() & own["msg_out_elems"].isna() & (cols.external_id[rows] >= 0)
-    if missing.any():
-        wanted = np.unique(cols.external_id[rows][missing.to_numpy()])
-        ops = np.flatnonzero(cols.of_kind(CPU_OP) & np.isin(cols.external_id, wanted))
-        if ops.size:
-            linked = trace.frame(ops, MESSAGE_COLUMNS)
-            linked["external_id"] = cols.external_id[ops]
-            linked = linked[linked["msg_in_elems"].notna() | linked["msg_out_elems"].notna()]
-            # The first op per External id (row order) is the one the kernel belongs to.
-            linked = linked.drop_duplicates("external_id").set_index("external_id")
-            ext = pd.Series(cols.external_id[rows])
-            for column in MESSAGE_COLUMNS:  # a loop over four columns
-                fill = ext.map(linked[column].astype(object)) if len(linked) else pd.Series(np.nan, ext.index)
-                own[column] = own[column].astype(object).where(~missing | own[column].notna(), fill)
+def nccl_ranges_of(trace: Trace, cols: Any, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For GPU ``rows`` (indices): the NCCL NVTX range row holding each one's launch call (-1 where none) and
+    that range's collective type ("" where none). The range holding a launch is the latest-started NCCL range on
+    the launching thread that still runs at the call's start (NCCL's API ranges do not nest)."""
+    none = np.full(rows.size, -1, np.int64), np.full(rows.size, "", dtype=object)
+    named = np.flatnonzero(cols.of_kind(ANNOTATION) & code_mask(cols.name, cols.names, lambda n: bool(_NCCL_RANGE.match(n))))
+    if not named.size:
+        return none
+    domain = trace.frame(named, ["domain"])["domain"].astype(object).to_numpy()
+    ranges = named[domain == NCCL_DOMAIN]
+    pairs = launch_pairs(trace)
+    at = np.searchsorted(np.flatnonzero(cols.of_kind(*GPU_ACTIVITY_KINDS) & (cols.device >= 0)), rows)  # its row
+    matched = pairs["matched"][at]
+    if not ranges.size or not matched.any():
+        return none
+    launch_key = thread_key(pairs["pid"][at], pairs["tid"][at])
+    range_key = thread_key(cols.pid[ranges], cols.tid[ranges])
+    order = np.lexsort((cols.start[ranges], range_key))
+    ranges, range_key = ranges[order], range_key[order]
+    range_pos, launch_pos = thread_time_positions([(range_key, [cols.start[ranges]]),
+                                                   (launch_key, [pairs["launch_start"][at]])])
+    near = np.searchsorted(range_pos, launch_pos, side="right") - 1
+    safe = np.maximum(near, 0)
+    held = (matched & (near >= 0) & (range_key[safe] == launch_key)
+            & (pairs["launch_start"][at] < cols.end[ranges][safe]))
+    found = np.where(held, ranges[safe], -1)
+    kinds = code_map(cols.name[ranges], cols.names, lambda n: nccl_range_type(n) or "", "")
+    return found, np.where(held, kinds[safe], "")
+
+
+def _external_id_ops(cols: Any, rows: np.ndarray) -> np.ndarray:
+    """Per row (indices): the first framework op (``cpu_op``) with its External id, -1 where none."""
+    ext = cols.external_id[rows]
+    ops = np.flatnonzero(cols.of_kind(CPU_OP) & np.isin(cols.external_id, np.unique(ext[ext >= 0])))
+    if not ops.size:
+        return np.full(rows.size, -1, np.int64)
+    ids, first = np.unique(cols.external_id[ops], return_index=True)  # rows are in start order: the first op
+    at = np.minimum(np.searchsorted(ids, ext), ids.size - 1)
+    return np.where((ext >= 0) & (ids[at] == ext), ops[first][at], -1)
+
+
+def _messages(trace: Trace, cols: Any, rows: np.ndarray, linked: list[np.ndarray]) -> pd.DataFrame:
+    """The message columns of the collective ``rows`` (indices), positionally. A row without a message takes
+    the one of its first ``linked`` row (arrays of row indices, -1 for none, tried in order) that has one."""
+    own = trace.frame(rows, MESSAGE_COLUMNS).reset_index(drop=True).astype(object)
+    for link in linked:  # a loop over the few sources (framework op, NVTX range)
+        missing = (own["msg_in_elems"].isna() & own["msg_out_elems"].isna()).to_numpy() & (link >= 0)
+        if not missing.any():
+            continue
+        other = trace.frame(link[missing], MESSAGE_COLUMNS).reset_index(drop=True).astype(object)
+        at = np.flatnonzero(missing)
+        for column in MESSAGE_COLUMNS:  # a loop over four columns
+            values = np.array(own[column].to_numpy(), dtype=object)  # a writable copy
+            fill = other[column].to_numpy()
+            take = pd.isna(values[at])
+            values[at[take]] = fill[take]
+            own[column] = values
     return own
 
 
-def _message_sizes(trace: Trace, cols: Any, rows: np.ndarray, types: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per collective row: S in bytes and the bus-bandwidth factor (NaN where unknown)."""
-    msgs = _messages(trace, cols, rows)
-    dtype = msgs["msg_dtype"].astype(object)
+def _message_sizes(trace: Trace, cols: Any, rows: np.ndarray, types: np.ndarray,
+                   ranges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per collective row: S in bytes and the bus-bandwidth factor (NaN where unknown). Messages come from the
+    row, else its framework op (External id), else the NCCL NVTX range of its launch (``ranges``)."""
+    msgs = _messages(trace, cols, rows, [_external_id_ops(cols, rows), ranges])
+    dtype = msgs["msg_dtype"]
     elem = dtype.where(dtype.notna(), "").astype(str).str.lower().map(DTYPE_BYTES).astype(float).to_numpy()
+    group = pd.to_numeric(msgs["group_size"], errors="coerce").to_numpy(float)
     nbytes = message_bytes(types, pd.to_numeric(msgs["msg_in_elems"], errors="coerce").to_numpy(float),
-                           pd.to_numeric(msgs["msg_out_elems"], errors="coerce").to_numpy(float), elem)
-    return nbytes, bus_factor(types, pd.to_numeric(msgs["group_size"], errors="coerce").to_numpy(float))
+                           pd.to_numeric(msgs["msg_out_elems"], errors="coerce").to_numpy(float), elem, group)
+    return nbytes, bus_factor(types, group)
 
 
 def communication_report(trace: Trace) -> dict[str, Any]:
@@ -249,9 +313,13 @@ def communication_report(trace: Trace) -> dict[str, Any]:
     is_collective = types != ""
     is_kernel = kernel[rows]
     nbytes, factor = np.full(rows.size, np.nan), np.full(rows.size, np.nan)
-    if is_collective.any():
-        nbytes[is_collective], factor[is_collective] = _message_sizes(trace, cols, rows[is_collective],
-                                                                      types[is_collective])
+    coll = np.flatnonzero(is_collective)
+    if coll.size:
+        ranges, kinds = nccl_ranges_of(trace, cols, rows[coll])
+        # A generic NCCL kernel (ncclDevKernel_Generic) takes the type of the API call that launched it.
+        generic = (types[coll] == "other") & (kinds != "")
+        types[coll[generic]] = kinds[generic]
+        nbytes[coll], factor[coll] = _message_sizes(trace, cols, rows[coll], types[coll], ranges)
     devices = cols.device[rows]
     out = []
     for device in np.unique(devices):  # a loop over devices
