@@ -162,6 +162,50 @@ def test_nccl_trace_against_the_json():
 
 
 @pytest.mark.shared
+def test_nccl_trace_bytes_and_bandwidth_against_the_json():
+    # nccl-tests' figures computed here from the kernels' own args (Kineto records `Collective name`,
+    # `In msg nelems`, `dtype`, `Group size` on each NCCL kernel): S = nelems x 4 (Float) or 8 (Long) for all-reduce and
+    # broadcast, factor 2(n-1)/n and 1, time = the kernel's dur (us -> ns, rounded: 1 ns per kernel of slack).
+    path = SHARED / "pytorch" / "a100_nccl_2rank_rank0_2024.json.gz"
+    if not path.exists():
+        pytest.skip("../shared/traces is absent")
+    events = json.loads(gzip.decompress(path.read_bytes()))["traceEvents"]
+    kernels = [e for e in events if e.get("ph") == "X" and e.get("cat") == "kernel" and e["name"].startswith("nccl")]
+    want: dict[str, list[float]] = {}
+    for e in kernels:
+        args = e["args"]
+        kind = {"allreduce": "all_reduce", "broadcast": "broadcast"}[args["Collective name"]]
+        n = args["Group size"]
+        factor = 2 * (n - 1) / n if kind == "all_reduce" else 1.0
+        size = args["In msg nelems"] * {"Float": 4, "Long": 8}[args["dtype"]]
+        entry = want.setdefault(kind, [0, 0, 0.0, 0.0])
+        entry[0] += 1
+        entry[1] += size
+        entry[2] += e["dur"] * 1000
+        entry[3] += size * factor
+    trace = tracelens.load(path)
+    (device,) = [d for d in communication_report(trace)["devices"] if d["collective_count"]]
+    got = {t["type"]: t for t in device["by_type"]}
+    assert set(got) == set(want) == {"all_reduce", "broadcast"}
+    for kind, (count, size, time, bus) in want.items():
+        t = got[kind]
+        assert (t["measured_count"], t["bytes"]) == (count, size), kind
+        assert t["measured_ns"] == pytest.approx(time, abs=count)
+        assert t["algbw_bytes_per_s"] == pytest.approx(size / time * 1e9, rel=1e-4)
+        assert t["busbw_bytes_per_s"] == pytest.approx(bus / time * 1e9, rel=1e-4)
+    # The cause: A100 (PG509 is an SXM4 board) -> NVLink 3, 300 GB/s one direction; busbw over both types.
+    from tracelens.analyses import analyze
+
+    causes = {c["cause"]: c for c in analyze(trace)["diagnosis"]["causes"]}
+    ev = causes["communication"]["evidence"]
+    busbw = sum(w[3] for w in want.values()) / sum(w[2] for w in want.values()) * 1e9
+    assert ev["busbw_bytes_per_s"] == pytest.approx(busbw, rel=1e-4)
+    assert (ev["link"], ev["link_peak_bytes_per_s"]) == ("NVLink 3", 300e9)
+    assert ev["link_fraction"] == pytest.approx(busbw / 300e9, rel=1e-4)
+    assert ev["remedy"] == "overlap"  # about 2% of the link: not the link's limit
+
+
+@pytest.mark.shared
 @pytest.mark.parametrize("path", shared_params("nsys", "*.sqlite") + shared_params("pytorch", "*.json.gz")
                          + shared_params("tf", "*.xplane.pb"))
 def test_breakdown_sums_to_the_span_on_real_traces(path):

@@ -63,9 +63,7 @@ _TYPE_OF = {"allreduce": "all_reduce", "allgather": "all_gather", "reducescatter
 NCCL_DOMAIN = "NCCL"
 _NCCL_RANGE = re.compile(r"^nccl(AllReduce|AllGather|ReduceScatter|Broadcast|Bcast|Reduce|AllToAll|AlltoAll|Send|Recv)"
                          r"(_impl)?$")
-_RANGE_TYPE = {"allreduce": "all_reduce", "allgather": "all_gather", "reducescatter": "reduce_scatter",
-               "broadcast": "broadcast", "bcast": "broadcast", "reduce": "reduce", "alltoall": "all_to_all",
-               "send": "send_recv", "recv": "send_recv"}
+_RANGE_TYPE = {**_TYPE_OF, "bcast": "broadcast"}  # ncclBcast is NCCL's older broadcast API
 
 
 def nccl_range_type(name: str) -> str | None:
@@ -91,7 +89,7 @@ DTYPE_BYTES = {
                      "ncclfloat64", "nccldouble"], 8),
     "complexdouble": 16,
 }
-# nccl-tests' bus-bandwidth factor per type: (a, b) for a(n-1)/n + b; None where no factor is defined.
+# nccl-tests' bus-bandwidth factor per type: (a, b) for a(n-1)/n + b; a type not listed (other) has none.
 _BUS_FACTOR = {"all_reduce": (2.0, 0.0), "all_gather": (1.0, 0.0), "reduce_scatter": (1.0, 0.0),
                "all_to_all": (1.0, 0.0), "broadcast": (0.0, 1.0), "reduce": (0.0, 1.0), "send_recv": (0.0, 1.0),
                "collective_permute": (0.0, 1.0)}
