@@ -581,6 +581,19 @@ class OpRow(TypedDict):
     flops: float | None
 
 
+class Compute(TypedDict):
+    flops: float | None
+    flops_by_class: dict[str, float] | None
+    flops_by_dtype: dict[str, float] | None
+    span_ns: int | None
+    achieved_flops_per_s: float | None
+    device_model: str | None
+    peak_flops_per_s: float | None
+    peak_source: str | None
+    mfu: float | None
+    reason: str | None
+
+
 class Ops(TypedDict):
     op_count: int
     names: int
@@ -590,6 +603,7 @@ class Ops(TypedDict):
     attributed_copy_ns: int
     unattributed_count: int
     by_name: list[OpRow]
+    compute: Compute
 
 
 class Diagnosis(TypedDict):

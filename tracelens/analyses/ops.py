@@ -7,19 +7,27 @@ Definitions (docs/analyses.md, "ops"):
                      (correlation join, as in ``launch``); backward kernels launched by the autograd thread go to
                      its ``autograd::engine::evaluate_function: ...Backward`` op, which is outermost there
     per name       count (outermost instances), cpu_ns (their summed durations), gpu_ns (summed duration of the
-                   kernels attributed to them), copy_ns (memcpy and memset), flops (null: shapes are not read)
+                   kernels attributed to them), copy_ns (memcpy and memset), flops (the counted FLOPs of the ops
+                   nested in its instances; null when the trace records neither shapes nor flops)
 GPU ops without a launch call, or launched outside any op, are ``unattributed``.
+
+FLOPs (docs/analyses.md, "compute"): an op is counted when the producer recorded its ``flops`` or
+:mod:`tracelens.flop_model` computes them from its recorded shapes, and no op nested in it is counted (the
+innermost such op: ``aten::linear`` -> ``aten::addmm`` counts once, at ``addmm``). ``compute`` sums them by
+class and dtype and compares them with the GPUs' peak (:mod:`tracelens.peaks`).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from .. import flop_model, peaks
 from ..trace import CPU_OP, Trace
-from .columns import event_columns, thread_key, thread_time_positions
+from .columns import device_busy, event_columns, memo, thread_key, thread_time_positions
 from .launch import launch_pairs
 
 TOP_OPS = 50
@@ -93,8 +101,16 @@ def ops_report(trace: Trace, limit: int = TOP_OPS) -> dict[str, Any]:
     table = cpu.join(gpu, how="left").fillna(0).reset_index()
     table = table.sort_values(["gpu", "sum", "name"], ascending=[False, False, True]).head(limit)
     names = cols.names
+    counted = flop_ops(trace)
+    flops_by_name: pd.Series | None = None
+    if counted.recorded:
+        outer = _enclosing_outermost(trace, ops, counted.rows)
+        found = outer >= 0
+        flops_by_name = pd.Series(counted.flops[found]).groupby(cols.name[outer[found]]).sum()
     rows = [{"name": str(names[r.name]) if r.name >= 0 else "", "count": int(r.size), "gpu_ns": int(r.gpu),
-             "copy_ns": int(r.copy), "cpu_ns": int(r.sum), "flops": None} for r in table.itertuples(index=False)]
+             "copy_ns": int(r.copy), "cpu_ns": int(r.sum),
+             "flops": None if flops_by_name is None else float(flops_by_name.get(r.name, 0.0))}
+            for r in table.itertuples(index=False)]
     return {
         "op_count": int(ops.size),
         "names": int(len(cpu)),
@@ -104,7 +120,152 @@ def ops_report(trace: Trace, limit: int = TOP_OPS) -> dict[str, Any]:
         "attributed_copy_ns": int(duration[~kernel & attributed].sum()),
         "unattributed_count": int((~attributed).sum()),
         "by_name": rows,
+        "compute": compute_report(trace),
     }
+
+
+@dataclass(frozen=True)
+class FlopOps:
+    """The counted ops (see the module docstring): event rows, FLOPs, class and dtype of each, sorted by row.
+    ``recorded``: whether any op of the trace has recorded shapes or flops (else FLOPs are unknown, not 0)."""
+
+    rows: np.ndarray
+    flops: np.ndarray
+    op_class: np.ndarray  # str: flop_model.CLASSES
+    dtype: np.ndarray  # str or None: the peak table's dtype of the op's inputs
+    recorded: bool
+
+
+def flop_ops(trace: Trace) -> FlopOps:
+    """The ops whose FLOPs are counted, once per trace (cached)."""
+    return memo(trace, "flop_ops", lambda: _flop_ops(trace))
+
+
+def _flop_ops(trace: Trace) -> FlopOps:
+    cols = event_columns(trace)
+    cpu = np.flatnonzero(cols.of_kind(CPU_OP))
+    none = FlopOps(np.zeros(0, np.int64), np.zeros(0), np.zeros(0, object), np.zeros(0, object), False)
+    if cpu.size == 0:
+        return none
+    recorded = trace.frame(cpu, ["input_dims", "flops"])
+    if not (recorded["input_dims"].notna().any() or recorded["flops"].notna().any()):
+        return none
+    # Candidates: a formula for the name (evaluated once per name the ops use) or a recorded flops value.
+    used = np.unique(cols.name[cpu])
+    formula = np.zeros(len(cols.names) + 1, bool)  # the last slot: name -1 (null)
+    formula[used[used >= 0]] = [flop_model.modelled(str(cols.names[c])) for c in used[used >= 0]]
+    candidates = cpu[formula[cols.name[cpu]] | recorded["flops"].notna().to_numpy()]
+    frame = trace.frame(candidates, ["input_dims", "input_types", "concrete_inputs", "flops"])
+    frame["name"] = cols.name[candidates]
+    keys = ["name", "input_dims", "input_types", "concrete_inputs"]
+    # One FLOP formula evaluation per distinct signature (name and recorded inputs), not per op.
+    signatures = frame[keys].astype(object).where(frame[keys].notna(), None).drop_duplicates()
+    modelled = pd.DataFrame([flop_model.op_flops(str(cols.names[s.name]), s.input_dims, s.input_types,
+                                                 s.concrete_inputs).__dict__ for s in signatures.itertuples()],
+                            index=signatures.index)
+    signatures = signatures.join(modelled)
+    per_op = frame[keys].astype(object).where(frame[keys].notna(), None).merge(signatures, on=keys, how="left")
+    # The producer's own count where it recorded one, else the formula's.
+    value = frame["flops"].astype(float).to_numpy(na_value=np.nan)
+    value = np.where(np.isnan(value), per_op["flops"].astype(float).to_numpy(), value)
+    has = ~np.isnan(value)
+    rows, value = candidates[has], value[has]
+    op_class, dtype = per_op["op_class"].to_numpy(object)[has], per_op["dtype"].to_numpy(object)[has]
+    keep = _innermost(cols, rows)
+    order = np.argsort(rows[keep], kind="stable")
+    return FlopOps(rows[keep][order], value[keep][order], op_class[keep][order], dtype[keep][order], True)
+
+
+def _innermost(cols: Any, rows: np.ndarray) -> np.ndarray:
+    """Mask over ``rows`` (ops on threads): the ones that enclose none of the others on their thread."""
+    if rows.size == 0:
+        return np.zeros(0, bool)
+    key = thread_key(cols.pid[rows], cols.tid[rows])
+    start, end = cols.start[rows], cols.end[rows]
+    # By (thread, start, longest first): ops on a thread nest or are disjoint, so an op encloses another
+    # exactly when the next one in this order starts on its thread before it ends.
+    order = np.lexsort((-(end - start), start, key))
+    k, s, e = key[order], start[order], end[order]
+    encloses = np.r_[(k[1:] == k[:-1]) & (s[1:] < e[:-1]) | (k[1:] == k[:-1]) & (s[1:] == s[:-1]), False]
+    keep = np.empty(rows.size, bool)
+    keep[order] = ~encloses
+    return keep
+
+
+def _enclosing_outermost(trace: Trace, ops: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """For each op row in ``rows``, the outermost op (of ``ops``, sorted by thread and start) it lies in; -1
+    when none (an op is its own outermost op when it is one)."""
+    out = np.full(rows.size, -1, np.int64)
+    if ops.size == 0 or rows.size == 0:
+        return out
+    cols = event_columns(trace)
+    op_key = thread_key(cols.pid[ops], cols.tid[ops])
+    row_key = thread_key(cols.pid[rows], cols.tid[rows])
+    op_pos, row_pos = thread_time_positions([(op_key, [cols.start[ops]]), (row_key, [cols.start[rows]])])
+    at = np.searchsorted(op_pos, row_pos, side="right") - 1
+    ok = at >= 0
+    ok[ok] &= (op_key[at[ok]] == row_key[ok]) & (cols.start[rows][ok] < np.maximum(cols.end[ops][at[ok]],
+                                                                                   cols.start[ops][at[ok]] + 1))
+    out[ok] = ops[at[ok]]
+    return out
+
+
+def compute_report(trace: Trace) -> dict[str, Any]:
+    """The ``ops.compute`` block: counted FLOPs, by class and dtype, against the GPUs' peak.
+
+    achieved_flops_per_s = flops / GPU span (first GPU activity start to last end, all devices);
+    peak_flops_per_s     = devices x the model's peak for the dtype; with several dtypes, flops / sum over
+                           dtypes of (flops_d / peak_d), so that the ideal time is each dtype's FLOPs at its peak;
+    mfu                  = flops / (span x peak_flops_per_s). Null with ``reason`` where a figure is unknown.
+    """
+    counted = flop_ops(trace)
+    out: dict[str, Any] = {"flops": None, "flops_by_class": None, "flops_by_dtype": None, "span_ns": None,
+                           "achieved_flops_per_s": None, "device_model": None, "peak_flops_per_s": None,
+                           "peak_source": None, "mfu": None, "reason": None}
+    if not counted.recorded:
+        out["reason"] = "the trace records no input shapes or flops (profile with record_shapes=True)"
+        return out
+    total = float(counted.flops.sum())
+    by_class = pd.Series(counted.flops).groupby(counted.op_class).sum()
+    dtype = np.where(pd.isna(counted.dtype), "unknown", counted.dtype).astype(str)
+    by_dtype = pd.Series(counted.flops).groupby(dtype).sum()
+    out.update(flops=total, flops_by_class={c: float(by_class.get(c, 0.0)) for c in flop_model.CLASSES},
+               flops_by_dtype={str(d): float(v) for d, v in by_dtype.items() if v > 0})
+    busy = device_busy(trace)
+    if not busy:
+        out["reason"] = "no GPU activity: no span to divide by"
+        return out
+    span = max(b.last_end_ns for b in busy.values()) - min(b.first_start_ns for b in busy.values())
+    out["span_ns"] = int(span)
+    if span <= 0:
+        out["reason"] = "the GPU span is empty"
+        return out
+    out["achieved_flops_per_s"] = total / (span / 1e9)
+    names = {trace.device_info(d).get("name") for d in busy}
+    models = {peaks.device_model(n) for n in names}
+    if len(models) != 1 or None in models:
+        unknown = sorted(str(n) for n in names if peaks.device_model(n) is None)
+        out["reason"] = (f"no peak-throughput row for device {', '.join(unknown)}" if unknown
+                         else "devices of different models")
+        return out
+    model = models.pop()
+    out["device_model"] = model
+    if total <= 0:
+        out["reason"] = "no FLOPs counted"
+        return out
+    ideal_s, sources = 0.0, []
+    for d, flops in by_dtype.items():
+        row = peaks.peak(model, str(d)) if flops > 0 else None
+        if flops > 0 and row is None:
+            out["reason"] = ("dtype of some ops not recorded" if d == "unknown"
+                             else f"no {d} peak for {model} in the table")
+            return out
+        if row is not None:
+            ideal_s += flops / (row.flops_per_s * len(busy))
+            sources.append(f"{row.dtype}: {row.source}")
+    peak_total = total / ideal_s
+    out.update(peak_flops_per_s=peak_total, peak_source="; ".join(sources), mfu=total / (span / 1e9 * peak_total))
+    return out
 
 
 def section(trace: Trace, done: dict[str, Any]) -> dict[str, Any]:

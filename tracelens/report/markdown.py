@@ -24,6 +24,7 @@ from ..analyses import BY_KEY, report_sections
 from ..analyses import SECTIONS as SECTION_KEYS
 from ..document import summary_of
 from .charts import bar_legend, lost_time_chart, stacked_bar, utilization_chart
+from .compute import compute_sentence, fmt_flops
 from .escape import html_text, is_shortened, md, shorten
 from .findings import sentence
 from .ranks import RUN_KEYS
@@ -321,8 +322,15 @@ def _ops(doc: dict[str, Any]) -> Lines:
              f"{fmt_ns(ops.get('attributed_kernel_ns'))} of {fmt_ns(ops.get('kernel_ns'))} kernel time attributed "
              f"over {_num(ops.get('names'))} op names; {_num(ops.get('unattributed_count'))} GPU ops launched outside "
              "any op.", ""]
-    lines.extend(_folded_table(["#", "op", "count", "kernel time", "copy time", "host time"], rows,
-                               ["---:", "---", "---:", "---:", "---:", "---:"], "ops", total=len(ops["by_name"])))
+    flops_line = compute_sentence(ops.get("compute"), md)
+    if flops_line:
+        lines.extend([flops_line, ""])
+    headers, align = ["#", "op", "count", "kernel time", "copy time", "host time"], ["---:", "---", "---:", "---:",
+                                                                                      "---:", "---:"]
+    if any(r.get("flops") is not None for r in ops["by_name"]):  # shapes recorded: a FLOPs column
+        headers, align = [*headers, "FLOPs"], [*align, "---:"]
+        rows = [[*row, fmt_flops(r.get("flops"))] for row, r in zip(rows, ops["by_name"], strict=False)]
+    lines.extend(_folded_table(headers, rows, align, "ops", total=len(ops["by_name"])))
     return lines + names.block()
 
 
