@@ -33,7 +33,7 @@ import pandas as pd
 
 from .. import gpu_specs, intervals
 from ..trace import ALL_KINDS, ANNOTATION, CPU_OP, DRIVER, OSRT, OVERHEAD, PYTHON, RUNTIME, Trace
-from . import startup
+from . import ops, startup
 from .attribution import feeding_threads, host_rows, priority_split, thread_row_mask, unexplained_intervals
 from .columns import DeviceBusy, device_busy, event_columns
 from .names import CAUSES, CPU, HOST_CATEGORY_PRIORITY, INPUT, LAUNCH, NOTHING, STARTUP, SYNC, code_mask
@@ -397,6 +397,9 @@ def _launch_overhead(ctx: Context) -> dict[str, Any]:
         "ops_outside_graphs": ops_outside,
         "top_cpu_ops": top_host_names(ctx.trace, CPU),
         "top_launch_calls": top_host_names(ctx.trace, LAUNCH),
+        # Which op's kernels the host spends its launches on (an unfused optimizer step: thousands).
+        "launching_ops": ops.launching_ops(ctx.trace),
+        "optimizer_step": ops.optimizer_step(ctx.trace),
     }
     if graphs.get("in_use"):
         remedy = "graphs"
@@ -421,6 +424,7 @@ def _synchronization(ctx: Context) -> dict[str, Any]:
         "top_sync_calls": (blocking.get("by_name") or [])[:TOP_NAMES],
         "item_pattern": item,
         "after_sync_idle_ns": sum(a["after_sync"]["idle_ns"] for a in ctx.attribution.values()),
+        "sync_ops": ops.sync_ops(ctx.trace),  # the ops the blocking calls run in (aten::item, ...)
     }
     remedy = "item" if item.get("count") else "explicit"
     evidence["remedy"] = remedy
@@ -669,6 +673,7 @@ def _unexplained(ctx: Context) -> dict[str, Any]:
         "feeding_threads_from": sorted(feeding),
         "processes": int((pids >= 0).sum()),
         "world_size": trace.metadata.world_size,
+        "long_gaps": ops.gap_ops(trace),  # where in the code the longest idle gaps fall
     }
     lost = ctx.lost("unexplained_idle")
     remedy = "ranks" if lost > 0 and evidence["rank_wait_ns"] >= 0.5 * lost else "untraced"

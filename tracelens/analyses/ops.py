@@ -19,6 +19,7 @@ class and dtype and compares them with the GPUs' peak (:mod:`tracelens.peaks`).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,9 +27,10 @@ import numpy as np
 import pandas as pd
 
 from .. import flop_model, peaks
-from ..trace import CPU_OP, Trace
+from ..trace import ANNOTATION, CPU_OP, DRIVER, RUNTIME, Trace
 from .columns import device_busy, event_columns, memo, thread_key, thread_time_positions
 from .launch import launch_pairs
+from .names import code_mask, is_blocking_sync
 
 TOP_OPS = 50
 
@@ -80,6 +82,23 @@ def op_of_gpu_ops(trace: Trace) -> np.ndarray:
     ok = at >= 0
     ok[ok] &= (op_key[at[ok]] == launch_key[ok]) & (launch_t[ok] < cols.end[ops][at[ok]])
     out[matched[ok]] = ops[at[ok]]
+    return out
+
+
+def outermost_op_at(trace: Trace, pid: np.ndarray, tid: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """For each (pid, tid, time), the event row of the outermost op running on that thread then (-1: none)."""
+    ops = outermost_ops(trace)
+    out = np.full(len(t), -1, np.int64)
+    if ops.size == 0 or len(t) == 0:
+        return out
+    cols = event_columns(trace)
+    op_key = thread_key(cols.pid[ops], cols.tid[ops])
+    key = thread_key(pid, tid)
+    op_pos, t_pos = thread_time_positions([(op_key, [cols.start[ops]]), (key, [np.asarray(t, np.int64)])])
+    at = np.searchsorted(op_pos, t_pos, side="right") - 1
+    ok = at >= 0
+    ok[ok] &= (op_key[at[ok]] == key[ok]) & (np.asarray(t)[ok] < cols.end[ops][at[ok]])
+    out[ok] = ops[at[ok]]
     return out
 
 
@@ -270,3 +289,112 @@ def compute_report(trace: Trace) -> dict[str, Any]:
 
 def section(trace: Trace, done: dict[str, Any]) -> dict[str, Any]:
     return ops_report(trace)
+
+
+# --- ops named in the diagnosis' evidence (docs/json.md, diagnosis.evidence.*) ---------------------------
+
+_OPTIMIZER_STEP = re.compile(r"^Optimizer\.step#")
+_FOREACH_OR_FUSED = re.compile(r"_foreach_|_fused_|fused_adam|FusedAdam|multi_tensor")
+TOP_EVIDENCE_OPS = 5
+
+
+def launching_ops(trace: Trace, limit: int = TOP_EVIDENCE_OPS) -> list[dict[str, Any]]:
+    """The outermost op names that launch the most kernels: instances that launched any, kernels, kernels per
+    instance, their summed kernel time (an op launching thousands of tiny kernels is the launch-bound one)."""
+    pairs = launch_pairs(trace)
+    op_row = op_of_gpu_ops(trace)
+    sel = pairs["is_kernel"] & (op_row >= 0)
+    if not sel.any():
+        return []
+    cols = event_columns(trace)
+    frame = pd.DataFrame({"name": cols.name[op_row[sel]], "op": op_row[sel],
+                          "ns": (pairs["end"] - pairs["start"])[sel].astype(np.int64)})
+    table = frame.groupby("name").agg(instances=("op", "nunique"), kernels=("op", "size"), kernel_ns=("ns", "sum"))
+    table = table.reset_index().sort_values(["kernels", "kernel_ns", "name"], ascending=[False, False, True]).head(limit)
+    return [{"name": str(cols.names[r.name]), "instances": int(r.instances), "kernels": int(r.kernels),
+             "kernels_per_instance": float(r.kernels / r.instances), "kernel_ns": int(r.kernel_ns)}
+            for r in table.itertuples(index=False)]
+
+
+def optimizer_step(trace: Trace) -> dict[str, Any] | None:
+    """Kernels launched inside PyTorch's ``Optimizer.step#...`` annotations, their share of all kernels, and
+    whether the step uses foreach or fused kernels (None: the trace has no such annotation)."""
+    cols = event_columns(trace)
+    # An annotation since ~2022; a framework op row in older traces.
+    ann = np.flatnonzero(cols.of_kind(ANNOTATION, CPU_OP) & (cols.tid >= 0))
+    ann = ann[code_mask(cols.name[ann], cols.names, lambda n: bool(_OPTIMIZER_STEP.match(n)))]
+    if ann.size == 0:
+        return None
+    ann = ann[np.lexsort((cols.start[ann], thread_key(cols.pid[ann], cols.tid[ann])))]
+    pairs = launch_pairs(trace)
+    kernels = pairs["is_kernel"] & pairs["matched"]
+    inside = _inside(cols, ann, pairs["pid"][kernels], pairs["tid"][kernels], pairs["launch_start"][kernels])
+    cpu = np.flatnonzero(cols.of_kind(CPU_OP) & (cols.tid >= 0))
+    fused = cpu[code_mask(cols.name[cpu], cols.names, lambda n: bool(_FOREACH_OR_FUSED.search(n)))]
+    in_step = _inside(cols, ann, cols.pid[fused], cols.tid[fused], cols.start[fused])
+    total = int(kernels.sum())
+    return {"steps": int(ann.size), "kernels": int(inside.sum()),
+            "kernel_share": float(inside.sum() / total) if total else None,
+            "foreach_or_fused": bool(in_step.any())}
+
+
+def _inside(cols: Any, ranges: np.ndarray, pid: np.ndarray, tid: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Whether each (thread, time) lies in one of ``ranges`` (rows sorted by thread and start, not nested)."""
+    if ranges.size == 0 or len(t) == 0:
+        return np.zeros(len(t), bool)
+    range_key = thread_key(cols.pid[ranges], cols.tid[ranges])
+    key = thread_key(pid, tid)
+    range_pos, t_pos = thread_time_positions([(range_key, [cols.start[ranges]]), (key, [np.asarray(t, np.int64)])])
+    at = np.searchsorted(range_pos, t_pos, side="right") - 1
+    ok = at >= 0
+    ok[ok] &= (range_key[at[ok]] == key[ok]) & (np.asarray(t)[ok] < cols.end[ranges][at[ok]])
+    return ok
+
+
+def sync_ops(trace: Trace, limit: int = TOP_EVIDENCE_OPS) -> list[dict[str, Any]]:
+    """The outermost ops inside which blocking synchronization calls run (``aten::item``, ``aten::nonzero``,
+    ...), by summed wait: name, calls, wait_ns."""
+    cols = event_columns(trace)
+    api = np.flatnonzero(cols.of_kind(RUNTIME, DRIVER) & (cols.tid >= 0))
+    calls = api[code_mask(cols.name[api], cols.names, is_blocking_sync)]
+    op = outermost_op_at(trace, cols.pid[calls], cols.tid[calls], cols.start[calls])
+    found = op >= 0
+    if not found.any():
+        return []
+    frame = pd.DataFrame({"name": cols.name[op[found]], "ns": (cols.end - cols.start)[calls[found]]})
+    table = frame.groupby("name")["ns"].agg(["size", "sum"]).reset_index()
+    table = table.sort_values(["sum", "name"], ascending=[False, True]).head(limit)
+    return [{"name": str(cols.names[r.name]), "calls": int(r.size), "wait_ns": int(r.sum)}
+            for r in table.itertuples(index=False)]
+
+
+def gap_ops(trace: Trace, limit: int = TOP_EVIDENCE_OPS) -> list[dict[str, Any]]:
+    """The longest GPU idle gaps (over all devices) with the outermost op that launched the GPU work just
+    before each (``op_before``: the GPU op ending at the gap's start) and just after it (``op_after``)."""
+    busy = device_busy(trace)
+    gaps = [(d, s, e) for d, b in busy.items() for s, e in zip(b.gap_starts, b.gap_ends, strict=True)]
+    if not gaps:
+        return []
+    device, start, end = (np.array(x, np.int64) for x in zip(*gaps, strict=True))
+    longest = np.lexsort((start, device, -(end - start)))[:limit]
+    device, start, end = device[longest], start[longest], end[longest]
+    pairs = launch_pairs(trace)
+    op_row = op_of_gpu_ops(trace)
+    cols = event_columns(trace)
+    out = []
+    for d, s, e in zip(device, start, end, strict=True):  # a loop over the few gaps reported
+        on = pairs["device"] == d
+        before = np.flatnonzero(on & (pairs["end"] == s))
+        after = np.flatnonzero(on & (pairs["start"] == e))
+        out.append({"device": int(d), "start_ns": int(s), "duration_ns": int(e - s),
+                    "op_before": _op_name(cols, op_row, before), "op_after": _op_name(cols, op_row, after)})
+    return out
+
+
+def _op_name(cols: Any, op_row: np.ndarray, gpu_ops: np.ndarray) -> str | None:
+    """The op name of the first of ``gpu_ops`` launched inside an op (None: none was)."""
+    rows = op_row[gpu_ops]
+    rows = rows[rows >= 0]
+    if rows.size == 0 or cols.name[rows[0]] < 0:
+        return None
+    return str(cols.names[cols.name[rows[0]]])
