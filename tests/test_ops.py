@@ -91,3 +91,53 @@ def test_gpu_ops_without_launch_calls_are_unattributed():
     assert (report["unattributed_count"], report["attributed_kernel_ns"], report["kernel_ns"]) == (1, 0, 100)
     assert report["by_name"] == [{"name": "aten::mm", "count": 1, "gpu_ns": 0, "copy_ns": 0, "cpu_ns": 300,
                                   "flops": None}]
+
+
+def test_by_module_hand_built():
+    # Thread 1: nn.Module Net_0 [0,1000) holds Linear_0 [100,300) and Linear_1 [400,600); a kernel launched in
+    # each Linear (20 and 30 ns) and one in Net_0 outside both (10 ns, its self time); one outside every module.
+    def module(name, start, end):
+        return _host("python", f"nn.Module: {name}", start, end)
+
+    rows = [module("Net_0", 0, 1000), module("Linear_0", 100, 300), module("Linear_1", 400, 600),
+            _host("cpu_op", "aten::mm", 110, 290, input_dims="[[8,64],[64,32]]"),
+            _host("runtime", "cudaLaunchKernel", 120, 130, correlation_id=1), _gpu("kernel", "a", 2000, 2020, 1),
+            _host("runtime", "cudaLaunchKernel", 410, 420, correlation_id=2), _gpu("kernel", "b", 2100, 2130, 2),
+            _host("runtime", "cudaLaunchKernel", 700, 710, correlation_id=3), _gpu("kernel", "c", 2200, 2210, 3),
+            _host("runtime", "cudaLaunchKernel", 1100, 1110, correlation_id=4), _gpu("kernel", "d", 2300, 2340, 4)]
+    report = ops_report(Trace.from_rows(rows))
+    assert report["by_module"] == [
+        {"path": "Net_0/Linear_1", "kernels": 1, "gpu_ns": 30, "copy_ns": 0, "flops": 0.0},
+        {"path": "Net_0/Linear_0", "kernels": 1, "gpu_ns": 20, "copy_ns": 0, "flops": 2.0 * 8 * 64 * 32},
+        {"path": "Net_0", "kernels": 1, "gpu_ns": 10, "copy_ns": 0, "flops": 0.0},
+    ]
+    assert ops_report(Trace.from_rows(rows[3:]))["by_module"] is None  # no module rows
+
+
+@pytest.mark.shared
+def test_by_module_on_the_bert_trace():
+    from tests.conftest import shared_traces
+
+    paths = shared_traces("pytorch", "h100_bert_small_inference_torch2.6.json.gz")
+    if not paths:
+        pytest.skip("../shared/traces/pytorch not present")
+    events = [e for e in json.loads(gzip.decompress(paths[0].read_bytes()))["traceEvents"] if e.get("ph") == "X"]
+    modules = [e for e in events if e.get("cat") == "python_function" and e["name"].startswith("nn.Module: ")]
+    launches = {}
+    for e in events:
+        if e.get("cat") in ("cuda_runtime", "cuda_driver") and (e.get("args") or {}).get("correlation") is not None:
+            launches.setdefault(e["args"]["correlation"], (e["pid"], e["tid"], e["ts"]))
+    # Each kernel to the innermost (latest-starting) module running at its launch, written out directly.
+    want: dict[str, float] = {}
+    for k in (e for e in events if e.get("cat") == "kernel"):
+        launch = launches.get((k.get("args") or {}).get("correlation"))
+        around = [m for m in modules if launch and (m["pid"], m["tid"]) == launch[:2]
+                  and m["ts"] <= launch[2] < m["ts"] + m["dur"]]
+        if around:
+            inner = max(around, key=lambda m: (m["ts"], -m["dur"]))["name"][len("nn.Module: "):]
+            want[inner] = want.get(inner, 0.0) + k["dur"] * 1000
+    from tracelens.analyses.ops import by_module
+
+    got = {r["path"].rsplit("/", 1)[-1]: r["gpu_ns"] for r in by_module(tracelens.load(paths[0]), limit=1000)}
+    assert got.keys() == want.keys()
+    assert all(got[m] == pytest.approx(want[m], abs=2) for m in want)

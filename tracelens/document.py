@@ -581,6 +581,14 @@ class OpRow(TypedDict):
     flops: float | None
 
 
+class ModuleRow(TypedDict):
+    path: str
+    kernels: int
+    gpu_ns: int
+    copy_ns: int
+    flops: float | None
+
+
 class Compute(TypedDict):
     flops: float | None
     flops_by_class: dict[str, float] | None
@@ -603,6 +611,7 @@ class Ops(TypedDict):
     attributed_copy_ns: int
     unattributed_count: int
     by_name: list[OpRow]
+    by_module: list[ModuleRow] | None
     compute: Compute
 
 

@@ -331,6 +331,14 @@ def _ops(doc: dict[str, Any]) -> Lines:
         headers, align = [*headers, "FLOPs"], [*align, "---:"]
         rows = [[*row, fmt_flops(r.get("flops"))] for row, r in zip(rows, ops["by_name"], strict=False)]
     lines.extend(_folded_table(headers, rows, align, "ops", total=len(ops["by_name"])))
+    modules = [m for m in ops.get("by_module") or [] if isinstance(m, dict)]
+    if modules:  # the trace records nn.Module rows
+        lines.extend(["", "By innermost `nn.Module` at the launch (self time; outer modules first in the path):", ""])
+        module_rows = [[str(i), names.cell(m["path"]), _num(m.get("kernels")), fmt_ns(m.get("gpu_ns")),
+                        fmt_ns(m.get("copy_ns")), fmt_flops(m.get("flops"))]
+                       for i, m in enumerate(modules[:MAX_ROWS], start=1)]
+        lines.extend(_folded_table(["#", "module", "kernels", "kernel time", "copy time", "FLOPs"], module_rows,
+                                   ["---:", "---", "---:", "---:", "---:", "---:"], "modules", total=len(modules)))
     return lines + names.block()
 
 

@@ -388,6 +388,17 @@ def _ops(doc: dict[str, Any], console: Console) -> None:
     line = compute_sentence(ops.get("compute"), str)  # _print cleans the whole line
     if line:
         _print(console, line, indent="  ")
+    modules = [m for m in ops.get("by_module") or [] if isinstance(m, dict)]
+    if modules:  # the trace records nn.Module rows
+        console.print()
+        table = _table("Top modules (innermost nn.Module at the launch)", ["module", "kernels", "kernel", "FLOPs"],
+                       {"kernels", "kernel", "FLOPs"})
+        for m in modules[:TOP_ROWS]:
+            # The innermost modules matter most: keep the end of the path.
+            path = str(m.get("path"))
+            table.add_row(_t(path if len(path) <= NAME_WIDTH else "…" + path[-(NAME_WIDTH - 1):], NAME_WIDTH),
+                          _n(m.get("kernels")), fmt_ns(m.get("gpu_ns")), fmt_flops(m.get("flops")))
+        console.print(table.rich())
 
 
 # Drawing functions by section key; the order and GPU-only flags come from the section registry
