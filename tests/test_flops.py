@@ -230,3 +230,39 @@ def test_real_trace_matmul_and_attention_flops_from_input_dims(trace_name):
         assert compute["mfu"] == pytest.approx((matmul + attention) / (compute["span_ns"] / 1e9 * 989.5e12))
     else:  # the trace names its MI250 "AMD Radeon Graphics": no peak
         assert compute["mfu"] is None and "AMD Radeon Graphics" in compute["reason"]
+
+
+def test_bytes_are_the_tensors_read_and_written_once():
+    # mm [8,64] x [64,32] in FP32: read 8*64 + 64*32, write 8*32 elements of 4 bytes.
+    assert flop_model.op_flops("aten::mm", "[[8,64],[64,32]]", '["float","float"]', None).bytes == \
+        4 * (8 * 64 + 64 * 32 + 8 * 32)
+    # addmm in BF16 reads its bias too; attention writes [B, H, Sq, Dv].
+    assert flop_model.op_flops("aten::addmm", "[[32],[8,64],[64,32],[],[]]", '["c10::BFloat16"]', None).bytes == \
+        2 * (32 + 8 * 64 + 64 * 32 + 8 * 32)
+    assert flop_model.op_flops("aten::scaled_dot_product_attention", "[[1,2,16,8],[1,2,32,8],[1,2,32,8]]",
+                               '["c10::Half"]', None).bytes == 2 * (256 + 512 + 512 + 256)
+    assert flop_model.op_flops("aten::mm", "[[8,64],[64,32]]", '["long int","long int"]', None).bytes is None
+
+
+def test_roofline_by_hand():
+    # One A100 (BF16 peak 312 TFLOP/s, HBM 1.555 TB/s for the 40 GB part: ridge ~200.6 FLOP/B). aten::linear
+    # holds an addmm of [2048,2048] x [2048,2048] in BF16 and launches one 1 ms kernel.
+    n = 2048
+    rows = [_op("aten::linear", 0, 100, [[n, n], [n, n], [n]], ["c10::BFloat16"] * 3),
+            _op("aten::addmm", 10, 90, [[n], [n, n], [n, n], [], []], ["c10::BFloat16"] * 3),
+            {"kind": "runtime", "name": "cudaLaunchKernel", "start_ns": 20, "end_ns": 30, "pid": 1, "tid": 1,
+             "correlation_id": 1},
+            {"kind": "kernel", "name": "gemm", "start_ns": 100, "end_ns": 1_000_100, "device": 0, "stream": 7,
+             "correlation_id": 1}]
+    report = ops_report(Trace.from_rows(rows, devices=[{"id": 0, "name": "NVIDIA A100-SXM4-40GB"}]))
+    roof = report["roofline"]
+    flops, nbytes = 2.0 * n ** 3, 2.0 * (n + 3 * n * n)
+    assert (roof["peak_flops_per_s"], roof["memory_bytes_per_s"]) == (312e12, 1.555e12)
+    [op] = roof["ops"]
+    assert (op["name"], op["flops"], op["bytes"], op["gpu_ns"]) == ("aten::linear", flops, nbytes, 1_000_000)
+    assert op["intensity_flops_per_byte"] == pytest.approx(flops / nbytes)  # ~682: above the ridge
+    assert op["bound"] == "compute" and op["attainable_flops_per_s"] == 312e12
+    assert op["achieved_flops_per_s"] == pytest.approx(flops / 1e-3)
+    assert op["efficiency"] == pytest.approx(flops / 1e-3 / 312e12)
+    assert op["lost_ns"] == round(1_000_000 * (1 - flops / 1e-3 / 312e12))
+    assert ops_report(Trace.from_rows(rows, devices=[{"id": 0, "name": "Unknown GPU"}]))["roofline"] is None

@@ -589,6 +589,27 @@ class ModuleRow(TypedDict):
     flops: float | None
 
 
+class RooflineOp(TypedDict):
+    name: str
+    gpu_ns: int
+    flops: float
+    bytes: float
+    achieved_flops_per_s: float
+    intensity_flops_per_byte: float
+    bound: str
+    attainable_flops_per_s: float
+    efficiency: float
+    lost_ns: int
+
+
+class Roofline(TypedDict):
+    peak_flops_per_s: float
+    memory_bytes_per_s: float
+    memory_source: str
+    ridge_flops_per_byte: float
+    ops: list[RooflineOp]
+
+
 class Compute(TypedDict):
     flops: float | None
     flops_by_class: dict[str, float] | None
@@ -613,6 +634,7 @@ class Ops(TypedDict):
     by_name: list[OpRow]
     by_module: list[ModuleRow] | None
     compute: Compute
+    roofline: Roofline | None
 
 
 class Diagnosis(TypedDict):

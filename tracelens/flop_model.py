@@ -27,6 +27,7 @@ class OpFlops:
     flops: float | None
     op_class: str
     dtype: str | None
+    bytes: float | None = None  # the least memory traffic: each recorded input tensor read and the output written once
 
 
 # --- matmuls: 2 * M * N * K multiply-adds, times the batch ------------------------------------------------
@@ -247,7 +248,58 @@ def op_flops(name: str, input_dims: str | None, input_types: str | None, concret
     elif name in _ATTENTIONS:
         flops = _attention(name, dims, concrete)
     dtype = _dtype(name, types, concrete)
-    return OpFlops(flops if flops is None or flops >= 0 else None, cls, dtype)
+    flops = flops if flops is None or flops >= 0 else None
+    return OpFlops(flops, cls, dtype, _bytes(name, dims, concrete, flops, dtype))
+
+
+# Bytes per element of each dtype of the peak table (FP64 included).
+_ELEMENT_BYTES = {"FP32": 4, "TF32": 4, "FP16": 2, "BF16": 2, "FP8": 1, "FP64": 8}
+
+
+def _elements(dims: list[Any]) -> float:
+    """Elements of every recorded tensor input (a TensorList's tensors each)."""
+    total = 0.0
+    for shape in dims:
+        if isinstance(shape, list) and shape and all(isinstance(s, list) for s in shape):
+            total += sum(_elements([s]) for s in shape)
+        elif isinstance(shape, list) and shape and all(isinstance(s, int) for s in shape):
+            total += math.prod(shape)
+    return total
+
+
+def _outputs(name: str, dims: list[Any], concrete: list[Any], flops: float) -> float:
+    """Elements an op with a formula writes: its output (backward: the gradients it computes); 0 when the
+    shapes do not say (a transposed convolution's output size depends on arguments not modelled here)."""
+    if name == "aten::linear":
+        return flops / (2 * _shape(dims, 1)[1])  # type: ignore[index]
+    if name in _MATMULS:
+        k = (_shape(dims, _MATMULS[name][1]) or [1])[-1]
+        return flops / (2 * k) if k else 0.0
+    if name in _CONVS:
+        w = _shape(dims, 1) or []
+        transposed = _CONVS[name].transposed
+        if transposed is True or (not isinstance(transposed, bool) and _arg(concrete, transposed) == "True"):
+            return 0.0
+        return flops / (2 * w[1] * math.prod(w[2:])) if len(w) > 2 and w[1] else 0.0
+    if name == "aten::convolution_backward":
+        mask = (_arg(concrete, 10) or "[True, True]").lower()
+        wanted = json.loads(mask) if mask.startswith("[") else [True, True]
+        return sum(math.prod(_shape(dims, i) or [0]) for i, w in zip((1, 2), wanted[:2], strict=False) if w)
+    if name in _ATTENTIONS:
+        args = _ATTENTIONS[name]
+        q, k, v = (_shape(dims, i) or [0] for i in (args.q, args.k, args.v))
+        if args.backward:  # dQ, dK, dV
+            return float(math.prod(q) + math.prod(k) + math.prod(v))
+        return math.prod(q) / q[-1] * v[-1] if q[-1] else 0.0
+    return 0.0
+
+
+def _bytes(name: str, dims: list[Any], concrete: list[Any], flops: float | None, dtype: str | None) -> float | None:
+    """The inputs read and outputs written once, at the op's dtype (None: dtype or shapes unknown)."""
+    if dtype not in _ELEMENT_BYTES or not dims:
+        return None
+    outputs = _outputs(name, dims, concrete, flops) if flops else 0.0
+    return _ELEMENT_BYTES[dtype] * (_elements(dims) + outputs)
 
 
 def _dtype(name: str, types: list[Any], concrete: list[Any]) -> str | None:

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .. import flop_model, peaks
+from .. import flop_model, gpu_specs, peaks
 from ..trace import ANNOTATION, CPU_OP, DRIVER, PYTHON, RUNTIME, Trace, nesting_depth
 from .columns import device_busy, event_columns, memo, thread_key, thread_time_positions
 from .launch import launch_pairs
@@ -122,10 +122,14 @@ def ops_report(trace: Trace, limit: int = TOP_OPS) -> dict[str, Any]:
     names = cols.names
     counted = flop_ops(trace)
     flops_by_name: pd.Series | None = None
+    bytes_by_name: pd.Series | None = None
     if counted.recorded:
         outer = _enclosing_outermost(trace, ops, counted.rows)
         found = outer >= 0
         flops_by_name = pd.Series(counted.flops[found]).groupby(cols.name[outer[found]]).sum()
+        # An op name's bytes only where every counted op in it has a byte count (else unknown).
+        known = pd.Series(counted.bytes[found]).groupby(cols.name[outer[found]])
+        bytes_by_name = known.sum().where(known.count() == known.size())
     rows = [{"name": str(names[r.name]) if r.name >= 0 else "", "count": int(r.size), "gpu_ns": int(r.gpu),
              "copy_ns": int(r.copy), "cpu_ns": int(r.sum),
              "flops": None if flops_by_name is None else float(flops_by_name.get(r.name, 0.0))}
@@ -140,7 +144,8 @@ def ops_report(trace: Trace, limit: int = TOP_OPS) -> dict[str, Any]:
         "unattributed_count": int((~attributed).sum()),
         "by_name": rows,
         "by_module": by_module(trace, limit),
-        "compute": compute_report(trace),
+        "compute": (compute := compute_report(trace)),
+        "roofline": roofline(trace, compute, gpu["gpu"], flops_by_name, bytes_by_name),
     }
 
 
@@ -154,6 +159,7 @@ class FlopOps:
     op_class: np.ndarray  # str: flop_model.CLASSES
     dtype: np.ndarray  # str or None: the peak table's dtype of the op's inputs
     recorded: bool
+    bytes: np.ndarray | None = None  # float, NaN where unknown: flop_model.OpFlops.bytes
 
 
 def flop_ops(trace: Trace) -> FlopOps:
@@ -164,7 +170,8 @@ def flop_ops(trace: Trace) -> FlopOps:
 def _flop_ops(trace: Trace) -> FlopOps:
     cols = event_columns(trace)
     cpu = np.flatnonzero(cols.of_kind(CPU_OP))
-    none = FlopOps(np.zeros(0, np.int64), np.zeros(0), np.zeros(0, object), np.zeros(0, object), False)
+    none = FlopOps(np.zeros(0, np.int64), np.zeros(0), np.zeros(0, object), np.zeros(0, object), False,
+                   np.zeros(0))
     if cpu.size == 0:
         return none
     recorded = trace.frame(cpu, ["input_dims", "flops"])
@@ -191,9 +198,11 @@ def _flop_ops(trace: Trace) -> FlopOps:
     has = ~np.isnan(value)
     rows, value = candidates[has], value[has]
     op_class, dtype = per_op["op_class"].to_numpy(object)[has], per_op["dtype"].to_numpy(object)[has]
+    nbytes = pd.to_numeric(per_op["bytes"], errors="coerce").to_numpy(float)[has]
     keep = _innermost(cols, rows)
     order = np.argsort(rows[keep], kind="stable")
-    return FlopOps(rows[keep][order], value[keep][order], op_class[keep][order], dtype[keep][order], True)
+    return FlopOps(rows[keep][order], value[keep][order], op_class[keep][order], dtype[keep][order], True,
+                   nbytes[keep][order])
 
 
 def _innermost(cols: Any, rows: np.ndarray) -> np.ndarray:
@@ -504,3 +513,47 @@ def by_module(trace: Trace, limit: int = TOP_OPS) -> list[dict[str, Any]] | None
     table = table.reset_index().sort_values(["gpu", "path"], ascending=[False, True]).head(limit)
     return [{"path": str(r.path), "kernels": int(r.kernels), "gpu_ns": int(r.gpu), "copy_ns": int(r.copy),
              "flops": float(r.flops) if flops is not None else None} for r in table.itertuples(index=False)]
+
+
+# --- per-op roofline --------------------------------------------------------------------------------------
+
+TOP_ROOFLINE = 10
+
+
+def roofline(trace: Trace, compute: dict[str, Any], gpu_ns: pd.Series, flops: pd.Series | None,
+             nbytes: pd.Series | None, limit: int = TOP_ROOFLINE) -> dict[str, Any] | None:
+    """Each outermost op name against the roofline of its GPU: achieved FLOP/s over its attributed kernel
+    time, arithmetic intensity (FLOPs per byte of the least memory traffic), the attainable
+    min(peak, intensity x memory bandwidth), and the names losing the most kernel time to the gap,
+    ``gpu_ns x (1 - achieved / attainable)``. None when the peak (``compute``) or the bandwidth is unknown or
+    no op has FLOPs and bytes."""
+    if flops is None or nbytes is None or not compute.get("peak_flops_per_s") or compute.get("device_model") is None:
+        return None
+    devices = list(device_busy(trace))
+    info = trace.device_info(devices[0])
+    links = gpu_specs.device_links(info.get("name"), info.get("compute_major"),
+                                   info.get("memory_bandwidth_bytes_per_s"))
+    if not links.memory_bytes_per_s:
+        return None
+    peak = compute["peak_flops_per_s"] / len(devices)  # one device's (kernels of an op run on one)
+    bandwidth = float(links.memory_bytes_per_s)
+    table = pd.DataFrame({"gpu": gpu_ns, "flops": flops, "bytes": nbytes}).dropna()
+    table = table[(table["gpu"] > 0) & (table["flops"] > 0) & (table["bytes"] > 0)]
+    if table.empty:
+        return None
+    table["achieved"] = table["flops"] / (table["gpu"] / 1e9)
+    table["intensity"] = table["flops"] / table["bytes"]
+    table["attainable"] = np.minimum(peak, table["intensity"] * bandwidth)
+    table["efficiency"] = table["achieved"] / table["attainable"]
+    table["lost"] = table["gpu"] * np.clip(1 - table["efficiency"], 0, None)
+    names = event_columns(trace).names
+    table["label"] = [str(names[c]) for c in table.index]
+    table = table.sort_values(["lost", "label"], ascending=[False, True]).head(limit)
+    ridge = peak / bandwidth
+    return {"peak_flops_per_s": peak, "memory_bytes_per_s": bandwidth, "memory_source": links.memory_source,
+            "ridge_flops_per_byte": ridge,
+            "ops": [{"name": r.label, "gpu_ns": int(r.gpu), "flops": float(r.flops), "bytes": float(r.bytes),
+                     "achieved_flops_per_s": float(r.achieved), "intensity_flops_per_byte": float(r.intensity),
+                     "bound": "compute" if r.intensity >= ridge else "memory",
+                     "attainable_flops_per_s": float(r.attainable), "efficiency": float(r.efficiency),
+                     "lost_ns": int(round(r.lost))} for r in table.itertuples()]}

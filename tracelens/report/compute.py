@@ -41,3 +41,14 @@ def compute_sentence(compute: dict[str, Any] | None, escape: Callable[[str], str
     elif reason:
         text += f"; MFU unknown: {escape(str(reason))}"
     return text + "."
+
+
+def roofline_sentence(roofline: dict[str, Any] | None, escape: Callable[[str], str], top: int = 3) -> str | None:
+    """The op names furthest from the roofline (``ops.roofline``), or None when there is none."""
+    if not isinstance(roofline, dict) or not roofline.get("ops"):
+        return None
+    items = "; ".join(f"{escape(str(o.get('name')))} {fmt_flops(o.get('achieved_flops_per_s'), 'FLOP/s')}, "
+                      f"{fmt_pct(o.get('efficiency'))} of the attainable ({o.get('bound')}-bound, "
+                      f"{fmt_ns(o.get('lost_ns'))} lost)" for o in roofline["ops"][:top])
+    return (f"Furthest from the roofline (ridge {roofline.get('ridge_flops_per_byte', 0):.0f} FLOP/B, "
+            f"{fmt_flops(roofline.get('memory_bytes_per_s'), 'B/s')} memory): {items}.")

@@ -24,7 +24,7 @@ from ..analyses import BY_KEY, report_sections
 from ..analyses import SECTIONS as SECTION_KEYS
 from ..document import summary_of
 from .charts import bar_legend, lost_time_chart, stacked_bar, utilization_chart
-from .compute import compute_sentence, fmt_flops
+from .compute import compute_sentence, fmt_flops, roofline_sentence
 from .escape import html_text, is_shortened, md, shorten
 from .findings import sentence
 from .ranks import RUN_KEYS
@@ -322,9 +322,9 @@ def _ops(doc: dict[str, Any]) -> Lines:
              f"{fmt_ns(ops.get('attributed_kernel_ns'))} of {fmt_ns(ops.get('kernel_ns'))} kernel time attributed "
              f"over {_num(ops.get('names'))} op names; {_num(ops.get('unattributed_count'))} GPU ops launched outside "
              "any op.", ""]
-    flops_line = compute_sentence(ops.get("compute"), md)
-    if flops_line:
-        lines.extend([flops_line, ""])
+    for line in (compute_sentence(ops.get("compute"), md), roofline_sentence(ops.get("roofline"), md)):
+        if line:
+            lines.extend([line, ""])
     headers, align = ["#", "op", "count", "kernel time", "copy time", "host time"], ["---:", "---", "---:", "---:",
                                                                                       "---:", "---:"]
     if any(r.get("flops") is not None for r in ops["by_name"]):  # shapes recorded: a FLOPs column

@@ -20,7 +20,7 @@ from rich.text import Text
 
 from ..analyses import report_sections
 from ..document import summary_of
-from .compute import compute_sentence, fmt_flops
+from .compute import compute_sentence, fmt_flops, roofline_sentence
 from .escape import terminal as clean
 from .findings import sentence
 from .units import fmt_auto, fmt_bytes, fmt_ns, fmt_pct
@@ -385,9 +385,9 @@ def _ops(doc: dict[str, Any], console: Console) -> None:
                       fmt_ns(r.get("copy_ns")), fmt_ns(r.get("cpu_ns")),
                       *([fmt_flops(r.get("flops"))] if with_flops else []))
     console.print(table.rich())
-    line = compute_sentence(ops.get("compute"), str)  # _print cleans the whole line
-    if line:
-        _print(console, line, indent="  ")
+    for line in (compute_sentence(ops.get("compute"), str), roofline_sentence(ops.get("roofline"), str)):
+        if line:  # _print cleans the whole line
+            _print(console, line, indent="  ")
     modules = [m for m in ops.get("by_module") or [] if isinstance(m, dict)]
     if modules:  # the trace records nn.Module rows
         console.print()
