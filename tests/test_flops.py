@@ -266,3 +266,17 @@ def test_roofline_by_hand():
     assert op["efficiency"] == pytest.approx(flops / 1e-3 / 312e12)
     assert op["lost_ns"] == round(1_000_000 * (1 - flops / 1e-3 / 312e12))
     assert ops_report(Trace.from_rows(rows, devices=[{"id": 0, "name": "Unknown GPU"}]))["roofline"] is None
+
+
+def test_summary_and_diff_carry_flops_and_mfu():
+    from tracelens import analyze
+    from tracelens.diff import compare
+
+    base = analyze(_hand_trace())
+    assert (base["summary"]["flops"], base["summary"]["mfu"]) == (base["ops"]["compute"]["flops"],
+                                                                  base["ops"]["compute"]["mfu"])
+    # A head whose MFU doubled: improved (higher is better); FLOPs are information only.
+    head = analyze(_hand_trace())
+    head["summary"] = {**head["summary"], "mfu": 2 * base["summary"]["mfu"]}
+    rows = {m["key"]: m for m in compare(base, head)["metrics"]}
+    assert rows["mfu"]["change"] == "improved" and rows["flops"]["change"] == "info"

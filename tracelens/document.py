@@ -676,6 +676,8 @@ class Summary(TypedDict):
     primary_cause: str | None
     primary_lost_ns: int | None
     idle_by_cause: dict[str, int] | None  # GPU idle ns by host activity, summed over devices
+    flops: float | None  # ops.compute.flops: counted FLOPs; null when the trace records no shapes or flops
+    mfu: float | None  # ops.compute.mfu
 
 
 class Document(TypedDict, total=False):
@@ -769,6 +771,7 @@ def summarize(doc: Document | dict[str, Any]) -> Summary:
     host_ns = ((steps or {}).get("summary") or {}).get("host_ns") if stats else None
     primary = (doc.get("diagnosis") or {}).get("primary")
     attribution = doc.get("attribution")
+    compute = (doc.get("ops") or {}).get("compute") or {}
     return {
         "device_count": len(devices),
         "gpu_utilization": (busy or 0) / span if span else None,
@@ -787,6 +790,8 @@ def summarize(doc: Document | dict[str, Any]) -> Summary:
         "primary_cause": primary["cause"] if primary else None,
         "primary_lost_ns": int(primary["lost_ns"]) if primary and primary.get("lost_ns") is not None else None,
         "idle_by_cause": dict(attribution["total_by_cause"]) if attribution else None,
+        "flops": compute.get("flops"),
+        "mfu": compute.get("mfu"),
     }
 
 
