@@ -141,3 +141,50 @@ def test_by_module_on_the_bert_trace():
     got = {r["path"].rsplit("/", 1)[-1]: r["gpu_ns"] for r in by_module(tracelens.load(paths[0]), limit=1000)}
     assert got.keys() == want.keys()
     assert all(got[m] == pytest.approx(want[m], abs=2) for m in want)
+
+
+def test_innermost_op_hand_built():
+    # linear [0,100) > addmm [10,90) > a helper [15,40) launching at 20; a launch at 50 is in addmm only; one at
+    # 95 in linear only; the autograd thread's backward node holds mm holding the launch at 220.
+    rows = [_host("cpu_op", "aten::linear", 0, 100), _host("cpu_op", "aten::addmm", 10, 90),
+            _host("cpu_op", "aten::empty", 15, 40),
+            _host("runtime", "cudaLaunchKernel", 20, 25, correlation_id=1), _gpu("kernel", "k1", 300, 310, 1),
+            _host("runtime", "cudaLaunchKernel", 50, 55, correlation_id=2), _gpu("kernel", "k2", 310, 330, 2),
+            _host("runtime", "cudaLaunchKernel", 95, 99, correlation_id=3), _gpu("kernel", "k3", 330, 360, 3),
+            _host("cpu_op", "autograd::engine::evaluate_function: MmBackward0", 200, 300, tid=2),
+            _host("cpu_op", "aten::mm", 210, 290, tid=2),
+            _host("runtime", "cudaLaunchKernel", 220, 225, tid=2, correlation_id=4), _gpu("kernel", "k4", 400, 440, 4)]
+    assert ops_report(Trace.from_rows(rows))["by_innermost"] == [
+        {"name": "aten::mm", "kernels": 1, "gpu_ns": 40, "copy_ns": 0},
+        {"name": "aten::linear", "kernels": 1, "gpu_ns": 30, "copy_ns": 0},
+        {"name": "aten::addmm", "kernels": 1, "gpu_ns": 20, "copy_ns": 0},
+        {"name": "aten::empty", "kernels": 1, "gpu_ns": 10, "copy_ns": 0},
+    ]
+
+
+@pytest.mark.shared
+def test_innermost_op_on_the_bert_trace():
+    from tests.conftest import shared_traces
+    from tracelens.analyses.ops import by_innermost
+
+    paths = shared_traces("pytorch", "h100_bert_small_inference_torch2.6.json.gz")
+    if not paths:
+        pytest.skip("../shared/traces/pytorch not present")
+    events = [e for e in json.loads(gzip.decompress(paths[0].read_bytes()))["traceEvents"] if e.get("ph") == "X"]
+    ops = [e for e in events if e.get("cat") == "cpu_op"]
+    launches = {}
+    for e in events:
+        if e.get("cat") in ("cuda_runtime", "cuda_driver") and (e.get("args") or {}).get("correlation") is not None:
+            launches.setdefault(e["args"]["correlation"], (e["pid"], e["tid"], e["ts"]))
+    # The innermost op: of the ops around the launch on its thread, the latest-starting (shortest on ties).
+    want: dict[str, float] = {}
+    for k in (e for e in events if e.get("cat") == "kernel"):
+        launch = launches.get((k.get("args") or {}).get("correlation"))
+        around = [o for o in ops if launch and (o["pid"], o["tid"]) == launch[:2]
+                  and o["ts"] <= launch[2] < o["ts"] + o["dur"]]
+        if around:
+            name = max(around, key=lambda o: (o["ts"], -o["dur"]))["name"]
+            want[name] = want.get(name, 0.0) + k["dur"] * 1000
+    got = {r["name"]: r["gpu_ns"] for r in by_innermost(tracelens.load(paths[0]), limit=1000) if r["kernels"]}
+    assert got.keys() == want.keys() and "aten::addmm" in got
+    assert all(got[n] == pytest.approx(want[n], abs=len(events)) for n in want)

@@ -581,6 +581,13 @@ class OpRow(TypedDict):
     flops: float | None
 
 
+class InnermostRow(TypedDict):
+    name: str
+    kernels: int
+    gpu_ns: int
+    copy_ns: int
+
+
 class ModuleRow(TypedDict):
     path: str
     kernels: int
@@ -632,6 +639,7 @@ class Ops(TypedDict):
     attributed_copy_ns: int
     unattributed_count: int
     by_name: list[OpRow]
+    by_innermost: list[InnermostRow]
     by_module: list[ModuleRow] | None
     compute: Compute
     roofline: Roofline | None

@@ -143,6 +143,7 @@ def ops_report(trace: Trace, limit: int = TOP_OPS) -> dict[str, Any]:
         "attributed_copy_ns": int(duration[~kernel & attributed].sum()),
         "unattributed_count": int((~attributed).sum()),
         "by_name": rows,
+        "by_innermost": by_innermost(trace, limit),
         "by_module": by_module(trace, limit),
         "compute": (compute := compute_report(trace)),
         "roofline": roofline(trace, compute, gpu["gpu"], flops_by_name, bytes_by_name),
@@ -557,3 +558,47 @@ def roofline(trace: Trace, compute: dict[str, Any], gpu_ns: pd.Series, flops: pd
                      "bound": "compute" if r.intensity >= ridge else "memory",
                      "attainable_flops_per_s": float(r.attainable), "efficiency": float(r.efficiency),
                      "lost_ns": int(round(r.lost))} for r in table.itertuples()]}
+
+
+# --- innermost op -------------------------------------------------------------------------------------------
+
+def innermost_op_of_gpu_ops(trace: Trace) -> np.ndarray:
+    """For each row of ``launch_pairs(trace)``, the event row of the innermost framework op on the launching
+    thread whose interval holds the launch call's start (-1 when none): the deepest of the ops around it."""
+    def compute() -> np.ndarray:
+        pairs = launch_pairs(trace)
+        out = np.full(len(pairs), -1, np.int64)
+        cols = event_columns(trace)
+        rows = np.flatnonzero(cols.of_kind(CPU_OP) & (cols.tid >= 0))
+        matched = np.flatnonzero(pairs["matched"])
+        if rows.size == 0 or matched.size == 0:
+            return out
+        key = thread_key(cols.pid[rows], cols.tid[rows])
+        rows = rows[np.lexsort((-(cols.end[rows] - cols.start[rows]), cols.start[rows], key))]
+        level = nesting_depth(cols.pid[rows], cols.tid[rows], cols.start[rows], cols.end[rows]).astype(np.int64)
+        pid, tid, t = pairs["pid"][matched], pairs["tid"][matched], pairs["launch_start"][matched]
+        for lvl in range(int(level.max()) + 1):  # a loop over nesting levels: deeper levels overwrite
+            at_level = rows[level == lvl]
+            hit = _running_at(cols, at_level, pid, tid, t)
+            out[matched[hit >= 0]] = at_level[hit[hit >= 0]]
+        return out
+
+    return memo(trace, "innermost_op_of_gpu_ops", compute)
+
+
+def by_innermost(trace: Trace, limit: int = TOP_OPS) -> list[dict[str, Any]]:
+    """Kernel and copy time by the innermost framework op around the launch call, most kernel time first."""
+    pairs = launch_pairs(trace)
+    op_row = innermost_op_of_gpu_ops(trace)
+    found = op_row >= 0
+    if not found.any():
+        return []
+    cols = event_columns(trace)
+    duration = (pairs["end"] - pairs["start"])[found].astype(np.int64)
+    kernel = pairs["is_kernel"][found]
+    frame = pd.DataFrame({"name": cols.name[op_row[found]], "kernels": kernel.astype(np.int64),
+                          "gpu": np.where(kernel, duration, 0), "copy": np.where(kernel, 0, duration)})
+    table = frame.groupby("name")[["kernels", "gpu", "copy"]].sum().reset_index()
+    table = table.sort_values(["gpu", "copy", "name"], ascending=[False, False, True]).head(limit)
+    return [{"name": str(cols.names[r.name]) if r.name >= 0 else "", "kernels": int(r.kernels), "gpu_ns": int(r.gpu),
+             "copy_ns": int(r.copy)} for r in table.itertuples(index=False)]
