@@ -272,3 +272,42 @@ def test_a_minified_copy_is_read_natively_to_the_same_table(path: Path, tmp_path
     assert trace.metadata.extra["counts"]["msgspec_blocks"] == 0  # read natively, in one piece
     assert trace.events.equals(kineto.read(path, engine="msgspec").events)
 
+
+
+# Kineto args -> schema 1.1 columns (docs/schema.md): JSON-valued args as compact JSON text, numbers as they are.
+OP_ARGS = {"Input Dims": "input_dims", "Input type": "input_types", "Concrete Inputs": "concrete_inputs",
+           "flops": "flops", "In msg nelems": "msg_in_elems", "Out msg nelems": "msg_out_elems",
+           "dtype": "msg_dtype", "Group size": "group_size"}
+JSON_ARGS = {"Input Dims", "Input type", "Concrete Inputs"}
+
+
+@pytest.mark.shared
+@pytest.mark.parametrize("path", TRACES)
+def test_op_and_collective_args_are_the_columns_of_their_rows(path: Path) -> None:
+    """Every row's input_dims ... group_size equals its event's args read straight from the JSON (no other row
+    has one): per (column, name, absolute start, value), as multisets."""
+    doc = raw_document(path)
+    want: Counter = Counter()
+    for e in doc["traceEvents"]:
+        args = e.get("args") or {}
+        if e.get("ph") != "X" or "ts" not in e or not isinstance(args, dict):
+            continue
+        for key, column in OP_ARGS.items():
+            value = args.get(key)
+            if value is None:
+                continue
+            if key in JSON_ARGS:
+                value = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+            want[(column, e["name"], absolute_ns(doc, e)[0], value)] += 1
+    trace, _ = loaded(path)
+    table = trace.events
+    names = table.column("name").to_pylist()
+    starts = (table.column("start_ns").to_numpy() + trace.metadata.time_origin_ns).tolist()
+    got: Counter = Counter()
+    for column in OP_ARGS.values():
+        values = table.column(column).to_pylist()
+        for i in np.flatnonzero(table.column(column).is_valid().to_numpy(zero_copy_only=False)):
+            got[(column, names[i], starts[i], values[i])] += 1
+    assert got == want
+    if path.name.startswith(("h100_bert", "a100_nccl")):  # traces recorded with shapes / with collectives
+        assert want

@@ -119,6 +119,19 @@ READ_NATIVELY = {
         '"args": {"ignored": [1e999, -1e-999]}}',
         '{"ph": "X", "cat": "cpu_op", "name": "d", "pid": 1, "tid": 1, "ts": 4, '
         '"dur": 0.1000000000000000055511151231257827021181583404541015625}'],
+    "op and collective args": [  # JSON values kept as their text, made canonical by both engines alike
+        '{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 1, "args": {"Input Dims": '
+        '[[8, 64],\n [64 , 32]], "Input type": ["float", "c10::BFloat16"], "Concrete Inputs": ["", "[1, 1]"], '
+        '"flops": 65536}}',
+        '{"ph": "X", "cat": "cpu_op", "name": "b", "pid": 1, "tid": 1, "ts": 2, "args": {"Input Dims": [[8,64],[64,32]], '
+        '"Input type": ["\\u00e9\\"\\\\", "\\u540d", "é"], "Concrete Inputs": [1.0, 1e3, -0, {"k": [true, null]}]}}',
+        '{"ph": "X", "cat": "cpu_op", "name": "c", "pid": 1, "tid": 1, "ts": 3, "args": {"Input Dims": null, '
+        '"Input type": [], "Concrete Inputs": "text", "dtype": null}}',
+        '{"ph": "X", "cat": "cpu_op", "name": "only a null", "pid": 1, "tid": 1, "ts": 4, "args": {"Input Dims": null}}',
+        '{"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "pid": 1, "tid": 1, "ts": 5, "args": '
+        '{"In msg nelems": 2049000, "Out msg nelems": 4098000, "dtype": "Float", "Group size": 2}}',
+        KERNEL.replace('"args": {', '"args": {"In msg nelems": 7, "dtype": "BFloat16", "Group size": 8, "flops": 1.5e12, '),
+        '{"ph": "M", "name": "not kept", "pid": 1, "tid": 1, "args": {"Input Dims": [[1]], "flops": 1e-70}}'],
     "whitespace everywhere": ['\t{ "ph" :\r\n"X" , "cat":"kernel" ,"name" : "k","pid":0,"tid":7,"ts":1,"args":{ } }  '],
     "empty list": [],
 }
@@ -153,6 +166,9 @@ DECLINED = {
     "grid with an exponent": '{"ph": "X", "ts": 1, "args": {"grid": [1e2, 2, 3]}}',
     "grid a string": '{"ph": "X", "ts": 1, "args": {"grid": "1,1,1"}}',
     "category a number": '{"ph": "X", "ts": 1, "cat": 5}',
+    "dtype a number": '{"ph": "X", "ts": 1, "args": {"dtype": 6}}',
+    "flops a string": '{"ph": "X", "ts": 1, "args": {"flops": "many"}}',
+    "Input Dims not JSON": '{"ph": "X", "ts": 1, "args": {"Input Dims": [1,]}}',
     "ph null": '{"ph": null, "ts": 1}',
     "ph a number": '{"ph": 1, "ts": 1}',
     "pid null": '{"ph": "M", "pid": null}',
@@ -609,15 +625,27 @@ def test_the_c_scanner_declares_the_fields_of_fields_py() -> None:
     assert tuple(n.strip()[2:].lower() for n in floats.split(",") if n.strip()) == fields.NATIVE_FLOATS
     strings = re.search(r"enum \{([^}]*)N_STRINGS\s*\}", source).group(1)
     assert tuple(n.strip()[2:].lower() for n in strings.split(",") if n.strip()) == fields.NATIVE_STRINGS
+    op_floats = re.search(r"enum \{([^}]*)N_OP_FLOATS\s*\}", source).group(1)
+    assert tuple(n.strip()[3:].lower() for n in op_floats.split(",") if n.strip()) == fields.NATIVE_OP_FLOATS
+    op_strings = re.search(r"enum \{([^}]*)N_OP_STRINGS\s*\}", source).group(1)
+    assert tuple(n.strip()[3:].lower() for n in op_strings.split(",") if n.strip()) == fields.NATIVE_OP_STRINGS
     # Each key test of the event loop and the args loop: the key, the reader called and the slot it fills.
     reader_of = {fields.NUMBER: "read_float", fields.NUMBER_OR_TEXT: "read_float_or_text",
-                 fields.TEXT: "read_text_or_null", fields.TRIPLE: "read_triple_or_null"}
+                 fields.TEXT: "read_text_or_null", fields.TRIPLE: "read_triple_or_null",
+                 fields.JSON: "read_json"}
     found = {key: (reader, slot.lower()) for key, reader, slot in re.findall(
-        r'KEY_IS\(key, "([^"]+)"\)\) rc = (\w+)\(s, (?:f, F_|&f\[F_|&strings\[S_)(\w+)', source)}
+        r'KEY_IS\(key, "([^"]+)"\)\) rc = (\w+)\(s, (?:f, F_|&f\[F_|&strings\[S_|f, OP_F\(OF_|&strings\[OP_S\(OS_)(\w+)',
+        source)}
     want = {f.key: (reader_of[f.type], f"{f.name}_x" if f.type == fields.TRIPLE else f.name)
             for f in (*fields.EVENT_FIELDS, *fields.ARG_FIELDS) if f.type != fields.PHASE}
     assert found == want
     assert 'KEY_IS(key, "ph")' in source  # the phase, read on its own
+    # The args loop dispatches on the key's length: every key sits under the case of its own length.
+    cases = re.findall(r"case (\d+):(.*?)break;", source[source.index("static int scan_args"):], re.S)
+    assert {key for _, body in cases for key in re.findall(r'KEY_IS\(key, "([^"]+)"\)', body)} == \
+        {f.key for f in fields.ARG_FIELDS}
+    for length, body in cases:
+        assert all(len(key) == int(length) for key in re.findall(r'KEY_IS\(key, "([^"]+)"\)', body)), length
     # Numbers start as NaN (missing); the ones declared with another default are set after that.
     defaults = {name.lower(): float(value) for name, value in re.findall(r"f\[F_(\w+)\] = ([0-9.]+);", source)}
     assert defaults == {f.name: f.missing for f in (*fields.EVENT_FIELDS, *fields.ARG_FIELDS)
@@ -775,3 +803,27 @@ def test_an_unclosed_string_in_another_layout_is_one_input_error(tmp_path: Path,
     for engine in ("native", "msgspec"):
         with pytest.raises(InputError, match="invalid JSON|truncated"):
             kineto.read(path, engine=engine)
+
+
+@pytest.mark.parametrize("engine", ["native", "msgspec"])
+def test_json_args_are_one_canonical_text_however_written(tmp_path: Path, engine: str) -> None:
+    """The same value written with spaces, newlines or escapes is one text: compact, escapes only where JSON
+    needs them (docs/schema.md); a JSON null is no value."""
+    if engine == "native" and not kineto.native_scanner_built():
+        pytest.skip("native scanner not built")
+    path = _kineto_file(tmp_path / "t.json", READ_NATIVELY["op and collective args"])
+    table = kineto.read(path, engine=engine).events
+    rows = {n: i for i, n in enumerate(table.column("name").to_pylist())}
+    dims, types, concrete = (table.column(c).to_pylist() for c in ("input_dims", "input_types", "concrete_inputs"))
+    assert dims[rows["aten::mm"]] == dims[rows["b"]] == "[[8,64],[64,32]]"
+    assert types[rows["aten::mm"]] == '["float","c10::BFloat16"]'
+    assert types[rows["b"]] == '["é\\"\\\\","名","é"]'
+    assert concrete[rows["b"]] == '[1.0,1000.0,0,{"k":[true,null]}]'
+    assert (dims[rows["c"]], types[rows["c"]], concrete[rows["c"]]) == (None, "[]", '"text"')
+    assert dims[rows["only a null"]] is None
+    comms = rows["record_param_comms"]
+    assert [table.column(c)[comms].as_py() for c in ("msg_in_elems", "msg_out_elems", "msg_dtype", "group_size")] \
+        == [2049000, 4098000, "Float", 2]
+    assert [table.column(c)[rows["k"]].as_py() for c in ("msg_in_elems", "msg_dtype", "group_size", "flops")] \
+        == [7, "BFloat16", 8, 1.5e12]
+    assert table.column("flops")[rows["aten::mm"]].as_py() == 65536

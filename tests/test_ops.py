@@ -91,3 +91,100 @@ def test_gpu_ops_without_launch_calls_are_unattributed():
     assert (report["unattributed_count"], report["attributed_kernel_ns"], report["kernel_ns"]) == (1, 0, 100)
     assert report["by_name"] == [{"name": "aten::mm", "count": 1, "gpu_ns": 0, "copy_ns": 0, "cpu_ns": 300,
                                   "flops": None}]
+
+
+def test_by_module_hand_built():
+    # Thread 1: nn.Module Net_0 [0,1000) holds Linear_0 [100,300) and Linear_1 [400,600); a kernel launched in
+    # each Linear (20 and 30 ns) and one in Net_0 outside both (10 ns, its self time); one outside every module.
+    def module(name, start, end):
+        return _host("python", f"nn.Module: {name}", start, end)
+
+    rows = [module("Net_0", 0, 1000), module("Linear_0", 100, 300), module("Linear_1", 400, 600),
+            _host("cpu_op", "aten::mm", 110, 290, input_dims="[[8,64],[64,32]]"),
+            _host("runtime", "cudaLaunchKernel", 120, 130, correlation_id=1), _gpu("kernel", "a", 2000, 2020, 1),
+            _host("runtime", "cudaLaunchKernel", 410, 420, correlation_id=2), _gpu("kernel", "b", 2100, 2130, 2),
+            _host("runtime", "cudaLaunchKernel", 700, 710, correlation_id=3), _gpu("kernel", "c", 2200, 2210, 3),
+            _host("runtime", "cudaLaunchKernel", 1100, 1110, correlation_id=4), _gpu("kernel", "d", 2300, 2340, 4)]
+    report = ops_report(Trace.from_rows(rows))
+    assert report["by_module"] == [
+        {"path": "Net_0/Linear_1", "kernels": 1, "gpu_ns": 30, "copy_ns": 0, "flops": 0.0},
+        {"path": "Net_0/Linear_0", "kernels": 1, "gpu_ns": 20, "copy_ns": 0, "flops": 2.0 * 8 * 64 * 32},
+        {"path": "Net_0", "kernels": 1, "gpu_ns": 10, "copy_ns": 0, "flops": 0.0},
+    ]
+    assert ops_report(Trace.from_rows(rows[3:]))["by_module"] is None  # no module rows
+
+
+@pytest.mark.shared
+def test_by_module_on_the_bert_trace():
+    from tests.conftest import shared_traces
+
+    paths = shared_traces("pytorch", "h100_bert_small_inference_torch2.6.json.gz")
+    if not paths:
+        pytest.skip("../shared/traces/pytorch not present")
+    events = [e for e in json.loads(gzip.decompress(paths[0].read_bytes()))["traceEvents"] if e.get("ph") == "X"]
+    modules = [e for e in events if e.get("cat") == "python_function" and e["name"].startswith("nn.Module: ")]
+    launches = {}
+    for e in events:
+        if e.get("cat") in ("cuda_runtime", "cuda_driver") and (e.get("args") or {}).get("correlation") is not None:
+            launches.setdefault(e["args"]["correlation"], (e["pid"], e["tid"], e["ts"]))
+    # Each kernel to the innermost (latest-starting) module running at its launch, written out directly.
+    want: dict[str, float] = {}
+    for k in (e for e in events if e.get("cat") == "kernel"):
+        launch = launches.get((k.get("args") or {}).get("correlation"))
+        around = [m for m in modules if launch and (m["pid"], m["tid"]) == launch[:2]
+                  and m["ts"] <= launch[2] < m["ts"] + m["dur"]]
+        if around:
+            inner = max(around, key=lambda m: (m["ts"], -m["dur"]))["name"][len("nn.Module: "):]
+            want[inner] = want.get(inner, 0.0) + k["dur"] * 1000
+    from tracelens.analyses.ops import by_module
+
+    got = {r["path"].rsplit("/", 1)[-1]: r["gpu_ns"] for r in by_module(tracelens.load(paths[0]), limit=1000)}
+    assert got.keys() == want.keys()
+    assert all(got[m] == pytest.approx(want[m], abs=2) for m in want)
+
+
+def test_innermost_op_hand_built():
+    # linear [0,100) > addmm [10,90) > a helper [15,40) launching at 20; a launch at 50 is in addmm only; one at
+    # 95 in linear only; the autograd thread's backward node holds mm holding the launch at 220.
+    rows = [_host("cpu_op", "aten::linear", 0, 100), _host("cpu_op", "aten::addmm", 10, 90),
+            _host("cpu_op", "aten::empty", 15, 40),
+            _host("runtime", "cudaLaunchKernel", 20, 25, correlation_id=1), _gpu("kernel", "k1", 300, 310, 1),
+            _host("runtime", "cudaLaunchKernel", 50, 55, correlation_id=2), _gpu("kernel", "k2", 310, 330, 2),
+            _host("runtime", "cudaLaunchKernel", 95, 99, correlation_id=3), _gpu("kernel", "k3", 330, 360, 3),
+            _host("cpu_op", "autograd::engine::evaluate_function: MmBackward0", 200, 300, tid=2),
+            _host("cpu_op", "aten::mm", 210, 290, tid=2),
+            _host("runtime", "cudaLaunchKernel", 220, 225, tid=2, correlation_id=4), _gpu("kernel", "k4", 400, 440, 4)]
+    assert ops_report(Trace.from_rows(rows))["by_innermost"] == [
+        {"name": "aten::mm", "kernels": 1, "gpu_ns": 40, "copy_ns": 0},
+        {"name": "aten::linear", "kernels": 1, "gpu_ns": 30, "copy_ns": 0},
+        {"name": "aten::addmm", "kernels": 1, "gpu_ns": 20, "copy_ns": 0},
+        {"name": "aten::empty", "kernels": 1, "gpu_ns": 10, "copy_ns": 0},
+    ]
+
+
+@pytest.mark.shared
+def test_innermost_op_on_the_bert_trace():
+    from tests.conftest import shared_traces
+    from tracelens.analyses.ops import by_innermost
+
+    paths = shared_traces("pytorch", "h100_bert_small_inference_torch2.6.json.gz")
+    if not paths:
+        pytest.skip("../shared/traces/pytorch not present")
+    events = [e for e in json.loads(gzip.decompress(paths[0].read_bytes()))["traceEvents"] if e.get("ph") == "X"]
+    ops = [e for e in events if e.get("cat") == "cpu_op"]
+    launches = {}
+    for e in events:
+        if e.get("cat") in ("cuda_runtime", "cuda_driver") and (e.get("args") or {}).get("correlation") is not None:
+            launches.setdefault(e["args"]["correlation"], (e["pid"], e["tid"], e["ts"]))
+    # The innermost op: of the ops around the launch on its thread, the latest-starting (shortest on ties).
+    want: dict[str, float] = {}
+    for k in (e for e in events if e.get("cat") == "kernel"):
+        launch = launches.get((k.get("args") or {}).get("correlation"))
+        around = [o for o in ops if launch and (o["pid"], o["tid"]) == launch[:2]
+                  and o["ts"] <= launch[2] < o["ts"] + o["dur"]]
+        if around:
+            name = max(around, key=lambda o: (o["ts"], -o["dur"]))["name"]
+            want[name] = want.get(name, 0.0) + k["dur"] * 1000
+    got = {r["name"]: r["gpu_ns"] for r in by_innermost(tracelens.load(paths[0]), limit=1000) if r["kernels"]}
+    assert got.keys() == want.keys() and "aten::addmm" in got
+    assert all(got[n] == pytest.approx(want[n], abs=len(events)) for n in want)

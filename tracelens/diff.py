@@ -93,6 +93,8 @@ METRICS: tuple[Metric, ...] = (
     Metric("memcpy_exposed_ns", "memcpy not overlapped by compute", "ns", "lower", _summary("memcpy_exposed_ns")),
     Metric("memset_ns", "memset time (summed)", "ns", None, _summary("memset_ns")),
     Metric("primary_lost_ns", "lost time of the primary cause", "ns", "lower", _summary("primary_lost_ns")),
+    Metric("flops", "FLOPs counted (recorded shapes)", "count", None, _summary("flops")),
+    Metric("mfu", "MFU (FLOPs / span x peak)", "ratio", "higher", _summary("mfu")),
 )
 
 HEADLINE = ("gpu_utilization", "mean_step_ns")

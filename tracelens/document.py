@@ -541,6 +541,9 @@ class CollectiveType(TypedDict):
     bytes: int | None
     algbw_bytes_per_s: float | None
     busbw_bytes_per_s: float | None
+    exposed_ns: int
+    measured_count: int
+    measured_ns: int
 
 
 class DeviceBreakdown(TypedDict):
@@ -578,6 +581,55 @@ class OpRow(TypedDict):
     flops: float | None
 
 
+class InnermostRow(TypedDict):
+    name: str
+    kernels: int
+    gpu_ns: int
+    copy_ns: int
+
+
+class ModuleRow(TypedDict):
+    path: str
+    kernels: int
+    gpu_ns: int
+    copy_ns: int
+    flops: float | None
+
+
+class RooflineOp(TypedDict):
+    name: str
+    gpu_ns: int
+    flops: float
+    bytes: float
+    achieved_flops_per_s: float
+    intensity_flops_per_byte: float
+    bound: str
+    attainable_flops_per_s: float
+    efficiency: float
+    lost_ns: int
+
+
+class Roofline(TypedDict):
+    peak_flops_per_s: float
+    memory_bytes_per_s: float
+    memory_source: str
+    ridge_flops_per_byte: float
+    ops: list[RooflineOp]
+
+
+class Compute(TypedDict):
+    flops: float | None
+    flops_by_class: dict[str, float] | None
+    flops_by_dtype: dict[str, float] | None
+    span_ns: int | None
+    achieved_flops_per_s: float | None
+    device_model: str | None
+    peak_flops_per_s: float | None
+    peak_source: str | None
+    mfu: float | None
+    reason: str | None
+
+
 class Ops(TypedDict):
     op_count: int
     names: int
@@ -587,6 +639,10 @@ class Ops(TypedDict):
     attributed_copy_ns: int
     unattributed_count: int
     by_name: list[OpRow]
+    by_innermost: list[InnermostRow]
+    by_module: list[ModuleRow] | None
+    compute: Compute
+    roofline: Roofline | None
 
 
 class Diagnosis(TypedDict):
@@ -628,6 +684,8 @@ class Summary(TypedDict):
     primary_cause: str | None
     primary_lost_ns: int | None
     idle_by_cause: dict[str, int] | None  # GPU idle ns by host activity, summed over devices
+    flops: float | None  # ops.compute.flops: counted FLOPs; null when the trace records no shapes or flops
+    mfu: float | None  # ops.compute.mfu
 
 
 class Document(TypedDict, total=False):
@@ -721,6 +779,7 @@ def summarize(doc: Document | dict[str, Any]) -> Summary:
     host_ns = ((steps or {}).get("summary") or {}).get("host_ns") if stats else None
     primary = (doc.get("diagnosis") or {}).get("primary")
     attribution = doc.get("attribution")
+    compute = (doc.get("ops") or {}).get("compute") or {}
     return {
         "device_count": len(devices),
         "gpu_utilization": (busy or 0) / span if span else None,
@@ -739,6 +798,8 @@ def summarize(doc: Document | dict[str, Any]) -> Summary:
         "primary_cause": primary["cause"] if primary else None,
         "primary_lost_ns": int(primary["lost_ns"]) if primary and primary.get("lost_ns") is not None else None,
         "idle_by_cause": dict(attribution["total_by_cause"]) if attribution else None,
+        "flops": compute.get("flops"),
+        "mfu": compute.get("mfu"),
     }
 
 

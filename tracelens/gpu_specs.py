@@ -134,3 +134,45 @@ def device_links(name: str | None, compute_major: int | None, memory_bytes_per_s
     if memory_bytes_per_s:
         mem_bw, mem_src = float(memory_bytes_per_s), "device table (reported by the trace)"
     return DeviceLinks(host_link, host_bw, host_src, peer_link, peer_bw, peer_src, mem_bw, mem_src)
+
+
+# --- Collective links ---------------------------------------------------------------------------------
+# Collectives inside a node run over the GPUs' peer link. nccl-tests' bus bandwidth is one-direction and is
+# meant to be compared with the "hardware peak bandwidth" of that link (NVIDIA/nccl-tests doc/PERFORMANCE.md),
+# so the figures here are one-direction aggregates per GPU.
+# AMD MI300X: 7 Infinity Fabric (xGMI) links of 16 lanes at 32 Gb/s = 128 GB/s bidirectional each (AMD's MI300
+# launch, Dec 2023) -> 7 x 64 GB/s = 448 GB/s per direction. MI250/MI250X GCDs have links of unequal width
+# (quad/dual/single): no single figure, left unknown.
+_XGMI_TABLE: list[tuple[str, str, float]] = [
+    (r"MI300X", "Infinity Fabric (xGMI), 7 links", 448e9),
+]
+
+
+@dataclass(frozen=True)
+class CollectiveLink:
+    """The link a GPU's collectives run over, its one-direction peak, and why it is unknown when it is."""
+
+    link: str | None
+    peak_bytes_per_s: float | None
+    source: str | None
+    unknown_reason: str | None
+
+
+def collective_link(name: str | None, compute_major: int | None) -> CollectiveLink:
+    """NVLink where the part has it (the peer table above), xGMI for MI300X, PCIe for parts without either.
+
+    A PCIe card's optional NVLink bridge and collectives that leave the node (the NIC is then the bottleneck)
+    are not visible in a trace: the figure is the link inside one node.
+    """
+    if not name:
+        return CollectiveLink(None, None, None, "the trace does not name the GPU model")
+    for pattern, link, peak in _XGMI_TABLE:
+        if re.search(pattern, name):
+            return CollectiveLink(link, peak, f"xGMI table ({pattern})", None)
+    links = device_links(name, None, None)
+    if links.peer_link:
+        return CollectiveLink(links.peer_link, links.peer_bytes_per_s, links.peer_source, None)
+    if links.host_link:
+        return CollectiveLink(links.host_link, links.host_bytes_per_s,
+                              f"{links.host_source}: no NVLink on this part, peers share PCIe", None)
+    return CollectiveLink(None, None, None, f"no link figure for GPU model {name!r}")

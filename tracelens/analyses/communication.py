@@ -2,10 +2,10 @@
 
 Definitions (docs/analyses.md, "communication"), per device, over its span [first GPU op start, last end):
     C  = union of collective kernels: NCCL/RCCL kernels by name (every generation: ``ncclKernel_*``,
-         ``ncclDevKernel_*``, ``rcclGenericKernel``, ...) and kernels that start inside an XLA collective op
-         on the same device (``all-reduce``, ``all-gather``, ``reduce-scatter``, ``all-to-all``,
-         ``collective-permute``, with their ``-start``/``-done`` halves); the ops themselves are annotations,
-         not GPU time, so busy time and the breakdown agree with the gaps section
+         ``ncclDevKernel_*``, ``rcclGenericKernel``, ...) and kernels held by an XLA collective op on the same
+         device (``all-reduce``, ``all-gather``, ``reduce-scatter``, ``all-to-all``, ``collective-permute``,
+         with their ``-start``/``-done`` halves): the latest-started op still running at the kernel's start;
+         the ops themselves are annotations, not GPU time, so busy time and the breakdown agree with gaps
     K  = union of the other kernels (computation)
     M  = union of memcpy and memset
     collective_ns                = |C|
@@ -14,8 +14,19 @@ Definitions (docs/analyses.md, "communication"), per device, over its span [firs
     breakdown (sums to the span) = computation only |K \\ C| + communication overlapped |C ∩ K|
                                    + communication exposed |C \\ K| + memcpy/memset not overlapped |M \\ (K ∪ C)|
                                    + idle (span − |K ∪ C ∪ M|)
-Per collective type: count and summed duration; bytes, algorithm and bus bandwidth only where the trace
-records message sizes (none of the readers keeps them yet: null).
+Per collective type: count, summed duration and exposed time; message bytes, algorithm and bus bandwidth
+(nccl-tests' definitions, doc/PERFORMANCE.md) where the trace records message sizes:
+    bytes S   = elements x element size; the elements are nccl-tests' S: the output for all_gather (the
+                gathered array), the input for reduce_scatter (the array being reduced), else the input
+                (the output where only it is recorded)
+    algbw     = sum S / sum duration over the collectives with a size
+    busbw     = sum (S x factor) / the same duration; factor by type with n the group size: all_reduce
+                2(n-1)/n; all_gather, reduce_scatter, all_to_all (n-1)/n; broadcast, reduce, send_recv,
+                collective_permute 1; unknown (null busbw) for `other` or without the group size
+A collective's message comes from its own row, else from the framework op with its External id (Kineto's
+``record_param_comms`` / ``c10d::`` ops carry the sizes when its kernels do not), else from the NCCL NVTX range
+(domain ``NCCL``, ``ncclAllReduce``, ...) holding its launch call on the launching thread; that range also
+types a generic NCCL kernel (``ncclDevKernel_Generic``).
 """
 
 from __future__ import annotations
@@ -24,10 +35,12 @@ import re
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from .. import intervals
-from ..trace import GPU_ANNOTATION, KERNEL, MEMCPY, MEMSET, Trace
-from .columns import event_columns
+from ..trace import ANNOTATION, CPU_OP, GPU_ACTIVITY_KINDS, GPU_ANNOTATION, KERNEL, MEMCPY, MEMSET, Trace
+from .columns import event_columns, thread_key, thread_time_positions
+from .launch import launch_pairs
 from .names import code_map, code_mask, is_collective_kernel
 
 # Collective types, in report order. NCCL kernel names carry the type in CamelCase after the prefix; XLA op
@@ -43,6 +56,43 @@ _TYPE_OF = {"allreduce": "all_reduce", "allgather": "all_gather", "reducescatter
             "send": "send_recv", "recv": "send_recv", "all-reduce": "all_reduce", "all-gather": "all_gather",
             "reduce-scatter": "reduce_scatter", "all-to-all": "all_to_all",
             "collective-permute": "collective_permute", "collective-broadcast": "broadcast"}
+
+
+# NCCL's own NVTX ranges (NCCL >= 2.19, domain "NCCL"): one per API call on the calling thread, named after the
+# function (RCCL appends "_impl"); the kernels launched inside one belong to that collective.
+NCCL_DOMAIN = "NCCL"
+_NCCL_RANGE = re.compile(r"^nccl(AllReduce|AllGather|ReduceScatter|Broadcast|Bcast|Reduce|AllToAll|AlltoAll|Send|Recv)"
+                         r"(_impl)?$")
+_RANGE_TYPE = {**_TYPE_OF, "bcast": "broadcast"}  # ncclBcast is NCCL's older broadcast API
+
+
+def nccl_range_type(name: str) -> str | None:
+    """The collective type of an NCCL NVTX range name (``ncclAllReduce``, ...), None for other names."""
+    match = _NCCL_RANGE.match(name)
+    return _RANGE_TYPE[match.group(1).lower()] if match else None
+
+
+MESSAGE_COLUMNS = ["msg_in_elems", "msg_out_elems", "msg_dtype", "group_size"]
+
+# Bytes per element of the dtype names producers write, matched lower-case: PyTorch ScalarType names (Kineto's
+# `dtype` arg, c10/core/ScalarType.h) and NCCL's ncclDataType_t names (nccl.h; NVTX payloads).
+DTYPE_BYTES = {
+    **dict.fromkeys(["byte", "char", "bool", "qint8", "quint8", "quint4x2", "quint2x4", "bits1x8", "bits2x4",
+                     "bits4x2", "bits8", "float8_e5m2", "float8_e4m3fn", "float8_e5m2fnuz", "float8_e4m3fnuz",
+                     "float8_e8m0fnu", "uint8", "int8", "ncclint8", "ncclchar", "nccluint8", "ncclfloat8e4m3",
+                     "ncclfloat8e5m2"], 1),
+    **dict.fromkeys(["short", "half", "bfloat16", "bits16", "uint16", "int16", "float16", "ncclfloat16",
+                     "ncclhalf", "ncclbfloat16"], 2),
+    **dict.fromkeys(["int", "float", "complexhalf", "qint32", "uint32", "int32", "float32", "ncclint32",
+                     "ncclint", "nccluint32", "ncclfloat32", "ncclfloat"], 4),
+    **dict.fromkeys(["long", "double", "complexfloat", "uint64", "int64", "float64", "ncclint64", "nccluint64",
+                     "ncclfloat64", "nccldouble"], 8),
+    "complexdouble": 16,
+}
+# nccl-tests' bus-bandwidth factor per type: (a, b) for a(n-1)/n + b; a type not listed (other) has none.
+_BUS_FACTOR = {"all_reduce": (2.0, 0.0), "all_gather": (1.0, 0.0), "reduce_scatter": (1.0, 0.0),
+               "all_to_all": (1.0, 0.0), "broadcast": (0.0, 1.0), "reduce": (0.0, 1.0), "send_recv": (0.0, 1.0),
+               "collective_permute": (0.0, 1.0)}
 
 
 def is_xla_collective(name: str) -> bool:
@@ -64,9 +114,44 @@ def _union_ns(starts: np.ndarray, ends: np.ndarray) -> int:
     return int((ends - starts).sum())
 
 
+def message_bytes(types: np.ndarray, in_elems: np.ndarray, out_elems: np.ndarray, elem_bytes: np.ndarray,
+                  group_size: np.ndarray | None = None) -> np.ndarray:
+    """nccl-tests' message size S in bytes per collective (float, NaN where not recorded).
+
+    all_gather counts the gathered output, reduce_scatter the input being reduced: n x the per-rank count, so
+    n x the per-rank side where only that is recorded (NCCL's NVTX payload) and n is known; the other types
+    their input, or the output where only it is recorded (they are equal there).
+    """
+    in_elems, out_elems = np.asarray(in_elems, float), np.asarray(out_elems, float)
+    n = np.full(in_elems.size, np.nan) if group_size is None else np.asarray(group_size, float)
+    gathered = np.where(np.isnan(out_elems), in_elems * n, out_elems)
+    reduced = np.where(np.isnan(in_elems), out_elems * n, in_elems)
+    elems = np.where(types == "all_gather", gathered,
+                     np.where(types == "reduce_scatter", reduced, np.where(np.isnan(in_elems), out_elems, in_elems)))
+    return elems * np.asarray(elem_bytes, float)
+
+
+def bus_factor(types: np.ndarray, group_size: np.ndarray) -> np.ndarray:
+    """nccl-tests' bus-bandwidth factor per collective (NaN where undefined or the group size is unknown)."""
+    n = np.asarray(group_size, float)
+    kinds, at = np.unique(np.asarray(types, dtype=str), return_inverse=True)  # per distinct type, not per row
+    a = np.array([_BUS_FACTOR.get(t, (np.nan, np.nan))[0] for t in kinds])[at]
+    b = np.array([_BUS_FACTOR.get(t, (np.nan, np.nan))[1] for t in kinds])[at]
+    # A factor that does not depend on n (b only) needs no group size: 0 x NaN would hide that.
+    with np.errstate(invalid="ignore", divide="ignore"):
+        scaled = np.where(a == 0, 0.0, a * (n - 1) / n)
+    return scaled + b
+
+
 def device_communication(starts: np.ndarray, ends: np.ndarray, is_collective: np.ndarray, is_kernel: np.ndarray,
-                         types: np.ndarray) -> dict[str, Any]:
-    """One device's figures from its GPU rows (kernels, collectives, copies) as parallel arrays."""
+                         types: np.ndarray, nbytes: np.ndarray | None = None,
+                         factor: np.ndarray | None = None) -> dict[str, Any]:
+    """One device's figures from its GPU rows (kernels, collectives, copies) as parallel arrays.
+
+    ``nbytes`` / ``factor``: each row's message size S and bus-bandwidth factor (NaN where unknown; None: none).
+    """
+    nbytes = np.full(starts.size, np.nan) if nbytes is None else np.asarray(nbytes, float)
+    factor = np.full(starts.size, np.nan) if factor is None else np.asarray(factor, float)
     c = intervals.merge(starts[is_collective], ends[is_collective])
     k = intervals.merge(starts[is_kernel & ~is_collective], ends[is_kernel & ~is_collective])
     m = intervals.merge(starts[~is_kernel & ~is_collective], ends[~is_kernel & ~is_collective])
@@ -76,12 +161,28 @@ def device_communication(starts: np.ndarray, ends: np.ndarray, is_collective: np
     overlapped = collective - exposed
     span = int(ends.max() - starts.min()) if starts.size else 0
     everything = intervals.union_length(starts, ends)
+    duration = ends - starts
+    # Each collective's own time with no computation kernel beside it (summed per type, not merged).
+    alone = duration - intervals.overlap_with_union(starts, ends, *k)
     by_type = []
-    for kind in TYPES:
+    for kind in TYPES:  # a loop over the collective types
         sel = is_collective & (types == kind)
-        if sel.any():
-            by_type.append({"type": kind, "count": int(sel.sum()), "time_ns": int((ends[sel] - starts[sel]).sum()),
-                            "bytes": None, "algbw_bytes_per_s": None, "busbw_bytes_per_s": None})
+        if not sel.any():
+            continue
+        sized = sel & ~np.isnan(nbytes)
+        measured_ns = int(duration[sized].sum())
+        total = float(nbytes[sized].sum())
+        with_factor = bool(sized.any()) and not np.isnan(factor[sized]).any()
+        by_type.append({
+            "type": kind, "count": int(sel.sum()), "time_ns": int(duration[sel].sum()),
+            "bytes": int(round(total)) if sized.any() else None,
+            "algbw_bytes_per_s": total / measured_ns * 1e9 if measured_ns else None,
+            "busbw_bytes_per_s": float((nbytes[sized] * factor[sized]).sum()) / measured_ns * 1e9
+            if measured_ns and with_factor else None,
+            "exposed_ns": int(alone[sel].sum()),
+            "measured_count": int(sized.sum()),
+            "measured_ns": measured_ns,
+        })
     return {
         "collective_count": int(is_collective.sum()),
         "collective_ns": collective,
@@ -100,19 +201,99 @@ def device_communication(starts: np.ndarray, ends: np.ndarray, is_collective: np
 
 
 def _inside_xla_ops(cols: Any, rows: np.ndarray, types: np.ndarray, ops: np.ndarray, op_types: np.ndarray) -> None:
-    """Type, in place, the kernels in ``rows`` that start inside one of the XLA collective ``ops`` of their device
-    and have no collective type of their own (``op_types``: the type of each of ``ops``)."""
+    """Type, in place, the kernels in ``rows`` without a collective type of their own by the XLA op of their
+    device that holds their start (``ops``: every XLA op row, ``op_types``: each one's collective type, "" for
+    computation). The op holding a kernel is the latest-started op that still runs at its start, else the
+    earlier op reaching furthest past it: an async collective's window holds the compute kernels of the ops
+    started inside it, which are computation, not communication."""
     for device in np.unique(cols.device[ops]):  # a loop over devices
         on_device = cols.device[ops] == device
         mine = ops[on_device]
         order = np.argsort(cols.start[mine], kind="stable")
         op_start, op_end, op_type = cols.start[mine][order], cols.end[mine][order], op_types[on_device][order]
-        # An op's end, or the latest end of the ops started before it, covers a kernel starting before it.
+        # The op reaching furthest among those started so far (running argmax of the ends, ties to the later).
         reach = np.maximum.accumulate(op_end)
+        furthest = np.maximum.accumulate(np.where(op_end == reach, np.arange(op_end.size), -1))
         candidates = np.flatnonzero((cols.device[rows] == device) & (types == ""))
-        at = np.searchsorted(op_start, cols.start[rows][candidates], side="right") - 1
-        inside = (at >= 0) & (cols.start[rows][candidates] < reach[np.maximum(at, 0)])
-        types[candidates[inside]] = op_type[at[inside]]
+        start = cols.start[rows][candidates]
+        at = np.searchsorted(op_start, start, side="right") - 1
+        safe = np.maximum(at, 0)
+        owner = np.where(start < op_end[safe], safe, furthest[safe])
+        inside = (at >= 0) & (start < reach[safe])
+        types[candidates[inside]] = op_type[owner[inside]]
+
+
+def nccl_ranges_of(trace: Trace, cols: Any, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For GPU ``rows`` (indices): the NCCL NVTX range row holding each one's launch call (-1 where none) and
+    that range's collective type ("" where none). The range holding a launch is the latest-started NCCL range on
+    the launching thread that still runs at the call's start (NCCL's API ranges do not nest)."""
+    none = np.full(rows.size, -1, np.int64), np.full(rows.size, "", dtype=object)
+    named = np.flatnonzero(cols.of_kind(ANNOTATION) & code_mask(cols.name, cols.names, lambda n: bool(_NCCL_RANGE.match(n))))
+    if not named.size:
+        return none
+    domain = trace.frame(named, ["domain"])["domain"].astype(object).to_numpy()
+    ranges = named[domain == NCCL_DOMAIN]
+    pairs = launch_pairs(trace)
+    at = np.searchsorted(np.flatnonzero(cols.of_kind(*GPU_ACTIVITY_KINDS) & (cols.device >= 0)), rows)  # its row
+    matched = pairs["matched"][at]
+    if not ranges.size or not matched.any():
+        return none
+    launch_key = thread_key(pairs["pid"][at], pairs["tid"][at])
+    range_key = thread_key(cols.pid[ranges], cols.tid[ranges])
+    order = np.lexsort((cols.start[ranges], range_key))
+    ranges, range_key = ranges[order], range_key[order]
+    range_pos, launch_pos = thread_time_positions([(range_key, [cols.start[ranges]]),
+                                                   (launch_key, [pairs["launch_start"][at]])])
+    near = np.searchsorted(range_pos, launch_pos, side="right") - 1
+    safe = np.maximum(near, 0)
+    held = (matched & (near >= 0) & (range_key[safe] == launch_key)
+            & (pairs["launch_start"][at] < cols.end[ranges][safe]))
+    found = np.where(held, ranges[safe], -1)
+    kinds = code_map(cols.name[ranges], cols.names, lambda n: nccl_range_type(n) or "", "")
+    return found, np.where(held, kinds[safe], "")
+
+
+def _external_id_ops(cols: Any, rows: np.ndarray) -> np.ndarray:
+    """Per row (indices): the first framework op (``cpu_op``) with its External id, -1 where none."""
+    ext = cols.external_id[rows]
+    ops = np.flatnonzero(cols.of_kind(CPU_OP) & np.isin(cols.external_id, np.unique(ext[ext >= 0])))
+    if not ops.size:
+        return np.full(rows.size, -1, np.int64)
+    ids, first = np.unique(cols.external_id[ops], return_index=True)  # rows are in start order: the first op
+    at = np.minimum(np.searchsorted(ids, ext), ids.size - 1)
+    return np.where((ext >= 0) & (ids[at] == ext), ops[first][at], -1)
+
+
+def _messages(trace: Trace, cols: Any, rows: np.ndarray, linked: list[np.ndarray]) -> pd.DataFrame:
+    """The message columns of the collective ``rows`` (indices), positionally. A row without a message takes
+    the one of its first ``linked`` row (arrays of row indices, -1 for none, tried in order) that has one."""
+    own = trace.frame(rows, MESSAGE_COLUMNS).reset_index(drop=True).astype(object)
+    for link in linked:  # a loop over the few sources (framework op, NVTX range)
+        missing = (own["msg_in_elems"].isna() & own["msg_out_elems"].isna()).to_numpy() & (link >= 0)
+        if not missing.any():
+            continue
+        other = trace.frame(link[missing], MESSAGE_COLUMNS).reset_index(drop=True).astype(object)
+        at = np.flatnonzero(missing)
+        for column in MESSAGE_COLUMNS:  # a loop over four columns
+            values = np.array(own[column].to_numpy(), dtype=object)  # a writable copy
+            fill = other[column].to_numpy()
+            take = pd.isna(values[at])
+            values[at[take]] = fill[take]
+            own[column] = values
+    return own
+
+
+def _message_sizes(trace: Trace, cols: Any, rows: np.ndarray, types: np.ndarray,
+                   ranges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per collective row: S in bytes and the bus-bandwidth factor (NaN where unknown). Messages come from the
+    row, else its framework op (External id), else the NCCL NVTX range of its launch (``ranges``)."""
+    msgs = _messages(trace, cols, rows, [_external_id_ops(cols, rows), ranges])
+    dtype = msgs["msg_dtype"]
+    elem = dtype.where(dtype.notna(), "").astype(str).str.lower().map(DTYPE_BYTES).astype(float).to_numpy()
+    group = pd.to_numeric(msgs["group_size"], errors="coerce").to_numpy(float)
+    nbytes = message_bytes(types, pd.to_numeric(msgs["msg_in_elems"], errors="coerce").to_numpy(float),
+                           pd.to_numeric(msgs["msg_out_elems"], errors="coerce").to_numpy(float), elem, group)
+    return nbytes, bus_factor(types, group)
 
 
 def communication_report(trace: Trace) -> dict[str, Any]:
@@ -122,18 +303,27 @@ def communication_report(trace: Trace) -> dict[str, Any]:
     kernel = cols.of_kind(KERNEL) & on_device
     rows = np.flatnonzero(kernel | (cols.of_kind(MEMCPY, MEMSET) & on_device))
     types = np.where(kernel[rows], code_map(cols.name[rows], cols.names, lambda n: collective_type(n) or "", ""), "")
-    ops = np.flatnonzero(cols.of_kind(GPU_ANNOTATION) & on_device
-                         & code_mask(cols.name, cols.names, is_xla_collective))
-    if ops.size:
-        _inside_xla_ops(cols, rows, types, ops, code_map(cols.name[ops], cols.names, lambda n: collective_type(n) or "", ""))
+    annotations = cols.of_kind(GPU_ANNOTATION) & on_device
+    if (annotations & code_mask(cols.name, cols.names, is_xla_collective)).any():
+        ops = np.flatnonzero(annotations)  # every op of the device decides which kernels it holds
+        xla_type = code_map(cols.name[ops], cols.names, lambda n: collective_type(n) if is_xla_collective(n) else "", "")
+        _inside_xla_ops(cols, rows, types, ops, xla_type)
     is_collective = types != ""
     is_kernel = kernel[rows]
+    nbytes, factor = np.full(rows.size, np.nan), np.full(rows.size, np.nan)
+    coll = np.flatnonzero(is_collective)
+    if coll.size:
+        ranges, kinds = nccl_ranges_of(trace, cols, rows[coll])
+        # A generic NCCL kernel (ncclDevKernel_Generic) takes the type of the API call that launched it.
+        generic = (types[coll] == "other") & (kinds != "")
+        types[coll[generic]] = kinds[generic]
+        nbytes[coll], factor[coll] = _message_sizes(trace, cols, rows[coll], types[coll], ranges)
     devices = cols.device[rows]
     out = []
     for device in np.unique(devices):  # a loop over devices
         sel = devices == device
         entry = device_communication(cols.start[rows][sel], cols.end[rows][sel], is_collective[sel], is_kernel[sel],
-                                     types[sel])
+                                     types[sel], nbytes[sel], factor[sel])
         out.append({"device": int(device), **entry})
     total = sum(d["collective_count"] for d in out)
     return {"collective_count": total, "devices": out}

@@ -31,9 +31,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .. import intervals
+from .. import gpu_specs, intervals
 from ..trace import ALL_KINDS, ANNOTATION, CPU_OP, DRIVER, OSRT, OVERHEAD, PYTHON, RUNTIME, Trace
-from . import startup
+from . import ops, startup
 from .attribution import feeding_threads, host_rows, priority_split, thread_row_mask, unexplained_intervals
 from .columns import DeviceBusy, device_busy, event_columns
 from .names import CAUSES, CPU, HOST_CATEGORY_PRIORITY, INPUT, LAUNCH, NOTHING, STARTUP, SYNC, code_mask
@@ -218,6 +218,9 @@ COMMUNICATION_FIX = {
     "default": "Collectives run while no kernel computes: issue them asynchronously beside independent work, fewer "
                "and larger messages, and check the interconnect's bandwidth.",
 }
+COMMUNICATION_LINK_BOUND_FIX = ("The collectives already move data near the link's peak bus bandwidth: faster "
+                                "collectives need fewer bytes (bf16 gradients, gradient compression, a larger "
+                                "batch per step), so hide them behind compute.")
 IMBALANCE_FIX = {
     "pytorch": "Balance work across GPUs: DistributedDataParallel instead of DataParallel, equal shard sizes, "
                "check the slow rank's input pipeline.",
@@ -395,6 +398,9 @@ def _launch_overhead(ctx: Context) -> dict[str, Any]:
         "ops_outside_graphs": ops_outside,
         "top_cpu_ops": top_host_names(ctx.trace, CPU),
         "top_launch_calls": top_host_names(ctx.trace, LAUNCH),
+        # Which op's kernels the host spends its launches on (an unfused optimizer step: thousands).
+        "launching_ops": ops.launching_ops(ctx.trace),
+        "optimizer_step": ops.optimizer_step(ctx.trace),
     }
     if graphs.get("in_use"):
         remedy = "graphs"
@@ -419,6 +425,7 @@ def _synchronization(ctx: Context) -> dict[str, Any]:
         "top_sync_calls": (blocking.get("by_name") or [])[:TOP_NAMES],
         "item_pattern": item,
         "after_sync_idle_ns": sum(a["after_sync"]["idle_ns"] for a in ctx.attribution.values()),
+        "sync_ops": ops.sync_ops(ctx.trace),  # the ops the blocking calls run in (aten::item, ...)
     }
     remedy = "item" if item.get("count") else "explicit"
     evidence["remedy"] = remedy
@@ -553,6 +560,34 @@ def _imbalance(ctx: Context) -> dict[str, Any]:
                   fix_for(IMBALANCE_FIX, ctx.framework))
 
 
+def _collective_types(devices: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The devices' per-type collective figures summed over GPUs; busbw weighted by each entry's measured time."""
+    by_type: dict[str, dict[str, Any]] = {}
+    for d in devices:  # a loop over GPUs and their few collective types
+        for t in d["by_type"]:
+            entry = by_type.setdefault(t["type"], {"type": t["type"], "count": 0, "time_ns": 0, "exposed_ns": 0,
+                                                   "bytes": None, "bus_bytes": 0.0, "bus_ns": 0})
+            entry["count"] += t["count"]
+            entry["time_ns"] += t["time_ns"]
+            entry["exposed_ns"] += t.get("exposed_ns", 0)
+            if t.get("bytes") is not None:
+                entry["bytes"] = (entry["bytes"] or 0) + t["bytes"]
+            if t.get("busbw_bytes_per_s") is not None and t.get("measured_ns"):
+                entry["bus_bytes"] += t["busbw_bytes_per_s"] * t["measured_ns"] / 1e9
+                entry["bus_ns"] += t["measured_ns"]
+    return sorted(by_type.values(), key=lambda t: (-t["time_ns"], t["type"]))
+
+
+def _link(ctx: Context, devices: list[dict[str, Any]]) -> gpu_specs.CollectiveLink:
+    """The peer link of the GPUs with collectives: the slowest known one; unknown when any is unknown."""
+    links = [gpu_specs.collective_link(info.get("name"), info.get("compute_major"))
+             for info in (ctx.trace.device_info(int(d["device"])) for d in devices)]
+    unknown = [link for link in links if link.peak_bytes_per_s is None]
+    if unknown or not links:
+        return unknown[0] if unknown else gpu_specs.CollectiveLink(None, None, None, "no GPU with collectives")
+    return min(links, key=lambda link: link.peak_bytes_per_s or 0.0)
+
+
 def _communication(ctx: Context) -> dict[str, Any] | None:
     report = ctx.done.get("communication")
     if not isinstance(report, dict) or not report.get("collective_count"):
@@ -560,22 +595,40 @@ def _communication(ctx: Context) -> dict[str, Any] | None:
     devices = [d for d in report.get("devices") or [] if d.get("collective_count")]
     exposed = {str(d["device"]): int(d["exposed_ns"]) for d in devices}
     collective = {str(d["device"]): int(d["collective_ns"]) for d in devices}
-    by_type: dict[str, dict[str, int]] = {}
-    for d in devices:
-        for t in d["by_type"]:
-            entry = by_type.setdefault(t["type"], {"type": t["type"], "count": 0, "time_ns": 0})
-            entry["count"] += t["count"]
-            entry["time_ns"] += t["time_ns"]
+    link = _link(ctx, devices)
+    peak = link.peak_bytes_per_s
+    types = _collective_types(devices)
+    bus_bytes, bus_ns = sum(t["bus_bytes"] for t in types), sum(t["bus_ns"] for t in types)
+    busbw = bus_bytes / bus_ns * 1e9 if bus_ns else None
+    for t in types:
+        t["busbw_bytes_per_s"] = t["bus_bytes"] / t["bus_ns"] * 1e9 if t["bus_ns"] else None
+        t["link_fraction"] = t["busbw_bytes_per_s"] / peak if t["busbw_bytes_per_s"] is not None and peak else None
+        del t["bus_bytes"], t["bus_ns"]
+    fraction = busbw / peak if busbw is not None and peak else None
     total = sum(collective.values())
+    # Collectives near the link's peak cannot get faster: only overlap or fewer bytes help; below it, overlap
+    # and fewer, larger messages do.
+    remedy = "link_bound" if fraction is not None and fraction >= PINNED_NEAR_LINK else "overlap"
     evidence = {
         "exposed_by_device": exposed,
         "collective_by_device": collective,
         "overlap_share": 1 - sum(exposed.values()) / total if total else None,
-        "by_type": sorted(by_type.values(), key=lambda t: (-t["time_ns"], t["type"])),
+        "by_type": types,
         "world_size": ctx.trace.metadata.world_size,
+        "busbw_bytes_per_s": busbw,
+        "link": link.link,
+        "link_peak_bytes_per_s": peak,
+        "link_source": link.source,
+        "link_unknown_reason": link.unknown_reason,
+        "link_fraction": fraction,
+        "responsible": [t["type"] for t in sorted(types, key=lambda t: (-t["exposed_ns"], t["type"]))
+                        if t["exposed_ns"] > 0][:3],
+        "remedy": remedy,
     }
-    return _cause("communication", ctx.lost("communication"), ctx, evidence,
-                  fix_for(COMMUNICATION_FIX, ctx.framework))
+    fix = fix_for(COMMUNICATION_FIX, ctx.framework)
+    if remedy == "link_bound":
+        fix = COMMUNICATION_LINK_BOUND_FIX + " " + fix
+    return _cause("communication", ctx.lost("communication"), ctx, evidence, fix)
 
 
 _HOST_CHUNK = 1 << 22
@@ -634,6 +687,7 @@ def _unexplained(ctx: Context) -> dict[str, Any]:
         "feeding_threads_from": sorted(feeding),
         "processes": int((pids >= 0).sum()),
         "world_size": trace.metadata.world_size,
+        "long_gaps": ops.gap_ops(trace),  # where in the code the longest idle gaps fall
     }
     lost = ctx.lost("unexplained_idle")
     remedy = "ranks" if lost > 0 and evidence["rank_wait_ns"] >= 0.5 * lost else "untraced"

@@ -7,20 +7,30 @@ Definitions (docs/analyses.md, "ops"):
                      (correlation join, as in ``launch``); backward kernels launched by the autograd thread go to
                      its ``autograd::engine::evaluate_function: ...Backward`` op, which is outermost there
     per name       count (outermost instances), cpu_ns (their summed durations), gpu_ns (summed duration of the
-                   kernels attributed to them), copy_ns (memcpy and memset), flops (null: shapes are not read)
+                   kernels attributed to them), copy_ns (memcpy and memset), flops (the counted FLOPs of the ops
+                   nested in its instances; null when the trace records neither shapes nor flops)
 GPU ops without a launch call, or launched outside any op, are ``unattributed``.
+
+FLOPs (docs/analyses.md, "compute"): an op is counted when the producer recorded its ``flops`` or
+:mod:`tracelens.flop_model` computes them from its recorded shapes, and no op nested in it is counted (the
+innermost such op: ``aten::linear`` -> ``aten::addmm`` counts once, at ``addmm``). ``compute`` sums them by
+class and dtype and compares them with the GPUs' peak (:mod:`tracelens.peaks`).
 """
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from ..trace import CPU_OP, Trace
-from .columns import event_columns, thread_key, thread_time_positions
+from .. import flop_model, gpu_specs, peaks
+from ..trace import ANNOTATION, CPU_OP, DRIVER, PYTHON, RUNTIME, Trace, nesting_depth
+from .columns import device_busy, event_columns, memo, thread_key, thread_time_positions
 from .launch import launch_pairs
+from .names import code_mask, is_blocking_sync
 
 TOP_OPS = 50
 
@@ -75,6 +85,23 @@ def op_of_gpu_ops(trace: Trace) -> np.ndarray:
     return out
 
 
+def outermost_op_at(trace: Trace, pid: np.ndarray, tid: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """For each (pid, tid, time), the event row of the outermost op running on that thread then (-1: none)."""
+    ops = outermost_ops(trace)
+    out = np.full(len(t), -1, np.int64)
+    if ops.size == 0 or len(t) == 0:
+        return out
+    cols = event_columns(trace)
+    op_key = thread_key(cols.pid[ops], cols.tid[ops])
+    key = thread_key(pid, tid)
+    op_pos, t_pos = thread_time_positions([(op_key, [cols.start[ops]]), (key, [np.asarray(t, np.int64)])])
+    at = np.searchsorted(op_pos, t_pos, side="right") - 1
+    ok = at >= 0
+    ok[ok] &= (op_key[at[ok]] == key[ok]) & (np.asarray(t)[ok] < cols.end[ops][at[ok]])
+    out[ok] = ops[at[ok]]
+    return out
+
+
 def ops_report(trace: Trace, limit: int = TOP_OPS) -> dict[str, Any]:
     """The ``ops`` block (see the module docstring)."""
     cols = event_columns(trace)
@@ -93,8 +120,20 @@ def ops_report(trace: Trace, limit: int = TOP_OPS) -> dict[str, Any]:
     table = cpu.join(gpu, how="left").fillna(0).reset_index()
     table = table.sort_values(["gpu", "sum", "name"], ascending=[False, False, True]).head(limit)
     names = cols.names
+    counted = flop_ops(trace)
+    flops_by_name: pd.Series | None = None
+    bytes_by_name: pd.Series | None = None
+    if counted.recorded:
+        outer = _enclosing_outermost(trace, ops, counted.rows)
+        found = outer >= 0
+        flops_by_name = pd.Series(counted.flops[found]).groupby(cols.name[outer[found]]).sum()
+        # An op name's bytes only where every counted op in it has a byte count (else unknown).
+        known = pd.Series(counted.bytes[found]).groupby(cols.name[outer[found]])
+        bytes_by_name = known.sum().where(known.count() == known.size())
     rows = [{"name": str(names[r.name]) if r.name >= 0 else "", "count": int(r.size), "gpu_ns": int(r.gpu),
-             "copy_ns": int(r.copy), "cpu_ns": int(r.sum), "flops": None} for r in table.itertuples(index=False)]
+             "copy_ns": int(r.copy), "cpu_ns": int(r.sum),
+             "flops": None if flops_by_name is None else float(flops_by_name.get(r.name, 0.0))}
+            for r in table.itertuples(index=False)]
     return {
         "op_count": int(ops.size),
         "names": int(len(cpu)),
@@ -104,8 +143,462 @@ def ops_report(trace: Trace, limit: int = TOP_OPS) -> dict[str, Any]:
         "attributed_copy_ns": int(duration[~kernel & attributed].sum()),
         "unattributed_count": int((~attributed).sum()),
         "by_name": rows,
+        "by_innermost": by_innermost(trace, limit),
+        "by_module": by_module(trace, limit),
+        "compute": (compute := compute_report(trace)),
+        "roofline": roofline(trace, compute, gpu["gpu"], flops_by_name, bytes_by_name),
     }
+
+
+@dataclass(frozen=True)
+class FlopOps:
+    """The counted ops (see the module docstring): event rows, FLOPs, class and dtype of each, sorted by row.
+    ``recorded``: whether any op of the trace has recorded shapes or flops (else FLOPs are unknown, not 0)."""
+
+    rows: np.ndarray
+    flops: np.ndarray
+    op_class: np.ndarray  # str: flop_model.CLASSES
+    dtype: np.ndarray  # str or None: the peak table's dtype of the op's inputs
+    recorded: bool
+    bytes: np.ndarray | None = None  # float, NaN where unknown: flop_model.OpFlops.bytes
+
+
+def flop_ops(trace: Trace) -> FlopOps:
+    """The ops whose FLOPs are counted, once per trace (cached)."""
+    return memo(trace, "flop_ops", lambda: _flop_ops(trace))
+
+
+def _flop_ops(trace: Trace) -> FlopOps:
+    cols = event_columns(trace)
+    cpu = np.flatnonzero(cols.of_kind(CPU_OP))
+    none = FlopOps(np.zeros(0, np.int64), np.zeros(0), np.zeros(0, object), np.zeros(0, object), False,
+                   np.zeros(0))
+    if cpu.size == 0:
+        return none
+    recorded = trace.frame(cpu, ["input_dims", "flops"])
+    if not (recorded["input_dims"].notna().any() or recorded["flops"].notna().any()):
+        return none
+    # Candidates: a formula for the name (evaluated once per name the ops use) or a recorded flops value.
+    used = np.unique(cols.name[cpu])
+    formula = np.zeros(len(cols.names) + 1, bool)  # the last slot: name -1 (null)
+    formula[used[used >= 0]] = [flop_model.modelled(str(cols.names[c])) for c in used[used >= 0]]
+    candidates = cpu[formula[cols.name[cpu]] | recorded["flops"].notna().to_numpy()]
+    frame = trace.frame(candidates, ["input_dims", "input_types", "concrete_inputs", "flops"])
+    frame["name"] = cols.name[candidates]
+    keys = ["name", "input_dims", "input_types", "concrete_inputs"]
+    # One FLOP formula evaluation per distinct signature (name and recorded inputs), not per op.
+    signatures = frame[keys].astype(object).where(frame[keys].notna(), None).drop_duplicates()
+    modelled = pd.DataFrame([flop_model.op_flops(str(cols.names[s.name]), s.input_dims, s.input_types,
+                                                 s.concrete_inputs).__dict__ for s in signatures.itertuples()],
+                            index=signatures.index)
+    signatures = signatures.join(modelled)
+    per_op = frame[keys].astype(object).where(frame[keys].notna(), None).merge(signatures, on=keys, how="left")
+    # The producer's own count where it recorded one, else the formula's.
+    value = frame["flops"].astype(float).to_numpy(na_value=np.nan)
+    value = np.where(np.isnan(value), per_op["flops"].astype(float).to_numpy(), value)
+    has = ~np.isnan(value)
+    rows, value = candidates[has], value[has]
+    op_class, dtype = per_op["op_class"].to_numpy(object)[has], per_op["dtype"].to_numpy(object)[has]
+    nbytes = pd.to_numeric(per_op["bytes"], errors="coerce").to_numpy(float)[has]
+    keep = _innermost(cols, rows)
+    order = np.argsort(rows[keep], kind="stable")
+    return FlopOps(rows[keep][order], value[keep][order], op_class[keep][order], dtype[keep][order], True,
+                   nbytes[keep][order])
+
+
+def _innermost(cols: Any, rows: np.ndarray) -> np.ndarray:
+    """Mask over ``rows`` (ops on threads): the ones that enclose none of the others on their thread."""
+    if rows.size == 0:
+        return np.zeros(0, bool)
+    key = thread_key(cols.pid[rows], cols.tid[rows])
+    start, end = cols.start[rows], cols.end[rows]
+    # By (thread, start, longest first): ops on a thread nest or are disjoint, so an op encloses another
+    # exactly when the next one in this order starts on its thread before it ends.
+    order = np.lexsort((-(end - start), start, key))
+    k, s, e = key[order], start[order], end[order]
+    encloses = np.r_[(k[1:] == k[:-1]) & (s[1:] < e[:-1]) | (k[1:] == k[:-1]) & (s[1:] == s[:-1]), False]
+    keep = np.empty(rows.size, bool)
+    keep[order] = ~encloses
+    return keep
+
+
+def _enclosing_outermost(trace: Trace, ops: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """For each op row in ``rows``, the outermost op (of ``ops``, sorted by thread and start) it lies in; -1
+    when none (an op is its own outermost op when it is one)."""
+    out = np.full(rows.size, -1, np.int64)
+    if ops.size == 0 or rows.size == 0:
+        return out
+    cols = event_columns(trace)
+    op_key = thread_key(cols.pid[ops], cols.tid[ops])
+    row_key = thread_key(cols.pid[rows], cols.tid[rows])
+    op_pos, row_pos = thread_time_positions([(op_key, [cols.start[ops]]), (row_key, [cols.start[rows]])])
+    at = np.searchsorted(op_pos, row_pos, side="right") - 1
+    ok = at >= 0
+    ok[ok] &= (op_key[at[ok]] == row_key[ok]) & (cols.start[rows][ok] < np.maximum(cols.end[ops][at[ok]],
+                                                                                   cols.start[ops][at[ok]] + 1))
+    out[ok] = ops[at[ok]]
+    return out
+
+
+def compute_report(trace: Trace) -> dict[str, Any]:
+    """The ``ops.compute`` block: counted FLOPs, by class and dtype, against the GPUs' peak.
+
+    achieved_flops_per_s = flops / GPU span (first GPU activity start to last end, all devices);
+    peak_flops_per_s     = devices x the model's peak for the dtype; with several dtypes, flops / sum over
+                           dtypes of (flops_d / peak_d), so that the ideal time is each dtype's FLOPs at its peak;
+    mfu                  = flops / (span x peak_flops_per_s). Null with ``reason`` where a figure is unknown.
+    """
+    counted = flop_ops(trace)
+    out: dict[str, Any] = {"flops": None, "flops_by_class": None, "flops_by_dtype": None, "span_ns": None,
+                           "achieved_flops_per_s": None, "device_model": None, "peak_flops_per_s": None,
+                           "peak_source": None, "mfu": None, "reason": None}
+    if not counted.recorded:
+        out["reason"] = "the trace records no input shapes or flops (profile with record_shapes=True)"
+        return out
+    total = float(counted.flops.sum())
+    by_class = pd.Series(counted.flops).groupby(counted.op_class).sum()
+    dtype = np.where(pd.isna(counted.dtype), "unknown", counted.dtype).astype(str)
+    by_dtype = pd.Series(counted.flops).groupby(dtype).sum()
+    out.update(flops=total, flops_by_class={c: float(by_class.get(c, 0.0)) for c in flop_model.CLASSES},
+               flops_by_dtype={str(d): float(v) for d, v in by_dtype.items() if v > 0})
+    busy = device_busy(trace)
+    if not busy:
+        out["reason"] = "no GPU activity: no span to divide by"
+        return out
+    span = max(b.last_end_ns for b in busy.values()) - min(b.first_start_ns for b in busy.values())
+    out["span_ns"] = int(span)
+    if span <= 0:
+        out["reason"] = "the GPU span is empty"
+        return out
+    out["achieved_flops_per_s"] = total / (span / 1e9)
+    names = {trace.device_info(d).get("name") for d in busy}
+    models = {peaks.device_model(n) for n in names}
+    if len(models) != 1 or None in models:
+        unknown = sorted(str(n) for n in names if peaks.device_model(n) is None)
+        out["reason"] = (f"no peak-throughput row for device {', '.join(unknown)}" if unknown
+                         else "devices of different models")
+        return out
+    model = models.pop()
+    out["device_model"] = model
+    if total <= 0:
+        out["reason"] = "no FLOPs counted"
+        return out
+    ideal_s, sources = 0.0, []
+    for d, flops in by_dtype.items():
+        row = peaks.peak(model, str(d)) if flops > 0 else None
+        if flops > 0 and row is None:
+            out["reason"] = ("dtype of some ops not recorded" if d == "unknown"
+                             else f"no {d} peak for {model} in the table")
+            return out
+        if row is not None:
+            ideal_s += flops / (row.flops_per_s * len(busy))
+            sources.append(f"{row.dtype}: {row.source}")
+    peak_total = total / ideal_s
+    out.update(peak_flops_per_s=peak_total, peak_source="; ".join(sources), mfu=total / (span / 1e9 * peak_total))
+    return out
 
 
 def section(trace: Trace, done: dict[str, Any]) -> dict[str, Any]:
     return ops_report(trace)
+
+
+# --- ops named in the diagnosis' evidence (docs/json.md, diagnosis.evidence.*) ---------------------------
+
+_OPTIMIZER_STEP = re.compile(r"^Optimizer\.step#")
+_FOREACH_OR_FUSED = re.compile(r"_foreach_|_fused_|fused_adam|FusedAdam|multi_tensor")
+TOP_EVIDENCE_OPS = 5
+
+
+def launching_ops(trace: Trace, limit: int = TOP_EVIDENCE_OPS) -> list[dict[str, Any]]:
+    """The outermost op names that launch the most kernels: instances that launched any, kernels, kernels per
+    instance, their summed kernel time (an op launching thousands of tiny kernels is the launch-bound one)."""
+    pairs = launch_pairs(trace)
+    op_row = op_of_gpu_ops(trace)
+    sel = pairs["is_kernel"] & (op_row >= 0)
+    if not sel.any():
+        return []
+    cols = event_columns(trace)
+    frame = pd.DataFrame({"name": cols.name[op_row[sel]], "op": op_row[sel],
+                          "ns": (pairs["end"] - pairs["start"])[sel].astype(np.int64)})
+    table = frame.groupby("name").agg(instances=("op", "nunique"), kernels=("op", "size"), kernel_ns=("ns", "sum"))
+    table = table.reset_index().sort_values(["kernels", "kernel_ns", "name"], ascending=[False, False, True]).head(limit)
+    return [{"name": str(cols.names[r.name]), "instances": int(r.instances), "kernels": int(r.kernels),
+             "kernels_per_instance": float(r.kernels / r.instances), "kernel_ns": int(r.kernel_ns)}
+            for r in table.itertuples(index=False)]
+
+
+def optimizer_step(trace: Trace) -> dict[str, Any] | None:
+    """Kernels launched inside PyTorch's ``Optimizer.step#...`` annotations, their share of all kernels, and
+    whether the step uses foreach or fused kernels (None: the trace has no such annotation)."""
+    cols = event_columns(trace)
+    # An annotation since ~2022; a framework op row in older traces.
+    ann = np.flatnonzero(cols.of_kind(ANNOTATION, CPU_OP) & (cols.tid >= 0))
+    ann = ann[code_mask(cols.name[ann], cols.names, lambda n: bool(_OPTIMIZER_STEP.match(n)))]
+    if ann.size == 0:
+        return None
+    ann = ann[np.lexsort((cols.start[ann], thread_key(cols.pid[ann], cols.tid[ann])))]
+    pairs = launch_pairs(trace)
+    kernels = pairs["is_kernel"] & pairs["matched"]
+    inside = _inside(cols, ann, pairs["pid"][kernels], pairs["tid"][kernels], pairs["launch_start"][kernels])
+    cpu = np.flatnonzero(cols.of_kind(CPU_OP) & (cols.tid >= 0))
+    fused = cpu[code_mask(cols.name[cpu], cols.names, lambda n: bool(_FOREACH_OR_FUSED.search(n)))]
+    in_step = _inside(cols, ann, cols.pid[fused], cols.tid[fused], cols.start[fused])
+    total = int(kernels.sum())
+    return {"steps": int(ann.size), "kernels": int(inside.sum()),
+            "kernel_share": float(inside.sum() / total) if total else None,
+            "foreach_or_fused": bool(in_step.any())}
+
+
+def _inside(cols: Any, ranges: np.ndarray, pid: np.ndarray, tid: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Whether each (thread, time) lies in one of ``ranges`` (rows sorted by thread and start, not nested)."""
+    if ranges.size == 0 or len(t) == 0:
+        return np.zeros(len(t), bool)
+    range_key = thread_key(cols.pid[ranges], cols.tid[ranges])
+    key = thread_key(pid, tid)
+    range_pos, t_pos = thread_time_positions([(range_key, [cols.start[ranges]]), (key, [np.asarray(t, np.int64)])])
+    at = np.searchsorted(range_pos, t_pos, side="right") - 1
+    ok = at >= 0
+    ok[ok] &= (range_key[at[ok]] == key[ok]) & (np.asarray(t)[ok] < cols.end[ranges][at[ok]])
+    return ok
+
+
+def sync_ops(trace: Trace, limit: int = TOP_EVIDENCE_OPS) -> list[dict[str, Any]]:
+    """The outermost ops inside which blocking synchronization calls run (``aten::item``, ``aten::nonzero``,
+    ...), by summed wait: name, calls, wait_ns."""
+    cols = event_columns(trace)
+    api = np.flatnonzero(cols.of_kind(RUNTIME, DRIVER) & (cols.tid >= 0))
+    calls = api[code_mask(cols.name[api], cols.names, is_blocking_sync)]
+    op = outermost_op_at(trace, cols.pid[calls], cols.tid[calls], cols.start[calls])
+    found = op >= 0
+    if not found.any():
+        return []
+    frame = pd.DataFrame({"name": cols.name[op[found]], "ns": (cols.end - cols.start)[calls[found]]})
+    table = frame.groupby("name")["ns"].agg(["size", "sum"]).reset_index()
+    table = table.sort_values(["sum", "name"], ascending=[False, True]).head(limit)
+    return [{"name": str(cols.names[r.name]), "calls": int(r.size), "wait_ns": int(r.sum)}
+            for r in table.itertuples(index=False)]
+
+
+def gap_ops(trace: Trace, limit: int = TOP_EVIDENCE_OPS) -> list[dict[str, Any]]:
+    """The longest GPU idle gaps (over all devices) with the outermost op that launched the GPU work just
+    before each (``op_before``: the GPU op ending at the gap's start) and just after it (``op_after``)."""
+    busy = device_busy(trace)
+    gaps = [(d, s, e) for d, b in busy.items() for s, e in zip(b.gap_starts, b.gap_ends, strict=True)]
+    if not gaps:
+        return []
+    device, start, end = (np.array(x, np.int64) for x in zip(*gaps, strict=True))
+    longest = np.lexsort((start, device, -(end - start)))[:limit]
+    device, start, end = device[longest], start[longest], end[longest]
+    pairs = launch_pairs(trace)
+    op_row = op_of_gpu_ops(trace)
+    cols = event_columns(trace)
+    out = []
+    for d, s, e in zip(device, start, end, strict=True):  # a loop over the few gaps reported
+        on = pairs["device"] == d
+        before = np.flatnonzero(on & (pairs["end"] == s))
+        after = np.flatnonzero(on & (pairs["start"] == e))
+        out.append({"device": int(d), "start_ns": int(s), "duration_ns": int(e - s),
+                    "op_before": _op_name(cols, op_row, before), "op_after": _op_name(cols, op_row, after)})
+    return out
+
+
+def _op_name(cols: Any, op_row: np.ndarray, gpu_ops: np.ndarray) -> str | None:
+    """The op name of the first of ``gpu_ops`` launched inside an op (None: none was)."""
+    rows = op_row[gpu_ops]
+    rows = rows[rows >= 0]
+    if rows.size == 0 or cols.name[rows[0]] < 0:
+        return None
+    return str(cols.names[cols.name[rows[0]]])
+
+
+# --- modules (Kineto with_modules / with_stack: python_function rows "nn.Module: Name_N") -----------------
+
+_MODULE_PREFIX = "nn.Module: "
+
+
+@dataclass(frozen=True)
+class Modules:
+    """The trace's ``nn.Module`` rows sorted by (thread, start), their nesting level among modules, and each
+    one's path from the outermost module (``Outer_0/Inner_3``)."""
+
+    rows: np.ndarray
+    level: np.ndarray
+    path: np.ndarray  # str per row
+
+
+def modules(trace: Trace) -> Modules:
+    """The module rows (cached); empty when the trace records none."""
+    return memo(trace, "modules", lambda: _modules(trace))
+
+
+def _modules(trace: Trace) -> Modules:
+    cols = event_columns(trace)
+    py = np.flatnonzero(cols.of_kind(PYTHON) & (cols.tid >= 0) & (cols.name >= 0))
+    rows = py[code_mask(cols.name[py], cols.names, lambda n: n.startswith(_MODULE_PREFIX))]
+    if rows.size == 0:
+        return Modules(rows, np.zeros(0, np.int64), np.zeros(0, object))
+    key = thread_key(cols.pid[rows], cols.tid[rows])
+    rows = rows[np.lexsort((-(cols.end[rows] - cols.start[rows]), cols.start[rows], key))]
+    level = nesting_depth(cols.pid[rows], cols.tid[rows], cols.start[rows], cols.end[rows]).astype(np.int64)
+    short = np.array([n[len(_MODULE_PREFIX):] for n in cols.names], dtype=object)  # once per dictionary name
+    path = short[cols.name[rows]].copy()
+    # Level by level (a loop over nesting levels): each module's parent is the latest-starting module one
+    # level up on its thread that still runs at its start; its path extends the parent's.
+    for lvl in range(1, int(level.max()) + 1):
+        child, parent = np.flatnonzero(level == lvl), np.flatnonzero(level == lvl - 1)
+        at = _enclosing(cols, rows[parent], rows[child])
+        found = at >= 0
+        path[child[found]] = path[parent[at[found]]] + "/" + path[child[found]]
+    return Modules(rows, level, path)
+
+
+def _enclosing(cols: Any, outer: np.ndarray, inner: np.ndarray) -> np.ndarray:
+    """For each row of ``inner``, the index into ``outer`` (rows sorted by thread and start, disjoint on a
+    thread) of the one running on its thread at its start; -1 when none."""
+    return _running_at(cols, outer, cols.pid[inner], cols.tid[inner], cols.start[inner])
+
+
+def _running_at(cols: Any, ranges: np.ndarray, pid: np.ndarray, tid: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """For each (thread, time), the index into ``ranges`` (sorted by thread and start, disjoint on a thread) of
+    the range running then (start <= t < end); -1 when none."""
+    out = np.full(len(t), -1, np.int64)
+    if ranges.size == 0 or len(t) == 0:
+        return out
+    range_key = thread_key(cols.pid[ranges], cols.tid[ranges])
+    key = thread_key(pid, tid)
+    range_pos, t_pos = thread_time_positions([(range_key, [cols.start[ranges]]), (key, [np.asarray(t, np.int64)])])
+    at = np.searchsorted(range_pos, t_pos, side="right") - 1
+    ok = at >= 0
+    ok[ok] &= (range_key[at[ok]] == key[ok]) & (np.asarray(t)[ok] < cols.end[ranges][at[ok]])
+    out[ok] = at[ok]
+    return out
+
+
+def module_at(trace: Trace, pid: np.ndarray, tid: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """For each (thread, time), the index into ``modules(trace)`` of the innermost module running then (-1)."""
+    mods = modules(trace)
+    out = np.full(len(t), -1, np.int64)
+    if mods.rows.size == 0:
+        return out
+    cols = event_columns(trace)
+    for lvl in range(int(mods.level.max()) + 1):  # deeper levels overwrite: the innermost wins
+        at_level = np.flatnonzero(mods.level == lvl)
+        hit = _running_at(cols, mods.rows[at_level], pid, tid, t)
+        out[hit >= 0] = at_level[hit[hit >= 0]]
+    return out
+
+
+def by_module(trace: Trace, limit: int = TOP_OPS) -> list[dict[str, Any]] | None:
+    """Kernel, copy time and FLOPs by the innermost ``nn.Module`` running on the launching thread at the
+    launch (self time: a parent module gets only what launches outside its children); None when the trace
+    records no modules."""
+    mods = modules(trace)
+    if mods.rows.size == 0:
+        return None
+    pairs = launch_pairs(trace)
+    matched = np.flatnonzero(pairs["matched"])
+    module = module_at(trace, pairs["pid"][matched], pairs["tid"][matched], pairs["launch_start"][matched])
+    found = module >= 0
+    duration = (pairs["end"] - pairs["start"])[matched[found]].astype(np.int64)
+    kernel = pairs["is_kernel"][matched[found]]
+    frame = pd.DataFrame({"path": mods.path[module[found]], "kernels": kernel.astype(np.int64),
+                          "gpu": np.where(kernel, duration, 0), "copy": np.where(kernel, 0, duration)})
+    table = frame.groupby("path")[["kernels", "gpu", "copy"]].sum()
+    counted = flop_ops(trace)
+    flops = None
+    if counted.recorded:
+        cols = event_columns(trace)
+        at = module_at(trace, cols.pid[counted.rows], cols.tid[counted.rows], cols.start[counted.rows])
+        flops = pd.Series(counted.flops[at >= 0]).groupby(mods.path[at[at >= 0]]).sum()
+        table = table.join(flops.rename("flops"), how="outer").fillna(0)
+    table = table.reset_index().sort_values(["gpu", "path"], ascending=[False, True]).head(limit)
+    return [{"path": str(r.path), "kernels": int(r.kernels), "gpu_ns": int(r.gpu), "copy_ns": int(r.copy),
+             "flops": float(r.flops) if flops is not None else None} for r in table.itertuples(index=False)]
+
+
+# --- per-op roofline --------------------------------------------------------------------------------------
+
+TOP_ROOFLINE = 10
+
+
+def roofline(trace: Trace, compute: dict[str, Any], gpu_ns: pd.Series, flops: pd.Series | None,
+             nbytes: pd.Series | None, limit: int = TOP_ROOFLINE) -> dict[str, Any] | None:
+    """Each outermost op name against the roofline of its GPU: achieved FLOP/s over its attributed kernel
+    time, arithmetic intensity (FLOPs per byte of the least memory traffic), the attainable
+    min(peak, intensity x memory bandwidth), and the names losing the most kernel time to the gap,
+    ``gpu_ns x (1 - achieved / attainable)``. None when the peak (``compute``) or the bandwidth is unknown or
+    no op has FLOPs and bytes."""
+    if flops is None or nbytes is None or not compute.get("peak_flops_per_s") or compute.get("device_model") is None:
+        return None
+    devices = list(device_busy(trace))
+    info = trace.device_info(devices[0])
+    links = gpu_specs.device_links(info.get("name"), info.get("compute_major"),
+                                   info.get("memory_bandwidth_bytes_per_s"))
+    if not links.memory_bytes_per_s:
+        return None
+    peak = compute["peak_flops_per_s"] / len(devices)  # one device's (kernels of an op run on one)
+    bandwidth = float(links.memory_bytes_per_s)
+    table = pd.DataFrame({"gpu": gpu_ns, "flops": flops, "bytes": nbytes}).dropna()
+    table = table[(table["gpu"] > 0) & (table["flops"] > 0) & (table["bytes"] > 0)]
+    if table.empty:
+        return None
+    table["achieved"] = table["flops"] / (table["gpu"] / 1e9)
+    table["intensity"] = table["flops"] / table["bytes"]
+    table["attainable"] = np.minimum(peak, table["intensity"] * bandwidth)
+    table["efficiency"] = table["achieved"] / table["attainable"]
+    table["lost"] = table["gpu"] * np.clip(1 - table["efficiency"], 0, None)
+    names = event_columns(trace).names
+    table["label"] = [str(names[c]) for c in table.index]
+    table = table.sort_values(["lost", "label"], ascending=[False, True]).head(limit)
+    ridge = peak / bandwidth
+    return {"peak_flops_per_s": peak, "memory_bytes_per_s": bandwidth, "memory_source": links.memory_source,
+            "ridge_flops_per_byte": ridge,
+            "ops": [{"name": r.label, "gpu_ns": int(r.gpu), "flops": float(r.flops), "bytes": float(r.bytes),
+                     "achieved_flops_per_s": float(r.achieved), "intensity_flops_per_byte": float(r.intensity),
+                     "bound": "compute" if r.intensity >= ridge else "memory",
+                     "attainable_flops_per_s": float(r.attainable), "efficiency": float(r.efficiency),
+                     "lost_ns": int(round(r.lost))} for r in table.itertuples()]}
+
+
+# --- innermost op -------------------------------------------------------------------------------------------
+
+def innermost_op_of_gpu_ops(trace: Trace) -> np.ndarray:
+    """For each row of ``launch_pairs(trace)``, the event row of the innermost framework op on the launching
+    thread whose interval holds the launch call's start (-1 when none): the deepest of the ops around it."""
+    def compute() -> np.ndarray:
+        pairs = launch_pairs(trace)
+        out = np.full(len(pairs), -1, np.int64)
+        cols = event_columns(trace)
+        rows = np.flatnonzero(cols.of_kind(CPU_OP) & (cols.tid >= 0))
+        matched = np.flatnonzero(pairs["matched"])
+        if rows.size == 0 or matched.size == 0:
+            return out
+        key = thread_key(cols.pid[rows], cols.tid[rows])
+        rows = rows[np.lexsort((-(cols.end[rows] - cols.start[rows]), cols.start[rows], key))]
+        level = nesting_depth(cols.pid[rows], cols.tid[rows], cols.start[rows], cols.end[rows]).astype(np.int64)
+        pid, tid, t = pairs["pid"][matched], pairs["tid"][matched], pairs["launch_start"][matched]
+        for lvl in range(int(level.max()) + 1):  # a loop over nesting levels: deeper levels overwrite
+            at_level = rows[level == lvl]
+            hit = _running_at(cols, at_level, pid, tid, t)
+            out[matched[hit >= 0]] = at_level[hit[hit >= 0]]
+        return out
+
+    return memo(trace, "innermost_op_of_gpu_ops", compute)
+
+
+def by_innermost(trace: Trace, limit: int = TOP_OPS) -> list[dict[str, Any]]:
+    """Kernel and copy time by the innermost framework op around the launch call, most kernel time first."""
+    pairs = launch_pairs(trace)
+    op_row = innermost_op_of_gpu_ops(trace)
+    found = op_row >= 0
+    if not found.any():
+        return []
+    cols = event_columns(trace)
+    duration = (pairs["end"] - pairs["start"])[found].astype(np.int64)
+    kernel = pairs["is_kernel"][found]
+    frame = pd.DataFrame({"name": cols.name[op_row[found]], "kernels": kernel.astype(np.int64),
+                          "gpu": np.where(kernel, duration, 0), "copy": np.where(kernel, 0, duration)})
+    table = frame.groupby("name")[["kernels", "gpu", "copy"]].sum().reset_index()
+    table = table.sort_values(["gpu", "copy", "name"], ascending=[False, False, True]).head(limit)
+    return [{"name": str(cols.names[r.name]) if r.name >= 0 else "", "kernels": int(r.kernels), "gpu_ns": int(r.gpu),
+             "copy_ns": int(r.copy)} for r in table.itertuples(index=False)]

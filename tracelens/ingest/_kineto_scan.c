@@ -74,7 +74,16 @@ enum {
     F_REGISTERS, F_SHARED_MEMORY, F_OCCUPANCY_PCT, F_GRID_X, F_GRID_Y, F_GRID_Z, F_BLOCK_X, F_BLOCK_Y, F_BLOCK_Z,
     N_FLOATS
 };
-typedef char deferred_fields_fit_in_32_bits[N_FLOATS <= 32 ? 1 : -1];
+/* The op fields (kineto/fields.py OP_FIELDS: NATIVE_OP_FLOATS, NATIVE_OP_STRINGS): few events hold one, so
+ * they are kept for those events only, in op records, not in every row. While an event is scanned they sit
+ * after its row fields, at OP_F(k) and OP_S(k). */
+enum { OF_FLOPS, OF_MSG_IN_ELEMS, OF_MSG_OUT_ELEMS, OF_GROUP_SIZE, N_OP_FLOATS };
+enum { OS_INPUT_DIMS, OS_INPUT_TYPES, OS_CONCRETE_INPUTS, OS_MSG_DTYPE, N_OP_STRINGS };
+#define OP_F(k) (N_FLOATS + (k))
+#define OP_S(k) (N_STRINGS + (k))
+#define N_EVENT_FLOATS (N_FLOATS + N_OP_FLOATS)
+#define N_EVENT_STRINGS (N_STRINGS + N_OP_STRINGS)
+typedef char deferred_fields_fit_in_32_bits[N_EVENT_FLOATS <= 32 ? 1 : -1];
 /* String columns, returned as int32 codes into a list of distinct strings (-1: absent or null): the TEXT fields
  * of kineto/fields.py (NATIVE_STRINGS). */
 enum { S_CAT, S_NAME, S_SYNC_KIND, N_STRINGS };
@@ -85,6 +94,7 @@ enum { PH_COMPLETE, PH_FLOW, PH_INSTANT, PH_METADATA, PH_OTHER };
 #define SPAN_ESCAPED 2
 #define SPAN_NON_ASCII 4 /* holds a byte >= 0x80: validated as UTF-8 where msgspec decodes the string */
 #define SPAN_NUMBER 8    /* a JSON number's text, deferred by scan_number: parsed in phase two */
+#define SPAN_RAW 16      /* a whole JSON value's text (a JSON field), taken as it is written */
 
 typedef struct {
     const unsigned char *text; /* first byte after the opening quote (the piece stays alive for the call) */
@@ -93,7 +103,8 @@ typedef struct {
 } Span;
 
 typedef struct {
-    int64_t row; /* -1: a deferred number of an event that is not kept, parsed only to check its range */
+    int64_t row; /* -1: a deferred number of an event that is not kept, parsed only to check its range; for an
+                  * op field (field >= N_FLOATS), the index of its op record */
     int32_t field;
     int32_t unused;
     Span text;
@@ -109,11 +120,15 @@ typedef struct {
     size_t rows, capacity;
     NumberText *texts;
     size_t n_texts, texts_capacity;
+    int64_t *op_rows; /* op records: the row of each complete event holding an op field, and its op fields */
+    double *op_floats;  /* N_OP_FLOATS per record */
+    Span *op_strings;   /* N_OP_STRINGS per record */
+    size_t n_ops, ops_capacity;
     int64_t counts[5]; /* by PH_* */
     Span number;       /* the text of the last number scan_number deferred */
     int path;          /* PATH_*: how scan_number decided its last number */
     uint32_t deferred; /* bit per float field of the event being scanned whose number was deferred */
-    Span deferred_text[N_FLOATS];
+    Span deferred_text[N_EVENT_FLOATS];
 } Scanner;
 
 static inline void skip_space(Scanner *s) {
@@ -597,6 +612,19 @@ static int read_text_or_null(Scanner *s, Span *out) { /* str | None */
     return expect_literal(s, "null", 4);
 }
 
+/* Any JSON value (a JSON field): its text, located, checked as skip_value checks what it skips. null is
+ * kept as written; canonical_json (kineto/fields.py) makes every text canonical after the scan. */
+static int read_json(Scanner *s, Span *out) {
+    const unsigned char *start = s->p;
+    int rc = skip_value(s, 2);
+    if (rc != OK) return rc;
+    if (s->p - start > INT32_MAX) return DECLINE;
+    out->text = start;
+    out->length = (int32_t)(s->p - start);
+    out->flags = SPAN_PRESENT | SPAN_RAW;
+    return OK;
+}
+
 static int read_triple_or_null(Scanner *s, double *out) { /* list[int] | None; a 3-list fills *out */
     int count = 0, rc;
     double values[3];
@@ -646,19 +674,54 @@ static int scan_args(Scanner *s, double *f, Span *strings, Span *stream_text) {
     if (s->p < s->end && *s->p == '}') { s->p++; return OK; }
     do {
         if ((rc = begin_member(s, &key)) != OK) return rc;
-        if (KEY_IS(key, "correlation")) rc = read_float(s, f, F_CORRELATION);
-        else if (KEY_IS(key, "External id")) rc = read_float(s, f, F_EXTERNAL_ID);
-        else if (KEY_IS(key, "external id")) rc = read_float(s, f, F_EXTERNAL_ID_OLD);
-        else if (KEY_IS(key, "device")) rc = read_float(s, f, F_DEVICE);
-        else if (KEY_IS(key, "stream")) rc = read_float_or_text(s, f, F_STREAM, stream_text);
-        else if (KEY_IS(key, "bytes")) rc = read_float(s, f, F_BYTES);
-        else if (KEY_IS(key, "grid")) rc = read_triple_or_null(s, &f[F_GRID_X]);
-        else if (KEY_IS(key, "block")) rc = read_triple_or_null(s, &f[F_BLOCK_X]);
-        else if (KEY_IS(key, "registers per thread")) rc = read_float(s, f, F_REGISTERS);
-        else if (KEY_IS(key, "shared memory")) rc = read_float(s, f, F_SHARED_MEMORY);
-        else if (KEY_IS(key, "est. achieved occupancy %")) rc = read_float(s, f, F_OCCUPANCY_PCT);
-        else if (KEY_IS(key, "cuda_sync_kind")) rc = read_text_or_null(s, &strings[S_SYNC_KIND]);
-        else rc = skip_value(s, 2);
+        /* By the key's length first: most keys of an event's args are not read, and each is then skipped
+         * after one jump and at most a few comparisons instead of one per field read. */
+        rc = -1;
+        switch (key.length) {
+        case 4:
+            if (KEY_IS(key, "grid")) rc = read_triple_or_null(s, &f[F_GRID_X]);
+            break;
+        case 5:
+            if (KEY_IS(key, "bytes")) rc = read_float(s, f, F_BYTES);
+            else if (KEY_IS(key, "block")) rc = read_triple_or_null(s, &f[F_BLOCK_X]);
+            else if (KEY_IS(key, "flops")) rc = read_float(s, f, OP_F(OF_FLOPS));
+            else if (KEY_IS(key, "dtype")) rc = read_text_or_null(s, &strings[OP_S(OS_MSG_DTYPE)]);
+            break;
+        case 6:
+            if (KEY_IS(key, "device")) rc = read_float(s, f, F_DEVICE);
+            else if (KEY_IS(key, "stream")) rc = read_float_or_text(s, f, F_STREAM, stream_text);
+            break;
+        case 10:
+            if (KEY_IS(key, "Input Dims")) rc = read_json(s, &strings[OP_S(OS_INPUT_DIMS)]);
+            else if (KEY_IS(key, "Input type")) rc = read_json(s, &strings[OP_S(OS_INPUT_TYPES)]);
+            else if (KEY_IS(key, "Group size")) rc = read_float(s, f, OP_F(OF_GROUP_SIZE));
+            break;
+        case 11:
+            if (KEY_IS(key, "correlation")) rc = read_float(s, f, F_CORRELATION);
+            else if (KEY_IS(key, "External id")) rc = read_float(s, f, F_EXTERNAL_ID);
+            else if (KEY_IS(key, "external id")) rc = read_float(s, f, F_EXTERNAL_ID_OLD);
+            break;
+        case 13:
+            if (KEY_IS(key, "shared memory")) rc = read_float(s, f, F_SHARED_MEMORY);
+            else if (KEY_IS(key, "In msg nelems")) rc = read_float(s, f, OP_F(OF_MSG_IN_ELEMS));
+            break;
+        case 14:
+            if (KEY_IS(key, "cuda_sync_kind")) rc = read_text_or_null(s, &strings[S_SYNC_KIND]);
+            else if (KEY_IS(key, "Out msg nelems")) rc = read_float(s, f, OP_F(OF_MSG_OUT_ELEMS));
+            break;
+        case 15:
+            if (KEY_IS(key, "Concrete Inputs")) rc = read_json(s, &strings[OP_S(OS_CONCRETE_INPUTS)]);
+            break;
+        case 20:
+            if (KEY_IS(key, "registers per thread")) rc = read_float(s, f, F_REGISTERS);
+            break;
+        case 25:
+            if (KEY_IS(key, "est. achieved occupancy %")) rc = read_float(s, f, F_OCCUPANCY_PCT);
+            break;
+        default:
+            break;
+        }
+        if (rc == -1) rc = skip_value(s, 2); /* a key not read */
         if (rc != OK) return rc;
         more = after_item(s, '}');
         if (more < 0) return DECLINE;
@@ -707,13 +770,42 @@ static int add_text(Scanner *s, int64_t row, int field, Span text) {
     return OK;
 }
 
+/* An op record for the event at `row` when it holds an op field (a deferred number counts: its bit in
+ * s->deferred); *index gets the record's index, -1 when none. */
+static int add_op(Scanner *s, const double *f, const Span *strings, int64_t row, int64_t *index) {
+    int found = 0;
+    *index = -1;
+    for (int k = OP_F(0); k < N_EVENT_FLOATS && !found; k++)
+        found = !isnan(f[k]) || (s->deferred & (UINT32_C(1) << k));
+    for (int k = OP_S(0); k < N_EVENT_STRINGS && !found; k++) found = strings[k].flags & SPAN_PRESENT;
+    if (!found) return OK;
+    if (s->n_ops == s->ops_capacity) {
+        size_t capacity = s->ops_capacity ? s->ops_capacity * 2 : 64;
+        int64_t *op_rows = PyMem_RawRealloc(s->op_rows, capacity * sizeof(int64_t));
+        if (op_rows == NULL) return NO_MEMORY;
+        s->op_rows = op_rows;
+        double *op_floats = PyMem_RawRealloc(s->op_floats, capacity * N_OP_FLOATS * sizeof(double));
+        if (op_floats == NULL) return NO_MEMORY;
+        s->op_floats = op_floats;
+        Span *op_strings = PyMem_RawRealloc(s->op_strings, capacity * N_OP_STRINGS * sizeof(Span));
+        if (op_strings == NULL) return NO_MEMORY;
+        s->op_strings = op_strings;
+        s->ops_capacity = capacity;
+    }
+    s->op_rows[s->n_ops] = row;
+    memcpy(s->op_floats + s->n_ops * N_OP_FLOATS, f + OP_F(0), N_OP_FLOATS * sizeof(double));
+    memcpy(s->op_strings + s->n_ops * N_OP_STRINGS, strings + OP_S(0), N_OP_STRINGS * sizeof(Span));
+    *index = (int64_t)s->n_ops++;
+    return OK;
+}
+
 static int scan_event(Scanner *s) {
-    double f[N_FLOATS];
-    Span strings[N_STRINGS] = {{0}};
+    double f[N_EVENT_FLOATS];
+    Span strings[N_EVENT_STRINGS] = {{0}};
     Span phase_text = {0}, pid_text = {0}, tid_text = {0}, stream_text = {0}, key;
     int rc, more, phase;
-    int64_t row;
-    for (int k = 0; k < N_FLOATS; k++) f[k] = NAN;
+    int64_t row, op = -1;
+    for (int k = 0; k < N_EVENT_FLOATS; k++) f[k] = NAN;
     f[F_DUR] = 0.0; /* dur's default in kineto/fields.py */
     s->deferred = 0;
     s->p++;          /* '{' */
@@ -746,12 +838,15 @@ static int scan_event(Scanner *s) {
     /* Deferred numbers are parsed in phase two: into the row, or, for an event not kept (row -1), only to
      * decline the block if one is out of range, as msgspec's typed decoder then fails. */
     row = phase == PH_COMPLETE ? (int64_t)s->rows : -1;
-    for (int k = 0; s->deferred != 0 && k < N_FLOATS; k++)
-        if ((s->deferred & (UINT32_C(1) << k)) && (rc = add_text(s, row, k, s->deferred_text[k])) != OK) return rc;
+    if (row >= 0 && (rc = add_op(s, f, strings, row, &op)) != OK) return rc;
+    for (int k = 0; s->deferred != 0 && k < N_EVENT_FLOATS; k++)
+        if ((s->deferred & (UINT32_C(1) << k)) &&
+            (rc = add_text(s, k < N_FLOATS ? row : op, k, s->deferred_text[k])) != OK)
+            return rc;
     if (phase != PH_COMPLETE) return OK;
     if (s->rows == s->capacity && (rc = grow(s)) != OK) return rc;
-    memcpy(s->floats + s->rows * N_FLOATS, f, sizeof f);
-    memcpy(s->strings + s->rows * N_STRINGS, strings, sizeof strings);
+    memcpy(s->floats + s->rows * N_FLOATS, f, N_FLOATS * sizeof(double));
+    memcpy(s->strings + s->rows * N_STRINGS, strings, N_STRINGS * sizeof(Span));
     if ((rc = add_text(s, row, F_PID, pid_text)) != OK) return rc;
     if ((rc = add_text(s, row, F_TID, tid_text)) != OK) return rc;
     if ((rc = add_text(s, row, F_STREAM, stream_text)) != OK) return rc;
@@ -901,7 +996,7 @@ static int interner_grow(Interner *t) {
  * holds escapes. NULL with no exception set: not valid text, decline. */
 static PyObject *span_text(Span span, PyObject *decode_string) {
     PyObject *value;
-    if (!(span.flags & SPAN_ESCAPED)) {
+    if (!(span.flags & SPAN_ESCAPED)) { /* also a raw JSON text, escapes and all */
         value = PyUnicode_DecodeUTF8((const char *)span.text, span.length, NULL);
         if (value == NULL && PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) PyErr_Clear();
         return value;
@@ -1028,18 +1123,22 @@ static void scanner_free(Scanner *s) {
     PyMem_RawFree(s->floats);
     PyMem_RawFree(s->strings);
     PyMem_RawFree(s->texts);
+    PyMem_RawFree(s->op_rows);
+    PyMem_RawFree(s->op_floats);
+    PyMem_RawFree(s->op_strings);
 }
 
 static PyObject *build_result(Scanner *s, PyObject *to_number, PyObject *decode_string) {
-    Interner interners[N_STRINGS], numbers;
-    PyObject *result = NULL, *codes_object = NULL, *floats_object = NULL;
-    int32_t *codes = NULL;
-    size_t rows = s->rows;
+    Interner interners[N_EVENT_STRINGS], numbers; /* the op strings' interners follow the rows' */
+    PyObject *result = NULL, *codes_object = NULL, *floats_object = NULL, *op_strings = NULL, *op_rows = NULL,
+             *op_floats = NULL, *op_codes_object = NULL;
+    int32_t *codes = NULL, *op_codes = NULL;
+    size_t rows = s->rows, ops = s->n_ops;
 
-    for (int k = 0; k < N_STRINGS; k++) interners[k].slots = NULL, interners[k].values = NULL,
+    for (int k = 0; k < N_EVENT_STRINGS; k++) interners[k].slots = NULL, interners[k].values = NULL,
         interners[k].numbers = NULL;
     numbers.slots = NULL, numbers.values = NULL, numbers.numbers = NULL;
-    for (int k = 0; k < N_STRINGS; k++)
+    for (int k = 0; k < N_EVENT_STRINGS; k++)
         if (interner_init(&interners[k]) < 0) goto fail;
     if (interner_init(&numbers) < 0) goto fail;
 
@@ -1057,9 +1156,25 @@ static PyObject *build_result(Scanner *s, PyObject *to_number, PyObject *decode_
             codes[r * N_STRINGS + k] = code;
         }
     }
+    op_codes = PyMem_RawMalloc((ops ? ops : 1) * N_OP_STRINGS * sizeof(int32_t));
+    if (op_codes == NULL) { PyErr_NoMemory(); goto fail; }
+    for (size_t r = 0; r < ops; r++) {
+        for (int k = 0; k < N_OP_STRINGS; k++) {
+            Span span = s->op_strings[r * N_OP_STRINGS + k];
+            int32_t code = -1;
+            if (span.flags & SPAN_PRESENT) {
+                code = intern(&interners[OP_S(k)], span, decode_string, NULL);
+                if (code == -1) goto fail;
+                if (code == -2) goto decline;
+            }
+            op_codes[r * N_OP_STRINGS + k] = code;
+        }
+    }
     for (size_t t = 0; t < s->n_texts; t++) {
         NumberText *text = &s->texts[t];
-        double unused, *slot = text->row >= 0 ? &s->floats[text->row * N_FLOATS + text->field] : &unused;
+        double unused, *slot = text->row < 0 ? &unused
+                               : text->field < N_FLOATS ? &s->floats[text->row * N_FLOATS + text->field]
+                                                        : &s->op_floats[text->row * N_OP_FLOATS + text->field - N_FLOATS];
         if (text->text.flags & SPAN_NUMBER) {
             int rc = deferred_number(text->text, slot);
             if (rc == -1) goto fail;
@@ -1078,14 +1193,22 @@ static PyObject *build_result(Scanner *s, PyObject *to_number, PyObject *decode_
     floats_object = wrap_buffer(s->floats, (Py_ssize_t)(rows * N_FLOATS * sizeof(double)));
     s->floats = NULL;
     if (floats_object == NULL) goto fail;
-    result = Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:n,s:O,s:O,s:O,s:O,s:O}",
+    op_strings = PyList_New(N_OP_STRINGS); /* each op string field's distinct strings, by OS_* */
+    if (op_strings == NULL) goto fail;
+    for (int k = 0; k < N_OP_STRINGS; k++) PyList_SET_ITEM(op_strings, k, Py_NewRef(interners[OP_S(k)].values));
+    op_rows = PyBytes_FromStringAndSize((const char *)s->op_rows, (Py_ssize_t)(ops * sizeof(int64_t)));
+    op_floats = PyBytes_FromStringAndSize((const char *)s->op_floats, (Py_ssize_t)(ops * N_OP_FLOATS * sizeof(double)));
+    op_codes_object = PyBytes_FromStringAndSize((const char *)op_codes, (Py_ssize_t)(ops * N_OP_STRINGS * sizeof(int32_t)));
+    if (op_rows == NULL || op_floats == NULL || op_codes_object == NULL) goto fail;
+    result = Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:n,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O}",
                            "complete", (long long)s->counts[PH_COMPLETE], "flow", (long long)s->counts[PH_FLOW],
                            "instant", (long long)s->counts[PH_INSTANT],
                            "metadata", (long long)s->counts[PH_METADATA],
                            "other_phase", (long long)s->counts[PH_OTHER], "rows", (Py_ssize_t)rows,
                            "floats", floats_object, "codes", codes_object,
                            "categories", interners[S_CAT].values, "names", interners[S_NAME].values,
-                           "sync_kinds", interners[S_SYNC_KIND].values);
+                           "sync_kinds", interners[S_SYNC_KIND].values, "op_rows", op_rows,
+                           "op_floats", op_floats, "op_codes", op_codes_object, "op_strings", op_strings);
     goto done;
 decline:
     result = Py_NewRef(Py_None);
@@ -1096,7 +1219,12 @@ done:
     PyMem_RawFree(codes);
     Py_XDECREF(codes_object);
     Py_XDECREF(floats_object);
-    for (int k = 0; k < N_STRINGS; k++) interner_free(&interners[k]);
+    PyMem_RawFree(op_codes);
+    Py_XDECREF(op_strings);
+    Py_XDECREF(op_rows);
+    Py_XDECREF(op_floats);
+    Py_XDECREF(op_codes_object);
+    for (int k = 0; k < N_EVENT_STRINGS; k++) interner_free(&interners[k]);
     interner_free(&numbers);
     return result;
 }
@@ -1290,6 +1418,8 @@ PyMODINIT_FUNC PyInit__kineto_scan(void) {
     if (m == NULL) return NULL;
     if (PyModule_AddIntConstant(m, "N_FLOATS", N_FLOATS) < 0 ||
         PyModule_AddIntConstant(m, "N_STRINGS", N_STRINGS) < 0 ||
+        PyModule_AddIntConstant(m, "N_OP_FLOATS", N_OP_FLOATS) < 0 ||
+        PyModule_AddIntConstant(m, "N_OP_STRINGS", N_OP_STRINGS) < 0 ||
         /* How this build reads numbers (tests check the build configurations they make). */
         PyModule_AddIntConstant(m, "LDBL_MANT_DIG", LDBL_MANT_DIG) < 0 ||
 #ifdef FLT_EVAL_METHOD

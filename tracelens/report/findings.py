@@ -215,6 +215,11 @@ def _communication(cause: dict[str, Any], _: dict[str, Any]) -> str:
     if kinds:
         text += ": " + ", ".join(f"{_calls(t['count'], t['type'].replace('_', '-'))} ({fmt_ns(t['time_ns'])})"
                                  for t in kinds[:3])
+    if ev.get("busbw_bytes_per_s") is not None:
+        text += f"; bus bandwidth {fmt_bytes(ev['busbw_bytes_per_s'])}/s"
+        if ev.get("link_fraction") is not None:
+            text += (f" ({fmt_pct(ev['link_fraction'])} of {ev.get('link')}'s "
+                     f"{fmt_bytes(ev.get('link_peak_bytes_per_s'))}/s)")
     if (ev.get("world_size") or 1) > 1:
         text += f"; one of {ev['world_size']} ranks"
     return text + _mean_note(cause, exposed) + "."

@@ -24,6 +24,7 @@ from ..analyses import BY_KEY, report_sections
 from ..analyses import SECTIONS as SECTION_KEYS
 from ..document import summary_of
 from .charts import bar_legend, lost_time_chart, stacked_bar, utilization_chart
+from .compute import compute_sentence, fmt_flops, roofline_sentence
 from .escape import html_text, is_shortened, md, shorten
 from .findings import sentence
 from .ranks import RUN_KEYS
@@ -321,8 +322,23 @@ def _ops(doc: dict[str, Any]) -> Lines:
              f"{fmt_ns(ops.get('attributed_kernel_ns'))} of {fmt_ns(ops.get('kernel_ns'))} kernel time attributed "
              f"over {_num(ops.get('names'))} op names; {_num(ops.get('unattributed_count'))} GPU ops launched outside "
              "any op.", ""]
-    lines.extend(_folded_table(["#", "op", "count", "kernel time", "copy time", "host time"], rows,
-                               ["---:", "---", "---:", "---:", "---:", "---:"], "ops", total=len(ops["by_name"])))
+    for line in (compute_sentence(ops.get("compute"), md), roofline_sentence(ops.get("roofline"), md)):
+        if line:
+            lines.extend([line, ""])
+    headers, align = ["#", "op", "count", "kernel time", "copy time", "host time"], ["---:", "---", "---:", "---:",
+                                                                                      "---:", "---:"]
+    if any(r.get("flops") is not None for r in ops["by_name"]):  # shapes recorded: a FLOPs column
+        headers, align = [*headers, "FLOPs"], [*align, "---:"]
+        rows = [[*row, fmt_flops(r.get("flops"))] for row, r in zip(rows, ops["by_name"], strict=False)]
+    lines.extend(_folded_table(headers, rows, align, "ops", total=len(ops["by_name"])))
+    modules = [m for m in ops.get("by_module") or [] if isinstance(m, dict)]
+    if modules:  # the trace records nn.Module rows
+        lines.extend(["", "By innermost `nn.Module` at the launch (self time; outer modules first in the path):", ""])
+        module_rows = [[str(i), names.cell(m["path"]), _num(m.get("kernels")), fmt_ns(m.get("gpu_ns")),
+                        fmt_ns(m.get("copy_ns")), fmt_flops(m.get("flops"))]
+                       for i, m in enumerate(modules[:MAX_ROWS], start=1)]
+        lines.extend(_folded_table(["#", "module", "kernels", "kernel time", "copy time", "FLOPs"], module_rows,
+                                   ["---:", "---", "---:", "---:", "---:", "---:"], "modules", total=len(modules)))
     return lines + names.block()
 
 
@@ -711,11 +727,14 @@ def _communication(doc: dict[str, Any]) -> Lines:
                         "copies not overlapped", "idle", "collectives", "overlapped share"], rows,
                        ["---", "---", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:"]))
     kinds = [[md(d.get("device")), md(t.get("type")), _num(t.get("count")), fmt_ns(t.get("time_ns")),
-              fmt_bytes(t.get("bytes")) if t.get("bytes") is not None else "-"]
+              fmt_ns(t.get("exposed_ns")), fmt_bytes(t.get("bytes")) if t.get("bytes") is not None else "-",
+              _rate_bytes(t.get("algbw_bytes_per_s")), _rate_bytes(t.get("busbw_bytes_per_s"))]
              for d in devices for t in d.get("by_type") or []]
     if kinds:
-        lines.extend(["", "Collectives by type:", ""])
-        lines.extend(table(["GPU", "type", "count", "time", "bytes"], kinds, ["---", "---", "---:", "---:", "---:"]))
+        lines.extend(["", "Collectives by type (bandwidths as nccl-tests defines them, over the collectives with a "
+                      "recorded message size):", ""])
+        lines.extend(table(["GPU", "type", "count", "time", "exposed", "bytes", "algbw", "busbw"], kinds,
+                           ["---", "---", "---:", "---:", "---:", "---:", "---:", "---:"]))
     return lines
 
 

@@ -20,6 +20,7 @@ from rich.text import Text
 
 from ..analyses import report_sections
 from ..document import summary_of
+from .compute import compute_sentence, fmt_flops, roofline_sentence
 from .escape import terminal as clean
 from .findings import sentence
 from .units import fmt_auto, fmt_bytes, fmt_ns, fmt_pct
@@ -375,12 +376,29 @@ def _ops(doc: dict[str, Any], console: Console) -> None:
     if not rows:
         return
     console.print()
+    with_flops = any(r.get("flops") is not None for r in rows)  # shapes recorded: a FLOPs column
+    columns = ["op", "count", "kernel", "copy", "host", *(["FLOPs"] if with_flops else [])]
     table = _table(f"Top ops ({fmt_ns(ops.get('attributed_kernel_ns'))} of {fmt_ns(ops.get('kernel_ns'))} kernel "
-                   "time attributed)", ["op", "count", "kernel", "copy", "host"], {"count", "kernel", "copy", "host"})
+                   "time attributed)", columns, {"count", "kernel", "copy", "host", "FLOPs"})
     for r in rows[:TOP_ROWS]:
         table.add_row(_t(r.get("name"), NAME_WIDTH), _n(r.get("count")), fmt_ns(r.get("gpu_ns")),
-                      fmt_ns(r.get("copy_ns")), fmt_ns(r.get("cpu_ns")))
+                      fmt_ns(r.get("copy_ns")), fmt_ns(r.get("cpu_ns")),
+                      *([fmt_flops(r.get("flops"))] if with_flops else []))
     console.print(table.rich())
+    for line in (compute_sentence(ops.get("compute"), str), roofline_sentence(ops.get("roofline"), str)):
+        if line:  # _print cleans the whole line
+            _print(console, line, indent="  ")
+    modules = [m for m in ops.get("by_module") or [] if isinstance(m, dict)]
+    if modules:  # the trace records nn.Module rows
+        console.print()
+        table = _table("Top modules (innermost nn.Module at the launch)", ["module", "kernels", "kernel", "FLOPs"],
+                       {"kernels", "kernel", "FLOPs"})
+        for m in modules[:TOP_ROWS]:
+            # The innermost modules matter most: keep the end of the path.
+            path = str(m.get("path"))
+            table.add_row(_t(path if len(path) <= NAME_WIDTH else "…" + path[-(NAME_WIDTH - 1):], NAME_WIDTH),
+                          _n(m.get("kernels")), fmt_ns(m.get("gpu_ns")), fmt_flops(m.get("flops")))
+        console.print(table.rich())
 
 
 # Drawing functions by section key; the order and GPU-only flags come from the section registry

@@ -21,7 +21,7 @@ The blocks' columns are then joined in file order into the event table, device t
 
 from __future__ import annotations
 
-from .fields import NATIVE_FLOATS
+from .fields import NATIVE_FLOATS, NATIVE_OP_FLOATS, NATIVE_OP_STRINGS
 from .reader import read
 
 # The scanner the native engine uses (native.scanner() reads it here): built from _kineto_scan.c at install
@@ -30,7 +30,9 @@ try:
     from .. import _kineto_scan
 except ImportError:  # pragma: no cover - then msgspec reads every block
     _kineto_scan = None
-if _kineto_scan is not None and _kineto_scan.N_FLOATS != len(NATIVE_FLOATS):  # pragma: no cover
+if _kineto_scan is not None and (_kineto_scan.N_FLOATS, getattr(_kineto_scan, "N_OP_FLOATS", -1),
+                                 getattr(_kineto_scan, "N_OP_STRINGS", -1)) != (
+        len(NATIVE_FLOATS), len(NATIVE_OP_FLOATS), len(NATIVE_OP_STRINGS)):  # pragma: no cover
     _kineto_scan = None  # a stale build of the scanner: do not trust its layout
 
 

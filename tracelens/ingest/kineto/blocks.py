@@ -102,3 +102,31 @@ _MAX_TIME_US = MAX_TIME_NS / 1000
 def placeable(microseconds: np.ndarray) -> np.ndarray:
     """Finite times within :data:`_MAX_TIME_US` (NaN and infinities are not)."""
     return np.abs(microseconds) < _MAX_TIME_US
+
+
+def op_columns(rows: np.ndarray, numbers: dict[str, np.ndarray],
+               texts: dict[str, tuple[np.ndarray, list[str | None]]]) -> dict[str, Any]:
+    """A block's op fields (fields.OP_FIELDS) as both engines give them: ``op_rows``, the block rows where one
+    of them holds a value (a number, a text, a JSON text other than null), and each field at those rows
+    (numbers float64, NaN when missing; texts as codes into distinct strings, -1 when missing).
+
+    ``rows``: candidate rows (a superset); ``numbers`` and ``texts`` at them, where a text's value may be None
+    (a JSON null, or text that is not JSON)."""
+    texts = {name: _without_none(*coded) for name, coded in texts.items()}
+    keep = np.zeros(rows.size, dtype=bool)
+    for values in numbers.values():
+        keep |= ~np.isnan(values)
+    for codes, _ in texts.values():
+        keep |= codes >= 0
+    return {"op_rows": rows[keep], **{name: values[keep] for name, values in numbers.items()},
+            **{name: (codes[keep], values) for name, (codes, values) in texts.items()}}
+
+
+def _without_none(codes: np.ndarray, values: list[str | None]) -> tuple[np.ndarray, list[str]]:
+    """Codes into ``values`` re-coded to the values that are not None (the others' rows become -1)."""
+    if all(v is not None for v in values):
+        return codes, values  # type: ignore[return-value]
+    kept = [i for i, v in enumerate(values) if v is not None]
+    recode = np.full(len(values) + 1, -1, dtype=np.int32)
+    recode[kept] = np.arange(len(kept), dtype=np.int32)
+    return recode[codes], [values[i] for i in kept]  # type: ignore[misc]

@@ -14,22 +14,28 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
+
 # How a value is read. The typed decoder's type and default for each are in msgspec_engine.TYPED.
 PHASE = "phase"  # str, "" when missing; "X" marks a complete event
 TEXT = "text"  # str or null: one string code column in the scanner
 NUMBER = "number"  # float, NaN when missing (JSON integers too: ids and byte counts are exact below 2**53)
 NUMBER_OR_TEXT = "number_or_text"  # float or a string holding one ("stream 7", "0x0"), parsed per distinct text
 TRIPLE = "triple"  # [x, y, z] of integers or null: three float columns <name>_x, <name>_y, <name>_z
+# Any JSON value, kept as its text (a string code column in the scanner) and made canonical per distinct
+# text by canonical_json, so that every engine gives the same text for the same value.
+JSON = "json"
 
-_DEFAULTS = {PHASE: "", TEXT: None, NUMBER: math.nan, NUMBER_OR_TEXT: math.nan, TRIPLE: None}
+_DEFAULTS = {PHASE: "", TEXT: None, NUMBER: math.nan, NUMBER_OR_TEXT: math.nan, TRIPLE: None, JSON: None}
 
 
 @dataclass(frozen=True)
 class Field:
     name: str  # the structs' attribute and the block's column
     key: str  # the JSON key Kineto writes
-    type: str  # PHASE, TEXT, NUMBER, NUMBER_OR_TEXT or TRIPLE
+    type: str  # PHASE, TEXT, NUMBER, NUMBER_OR_TEXT, TRIPLE or JSON
     gpu: bool = False  # read only for GPU rows (kernels, copies, sets, syncs, GPU annotations)
+    op: bool = False  # kept only for the rows that have one of the op fields (OP_FIELDS): few rows do
     default: Any = None  # the typed decoder's value when the key is missing; None: the type's
 
     @property
@@ -62,17 +68,49 @@ ARG_FIELDS = (
     Field("grid", "grid", TRIPLE, gpu=True),
     Field("block", "block", TRIPLE, gpu=True),
     Field("sync_kind", "cuda_sync_kind", TEXT, gpu=True),
+    # What record_shapes=True records about an op's inputs, and a collective's message (cpu_op rows such as
+    # record_param_comms and c10d::*, and NCCL kernel rows): schema 1.1's columns of the same names.
+    Field("input_dims", "Input Dims", JSON, op=True),
+    Field("input_types", "Input type", JSON, op=True),
+    Field("concrete_inputs", "Concrete Inputs", JSON, op=True),
+    Field("flops", "flops", NUMBER, op=True),
+    Field("msg_in_elems", "In msg nelems", NUMBER, op=True),
+    Field("msg_out_elems", "Out msg nelems", NUMBER, op=True),
+    Field("msg_dtype", "dtype", TEXT, op=True),
+    Field("group_size", "Group size", NUMBER, op=True),
 )
 
 _NUMBERS = (NUMBER, NUMBER_OR_TEXT)
 
 # The scanner's float64 columns, one row per complete event: the numbers (events', then args'), then each
-# triple as three columns. The C enum F_TS ... N_FLOATS lists the same names in this order.
+# triple as three columns. The C enum F_TS ... N_FLOATS lists the same names in this order. The op fields are
+# not among them (see NATIVE_OP_FLOATS).
 NATIVE_FLOATS = (
-    *(f.name for f in (*EVENT_FIELDS, *ARG_FIELDS) if f.type in _NUMBERS),
+    *(f.name for f in (*EVENT_FIELDS, *ARG_FIELDS) if f.type in _NUMBERS and not f.op),
     *(f"{f.name}_{axis}" for f in ARG_FIELDS if f.type == TRIPLE for axis in "xyz"),
 )
 # The scanner's string code columns (int32, -1 when missing): the C enum S_CAT ... N_STRINGS.
-NATIVE_STRINGS = tuple(f.name for f in (*EVENT_FIELDS, *ARG_FIELDS) if f.type == TEXT)
+NATIVE_STRINGS = tuple(f.name for f in (*EVENT_FIELDS, *ARG_FIELDS) if f.type == TEXT and not f.op)
 # GPU-only numbers, kept for GPU rows only (the triples and texts have their own columns).
 DEVICE_FIELDS = tuple(f.name for f in ARG_FIELDS if f.gpu and f.type in _NUMBERS)
+# The op fields: few events hold one, so a block keeps them for its "op_rows" only, the kept rows where one of
+# them is present; the scanner keeps them in op records of such events (C enums OF_* ... N_OP_FLOATS and
+# OS_* ... N_OP_STRINGS, in this order), a JSON field as the code of its raw text.
+OP_FIELDS = tuple(f for f in ARG_FIELDS if f.op)
+OP_NUMBERS = tuple(f.name for f in OP_FIELDS if f.type in _NUMBERS)
+OP_TEXTS = tuple(f.name for f in OP_FIELDS if f.type in (TEXT, JSON))
+OP_JSON = tuple(f.name for f in OP_FIELDS if f.type == JSON)
+NATIVE_OP_FLOATS = OP_NUMBERS
+NATIVE_OP_STRINGS = OP_TEXTS
+
+
+def canonical_json(raw: Any) -> str | None:
+    """A JSON value's canonical text: compact (no whitespace), strings escaped only where JSON requires,
+    numbers as msgspec writes them (``[[8,64],[64,32]]``, ``["","[1, 1]"]``); None for null or text that is
+    not JSON (UTF-8). ``raw``: its JSON text (bytes, str, ``msgspec.Raw``) or, from a loosely decoded block,
+    the decoded value."""
+    try:
+        value = msgspec.json.decode(raw) if isinstance(raw, (bytes, str, msgspec.Raw)) else raw
+        return None if value is None else msgspec.json.encode(value).decode()
+    except (msgspec.DecodeError, msgspec.EncodeError, UnicodeDecodeError, TypeError, ValueError):
+        return None

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from operator import attrgetter
+from itertools import repeat
+from operator import attrgetter, is_not
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from .blocks import (
     PHASE_COUNTER,
     SKIP,
     kinds,
+    op_columns,
     placeable,
     to_number,
 )
@@ -29,28 +31,35 @@ from .fields import (
     ARG_FIELDS,
     DEVICE_FIELDS,
     EVENT_FIELDS,
+    JSON,
     NUMBER,
     NUMBER_OR_TEXT,
+    OP_FIELDS,
+    OP_JSON,
+    OP_NUMBERS,
     PHASE,
     TEXT,
     TRIPLE,
     Field,
+    canonical_json,
 )
 
 # --- typed decoding: only the fields of fields.py; unknown fields are skipped by msgspec -------------
 
 # The typed decoder's type for each kind of field. Numbers are float with a NaN default: msgspec reads JSON
 # integers into floats (ids, pids and byte counts stay exact below 2**53), every value is then a float, and
-# numpy takes the column in one pass.
+# numpy takes the column in one pass. A JSON field is kept as its raw text (msgspec.Raw, empty when missing),
+# the bytes the scanner locates too; canonical_json decodes it once per distinct text.
 TYPED: dict[str, Any] = {PHASE: str, TEXT: str | None, NUMBER: float, NUMBER_OR_TEXT: float | str,
-                         TRIPLE: list[int] | None}
+                         TRIPLE: list[int] | None, JSON: msgspec.Raw}
 
 
 def _members(fields: tuple[Field, ...], loose: bool) -> list[tuple[str, Any, Any]]:
     """``fields`` as struct members under their JSON keys: typed with the declared defaults, or (``loose``)
     any JSON type with None defaults (an empty phase)."""
     return [(f.name, Any if loose else TYPED[f.type],
-             msgspec.field(default=("" if f.type == PHASE else None) if loose else f.missing,
+             msgspec.field(default=("" if f.type == PHASE else None) if loose else
+                           (msgspec.Raw() if f.type == JSON else f.missing),
                            name=None if f.key == f.name else f.key))
             for f in fields]
 
@@ -264,7 +273,35 @@ def block_columns(events: list[Any]) -> dict[str, Any]:
     block["grid"] = _triples(list(map(_GRID, gpu_args)))
     block["block"] = _triples(list(map(_BLOCK, gpu_args)))
     block["sync_kind"] = _factorize(list(map(_SYNC_KIND, gpu_args)))
+    block.update(_op_columns(args))
     return block
+
+
+def _op_columns(args: list[Any]) -> dict[str, Any]:
+    """The op fields (fields.OP_FIELDS) of the rows holding at least one (blocks.op_columns)."""
+    numbers = {name: _column(args, name) for name in OP_NUMBERS}
+    texts = {f.name: list(map(attrgetter(f.name), args)) for f in OP_FIELDS if f.name not in numbers}
+    candidate = np.zeros(len(args), dtype=bool)
+    for values in numbers.values():
+        candidate |= ~np.isnan(values)
+    for name, values in texts.items():
+        # A typed block's missing JSON field is an empty Raw (len 0); any other missing field is None.
+        if name in OP_JSON and values and isinstance(values[0], msgspec.Raw):
+            candidate |= np.fromiter(map(len, values), dtype=np.int64, count=len(values)) > 0
+        else:
+            candidate |= np.fromiter(map(is_not, values, repeat(None)), dtype=bool, count=len(values))
+    rows = np.flatnonzero(candidate)
+    coded: dict[str, tuple[np.ndarray, list[str | None]]] = {}
+    for name, values in texts.items():
+        at_rows = [values[i] for i in rows]
+        if name in OP_JSON:  # the raw text (a loose block holds the decoded value: its JSON again)
+            raw = [bytes(v) if isinstance(v, msgspec.Raw) else None if v is None else msgspec.json.encode(v)
+                   for v in at_rows]
+            codes, uniques = pd.factorize(pd.Series([v or None for v in raw], dtype=object), use_na_sentinel=True)
+            coded[name] = codes.astype(np.int32), [canonical_json(u) for u in uniques]
+        else:
+            coded[name] = _factorize(at_rows)
+    return op_columns(rows, {name: values[rows] for name, values in numbers.items()}, coded)
 
 
 _NO_ANY_ARGS = _AnyArgs()

@@ -15,11 +15,20 @@ from .blocks import (
     KIND_CODE,
     SKIP,
     kinds,
+    op_columns,
     placeable,
     to_number,
     used_codes,
 )
-from .fields import DEVICE_FIELDS, NATIVE_FLOATS, NATIVE_STRINGS
+from .fields import (
+    DEVICE_FIELDS,
+    NATIVE_FLOATS,
+    NATIVE_OP_FLOATS,
+    NATIVE_OP_STRINGS,
+    NATIVE_STRINGS,
+    OP_JSON,
+    canonical_json,
+)
 from .msgspec_engine import DECODE_ERRORS, LOOSE_DOCUMENT_DECODER, document_fields
 
 
@@ -93,4 +102,23 @@ def _scanned_columns(scanned: dict[str, Any]) -> dict[str, Any]:
         "block": floats[at_gpu, _AT["block_x"]:_AT["block_x"] + 3],
         "sync_kind": used_codes(codes[:, _STRING_AT["sync_kind"]], scanned["sync_kinds"], at_gpu),
     })
+    block.update(_op_columns(rows, scanned))
     return block
+
+
+def _op_columns(rows: np.ndarray, scanned: dict[str, Any]) -> dict[str, Any]:
+    """The op fields of the kept ``rows`` holding one (blocks.op_columns), from the scanner's op records; JSON
+    texts made canonical once per distinct raw text."""
+    listed = np.frombuffer(scanned["op_rows"], dtype=np.int64)
+    floats = np.frombuffer(scanned["op_floats"], dtype=np.float64).reshape(listed.size, len(NATIVE_OP_FLOATS))
+    codes = np.frombuffer(scanned["op_codes"], dtype=np.int32).reshape(listed.size, len(NATIVE_OP_STRINGS))
+    local = np.searchsorted(rows, listed)  # the records' rows among the kept rows (both sorted)
+    kept = local < rows.size
+    kept[kept] &= rows[local[kept]] == listed[kept]
+    records = np.flatnonzero(kept)
+    texts: dict[str, tuple[np.ndarray, list[str | None]]] = {}
+    for i, name in enumerate(NATIVE_OP_STRINGS):
+        found, values = used_codes(codes[:, i], scanned["op_strings"][i], records)
+        texts[name] = (found, [canonical_json(v) for v in values] if name in OP_JSON else values)
+    return op_columns(local[records], {name: floats[records, i] for i, name in enumerate(NATIVE_OP_FLOATS)},
+                      texts)

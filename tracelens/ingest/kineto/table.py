@@ -40,7 +40,7 @@ from .blocks import (
     SKIP,
     placeable,
 )
-from .fields import DEVICE_FIELDS
+from .fields import DEVICE_FIELDS, OP_NUMBERS, OP_TEXTS
 from .threads import executor, thread_budget
 
 _STEP_NAME = re.compile(r"^(?:ProfilerStep|tracelens/step)#(-?\d+)$")
@@ -87,6 +87,7 @@ class Columns:
         self.path = path
         self.names = _Interner()
         self.sync_kinds = _Interner()
+        self.op_texts = {name: _Interner() for name in OP_TEXTS}
         self.parts: list[dict[str, np.ndarray]] = []
         self.counts = {"events": 0, "flow": 0, "instant": 0, "metadata": 0, "other_phase": 0,
                        "lenient_blocks": 0, "msgspec_blocks": 0}
@@ -98,6 +99,8 @@ class Columns:
             return
         block["name"] = self.names.merge(*block["name"])
         block["sync_kind"] = self.sync_kinds.merge(*block["sync_kind"])
+        for name, interner in self.op_texts.items():
+            block[name] = interner.merge(*block[name])
         self.parts.append(block)
 
     def _no_timed_events(self) -> InputError:
@@ -111,6 +114,7 @@ class Columns:
             raise self._no_timed_events()
         offsets = np.cumsum([0] + [len(p["kind"]) for p in self.parts[:-1]])
         gpu_rows = np.concatenate([p.pop("gpu_rows") + off for p, off in zip(self.parts, offsets, strict=True)])
+        op_rows = np.concatenate([p.pop("op_rows") + off for p, off in zip(self.parts, offsets, strict=True)])
         # kind, ts and name decide the row order; the other row columns are then joined and put in that
         # order in one step each (below).
         kind, ts, raw_name = (np.concatenate([p.pop(k) for p in self.parts]) for k in ("kind", "ts", "name"))
@@ -163,6 +167,12 @@ class Columns:
         at = at[kept_gpu]
         gpu = {k: np.concatenate([p.pop(k) for p in parts])[kept_gpu]
                for k in (*DEVICE_FIELDS, "grid", "block", "sync_kind")}
+        # The op fields likewise stay on the few rows that have one.
+        at_op = position[op_rows]
+        kept_op = at_op >= 0
+        at_op = at_op[kept_op]
+        op = {k: np.concatenate([p.pop(k) for p in parts])[kept_op] for k in (*OP_NUMBERS, *OP_TEXTS)}
+        del op_rows, kept_op
         del parts, position, keep, order_keep
 
         device_side = DEVICE_SIDE[kind]
@@ -244,6 +254,9 @@ class Columns:
             "step": _to_arrow(step, "step"),
             "depth": depth,
             "reported_occupancy": sparse(gpu["occupancy_pct"] / 100.0, "reported_occupancy", gpu_is_kernel),
+            **{name: background.submit(_sparse_to_arrow, op[name], at_op, m, name) for name in OP_NUMBERS
+               if not np.isnan(op[name]).all()},  # a column without values is left to build_events (nulls)
+            **{name: _op_text(op[name], at_op, m, self.op_texts[name].values) for name in OP_TEXTS},
         }
         background.shutdown(wait=True)
         events = build_store({k: v.result() if isinstance(v, Future) else v for k, v in columns.items()},
@@ -290,6 +303,23 @@ def _dictionary(codes: np.ndarray, values: list[str | None], where: np.ndarray) 
     lookup = np.array([index[v] if v is not None else -1 for v in values] + [-1], dtype=np.int32)
     indices = np.where(where, lookup[codes], -1).astype(np.int32)
     return pa.DictionaryArray.from_arrays(_indices(indices), pa.array(distinct, pa.string()))
+
+
+def _op_text(codes: np.ndarray, rows: np.ndarray, n: int, values: list[str]) -> pa.Array | None:
+    """A dictionary string column of ``n`` rows: ``values[codes]`` at ``rows``, null elsewhere (None: all
+    null, which build_events makes without a buffer). Built from the few rows that have a value."""
+    present = codes >= 0
+    if not present.any():
+        return None
+    distinct = sorted(set(values))  # one value may come from several texts (canonical JSON)
+    index = {v: i for i, v in enumerate(distinct)}
+    recode = np.array([index[v] for v in values], dtype=np.int32)
+    data = np.zeros(n, dtype=np.int32)
+    data[rows[present]] = recode[codes[present]]
+    valid = np.zeros(n, dtype=bool)
+    valid[rows[present]] = True
+    indices = _from_buffers(pa.int32(), data, valid, n - int(present.sum()))
+    return pa.DictionaryArray.from_arrays(indices, pa.array(distinct, pa.string()))
 
 
 def _indices(codes: np.ndarray) -> pa.Array:

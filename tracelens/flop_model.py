@@ -1,0 +1,359 @@
+"""FLOPs of one framework op from its recorded input shapes (Kineto ``record_shapes=True``): matmuls,
+convolutions and attention, forward and backward. Pure functions of one op's name, ``Input Dims``, ``Input
+type`` and ``Concrete Inputs`` (the schema's canonical JSON texts); the ops section calls them once per
+distinct signature. Formulas and conventions: ``docs/analyses.md`` ("compute").
+
+Argument positions are those of the ATen schemas (``aten/src/ATen/native/native_functions.yaml``), which is
+the order Kineto records inputs in.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from .peaks import torch_dtype
+
+MATMUL, CONV, ATTENTION, OTHER = "matmul", "conv", "attention", "other"
+CLASSES = (MATMUL, CONV, ATTENTION, OTHER)
+
+
+@dataclass(frozen=True)
+class OpFlops:
+    """An op's FLOPs (None: not modelled, or shapes missing), its class, and the dtype its peak is read for."""
+
+    flops: float | None
+    op_class: str
+    dtype: str | None
+    bytes: float | None = None  # the least memory traffic: each recorded input tensor read and the output written once
+
+
+# --- matmuls: 2 * M * N * K multiply-adds, times the batch ------------------------------------------------
+
+def _matmul(dims: list[Any], a: int, b: int) -> float | None:
+    """torch.matmul semantics for inputs ``a`` and ``b`` (1-D operands promoted, batch dims broadcast)."""
+    x, y = _shape(dims, a), _shape(dims, b)
+    if x is None or y is None or not x or not y:
+        return None
+    x1, y1 = len(x) == 1, len(y) == 1
+    x = [1, *x] if x1 else x
+    y = [*y, 1] if y1 else y
+    m, k, k2, n = x[-2], x[-1], y[-2], y[-1]
+    if k != k2:
+        return None
+    batch_x, batch_y = x[:-2], y[:-2]
+    width = max(len(batch_x), len(batch_y))
+    batch_x = [1] * (width - len(batch_x)) + batch_x
+    batch_y = [1] * (width - len(batch_y)) + batch_y
+    batch = math.prod(max(p, q) for p, q in zip(batch_x, batch_y, strict=True))
+    return 2.0 * batch * m * n * k
+
+
+def _linear(dims: list[Any]) -> float | None:
+    """aten::linear(input [..., K], weight [N, K], bias): 2 * rows * N * K."""
+    x, w = _shape(dims, 0), _shape(dims, 1)
+    if not x or w is None or len(w) != 2 or x[-1] != w[1]:
+        return None
+    return 2.0 * math.prod(x[:-1]) * w[0] * w[1]
+
+
+# name -> (flops(dims, concrete), index of the input whose type gives the dtype)
+_MATMULS = {
+    "aten::mm": (lambda d, c: _matmul(d, 0, 1), 0),
+    "aten::bmm": (lambda d, c: _matmul(d, 0, 1), 0),
+    "aten::matmul": (lambda d, c: _matmul(d, 0, 1), 0),
+    "aten::mv": (lambda d, c: _matmul(d, 0, 1), 0),
+    "aten::dot": (lambda d, c: _matmul(d, 0, 1), 0),
+    "aten::_scaled_mm": (lambda d, c: _matmul(d, 0, 1), 0),
+    "aten::addmm": (lambda d, c: _matmul(d, 1, 2), 1),
+    "aten::baddbmm": (lambda d, c: _matmul(d, 1, 2), 1),
+    "aten::addbmm": (lambda d, c: _matmul(d, 1, 2), 1),
+    "aten::addmv": (lambda d, c: _matmul(d, 1, 2), 1),
+    "aten::linear": (lambda d, c: _linear(d), 0),
+}
+
+
+# --- convolutions ------------------------------------------------------------------------------------------
+# 2 * (output elements) * (input channels per group) * (kernel elements); a transposed convolution is the
+# backward-data pass of a convolution, the same count with input and output swapped.
+
+@dataclass(frozen=True)
+class _ConvArgs:
+    stride: int | None
+    padding: int | None
+    dilation: int | None
+    transposed: int | bool  # an argument index, or whether the op is always (not) transposed
+    allow_tf32: int | None = None
+
+
+_CONVS = {
+    "aten::conv1d": _ConvArgs(3, 4, 5, False),
+    "aten::conv2d": _ConvArgs(3, 4, 5, False),
+    "aten::conv3d": _ConvArgs(3, 4, 5, False),
+    "aten::conv_transpose1d": _ConvArgs(None, None, None, True),
+    "aten::conv_transpose2d": _ConvArgs(None, None, None, True),
+    "aten::conv_transpose3d": _ConvArgs(None, None, None, True),
+    "aten::convolution": _ConvArgs(3, 4, 5, 6),
+    "aten::convolution_overrideable": _ConvArgs(3, 4, 5, 6),
+    "aten::_convolution": _ConvArgs(3, 4, 5, 6, allow_tf32=12),
+    "aten::cudnn_convolution": _ConvArgs(3, 2, 4, False, allow_tf32=8),
+    "aten::cudnn_convolution_transpose": _ConvArgs(None, None, None, True, allow_tf32=9),
+    "aten::miopen_convolution": _ConvArgs(4, 3, 5, False),
+    "aten::miopen_convolution_transpose": _ConvArgs(None, None, None, True),
+    "aten::mkldnn_convolution": _ConvArgs(4, 3, 5, False),
+}
+
+
+def _conv_flops(x: list[int], w: list[int], out_spatial: list[int] | None, transposed: bool) -> float | None:
+    """``x`` input [N, C, *spatial], ``w`` weight; ``out_spatial`` the output's spatial size (forward only)."""
+    if len(x) < 3 or len(w) != len(x):
+        return None
+    per_output = w[1] * math.prod(w[2:])  # input channels per group x kernel elements (transposed: per input)
+    if transposed:
+        return 2.0 * math.prod(x) * per_output
+    if out_spatial is None:
+        return None
+    return 2.0 * x[0] * w[0] * math.prod(out_spatial) * per_output
+
+
+def _output_spatial(x: list[int], w: list[int], concrete: list[Any], args: _ConvArgs) -> list[int] | None:
+    spatial = len(x) - 2
+    stride = _int_list(concrete, args.stride, spatial, default=1)
+    dilation = _int_list(concrete, args.dilation, spatial, default=1)
+    padding_text = _arg(concrete, args.padding)
+    if padding_text in ("same", "valid"):  # conv2d(..., padding="same" | "valid")
+        if padding_text == "same":
+            return x[2:]
+        padding: list[int] | None = [0] * spatial
+    else:
+        padding = _int_list(concrete, args.padding, spatial, default=0)
+    if stride is None or dilation is None or padding is None:
+        return None
+    out = [(size + 2 * p - d * (k - 1) - 1) // s + 1
+           for size, k, s, p, d in zip(x[2:], w[2:], stride, padding, dilation, strict=True)]
+    return out if all(o > 0 for o in out) else None
+
+
+def _conv(name: str, dims: list[Any], concrete: list[Any]) -> float | None:
+    args = _CONVS[name]
+    x, w = _shape(dims, 0), _shape(dims, 1)
+    if x is None or w is None:
+        return None
+    transposed = args.transposed if isinstance(args.transposed, bool) else _arg(concrete, args.transposed) == "True"
+    out = None if transposed else _output_spatial(x, w, concrete, args)
+    return _conv_flops(x, w, out, transposed)
+
+
+def _conv_backward(dims: list[Any], concrete: list[Any]) -> float | None:
+    """aten::convolution_backward(grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed,
+    output_padding, groups, output_mask): one forward's FLOPs for each of grad_input and grad_weight asked for
+    (the output's size is grad_output's; grad_bias is a reduction, not counted)."""
+    grad, x, w = _shape(dims, 0), _shape(dims, 1), _shape(dims, 2)
+    if grad is None or x is None or w is None:
+        return None
+    transposed = _arg(concrete, 7) == "True"
+    forward = _conv_flops(x, w, grad[2:], transposed)
+    mask = _arg(concrete, 10)
+    try:
+        wanted = json.loads(mask.lower()) if isinstance(mask, str) and mask else [True, True, True]
+        passes = int(bool(wanted[0])) + int(bool(wanted[1]))
+    except (ValueError, TypeError, IndexError):
+        passes = 2
+    return None if forward is None else forward * passes
+
+
+# --- attention ---------------------------------------------------------------------------------------------
+# Q K^T and P V: 2 * B * H * Sq * Sk * (D + Dv); causal masking computes half of the scores (the usual
+# convention); backward = 2.5 x forward (recomputed Q K^T, and dQ, dK, dV, dP: five products of that size
+# against the forward's two).
+
+@dataclass(frozen=True)
+class _AttentionArgs:
+    q: int
+    k: int
+    v: int
+    seq_first: bool  # layout [B, S, H, D] (flash/efficient kernels' own ops); else [B, H, S, D]
+    causal: int | None  # argument index of is_causal (or of custom_mask_type: nonzero means causal)
+    backward: bool = False
+    mask_type: bool = False
+
+
+_ATTENTIONS = {
+    "aten::scaled_dot_product_attention": _AttentionArgs(0, 1, 2, False, 5),
+    "aten::_scaled_dot_product_flash_attention": _AttentionArgs(0, 1, 2, False, 4),
+    "aten::_scaled_dot_product_flash_attention_for_cpu": _AttentionArgs(0, 1, 2, False, 4),
+    "aten::_scaled_dot_product_efficient_attention": _AttentionArgs(0, 1, 2, False, 6),
+    "aten::_scaled_dot_product_cudnn_attention": _AttentionArgs(0, 1, 2, False, 6),
+    "aten::_flash_attention_forward": _AttentionArgs(0, 1, 2, True, 8),
+    "aten::_efficient_attention_forward": _AttentionArgs(0, 1, 2, True, 9, mask_type=True),
+    "aten::_scaled_dot_product_flash_attention_backward": _AttentionArgs(1, 2, 3, False, 11, backward=True),
+    "aten::_scaled_dot_product_flash_attention_for_cpu_backward": _AttentionArgs(1, 2, 3, False, 7, backward=True),
+    "aten::_scaled_dot_product_efficient_attention_backward": _AttentionArgs(1, 2, 3, False, 11, backward=True),
+    "aten::_scaled_dot_product_cudnn_attention_backward": _AttentionArgs(1, 2, 3, False, 14, backward=True),
+    "aten::_flash_attention_backward": _AttentionArgs(1, 2, 3, True, 11, backward=True),
+    "aten::_efficient_attention_backward": _AttentionArgs(1, 2, 3, True, 14, backward=True, mask_type=True),
+}
+
+
+def _attention(name: str, dims: list[Any], concrete: list[Any]) -> float | None:
+    args = _ATTENTIONS[name]
+    q, k, v = _shape(dims, args.q), _shape(dims, args.k), _shape(dims, args.v)
+    # 4-D only: a 3-D query is a packed variable-length batch whose sequence lengths are not recorded.
+    if q is None or k is None or v is None or not len(q) == len(k) == len(v) == 4:
+        return None
+    if args.seq_first:
+        (b, sq, h, d), sk, dv = q, k[1], v[3]
+    else:
+        (b, h, sq, d), sk, dv = q, k[2], v[3]
+    flops = 2.0 * b * h * sq * sk * (d + dv)
+    flag = _arg(concrete, args.causal)
+    causal = (flag not in ("", "0", None)) if args.mask_type else flag == "True"
+    if causal:
+        flops /= 2
+    return flops * 2.5 if args.backward else flops
+
+
+# --- one op ------------------------------------------------------------------------------------------------
+
+def modelled(name: str) -> bool:
+    """Whether ``name`` has a FLOP formula here (its recorded shapes may still be missing)."""
+    return name in _MATMULS or name in _CONVS or name in _ATTENTIONS or name == "aten::convolution_backward"
+
+
+def op_class(name: str) -> str:
+    """matmul, conv, attention, or other (any other op, e.g. one whose FLOPs the producer recorded)."""
+    if name in _MATMULS:
+        return MATMUL
+    if name in _CONVS or name == "aten::convolution_backward":
+        return CONV
+    if name in _ATTENTIONS:
+        return ATTENTION
+    return OTHER
+
+
+def op_flops(name: str, input_dims: str | None, input_types: str | None, concrete_inputs: str | None) -> OpFlops:
+    """An op's FLOPs from its recorded inputs (JSON texts as the event table holds them) and the dtype of its
+    first floating-point operand; TF32 for an FP32 convolution that records allow_tf32=True."""
+    dims, types, concrete = _json_list(input_dims), _json_list(input_types), _json_list(concrete_inputs)
+    cls = op_class(name)
+    flops: float | None = None
+    if name in _MATMULS:
+        flops = _MATMULS[name][0](dims, concrete)
+    elif name in _CONVS:
+        flops = _conv(name, dims, concrete)
+    elif name == "aten::convolution_backward":
+        flops = _conv_backward(dims, concrete)
+    elif name in _ATTENTIONS:
+        flops = _attention(name, dims, concrete)
+    dtype = _dtype(name, types, concrete)
+    flops = flops if flops is None or flops >= 0 else None
+    return OpFlops(flops, cls, dtype, _bytes(name, dims, concrete, flops, dtype))
+
+
+# Bytes per element of each dtype of the peak table (FP64 included).
+_ELEMENT_BYTES = {"FP32": 4, "TF32": 4, "FP16": 2, "BF16": 2, "FP8": 1, "FP64": 8}
+
+
+def _elements(dims: list[Any]) -> float:
+    """Elements of every recorded tensor input (a TensorList's tensors each)."""
+    total = 0.0
+    for shape in dims:
+        if isinstance(shape, list) and shape and all(isinstance(s, list) for s in shape):
+            total += sum(_elements([s]) for s in shape)
+        elif isinstance(shape, list) and shape and all(isinstance(s, int) for s in shape):
+            total += math.prod(shape)
+    return total
+
+
+def _outputs(name: str, dims: list[Any], concrete: list[Any], flops: float) -> float:
+    """Elements an op with a formula writes: its output (backward: the gradients it computes); 0 when the
+    shapes do not say (a transposed convolution's output size depends on arguments not modelled here)."""
+    if name == "aten::linear":
+        return flops / (2 * _shape(dims, 1)[1])  # type: ignore[index]
+    if name in _MATMULS:
+        k = (_shape(dims, _MATMULS[name][1]) or [1])[-1]
+        return flops / (2 * k) if k else 0.0
+    if name in _CONVS:
+        w = _shape(dims, 1) or []
+        transposed = _CONVS[name].transposed
+        if transposed is True or (not isinstance(transposed, bool) and _arg(concrete, transposed) == "True"):
+            return 0.0
+        return flops / (2 * w[1] * math.prod(w[2:])) if len(w) > 2 and w[1] else 0.0
+    if name == "aten::convolution_backward":
+        mask = (_arg(concrete, 10) or "[True, True]").lower()
+        wanted = json.loads(mask) if mask.startswith("[") else [True, True]
+        return sum(math.prod(_shape(dims, i) or [0]) for i, w in zip((1, 2), wanted[:2], strict=False) if w)
+    if name in _ATTENTIONS:
+        args = _ATTENTIONS[name]
+        q, k, v = (_shape(dims, i) or [0] for i in (args.q, args.k, args.v))
+        if args.backward:  # dQ, dK, dV
+            return float(math.prod(q) + math.prod(k) + math.prod(v))
+        return math.prod(q) / q[-1] * v[-1] if q[-1] else 0.0
+    return 0.0
+
+
+def _bytes(name: str, dims: list[Any], concrete: list[Any], flops: float | None, dtype: str | None) -> float | None:
+    """The inputs read and outputs written once, at the op's dtype (None: dtype or shapes unknown)."""
+    if dtype not in _ELEMENT_BYTES or not dims:
+        return None
+    outputs = _outputs(name, dims, concrete, flops) if flops else 0.0
+    return _ELEMENT_BYTES[dtype] * (_elements(dims) + outputs)
+
+
+def _dtype(name: str, types: list[Any], concrete: list[Any]) -> str | None:
+    first = _MATMULS[name][1] if name in _MATMULS else 0
+    found = next((d for t in types[first:] if isinstance(t, str) and (d := torch_dtype(t))), None)
+    if found is None:  # a TensorList, or the first operands are not floats
+        found = next((d for t in types if isinstance(t, str) and (d := torch_dtype(t))), None)
+    tf32_at = _CONVS[name].allow_tf32 if name in _CONVS else None
+    if found == "FP32" and tf32_at is not None and _arg(concrete, tf32_at) == "True":
+        return "TF32"
+    return found
+
+
+# --- reading the recorded inputs ---------------------------------------------------------------------------
+
+def _json_list(text: str | None) -> list[Any]:
+    if not text:
+        return []
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return []
+    return value if isinstance(value, list) else []
+
+
+def _shape(dims: list[Any], index: int) -> list[int] | None:
+    """Input ``index``'s shape (a list of non-negative ints), None when not recorded as one."""
+    if index >= len(dims):
+        return None
+    shape = dims[index]
+    if not isinstance(shape, list) or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0
+                                              for s in shape):
+        return None
+    return shape
+
+
+def _arg(concrete: list[Any], index: int | None) -> str | None:
+    """Concrete input ``index`` as recorded (a string such as "1", "[2, 2]", "True"; "" when not a scalar)."""
+    if index is None or index >= len(concrete):
+        return None
+    value = concrete[index]
+    return value if isinstance(value, str) else None
+
+
+def _int_list(concrete: list[Any], index: int | None, size: int, default: int) -> list[int] | None:
+    """An int[] argument ("[2, 2]", "[2]" or "2") expanded to ``size`` values; ``default`` when not recorded."""
+    text = _arg(concrete, index)
+    if not text:
+        return [default] * size
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    values = value if isinstance(value, list) else [value]
+    if not all(isinstance(v, int) for v in values) or len(values) not in (1, size):
+        return None
+    return values * size if len(values) == 1 else values
