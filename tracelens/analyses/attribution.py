@@ -126,8 +126,15 @@ def priority_split(
     out = np.zeros((starts.size, len(CAUSES)), np.int64)
     covered_before = np.zeros(starts.size, np.int64)
     sync_level = HOST_CATEGORY_PRIORITY.index(SYNC)
-    for level in range(len(HOST_CATEGORY_PRIORITY)):
-        us, ue = intervals.merge(s[cat <= level], e[cat <= level])
+    # Each category's rows are merged once; the union through a level is then the previous level's union
+    # merged with this one's (unions are far fewer intervals than rows: one sort of the rows in all, not one
+    # per level).
+    level_unions = [intervals.merge(s[cat == level], e[cat == level]) for level in range(len(HOST_CATEGORY_PRIORITY))]
+    us = ue = np.zeros(0, np.int64)
+    for level, (ls, le) in enumerate(level_unions):
+        if level == sync_level:
+            before_sync = (us, ue)
+        us, ue = intervals.merge(np.concatenate([us, ls]), np.concatenate([ue, le]))
         covered = intervals.overlap_with_union(starts, ends, us, ue)
         out[:, level] = covered - covered_before
         covered_before = covered
@@ -136,10 +143,11 @@ def priority_split(
     out[:, -1] = (ends - starts) - covered_before
     # The sync column's part covered only by synchronous copies: what the earlier categories and the other
     # syncs do not already cover.
-    not_copy = (cat < sync_level) | ((cat == sync_level) & ~rows.sync_copy[mine])
-    ns, ne = intervals.merge(s[not_copy], e[not_copy])
+    other_sync = (cat == sync_level) & ~rows.sync_copy[mine]
+    os_, oe = intervals.merge(s[other_sync], e[other_sync])
+    ns, ne = intervals.merge(np.concatenate([before_sync[0], os_]), np.concatenate([before_sync[1], oe]))
     sync_copy = covered_through_sync - intervals.overlap_with_union(starts, ends, ns, ne)
-    sync_union = intervals.merge(s[cat == sync_level], e[cat == sync_level])
+    sync_union = level_unions[sync_level]
     starts_in_sync = intervals.overlap_with_union(starts, starts + 1, *sync_union) > 0
     return out, {"sync_copy": sync_copy, "starts_in_sync": starts_in_sync & (ends > starts)}
 
