@@ -29,7 +29,7 @@ def kernel_summary(trace: Trace) -> dict[str, Any]:
     if not is_kernel.any():
         return {"count": 0, "total_ns": 0, "distinct_names": 0, "by_name": []}
     # Group on the name dictionary's integer codes (strings only for the distinct names at the end).
-    frame = pd.DataFrame({"code": cols.name[is_kernel], "dur": (cols.end - cols.start)[is_kernel]})
+    frame = pd.DataFrame({"code": cols.name[is_kernel], "dur": cols.end[is_kernel] - cols.start[is_kernel]})
     grouped = frame.groupby("code", sort=False)["dur"]
     stats = grouped.agg(["count", "sum", "min", "max", "median", "std"]).reset_index()
     names = np.append(cols.names, "").astype(object)  # code -1 (null name) picks the trailing ""
