@@ -97,7 +97,7 @@ class _KernelOccupancy:
         self.estimated = np.full(n, np.nan)
         self.waves = np.full(n, np.nan)
         self.blocks_per_sm = np.full(n, np.nan)
-        self.active = np.full(n, -1, dtype=np.int64)
+        self.active = np.full(n, -1, dtype=np.int32)
         self.limiter = np.full(n, -1, dtype=np.int8)
         self.grid_fill = np.full(n, np.nan)  # min(1, grid blocks / SMs)
         self.shape = np.full(n, np.nan)  # occupancy the block shape alone allows
@@ -336,13 +336,15 @@ def occupancy_report(trace: Trace) -> dict[str, Any]:
         per_device.append(entry)
         if note["reason"]:
             not_computed.append({"device": dev, "reason": note["reason"], "kernel_count": int(mask.sum())})
+    computed_count = int(computed.sum())
+    del starts, ends, fill, grid_fill, computed, under, low  # before the top configurations' own arrays
     no_device = int(np.isnan(occ.device).sum())
     if no_device:
         not_computed.append({"device": None, "reason": "kernel has no device id", "kernel_count": no_device})
     return {
         "low_threshold": LOW_OCCUPANCY,
         "kernel_count": int(occ.rows.size),
-        "computed_count": int(computed.sum()),
+        "computed_count": computed_count,
         "lost_ns": sum(d["lost_ns"] for d in per_device),
         "under_filled_lost_ns": sum(d["under_filled_lost_ns"] for d in per_device),
         "block_shape_lost_ns": sum(d["block_shape_lost_ns"] for d in per_device),
