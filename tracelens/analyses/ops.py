@@ -383,10 +383,12 @@ def gap_ops(trace: Trace, limit: int = TOP_EVIDENCE_OPS) -> list[dict[str, Any]]
     """The longest GPU idle gaps (over all devices) with the outermost op that launched the GPU work just
     before each (``op_before``: the GPU op ending at the gap's start) and just after it (``op_after``)."""
     busy = device_busy(trace)
-    gaps = [(d, s, e) for d, b in busy.items() for s, e in zip(b.gap_starts, b.gap_ends, strict=True)]
-    if not gaps:
+    if not busy or not any(b.gap_starts.size for b in busy.values()):
         return []
-    device, start, end = (np.array(x, np.int64) for x in zip(*gaps, strict=True))
+    # Concatenated per device (a loop over devices).
+    device = np.concatenate([np.full(b.gap_starts.size, d, np.int64) for d, b in busy.items()])
+    start = np.concatenate([b.gap_starts for b in busy.values()]).astype(np.int64)
+    end = np.concatenate([b.gap_ends for b in busy.values()]).astype(np.int64)
     longest = np.lexsort((start, device, -(end - start)))[:limit]
     device, start, end = device[longest], start[longest], end[longest]
     pairs = launch_pairs(trace)
