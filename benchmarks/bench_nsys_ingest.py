@@ -361,11 +361,13 @@ def _report(replicas: int, nvtx_replicas: int, path: Path, size: int, counts: di
         "`sqlite://` path, with no way we found to make it read-only, so it is measured, not used. sqlite3 "
         "`fetchall` is the fallback when ADBC is absent.",
         "- Scale: every table at the real file's proportion (NVTX_EVENTS included), as a real training export. "
-        "The memory targets are not met by the present representation: the documented table has 31 columns, "
-        "most of them null for most rows (kernel launch geometry, copy kinds, NVTX domains), and Arrow stores "
-        "every column densely, so it costs ~140 bytes per row whatever the kind, and the analyses' numpy columns "
-        "add ~100 more. Meeting the targets needs per-kind storage (each kind's rows with only its columns, the "
-        "sorted documented table built on demand) and narrower analysis columns: planned, not done.",
+        "Representation: the trace holds its events in an `EventStore` (docs/schema.md, \"Storage\"): a column "
+        "most rows carry is one dense Arrow array (pid/tid int32, kind with int8 indices), a column few rows "
+        "carry (kernel geometry, copy bytes, device and stream on an NVTX-heavy export) is sparse, row positions "
+        "plus values, and the documented 31-column table is built only when asked for (`trace.events`, "
+        "`convert`). NVTX_EVENTS is fetched 4M rows at a time and compacted per chunk, so its text never lives "
+        "whole. The analyses read numpy columns (int32 where values fit) and sum the tens of millions of host "
+        "rows and ranges a chunk at a time. \"result bytes\" is `EventStore.nbytes`.",
         "- The machine is shared with other engineers' jobs (benchmarks take a lock, tests do not), so absolute "
         "times move by +-30% between runs; the ratios above come from one run.",
         "",

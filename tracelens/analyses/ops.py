@@ -383,9 +383,9 @@ def gap_ops(trace: Trace, limit: int = TOP_EVIDENCE_OPS) -> list[dict[str, Any]]
     """The longest GPU idle gaps (over all devices) with the outermost op that launched the GPU work just
     before each (``op_before``: the GPU op ending at the gap's start) and just after it (``op_after``)."""
     busy = device_busy(trace)
-    if not busy or not sum(b.gap_starts.size for b in busy.values()):
+    if not busy or not any(b.gap_starts.size for b in busy.values()):
         return []
-    # every gap of every device as arrays (millions of gaps on a long trace: no Python tuple per gap)
+    # Concatenated per device (a loop over devices).
     device = np.concatenate([np.full(b.gap_starts.size, d, np.int64) for d, b in busy.items()])
     start = np.concatenate([b.gap_starts for b in busy.values()]).astype(np.int64)
     end = np.concatenate([b.gap_ends for b in busy.values()]).astype(np.int64)
