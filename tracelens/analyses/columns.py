@@ -16,8 +16,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import intervals
-from ..values import dense_codes
 from ..trace import ALL_KINDS, GPU_ACTIVITY_KINDS, STEP, EventStore, SparseColumn, Trace
+from ..values import dense_codes
 
 T = TypeVar("T")
 

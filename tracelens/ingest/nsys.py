@@ -16,7 +16,7 @@ import sqlite3
 import warnings
 from collections import deque
 from collections.abc import Callable, Iterable
-from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,10 +41,10 @@ from ..trace import (
     OVERHEAD,
     RUNTIME,
     STEP,
-    Trace,
-    TraceMetadata,
     EventStore,
     SparseColumn,
+    Trace,
+    TraceMetadata,
     build_devices,
     build_store,
     nesting_depth,
