@@ -20,3 +20,25 @@ def test_dense_codes_match_a_sorted_factorize_with_nan_last():
     codes, uniques = dense_codes(values)
     assert uniques[:3].tolist() == [-1.0, 3.0, 7.0] and np.isnan(uniques[3]) and uniques.size == 4
     assert codes.tolist() == [1, 3, 0, 1, 2, 3, 0]
+
+
+def test_id_columns_are_int32_below_2_30_and_int64_above_and_launches_still_pair():
+    from tracelens.analyses.columns import event_columns
+    from tracelens.analyses.launch import launch_calls
+    from tracelens.trace import Trace
+
+    def trace(corr: int) -> Trace:
+        return Trace.from_rows([
+            {"kind": "driver", "name": "cuLaunchKernel", "start_ns": 0, "end_ns": 5, "pid": 1, "tid": 1,
+             "correlation_id": corr},
+            {"kind": "runtime", "name": "cudaLaunchKernel", "start_ns": 1, "end_ns": 4, "pid": 1, "tid": 1,
+             "correlation_id": corr},
+            {"kind": "kernel", "name": "k", "start_ns": 10, "end_ns": 20, "device": 0, "correlation_id": corr},
+        ])
+
+    small, big = trace(7), trace(2**31 - 1)  # doubled, 2^31 - 1 wraps in int32: it must stay int64
+    assert event_columns(small).correlation_id.dtype == np.int32
+    assert event_columns(big).correlation_id.dtype == np.int64
+    for t in (small, big):
+        calls = launch_calls(t)
+        assert len(calls) == 1 and not calls["is_driver"][0]  # the runtime row wins over the driver row

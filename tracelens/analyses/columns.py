@@ -180,9 +180,9 @@ def event_columns(trace: Trace) -> EventColumns:
             stream=_ints(store, "stream"),
             pid=_ints(store, "pid"),
             tid=_ints(store, "tid"),
-            # join keys stay int64: they are combined into sort keys
-            correlation_id=_ints(store, "correlation_id", narrow=False),
-            external_id=_ints(store, "external_id", narrow=False),
+            # join keys: int32 below 2^30 as the others (the one sort key built from them widens first)
+            correlation_id=_ints(store, "correlation_id"),
+            external_id=_ints(store, "external_id"),
             graph_id=_ints(store, "graph_id"),
             bytes=_ints(store, "bytes"),
             step=_ints(store, "step"),
