@@ -364,7 +364,7 @@ def _report(replicas: int, nvtx_replicas: int, path: Path, size: int, counts: di
         "Representation: the trace holds its events in an `EventStore` (docs/schema.md, \"Storage\"): a column "
         "most rows carry is one dense Arrow array (pid/tid int32, kind with int8 indices), a column few rows "
         "carry (kernel geometry, copy bytes, device and stream on an NVTX-heavy export) is sparse, row positions "
-        "plus values, and the documented 31-column table is built only when asked for (`trace.events`, "
+        "plus values, and the documented table (all 39 columns) is built only when asked for (`trace.events`, "
         "`convert`). NVTX_EVENTS is fetched 4M rows at a time and compacted per chunk, so its text never lives "
         "whole. The analyses read numpy columns (int32 where values fit) and sum the tens of millions of host "
         "rows and ranges a chunk at a time. \"result bytes\" is `EventStore.nbytes`.",
