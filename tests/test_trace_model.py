@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
 
 import tracelens
@@ -162,3 +163,20 @@ def test_host_summary_is_the_same_in_chunks_and_by_hash(monkeypatch):
     assert host.host_summary(trace) == whole
     monkeypatch.setattr(host, "_count_every_slot", lambda slots, rows: False)
     assert host.host_summary(trace) == whole
+
+
+def test_sentinel_null_column_reads_as_the_filled_column_without_a_copy():
+    import pyarrow as pa
+
+    from tracelens.trace import EventStore, with_sentinel_nulls
+
+    tid = pa.array([5, None, 7, None], pa.int32())
+    marked = with_sentinel_nulls(tid)
+    assert marked.to_pylist() == [5, None, 7, None]  # same values and nulls
+    store = EventStore(4, {"kind": pa.array(["cpu_op"] * 4).dictionary_encode(),
+                           "start_ns": pa.array([0, 1, 2, 3], pa.int64()), "end_ns": pa.array([1, 2, 3, 4], pa.int64()),
+                           "tid": marked}, frozenset({"tid"}))
+    values = store.numpy("tid", -1, np.int32)
+    assert values.tolist() == [5, -1, 7, -1]
+    assert not values.flags.owndata  # a view of the stored buffer
+    assert with_sentinel_nulls(tid.slice(1)) is None  # offset buffers are left as they are

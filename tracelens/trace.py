@@ -177,12 +177,16 @@ class EventStore:
     NVTX this holds the events in about half the memory of the dense table (docs/schema.md, "Storage").
     """
 
-    def __init__(self, num_rows: int, columns: Mapping[str, pa.Array | SparseColumn]) -> None:
+    def __init__(self, num_rows: int, columns: Mapping[str, pa.Array | SparseColumn],
+                 sentinel: frozenset[str] = frozenset()) -> None:
         unknown = set(columns) - set(EVENT_COLUMNS)
         if unknown:
             raise ValueError(f"unknown event columns: {sorted(unknown)}")
         self.num_rows = num_rows
         self.columns: dict[str, pa.Array | SparseColumn] = dict(columns)
+        # Dense integer columns whose null slots hold -1 (with_sentinel_nulls): numpy(name) reads them without
+        # a copy.
+        self.sentinel = frozenset(sentinel) & {n for n, c in self.columns.items() if not isinstance(c, SparseColumn)}
 
     @classmethod
     def from_table(cls, table: pa.Table) -> EventStore:
@@ -257,6 +261,9 @@ class EventStore:
         if stored.null_count == 0:
             values = stored.to_numpy(zero_copy_only=False)
             return values if values.dtype == dtype else values.astype(dtype)
+        if name in self.sentinel and fill == -1:
+            values = np.frombuffer(stored.buffers()[1], dtype=stored.type.to_pandas_dtype(), count=len(stored))
+            return values if values.dtype == dtype else values.astype(dtype)
         return pc.fill_null(stored, fill).to_numpy(zero_copy_only=False).astype(dtype, copy=False)
 
     def unique(self, name: str) -> list[Any]:
@@ -274,7 +281,7 @@ class EventStore:
 
     def with_columns(self, updates: Mapping[str, pa.Array | SparseColumn]) -> EventStore:
         """A new store with ``updates`` replacing those columns (the others shared, not copied)."""
-        return EventStore(self.num_rows, {**self.columns, **updates})
+        return EventStore(self.num_rows, {**self.columns, **updates}, self.sentinel - set(updates))
 
     @property
     def nbytes(self) -> int:
@@ -289,6 +296,21 @@ class EventStore:
 
 
 _NEVER_NULL = ("kind", "start_ns", "end_ns")
+
+
+def with_sentinel_nulls(array: pa.Array) -> pa.Array | None:
+    """The integer array with -1 in the data slots of its nulls (same values, same validity), or None where
+    its buffers are offset (sliced): an EventStore marks such a column ``sentinel`` and reads it without a
+    copy."""
+    if array.offset != 0 or not pa.types.is_integer(array.type):
+        return None
+    if array.null_count == 0:
+        return array
+    filled = pc.fill_null(array, -1)
+    if filled.offset != 0:
+        return None
+    return pa.Array.from_buffers(array.type, len(array), [array.buffers()[0], filled.buffers()[1]],
+                                 null_count=array.null_count)
 
 
 def _cast(array: pa.Array, typ: pa.DataType) -> pa.Array:

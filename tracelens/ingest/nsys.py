@@ -48,6 +48,7 @@ from ..trace import (
     build_devices,
     build_store,
     nesting_depth,
+    with_sentinel_nulls,
 )
 from .nsys_rep import export_report
 
@@ -956,7 +957,13 @@ class NsysReader:
         del order
         self._gather_columns(parts, columns, take, rank, total)
         del take, rank
-        return origin, EventStore(total, {f.name: columns[f.name] for f in EVENT_SCHEMA if f.name in columns})
+        sentinel = set()
+        for name in ("pid", "tid"):  # read by every analysis: -1 in their null slots spares a filled copy
+            if isinstance(columns.get(name), pa.Array) and (marked := with_sentinel_nulls(columns[name])) is not None:
+                columns[name] = marked
+                sentinel.add(name)
+        return origin, EventStore(total, {f.name: columns[f.name] for f in EVENT_SCHEMA if f.name in columns},
+                                  frozenset(sentinel))
 
     @staticmethod
     def _gather_columns(parts: list[_Part], columns: dict[str, Any], take: pa.Array, rank: np.ndarray,
