@@ -490,3 +490,58 @@ def test_nsys_export_with_nccl_nvtx_ranges(tmp_path):
     assert by_type["other"]["time_ns"] == picked[3][2] - picked[3][1]
     assert device["collective_ns"] == union_length([(s, e) for _, s, e, *_ in picked])
     assert by_type["all_reduce"]["bytes"] is None
+
+
+def _payload_blob(schema_id: int, payload: bytes) -> bytes:
+    # Nsight's binaryData: uint32 domain, uint32 -, uint32 schema id, uint32 -, uint64 payload size, uint64 total.
+    import struct
+
+    return struct.pack("<IIIIQQ", 1, 0, schema_id, 0, len(payload), 32 + len(payload)) + payload
+
+
+def test_nsys_export_with_nccl_payloads(tmp_path):
+    # The 2026.2 window export holds NCCL's payload schemas (domain 1) but no NCCL event. Inserted by SQL: the
+    # NCCL domain, a ncclCommInitRank range whose payload (schema 16777218: communicator @0, No. of ranks @8)
+    # says communicator 0xC0FFEE has 2 ranks, and ncclAllGather ranges (schema 16777220: communicator @0,
+    # Message size [bytes] @8) around the launch calls of GPU 0's first three kernels with a RUNTIME row,
+    # renamed to a generic NCCL kernel, with 1 MiB, 2 MiB and 3 MiB per rank. nccl-tests' S of an all-gather is
+    # the gathered array: n x the per-rank size = 2, 4, 6 MiB; busbw factor (n-1)/n = 1/2; times from SQL.
+    import struct
+
+    path = copy_shared_trace(tmp_path, "nsys", "h100x2_fastvideo_window_nsys2026.2.sqlite")
+    mib = 1 << 20
+    with sqlite3.connect(path) as con:
+        entries = con.execute("SELECT schemaId, idx, name, offset FROM NVTX_PAYLOAD_SCHEMA_ENTRIES WHERE domainId = 1 "
+                              "AND schemaId IN (16777218, 16777220) GROUP BY schemaId, idx").fetchall()
+        assert {(s, n, o) for s, _, n, o in entries} >= {(16777218, "No. of ranks", 8),
+                                                         (16777220, "Message size [bytes]", 8)}
+        picked = con.execute(
+            "SELECT k.rowid, k.start, k.end, r.start, r.end, r.globalTid FROM CUPTI_ACTIVITY_KIND_KERNEL k "
+            "JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = k.correlationId "
+            "AND (r.globalTid >> 24) = (k.globalPid >> 24) WHERE k.deviceId = 0 ORDER BY k.start LIMIT 3").fetchall()
+        (new_id,), = con.execute("SELECT MAX(id) + 1 FROM StringIds").fetchall()
+        con.execute("INSERT INTO StringIds(id, value) VALUES (?, ?)", (new_id, GENERIC_NCCL))
+        con.executemany("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET demangledName = ?, shortName = ? WHERE rowid = ?",
+                        [(new_id, new_id, p[0]) for p in picked])
+        first, tid = picked[0][3], picked[0][5]
+        insert = "INSERT INTO NVTX_EVENTS(start, end, eventType, text, globalTid, domainId, binaryData) VALUES (?, ?, ?, ?, ?, 1, ?)"
+        con.execute(insert, (first - 100, None, 75, "NCCL", tid, None))
+        con.execute(insert, (first - 90, first - 50, 59, "ncclCommInitRank",
+                             tid, _payload_blob(16777218, struct.pack("<QiiI", 0xC0FFEE, 2, 0, 0))))
+        con.executemany(insert, [(rs - 1, re + 1, 59, "ncclAllGather", t,
+                                  _payload_blob(16777220, struct.pack("<QQ", 0xC0FFEE, (i + 1) * mib)))
+                                 for i, (_, _, _, rs, re, t) in enumerate(picked)])
+    trace = tracelens.load(path)
+    (device,) = [d for d in communication_report(trace)["devices"] if d["device"] == 0]
+    (gather,) = [t for t in device["by_type"] if t["type"] == "all_gather"]
+    time = sum(e - s for _, s, e, *_ in picked)
+    assert (gather["count"], gather["measured_count"], gather["measured_ns"]) == (3, 3, time)
+    assert gather["bytes"] == 2 * (1 + 2 + 3) * mib
+    assert gather["algbw_bytes_per_s"] == pytest.approx(12 * mib / time * 1e9)
+    assert gather["busbw_bytes_per_s"] == pytest.approx(12 * mib / time * 1e9 / 2)
+    # The ranges themselves: per-rank send bytes, msg_dtype "bytes", the communicator's 2 ranks.
+    frame = trace.frame(trace.events.column("name").to_pandas().eq("ncclAllGather").to_numpy(),
+                        ["msg_in_elems", "msg_out_elems", "msg_dtype", "group_size"])
+    assert sorted(frame["msg_in_elems"]) == [mib, 2 * mib, 3 * mib]
+    assert frame["msg_out_elems"].isna().all() and set(frame["msg_dtype"]) == {"bytes"}
+    assert set(frame["group_size"]) == {2}

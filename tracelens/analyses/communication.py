@@ -75,9 +75,10 @@ def nccl_range_type(name: str) -> str | None:
 MESSAGE_COLUMNS = ["msg_in_elems", "msg_out_elems", "msg_dtype", "group_size"]
 
 # Bytes per element of the dtype names producers write, matched lower-case: PyTorch ScalarType names (Kineto's
-# `dtype` arg, c10/core/ScalarType.h) and NCCL's ncclDataType_t names (nccl.h; NVTX payloads).
+# `dtype` arg, c10/core/ScalarType.h), NCCL's ncclDataType_t names (nccl.h) and `bytes`, the readers' name for a
+# message counted in bytes (NCCL's NVTX payloads, docs/schema.md).
 DTYPE_BYTES = {
-    **dict.fromkeys(["byte", "char", "bool", "qint8", "quint8", "quint4x2", "quint2x4", "bits1x8", "bits2x4",
+    **dict.fromkeys(["bytes", "byte", "char", "bool", "qint8", "quint8", "quint4x2", "quint2x4", "bits1x8", "bits2x4",
                      "bits4x2", "bits8", "float8_e5m2", "float8_e4m3fn", "float8_e5m2fnuz", "float8_e4m3fnuz",
                      "float8_e8m0fnu", "uint8", "int8", "ncclint8", "ncclchar", "nccluint8", "ncclfloat8e4m3",
                      "ncclfloat8e5m2"], 1),

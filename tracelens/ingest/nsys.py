@@ -50,6 +50,7 @@ from ..trace import (
     nesting_depth,
     with_sentinel_nulls,
 )
+from . import nvtx_payload
 from .nsys_rep import export_report
 
 # Schema majors this reader was written against (2 = nsys 2021-2023, 3 = 2024-2026).
@@ -671,6 +672,18 @@ class NsysReader:
             self.warnings.append(message)
             warnings.warn(f"{self.path}: {message}", UserWarning, stacklevel=4)
 
+    def _payload_schema_entries(self, db: _Database) -> list[tuple[int, int, str, int, int | None]]:
+        """(domain id, schema id, field name, entry type, offset) of the NVTX payload fields NCCL's message
+        columns come from; empty without the table (exports before 2024, or without NCCL)."""
+        table = "NVTX_PAYLOAD_SCHEMA_ENTRIES"
+        if table not in db.tables or not {"domainId", "schemaId", "name", "type", "offset"} <= set(db.columns(table)):
+            return []
+        names = ", ".join(f"'{n}'" for n in nvtx_payload.PAYLOAD_FIELDS)
+        rows = db.small(f'SELECT DISTINCT domainId, schemaId, name, "type", "offset" FROM {table} '
+                        f"WHERE name IN ({names})")
+        return [r for r in rows if isinstance(r[0], int) and isinstance(r[1], int) and isinstance(r[3], int)
+                and (r[4] is None or isinstance(r[4], int))]
+
     # -- queries --------------------------------------------------------------------------------------
 
     def _select(self, db: _Database, table: str, wanted: Iterable[str], required: Iterable[str],
@@ -698,6 +711,7 @@ class NsysReader:
         return f"SELECT {', '.join(exprs)} FROM \"{table}\" {where}", names
 
     def _queries(self, db: _Database) -> dict[str, tuple[str, list[str]]]:
+        self._payload_entries = self._payload_schema_entries(db)
         gpu = ["start", "end", "deviceId", "streamId", "correlationId", "globalPid"]
         specs = {
             TABLE_KERNEL: self._select(db, TABLE_KERNEL, gpu + [
@@ -710,8 +724,10 @@ class NsysReader:
             TABLE_SYNC: self._select(db, TABLE_SYNC, gpu + ["syncType"], ["start", "end"]),
             TABLE_RUNTIME: self._select(db, TABLE_RUNTIME, ["start", "end", "eventClass", "globalTid",
                                                             "correlationId", "nameId"], ["start", "end"]),
+            # binaryData (NCCL's payloads) only where the export declares the payload fields read from it.
             TABLE_NVTX: self._select(db, TABLE_NVTX, ["start", "end", "eventType", "globalTid", "text", "textId",
-                                                      "domainId"], ["start", "eventType"], text=["text"]),
+                                                      "domainId"] + (["binaryData"] if self._payload_entries else []),
+                                     ["start", "eventType"], text=["text", "binaryData"]),
             TABLE_OSRT: self._select(db, TABLE_OSRT, ["start", "end", "globalTid", "nameId"], ["start", "end"]),
             TABLE_PROFILER_OVERHEAD: self._select(db, TABLE_PROFILER_OVERHEAD,
                                                   ["start", "end", "globalTid", "nameId"], ["start", "end"]),
@@ -873,6 +889,7 @@ class NsysReader:
         del text_ids
 
         domain_ids = _numpy(columns.pop("domainId"), fill=-1)
+        payload = columns.pop("payload", None)
         domain_names = {int(d): values[int(i)].as_py() for d, i in zip(domain_ids[created], name_idx[created], strict=True)
                         if i >= 0 and d > 0}
         self._nvtx_domains = domain_names
@@ -883,6 +900,7 @@ class NsysReader:
             columns = {name: column.filter(rows) for name, column in columns.items()}
             name_idx = name_idx[keep]
             domain_ids = domain_ids[keep]
+            payload = payload.filter(rows) if payload is not None else None
         del keep, created
         n = int(name_idx.size)
         start, end = columns.pop("start").combine_chunks(), columns.pop("end").combine_chunks()
@@ -901,6 +919,15 @@ class NsysReader:
         ok = (domain_ids >= 0) & (domain_ids < dom_table.size)
         dom_idx = np.where(ok, dom_table[np.where(ok, domain_ids, 0)], -1).astype(np.int32)
 
+        # NCCL's payloads: the message and group sizes of its API ranges.
+        nccl_ids = [d for d, name in domain_names.items() if name == nvtx_payload.NCCL_DOMAIN]
+        entries: dict[str, list[tuple[int, int | None, int]]] = {}
+        for domain, schema, field_name, kind, offset in self._payload_entries:
+            if domain in nccl_ids:
+                entries.setdefault(field_name, []).append((schema, offset, kind))
+        messages = (nvtx_payload.nccl_messages(name_idx, value_list, np.isin(domain_ids, nccl_ids),
+                                               payload.combine_chunks(), entries)
+                    if payload is not None and entries else None)
         cols = {
             "kind": _kind_column(kinds),
             "name": _dict_array(name_idx, values),
@@ -911,6 +938,7 @@ class NsysReader:
             # All-null columns stay None: the assembly gives them one shared null buffer.
             "domain": _dict_array(dom_idx, pa.array(domain_values, pa.string())) if domain_values else None,
             "step": pa.array(step, pa.int64(), mask=~is_step) if is_step.any() else None,
+            **(messages or {}),
         }
         return _Part(n, cols, owned=("start_ns", "end_ns", "pid", "tid"))
 
@@ -1147,7 +1175,8 @@ _NVTX_COMPACT_SCHEMA = pa.schema([
 
 
 def _compact_nvtx_chunk(t: pa.Table) -> pa.Table:
-    """One fetched chunk as our own copies (a column left in the fetched batch pins all of it)."""
+    """One fetched chunk as our own copies (a column left in the fetched batch pins all of it); with
+    binaryData, a ``payload`` column holding only the blobs long enough for a payload header (else null)."""
     text_idx, text_values = _decode_dictionary(t.column("text"))
     gtid = t.column("globalTid")
     arrays = [
@@ -1156,7 +1185,13 @@ def _compact_nvtx_chunk(t: pa.Table) -> pa.Table:
         _dict_array(text_idx, text_values),
         _detach(_as_int64(t.column("textId"))), _detach(_as_int64(t.column("domainId"))),
     ]
-    return pa.Table.from_arrays(arrays, schema=_NVTX_COMPACT_SCHEMA)
+    if "binaryData" not in t.column_names:
+        return pa.Table.from_arrays(arrays, schema=_NVTX_COMPACT_SCHEMA)
+    blobs = t.column("binaryData").combine_chunks().cast(pa.binary())
+    payload = pc.if_else(pc.greater_equal(pc.binary_length(blobs), nvtx_payload.HEADER_BYTES), blobs,
+                         pa.nulls(len(blobs), pa.binary()))
+    return pa.Table.from_arrays(arrays + [_detach(payload)],
+                                schema=_NVTX_COMPACT_SCHEMA.append(pa.field("payload", pa.binary())))
 
 
 def _as_int64(column: pa.ChunkedArray | pa.Array) -> pa.Array:
