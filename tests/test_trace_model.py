@@ -180,3 +180,15 @@ def test_sentinel_null_column_reads_as_the_filled_column_without_a_copy():
     assert values.tolist() == [5, -1, 7, -1]
     assert not values.flags.owndata  # a view of the stored buffer
     assert with_sentinel_nulls(tid.slice(1)) is None  # offset buffers are left as they are
+
+
+def test_early_sections_read_no_other_section_and_the_document_keeps_registry_order():
+    from tracelens.analyses import BY_KEY, REGISTRY, SECTIONS
+
+    trace = _two_streams()
+    doc = analyze(trace)
+    assert [k for k in doc if k in SECTIONS] == SECTIONS  # document order, whatever the compute order
+    early = [s.key for s in REGISTRY if s.early]
+    assert early  # the rule is exercised
+    for key in early:  # computed with nothing done: the same block as in the document
+        assert BY_KEY[key].compute(Trace.from_rows(trace.events.to_pylist(), trace.devices.to_pylist()), {}) == doc[key]

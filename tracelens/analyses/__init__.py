@@ -32,13 +32,16 @@ class Section:
     ``key``: its key in the document (and the module ``tracelens.analyses.<key>``). ``title``: its heading
     in a report. ``gpu_only``: nothing to show without GPU activity (reports omit it when ``devices`` is
     empty). ``report_order``: position in the markdown and terminal reports (None: not a section of its
-    own there; diagnosis is the headline and the findings).
+    own there; diagnosis is the headline and the findings). ``early``: computed before the others, whatever
+    its place in the document: it reads no other section and needs large working arrays of its own (one per
+    kernel launch), so it runs before the shared joins (launch pairs, host rows) are held in memory.
     """
 
     key: str
     title: str
     gpu_only: bool
     report_order: int | None
+    early: bool = False
 
     @property
     def compute(self) -> Callable[[Trace, dict[str, Any]], Any]:
@@ -46,7 +49,8 @@ class Section:
         return importlib.import_module(f"{__name__}.{self.key}").section  # type: ignore[no-any-return]
 
 
-# Document (and compute) order: later sections may read earlier ones (diagnosis reads everything).
+# Document (and compute) order: later sections may read earlier ones (diagnosis reads everything); ``early``
+# sections are computed first.
 REGISTRY: tuple[Section, ...] = (
     Section("devices", "GPUs", gpu_only=False, report_order=0),
     Section("kernels", "Top kernels", gpu_only=True, report_order=4),
@@ -58,7 +62,7 @@ REGISTRY: tuple[Section, ...] = (
     Section("sync", "Synchronization", gpu_only=False, report_order=6),
     Section("ranges", "Ranges (NVTX / annotations)", gpu_only=False, report_order=9),
     Section("memcpy", "Memory copies", gpu_only=True, report_order=7),
-    Section("occupancy", "Occupancy", gpu_only=True, report_order=8),
+    Section("occupancy", "Occupancy", gpu_only=True, report_order=8, early=True),
     Section("communication", "Communication and the GPU time breakdown", gpu_only=True, report_order=11),
     Section("ops", "Top ops", gpu_only=False, report_order=12),
     Section("diagnosis", "Findings", gpu_only=False, report_order=None),
@@ -113,8 +117,11 @@ def analyze(trace: Trace, *, sections: list[str] | None = None) -> Document:
             "warnings": list(meta.warnings),
         },
     }
-    for name in sections or SECTIONS:
-        doc[name] = BY_KEY[name].compute(trace, doc)
+    wanted = sections or SECTIONS
+    done: dict[str, Any] = {}
+    for name in sorted(wanted, key=lambda key: not BY_KEY[key].early):  # stable: document order otherwise
+        done[name] = BY_KEY[name].compute(trace, {**doc, **done})
         release_free_memory()
+    doc.update((name, done[name]) for name in wanted)
     head = {"schema_version": doc.pop("schema_version"), "source": doc.pop("source"), "summary": summarize(doc)}
     return cast(Document, {**head, **doc})
