@@ -42,3 +42,15 @@ def test_id_columns_are_int32_below_2_30_and_int64_above_and_launches_still_pair
     for t in (small, big):
         calls = launch_calls(t)
         assert len(calls) == 1 and not calls["is_driver"][0]  # the runtime row wins over the driver row
+
+
+def test_code_masks_equal_one_code_mask_per_predicate():
+    from tracelens.analyses.names import code_mask, code_masks
+
+    dictionary = np.array(["cudaMalloc", "aten::mm", "cudaLaunchKernel", "cudaFree"], dtype=object)
+    codes = np.array([0, 1, -1, 2, 3, 3, 0, -1])
+    predicates = (lambda n: n.startswith("cuda"), lambda n: "Free" in n or "Malloc" in n, lambda n: False)
+    masks = code_masks(codes, dictionary, predicates)
+    for predicate, mask in zip(predicates, masks, strict=True):
+        assert mask.tolist() == code_mask(codes, dictionary, predicate).tolist()
+    assert masks[1].tolist() == [True, False, False, False, True, True, True, False]  # by hand

@@ -26,8 +26,8 @@ from ..trace import GPU_ACTIVITY_KINDS, Trace
 from ..values import dense_codes
 from .columns import DeviceBusy, EventColumns, device_busy, event_columns, memo, thread_key
 from .launch import launch_pairs
-from .names import CAUSES, HOST_CATEGORY_PRIORITY, STARTUP, SYNC, code_mask, host_category_codes, is_sync_copy
-from .startup import one_time_work
+from .names import CAUSES, HOST_CATEGORY_PRIORITY, STARTUP, SYNC, code_mask, is_sync_copy
+from .startup import host_categories, one_time_work
 
 LARGEST_GAPS = 10
 
@@ -61,7 +61,7 @@ class HostRows:
 def host_rows(trace: Trace) -> HostRows:
     def compute() -> HostRows:
         cols = event_columns(trace)
-        category = host_category_codes(cols.kind, cols.name, cols.names)
+        category = host_categories(trace).copy()
         category[one_time_work(trace).mask] = HOST_CATEGORY_PRIORITY.index(STARTUP)
         keep = np.flatnonzero(category >= 0)
         pid, tid = cols.pid[keep], cols.tid[keep]

@@ -46,6 +46,7 @@ from .names import (
     INPUT,
     SYNC,
     code_mask,
+    code_masks,
     host_category_codes,
     is_allocation,
     is_compile_name,
@@ -149,6 +150,17 @@ def _first_calls(trace: Trace, candidates: np.ndarray, sync_rows: np.ndarray) ->
     return firsts["row"].to_numpy()[keep], median[keep]
 
 
+def host_categories(trace: Trace) -> np.ndarray:
+    """``host_category_codes`` of every event row, computed once per trace (read only: copy to change it)."""
+    def compute() -> np.ndarray:
+        cols = event_columns(trace)
+        codes = host_category_codes(cols.kind, cols.name, cols.names)
+        codes.flags.writeable = False
+        return codes
+
+    return memo(trace, "host_categories", compute)
+
+
 def one_time_work(trace: Trace) -> OneTime:
     """Every host row that is one-time work, with its reason (memoized per trace)."""
 
@@ -162,22 +174,25 @@ def one_time_work(trace: Trace) -> OneTime:
             reason[mask & host & (reason < 0)] = code
 
         api = cols.of_kind(RUNTIME, DRIVER)
-        flag(api & code_mask(cols.name, names, is_one_time_api), NAME)
-        flag(cols.of_kind(*_COMPILE_KINDS) & code_mask(cols.name, names, is_compile_name), NAME)
-        flag(cols.of_kind(*_WARMUP_KINDS) & code_mask(cols.name, names, is_warmup_name), NAME)
-        flag(cols.of_kind(OVERHEAD) & code_mask(cols.name, names, is_one_time_overhead), NAME)
+        # one pass over the names for the five name rules (each name tested once, one gather per trace)
+        one_time_api, compile_name, warmup_name, one_time_overhead, allocation_name = code_masks(
+            cols.name, names, (is_one_time_api, is_compile_name, is_warmup_name, is_one_time_overhead, is_allocation))
+        flag(api & one_time_api, NAME)
+        flag(cols.of_kind(*_COMPILE_KINDS) & compile_name, NAME)
+        flag(cols.of_kind(*_WARMUP_KINDS) & warmup_name, NAME)
+        flag(cols.of_kind(OVERHEAD) & one_time_overhead, NAME)
         long_launch = np.zeros(cols.kind.size, bool)
         long_launch[_long_launches(trace)] = True
         flag(long_launch, LONG_LAUNCH)
 
-        base = host_category_codes(cols.kind, cols.name, names)
+        base = host_categories(trace)
         sync_rows = np.flatnonzero(base == HOST_CATEGORY_PRIORITY.index(SYNC))
         input_ranges = cols.of_kind(ANNOTATION) & (base == HOST_CATEGORY_PRIORITY.index(INPUT))
         first_rows, medians = _first_calls(trace, cols.of_kind(CPU_OP) | input_ranges, sync_rows)
         by_row = np.argsort(first_rows)
         reason[first_rows[reason[first_rows] < 0]] = FIRST_CALL
 
-        allocation = api & code_mask(cols.name, names, is_allocation)
+        allocation = api & allocation_name
         steps = step_windows(trace)
         first_step_ns = later_step_median = None
         slow_first = False
