@@ -54,3 +54,12 @@ def test_code_masks_equal_one_code_mask_per_predicate():
     for predicate, mask in zip(predicates, masks, strict=True):
         assert mask.tolist() == code_mask(codes, dictionary, predicate).tolist()
     assert masks[1].tolist() == [True, False, False, False, True, True, True, False]  # by hand
+
+
+def test_is_member_equals_isin():
+    from tracelens.values import is_member
+
+    rng = np.random.default_rng(11)
+    values = rng.integers(-3, 50, size=500)
+    for allowed in (rng.integers(0, 60, size=40), np.array([], np.int64), np.array([49, 49, -3])):
+        assert is_member(values, allowed).tolist() == np.isin(values, allowed).tolist()

@@ -44,3 +44,14 @@ def dense_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     table sized by the row count (a binary search in the few distinct values instead). NaN sorts last."""
     uniques = np.sort(distinct(values))
     return np.searchsorted(uniques, values), uniques
+
+
+def is_member(values: np.ndarray, allowed: np.ndarray) -> np.ndarray:
+    """``np.isin(values, allowed)`` by binary search in the sorted distinct ``allowed``: no sort of the two
+    arrays together (8.8M launch calls against 1.4M copy ids on a training export)."""
+    allowed = np.unique(allowed)
+    if allowed.size == 0:
+        return np.zeros(np.shape(values), bool)
+    at = np.searchsorted(allowed, values)
+    at[at == allowed.size] = 0
+    return allowed[at] == values

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from ..trace import ALL_KINDS, DRIVER, GPU_ACTIVITY_KINDS, KERNEL, RUNTIME, Trace
+from ..values import is_member
 from .columns import Table, device_busy, event_columns, memo
 from .names import code_mask, is_graph_launch
 
@@ -175,7 +176,7 @@ def launch_stats(trace: Trace) -> dict[str, Any]:
     total_kernel = int(k_dur.sum())
 
     all_calls = launch_calls(trace)
-    calls = all_calls[np.isin(all_calls["correlation_id"], matched["correlation_id"])]
+    calls = all_calls[is_member(all_calls["correlation_id"], matched["correlation_id"])]
     busy = device_busy(trace)
     total_busy = sum(b.busy_ns for b in busy.values())
     issue_span = int(calls["launch_end"].max() - calls["launch_start"].min()) if len(calls) else 0

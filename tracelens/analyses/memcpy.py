@@ -16,6 +16,7 @@ import pandas as pd
 from .. import intervals
 from ..gpu_specs import device_links
 from ..trace import DRIVER, KERNEL, MEMCPY, RUNTIME, Trace
+from ..values import is_member
 from .columns import device_busy, event_columns
 from .names import is_graph_launch, is_sync_copy
 
@@ -75,7 +76,7 @@ def _launch_mode(trace: Trace, copies: pd.DataFrame) -> np.ndarray:
     cols = event_columns(trace)
     calls = np.flatnonzero(cols.of_kind(RUNTIME, DRIVER) & (cols.correlation_id >= 0))
     # Only the calls that launched a copy: a training trace has millions of other calls.
-    calls = calls[np.isin(cols.correlation_id[calls], corr.dropna().to_numpy(np.int64))]
+    calls = calls[is_member(cols.correlation_id[calls], corr.dropna().to_numpy(np.int64))]
     host = trace.frame(calls, ["pid", "correlation_id", "name"])
     if host.empty:
         return out
