@@ -1,8 +1,10 @@
 """Which framework op launched the GPU work: kernel, copy and host time by outermost op name.
 
 Definitions (docs/analyses.md, "ops"):
-    outermost op   = a framework op row (kind ``cpu_op``) that no other framework op row on its thread encloses;
-                     step markers (``ProfilerStep#N``) are steps, not ops, and annotations are not ops
+    outermost op   = a framework op row (kind ``cpu_op``, or an annotation that is one of PyTorch's emit_nvtx op
+                     ranges, named after the text before its first ", ") that no other framework op row on its
+                     thread encloses; step markers (``ProfilerStep#N``) are steps, not ops, and other
+                     annotations are not ops
     a GPU op's op  = the outermost op on the launching thread whose interval holds the launch call's start
                      (correlation join, as in ``launch``); backward kernels launched by the autograd thread go to
                      its ``autograd::engine::evaluate_function: ...Backward`` op, which is outermost there
@@ -30,15 +32,95 @@ from .. import flop_model, gpu_specs, peaks
 from ..trace import ANNOTATION, CPU_OP, DRIVER, PYTHON, RUNTIME, Trace, nesting_depth
 from .columns import device_busy, event_columns, memo, thread_key, thread_time_positions
 from .launch import launch_pairs
-from .names import code_mask, is_blocking_sync
+from .names import code_map, code_mask, is_blocking_sync
 
 TOP_OPS = 50
+
+
+# PyTorch's emit_nvtx(): one NVTX range per op, "aten::mm, seq = 12, op_id = 5, sizes = [[8, 64], [64, 32]], ..."
+# (older: "aten::mm, seq = 12", "aten::linear, sizes = [...]"); the op name is the text before the first ", ".
+_EMIT_NVTX = re.compile(r"^([^,]+), (?:seq|op_id|sizes|input_op_ids) = ")
+
+
+@dataclass(frozen=True)
+class OpNames:
+    """Op names over the trace's name dictionary: ``code[cols.name[row]]`` is a framework op row's op-name code
+    (the name itself, or for an emit_nvtx range the text before the first ", "), ``names[code]`` its text;
+    ``nvtx[cols.name[row]]`` whether an annotation of that name is an emit_nvtx op range. Both lookups have a
+    last slot for the null name (code -1)."""
+
+    code: np.ndarray
+    names: np.ndarray
+    nvtx: np.ndarray
+
+
+def op_names(trace: Trace) -> OpNames:
+    """The op-name lookups (cached); each distinct annotation name is matched once, not each row."""
+    return memo(trace, "op_names", lambda: _op_names(trace))
+
+
+def _op_names(trace: Trace) -> OpNames:
+    cols = event_columns(trace)
+    size = len(cols.names)
+    code = np.r_[np.arange(size, dtype=np.int64), -1]
+    names = np.asarray(cols.names, dtype=object)
+    nvtx = np.zeros(size + 1, bool)
+    ann = cols.name[cols.of_kind(ANNOTATION)]
+    used = np.flatnonzero(np.bincount(ann[ann >= 0], minlength=size) > 0)
+    found = [(c, m.group(1)) for c in used if (m := _EMIT_NVTX.match(str(names[c])))]  # a loop over names
+    if not found:
+        return OpNames(code, names, nvtx)
+    ranges = np.array([c for c, _ in found], np.int64)
+    texts = pd.Index([t for _, t in found])
+    index = pd.Index(names)
+    # The op name's code in the dictionary where the text is there already, else a new code after it.
+    existing = index.get_indexer(texts) if index.is_unique else np.full(len(texts), -1)
+    new = pd.Index(texts[existing < 0].unique())
+    target = np.where(existing >= 0, existing, size + new.get_indexer(texts))
+    code[ranges] = target
+    nvtx[ranges] = True
+    return OpNames(code, np.r_[names, np.asarray(new, dtype=object)], nvtx)
+
+
+def emit_nvtx_rows(trace: Trace) -> np.ndarray:
+    """Event rows of the emit_nvtx op ranges on threads (annotations whose name has the emit_nvtx form)."""
+    def compute() -> np.ndarray:
+        cols = event_columns(trace)
+        return np.flatnonzero(cols.of_kind(ANNOTATION) & op_names(trace).nvtx[cols.name] & (cols.tid >= 0))
+
+    return memo(trace, "emit_nvtx_rows", compute)
+
+
+def framework_op_rows(trace: Trace) -> np.ndarray:
+    """Event rows of the framework ops on threads: ``cpu_op`` rows and emit_nvtx op ranges, sorted."""
+    def compute() -> np.ndarray:
+        cols = event_columns(trace)
+        cpu, nvtx = np.flatnonzero(cols.of_kind(CPU_OP) & (cols.tid >= 0)), emit_nvtx_rows(trace)
+        return np.union1d(cpu, nvtx) if cpu.size and nvtx.size else (nvtx if nvtx.size else cpu)
+
+    return memo(trace, "framework_op_rows", compute)
+
+
+def _emit_nvtx_sizes(name: str) -> str | None:
+    """The ``sizes = [...]`` list of an emit_nvtx range's text (the op's input shapes, as Kineto's
+    ``Input Dims``), or None."""
+    at = name.find(", sizes = ")
+    if at < 0 or not _EMIT_NVTX.match(name):
+        return None
+    text = name[at + len(", sizes = "):]
+    end = text.find(", input_op_ids = ")
+    return text if end < 0 else text[:end]
+
+
+def op_name_codes(trace: Trace, rows: np.ndarray) -> np.ndarray:
+    """The op-name code (into ``op_names(trace).names``) of each framework op row."""
+    return op_names(trace).code[event_columns(trace).name[rows]]
 
 
 def outermost_ops(trace: Trace) -> np.ndarray:
     """Event rows of the outermost framework ops, sorted by (thread, start)."""
     cols = event_columns(trace)
-    rows = np.flatnonzero(cols.of_kind(CPU_OP) & (cols.tid >= 0))
+    rows = framework_op_rows(trace)
     if rows.size == 0:
         return rows
     key = thread_key(cols.pid[rows], cols.tid[rows])
@@ -111,24 +193,24 @@ def ops_report(trace: Trace, limit: int = TOP_OPS) -> dict[str, Any]:
     duration = (pairs["end"] - pairs["start"]).astype(np.int64)
     kernel = pairs["is_kernel"]
     attributed = op_row >= 0
-    frame = pd.DataFrame({"name": cols.name[op_row[attributed]],
+    frame = pd.DataFrame({"name": op_name_codes(trace, op_row[attributed]),
                           "gpu": np.where(kernel[attributed], duration[attributed], 0),
                           "copy": np.where(kernel[attributed], 0, duration[attributed])})
     gpu = frame.groupby("name")[["gpu", "copy"]].sum()
-    cpu = pd.DataFrame({"name": cols.name[ops], "cpu": cols.end[ops] - cols.start[ops]}).groupby("name")["cpu"].agg(
+    cpu = pd.DataFrame({"name": op_name_codes(trace, ops), "cpu": cols.end[ops] - cols.start[ops]}).groupby("name")["cpu"].agg(
         ["size", "sum"])
     table = cpu.join(gpu, how="left").fillna(0).reset_index()
     table = table.sort_values(["gpu", "sum", "name"], ascending=[False, False, True]).head(limit)
-    names = cols.names
+    names = op_names(trace).names
     counted = flop_ops(trace)
     flops_by_name: pd.Series | None = None
     bytes_by_name: pd.Series | None = None
     if counted.recorded:
         outer = _enclosing_outermost(trace, ops, counted.rows)
         found = outer >= 0
-        flops_by_name = pd.Series(counted.flops[found]).groupby(cols.name[outer[found]]).sum()
+        flops_by_name = pd.Series(counted.flops[found]).groupby(op_name_codes(trace, outer[found])).sum()
         # An op name's bytes only where every counted op in it has a byte count (else unknown).
-        known = pd.Series(counted.bytes[found]).groupby(cols.name[outer[found]])
+        known = pd.Series(counted.bytes[found]).groupby(op_name_codes(trace, outer[found]))
         bytes_by_name = known.sum().where(known.count() == known.size())
     rows = [{"name": str(names[r.name]) if r.name >= 0 else "", "count": int(r.size), "gpu_ns": int(r.gpu),
              "copy_ns": int(r.copy), "cpu_ns": int(r.sum),
@@ -171,30 +253,40 @@ def flop_ops(trace: Trace) -> FlopOps:
 def _flop_ops(trace: Trace) -> FlopOps:
     cols = event_columns(trace)
     cpu = np.flatnonzero(cols.of_kind(CPU_OP))
+    # emit_nvtx op ranges: their shapes are the ``sizes = [...]`` of their text (no dtypes, no flops).
+    nvtx = emit_nvtx_rows(trace)
+    nvtx_dims = code_map(cols.name[nvtx], cols.names, _emit_nvtx_sizes, None)  # once per distinct name
     none = FlopOps(np.zeros(0, np.int64), np.zeros(0), np.zeros(0, object), np.zeros(0, object), False,
                    np.zeros(0))
-    if cpu.size == 0:
+    if cpu.size == 0 and nvtx.size == 0:
         return none
     recorded = trace.frame(cpu, ["input_dims", "flops"])
-    if not (recorded["input_dims"].notna().any() or recorded["flops"].notna().any()):
+    if not (recorded["input_dims"].notna().any() or recorded["flops"].notna().any() or pd.notna(nvtx_dims).any()):
         return none
-    # Candidates: a formula for the name (evaluated once per name the ops use) or a recorded flops value.
-    used = np.unique(cols.name[cpu])
-    formula = np.zeros(len(cols.names) + 1, bool)  # the last slot: name -1 (null)
-    formula[used[used >= 0]] = [flop_model.modelled(str(cols.names[c])) for c in used[used >= 0]]
-    candidates = cpu[formula[cols.name[cpu]] | recorded["flops"].notna().to_numpy()]
-    frame = trace.frame(candidates, ["input_dims", "input_types", "concrete_inputs", "flops"])
-    frame["name"] = cols.name[candidates]
+    # Candidates: a formula for the op name (evaluated once per name the ops use) or a recorded flops value.
+    names = op_names(trace)
+    rows = np.r_[cpu, nvtx]
+    code = names.code[cols.name[rows]]
+    used = np.unique(code)
+    formula = np.zeros(len(names.names) + 1, bool)  # the last slot: name -1 (null)
+    formula[used[used >= 0]] = [flop_model.modelled(str(names.names[c])) for c in used[used >= 0]]
+    pick = formula[code] | np.r_[recorded["flops"].notna().to_numpy(bool), np.zeros(nvtx.size, bool)]
+    candidates = rows[pick]
+    inputs = ["input_dims", "input_types", "concrete_inputs", "flops"]
+    frame = pd.concat([trace.frame(cpu[pick[:cpu.size]], inputs).reset_index(drop=True).astype(object),
+                       pd.DataFrame({"input_dims": nvtx_dims[pick[cpu.size:]], "input_types": None,
+                                     "concrete_inputs": None, "flops": None}, dtype=object)], ignore_index=True)
+    frame["name"] = code[pick]
     keys = ["name", "input_dims", "input_types", "concrete_inputs"]
     # One FLOP formula evaluation per distinct signature (name and recorded inputs), not per op.
     signatures = frame[keys].astype(object).where(frame[keys].notna(), None).drop_duplicates()
-    modelled = pd.DataFrame([flop_model.op_flops(str(cols.names[s.name]), s.input_dims, s.input_types,
+    modelled = pd.DataFrame([flop_model.op_flops(str(names.names[s.name]), s.input_dims, s.input_types,
                                                  s.concrete_inputs).__dict__ for s in signatures.itertuples()],
                             index=signatures.index)
     signatures = signatures.join(modelled)
     per_op = frame[keys].astype(object).where(frame[keys].notna(), None).merge(signatures, on=keys, how="left")
     # The producer's own count where it recorded one, else the formula's.
-    value = frame["flops"].astype(float).to_numpy(na_value=np.nan)
+    value = pd.to_numeric(frame["flops"], errors="coerce").to_numpy(float, na_value=np.nan)
     value = np.where(np.isnan(value), per_op["flops"].astype(float).to_numpy(), value)
     has = ~np.isnan(value)
     rows, value = candidates[has], value[has]
@@ -317,12 +409,11 @@ def launching_ops(trace: Trace, limit: int = TOP_EVIDENCE_OPS) -> list[dict[str,
     sel = pairs["is_kernel"] & (op_row >= 0)
     if not sel.any():
         return []
-    cols = event_columns(trace)
-    frame = pd.DataFrame({"name": cols.name[op_row[sel]], "op": op_row[sel],
+    frame = pd.DataFrame({"name": op_name_codes(trace, op_row[sel]), "op": op_row[sel],
                           "ns": (pairs["end"] - pairs["start"])[sel].astype(np.int64)})
     table = frame.groupby("name").agg(instances=("op", "nunique"), kernels=("op", "size"), kernel_ns=("ns", "sum"))
     table = table.reset_index().sort_values(["kernels", "kernel_ns", "name"], ascending=[False, False, True]).head(limit)
-    return [{"name": str(cols.names[r.name]), "instances": int(r.instances), "kernels": int(r.kernels),
+    return [{"name": str(op_names(trace).names[r.name]), "instances": int(r.instances), "kernels": int(r.kernels),
              "kernels_per_instance": float(r.kernels / r.instances), "kernel_ns": int(r.kernel_ns)}
             for r in table.itertuples(index=False)]
 
@@ -340,8 +431,8 @@ def optimizer_step(trace: Trace) -> dict[str, Any] | None:
     pairs = launch_pairs(trace)
     kernels = pairs["is_kernel"] & pairs["matched"]
     inside = _inside(cols, ann, pairs["pid"][kernels], pairs["tid"][kernels], pairs["launch_start"][kernels])
-    cpu = np.flatnonzero(cols.of_kind(CPU_OP) & (cols.tid >= 0))
-    fused = cpu[code_mask(cols.name[cpu], cols.names, lambda n: bool(_FOREACH_OR_FUSED.search(n)))]
+    cpu = framework_op_rows(trace)
+    fused = cpu[code_mask(op_name_codes(trace, cpu), op_names(trace).names, lambda n: bool(_FOREACH_OR_FUSED.search(n)))]
     in_step = _inside(cols, ann, cols.pid[fused], cols.tid[fused], cols.start[fused])
     total = int(kernels.sum())
     return {"steps": int(ann.size), "kernels": int(inside.sum()),
@@ -372,10 +463,10 @@ def sync_ops(trace: Trace, limit: int = TOP_EVIDENCE_OPS) -> list[dict[str, Any]
     found = op >= 0
     if not found.any():
         return []
-    frame = pd.DataFrame({"name": cols.name[op[found]], "ns": cols.end[calls[found]] - cols.start[calls[found]]})
+    frame = pd.DataFrame({"name": op_name_codes(trace, op[found]), "ns": cols.end[calls[found]] - cols.start[calls[found]]})
     table = frame.groupby("name")["ns"].agg(["size", "sum"]).reset_index()
     table = table.sort_values(["sum", "name"], ascending=[False, True]).head(limit)
-    return [{"name": str(cols.names[r.name]), "calls": int(r.size), "wait_ns": int(r.sum)}
+    return [{"name": str(op_names(trace).names[r.name]), "calls": int(r.size), "wait_ns": int(r.sum)}
             for r in table.itertuples(index=False)]
 
 
@@ -393,24 +484,24 @@ def gap_ops(trace: Trace, limit: int = TOP_EVIDENCE_OPS) -> list[dict[str, Any]]
     device, start, end = device[longest], start[longest], end[longest]
     pairs = launch_pairs(trace)
     op_row = op_of_gpu_ops(trace)
-    cols = event_columns(trace)
     out = []
     for d, s, e in zip(device, start, end, strict=True):  # a loop over the few gaps reported
         on = pairs["device"] == d
         before = np.flatnonzero(on & (pairs["end"] == s))
         after = np.flatnonzero(on & (pairs["start"] == e))
         out.append({"device": int(d), "start_ns": int(s), "duration_ns": int(e - s),
-                    "op_before": _op_name(cols, op_row, before), "op_after": _op_name(cols, op_row, after)})
+                    "op_before": _op_name(trace, op_row, before), "op_after": _op_name(trace, op_row, after)})
     return out
 
 
-def _op_name(cols: Any, op_row: np.ndarray, gpu_ops: np.ndarray) -> str | None:
+def _op_name(trace: Trace, op_row: np.ndarray, gpu_ops: np.ndarray) -> str | None:
     """The op name of the first of ``gpu_ops`` launched inside an op (None: none was)."""
     rows = op_row[gpu_ops]
     rows = rows[rows >= 0]
-    if rows.size == 0 or cols.name[rows[0]] < 0:
+    code = op_name_codes(trace, rows[:1])
+    if code.size == 0 or code[0] < 0:
         return None
-    return str(cols.names[cols.name[rows[0]]])
+    return str(op_names(trace).names[code[0]])
 
 
 # --- modules (Kineto with_modules / with_stack: python_function rows "nn.Module: Name_N") -----------------
@@ -549,7 +640,7 @@ def roofline(trace: Trace, compute: dict[str, Any], gpu_ns: pd.Series, flops: pd
     table["attainable"] = np.minimum(peak, table["intensity"] * bandwidth)
     table["efficiency"] = table["achieved"] / table["attainable"]
     table["lost"] = table["gpu"] * np.clip(1 - table["efficiency"], 0, None)
-    names = event_columns(trace).names
+    names = op_names(trace).names
     table["label"] = [str(names[c]) for c in table.index]
     table = table.sort_values(["lost", "label"], ascending=[False, True]).head(limit)
     ridge = peak / bandwidth
@@ -571,7 +662,7 @@ def innermost_op_of_gpu_ops(trace: Trace) -> np.ndarray:
         pairs = launch_pairs(trace)
         out = np.full(len(pairs), -1, np.int64)
         cols = event_columns(trace)
-        rows = np.flatnonzero(cols.of_kind(CPU_OP) & (cols.tid >= 0))
+        rows = framework_op_rows(trace)
         matched = np.flatnonzero(pairs["matched"])
         if rows.size == 0 or matched.size == 0:
             return out
@@ -595,12 +686,11 @@ def by_innermost(trace: Trace, limit: int = TOP_OPS) -> list[dict[str, Any]]:
     found = op_row >= 0
     if not found.any():
         return []
-    cols = event_columns(trace)
     duration = (pairs["end"] - pairs["start"])[found].astype(np.int64)
     kernel = pairs["is_kernel"][found]
-    frame = pd.DataFrame({"name": cols.name[op_row[found]], "kernels": kernel.astype(np.int64),
+    frame = pd.DataFrame({"name": op_name_codes(trace, op_row[found]), "kernels": kernel.astype(np.int64),
                           "gpu": np.where(kernel, duration, 0), "copy": np.where(kernel, 0, duration)})
     table = frame.groupby("name")[["kernels", "gpu", "copy"]].sum().reset_index()
     table = table.sort_values(["gpu", "copy", "name"], ascending=[False, False, True]).head(limit)
-    return [{"name": str(cols.names[r.name]) if r.name >= 0 else "", "kernels": int(r.kernels), "gpu_ns": int(r.gpu),
+    return [{"name": str(op_names(trace).names[r.name]) if r.name >= 0 else "", "kernels": int(r.kernels), "gpu_ns": int(r.gpu),
              "copy_ns": int(r.copy)} for r in table.itertuples(index=False)]
