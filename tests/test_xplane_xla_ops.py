@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from conftest import shared_params
 
@@ -18,13 +19,14 @@ LINE_TS = 10_000  # ns
 KERNEL_DETAILS = "regs:32 static_shared:0 dynamic_shared:0 grid:80,1,1 block:256,1,1 occ_pct:50"
 
 
-def _space(with_xla_ops: bool = True, newer_names: bool = False) -> bytes:
+def _space(with_xla_ops: bool = True, newer_names: bool = False, flops: bool = False) -> bytes:
     """/host:CPU with one launch thread; /device:GPU:0 with a stream of two kernels and (optionally) the XLA Ops
     line the profiler derives from them.
 
     Stream #1 (ns after LINE_TS): fusion.2 kernel "loop_add_fusion" [1000, 3000); "fusion_all_reduce" [5000, 9000).
     XLA Ops: fusion.2 [1000, 3000) over the first kernel, all-reduce.1 [4500, 9500) over the second.
     ``newer_names``: metadata named "<program id>/<op>" with the op as display name (newer profilers).
+    ``flops``: the op metadata of fusion.2 carries a ``flops`` stat of 4096 (all-reduce.1 none).
     """
     space = xspace_class(lite=False)()
     host = space.planes.add(id=0, name="/host:CPU")
@@ -52,6 +54,10 @@ def _space(with_xla_ops: bool = True, newer_names: bool = False) -> bytes:
             meta.name, meta.display_name = f"12/{name}", name
         else:
             meta.name = name
+    if flops:
+        gpu.stat_metadata[8].id = 8
+        gpu.stat_metadata[8].name = "flops"
+        gpu.event_metadata[3].stats.add(metadata_id=8, uint64_value=4096)
     stream = gpu.lines.add(id=1, name="Stream #1(Compute)", timestamp_ns=LINE_TS)
     for mid, corr, start_ns, end_ns in ((1, 1, 1000, 3000), (2, 2, 5000, 9000)):
         event = stream.events.add(metadata_id=mid, offset_ps=start_ns * 1000, duration_ps=(end_ns - start_ns) * 1000)
@@ -124,3 +130,16 @@ def test_real_xplanes_have_no_xla_op_rows_and_unchanged_gpu_time(path) -> None:
     trace = tracelens.load(path)
     assert not (trace.df["kind"] == "gpu_annotation").any()
     assert communication_report(trace)["collective_count"] == 0
+
+
+def test_xla_op_flops_stat_fills_the_flops_column(tmp_path: Path) -> None:
+    path = tmp_path / "host0.xplane.pb"
+    path.write_bytes(_space(flops=True))
+    df = tracelens.load(path).df
+    ops = df[df["kind"] == "gpu_annotation"].sort_values("start_ns")
+    assert list(ops["name"]) == ["fusion.2", "all-reduce.1"]
+    assert ops["flops"].iloc[0] == 4096.0 and pd.isna(ops["flops"].iloc[1])
+    assert df.loc[df["kind"] != "gpu_annotation", "flops"].isna().all()
+    # Without the stat the column stays null.
+    path.write_bytes(_space())
+    assert tracelens.load(path).df["flops"].isna().all()

@@ -195,6 +195,21 @@ def _display_names(planes: list[Any]) -> list[str]:
     return [meta.display_name or meta.name for plane in planes for _, meta in plane.event_metadata.items()]
 
 
+def _metadata_flops(planes: list[Any]) -> np.ndarray:
+    """Every plane's event metadata ``flops`` stat (XLA ops: the HLO op's FLOPs, as the profiler's op metrics
+    give them), NaN where absent, in ``_metadata_table`` order (a loop over metadata entries, not events)."""
+    out: list[float] = []
+    for plane in planes:
+        ids = {int(k) for k, meta in plane.stat_metadata.items() if meta.name == "flops"}
+        if not ids:
+            out.extend([np.nan] * len(plane.event_metadata))
+            continue
+        for _, meta in plane.event_metadata.items():
+            values = [_stat_value(st, {}) for st in meta.stats if st.metadata_id in ids]
+            out.append(float(values[-1]) if values and isinstance(values[-1], (int, float)) else np.nan)
+    return np.asarray(out, np.float64)
+
+
 def _event_names(planes: list[Any], event_plane: np.ndarray, mid: np.ndarray) -> tuple[np.ndarray, list[str]]:
     """Per event, an index into the returned names (every plane's event metadata, then "" for unknown ids)."""
     ev_keys, ev_order, ev_names = _metadata_table(planes, "event")
@@ -645,6 +660,12 @@ def _build_trace(hosts: list[_Host], source: Path, run: str | None) -> Trace:
     columns["correlation_id"] = _masked(ordered(np.concatenate([corr[rows], pad])),
                                         ordered(np.concatenate([has_corr[rows], np.zeros(n_steps, bool)])),
                                         pa.int64())
+    # XLA op rows: the flops stat of their event metadata (docs/formats/xplane.md)
+    meta_flops = np.r_[_metadata_flops(planes), np.nan]  # the last slot: unknown metadata id
+    if xla_op_rows.any() and not np.isnan(meta_flops).all():
+        flops = np.concatenate([np.where(xla_op_rows[rows], meta_flops[name_index[rows]], np.nan),
+                                np.full(n_steps, np.nan)])
+        columns["flops"] = _masked(ordered(np.nan_to_num(flops)), ordered(~np.isnan(flops)), pa.float64())
     columns["step"] = _masked(ordered(np.concatenate([np.zeros(rows.size, np.int64), steps["step"]])),
                               ordered(np.concatenate([np.zeros(rows.size, bool), np.ones(n_steps, bool)])),
                               pa.int64())
