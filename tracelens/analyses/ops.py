@@ -118,7 +118,12 @@ def op_name_codes(trace: Trace, rows: np.ndarray) -> np.ndarray:
 
 
 def outermost_ops(trace: Trace) -> np.ndarray:
-    """Event rows of the outermost framework ops, sorted by (thread, start)."""
+    """Event rows of the outermost framework ops, sorted by (thread, start); computed once per trace (the ops
+    section and three diagnosis evidence builders read it; an emit_nvtx export has millions of op ranges)."""
+    return memo(trace, "outermost_ops", lambda: _outermost_ops(trace))
+
+
+def _outermost_ops(trace: Trace) -> np.ndarray:
     cols = event_columns(trace)
     rows = framework_op_rows(trace)
     if rows.size == 0:
@@ -144,7 +149,11 @@ def _grouped_running_max(values: np.ndarray, group: np.ndarray) -> np.ndarray:
 
 
 def op_of_gpu_ops(trace: Trace) -> np.ndarray:
-    """For each row of ``launch_pairs(trace)``, the event row of its outermost op (-1 when none)."""
+    """For each row of ``launch_pairs(trace)``, the event row of its outermost op (-1 when none); once per trace."""
+    return memo(trace, "op_of_gpu_ops", lambda: _op_of_gpu_ops(trace))
+
+
+def _op_of_gpu_ops(trace: Trace) -> np.ndarray:
     pairs = launch_pairs(trace)
     out = np.full(len(pairs), -1, np.int64)
     ops = outermost_ops(trace)
