@@ -159,20 +159,13 @@ def _op_of_gpu_ops(trace: Trace) -> np.ndarray:
     ops = outermost_ops(trace)
     if ops.size == 0 or len(pairs) == 0:
         return out
-    cols = event_columns(trace)
-    op_key = thread_key(cols.pid[ops], cols.tid[ops])
     matched = np.flatnonzero(pairs["matched"])
     if matched.size == 0:  # no GPU op has a launch call (e.g. correlation ids not recorded)
         return out
-    launch_key = thread_key(pairs["pid"][matched], pairs["tid"][matched])
-    launch_t = pairs["launch_start"][matched]
-    # Outermost ops of a thread are disjoint, and come sorted by (thread key, start), so their positions are
-    # sorted too: the candidate is the last one starting at or before t.
-    op_pos, t_pos = thread_time_positions([(op_key, [cols.start[ops]]), (launch_key, [launch_t])])
-    at = np.searchsorted(op_pos, t_pos, side="right") - 1
-    ok = at >= 0
-    ok[ok] &= (op_key[at[ok]] == launch_key[ok]) & (launch_t[ok] < cols.end[ops][at[ok]])
-    out[matched[ok]] = ops[at[ok]]
+    at = _running_at(event_columns(trace), ops, pairs["pid"][matched], pairs["tid"][matched],
+                     pairs["launch_start"][matched])
+    found = at >= 0
+    out[matched[found]] = ops[at[found]]
     return out
 
 
@@ -180,17 +173,11 @@ def outermost_op_at(trace: Trace, pid: np.ndarray, tid: np.ndarray, t: np.ndarra
     """For each (pid, tid, time), the event row of the outermost op running on that thread then (-1: none)."""
     ops = outermost_ops(trace)
     out = np.full(len(t), -1, np.int64)
-    if ops.size == 0 or len(t) == 0:
-        return out
-    cols = event_columns(trace)
-    op_key = thread_key(cols.pid[ops], cols.tid[ops])
-    key = thread_key(pid, tid)
-    op_pos, t_pos = thread_time_positions([(op_key, [cols.start[ops]]), (key, [np.asarray(t, np.int64)])])
-    at = np.searchsorted(op_pos, t_pos, side="right") - 1
-    ok = at >= 0
-    ok[ok] &= (op_key[at[ok]] == key[ok]) & (np.asarray(t)[ok] < cols.end[ops][at[ok]])
-    out[ok] = ops[at[ok]]
+    at = _running_at(event_columns(trace), ops, pid, tid, t)
+    found = at >= 0
+    out[found] = ops[at[found]]
     return out
+
 
 
 def ops_report(trace: Trace, limit: int = TOP_OPS) -> dict[str, Any]:
@@ -451,15 +438,7 @@ def optimizer_step(trace: Trace) -> dict[str, Any] | None:
 
 def _inside(cols: Any, ranges: np.ndarray, pid: np.ndarray, tid: np.ndarray, t: np.ndarray) -> np.ndarray:
     """Whether each (thread, time) lies in one of ``ranges`` (rows sorted by thread and start, not nested)."""
-    if ranges.size == 0 or len(t) == 0:
-        return np.zeros(len(t), bool)
-    range_key = thread_key(cols.pid[ranges], cols.tid[ranges])
-    key = thread_key(pid, tid)
-    range_pos, t_pos = thread_time_positions([(range_key, [cols.start[ranges]]), (key, [np.asarray(t, np.int64)])])
-    at = np.searchsorted(range_pos, t_pos, side="right") - 1
-    ok = at >= 0
-    ok[ok] &= (range_key[at[ok]] == key[ok]) & (np.asarray(t)[ok] < cols.end[ranges][at[ok]])
-    return ok
+    return _running_at(cols, ranges, pid, tid, t) >= 0
 
 
 def sync_ops(trace: Trace, limit: int = TOP_EVIDENCE_OPS) -> list[dict[str, Any]]:
