@@ -170,3 +170,55 @@ def test_name_patterns():
                                                    "hipExtModuleLaunchKernel", "hipModuleLaunchKernel",
                                                    "cudaGraphLaunch", "cudaLaunchKernel_v7000"])
     assert names.is_graph_launch("hipGraphLaunch") and not names.is_graph_launch("cudaLaunchKernel")
+
+
+def test_sync_echo_claims_the_work_the_host_could_have_queued_while_waiting():
+    # Kernel A [0,1000) (launched at [-20,-10)). The thread blocks in cudaStreamSynchronize [100,1005), runs
+    # aten::mul [1005,1100) and launches kernel B with [1100,1110); B runs [1120,2000). Gap [1000,1120) = 120.
+    # sync covers [1000,1005) = 5. The wait saw W = 900 ns of kernel A, so the echo claims the launch/cpu work
+    # after it, [1005,1110) = 105, as sync; [1110,1120) has nothing: 10. Sum 120.
+    rows = [
+        host("runtime", "cudaLaunchKernel", -20, -10, correlation_id=1),
+        kernel(0, 1000, corr=1),
+        host("runtime", "cudaStreamSynchronize", 100, 1005),
+        host("cpu_op", "aten::mul", 1005, 1100),
+        host("runtime", "cudaLaunchKernel", 1100, 1110, correlation_id=2),
+        kernel(1120, 2000, corr=2),
+    ]
+    dev = by_cause(Trace.from_rows(rows))
+    assert dev["by_cause"] == {"startup": 0, "sync": 110, "input": 0, "launch": 0, "cpu": 0, "nothing": 10}
+    assert dev["sync_copy_ns"] == 0
+
+
+def test_sync_echo_is_bounded_by_the_gpu_time_waited_for():
+    # Launch-bound: kernel A is [0,120), so the same wait [100,1005) saw W = 20 ns of GPU work. Gap
+    # [120,1120) = 1000: sync [120,1005) = 885 plus an echo of 20 ([1005,1025) of the cpu op); cpu
+    # [1025,1100) = 75; launch [1100,1110) = 10; nothing 10. Sum 1000.
+    rows = [
+        host("runtime", "cudaLaunchKernel", -20, -10, correlation_id=1),
+        kernel(0, 120, corr=1),
+        host("runtime", "cudaStreamSynchronize", 100, 1005),
+        host("cpu_op", "aten::mul", 1005, 1100),
+        host("runtime", "cudaLaunchKernel", 1100, 1110, correlation_id=2),
+        kernel(1120, 2000, corr=2),
+    ]
+    dev = by_cause(Trace.from_rows(rows))
+    assert dev["by_cause"] == {"startup": 0, "sync": 905, "input": 0, "launch": 10, "cpu": 75, "nothing": 10}
+
+
+def test_sync_echo_ranks_after_input_and_of_a_sync_copy_is_a_sync_copy():
+    # A blocking cudaMemcpy [100,1005) waited W = 900 ns of kernel A [0,1000); after it the thread fetches a
+    # batch [1005,1050) (input: kept) and launches B with [1050,1060); B runs [1080,2000). Gap [1000,1080) = 80:
+    # sync 5 (the copy), input 45, echo [1050,1060) = 10 -> sync, nothing 20. The copy's part and its echo
+    # are sync_copy_ns: 15.
+    rows = [
+        host("runtime", "cudaLaunchKernel", -20, -10, correlation_id=1),
+        kernel(0, 1000, corr=1),
+        host("runtime", "cudaMemcpy", 100, 1005),
+        host("cpu_op", "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 1005, 1050),
+        host("runtime", "cudaLaunchKernel", 1050, 1060, correlation_id=2),
+        kernel(1080, 2000, corr=2),
+    ]
+    dev = by_cause(Trace.from_rows(rows))
+    assert dev["by_cause"] == {"startup": 0, "sync": 15, "input": 45, "launch": 0, "cpu": 0, "nothing": 20}
+    assert dev["sync_copy_ns"] == 15

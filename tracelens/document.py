@@ -223,6 +223,7 @@ class LaunchSmallKernels(TypedDict):
     kernel_ns: int
     total_kernel_ns: int
     share: float
+    count_share: float
 
 
 class LaunchRates(TypedDict):

@@ -8,7 +8,12 @@ Definitions (docs/analyses.md, "attribution"):
     split of a gap  = for each category c in priority order, the part of the gap covered by the union of the
                       feeding threads' rows of category c and not by any earlier category; `nothing` = the
                       rest. The parts sum exactly to the gap length, so the causes sum to idle_ns.
-    sync_copy_ns    = the part of `sync` covered only by synchronous memcpy calls (not by other syncs)
+    sync echo       = the idle a blocking call leaves behind it: while the host waited for W ns of GPU work it
+                      queued nothing, so after the call returns, up to W ns of idle during which the thread ran
+                      launch or cpu rows (work it could have queued while waiting) counts as `sync`, not
+                      launch/cpu (from a synchronous copy: as `sync_copy_ns` too)
+    sync_copy_ns    = the part of `sync` covered only by synchronous memcpy calls (not by other syncs) and their
+                      echo
     after_sync      = gaps that begin while a feeding thread is blocked in a sync call (the queue drained)
     late_launch     = gaps whose next GPU op's launch call ended after the gap began (HTA's "host wait")
 """
@@ -26,7 +31,7 @@ from ..trace import GPU_ACTIVITY_KINDS, Trace
 from ..values import dense_codes
 from .columns import DeviceBusy, EventColumns, device_busy, event_columns, memo, thread_key
 from .launch import launch_pairs
-from .names import CAUSES, HOST_CATEGORY_PRIORITY, STARTUP, SYNC, code_mask, is_sync_copy
+from .names import CAUSES, HOST_CATEGORY_PRIORITY, INPUT, STARTUP, SYNC, code_mask, is_sync_copy
 from .startup import host_categories, one_time_work
 
 LARGEST_GAPS = 10
@@ -109,11 +114,46 @@ def feeding_threads(trace: Trace, device: int) -> tuple[np.ndarray, str]:
     return np.arange(len(rows.threads)), "all"
 
 
+def _sync_echo(
+    s: np.ndarray, e: np.ndarray, busy: tuple[np.ndarray, np.ndarray],
+    eligible: tuple[np.ndarray, np.ndarray],
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each blocking call's echo: from its end until W ns of ``eligible`` time have passed, W being the GPU busy
+    time inside the call. Returns the echoes' union.
+
+    Why W: a host that had not waited would have spent those W ns queueing what it did after the call, so at
+    most W ns of the idle that follows can be won back by removing the wait (the launch-bound case: the GPU
+    ran little while the host waited, W is small, and the idle stays launch overhead). Echoes of successive
+    calls may overlap; their union claims at most the sum of their W (the host's lead, had none waited).
+    """
+    if s.size == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    waited = intervals.overlap_with_union(s, e, *busy)
+    es, ee = eligible
+    if es.size == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    lengths = ee - es
+    cum = np.concatenate([[0], np.cumsum(lengths)])
+    i = np.searchsorted(es, e, side="right")
+    last = np.maximum(i - 1, 0)
+    before = np.where(i > 0, cum[last] + np.clip(e - es[last], 0, lengths[last]), 0)
+    target = before + waited
+    j = np.searchsorted(cum[1:], target, side="left")  # the eligible interval where the credit runs out
+    inside = j < es.size
+    jj = np.minimum(j, es.size - 1)
+    spent = np.where(inside, es[jj] + (target - cum[jj]), np.iinfo(np.int64).max)
+    keep = (waited > 0) & (spent > e)
+    return intervals.merge(e[keep], spent[keep])
+
+
 def priority_split(
-    starts: np.ndarray, ends: np.ndarray, rows: HostRows, thread_set: np.ndarray
+    starts: np.ndarray, ends: np.ndarray, rows: HostRows, thread_set: np.ndarray,
+    busy: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """Split each window [start, end) among the host categories by priority, plus `nothing`.
 
+    With ``busy`` (the device's merged busy intervals; the windows are then its gaps), each blocking call's
+    echo (``_sync_echo``) ranks after `input` and counts as `sync`.
     Returns (matrix of shape (n, len(CAUSES)) in CAUSES order, extra per-window arrays: sync_copy, starts_in_sync).
     Rows of the matrix sum exactly to end - start.
     """
@@ -130,6 +170,10 @@ def priority_split(
     # merged with this one's (unions are far fewer intervals than rows: one sort of the rows in all, not one
     # per level).
     level_unions = [intervals.merge(s[cat == level], e[cat == level]) for level in range(len(HOST_CATEGORY_PRIORITY))]
+    input_level = HOST_CATEGORY_PRIORITY.index(INPUT)
+    sync_rows = cat == sync_level
+    copy_rows = sync_rows & rows.sync_copy[mine]
+    echo_copy = np.zeros(starts.size, np.int64)
     us = ue = np.zeros(0, np.int64)
     for level, (ls, le) in enumerate(level_unions):
         if level == sync_level:
@@ -140,13 +184,29 @@ def priority_split(
         covered_before = covered
         if level == sync_level:
             covered_through_sync = covered
+        if level == input_level and busy is not None:
+            # The echo claims only host work it could have moved into the wait (launch and cpu rows), not
+            # untraced time: that may be the host waiting on something else (another rank, the data).
+            host_work = intervals.merge(np.concatenate([u[0] for u in level_unions[level + 1:]]),
+                                        np.concatenate([u[1] for u in level_unions[level + 1:]]))
+            eligible = intervals.intersect(*intervals.subtract(*intervals.merge(starts, ends), us, ue), *host_work)
+            # Echoes of the other blocking calls first, then of synchronous copies (their part is memcpy's).
+            for copies in (False, True):
+                pick = sync_rows & (copy_rows == copies)
+                echo = intervals.intersect(*_sync_echo(s[pick], e[pick], busy, eligible), *host_work)
+                us, ue = intervals.merge(np.concatenate([us, echo[0]]), np.concatenate([ue, echo[1]]))
+                covered = intervals.overlap_with_union(starts, ends, us, ue)
+                out[:, sync_level] += covered - covered_before
+                if copies:
+                    echo_copy = covered - covered_before
+                covered_before = covered
     out[:, -1] = (ends - starts) - covered_before
     # The sync column's part covered only by synchronous copies: what the earlier categories and the other
     # syncs do not already cover.
     other_sync = (cat == sync_level) & ~rows.sync_copy[mine]
     os_, oe = intervals.merge(s[other_sync], e[other_sync])
     ns, ne = intervals.merge(np.concatenate([before_sync[0], os_]), np.concatenate([before_sync[1], oe]))
-    sync_copy = covered_through_sync - intervals.overlap_with_union(starts, ends, ns, ne)
+    sync_copy = covered_through_sync - intervals.overlap_with_union(starts, ends, ns, ne) + echo_copy
     sync_union = level_unions[sync_level]
     starts_in_sync = intervals.overlap_with_union(starts, starts + 1, *sync_union) > 0
     return out, {"sync_copy": sync_copy, "starts_in_sync": starts_in_sync & (ends > starts)}
@@ -171,7 +231,7 @@ def device_attribution(trace: Trace, busy: DeviceBusy, largest: int = LARGEST_GA
     rows = host_rows(trace)
     threads, source = feeding_threads(trace, busy.device)
     gs, ge = busy.gap_starts, busy.gap_ends
-    split, extra = priority_split(gs, ge, rows, threads)
+    split, extra = priority_split(gs, ge, rows, threads, busy=(busy.busy_starts, busy.busy_ends))
     lengths = ge - gs
     late = _late_launch(trace, busy)
     top = np.argsort(-lengths, kind="stable")[:largest]

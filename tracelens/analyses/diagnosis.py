@@ -392,6 +392,7 @@ def _launch_overhead(ctx: Context) -> dict[str, Any]:
         "idle_cpu_by_device": idle_cpu,
         "launch_latency_p50_ns": (launch.get("latency") or {}).get("p50_ns"),
         "small_kernel_share": small.get("share"),
+        "small_kernel_count_share": small.get("count_share"),
         "short_kernels": (launch.get("short_kernels") or {}).get("count"),
         "issue_to_execution": (launch.get("rates") or {}).get("issue_to_execution"),
         "cuda_graphs": graphs.get("in_use"),
@@ -404,7 +405,9 @@ def _launch_overhead(ctx: Context) -> dict[str, Any]:
     }
     if graphs.get("in_use"):
         remedy = "graphs"
-    elif ctx.mean(idle_cpu) >= ctx.mean(idle_launch) and (small.get("share") or 0.0) < 0.5:
+    # By count, not time: each launch costs the host the same whatever the kernel's length, so a step of
+    # thousands of microsecond kernels beside a few long GEMMs is still launch-bound by the tiny ones.
+    elif ctx.mean(idle_cpu) >= ctx.mean(idle_launch) and (small.get("count_share") or 0.0) < 0.5:
         remedy = "host_code"
     else:
         remedy = "small_kernels"

@@ -5,7 +5,8 @@ Definitions (docs/analyses.md, "launch"):
                       rows before driver rows, then the earliest)
     launch latency  = GPU op start - launch call end, clipped at 0 (negative values counted as clock skew)
     short kernel    = kernel duration < its launch call's duration
-    small kernel    = kernel duration < SMALL_KERNEL_NS; small_kernel_share = their summed time / all kernel time
+    small kernel    = kernel duration < SMALL_KERNEL_NS; small_kernel_share = their summed time / all kernel time;
+                      count_share = their number / all kernels
     issue rate      = launch calls that enqueued a GPU op / (last such call end - first such call start), per s
     execution rate  = GPU ops / device busy time, per second; issue_to_execution = issue / execution
     queue depth     = per stream, ops launched and not finished: +1 at the launch call end, -1 at the GPU op
@@ -195,7 +196,8 @@ def launch_stats(trace: Trace) -> dict[str, Any]:
                           "of_matched_kernels": int(len(km))},
         "small_kernels": {"threshold_ns": SMALL_KERNEL_NS, "count": int(small.sum()),
                           "kernel_ns": int(k_dur[small].sum()), "total_kernel_ns": total_kernel,
-                          "share": float(k_dur[small].sum() / total_kernel) if total_kernel > 0 else 0.0},
+                          "share": float(k_dur[small].sum() / total_kernel) if total_kernel > 0 else 0.0,
+                          "count_share": float(small.sum() / k_dur.size) if k_dur.size else 0.0},
         "rates": {"launch_calls": int(len(calls)), "issue_span_ns": issue_span, "issue_per_s": issue_rate,
                   "gpu_busy_ns": int(total_busy),
                   "execution_per_s": exec_rate,

@@ -19,16 +19,20 @@ class Scenario:
     name: str
     expected_cause: str | None  # diagnosis category the analysis must name; None = healthy
     description: str
-    batch_size: int = 64
-    features: int = 256
-    hidden: int = 512
+    # The model on a GPU: big enough that a step's kernels take milliseconds (fp32, ~260 GFLOP per step,
+    # ~5 ms on an H100), so the GPU, not the host's launches, sets the pace unless a cause is injected.
+    batch_size: int = 2048
+    features: int = 1024
+    hidden: int = 4096
     classes: int = 10
     data_sleep_s: float = 0.0  # per-batch sleep in the data loader (slow-input)
     pinned_memory: bool = True  # pin host batches so copies are async (False: pageable copies)
     extra_copy_floats_cuda: int = 0  # a big pageable host->device copy per step, on a GPU
     extra_copy_floats_cpu: int = 0  # the same copy's size on CPU, kept small so CPU runs stay fast
-    sync_ops_per_step: int = 0  # small ops each followed by .item() / synchronize
+    sync_ops_per_step: int = 0  # matrix products each followed by .item() / synchronize
+    sync_probe_width: int = 2048  # the square matrix each readback multiplies (~0.3 ms fp32 on an H100)
     tiny_ops_per_step: int = 0  # tiny elementwise ops per step (each one kernel launch on a GPU)
+    scan_length: int = 0  # a running sum over each sample's sequence of this length (one block per row)
 
     def on_device(self, on_gpu: bool) -> Scenario:
         """The scenario as run on the chosen device.
@@ -44,12 +48,15 @@ class Scenario:
             batch_size=min(self.batch_size, CPU_MAX_BATCH),
             features=min(self.features, CPU_MAX_WIDTH),
             hidden=min(self.hidden, CPU_MAX_WIDTH),
+            sync_probe_width=min(self.sync_probe_width, CPU_MAX_WIDTH),
+            scan_length=min(self.scan_length, CPU_MAX_SCAN),
         )
 
 
 # Model size ceiling on a CPU (see Scenario.on_device).
 CPU_MAX_BATCH = 64
 CPU_MAX_WIDTH = 128
+CPU_MAX_SCAN = 4096
 
 
 SCENARIOS: dict[str, Scenario] = {
@@ -58,13 +65,12 @@ SCENARIOS: dict[str, Scenario] = {
         Scenario(
             "healthy", None,
             "Pinned, prefetched batches and a model big enough to keep the GPU busy; nothing injected.",
-            batch_size=256, features=512, hidden=1024,
         ),
         Scenario(
             "slow-input", "input_pipeline",
             "The data loader sleeps 50 ms per batch in the training process (num_workers=0): the GPU "
             "waits for input every step.",
-            data_sleep_s=0.050, features=128, hidden=128,  # little compute: the wait stands out
+            data_sleep_s=0.050, batch_size=64, features=128, hidden=128,  # little compute: the wait stands out
         ),
         Scenario(
             "pageable-copies", "memcpy",
@@ -74,8 +80,9 @@ SCENARIOS: dict[str, Scenario] = {
         ),
         Scenario(
             "sync-every-step", "synchronization",
-            "After the update, 64 small ops each read back a scalar (.item() / torch.cuda.synchronize()): "
-            "the host stalls on the GPU instead of queueing work ahead.",
+            "After the update, 64 checks each multiply a 2048x2048 matrix and read back a scalar of the result "
+            "(.item() / torch.cuda.synchronize()): the host waits for every product, then queues the next one "
+            "while the GPU idles, instead of queueing them all ahead.",
             sync_ops_per_step=64,
         ),
         Scenario(
@@ -86,8 +93,10 @@ SCENARIOS: dict[str, Scenario] = {
         ),
         Scenario(
             "small-batch", "low_occupancy",
-            "Batch of 2 through 64-wide layers: kernels launch a handful of blocks and leave most SMs idle.",
-            batch_size=2, features=64, hidden=64,
+            "Batch of 2 through 64-wide layers, plus a running sum (cumsum) over each sample's 4M-long "
+            "sequence: the scan kernel gets one block per row, so 2 blocks run on a GPU of 100+ SMs for "
+            "milliseconds.",
+            batch_size=2, features=64, hidden=64, scan_length=4 * 1024 * 1024,
         ),
     )
 }

@@ -92,6 +92,9 @@ def train(argv: Sequence[str] | None = None) -> Path | None:
         extra_floats = spec.extra_copy_floats_cuda if device == "cuda" else spec.extra_copy_floats_cpu
         pageable_host = np.ones(extra_floats, dtype=np.float32) if extra_floats else None  # numpy: pageable
         tiny = tf.ones(1024) if spec.tiny_ops_per_step else None
+        width = spec.sync_probe_width
+        signal = tf.random.normal((spec.batch_size, spec.scan_length)) if spec.scan_length else None
+        probe = tf.random.normal((width, width)) / width**0.5 if spec.sync_ops_per_step else None
 
         # One step on a dummy batch before profiling builds the layers and the optimizer's state, so that
         # step 0 of the profile is a training step like the others rather than mostly one-off setup.
@@ -131,9 +134,11 @@ def train(argv: Sequence[str] | None = None) -> Path | None:
                         opt.apply_gradients(zip(grads, model.trainable_variables, strict=True))
                     if spec.sync_ops_per_step:
                         with nvtx.range("sync_readback"):
-                            variables = model.trainable_variables
-                            for k in range(spec.sync_ops_per_step):
-                                tf.reduce_sum(variables[k % len(variables)] * 1.0).numpy()  # host waits
+                            for _ in range(spec.sync_ops_per_step):
+                                tf.reduce_sum(tf.matmul(probe, probe)).numpy()  # host waits for the product
+                    if signal is not None:
+                        with nvtx.range("row_scan"):
+                            tf.cumsum(signal, axis=1)  # one block per row: the batch size sets the grid
                     if tiny is not None:
                         with nvtx.range("tiny_ops"):
                             for _ in range(spec.tiny_ops_per_step):
