@@ -155,3 +155,37 @@ def test_jax_xplane_is_healthy() -> None:
     diagnosis = document(GPU / "jax_mlp_cuda.xplane.pb")["diagnosis"]
     assert diagnosis["primary"]["cause"] == "none"
     assert diagnosis["busy_share"] > 0.9
+
+
+def test_transformer_flops_from_the_architecture() -> None:
+    # 2 TransformerEncoderLayers, d = 1024, 16 heads (Dh = 64), FFN 4d, batch B = 8, sequence S = 1024, bf16
+    # autocast, 3 training steps. Per layer forward, matmuls: QKV 3·2·T·d² + out 2·T·d² + FFN 2·2·T·d·4d =
+    # 24·T·d² (T = B·S tokens); backward twice that, except that the input needs no gradient, so layer 0's
+    # QKV projection skips its input gradient (6·T·d²): per step 2·72·T·d² − 6·T·d² = 138·T·d².
+    # Attention per layer forward 2·B·H·S²·(Dh + Dh), backward 2.5× the forward.
+    path = GPU / "transformer_bf16_cuda.pt.trace.json.gz"
+    b, s, d, h, steps = 8, 1024, 1024, 16, 3
+    t, dh = b * s, d // h
+    matmul = steps * 138 * t * d * d
+    attention = steps * 2 * 3.5 * (2 * b * h * s * s * 2 * dh)
+    compute = document(path)["ops"]["compute"]
+    assert compute["flops_by_class"]["matmul"] == matmul
+    assert compute["flops_by_class"]["attention"] == attention
+    assert compute["flops_by_dtype"] == {"BF16": matmul + attention}
+    merged = gpu_union(path)
+    span_s = (merged[-1][1] - merged[0][0]) * 1e-6
+    assert compute["mfu"] == pytest.approx((matmul + attention) / (span_s * 989.4e12), rel=1e-3)
+    paths = {row["path"] for row in document(path)["ops"]["by_module"]}
+    assert {f"TransformerEncoder_0/TransformerEncoderLayer_{i}/MultiheadAttention_{i}" for i in (0, 1)} <= paths
+
+
+def test_cuda_graph_replays_are_graph_work() -> None:
+    path = GPU / "cuda_graph_cuda.pt.trace.json.gz"
+    evs = events(path)
+    graph_corr = {e["args"]["correlation"] for e in evs if e.get("name") == "cudaGraphLaunch"}
+    graph_ops = [e for e in evs if e.get("cat") in GPU_CATS and e["args"].get("correlation") in graph_corr]
+    doc = document(path)
+    assert doc["launch"]["cuda_graphs"] == {"in_use": True, "graph_launch_calls": len(graph_corr),
+                                            "graph_ops": len(graph_ops)}
+    assert len(graph_corr) == 10 and doc["launch"]["gpu_ops"] == len(graph_ops)  # every GPU op is a replay's
+    assert doc["diagnosis"]["primary"]["cause"] == "none"

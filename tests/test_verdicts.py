@@ -104,6 +104,10 @@ FIXTURE_VERDICTS = {
         "low_occupancy", "A cumsum over 2 rows of 4M: a 2-block scan kernel on 132 SMs, 90% of the span."),
     "gpu/bf16_matmul_cuda.pt.trace.json.gz": ("none", "20 back-to-back 8192^3 bf16 matmuls: busy 99.6%, MFU 0.78."),
     "gpu/jax_mlp_cuda.xplane.pb": ("none", "A jitted JAX MLP step, batch 4096: the GPU is busy 97%."),
+    "gpu/cuda_graph_cuda.pt.trace.json.gz": ("none", "The MLP step captured in a CUDA graph, replayed 10 times."),
+    "gpu/transformer_bf16_cuda.pt.trace.json.gz": (
+        "host_launch_overhead", "Profiled with with_stack and with_modules: the host takes ~18 ms a step "
+                                "recording Python stacks around ~5 ms of GPU work."),
 }
 
 # Hand-built causes (fixtures/causes/, derivations in make_causes.py; lost times in tests/test_diagnosis.py).

@@ -187,7 +187,9 @@ def launch_stats(trace: Trace) -> dict[str, Any]:
     cols = event_columns(trace)
     api = cols.of_kind(RUNTIME, DRIVER)
     graph_calls = int(code_mask(cols.name[api], cols.names, is_graph_launch).sum())
-    graph_ops = int((pairs["graph_id"] >= 0).sum())
+    # Nsight gives a graph's kernels a graph id; Kineto gives them the graph launch's correlation id instead.
+    by_graph_launch = pairs["matched"] & code_mask(pairs["launch_name"], cols.names, is_graph_launch)
+    graph_ops = int(((pairs["graph_id"] >= 0) | by_graph_launch).sum())
     return {
         "gpu_ops": int(len(pairs)),
         "matched_ops": int(len(matched)),
