@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -230,6 +231,24 @@ def op_class(name: str) -> str:
         return CONV
     if name in _ATTENTIONS:
         return ATTENTION
+    return OTHER
+
+
+# The class of an XLA (HLO) op whose FLOPs the profiler recorded, from its name and its first kernel's name:
+# dot / cuBLAS (cublasLt nvjet, CUTLASS, hipBLASLt Cijk_) GEMMs -> matmul, convolution -> conv, fused attention
+# custom calls (cuDNN / TE / CK flash attention) -> attention, anything else -> other.
+_HLO_ATTENTION = re.compile(r"attn|attention|fmha|flash|sdpa")
+_HLO_CONV = re.compile(r"convolution|conv(?!ert|ers)|fprop|dgrad|wgrad")
+_HLO_MATMUL = re.compile(r"dot|gemm|matmul|cublas|nvjet|cutlass|xmma|cijk_")
+
+
+def hlo_op_class(op_name: str, kernel_name: str = "") -> str:
+    """matmul, conv, attention or other for an HLO op (e.g. ``dot.3``, ``convolution.1``, ``custom-call.2``
+    running ``nvjet_sm90_...``, ``te_fused_attn_forward_ffi.10``), by its name, then its kernel's."""
+    for text in (op_name.lower(), kernel_name.lower()):
+        for pattern, cls in ((_HLO_ATTENTION, ATTENTION), (_HLO_CONV, CONV), (_HLO_MATMUL, MATMUL)):
+            if pattern.search(text):
+                return cls
     return OTHER
 
 

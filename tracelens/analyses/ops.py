@@ -11,7 +11,10 @@ Definitions (docs/analyses.md, "ops"):
     per name       count (outermost instances), cpu_ns (their summed durations), gpu_ns (summed duration of the
                    kernels attributed to them), copy_ns (memcpy and memset), flops (the counted FLOPs of the ops
                    nested in its instances; null when the trace records neither shapes nor flops)
-GPU ops without a launch call, or launched outside any op, are ``unattributed``.
+GPU ops without a launch call, or launched outside any op, are ``unattributed``. A GPU op whose producer
+recorded its op on the GPU op itself (the ``op`` column: xplane ``tf_op`` / ``hlo_op`` stats) goes to that op
+instead, name for name; such a name with no host op rows counts its GPU ops' launches (distinct correlation
+ids per device) and 0 cpu_ns.
 
 FLOPs (docs/analyses.md, "compute"): an op is counted when the producer recorded its ``flops`` or
 :mod:`tracelens.flop_model` computes them from its recorded shapes, and no op nested in it is counted (the
@@ -29,8 +32,18 @@ import numpy as np
 import pandas as pd
 
 from .. import flop_model, gpu_specs, peaks
-from ..trace import ANNOTATION, CPU_OP, DRIVER, PYTHON, RUNTIME, Trace, nesting_depth
-from .columns import device_busy, event_columns, memo, thread_key, thread_time_positions
+from ..trace import (
+    ANNOTATION,
+    CPU_OP,
+    DRIVER,
+    GPU_ACTIVITY_KINDS,
+    GPU_ANNOTATION,
+    PYTHON,
+    RUNTIME,
+    Trace,
+    nesting_depth,
+)
+from .columns import device_busy, dictionary_codes, event_columns, memo, thread_key, thread_time_positions
 from .launch import launch_pairs
 from .names import code_map, code_mask, is_blocking_sync
 
@@ -52,6 +65,9 @@ class OpNames:
     code: np.ndarray
     names: np.ndarray
     nvtx: np.ndarray
+    # per GPU op (the rows of ``launch_pairs``, in its order): the code in ``names`` of the op recorded on it
+    # (the ``op`` column), -1 where none
+    recorded: np.ndarray | None = None
 
 
 def op_names(trace: Trace) -> OpNames:
@@ -68,18 +84,67 @@ def _op_names(trace: Trace) -> OpNames:
     ann = cols.name[cols.of_kind(ANNOTATION)]
     used = np.flatnonzero(np.bincount(ann[ann >= 0], minlength=size) > 0)
     found = [(c, m.group(1)) for c in used if (m := _EMIT_NVTX.match(str(names[c])))]  # a loop over names
-    if not found:
-        return OpNames(code, names, nvtx)
-    ranges = np.array([c for c, _ in found], np.int64)
-    texts = pd.Index([t for _, t in found])
+    if found:
+        ranges = np.array([c for c, _ in found], np.int64)
+        target, names = _codes_of(names, [t for _, t in found])
+        code[ranges] = target
+        nvtx[ranges] = True
+    recorded = None
+    gpu_codes, texts = _recorded_ops(trace)
+    if texts:
+        target, names = _codes_of(names, texts)
+        recorded = np.where(gpu_codes >= 0, np.r_[target, -1][gpu_codes], -1)
+    return OpNames(code, names, nvtx, recorded)
+
+
+def _codes_of(names: np.ndarray, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Each text's code among ``names`` where it is there already, else a new code after them; and the names
+    with the new texts appended."""
+    wanted = pd.Index(texts)
     index = pd.Index(names)
-    # The op name's code in the dictionary where the text is there already, else a new code after it.
-    existing = index.get_indexer(texts) if index.is_unique else np.full(len(texts), -1)
-    new = pd.Index(texts[existing < 0].unique())
-    target = np.where(existing >= 0, existing, size + new.get_indexer(texts))
-    code[ranges] = target
-    nvtx[ranges] = True
-    return OpNames(code, np.r_[names, np.asarray(new, dtype=object)], nvtx)
+    existing = index.get_indexer(wanted) if index.is_unique else np.full(len(wanted), -1)
+    new = pd.Index(wanted[existing < 0].unique())
+    target = np.where(existing >= 0, existing, len(names) + new.get_indexer(wanted))
+    return target.astype(np.int64), np.r_[names, np.asarray(new, dtype=object)]
+
+
+def _gpu_rows(trace: Trace) -> np.ndarray:
+    """Event rows of the GPU ops, in the order of ``launch_pairs``' rows (the same selection)."""
+    cols = event_columns(trace)
+    return np.flatnonzero(cols.of_kind(*GPU_ACTIVITY_KINDS) & (cols.device >= 0))
+
+
+def _recorded_ops(trace: Trace) -> tuple[np.ndarray, list[str]]:
+    """Per GPU op (``launch_pairs`` order), the code into the returned texts of the op its producer recorded on
+    it (the ``op`` column; -1 where none), and those texts; empty when no GPU op has one."""
+    if trace.store.columns.get("op") is None:
+        return np.zeros(0, np.int64), []
+    codes, texts = dictionary_codes(trace.take("op", _gpu_rows(trace)))
+    if not (codes >= 0).any():
+        return np.zeros(0, np.int64), []
+    return codes, [str(t) for t in texts]
+
+
+def recorded_op_codes(trace: Trace) -> np.ndarray:
+    """Per row of ``launch_pairs(trace)``, the op-name code (into ``op_names(trace).names``) of the op recorded
+    on the GPU op itself; -1 where none."""
+    recorded = op_names(trace).recorded
+    return np.full(len(launch_pairs(trace)), -1, np.int64) if recorded is None else recorded
+
+
+def gpu_op_name_codes(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of ``launch_pairs(trace)``: whether it is attributed to an op and that op's name code (the op
+    recorded on it, else its outermost op's), -1 where unattributed (or the op has no name)."""
+    def compute() -> tuple[np.ndarray, np.ndarray]:
+        op_row = op_of_gpu_ops(trace)
+        recorded = recorded_op_codes(trace)
+        code = np.full(op_row.size, -1, np.int64)
+        joined = op_row >= 0
+        code[joined] = op_name_codes(trace, op_row[joined])
+        code = np.where(recorded >= 0, recorded, code)
+        return joined | (recorded >= 0), code
+
+    return memo(trace, "gpu_op_name_codes", compute)
 
 
 def emit_nvtx_rows(trace: Trace) -> np.ndarray:
@@ -185,28 +250,39 @@ def ops_report(trace: Trace, limit: int = TOP_OPS) -> dict[str, Any]:
     cols = event_columns(trace)
     pairs = launch_pairs(trace)
     ops = outermost_ops(trace)
-    op_row = op_of_gpu_ops(trace)
     duration = (pairs["end"] - pairs["start"]).astype(np.int64)
     kernel = pairs["is_kernel"]
-    attributed = op_row >= 0
-    frame = pd.DataFrame({"name": op_name_codes(trace, op_row[attributed]),
+    attributed, op_code = gpu_op_name_codes(trace)
+    frame = pd.DataFrame({"name": op_code[attributed],
                           "gpu": np.where(kernel[attributed], duration[attributed], 0),
                           "copy": np.where(kernel[attributed], 0, duration[attributed])})
     gpu = frame.groupby("name")[["gpu", "copy"]].sum()
     cpu = pd.DataFrame({"name": op_name_codes(trace, ops), "cpu": cols.end[ops] - cols.start[ops]}).groupby("name")["cpu"].agg(
         ["size", "sum"])
-    table = cpu.join(gpu, how="left").fillna(0).reset_index()
+    # Names only recorded on GPU ops (no host op rows): their launches as the count, no host time.
+    table = cpu.join(gpu, how="outer")
+    gpu_only = table["size"].isna().to_numpy()
+    if gpu_only.any():
+        table.loc[gpu_only, "size"] = _launches(trace).reindex(table.index[gpu_only]).fillna(0).to_numpy()
+    table = table.fillna(0).reset_index()
+    n_names = len(table)
     table = table.sort_values(["gpu", "sum", "name"], ascending=[False, False, True]).head(limit)
     names = op_names(trace).names
     counted = flop_ops(trace)
     flops_by_name: pd.Series | None = None
     bytes_by_name: pd.Series | None = None
     if counted.recorded:
-        outer = _enclosing_outermost(trace, ops, counted.rows)
-        found = outer >= 0
-        flops_by_name = pd.Series(counted.flops[found]).groupby(op_name_codes(trace, outer[found])).sum()
+        if counted.op_code is not None:  # FLOPs recorded on the device: the op of the GPU ops they cover
+            code = counted.op_code
+        else:
+            outer = _enclosing_outermost(trace, ops, counted.rows)
+            code = np.full(outer.size, -1, np.int64)
+            code[outer >= 0] = op_name_codes(trace, outer[outer >= 0])
+            code[outer < 0] = _UNATTRIBUTED
+        found = code != _UNATTRIBUTED
+        flops_by_name = pd.Series(counted.flops[found]).groupby(code[found]).sum()
         # An op name's bytes only where every counted op in it has a byte count (else unknown).
-        known = pd.Series(counted.bytes[found]).groupby(op_name_codes(trace, outer[found]))
+        known = pd.Series(counted.bytes[found]).groupby(code[found])
         bytes_by_name = known.sum().where(known.count() == known.size())
     rows = [{"name": str(names[r.name]) if r.name >= 0 else "", "count": int(r.size), "gpu_ns": int(r.gpu),
              "copy_ns": int(r.copy), "cpu_ns": int(r.sum),
@@ -214,7 +290,7 @@ def ops_report(trace: Trace, limit: int = TOP_OPS) -> dict[str, Any]:
             for r in table.itertuples(index=False)]
     return {
         "op_count": int(ops.size),
-        "names": int(len(cpu)),
+        "names": int(n_names),
         "kernel_ns": int(duration[kernel].sum()),
         "attributed_kernel_ns": int(duration[kernel & attributed].sum()),
         "copy_ns": int(duration[~kernel].sum()),
@@ -228,6 +304,22 @@ def ops_report(trace: Trace, limit: int = TOP_OPS) -> dict[str, Any]:
     }
 
 
+# An op-name code for "in no op" (op-name codes are >= -1).
+_UNATTRIBUTED = -2
+
+
+def _launches(trace: Trace) -> pd.Series:
+    """Per op-name code recorded on GPU ops, the launches of its GPU ops: distinct (device, correlation id),
+    a GPU op without a correlation id counting as one launch."""
+    pairs = launch_pairs(trace)
+    recorded = recorded_op_codes(trace)
+    rec = np.flatnonzero(recorded >= 0)
+    corr = pairs["correlation_id"][rec].astype(np.int64)
+    frame = pd.DataFrame({"name": recorded[rec], "device": pairs["device"][rec],
+                          "launch": np.where(corr >= 0, corr, -1 - rec)})
+    return frame.drop_duplicates().groupby("name").size()
+
+
 @dataclass(frozen=True)
 class FlopOps:
     """The counted ops (see the module docstring): event rows, FLOPs, class and dtype of each, sorted by row.
@@ -239,6 +331,9 @@ class FlopOps:
     dtype: np.ndarray  # str or None: the peak table's dtype of the op's inputs
     recorded: bool
     bytes: np.ndarray | None = None  # float, NaN where unknown: flop_model.OpFlops.bytes
+    # FLOPs the producer recorded on the device (XLA op or GPU op rows, not host ops): the op-name code of each
+    # (the op of the GPU ops it covers; -2 where none); None for host-op FLOPs
+    op_code: np.ndarray | None = None
 
 
 def flop_ops(trace: Trace) -> FlopOps:
@@ -255,10 +350,10 @@ def _flop_ops(trace: Trace) -> FlopOps:
     none = FlopOps(np.zeros(0, np.int64), np.zeros(0), np.zeros(0, object), np.zeros(0, object), False,
                    np.zeros(0))
     if cpu.size == 0 and nvtx.size == 0:
-        return none
+        return _device_flop_ops(trace) or none
     recorded = trace.frame(cpu, ["input_dims", "flops"])
     if not (recorded["input_dims"].notna().any() or recorded["flops"].notna().any() or pd.notna(nvtx_dims).any()):
-        return none
+        return _device_flop_ops(trace) or none
     # Candidates: a formula for the op name (evaluated once per name the ops use) or a recorded flops value.
     names = op_names(trace)
     rows = np.r_[cpu, nvtx]
@@ -292,6 +387,69 @@ def _flop_ops(trace: Trace) -> FlopOps:
     order = np.argsort(rows[keep], kind="stable")
     return FlopOps(rows[keep][order], value[keep][order], op_class[keep][order], dtype[keep][order], True,
                    nbytes[keep][order])
+
+
+def _device_flop_ops(trace: Trace) -> FlopOps | None:
+    """FLOPs recorded on the device (xplane: the XLA op rows' ``flops``, where any has one, else the GPU ops'),
+    one counted op per such row, classed by its HLO op and kernel names (:func:`flop_model.hlo_op_class`); the
+    dtype is not recorded. None when no device row has flops."""
+    if trace.store.columns.get("flops") is None:
+        return None
+    cols = event_columns(trace)
+    xla = np.flatnonzero(cols.of_kind(GPU_ANNOTATION) & (cols.device >= 0))
+    gpu = _gpu_rows(trace)
+    xla_flops = _floats(trace, xla)
+    if (~np.isnan(xla_flops)).any():
+        rows, flops = xla[~np.isnan(xla_flops)], xla_flops[~np.isnan(xla_flops)]
+        pair = _first_gpu_op_in(trace, rows)
+    else:
+        gpu_flops = _floats(trace, gpu)
+        pair = np.flatnonzero(~np.isnan(gpu_flops))
+        if pair.size == 0:
+            return None
+        rows, flops = gpu[pair], gpu_flops[pair]
+    attributed, op_code = gpu_op_name_codes(trace)
+    ok = pair >= 0
+    code = np.full(rows.size, _UNATTRIBUTED, np.int64)
+    code[ok] = np.where(attributed[pair[ok]], op_code[pair[ok]], _UNATTRIBUTED)
+    names = op_names(trace).names
+    kernel_name = np.full(rows.size, "", dtype=object)
+    kernel_name[ok] = cols.names[cols.name[gpu[pair[ok]]]]
+    own = np.where(cols.name[rows] >= 0, cols.names[cols.name[rows]], "").astype(object)
+    op_text = np.where(code >= 0, names[np.maximum(code, 0)], "").astype(object)
+    # Classed once per distinct (row name, op name, kernel name), not per row.
+    keys = pd.MultiIndex.from_arrays([own, op_text, kernel_name])
+    distinct = keys.unique()
+    classes = pd.Series([flop_model.hlo_op_class(f"{a} {b}", str(k)) for a, b, k in distinct], index=distinct)
+    op_class = classes.reindex(keys).to_numpy(object)
+    order = np.argsort(rows, kind="stable")
+    return FlopOps(rows[order], flops[order], op_class[order], np.full(rows.size, None, object)[order], True,
+                   np.full(rows.size, np.nan), code[order])
+
+
+def _floats(trace: Trace, rows: np.ndarray) -> np.ndarray:
+    """The ``flops`` column at ``rows`` as float, NaN where null."""
+    return trace.take("flops", rows).to_numpy(zero_copy_only=False).astype(float)
+
+
+def _first_gpu_op_in(trace: Trace, rows: np.ndarray) -> np.ndarray:
+    """For each device row (an XLA op), the ``launch_pairs`` row of the first GPU op on its device starting in
+    its interval [start, end) (-1: none)."""
+    pairs = launch_pairs(trace)
+    cols = event_columns(trace)
+    out = np.full(rows.size, -1, np.int64)
+    if len(pairs) == 0 or rows.size == 0:
+        return out
+    device = pairs["device"].astype(np.int64)
+    order = np.lexsort((pairs["start"], device))
+    pos, want = thread_time_positions([(device[order], [pairs["start"][order]]),
+                                       (cols.device[rows].astype(np.int64), [cols.start[rows]])])
+    at = np.searchsorted(pos, want, side="left")
+    ok = at < order.size
+    hit = order[np.minimum(at, order.size - 1)]
+    ok &= (device[hit] == cols.device[rows]) & (pairs["start"][hit] < np.maximum(cols.end[rows], cols.start[rows] + 1))
+    out[ok] = hit[ok]
+    return out
 
 
 def _innermost(cols: Any, rows: np.ndarray) -> np.ndarray:
@@ -341,7 +499,9 @@ def compute_report(trace: Trace) -> dict[str, Any]:
                            "achieved_flops_per_s": None, "device_model": None, "peak_flops_per_s": None,
                            "peak_source": None, "mfu": None, "reason": None}
     if not counted.recorded:
-        out["reason"] = "the trace records no input shapes or flops (profile with record_shapes=True)"
+        out["reason"] = ("the trace records no XLA flops (no flops stat on its XLA op or GPU op events)"
+                         if trace.metadata.source_format == "xplane"
+                         else "the trace records no input shapes or flops (profile with record_shapes=True)")
         return out
     total = float(counted.flops.sum())
     by_class = pd.Series(counted.flops).groupby(counted.op_class).sum()
@@ -375,8 +535,9 @@ def compute_report(trace: Trace) -> dict[str, Any]:
     for d, flops in by_dtype.items():
         row = peaks.peak(model, str(d)) if flops > 0 else None
         if flops > 0 and row is None:
-            out["reason"] = ("dtype of some ops not recorded" if d == "unknown"
-                             else f"no {d} peak for {model} in the table")
+            out["reason"] = (("the dtype of the ops with recorded flops is not recorded (none is assumed)"
+                              if counted.op_code is not None else "dtype of some ops not recorded")
+                             if d == "unknown" else f"no {d} peak for {model} in the table")
             return out
         if row is not None:
             ideal_s += flops / (row.flops_per_s * len(busy))

@@ -70,8 +70,16 @@ DERIVED_LINES = frozenset({
 
 # Stats the reader needs from events (all others are skipped without being decoded).
 _WANTED_STATS = ("correlation_id", "kernel_details", "memcpy_details", "memset_details", "step_num",
-                 "group_id", "step_name")
+                 "group_id", "step_name", "tf_op", "level 0", "hlo_op", "hlo_module", "flops")
 _CODE = {name: i for i, name in enumerate(_WANTED_STATS)}
+_STRING_STATS = frozenset({"kernel_details", "memcpy_details", "memset_details", "step_name", "tf_op", "level 0",
+                           "hlo_op", "hlo_module"})
+# The op a GPU op ran for, as the profiler records it on the stream-line event (docs/formats/xplane.md, "The op
+# of each GPU op"):
+# read on stream lines only (TF writes tf_op on host allocation events too).
+_OP_STATS = ("tf_op", "level 0", "hlo_op", "hlo_module")
+# tf_op of a kernel of an XLA program that no TF op launched (JAX): no TF op, the HLO op names it.
+_NO_TF_OP = ("", "XlaModule:")
 
 _LINE_HOST, _LINE_STREAM, _LINE_STEPS, _LINE_XLA_OPS = 0, 1, 2, 3
 
@@ -246,6 +254,7 @@ class _StatColumns:
     def __init__(self, n_events: int) -> None:
         self.n = n_events
         self.ints: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self.floats: dict[str, np.ndarray] = {}  # NaN where absent
         self.string_values: dict[str, tuple[np.ndarray, pa.Array]] = {}
 
     def int_column(self, name: str) -> tuple[np.ndarray, np.ndarray]:
@@ -253,6 +262,10 @@ class _StatColumns:
         if values is None:
             return np.zeros(self.n, np.int64), np.zeros(self.n, bool)
         return values
+
+    def float_column(self, name: str) -> np.ndarray:
+        values = self.floats.get(name)
+        return np.full(self.n, np.nan) if values is None else values
 
     def has(self, name: str) -> np.ndarray:
         entry = self.string_values.get(name)
@@ -280,7 +293,7 @@ def _wanted_stat_keys(planes: list[Any]) -> tuple[np.ndarray, np.ndarray]:
     return wk[order], np.asarray(wanted_codes, np.int64)[order]
 
 
-def _wanted_stat_filter(event_plane: np.ndarray, on_steps_line: np.ndarray, planes: list[Any]) -> wire.StatFilter:
+def _wanted_stat_filter(event_plane: np.ndarray, line_kind: np.ndarray, planes: list[Any]) -> wire.StatFilter:
     """``(event index, stat metadata id) -> keep``: only the stats the reader needs pass."""
     max_id = max((int(k) for plane in planes for k in plane.stat_metadata.keys()), default=0)
     dense = 0 <= max_id < 1 << 16
@@ -301,9 +314,14 @@ def _wanted_stat_filter(event_plane: np.ndarray, on_steps_line: np.ndarray, plan
             hit = _lookup(wanted, keys)
             code = np.where(hit >= 0, codes[np.maximum(hit, 0)], -1)
         useful = code >= 0
-        # group_id is on most host events but needed only to number device "Steps" lines
+        # group_id is on most host events but needed only to number device "Steps" lines; the op stats only
+        # on stream lines; flops on stream and XLA op lines
         group = np.flatnonzero(code == _CODE["group_id"])
-        useful[group] = on_steps_line[owner[group]]
+        useful[group] = line_kind[owner[group]] == _LINE_STEPS
+        op = np.flatnonzero(np.isin(code, [_CODE[s] for s in _OP_STATS]))
+        useful[op] = line_kind[owner[op]] == _LINE_STREAM
+        flops = np.flatnonzero(code == _CODE["flops"])
+        useful[flops] = np.isin(line_kind[owner[flops]], (_LINE_STREAM, _LINE_XLA_OPS))
         return useful
 
     return keep
@@ -357,7 +375,7 @@ def _decode_stats(buf: np.ndarray, stat_event: np.ndarray, stat_start: np.ndarra
         if sel.size == 0:
             continue
         ev = s_event[sel]
-        if name in ("kernel_details", "memcpy_details", "memset_details", "step_name"):
+        if name in _STRING_STATS:
             is_str = np.isin(vfield[sel], (5, 6))
             is_ref = vfield[sel] == 7
             parts: list[pa.Array] = []
@@ -384,6 +402,16 @@ def _decode_stats(buf: np.ndarray, stat_event: np.ndarray, stat_start: np.ndarra
             where = np.full(n_events, -1, np.int64)
             where[owner] = np.arange(owner.size)
             out.string_values[name] = (where, joined)
+        elif name == "flops":  # uint64, int64 or double
+            values_f = np.full(n_events, np.nan)
+            is_int = np.isin(vfield[sel], (3, 4))
+            is_u64 = vfield[sel] == 3
+            raw = vvalue[sel]
+            values_f[ev[is_int & is_u64]] = raw[is_int & is_u64].astype(np.float64)
+            values_f[ev[is_int & ~is_u64]] = raw[is_int & ~is_u64].view(np.int64).astype(np.float64)
+            is_dbl = vfield[sel] == 2
+            values_f[ev[is_dbl]] = raw[is_dbl].view(np.float64)
+            out.floats[name] = values_f
         else:
             is_int = np.isin(vfield[sel], (3, 4, 7))
             values = np.zeros(n_events, np.int64)
@@ -399,6 +427,24 @@ def _decode_stats(buf: np.ndarray, stat_event: np.ndarray, stat_start: np.ndarra
 
 
 # ----------------------------------------------------------------------------------- details strings
+
+def _gpu_ops(stats: _StatColumns, gpu_rows: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    """The op each GPU row ran for (codes into the returned labels, -1: none recorded), from its own stats:
+    the TF op (``tf_op``, unless XLA's placeholder ``XlaModule:``), else TF <= 2.5's outermost annotation
+    (``level 0``), else the HLO op (``hlo_op``) as ``<hlo_module>/<hlo_op>`` (the op alone without a module).
+    Decided per distinct value (Arrow kernels), never per event."""
+    if not any(name in stats.string_values for name in _OP_STATS):
+        return np.full(gpu_rows.size, -1, np.int32), []
+    tf_op = stats.strings("tf_op", gpu_rows)
+    tf_op = pc.if_else(pc.is_in(tf_op, pa.array(_NO_TF_OP, pa.string())), pa.nulls(len(tf_op), pa.string()), tf_op)
+    hlo_op = stats.strings("hlo_op", gpu_rows)
+    qualified = pc.binary_join_element_wise(stats.strings("hlo_module", gpu_rows), hlo_op, "/")
+    op = pc.coalesce(tf_op, stats.strings("level 0", gpu_rows), qualified, hlo_op)
+    op = pc.if_else(pc.equal(op, ""), pa.nulls(len(op), pa.string()), op)
+    encoded = pc.dictionary_encode(op)
+    codes = pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False).astype(np.int32)
+    return codes, [str(v) for v in encoded.dictionary.to_pylist()]
+
 
 def _map_strings(values: pa.Array, mapping: dict[str, int]) -> np.ndarray:
     """Map each string through ``mapping`` to a code (-1 when absent), once per distinct value."""
@@ -434,7 +480,7 @@ def _device_rows(hosts: Sequence[_Host]) -> list[dict[str, Any]]:
             vendor = "amd" if "amd" in vendor_stat else ("nvidia" if "compute_cap_major" in stats or not vendor_stat
                                                          else vendor_stat)
             major, minor = stats.get("compute_cap_major"), stats.get("compute_cap_minor")
-            name = stats.get("device_name") or stats.get("device_type_string") or None
+            name = stats.get("device_name") or stats.get("gpu_device_name") or stats.get("device_type_string") or None
             if not name and major is not None:
                 name = f"{vendor.upper()} GPU (compute {major}.{minor}, {stats.get('core_count', '?')} SMs)"
             rows.append({
@@ -538,9 +584,9 @@ def _build_trace(hosts: list[_Host], source: Path, run: str | None) -> Trace:
     line_plane = np.asarray(lines.plane, np.int64)
     event_plane = line_plane[event_line] if n else np.empty(0, np.int64)
 
-    on_steps_line = np.asarray(lines.kind)[event_line] == _LINE_STEPS
+    event_line_kind = np.asarray(lines.kind, np.int64)[event_line]
     decoded = wire.walk_events(buf, starts, ends,
-                               _wanted_stat_filter(event_plane.astype(np.int64), on_steps_line, planes))
+                               _wanted_stat_filter(event_plane.astype(np.int64), event_line_kind, planes))
     mid, offset_ps, duration_ps, occurrences = (
         v.view(np.int64) for v in (decoded.metadata_id, decoded.offset_ps, decoded.duration_ps,
                                    decoded.num_occurrences))
@@ -660,11 +706,14 @@ def _build_trace(hosts: list[_Host], source: Path, run: str | None) -> Trace:
     columns["correlation_id"] = _masked(ordered(np.concatenate([corr[rows], pad])),
                                         ordered(np.concatenate([has_corr[rows], np.zeros(n_steps, bool)])),
                                         pa.int64())
-    # XLA op rows: the flops stat of their event metadata (docs/formats/xplane.md)
+    # XLA op and GPU rows: their event's flops stat, else (XLA op rows) that of their event metadata
+    # (docs/formats/xplane.md)
+    event_flops = np.where(stream_rows[rows] | xla_op_rows[rows], stats.float_column("flops")[rows], np.nan)
     meta_flops = np.r_[_metadata_flops(planes), np.nan]  # the last slot: unknown metadata id
     if xla_op_rows.any() and not np.isnan(meta_flops).all():
-        flops = np.concatenate([np.where(xla_op_rows[rows], meta_flops[name_index[rows]], np.nan),
-                                np.full(n_steps, np.nan)])
+        event_flops = np.where(np.isnan(event_flops) & xla_op_rows[rows], meta_flops[name_index[rows]], event_flops)
+    if not np.isnan(event_flops).all():
+        flops = np.concatenate([event_flops, np.full(n_steps, np.nan)])
         columns["flops"] = _masked(ordered(np.nan_to_num(flops)), ordered(~np.isnan(flops)), pa.float64())
     columns["step"] = _masked(ordered(np.concatenate([np.zeros(rows.size, np.int64), steps["step"]])),
                               ordered(np.concatenate([np.zeros(rows.size, bool), np.ones(n_steps, bool)])),
@@ -694,6 +743,12 @@ def _build_trace(hosts: list[_Host], source: Path, run: str | None) -> Trace:
         sel = in_rows >= 0
         full[sel] = gpu_codes[in_rows[sel]]
         columns[col] = _dict_column(full, col_labels)
+    op_codes, op_labels = _gpu_ops(stats, gpu_rows)
+    if op_labels:
+        full = np.full(in_rows.size, -1, np.int32)
+        sel = in_rows >= 0
+        full[sel] = op_codes[in_rows[sel]]
+        columns["op"] = _dict_column(full, op_labels)
 
     events = build_store(columns, sort=False)
     framework = detect_framework(names_all[i] for i in np.flatnonzero(np.bincount(name_index[host_rows], minlength=1)))
