@@ -122,7 +122,8 @@ def _sync(cause: dict[str, Any], _: dict[str, Any]) -> str:
     by_device = ev.get("idle_by_device") or {}
     device, idle = _worst(by_device)
     calls = ev.get("top_sync_calls") or []
-    text = f"{_gpu(device, len(by_device))} was idle {fmt_ns(idle)} while the host was blocked in "
+    # The idle includes each wait's echo: what the host launched right after, instead of during, the wait.
+    text = f"{_gpu(device, len(by_device))} was idle {fmt_ns(idle)} while the host was blocked in, or catching up after, "
     text += (f"{_q(calls[0]['name'])} ({_calls(calls[0]['count'])}, {fmt_ns(calls[0]['total_ns'])})"
              if calls else "synchronizing calls")
     item = ev.get("item_pattern") or {}
