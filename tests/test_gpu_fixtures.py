@@ -189,3 +189,15 @@ def test_cuda_graph_replays_are_graph_work() -> None:
                                             "graph_ops": len(graph_ops)}
     assert len(graph_corr) == 10 and doc["launch"]["gpu_ops"] == len(graph_ops)  # every GPU op is a replay's
     assert doc["diagnosis"]["primary"]["cause"] == "none"
+
+
+def test_launch_overhead_under_python_tracing_carries_a_caution() -> None:
+    path = GPU / "transformer_bf16_cuda.pt.trace.json.gz"
+    python_events = sum(1 for e in events(path) if e.get("cat") == "python_function")
+    primary = document(path)["diagnosis"]["primary"]
+    assert primary["cause"] == "host_launch_overhead"
+    assert primary["evidence"]["python_events"] == python_events > 0
+    assert "with_stack=True" in primary["fix"] and f"{python_events:,} Python events" in primary["fix"]
+    # Without a Python tracer there is no caution.
+    tiny = document(trace_path("tiny-kernels"))["diagnosis"]["primary"]
+    assert tiny["evidence"]["python_events"] == 0 and "Caution" not in tiny["fix"]

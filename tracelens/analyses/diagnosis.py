@@ -131,6 +131,9 @@ LAUNCH_FIX = {
                    "batch more work per launch.",
     },
 }
+PYTHON_TRACING_NOTE = (" Caution: this trace records Python calls ({count:,} Python events: torch.profiler's "
+                       "with_stack=True or a Python tracer), which slows the host (several-fold where much Python runs "
+                       "per step); confirm the launch overhead on a profile without them before acting on it.")
 SYNC_FIX = {
     "item": {
         "pytorch": "Tensor values read on the host each step (.item(), .cpu(), print(tensor), if tensor:) wait for "
@@ -412,8 +415,14 @@ def _launch_overhead(ctx: Context) -> dict[str, Any]:
     else:
         remedy = "small_kernels"
     evidence["remedy"] = remedy
-    return _cause("host_launch_overhead", ctx.lost("host_launch_overhead"), ctx, evidence,
-                  fix_for(LAUNCH_FIX[remedy], ctx.framework))
+    # A Python tracer (torch.profiler's with_stack, JAX's python tracer) records every Python call, which slows
+    # the host: the launch overhead it shows may be partly the profiler's own.
+    python_events = int(event_columns(ctx.trace).of_kind(PYTHON).sum())
+    evidence["python_events"] = python_events
+    fix = fix_for(LAUNCH_FIX[remedy], ctx.framework)
+    if python_events:
+        fix += PYTHON_TRACING_NOTE.format(count=python_events)
+    return _cause("host_launch_overhead", ctx.lost("host_launch_overhead"), ctx, evidence, fix)
 
 
 def _synchronization(ctx: Context) -> dict[str, Any]:
