@@ -30,6 +30,7 @@ import pandas as pd
 
 from .. import flop_model, gpu_specs, peaks
 from ..trace import ANNOTATION, CPU_OP, DRIVER, PYTHON, RUNTIME, Trace, nesting_depth
+from ..values import dense_codes
 from .columns import device_busy, event_columns, memo, thread_key, thread_time_positions
 from .launch import launch_pairs
 from .names import code_map, code_mask, is_blocking_sync
@@ -125,27 +126,43 @@ def outermost_ops(trace: Trace) -> np.ndarray:
 
 def _outermost_ops(trace: Trace) -> np.ndarray:
     cols = event_columns(trace)
-    rows = framework_op_rows(trace)
+    rows, bounds = ops_by_thread(cols, framework_op_rows(trace))
+    keep = np.zeros(rows.size, bool)
+    for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):  # a loop over threads
+        start, end = cols.start[rows[lo:hi]], cols.end[rows[lo:hi]]
+        # Each op against the largest end seen before it on its thread: starting before that end means enclosed.
+        keep[lo] = True
+        keep[lo + 1:hi] = start[1:] >= np.maximum.accumulate(end)[:-1]
+    return rows[keep]
+
+
+def ops_by_thread(cols: Any, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``rows`` (ascending) ordered by (thread key, start, longest first, row), as ``np.lexsort`` on those
+    keys orders them, and where each thread's run begins: ``rows[bounds[i]:bounds[i + 1]]`` is one thread's.
+
+    The event table is in start order, so this is a radix sort of a small thread number plus a sort of the
+    rows that tie on (thread, start), not a three-key sort of an export's tens of millions of op ranges."""
     if rows.size == 0:
-        return rows
-    key = thread_key(cols.pid[rows], cols.tid[rows])
-    # Longest first among equal starts, so an op and a child starting with it keep the op outermost.
-    order = np.lexsort((-(cols.end[rows] - cols.start[rows]), cols.start[rows], key))
-    rows, key = rows[order], key[order]
-    # Each op against the largest end seen before it on its thread: starting before that end means enclosed.
-    new_thread = np.r_[True, key[1:] != key[:-1]]
-    previous_end = np.where(new_thread, np.iinfo(np.int64).min, np.r_[0, cols.end[rows][:-1]])
-    reach = _grouped_running_max(previous_end, np.cumsum(new_thread))
-    return rows[cols.start[rows] >= reach]
-
-
-def _grouped_running_max(values: np.ndarray, group: np.ndarray) -> np.ndarray:
-    """Running maximum of ``values`` restarted at each new ``group`` (groups are contiguous)."""
-    out = values.copy()
-    starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
-    for lo, hi in zip(starts, np.r_[starts[1:], values.size], strict=True):  # a loop over threads
-        out[lo:hi] = np.maximum.accumulate(values[lo:hi])
-    return out
+        return rows, np.zeros(1, np.int64)
+    start = cols.start[rows]
+    if (start[1:] < start[:-1]).any():  # a table not in start order: by start first (stable)
+        order = np.argsort(start, kind="stable")
+        rows, start = rows[order], start[order]
+    thread = dense_codes(thread_key(cols.pid[rows], cols.tid[rows]))[0]
+    thread = thread.astype(np.int16) if thread.max() < np.iinfo(np.int16).max else thread
+    order = np.argsort(thread, kind="stable")
+    rows, thread, start = rows[order], thread[order], start[order]
+    del order
+    # Ops of a thread starting together: longest first, then in row order.
+    tie = (thread[1:] == thread[:-1]) & (start[1:] == start[:-1])
+    del start
+    if tie.any():
+        at = np.flatnonzero(np.r_[tie, False] | np.r_[False, tie])
+        group = np.cumsum(np.r_[True, ~tie[at[:-1]]])  # consecutive tied rows share a (thread, start)
+        tied = rows[at]
+        rows[at] = tied[np.lexsort((tied, cols.start[tied] - cols.end[tied], group))]
+    bounds = np.r_[0, np.flatnonzero(thread[1:] != thread[:-1]) + 1, rows.size]
+    return rows, bounds
 
 
 def op_of_gpu_ops(trace: Trace) -> np.ndarray:
@@ -646,25 +663,59 @@ def roofline(trace: Trace, compute: dict[str, Any], gpu_ns: pd.Series, flops: pd
 def innermost_op_of_gpu_ops(trace: Trace) -> np.ndarray:
     """For each row of ``launch_pairs(trace)``, the event row of the innermost framework op on the launching
     thread whose interval holds the launch call's start (-1 when none): the deepest of the ops around it."""
-    def compute() -> np.ndarray:
-        pairs = launch_pairs(trace)
-        out = np.full(len(pairs), -1, np.int64)
-        cols = event_columns(trace)
-        rows = framework_op_rows(trace)
-        matched = np.flatnonzero(pairs["matched"])
-        if rows.size == 0 or matched.size == 0:
-            return out
-        key = thread_key(cols.pid[rows], cols.tid[rows])
-        rows = rows[np.lexsort((-(cols.end[rows] - cols.start[rows]), cols.start[rows], key))]
-        level = nesting_depth(cols.pid[rows], cols.tid[rows], cols.start[rows], cols.end[rows]).astype(np.int64)
-        pid, tid, t = pairs["pid"][matched], pairs["tid"][matched], pairs["launch_start"][matched]
-        for lvl in range(int(level.max()) + 1):  # a loop over nesting levels: deeper levels overwrite
-            at_level = rows[level == lvl]
-            hit = _running_at(cols, at_level, pid, tid, t)
-            out[matched[hit >= 0]] = at_level[hit[hit >= 0]]
-        return out
+    return memo(trace, "innermost_op_of_gpu_ops", lambda: _innermost_op_of_gpu_ops(trace))
 
-    return memo(trace, "innermost_op_of_gpu_ops", compute)
+
+def _innermost_op_of_gpu_ops(trace: Trace) -> np.ndarray:
+    pairs = launch_pairs(trace)
+    out = np.full(len(pairs), -1, np.int64)
+    cols = event_columns(trace)
+    matched = np.flatnonzero(pairs["matched"])
+    rows, bounds = ops_by_thread(cols, framework_op_rows(trace))
+    if rows.size == 0 or matched.size == 0:
+        return out
+    # The launches by thread, each thread's against that thread's ops (a loop over threads).
+    threads = thread_key(cols.pid[rows[bounds[:-1]]], cols.tid[rows[bounds[:-1]]])  # ascending
+    key = thread_key(pairs["pid"][matched], pairs["tid"][matched])
+    code = np.minimum(np.searchsorted(threads, key), threads.size - 1)
+    code[threads[code] != key] = -1
+    del key
+    by_thread = np.argsort(code, kind="stable")
+    edges = np.searchsorted(code[by_thread], np.arange(-1, threads.size) + 0.5)
+    t_all = pairs["launch_start"][matched]
+    for i, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:], strict=True)):
+        launches = by_thread[edges[i]:edges[i + 1]]
+        if launches.size == 0:
+            continue
+        thread_rows = rows[lo:hi]
+        start, end = cols.start[thread_rows], cols.end[thread_rows]
+        level = _sorted_depth(start, end)
+        t = t_all[launches]
+        found = np.full(launches.size, -1, np.int64)
+        for lvl in range(int(level.max()) + 1):  # a loop over nesting levels: deeper levels overwrite
+            at_level = np.flatnonzero(level == lvl)
+            at = np.searchsorted(start[at_level], t, side="right") - 1
+            hit = at >= 0
+            hit[hit] = t[hit] < end[at_level[at[hit]]]
+            found[hit] = thread_rows[at_level[at[hit]]]
+        out[matched[launches]] = found
+    return out
+
+
+def _sorted_depth(start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """:func:`tracelens.trace.nesting_depth` of one thread's intervals already ordered by (start, longest
+    first): the intervals before each in that order minus those of them ended at its start."""
+    ended = np.searchsorted(np.sort(end), start, side="right")
+    # A zero-length interval at exactly s counts as "ended" before anything starting at s, including itself
+    # and later-ordered ones: remove those not ordered before this interval.
+    zero = end == start
+    if zero.any():
+        cz = np.cumsum(zero)
+        last_same_start = np.searchsorted(start, start, side="right") - 1
+        ended -= cz[last_same_start] - cz + zero
+    np.subtract(np.arange(start.size, dtype=ended.dtype), ended, out=ended)
+    np.clip(ended, 0, np.iinfo(np.int16).max, out=ended)
+    return ended.astype(np.int16)
 
 
 def by_innermost(trace: Trace, limit: int = TOP_OPS) -> list[dict[str, Any]]:
