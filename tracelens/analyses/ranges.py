@@ -19,7 +19,7 @@ import pandas as pd
 
 from .. import intervals
 from ..trace import ANNOTATION, Trace
-from ..values import distinct
+from ..values import dense_codes, distinct
 from . import columns
 from .columns import EventColumns, device_busy, event_columns, thread_key, thread_time_positions
 from .launch import launch_pairs
@@ -100,9 +100,11 @@ class _Launches:
         launch_keys = thread_key(launches["pid"].to_numpy(), launches["tid"].to_numpy())
         launch_t = launches["t"].to_numpy(np.int64)
         self.threads = np.sort(distinct(launch_keys))
-        # rows are in start order: the first starts first; the latest end is found a chunk at a time
-        ends = max(int(cols.end[rows[lo: lo + CHUNK_RANGES]].max()) for lo in range(0, rows.size, CHUNK_RANGES))
-        self.lo = min(int(launch_t.min()), int(cols.start[rows[0]]))
+        # the earliest start and the latest end, found a chunk at a time
+        chunks = range(0, rows.size, CHUNK_RANGES)
+        starts = min(int(cols.start[rows[lo: lo + CHUNK_RANGES]].min()) for lo in chunks)
+        ends = max(int(cols.end[rows[lo: lo + CHUNK_RANGES]].max()) for lo in chunks)
+        self.lo = min(int(launch_t.min()), starts)
         self.width = max(int(launch_t.max()), ends) - self.lo + 2
         self.packed = len(self.threads) * self.width < columns.PACKED_KEY_LIMIT
         if self.packed:
@@ -142,13 +144,19 @@ class _Launches:
         lo = np.searchsorted(self.key, range_start, side="left")
         hi = np.searchsorted(self.key, range_end, side="left")
         del range_start, range_end
-        first = _slice_reduce(np.minimum, self.first, lo, hi, 0)
-        last = _slice_reduce(np.maximum, self.last, lo, hi, 0)
-        dmin = _slice_reduce(np.minimum, self.dev_min, lo, hi, -1)
-        dmax = _slice_reduce(np.maximum, self.dev_max, lo, hi, -1)
+        has = hi > lo
+        # The reductions over the launches these ranges cover only: ranges of one thread in start order cover
+        # a window of the launches (sorted by thread and time), so that each chunk's sparse tables span its
+        # own launches, not all of them.
+        win = slice(int(lo[has].min()), int(hi[has].max())) if has.any() else slice(0, 0)
+        lo_w, hi_w = np.where(has, lo - win.start, 0), np.where(has, hi - win.start, 0)
+        first = _slice_reduce(np.minimum, self.first[win], lo_w, hi_w, 0)
+        last = _slice_reduce(np.maximum, self.last[win], lo_w, hi_w, 0)
+        dmin = _slice_reduce(np.minimum, self.dev_min[win], lo_w, hi_w, -1)
+        dmax = _slice_reduce(np.maximum, self.dev_max[win], lo_w, hi_w, -1)
+        del lo_w, hi_w
         idle = np.zeros(lo.size, np.int64)
         busy = device_busy(trace)
-        has = hi > lo
         for device, b in busy.items():
             sel = has & (dmin == device) & (dmax == device)
             idle[sel] = (last[sel] - first[sel]) - intervals.overlap_with_union(first[sel], last[sel], b.busy_starts,
@@ -185,6 +193,10 @@ def range_summary(trace: Trace, limit: int = NAME_LIMIT) -> dict[str, Any]:
     rows = np.flatnonzero(cols.of_kind(ANNOTATION))
     if rows.size == 0:
         return {"count": 0, "names": 0, "ranges": []}
+    # By thread, then start (the table's order): each chunk of ranges then covers one window of the launches.
+    thread = dense_codes(thread_key(cols.pid[rows], cols.tid[rows]))[0]
+    rows = rows[np.argsort(thread.astype(np.int16) if thread.max() < 2**15 else thread, kind="stable")]
+    del thread
     launches = _Launches(trace, rows)
     partials = []
     for lo in range(0, rows.size, CHUNK_RANGES):  # a loop over chunks of ranges, each summed per name
