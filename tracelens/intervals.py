@@ -51,19 +51,26 @@ def overlap_with_union(
     ends = np.asarray(ends, dtype=np.int64)
     if starts.size == 0 or union_starts.size == 0:
         return np.zeros(starts.size, dtype=np.int64)
-    lengths = union_ends - union_starts
-    cum = np.concatenate([[0], np.cumsum(lengths)])
+    union_starts = np.asarray(union_starts, dtype=np.int64)
+    union_ends = np.asarray(union_ends, dtype=np.int64)
+    # cum[i]: the length of the first i union intervals; last_end[i]: the end of the i-th (i >= 1), and for
+    # i = 0 a value below every time (max(last_end, t) - t is then 0).
+    cum = np.concatenate([[0], np.cumsum(union_ends - union_starts)])
+    last_end = np.concatenate([[np.iinfo(np.int64).min], union_ends])
 
     def covered_before(t: np.ndarray) -> np.ndarray:
-        # Covered length of the union in (-inf, t): whole intervals before the last one starting at or
-        # before t, plus the part of that one below t. Each index array is gathered once (hot path).
+        # Covered length of the union in (-inf, t): the i intervals starting at or before t, less the part of
+        # the last of them at or after t. Two gathers per time (hot path: tens of millions of host rows).
         i = np.searchsorted(union_starts, t, side="right")
-        last = np.maximum(i - 1, 0)
-        covered = cum[last] + np.minimum(np.maximum(t - union_starts[last], 0), lengths[last])
-        covered[i == 0] = 0
+        covered = cum[i]
+        above = np.maximum(last_end[i], t)
+        above -= t
+        covered -= above
         return covered
 
-    return covered_before(ends) - covered_before(starts)
+    out = covered_before(ends)
+    out -= covered_before(starts)
+    return out
 
 
 def clip_total(starts: np.ndarray, ends: np.ndarray, lo: int, hi: int) -> int:

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from ..trace import ALL_KINDS, DRIVER, GPU_ACTIVITY_KINDS, KERNEL, RUNTIME, Trace
-from ..values import is_member
+from ..values import sorted_distinct
 from .columns import Table, device_busy, event_columns, memo
 from .names import code_mask, is_graph_launch
 
@@ -35,31 +35,31 @@ def launch_calls(trace: Trace) -> Table:
 
     Sorted by correlation_id. Columns: correlation_id, launch_start, launch_end, pid, tid, is_driver,
     launch_name (code into ``event_columns(trace).names``), external_id, row (the call's event row).
+    Not cached: :func:`launch_pairs` (cached) holds what the sections read of them, and the calls of a
+    training export (8.8M) would hold another ~430 MB for the whole analysis.
     """
-
-    def compute() -> Table:
-        cols = event_columns(trace)
-        api = cols.of_kind(RUNTIME, DRIVER) & (cols.correlation_id >= 0)
-        corr = cols.correlation_id[api]
-        is_driver = cols.kind[api] == ALL_KINDS.index(DRIVER)
-        # Rows are in start order, so a stable sort on (corr, is_driver) keeps the earliest first.
-        order = np.argsort(corr.astype(np.int64) * 2 + is_driver, kind="stable")
-        first = np.ones(order.size, bool)
-        first[1:] = corr[order][1:] != corr[order][:-1]
-        keep = np.flatnonzero(api)[order[first]]
-        return Table({
-            "correlation_id": cols.correlation_id[keep],
-            "launch_start": cols.start[keep],
-            "launch_end": cols.end[keep],
-            "pid": cols.pid[keep],
-            "tid": cols.tid[keep],
-            "is_driver": cols.kind[keep] == ALL_KINDS.index(DRIVER),
-            "launch_name": cols.name[keep],
-            "external_id": cols.external_id[keep],
-            "row": keep,
-        })
-
-    return memo(trace, "launch_calls", compute)
+    cols = event_columns(trace)
+    api = cols.of_kind(RUNTIME, DRIVER) & (cols.correlation_id >= 0)
+    corr = cols.correlation_id[api]
+    is_driver = cols.kind[api] == ALL_KINDS.index(DRIVER)
+    # Rows are in start order, so a stable sort on (corr, is_driver) keeps the earliest first.
+    order = np.argsort(corr.astype(np.int64) * 2 + is_driver, kind="stable")
+    corr = corr[order]
+    first = np.ones(order.size, bool)
+    first[1:] = corr[1:] != corr[:-1]
+    del corr
+    keep = np.flatnonzero(api)[order[first]]
+    return Table({
+        "correlation_id": cols.correlation_id[keep],
+        "launch_start": cols.start[keep],
+        "launch_end": cols.end[keep],
+        "pid": cols.pid[keep],
+        "tid": cols.tid[keep],
+        "is_driver": cols.kind[keep] == ALL_KINDS.index(DRIVER),
+        "launch_name": cols.name[keep],
+        "external_id": cols.external_id[keep],
+        "row": keep,
+    })
 
 
 def launch_pairs(trace: Trace) -> Table:
@@ -175,12 +175,13 @@ def launch_stats(trace: Trace) -> dict[str, Any]:
     small = k_dur < SMALL_KERNEL_NS
     total_kernel = int(k_dur.sum())
 
-    all_calls = launch_calls(trace)
-    calls = all_calls[is_member(all_calls["correlation_id"], matched["correlation_id"])]
+    # The launch calls that enqueued a GPU op: one per correlation id among the matched ops (each matched op
+    # carries its call's times), so the calls themselves need not be kept.
+    calls = int(sorted_distinct(matched["correlation_id"]).size)
     busy = device_busy(trace)
     total_busy = sum(b.busy_ns for b in busy.values())
-    issue_span = int(calls["launch_end"].max() - calls["launch_start"].min()) if len(calls) else 0
-    issue_rate = len(calls) / (issue_span / 1e9) if issue_span > 0 else None
+    issue_span = int(matched["launch_end"].max() - matched["launch_start"].min()) if calls else 0
+    issue_rate = calls / (issue_span / 1e9) if issue_span > 0 else None
     exec_rate = len(pairs) / (total_busy / 1e9) if total_busy > 0 else None
 
     cols = event_columns(trace)
@@ -196,7 +197,7 @@ def launch_stats(trace: Trace) -> dict[str, Any]:
         "small_kernels": {"threshold_ns": SMALL_KERNEL_NS, "count": int(small.sum()),
                           "kernel_ns": int(k_dur[small].sum()), "total_kernel_ns": total_kernel,
                           "share": float(k_dur[small].sum() / total_kernel) if total_kernel > 0 else 0.0},
-        "rates": {"launch_calls": int(len(calls)), "issue_span_ns": issue_span, "issue_per_s": issue_rate,
+        "rates": {"launch_calls": calls, "issue_span_ns": issue_span, "issue_per_s": issue_rate,
                   "gpu_busy_ns": int(total_busy),
                   "execution_per_s": exec_rate,
                   "issue_to_execution": (issue_rate / exec_rate) if issue_rate and exec_rate else None},
