@@ -121,19 +121,60 @@ def op_name_codes(trace: Trace, rows: np.ndarray) -> np.ndarray:
 def outermost_ops(trace: Trace) -> np.ndarray:
     """Event rows of the outermost framework ops, sorted by (thread, start); computed once per trace (the ops
     section and three diagnosis evidence builders read it; an emit_nvtx export has millions of op ranges)."""
-    return memo(trace, "outermost_ops", lambda: _outermost_ops(trace))
+    return _op_tree(trace)[0]
 
 
-def _outermost_ops(trace: Trace) -> np.ndarray:
+def _op_tree(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
+    """(outermost ops, innermost op per GPU op): both from one ordering of the op ranges by thread, once per
+    trace."""
+    return memo(trace, "op_tree", lambda: _compute_op_tree(trace))
+
+
+def _compute_op_tree(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
     cols = event_columns(trace)
+    pairs = launch_pairs(trace)
+    innermost = np.full(len(pairs), -1, np.int64)
     rows, bounds = ops_by_thread(cols, framework_op_rows(trace))
+    if rows.size == 0:
+        return rows, innermost
+    # The launches by thread, each thread's against that thread's ops.
+    matched = np.flatnonzero(pairs["matched"])
+    threads = thread_key(cols.pid[rows[bounds[:-1]]], cols.tid[rows[bounds[:-1]]])  # ascending
+    key = thread_key(pairs["pid"][matched], pairs["tid"][matched])
+    code = np.minimum(np.searchsorted(threads, key), threads.size - 1)
+    code[threads[code] != key] = -1
+    del key
+    by_thread = np.argsort(code, kind="stable")
+    edges = np.searchsorted(code[by_thread], np.arange(-1, threads.size) + 0.5)
+    del code
+    launch_start = pairs["launch_start"][matched]
     keep = np.zeros(rows.size, bool)
-    for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):  # a loop over threads
-        start, end = cols.start[rows[lo:hi]], cols.end[rows[lo:hi]]
-        # Each op against the largest end seen before it on its thread: starting before that end means enclosed.
+    for i, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:], strict=True)):  # a loop over threads
+        thread_rows = rows[lo:hi]
+        start, end = cols.start[thread_rows], cols.end[thread_rows]
+        # Outermost: each op against the largest end seen before it on its thread (starting before it means
+        # enclosed).
         keep[lo] = True
         keep[lo + 1:hi] = start[1:] >= np.maximum.accumulate(end)[:-1]
-    return rows[keep]
+        launches = by_thread[edges[i]:edges[i + 1]]
+        if launches.size:
+            innermost[matched[launches]] = _innermost_at(thread_rows, start, end, launch_start[launches])
+    return rows[keep], innermost
+
+
+def _innermost_at(rows: np.ndarray, start: np.ndarray, end: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """For each time, the deepest of one thread's op ranges (``rows``, ordered by start, longest first) whose
+    interval holds it (-1: none): each nesting level's ranges are disjoint, so a binary search per level finds
+    the one running then, and deeper levels overwrite."""
+    level = _sorted_depth(start, end)
+    found = np.full(t.size, -1, np.int64)
+    for lvl in range(int(level.max()) + 1):  # a loop over nesting levels
+        at_level = np.flatnonzero(level == lvl)
+        at = np.searchsorted(start[at_level], t, side="right") - 1
+        hit = at >= 0
+        hit[hit] = t[hit] < end[at_level[at[hit]]]
+        found[hit] = rows[at_level[at[hit]]]
+    return found
 
 
 def ops_by_thread(cols: Any, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -663,43 +704,7 @@ def roofline(trace: Trace, compute: dict[str, Any], gpu_ns: pd.Series, flops: pd
 def innermost_op_of_gpu_ops(trace: Trace) -> np.ndarray:
     """For each row of ``launch_pairs(trace)``, the event row of the innermost framework op on the launching
     thread whose interval holds the launch call's start (-1 when none): the deepest of the ops around it."""
-    return memo(trace, "innermost_op_of_gpu_ops", lambda: _innermost_op_of_gpu_ops(trace))
-
-
-def _innermost_op_of_gpu_ops(trace: Trace) -> np.ndarray:
-    pairs = launch_pairs(trace)
-    out = np.full(len(pairs), -1, np.int64)
-    cols = event_columns(trace)
-    matched = np.flatnonzero(pairs["matched"])
-    rows, bounds = ops_by_thread(cols, framework_op_rows(trace))
-    if rows.size == 0 or matched.size == 0:
-        return out
-    # The launches by thread, each thread's against that thread's ops (a loop over threads).
-    threads = thread_key(cols.pid[rows[bounds[:-1]]], cols.tid[rows[bounds[:-1]]])  # ascending
-    key = thread_key(pairs["pid"][matched], pairs["tid"][matched])
-    code = np.minimum(np.searchsorted(threads, key), threads.size - 1)
-    code[threads[code] != key] = -1
-    del key
-    by_thread = np.argsort(code, kind="stable")
-    edges = np.searchsorted(code[by_thread], np.arange(-1, threads.size) + 0.5)
-    t_all = pairs["launch_start"][matched]
-    for i, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:], strict=True)):
-        launches = by_thread[edges[i]:edges[i + 1]]
-        if launches.size == 0:
-            continue
-        thread_rows = rows[lo:hi]
-        start, end = cols.start[thread_rows], cols.end[thread_rows]
-        level = _sorted_depth(start, end)
-        t = t_all[launches]
-        found = np.full(launches.size, -1, np.int64)
-        for lvl in range(int(level.max()) + 1):  # a loop over nesting levels: deeper levels overwrite
-            at_level = np.flatnonzero(level == lvl)
-            at = np.searchsorted(start[at_level], t, side="right") - 1
-            hit = at >= 0
-            hit[hit] = t[hit] < end[at_level[at[hit]]]
-            found[hit] = thread_rows[at_level[at[hit]]]
-        out[matched[launches]] = found
-    return out
+    return _op_tree(trace)[1]
 
 
 def _sorted_depth(start: np.ndarray, end: np.ndarray) -> np.ndarray:
