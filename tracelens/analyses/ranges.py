@@ -198,24 +198,24 @@ def range_summary(trace: Trace, limit: int = NAME_LIMIT) -> dict[str, Any]:
     rows = rows[np.argsort(thread.astype(np.int16) if thread.max() < 2**15 else thread, kind="stable")]
     del thread
     launches = _Launches(trace, rows)
-    partials = []
-    for lo in range(0, rows.size, CHUNK_RANGES):  # a loop over chunks of ranges, each summed per name
+    # Sums per name code (slot 0: the null name), added a chunk at a time.
+    fields = ("n", "cpu_ns", "ops", "gpu_op_ns", "projected_ns", "gpu_idle_ns", "with_gpu")
+    totals = {field: np.zeros(len(cols.names) + 1, np.int64) for field in fields}
+    for lo in range(0, rows.size, CHUNK_RANGES):  # a loop over chunks of ranges
         at = slice(lo, lo + CHUNK_RANGES)
         mine = rows[at]
         measured = _zero_measures(mine.size) if launches.empty else launches.measure(trace, at)
-        chunk = pd.DataFrame({"name": cols.name[mine], "cpu_ns": cols.end[mine] - cols.start[mine],
-                              "ops": measured["ops"], "gpu_op_ns": measured["gpu_op_ns"],
-                              "projected_ns": measured["proj_end"] - measured["proj_start"],
-                              "gpu_idle_ns": measured["gpu_idle_ns"],
-                              "with_gpu": (measured["ops"] > 0).astype(np.int64)})
-        del measured
-        partials.append(chunk.groupby("name", sort=False).agg(
-            n=("cpu_ns", "size"), cpu_ns=("cpu_ns", "sum"), ops=("ops", "sum"), gpu_op_ns=("gpu_op_ns", "sum"),
-            projected_ns=("projected_ns", "sum"), gpu_idle_ns=("gpu_idle_ns", "sum"), with_gpu=("with_gpu", "sum")))
-        del chunk
+        slot = cols.name[mine] + 1
+        totals["n"] += np.bincount(slot, minlength=len(cols.names) + 1)
+        for field, values in (("cpu_ns", cols.end[mine] - cols.start[mine]), ("ops", measured["ops"]),
+                              ("gpu_op_ns", measured["gpu_op_ns"]),
+                              ("projected_ns", measured["proj_end"] - measured["proj_start"]),
+                              ("gpu_idle_ns", measured["gpu_idle_ns"]), ("with_gpu", measured["ops"] > 0)):
+            np.add.at(totals[field], slot, values.astype(np.int64, copy=False))
+        del measured, slot
     names = cols.names
-    agg = pd.concat(partials).groupby(level=0, sort=False).sum() if len(partials) > 1 else partials[0]
-    agg = agg.rename_axis("name").reset_index()
+    used = np.flatnonzero(totals["n"])
+    agg = pd.DataFrame({"name": used - 1, **{field: values[used] for field, values in totals.items()}})
     agg["label"] = [str(names[c]) if c >= 0 else "" for c in agg["name"].to_numpy()]
     agg = agg.sort_values(["cpu_ns", "label"], ascending=[False, True], kind="stable")
     out = [{"name": r.label, "count": int(r.n), "cpu_ns": int(r.cpu_ns), "gpu_ops": int(r.ops),
