@@ -63,7 +63,7 @@ def sorted_distinct(values: np.ndarray) -> np.ndarray:
     values = np.asarray(values)
     if values.dtype.kind not in "iub":
         return np.unique(values)
-    out = np.sort(values)
+    out = np.sort(values, kind="stable")  # timsort: ids in time order are nearly sorted
     if out.size > 1:
         out = out[np.r_[True, out[1:] != out[:-1]]]
     return out
