@@ -30,7 +30,7 @@ import pandas as pd
 
 from .. import flop_model, gpu_specs, peaks
 from ..trace import ANNOTATION, CPU_OP, DRIVER, PYTHON, RUNTIME, Trace, nesting_depth
-from ..values import dense_codes
+from ..values import dense_codes, is_member
 from .columns import device_busy, event_columns, memo, thread_key, thread_time_positions
 from .launch import launch_pairs
 from .names import code_map, code_mask, is_blocking_sync
@@ -526,15 +526,20 @@ def gap_ops(trace: Trace, limit: int = TOP_EVIDENCE_OPS) -> list[dict[str, Any]]
     device = np.concatenate([np.full(b.gap_starts.size, d, np.int64) for d, b in busy.items()])
     start = np.concatenate([b.gap_starts for b in busy.values()]).astype(np.int64)
     end = np.concatenate([b.gap_ends for b in busy.values()]).astype(np.int64)
-    longest = np.lexsort((start, device, -(end - start)))[:limit]
+    length = end - start
+    if length.size > limit:  # the gaps at least as long as the limit-th longest (ties included), then ordered
+        keep = np.flatnonzero(length >= np.partition(length, length.size - limit)[length.size - limit])
+        device, start, end, length = device[keep], start[keep], end[keep], length[keep]
+    longest = np.lexsort((start, device, -length))[:limit]
     device, start, end = device[longest], start[longest], end[longest]
     pairs = launch_pairs(trace)
     op_row = op_of_gpu_ops(trace)
+    # The GPU ops ending at some gap's start or starting at some gap's end: one pass over the ops, not one a gap.
+    ending, starting = np.flatnonzero(is_member(pairs["end"], start)), np.flatnonzero(is_member(pairs["start"], end))
     out = []
     for d, s, e in zip(device, start, end, strict=True):  # a loop over the few gaps reported
-        on = pairs["device"] == d
-        before = np.flatnonzero(on & (pairs["end"] == s))
-        after = np.flatnonzero(on & (pairs["start"] == e))
+        before = ending[(pairs["device"][ending] == d) & (pairs["end"][ending] == s)]
+        after = starting[(pairs["device"][starting] == d) & (pairs["start"][starting] == e)]
         out.append({"device": int(d), "start_ns": int(s), "duration_ns": int(e - s),
                     "op_before": _op_name(trace, op_row, before), "op_after": _op_name(trace, op_row, after)})
     return out
