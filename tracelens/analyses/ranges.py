@@ -121,7 +121,11 @@ class _Launches:
         self.first = launches["first"].to_numpy(np.int64)
         self.last = launches["last"].to_numpy(np.int64)
         self.dev_min = launches["dev_min"].to_numpy(np.int64)
-        self.dev_max = launches["dev_max"].to_numpy(np.int64)
+        # A range's launches are all on one device when none of them spans several and none after the first
+        # changes device: two running counts instead of a min and a max over each range's launches.
+        dev_max = launches["dev_max"].to_numpy(np.int64)
+        self.csum_multi = np.concatenate([[0], np.cumsum(self.dev_min != dev_max)])
+        self.csum_change = np.concatenate([[0, 0], np.cumsum(self.dev_min[1:] != self.dev_min[:-1])])
 
     def _positions(self, cols: EventColumns, at: slice) -> tuple[np.ndarray, np.ndarray]:
         """Packed (thread, start) and (thread, end) of the ranges ``at``; -1 for both on a thread that launched
@@ -152,16 +156,20 @@ class _Launches:
         lo_w, hi_w = np.where(has, lo - win.start, 0), np.where(has, hi - win.start, 0)
         first = _slice_reduce(np.minimum, self.first[win], lo_w, hi_w, 0)
         last = _slice_reduce(np.maximum, self.last[win], lo_w, hi_w, 0)
-        dmin = _slice_reduce(np.minimum, self.dev_min[win], lo_w, hi_w, -1)
-        dmax = _slice_reduce(np.maximum, self.dev_max[win], lo_w, hi_w, -1)
         del lo_w, hi_w
+        n = self.dev_min.size
+        after_first = np.minimum(lo + 1, n)
+        one_device = has & (self.csum_multi[hi] == self.csum_multi[lo])
+        one_device &= self.csum_change[hi] == self.csum_change[after_first]
+        device_of = self.dev_min[np.minimum(lo, n - 1)]
+        del after_first
         idle = np.zeros(lo.size, np.int64)
         busy = device_busy(trace)
         for device, b in busy.items():
-            sel = has & (dmin == device) & (dmax == device)
+            sel = one_device & (device_of == device)
             idle[sel] = (last[sel] - first[sel]) - intervals.overlap_with_union(first[sel], last[sel], b.busy_starts,
                                                                                b.busy_ends)
-        mixed = has & (dmin != dmax)
+        mixed = has & ~one_device
         if mixed.any():
             us, ue = intervals.merge(np.concatenate([b.busy_starts for b in busy.values()]),
                                      np.concatenate([b.busy_ends for b in busy.values()]))
