@@ -239,27 +239,31 @@ def memcpy_report(trace: Trace) -> dict[str, Any]:
     memory = _host_memory(copies["src_kind"], copies["dst_kind"])
     mode = _launch_mode(trace, copies)
     small = np.isfinite(nbytes) & (nbytes < SMALL_COPY_BYTES)
+    # Each class as a mask once: the tables below count dozens of combinations over a million copies.
+    is_mem = {c: memory == c for c in (PAGEABLE, PINNED, MANAGED, DEVICE_ONLY, UNKNOWN)}
+    is_mode = {c: mode == c for c in (SYNC, ASYNC, GRAPH, UNKNOWN)}
+    kind_mask = {k: kinds == k for k in pd.unique(kinds)}
 
     by_kind = []
-    for kind in sorted(set(kinds), key=_kind_sort_key):
-        m = kinds == kind
+    for kind in sorted(kind_mask, key=_kind_sort_key):
+        m = kind_mask[kind]
         entry = {
             "kind": kind,
             "count": int(m.sum()),
             "bytes": int(np.nansum(nbytes[m])),
             "duration_ns": int(duration[m].sum()),
-            "pageable_count": int((memory[m] == PAGEABLE).sum()),
-            "pageable_ns": int(duration[m & (memory == PAGEABLE)].sum()),
-            "pinned_count": int((memory[m] == PINNED).sum()),
-            "pinned_ns": int(duration[m & (memory == PINNED)].sum()),
-            "managed_count": int((memory[m] == MANAGED).sum()),
-            "unknown_memory_count": int((memory[m] == UNKNOWN).sum()),
-            "sync_count": int((mode[m] == SYNC).sum()),
-            "sync_ns": int(duration[m & (mode == SYNC)].sum()),
-            "async_count": int((mode[m] == ASYNC).sum()),
-            "async_ns": int(duration[m & (mode == ASYNC)].sum()),
-            "graph_count": int((mode[m] == GRAPH).sum()),
-            "unknown_launch_count": int((mode[m] == UNKNOWN).sum()),
+            "pageable_count": int((m & is_mem[PAGEABLE]).sum()),
+            "pageable_ns": int(duration[m & is_mem[PAGEABLE]].sum()),
+            "pinned_count": int((m & is_mem[PINNED]).sum()),
+            "pinned_ns": int(duration[m & is_mem[PINNED]].sum()),
+            "managed_count": int((m & is_mem[MANAGED]).sum()),
+            "unknown_memory_count": int((m & is_mem[UNKNOWN]).sum()),
+            "sync_count": int((m & is_mode[SYNC]).sum()),
+            "sync_ns": int(duration[m & is_mode[SYNC]].sum()),
+            "async_count": int((m & is_mode[ASYNC]).sum()),
+            "async_ns": int(duration[m & is_mode[ASYNC]].sum()),
+            "graph_count": int((m & is_mode[GRAPH]).sum()),
+            "unknown_launch_count": int((m & is_mode[UNKNOWN]).sum()),
             "zero_duration_count": int((duration[m] == 0).sum()),
             "unknown_bytes_count": int((~np.isfinite(nbytes[m])).sum()),
             "small_count": int(small[m].sum()),
@@ -283,7 +287,7 @@ def memcpy_report(trace: Trace) -> dict[str, Any]:
         links = device_links(info.get("name"), info.get("compute_major"), info.get("memory_bandwidth_bytes_per_s"))
         dev_kinds = []
         for kind in sorted(set(kinds[dm]), key=_kind_sort_key):
-            m = dm & (kinds == kind)
+            m = dm & kind_mask[kind]
             k_union, k_exposed = _exposed(starts[m], ends[m], ks, ke)
             kind_index[kind]["exposed_ns"] += k_exposed
             bw = _bandwidth_stats(nbytes[m], duration[m])
@@ -327,21 +331,21 @@ def memcpy_report(trace: Trace) -> dict[str, Any]:
 
     host_copies = np.isin(kinds, ["HtoD", "DtoH", "HtoH"])
     host_memory = {
-        "pageable_count": int((memory == PAGEABLE).sum()),
-        "pinned_count": int((memory == PINNED).sum()),
-        "managed_count": int((memory == MANAGED).sum()),
-        "device_count": int((memory == DEVICE_ONLY).sum()),
-        "unknown_count": int((memory == UNKNOWN).sum()),
-        "host_copies_unknown_count": int((host_copies & (memory == UNKNOWN)).sum()),
-        "basis": "exact" if not (host_copies & (memory == UNKNOWN)).any() else (
-            "unknown" if (host_copies & (memory == UNKNOWN)).all() else "partly unknown"),
+        "pageable_count": int(is_mem[PAGEABLE].sum()),
+        "pinned_count": int(is_mem[PINNED].sum()),
+        "managed_count": int(is_mem[MANAGED].sum()),
+        "device_count": int(is_mem[DEVICE_ONLY].sum()),
+        "unknown_count": int(is_mem[UNKNOWN].sum()),
+        "host_copies_unknown_count": int((host_copies & is_mem[UNKNOWN]).sum()),
+        "basis": "exact" if not (host_copies & is_mem[UNKNOWN]).any() else (
+            "unknown" if (host_copies & is_mem[UNKNOWN]).all() else "partly unknown"),
     }
     launch = {
-        "sync_count": int((mode == SYNC).sum()),
-        "async_count": int((mode == ASYNC).sum()),
-        "graph_count": int((mode == GRAPH).sum()),
-        "unknown_count": int((mode == UNKNOWN).sum()),
-        "async_pageable_count": int(((mode == ASYNC) & (memory == PAGEABLE)).sum()),
+        "sync_count": int(is_mode[SYNC].sum()),
+        "async_count": int(is_mode[ASYNC].sum()),
+        "graph_count": int(is_mode[GRAPH].sum()),
+        "unknown_count": int(is_mode[UNKNOWN].sum()),
+        "async_pageable_count": int((is_mode[ASYNC] & is_mem[PAGEABLE]).sum()),
         "sync_ns": int(duration[mode == SYNC].sum()),
         "basis": "launching runtime/driver call name, joined on correlation_id",
     }
