@@ -14,9 +14,14 @@ def merge(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     ends = np.asarray(ends, dtype=np.int64)
     if starts.size == 0:
         return starts.copy(), ends.copy()
-    order = np.argsort(starts, kind="stable")
-    s = starts[order]
-    e = np.maximum.accumulate(ends[order])
+    if (starts[1:] < starts[:-1]).any():
+        order = np.argsort(starts, kind="stable")
+        s = starts[order]
+        e = np.maximum.accumulate(ends[order])
+        del order
+    else:  # already in start order (host rows are): no sort, no gathers
+        s = starts
+        e = np.maximum.accumulate(ends)
     # A new merged interval begins where the start is past every end seen so far.
     new = np.empty(s.size, dtype=bool)
     new[0] = True
