@@ -30,7 +30,7 @@ import pandas as pd
 
 from .. import flop_model, gpu_specs, peaks
 from ..trace import ANNOTATION, CPU_OP, DRIVER, PYTHON, RUNTIME, Trace, nesting_depth
-from ..values import dense_codes, is_member
+from ..values import dense_codes, is_member, sorted_distinct
 from .columns import device_busy, event_columns, memo, thread_key, thread_time_positions
 from .launch import launch_pairs
 from .names import code_map, code_mask, is_blocking_sync
@@ -463,13 +463,20 @@ def launching_ops(trace: Trace, limit: int = TOP_EVIDENCE_OPS) -> list[dict[str,
     sel = pairs["is_kernel"] & (op_row >= 0)
     if not sel.any():
         return []
-    frame = pd.DataFrame({"name": op_name_codes(trace, op_row[sel]), "op": op_row[sel],
-                          "ns": (pairs["end"] - pairs["start"])[sel].astype(np.int64)})
-    table = frame.groupby("name").agg(instances=("op", "nunique"), kernels=("op", "size"), kernel_ns=("ns", "sum"))
-    table = table.reset_index().sort_values(["kernels", "kernel_ns", "name"], ascending=[False, False, True]).head(limit)
-    return [{"name": str(op_names(trace).names[r.name]), "instances": int(r.instances), "kernels": int(r.kernels),
-             "kernels_per_instance": float(r.kernels / r.instances), "kernel_ns": int(r.kernel_ns)}
-            for r in table.itertuples(index=False)]
+    names = op_names(trace).names
+    op = op_row[sel]
+    # Per op-name code (slot = code + 1, slot 0 the null name): kernels, their time, and the distinct ops (an op
+    # has one name, so its instances are the distinct ops of that name).
+    slot = op_name_codes(trace, op) + 1
+    kernels = np.bincount(slot, minlength=len(names) + 1)
+    kernel_ns = np.zeros(len(names) + 1, np.int64)
+    np.add.at(kernel_ns, slot, (pairs["end"] - pairs["start"])[sel].astype(np.int64))
+    del slot
+    instances = np.bincount(op_name_codes(trace, sorted_distinct(op)) + 1, minlength=len(names) + 1)
+    used = np.flatnonzero(kernels)
+    top = used[np.lexsort((used, -kernel_ns[used], -kernels[used]))][:limit]
+    return [{"name": str(names[s - 1]), "instances": int(instances[s]), "kernels": int(kernels[s]),
+             "kernels_per_instance": float(kernels[s] / instances[s]), "kernel_ns": int(kernel_ns[s])} for s in top]
 
 
 def optimizer_step(trace: Trace) -> dict[str, Any] | None:
