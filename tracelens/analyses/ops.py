@@ -33,7 +33,7 @@ from ..trace import ANNOTATION, CPU_OP, DRIVER, PYTHON, RUNTIME, Trace, nesting_
 from ..values import dense_codes, is_member, sorted_distinct
 from .columns import device_busy, event_columns, memo, thread_key, thread_time_positions
 from .launch import launch_pairs
-from .names import code_map, code_mask, is_blocking_sync
+from .names import _present, code_mask, is_blocking_sync
 
 TOP_OPS = 50
 
@@ -124,19 +124,19 @@ def outermost_ops(trace: Trace) -> np.ndarray:
     return _op_tree(trace)[0]
 
 
-def _op_tree(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
-    """(outermost ops, innermost op per GPU op): both from one ordering of the op ranges by thread, once per
-    trace."""
+def _op_tree(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(outermost ops; per GPU op, its outermost op and its innermost op): all from one ordering of the op
+    ranges by thread, once per trace."""
     return memo(trace, "op_tree", lambda: _compute_op_tree(trace))
 
 
-def _compute_op_tree(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
+def _compute_op_tree(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     cols = event_columns(trace)
     pairs = launch_pairs(trace)
-    innermost = np.full(len(pairs), -1, np.int64)
+    outermost, innermost = np.full(len(pairs), -1, np.int64), np.full(len(pairs), -1, np.int64)
     rows, bounds = ops_by_thread(cols, framework_op_rows(trace))
     if rows.size == 0:
-        return rows, innermost
+        return rows, outermost, innermost
     # The launches by thread, each thread's against that thread's ops.
     matched = np.flatnonzero(pairs["matched"])
     threads = thread_key(cols.pid[rows[bounds[:-1]]], cols.tid[rows[bounds[:-1]]])  # ascending
@@ -154,12 +154,26 @@ def _compute_op_tree(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
         start, end = cols.start[thread_rows], cols.end[thread_rows]
         # Outermost: each op against the largest end seen before it on its thread (starting before it means
         # enclosed).
-        keep[lo] = True
-        keep[lo + 1:hi] = start[1:] >= np.maximum.accumulate(end)[:-1]
+        outer = keep[lo:hi]
+        outer[0] = True
+        outer[1:] = start[1:] >= np.maximum.accumulate(end)[:-1]
         launches = by_thread[edges[i]:edges[i + 1]]
         if launches.size:
-            innermost[matched[launches]] = _innermost_at(thread_rows, start, end, launch_start[launches])
-    return rows[keep], innermost
+            t = launch_start[launches]
+            outermost[matched[launches]] = _running(thread_rows, start, end, np.flatnonzero(outer), t)
+            innermost[matched[launches]] = _innermost_at(thread_rows, start, end, t)
+    return rows[keep], outermost, innermost
+
+
+def _running(rows: np.ndarray, start: np.ndarray, end: np.ndarray, among: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """For each time, the row of the range of ``among`` (positions into one thread's ``rows``/``start``/``end``,
+    ascending, in start order) that started last at or before it, where it still runs then (-1: none)."""
+    found = np.full(t.size, -1, np.int64)
+    at = np.searchsorted(start[among], t, side="right") - 1
+    hit = at >= 0
+    hit[hit] = t[hit] < end[among[at[hit]]]
+    found[hit] = rows[among[at[hit]]]
+    return found
 
 
 def _innermost_at(rows: np.ndarray, start: np.ndarray, end: np.ndarray, t: np.ndarray) -> np.ndarray:
@@ -169,11 +183,8 @@ def _innermost_at(rows: np.ndarray, start: np.ndarray, end: np.ndarray, t: np.nd
     level = _sorted_depth(start, end)
     found = np.full(t.size, -1, np.int64)
     for lvl in range(int(level.max()) + 1):  # a loop over nesting levels
-        at_level = np.flatnonzero(level == lvl)
-        at = np.searchsorted(start[at_level], t, side="right") - 1
-        hit = at >= 0
-        hit[hit] = t[hit] < end[at_level[at[hit]]]
-        found[hit] = rows[at_level[at[hit]]]
+        hit = _running(rows, start, end, np.flatnonzero(level == lvl), t)
+        found[hit >= 0] = hit[hit >= 0]
     return found
 
 
@@ -208,23 +219,7 @@ def ops_by_thread(cols: Any, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def op_of_gpu_ops(trace: Trace) -> np.ndarray:
     """For each row of ``launch_pairs(trace)``, the event row of its outermost op (-1 when none); once per trace."""
-    return memo(trace, "op_of_gpu_ops", lambda: _op_of_gpu_ops(trace))
-
-
-def _op_of_gpu_ops(trace: Trace) -> np.ndarray:
-    pairs = launch_pairs(trace)
-    out = np.full(len(pairs), -1, np.int64)
-    ops = outermost_ops(trace)
-    if ops.size == 0 or len(pairs) == 0:
-        return out
-    matched = np.flatnonzero(pairs["matched"])
-    if matched.size == 0:  # no GPU op has a launch call (e.g. correlation ids not recorded)
-        return out
-    at = _running_at(event_columns(trace), ops, pairs["pid"][matched], pairs["tid"][matched],
-                     pairs["launch_start"][matched])
-    found = at >= 0
-    out[matched[found]] = ops[at[found]]
-    return out
+    return _op_tree(trace)[1]
 
 
 def outermost_op_at(trace: Trace, pid: np.ndarray, tid: np.ndarray, t: np.ndarray) -> np.ndarray:
@@ -309,13 +304,17 @@ def _flop_ops(trace: Trace) -> FlopOps:
     cpu = np.flatnonzero(cols.of_kind(CPU_OP))
     # emit_nvtx op ranges: their shapes are the ``sizes = [...]`` of their text (no dtypes, no flops).
     nvtx = emit_nvtx_rows(trace)
-    nvtx_dims = code_map(cols.name[nvtx], cols.names, _emit_nvtx_sizes, None)  # once per distinct name
+    # Once per distinct name; gathered per row only for the ranges counted below (an export has tens of millions).
+    present = _present(cols.name[nvtx], len(cols.names))
+    dims_by_code = np.full(len(cols.names) + 1, None, dtype=object)  # the last slot: name -1 (null)
+    dims_by_code[present] = [_emit_nvtx_sizes(str(cols.names[c])) for c in present]  # a loop over names
     none = FlopOps(np.zeros(0, np.int64), np.zeros(0), np.zeros(0, object), np.zeros(0, object), False,
                    np.zeros(0))
     if cpu.size == 0 and nvtx.size == 0:
         return none
     recorded = trace.frame(cpu, ["input_dims", "flops"])
-    if not (recorded["input_dims"].notna().any() or recorded["flops"].notna().any() or pd.notna(nvtx_dims).any()):
+    if not (recorded["input_dims"].notna().any() or recorded["flops"].notna().any()
+            or pd.notna(dims_by_code).any()):
         return none
     # Candidates: a formula for the op name (evaluated once per name the ops use) or a recorded flops value.
     names = op_names(trace)
@@ -328,7 +327,7 @@ def _flop_ops(trace: Trace) -> FlopOps:
     candidates = rows[pick]
     inputs = ["input_dims", "input_types", "concrete_inputs", "flops"]
     frame = pd.concat([trace.frame(cpu[pick[:cpu.size]], inputs).reset_index(drop=True).astype(object),
-                       pd.DataFrame({"input_dims": nvtx_dims[pick[cpu.size:]], "input_types": None,
+                       pd.DataFrame({"input_dims": dims_by_code[cols.name[nvtx[pick[cpu.size:]]]], "input_types": None,
                                      "concrete_inputs": None, "flops": None}, dtype=object)], ignore_index=True)
     frame["name"] = code[pick]
     keys = ["name", "input_dims", "input_types", "concrete_inputs"]
@@ -716,7 +715,7 @@ def roofline(trace: Trace, compute: dict[str, Any], gpu_ns: pd.Series, flops: pd
 def innermost_op_of_gpu_ops(trace: Trace) -> np.ndarray:
     """For each row of ``launch_pairs(trace)``, the event row of the innermost framework op on the launching
     thread whose interval holds the launch call's start (-1 when none): the deepest of the ops around it."""
-    return _op_tree(trace)[1]
+    return _op_tree(trace)[2]
 
 
 def _sorted_depth(start: np.ndarray, end: np.ndarray) -> np.ndarray:
