@@ -27,22 +27,24 @@ from .launch import launch_pairs
 NAME_LIMIT = 200
 
 
-def _per_launch(trace: Trace) -> pd.DataFrame:
-    """GPU ops grouped by their launch call (a graph launch may enqueue many ops)."""
+def _per_launch(trace: Trace) -> dict[str, np.ndarray]:
+    """GPU ops grouped by their launch call (a graph launch may enqueue many ops): one array per column (pid,
+    tid, t, op_ns, first, last, dev_min, dev_max, ops), one value per launch call."""
     pairs = launch_pairs(trace)
     m = pairs[pairs["matched"]]
     m = m[np.argsort(m["correlation_id"], kind="stable")]
     cid = m["correlation_id"]
     if cid.size == 0:
-        return pd.DataFrame(columns=["pid", "tid", "t", "op_ns", "first", "last", "dev_min", "dev_max", "ops"])
+        return {k: np.zeros(0, np.int64) for k in ("pid", "tid", "t", "op_ns", "first", "last", "dev_min", "dev_max",
+                                                   "ops")}
     group = np.flatnonzero(np.r_[True, cid[1:] != cid[:-1]])  # first row of each launch call
     start, end, dev = m["start"], m["end"], m["device"]
-    return pd.DataFrame({
+    return {
         "pid": m["pid"][group], "tid": m["tid"][group], "t": m["launch_start"][group],
         "op_ns": np.add.reduceat(end - start, group), "first": np.minimum.reduceat(start, group),
         "last": np.maximum.reduceat(end, group), "dev_min": np.minimum.reduceat(dev, group),
         "dev_max": np.maximum.reduceat(dev, group), "ops": np.diff(np.r_[group, cid.size]),
-    })
+    }
 
 
 def _slice_reduce(ufunc: np.ufunc, values: np.ndarray, lo: np.ndarray, hi: np.ndarray, empty: int) -> np.ndarray:
@@ -94,11 +96,11 @@ class _Launches:
         cols = event_columns(trace)
         launches = _per_launch(trace)
         self.rows = rows
-        self.empty = launches.empty or rows.size == 0
+        self.empty = launches["t"].size == 0 or rows.size == 0
         if self.empty:
             return
-        launch_keys = thread_key(launches["pid"].to_numpy(), launches["tid"].to_numpy())
-        launch_t = launches["t"].to_numpy(np.int64)
+        launch_keys = thread_key(launches["pid"], launches["tid"])
+        launch_t = launches["t"].astype(np.int64, copy=False)
         self.threads = np.sort(distinct(launch_keys))
         # the earliest start and the latest end, found a chunk at a time
         chunks = range(0, rows.size, CHUNK_RANGES)
@@ -115,15 +117,15 @@ class _Launches:
         del launch_keys, launch_t
         order = np.argsort(self.key, kind="stable")
         self.key = self.key[order]
-        launches = launches.iloc[order].reset_index(drop=True)
-        self.csum_ns = np.concatenate([[0], np.cumsum(launches["op_ns"].to_numpy(np.int64))])
-        self.csum_ops = np.concatenate([[0], np.cumsum(launches["ops"].to_numpy(np.int64))])
-        self.first = launches["first"].to_numpy(np.int64)
-        self.last = launches["last"].to_numpy(np.int64)
-        self.dev_min = launches["dev_min"].to_numpy(np.int64)
+        launches = {k: v[order].astype(np.int64, copy=False) for k, v in launches.items()}
+        self.csum_ns = np.concatenate([[0], np.cumsum(launches["op_ns"])])
+        self.csum_ops = np.concatenate([[0], np.cumsum(launches["ops"])])
+        self.first = launches["first"]
+        self.last = launches["last"]
+        self.dev_min = launches["dev_min"]
         # A range's launches are all on one device when none of them spans several and none after the first
         # changes device: two running counts instead of a min and a max over each range's launches.
-        dev_max = launches["dev_max"].to_numpy(np.int64)
+        dev_max = launches["dev_max"]
         self.csum_multi = np.concatenate([[0], np.cumsum(self.dev_min != dev_max)])
         self.csum_change = np.concatenate([[0, 0], np.cumsum(self.dev_min[1:] != self.dev_min[:-1])])
 
