@@ -6,6 +6,7 @@ one busy-union merge instead of each converting the table again.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -66,6 +67,14 @@ class Table:
 def thread_key(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
     """One int64 per (pid, tid) pair."""
     # Thread ids fit in 32 bits on every platform seen (Linux tids, nsys 24-bit ids); -1 stays distinct.
+    pid, tid = np.asarray(pid), np.asarray(tid)
+    if (_LITTLE_ENDIAN and pid.shape == tid.shape and pid.ndim == 1
+            and pid.dtype.kind == "i" and tid.dtype.kind == "i" and pid.itemsize <= 4 and tid.itemsize <= 4):
+        # The same bits written as two int32 halves of one int64 (tid low, pid high): one array, two passes.
+        pair = np.empty((pid.size, 2), np.int32)
+        pair[:, 0] = tid
+        pair[:, 1] = pid
+        return pair.view(np.int64).reshape(pid.size)
     key = np.array(pid, np.int64)  # in place from here: two arrays at a time, not five
     key <<= 32
     low = np.array(tid, np.int64)
@@ -73,6 +82,8 @@ def thread_key(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
     key ^= low
     return key
 
+
+_LITTLE_ENDIAN = sys.byteorder == "little"
 
 # (thread, time) pairs are packed into one int64 below this product of threads and span.
 PACKED_KEY_LIMIT = 2**62
