@@ -35,7 +35,7 @@ from ..trace import ANNOTATION, CPU_OP, DRIVER, PYTHON, RUNTIME, Trace, nesting_
 from ..values import dense_codes, is_member, sorted_distinct
 from .columns import device_busy, event_columns, memo, thread_key, thread_time_positions
 from .launch import launch_pairs
-from .names import _present, code_mask, is_blocking_sync
+from .names import code_mask, is_blocking_sync, names_in_use
 
 TOP_OPS = 50
 
@@ -307,7 +307,7 @@ def _flop_ops(trace: Trace) -> FlopOps:
     # emit_nvtx op ranges: their shapes are the ``sizes = [...]`` of their text (no dtypes, no flops).
     nvtx = emit_nvtx_rows(trace)
     # Once per distinct name; gathered per row only for the ranges counted below (an export has tens of millions).
-    present = _present(cols.name[nvtx], len(cols.names))
+    present = names_in_use(cols.name[nvtx], len(cols.names))
     dims_by_code = np.full(len(cols.names) + 1, None, dtype=object)  # the last slot: name -1 (null)
     dims_by_code[present] = [_emit_nvtx_sizes(str(cols.names[c])) for c in present]  # a loop over names
     none = FlopOps(np.zeros(0, np.int64), np.zeros(0), np.zeros(0, object), np.zeros(0, object), False,
