@@ -134,12 +134,16 @@ class EventColumns:
     device: np.ndarray
     pid: np.ndarray
     tid: np.ndarray
-    correlation_id: np.ndarray
     external_id: np.ndarray
-    # stream, graph_id, bytes, step and is_dtoh: few rows carry them (GPU ops, copies, step markers), so they
-    # are read at the rows asked for (``at``), or as whole columns on first access (``LAZY_COLUMNS``).
+    # correlation_id, stream, graph_id, bytes, step and is_dtoh: fewer than half the rows carry them (runtime
+    # calls and GPU ops, copies, step markers), so they are read at the rows asked for (``at``), or as whole
+    # columns on first access.
     store: EventStore | None = field(default=None, repr=False)
     _whole: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+
+    @property
+    def correlation_id(self) -> np.ndarray:
+        return self._column("correlation_id")
 
     @property
     def stream(self) -> np.ndarray:
@@ -169,7 +173,7 @@ class EventColumns:
         return self._whole[name]
 
     def at(self, name: str, rows: np.ndarray) -> np.ndarray:
-        """A column of ``LAZY_COLUMNS`` at the given rows (ascending positions), as ``getattr(self,
+        """One of those columns at the given rows (ascending positions), as ``getattr(self,
         name)[rows]`` reads it but without building the whole column: a 41M-row array of -1 for the 6.6M GPU
         ops (stream), 1.4M copies (bytes) or no row at all (graph_id) of a training export."""
         rows = np.asarray(rows)
@@ -264,8 +268,7 @@ def event_columns(trace: Trace) -> EventColumns:
             device=_ints(store, "device"),
             pid=_ints(store, "pid"),
             tid=_ints(store, "tid"),
-            # join keys: int32 below 2^30 as the others (the one sort key built from them widens first)
-            correlation_id=_ints(store, "correlation_id"),
+            # a join key: int32 below 2^30 as the others (the one sort key built from them widens first)
             external_id=_ints(store, "external_id"),
             store=store,
         )

@@ -55,8 +55,9 @@ def launch_calls(trace: Trace) -> Table:
 def _call_rows(cols: EventColumns) -> tuple[np.ndarray, np.ndarray]:
     """(correlation ids, ascending; the event row of each one's launch call): the rows of :func:`launch_calls`
     without gathering their columns (8.8M calls on a training export, of which the GPU ops read a few)."""
-    api = np.flatnonzero(cols.of_kind(RUNTIME, DRIVER) & (cols.correlation_id >= 0))
-    corr = cols.correlation_id[api]
+    api = np.flatnonzero(cols.of_kind(RUNTIME, DRIVER))
+    corr = cols.at("correlation_id", api)
+    api, corr = api[corr >= 0], corr[corr >= 0]
     is_driver = cols.kind[api] == ALL_KINDS.index(DRIVER)
     # Rows are in start order, so a stable sort on (corr, is_driver) keeps the earliest first.
     order = np.argsort(corr.astype(np.int64) * 2 + is_driver, kind="stable")
@@ -79,7 +80,7 @@ def launch_pairs(trace: Trace) -> Table:
         cols = event_columns(trace)
         gpu = np.flatnonzero(cols.of_kind(*GPU_ACTIVITY_KINDS) & (cols.device >= 0))
         call_corr, call_rows = _call_rows(cols)
-        op_corr = cols.correlation_id[gpu]
+        op_corr = cols.at("correlation_id", gpu)
         idx = np.minimum(np.searchsorted(call_corr, op_corr), max(call_corr.size - 1, 0))
         matched = (op_corr >= 0) & (call_corr.size > 0) & (call_corr[idx] == op_corr if call_corr.size else False)
         on = np.flatnonzero(matched)

@@ -74,9 +74,9 @@ def _launch_mode(trace: Trace, copies: pd.DataFrame) -> np.ndarray:
     if not corr.notna().any():
         return out
     cols = event_columns(trace)
-    calls = np.flatnonzero(cols.of_kind(RUNTIME, DRIVER) & (cols.correlation_id >= 0))
+    calls = np.flatnonzero(cols.of_kind(RUNTIME, DRIVER))
     # Only the calls that launched a copy: a training trace has millions of other calls.
-    calls = calls[is_member(cols.correlation_id[calls], corr.dropna().to_numpy(np.int64))]
+    calls = calls[is_member(cols.at("correlation_id", calls), corr.dropna().to_numpy(np.int64))]
     host = trace.frame(calls, ["pid", "correlation_id", "name"])
     if host.empty:
         return out
