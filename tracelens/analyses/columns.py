@@ -240,17 +240,26 @@ def _ints_at(store: EventStore, name: str, rows: np.ndarray) -> np.ndarray:
     if not isinstance(stored, SparseColumn):
         return _ints(store, name)[rows]
     out = np.full(rows.size, -1, _int_type(stored))
-    at, hit = _positions_in(stored.rows, rows)
-    out[hit] = pc.fill_null(stored.values.take(pa.array(at[hit])), -1).to_numpy(zero_copy_only=False)
+    mine, theirs = _matches(rows, stored.rows)
+    out[mine] = pc.fill_null(stored.values.take(pa.array(theirs)), -1).to_numpy(zero_copy_only=False)
     return out
 
 
-def _positions_in(carried: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """For each of ``rows``, its position among the ascending ``carried`` rows and whether it is one of them."""
+def _matches(rows: np.ndarray, carried: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(positions in ``rows``, positions in ``carried``) of the rows in both; both ascending without repeats.
+    The smaller is searched in the larger (the 1.4M copies among 6.6M GPU ops, not the other way round)."""
+    if rows.size == carried.size and np.array_equal(rows, carried):  # the very rows that carry the column
+        every = np.arange(rows.size)
+        return every, every
+    if carried.size <= rows.size:
+        at = np.searchsorted(rows, carried)
+        hit = at < rows.size
+        hit[hit] = rows[at[hit]] == carried[hit]
+        return at[hit], np.flatnonzero(hit)
     at = np.searchsorted(carried, rows)
     hit = at < carried.size
     hit[hit] = carried[at[hit]] == rows[hit]
-    return at, hit
+    return np.flatnonzero(hit), at[hit]
 
 
 def event_columns(trace: Trace) -> EventColumns:
@@ -296,8 +305,8 @@ def _equals_at(store: EventStore, name: str, value: str, rows: np.ndarray) -> np
     codes, dictionary = dictionary_codes(stored.values)
     match = np.array([v == value for v in dictionary] + [False], bool)[codes]
     out = np.zeros(rows.size, bool)
-    at, hit = _positions_in(stored.rows, rows)
-    out[hit] = match[at[hit]]
+    mine, theirs = _matches(rows, stored.rows)
+    out[mine] = match[theirs]
     return out
 
 
