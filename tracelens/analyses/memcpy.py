@@ -42,6 +42,17 @@ def _kind_sort_key(kind: str) -> tuple[int, str]:
 def _host_memory(src: pd.Series, dst: pd.Series) -> np.ndarray:
     """pageable if either side is pageable; else pinned; else managed; device when both sides are device
     memory (or arrays); unknown otherwise (missing kinds, or ROCm's "host" of unknown kind)."""
+    # Classified once per distinct (source, destination) pair: a million copies have a handful.
+    s_code, s_values = pd.factorize(src, use_na_sentinel=True)
+    d_code, d_values = pd.factorize(dst, use_na_sentinel=True)
+    pair = (s_code.astype(np.int64) + 1) * (len(d_values) + 1) + (d_code + 1)
+    pairs, inverse = np.unique(pair, return_inverse=True)
+    s_of = np.r_[None, np.asarray(s_values, dtype=object)][pairs // (len(d_values) + 1)]
+    d_of = np.r_[None, np.asarray(d_values, dtype=object)][pairs % (len(d_values) + 1)]
+    return _host_memory_of(pd.Series(s_of, dtype=object), pd.Series(d_of, dtype=object))[inverse.reshape(-1)]
+
+
+def _host_memory_of(src: pd.Series, dst: pd.Series) -> np.ndarray:
     s = src.astype("string").fillna("").str.lower().to_numpy(dtype=object)
     d = dst.astype("string").fillna("").str.lower().to_numpy(dtype=object)
     out = np.full(len(s), UNKNOWN, dtype=object)
