@@ -49,9 +49,21 @@ def dense_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def is_member(values: np.ndarray, allowed: np.ndarray) -> np.ndarray:
     """``np.isin(values, allowed)`` by binary search in the sorted distinct ``allowed``: no sort of the two
     arrays together (8.8M launch calls against 1.4M copy ids on a training export)."""
-    allowed = np.unique(allowed)
+    allowed = sorted_distinct(allowed)
     if allowed.size == 0:
         return np.zeros(np.shape(values), bool)
     at = np.searchsorted(allowed, values)
     at[at == allowed.size] = 0
     return allowed[at] == values
+
+
+def sorted_distinct(values: np.ndarray) -> np.ndarray:
+    """``np.unique(values)`` of an integer array by one sort: numpy 2's hash-based ``np.unique`` takes ~6 s for
+    the 6.6M distinct correlation ids of a training export's GPU ops, a sort 0.3 s."""
+    values = np.asarray(values)
+    if values.dtype.kind not in "iub":
+        return np.unique(values)
+    out = np.sort(values, kind="stable")  # timsort: ids in time order are nearly sorted
+    if out.size > 1:
+        out = out[np.r_[True, out[1:] != out[:-1]]]
+    return out

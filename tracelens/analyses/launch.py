@@ -23,8 +23,8 @@ import numpy as np
 import pandas as pd
 
 from ..trace import ALL_KINDS, DRIVER, GPU_ACTIVITY_KINDS, KERNEL, RUNTIME, Trace
-from ..values import is_member
-from .columns import Table, device_busy, event_columns, memo
+from ..values import sorted_distinct
+from .columns import EventColumns, Table, device_busy, event_columns, memo
 from .names import code_mask, is_graph_launch
 
 SMALL_KERNEL_NS = 10_000
@@ -36,31 +36,37 @@ def launch_calls(trace: Trace) -> Table:
 
     Sorted by correlation_id. Columns: correlation_id, launch_start, launch_end, pid, tid, is_driver,
     launch_name (code into ``event_columns(trace).names``), external_id, row (the call's event row).
+    Not cached: :func:`launch_pairs` (cached) holds what the sections read of them.
     """
+    cols = event_columns(trace)
+    corr, keep = _call_rows(cols)
+    return Table({
+        "correlation_id": corr,
+        "launch_start": cols.start[keep],
+        "launch_end": cols.end[keep],
+        "pid": cols.pid[keep],
+        "tid": cols.tid[keep],
+        "is_driver": cols.kind[keep] == ALL_KINDS.index(DRIVER),
+        "launch_name": cols.name[keep],
+        "external_id": cols.external_id[keep],
+        "row": keep,
+    })
 
-    def compute() -> Table:
-        cols = event_columns(trace)
-        api = cols.of_kind(RUNTIME, DRIVER) & (cols.correlation_id >= 0)
-        corr = cols.correlation_id[api]
-        is_driver = cols.kind[api] == ALL_KINDS.index(DRIVER)
-        # Rows are in start order, so a stable sort on (corr, is_driver) keeps the earliest first.
-        order = np.argsort(corr.astype(np.int64) * 2 + is_driver, kind="stable")
-        first = np.ones(order.size, bool)
-        first[1:] = corr[order][1:] != corr[order][:-1]
-        keep = np.flatnonzero(api)[order[first]]
-        return Table({
-            "correlation_id": cols.correlation_id[keep],
-            "launch_start": cols.start[keep],
-            "launch_end": cols.end[keep],
-            "pid": cols.pid[keep],
-            "tid": cols.tid[keep],
-            "is_driver": cols.kind[keep] == ALL_KINDS.index(DRIVER),
-            "launch_name": cols.name[keep],
-            "external_id": cols.external_id[keep],
-            "row": keep,
-        })
 
-    return memo(trace, "launch_calls", compute)
+def _call_rows(cols: EventColumns) -> tuple[np.ndarray, np.ndarray]:
+    """(correlation ids, ascending; the event row of each one's launch call): the rows of :func:`launch_calls`
+    without gathering their columns (8.8M calls on a training export, of which the GPU ops read a few)."""
+    api = np.flatnonzero(cols.of_kind(RUNTIME, DRIVER))
+    corr = cols.at("correlation_id", api)
+    api, corr = api[corr >= 0], corr[corr >= 0]
+    is_driver = cols.kind[api] == ALL_KINDS.index(DRIVER)
+    # Rows are in start order, so a stable sort on (corr, is_driver) keeps the earliest first.
+    order = np.argsort(corr.astype(np.int64) * 2 + is_driver, kind="stable")
+    del is_driver
+    corr = corr[order]
+    first = np.ones(order.size, bool)
+    first[1:] = corr[1:] != corr[:-1]
+    return corr[first], api[order[first]]
 
 
 def launch_pairs(trace: Trace) -> Table:
@@ -74,38 +80,48 @@ def launch_pairs(trace: Trace) -> Table:
     def compute() -> Table:
         cols = event_columns(trace)
         gpu = np.flatnonzero(cols.of_kind(*GPU_ACTIVITY_KINDS) & (cols.device >= 0))
-        calls = launch_calls(trace)
-        call_corr = calls["correlation_id"]
-        op_corr = cols.correlation_id[gpu]
+        call_corr, call_rows = _call_rows(cols)
+        op_corr = cols.at("correlation_id", gpu)
         idx = np.minimum(np.searchsorted(call_corr, op_corr), max(call_corr.size - 1, 0))
         matched = (op_corr >= 0) & (call_corr.size > 0) & (call_corr[idx] == op_corr if call_corr.size else False)
+        on = np.flatnonzero(matched)
+        launch_row = call_rows[idx[on]]
+        del call_corr, call_rows, idx
 
-        def from_calls(column: str, fill: int) -> np.ndarray:
-            values = calls[column]
-            return np.where(matched, values[idx], fill) if values.size else np.full(gpu.size, fill)
+        def from_calls(column: np.ndarray, fill: int) -> np.ndarray:
+            out = np.full(gpu.size, fill, column.dtype)
+            out[on] = column[launch_row]
+            return out
 
         return Table({
             "is_kernel": cols.kind[gpu] == ALL_KINDS.index(KERNEL),
             "name": cols.name[gpu],
             "device": cols.device[gpu],
-            "stream": cols.stream[gpu],
+            "stream": cols.at("stream", gpu),
             "start": cols.start[gpu],
             "end": cols.end[gpu],
-            "graph_id": cols.graph_id[gpu],
-            "bytes": cols.bytes[gpu],
-            "is_dtoh": cols.is_dtoh[gpu],
+            "graph_id": cols.at("graph_id", gpu),
+            "bytes": cols.at("bytes", gpu),
+            "is_dtoh": cols.at("is_dtoh", gpu),
             "correlation_id": op_corr,
             "matched": matched,
-            "launch_start": from_calls("launch_start", 0),
-            "launch_end": from_calls("launch_end", 0),
-            "pid": from_calls("pid", -1),
-            "tid": from_calls("tid", -1),
-            "launch_name": from_calls("launch_name", -1),
-            "external_id": from_calls("external_id", -1),
-            "launch_row": from_calls("row", -1),
+            "launch_start": from_calls(cols.start, 0),
+            "launch_end": from_calls(cols.end, 0),
+            "pid": from_calls(cols.pid, -1),
+            "tid": from_calls(cols.tid, -1),
+            "launch_name": from_calls(cols.name, -1),
+            "external_id": from_calls(cols.external_id, -1),
+            "launch_row": _rows_or(gpu.size, on, launch_row),
         })
 
     return memo(trace, "launch_pairs", compute)
+
+
+def _rows_or(size: int, on: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``rows`` at positions ``on`` of a ``size``-long int64 array, -1 elsewhere."""
+    out = np.full(size, -1, np.int64)
+    out[on] = rows
+    return out
 
 
 def _percentiles(values: np.ndarray) -> dict[str, Any]:
@@ -176,12 +192,13 @@ def launch_stats(trace: Trace) -> dict[str, Any]:
     small = k_dur < SMALL_KERNEL_NS
     total_kernel = int(k_dur.sum())
 
-    all_calls = launch_calls(trace)
-    calls = all_calls[is_member(all_calls["correlation_id"], matched["correlation_id"])]
+    # The launch calls that enqueued a GPU op: one per correlation id among the matched ops (each matched op
+    # carries its call's times), so the calls themselves need not be kept.
+    calls = int(sorted_distinct(matched["correlation_id"]).size)
     busy = device_busy(trace)
     total_busy = sum(b.busy_ns for b in busy.values())
-    issue_span = int(calls["launch_end"].max() - calls["launch_start"].min()) if len(calls) else 0
-    issue_rate = len(calls) / (issue_span / 1e9) if issue_span > 0 else None
+    issue_span = int(matched["launch_end"].max() - matched["launch_start"].min()) if calls else 0
+    issue_rate = calls / (issue_span / 1e9) if issue_span > 0 else None
     exec_rate = len(pairs) / (total_busy / 1e9) if total_busy > 0 else None
 
     cols = event_columns(trace)
@@ -200,7 +217,7 @@ def launch_stats(trace: Trace) -> dict[str, Any]:
                           "kernel_ns": int(k_dur[small].sum()), "total_kernel_ns": total_kernel,
                           "share": float(k_dur[small].sum() / total_kernel) if total_kernel > 0 else 0.0,
                           "count_share": float(small.sum() / k_dur.size) if k_dur.size else 0.0},
-        "rates": {"launch_calls": int(len(calls)), "issue_span_ns": issue_span, "issue_per_s": issue_rate,
+        "rates": {"launch_calls": calls, "issue_span_ns": issue_span, "issue_per_s": issue_rate,
                   "gpu_busy_ns": int(total_busy),
                   "execution_per_s": exec_rate,
                   "issue_to_execution": (issue_rate / exec_rate) if issue_rate and exec_rate else None},

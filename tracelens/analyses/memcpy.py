@@ -42,6 +42,17 @@ def _kind_sort_key(kind: str) -> tuple[int, str]:
 def _host_memory(src: pd.Series, dst: pd.Series) -> np.ndarray:
     """pageable if either side is pageable; else pinned; else managed; device when both sides are device
     memory (or arrays); unknown otherwise (missing kinds, or ROCm's "host" of unknown kind)."""
+    # Classified once per distinct (source, destination) pair: a million copies have a handful.
+    s_code, s_values = pd.factorize(src, use_na_sentinel=True)
+    d_code, d_values = pd.factorize(dst, use_na_sentinel=True)
+    pair = (s_code.astype(np.int64) + 1) * (len(d_values) + 1) + (d_code + 1)
+    pairs, inverse = np.unique(pair, return_inverse=True)
+    s_of = np.r_[None, np.asarray(s_values, dtype=object)][pairs // (len(d_values) + 1)]
+    d_of = np.r_[None, np.asarray(d_values, dtype=object)][pairs % (len(d_values) + 1)]
+    return _host_memory_of(pd.Series(s_of, dtype=object), pd.Series(d_of, dtype=object))[inverse.reshape(-1)]
+
+
+def _host_memory_of(src: pd.Series, dst: pd.Series) -> np.ndarray:
     s = src.astype("string").fillna("").str.lower().to_numpy(dtype=object)
     d = dst.astype("string").fillna("").str.lower().to_numpy(dtype=object)
     out = np.full(len(s), UNKNOWN, dtype=object)
@@ -74,9 +85,9 @@ def _launch_mode(trace: Trace, copies: pd.DataFrame) -> np.ndarray:
     if not corr.notna().any():
         return out
     cols = event_columns(trace)
-    calls = np.flatnonzero(cols.of_kind(RUNTIME, DRIVER) & (cols.correlation_id >= 0))
+    calls = np.flatnonzero(cols.of_kind(RUNTIME, DRIVER))
     # Only the calls that launched a copy: a training trace has millions of other calls.
-    calls = calls[is_member(cols.correlation_id[calls], corr.dropna().to_numpy(np.int64))]
+    calls = calls[is_member(cols.at("correlation_id", calls), corr.dropna().to_numpy(np.int64))]
     host = trace.frame(calls, ["pid", "correlation_id", "name"])
     if host.empty:
         return out
@@ -239,27 +250,31 @@ def memcpy_report(trace: Trace) -> dict[str, Any]:
     memory = _host_memory(copies["src_kind"], copies["dst_kind"])
     mode = _launch_mode(trace, copies)
     small = np.isfinite(nbytes) & (nbytes < SMALL_COPY_BYTES)
+    # Each class as a mask once: the tables below count dozens of combinations over a million copies.
+    is_mem = {c: memory == c for c in (PAGEABLE, PINNED, MANAGED, DEVICE_ONLY, UNKNOWN)}
+    is_mode = {c: mode == c for c in (SYNC, ASYNC, GRAPH, UNKNOWN)}
+    kind_mask = {k: kinds == k for k in pd.unique(kinds)}
 
     by_kind = []
-    for kind in sorted(set(kinds), key=_kind_sort_key):
-        m = kinds == kind
+    for kind in sorted(kind_mask, key=_kind_sort_key):
+        m = kind_mask[kind]
         entry = {
             "kind": kind,
             "count": int(m.sum()),
             "bytes": int(np.nansum(nbytes[m])),
             "duration_ns": int(duration[m].sum()),
-            "pageable_count": int((memory[m] == PAGEABLE).sum()),
-            "pageable_ns": int(duration[m & (memory == PAGEABLE)].sum()),
-            "pinned_count": int((memory[m] == PINNED).sum()),
-            "pinned_ns": int(duration[m & (memory == PINNED)].sum()),
-            "managed_count": int((memory[m] == MANAGED).sum()),
-            "unknown_memory_count": int((memory[m] == UNKNOWN).sum()),
-            "sync_count": int((mode[m] == SYNC).sum()),
-            "sync_ns": int(duration[m & (mode == SYNC)].sum()),
-            "async_count": int((mode[m] == ASYNC).sum()),
-            "async_ns": int(duration[m & (mode == ASYNC)].sum()),
-            "graph_count": int((mode[m] == GRAPH).sum()),
-            "unknown_launch_count": int((mode[m] == UNKNOWN).sum()),
+            "pageable_count": int((m & is_mem[PAGEABLE]).sum()),
+            "pageable_ns": int(duration[m & is_mem[PAGEABLE]].sum()),
+            "pinned_count": int((m & is_mem[PINNED]).sum()),
+            "pinned_ns": int(duration[m & is_mem[PINNED]].sum()),
+            "managed_count": int((m & is_mem[MANAGED]).sum()),
+            "unknown_memory_count": int((m & is_mem[UNKNOWN]).sum()),
+            "sync_count": int((m & is_mode[SYNC]).sum()),
+            "sync_ns": int(duration[m & is_mode[SYNC]].sum()),
+            "async_count": int((m & is_mode[ASYNC]).sum()),
+            "async_ns": int(duration[m & is_mode[ASYNC]].sum()),
+            "graph_count": int((m & is_mode[GRAPH]).sum()),
+            "unknown_launch_count": int((m & is_mode[UNKNOWN]).sum()),
             "zero_duration_count": int((duration[m] == 0).sum()),
             "unknown_bytes_count": int((~np.isfinite(nbytes[m])).sum()),
             "small_count": int(small[m].sum()),
@@ -283,7 +298,7 @@ def memcpy_report(trace: Trace) -> dict[str, Any]:
         links = device_links(info.get("name"), info.get("compute_major"), info.get("memory_bandwidth_bytes_per_s"))
         dev_kinds = []
         for kind in sorted(set(kinds[dm]), key=_kind_sort_key):
-            m = dm & (kinds == kind)
+            m = dm & kind_mask[kind]
             k_union, k_exposed = _exposed(starts[m], ends[m], ks, ke)
             kind_index[kind]["exposed_ns"] += k_exposed
             bw = _bandwidth_stats(nbytes[m], duration[m])
@@ -327,21 +342,21 @@ def memcpy_report(trace: Trace) -> dict[str, Any]:
 
     host_copies = np.isin(kinds, ["HtoD", "DtoH", "HtoH"])
     host_memory = {
-        "pageable_count": int((memory == PAGEABLE).sum()),
-        "pinned_count": int((memory == PINNED).sum()),
-        "managed_count": int((memory == MANAGED).sum()),
-        "device_count": int((memory == DEVICE_ONLY).sum()),
-        "unknown_count": int((memory == UNKNOWN).sum()),
-        "host_copies_unknown_count": int((host_copies & (memory == UNKNOWN)).sum()),
-        "basis": "exact" if not (host_copies & (memory == UNKNOWN)).any() else (
-            "unknown" if (host_copies & (memory == UNKNOWN)).all() else "partly unknown"),
+        "pageable_count": int(is_mem[PAGEABLE].sum()),
+        "pinned_count": int(is_mem[PINNED].sum()),
+        "managed_count": int(is_mem[MANAGED].sum()),
+        "device_count": int(is_mem[DEVICE_ONLY].sum()),
+        "unknown_count": int(is_mem[UNKNOWN].sum()),
+        "host_copies_unknown_count": int((host_copies & is_mem[UNKNOWN]).sum()),
+        "basis": "exact" if not (host_copies & is_mem[UNKNOWN]).any() else (
+            "unknown" if (host_copies & is_mem[UNKNOWN]).all() else "partly unknown"),
     }
     launch = {
-        "sync_count": int((mode == SYNC).sum()),
-        "async_count": int((mode == ASYNC).sum()),
-        "graph_count": int((mode == GRAPH).sum()),
-        "unknown_count": int((mode == UNKNOWN).sum()),
-        "async_pageable_count": int(((mode == ASYNC) & (memory == PAGEABLE)).sum()),
+        "sync_count": int(is_mode[SYNC].sum()),
+        "async_count": int(is_mode[ASYNC].sum()),
+        "graph_count": int(is_mode[GRAPH].sum()),
+        "unknown_count": int(is_mode[UNKNOWN].sum()),
+        "async_pageable_count": int((is_mode[ASYNC] & is_mem[PAGEABLE]).sum()),
         "sync_ns": int(duration[mode == SYNC].sum()),
         "basis": "launching runtime/driver call name, joined on correlation_id",
     }

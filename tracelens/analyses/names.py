@@ -181,7 +181,7 @@ def name_mask(names: pd.Series, predicate: Callable[[str], bool]) -> np.ndarray:
     return lookup[inverse] if len(uniques) else np.zeros(len(names), bool)
 
 
-def _present(codes: np.ndarray, size: int) -> np.ndarray:
+def names_in_use(codes: np.ndarray, size: int) -> np.ndarray:
     """Dictionary positions that some row uses (O(rows), no sort): a column's dictionary can be far larger than
     the names of the rows asked about (every NVTX text, when the kernel rows are tested)."""
     used = np.zeros(size + 1, bool)
@@ -192,7 +192,7 @@ def _present(codes: np.ndarray, size: int) -> np.ndarray:
 def code_map(codes: np.ndarray, dictionary: np.ndarray, fn: Callable[[str], Any], fill: Any) -> np.ndarray:
     """Object array: ``fn`` of each row's name (``fill`` for null), computed once per distinct name used."""
     lookup = np.full(len(dictionary) + 1, fill, dtype=object)  # code -1 picks the last slot
-    for i in _present(codes, len(dictionary)):  # a loop over distinct names, not rows
+    for i in names_in_use(codes, len(dictionary)):  # a loop over distinct names, not rows
         lookup[i] = fn(str(dictionary[i]))
     return lookup[codes]
 
@@ -200,7 +200,7 @@ def code_map(codes: np.ndarray, dictionary: np.ndarray, fn: Callable[[str], Any]
 def code_mask(codes: np.ndarray, dictionary: np.ndarray, predicate: Callable[[str], bool]) -> np.ndarray:
     """Boolean array: ``predicate`` of each row's name, given dictionary codes (-1 = null -> False)."""
     lookup = np.zeros(len(dictionary) + 1, bool)  # code -1 picks the last slot
-    used = _present(codes, len(dictionary))
+    used = names_in_use(codes, len(dictionary))
     lookup[used] = np.fromiter((bool(predicate(str(dictionary[i]))) for i in used), dtype=bool, count=used.size)
     return lookup[codes]
 
@@ -209,7 +209,7 @@ def code_masks(codes: np.ndarray, dictionary: np.ndarray,
                predicates: tuple[Callable[[str], bool], ...]) -> list[np.ndarray]:
     """:func:`code_mask` for several predicates (at most 8) at once: the used names found once, one gather."""
     bits = np.zeros(len(dictionary) + 1, np.uint8)  # code -1 picks the last slot
-    for i in _present(codes, len(dictionary)):  # a loop over distinct names, not rows
+    for i in names_in_use(codes, len(dictionary)):  # a loop over distinct names, not rows
         name = str(dictionary[i])
         bits[i] = sum(1 << k for k, predicate in enumerate(predicates) if predicate(name))
     row_bits = bits[codes]

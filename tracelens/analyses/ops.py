@@ -30,6 +30,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from .. import flop_model, gpu_specs, peaks
 from ..trace import (
@@ -43,9 +45,10 @@ from ..trace import (
     Trace,
     nesting_depth,
 )
+from ..values import dense_codes, is_member, sorted_distinct
 from .columns import device_busy, dictionary_codes, event_columns, memo, thread_key, thread_time_positions
 from .launch import launch_pairs
-from .names import code_map, code_mask, is_blocking_sync
+from .names import code_mask, is_blocking_sync, names_in_use
 
 TOP_OPS = 50
 
@@ -185,53 +188,105 @@ def op_name_codes(trace: Trace, rows: np.ndarray) -> np.ndarray:
 def outermost_ops(trace: Trace) -> np.ndarray:
     """Event rows of the outermost framework ops, sorted by (thread, start); computed once per trace (the ops
     section and three diagnosis evidence builders read it; an emit_nvtx export has millions of op ranges)."""
-    return memo(trace, "outermost_ops", lambda: _outermost_ops(trace))
+    return _op_tree(trace)[0]
 
 
-def _outermost_ops(trace: Trace) -> np.ndarray:
+def _op_tree(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(outermost ops; per GPU op, its outermost op and its innermost op): all from one ordering of the op
+    ranges by thread, once per trace."""
+    return memo(trace, "op_tree", lambda: _compute_op_tree(trace))
+
+
+def _compute_op_tree(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     cols = event_columns(trace)
-    rows = framework_op_rows(trace)
+    pairs = launch_pairs(trace)
+    outermost, innermost = np.full(len(pairs), -1, np.int64), np.full(len(pairs), -1, np.int64)
+    rows, bounds = ops_by_thread(cols, framework_op_rows(trace))
     if rows.size == 0:
-        return rows
-    key = thread_key(cols.pid[rows], cols.tid[rows])
-    # Longest first among equal starts, so an op and a child starting with it keep the op outermost.
-    order = np.lexsort((-(cols.end[rows] - cols.start[rows]), cols.start[rows], key))
-    rows, key = rows[order], key[order]
-    # Each op against the largest end seen before it on its thread: starting before that end means enclosed.
-    new_thread = np.r_[True, key[1:] != key[:-1]]
-    previous_end = np.where(new_thread, np.iinfo(np.int64).min, np.r_[0, cols.end[rows][:-1]])
-    reach = _grouped_running_max(previous_end, np.cumsum(new_thread))
-    return rows[cols.start[rows] >= reach]
+        return rows, outermost, innermost
+    # The launches by thread, each thread's against that thread's ops.
+    matched = np.flatnonzero(pairs["matched"])
+    threads = thread_key(cols.pid[rows[bounds[:-1]]], cols.tid[rows[bounds[:-1]]])  # ascending
+    key = thread_key(pairs["pid"][matched], pairs["tid"][matched])
+    code = np.minimum(np.searchsorted(threads, key), threads.size - 1)
+    code[threads[code] != key] = -1
+    del key
+    by_thread = np.argsort(code, kind="stable")
+    edges = np.searchsorted(code[by_thread], np.arange(-1, threads.size) + 0.5)
+    del code
+    launch_start = pairs["launch_start"][matched]
+    keep = np.zeros(rows.size, bool)
+    for i, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:], strict=True)):  # a loop over threads
+        thread_rows = rows[lo:hi]
+        start, end = cols.start[thread_rows], cols.end[thread_rows]
+        # Outermost: each op against the largest end seen before it on its thread (starting before it means
+        # enclosed).
+        outer = keep[lo:hi]
+        outer[0] = True
+        outer[1:] = start[1:] >= np.maximum.accumulate(end)[:-1]
+        launches = by_thread[edges[i]:edges[i + 1]]
+        if launches.size:
+            t = launch_start[launches]
+            outermost[matched[launches]] = _running(thread_rows, start, end, np.flatnonzero(outer), t)
+            innermost[matched[launches]] = _innermost_at(thread_rows, start, end, t)
+    return rows[keep], outermost, innermost
 
 
-def _grouped_running_max(values: np.ndarray, group: np.ndarray) -> np.ndarray:
-    """Running maximum of ``values`` restarted at each new ``group`` (groups are contiguous)."""
-    out = values.copy()
-    starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
-    for lo, hi in zip(starts, np.r_[starts[1:], values.size], strict=True):  # a loop over threads
-        out[lo:hi] = np.maximum.accumulate(values[lo:hi])
-    return out
+def _running(rows: np.ndarray, start: np.ndarray, end: np.ndarray, among: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """For each time, the row of the range of ``among`` (positions into one thread's ``rows``/``start``/``end``,
+    ascending, in start order) that started last at or before it, where it still runs then (-1: none)."""
+    found = np.full(t.size, -1, np.int64)
+    at = np.searchsorted(start[among], t, side="right") - 1
+    hit = at >= 0
+    hit[hit] = t[hit] < end[among[at[hit]]]
+    found[hit] = rows[among[at[hit]]]
+    return found
+
+
+def _innermost_at(rows: np.ndarray, start: np.ndarray, end: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """For each time, the deepest of one thread's op ranges (``rows``, ordered by start, longest first) whose
+    interval holds it (-1: none): each nesting level's ranges are disjoint, so a binary search per level finds
+    the one running then, and deeper levels overwrite."""
+    level = _sorted_depth(start, end)
+    found = np.full(t.size, -1, np.int64)
+    for lvl in range(int(level.max()) + 1):  # a loop over nesting levels
+        hit = _running(rows, start, end, np.flatnonzero(level == lvl), t)
+        found[hit >= 0] = hit[hit >= 0]
+    return found
+
+
+def ops_by_thread(cols: Any, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``rows`` (ascending) ordered by (thread key, start, longest first, row), as ``np.lexsort`` on those
+    keys orders them, and where each thread's run begins: ``rows[bounds[i]:bounds[i + 1]]`` is one thread's.
+
+    The event table is in start order, so this is a radix sort of a small thread number plus a sort of the
+    rows that tie on (thread, start), not a three-key sort of an export's tens of millions of op ranges."""
+    if rows.size == 0:
+        return rows, np.zeros(1, np.int64)
+    start = cols.start[rows]
+    if (start[1:] < start[:-1]).any():  # a table not in start order: by start first (stable)
+        order = np.argsort(start, kind="stable")
+        rows, start = rows[order], start[order]
+    thread = dense_codes(thread_key(cols.pid[rows], cols.tid[rows]))[0]
+    thread = thread.astype(np.int16) if thread.max() < np.iinfo(np.int16).max else thread
+    order = np.argsort(thread, kind="stable")
+    rows, thread, start = rows[order], thread[order], start[order]
+    del order
+    # Ops of a thread starting together: longest first, then in row order.
+    tie = (thread[1:] == thread[:-1]) & (start[1:] == start[:-1])
+    del start
+    if tie.any():
+        at = np.flatnonzero(np.r_[tie, False] | np.r_[False, tie])
+        group = np.cumsum(np.r_[True, ~tie[at[:-1]]])  # consecutive tied rows share a (thread, start)
+        tied = rows[at]
+        rows[at] = tied[np.lexsort((tied, cols.start[tied] - cols.end[tied], group))]
+    bounds = np.r_[0, np.flatnonzero(thread[1:] != thread[:-1]) + 1, rows.size]
+    return rows, bounds
 
 
 def op_of_gpu_ops(trace: Trace) -> np.ndarray:
     """For each row of ``launch_pairs(trace)``, the event row of its outermost op (-1 when none); once per trace."""
-    return memo(trace, "op_of_gpu_ops", lambda: _op_of_gpu_ops(trace))
-
-
-def _op_of_gpu_ops(trace: Trace) -> np.ndarray:
-    pairs = launch_pairs(trace)
-    out = np.full(len(pairs), -1, np.int64)
-    ops = outermost_ops(trace)
-    if ops.size == 0 or len(pairs) == 0:
-        return out
-    matched = np.flatnonzero(pairs["matched"])
-    if matched.size == 0:  # no GPU op has a launch call (e.g. correlation ids not recorded)
-        return out
-    at = _running_at(event_columns(trace), ops, pairs["pid"][matched], pairs["tid"][matched],
-                     pairs["launch_start"][matched])
-    found = at >= 0
-    out[matched[found]] = ops[at[found]]
-    return out
+    return _op_tree(trace)[1]
 
 
 def outermost_op_at(trace: Trace, pid: np.ndarray, tid: np.ndarray, t: np.ndarray) -> np.ndarray:
@@ -346,13 +401,17 @@ def _flop_ops(trace: Trace) -> FlopOps:
     cpu = np.flatnonzero(cols.of_kind(CPU_OP))
     # emit_nvtx op ranges: their shapes are the ``sizes = [...]`` of their text (no dtypes, no flops).
     nvtx = emit_nvtx_rows(trace)
-    nvtx_dims = code_map(cols.name[nvtx], cols.names, _emit_nvtx_sizes, None)  # once per distinct name
+    # Once per distinct name; gathered per row only for the ranges counted below (an export has tens of millions).
+    present = names_in_use(cols.name[nvtx], len(cols.names))
+    dims_by_code = np.full(len(cols.names) + 1, None, dtype=object)  # the last slot: name -1 (null)
+    dims_by_code[present] = [_emit_nvtx_sizes(str(cols.names[c])) for c in present]  # a loop over names
     none = FlopOps(np.zeros(0, np.int64), np.zeros(0), np.zeros(0, object), np.zeros(0, object), False,
                    np.zeros(0))
     if cpu.size == 0 and nvtx.size == 0:
         return _device_flop_ops(trace) or none
     recorded = trace.frame(cpu, ["input_dims", "flops"])
-    if not (recorded["input_dims"].notna().any() or recorded["flops"].notna().any() or pd.notna(nvtx_dims).any()):
+    if not (recorded["input_dims"].notna().any() or recorded["flops"].notna().any()
+            or pd.notna(dims_by_code).any()):
         return _device_flop_ops(trace) or none
     # Candidates: a formula for the op name (evaluated once per name the ops use) or a recorded flops value.
     names = op_names(trace)
@@ -365,7 +424,7 @@ def _flop_ops(trace: Trace) -> FlopOps:
     candidates = rows[pick]
     inputs = ["input_dims", "input_types", "concrete_inputs", "flops"]
     frame = pd.concat([trace.frame(cpu[pick[:cpu.size]], inputs).reset_index(drop=True).astype(object),
-                       pd.DataFrame({"input_dims": nvtx_dims[pick[cpu.size:]], "input_types": None,
+                       pd.DataFrame({"input_dims": dims_by_code[cols.name[nvtx[pick[cpu.size:]]]], "input_types": None,
                                      "concrete_inputs": None, "flops": None}, dtype=object)], ignore_index=True)
     frame["name"] = code[pick]
     keys = ["name", "input_dims", "input_types", "concrete_inputs"]
@@ -566,22 +625,32 @@ def launching_ops(trace: Trace, limit: int = TOP_EVIDENCE_OPS) -> list[dict[str,
     sel = pairs["is_kernel"] & (op_row >= 0)
     if not sel.any():
         return []
-    frame = pd.DataFrame({"name": op_name_codes(trace, op_row[sel]), "op": op_row[sel],
-                          "ns": (pairs["end"] - pairs["start"])[sel].astype(np.int64)})
-    table = frame.groupby("name").agg(instances=("op", "nunique"), kernels=("op", "size"), kernel_ns=("ns", "sum"))
-    table = table.reset_index().sort_values(["kernels", "kernel_ns", "name"], ascending=[False, False, True]).head(limit)
-    return [{"name": str(op_names(trace).names[r.name]), "instances": int(r.instances), "kernels": int(r.kernels),
-             "kernels_per_instance": float(r.kernels / r.instances), "kernel_ns": int(r.kernel_ns)}
-            for r in table.itertuples(index=False)]
+    names = op_names(trace).names
+    op = op_row[sel]
+    # Per op-name code (slot = code + 1, slot 0 the null name): kernels, their time, and the distinct ops (an op
+    # has one name, so its instances are the distinct ops of that name).
+    slot = op_name_codes(trace, op) + 1
+    kernels = np.bincount(slot, minlength=len(names) + 1)
+    kernel_ns = np.zeros(len(names) + 1, np.int64)
+    np.add.at(kernel_ns, slot, (pairs["end"] - pairs["start"])[sel].astype(np.int64))
+    del slot
+    instances = np.bincount(op_name_codes(trace, sorted_distinct(op)) + 1, minlength=len(names) + 1)
+    used = np.flatnonzero(kernels)
+    top = used[np.lexsort((used, -kernel_ns[used], -kernels[used]))][:limit]
+    return [{"name": str(names[s - 1]), "instances": int(instances[s]), "kernels": int(kernels[s]),
+             "kernels_per_instance": float(kernels[s] / instances[s]), "kernel_ns": int(kernel_ns[s])} for s in top]
 
 
 def optimizer_step(trace: Trace) -> dict[str, Any] | None:
     """Kernels launched inside PyTorch's ``Optimizer.step#...`` annotations, their share of all kernels, and
     whether the step uses foreach or fused kernels (None: the trace has no such annotation)."""
     cols = event_columns(trace)
-    # An annotation since ~2022; a framework op row in older traces.
-    ann = np.flatnonzero(cols.of_kind(ANNOTATION, CPU_OP) & (cols.tid >= 0))
-    ann = ann[code_mask(cols.name[ann], cols.names, lambda n: bool(_OPTIMIZER_STEP.match(n)))]
+    # An annotation since ~2022; a framework op row in older traces. The name test per dictionary name, then one
+    # gather over the rows (the annotations of an emit_nvtx export are tens of millions).
+    ann = _name_matches(cols.names, _OPTIMIZER_STEP)[cols.name]
+    if not ann.any():
+        return None
+    ann = np.flatnonzero(ann & cols.of_kind(ANNOTATION, CPU_OP) & (cols.tid >= 0))
     if ann.size == 0:
         return None
     ann = ann[np.lexsort((cols.start[ann], thread_key(cols.pid[ann], cols.tid[ann])))]
@@ -589,12 +658,24 @@ def optimizer_step(trace: Trace) -> dict[str, Any] | None:
     kernels = pairs["is_kernel"] & pairs["matched"]
     inside = _inside(cols, ann, pairs["pid"][kernels], pairs["tid"][kernels], pairs["launch_start"][kernels])
     cpu = framework_op_rows(trace)
-    fused = cpu[code_mask(op_name_codes(trace, cpu), op_names(trace).names, lambda n: bool(_FOREACH_OR_FUSED.search(n)))]
+    names = op_names(trace)
+    fused = cpu[_name_matches(names.names, _FOREACH_OR_FUSED)[names.code][cols.name[cpu]]]
     in_step = _inside(cols, ann, cols.pid[fused], cols.tid[fused], cols.start[fused])
     total = int(kernels.sum())
     return {"steps": int(ann.size), "kernels": int(inside.sum()),
             "kernel_share": float(inside.sum() / total) if total else None,
             "foreach_or_fused": bool(in_step.any())}
+
+
+def _name_matches(names: np.ndarray, pattern: re.Pattern[str]) -> np.ndarray:
+    """``pattern.search`` of each dictionary name as a boolean lookup, with a last slot (False) for the null code
+    -1: by Arrow's regex kernel over the dictionary (the patterns here mean the same in RE2)."""
+    try:
+        found = pc.match_substring_regex(pa.array(names, type=pa.string()), pattern.pattern)
+        hits = found.fill_null(False).to_numpy(zero_copy_only=False)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):  # a name that is not a string: Python's regex, name by name
+        hits = np.fromiter((bool(pattern.search(str(n))) for n in names), bool, count=len(names))
+    return np.r_[hits.astype(bool), False]
 
 
 def _inside(cols: Any, ranges: np.ndarray, pid: np.ndarray, tid: np.ndarray, t: np.ndarray) -> np.ndarray:
@@ -629,15 +710,20 @@ def gap_ops(trace: Trace, limit: int = TOP_EVIDENCE_OPS) -> list[dict[str, Any]]
     device = np.concatenate([np.full(b.gap_starts.size, d, np.int64) for d, b in busy.items()])
     start = np.concatenate([b.gap_starts for b in busy.values()]).astype(np.int64)
     end = np.concatenate([b.gap_ends for b in busy.values()]).astype(np.int64)
-    longest = np.lexsort((start, device, -(end - start)))[:limit]
+    length = end - start
+    if length.size > limit:  # the gaps at least as long as the limit-th longest (ties included), then ordered
+        keep = np.flatnonzero(length >= np.partition(length, length.size - limit)[length.size - limit])
+        device, start, end, length = device[keep], start[keep], end[keep], length[keep]
+    longest = np.lexsort((start, device, -length))[:limit]
     device, start, end = device[longest], start[longest], end[longest]
     pairs = launch_pairs(trace)
     op_row = op_of_gpu_ops(trace)
+    # The GPU ops ending at some gap's start or starting at some gap's end: one pass over the ops, not one a gap.
+    ending, starting = np.flatnonzero(is_member(pairs["end"], start)), np.flatnonzero(is_member(pairs["start"], end))
     out = []
     for d, s, e in zip(device, start, end, strict=True):  # a loop over the few gaps reported
-        on = pairs["device"] == d
-        before = np.flatnonzero(on & (pairs["end"] == s))
-        after = np.flatnonzero(on & (pairs["start"] == e))
+        before = ending[(pairs["device"][ending] == d) & (pairs["end"][ending] == s)]
+        after = starting[(pairs["device"][starting] == d) & (pairs["start"][starting] == e)]
         out.append({"device": int(d), "start_ns": int(s), "duration_ns": int(e - s),
                     "op_before": _op_name(trace, op_row, before), "op_after": _op_name(trace, op_row, after)})
     return out
@@ -807,25 +893,23 @@ def roofline(trace: Trace, compute: dict[str, Any], gpu_ns: pd.Series, flops: pd
 def innermost_op_of_gpu_ops(trace: Trace) -> np.ndarray:
     """For each row of ``launch_pairs(trace)``, the event row of the innermost framework op on the launching
     thread whose interval holds the launch call's start (-1 when none): the deepest of the ops around it."""
-    def compute() -> np.ndarray:
-        pairs = launch_pairs(trace)
-        out = np.full(len(pairs), -1, np.int64)
-        cols = event_columns(trace)
-        rows = framework_op_rows(trace)
-        matched = np.flatnonzero(pairs["matched"])
-        if rows.size == 0 or matched.size == 0:
-            return out
-        key = thread_key(cols.pid[rows], cols.tid[rows])
-        rows = rows[np.lexsort((-(cols.end[rows] - cols.start[rows]), cols.start[rows], key))]
-        level = nesting_depth(cols.pid[rows], cols.tid[rows], cols.start[rows], cols.end[rows]).astype(np.int64)
-        pid, tid, t = pairs["pid"][matched], pairs["tid"][matched], pairs["launch_start"][matched]
-        for lvl in range(int(level.max()) + 1):  # a loop over nesting levels: deeper levels overwrite
-            at_level = rows[level == lvl]
-            hit = _running_at(cols, at_level, pid, tid, t)
-            out[matched[hit >= 0]] = at_level[hit[hit >= 0]]
-        return out
+    return _op_tree(trace)[2]
 
-    return memo(trace, "innermost_op_of_gpu_ops", compute)
+
+def _sorted_depth(start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """:func:`tracelens.trace.nesting_depth` of one thread's intervals already ordered by (start, longest
+    first): the intervals before each in that order minus those of them ended at its start."""
+    ended = np.searchsorted(np.sort(end, kind="stable"), start, side="right")  # nearly sorted: timsort
+    # A zero-length interval at exactly s counts as "ended" before anything starting at s, including itself
+    # and later-ordered ones: remove those not ordered before this interval.
+    zero = end == start
+    if zero.any():
+        cz = np.cumsum(zero)
+        last_same_start = np.searchsorted(start, start, side="right") - 1
+        ended -= cz[last_same_start] - cz + zero
+    np.subtract(np.arange(start.size, dtype=ended.dtype), ended, out=ended)
+    np.clip(ended, 0, np.iinfo(np.int16).max, out=ended)
+    return ended.astype(np.int16)
 
 
 def by_innermost(trace: Trace, limit: int = TOP_OPS) -> list[dict[str, Any]]:

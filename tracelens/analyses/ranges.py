@@ -19,7 +19,7 @@ import pandas as pd
 
 from .. import intervals
 from ..trace import ANNOTATION, Trace
-from ..values import distinct
+from ..values import dense_codes, distinct
 from . import columns
 from .columns import EventColumns, device_busy, event_columns, thread_key, thread_time_positions
 from .launch import launch_pairs
@@ -27,22 +27,24 @@ from .launch import launch_pairs
 NAME_LIMIT = 200
 
 
-def _per_launch(trace: Trace) -> pd.DataFrame:
-    """GPU ops grouped by their launch call (a graph launch may enqueue many ops)."""
+def _per_launch(trace: Trace) -> dict[str, np.ndarray]:
+    """GPU ops grouped by their launch call (a graph launch may enqueue many ops): one array per column (pid,
+    tid, t, op_ns, first, last, dev_min, dev_max, ops), one value per launch call."""
     pairs = launch_pairs(trace)
     m = pairs[pairs["matched"]]
     m = m[np.argsort(m["correlation_id"], kind="stable")]
     cid = m["correlation_id"]
     if cid.size == 0:
-        return pd.DataFrame(columns=["pid", "tid", "t", "op_ns", "first", "last", "dev_min", "dev_max", "ops"])
+        return {k: np.zeros(0, np.int64) for k in ("pid", "tid", "t", "op_ns", "first", "last", "dev_min", "dev_max",
+                                                   "ops")}
     group = np.flatnonzero(np.r_[True, cid[1:] != cid[:-1]])  # first row of each launch call
     start, end, dev = m["start"], m["end"], m["device"]
-    return pd.DataFrame({
+    return {
         "pid": m["pid"][group], "tid": m["tid"][group], "t": m["launch_start"][group],
         "op_ns": np.add.reduceat(end - start, group), "first": np.minimum.reduceat(start, group),
         "last": np.maximum.reduceat(end, group), "dev_min": np.minimum.reduceat(dev, group),
         "dev_max": np.maximum.reduceat(dev, group), "ops": np.diff(np.r_[group, cid.size]),
-    })
+    }
 
 
 def _slice_reduce(ufunc: np.ufunc, values: np.ndarray, lo: np.ndarray, hi: np.ndarray, empty: int) -> np.ndarray:
@@ -94,15 +96,17 @@ class _Launches:
         cols = event_columns(trace)
         launches = _per_launch(trace)
         self.rows = rows
-        self.empty = launches.empty or rows.size == 0
+        self.empty = launches["t"].size == 0 or rows.size == 0
         if self.empty:
             return
-        launch_keys = thread_key(launches["pid"].to_numpy(), launches["tid"].to_numpy())
-        launch_t = launches["t"].to_numpy(np.int64)
+        launch_keys = thread_key(launches["pid"], launches["tid"])
+        launch_t = launches["t"].astype(np.int64, copy=False)
         self.threads = np.sort(distinct(launch_keys))
-        # rows are in start order: the first starts first; the latest end is found a chunk at a time
-        ends = max(int(cols.end[rows[lo: lo + CHUNK_RANGES]].max()) for lo in range(0, rows.size, CHUNK_RANGES))
-        self.lo = min(int(launch_t.min()), int(cols.start[rows[0]]))
+        # the earliest start and the latest end, found a chunk at a time
+        chunks = range(0, rows.size, CHUNK_RANGES)
+        starts = min(int(cols.start[rows[lo: lo + CHUNK_RANGES]].min()) for lo in chunks)
+        ends = max(int(cols.end[rows[lo: lo + CHUNK_RANGES]].max()) for lo in chunks)
+        self.lo = min(int(launch_t.min()), starts)
         self.width = max(int(launch_t.max()), ends) - self.lo + 2
         self.packed = len(self.threads) * self.width < columns.PACKED_KEY_LIMIT
         if self.packed:
@@ -113,13 +117,17 @@ class _Launches:
         del launch_keys, launch_t
         order = np.argsort(self.key, kind="stable")
         self.key = self.key[order]
-        launches = launches.iloc[order].reset_index(drop=True)
-        self.csum_ns = np.concatenate([[0], np.cumsum(launches["op_ns"].to_numpy(np.int64))])
-        self.csum_ops = np.concatenate([[0], np.cumsum(launches["ops"].to_numpy(np.int64))])
-        self.first = launches["first"].to_numpy(np.int64)
-        self.last = launches["last"].to_numpy(np.int64)
-        self.dev_min = launches["dev_min"].to_numpy(np.int64)
-        self.dev_max = launches["dev_max"].to_numpy(np.int64)
+        launches = {k: v[order].astype(np.int64, copy=False) for k, v in launches.items()}
+        self.csum_ns = np.concatenate([[0], np.cumsum(launches["op_ns"])])
+        self.csum_ops = np.concatenate([[0], np.cumsum(launches["ops"])])
+        self.first = launches["first"]
+        self.last = launches["last"]
+        self.dev_min = launches["dev_min"]
+        # A range's launches are all on one device when none of them spans several and none after the first
+        # changes device: two running counts instead of a min and a max over each range's launches.
+        dev_max = launches["dev_max"]
+        self.csum_multi = np.concatenate([[0], np.cumsum(self.dev_min != dev_max)])
+        self.csum_change = np.concatenate([[0, 0], np.cumsum(self.dev_min[1:] != self.dev_min[:-1])])
 
     def _positions(self, cols: EventColumns, at: slice) -> tuple[np.ndarray, np.ndarray]:
         """Packed (thread, start) and (thread, end) of the ranges ``at``; -1 for both on a thread that launched
@@ -142,18 +150,28 @@ class _Launches:
         lo = np.searchsorted(self.key, range_start, side="left")
         hi = np.searchsorted(self.key, range_end, side="left")
         del range_start, range_end
-        first = _slice_reduce(np.minimum, self.first, lo, hi, 0)
-        last = _slice_reduce(np.maximum, self.last, lo, hi, 0)
-        dmin = _slice_reduce(np.minimum, self.dev_min, lo, hi, -1)
-        dmax = _slice_reduce(np.maximum, self.dev_max, lo, hi, -1)
+        has = hi > lo
+        # The reductions over the launches these ranges cover only: ranges of one thread in start order cover
+        # a window of the launches (sorted by thread and time), so that each chunk's sparse tables span its
+        # own launches, not all of them.
+        win = slice(int(lo[has].min()), int(hi[has].max())) if has.any() else slice(0, 0)
+        lo_w, hi_w = np.where(has, lo - win.start, 0), np.where(has, hi - win.start, 0)
+        first = _slice_reduce(np.minimum, self.first[win], lo_w, hi_w, 0)
+        last = _slice_reduce(np.maximum, self.last[win], lo_w, hi_w, 0)
+        del lo_w, hi_w
+        n = self.dev_min.size
+        after_first = np.minimum(lo + 1, n)
+        one_device = has & (self.csum_multi[hi] == self.csum_multi[lo])
+        one_device &= self.csum_change[hi] == self.csum_change[after_first]
+        device_of = self.dev_min[np.minimum(lo, n - 1)]
+        del after_first
         idle = np.zeros(lo.size, np.int64)
         busy = device_busy(trace)
-        has = hi > lo
         for device, b in busy.items():
-            sel = has & (dmin == device) & (dmax == device)
+            sel = one_device & (device_of == device)
             idle[sel] = (last[sel] - first[sel]) - intervals.overlap_with_union(first[sel], last[sel], b.busy_starts,
                                                                                b.busy_ends)
-        mixed = has & (dmin != dmax)
+        mixed = has & ~one_device
         if mixed.any():
             us, ue = intervals.merge(np.concatenate([b.busy_starts for b in busy.values()]),
                                      np.concatenate([b.busy_ends for b in busy.values()]))
@@ -185,25 +203,29 @@ def range_summary(trace: Trace, limit: int = NAME_LIMIT) -> dict[str, Any]:
     rows = np.flatnonzero(cols.of_kind(ANNOTATION))
     if rows.size == 0:
         return {"count": 0, "names": 0, "ranges": []}
+    # By thread, then start (the table's order): each chunk of ranges then covers one window of the launches.
+    thread = dense_codes(thread_key(cols.pid[rows], cols.tid[rows]))[0]
+    rows = rows[np.argsort(thread.astype(np.int16) if thread.max() < 2**15 else thread, kind="stable")]
+    del thread
     launches = _Launches(trace, rows)
-    partials = []
-    for lo in range(0, rows.size, CHUNK_RANGES):  # a loop over chunks of ranges, each summed per name
+    # Sums per name code (slot 0: the null name), added a chunk at a time.
+    fields = ("n", "cpu_ns", "ops", "gpu_op_ns", "projected_ns", "gpu_idle_ns", "with_gpu")
+    totals = {field: np.zeros(len(cols.names) + 1, np.int64) for field in fields}
+    for lo in range(0, rows.size, CHUNK_RANGES):  # a loop over chunks of ranges
         at = slice(lo, lo + CHUNK_RANGES)
         mine = rows[at]
         measured = _zero_measures(mine.size) if launches.empty else launches.measure(trace, at)
-        chunk = pd.DataFrame({"name": cols.name[mine], "cpu_ns": cols.end[mine] - cols.start[mine],
-                              "ops": measured["ops"], "gpu_op_ns": measured["gpu_op_ns"],
-                              "projected_ns": measured["proj_end"] - measured["proj_start"],
-                              "gpu_idle_ns": measured["gpu_idle_ns"],
-                              "with_gpu": (measured["ops"] > 0).astype(np.int64)})
-        del measured
-        partials.append(chunk.groupby("name", sort=False).agg(
-            n=("cpu_ns", "size"), cpu_ns=("cpu_ns", "sum"), ops=("ops", "sum"), gpu_op_ns=("gpu_op_ns", "sum"),
-            projected_ns=("projected_ns", "sum"), gpu_idle_ns=("gpu_idle_ns", "sum"), with_gpu=("with_gpu", "sum")))
-        del chunk
+        slot = cols.name[mine] + 1
+        totals["n"] += np.bincount(slot, minlength=len(cols.names) + 1)
+        for field, values in (("cpu_ns", cols.end[mine] - cols.start[mine]), ("ops", measured["ops"]),
+                              ("gpu_op_ns", measured["gpu_op_ns"]),
+                              ("projected_ns", measured["proj_end"] - measured["proj_start"]),
+                              ("gpu_idle_ns", measured["gpu_idle_ns"]), ("with_gpu", measured["ops"] > 0)):
+            np.add.at(totals[field], slot, values.astype(np.int64, copy=False))
+        del measured, slot
     names = cols.names
-    agg = pd.concat(partials).groupby(level=0, sort=False).sum() if len(partials) > 1 else partials[0]
-    agg = agg.rename_axis("name").reset_index()
+    used = np.flatnonzero(totals["n"])
+    agg = pd.DataFrame({"name": used - 1, **{field: values[used] for field, values in totals.items()}})
     agg["label"] = [str(names[c]) if c >= 0 else "" for c in agg["name"].to_numpy()]
     agg = agg.sort_values(["cpu_ns", "label"], ascending=[False, True], kind="stable")
     out = [{"name": r.label, "count": int(r.n), "cpu_ns": int(r.cpu_ns), "gpu_ops": int(r.ops),
