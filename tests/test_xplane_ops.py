@@ -11,11 +11,11 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, shared_params
+from conftest import FIXTURES, SHARED_TRACES, shared_params
 
 import tracelens
 from tracelens import peaks
-from tracelens.analyses.ops import ops_report
+from tracelens.analyses.ops import by_innermost, launching_ops, ops_report
 from tracelens.ingest.xplane_schema import xspace_class
 
 JAX_FIXTURE = FIXTURES / "gpu" / "jax_mlp_cuda.xplane.pb"
@@ -283,3 +283,24 @@ def test_the_op_column_is_on_gpu_rows_only(built) -> None:
     tagged = df[df["op"].notna()]
     assert set(tagged["kind"].astype(str)) == {"kernel", "memcpy"}
     assert sorted(tagged["op"].astype(str)) == sorted(_expected_op(s) for *_, s in KERNELS if _expected_op(s))
+
+
+@pytest.mark.parametrize("path", [JAX_FIXTURE, SHARED_TRACES / "tf" / "amd_gpu_jax_te_fused_attn.xplane.pb"],
+                         ids=["jax_fixture", "amd_jax"])
+def test_innermost_and_launching_ops_use_the_recorded_op(path: Path) -> None:
+    # The op recorded on a GPU op is also its innermost op and the op that launched it (diagnosis evidence).
+    if not path.exists():
+        pytest.skip("../shared/traces is absent")
+    events = _gpu_events(path)
+    gpu, _, launches = _by_op(events)
+    kernels = defaultdict(int)
+    for e in events:
+        if e["op"] is not None and not e["copy"]:
+            kernels[e["op"]] += 1
+    trace = tracelens.load(path)
+    inner = {r["name"]: r for r in by_innermost(trace, limit=ALL)}
+    for op, ns in gpu.items():
+        assert inner[op]["gpu_ns"] == ns and inner[op]["kernels"] == kernels[op], op
+    for row in launching_ops(trace, limit=ALL):
+        op = row["name"]
+        assert (row["kernels"], row["kernel_ns"], row["instances"]) == (kernels[op], gpu[op], launches[op]), op

@@ -619,22 +619,29 @@ TOP_EVIDENCE_OPS = 5
 
 def launching_ops(trace: Trace, limit: int = TOP_EVIDENCE_OPS) -> list[dict[str, Any]]:
     """The outermost op names that launch the most kernels: instances that launched any, kernels, kernels per
-    instance, their summed kernel time (an op launching thousands of tiny kernels is the launch-bound one)."""
+    instance, their summed kernel time (an op launching thousands of tiny kernels is the launch-bound one).
+    A kernel with an op recorded on it (xplane) counts for that op, whose instances are its launches."""
     pairs = launch_pairs(trace)
     op_row = op_of_gpu_ops(trace)
-    sel = pairs["is_kernel"] & (op_row >= 0)
-    if not sel.any():
+    recorded = recorded_op_codes(trace)
+    joined = pairs["is_kernel"] & (op_row >= 0) & (recorded < 0)
+    by_record = pairs["is_kernel"] & (recorded >= 0)
+    if not (joined.any() or by_record.any()):
         return []
     names = op_names(trace).names
-    op = op_row[sel]
+    op = op_row[joined]
     # Per op-name code (slot = code + 1, slot 0 the null name): kernels, their time, and the distinct ops (an op
     # has one name, so its instances are the distinct ops of that name).
-    slot = op_name_codes(trace, op) + 1
+    slot = np.r_[op_name_codes(trace, op), recorded[by_record]] + 1
     kernels = np.bincount(slot, minlength=len(names) + 1)
     kernel_ns = np.zeros(len(names) + 1, np.int64)
-    np.add.at(kernel_ns, slot, (pairs["end"] - pairs["start"])[sel].astype(np.int64))
+    duration = (pairs["end"] - pairs["start"]).astype(np.int64)
+    np.add.at(kernel_ns, slot, np.r_[duration[joined], duration[by_record]])
     del slot
     instances = np.bincount(op_name_codes(trace, sorted_distinct(op)) + 1, minlength=len(names) + 1)
+    if by_record.any():
+        launches = _launches(trace)
+        instances[launches.index.to_numpy() + 1] += launches.to_numpy()
     used = np.flatnonzero(kernels)
     top = used[np.lexsort((used, -kernel_ns[used], -kernels[used]))][:limit]
     return [{"name": str(names[s - 1]), "instances": int(instances[s]), "kernels": int(kernels[s]),
@@ -916,12 +923,17 @@ def by_innermost(trace: Trace, limit: int = TOP_OPS) -> list[dict[str, Any]]:
     """Kernel and copy time by the innermost framework op around the launch call, most kernel time first."""
     pairs = launch_pairs(trace)
     op_row = innermost_op_of_gpu_ops(trace)
-    found = op_row >= 0
+    recorded = recorded_op_codes(trace)  # an op recorded on the GPU op itself (xplane) is its innermost op
+    found = (op_row >= 0) | (recorded >= 0)
     if not found.any():
         return []
+    code = np.full(op_row.size, -1, np.int64)
+    joined = op_row >= 0
+    code[joined] = op_name_codes(trace, op_row[joined])
+    code = np.where(recorded >= 0, recorded, code)
     duration = (pairs["end"] - pairs["start"])[found].astype(np.int64)
     kernel = pairs["is_kernel"][found]
-    frame = pd.DataFrame({"name": op_name_codes(trace, op_row[found]), "kernels": kernel.astype(np.int64),
+    frame = pd.DataFrame({"name": code[found], "kernels": kernel.astype(np.int64),
                           "gpu": np.where(kernel, duration, 0), "copy": np.where(kernel, 0, duration)})
     table = frame.groupby("name")[["kernels", "gpu", "copy"]].sum().reset_index()
     table = table.sort_values(["gpu", "copy", "name"], ascending=[False, False, True]).head(limit)
