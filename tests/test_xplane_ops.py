@@ -304,3 +304,12 @@ def test_innermost_and_launching_ops_use_the_recorded_op(path: Path) -> None:
     for row in launching_ops(trace, limit=ALL):
         op = row["name"]
         assert (row["kernels"], row["kernel_ns"], row["instances"]) == (kernels[op], gpu[op], launches[op]), op
+
+
+def test_long_gaps_name_the_recorded_ops_around_them() -> None:
+    # Every GPU event of the JAX fixture records jit_train_step/command_buffer_1: the ops before and after each
+    # long gap are that op (before: None, as the host join finds no op around a command-buffer launch).
+    from tracelens.analyses.ops import gap_ops
+
+    gaps = gap_ops(tracelens.load(JAX_FIXTURE))
+    assert gaps and all(g["op_before"] == g["op_after"] == "jit_train_step/command_buffer_1" for g in gaps)

@@ -724,7 +724,6 @@ def gap_ops(trace: Trace, limit: int = TOP_EVIDENCE_OPS) -> list[dict[str, Any]]
     longest = np.lexsort((start, device, -length))[:limit]
     device, start, end = device[longest], start[longest], end[longest]
     pairs = launch_pairs(trace)
-    op_row = op_of_gpu_ops(trace)
     # The GPU ops ending at some gap's start or starting at some gap's end: one pass over the ops, not one a gap.
     ending, starting = np.flatnonzero(is_member(pairs["end"], start)), np.flatnonzero(is_member(pairs["start"], end))
     out = []
@@ -732,18 +731,17 @@ def gap_ops(trace: Trace, limit: int = TOP_EVIDENCE_OPS) -> list[dict[str, Any]]
         before = ending[(pairs["device"][ending] == d) & (pairs["end"][ending] == s)]
         after = starting[(pairs["device"][starting] == d) & (pairs["start"][starting] == e)]
         out.append({"device": int(d), "start_ns": int(s), "duration_ns": int(e - s),
-                    "op_before": _op_name(trace, op_row, before), "op_after": _op_name(trace, op_row, after)})
+                    "op_before": _op_name(trace, before), "op_after": _op_name(trace, after)})
     return out
 
 
-def _op_name(trace: Trace, op_row: np.ndarray, gpu_ops: np.ndarray) -> str | None:
-    """The op name of the first of ``gpu_ops`` launched inside an op (None: none was)."""
-    rows = op_row[gpu_ops]
-    rows = rows[rows >= 0]
-    code = op_name_codes(trace, rows[:1])
-    if code.size == 0 or code[0] < 0:
-        return None
-    return str(op_names(trace).names[code[0]])
+def _op_name(trace: Trace, gpu_ops: np.ndarray) -> str | None:
+    """The op name of the first of ``gpu_ops`` with an op: the one recorded on it, else the outermost op its
+    launch call ran in (None: none has one)."""
+    attributed, code = gpu_op_name_codes(trace)
+    codes = code[gpu_ops]
+    codes = codes[attributed[gpu_ops] & (codes >= 0)]
+    return str(op_names(trace).names[codes[0]]) if codes.size else None
 
 
 # --- modules (Kineto with_modules / with_stack: python_function rows "nn.Module: Name_N") -----------------
