@@ -308,7 +308,7 @@ def test_innermost_and_launching_ops_use_the_recorded_op(path: Path) -> None:
 
 def test_long_gaps_name_the_recorded_ops_around_them() -> None:
     # Every GPU event of the JAX fixture records jit_train_step/command_buffer_1: the ops before and after each
-    # long gap are that op (before: None, as the host join finds no op around a command-buffer launch).
+    # long gap are that op (the host join alone found none around a command-buffer launch).
     from tracelens.analyses.ops import gap_ops
 
     gaps = gap_ops(tracelens.load(JAX_FIXTURE))
