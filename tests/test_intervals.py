@@ -44,3 +44,12 @@ def test_random_unions_against_instant_sets(seed):
         assert np.all(s[1:] > e[:-1]) and np.all(e > s)  # sorted, disjoint, non-empty
         s, e = intervals.intersect(*a, *c)
         assert _instants(s, e) == _instants(*a) & _instants(*c)
+
+
+def test_covered_before_and_its_inverse():
+    # Union [10,20) [30,35): 0 covered before 10, 5 before 15, 10 before 25, 13 before 33, 15 from 35 on.
+    us, ue = np.array([10, 30]), np.array([20, 35])
+    assert intervals.covered_before(np.array([0, 15, 25, 33, 40]), us, ue).tolist() == [0, 5, 10, 13, 15]
+    # The first instant by which 0, 5, 10, 13 and 15 have passed; 16 is more than the union holds.
+    assert intervals.time_covered(np.array([0, 5, 10, 13, 15, 16]), us, ue).tolist() == [
+        10, 15, 20, 33, 35, np.iinfo(np.int64).max]

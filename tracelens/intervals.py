@@ -45,6 +45,49 @@ def gaps(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return e[:-1], s[1:]
 
 
+def _covered_below(cum: np.ndarray, last_end: np.ndarray, t: np.ndarray, i: np.ndarray) -> np.ndarray:
+    """Covered length of a union in (-inf, t), given i = the union intervals starting at or before t: theirs,
+    less the part of the last of them at or after t. ``cum[i]``: the length of the first i union intervals;
+    ``last_end[i]``: the end of the i-th (i >= 1), and for i = 0 a value below every time. Two gathers per
+    time (hot path: tens of millions of host rows)."""
+    covered = cum[i]
+    above = np.maximum(last_end[i], t)
+    above -= t
+    covered -= above
+    return covered
+
+
+def _cumulative(union_starts: np.ndarray, union_ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(cum, last_end) for :func:`_covered_below`."""
+    cum = np.concatenate([[0], np.cumsum(union_ends - union_starts)])
+    last_end = np.concatenate([[np.iinfo(np.int64).min], union_ends])
+    return cum, last_end
+
+
+def covered_before(t: np.ndarray, union_starts: np.ndarray, union_ends: np.ndarray) -> np.ndarray:
+    """For each time, the length of a union of disjoint sorted intervals that lies before it."""
+    t = np.asarray(t, dtype=np.int64)
+    if union_starts.size == 0:
+        return np.zeros(t.size, dtype=np.int64)
+    union_starts = np.asarray(union_starts, dtype=np.int64)
+    cum, last_end = _cumulative(union_starts, np.asarray(union_ends, dtype=np.int64))
+    return _covered_below(cum, last_end, t, np.searchsorted(union_starts, t, side="right"))
+
+
+def time_covered(length: np.ndarray, union_starts: np.ndarray, union_ends: np.ndarray) -> np.ndarray:
+    """The inverse of :func:`covered_before`: for each length, the first instant by which that much of the union
+    has passed (int64 max where the union is shorter)."""
+    length = np.asarray(length, dtype=np.int64)
+    if union_starts.size == 0:
+        return np.full(length.size, np.iinfo(np.int64).max, np.int64)
+    union_starts = np.asarray(union_starts, dtype=np.int64)
+    cum, _ = _cumulative(union_starts, np.asarray(union_ends, dtype=np.int64))
+    j = np.searchsorted(cum[1:], length, side="left")  # the union interval where the length is reached
+    inside = j < union_starts.size
+    jj = np.minimum(j, union_starts.size - 1)
+    return np.where(inside, union_starts[jj] + (length - cum[jj]), np.iinfo(np.int64).max)
+
+
 def overlap_with_union(
     starts: np.ndarray, ends: np.ndarray, union_starts: np.ndarray, union_ends: np.ndarray
 ) -> np.ndarray:
@@ -58,21 +101,7 @@ def overlap_with_union(
         return np.zeros(starts.size, dtype=np.int64)
     union_starts = np.asarray(union_starts, dtype=np.int64)
     union_ends = np.asarray(union_ends, dtype=np.int64)
-    # cum[i]: the length of the first i union intervals; last_end[i]: the end of the i-th (i >= 1), and for
-    # i = 0 a value below every time (max(last_end, t) - t is then 0).
-    cum = np.concatenate([[0], np.cumsum(union_ends - union_starts)])
-    last_end = np.concatenate([[np.iinfo(np.int64).min], union_ends])
-
-    def covered_before(t: np.ndarray, i: np.ndarray) -> np.ndarray:
-        # Covered length of the union in (-inf, t), given i = the union intervals starting at or before t:
-        # theirs, less the part of the last of them at or after t. Two gathers per time (hot path: tens of
-        # millions of host rows).
-        covered = cum[i]
-        above = np.maximum(last_end[i], t)
-        above -= t
-        covered -= above
-        return covered
-
+    cum, last_end = _cumulative(union_starts, union_ends)
     first = np.searchsorted(union_starts, starts, side="right")
     # An interval ending before the next union interval starts has the same count at its end: a binary search
     # only for the others (most host rows are short against the gaps between union intervals).
@@ -82,8 +111,8 @@ def overlap_with_union(
     at = np.flatnonzero(further)
     last[at] = np.searchsorted(union_starts, ends[at], side="right")
     del further, at
-    out = covered_before(ends, last)
-    out -= covered_before(starts, first)
+    out = _covered_below(cum, last_end, ends, last)
+    out -= _covered_below(cum, last_end, starts, first)
     return out
 
 

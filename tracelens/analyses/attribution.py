@@ -126,22 +126,11 @@ def _sync_echo(
     ran little while the host waited, W is small, and the idle stays launch overhead). Echoes of successive
     calls may overlap; their union claims at most the sum of their W (the host's lead, had none waited).
     """
-    if s.size == 0:
+    if s.size == 0 or eligible[0].size == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     waited = intervals.overlap_with_union(s, e, *busy)
-    es, ee = eligible
-    if es.size == 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    lengths = ee - es
-    cum = np.concatenate([[0], np.cumsum(lengths)])
-    i = np.searchsorted(es, e, side="right")
-    last = np.maximum(i - 1, 0)
-    before = np.where(i > 0, cum[last] + np.clip(e - es[last], 0, lengths[last]), 0)
-    target = before + waited
-    j = np.searchsorted(cum[1:], target, side="left")  # the eligible interval where the credit runs out
-    inside = j < es.size
-    jj = np.minimum(j, es.size - 1)
-    spent = np.where(inside, es[jj] + (target - cum[jj]), np.iinfo(np.int64).max)
+    # The instant by which another W ns of eligible time have passed after the call's end.
+    spent = intervals.time_covered(intervals.covered_before(e, *eligible) + waited, *eligible)
     keep = (waited > 0) & (spent > e)
     return intervals.merge(e[keep], spent[keep])
 

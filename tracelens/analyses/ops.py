@@ -138,16 +138,18 @@ def recorded_op_codes(trace: Trace) -> np.ndarray:
 def gpu_op_name_codes(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
     """Per row of ``launch_pairs(trace)``: whether it is attributed to an op and that op's name code (the op
     recorded on it, else its outermost op's), -1 where unattributed (or the op has no name)."""
-    def compute() -> tuple[np.ndarray, np.ndarray]:
-        op_row = op_of_gpu_ops(trace)
-        recorded = recorded_op_codes(trace)
-        code = np.full(op_row.size, -1, np.int64)
-        joined = op_row >= 0
-        code[joined] = op_name_codes(trace, op_row[joined])
-        code = np.where(recorded >= 0, recorded, code)
-        return joined | (recorded >= 0), code
+    return memo(trace, "gpu_op_name_codes", lambda: _with_recorded_ops(trace, op_of_gpu_ops(trace)))
 
-    return memo(trace, "gpu_op_name_codes", compute)
+
+def _with_recorded_ops(trace: Trace, op_row: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of ``launch_pairs``, given the op row the host join found for it (-1: none): whether it has an
+    op, and the name code of the op recorded on it if any, else of the joined op's (-1: none, or no name)."""
+    recorded = recorded_op_codes(trace)
+    code = np.full(op_row.size, -1, np.int64)
+    joined = op_row >= 0
+    code[joined] = op_name_codes(trace, op_row[joined])
+    code = np.where(recorded >= 0, recorded, code)
+    return joined | (recorded >= 0), code
 
 
 def emit_nvtx_rows(trace: Trace) -> np.ndarray:
@@ -921,14 +923,9 @@ def by_innermost(trace: Trace, limit: int = TOP_OPS) -> list[dict[str, Any]]:
     """Kernel and copy time by the innermost framework op around the launch call, most kernel time first."""
     pairs = launch_pairs(trace)
     op_row = innermost_op_of_gpu_ops(trace)
-    recorded = recorded_op_codes(trace)  # an op recorded on the GPU op itself (xplane) is its innermost op
-    found = (op_row >= 0) | (recorded >= 0)
+    found, code = _with_recorded_ops(trace, op_row)  # an op recorded on the GPU op itself is its innermost op
     if not found.any():
         return []
-    code = np.full(op_row.size, -1, np.int64)
-    joined = op_row >= 0
-    code[joined] = op_name_codes(trace, op_row[joined])
-    code = np.where(recorded >= 0, recorded, code)
     duration = (pairs["end"] - pairs["start"])[found].astype(np.int64)
     kernel = pairs["is_kernel"][found]
     frame = pd.DataFrame({"name": code[found], "kernels": kernel.astype(np.int64),
