@@ -114,6 +114,24 @@ def test_by_module_hand_built():
     assert ops_report(Trace.from_rows(rows[3:]))["by_module"] is None  # no module rows
 
 
+def _kernel_ns_by_innermost_around_launch(events: list[dict], around: list[dict]) -> dict[str, float]:
+    """Kineto JSON, read directly: each kernel's time (ns) to the name of the innermost (latest-starting, then
+    shortest) of the ``around`` events running on its launch call's thread at the call's start."""
+    launches = {}
+    for e in events:
+        if e.get("cat") in ("cuda_runtime", "cuda_driver") and (e.get("args") or {}).get("correlation") is not None:
+            launches.setdefault(e["args"]["correlation"], (e["pid"], e["tid"], e["ts"]))
+    want: dict[str, float] = {}
+    for k in (e for e in events if e.get("cat") == "kernel"):
+        launch = launches.get((k.get("args") or {}).get("correlation"))
+        holding = [a for a in around if launch and (a["pid"], a["tid"]) == launch[:2]
+                   and a["ts"] <= launch[2] < a["ts"] + a["dur"]]
+        if holding:
+            name = max(holding, key=lambda a: (a["ts"], -a["dur"]))["name"]
+            want[name] = want.get(name, 0.0) + k["dur"] * 1000
+    return want
+
+
 @pytest.mark.shared
 def test_by_module_on_the_bert_trace():
     from tests.conftest import shared_traces
@@ -123,19 +141,8 @@ def test_by_module_on_the_bert_trace():
         pytest.skip("../shared/traces/pytorch not present")
     events = [e for e in json.loads(gzip.decompress(paths[0].read_bytes()))["traceEvents"] if e.get("ph") == "X"]
     modules = [e for e in events if e.get("cat") == "python_function" and e["name"].startswith("nn.Module: ")]
-    launches = {}
-    for e in events:
-        if e.get("cat") in ("cuda_runtime", "cuda_driver") and (e.get("args") or {}).get("correlation") is not None:
-            launches.setdefault(e["args"]["correlation"], (e["pid"], e["tid"], e["ts"]))
     # Each kernel to the innermost (latest-starting) module running at its launch, written out directly.
-    want: dict[str, float] = {}
-    for k in (e for e in events if e.get("cat") == "kernel"):
-        launch = launches.get((k.get("args") or {}).get("correlation"))
-        around = [m for m in modules if launch and (m["pid"], m["tid"]) == launch[:2]
-                  and m["ts"] <= launch[2] < m["ts"] + m["dur"]]
-        if around:
-            inner = max(around, key=lambda m: (m["ts"], -m["dur"]))["name"][len("nn.Module: "):]
-            want[inner] = want.get(inner, 0.0) + k["dur"] * 1000
+    want = {name[len("nn.Module: "):]: ns for name, ns in _kernel_ns_by_innermost_around_launch(events, modules).items()}
     from tracelens.analyses.ops import by_module
 
     got = {r["path"].rsplit("/", 1)[-1]: r["gpu_ns"] for r in by_module(tracelens.load(paths[0]), limit=1000)}
@@ -172,19 +179,8 @@ def test_innermost_op_on_the_bert_trace():
         pytest.skip("../shared/traces/pytorch not present")
     events = [e for e in json.loads(gzip.decompress(paths[0].read_bytes()))["traceEvents"] if e.get("ph") == "X"]
     ops = [e for e in events if e.get("cat") == "cpu_op"]
-    launches = {}
-    for e in events:
-        if e.get("cat") in ("cuda_runtime", "cuda_driver") and (e.get("args") or {}).get("correlation") is not None:
-            launches.setdefault(e["args"]["correlation"], (e["pid"], e["tid"], e["ts"]))
     # The innermost op: of the ops around the launch on its thread, the latest-starting (shortest on ties).
-    want: dict[str, float] = {}
-    for k in (e for e in events if e.get("cat") == "kernel"):
-        launch = launches.get((k.get("args") or {}).get("correlation"))
-        around = [o for o in ops if launch and (o["pid"], o["tid"]) == launch[:2]
-                  and o["ts"] <= launch[2] < o["ts"] + o["dur"]]
-        if around:
-            name = max(around, key=lambda o: (o["ts"], -o["dur"]))["name"]
-            want[name] = want.get(name, 0.0) + k["dur"] * 1000
+    want = _kernel_ns_by_innermost_around_launch(events, ops)
     got = {r["name"]: r["gpu_ns"] for r in by_innermost(tracelens.load(paths[0]), limit=1000) if r["kernels"]}
     assert got.keys() == want.keys() and "aten::addmm" in got
     assert all(got[n] == pytest.approx(want[n], abs=len(events)) for n in want)
