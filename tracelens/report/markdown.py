@@ -188,7 +188,8 @@ def _headline(doc: dict[str, Any]) -> Lines:
         per_device = ", ".join(f"{_gpu_label(d)} {fmt_pct(d.get('utilization'))}" for d in devices[:16])
         if len(devices) > 16:
             per_device += f", … {len(devices) - 16} more"
-        lines.append(f"- **{md(busy)}**"
+        head, _, split = busy.partition(": ")  # "GPU busy 99.3%" in bold, then its split by kind
+        lines.append(f"- **{md(head)}:** {md(split)}".rstrip()
                      + (f" (mean over {len(devices)} devices: {per_device})" if len(devices) > 1 else ""))
     elif "devices" in doc:
         lines.append("- **GPU utilization:** no GPU activity in this trace (no kernels, copies or memsets)")
