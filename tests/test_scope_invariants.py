@@ -180,6 +180,11 @@ def _check(trace: Trace) -> None:
     for d in (doc.get("communication") or {}).get("devices") or []:
         span = per_device[d["device"]]["span"]
         assert d["exposed_ns"] <= span and d["breakdown"]["memcpy_exposed_ns"] <= span
+    occupancy = doc.get("occupancy") or {}
+    for d in occupancy.get("per_device") or []:
+        assert d["lost_ns"] <= per_device[d["device"]]["span"]
+    if occupancy.get("lost_ns") is not None:  # summed over GPUs in JSON; rendered as the device-mean
+        assert occupancy["lost_ns"] / len(per_device) <= mean_span
     diagnosis = doc["diagnosis"]
     for cause in diagnosis["causes"]:
         assert cause["lost_ns"] <= mean_span and cause["share"] <= 1.0, cause["cause"]

@@ -446,11 +446,18 @@ def _occupancy(doc: dict[str, Any]) -> Lines:
     if not isinstance(occ, dict) or "per_device" not in occ:
         return _section_generic("occupancy")(doc)
     lines = ["", _heading("occupancy"), ""]
+    # The section's totals sum the GPUs: shown as device-means (the diagnosis' low_occupancy loss) with several.
+    gpus = len(doc.get("devices") or []) or 1
+
+    def mean(key: str) -> str:
+        value = occ.get(key)
+        return fmt_ns(value / gpus if isinstance(value, (int, float)) else None)
+
     lines.append(f"{_num(occ.get('computed_count'))} of {_num(occ.get('kernel_count'))} kernels with a computed "
                  f"occupancy; low means below {fmt_pct(occ.get('low_threshold'))}. Lost time is GPU time with SMs "
                  f"left empty by grids smaller than the SM count or by block shapes that cap occupancy: "
-                 f"{fmt_ns(occ.get('lost_ns'))} ({fmt_ns(occ.get('under_filled_lost_ns'))} under-filled, "
-                 f"{fmt_ns(occ.get('block_shape_lost_ns'))} block shape). Occupancy limited by registers or shared "
+                 f"{mean('lost_ns')}{' per GPU (mean)' if gpus > 1 else ''} ({mean('under_filled_lost_ns')} "
+                 f"under-filled, {mean('block_shape_lost_ns')} block shape). Occupancy limited by registers or shared "
                  "memory is shown but not counted: tuned GEMM and convolution kernels run there on purpose.")
     devices = [d for d in occ.get("per_device") or [] if isinstance(d, dict)]
     if devices:

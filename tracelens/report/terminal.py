@@ -288,8 +288,12 @@ def _occupancy(doc: dict[str, Any], console: Console) -> None:
             _scalars("Occupancy", occ, console)
         return
     console.print()
+    # occupancy.lost_ns sums the GPUs: shown as the device-mean (the diagnosis' low_occupancy loss) with several.
+    gpus = len(doc.get("devices") or []) or 1
+    lost = occ.get("lost_ns") / gpus if isinstance(occ.get("lost_ns"), (int, float)) else None
     _print(console, f"Occupancy: {_n(occ.get('computed_count'))} of {_n(occ.get('kernel_count'))} kernels computed, "
-                    f"lost {fmt_ns(occ.get('lost_ns'))} (low < {fmt_pct(occ.get('low_threshold'))})")
+                    f"lost {fmt_ns(lost)}{' per GPU (mean)' if gpus > 1 else ''} "
+                    f"(low < {fmt_pct(occ.get('low_threshold'))})")
     for d in occ.get("per_device") or []:
         if not isinstance(d, dict):
             continue
