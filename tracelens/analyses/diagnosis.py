@@ -479,7 +479,8 @@ def _memcpy_remedy(top: dict[str, Any] | None, link_fraction: float | None, smal
 
 
 def _memcpy(ctx: Context) -> dict[str, Any] | None:
-    memcpy = ctx.done.get("memcpy") if isinstance(ctx.done.get("memcpy"), dict) else {}
+    section = ctx.done.get("memcpy")
+    memcpy: dict[str, Any] = section if isinstance(section, dict) else {}
     sync_copy = sum(a["sync_copy_ns"] for a in ctx.attribution.values())
     per_device = [d for d in memcpy.get("per_device") or [] if d.get("exposed_ns")]
     # The GPU with the most exposed copy time speaks for the cause: its own kinds, counts and bytes, so a

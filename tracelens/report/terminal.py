@@ -290,7 +290,8 @@ def _occupancy(doc: dict[str, Any], console: Console) -> None:
     console.print()
     # occupancy.lost_ns sums the GPUs: shown as the device-mean (the diagnosis' low_occupancy loss) with several.
     gpus = len(doc.get("devices") or []) or 1
-    lost = occ.get("lost_ns") / gpus if isinstance(occ.get("lost_ns"), (int, float)) else None
+    total = occ.get("lost_ns")
+    lost = total / gpus if isinstance(total, (int, float)) else None
     _print(console, f"Occupancy: {_n(occ.get('computed_count'))} of {_n(occ.get('kernel_count'))} kernels computed, "
                     f"lost {fmt_ns(lost)}{' per GPU (mean)' if gpus > 1 else ''} "
                     f"(low < {fmt_pct(occ.get('low_threshold'))})")
