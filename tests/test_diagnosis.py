@@ -37,7 +37,8 @@ EXPECTED = [
     ("synchronization", "synchronization", 310, 480, SYNC_FIX["explicit"]["pytorch"]),
     ("multi_gpu_imbalance", "multi_gpu_imbalance", 400, 1000, None),
     ("memcpy", "memcpy", 600, 780, MEMCPY_FIX["pin"]["pytorch"]),
-    ("memcpy_pinned_at_link", "memcpy", 10_000_000, 10_100_000, MEMCPY_FIX["fewer_bytes"]["pytorch"]),
+    ("memcpy_pinned_at_link", "memcpy", 10_000_000, 10_100_000, MEMCPY_FIX["floor"]["pytorch"]),
+    ("memcpy_side_stream", "memcpy", 6_000 * US, 10_100 * US, MEMCPY_FIX["floor"]["pytorch"]),
     ("low_occupancy", "low_occupancy", 2880, 3200, OCCUPANCY_FIX["under_filled"]["pytorch"]),
     ("low_occupancy_block_shape", "low_occupancy", 13700, 14800, OCCUPANCY_FIX["under_filled"]["pytorch"]),
     ("startup", "startup", 10_000 * US, 10_580 * US, STARTUP_FIX["pytorch"]),
@@ -300,37 +301,65 @@ def test_unexplained_idle_while_waiting_on_other_ranks():
 # ------------------------------------------------------------------ fixes from the evidence
 
 
-def _copy_case(src_kind: str, call: str, duration: int) -> Trace:
-    """A 256 MiB HtoD copy from ``src_kind`` memory by ``call`` taking ``duration`` ns, then a kernel (A100)."""
+def _copy_case(src_kind: str, call: str, duration: int, kernel_ns: int | None = None) -> Trace:
+    """A 256 MiB HtoD copy from ``src_kind`` memory by ``call`` taking ``duration`` ns, then a kernel of
+    ``kernel_ns`` (default: as long as the copy, enough compute to hide it behind) on the same stream (A100)."""
+    kernel_ns = duration if kernel_ns is None else kernel_ns
     rows = [
         {"kind": "runtime", "name": call, "start_ns": 0, "end_ns": 10, "pid": 1, "tid": 1, "correlation_id": 1},
         {"kind": "memcpy", "name": "Memcpy HtoD", "start_ns": 20, "end_ns": 20 + duration, "device": 0, "stream": 7,
          "correlation_id": 1, "bytes": 256 << 20, "copy_kind": "HtoD", "src_kind": src_kind, "dst_kind": "device"},
         {"kind": "runtime", "name": "cudaLaunchKernel", "start_ns": 10, "end_ns": 20, "pid": 1, "tid": 1,
          "correlation_id": 2},
-        {"kind": "kernel", "name": "consume", "start_ns": 20 + duration, "end_ns": 120 + duration, "device": 0,
+        {"kind": "kernel", "name": "consume", "start_ns": 20 + duration, "end_ns": 20 + duration + kernel_ns, "device": 0,
          "stream": 7, "correlation_id": 2},
     ]
     return _rows_case(rows, [{"id": 0, "name": "NVIDIA A100-SXM4-40GB", "vendor": "nvidia"}])
 
 
-@pytest.mark.parametrize(("src_kind", "call", "duration", "remedy"), [
+@pytest.mark.parametrize(("src_kind", "call", "duration", "kernel_ns", "remedy"), [
     # 268,435,456 B in 10 ms = 26.8 GB/s = 85% of PCIe gen4 x16 (31.5 GB/s): as fast as the link goes.
-    ("pinned", "cudaMemcpyAsync", 10_000_000, "fewer_bytes"),
+    ("pinned", "cudaMemcpyAsync", 10_000_000, None, "fewer_bytes"),
     # the same bytes in 30 ms = 8.9 GB/s = 28% of the link: pinned and async but slow -> overlap them.
-    ("pinned", "cudaMemcpyAsync", 30_000_000, "overlap"),
+    ("pinned", "cudaMemcpyAsync", 30_000_000, None, "overlap"),
+    # ... but with one 100 ns kernel overlap could hide 100 of the 10 ms exposed (< half): the copy is the floor.
+    ("pinned", "cudaMemcpyAsync", 10_000_000, 100, "floor"),
+    ("pinned", "cudaMemcpyAsync", 30_000_000, 100, "floor"),
     # pinned but synchronous (cudaMemcpy): the host waits for each -> non_blocking.
-    ("pinned", "cudaMemcpy", 10_000_000, "async"),
+    ("pinned", "cudaMemcpy", 10_000_000, None, "async"),
     # pageable host memory -> pin it, whatever the call.
-    ("pageable", "cudaMemcpyAsync", 30_000_000, "pin"),
+    ("pageable", "cudaMemcpyAsync", 30_000_000, None, "pin"),
 ])
-def test_memcpy_fix_follows_its_evidence(src_kind, call, duration, remedy):
-    primary = analyze(_copy_case(src_kind, call, duration))["diagnosis"]["primary"]
+def test_memcpy_fix_follows_its_evidence(src_kind, call, duration, kernel_ns, remedy):
+    primary = analyze(_copy_case(src_kind, call, duration, kernel_ns))["diagnosis"]["primary"]
     assert primary["cause"] == "memcpy"
     assert primary["evidence"]["remedy"] == remedy
     assert primary["fix"] == MEMCPY_FIX[remedy]["pytorch"]
     if remedy != "pin":
         assert "pin_memory=True" not in primary["fix"]
+
+
+def test_copies_already_beside_the_kernels_get_no_overlap_advice():
+    """memcpy_side_stream (make_causes.py): a pinned async copy on stream 8 with the compute stream's kernels
+    inside its window. Overlap is done already, so the fix is fewer bytes: no side stream, prefetch or
+    non_blocking advice, in the diagnosis and in the memcpy section's finding."""
+    doc = analyze(load_case("memcpy_side_stream"))
+    primary = doc["diagnosis"]["primary"]
+    ev = primary["evidence"]
+    # Kernel union 4.1 ms; 4 ms of it beside the copy; exposed 6 ms -> headroom 0.1 ms.
+    assert (ev["device"], ev["kernel_union_ns"], ev["overlap_headroom_ns"]) == (0, 4_100 * US, 100 * US)
+    assert ev["exposed_by_device"] == {"0": 6_000 * US} and ev["remedy"] == "floor"
+    finding = next(f for f in doc["memcpy"]["findings"] if f["id"] == "memcpy_exposed")
+    assert finding["evidence"]["overlap_headroom_ns"] == 100 * US
+    for fix in (primary["fix"], finding["fix"]):
+        assert "fewer bytes" in fix.lower()
+        assert not any(advice in fix for advice in ("torch.cuda.Stream", "side stream", "non_blocking", "Prefetch",
+                                                    "prefetch", "pin_memory"))
+    # The utilization split says why: the GPU is busy all along, computing 40.6% of it.
+    summary = doc["summary"]
+    assert summary["gpu_utilization"] == 1.0
+    assert summary["utilization_by_kind"] == pytest.approx({"kernels": 4_100 / 10_100, "copies_only": 6_000 / 10_100,
+                                                            "memsets_only": 0.0}, abs=1e-12)
 
 
 def test_launch_fix_with_cuda_graphs_names_what_is_outside_them():
@@ -366,7 +395,10 @@ def test_findings_are_sentences_with_their_numbers():
                             "500 µs); OS-runtime calls were not traced.",
         "memcpy_pinned_at_link": "Copies ran with no kernel beside them for 10 ms: mostly 1 HtoD copy of 256.0 MiB "
                                  "at 25.0 GiB/s, pinned and asynchronous (85.2% of the expected bandwidth for "
-                                 "large copies).",
+                                 "large copies); its kernels ran 100 µs in all.",
+        "memcpy_side_stream": "Copies ran with no kernel beside them for 6 ms: mostly 1 HtoD copy of 256.0 MiB "
+                              "at 25.0 GiB/s, pinned and asynchronous (85.2% of the expected bandwidth for "
+                              "large copies); its kernels ran 4.1 ms in all.",
         "input_pipeline": "The GPU was idle 600 ns, 96.8% of its idle time, while the training thread was in "
                           "“tracelens/data”, 600 ns per step.",
     }

@@ -42,9 +42,10 @@ def metric(result: dict, key: str) -> dict:
     return next(m for m in result["metrics"] if m["key"] == key)
 
 
-def test_utilization_is_busy_weighted_over_devices() -> None:
-    # Device 0 busy 90 of 100, device 1 busy 10 of 300: (90 + 10) / (100 + 300) = 0.25 (not the mean 0.467).
-    assert gpu_utilization(doc([(90, 100), (10, 300)])) == 0.25
+def test_utilization_is_the_device_mean() -> None:
+    # Device 0 busy 90 of 100, device 1 busy 10 of 300: (0.9 + 1/30) / 2 = 0.4667 (not Σbusy/Σspan = 0.25),
+    # the mean its parts (summary.utilization_by_kind) add up to.
+    assert gpu_utilization(doc([(90, 100), (10, 300)])) == pytest.approx((0.9 + 10 / 300) / 2)
     assert gpu_utilization(doc([])) is None
     assert mean_step_ns(doc([(1, 2)], steps=[10, 20, 60])) == 30.0
     assert mean_step_ns(doc([(1, 2)])) is None
@@ -111,7 +112,7 @@ def test_render_markdown_and_json() -> None:
     text = render_diff(result, "markdown")
     assert "**Verdict: ❌ regressed**" in text
     assert "<script>" not in text and "a&#124;b&lt;/details&gt;" in text
-    assert "| GPU utilization (Σbusy/Σspan) | 80.0% | 50.0% | -30.0 pts | -37.5% | ❌ regressed |" in text
+    assert "| GPU utilization (device-mean busy/span) | 80.0% | 50.0% | -30.0 pts | -37.5% | ❌ regressed |" in text
     assert assert_tables_well_formed(text) >= 4  # sides, metrics, slower, removed
     assert_details_balanced(text)
     assert json.loads(render_diff(result, "json"))["verdict"] == "regressed"

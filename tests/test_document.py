@@ -40,10 +40,12 @@ def test_analyze_puts_summary_after_source() -> None:
     assert list(doc)[3:] == SECTIONS
     summary = doc["summary"]
     devices = doc["devices"]
-    assert summary["gpu_utilization"] == sum(d["busy_ns"] for d in devices) / sum(d["span_ns"] for d in devices)
+    n = len(devices)
+    assert summary["gpu_utilization"] == pytest.approx(sum(d["busy_ns"] / d["span_ns"] for d in devices) / n)
+    assert summary["device_mean_span_ns"] == sum(d["span_ns"] for d in devices) / n
     assert summary["steps"] is not None and summary["steps"]["count"] == doc["steps"]["count"]
     assert summary["primary_cause"] == doc["diagnosis"]["primary"]["cause"]
-    assert summary["idle_by_cause"] == doc["attribution"]["total_by_cause"]
+    assert summary["device_mean_idle_by_cause"] == {k: v / n for k, v in doc["attribution"]["total_by_cause"].items()}
 
 
 # ---------------------------------------------------------------------------------------- saved JSON
@@ -62,6 +64,23 @@ def test_load_document_reads_a_saved_document(tmp_path: Path) -> None:
     bare = {k: v for k, v in doc.items() if k != "summary"}
     (tmp_path / "bare.json").write_text(json.dumps(bare))
     assert tracelens.load_document(tmp_path / "bare.json")["summary"] == summarize(doc) == doc["summary"]
+
+
+def test_a_document_saved_by_schema_1_0_gets_this_versions_summary(tmp_path: Path) -> None:
+    """Schema 1.0 summaries summed durations over devices under other names (gpu_span_ns, ...): reading one
+    back recomputes the summary from its sections, so diff and report find the keys they read; figures the
+    older sections cannot give (the utilization split: no kernel_union_ns in its devices) are null."""
+    doc = json.loads(_save(DEMO, tmp_path / "demo.json").read_text())
+    old = {**doc, "schema_version": "1.0"}
+    old["summary"] = {"device_count": 1, "gpu_utilization": 0.5, "gpu_busy_ns": 1, "gpu_span_ns": 2}
+    old["devices"] = [{k: v for k, v in d.items() if k not in ("kernel_union_ns", "copies_only_ns", "memsets_only_ns")}
+                      for d in doc["devices"]]
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    summary = tracelens.load_document(tmp_path / "old.json")["summary"]
+    assert summary["device_mean_span_ns"] == doc["summary"]["device_mean_span_ns"]
+    assert summary["gpu_utilization"] == doc["summary"]["gpu_utilization"]
+    assert summary["utilization_by_kind"] is None
+    assert main(["diff", str(tmp_path / "old.json"), str(DEMO), "-o", str(tmp_path / "d.md")]) == 0
 
 
 def test_report_of_a_saved_document_equals_report_of_the_trace(tmp_path: Path) -> None:

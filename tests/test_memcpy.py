@@ -57,7 +57,7 @@ def test_exposed_time_shares_and_bandwidth_by_hand():
     # a zero-duration DtoH at 400. GPU 1: one DtoD [0,10) of 0 bytes, no kernels.
     # GPU 0 copy union = [50,250) = 200 (+ the empty [400,400)); covered by kernels: [50,100) + [200,250) = 100
     #   -> exposed 100. busy = [0,300) = 300, span = 0..400 = 400 -> busy share 200/300, span share 200/400.
-    # GPU 1: union 10, exposed 10. Total exposed 110.
+    # GPU 1: union 10, exposed 10. Device-mean exposed (110) / 2 = 55; HtoD's (100 + 0) / 2 = 50.
     # HtoD bandwidth: 1000/100 ns = 1e10 B/s, 2600/130 ns = 2e10 B/s; aggregate 3600 B / 230 ns;
     #   percentiles of [1e10, 2e10] (linear): p10 = 1.1e10, p50 = 1.5e10, p90 = 1.9e10.
     rows = [_kernel(0, 100), _kernel(200, 300),
@@ -66,14 +66,17 @@ def test_exposed_time_shares_and_bandwidth_by_hand():
             _copy(0, 10, kind="DtoD", nbytes=0, device=1)]
     doc = memcpy_report(Trace.from_rows(rows))
     json.dumps(doc, allow_nan=False)
-    assert doc["exposed_ns"] == 110
+    assert (doc["device_mean_exposed_ns"], doc["device_mean_union_ns"]) == (55, 105)
     dev0 = doc["per_device"][0]
     assert (dev0["busy_ns"], dev0["span_ns"], dev0["union_ns"], dev0["exposed_ns"]) == (300, 400, 200, 100)
     assert dev0["busy_share"] == pytest.approx(200 / 300) and dev0["span_share"] == pytest.approx(0.5)
     kinds = {k["kind"]: k for k in doc["by_kind"]}
     assert [k["kind"] for k in doc["by_kind"]] == ["HtoD", "DtoH", "DtoD"]
     htod = kinds["HtoD"]
-    assert (htod["count"], htod["bytes"], htod["duration_ns"], htod["exposed_ns"]) == (2, 3600, 230, 100)
+    assert (htod["count"], htod["bytes"], htod["duration_ns"], htod["device_mean_exposed_ns"]) == (2, 3600, 230, 50)
+    dev0_htod = dev0["by_kind"][0]  # GPU 0's own kinds; no memory kinds given: neither pinned nor pageable
+    assert (dev0_htod["kind"], dev0_htod["exposed_ns"], dev0_htod["pinned_ns"], dev0_htod["pageable_ns"]) == (
+        "HtoD", 100, 0, 0)
     assert htod["achieved_bytes_per_s"] == pytest.approx(3600 / 230 * 1e9)
     assert (htod["p10_bytes_per_s"], htod["p50_bytes_per_s"], htod["p90_bytes_per_s"]) == pytest.approx(
         (1.1e10, 1.5e10, 1.9e10))
@@ -131,7 +134,7 @@ def test_small_copy_bursts():
 
 def test_no_copies_and_unknown_fields_do_not_crash():
     empty = memcpy_report(Trace.from_rows([_kernel(0, 10)]))
-    assert empty["count"] == 0 and empty["exposed_ns"] == 0 and empty["by_kind"] == [] and empty["per_device"] == []
+    assert empty["count"] == 0 and empty["device_mean_exposed_ns"] == 0 and empty["by_kind"] == [] and empty["per_device"] == []
     odd = memcpy_report(Trace.from_rows([_copy(0, 0, kind=None, nbytes=None)]))
     json.dumps(odd, allow_nan=False)
     (entry,) = odd["by_kind"]
@@ -193,7 +196,8 @@ def test_kineto_totals_match_a_json_walk(path: Path):
     got = {k["kind"]: {f: k[f] for f in ("count", "bytes", "duration_ns", "pageable_count")} for k in doc["by_kind"]}
     assert got == dict(expected)
     exposed = sum(_exposed_by_sweep(copies[d], kernels.get(d, [])) for d in copies)
-    assert doc["exposed_ns"] == exposed
+    gpus = len(set(copies) | set(kernels))  # devices with activity (the mean's denominator)
+    assert doc["device_mean_exposed_ns"] == pytest.approx(exposed / gpus if gpus else 0)
 
 
 @pytest.mark.parametrize("path", shared_params("pytorch", "mi250*.json.gz"))
@@ -239,7 +243,9 @@ def test_nsys_totals_match_sql(path: Path):
     got = {k["kind"]: {f: k[f] for f in ("count", "bytes", "duration_ns", "pageable_count")} for k in doc["by_kind"]}
     assert got == expected
     assert (doc["launch"]["sync_count"], doc["launch"]["async_count"]) == (sync, asynchronous)
-    assert doc["exposed_ns"] == sum(_exposed_by_sweep(copies[d], kernels.get(d, [])) for d in copies)
+    gpus = len(set(copies) | set(kernels))
+    assert doc["device_mean_exposed_ns"] == pytest.approx(
+        sum(_exposed_by_sweep(copies[d], kernels.get(d, [])) for d in copies) / gpus)
     assert [d["exposed_ns"] for d in doc["per_device"]] == [
         _exposed_by_sweep(copies[d], kernels.get(d, [])) for d in sorted(copies)]
 

@@ -39,7 +39,7 @@ def test_report_and_summary_render(path: Path, tmp_path: Path) -> None:
     assert_details_balanced(text)
     assert_only_our_tags(text)
     if doc.get("devices"):
-        assert "- **GPU utilization:**" in text
+        assert "- **GPU busy " in text
         assert pngs[0].role == "utilization" and pngs[0].data[:4] == b"\x89PNG"
         assert "](review.utilization.png)" in text
     if (doc.get("diagnosis") or {}).get("primary"):
@@ -48,7 +48,7 @@ def test_report_and_summary_render(path: Path, tmp_path: Path) -> None:
     assert max(len(line) for line in summary.split("\n")) <= terminal.WIDTH
     if (doc.get("diagnosis") or {}).get("primary"):
         # The diagnosis comes first, before any table.
-        assert 0 <= summary.find("\nDiagnosis:") < summary.find("GPU utilization")
+        assert 0 <= summary.find("\nDiagnosis:") < summary.find("GPU busy")
 
 
 def test_cli_report_writes_markdown_and_plot(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:

@@ -29,7 +29,7 @@ def test_width_and_order() -> None:
     text = terminal.render(analyze(golden_trace()))
     lines = text.split("\n")
     assert max(map(len, lines)) <= terminal.WIDTH
-    order = [text.find(marker) for marker in ("Diagnosis:", "GPU utilization", "Steps:", "idle gaps",
+    order = [text.find(marker) for marker in ("Diagnosis:", "GPU busy", "Steps:", "idle gaps",
                                               "Top kernels", "Memory copies", "Host side")]
     assert all(i >= 0 for i in order) and order == sorted(order)
 
@@ -40,7 +40,7 @@ def test_sections_missing_from_the_doc_are_skipped() -> None:
         doc.pop(key)
     text = terminal.render(doc)
     assert "Top kernels" not in text and "Host side" not in text and "Diagnosis" not in text
-    assert "GPU utilization: 52.2%" in text
+    assert "GPU busy 50.2%: kernels 49.6%, copies only 0.7% (mean over 2 GPUs)" in text
 
 
 def test_no_gpu_trace() -> None:

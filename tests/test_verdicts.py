@@ -116,6 +116,7 @@ FIXTURE_VERDICTS = {
 CAUSE_VERDICTS = {
     "input_pipeline": "input_pipeline", "host_launch_overhead": "host_launch_overhead",
     "synchronization": "synchronization", "memcpy": "memcpy", "memcpy_pinned_at_link": "memcpy",
+    "memcpy_side_stream": "memcpy",
     "low_occupancy": "low_occupancy", "low_occupancy_block_shape": "low_occupancy",
     "multi_gpu_imbalance": "multi_gpu_imbalance", "none": "none", "healthy_gemm": "none", "graph_step": "none",
     "startup": "startup", "unexplained_idle": "unexplained_idle", "input_single_process_cudnn": "input_pipeline",
@@ -194,7 +195,9 @@ def test_fastvideo_copies_dwarf_its_kernels() -> None:
                                         f"WHERE deviceId = {device} AND copyKind = 1 AND bytes > 1000000")
         assert copy_ns > 40 * kernel_ns and pinned == 1
     evidence = _diagnosis(SHARED / name)["primary"]["evidence"]
-    assert evidence["remedy"] == "fewer_bytes"
+    # Overlap could hide at most the kernels' few ms of the GPU's 940 ms of exposed copies: the copy is the floor.
+    assert evidence["remedy"] == "floor"
+    assert evidence["overlap_headroom_ns"] < 0.05 * evidence["exposed_by_device"][str(evidence["device"])]
 
 
 @pytest.mark.shared

@@ -4,8 +4,8 @@ Works on the documents ``tracelens.analyze`` returns (or ``tracelens.load_docume
 traces may come from different formats. Every headline figure comes from the document's ``summary`` block.
 Definitions (also in ``docs/json.md``, section "diff"):
 
-* GPU utilization of a trace = sum over devices of busy_ns / sum over devices of span_ns (busy-weighted:
-  a device that ran longer weighs more); null when the trace has no GPU activity.
+* GPU utilization of a trace = the device-mean of busy_ns / span_ns (``summary.gpu_utilization``); null
+  when the trace has no GPU activity. Durations are device-means (``summary.device_mean_*``).
 * Mean step time = mean duration of the steps in the ``steps`` section; null when the trace has no steps.
 * delta = head - base; relative = delta / base (null when base is 0 or either side is null).
 * A metric's change is "improved"/"regressed" when it moves beyond the noise floor in its better/worse
@@ -24,7 +24,7 @@ from typing import Any
 
 from .document import Document, KernelRow, StepStats, summary_of
 
-DIFF_SCHEMA_VERSION = "1.0"
+DIFF_SCHEMA_VERSION = "1.1"
 NOISE_FLOOR = 0.02  # relative change (2%), or 0.02 = 2 points for fraction metrics
 TOP_KERNELS = 15  # entries per kernels added / removed / slower / faster list
 _EPSILON = 1e-9  # 100 * (0.8 - 0.5) is 30.000000000000004: exactly PCT is not "more than" PCT
@@ -33,7 +33,7 @@ Doc = Document
 
 
 def gpu_utilization(doc: Doc) -> float | None:
-    """Busy-weighted utilization over every device: sum(busy_ns) / sum(span_ns); null without GPU time."""
+    """Device-mean utilization: the mean over devices of busy_ns / span_ns; null without GPU time."""
     return summary_of(doc)["gpu_utilization"]
 
 
@@ -52,6 +52,11 @@ def _summary(key: str) -> Callable[[Doc], float | int | None]:
     def get(doc: Doc) -> float | int | None:
         return summary_of(doc)[key]  # type: ignore[literal-required, no-any-return]
     return get
+
+
+def _by_kind(doc: Doc, part: str) -> float | None:
+    split = summary_of(doc)["utilization_by_kind"]
+    return split[part] if split else None  # type: ignore[literal-required]
 
 
 def _step_count(doc: Doc) -> int | None:
@@ -78,21 +83,30 @@ class Metric:
 
 
 METRICS: tuple[Metric, ...] = (
-    Metric("gpu_utilization", "GPU utilization (Σbusy/Σspan)", "fraction", "higher", gpu_utilization),
+    Metric("gpu_utilization", "GPU utilization (device-mean busy/span)", "fraction", "higher", gpu_utilization),
+    Metric("kernel_utilization", "GPU share with a kernel running (device-mean)", "fraction", "higher",
+           lambda d: _by_kind(d, "kernels")),
+    Metric("copies_only_utilization", "GPU share with only copies running (device-mean)", "fraction", None,
+           lambda d: _by_kind(d, "copies_only")),
     Metric("mean_step_ns", "mean step time", "ns", "lower", mean_step_ns),
     Metric("step_count", "steps", "count", None, _step_count),
     Metric("device_count", "GPUs with activity", "count", None, lambda d: summary_of(d)["device_count"] or None),
-    Metric("gpu_busy_ns", "GPU busy (Σ over devices)", "ns", None, _summary("gpu_busy_ns")),
-    Metric("gpu_span_ns", "GPU span (Σ over devices)", "ns", "lower", _summary("gpu_span_ns")),
+    Metric("device_mean_busy_ns", "GPU busy (device-mean)", "ns", None, _summary("device_mean_busy_ns")),
+    Metric("device_mean_span_ns", "GPU span (device-mean)", "ns", "lower", _summary("device_mean_span_ns")),
     Metric("kernel_count", "kernels launched", "count", None, _summary("kernel_count")),
-    Metric("kernel_ns", "kernel time (summed)", "ns", None, _summary("kernel_ns")),
+    Metric("device_mean_kernel_ns", "kernel time (summed per GPU, device-mean)", "ns", None,
+           _summary("device_mean_kernel_ns")),
     Metric("kernel_names", "distinct kernel names", "count", None, _summary("kernel_names")),
     Metric("memcpy_count", "memcpy count", "count", "lower", _summary("memcpy_count")),
-    Metric("memcpy_ns", "memcpy time (summed)", "ns", "lower", _summary("memcpy_ns")),
+    Metric("device_mean_memcpy_ns", "memcpy time (summed per GPU, device-mean)", "ns", "lower",
+           _summary("device_mean_memcpy_ns")),
     Metric("memcpy_bytes", "memcpy bytes", "bytes", None, _summary("memcpy_bytes")),
-    Metric("memcpy_exposed_ns", "memcpy not overlapped by compute", "ns", "lower", _summary("memcpy_exposed_ns")),
-    Metric("memset_ns", "memset time (summed)", "ns", None, _summary("memset_ns")),
-    Metric("primary_lost_ns", "lost time of the primary cause", "ns", "lower", _summary("primary_lost_ns")),
+    Metric("device_mean_memcpy_exposed_ns", "memcpy not overlapped by compute (device-mean)", "ns", "lower",
+           _summary("device_mean_memcpy_exposed_ns")),
+    Metric("device_mean_memset_ns", "memset time (summed per GPU, device-mean)", "ns", None,
+           _summary("device_mean_memset_ns")),
+    Metric("device_mean_primary_lost_ns", "lost time of the primary cause (device-mean)", "ns", "lower",
+           _summary("device_mean_primary_lost_ns")),
     Metric("flops", "FLOPs counted (recorded shapes)", "count", None, _summary("flops")),
     Metric("mfu", "MFU (FLOPs / span x peak)", "ratio", "higher", _summary("mfu")),
 )
@@ -244,8 +258,9 @@ def compare(base_doc: Doc, head_doc: Doc) -> dict[str, Any]:
     metrics = [_row(m.key, m.label, m.unit, m.better, m.get(base_doc), m.get(head_doc)) for m in METRICS]
     metrics.extend(_step_host_rows(base_doc, head_doc))
     metrics.extend(_launch_rows(base_doc, head_doc))
-    base_idle, head_idle = summary_of(base_doc)["idle_by_cause"] or {}, summary_of(head_doc)["idle_by_cause"] or {}
-    idle = [_row(f"idle_{cause}_ns", f"idle: {cause}", "ns", "lower", base_idle.get(cause, 0 if base_idle else None),
+    base_idle = summary_of(base_doc)["device_mean_idle_by_cause"] or {}
+    head_idle = summary_of(head_doc)["device_mean_idle_by_cause"] or {}
+    idle = [_row(f"idle_{cause}_ns", f"idle: {cause} (device-mean)", "ns", "lower", base_idle.get(cause, 0 if base_idle else None),
                  head_idle.get(cause, 0 if head_idle else None))
             for cause in sorted(base_idle.keys() | head_idle.keys())]
     verdict, reasons = _verdict(metrics)

@@ -334,7 +334,7 @@ class MemcpyKind(TypedDict):
     count: int
     bytes: int
     duration_ns: int
-    exposed_ns: int
+    device_mean_exposed_ns: float
     pageable_count: int
     pageable_ns: int
     pinned_count: int
@@ -366,6 +366,10 @@ class MemcpyDeviceKind(TypedDict):
     duration_ns: int
     union_ns: int
     exposed_ns: int
+    pageable_ns: int
+    pinned_ns: int
+    sync_ns: int
+    async_ns: int
     busy_share: float
     span_share: float
     achieved_bytes_per_s: float | None
@@ -448,8 +452,8 @@ class Memcpy(TypedDict):
     count: int
     bytes: int
     duration_ns: int
-    union_ns: int
-    exposed_ns: int
+    device_mean_union_ns: float
+    device_mean_exposed_ns: float
     by_kind: list[MemcpyKind]
     per_device: list[MemcpyDevice]
     host_memory: MemcpyHostMemory
@@ -665,26 +669,38 @@ class StepStats(TypedDict):
     max_ns: int
 
 
+class UtilizationByKind(TypedDict):
+    """``summary.utilization_by_kind``: device-means of the share of each GPU's span with a kernel running, with
+    copies and no kernel, with memsets and nothing else; they add up to ``summary.gpu_utilization``."""
+
+    kernels: float
+    copies_only: float
+    memsets_only: float
+
+
 class Summary(TypedDict):
-    """Headline figures, computed once from the sections (``docs/json.md``, "summary")."""
+    """Headline figures, computed once from the sections (``docs/json.md``, "summary"). Durations are
+    device-means (``device_mean_*``: the mean over the GPUs with activity of each GPU's own figure), so none
+    exceeds a GPU's window; counts and bytes are totals over the devices."""
 
     device_count: int
-    gpu_utilization: float | None  # Σ busy_ns / Σ span_ns over devices; null without GPU activity
-    gpu_busy_ns: int | None
-    gpu_span_ns: int | None
+    gpu_utilization: float | None  # device-mean of busy_ns / span_ns; null without GPU activity
+    utilization_by_kind: UtilizationByKind | None  # its split by what runs; sums to gpu_utilization
+    device_mean_busy_ns: float | None
+    device_mean_span_ns: float | None
     kernel_count: int | None
-    kernel_ns: int | None
+    device_mean_kernel_ns: float | None
     kernel_names: int | None
     memcpy_count: int | None
-    memcpy_ns: int | None
+    device_mean_memcpy_ns: float | None
     memcpy_bytes: int | None
-    memcpy_exposed_ns: int | None
-    memset_ns: int | None
+    device_mean_memcpy_exposed_ns: float | None
+    device_mean_memset_ns: float | None
     steps: StepStats | None  # count, mean, min and max step time; null without steps
     step_host_ns: dict[str, float] | None  # mean host time per step by category
     primary_cause: str | None
-    primary_lost_ns: int | None
-    idle_by_cause: dict[str, int] | None  # GPU idle ns by host activity, summed over devices
+    device_mean_primary_lost_ns: int | None  # diagnosis.primary.lost_ns (a device-mean already)
+    device_mean_idle_by_cause: dict[str, float] | None  # GPU idle ns by host activity, device-mean
     flops: float | None  # ops.compute.flops: counted FLOPs; null when the trace records no shapes or flops
     mfu: float | None  # ops.compute.mfu
 
@@ -757,6 +773,40 @@ def _device_sum(devices: list[Device], key: str) -> int | None:
     return int(sum(int(d.get(key) or 0) for d in devices))  # type: ignore[call-overload]
 
 
+def _device_mean(devices: list[Device], key: str) -> float | None:
+    """The mean over the devices of one per-device figure (null without devices, or when a device lacks it:
+    a document saved by an older version)."""
+    values = [d.get(key) for d in devices]
+    if not values or any(not isinstance(v, (int, float)) for v in values):
+        return None
+    return float(sum(values)) / len(values)  # type: ignore[arg-type]
+
+
+def _utilization(devices: list[Device]) -> tuple[float | None, UtilizationByKind | None]:
+    """(gpu_utilization, utilization_by_kind): device-means of each GPU's busy share of its span and of its
+    parts, over the GPUs with a span (a device whose activity is one instant has no share to give). The parts
+    add up to busy_ns on each device, so their means add up to the utilization (to rounding)."""
+    timed = [d for d in devices if (d.get("span_ns") or 0) > 0]
+    if not timed:
+        return None, None
+    n = len(timed)
+    utilization = sum(int(d["busy_ns"]) / int(d["span_ns"]) for d in timed) / n
+    parts = ("kernel_union_ns", "copies_only_ns", "memsets_only_ns")
+    if any(not isinstance(d.get(p), int) for d in timed for p in parts):
+        return utilization, None  # saved by a version without the split
+    kernels, copies, memsets = (sum(int(d[p]) / int(d["span_ns"]) for d in timed) / n  # type: ignore[literal-required]
+                                for p in parts)
+    return utilization, {"kernels": kernels, "copies_only": copies, "memsets_only": memsets}
+
+
+def _memcpy_exposed(memcpy: Memcpy | None, devices: list[Device]) -> float | None:
+    """Device-mean exposed copy time: each GPU's own (``memcpy.per_device[].exposed_ns``, 0 on a GPU without
+    copies) over the GPUs with activity."""
+    if not memcpy or not devices:
+        return None
+    return sum(int(d.get("exposed_ns") or 0) for d in memcpy.get("per_device") or []) / len(devices)
+
+
 def _step_stats(steps: Steps | None) -> StepStats | None:
     if not steps or not steps.get("count"):
         return None
@@ -771,8 +821,6 @@ def summarize(doc: Document | dict[str, Any]) -> Summary:
     """The ``summary`` block of a document, from its sections (absent sections give nulls)."""
     doc = cast(Document, doc)
     devices = list(doc.get("devices") or [])
-    span = _device_sum(devices, "span_ns")
-    busy = _device_sum(devices, "busy_ns")
     kernels = doc.get("kernels")
     memcpy = doc.get("memcpy")
     steps = doc.get("steps")
@@ -781,24 +829,29 @@ def summarize(doc: Document | dict[str, Any]) -> Summary:
     primary = (doc.get("diagnosis") or {}).get("primary")
     attribution = doc.get("attribution")
     compute = (doc.get("ops") or {}).get("compute") or {}
+    utilization, by_kind = _utilization(devices)
+    n = len(devices)
+    idle = attribution.get("total_by_cause") if attribution else None
     return {
-        "device_count": len(devices),
-        "gpu_utilization": (busy or 0) / span if span else None,
-        "gpu_busy_ns": busy,
-        "gpu_span_ns": span,
+        "device_count": n,
+        "gpu_utilization": utilization,
+        "utilization_by_kind": by_kind,
+        "device_mean_busy_ns": _device_mean(devices, "busy_ns"),
+        "device_mean_span_ns": _device_mean(devices, "span_ns"),
         "kernel_count": _device_sum(devices, "kernel_count"),
-        "kernel_ns": _device_sum(devices, "kernel_ns"),
+        "device_mean_kernel_ns": _device_mean(devices, "kernel_ns"),
         "kernel_names": kernels["distinct_names"] if kernels else None,
         "memcpy_count": _device_sum(devices, "memcpy_count"),
-        "memcpy_ns": _device_sum(devices, "memcpy_ns"),
+        "device_mean_memcpy_ns": _device_mean(devices, "memcpy_ns"),
         "memcpy_bytes": int(sum(int(k.get("bytes") or 0) for k in memcpy.get("by_kind") or [])) if memcpy else None,
-        "memcpy_exposed_ns": int(memcpy["exposed_ns"]) if memcpy and memcpy.get("exposed_ns") is not None else None,
-        "memset_ns": _device_sum(devices, "memset_ns"),
+        "device_mean_memcpy_exposed_ns": _memcpy_exposed(memcpy, devices),
+        "device_mean_memset_ns": _device_mean(devices, "memset_ns"),
         "steps": stats,
         "step_host_ns": {k: v / stats["count"] for k, v in host_ns.items()} if stats and host_ns else None,
         "primary_cause": primary["cause"] if primary else None,
-        "primary_lost_ns": int(primary["lost_ns"]) if primary and primary.get("lost_ns") is not None else None,
-        "idle_by_cause": dict(attribution["total_by_cause"]) if attribution else None,
+        "device_mean_primary_lost_ns": (int(primary["lost_ns"]) if primary and primary.get("lost_ns") is not None
+                                        else None),
+        "device_mean_idle_by_cause": {k: v / n for k, v in idle.items()} if idle is not None and n else None,
         "flops": compute.get("flops"),
         "mfu": compute.get("mfu"),
     }
@@ -808,7 +861,16 @@ def summary_of(doc: Document | dict[str, Any]) -> Summary:
     """The document's ``summary`` (computed when a document built without one, e.g. by ``analyze(trace,
     sections=[...])`` callers that add sections by hand, lacks it)."""
     summary = doc.get("summary")
-    return cast(Summary, summary) if isinstance(summary, dict) else summarize(doc)
+    return cast(Summary, summary) if is_current_summary(summary) else summarize(doc)
+
+
+def is_current_summary(summary: Any) -> bool:
+    """Whether a document's ``summary`` has this version's keys (one saved by an older version has other
+    names, e.g. the sums over devices that became device-means in schema 1.1)."""
+    return isinstance(summary, dict) and _SUMMARY_KEYS <= summary.keys()
+
+
+_SUMMARY_KEYS = frozenset(Summary.__annotations__)
 
 
 # ------------------------------------------------------------------------------------------ save, load
@@ -877,7 +939,7 @@ def looks_like_document(path: str | os.PathLike[str]) -> bool:
 
 def load_document(path: str | os.PathLike[str]) -> Document:
     """Read an analysis document saved with ``tracelens analyze --format json``; its ``summary`` is computed
-    when the file has none. Raises :class:`~tracelens.errors.InputError` when the file is not one."""
+    when the file has none, or one with an older version's keys (figures the older sections lack are null). Raises :class:`~tracelens.errors.InputError` when the file is not one."""
     import msgspec
 
     p = Path(path)
@@ -893,6 +955,6 @@ def load_document(path: str | os.PathLike[str]) -> Document:
         raise InputError(f"not a valid JSON analysis document ({err})", path=p) from None
     if not is_document(value):
         raise InputError("not a tracelens analysis document (no schema_version and source)", path=p)
-    if not isinstance(value.get("summary"), dict):
+    if not is_current_summary(value.get("summary")):
         value["summary"] = summarize(value)
     return cast(Document, value)

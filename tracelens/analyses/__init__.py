@@ -22,7 +22,7 @@ from typing import Any, cast
 from ..document import Document, summarize
 from ..trace import Trace
 
-JSON_SCHEMA_VERSION = "1.0"
+JSON_SCHEMA_VERSION = "1.1"
 
 
 @dataclass(frozen=True)

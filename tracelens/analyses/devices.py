@@ -3,6 +3,11 @@
 busy_ns   = length of the union of all kernel, memcpy and memset intervals on the device
 span_ns   = last end - first start of those intervals
 utilization = busy_ns / span_ns (0 when span is 0)
+
+The busy union split by what runs (the parts add up to busy_ns exactly):
+kernel_union_ns = length of the union of the device's kernel intervals
+copies_only_ns  = length of the union of its memcpy intervals less the kernel union (copies, no kernel)
+memsets_only_ns = length of the union of its memset intervals less the kernel and copy unions
 """
 
 from __future__ import annotations
@@ -10,6 +15,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+import numpy as np
+
+from .. import intervals
 from ..trace import ALL_KINDS, GPU_ACTIVITY_KINDS, KERNEL, MEMCPY, MEMSET, Trace
 from .columns import device_busy, event_columns
 
@@ -29,6 +37,27 @@ class DeviceUtilization:
     memcpy_ns: int
     memset_count: int
     memset_ns: int
+    kernel_union_ns: int
+    copies_only_ns: int
+    memsets_only_ns: int
+
+
+def _length(starts: np.ndarray, ends: np.ndarray) -> int:
+    return int((ends - starts).sum())
+
+
+def busy_by_kind(starts: np.ndarray, ends: np.ndarray, kind: np.ndarray) -> tuple[int, int, int]:
+    """One device's busy union split as (kernel union, copies only, memsets only), from its GPU rows'
+    intervals and kind codes: each part is the kind's union less the unions of the kinds before it."""
+    def union(k: str) -> tuple[np.ndarray, np.ndarray]:
+        sel = kind == ALL_KINDS.index(k)
+        return intervals.merge(starts[sel], ends[sel])
+
+    kernels, copies, memsets = union(KERNEL), union(MEMCPY), union(MEMSET)
+    copies_only = intervals.subtract(*copies, *kernels)
+    kernels_or_copies = intervals.merge(np.concatenate([kernels[0], copies[0]]), np.concatenate([kernels[1], copies[1]]))
+    memsets_only = intervals.subtract(*memsets, *kernels_or_copies)
+    return _length(*kernels), _length(*copies_only), _length(*memsets_only)
 
 
 def device_utilization(trace: Trace) -> list[DeviceUtilization]:
@@ -36,7 +65,8 @@ def device_utilization(trace: Trace) -> list[DeviceUtilization]:
     cols = event_columns(trace)
     busy_by_device = device_busy(trace)
     gpu = cols.of_kind(*GPU_ACTIVITY_KINDS) & (cols.device >= 0)
-    device, kind, duration = cols.device[gpu], cols.kind[gpu], cols.end[gpu] - cols.start[gpu]
+    device, kind, start, end = cols.device[gpu], cols.kind[gpu], cols.start[gpu], cols.end[gpu]
+    duration = end - start
     out: list[DeviceUtilization] = []
     for dev, busy in sorted(busy_by_device.items()):
         on_device = device == dev
@@ -45,6 +75,7 @@ def device_utilization(trace: Trace) -> list[DeviceUtilization]:
             sel = on_device & (kind == ALL_KINDS.index(k))
             per_kind[k] = (int(sel.sum()), int(duration[sel].sum()))
         span = busy.span_ns
+        kernel_union, copies_only, memsets_only = busy_by_kind(start[on_device], end[on_device], kind[on_device])
         out.append(
             DeviceUtilization(
                 id=dev,
@@ -60,6 +91,9 @@ def device_utilization(trace: Trace) -> list[DeviceUtilization]:
                 memcpy_ns=per_kind[MEMCPY][1],
                 memset_count=per_kind[MEMSET][0],
                 memset_ns=per_kind[MEMSET][1],
+                kernel_union_ns=kernel_union,
+                copies_only_ns=copies_only,
+                memsets_only_ns=memsets_only,
             )
         )
     return out

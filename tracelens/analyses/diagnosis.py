@@ -8,7 +8,7 @@ per-device quantities are averaged over them ("device-mean"), so a cause never e
     input_pipeline        device-mean idle attributed to `input`
     host_launch_overhead  device-mean idle attributed to `launch` + `cpu`
     synchronization       device-mean idle attributed to `sync`, minus its synchronous-memcpy part
-    memcpy                device-mean synchronous-memcpy part of `sync` + memcpy.exposed_ns / n
+    memcpy                device-mean synchronous-memcpy part of `sync` + memcpy.device_mean_exposed_ns
     low_occupancy         occupancy.lost_ns / n: SM time left empty by under-filled grids and block shapes
     multi_gpu_imbalance   max(sum over devices of (busiest busy_ns - busy_ns) / n, imbalance.lost_ns)
     communication         communication.devices[].exposed_ns / n: collective time with no other kernel running
@@ -33,6 +33,7 @@ import pandas as pd
 
 from .. import gpu_specs, intervals
 from ..trace import ALL_KINDS, ANNOTATION, CPU_OP, DRIVER, OSRT, OVERHEAD, PYTHON, RUNTIME, Trace
+from . import memcpy as memcpy_analysis
 from . import ops, startup
 from .attribution import feeding_threads, host_rows, priority_split, thread_row_mask, unexplained_intervals
 from .columns import DeviceBusy, device_busy, event_columns
@@ -179,6 +180,14 @@ MEMCPY_FIX = {
                    "next layer or batch).",
         "default": "The copies are already pinned and asynchronous and near the link's bandwidth: move fewer bytes "
                    "(keep data resident on the GPU, smaller dtypes) or overlap them with compute on another stream.",
+    },
+    "floor": {
+        "pytorch": "Overlap cannot hide these copies: the kernels already run beside them or are too few to cover "
+                   "them, so the copy time itself is the floor. Move fewer bytes: keep weights/data resident on the "
+                   "GPU instead of offloading them, copy in bf16/fp16 or uint8 and convert on the GPU.",
+        "default": "Overlap cannot hide these copies: the kernels already run beside them or are too few to cover "
+                   "them, so the copy time itself is the floor. Move fewer bytes: keep data resident on the GPU, "
+                   "copy smaller dtypes and convert on the GPU.",
     },
     "overlap": {
         "pytorch": "Copies run while no kernel does: prefetch on a side stream (torch.cuda.Stream) with pinned "
@@ -445,11 +454,12 @@ def _synchronization(ctx: Context) -> dict[str, Any]:
                   fix_for(SYNC_FIX[remedy], ctx.framework))
 
 
-def _memcpy_remedy(kinds: list[dict[str, Any]], link_fraction: float | None, small: dict[str, Any]) -> str:
-    """The fix the copies' own evidence calls for, from the kind with the most exposed time."""
-    if not kinds:
+def _memcpy_remedy(top: dict[str, Any] | None, link_fraction: float | None, small: dict[str, Any],
+                   floor: bool) -> str:
+    """The fix the copies' own evidence calls for, from the kind with the most exposed time on the GPU with the
+    most exposed copy time (``floor``: overlap could not hide it, ``memcpy.copies_are_the_floor``)."""
+    if top is None:
         return "async"  # only synchronous-copy idle, no exposed copy time
-    top = kinds[0]
     duration = top["duration_ns"] or 1
     if top["kind"] == "DtoD":
         return "device_copies"
@@ -459,6 +469,9 @@ def _memcpy_remedy(kinds: list[dict[str, Any]], link_fraction: float | None, sma
         return "async"
     if (small.get("burst_copy_count") or 0) >= 0.5 * top["count"] and top["kind"] in ("HtoD", "DtoH"):
         return "batch"
+    if floor:
+        # The kernels already run beside the copies, or too few are left to hide them: only fewer bytes help.
+        return "floor"
     if top["pinned_ns"] / duration >= 0.5 and (link_fraction is None or link_fraction >= PINNED_NEAR_LINK):
         # Pinned, asynchronous and as fast as the link allows (or the link is unknown): only fewer bytes help.
         return "fewer_bytes"
@@ -466,25 +479,34 @@ def _memcpy_remedy(kinds: list[dict[str, Any]], link_fraction: float | None, sma
 
 
 def _memcpy(ctx: Context) -> dict[str, Any] | None:
-    memcpy = ctx.done.get("memcpy")
+    section = ctx.done.get("memcpy")
+    memcpy: dict[str, Any] = section if isinstance(section, dict) else {}
     sync_copy = sum(a["sync_copy_ns"] for a in ctx.attribution.values())
-    exposed = memcpy.get("exposed_ns") if isinstance(memcpy, dict) else None
-    kinds = sorted((k for k in (memcpy or {}).get("by_kind") or [] if k.get("exposed_ns")),
+    per_device = [d for d in memcpy.get("per_device") or [] if d.get("exposed_ns")]
+    # The GPU with the most exposed copy time speaks for the cause: its own kinds, counts and bytes, so a
+    # sentence naming it uses its numbers (ties: the lowest id).
+    worst = min(per_device, key=lambda d: (-d["exposed_ns"], d["device"])) if per_device else None
+    kinds = sorted((k for k in (worst or {}).get("by_kind") or [] if k.get("exposed_ns")),
                    key=lambda k: (-k["exposed_ns"], k["kind"]))
-    # Achieved bandwidth of the dominant kind's large copies against the link, where both are known.
-    link_fraction = None
-    if kinds:
-        fractions = [k["large_achieved_fraction"] for d in (memcpy or {}).get("per_device") or []
-                     for k in d["by_kind"] if k["kind"] == kinds[0]["kind"] and k["large_achieved_fraction"] is not None]
-        link_fraction = max(fractions) if fractions else None
-    remedy = _memcpy_remedy(kinds, link_fraction, (memcpy or {}).get("small_copies") or {})
+    top = kinds[0] if kinds else None
+    link_fraction = top.get("large_achieved_fraction") if top else None
+    kernel_union = {d["id"]: d.get("kernel_union_ns") for d in ctx.done.get("devices") or []}
+    kernels = kernel_union.get(worst["device"]) if worst else None
+    headroom = memcpy_analysis.overlap_headroom(worst["union_ns"], worst["exposed_ns"], kernels) \
+        if worst and kernels is not None else None
+    floor = bool(worst and kernels is not None
+                 and memcpy_analysis.copies_are_the_floor(worst["union_ns"], worst["exposed_ns"], kernels))
+    remedy = _memcpy_remedy(top, link_fraction, memcpy.get("small_copies") or {}, floor)
     fields = ("kind", "count", "bytes", "duration_ns", "exposed_ns", "pageable_ns", "pinned_ns", "sync_ns", "async_ns",
               "achieved_bytes_per_s")
     evidence = {
         "sync_copy_idle_ns": sync_copy,
-        "exposed_ns": exposed,
-        "exposed_by_device": {str(d["device"]): d["exposed_ns"] for d in (memcpy or {}).get("per_device") or []},
+        "device_mean_exposed_ns": memcpy.get("device_mean_exposed_ns"),
+        "exposed_by_device": {str(d["device"]): d["exposed_ns"] for d in memcpy.get("per_device") or []},
+        "device": worst["device"] if worst else None,
         "by_kind": [{f: k.get(f) for f in fields} for k in kinds],
+        "kernel_union_ns": kernels,
+        "overlap_headroom_ns": headroom,
         "link_fraction": link_fraction,
         "remedy": remedy,
     }

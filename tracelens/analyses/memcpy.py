@@ -2,6 +2,7 @@
 
 Definitions are in ``docs/memcpy.md``; the key ones:
   exposed_ns (device) = |union(copies)| - |union(copies) ∩ union(kernels)| on that device
+  device_mean_*       = a per-device figure averaged over the GPUs with activity (never above a GPU's span)
   busy_share          = |union(copies of that kind)| / device busy time (union of kernel, memcpy, memset)
   achieved bandwidth  = Σ bytes / Σ duration over copies with duration > 0 and known bytes
 """
@@ -27,6 +28,7 @@ LARGEST_BURSTS = 5
 LARGE_COPY_BYTES = 1024 * 1024  # copies at least this big are expected to approach link bandwidth
 LOW_BANDWIDTH_FRACTION = 0.5
 EXPOSED_SHARE_FINDING = 0.05  # exposed copy time above this share of the span is a finding
+FLOOR_HEADROOM = 0.5  # overlap is no fix when it could hide less than this share of the exposed copy time
 
 KIND_ORDER = ("HtoD", "DtoH", "DtoD", "PtoP", "HtoH")
 
@@ -197,6 +199,11 @@ _LINK_FIX = ("The copies are already pinned: check the link itself (nvidia-smi -
              "use), pin host buffers on the GPU's NUMA node, and look for copies sharing the link at the same time.")
 
 
+_FLOOR_FIX = ("Overlap cannot hide these copies: the kernels already run beside them or are too few to cover "
+              "them, so the copy time itself is the floor. Move fewer bytes: keep data resident on the GPU instead "
+              "of offloading it, copy smaller dtypes (bf16/fp16, uint8) and convert on the GPU.")
+
+
 def _framework_fixes(framework: str) -> dict[str, str]:
     if framework == "pytorch":
         return {
@@ -209,6 +216,7 @@ def _framework_fixes(framework: str) -> dict[str, str]:
             "device": "Keep tensors on the device between steps; move metrics to the host once per N steps.",
             "overlap": "Prefetch the next batch while the current one computes: pinned memory + non_blocking=True "
                        "(copies run on the copy engine while kernels run).",
+            "floor": _FLOOR_FIX,
             "link": _LINK_FIX,
         }
     if framework in ("tensorflow", "jax"):
@@ -220,6 +228,7 @@ def _framework_fixes(framework: str) -> dict[str, str]:
             "batch": "Batch small host<->device transfers into one array per step.",
             "device": "Keep state on the device (tf.Variable on GPU, jax arrays) between steps.",
             "overlap": "Prefetch input to the device (prefetch_to_device / double-buffered device_put).",
+            "floor": _FLOOR_FIX,
             "link": _LINK_FIX,
         }
     return {
@@ -228,6 +237,7 @@ def _framework_fixes(framework: str) -> dict[str, str]:
         "batch": "Batch small copies into one larger transfer.",
         "device": "Keep data resident on the device between kernels.",
         "overlap": "Overlap copies with compute: pinned memory, cudaMemcpyAsync on a separate stream.",
+        "floor": _FLOOR_FIX,
         "link": _LINK_FIX,
     }
 
@@ -279,14 +289,16 @@ def memcpy_report(trace: Trace) -> dict[str, Any]:
             "unknown_bytes_count": int((~np.isfinite(nbytes[m])).sum()),
             "small_count": int(small[m].sum()),
             "small_ns": int(duration[m & small].sum()),
-            "exposed_ns": 0,  # filled from the per-device pass below
+            "device_mean_exposed_ns": 0.0,  # filled from the per-device pass below
         }
         entry.update(_bandwidth_stats(nbytes[m], duration[m]))
         by_kind.append(entry)
     kind_index = {e["kind"]: e for e in by_kind}
 
     per_device = []
-    for dev, device_activity in sorted(device_busy(trace).items()):
+    kernel_union: dict[int, int] = {}  # per device: the kernels' union length (what could hide its copies)
+    busy_devices = device_busy(trace)
+    for dev, device_activity in sorted(busy_devices.items()):
         busy, span = device_activity.busy_ns, device_activity.span_ns  # all GPU rows of the device
         mine = kernel_rows[cols.device[kernel_rows] == dev]
         ks, ke = cols.start[mine], cols.end[mine]
@@ -294,13 +306,14 @@ def memcpy_report(trace: Trace) -> dict[str, Any]:
         if not dm.any():
             continue
         union, exposed = _exposed(starts[dm], ends[dm], ks, ke)
+        kernel_union[dev] = intervals.union_length(ks, ke)
         info = trace.device_info(dev)
         links = device_links(info.get("name"), info.get("compute_major"), info.get("memory_bandwidth_bytes_per_s"))
         dev_kinds = []
         for kind in sorted(set(kinds[dm]), key=_kind_sort_key):
             m = dm & kind_mask[kind]
             k_union, k_exposed = _exposed(starts[m], ends[m], ks, ke)
-            kind_index[kind]["exposed_ns"] += k_exposed
+            kind_index[kind]["device_mean_exposed_ns"] += k_exposed / len(busy_devices)
             bw = _bandwidth_stats(nbytes[m], duration[m])
             expected, link, source = _expected(kind, links)
             achieved = bw["achieved_bytes_per_s"]
@@ -313,6 +326,10 @@ def memcpy_report(trace: Trace) -> dict[str, Any]:
                 "duration_ns": int(duration[m].sum()),
                 "union_ns": k_union,
                 "exposed_ns": k_exposed,
+                "pageable_ns": int(duration[m & is_mem[PAGEABLE]].sum()),
+                "pinned_ns": int(duration[m & is_mem[PINNED]].sum()),
+                "sync_ns": int(duration[m & is_mode[SYNC]].sum()),
+                "async_ns": int(duration[m & is_mode[ASYNC]].sum()),
                 "busy_share": k_union / busy if busy > 0 else None,
                 "span_share": k_union / span if span > 0 else None,
                 "achieved_bytes_per_s": achieved,
@@ -374,19 +391,35 @@ def memcpy_report(trace: Trace) -> dict[str, Any]:
         "count": int(len(copies)),
         "bytes": int(np.nansum(nbytes)),
         "duration_ns": int(duration.sum()),
-        "union_ns": int(sum(d["union_ns"] for d in per_device)),
-        "exposed_ns": int(sum(d["exposed_ns"] for d in per_device)),
+        # Device-means over the GPUs with activity (a GPU without copies counts 0): a sum over GPUs could
+        # exceed every GPU's window.
+        "device_mean_union_ns": sum(d["union_ns"] for d in per_device) / len(busy_devices) if busy_devices else 0.0,
+        "device_mean_exposed_ns": (sum(d["exposed_ns"] for d in per_device) / len(busy_devices) if busy_devices
+                                   else 0.0),
         "by_kind": by_kind,
         "per_device": per_device,
         "host_memory": host_memory,
         "launch": launch,
         "small_copies": small_block,
     }
-    doc["findings"] = _findings(doc, trace.metadata.framework)
+    doc["findings"] = _findings(doc, trace.metadata.framework, kernel_union)
     return doc
 
 
-def _findings(doc: dict[str, Any], framework: str) -> list[dict[str, Any]]:
+def overlap_headroom(union_ns: int, exposed_ns: int, kernel_union_ns: int) -> int:
+    """The most exposed copy time that overlapping could still hide on one GPU: its kernel time not already
+    beside the copies (kernel union less the part of it under the copy union, = union - exposed)."""
+    return max(kernel_union_ns - (union_ns - exposed_ns), 0)
+
+
+def copies_are_the_floor(union_ns: int, exposed_ns: int, kernel_union_ns: int) -> bool:
+    """True when overlap cannot be the fix: the copies already run beside the kernels (on a side stream, the
+    kernels inside their window), or there is too little kernel time left to hide them behind, so that
+    overlapping would hide less than half the exposed time. The copy itself is then the floor."""
+    return exposed_ns > 0 and overlap_headroom(union_ns, exposed_ns, kernel_union_ns) < FLOOR_HEADROOM * exposed_ns
+
+
+def _findings(doc: dict[str, Any], framework: str, kernel_union: dict[int, int]) -> list[dict[str, Any]]:
     fixes = _framework_fixes(framework)
     out: list[dict[str, Any]] = []
     by_kind = {k["kind"]: k for k in doc["by_kind"]}
@@ -425,12 +458,16 @@ def _findings(doc: dict[str, Any], framework: str) -> list[dict[str, Any]]:
                     "fix": fixes["device"]})
     for dev in doc["per_device"]:
         share = dev["exposed_span_share"]
+        kernels = kernel_union.get(dev["device"], 0)
+        headroom = overlap_headroom(dev["union_ns"], dev["exposed_ns"], kernels)
+        floor = copies_are_the_floor(dev["union_ns"], dev["exposed_ns"], kernels)
         if share is not None and share >= EXPOSED_SHARE_FINDING:
             out.append({"id": "memcpy_exposed", "severity": "high" if share >= 4 * EXPOSED_SHARE_FINDING else "medium",
                         "message": f"GPU {dev['device']}: copies not overlapped by any kernel take "
                                    f"{share:.1%} of the span",
-                        "evidence": {"device": dev["device"], "exposed_ns": dev["exposed_ns"], "span_ns": dev["span_ns"]},
-                        "fix": fixes["overlap"]})
+                        "evidence": {"device": dev["device"], "exposed_ns": dev["exposed_ns"], "span_ns": dev["span_ns"],
+                                     "overlap_headroom_ns": headroom},
+                        "fix": fixes["floor"] if floor else fixes["overlap"]})
         for k in dev["by_kind"]:
             frac = k["large_achieved_fraction"]
             if k["kind"] in ("HtoD", "DtoH") and frac is not None and frac < LOW_BANDWIDTH_FRACTION:

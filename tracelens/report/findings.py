@@ -140,8 +140,10 @@ def _memcpy(cause: dict[str, Any], _: dict[str, Any]) -> str:
     kinds = ev.get("by_kind") or []
     parts = []
     by_device = ev.get("exposed_by_device") or {}
-    if ev.get("exposed_ns"):
-        device, exposed = _worst(by_device) if by_device else ("?", ev["exposed_ns"])
+    if ev.get("device_mean_exposed_ns"):
+        # One GPU speaks: the evidence's kinds are that GPU's own (diagnosis picks the most exposed one).
+        device = str(ev["device"]) if ev.get("device") is not None else _worst(by_device)[0]
+        exposed = by_device.get(device, ev["device_mean_exposed_ns"])
         where = f"on GPU {device}, " if len(by_device) > 1 else ""
         text = f"{where}copies ran with no kernel beside them for {fmt_ns(exposed)}"
         if kinds:
@@ -157,6 +159,8 @@ def _memcpy(cause: dict[str, Any], _: dict[str, Any]) -> str:
             text += f": mostly {k['count']:,} {k['kind']} {copies} of {fmt_bytes(k['bytes'])}{rate}" + (f", {how}" if how else "")
             if ev.get("link_fraction") is not None:
                 text += f" ({fmt_pct(ev['link_fraction'])} of the expected bandwidth for large copies)"
+        if ev.get("remedy") == "floor" and ev.get("kernel_union_ns") is not None:
+            text += f"; its kernels ran {fmt_ns(ev['kernel_union_ns'])} in all"
         parts.append(text)
     if ev.get("sync_copy_idle_ns"):
         parts.append(f"the GPU idled {fmt_ns(ev['sync_copy_idle_ns'])} while the host waited in synchronous copies")
@@ -274,6 +278,24 @@ SENTENCES: dict[str, Callable[[dict[str, Any], dict[str, Any]], str]] = {
     "unexplained_idle": _unexplained,
     "none": _none,
 }
+
+
+def utilization_sentence(summary: dict[str, Any]) -> str | None:
+    """"GPU busy 99.3%: kernels 2.3%, copies only 97.0%": ``summary.gpu_utilization`` and its split by what ran
+    (``summary.utilization_by_kind``; a part that rounds to 0.0% is left out, kernels always shown). None
+    without GPU activity."""
+    busy = summary.get("gpu_utilization")
+    if busy is None:
+        return None
+    text = f"GPU busy {fmt_pct(busy)}"
+    split = summary.get("utilization_by_kind")
+    if isinstance(split, dict):
+        parts = [f"kernels {fmt_pct(split.get('kernels'))}"]
+        parts += [f"{label} {fmt_pct(split.get(key))}" for key, label in
+                  (("copies_only", "copies only"), ("memsets_only", "memsets only"))
+                  if fmt_pct(split.get(key)) not in ("0.0%", "-")]
+        text += ": " + ", ".join(parts)
+    return text
 
 
 def sentence(cause: dict[str, Any], diagnosis: dict[str, Any] | None = None) -> str:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from urllib.parse import quote
 
 from ..analyses import BY_KEY, report_sections
@@ -26,7 +26,7 @@ from ..document import summary_of
 from .charts import bar_legend, lost_time_chart, stacked_bar, utilization_chart
 from .compute import compute_sentence, fmt_flops, roofline_sentence
 from .escape import html_text, is_shortened, md, shorten
-from .findings import sentence
+from .findings import sentence, utilization_sentence
 from .ranks import RUN_KEYS
 from .ranks import markdown_section as ranks_section
 from .units import fmt_auto, fmt_bytes, fmt_ns, fmt_pct
@@ -184,12 +184,13 @@ def _headline(doc: dict[str, Any]) -> Lines:
     lines.append("")
     devices = doc.get("devices")
     if isinstance(devices, list) and devices:
-        total = summary_of(doc)["gpu_utilization"]
+        busy = utilization_sentence(cast(dict[str, Any], summary_of(doc))) or "GPU busy -"
         per_device = ", ".join(f"{_gpu_label(d)} {fmt_pct(d.get('utilization'))}" for d in devices[:16])
         if len(devices) > 16:
             per_device += f", … {len(devices) - 16} more"
-        lines.append(f"- **GPU utilization:** {fmt_pct(total)} busy-weighted over {len(devices)} device(s)"
-                     + (f" ({per_device})" if len(devices) > 1 else ""))
+        head, _, split = busy.partition(": ")  # "GPU busy 99.3%" in bold, then its split by kind
+        lines.append(f"- **{md(head)}:** {md(split)}".rstrip()
+                     + (f" (mean over {len(devices)} devices: {per_device})" if len(devices) > 1 else ""))
     elif "devices" in doc:
         lines.append("- **GPU utilization:** no GPU activity in this trace (no kernels, copies or memsets)")
     stats = summary_of(doc)["steps"]
@@ -352,15 +353,16 @@ def _memcpy(doc: dict[str, Any]) -> Lines:
         return lines + ["No memory copies."]
     lines.append(f"{_num(memcpy.get('count'))} copies, {fmt_bytes(memcpy.get('bytes'))}, "
                  f"{fmt_ns(memcpy.get('duration_ns'))} summed; "
-                 f"{fmt_ns(memcpy.get('exposed_ns'))} of copy time not overlapped by compute.")
+                 f"{fmt_ns(memcpy.get('device_mean_exposed_ns'))} of copy time not overlapped by compute"
+                 + (" (mean per GPU)." if len(memcpy.get("per_device") or []) > 1 else "."))
     lines.append("")
     rows = [[md(k.get("kind")), _num(k.get("count")), fmt_bytes(k.get("bytes")), fmt_ns(k.get("duration_ns")),
-             fmt_ns(k.get("exposed_ns")),
+             fmt_ns(k.get("device_mean_exposed_ns")),
              _rate_bytes(k.get("achieved_bytes_per_s", _ratio_or_none(k.get("bytes"), k.get("duration_ns")))),
              _rate_bytes(k.get("p50_bytes_per_s")), _num(k.get("pageable_count")),
              f"{_num(k.get('sync_count'))} / {_num(k.get('async_count'))}", _num(k.get("small_count"))]
             for k in by_kind]
-    lines.extend(table(["direction", "count", "bytes", "time", "exposed", "bandwidth", "median copy bandwidth",
+    lines.extend(table(["direction", "count", "bytes", "time", "exposed (GPU mean)", "bandwidth", "median copy bandwidth",
                         "pageable", "sync / async", "small (< 64 KiB)"], rows,
                        ["---", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:"]))
     links = []
@@ -444,11 +446,18 @@ def _occupancy(doc: dict[str, Any]) -> Lines:
     if not isinstance(occ, dict) or "per_device" not in occ:
         return _section_generic("occupancy")(doc)
     lines = ["", _heading("occupancy"), ""]
+    # The section's totals sum the GPUs: shown as device-means (the diagnosis' low_occupancy loss) with several.
+    gpus = len(doc.get("devices") or []) or 1
+
+    def mean(key: str) -> str:
+        value = occ.get(key)
+        return fmt_ns(value / gpus if isinstance(value, (int, float)) else None)
+
     lines.append(f"{_num(occ.get('computed_count'))} of {_num(occ.get('kernel_count'))} kernels with a computed "
                  f"occupancy; low means below {fmt_pct(occ.get('low_threshold'))}. Lost time is GPU time with SMs "
                  f"left empty by grids smaller than the SM count or by block shapes that cap occupancy: "
-                 f"{fmt_ns(occ.get('lost_ns'))} ({fmt_ns(occ.get('under_filled_lost_ns'))} under-filled, "
-                 f"{fmt_ns(occ.get('block_shape_lost_ns'))} block shape). Occupancy limited by registers or shared "
+                 f"{mean('lost_ns')}{' per GPU (mean)' if gpus > 1 else ''} ({mean('under_filled_lost_ns')} "
+                 f"under-filled, {mean('block_shape_lost_ns')} block shape). Occupancy limited by registers or shared "
                  "memory is shown but not counted: tuned GEMM and convolution kernels run there on purpose.")
     devices = [d for d in occ.get("per_device") or [] if isinstance(d, dict)]
     if devices:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import io
 import textwrap
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from rich import box
 from rich.console import Console
@@ -22,7 +22,7 @@ from ..analyses import report_sections
 from ..document import summary_of
 from .compute import compute_sentence, fmt_flops, roofline_sentence
 from .escape import terminal as clean
-from .findings import sentence
+from .findings import sentence, utilization_sentence
 from .units import fmt_auto, fmt_bytes, fmt_ns, fmt_pct
 
 WIDTH = 100
@@ -143,7 +143,8 @@ def _devices(doc: dict[str, Any], console: Console) -> None:
         _print(console, "No GPU activity in this trace (no kernels, copies or memsets); host side below.",
                style="yellow")
         return
-    table = _table(f"GPU utilization: {fmt_pct(summary_of(doc)['gpu_utilization'])} (busy-weighted over {len(devices)} GPUs)",
+    busy = utilization_sentence(cast(dict[str, Any], summary_of(doc))) or "GPU busy -"
+    table = _table(busy + (f" (mean over {len(devices)} GPUs)" if len(devices) > 1 else ""),
                    ["GPU", "util", "busy", "span", "kernels", "kernel time", "memcpy n/time", "memset n/time",
                     "name"], {"util", "busy", "span", "kernels", "kernel time", "memcpy n/time", "memset n/time"})
     for d in devices:
@@ -254,8 +255,9 @@ def _memcpy(doc: dict[str, Any], console: Console) -> None:
     if not by_kind:
         return
     console.print()
-    exposed = memcpy.get("exposed_ns")
-    title = "Memory copies" + (f" ({fmt_ns(exposed)} not overlapped by compute)" if exposed is not None else "")
+    exposed = memcpy.get("device_mean_exposed_ns")
+    per_gpu = ", mean per GPU" if len(memcpy.get("per_device") or []) > 1 else ""
+    title = "Memory copies" + (f" ({fmt_ns(exposed)} not overlapped by compute{per_gpu})" if exposed is not None else "")
     table = _table(title, ["direction", "count", "bytes", "time", "bandwidth", "pageable"],
                    {"count", "bytes", "time", "bandwidth", "pageable"})
     for k in by_kind:
@@ -286,8 +288,13 @@ def _occupancy(doc: dict[str, Any], console: Console) -> None:
             _scalars("Occupancy", occ, console)
         return
     console.print()
+    # occupancy.lost_ns sums the GPUs: shown as the device-mean (the diagnosis' low_occupancy loss) with several.
+    gpus = len(doc.get("devices") or []) or 1
+    total = occ.get("lost_ns")
+    lost = total / gpus if isinstance(total, (int, float)) else None
     _print(console, f"Occupancy: {_n(occ.get('computed_count'))} of {_n(occ.get('kernel_count'))} kernels computed, "
-                    f"lost {fmt_ns(occ.get('lost_ns'))} (low < {fmt_pct(occ.get('low_threshold'))})")
+                    f"lost {fmt_ns(lost)}{' per GPU (mean)' if gpus > 1 else ''} "
+                    f"(low < {fmt_pct(occ.get('low_threshold'))})")
     for d in occ.get("per_device") or []:
         if not isinstance(d, dict):
             continue

@@ -54,7 +54,7 @@ def ingest_and_summarize(source: str, parquet_path: str, reuse: bool) -> dict[st
             # only what the run document shows per rank travels back (a few hundred bytes per GPU); the
             # full document, whose step and gap lists grow with the trace, stays on disk
             "devices": doc.get("devices") or [],
-            "idle_by_cause": doc["summary"]["idle_by_cause"],
+            "idle_by_cause": (doc.get("attribution") or {}).get("total_by_cause"),  # summed over the rank's GPUs
             "worker_peak_rss_bytes": _peak_rss_bytes(),
         }
     except TracelensError as err:
