@@ -144,6 +144,7 @@ def judge(trace: Trace) -> dict[str, Any]:
     api_ids = cols.at("correlation_id", api)
     launch_ids = cols.at("correlation_id", launch)
     problems: list[dict[str, Any]] = []
+    evidence: dict[str, Any]
 
     if gpu.size == 0 and launch.size == 0:
         evidence = {"host_events": int(host.size), "api_calls": int(api.size),
