@@ -183,6 +183,22 @@ def test_gate_passes_on_complete_and_caveated_traces(capsys: pytest.CaptureFixtu
         assert result["verdict"] == "unchanged"
 
 
+def test_gate_through_click_runner() -> None:
+    from click.testing import CliRunner
+
+    from tracelens.cli import cli
+    from tracelens.errors import RegressionError
+
+    head = str(CASES / "launches_without_gpu.json")
+    runner = CliRunner()
+    failed = runner.invoke(cli, ["diff", str(GOOD), head, "--fail-on-regression", "5"])
+    assert isinstance(failed.exception, RegressionError) and failed.exception.exit_code == 1
+    assert str(failed.exception).startswith(f"inconclusive: HEAD ({head}) cannot answer: ")
+    passed = runner.invoke(cli, ["diff", str(GOOD), head, "--fail-on-regression", "5", "--allow-inconclusive"])
+    assert passed.exit_code == 0 and passed.exception is None
+    assert "**Verdict: ❔ inconclusive**" in passed.output
+
+
 def test_a_saved_document_without_completeness_is_judged_by_its_primary(tmp_path: Path,
                                                                         capsys: pytest.CaptureFixture) -> None:
     doc = json.loads(json.dumps(_doc("launches_without_gpu")))
