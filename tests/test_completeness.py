@@ -225,6 +225,16 @@ def test_profiler_log_lines() -> None:
     assert (got["dropped_records"], got["collection_stopped_early"], got["message_count"]) == (1207, False, 4)
 
 
+@pytest.mark.parametrize("engine", ["native", "msgspec"])
+def test_both_kineto_engines_read_the_log(engine: str) -> None:
+    from tracelens.ingest.kineto import native
+
+    if engine == "native" and native.scanner() is None:
+        pytest.skip("native scanner not built")
+    drops = tracelens.load(CASES / "gpu_stops_early.json", engine=engine).metadata.extra["profiler_drops"]
+    assert (drops["collection_stopped_early"], drops["message_count"], drops["dropped_records"]) == (True, 2, None)
+
+
 @pytest.mark.shared
 def test_real_kineto_logs_say_nothing_was_lost() -> None:
     name = SHARED / "pytorch" / "v100_ns_resolution_2024.json.gz"
