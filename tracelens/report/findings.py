@@ -283,7 +283,8 @@ def _problem_no_launches(ev: dict[str, Any]) -> str:
         return (f"{ev.get('gpu_ops', 0):,} GPU ops and no CUDA/HIP API call: the launches' host side was not "
                 "recorded")
     return (f"{ev.get('unmatched_gpu_ops', 0):,} of {ev.get('gpu_ops_with_id', 0):,} GPU ops "
-            f"({fmt_pct(ev.get('share'))}) match no launch call in the trace")
+            f"({fmt_pct(ev.get('share'))}) match no launch call in the trace (launched before it began, or by "
+            "untraced host code): per-op and launch figures cover the rest")
 
 
 def _problem_ids(ev: dict[str, Any]) -> str:
