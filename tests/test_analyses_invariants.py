@@ -102,6 +102,8 @@ def test_causes_within_span(path):
     primary = diag["primary"]
     if primary["cause"] == "none":
         assert all(c["share"] <= 0.10 for c in diag["causes"])
+    elif primary["cause"] == "incomplete_trace":  # primary-only: the trace cannot answer
+        assert not diag["completeness"]["answerable"]
     else:
         assert primary == diag["causes"][0] and primary["share"] > 0.10
 

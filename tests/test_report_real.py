@@ -114,6 +114,8 @@ def _allowed(doc_type: str) -> set[str]:
 
 # Objects whose `evidence` keys depend on their `cause`: documented as diagnosis.evidence.<cause>.<key>.
 DIAGNOSIS_CAUSE_PATHS = {("diagnosis", "primary"), ("diagnosis", "causes[]")}
+# Completeness problems' `evidence` keys depend on their `kind`: diagnosis.completeness.evidence.<kind>.<key>.
+COMPLETENESS_PROBLEMS = ("diagnosis", "completeness", "problems[]")
 
 
 def walk(value: object, path: tuple[str, ...] = ()):
@@ -123,6 +125,10 @@ def walk(value: object, path: tuple[str, ...] = ()):
             if key == "evidence" and path in DIAGNOSIS_CAUSE_PATHS and isinstance(value.get("cause"), str):
                 yield (*path, "evidence"), sub  # the evidence object itself, as documented there
                 yield from walk(sub, ("diagnosis", "evidence", value["cause"]))  # its keys, per cause
+                continue
+            if key == "evidence" and path == COMPLETENESS_PROBLEMS and isinstance(value.get("kind"), str):
+                yield (*path, "evidence"), sub
+                yield from walk(sub, ("diagnosis", "completeness", "evidence", value["kind"]))  # per problem kind
                 continue
             yield from walk(sub, (*path, str(key)))
     elif isinstance(value, list):

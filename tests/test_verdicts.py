@@ -77,13 +77,15 @@ SHARED_VERDICTS = {
 # fixture (relative to fixtures/) -> (primary cause, why)
 FIXTURE_VERDICTS = {
     "demo.pt.trace.json.gz": ("input_pipeline", "The demo waits in the data loader most of each step."),
-    "pytorch_cpu_train.pt.trace.json.gz": ("none", "CPU-only training run: no GPU, input a small share of steps."),
-    "templates/pytorch_healthy_cpu.pt.trace.json.gz": ("none", "Healthy template (CPU): no injected bottleneck."),
-    "templates/pytorch_slow-input_cpu.pt.trace.json.gz": ("input_pipeline", "Slow-input switch: the loader sleeps."),
-    "templates/tf_healthy_cpu.xplane.pb": ("none", "Healthy TF template (CPU): input below 10% of step time."),
-    "templates/tf_slow-input_cpu.xplane.pb": ("input_pipeline", "Slow-input switch: the tf.data map sleeps."),
+    # Recorded without a GPU: no GPU side to say why a GPU idles (never `none`, which would claim a healthy
+    # GPU); the host-side view stays in `causes` (test_host_side_cause_of_cpu_recordings).
+    "pytorch_cpu_train.pt.trace.json.gz": ("incomplete_trace", "CPU-only training run: no GPU activity recorded."),
+    "templates/pytorch_healthy_cpu.pt.trace.json.gz": ("incomplete_trace", "Healthy template recorded on a CPU."),
+    "templates/pytorch_slow-input_cpu.pt.trace.json.gz": ("incomplete_trace", "Slow-input switch, on a CPU."),
+    "templates/tf_healthy_cpu.xplane.pb": ("incomplete_trace", "Healthy TF template recorded on a CPU."),
+    "templates/tf_slow-input_cpu.xplane.pb": ("incomplete_trace", "Slow-input switch (tf.data map sleeps), CPU."),
     "kineto/bare_list.json": ("none", "One kernel, no gap."),
-    "kineto/nested_ranges.json": ("none", "Host ranges only, nothing waits."),
+    "kineto/nested_ranges.json": ("incomplete_trace", "Host ranges only: no GPU activity recorded."),
     "kineto/time_origin_absolute.json": ("none", "One kernel, no gap."),
     "kineto/time_origin_relative.json": ("none", "One kernel, no gap."),
     "kineto/old_format.json": ("host_launch_overhead",
@@ -91,6 +93,17 @@ FIXTURE_VERDICTS = {
                                "exposed 100 us pageable copy; launch overhead is listed first)."),
     "kineto/overlapping_streams.json": ("low_occupancy",
                                         "Three user kernels of 4 blocks on a 108-SM A100 fill under 8% of the SMs."),
+    # Hand-built completeness cases (fixtures/completeness/make_completeness.py; counts in test_completeness.py).
+    "completeness/launches_without_gpu.json": ("incomplete_trace", "4 launch calls, no GPU activity recorded."),
+    "completeness/gpu_stops_early.json": ("incomplete_trace", "6 of 10 launches after the last GPU op."),
+    "completeness/cpu_only.json": ("incomplete_trace", "A range and two ops, no GPU activity."),
+    "completeness/gpu_without_launches.json": ("unexplained_idle", "Kernels only: the 100 us gap has no host "
+                                                                   "activity (a caveat, not blocking)."),
+    "completeness/missing_correlation.json": ("host_launch_overhead", "The launches fill the gaps; kernels carry "
+                                                                      "no correlation id (a caveat)."),
+    "completeness/dropped_records.json": ("none", "One launch, one kernel, no gap; 120 dropped records (caveat)."),
+    "completeness/profiler_overhead.json": ("unexplained_idle", "Nothing on the launching thread in most of the "
+                                                                "gap; overhead and Python tracing (caveat)."),
     # Real H100 recordings of the templates (fixtures/gpu/record_gpu.py; facts in tests/test_gpu_fixtures.py).
     "gpu/pytorch_healthy_cuda.pt.trace.json.gz": ("none", "Pinned batches, a GPU-sized MLP: the GPU is busy 94%."),
     "gpu/pytorch_slow-input_cuda.pt.trace.json.gz": (
@@ -131,7 +144,9 @@ def _diagnosis(path: Path) -> dict:
     diagnosis = tracelens.analyze(tracelens.load(path))["diagnosis"]
     # `cause` is one of the documented names everywhere (docs/json.md), `none` only as the primary.
     assert {c["cause"] for c in diagnosis["causes"]} <= ALLOWED_CAUSES
-    assert diagnosis["primary"]["cause"] in ALLOWED_CAUSES | {"none"}
+    assert diagnosis["primary"]["cause"] in ALLOWED_CAUSES | {"none", "incomplete_trace"}
+    # incomplete_trace exactly when the trace cannot answer (diagnosis.completeness).
+    assert (diagnosis["primary"]["cause"] == "incomplete_trace") == (not diagnosis["completeness"]["answerable"])
     return diagnosis
 
 
@@ -154,6 +169,22 @@ def test_hand_built_cause_verdict(name: str) -> None:
     data = json.loads((FIXTURES / "causes" / f"{name}.json").read_text())
     trace = Trace.from_rows(data["rows"], data["devices"], TraceMetadata("handmade", framework=data["framework"]))
     assert analyze(trace)["diagnosis"]["primary"]["cause"] == CAUSE_VERDICTS[name]
+
+
+# The host-side view of the CPU recordings: what the recorded part shows, ranked first in `causes`.
+CPU_HOST_CAUSES = {
+    "pytorch_cpu_train.pt.trace.json.gz": "input_pipeline",
+    "templates/pytorch_slow-input_cpu.pt.trace.json.gz": "input_pipeline",
+    "templates/tf_slow-input_cpu.xplane.pb": "input_pipeline",
+}
+
+
+@pytest.mark.parametrize("name", sorted(CPU_HOST_CAUSES))
+def test_host_side_cause_of_cpu_recordings(name: str) -> None:
+    diagnosis = _diagnosis(FIXTURES / name)
+    assert diagnosis["primary"]["evidence"]["problems"] == ["no_gpu_activity"]
+    assert diagnosis["causes"][0]["cause"] == CPU_HOST_CAUSES[name]
+    assert diagnosis["primary"]["evidence"]["largest_cause"] == CPU_HOST_CAUSES[name]
 
 
 def test_the_table_covers_every_trace_and_fixture() -> None:

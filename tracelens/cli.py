@@ -154,11 +154,16 @@ def convert(path: str, output: str, run_name: str | None) -> None:
 @click.option("--output", "-o", default=None, metavar="FILE", help="Write to FILE instead of stdout.")
 @click.option("--fail-on-regression", type=float, default=None, metavar="PCT",
               help="Exit 1 when HEAD's GPU utilization is lower by more than PCT points or its mean step "
-                   "time is longer by more than PCT percent.")
-def diff(base: str, head: str, fmt: str | None, output: str | None, fail_on_regression: float | None) -> None:
+                   "time is longer by more than PCT percent, or when either trace cannot answer (its GPU side "
+                   "is missing: diagnosis incomplete_trace).")
+@click.option("--allow-inconclusive", is_flag=True,
+              help="With --fail-on-regression: do not fail because a trace cannot answer; gate on the figures "
+                   "both traces have.")
+def diff(base: str, head: str, fmt: str | None, output: str | None, fail_on_regression: float | None,
+         allow_inconclusive: bool) -> None:
     """Compare two traces (any formats, or documents saved with analyze --format json): metrics side by side,
     deltas and a verdict."""
-    from .diff import compare, regression_reasons
+    from .diff import cannot_answer, compare, regression_reasons
     from .report import format_for_path
     from .report.diff_renderer import render_diff
 
@@ -166,10 +171,13 @@ def diff(base: str, head: str, fmt: str | None, output: str | None, fail_on_regr
     result = compare(_analyze_one(base), _analyze_one(head))
     _write_output(render_diff(result, fmt), output)
     if fail_on_regression is not None:
+        from .errors import RegressionError
+
+        blocked = cannot_answer(result)
+        if blocked and not allow_inconclusive:
+            raise RegressionError(f"inconclusive: {blocked} (--allow-inconclusive to pass)")
         reasons = regression_reasons(result, fail_on_regression)
         if reasons:
-            from .errors import RegressionError
-
             raise RegressionError("regression: " + "; ".join(reasons))
 
 

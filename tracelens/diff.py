@@ -12,7 +12,9 @@ Definitions (also in ``docs/json.md``, section "diff"):
   direction, else "unchanged". Noise floor: :data:`NOISE_FLOOR` = 2% relative, or 2 points for fractions.
 * Verdict, from the two headline metrics (GPU utilization, mean step time): "regressed" when either
   regressed beyond the floor, else "improved" when either improved, else "unchanged"; "inconclusive"
-  when neither metric exists on both sides (no GPU and no steps).
+  when neither metric exists on both sides (no GPU and no steps), or when either trace cannot answer (its
+  ``diagnosis.completeness.answerable`` is false: the GPU side is missing); the reasons then say which side
+  and why first.
 """
 
 from __future__ import annotations
@@ -223,14 +225,57 @@ def _kernel_changes(base: Doc, head: Doc) -> dict[str, Any]:
     }
 
 
+def incomplete_reason(doc: Doc) -> str | None:
+    """Why a trace cannot answer (its blocking completeness problems, with their counts), or None when it can.
+
+    A document without ``diagnosis.completeness`` (an older saved one) can answer unless its primary cause is
+    ``incomplete_trace``."""
+    diagnosis: Any = doc.get("diagnosis") or {}
+    completeness = diagnosis.get("completeness") if isinstance(diagnosis, dict) else None
+    if not isinstance(completeness, dict):
+        primary = diagnosis.get("primary") if isinstance(diagnosis, dict) else None
+        return "incomplete trace" if isinstance(primary, dict) and primary.get("cause") == "incomplete_trace" else None
+    if completeness.get("answerable", True):
+        return None
+    parts = []
+    for problem in completeness.get("problems") or []:
+        if not isinstance(problem, dict) or not problem.get("blocking"):
+            continue
+        ev = problem.get("evidence") or {}
+        if problem.get("kind") == "launches_without_gpu_activity" and ev.get("gpu_ops"):
+            parts.append(f"{ev.get('after_last_gpu_op') or 0:,} of {ev.get('launch_calls') or 0:,} launch calls start after the "
+                         "last recorded GPU op (the GPU side stops early)")
+        elif problem.get("kind") == "launches_without_gpu_activity":
+            parts.append(f"{ev.get('launch_calls') or 0:,} launch calls and no GPU activity recorded (the profiler lost "
+                         "the GPU side)")
+        elif problem.get("kind") == "no_gpu_activity":
+            parts.append(f"no GPU activity recorded ({ev.get('host_events') or 0:,} host events only)")
+        else:
+            parts.append(str(problem.get("kind")))
+    return "; ".join(parts) or "incomplete trace"
+
+
 def _side(doc: Doc) -> dict[str, Any]:
     source = doc["source"]
+    reason = incomplete_reason(doc)
     return {
         "path": source.get("path"),
         "format": source.get("format"),
         "framework": source.get("framework"),
         "primary_cause": summary_of(doc)["primary_cause"],
+        "answerable": reason is None,
+        "incomplete_reason": reason,
     }
+
+
+def cannot_answer(result: dict[str, Any]) -> str | None:
+    """One line saying which side of a comparison cannot answer and why, or None when both can."""
+    sides = [(label, result[key]) for label, key in (("BASE", "base"), ("HEAD", "head"))
+             if not result[key].get("answerable", True)]
+    if not sides:
+        return None
+    return "; ".join(f"{label} ({side.get('path')}) cannot answer: {side.get('incomplete_reason')}"
+                     for label, side in sides)
 
 
 def _describe(row: dict[str, Any]) -> str:
@@ -264,11 +309,15 @@ def compare(base_doc: Doc, head_doc: Doc) -> dict[str, Any]:
                  head_idle.get(cause, 0 if head_idle else None))
             for cause in sorted(base_idle.keys() | head_idle.keys())]
     verdict, reasons = _verdict(metrics)
+    base, head = _side(base_doc), _side(head_doc)
+    blocked = cannot_answer({"base": base, "head": head})
+    if blocked:
+        verdict, reasons = "inconclusive", [blocked, *reasons]
     return {
         "schema_version": DIFF_SCHEMA_VERSION,
         "noise_floor": NOISE_FLOOR,
-        "base": _side(base_doc),
-        "head": _side(head_doc),
+        "base": base,
+        "head": head,
         "verdict": verdict,
         "verdict_reasons": reasons,
         "metrics": metrics,

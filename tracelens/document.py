@@ -650,6 +650,22 @@ class Ops(TypedDict):
     roofline: Roofline | None
 
 
+class CompletenessProblem(TypedDict):
+    kind: str
+    blocking: bool
+    evidence: dict[str, Any]
+    fix: str
+
+
+class Completeness(TypedDict):
+    """``diagnosis.completeness``: can the trace answer (analyses/completeness.py)."""
+
+    complete: bool
+    answerable: bool
+    recorder: str
+    problems: list[CompletenessProblem]
+
+
 class Diagnosis(TypedDict):
     primary: Cause
     causes: list[Cause]
@@ -660,6 +676,7 @@ class Diagnosis(TypedDict):
     has_gpu_activity: bool
     framework: str
     unexplained_idle_ns: int
+    completeness: Completeness
 
 
 class StepStats(TypedDict):

@@ -14,8 +14,10 @@ per-device quantities are averaged over them ("device-mean"), so a cause never e
     communication         communication.devices[].exposed_ns / n: collective time with no other kernel running
     unexplained_idle      device-mean idle that no host activity of the feeding threads covers (`nothing`)
     share                 lost_ns / span_ns
-    primary               the largest cause when its share > NONE_THRESHOLD, or whatever its share when the
-                          GPUs are busy less than HEALTHY_MIN_BUSY of their span; else `none`
+    primary               `incomplete_trace` when the trace cannot answer (a blocking completeness problem:
+                          the GPU side is missing, analyses/completeness.py); else the largest cause when its
+                          share > NONE_THRESHOLD, or whatever its share when the GPUs are busy less than
+                          HEALTHY_MIN_BUSY of their span; else `none`
 Without GPU activity: input_pipeline = host time attributed to `input` inside the steps (over the whole host
 span when the trace has no steps), on the step threads; the other causes need a GPU and are absent.
 """
@@ -33,6 +35,7 @@ import pandas as pd
 
 from .. import gpu_specs, intervals
 from ..trace import ALL_KINDS, ANNOTATION, CPU_OP, DRIVER, OSRT, OVERHEAD, PYTHON, RUNTIME, Trace
+from . import completeness as completeness_check
 from . import memcpy as memcpy_analysis
 from . import ops, startup
 from .attribution import feeding_threads, host_rows, priority_split, thread_row_mask, unexplained_intervals
@@ -47,6 +50,9 @@ PINNED_NEAR_LINK = 0.7  # pinned copies at >= 70% of the link's theoretical band
 
 CAUSE_NAMES = ("startup", "input_pipeline", "host_launch_overhead", "synchronization", "memcpy", "low_occupancy",
                "multi_gpu_imbalance", "communication", "unexplained_idle")
+# Primary-only verdicts (never in `causes`, no lost time): the trace cannot answer, or nothing is worth fixing.
+INCOMPLETE_TRACE = "incomplete_trace"
+PRIMARY_ONLY = (INCOMPLETE_TRACE, "none")
 
 # Host names that wait for other processes: MPI calls (nsys MPI tracing), collective ops and NCCL calls.
 RANK_WAIT_PATTERN = re.compile(r"^MPI_|^(nccl|rccl)[A-Z]|^nccl:|c10d::|ProcessGroup|^gloo:|RemoteCall|CollectiveReduce")
@@ -783,7 +789,10 @@ def diagnose(trace: Trace, done: dict[str, Any]) -> dict[str, Any]:
     ranked = sorted((c for c in causes if c["lost_ns"] > 0), key=lambda c: (-c["lost_ns"], CAUSE_NAMES.index(c["cause"])))
     utilization = busy_share(trace)
     starved = utilization is not None and utilization < HEALTHY_MIN_BUSY
-    if ranked and (ranked[0]["share"] > NONE_THRESHOLD or starved):
+    completeness = completeness_check.judge(trace)
+    if not completeness["answerable"]:
+        primary = incomplete_primary(completeness, ranked)
+    elif ranked and (ranked[0]["share"] > NONE_THRESHOLD or starved):
         primary = ranked[0]
     else:
         largest = ranked[0] if ranked else None
@@ -796,7 +805,19 @@ def diagnose(trace: Trace, done: dict[str, Any]) -> dict[str, Any]:
     n = len(busy)
     return {"primary": primary, "causes": ranked, "span_ns": span, "has_gpu_activity": has_gpu,
             "framework": framework, "threshold": NONE_THRESHOLD, "busy_share": utilization,
-            "healthy_min_busy": HEALTHY_MIN_BUSY, "unexplained_idle_ns": int(round(nothing / n)) if n else 0}
+            "healthy_min_busy": HEALTHY_MIN_BUSY, "unexplained_idle_ns": int(round(nothing / n)) if n else 0,
+            "completeness": completeness}
+
+
+def incomplete_primary(completeness: dict[str, Any], ranked: list[dict[str, Any]]) -> dict[str, Any]:
+    """The `incomplete_trace` primary: which blocking problems, what the recorded part shows, how to record."""
+    blocking = [p for p in completeness["problems"] if p["blocking"]]
+    largest = ranked[0] if ranked else None
+    evidence = {"problems": [p["kind"] for p in blocking],
+                "largest_cause": largest["cause"] if largest else None,
+                "largest_share": largest["share"] if largest else 0.0}
+    return {"cause": INCOMPLETE_TRACE, "lost_ns": 0, "share": 0.0, "evidence": evidence,
+            "fix": blocking[0]["fix"] if blocking else None}
 
 
 def section(trace: Trace, done: dict[str, Any]) -> dict[str, Any]:

@@ -52,6 +52,7 @@ from ..trace import (
 )
 from . import nvtx_payload
 from .nsys_rep import export_report
+from .profiler_log import profiler_drops
 
 # Schema majors this reader was written against (2 = nsys 2021-2023, 3 = 2024-2026).
 KNOWN_SCHEMA_MAJOR = 3
@@ -1141,6 +1142,11 @@ class NsysReader:
             row = db.small("SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME LIMIT 1")
             if row and isinstance(row[0][0], int):
                 extra["session_start_utc_epoch_ns"] = row[0][0]
+        if "DIAGNOSTIC_EVENT" in db.tables and "text" in db.columns("DIAGNOSTIC_EVENT"):
+            # nsys's own diagnostics (tens of rows): what it says it dropped or lost.
+            drops = profiler_drops(text for (text,) in db.small("SELECT text FROM DIAGNOSTIC_EVENT"))
+            if drops:
+                extra["profiler_drops"] = drops
         return extra
 
 

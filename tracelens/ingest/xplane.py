@@ -41,6 +41,7 @@ from ..trace import (
 )
 from ..values import int_or_none
 from . import xplane_wire as wire
+from .profiler_log import profiler_drops
 from .tf_common import (
     COPY_KIND_LABELS,
     classify_host_name,
@@ -776,6 +777,8 @@ def _build_trace(hosts: list[_Host], source: Path, run: str | None) -> Trace:
             "steps_from": ("device Steps lines" if used_device_steps
                            else "host step markers" if n_steps else None),
             "protobuf_backend": protobuf_backend(),
+            **({"profiler_drops": drops} if (drops := profiler_drops(
+                m for h in hosts for m in (*h.space.errors, *h.space.warnings))) else {}),
         },
     )
     return Trace(events=events, devices=build_devices(_device_rows(hosts)), metadata=metadata)

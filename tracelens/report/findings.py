@@ -266,6 +266,103 @@ def _none(cause: dict[str, Any], diagnosis: dict[str, Any]) -> str:
     return text + "."
 
 
+def _problem_no_gpu(ev: dict[str, Any]) -> str:
+    return (f"the trace records no GPU activity (no kernel, copy or memset) and no call that launches one: "
+            f"{ev.get('host_events', 0):,} host events ({ev.get('framework_ops', 0):,} framework ops, "
+            f"{ev.get('annotations', 0):,} annotations or NVTX ranges) only")
+
+
+def _problem_lost_gpu(ev: dict[str, Any]) -> str:
+    if not ev.get("gpu_ops"):
+        return (f"the trace records {_calls(ev.get('launch_calls', 0), 'launch call')} and no GPU activity: "
+                "the profiler lost the GPU side")
+    gone = (ev.get("host_end_ns") or 0) - (ev.get("last_gpu_op_end_ns") or 0)
+    return (f"{ev.get('after_last_gpu_op', 0):,} of {_calls(ev.get('launch_calls', 0), 'launch call')} "
+            f"({fmt_pct(ev.get('share'))}) start after the last recorded GPU op ended: the GPU side stops "
+            f"{fmt_ns(gone)} before the host's last launch")
+
+
+def _problem_no_launches(ev: dict[str, Any]) -> str:
+    if not ev.get("api_calls"):
+        return (f"{ev.get('gpu_ops', 0):,} GPU ops and no CUDA/HIP API call: the launches' host side was not "
+                "recorded")
+    return (f"{ev.get('unmatched_gpu_ops', 0):,} of {ev.get('gpu_ops_with_id', 0):,} GPU ops "
+            f"({fmt_pct(ev.get('share'))}) match no launch call in the trace (launched before it began, or by "
+            "untraced host code): per-op and launch figures cover the rest")
+
+
+def _problem_ids(ev: dict[str, Any]) -> str:
+    return (f"{ev.get('gpu_ops_without_id', 0):,} of {ev.get('gpu_ops', 0):,} GPU ops and "
+            f"{ev.get('launch_calls_without_id', 0):,} of {_calls(ev.get('launch_calls', 0), 'launch call')} "
+            "carry no correlation id: that GPU work cannot be tied to its launch")
+
+
+def _problem_dropped(ev: dict[str, Any]) -> str:
+    parts = []
+    if ev.get("dropped_records") is not None:
+        parts.append(f"{ev['dropped_records']:,} records dropped")
+    if ev.get("collection_stopped_early"):
+        parts.append("GPU collection stopped early")
+    messages = ev.get("messages") or []
+    if messages:
+        parts.append(_q(messages[0]))
+    return "the profiler says it lost events" + (": " + "; ".join(parts) if parts else "")
+
+
+def _problem_overhead(ev: dict[str, Any]) -> str:
+    parts = []
+    if ev.get("overhead_ns"):
+        parts.append(f"profiler overhead covers {fmt_ns(ev['overhead_ns'])} ({fmt_pct(ev.get('share'))}) of the "
+                     f"{'GPU window' if ev.get('window') == 'gpu' else 'host span'}")
+    if ev.get("python_events"):
+        parts.append(f"{ev['python_events']:,} Python calls recorded ({ev.get('python_events_per_gpu_op', 0):.1f} "
+                     "per GPU op: a Python tracer such as with_stack=True slows the host)")
+    return "the profiler's own work inflates host time" + (": " + "; ".join(parts) if parts else "")
+
+
+PROBLEM_SENTENCES: dict[str, Callable[[dict[str, Any]], str]] = {
+    "no_gpu_activity": _problem_no_gpu,
+    "launches_without_gpu_activity": _problem_lost_gpu,
+    "gpu_activity_without_launches": _problem_no_launches,
+    "missing_correlation_ids": _problem_ids,
+    "dropped_events": _problem_dropped,
+    "profiler_overhead": _problem_overhead,
+}
+
+
+def _problem_clause(problem: dict[str, Any]) -> str:
+    build = PROBLEM_SENTENCES.get(str(problem.get("kind")))
+    evidence = problem.get("evidence")
+    if build is None or not isinstance(evidence, dict):
+        return str(problem.get("kind"))
+    try:
+        return build(evidence)
+    except (KeyError, TypeError, ValueError):  # a document written by another version: fall back, never crash
+        return str(problem.get("kind"))
+
+
+def problem_sentence(problem: dict[str, Any]) -> str:
+    """A completeness problem (``diagnosis.completeness.problems[]``) as one sentence with its numbers."""
+    text = _problem_clause(problem)
+    return text[0].upper() + text[1:] + "."
+
+
+def caveats(diagnosis: dict[str, Any]) -> list[str]:
+    """The non-blocking completeness problems as sentences: the answer stands, these figures are affected."""
+    problems = ((diagnosis or {}).get("completeness") or {}).get("problems") or []
+    return [problem_sentence(p) for p in problems if isinstance(p, dict) and not p.get("blocking")]
+
+
+def _incomplete(cause: dict[str, Any], diagnosis: dict[str, Any]) -> str:
+    problems = (diagnosis.get("completeness") or {}).get("problems") or []
+    blocking = [_problem_clause(p) for p in problems if isinstance(p, dict) and p.get("blocking")]
+    text = "The trace cannot say why the GPU idles: " + ("; ".join(blocking) or "the GPU side is missing")
+    ev = cause.get("evidence") or {}
+    if ev.get("largest_cause"):
+        text += f". What was recorded shows {ev['largest_cause']} ({fmt_pct(ev.get('largest_share'))})"
+    return text + "."
+
+
 SENTENCES: dict[str, Callable[[dict[str, Any], dict[str, Any]], str]] = {
     "startup": _startup,
     "input_pipeline": _input,
@@ -276,6 +373,7 @@ SENTENCES: dict[str, Callable[[dict[str, Any], dict[str, Any]], str]] = {
     "multi_gpu_imbalance": _imbalance,
     "communication": _communication,
     "unexplained_idle": _unexplained,
+    "incomplete_trace": _incomplete,
     "none": _none,
 }
 

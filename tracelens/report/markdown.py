@@ -26,7 +26,7 @@ from ..document import summary_of
 from .charts import bar_legend, lost_time_chart, stacked_bar, utilization_chart
 from .compute import compute_sentence, fmt_flops, roofline_sentence
 from .escape import html_text, is_shortened, md, shorten
-from .findings import sentence, utilization_sentence
+from .findings import caveats, sentence, utilization_sentence
 from .ranks import RUN_KEYS
 from .ranks import markdown_section as ranks_section
 from .units import fmt_auto, fmt_bytes, fmt_ns, fmt_pct
@@ -205,11 +205,16 @@ def _headline(doc: dict[str, Any]) -> Lines:
         finding = md(sentence(primary, doc.get("diagnosis") or {}))
         if cause == "none":
             lines.append(f"- **Primary cause:** none. {finding}")
+        elif cause == "incomplete_trace":
+            lines.append(f"- **Primary cause:** `incomplete_trace`: this trace cannot answer. {finding}")
+            if primary.get("fix"):
+                lines.append(f"- **How to record it:** {_text(primary.get('fix'))}")
         else:
             lines.append(f"- **Primary cause:** `{md(cause)}`: {fmt_ns(primary.get('lost_ns'))} lost "
                          f"({fmt_pct(primary.get('share'))} of the span). {finding}")
             if primary.get("fix"):
                 lines.append(f"- **Fix:** {_text(primary.get('fix'))}")
+        lines.extend(f"- **Trace caveat:** {md(c)}" for c in caveats(doc.get("diagnosis") or {}))
     return lines
 
 

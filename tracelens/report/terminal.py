@@ -22,7 +22,7 @@ from ..analyses import report_sections
 from ..document import summary_of
 from .compute import compute_sentence, fmt_flops, roofline_sentence
 from .escape import terminal as clean
-from .findings import sentence, utilization_sentence
+from .findings import caveats, sentence, utilization_sentence
 from .units import fmt_auto, fmt_bytes, fmt_ns, fmt_pct
 
 WIDTH = 100
@@ -120,6 +120,11 @@ def _diagnosis(doc: dict[str, Any], console: Console) -> None:
     cause = primary.get("cause")
     if cause == "none":
         _print(console, f"Diagnosis: none. {sentence(primary, diagnosis)}", style="green", indent="")
+    elif cause == "incomplete_trace":
+        _print(console, f"Diagnosis: incomplete_trace. {sentence(primary, diagnosis)}", style="bold yellow",
+               indent="")
+        if primary.get("fix"):
+            _print(console, f"fix: {_plain(primary['fix'])}", style="cyan", indent="  ")
     else:
         line = Text("Diagnosis: ", style="bold")
         line.append(clean(cause), style="bold red")
@@ -128,10 +133,14 @@ def _diagnosis(doc: dict[str, Any], console: Console) -> None:
         _print(console, sentence(primary, diagnosis), indent="  ")
         if primary.get("fix"):
             _print(console, f"fix: {_plain(primary['fix'])}", style="cyan", indent="  ")
-    others = [c for c in (diagnosis.get("causes") or [])[1:] if isinstance(c, dict)]
+    # The primary is causes[0] unless it is a primary-only verdict that is not a cause (incomplete_trace).
+    causes = diagnosis.get("causes") or []
+    others = [c for c in (causes if cause == "incomplete_trace" else causes[1:]) if isinstance(c, dict)]
     for c in others[:4]:
         _print(console, f"also: {c.get('cause')} {fmt_ns(c.get('lost_ns'))} ({fmt_pct(c.get('share'))}): "
                         f"{sentence(c, diagnosis)}", indent="  ")
+    for caveat in caveats(diagnosis):
+        _print(console, f"caveat: {caveat}", style="yellow", indent="  ")
 
 
 def _devices(doc: dict[str, Any], console: Console) -> None:

@@ -75,9 +75,12 @@ _AnyEvent = msgspec.defstruct("_AnyEvent", [*_members(EVENT_FIELDS, loose=True),
                               module=__name__, gc=False)
 
 
+# The profiler's own log, written at the document's top level (libkineto LoggerCollector): completeness reads
+# what it says was dropped (tracelens/ingest/profiler_log.py).
+LOG_LEVELS = ("INFO", "WARNING", "ERROR")
 # The document's other members, read as they come; the typed and the loose document differ only in the events.
 _DOCUMENT_MEMBERS = [(name, Any, None) for name in ("deviceProperties", "distributedInfo", "baseTimeNanoseconds",
-                                                    "schemaVersion", "displayTimeUnit", "traceName")]
+                                                    "schemaVersion", "displayTimeUnit", "traceName", *LOG_LEVELS)]
 _Document = msgspec.defstruct("_Document", [("traceEvents", list[_Event] | None, None), *_DOCUMENT_MEMBERS],
                               module=__name__, gc=False)
 _LooseDocument = msgspec.defstruct("_LooseDocument", [("traceEvents", Any, None), *_DOCUMENT_MEMBERS],
@@ -160,7 +163,7 @@ def decode_rest(payload: bytes, path: Path, shift: int = 0) -> tuple[list[Any], 
 
 def document_fields(doc: Any) -> dict[str, Any]:
     names = ("deviceProperties", "distributedInfo", "baseTimeNanoseconds", "schemaVersion", "displayTimeUnit",
-             "traceName")
+             "traceName", *LOG_LEVELS)
     return {n: getattr(doc, n) for n in names if getattr(doc, n) is not None}
 
 

@@ -31,6 +31,7 @@ from ...trace import (
     depth_column,
 )
 from ...values import int_or_none
+from ..profiler_log import kineto_log_lines, profiler_drops
 from .blocks import (
     DEVICE_SIDE,
     KIND_CODE,
@@ -272,6 +273,9 @@ class Columns:
             "device_properties": len(properties) if isinstance(properties := document.get("deviceProperties"),
                                                                   list) else 0,
         }
+        drops = profiler_drops(kineto_log_lines(document))
+        if drops:
+            extra["profiler_drops"] = drops
         warnings = []
         if self.counts["lenient_blocks"]:
             warnings.append("some events had fields of unexpected types; unreadable values were left empty")
