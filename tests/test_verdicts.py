@@ -120,6 +120,11 @@ FIXTURE_VERDICTS = {
     "gpu/bf16_matmul_cuda.pt.trace.json.gz": ("none", "20 back-to-back 8192^3 bf16 matmuls: busy 99.6%, MFU 0.78."),
     "gpu/jax_mlp_cuda.xplane.pb": ("none", "A jitted JAX MLP step, batch 4096: the GPU is busy 97%."),
     "gpu/cuda_graph_cuda.pt.trace.json.gz": ("none", "The MLP step captured in a CUDA graph, replayed 10 times."),
+    "gpu/resnet18_train_cuda.pt.trace.json.gz": (
+        "host_launch_overhead", "ResNet-18 fp32 at batch 16 on an H200: ~10 us convolution and batch-norm kernels, "
+                                "launched slower than they run (GPU busy ~50%)."),
+    "gpu/mlp_cpu_activity_only_cuda.pt.trace.json.gz": (
+        "incomplete_trace", "ProfilerActivity.CPU only: 210 launch calls, their kernels not recorded."),
     "gpu/transformer_bf16_cuda.pt.trace.json.gz": (
         "host_launch_overhead", "Profiled with with_stack and with_modules: the host takes ~18 ms a step "
                                 "recording Python stacks around ~5 ms of GPU work."),
