@@ -406,14 +406,14 @@ def _findings(doc: dict[str, Any], framework: str) -> list[dict[str, Any]]:
                     "evidence": {"async_pageable_count": launch["async_pageable_count"]}, "fix": fixes["pinned"]})
     if launch["sync_count"]:
         out.append({"id": "memcpy_sync", "severity": "medium",
-                    "message": f"{launch['sync_count']} copies were issued by synchronous copy calls "
+                    "message": f"{launch['sync_count']} {'copy was' if launch['sync_count'] == 1 else 'copies were'} issued by synchronous copy calls "
                                f"({launch['sync_ns']} ns of copy time) — the host waits for each",
                     "evidence": {"sync_count": launch["sync_count"], "sync_ns": launch["sync_ns"]},
                     "fix": fixes["async"]})
     small = doc["small_copies"]
     if small["burst_count"]:
         out.append({"id": "memcpy_small_storm", "severity": "medium",
-                    "message": f"{small['burst_count']} bursts of small (< {SMALL_COPY_BYTES // 1024} KiB) copies, "
+                    "message": f"{small['burst_count']} burst{'' if small['burst_count'] == 1 else 's'} of small (< {SMALL_COPY_BYTES // 1024} KiB) copies, "
                                f"{small['burst_copy_count']} copies in all",
                     "evidence": {k: small[k] for k in ("count", "duration_ns", "burst_count", "burst_copy_count")},
                     "fix": fixes["batch"]})

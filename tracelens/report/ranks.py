@@ -11,6 +11,7 @@ from typing import Any
 from urllib.parse import quote
 
 from ..document import RankRow, RunDocument
+from .budget import LEVELS, limits
 from .escape import html_text, md
 from .units import fmt_ns, fmt_pct
 
@@ -21,7 +22,7 @@ _VERDICTS = {"straggler": "a straggler: the others wait for one rank in the coll
                                "sizes), not one late rank",
              "mixed": "partly waiting for late ranks, partly transfer"}
 MARKDOWN_RANK_ROWS = 16  # shown before folding
-MARKDOWN_MAX_RANK_ROWS = 256  # the JSON output has every rank
+MARKDOWN_MAX_RANK_ROWS = LEVELS[0].rank_rows  # the JSON output has every rank (budget.limits() in effect)
 
 
 def _top_cause(idle: dict[str, int] | None) -> str:
@@ -78,11 +79,12 @@ def markdown_section(doc: RunDocument | dict[str, Any], plot_name: str | None = 
 
     head = ["| " + " | ".join(header) + " |", "| " + " | ".join(align) + " |"]
     lines.extend(["", *head, *(row(r) for r in ranks[:MARKDOWN_RANK_ROWS])])
-    rest = ranks[MARKDOWN_RANK_ROWS:MARKDOWN_MAX_RANK_ROWS]
+    most = max(limits().rank_rows, MARKDOWN_RANK_ROWS)
+    rest = ranks[MARKDOWN_RANK_ROWS:most]
     if rest:
         lines.extend(["", f"<details><summary>{html_text(f'{len(ranks) - MARKDOWN_RANK_ROWS} more ranks')}</summary>",
                       "", *head, *(row(r) for r in rest)])
-        if len(ranks) > MARKDOWN_MAX_RANK_ROWS:
-            lines.extend(["", f"{len(ranks) - MARKDOWN_MAX_RANK_ROWS} more ranks in the JSON output (`--format json`)."])
+        if len(ranks) > most:
+            lines.extend(["", f"{len(ranks) - most:,} more ranks in the JSON output (`--format json`)."])
         lines.extend(["", "</details>"])
     return lines
