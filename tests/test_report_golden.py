@@ -122,8 +122,8 @@ def test_core_golden_content() -> None:
     # GPU 0 busy: 2 copies of 100 µs + 2 kernels of 5 ms = 10.2 ms over 4.03 ms .. 19.22 ms = 15.19 ms span;
     # GPU 1: 2 kernels of 2 ms = 4 ms over 5 ms .. 17 ms = 12 ms span. Busy-weighted: 14.2 / 27.19 = 52.2%.
     assert "- **GPU utilization:** 52.2% busy-weighted over 2 devices (GPU 0 67.1%, GPU 1 33.3%)" in text
-    assert "- **Primary cause:** `input\\_pipeline`: 8 ms lost (40.0% of the span)" in text
-    assert "| 1 | 🔴 high | `input\\_pipeline` | 8 ms | 40.0% |" in text
+    assert "- **Primary cause:** `input_pipeline`: 8 ms lost (40.0% of the span)" in text
+    assert "| 1 | 🔴 high | `input_pipeline` | 8 ms | 40.0% |" in text
     assert "| 2 | 🟡 low | `synchronization` | 1 ms | 5.0% |" in text
     assert "a&#124;b&lt;/details&gt;&lt;script&gt;x&lt;/script&gt;" in text
     summary = terminal.render(core_doc())
