@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import stat
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -42,6 +43,12 @@ def copy_shared_trace(tmp_path: Path, subdir: str, name: str) -> Path:
     shutil.copyfile(paths[0], dst)
     os.chmod(dst, stat.S_IRUSR | stat.S_IWUSR)
     return dst
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Multi-rank runs cache Parquet in the user's cache folder: the suite uses a folder of its own.
+    if not os.environ.get("TRACELENS_CACHE_DIR"):
+        os.environ["TRACELENS_CACHE_DIR"] = tempfile.mkdtemp(prefix="tracelens-test-cache-")
 
 
 @pytest.fixture

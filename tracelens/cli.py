@@ -71,7 +71,8 @@ def cli() -> None:
 @click.option("--engine", type=click.Choice(["local", "dask"]), default="local",
               help="Several traces: run per-trace work in local processes or on a Dask cluster.")
 @click.option("--cache", "cache_dir", default=None, metavar="DIR",
-              help="Several traces: Parquet cache and run manifest (default: <traces' dir>/.tracelens-cache).")
+              help="Several traces: Parquet cache and run manifest (default: $TRACELENS_CACHE_DIR, else "
+                   "$XDG_CACHE_HOME/tracelens or ~/.cache/tracelens, under runs/<hash>).")
 @load_options
 def analyze(paths: Sequence[str], fmt: str | None, output: str | None, no_plots: bool, png: bool,
             workers: int | None, engine: str, cache_dir: str | None, run_name: str | None) -> None:
