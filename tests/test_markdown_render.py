@@ -259,3 +259,14 @@ def test_fit_leaves_out_the_largest_blocks_then_cuts() -> None:
     cut_text = cut("\n".join(big[1]), 500)
     assert len(cut_text) <= 500 and cut_text.count("<details>") == cut_text.count("</details>") == 1
     assert cut_text.endswith("the JSON output (`--format json`) has everything.\n")
+
+
+def test_plot_link_to_an_oddly_named_file_renders_as_that_image(tmp_path: Path) -> None:
+    from tracelens.report.markdown import figures
+
+    doc = analyze(nasty_trace(), sections=["devices"])
+    doc["gaps"] = {"devices": [{"device": 0, "timeline": {"edges_ns": [0, 500, 1000], "utilization": [1.0, 0.25]}}]}
+    pngs = figures(doc, tmp_path / "my review (v2) [draft].md")
+    view = check_github_view(render(doc, plots=True, figures=pngs))
+    src = re.findall(r'<img src="([^"]*)" alt="([^"]*)"', view["html"])
+    assert src == [("my%20review%20%28v2%29%20%5Bdraft%5D.utilization.png", "GPU utilization over time")]

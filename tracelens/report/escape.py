@@ -15,7 +15,7 @@ nor inject a tag. Two contexts:
 * :func:`md_line_start` — :func:`md` for text that starts a block (a list item's content): a leading ``#``,
   ``>``, ``-``, ``+``, ``=`` or ``1.`` would otherwise make it a heading, a quote or a nested list.
 * :func:`html_text` — text inside raw HTML (``<summary>``, attributes): :func:`html.escape` with quotes.
-* :func:`link` — a markdown link: the text escaped as by :func:`md`, the destination percent-encoded.
+* :func:`link` — a markdown link or image: the text escaped as by :func:`md`, the destination percent-encoded.
 
 Long names are shortened by :func:`shorten` (head ... tail, so template and kernel suffixes stay
 visible); the report lists the full names in a folded ``<details>`` block under each table that
@@ -72,11 +72,12 @@ def code(text: object, *, in_table: bool = False) -> str:
     return f"{fence}{pad}{s}{pad}{fence}" if s else ""
 
 
-def link(text: object, destination: str) -> str:
-    """A markdown link whose text shows ``text`` as written and whose destination is percent-encoded."""
+def link(text: object, destination: str, *, image: bool = False) -> str:
+    """A markdown link (or ``image``) whose text shows ``text`` as written and whose destination is
+    percent-encoded (spaces, parentheses and ``<>`` included, so it cannot end the link early)."""
     from urllib.parse import quote
 
-    return f"[{md(text)}](<{quote(destination, safe='/:#?&=%')}>)"
+    return f"{'!' if image else ''}[{md(text)}]({quote(destination, safe='/:#?&=%')})"
 
 
 def html_text(text: object) -> str:

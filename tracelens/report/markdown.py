@@ -18,7 +18,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 from ..analyses import BY_KEY, report_sections
 from ..analyses import SECTIONS as SECTION_KEYS
@@ -26,7 +25,7 @@ from ..document import summary_of
 from .budget import LEVELS, Block, fit, limits
 from .charts import bar_legend, lost_time_chart, stacked_bar, utilization_chart
 from .compute import compute_sentence, fmt_flops, roofline_sentence
-from .escape import code, html_text, is_shortened, md, md_line_start, shorten
+from .escape import code, html_text, is_shortened, link, md, md_line_start, shorten
 from .findings import sentence
 from .ranks import RUN_KEYS
 from .ranks import markdown_section as ranks_section
@@ -760,7 +759,7 @@ def _host(doc: dict[str, Any]) -> Lines:
 def _plot_link(plot_name: str | None) -> Lines:
     if not plot_name:
         return []
-    return ["", f"![GPU utilization over time]({quote(plot_name)})"]
+    return ["", link("GPU utilization over time", plot_name, image=True)]
 
 
 def _heading(key: str) -> str:

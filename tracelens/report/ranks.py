@@ -8,11 +8,10 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 from ..document import RankRow, RunDocument
 from .budget import LEVELS, limits
-from .escape import html_text, md
+from .escape import html_text, link, md
 from .units import fmt_ns, fmt_pct
 
 # Run-document keys drawn by :func:`markdown_section` (the markdown report skips them otherwise).
@@ -64,7 +63,7 @@ def markdown_section(doc: RunDocument | dict[str, Any], plot_name: str | None = 
                      + (f" ({fmt_pct(coll['wait_share'])} of it): {_VERDICTS[coll['verdict']]}"
                         if coll.get("verdict") in _VERDICTS else ""))
     if plot_name:
-        lines.extend(["", f"![per-rank utilization and collective time]({quote(plot_name)})"])
+        lines.extend(["", link("per-rank utilization and collective time", plot_name, image=True)])
     header = ["rank", "trace", "GPUs", "utilization", "busy", "steps", "mean step", "step lateness",
               "NCCL transfer", "NCCL wait", "largest idle cause"]
     align = ["---:", "---", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---"]
