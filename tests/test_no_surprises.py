@@ -89,3 +89,12 @@ def test_one_gpu_and_one_thread_read_in_the_singular() -> None:
     assert "over 1 GPUs" not in terminal and "1 threads" not in terminal and "1 threads" not in markdown
     threads = doc["host"]["threads"]
     assert f"{plural(threads, 'thread')}" in markdown
+
+
+def test_one_pageable_copy_reads_in_the_singular() -> None:
+    raw = json.loads((FIXTURES / "kineto" / "old_format.json").read_text())
+    pageable = [e for e in raw["traceEvents"] if "(Pageable" in e.get("name", "") and e.get("ph") == "X"]
+    assert len(pageable) == 1
+    doc = tracelens.analyze(tracelens.load(FIXTURES / "kineto" / "old_format.json"))
+    messages = [f["message"] for f in doc["memcpy"]["findings"] if f["id"] == "memcpy_pageable"]
+    assert messages and messages[0].startswith("1 copy uses pageable host memory")

@@ -393,7 +393,7 @@ def _findings(doc: dict[str, Any], framework: str) -> list[dict[str, Any]]:
     pageable = sum(k["pageable_count"] for k in doc["by_kind"])
     if pageable:
         out.append({"id": "memcpy_pageable", "severity": "medium",
-                    "message": f"{pageable} copies use pageable host memory (staged through a driver buffer, "
+                    "message": f"{pageable} {'copy uses' if pageable == 1 else 'copies use'} pageable host memory (staged through a driver buffer, "
                                "synchronous to the host, about half of pinned bandwidth)",
                     "evidence": {"pageable_count": pageable,
                                  "by_kind": {k: v["pageable_count"] for k, v in by_kind.items() if v["pageable_count"]}},

@@ -12,7 +12,7 @@ from typing import Any
 from ..document import RankRow, RunDocument
 from .budget import LEVELS, limits
 from .escape import html_text, link, md
-from .units import fmt_ns, fmt_pct
+from .units import fmt_ns, fmt_pct, plural
 
 # Run-document keys drawn by :func:`markdown_section` (the markdown report skips them otherwise).
 RUN_KEYS = ("ranks", "stragglers", "collectives", "imbalance", "representative_rank")
@@ -58,7 +58,7 @@ def markdown_section(doc: RunDocument | dict[str, Any], plot_name: str | None = 
     coll = doc.get("collectives") or {}
     if coll.get("collective_ns"):
         lines.append(f"- **NCCL collectives:** {coll.get('matched', 0):,} matched across "
-                     f"{coll.get('participants', 0)} GPUs; {fmt_ns(coll.get('transfer_ns'))} transfer, "
+                     f"{plural(coll.get('participants') or 0, 'GPU')}; {fmt_ns(coll.get('transfer_ns'))} transfer, "
                      f"{fmt_ns(coll.get('wait_ns'))} waiting for slower ranks"
                      + (f" ({fmt_pct(coll['wait_share'])} of it): {_VERDICTS[coll['verdict']]}"
                         if coll.get("verdict") in _VERDICTS else ""))

@@ -107,7 +107,8 @@ class Columns:
         self.parts.append(block)
 
     def _no_timed_events(self) -> InputError:
-        return InputError(f"trace has no timed events: none of its {self.counts['events']:,} events is a complete "
+        return InputError(f"trace has no timed events: none of its {self.counts['events']:,} "
+                          f"event{'' if self.counts['events'] == 1 else 's'} is a complete "
                           "event (\"ph\": \"X\") with a timestamp", path=self.path)
 
     def finish(self, document: dict[str, Any]) -> Trace:
