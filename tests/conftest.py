@@ -55,10 +55,19 @@ def copy_shared_trace(tmp_path: Path, subdir: str, name: str) -> Path:
     return dst
 
 
+_OWN_CACHE: list[str] = []
+
+
 def pytest_configure(config: pytest.Config) -> None:
     # Multi-rank runs cache Parquet in the user's cache folder: the suite uses a folder of its own.
     if not os.environ.get("TRACELENS_CACHE_DIR"):
-        os.environ["TRACELENS_CACHE_DIR"] = tempfile.mkdtemp(prefix="tracelens-test-cache-")
+        _OWN_CACHE.append(tempfile.mkdtemp(prefix="tracelens-test-cache-"))
+        os.environ["TRACELENS_CACHE_DIR"] = _OWN_CACHE[0]
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    for folder in _OWN_CACHE:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.hookimpl(hookwrapper=True)
