@@ -1,17 +1,28 @@
-"""Shared test fixtures: where the real traces live, and the bundled fixtures."""
+"""Shared test fixtures: where the real traces live, and the bundled fixtures.
+
+Some tests read the real traces in ../shared/traces (``TRACELENS_SHARED_TRACES`` names another folder) and
+skip when it is absent. Their skips still count as skipped, but the ``-ra`` summary folds them into one line
+(:func:`pytest_runtest_makereport`) instead of one line per test."""
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import stat
+import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
-SHARED_TRACES = (ROOT.parent / "shared" / "traces").resolve()
+SHARED_TRACES = Path(os.environ.get("TRACELENS_SHARED_TRACES") or ROOT.parent / "shared" / "traces").resolve()
+# The reasons tests give for skipping without the real traces ("../shared/traces/nsys not present", ...).
+_SHARED_ABSENT = re.compile(r"\.\./shared/traces(/\w+)? (not present|is absent)")
+SHARED_ABSENT_REASON = (f"real traces not present in {SHARED_TRACES} (clone ../shared beside the repository or set "
+                        "TRACELENS_SHARED_TRACES): the tests that read them are skipped")
 
 
 def shared_traces(subdir: str, *patterns: str) -> list[Path]:
@@ -42,6 +53,32 @@ def copy_shared_trace(tmp_path: Path, subdir: str, name: str) -> Path:
     shutil.copyfile(paths[0], dst)
     os.chmod(dst, stat.S_IRUSR | stat.S_IWUSR)
     return dst
+
+
+_OWN_CACHE: list[str] = []
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Multi-rank runs cache Parquet in the user's cache folder: the suite uses a folder of its own.
+    if not os.environ.get("TRACELENS_CACHE_DIR"):
+        _OWN_CACHE.append(tempfile.mkdtemp(prefix="tracelens-test-cache-"))
+        os.environ["TRACELENS_CACHE_DIR"] = _OWN_CACHE[0]
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    for folder in _OWN_CACHE:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Any:
+    """A skip for want of the real traces gets one location and reason, so ``-ra`` shows them as one line
+    (``SKIPPED [99] tests/conftest.py: real traces not present ...``); each still counts as skipped."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.skipped and isinstance(report.longrepr, tuple) and len(report.longrepr) == 3:
+        if _SHARED_ABSENT.search(str(report.longrepr[2])):
+            report.longrepr = (__file__, None, f"Skipped: {SHARED_ABSENT_REASON}")
 
 
 @pytest.fixture

@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 
 import tracelens
-from tests.conftest import copy_shared_trace, shared_params
+from tests.conftest import SHARED_TRACES, copy_shared_trace, shared_params
 from tests.reference import union_length
 from tracelens.analyses.communication import collective_type, communication_report
 from tracelens.trace import Trace
 
-SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "traces"
+SHARED = SHARED_TRACES
 
 
 def _gpu(kind: str, name: str, start: int, end: int, device: int = 0) -> dict:

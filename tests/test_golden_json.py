@@ -15,10 +15,11 @@ from pathlib import Path
 import pytest
 
 import tracelens
+from tests.conftest import SHARED_TRACES
 from tracelens.report.json_renderer import render as render_json
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED = ROOT.parent / "shared" / "traces"
+SHARED = SHARED_TRACES
 GOLDEN = Path(__file__).parent / "golden" / "json"
 
 FIXTURE_TRACES = sorted(p for p in (ROOT / "fixtures").rglob("*")

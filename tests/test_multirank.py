@@ -216,12 +216,18 @@ def test_cache_manifest_reuse_and_invalidation(tmp_path: Path) -> None:
     assert [r["cached"] for r in third["ranks"]] == [True, False, True]
 
 
-def test_default_cache_beside_the_traces(tmp_path: Path) -> None:
-    write_handmade_run(tmp_path / "run")
+def test_default_cache_in_the_user_cache_not_beside_the_traces(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    paths = write_handmade_run(tmp_path / "run")
+    before = sorted(p.name for p in (tmp_path / "run").iterdir())
+    monkeypatch.setenv("TRACELENS_CACHE_DIR", str(tmp_path / "mine"))
     doc, _ = runs.analyze_run([tmp_path / "run"], workers=1)
-    assert Path(doc["source"]["cache_dir"]) == tmp_path / "run" / runs.CACHE_DIRNAME
-    assert (tmp_path / "run" / runs.CACHE_DIRNAME / runs.MANIFEST_NAME).is_file()
-    assert runs.is_run_directory(tmp_path / "run")  # the hidden cache does not count as a rank
+    cache = Path(doc["source"]["cache_dir"])
+    assert cache.parent == tmp_path / "mine" / "runs" and cache == runs.default_cache_dir(paths)
+    assert (cache / runs.MANIFEST_NAME).is_file()
+    assert sorted(p.name for p in (tmp_path / "run").iterdir()) == before  # nothing written beside the traces
+    (tmp_path / "run" / runs.CACHE_DIRNAME).mkdir()  # an older version's cache folder
+    assert runs.is_run_directory(tmp_path / "run")  # does not count as a rank
 
 
 # ------------------------------------------------------------------------------------------ failures
@@ -309,6 +315,7 @@ def test_markdown_report_has_a_ranks_section(tmp_path: Path) -> None:
 def test_read_only_trace_folder_caches_in_the_user_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     run = tmp_path / "run"
     paths = write_handmade_run(run)
+    monkeypatch.delenv("TRACELENS_CACHE_DIR", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     run.chmod(0o555)
     try:
@@ -322,9 +329,9 @@ def test_read_only_trace_folder_caches_in_the_user_cache(tmp_path: Path, monkeyp
     other = tmp_path / "elsewhere" / "rank9.parquet"
     other.parent.mkdir()
     other.write_bytes(b"x")
-    # traces in two folders: no folder of theirs is the run's, so the user cache is used
+    # traces in two folders: the user cache too, a folder per set of traces
     assert runs.default_cache_dir([paths[0], other]).parent == tmp_path / "xdg" / "tracelens" / "runs"
-    assert runs.default_cache_dir(paths) == run / runs.CACHE_DIRNAME
+    assert runs.default_cache_dir([paths[0], other]) != runs.default_cache_dir(paths)
 
 
 def _collectives(durations: dict[int, list[int]], lateness: dict[int, int]) -> dict:

@@ -184,4 +184,5 @@ def test_cli_analyzes_a_run_of_real_traces(path: Path, tmp_path: Path, capsys: p
     doc = json.loads(out)
     assert [r["rank"] for r in doc["ranks"]] == [0, 1]
     assert doc["ranks"][0]["utilization"] == doc["ranks"][1]["utilization"]
-    assert (run / runs.CACHE_DIRNAME / runs.MANIFEST_NAME).is_file()
+    assert (Path(doc["source"]["cache_dir"]) / runs.MANIFEST_NAME).is_file()
+    assert not (run / runs.CACHE_DIRNAME).exists()  # nothing written beside the traces

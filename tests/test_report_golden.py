@@ -124,8 +124,8 @@ def test_core_golden_content() -> None:
     # = 50.2%; kernels (10 / 15.19 + 4 / 12) / 2 = 49.6%, copies only (0.2 / 15.19 + 0) / 2 = 0.7%.
     assert ("- **GPU busy 50.2%:** kernels 49.6%, copies only 0.7% (mean over 2 devices: GPU 0 67.1%, GPU 1 33.3%)"
             in text)
-    assert "- **Primary cause:** `input\\_pipeline`: 8 ms lost (40.0% of the span)" in text
-    assert "| 1 | 🔴 high | `input\\_pipeline` | 8 ms | 40.0% |" in text
+    assert "- **Primary cause:** `input_pipeline`: 8 ms lost (40.0% of the span)" in text
+    assert "| 1 | 🔴 high | `input_pipeline` | 8 ms | 40.0% |" in text
     assert "| 2 | 🟡 low | `synchronization` | 1 ms | 5.0% |" in text
     assert "a&#124;b&lt;/details&gt;&lt;script&gt;x&lt;/script&gt;" in text
     summary = terminal.render(core_doc())

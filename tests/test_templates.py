@@ -49,22 +49,26 @@ def inside(rows: pd.DataFrame, intervals: pd.DataFrame) -> np.ndarray:
     return ok
 
 
-def data_share_of_steps(frame: pd.DataFrame) -> float:
-    steps = step_intervals(frame)
-    data = named(frame, "tracelens/data")
-    data = data[inside(data, steps)]
-    return float((data["end_ns"] - data["start_ns"]).sum()) / float((steps["end"] - steps["start"]).sum())
-
-
-def median_step_data_share(frame: pd.DataFrame) -> float:
-    """Median over steps of the data fetch's share of its step: one step slowed by a busy machine (the CPU
-    templates run beside other jobs) cannot move it, as it moves the share of the summed step time."""
+def data_fetch_per_step(frame: pd.DataFrame) -> np.ndarray:
+    """Nanoseconds inside ``tracelens/data`` ranges, per step."""
     steps = step_intervals(frame)
     data = named(frame, "tracelens/data")
     data = data[inside(data, steps)]
     idx = np.searchsorted(steps["start"].to_numpy(np.int64), data["start_ns"].to_numpy(np.int64), side="right") - 1
-    fetch = np.bincount(idx, weights=(data["end_ns"] - data["start_ns"]).to_numpy(np.float64), minlength=len(steps))
-    return float(np.median(fetch / (steps["end"] - steps["start"]).to_numpy(np.float64)))
+    return np.bincount(idx, weights=(data["end_ns"] - data["start_ns"]).to_numpy(np.float64), minlength=len(steps))
+
+
+# What the slow-input scenario injects: a sleep of this long inside every step's data fetch. The templates
+# run on CPU beside other jobs, so no test asserts a measured share of a step: a busy machine stretches the
+# compute (and the healthy fetch) but can never make a sleep shorter.
+INJECTED_SLEEP_NS = SCENARIOS["slow-input"].data_sleep_s * 1e9
+
+
+def check_slow_input_against_healthy(slow: pd.DataFrame, healthy: pd.DataFrame) -> None:
+    """Every slow step's fetch holds the injected sleep (10% slack for the clock); the healthy fetch, batches
+    already in memory, takes under half of it in a typical step: a margin no load on the machine closes."""
+    assert (data_fetch_per_step(slow) >= 0.9 * INJECTED_SLEEP_NS).all()
+    assert float(np.median(data_fetch_per_step(healthy))) < 0.5 * INJECTED_SLEEP_NS
 
 
 def check_common(frame: pd.DataFrame, steps: int) -> pd.DataFrame:
@@ -109,10 +113,7 @@ def test_pytorch_scenario_trace(pytorch_traces: dict[str, Path], scenario: str) 
 
     cpu_ops = frame[frame["kind"].astype(str) == "cpu_op"]
     if scenario == "slow-input":
-        assert data_share_of_steps(frame) > 0.5
-    elif scenario == "healthy":
-        # batches are in memory: fetching costs next to nothing in a typical step
-        assert median_step_data_share(frame) < 0.2
+        check_slow_input_against_healthy(frame, tracelens.load(pytorch_traces["healthy"]).df)
     elif scenario == "pageable-copies":
         copies = named(frame, "pageable_copy")
         assert len(copies) == STEPS and inside(copies, intervals).all()
@@ -190,8 +191,7 @@ def test_tf_healthy_and_slow_input(tf_traces: list[Path]) -> None:
         assert trace.metadata.source_format == "xplane"
         assert trace.metadata.framework == "tensorflow"
         check_common(trace.df, TF_STEPS)
-    assert data_share_of_steps(slow.df) > 0.5
-    assert data_share_of_steps(healthy.df) < 0.5
+    check_slow_input_against_healthy(slow.df, healthy.df)
 
 
 @pytest.mark.slow

@@ -71,7 +71,8 @@ def cli() -> None:
 @click.option("--engine", type=click.Choice(["local", "dask"]), default="local",
               help="Several traces: run per-trace work in local processes or on a Dask cluster.")
 @click.option("--cache", "cache_dir", default=None, metavar="DIR",
-              help="Several traces: Parquet cache and run manifest (default: <traces' dir>/.tracelens-cache).")
+              help="Several traces: Parquet cache and run manifest (default: $TRACELENS_CACHE_DIR, else "
+                   "$XDG_CACHE_HOME/tracelens or ~/.cache/tracelens, under runs/<hash>).")
 @load_options
 def analyze(paths: Sequence[str], fmt: str | None, output: str | None, no_plots: bool, png: bool,
             workers: int | None, engine: str, cache_dir: str | None, run_name: str | None) -> None:
@@ -86,13 +87,47 @@ def analyze(paths: Sequence[str], fmt: str | None, output: str | None, no_plots:
     else:
         doc, failures = _analyze_one(paths[0], run_name=run_name), []
     _write_report(doc, fmt, output, plots=not no_plots, png=png)
+    _raise_partial_failure(doc, failures)
+
+
+def _raise_partial_failure(doc: Document | dict[str, Any], failures: list[str]) -> None:
+    """After the output is written: some ranks of a run failed (one line, however many)."""
     if failures:
         from .errors import PartialFailure
 
-        shown = "; ".join(" ".join(f.split()) for f in failures[:5])  # one line, however many failed
+        shown = "; ".join(" ".join(f.split()) for f in failures[:5])
         more = f"; and {len(failures) - 5} more" if len(failures) > 5 else ""
         raise PartialFailure(f"{len(failures)} of {len(failures) + len(doc.get('ranks', []))} traces failed "
                              f"(the others were analyzed): {shown}{more}")
+
+
+def _document(path: str, *, run_name: str | None = None) -> tuple[Document | dict[str, Any], list[str]]:
+    """What ``report`` and ``diff`` read: a run directory (one trace per rank, as ``analyze DIR``), a trace,
+    or a saved document; with the failures of a run's ranks."""
+    if _is_run_directory(path):
+        from .run import analyze_run
+
+        return analyze_run([path])
+    return _analyze_one(path, run_name=run_name), []
+
+
+# Output formats by file extension, for the commands whose -o picks the format.
+SUFFIX_FORMATS = {".md": "markdown", ".markdown": "markdown", ".json": "json", ".parquet": "parquet",
+                  ".pq": "parquet", ".csv": "csv"}
+
+
+def _format_for_output(output: str | None, default: str, allowed: Sequence[str], command: str) -> str:
+    """The format ``output``'s extension names (``default`` without one), or a refusal naming the choices."""
+    if output is None or output == "-":
+        return default
+    suffix = Path(output).suffix.lower()
+    fmt = SUFFIX_FORMATS.get(suffix, default if not suffix else None)
+    if fmt in allowed:
+        return fmt
+    from .errors import UsageError
+
+    names = " or ".join(f"{f} ({', '.join(x for x, y in SUFFIX_FORMATS.items() if y == f)})" for f in allowed)
+    raise UsageError(f"{output}: {command} writes {names}, not {suffix}: rename the file or pass --format")
 
 
 def _is_run_directory(path: str) -> bool:
@@ -119,29 +154,44 @@ def _analyze_one(path: str, *, run_name: str | None = None) -> Document:
 
 @cli.command()
 @click.argument("path", metavar="TRACE")
+@click.option("--format", "-f", "fmt", type=click.Choice(["markdown", "json"]), default=None,
+              help="Output format (default: markdown, or from the -o file's extension: .md, .json).")
 @click.option("--output", "-o", default=None, metavar="FILE",
-              help="Markdown file to write (default: stdout); a --png plot goes beside it.")
+              help="File to write (default: stdout); a --png plot goes beside a markdown report.")
 @click.option("--no-plots", is_flag=True, help="No charts (no inline mermaid charts, no PNG).")
 @click.option("--png", is_flag=True,
               help="With -o FILE: also write the utilization plot as a PNG beside the report.")
 @load_options
-def report(path: str, output: str | None, no_plots: bool, png: bool, run_name: str | None) -> None:
-    """Write a GitHub-flavoured markdown report for pull-request review (TRACE may also be a document saved
-    with analyze --format json)."""
-    doc = _analyze_one(path, run_name=run_name)
-    _write_report(doc, "markdown", output, plots=not no_plots, png=png)
+def report(path: str, fmt: str | None, output: str | None, no_plots: bool, png: bool, run_name: str | None) -> None:
+    """Write a GitHub-flavoured markdown report for pull-request review (TRACE may also be a run directory,
+    one trace per rank, or a document saved with analyze --format json)."""
+    fmt = fmt or _format_for_output(output, "markdown", ("markdown", "json"), "report")
+    doc, failures = _document(path, run_name=run_name)
+    _write_report(doc, fmt, output, plots=not no_plots, png=png)
+    _raise_partial_failure(doc, failures)
 
 
 @cli.command()
 @click.argument("path", metavar="TRACE")
-@click.option("--output", "-o", required=True, metavar="FILE.parquet", help="Parquet file to write.")
+@click.option("--output", "-o", required=True, metavar="FILE", help="File to write: .parquet or .csv.")
+@click.option("--format", "-f", "fmt", type=click.Choice(["parquet", "csv"]), default=None,
+              help="Output format (default: from the -o file's extension, .parquet or .csv).")
 @load_options
-def convert(path: str, output: str, run_name: str | None) -> None:
-    """Write the normalized timeline table as Parquet (columns in docs/schema.md)."""
+def convert(path: str, output: str, fmt: str | None, run_name: str | None) -> None:
+    """Write the normalized timeline table as Parquet or CSV (columns in docs/schema.md; the device table and
+    trace metadata travel only in Parquet)."""
     from . import load
 
+    fmt = fmt or _format_for_output(output, "parquet", ("parquet", "csv"), "convert")
     options = {"run": run_name} if run_name else {}
     trace = load(path, **options)
+    if fmt == "csv":
+        import pyarrow.csv
+
+        pyarrow.csv.write_csv(trace.events, output)
+        click.echo(f"wrote {output} ({trace.num_events:,} events; CSV holds the event table only: the device "
+                   "table and metadata need Parquet)", err=True)
+        return
     trace.save(output)
     click.echo(f"wrote {output} ({trace.num_events:,} events)", err=True)
 
@@ -161,14 +211,15 @@ def convert(path: str, output: str, run_name: str | None) -> None:
                    "both traces have.")
 def diff(base: str, head: str, fmt: str | None, output: str | None, fail_on_regression: float | None,
          allow_inconclusive: bool) -> None:
-    """Compare two traces (any formats, or documents saved with analyze --format json): metrics side by side,
-    deltas and a verdict."""
+    """Compare two traces (any formats, run directories, or documents saved with analyze --format json):
+    metrics side by side, deltas and a verdict."""
     from .diff import cannot_answer, compare, regression_reasons
     from .report import format_for_path
     from .report.diff_renderer import render_diff
 
     fmt = fmt or format_for_path(output, default="markdown")
-    result = compare(_analyze_one(base), _analyze_one(head))
+    (base_doc, base_failures), (head_doc, head_failures) = _document(base), _document(head)
+    result = compare(base_doc, head_doc)
     _write_output(render_diff(result, fmt), output)
     if fail_on_regression is not None:
         from .errors import RegressionError
@@ -179,6 +230,8 @@ def diff(base: str, head: str, fmt: str | None, output: str | None, fail_on_regr
         reasons = regression_reasons(result, fail_on_regression)
         if reasons:
             raise RegressionError("regression: " + "; ".join(reasons))
+    _raise_partial_failure(base_doc, base_failures)
+    _raise_partial_failure(head_doc, head_failures)
 
 
 @cli.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})

@@ -426,7 +426,7 @@ def _findings(doc: dict[str, Any], framework: str, kernel_union: dict[int, int])
     pageable = sum(k["pageable_count"] for k in doc["by_kind"])
     if pageable:
         out.append({"id": "memcpy_pageable", "severity": "medium",
-                    "message": f"{pageable} copies use pageable host memory (staged through a driver buffer, "
+                    "message": f"{pageable} {'copy uses' if pageable == 1 else 'copies use'} pageable host memory (staged through a driver buffer, "
                                "synchronous to the host, about half of pinned bandwidth)",
                     "evidence": {"pageable_count": pageable,
                                  "by_kind": {k: v["pageable_count"] for k, v in by_kind.items() if v["pageable_count"]}},
@@ -439,14 +439,14 @@ def _findings(doc: dict[str, Any], framework: str, kernel_union: dict[int, int])
                     "evidence": {"async_pageable_count": launch["async_pageable_count"]}, "fix": fixes["pinned"]})
     if launch["sync_count"]:
         out.append({"id": "memcpy_sync", "severity": "medium",
-                    "message": f"{launch['sync_count']} copies were issued by synchronous copy calls "
+                    "message": f"{launch['sync_count']} {'copy was' if launch['sync_count'] == 1 else 'copies were'} issued by synchronous copy calls "
                                f"({launch['sync_ns']} ns of copy time) — the host waits for each",
                     "evidence": {"sync_count": launch["sync_count"], "sync_ns": launch["sync_ns"]},
                     "fix": fixes["async"]})
     small = doc["small_copies"]
     if small["burst_count"]:
         out.append({"id": "memcpy_small_storm", "severity": "medium",
-                    "message": f"{small['burst_count']} bursts of small (< {SMALL_COPY_BYTES // 1024} KiB) copies, "
+                    "message": f"{small['burst_count']} burst{'' if small['burst_count'] == 1 else 's'} of small (< {SMALL_COPY_BYTES // 1024} KiB) copies, "
                                f"{small['burst_copy_count']} copies in all",
                     "evidence": {k: small[k] for k in ("count", "duration_ns", "burst_count", "burst_copy_count")},
                     "fix": fixes["batch"]})

@@ -313,7 +313,7 @@ def occupancy_report(trace: Trace) -> dict[str, Any]:
             "computed_count": int(c.sum()),
             "computed_kernel_ns": int(dur[c].sum()),
             "not_computed_reason": note["reason"]
-            or (None if c.all() else f"{int((~c).sum())} kernels lack launch configuration or exceed device limits"),
+            or (None if c.all() else _lacking(int((~c).sum()))),
             "basis": "estimated_achieved" if np.isfinite(occ.estimated[mask]).any() else "theoretical",
             "time_weighted_theoretical": _weighted(occ.theoretical[mask], dur),
             "time_weighted_estimated_achieved": _weighted(occ.estimated[mask], dur),
@@ -356,3 +356,8 @@ def occupancy_report(trace: Trace) -> dict[str, Any]:
 
 def section(trace: Trace, done: dict[str, Any]) -> dict[str, Any]:
     return occupancy_report(trace)
+
+
+def _lacking(count: int) -> str:
+    return (f"{count} kernel{'' if count == 1 else 's'} {'lacks' if count == 1 else 'lack'} launch configuration "
+            "or exceed" + ("s" if count == 1 else "") + " device limits")

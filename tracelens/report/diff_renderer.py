@@ -6,6 +6,7 @@ from typing import Any
 
 from ..errors import UsageError
 from . import json_renderer
+from .budget import Block, fit, limits
 from .escape import md
 from .markdown import FullNames
 from .units import fmt_bytes, fmt_ns, fmt_pct
@@ -64,8 +65,14 @@ def _metric_rows(rows: list[dict[str, Any]]) -> list[list[str]]:
 
 
 def render_markdown(result: dict[str, Any]) -> str:
+    """The diff for a pull request, kept under budget.MAX_CHARS like the report."""
+    return fit(lambda: _blocks(result), keep=1)
+
+
+def _blocks(result: dict[str, Any]) -> list[Block]:
     base, head = result["base"], result["head"]
     lines = ["# tracelens diff", ""]
+    blocks: list[Block] = [("Verdict and metrics", lines)]
     lines.append(f"**Verdict: {VERDICT_MARK.get(result['verdict'], md(result['verdict']))}** "
                  f"(noise floor {100 * result['noise_floor']:g}%: relative, or points for utilization)")
     lines.append("")
@@ -81,12 +88,17 @@ def render_markdown(result: dict[str, Any]) -> str:
     lines.extend(_table(["metric", "base", "head", "delta", "relative", "change"], _metric_rows(present),
                         ["---", "---:", "---:", "---:", "---:", "---"]))
     if any(r["base"] or r["head"] for r in result.get("idle_by_cause") or []):
+        lines = []
+        blocks.append(("GPU idle time by cause", lines))
         lines.extend(["", "## GPU idle time by cause", ""])
         lines.extend(_table(["cause", "base", "head", "delta", "relative", "change"],
                             _metric_rows(result["idle_by_cause"]), ["---", "---:", "---:", "---:", "---:", "---"]))
     kernels = result.get("kernels") or {}
     if kernels.get("available"):
         names = FullNames()
+        lines = []
+        blocks.append(("Kernels", lines))
+        most = limits().max_rows
         lines.extend(["", "## Kernels", ""])
         lines.append(f"{kernels['added_count']} added, {kernels['removed_count']} removed, "
                      f"{kernels['slower_count']} slower and {kernels['faster_count']} faster "
@@ -98,18 +110,17 @@ def render_markdown(result: dict[str, Any]) -> str:
                     ["kernel", "base avg", "head avg", "relative", "base total", "head total", "count base → head"],
                     [[names.cell(k["name"]), fmt_ns(k["base_avg_ns"]), fmt_ns(k["head_avg_ns"]),
                       f"{100 * k['avg_relative']:+.1f}%", fmt_ns(k["base_total_ns"]), fmt_ns(k["head_total_ns"]),
-                      f"{k['base_count']:,} → {k['head_count']:,}"] for k in kernels[key]],
+                      f"{k['base_count']:,} → {k['head_count']:,}"] for k in kernels[key][:most]],
                     ["---", "---:", "---:", "---:", "---:", "---:", "---:"]))
         for title, key in (("Added (only in head)", "added"), ("Removed (only in base)", "removed")):
             if kernels[key]:
                 lines.extend(["", f"### {title}", ""])
                 lines.extend(_table(["kernel", "count", "total", "avg"],
                                     [[names.cell(k["name"]), f"{k['count']:,}", fmt_ns(k["total_ns"]),
-                                      fmt_ns(k["avg_ns"])] for k in kernels[key]],
+                                      fmt_ns(k["avg_ns"])] for k in kernels[key][:most]],
                                     ["---", "---:", "---:", "---:"]))
         lines.extend(names.block())
-    lines.append("")
-    return "\n".join(lines)
+    return blocks
 
 
 def render_diff(result: dict[str, Any], fmt: str) -> str:

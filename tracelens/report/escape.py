@@ -9,7 +9,13 @@ nor inject a tag. Two contexts:
   punctuation that could start emphasis, code, links or strikethrough is backslash-escaped,
   newlines/tabs become spaces so a row stays on one line, and ``@`` is followed by a zero-width
   space so no name can @-mention a GitHub user in a pull-request comment.
+* :func:`code` — a code span: nothing inside is escaped (GitHub shows a backslash or an entity in a code
+  span literally); the fence is one backtick longer than the longest run of backticks in the text, and in a
+  table cell ``|`` becomes ``\\|`` (GFM splits cells before it parses code spans, and drops that backslash).
+* :func:`md_line_start` — :func:`md` for text that starts a block (a list item's content): a leading ``#``,
+  ``>``, ``-``, ``+``, ``=`` or ``1.`` would otherwise make it a heading, a quote or a nested list.
 * :func:`html_text` — text inside raw HTML (``<summary>``, attributes): :func:`html.escape` with quotes.
+* :func:`link` — a markdown link or image: the text escaped as by :func:`md`, the destination percent-encoded.
 
 Long names are shortened by :func:`shorten` (head ... tail, so template and kernel suffixes stay
 visible); the report lists the full names in a folded ``<details>`` block under each table that
@@ -39,6 +45,39 @@ def md(text: object) -> str:
     s = _MD_PUNCT.sub(r"\\\1", s)
     # A zero-width space after "@" keeps a name like "kernel@user" from mentioning (notifying) a GitHub user.
     return s.replace("|", "&#124;").replace("`", "&#96;").replace("@", "@\u200b")
+
+
+_BLOCK_START = re.compile(r"^(\s*)([#>+=-]|\d+(?=[.)]))")
+
+
+def md_line_start(text: object) -> str:
+    """:func:`md` for text that begins a line's block content (after ``1. `` or ``- ``)."""
+    s = md(text)
+    # A digit run before "." or ")" is escaped by escaping its terminator; the others by a backslash.
+    s = re.sub(r"^(\s*)(\d+)([.)])", r"\1\2\\\3", s)
+    s = re.sub(r"^(\s*)([#>+=-])", r"\1\\\2", s)
+    # Leading spaces: four would start an indented code block inside the item.
+    return re.sub(r"^ +", lambda m: "&#32;" * len(m.group(0)), s)
+
+
+def code(text: object, *, in_table: bool = False) -> str:
+    """``text`` as an inline code span that GitHub shows character for character (one line)."""
+    s = "" if text is None else _WHITESPACE.sub(" ", str(text)).replace("\x00", "")
+    if in_table:
+        s = s.replace("|", "\\|")
+    longest = max((len(run) for run in re.findall(r"`+", s)), default=0)
+    fence = "`" * (longest + 1)
+    # A space on both sides keeps a leading/trailing backtick off the fence (CommonMark strips one of each).
+    pad = " " if s.startswith(("`", " ")) or s.endswith(("`", " ")) else ""
+    return f"{fence}{pad}{s}{pad}{fence}" if s else ""
+
+
+def link(text: object, destination: str, *, image: bool = False) -> str:
+    """A markdown link (or ``image``) whose text shows ``text`` as written and whose destination is
+    percent-encoded (spaces, parentheses and ``<>`` included, so it cannot end the link early)."""
+    from urllib.parse import quote
+
+    return f"{'!' if image else ''}[{md(text)}]({quote(destination, safe='/:#?&=%')})"
 
 
 def html_text(text: object) -> str:

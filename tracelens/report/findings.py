@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .escape import shorten
-from .units import fmt_bytes, fmt_ns, fmt_pct
+from .units import fmt_bytes, fmt_ns, fmt_pct, plural
 
 NAME_LIMIT = 60
 
@@ -128,7 +128,7 @@ def _sync(cause: dict[str, Any], _: dict[str, Any]) -> str:
              if calls else "synchronizing calls")
     item = ev.get("item_pattern") or {}
     if item.get("count"):
-        text += f"; {item['count']:,} small device-to-host reads waited for the GPU (the .item() pattern)"
+        text += f"; {plural(item['count'], 'small device-to-host read')} waited for the GPU (the .item() pattern)"
         ops = item.get("top_ops") or []
         if ops:
             text += f", most often in {_q(ops[0]['name'])}"

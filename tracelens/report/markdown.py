@@ -18,21 +18,23 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
-from urllib.parse import quote
 
 from ..analyses import BY_KEY, report_sections
 from ..analyses import SECTIONS as SECTION_KEYS
 from ..document import summary_of
+from .budget import LEVELS, Block, fit, limits
 from .charts import bar_legend, lost_time_chart, stacked_bar, utilization_chart
 from .compute import compute_sentence, fmt_flops, roofline_sentence
-from .escape import html_text, is_shortened, md, shorten
+from .escape import code, html_text, is_shortened, link, md, md_line_start, shorten
 from .findings import caveats, sentence, utilization_sentence
 from .ranks import RUN_KEYS
 from .ranks import markdown_section as ranks_section
-from .units import fmt_auto, fmt_bytes, fmt_ns, fmt_pct
+from .units import fmt_auto, fmt_bytes, fmt_ns, fmt_pct, plural
 
-TOP_ROWS = 10  # rows shown before the rest is folded into <details>
-MAX_ROWS = 50  # rows of any one table; the JSON output has them all
+# Rows shown before folding into <details>, and rows of any one table (the JSON output has them all), at the
+# generous level; the renderers read the level in effect from budget.limits() (report/budget.py).
+TOP_ROWS = LEVELS[0].top_rows
+MAX_ROWS = LEVELS[0].max_rows
 GENERIC_LIST_ROWS = 50  # rows of a list-of-objects table in the generic renderer
 GENERIC_COLUMNS = 10
 
@@ -68,9 +70,17 @@ class FullNames:
         if not self.full:
             return []
         lines = ["", "<details><summary>Full names</summary>", ""]
-        lines.extend(f"{i}. {md(name)}" for i, name in enumerate(self.full, start=1))
+        lines.extend(f"{i}. {_full_name(name)}" for i, name in enumerate(self.full, start=1))
         lines.extend(["", "</details>"])
         return lines
+
+
+def _full_name(name: str) -> str:
+    """A name as a list item, whole unless longer than the level's limit (then head…tail and its length)."""
+    most = limits().full_name_chars
+    if len(name) <= most:
+        return md_line_start(name)
+    return f"{md_line_start(shorten(name, most))} ({len(name):,} characters; whole in the JSON output)"
 
 
 def table(header: list[str], rows: list[list[str]], align: list[str] | None = None) -> Lines:
@@ -90,13 +100,21 @@ def _folded_table(header: list[str], rows: list[list[str]], align: list[str], wh
                   total: int | None = None) -> Lines:
     """The first TOP_ROWS rows, the rest (up to MAX_ROWS) folded; ``total`` counts rows not even passed in."""
     total = max(total or 0, len(rows))
-    lines = table(header, rows[:TOP_ROWS], align)
-    if total > TOP_ROWS:
-        body = table(header, rows[TOP_ROWS:MAX_ROWS], align)
-        if total > MAX_ROWS:
-            body.extend(["", f"{total - MAX_ROWS} more {what} in the JSON output (`--format json`)."])
-        lines.extend(details(f"{total - TOP_ROWS} more {what}", body))
+    top, most = limits().top_rows, limits().max_rows
+    lines = table(header, rows[:top], align)
+    if total > top:
+        body = table(header, rows[top:most], align) if most > top else []
+        if total > most:
+            body.extend(["", f"{total - most:,} more {what} in the JSON output (`--format json`)."])
+        lines.extend(details(f"{total - top:,} more {what}", body))
     return lines
+
+
+def _count(value: Any, noun: str, plural_form: str | None = None) -> str:
+    """A count and its noun in agreement ("1 gap", "3 gaps"), "- gaps" for a missing count."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return plural(value, noun, plural_form)
+    return f"{_num(value)} {plural_form or noun + 's'}"
 
 
 def _num(value: Any) -> str:
@@ -175,7 +193,7 @@ def _headline(doc: dict[str, Any]) -> Lines:
     lines = [f"# tracelens report: {md(name)}", ""]
     facts = [src.get("format"), " ".join(x for x in (src.get("producer"), src.get("producer_version")) if x),
              f"framework {src['framework']}" if src.get("framework") else None,
-             f"{src['event_count']:,} events" if isinstance(src.get("event_count"), int) else None]
+             plural(src['event_count'], 'event') if isinstance(src.get("event_count"), int) else None]
     if src.get("rank") is not None:
         facts.append(f"rank {src['rank']} of {src.get('world_size') or '?'}")
     lines.append(" · ".join(md(f) for f in facts if f))
@@ -190,12 +208,12 @@ def _headline(doc: dict[str, Any]) -> Lines:
             per_device += f", … {len(devices) - 16} more"
         head, _, split = busy.partition(": ")  # "GPU busy 99.3%" in bold, then its split by kind
         lines.append(f"- **{md(head)}:** {md(split)}".rstrip()
-                     + (f" (mean over {len(devices)} devices: {per_device})" if len(devices) > 1 else ""))
+                     + (f" (mean over {plural(len(devices), 'device')}: {per_device})" if len(devices) > 1 else ""))
     elif "devices" in doc:
         lines.append("- **GPU utilization:** no GPU activity in this trace (no kernels, copies or memsets)")
     stats = summary_of(doc)["steps"]
     if stats:
-        lines.append(f"- **Step time:** mean {fmt_ns(stats['mean_ns'])} over {stats['count']:,} steps "
+        lines.append(f"- **Step time:** mean {fmt_ns(stats['mean_ns'])} over {plural(stats['count'], 'step')} "
                      f"(min {fmt_ns(stats['min_ns'])}, max {fmt_ns(stats['max_ns'])})")
     elif "steps" in doc:
         lines.append("- **Step time:** no step markers in this trace")
@@ -210,7 +228,7 @@ def _headline(doc: dict[str, Any]) -> Lines:
             if primary.get("fix"):
                 lines.append(f"- **How to record it:** {_text(primary.get('fix'))}")
         else:
-            lines.append(f"- **Primary cause:** `{md(cause)}`: {fmt_ns(primary.get('lost_ns'))} lost "
+            lines.append(f"- **Primary cause:** {code(cause)}: {fmt_ns(primary.get('lost_ns'))} lost "
                          f"({fmt_pct(primary.get('share'))} of the span). {finding}")
             if primary.get("fix"):
                 lines.append(f"- **Fix:** {_text(primary.get('fix'))}")
@@ -267,7 +285,7 @@ def _findings(doc: dict[str, Any]) -> Lines:
     lines = ["", "## Findings", ""]
     if not causes:
         return lines + ["No cause of lost GPU time found."]
-    rows = [[str(i), severity(c.get("share")), f"`{md(c.get('cause'))}`", fmt_ns(c.get("lost_ns")),
+    rows = [[str(i), severity(c.get("share")), code(c.get('cause'), in_table=True), fmt_ns(c.get("lost_ns")),
              fmt_pct(c.get("share")), md(sentence(c, diagnosis)), _text(c.get("fix")) if c.get("fix") else "-"]
             for i, c in enumerate(causes, start=1)]
     lines.extend(table(["#", "severity", "cause", "lost time", "share of span", "finding", "fix"], rows,
@@ -306,9 +324,9 @@ def _kernels(doc: dict[str, Any]) -> Lines:
     rows = [[str(i), names.cell(k["name"]), fmt_pct(k.get("time_fraction")), fmt_ns(k.get("total_ns")),
              _num(k.get("count")), fmt_ns(k.get("avg_ns")), fmt_ns(k.get("median_ns")), fmt_ns(k.get("min_ns")),
              fmt_ns(k.get("max_ns")), fmt_ns(k.get("stdev_ns"))]
-            for i, k in enumerate(kernels["by_name"][:MAX_ROWS], start=1)]
+            for i, k in enumerate(kernels["by_name"][:limits().max_rows], start=1)]
     lines = ["", _heading("kernels"), "",
-             f"{kernels.get('count', 0):,} launches of {kernels.get('distinct_names', len(rows)):,} distinct kernels, "
+             f"{plural(kernels.get('count', 0), 'launch', 'launches')} of {plural(kernels.get('distinct_names', len(rows)), 'distinct kernel')}, "
              f"{fmt_ns(kernels.get('total_ns'))} summed; Time% is the share of summed kernel time.", ""]
     lines.extend(_folded_table(["#", "kernel", "Time%", "total", "count", "avg", "median", "min", "max", "stdev"],
                                rows, ["---:", "---", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:"],
@@ -322,7 +340,7 @@ def _ops(doc: dict[str, Any]) -> Lines:
         return []
     names = FullNames()
     rows = [[str(i), names.cell(r["name"]), _num(r.get("count")), fmt_ns(r.get("gpu_ns")), fmt_ns(r.get("copy_ns")),
-             fmt_ns(r.get("cpu_ns"))] for i, r in enumerate(ops["by_name"][:MAX_ROWS], start=1)]
+             fmt_ns(r.get("cpu_ns"))] for i, r in enumerate(ops["by_name"][:limits().max_rows], start=1)]
     lines = ["", _heading("ops"), "",
              f"Kernel and copy time by the outermost framework op that launched it: "
              f"{fmt_ns(ops.get('attributed_kernel_ns'))} of {fmt_ns(ops.get('kernel_ns'))} kernel time attributed "
@@ -342,7 +360,7 @@ def _ops(doc: dict[str, Any]) -> Lines:
         lines.extend(["", "By innermost `nn.Module` at the launch (self time; outer modules first in the path):", ""])
         module_rows = [[str(i), names.cell(m["path"]), _num(m.get("kernels")), fmt_ns(m.get("gpu_ns")),
                         fmt_ns(m.get("copy_ns")), fmt_flops(m.get("flops"))]
-                       for i, m in enumerate(modules[:MAX_ROWS], start=1)]
+                       for i, m in enumerate(modules[:limits().max_rows], start=1)]
         lines.extend(_folded_table(["#", "module", "kernels", "kernel time", "copy time", "FLOPs"], module_rows,
                                    ["---:", "---", "---:", "---:", "---:", "---:"], "modules", total=len(modules)))
     return lines + names.block()
@@ -356,7 +374,7 @@ def _memcpy(doc: dict[str, Any]) -> Lines:
     by_kind = [k for k in memcpy.get("by_kind") or [] if isinstance(k, dict)]
     if not by_kind:
         return lines + ["No memory copies."]
-    lines.append(f"{_num(memcpy.get('count'))} copies, {fmt_bytes(memcpy.get('bytes'))}, "
+    lines.append(f"{_count(memcpy.get('count'), 'copy', 'copies')}, {fmt_bytes(memcpy.get('bytes'))}, "
                  f"{fmt_ns(memcpy.get('duration_ns'))} summed; "
                  f"{fmt_ns(memcpy.get('device_mean_exposed_ns'))} of copy time not overlapped by compute"
                  + (" (mean per GPU)." if len(memcpy.get("per_device") or []) > 1 else "."))
@@ -391,8 +409,8 @@ def _memcpy(doc: dict[str, Any]) -> Lines:
     small = memcpy.get("small_copies")
     if isinstance(small, dict) and small.get("count"):
         lines.extend(["", f"Small copies (< {fmt_bytes(small.get('threshold_bytes'))}): {_num(small.get('count'))}, "
-                          f"{fmt_ns(small.get('duration_ns'))}; {_num(small.get('burst_count'))} bursts holding "
-                          f"{_num(small.get('burst_copy_count'))} copies."])
+                          f"{fmt_ns(small.get('duration_ns'))}; {_count(small.get('burst_count'), 'burst')} holding "
+                          f"{_count(small.get('burst_copy_count'), 'copy', 'copies')}."])
     findings = [f for f in memcpy.get("findings") or [] if isinstance(f, dict)]
     if findings:
         lines.append("")
@@ -416,13 +434,13 @@ def _sync(doc: dict[str, Any]) -> Lines:
     blocking = sync["blocking"]
     lines = ["", _heading("sync"), ""]
     per_step = sync.get("per_step_mean") or {}
-    lines.append(f"- Blocking host syncs: {_num(blocking.get('count'))} calls, {fmt_ns(blocking.get('total_ns'))}"
-                 + (f"; per step {_num(per_step.get('count'))} calls, {fmt_ns(per_step.get('total_ns'))}"
+    lines.append(f"- Blocking host syncs: {_count(blocking.get('count'), 'call')}, {fmt_ns(blocking.get('total_ns'))}"
+                 + (f"; per step {_count(per_step.get('count'), 'call')}, {fmt_ns(per_step.get('total_ns'))}"
                     if per_step else ""))
     item = sync.get("item_pattern") or {}
     if item:
         lines.append(f"- `.item()` / `.cpu()` pattern (small device-to-host copy, ≤ {fmt_bytes(item.get('max_bytes'))},"
-                     f" with a blocking wait): {_num(item.get('count'))} times, {fmt_ns(item.get('wait_ns'))} waited")
+                     f" with a blocking wait): {_count(item.get('count'), 'time')}, {fmt_ns(item.get('wait_ns'))} waited")
     if sync.get("stream_wait_event_calls") is not None:
         lines.append(f"- Stream-wait-event calls: {_num(sync.get('stream_wait_event_calls'))}")
     names = FullNames()
@@ -458,7 +476,7 @@ def _occupancy(doc: dict[str, Any]) -> Lines:
         value = occ.get(key)
         return fmt_ns(value / gpus if isinstance(value, (int, float)) else None)
 
-    lines.append(f"{_num(occ.get('computed_count'))} of {_num(occ.get('kernel_count'))} kernels with a computed "
+    lines.append(f"{_num(occ.get('computed_count'))} of {_count(occ.get('kernel_count'), 'kernel')} with a computed "
                  f"occupancy; low means below {fmt_pct(occ.get('low_threshold'))}. Lost time is GPU time with SMs "
                  f"left empty by grids smaller than the SM count or by block shapes that cap occupancy: "
                  f"{mean('lost_ns')}{' per GPU (mean)' if gpus > 1 else ''} ({mean('under_filled_lost_ns')} "
@@ -490,7 +508,7 @@ def _occupancy(doc: dict[str, Any]) -> Lines:
                  fmt_pct(k.get("occupancy")), fmt_pct(k.get("shape_occupancy")), md(k.get("limiter") or "-"),
                  _num(k.get("threads_per_block")), _num(k.get("registers_per_thread")),
                  fmt_bytes(k.get("shared_bytes_per_block"))]
-                for k in kernels[:MAX_ROWS]]
+                for k in kernels[:limits().max_rows]]
         lines.extend(["", "Kernels leaving the most SM time empty (each launch as if it ran alone):", ""])
         lines.extend(_folded_table(["kernel", "GPU", "count", "total", "lost", "SM fill", "grid blocks",
                                     "est. achieved", "shape allows", "limiter", "threads/block", "regs/thread",
@@ -501,7 +519,7 @@ def _occupancy(doc: dict[str, Any]) -> Lines:
     missing = [n for n in occ.get("not_computed") or [] if isinstance(n, dict)]
     if missing:
         lines.append("")
-        lines.extend(f"- Not computed for {_num(n.get('kernel_count'))} kernels on GPU {md(n.get('device'))}: "
+        lines.extend(f"- Not computed for {_count(n.get('kernel_count'), 'kernel')} on GPU {md(n.get('device'))}: "
                      f"{md(n.get('reason'))}" for n in missing)
     return lines
 
@@ -514,14 +532,14 @@ def _ranges(doc: dict[str, Any]) -> Lines:
     rows_in = [r for r in ranges["ranges"] if isinstance(r, dict)]
     if not rows_in:
         return lines + ["No annotation ranges in this trace."]
-    lines.append(f"{_num(ranges.get('count'))} range instances of {_num(ranges.get('names'))} names. GPU work belongs "
+    lines.append(f"{_count(ranges.get('count'), 'range instance')} of {_count(ranges.get('names'), 'name')}. GPU work belongs "
                  "to a range when its launch call lies inside it on the same thread; projected = first op start to "
                  "last op end.")
     lines.append("")
     names = FullNames()
     rows = [[names.cell(r.get("name")), _num(r.get("count")), fmt_ns(r.get("cpu_ns")), _num(r.get("gpu_ops")),
              fmt_ns(r.get("gpu_op_ns")), fmt_ns(r.get("projected_ns")), fmt_ns(r.get("gpu_idle_ns"))]
-            for r in rows_in[:MAX_ROWS]]
+            for r in rows_in[:limits().max_rows]]
     lines.extend(_folded_table(["range", "count", "CPU time", "GPU ops", "GPU op time", "projected GPU span",
                                 "GPU idle inside"], rows, ["---", "---:", "---:", "---:", "---:", "---:", "---:"],
                                "ranges", total=len(rows_in)))
@@ -538,7 +556,7 @@ def _gaps(doc: dict[str, Any]) -> Lines:
         return lines + ["No GPU activity, so no GPU gaps."]
     for d in devices:
         idle = d.get("idle_ns") or 0
-        lines.append(f"**GPU {md(d.get('device'))}:** {_num(d.get('gap_count'))} gaps, {fmt_ns(idle)} idle of "
+        lines.append(f"**GPU {md(d.get('device'))}:** {_count(d.get('gap_count'), 'gap')}, {fmt_ns(idle)} idle of "
                      f"{fmt_ns(d.get('span_ns'))} span.")
         lines.append("")
         histogram = [h for h in d.get("histogram") or [] if isinstance(h, dict)]
@@ -574,7 +592,7 @@ def _steps(doc: dict[str, Any]) -> Lines:
     if not steps.get("count") or not isinstance(summary, dict):
         return lines + ["No step markers in this trace (ProfilerStep#N, TF steps or `tracelens/step#N`)."]
     count = steps["count"]
-    lines.append(f"{count:,} steps: mean {fmt_ns(summary.get('mean_ns'))}, median {fmt_ns(summary.get('median_ns'))}, "
+    lines.append(f"{plural(count, 'step')}: mean {fmt_ns(summary.get('mean_ns'))}, median {fmt_ns(summary.get('median_ns'))}, "
                  f"min {fmt_ns(summary.get('min_ns'))}, max {fmt_ns(summary.get('max_ns'))}. Host time of the "
                  "step threads by category (overlaps go to the first category listed):")
     lines.append("")
@@ -594,12 +612,54 @@ def _steps(doc: dict[str, Any]) -> Lines:
     if listed:
         keys = _ordered((listed[0].get("host") or {}).keys())
         header = ["step", "start", "duration", *keys, "GPU busy"]
-        body = [[md(r.get("step")), fmt_ns(r.get("start_ns")), fmt_ns(r.get("duration_ns")),
-                 *[fmt_ns((r.get("host") or {}).get(k)) for k in keys],
-                 fmt_ns(sum(g.get("busy_ns") or 0 for g in r.get("gpu_busy") or []))] for r in listed]
+
+        def step_rows(chosen: list[dict[str, Any]]) -> list[list[str]]:
+            return [[md(r.get("step")), fmt_ns(r.get("start_ns")), fmt_ns(r.get("duration_ns")),
+                     *[fmt_ns((r.get("host") or {}).get(k)) for k in keys],
+                     fmt_ns(sum(g.get("busy_ns") or 0 for g in r.get("gpu_busy") or []))] for r in chosen]
+
+        align = ["---:"] * len(header)
         more = f" (first {len(listed):,} of {count:,})" if len(listed) < count else ""
-        lines.extend(details(f"Per step{more}", table(header, body, ["---:"] + ["---:"] * (len(header) - 1))))
+        if len(listed) <= STEP_TABLE_ROWS:
+            lines.extend(details(f"Per step{more}", table(header, step_rows(listed), align)))
+        else:
+            lines.extend(_step_digest(listed, more))
+            slowest = step_digest(listed)["slowest"]
+            lines.extend(details(f"The {len(slowest)} slowest steps", table(header, step_rows(slowest), align)))
     return lines
+
+
+STEP_TABLE_ROWS = 50  # more steps than this are summarized (percentiles, outliers, slowest), not listed
+SLOWEST_STEPS = 10
+OUTLIERS_NAMED = 20
+
+
+def step_digest(listed: list[dict[str, Any]]) -> dict[str, Any]:
+    """Duration percentiles (linear interpolation), Tukey outliers (longer than Q3 + 1.5 × IQR) and the
+    slowest steps of the listed steps (docs/json.md, "Markdown and terminal output")."""
+    import numpy as np
+
+    durations = np.array([r.get("duration_ns") or 0 for r in listed], dtype=np.float64)
+    q1, p50, q3, p90, p99 = np.percentile(durations, [25, 50, 75, 90, 99])
+    fence = q3 + 1.5 * (q3 - q1)
+    by_length = sorted(range(len(listed)), key=lambda i: (-durations[i], i))
+    return {"p50_ns": float(p50), "p90_ns": float(p90), "p99_ns": float(p99), "max_ns": float(durations.max()),
+            "fence_ns": float(fence), "outliers": [listed[i] for i in range(len(listed)) if durations[i] > fence],
+            "slowest": [listed[i] for i in by_length[:SLOWEST_STEPS]]}
+
+
+def _step_digest(listed: list[dict[str, Any]], more: str) -> Lines:
+    digest = step_digest(listed)
+    outliers = digest["outliers"]
+    named = ", ".join(md(r.get("step")) for r in outliers[:OUTLIERS_NAMED])
+    if len(outliers) > OUTLIERS_NAMED:
+        named += f" and {len(outliers) - OUTLIERS_NAMED:,} more"
+    return ["", f"Per step{more}: {len(listed):,} steps, too many to list here (the JSON output has each). "
+                f"Duration p50 {fmt_ns(digest['p50_ns'])}, p90 {fmt_ns(digest['p90_ns'])}, "
+                f"p99 {fmt_ns(digest['p99_ns'])}, max {fmt_ns(digest['max_ns'])}; "
+                + (f"{plural(len(outliers), 'outlier')} longer than {fmt_ns(digest['fence_ns'])} "
+                   f"(Q3 + 1.5 × IQR): step{'s' if len(outliers) != 1 else ''} {named}."
+                   if outliers else f"no outliers (none longer than {fmt_ns(digest['fence_ns'])}, Q3 + 1.5 × IQR).")]
 
 
 def _attribution(doc: dict[str, Any]) -> Lines:
@@ -661,7 +721,7 @@ def _launch(doc: dict[str, Any]) -> Lines:
                      "ops from graphs)")
     queues = [q for q in launch.get("queue_depth") or [] if isinstance(q, dict)]
     if queues:
-        lines.extend(details(f"Queue depth on {len(queues)} streams", table(
+        lines.extend(details(f"Queue depth on {plural(len(queues), 'stream')}", table(
             ["GPU", "stream", "max", "mean", "ops"],
             [[md(q.get("device")), md(q.get("stream")), _num(q.get("max")), f"{q.get('mean') or 0:.2f}",
               _num(q.get("ops"))] for q in queues], ["---", "---", "---:", "---:", "---:"])))
@@ -706,14 +766,14 @@ def _host(doc: dict[str, Any]) -> Lines:
     rows = [[md(r.get("kind")), names.cell(r.get("name")), _num(r.get("count")), fmt_ns(r.get("total_ns"))]
             for r in host["top"]]
     body = table(["kind", "name", "count", "total"], rows, ["---", "---", "---:", "---:"]) + names.block()
-    return details(f"Host side: span {fmt_ns(host.get('span_ns'))}, {host.get('threads', 0)} threads, "
+    return details(f"Host side: span {fmt_ns(host.get('span_ns'))}, {plural(host.get('threads') or 0, 'thread')}, "
                    "top names by time", body)
 
 
 def _plot_link(plot_name: str | None) -> Lines:
     if not plot_name:
         return []
-    return ["", f"![GPU utilization over time]({quote(plot_name)})"]
+    return ["", link("GPU utilization over time", plot_name, image=True)]
 
 
 def _heading(key: str) -> str:
@@ -772,26 +832,31 @@ NOT_SECTIONS = {"schema_version", "source", "summary", *SECTION_KEYS, *RUN_KEYS}
 
 def render_markdown(doc: dict[str, Any], plot_name: str | None = None, charts: bool = True,
                     ranks_plot_name: str | None = None) -> str:
-    lines = _headline(doc)
-    lines.extend(_findings(doc))
+    """The report, kept under budget.MAX_CHARS (GitHub's comment limit) by budget.fit."""
+    return fit(lambda: _blocks(doc, plot_name, charts, ranks_plot_name), keep=2)
+
+
+def _blocks(doc: dict[str, Any], plot_name: str | None, charts: bool, ranks_plot_name: str | None) -> list[Block]:
+    """The report as blocks: the headline, the findings, then one per section (budget.fit may drop those)."""
+    blocks: list[Block] = [("Headline", _headline(doc)), ("Findings", _findings(doc))]
     if charts:
-        lines.extend(_charts(doc))
-    lines.extend(_plot_link(plot_name))
-    lines.extend(ranks_section(doc, ranks_plot_name))
+        blocks.append(("Charts", _charts(doc)))
+    blocks.append(("Plot", _plot_link(plot_name)))
+    blocks.append(("Ranks", ranks_section(doc, ranks_plot_name)))
     no_gpu = doc.get("devices") == []
     shown = report_sections()
     for section in shown:
         if not (no_gpu and section.gpu_only):
-            lines.extend(DRAW.get(section.key, _section_generic(section.key))(doc))
+            blocks.append((section.title, DRAW.get(section.key, _section_generic(section.key))(doc)))
     if no_gpu:
         skipped = [s.key for s in shown if s.gpu_only and s.key in doc]
         if skipped:
-            lines.extend(["", f"GPU sections omitted ({', '.join(skipped)}): no GPU activity in this trace."])
+            blocks.append(("Note", ["", f"GPU sections omitted ({', '.join(skipped)}): no GPU activity in this trace."]))
     for key in doc:
         if key not in NOT_SECTIONS:
-            lines.extend(_section_generic(key, key)(doc))
-    lines.extend(["", "---", f"Generated by tracelens (analysis schema {md(doc.get('schema_version', '?'))})."])
-    return "\n".join(lines) + "\n"
+            blocks.append((str(key), _section_generic(key, key)(doc)))
+    blocks.append(("Footer", ["", "---", f"Generated by tracelens (analysis schema {md(doc.get('schema_version', '?'))})."]))
+    return [b for b in blocks if b[1]]
 
 
 def plot_path_for(output: str | Path) -> Path:

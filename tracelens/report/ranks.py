@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 from ..document import RankRow, RunDocument
-from .escape import html_text, md
-from .units import fmt_ns, fmt_pct
+from .budget import LEVELS, limits
+from .escape import html_text, link, md
+from .units import fmt_ns, fmt_pct, plural
 
 # Run-document keys drawn by :func:`markdown_section` (the markdown report skips them otherwise).
 RUN_KEYS = ("ranks", "stragglers", "collectives", "imbalance", "representative_rank")
@@ -21,7 +21,7 @@ _VERDICTS = {"straggler": "a straggler: the others wait for one rank in the coll
                                "sizes), not one late rank",
              "mixed": "partly waiting for late ranks, partly transfer"}
 MARKDOWN_RANK_ROWS = 16  # shown before folding
-MARKDOWN_MAX_RANK_ROWS = 256  # the JSON output has every rank
+MARKDOWN_MAX_RANK_ROWS = LEVELS[0].rank_rows  # the JSON output has every rank (budget.limits() in effect)
 
 
 def _top_cause(idle: dict[str, int] | None) -> str:
@@ -58,12 +58,12 @@ def markdown_section(doc: RunDocument | dict[str, Any], plot_name: str | None = 
     coll = doc.get("collectives") or {}
     if coll.get("collective_ns"):
         lines.append(f"- **NCCL collectives:** {coll.get('matched', 0):,} matched across "
-                     f"{coll.get('participants', 0)} GPUs; {fmt_ns(coll.get('transfer_ns'))} transfer, "
+                     f"{plural(coll.get('participants') or 0, 'GPU')}; {fmt_ns(coll.get('transfer_ns'))} transfer, "
                      f"{fmt_ns(coll.get('wait_ns'))} waiting for slower ranks"
                      + (f" ({fmt_pct(coll['wait_share'])} of it): {_VERDICTS[coll['verdict']]}"
                         if coll.get("verdict") in _VERDICTS else ""))
     if plot_name:
-        lines.extend(["", f"![per-rank utilization and collective time]({quote(plot_name)})"])
+        lines.extend(["", link("per-rank utilization and collective time", plot_name, image=True)])
     header = ["rank", "trace", "GPUs", "utilization", "busy", "steps", "mean step", "step lateness",
               "NCCL transfer", "NCCL wait", "largest idle cause"]
     align = ["---:", "---", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---"]
@@ -78,11 +78,12 @@ def markdown_section(doc: RunDocument | dict[str, Any], plot_name: str | None = 
 
     head = ["| " + " | ".join(header) + " |", "| " + " | ".join(align) + " |"]
     lines.extend(["", *head, *(row(r) for r in ranks[:MARKDOWN_RANK_ROWS])])
-    rest = ranks[MARKDOWN_RANK_ROWS:MARKDOWN_MAX_RANK_ROWS]
+    most = max(limits().rank_rows, MARKDOWN_RANK_ROWS)
+    rest = ranks[MARKDOWN_RANK_ROWS:most]
     if rest:
         lines.extend(["", f"<details><summary>{html_text(f'{len(ranks) - MARKDOWN_RANK_ROWS} more ranks')}</summary>",
                       "", *head, *(row(r) for r in rest)])
-        if len(ranks) > MARKDOWN_MAX_RANK_ROWS:
-            lines.extend(["", f"{len(ranks) - MARKDOWN_MAX_RANK_ROWS} more ranks in the JSON output (`--format json`)."])
+        if len(ranks) > most:
+            lines.extend(["", f"{len(ranks) - most:,} more ranks in the JSON output (`--format json`)."])
         lines.extend(["", "</details>"])
     return lines

@@ -23,7 +23,7 @@ from ..document import summary_of
 from .compute import compute_sentence, fmt_flops, roofline_sentence
 from .escape import terminal as clean
 from .findings import caveats, sentence, utilization_sentence
-from .units import fmt_auto, fmt_bytes, fmt_ns, fmt_pct
+from .units import fmt_auto, fmt_bytes, fmt_ns, fmt_pct, plural
 
 WIDTH = 100
 TOP_ROWS = 10
@@ -153,7 +153,7 @@ def _devices(doc: dict[str, Any], console: Console) -> None:
                style="yellow")
         return
     busy = utilization_sentence(cast(dict[str, Any], summary_of(doc))) or "GPU busy -"
-    table = _table(busy + (f" (mean over {len(devices)} GPUs)" if len(devices) > 1 else ""),
+    table = _table(busy + (f" (mean over {plural(len(devices), 'GPU')})" if len(devices) > 1 else ""),
                    ["GPU", "util", "busy", "span", "kernels", "kernel time", "memcpy n/time", "memset n/time",
                     "name"], {"util", "busy", "span", "kernels", "kernel time", "memcpy n/time", "memset n/time"})
     for d in devices:
@@ -247,7 +247,7 @@ def _kernels(doc: dict[str, Any], console: Console) -> None:
     if not isinstance(kernels, dict) or not kernels.get("by_name"):
         return
     console.print()
-    table = _table(f"Top kernels ({_n(kernels.get('count'))} launches, {_n(kernels.get('distinct_names'))} names, "
+    table = _table(f"Top kernels ({plural(kernels.get('count') or 0, 'launch', 'launches')}, {plural(kernels.get('distinct_names') or 0, 'name')}, "
                    f"{fmt_ns(kernels.get('total_ns'))})", ["kernel", "time%", "total", "count", "avg", "max"],
                    {"time%", "total", "count", "avg", "max"})
     for k in kernels["by_name"][:TOP_ROWS]:
@@ -361,7 +361,7 @@ def _host(doc: dict[str, Any], console: Console) -> None:
     if not isinstance(host, dict) or not host.get("top"):
         return
     console.print()
-    table = _table(f"Host side (span {fmt_ns(host.get('span_ns'))}, {host.get('threads', 0)} threads): top by time",
+    table = _table(f"Host side (span {fmt_ns(host.get('span_ns'))}, {plural(host.get('threads') or 0, 'thread')}): top by time",
                    ["kind", "name", "count", "total"], {"count", "total"})
     for row in host["top"][:TOP_ROWS]:
         table.add_row(_t(row.get("kind")), _t(row.get("name"), 60), _n(row.get("count")), fmt_ns(row.get("total_ns")))

@@ -24,6 +24,12 @@ def fmt_bytes(n: float | int | None) -> str:
     return f"{n:.1f} TiB"
 
 
+def plural(count: int, noun: str, plural_form: str | None = None) -> str:
+    """``count`` and ``noun`` in agreement: "1 thread", "2 threads", "1,024 GPUs" (``plural_form`` when the
+    plural is not noun + "s")."""
+    return f"{count:,} {noun if count == 1 else (plural_form or noun + 's')}"
+
+
 def fmt_pct(fraction: float | None) -> str:
     return "-" if fraction is None else f"{100 * fraction:.1f}%"
 

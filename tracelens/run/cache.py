@@ -12,24 +12,26 @@ from typing import Any
 
 from ..trace import TABLE_SCHEMA_VERSION
 
-CACHE_DIRNAME = ".tracelens-cache"
+CACHE_DIRNAME = ".tracelens-cache"  # older versions cached beside the traces; still not counted as a rank
+CACHE_ENV = "TRACELENS_CACHE_DIR"
 MANIFEST_NAME = "manifest.json"
 MANIFEST_VERSION = 1
 
 
+def user_cache_root() -> Path:
+    """Where tracelens keeps its caches: ``$TRACELENS_CACHE_DIR``, else ``$XDG_CACHE_HOME/tracelens``, else
+    ``~/.cache/tracelens``. Never the traces' own folder: a user's trace folder gets no files it did not ask for."""
+    explicit = os.environ.get(CACHE_ENV)
+    if explicit:
+        return Path(explicit).expanduser()
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tracelens"
+
+
 def default_cache_dir(paths: Sequence[Path]) -> Path:
-    """``<folder>/.tracelens-cache`` when every trace lies in that one folder and it is writable, else a
-    per-run folder in the user's cache (traces scattered over folders, or a read-only folder)."""
+    """The run's cache folder: ``<user cache>/runs/<hash of the traces' real paths>`` (``user_cache_root``)."""
     real = sorted(os.path.realpath(p) for p in paths)
-    parents = {os.path.dirname(p) for p in real}
-    if len(parents) == 1:
-        folder = Path(parents.pop())
-        # a folder marked read-only is left alone even by root (for whom os.access says yes to everything)
-        if os.access(folder, os.W_OK) and folder.stat().st_mode & 0o222:
-            return folder / CACHE_DIRNAME
-    user_cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     digest = hashlib.sha1("\n".join(real).encode()).hexdigest()[:16]
-    return user_cache / "tracelens" / "runs" / digest
+    return user_cache_root() / "runs" / digest
 
 
 def parquet_name(source: str) -> str:

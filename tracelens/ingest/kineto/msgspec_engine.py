@@ -111,15 +111,46 @@ def _json_error(err: Exception, path: Path, shift: int = 0) -> InputError:
     return InputError(f"invalid JSON ({text})", path=path)
 
 
+class LooseEvents(list):  # type: ignore[type-arg]
+    """Events decoded loosely because a field had an unexpected type; ``problem`` says which field, in which
+    event (the first the typed decoder met), for the reader's warning."""
+
+    problem: str | None = None
+
+
+_VALIDATION_AT = re.compile(r"^(?P<what>.*?) - at `\$(?:\.traceEvents)?\[(?P<index>\d+)\]\.?(?P<field>[^`]*)`$")
+
+
+def loose_events(events: list[Any], error: msgspec.ValidationError) -> LooseEvents:
+    """``events`` (decoded loosely) tagged with the typed decoder's complaint: the field, the example event."""
+    out = LooseEvents(events)
+    match = _VALIDATION_AT.match(str(error))
+    if not match:
+        out.problem = str(error)
+        return out
+    index, field = int(match["index"]), match["field"] or "(the event itself)"
+    event = events[index] if index < len(events) else None
+    value: Any = event
+    for part in field.split("."):
+        value = value.get(part) if isinstance(value, dict) else getattr(value, part, None)
+    shown = msgspec.json.encode(value).decode(errors="replace")
+    shown = shown if len(shown) <= 40 else shown[:39] + "…"
+    name = getattr(event, "name", None)
+    example = f"in event {msgspec.json.encode(name).decode() if isinstance(name, str) else '(no name)'} " \
+              f"at ts {getattr(event, 'ts', None)}"
+    out.problem = f"field {field} = {shown} ({match['what'].lower()}) {example}"
+    return out
+
+
 def decode_events(payload: bytes, path: Path, shift: int = 0) -> list[Any]:
     try:
         return EVENTS_DECODER.decode(payload)
-    except msgspec.ValidationError:
-        pass  # a field of an unexpected type: decode this piece loosely, coerce below
+    except msgspec.ValidationError as err:
+        typed_error = err  # a field of an unexpected type: decode this piece loosely, coerce below
     except DECODE_ERRORS as err:
         raise _json_error(err, path, shift) from None
     try:
-        return _ANY_EVENTS_DECODER.decode(payload)
+        return loose_events(_ANY_EVENTS_DECODER.decode(payload), typed_error)
     except msgspec.ValidationError as err:
         raise InputError(f"not a PyTorch profiler trace: traceEvents holds non-objects ({err})",
                          path=path) from None
@@ -140,15 +171,17 @@ def decode_rest(payload: bytes, path: Path, shift: int = 0) -> tuple[list[Any], 
         raise InputError("file holds only whitespace", path=path)
     try:
         doc: Any = _DOCUMENT_DECODER.decode(payload)
-    except msgspec.ValidationError:
-        doc = None  # some field of an unexpected type: decode loosely below
+    except msgspec.ValidationError as err:
+        doc, typed_error = None, err  # some field of an unexpected type: decode loosely below
     except DECODE_ERRORS as err:
         raise _json_error(err, path, shift) from None
     if doc is None:
         try:
             doc = LOOSE_DOCUMENT_DECODER.decode(payload)
             if isinstance(doc, _LooseDocument) and isinstance(doc.traceEvents, list):
-                doc.traceEvents = msgspec.convert(doc.traceEvents, list[_AnyEvent])
+                doc.traceEvents = loose_events(msgspec.convert(doc.traceEvents, list[_AnyEvent]), typed_error)
+            elif isinstance(doc, list):
+                doc = loose_events(doc, typed_error)
         except msgspec.ValidationError as err:
             raise InputError(f"not a PyTorch profiler trace: events are not JSON objects ({err})",
                              path=path) from None
@@ -234,6 +267,8 @@ def block_columns(events: list[Any]) -> dict[str, Any]:
         if key:
             counts[key] += int(count)
     block: dict[str, Any] = {"counts": counts}
+    if getattr(events, "problem", None):
+        block["problem"] = events.problem  # type: ignore[attr-defined]
     complete = [e for e in events if e.ph == "X"]
     del events
     if not complete:

@@ -92,10 +92,13 @@ class Columns:
         self.parts: list[dict[str, np.ndarray]] = []
         self.counts = {"events": 0, "flow": 0, "instant": 0, "metadata": 0, "other_phase": 0,
                        "lenient_blocks": 0, "msgspec_blocks": 0}
+        self.problem: str | None = None  # the first field of an unexpected type, with an example event
 
     def add(self, block: dict[str, Any]) -> None:
         for key, value in block.pop("counts").items():
             self.counts[key] += value
+        problem = block.pop("problem", None)
+        self.problem = self.problem or problem
         if "kind" not in block:
             return
         block["name"] = self.names.merge(*block["name"])
@@ -105,7 +108,8 @@ class Columns:
         self.parts.append(block)
 
     def _no_timed_events(self) -> InputError:
-        return InputError(f"trace has no timed events: none of its {self.counts['events']:,} events is a complete "
+        return InputError(f"trace has no timed events: none of its {self.counts['events']:,} "
+                          f"event{'' if self.counts['events'] == 1 else 's'} is a complete "
                           "event (\"ph\": \"X\") with a timestamp", path=self.path)
 
     def finish(self, document: dict[str, Any]) -> Trace:
@@ -278,7 +282,8 @@ class Columns:
             extra["profiler_drops"] = drops
         warnings = []
         if self.counts["lenient_blocks"]:
-            warnings.append("some events had fields of unexpected types; unreadable values were left empty")
+            warnings.append("some events had fields of unexpected types; unreadable values were left empty"
+                            + (f" (first: {self.problem})" if self.problem else ""))
         metadata = TraceMetadata(
             source_format="kineto",
             source_path=str(self.path),
