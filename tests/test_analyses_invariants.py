@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 from reference import union_length
 
+import tracelens
 from tests.conftest import shared_params
+from tracelens.analyses import analyze
 
 MY_SECTIONS = ("gaps", "steps", "attribution", "launch", "sync", "ranges", "diagnosis")
 TRACES = (shared_params("pytorch", "*.json.gz") + shared_params("nsys", "*.sqlite")
@@ -21,13 +23,7 @@ TRACES = (shared_params("pytorch", "*.json.gz") + shared_params("nsys", "*.sqlit
 
 @cache
 def _load(path: Path):
-    import tracelens
-    from tracelens.analyses import analyze
-
-    try:
-        trace = tracelens.load(path)
-    except (ImportError, NotImplementedError) as err:  # reader not there yet
-        pytest.skip(f"no reader: {err}")
+    trace = tracelens.load(path)
     return trace, analyze(trace)
 
 
