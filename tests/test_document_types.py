@@ -22,7 +22,8 @@ REAL_TRACES = (shared_params("nsys", "*.sqlite") + shared_params("pytorch", "*.j
                + shared_params("tf", "*.xplane.pb"))
 FIXTURE_TRACES = [pytest.param(p, id=str(p.relative_to(FIXTURES)))
                   for p in sorted(FIXTURES.glob("*.gz")) + sorted((FIXTURES / "kineto").glob("*.json"))
-                  + sorted((FIXTURES / "templates").glob("*.gz")) + sorted((FIXTURES / "templates").glob("*.pb"))]
+                  + sorted((FIXTURES / "templates").glob("*.gz")) + sorted((FIXTURES / "templates").glob("*.pb"))
+                  + sorted((FIXTURES / "nsys").glob("*.sqlite"))]
 CAUSE_CASES = sorted(p.stem for p in CAUSES_DIR.glob("*.json"))
 
 
