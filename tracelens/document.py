@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import math
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypedDict, cast, get_type_hints
 
@@ -760,7 +761,7 @@ def _device_sum(devices: list[Device], key: str) -> int | None:
 def _step_stats(steps: Steps | None) -> StepStats | None:
     if not steps or not steps.get("count"):
         return None
-    summary = steps.get("summary") or {}
+    summary: Mapping[str, Any] = steps.get("summary") or {}
     if not all(isinstance(summary.get(k), (int, float)) for k in ("mean_ns", "min_ns", "max_ns")):
         return None
     return {"count": int(steps["count"]), "mean_ns": summary["mean_ns"], "min_ns": summary["min_ns"],
@@ -777,10 +778,13 @@ def summarize(doc: Document | dict[str, Any]) -> Summary:
     memcpy = doc.get("memcpy")
     steps = doc.get("steps")
     stats = _step_stats(steps)
-    host_ns = ((steps or {}).get("summary") or {}).get("host_ns") if stats else None
-    primary = (doc.get("diagnosis") or {}).get("primary")
+    step_summary = steps.get("summary") if steps and stats else None
+    host_ns = step_summary.get("host_ns") if step_summary else None
+    diagnosis = doc.get("diagnosis")
+    primary = diagnosis.get("primary") if diagnosis else None
     attribution = doc.get("attribution")
-    compute = (doc.get("ops") or {}).get("compute") or {}
+    ops = doc.get("ops")
+    compute: Mapping[str, Any] = (ops.get("compute") if ops else None) or {}
     return {
         "device_count": len(devices),
         "gpu_utilization": (busy or 0) / span if span else None,

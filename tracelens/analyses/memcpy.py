@@ -285,7 +285,7 @@ def memcpy_report(trace: Trace) -> dict[str, Any]:
         by_kind.append(entry)
     kind_index = {e["kind"]: e for e in by_kind}
 
-    per_device = []
+    per_device: list[dict[str, Any]] = []
     for dev, device_activity in sorted(device_busy(trace).items()):
         busy, span = device_activity.busy_ns, device_activity.span_ns  # all GPU rows of the device
         mine = kernel_rows[cols.device[kernel_rows] == dev]
