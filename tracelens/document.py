@@ -16,10 +16,10 @@ import functools
 import math
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypedDict, cast, get_type_hints
 
-from .analyses.devices import DeviceUtilization
 from .errors import InputError
 
 # ----------------------------------------------------------------------------------------------- types
@@ -38,8 +38,28 @@ class Source(TypedDict):
     warnings: list[str]
 
 
-# One GPU: the devices section's DeviceUtilization as a dict (one definition of its fields, there), plus
-# ``rank`` in a multi-rank run document. (Optional keys by a total=False subclass: typing.NotRequired is 3.11+.)
+@dataclass
+class DeviceUtilization:
+    """One GPU's row of the ``devices`` section, as ``analyses/devices.py`` computes it (defined here, with the
+    document's other types, so that the document layer imports nothing from ``analyses/``)."""
+
+    id: int
+    name: str | None
+    busy_ns: int
+    span_ns: int
+    utilization: float
+    first_start_ns: int
+    last_end_ns: int
+    kernel_count: int
+    kernel_ns: int
+    memcpy_count: int
+    memcpy_ns: int
+    memset_count: int
+    memset_ns: int
+
+
+# One GPU: DeviceUtilization as a dict (one definition of its fields, above), plus ``rank`` in a multi-rank run
+# document. (Optional keys by a total=False subclass: typing.NotRequired is 3.11+.)
 _DeviceFields = TypedDict("_DeviceFields", get_type_hints(DeviceUtilization))  # type: ignore[misc]
 
 

@@ -7,28 +7,14 @@ utilization = busy_ns / span_ns (0 when span is 0)
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from typing import Any
 
+from ..document import DeviceUtilization
 from ..trace import ALL_KINDS, GPU_ACTIVITY_KINDS, KERNEL, MEMCPY, MEMSET, Trace
 from .columns import device_busy, event_columns
 
-
-@dataclass
-class DeviceUtilization:
-    id: int
-    name: str | None
-    busy_ns: int
-    span_ns: int
-    utilization: float
-    first_start_ns: int
-    last_end_ns: int
-    kernel_count: int
-    kernel_ns: int
-    memcpy_count: int
-    memcpy_ns: int
-    memset_count: int
-    memset_ns: int
+__all__ = ["DeviceUtilization", "device_utilization", "section"]
 
 
 def device_utilization(trace: Trace) -> list[DeviceUtilization]:

@@ -26,7 +26,7 @@ def ingest_and_summarize(source: str, parquet_path: str, reuse: bool) -> dict[st
 
             trace = read_parquet(Path(parquet_path))
         else:
-            from .. import load
+            from ..ingest import load
 
             trace = load(source)
             tmp = f"{parquet_path}.{os.getpid()}.tmp"
