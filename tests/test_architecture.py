@@ -156,11 +156,7 @@ def test_tf_readers_do_not_import_each_other() -> None:
 ARCHITECTURE_PAGE = ROOT / "docs" / "architecture.md"
 # Imports that break the layer table, each "importing module -> imported module" with the reason it is still
 # there. The test fails on a violation not listed and on an entry that no longer occurs (then remove it).
-KNOWN_LAYER_EXCEPTIONS: dict[str, str] = {
-    "tracelens.enrich -> tracelens.analyses.occupancy": (
-        "ingest.load() fills the occupancy columns through analyses/occupancy.py (its kernel-occupancy "
-        "calculator is shared with the occupancy section); issue 25 item 2 moves the enrichment out of analyses/"),
-}
+KNOWN_LAYER_EXCEPTIONS: dict[str, str] = {}
 
 
 def _spec_modules(spec: str) -> tuple[str, bool]:
