@@ -90,11 +90,16 @@ def _regenerate_in_test(path: Path, text: str) -> None:
     """The env-var alias: write the file, then skip, so a regenerating run never reports a pass."""
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
-    pytest.skip(f"regenerated {path.relative_to(ROOT)} ({REGEN_ENV} set): not compared")
+    pytest.skip(f"regenerated {_shown(path)} ({REGEN_ENV} set): not compared")
+
+
+def _shown(path: Path) -> Path:
+    """``path`` relative to the repository root when it lies inside it."""
+    return path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
 
 
 def _missing(path: Path) -> str:
-    return f"{path.relative_to(ROOT)} does not exist: write it with `{REGEN_COMMAND}` and review it"
+    return f"{_shown(path)} does not exist: write it with `{REGEN_COMMAND}` and review it"
 
 
 def check_json(name: str, doc: dict) -> None:
@@ -104,7 +109,7 @@ def check_json(name: str, doc: dict) -> None:
         _regenerate_in_test(path, json_text(doc))
     assert path.is_file(), _missing(path)
     differences = json_differences(doc, json.loads(path.read_text(encoding="utf-8")))
-    assert differences == [], (f"{name}: {len(differences)} differences from {path.relative_to(ROOT)}, first: "
+    assert differences == [], (f"{name}: {len(differences)} differences from {_shown(path)}, first: "
                                f"{differences[:10]}. If the change is intended: `{REGEN_COMMAND} json`, "
                                "then review the diff")
 
@@ -119,7 +124,7 @@ def check_text(name: str, text: str) -> None:
     if text != expected:
         got, want = text.split("\n"), expected.split("\n")
         line = next((i for i, (g, w) in enumerate(zip(got, want, strict=False)) if g != w), min(len(got), len(want)))
-        raise AssertionError(f"{path.relative_to(ROOT)} differs from the output from line {line + 1} on "
+        raise AssertionError(f"{_shown(path)} differs from the output from line {line + 1} on "
                              f"(output {got[line:line + 1]!r}, golden {want[line:line + 1]!r}). If the change "
                              f"is intended: `{REGEN_COMMAND} report`, then review the diff")
 
@@ -169,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     changed = regenerate(args.regen or ["json", "report"])
     for path in changed:
-        print(f"wrote {path.relative_to(ROOT)}")
+        print(f"wrote {_shown(path)}")
     print(f"{len(changed)} golden file(s) changed; review `git diff tests/golden` like code")
     return 0
 

@@ -66,3 +66,17 @@ def test_a_changed_document_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     check_json("x/y.json", {"a": 1})
     with pytest.raises(AssertionError, match=r"1 differences.*\.a: 2 != 1.*python3 -m tests.goldens --regen json"):
         check_json("x/y.json", {"a": 2})
+
+
+def test_the_regeneration_command_writes_what_the_tests_compare(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """`python3 -m tests.goldens --regen report` into an empty folder writes the committed report goldens."""
+    from tests import goldens
+
+    monkeypatch.setattr(goldens, "GOLDEN", tmp_path)
+    assert goldens.main(["--regen", "report"]) == 0
+    written = sorted(p.name for p in tmp_path.iterdir())
+    assert written == ["core.md", "core.txt", "full.md", "full.txt"]
+    for name in written:
+        assert (tmp_path / name).read_bytes() == (JSON_GOLDEN.parent / name).read_bytes(), name
+    assert goldens.regenerate(["report"]) == []  # a second run changes nothing
