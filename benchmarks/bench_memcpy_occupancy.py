@@ -88,11 +88,12 @@ def build(n_kernels: int) -> Path:
 def run(path: str) -> dict:
     """Child process: read the Parquet trace (not enriched), then time baseline, annotation and sections."""
     from tracelens.analyses import memcpy, occupancy
+    from tracelens.enrich import annotate_occupancy
     from tracelens.ingest import parquet
 
     trace = parquet.read(Path(path), fmt="parquet")
     t0 = time.perf_counter()
-    annotated = occupancy.annotate_occupancy(trace)
+    annotated = annotate_occupancy(trace)
     annotate_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     _ = annotated.df

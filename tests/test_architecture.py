@@ -7,11 +7,15 @@
   A helper two modules need is made public in one of them, or moved to a shared module
   (:mod:`tracelens.values`, :mod:`tracelens.ingest.tf_common`).
 * The two TensorFlow readers share :mod:`tracelens.ingest.tf_common` and do not import each other.
+* Every import follows the layer table of docs/architecture.md (read from the page): a module imports only
+  its own layer and the layers its row allows, the rows allow only rows above them (no cycle between layers),
+  and every module is in some layer.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -147,6 +151,119 @@ def test_tf_readers_do_not_import_each_other() -> None:
     assert common in graph[xplane] and common in graph[legacy]
     assert not ({xplane, legacy} & _reachable(graph, common))
     assert not (legacy in _reachable(graph, xplane) and xplane in _reachable(graph, legacy)), "import cycle"
+
+
+ARCHITECTURE_PAGE = ROOT / "docs" / "architecture.md"
+# Imports that break the layer table, each "importing module -> imported module" with the reason it is still
+# there. The test fails on a violation not listed and on an entry that no longer occurs (then remove it).
+KNOWN_LAYER_EXCEPTIONS: dict[str, str] = {}
+
+
+def _spec_modules(spec: str) -> tuple[str, bool]:
+    """A module cell of the table as (dotted name, covers submodules): `ingest/` is the package and all its
+    modules, `trace.py` one module, `__init__.py` the package itself, `analyses/__init__.py` that package only."""
+    path = spec.strip()
+    if path.endswith("/"):
+        return "tracelens." + path.rstrip("/").replace("/", "."), True
+    parts = path.removesuffix(".py").split("/")
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(["tracelens", *parts]), False
+
+
+def layer_table(text: str) -> tuple[list[str], dict[str, list[tuple[str, bool]]], dict[str, set[str]],
+                                     dict[str, set[str]]]:
+    """The layer table of the architecture page: layer names in row order, each layer's modules, the layers
+    each may import, and single modules (not whole layers) each may also import."""
+    order: list[str] = []
+    modules: dict[str, list[tuple[str, bool]]] = {}
+    may: dict[str, set[str]] = {}
+    extra: dict[str, set[str]] = {}
+    lines = text.splitlines()
+    header = lines.index("| layer | modules | may import |")
+    for line in lines[header + 2:]:  # after the |---| line, up to the end of the table
+        if not line.startswith("|"):
+            break
+        layer, where, allowed = (c.strip() for c in line.strip().strip("|").split("|"))
+        order.append(layer)
+        modules[layer] = [_spec_modules(s) for s in re.findall(r"`([^`]+)`", where)]
+        extra[layer] = {_spec_modules(s)[0] for s in re.findall(r"`([^`]+)`", allowed)}
+        words = set(re.findall(r"[a-z]+", re.sub(r"`[^`]+`|\([^)]*\)", "", allowed)))
+        may[layer] = set(order[:-1]) if "every" in words else words & set(order)
+    return order, modules, may, extra
+
+
+def _layer_of(module: str, modules: dict[str, list[tuple[str, bool]]]) -> str | None:
+    """The layer whose table entry names ``module`` most specifically."""
+    best, best_len = None, -1
+    for layer, specs in modules.items():
+        for name, deep in specs:
+            if (module == name or (deep and module.startswith(name + "."))) and len(name) > best_len:
+                best, best_len = layer, len(name)
+    return best
+
+
+def layer_violations(graph: dict[str, set[str]], text: str) -> tuple[set[str], list[str]]:
+    """Imports the table forbids ("importer -> imported"), and modules in no layer."""
+    _, modules, may, extra = layer_table(text)
+    unplaced = sorted(m for m in graph if _layer_of(m, modules) is None)
+    bad = set()
+    for importer, imported in graph.items():
+        own = _layer_of(importer, modules)
+        for target in imported:
+            theirs = _layer_of(target, modules)
+            if own is None or theirs is None or theirs == own or theirs in may[own] or target in extra[own]:
+                continue
+            bad.add(f"{importer} -> {target}")
+    return bad, unplaced
+
+
+def test_imports_follow_the_layer_table() -> None:
+    _, graph = _package_scan()
+    violations, unplaced = layer_violations(graph, ARCHITECTURE_PAGE.read_text(encoding="utf-8"))
+    assert not unplaced, f"modules in no layer of docs/architecture.md's table (add them to a row): {unplaced}"
+    new = sorted(violations - KNOWN_LAYER_EXCEPTIONS.keys())
+    assert not new, "imports against the layer table in docs/architecture.md:\n" + "\n".join(new)
+    fixed = sorted(KNOWN_LAYER_EXCEPTIONS.keys() - violations)
+    assert not fixed, "fixed: remove from KNOWN_LAYER_EXCEPTIONS in tests/test_architecture.py:\n" + "\n".join(fixed)
+
+
+def test_the_layers_have_no_cycle() -> None:
+    """Each row may import only rows above it, and the table names every layer this test relies on."""
+    order, modules, may, extra = layer_table(ARCHITECTURE_PAGE.read_text(encoding="utf-8"))
+    assert order[:4] == ["base", "trace", "ingest", "document"] and order[-1] == "app"
+    for i, layer in enumerate(order):
+        assert may[layer] <= set(order[:i]), f"{layer} may import a layer below it: {may[layer] - set(order[:i])}"
+        for module in extra[layer]:  # a single module allowed beyond the layers: also from a row above
+            assert order.index(_layer_of(module, modules)) < i, (layer, module)
+    assert may["document"] == {"base"} and "analyses" not in may["trace"] | may["ingest"]
+    assert extra["report"] == {"tracelens.analyses"} and "analyses" not in may["report"]
+
+
+def test_the_layer_check_catches_each_kind_of_violation() -> None:
+    table = """| layer | modules | may import |
+|---|---|---|
+| base | `errors.py` | nothing else |
+| trace | `trace.py` | base |
+| analyses | `analyses/` | base, trace |
+| report | `report/` | base, and the registry `analyses/__init__.py` (order) |
+| app | `cli.py` | every layer |
+"""
+    graph = {
+        "tracelens.errors": set(),
+        "tracelens.trace": {"tracelens.errors"},
+        "tracelens.analyses": {"tracelens.trace", "tracelens.analyses.gaps"},
+        "tracelens.analyses.gaps": {"tracelens.trace", "tracelens.report.units"},  # upward: a violation
+        "tracelens.report.units": {"tracelens.analyses"},  # the registry: allowed
+        "tracelens.report.markdown": {"tracelens.analyses.gaps", "tracelens.cli"},  # two violations
+        "tracelens.cli": {"tracelens.report.markdown", "tracelens.analyses.gaps", "tracelens.errors"},
+        "tracelens.stray": set(),  # in no layer
+    }
+    violations, unplaced = layer_violations(graph, table)
+    assert violations == {"tracelens.analyses.gaps -> tracelens.report.units",
+                          "tracelens.report.markdown -> tracelens.analyses.gaps",
+                          "tracelens.report.markdown -> tracelens.cli"}
+    assert unplaced == ["tracelens.stray"]
 
 
 # Modules that still define their own int_or_none instead of tracelens.values.int_or_none (none left:

@@ -15,8 +15,8 @@ from conftest import shared_params, shared_traces
 from tracelens import occupancy_calc
 from tracelens.analyses import analyze
 from tracelens.analyses.names import is_collective_kernel
-from tracelens.analyses.occupancy import annotate_occupancy, empty_sm_ns, occupancy_report
-from tracelens.enrich import enrich
+from tracelens.analyses.occupancy import empty_sm_ns, occupancy_report
+from tracelens.enrich import annotate_occupancy, enrich
 from tracelens.ingest import load
 from tracelens.occupancy_calc import LimitsUnavailable, device_limits, single
 from tracelens.trace import Trace

@@ -1,7 +1,7 @@
 """Exact golden files of the markdown report and the terminal summary for hand-built traces.
 
-Regenerate after an intended change with ``TRACELENS_REGEN_GOLDEN=1 python3 -m pytest tests/test_report_golden.py``
-and review the diff of ``tests/golden/`` like code.
+These tests only compare. After an intended change regenerate with ``python3 -m tests.goldens --regen report``
+and review the diff of ``tests/golden/`` like code (tests/goldens.py).
 
 * ``core``: the devices, kernels and host sections (computed) plus a diagnosis block written here in the
   documented shape — stable against changes to other sections.
@@ -11,17 +11,16 @@ and review the diff of ``tests/golden/`` like code.
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 
+from tests.goldens import check_text
 from tests.test_markdown import assert_details_balanced, assert_only_our_tags, assert_tables_well_formed
 from tracelens.analyses import analyze
 from tracelens.report import markdown, terminal
 from tracelens.trace import Trace, TraceMetadata
 
-GOLDEN = Path(__file__).parent / "golden"
 HOSTILE = "a|b</details><script>x</script>"
 MS = 1_000_000
 
@@ -91,29 +90,29 @@ def full_doc() -> dict:
 CASES = {"core": core_doc, "full": full_doc}
 
 
-def check_golden(name: str, text: str) -> None:
-    path = GOLDEN / name
-    if os.environ.get("TRACELENS_REGEN_GOLDEN"):
-        GOLDEN.mkdir(exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    expected = path.read_text(encoding="utf-8")
-    assert text == expected, f"{name} differs from the golden file (TRACELENS_REGEN_GOLDEN=1 to regenerate)"
+def rendered() -> dict[str, Callable[[], str]]:
+    """Golden file name (in tests/golden/) -> its text: what the tests compare and `tests.goldens` writes."""
+    out: dict[str, Callable[[], str]] = {}
+    for case, doc in CASES.items():
+        out[f"{case}.md"] = lambda doc=doc: markdown.render(doc(), output=None)
+        out[f"{case}.txt"] = lambda doc=doc: terminal.render(doc())
+    return out
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_markdown_golden(case: str) -> None:
-    text = markdown.render(CASES[case](), output=None)
+    text = rendered()[f"{case}.md"]()
     assert_tables_well_formed(text)
     assert_details_balanced(text)
     assert_only_our_tags(text)
-    check_golden(f"{case}.md", text)
+    check_text(f"{case}.md", text)
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_terminal_golden(case: str) -> None:
-    text = terminal.render(CASES[case]())
+    text = rendered()[f"{case}.txt"]()
     assert max(len(line) for line in text.split("\n")) <= terminal.WIDTH
-    check_golden(f"{case}.txt", text)
+    check_text(f"{case}.txt", text)
 
 
 def test_core_golden_content() -> None:

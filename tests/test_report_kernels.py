@@ -10,18 +10,10 @@ from pathlib import Path
 
 import pytest
 
+import tracelens
 from tests.conftest import shared_params
 from tracelens.analyses.kernels import kernel_summary
 from tracelens.trace import Trace
-
-
-def _load(path: Path) -> Trace:
-    import tracelens
-
-    try:
-        return tracelens.load(path)
-    except (ImportError, NotImplementedError) as err:  # that format's reader has not landed yet
-        pytest.skip(f"reader not available: {err}")
 
 
 def test_hand_derived_statistics() -> None:
@@ -57,7 +49,7 @@ def test_no_kernels() -> None:
 
 @pytest.mark.parametrize("path", shared_params("nsys", "*.sqlite"))
 def test_nsys_kernel_totals_match_sql(path: Path) -> None:
-    trace = _load(path)
+    trace = tracelens.load(path)
     con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
         rows = con.execute(
@@ -73,7 +65,7 @@ def test_nsys_kernel_totals_match_sql(path: Path) -> None:
 
 @pytest.mark.parametrize("path", shared_params("pytorch", "*.json.gz"))
 def test_kineto_kernel_counts_match_json(path: Path) -> None:
-    trace = _load(path)
+    trace = tracelens.load(path)
     with gzip.open(path, "rt") as fh:
         events = json.load(fh)["traceEvents"]
     counts: dict[str, int] = defaultdict(int)

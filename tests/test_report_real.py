@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+import tracelens
 from tests.conftest import FIXTURES, ROOT, SHARED_TRACES, shared_params
 from tests.test_markdown import assert_details_balanced, assert_only_our_tags, assert_tables_well_formed
 from tracelens.cli import main
@@ -20,13 +21,7 @@ ALL_TRACES = (shared_params("nsys", "*.sqlite") + shared_params("pytorch", "*.js
 
 @functools.cache
 def _analyze(path: Path) -> dict:
-    import tracelens
-
-    try:
-        trace = tracelens.load(path)
-    except (ImportError, NotImplementedError) as err:  # that format's reader has not landed yet
-        pytest.skip(f"reader not available: {err}")
-    return tracelens.analyze(trace)
+    return tracelens.analyze(tracelens.load(path))
 
 
 @pytest.mark.parametrize("path", ALL_TRACES)

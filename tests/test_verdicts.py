@@ -128,6 +128,11 @@ FIXTURE_VERDICTS = {
     "gpu/transformer_bf16_cuda.pt.trace.json.gz": (
         "host_launch_overhead", "Profiled with with_stack and with_modules: the host takes ~18 ms a step "
                                 "recording Python stacks around ~5 ms of GPU work."),
+    # Hand-built Nsight exports (fixtures/nsys/make_nsys.py; numbers in tests/test_nsys_fixture.py).
+    "nsys/handmade_nsys2026.sqlite": (
+        "unexplained_idle", "20 us idle in 5 gaps of a 59 us span; most of it under no traced host work (API "
+                            "calls and NVTX only: no OS runtime, no CPU samples)."),
+    "nsys/handmade_nsys2022.sqlite": ("unexplained_idle", "The same events in the 2022 layout."),
 }
 
 # Hand-built causes (fixtures/causes/, derivations in make_causes.py; lost times in tests/test_diagnosis.py).

@@ -11,7 +11,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import click
 
@@ -19,7 +19,7 @@ from . import __version__
 from .errors import TracelensError
 
 if TYPE_CHECKING:
-    from .document import Document
+    from .document import Document, RunDocument
 
 FORMATS = ("terminal", "json", "markdown")
 
@@ -32,7 +32,7 @@ def _write_output(text: str, output: str | None) -> None:
         click.echo(f"wrote {output}", err=True)
 
 
-def _write_report(doc: Document | dict[str, Any], fmt: str, output: str | None, *, plots: bool, png: bool) -> None:
+def _write_report(doc: Document, fmt: str, output: str | None, *, plots: bool, png: bool) -> None:
     """Render ``doc``; write the PNG figures a markdown report links (``--png``) beside it, then the text."""
     from .report import figures, render
 
@@ -80,6 +80,7 @@ def analyze(paths: Sequence[str], fmt: str | None, output: str | None, no_plots:
     from .report import format_for_path
 
     fmt = fmt or format_for_path(output)
+    doc: Document  # a run's document is a Document with the run's keys
     if len(paths) > 1 or _is_run_directory(paths[0]) or (not os.path.exists(paths[0]) and glob.has_magic(paths[0])):
         from .run import analyze_run
 
@@ -97,7 +98,8 @@ def _raise_partial_failure(doc: Document | dict[str, Any], failures: list[str]) 
 
         shown = "; ".join(" ".join(f.split()) for f in failures[:5])
         more = f"; and {len(failures) - 5} more" if len(failures) > 5 else ""
-        raise PartialFailure(f"{len(failures)} of {len(failures) + len(doc.get('ranks', []))} traces failed "
+        ranks = cast("RunDocument", doc).get("ranks", [])  # failures come only from a run
+        raise PartialFailure(f"{len(failures)} of {len(failures) + len(ranks)} traces failed "
                              f"(the others were analyzed): {shown}{more}")
 
 

@@ -52,7 +52,7 @@ def step_stats(doc: Doc) -> StepStats | None:
 
 def _summary(key: str) -> Callable[[Doc], float | int | None]:
     def get(doc: Doc) -> float | int | None:
-        return summary_of(doc)[key]  # type: ignore[literal-required, no-any-return]
+        return summary_of(doc)[key]  # type: ignore[literal-required]
     return get
 
 
@@ -190,8 +190,9 @@ def _step_host_rows(base: Doc, head: Doc) -> list[dict[str, Any]]:
 
 
 def _kernel_changes(base: Doc, head: Doc) -> dict[str, Any]:
-    base_k = {k["name"]: k for k in (base.get("kernels") or {}).get("by_name", [])}
-    head_k = {k["name"]: k for k in (head.get("kernels") or {}).get("by_name", [])}
+    base_kernels, head_kernels = base.get("kernels"), head.get("kernels")
+    base_k = {k["name"]: k for k in (base_kernels.get("by_name", []) if base_kernels else [])}
+    head_k = {k["name"]: k for k in (head_kernels.get("by_name", []) if head_kernels else [])}
     if not base_k and not head_k:
         return {"available": False, "added": [], "removed": [], "slower": [], "faster": []}
 
@@ -201,7 +202,7 @@ def _kernel_changes(base: Doc, head: Doc) -> dict[str, Any]:
     added = sorted((brief(head_k[n]) for n in head_k.keys() - base_k.keys()), key=lambda k: (-k["total_ns"], k["name"]))
     removed = sorted((brief(base_k[n]) for n in base_k.keys() - head_k.keys()),
                      key=lambda k: (-k["total_ns"], k["name"]))
-    changed = []
+    changed: list[dict[str, Any]] = []
     for name in base_k.keys() & head_k.keys():
         b, h = base_k[name], head_k[name]
         if not b["avg_ns"]:

@@ -15,10 +15,11 @@ from __future__ import annotations
 import functools
 import math
 import os
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypedDict, cast, get_type_hints
 
-from .analyses.devices import DeviceUtilization
 from .errors import InputError
 
 # ----------------------------------------------------------------------------------------------- types
@@ -37,8 +38,31 @@ class Source(TypedDict):
     warnings: list[str]
 
 
-# One GPU: the devices section's DeviceUtilization as a dict (one definition of its fields, there), plus
-# ``rank`` in a multi-rank run document. (Optional keys by a total=False subclass: typing.NotRequired is 3.11+.)
+@dataclass
+class DeviceUtilization:
+    """One GPU's row of the ``devices`` section, as ``analyses/devices.py`` computes it (defined here, with the
+    document's other types, so that the document layer imports nothing from ``analyses/``)."""
+
+    id: int
+    name: str | None
+    busy_ns: int
+    span_ns: int
+    utilization: float
+    first_start_ns: int
+    last_end_ns: int
+    kernel_count: int
+    kernel_ns: int
+    memcpy_count: int
+    memcpy_ns: int
+    memset_count: int
+    memset_ns: int
+    kernel_union_ns: int
+    copies_only_ns: int
+    memsets_only_ns: int
+
+
+# One GPU: DeviceUtilization as a dict (one definition of its fields, above), plus ``rank`` in a multi-rank run
+# document. (Optional keys by a total=False subclass: typing.NotRequired is 3.11+.)
 _DeviceFields = TypedDict("_DeviceFields", get_type_hints(DeviceUtilization))  # type: ignore[misc]
 
 
@@ -827,7 +851,7 @@ def _memcpy_exposed(memcpy: Memcpy | None, devices: list[Device]) -> float | Non
 def _step_stats(steps: Steps | None) -> StepStats | None:
     if not steps or not steps.get("count"):
         return None
-    summary = steps.get("summary") or {}
+    summary: Mapping[str, Any] = steps.get("summary") or {}
     if not all(isinstance(summary.get(k), (int, float)) for k in ("mean_ns", "min_ns", "max_ns")):
         return None
     return {"count": int(steps["count"]), "mean_ns": summary["mean_ns"], "min_ns": summary["min_ns"],
@@ -842,10 +866,13 @@ def summarize(doc: Document | dict[str, Any]) -> Summary:
     memcpy = doc.get("memcpy")
     steps = doc.get("steps")
     stats = _step_stats(steps)
-    host_ns = ((steps or {}).get("summary") or {}).get("host_ns") if stats else None
-    primary = (doc.get("diagnosis") or {}).get("primary")
+    step_summary = steps.get("summary") if steps and stats else None
+    host_ns = step_summary.get("host_ns") if step_summary else None
+    diagnosis = doc.get("diagnosis")
+    primary = diagnosis.get("primary") if diagnosis else None
     attribution = doc.get("attribution")
-    compute = (doc.get("ops") or {}).get("compute") or {}
+    ops = doc.get("ops")
+    compute: Mapping[str, Any] = (ops.get("compute") if ops else None) or {}
     utilization, by_kind = _utilization(devices)
     n = len(devices)
     idle = attribution.get("total_by_cause") if attribution else None

@@ -306,10 +306,10 @@ def _outputs(name: str, dims: list[Any], concrete: list[Any], flops: float) -> f
         return sum(math.prod(_shape(dims, i) or [0]) for i, w in zip((1, 2), wanted[:2], strict=False) if w)
     if name in _ATTENTIONS:
         args = _ATTENTIONS[name]
-        q, k, v = (_shape(dims, i) or [0] for i in (args.q, args.k, args.v))
+        query, key, value = (_shape(dims, i) or [0] for i in (args.q, args.k, args.v))
         if args.backward:  # dQ, dK, dV
-            return float(math.prod(q) + math.prod(k) + math.prod(v))
-        return math.prod(q) / q[-1] * v[-1] if q[-1] else 0.0
+            return float(math.prod(query) + math.prod(key) + math.prod(value))
+        return math.prod(query) / query[-1] * value[-1] if query[-1] else 0.0
     return 0.0
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Protocol
+from typing import Any, Protocol
 
 
 class Progress(Protocol):
@@ -18,7 +18,7 @@ class _Silent:
 
 
 class _RichBar:
-    def __init__(self, progress, task) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, progress: Any, task: Any) -> None:
         self._progress, self._task = progress, task
 
     def advance(self, amount: float) -> None:

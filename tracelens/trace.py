@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -633,7 +633,7 @@ def _depth(arrays: Mapping[str, pa.Array], n: int) -> pa.Array | None:
                         arrays["start_ns"].to_numpy(), arrays["end_ns"].to_numpy())
 
 
-def build_devices(rows: list[Mapping[str, Any]]) -> pa.Table:
+def build_devices(rows: Sequence[Mapping[str, Any]]) -> pa.Table:
     """Assemble the device table from dicts keyed by :data:`DEVICE_COLUMNS` (missing keys are null)."""
     data = {name: [row.get(name) for row in rows] for name in DEVICE_COLUMNS}
     return pa.Table.from_pydict(data, schema=DEVICE_SCHEMA)

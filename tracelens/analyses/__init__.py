@@ -46,7 +46,7 @@ class Section:
     @property
     def compute(self) -> Callable[[Trace, dict[str, Any]], Any]:
         """``section(trace, done)`` of the section's module (imported on first use)."""
-        return importlib.import_module(f"{__name__}.{self.key}").section  # type: ignore[no-any-return]
+        return importlib.import_module(f"{__name__}.{self.key}").section
 
 
 # Document (and compute) order: later sections may read earlier ones (diagnosis reads everything); ``early``
@@ -90,7 +90,7 @@ def _malloc_trim() -> Callable[[int], int] | None:
 
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        return libc.malloc_trim  # type: ignore[no-any-return]
+        return libc.malloc_trim
     except (OSError, AttributeError):
         return None
 

@@ -239,7 +239,7 @@ def _ints_at(store: EventStore, name: str, rows: np.ndarray) -> np.ndarray:
         return np.full(rows.size, -1, np.int32)
     if not isinstance(stored, SparseColumn):
         return _ints(store, name)[rows]
-    out = np.full(rows.size, -1, _int_type(stored))
+    out: np.ndarray = np.full(rows.size, -1, _int_type(stored))
     mine, theirs = _matches(rows, stored.rows)
     out[mine] = pc.fill_null(stored.values.take(pa.array(theirs)), -1).to_numpy(zero_copy_only=False)
     return out

@@ -12,34 +12,17 @@ memsets_only_ns = length of the union of its memset intervals less the kernel an
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from typing import Any
 
 import numpy as np
 
 from .. import intervals
+from ..document import DeviceUtilization
 from ..trace import ALL_KINDS, GPU_ACTIVITY_KINDS, KERNEL, MEMCPY, MEMSET, Trace
 from .columns import device_busy, event_columns
 
-
-@dataclass
-class DeviceUtilization:
-    id: int
-    name: str | None
-    busy_ns: int
-    span_ns: int
-    utilization: float
-    first_start_ns: int
-    last_end_ns: int
-    kernel_count: int
-    kernel_ns: int
-    memcpy_count: int
-    memcpy_ns: int
-    memset_count: int
-    memset_ns: int
-    kernel_union_ns: int
-    copies_only_ns: int
-    memsets_only_ns: int
+__all__ = ["DeviceUtilization", "busy_by_kind", "device_utilization", "section"]
 
 
 def _length(starts: np.ndarray, ends: np.ndarray) -> int:

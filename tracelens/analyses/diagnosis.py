@@ -712,7 +712,7 @@ def _unexplained(ctx: Context) -> dict[str, Any]:
             "overlap_ns": int(round(r.overlap / ctx.n))} for r in top_rows.itertuples(index=False)]
     feeding = {a["feeding_threads_from"] for a in ctx.attribution.values()}
     pids = np.unique(cols.pid[host])
-    evidence = {
+    evidence: dict[str, Any] = {
         "idle_by_device": idle,
         "share_of_idle": ctx.mean(idle) / ctx.idle_total() if ctx.idle_total() else None,
         "top_activity": top,

@@ -24,7 +24,7 @@ CHUNK_ROWS = 1 << 22
 def host_summary(trace: Trace, top_n: int = TOP_N) -> dict[str, Any]:
     """Count and summed duration per host event kind, the host span, and the top names by summed time."""
     cols = event_columns(trace)
-    host = ~cols.of_kind(*GPU_ACTIVITY_KINDS, GPU_SYNC, GPU_ANNOTATION) & (cols.kind >= 0)
+    host: np.ndarray = ~cols.of_kind(*GPU_ACTIVITY_KINDS, GPU_SYNC, GPU_ANNOTATION) & (cols.kind >= 0)
     has_gpu = bool((cols.of_kind(*GPU_ACTIVITY_KINDS) & (cols.device >= 0)).any())
     if not host.any():
         return {"span_ns": 0, "threads": 0, "by_kind": [], "top": [], "has_gpu_activity": has_gpu}

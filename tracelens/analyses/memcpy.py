@@ -295,7 +295,7 @@ def memcpy_report(trace: Trace) -> dict[str, Any]:
         by_kind.append(entry)
     kind_index = {e["kind"]: e for e in by_kind}
 
-    per_device = []
+    per_device: list[dict[str, Any]] = []
     kernel_union: dict[int, int] = {}  # per device: the kernels' union length (what could hide its copies)
     busy_devices = device_busy(trace)
     for dev, device_activity in sorted(busy_devices.items()):

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -329,6 +329,7 @@ def ops_report(trace: Trace, limit: int = TOP_OPS) -> dict[str, Any]:
     flops_by_name: pd.Series | None = None
     bytes_by_name: pd.Series | None = None
     if counted.recorded:
+        code: np.ndarray
         if counted.op_code is not None:  # FLOPs recorded on the device: the op of the GPU ops they cover
             code = counted.op_code
         else:
@@ -387,7 +388,7 @@ class FlopOps:
     op_class: np.ndarray  # str: flop_model.CLASSES
     dtype: np.ndarray  # str or None: the peak table's dtype of the op's inputs
     recorded: bool
-    bytes: np.ndarray | None = None  # float, NaN where unknown: flop_model.OpFlops.bytes
+    bytes: np.ndarray  # float, NaN where unknown: flop_model.OpFlops.bytes
     # FLOPs the producer recorded on the device (XLA op or GPU op rows, not host ops): the op-name code of each
     # (the op of the GPU ops it covers; -2 where none); None for host-op FLOPs
     op_code: np.ndarray | None = None
@@ -587,7 +588,7 @@ def compute_report(trace: Trace) -> dict[str, Any]:
         out["reason"] = (f"no peak-throughput row for device {', '.join(unknown)}" if unknown
                          else "devices of different models")
         return out
-    model = models.pop()
+    model = cast(str, models.pop())  # one model, not None (checked above)
     out["device_model"] = model
     if total <= 0:
         out["reason"] = "no FLOPs counted"

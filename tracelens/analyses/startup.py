@@ -250,7 +250,7 @@ def device_items(trace: Trace, busy: DeviceBusy, thread_mask: np.ndarray, limit:
     # The summed overlap bounds the union's from above: exact unions for the largest groups only.
     grouped = grouped.reset_index().sort_values(["summed", "name"], ascending=[False, True]).head(3 * limit)
     members = frame.groupby(["name", "reason"], sort=False)["row"]
-    out = []
+    out: list[dict[str, Any]] = []
     for r in grouped.itertuples(index=False):  # at most 3 x limit groups
         group = members.get_group((r.name, r.reason)).to_numpy()
         union = intervals.merge(cols.start[group], cols.end[group])

@@ -15,7 +15,7 @@ import re
 import sqlite3
 import warnings
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -460,7 +460,7 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _enum_names(db: _Database, table: str, builtin: dict[int, str | None], prefix: str) -> dict[int, str | None]:
+def _enum_names(db: _Database, table: str, builtin: Mapping[int, str | None], prefix: str) -> dict[int, str | None]:
     """id -> short enum name (``CUDA_MEMCPY_KIND_HTOD`` -> ``HTOD``) from ``table`` or ``builtin``."""
     if table in db.tables and {"id", "name"} <= set(db.columns(table)):
         out: dict[int, str | None] = {}
@@ -474,7 +474,7 @@ def _enum_names(db: _Database, table: str, builtin: dict[int, str | None], prefi
     return dict(builtin)
 
 
-def _coded_column(codes: pa.Array, labels: dict[int, str | None], default: str | None = None) -> pa.DictionaryArray:
+def _coded_column(codes: pa.Array, labels: Mapping[int, str | None], default: str | None = None) -> pa.DictionaryArray:
     """Map integer codes to a dictionary column of labels; unknown codes, null codes and None labels
     become ``default`` (null when None)."""
     values = sorted({v for v in labels.values() if v is not None} | ({default} if default else set()))

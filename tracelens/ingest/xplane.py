@@ -92,7 +92,7 @@ _MEM_KIND = {"pageable": "pageable", "pinned": "pinned", "device": "device", "ma
 
 # ------------------------------------------------------------------------------------------- decoding
 
-def parse_xspace(data: bytes, path: Path) -> Any:
+def parse_xspace(data: bytes | memoryview, path: Path) -> Any:
     """Parse bytes as an XSpace (lite schema) or raise InputError naming the file."""
     from google.protobuf.message import DecodeError
 
@@ -516,7 +516,7 @@ def _read_padded(file: Path) -> np.ndarray:
     with open(file, "rb", buffering=0) as handle:
         size = os.fstat(handle.fileno()).st_size
         buffer = np.empty(size + wire.PAD, np.uint8)
-        view = memoryview(buffer)
+        view = buffer.data  # a writable memoryview of the array
         got = 0
         while got < size:
             step = handle.readinto(view[got:size])
@@ -536,7 +536,7 @@ def read_files(files: Sequence[Path], source: Path, run: str | None = None) -> T
     for ordinal, file in enumerate(files):
         try:
             buffer = _read_padded(file)
-            data = memoryview(buffer)[: buffer.size - wire.PAD]
+            data = buffer.data[: buffer.size - wire.PAD]
         except OSError as err:
             raise InputError(f"cannot read ({err.strerror})", path=file) from None
         if not data:

@@ -12,6 +12,7 @@ import importlib
 from pathlib import Path
 from typing import Any
 
+from ..document import Document
 from ..errors import UsageError
 
 RENDERERS = {
@@ -28,14 +29,14 @@ def format_for_path(path: str | Path | None, default: str = "terminal") -> str:
     return {".md": "markdown", ".markdown": "markdown", ".json": "json"}.get(suffix, default)
 
 
-def render(doc: dict[str, Any], fmt: str, **options: Any) -> str:
+def render(doc: Document, fmt: str, **options: Any) -> str:
     if fmt not in RENDERERS:
         raise UsageError(f"unknown output format {fmt!r} (choose from {', '.join(RENDERERS)})")
     module = importlib.import_module(f"{__name__}.{RENDERERS[fmt]}")
     return module.render(doc, **options)
 
 
-def figures(doc: dict[str, Any], fmt: str, output: str | Path | None, *, plots: bool = True,
+def figures(doc: Document, fmt: str, output: str | Path | None, *, plots: bool = True,
             png: bool = False) -> list[Any]:
     """The PNG files that go beside a report (``markdown.Figure``: role, path, bytes): only for markdown
     written to a file with ``png`` and ``plots`` on. Pass the list to :func:`render` so the report links them."""

@@ -26,7 +26,7 @@ def ingest_and_summarize(source: str, parquet_path: str, reuse: bool) -> dict[st
 
             trace = read_parquet(Path(parquet_path))
         else:
-            from .. import load
+            from ..ingest import load
 
             trace = load(source)
             tmp = f"{parquet_path}.{os.getpid()}.tmp"
@@ -104,7 +104,7 @@ def run_local(tasks: list[Task], workers: int, on_done: Callable[[], None]) -> l
     # forkserver: a child forked from the parent would inherit its threads (Arrow, DuckDB pools) in unknown
     # states; the server is a fresh process that imports the heavy modules once, then forks each worker.
     if "forkserver" in multiprocessing.get_all_start_methods():
-        context = multiprocessing.get_context("forkserver")
+        context: multiprocessing.context.BaseContext = multiprocessing.get_context("forkserver")
         from ..analyses import SECTIONS
         from ..ingest import READERS
 

@@ -89,7 +89,7 @@ def train(argv: Sequence[str] | None = None) -> Path | None:
     tiny = torch.ones(1024, device=device) if spec.tiny_ops_per_step else None
     signal = torch.randn(spec.batch_size, spec.scan_length, device=device) if spec.scan_length else None
     width = spec.sync_probe_width
-    probe = torch.randn(width, width, device=device) / width**0.5 if spec.sync_ops_per_step else None
+    probe: Any = torch.randn(width, width, device=device) / width**0.5 if spec.sync_ops_per_step else None
 
     trace_path: Path | None = None
     if args.profile == "torch":

@@ -111,7 +111,7 @@ def train(argv: Sequence[str] | None = None) -> Path | None:
         tf.profiler.experimental.start(str(logdir))
 
     started = time.perf_counter()
-    loss = None
+    loss: Any = None
     with tf.device(tf_device):
         if args.keras:
             model.compile(optimizer=opt, loss=loss_fn)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -73,7 +74,7 @@ def to_number(value: Any) -> float:
     return math.nan
 
 
-PHASE_COUNTER = {"s": "flow", "f": "flow", "t": "flow", "i": "instant", "I": "instant", "M": "metadata", "X": None}
+PHASE_COUNTER: dict[str | None, str | None] = {"s": "flow", "f": "flow", "t": "flow", "i": "instant", "I": "instant", "M": "metadata", "X": None}
 
 
 def kinds(category_codes: np.ndarray, categories: list[str]) -> np.ndarray:
@@ -105,7 +106,7 @@ def placeable(microseconds: np.ndarray) -> np.ndarray:
 
 
 def op_columns(rows: np.ndarray, numbers: dict[str, np.ndarray],
-               texts: dict[str, tuple[np.ndarray, list[str | None]]]) -> dict[str, Any]:
+               texts: Mapping[str, tuple[np.ndarray, Sequence[str | None]]]) -> dict[str, Any]:
     """A block's op fields (fields.OP_FIELDS) as both engines give them: ``op_rows``, the block rows where one
     of them holds a value (a number, a text, a JSON text other than null), and each field at those rows
     (numbers float64, NaN when missing; texts as codes into distinct strings, -1 when missing).
@@ -122,7 +123,7 @@ def op_columns(rows: np.ndarray, numbers: dict[str, np.ndarray],
             **{name: (codes[keep], values) for name, (codes, values) in texts.items()}}
 
 
-def _without_none(codes: np.ndarray, values: list[str | None]) -> tuple[np.ndarray, list[str]]:
+def _without_none(codes: np.ndarray, values: Sequence[str | None]) -> tuple[np.ndarray, list[str]]:
     """Codes into ``values`` re-coded to the values that are not None (the others' rows become -1)."""
     if all(v is not None for v in values):
         return codes, values  # type: ignore[return-value]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Sequence
 from itertools import repeat
 from operator import attrgetter, is_not
 from pathlib import Path
@@ -320,8 +321,8 @@ def _op_columns(args: list[Any]) -> dict[str, Any]:
     numbers = {name: _column(args, name) for name in OP_NUMBERS}
     texts = {f.name: list(map(attrgetter(f.name), args)) for f in OP_FIELDS if f.name not in numbers}
     candidate = np.zeros(len(args), dtype=bool)
-    for values in numbers.values():
-        candidate |= ~np.isnan(values)
+    for column in numbers.values():
+        candidate |= ~np.isnan(column)
     for name, values in texts.items():
         # A typed block's missing JSON field is an empty Raw (len 0); any other missing field is None.
         if name in OP_JSON and values and isinstance(values[0], msgspec.Raw):
@@ -329,7 +330,7 @@ def _op_columns(args: list[Any]) -> dict[str, Any]:
         else:
             candidate |= np.fromiter(map(is_not, values, repeat(None)), dtype=bool, count=len(values))
     rows = np.flatnonzero(candidate)
-    coded: dict[str, tuple[np.ndarray, list[str | None]]] = {}
+    coded: dict[str, tuple[np.ndarray, Sequence[str | None]]] = {}
     for name, values in texts.items():
         at_rows = [values[i] for i in rows]
         if name in OP_JSON:  # the raw text (a loose block holds the decoded value: its JSON again)

@@ -4,6 +4,7 @@ columns' layout, and its output turned into block columns."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -116,7 +117,7 @@ def _op_columns(rows: np.ndarray, scanned: dict[str, Any]) -> dict[str, Any]:
     kept = local < rows.size
     kept[kept] &= rows[local[kept]] == listed[kept]
     records = np.flatnonzero(kept)
-    texts: dict[str, tuple[np.ndarray, list[str | None]]] = {}
+    texts: dict[str, tuple[np.ndarray, Sequence[str | None]]] = {}
     for i, name in enumerate(NATIVE_OP_STRINGS):
         found, values = used_codes(codes[:, i], scanned["op_strings"][i], records)
         texts[name] = (found, [canonical_json(v) for v in values] if name in OP_JSON else values)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from concurrent.futures import Future
 from functools import partial
 from pathlib import Path
@@ -268,7 +269,8 @@ class Columns:
                               sort=False)
         device = device_full
         devices = _device_rows(document.get("deviceProperties"), device, names, name_code, kind)
-        distributed = document.get("distributedInfo") if isinstance(document.get("distributedInfo"), dict) else {}
+        info = document.get("distributedInfo")
+        distributed: dict[str, Any] = info if isinstance(info, dict) else {}
         extra = {
             "counts": {**self.counts, "kept": len(kind)},
             "display_time_unit": document.get("displayTimeUnit"),
@@ -305,7 +307,7 @@ def _step_number(name: str) -> float:
     return float(match.group(1)) if match else math.nan
 
 
-def _dictionary(codes: np.ndarray, values: list[str | None], where: np.ndarray) -> pa.Array:
+def _dictionary(codes: np.ndarray, values: Sequence[str | None], where: np.ndarray) -> pa.Array:
     """Dictionary-encoded strings: ``values[codes]`` where ``where`` holds and the value exists, else null."""
     distinct = sorted({v for v in values if v is not None})
     index = {v: i for i, v in enumerate(distinct)}
