@@ -84,8 +84,9 @@ def test_one_gpu_and_one_thread_read_in_the_singular() -> None:
     assert len(doc["devices"]) == 1
     markdown = render(doc, "markdown")
     terminal = render(doc, "terminal")
-    assert "busy-weighted over 1 device" in markdown and "device(s)" not in markdown
-    assert "busy-weighted over 1 GPU)" in terminal
+    # One GPU: the utilization headline names no count at all (several: "mean over 2 GPUs").
+    assert "- **GPU busy " in markdown and "device(s)" not in markdown and "over 1 device" not in markdown
+    assert "GPU busy " in terminal and "mean over" not in terminal
     assert "over 1 GPUs" not in terminal and "1 threads" not in terminal and "1 threads" not in markdown
     threads = doc["host"]["threads"]
     assert f"{plural(threads, 'thread')}" in markdown
