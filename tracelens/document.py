@@ -622,12 +622,14 @@ class Compute(TypedDict):
     flops: float | None
     flops_by_class: dict[str, float] | None
     flops_by_dtype: dict[str, float] | None
+    coverage: float | None
     span_ns: int | None
     achieved_flops_per_s: float | None
     device_model: str | None
     peak_flops_per_s: float | None
     peak_source: str | None
     mfu: float | None
+    mfu_is_lower_bound: bool | None
     reason: str | None
 
 

@@ -26,6 +26,7 @@ from ...trace import (
     RUNTIME,
     STEP,
 )
+from .fields import FILLS
 
 # Kineto category (lower-cased) -> kind. Categories not listed become OTHER; None means "not an event".
 _KIND_OF_CATEGORY: dict[str, str | None] = {
@@ -113,6 +114,9 @@ def op_columns(rows: np.ndarray, numbers: dict[str, np.ndarray],
     ``rows``: candidate rows (a superset); ``numbers`` and ``texts`` at them, where a text's value may be None
     (a JSON null, or text that is not JSON)."""
     texts = {name: _without_none(*coded) for name, coded in texts.items()}
+    for old, new in FILLS.items():  # a field read under its older key fills the newer one where missing
+        if old in texts:
+            texts[new] = _filled(texts.get(new, (np.full(rows.size, -1, np.int32), [])), texts.pop(old))
     keep = np.zeros(rows.size, dtype=bool)
     for values in numbers.values():
         keep |= ~np.isnan(values)
@@ -120,6 +124,19 @@ def op_columns(rows: np.ndarray, numbers: dict[str, np.ndarray],
         keep |= codes >= 0
     return {"op_rows": rows[keep], **{name: values[keep] for name, values in numbers.items()},
             **{name: (codes[keep], values) for name, (codes, values) in texts.items()}}
+
+
+def _filled(coded: tuple[np.ndarray, list[str]], other: tuple[np.ndarray, list[str]]) -> tuple[np.ndarray, list[str]]:
+    """Codes into distinct values (``coded``) with the rows where they are missing (-1) taken from ``other``."""
+    codes, values = coded
+    other_codes, other_values = other
+    take = (codes < 0) & (other_codes >= 0)
+    if not take.any():
+        return codes, values
+    position = {v: i for i, v in enumerate(dict.fromkeys([*values, *other_values]))}  # the first list's codes kept
+    merged = list(position)
+    recode = np.array([position[v] for v in other_values], dtype=np.int32)  # a loop over distinct values
+    return np.where(take, recode[np.maximum(other_codes, 0)], codes).astype(np.int32), merged
 
 
 def _without_none(codes: np.ndarray, values: list[str | None]) -> tuple[np.ndarray, list[str]]:
