@@ -133,10 +133,9 @@ def _filled(coded: tuple[np.ndarray, list[str]], other: tuple[np.ndarray, list[s
     take = (codes < 0) & (other_codes >= 0)
     if not take.any():
         return codes, values
-    position = {v: i for i, v in enumerate(dict.fromkeys([*values, *other_values]))}  # the first list's codes kept
-    merged = list(position)
-    recode = np.array([position[v] for v in other_values], dtype=np.int32)  # a loop over distinct values
-    return np.where(take, recode[np.maximum(other_codes, 0)], codes).astype(np.int32), merged
+    # The other values after this field's (a value may then appear twice: the table's interner merges them).
+    merged = [*values, *other_values]
+    return np.where(take, other_codes + len(values), codes).astype(np.int32), merged
 
 
 def _without_none(codes: np.ndarray, values: list[str | None]) -> tuple[np.ndarray, list[str]]:
