@@ -558,6 +558,14 @@ class DeviceBreakdown(TypedDict):
     idle_ns: int
 
 
+class ProcessGroup(TypedDict):
+    name: str | None
+    ranks: str | None
+    group_size: int | None
+    count: int
+    time_ns: int
+
+
 class CommunicationDevice(TypedDict):
     device: int
     collective_count: int
@@ -566,6 +574,9 @@ class CommunicationDevice(TypedDict):
     overlap_share: float | None
     breakdown: DeviceBreakdown
     by_type: list[CollectiveType]
+    on_compute_stream_count: int
+    on_compute_stream_ns: int
+    process_groups: list[ProcessGroup]
 
 
 class Communication(TypedDict):
