@@ -364,10 +364,11 @@ def _outputs(name: str, dims: list[Any], concrete: list[Any], flops: float, pass
             return 0.0
         return flops / (2 * w[1] * math.prod(w[2:])) if len(w) > 2 and w[1] else 0.0
     if name in _CONV_BACKWARDS:  # the gradients computed: grad_input and/or grad_weight
-        args = _CONV_BACKWARDS[name]
-        x, w = math.prod(_shape(dims, args.input) or [0]), math.prod(_shape(dims, args.weight) or [0])
+        grads = _CONV_BACKWARDS[name]
+        input_size = math.prod(_shape(dims, grads.input) or [0])
+        weight_size = math.prod(_shape(dims, grads.weight) or [0])
         bits = _backward_bits(name, concrete, passes) or 0
-        return float(x * bool(bits & INPUT_GRAD) + w * bool(bits & WEIGHT_GRAD))
+        return float(input_size * bool(bits & INPUT_GRAD) + weight_size * bool(bits & WEIGHT_GRAD))
     if name in _ATTENTIONS:
         args = _ATTENTIONS[name]
         q, k, v = (_shape(dims, i) or [0] for i in (args.q, args.k, args.v))

@@ -26,25 +26,32 @@ from .columns import thread_key
 from .names import code_map
 
 
-def _first_shapes(dims: np.ndarray) -> pd.DataFrame:
-    """Per row of ``dims`` (Input Dims JSON texts, None where none): the first input's shape (a list of ints)
-    where it has rank >= 3, else None; parsed once per distinct text."""
+def _parsed(dims: np.ndarray) -> pd.DataFrame:
+    """Per row of ``dims`` (Input Dims JSON texts, None where none), parsed once per distinct text: ``n``,
+    ``c``, ``rank`` and ``shape`` (JSON text) of the first input where it is a shape of rank >= 3 (else n = -1),
+    and ``c_out``, the second input's first dim (a convolution's weight: its output channels; -1 if none)."""
     codes, texts = pd.factorize(pd.Series(dims, dtype=object), use_na_sentinel=True)
-    parsed = [_first_shape(t) for t in texts]  # a loop over distinct texts
-    shape = np.array([*parsed, None], dtype=object)[np.where(codes >= 0, codes, len(parsed))]
-    return pd.DataFrame({"shape": shape})
+    table = pd.DataFrame([_first_two(t) for t in texts], columns=["n", "c", "rank", "shape", "c_out"])  # per text
+    table.loc[len(table)] = (-1, -1, -1, None, -1)  # the slot of a missing text
+    return table.iloc[np.where(codes >= 0, codes, len(texts))].reset_index(drop=True)
 
 
-def _first_shape(text: Any) -> list[int] | None:
+def _first_two(text: Any) -> tuple[int, int, int, str | None, int]:
     try:
         value = json.loads(text) if isinstance(text, str) else None
     except ValueError:
-        return None
-    first = value[0] if isinstance(value, list) and value else None
-    if (isinstance(first, list) and len(first) >= 3
-            and all(isinstance(s, int) and not isinstance(s, bool) and s > 0 for s in first)):
-        return first
-    return None
+        value = None
+    value = value if isinstance(value, list) else []
+    first = value[0] if value else None
+    weight = value[1] if len(value) > 1 else None
+    c_out = weight[0] if isinstance(weight, list) and len(weight) >= 3 and _is_size(weight[0]) else -1
+    if isinstance(first, list) and len(first) >= 3 and all(_is_size(s) and s > 0 for s in first):
+        return first[0], first[1], len(first), json.dumps(first, separators=(",", ":")), c_out
+    return -1, -1, -1, None, c_out
+
+
+def _is_size(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def conv_outputs(cols: Any, rows: np.ndarray, dims: np.ndarray, convs: np.ndarray, conv_dims: np.ndarray
@@ -55,45 +62,28 @@ def conv_outputs(cols: Any, rows: np.ndarray, dims: np.ndarray, convs: np.ndarra
     out = np.full(convs.size, None, dtype=object)
     if convs.size == 0 or rows.size == 0:
         return out
-    conv_x = _first_shapes(conv_dims)["shape"].to_numpy()
-    weight = np.array([_weight_channels(t) for t in conv_dims], dtype=object)  # a loop over the few convs
-    want = np.flatnonzero(pd.notna(conv_x) & pd.notna(weight))
+    conv = _parsed(conv_dims)
+    want = np.flatnonzero((conv["n"] >= 0).to_numpy() & (conv["c_out"] >= 0).to_numpy())
     if want.size == 0:
         return out
     # The next convolution on the thread starting at or after each one's end bounds its consumer.
     conv_key = thread_key(cols.pid[convs], cols.tid[convs])
     starts = pd.DataFrame({"key": conv_key, "next_start": cols.start[convs]}).sort_values("next_start")
-    ends = pd.DataFrame({"key": conv_key[want], "t": cols.end[convs[want]], "at": want}).sort_values("t")
-    bound = pd.merge_asof(ends, starts, left_on="t", right_on="next_start", by="key", direction="forward")
-    bound = bound.set_index("at")["next_start"]
-
-    shapes = _first_shapes(dims)["shape"].to_numpy()
-    has = np.flatnonzero(pd.notna(shapes))
-    consumers = pd.DataFrame({
-        "key": thread_key(cols.pid[rows[has]], cols.tid[rows[has]]), "start": cols.start[rows[has]],
-        "n": [s[0] for s in shapes[has]], "c": [s[1] for s in shapes[has]], "rank": [len(s) for s in shapes[has]],
-        "shape": shapes[has]}).sort_values("start", kind="stable")
-    asked = pd.DataFrame({
-        "key": conv_key[want], "t": cols.end[convs[want]], "at": want,
-        "n": [conv_x[i][0] for i in want], "c": [weight[i] for i in want], "rank": [len(conv_x[i]) for i in want],
-    }).sort_values("t", kind="stable")
+    asked = pd.DataFrame({"key": conv_key[want], "t": cols.end[convs[want]], "at": want,
+                          "n": conv["n"].to_numpy()[want], "c": conv["c_out"].to_numpy()[want],
+                          "rank": conv["rank"].to_numpy()[want]}).sort_values("t", kind="stable")
+    asked = pd.merge_asof(asked, starts, left_on="t", right_on="next_start", by="key", direction="forward")
+    ops = _parsed(dims)
+    has = np.flatnonzero((ops["n"] >= 0).to_numpy())
+    consumers = pd.DataFrame({"key": thread_key(cols.pid[rows[has]], cols.tid[rows[has]]), "start": cols.start[rows[has]],
+                              "n": ops["n"].to_numpy()[has], "c": ops["c"].to_numpy()[has],
+                              "rank": ops["rank"].to_numpy()[has], "shape": ops["shape"].to_numpy()[has]}
+                             ).sort_values("start", kind="stable")
     found = pd.merge_asof(asked, consumers, left_on="t", right_on="start", by=["key", "n", "c", "rank"],
                           direction="forward")
-    next_start = bound.reindex(found["at"]).to_numpy(float)
-    ok = found["start"].notna().to_numpy() & ~(found["start"].to_numpy(float) >= next_start)
-    at = found["at"].to_numpy()[ok]
-    out[at] = [json.dumps(s, separators=(",", ":")) for s in found["shape"].to_numpy()[ok]]
+    ok = found["start"].notna().to_numpy() & ~(found["start"].to_numpy(float) >= found["next_start"].to_numpy(float))
+    out[found["at"].to_numpy()[ok]] = found["shape"].to_numpy()[ok]
     return out
-
-
-def _weight_channels(text: Any) -> int | None:
-    """The output channels (weight's first dim) of a convolution's Input Dims text."""
-    try:
-        value = json.loads(text) if isinstance(text, str) else None
-    except ValueError:
-        return None
-    w = value[1] if isinstance(value, list) and len(value) > 1 else None
-    return w[0] if isinstance(w, list) and len(w) >= 3 and isinstance(w[0], int) else None
 
 
 def backward_passes(cols: Any, names: np.ndarray, code_of: np.ndarray, rows: np.ndarray, backward: np.ndarray

@@ -113,17 +113,17 @@ def op_columns(rows: np.ndarray, numbers: dict[str, np.ndarray],
 
     ``rows``: candidate rows (a superset); ``numbers`` and ``texts`` at them, where a text's value may be None
     (a JSON null, or text that is not JSON)."""
-    texts = {name: _without_none(*coded) for name, coded in texts.items()}
+    known = {name: _without_none(*coded) for name, coded in texts.items()}
     for old, new in FILLS.items():  # a field read under its older key fills the newer one where missing
-        if old in texts:
-            texts[new] = _filled(texts.get(new, (np.full(rows.size, -1, np.int32), [])), texts.pop(old))
+        if old in known:
+            known[new] = _filled(known.get(new, (np.full(rows.size, -1, np.int32), [])), known.pop(old))
     keep = np.zeros(rows.size, dtype=bool)
     for values in numbers.values():
         keep |= ~np.isnan(values)
-    for codes, _ in texts.values():
+    for codes, _ in known.values():
         keep |= codes >= 0
     return {"op_rows": rows[keep], **{name: values[keep] for name, values in numbers.items()},
-            **{name: (codes[keep], values) for name, (codes, values) in texts.items()}}
+            **{name: (codes[keep], values) for name, (codes, values) in known.items()}}
 
 
 def _filled(coded: tuple[np.ndarray, list[str]], other: tuple[np.ndarray, list[str]]) -> tuple[np.ndarray, list[str]]:
