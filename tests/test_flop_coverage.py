@@ -243,3 +243,39 @@ def test_resnet50_2021_conv_flops_against_the_json():
     assert 0.5 < compute["coverage"] < 0.9
     assert compute["mfu"] is None and compute["mfu_is_lower_bound"] is None and compute["reason"]
     assert by_name["CudnnBatchNormBackward"]["flops"] is None
+
+
+def test_recorded_resnet18_training_conv_flops_against_the_json():
+    # fixtures/gpu/resnet18_train_cuda.pt.trace.json.gz (record_conv_train.py, an H200, PyTorch 2.11): two
+    # training steps of ResNet-18, batch 16 at 112x112, recorded with shapes in the current format. Written out
+    # from the JSON: each aten::cudnn_convolution(input, weight, padding, stride, dilation, ...) forward is
+    # 2 x N x C_out x out elements x weight dims 1..3, out = (in + 2p - d(k - 1) - 1) // s + 1; each
+    # aten::convolution_backward(grad_output, input, weight, ..., output_mask) one forward (2 x grad_output
+    # elements x weight dims 1..3) per gradient output_mask asks for among input and weight.
+    path = Path(__file__).resolve().parent.parent / "fixtures" / "gpu" / "resnet18_train_cuda.pt.trace.json.gz"
+    events = [e for e in json.loads(gzip.decompress(path.read_bytes()))["traceEvents"]
+              if e.get("ph") == "X" and e.get("cat") == "cpu_op"]
+    forward = backward = 0
+    for e in events:
+        dims, concrete = e["args"].get("Input Dims"), e["args"].get("Concrete Inputs")
+        if e["name"] == "aten::cudnn_convolution":
+            (n, _, *size), weight = dims[0], dims[1]
+            padding, stride, dilation = (json.loads(concrete[i]) for i in (2, 3, 4))
+            out = [(h + 2 * p - d * (k - 1) - 1) // s + 1
+                   for h, k, p, s, d in zip(size, weight[2:], padding, stride, dilation, strict=True)]
+            forward += 2 * n * weight[0] * math.prod(out) * math.prod(weight[1:])
+        elif e["name"] == "aten::convolution_backward":
+            grad, weight = dims[0], dims[2]
+            mask = [m == "True" for m in concrete[10].strip("[]").split(", ")]
+            backward += 2 * math.prod(grad) * math.prod(weight[1:]) * (mask[0] + mask[1])
+    doc = analyze(tracelens.load(path))
+    by_name = {r["name"]: r["flops"] for r in doc["ops"]["by_name"]}
+    assert by_name["aten::conv2d"] == forward > 0
+    assert by_name["autograd::engine::evaluate_function: ConvolutionBackward0"] == backward
+    compute = doc["ops"]["compute"]
+    assert compute["flops_by_class"]["conv"] == forward + backward
+    # forward, input gradient, weight gradient: ≈ 3x (the first layer computes no input gradient).
+    assert compute["flops_by_class"]["conv"] / forward == pytest.approx(3, rel=0.03)
+    # Batch norm, ReLU, pooling and the optimizer are not modelled: MFU against the H200 is a lower bound.
+    assert compute["coverage"] < 0.9 and compute["mfu_is_lower_bound"] is True
+    assert compute["device_model"] == "H200 SXM"
