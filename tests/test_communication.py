@@ -20,8 +20,8 @@ from tracelens.trace import Trace
 SHARED = SHARED_TRACES
 
 
-def _gpu(kind: str, name: str, start: int, end: int, device: int = 0) -> dict:
-    return {"kind": kind, "name": name, "start_ns": start, "end_ns": end, "device": device, "stream": 7}
+def _gpu(kind: str, name: str, start: int, end: int, device: int = 0, stream: int = 7) -> dict:
+    return {"kind": kind, "name": name, "start_ns": start, "end_ns": end, "device": device, "stream": stream}
 
 
 @pytest.mark.parametrize(("name", "kind"), [
@@ -248,10 +248,11 @@ def test_communication_cause_in_the_diagnosis():
     from tracelens.analyses import analyze
     from tracelens.analyses.diagnosis import COMMUNICATION_FIX
 
-    rows = [_gpu("kernel", "gemm", 0, 100), _gpu("kernel", "ncclDevKernel_AllReduce_Sum_f32_RING_LL", 50, 150),
+    # The collectives on their own stream (20), beside the computation's (7).
+    rows = [_gpu("kernel", "gemm", 0, 100), _gpu("kernel", "ncclDevKernel_AllReduce_Sum_f32_RING_LL", 50, 150, stream=20),
             _gpu("memcpy", "Memcpy HtoD", 150, 170), _gpu("kernel", "gemm", 200, 300),
             _gpu("gpu_annotation", "all-gather-start.1", 0, 40, device=1),
-            _gpu("kernel", "fusion_all_gather", 10, 30, device=1), _gpu("kernel", "fusion.2", 50, 60, device=1)]
+            _gpu("kernel", "fusion_all_gather", 10, 30, device=1, stream=20), _gpu("kernel", "fusion.2", 50, 60, device=1)]
     diagnosis = analyze(Trace.from_rows(rows))["diagnosis"]
     causes = {c["cause"]: c for c in diagnosis["causes"]}
     comm = causes["communication"]

@@ -131,7 +131,15 @@ READ_NATIVELY = {
         '{"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "pid": 1, "tid": 1, "ts": 5, "args": '
         '{"In msg nelems": 2049000, "Out msg nelems": 4098000, "dtype": "Float", "Group size": 2}}',
         KERNEL.replace('"args": {', '"args": {"In msg nelems": 7, "dtype": "BFloat16", "Group size": 8, "flops": 1.5e12, '),
-        '{"ph": "M", "name": "not kept", "pid": 1, "tid": 1, "args": {"Input Dims": [[1]], "flops": 1e-70}}'],
+        '{"ph": "M", "name": "not kept", "pid": 1, "tid": 1, "args": {"Input Dims": [[1]], "flops": 1e-70}}',
+        # The 2021 key "Input dims" fills input_dims where "Input Dims" is missing; the collective's own record.
+        '{"ph": "X", "cat": "Operator", "name": "2021 mm", "pid": 1, "tid": 1, "ts": 6, "args": {"Input dims": '
+        '[[8, 64], [64, 32]], "Input type": []}}',
+        '{"ph": "X", "cat": "cpu_op", "name": "both", "pid": 1, "tid": 1, "ts": 7, "args": {"Input dims": [[1]], '
+        '"Input Dims": [[2]]}}',
+        KERNEL.replace('"name": "k"', '"name": "nccl k"').replace(
+            '"args": {', '"args": {"Collective name": "allreduce", "Process Group Name": "0", '
+                         '"Process Group Ranks": "[0, 1]", "In msg nelems": 7, ')],
     "whitespace everywhere": ['\t{ "ph" :\r\n"X" , "cat":"kernel" ,"name" : "k","pid":0,"tid":7,"ts":1,"args":{ } }  '],
     "empty list": [],
 }
@@ -827,3 +835,6 @@ def test_json_args_are_one_canonical_text_however_written(tmp_path: Path, engine
     assert [table.column(c)[rows["k"]].as_py() for c in ("msg_in_elems", "msg_dtype", "group_size", "flops")] \
         == [7, "BFloat16", 8, 1.5e12]
     assert table.column("flops")[rows["aten::mm"]].as_py() == 65536
+    assert (dims[rows["2021 mm"]], dims[rows["both"]]) == ("[[8,64],[64,32]]", "[[2]]")  # "Input Dims" first
+    assert [table.column(c)[rows["nccl k"]].as_py() for c in ("collective_name", "process_group", "group_ranks")] \
+        == ["allreduce", "0", "[0, 1]"]

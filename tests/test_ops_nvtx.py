@@ -55,7 +55,7 @@ def test_hand_built_emit_nvtx_ranges_are_ops():
         ("aten::linear", 1, 30), ("aten::addmm", 1, 20), ("aten::mm", 1, 15)]
     # FLOPs from the ranges' sizes, counted at the innermost modelled op: the first linear's addmm
     # 2*8*64*32 (not the linear around it too), the second linear 2*8*32*64; aten::mm has no sizes.
-    assert [r["flops"] for r in report["by_name"]] == [2 * 2 * 8 * 64 * 32, 0.0]
+    assert [r["flops"] for r in report["by_name"]] == [2 * 2 * 8 * 64 * 32, None]  # aten::mm: none counted
     assert report["compute"]["flops_by_class"]["matmul"] == 2 * 2 * 8 * 64 * 32
     assert report["compute"]["mfu"] is None  # the ranges record no dtypes
 

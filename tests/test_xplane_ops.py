@@ -254,9 +254,12 @@ def test_xla_op_flops_feed_by_name_and_compute(built) -> None:
     # each XLA op's FLOPs go to the op of the first GPU op it covers
     assert rows["model/dense/MatMul:MatMul"]["flops"] == expected["dot.3"]
     assert rows["jit_f/fusion.2"]["flops"] == expected["fusion.2"]
-    assert rows["model/relu:Relu"]["flops"] == 0.0
+    assert rows["model/relu:Relu"]["flops"] is None  # no XLA op with flops covers it: not modelled ("–")
     compute = report["compute"]
     assert compute["flops"] == sum(expected.values())
+    # Coverage: the kernels starting inside a counted XLA op on their device (dot.3 [900, 3100) holds the
+    # 2000 ns gemm, fusion.2 [3500, 4600) the 1000 ns fusion) over the 4500 ns of kernels.
+    assert compute["coverage"] == pytest.approx(3000 / 4500)
     assert compute["flops_by_class"] == {"matmul": 2.0e6, "conv": 0.0, "attention": 0.0, "other": 4096.0}
     assert compute["flops_by_dtype"] == {"unknown": sum(expected.values())}
     assert compute["span_ns"] == 8800 - 1000

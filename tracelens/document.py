@@ -586,6 +586,14 @@ class DeviceBreakdown(TypedDict):
     idle_ns: int
 
 
+class ProcessGroup(TypedDict):
+    name: str | None
+    ranks: str | None
+    group_size: int | None
+    count: int
+    time_ns: int
+
+
 class CommunicationDevice(TypedDict):
     device: int
     collective_count: int
@@ -594,6 +602,9 @@ class CommunicationDevice(TypedDict):
     overlap_share: float | None
     breakdown: DeviceBreakdown
     by_type: list[CollectiveType]
+    on_compute_stream_count: int
+    on_compute_stream_ns: int
+    process_groups: list[ProcessGroup]
 
 
 class Communication(TypedDict):
@@ -650,12 +661,14 @@ class Compute(TypedDict):
     flops: float | None
     flops_by_class: dict[str, float] | None
     flops_by_dtype: dict[str, float] | None
+    coverage: float | None
     span_ns: int | None
     achieved_flops_per_s: float | None
     device_model: str | None
     peak_flops_per_s: float | None
     peak_source: str | None
     mfu: float | None
+    mfu_is_lower_bound: bool | None
     reason: str | None
 
 

@@ -120,16 +120,18 @@ def _conv_flops(x: list[int], w: list[int], out_spatial: list[int] | None, trans
 
 
 def _output_spatial(x: list[int], w: list[int], concrete: list[Any], args: _ConvArgs) -> list[int] | None:
+    """The output's spatial size from the recorded stride, padding and dilation; None when any of them is not
+    recorded (never a default: a stride-2 convolution read as stride 1 counts 4x its FLOPs)."""
     spatial = len(x) - 2
-    stride = _int_list(concrete, args.stride, spatial, default=1)
-    dilation = _int_list(concrete, args.dilation, spatial, default=1)
+    stride = _int_list(concrete, args.stride, spatial)
+    dilation = _int_list(concrete, args.dilation, spatial)
     padding_text = _arg(concrete, args.padding)
     if padding_text in ("same", "valid"):  # conv2d(..., padding="same" | "valid")
         if padding_text == "same":
             return x[2:]
         padding: list[int] | None = [0] * spatial
     else:
-        padding = _int_list(concrete, args.padding, spatial, default=0)
+        padding = _int_list(concrete, args.padding, spatial)
     if stride is None or dilation is None or padding is None:
         return None
     out = [(size + 2 * p - d * (k - 1) - 1) // s + 1
@@ -137,32 +139,79 @@ def _output_spatial(x: list[int], w: list[int], concrete: list[Any], args: _Conv
     return out if all(o > 0 for o in out) else None
 
 
-def _conv(name: str, dims: list[Any], concrete: list[Any]) -> float | None:
+def _consumed_spatial(x: list[int], w: list[int], output: list[int] | None) -> list[int] | None:
+    """The output's spatial size from the shape of the tensor that consumed it (``output``: [N, C_out, *spatial],
+    found by ops.py), where it has the convolution's batch, output channels and rank."""
+    if output is None or len(output) != len(x) or output[0] != x[0] or output[1] != w[0]:
+        return None
+    return output[2:] if all(o > 0 for o in output[2:]) else None
+
+
+def _conv(name: str, dims: list[Any], concrete: list[Any], output: list[int] | None) -> float | None:
     args = _CONVS[name]
     x, w = _shape(dims, 0), _shape(dims, 1)
     if x is None or w is None:
         return None
     transposed = args.transposed if isinstance(args.transposed, bool) else _arg(concrete, args.transposed) == "True"
-    out = None if transposed else _output_spatial(x, w, concrete, args)
+    out = None if transposed else (_output_spatial(x, w, concrete, args) or _consumed_spatial(x, w, output))
     return _conv_flops(x, w, out, transposed)
 
 
-def _conv_backward(dims: list[Any], concrete: list[Any]) -> float | None:
-    """aten::convolution_backward(grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed,
-    output_padding, groups, output_mask): one forward's FLOPs for each of grad_input and grad_weight asked for
-    (the output's size is grad_output's; grad_bias is a reduction, not counted)."""
-    grad, x, w = _shape(dims, 0), _shape(dims, 1), _shape(dims, 2)
+@dataclass(frozen=True)
+class _ConvBackwardArgs:
+    grad: int  # grad_output
+    input: int
+    weight: int
+    transposed: int | bool  # an argument index, or whether the op is always (not) transposed
+    mask: int  # output_mask: [grad_input, grad_weight(, grad_bias)]
+
+
+# The convolution backward ops that compute the input and weight gradients (ATen schemas).
+_CONV_BACKWARDS = {
+    "aten::convolution_backward": _ConvBackwardArgs(0, 1, 2, 7, 10),
+    "aten::convolution_backward_overrideable": _ConvBackwardArgs(0, 1, 2, 6, 9),
+    "aten::cudnn_convolution_backward": _ConvBackwardArgs(1, 0, 2, False, 10),  # PyTorch <= 1.10
+    "aten::cudnn_convolution_transpose_backward": _ConvBackwardArgs(1, 0, 2, True, 11),
+    "aten::miopen_convolution_backward": _ConvBackwardArgs(1, 0, 2, False, 9),
+    "aten::miopen_convolution_transpose_backward": _ConvBackwardArgs(1, 0, 2, True, 10),
+}
+# The ops such a backward op calls for one gradient when it does not record output_mask (PyTorch <= 1.10):
+# the passes it ran are the ones it called.
+BACKWARD_INPUT_PASS = re.compile(r"^aten::\w*convolution\w*_backward_input$")
+BACKWARD_WEIGHT_PASS = re.compile(r"^aten::\w*convolution\w*_backward_weight$")
+
+
+INPUT_GRAD, WEIGHT_GRAD = 1, 2  # the passes of a convolution backward op, as bits
+
+
+def _mask_bits(mask_text: str | None) -> int | None:
+    """The gradients (INPUT_GRAD | WEIGHT_GRAD) an ``output_mask`` text asks for, None when not recorded."""
+    if not mask_text:
+        return None
+    try:
+        wanted = json.loads(mask_text.lower())
+        return INPUT_GRAD * bool(wanted[0]) | WEIGHT_GRAD * bool(wanted[1])
+    except (ValueError, TypeError, IndexError, KeyError):
+        return None
+
+
+def _backward_bits(name: str, concrete: list[Any], passes: int | None) -> int | None:
+    recorded = _mask_bits(_arg(concrete, _CONV_BACKWARDS[name].mask))
+    return recorded if recorded is not None else passes
+
+
+def _conv_backward(name: str, dims: list[Any], concrete: list[Any], passes: int | None) -> float | None:
+    """One forward's FLOPs for each of grad_input and grad_weight computed (the output's size is grad_output's;
+    grad_bias is a reduction, not counted): which from the recorded ``output_mask``, else ``passes`` (bits of
+    the gradient ops it called, found by ops.py), else unknown."""
+    args = _CONV_BACKWARDS[name]
+    grad, x, w = _shape(dims, args.grad), _shape(dims, args.input), _shape(dims, args.weight)
     if grad is None or x is None or w is None:
         return None
-    transposed = _arg(concrete, 7) == "True"
+    transposed = args.transposed if isinstance(args.transposed, bool) else _arg(concrete, args.transposed) == "True"
     forward = _conv_flops(x, w, grad[2:], transposed)
-    mask = _arg(concrete, 10)
-    try:
-        wanted = json.loads(mask.lower()) if isinstance(mask, str) and mask else [True, True, True]
-        passes = int(bool(wanted[0])) + int(bool(wanted[1]))
-    except (ValueError, TypeError, IndexError):
-        passes = 2
-    return None if forward is None else forward * passes
+    bits = _backward_bits(name, concrete, passes)
+    return None if forward is None or bits is None else forward * (bool(bits & INPUT_GRAD) + bool(bits & WEIGHT_GRAD))
 
 
 # --- attention ---------------------------------------------------------------------------------------------
@@ -220,14 +269,14 @@ def _attention(name: str, dims: list[Any], concrete: list[Any]) -> float | None:
 
 def modelled(name: str) -> bool:
     """Whether ``name`` has a FLOP formula here (its recorded shapes may still be missing)."""
-    return name in _MATMULS or name in _CONVS or name in _ATTENTIONS or name == "aten::convolution_backward"
+    return name in _MATMULS or name in _CONVS or name in _ATTENTIONS or name in _CONV_BACKWARDS
 
 
 def op_class(name: str) -> str:
     """matmul, conv, attention, or other (any other op, e.g. one whose FLOPs the producer recorded)."""
     if name in _MATMULS:
         return MATMUL
-    if name in _CONVS or name == "aten::convolution_backward":
+    if name in _CONVS or name in _CONV_BACKWARDS:
         return CONV
     if name in _ATTENTIONS:
         return ATTENTION
@@ -252,23 +301,37 @@ def hlo_op_class(op_name: str, kernel_name: str = "") -> str:
     return OTHER
 
 
-def op_flops(name: str, input_dims: str | None, input_types: str | None, concrete_inputs: str | None) -> OpFlops:
+def is_conv_forward(name: str) -> bool:
+    """A convolution forward op: its output size may come from the op that consumes it (``op_flops(output=)``)."""
+    return name in _CONVS
+
+
+def is_conv_backward(name: str) -> bool:
+    """A convolution backward op: the gradient ops it called may say which passes ran (``op_flops(passes=)``)."""
+    return name in _CONV_BACKWARDS
+
+
+def op_flops(name: str, input_dims: str | None, input_types: str | None, concrete_inputs: str | None,
+             output: list[int] | None = None, passes: int | None = None) -> OpFlops:
     """An op's FLOPs from its recorded inputs (JSON texts as the event table holds them) and the dtype of its
-    first floating-point operand; TF32 for an FP32 convolution that records allow_tf32=True."""
+    first floating-point operand; TF32 for an FP32 convolution that records allow_tf32=True. ``output``: a
+    convolution's output shape as its consumer recorded it, used where stride, padding or dilation are not
+    recorded; ``passes``: the gradients a convolution backward op computed (INPUT_GRAD | WEIGHT_GRAD, from the
+    gradient ops it called), used where its output_mask is not recorded. Nothing unrecorded is assumed: such an op's FLOPs are None."""
     dims, types, concrete = _json_list(input_dims), _json_list(input_types), _json_list(concrete_inputs)
     cls = op_class(name)
     flops: float | None = None
     if name in _MATMULS:
         flops = _MATMULS[name][0](dims, concrete)
     elif name in _CONVS:
-        flops = _conv(name, dims, concrete)
-    elif name == "aten::convolution_backward":
-        flops = _conv_backward(dims, concrete)
+        flops = _conv(name, dims, concrete, output)
+    elif name in _CONV_BACKWARDS:
+        flops = _conv_backward(name, dims, concrete, passes)
     elif name in _ATTENTIONS:
         flops = _attention(name, dims, concrete)
     dtype = _dtype(name, types, concrete)
     flops = flops if flops is None or flops >= 0 else None
-    return OpFlops(flops, cls, dtype, _bytes(name, dims, concrete, flops, dtype))
+    return OpFlops(flops, cls, dtype, _bytes(name, dims, concrete, flops, dtype, passes))
 
 
 # Bytes per element of each dtype of the peak table (FP64 included).
@@ -286,7 +349,7 @@ def _elements(dims: list[Any]) -> float:
     return total
 
 
-def _outputs(name: str, dims: list[Any], concrete: list[Any], flops: float) -> float:
+def _outputs(name: str, dims: list[Any], concrete: list[Any], flops: float, passes: int | None = None) -> float:
     """Elements an op with a formula writes: its output (backward: the gradients it computes); 0 when the
     shapes do not say (a transposed convolution's output size depends on arguments not modelled here)."""
     if name == "aten::linear":
@@ -300,10 +363,12 @@ def _outputs(name: str, dims: list[Any], concrete: list[Any], flops: float) -> f
         if transposed is True or (not isinstance(transposed, bool) and _arg(concrete, transposed) == "True"):
             return 0.0
         return flops / (2 * w[1] * math.prod(w[2:])) if len(w) > 2 and w[1] else 0.0
-    if name == "aten::convolution_backward":
-        mask = (_arg(concrete, 10) or "[True, True]").lower()
-        wanted = json.loads(mask) if mask.startswith("[") else [True, True]
-        return sum(math.prod(_shape(dims, i) or [0]) for i, w in zip((1, 2), wanted[:2], strict=False) if w)
+    if name in _CONV_BACKWARDS:  # the gradients computed: grad_input and/or grad_weight
+        grads = _CONV_BACKWARDS[name]
+        input_size = math.prod(_shape(dims, grads.input) or [0])
+        weight_size = math.prod(_shape(dims, grads.weight) or [0])
+        bits = _backward_bits(name, concrete, passes) or 0
+        return float(input_size * bool(bits & INPUT_GRAD) + weight_size * bool(bits & WEIGHT_GRAD))
     if name in _ATTENTIONS:
         args = _ATTENTIONS[name]
         query, key, value = (_shape(dims, i) or [0] for i in (args.q, args.k, args.v))
@@ -313,11 +378,12 @@ def _outputs(name: str, dims: list[Any], concrete: list[Any], flops: float) -> f
     return 0.0
 
 
-def _bytes(name: str, dims: list[Any], concrete: list[Any], flops: float | None, dtype: str | None) -> float | None:
+def _bytes(name: str, dims: list[Any], concrete: list[Any], flops: float | None, dtype: str | None,
+           passes: int | None = None) -> float | None:
     """The inputs read and outputs written once, at the op's dtype (None: dtype or shapes unknown)."""
     if dtype not in _ELEMENT_BYTES or not dims:
         return None
-    outputs = _outputs(name, dims, concrete, flops) if flops else 0.0
+    outputs = _outputs(name, dims, concrete, flops, passes) if flops else 0.0
     return _ELEMENT_BYTES[dtype] * (_elements(dims) + outputs)
 
 
@@ -363,11 +429,11 @@ def _arg(concrete: list[Any], index: int | None) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _int_list(concrete: list[Any], index: int | None, size: int, default: int) -> list[int] | None:
-    """An int[] argument ("[2, 2]", "[2]" or "2") expanded to ``size`` values; ``default`` when not recorded."""
+def _int_list(concrete: list[Any], index: int | None, size: int) -> list[int] | None:
+    """An int[] argument ("[2, 2]", "[2]" or "2") expanded to ``size`` values; None when not recorded."""
     text = _arg(concrete, index)
     if not text:
-        return [default] * size
+        return None
     try:
         value = json.loads(text)
     except ValueError:

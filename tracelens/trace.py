@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 
 from .values import dense_codes
 
-TABLE_SCHEMA_VERSION = "1.2"
+TABLE_SCHEMA_VERSION = "1.3"
 
 # Values of the `kind` column. Readers map their own categories onto these and nothing else.
 KERNEL = "kernel"
@@ -94,11 +94,16 @@ EVENT_SCHEMA = pa.schema(
         pa.field("group_size", pa.int32()),
         # Added in 1.2: the framework op the producer recorded on a GPU op itself (xplane tf_op / hlo_op stats).
         pa.field("op", _DICT),
+        # Added in 1.3: a collective's own record of its type and process group (Kineto args).
+        pa.field("collective_name", _DICT),
+        pa.field("process_group", _DICT),
+        pa.field("group_ranks", _DICT),
     ]
 )
 # Columns a table written before their schema version may lack (read back as null).
 COLUMNS_ADDED_SINCE_1_0 = ("input_dims", "input_types", "concrete_inputs", "flops", "msg_in_elems",
-                           "msg_out_elems", "msg_dtype", "group_size", "op")
+                           "msg_out_elems", "msg_dtype", "group_size", "op", "collective_name",
+                           "process_group", "group_ranks")
 # The timeline is int64 ns; readers keep times within +-MAX_TIME_NS (about 146 years) so that sums and
 # differences of two times cannot overflow. A reader given a time beyond it drops or rejects it.
 MAX_TIME_NS = 2**62

@@ -25,8 +25,12 @@ Per collective type: count, summed duration and exposed time; message bytes, alg
                 collective_permute 1; unknown (null busbw) for `other` or without the group size
 A collective's message comes from its own row, else from the framework op with its External id (Kineto's
 ``record_param_comms`` / ``c10d::`` ops carry the sizes when its kernels do not), else from the NCCL NVTX range
-(domain ``NCCL``, ``ncclAllReduce``, ...) holding its launch call on the launching thread; that range also
-types a generic NCCL kernel (``ncclDevKernel_Generic``).
+(domain ``NCCL``, ``ncclAllReduce``, ...) holding its launch call on the launching thread. Its type: the
+``Collective name`` the producer recorded (the same sources, in that order: ``allreduce``, ``_allgather_base``,
+...), else its kernel's name, else that NVTX range's (a generic ``ncclDevKernel_Generic`` kernel).
+Peers: per process group (Kineto ``Process Group Name`` / ``Process Group Ranks`` / ``Group size``), its
+collectives' count and time. On the compute stream: the collectives on a stream that also runs computation
+kernels (same device), which nothing can overlap there.
 """
 
 from __future__ import annotations
@@ -72,7 +76,8 @@ def nccl_range_type(name: str) -> str | None:
     return _RANGE_TYPE[match.group(1).lower()] if match else None
 
 
-MESSAGE_COLUMNS = ["msg_in_elems", "msg_out_elems", "msg_dtype", "group_size"]
+MESSAGE_COLUMNS = ["msg_in_elems", "msg_out_elems", "msg_dtype", "group_size", "collective_name", "process_group",
+                   "group_ranks"]
 
 # Bytes per element of the dtype names producers write, matched lower-case: PyTorch ScalarType names (Kineto's
 # `dtype` arg, c10/core/ScalarType.h), NCCL's ncclDataType_t names (nccl.h) and `bytes`, the readers' name for a
@@ -94,6 +99,22 @@ DTYPE_BYTES = {
 _BUS_FACTOR = {"all_reduce": (2.0, 0.0), "all_gather": (1.0, 0.0), "reduce_scatter": (1.0, 0.0),
                "all_to_all": (1.0, 0.0), "broadcast": (0.0, 1.0), "reduce": (0.0, 1.0), "send_recv": (0.0, 1.0),
                "collective_permute": (0.0, 1.0)}
+
+
+# PyTorch's collective names (c10d ``Collective name``: ``allreduce``, ``_allgather_base``,
+# ``allgather_into_tensor_coalesced``, ``_reduce_scatter_base``, ``all_to_all``, ``send``, ...): the type is what
+# remains once the leading underscores and the variant suffixes are dropped.
+_PG_VARIANT = re.compile(r"(_into_tensor|_tensor|_base|_coalesced|_single)+$")
+_PG_TYPES = {"allreduce": "all_reduce", "allgather": "all_gather", "reducescatter": "reduce_scatter",
+             "alltoall": "all_to_all", "broadcast": "broadcast", "reduce": "reduce", "send": "send_recv",
+             "recv": "send_recv", "sendrecv": "send_recv", "gather": "other", "scatter": "other"}
+
+
+def recorded_collective_type(name: str) -> str | None:
+    """The collective type of a recorded ``Collective name`` (``allreduce`` -> ``all_reduce``,
+    ``_allgather_base`` -> ``all_gather``), None for a name that is not a collective's (``wait``, ``barrier``)."""
+    core = _PG_VARIANT.sub("", name.strip().lower().lstrip("_"))
+    return _PG_TYPES.get(core.replace("_", ""))
 
 
 def is_xla_collective(name: str) -> bool:
@@ -270,7 +291,8 @@ def _messages(trace: Trace, cols: Any, rows: np.ndarray, linked: list[np.ndarray
     the one of its first ``linked`` row (arrays of row indices, -1 for none, tried in order) that has one."""
     own = trace.frame(rows, MESSAGE_COLUMNS).reset_index(drop=True).astype(object)
     for link in linked:  # a loop over the few sources (framework op, NVTX range)
-        missing = (own["msg_in_elems"].isna() & own["msg_out_elems"].isna()).to_numpy() & (link >= 0)
+        missing = ((own["msg_in_elems"].isna() & own["msg_out_elems"].isna())
+                   | own["collective_name"].isna()).to_numpy() & (link >= 0)
         if not missing.any():
             continue
         other = trace.frame(link[missing], MESSAGE_COLUMNS).reset_index(drop=True).astype(object)
@@ -284,17 +306,48 @@ def _messages(trace: Trace, cols: Any, rows: np.ndarray, linked: list[np.ndarray
     return own
 
 
-def _message_sizes(trace: Trace, cols: Any, rows: np.ndarray, types: np.ndarray,
-                   ranges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per collective row: S in bytes and the bus-bandwidth factor (NaN where unknown). Messages come from the
-    row, else its framework op (External id), else the NCCL NVTX range of its launch (``ranges``)."""
-    msgs = _messages(trace, cols, rows, [_external_id_ops(cols, rows), ranges])
+def _message_sizes(msgs: pd.DataFrame, types: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per collective (the rows of ``msgs``, from :func:`_messages`): S in bytes and the bus-bandwidth factor
+    (NaN where unknown)."""
     dtype = msgs["msg_dtype"]
     elem = dtype.where(dtype.notna(), "").astype(str).str.lower().map(DTYPE_BYTES).astype(float).to_numpy()
     group = pd.to_numeric(msgs["group_size"], errors="coerce").to_numpy(float)
     nbytes = message_bytes(types, pd.to_numeric(msgs["msg_in_elems"], errors="coerce").to_numpy(float),
                            pd.to_numeric(msgs["msg_out_elems"], errors="coerce").to_numpy(float), elem, group)
     return nbytes, bus_factor(types, group)
+
+
+def _recorded_types(msgs: pd.DataFrame) -> np.ndarray:
+    """Per collective, the type of its recorded ``Collective name`` ("" where none, or not a collective's)."""
+    names = msgs["collective_name"]
+    codes, distinct = pd.factorize(names.where(names.notna(), None), use_na_sentinel=True)
+    mapped = np.array([*(recorded_collective_type(str(n)) or "" for n in distinct), ""], dtype=object)
+    return mapped[np.where(codes >= 0, codes, len(distinct))]
+
+
+def process_groups(msgs: pd.DataFrame, duration: np.ndarray) -> list[dict[str, Any]]:
+    """The collectives by recorded process group (name, ranks, size): count and summed time, most time first;
+    empty when no collective records a process group."""
+    frame = pd.DataFrame({"name": msgs["process_group"].to_numpy(object), "ranks": msgs["group_ranks"].to_numpy(object),
+                          "group": pd.to_numeric(msgs["group_size"], errors="coerce").to_numpy(float),
+                          "ns": duration})
+    frame = frame[frame["name"].notna() | frame["ranks"].notna()]
+    if frame.empty:
+        return []
+    keys = ["name", "ranks", "group"]
+    table = frame.fillna({"name": "", "ranks": "", "group": -1}).groupby(keys)["ns"].agg(["size", "sum"]).reset_index()
+    table.columns = [*keys, "count", "time_ns"]
+    table = table.sort_values(["time_ns", "name"], ascending=[False, True])
+    return [{"name": r.name or None, "ranks": r.ranks or None, "group_size": int(r.group) if r.group >= 0 else None,
+             "count": int(r.count), "time_ns": int(r.time_ns)} for r in table.itertuples(index=False)]
+
+
+def compute_stream_collectives(streams: np.ndarray, is_collective: np.ndarray, is_kernel: np.ndarray
+                               ) -> np.ndarray:
+    """Per row of one device: whether it is a collective on a stream that also runs computation kernels (where
+    nothing can overlap it: a stream runs its kernels one after another)."""
+    compute_streams = np.unique(streams[is_kernel & ~is_collective & (streams >= 0)])
+    return is_collective & (streams >= 0) & np.isin(streams, compute_streams)
 
 
 def communication_report(trace: Trace) -> dict[str, Any]:
@@ -313,18 +366,30 @@ def communication_report(trace: Trace) -> dict[str, Any]:
     is_kernel = kernel[rows]
     nbytes, factor = np.full(rows.size, np.nan), np.full(rows.size, np.nan)
     coll = np.flatnonzero(is_collective)
+    msgs = pd.DataFrame(columns=MESSAGE_COLUMNS)
     if coll.size:
         ranges, kinds = nccl_ranges_of(trace, cols, rows[coll])
-        # A generic NCCL kernel (ncclDevKernel_Generic) takes the type of the API call that launched it.
+        msgs = _messages(trace, cols, rows[coll], [_external_id_ops(cols, rows[coll]), ranges])
+        # The recorded Collective name first; a generic NCCL kernel (ncclDevKernel_Generic) without one takes
+        # the type of the API call that launched it.
+        recorded = _recorded_types(msgs)
+        types[coll] = np.where(recorded != "", recorded, types[coll])
         generic = (types[coll] == "other") & (kinds != "")
         types[coll[generic]] = kinds[generic]
-        nbytes[coll], factor[coll] = _message_sizes(trace, cols, rows[coll], types[coll], ranges)
+        nbytes[coll], factor[coll] = _message_sizes(msgs, types[coll])
     devices = cols.device[rows]
+    streams = cols.stream[rows].astype(np.int64)
+    duration = (cols.end - cols.start)[rows[coll]]
     out = []
     for device in np.unique(devices):  # a loop over devices
         sel = devices == device
         entry = device_communication(cols.start[rows][sel], cols.end[rows][sel], is_collective[sel], is_kernel[sel],
                                      types[sel], nbytes[sel], factor[sel])
+        shared = compute_stream_collectives(streams[sel], is_collective[sel], is_kernel[sel])
+        mine = devices[coll] == device
+        entry.update(on_compute_stream_count=int(shared.sum()),
+                     on_compute_stream_ns=int((cols.end[rows][sel] - cols.start[rows][sel])[shared].sum()),
+                     process_groups=process_groups(msgs[mine].reset_index(drop=True), duration[mine]))
         out.append({"device": int(device), **entry})
     total = sum(d["collective_count"] for d in out)
     return {"collective_count": total, "devices": out}

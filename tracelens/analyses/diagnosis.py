@@ -236,6 +236,9 @@ COMMUNICATION_FIX = {
     "default": "Collectives run while no kernel computes: issue them asynchronously beside independent work, fewer "
                "and larger messages, and check the interconnect's bandwidth.",
 }
+COMMUNICATION_ON_COMPUTE_STREAM_FIX = ("Some collectives run on the compute stream, where no computation can "
+                                      "overlap them: issue them on their own stream (async_op=True, or a "
+                                      "torch.cuda.Stream around the call; DDP and FSDP do).")
 COMMUNICATION_LINK_BOUND_FIX = ("The collectives already move data near the link's peak bus bandwidth: faster "
                                 "collectives need fewer bytes (bf16 gradients, gradient compression, a larger "
                                 "batch per step), so hide them behind compute.")
@@ -664,10 +667,14 @@ def _communication(ctx: Context) -> dict[str, Any] | None:
         "responsible": [t["type"] for t in sorted(types, key=lambda t: (-t["exposed_ns"], t["type"]))
                         if t["exposed_ns"] > 0][:3],
         "remedy": remedy,
+        # Collectives on a stream that also runs computation: nothing can overlap them there.
+        "on_compute_stream_by_device": {str(d["device"]): int(d.get("on_compute_stream_ns") or 0) for d in devices},
     }
     fix = fix_for(COMMUNICATION_FIX, ctx.framework)
     if remedy == "link_bound":
         fix = COMMUNICATION_LINK_BOUND_FIX + " " + fix
+    if any(evidence["on_compute_stream_by_device"].values()):
+        fix = COMMUNICATION_ON_COMPUTE_STREAM_FIX + " " + fix
     return _cause("communication", ctx.lost("communication"), ctx, evidence, fix)
 
 

@@ -24,6 +24,7 @@ class and dtype and compares them with the GPUs' peak (:mod:`tracelens.peaks`).
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from typing import Any, cast
@@ -46,6 +47,7 @@ from ..trace import (
     nesting_depth,
 )
 from ..values import dense_codes, is_member, sorted_distinct
+from . import flop_context
 from .columns import device_busy, dictionary_codes, event_columns, memo, thread_key, thread_time_positions
 from .launch import launch_pairs
 from .names import code_mask, is_blocking_sync, names_in_use
@@ -342,9 +344,11 @@ def ops_report(trace: Trace, limit: int = TOP_OPS) -> dict[str, Any]:
         # An op name's bytes only where every counted op in it has a byte count (else unknown).
         known = pd.Series(counted.bytes[found]).groupby(code[found])
         bytes_by_name = known.sum().where(known.count() == known.size())
+    # A name none of whose instances holds a counted op: null (not modelled), not 0.
     rows = [{"name": str(names[r.name]) if r.name >= 0 else "", "count": int(r.size), "gpu_ns": int(r.gpu),
              "copy_ns": int(r.copy), "cpu_ns": int(r.sum),
-             "flops": None if flops_by_name is None else float(flops_by_name.get(r.name, 0.0))}
+             "flops": None if flops_by_name is None or r.name not in flops_by_name.index
+             else float(flops_by_name[r.name])}
             for r in table.itertuples(index=False)]
     return {
         "op_count": int(ops.size),
@@ -430,12 +434,16 @@ def _flop_ops(trace: Trace) -> FlopOps:
                        pd.DataFrame({"input_dims": dims_by_code[cols.name[nvtx[pick[cpu.size:]]]], "input_types": None,
                                      "concrete_inputs": None, "flops": None}, dtype=object)], ignore_index=True)
     frame["name"] = code[pick]
-    keys = ["name", "input_dims", "input_types", "concrete_inputs"]
-    # One FLOP formula evaluation per distinct signature (name and recorded inputs), not per op.
+    _add_conv_context(trace, frame, candidates, np.r_[cpu, nvtx],
+                      np.r_[recorded["input_dims"].to_numpy(object), dims_by_code[cols.name[nvtx]]])
+    keys = ["name", "input_dims", "input_types", "concrete_inputs", "output", "passes"]
+    # One FLOP formula evaluation per distinct signature (name, recorded inputs, context), not per op.
     signatures = frame[keys].astype(object).where(frame[keys].notna(), None).drop_duplicates()
     modelled = pd.DataFrame([flop_model.op_flops(str(names.names[s.name]), s.input_dims, s.input_types,
-                                                 s.concrete_inputs).__dict__ for s in signatures.itertuples()],
-                            index=signatures.index)
+                                                 s.concrete_inputs, json.loads(s.output) if s.output else None,
+                                                 None if s.passes is None else int(s.passes)).__dict__
+                             for s in signatures.itertuples()],
+                            index=signatures.index, columns=["flops", "op_class", "dtype", "bytes"])
     signatures = signatures.join(modelled)
     per_op = frame[keys].astype(object).where(frame[keys].notna(), None).merge(signatures, on=keys, how="left")
     # The producer's own count where it recorded one, else the formula's.
@@ -449,6 +457,27 @@ def _flop_ops(trace: Trace) -> FlopOps:
     order = np.argsort(rows[keep], kind="stable")
     return FlopOps(rows[keep][order], value[keep][order], op_class[keep][order], dtype[keep][order], True,
                    nbytes[keep][order])
+
+
+def _add_conv_context(trace: Trace, frame: pd.DataFrame, candidates: np.ndarray, rows: np.ndarray,
+                      dims: np.ndarray) -> None:
+    """``output`` (a forward convolution's consumer's shape) and ``passes`` (the gradient ops a convolution
+    backward op called) columns of the candidates' ``frame``, in place (:mod:`.flop_context`); ``rows``/``dims``:
+    every framework op row and its Input Dims."""
+    cols = event_columns(trace)
+    names = op_names(trace)
+    text = names.names
+    codes = frame["name"].to_numpy(np.int64)
+    forward = code_mask(codes, text, flop_model.is_conv_forward)
+    backward = code_mask(codes, text, flop_model.is_conv_backward)
+    frame["output"] = None
+    frame["passes"] = None
+    if forward.any():
+        with_dims = pd.notna(dims)
+        frame.loc[forward, "output"] = flop_context.conv_outputs(
+            cols, rows[with_dims], dims[with_dims], candidates[forward], frame["input_dims"].to_numpy(object)[forward])
+    if backward.any():
+        frame.loc[backward, "passes"] = flop_context.backward_passes(cols, text, names.code, rows, candidates[backward])
 
 
 def _device_flop_ops(trace: Trace) -> FlopOps | None:
@@ -557,9 +586,10 @@ def compute_report(trace: Trace) -> dict[str, Any]:
     mfu                  = flops / (span x peak_flops_per_s). Null with ``reason`` where a figure is unknown.
     """
     counted = flop_ops(trace)
-    out: dict[str, Any] = {"flops": None, "flops_by_class": None, "flops_by_dtype": None, "span_ns": None,
-                           "achieved_flops_per_s": None, "device_model": None, "peak_flops_per_s": None,
-                           "peak_source": None, "mfu": None, "reason": None}
+    out: dict[str, Any] = {"flops": None, "flops_by_class": None, "flops_by_dtype": None, "coverage": None,
+                           "span_ns": None, "achieved_flops_per_s": None, "device_model": None,
+                           "peak_flops_per_s": None, "peak_source": None, "mfu": None, "mfu_is_lower_bound": None,
+                           "reason": None}
     if not counted.recorded:
         out["reason"] = ("the trace records no XLA flops (no flops stat on its XLA op or GPU op events)"
                          if trace.metadata.source_format == "xplane"
@@ -570,7 +600,8 @@ def compute_report(trace: Trace) -> dict[str, Any]:
     dtype = np.where(pd.isna(counted.dtype), "unknown", counted.dtype).astype(str)
     by_dtype = pd.Series(counted.flops).groupby(dtype).sum()
     out.update(flops=total, flops_by_class={c: float(by_class.get(c, 0.0)) for c in flop_model.CLASSES},
-               flops_by_dtype={str(d): float(v) for d, v in by_dtype.items() if v > 0})
+               flops_by_dtype={str(d): float(v) for d, v in by_dtype.items() if v > 0},
+               coverage=flop_coverage(trace, counted))
     busy = device_busy(trace)
     if not busy:
         out["reason"] = "no GPU activity: no span to divide by"
@@ -605,8 +636,56 @@ def compute_report(trace: Trace) -> dict[str, Any]:
             ideal_s += flops / (row.flops_per_s * len(busy))
             sources.append(f"{row.dtype}: {row.source}")
     peak_total = total / ideal_s
-    out.update(peak_flops_per_s=peak_total, peak_source="; ".join(sources), mfu=total / (span / 1e9 * peak_total))
+    out.update(peak_flops_per_s=peak_total, peak_source="; ".join(sources), mfu=total / (span / 1e9 * peak_total),
+               mfu_is_lower_bound=out["coverage"] is None or out["coverage"] < MFU_COVERAGE)
     return out
+
+
+# Below this share of kernel time in counted ops, MFU is reported as a lower bound ("≥"): the uncounted
+# kernels did work the FLOPs leave out.
+MFU_COVERAGE = 0.9
+
+
+def flop_coverage(trace: Trace, counted: FlopOps) -> float | None:
+    """The share of kernel time inside counted ops (docs/analyses.md, "compute"): kernels launched inside an
+    op whose FLOPs are counted (host ops: the launch call's thread and start), or, for FLOPs recorded on the
+    device, the counted GPU ops themselves and the kernels starting inside a counted XLA op on their device.
+    None when the trace has no kernel time."""
+    pairs = launch_pairs(trace)
+    kernel = pairs["is_kernel"]
+    duration = (pairs["end"] - pairs["start"]).astype(np.int64)
+    total = int(duration[kernel].sum())
+    if total <= 0:
+        return None
+    cols = event_columns(trace)
+    if counted.op_code is None:  # host ops: innermost counted ops, disjoint on a thread
+        ops = counted.rows[np.lexsort((cols.start[counted.rows], thread_key(cols.pid[counted.rows],
+                                                                            cols.tid[counted.rows])))]
+        launched = np.flatnonzero(kernel & pairs["matched"])
+        inside = _running_at(cols, ops, pairs["pid"][launched], pairs["tid"][launched],
+                             pairs["launch_start"][launched]) >= 0
+        return int(duration[launched[inside]].sum()) / total
+    gpu = _gpu_rows(trace)
+    covered = np.isin(gpu, counted.rows) & kernel
+    xla = counted.rows[cols.of_kind(GPU_ANNOTATION)[counted.rows]]
+    if xla.size:
+        covered |= kernel & _starts_inside(cols.device[xla].astype(np.int64), cols.start[xla], cols.end[xla],
+                                           pairs["device"].astype(np.int64), pairs["start"])
+    return int(duration[covered].sum()) / total
+
+
+def _starts_inside(device: np.ndarray, start: np.ndarray, end: np.ndarray, at_device: np.ndarray,
+                   t: np.ndarray) -> np.ndarray:
+    """Whether each (device, time) lies inside one of the ranges (``device``, ``start``, ``end``), which may
+    overlap: the furthest end reached by the ranges of its device started at or before it is past it."""
+    order = np.lexsort((start, device))
+    device, start, end = device[order], start[order], end[order]
+    reach = pd.Series(end).groupby(device).cummax().to_numpy()
+    range_pos, t_pos = thread_time_positions([(device, [start]), (at_device, [np.asarray(t, np.int64)])])
+    at = np.searchsorted(range_pos, t_pos, side="right") - 1
+    ok = at >= 0
+    ok[ok] &= (device[at[ok]] == at_device[ok]) & (np.asarray(t)[ok] < reach[at[ok]])
+    return ok
 
 
 def section(trace: Trace, done: dict[str, Any]) -> dict[str, Any]:

@@ -78,7 +78,8 @@ enum {
  * they are kept for those events only, in op records, not in every row. While an event is scanned they sit
  * after its row fields, at OP_F(k) and OP_S(k). */
 enum { OF_FLOPS, OF_MSG_IN_ELEMS, OF_MSG_OUT_ELEMS, OF_GROUP_SIZE, N_OP_FLOATS };
-enum { OS_INPUT_DIMS, OS_INPUT_TYPES, OS_CONCRETE_INPUTS, OS_MSG_DTYPE, N_OP_STRINGS };
+enum { OS_INPUT_DIMS, OS_INPUT_DIMS_OLD, OS_INPUT_TYPES, OS_CONCRETE_INPUTS, OS_MSG_DTYPE, OS_COLLECTIVE_NAME,
+       OS_PROCESS_GROUP, OS_GROUP_RANKS, N_OP_STRINGS };
 #define OP_F(k) (N_FLOATS + (k))
 #define OP_S(k) (N_STRINGS + (k))
 #define N_EVENT_FLOATS (N_FLOATS + N_OP_FLOATS)
@@ -693,6 +694,7 @@ static int scan_args(Scanner *s, double *f, Span *strings, Span *stream_text) {
             break;
         case 10:
             if (KEY_IS(key, "Input Dims")) rc = read_json(s, &strings[OP_S(OS_INPUT_DIMS)]);
+            else if (KEY_IS(key, "Input dims")) rc = read_json(s, &strings[OP_S(OS_INPUT_DIMS_OLD)]);
             else if (KEY_IS(key, "Input type")) rc = read_json(s, &strings[OP_S(OS_INPUT_TYPES)]);
             else if (KEY_IS(key, "Group size")) rc = read_float(s, f, OP_F(OF_GROUP_SIZE));
             break;
@@ -711,6 +713,13 @@ static int scan_args(Scanner *s, double *f, Span *strings, Span *stream_text) {
             break;
         case 15:
             if (KEY_IS(key, "Concrete Inputs")) rc = read_json(s, &strings[OP_S(OS_CONCRETE_INPUTS)]);
+            else if (KEY_IS(key, "Collective name")) rc = read_text_or_null(s, &strings[OP_S(OS_COLLECTIVE_NAME)]);
+            break;
+        case 18:
+            if (KEY_IS(key, "Process Group Name")) rc = read_text_or_null(s, &strings[OP_S(OS_PROCESS_GROUP)]);
+            break;
+        case 19:
+            if (KEY_IS(key, "Process Group Ranks")) rc = read_text_or_null(s, &strings[OP_S(OS_GROUP_RANKS)]);
             break;
         case 20:
             if (KEY_IS(key, "registers per thread")) rc = read_float(s, f, F_REGISTERS);

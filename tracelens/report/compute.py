@@ -19,6 +19,16 @@ def fmt_flops(n: float | None, unit: str = "FLOP") -> str:
     return f"{n:.0f} {unit}"
 
 
+def op_flops_cell(n: float | None) -> str:
+    """An op's FLOPs in the ops table: "–" (not modelled: no counted op in it) for None."""
+    return "–" if n is None else fmt_flops(n)
+
+
+def mfu_text(compute: dict[str, Any]) -> str:
+    """The MFU figure: "≥ 16.3%" when it is a lower bound (counted ops hold under 90% of the kernel time)."""
+    return ("≥ " if compute.get("mfu_is_lower_bound") else "") + fmt_pct(compute.get("mfu"))
+
+
 def compute_sentence(compute: dict[str, Any] | None, escape: Callable[[str], str]) -> str | None:
     """One sentence: the counted FLOPs by class, achieved FLOP/s over the GPU span, MFU against the peak, or
     why a figure is unknown. None when the document has no ``compute`` block."""
@@ -31,12 +41,14 @@ def compute_sentence(compute: dict[str, Any] | None, escape: Callable[[str], str
     classes = ", ".join(f"{name} {fmt_flops(value)}" for name, value in (compute.get("flops_by_class") or {}).items()
                         if value)
     text = f"FLOPs (from recorded shapes and flops): {fmt_flops(flops)}" + (f" ({classes})" if classes else "")
+    if compute.get("coverage") is not None:
+        text += f", counted in ops holding {fmt_pct(compute['coverage'])} of the kernel time"
     if compute.get("achieved_flops_per_s") is not None:
         text += (f"; {fmt_flops(compute['achieved_flops_per_s'], 'FLOP/s')} over the "
                  f"{fmt_ns(compute.get('span_ns'))} GPU span")
     if compute.get("mfu") is not None:
         dtypes = "/".join(compute.get("flops_by_dtype") or {})
-        text += (f", MFU {fmt_pct(compute['mfu'])} of {escape(str(compute.get('device_model')))}'s "
+        text += (f", MFU {mfu_text(compute)} of {escape(str(compute.get('device_model')))}'s "
                  f"{fmt_flops(compute.get('peak_flops_per_s'), 'FLOP/s')} {dtypes} peak")
     elif reason:
         text += f"; MFU unknown: {escape(str(reason))}"

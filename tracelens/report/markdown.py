@@ -24,7 +24,7 @@ from ..analyses import SECTIONS as SECTION_KEYS
 from ..document import summary_of
 from .budget import LEVELS, Block, fit, limits
 from .charts import bar_legend, lost_time_chart, stacked_bar, utilization_chart
-from .compute import compute_sentence, fmt_flops, roofline_sentence
+from .compute import compute_sentence, fmt_flops, op_flops_cell, roofline_sentence
 from .escape import code, html_text, is_shortened, link, md, md_line_start, shorten
 from .findings import caveats, sentence, utilization_sentence
 from .ranks import RUN_KEYS
@@ -353,7 +353,7 @@ def _ops(doc: dict[str, Any]) -> Lines:
                                                                                       "---:", "---:"]
     if any(r.get("flops") is not None for r in ops["by_name"]):  # shapes recorded: a FLOPs column
         headers, align = [*headers, "FLOPs"], [*align, "---:"]
-        rows = [[*row, fmt_flops(r.get("flops"))] for row, r in zip(rows, ops["by_name"], strict=False)]
+        rows = [[*row, op_flops_cell(r.get("flops"))] for row, r in zip(rows, ops["by_name"], strict=False)]
     lines.extend(_folded_table(headers, rows, align, "ops", total=len(ops["by_name"])))
     modules = [m for m in ops.get("by_module") or [] if isinstance(m, dict)]
     if modules:  # the trace records nn.Module rows

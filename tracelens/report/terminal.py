@@ -20,7 +20,7 @@ from rich.text import Text
 
 from ..analyses import report_sections
 from ..document import summary_of
-from .compute import compute_sentence, fmt_flops, roofline_sentence
+from .compute import compute_sentence, fmt_flops, op_flops_cell, roofline_sentence
 from .escape import terminal as clean
 from .findings import caveats, sentence, utilization_sentence
 from .units import fmt_auto, fmt_bytes, fmt_ns, fmt_pct, plural
@@ -399,7 +399,7 @@ def _ops(doc: dict[str, Any], console: Console) -> None:
     for r in rows[:TOP_ROWS]:
         table.add_row(_t(r.get("name"), NAME_WIDTH), _n(r.get("count")), fmt_ns(r.get("gpu_ns")),
                       fmt_ns(r.get("copy_ns")), fmt_ns(r.get("cpu_ns")),
-                      *([fmt_flops(r.get("flops"))] if with_flops else []))
+                      *([op_flops_cell(r.get("flops"))] if with_flops else []))
     console.print(table.rich())
     for line in (compute_sentence(ops.get("compute"), str), roofline_sentence(ops.get("roofline"), str)):
         if line:  # _print cleans the whole line

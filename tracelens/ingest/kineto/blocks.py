@@ -27,6 +27,7 @@ from ...trace import (
     RUNTIME,
     STEP,
 )
+from .fields import FILLS
 
 # Kineto category (lower-cased) -> kind. Categories not listed become OTHER; None means "not an event".
 _KIND_OF_CATEGORY: dict[str, str | None] = {
@@ -113,14 +114,29 @@ def op_columns(rows: np.ndarray, numbers: dict[str, np.ndarray],
 
     ``rows``: candidate rows (a superset); ``numbers`` and ``texts`` at them, where a text's value may be None
     (a JSON null, or text that is not JSON)."""
-    texts = {name: _without_none(*coded) for name, coded in texts.items()}
+    known = {name: _without_none(*coded) for name, coded in texts.items()}
+    for old, new in FILLS.items():  # a field read under its older key fills the newer one where missing
+        if old in known:
+            known[new] = _filled(known.get(new, (np.full(rows.size, -1, np.int32), [])), known.pop(old))
     keep = np.zeros(rows.size, dtype=bool)
     for values in numbers.values():
         keep |= ~np.isnan(values)
-    for codes, _ in texts.values():
+    for codes, _ in known.values():
         keep |= codes >= 0
     return {"op_rows": rows[keep], **{name: values[keep] for name, values in numbers.items()},
-            **{name: (codes[keep], values) for name, (codes, values) in texts.items()}}
+            **{name: (codes[keep], values) for name, (codes, values) in known.items()}}
+
+
+def _filled(coded: tuple[np.ndarray, list[str]], other: tuple[np.ndarray, list[str]]) -> tuple[np.ndarray, list[str]]:
+    """Codes into distinct values (``coded``) with the rows where they are missing (-1) taken from ``other``."""
+    codes, values = coded
+    other_codes, other_values = other
+    take = (codes < 0) & (other_codes >= 0)
+    if not take.any():
+        return codes, values
+    # The other values after this field's (a value may then appear twice: the table's interner merges them).
+    merged = [*values, *other_values]
+    return np.where(take, other_codes + len(values), codes).astype(np.int32), merged
 
 
 def _without_none(codes: np.ndarray, values: Sequence[str | None]) -> tuple[np.ndarray, list[str]]:

@@ -37,6 +37,8 @@ class Field:
     gpu: bool = False  # read only for GPU rows (kernels, copies, sets, syncs, GPU annotations)
     op: bool = False  # kept only for the rows that have one of the op fields (OP_FIELDS): few rows do
     default: Any = None  # the typed decoder's value when the key is missing; None: the type's
+    fills: str | None = None  # an op field read under an older key: it fills that field where it is missing
+
 
     @property
     def missing(self) -> Any:
@@ -71,6 +73,7 @@ ARG_FIELDS = (
     # What record_shapes=True records about an op's inputs, and a collective's message (cpu_op rows such as
     # record_param_comms and c10d::*, and NCCL kernel rows): schema 1.1's columns of the same names.
     Field("input_dims", "Input Dims", JSON, op=True),
+    Field("input_dims_old", "Input dims", JSON, op=True, fills="input_dims"),  # 2021 format
     Field("input_types", "Input type", JSON, op=True),
     Field("concrete_inputs", "Concrete Inputs", JSON, op=True),
     Field("flops", "flops", NUMBER, op=True),
@@ -78,6 +81,10 @@ ARG_FIELDS = (
     Field("msg_out_elems", "Out msg nelems", NUMBER, op=True),
     Field("msg_dtype", "dtype", TEXT, op=True),
     Field("group_size", "Group size", NUMBER, op=True),
+    # A collective's own record (record_param_comms ops and NCCL kernels since ~2023): its type and process group.
+    Field("collective_name", "Collective name", TEXT, op=True),
+    Field("process_group", "Process Group Name", TEXT, op=True),
+    Field("group_ranks", "Process Group Ranks", TEXT, op=True),
 )
 
 _NUMBERS = (NUMBER, NUMBER_OR_TEXT)
@@ -98,10 +105,14 @@ DEVICE_FIELDS = tuple(f.name for f in ARG_FIELDS if f.gpu and f.type in _NUMBERS
 # OS_* ... N_OP_STRINGS, in this order), a JSON field as the code of its raw text.
 OP_FIELDS = tuple(f for f in ARG_FIELDS if f.op)
 OP_NUMBERS = tuple(f.name for f in OP_FIELDS if f.type in _NUMBERS)
-OP_TEXTS = tuple(f.name for f in OP_FIELDS if f.type in (TEXT, JSON))
+# The op text fields as read (the scanner's order), and as columns (a field read under an older key is merged
+# into its newer one by blocks.op_columns: FILLS maps the old field to the new).
+READ_OP_TEXTS = tuple(f.name for f in OP_FIELDS if f.type in (TEXT, JSON))
+OP_TEXTS = tuple(f.name for f in OP_FIELDS if f.type in (TEXT, JSON) and f.fills is None)
+FILLS = {f.name: f.fills for f in OP_FIELDS if f.fills is not None}
 OP_JSON = tuple(f.name for f in OP_FIELDS if f.type == JSON)
 NATIVE_OP_FLOATS = OP_NUMBERS
-NATIVE_OP_STRINGS = OP_TEXTS
+NATIVE_OP_STRINGS = READ_OP_TEXTS
 
 
 def canonical_json(raw: Any) -> str | None:
