@@ -32,12 +32,15 @@ def _write_output(text: str, output: str | None) -> None:
         click.echo(f"wrote {output}", err=True)
 
 
-def _write_report(doc: Document | dict[str, Any], fmt: str, output: str | None, *, plots: bool, png: bool) -> None:
+def _write_report(doc: Document | dict[str, Any], fmt: str, output: str | None, *, plots: bool, png: bool,
+                  full_names: bool = False) -> None:
     """Render ``doc``; write the PNG figures a markdown report links (``--png``) beside it, then the text."""
     from .report import figures, render
+    from .report.terminal import terminal_width
 
     pngs = figures(doc, fmt, output, plots=plots, png=png)
-    text = render(doc, fmt, plots=plots, figures=pngs)
+    text = render(doc, fmt, plots=plots, figures=pngs, full_names=full_names,
+                  width=terminal_width(sys.stdout if output in (None, "-") else None))
     for figure in pngs:
         figure.path.write_bytes(figure.data)
     _write_output(text, output)
@@ -72,9 +75,12 @@ def cli() -> None:
               help="Several traces: run per-trace work in local processes or on a Dask cluster.")
 @click.option("--cache", "cache_dir", default=None, metavar="DIR",
               help="Several traces: Parquet cache and run manifest (default: <traces' dir>/.tracelens-cache).")
+@click.option("--full-names", is_flag=True,
+              help="Terminal: show kernel, op and range names whole (wrapped) instead of shortened.")
 @load_options
 def analyze(paths: Sequence[str], fmt: str | None, output: str | None, no_plots: bool, png: bool,
-            workers: int | None, engine: str, cache_dir: str | None, run_name: str | None) -> None:
+            workers: int | None, engine: str, cache_dir: str | None, run_name: str | None,
+            full_names: bool) -> None:
     """Analyze one trace (or all ranks of a run) and print where the GPU time went."""
     from .report import format_for_path
 
@@ -85,7 +91,7 @@ def analyze(paths: Sequence[str], fmt: str | None, output: str | None, no_plots:
         doc, failures = analyze_run(list(paths), workers=workers, engine=engine, cache_dir=cache_dir)
     else:
         doc, failures = _analyze_one(paths[0], run_name=run_name), []
-    _write_report(doc, fmt, output, plots=not no_plots, png=png)
+    _write_report(doc, fmt, output, plots=not no_plots, png=png, full_names=full_names)
     if failures:
         from .errors import PartialFailure
 
