@@ -82,6 +82,7 @@ class HostRow(TypedDict):
     name: str
     count: int
     total_ns: int
+    names: int
 
 
 class Host(TypedDict):
@@ -89,6 +90,7 @@ class Host(TypedDict):
     threads: int
     by_kind: list[HostKind]
     top: list[HostRow]
+    thread_bootstrap_rows: int
     has_gpu_activity: bool
 
 
@@ -315,6 +317,7 @@ class Sync(TypedDict):
 class RangeRow(TypedDict):
     name: str
     count: int
+    texts: int
     cpu_ns: int
     gpu_ops: int
     gpu_op_ns: int
@@ -326,6 +329,7 @@ class RangeRow(TypedDict):
 class Ranges(TypedDict):
     count: int
     names: int
+    texts: int
     ranges: list[RangeRow]
 
 

@@ -478,7 +478,10 @@ def _ranges(doc: dict[str, Any], console: Console) -> None:
     if not rows:
         return
     console.print()
-    table = _table(f"Ranges (NVTX / annotations): {_n(ranges.get('count'))} instances, {_n(ranges.get('names'))} names",
+    texts = ranges.get("texts")
+    grouped = f" ({_n(texts)} distinct texts)" if isinstance(texts, int) and texts != ranges.get("names") else ""
+    table = _table(f"Ranges (NVTX / annotations): {_n(ranges.get('count'))} instances, {_n(ranges.get('names'))} "
+                   f"names{grouped}",
                    ["range", "count", "CPU", "GPU op time", "projected", "GPU idle in"],
                    {"count", "CPU", "GPU op time", "projected", "GPU idle in"})
     for r, name in zip(rows[:TOP_ROWS], _names([r.get("name") for r in rows[:TOP_ROWS]]), strict=True):
@@ -493,7 +496,9 @@ def _host(doc: dict[str, Any], console: Console) -> None:
     if not isinstance(host, dict) or not host.get("top"):
         return
     console.print()
-    table = _table(f"Host side (span {fmt_ns(host.get('span_ns'))}, {host.get('threads', 0)} threads): top by time",
+    folded = host.get("thread_bootstrap_rows")
+    table = _table(f"Host side (span {fmt_ns(host.get('span_ns'))}, {host.get('threads', 0)} threads): top by time"
+                   + (f" (thread-start frames left out: {_n(folded)} rows)" if folded else ""),
                    ["kind", "name", "count", "total"], {"count", "total"})
     top = host["top"][:TOP_ROWS]
     for row, name in zip(top, _names([row.get("name") for row in top]), strict=True):
