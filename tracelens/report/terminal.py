@@ -33,6 +33,7 @@ from .compute import compute_sentence, fmt_flops, roofline_sentence
 from .escape import terminal as clean
 from .findings import sentence
 from .names import distinct_short_names
+from .ranks import RANK_COLUMNS, RUN_KEYS, rank_cells, summary_items
 from .units import fmt_auto, fmt_bytes, fmt_ns, fmt_pct
 
 WIDTH = 100  # the width when output is no terminal (a pipe, a file) and COLUMNS is not set
@@ -173,11 +174,10 @@ class _Rows:
 
     def rich(self, width: int) -> Group:
         self._shortened(width)
-        tables = []
-        for n, part in enumerate(self._parts(width)):
-            title = Text(self.title) if n == 0 else None
-            table = Table(title=title, title_justify="left", title_style="bold", pad_edge=False, expand=False,
-                          box=box.SIMPLE_HEAD)
+        # the title wraps at the console's width, not the table's
+        tables: list[Any] = [Text(_wrap(clean(self.title), width, ""), style="bold")] if self.title else []
+        for part in self._parts(width):
+            table = Table(pad_edge=False, expand=False, box=box.SIMPLE_HEAD)
             for i, w in zip(part, self._widths(part, width - self._overhead(len(part))), strict=True):
                 table.add_column(self.columns[i], justify="right" if self._numeric(i) else "left",
                                  overflow="fold", width=w)
@@ -191,6 +191,13 @@ def _table(title: str, columns: list[str], right: set[str] | None = None) -> _Ro
     return _Rows(title, columns, right)
 
 
+def _wrap(text: str, width: int, indent: str) -> str:
+    """``text`` wrapped at ``width`` after ``indent`` (two more spaces on later lines), never between a
+    number and its unit."""
+    return textwrap.fill(_UNIT_SPACE.sub(_GLUE, text), width=width, initial_indent=indent,
+                         subsequent_indent=indent + "  ", break_on_hyphens=False).replace(_GLUE, " ")
+
+
 def _print(console: Console, text: str, style: str | None = None, indent: str | None = None) -> None:
     """Print plain text wrapped to the console's width; with ``indent``, that indent (two more on later
     lines), else later lines indented by two more spaces than the first."""
@@ -198,9 +205,7 @@ def _print(console: Console, text: str, style: str | None = None, indent: str | 
     if indent is None:
         indent = text[: len(text) - len(text.lstrip(" "))]
         text = text.lstrip(" ")
-    text = textwrap.fill(_UNIT_SPACE.sub(_GLUE, text), width=console.width, initial_indent=indent,
-                         subsequent_indent=indent + "  ", break_on_hyphens=False).replace(_GLUE, " ")
-    console.print(Text(text), style=style, highlight=False, overflow="fold")
+    console.print(Text(_wrap(text, console.width, indent)), style=style, highlight=False, overflow="fold")
 
 
 def _source(doc: dict[str, Any], console: Console) -> None:
@@ -558,12 +563,30 @@ def _ops(doc: dict[str, Any], console: Console) -> None:
         console.print(table.rich(console.width))
 
 
+def _ranks(doc: dict[str, Any], console: Console) -> None:
+    """A run document's ranks: the straggler, imbalance and collective verdicts, then one row per rank."""
+    rows = [r for r in doc.get("ranks") or [] if isinstance(r, dict)]
+    if not rows:
+        return
+    console.print()
+    _print(console, f"Ranks: {len(rows):,}" + (f"; diagnosis and host side of rank {doc['representative_rank']}"
+                                               if doc.get("representative_rank") is not None else ""), style="bold")
+    for label, text in summary_items(doc, clean):
+        _print(console, f"  {label}: {text}")
+    right = {"rank", "GPUs", "utilization", "busy", "steps", "mean step", "step lateness", "NCCL transfer",
+             "NCCL wait"}
+    table = _table("", RANK_COLUMNS, right)
+    for r in rows:
+        table.add_row(*(Text(c) for c in rank_cells(r, clean)))  # type: ignore[arg-type]
+    console.print(table.rich(console.width))
+
+
 # Drawing functions by section key; the order and GPU-only flags come from the section registry
 # (tracelens.analyses.REGISTRY). Source and diagnosis come first; any other key gets a key/value list.
 DRAW: dict[str, Draw] = {"communication": _communication, "ops": _ops, "devices": _devices, "steps": _steps, "gaps": _gaps, "attribution": _attribution,
                          "kernels": _kernels, "launch": _launch, "sync": _sync, "memcpy": _memcpy,
                          "occupancy": _occupancy, "ranges": _ranges, "host": _host}
-HANDLED = {"schema_version", "source", "summary", "diagnosis", *DRAW}
+HANDLED = {"schema_version", "source", "summary", "diagnosis", *DRAW, *RUN_KEYS}
 
 
 def _others(doc: dict[str, Any], console: Console) -> None:
@@ -585,6 +608,7 @@ def render(doc: dict[str, Any], *, width: int = WIDTH, color: bool = False, full
         _source(doc, console)
         _headline(doc, console)
         _diagnosis(doc, console)
+        _ranks(doc, console)
         for section in report_sections():
             if section.key in DRAW and not (no_gpu and section.gpu_only):
                 DRAW[section.key](doc, console)
