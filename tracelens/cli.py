@@ -155,22 +155,27 @@ def convert(path: str, output: str, run_name: str | None) -> None:
 @cli.command()
 @click.argument("base", metavar="BASE")
 @click.argument("head", metavar="HEAD")
-@click.option("--format", "-f", "fmt", type=click.Choice(["markdown", "json"]), default=None,
-              help="Output format (default: markdown, or from the -o file's extension).")
+@click.option("--format", "-f", "fmt", type=click.Choice(FORMATS), default=None,
+              help="Output format (default: from the -o file's extension, .md markdown, .json JSON; terminal "
+                   "text otherwise and on stdout).")
 @click.option("--output", "-o", default=None, metavar="FILE", help="Write to FILE instead of stdout.")
 @click.option("--fail-on-regression", type=float, default=None, metavar="PCT",
               help="Exit 1 when HEAD's GPU utilization is lower by more than PCT points or its mean step "
                    "time is longer by more than PCT percent.")
-def diff(base: str, head: str, fmt: str | None, output: str | None, fail_on_regression: float | None) -> None:
+@click.option("--full-names", is_flag=True, help="Terminal: show kernel names whole (wrapped) instead of shortened.")
+def diff(base: str, head: str, fmt: str | None, output: str | None, fail_on_regression: float | None,
+         full_names: bool) -> None:
     """Compare two traces (any formats, or documents saved with analyze --format json): metrics side by side,
     deltas and a verdict."""
     from .diff import compare, regression_reasons
     from .report import format_for_path
     from .report.diff_renderer import render_diff
+    from .report.terminal import terminal_width
 
-    fmt = fmt or format_for_path(output, default="markdown")
+    fmt = fmt or format_for_path(output)
     result = compare(_analyze_one(base), _analyze_one(head))
-    _write_output(render_diff(result, fmt), output)
+    width = terminal_width(sys.stdout if output in (None, "-") else None)
+    _write_output(render_diff(result, fmt, width=width, full_names=full_names), output)
     if fail_on_regression is not None:
         reasons = regression_reasons(result, fail_on_regression)
         if reasons:

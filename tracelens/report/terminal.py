@@ -118,7 +118,7 @@ class _Rows:
     def _shortened(self, width: int) -> None:
         if self.name_column is None or _FULL_NAMES.get() or not self.rows:
             return
-        column, limit = self.name_column
+        self.name_column, (column, limit) = None, self.name_column  # shortened once
         others = [self._natural_and_least(i)[0] for i in range(len(self.columns)) if i != column]
         room = width - self._overhead(len(self.columns)) - sum(others)
         names = [str(row[column]) for row in self.rows]
@@ -189,6 +189,35 @@ class _Rows:
 
 def _table(title: str, columns: list[str], right: set[str] | None = None) -> _Rows:
     return _Rows(title, columns, right)
+
+
+def new_console(width: int = WIDTH, color: bool = False) -> tuple[Console, io.StringIO]:
+    """A console drawing into a buffer (for other terminal renderers: the diff)."""
+    buffer = io.StringIO()
+    return Console(file=buffer, width=width, force_terminal=color, color_system="auto" if color else None,
+                   emoji=False, highlight=False), buffer
+
+
+def finish(buffer: io.StringIO) -> str:
+    # rich pads every line to the table width; trailing blanks only make diffs and golden files noisy
+    return "\n".join(line.rstrip() for line in buffer.getvalue().split("\n"))
+
+
+def draw_text(console: Console, text: str, style: str | None = None, indent: str | None = None) -> None:
+    """Plain text wrapped at the console's width (see :func:`_print`)."""
+    _print(console, text, style=style, indent=indent)
+
+
+def draw_table(console: Console, title: str, columns: list[str], rows: list[list[str]], right: set[str],
+               *, name_column: int | None = None, full_names: bool = False) -> None:
+    """A table laid out like the summary's: numeric columns ``right``; ``name_column`` shortened to distinct
+    names unless ``full_names``."""
+    table = _table(title, columns, right)
+    for row in rows:
+        table.add_row(*(Text(clean(c)) for c in row))
+    if name_column is not None and not full_names:
+        table.shorten_names(name_column)
+    console.print(table.rich(console.width))
 
 
 def _wrap(text: str, width: int, indent: str) -> str:
@@ -599,9 +628,7 @@ def render(doc: dict[str, Any], *, width: int = WIDTH, color: bool = False, full
            **_: Any) -> str:
     """The terminal summary at ``width`` columns (the CLI passes :func:`terminal_width`); ``full_names``:
     kernel, op and range names whole (wrapped) instead of shortened."""
-    buffer = io.StringIO()
-    console = Console(file=buffer, width=width, force_terminal=color, color_system="auto" if color else None,
-                      emoji=False, highlight=False)
+    console, buffer = new_console(width, color)
     no_gpu = doc.get("devices") == []
     token = _FULL_NAMES.set(full_names)
     try:
@@ -615,5 +642,4 @@ def render(doc: dict[str, Any], *, width: int = WIDTH, color: bool = False, full
         _others(doc, console)
     finally:
         _FULL_NAMES.reset(token)
-    # rich pads every line to the table width; trailing blanks only make diffs and golden files noisy
-    return "\n".join(line.rstrip() for line in buffer.getvalue().split("\n"))
+    return finish(buffer)
