@@ -1,6 +1,6 @@
 """Terminal summary, drawn with rich at the terminal's width (at least 80 columns).
 
-Order: source, diagnosis (primary cause, lost time, fix), GPUs, steps, gap histogram, top kernels,
+Order: source, diagnosis (primary cause, lost time, fix), the summary's headline figures, GPUs, steps, gap histogram, top kernels,
 memcpy, occupancy, ranges, host; any other section of the document as a compact key/value list.
 Sections absent from the document are skipped. Names from the traced program are shown as plain
 ``Text`` (never parsed as rich markup) with control characters removed.
@@ -119,11 +119,16 @@ class _Rows:
         if self.name_column is None or _FULL_NAMES.get() or not self.rows:
             return
         self.name_column, (column, limit) = None, self.name_column  # shortened once
-        others = [self._natural_and_least(i)[0] for i in range(len(self.columns)) if i != column]
+        # the room the other columns leave with their cells on one line (their headers may wrap)
+        others = [max([self._natural_and_least(i)[1]] + [len(str(row[i])) for row in self.rows])
+                  for i in range(len(self.columns)) if i != column]
         room = width - self._overhead(len(self.columns)) - sum(others)
         names = [str(row[column]) for row in self.rows]
         short = distinct_short_names(names, max(TEXT_MIN, min(limit, room)))
         self.rows = [(*row[:column], Text(name), *row[column + 1:]) for row, name in zip(self.rows, short, strict=True)]
+        self.fixed = column  # shortened to fit: it does not wrap as well
+
+    fixed: int | None = None
 
     def _numeric(self, i: int) -> bool:
         return self.columns[i] in self.right or self.columns[i] in ("GPU", "count")
@@ -135,6 +140,8 @@ class _Rows:
         header_word = max((len(w) for w in header.split()), default=0)
         if self._numeric(i):
             return natural, max([header_word] + [len(p) for x in cells for p in _pieces(x)])
+        if i == self.fixed:
+            return natural, max([header_word] + [len(x) for x in cells])
         return natural, min(natural, max(header_word, TEXT_MIN))
 
     @staticmethod
@@ -633,8 +640,8 @@ def render(doc: dict[str, Any], *, width: int = WIDTH, color: bool = False, full
     token = _FULL_NAMES.set(full_names)
     try:
         _source(doc, console)
-        _headline(doc, console)
         _diagnosis(doc, console)
+        _headline(doc, console)
         _ranks(doc, console)
         for section in report_sections():
             if section.key in DRAW and not (no_gpu and section.gpu_only):
