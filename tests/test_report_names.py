@@ -90,3 +90,20 @@ def test_distinct_and_within_width(names: list[str], width: int) -> None:
 @pytest.mark.parametrize("width", [8, 16, 44])
 def test_width_floor(width: int) -> None:
     assert all(len(s) <= max(width, 8) for s in distinct_short_names([*XMMA, *CUDNN, *FFT], width))
+
+
+# The top kernels of the shared h100x2 fastvideo trace: two differ only by a split_k at their end.
+FASTVIDEO_XMMA = [
+    "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize64x256x8_stage3_warpsize1x4x1_ffma_aligna4_alignc4_execute_kernel__5x_cublas",
+    "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize128x128x8_stage3_warpsize2x2x1_ffma_aligna4_alignc4_execute_kernel__5x_cublas",
+    "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize64x256x8_stage3_warpsize1x4x1_ffma_aligna4_alignc4_execute_split_k_kernel__5x_cublas",
+    "sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize32x32x8_stage3_warpsize1x2x1_ffma_aligna4_alignc4_execute_kernel__5x_cublas",
+]
+
+
+def test_split_k_and_tiles_shown() -> None:
+    short = distinct_short_names(FASTVIDEO_XMMA, 44)
+    assert len(set(short)) == 4 and all(len(s) <= 44 for s in short)
+    assert [("tilesize64x256x8" in s, "tilesize128x128x8" in s, "split_k" in s) for s in short] == [
+        (True, False, False), (False, True, False), (True, False, True), (False, False, False)]
+    assert "tilesize32x32x8" in short[3]

@@ -108,14 +108,78 @@ def _with_difference(s: str, prefix: int, suffix: int, width: int) -> str:
         head + ELLIPSIS + middle + tail
 
 
+_WORD = re.compile(r"[A-Za-z0-9]+")
+_PARTS = re.compile(r"[A-Za-z0-9]+|[^A-Za-z0-9]+")  # words and the separators between them
+STEM_WORDS = 3  # a family's shared leading words kept before the ellipsis: "sm80_xmma_gemm"
+
+
+def _without_shared_words(texts: list[str]) -> dict[str, str]:
+    """Names of one family (library kernels with the same first word, no template arguments), each as its
+    first shared words, an ellipsis and only the words not every member has: the tile shape, layout,
+    split-k of ``sm80_xmma_gemm_…_tn_n_tilesize64x256x8_stage3_warpsize1x4x1_…_kernel__5x_cublas`` ->
+    ``sm80_xmma_gemm…tn_tilesize64x256x8_warpsize1x4x1``."""
+    shared = set.intersection(*(set(_WORD.findall(t)) for t in texts))
+    out = {}
+    for t in texts:
+        parts = _PARTS.findall(t)
+        stem, words = 0, 0
+        for i, part in enumerate(parts):  # a loop over one name's words
+            if part[0].isalnum():
+                if part not in shared or words == STEM_WORDS:
+                    break
+                words += 1
+            stem = i + 1
+        kept = [part + (parts[i + 1] if i + 1 < len(parts) and not parts[i + 1][0].isalnum() else "")
+                for i, part in enumerate(parts) if i >= stem and part[0].isalnum() and part not in shared]
+        body = "".join(kept).rstrip("_-.:, ")
+        head = "".join(parts[:stem]).rstrip("_-.:, ")
+        out[t] = f"{head}{ELLIPSIS}{body}" if body and head else t
+    return out
+
+
+def _fit_family_form(form: str, width: int) -> str:
+    """A family form (head…words) in ``width``: whole words from the start of the differing words (the tile
+    shape), then whole words from their end (a suffix such as ``split_k``), an ellipsis between."""
+    if len(form) <= width:
+        return form
+    head, _, body = form.partition(ELLIPSIS)
+    room = width - len(head) - 2  # two ellipses
+    words = re.findall(r"[A-Za-z0-9]+[^A-Za-z0-9]*", body)
+    front: list[str] = []
+    for word in words:  # a loop over one name's words
+        if len("".join(front)) + len(word) > room:
+            break
+        front.append(word)
+    back: list[str] = []
+    for word in reversed(words[len(front):]):
+        if len("".join(front + back)) + len(word) > room:
+            break
+        back.insert(0, word)
+    if not front:
+        return _cut(form, width)
+    shown = "".join(front).rstrip("_-.:, ") + ELLIPSIS + "".join(back)
+    return f"{head}{ELLIPSIS}{shown}"
+
+
+def _library_families(texts: list[str]) -> list[list[str]]:
+    """Long names without template arguments grouped by first word, groups of two or more."""
+    families: dict[str, list[str]] = defaultdict(list)
+    for t in texts:
+        words = _WORD.findall(t)
+        if words and "<" not in t and "(" not in t:
+            families[words[0]].append(t)
+    return [f for f in families.values() if len(f) > 1]
+
+
 def distinct_short_names(names: Sequence[str], width: int) -> list[str]:
     """A short form of each name, at most ``width`` characters, distinct for distinct names.
 
     A name longer than ``width`` is :func:`simplify`-ed (names alike once simplified keep their whole
-    text). One still longer
-    than ``width`` keeps its start, or, when it differs from the names most like it only past that start, its
-    start and the tokens where it differs (``sm80_xmma_gem…tilesize64x64x8_stage3_warpsize1x2x1…``). Any left
-    alike after that get a ``~N`` suffix, so two rows never look the same. ``width`` below 8 is taken as 8.
+    text). One still longer than ``width`` keeps its start, or, when it differs from the names most like it
+    only past that start, its start and the tokens where it differs (``fft2d_r2c_32x32<flo…0u, false>``);
+    library kernels of one family without template arguments show their first words and the words that not
+    all of them share (``sm80_xmma_gemm…tn_tilesize64x256x8_warpsize1x4x1``). Any left alike after that get a
+    ``~N`` suffix, so two rows never look the same. ``width`` below 8 is taken as 8.
     """
     width = max(int(width), 8)
     full = [str(n) for n in names]
@@ -136,6 +200,14 @@ def distinct_short_names(names: Sequence[str], width: int) -> list[str]:
     for n, text, p, q in zip(long, texts, prefixes, suffixes, strict=True):
         q = min(q, len(text) - p)
         short[n] = _cut(text, width) if len(text) - q <= width - 1 else _with_difference(text, p, q, width)
+    # Library kernels of one family (cuBLAS xmma, cuDNN): the words that differ, wherever they are, when that
+    # keeps the family's names apart.
+    owner = {simple[n]: n for n in long}
+    for family in _library_families(texts):
+        forms = {t: _fit_family_form(f, width) for t, f in _without_shared_words(family).items()}
+        if len(set(forms.values())) == len(forms):
+            for t, form in forms.items():
+                short[owner[t]] = form
     # Whatever is still alike (or equal to another name's short form): numbered, so rows stay distinct.
     taken: dict[str, str] = {}
     seen: dict[str, int] = defaultdict(int)
