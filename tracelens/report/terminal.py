@@ -328,15 +328,18 @@ def _devices(doc: dict[str, Any], console: Console) -> None:
         _print(console, "No GPU activity in this trace (no kernels, copies or memsets); host side below.",
                style="yellow")
         return
+    named = any(d.get("name") for d in devices)  # a name column only when the trace names some device
     table = _table(f"GPU utilization: {fmt_pct(summary_of(doc)['gpu_utilization'])} (busy-weighted over {len(devices)} GPUs)",
                    ["GPU", "util", "busy", "span", "kernels", "kernel time", "memcpy n/time", "memset n/time",
-                    "name"], {"util", "busy", "span", "kernels", "kernel time", "memcpy n/time", "memset n/time"})
+                    *(["name"] if named else [])],
+                   {"util", "busy", "span", "kernels", "kernel time", "memcpy n/time", "memset n/time"})
     for d in devices:
         label = f"{d['rank']}:{d.get('id')}" if d.get("rank") is not None else d.get("id")  # rank:GPU in a run
         table.add_row(_t(label), fmt_pct(d.get("utilization")),
                       fmt_ns(d.get("busy_ns")), fmt_ns(d.get("span_ns")), _n(d.get("kernel_count")),
                       fmt_ns(d.get("kernel_ns")), f"{_n(d.get('memcpy_count'))}/{fmt_ns(d.get('memcpy_ns'))}",
-                      f"{_n(d.get('memset_count'))}/{fmt_ns(d.get('memset_ns'))}", _t(d.get("name") or "-"))
+                      f"{_n(d.get('memset_count'))}/{fmt_ns(d.get('memset_ns'))}",
+                      *([_t(d.get("name") or "-")] if named else []))
     console.print(table.rich(console.width))
 
 
