@@ -41,6 +41,11 @@ def test_thread_bootstrap_names() -> None:
     assert is_thread_bootstrap("threading.py(1032): _bootstrap")
     assert is_thread_bootstrap("threading.py(1075): _bootstrap_inner")
     assert is_thread_bootstrap("threading.py(1012): run")
+    assert is_thread_bootstrap("/usr/lib/python3.10/threading.py(1016): _bootstrap_inner")
+    assert is_thread_bootstrap("multiprocessing/process.py(314): _bootstrap")
+    assert is_thread_bootstrap("multiprocessing/process.py(108): run")
+    assert is_thread_bootstrap("multiprocessing/spawn.py(122): spawn_main")
+    assert not is_thread_bootstrap("multiprocessing/queues.py(100): get")
     assert not is_thread_bootstrap("train.py(12): run")
     assert not is_thread_bootstrap("threading.py(300): wait")
 
@@ -101,8 +106,9 @@ BERT = shared_traces("pytorch", "h100_bert_small_inference_torch2.6.json.gz")
 def test_thread_bootstrap_frames_folded() -> None:
     with gzip.open(BERT[0], "rt") as f:
         events = json.load(f)["traceEvents"]
-    frames = [e for e in events if e.get("ph") == "X" and
-              re.fullmatch(r"threading\.py\(\d+\): (_bootstrap|_bootstrap_inner|run)", str(e.get("name")))]
+    frames = [e for e in events if e.get("ph") == "X" and re.fullmatch(
+        r"threading\.py\(\d+\): (_bootstrap|_bootstrap_inner|run)|multiprocessing/process\.py\(\d+\): "
+        r"(_bootstrap|run)|multiprocessing/spawn\.py\(\d+\): (spawn_main|_main)", str(e.get("name")))]
     assert frames  # the trace records them: the test can fail
     host = analyze(load(BERT[0]), sections=["host"])["host"]
     assert host["thread_bootstrap_rows"] == len(frames)

@@ -107,9 +107,13 @@ LIBRARY_KERNEL_PATTERN = re.compile(
 EMIT_NVTX_PATTERN = re.compile(r"^([^,]+), (?:seq|op_id|sizes|input_op_ids) = ")
 # A numbered marker, one name per instance: "ProfilerStep#12".
 _NUMBERED = re.compile(r"^(.*\S#)\d+$")
-# The root frames of a Python thread (Thread.start -> _bootstrap -> _bootstrap_inner -> run): each spans its
-# thread's whole life, so its time is the thread's, not work done in it.
-THREAD_BOOTSTRAP_PATTERN = re.compile(r"^threading\.py\(\d+\): (_bootstrap|_bootstrap_inner|run)$")
+# The root frames of a Python thread (Thread.start -> _bootstrap -> _bootstrap_inner -> run) and of a
+# multiprocessing child (spawn_main -> _main -> BaseProcess._bootstrap -> run): each spans its thread's whole
+# life, so its time is the thread's, not work done in it.
+THREAD_BOOTSTRAP_PATTERN = re.compile(
+    r"^(?:.*/)?threading\.py\(\d+\): (_bootstrap|_bootstrap_inner|run)$"
+    r"|^(?:.*/)?multiprocessing/(process\.py\(\d+\): (_bootstrap|run)|spawn\.py\(\d+\): (spawn_main|_main))$"
+)
 
 # The `_vNNNN` suffix nsys keeps on some runtime names; readers strip it, but be lenient.
 _VERSION_SUFFIX = re.compile(r"_v\d+$")
