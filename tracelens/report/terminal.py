@@ -256,29 +256,58 @@ def _source(doc: dict[str, Any], console: Console) -> None:
         _print(console, f"warning: {warning}", style="yellow")
 
 
+# Labels of the summary's figures, by key without its "device_mean_"/"gpu_" prefix and "_ns" suffix; a key not
+# listed is shown by its own name (so a figure added to the summary is never left out).
+_SUMMARY_LABELS = {"device_count": "GPUs", "utilization": "GPU utilization", "utilization_by_kind": "busy by kind",
+                   "busy": "busy", "span": "span", "kernel_count": "kernels", "kernel": "kernel time",
+                   "kernel_names": "kernel names", "memcpy_count": "copies", "memcpy": "copy time",
+                   "memcpy_bytes": "copied", "memcpy_exposed": "copies not overlapped", "memset": "memset time",
+                   "steps": "steps", "step_host": "host time per step", "primary_cause": "primary cause",
+                   "primary_lost": "lost to it", "idle_by_cause": "GPU idle by cause", "flops": "FLOPs",
+                   "mfu": "MFU"}
+
+
+def _summary_base(key: str) -> str:
+    return key.removeprefix("device_mean_").removeprefix("gpu_").removesuffix("_ns")
+
+
+def summary_value(key: str, value: Any, parent: str = "") -> str:
+    """One figure of the document's ``summary`` as the terminal prints it (``parent``: the key of the object
+    it is in, e.g. ``steps``), by the key conventions of docs/json.md."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, str):
+        return value
+    if key == "mfu" or "utilization" in key or "utilization" in parent:
+        return fmt_pct(value)
+    if key == "flops":
+        return fmt_flops(value)
+    if key.endswith("_ns") or parent.endswith("_ns") or "idle_by_cause" in parent:
+        return fmt_ns(value)
+    if "bytes" in key:
+        return fmt_bytes(value)
+    return _n(value)
+
+
 def _headline(doc: dict[str, Any], console: Console) -> None:
-    """The document's ``summary`` figures in one paragraph: every headline number of the JSON output, whole."""
-    summary = summary_of(doc)
-    if not summary.get("device_count"):
+    """Every figure of the document's ``summary`` (the JSON output's headline) in one paragraph, each whole."""
+    parts = []
+    for key, value in summary_of(doc).items():
+        if value is None or value == {}:
+            continue
+        label = _SUMMARY_LABELS.get(_summary_base(key), key.replace("_", " "))
+        if isinstance(value, dict):
+            inner = ", ".join(f"{_summary_base(k).replace('_', ' ')} {summary_value(k, v, key)}"
+                              for k, v in value.items() if v is not None)
+            parts.append(f"{label}: {inner}")
+        else:
+            parts.append(f"{label} {summary_value(key, value)}")
+    if not parts:
         return
-    gpus = summary["device_count"]
-    parts = [f"GPU utilization {fmt_pct(summary.get('gpu_utilization'))} over {gpus} GPU{'s' if gpus != 1 else ''} "
-             f"(busy {fmt_ns(summary.get('gpu_busy_ns'))} of {fmt_ns(summary.get('gpu_span_ns'))})",
-             f"kernels {_n(summary.get('kernel_count'))}, {fmt_ns(summary.get('kernel_ns'))}"
-             + (f", {_n(summary['kernel_names'])} names" if summary.get("kernel_names") is not None else ""),
-             f"copies {_n(summary.get('memcpy_count'))}, {fmt_ns(summary.get('memcpy_ns'))}"
-             + (f", {fmt_bytes(summary['memcpy_bytes'])}" if summary.get("memcpy_bytes") is not None else "")
-             + (f", {fmt_ns(summary['memcpy_exposed_ns'])} exposed" if summary.get("memcpy_exposed_ns") is not None
-                else ""),
-             f"memsets {fmt_ns(summary.get('memset_ns'))}"]
-    if summary.get("flops") is not None:
-        parts.append(f"{fmt_flops(summary['flops'])}" + (f", MFU {fmt_pct(summary['mfu'])}"
-                                                         if summary.get("mfu") is not None else ""))
-    idle = summary.get("idle_by_cause")
-    if idle:
-        parts.append("GPU idle by cause " + ", ".join(f"{k} {fmt_ns(v)}" for k, v in idle.items()))
+    means = any(key.startswith("device_mean_") for key in summary_of(doc)) and doc.get("devices")
     console.print()
-    _print(console, "Summary: " + "; ".join(parts), indent="")
+    _print(console, f"Summary{' (times per GPU, mean)' if means and len(doc['devices']) > 1 else ''}: "
+                    + "; ".join(parts), indent="")
 
 
 def _primary(doc: dict[str, Any]) -> dict[str, Any] | None:
