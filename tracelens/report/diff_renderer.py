@@ -6,9 +6,11 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import UsageError
-from . import json_renderer, terminal
+from . import json_renderer
 from .escape import md
 from .markdown import FullNames
+from .terminal import WIDTH as TERMINAL_WIDTH
+from .terminal import draw_table, draw_text, finish, new_console
 from .units import fmt_bytes, fmt_ns, fmt_pct
 
 VERDICT_MARK = {"improved": "✅ improved", "regressed": "❌ regressed", "unchanged": "➖ unchanged within noise",
@@ -104,7 +106,9 @@ def render_markdown(result: dict[str, Any]) -> str:
                   md(info.get("primary_cause") or "-")] for side, info in (("base", base), ("head", head))]
     lines.extend(_table(["", "trace", "format", "framework", "primary cause"], side_rows))
     lines.extend(["", "## Metrics", ""])
-    lines.extend(_table(["metric", "base", "head", "delta", "relative", "change"], _metric_rows(_present(result)),
+    # Metrics neither trace has (no GPU, no steps) stay in the JSON but are left out here.
+    present = [r for r in result["metrics"] if r["base"] is not None or r["head"] is not None]
+    lines.extend(_table(["metric", "base", "head", "delta", "relative", "change"], _metric_rows(present),
                         ["---", "---:", "---:", "---:", "---:", "---"]))
     if any(r["base"] or r["head"] for r in result.get("idle_by_cause") or []):
         lines.extend(["", "## GPU idle time by cause", ""])
@@ -114,17 +118,24 @@ def render_markdown(result: dict[str, Any]) -> str:
     if kernels.get("available"):
         names = FullNames()
         lines.extend(["", "## Kernels", ""])
-        lines.append(_kernel_sentence(kernels))
-        for title, key in CHANGED_TABLES:
+        lines.append(f"{kernels['added_count']} added, {kernels['removed_count']} removed, "
+                     f"{kernels['slower_count']} slower and {kernels['faster_count']} faster "
+                     f"(mean duration beyond the noise floor).")
+        for title, key in (("Slower", "slower"), ("Faster", "faster")):
             if kernels[key]:
                 lines.extend(["", f"### {title}", ""])
-                lines.extend(_table(CHANGED_COLUMNS,
-                                    [[names.cell(k["name"]), *_changed_kernel_cells(k)] for k in kernels[key]],
-                                    ["---", "---:", "---:", "---:", "---:", "---:", "---:"]))
-        for title, key in ONE_SIDE_TABLES:
+                lines.extend(_table(
+                    ["kernel", "base avg", "head avg", "relative", "base total", "head total", "count base → head"],
+                    [[names.cell(k["name"]), fmt_ns(k["base_avg_ns"]), fmt_ns(k["head_avg_ns"]),
+                      f"{100 * k['avg_relative']:+.1f}%", fmt_ns(k["base_total_ns"]), fmt_ns(k["head_total_ns"]),
+                      f"{k['base_count']:,} → {k['head_count']:,}"] for k in kernels[key]],
+                    ["---", "---:", "---:", "---:", "---:", "---:", "---:"]))
+        for title, key in (("Added (only in head)", "added"), ("Removed (only in base)", "removed")):
             if kernels[key]:
                 lines.extend(["", f"### {title}", ""])
-                lines.extend(_table(KERNEL_COLUMNS, [[names.cell(k["name"]), *_kernel_cells(k)] for k in kernels[key]],
+                lines.extend(_table(["kernel", "count", "total", "avg"],
+                                    [[names.cell(k["name"]), f"{k['count']:,}", fmt_ns(k["total_ns"]),
+                                      fmt_ns(k["avg_ns"])] for k in kernels[key]],
                                     ["---", "---:", "---:", "---:"]))
         lines.extend(names.block())
     lines.append("")
@@ -139,11 +150,11 @@ _NUMERIC = {"base", "head", "delta", "relative", "base avg", "head avg", "base t
             "count base → head", "count", "total", "avg"}
 
 
-def render_terminal(result: dict[str, Any], *, width: int = terminal.WIDTH, full_names: bool = False,
+def render_terminal(result: dict[str, Any], *, width: int = TERMINAL_WIDTH, full_names: bool = False,
                     color: bool = False) -> str:
     """The diff as terminal text at ``width`` columns: the same content as the markdown, drawn with rich."""
-    console, buffer = terminal.new_console(width, color)
-    text = terminal.draw_text
+    console, buffer = new_console(width, color)
+    text = draw_text
     text(console, f"tracelens diff: {TERMINAL_VERDICT.get(result['verdict'], result['verdict'])} (noise floor "
                   f"{100 * result['noise_floor']:g}%: relative, or points for utilization)", style="bold", indent="")
     for reason in result.get("verdict_reasons", []):
@@ -151,13 +162,13 @@ def render_terminal(result: dict[str, Any], *, width: int = terminal.WIDTH, full
     console.print()
     sides = [[side, info.get("path") or "-", info.get("format") or "-", info.get("framework") or "-",
               info.get("primary_cause") or "-"] for side, info in (("base", result["base"]), ("head", result["head"]))]
-    terminal.draw_table(console, "", ["", "trace", "format", "framework", "primary cause"], sides, set())
+    draw_table(console, "", ["", "trace", "format", "framework", "primary cause"], sides, set())
     metric_columns = ["metric", "base", "head", "delta", "relative", "change"]
-    terminal.draw_table(console, "Metrics", metric_columns,
+    draw_table(console, "Metrics", metric_columns,
                         _metric_rows(_present(result), str, TERMINAL_CHANGE), _NUMERIC)
     if any(r["base"] or r["head"] for r in result.get("idle_by_cause") or []):
         console.print()
-        terminal.draw_table(console, "GPU idle time by cause", ["cause", *metric_columns[1:]],
+        draw_table(console, "GPU idle time by cause", ["cause", *metric_columns[1:]],
                             _metric_rows(result["idle_by_cause"], str, TERMINAL_CHANGE), _NUMERIC)
     kernels = result.get("kernels") or {}
     if kernels.get("available"):
@@ -166,16 +177,16 @@ def render_terminal(result: dict[str, Any], *, width: int = terminal.WIDTH, full
         for title, key in CHANGED_TABLES:
             if kernels[key]:
                 console.print()
-                terminal.draw_table(console, title, CHANGED_COLUMNS,
+                draw_table(console, title, CHANGED_COLUMNS,
                                     [[k["name"], *_changed_kernel_cells(k)] for k in kernels[key]], _NUMERIC,
                                     name_column=0, full_names=full_names)
         for title, key in ONE_SIDE_TABLES:
             if kernels[key]:
                 console.print()
-                terminal.draw_table(console, title, KERNEL_COLUMNS,
+                draw_table(console, title, KERNEL_COLUMNS,
                                     [[k["name"], *_kernel_cells(k)] for k in kernels[key]], _NUMERIC,
                                     name_column=0, full_names=full_names)
-    return terminal.finish(buffer)
+    return finish(buffer)
 
 
 DIFF_FORMATS = ("terminal", "markdown", "json")
