@@ -29,7 +29,7 @@ def test_width_and_order() -> None:
     text = terminal.render(analyze(golden_trace()))
     lines = text.split("\n")
     assert max(map(len, lines)) <= terminal.WIDTH
-    order = [text.find(marker) for marker in ("Diagnosis:", "Summary:", "GPU utilization:", "Steps:", "idle gaps",
+    order = [text.find(marker) for marker in ("Diagnosis:", "GPU utilization", "Steps:", "idle gaps",
                                               "Top kernels", "Memory copies", "Host side")]
     assert all(i >= 0 for i in order) and order == sorted(order)
 

@@ -69,14 +69,14 @@ def cli() -> None:
 @click.option("--png", is_flag=True,
               help="Markdown to a file: also write the utilization plot as a PNG beside it (and, for several "
                    "ranks, the per-rank plot).")
+@click.option("--full-names", is_flag=True,
+              help="Terminal: show kernel, op and range names whole (wrapped) instead of shortened.")
 @click.option("--workers", type=int, default=None, metavar="N",
               help="Several traces: parallel worker processes (default: CPU count).")
 @click.option("--engine", type=click.Choice(["local", "dask"]), default="local",
               help="Several traces: run per-trace work in local processes or on a Dask cluster.")
 @click.option("--cache", "cache_dir", default=None, metavar="DIR",
               help="Several traces: Parquet cache and run manifest (default: <traces' dir>/.tracelens-cache).")
-@click.option("--full-names", is_flag=True,
-              help="Terminal: show kernel, op and range names whole (wrapped) instead of shortened.")
 @load_options
 def analyze(paths: Sequence[str], fmt: str | None, output: str | None, no_plots: bool, png: bool,
             workers: int | None, engine: str, cache_dir: str | None, run_name: str | None,
