@@ -158,11 +158,11 @@ def convert(path: str, output: str, run_name: str | None) -> None:
 @click.option("--format", "-f", "fmt", type=click.Choice(FORMATS), default=None,
               help="Output format (default: from the -o file's extension, .md markdown, .json JSON; terminal "
                    "text otherwise and on stdout).")
+@click.option("--full-names", is_flag=True, help="Terminal: show kernel names whole (wrapped) instead of shortened.")
 @click.option("--output", "-o", default=None, metavar="FILE", help="Write to FILE instead of stdout.")
 @click.option("--fail-on-regression", type=float, default=None, metavar="PCT",
               help="Exit 1 when HEAD's GPU utilization is lower by more than PCT points or its mean step "
                    "time is longer by more than PCT percent.")
-@click.option("--full-names", is_flag=True, help="Terminal: show kernel names whole (wrapped) instead of shortened.")
 def diff(base: str, head: str, fmt: str | None, output: str | None, fail_on_regression: float | None,
          full_names: bool) -> None:
     """Compare two traces (any formats, or documents saved with analyze --format json): metrics side by side,
