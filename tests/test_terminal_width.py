@@ -112,3 +112,25 @@ def test_headline_figures_formatted_by_key() -> None:
         "device_count": "2", "gpu_utilization": "52.2%", "device_mean_busy_ns": "7.1 ms", "kernel_count": "1,234",
         "memcpy_bytes": "2.0 MiB", "steps.count": "2", "steps.mean_ns": "10 ms", "step_host_ns.sync": "4.91 ms",
         "idle_by_cause.input": "8 ms", "mfu": "11.6%", "primary_cause": "input_pipeline"}
+
+
+def test_cli_width_and_full_names(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    from tracelens.cli import main
+
+    demo = str(FIXTURES / "demo.pt.trace.json.gz")
+    name = "void cudnn::ampere::scudnn_128x32_dgrad_small_nn_v1(cudnn::conv::ConvParams)"
+    monkeypatch.setenv("COLUMNS", "80")
+    assert main(["analyze", demo]) == 0
+    short = capsys.readouterr().out
+    assert max(len(line) for line in short.split("\n")) <= 80
+    assert name not in short and "scudnn_128x32_dgrad_small_nn_v1" in short
+    assert main(["analyze", demo, "--full-names"]) == 0
+    whole = capsys.readouterr().out
+    assert max(len(line) for line in whole.split("\n")) <= 80
+    table = whole[whole.index("Top kernels"):].split("\n\n\n")[0].split("\n")[4:]  # the rows, under the rule
+    cells = "".join(line[1:].split("   ")[0].strip() for line in table)  # the name column, line after line
+    assert name.replace(" ", "") in cells  # wrapped and folded over lines, but whole
+    monkeypatch.setenv("COLUMNS", "160")
+    assert main(["analyze", demo]) == 0
+    wide = capsys.readouterr().out
+    assert max(len(line) for line in wide.split("\n")) > 100  # the width is used
