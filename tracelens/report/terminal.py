@@ -118,7 +118,8 @@ class _Rows:
     def _shortened(self, width: int) -> None:
         if self.name_column is None or _FULL_NAMES.get() or not self.rows:
             return
-        self.name_column, (column, limit) = None, self.name_column  # shortened once
+        column, limit = self.name_column
+        self.name_column = None  # shortened once
         # the room the other columns leave with their cells on one line (their headers may wrap)
         others = [max([self._natural_and_least(i)[1]] + [len(str(row[i])) for row in self.rows])
                   for i in range(len(self.columns)) if i != column]
