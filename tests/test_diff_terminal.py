@@ -103,3 +103,4 @@ def test_terminal_width(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("COLUMNS")
     monkeypatch.setattr("shutil.get_terminal_size", lambda fallback=(100, 24): __import__("os").terminal_size((132, 40)))
     assert terminal_width(Tty()) == 132
+    assert terminal_width(None) == 100  # written to a file (-o): the fixed width, whatever the terminal

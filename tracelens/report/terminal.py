@@ -16,7 +16,6 @@ import io
 import os
 import re
 import shutil
-import sys
 import textwrap
 from collections.abc import Callable
 from contextvars import ContextVar
@@ -45,13 +44,12 @@ TEXT_MIN = 16  # a text column is not squeezed below this many characters (its c
 Draw = Callable[[dict[str, Any], Console], None]
 
 
-def terminal_width(stream: IO[str] | None = None) -> int:
-    """The width to draw at: ``COLUMNS`` when set, else the terminal's width when ``stream`` (stdout) is
-    one, else :data:`WIDTH`; never below :data:`MIN_WIDTH`."""
+def terminal_width(stream: IO[str] | None) -> int:
+    """The width to draw at: ``COLUMNS`` when set, else the terminal's width when ``stream`` (the output:
+    stdout, or None for a file) is one, else :data:`WIDTH`; never below :data:`MIN_WIDTH`."""
     columns = os.environ.get("COLUMNS", "").strip()
     if columns.isdigit() and int(columns) > 0:
         return max(MIN_WIDTH, int(columns))
-    stream = stream if stream is not None else sys.stdout
     isatty = getattr(stream, "isatty", None)
     if isatty is not None and isatty():
         return max(MIN_WIDTH, shutil.get_terminal_size((WIDTH, 24)).columns)
