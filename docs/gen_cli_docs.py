@@ -23,6 +23,11 @@ HEADER = """# Command line reference
 Every command prints one line on stderr and exits with code 2 on bad input (missing, empty, truncated,
 corrupt or unknown-format trace), 1 when `diff --fail-on-regression` finds a regression or some ranks of a
 multi-trace run failed, 3 on an internal error, and 0 otherwise.
+
+Terminal output (`analyze`, `diff`) is drawn at the terminal's width: `COLUMNS` when set, else the width
+of the terminal on stdout, never below 80 columns; when stdout is no terminal (a pipe, a file, `-o`) and
+`COLUMNS` is not set, at a fixed 100 columns. Long lines wrap, nothing is cut: a number stays with its unit,
+and kernel and op names are shortened so that rows stay distinct (`--full-names` shows them whole).
 """
 
 

@@ -157,7 +157,7 @@ def test_cli_gate_exit_codes_hand_built(healthy_and_slow: tuple[str, str], capsy
     assert util["base"] == pytest.approx(32 / 38) and util["head"] == pytest.approx(32 / 98)
     assert result["verdict"] == "regressed"
     assert err.startswith("tracelens: regression: GPU utilization 84.2% -> 32.7%") and err.count("\n") == 1
-    assert main(["diff", slow, healthy, "--fail-on-regression", "5"]) == 0
+    assert main(["diff", slow, healthy, "--fail-on-regression", "5", "-f", "markdown"]) == 0
     out, err = capsys.readouterr()
     assert "**Verdict: ✅ improved**" in out and err == ""
     # Without the flag a regression is reported but does not fail.

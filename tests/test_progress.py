@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import tracelens.progress as progress
 
 
@@ -18,3 +20,11 @@ def test_draws_on_stderr_when_enabled(capsys):
     captured = capsys.readouterr()
     assert captured.out == ""  # never on stdout, which may carry JSON
     assert "reading x" in captured.err
+
+
+def test_counts_ranks_not_bytes(capsys):
+    with progress.progress_bar("analyzing", total=2, enabled=True, unit="ranks") as bar:
+        bar.advance(1)
+    err = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", capsys.readouterr().err)  # colours and cursor moves removed
+    assert "1/2 ranks" in err
+    assert "bytes" not in err

@@ -41,7 +41,7 @@ def test_per_name_projection():
     assert out["count"] == 4 and out["names"] == 3
     # forward: ops [100,200) + [300,350): gpu 150, projected [100,350) = 250; device busy inside it:
     # [100,200) + [210,250) (thread 2's kernel is still GPU work) + [300,350) = 190 -> idle 60.
-    assert by["forward"] == {"name": "forward", "count": 2, "cpu_ns": 500, "gpu_ops": 2, "gpu_op_ns": 150,
+    assert by["forward"] == {"name": "forward", "count": 2, "texts": 1, "cpu_ns": 500, "gpu_ops": 2, "gpu_op_ns": 150,
                              "projected_ns": 250, "gpu_idle_ns": 60, "instances_with_gpu": 1}
     # backward: one op [700,900): projected 200, idle 0.
     assert by["backward"]["gpu_op_ns"] == 200 and by["backward"]["projected_ns"] == 200
@@ -68,7 +68,7 @@ def test_multi_device_range_uses_joint_union():
 
 
 def test_no_annotations():
-    assert ranges.section(Trace.from_rows([kernel(0, 1, None)]), {}) == {"count": 0, "names": 0, "ranges": []}
+    assert ranges.section(Trace.from_rows([kernel(0, 1, None)]), {}) == {"count": 0, "names": 0, "texts": 0, "ranges": []}
 
 
 def test_ranges_without_gpu_work():

@@ -32,12 +32,15 @@ def _write_output(text: str, output: str | None) -> None:
         click.echo(f"wrote {output}", err=True)
 
 
-def _write_report(doc: Document, fmt: str, output: str | None, *, plots: bool, png: bool) -> None:
+def _write_report(doc: Document, fmt: str, output: str | None, *, plots: bool, png: bool,
+                  full_names: bool = False) -> None:
     """Render ``doc``; write the PNG figures a markdown report links (``--png``) beside it, then the text."""
     from .report import figures, render
+    from .report.terminal import terminal_width
 
     pngs = figures(doc, fmt, output, plots=plots, png=png)
-    text = render(doc, fmt, plots=plots, figures=pngs)
+    text = render(doc, fmt, plots=plots, figures=pngs, full_names=full_names,
+                  width=terminal_width(sys.stdout if output in (None, "-") else None))
     for figure in pngs:
         figure.path.write_bytes(figure.data)
     _write_output(text, output)
@@ -66,6 +69,8 @@ def cli() -> None:
 @click.option("--png", is_flag=True,
               help="Markdown to a file: also write the utilization plot as a PNG beside it (and, for several "
                    "ranks, the per-rank plot).")
+@click.option("--full-names", is_flag=True,
+              help="Terminal: show kernel, op and range names whole (wrapped) instead of shortened.")
 @click.option("--workers", type=int, default=None, metavar="N",
               help="Several traces: parallel worker processes (default: CPU count).")
 @click.option("--engine", type=click.Choice(["local", "dask"]), default="local",
@@ -75,7 +80,8 @@ def cli() -> None:
                    "$XDG_CACHE_HOME/tracelens or ~/.cache/tracelens, under runs/<hash>).")
 @load_options
 def analyze(paths: Sequence[str], fmt: str | None, output: str | None, no_plots: bool, png: bool,
-            workers: int | None, engine: str, cache_dir: str | None, run_name: str | None) -> None:
+            workers: int | None, engine: str, cache_dir: str | None, run_name: str | None,
+            full_names: bool) -> None:
     """Analyze one trace (or all ranks of a run) and print where the GPU time went."""
     from .report import format_for_path
 
@@ -87,7 +93,7 @@ def analyze(paths: Sequence[str], fmt: str | None, output: str | None, no_plots:
         doc, failures = analyze_run(list(paths), workers=workers, engine=engine, cache_dir=cache_dir)
     else:
         doc, failures = _analyze_one(paths[0], run_name=run_name), []
-    _write_report(doc, fmt, output, plots=not no_plots, png=png)
+    _write_report(doc, fmt, output, plots=not no_plots, png=png, full_names=full_names)
     _raise_partial_failure(doc, failures)
 
 
@@ -201,8 +207,10 @@ def convert(path: str, output: str, fmt: str | None, run_name: str | None) -> No
 @cli.command()
 @click.argument("base", metavar="BASE")
 @click.argument("head", metavar="HEAD")
-@click.option("--format", "-f", "fmt", type=click.Choice(["markdown", "json"]), default=None,
-              help="Output format (default: markdown, or from the -o file's extension).")
+@click.option("--format", "-f", "fmt", type=click.Choice(FORMATS), default=None,
+              help="Output format (default: from the -o file's extension, .md markdown, .json JSON; terminal "
+                   "text otherwise and on stdout).")
+@click.option("--full-names", is_flag=True, help="Terminal: show kernel names whole (wrapped) instead of shortened.")
 @click.option("--output", "-o", default=None, metavar="FILE", help="Write to FILE instead of stdout.")
 @click.option("--fail-on-regression", type=float, default=None, metavar="PCT",
               help="Exit 1 when HEAD's GPU utilization is lower by more than PCT points or its mean step "
@@ -212,17 +220,19 @@ def convert(path: str, output: str, fmt: str | None, run_name: str | None) -> No
               help="With --fail-on-regression: do not fail because a trace cannot answer; gate on the figures "
                    "both traces have.")
 def diff(base: str, head: str, fmt: str | None, output: str | None, fail_on_regression: float | None,
-         allow_inconclusive: bool) -> None:
+         allow_inconclusive: bool, full_names: bool) -> None:
     """Compare two traces (any formats, run directories, or documents saved with analyze --format json):
     metrics side by side, deltas and a verdict."""
     from .diff import cannot_answer, compare, regression_reasons
     from .report import format_for_path
     from .report.diff_renderer import render_diff
+    from .report.terminal import terminal_width
 
-    fmt = fmt or format_for_path(output, default="markdown")
+    fmt = fmt or format_for_path(output)
     (base_doc, base_failures), (head_doc, head_failures) = _document(base), _document(head)
     result = compare(base_doc, head_doc)
-    _write_output(render_diff(result, fmt), output)
+    width = terminal_width(sys.stdout if output in (None, "-") else None)
+    _write_output(render_diff(result, fmt, width=width, full_names=full_names), output)
     if fail_on_regression is not None:
         from .errors import RegressionError
 

@@ -106,6 +106,7 @@ class HostRow(TypedDict):
     name: str
     count: int
     total_ns: int
+    names: int
 
 
 class Host(TypedDict):
@@ -113,6 +114,7 @@ class Host(TypedDict):
     threads: int
     by_kind: list[HostKind]
     top: list[HostRow]
+    thread_bootstrap_rows: int
     has_gpu_activity: bool
 
 
@@ -339,6 +341,7 @@ class Sync(TypedDict):
 class RangeRow(TypedDict):
     name: str
     count: int
+    texts: int
     cpu_ns: int
     gpu_ops: int
     gpu_op_ns: int
@@ -350,6 +353,7 @@ class RangeRow(TypedDict):
 class Ranges(TypedDict):
     count: int
     names: int
+    texts: int
     ranges: list[RangeRow]
 
 

@@ -13,6 +13,7 @@ import pandas as pd
 from ..trace import ALL_KINDS, GPU_ACTIVITY_KINDS, GPU_ANNOTATION, GPU_SYNC, Trace
 from ..values import distinct
 from .columns import event_columns, thread_key
+from .names import is_thread_bootstrap, name_template
 
 TOP_N = 10
 
@@ -27,7 +28,8 @@ def host_summary(trace: Trace, top_n: int = TOP_N) -> dict[str, Any]:
     host: np.ndarray = ~cols.of_kind(*GPU_ACTIVITY_KINDS, GPU_SYNC, GPU_ANNOTATION) & (cols.kind >= 0)
     has_gpu = bool((cols.of_kind(*GPU_ACTIVITY_KINDS) & (cols.device >= 0)).any())
     if not host.any():
-        return {"span_ns": 0, "threads": 0, "by_kind": [], "top": [], "has_gpu_activity": has_gpu}
+        return {"span_ns": 0, "threads": 0, "by_kind": [], "top": [], "thread_bootstrap_rows": 0,
+                "has_gpu_activity": has_gpu}
     host = np.flatnonzero(host)
     width = len(cols.names) + 1
     # (kind, name) pairs as one integer slot; names are dictionary codes (-1 for a null name). Few slots for the
@@ -68,15 +70,33 @@ def host_summary(trace: Trace, top_n: int = TOP_N) -> dict[str, Any]:
                for k in sorted(np.flatnonzero(kind_count), key=lambda k: ALL_KINDS[k])]
     pair_kind, pair_name = pairs // width, pairs % width - 1
     labels = np.array([cols.names[n] if n >= 0 else "" for n in pair_name], dtype=object)
-    order = np.lexsort((labels.astype(str), -totals))[:top_n]
+    top, folded = _top_by_template(pair_kind, labels, totals, counts, top_n)
     return {
         "span_ns": int(last - first),
         "threads": int(distinct(np.concatenate(threads)).size),
         "by_kind": by_kind,
-        "top": [{"kind": ALL_KINDS[pair_kind[i]], "name": str(labels[i]), "count": int(counts[i]),
-                 "total_ns": int(totals[i])} for i in order],
+        "top": top,
+        "thread_bootstrap_rows": folded,
         "has_gpu_activity": has_gpu,
     }
+
+
+def _top_by_template(kind: np.ndarray, labels: np.ndarray, totals: np.ndarray, counts: np.ndarray,
+                     top_n: int) -> tuple[list[dict[str, Any]], int]:
+    """The top (kind, template name) pairs by summed time, each with the number of distinct names it groups
+    (``ProfilerStep#0``, ``ProfilerStep#1`` -> ``ProfilerStep#N``; ``aten::mm, op_id = 5`` -> ``aten::mm``);
+    Python thread-bootstrap frames are left out (they span their thread's life) and counted."""
+    text = pd.Series(labels, dtype=object).astype(str)
+    distinct_names = pd.unique(text)
+    template = dict(zip(distinct_names, (name_template(n) for n in distinct_names), strict=True))  # per name
+    bootstrap = text.map({n: is_thread_bootstrap(n) for n in distinct_names}).to_numpy(bool)
+    pairs = pd.DataFrame({"kind": kind, "template": text.map(template), "total": totals, "count": counts})[~bootstrap]
+    grouped = pairs.groupby(["kind", "template"], sort=False).agg(total=("total", "sum"), count=("count", "sum"),
+                                                                   names=("total", "size")).reset_index()
+    grouped = grouped.sort_values(["total", "template"], ascending=[False, True], kind="stable").head(top_n)
+    top = [{"kind": ALL_KINDS[int(r.kind)], "name": str(r.template), "count": int(r.count),
+            "total_ns": int(r.total), "names": int(r.names)} for r in grouped.itertuples(index=False)]
+    return top, int(counts[bootstrap].sum())
 
 
 def _count_every_slot(slots: int, rows: int) -> bool:

@@ -102,6 +102,19 @@ LIBRARY_KERNEL_PATTERN = re.compile(
     r"|Cijk_|miopen|rocblas|hipblas|\bck::|ck_tile"
 )
 
+# PyTorch's emit_nvtx(): one NVTX range per op call, "aten::mm, seq = 12, op_id = 5, sizes = [[8, 64], [64, 32]]"
+# (older: "aten::mm, seq = 12", "aten::linear, sizes = [...]"); the op name is the text before the first ", ".
+EMIT_NVTX_PATTERN = re.compile(r"^([^,]+), (?:seq|op_id|sizes|input_op_ids) = ")
+# A numbered marker, one name per instance: "ProfilerStep#12".
+_NUMBERED = re.compile(r"^(.*\S#)\d+$")
+# The root frames of a Python thread (Thread.start -> _bootstrap -> _bootstrap_inner -> run) and of a
+# multiprocessing child (spawn_main -> _main -> BaseProcess._bootstrap -> run): each spans its thread's whole
+# life, so its time is the thread's, not work done in it.
+THREAD_BOOTSTRAP_PATTERN = re.compile(
+    r"^(?:.*/)?threading\.py\(\d+\): (_bootstrap|_bootstrap_inner|run)$"
+    r"|^(?:.*/)?multiprocessing/(process\.py\(\d+\): (_bootstrap|run)|spawn\.py\(\d+\): (spawn_main|_main))$"
+)
+
 # The `_vNNNN` suffix nsys keeps on some runtime names; readers strip it, but be lenient.
 _VERSION_SUFFIX = re.compile(r"_v\d+$")
 
@@ -115,6 +128,21 @@ def words(name: str) -> list[str]:
     found = [w.lower() for w in _WORD.findall(name)]
     # "warm_up", "Warm-Up", "WarmUp" -> warmup
     return [*found, *("warmup" for a, b in zip(found, found[1:], strict=False) if a == "warm" and b == "up")]
+
+
+def name_template(name: str) -> str:
+    """The name that instances of one thing share: an emit_nvtx op range's op name (``aten::mm, op_id = 5``
+    -> ``aten::mm``), a numbered marker with ``N`` for its number (``ProfilerStep#12`` ->
+    ``ProfilerStep#N``); any other name is its own template."""
+    if m := EMIT_NVTX_PATTERN.match(name):
+        return m.group(1)
+    if m := _NUMBERED.match(name):
+        return m.group(1) + "N"
+    return name
+
+
+def is_thread_bootstrap(name: str) -> bool:
+    return bool(THREAD_BOOTSTRAP_PATTERN.match(name))
 
 
 def is_one_time_api(name: str) -> bool:

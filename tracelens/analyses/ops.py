@@ -50,14 +50,13 @@ from ..values import dense_codes, is_member, sorted_distinct
 from . import flop_context
 from .columns import device_busy, dictionary_codes, event_columns, memo, thread_key, thread_time_positions
 from .launch import launch_pairs
-from .names import code_mask, is_blocking_sync, names_in_use
+from .names import EMIT_NVTX_PATTERN, code_mask, is_blocking_sync, names_in_use
 
 TOP_OPS = 50
 
 
-# PyTorch's emit_nvtx(): one NVTX range per op, "aten::mm, seq = 12, op_id = 5, sizes = [[8, 64], [64, 32]], ..."
-# (older: "aten::mm, seq = 12", "aten::linear, sizes = [...]"); the op name is the text before the first ", ".
-_EMIT_NVTX = re.compile(r"^([^,]+), (?:seq|op_id|sizes|input_op_ids) = ")
+# PyTorch's emit_nvtx() op ranges (names.EMIT_NVTX_PATTERN): the op name is the text before the first ", ".
+_EMIT_NVTX = EMIT_NVTX_PATTERN
 
 
 @dataclass(frozen=True)

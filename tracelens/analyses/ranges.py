@@ -23,6 +23,7 @@ from ..values import dense_codes, distinct
 from . import columns
 from .columns import EventColumns, device_busy, event_columns, thread_key, thread_time_positions
 from .launch import launch_pairs
+from .names import name_template
 
 NAME_LIMIT = 200
 
@@ -202,7 +203,7 @@ def range_summary(trace: Trace, limit: int = NAME_LIMIT) -> dict[str, Any]:
     cols = event_columns(trace)
     rows = np.flatnonzero(cols.of_kind(ANNOTATION))
     if rows.size == 0:
-        return {"count": 0, "names": 0, "ranges": []}
+        return {"count": 0, "names": 0, "texts": 0, "ranges": []}
     # By thread, then start (the table's order): each chunk of ranges then covers one window of the launches.
     thread = dense_codes(thread_key(cols.pid[rows], cols.tid[rows]))[0]
     rows = rows[np.argsort(thread.astype(np.int16) if thread.max() < 2**15 else thread, kind="stable")]
@@ -225,13 +226,16 @@ def range_summary(trace: Trace, limit: int = NAME_LIMIT) -> dict[str, Any]:
         del measured, slot
     names = cols.names
     used = np.flatnonzero(totals["n"])
-    agg = pd.DataFrame({"name": used - 1, **{field: values[used] for field, values in totals.items()}})
-    agg["label"] = [str(names[c]) if c >= 0 else "" for c in agg["name"].to_numpy()]
+    texts = pd.DataFrame({field: values[used] for field, values in totals.items()})
+    # Instances of one thing share a template name (emit_nvtx's "aten::mm, op_id = 5", "ProfilerStep#3"):
+    # one row per template, with the number of distinct texts it groups. A loop over distinct names.
+    texts["label"] = [name_template(str(names[c - 1])) if c > 0 else "" for c in used]
+    agg = texts.groupby("label", sort=False).agg(**{f: (f, "sum") for f in fields}, texts=("n", "size")).reset_index()
     agg = agg.sort_values(["cpu_ns", "label"], ascending=[False, True], kind="stable")
-    out = [{"name": r.label, "count": int(r.n), "cpu_ns": int(r.cpu_ns), "gpu_ops": int(r.ops),
+    out = [{"name": r.label, "count": int(r.n), "texts": int(r.texts), "cpu_ns": int(r.cpu_ns), "gpu_ops": int(r.ops),
             "gpu_op_ns": int(r.gpu_op_ns), "projected_ns": int(r.projected_ns), "gpu_idle_ns": int(r.gpu_idle_ns),
             "instances_with_gpu": int(r.with_gpu)} for r in agg.head(limit).itertuples(index=False)]
-    return {"count": int(rows.size), "names": int(len(agg)), "ranges": out}
+    return {"count": int(rows.size), "names": int(len(agg)), "texts": int(len(texts)), "ranges": out}
 
 
 def section(trace: Trace, done: dict[str, Any]) -> dict[str, Any]:

@@ -1,7 +1,8 @@
-"""Render a :func:`tracelens.diff.compare` result as GitHub markdown or JSON."""
+"""Render a :func:`tracelens.diff.compare` result for the terminal (rich), as GitHub markdown or as JSON."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ..errors import UsageError
@@ -9,6 +10,8 @@ from . import json_renderer
 from .budget import Block, fit, limits
 from .escape import md
 from .markdown import FullNames
+from .terminal import WIDTH as TERMINAL_WIDTH
+from .terminal import draw_table, draw_text, finish, new_console
 from .units import fmt_bytes, fmt_ns, fmt_pct
 
 VERDICT_MARK = {"improved": "✅ improved", "regressed": "❌ regressed", "unchanged": "➖ unchanged within noise",
@@ -59,9 +62,36 @@ def _table(header: list[str], rows: list[list[str]], align: list[str] | None = N
     return out
 
 
-def _metric_rows(rows: list[dict[str, Any]]) -> list[list[str]]:
-    return [[md(r["label"]), fmt_value(r["base"], r["unit"]), fmt_value(r["head"], r["unit"]), fmt_delta(r),
-             fmt_relative(r), CHANGE_MARK.get(r["change"], r["change"])] for r in rows]
+def _metric_rows(rows: list[dict[str, Any]], escape: Callable[[Any], str] = md,
+                 marks: dict[str, str] = CHANGE_MARK) -> list[list[str]]:
+    return [[escape(r["label"]), fmt_value(r["base"], r["unit"]), fmt_value(r["head"], r["unit"]), fmt_delta(r),
+             fmt_relative(r), marks.get(r["change"], r["change"])] for r in rows]
+
+
+def _present(result: dict[str, Any]) -> list[dict[str, Any]]:
+    # Metrics neither trace has (no GPU, no steps) stay in the JSON but are left out of the tables.
+    return [r for r in result["metrics"] if r["base"] is not None or r["head"] is not None]
+
+
+def _kernel_sentence(kernels: dict[str, Any]) -> str:
+    return (f"{kernels['added_count']} added, {kernels['removed_count']} removed, "
+            f"{kernels['slower_count']} slower and {kernels['faster_count']} faster "
+            f"(mean duration beyond the noise floor).")
+
+
+def _changed_kernel_cells(k: dict[str, Any]) -> list[str]:
+    return [fmt_ns(k["base_avg_ns"]), fmt_ns(k["head_avg_ns"]), f"{100 * k['avg_relative']:+.1f}%",
+            fmt_ns(k["base_total_ns"]), fmt_ns(k["head_total_ns"]), f"{k['base_count']:,} → {k['head_count']:,}"]
+
+
+def _kernel_cells(k: dict[str, Any]) -> list[str]:
+    return [f"{k['count']:,}", fmt_ns(k["total_ns"]), fmt_ns(k["avg_ns"])]
+
+
+CHANGED_COLUMNS = ["kernel", "base avg", "head avg", "relative", "base total", "head total", "count base → head"]
+KERNEL_COLUMNS = ["kernel", "count", "total", "avg"]
+CHANGED_TABLES = (("Slower", "slower"), ("Faster", "faster"))
+ONE_SIDE_TABLES = (("Added (only in head)", "added"), ("Removed (only in base)", "removed"))
 
 
 def render_markdown(result: dict[str, Any]) -> str:
@@ -123,10 +153,63 @@ def _blocks(result: dict[str, Any]) -> list[Block]:
     return blocks
 
 
-def render_diff(result: dict[str, Any], fmt: str) -> str:
-    """The diff as ``"markdown"`` (for a pull request) or ``"json"`` (keys in docs/json.md)."""
+TERMINAL_VERDICT = {"improved": "improved", "regressed": "REGRESSED", "unchanged": "unchanged within noise",
+                    "inconclusive": "inconclusive"}
+TERMINAL_CHANGE = {"improved": "improved", "regressed": "REGRESSED", "unchanged": "unchanged", "n/a": "-",
+                   "info": ""}
+_NUMERIC = {"base", "head", "delta", "relative", "base avg", "head avg", "base total", "head total",
+            "count base → head", "count", "total", "avg"}
+
+
+def render_terminal(result: dict[str, Any], *, width: int = TERMINAL_WIDTH, full_names: bool = False,
+                    color: bool = False) -> str:
+    """The diff as terminal text at ``width`` columns: the same content as the markdown, drawn with rich."""
+    console, buffer = new_console(width, color)
+    text = draw_text
+    text(console, f"tracelens diff: {TERMINAL_VERDICT.get(result['verdict'], result['verdict'])} (noise floor "
+                  f"{100 * result['noise_floor']:g}%: relative, or points for utilization)", style="bold", indent="")
+    for reason in result.get("verdict_reasons", []):
+        text(console, f"- {reason}", indent="  ")
+    console.print()
+    sides = [[side, info.get("path") or "-", info.get("format") or "-", info.get("framework") or "-",
+              info.get("primary_cause") or "-"] for side, info in (("base", result["base"]), ("head", result["head"]))]
+    draw_table(console, "", ["", "trace", "format", "framework", "primary cause"], sides, set())
+    metric_columns = ["metric", "base", "head", "delta", "relative", "change"]
+    draw_table(console, "Metrics", metric_columns,
+                        _metric_rows(_present(result), str, TERMINAL_CHANGE), _NUMERIC)
+    if any(r["base"] or r["head"] for r in result.get("idle_by_cause") or []):
+        console.print()
+        draw_table(console, "GPU idle time by cause", ["cause", *metric_columns[1:]],
+                            _metric_rows(result["idle_by_cause"], str, TERMINAL_CHANGE), _NUMERIC)
+    kernels = result.get("kernels") or {}
+    if kernels.get("available"):
+        console.print()
+        text(console, f"Kernels: {_kernel_sentence(kernels)}", style="bold", indent="")
+        for title, key in CHANGED_TABLES:
+            if kernels[key]:
+                console.print()
+                draw_table(console, title, CHANGED_COLUMNS,
+                                    [[k["name"], *_changed_kernel_cells(k)] for k in kernels[key]], _NUMERIC,
+                                    name_column=0, full_names=full_names)
+        for title, key in ONE_SIDE_TABLES:
+            if kernels[key]:
+                console.print()
+                draw_table(console, title, KERNEL_COLUMNS,
+                                    [[k["name"], *_kernel_cells(k)] for k in kernels[key]], _NUMERIC,
+                                    name_column=0, full_names=full_names)
+    return finish(buffer)
+
+
+DIFF_FORMATS = ("terminal", "markdown", "json")
+
+
+def render_diff(result: dict[str, Any], fmt: str, **options: Any) -> str:
+    """The diff as ``"terminal"`` text (options: ``width``, ``full_names``), ``"markdown"`` (for a pull
+    request) or ``"json"`` (keys in docs/json.md)."""
     if fmt == "json":
         return json_renderer.render(result)
     if fmt == "markdown":
         return render_markdown(result)
-    raise UsageError(f"unknown diff format {fmt!r} (choose markdown or json)")
+    if fmt == "terminal":
+        return render_terminal(result, **{k: v for k, v in options.items() if k in ("width", "full_names", "color")})
+    raise UsageError(f"unknown diff format {fmt!r} (choose {', '.join(DIFF_FORMATS)})")

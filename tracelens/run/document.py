@@ -74,7 +74,7 @@ def analyze_run(
         parquet = cache / (entry["parquet"] if reuse and entry else parquet_name(key))
         tasks.append((key, str(parquet), reuse))
 
-    with progress_bar("analyzing ranks", total=len(tasks), enabled=progress) as bar:
+    with progress_bar("analyzing", total=len(tasks), enabled=progress, unit="ranks") as bar:
         advance = lambda: bar.advance(1)  # noqa: E731
         if engine == "dask":
             results = run_dask(tasks, workers, scheduler, advance)
