@@ -844,7 +844,7 @@ def _utilization(devices: list[Device]) -> tuple[float | None, UtilizationByKind
     """(gpu_utilization, utilization_by_kind): device-means of each GPU's busy share of its span and of its
     parts, over the GPUs with a span (a device whose activity is one instant has no share to give). The parts
     add up to busy_ns on each device, so their means add up to the utilization (to rounding)."""
-    timed = [d for d in devices if (d.get("span_ns") or 0) > 0]
+    timed = [d for d in cast(list[Mapping[str, Any]], devices) if (d.get("span_ns") or 0) > 0]
     if not timed:
         return None, None
     n = len(timed)
@@ -852,7 +852,7 @@ def _utilization(devices: list[Device]) -> tuple[float | None, UtilizationByKind
     parts = ("kernel_union_ns", "copies_only_ns", "memsets_only_ns")
     if any(not isinstance(d.get(p), int) for d in timed for p in parts):
         return utilization, None  # saved by a version without the split
-    kernels, copies, memsets = (sum(int(d[p]) / int(d["span_ns"]) for d in timed) / n  # type: ignore[literal-required]
+    kernels, copies, memsets = (sum(int(d[p]) / int(d["span_ns"]) for d in timed) / n
                                 for p in parts)
     return utilization, {"kernels": kernels, "copies_only": copies, "memsets_only": memsets}
 

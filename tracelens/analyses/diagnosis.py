@@ -652,6 +652,8 @@ def _communication(ctx: Context) -> dict[str, Any] | None:
     # Collectives near the link's peak cannot get faster: only overlap or fewer bytes help; below it, overlap
     # and fewer, larger messages do.
     remedy = "link_bound" if fraction is not None and fraction >= PINNED_NEAR_LINK else "overlap"
+    # Collectives on a stream that also runs computation: nothing can overlap them there.
+    on_compute_stream = {str(d["device"]): int(d.get("on_compute_stream_ns") or 0) for d in devices}
     evidence = {
         "exposed_by_device": exposed,
         "collective_by_device": collective,
@@ -667,13 +669,12 @@ def _communication(ctx: Context) -> dict[str, Any] | None:
         "responsible": [t["type"] for t in sorted(types, key=lambda t: (-t["exposed_ns"], t["type"]))
                         if t["exposed_ns"] > 0][:3],
         "remedy": remedy,
-        # Collectives on a stream that also runs computation: nothing can overlap them there.
-        "on_compute_stream_by_device": {str(d["device"]): int(d.get("on_compute_stream_ns") or 0) for d in devices},
+        "on_compute_stream_by_device": on_compute_stream,
     }
     fix = fix_for(COMMUNICATION_FIX, ctx.framework)
     if remedy == "link_bound":
         fix = COMMUNICATION_LINK_BOUND_FIX + " " + fix
-    if any(evidence["on_compute_stream_by_device"].values()):
+    if any(on_compute_stream.values()):
         fix = COMMUNICATION_ON_COMPUTE_STREAM_FIX + " " + fix
     return _cause("communication", ctx.lost("communication"), ctx, evidence, fix)
 

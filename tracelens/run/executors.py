@@ -35,6 +35,7 @@ def ingest_and_summarize(source: str, parquet_path: str, reuse: bool) -> dict[st
         from ..analyses import analyze
 
         doc = analyze(trace)
+        attribution = doc.get("attribution")
         doc_path = f"{parquet_path}.doc.json"
         Path(doc_path).write_text(dumps(doc), encoding="utf-8")  # the --format json document
         meta = trace.metadata
@@ -54,7 +55,7 @@ def ingest_and_summarize(source: str, parquet_path: str, reuse: bool) -> dict[st
             # only what the run document shows per rank travels back (a few hundred bytes per GPU); the
             # full document, whose step and gap lists grow with the trace, stays on disk
             "devices": doc.get("devices") or [],
-            "idle_by_cause": (doc.get("attribution") or {}).get("total_by_cause"),  # summed over the rank's GPUs
+            "idle_by_cause": attribution.get("total_by_cause") if attribution else None,  # summed over the rank's GPUs
             "worker_peak_rss_bytes": _peak_rss_bytes(),
         }
     except TracelensError as err:

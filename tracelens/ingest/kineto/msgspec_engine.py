@@ -112,7 +112,7 @@ def _json_error(err: Exception, path: Path, shift: int = 0) -> InputError:
     return InputError(f"invalid JSON ({text})", path=path)
 
 
-class LooseEvents(list):  # type: ignore[type-arg]
+class LooseEvents(list):
     """Events decoded loosely because a field had an unexpected type; ``problem`` says which field, in which
     event (the first the typed decoder met), for the reader's warning."""
 
@@ -269,7 +269,7 @@ def block_columns(events: list[Any]) -> dict[str, Any]:
             counts[key] += int(count)
     block: dict[str, Any] = {"counts": counts}
     if getattr(events, "problem", None):
-        block["problem"] = events.problem  # type: ignore[attr-defined]
+        block["problem"] = events.problem
     complete = [e for e in events if e.ph == "X"]
     del events
     if not complete:
