@@ -110,6 +110,9 @@ FIXTURE_VERDICTS = {
     "gpu/transformer_bf16_cuda.pt.trace.json.gz": (
         "host_launch_overhead", "Profiled with with_stack and with_modules: the host takes ~18 ms a step "
                                 "recording Python stacks around ~5 ms of GPU work."),
+    # Hand-built valid-but-unusual traces (fixtures/make_robust.py; tests/test_robust_fixtures.py).
+    "robust/shapes_unmodelled.json": ("none", "One relu kernel with recorded shapes, no gap."),
+    "robust/graph_capture_modules.json": ("none", "Two back-to-back graph-replayed kernels, no gap."),
 }
 
 # Hand-built causes (fixtures/causes/, derivations in make_causes.py; lost times in tests/test_diagnosis.py).

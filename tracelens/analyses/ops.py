@@ -25,7 +25,7 @@ class and dtype and compares them with the GPUs' peak (:mod:`tracelens.peaks`).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
@@ -434,7 +434,8 @@ def _flop_ops(trace: Trace) -> FlopOps:
     signatures = frame[keys].astype(object).where(frame[keys].notna(), None).drop_duplicates()
     modelled = pd.DataFrame([flop_model.op_flops(str(names.names[s.name]), s.input_dims, s.input_types,
                                                  s.concrete_inputs).__dict__ for s in signatures.itertuples()],
-                            index=signatures.index)
+                            index=signatures.index,
+                            columns=[f.name for f in fields(flop_model.OpFlops)])  # the columns even when no op is modelled
     signatures = signatures.join(modelled)
     per_op = frame[keys].astype(object).where(frame[keys].notna(), None).merge(signatures, on=keys, how="left")
     # The producer's own count where it recorded one, else the formula's.
@@ -844,7 +845,8 @@ def by_module(trace: Trace, limit: int = TOP_OPS) -> list[dict[str, Any]] | None
     if counted.recorded:
         cols = event_columns(trace)
         at = module_at(trace, cols.pid[counted.rows], cols.tid[counted.rows], cols.start[counted.rows])
-        flops = pd.Series(counted.flops[at >= 0]).groupby(mods.path[at[at >= 0]]).sum()
+        flops = pd.Series(counted.flops[at >= 0]).groupby(mods.path[at[at >= 0]]).sum().rename_axis("path")
+        # Named index on both sides: with no launch inside a module (a CUDA-graph capture) the join keeps it.
         table = table.join(flops.rename("flops"), how="outer").fillna(0)
     table = table.reset_index().sort_values(["gpu", "path"], ascending=[False, True]).head(limit)
     return [{"path": str(r.path), "kernels": int(r.kernels), "gpu_ns": int(r.gpu), "copy_ns": int(r.copy),
