@@ -69,6 +69,14 @@ class Scenario:
     rocm: bool
     devices: list[int]
     device_props: bool
+    # How the Kineto writer spells it: ac2g flow events or only correlation args; the oldest (2021)
+    # categories and "stream N" thread ids; fractional-µs (ns resolution) timestamps
+    flows: bool = True
+    old_format: bool = False
+    fractional: bool = False
+    # Kineto's side records: [memory] instant events, steps projected on the GPU (gpu_user_annotation),
+    # cuda_sync rows on the GPU for each synchronize
+    extras: bool = False
     host: list[HostEvent] = field(default_factory=list)
     gpu: list[GpuOp] = field(default_factory=list)
 
@@ -94,7 +102,8 @@ def scenarios(draw: st.DrawFn) -> Scenario:
     n_devices = draw(st.integers(1, 3))
     devices = sorted(draw(st.sets(st.integers(0, 7), min_size=n_devices, max_size=n_devices)))
     streams = draw(st.lists(st.sampled_from([7, 13, 20, 21]), min_size=1, max_size=3, unique=True))
-    scen = Scenario(rocm=rocm, devices=devices, device_props=draw(st.booleans()))
+    scen = Scenario(rocm=rocm, devices=devices, device_props=draw(st.booleans()), flows=draw(st.booleans()),
+                    old_format=draw(st.booleans()), fractional=draw(st.booleans()), extras=draw(st.booleans()))
     units = draw(st.lists(st.sampled_from(UNITS), min_size=0, max_size=14))
     with_steps = draw(st.booleans())
     with_modules = draw(st.booleans())
@@ -110,7 +119,7 @@ def scenarios(draw: st.DrawFn) -> Scenario:
         device, stream = on or (draw(st.sampled_from(devices)), draw(st.sampled_from(streams)))
         at = (launched_at if launched_at is not None else draw(st.integers(0, 400))) + draw(st.integers(1, 30))
         start = max(at, stream_free.get((device, stream), 0))
-        dur = draw(st.integers(1, 200))
+        dur = draw(st.integers(0, 200))  # real traces hold zero-length GPU ops
         stream_free[(device, stream)] = start + dur
         op = GpuOp(kind, name, device, stream, start, dur, None, **kw)
         scen.gpu.append(op)
@@ -118,9 +127,11 @@ def scenarios(draw: st.DrawFn) -> Scenario:
 
     def launch(tid: int, t: int, api: str) -> tuple[int, int]:
         corr[0] += 1
-        dur = draw(st.integers(1, 8))
-        scen.host.append(HostEvent("launch", api, tid, t, dur, correlation=corr[0]))
-        return corr[0], t + dur
+        dur = draw(st.integers(0, 8))
+        # a launch whose correlation id the profiler lost: its GPU op has none either
+        lost = draw(st.integers(0, 9)) == 0
+        scen.host.append(HostEvent("launch", api, tid, t, dur, correlation=None if lost else corr[0]))
+        return (None if lost else corr[0]), t + dur
 
     def copy_op(tid: int, t: int) -> int:
         direction = draw(st.sampled_from(["HtoD", "DtoH", "DtoD"]))
@@ -138,7 +149,7 @@ def scenarios(draw: st.DrawFn) -> Scenario:
             table = MODELLED_OPS if modelled else UNMODELLED_OPS
             name = draw(st.sampled_from(sorted(table)))
             dims = table[name] if draw(st.booleans()) else None
-            flops = draw(st.sampled_from([None, None, 2 * 64 * 128 * 32]))
+            flops = draw(st.sampled_from([None, None, 0, 2 * 64 * 128 * 32]))
             n = draw(st.integers(1, 3)) if unit == "op_kernels" else 0
             inner_t = t + 2
             for _ in range(n):
@@ -199,34 +210,41 @@ def scenarios(draw: st.DrawFn) -> Scenario:
 PID = 4242
 
 
-def kineto_document(scen: Scenario, *, flows: bool = True) -> dict[str, Any]:
+def kineto_document(scen: Scenario) -> dict[str, Any]:
     events: list[dict[str, Any]] = []
-    cat = {"op": "cpu_op", "launch": "cuda_runtime", "annotation": "user_annotation", "module": "python_function",
-           "step": "user_annotation", "sync": "cuda_runtime"}
+    old = scen.old_format
+    cat = {"op": "Operator" if old else "cpu_op", "launch": "Runtime" if old else "cuda_runtime",
+           "annotation": "user_annotation", "module": "python_function", "step": "user_annotation",
+           "sync": "Runtime" if old else "cuda_runtime"}
+    ext = "external id" if old else "External id"
+
+    def ts(us: int) -> float | int:
+        return us + 0.125 if scen.fractional else us  # ns resolution: a fraction of a µs
+
     for h in scen.host:
         args: dict[str, Any] = {}
         if h.correlation is not None:
             args["correlation"] = h.correlation
-            args["External id"] = h.correlation
+            args[ext] = h.correlation
         if h.dims is not None:
             args["Input Dims"] = h.dims
             args["Input type"] = ["float"] * len(h.dims)
         if h.flops is not None:
             args["flops"] = h.flops
         kind = "cuda_driver" if h.kind == "launch" and h.name.startswith("cu") and not h.name.startswith("cuda") \
-            else cat[h.kind]
-        events.append({"ph": "X", "cat": kind, "name": h.name, "pid": PID, "tid": h.tid, "ts": h.start,
+            and not old else cat[h.kind]
+        events.append({"ph": "X", "cat": kind, "name": h.name, "pid": PID, "tid": h.tid, "ts": ts(h.start),
                        "dur": h.dur, "args": args})
-        if flows and h.correlation is not None:
-            events.append({"ph": "s", "id": h.correlation, "pid": PID, "tid": h.tid, "ts": h.start,
-                           "cat": "ac2g", "name": "ac2g"})
+        if scen.flows and h.correlation is not None:
+            events.append({"ph": "s", "id": h.correlation, "pid": PID, "tid": h.tid, "ts": ts(h.start),
+                           "cat": "async" if old else "ac2g", "name": "launch" if old else "ac2g"})
     for g in scen.gpu:
         args = {"device": g.device, "stream": g.stream, "context": 1}
         if g.correlation is not None:
             args["correlation"] = g.correlation
-            args["External id"] = g.correlation
+            args[ext] = g.correlation
         if g.kind == KERNEL:
-            gcat, name = "kernel", g.name
+            gcat, name = "Kernel" if old else "kernel", g.name
             if not scen.rocm:
                 args.update({"registers per thread": 32, "shared memory": 0, "grid": [64, 1, 1],
                              "block": [128, 1, 1], "blocks per SM": 0.5, "warps per SM": 2.0,
@@ -234,21 +252,37 @@ def kineto_document(scen: Scenario, *, flows: bool = True) -> dict[str, Any]:
             if g.name.startswith("nccl"):
                 args["Collective name"] = "allreduce"
         elif g.kind == MEMCPY:
-            gcat = "gpu_memcpy"
+            gcat = "Memcpy" if old else "gpu_memcpy"
             kinds = {"HtoD": "(Pageable -> Device)", "DtoH": "(Device -> Pinned)", "DtoD": "(Device -> Device)"}
             host_kinds = {"HtoD": "(Host -> Device)", "DtoH": "(Device -> Host)", "DtoD": "(Device -> Device)"}
             name = f"Memcpy {g.copy} {(host_kinds if scen.rocm else kinds)[g.copy]}"
             args["bytes"] = g.bytes
         else:
-            gcat, name = "gpu_memset", g.name
+            gcat, name = "Memset" if old else "gpu_memset", g.name
             args["bytes"] = g.bytes
-        events.append({"ph": "X", "cat": gcat, "name": name, "pid": g.device, "tid": g.stream, "ts": g.start,
+        tid: int | str = f"stream {g.stream}" if old else g.stream
+        events.append({"ph": "X", "cat": gcat, "name": name, "pid": g.device, "tid": tid, "ts": ts(g.start),
                        "dur": g.dur, "args": args})
-        if flows and g.correlation is not None:
-            events.append({"ph": "f", "id": g.correlation, "pid": g.device, "tid": g.stream, "ts": g.start,
-                           "cat": "ac2g", "name": "ac2g", "bp": "e"})
+        if scen.flows and g.correlation is not None:
+            events.append({"ph": "f", "id": g.correlation, "pid": g.device, "tid": tid, "ts": ts(g.start),
+                           "cat": "async" if old else "ac2g", "name": "launch" if old else "ac2g", "bp": "e"})
+    if scen.extras and not old:
+        gpus = sorted({(g.device, g.stream) for g in scen.gpu})
+        for h in scen.host:
+            if h.kind == "op":
+                events.append({"ph": "i", "cat": "cpu_instant_event", "s": "t", "name": "[memory]", "pid": PID,
+                               "tid": h.tid, "ts": ts(h.start), "args": {"Total Reserved": 2097152,
+                                                                         "Bytes": 4096, "Device Id": 0}})
+            elif h.kind == "step":
+                events.extend({"ph": "X", "cat": "gpu_user_annotation", "name": h.name, "pid": d, "tid": st_,
+                               "ts": ts(h.start), "dur": h.dur, "args": {"External id": 0}} for d, st_ in gpus)
+            elif h.kind == "sync" and gpus:
+                d, st_ = gpus[0]
+                events.append({"ph": "X", "cat": "cuda_sync", "name": "Device Synchronize", "pid": d, "tid": st_,
+                               "ts": ts(h.start), "dur": h.dur, "args": {"device": d, "stream": -1,
+                                                                        "cuda_sync_kind": "Device Synchronize"}})
     doc: dict[str, Any] = {"schemaVersion": 1, "traceEvents": events}
-    if scen.device_props:
+    if scen.device_props and not old:
         doc["deviceProperties"] = [
             {"id": d, "name": "AMD Instinct MI250X" if scen.rocm else "NVIDIA A100-SXM4-40GB",
              "totalGlobalMem": 42298834944, "computeMajor": 9 if scen.rocm else 8, "computeMinor": 0,
