@@ -77,6 +77,8 @@ class Scenario:
     # Kineto's side records: [memory] instant events, steps projected on the GPU (gpu_user_annotation),
     # cuda_sync rows on the GPU for each synchronize
     extras: bool = False
+    # xplane: an "XLA Ops" line per device repeating each kernel as an HLO op, with a flops stat on some
+    xla_ops: bool = False
     host: list[HostEvent] = field(default_factory=list)
     gpu: list[GpuOp] = field(default_factory=list)
 
@@ -103,7 +105,8 @@ def scenarios(draw: st.DrawFn) -> Scenario:
     devices = sorted(draw(st.sets(st.integers(0, 7), min_size=n_devices, max_size=n_devices)))
     streams = draw(st.lists(st.sampled_from([7, 13, 20, 21]), min_size=1, max_size=3, unique=True))
     scen = Scenario(rocm=rocm, devices=devices, device_props=draw(st.booleans()), flows=draw(st.booleans()),
-                    old_format=draw(st.booleans()), fractional=draw(st.booleans()), extras=draw(st.booleans()))
+                    old_format=draw(st.booleans()), fractional=draw(st.booleans()), extras=draw(st.booleans()),
+                    xla_ops=draw(st.booleans()))
     units = draw(st.lists(st.sampled_from(UNITS), min_size=0, max_size=14))
     with_steps = draw(st.booleans())
     with_modules = draw(st.booleans())
@@ -445,6 +448,13 @@ def write_xplane(scen: Scenario, folder: Path) -> Path:
                     stats.append(pb.stat(4, string=f"kind:device size:{g.bytes} async:1"))
                 events.append(pb.event(name_id(gpu_names, name), g.start * _PS, g.dur * _PS, stats))
             dev_lines.append(pb.line(stream, f"Stream #{stream}(Compute)", 0, events))
+        kernels = sorted((g for g in ops if g.kind == KERNEL), key=lambda g: g.start)
+        if scen.xla_ops and kernels:
+            # one HLO op per kernel, on a line of its own (ops of several streams may overlap there)
+            xla = [pb.event(name_id(gpu_names, f"fusion.{i}" if i % 2 else f"dot.{i}"), g.start * _PS,
+                            g.dur * _PS, [pb.stat(9, uint64=1_000_000 * (i + 1))] if i % 3 else [])
+                   for i, g in enumerate(kernels)]
+            dev_lines.append(pb.line(-559038735, "XLA Ops", 0, xla))
         props = [pb.stat(6, int64=108), pb.stat(7, int64=8), pb.stat(8, int64=0)] if scen.device_props else []
         if dev_lines or props:
             planes.append(pb.plane(index + 1, f"/device:GPU:{device}", dev_lines,
