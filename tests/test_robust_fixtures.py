@@ -68,3 +68,17 @@ def test_graph_capture_modules_keep_their_recorded_flops() -> None:
     assert doc["ops"]["by_module"] == [{"path": "/".join(modules), "kernels": 0, "gpu_ns": 0, "copy_ns": 0,
                                         "flops": float(recorded)}]
     assert doc["ops"]["compute"]["flops"] == float(recorded)
+
+
+def test_make_robust_writes_the_committed_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("make_robust", ROBUST.parent / "make_robust.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    monkeypatch.setattr(module, "ROBUST_DIR", tmp_path)
+    module.main()
+    committed = sorted(p.name for p in ROBUST.glob("*.json"))
+    assert committed == sorted(p.name for p in tmp_path.glob("*.json")) and committed
+    for name in committed:
+        assert (tmp_path / name).read_bytes() == (ROBUST / name).read_bytes(), name
