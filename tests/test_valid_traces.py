@@ -10,6 +10,7 @@ Bounded time in CI: few examples per format, derandomized (the same examples on 
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 import warnings
@@ -18,8 +19,10 @@ from pathlib import Path
 import pytest
 import valid_traces as vt
 from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
 import tracelens
+from tracelens import flop_model
 from tracelens.analyses import REGISTRY
 from tracelens.diff import compare
 from tracelens.errors import TracelensError
@@ -101,3 +104,36 @@ def test_every_valid_trace_gets_every_section_and_renderer(fmt: str, scen: vt.Sc
     if fmt == "xplane" and not scen.gpu and not scen.host:
         return  # an XSpace with no planes: covered by the empty case of the other formats
     _check(scen, fmt)
+
+
+# Recorded inputs as real traces hold them: shapes of any rank (0-d, unbatched, TensorLists), missing ones, and
+# the texts of Input type and Concrete Inputs. A FLOP formula answers a count or None, never an exception.
+_SHAPE = st.lists(st.integers(0, 64), max_size=5)
+_RECORDED = st.tuples(
+    st.one_of(st.none(), st.lists(st.one_of(_SHAPE, st.lists(_SHAPE, max_size=3)), max_size=10)),
+    st.one_of(st.none(), st.lists(st.sampled_from(["float", "c10::BFloat16", "c10::Half", "Scalar", "",
+                                                   "ScalarList", "TensorList", "bool", "int"]), max_size=10)),
+    st.one_of(st.none(), st.lists(st.sampled_from(["", "1", "[1, 1]", "[2, 2]", "0", "True", "False", "[]",
+                                                   "1.5", "same", "valid", "[True, False, True]"]), max_size=12)))
+_MODELLED = sorted(name for name in vt.MODELLED_OPS) + ["aten::_convolution", "aten::convolution_backward",
+                                                        "aten::conv1d", "aten::conv_transpose2d", "aten::bmm",
+                                                        "aten::scaled_dot_product_attention",
+                                                        "aten::_flash_attention_forward", "aten::cudnn_convolution"]
+
+
+@settings(max_examples=300, deadline=None, database=None, derandomize=True)
+@given(name=st.sampled_from(_MODELLED), recorded=_RECORDED)
+@example(name="aten::conv1d", recorded=([[3, 100], [8, 3, 5], [8]], None, None))  # unbatched: was a ValueError
+def test_flop_formulas_take_any_recorded_inputs(name: str, recorded: tuple) -> None:
+    assert flop_model.modelled(name)
+    dims, types, concrete = (None if v is None else json.dumps(v) for v in recorded)
+    counted = flop_model.op_flops(name, dims, types, concrete)
+    assert counted.flops is None or (math.isfinite(counted.flops) and counted.flops >= 0)
+
+
+def test_unbatched_convolution_is_not_modelled() -> None:
+    """conv1d on an unbatched [C, L] input (torch >= 1.11) has no batch dimension to read: null, not a crash
+    (and not a count that takes C for the batch)."""
+    assert flop_model.op_flops("aten::conv1d", "[[3, 100], [8, 3, 5], [8]]", None, None).flops is None
+    batched = flop_model.op_flops("aten::conv1d", "[[1, 3, 100], [8, 3, 5], [8]]", None, None).flops
+    assert batched == 2.0 * 1 * 8 * (100 - 5 + 1) * 3 * 5  # 2 N O L_out C K, stride 1, no padding

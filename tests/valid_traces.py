@@ -28,7 +28,8 @@ KERNEL, MEMCPY, MEMSET = "kernel", "memcpy", "memset"
 
 # Op names: with a FLOP formula (and the shapes it reads), without one, and one no model knows.
 MODELLED_OPS = {"aten::mm": [[64, 128], [128, 32]], "aten::addmm": [[32], [64, 128], [128, 32]],
-                "aten::conv2d": [[8, 3, 32, 32], [16, 3, 3, 3], [16]]}
+                "aten::conv2d": [[8, 3, 32, 32], [16, 3, 3, 3], [16]],
+                "aten::conv1d": [[3, 100], [8, 3, 5], [8]]}  # unbatched input (torch >= 1.11)
 UNMODELLED_OPS = {"aten::relu": [[32, 1024]], "aten::add": [[16, 16], [16, 16]], "aten::copy_": [[4096], [4096]]}
 CUDA_KERNELS = ["ampere_sgemm_128x64_nn", "void at::native::vectorized_elementwise_kernel<4>(float*)",
                 "triton_poi_fused_add_0", "void cudnn::conv2d_fprop<float>(Params)"]
@@ -79,6 +80,9 @@ class Scenario:
     extras: bool = False
     # xplane: an "XLA Ops" line per device repeating each kernel as an HLO op, with a flops stat on some
     xla_ops: bool = False
+    # Kineto: absolute epoch timestamps (2021-2023 traces), the second thread in another process
+    epoch: bool = False
+    two_processes: bool = False
     host: list[HostEvent] = field(default_factory=list)
     gpu: list[GpuOp] = field(default_factory=list)
 
@@ -106,7 +110,7 @@ def scenarios(draw: st.DrawFn) -> Scenario:
     streams = draw(st.lists(st.sampled_from([7, 13, 20, 21]), min_size=1, max_size=3, unique=True))
     scen = Scenario(rocm=rocm, devices=devices, device_props=draw(st.booleans()), flows=draw(st.booleans()),
                     old_format=draw(st.booleans()), fractional=draw(st.booleans()), extras=draw(st.booleans()),
-                    xla_ops=draw(st.booleans()))
+                    xla_ops=draw(st.booleans()), epoch=draw(st.booleans()), two_processes=draw(st.booleans()))
     units = draw(st.lists(st.sampled_from(UNITS), min_size=0, max_size=14))
     with_steps = draw(st.booleans())
     with_modules = draw(st.booleans())
@@ -120,8 +124,9 @@ def scenarios(draw: st.DrawFn) -> Scenario:
 
     def gpu(kind: str, name: str, launched_at: int | None, on: tuple[int, int] | None = None, **kw: Any) -> GpuOp:
         device, stream = on or (draw(st.sampled_from(devices)), draw(st.sampled_from(streams)))
-        at = (launched_at if launched_at is not None else draw(st.integers(0, 400))) + draw(st.integers(1, 30))
-        start = max(at, stream_free.get((device, stream), 0))
+        # -3: clocks skewed, the GPU op starts just before its launch call returns (seen in real traces)
+        at = (launched_at if launched_at is not None else draw(st.integers(0, 400))) + draw(st.integers(-3, 30))
+        start = max(at, stream_free.get((device, stream), 0), 0)
         dur = draw(st.integers(0, 200))  # real traces hold zero-length GPU ops
         stream_free[(device, stream)] = start + dur
         op = GpuOp(kind, name, device, stream, start, dur, None, **kw)
@@ -137,11 +142,17 @@ def scenarios(draw: st.DrawFn) -> Scenario:
         return (None if lost else corr[0]), t + dur
 
     def copy_op(tid: int, t: int) -> int:
-        direction = draw(st.sampled_from(["HtoD", "DtoH", "DtoD"]))
-        api = "hipMemcpyWithStream" if rocm else "cudaMemcpyAsync"
+        direction = draw(st.sampled_from(["HtoD", "DtoH", "DtoD", "PtoP"]))
+        blocking = draw(st.booleans())  # cudaMemcpy: the call returns after the copy
+        api = "hipMemcpyWithStream" if rocm else ("cudaMemcpy" if blocking else "cudaMemcpyAsync")
         c, end = launch(tid, t, api)
         op = gpu(MEMCPY, f"Memcpy {direction}", t, bytes=draw(st.integers(1, 1 << 26)), copy=direction)
         op.correlation = c
+        if blocking:
+            call = scen.host[-1] if scen.host[-1].kind == "launch" else None
+            if call is not None and call.tid == tid and call.start == t:
+                call.dur = max(call.dur, op.start + op.dur + 1 - t)
+                end = call.start + call.dur
         return end
 
     for unit in units:
@@ -158,8 +169,10 @@ def scenarios(draw: st.DrawFn) -> Scenario:
             for _ in range(n):
                 c, inner_t = launch(tid, inner_t + 1, launch_api)
                 gpu(KERNEL, draw(st.sampled_from(kernel_names)), inner_t).correlation = c
-            scen.host.append(HostEvent("op", name, tid, t, inner_t + 3 - t, dims=dims, flops=flops))
-            t = inner_t + 3
+            # rounding in real traces: the last call inside may end just after its op (crossing, not nested)
+            op_end = inner_t - 1 if n and draw(st.integers(0, 4)) == 0 else inner_t + 3
+            scen.host.append(HostEvent("op", name, tid, t, op_end - t, dims=dims, flops=flops))
+            t = max(op_end, inner_t)
         elif unit == "graph":
             c, t = launch(tid, t, "hipGraphLaunch" if rocm else "cudaGraphLaunch")
             on = (draw(st.sampled_from(devices)), draw(st.sampled_from(streams)))  # one graph, one stream
@@ -221,8 +234,13 @@ def kineto_document(scen: Scenario) -> dict[str, Any]:
            "sync": "Runtime" if old else "cuda_runtime"}
     ext = "external id" if old else "External id"
 
+    base = 1_690_000_000_000_000 if scen.epoch else 0  # absolute µs since the epoch
+
     def ts(us: int) -> float | int:
-        return us + 0.125 if scen.fractional else us  # ns resolution: a fraction of a µs
+        return base + us + 0.125 if scen.fractional else base + us  # ns resolution: a fraction of a µs
+
+    def pid(tid: int) -> int:
+        return PID + 1 if scen.two_processes and tid != 101 else PID
 
     for h in scen.host:
         args: dict[str, Any] = {}
@@ -236,10 +254,10 @@ def kineto_document(scen: Scenario) -> dict[str, Any]:
             args["flops"] = h.flops
         kind = "cuda_driver" if h.kind == "launch" and h.name.startswith("cu") and not h.name.startswith("cuda") \
             and not old else cat[h.kind]
-        events.append({"ph": "X", "cat": kind, "name": h.name, "pid": PID, "tid": h.tid, "ts": ts(h.start),
+        events.append({"ph": "X", "cat": kind, "name": h.name, "pid": pid(h.tid), "tid": h.tid, "ts": ts(h.start),
                        "dur": h.dur, "args": args})
         if scen.flows and h.correlation is not None:
-            events.append({"ph": "s", "id": h.correlation, "pid": PID, "tid": h.tid, "ts": ts(h.start),
+            events.append({"ph": "s", "id": h.correlation, "pid": pid(h.tid), "tid": h.tid, "ts": ts(h.start),
                            "cat": "async" if old else "ac2g", "name": "launch" if old else "ac2g"})
     for g in scen.gpu:
         args = {"device": g.device, "stream": g.stream, "context": 1}
@@ -256,8 +274,9 @@ def kineto_document(scen: Scenario) -> dict[str, Any]:
                 args["Collective name"] = "allreduce"
         elif g.kind == MEMCPY:
             gcat = "Memcpy" if old else "gpu_memcpy"
-            kinds = {"HtoD": "(Pageable -> Device)", "DtoH": "(Device -> Pinned)", "DtoD": "(Device -> Device)"}
-            host_kinds = {"HtoD": "(Host -> Device)", "DtoH": "(Device -> Host)", "DtoD": "(Device -> Device)"}
+            kinds = {"HtoD": "(Pageable -> Device)", "DtoH": "(Device -> Pinned)", "DtoD": "(Device -> Device)",
+                     "PtoP": "(Device -> Device)"}
+            host_kinds = {**kinds, "HtoD": "(Host -> Device)", "DtoH": "(Device -> Host)"}
             name = f"Memcpy {g.copy} {(host_kinds if scen.rocm else kinds)[g.copy]}"
             args["bytes"] = g.bytes
         else:
@@ -273,7 +292,7 @@ def kineto_document(scen: Scenario) -> dict[str, Any]:
         gpus = sorted({(g.device, g.stream) for g in scen.gpu})
         for h in scen.host:
             if h.kind == "op":
-                events.append({"ph": "i", "cat": "cpu_instant_event", "s": "t", "name": "[memory]", "pid": PID,
+                events.append({"ph": "i", "cat": "cpu_instant_event", "s": "t", "name": "[memory]", "pid": pid(h.tid),
                                "tid": h.tid, "ts": ts(h.start), "args": {"Total Reserved": 2097152,
                                                                          "Bytes": 4096, "Device Id": 0}})
             elif h.kind == "step":
@@ -330,7 +349,7 @@ CREATE TABLE TARGET_INFO_GPU (id INTEGER, name TEXT, busLocation TEXT, isDiscret
     maxRegistersPerSm INTEGER, maxRegistersPerBlock INTEGER, maxShmemPerSm INTEGER, maxShmemPerBlock INTEGER,
     threadsPerWarp INTEGER, cuDevice INTEGER);
 """
-_COPY_KIND = {"HtoD": 1, "DtoH": 2, "DtoD": 8}
+_COPY_KIND = {"HtoD": 1, "DtoH": 2, "DtoD": 8, "PtoP": 10}
 _GLOBAL_PID = PID << 24
 _NS = 1000  # µs -> ns; a fixed session offset keeps times positive and large like real exports
 _T0 = 1_000_000_000
@@ -364,7 +383,8 @@ def write_nsys(scen: Scenario, folder: Path, *, gpu_tables: bool = True) -> Path
             db.execute("INSERT INTO CUPTI_ACTIVITY_KIND_MEMSET VALUES (?,?,?,?,?,?,?,?,?,?)",
                        (*common, 0, g.bytes, 2))
     for h in scen.host:
-        start, end, gtid = _T0 + h.start * _NS, _T0 + (h.start + h.dur) * _NS, _GLOBAL_PID + h.tid
+        start, end = _T0 + h.start * _NS, _T0 + (h.start + h.dur) * _NS
+        gtid = _GLOBAL_PID + (1 << 24 if scen.two_processes and h.tid != 101 else 0) + h.tid
         if h.kind in ("launch", "sync"):
             # eventClass 0: runtime; 1: driver (cu* calls)
             driver = h.name.startswith("cu") and not h.name.startswith("cuda")
@@ -441,7 +461,7 @@ def write_xplane(scen: Scenario, folder: Path) -> Path:
                     stats.append(pb.stat(2, string=detail))
                     name = g.name
                 elif g.kind == MEMCPY:
-                    name = {"HtoD": "MemcpyH2D", "DtoH": "MemcpyD2H", "DtoD": "MemcpyD2D"}[g.copy]
+                    name = {"HtoD": "MemcpyH2D", "DtoH": "MemcpyD2H", "DtoD": "MemcpyD2D", "PtoP": "MemcpyP2P"}[g.copy]
                     stats.append(pb.stat(3, string=f"kind_src:pinned kind_dst:device size:{g.bytes} async:1"))
                 else:
                     name = "Memset"

@@ -120,6 +120,8 @@ def _conv_flops(x: list[int], w: list[int], out_spatial: list[int] | None, trans
 
 
 def _output_spatial(x: list[int], w: list[int], concrete: list[Any], args: _ConvArgs) -> list[int] | None:
+    if len(x) < 3 or len(w) != len(x):  # e.g. an unbatched input [C, L] (torch >= 1.11): not modelled
+        return None
     spatial = len(x) - 2
     stride = _int_list(concrete, args.stride, spatial, default=1)
     dilation = _int_list(concrete, args.dilation, spatial, default=1)
