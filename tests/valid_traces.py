@@ -71,7 +71,8 @@ class Scenario:
     devices: list[int]
     device_props: bool
     # How the Kineto writer spells it: ac2g flow events or only correlation args; the oldest (2021)
-    # categories and "stream N" thread ids; fractional-µs (ns resolution) timestamps
+    # categories and "stream N" thread ids (Nsight: a 2022 export, only the tables with rows); fractional-µs
+    # (ns resolution) timestamps
     flows: bool = True
     old_format: bool = False
     fractional: bool = False
@@ -405,6 +406,12 @@ def write_nsys(scen: Scenario, folder: Path, *, gpu_tables: bool = True) -> Path
                        [(d, "NVIDIA A100-SXM4-40GB", 108, 8, 0, 64, 32, 65536, 167936, 32, d)
                         for d in scen.devices])
     db.executemany("INSERT INTO StringIds VALUES (?, ?)", [(i, s) for s, i in strings.items()])
+    if scen.old_format:
+        # Like a 2022 export: EXPORT_META_DATA, and tables created only when they have rows.
+        db.execute("ALTER TABLE META_DATA_EXPORT RENAME TO EXPORT_META_DATA")
+        for (table,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall():
+            if table != "EXPORT_META_DATA" and not db.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0]:
+                db.execute(f'DROP TABLE "{table}"')
     db.commit()
     db.close()
     return path
