@@ -26,7 +26,7 @@ from tracelens import flop_model
 from tracelens.analyses import REGISTRY
 from tracelens.diff import compare
 from tracelens.errors import TracelensError
-from tracelens.report import render
+from tracelens.report import figures, render
 from tracelens.report.diff_renderer import render_diff
 
 # TRACELENS_PROPERTY_EXAMPLES=200 explores further locally (randomized then: derandomize stays for CI's count).
@@ -104,6 +104,22 @@ def test_every_valid_trace_gets_every_section_and_renderer(fmt: str, scen: vt.Sc
     if fmt == "xplane" and not scen.gpu and not scen.host:
         return  # an XSpace with no planes: covered by the empty case of the other formats
     _check(scen, fmt)
+
+
+@settings(max_examples=6, deadline=None, database=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(scen=vt.scenarios())
+@example(scen=GRAPH_CAPTURE)
+def test_png_figures_of_valid_traces(scen: vt.Scenario, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """report -o FILE.md --png: the plots beside the report are drawn for any valid trace (PNG bytes)."""
+    if scen.empty:
+        return
+    folder = tmp_path_factory.mktemp("png")
+    doc = tracelens.analyze(tracelens.load(vt.write_kineto(scen, folder)))
+    pngs = figures(doc, "markdown", folder / "report.md", png=True)
+    assert pngs or not scen.gpu  # the utilization plot, wherever there is GPU activity
+    assert all(f.data.startswith(b"\x89PNG") for f in pngs)
+    assert isinstance(render(doc, "markdown", figures=pngs), str)
 
 
 # Recorded inputs as real traces hold them: shapes of any rank (0-d, unbatched, TensorLists), missing ones, and
