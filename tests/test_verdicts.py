@@ -133,6 +133,9 @@ FIXTURE_VERDICTS = {
     "gpu/resnet18_train_cuda.pt.trace.json.gz": (
         "host_launch_overhead", "ResNet-18 at batch 16, 112x112, on an H200: 684 kernels (78% under the short-kernel "
                                 "threshold) in 4 ms of a 30 ms span, the host issuing ops at 0.13x the GPU's rate."),
+    # Hand-built valid-but-unusual traces (fixtures/make_robust.py; tests/test_robust_fixtures.py).
+    "robust/shapes_unmodelled.json": ("none", "One relu kernel with recorded shapes, no gap."),
+    "robust/graph_capture_modules.json": ("none", "Two back-to-back graph-replayed kernels, no gap."),
 }
 
 # Hand-built causes (fixtures/causes/, derivations in make_causes.py; lost times in tests/test_diagnosis.py).

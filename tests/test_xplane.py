@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import re
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -227,6 +228,24 @@ def test_kernel_details_forms(details: str, expected: dict) -> None:
             assert np.isnan(got), name
         else:
             assert got == pytest.approx(value), name
+
+
+def test_launch_values_past_int32_are_null_not_wrapped(tmp_path: Path) -> None:
+    """A ROCm kernel_details once held regs:2191500840 (> 2**31 - 1): the int32 column got -2147483648 and
+    numpy warned on every load. Out-of-range values are absent; the in-range ones beside them are kept."""
+    details = "regs:2191500840 static_shared:0 dynamic_shared:4294967296 grid:4,1,1 block:256,1,1"
+    names = {1: "rocm_kernel"}
+    stats = {1: "correlation_id", 2: "kernel_details"}
+    gpu = pb.plane(1, "/device:GPU:0", [pb.line(5, "Stream #5(Compute)", 2000, [
+        pb.event(1, 1_000_000, 2_000_000, [pb.stat(1, int64=7), pb.stat(2, string=details)])])], names, stats)
+    path = tmp_path / "host0.xplane.pb"
+    path.write_bytes(pb.space([gpu], ["host0"]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        (kernel,) = tracelens.load(path).df.query("kind == 'kernel'").itertuples()
+    assert kernel.registers_per_thread is pd_na() and kernel.dynamic_shared_bytes is pd_na()
+    assert (kernel.static_shared_bytes, kernel.grid_x, kernel.block_x) == (0, 4, 256)
+    tracelens.analyze(tracelens.load(path))
 
 
 # ------------------------------------------------------------------------------- real traces

@@ -122,6 +122,8 @@ def _conv_flops(x: list[int], w: list[int], out_spatial: list[int] | None, trans
 def _output_spatial(x: list[int], w: list[int], concrete: list[Any], args: _ConvArgs) -> list[int] | None:
     """The output's spatial size from the recorded stride, padding and dilation; None when any of them is not
     recorded (never a default: a stride-2 convolution read as stride 1 counts 4x its FLOPs)."""
+    if len(x) < 3 or len(w) != len(x):  # e.g. an unbatched input [C, L] (torch >= 1.11): not modelled
+        return None
     spatial = len(x) - 2
     stride = _int_list(concrete, args.stride, spatial)
     dilation = _int_list(concrete, args.dilation, spatial)

@@ -923,7 +923,8 @@ def by_module(trace: Trace, limit: int = TOP_OPS) -> list[dict[str, Any]] | None
     if counted.recorded:
         cols = event_columns(trace)
         at = module_at(trace, cols.pid[counted.rows], cols.tid[counted.rows], cols.start[counted.rows])
-        flops = pd.Series(counted.flops[at >= 0]).groupby(mods.path[at[at >= 0]]).sum()
+        flops = pd.Series(counted.flops[at >= 0]).groupby(mods.path[at[at >= 0]]).sum().rename_axis("path")
+        # Named index on both sides: with no launch inside a module (a CUDA-graph capture) the join keeps it.
         table = table.join(flops.rename("flops"), how="outer").fillna(0)
     table = table.reset_index().sort_values(["gpu", "path"], ascending=[False, True]).head(limit)
     return [{"path": str(r.path), "kernels": int(r.kernels), "gpu_ns": int(r.gpu), "copy_ns": int(r.copy),

@@ -162,5 +162,9 @@ def _kernel_columns_of(details: pa.Array) -> dict[str, np.ndarray]:
         cols[f"{column}_x"], cols[f"{column}_y"], cols[f"{column}_z"] = x, y, z
     occ = extract_int(details, r"(?:^|\s)occ_pct:(?P<v>[0-9.]+)")
     # occ_pct:0 is what ROCm (and CUPTI without occupancy data) writes: a running kernel is never at 0.
+    # The launch columns are int32 (docs/schema.md): a value past that is no real count (ROCm wrote
+    # regs:2191500840), so it is absent, not wrapped to a negative number.
+    for col, values in cols.items():
+        cols[col] = np.where(values <= np.iinfo(np.int32).max, values, np.nan)
     cols["reported_occupancy"] = np.where(occ > 0, occ / 100.0, np.nan)
     return cols
