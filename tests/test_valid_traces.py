@@ -150,6 +150,10 @@ def test_flop_formulas_take_any_recorded_inputs(name: str, recorded: tuple) -> N
 def test_unbatched_convolution_is_not_modelled() -> None:
     """conv1d on an unbatched [C, L] input (torch >= 1.11) has no batch dimension to read: null, not a crash
     (and not a count that takes C for the batch)."""
-    assert flop_model.op_flops("aten::conv1d", "[[3, 100], [8, 3, 5], [8]]", None, None).flops is None
-    batched = flop_model.op_flops("aten::conv1d", "[[1, 3, 100], [8, 3, 5], [8]]", None, None).flops
+    # conv1d(input, weight, bias, stride, padding, dilation, groups), the arguments recorded as Concrete Inputs
+    concrete = '["", "", "", "[1]", "[0]", "[1]", "1"]'
+    dims = "[[3, 100], [8, 3, 5], [8], [], [], [], []]"
+    assert flop_model.op_flops("aten::conv1d", dims, None, concrete).flops is None
+    batched = flop_model.op_flops("aten::conv1d", "[[1, 3, 100], [8, 3, 5], [8], [], [], [], []]", None,
+                                  concrete).flops
     assert batched == 2.0 * 1 * 8 * (100 - 5 + 1) * 3 * 5  # 2 N O L_out C K, stride 1, no padding

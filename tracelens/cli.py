@@ -175,7 +175,7 @@ def report(path: str, fmt: str | None, output: str | None, no_plots: bool, png: 
     one trace per rank, or a document saved with analyze --format json)."""
     fmt = fmt or _format_for_output(output, "markdown", ("markdown", "json"), "report")
     doc, failures = _document(path, run_name=run_name)
-    _write_report(cast(Document, doc), fmt, output, plots=not no_plots, png=png)
+    _write_report(cast("Document", doc), fmt, output, plots=not no_plots, png=png)
     _raise_partial_failure(doc, failures)
 
 
@@ -230,7 +230,7 @@ def diff(base: str, head: str, fmt: str | None, output: str | None, fail_on_regr
 
     fmt = fmt or format_for_path(output)
     (base_doc, base_failures), (head_doc, head_failures) = _document(base), _document(head)
-    result = compare(cast(Document, base_doc), cast(Document, head_doc))
+    result = compare(cast("Document", base_doc), cast("Document", head_doc))
     width = terminal_width(sys.stdout if output in (None, "-") else None)
     _write_output(render_diff(result, fmt, width=width, full_names=full_names), output)
     if fail_on_regression is not None:
