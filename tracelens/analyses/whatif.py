@@ -1,0 +1,74 @@
+"""What-if: replay the trace's dependency graph unchanged (replay_error), with each cause's remedy applied
+(remedies[]), and its critical path (tracelens/replay; definitions in docs/analyses.md, "whatif").
+
+    replay_error      replayed vs recorded span of the graph's points, and mean step time, (replayed - recorded)
+                      / recorded
+    gain_ns           replayed span unchanged - replayed span with the remedy (the replay's own error cancels)
+    predicted_span_ns recorded span - gain_ns; predicted_step_ns: recorded mean step - (replayed mean step
+                      unchanged - with the remedy)
+    gain_share        gain_ns / recorded span
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..replay.critical import critical_path
+from ..replay.remedies import NOT_MODELED, REMEDIES, Context
+from ..trace import Trace
+
+
+def _relative(replayed: float | None, recorded: float | None) -> float | None:
+    if replayed is None or not recorded:
+        return None
+    return (replayed - recorded) / recorded
+
+
+def whatif(trace: Trace) -> dict[str, Any]:
+    ctx = Context(trace)
+    g = ctx.graph
+    if g.size == 0:
+        return {"replay_error": None, "remedies": [], "not_modeled": list(NOT_MODELED), "critical_path": None,
+                "reason": "no host calls or GPU ops to replay"}
+    recorded = ctx.outcome(times=g.time)
+    base = ctx.base
+    replay_error = {
+        "points": int(g.size),
+        "blocking_calls": int(g.call_waits.sum()),
+        "recorded_span_ns": recorded.span_ns,
+        "replayed_span_ns": base.span_ns,
+        "span_error": _relative(base.span_ns, recorded.span_ns),
+        "steps": recorded.step_count,
+        "recorded_step_ns": recorded.step_ns,
+        "replayed_step_ns": base.step_ns,
+        "step_error": _relative(base.step_ns, recorded.step_ns),
+        "unlaunched_gpu_ops": int((g.op_launch_call < 0).sum()),
+        "gpu_ops": int(g.op_row.size),
+    }
+    remedies = []
+    for cause, (remedy, model) in REMEDIES.items():
+        changed, assumptions = model(ctx)
+        if changed is None:
+            continue
+        out = ctx.outcome(changed)
+        gain = base.span_ns - out.span_ns
+        step = None
+        if recorded.step_ns is not None and base.step_ns is not None and out.step_ns is not None:
+            step = recorded.step_ns - (base.step_ns - out.step_ns)
+        remedies.append({
+            "cause": cause,
+            "remedy": remedy,
+            "predicted_span_ns": recorded.span_ns - gain,
+            "predicted_step_ns": step,
+            "gain_ns": gain,
+            "gain_share": gain / recorded.span_ns if recorded.span_ns else None,
+            "step_gain_share": (1 - step / recorded.step_ns) if step is not None and recorded.step_ns else None,
+            "assumptions": assumptions,
+        })
+    remedies.sort(key=lambda r: -r["gain_ns"])
+    return {"replay_error": replay_error, "remedies": remedies, "not_modeled": list(NOT_MODELED),
+            "critical_path": critical_path(g, base.times, trace), "reason": None}
+
+
+def section(trace: Trace, done: dict[str, Any]) -> dict[str, Any]:
+    return whatif(trace)

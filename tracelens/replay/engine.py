@@ -1,0 +1,150 @@
+"""Replaying a dependency graph: every point at the earliest time its chain predecessor and its cross edges allow.
+
+On one chain the times obey t_i = max(t_{i-1} + lag_i, b_i) (b_i: the latest of the point's cross edges and
+anchor). Unrolled, t_i = c_i + max(carry, max_{j <= i}(b_j - c_j)) with c the running sum of the lags: a
+cumulative sum and a cumulative max, so a whole stretch of a chain is solved by a few numpy calls.
+
+Cross edges from host to GPU (launches) only go forward in the recording; edges from GPU to host (a blocking
+call's end waiting for an op) are what couples the chains. The points are cut into *segments* at the ends of
+the blocking calls, in recorded order; within a segment the host chains are solved first, then the GPU chains
+(their launches are known by then), then the segment's blocking call's end (what it waits for is known by
+then). The loop runs over segments (three numpy batches per blocking call), never over events.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .graph import GPU_END, GPU_START, NONE, Graph
+
+HOST_PHASE, GPU_PHASE, WAIT_PHASE = 0, 1, 2
+
+
+def _run_heads(flags: np.ndarray) -> np.ndarray:
+    """For each element, the index of the first element of its run (``flags``: True where a run starts)."""
+    return np.maximum.accumulate(np.where(flags, np.arange(flags.size), 0))
+
+
+def _segmented_cummax(values: np.ndarray, run_start: np.ndarray) -> np.ndarray:
+    """Running maximum of ``values`` restarting at each True of ``run_start`` (values below NONE/2 = none)."""
+    real = values > NONE // 2
+    if not real.any():
+        return np.full(values.size, NONE, np.int64)
+    floor = int(values[real].min()) - 1
+    v = np.where(real, values, floor)
+    run = np.cumsum(run_start) - 1
+    width = int(v.max()) - floor + 1
+    if width * (int(run[-1]) + 1) < 2**62:
+        shifted = (v - floor) + run * width
+        out = np.maximum.accumulate(shifted) - run * width + floor
+    else:  # too wide to pack into one int64: a loop over runs (chains in this batch)
+        out = v.copy()
+        starts = np.flatnonzero(run_start)
+        for a, b in zip(starts, np.append(starts[1:], v.size), strict=True):
+            out[a:b] = np.maximum.accumulate(v[a:b])
+    return np.where(out == floor, NONE, out)
+
+
+def _segmented_cumsum(values: np.ndarray, run_start: np.ndarray) -> np.ndarray:
+    total = np.cumsum(values)
+    heads = _run_heads(run_start)
+    return total - total[heads] + values[heads]
+
+
+def schedule_keys(graph: Graph) -> np.ndarray:
+    """The batch each point is solved in: 3 x segment + phase, non-decreasing along every chain."""
+    wait = graph.edge_is_wait | graph.edge_is_wake
+    boundaries = np.unique(graph.edge_dst[wait])
+    n = graph.size
+    order = np.lexsort((boundaries, graph.time[boundaries]))
+    boundary_sorted = boundaries[order]
+    times_sorted = graph.time[boundary_sorted]
+    seg = np.searchsorted(times_sorted, graph.time, side="left").astype(np.int64)
+    seg[boundary_sorted] = np.arange(boundary_sorted.size)
+    is_gpu = (graph.kind == GPU_START) | (graph.kind == GPU_END)
+    phase = np.where(is_gpu, GPU_PHASE, HOST_PHASE).astype(np.int64)
+    is_boundary = np.zeros(n, bool)
+    is_boundary[boundaries] = True
+    phase[is_boundary] = WAIT_PHASE
+    key = 3 * seg + phase
+    launch = ~wait
+    if launch.any():
+        src_key = key[graph.edge_src[launch]]
+        np.maximum.at(key, graph.edge_dst[launch], src_key + (GPU_PHASE - src_key % 3) % 3)
+    # non-decreasing along chains; a host point after its thread's boundary goes to the next segment
+    key = _chain_cummax(key, graph.chain_first)
+    host_late = ~is_gpu & ~is_boundary & (key % 3 == WAIT_PHASE)
+    key[host_late] += 1
+    key = _chain_cummax(key, graph.chain_first)
+    gpu_off = is_gpu & (key % 3 != GPU_PHASE)
+    key[gpu_off] += (GPU_PHASE - key[gpu_off] % 3) % 3
+    return _chain_cummax(key, graph.chain_first)
+
+
+def _chain_cummax(key: np.ndarray, chain_first: np.ndarray) -> np.ndarray:
+    if key.size == 0:
+        return key
+    run = np.cumsum(chain_first) - 1
+    width = int(key.max()) + 1
+    return np.maximum.accumulate(key + run * width) - run * width
+
+
+def solve(graph: Graph) -> np.ndarray:
+    """Replayed time of every point."""
+    n = graph.size
+    t = graph.time.copy()  # a source solved later than its target (clock skew) is read as recorded
+    if n == 0:
+        return t
+    key = schedule_keys(graph)
+    order = np.lexsort((np.arange(n), key))
+    key_sorted = key[order]
+    cut = np.flatnonzero(np.diff(key_sorted)) + 1
+    group_lo = np.concatenate([[0], cut])
+    group_hi = np.append(cut, n)
+    # edges grouped by their target's batch
+    e_key = key[graph.edge_dst]
+    e_order = np.argsort(e_key, kind="stable")
+    e_src, e_dst, e_lag = graph.edge_src[e_order], graph.edge_dst[e_order], graph.edge_lag[e_order]
+    e_key = e_key[e_order]
+    e_lo = np.searchsorted(e_key, key_sorted[group_lo], side="left")
+    e_hi = np.searchsorted(e_key, key_sorted[group_lo], side="right")
+    for g in range(group_lo.size):  # a loop over batches (3 per blocking call), not events
+        idx = order[group_lo[g]:group_hi[g]]
+        bound = graph.anchor[idx].copy()
+        lo, hi = e_lo[g], e_hi[g]
+        if hi > lo:
+            where = np.searchsorted(idx, e_dst[lo:hi])
+            np.maximum.at(bound, where, t[e_src[lo:hi]] + e_lag[lo:hi])
+        chain = graph.chain[idx]
+        run_start = np.ones(idx.size, bool)
+        run_start[1:] = chain[1:] != chain[:-1]
+        first = graph.chain_first[idx]
+        carry = np.where(first, NONE, t[np.maximum(idx - 1, 0)])  # previous point on the chain, already solved
+        carry = carry[_run_heads(run_start)]
+        c = _segmented_cumsum(graph.lag[idx], run_start)
+        best = _segmented_cummax(bound - c, run_start)
+        t[idx] = np.maximum(carry + c, best + c)
+    return t
+
+
+def setters(graph: Graph, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each point, what set its replayed time: (source point or -1, is_edge). The chain predecessor where
+    it binds (ties go to a cross edge, so a wait's end points at the op it waited for), else the binding
+    cross edge's source, else -1 (an anchor)."""
+    n = graph.size
+    via_chain = np.full(n, NONE, np.int64)
+    not_first = ~graph.chain_first
+    via_chain[not_first] = t[np.flatnonzero(not_first) - 1] + graph.lag[not_first]
+    via_edge = np.full(n, NONE, np.int64)
+    if graph.edge_src.size:
+        ready = t[graph.edge_src] + graph.edge_lag
+        np.maximum.at(via_edge, graph.edge_dst, ready)
+        best = ready == via_edge[graph.edge_dst]
+        edge_source = np.full(n, -1, np.int64)
+        edge_source[graph.edge_dst[best]] = graph.edge_src[best]
+    else:
+        edge_source = np.full(n, -1, np.int64)
+    use_edge = (via_edge >= t) & (via_edge > NONE // 2)
+    use_chain = ~use_edge & not_first & (via_chain >= t)
+    source = np.where(use_edge, edge_source, np.where(use_chain, np.arange(n) - 1, -1))
+    return source, use_edge
