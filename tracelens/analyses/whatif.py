@@ -32,6 +32,7 @@ def whatif(trace: Trace) -> dict[str, Any]:
                 "reason": "no host calls or GPU ops to replay"}
     recorded = ctx.outcome(times=g.time)
     base = ctx.base
+    model = ctx.outcome(g.at_typical_lags())
     replay_error = {
         "points": int(g.size),
         "blocking_calls": int(g.call_waits.sum()),
@@ -42,6 +43,8 @@ def whatif(trace: Trace) -> dict[str, Any]:
         "recorded_step_ns": recorded.step_ns,
         "replayed_step_ns": base.step_ns,
         "step_error": _relative(base.step_ns, recorded.step_ns),
+        "model_span_error": _relative(model.span_ns, recorded.span_ns),
+        "model_step_error": _relative(model.step_ns, recorded.step_ns),
         "unlaunched_gpu_ops": int((g.op_launch_call < 0).sum()),
         "gpu_ops": int(g.op_row.size),
     }

@@ -101,29 +101,48 @@ def solve(graph: Graph) -> np.ndarray:
     cut = np.flatnonzero(np.diff(key_sorted)) + 1
     group_lo = np.concatenate([[0], cut])
     group_hi = np.append(cut, n)
-    # edges grouped by their target's batch
-    e_key = key[graph.edge_dst]
-    e_order = np.argsort(e_key, kind="stable")
-    e_src, e_dst, e_lag = graph.edge_src[e_order], graph.edge_dst[e_order], graph.edge_lag[e_order]
-    e_key = e_key[e_order]
-    e_lo = np.searchsorted(e_key, key_sorted[group_lo], side="left")
-    e_hi = np.searchsorted(e_key, key_sorted[group_lo], side="right")
+    # What does not depend on times, computed once over all batches: runs (a chain's stretch within a batch),
+    # the running lag sums, the chain predecessor each run continues from, the edges into each batch.
+    chain = graph.chain[order]
+    new_group = np.zeros(n, bool)
+    new_group[group_lo] = True
+    run_start = new_group.copy()
+    run_start[1:] |= chain[1:] != chain[:-1]
+    c = _segmented_cumsum(graph.lag[order], run_start)
+    head = _run_heads(run_start)
+    before = order[head] - 1  # the point before each run's first, on its chain (stored contiguously)
+    carry_from = np.where(graph.chain_first[order[head]], -1, before)
+    anchor = graph.anchor[order]
+    position = np.empty(n, np.int64)
+    position[order] = np.arange(n)
+    e_pos = position[graph.edge_dst]
+    e_order = np.argsort(e_pos, kind="stable")
+    e_pos, e_src, e_lag = e_pos[e_order], graph.edge_src[e_order], graph.edge_lag[e_order]
+    e_lo = np.searchsorted(e_pos, group_lo, side="left")
+    e_hi = np.searchsorted(e_pos, group_hi, side="left")
+    runs_in_group = np.add.reduceat(run_start.astype(np.int64), group_lo)
     for g in range(group_lo.size):  # a loop over batches (3 per blocking call), not events
-        idx = order[group_lo[g]:group_hi[g]]
-        bound = graph.anchor[idx].copy()
-        lo, hi = e_lo[g], e_hi[g]
-        if hi > lo:
-            where = np.searchsorted(idx, e_dst[lo:hi])
-            np.maximum.at(bound, where, t[e_src[lo:hi]] + e_lag[lo:hi])
-        chain = graph.chain[idx]
-        run_start = np.ones(idx.size, bool)
-        run_start[1:] = chain[1:] != chain[:-1]
-        first = graph.chain_first[idx]
-        carry = np.where(first, NONE, t[np.maximum(idx - 1, 0)])  # previous point on the chain, already solved
-        carry = carry[_run_heads(run_start)]
-        c = _segmented_cumsum(graph.lag[idx], run_start)
-        best = _segmented_cummax(bound - c, run_start)
-        t[idx] = np.maximum(carry + c, best + c)
+        lo, hi = int(group_lo[g]), int(group_hi[g])
+        elo, ehi = int(e_lo[g]), int(e_hi[g])
+        if hi - lo == 1:  # one point (a blocking call's end): plain arithmetic
+            best = int(anchor[lo])
+            for k in range(elo, ehi):
+                best = max(best, int(t[e_src[k]]) + int(e_lag[k]))
+            src = int(carry_from[lo])
+            via_chain = int(t[src]) + int(c[lo]) if src >= 0 else NONE
+            t[order[lo]] = max(via_chain, best)
+            continue
+        bound = anchor[lo:hi].copy()
+        if ehi > elo:
+            np.maximum.at(bound, e_pos[elo:ehi] - lo, t[e_src[elo:ehi]] + e_lag[elo:ehi])
+        cc = c[lo:hi]
+        if runs_in_group[g] == 1:
+            best_arr = np.maximum.accumulate(bound - cc)
+        else:
+            best_arr = _segmented_cummax(bound - cc, run_start[lo:hi])
+        src_arr = carry_from[lo:hi]
+        carry = np.where(src_arr >= 0, t[np.maximum(src_arr, 0)], NONE)
+        t[order[lo:hi]] = np.maximum(carry + cc, best_arr + cc)
     return t
 
 

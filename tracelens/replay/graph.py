@@ -34,7 +34,7 @@ from .. import intervals
 from ..analyses.columns import EventColumns, Table, event_columns, thread_key, thread_time_positions
 from ..analyses.launch import launch_pairs
 from ..analyses.names import code_mask, is_blocking_sync, is_graph_launch, is_sync_copy
-from ..trace import CPU_OP, DRIVER, MEMCPY, PYTHON, RUNTIME, Trace
+from ..trace import ALL_KINDS, CPU_OP, DRIVER, GPU_ACTIVITY_KINDS, MEMCPY, PYTHON, RUNTIME, STEP, Trace
 from ..values import dense_codes
 
 NONE = -(2**62)  # "no constraint" for a time (below every real time, safe to add lags to)
@@ -76,6 +76,8 @@ class Graph:
     edge_lag: np.ndarray
     edge_is_wait: np.ndarray
     edge_is_wake: np.ndarray  # host -> host: an idle thread resumes after another thread's point
+    edge_typical: np.ndarray  # the edge's lag at its kind's typical value (model replay; wake edges: as recorded)
+    stream_typical: np.ndarray  # per point: the typical stream gap of a GPU start's device (0 elsewhere)
     # host calls
     call_start: np.ndarray
     call_end: np.ndarray
@@ -85,6 +87,7 @@ class Graph:
     call_waits: np.ndarray  # bool: has wait edges
     call_waited: np.ndarray  # bool: recorded end was set by what it waits for
     call_is_sync: np.ndarray  # an explicit synchronize (not a copy)
+    call_is_marker: np.ndarray  # a step marker's start (a zero-length point, not a call)
     thread_keys: np.ndarray  # thread code -> thread_key(pid, tid)
     # GPU ops
     op_start: np.ndarray
@@ -102,6 +105,14 @@ class Graph:
     @property
     def size(self) -> int:
         return int(self.time.size)
+
+    def at_typical_lags(self) -> Graph:
+        """The graph with every launch latency, stream gap and wake-up at its device's typical (median) value
+        instead of each one's recorded delay: the model replay that ``replay_error.model_*`` checks."""
+        lag = self.lag.copy()
+        gpu_start = (self.kind == GPU_START) & ~self.chain_first
+        lag[gpu_start] = self.stream_typical[gpu_start]
+        return replace(self, lag=lag, edge_lag=self.edge_typical.copy())
 
     def with_changes(self, **arrays: np.ndarray) -> Graph:
         """A copy with some arrays replaced (the others shared: remedies never write in place)."""
@@ -129,12 +140,15 @@ def build(trace: Trace) -> Graph:
     pairs = launch_pairs(trace)
 
     # --- host calls: outermost runtime/driver rows on a known thread, per thread in time order
-    api = np.flatnonzero(cols.of_kind(RUNTIME, DRIVER) & (cols.tid >= 0))
+    # Step markers join their thread's chain as zero-length points at their start, so that a step's start
+    # moves with the host work before its first call (an input wait before it, say).
+    api = np.flatnonzero(cols.of_kind(RUNTIME, DRIVER, STEP) & (cols.tid >= 0))
     key = thread_key(cols.pid[api], cols.tid[api])
     thread, thread_keys = dense_codes(key)
-    s, e = cols.start[api], cols.end[api]
+    marker = cols.kind[api] == ALL_KINDS.index(STEP)
+    s, e = cols.start[api], np.where(marker, cols.start[api], cols.end[api])
     order = np.lexsort((-e, s, thread))
-    api, thread, s, e = api[order], thread[order], s[order], e[order]
+    api, thread, s, e, marker = api[order], thread[order], s[order], e[order], marker[order]
     head = _segmented_cummax_positions(thread)
     prev_end = np.full(api.size, NONE, np.int64)
     if api.size:
@@ -240,6 +254,8 @@ def build(trace: Trace) -> Graph:
     typ_stream = np.array([stream_typ[int(d)] for d in o_dev], np.int64) if n_ops else np.zeros(0, np.int64)
     gpu_lag = np.empty(2 * n_ops, np.int64)
     gpu_lag[1::2] = o_e - o_s
+    gpu_typical = np.zeros(2 * n_ops, np.int64)
+    gpu_typical[0::2] = typ_stream
     gpu_lag[0::2] = np.where(launch_binds, np.minimum(typ_stream, np.maximum(stream_res, 0)),
                              np.maximum(stream_res, 0))
     # anchors: unlaunched ops keep their recorded start
@@ -255,6 +271,7 @@ def build(trace: Trace) -> Graph:
     has = o_call >= 0
     l_src = 2 * o_call[has]
     l_dst = base + 2 * np.flatnonzero(has)
+    l_typical = o_offset[has] + typ_launch[has]
     l_lag = o_offset[has] + np.where(launch_binds[has], np.maximum(launch_res[has], 0),
                                      np.minimum(typ_launch[has], np.maximum(launch_res[has], 0)))
 
@@ -301,6 +318,7 @@ def build(trace: Trace) -> Graph:
     # --- wake edges: a host thread that sat idle (no framework op or Python frame of its own) resumes after
     # the latest point another thread recorded in that time (PyTorch's autograd thread after the main thread)
     k_src, k_dst, k_lag = _wake_edges(cols, cs, ce, call_thread, thread_keys, first_call, host_lag)
+    host_anchor[k_dst] = NONE  # a thread's first call woken by another thread moves with it
 
     time = np.concatenate([host_time, gpu_time])
     # which wait binds: the latest-ending awaited op, and only if it ended after the call started
@@ -327,6 +345,7 @@ def build(trace: Trace) -> Graph:
 
     graph = Graph(
         time=time,
+        stream_typical=np.concatenate([np.zeros(2 * n_calls, np.int64), gpu_typical]),
         chain=np.concatenate([host_chain, gpu_chain]),
         kind=np.concatenate([host_kind, gpu_kind]),
         lag=np.concatenate([host_lag, gpu_lag]),
@@ -338,6 +357,7 @@ def build(trace: Trace) -> Graph:
         edge_lag=np.concatenate([l_lag, w_lag, k_lag]).astype(np.int64),
         edge_is_wait=np.concatenate([np.zeros(l_src.size, bool), np.ones(w_src.size, bool), np.zeros(k_src.size, bool)]),
         edge_is_wake=np.concatenate([np.zeros(l_src.size + w_src.size, bool), np.ones(k_src.size, bool)]),
+        edge_typical=np.concatenate([l_typical, np.full(w_src.size, wake_typ, np.int64), k_lag]).astype(np.int64),
         call_start=2 * np.arange(n_calls, dtype=np.int64),
         call_end=2 * np.arange(n_calls, dtype=np.int64) + 1,
         call_row=call_row.astype(np.int64),
@@ -346,6 +366,7 @@ def build(trace: Trace) -> Graph:
         call_waits=call_waits,
         call_waited=call_waited,
         call_is_sync=is_sync,
+        call_is_marker=marker[calls],
         thread_keys=thread_keys,
         op_start=op_start_pt,
         op_end=op_end_pt,
@@ -383,28 +404,32 @@ def _wake_edges(cols: EventColumns, cs: np.ndarray, ce: np.ndarray, call_thread:
                 thread_keys: np.ndarray, first_call: np.ndarray, host_lag: np.ndarray
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Edges into the start of each call that follows an idle gap (>= IDLE_GAP_NS, less than IDLE_COVERED of it
-    covered by the thread's own ops or Python frames) from the latest host point recorded on another thread
-    inside that gap; the gap's chain lag becomes the covered part (modified in place in ``host_lag``)."""
+    covered by the thread's own ops or Python frames), and into each thread's first call, from the latest host
+    point recorded on another thread before it (inside the gap); such a gap's chain lag becomes its covered part
+    (``host_lag`` is modified in place). A thread's first call with such an edge is no longer anchored."""
     empty = np.zeros(0, np.int64)
     n = cs.size
     if n == 0 or thread_keys.size < 2:
         return empty, empty, empty
-    prev_end = np.empty(n, np.int64)
-    prev_end[0] = cs[0]
+    prev_end = np.full(n, NONE, np.int64)
     prev_end[1:] = ce[:-1]
+    prev_end[first_call] = NONE
     gap = cs - prev_end
-    candidates = np.flatnonzero(~first_call & (gap >= IDLE_GAP_NS))
-    if candidates.size == 0:
-        return empty, empty, empty
-    own = np.flatnonzero(cols.of_kind(CPU_OP, PYTHON) & (cols.tid >= 0))
-    keys = thread_keys[call_thread[candidates]]
-    own_keys = thread_key(cols.pid[own], cols.tid[own])
-    lo, hi, os_, oe = thread_time_positions([(keys, [prev_end[candidates], cs[candidates]]),
-                                             (own_keys, [cols.start[own], cols.end[own]])])
-    us, ue = intervals.merge(os_, oe)
-    covered = intervals.overlap_with_union(lo, hi, us, ue)
-    idle = covered < IDLE_COVERED * gap[candidates]
-    candidates, covered = candidates[idle], covered[idle]
+    middle = np.flatnonzero(~first_call & (gap >= IDLE_GAP_NS))
+    covered = np.zeros(middle.size, np.int64)
+    if middle.size:
+        own = np.flatnonzero(cols.of_kind(CPU_OP, PYTHON) & (cols.tid >= 0))
+        keys = thread_keys[call_thread[middle]]
+        own_keys = thread_key(cols.pid[own], cols.tid[own])
+        lo, hi, os_, oe = thread_time_positions([(keys, [prev_end[middle], cs[middle]]),
+                                                 (own_keys, [cols.start[own], cols.end[own]])])
+        us, ue = intervals.merge(os_, oe)
+        covered = intervals.overlap_with_union(lo, hi, us, ue)
+        idle = covered < IDLE_COVERED * gap[middle]
+        middle, covered = middle[idle], covered[idle]
+    heads = np.flatnonzero(first_call)
+    candidates = np.concatenate([middle, heads])
+    covered = np.concatenate([covered, np.zeros(heads.size, np.int64)])
     # the latest host point (call start or end) before each candidate's start, over all threads
     times = np.concatenate([cs, ce])
     owner = np.concatenate([np.arange(n), np.arange(n)])
@@ -416,7 +441,8 @@ def _wake_edges(cols: EventColumns, cs: np.ndarray, ce: np.ndarray, call_thread:
     at = np.maximum(at, 0)
     ok &= (times[at] > prev_end[candidates]) & (call_thread[owner[at]] != call_thread[candidates])
     candidates, covered, at = candidates[ok], covered[ok], at[ok]
-    host_lag[2 * candidates] = covered
+    middle_ok = ~first_call[candidates]
+    host_lag[2 * candidates[middle_ok]] = covered[middle_ok]
     return point[at].astype(np.int64), (2 * candidates).astype(np.int64), (cs[candidates] - times[at]).astype(np.int64)
 
 
@@ -440,14 +466,10 @@ def _is_sync_call(name: str) -> bool:
 
 
 def _kind_code(kind: str) -> int:
-    from ..trace import ALL_KINDS
-
     return ALL_KINDS.index(kind)
 
 
 def _gpu_rows(trace: Trace) -> np.ndarray:
     """Event rows of the GPU ops, in launch_pairs' order (kernel/memcpy/memset rows with a device)."""
-    from ..trace import GPU_ACTIVITY_KINDS
-
     cols = event_columns(trace)
     return np.flatnonzero(cols.of_kind(*GPU_ACTIVITY_KINDS) & (cols.device >= 0)).astype(np.int64)

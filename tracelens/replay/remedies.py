@@ -78,11 +78,15 @@ class Context:
             return None, 0
         steps = np.unique(self.step_of[in_step])
         first, last = int(steps[0]), int(steps[-1])
+        g = self.graph
         host_first = np.flatnonzero(self.is_host & (self.step_of == first))
         if host_first.size == 0:
             return None, 0
-        p = host_first[np.argmin(self.graph.time[host_first])]
-        lead = self.graph.time[p] - int(self.windows["start"].iloc[first])
+        markers = g.call_start[g.call_is_marker]
+        markers = markers[self.step_of[markers] == first]
+        # the step marker's own point where it has one; else the step's first host point, keeping its lead
+        p = markers[np.argmin(g.time[markers])] if markers.size else host_first[np.argmin(g.time[host_first])]
+        lead = g.time[p] - int(self.windows["start"].iloc[first])
         start = t[p] - lead
         end = t[self.step_of == last].max()
         count = last - first + 1
@@ -251,7 +255,8 @@ def _drop_waits(g: Graph, calls: np.ndarray, lag: np.ndarray | None = None) -> G
     ends = g.call_end[calls]
     lag[ends] = np.minimum(lag[ends], own)
     return g.with_changes(edge_src=g.edge_src[keep], edge_dst=g.edge_dst[keep], edge_lag=g.edge_lag[keep],
-                          edge_is_wait=g.edge_is_wait[keep], edge_is_wake=g.edge_is_wake[keep], lag=lag)
+                          edge_is_wait=g.edge_is_wait[keep], edge_is_wake=g.edge_is_wake[keep],
+                          edge_typical=g.edge_typical[keep], lag=lag)
 
 
 def synchronization(ctx: Context) -> tuple[Graph | None, str]:

@@ -24,6 +24,7 @@ from .compute import compute_sentence, fmt_flops, roofline_sentence
 from .escape import terminal as clean
 from .findings import sentence
 from .units import fmt_auto, fmt_bytes, fmt_ns, fmt_pct
+from .whatif_text import critical_path_line, remedy_lines, replay_line
 
 WIDTH = 100
 TOP_ROWS = 10
@@ -401,11 +402,21 @@ def _ops(doc: dict[str, Any], console: Console) -> None:
         console.print(table.rich())
 
 
+def _whatif(doc: dict[str, Any], console: Console) -> None:
+    lines = [line for line in (*remedy_lines(doc), critical_path_line(doc), replay_line(doc)) if line]
+    if not lines:
+        return
+    console.print()
+    _print(console, "What-if (replay):")
+    for line in lines:
+        _print(console, line, indent="  ")
+
+
 # Drawing functions by section key; the order and GPU-only flags come from the section registry
 # (tracelens.analyses.REGISTRY). Source and diagnosis come first; any other key gets a key/value list.
 DRAW: dict[str, Draw] = {"communication": _communication, "ops": _ops, "devices": _devices, "steps": _steps, "gaps": _gaps, "attribution": _attribution,
                          "kernels": _kernels, "launch": _launch, "sync": _sync, "memcpy": _memcpy,
-                         "occupancy": _occupancy, "ranges": _ranges, "host": _host}
+                         "occupancy": _occupancy, "ranges": _ranges, "host": _host, "whatif": _whatif}
 HANDLED = {"schema_version", "source", "summary", "diagnosis", *DRAW}
 
 
