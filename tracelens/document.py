@@ -701,6 +701,8 @@ class ReplayError(TypedDict):
     recorded_step_ns: float | None
     replayed_step_ns: float | None
     step_error: float | None
+    model_span_error: float | None
+    model_step_error: float | None
     unlaunched_gpu_ops: int
     gpu_ops: int
 

@@ -18,6 +18,7 @@ import numpy as np
 from .graph import GPU_END, GPU_START, NONE, Graph
 
 HOST_PHASE, GPU_PHASE, WAIT_PHASE = 0, 1, 2
+MAX_KEY_ROUNDS = 64  # beyond this (a cycle from inconsistent clocks) a source not yet solved reads as recorded
 
 
 def _run_heads(flags: np.ndarray) -> np.ndarray:
@@ -52,33 +53,30 @@ def _segmented_cumsum(values: np.ndarray, run_start: np.ndarray) -> np.ndarray:
 
 
 def schedule_keys(graph: Graph) -> np.ndarray:
-    """The batch each point is solved in: 3 x segment + phase, non-decreasing along every chain."""
-    wait = graph.edge_is_wait | graph.edge_is_wake
-    boundaries = np.unique(graph.edge_dst[wait])
-    n = graph.size
+    """The batch each point is solved in: non-decreasing along every chain, and above the batch of every cross
+    edge's source. Starts from 3 x segment + phase (segments cut at the blocking calls' ends in recorded order;
+    phases host, GPU, the blocking call's end), then raises targets over their sources until stable (an op that
+    ends after the call waiting for it returned, as pageable copies do, moves that call's end, and what follows
+    it on its thread, to a later batch)."""
+    coupling = graph.edge_is_wait | graph.edge_is_wake
+    boundaries = np.unique(graph.edge_dst[coupling])
     order = np.lexsort((boundaries, graph.time[boundaries]))
     boundary_sorted = boundaries[order]
-    times_sorted = graph.time[boundary_sorted]
-    seg = np.searchsorted(times_sorted, graph.time, side="left").astype(np.int64)
+    seg = np.searchsorted(graph.time[boundary_sorted], graph.time, side="left").astype(np.int64)
     seg[boundary_sorted] = np.arange(boundary_sorted.size)
     is_gpu = (graph.kind == GPU_START) | (graph.kind == GPU_END)
     phase = np.where(is_gpu, GPU_PHASE, HOST_PHASE).astype(np.int64)
-    is_boundary = np.zeros(n, bool)
-    is_boundary[boundaries] = True
-    phase[is_boundary] = WAIT_PHASE
-    key = 3 * seg + phase
-    launch = ~wait
-    if launch.any():
-        src_key = key[graph.edge_src[launch]]
-        np.maximum.at(key, graph.edge_dst[launch], src_key + (GPU_PHASE - src_key % 3) % 3)
-    # non-decreasing along chains; a host point after its thread's boundary goes to the next segment
-    key = _chain_cummax(key, graph.chain_first)
-    host_late = ~is_gpu & ~is_boundary & (key % 3 == WAIT_PHASE)
-    key[host_late] += 1
-    key = _chain_cummax(key, graph.chain_first)
-    gpu_off = is_gpu & (key % 3 != GPU_PHASE)
-    key[gpu_off] += (GPU_PHASE - key[gpu_off] % 3) % 3
-    return _chain_cummax(key, graph.chain_first)
+    phase[boundaries] = WAIT_PHASE
+    key = _chain_cummax(3 * seg + phase, graph.chain_first)
+    src, dst = graph.edge_src, graph.edge_dst
+    for _ in range(MAX_KEY_ROUNDS):  # a handful of rounds: edges run forward in the recording but for skew
+        needed = key[src] + 1
+        late = needed > key[dst]
+        if not late.any():
+            break
+        np.maximum.at(key, dst[late], needed[late])
+        key = _chain_cummax(key, graph.chain_first)
+    return key
 
 
 def _chain_cummax(key: np.ndarray, chain_first: np.ndarray) -> np.ndarray:

@@ -288,6 +288,7 @@ def build(trace: Trace) -> Graph:
     else:
         blocking_copy &= False
     w_src_parts.append(op_end_pt[blocking_copy])
+    n_copy_waits = int(blocking_copy.sum())
     w_dst_parts.append(2 * op_launch_call[blocking_copy] + 1)
     # explicit syncs: the device of the last launch on the same thread before the call
     sync_calls = np.flatnonzero(is_sync)
@@ -335,7 +336,12 @@ def build(trace: Trace) -> Graph:
         residual = ce[dst_call] - ready
         binds = (ready == latest[dst_call]) & call_waited[dst_call]
         wake_typ = int(np.median(np.maximum(residual[binds], 0))) if binds.any() else DEFAULT_WAKE_NS
-        w_lag = np.where(binds, np.maximum(residual, 0), np.clip(residual, 0, wake_typ))
+        # A copy call may return before its own copy ends (pageable host-to-device: once the last chunk is
+        # staged): that lead is kept; a synchronize ending before what it waits for is an inconsistency (clipped,
+        # so it shows as replay error).
+        own_copy = np.arange(w_src.size) < n_copy_waits
+        w_lag = np.where(binds, np.where(own_copy, residual, np.maximum(residual, 0)),
+                         np.clip(residual, 0, wake_typ))
         not_waited = call_waits & ~call_waited
         own_typ = (int(np.median(ce[not_waited] - cs[not_waited])) if not_waited.any() else DEFAULT_SYNC_OWN_NS)
         # a call whose end a wait set: its own cost is the typical cost of one that did not wait
