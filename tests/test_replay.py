@@ -267,3 +267,25 @@ def test_replay_error_on_shared_traces(path: Path) -> None:
     assert abs(error["span_error"]) < 0.02
     if error["gpu_ops"] >= 20:  # the 3-op RTX 3080 export: one op's latency is 7% of its span
         assert abs(error["model_span_error"]) < 0.02
+
+
+def test_a_recorded_stream_sync_waits_for_its_stream_only() -> None:
+    # K1 on stream 7 (ends 1_008_000), K2 on stream 9 (ends 3_000_000); the stream sync on stream 7 returns at
+    # 1_010_000. With its cuda_sync row (same correlation id, stream 7) it waits for K1 alone: unchanged replay
+    # exact. Read as a device-wide wait it would also wait for K2 and end at 3 ms at the earliest.
+    rows = [
+        launch(0, 5_000, 1), kernel(8_000, 1_008_000, 1),
+        launch(6_000, 9_000, 2), {**kernel(12_000, 3_000_000, 2), "stream": 9},
+        host("runtime", "cudaStreamSynchronize", 10_000, 1_010_000, correlation_id=3),
+        {"kind": "gpu_sync", "name": "Stream Sync", "start_ns": 10_500, "end_ns": 1_009_000, "device": 0,
+         "stream": 7, "correlation_id": 3, "sync_kind": "stream_sync"},
+        launch(1_020_000, 1_025_000, 4), kernel(1_030_000, 1_100_000, 4),
+    ]
+    graph = build(Trace.from_rows(rows))
+    waits = graph.edge_is_wait
+    assert graph.edge_dst[waits].tolist() == [graph.call_end[2]]
+    assert graph.edge_src[waits].tolist() == [graph.op_end[0]]
+    assert np.array_equal(engine.solve(graph), graph.time)
+    without = build(Trace.from_rows([r for r in rows if r["kind"] != "gpu_sync"]))
+    assert sorted(without.edge_src[without.edge_is_wait].tolist()) == sorted([without.op_end[0], without.op_end[1]])
+    assert engine.solve(without)[without.call_end[2]] >= 3_000_000  # the wait on K2 (clipped at 0 lag)

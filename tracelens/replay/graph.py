@@ -34,7 +34,18 @@ from .. import intervals
 from ..analyses.columns import EventColumns, Table, event_columns, thread_key, thread_time_positions
 from ..analyses.launch import launch_pairs
 from ..analyses.names import code_mask, is_blocking_sync, is_graph_launch, is_sync_copy
-from ..trace import ALL_KINDS, CPU_OP, DRIVER, GPU_ACTIVITY_KINDS, MEMCPY, PYTHON, RUNTIME, STEP, Trace
+from ..trace import (
+    ALL_KINDS,
+    CPU_OP,
+    DRIVER,
+    GPU_ACTIVITY_KINDS,
+    GPU_SYNC,
+    MEMCPY,
+    PYTHON,
+    RUNTIME,
+    STEP,
+    Trace,
+)
 from ..values import dense_codes
 
 NONE = -(2**62)  # "no constraint" for a time (below every real time, safe to add lags to)
@@ -47,6 +58,7 @@ DEFAULT_LAUNCH_LAG_NS = 5_000  # launch call start -> op start on an idle GPU
 DEFAULT_STREAM_GAP_NS = 1_000  # op end -> next queued op start on the same stream
 DEFAULT_SYNC_OWN_NS = 2_000  # a synchronize that finds nothing to wait for
 DEFAULT_WAKE_NS = 2_000  # awaited op end -> the waiting call returns
+SYNC_MATCH_SLACK_NS = 1_000_000  # a recorded synchronization within this of its call belongs to it
 IDLE_GAP_NS = 50_000  # a host thread's gap this long with
 IDLE_COVERED = 0.1  # less than this share covered by its own ops/frames was a wait for another thread
 
@@ -302,13 +314,18 @@ def build(trace: Trace) -> Graph:
         ok = j >= 0
         ok[ok] = call_thread[lc_sorted[j[ok]]] == call_thread[sync_calls[ok]]
         sync_dev = np.where(ok, op_dev[lo_sorted[np.maximum(j, 0)]], -1)
+        # where the trace records the synchronization itself (Kineto cuda_sync, Nsight SYNCHRONIZATION rows
+        # sharing the call's correlation id) a stream sync waits for that stream only
+        recorded_dev, recorded_stream = _recorded_sync_targets(cols, call_row[sync_calls], cs[sync_calls],
+                                                               ce[sync_calls])
+        sync_dev = np.where(recorded_dev >= 0, recorded_dev, sync_dev)
         issue = np.where(op_launch_start > NONE, op_launch_start, os_)
         for dev_stream in np.unique(stream_code):  # a loop over streams
             members = np.flatnonzero(stream_code == dev_stream)
-            dev = op_dev[members[0]]
+            dev, stream = op_dev[members[0]], op_stream[members[0]]
             members = members[np.argsort(os_[members], kind="stable")]
             issued = np.maximum.accumulate(issue[members])
-            mine = np.flatnonzero(sync_dev == dev)
+            mine = np.flatnonzero((sync_dev == dev) & ((recorded_stream < 0) | (recorded_stream == stream)))
             k = np.searchsorted(issued, cs[sync_calls[mine]], side="left") - 1
             good = k >= 0
             w_src_parts.append(op_end_pt[members[k[good]]])
@@ -450,6 +467,37 @@ def _wake_edges(cols: EventColumns, cs: np.ndarray, ce: np.ndarray, call_thread:
     middle_ok = ~first_call[candidates]
     host_lag[2 * candidates[middle_ok]] = covered[middle_ok]
     return point[at].astype(np.int64), (2 * candidates).astype(np.int64), (cs[candidates] - times[at]).astype(np.int64)
+
+
+def _recorded_sync_targets(cols: EventColumns, call_rows: np.ndarray, call_start: np.ndarray,
+                           call_end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(device, stream) each synchronize call waited for, from the gpu_sync row with its correlation id that
+    overlaps it (stream -1: not a stream sync, or none recorded; device -1: none recorded)."""
+    device = np.full(call_rows.size, -1, np.int64)
+    stream = np.full(call_rows.size, -1, np.int64)
+    rows = np.flatnonzero(cols.of_kind(GPU_SYNC))
+    if rows.size == 0 or call_rows.size == 0:
+        return device, stream
+    sync_corr = cols.at("correlation_id", rows).astype(np.int64)
+    keep = sync_corr >= 0
+    rows, sync_corr = rows[keep], sync_corr[keep]
+    order = np.argsort(sync_corr, kind="stable")
+    rows, sync_corr = rows[order], sync_corr[order]
+    call_corr = cols.at("correlation_id", np.sort(call_rows))
+    call_corr = call_corr[np.argsort(np.argsort(call_rows))].astype(np.int64)  # back in the calls' order
+    at = np.minimum(np.searchsorted(sync_corr, call_corr), max(sync_corr.size - 1, 0))
+    hit = (call_corr >= 0) & (sync_corr.size > 0)
+    if sync_corr.size:
+        hit &= sync_corr[at] == call_corr
+    row = rows[at[hit]] if sync_corr.size else np.zeros(0, np.int64)
+    near = (cols.start[row] <= call_end[hit] + SYNC_MATCH_SLACK_NS) & (cols.end[row] >= call_start[hit] - SYNC_MATCH_SLACK_NS)
+    idx = np.flatnonzero(hit)[near]
+    row = row[near]
+    device[idx] = cols.device[row]
+    kind = np.asarray(cols.store.take("sync_kind", row).to_pylist() if cols.store is not None else [], dtype=object)
+    is_stream = np.array([str(k).lower() in ("stream_sync", "stream synchronize") for k in kind], bool)
+    stream[idx[is_stream]] = cols.at("stream", row[is_stream])
+    return device, stream
 
 
 def _plausible_launch(cols: EventColumns, op_row: np.ndarray, pairs: Table, found: np.ndarray, op_start: np.ndarray,
