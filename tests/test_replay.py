@@ -123,17 +123,17 @@ def input_rows() -> list[dict[str, Any]]:
 
 
 def test_input_remedy_by_hand() -> None:
-    # Recorded mean step: (last step's end 111_012_000 - first step's start 0) / 2. Without the input waits each
-    # step's first call follows the step marker after 200 ns: step 0's work ends at 1_012_000; step 1's marker
-    # follows after the recorded 8_988_000 of host time (no input in it), at 10_000_000, its sync ends at
-    # 11_012_000. Predicted mean step 5_506_000, span gain 100 ms.
+    # Recorded mean step: the period between the ends of the two steps' work, 111_012_000 - 51_012_000.
+    # Without the input waits each step's first call follows the step marker after 200 ns: step 0's work ends
+    # at 1_012_000; step 1's marker follows after the recorded 8_988_000 of host time (no input in it), at
+    # 10_000_000, its sync ends at 11_012_000: a period of 10_000_000; span gain 100 ms.
     doc = whatif(Trace.from_rows(input_rows()))
     error = doc["replay_error"]
     assert error["steps"] == 2
-    assert error["recorded_step_ns"] == 55_506_000
+    assert error["recorded_step_ns"] == 60_000_000
     assert error["recorded_span_ns"] == 111_012_000
     remedy = by_cause(doc)["input_pipeline"]
-    assert remedy["predicted_step_ns"] == 5_506_000
+    assert remedy["predicted_step_ns"] == 10_000_000
     assert remedy["gain_ns"] == 100 * MS
     assert remedy["predicted_span_ns"] == 11_012_000
 
@@ -145,15 +145,16 @@ def test_launch_overhead_remedy_by_hand() -> None:
         start = 10_000 + i * 100_000
         rows += [launch(start, start + 10_000, i + 1), kernel(start + 15_000, start + 35_000, i + 1)]
     rows.append(host("runtime", "cudaDeviceSynchronize", 340_000, 347_000))
-    # Graph: the step's host work collapses to one default 10 µs graph launch: the calls all at 10_000, K0 at
-    # 10_000 + 15_000 (its launch latency), then back to back with the default 1 µs gap: K3 ends 108_000, the
-    # sync returns 2_000 (its recorded wake-up) later.
+    # Graph: the step's host work collapses to one default 40 µs graph launch: the calls all at 40_000, K0 at
+    # 40_000 + 15_000 (its launch latency) = 55_000, then back to back with the default 0.4 µs graph gap:
+    # K1 75_400, K2 95_800, K3 116_200-136_200; the sync returns 2_000 (its recorded wake-up) later. One step:
+    # its time runs from its marker (0) to 138_200.
     doc = whatif(Trace.from_rows(rows))
     assert doc["replay_error"]["recorded_step_ns"] == 347_000
     remedy = by_cause(doc)["host_launch_overhead"]
-    assert remedy["predicted_step_ns"] == 110_000
-    assert remedy["predicted_span_ns"] == 110_000
-    assert "10 µs (default" in remedy["assumptions"]
+    assert remedy["predicted_step_ns"] == 138_200
+    assert remedy["predicted_span_ns"] == 138_200
+    assert "40 µs (default" in remedy["assumptions"]
 
 
 def test_memcpy_remedy_by_hand() -> None:

@@ -725,6 +725,13 @@ class CriticalPathName(TypedDict):
     ns: int
 
 
+class CriticalPathStep(TypedDict):
+    step: int
+    length_ns: int
+    ns: dict[str, int]
+    on_host: bool
+
+
 class CriticalPath(TypedDict):
     """What sets the replayed end (``whatif.critical_path``)."""
 
@@ -734,6 +741,7 @@ class CriticalPath(TypedDict):
     on_host: bool
     top_kernels: list[CriticalPathName]
     top_host_calls: list[CriticalPathName]
+    per_step: list[CriticalPathStep]
 
 
 class Whatif(TypedDict):

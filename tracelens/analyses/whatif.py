@@ -68,9 +68,11 @@ def whatif(trace: Trace) -> dict[str, Any]:
             "step_gain_share": (1 - step / recorded.step_ns) if step is not None and recorded.step_ns else None,
             "assumptions": assumptions,
         })
-    remedies.sort(key=lambda r: -r["gain_ns"])
+    # largest gain first: by the step time where the trace has steps (the steady state), else by the span
+    remedies.sort(key=lambda r: (r["predicted_step_ns"] if r["predicted_step_ns"] is not None else 0.0,
+                                 -r["gain_ns"]))
     return {"replay_error": replay_error, "remedies": remedies, "not_modeled": list(NOT_MODELED),
-            "critical_path": critical_path(g, base.times, trace), "reason": None}
+            "critical_path": critical_path(g, base.times, trace, ctx.step_of), "reason": None}
 
 
 def section(trace: Trace, done: dict[str, Any]) -> dict[str, Any]:

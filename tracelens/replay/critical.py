@@ -24,6 +24,7 @@ from .graph import GPU_END, GPU_START, HOST_END, HOST_START, Graph
 CATEGORIES = ("host", "sync_waits", "kernels", "copies", "communication")
 TOP = 5
 ON_HOST_SHARE = 0.5
+STEP_LIMIT = 2000  # steps broken down one by one
 
 
 def path_points(graph: Graph, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -48,11 +49,9 @@ def path_points(graph: Graph, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return path, source[path]
 
 
-def critical_path(graph: Graph, t: np.ndarray, trace: Any) -> dict[str, Any] | None:
-    """The ``critical_path`` block of the whatif section (docs/json.md)."""
-    path, setter = path_points(graph, t)
-    if path.size == 0:
-        return None
+def path_categories(graph: Graph, t: np.ndarray, trace: Any, path: np.ndarray,
+                    setter: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(each path point's category, an index into CATEGORIES; the time it owns: its time - its setter's)."""
     seg = np.where(setter >= 0, t[path] - t[np.maximum(setter, 0)], 0)
     kind = graph.kind[path]
     cols = event_columns(trace)
@@ -68,10 +67,35 @@ def critical_path(graph: Graph, t: np.ndarray, trace: Any) -> dict[str, Any] | N
     category[gpu & ~launched] = 2
     category[gpu & ~launched & ~is_kernel] = 3
     category[gpu & ~launched & collective] = 4
+    return category, seg
+
+
+def critical_path(graph: Graph, t: np.ndarray, trace: Any, step_of: np.ndarray | None = None) -> dict[str, Any] | None:
+    """The ``critical_path`` block of the whatif section (docs/json.md); ``step_of``: each point's step (-1
+    none), for the per-step breakdown."""
+    path, setter = path_points(graph, t)
+    if path.size == 0:
+        return None
+    category, seg = path_categories(graph, t, trace, path, setter)
+    kind = graph.kind[path]
+    cols = event_columns(trace)
+    rows = graph.row[path]
+    is_kernel = cols.kind[rows] == ALL_KINDS.index(KERNEL)
     total = int(seg.sum())
     by = np.bincount(category, weights=seg, minlength=len(CATEGORIES))
     shares = {name: (float(by[i]) / total if total else None) for i, name in enumerate(CATEGORIES)}
     ns = {name: int(by[i]) for i, name in enumerate(CATEGORIES)}
+    per_step: list[dict[str, Any]] = []
+    if step_of is not None:
+        steps = step_of[path]
+        known = steps >= 0
+        for step in np.unique(steps[known])[:STEP_LIMIT]:  # a loop over steps
+            mine = steps == step
+            sums = np.bincount(category[mine], weights=seg[mine], minlength=len(CATEGORIES))
+            length = float(sums.sum())
+            per_step.append({"step": int(step), "length_ns": int(length),
+                             "ns": {name: int(sums[i]) for i, name in enumerate(CATEGORIES)},
+                             "on_host": bool(length and sums[0] / length > ON_HOST_SHARE)})
 
     def top(mask: np.ndarray) -> list[dict[str, Any]]:
         codes = cols.name[rows[mask]]
@@ -91,4 +115,5 @@ def critical_path(graph: Graph, t: np.ndarray, trace: Any) -> dict[str, Any] | N
         "on_host": bool(shares["host"] is not None and shares["host"] > ON_HOST_SHARE),
         "top_kernels": top((kind == GPU_END) & is_kernel),
         "top_host_calls": top(kind == HOST_END),
+        "per_step": per_step,
     }

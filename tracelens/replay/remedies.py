@@ -24,7 +24,11 @@ from .engine import solve
 from .graph import GPU_END, GPU_START, HOST_END, HOST_START, NONE, Graph, build
 
 ITEM_MAX_BYTES = 64 * 1024  # a device-to-host read-back this small is a value read (sync.py's item pattern)
-DEFAULT_GRAPH_LAUNCH_NS = 10_000  # host cost of one CUDA graph launch where the trace has none to measure
+# Where the trace has no graph launch to measure: the host cost of one (median cudaGraphLaunch in
+# fixtures/gpu/cuda_graph_cuda, H100 under torch.profiler: 43 µs) and the gap between consecutive graph ops (median
+# there 0.42 µs; 0.26 µs in the H200 launch pair's after-trace).
+DEFAULT_GRAPH_LAUNCH_NS = 40_000
+DEFAULT_GRAPH_GAP_NS = 400
 MIN_GRAPH_OPS = 10  # graph ops needed to measure their gaps
 PINNED_LINK_FRACTION = 0.8  # pinned copies reach this share of the link's theoretical bandwidth (no pinned copy to measure)
 PINNED_MIN_BYTES = 1024 * 1024  # pinned copies at least this big measure the pinned bandwidth
@@ -71,26 +75,29 @@ class Context:
         return Outcome(t, span, *self._step_ns(t))
 
     def _step_ns(self, t: np.ndarray) -> tuple[float | None, int]:
-        """Mean step time: from the first step's start to where the last step's work ends (host or GPU), over
-        the step count. The first step's start keeps its recorded lead over the step's first host point."""
+        """Mean step time, read where each step's work ends (its host points and the GPU ops they launched):
+        with two or more steps, (end of the last step's work - end of the first's) / (steps - 1), the steady
+        period, free of whatever the first step carries (the profiler's own start, a cold first batch); with one
+        step, from its start (its marker's point, else its first host point keeping its recorded lead) to its
+        work's end."""
         in_step = self.step_of >= 0
         if not in_step.any():
             return None, 0
         steps = np.unique(self.step_of[in_step])
         first, last = int(steps[0]), int(steps[-1])
+        end_last = t[self.step_of == last].max()
+        if last > first:
+            end_first = t[self.step_of == first].max()
+            return float(end_last - end_first) / (last - first), last - first + 1
         g = self.graph
         host_first = np.flatnonzero(self.is_host & (self.step_of == first))
         if host_first.size == 0:
             return None, 0
         markers = g.call_start[g.call_is_marker]
         markers = markers[self.step_of[markers] == first]
-        # the step marker's own point where it has one; else the step's first host point, keeping its lead
         p = markers[np.argmin(g.time[markers])] if markers.size else host_first[np.argmin(g.time[host_first])]
         lead = g.time[p] - int(self.windows["start"].iloc[first])
-        start = t[p] - lead
-        end = t[self.step_of == last].max()
-        count = last - first + 1
-        return float(end - start) / count, count
+        return float(end_last - (t[p] - lead)), 1
 
     @cached_property
     def base(self) -> Outcome:
@@ -208,14 +215,16 @@ def host_launch_overhead(ctx: Context) -> tuple[Graph | None, str]:
     head = np.ones(pts.size, bool)
     head[1:] = (reg[1:] != reg[:-1]) | (thr[1:] != thr[:-1])
     lag[pts[head]] += cost
-    # queued ops run back to back, at the gap measured between graph ops (else the stream's queued gap)
+    # queued ops run back to back, at the gap measured between graph ops (else a measured default)
     starts = g.op_start[launched]
-    typical = np.array([g.typical["stream"].get(int(d), 0) for d in g.op_device[launched]], np.int64)
-    lag[starts] = np.minimum(lag[starts], gap if gap is not None else typical)
-    gap_how = (f"{gap / 1e3:.1f} µs, the median gap between this trace's graph ops" if gap is not None
-               else "the stream's median gap between queued ops")
+    lag[starts] = np.minimum(lag[starts], gap if gap is not None else DEFAULT_GRAPH_GAP_NS)
+    gap_how = (f"{gap / 1e3:.2f} µs, the median gap between this trace's graph ops" if gap is not None
+               else f"{DEFAULT_GRAPH_GAP_NS / 1e3:.2f} µs (default: the trace has no graph ops to measure)")
+    # a thread woken by another (the autograd thread by the main thread) is woken at once: no host work between
+    edge_lag = g.edge_lag.copy()
+    edge_lag[g.edge_is_wake] = 0
     region_text = "step" if (ctx.step_of >= 0).any() else "trace window (no steps)"
-    return g.with_changes(lag=lag), (
+    return g.with_changes(lag=lag, edge_lag=edge_lag), (
         f"Each {region_text} is captured in one CUDA graph: the host's framework and launch work inside it "
         f"(everything but input waits and blocking waits) is replaced by one graph launch costing {how}; the GPU "
         f"runs the same ops, back to back with {gap_how}. Syncs and input waits stay.")
