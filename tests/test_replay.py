@@ -290,3 +290,64 @@ def test_a_recorded_stream_sync_waits_for_its_stream_only() -> None:
     without = build(Trace.from_rows([r for r in rows if r["kind"] != "gpu_sync"]))
     assert sorted(without.edge_src[without.edge_is_wait].tolist()) == sorted([without.op_end[0], without.op_end[1]])
     assert engine.solve(without)[without.call_end[2]] >= 3_000_000  # the wait on K2 (clipped at 0 lag)
+
+
+# ------------------------------------------------------------------ generated traces (hypothesis)
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+ACTION = st.tuples(st.sampled_from(["launch", "side", "sync", "copy", "input"]), st.integers(1, 50), st.integers(1, 50))
+
+
+def simulated_rows(actions: list[tuple[str, int, int]]) -> list[dict[str, Any]]:
+    """A one-thread timeline on two streams (7, and 9 for "side" launches) simulated step by step in µs
+    (consistent by construction): launches with a 3 µs latency, ops queued 1 µs apart on their stream,
+    device synchronizes returning 2 µs after both streams drain, pageable copies 2 µs after their copy."""
+    us = 1_000
+    rows: list[dict[str, Any]] = [{**host("step", "ProfilerStep#0", 0, 1), "step": 0}]
+    h, free, side, corr = 10 * us, 0, 0, 0
+    for what, a, b in actions:
+        if what == "input":
+            rows.append(host("cpu_op", INPUT_NAME, h, h + a * us))
+            h += a * us + us
+            continue
+        if what == "sync":
+            end = max(h + 2 * us, free + 2 * us, side + 2 * us)
+            rows.append(host("runtime", "cudaDeviceSynchronize", h, end))
+            h = end + b * us
+            continue
+        corr += 1
+        if what == "side":
+            start = max(h + 3 * us, side + us)
+            side = start + a * us
+            rows += [launch(h, h + 2 * us, corr), {**kernel(start, side, corr), "stream": 9}]
+            h += 2 * us + b * us
+            continue
+        start = max(h + 3 * us, free + us)
+        free = start + a * us
+        if what == "launch":
+            rows += [launch(h, h + 2 * us, corr), kernel(start, free, corr)]
+            h += 2 * us + b * us
+        else:
+            end = free + 2 * us
+            rows += [host("runtime", "cudaMemcpyAsync", h, end, correlation_id=corr),
+                     copy(start, free, corr, a * 1_000_000, "Pageable")]
+            h = end + b * us
+    rows[0]["end_ns"] = max(h, free, side) + us
+    return rows
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(ACTION, min_size=1, max_size=25))
+def test_generated_traces_replay_exactly_and_remedies_match_the_reference(actions: list) -> None:
+    ctx = remedies.Context(Trace.from_rows(simulated_rows(actions)))
+    assert np.array_equal(engine.solve(ctx.graph), ctx.graph.time)
+    for cause, (_, model) in remedies.REMEDIES.items():
+        changed, _ = model(ctx)
+        if changed is not None:
+            t = engine.solve(changed)
+            assert np.array_equal(t, reference_solve(changed))
+            # only removes or shortens work (a graph launch adds its own cost: it may lengthen a short step)
+            if cause != "host_launch_overhead":
+                assert t.max() <= ctx.graph.time.max()
