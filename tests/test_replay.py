@@ -351,3 +351,14 @@ def test_generated_traces_replay_exactly_and_remedies_match_the_reference(action
             # only removes or shortens work (a graph launch adds its own cost: it may lengthen a short step)
             if cause != "host_launch_overhead":
                 assert t.max() <= ctx.graph.time.max()
+
+
+def test_too_large_traces_are_skipped_with_a_reason(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tracelens.analyses import whatif as section
+
+    monkeypatch.setattr(section, "MAX_POINTS", 11)  # the sync trace has 12 points
+    doc = section.whatif(Trace.from_rows(SYNC_ROWS))
+    assert doc["replay_error"] is None and doc["remedies"] == [] and "12 graph points" in doc["reason"]
+    monkeypatch.setattr(section, "MAX_POINTS", 12)
+    monkeypatch.setattr(section, "MAX_BLOCKING_CALLS", 1)  # it has 2
+    assert "2 (limit 1)" in section.whatif(Trace.from_rows(SYNC_ROWS))["reason"]

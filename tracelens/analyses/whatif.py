@@ -15,7 +15,8 @@ from typing import Any
 
 from ..replay.critical import critical_path
 from ..replay.remedies import NOT_MODELED, REMEDIES, Context
-from ..trace import Trace
+from ..trace import DRIVER, GPU_ACTIVITY_KINDS, RUNTIME, STEP, Trace
+from .columns import event_columns
 
 
 def _relative(replayed: float | None, recorded: float | None) -> float | None:
@@ -24,12 +25,30 @@ def _relative(replayed: float | None, recorded: float | None) -> float | None:
     return (replayed - recorded) / recorded
 
 
+# Size limits of the replay (it holds ~20 arrays per point and solves ~3 numpy batches per blocking call, about
+# 25 µs each, for the unchanged replay, the model replay and each remedy): beyond them the section says why.
+MAX_POINTS = 5_000_000
+MAX_BLOCKING_CALLS = 50_000
+
+
+def _skipped(reason: str) -> dict[str, Any]:
+    return {"replay_error": None, "remedies": [], "not_modeled": list(NOT_MODELED), "critical_path": None,
+            "reason": reason}
+
+
 def whatif(trace: Trace) -> dict[str, Any]:
+    cols = event_columns(trace)
+    points = 2 * int((cols.of_kind(RUNTIME, DRIVER, STEP) & (cols.tid >= 0)).sum()
+                     + (cols.of_kind(*GPU_ACTIVITY_KINDS) & (cols.device >= 0)).sum())
+    if points > MAX_POINTS:
+        return _skipped(f"the trace is too large to replay: {points:,} graph points (limit {MAX_POINTS:,})")
     ctx = Context(trace)
     g = ctx.graph
     if g.size == 0:
-        return {"replay_error": None, "remedies": [], "not_modeled": list(NOT_MODELED), "critical_path": None,
-                "reason": "no host calls or GPU ops to replay"}
+        return _skipped("no host calls or GPU ops to replay")
+    blocking = int(g.call_waits.sum())
+    if blocking > MAX_BLOCKING_CALLS:
+        return _skipped(f"too many blocking calls to replay: {blocking:,} (limit {MAX_BLOCKING_CALLS:,})")
     recorded = ctx.outcome(times=g.time)
     base = ctx.base
     model = ctx.outcome(g.at_typical_lags())
