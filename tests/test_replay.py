@@ -362,3 +362,19 @@ def test_too_large_traces_are_skipped_with_a_reason(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(section, "MAX_POINTS", 12)
     monkeypatch.setattr(section, "MAX_BLOCKING_CALLS", 1)  # it has 2
     assert "2 (limit 1)" in section.whatif(Trace.from_rows(SYNC_ROWS))["reason"]
+
+
+def test_remedy_lines_read_the_document() -> None:
+    from tracelens.report.whatif_text import remedy_lines
+
+    doc = {"whatif": {"replay_error": {"recorded_step_ns": 153e6, "recorded_span_ns": 2_000_000_000}, "remedies": [
+        {"cause": "input_pipeline", "remedy": "input ready", "predicted_step_ns": 125e6, "gain_ns": 280_000_000,
+         "predicted_span_ns": 1_720_000_000},
+        {"cause": "startup", "remedy": "no start-up", "predicted_step_ns": 152.99e6, "gain_ns": 100,
+         "predicted_span_ns": 1_999_999_900},  # -0.007%: not listed
+    ]}}
+    # (125 - 153) / 153 = -18.3%
+    assert remedy_lines(doc) == ["fixing input_pipeline (input ready): step 153 ms → 125 ms (−18.3%)"]
+    no_steps = {"whatif": {"replay_error": {"recorded_step_ns": None, "recorded_span_ns": 2_000_000_000},
+                           "remedies": [{**doc["whatif"]["remedies"][0], "predicted_step_ns": None}]}}
+    assert remedy_lines(no_steps) == ["fixing input_pipeline (input ready): span 2 s → 1.72 s (−14.0%)"]

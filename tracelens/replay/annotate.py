@@ -133,9 +133,9 @@ def added_tracks(trace: Trace, doc: dict[str, Any]) -> list[dict[str, Any]]:
                                  ns=int(seg[a:b].sum())))
         whatif = doc.get("whatif") or {}
         first = int(times.min())
-        lines = iter(remedy_lines(doc))
+        lines = {line.split(" ", 2)[1]: line for line in remedy_lines(doc)}  # "fixing <cause> (...": by cause
         for k, remedy in enumerate(whatif.get("remedies") or []):
-            label = next(lines) if (remedy.get("gain_ns") or 0) > 0 else f"fixing {remedy['cause']}: no gain"
+            label = lines.get(remedy["cause"], f"fixing {remedy['cause']}: no gain")
             events.append(_thread(WHATIF_TID + k, f"what-if: {remedy['cause']}"))
             events.append(_slice(label, WHATIF_TID + k, first, first + int(remedy["predicted_span_ns"]),
                                  cause=remedy["cause"], gain_ns=remedy["gain_ns"]))

@@ -7,9 +7,12 @@ from typing import Any
 
 from .units import fmt_ns, fmt_pct
 
+MIN_SHOWN_GAIN = 0.001  # remedies that shorten the step (or span) by less than this are not listed
+
 
 def remedy_lines(doc: dict[str, Any]) -> list[str]:
-    """One plain-text line per remedy with a gain, largest first (names are tracelens's own cause keys)."""
+    """One plain-text line per remedy that gains at least MIN_SHOWN_GAIN, largest first (names are tracelens's
+    own cause keys)."""
     whatif = doc.get("whatif")
     if not isinstance(whatif, dict):
         return []
@@ -25,7 +28,9 @@ def remedy_lines(doc: dict[str, Any]) -> list[str]:
             before, after = base.get("recorded_span_ns"), r.get("predicted_span_ns")
             what = "span"
         change = (after - before) / before if before else None
-        pct = "" if change is None else f" ({'−' if change < 0 else '+'}{fmt_pct(abs(change))})"
+        if change is not None and change > -MIN_SHOWN_GAIN:
+            continue  # rounding noise, or a remedy that costs more than it saves here
+        pct = "" if change is None else f" (−{fmt_pct(abs(change))})"
         lines.append(f"fixing {r.get('cause')} ({r.get('remedy')}): {what} {fmt_ns(before)} → {fmt_ns(after)}{pct}")
     return lines
 
