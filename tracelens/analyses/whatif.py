@@ -44,8 +44,8 @@ def whatif(trace: Trace) -> dict[str, Any]:
         return _skipped(f"the trace is too large to replay: {points:,} graph points (limit {MAX_POINTS:,})")
     ctx = Context(trace)
     g = ctx.graph
-    if g.size == 0:
-        return _skipped("no host calls or GPU ops to replay")
+    if g.op_row.size == 0:
+        return _skipped("no GPU activity: the replay models how host calls and GPU ops wait on each other")
     blocking = int(g.call_waits.sum())
     if blocking > MAX_BLOCKING_CALLS:
         return _skipped(f"too many blocking calls to replay: {blocking:,} (limit {MAX_BLOCKING_CALLS:,})")
