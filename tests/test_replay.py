@@ -378,3 +378,26 @@ def test_remedy_lines_read_the_document() -> None:
     no_steps = {"whatif": {"replay_error": {"recorded_step_ns": None, "recorded_span_ns": 2_000_000_000},
                            "remedies": [{**doc["whatif"]["remedies"][0], "predicted_step_ns": None}]}}
     assert remedy_lines(no_steps) == ["fixing input_pipeline (input ready): span 2 s → 1.72 s (−14.0%)"]
+
+
+def test_stream_wait_event_edge() -> None:
+    # K1 on stream 7 [10_000, 1_010_000]; an event recorded after it, stream 9 told to wait for it, K2 launched
+    # on stream 9 at 30_000 runs only after K1: [1_012_000, 1_112_000] (2 µs after K1's end).
+    rows = [
+        launch(0, 5_000, 1), kernel(10_000, 1_010_000, 1),
+        host("runtime", "cudaEventRecord", 6_000, 8_000),
+        host("runtime", "cudaStreamWaitEvent", 9_000, 11_000),
+        launch(30_000, 35_000, 2), {**kernel(1_012_000, 1_112_000, 2), "stream": 9},
+    ]
+    graph = build(Trace.from_rows(rows))
+    events = ~graph.edge_is_wait & ~graph.edge_is_wake & np.isin(graph.edge_src, graph.op_end)
+    assert graph.edge_src[events].tolist() == [graph.op_end[0]]
+    assert graph.edge_dst[events].tolist() == [graph.op_start[1]]
+    assert graph.edge_lag[events].tolist() == [2_000]
+    t = engine.solve(graph)
+    assert np.array_equal(t, graph.time)
+    # K1 twice as fast: K2 follows it (the launch at 30_000 + its capped latency is earlier)
+    lag = graph.lag.copy()
+    lag[graph.op_end[0]] = 500_000
+    t = engine.solve(graph.with_changes(lag=lag))
+    assert (t[graph.op_start[1]], t[graph.op_end[1]]) == (512_000, 612_000)

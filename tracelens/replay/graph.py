@@ -11,9 +11,13 @@ start1, end1, ...) and one per (device, stream). A point's time is
 - stream chain: an op's start follows the previous op's end on the stream; its end = start + duration;
 - launch edge: an op's start follows its launch call's start (correlation id; a graph launch feeds each of
   its ops; a call nested inside another call feeds through the outer call, offset by where it started);
+- event edge: an op issued on a stream after a ``cudaStreamWaitEvent`` follows the op the event recorded;
 - wait edge: a blocking call's end follows the end of what it waits for: an explicit synchronize waits for
-  the last op launched before it on every stream of its device; a synchronous copy (a ``cudaMemcpy``-style
-  call, or any copy from or to pageable host memory) waits for its own copy.
+  the last op launched before it on every stream of its device (its stream only, where the trace records a
+  stream sync); a synchronous copy (a ``cudaMemcpy``-style call, or any copy from or to pageable host memory)
+  waits for its own copy;
+- wake edge: a host thread idle for a while (and each thread's first call) resumes after the latest point
+  another thread recorded in that time.
 
 Lags come from the recording: the edge that set a point's time (the latest of its sources) keeps the
 recorded delay (a launch's own latency, an op's own gap behind its stream predecessor, a sync's own wake-up);
@@ -26,6 +30,7 @@ lacks, keep their recorded time (nothing is known about what issued them).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -58,6 +63,8 @@ DEFAULT_LAUNCH_LAG_NS = 5_000  # launch call start -> op start on an idle GPU
 DEFAULT_STREAM_GAP_NS = 1_000  # op end -> next queued op start on the same stream
 DEFAULT_SYNC_OWN_NS = 2_000  # a synchronize that finds nothing to wait for
 DEFAULT_WAKE_NS = 2_000  # awaited op end -> the waiting call returns
+STREAM_WAIT_PATTERN = re.compile(r"^(cuda|hip|cu)StreamWaitEvent(_v\d+)?$")
+EVENT_RECORD_PATTERN = re.compile(r"^(cuda|hip|cu)EventRecord(WithFlags)?(_v\d+)?$")
 SYNC_MATCH_SLACK_NS = 1_000_000  # a recorded synchronization within this of its call belongs to it
 IDLE_GAP_NS = 50_000  # a host thread's gap this long with
 IDLE_COVERED = 0.1  # less than this share covered by its own ops/frames was a wait for another thread
@@ -254,10 +261,20 @@ def build(trace: Trace) -> Graph:
     launched = o_launch_start > NONE
     launch_res = np.where(launched, o_s - o_launch_start, 0)
     stream_res = np.where(op_first, 0, o_s - stream_prev_end)
-    launch_binds = launched & (op_first | (o_launch_start >= stream_prev_end))
+    # stream waits on events: the op that an event recorded -> the first op issued on the waiting stream after
+    # the cudaStreamWaitEvent call (ordered op indices; -1 none)
+    rank = np.empty(n_ops, np.int64)
+    rank[op_order] = np.arange(n_ops)
+    e_src_op, e_dst_op = _event_waits(cols, call_row, call_thread, cs, names, op_launch_call, op_dev, op_stream,
+                                      stream_code, os_, op_launch_start)
+    e_src, e_dst = rank[e_src_op], rank[e_dst_op]
+    event_ready = np.full(n_ops, NONE, np.int64)
+    np.maximum.at(event_ready, e_dst, o_e[e_src])
+    event_binds = (event_ready > np.where(launched, o_launch_start, NONE)) & (event_ready > stream_prev_end)
+    launch_binds = launched & ~event_binds & (op_first | (o_launch_start >= stream_prev_end))
     o_dev = op_dev[op_order]
     launch_typ = _median_by(o_dev[launch_binds], np.maximum(launch_res[launch_binds], 0), DEFAULT_LAUNCH_LAG_NS)
-    queued = ~op_first & ~launch_binds
+    queued = ~op_first & ~launch_binds & ~event_binds
     stream_typ = _median_by(o_dev[queued], np.maximum(stream_res[queued], 0), DEFAULT_STREAM_GAP_NS)
     for d in np.unique(o_dev):
         launch_typ.setdefault(int(d), DEFAULT_LAUNCH_LAG_NS)
@@ -268,8 +285,13 @@ def build(trace: Trace) -> Graph:
     gpu_lag[1::2] = o_e - o_s
     gpu_typical = np.zeros(2 * n_ops, np.int64)
     gpu_typical[0::2] = typ_stream
-    gpu_lag[0::2] = np.where(launch_binds, np.minimum(typ_stream, np.maximum(stream_res, 0)),
+    gpu_lag[0::2] = np.where(launch_binds | event_binds, np.minimum(typ_stream, np.maximum(stream_res, 0)),
                              np.maximum(stream_res, 0))
+    # event edges: the binding one keeps its recorded delay, the others a queued gap at most
+    event_res = o_s[e_dst] - o_e[e_src]
+    binds_here = event_binds[e_dst] & (o_e[e_src] == event_ready[e_dst])
+    v_lag = np.where(binds_here, np.maximum(event_res, 0), np.clip(event_res, 0, typ_stream[e_dst]))
+    v_src, v_dst = base + 2 * e_src + 1, base + 2 * e_dst
     # anchors: unlaunched ops keep their recorded start
     gpu_anchor = np.full(2 * n_ops, NONE, np.int64)
     gpu_anchor[0::2] = np.where(launched, NONE, o_s)
@@ -375,12 +397,14 @@ def build(trace: Trace) -> Graph:
         anchor=np.concatenate([host_anchor, gpu_anchor]),
         row=np.concatenate([host_row, gpu_row]).astype(np.int64),
         chain_first=np.concatenate([host_first, gpu_first]),
-        edge_src=np.concatenate([l_src, w_src, k_src]).astype(np.int64),
-        edge_dst=np.concatenate([l_dst, w_dst, k_dst]).astype(np.int64),
-        edge_lag=np.concatenate([l_lag, w_lag, k_lag]).astype(np.int64),
-        edge_is_wait=np.concatenate([np.zeros(l_src.size, bool), np.ones(w_src.size, bool), np.zeros(k_src.size, bool)]),
-        edge_is_wake=np.concatenate([np.zeros(l_src.size + w_src.size, bool), np.ones(k_src.size, bool)]),
-        edge_typical=np.concatenate([l_typical, np.full(w_src.size, wake_typ, np.int64), k_lag]).astype(np.int64),
+        edge_src=np.concatenate([l_src, v_src, w_src, k_src]).astype(np.int64),
+        edge_dst=np.concatenate([l_dst, v_dst, w_dst, k_dst]).astype(np.int64),
+        edge_lag=np.concatenate([l_lag, v_lag, w_lag, k_lag]).astype(np.int64),
+        edge_is_wait=np.concatenate([np.zeros(l_src.size + v_src.size, bool), np.ones(w_src.size, bool),
+                                     np.zeros(k_src.size, bool)]),
+        edge_is_wake=np.concatenate([np.zeros(l_src.size + v_src.size + w_src.size, bool), np.ones(k_src.size, bool)]),
+        edge_typical=np.concatenate([l_typical, typ_stream[e_dst], np.full(w_src.size, wake_typ, np.int64),
+                                     k_lag]).astype(np.int64),
         call_start=2 * np.arange(n_calls, dtype=np.int64),
         call_end=2 * np.arange(n_calls, dtype=np.int64) + 1,
         call_row=call_row.astype(np.int64),
@@ -469,8 +493,62 @@ def _wake_edges(cols: EventColumns, cs: np.ndarray, ce: np.ndarray, call_thread:
     return point[at].astype(np.int64), (2 * candidates).astype(np.int64), (cs[candidates] - times[at]).astype(np.int64)
 
 
+def _event_waits(cols: EventColumns, call_row: np.ndarray, call_thread: np.ndarray, cs: np.ndarray,
+                 names: np.ndarray, op_launch_call: np.ndarray, op_dev: np.ndarray, op_stream: np.ndarray,
+                 stream_code: np.ndarray, op_start: np.ndarray, op_launch_start: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """(event op, waiting op) per cudaStreamWaitEvent call that both resolve for (op indices). The event is the
+    one the latest event-record call before the wait on the same thread recorded; its op, the last op that
+    thread launched at or before that record call. The waiting stream is the one the trace records for the wait
+    (gpu_sync row with its correlation id), else the stream of the next op the thread launches; the waiting op is
+    the first op issued on that stream after the wait call. Waits within one stream are dropped."""
+    empty = np.zeros(0, np.int64)
+    if call_row.size == 0 or op_launch_call.size == 0:
+        return empty, empty
+    call_names = cols.name[call_row]
+    waits = np.flatnonzero(code_mask(call_names, names, lambda n: bool(STREAM_WAIT_PATTERN.match(n))))
+    records = np.flatnonzero(code_mask(call_names, names, lambda n: bool(EVENT_RECORD_PATTERN.match(n))))
+    launching = np.flatnonzero(op_launch_call >= 0)
+    if waits.size == 0 or records.size == 0 or launching.size == 0:
+        return empty, empty
+    j = np.searchsorted(records, waits) - 1  # calls are numbered in (thread, time) order
+    ok = j >= 0
+    rec = records[np.maximum(j, 0)]
+    ok &= call_thread[rec] == call_thread[waits]
+    order_l = np.argsort(op_launch_call[launching], kind="stable")
+    lc_sorted, lo_sorted = op_launch_call[launching][order_l], launching[order_l]
+    k = np.searchsorted(lc_sorted, rec, side="right") - 1
+    ok &= k >= 0
+    src = lo_sorted[np.maximum(k, 0)]
+    ok &= call_thread[lc_sorted[np.maximum(k, 0)]] == call_thread[waits]
+    # the waiting stream: recorded, else the next op this thread launches
+    _, recorded_stream = _recorded_sync_targets(cols, call_row[waits], cs[waits], cs[waits], kinds=("stream_wait_event",))
+    n = np.searchsorted(lc_sorted, waits, side="left")
+    has_next = n < lc_sorted.size
+    nxt = lo_sorted[np.minimum(n, lc_sorted.size - 1)]
+    has_next &= call_thread[lc_sorted[np.minimum(n, lc_sorted.size - 1)]] == call_thread[waits]
+    stream = np.where(recorded_stream >= 0, recorded_stream, np.where(has_next, op_stream[nxt], -1))
+    device = op_dev[src]
+    ok &= (stream >= 0) & ~((op_stream[src] == stream) & (op_dev[src] == device))
+    issue = np.where(op_launch_start > NONE, op_launch_start, op_start)
+    dst = np.full(waits.size, -1, np.int64)
+    for code in np.unique(stream_code):  # a loop over streams
+        members = np.flatnonzero(stream_code == code)
+        members = members[np.argsort(op_start[members], kind="stable")]
+        mine = np.flatnonzero(ok & (device == op_dev[members[0]]) & (stream == op_stream[members[0]]))
+        if mine.size == 0:
+            continue
+        issued = np.maximum.accumulate(issue[members])
+        at = np.searchsorted(issued, cs[waits[mine]], side="left")
+        inside = at < members.size
+        dst[mine[inside]] = members[at[inside]]
+    ok &= dst >= 0
+    return src[ok].astype(np.int64), dst[ok]
+
+
 def _recorded_sync_targets(cols: EventColumns, call_rows: np.ndarray, call_start: np.ndarray,
-                           call_end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+                           call_end: np.ndarray, kinds: tuple[str, ...] = ("stream_sync", "stream synchronize"),
+                           ) -> tuple[np.ndarray, np.ndarray]:
     """(device, stream) each synchronize call waited for, from the gpu_sync row with its correlation id that
     overlaps it (stream -1: not a stream sync, or none recorded; device -1: none recorded)."""
     device = np.full(call_rows.size, -1, np.int64)
@@ -495,7 +573,7 @@ def _recorded_sync_targets(cols: EventColumns, call_rows: np.ndarray, call_start
     row = row[near]
     device[idx] = cols.device[row]
     kind = np.asarray(cols.store.take("sync_kind", row).to_pylist() if cols.store is not None else [], dtype=object)
-    is_stream = np.array([str(k).lower() in ("stream_sync", "stream synchronize") for k in kind], bool)
+    is_stream = np.array([str(k).lower() in kinds for k in kind], bool)
     stream[idx[is_stream]] = cols.at("stream", row[is_stream])
     return device, stream
 
