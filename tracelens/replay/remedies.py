@@ -204,16 +204,18 @@ def host_launch_overhead(ctx: Context) -> tuple[Graph | None, str]:
     waited_end[g.call_end[g.call_waited]] = True
     collapse = host & ~waited_end
     lag[collapse] = np.minimum(lag[collapse], keep[collapse])
-    # one graph launch per step (per host thread that launches): its cost at the step's first call
+    # one graph launch per captured region: the launches of a step (or of the whole window) on one host thread
+    # between two blocking calls (a graph cannot hold a host wait); its cost at the region's first launching call
     cost, how, gap = _graph_costs(ctx)
     callers = np.unique(g.op_launch_call[launched])
     first_points = g.call_start[callers]
-    region = ctx.step_of[first_points]
-    thread = g.chain[first_points]
-    order = np.lexsort((g.time[first_points], region, thread))
-    pts, reg, thr = first_points[order], region[order], thread[order]
+    blocking_before = (np.cumsum(g.call_waits) - g.call_waits)[callers]  # calls are in (thread, time) order
+    step, thread = ctx.step_of[first_points], g.chain[first_points]
+    order = np.lexsort((g.time[first_points], blocking_before, step, thread))
+    pts = first_points[order]
+    key = np.stack([thread[order], step[order], blocking_before[order]])
     head = np.ones(pts.size, bool)
-    head[1:] = (reg[1:] != reg[:-1]) | (thr[1:] != thr[:-1])
+    head[1:] = (key[:, 1:] != key[:, :-1]).any(axis=0)
     lag[pts[head]] += cost
     # queued ops run back to back, at the gap measured between graph ops (else a measured default)
     starts = g.op_start[launched]
@@ -225,9 +227,10 @@ def host_launch_overhead(ctx: Context) -> tuple[Graph | None, str]:
     edge_lag[g.edge_is_wake] = 0
     region_text = "step" if (ctx.step_of >= 0).any() else "trace window (no steps)"
     return g.with_changes(lag=lag, edge_lag=edge_lag), (
-        f"Each {region_text} is captured in one CUDA graph: the host's framework and launch work inside it "
-        f"(everything but input waits and blocking waits) is replaced by one graph launch costing {how}; the GPU "
-        f"runs the same ops, back to back with {gap_how}. Syncs and input waits stay.")
+        f"The launches of each {region_text} between two blocking calls (a graph cannot hold a host wait) are "
+        f"captured in one CUDA graph ({int(head.sum()):,} graphs): the host's framework and launch work (everything "
+        f"but input waits and blocking waits) is replaced by one graph launch each, costing {how}; the GPU runs "
+        f"the same ops, back to back with {gap_how}. Syncs and input waits stay.")
 
 
 def _blocking_calls(ctx: Context) -> tuple[np.ndarray, np.ndarray]:
