@@ -401,3 +401,12 @@ def test_stream_wait_event_edge() -> None:
     lag[graph.op_end[0]] = 500_000
     t = engine.solve(graph.with_changes(lag=lag))
     assert (t[graph.op_start[1]], t[graph.op_end[1]]) == (512_000, 612_000)
+
+
+def test_gain_by_cause_for_the_diagnosis() -> None:
+    from tracelens.analyses.whatif import gain_by_cause
+
+    doc = whatif(Trace.from_rows(SYNC_ROWS))
+    gains = gain_by_cause(doc)
+    assert gains["synchronization"] == {"gain_ns": 23_000, "gain_share": 23_000 / 2_032_000, "step_gain_share": None}
+    assert gain_by_cause(None) == {}

@@ -94,5 +94,12 @@ def whatif(trace: Trace) -> dict[str, Any]:
             "critical_path": critical_path(g, base.times, trace, ctx.step_of), "reason": None}
 
 
+def gain_by_cause(whatif_block: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
+    """Cause -> {gain_ns, gain_share, step_gain_share} of its replayed remedy: what the diagnosis can rank causes
+    by where a replay exists (it runs after this section and reads it from ``done``)."""
+    remedies = (whatif_block or {}).get("remedies") or []
+    return {r["cause"]: {k: r[k] for k in ("gain_ns", "gain_share", "step_gain_share")} for r in remedies}
+
+
 def section(trace: Trace, done: dict[str, Any]) -> dict[str, Any]:
     return whatif(trace)
