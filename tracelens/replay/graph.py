@@ -138,7 +138,7 @@ class Graph:
         return replace(self, **arrays)
 
 
-def _segmented_cummax_positions(keys: np.ndarray) -> np.ndarray:
+def _run_heads(keys: np.ndarray) -> np.ndarray:
     """First index of each run of equal consecutive keys, per element."""
     new = np.ones(keys.size, bool)
     new[1:] = keys[1:] != keys[:-1]
@@ -168,7 +168,7 @@ def build(trace: Trace) -> Graph:
     s, e = cols.start[api], np.where(marker, cols.start[api], cols.end[api])
     order = np.lexsort((-e, s, thread))
     api, thread, s, e, marker = api[order], thread[order], s[order], e[order], marker[order]
-    head = _segmented_cummax_positions(thread)
+    head = _run_heads(thread)
     prev_end = np.full(api.size, NONE, np.int64)
     if api.size:
         # running max of ends within each thread, shifted by one: what the call starts inside of
@@ -198,7 +198,7 @@ def build(trace: Trace) -> Graph:
     if api.size:
         found &= api[api_sorted[at]] == launch_row
     api_pos = np.where(found, api_sorted[at] if api.size else 0, -1)
-    found &= _plausible_launch(cols, op_row, pairs, found, os_, oe)
+    found &= _plausible_launch(cols, op_row, pairs, found, oe)
     api_pos = np.where(found, api_pos, -1)
     op_launch_call = np.where(found, row_to_call_api[np.maximum(api_pos, 0)] if api.size else -1, -1)
     op_offset = np.where(found, api_offset[np.maximum(api_pos, 0)] if api.size else 0, 0)
@@ -578,7 +578,7 @@ def _recorded_sync_targets(cols: EventColumns, call_rows: np.ndarray, call_start
     return device, stream
 
 
-def _plausible_launch(cols: EventColumns, op_row: np.ndarray, pairs: Table, found: np.ndarray, op_start: np.ndarray,
+def _plausible_launch(cols: EventColumns, op_row: np.ndarray, pairs: Table, found: np.ndarray,
                       op_end: np.ndarray) -> np.ndarray:
     """Launch matches to keep: correlation ids are per process (an Nsight export of several processes repeats
     them), so where the GPU ops carry their process (most matched ops share their call's pid) the pids must
@@ -588,7 +588,6 @@ def _plausible_launch(cols: EventColumns, op_row: np.ndarray, pairs: Table, foun
     same = found & (op_pid == pairs["pid"])
     if found.any() and same.sum() >= 0.9 * found.sum():
         ok &= ~found | same
-    del op_start
     return ok
 
 
