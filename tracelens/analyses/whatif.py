@@ -51,7 +51,7 @@ def whatif(trace: Trace) -> dict[str, Any]:
         return _skipped(f"too many blocking calls to replay: {blocking:,} (limit {MAX_BLOCKING_CALLS:,})")
     recorded = ctx.outcome(times=g.time)
     base = ctx.base
-    model = ctx.outcome(g.at_typical_lags())
+    typical = ctx.outcome(g.at_typical_lags())
     replay_error = {
         "points": int(g.size),
         "blocking_calls": int(g.call_waits.sum()),
@@ -62,12 +62,12 @@ def whatif(trace: Trace) -> dict[str, Any]:
         "recorded_step_ns": recorded.step_ns,
         "replayed_step_ns": base.step_ns,
         "step_error": _relative(base.step_ns, recorded.step_ns),
-        "model_span_error": _relative(model.span_ns, recorded.span_ns),
-        "model_step_error": _relative(model.step_ns, recorded.step_ns),
+        "model_span_error": _relative(typical.span_ns, recorded.span_ns),
+        "model_step_error": _relative(typical.step_ns, recorded.step_ns),
         "unlaunched_gpu_ops": int((g.op_launch_call < 0).sum()),
         "gpu_ops": int(g.op_row.size),
     }
-    remedies = []
+    remedies: list[dict[str, Any]] = []
     for cause, (remedy, model) in REMEDIES.items():
         changed, assumptions = model(ctx)
         if changed is None:
@@ -88,8 +88,7 @@ def whatif(trace: Trace) -> dict[str, Any]:
             "assumptions": assumptions,
         })
     # largest gain first: by the step time where the trace has steps (the steady state), else by the span
-    remedies.sort(key=lambda r: (r["predicted_step_ns"] if r["predicted_step_ns"] is not None else 0.0,
-                                 -r["gain_ns"]))
+    remedies.sort(key=lambda r: (float(r["predicted_step_ns"] or 0.0), -int(r["gain_ns"])))
     return {"replay_error": replay_error, "remedies": remedies, "not_modeled": list(NOT_MODELED),
             "critical_path": critical_path(g, base.times, trace, ctx.step_of), "reason": None}
 

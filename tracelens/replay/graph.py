@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
@@ -133,7 +134,7 @@ class Graph:
         lag[gpu_start] = self.stream_typical[gpu_start]
         return replace(self, lag=lag, edge_lag=self.edge_typical.copy())
 
-    def with_changes(self, **arrays: np.ndarray) -> Graph:
+    def with_changes(self, **arrays: Any) -> Graph:
         """A copy with some arrays replaced (the others shared: remedies never write in place)."""
         return replace(self, **arrays)
 
