@@ -357,7 +357,7 @@ def startup(ctx: Context) -> tuple[Graph | None, str]:
 REMEDIES: dict[str, tuple[str, Remedy]] = {
     "startup": ("remove one-time start-up work", startup),
     "input_pipeline": ("input ready when the step asks for it", input_pipeline),
-    "host_launch_overhead": ("one CUDA graph launch per step", host_launch_overhead),
+    "host_launch_overhead": ("launches captured in CUDA graphs", host_launch_overhead),
     "synchronization": ("no host waits on the GPU", synchronization),
     "memcpy": ("pinned, asynchronous copies", memcpy),
     "low_occupancy": ("kernels at full SM fill", low_occupancy),
