@@ -136,6 +136,27 @@ FIXTURE_VERDICTS = {
     # Hand-built valid-but-unusual traces (fixtures/make_robust.py; tests/test_robust_fixtures.py).
     "robust/shapes_unmodelled.json": ("none", "One relu kernel with recorded shapes, no gap."),
     "robust/graph_capture_modules.json": ("none", "Two back-to-back graph-replayed kernels, no gap."),
+    # Before/after pairs (fixtures/gpu/record_pairs.py, H200; predictions in tests/test_pairs.py).
+    "gpu/pairs/input_before.pt.trace.json.gz": (
+        "input_pipeline", "A 20 ms loader sleep per batch on the step thread around ~3.5 ms of GPU work."),
+    "gpu/pairs/input_after.pt.trace.json.gz": (
+        "none", "The same MLP steps with the batch ready: the GPU sets the pace."),
+    "gpu/pairs/launch_before.pt.trace.json.gz": (
+        "host_launch_overhead", "A 12-layer 256-wide MLP step at batch 64 run eagerly: ~3.2 ms of host launches around ~0.3 ms of kernels."),
+    "gpu/pairs/launch_after.pt.trace.json.gz": (
+        "low_occupancy", "The same step replayed from one CUDA graph: back to back, its tiny kernels fill few SMs."),
+    "gpu/pairs/sync_before.pt.trace.json.gz": (
+        "synchronization", "32 products per step, each read back with .item()."),
+    "gpu/pairs/sync_after.pt.trace.json.gz": (
+        "synchronization", "The same products, read back without waiting, one stream synchronize per step."),
+    "gpu/pairs/memcpy_before.pt.trace.json.gz": (
+        "memcpy", "A 64 MiB pageable host-to-device copy per step."),
+    "gpu/pairs/memcpy_after.pt.trace.json.gz": (
+        "memcpy", "The same copy pinned and non_blocking: near the link's bandwidth, still most of the step."),
+    "gpu/pairs/occupancy_before.pt.trace.json.gz": (
+        "low_occupancy", "A 64-row cumsum: a 64-block scan on 132 SMs beside two matrix products."),
+    "gpu/pairs/occupancy_after.pt.trace.json.gz": (
+        "none", "The same floats as 16,384 rows: 512 blocks."),
 }
 
 # Hand-built causes (fixtures/causes/, derivations in make_causes.py; lost times in tests/test_diagnosis.py).

@@ -246,6 +246,24 @@ def diff(base: str, head: str, fmt: str | None, output: str | None, fail_on_regr
     _raise_partial_failure(head_doc, head_failures)
 
 
+@cli.command()
+@click.argument("path", metavar="TRACE")
+@click.option("--output", "-o", required=True, metavar="FILE.json",
+              help="Chrome trace-event file to write (gzip when FILE ends in .gz).")
+@load_options
+def annotate(path: str, output: str, run_name: str | None) -> None:
+    """Write TRACE as a Chrome trace-event file (Perfetto, chrome://tracing) with added tracks: steps, the
+    critical path, each remedy's what-if gain, and the largest GPU idle gaps named by cause."""
+    from . import load
+    from .analyses import analyze as run_analyses
+    from .replay.annotate import write_annotated
+
+    options = {"run": run_name} if run_name else {}
+    trace = load(path, **options)
+    count = write_annotated(trace, dict(run_analyses(trace)), output)
+    click.echo(f"wrote {output} ({count:,} events)", err=True)
+
+
 @cli.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 @click.option("--out", "out_dir", default="tracelens-record", metavar="DIR", help="Where the report goes.")

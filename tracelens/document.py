@@ -763,6 +763,71 @@ class Summary(TypedDict):
     mfu: float | None  # ops.compute.mfu
 
 
+class ReplayError(TypedDict):
+    """The unchanged replay against the recording (``whatif.replay_error``)."""
+
+    points: int
+    blocking_calls: int
+    recorded_span_ns: int
+    replayed_span_ns: int
+    span_error: float | None
+    steps: int
+    recorded_step_ns: float | None
+    replayed_step_ns: float | None
+    step_error: float | None
+    model_span_error: float | None
+    model_step_error: float | None
+    unlaunched_gpu_ops: int
+    gpu_ops: int
+
+
+class Remedy(TypedDict):
+    """One cause's remedy replayed (``whatif.remedies[]``)."""
+
+    cause: str
+    remedy: str
+    predicted_span_ns: int
+    predicted_step_ns: float | None
+    gain_ns: int
+    gain_share: float | None
+    step_gain_share: float | None
+    assumptions: str
+
+
+class CriticalPathName(TypedDict):
+    name: str | None
+    ns: int
+
+
+class CriticalPathStep(TypedDict):
+    step: int
+    length_ns: int
+    ns: dict[str, int]
+    on_host: bool
+
+
+class CriticalPath(TypedDict):
+    """What sets the replayed end (``whatif.critical_path``)."""
+
+    length_ns: int
+    ns: dict[str, int]
+    shares: dict[str, float | None]
+    on_host: bool
+    top_kernels: list[CriticalPathName]
+    top_host_calls: list[CriticalPathName]
+    per_step: list[CriticalPathStep]
+
+
+class Whatif(TypedDict):
+    """The ``whatif`` section: the replay of the trace's dependency graph, unchanged and with each remedy."""
+
+    replay_error: ReplayError | None
+    remedies: list[Remedy]
+    not_modeled: list[str]
+    critical_path: CriticalPath | None
+    reason: str | None
+
+
 class Document(TypedDict, total=False):
     """The analyze document. ``schema_version`` and ``source`` are always there; a section is there when it
     was computed (``analyze(trace, sections=[...])`` may leave some out)."""
@@ -783,6 +848,7 @@ class Document(TypedDict, total=False):
     occupancy: Occupancy
     communication: Communication
     ops: Ops
+    whatif: Whatif
     diagnosis: Diagnosis
 
 

@@ -65,6 +65,7 @@ REGISTRY: tuple[Section, ...] = (
     Section("occupancy", "Occupancy", gpu_only=True, report_order=8, early=True),
     Section("communication", "Communication and the GPU time breakdown", gpu_only=True, report_order=11),
     Section("ops", "Top ops", gpu_only=False, report_order=12),
+    Section("whatif", "What fixing each cause would give", gpu_only=True, report_order=13),
     Section("diagnosis", "Findings", gpu_only=False, report_order=None),
 )
 BY_KEY: dict[str, Section] = {s.key: s for s in REGISTRY}

@@ -30,6 +30,7 @@ from .findings import caveats, sentence, utilization_sentence
 from .ranks import RUN_KEYS
 from .ranks import markdown_section as ranks_section
 from .units import fmt_auto, fmt_bytes, fmt_ns, fmt_pct, plural
+from .whatif_text import critical_path_line, remedy_lines, replay_line
 
 # Rows shown before folding into <details>, and rows of any one table (the JSON output has them all), at the
 # generous level; the renderers read the level in effect from budget.limits() (report/budget.py).
@@ -812,6 +813,18 @@ def _communication(doc: dict[str, Any]) -> Lines:
     return lines
 
 
+def _whatif(doc: dict[str, Any]) -> Lines:
+    remedies = remedy_lines(doc)
+    others = [line for line in (critical_path_line(doc), replay_line(doc)) if line]
+    if not remedies and not others:
+        return []
+    lines = ["", _heading("whatif"), "", "The trace's dependency graph replayed with each cause's remedy applied "
+             "(assumptions in the JSON output, `whatif.remedies[].assumptions`):", ""]
+    lines.extend(f"- {md(line)}" for line in remedies or ["no remedy gains time"])
+    lines.extend(["", *(md(line) + "  " for line in others)])
+    return lines
+
+
 DRAW: dict[str, Callable[[dict[str, Any]], Lines]] = {
     "communication": _communication,
     "ops": _ops,
@@ -826,6 +839,7 @@ DRAW: dict[str, Callable[[dict[str, Any]], Lines]] = {
     "occupancy": _occupancy,
     "ranges": _ranges,
     "host": _host,
+    "whatif": _whatif,
 }
 NOT_SECTIONS = {"schema_version", "source", "summary", *SECTION_KEYS, *RUN_KEYS}
 

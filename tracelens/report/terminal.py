@@ -34,6 +34,7 @@ from .findings import caveats, sentence, utilization_sentence
 from .names import distinct_short_names
 from .ranks import RANK_COLUMNS, RUN_KEYS, rank_cells, summary_items
 from .units import fmt_auto, fmt_bytes, fmt_ns, fmt_pct, plural
+from .whatif_text import critical_path_line, remedy_lines, replay_line
 
 WIDTH = 100  # the width when output is no terminal (a pipe, a file) and COLUMNS is not set
 MIN_WIDTH = 80
@@ -664,11 +665,21 @@ def _ranks(doc: dict[str, Any], console: Console) -> None:
     console.print(table.rich(console.width))
 
 
+def _whatif(doc: dict[str, Any], console: Console) -> None:
+    lines = [line for line in (*remedy_lines(doc), critical_path_line(doc), replay_line(doc)) if line]
+    if not lines:
+        return
+    console.print()
+    _print(console, "What-if (replay):")
+    for line in lines:
+        _print(console, line, indent="  ")
+
+
 # Drawing functions by section key; the order and GPU-only flags come from the section registry
 # (tracelens.analyses.REGISTRY). Source and diagnosis come first; any other key gets a key/value list.
 DRAW: dict[str, Draw] = {"communication": _communication, "ops": _ops, "devices": _devices, "steps": _steps, "gaps": _gaps, "attribution": _attribution,
                          "kernels": _kernels, "launch": _launch, "sync": _sync, "memcpy": _memcpy,
-                         "occupancy": _occupancy, "ranges": _ranges, "host": _host}
+                         "occupancy": _occupancy, "ranges": _ranges, "host": _host, "whatif": _whatif}
 HANDLED = {"schema_version", "source", "summary", "diagnosis", *DRAW, *RUN_KEYS}
 
 

@@ -1,0 +1,95 @@
+"""`tracelens annotate`: the annotated Chrome trace read back by tracelens's own Kineto reader, its added tracks
+checked against the analysis document, its own events against the source trace."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tracelens
+from tests.conftest import FIXTURES
+from tracelens.analyses import analyze
+from tracelens.analyses.columns import event_columns
+from tracelens.cli import main
+from tracelens.replay.annotate import ANNOTATION_PID, GAPS_TID, PATH_TID, STEPS_TID, WHATIF_TID
+
+TRACE = FIXTURES / "gpu" / "pytorch_slow-input_cuda.pt.trace.json.gz"
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, object, Path]:
+    out = tmp_path_factory.mktemp("annotate") / "annotated.json.gz"
+    assert main(["annotate", str(TRACE), "-o", str(out)]) == 0
+    return dict(analyze(tracelens.load(TRACE))), tracelens.load(out), out
+
+
+def _track(trace: object, tid: int) -> tuple[list[str], np.ndarray, np.ndarray]:
+    cols = event_columns(trace)
+    rows = np.flatnonzero((cols.pid == ANNOTATION_PID) & (cols.tid == tid))
+    rows = rows[np.argsort(cols.start[rows], kind="stable")]
+    return [str(cols.names[c]) for c in cols.name[rows]], cols.start[rows], cols.end[rows]
+
+
+def test_own_events_survive(written: tuple) -> None:
+    _, back, _ = written
+    source = tracelens.load(TRACE)
+    a, b = event_columns(source), event_columns(back)
+    for kind in ("kernel", "memcpy", "runtime", "cpu_op", "step"):
+        rows_a, rows_b = np.flatnonzero(a.of_kind(kind)), np.flatnonzero(b.of_kind(kind))
+        assert np.array_equal(np.sort(a.start[rows_a]), np.sort(b.start[rows_b]))
+        assert np.array_equal(np.sort(a.end[rows_a]), np.sort(b.end[rows_b]))
+    # correlation survives: the read-back trace replays to the same step time
+    doc_back = analyze(back, sections=["steps", "whatif"])
+    assert doc_back["whatif"]["replay_error"]["recorded_step_ns"] == written[0]["whatif"]["replay_error"]["recorded_step_ns"]
+
+
+def test_steps_track(written: tuple) -> None:
+    doc, back, _ = written
+    names, starts, ends = _track(back, STEPS_TID)
+    steps = doc["steps"]["steps"]
+    assert names == [f"step {s['step']}" for s in steps]
+    assert starts.tolist() == [s["start_ns"] for s in steps]
+    assert ends.tolist() == [s["end_ns"] for s in steps]
+
+
+def test_critical_path_track(written: tuple) -> None:
+    doc, back, _ = written
+    names, starts, ends = _track(back, PATH_TID)
+    path = doc["whatif"]["critical_path"]
+    # slices tile the path: per category, their lengths add up to the document's figures
+    for category, ns in path["ns"].items():
+        got = int(sum(e - s for n, s, e in zip(names, starts, ends, strict=True) if n == category))
+        assert got == ns, category
+    assert int((ends - starts).sum()) == path["length_ns"]
+
+
+def test_whatif_tracks(written: tuple) -> None:
+    doc, back, _ = written
+    remedies = doc["whatif"]["remedies"]
+    assert remedies
+    for k, remedy in enumerate(remedies):
+        names, starts, ends = _track(back, WHATIF_TID + k)
+        assert len(names) == 1 and names[0].startswith(f"fixing {remedy['cause']}")
+        assert int(ends[0] - starts[0]) == remedy["predicted_span_ns"]
+
+
+def test_idle_gap_tracks(written: tuple) -> None:
+    doc, back, _ = written
+    for device in doc["attribution"]["devices"]:
+        names, starts, ends = _track(back, GAPS_TID + device["device"])
+        largest = sorted(device["largest"], key=lambda g: g["start_ns"])
+        assert starts.tolist() == [g["start_ns"] for g in largest]
+        assert (ends - starts).tolist() == [g["duration_ns"] for g in largest]
+        assert names == [f"idle: {max(g['by_cause'], key=g['by_cause'].get)}" for g in largest]
+        # the slow-input fixture's largest gaps are its input waits (the first one, in step 0, start-up work)
+        assert names.count("idle: input") >= len(names) - 1 >= 1
+
+
+def test_annotate_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    assert main(["annotate", str(bad), "-o", str(tmp_path / "out.json")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "bad.json" in err

@@ -1,0 +1,54 @@
+"""Before/after pairs recorded on one GPU by fixtures/gpu/record_pairs.py (H200, torch 2.11): the same model work
+with and without one cause. The what-if replay of each "before" trace predicts the "after" step time; the
+after-trace and the CUDA events recorded in the same runs (pairs.facts.json) are the measurement."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import tracelens
+from tests.conftest import FIXTURES
+from tracelens.analyses.whatif import whatif
+
+PAIRS = FIXTURES / "gpu" / "pairs"
+CAUSE = {"input": "input_pipeline", "launch": "host_launch_overhead", "sync": "synchronization",
+         "memcpy": "memcpy", "occupancy": "low_occupancy"}
+# Prediction error against the after-trace, within 15% for all but the occupancy pair: its 64-block scan
+# (64 of 132 SMs) speeds up 5.7x when split into 512 blocks, not the 2.1x the SM-fill model allows (the new grid
+# also holds 4 blocks per SM, which the model does not count on): the prediction is 17% slow, an upper bound.
+TOLERANCE = {"input": 0.15, "launch": 0.15, "sync": 0.15, "memcpy": 0.15, "occupancy": 0.20}
+
+pytestmark = pytest.mark.skipif(not (PAIRS / "pairs.facts.json").exists(), reason="pairs not recorded")
+
+
+def _facts() -> dict:
+    return json.loads((PAIRS / "pairs.facts.json").read_text())["pairs"]
+
+
+def _steady_ms(entry: dict) -> float:
+    """Mean CUDA-event step time over steps 1.. (the first carries the profiler's start)."""
+    steps = entry["step_ms_cuda_events"][1:]
+    return sum(steps) / len(steps)
+
+
+@pytest.mark.parametrize("name", sorted(CAUSE))
+def test_step_time_matches_cuda_events(name: str) -> None:
+    # tracelens's step time on each trace against the CUDA events the recording script took in the same run
+    for variant in ("before", "after"):
+        error = whatif(tracelens.load(PAIRS / f"{name}_{variant}.pt.trace.json.gz"))["replay_error"]
+        assert error["recorded_step_ns"] / 1e6 == pytest.approx(_steady_ms(_facts()[name][variant]), rel=0.01)
+        assert abs(error["span_error"]) < 0.001
+
+
+@pytest.mark.parametrize("name", sorted(CAUSE))
+def test_prediction_within_tolerance(name: str) -> None:
+    before = whatif(tracelens.load(PAIRS / f"{name}_before.pt.trace.json.gz"))
+    after = whatif(tracelens.load(PAIRS / f"{name}_after.pt.trace.json.gz"))
+    remedy = {r["cause"]: r for r in before["remedies"]}[CAUSE[name]]
+    measured = after["replay_error"]["recorded_step_ns"]
+    assert remedy["predicted_step_ns"] == pytest.approx(measured, rel=TOLERANCE[name])
+    # and the remedy for the injected cause is the largest gain the replay finds in the before-trace (listed first)
+    assert before["remedies"][0]["cause"] == CAUSE[name]
+    assert remedy["predicted_step_ns"] == min(r["predicted_step_ns"] for r in before["remedies"])

@@ -1,0 +1,412 @@
+"""The what-if replay (tracelens/replay): hand-built traces whose replay, remedies and critical path are worked
+out by hand below, a reference fixpoint solver, and the unchanged replay on every fixture and shared trace."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import tracelens
+from tests.conftest import FIXTURES, shared_params
+from tracelens.analyses.whatif import whatif
+from tracelens.replay import engine, remedies
+from tracelens.replay.critical import critical_path
+from tracelens.replay.graph import NONE, build
+from tracelens.trace import Trace
+
+MS = 1_000_000
+
+
+def host(kind: str, name: str, start: int, end: int, tid: int = 1, **extra: Any) -> dict[str, Any]:
+    return {"kind": kind, "name": name, "start_ns": start, "end_ns": end, "pid": 1, "tid": tid, **extra}
+
+
+def kernel(start: int, end: int, corr: int, name: str = "my_kernel", **extra: Any) -> dict[str, Any]:
+    return {"kind": "kernel", "name": name, "start_ns": start, "end_ns": end, "device": 0, "stream": 7,
+            "pid": 0, "correlation_id": corr, **extra}
+
+
+def copy(start: int, end: int, corr: int, nbytes: int, src: str) -> dict[str, Any]:
+    return {"kind": "memcpy", "name": f"Memcpy HtoD ({src} -> Device)", "start_ns": start, "end_ns": end,
+            "device": 0, "stream": 7, "pid": 0, "correlation_id": corr, "bytes": nbytes, "copy_kind": "HtoD",
+            "src_kind": src.lower(), "dst_kind": "device"}
+
+
+def launch(start: int, end: int, corr: int) -> dict[str, Any]:
+    return host("runtime", "cudaLaunchKernel", start, end, correlation_id=corr)
+
+
+def by_cause(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {r["cause"]: r for r in doc["remedies"]}
+
+
+# Two launch-bound kernels, each followed by a device synchronize that waits for it (times in ns):
+#   R1 launch [0, 5_000] -> K1 [8_000, 1_008_000];  R2 cudaDeviceSynchronize [10_000, 1_010_000]
+#   R3 launch [1_020_000, 1_025_000] -> K2 [1_030_000, 2_030_000];  R4 sync [1_032_000, 2_032_000]
+SYNC_ROWS = [
+    launch(0, 5_000, 1), kernel(8_000, 1_008_000, 1),
+    host("runtime", "cudaDeviceSynchronize", 10_000, 1_010_000),
+    launch(1_020_000, 1_025_000, 2), kernel(1_030_000, 2_030_000, 2),
+    host("runtime", "cudaDeviceSynchronize", 1_032_000, 2_032_000),
+]
+
+
+def test_unchanged_replay_puts_every_point_back() -> None:
+    graph = build(Trace.from_rows(SYNC_ROWS))
+    assert graph.size == 12  # 4 calls and 2 kernels, two points each
+    assert np.array_equal(engine.solve(graph), graph.time)
+    # Waits: R2 on K1, R4 on K2 (the last op launched before each on the device's one stream); both waited.
+    assert graph.call_waited.tolist() == [False, True, False, True]
+
+
+def test_model_replay_uses_the_median_lags() -> None:
+    # Launch latency median of {8_000, 10_000} = 9_000; no queued op: stream gap default 1_000; wake-up median
+    # of {2_000, 2_000}; a waited sync's own cost: no sync that did not wait -> default 2_000.
+    graph = build(Trace.from_rows(SYNC_ROWS))
+    t = engine.solve(graph.at_typical_lags())
+    k1 = (t[graph.op_start[0]], t[graph.op_end[0]])
+    assert k1 == (9_000, 1_009_000)
+    assert t[graph.call_end[1]] == 1_011_000  # K1 end + wake-up
+    assert t[graph.call_start[2]] == 1_021_000  # + the recorded host gap of 10_000
+    assert (t[graph.op_start[1]], t[graph.op_end[1]]) == (1_030_000, 2_030_000)  # R3 + 9_000
+    assert t[graph.call_end[3]] == 2_032_000
+
+
+def test_synchronization_remedy_by_hand() -> None:
+    # Syncs return after 2_000 (default own cost): R2 ends 12_000, R3 [22_000, 27_000], R4 [34_000, 36_000].
+    # K2 starts at max(K1 end + 1_000 queued gap, R3 start + its own launch latency 10_000) = 1_009_000.
+    doc = whatif(Trace.from_rows(SYNC_ROWS))
+    assert doc["replay_error"]["recorded_span_ns"] == 2_032_000
+    assert doc["replay_error"]["span_error"] == 0
+    sync = by_cause(doc)["synchronization"]
+    assert sync["predicted_span_ns"] == 2_009_000
+    assert sync["gain_ns"] == 23_000
+    assert sync["gain_share"] == pytest.approx(23_000 / 2_032_000)
+    assert sync["predicted_step_ns"] is None  # no steps
+
+
+def test_critical_path_by_hand() -> None:
+    # Back from R4's end: wait on K2 <- K2's run <- launched by R3 <- host gap after R2 <- R2 waits on K1 <- K1's
+    # run <- launched by R1 (anchored). host: 8_000 + 10_000 + 10_000 launch/gap; kernels 2 x 1 ms; sync waits:
+    # the two wake-ups of 2_000.
+    trace = Trace.from_rows(SYNC_ROWS)
+    graph = build(trace)
+    path = critical_path(graph, engine.solve(graph), trace)
+    assert path is not None
+    assert path["length_ns"] == 2_032_000
+    assert path["ns"] == {"host": 28_000, "sync_waits": 4_000, "kernels": 2_000_000, "copies": 0, "communication": 0}
+    assert path["on_host"] is False
+    assert path["top_kernels"] == [{"name": "my_kernel", "ns": 2_000_000}]
+
+
+INPUT_NAME = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
+
+
+def input_rows() -> list[dict[str, Any]]:
+    # Two 60 ms steps; each waits 50 ms for its batch, launches a 1 ms kernel and synchronizes on it.
+    rows = []
+    for k in range(2):
+        base = k * 60 * MS
+        rows += [
+            {**host("step", f"ProfilerStep#{k}", base, base + 60 * MS), "step": k},
+            host("cpu_op", INPUT_NAME, base + 100, base + 50 * MS + 100),
+            launch(base + 50 * MS + 200, base + 50 * MS + 5_200, k + 1),
+            kernel(base + 50 * MS + 10_000, base + 51 * MS + 10_000, k + 1),
+            host("runtime", "cudaStreamSynchronize", base + 50 * MS + 6_000, base + 51 * MS + 12_000),
+        ]
+    return rows
+
+
+def test_input_remedy_by_hand() -> None:
+    # Recorded mean step: the period between the ends of the two steps' work, 111_012_000 - 51_012_000.
+    # Without the input waits each step's first call follows the step marker after 200 ns: step 0's work ends
+    # at 1_012_000; step 1's marker follows after the recorded 8_988_000 of host time (no input in it), at
+    # 10_000_000, its sync ends at 11_012_000: a period of 10_000_000; span gain 100 ms.
+    doc = whatif(Trace.from_rows(input_rows()))
+    error = doc["replay_error"]
+    assert error["steps"] == 2
+    assert error["recorded_step_ns"] == 60_000_000
+    assert error["recorded_span_ns"] == 111_012_000
+    remedy = by_cause(doc)["input_pipeline"]
+    assert remedy["predicted_step_ns"] == 10_000_000
+    assert remedy["gain_ns"] == 100 * MS
+    assert remedy["predicted_span_ns"] == 11_012_000
+
+
+def test_launch_overhead_remedy_by_hand() -> None:
+    # One step, four 20 µs kernels each launched 15 µs after a 10 µs launch call, launches 100 µs apart; a sync.
+    rows = [{**host("step", "ProfilerStep#0", 0, MS), "step": 0}]
+    for i in range(4):
+        start = 10_000 + i * 100_000
+        rows += [launch(start, start + 10_000, i + 1), kernel(start + 15_000, start + 35_000, i + 1)]
+    rows.append(host("runtime", "cudaDeviceSynchronize", 340_000, 347_000))
+    # Graph: the step's host work collapses to one default 40 µs graph launch: the calls all at 40_000, K0 at
+    # 40_000 + 15_000 (its launch latency) = 55_000, then back to back with the default 0.4 µs graph gap:
+    # K1 75_400, K2 95_800, K3 116_200-136_200; the sync returns 2_000 (its recorded wake-up) later. One step:
+    # its time runs from its marker (0) to 138_200.
+    doc = whatif(Trace.from_rows(rows))
+    assert doc["replay_error"]["recorded_step_ns"] == 347_000
+    remedy = by_cause(doc)["host_launch_overhead"]
+    assert remedy["predicted_step_ns"] == 138_200
+    assert remedy["predicted_span_ns"] == 138_200
+    assert "40 µs (default" in remedy["assumptions"]
+
+
+def test_memcpy_remedy_by_hand() -> None:
+    rows = [
+        host("runtime", "cudaMemcpyAsync", 0, 1_010_000, correlation_id=1),
+        copy(5_000, 1_005_000, 1, 10_000_000, "Pageable"),  # 10 GB/s, the call waits for it
+        launch(1_020_000, 1_025_000, 2), kernel(1_030_000, 1_530_000, 2),
+        host("runtime", "cudaMemcpyAsync", 1_040_000, 1_045_000, correlation_id=3),
+        copy(1_531_000, 1_571_000, 3, 2_000_000, "Pinned"),  # 50 GB/s
+        host("runtime", "cudaStreamSynchronize", 1_050_000, 1_573_000),
+    ]
+    # Pinned at the measured 50 GB/s the 10 MB copy takes 200_000; its call returns after 2_000. Host: R1 at
+    # 12_000, R2 at 32_000, R3 at 42_000. GPU: copy [5_000, 205_000], kernel [206_000, 706_000] (1 µs gap),
+    # pinned copy [707_000, 747_000], the sync returns 2_000 later: 749_000.
+    doc = whatif(Trace.from_rows(rows))
+    remedy = by_cause(doc)["memcpy"]
+    assert remedy["predicted_span_ns"] == 749_000
+    assert remedy["gain_ns"] == 1_573_000 - 749_000
+    assert "50.0 GB/s measured" in remedy["assumptions"]
+    assert "synchronization" not in by_cause(doc) or by_cause(doc)["synchronization"]["gain_ns"] >= 0
+
+
+def test_low_occupancy_remedy_by_hand() -> None:
+    rows = [launch(0, 5_000, 1),
+            kernel(10_000, 1_330_000, 1, name="my_scan_kernel", grid_x=2, grid_y=1, grid_z=1, block_x=512,
+                   block_y=1, block_z=1),
+            host("runtime", "cudaDeviceSynchronize", 6_000, 1_332_000)]
+    trace = Trace.from_rows(rows, devices=[{"id": 0, "name": "test GPU", "sm_count": 132}])
+    # 2 blocks on 132 SMs: 1_320_000 x 2 / 132 = 20_000; the sync returns 2_000 after the kernel.
+    remedy = by_cause(whatif(trace))["low_occupancy"]
+    assert remedy["predicted_span_ns"] == 32_000
+
+
+def test_startup_remedy_by_hand() -> None:
+    rows = [host("driver", "cuModuleLoadData", 0, MS), launch(MS + 10_000, MS + 15_000, 1),
+            kernel(MS + 20_000, MS + 120_000, 1), host("runtime", "cudaDeviceSynchronize", MS + 16_000, MS + 122_000)]
+    # The module load takes no time: everything after it moves 1 ms earlier.
+    remedy = by_cause(whatif(Trace.from_rows(rows)))["startup"]
+    assert remedy["gain_ns"] == MS
+
+
+def reference_solve(graph: Any) -> np.ndarray:
+    """Earliest times by plain relaxation to a fixpoint (points in recorded order, one at a time)."""
+    t = np.full(graph.size, NONE, np.int64)
+    incoming: dict[int, list[tuple[int, int]]] = {}
+    for s, d, lag in zip(graph.edge_src.tolist(), graph.edge_dst.tolist(), graph.edge_lag.tolist(), strict=True):
+        incoming.setdefault(d, []).append((s, lag))
+    order = np.argsort(graph.time, kind="stable").tolist()
+    for _ in range(graph.size):
+        changed = False
+        for i in order:
+            best = int(graph.anchor[i])
+            if not graph.chain_first[i]:
+                best = max(best, int(t[i - 1]) + int(graph.lag[i]))
+            for s, lag in incoming.get(i, ()):
+                best = max(best, int(t[s]) + lag)
+            if best != t[i]:
+                t[i], changed = best, True
+        if not changed:
+            return t
+    raise AssertionError("no fixpoint")
+
+
+@pytest.mark.parametrize("name", ["pytorch_sync-every-step_cuda", "pytorch_pageable-copies_cuda",
+                                  "pytorch_slow-input_cuda"])
+def test_solver_matches_a_reference_fixpoint_under_every_remedy(name: str) -> None:
+    ctx = remedies.Context(tracelens.load(FIXTURES / "gpu" / f"{name}.pt.trace.json.gz"))
+    graphs = [ctx.graph, ctx.graph.at_typical_lags()]
+    graphs += [g for g in (model(ctx)[0] for _, model in remedies.REMEDIES.values()) if g is not None]
+    for graph in graphs:
+        assert np.array_equal(engine.solve(graph), reference_solve(graph))
+
+
+KINETO_FIXTURES = sorted((FIXTURES / "gpu").glob("*.pt.trace.json.gz"))
+SHARED = (shared_params("nsys", "*.sqlite") + shared_params("pytorch", "*.json.gz") + shared_params("tf", "*.xplane.pb"))
+
+
+def _span_from_json(path: Path) -> int:
+    """Recorded span of the graph's points read from the Kineto JSON itself: first start to last end over the
+    runtime/driver calls (on a thread), kernels, copies and memsets, and the ProfilerStep starts."""
+    events = json.loads(gzip.decompress(path.read_bytes()))["traceEvents"]
+    cats = {"cuda_runtime", "cuda_driver", "kernel", "gpu_memcpy", "gpu_memset", "Runtime", "Kernel", "Memcpy",
+            "Memset"}
+    starts, ends = [], []
+    for e in events:
+        if e.get("ph") != "X":
+            continue
+        if e.get("cat") in cats:
+            starts.append(e["ts"])
+            ends.append(e["ts"] + e["dur"])
+        elif str(e.get("name", "")).startswith("ProfilerStep#"):
+            starts.append(e["ts"])
+            ends.append(e["ts"])
+    return round((max(ends) - min(starts)) * 1000)
+
+
+@pytest.mark.parametrize("path", KINETO_FIXTURES, ids=[p.name for p in KINETO_FIXTURES])
+def test_replay_error_on_fixtures(path: Path) -> None:
+    error = whatif(tracelens.load(path))["replay_error"]
+    assert abs(error["recorded_span_ns"] - _span_from_json(path)) <= 1_000  # µs timestamps in the JSON
+    assert abs(error["span_error"]) < 0.001
+    assert abs(error["model_span_error"]) < 0.02
+    if error["steps"]:
+        assert abs(error["step_error"]) < 0.001
+        assert abs(error["model_step_error"]) < 0.02
+
+
+@pytest.mark.parametrize("path", SHARED)
+def test_replay_error_on_shared_traces(path: Path) -> None:
+    error = whatif(tracelens.load(path))["replay_error"]
+    assert abs(error["span_error"]) < 0.02
+    if error["gpu_ops"] >= 20:  # the 3-op RTX 3080 export: one op's latency is 7% of its span
+        assert abs(error["model_span_error"]) < 0.02
+
+
+def test_a_recorded_stream_sync_waits_for_its_stream_only() -> None:
+    # K1 on stream 7 (ends 1_008_000), K2 on stream 9 (ends 3_000_000); the stream sync on stream 7 returns at
+    # 1_010_000. With its cuda_sync row (same correlation id, stream 7) it waits for K1 alone: unchanged replay
+    # exact. Read as a device-wide wait it would also wait for K2 and end at 3 ms at the earliest.
+    rows = [
+        launch(0, 5_000, 1), kernel(8_000, 1_008_000, 1),
+        launch(6_000, 9_000, 2), {**kernel(12_000, 3_000_000, 2), "stream": 9},
+        host("runtime", "cudaStreamSynchronize", 10_000, 1_010_000, correlation_id=3),
+        {"kind": "gpu_sync", "name": "Stream Sync", "start_ns": 10_500, "end_ns": 1_009_000, "device": 0,
+         "stream": 7, "correlation_id": 3, "sync_kind": "stream_sync"},
+        launch(1_020_000, 1_025_000, 4), kernel(1_030_000, 1_100_000, 4),
+    ]
+    graph = build(Trace.from_rows(rows))
+    waits = graph.edge_is_wait
+    assert graph.edge_dst[waits].tolist() == [graph.call_end[2]]
+    assert graph.edge_src[waits].tolist() == [graph.op_end[0]]
+    assert np.array_equal(engine.solve(graph), graph.time)
+    without = build(Trace.from_rows([r for r in rows if r["kind"] != "gpu_sync"]))
+    assert sorted(without.edge_src[without.edge_is_wait].tolist()) == sorted([without.op_end[0], without.op_end[1]])
+    assert engine.solve(without)[without.call_end[2]] >= 3_000_000  # the wait on K2 (clipped at 0 lag)
+
+
+# ------------------------------------------------------------------ generated traces (hypothesis)
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+ACTION = st.tuples(st.sampled_from(["launch", "side", "sync", "copy", "input"]), st.integers(1, 50), st.integers(1, 50))
+
+
+def simulated_rows(actions: list[tuple[str, int, int]]) -> list[dict[str, Any]]:
+    """A one-thread timeline on two streams (7, and 9 for "side" launches) simulated step by step in µs
+    (consistent by construction): launches with a 3 µs latency, ops queued 1 µs apart on their stream,
+    device synchronizes returning 2 µs after both streams drain, pageable copies 2 µs after their copy."""
+    us = 1_000
+    rows: list[dict[str, Any]] = [{**host("step", "ProfilerStep#0", 0, 1), "step": 0}]
+    h, free, side, corr = 10 * us, 0, 0, 0
+    for what, a, b in actions:
+        if what == "input":
+            rows.append(host("cpu_op", INPUT_NAME, h, h + a * us))
+            h += a * us + us
+            continue
+        if what == "sync":
+            end = max(h + 2 * us, free + 2 * us, side + 2 * us)
+            rows.append(host("runtime", "cudaDeviceSynchronize", h, end))
+            h = end + b * us
+            continue
+        corr += 1
+        if what == "side":
+            start = max(h + 3 * us, side + us)
+            side = start + a * us
+            rows += [launch(h, h + 2 * us, corr), {**kernel(start, side, corr), "stream": 9}]
+            h += 2 * us + b * us
+            continue
+        start = max(h + 3 * us, free + us)
+        free = start + a * us
+        if what == "launch":
+            rows += [launch(h, h + 2 * us, corr), kernel(start, free, corr)]
+            h += 2 * us + b * us
+        else:
+            end = free + 2 * us
+            rows += [host("runtime", "cudaMemcpyAsync", h, end, correlation_id=corr),
+                     copy(start, free, corr, a * 1_000_000, "Pageable")]
+            h = end + b * us
+    rows[0]["end_ns"] = max(h, free, side) + us
+    return rows
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(ACTION, min_size=1, max_size=25))
+def test_generated_traces_replay_exactly_and_remedies_match_the_reference(actions: list) -> None:
+    ctx = remedies.Context(Trace.from_rows(simulated_rows(actions)))
+    assert np.array_equal(engine.solve(ctx.graph), ctx.graph.time)
+    for cause, (_, model) in remedies.REMEDIES.items():
+        changed, _ = model(ctx)
+        if changed is not None:
+            t = engine.solve(changed)
+            assert np.array_equal(t, reference_solve(changed))
+            # only removes or shortens work (a graph launch adds its own cost: it may lengthen a short step)
+            if cause != "host_launch_overhead":
+                assert t.max() <= ctx.graph.time.max()
+
+
+def test_too_large_traces_are_skipped_with_a_reason(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tracelens.analyses import whatif as section
+
+    monkeypatch.setattr(section, "MAX_POINTS", 11)  # the sync trace has 12 points
+    doc = section.whatif(Trace.from_rows(SYNC_ROWS))
+    assert doc["replay_error"] is None and doc["remedies"] == [] and "12 graph points" in doc["reason"]
+    monkeypatch.setattr(section, "MAX_POINTS", 12)
+    monkeypatch.setattr(section, "MAX_BLOCKING_CALLS", 1)  # it has 2
+    assert "2 (limit 1)" in section.whatif(Trace.from_rows(SYNC_ROWS))["reason"]
+
+
+def test_remedy_lines_read_the_document() -> None:
+    from tracelens.report.whatif_text import remedy_lines
+
+    doc = {"whatif": {"replay_error": {"recorded_step_ns": 153e6, "recorded_span_ns": 2_000_000_000}, "remedies": [
+        {"cause": "input_pipeline", "remedy": "input ready", "predicted_step_ns": 125e6, "gain_ns": 280_000_000,
+         "predicted_span_ns": 1_720_000_000},
+        {"cause": "startup", "remedy": "no start-up", "predicted_step_ns": 152.99e6, "gain_ns": 100,
+         "predicted_span_ns": 1_999_999_900},  # -0.007%: not listed
+    ]}}
+    # (125 - 153) / 153 = -18.3%
+    assert remedy_lines(doc) == ["fixing input_pipeline (input ready): step 153 ms → 125 ms (−18.3%)"]
+    no_steps = {"whatif": {"replay_error": {"recorded_step_ns": None, "recorded_span_ns": 2_000_000_000},
+                           "remedies": [{**doc["whatif"]["remedies"][0], "predicted_step_ns": None}]}}
+    assert remedy_lines(no_steps) == ["fixing input_pipeline (input ready): span 2 s → 1.72 s (−14.0%)"]
+
+
+def test_stream_wait_event_edge() -> None:
+    # K1 on stream 7 [10_000, 1_010_000]; an event recorded after it, stream 9 told to wait for it, K2 launched
+    # on stream 9 at 30_000 runs only after K1: [1_012_000, 1_112_000] (2 µs after K1's end).
+    rows = [
+        launch(0, 5_000, 1), kernel(10_000, 1_010_000, 1),
+        host("runtime", "cudaEventRecord", 6_000, 8_000),
+        host("runtime", "cudaStreamWaitEvent", 9_000, 11_000),
+        launch(30_000, 35_000, 2), {**kernel(1_012_000, 1_112_000, 2), "stream": 9},
+    ]
+    graph = build(Trace.from_rows(rows))
+    events = ~graph.edge_is_wait & ~graph.edge_is_wake & np.isin(graph.edge_src, graph.op_end)
+    assert graph.edge_src[events].tolist() == [graph.op_end[0]]
+    assert graph.edge_dst[events].tolist() == [graph.op_start[1]]
+    assert graph.edge_lag[events].tolist() == [2_000]
+    t = engine.solve(graph)
+    assert np.array_equal(t, graph.time)
+    # K1 twice as fast: K2 follows it (the launch at 30_000 + its capped latency is earlier)
+    lag = graph.lag.copy()
+    lag[graph.op_end[0]] = 500_000
+    t = engine.solve(graph.with_changes(lag=lag))
+    assert (t[graph.op_start[1]], t[graph.op_end[1]]) == (512_000, 612_000)
+
+
+def test_gain_by_cause_for_the_diagnosis() -> None:
+    from tracelens.analyses.whatif import gain_by_cause
+
+    doc = whatif(Trace.from_rows(SYNC_ROWS))
+    gains = gain_by_cause(doc)
+    assert gains["synchronization"] == {"gain_ns": 23_000, "gain_share": 23_000 / 2_032_000, "step_gain_share": None}
+    assert gain_by_cause(None) == {}

@@ -1,0 +1,104 @@
+"""What-if: replay the trace's dependency graph unchanged (replay_error), with each cause's remedy applied
+(remedies[]), and its critical path (tracelens/replay; definitions in docs/analyses.md, "whatif").
+
+    replay_error      replayed vs recorded span of the graph's points, and mean step time, (replayed - recorded)
+                      / recorded
+    gain_ns           replayed span unchanged - replayed span with the remedy (the replay's own error cancels)
+    predicted_span_ns recorded span - gain_ns; predicted_step_ns: recorded mean step - (replayed mean step
+                      unchanged - with the remedy)
+    gain_share        gain_ns / recorded span
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..replay.critical import critical_path
+from ..replay.remedies import NOT_MODELED, REMEDIES, Context
+from ..trace import DRIVER, GPU_ACTIVITY_KINDS, RUNTIME, STEP, Trace
+from .columns import event_columns
+
+
+def _relative(replayed: float | None, recorded: float | None) -> float | None:
+    if replayed is None or not recorded:
+        return None
+    return (replayed - recorded) / recorded
+
+
+# Size limits of the replay (it holds ~20 arrays per point and solves ~3 numpy batches per blocking call, about
+# 25 µs each, for the unchanged replay, the model replay and each remedy): beyond them the section says why.
+MAX_POINTS = 5_000_000
+MAX_BLOCKING_CALLS = 50_000
+
+
+def _skipped(reason: str) -> dict[str, Any]:
+    return {"replay_error": None, "remedies": [], "not_modeled": list(NOT_MODELED), "critical_path": None,
+            "reason": reason}
+
+
+def whatif(trace: Trace) -> dict[str, Any]:
+    cols = event_columns(trace)
+    points = 2 * int((cols.of_kind(RUNTIME, DRIVER, STEP) & (cols.tid >= 0)).sum()
+                     + (cols.of_kind(*GPU_ACTIVITY_KINDS) & (cols.device >= 0)).sum())
+    if points > MAX_POINTS:
+        return _skipped(f"the trace is too large to replay: {points:,} graph points (limit {MAX_POINTS:,})")
+    ctx = Context(trace)
+    g = ctx.graph
+    if g.op_row.size == 0:
+        return _skipped("no GPU activity: the replay models how host calls and GPU ops wait on each other")
+    blocking = int(g.call_waits.sum())
+    if blocking > MAX_BLOCKING_CALLS:
+        return _skipped(f"too many blocking calls to replay: {blocking:,} (limit {MAX_BLOCKING_CALLS:,})")
+    recorded = ctx.outcome(times=g.time)
+    base = ctx.base
+    typical = ctx.outcome(g.at_typical_lags())
+    replay_error = {
+        "points": int(g.size),
+        "blocking_calls": int(g.call_waits.sum()),
+        "recorded_span_ns": recorded.span_ns,
+        "replayed_span_ns": base.span_ns,
+        "span_error": _relative(base.span_ns, recorded.span_ns),
+        "steps": recorded.step_count,
+        "recorded_step_ns": recorded.step_ns,
+        "replayed_step_ns": base.step_ns,
+        "step_error": _relative(base.step_ns, recorded.step_ns),
+        "model_span_error": _relative(typical.span_ns, recorded.span_ns),
+        "model_step_error": _relative(typical.step_ns, recorded.step_ns),
+        "unlaunched_gpu_ops": int((g.op_launch_call < 0).sum()),
+        "gpu_ops": int(g.op_row.size),
+    }
+    remedies: list[dict[str, Any]] = []
+    for cause, (remedy, model) in REMEDIES.items():
+        changed, assumptions = model(ctx)
+        if changed is None:
+            continue
+        out = ctx.outcome(changed)
+        gain = base.span_ns - out.span_ns
+        step = None
+        if recorded.step_ns is not None and base.step_ns is not None and out.step_ns is not None:
+            step = recorded.step_ns - (base.step_ns - out.step_ns)
+        remedies.append({
+            "cause": cause,
+            "remedy": remedy,
+            "predicted_span_ns": recorded.span_ns - gain,
+            "predicted_step_ns": step,
+            "gain_ns": gain,
+            "gain_share": gain / recorded.span_ns if recorded.span_ns else None,
+            "step_gain_share": (1 - step / recorded.step_ns) if step is not None and recorded.step_ns else None,
+            "assumptions": assumptions,
+        })
+    # largest gain first: by the step time where the trace has steps (the steady state), else by the span
+    remedies.sort(key=lambda r: (float(r["predicted_step_ns"] or 0.0), -int(r["gain_ns"])))
+    return {"replay_error": replay_error, "remedies": remedies, "not_modeled": list(NOT_MODELED),
+            "critical_path": critical_path(g, base.times, trace, ctx.step_of), "reason": None}
+
+
+def gain_by_cause(whatif_block: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
+    """Cause -> {gain_ns, gain_share, step_gain_share} of its replayed remedy: what the diagnosis can rank causes
+    by where a replay exists (it runs after this section and reads it from ``done``)."""
+    remedies = (whatif_block or {}).get("remedies") or []
+    return {r["cause"]: {k: r[k] for k in ("gain_ns", "gain_share", "step_gain_share")} for r in remedies}
+
+
+def section(trace: Trace, done: dict[str, Any]) -> dict[str, Any]:
+    return whatif(trace)

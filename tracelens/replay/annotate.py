@@ -1,0 +1,161 @@
+"""The trace as a Chrome trace-event file (Perfetto, chrome://tracing) with tracelens's findings as added tracks.
+
+The trace's own events are written in Kineto's shape (categories ``kernel``, ``gpu_memcpy``, ``cuda_runtime``,
+``cpu_op``, ``user_annotation``, ...; GPU ops on pid = device, tid = stream; ``args.correlation``), so tracelens
+and Perfetto read the file back. The added tracks live in their own process, ANNOTATION_PID ("tracelens"), as
+``user_annotation`` slices:
+
+    tid 1              steps (the steps section's windows)
+    tid 2              the critical path: runs of one category (host, sync_waits, kernels, copies,
+                       communication), in replayed time
+    tid 10 + k         what-if: fixing the k-th remedy, a slice from the first point to the predicted end
+    tid 100 + device   the largest GPU idle gaps (attribution section), each named by its largest cause
+"""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import numpy as np
+import pandas as pd
+
+from ..analyses.columns import event_columns
+from ..report.whatif_text import remedy_lines
+from ..trace import (
+    ALL_KINDS,
+    ANNOTATION,
+    CPU_OP,
+    DRIVER,
+    GPU_ANNOTATION,
+    GPU_SYNC,
+    KERNEL,
+    MEMCPY,
+    MEMSET,
+    OSRT,
+    OVERHEAD,
+    PYTHON,
+    RUNTIME,
+    STEP,
+    Trace,
+)
+from .critical import CATEGORIES, path_categories, path_points
+from .remedies import Context
+
+ANNOTATION_PID = 999_999_999
+STEPS_TID, PATH_TID, WHATIF_TID, GAPS_TID = 1, 2, 10, 100
+
+# Kineto category per kind (kinds not listed are not written).
+CATEGORY = {KERNEL: "kernel", MEMCPY: "gpu_memcpy", MEMSET: "gpu_memset", GPU_SYNC: "cuda_sync",
+            RUNTIME: "cuda_runtime", DRIVER: "cuda_driver", CPU_OP: "cpu_op", ANNOTATION: "user_annotation",
+            STEP: "user_annotation", PYTHON: "python_function", OSRT: "cpu_op", OVERHEAD: "overhead",
+            GPU_ANNOTATION: "gpu_user_annotation"}
+_GPU_KINDS = (KERNEL, MEMCPY, MEMSET, GPU_SYNC, GPU_ANNOTATION)
+
+
+def _json_strings(values: np.ndarray) -> np.ndarray:
+    """Each distinct string JSON-encoded once (quotes included); gathered by the caller."""
+    return np.array([msgspec.json.encode(str(v)).decode() for v in values], dtype=object)
+
+
+def _us(ns: np.ndarray) -> pd.Series:
+    """Nanoseconds as microsecond text with three decimals (exact: Kineto readers round ts x 1000)."""
+    ns = np.asarray(ns, np.int64)
+    sign = np.where(ns < 0, "-", "")
+    a = np.abs(ns)
+    return pd.Series(sign, dtype=object) + pd.Series(a // 1000).astype(str) + "." + \
+        pd.Series(a % 1000).astype(str).str.zfill(3)
+
+
+def _trace_events(trace: Trace) -> list[str]:
+    """The trace's events as Chrome JSON objects (text), built column-wise."""
+    cols = event_columns(trace)
+    out: list[str] = []
+    names = _json_strings(cols.names) if cols.names.size else np.zeros(0, dtype=object)
+    for kind, category in CATEGORY.items():  # a loop over kinds
+        rows = np.flatnonzero(cols.kind == ALL_KINDS.index(kind))
+        if rows.size == 0:
+            continue
+        gpu = kind in _GPU_KINDS
+        code = cols.name[rows]
+        name = np.where(code >= 0, names[np.maximum(code, 0)] if names.size else '""', '""')
+        start, end = cols.start[rows], cols.end[rows]
+        corr = cols.at("correlation_id", rows).astype(np.int64)
+        ext = cols.external_id[rows].astype(np.int64)
+        if gpu:
+            pid = pd.Series(np.maximum(cols.device[rows], 0)).astype(str)
+            tid = pd.Series(np.maximum(cols.at("stream", rows), 0)).astype(str)
+        else:
+            pid = pd.Series(cols.pid[rows]).astype(str)
+            tid = pd.Series(cols.tid[rows]).astype(str)
+        args = '"correlation":' + pd.Series(corr).astype(str) + ',"External id":' + pd.Series(ext).astype(str)
+        if gpu:
+            args += ',"device":' + pid + ',"stream":' + tid
+            nbytes = cols.at("bytes", rows).astype(np.int64)
+            args += pd.Series(np.where(nbytes >= 0, ',"bytes":' + pd.Series(nbytes).astype(str), ""), dtype=object)
+        text = ('{"ph":"X","cat":"' + category + '","name":' + pd.Series(name, dtype=object) + ',"pid":' + pid
+                + ',"tid":' + tid + ',"ts":' + _us(start) + ',"dur":' + _us(end - start) + ',"args":{' + args + "}}")
+        out.extend(text.tolist())
+    return out
+
+
+def _slice(name: str, tid: int, start: int, end: int, **args: Any) -> dict[str, Any]:
+    return {"ph": "X", "cat": "user_annotation", "name": name, "pid": ANNOTATION_PID, "tid": tid,
+            "ts": start / 1000, "dur": max(end - start, 0) / 1000, "args": args}
+
+
+def _thread(tid: int, name: str) -> dict[str, Any]:
+    return {"ph": "M", "name": "thread_name", "pid": ANNOTATION_PID, "tid": tid, "args": {"name": name}}
+
+
+def added_tracks(trace: Trace, doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """The tracelens tracks (see the module docstring) for a trace and its analysis document."""
+    events: list[dict[str, Any]] = [
+        {"ph": "M", "name": "process_name", "pid": ANNOTATION_PID, "args": {"name": "tracelens"}},
+        _thread(STEPS_TID, "steps"), _thread(PATH_TID, "critical path")]
+    for step in (doc.get("steps") or {}).get("steps") or []:
+        events.append(_slice(f"step {step['step']}", STEPS_TID, step["start_ns"], step["end_ns"]))
+    ctx = Context(trace)
+    if ctx.graph.size:
+        times = ctx.base.times
+        path, setter = path_points(ctx.graph, times)
+        category, seg = path_categories(ctx.graph, times, trace, path, setter)
+        begin = np.where(setter >= 0, times[np.maximum(setter, 0)], times[path])
+        # runs of one category along the path become one slice each
+        new = np.ones(path.size, bool)
+        new[1:] = category[1:] != category[:-1]
+        starts = np.flatnonzero(new)
+        stops = np.append(starts[1:], path.size)
+        for a, b in zip(starts.tolist(), stops.tolist(), strict=True):  # a loop over category runs
+            events.append(_slice(CATEGORIES[category[a]], PATH_TID, int(begin[a]), int(times[path[b - 1]]),
+                                 ns=int(seg[a:b].sum())))
+        whatif = doc.get("whatif") or {}
+        first = int(times.min())
+        lines = {line.split(" ", 2)[1]: line for line in remedy_lines(doc)}  # "fixing <cause> (...": by cause
+        for k, remedy in enumerate(whatif.get("remedies") or []):
+            label = lines.get(remedy["cause"], f"fixing {remedy['cause']}: no gain")
+            events.append(_thread(WHATIF_TID + k, f"what-if: {remedy['cause']}"))
+            events.append(_slice(label, WHATIF_TID + k, first, first + int(remedy["predicted_span_ns"]),
+                                 cause=remedy["cause"], gain_ns=remedy["gain_ns"]))
+    for device in (doc.get("attribution") or {}).get("devices") or []:
+        tid = GAPS_TID + int(device["device"])
+        events.append(_thread(tid, f"GPU {device['device']} idle gaps"))
+        for gap in device.get("largest") or []:
+            by_cause = gap.get("by_cause") or {}
+            cause = max(by_cause, key=lambda c: by_cause[c]) if by_cause else "unknown"
+            events.append(_slice(f"idle: {cause}", tid, gap["start_ns"], gap["start_ns"] + gap["duration_ns"],
+                                 cause=cause, **{f"{c}_ns": v for c, v in by_cause.items()}))
+    return events
+
+
+def write_annotated(trace: Trace, doc: dict[str, Any], path: str | Path) -> int:
+    """Write the annotated Chrome trace (gzip when the name ends in .gz); return the number of events."""
+    own = _trace_events(trace)
+    added = [msgspec.json.encode(e).decode() for e in added_tracks(trace, doc)]
+    body = "{\"traceEvents\":[" + ",".join(own + added) + "]}"
+    data = body.encode()
+    target = Path(path)
+    target.write_bytes(gzip.compress(data) if target.name.endswith(".gz") else data)
+    return len(own) + len(added)

@@ -1,0 +1,119 @@
+"""The critical path of a replay: from the point that ends last, back through what set each point's time.
+
+Each point on the path owns the time between its setter and itself, in one category:
+    host            the host's work between calls, a non-blocking call's own time, a launch's latency
+    sync_waits      a blocking call's own cost and its wake-up after what it waited for
+    kernels         a kernel's run (and a stream's gap before a queued op)
+    copies          a memcpy or memset
+    communication   a collective kernel (NCCL/RCCL)
+The walk loops over chain switches on the path (a stretch of one chain is taken whole), not over events.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..analyses.columns import event_columns
+from ..analyses.names import code_mask, is_collective_kernel
+from ..trace import ALL_KINDS, KERNEL
+from .engine import setters
+from .graph import GPU_END, GPU_START, HOST_END, HOST_START, Graph
+
+CATEGORIES = ("host", "sync_waits", "kernels", "copies", "communication")
+TOP = 5
+ON_HOST_SHARE = 0.5
+STEP_LIMIT = 2000  # steps broken down one by one
+
+
+def path_points(graph: Graph, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(points on the critical path, ending at the last point, in path order from the start; each one's setter)."""
+    source, _ = setters(graph, t)
+    n = graph.size
+    if n == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    by_chain = source == np.arange(n) - 1
+    # the first point of the stretch of its chain that led to it through chain predecessors only
+    head = np.maximum.accumulate(np.where(~by_chain, np.arange(n), 0))
+    parts = []
+    point = int(np.argmax(t))
+    for _ in range(n):  # a loop over chain switches on the path
+        h = int(head[point])
+        parts.append(np.arange(point, h - 1, -1))
+        nxt = int(source[h])
+        if nxt < 0 or nxt == h:
+            break
+        point = nxt
+    path = np.concatenate(parts)[::-1] if parts else np.zeros(0, np.int64)
+    return path, source[path]
+
+
+def path_categories(graph: Graph, t: np.ndarray, trace: Any, path: np.ndarray,
+                    setter: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(each path point's category, an index into CATEGORIES; the time it owns: its time - its setter's)."""
+    seg = np.where(setter >= 0, t[path] - t[np.maximum(setter, 0)], 0)
+    kind = graph.kind[path]
+    cols = event_columns(trace)
+    rows = graph.row[path]
+    is_kernel = cols.kind[rows] == ALL_KINDS.index(KERNEL)
+    collective = code_mask(cols.name[rows], cols.names, is_collective_kernel)
+    waited = np.zeros(graph.size, bool)
+    waited[graph.call_end[graph.call_waited]] = True
+    category = np.full(path.size, 0, np.int64)  # host
+    category[(kind == HOST_END) & waited[path]] = 1
+    gpu = (kind == GPU_START) | (kind == GPU_END)
+    launched = (kind == GPU_START) & (setter >= 0) & (graph.kind[np.maximum(setter, 0)] == HOST_START)
+    category[gpu & ~launched] = 2
+    category[gpu & ~launched & ~is_kernel] = 3
+    category[gpu & ~launched & collective] = 4
+    return category, seg
+
+
+def critical_path(graph: Graph, t: np.ndarray, trace: Any, step_of: np.ndarray | None = None) -> dict[str, Any] | None:
+    """The ``critical_path`` block of the whatif section (docs/json.md); ``step_of``: each point's step (-1
+    none), for the per-step breakdown."""
+    path, setter = path_points(graph, t)
+    if path.size == 0:
+        return None
+    category, seg = path_categories(graph, t, trace, path, setter)
+    kind = graph.kind[path]
+    cols = event_columns(trace)
+    rows = graph.row[path]
+    is_kernel = cols.kind[rows] == ALL_KINDS.index(KERNEL)
+    total = int(seg.sum())
+    by = np.bincount(category, weights=seg, minlength=len(CATEGORIES))
+    shares = {name: (float(by[i]) / total if total else None) for i, name in enumerate(CATEGORIES)}
+    ns = {name: int(by[i]) for i, name in enumerate(CATEGORIES)}
+    per_step: list[dict[str, Any]] = []
+    if step_of is not None:
+        steps = step_of[path]
+        known = steps >= 0
+        for step in np.unique(steps[known])[:STEP_LIMIT]:  # a loop over steps
+            mine = steps == step
+            sums = np.bincount(category[mine], weights=seg[mine], minlength=len(CATEGORIES))
+            length = float(sums.sum())
+            per_step.append({"step": int(step), "length_ns": int(length),
+                             "ns": {name: int(sums[i]) for i, name in enumerate(CATEGORIES)},
+                             "on_host": bool(length and sums[0] / length > ON_HOST_SHARE)})
+
+    def top(mask: np.ndarray) -> list[dict[str, Any]]:
+        codes = cols.name[rows[mask]]
+        if codes.size == 0:
+            return []
+        weights = seg[mask]
+        uniq, inverse = np.unique(codes, return_inverse=True)
+        sums = np.bincount(inverse, weights=weights)
+        order = np.argsort(-sums, kind="stable")[:TOP]
+        return [{"name": str(cols.names[uniq[i]]) if uniq[i] >= 0 else None, "ns": int(sums[i])}
+                for i in order if sums[i] > 0]
+
+    return {
+        "length_ns": total,
+        "ns": ns,
+        "shares": shares,
+        "on_host": bool(shares["host"] is not None and shares["host"] > ON_HOST_SHARE),
+        "top_kernels": top((kind == GPU_END) & is_kernel),
+        "top_host_calls": top(kind == HOST_END),
+        "per_step": per_step,
+    }

@@ -1,0 +1,167 @@
+"""Replaying a dependency graph: every point at the earliest time its chain predecessor and its cross edges allow.
+
+On one chain the times obey t_i = max(t_{i-1} + lag_i, b_i) (b_i: the latest of the point's cross edges and
+anchor). Unrolled, t_i = c_i + max(carry, max_{j <= i}(b_j - c_j)) with c the running sum of the lags: a
+cumulative sum and a cumulative max, so a whole stretch of a chain is solved by a few numpy calls.
+
+Cross edges from host to GPU (launches) only go forward in the recording; edges from GPU to host (a blocking
+call's end waiting for an op) are what couples the chains. The points are cut into *segments* at the ends of
+the blocking calls, in recorded order; within a segment the host chains are solved first, then the GPU chains
+(their launches are known by then), then the segment's blocking call's end (what it waits for is known by
+then). The loop runs over segments (three numpy batches per blocking call), never over events.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .graph import GPU_END, GPU_START, NONE, Graph
+
+HOST_PHASE, GPU_PHASE, WAIT_PHASE = 0, 1, 2
+MAX_KEY_ROUNDS = 64  # beyond this (a cycle from inconsistent clocks) a source not yet solved reads as recorded
+
+
+def _run_heads(flags: np.ndarray) -> np.ndarray:
+    """For each element, the index of the first element of its run (``flags``: True where a run starts)."""
+    return np.maximum.accumulate(np.where(flags, np.arange(flags.size), 0))
+
+
+def _segmented_cummax(values: np.ndarray, run_start: np.ndarray) -> np.ndarray:
+    """Running maximum of ``values`` restarting at each True of ``run_start`` (values below NONE/2 = none)."""
+    real = values > NONE // 2
+    if not real.any():
+        return np.full(values.size, NONE, np.int64)
+    floor = int(values[real].min()) - 1
+    v = np.where(real, values, floor)
+    run = np.cumsum(run_start) - 1
+    width = int(v.max()) - floor + 1
+    if width * (int(run[-1]) + 1) < 2**62:
+        shifted = (v - floor) + run * width
+        out = np.maximum.accumulate(shifted) - run * width + floor
+    else:  # too wide to pack into one int64: a loop over runs (chains in this batch)
+        out = v.copy()
+        starts = np.flatnonzero(run_start)
+        for a, b in zip(starts, np.append(starts[1:], v.size), strict=True):
+            out[a:b] = np.maximum.accumulate(v[a:b])
+    return np.where(out == floor, NONE, out)
+
+
+def _segmented_cumsum(values: np.ndarray, run_start: np.ndarray) -> np.ndarray:
+    total = np.cumsum(values)
+    heads = _run_heads(run_start)
+    return total - total[heads] + values[heads]
+
+
+def schedule_keys(graph: Graph) -> np.ndarray:
+    """The batch each point is solved in: non-decreasing along every chain, and above the batch of every cross
+    edge's source. Starts from 3 x segment + phase (segments cut at the blocking calls' ends in recorded order;
+    phases host, GPU, the blocking call's end), then raises targets over their sources until stable (an op that
+    ends after the call waiting for it returned, as pageable copies do, moves that call's end, and what follows
+    it on its thread, to a later batch)."""
+    coupling = graph.edge_is_wait | graph.edge_is_wake
+    boundaries = np.unique(graph.edge_dst[coupling])
+    order = np.lexsort((boundaries, graph.time[boundaries]))
+    boundary_sorted = boundaries[order]
+    seg = np.searchsorted(graph.time[boundary_sorted], graph.time, side="left").astype(np.int64)
+    seg[boundary_sorted] = np.arange(boundary_sorted.size)
+    is_gpu = (graph.kind == GPU_START) | (graph.kind == GPU_END)
+    phase = np.where(is_gpu, GPU_PHASE, HOST_PHASE).astype(np.int64)
+    phase[boundaries] = WAIT_PHASE
+    key = _chain_cummax(3 * seg + phase, graph.chain_first)
+    src, dst = graph.edge_src, graph.edge_dst
+    for _ in range(MAX_KEY_ROUNDS):  # a handful of rounds: edges run forward in the recording but for skew
+        needed = key[src] + 1
+        late = needed > key[dst]
+        if not late.any():
+            break
+        np.maximum.at(key, dst[late], needed[late])
+        key = _chain_cummax(key, graph.chain_first)
+    return key
+
+
+def _chain_cummax(key: np.ndarray, chain_first: np.ndarray) -> np.ndarray:
+    if key.size == 0:
+        return key
+    run = np.cumsum(chain_first) - 1
+    width = int(key.max()) + 1
+    return np.maximum.accumulate(key + run * width) - run * width
+
+
+def solve(graph: Graph) -> np.ndarray:
+    """Replayed time of every point."""
+    n = graph.size
+    t = graph.time.copy()  # a source solved later than its target (clock skew) is read as recorded
+    if n == 0:
+        return t
+    key = schedule_keys(graph)
+    order = np.lexsort((np.arange(n), key))
+    key_sorted = key[order]
+    cut = np.flatnonzero(np.diff(key_sorted)) + 1
+    group_lo = np.concatenate([[0], cut])
+    group_hi = np.append(cut, n)
+    # What does not depend on times, computed once over all batches: runs (a chain's stretch within a batch),
+    # the running lag sums, the chain predecessor each run continues from, the edges into each batch.
+    chain = graph.chain[order]
+    new_group = np.zeros(n, bool)
+    new_group[group_lo] = True
+    run_start = new_group.copy()
+    run_start[1:] |= chain[1:] != chain[:-1]
+    c = _segmented_cumsum(graph.lag[order], run_start)
+    head = _run_heads(run_start)
+    before = order[head] - 1  # the point before each run's first, on its chain (stored contiguously)
+    carry_from = np.where(graph.chain_first[order[head]], -1, before)
+    anchor = graph.anchor[order]
+    position = np.empty(n, np.int64)
+    position[order] = np.arange(n)
+    e_pos = position[graph.edge_dst]
+    e_order = np.argsort(e_pos, kind="stable")
+    e_pos, e_src, e_lag = e_pos[e_order], graph.edge_src[e_order], graph.edge_lag[e_order]
+    e_lo = np.searchsorted(e_pos, group_lo, side="left")
+    e_hi = np.searchsorted(e_pos, group_hi, side="left")
+    runs_in_group = np.add.reduceat(run_start.astype(np.int64), group_lo)
+    for g in range(group_lo.size):  # a loop over batches (3 per blocking call), not events
+        lo, hi = int(group_lo[g]), int(group_hi[g])
+        elo, ehi = int(e_lo[g]), int(e_hi[g])
+        if hi - lo == 1:  # one point (a blocking call's end): plain arithmetic
+            best = int(anchor[lo])
+            for k in range(elo, ehi):
+                best = max(best, int(t[e_src[k]]) + int(e_lag[k]))
+            src = int(carry_from[lo])
+            via_chain = int(t[src]) + int(c[lo]) if src >= 0 else NONE
+            t[order[lo]] = max(via_chain, best)
+            continue
+        bound = anchor[lo:hi].copy()
+        if ehi > elo:
+            np.maximum.at(bound, e_pos[elo:ehi] - lo, t[e_src[elo:ehi]] + e_lag[elo:ehi])
+        cc = c[lo:hi]
+        if runs_in_group[g] == 1:
+            best_arr = np.maximum.accumulate(bound - cc)
+        else:
+            best_arr = _segmented_cummax(bound - cc, run_start[lo:hi])
+        src_arr = carry_from[lo:hi]
+        carry = np.where(src_arr >= 0, t[np.maximum(src_arr, 0)], NONE)
+        t[order[lo:hi]] = np.maximum(carry + cc, best_arr + cc)
+    return t
+
+
+def setters(graph: Graph, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each point, what set its replayed time: (source point or -1, is_edge). The chain predecessor where
+    it binds (ties go to a cross edge, so a wait's end points at the op it waited for), else the binding
+    cross edge's source, else -1 (an anchor)."""
+    n = graph.size
+    via_chain = np.full(n, NONE, np.int64)
+    not_first = ~graph.chain_first
+    via_chain[not_first] = t[np.flatnonzero(not_first) - 1] + graph.lag[not_first]
+    via_edge = np.full(n, NONE, np.int64)
+    if graph.edge_src.size:
+        ready = t[graph.edge_src] + graph.edge_lag
+        np.maximum.at(via_edge, graph.edge_dst, ready)
+        best = ready == via_edge[graph.edge_dst]
+        edge_source = np.full(n, -1, np.int64)
+        edge_source[graph.edge_dst[best]] = graph.edge_src[best]
+    else:
+        edge_source = np.full(n, -1, np.int64)
+    use_edge = (via_edge >= t) & (via_edge > NONE // 2)
+    use_chain = ~use_edge & not_first & (via_chain >= t)
+    source = np.where(use_edge, edge_source, np.where(use_chain, np.arange(n) - 1, -1))
+    return source, use_edge

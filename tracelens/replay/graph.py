@@ -1,0 +1,607 @@
+"""The trace's dependency graph: host calls in program order, GPU ops in stream order, launches and waits.
+
+Every host API call (runtime/driver row, outermost on its thread) and every GPU op (kernel, memcpy, memset)
+contributes two *points*, its start and its end. Points sit on *chains*: one per host thread (start0, end0,
+start1, end1, ...) and one per (device, stream). A point's time is
+
+    t = max(t of the previous point on its chain + lag, every cross edge's source t + its lag, anchor)
+
+- host chain: a call's start follows the previous call's end by the host time between them (``gap``, the
+  host's own work); its end follows its start by its duration;
+- stream chain: an op's start follows the previous op's end on the stream; its end = start + duration;
+- launch edge: an op's start follows its launch call's start (correlation id; a graph launch feeds each of
+  its ops; a call nested inside another call feeds through the outer call, offset by where it started);
+- event edge: an op issued on a stream after a ``cudaStreamWaitEvent`` follows the op the event recorded;
+- wait edge: a blocking call's end follows the end of what it waits for: an explicit synchronize waits for
+  the last op launched before it on every stream of its device (its stream only, where the trace records a
+  stream sync); a synchronous copy (a ``cudaMemcpy``-style call, or any copy from or to pageable host memory)
+  waits for its own copy;
+- wake edge: a host thread idle for a while (and each thread's first call) resumes after the latest point
+  another thread recorded in that time.
+
+Lags come from the recording: the edge that set a point's time (the latest of its sources) keeps the
+recorded delay (a launch's own latency, an op's own gap behind its stream predecessor, a sync's own wake-up);
+the others get the device's typical value of that edge kind (capped by the recorded delay), so replaying the
+graph unchanged puts every point back where it was recorded, and what it cannot order (a start before its
+launch, an op overlapping its stream predecessor, a sync ending before what it waits for) shows up as
+replay error. Anchors: a chain's first point with no cross edge, and a GPU op whose launch call the trace
+lacks, keep their recorded time (nothing is known about what issued them).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from .. import intervals
+from ..analyses.columns import EventColumns, Table, event_columns, thread_key, thread_time_positions
+from ..analyses.launch import launch_pairs
+from ..analyses.names import code_mask, is_blocking_sync, is_graph_launch, is_sync_copy
+from ..trace import (
+    ALL_KINDS,
+    CPU_OP,
+    DRIVER,
+    GPU_ACTIVITY_KINDS,
+    GPU_SYNC,
+    MEMCPY,
+    PYTHON,
+    RUNTIME,
+    STEP,
+    Trace,
+)
+from ..values import dense_codes
+
+NONE = -(2**62)  # "no constraint" for a time (below every real time, safe to add lags to)
+
+# Point kinds.
+HOST_START, HOST_END, GPU_START, GPU_END = range(4)
+
+# Typical lags where a device has none of that edge kind to measure (ns).
+DEFAULT_LAUNCH_LAG_NS = 5_000  # launch call start -> op start on an idle GPU
+DEFAULT_STREAM_GAP_NS = 1_000  # op end -> next queued op start on the same stream
+DEFAULT_SYNC_OWN_NS = 2_000  # a synchronize that finds nothing to wait for
+DEFAULT_WAKE_NS = 2_000  # awaited op end -> the waiting call returns
+STREAM_WAIT_PATTERN = re.compile(r"^(cuda|hip|cu)StreamWaitEvent(_v\d+)?$")
+EVENT_RECORD_PATTERN = re.compile(r"^(cuda|hip|cu)EventRecord(WithFlags)?(_v\d+)?$")
+SYNC_MATCH_SLACK_NS = 1_000_000  # a recorded synchronization within this of its call belongs to it
+IDLE_GAP_NS = 50_000  # a host thread's gap this long with
+IDLE_COVERED = 0.1  # less than this share covered by its own ops/frames was a wait for another thread
+
+
+@dataclass
+class Graph:
+    """Points (arrays indexed by point), chains and cross edges; see the module docstring.
+
+    Per point: ``time`` (recorded), ``chain``, ``kind``, ``lag`` (after the chain predecessor; ignored on a
+    chain's first point), ``anchor`` (a lower bound that is not an edge: the recorded time of anchored points,
+    else NONE), ``row`` (the event row). Points of a chain are stored contiguously in chain order, chains one
+    after another. Cross edges: ``edge_src`` -> ``edge_dst`` with ``edge_lag``, ``edge_is_wait`` (a blocking
+    call's end on what it waits for; else a launch).
+    Per host call ``c`` (``call_*``): its start point is ``2c`` of the host points, i.e. ``call_start[c]``.
+    Per GPU op ``o`` (``op_*``): start/end points, ``op_launch_call`` (-1 unlaunched), duration, copy facts.
+    """
+
+    time: np.ndarray
+    chain: np.ndarray
+    kind: np.ndarray
+    lag: np.ndarray
+    anchor: np.ndarray
+    row: np.ndarray
+    chain_first: np.ndarray  # bool per point: first point of its chain
+    edge_src: np.ndarray
+    edge_dst: np.ndarray
+    edge_lag: np.ndarray
+    edge_is_wait: np.ndarray
+    edge_is_wake: np.ndarray  # host -> host: an idle thread resumes after another thread's point
+    edge_typical: np.ndarray  # the edge's lag at its kind's typical value (model replay; wake edges: as recorded)
+    stream_typical: np.ndarray  # per point: the typical stream gap of a GPU start's device (0 elsewhere)
+    # host calls
+    call_start: np.ndarray
+    call_end: np.ndarray
+    call_row: np.ndarray
+    call_thread: np.ndarray  # thread code
+    call_name: np.ndarray  # name code
+    call_waits: np.ndarray  # bool: has wait edges
+    call_waited: np.ndarray  # bool: recorded end was set by what it waits for
+    call_is_sync: np.ndarray  # an explicit synchronize (not a copy)
+    call_is_marker: np.ndarray  # a step marker's start (a zero-length point, not a call)
+    thread_keys: np.ndarray  # thread code -> thread_key(pid, tid)
+    # GPU ops
+    op_start: np.ndarray
+    op_end: np.ndarray
+    op_row: np.ndarray
+    op_device: np.ndarray
+    op_launch_call: np.ndarray
+    op_is_kernel: np.ndarray
+    op_is_copy: np.ndarray
+    op_graph: np.ndarray  # bool: launched by a graph launch
+    op_bytes: np.ndarray
+    # typical lags per device (dict device -> ns), for remedies that change which edge binds
+    typical: dict[str, dict[int, int]] = field(default_factory=dict)
+
+    @property
+    def size(self) -> int:
+        return int(self.time.size)
+
+    def at_typical_lags(self) -> Graph:
+        """The graph with every launch latency, stream gap and wake-up at its device's typical (median) value
+        instead of each one's recorded delay: the model replay that ``replay_error.model_*`` checks."""
+        lag = self.lag.copy()
+        gpu_start = (self.kind == GPU_START) & ~self.chain_first
+        lag[gpu_start] = self.stream_typical[gpu_start]
+        return replace(self, lag=lag, edge_lag=self.edge_typical.copy())
+
+    def with_changes(self, **arrays: Any) -> Graph:
+        """A copy with some arrays replaced (the others shared: remedies never write in place)."""
+        return replace(self, **arrays)
+
+
+def _run_heads(keys: np.ndarray) -> np.ndarray:
+    """First index of each run of equal consecutive keys, per element."""
+    new = np.ones(keys.size, bool)
+    new[1:] = keys[1:] != keys[:-1]
+    return np.maximum.accumulate(np.where(new, np.arange(keys.size), 0))
+
+
+def _median_by(device: np.ndarray, values: np.ndarray, default: int) -> dict[int, int]:
+    out: dict[int, int] = {}
+    for d in np.unique(device):  # a loop over devices
+        v = values[device == d]
+        out[int(d)] = int(np.median(v)) if v.size else default
+    return out
+
+
+def build(trace: Trace) -> Graph:
+    """The dependency graph of a trace (see the module docstring)."""
+    cols = event_columns(trace)
+    pairs = launch_pairs(trace)
+
+    # --- host calls: outermost runtime/driver rows on a known thread, per thread in time order
+    # Step markers join their thread's chain as zero-length points at their start, so that a step's start
+    # moves with the host work before its first call (an input wait before it, say).
+    api = np.flatnonzero(cols.of_kind(RUNTIME, DRIVER, STEP) & (cols.tid >= 0))
+    key = thread_key(cols.pid[api], cols.tid[api])
+    thread, thread_keys = dense_codes(key)
+    marker = cols.kind[api] == ALL_KINDS.index(STEP)
+    s, e = cols.start[api], np.where(marker, cols.start[api], cols.end[api])
+    order = np.lexsort((-e, s, thread))
+    api, thread, s, e, marker = api[order], thread[order], s[order], e[order], marker[order]
+    head = _run_heads(thread)
+    prev_end = np.full(api.size, NONE, np.int64)
+    if api.size:
+        # running max of ends within each thread, shifted by one: what the call starts inside of
+        run_end = _segmented_max_accumulate(e, head)
+        prev_end[1:] = run_end[:-1]
+        prev_end[head == np.arange(api.size)] = NONE
+    nested = prev_end >= e  # inside an earlier call on the thread
+    outer = ~nested
+    # the outer call each nested one lies in: the last outer call at or before it on its thread
+    outer_index = np.cumsum(outer) - 1
+    calls = np.flatnonzero(outer)
+    n_calls = calls.size
+    call_row, call_thread, cs, ce = api[calls], thread[calls], s[calls], e[calls]
+    row_to_call_api = outer_index  # nested rows map to their container
+    api_offset = s - cs[np.maximum(outer_index, 0)] if n_calls else np.zeros(api.size, np.int64)
+
+    # --- GPU ops (launch_pairs order), launches resolved to outer calls
+    n_ops = len(pairs)
+    op_row = _gpu_rows(trace)
+    op_dev, op_stream = pairs["device"].astype(np.int64), pairs["stream"].astype(np.int64)
+    os_, oe = pairs["start"].astype(np.int64), pairs["end"].astype(np.int64)
+    launch_row = pairs["launch_row"]
+    api_sorted = np.argsort(api)
+    at = np.searchsorted(api[api_sorted], launch_row) if api.size else np.zeros(n_ops, np.int64)
+    at = np.minimum(at, max(api.size - 1, 0))
+    found = (launch_row >= 0) & (api.size > 0)
+    if api.size:
+        found &= api[api_sorted[at]] == launch_row
+    api_pos = np.where(found, api_sorted[at] if api.size else 0, -1)
+    found &= _plausible_launch(cols, op_row, pairs, found, oe)
+    api_pos = np.where(found, api_pos, -1)
+    op_launch_call = np.where(found, row_to_call_api[np.maximum(api_pos, 0)] if api.size else -1, -1)
+    op_offset = np.where(found, api_offset[np.maximum(api_pos, 0)] if api.size else 0, 0)
+    op_launch_start = np.where(found, s[np.maximum(api_pos, 0)] if api.size else 0, NONE)
+    names = cols.names
+    op_graph = found & code_mask(pairs["launch_name"], names, is_graph_launch)
+    op_is_copy = np.zeros(n_ops, bool)
+    copy_rows = cols.kind[op_row] == _kind_code(MEMCPY)
+    op_is_copy[copy_rows] = True
+    op_bytes = pairs["bytes"].astype(np.int64)
+    pageable = np.zeros(n_ops, bool)
+    if copy_rows.any():
+        idx = np.flatnonzero(copy_rows)
+        src = np.asarray(trace.take("src_kind", op_row[idx]).to_pylist(), dtype=object)
+        dst = np.asarray(trace.take("dst_kind", op_row[idx]).to_pylist(), dtype=object)
+        pageable[idx] = (np.char.lower(src.astype(str)) == "pageable") | (np.char.lower(dst.astype(str)) == "pageable")
+
+    # --- points: host chains first (thread order), then stream chains ((device, stream) order)
+    host_time = np.empty(2 * n_calls, np.int64)
+    host_time[0::2], host_time[1::2] = cs, ce
+    host_chain = np.repeat(call_thread.astype(np.int64), 2)
+    host_kind = np.tile(np.array([HOST_START, HOST_END], np.int8), n_calls)
+    host_row = np.repeat(call_row, 2)
+    host_lag = np.empty(2 * n_calls, np.int64)
+    host_lag[1::2] = ce - cs
+    gap = np.zeros(n_calls, np.int64)
+    if n_calls:
+        gap[1:] = cs[1:] - ce[:-1]
+    host_first = np.zeros(2 * n_calls, bool)
+    first_call = np.ones(n_calls, bool)
+    first_call[1:] = call_thread[1:] != call_thread[:-1]
+    host_first[0::2] = first_call
+    gap[first_call] = 0
+    host_lag[0::2] = np.maximum(gap, 0)
+
+    n_threads = int(thread_keys.size)
+    stream_code, _ = dense_codes(op_dev * (2**32) + (op_stream & 0xFFFFFFFF))
+    op_order = np.lexsort((oe, os_, stream_code))
+    o_stream = stream_code[op_order]
+    o_s, o_e = os_[op_order], oe[op_order]
+    op_first = np.ones(n_ops, bool)
+    op_first[1:] = o_stream[1:] != o_stream[:-1]
+    op_start_pt = np.empty(n_ops, np.int64)
+    op_end_pt = np.empty(n_ops, np.int64)
+    base = 2 * n_calls
+    op_start_pt[op_order] = base + 2 * np.arange(n_ops)
+    op_end_pt[op_order] = base + 2 * np.arange(n_ops) + 1
+    gpu_time = np.empty(2 * n_ops, np.int64)
+    gpu_time[0::2], gpu_time[1::2] = o_s, o_e
+    gpu_chain = np.repeat(n_threads + o_stream.astype(np.int64), 2)
+    gpu_kind = np.tile(np.array([GPU_START, GPU_END], np.int8), n_ops)
+    gpu_row = np.repeat(op_row[op_order], 2)
+    gpu_first = np.zeros(2 * n_ops, bool)
+    gpu_first[0::2] = op_first
+    stream_prev_end = np.full(n_ops, NONE, np.int64)
+    stream_prev_end[1:] = o_e[:-1]
+    stream_prev_end[op_first] = NONE
+    # launch residual and stream residual of each op (ordered), which binds
+    o_launch_start = op_launch_start[op_order]
+    launched = o_launch_start > NONE
+    launch_res = np.where(launched, o_s - o_launch_start, 0)
+    stream_res = np.where(op_first, 0, o_s - stream_prev_end)
+    # stream waits on events: the op that an event recorded -> the first op issued on the waiting stream after
+    # the cudaStreamWaitEvent call (ordered op indices; -1 none)
+    rank = np.empty(n_ops, np.int64)
+    rank[op_order] = np.arange(n_ops)
+    e_src_op, e_dst_op = _event_waits(cols, call_row, call_thread, cs, names, op_launch_call, op_dev, op_stream,
+                                      stream_code, os_, op_launch_start)
+    e_src, e_dst = rank[e_src_op], rank[e_dst_op]
+    event_ready = np.full(n_ops, NONE, np.int64)
+    np.maximum.at(event_ready, e_dst, o_e[e_src])
+    event_binds = (event_ready > np.where(launched, o_launch_start, NONE)) & (event_ready > stream_prev_end)
+    launch_binds = launched & ~event_binds & (op_first | (o_launch_start >= stream_prev_end))
+    o_dev = op_dev[op_order]
+    launch_typ = _median_by(o_dev[launch_binds], np.maximum(launch_res[launch_binds], 0), DEFAULT_LAUNCH_LAG_NS)
+    queued = ~op_first & ~launch_binds & ~event_binds
+    stream_typ = _median_by(o_dev[queued], np.maximum(stream_res[queued], 0), DEFAULT_STREAM_GAP_NS)
+    for d in np.unique(o_dev):
+        launch_typ.setdefault(int(d), DEFAULT_LAUNCH_LAG_NS)
+        stream_typ.setdefault(int(d), DEFAULT_STREAM_GAP_NS)
+    typ_launch = np.array([launch_typ[int(d)] for d in o_dev], np.int64) if n_ops else np.zeros(0, np.int64)
+    typ_stream = np.array([stream_typ[int(d)] for d in o_dev], np.int64) if n_ops else np.zeros(0, np.int64)
+    gpu_lag = np.empty(2 * n_ops, np.int64)
+    gpu_lag[1::2] = o_e - o_s
+    gpu_typical = np.zeros(2 * n_ops, np.int64)
+    gpu_typical[0::2] = typ_stream
+    gpu_lag[0::2] = np.where(launch_binds | event_binds, np.minimum(typ_stream, np.maximum(stream_res, 0)),
+                             np.maximum(stream_res, 0))
+    # event edges: the binding one keeps its recorded delay, the others a queued gap at most
+    event_res = o_s[e_dst] - o_e[e_src]
+    binds_here = event_binds[e_dst] & (o_e[e_src] == event_ready[e_dst])
+    v_lag = np.where(binds_here, np.maximum(event_res, 0), np.clip(event_res, 0, typ_stream[e_dst]))
+    v_src, v_dst = base + 2 * e_src + 1, base + 2 * e_dst
+    # anchors: unlaunched ops keep their recorded start
+    gpu_anchor = np.full(2 * n_ops, NONE, np.int64)
+    gpu_anchor[0::2] = np.where(launched, NONE, o_s)
+
+    host_anchor = np.full(2 * n_calls, NONE, np.int64)
+    host_anchor[0::2] = np.where(first_call, cs, NONE)
+
+    # --- launch edges
+    o_call = op_launch_call[op_order]
+    o_offset = op_offset[op_order]
+    has = o_call >= 0
+    l_src = 2 * o_call[has]
+    l_dst = base + 2 * np.flatnonzero(has)
+    l_typical = o_offset[has] + typ_launch[has]
+    l_lag = o_offset[has] + np.where(launch_binds[has], np.maximum(launch_res[has], 0),
+                                     np.minimum(typ_launch[has], np.maximum(launch_res[has], 0)))
+
+    # --- wait edges: explicit syncs -> last op launched before on each stream of the device; blocking copies
+    # -> their own copy
+    call_names = cols.name[call_row]
+    is_sync = code_mask(call_names, names, _is_sync_call) if n_calls else np.zeros(0, bool)
+    sync_copy_name = code_mask(call_names, names, is_sync_copy) if n_calls else np.zeros(0, bool)
+    w_src_parts, w_dst_parts = [], []
+    # blocking copies
+    blocking_copy = op_is_copy & (op_launch_call >= 0)
+    if n_calls:
+        blocking_copy &= pageable | sync_copy_name[np.maximum(op_launch_call, 0)]
+    else:
+        blocking_copy &= False
+    w_src_parts.append(op_end_pt[blocking_copy])
+    n_copy_waits = int(blocking_copy.sum())
+    w_dst_parts.append(2 * op_launch_call[blocking_copy] + 1)
+    # explicit syncs: the device of the last launch on the same thread before the call
+    sync_calls = np.flatnonzero(is_sync)
+    if sync_calls.size and n_ops:
+        launch_ops = np.flatnonzero(op_launch_call >= 0)
+        lc = op_launch_call[launch_ops]
+        order_l = np.argsort(lc, kind="stable")
+        lc_sorted, lo_sorted = lc[order_l], launch_ops[order_l]
+        # latest launching call at or before each sync on its thread: calls are numbered in (thread, time)
+        j = np.searchsorted(lc_sorted, sync_calls, side="right") - 1
+        ok = j >= 0
+        ok[ok] = call_thread[lc_sorted[j[ok]]] == call_thread[sync_calls[ok]]
+        sync_dev = np.where(ok, op_dev[lo_sorted[np.maximum(j, 0)]], -1)
+        # where the trace records the synchronization itself (Kineto cuda_sync, Nsight SYNCHRONIZATION rows
+        # sharing the call's correlation id) a stream sync waits for that stream only
+        recorded_dev, recorded_stream = _recorded_sync_targets(cols, call_row[sync_calls], cs[sync_calls],
+                                                               ce[sync_calls])
+        sync_dev = np.where(recorded_dev >= 0, recorded_dev, sync_dev)
+        issue = np.where(op_launch_start > NONE, op_launch_start, os_)
+        for dev_stream in np.unique(stream_code):  # a loop over streams
+            members = np.flatnonzero(stream_code == dev_stream)
+            dev, stream = op_dev[members[0]], op_stream[members[0]]
+            members = members[np.argsort(os_[members], kind="stable")]
+            issued = np.maximum.accumulate(issue[members])
+            mine = np.flatnonzero((sync_dev == dev) & ((recorded_stream < 0) | (recorded_stream == stream)))
+            k = np.searchsorted(issued, cs[sync_calls[mine]], side="left") - 1
+            good = k >= 0
+            w_src_parts.append(op_end_pt[members[k[good]]])
+            w_dst_parts.append(2 * sync_calls[mine[good]] + 1)
+    w_src = np.concatenate(w_src_parts).astype(np.int64) if w_src_parts else np.zeros(0, np.int64)
+    w_dst = np.concatenate(w_dst_parts).astype(np.int64) if w_dst_parts else np.zeros(0, np.int64)
+
+    # --- wake edges: a host thread that sat idle (no framework op or Python frame of its own) resumes after
+    # the latest point another thread recorded in that time (PyTorch's autograd thread after the main thread)
+    k_src, k_dst, k_lag = _wake_edges(cols, cs, ce, call_thread, thread_keys, first_call, host_lag)
+    host_anchor[k_dst] = NONE  # a thread's first call woken by another thread moves with it
+
+    time = np.concatenate([host_time, gpu_time])
+    # which wait binds: the latest-ending awaited op, and only if it ended after the call started
+    call_waits = np.zeros(n_calls, bool)
+    call_waited = np.zeros(n_calls, bool)
+    w_lag = np.zeros(w_src.size, np.int64)
+    if w_src.size:
+        dst_call = (w_dst - 1) // 2
+        ready = time[w_src]
+        latest = np.full(n_calls, NONE, np.int64)
+        np.maximum.at(latest, dst_call, ready)
+        call_waits[dst_call] = True
+        call_waited = call_waits & (latest > cs)
+        residual = ce[dst_call] - ready
+        binds = (ready == latest[dst_call]) & call_waited[dst_call]
+        wake_typ = int(np.median(np.maximum(residual[binds], 0))) if binds.any() else DEFAULT_WAKE_NS
+        # A copy call may return before its own copy ends (pageable host-to-device: once the last chunk is
+        # staged): that lead is kept; a synchronize ending before what it waits for is an inconsistency (clipped,
+        # so it shows as replay error).
+        own_copy = np.arange(w_src.size) < n_copy_waits
+        w_lag = np.where(binds, np.where(own_copy, residual, np.maximum(residual, 0)),
+                         np.clip(residual, 0, wake_typ))
+        not_waited = call_waits & ~call_waited
+        own_typ = (int(np.median(ce[not_waited] - cs[not_waited])) if not_waited.any() else DEFAULT_SYNC_OWN_NS)
+        # a call whose end a wait set: its own cost is the typical cost of one that did not wait
+        host_lag[1::2] = np.where(call_waited, np.minimum(ce - cs, own_typ), ce - cs)
+    else:
+        wake_typ, own_typ = DEFAULT_WAKE_NS, DEFAULT_SYNC_OWN_NS
+
+    graph = Graph(
+        time=time,
+        stream_typical=np.concatenate([np.zeros(2 * n_calls, np.int64), gpu_typical]),
+        chain=np.concatenate([host_chain, gpu_chain]),
+        kind=np.concatenate([host_kind, gpu_kind]),
+        lag=np.concatenate([host_lag, gpu_lag]),
+        anchor=np.concatenate([host_anchor, gpu_anchor]),
+        row=np.concatenate([host_row, gpu_row]).astype(np.int64),
+        chain_first=np.concatenate([host_first, gpu_first]),
+        edge_src=np.concatenate([l_src, v_src, w_src, k_src]).astype(np.int64),
+        edge_dst=np.concatenate([l_dst, v_dst, w_dst, k_dst]).astype(np.int64),
+        edge_lag=np.concatenate([l_lag, v_lag, w_lag, k_lag]).astype(np.int64),
+        edge_is_wait=np.concatenate([np.zeros(l_src.size + v_src.size, bool), np.ones(w_src.size, bool),
+                                     np.zeros(k_src.size, bool)]),
+        edge_is_wake=np.concatenate([np.zeros(l_src.size + v_src.size + w_src.size, bool), np.ones(k_src.size, bool)]),
+        edge_typical=np.concatenate([l_typical, typ_stream[e_dst], np.full(w_src.size, wake_typ, np.int64),
+                                     k_lag]).astype(np.int64),
+        call_start=2 * np.arange(n_calls, dtype=np.int64),
+        call_end=2 * np.arange(n_calls, dtype=np.int64) + 1,
+        call_row=call_row.astype(np.int64),
+        call_thread=call_thread.astype(np.int64),
+        call_name=call_names,
+        call_waits=call_waits,
+        call_waited=call_waited,
+        call_is_sync=is_sync,
+        call_is_marker=marker[calls],
+        thread_keys=thread_keys,
+        op_start=op_start_pt,
+        op_end=op_end_pt,
+        op_row=op_row,
+        op_device=op_dev,
+        op_launch_call=op_launch_call,
+        op_is_kernel=pairs["is_kernel"].astype(bool),
+        op_is_copy=op_is_copy,
+        op_graph=op_graph,
+        op_bytes=op_bytes,
+        typical={"launch": launch_typ, "stream": stream_typ, "wake": {-1: wake_typ}, "sync_own": {-1: own_typ}},
+    )
+    return graph
+
+
+def _segmented_max_accumulate(values: np.ndarray, head: np.ndarray) -> np.ndarray:
+    """Running max of ``values`` within runs (``head``: each element's run start index), by one accumulate over
+    values shifted per run above everything before it."""
+    if values.size == 0:
+        return values.copy()
+    run = np.cumsum(head == np.arange(values.size)) - 1
+    lo, hi = int(values.min()), int(values.max())
+    width = hi - lo + 1
+    if width * (int(run[-1]) + 1) < 2**62:
+        shifted = (values - lo) + run * width
+        return np.maximum.accumulate(shifted) - run * width + lo
+    out = values.copy()  # too wide to pack: a loop over runs
+    for start in np.unique(head):
+        stop = start + int((head == start).sum())
+        out[start:stop] = np.maximum.accumulate(values[start:stop])
+    return out
+
+
+def _wake_edges(cols: EventColumns, cs: np.ndarray, ce: np.ndarray, call_thread: np.ndarray,
+                thread_keys: np.ndarray, first_call: np.ndarray, host_lag: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Edges into the start of each call that follows an idle gap (>= IDLE_GAP_NS, less than IDLE_COVERED of it
+    covered by the thread's own ops or Python frames), and into each thread's first call, from the latest host
+    point recorded on another thread before it (inside the gap); such a gap's chain lag becomes its covered part
+    (``host_lag`` is modified in place). A thread's first call with such an edge is no longer anchored."""
+    empty = np.zeros(0, np.int64)
+    n = cs.size
+    if n == 0 or thread_keys.size < 2:
+        return empty, empty, empty
+    prev_end = np.full(n, NONE, np.int64)
+    prev_end[1:] = ce[:-1]
+    prev_end[first_call] = NONE
+    gap = cs - prev_end
+    middle = np.flatnonzero(~first_call & (gap >= IDLE_GAP_NS))
+    covered = np.zeros(middle.size, np.int64)
+    if middle.size:
+        own = np.flatnonzero(cols.of_kind(CPU_OP, PYTHON) & (cols.tid >= 0))
+        keys = thread_keys[call_thread[middle]]
+        own_keys = thread_key(cols.pid[own], cols.tid[own])
+        lo, hi, os_, oe = thread_time_positions([(keys, [prev_end[middle], cs[middle]]),
+                                                 (own_keys, [cols.start[own], cols.end[own]])])
+        us, ue = intervals.merge(os_, oe)
+        covered = intervals.overlap_with_union(lo, hi, us, ue)
+        idle = covered < IDLE_COVERED * gap[middle]
+        middle, covered = middle[idle], covered[idle]
+    heads = np.flatnonzero(first_call)
+    candidates = np.concatenate([middle, heads])
+    covered = np.concatenate([covered, np.zeros(heads.size, np.int64)])
+    # the latest host point (call start or end) before each candidate's start, over all threads
+    times = np.concatenate([cs, ce])
+    owner = np.concatenate([np.arange(n), np.arange(n)])
+    point = np.concatenate([2 * np.arange(n), 2 * np.arange(n) + 1])
+    order = np.argsort(times, kind="stable")
+    times, owner, point = times[order], owner[order], point[order]
+    at = np.searchsorted(times, cs[candidates], side="left") - 1
+    ok = at >= 0
+    at = np.maximum(at, 0)
+    ok &= (times[at] > prev_end[candidates]) & (call_thread[owner[at]] != call_thread[candidates])
+    candidates, covered, at = candidates[ok], covered[ok], at[ok]
+    middle_ok = ~first_call[candidates]
+    host_lag[2 * candidates[middle_ok]] = covered[middle_ok]
+    return point[at].astype(np.int64), (2 * candidates).astype(np.int64), (cs[candidates] - times[at]).astype(np.int64)
+
+
+def _event_waits(cols: EventColumns, call_row: np.ndarray, call_thread: np.ndarray, cs: np.ndarray,
+                 names: np.ndarray, op_launch_call: np.ndarray, op_dev: np.ndarray, op_stream: np.ndarray,
+                 stream_code: np.ndarray, op_start: np.ndarray, op_launch_start: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """(event op, waiting op) per cudaStreamWaitEvent call that both resolve for (op indices). The event is the
+    one the latest event-record call before the wait on the same thread recorded; its op, the last op that
+    thread launched at or before that record call. The waiting stream is the one the trace records for the wait
+    (gpu_sync row with its correlation id), else the stream of the next op the thread launches; the waiting op is
+    the first op issued on that stream after the wait call. Waits within one stream are dropped."""
+    empty = np.zeros(0, np.int64)
+    if call_row.size == 0 or op_launch_call.size == 0:
+        return empty, empty
+    call_names = cols.name[call_row]
+    waits = np.flatnonzero(code_mask(call_names, names, lambda n: bool(STREAM_WAIT_PATTERN.match(n))))
+    records = np.flatnonzero(code_mask(call_names, names, lambda n: bool(EVENT_RECORD_PATTERN.match(n))))
+    launching = np.flatnonzero(op_launch_call >= 0)
+    if waits.size == 0 or records.size == 0 or launching.size == 0:
+        return empty, empty
+    j = np.searchsorted(records, waits) - 1  # calls are numbered in (thread, time) order
+    ok = j >= 0
+    rec = records[np.maximum(j, 0)]
+    ok &= call_thread[rec] == call_thread[waits]
+    order_l = np.argsort(op_launch_call[launching], kind="stable")
+    lc_sorted, lo_sorted = op_launch_call[launching][order_l], launching[order_l]
+    k = np.searchsorted(lc_sorted, rec, side="right") - 1
+    ok &= k >= 0
+    src = lo_sorted[np.maximum(k, 0)]
+    ok &= call_thread[lc_sorted[np.maximum(k, 0)]] == call_thread[waits]
+    # the waiting stream: recorded, else the next op this thread launches
+    _, recorded_stream = _recorded_sync_targets(cols, call_row[waits], cs[waits], cs[waits], kinds=("stream_wait_event",))
+    n = np.searchsorted(lc_sorted, waits, side="left")
+    has_next = n < lc_sorted.size
+    nxt = lo_sorted[np.minimum(n, lc_sorted.size - 1)]
+    has_next &= call_thread[lc_sorted[np.minimum(n, lc_sorted.size - 1)]] == call_thread[waits]
+    stream = np.where(recorded_stream >= 0, recorded_stream, np.where(has_next, op_stream[nxt], -1))
+    device = op_dev[src]
+    ok &= (stream >= 0) & ~((op_stream[src] == stream) & (op_dev[src] == device))
+    issue = np.where(op_launch_start > NONE, op_launch_start, op_start)
+    dst = np.full(waits.size, -1, np.int64)
+    for code in np.unique(stream_code):  # a loop over streams
+        members = np.flatnonzero(stream_code == code)
+        members = members[np.argsort(op_start[members], kind="stable")]
+        mine = np.flatnonzero(ok & (device == op_dev[members[0]]) & (stream == op_stream[members[0]]))
+        if mine.size == 0:
+            continue
+        issued = np.maximum.accumulate(issue[members])
+        at = np.searchsorted(issued, cs[waits[mine]], side="left")
+        inside = at < members.size
+        dst[mine[inside]] = members[at[inside]]
+    ok &= dst >= 0
+    return src[ok].astype(np.int64), dst[ok]
+
+
+def _recorded_sync_targets(cols: EventColumns, call_rows: np.ndarray, call_start: np.ndarray,
+                           call_end: np.ndarray, kinds: tuple[str, ...] = ("stream_sync", "stream synchronize"),
+                           ) -> tuple[np.ndarray, np.ndarray]:
+    """(device, stream) each synchronize call waited for, from the gpu_sync row with its correlation id that
+    overlaps it (stream -1: not a stream sync, or none recorded; device -1: none recorded)."""
+    device = np.full(call_rows.size, -1, np.int64)
+    stream = np.full(call_rows.size, -1, np.int64)
+    rows = np.flatnonzero(cols.of_kind(GPU_SYNC))
+    if rows.size == 0 or call_rows.size == 0:
+        return device, stream
+    sync_corr = cols.at("correlation_id", rows).astype(np.int64)
+    keep = sync_corr >= 0
+    rows, sync_corr = rows[keep], sync_corr[keep]
+    order = np.argsort(sync_corr, kind="stable")
+    rows, sync_corr = rows[order], sync_corr[order]
+    call_corr = cols.at("correlation_id", np.sort(call_rows))
+    call_corr = call_corr[np.argsort(np.argsort(call_rows))].astype(np.int64)  # back in the calls' order
+    at = np.minimum(np.searchsorted(sync_corr, call_corr), max(sync_corr.size - 1, 0))
+    hit = (call_corr >= 0) & (sync_corr.size > 0)
+    if sync_corr.size:
+        hit &= sync_corr[at] == call_corr
+    row = rows[at[hit]] if sync_corr.size else np.zeros(0, np.int64)
+    near = (cols.start[row] <= call_end[hit] + SYNC_MATCH_SLACK_NS) & (cols.end[row] >= call_start[hit] - SYNC_MATCH_SLACK_NS)
+    idx = np.flatnonzero(hit)[near]
+    row = row[near]
+    device[idx] = cols.device[row]
+    kind = np.asarray(cols.store.take("sync_kind", row).to_pylist() if cols.store is not None else [], dtype=object)
+    is_stream = np.array([str(k).lower() in kinds for k in kind], bool)
+    stream[idx[is_stream]] = cols.at("stream", row[is_stream])
+    return device, stream
+
+
+def _plausible_launch(cols: EventColumns, op_row: np.ndarray, pairs: Table, found: np.ndarray,
+                      op_end: np.ndarray) -> np.ndarray:
+    """Launch matches to keep: correlation ids are per process (an Nsight export of several processes repeats
+    them), so where the GPU ops carry their process (most matched ops share their call's pid) the pids must
+    agree; and a call that starts after its op ended did not launch it."""
+    ok = ~found | (pairs["launch_start"] <= op_end)
+    op_pid = cols.pid[op_row]
+    same = found & (op_pid == pairs["pid"])
+    if found.any() and same.sum() >= 0.9 * found.sum():
+        ok &= ~found | same
+    return ok
+
+
+def _is_sync_call(name: str) -> bool:
+    """An explicit synchronize (stream, event, device, context), not a synchronous copy."""
+    return is_blocking_sync(name) and not is_sync_copy(name)
+
+
+def _kind_code(kind: str) -> int:
+    return ALL_KINDS.index(kind)
+
+
+def _gpu_rows(trace: Trace) -> np.ndarray:
+    """Event rows of the GPU ops, in launch_pairs' order (kernel/memcpy/memset rows with a device)."""
+    cols = event_columns(trace)
+    return np.flatnonzero(cols.of_kind(*GPU_ACTIVITY_KINDS) & (cols.device >= 0)).astype(np.int64)

@@ -1,0 +1,373 @@
+"""Each cause's remedy as a change to the dependency graph; the replay then says what the change gives.
+
+Models (docs/analyses.md, "whatif"): each function takes the :class:`Context` of a trace and returns the changed
+graph (None when the trace has nothing the remedy would change) and the assumptions it makes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+import pandas as pd
+
+from .. import intervals
+from ..analyses.columns import event_columns, step_windows, thread_key, thread_time_positions
+from ..analyses.names import code_mask, is_graph_launch, is_input
+from ..analyses.occupancy import kernel_sm_fill
+from ..analyses.startup import one_time_work
+from ..gpu_specs import device_links
+from ..trace import ANNOTATION, CPU_OP, DRIVER, PYTHON, RUNTIME, STEP, Trace
+from .engine import solve
+from .graph import GPU_END, GPU_START, HOST_END, HOST_START, NONE, Graph, build
+
+ITEM_MAX_BYTES = 64 * 1024  # a device-to-host read-back this small is a value read (sync.py's item pattern)
+# Where the trace has no graph launch to measure: the host cost of one (median cudaGraphLaunch in
+# fixtures/gpu/cuda_graph_cuda, H100 under torch.profiler: 43 µs) and the gap between consecutive graph ops (median
+# there 0.42 µs; 0.26 µs in the H200 launch pair's after-trace).
+DEFAULT_GRAPH_LAUNCH_NS = 40_000
+DEFAULT_GRAPH_GAP_NS = 400
+MIN_GRAPH_OPS = 10  # graph ops needed to measure their gaps
+PINNED_LINK_FRACTION = 0.8  # pinned copies reach this share of the link's theoretical bandwidth (no pinned copy to measure)
+PINNED_MIN_BYTES = 1024 * 1024  # pinned copies at least this big measure the pinned bandwidth
+_INPUT_KINDS = (RUNTIME, DRIVER, CPU_OP, PYTHON, ANNOTATION, STEP)
+
+
+@dataclass
+class Outcome:
+    """A replay's times and what they say: span, and mean step time where the trace has steps."""
+
+    times: np.ndarray
+    span_ns: int
+    step_ns: float | None
+    step_count: int
+
+
+class Context:
+    """A trace, its graph and the step each point belongs to (shared by the remedies)."""
+
+    def __init__(self, trace: Trace) -> None:
+        self.trace = trace
+        self.graph = build(trace)
+        g = self.graph
+        self.is_host = (g.kind == HOST_START) | (g.kind == HOST_END)
+        windows = step_windows(trace)
+        self.windows = windows
+        self.step_of = np.full(g.size, -1, np.int64)
+        if len(windows) and g.size:
+            starts = windows["start"].to_numpy(np.int64)
+            limit = np.append(starts[1:], windows["end"].to_numpy(np.int64)[-1])
+            # host points by their own recorded time; GPU points by their launch call's start
+            when = g.time.copy()
+            launched = g.op_launch_call >= 0
+            when[g.op_start[launched]] = g.time[g.call_start[g.op_launch_call[launched]]]
+            when[g.op_end[launched]] = g.time[g.call_start[g.op_launch_call[launched]]]
+            k = np.searchsorted(starts, when, side="right") - 1
+            ok = (k >= 0) & (when <= limit[np.maximum(k, 0)])
+            self.step_of = np.where(ok, k, -1)
+
+    def outcome(self, graph: Graph | None = None, times: np.ndarray | None = None) -> Outcome:
+        g = graph or self.graph
+        t = solve(g) if times is None else times
+        span = int(t.max() - t.min()) if t.size else 0
+        return Outcome(t, span, *self._step_ns(t))
+
+    def _step_ns(self, t: np.ndarray) -> tuple[float | None, int]:
+        """Mean step time, read where each step's work ends (its host points and the GPU ops they launched):
+        with two or more steps, (end of the last step's work - end of the first's) / (steps - 1), the steady
+        period, free of whatever the first step carries (the profiler's own start, a cold first batch); with one
+        step, from its start (its marker's point, else its first host point keeping its recorded lead) to its
+        work's end."""
+        in_step = self.step_of >= 0
+        if not in_step.any():
+            return None, 0
+        steps = np.unique(self.step_of[in_step])
+        first, last = int(steps[0]), int(steps[-1])
+        end_last = t[self.step_of == last].max()
+        if last > first:
+            end_first = t[self.step_of == first].max()
+            return float(end_last - end_first) / (last - first), last - first + 1
+        g = self.graph
+        host_first = np.flatnonzero(self.is_host & (self.step_of == first))
+        if host_first.size == 0:
+            return None, 0
+        markers = g.call_start[g.call_is_marker]
+        markers = markers[self.step_of[markers] == first]
+        p = markers[np.argmin(g.time[markers])] if markers.size else host_first[np.argmin(g.time[host_first])]
+        lead = g.time[p] - int(self.windows["start"].iloc[first])
+        return float(end_last - (t[p] - lead)), 1
+
+    @cached_property
+    def base(self) -> Outcome:
+        return self.outcome()
+
+    def host_overlap(self, rows: np.ndarray) -> np.ndarray:
+        """Per point, how much of the interval its lag covers (previous point on the chain -> it) lies inside
+        the union of the event ``rows`` on the same host thread (0 for GPU points and chain heads)."""
+        g = self.graph
+        out = np.zeros(g.size, np.int64)
+        cols = event_columns(self.trace)
+        rows = rows[cols.tid[rows] >= 0]
+        points = np.flatnonzero(self.is_host & ~g.chain_first)
+        if rows.size == 0 or points.size == 0:
+            return out
+        point_keys = g.thread_keys[g.chain[points]]
+        row_keys = thread_key(cols.pid[rows], cols.tid[rows])
+        lo, hi, rs, re = thread_time_positions([(point_keys, [g.time[points - 1], g.time[points]]),
+                                                (row_keys, [cols.start[rows], cols.end[rows]])])
+        us, ue = intervals.merge(rs, re)
+        out[points] = intervals.overlap_with_union(lo, np.maximum(hi, lo), us, ue)
+        return out
+
+    @cached_property
+    def input_rows(self) -> np.ndarray:
+        cols = event_columns(self.trace)
+        return np.flatnonzero(cols.of_kind(*_INPUT_KINDS) & code_mask(cols.name, cols.names, is_input))
+
+    def pinned_bandwidth(self) -> tuple[dict[str, float], str]:
+        """Bytes/s a pinned copy reaches per direction: measured on this trace's pinned copies of at least
+        PINNED_MIN_BYTES, else PINNED_LINK_FRACTION of the device's host link."""
+        g, trace = self.graph, self.trace
+        rows = g.op_row[g.op_is_copy]
+        out: dict[str, float] = {}
+        how = []
+        if rows.size:
+            kind = np.asarray(trace.take("copy_kind", rows).to_pylist(), dtype=object)
+            src = np.asarray(trace.take("src_kind", rows).to_pylist(), dtype=object)
+            dst = np.asarray(trace.take("dst_kind", rows).to_pylist(), dtype=object)
+            nbytes = g.op_bytes[g.op_is_copy]
+            cols = event_columns(trace)
+            dur = cols.end[rows] - cols.start[rows]
+            pinned = ((np.char.lower(src.astype(str)) == "pinned") | (np.char.lower(dst.astype(str)) == "pinned")) & (nbytes >= PINNED_MIN_BYTES) & (dur > 0)
+            for direction in ("HtoD", "DtoH"):
+                sel = pinned & (kind == direction)
+                if sel.any():
+                    out[direction] = float(nbytes[sel].sum()) / float(dur[sel].sum()) * 1e9
+                    how.append(f"{direction} {out[direction] / 1e9:.1f} GB/s measured on {int(sel.sum())} pinned "
+                               f"copies of this trace")
+        devices = np.unique(g.op_device)
+        info = trace.device_info(int(devices[0])) if devices.size else {}
+        links = device_links(info.get("name"), info.get("compute_major"), info.get("memory_bytes_per_s"))
+        for direction in ("HtoD", "DtoH"):
+            if direction not in out and links.host_bytes_per_s:
+                out[direction] = links.host_bytes_per_s * PINNED_LINK_FRACTION
+                how.append(f"{direction} {out[direction] / 1e9:.1f} GB/s = {PINNED_LINK_FRACTION:.0%} of the "
+                           f"{links.host_link} link (no pinned copy in the trace to measure)")
+        return out, "; ".join(how)
+
+
+Remedy = Callable[[Context], tuple[Graph | None, str]]
+
+
+def _host_lag_minus(ctx: Context, removed: np.ndarray) -> np.ndarray:
+    return np.maximum(ctx.graph.lag - removed, 0)
+
+
+def input_pipeline(ctx: Context) -> tuple[Graph | None, str]:
+    removed = ctx.host_overlap(ctx.input_rows)
+    if removed.sum() <= 0:
+        return None, ""
+    return ctx.graph.with_changes(lag=_host_lag_minus(ctx, removed)), (
+        "The input waits on the host threads (DataLoader next, tf.data iterator, tracelens/data ranges) take no "
+        "time: batches are ready when the step asks (prefetching workers that keep up; the dequeue cost is "
+        "taken as 0). Everything else keeps its recorded cost.")
+
+
+def _graph_costs(ctx: Context) -> tuple[int, str, int | None]:
+    """(host cost of one graph launch, where it comes from, gap between queued graph ops or None)."""
+    g, cols = ctx.graph, event_columns(ctx.trace)
+    launches = code_mask(g.call_name, cols.names, is_graph_launch)
+    if launches.any():
+        cost = int(np.median(g.time[g.call_end[launches]] - g.time[g.call_start[launches]]))
+        how = f"{cost / 1e3:.1f} µs, the median of this trace's {int(launches.sum())} graph launches"
+    else:
+        cost = DEFAULT_GRAPH_LAUNCH_NS
+        how = f"{cost / 1e3:.0f} µs (default: the trace has no graph launch to measure)"
+    graph_ops = np.flatnonzero(g.op_graph)
+    gap = None
+    if graph_ops.size >= MIN_GRAPH_OPS:
+        gap = int(np.median(g.lag[g.op_start[graph_ops]]))
+    return cost, how, gap
+
+
+def host_launch_overhead(ctx: Context) -> tuple[Graph | None, str]:
+    g = ctx.graph
+    launched = g.op_launch_call >= 0
+    if not launched.any():
+        return None, ""
+    keep = ctx.host_overlap(ctx.input_rows)  # input time stays: a graph does not load data
+    lag = g.lag.copy()
+    host = ctx.is_host & ~g.chain_first
+    waited_end = np.zeros(g.size, bool)
+    waited_end[g.call_end[g.call_waited]] = True
+    collapse = host & ~waited_end
+    lag[collapse] = np.minimum(lag[collapse], keep[collapse])
+    # one graph launch per captured region: the launches of a step (or of the whole window) on one host thread
+    # between two blocking calls (a graph cannot hold a host wait); its cost at the region's first launching call
+    cost, how, gap = _graph_costs(ctx)
+    callers = np.unique(g.op_launch_call[launched])
+    first_points = g.call_start[callers]
+    blocking_before = (np.cumsum(g.call_waits) - g.call_waits)[callers]  # calls are in (thread, time) order
+    step, thread = ctx.step_of[first_points], g.chain[first_points]
+    order = np.lexsort((g.time[first_points], blocking_before, step, thread))
+    pts = first_points[order]
+    key = np.stack([thread[order], step[order], blocking_before[order]])
+    head = np.ones(pts.size, bool)
+    head[1:] = (key[:, 1:] != key[:, :-1]).any(axis=0)
+    lag[pts[head]] += cost
+    # queued ops run back to back, at the gap measured between graph ops (else a measured default)
+    starts = g.op_start[launched]
+    lag[starts] = np.minimum(lag[starts], gap if gap is not None else DEFAULT_GRAPH_GAP_NS)
+    gap_how = (f"{gap / 1e3:.2f} µs, the median gap between this trace's graph ops" if gap is not None
+               else f"{DEFAULT_GRAPH_GAP_NS / 1e3:.2f} µs (default: the trace has no graph ops to measure)")
+    # a thread woken by another (the autograd thread by the main thread) is woken at once: no host work between
+    edge_lag = g.edge_lag.copy()
+    edge_lag[g.edge_is_wake] = 0
+    region_text = "step" if (ctx.step_of >= 0).any() else "trace window (no steps)"
+    return g.with_changes(lag=lag, edge_lag=edge_lag), (
+        f"The launches of each {region_text} between two blocking calls (a graph cannot hold a host wait) are "
+        f"captured in one CUDA graph ({int(head.sum()):,} graphs): the host's framework and launch work (everything "
+        f"but input waits and blocking waits) is replaced by one graph launch each, costing {how}; the GPU runs "
+        f"the same ops, back to back with {gap_how}. Syncs and input waits stay.")
+
+
+def _blocking_calls(ctx: Context) -> tuple[np.ndarray, np.ndarray]:
+    """(explicit syncs and small read-backs: the synchronization remedy's calls; other blocking copies: the
+    memcpy remedy's), as bool masks over calls."""
+    g = ctx.graph
+    n = g.call_row.size
+    readback = np.zeros(n, bool)
+    big_copy = np.zeros(n, bool)
+    waits_on_copy = g.op_is_copy & (g.op_launch_call >= 0)
+    wait_dst_calls = np.unique((g.edge_dst[g.edge_is_wait] - 1) // 2)
+    is_blocking = np.zeros(n, bool)
+    is_blocking[wait_dst_calls] = True
+    if waits_on_copy.any():
+        cols = event_columns(ctx.trace)
+        rows = g.op_row[waits_on_copy]
+        dtoh = cols.at("is_dtoh", rows)
+        small = (g.op_bytes[waits_on_copy] >= 0) & (g.op_bytes[waits_on_copy] < ITEM_MAX_BYTES)
+        calls = g.op_launch_call[waits_on_copy]
+        readback[calls[dtoh & small]] = True
+        big_copy[calls[~(dtoh & small)]] = True
+    sync_side = is_blocking & (g.call_is_sync | readback)
+    copy_side = is_blocking & big_copy & ~sync_side
+    return sync_side, copy_side
+
+
+def _drop_waits(g: Graph, calls: np.ndarray, lag: np.ndarray | None = None) -> Graph:
+    """The graph with the wait edges of ``calls`` (bool mask) removed and their ends at their own cost."""
+    dst_call = np.where(g.edge_is_wait, (g.edge_dst - 1) // 2, 0)
+    drop = g.edge_is_wait & calls[dst_call]
+    keep = ~drop
+    lag = g.lag.copy() if lag is None else lag
+    own = g.typical["sync_own"][-1]
+    ends = g.call_end[calls]
+    lag[ends] = np.minimum(lag[ends], own)
+    return g.with_changes(edge_src=g.edge_src[keep], edge_dst=g.edge_dst[keep], edge_lag=g.edge_lag[keep],
+                          edge_is_wait=g.edge_is_wait[keep], edge_is_wake=g.edge_is_wake[keep],
+                          edge_typical=g.edge_typical[keep], lag=lag)
+
+
+def synchronization(ctx: Context) -> tuple[Graph | None, str]:
+    sync_side, _ = _blocking_calls(ctx)
+    if not (sync_side & ctx.graph.call_waited).any():
+        return None, ""
+    return _drop_waits(ctx.graph, sync_side), (
+        "The host no longer waits: explicit synchronizations and small device-to-host read-backs (.item(), "
+        f"< {ITEM_MAX_BYTES // 1024} KiB) return at the cost of a call that finds nothing to wait for; the copies "
+        "still run on the GPU. Nothing limits how far the host runs ahead.")
+
+
+def memcpy(ctx: Context) -> tuple[Graph | None, str]:
+    g = ctx.graph
+    _, copy_side = _blocking_calls(ctx)
+    if not copy_side.any():
+        return None, ""
+    bandwidth, how = ctx.pinned_bandwidth()
+    lag = g.lag.copy()
+    ops = np.flatnonzero(g.op_is_copy & (g.op_launch_call >= 0))
+    ops = ops[copy_side[g.op_launch_call[ops]]]
+    if ops.size:
+        kind = np.asarray(ctx.trace.take("copy_kind", g.op_row[ops]).to_pylist(), dtype=object)
+        for direction, bps in bandwidth.items():
+            sel = ops[(kind == direction) & (g.op_bytes[ops] > 0)]
+            ends = g.op_end[sel]
+            lag[ends] = np.minimum(lag[ends], np.ceil(g.op_bytes[sel] / bps * 1e9).astype(np.int64))
+    return _drop_waits(g, copy_side, lag), (
+        "Copies from or to pageable memory, and synchronous copy calls, become pinned asynchronous copies: the "
+        f"host continues after the call, and each host<->device copy moves at the pinned bandwidth ({how or 'unknown: durations kept'}). "
+        "Device-to-device copies keep their time.")
+
+
+def low_occupancy(ctx: Context) -> tuple[Graph | None, str]:
+    g = ctx.graph
+    rows, fill = kernel_sm_fill(ctx.trace)
+    if rows.size == 0 or g.op_row.size == 0:
+        return None, ""
+    at = np.searchsorted(rows, g.op_row)
+    at = np.minimum(at, rows.size - 1)
+    hit = rows[at] == g.op_row
+    op_fill = np.where(hit, fill[at], 1.0)
+    under = op_fill < 1.0
+    if not under.any():
+        return None, ""
+    lag = g.lag.copy()
+    ends = g.op_end[under]
+    lag[ends] = np.ceil(lag[ends] * op_fill[under]).astype(np.int64)
+    return g.with_changes(lag=lag), (
+        "Kernels whose grid (or block shape) leaves SMs empty run at full SM fill: their time scales by their SM "
+        "fill (grid blocks / SMs, times the shape's occupancy where the block shape limits it), as if the same "
+        "work were split over every SM at the same per-SM speed. No wave-quantization or memory-bandwidth floor "
+        "is applied (the trace records neither the kernel's bytes nor its instruction mix), so this is an upper "
+        "bound on the gain. Vendor-library and collective kernels keep their time.")
+
+
+def startup(ctx: Context) -> tuple[Graph | None, str]:
+    g = ctx.graph
+    one_time = one_time_work(ctx.trace)
+    rows = np.flatnonzero(one_time.mask)
+    if rows.size == 0:
+        return None, ""
+    removed = ctx.host_overlap(rows)
+    lag = np.maximum(g.lag - removed, 0)
+    # GPU work launched from inside one-time host work (first-use module loads, autotuning runs) goes too
+    launched = np.flatnonzero(g.op_launch_call >= 0)
+    starts = g.call_start[g.op_launch_call[launched]]
+    inside = removed[starts] > 0
+    if launched.size:
+        cols = event_columns(ctx.trace)
+        call_rows = g.call_row[g.op_launch_call[launched]]
+        inside |= one_time.mask[call_rows]
+        del cols
+    gone = launched[inside]
+    lag[g.op_end[gone]] = 0
+    lag[g.op_start[gone]] = 0
+    if removed.sum() <= 0 and gone.size == 0:
+        return None, ""
+    return g.with_changes(lag=lag), (
+        "One-time work (the startup section's rows: context and module set-up, compilation, autotuning, first "
+        "calls, warm-up allocations) takes no time, and GPU ops launched from it do not run. The steady state "
+        "after it keeps its recorded cost.")
+
+
+# cause (diagnosis.CAUSE_NAMES) -> (remedy name, model)
+REMEDIES: dict[str, tuple[str, Remedy]] = {
+    "startup": ("remove one-time start-up work", startup),
+    "input_pipeline": ("input ready when the step asks for it", input_pipeline),
+    "host_launch_overhead": ("launches captured in CUDA graphs", host_launch_overhead),
+    "synchronization": ("no host waits on the GPU", synchronization),
+    "memcpy": ("pinned, asynchronous copies", memcpy),
+    "low_occupancy": ("kernels at full SM fill", low_occupancy),
+}
+NOT_MODELED = ("multi_gpu_imbalance", "communication", "unexplained_idle")
+
+
+def point_frame(ctx: Context, times: np.ndarray) -> pd.DataFrame:
+    """Points with their recorded and replayed times (debugging and tests)."""
+    g = ctx.graph
+    return pd.DataFrame({"kind": g.kind, "chain": g.chain, "row": g.row, "recorded": g.time, "replayed": times,
+                         "step": ctx.step_of, "lag": g.lag, "first": g.chain_first, "anchor": g.anchor > NONE,
+                         "gpu": (g.kind == GPU_START) | (g.kind == GPU_END)})

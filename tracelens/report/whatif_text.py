@@ -1,0 +1,54 @@
+"""The what-if section in words, shared by the terminal and markdown renderers: one line per remedy,
+"fixing X: step 153 ms → 125 ms (−18%)", and the critical path's shares."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .units import fmt_ns, fmt_pct
+
+MIN_SHOWN_GAIN = 0.001  # remedies that shorten the step (or span) by less than this are not listed
+
+
+def remedy_lines(doc: dict[str, Any]) -> list[str]:
+    """One plain-text line per remedy that gains at least MIN_SHOWN_GAIN, largest first (names are tracelens's
+    own cause keys)."""
+    whatif = doc.get("whatif")
+    if not isinstance(whatif, dict):
+        return []
+    base = whatif.get("replay_error") or {}
+    lines = []
+    for r in whatif.get("remedies") or []:
+        if not isinstance(r, dict) or (r.get("gain_ns") or 0) <= 0:
+            continue
+        if r.get("predicted_step_ns") is not None and base.get("recorded_step_ns"):
+            before, after = base["recorded_step_ns"], r["predicted_step_ns"]
+            what = "step"
+        else:
+            before, after = base.get("recorded_span_ns"), r.get("predicted_span_ns")
+            what = "span"
+        change = (after - before) / before if before else None
+        if change is not None and change > -MIN_SHOWN_GAIN:
+            continue  # rounding noise, or a remedy that costs more than it saves here
+        pct = "" if change is None else f" (−{fmt_pct(abs(change))})"
+        lines.append(f"fixing {r.get('cause')} ({r.get('remedy')}): {what} {fmt_ns(before)} → {fmt_ns(after)}{pct}")
+    return lines
+
+
+def replay_line(doc: dict[str, Any]) -> str | None:
+    error = (doc.get("whatif") or {}).get("replay_error")
+    if not isinstance(error, dict):
+        return None
+    step = error.get("step_error")
+    return (f"replayed unchanged: span off by {fmt_pct(error.get('span_error'))}"
+            + (f", mean step by {fmt_pct(step)}" if step is not None else ""))
+
+
+def critical_path_line(doc: dict[str, Any]) -> str | None:
+    path = (doc.get("whatif") or {}).get("critical_path")
+    if not isinstance(path, dict):
+        return None
+    shares = path.get("shares") or {}
+    parts = ", ".join(f"{name.replace('_', ' ')} {fmt_pct(share)}" for name, share in shares.items() if share)
+    where = "on the host" if path.get("on_host") else "on the GPU"
+    return f"critical path ({fmt_ns(path.get('length_ns'))}) {where}: {parts}"
