@@ -144,8 +144,9 @@ def _json_goldens() -> dict[Path, Callable[[], str]]:
 
 def _report_goldens() -> dict[Path, Callable[[], str]]:
     from tests.test_report_golden import rendered  # the cases live beside their tests
+    from tests.test_terminal_width import rendered as rendered_at_widths
 
-    return {GOLDEN / name: producer for name, producer in rendered().items()}
+    return {GOLDEN / name: producer for name, producer in {**rendered(), **rendered_at_widths()}.items()}
 
 
 def regenerate(kinds: list[str]) -> list[Path]:

@@ -75,8 +75,11 @@ def test_the_regeneration_command_writes_what_the_tests_compare(tmp_path: Path,
 
     monkeypatch.setattr(goldens, "GOLDEN", tmp_path)
     assert goldens.main(["--regen", "report"]) == 0
-    written = sorted(p.name for p in tmp_path.iterdir())
-    assert written == ["core.md", "core.txt", "full.md", "full.txt"]
+    written = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file())
+    committed = sorted(p.relative_to(JSON_GOLDEN.parent).as_posix() for p in JSON_GOLDEN.parent.rglob("*")
+                       if p.is_file() and p.parent != JSON_GOLDEN)
+    assert written == committed
+    assert {"core.md", "core.txt", "full.md", "full.txt", "terminal/demo.80.txt"} <= set(written)
     for name in written:
         assert (tmp_path / name).read_bytes() == (JSON_GOLDEN.parent / name).read_bytes(), name
     assert goldens.regenerate(["report"]) == []  # a second run changes nothing

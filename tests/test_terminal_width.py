@@ -1,21 +1,23 @@
 """The terminal summary at 80, 100 and 160 columns: golden files, nothing past the width, and every headline
 figure of the JSON output (the document's ``summary``) whole in the 80-column text.
 
-Regenerate the goldens after an intended change with ``TRACELENS_REGEN_GOLDEN=1 python3 -m pytest
-tests/test_terminal_width.py`` and review the diff of ``tests/golden/terminal/`` like code.
+Regenerate the goldens after an intended change with ``python3 -m tests.goldens --regen report`` and review
+the diff of ``tests/golden/terminal/`` like code.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import FIXTURES, ROOT, shared_traces
+from tests.goldens import check_text
 from tests.test_diagnosis import load_case
-from tests.test_report_golden import check_golden, full_doc
+from tests.test_report_golden import full_doc
 from tracelens import load
 from tracelens.analyses import analyze
 from tracelens.report import terminal
@@ -44,12 +46,18 @@ def _golden_doc(case: str) -> dict:
     return full_doc() if case == "handmade" else _doc(FIXTURES / GOLDEN_FIXTURES[case])
 
 
+def rendered() -> dict[str, Callable[[], str]]:
+    """Golden file name (in tests/golden/) -> its text: what the test compares and `tests.goldens` writes."""
+    return {f"terminal/{case}.{width}.txt": lambda case=case, width=width: terminal.render(_golden_doc(case), width=width)
+            for case in ("handmade", *GOLDEN_FIXTURES) for width in WIDTHS}
+
+
 @pytest.mark.parametrize("width", WIDTHS)
 @pytest.mark.parametrize("case", ["handmade", *GOLDEN_FIXTURES])
 def test_terminal_golden_widths(case: str, width: int) -> None:
-    text = terminal.render(_golden_doc(case), width=width)
+    text = rendered()[f"terminal/{case}.{width}.txt"]()
     assert max(len(line) for line in text.split("\n")) <= width
-    check_golden(f"terminal/{case}.{width}.txt", text)
+    check_text(f"terminal/{case}.{width}.txt", text)
 
 
 def headline_figures(summary: dict) -> list[tuple[str, str]]:
