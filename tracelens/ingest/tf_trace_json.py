@@ -26,6 +26,7 @@ import pandas as pd
 import pyarrow as pa
 
 from ..errors import InputError
+from ..event_names import strip_api_suffix
 from ..trace import (
     CPU_OP,
     DRIVER,
@@ -47,7 +48,6 @@ from .tf_common import (
     discover,
     extract_int,
     kernel_columns,
-    strip_version,
 )
 
 _GPU_PROCESS = re.compile(r"^/device:GPU:(\d+)")
@@ -179,7 +179,7 @@ def _to_trace(df: pd.DataFrame, device_rows: list[dict[str, Any]], source: Path,
 
     columns: dict[str, Any] = {
         "kind": list(kind[keep]) + [STEP] * len(steps),
-        "name": list(names[keep].map(strip_version)) + [f"step#{s}" for s in steps["step"]],
+        "name": list(names[keep].map(strip_api_suffix)) + [f"step#{s}" for s in steps["step"]],
         "start_ns": np.concatenate([start_ns[keep], steps["start"].to_numpy(np.int64)]) - origin,
         "end_ns": np.concatenate([end_ns[keep], steps["end"].to_numpy(np.int64)]) - origin,
         "pid": np.concatenate([df["pid"].to_numpy(np.int64)[keep], steps["pid"].to_numpy(np.int64)]),

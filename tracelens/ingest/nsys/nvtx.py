@@ -4,12 +4,11 @@ payload sizes (:mod:`.nvtx_payload`)."""
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ...event_names import step_number
 from ...trace import ANNOTATION, STEP
 from . import nvtx_payload
 from .columns import (
@@ -32,7 +31,6 @@ from .strings import MISSING, Strings, decode_dictionary, dedupe
 # NVTX eventType values (ENUM_NSYS_EVENT_TYPE): ranges we keep, and domain creation.
 _NVTX_RANGE_TYPES = (59, 60, 70, 71)
 _NVTX_DOMAIN_CREATE = 75
-_STEP_NAME = re.compile(r"^tracelens/step#(\d+)$")
 
 
 # NVTX_EVENTS rows fetched per query: the fetched batch (NVTX text included) lives only while its chunk is
@@ -133,10 +131,9 @@ def nvtx_rows(box: list[pa.Table], strings: Strings, payload_entries: list[tuple
     n = int(name_idx.size)
     start, end = columns.pop("start").combine_chunks(), columns.pop("end").combine_chunks()
     pid, tid = columns.pop("pid").combine_chunks(), columns.pop("tid").combine_chunks()
-    # Steps: tracelens/step#N ranges become kind "step" with step = N.
+    # Steps: step marker ranges (tracelens/step#N, ProfilerStep#N) become kind "step" with step = N.
     value_list = values.to_pylist()
-    step_of_value = np.array([int(m.group(1)) if (m := _STEP_NAME.match(v or "")) else -1 for v in value_list]
-                             + [-1], np.int64)
+    step_of_value = np.array([-1 if (s := step_number(v or "")) is None else s for v in value_list] + [-1], np.int64)
     step = step_of_value[name_idx]  # index -1 reads the trailing -1
     is_step = step >= 0
     kinds = np.where(is_step, KIND_INDEX[STEP], KIND_INDEX[ANNOTATION])

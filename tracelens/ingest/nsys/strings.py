@@ -9,10 +9,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ...event_names import API_SUFFIX_PATTERN, API_SUFFIX_REPLACEMENT
 from .columns import dict_array, id_numpy, int64_numpy
 from .database import Database
-
-_API_VERSION_SUFFIX = r"_v\d+$"
 
 
 def decode_dictionary(binary: pa.Array) -> tuple[np.ndarray, pa.Array]:
@@ -151,9 +150,9 @@ class Strings:
         return dict_array(codes, values)
 
     def api_names(self, ids: pa.Array | pa.ChunkedArray) -> pa.DictionaryArray:
-        """Names with the CUDA API version suffix (``_v7000``) stripped."""
+        """Names without their CUDA API suffixes (the rule: :mod:`tracelens.event_names`)."""
         if self._stripped is None:
-            stripped = pc.replace_substring_regex(self.values, _API_VERSION_SUFFIX, "")
+            stripped = pc.replace_substring_regex(self.values, API_SUFFIX_PATTERN, API_SUFFIX_REPLACEMENT)
             self._stripped = dedupe(np.arange(len(self.values), dtype=np.int32), stripped)
         remap, values = self._stripped
         pos = self.lookup(ids)

@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...errors import InputError
+from ...event_names import strip_api_suffix
 from ...trace import (
     ANNOTATION,
     CPU_OP,
@@ -41,7 +42,6 @@ from ..tf_common import (
     copy_kind_code,
     detect_framework,
     kernel_columns,
-    strip_version,
 )
 from .columns import dict_column, masked, place
 from .details import MEM_KIND_LABELS, gpu_ops, memcpy_columns
@@ -198,7 +198,7 @@ def _timeline_columns(ev: Events, kinds: _Kinds, r: _Rows) -> dict[str, Any]:
     # display names: metadata names (runtime suffixes stripped); XLA ops by their metadata display name (the
     # HLO op name: newer profilers name the metadata "<program id or module>/<op>"); one "step#N" per step row
     step_names = [f"step#{s}" for s in steps["step"].tolist()]
-    labels = [strip_version(nm) for nm in names_all] + display_names(planes) + [""] + step_names
+    labels = [strip_api_suffix(nm) for nm in names_all] + display_names(planes) + [""] + step_names
     row_names = np.where(xla_op_rows[rows], len(names_all) + name_index[rows], name_index[rows])
     name_codes = np.concatenate([row_names, 2 * len(names_all) + np.arange(n_steps)]).astype(np.int32)
     columns: dict[str, Any] = {

@@ -3,19 +3,17 @@ row per (host, step number)."""
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import numpy as np
 
+from ...event_names import step_number
 from .stats import StatColumns
-
-_STEP_NAME = re.compile(r"^(?:tracelens/step#|ProfilerStep#)(\d+)$")
 
 
 def step_from_name(name: str) -> int:
-    match = _STEP_NAME.match(name)
-    return int(match.group(1)) if match else -1
+    number = step_number(name)
+    return -1 if number is None else number
 
 
 def collapse_steps(rows: np.ndarray, step: np.ndarray, host: np.ndarray, start: np.ndarray,
