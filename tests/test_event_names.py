@@ -8,6 +8,7 @@ the rule again.
 
 from __future__ import annotations
 
+import gzip
 import json
 import re
 import sqlite3
@@ -174,3 +175,24 @@ def test_nsys_reader(tmp_path: Path) -> None:
     assert "tracelens/step#-1" in by_kind["annotation"]
     assert "cudaMemcpyAsync" in by_kind["runtime"]
     assert not [n for n in by_kind["runtime"] if re.search(r"_v\d+$|_pt[sd][sz]$", n)]
+
+
+def test_tf_trace_json_reader(tmp_path: Path) -> None:
+    def meta(kind: str, pid: int, name: str, tid: int | None = None) -> dict:
+        return {"ph": "M", "name": kind, "pid": pid, "args": {"name": name}, **({"tid": tid} if tid else {})}
+
+    events = [
+        meta("process_name", 1, "/host:CPU"), meta("thread_name", 1, "python3", 10),
+        {"ph": "X", "pid": 1, "tid": 10, "name": "ProfilerStep#2", "ts": 1000.0, "dur": 50.0},
+        {"ph": "X", "pid": 1, "tid": 10, "name": "tracelens/step#-3", "ts": 1060.0, "dur": 5.0},
+        {"ph": "X", "pid": 1, "tid": 10, "name": "cudaMemcpyAsync_ptsz_v7000", "ts": 1010.0, "dur": 1.0},
+    ]
+    path = tmp_path / "host.trace.json.gz"
+    path.write_bytes(gzip.compress(json.dumps({"traceEvents": events}).encode()))
+    trace = tracelens.load(path)
+    by_kind = _names_by_kind(trace)
+    steps = trace.of_kind("step")
+    assert list(steps["step"].astype(int)) == [2]
+    assert (int(steps["start_ns"].iloc[0]), int(steps["end_ns"].iloc[0])) == (0, 50_000)
+    assert "tracelens/step#-3" in by_kind["annotation"]
+    assert by_kind["runtime"] == {"cudaMemcpyAsync"}
