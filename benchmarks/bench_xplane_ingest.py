@@ -29,7 +29,7 @@ TARGET_BYTES = 200 * 10**6
 
 def synthesize(target_bytes: int = TARGET_BYTES) -> tuple[Path, int]:
     """Write (once) the replicated XSpace; return its path and its number of XEvents."""
-    from tracelens.ingest.xplane_schema import xspace_class
+    from tracelens.ingest.xplane.schema import xspace_class
 
     space = xspace_class(lite=False)()
     space.ParseFromString(SOURCE.read_bytes())
@@ -71,7 +71,7 @@ def _timed(func: Any, *args: Any) -> dict[str, Any]:
 
 
 def parse_full(path: str) -> dict[str, Any]:
-    from tracelens.ingest.xplane_schema import xspace_class
+    from tracelens.ingest.xplane.schema import xspace_class
 
     data = Path(path).read_bytes()
 
@@ -84,7 +84,7 @@ def parse_full(path: str) -> dict[str, Any]:
 
 
 def parse_lite(path: str) -> dict[str, Any]:
-    from tracelens.ingest.xplane_schema import xspace_class
+    from tracelens.ingest.xplane.schema import xspace_class
 
     def parse() -> int:
         space = xspace_class(lite=True)()
@@ -123,7 +123,7 @@ def main() -> int:
         return 1
     path, n_events = synthesize()
     size = path.stat().st_size
-    from tracelens.ingest.xplane_schema import protobuf_backend
+    from tracelens.ingest.xplane.schema import protobuf_backend
 
     backend = protobuf_backend()
     callables = {

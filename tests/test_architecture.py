@@ -142,11 +142,24 @@ def test_no_private_names_across_modules() -> None:
     assert not fixed, "fixed: remove from KNOWN in tests/test_architecture.py:\n" + "\n".join(fixed)
 
 
+def _collapsed(graph: dict[str, set[str]], package: str) -> dict[str, set[str]]:
+    """``graph`` with ``package`` and its modules as one node (what any of them imports, outside it)."""
+    def node(name: str) -> str:
+        return package if name == package or name.startswith(package + ".") else name
+
+    out: dict[str, set[str]] = {}
+    for module, imports in graph.items():
+        out.setdefault(node(module), set()).update(node(i) for i in imports)
+    out[package].discard(package)
+    return out
+
+
 def test_tf_readers_do_not_import_each_other() -> None:
     # Explicit imports only (an import of a submodule also runs its package's __init__; that is not counted).
     _, graph = _package_scan()
     xplane, legacy, common = ("tracelens.ingest.xplane", "tracelens.ingest.tf_trace_json",
                               "tracelens.ingest.tf_common")
+    graph = _collapsed(graph, xplane)  # the xplane reader is a package: its modules count as one reader
     assert legacy not in graph[xplane] and xplane not in graph[legacy]
     assert common in graph[xplane] and common in graph[legacy]
     assert not ({xplane, legacy} & _reachable(graph, common))

@@ -370,7 +370,7 @@ XLA_COMPUTE = ("fusion.9", (1400, 2600), "loop_fusion_9", (1500, 2500))  # besid
 
 def _xplane_with_collectives(tmp_path: Path) -> tuple[Path, list[tuple[int, int]]]:
     """The edited copy, and the original GPU:0 kernels as absolute ns intervals (read from the protobuf)."""
-    from tracelens.ingest.xplane_schema import xspace_class
+    from tracelens.ingest.xplane.schema import xspace_class
 
     path = copy_shared_trace(tmp_path, "tf", "amd_gpu_jax_te_fused_attn.xplane.pb")
     space = xspace_class(lite=False).FromString(path.read_bytes())

@@ -25,6 +25,7 @@ from tracelens.cli import main
 from tracelens.errors import ToolMissingError
 from tracelens.ingest import load
 from tracelens.ingest import nsys as nsys_reader
+from tracelens.ingest.nsys import nvtx as nsys_nvtx
 
 NSYS = shared_params("nsys", "*.sqlite")
 
@@ -421,7 +422,7 @@ def test_nsys_rep_is_exported_once_and_reused(tmp_path: Path, monkeypatch: pytes
 
 def test_nsys_rep_cache_goes_to_user_cache_when_dir_is_not_writable(tmp_path: Path,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    from tracelens.ingest import nsys_rep
+    from tracelens.ingest.nsys import rep as nsys_rep
 
     fixture = copy_shared_trace(tmp_path, "nsys", "rtx3080_tiny_nsys2026.1.sqlite")
     reports = tmp_path / "reports"
@@ -439,7 +440,7 @@ def test_nsys_rep_cache_goes_to_user_cache_when_dir_is_not_writable(tmp_path: Pa
 
 
 def test_nsys_rep_cache_path_falls_back_to_user_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from tracelens.ingest import nsys_rep
+    from tracelens.ingest.nsys import rep as nsys_rep
 
     report = tmp_path / "run.nsys-rep"
     report.write_bytes(b"x")
@@ -576,5 +577,5 @@ def test_nvtx_read_in_small_chunks_gives_the_same_table(path: Path, monkeypatch:
     if rows <= 7:
         pytest.skip("fewer NVTX rows than one chunk")
     whole = load(path).events
-    monkeypatch.setattr(nsys_reader, "NVTX_CHUNK_ROWS", 7)
+    monkeypatch.setattr(nsys_nvtx, "NVTX_CHUNK_ROWS", 7)
     assert load(path).events.equals(whole)

@@ -14,7 +14,7 @@ from conftest import copy_shared_trace
 
 from tracelens.cli import main
 from tracelens.ingest import load
-from tracelens.ingest import nsys as nsys_reader
+from tracelens.ingest.nsys import database as nsys_database
 
 TINY = "rtx3080_tiny_nsys2026.1.sqlite"
 WINDOW = "h100x2_fastvideo_window_nsys2026.2.sqlite"
@@ -147,7 +147,7 @@ def test_export_held_open_for_writing(tmp_path: Path, capsys: pytest.CaptureFixt
                                       monkeypatch: pytest.MonkeyPatch, statement: str) -> None:
     """A writer holds a RESERVED (IMMEDIATE) or EXCLUSIVE lock: reading works or fails in one line, quickly."""
     path = copy_shared_trace(tmp_path, "nsys", TINY)
-    monkeypatch.setattr(nsys_reader, "BUSY_TIMEOUT_S", 0.3)
+    monkeypatch.setattr(nsys_database, "BUSY_TIMEOUT_S", 0.3)
     ready, release = threading.Event(), threading.Event()
     holder = threading.Thread(target=_hold_lock, args=(path, statement, ready, release))
     holder.start()

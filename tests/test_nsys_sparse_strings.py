@@ -15,7 +15,7 @@ from conftest import copy_shared_trace, shared_params
 
 from tracelens.cli import main
 from tracelens.ingest import load
-from tracelens.ingest import nsys as nsys_reader
+from tracelens.ingest.nsys import strings as nsys_strings
 
 WINDOW = "h100x2_fastvideo_window_nsys2026.2.sqlite"
 TINY = "rtx3080_tiny_nsys2026.1.sqlite"
@@ -92,7 +92,7 @@ def test_trimmed_export_with_sparse_ids_keeps_kernel_names(window_pair: tuple[Pa
     assert count < _sql(original, "SELECT count(*) FROM StringIds")[0][0]
     assert top > SHIFT + 300_000 and top > 16 * count + 2**20  # far past the rows: the old bound refused it
     # _DENSE_SLACK (private): the reader's dense/sorted threshold, read here to prove which lookup is taken
-    assert top >= count + nsys_reader._DENSE_SLACK  # so the sorted-id search serves it, not a dense table
+    assert top >= count + nsys_strings._DENSE_SLACK  # so the sorted-id search serves it, not a dense table
     # Kernel names by a direct join on the original (demangled name, else short name), as a multiset.
     expected = Counter(name for name, in _sql(original, """
         SELECT coalesce(d.value, s.value) FROM CUPTI_ACTIVITY_KIND_KERNEL k
@@ -139,7 +139,7 @@ def test_dense_and_sorted_lookups_agree(path: Path, monkeypatch: pytest.MonkeyPa
     """Compact ids use a dense table, sparse ones a binary search: forcing the search gives the same trace."""
     dense = load(path)
     # private on purpose: no public option picks the lookup; the threshold is the one switch
-    monkeypatch.setattr(nsys_reader, "_DENSE_SLACK", -2**62)
+    monkeypatch.setattr(nsys_strings, "_DENSE_SLACK", -2**62)
     searched = load(path)
     assert searched.events.equals(dense.events)
     assert searched.metadata.extra == dense.metadata.extra

@@ -17,6 +17,7 @@ from reference import union_length
 import tracelens
 from tracelens.analyses.devices import device_utilization
 from tracelens.ingest import detect_format, tf_common, xplane
+from tracelens.ingest.xplane import events as xplane_events
 
 PROFILE_START = 1_700_000_000_000_000_000
 REF_DETAILS = "regs:32 static_shared:1024 dynamic_shared:2048 grid:10,2,1 block:128,1,1 occ_pct:50"
@@ -353,7 +354,7 @@ def test_noncanonical_field_order_reads_the_same(tmp_path: Path) -> None:
 def test_vectorized_varints_match_reference_encoder() -> None:
     import random
 
-    from tracelens.ingest import xplane_wire
+    from tracelens.ingest.xplane import wire as xplane_wire
 
     rng = random.Random(4)
     values = [0, 1, 127, 128, 300, 2**14, 2**21 - 1, 2**28 + 5, 2**49, 2**56 - 1, 2**56, 2**63, 2**64 - 1]
@@ -427,7 +428,7 @@ def _random_line(rng, n_events: int) -> bytes:
 def test_field_starts_match_a_field_by_field_walk(chunk: int) -> None:
     import random
 
-    from tracelens.ingest import xplane_wire
+    from tracelens.ingest.xplane import wire as xplane_wire
 
     rng = random.Random(chunk)
     lines = [_random_line(rng, n) for n in (0, 1, 5, 300, 2000)]
@@ -442,7 +443,7 @@ def test_field_starts_match_a_field_by_field_walk(chunk: int) -> None:
 
 
 def test_field_starts_rejects_a_field_past_its_message() -> None:
-    from tracelens.ingest import xplane_wire
+    from tracelens.ingest.xplane import wire as xplane_wire
 
     data = pb.lfield(4, b"\x08\x01" * 40)[:-3]
     with pytest.raises(xplane_wire.WireError):
@@ -467,11 +468,11 @@ def _located_and_from_upb(path: Path, monkeypatch):
     """The trace read with events located in the file (asserting that path was taken), then through upb."""
     # private on purpose: _locate_events is the fast path under test; no public switch turns it off
     calls = []
-    locate = xplane._locate_events
-    monkeypatch.setattr(xplane, "_locate_events", lambda *args: calls.append(locate(*args)) or calls[-1])
+    locate = xplane_events._locate_events
+    monkeypatch.setattr(xplane_events, "_locate_events", lambda *args: calls.append(locate(*args)) or calls[-1])
     located = xplane.read(path)
     assert calls and calls[0] is not None  # the fast path was taken
-    monkeypatch.setattr(xplane, "_locate_events", lambda *args: None)
+    monkeypatch.setattr(xplane_events, "_locate_events", lambda *args: None)
     return located, xplane.read(path)
 
 

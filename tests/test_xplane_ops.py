@@ -16,7 +16,7 @@ from conftest import FIXTURES, SHARED_TRACES, shared_params
 import tracelens
 from tracelens import peaks
 from tracelens.analyses.ops import by_innermost, launching_ops, ops_report
-from tracelens.ingest.xplane_schema import xspace_class
+from tracelens.ingest.xplane.schema import xspace_class
 
 JAX_FIXTURE = FIXTURES / "gpu" / "jax_mlp_cuda.xplane.pb"
 ALL = 10**9  # ops_report limit: every name

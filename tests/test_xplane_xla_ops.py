@@ -13,7 +13,7 @@ import tracelens
 from tracelens.analyses import analyze
 from tracelens.analyses.communication import communication_report
 from tracelens.analyses.devices import device_utilization
-from tracelens.ingest.xplane_schema import xspace_class
+from tracelens.ingest.xplane.schema import xspace_class
 
 LINE_TS = 10_000  # ns
 KERNEL_DETAILS = "regs:32 static_shared:0 dynamic_shared:0 grid:80,1,1 block:256,1,1 occ_pct:50"

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from .. import intervals
+from ..event_names import strip_api_suffix
 from ..trace import DRIVER, GPU_ACTIVITY_KINDS, HOST_KINDS, OVERHEAD, PYTHON, RUNTIME, Trace
 from .columns import event_columns
 from .names import code_mask, is_kernel_launch
@@ -45,7 +46,7 @@ CUDA_OWN_OVERHEAD = re.compile(r"(?i)module load|function load|command buffer fu
 
 
 def _is_launch_call(name: str) -> bool:
-    return is_kernel_launch(name) or bool(COPY_OR_SET_CALL.match(re.sub(r"_v\d+$", "", name)))
+    return is_kernel_launch(name) or bool(COPY_OR_SET_CALL.match(strip_api_suffix(name)))
 
 
 def _is_profiler_overhead(name: str) -> bool:

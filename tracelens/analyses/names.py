@@ -2,7 +2,8 @@
 
 Classification works on the *distinct* names of a trace (a categorical column's categories), never per
 event, so it stays cheap on millions of rows. Names follow the table conventions: runtime names without
-``_vNNNN`` suffixes; CUDA and HIP spellings both appear.
+``_vNNNN`` suffixes (readers strip them; the predicates below strip them again for names from elsewhere,
+:func:`tracelens.event_names.strip_api_suffix`); CUDA and HIP spellings both appear.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..event_names import strip_api_suffix
 from ..trace import ALL_KINDS, ANNOTATION, CPU_OP, DRIVER, PYTHON, RUNTIME, STEP
 
 # Host categories used by gap attribution and the step breakdown, in priority order: when host activity
@@ -115,14 +117,6 @@ THREAD_BOOTSTRAP_PATTERN = re.compile(
     r"|^(?:.*/)?multiprocessing/(process\.py\(\d+\): (_bootstrap|run)|spawn\.py\(\d+\): (spawn_main|_main))$"
 )
 
-# The `_vNNNN` suffix nsys keeps on some runtime names; readers strip it, but be lenient.
-_VERSION_SUFFIX = re.compile(r"_v\d+$")
-
-
-def _base(name: str) -> str:
-    return _VERSION_SUFFIX.sub("", name)
-
-
 def words(name: str) -> list[str]:
     """Lower-case words of a name split at punctuation and camelCase ("XlaCompile" -> xla, compile)."""
     found = [w.lower() for w in _WORD.findall(name)]
@@ -146,11 +140,11 @@ def is_thread_bootstrap(name: str) -> bool:
 
 
 def is_one_time_api(name: str) -> bool:
-    return bool(ONE_TIME_API_PATTERN.match(_base(name)))
+    return bool(ONE_TIME_API_PATTERN.match(strip_api_suffix(name)))
 
 
 def is_allocation(name: str) -> bool:
-    return bool(ALLOCATION_PATTERN.match(_base(name)))
+    return bool(ALLOCATION_PATTERN.match(strip_api_suffix(name)))
 
 
 def is_compile_name(name: str) -> bool:
@@ -180,20 +174,20 @@ def is_input(name: str) -> bool:
 
 def is_blocking_sync(name: str) -> bool:
     """A host call that waits for the GPU: an explicit synchronize or a synchronous copy."""
-    base = _base(name)
+    base = strip_api_suffix(name)
     return bool(SYNC_CALL_PATTERN.match(base) or SYNC_COPY_PATTERN.match(base))
 
 
 def is_sync_copy(name: str) -> bool:
-    return bool(SYNC_COPY_PATTERN.match(_base(name)))
+    return bool(SYNC_COPY_PATTERN.match(strip_api_suffix(name)))
 
 
 def is_kernel_launch(name: str) -> bool:
-    return bool(KERNEL_LAUNCH_PATTERN.match(_base(name)))
+    return bool(KERNEL_LAUNCH_PATTERN.match(strip_api_suffix(name)))
 
 
 def is_graph_launch(name: str) -> bool:
-    return bool(GRAPH_LAUNCH_PATTERN.match(_base(name)))
+    return bool(GRAPH_LAUNCH_PATTERN.match(strip_api_suffix(name)))
 
 
 def name_mask(names: pd.Series, predicate: Callable[[str], bool]) -> np.ndarray:

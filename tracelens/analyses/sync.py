@@ -21,6 +21,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..event_names import strip_api_suffix
 from ..trace import CPU_OP, DRIVER, GPU_SYNC, RUNTIME, Trace
 from .columns import Table, event_columns, step_windows, thread_key, thread_time_positions
 from .launch import launch_pairs
@@ -29,7 +30,7 @@ from .steps import STEP_LIMIT
 
 ITEM_MAX_BYTES = 64 * 1024
 TOP_N = 10
-_STREAM_WAIT = re.compile(r"^(cuda|hip|cu)StreamWaitEvent(_v\d+)?$")
+_STREAM_WAIT = re.compile(r"^(cuda|hip|cu)StreamWaitEvent$")
 
 
 def _api_calls(trace: Trace) -> Table:
@@ -43,7 +44,7 @@ def _api_calls(trace: Trace) -> Table:
         "pid": cols.pid[api],
         "tid": cols.tid[api],
         "blocking": code_mask(name, cols.names, is_blocking_sync),
-        "stream_wait": code_mask(name, cols.names, lambda n: bool(_STREAM_WAIT.match(n))),
+        "stream_wait": code_mask(name, cols.names, lambda n: bool(_STREAM_WAIT.match(strip_api_suffix(n)))),
     })
 
 

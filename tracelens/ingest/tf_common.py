@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import InputError
+from ..event_names import is_step_marker
 from ..trace import ANNOTATION, CPU_OP, DRIVER, OTHER, PYTHON, RUNTIME, STEP
 
 # Files old TF wrote next to (or instead of) the xplane; their presence alone means "no raw trace".
@@ -29,7 +30,6 @@ _COPY_KIND_BY_NAME = {"H2D": "HtoD", "D2H": "DtoH", "D2D": "DtoD", "P2P": "PtoP"
                       "HTOD": "HtoD", "DTOH": "DtoH", "DTOD": "DtoD", "PTOP": "PtoP", "HTOH": "HtoH"}
 _RUNTIME_NAME = re.compile(r"^(cuda|hip)[A-Z]")
 _DRIVER_NAME = re.compile(r"^cu[A-Z]")
-_API_VERSION_SUFFIX = re.compile(r"^((?:cuda|cu|hip)[A-Za-z0-9]*)_v\d+$")
 
 
 # ---------------------------------------------------------------------------------------- discovery
@@ -92,19 +92,13 @@ def classify_host_name(name: str) -> str:
         return DRIVER
     if name.startswith("$"):
         return PYTHON  # the Python tracer's frames: "$file.py:line function"
-    if name.startswith("tracelens/step#"):
+    if is_step_marker(name):
         return STEP
     if name.startswith("tracelens/"):
         return ANNOTATION
     if name in ("MemoryAllocation", "MemoryDeallocation"):
         return OTHER
     return CPU_OP
-
-
-def strip_version(name: str) -> str:
-    """``cudaLaunchKernel_v7000`` -> ``cudaLaunchKernel``, as the other readers name runtime calls."""
-    # Only API names (camelCase): kernel names such as "cudnn_..._v1" keep their suffix.
-    return _API_VERSION_SUFFIX.sub(r"\1", name)
 
 
 def detect_framework(names: Iterable[str]) -> str:

@@ -26,6 +26,7 @@ import pandas as pd
 import pyarrow as pa
 
 from ..errors import InputError
+from ..event_names import step_number, strip_api_suffix
 from ..trace import (
     CPU_OP,
     DRIVER,
@@ -47,7 +48,6 @@ from .tf_common import (
     discover,
     extract_int,
     kernel_columns,
-    strip_version,
 )
 
 _GPU_PROCESS = re.compile(r"^/device:GPU:(\d+)")
@@ -151,7 +151,11 @@ def _to_trace(df: pd.DataFrame, device_rows: list[dict[str, Any]], source: Path,
                     names.map(classify_host_name).to_numpy(dtype=object))
     host_corr = ~is_gpu & df["correlation_id"].notna().to_numpy() & (kind == CPU_OP)
     kind = np.where(host_corr, DRIVER, kind)
-    step = df["step_num"].to_numpy(dtype=float)
+    step = df["step_num"].to_numpy(dtype=float, copy=True)
+    # A step marker by name (tracelens/step#N, ProfilerStep#N) without a step_num stat: N from the name, as
+    # the xplane reader does (only the few marker rows are looked at).
+    named = (kind == STEP) & np.isnan(step)
+    step[named] = [step_number(name) for name in names[named]]
     kind = np.where(~is_gpu & ~np.isnan(step), STEP, kind)
 
     start_us = df["ts"].to_numpy(float)
@@ -179,7 +183,7 @@ def _to_trace(df: pd.DataFrame, device_rows: list[dict[str, Any]], source: Path,
 
     columns: dict[str, Any] = {
         "kind": list(kind[keep]) + [STEP] * len(steps),
-        "name": list(names[keep].map(strip_version)) + [f"step#{s}" for s in steps["step"]],
+        "name": list(names[keep].map(strip_api_suffix)) + [f"step#{s}" for s in steps["step"]],
         "start_ns": np.concatenate([start_ns[keep], steps["start"].to_numpy(np.int64)]) - origin,
         "end_ns": np.concatenate([end_ns[keep], steps["end"].to_numpy(np.int64)]) - origin,
         "pid": np.concatenate([df["pid"].to_numpy(np.int64)[keep], steps["pid"].to_numpy(np.int64)]),

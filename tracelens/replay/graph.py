@@ -40,6 +40,7 @@ from .. import intervals
 from ..analyses.columns import EventColumns, Table, event_columns, thread_key, thread_time_positions
 from ..analyses.launch import launch_pairs
 from ..analyses.names import code_mask, is_blocking_sync, is_graph_launch, is_sync_copy
+from ..event_names import strip_api_suffix
 from ..trace import (
     ALL_KINDS,
     CPU_OP,
@@ -64,8 +65,9 @@ DEFAULT_LAUNCH_LAG_NS = 5_000  # launch call start -> op start on an idle GPU
 DEFAULT_STREAM_GAP_NS = 1_000  # op end -> next queued op start on the same stream
 DEFAULT_SYNC_OWN_NS = 2_000  # a synchronize that finds nothing to wait for
 DEFAULT_WAKE_NS = 2_000  # awaited op end -> the waiting call returns
-STREAM_WAIT_PATTERN = re.compile(r"^(cuda|hip|cu)StreamWaitEvent(_v\d+)?$")
-EVENT_RECORD_PATTERN = re.compile(r"^(cuda|hip|cu)EventRecord(WithFlags)?(_v\d+)?$")
+# Matched after strip_api_suffix (tracelens.event_names: the one rule for version suffixes).
+STREAM_WAIT_PATTERN = re.compile(r"^(cuda|hip|cu)StreamWaitEvent$")
+EVENT_RECORD_PATTERN = re.compile(r"^(cuda|hip|cu)EventRecord(WithFlags)?$")
 SYNC_MATCH_SLACK_NS = 1_000_000  # a recorded synchronization within this of its call belongs to it
 IDLE_GAP_NS = 50_000  # a host thread's gap this long with
 IDLE_COVERED = 0.1  # less than this share covered by its own ops/frames was a wait for another thread
@@ -507,8 +509,8 @@ def _event_waits(cols: EventColumns, call_row: np.ndarray, call_thread: np.ndarr
     if call_row.size == 0 or op_launch_call.size == 0:
         return empty, empty
     call_names = cols.name[call_row]
-    waits = np.flatnonzero(code_mask(call_names, names, lambda n: bool(STREAM_WAIT_PATTERN.match(n))))
-    records = np.flatnonzero(code_mask(call_names, names, lambda n: bool(EVENT_RECORD_PATTERN.match(n))))
+    waits = np.flatnonzero(code_mask(call_names, names, lambda n: bool(STREAM_WAIT_PATTERN.match(strip_api_suffix(n)))))
+    records = np.flatnonzero(code_mask(call_names, names, lambda n: bool(EVENT_RECORD_PATTERN.match(strip_api_suffix(n)))))
     launching = np.flatnonzero(op_launch_call >= 0)
     if waits.size == 0 or records.size == 0 or launching.size == 0:
         return empty, empty

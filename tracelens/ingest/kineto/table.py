@@ -14,6 +14,7 @@ import numpy as np
 import pyarrow as pa
 
 from ...errors import InputError
+from ...event_names import step_number, strip_api_suffix
 from ...trace import (
     ANNOTATION,
     CPU_OP,
@@ -45,9 +46,6 @@ from .blocks import (
 from .fields import DEVICE_FIELDS, OP_NUMBERS, OP_TEXTS
 from .threads import executor, thread_budget
 
-_STEP_NAME = re.compile(r"^(?:ProfilerStep|tracelens/step)#(-?\d+)$")
-# Only API names (camelCase, no underscore before the suffix): kernels such as "cudnn_..._v1" keep theirs.
-_API_VERSION_SUFFIX = re.compile(r"^((?:cuda|cu|hip)[A-Za-z0-9]*)_v\d+$")
 _DRIVER_NAME = re.compile(r"^cu[A-Z]")
 
 
@@ -126,7 +124,7 @@ class Columns:
         kind, ts, raw_name = (np.concatenate([p.pop(k) for p in self.parts]) for k in ("kind", "ts", "name"))
         keep = (kind != SKIP) & placeable(ts)
         # "cudaLaunchKernel_v7000" and "cudaLaunchKernel" are one name: merge codes after dropping suffixes.
-        stripped = [_API_VERSION_SUFFIX.sub(r"\1", n) for n in self.names.values]
+        stripped = [strip_api_suffix(n) for n in self.names.values]
         names = sorted(set(stripped))
         index = {n: i for i, n in enumerate(names)}
         name_code = np.array([index[n] for n in stripped] + [-1], dtype=np.int32)[raw_name]
@@ -303,8 +301,8 @@ class Columns:
 
 
 def _step_number(name: str) -> float:
-    match = _STEP_NAME.match(name)
-    return float(match.group(1)) if match else math.nan
+    number = step_number(name)
+    return math.nan if number is None else float(number)
 
 
 def _dictionary(codes: np.ndarray, values: Sequence[str | None], where: np.ndarray) -> pa.Array:

@@ -6,7 +6,7 @@ Two variants of the schema are built:
 * ``full``: the schema as published (every message typed), for tools and debugging.
 * ``lite``: identical on the wire, except that ``XLine.events`` is declared ``repeated bytes``, so that
   upb hands the reader each event's serialized bytes instead of building one Python message per event;
-  the reader walks those bytes with numpy (:mod:`tracelens.ingest.xplane_wire`).
+  the reader walks those bytes with numpy (:mod:`tracelens.ingest.xplane.wire`).
 
 A private :class:`~google.protobuf.descriptor_pool.DescriptorPool` keeps these names out of the default
 pool, so this works in a process that has imported TensorFlow (which registers its own

@@ -14,7 +14,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from ..errors import InputError, ToolMissingError
+from ...errors import InputError, ToolMissingError
 
 CACHE_SUFFIX = ".tracelens.sqlite"
 

@@ -1,0 +1,119 @@
+"""Column helpers of the Nsight Systems reader: integer and id columns as numpy, dictionary columns, pid and
+tid from nsys's global ids, and :class:`Part`, one table's rows in the event columns' storage types.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ...trace import ALL_KINDS, EVENT_SCHEMA
+
+KIND_INDEX = {kind: i for i, kind in enumerate(ALL_KINDS)}
+_KIND_VALUES = pa.array(list(ALL_KINDS), pa.string())
+MASK24 = 0xFFFFFF
+
+
+def dict_array(indices: np.ndarray, values: pa.Array) -> pa.DictionaryArray:
+    mask = indices < 0
+    idx = pa.array(np.where(mask, 0, indices).astype(np.int32), pa.int32(), mask=mask if mask.any() else None)
+    return pa.DictionaryArray.from_arrays(idx, values)
+
+
+def int64_numpy(arr: pa.Array | pa.ChunkedArray, fill: int = 0) -> np.ndarray:
+    """An integer column as int64 numpy, nulls replaced by ``fill``."""
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    if not pa.types.is_integer(arr.type):
+        arr = arr.cast(pa.int64(), safe=False)
+    return arr.fill_null(fill).to_numpy().astype(np.int64, copy=False)
+
+
+def id_numpy(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """A string id column as int64 numpy (nulls read 0: callers mask them). Unlike ``int64_numpy`` the cast is
+    checked: a real where nsys writes an integer id (a fraction, or beyond int64) raises ArrowInvalid, which
+    the reader reports as one InputError, rather than wrapping to an arbitrary id."""
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    if not pa.types.is_integer(arr.type):
+        arr = arr.cast(pa.int64())
+    return arr.fill_null(0).to_numpy().astype(np.int64, copy=False)
+
+
+def detach(arr: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """A copy of a column, so that keeping it does not keep its whole fetched batch alive.
+
+    An Arrow batch imported from ADBC is released only when every one of its columns is: holding the
+    two time columns of NVTX_EVENTS would otherwise pin its text column too.
+    """
+    chunks = arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]
+    return pa.concat_arrays(chunks) if chunks else pa.array([], arr.type)
+
+
+def const_dict(n: int, value: str | None, values: pa.Array) -> pa.DictionaryArray:
+    """A dictionary column holding one value (or null) on every row."""
+    if value is None:
+        return pa.DictionaryArray.from_arrays(pa.nulls(n, pa.int32()), values)
+    index = values.to_pylist().index(value)
+    return pa.DictionaryArray.from_arrays(pa.array(np.full(n, index, np.int32)), values)
+
+
+def kind_column(kinds: np.ndarray) -> pa.DictionaryArray:
+    return pa.DictionaryArray.from_arrays(pa.array(kinds.astype(np.int8)), _KIND_VALUES)
+
+
+def kind_const(n: int, kind: str) -> pa.DictionaryArray:
+    return kind_column(np.full(n, KIND_INDEX[kind], np.int8))
+
+
+def decode_pid(global_ids: pa.Array) -> pa.Array:
+    return pc.bit_wise_and(pc.shift_right(global_ids.cast(pa.int64()), 24), MASK24).cast(pa.int32())
+
+
+def decode_tid(global_tids: pa.Array) -> pa.Array:
+    return pc.bit_wise_and(global_tids.cast(pa.int64()), MASK24).cast(pa.int32())
+
+
+def as_int64(column: pa.ChunkedArray | pa.Array) -> pa.Array:
+    """An integer column as int64 (a chunk where every value is null may come back typed null); a value of
+    another type raises ArrowInvalid, reported by the reader as a damaged export."""
+    array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    return array if array.type == pa.int64() else array.cast(pa.int64())
+
+
+
+
+# How a part stores a column when narrower than the schema: nsys's pid and tid are 24-bit fields of a global
+# id, and there are 14 kinds. The store casts back on the way out (EventStore.column).
+_STORAGE_TYPES = {"kind": pa.dictionary(pa.int8(), pa.string()), "pid": pa.int32(), "tid": pa.int32()}
+
+
+def storage_type(name: str) -> pa.DataType:
+    return _STORAGE_TYPES.get(name, EVENT_SCHEMA.field(name).type)
+
+
+@dataclass
+class Part:
+    """Rows of one kind group, as Arrow arrays keyed by event column (absent columns are null).
+
+    Every column is the part's own copy in its storage type: a column left pointing into the fetched batch
+    would keep the whole batch (every column the query read) alive until the assembly.
+    """
+
+    n: int
+    columns: dict[str, Any]
+    owned: tuple[str, ...] = ()  # columns already the part's own copies, in their storage type
+
+    def __post_init__(self) -> None:
+        for name, values in self.columns.items():
+            if values is None or name == "depth" or name in self.owned:
+                continue
+            typ = storage_type(name)
+            if isinstance(values, pa.ChunkedArray):
+                values = values.combine_chunks()
+            self.columns[name] = values.cast(typ) if values.type != typ else detach(values)
+

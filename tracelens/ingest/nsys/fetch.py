@@ -1,0 +1,77 @@
+"""Fetching an Nsight Systems export's event tables in parallel, each turned into rows as soon as it arrives.
+
+The Arrow fetch releases the GIL, so several tables are read at once (one connection per thread); the reading
+thread builds each table's :class:`.columns.Part` while the others are still being fetched. Host tables come
+first (NVTX, the biggest, leading): once they are all in, their nesting depth is computed in another thread
+while the GPU tables are still being fetched.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
+import pyarrow as pa
+
+from .assembly import host_depth
+from .columns import Part
+from .database import Database
+from .nvtx import nvtx_compact
+from .queries import HOST_TABLES, TABLE_NVTX
+
+# A builder takes the fetched table out of a one-item list: an object passed as an argument stays referenced
+# by the caller until the call returns, and the NVTX builder frees its batch halfway.
+Builder = Callable[[list[pa.Table]], Part | None]
+
+
+def fetch_parts(db: Database, queries: dict[str, tuple[str, list[str]]],
+                builders: dict[str, Builder]) -> tuple[list[Part], dict[str, int]]:
+    """Every queried table's part (tables without rows left out; host parts with their ``depth``) and the
+    row count of each table."""
+    order = sorted(queries, key=lambda name: (name not in HOST_TABLES, name != TABLE_NVTX))
+    waiting_host = {name for name in order if name in HOST_TABLES}
+    row_counts: dict[str, int] = {}
+    built: dict[str, Part | None] = {}
+    depth_future = None
+    # Each fetched table goes through a queue, not a Future's result: a finished Future keeps its result
+    # alive as long as the Future is referenced, which held every raw table (NVTX text included) until
+    # the last one was read.
+    arrived: queue.Queue[tuple[str, list[pa.Table], BaseException | None]] = queue.Queue()
+
+    def fetch(name: str) -> None:
+        try:
+            table = (nvtx_compact(db, *queries[name]) if name == TABLE_NVTX
+                     else db.arrow(*queries[name]).combine_chunks())
+            arrived.put((name, [table], None))
+            del table
+        except BaseException as err:  # handed to the reading thread, which raises it
+            arrived.put((name, [], err))
+
+    with ThreadPoolExecutor(max_workers=max(2, min(4, os.cpu_count() or 1))) as pool, \
+            ThreadPoolExecutor(max_workers=1) as depth_pool:
+        futures = [pool.submit(fetch, name) for name in order]
+        try:
+            for _ in order:
+                name, box, error = arrived.get()
+                if error is not None:
+                    raise error
+                row_counts[name] = box[0].num_rows
+                built[name] = builders[name](box)  # the part keeps copies of the columns it uses
+                waiting_host.discard(name)
+                if not waiting_host and depth_future is None:
+                    host_parts = [p for n in order
+                                  if n in HOST_TABLES and (p := built.get(n)) is not None and p.n]
+                    if host_parts:
+                        depth_future = depth_pool.submit(host_depth, host_parts)
+        except BaseException:
+            for future in futures:  # one failed table fails the read: do not wait for the others
+                future.cancel()
+            raise
+        if depth_future is not None:
+            for part, depth in zip(host_parts, depth_future.result(), strict=True):
+                part.columns["depth"] = depth
+    parts = [p for name in order if (p := built[name]) is not None and p.n]
+    del built
+    return parts, row_counts

@@ -1,0 +1,165 @@
+"""Per-table rows of the Nsight Systems reader: one fetched CUPTI or host table -> one :class:`.columns.Part`
+(NVTX_EVENTS, the biggest and most involved, is :mod:`.nvtx`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from ...trace import DRIVER, GPU_SYNC, KERNEL, MEMCPY, MEMSET, RUNTIME
+from .columns import (
+    KIND_INDEX,
+    Part,
+    const_dict,
+    decode_pid,
+    decode_tid,
+    detach,
+    dict_array,
+    id_numpy,
+    int64_numpy,
+    kind_column,
+    kind_const,
+)
+from .database import Database
+from .enums import coded_column, copy_labels, mem_labels, sync_labels
+from .strings import MISSING, UNNAMED, Strings
+
+# RUNTIME eventClass values (ENUM_NSYS_EVENT_CLASS): driver API classes, and the backtrace classes under
+# which some exports repeat a call that already has its own row.
+_DRIVER_CLASSES = (1, 13)
+_BACKTRACE_CLASSES = (67, 68, 69)
+
+
+def _gpu_common(t: pa.Table) -> dict[str, Any]:
+    return {
+        "start_ns": t.column("start"),
+        "end_ns": t.column("end"),
+        "device": t.column("deviceId"),
+        "stream": t.column("streamId"),
+        "correlation_id": t.column("correlationId"),
+        "pid": decode_pid(t.column("globalPid")),
+    }
+
+def kernel_rows(t: pa.Table, strings: Strings) -> tuple[Part, dict[str, str]]:
+    """CUPTI_ACTIVITY_KIND_KERNEL: the kernels, and their short names by demangled name."""
+    name = strings.lookup(t.column("demangledName"))
+    short_ids = t.column("shortName")
+    values = strings.values
+    if (name < 0).any():
+        # The short name stands in for a null, empty or missing demangled name; a row with neither is
+        # named after its missing id (the demangled one first).
+        short = strings.lookup(short_ids)
+        fallback = np.where((short == UNNAMED) & (name == MISSING), MISSING, short)
+        missing_id = np.where(name == MISSING, id_numpy(t.column("demangledName")), id_numpy(short_ids))
+        name = np.where(name >= 0, name, fallback).astype(np.int32)
+        name, values = strings.placeholders(name, missing_id, values)
+    cols = _gpu_common(t)
+    cols.update({
+        "kind": kind_const(t.num_rows, KERNEL),
+        "name": dict_array(name, values),
+        "grid_x": t.column("gridX"), "grid_y": t.column("gridY"), "grid_z": t.column("gridZ"),
+        "block_x": t.column("blockX"), "block_y": t.column("blockY"), "block_z": t.column("blockZ"),
+        "registers_per_thread": t.column("registersPerThread"),
+        "static_shared_bytes": t.column("staticSharedMemory"),
+        "dynamic_shared_bytes": t.column("dynamicSharedMemory"),
+        "graph_id": t.column("graphId"),
+    })
+    # Keep the short names reachable: demangled name -> short name, read at each name's first row.
+    first_row = np.full(len(values) + 1, -1, np.int64)
+    rows = np.arange(name.size, dtype=np.int64)
+    first_row[name[::-1]] = rows[::-1]  # the last write wins: reversed, that is the first occurrence
+    first_row = first_row[:-1]  # slot -1 collected the unnamed rows
+    named = np.flatnonzero(first_row >= 0)
+    short = strings.lookup(short_ids.take(pa.array(first_row[named]))) if named.size else named
+    short_names = {values[int(d)].as_py(): strings.values[int(s)].as_py()
+                   for d, s in zip(named, short, strict=True) if s >= 0 and d != s}
+    return Part(t.num_rows, cols), short_names
+
+def memcpy_rows(t: pa.Table, db: Database) -> Part:
+    """CUPTI_ACTIVITY_KIND_MEMCPY: the copies, named ``[CUDA memcpy HtoD]`` etc."""
+    copy_kinds = copy_labels(db)
+    mem_kinds = mem_labels(db)
+    copy_kind = coded_column(t.column("copyKind"), copy_kinds)
+    names = {k: f"[CUDA memcpy {v}]" for k, v in copy_kinds.items() if v}
+    cols = _gpu_common(t)
+    cols.update({
+        "kind": kind_const(t.num_rows, MEMCPY),
+        "name": coded_column(t.column("copyKind"), names, default="[CUDA memcpy]"),
+        "bytes": t.column("bytes"),
+        "copy_kind": copy_kind,
+        "src_kind": coded_column(t.column("srcKind"), mem_kinds),
+        "dst_kind": coded_column(t.column("dstKind"), mem_kinds),
+    })
+    return Part(t.num_rows, cols)
+
+def memset_rows(t: pa.Table, db: Database) -> Part:
+    """CUPTI_ACTIVITY_KIND_MEMSET: the memsets."""
+    cols = _gpu_common(t)
+    cols.update({
+        "kind": kind_const(t.num_rows, MEMSET),
+        "name": const_dict(t.num_rows, "[CUDA memset]", pa.array(["[CUDA memset]"])),
+        "bytes": t.column("bytes"),
+        "dst_kind": coded_column(t.column("memKind"), mem_labels(db)),
+    })
+    return Part(t.num_rows, cols)
+
+def sync_rows(t: pa.Table, db: Database) -> Part:
+    """CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: the GPU-side syncs, named ``[CUDA sync stream_sync]`` etc."""
+    labels = sync_labels(db)
+    sync_kind = coded_column(t.column("syncType"), labels)
+    cols = _gpu_common(t)
+    cols.update({
+        "kind": kind_const(t.num_rows, GPU_SYNC),
+        "name": coded_column(t.column("syncType"), {k: f"[CUDA sync {v}]" for k, v in labels.items() if v},
+                              default="[CUDA sync]"),
+        "sync_kind": sync_kind,
+    })
+    return Part(t.num_rows, cols)
+
+def runtime_rows(t: pa.Table, strings: Strings) -> Part:
+    """CUPTI_ACTIVITY_KIND_RUNTIME: runtime and driver API calls (backtrace repeats dropped)."""
+    event_class = int64_numpy(t.column("eventClass"), fill=-1)
+    backtrace = np.isin(event_class, _BACKTRACE_CLASSES)
+    if backtrace.any():
+        # A backtrace row repeats a call already recorded under its own class: drop it unless it is
+        # the only row for that (thread, correlation id).
+        tid = int64_numpy(t.column("globalTid"), fill=-1)
+        corr = int64_numpy(t.column("correlationId"), fill=-1)
+        # Sort by (thread, correlation id) with non-backtrace rows first in each group: a backtrace row
+        # is a repeat when it is not the first row of its group.
+        order = np.lexsort((backtrace, corr, tid))
+        t_sorted, c_sorted = tid[order], corr[order]
+        first = np.ones(order.size, bool)
+        first[1:] = (t_sorted[1:] != t_sorted[:-1]) | (c_sorted[1:] != c_sorted[:-1])
+        keep = np.ones(order.size, bool)
+        keep[order] = ~(backtrace[order] & ~first)
+        if not keep.all():
+            t = t.filter(pa.array(keep))
+            event_class = event_class[keep]
+    kinds = np.where(np.isin(event_class, _DRIVER_CLASSES), KIND_INDEX[DRIVER], KIND_INDEX[RUNTIME])
+    gtid = t.column("globalTid")
+    cols = {
+        "kind": kind_column(kinds),
+        "name": strings.api_names(t.column("nameId")),
+        "start_ns": detach(t.column("start")),
+        "end_ns": detach(t.column("end")),
+        "pid": decode_pid(gtid),
+        "tid": decode_tid(gtid),
+        "correlation_id": detach(t.column("correlationId")),
+    }
+    return Part(t.num_rows, cols)
+
+def host_named_rows(t: pa.Table, strings: Strings, kind: str) -> Part:
+    """A host table of named calls (OSRT_API, the overhead tables) as rows of ``kind``."""
+    gtid = t.column("globalTid")
+    cols = {
+        "kind": kind_const(t.num_rows, kind),
+        "name": strings.names(t.column("nameId")),
+        "start_ns": detach(t.column("start")),
+        "end_ns": detach(t.column("end")),
+        "pid": decode_pid(gtid),
+        "tid": decode_tid(gtid),
+    }
+    return Part(t.num_rows, cols)

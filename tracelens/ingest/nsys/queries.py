@@ -1,0 +1,87 @@
+"""Which tables of an Nsight Systems export are read, and the SELECT for each: columns are looked up by name,
+so exports from 2022 (schema 2.x) to 2026 (3.25) read the same way (a column an export lacks reads NULL)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from . import nvtx_payload
+from .database import Database
+
+TABLE_KERNEL = "CUPTI_ACTIVITY_KIND_KERNEL"
+TABLE_MEMCPY = "CUPTI_ACTIVITY_KIND_MEMCPY"
+TABLE_MEMSET = "CUPTI_ACTIVITY_KIND_MEMSET"
+TABLE_SYNC = "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"
+TABLE_RUNTIME = "CUPTI_ACTIVITY_KIND_RUNTIME"
+TABLE_NVTX = "NVTX_EVENTS"
+TABLE_OSRT = "OSRT_API"
+TABLE_PROFILER_OVERHEAD = "PROFILER_OVERHEAD"
+TABLE_CUPTI_OVERHEAD = "CUPTI_ACTIVITY_KIND_OVERHEAD"
+GPU_TABLES = (TABLE_KERNEL, TABLE_MEMCPY, TABLE_MEMSET)
+HOST_TABLES = (TABLE_NVTX, TABLE_RUNTIME, TABLE_OSRT, TABLE_PROFILER_OVERHEAD, TABLE_CUPTI_OVERHEAD)
+
+
+def payload_schema_entries(db: Database) -> list[tuple[int, int, str, int, int | None]]:
+    """(domain id, schema id, field name, entry type, offset) of the NVTX payload fields NCCL's message
+    columns come from; empty without the table (exports before 2024, or without NCCL)."""
+    table = "NVTX_PAYLOAD_SCHEMA_ENTRIES"
+    if table not in db.tables or not {"domainId", "schemaId", "name", "type", "offset"} <= set(db.columns(table)):
+        return []
+    names = ", ".join(f"'{n}'" for n in nvtx_payload.PAYLOAD_FIELDS)
+    rows = db.small(f'SELECT DISTINCT domainId, schemaId, name, "type", "offset" FROM {table} '
+                    f"WHERE name IN ({names})")
+    return [r for r in rows if isinstance(r[0], int) and isinstance(r[1], int) and isinstance(r[3], int)
+            and (r[4] is None or isinstance(r[4], int))]
+
+
+def _select(db: Database, warnings: list[str], table: str, wanted: Iterable[str], required: Iterable[str],
+            text: Iterable[str] = (), where: str = "") -> tuple[str, list[str]] | None:
+    """SQL selecting the ``wanted`` columns the table has (NULL for the rest); None without the table."""
+    if table not in db.tables:
+        return None
+    have = set(db.columns(table))
+    missing = [c for c in required if c not in have]
+    if missing:
+        warnings.append(f"{table} lacks column(s) {', '.join(missing)}; table skipped")
+        return None
+    text = set(text)
+    exprs, names = [], []
+    for col in wanted:
+        if col not in have:
+            exprs.append("NULL")
+        elif col in text:
+            # BLOB keeps invalid UTF-8 intact for replacement decoding; '' stands for NULL so that the
+            # Arrow type of the column does not depend on which rows come first.
+            exprs.append(f"ifnull(CAST(\"{col}\" AS BLOB), X'')")
+        else:
+            exprs.append(f'"{col}"')
+        names.append(col)
+    return f"SELECT {', '.join(exprs)} FROM \"{table}\" {where}", names
+
+def table_queries(db: Database, payload_entries: list[tuple[int, int, str, int, int | None]],
+                  warnings: list[str]) -> dict[str, tuple[str, list[str]]]:
+    """The SELECT each event table is read with, ``{table: (sql, column names)}`` (tables the export lacks
+    are left out; one lacking a required column is left out with a warning)."""
+    gpu = ["start", "end", "deviceId", "streamId", "correlationId", "globalPid"]
+    specs = {
+        TABLE_KERNEL: _select(db, warnings, TABLE_KERNEL, gpu + [
+            "demangledName", "shortName", "gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ",
+            "registersPerThread", "staticSharedMemory", "dynamicSharedMemory", "graphId"],
+            ["start", "end"]),
+        TABLE_MEMCPY: _select(db, warnings, TABLE_MEMCPY, gpu + ["bytes", "copyKind", "srcKind", "dstKind"],
+                                   ["start", "end"]),
+        TABLE_MEMSET: _select(db, warnings, TABLE_MEMSET, gpu + ["bytes", "memKind"], ["start", "end"]),
+        TABLE_SYNC: _select(db, warnings, TABLE_SYNC, gpu + ["syncType"], ["start", "end"]),
+        TABLE_RUNTIME: _select(db, warnings, TABLE_RUNTIME, ["start", "end", "eventClass", "globalTid",
+                                                        "correlationId", "nameId"], ["start", "end"]),
+        # binaryData (NCCL's payloads) only where the export declares the payload fields read from it.
+        TABLE_NVTX: _select(db, warnings, TABLE_NVTX, ["start", "end", "eventType", "globalTid", "text", "textId",
+                                                  "domainId"] + (["binaryData"] if payload_entries else []),
+                                 ["start", "eventType"], text=["text", "binaryData"]),
+        TABLE_OSRT: _select(db, warnings, TABLE_OSRT, ["start", "end", "globalTid", "nameId"], ["start", "end"]),
+        TABLE_PROFILER_OVERHEAD: _select(db, warnings, TABLE_PROFILER_OVERHEAD,
+                                              ["start", "end", "globalTid", "nameId"], ["start", "end"]),
+        TABLE_CUPTI_OVERHEAD: _select(db, warnings, TABLE_CUPTI_OVERHEAD,
+                                           ["start", "end", "globalTid", "nameId"], ["start", "end"]),
+    }
+    return {name: spec for name, spec in specs.items() if spec is not None}

@@ -1,0 +1,160 @@
+"""The Nsight Systems reader: one export -> one :class:`~tracelens.trace.Trace`.
+
+Checks the export (:mod:`.metadata`), loads its strings (:mod:`.strings`), fetches the event tables
+(:mod:`.queries`, :mod:`.fetch`), maps each to rows (:mod:`.mappers`, :mod:`.nvtx`), assembles one event store
+(:mod:`.assembly`) and adds the devices, framework and metadata (:mod:`.metadata`).
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from ...errors import InputError
+from ...trace import MAX_TIME_NS, OSRT, OVERHEAD, Trace, TraceMetadata
+from .assembly import assemble
+from .columns import Part
+from .database import Database
+from .fetch import Builder, fetch_parts
+from .mappers import host_named_rows, kernel_rows, memcpy_rows, memset_rows, runtime_rows, sync_rows
+from .metadata import (
+    check_is_nsys,
+    detect_framework,
+    devices,
+    export_metadata,
+    extra,
+    schema_version_warning,
+    thread_names,
+)
+from .nvtx import nvtx_rows
+from .queries import (
+    GPU_TABLES,
+    TABLE_CUPTI_OVERHEAD,
+    TABLE_KERNEL,
+    TABLE_MEMCPY,
+    TABLE_MEMSET,
+    TABLE_NVTX,
+    TABLE_OSRT,
+    TABLE_PROFILER_OVERHEAD,
+    TABLE_RUNTIME,
+    TABLE_SYNC,
+    payload_schema_entries,
+    table_queries,
+)
+from .rep import export_report
+from .strings import Strings
+
+
+def read(path: Path, fmt: str = "nsys", **_: Any) -> Trace:
+    """Read an Nsight Systems SQLite export (or a ``.nsys-rep``, exported once into a cache)."""
+    path = Path(path)
+    if fmt == "nsys-rep" or path.name.endswith((".nsys-rep", ".qdrep")):
+        report = path
+        path = export_report(report)
+        trace = NsysReader(path).read()
+        trace.metadata.extra["nsys_report"] = str(report)
+        return trace
+    return NsysReader(path).read()
+
+
+class NsysReader:
+    """Reads one export into a :class:`Trace`. Use :func:`read`."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.warnings: list[str] = []
+        # What the tables say besides their rows: kernel short names, NVTX domains and names.
+        self._short_names: dict[str, str] = {}
+        self._nvtx_domains: dict[int, str] = {}
+        self._nvtx_names: pa.Array | None = None
+
+    def read(self) -> Trace:
+        db = Database(self.path)
+        try:
+            return self._read(db)
+        except (pa.ArrowException, OverflowError) as err:
+            # SQLite types each cell, not each column: a damaged or hand-edited export can hold text or
+            # out-of-range numbers where nsys writes integers, which the Arrow conversion refuses.
+            raise InputError(f"a table holds values of an unexpected type or size ({err})", path=self.path) from None
+        finally:
+            db.close()
+
+    def queries(self) -> dict[str, tuple[str, list[str]]]:
+        """The SELECTs :meth:`read` runs on this export, per table: ``{table: (sql, column names)}``
+        (tables the export lacks are left out). For benchmarks that time the queries alone."""
+        db = Database(self.path)
+        try:
+            return self._queries(db)
+        finally:
+            db.close()
+
+    def _queries(self, db: Database) -> dict[str, tuple[str, list[str]]]:
+        self._payload_entries = payload_schema_entries(db)
+        return table_queries(db, self._payload_entries, self.warnings)
+
+    def _read(self, db: Database) -> Trace:
+        meta = export_metadata(db)
+        check_is_nsys(db, meta, self.path)
+        newer = schema_version_warning(meta)
+        if newer:
+            self.warnings.append(newer)
+            warnings.warn(f"{self.path}: {newer}", UserWarning, stacklevel=3)
+        strings = Strings.load(db)
+
+        queries = self._queries(db)
+        parts, row_counts = fetch_parts(db, queries, self._builders(db, strings))
+
+        if not any(row_counts.get(t) for t in GPU_TABLES):
+            self.warnings.append("no GPU activity: the export has no CUDA kernel, memcpy or memset rows "
+                                 "(was the CUDA trace enabled?)")
+        missing = strings.missing_summary()
+        if missing:  # one warning per file, however many tables and ids
+            self.warnings.append(missing)
+            warnings.warn(f"{self.path}: {missing}", UserWarning, stacklevel=3)
+
+        origin, events = assemble(parts)
+        del parts
+        if events.num_rows and np.abs(events.numpy("end_ns")).max() >= MAX_TIME_NS:
+            raise InputError(f"timestamps span more than 2^62 ns ({MAX_TIME_NS / 3.15576e16:.0f} years): "
+                             "a damaged export", path=self.path)
+        threads = thread_names(db, strings)
+        metadata = TraceMetadata(
+            source_format="nsys",
+            source_path=str(self.path),
+            producer=meta.get("EXPORT_PRODUCT_NAME", "NVIDIA Nsight Systems"),
+            producer_version=meta.get("EXPORT_PRODUCT_VERSION", ""),
+            format_version=meta.get("EXPORT_SCHEMA_VERSION", ""),
+            framework=detect_framework(strings, row_counts, self._nvtx_names, self._short_names, threads),
+            time_origin_ns=origin,
+            clock="nsys-session",
+            warnings=self.warnings,
+            extra=extra(db, meta, row_counts, events, threads, self._nvtx_domains, self._short_names),
+        )
+        return Trace(events=events, devices=devices(db, events), metadata=metadata)
+
+    def _builders(self, db: Database, strings: Strings) -> dict[str, Builder]:
+        """Per table, the function that turns its fetched rows into a part (keeping what else they say)."""
+
+        def kernels(box: list[pa.Table]) -> Part:
+            part, self._short_names = kernel_rows(box.pop(), strings)
+            return part
+
+        def nvtx(box: list[pa.Table]) -> Part | None:
+            part, self._nvtx_domains, self._nvtx_names = nvtx_rows(box, strings, self._payload_entries)
+            return part
+
+        return {
+            TABLE_KERNEL: kernels,
+            TABLE_MEMCPY: lambda box: memcpy_rows(box.pop(), db),
+            TABLE_MEMSET: lambda box: memset_rows(box.pop(), db),
+            TABLE_SYNC: lambda box: sync_rows(box.pop(), db),
+            TABLE_RUNTIME: lambda box: runtime_rows(box.pop(), strings),
+            TABLE_NVTX: nvtx,
+            TABLE_OSRT: lambda box: host_named_rows(box.pop(), strings, OSRT),
+            TABLE_PROFILER_OVERHEAD: lambda box: host_named_rows(box.pop(), strings, OVERHEAD),
+            TABLE_CUPTI_OVERHEAD: lambda box: host_named_rows(box.pop(), strings, OVERHEAD),
+        }
