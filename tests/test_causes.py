@@ -188,3 +188,60 @@ def test_json_docs_list_the_causes_in_order():
     text = _section((DOCS / "json.md").read_text(), "### diagnosis — the ranked causes")
     listed = text[text.index("Cause (`cause`):"): text.index("(`diagnosis.CAUSES`")]
     assert re.findall(r"`([a-z_]+)`", listed)[1:] == [c.name for c in CAUSES]
+
+
+def test_every_memcpy_check_is_worded_and_has_a_fix():
+    from tracelens.analyses import memcpy as copies
+    from tracelens.analyses.diagnosis import memcpy as memcpy_cause
+
+    assert set(memcpy_cause.CHECK_SENTENCES) == set(copies.CHECKS)
+    # Every remedy a check can name (the string literals after "remedy": in the section's source) is in the
+    # one fix table, with a generic text.
+    source = Path(copies.__file__).read_text()
+    remedies = {word for line in re.findall(r'"remedy": (.*)', source) for word in re.findall(r'"([a-z_]+)"', line)}
+    assert {"pin", "async", "batch", "resident", "floor", "overlap", "link"} <= remedies
+    assert all(memcpy_cause.FIXES[r]["default"] for r in remedies)
+
+
+def test_memcpy_checks_are_worded_from_their_evidence(documents):
+    checks = [c for doc in documents for c in (doc.get("memcpy") or {}).get("findings") or []]
+    assert checks
+    for check in checks:
+        from tracelens.analyses.diagnosis import memcpy as memcpy_cause
+
+        assert memcpy_cause.check_sentence(check) != check["id"]
+
+
+@pytest.mark.parametrize(("share", "level"), [(None, "low"), (0.0, "low"), (0.0999, "low"), (0.10, "medium"),
+                                              (0.2499, "medium"), (0.25, "high"), (1.0, "high")])
+def test_one_severity_policy(share, level):
+    from tracelens.report.markdown import severity as label
+
+    assert diagnosis.severity(share) == level
+    assert label(share).endswith(level)
+
+
+def _tracelens_imports(path: Path) -> set[str]:
+    """The tracelens modules a file imports (relative imports resolved), anywhere in it."""
+    import ast
+
+    package = path.relative_to(ROOT).with_suffix("").parts
+    package = package[:-1]  # the file's package (an __init__ is its own package's file)
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            base = list(package[: len(package) - node.level + 1]) if node.level else []
+            module = ".".join(base + ([node.module] if node.module else []))
+            out.update(f"{module}.{a.name}" if not node.module and node.level else module for a in node.names)
+        elif isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+    return {m for m in out if m == "tracelens" or m.startswith("tracelens.")}
+
+
+def test_causes_and_units_stay_below_the_renderers():
+    # docs/architecture.md: units.py imports nothing of tracelens; the diagnosis package never imports report/.
+    assert not _tracelens_imports(ROOT / "tracelens" / "units.py")
+    for path in (ROOT / "tracelens" / "analyses" / "diagnosis").glob("*.py"):
+        imports = _tracelens_imports(path)
+        assert imports, path  # the resolver sees this package's imports at all
+        assert not any(m.startswith("tracelens.report") for m in imports), (path.name, imports)

@@ -13,6 +13,7 @@ from tracelens.analyses.diagnosis.host_launch_overhead import FIXES as LAUNCH_FI
 from tracelens.analyses.diagnosis.input_pipeline import FIXES as INPUT_FIX
 from tracelens.analyses.diagnosis.low_occupancy import FIXES as OCCUPANCY_FIX
 from tracelens.analyses.diagnosis.memcpy import FIXES as MEMCPY_FIX
+from tracelens.analyses.diagnosis.memcpy import check_fix
 from tracelens.analyses.diagnosis.startup import FIX as STARTUP_FIX
 from tracelens.analyses.diagnosis.synchronization import FIXES as SYNC_FIX
 from tracelens.analyses.diagnosis.unexplained_idle import FIXES as UNEXPLAINED_FIX
@@ -367,7 +368,8 @@ def test_copies_already_beside_the_kernels_get_no_overlap_advice():
     assert ev["exposed_by_device"] == {"0": 6_000 * US} and ev["remedy"] == "floor"
     finding = next(f for f in doc["memcpy"]["findings"] if f["id"] == "memcpy_exposed")
     assert finding["evidence"]["overlap_headroom_ns"] == 100 * US
-    for fix in (primary["fix"], finding["fix"]):
+    assert finding["remedy"] == "floor"
+    for fix in (primary["fix"], check_fix(finding, "pytorch")):
         assert "fewer bytes" in fix.lower()
         assert not any(advice in fix for advice in ("torch.cuda.Stream", "side stream", "non_blocking", "Prefetch",
                                                     "prefetch", "pin_memory"))

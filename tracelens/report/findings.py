@@ -11,7 +11,11 @@ from __future__ import annotations
 from typing import Any
 
 from ..analyses.diagnosis import incomplete_trace, sentence_of
+from ..analyses.diagnosis import memcpy as memcpy_cause
+from ..analyses.diagnosis import severity as finding_severity
 from .units import fmt_ns, fmt_pct
+
+__all__ = ["caveats", "finding_severity", "memcpy_checks", "problem_sentence", "sentence", "utilization_sentence"]
 
 
 def problem_sentence(problem: dict[str, Any]) -> str:
@@ -53,3 +57,10 @@ def sentence(cause: dict[str, Any], diagnosis: dict[str, Any] | None = None) -> 
         return build(cause, diagnosis or {})
     except (KeyError, TypeError, ValueError):  # a document written by another version: fall back, never crash
         return f"{cause.get('cause')}: {fmt_ns(cause.get('lost_ns'))} lost."
+
+
+def memcpy_checks(memcpy: dict[str, Any], framework: str | None) -> list[tuple[str, str | None]]:
+    """The memcpy section's checks (``memcpy.findings[]``, data) as (sentence, fix) pairs: worded by the
+    diagnosis's memcpy cause, the fix from its one fix table for the framework."""
+    checks = [c for c in memcpy.get("findings") or [] if isinstance(c, dict)]
+    return [(memcpy_cause.check_sentence(c), memcpy_cause.check_fix(c, framework or "unknown")) for c in checks]

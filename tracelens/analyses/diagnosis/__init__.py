@@ -63,7 +63,21 @@ PRIMARY_ONLY: tuple[str, ...] = tuple(v.name for v in VERDICTS)
 NEEDS: tuple[str, ...] = BY_KEY["diagnosis"].needs
 
 __all__ = ["BY_NAME", "CAUSES", "CAUSE_NAMES", "HEALTHY_MIN_BUSY", "INCOMPLETE_TRACE", "NEEDS", "NONE_THRESHOLD",
-           "PRIMARY_ONLY", "VERDICTS", "busy_share", "diagnose", "gpu_span", "section", "sentence_of"]
+           "PRIMARY_ONLY", "SEVERITIES", "SEVERITY_HIGH_SHARE", "VERDICTS", "busy_share", "diagnose", "gpu_span",
+           "section", "sentence_of", "severity"]
+
+
+# How urgent a finding is, from its share of the span (the one severity policy; renderers only label it):
+# a quarter of the span or more is the first thing to fix; above the share that makes a cause primary
+# (NONE_THRESHOLD) it is worth a change; below, it is minor.
+SEVERITY_HIGH_SHARE = 0.25
+SEVERITIES = ("high", "medium", "low")
+
+
+def severity(share: float | None) -> str:
+    """``high`` (share ≥ SEVERITY_HIGH_SHARE), ``medium`` (≥ NONE_THRESHOLD) or ``low``."""
+    share = share or 0.0
+    return "high" if share >= SEVERITY_HIGH_SHARE else "medium" if share >= none.NONE_THRESHOLD else "low"
 
 
 def sentence_of(name: str) -> Any:

@@ -7,11 +7,12 @@ evidence speaks for the GPU with the most exposed copy time, so a sentence namin
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from ...units import fmt_bytes, fmt_ns, fmt_pct
+from ...units import fmt_bytes, fmt_ns, fmt_pct, plural
 from .. import memcpy as copies
-from .cause import Cause, Context, Evidence
+from .cause import Cause, Context, Evidence, by_framework
 from .wording import mean_note, worst
 
 NAME = "memcpy"
@@ -24,6 +25,10 @@ BURST_SHARE = 0.5
 # the rest): only fewer bytes help.
 NEAR_LINK = 0.7
 
+_HOST_READS = ("Avoid reading device values on the host inside the step (.numpy(), float(x), jax.device_get) — "
+               "each blocks until the GPU finishes.")
+_ONE_ARRAY = "Batch small host<->device transfers into one array per step."
+_ON_DEVICE = "Keep state on the device (tf.Variable on GPU, jax arrays) between steps."
 FIXES = {
     "pin": {
         "pytorch": "Copies use pageable host memory (staged by the driver, synchronous): DataLoader(pin_memory=True) "
@@ -36,11 +41,15 @@ FIXES = {
     "async": {
         "pytorch": "Copies are synchronous (the host waits for each): tensor.to(device, non_blocking=True) from "
                    "pinned memory, and no .item()/.cpu() inside the step.",
+        "tensorflow": _HOST_READS,
+        "jax": _HOST_READS,
         "default": "Copies are synchronous: use cudaMemcpyAsync from pinned memory on a non-default stream.",
     },
     "batch": {
         "pytorch": "Many small copies: stack/cat them on the host and copy once, or create tensors directly on the "
                    "device (torch.tensor(..., device='cuda')).",
+        "tensorflow": _ONE_ARRAY,
+        "jax": _ONE_ARRAY,
         "default": "Many small copies: batch them into one larger transfer.",
     },
     "fewer_bytes": {
@@ -65,6 +74,18 @@ FIXES = {
         "tensorflow": "Prefetch to the device (tf.data.experimental.prefetch_to_device) so copies overlap compute.",
         "jax": "Double-buffer device_put so the next batch copies while the current one computes.",
         "default": "Overlap copies with compute: pinned memory, cudaMemcpyAsync on a separate stream.",
+    },
+    # The memcpy section's checks (memcpy.findings[].remedy) use these two besides the ones above.
+    "resident": {
+        "pytorch": "Keep tensors on the device between steps; move metrics to the host once per N steps.",
+        "tensorflow": _ON_DEVICE,
+        "jax": _ON_DEVICE,
+        "default": "Keep data resident on the device between kernels.",
+    },
+    "link": {
+        "default": "The copies are already pinned: check the link itself (nvidia-smi -q: PCIe generation and width "
+                   "in use), pin host buffers on the GPU's NUMA node, and look for copies sharing the link at the "
+                   "same time.",
     },
     "device_copies": {
         "pytorch": "Device-to-device copies with no compute beside them: avoid materialising copies "
@@ -173,6 +194,78 @@ def sentence(cause: dict[str, Any], _: dict[str, Any]) -> str:
         return "Copies cost GPU time."
     text = "; ".join(parts) + mean_note(cause, by_device)
     return text[0].upper() + text[1:] + "."
+
+
+# ---------------------------------------------------------------------------------------------- the checks
+# The memcpy section's checks (``memcpy.findings[]``, data only: id, evidence, remedy) worded for the renderers.
+
+
+def _pageable(ev: dict[str, Any]) -> str:
+    n = ev["pageable_count"]
+    return (f"{n} {'copy uses' if n == 1 else 'copies use'} pageable host memory (staged through a driver buffer, "
+            "synchronous to the host, about half of pinned bandwidth)")
+
+
+def _async_pageable(ev: dict[str, Any]) -> str:
+    n = ev["async_pageable_count"]
+    return (f"{plural(n, 'asynchronous copy call')} {'uses' if n == 1 else 'use'} pageable memory: "
+            f"{'it runs' if n == 1 else 'they run'} synchronously anyway")
+
+
+def _sync(ev: dict[str, Any]) -> str:
+    n = ev["sync_count"]
+    return (f"{n:,} {'copy was' if n == 1 else 'copies were'} issued by synchronous copy calls "
+            f"({fmt_ns(ev['sync_ns'])} of copy time) — the host waits for each")
+
+
+def _small_storm(ev: dict[str, Any]) -> str:
+    n = ev["burst_count"]
+    return (f"{n} burst{'' if n == 1 else 's'} of small (< {fmt_bytes(ev['threshold_bytes'])}) copies, "
+            f"{ev['burst_copy_count']} copies in all")
+
+
+def _small_dtoh(ev: dict[str, Any]) -> str:
+    return f"{ev['small_count']} small device-to-host copies (scalars read back on the host?)"
+
+
+def _exposed(ev: dict[str, Any]) -> str:
+    return (f"GPU {ev['device']}: copies not overlapped by any kernel take "
+            f"{fmt_pct(ev['exposed_ns'] / ev['span_ns'])} of the span")
+
+
+def _low_bandwidth(ev: dict[str, Any]) -> str:
+    return (f"GPU {ev['device']} {ev['kind']}: copies >= {fmt_bytes(ev['min_bytes'])} reach "
+            f"{ev['achieved_bytes_per_s'] / ev['expected_bytes_per_s']:.0%} of {ev['expected_link']} "
+            f"({ev['expected_source']})")
+
+
+CHECK_SENTENCES: dict[str, Callable[[dict[str, Any]], str]] = {
+    copies.PAGEABLE_CHECK: _pageable,
+    copies.ASYNC_PAGEABLE_CHECK: _async_pageable,
+    copies.SYNC_CHECK: _sync,
+    copies.SMALL_STORM_CHECK: _small_storm,
+    copies.SMALL_DTOH_CHECK: _small_dtoh,
+    copies.EXPOSED_CHECK: _exposed,
+    copies.LOW_BANDWIDTH_CHECK: _low_bandwidth,
+}
+
+
+def check_sentence(check: dict[str, Any]) -> str:
+    """A memcpy check as plain text (its id when this version cannot word it: a document of another version)."""
+    build = CHECK_SENTENCES.get(str(check.get("id")))
+    evidence = check.get("evidence")
+    if build is None or not isinstance(evidence, dict):
+        return str(check.get("message") or check.get("id"))
+    try:
+        return build(evidence)
+    except (KeyError, TypeError, ValueError, ZeroDivisionError):  # another version's evidence: never crash
+        return str(check.get("message") or check.get("id"))
+
+
+def check_fix(check: dict[str, Any], framework: str) -> str | None:
+    """The fix for a memcpy check, from the one memcpy fix table by its remedy and the framework."""
+    table = FIXES.get(str(check.get("remedy")))
+    return by_framework(framework, table) if table else check.get("fix")
 
 
 CAUSE = Cause(NAME, evidence, FIXES, sentence, device_lost=device_lost)
