@@ -44,7 +44,7 @@ from . import (
     synchronization,
     unexplained_idle,
 )
-from .cause import Cause, Context, Verdict
+from .cause import Cause, Context, Sentence, Verdict
 from .none import HEALTHY_MIN_BUSY, NONE_THRESHOLD
 
 # Every cause, in tie-break order (equal lost time: the earlier one ranks first).
@@ -80,10 +80,11 @@ def severity(share: float | None) -> str:
     return "high" if share >= SEVERITY_HIGH_SHARE else "medium" if share >= none.NONE_THRESHOLD else "low"
 
 
-def sentence_of(name: str) -> Any:
+def sentence_of(name: str) -> Sentence | None:
     """The sentence function of a cause or a primary-only verdict (None for a name this version does not
     know: a document written by another version)."""
-    for entry in (*CAUSES, *VERDICTS):
+    entries: tuple[Cause | Verdict, ...] = (*CAUSES, *VERDICTS)
+    for entry in entries:
         if entry.name == name:
             return entry.sentence
     return None

@@ -95,11 +95,12 @@ def evidence(ctx: Context) -> Evidence:
             "overlap_ns": int(round(r.overlap / ctx.n))} for r in top_rows.itertuples(index=False)]
     feeding = {a["feeding_threads_from"] for a in ctx.attribution.values()}
     pids = np.unique(cols.pid[host])
-    ev = {
+    rank_wait_ns = int(round(rank_wait / ctx.n))
+    ev: Evidence = {
         "idle_by_device": idle,
         "share_of_idle": ctx.mean(idle) / ctx.idle_total() if ctx.idle_total() else None,
         "top_activity": top,
-        "rank_wait_ns": int(round(rank_wait / ctx.n)),
+        "rank_wait_ns": rank_wait_ns,
         "profiler_overhead_ns": int(round(profiler_overhead / ctx.n)),
         "host_tracing": {
             "api_calls": bool(cols.of_kind(RUNTIME, DRIVER).any()),
@@ -113,7 +114,7 @@ def evidence(ctx: Context) -> Evidence:
         "long_gaps": ops.gap_ops(trace),  # where in the code the longest idle gaps fall
     }
     lost = ctx.lost(NAME)
-    ev["remedy"] = "ranks" if lost > 0 and ev["rank_wait_ns"] >= RANK_WAIT_SHARE * lost else "untraced"
+    ev["remedy"] = "ranks" if lost > 0 and rank_wait_ns >= RANK_WAIT_SHARE * lost else "untraced"
     return ev
 
 
