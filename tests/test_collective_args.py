@@ -15,7 +15,9 @@ import tracelens
 from tests.conftest import copy_shared_trace
 from tracelens.analyses import analyze
 from tracelens.analyses.communication import communication_report, recorded_collective_type
-from tracelens.analyses.diagnosis import COMMUNICATION_ON_COMPUTE_STREAM_FIX
+from tracelens.analyses.diagnosis.communication import (
+    ON_COMPUTE_STREAM_FIX as COMMUNICATION_ON_COMPUTE_STREAM_FIX,
+)
 
 GENERIC = "ncclDevKernel_Generic"
 

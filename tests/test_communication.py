@@ -246,7 +246,7 @@ def test_communication_cause_in_the_diagnosis():
     # device spans [0,300) = 300 -> share 35/300. GPU 1 is busy 30 ns against GPU 0's 270 (span 300 - idle 30):
     # imbalance (270 - 30) / 2 = 120 ranks first.
     from tracelens.analyses import analyze
-    from tracelens.analyses.diagnosis import COMMUNICATION_FIX
+    from tracelens.analyses.diagnosis.communication import FIX as COMMUNICATION_FIX
 
     # The collectives on their own stream (20), beside the computation's (7).
     rows = [_gpu("kernel", "gemm", 0, 100), _gpu("kernel", "ncclDevKernel_AllReduce_Sum_f32_RING_LL", 50, 150, stream=20),
@@ -318,7 +318,8 @@ def test_communication_evidence_bus_bandwidth_against_the_link():
 
 def test_collectives_near_the_link_peak_get_the_link_bound_fix():
     # The all-reduce alone: 240 GB/s of 300 = 0.8 >= 0.7: the link is the limit, overlap or fewer bytes.
-    from tracelens.analyses.diagnosis import COMMUNICATION_FIX, COMMUNICATION_LINK_BOUND_FIX
+    from tracelens.analyses.diagnosis.communication import FIX as COMMUNICATION_FIX
+    from tracelens.analyses.diagnosis.communication import LINK_BOUND_FIX as COMMUNICATION_LINK_BOUND_FIX
 
     rows = [_coll("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 0, 1000, **_message(60000, 60000, "Float", 2))]
     cause = _comm_cause(rows, A100_SXM)

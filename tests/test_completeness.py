@@ -196,7 +196,10 @@ def test_gate_through_click_runner() -> None:
     assert str(failed.exception).startswith(f"inconclusive: HEAD ({head}) cannot answer: ")
     passed = runner.invoke(cli, ["diff", str(GOOD), head, "--fail-on-regression", "5", "--allow-inconclusive"])
     assert passed.exit_code == 0 and passed.exception is None
-    assert "**Verdict: ❔ inconclusive**" in passed.output
+    assert passed.output.startswith("tracelens diff: inconclusive")  # the terminal diff, the default on stdout
+    as_markdown = runner.invoke(cli, ["diff", str(GOOD), head, "--format", "markdown", "--fail-on-regression", "5",
+                                      "--allow-inconclusive"])
+    assert as_markdown.exit_code == 0 and "**Verdict: ❔ inconclusive**" in as_markdown.output
 
 
 def test_a_saved_document_without_completeness_is_judged_by_its_primary(tmp_path: Path,

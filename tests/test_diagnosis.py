@@ -8,16 +8,15 @@ from pathlib import Path
 import pytest
 
 from tracelens.analyses import SECTIONS, analyze
-from tracelens.analyses.diagnosis import (
-    INPUT_FIX,
-    LAUNCH_FIX,
-    MEMCPY_FIX,
-    OCCUPANCY_FIX,
-    STARTUP_FIX,
-    SYNC_FIX,
-    UNEXPLAINED_FIX,
-    diagnose,
-)
+from tracelens.analyses.diagnosis import diagnose
+from tracelens.analyses.diagnosis.host_launch_overhead import FIXES as LAUNCH_FIX
+from tracelens.analyses.diagnosis.input_pipeline import FIXES as INPUT_FIX
+from tracelens.analyses.diagnosis.low_occupancy import FIXES as OCCUPANCY_FIX
+from tracelens.analyses.diagnosis.memcpy import FIXES as MEMCPY_FIX
+from tracelens.analyses.diagnosis.memcpy import check_fix
+from tracelens.analyses.diagnosis.startup import FIX as STARTUP_FIX
+from tracelens.analyses.diagnosis.synchronization import FIXES as SYNC_FIX
+from tracelens.analyses.diagnosis.unexplained_idle import FIXES as UNEXPLAINED_FIX
 from tracelens.trace import Trace, TraceMetadata
 
 CAUSES_DIR = Path(__file__).resolve().parent.parent / "fixtures" / "causes"
@@ -65,7 +64,7 @@ def test_secondary_causes_are_ranked_with_their_own_lost_time():
     # input_pipeline case: the 10 ns launch inside the gap is host_launch_overhead, ranked second.
     causes = analyze(load_case("input_pipeline"))["diagnosis"]["causes"]
     # The 10 ns after it ([1610,1620)) have nothing on the host: unexplained_idle, ranked after it (same lost
-    # time: ties go by the order of CAUSE_NAMES).
+    # time: ties go by the order of diagnosis.CAUSES).
     assert [(c["cause"], c["lost_ns"]) for c in causes] == [("input_pipeline", 600), ("host_launch_overhead", 10),
                                                             ("unexplained_idle", 10)]
     # synchronization case: the launch [400,410) after the sync is its echo (the host waited 80 ns of kernel A
@@ -86,12 +85,21 @@ def test_none_below_threshold():
 
 
 def test_memcpy_without_memcpy_section_counts_only_sync_copy_idle():
-    # Without the memcpy section the copy is fully busy time: no idle, so no memcpy cause at all.
+    # A memcpy section that could not be computed (null) leaves the copy as fully busy time: no idle, so no
+    # memcpy cause at all.
     trace = load_case("memcpy")
-    done = analyze(trace, sections=["devices", "host", "gaps", "steps", "attribution", "launch", "sync"])
+    done = dict(analyze(trace, sections=["devices", "host", "gaps", "steps", "attribution", "launch", "sync"]))
+    done.update(memcpy=None, occupancy=None, communication=None)
     diag = diagnose(trace, done)
     assert diag["primary"]["cause"] == "none"
     assert diag["causes"] == []
+
+
+def test_diagnose_names_the_sections_it_lacks():
+    trace = load_case("memcpy")
+    done = dict(analyze(trace, sections=["devices", "host", "gaps", "steps", "attribution", "launch", "sync"]))
+    with pytest.raises(ValueError, match="memcpy, occupancy, communication"):
+        diagnose(trace, done)
 
 
 def test_sync_copy_idle_goes_to_memcpy_not_synchronization():
@@ -124,13 +132,16 @@ def test_fix_follows_framework():
     assert diag["primary"]["fix"] == INPUT_FIX["other"]["default"]
 
 
-def test_across_rank_imbalance_is_taken_from_done():
+def test_across_rank_imbalance_is_an_explicit_input():
     trace = load_case("none")
-    done = analyze(trace)
-    done["imbalance"] = {"lost_ns": 950}  # half of the 1900 ns span
-    diag = diagnose(trace, done)
+    done = dict(analyze(trace))
+    diag = diagnose(trace, done, imbalance={"lost_ns": 950})  # half of the 1900 ns span
     assert (diag["primary"]["cause"], diag["primary"]["lost_ns"]) == ("multi_gpu_imbalance", 950)
     assert diag["primary"]["share"] == pytest.approx(0.5)
+    assert diag["primary"]["evidence"]["across_ranks_ns"] == 950
+    # An "imbalance" key among the sections is not an input: only the parameter is.
+    done["imbalance"] = {"lost_ns": 950}
+    assert diagnose(trace, done)["primary"]["cause"] == "none"
 
 
 def test_two_devices_average_idle_causes():
@@ -238,9 +249,9 @@ def test_tiny_blocks_and_one_block_grids_still_lose_time():
 
 def test_gpu_busy_under_half_its_span_is_never_healthy(monkeypatch):
     # unexplained_idle case: busy 200 of 1100 us. Even with a threshold no cause reaches, the verdict names one.
-    import tracelens.analyses.diagnosis as diagnosis
+    from tracelens.analyses.diagnosis import none
 
-    monkeypatch.setattr(diagnosis, "NONE_THRESHOLD", 0.99)
+    monkeypatch.setattr(none, "NONE_THRESHOLD", 0.99)
     diag = analyze(load_case("unexplained_idle"))["diagnosis"]
     assert diag["busy_share"] == pytest.approx(200 / 1100)
     assert diag["primary"]["cause"] == "unexplained_idle"
@@ -357,7 +368,8 @@ def test_copies_already_beside_the_kernels_get_no_overlap_advice():
     assert ev["exposed_by_device"] == {"0": 6_000 * US} and ev["remedy"] == "floor"
     finding = next(f for f in doc["memcpy"]["findings"] if f["id"] == "memcpy_exposed")
     assert finding["evidence"]["overlap_headroom_ns"] == 100 * US
-    for fix in (primary["fix"], finding["fix"]):
+    assert finding["remedy"] == "floor"
+    for fix in (primary["fix"], check_fix(finding, "pytorch")):
         assert "fewer bytes" in fix.lower()
         assert not any(advice in fix for advice in ("torch.cuda.Stream", "side stream", "non_blocking", "Prefetch",
                                                     "prefetch", "pin_memory"))
@@ -416,7 +428,7 @@ def test_findings_are_sentences_with_their_numbers():
 def test_unexplained_idle_evidence_is_the_same_summed_in_chunks(monkeypatch):
     """The host activity seen during unexplained idle is summed chunk by chunk (memory on tens of millions of
     host rows): chunks of one row give the evidence of one chunk."""
-    from tracelens.analyses import diagnosis
+    from tracelens.analyses.diagnosis import unexplained_idle
 
     def evidence() -> dict:
         doc = analyze(load_case("unexplained_idle"))
@@ -425,5 +437,5 @@ def test_unexplained_idle_evidence_is_the_same_summed_in_chunks(monkeypatch):
 
     whole = evidence()
     assert whole["top_activity"]  # something on the host overlaps the idle: the comparison has rows to sum
-    monkeypatch.setattr(diagnosis, "_HOST_CHUNK", 1)
+    monkeypatch.setattr(unexplained_idle, "HOST_CHUNK", 1)
     assert evidence() == whole

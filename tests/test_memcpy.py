@@ -14,6 +14,7 @@ import pytest
 from conftest import shared_params
 
 from tracelens.analyses import analyze
+from tracelens.analyses.diagnosis.memcpy import check_fix, check_sentence
 from tracelens.analyses.memcpy import memcpy_report
 from tracelens.ingest import load
 from tracelens.trace import Trace, TraceMetadata
@@ -115,7 +116,15 @@ def test_host_memory_and_launch_mode_from_the_launching_call():
     assert kinds["HtoD"]["pageable_count"] == 2 and kinds["DtoH"]["pageable_count"] == 1
     ids = {f["id"]: f for f in doc["findings"]}
     assert {"memcpy_pageable", "memcpy_async_pageable", "memcpy_sync"} <= set(ids)
-    assert "pin_memory" in ids["memcpy_pageable"]["fix"]
+    assert (ids["memcpy_pageable"]["remedy"], ids["memcpy_async_pageable"]["remedy"], ids["memcpy_sync"]["remedy"]) \
+        == ("pin", "pin", "async")
+    assert "pin_memory" in check_fix(ids["memcpy_pageable"], "pytorch")
+    # Data only: no prose in the JSON (the renderers word the checks).
+    assert all(set(f) == {"id", "evidence", "remedy"} for f in doc["findings"])
+    assert check_sentence(ids["memcpy_sync"]) == ("3 copies were issued by synchronous copy calls (30 ns of copy "
+                                                  "time) — the host waits for each")
+    assert check_sentence(ids["memcpy_async_pageable"]) == ("1 asynchronous copy call uses pageable memory: it runs "
+                                                            "synchronously anyway")
 
 
 def test_small_copy_bursts():

@@ -97,5 +97,7 @@ def test_one_pageable_copy_reads_in_the_singular() -> None:
     pageable = [e for e in raw["traceEvents"] if "(Pageable" in e.get("name", "") and e.get("ph") == "X"]
     assert len(pageable) == 1
     doc = tracelens.analyze(tracelens.load(FIXTURES / "kineto" / "old_format.json"))
-    messages = [f["message"] for f in doc["memcpy"]["findings"] if f["id"] == "memcpy_pageable"]
+    from tracelens.analyses.diagnosis.memcpy import check_sentence
+
+    messages = [check_sentence(f) for f in doc["memcpy"]["findings"] if f["id"] == "memcpy_pageable"]
     assert messages and messages[0].startswith("1 copy uses pageable host memory")

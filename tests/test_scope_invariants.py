@@ -23,6 +23,7 @@ import pytest
 import tracelens
 from tests.conftest import FIXTURES, shared_params
 from tests.test_diagnosis import CAUSES_DIR, load_case
+from tracelens.analyses.diagnosis.memcpy import check_sentence
 from tracelens.report import markdown, terminal
 from tracelens.report.findings import sentence, utilization_sentence
 from tracelens.report.units import fmt_bytes, fmt_ns, fmt_pct
@@ -175,8 +176,8 @@ def _check(trace: Trace) -> None:
             if f["id"] == "memcpy_exposed":
                 own = per_device[f["evidence"]["device"]]
                 share = fmt_pct((own["k_or_c"] - own["kernels"]) / own["span"])
-                assert f["message"] == f"GPU {f['evidence']['device']}: copies not overlapped by any kernel take " \
-                                       f"{share} of the span"
+                assert check_sentence(f) == f"GPU {f['evidence']['device']}: copies not overlapped by any kernel " \
+                                            f"take {share} of the span"
     for d in (doc.get("communication") or {}).get("devices") or []:
         span = per_device[d["device"]]["span"]
         assert d["exposed_ns"] <= span and d["breakdown"]["memcpy_exposed_ns"] <= span

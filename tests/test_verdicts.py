@@ -16,6 +16,7 @@ import pytest
 
 import tracelens
 from tracelens.analyses import analyze
+from tracelens.analyses.diagnosis import CAUSE_NAMES, PRIMARY_ONLY
 from tracelens.trace import Trace, TraceMetadata
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -170,15 +171,14 @@ CAUSE_VERDICTS = {
 }
 
 
-ALLOWED_CAUSES = {"input_pipeline", "host_launch_overhead", "synchronization", "memcpy", "low_occupancy",
-                  "multi_gpu_imbalance", "startup", "unexplained_idle", "communication"}
+ALLOWED_CAUSES = set(CAUSE_NAMES)  # the registry (tests/test_causes.py checks each is documented)
 
 
 def _diagnosis(path: Path) -> dict:
     diagnosis = tracelens.analyze(tracelens.load(path))["diagnosis"]
     # `cause` is one of the documented names everywhere (docs/json.md), `none` only as the primary.
     assert {c["cause"] for c in diagnosis["causes"]} <= ALLOWED_CAUSES
-    assert diagnosis["primary"]["cause"] in ALLOWED_CAUSES | {"none", "incomplete_trace"}
+    assert diagnosis["primary"]["cause"] in ALLOWED_CAUSES | set(PRIMARY_ONLY)
     # incomplete_trace exactly when the trace cannot answer (diagnosis.completeness).
     assert (diagnosis["primary"]["cause"] == "incomplete_trace") == (not diagnosis["completeness"]["answerable"])
     return diagnosis

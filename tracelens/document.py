@@ -470,10 +470,8 @@ class MemcpySmallCopies(TypedDict):
 
 class MemcpyFinding(TypedDict):
     id: str
-    severity: str
-    message: str
     evidence: dict[str, Any]
-    fix: str
+    remedy: str
 
 
 class Memcpy(TypedDict):

@@ -35,6 +35,8 @@ class Section:
     own there; diagnosis is the headline and the findings). ``early``: computed before the others, whatever
     its place in the document: it reads no other section and needs large working arrays of its own (one per
     kernel launch), so it runs before the shared joins (launch pairs, host rows) are held in memory.
+    ``needs``: the sections its compute function reads from ``done``; :func:`analyze` computes them first,
+    whatever sections it is asked for (they come before it in the registry).
     """
 
     key: str
@@ -42,6 +44,7 @@ class Section:
     gpu_only: bool
     report_order: int | None
     early: bool = False
+    needs: tuple[str, ...] = ()
 
     @property
     def compute(self) -> Callable[[Trace, dict[str, Any]], Any]:
@@ -66,7 +69,9 @@ REGISTRY: tuple[Section, ...] = (
     Section("communication", "Communication and the GPU time breakdown", gpu_only=True, report_order=11),
     Section("ops", "Top ops", gpu_only=False, report_order=12),
     Section("whatif", "What fixing each cause would give", gpu_only=True, report_order=13),
-    Section("diagnosis", "Findings", gpu_only=False, report_order=None),
+    Section("diagnosis", "Findings", gpu_only=False, report_order=None,
+            needs=("devices", "host", "steps", "attribution", "launch", "sync", "memcpy", "occupancy",
+                   "communication")),
 )
 BY_KEY: dict[str, Section] = {s.key: s for s in REGISTRY}
 SECTIONS: list[str] = [s.key for s in REGISTRY]  # the keys, in document order
@@ -99,9 +104,24 @@ def _malloc_trim() -> Callable[[int], int] | None:
 _MALLOC_TRIM = _malloc_trim()
 
 
+def with_needs(sections: list[str]) -> list[str]:
+    """``sections`` and every section they need (transitively), in document order."""
+    wanted: set[str] = set()
+    todo = list(sections)
+    while todo:
+        key = todo.pop()
+        if key not in BY_KEY:
+            raise ValueError(f"unknown analysis section {key!r} (known: {', '.join(SECTIONS)})")
+        if key not in wanted:
+            wanted.add(key)
+            todo.extend(BY_KEY[key].needs)
+    return [key for key in SECTIONS if key in wanted]
+
+
 def analyze(trace: Trace, *, sections: list[str] | None = None) -> Document:
-    """Run every analysis section and return the result document, its ``summary`` (the headline figures)
-    computed once from the sections and placed after ``source``."""
+    """Run every analysis section (or those in ``sections``, after the sections they need) and return the
+    result document, its ``summary`` (the headline figures) computed once from the sections and placed after
+    ``source``. The document holds the sections asked for; the ones computed only as inputs are left out."""
     meta = trace.metadata
     doc: dict[str, Any] = {
         "schema_version": JSON_SCHEMA_VERSION,
@@ -120,7 +140,7 @@ def analyze(trace: Trace, *, sections: list[str] | None = None) -> Document:
     }
     wanted = sections or SECTIONS
     done: dict[str, Any] = {}
-    for name in sorted(wanted, key=lambda key: not BY_KEY[key].early):  # stable: document order otherwise
+    for name in sorted(with_needs(wanted), key=lambda key: not BY_KEY[key].early):  # stable: document order otherwise
         done[name] = BY_KEY[name].compute(trace, {**doc, **done})
         release_free_memory()
     doc.update((name, done[name]) for name in wanted)

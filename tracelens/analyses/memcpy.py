@@ -195,53 +195,6 @@ def _bursts(device: np.ndarray, starts: np.ndarray, ends: np.ndarray, nbytes: np
     }
 
 
-_LINK_FIX = ("The copies are already pinned: check the link itself (nvidia-smi -q: PCIe generation and width in "
-             "use), pin host buffers on the GPU's NUMA node, and look for copies sharing the link at the same time.")
-
-
-_FLOOR_FIX = ("Overlap cannot hide these copies: the kernels already run beside them or are too few to cover "
-              "them, so the copy time itself is the floor. Move fewer bytes: keep data resident on the GPU instead "
-              "of offloading it, copy smaller dtypes (bf16/fp16, uint8) and convert on the GPU.")
-
-
-def _framework_fixes(framework: str) -> dict[str, str]:
-    if framework == "pytorch":
-        return {
-            "pinned": "Use pinned host memory: DataLoader(pin_memory=True), or tensor.pin_memory() for tensors you "
-                      "copy repeatedly.",
-            "async": "Copy with tensor.to(device, non_blocking=True) from pinned memory, and avoid .item()/.cpu()/"
-                     "print(tensor) in the training loop (each one waits for the GPU).",
-            "batch": "Batch small copies: torch.cat/stack on the host and copy once, or create tensors directly on "
-                     "the device (torch.tensor(..., device='cuda'), torch.zeros(..., device=...)).",
-            "device": "Keep tensors on the device between steps; move metrics to the host once per N steps.",
-            "overlap": "Prefetch the next batch while the current one computes: pinned memory + non_blocking=True "
-                       "(copies run on the copy engine while kernels run).",
-            "floor": _FLOOR_FIX,
-            "link": _LINK_FIX,
-        }
-    if framework in ("tensorflow", "jax"):
-        return {
-            "pinned": "Let the framework stage input: tf.data with .prefetch(tf.data.AUTOTUNE) and "
-                      "tf.data.experimental.prefetch_to_device; in JAX, jax.device_put ahead of use.",
-            "async": "Avoid reading device values on the host inside the step (.numpy(), float(x), "
-                     "jax.device_get) — each blocks until the GPU finishes.",
-            "batch": "Batch small host<->device transfers into one array per step.",
-            "device": "Keep state on the device (tf.Variable on GPU, jax arrays) between steps.",
-            "overlap": "Prefetch input to the device (prefetch_to_device / double-buffered device_put).",
-            "floor": _FLOOR_FIX,
-            "link": _LINK_FIX,
-        }
-    return {
-        "pinned": "Allocate host buffers with cudaMallocHost/cudaHostAlloc (or cudaHostRegister existing ones).",
-        "async": "Use cudaMemcpyAsync on a non-default stream from pinned memory instead of cudaMemcpy.",
-        "batch": "Batch small copies into one larger transfer.",
-        "device": "Keep data resident on the device between kernels.",
-        "overlap": "Overlap copies with compute: pinned memory, cudaMemcpyAsync on a separate stream.",
-        "floor": _FLOOR_FIX,
-        "link": _LINK_FIX,
-    }
-
-
 def memcpy_report(trace: Trace) -> dict[str, Any]:
     """The ``memcpy`` block (see docs/memcpy.md)."""
     cols = event_columns(trace)
@@ -402,7 +355,7 @@ def memcpy_report(trace: Trace) -> dict[str, Any]:
         "launch": launch,
         "small_copies": small_block,
     }
-    doc["findings"] = _findings(doc, trace.metadata.framework, kernel_union)
+    doc["findings"] = findings(doc, kernel_union)
     return doc
 
 
@@ -419,67 +372,64 @@ def copies_are_the_floor(union_ns: int, exposed_ns: int, kernel_union_ns: int) -
     return exposed_ns > 0 and overlap_headroom(union_ns, exposed_ns, kernel_union_ns) < FLOOR_HEADROOM * exposed_ns
 
 
-def _findings(doc: dict[str, Any], framework: str, kernel_union: dict[int, int]) -> list[dict[str, Any]]:
-    fixes = _framework_fixes(framework)
+# The checks a memcpy section reports, each naming the remedy it calls for (a key of the one memcpy fix table,
+# tracelens/analyses/diagnosis/memcpy.py FIXES, which also words each check for the renderers).
+PAGEABLE_CHECK, ASYNC_PAGEABLE_CHECK, SYNC_CHECK = "memcpy_pageable", "memcpy_async_pageable", "memcpy_sync"
+SMALL_STORM_CHECK, SMALL_DTOH_CHECK = "memcpy_small_storm", "memcpy_small_dtoh"
+EXPOSED_CHECK, LOW_BANDWIDTH_CHECK = "memcpy_exposed", "memcpy_low_bandwidth"
+CHECKS = (PAGEABLE_CHECK, ASYNC_PAGEABLE_CHECK, SYNC_CHECK, SMALL_STORM_CHECK, SMALL_DTOH_CHECK, EXPOSED_CHECK,
+          LOW_BANDWIDTH_CHECK)
+
+
+def findings(doc: dict[str, Any], kernel_union: dict[int, int]) -> list[dict[str, Any]]:
+    """The memcpy checks that fire, as data: ``{id, evidence, remedy}`` (docs/memcpy.md). The sentence and the
+    fix come from the diagnosis's memcpy cause (one fix table); the severity is the memcpy cause's."""
     out: list[dict[str, Any]] = []
     by_kind = {k["kind"]: k for k in doc["by_kind"]}
     pageable = sum(k["pageable_count"] for k in doc["by_kind"])
     if pageable:
-        out.append({"id": "memcpy_pageable", "severity": "medium",
-                    "message": f"{pageable} {'copy uses' if pageable == 1 else 'copies use'} pageable host memory (staged through a driver buffer, "
-                               "synchronous to the host, about half of pinned bandwidth)",
+        out.append({"id": PAGEABLE_CHECK,
                     "evidence": {"pageable_count": pageable,
                                  "by_kind": {k: v["pageable_count"] for k, v in by_kind.items() if v["pageable_count"]}},
-                    "fix": fixes["pinned"]})
+                    "remedy": "pin"})
     launch = doc["launch"]
     if launch["async_pageable_count"]:
-        out.append({"id": "memcpy_async_pageable", "severity": "medium",
-                    "message": f"{launch['async_pageable_count']} asynchronous copy calls use pageable memory: "
-                               "they run synchronously anyway",
-                    "evidence": {"async_pageable_count": launch["async_pageable_count"]}, "fix": fixes["pinned"]})
+        out.append({"id": ASYNC_PAGEABLE_CHECK, "evidence": {"async_pageable_count": launch["async_pageable_count"]},
+                    "remedy": "pin"})
     if launch["sync_count"]:
-        out.append({"id": "memcpy_sync", "severity": "medium",
-                    "message": f"{launch['sync_count']} {'copy was' if launch['sync_count'] == 1 else 'copies were'} issued by synchronous copy calls "
-                               f"({launch['sync_ns']} ns of copy time) — the host waits for each",
-                    "evidence": {"sync_count": launch["sync_count"], "sync_ns": launch["sync_ns"]},
-                    "fix": fixes["async"]})
+        out.append({"id": SYNC_CHECK, "evidence": {"sync_count": launch["sync_count"], "sync_ns": launch["sync_ns"]},
+                    "remedy": "async"})
     small = doc["small_copies"]
     if small["burst_count"]:
-        out.append({"id": "memcpy_small_storm", "severity": "medium",
-                    "message": f"{small['burst_count']} burst{'' if small['burst_count'] == 1 else 's'} of small (< {SMALL_COPY_BYTES // 1024} KiB) copies, "
-                               f"{small['burst_copy_count']} copies in all",
-                    "evidence": {k: small[k] for k in ("count", "duration_ns", "burst_count", "burst_copy_count")},
-                    "fix": fixes["batch"]})
+        out.append({"id": SMALL_STORM_CHECK,
+                    "evidence": {k: small[k] for k in ("threshold_bytes", "count", "duration_ns", "burst_count",
+                                                       "burst_copy_count")},
+                    "remedy": "batch"})
     dtoh = by_kind.get("DtoH")
     if dtoh and dtoh["small_count"] >= BURST_MIN_COPIES:
-        out.append({"id": "memcpy_small_dtoh", "severity": "low",
-                    "message": f"{dtoh['small_count']} small device-to-host copies (scalars read back on the host?)",
-                    "evidence": {"small_count": dtoh["small_count"], "small_ns": dtoh["small_ns"]},
-                    "fix": fixes["device"]})
+        out.append({"id": SMALL_DTOH_CHECK, "evidence": {"small_count": dtoh["small_count"], "small_ns": dtoh["small_ns"]},
+                    "remedy": "resident"})
     for dev in doc["per_device"]:
         share = dev["exposed_span_share"]
         kernels = kernel_union.get(dev["device"], 0)
         headroom = overlap_headroom(dev["union_ns"], dev["exposed_ns"], kernels)
         floor = copies_are_the_floor(dev["union_ns"], dev["exposed_ns"], kernels)
         if share is not None and share >= EXPOSED_SHARE_FINDING:
-            out.append({"id": "memcpy_exposed", "severity": "high" if share >= 4 * EXPOSED_SHARE_FINDING else "medium",
-                        "message": f"GPU {dev['device']}: copies not overlapped by any kernel take "
-                                   f"{share:.1%} of the span",
+            out.append({"id": EXPOSED_CHECK,
                         "evidence": {"device": dev["device"], "exposed_ns": dev["exposed_ns"], "span_ns": dev["span_ns"],
                                      "overlap_headroom_ns": headroom},
-                        "fix": fixes["floor"] if floor else fixes["overlap"]})
+                        "remedy": "floor" if floor else "overlap"})
         for k in dev["by_kind"]:
             frac = k["large_achieved_fraction"]
             if k["kind"] in ("HtoD", "DtoH") and frac is not None and frac < LOW_BANDWIDTH_FRACTION:
                 # Pageable copies are slow by nature; pinned ones this slow point at the link or the host.
-                pageable = by_kind.get(k["kind"], {}).get("pageable_count", 0)
-                out.append({"id": "memcpy_low_bandwidth", "severity": "low",
-                            "message": f"GPU {dev['device']} {k['kind']}: copies >= 1 MiB reach {frac:.0%} of "
-                                       f"{k['expected_link']} ({k['expected_source']})",
-                            "evidence": {"device": dev["device"], "kind": k["kind"],
+                pageable_kind = by_kind.get(k["kind"], {}).get("pageable_count", 0)
+                out.append({"id": LOW_BANDWIDTH_CHECK,
+                            "evidence": {"device": dev["device"], "kind": k["kind"], "min_bytes": LARGE_COPY_BYTES,
                                          "achieved_bytes_per_s": k["large_achieved_bytes_per_s"],
-                                         "expected_bytes_per_s": k["expected_bytes_per_s"]},
-                            "fix": fixes["pinned"] if pageable else fixes["link"]})
+                                         "expected_bytes_per_s": k["expected_bytes_per_s"],
+                                         "expected_link": k["expected_link"], "expected_source": k["expected_source"]},
+                            "remedy": "pin" if pageable_kind else "link"})
     return out
 
 

@@ -27,12 +27,14 @@ from __future__ import annotations
 import html
 import re
 
+from .. import units
+
 # Characters that start markdown constructs inline. `#`, `+`, `-` and digits only matter at line
 # start, which a cell or list item we write never is (we always write a prefix before the name).
 _MD_PUNCT = re.compile(r"([\\*_\[\]~!])")
-_WHITESPACE = re.compile(r"[\r\n\t\v\f]+")
+_WHITESPACE = units.WHITESPACE
 
-ELLIPSIS = "…"
+ELLIPSIS = units.ELLIPSIS
 DEFAULT_MAX = 60
 
 
@@ -88,13 +90,7 @@ def html_text(text: object) -> str:
 
 def shorten(text: object, limit: int = DEFAULT_MAX) -> str:
     """``text`` cut to at most ``limit`` characters as head…tail (unchanged when it fits)."""
-    s = "" if text is None else _WHITESPACE.sub(" ", str(text))
-    if len(s) <= limit:
-        return s
-    keep = max(limit - 1, 2)
-    head = (keep * 2) // 3
-    tail = keep - head
-    return s[:head] + ELLIPSIS + s[len(s) - tail:]
+    return units.shorten(text, limit)
 
 
 def is_shortened(text: object, limit: int = DEFAULT_MAX) -> bool:

@@ -26,7 +26,7 @@ from .budget import LEVELS, Block, fit, limits
 from .charts import bar_legend, lost_time_chart, stacked_bar, utilization_chart
 from .compute import compute_sentence, fmt_flops, op_flops_cell, roofline_sentence
 from .escape import code, html_text, is_shortened, link, md, md_line_start, shorten
-from .findings import caveats, sentence, utilization_sentence
+from .findings import caveats, finding_severity, memcpy_checks, sentence, utilization_sentence
 from .ranks import RUN_KEYS
 from .ranks import markdown_section as ranks_section
 from .units import fmt_auto, fmt_bytes, fmt_ns, fmt_pct, plural
@@ -40,7 +40,7 @@ GENERIC_LIST_ROWS = 50  # rows of a list-of-objects table in the generic rendere
 GENERIC_COLUMNS = 10
 
 # Severity of a finding from its share of the span (docs/json.md, "Markdown and terminal output").
-SEVERITY = ((0.25, "🔴 high"), (0.10, "🟠 medium"), (0.0, "🟡 low"))
+SEVERITY_LABELS = {"high": "🔴 high", "medium": "🟠 medium", "low": "🟡 low"}  # diagnosis.severity
 
 Lines = list[str]
 
@@ -270,12 +270,8 @@ def _plain(value: Any, key: str = "") -> str:
 
 
 def severity(share: float | None) -> str:
-    """Severity label of a finding from its share of the span: ≥25% high, ≥10% medium, else low."""
-    share = share or 0.0
-    for threshold, label in SEVERITY:
-        if share >= threshold:
-            return label
-    return SEVERITY[-1][1]
+    """Severity label of a finding from its share of the span (the policy: ``diagnosis.severity``)."""
+    return SEVERITY_LABELS[finding_severity(share)]
 
 
 def _findings(doc: dict[str, Any]) -> Lines:
@@ -412,11 +408,10 @@ def _memcpy(doc: dict[str, Any]) -> Lines:
         lines.extend(["", f"Small copies (< {fmt_bytes(small.get('threshold_bytes'))}): {_num(small.get('count'))}, "
                           f"{fmt_ns(small.get('duration_ns'))}; {_count(small.get('burst_count'), 'burst')} holding "
                           f"{_count(small.get('burst_copy_count'), 'copy', 'copies')}."])
-    findings = [f for f in memcpy.get("findings") or [] if isinstance(f, dict)]
-    if findings:
+    checks = memcpy_checks(memcpy, (doc.get("source") or {}).get("framework"))
+    if checks:
         lines.append("")
-        lines.extend(f"- **{md(f.get('severity') or '-')}** {md(f.get('message') or f.get('id'))}"
-                     + (f" Fix: {_text(f['fix'])}" if f.get("fix") else "") for f in findings)
+        lines.extend(f"- {md_line_start(text)}" + (f" Fix: {_text(fix)}" if fix else "") for text, fix in checks)
     return lines
 
 

@@ -1,62 +1,8 @@
-"""Human units for terminal and markdown output (JSON keeps raw integers)."""
+"""Human units for terminal and markdown output: :mod:`tracelens.units` (shared with the diagnosis's
+sentences, which live below ``report/``)."""
 
 from __future__ import annotations
 
+from ..units import FRACTION_KEYS, fmt_auto, fmt_bytes, fmt_ns, fmt_pct, plural
 
-def fmt_ns(ns: float | int | None) -> str:
-    if ns is None:
-        return "-"
-    ns = float(ns)
-    for unit, scale in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
-        if abs(ns) >= scale:
-            return f"{ns / scale:.3g} {unit}" if abs(ns) < 100 * scale else f"{ns / scale:.0f} {unit}"
-    return f"{ns:.0f} ns"
-
-
-def fmt_bytes(n: float | int | None) -> str:
-    if n is None:
-        return "-"
-    n = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(n) < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} TiB"
-
-
-def plural(count: int, noun: str, plural_form: str | None = None) -> str:
-    """``count`` and ``noun`` in agreement: "1 thread", "2 threads", "1,024 GPUs" (``plural_form`` when the
-    plural is not noun + "s")."""
-    return f"{count:,} {noun if count == 1 else (plural_form or noun + 's')}"
-
-
-def fmt_pct(fraction: float | None) -> str:
-    return "-" if fraction is None else f"{100 * fraction:.1f}%"
-
-
-# Key-name conventions of the analysis document (docs/json.md): *_ns nanoseconds, *bytes* bytes,
-# fractions 0-1 under these names. Renderers use them to format values of sections they have no
-# dedicated table for.
-FRACTION_KEYS = ("utilization", "share", "fraction", "occupancy", "ratio", "efficiency")
-
-
-def fmt_auto(key: str, value: object) -> str:
-    """Format a JSON value for humans, choosing the unit from its key name (plain text, not escaped)."""
-    if value is None:
-        return "-"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, (int, float)):
-        k = key.lower()
-        if k.endswith("_ns") or k == "ns":
-            return fmt_ns(value)
-        if "bandwidth" in k or k.endswith("bytes_per_s"):
-            return f"{fmt_bytes(value)}/s"
-        if "bytes" in k:
-            return fmt_bytes(value)
-        if isinstance(value, float) and any(f in k for f in FRACTION_KEYS) and -1.0 <= value <= 1.0:
-            return fmt_pct(value)
-        if isinstance(value, int):
-            return f"{value:,}"
-        return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"
-    return str(value)
+__all__ = ["FRACTION_KEYS", "fmt_auto", "fmt_bytes", "fmt_ns", "fmt_pct", "plural"]

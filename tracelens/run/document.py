@@ -225,8 +225,7 @@ def _attach_representative(doc: dict[str, Any], results: list[dict[str, Any]], r
         from ..ingest.parquet import read as read_parquet
 
         trace: Trace = read_parquet(Path(result["parquet"]))
-        done: dict[str, Any] = {**rank_doc, "imbalance": doc["imbalance"]}
-        done.pop("diagnosis", None)
-        doc["diagnosis"] = diagnosis_module.section(trace, done)
+        done: dict[str, Any] = {k: v for k, v in rank_doc.items() if k != "diagnosis"}
+        doc["diagnosis"] = diagnosis_module.diagnose(trace, done, imbalance=doc["imbalance"])
     except Exception as err:  # keep the rank's own diagnosis rather than fail the run
         doc["source"]["warnings"].append(f"diagnosis not re-ranked for imbalance ({type(err).__name__}: {err})")

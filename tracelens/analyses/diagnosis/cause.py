@@ -1,0 +1,163 @@
+"""What a cause of lost GPU time is (:class:`Cause`) and what its builder reads (:class:`Context`).
+
+One module of this package per cause exports one ``CAUSE``; ``diagnosis.CAUSES`` lists them in tie-break
+order. A cause is: its name, its per-device lost time, its evidence (which names the remedy it calls for),
+its fixes by remedy and framework, and the sentence the renderers print. Its thresholds are named constants
+in its module, with the reason beside each.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+from ...trace import Trace
+from ..attribution import host_rows
+from ..columns import DeviceBusy, event_columns
+from ..names import HOST_CATEGORY_PRIORITY
+
+TOP_NAMES = 5  # evidence lists of top offenders: enough to act on, short enough to read
+ONLY = "any"  # the remedy key of a cause with a single fix table
+DEFAULT = "default"  # the framework key every fix table has
+
+Evidence = dict[str, Any]
+Finding = dict[str, Any]  # {cause, lost_ns, share, evidence, fix}
+FixTable = Mapping[str, str]  # framework -> text (always a DEFAULT entry)
+Sentence = Callable[[Finding, dict[str, Any]], str]  # (finding, the whole diagnosis) -> plain text
+
+
+def by_framework(framework: str, texts: FixTable) -> str:
+    """The fix text for the framework (``pytorch``, ``tensorflow``, ``jax``), else the generic one."""
+    return texts.get(framework, texts[DEFAULT])
+
+
+@dataclass(frozen=True)
+class Cause:
+    """One cause of lost GPU time.
+
+    ``evidence(ctx)``: the structured evidence (None: the cause does not apply to this trace); it holds the
+    chosen remedy under ``remedy_key`` when ``fixes`` has more than one. ``device_lost(ctx, device)``: the
+    device's own lost time to the cause (its device-mean is ``lost_ns``), None for a cause with no per-device
+    term; ``lost(ctx, evidence)`` replaces that device-mean where the cause is not one (imbalance).
+    ``fixes``: remedy -> framework -> text; ``adjust_fix(evidence, text)`` adds what the evidence warrants
+    (a caution, a preface). ``sentence``: the finding in one sentence with its numbers (plain text).
+    """
+
+    name: str
+    evidence: Callable[[Context], Evidence | None]
+    fixes: Mapping[str, FixTable]
+    sentence: Sentence
+    device_lost: Callable[[Context, int], int] | None = None
+    lost: Callable[[Context, Evidence], float] | None = None
+    remedy_key: str = "remedy"
+    adjust_fix: Callable[[Evidence, str], str] | None = None
+
+    def remedy(self, evidence: Evidence) -> str:
+        return ONLY if set(self.fixes) == {ONLY} else str(evidence[self.remedy_key])
+
+    def fix(self, evidence: Evidence, framework: str) -> str:
+        text = by_framework(framework, self.fixes[self.remedy(evidence)])
+        return self.adjust_fix(evidence, text) if self.adjust_fix else text
+
+    def finding(self, ctx: Context) -> Finding | None:
+        """``{cause, lost_ns, share, evidence, fix}`` on a trace with GPU activity (None: does not apply)."""
+        evidence = self.evidence(ctx)
+        if evidence is None:
+            return None
+        lost = self.lost(ctx, evidence) if self.lost else ctx.lost(self.name)
+        return finding(self.name, lost, ctx.span, evidence, self.fix(evidence, ctx.framework))
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A primary that is not a cause (no lost time, never in ``causes``): ``incomplete_trace`` (the trace
+    cannot answer) and ``none`` (nothing is worth fixing). Its fix comes with its evidence."""
+
+    name: str
+    sentence: Sentence
+
+
+def finding(name: str, lost: float, span: int, evidence: Evidence, fix: str) -> Finding:
+    lost_ns = max(int(round(lost)), 0)
+    return {"cause": name, "lost_ns": lost_ns, "share": (lost_ns / span) if span > 0 else 0.0,
+            "evidence": evidence, "fix": fix}
+
+
+@dataclass
+class Context:
+    """What every cause builder reads: the trace, the sections computed so far, device-level totals, the
+    run's cross-rank imbalance when the trace is one rank of a run, and the causes (for per-device losses)."""
+
+    trace: Trace
+    done: dict[str, Any]
+    span: int
+    framework: str
+    busy: dict[int, DeviceBusy]
+    attribution: dict[int, dict[str, Any]]  # device -> attribution entry
+    causes: tuple[Cause, ...]
+    imbalance: dict[str, Any] | None = field(default=None)
+
+    @property
+    def n(self) -> int:
+        return len(self.busy)
+
+    def idle(self, category: str) -> dict[str, int]:
+        """Idle time attributed to a host category, per device (keys are device ids as strings)."""
+        return {str(d): int(a["by_cause"][category]) for d, a in self.attribution.items()}
+
+    def mean(self, values: dict[str, int] | list[float]) -> float:
+        items = list(values.values()) if isinstance(values, dict) else values
+        return float(sum(items)) / self.n if self.n else 0.0
+
+    def device_losses(self, device: int) -> dict[str, int]:
+        """One device's own lost time per cause (not averaged over devices): each cause's ``device_lost``,
+        whose device-mean is the cause's lost_ns (:meth:`lost`). Causes without a per-device term (imbalance,
+        a comparison between devices) are absent, and so are zero losses."""
+        losses = {c.name: c.device_lost(self, device) for c in self.causes if c.device_lost is not None}
+        return {cause: ns for cause, ns in losses.items() if ns > 0}
+
+    @cached_property
+    def losses(self) -> dict[int, dict[str, int]]:
+        """Each device's own lost time per cause (:meth:`device_losses`)."""
+        return {device: self.device_losses(device) for device in self.busy}
+
+    def lost(self, cause: str) -> float:
+        """A cause's lost time: the device-mean of the devices' own losses to it."""
+        return sum(own.get(cause, 0) for own in self.losses.values()) / self.n if self.n else 0.0
+
+    def idle_total(self) -> float:
+        return self.mean([a["idle_ns"] for a in self.attribution.values()])
+
+    def section(self, key: str) -> dict[str, Any]:
+        """A section this one reads (``Section.needs``; ``analyze`` computes it first). A section that could
+        not be computed (null) reads as empty."""
+        value = self.done[key]
+        return value if isinstance(value, dict) else {}
+
+    def by_device(self, key: str, list_key: str, value: str, id_key: str = "device") -> dict[int, int]:
+        """``{device: entry[value]}`` over ``done[key][list_key]`` (a section's per-device list)."""
+        return {d[id_key]: d.get(value, 0) for d in self.section(key).get(list_key) or []}
+
+
+def top_host_names(trace: Trace, category: str, limit: int = TOP_NAMES) -> list[dict[str, Any]]:
+    """The host names with the most summed time in a category (evidence)."""
+    rows = host_rows(trace)
+    sel = rows.category == HOST_CATEGORY_PRIORITY.index(category)
+    sel[sel] = rows.names(sel) >= 0
+    if not sel.any():
+        return []
+    codes, inverse = np.unique(rows.names(sel), return_inverse=True)
+    total = np.bincount(inverse, weights=rows.ends(sel) - rows.starts(sel))
+    count = np.bincount(inverse)
+    names = event_columns(trace).names
+    order = np.lexsort((codes, -total))[:limit]
+    return [{"name": str(names[codes[i]]), "count": int(count[i]), "total_ns": int(total[i])} for i in order]
+
+
+def steps_summary(done: dict[str, Any]) -> dict[str, Any]:
+    steps = done.get("steps") or {}
+    return {"count": steps.get("count") or 0, "summary": steps.get("summary") or {}}

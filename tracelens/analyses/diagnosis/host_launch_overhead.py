@@ -1,0 +1,131 @@
+"""host_launch_overhead: the GPU idles while its launching thread runs framework code or CUDA API calls.
+
+lost_ns = device-mean of ``attribution.devices[].by_cause.launch + by_cause.cpu``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...trace import PYTHON
+from ...units import fmt_ns, fmt_pct
+from .. import ops
+from ..columns import event_columns
+from ..launch import SMALL_KERNEL_NS
+from ..names import CPU, LAUNCH
+from .cause import Cause, Context, Evidence, top_host_names
+from .wording import gpu, mean_note, quote, worst
+
+NAME = "host_launch_overhead"
+# By count, not time: each launch costs the host the same whatever the kernel's length, so a step of thousands
+# of microsecond kernels beside a few long GEMMs is still launch-bound by the tiny ones. At least half the
+# launches tiny: fuse them; fewer, and the host's own code between launches is the thing to cut.
+SMALL_KERNEL_COUNT_SHARE = 0.5
+
+FIXES = {
+    "graphs": {
+        "pytorch": "CUDA graphs are in use, yet the GPU still waits on the host: capture what is still launched "
+                   "outside the graphs (see the ops named in the evidence), e.g. torch.compile(mode='reduce-overhead') "
+                   "over the whole step or a larger torch.cuda.graphs region.",
+        "default": "CUDA graphs are in use, yet the GPU still waits on the host: capture the work still launched "
+                   "outside them.",
+    },
+    "small_kernels": {
+        "pytorch": "The host cannot issue kernels as fast as the GPU runs them (many tiny kernels): fuse them "
+                   "with torch.compile, use fused/foreach optimizers (torch.optim.AdamW(fused=True)), CUDA graphs "
+                   "(torch.compile(mode='reduce-overhead')), or larger batches.",
+        "tensorflow": "Many tiny ops: tf.function(jit_compile=True) (XLA) to fuse them, bigger batches, "
+                      "steps_per_execution in Keras.",
+        "jax": "Many tiny ops: jit the whole step (not per op), use bigger batches, scan over micro-steps.",
+        "default": "Launch overhead dominates: fuse kernels, use CUDA graphs, launch fewer larger kernels.",
+    },
+    "host_code": {
+        "pytorch": "The GPU waits while the host runs framework/Python code between launches: move per-step "
+                   "Python work out of the loop, torch.compile the model (fewer, fused ops), CUDA graphs, or "
+                   "bigger batches so each launch carries more work.",
+        "tensorflow": "The GPU waits for host-side op dispatch: wrap the step in tf.function (jit_compile=True), "
+                      "bigger batches, steps_per_execution in Keras.",
+        "jax": "The GPU waits for host-side dispatch: jit the whole step, bigger batches.",
+        "default": "The GPU waits while the host runs code between launches: do less per step on the host, "
+                   "batch more work per launch.",
+    },
+}
+PYTHON_TRACING_NOTE = (" Caution: this trace records Python calls ({count:,} Python events: torch.profiler's "
+                       "with_stack=True or a Python tracer), which slows the host (several-fold where much Python runs "
+                       "per step); confirm the launch overhead on a profile without them before acting on it.")
+
+
+def device_lost(ctx: Context, device: int) -> int:
+    a = ctx.attribution.get(device)
+    return int(a["by_cause"].get(LAUNCH, 0)) + int(a["by_cause"].get(CPU, 0)) if a else 0
+
+
+def remedy(ctx: Context, graphs_in_use: bool, idle_launch: dict[str, int], idle_cpu: dict[str, int],
+           small_count_share: float | None) -> str:
+    if graphs_in_use:
+        return "graphs"
+    if ctx.mean(idle_cpu) >= ctx.mean(idle_launch) and (small_count_share or 0.0) < SMALL_KERNEL_COUNT_SHARE:
+        return "host_code"
+    return "small_kernels"
+
+
+def evidence(ctx: Context) -> Evidence:
+    launch = ctx.section("launch")
+    graphs = launch.get("cuda_graphs") or {}
+    small = launch.get("small_kernels") or {}
+    idle_launch, idle_cpu = ctx.idle(LAUNCH), ctx.idle(CPU)
+    ops_outside = None
+    if graphs.get("in_use"):
+        pairs_ops = launch.get("gpu_ops")
+        ops_outside = int(pairs_ops - graphs.get("graph_ops", 0)) if isinstance(pairs_ops, int) else None
+    ev = {
+        "idle_launch_by_device": idle_launch,
+        "idle_cpu_by_device": idle_cpu,
+        "launch_latency_p50_ns": (launch.get("latency") or {}).get("p50_ns"),
+        "small_kernel_share": small.get("share"),
+        "small_kernel_count_share": small.get("count_share"),
+        "short_kernels": (launch.get("short_kernels") or {}).get("count"),
+        "issue_to_execution": (launch.get("rates") or {}).get("issue_to_execution"),
+        "cuda_graphs": graphs.get("in_use"),
+        "ops_outside_graphs": ops_outside,
+        "top_cpu_ops": top_host_names(ctx.trace, CPU),
+        "top_launch_calls": top_host_names(ctx.trace, LAUNCH),
+        # Which op's kernels the host spends its launches on (an unfused optimizer step: thousands).
+        "launching_ops": ops.launching_ops(ctx.trace),
+        "optimizer_step": ops.optimizer_step(ctx.trace),
+    }
+    ev["remedy"] = remedy(ctx, bool(graphs.get("in_use")), idle_launch, idle_cpu, small.get("count_share"))
+    # A Python tracer (torch.profiler's with_stack, JAX's python tracer) records every Python call, which slows
+    # the host: the launch overhead it shows may be partly the profiler's own.
+    ev["python_events"] = int(event_columns(ctx.trace).of_kind(PYTHON).sum())
+    return ev
+
+
+def adjust_fix(ev: Evidence, text: str) -> str:
+    return text + PYTHON_TRACING_NOTE.format(count=ev["python_events"]) if ev.get("python_events") else text
+
+
+def sentence(cause: dict[str, Any], _: dict[str, Any]) -> str:
+    ev = cause["evidence"]
+    launch, cpu = ev.get("idle_launch_by_device") or {}, ev.get("idle_cpu_by_device") or {}
+    total = {d: launch.get(d, 0) + cpu.get(d, 0) for d in set(launch) | set(cpu)}
+    device, idle = worst(total)
+    doing = [f"{what} ({fmt_ns(ns)})" for what, ns in
+             (("framework or Python code", cpu.get(device)), ("CUDA API calls", launch.get(device))) if ns]
+    text = f"{gpu(device, len(total))} was idle {fmt_ns(idle)}"
+    if doing:
+        text += " while its launching thread ran " + " and ".join(doing)
+    top_ops = ev.get("top_cpu_ops") or []
+    if top_ops:
+        text += f"; most host time in {quote(top_ops[0]['name'])}"
+    if ev.get("small_kernel_share") is not None:
+        text += (f"; {fmt_pct(ev['small_kernel_share'])} of kernel time is in kernels under "
+                 f"{fmt_ns(SMALL_KERNEL_NS)}")
+    if ev.get("issue_to_execution") is not None:
+        text += f"; the host issues GPU work at {ev['issue_to_execution']:.2f}x the rate the GPU runs it"
+    if ev.get("cuda_graphs"):
+        text += f"; CUDA graphs are in use, {ev.get('ops_outside_graphs') or 0:,} GPU ops still launched outside them"
+    return text + mean_note(cause, total) + "."
+
+
+CAUSE = Cause(NAME, evidence, FIXES, sentence, device_lost=device_lost, adjust_fix=adjust_fix)

@@ -1,0 +1,80 @@
+"""synchronization: the GPU idles because the host waited for it (the wait and its echo) and then had
+nothing queued.
+
+lost_ns = device-mean of ``attribution.devices[].by_cause.sync`` minus its synchronous-copy part
+(``sync_copy_ns``, counted under memcpy).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...units import fmt_ns, plural
+from .. import ops
+from ..names import SYNC
+from .cause import TOP_NAMES, Cause, Context, Evidence
+from .wording import calls, gpu, quote, worst
+
+NAME = "synchronization"
+
+FIXES = {
+    "item": {
+        "pytorch": "Tensor values read on the host each step (.item(), .cpu(), print(tensor), if tensor:) wait for "
+                   "the GPU: keep metrics on the GPU and read them every N steps; avoid data-dependent host "
+                   "control flow.",
+        "tensorflow": "Values read on the host each step (.numpy(), float(x)) wait for the GPU: keep metrics on "
+                      "device and fetch them every N steps.",
+        "jax": "Values read on the host each step (float(x), device_get) wait for the GPU: fetch them every N steps.",
+        "default": "Small device-to-host reads with a wait drain the GPU queue: read results every N steps.",
+    },
+    "explicit": {
+        "pytorch": "Explicit synchronizations stall the queue: remove torch.cuda.synchronize() from the loop (keep "
+                   "it only around timing code), use non_blocking=True copies and events instead of device-wide "
+                   "syncs.",
+        "jax": "Avoid block_until_ready() in the loop; fetch results every N steps.",
+        "default": "Blocking synchronizations stall the GPU queue: remove per-step device-wide syncs, wait on "
+                   "events instead.",
+    },
+}
+
+
+def device_lost(ctx: Context, device: int) -> int:
+    a = ctx.attribution.get(device)
+    return int(a["by_cause"].get(SYNC, 0)) - int(a["sync_copy_ns"]) if a else 0
+
+
+def evidence(ctx: Context) -> Evidence:
+    sync = ctx.section("sync")
+    item = {k: v for k, v in (sync.get("item_pattern") or {}).items() if k != "per_step"}
+    blocking = sync.get("blocking") or {}
+    return {
+        "idle_by_device": ctx.idle(SYNC),
+        "blocking_calls": blocking.get("count"),
+        "blocking_ns": blocking.get("total_ns"),
+        "top_sync_calls": (blocking.get("by_name") or [])[:TOP_NAMES],
+        "item_pattern": item,
+        "after_sync_idle_ns": sum(a["after_sync"]["idle_ns"] for a in ctx.attribution.values()),
+        "sync_ops": ops.sync_ops(ctx.trace),  # the ops the blocking calls run in (aten::item, ...)
+        "remedy": "item" if item.get("count") else "explicit",  # reads of values (.item()) or explicit syncs
+    }
+
+
+def sentence(cause: dict[str, Any], _: dict[str, Any]) -> str:
+    ev = cause["evidence"]
+    by_device = ev.get("idle_by_device") or {}
+    device, idle = worst(by_device)
+    top = ev.get("top_sync_calls") or []
+    # The idle includes each wait's echo: what the host launched right after, instead of during, the wait.
+    text = f"{gpu(device, len(by_device))} was idle {fmt_ns(idle)} while the host was blocked in, or catching up after, "
+    text += (f"{quote(top[0]['name'])} ({calls(top[0]['count'])}, {fmt_ns(top[0]['total_ns'])})"
+             if top else "synchronizing calls")
+    item = ev.get("item_pattern") or {}
+    if item.get("count"):
+        text += f"; {plural(item['count'], 'small device-to-host read')} waited for the GPU (the .item() pattern)"
+        item_ops = item.get("top_ops") or []
+        if item_ops:
+            text += f", most often in {quote(item_ops[0]['name'])}"
+    return text + "."
+
+
+CAUSE = Cause(NAME, evidence, FIXES, sentence, device_lost=device_lost)

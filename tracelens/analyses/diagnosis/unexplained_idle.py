@@ -1,0 +1,147 @@
+"""unexplained_idle: GPU idle time that no host activity of the feeding threads covers (``nothing``).
+
+lost_ns = device-mean of ``attribution.devices[].by_cause.nothing``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ... import intervals
+from ...trace import ALL_KINDS, ANNOTATION, CPU_OP, DRIVER, OSRT, OVERHEAD, PYTHON, RUNTIME
+from ...units import fmt_ns, fmt_pct
+from .. import ops
+from ..attribution import unexplained_intervals
+from ..columns import event_columns
+from ..names import NOTHING, code_mask
+from .cause import TOP_NAMES, Cause, Context, Evidence
+from .wording import gpu, mean_note, quote, worst
+
+NAME = "unexplained_idle"
+# The idle is lost on other ranks when calls waiting for other processes cover at least half of it.
+RANK_WAIT_SHARE = 0.5
+HOST_CHUNK = 1 << 22  # host rows summed per chunk: tens of millions on a training export
+
+# Host names that wait for other processes: MPI calls (nsys MPI tracing), collective ops and NCCL calls.
+RANK_WAIT_PATTERN = re.compile(r"^MPI_|^(nccl|rccl)[A-Z]|^nccl:|c10d::|ProcessGroup|^gloo:|RemoteCall|CollectiveReduce")
+ACTIVITY_KINDS = (RUNTIME, DRIVER, CPU_OP, PYTHON, ANNOTATION, OSRT, OVERHEAD)
+
+FIXES = {
+    "ranks": {
+        "default": "The GPU idles while the host waits for other processes (MPI/collective calls): the time is "
+                   "lost elsewhere; profile the other ranks (the slowest one sets the pace) and overlap "
+                   "communication with compute.",
+    },
+    "untraced": {
+        "pytorch": "The trace does not show what the host did while the GPU idled: record more of it, e.g. "
+                   "torch.profiler(with_stack=True) with record_function ranges around data loading and logging, "
+                   "or nsys -t cuda,nvtx,osrt --sample=cpu --python-sampling=true; check for other processes "
+                   "sharing the GPU or the CPU.",
+        "tensorflow": "The trace does not show what the host did while the GPU idled: enable host tracing "
+                      "(tf.profiler.experimental.ProfilerOptions(host_tracer_level=3, python_tracer_level=1)); "
+                      "check multi-worker peers and input workers.",
+        "jax": "The trace does not show what the host did while the GPU idled: add jax.profiler.TraceAnnotation "
+               "ranges, enable the Python tracer, check other hosts in multi-host runs.",
+        "default": "The trace does not show what the host did while the GPU idled: trace OS runtime calls and "
+                   "sample the CPU (nsys -t cuda,nvtx,osrt --sample=cpu), add NVTX ranges around host work.",
+    },
+}
+
+
+def device_lost(ctx: Context, device: int) -> int:
+    a = ctx.attribution.get(device)
+    return int(a["by_cause"].get(NOTHING, 0)) if a else 0
+
+
+def evidence(ctx: Context) -> Evidence:
+    trace = ctx.trace
+    cols = event_columns(trace)
+    idle = ctx.idle(NOTHING)
+    host = np.flatnonzero(cols.of_kind(*ACTIVITY_KINDS) & (cols.tid >= 0) & (cols.name >= 0))
+    waits = host[code_mask(cols.name[host], cols.names, lambda n: bool(RANK_WAIT_PATTERN.search(n)))]
+    overhead = host[cols.kind[host] == ALL_KINDS.index(OVERHEAD)]
+    rank_wait = profiler_overhead = 0
+    unexplained = [unexplained_intervals(trace, busy) for busy in ctx.busy.values()]
+    for us, ue in unexplained:  # a loop over devices
+        for rows, total in ((waits, "rank_wait"), (overhead, "overhead")):
+            union = intervals.merge(cols.start[rows], cols.end[rows])
+            covered = int(intervals.overlap_with_union(us, ue, *union).sum())
+            if total == "rank_wait":
+                rank_wait += covered
+            else:
+                profiler_overhead += covered
+    partials = []
+    for lo in range(0, host.size, HOST_CHUNK):  # chunks of host rows: tens of millions on a training export
+        mine = host[lo: lo + HOST_CHUNK]
+        starts, ends = cols.start[mine], cols.end[mine]
+        overlap = np.zeros(mine.size, np.int64)
+        for us, ue in unexplained:
+            overlap += intervals.overlap_with_union(starts, ends, us, ue)
+        seen = overlap > 0
+        mine = mine[seen]
+        partials.append(pd.DataFrame({"name": cols.name[mine], "kind": cols.kind[mine], "tid": cols.tid[mine],
+                                      "overlap": overlap[seen]}).groupby(["name", "kind", "tid"], sort=False)
+                        ["overlap"].sum())
+    summed = (pd.concat(partials).groupby(level=[0, 1, 2], sort=False).sum() if partials
+              else pd.Series([], dtype=np.int64, index=pd.MultiIndex.from_arrays([[], [], []],
+                                                                                 names=["name", "kind", "tid"])))
+    top_rows = (summed.rename("overlap").reset_index()
+                .sort_values(["overlap", "name"], ascending=[False, True]).head(TOP_NAMES))
+    top = [{"name": str(cols.names[r.name]), "kind": ALL_KINDS[r.kind], "tid": int(r.tid),
+            "overlap_ns": int(round(r.overlap / ctx.n))} for r in top_rows.itertuples(index=False)]
+    feeding = {a["feeding_threads_from"] for a in ctx.attribution.values()}
+    pids = np.unique(cols.pid[host])
+    rank_wait_ns = int(round(rank_wait / ctx.n))
+    ev: Evidence = {
+        "idle_by_device": idle,
+        "share_of_idle": ctx.mean(idle) / ctx.idle_total() if ctx.idle_total() else None,
+        "top_activity": top,
+        "rank_wait_ns": rank_wait_ns,
+        "profiler_overhead_ns": int(round(profiler_overhead / ctx.n)),
+        "host_tracing": {
+            "api_calls": bool(cols.of_kind(RUNTIME, DRIVER).any()),
+            "framework_ops": bool(cols.of_kind(CPU_OP).any()),
+            "python": bool(cols.of_kind(PYTHON).any()),
+            "os_runtime": bool(cols.of_kind(OSRT).any()),
+        },
+        "feeding_threads_from": sorted(feeding),
+        "processes": int((pids >= 0).sum()),
+        "world_size": trace.metadata.world_size,
+        "long_gaps": ops.gap_ops(trace),  # where in the code the longest idle gaps fall
+    }
+    lost = ctx.lost(NAME)
+    ev["remedy"] = "ranks" if lost > 0 and rank_wait_ns >= RANK_WAIT_SHARE * lost else "untraced"
+    return ev
+
+
+def sentence(cause: dict[str, Any], _: dict[str, Any]) -> str:
+    ev = cause["evidence"]
+    by_device = ev.get("idle_by_device") or {}
+    device, idle = worst(by_device)
+    text = f"{gpu(device, len(by_device))} was idle {fmt_ns(idle)}"
+    if ev.get("share_of_idle") is not None and len(by_device) == 1:
+        text += f" ({fmt_pct(ev['share_of_idle'])} of its idle time)"
+    text += " with no recorded activity on its launching thread"
+    if ev.get("rank_wait_ns"):
+        text += f"; the host was waiting on other processes (MPI or collective calls) for {fmt_ns(ev['rank_wait_ns'])} of it"
+    top = ev.get("top_activity") or []
+    if top:
+        text += f"; in that time the trace shows {quote(top[0]['name'])} ({top[0]['kind']}, thread {top[0]['tid']}, " \
+                f"{fmt_ns(top[0]['overlap_ns'])})"
+    else:
+        text += "; no host thread recorded anything in that time"
+    tracing = ev.get("host_tracing") or {}
+    missing = [what for key, what in (("framework_ops", "framework ops"), ("os_runtime", "OS-runtime calls"))
+               if not tracing.get(key)]
+    if missing:
+        text += f"; {' and '.join(missing)} were not traced"
+    if (ev.get("world_size") or 1) > 1:
+        text += f"; this is one of {ev['world_size']} ranks"
+    return text + mean_note(cause, by_device) + "."
+
+
+CAUSE = Cause(NAME, evidence, FIXES, sentence, device_lost=device_lost)
