@@ -34,7 +34,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .. import flop_model, gpu_specs, peaks
+from .. import flop_model, gpu_specs, intervals, peaks
 from ..trace import (
     ANNOTATION,
     CPU_OP,
@@ -48,7 +48,15 @@ from ..trace import (
 )
 from ..values import dense_codes, is_member, sorted_distinct
 from . import flop_context
-from .columns import device_busy, dictionary_codes, event_columns, memo, thread_key, thread_time_positions
+from .columns import (
+    device_busy,
+    dictionary_codes,
+    event_columns,
+    memo,
+    range_running_at,
+    thread_key,
+    thread_time_positions,
+)
 from .launch import launch_pairs
 from .names import EMIT_NVTX_PATTERN, code_mask, is_blocking_sync, names_in_use
 
@@ -239,10 +247,8 @@ def _running(rows: np.ndarray, start: np.ndarray, end: np.ndarray, among: np.nda
     """For each time, the row of the range of ``among`` (positions into one thread's ``rows``/``start``/``end``,
     ascending, in start order) that started last at or before it, where it still runs then (-1: none)."""
     found = np.full(t.size, -1, np.int64)
-    at = np.searchsorted(start[among], t, side="right") - 1
-    hit = at >= 0
-    hit[hit] = t[hit] < end[among[at[hit]]]
-    found[hit] = rows[among[at[hit]]]
+    hit = intervals.running_at(start[among], end[among], t)
+    found[hit >= 0] = rows[among[hit[hit >= 0]]]
     return found
 
 
@@ -565,14 +571,11 @@ def _enclosing_outermost(trace: Trace, ops: np.ndarray, rows: np.ndarray) -> np.
     if ops.size == 0 or rows.size == 0:
         return out
     cols = event_columns(trace)
-    op_key = thread_key(cols.pid[ops], cols.tid[ops])
-    row_key = thread_key(cols.pid[rows], cols.tid[rows])
-    op_pos, row_pos = thread_time_positions([(op_key, [cols.start[ops]]), (row_key, [cols.start[rows]])])
-    at = np.searchsorted(op_pos, row_pos, side="right") - 1
-    ok = at >= 0
-    ok[ok] &= (op_key[at[ok]] == row_key[ok]) & (cols.start[rows][ok] < np.maximum(cols.end[ops][at[ok]],
-                                                                                   cols.start[ops][at[ok]] + 1))
-    out[ok] = ops[at[ok]]
+    # A zero-length op holds the op starting with it (its end taken one past its start).
+    at = range_running_at(thread_key(cols.pid[ops], cols.tid[ops]), cols.start[ops],
+                          np.maximum(cols.end[ops], cols.start[ops] + 1), thread_key(cols.pid[rows], cols.tid[rows]),
+                          cols.start[rows])
+    out[at >= 0] = ops[at[at >= 0]]
     return out
 
 
@@ -678,13 +681,7 @@ def _starts_inside(device: np.ndarray, start: np.ndarray, end: np.ndarray, at_de
     """Whether each (device, time) lies inside one of the ranges (``device``, ``start``, ``end``), which may
     overlap: the furthest end reached by the ranges of its device started at or before it is past it."""
     order = np.lexsort((start, device))
-    device, start, end = device[order], start[order], end[order]
-    reach = pd.Series(end).groupby(device).cummax().to_numpy()
-    range_pos, t_pos = thread_time_positions([(device, [start]), (at_device, [np.asarray(t, np.int64)])])
-    at = np.searchsorted(range_pos, t_pos, side="right") - 1
-    ok = at >= 0
-    ok[ok] &= (device[at[ok]] == at_device[ok]) & (np.asarray(t)[ok] < reach[at[ok]])
-    return ok
+    return range_running_at(device[order], start[order], end[order], at_device, t, overlapping=True) >= 0
 
 
 def section(trace: Trace, done: dict[str, Any]) -> dict[str, Any]:
@@ -875,17 +872,8 @@ def _enclosing(cols: Any, outer: np.ndarray, inner: np.ndarray) -> np.ndarray:
 def _running_at(cols: Any, ranges: np.ndarray, pid: np.ndarray, tid: np.ndarray, t: np.ndarray) -> np.ndarray:
     """For each (thread, time), the index into ``ranges`` (sorted by thread and start, disjoint on a thread) of
     the range running then (start <= t < end); -1 when none."""
-    out = np.full(len(t), -1, np.int64)
-    if ranges.size == 0 or len(t) == 0:
-        return out
-    range_key = thread_key(cols.pid[ranges], cols.tid[ranges])
-    key = thread_key(pid, tid)
-    range_pos, t_pos = thread_time_positions([(range_key, [cols.start[ranges]]), (key, [np.asarray(t, np.int64)])])
-    at = np.searchsorted(range_pos, t_pos, side="right") - 1
-    ok = at >= 0
-    ok[ok] &= (range_key[at[ok]] == key[ok]) & (np.asarray(t)[ok] < cols.end[ranges][at[ok]])
-    out[ok] = at[ok]
-    return out
+    return range_running_at(thread_key(cols.pid[ranges], cols.tid[ranges]), cols.start[ranges], cols.end[ranges],
+                            thread_key(pid, tid), t)
 
 
 def module_at(trace: Trace, pid: np.ndarray, tid: np.ndarray, t: np.ndarray) -> np.ndarray:
