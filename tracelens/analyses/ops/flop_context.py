@@ -10,7 +10,7 @@
                    ops it called (``aten::cudnn_convolution_backward_input`` / ``_backward_weight``, PyTorch
                    <= 1.10); none called: unknown
 
-Pure functions of the event columns; the ops section (``ops._flop_ops``) calls them for its candidate ops.
+Pure functions of the event columns; the counted ops (``flops.flop_ops``) calls them for its candidate ops.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .. import flop_model
-from .columns import range_running_at, thread_key
-from .names import code_map
+from ... import flop_model
+from ..columns import range_running_at, thread_key
+from ..names import code_map
 
 
 def _parsed(dims: np.ndarray) -> pd.DataFrame:
