@@ -21,7 +21,7 @@ The modules, one job each:
     tree          op names, the op tree (outermost and innermost op of each GPU op), which op runs at a time
     flops         the counted ops and their FLOPs (``ops.compute``: FLOPs, MFU, coverage)
     flop_context  what a convolution's FLOPs need from the ops around it (output shape, backward passes)
-    modules       ``nn.Module`` paths and time by module (``ops.by_module``)
+    nn_modules    ``nn.Module`` paths and time by module (``ops.by_module``)
     roofline      each op name against its GPU's roofline (``ops.roofline``)
     evidence      the ops the diagnosis names in its evidence (launching ops, optimizer step, sync ops, gaps)
 This module assembles the section (``by_name``, ``by_innermost`` and the blocks above).
@@ -37,10 +37,11 @@ import pandas as pd
 from ...trace import Trace
 from ..columns import event_columns
 from ..launch import launch_pairs
+from . import roofline
 from .evidence import TOP_EVIDENCE_OPS, gap_ops, launching_ops, optimizer_step, sync_ops
 from .flops import MFU_COVERAGE, FlopOps, compute_report, flop_coverage, flop_ops
-from .modules import Modules, by_module, module_at, modules
-from .roofline import TOP_ROOFLINE, roofline
+from .nn_modules import Modules, by_module, module_at, modules
+from .roofline import TOP_ROOFLINE
 from .tree import (
     TOP_OPS,
     UNATTRIBUTED,
@@ -62,7 +63,7 @@ __all__ = [
     "MFU_COVERAGE", "TOP_EVIDENCE_OPS", "TOP_OPS", "TOP_ROOFLINE", "FlopOps", "Modules", "OpNames", "by_innermost",
     "by_module", "compute_report", "flop_coverage", "flop_ops", "framework_op_rows", "gap_ops", "gpu_op_name_codes",
     "innermost_op_of_gpu_ops", "launching_ops", "module_at", "modules", "op_name_codes", "op_names",
-    "op_of_gpu_ops", "ops_report", "optimizer_step", "outermost_op_at", "outermost_ops", "roofline", "section",
+    "op_of_gpu_ops", "ops_report", "optimizer_step", "outermost_op_at", "outermost_ops", "section",
     "sync_ops",
 ]
 
@@ -125,7 +126,7 @@ def ops_report(trace: Trace, limit: int = TOP_OPS) -> dict[str, Any]:
         "by_innermost": by_innermost(trace, limit),
         "by_module": by_module(trace, limit),
         "compute": (compute := compute_report(trace)),
-        "roofline": roofline(trace, compute, gpu["gpu"], flops_by_name, bytes_by_name),
+        "roofline": roofline.roofline(trace, compute, gpu["gpu"], flops_by_name, bytes_by_name),
     }
 
 
