@@ -1,6 +1,6 @@
 """The document's types cannot drift from the output: on every real trace in ../shared/traces and every
 fixture, each key of each section of the analyze document is declared in that section's TypedDict in
-tracelens/document.py (nested TypedDicts and lists of them included), and each required key declared there
+tracelens/document/types.py (nested TypedDicts and lists of them included), and each required key declared there
 is present."""
 
 from __future__ import annotations

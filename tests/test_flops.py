@@ -1,5 +1,5 @@
 """FLOPs from recorded shapes, the peak table and MFU (tracelens/flop_model.py, tracelens/peaks.py, the
-``compute`` block of tracelens/analyses/ops.py): formulas derived by hand, and on real Kineto traces against
+``compute`` block of tracelens/analyses/ops/flops.py): formulas derived by hand, and on real Kineto traces against
 the ``Input Dims`` of the JSON read directly."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Kernel and copy time by outermost framework op (tracelens/analyses/ops.py): by hand, and on real traces
+"""Kernel and copy time by outermost framework op (tracelens/analyses/ops/): by hand, and on real traces
 against the Kineto JSON read directly."""
 
 from __future__ import annotations

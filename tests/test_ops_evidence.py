@@ -1,4 +1,4 @@
-"""The ops the diagnosis names in its evidence (tracelens/analyses/ops.py: launching_ops, optimizer_step,
+"""The ops the diagnosis names in its evidence (tracelens/analyses/ops/evidence.py: launching_ops, optimizer_step,
 sync_ops, gap_ops; docs/json.md diagnosis.evidence.*): hand-built traces, and a real Kineto trace against its
 JSON read directly."""
 

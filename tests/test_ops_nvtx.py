@@ -1,5 +1,5 @@
 """Op attribution from PyTorch's emit_nvtx() op ranges (NVTX annotations in Nsight exports;
-tracelens/analyses/ops.py): by hand, and on a copy of a shared Nsight export with ranges inserted by SQL,
+tracelens/analyses/ops/): by hand, and on a copy of a shared Nsight export with ranges inserted by SQL,
 checked against a SQL query over the export."""
 
 from __future__ import annotations

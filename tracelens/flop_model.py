@@ -143,7 +143,7 @@ def _output_spatial(x: list[int], w: list[int], concrete: list[Any], args: _Conv
 
 def _consumed_spatial(x: list[int], w: list[int], output: list[int] | None) -> list[int] | None:
     """The output's spatial size from the shape of the tensor that consumed it (``output``: [N, C_out, *spatial],
-    found by ops.py), where it has the convolution's batch, output channels and rank."""
+    found by analyses/ops/flop_context.py), where it has the convolution's batch, output channels and rank."""
     if output is None or len(output) != len(x) or output[0] != x[0] or output[1] != w[0]:
         return None
     return output[2:] if all(o > 0 for o in output[2:]) else None
@@ -205,7 +205,7 @@ def _backward_bits(name: str, concrete: list[Any], passes: int | None) -> int | 
 def _conv_backward(name: str, dims: list[Any], concrete: list[Any], passes: int | None) -> float | None:
     """One forward's FLOPs for each of grad_input and grad_weight computed (the output's size is grad_output's;
     grad_bias is a reduction, not counted): which from the recorded ``output_mask``, else ``passes`` (bits of
-    the gradient ops it called, found by ops.py), else unknown."""
+    the gradient ops it called, found by analyses/ops/flop_context.py), else unknown."""
     args = _CONV_BACKWARDS[name]
     grad, x, w = _shape(dims, args.grad), _shape(dims, args.input), _shape(dims, args.weight)
     if grad is None or x is None or w is None:

@@ -167,3 +167,41 @@ def subtract(
     keep = holes_e > holes_s
     s, e = intersect(starts, ends, holes_s[keep], holes_e[keep])
     return merge(s, e)
+
+
+# --- the range running at a time ------------------------------------------------------------------------
+# One primitive for "which range runs at t" (an op at a launch, a step at a call, a module at a launch, an NCCL
+# range at a launch): a binary search over the ranges' starts, then a check of the end. The per-thread (or
+# per-device) form packs (thread, time) into one comparable number first
+# (:func:`tracelens.analyses.columns.range_running_at`) and calls these on the packed values.
+
+
+def running_at(starts: np.ndarray, ends: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """For each time, the index of the range [start, end) running then: the last range (``starts`` ascending)
+    that starts at or before it, if it has not ended by then (start <= t < end); -1 where none.
+
+    On ranges that do not overlap (one nesting level, one thread's outermost ops, steps) that is the one range
+    holding t. On nested ranges ordered by (start, longest first) it is the innermost of those starting last."""
+    starts = np.asarray(starts, dtype=np.int64)
+    t = np.asarray(t, dtype=np.int64)
+    at = np.searchsorted(starts, t, side="right") - 1
+    ok = at >= 0
+    ok[ok] = t[ok] < np.asarray(ends, dtype=np.int64)[at[ok]]
+    return np.where(ok, at, -1)
+
+
+def reaching_at(starts: np.ndarray, ends: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """For each time, among the ranges that start at or before it (``starts`` ascending; ranges may overlap),
+    the index of the one reaching furthest (the later one on a tie), if it still runs then; -1 where no range
+    holds t. ``reaching_at(...) >= 0`` is "some range holds t"."""
+    starts = np.asarray(starts, dtype=np.int64)
+    ends = np.asarray(ends, dtype=np.int64)
+    t = np.asarray(t, dtype=np.int64)
+    if starts.size == 0:
+        return np.full(t.size, -1, np.int64)
+    reach = np.maximum.accumulate(ends)
+    furthest = np.maximum.accumulate(np.where(ends == reach, np.arange(ends.size), -1))
+    at = np.searchsorted(starts, t, side="right") - 1
+    safe = np.maximum(at, 0)
+    ok = (at >= 0) & (t < reach[safe])
+    return np.where(ok, furthest[safe], -1)

@@ -119,6 +119,23 @@ def thread_time_positions(groups: list[tuple[np.ndarray, list[np.ndarray]]]) -> 
     return out
 
 
+def range_running_at(range_keys: np.ndarray, starts: np.ndarray, ends: np.ndarray, keys: np.ndarray,
+                     t: np.ndarray, *, overlapping: bool = False) -> np.ndarray:
+    """For each (key, time), a key being a thread or a device: the index of the range of that key running then
+    (:func:`tracelens.intervals.running_at`: the latest-starting, if not ended; with ``overlapping``,
+    :func:`tracelens.intervals.reaching_at`: the one reaching furthest); -1 where none. The ranges (``range_keys``,
+    ``starts``, ``ends``) are sorted by (key, start). (key, time) pairs are packed into one comparable number
+    (:func:`thread_time_positions`), ends included: a range of another key then never holds the time."""
+    t = np.asarray(t, dtype=np.int64)
+    if len(range_keys) == 0 or t.size == 0:
+        return np.full(t.size, -1, np.int64)
+    start_pos, end_pos, t_pos = thread_time_positions([(np.asarray(range_keys), [np.asarray(starts, np.int64),
+                                                                                 np.asarray(ends, np.int64)]),
+                                                       (np.asarray(keys), [t])])
+    find = intervals.reaching_at if overlapping else intervals.running_at
+    return find(start_pos, end_pos, t_pos)
+
+
 @dataclass
 class EventColumns:
     """The event table as plain numpy arrays (nulls as -1), read once from Arrow and shared by the sections.

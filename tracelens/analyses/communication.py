@@ -43,7 +43,7 @@ import pandas as pd
 
 from .. import intervals
 from ..trace import ANNOTATION, CPU_OP, GPU_ACTIVITY_KINDS, GPU_ANNOTATION, KERNEL, MEMCPY, MEMSET, Trace
-from .columns import event_columns, thread_key, thread_time_positions
+from .columns import event_columns, range_running_at, thread_key
 from .launch import launch_pairs
 from .names import code_map, code_mask, is_collective_kernel
 
@@ -233,15 +233,13 @@ def _inside_xla_ops(cols: Any, rows: np.ndarray, types: np.ndarray, ops: np.ndar
         mine = ops[on_device]
         order = np.argsort(cols.start[mine], kind="stable")
         op_start, op_end, op_type = cols.start[mine][order], cols.end[mine][order], op_types[on_device][order]
-        # The op reaching furthest among those started so far (running argmax of the ends, ties to the later).
-        reach = np.maximum.accumulate(op_end)
-        furthest = np.maximum.accumulate(np.where(op_end == reach, np.arange(op_end.size), -1))
         candidates = np.flatnonzero((cols.device[rows] == device) & (types == ""))
         start = cols.start[rows][candidates]
-        at = np.searchsorted(op_start, start, side="right") - 1
-        safe = np.maximum(at, 0)
-        owner = np.where(start < op_end[safe], safe, furthest[safe])
-        inside = (at >= 0) & (start < reach[safe])
+        # The latest-started op if it still runs, else the one reaching furthest (ties to the later).
+        reaching = intervals.reaching_at(op_start, op_end, start)
+        running = intervals.running_at(op_start, op_end, start)
+        owner = np.where(running >= 0, running, reaching)
+        inside = reaching >= 0
         types[candidates[inside]] = op_type[owner[inside]]
 
 
@@ -264,12 +262,9 @@ def nccl_ranges_of(trace: Trace, cols: Any, rows: np.ndarray) -> tuple[np.ndarra
     range_key = thread_key(cols.pid[ranges], cols.tid[ranges])
     order = np.lexsort((cols.start[ranges], range_key))
     ranges, range_key = ranges[order], range_key[order]
-    range_pos, launch_pos = thread_time_positions([(range_key, [cols.start[ranges]]),
-                                                   (launch_key, [pairs["launch_start"][at]])])
-    near = np.searchsorted(range_pos, launch_pos, side="right") - 1
+    near = range_running_at(range_key, cols.start[ranges], cols.end[ranges], launch_key, pairs["launch_start"][at])
     safe = np.maximum(near, 0)
-    held = (matched & (near >= 0) & (range_key[safe] == launch_key)
-            & (pairs["launch_start"][at] < cols.end[ranges][safe]))
+    held = matched & (near >= 0)
     found = np.where(held, ranges[safe], -1)
     kinds = code_map(cols.name[ranges], cols.names, lambda n: nccl_range_type(n) or "", "")
     return found, np.where(held, kinds[safe], "")

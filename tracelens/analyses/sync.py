@@ -21,6 +21,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .. import intervals
 from ..event_names import strip_api_suffix
 from ..trace import CPU_OP, DRIVER, GPU_SYNC, RUNTIME, Trace
 from .columns import Table, event_columns, step_windows, thread_key, thread_time_positions
@@ -52,11 +53,7 @@ def _step_index(starts: np.ndarray, windows: pd.DataFrame) -> np.ndarray:
     """Index of the step containing each time (-1 when none); steps sorted by start."""
     if windows.empty:
         return np.full(starts.size, -1)
-    ws = windows["start"].to_numpy(np.int64)
-    we = windows["end"].to_numpy(np.int64)
-    idx = np.searchsorted(ws, starts, side="right") - 1
-    ok = (idx >= 0) & (starts < we[np.maximum(idx, 0)])
-    return np.where(ok, idx, -1)
+    return intervals.running_at(windows["start"].to_numpy(np.int64), windows["end"].to_numpy(np.int64), starts)
 
 
 def item_pattern(trace: Trace, calls: Table) -> dict[str, Any]:

@@ -64,9 +64,8 @@ class Context:
             launched = g.op_launch_call >= 0
             when[g.op_start[launched]] = g.time[g.call_start[g.op_launch_call[launched]]]
             when[g.op_end[launched]] = g.time[g.call_start[g.op_launch_call[launched]]]
-            k = np.searchsorted(starts, when, side="right") - 1
-            ok = (k >= 0) & (when <= limit[np.maximum(k, 0)])
-            self.step_of = np.where(ok, k, -1)
+            # a step runs until the next one starts (the last until its end), that instant included
+            self.step_of = intervals.running_at(starts, limit + 1, when)
 
     def outcome(self, graph: Graph | None = None, times: np.ndarray | None = None) -> Outcome:
         g = graph or self.graph

@@ -10,7 +10,7 @@
                    ops it called (``aten::cudnn_convolution_backward_input`` / ``_backward_weight``, PyTorch
                    <= 1.10); none called: unknown
 
-Pure functions of the event columns; the ops section (``ops._flop_ops``) calls them for its candidate ops.
+Pure functions of the event columns; the counted ops (``flops.flop_ops``) calls them for its candidate ops.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .. import flop_model
-from .columns import thread_key
-from .names import code_map
+from ... import flop_model
+from ..columns import range_running_at, thread_key
+from ..names import code_map
 
 
 def _parsed(dims: np.ndarray) -> pd.DataFrame:
@@ -101,17 +101,15 @@ def backward_passes(cols: Any, names: np.ndarray, code_of: np.ndarray, rows: np.
         return out
     key = thread_key(cols.pid[backward], cols.tid[backward])
     start, end = cols.start[backward], cols.end[backward]
-    # Innermost first: by thread, then the latest start (ranges nest), so the first range holding a pass is the
-    # innermost one; a pass op belongs to the range of its thread that started last at or before it.
-    ranges = pd.DataFrame({"key": key, "start": start, "end": end, "at": np.arange(backward.size)})
-    pass_frame = pd.DataFrame({"key": thread_key(cols.pid[passes], cols.tid[passes]), "t": cols.start[passes],
-                               "bit": bits[bits > 0]}).sort_values("t", kind="stable")
-    held = pd.merge_asof(pass_frame, ranges.sort_values(["start", "end"], ascending=[True, False], kind="stable"),
-                         left_on="t", right_on="start", by="key", direction="backward")
-    held = held[held["at"].notna() & (held["t"] < held["end"])]
-    if held.empty:
+    # By thread, start, longest first (ranges nest): a pass op belongs to the range of its thread that started
+    # last at or before it, the innermost of those starting then, if it still runs.
+    order = np.lexsort((-end, start, key))
+    at = range_running_at(key[order], start[order], end[order], thread_key(cols.pid[passes], cols.tid[passes]),
+                          cols.start[passes])
+    held = at >= 0
+    if not held.any():
         return out
-    per_range = held.groupby(held["at"].astype(np.int64))["bit"].agg(np.bitwise_or.reduce)
+    per_range = pd.Series(bits[bits > 0][held]).groupby(order[at[held]]).agg(np.bitwise_or.reduce)
     out[per_range.index.to_numpy()] = per_range.to_numpy().astype(np.int64).tolist()
     return out
 

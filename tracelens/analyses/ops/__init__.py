@@ -1,0 +1,151 @@
+"""Which framework op launched the GPU work: kernel, copy and host time by outermost op name (the ``ops``
+section), and the package of the op analyses it is built from.
+
+Definitions (docs/analyses.md, "ops"):
+    outermost op   = a framework op row (kind ``cpu_op``, or an annotation that is one of PyTorch's emit_nvtx op
+                     ranges, named after the text before its first ", ") that no other framework op row on its
+                     thread encloses; step markers (``ProfilerStep#N``) are steps, not ops, and other
+                     annotations are not ops
+    a GPU op's op  = the outermost op on the launching thread whose interval holds the launch call's start
+                     (correlation join, as in ``launch``); backward kernels launched by the autograd thread go to
+                     its ``autograd::engine::evaluate_function: ...Backward`` op, which is outermost there
+    per name       count (outermost instances), cpu_ns (their summed durations), gpu_ns (summed duration of the
+                   kernels attributed to them), copy_ns (memcpy and memset), flops (the counted FLOPs of the ops
+                   nested in its instances; null when the trace records neither shapes nor flops)
+GPU ops without a launch call, or launched outside any op, are ``unattributed``. A GPU op whose producer
+recorded its op on the GPU op itself (the ``op`` column: xplane ``tf_op`` / ``hlo_op`` stats) goes to that op
+instead, name for name; such a name with no host op rows counts its GPU ops' launches (distinct correlation
+ids per device) and 0 cpu_ns.
+
+The modules, one job each:
+    tree          op names, the op tree (outermost and innermost op of each GPU op), which op runs at a time
+    flops         the counted ops and their FLOPs (``ops.compute``: FLOPs, MFU, coverage)
+    flop_context  what a convolution's FLOPs need from the ops around it (output shape, backward passes)
+    nn_modules    ``nn.Module`` paths and time by module (``ops.by_module``)
+    roofline      each op name against its GPU's roofline (``ops.roofline``)
+    evidence      the ops the diagnosis names in its evidence (launching ops, optimizer step, sync ops, gaps)
+This module assembles the section (``by_name``, ``by_innermost`` and the blocks above).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ...trace import Trace
+from ..columns import event_columns
+from ..launch import launch_pairs
+from . import roofline
+from .evidence import TOP_EVIDENCE_OPS, gap_ops, launching_ops, optimizer_step, sync_ops
+from .flops import MFU_COVERAGE, FlopOps, compute_report, flop_coverage, flop_ops
+from .nn_modules import Modules, by_module, module_at, modules
+from .roofline import TOP_ROOFLINE
+from .tree import (
+    TOP_OPS,
+    UNATTRIBUTED,
+    OpNames,
+    enclosing_outermost,
+    framework_op_rows,
+    gpu_op_name_codes,
+    innermost_op_of_gpu_ops,
+    op_name_codes,
+    op_names,
+    op_of_gpu_ops,
+    outermost_op_at,
+    outermost_ops,
+    recorded_launches,
+    with_recorded_ops,
+)
+
+__all__ = [
+    "MFU_COVERAGE", "TOP_EVIDENCE_OPS", "TOP_OPS", "TOP_ROOFLINE", "FlopOps", "Modules", "OpNames", "by_innermost",
+    "by_module", "compute_report", "flop_coverage", "flop_ops", "framework_op_rows", "gap_ops", "gpu_op_name_codes",
+    "innermost_op_of_gpu_ops", "launching_ops", "module_at", "modules", "op_name_codes", "op_names",
+    "op_of_gpu_ops", "ops_report", "optimizer_step", "outermost_op_at", "outermost_ops", "section",
+    "sync_ops",
+]
+
+
+def ops_report(trace: Trace, limit: int = TOP_OPS) -> dict[str, Any]:
+    """The ``ops`` block (see the module docstring)."""
+    cols = event_columns(trace)
+    pairs = launch_pairs(trace)
+    ops = outermost_ops(trace)
+    duration = (pairs["end"] - pairs["start"]).astype(np.int64)
+    kernel = pairs["is_kernel"]
+    attributed, op_code = gpu_op_name_codes(trace)
+    frame = pd.DataFrame({"name": op_code[attributed],
+                          "gpu": np.where(kernel[attributed], duration[attributed], 0),
+                          "copy": np.where(kernel[attributed], 0, duration[attributed])})
+    gpu = frame.groupby("name")[["gpu", "copy"]].sum()
+    cpu = pd.DataFrame({"name": op_name_codes(trace, ops), "cpu": cols.end[ops] - cols.start[ops]}).groupby("name")["cpu"].agg(
+        ["size", "sum"])
+    # Names only recorded on GPU ops (no host op rows): their launches as the count, no host time.
+    table = cpu.join(gpu, how="outer")
+    gpu_only = table["size"].isna().to_numpy()
+    if gpu_only.any():
+        table.loc[gpu_only, "size"] = recorded_launches(trace).reindex(table.index[gpu_only]).fillna(0).to_numpy()
+    table = table.fillna(0).reset_index()
+    n_names = len(table)
+    table = table.sort_values(["gpu", "sum", "name"], ascending=[False, False, True]).head(limit)
+    names = op_names(trace).names
+    counted = flop_ops(trace)
+    flops_by_name: pd.Series | None = None
+    bytes_by_name: pd.Series | None = None
+    if counted.recorded:
+        code: np.ndarray
+        if counted.op_code is not None:  # FLOPs recorded on the device: the op of the GPU ops they cover
+            code = counted.op_code
+        else:
+            outer = enclosing_outermost(trace, ops, counted.rows)
+            code = np.full(outer.size, -1, np.int64)
+            code[outer >= 0] = op_name_codes(trace, outer[outer >= 0])
+            code[outer < 0] = UNATTRIBUTED
+        found = code != UNATTRIBUTED
+        flops_by_name = pd.Series(counted.flops[found]).groupby(code[found]).sum()
+        # An op name's bytes only where every counted op in it has a byte count (else unknown).
+        known = pd.Series(counted.bytes[found]).groupby(code[found])
+        bytes_by_name = known.sum().where(known.count() == known.size())
+    # A name none of whose instances holds a counted op: null (not modelled), not 0.
+    rows = [{"name": str(names[r.name]) if r.name >= 0 else "", "count": int(r.size), "gpu_ns": int(r.gpu),
+             "copy_ns": int(r.copy), "cpu_ns": int(r.sum),
+             "flops": None if flops_by_name is None or r.name not in flops_by_name.index
+             else float(flops_by_name[r.name])}
+            for r in table.itertuples(index=False)]
+    return {
+        "op_count": int(ops.size),
+        "names": int(n_names),
+        "kernel_ns": int(duration[kernel].sum()),
+        "attributed_kernel_ns": int(duration[kernel & attributed].sum()),
+        "copy_ns": int(duration[~kernel].sum()),
+        "attributed_copy_ns": int(duration[~kernel & attributed].sum()),
+        "unattributed_count": int((~attributed).sum()),
+        "by_name": rows,
+        "by_innermost": by_innermost(trace, limit),
+        "by_module": by_module(trace, limit),
+        "compute": (compute := compute_report(trace)),
+        "roofline": roofline.roofline(trace, compute, gpu["gpu"], flops_by_name, bytes_by_name),
+    }
+
+
+def by_innermost(trace: Trace, limit: int = TOP_OPS) -> list[dict[str, Any]]:
+    """Kernel and copy time by the innermost framework op around the launch call, most kernel time first."""
+    pairs = launch_pairs(trace)
+    op_row = innermost_op_of_gpu_ops(trace)
+    found, code = with_recorded_ops(trace, op_row)  # an op recorded on the GPU op itself is its innermost op
+    if not found.any():
+        return []
+    duration = (pairs["end"] - pairs["start"])[found].astype(np.int64)
+    kernel = pairs["is_kernel"][found]
+    frame = pd.DataFrame({"name": code[found], "kernels": kernel.astype(np.int64),
+                          "gpu": np.where(kernel, duration, 0), "copy": np.where(kernel, 0, duration)})
+    table = frame.groupby("name")[["kernels", "gpu", "copy"]].sum().reset_index()
+    table = table.sort_values(["gpu", "copy", "name"], ascending=[False, False, True]).head(limit)
+    return [{"name": str(op_names(trace).names[r.name]) if r.name >= 0 else "", "kernels": int(r.kernels), "gpu_ns": int(r.gpu),
+             "copy_ns": int(r.copy)} for r in table.itertuples(index=False)]
+
+
+def section(trace: Trace, done: dict[str, Any]) -> dict[str, Any]:
+    return ops_report(trace)

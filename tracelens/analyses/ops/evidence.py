@@ -1,0 +1,164 @@
+"""The ops the diagnosis names in its evidence (docs/json.md, diagnosis.evidence.*): the ops launching the most
+kernels, the optimizer step's kernels, the ops blocking syncs run in, the ops around the longest idle gaps."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ...trace import ANNOTATION, CPU_OP, DRIVER, RUNTIME, Trace
+from ...values import is_member, sorted_distinct
+from ..columns import device_busy, event_columns, thread_key
+from ..launch import launch_pairs
+from ..names import code_mask, is_blocking_sync
+from .tree import (
+    framework_op_rows,
+    gpu_op_name_codes,
+    op_name_codes,
+    op_names,
+    op_of_gpu_ops,
+    outermost_op_at,
+    recorded_launches,
+    recorded_op_codes,
+    thread_range_at,
+)
+
+_OPTIMIZER_STEP = re.compile(r"^Optimizer\.step#")
+
+
+_FOREACH_OR_FUSED = re.compile(r"_foreach_|_fused_|fused_adam|FusedAdam|multi_tensor")
+
+
+TOP_EVIDENCE_OPS = 5
+
+
+def launching_ops(trace: Trace, limit: int = TOP_EVIDENCE_OPS) -> list[dict[str, Any]]:
+    """The outermost op names that launch the most kernels: instances that launched any, kernels, kernels per
+    instance, their summed kernel time (an op launching thousands of tiny kernels is the launch-bound one).
+    A kernel with an op recorded on it (xplane) counts for that op, whose instances are its launches."""
+    pairs = launch_pairs(trace)
+    op_row = op_of_gpu_ops(trace)
+    recorded = recorded_op_codes(trace)
+    joined = pairs["is_kernel"] & (op_row >= 0) & (recorded < 0)
+    by_record = pairs["is_kernel"] & (recorded >= 0)
+    if not (joined.any() or by_record.any()):
+        return []
+    names = op_names(trace).names
+    op = op_row[joined]
+    # Per op-name code (slot = code + 1, slot 0 the null name): kernels, their time, and the distinct ops (an op
+    # has one name, so its instances are the distinct ops of that name).
+    slot = np.r_[op_name_codes(trace, op), recorded[by_record]] + 1
+    kernels = np.bincount(slot, minlength=len(names) + 1)
+    kernel_ns = np.zeros(len(names) + 1, np.int64)
+    duration = (pairs["end"] - pairs["start"]).astype(np.int64)
+    np.add.at(kernel_ns, slot, np.r_[duration[joined], duration[by_record]])
+    del slot
+    instances = np.bincount(op_name_codes(trace, sorted_distinct(op)) + 1, minlength=len(names) + 1)
+    if by_record.any():
+        launches = recorded_launches(trace)
+        instances[launches.index.to_numpy() + 1] += launches.to_numpy()
+    used = np.flatnonzero(kernels)
+    top = used[np.lexsort((used, -kernel_ns[used], -kernels[used]))][:limit]
+    return [{"name": str(names[s - 1]), "instances": int(instances[s]), "kernels": int(kernels[s]),
+             "kernels_per_instance": float(kernels[s] / instances[s]), "kernel_ns": int(kernel_ns[s])} for s in top]
+
+
+def optimizer_step(trace: Trace) -> dict[str, Any] | None:
+    """Kernels launched inside PyTorch's ``Optimizer.step#...`` annotations, their share of all kernels, and
+    whether the step uses foreach or fused kernels (None: the trace has no such annotation)."""
+    cols = event_columns(trace)
+    # An annotation since ~2022; a framework op row in older traces. The name test per dictionary name, then one
+    # gather over the rows (the annotations of an emit_nvtx export are tens of millions).
+    ann = _name_matches(cols.names, _OPTIMIZER_STEP)[cols.name]
+    if not ann.any():
+        return None
+    ann = np.flatnonzero(ann & cols.of_kind(ANNOTATION, CPU_OP) & (cols.tid >= 0))
+    if ann.size == 0:
+        return None
+    ann = ann[np.lexsort((cols.start[ann], thread_key(cols.pid[ann], cols.tid[ann])))]
+    pairs = launch_pairs(trace)
+    kernels = pairs["is_kernel"] & pairs["matched"]
+    inside = _inside(cols, ann, pairs["pid"][kernels], pairs["tid"][kernels], pairs["launch_start"][kernels])
+    cpu = framework_op_rows(trace)
+    names = op_names(trace)
+    fused = cpu[_name_matches(names.names, _FOREACH_OR_FUSED)[names.code][cols.name[cpu]]]
+    in_step = _inside(cols, ann, cols.pid[fused], cols.tid[fused], cols.start[fused])
+    total = int(kernels.sum())
+    return {"steps": int(ann.size), "kernels": int(inside.sum()),
+            "kernel_share": float(inside.sum() / total) if total else None,
+            "foreach_or_fused": bool(in_step.any())}
+
+
+def sync_ops(trace: Trace, limit: int = TOP_EVIDENCE_OPS) -> list[dict[str, Any]]:
+    """The outermost ops inside which blocking synchronization calls run (``aten::item``, ``aten::nonzero``,
+    ...), by summed wait: name, calls, wait_ns."""
+    cols = event_columns(trace)
+    api = np.flatnonzero(cols.of_kind(RUNTIME, DRIVER) & (cols.tid >= 0))
+    calls = api[code_mask(cols.name[api], cols.names, is_blocking_sync)]
+    op = outermost_op_at(trace, cols.pid[calls], cols.tid[calls], cols.start[calls])
+    found = op >= 0
+    if not found.any():
+        return []
+    frame = pd.DataFrame({"name": op_name_codes(trace, op[found]), "ns": cols.end[calls[found]] - cols.start[calls[found]]})
+    table = frame.groupby("name")["ns"].agg(["size", "sum"]).reset_index()
+    table = table.sort_values(["sum", "name"], ascending=[False, True]).head(limit)
+    return [{"name": str(op_names(trace).names[r.name]), "calls": int(r.size), "wait_ns": int(r.sum)}
+            for r in table.itertuples(index=False)]
+
+
+def gap_ops(trace: Trace, limit: int = TOP_EVIDENCE_OPS) -> list[dict[str, Any]]:
+    """The longest GPU idle gaps (over all devices) with the outermost op that launched the GPU work just
+    before each (``op_before``: the GPU op ending at the gap's start) and just after it (``op_after``)."""
+    busy = device_busy(trace)
+    if not busy or not any(b.gap_starts.size for b in busy.values()):
+        return []
+    # Concatenated per device (a loop over devices).
+    device = np.concatenate([np.full(b.gap_starts.size, d, np.int64) for d, b in busy.items()])
+    start = np.concatenate([b.gap_starts for b in busy.values()]).astype(np.int64)
+    end = np.concatenate([b.gap_ends for b in busy.values()]).astype(np.int64)
+    length = end - start
+    if length.size > limit:  # the gaps at least as long as the limit-th longest (ties included), then ordered
+        keep = np.flatnonzero(length >= np.partition(length, length.size - limit)[length.size - limit])
+        device, start, end, length = device[keep], start[keep], end[keep], length[keep]
+    longest = np.lexsort((start, device, -length))[:limit]
+    device, start, end = device[longest], start[longest], end[longest]
+    pairs = launch_pairs(trace)
+    # The GPU ops ending at some gap's start or starting at some gap's end: one pass over the ops, not one a gap.
+    ending, starting = np.flatnonzero(is_member(pairs["end"], start)), np.flatnonzero(is_member(pairs["start"], end))
+    out = []
+    for d, s, e in zip(device, start, end, strict=True):  # a loop over the few gaps reported
+        before = ending[(pairs["device"][ending] == d) & (pairs["end"][ending] == s)]
+        after = starting[(pairs["device"][starting] == d) & (pairs["start"][starting] == e)]
+        out.append({"device": int(d), "start_ns": int(s), "duration_ns": int(e - s),
+                    "op_before": _op_name(trace, before), "op_after": _op_name(trace, after)})
+    return out
+
+
+def _op_name(trace: Trace, gpu_ops: np.ndarray) -> str | None:
+    """The op name of the first of ``gpu_ops`` with an op: the one recorded on it, else the outermost op its
+    launch call ran in (None: none has one)."""
+    attributed, code = gpu_op_name_codes(trace)
+    codes = code[gpu_ops]
+    codes = codes[attributed[gpu_ops] & (codes >= 0)]
+    return str(op_names(trace).names[codes[0]]) if codes.size else None
+
+
+def _name_matches(names: np.ndarray, pattern: re.Pattern[str]) -> np.ndarray:
+    """``pattern.search`` of each dictionary name as a boolean lookup, with a last slot (False) for the null code
+    -1: by Arrow's regex kernel over the dictionary (the patterns here mean the same in RE2)."""
+    try:
+        found = pc.match_substring_regex(pa.array(names, type=pa.string()), pattern.pattern)
+        hits = found.fill_null(False).to_numpy(zero_copy_only=False)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):  # a name that is not a string: Python's regex, name by name
+        hits = np.fromiter((bool(pattern.search(str(n))) for n in names), bool, count=len(names))
+    return np.r_[hits.astype(bool), False]
+
+
+def _inside(cols: Any, ranges: np.ndarray, pid: np.ndarray, tid: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Whether each (thread, time) lies in one of ``ranges`` (rows sorted by thread and start, not nested)."""
+    return thread_range_at(cols, ranges, pid, tid, t) >= 0

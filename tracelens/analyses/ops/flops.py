@@ -1,0 +1,314 @@
+"""The counted ops and their FLOPs, and the ``ops.compute`` block (docs/analyses.md, "compute").
+
+An op is counted when the producer recorded its ``flops`` or :mod:`tracelens.flop_model` computes them from its
+recorded shapes, and no op nested in it is counted (the innermost such op: ``aten::linear`` -> ``aten::addmm``
+counts once, at ``addmm``). ``compute`` sums them by class and dtype and compares them with the GPUs' peak
+(:mod:`tracelens.peaks`).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, cast
+
+import numpy as np
+import pandas as pd
+
+from ... import flop_model, peaks
+from ...trace import CPU_OP, GPU_ANNOTATION, Trace
+from ..columns import device_busy, event_columns, memo, range_running_at, thread_key, thread_time_positions
+from ..launch import launch_pairs
+from ..names import code_mask, names_in_use
+from . import flop_context
+from .tree import (
+    UNATTRIBUTED,
+    emit_nvtx_rows,
+    emit_nvtx_sizes,
+    gpu_op_name_codes,
+    gpu_rows,
+    op_names,
+    thread_range_at,
+)
+
+
+@dataclass(frozen=True)
+class FlopOps:
+    """The counted ops (see the module docstring): event rows, FLOPs, class and dtype of each, sorted by row.
+    ``recorded``: whether any op of the trace has recorded shapes or flops (else FLOPs are unknown, not 0)."""
+
+    rows: np.ndarray
+    flops: np.ndarray
+    op_class: np.ndarray  # str: flop_model.CLASSES
+    dtype: np.ndarray  # str or None: the peak table's dtype of the op's inputs
+    recorded: bool
+    bytes: np.ndarray  # float, NaN where unknown: flop_model.OpFlops.bytes
+    # FLOPs the producer recorded on the device (XLA op or GPU op rows, not host ops): the op-name code of each
+    # (the op of the GPU ops it covers; -2 where none); None for host-op FLOPs
+    op_code: np.ndarray | None = None
+
+
+def flop_ops(trace: Trace) -> FlopOps:
+    """The ops whose FLOPs are counted, once per trace (cached)."""
+    return memo(trace, "flop_ops", lambda: _flop_ops(trace))
+
+
+def _flop_ops(trace: Trace) -> FlopOps:
+    cols = event_columns(trace)
+    cpu = np.flatnonzero(cols.of_kind(CPU_OP))
+    # emit_nvtx op ranges: their shapes are the ``sizes = [...]`` of their text (no dtypes, no flops).
+    nvtx = emit_nvtx_rows(trace)
+    # Once per distinct name; gathered per row only for the ranges counted below (an export has tens of millions).
+    present = names_in_use(cols.name[nvtx], len(cols.names))
+    dims_by_code = np.full(len(cols.names) + 1, None, dtype=object)  # the last slot: name -1 (null)
+    dims_by_code[present] = [emit_nvtx_sizes(str(cols.names[c])) for c in present]  # a loop over names
+    none = FlopOps(np.zeros(0, np.int64), np.zeros(0), np.zeros(0, object), np.zeros(0, object), False,
+                   np.zeros(0))
+    if cpu.size == 0 and nvtx.size == 0:
+        return _device_flop_ops(trace) or none
+    recorded = trace.frame(cpu, ["input_dims", "flops"])
+    if not (recorded["input_dims"].notna().any() or recorded["flops"].notna().any()
+            or pd.notna(dims_by_code).any()):
+        return _device_flop_ops(trace) or none
+    # Candidates: a formula for the op name (evaluated once per name the ops use) or a recorded flops value.
+    names = op_names(trace)
+    rows = np.r_[cpu, nvtx]
+    code = names.code[cols.name[rows]]
+    used = np.unique(code)
+    formula = np.zeros(len(names.names) + 1, bool)  # the last slot: name -1 (null)
+    formula[used[used >= 0]] = [flop_model.modelled(str(names.names[c])) for c in used[used >= 0]]
+    pick = formula[code] | np.r_[recorded["flops"].notna().to_numpy(bool), np.zeros(nvtx.size, bool)]
+    candidates = rows[pick]
+    inputs = ["input_dims", "input_types", "concrete_inputs", "flops"]
+    frame = pd.concat([trace.frame(cpu[pick[:cpu.size]], inputs).reset_index(drop=True).astype(object),
+                       pd.DataFrame({"input_dims": dims_by_code[cols.name[nvtx[pick[cpu.size:]]]], "input_types": None,
+                                     "concrete_inputs": None, "flops": None}, dtype=object)], ignore_index=True)
+    frame["name"] = code[pick]
+    _add_conv_context(trace, frame, candidates, np.r_[cpu, nvtx],
+                      np.r_[recorded["input_dims"].to_numpy(object), dims_by_code[cols.name[nvtx]]])
+    keys = ["name", "input_dims", "input_types", "concrete_inputs", "output", "passes"]
+    # One FLOP formula evaluation per distinct signature (name, recorded inputs, context), not per op.
+    signatures = frame[keys].astype(object).where(frame[keys].notna(), None).drop_duplicates()
+    modelled = pd.DataFrame([flop_model.op_flops(str(names.names[s.name]), s.input_dims, s.input_types,
+                                                 s.concrete_inputs, json.loads(s.output) if s.output else None,
+                                                 None if s.passes is None else int(s.passes)).__dict__
+                             for s in signatures.itertuples()],
+                            index=signatures.index, columns=["flops", "op_class", "dtype", "bytes"])
+    signatures = signatures.join(modelled)
+    per_op = frame[keys].astype(object).where(frame[keys].notna(), None).merge(signatures, on=keys, how="left")
+    # The producer's own count where it recorded one, else the formula's.
+    value = pd.to_numeric(frame["flops"], errors="coerce").to_numpy(float, na_value=np.nan)
+    value = np.where(np.isnan(value), per_op["flops"].astype(float).to_numpy(), value)
+    has = ~np.isnan(value)
+    rows, value = candidates[has], value[has]
+    op_class, dtype = per_op["op_class"].to_numpy(object)[has], per_op["dtype"].to_numpy(object)[has]
+    nbytes = pd.to_numeric(per_op["bytes"], errors="coerce").to_numpy(float)[has]
+    keep = _innermost(cols, rows)
+    order = np.argsort(rows[keep], kind="stable")
+    return FlopOps(rows[keep][order], value[keep][order], op_class[keep][order], dtype[keep][order], True,
+                   nbytes[keep][order])
+
+
+def _add_conv_context(trace: Trace, frame: pd.DataFrame, candidates: np.ndarray, rows: np.ndarray,
+                      dims: np.ndarray) -> None:
+    """``output`` (a forward convolution's consumer's shape) and ``passes`` (the gradient ops a convolution
+    backward op called) columns of the candidates' ``frame``, in place (:mod:`.flop_context`); ``rows``/``dims``:
+    every framework op row and its Input Dims."""
+    cols = event_columns(trace)
+    names = op_names(trace)
+    text = names.names
+    codes = frame["name"].to_numpy(np.int64)
+    forward = code_mask(codes, text, flop_model.is_conv_forward)
+    backward = code_mask(codes, text, flop_model.is_conv_backward)
+    frame["output"] = None
+    frame["passes"] = None
+    if forward.any():
+        with_dims = pd.notna(dims)
+        frame.loc[forward, "output"] = flop_context.conv_outputs(
+            cols, rows[with_dims], dims[with_dims], candidates[forward], frame["input_dims"].to_numpy(object)[forward])
+    if backward.any():
+        frame.loc[backward, "passes"] = flop_context.backward_passes(cols, text, names.code, rows, candidates[backward])
+
+
+def _device_flop_ops(trace: Trace) -> FlopOps | None:
+    """FLOPs recorded on the device (xplane: the XLA op rows' ``flops``, where any has one, else the GPU ops'),
+    one counted op per such row, classed by its HLO op and kernel names (:func:`flop_model.hlo_op_class`); the
+    dtype is not recorded. None when no device row has flops."""
+    if trace.store.columns.get("flops") is None:
+        return None
+    cols = event_columns(trace)
+    xla = np.flatnonzero(cols.of_kind(GPU_ANNOTATION) & (cols.device >= 0))
+    gpu = gpu_rows(trace)
+    xla_flops = _floats(trace, xla)
+    if (~np.isnan(xla_flops)).any():
+        rows, flops = xla[~np.isnan(xla_flops)], xla_flops[~np.isnan(xla_flops)]
+        pair = _first_gpu_op_in(trace, rows)
+    else:
+        gpu_flops = _floats(trace, gpu)
+        pair = np.flatnonzero(~np.isnan(gpu_flops))
+        if pair.size == 0:
+            return None
+        rows, flops = gpu[pair], gpu_flops[pair]
+    attributed, op_code = gpu_op_name_codes(trace)
+    ok = pair >= 0
+    code = np.full(rows.size, UNATTRIBUTED, np.int64)
+    code[ok] = np.where(attributed[pair[ok]], op_code[pair[ok]], UNATTRIBUTED)
+    names = op_names(trace).names
+    kernel_name = np.full(rows.size, "", dtype=object)
+    kernel_name[ok] = cols.names[cols.name[gpu[pair[ok]]]]
+    own = np.where(cols.name[rows] >= 0, cols.names[cols.name[rows]], "").astype(object)
+    op_text = np.where(code >= 0, names[np.maximum(code, 0)], "").astype(object)
+    # Classed once per distinct (row name, op name, kernel name), not per row.
+    keys = pd.MultiIndex.from_arrays([own, op_text, kernel_name])
+    distinct = keys.unique()
+    classes = pd.Series([flop_model.hlo_op_class(f"{a} {b}", str(k)) for a, b, k in distinct], index=distinct)
+    op_class = classes.reindex(keys).to_numpy(object)
+    order = np.argsort(rows, kind="stable")
+    return FlopOps(rows[order], flops[order], op_class[order], np.full(rows.size, None, object)[order], True,
+                   np.full(rows.size, np.nan), code[order])
+
+
+def _floats(trace: Trace, rows: np.ndarray) -> np.ndarray:
+    """The ``flops`` column at ``rows`` as float, NaN where null."""
+    return trace.take("flops", rows).to_numpy(zero_copy_only=False).astype(float)
+
+
+def _first_gpu_op_in(trace: Trace, rows: np.ndarray) -> np.ndarray:
+    """For each device row (an XLA op), the ``launch_pairs`` row of the first GPU op on its device starting in
+    its interval [start, end) (-1: none)."""
+    pairs = launch_pairs(trace)
+    cols = event_columns(trace)
+    out = np.full(rows.size, -1, np.int64)
+    if len(pairs) == 0 or rows.size == 0:
+        return out
+    device = pairs["device"].astype(np.int64)
+    order = np.lexsort((pairs["start"], device))
+    pos, want = thread_time_positions([(device[order], [pairs["start"][order]]),
+                                       (cols.device[rows].astype(np.int64), [cols.start[rows]])])
+    at = np.searchsorted(pos, want, side="left")
+    ok = at < order.size
+    hit = order[np.minimum(at, order.size - 1)]
+    ok &= (device[hit] == cols.device[rows]) & (pairs["start"][hit] < np.maximum(cols.end[rows], cols.start[rows] + 1))
+    out[ok] = hit[ok]
+    return out
+
+
+def _innermost(cols: Any, rows: np.ndarray) -> np.ndarray:
+    """Mask over ``rows`` (ops on threads): the ones that enclose none of the others on their thread."""
+    if rows.size == 0:
+        return np.zeros(0, bool)
+    key = thread_key(cols.pid[rows], cols.tid[rows])
+    start, end = cols.start[rows], cols.end[rows]
+    # By (thread, start, longest first): ops on a thread nest or are disjoint, so an op encloses another
+    # exactly when the next one in this order starts on its thread before it ends.
+    order = np.lexsort((-(end - start), start, key))
+    k, s, e = key[order], start[order], end[order]
+    encloses = np.r_[(k[1:] == k[:-1]) & (s[1:] < e[:-1]) | (k[1:] == k[:-1]) & (s[1:] == s[:-1]), False]
+    keep = np.empty(rows.size, bool)
+    keep[order] = ~encloses
+    return keep
+
+
+def compute_report(trace: Trace) -> dict[str, Any]:
+    """The ``ops.compute`` block: counted FLOPs, by class and dtype, against the GPUs' peak.
+
+    achieved_flops_per_s = flops / GPU span (first GPU activity start to last end, all devices);
+    peak_flops_per_s     = devices x the model's peak for the dtype; with several dtypes, flops / sum over
+                           dtypes of (flops_d / peak_d), so that the ideal time is each dtype's FLOPs at its peak;
+    mfu                  = flops / (span x peak_flops_per_s). Null with ``reason`` where a figure is unknown.
+    """
+    counted = flop_ops(trace)
+    out: dict[str, Any] = {"flops": None, "flops_by_class": None, "flops_by_dtype": None, "coverage": None,
+                           "span_ns": None, "achieved_flops_per_s": None, "device_model": None,
+                           "peak_flops_per_s": None, "peak_source": None, "mfu": None, "mfu_is_lower_bound": None,
+                           "reason": None}
+    if not counted.recorded:
+        out["reason"] = ("the trace records no XLA flops (no flops stat on its XLA op or GPU op events)"
+                         if trace.metadata.source_format == "xplane"
+                         else "the trace records no input shapes or flops (profile with record_shapes=True)")
+        return out
+    total = float(counted.flops.sum())
+    by_class = pd.Series(counted.flops).groupby(counted.op_class).sum()
+    dtype = np.where(pd.isna(counted.dtype), "unknown", counted.dtype).astype(str)
+    by_dtype = pd.Series(counted.flops).groupby(dtype).sum()
+    out.update(flops=total, flops_by_class={c: float(by_class.get(c, 0.0)) for c in flop_model.CLASSES},
+               flops_by_dtype={str(d): float(v) for d, v in by_dtype.items() if v > 0},
+               coverage=flop_coverage(trace, counted))
+    busy = device_busy(trace)
+    if not busy:
+        out["reason"] = "no GPU activity: no span to divide by"
+        return out
+    span = max(b.last_end_ns for b in busy.values()) - min(b.first_start_ns for b in busy.values())
+    out["span_ns"] = int(span)
+    if span <= 0:
+        out["reason"] = "the GPU span is empty"
+        return out
+    out["achieved_flops_per_s"] = total / (span / 1e9)
+    names = {trace.device_info(d).get("name") for d in busy}
+    models = {peaks.device_model(n) for n in names}
+    if len(models) != 1 or None in models:
+        unknown = sorted(str(n) for n in names if peaks.device_model(n) is None)
+        out["reason"] = (f"no peak-throughput row for device {', '.join(unknown)}" if unknown
+                         else "devices of different models")
+        return out
+    model = cast(str, models.pop())  # one model, not None (checked above)
+    out["device_model"] = model
+    if total <= 0:
+        out["reason"] = "no FLOPs counted"
+        return out
+    ideal_s, sources = 0.0, []
+    for d, flops in by_dtype.items():
+        row = peaks.peak(model, str(d)) if flops > 0 else None
+        if flops > 0 and row is None:
+            out["reason"] = (("the dtype of the ops with recorded flops is not recorded (none is assumed)"
+                              if counted.op_code is not None else "dtype of some ops not recorded")
+                             if d == "unknown" else f"no {d} peak for {model} in the table")
+            return out
+        if row is not None:
+            ideal_s += flops / (row.flops_per_s * len(busy))
+            sources.append(f"{row.dtype}: {row.source}")
+    peak_total = total / ideal_s
+    out.update(peak_flops_per_s=peak_total, peak_source="; ".join(sources), mfu=total / (span / 1e9 * peak_total),
+               mfu_is_lower_bound=out["coverage"] is None or out["coverage"] < MFU_COVERAGE)
+    return out
+
+
+# Below this share of kernel time in counted ops, MFU is reported as a lower bound ("≥"): the uncounted
+# kernels did work the FLOPs leave out.
+MFU_COVERAGE = 0.9
+
+
+def flop_coverage(trace: Trace, counted: FlopOps) -> float | None:
+    """The share of kernel time inside counted ops (docs/analyses.md, "compute"): kernels launched inside an
+    op whose FLOPs are counted (host ops: the launch call's thread and start), or, for FLOPs recorded on the
+    device, the counted GPU ops themselves and the kernels starting inside a counted XLA op on their device.
+    None when the trace has no kernel time."""
+    pairs = launch_pairs(trace)
+    kernel = pairs["is_kernel"]
+    duration = (pairs["end"] - pairs["start"]).astype(np.int64)
+    total = int(duration[kernel].sum())
+    if total <= 0:
+        return None
+    cols = event_columns(trace)
+    if counted.op_code is None:  # host ops: innermost counted ops, disjoint on a thread
+        ops = counted.rows[np.lexsort((cols.start[counted.rows], thread_key(cols.pid[counted.rows],
+                                                                            cols.tid[counted.rows])))]
+        launched = np.flatnonzero(kernel & pairs["matched"])
+        inside = thread_range_at(cols, ops, pairs["pid"][launched], pairs["tid"][launched],
+                             pairs["launch_start"][launched]) >= 0
+        return int(duration[launched[inside]].sum()) / total
+    gpu = gpu_rows(trace)
+    covered = np.isin(gpu, counted.rows) & kernel
+    xla = counted.rows[cols.of_kind(GPU_ANNOTATION)[counted.rows]]
+    if xla.size:
+        covered |= kernel & _starts_inside(cols.device[xla].astype(np.int64), cols.start[xla], cols.end[xla],
+                                           pairs["device"].astype(np.int64), pairs["start"])
+    return int(duration[covered].sum()) / total
+
+
+def _starts_inside(device: np.ndarray, start: np.ndarray, end: np.ndarray, at_device: np.ndarray,
+                   t: np.ndarray) -> np.ndarray:
+    """Whether each (device, time) lies inside one of the ranges (``device``, ``start``, ``end``), which may
+    overlap: the furthest end reached by the ranges of its device started at or before it is past it."""
+    order = np.lexsort((start, device))
+    return range_running_at(device[order], start[order], end[order], at_device, t, overlapping=True) >= 0

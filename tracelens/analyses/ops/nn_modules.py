@@ -1,0 +1,104 @@
+"""``nn.Module`` paths (Kineto with_modules / with_stack: python_function rows "nn.Module: Name_N") and kernel,
+copy time and FLOPs by the innermost module around each launch (``ops.by_module``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ...trace import PYTHON, Trace, nesting_depth
+from ..columns import event_columns, memo, thread_key
+from ..launch import launch_pairs
+from ..names import code_mask
+from .flops import flop_ops
+from .tree import TOP_OPS, thread_range_at
+
+_MODULE_PREFIX = "nn.Module: "
+
+
+@dataclass(frozen=True)
+class Modules:
+    """The trace's ``nn.Module`` rows sorted by (thread, start), their nesting level among modules, and each
+    one's path from the outermost module (``Outer_0/Inner_3``)."""
+
+    rows: np.ndarray
+    level: np.ndarray
+    path: np.ndarray  # str per row
+
+
+def modules(trace: Trace) -> Modules:
+    """The module rows (cached); empty when the trace records none."""
+    return memo(trace, "modules", lambda: _modules(trace))
+
+
+def _modules(trace: Trace) -> Modules:
+    cols = event_columns(trace)
+    py = np.flatnonzero(cols.of_kind(PYTHON) & (cols.tid >= 0) & (cols.name >= 0))
+    rows = py[code_mask(cols.name[py], cols.names, lambda n: n.startswith(_MODULE_PREFIX))]
+    if rows.size == 0:
+        return Modules(rows, np.zeros(0, np.int64), np.zeros(0, object))
+    key = thread_key(cols.pid[rows], cols.tid[rows])
+    rows = rows[np.lexsort((-(cols.end[rows] - cols.start[rows]), cols.start[rows], key))]
+    level = nesting_depth(cols.pid[rows], cols.tid[rows], cols.start[rows], cols.end[rows]).astype(np.int64)
+    short = np.array([n[len(_MODULE_PREFIX):] for n in cols.names], dtype=object)  # once per dictionary name
+    path = short[cols.name[rows]].copy()
+    # Level by level (a loop over nesting levels): each module's parent is the latest-starting module one
+    # level up on its thread that still runs at its start; its path extends the parent's.
+    for lvl in range(1, int(level.max()) + 1):
+        child, parent = np.flatnonzero(level == lvl), np.flatnonzero(level == lvl - 1)
+        at = _enclosing(cols, rows[parent], rows[child])
+        found = at >= 0
+        path[child[found]] = path[parent[at[found]]] + "/" + path[child[found]]
+    return Modules(rows, level, path)
+
+
+def _enclosing(cols: Any, outer: np.ndarray, inner: np.ndarray) -> np.ndarray:
+    """For each row of ``inner``, the index into ``outer`` (rows sorted by thread and start, disjoint on a
+    thread) of the one running on its thread at its start; -1 when none."""
+    return thread_range_at(cols, outer, cols.pid[inner], cols.tid[inner], cols.start[inner])
+
+
+def module_at(trace: Trace, pid: np.ndarray, tid: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """For each (thread, time), the index into ``modules(trace)`` of the innermost module running then (-1)."""
+    mods = modules(trace)
+    out = np.full(len(t), -1, np.int64)
+    if mods.rows.size == 0:
+        return out
+    cols = event_columns(trace)
+    for lvl in range(int(mods.level.max()) + 1):  # deeper levels overwrite: the innermost wins
+        at_level = np.flatnonzero(mods.level == lvl)
+        hit = thread_range_at(cols, mods.rows[at_level], pid, tid, t)
+        out[hit >= 0] = at_level[hit[hit >= 0]]
+    return out
+
+
+def by_module(trace: Trace, limit: int = TOP_OPS) -> list[dict[str, Any]] | None:
+    """Kernel, copy time and FLOPs by the innermost ``nn.Module`` running on the launching thread at the
+    launch (self time: a parent module gets only what launches outside its children); None when the trace
+    records no modules."""
+    mods = modules(trace)
+    if mods.rows.size == 0:
+        return None
+    pairs = launch_pairs(trace)
+    matched = np.flatnonzero(pairs["matched"])
+    module = module_at(trace, pairs["pid"][matched], pairs["tid"][matched], pairs["launch_start"][matched])
+    found = module >= 0
+    duration = (pairs["end"] - pairs["start"])[matched[found]].astype(np.int64)
+    kernel = pairs["is_kernel"][matched[found]]
+    frame = pd.DataFrame({"path": mods.path[module[found]], "kernels": kernel.astype(np.int64),
+                          "gpu": np.where(kernel, duration, 0), "copy": np.where(kernel, 0, duration)})
+    table = frame.groupby("path")[["kernels", "gpu", "copy"]].sum()
+    counted = flop_ops(trace)
+    flops = None
+    if counted.recorded:
+        cols = event_columns(trace)
+        at = module_at(trace, cols.pid[counted.rows], cols.tid[counted.rows], cols.start[counted.rows])
+        flops = pd.Series(counted.flops[at >= 0]).groupby(mods.path[at[at >= 0]]).sum().rename_axis("path")
+        # Named index on both sides: with no launch inside a module (a CUDA-graph capture) the join keeps it.
+        table = table.join(flops.rename("flops"), how="outer").fillna(0)
+    table = table.reset_index().sort_values(["gpu", "path"], ascending=[False, True]).head(limit)
+    return [{"path": str(r.path), "kernels": int(r.kernels), "gpu_ns": int(r.gpu), "copy_ns": int(r.copy),
+             "flops": float(r.flops) if flops is not None else None} for r in table.itertuples(index=False)]

@@ -1,0 +1,325 @@
+"""The op tree: framework op names and rows, each GPU op's outermost and innermost op on its launching thread,
+and which op runs on a thread at a time (definitions: :mod:`tracelens.analyses.ops`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ... import intervals
+from ...trace import ANNOTATION, CPU_OP, GPU_ACTIVITY_KINDS, Trace
+from ...values import dense_codes
+from ..columns import dictionary_codes, event_columns, memo, range_running_at, thread_key
+from ..launch import launch_pairs
+from ..names import EMIT_NVTX_PATTERN
+
+# The rows a table of op names, or of modules, keeps (most GPU time first).
+TOP_OPS = 50
+
+
+# PyTorch's emit_nvtx() op ranges (names.EMIT_NVTX_PATTERN): the op name is the text before the first ", ".
+_EMIT_NVTX = EMIT_NVTX_PATTERN
+
+
+@dataclass(frozen=True)
+class OpNames:
+    """Op names over the trace's name dictionary: ``code[cols.name[row]]`` is a framework op row's op-name code
+    (the name itself, or for an emit_nvtx range the text before the first ", "), ``names[code]`` its text;
+    ``nvtx[cols.name[row]]`` whether an annotation of that name is an emit_nvtx op range. Both lookups have a
+    last slot for the null name (code -1)."""
+
+    code: np.ndarray
+    names: np.ndarray
+    nvtx: np.ndarray
+    # per GPU op (the rows of ``launch_pairs``, in its order): the code in ``names`` of the op recorded on it
+    # (the ``op`` column), -1 where none
+    recorded: np.ndarray | None = None
+
+
+def op_names(trace: Trace) -> OpNames:
+    """The op-name lookups (cached); each distinct annotation name is matched once, not each row."""
+    return memo(trace, "op_names", lambda: _op_names(trace))
+
+
+def _op_names(trace: Trace) -> OpNames:
+    cols = event_columns(trace)
+    size = len(cols.names)
+    code = np.r_[np.arange(size, dtype=np.int64), -1]
+    names = np.asarray(cols.names, dtype=object)
+    nvtx = np.zeros(size + 1, bool)
+    ann = cols.name[cols.of_kind(ANNOTATION)]
+    used = np.flatnonzero(np.bincount(ann[ann >= 0], minlength=size) > 0)
+    found = [(c, m.group(1)) for c in used if (m := _EMIT_NVTX.match(str(names[c])))]  # a loop over names
+    if found:
+        ranges = np.array([c for c, _ in found], np.int64)
+        target, names = _codes_of(names, [t for _, t in found])
+        code[ranges] = target
+        nvtx[ranges] = True
+    recorded = None
+    gpu_codes, texts = _recorded_ops(trace)
+    if texts:
+        target, names = _codes_of(names, texts)
+        recorded = np.where(gpu_codes >= 0, np.r_[target, -1][gpu_codes], -1)
+    return OpNames(code, names, nvtx, recorded)
+
+
+def _codes_of(names: np.ndarray, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Each text's code among ``names`` where it is there already, else a new code after them; and the names
+    with the new texts appended."""
+    wanted = pd.Index(texts)
+    index = pd.Index(names)
+    existing = index.get_indexer(wanted) if index.is_unique else np.full(len(wanted), -1)
+    new = pd.Index(wanted[existing < 0].unique())
+    target = np.where(existing >= 0, existing, len(names) + new.get_indexer(wanted))
+    return target.astype(np.int64), np.r_[names, np.asarray(new, dtype=object)]
+
+
+def gpu_rows(trace: Trace) -> np.ndarray:
+    """Event rows of the GPU ops, in the order of ``launch_pairs``' rows (the same selection)."""
+    cols = event_columns(trace)
+    return np.flatnonzero(cols.of_kind(*GPU_ACTIVITY_KINDS) & (cols.device >= 0))
+
+
+def _recorded_ops(trace: Trace) -> tuple[np.ndarray, list[str]]:
+    """Per GPU op (``launch_pairs`` order), the code into the returned texts of the op its producer recorded on
+    it (the ``op`` column; -1 where none), and those texts; empty when no GPU op has one."""
+    if trace.store.columns.get("op") is None:
+        return np.zeros(0, np.int64), []
+    codes, texts = dictionary_codes(trace.take("op", gpu_rows(trace)))
+    if not (codes >= 0).any():
+        return np.zeros(0, np.int64), []
+    return codes, [str(t) for t in texts]
+
+
+def recorded_op_codes(trace: Trace) -> np.ndarray:
+    """Per row of ``launch_pairs(trace)``, the op-name code (into ``op_names(trace).names``) of the op recorded
+    on the GPU op itself; -1 where none."""
+    recorded = op_names(trace).recorded
+    return np.full(len(launch_pairs(trace)), -1, np.int64) if recorded is None else recorded
+
+
+def gpu_op_name_codes(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of ``launch_pairs(trace)``: whether it is attributed to an op and that op's name code (the op
+    recorded on it, else its outermost op's), -1 where unattributed (or the op has no name)."""
+    return memo(trace, "gpu_op_name_codes", lambda: with_recorded_ops(trace, op_of_gpu_ops(trace)))
+
+
+def with_recorded_ops(trace: Trace, op_row: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of ``launch_pairs``, given the op row the host join found for it (-1: none): whether it has an
+    op, and the name code of the op recorded on it if any, else of the joined op's (-1: none, or no name)."""
+    recorded = recorded_op_codes(trace)
+    code = np.full(op_row.size, -1, np.int64)
+    joined = op_row >= 0
+    code[joined] = op_name_codes(trace, op_row[joined])
+    code = np.where(recorded >= 0, recorded, code)
+    return joined | (recorded >= 0), code
+
+
+def emit_nvtx_rows(trace: Trace) -> np.ndarray:
+    """Event rows of the emit_nvtx op ranges on threads (annotations whose name has the emit_nvtx form)."""
+    def compute() -> np.ndarray:
+        cols = event_columns(trace)
+        return np.flatnonzero(cols.of_kind(ANNOTATION) & op_names(trace).nvtx[cols.name] & (cols.tid >= 0))
+
+    return memo(trace, "emit_nvtx_rows", compute)
+
+
+def framework_op_rows(trace: Trace) -> np.ndarray:
+    """Event rows of the framework ops on threads: ``cpu_op`` rows and emit_nvtx op ranges, sorted."""
+    def compute() -> np.ndarray:
+        cols = event_columns(trace)
+        cpu, nvtx = np.flatnonzero(cols.of_kind(CPU_OP) & (cols.tid >= 0)), emit_nvtx_rows(trace)
+        return np.union1d(cpu, nvtx) if cpu.size and nvtx.size else (nvtx if nvtx.size else cpu)
+
+    return memo(trace, "framework_op_rows", compute)
+
+
+def emit_nvtx_sizes(name: str) -> str | None:
+    """The ``sizes = [...]`` list of an emit_nvtx range's text (the op's input shapes, as Kineto's
+    ``Input Dims``), or None."""
+    at = name.find(", sizes = ")
+    if at < 0 or not _EMIT_NVTX.match(name):
+        return None
+    text = name[at + len(", sizes = "):]
+    end = text.find(", input_op_ids = ")
+    return text if end < 0 else text[:end]
+
+
+def op_name_codes(trace: Trace, rows: np.ndarray) -> np.ndarray:
+    """The op-name code (into ``op_names(trace).names``) of each framework op row."""
+    return op_names(trace).code[event_columns(trace).name[rows]]
+
+
+def outermost_ops(trace: Trace) -> np.ndarray:
+    """Event rows of the outermost framework ops, sorted by (thread, start); computed once per trace (the ops
+    section and three diagnosis evidence builders read it; an emit_nvtx export has millions of op ranges)."""
+    return _op_tree(trace)[0]
+
+
+def _op_tree(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(outermost ops; per GPU op, its outermost op and its innermost op): all from one ordering of the op
+    ranges by thread, once per trace."""
+    return memo(trace, "op_tree", lambda: _compute_op_tree(trace))
+
+
+def _compute_op_tree(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    cols = event_columns(trace)
+    pairs = launch_pairs(trace)
+    outermost, innermost = np.full(len(pairs), -1, np.int64), np.full(len(pairs), -1, np.int64)
+    rows, bounds = ops_by_thread(cols, framework_op_rows(trace))
+    if rows.size == 0:
+        return rows, outermost, innermost
+    # The launches by thread, each thread's against that thread's ops.
+    matched = np.flatnonzero(pairs["matched"])
+    threads = thread_key(cols.pid[rows[bounds[:-1]]], cols.tid[rows[bounds[:-1]]])  # ascending
+    key = thread_key(pairs["pid"][matched], pairs["tid"][matched])
+    code = np.minimum(np.searchsorted(threads, key), threads.size - 1)
+    code[threads[code] != key] = -1
+    del key
+    by_thread = np.argsort(code, kind="stable")
+    edges = np.searchsorted(code[by_thread], np.arange(-1, threads.size) + 0.5)
+    del code
+    launch_start = pairs["launch_start"][matched]
+    keep = np.zeros(rows.size, bool)
+    for i, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:], strict=True)):  # a loop over threads
+        thread_rows = rows[lo:hi]
+        start, end = cols.start[thread_rows], cols.end[thread_rows]
+        # Outermost: each op against the largest end seen before it on its thread (starting before it means
+        # enclosed).
+        outer = keep[lo:hi]
+        outer[0] = True
+        outer[1:] = start[1:] >= np.maximum.accumulate(end)[:-1]
+        launches = by_thread[edges[i]:edges[i + 1]]
+        if launches.size:
+            t = launch_start[launches]
+            outermost[matched[launches]] = _running(thread_rows, start, end, np.flatnonzero(outer), t)
+            innermost[matched[launches]] = _innermost_at(thread_rows, start, end, t)
+    return rows[keep], outermost, innermost
+
+
+def _running(rows: np.ndarray, start: np.ndarray, end: np.ndarray, among: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """For each time, the row of the range of ``among`` (positions into one thread's ``rows``/``start``/``end``,
+    ascending, in start order) that started last at or before it, where it still runs then (-1: none)."""
+    found = np.full(t.size, -1, np.int64)
+    hit = intervals.running_at(start[among], end[among], t)
+    found[hit >= 0] = rows[among[hit[hit >= 0]]]
+    return found
+
+
+def _innermost_at(rows: np.ndarray, start: np.ndarray, end: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """For each time, the deepest of one thread's op ranges (``rows``, ordered by start, longest first) whose
+    interval holds it (-1: none): each nesting level's ranges are disjoint, so a binary search per level finds
+    the one running then, and deeper levels overwrite."""
+    level = _sorted_depth(start, end)
+    found = np.full(t.size, -1, np.int64)
+    for lvl in range(int(level.max()) + 1):  # a loop over nesting levels
+        hit = _running(rows, start, end, np.flatnonzero(level == lvl), t)
+        found[hit >= 0] = hit[hit >= 0]
+    return found
+
+
+def ops_by_thread(cols: Any, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``rows`` (ascending) ordered by (thread key, start, longest first, row), as ``np.lexsort`` on those
+    keys orders them, and where each thread's run begins: ``rows[bounds[i]:bounds[i + 1]]`` is one thread's.
+
+    The event table is in start order, so this is a radix sort of a small thread number plus a sort of the
+    rows that tie on (thread, start), not a three-key sort of an export's tens of millions of op ranges."""
+    if rows.size == 0:
+        return rows, np.zeros(1, np.int64)
+    start = cols.start[rows]
+    if (start[1:] < start[:-1]).any():  # a table not in start order: by start first (stable)
+        order = np.argsort(start, kind="stable")
+        rows, start = rows[order], start[order]
+    thread = dense_codes(thread_key(cols.pid[rows], cols.tid[rows]))[0]
+    thread = thread.astype(np.int16) if thread.max() < np.iinfo(np.int16).max else thread
+    order = np.argsort(thread, kind="stable")
+    rows, thread, start = rows[order], thread[order], start[order]
+    del order
+    # Ops of a thread starting together: longest first, then in row order.
+    tie = (thread[1:] == thread[:-1]) & (start[1:] == start[:-1])
+    del start
+    if tie.any():
+        at = np.flatnonzero(np.r_[tie, False] | np.r_[False, tie])
+        group = np.cumsum(np.r_[True, ~tie[at[:-1]]])  # consecutive tied rows share a (thread, start)
+        tied = rows[at]
+        rows[at] = tied[np.lexsort((tied, cols.start[tied] - cols.end[tied], group))]
+    bounds = np.r_[0, np.flatnonzero(thread[1:] != thread[:-1]) + 1, rows.size]
+    return rows, bounds
+
+
+def op_of_gpu_ops(trace: Trace) -> np.ndarray:
+    """For each row of ``launch_pairs(trace)``, the event row of its outermost op (-1 when none); once per trace."""
+    return _op_tree(trace)[1]
+
+
+def outermost_op_at(trace: Trace, pid: np.ndarray, tid: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """For each (pid, tid, time), the event row of the outermost op running on that thread then (-1: none)."""
+    ops = outermost_ops(trace)
+    out = np.full(len(t), -1, np.int64)
+    at = thread_range_at(event_columns(trace), ops, pid, tid, t)
+    found = at >= 0
+    out[found] = ops[at[found]]
+    return out
+
+
+def innermost_op_of_gpu_ops(trace: Trace) -> np.ndarray:
+    """For each row of ``launch_pairs(trace)``, the event row of the innermost framework op on the launching
+    thread whose interval holds the launch call's start (-1 when none): the deepest of the ops around it."""
+    return _op_tree(trace)[2]
+
+
+def _sorted_depth(start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """:func:`tracelens.trace.nesting_depth` of one thread's intervals already ordered by (start, longest
+    first): the intervals before each in that order minus those of them ended at its start."""
+    ended = np.searchsorted(np.sort(end, kind="stable"), start, side="right")  # nearly sorted: timsort
+    # A zero-length interval at exactly s counts as "ended" before anything starting at s, including itself
+    # and later-ordered ones: remove those not ordered before this interval.
+    zero = end == start
+    if zero.any():
+        cz = np.cumsum(zero)
+        last_same_start = np.searchsorted(start, start, side="right") - 1
+        ended -= cz[last_same_start] - cz + zero
+    np.subtract(np.arange(start.size, dtype=ended.dtype), ended, out=ended)
+    np.clip(ended, 0, np.iinfo(np.int16).max, out=ended)
+    return ended.astype(np.int16)
+
+
+def thread_range_at(cols: Any, ranges: np.ndarray, pid: np.ndarray, tid: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """For each (thread, time), the index into ``ranges`` (sorted by thread and start, disjoint on a thread) of
+    the range running then (start <= t < end); -1 when none."""
+    return range_running_at(thread_key(cols.pid[ranges], cols.tid[ranges]), cols.start[ranges], cols.end[ranges],
+                            thread_key(pid, tid), t)
+
+
+def enclosing_outermost(trace: Trace, ops: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """For each op row in ``rows``, the outermost op (of ``ops``, sorted by thread and start) it lies in; -1
+    when none (an op is its own outermost op when it is one)."""
+    out = np.full(rows.size, -1, np.int64)
+    if ops.size == 0 or rows.size == 0:
+        return out
+    cols = event_columns(trace)
+    # A zero-length op holds the op starting with it (its end taken one past its start).
+    at = range_running_at(thread_key(cols.pid[ops], cols.tid[ops]), cols.start[ops],
+                          np.maximum(cols.end[ops], cols.start[ops] + 1), thread_key(cols.pid[rows], cols.tid[rows]),
+                          cols.start[rows])
+    out[at >= 0] = ops[at[at >= 0]]
+    return out
+
+
+# An op-name code for "in no op" (op-name codes are >= -1).
+UNATTRIBUTED = -2
+
+
+def recorded_launches(trace: Trace) -> pd.Series:
+    """Per op-name code recorded on GPU ops, the launches of its GPU ops: distinct (device, correlation id),
+    a GPU op without a correlation id counting as one launch."""
+    pairs = launch_pairs(trace)
+    recorded = recorded_op_codes(trace)
+    rec = np.flatnonzero(recorded >= 0)
+    corr = pairs["correlation_id"][rec].astype(np.int64)
+    frame = pd.DataFrame({"name": recorded[rec], "device": pairs["device"][rec],
+                          "launch": np.where(corr >= 0, corr, -1 - rec)})
+    return frame.drop_duplicates().groupby("name").size()

@@ -1,0 +1,98 @@
+"""A document saved as JSON: :func:`dumps` writes it as ``tracelens analyze --format json`` does,
+:func:`load_document` reads one back (detected by content: :func:`looks_like_document`)."""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+from pathlib import Path
+from typing import Any, cast
+
+from ..errors import InputError
+from .summary import is_current_summary, summarize
+from .types import Document
+
+
+def _finite(value: Any) -> Any:
+    # JSON has no NaN/inf: an undefined ratio is null.
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
+def _numpy(value: Any) -> Any:
+    # numpy scalars and arrays (np.float64 is a float already): their Python equivalents.
+    import numpy as np
+
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    raise NotImplementedError(f"cannot write {type(value).__name__} as JSON")
+
+
+@functools.cache
+def _encoder() -> Any:
+    import msgspec
+
+    return msgspec.json.Encoder(enc_hook=_numpy)
+
+
+def dumps(doc: Document | dict[str, Any]) -> str:
+    """The document as stable JSON (what ``--format json`` writes): integers raw (ns, bytes), keys in
+    document order, NaN and infinities as null, indented by 2. :func:`load_document` reads it back."""
+    import msgspec
+
+    return msgspec.json.format(_encoder().encode(_finite(doc)), indent=2).decode() + "\n"
+
+
+
+def is_document(value: Any) -> bool:
+    """A saved analysis document: a JSON object with ``schema_version`` and ``source`` and no
+    ``traceEvents`` (which would make it a Chrome/PyTorch trace)."""
+    return (isinstance(value, dict) and "schema_version" in value and isinstance(value.get("source"), dict)
+            and "traceEvents" not in value)
+
+
+def looks_like_document(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is a file holding an analysis document, by content whatever its name (``analyze
+    --format json > doc`` too): its first 4 KiB open a JSON object naming ``schema_version`` and no
+    ``traceEvents``. Trace files never pass (gzip, SQLite, Parquet and protobuf do not start with ``{``;
+    a Chrome/Kineto trace has ``traceEvents`` and ``schemaVersion``). :func:`load_document` checks fully."""
+    p = Path(path)
+    if not p.is_file():
+        return False
+    try:
+        with p.open("rb") as f:
+            head = f.read(4096).lstrip()
+    except OSError:
+        return False
+    return head.startswith(b"{") and b'"schema_version"' in head and b'"traceEvents"' not in head
+
+
+def load_document(path: str | os.PathLike[str]) -> Document:
+    """Read an analysis document saved with ``tracelens analyze --format json``; its ``summary`` is computed
+    when the file has none, or one with an older version's keys (figures the older sections lack are null). Raises :class:`~tracelens.errors.InputError` when the file is not one."""
+    import msgspec
+
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except FileNotFoundError:
+        raise InputError("no such file or directory", path=p) from None
+    except OSError as err:
+        raise InputError(f"cannot read ({err.strerror})", path=p) from None
+    try:
+        value = msgspec.json.decode(data)
+    except msgspec.DecodeError as err:
+        raise InputError(f"not a valid JSON analysis document ({err})", path=p) from None
+    if not is_document(value):
+        raise InputError("not a tracelens analysis document (no schema_version and source)", path=p)
+    if not is_current_summary(value.get("summary")):
+        value["summary"] = summarize(value)
+    return cast(Document, value)
