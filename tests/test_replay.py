@@ -101,7 +101,23 @@ def test_critical_path_by_hand() -> None:
     assert path["length_ns"] == 2_032_000
     assert path["ns"] == {"host": 28_000, "sync_waits": 4_000, "kernels": 2_000_000, "copies": 0, "communication": 0}
     assert path["on_host"] is False
+    assert path["host_side_share"] == pytest.approx(32_000 / 2_032_000)
+    assert path["bound"] == "gpu"
     assert path["top_kernels"] == [{"name": "my_kernel", "ns": 2_000_000}]
+
+
+@pytest.mark.parametrize(("ns", "bound"), [
+    # host + sync_waits vs kernels + copies + communication, against BOUND_SHARE = 2/3
+    ((60, 10, 30, 0, 0), "host"),      # host side 70%
+    ((50, 0, 20, 10, 20), "mixed"),    # 50 / 50
+    ((20, 10, 40, 10, 20), "gpu"),     # GPU side 70%
+    ((2, 0, 1, 0, 0), "host"),         # exactly 2/3 counts
+    ((0, 0, 0, 0, 0), None),           # empty path
+])
+def test_critical_path_bound(ns: tuple[int, ...], bound: str | None) -> None:
+    from tracelens.replay.critical import bound_of
+
+    assert bound_of(np.array(ns, float)) == bound
 
 
 INPUT_NAME = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"

@@ -804,6 +804,7 @@ class CriticalPathStep(TypedDict):
     length_ns: int
     ns: dict[str, int]
     on_host: bool
+    bound: str | None
 
 
 class CriticalPath(TypedDict):
@@ -813,6 +814,8 @@ class CriticalPath(TypedDict):
     ns: dict[str, int]
     shares: dict[str, float | None]
     on_host: bool
+    host_side_share: float | None
+    bound: str | None
     top_kernels: list[CriticalPathName]
     top_host_calls: list[CriticalPathName]
     per_step: list[CriticalPathStep]
