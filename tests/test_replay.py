@@ -433,3 +433,68 @@ def test_gain_by_cause_for_the_diagnosis() -> None:
     gains = gain_by_cause(doc)
     assert gains["synchronization"] == {"gain_ns": 23_000, "gain_share": 23_000 / 2_032_000, "step_gain_share": None}
     assert gain_by_cause(None) == {}
+
+
+# Two devices, one host thread each, one all-reduce (times in ns). Device 0: compute K0 [10_000, 1_010_000], then
+# its NCCL kernel C0 queued at 1_011_000; device 1 (the straggler): K1 [10_000, 3_010_000], C1 [3_011_000, 3_511_000].
+# C0 cannot end before C1 started (3_011_000) + its own transfer (3_511_000 - 3_011_000 = 500_000): 2 ms of C0 is
+# waiting. Each thread's cudaDeviceSynchronize waits for its device's collective (+ 2_000 wake-up).
+NCCL = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)"
+
+
+def two_device_rows(k1_end: int = 3_010_000) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    for dev, tid, k_end in ((0, 1, 1_010_000), (1, 2, k1_end)):
+        c_start = k_end + 1_000
+        c_end = max(c_start, 1_011_000, k1_end + 1_000) + 500_000
+        rows += [
+            host("runtime", "cudaLaunchKernel", 0, 5_000, tid=tid, correlation_id=10 * dev + 1),
+            kernel(10_000, k_end, 10 * dev + 1, device=dev),
+            host("runtime", "cudaLaunchKernel", 6_000, 11_000, tid=tid, correlation_id=10 * dev + 2),
+            kernel(c_start, c_end, 10 * dev + 2, name=NCCL, device=dev),
+            host("runtime", "cudaDeviceSynchronize", 12_000, c_end + 2_000, tid=tid),
+        ]
+    return rows
+
+
+def test_collective_edges_by_hand() -> None:
+    graph = build(Trace.from_rows(two_device_rows()))
+
+    def op(device: int, start: int) -> int:
+        return int(np.flatnonzero((graph.op_device == device) & (graph.time[graph.op_start] == start))[0])
+
+    c0, c1, k1 = op(0, 1_011_000), op(1, 3_011_000), op(1, 10_000)
+    assert np.flatnonzero(graph.op_collective >= 0).tolist() == sorted([c0, c1])
+    assert graph.op_collective[c0] == graph.op_collective[c1] == 0
+    coll = graph.edge_is_collective
+    pairs = sorted(zip(graph.edge_src[coll].tolist(), graph.edge_dst[coll].tolist(), graph.edge_lag[coll].tolist(),
+                       strict=True))
+    assert pairs == sorted([(graph.op_start[c1], graph.op_end[c0], 500_000), (graph.op_start[c0], graph.op_end[c1], 500_000)])
+    # each participant's own chain lag is its transfer time, not its duration (C0's 2.5 ms is 2 ms of waiting)
+    assert graph.lag[graph.op_end[c0]] == 500_000
+    assert graph.lag[graph.op_end[c1]] == 500_000
+    t = engine.solve(graph)
+    assert np.array_equal(t, graph.time)
+    # The straggler's compute at 1 ms instead of 3 ms: C1 runs [1_011_000, 1_511_000]; C0 ends with it.
+    lag = graph.lag.copy()
+    lag[graph.op_end[k1]] = 1_000_000
+    t = engine.solve(graph.with_changes(lag=lag))
+    assert (t[graph.op_start[c1]], t[graph.op_end[c1]]) == (1_011_000, 1_511_000)
+    assert t[graph.op_end[c0]] == 1_511_000
+    assert t[graph.call_end[2]] == t[graph.call_end[5]] == 1_513_000
+    # the critical path ends at a sync, through a collective's end, set by C1's start: communication owns the
+    # transfer and the 1_000 queued gap before C1 (a queued op's gap is its own category); K1's 3 ms are kernels
+    path = critical_path(graph, engine.solve(graph), Trace.from_rows(two_device_rows()))
+    assert path is not None
+    assert path["ns"]["communication"] == 501_000
+    assert path["ns"]["kernels"] == 3_000_000
+
+
+def test_unmatched_collective_has_no_edges() -> None:
+    # one device only (a single rank's trace): nothing to match, the collective keeps its recorded duration
+    rows = [r for r in two_device_rows() if r.get("device", 0) == 0 and r.get("tid", 1) == 1]
+    graph = build(Trace.from_rows(rows))
+    assert graph.op_collective.tolist() == [-1, -1]
+    assert not graph.edge_is_collective.any()
+    c0 = int(np.flatnonzero(graph.time[graph.op_start] == 1_011_000)[0])
+    assert graph.lag[graph.op_end[c0]] == 3_511_000 - 1_011_000

@@ -268,6 +268,7 @@ def _drop_waits(g: Graph, calls: np.ndarray, lag: np.ndarray | None = None) -> G
     lag[ends] = np.minimum(lag[ends], own)
     return g.with_changes(edge_src=g.edge_src[keep], edge_dst=g.edge_dst[keep], edge_lag=g.edge_lag[keep],
                           edge_is_wait=g.edge_is_wait[keep], edge_is_wake=g.edge_is_wake[keep],
+                          edge_is_collective=g.edge_is_collective[keep],
                           edge_typical=g.edge_typical[keep], lag=lag)
 
 
