@@ -498,3 +498,76 @@ def test_unmatched_collective_has_no_edges() -> None:
     assert not graph.edge_is_collective.any()
     c0 = int(np.flatnonzero(graph.time[graph.op_start] == 1_011_000)[0])
     assert graph.lag[graph.op_end[c0]] == 3_511_000 - 1_011_000
+
+
+def overlap_rows() -> list[dict[str, Any]]:
+    """Two devices, each: compute K [10_000, k_end], its all-reduce C queued on the same stream, the next compute
+    Kb queued after C (1 ms), then a device synchronize. Device 1 is the straggler (K1 3 ms): both C end at
+    3_511_000 (C1's start 3_011_000 + 500_000 transfer), both Kb run [3_512_000, 4_512_000], syncs end 4_514_000."""
+    rows: list[dict[str, Any]] = []
+    for dev, tid, k_end in ((0, 1, 1_010_000), (1, 2, 3_010_000)):
+        corr = 10 * dev
+        rows += [
+            host("runtime", "cudaLaunchKernel", 0, 5_000, tid=tid, correlation_id=corr + 1),
+            kernel(10_000, k_end, corr + 1, device=dev),
+            host("runtime", "cudaLaunchKernel", 6_000, 11_000, tid=tid, correlation_id=corr + 2),
+            kernel(k_end + 1_000, 3_511_000, corr + 2, name=NCCL, device=dev),
+            host("runtime", "cudaLaunchKernel", 12_000, 17_000, tid=tid, correlation_id=corr + 3),
+            kernel(3_512_000, 4_512_000, corr + 3, device=dev),
+            host("runtime", "cudaDeviceSynchronize", 18_000, 4_514_000, tid=tid),
+        ]
+    return rows
+
+
+def test_communication_remedy_by_hand() -> None:
+    # The collectives become placeholders on their streams: K0b runs [1_012_000, 2_012_000] (C0's start + the
+    # recorded 1_000 queued gap), K1b [3_012_000, 4_012_000]. The syncs wait for the collective's completion:
+    # sync0 = max(K0b end + 2_000 wake-up, C1 start 3_011_000 + 500_000 transfer + 2_000) = 3_513_000;
+    # sync1 = max(K1b end + 2_000 = 4_014_000, 3_513_000). Span 4_514_000 -> 4_014_000: the 0.5 ms transfer
+    # now overlaps the straggler's next compute.
+    trace = Trace.from_rows(overlap_rows())
+    ctx = remedies.Context(trace)
+    g = ctx.graph
+    assert np.array_equal(engine.solve(g), g.time)
+    changed, assumptions = remedies.communication(ctx)
+    assert changed is not None and "2 collectives" in assumptions
+    t = engine.solve(changed)
+    kb = {int(g.op_device[o]): o for o in range(g.op_row.size) if g.time[g.op_start[o]] == 3_512_000}
+    assert (t[g.op_start[kb[0]]], t[g.op_end[kb[0]]]) == (1_012_000, 2_012_000)
+    assert (t[g.op_start[kb[1]]], t[g.op_end[kb[1]]]) == (3_012_000, 4_012_000)
+    sync_end = sorted(int(t[g.call_end[c]]) for c in np.flatnonzero(g.call_waits))
+    assert sync_end == [3_513_000, 4_014_000]
+    doc = whatif(trace)
+    comm = by_cause(doc)["communication"]
+    assert comm["gain_ns"] == 500_000
+    assert comm["predicted_span_ns"] == 4_014_000
+    assert "communication" not in doc["not_modeled"]
+    assert set(doc["not_modeled_reasons"]) == set(doc["not_modeled"]) == {"multi_gpu_imbalance", "unexplained_idle"}
+
+
+def test_communication_remedy_drops_event_waits() -> None:
+    # One device: K [10_000, 1_010_000] on stream 7; the all-reduce C on stream 9 [1_020_000, 1_520_000] waits for
+    # K's event; K2 on stream 7 waits for C's event [1_521_000, 2_521_000]. Overlapped: K2 no longer waits for C;
+    # it follows K on its stream (1_000 typical queued gap, no queued op measured: default) and its launch
+    # (40_000 + the device's launch latency median).
+    rows = [
+        launch(0, 5_000, 1), kernel(10_000, 1_010_000, 1),
+        host("runtime", "cudaEventRecord", 6_000, 7_000),
+        host("runtime", "cudaStreamWaitEvent", 8_000, 9_000),
+        launch(10_000, 15_000, 2), {**kernel(1_020_000, 1_520_000, 2, name=NCCL), "stream": 9},
+        host("runtime", "cudaEventRecord", 16_000, 17_000),
+        host("runtime", "cudaStreamWaitEvent", 18_000, 19_000),
+        launch(40_000, 45_000, 3), kernel(1_521_000, 2_521_000, 3),
+    ]
+    trace = Trace.from_rows(rows)
+    ctx = remedies.Context(trace)
+    g = ctx.graph
+    assert np.array_equal(engine.solve(g), g.time)
+    events = ~g.edge_is_wait & ~g.edge_is_wake & ~g.edge_is_collective & np.isin(g.edge_src, g.op_end)
+    assert events.sum() == 2
+    changed, assumptions = remedies.communication(ctx)
+    assert changed is not None and "1 waits" in assumptions
+    t = engine.solve(changed)
+    k2 = int(np.flatnonzero(g.time[g.op_start] == 1_521_000)[0])
+    launch_lag = g.typical["launch"][0]
+    assert t[g.op_start[k2]] == max(1_010_000 + 1_000, 40_000 + launch_lag)

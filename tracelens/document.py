@@ -827,6 +827,7 @@ class Whatif(TypedDict):
     replay_error: ReplayError | None
     remedies: list[Remedy]
     not_modeled: list[str]
+    not_modeled_reasons: dict[str, str]
     critical_path: CriticalPath | None
     reason: str | None
 

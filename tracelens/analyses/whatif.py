@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..replay.critical import critical_path
-from ..replay.remedies import NOT_MODELED, REMEDIES, Context
+from ..replay.remedies import NOT_MODELED, NOT_MODELED_REASONS, REMEDIES, Context
 from ..trace import DRIVER, GPU_ACTIVITY_KINDS, RUNTIME, STEP, Trace
 from .columns import event_columns
 
@@ -32,8 +32,8 @@ MAX_BLOCKING_CALLS = 50_000
 
 
 def _skipped(reason: str) -> dict[str, Any]:
-    return {"replay_error": None, "remedies": [], "not_modeled": list(NOT_MODELED), "critical_path": None,
-            "reason": reason}
+    return {"replay_error": None, "remedies": [], "not_modeled": list(NOT_MODELED),
+            "not_modeled_reasons": dict(NOT_MODELED_REASONS), "critical_path": None, "reason": reason}
 
 
 def whatif(trace: Trace) -> dict[str, Any]:
@@ -90,6 +90,7 @@ def whatif(trace: Trace) -> dict[str, Any]:
     # largest gain first: by the step time where the trace has steps (the steady state), else by the span
     remedies.sort(key=lambda r: (float(r["predicted_step_ns"] or 0.0), -int(r["gain_ns"])))
     return {"replay_error": replay_error, "remedies": remedies, "not_modeled": list(NOT_MODELED),
+            "not_modeled_reasons": dict(NOT_MODELED_REASONS),
             "critical_path": critical_path(g, base.times, trace, ctx.step_of), "reason": None}
 
 

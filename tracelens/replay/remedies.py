@@ -15,11 +15,12 @@ import pandas as pd
 
 from .. import intervals
 from ..analyses.columns import event_columns, step_windows, thread_key, thread_time_positions
-from ..analyses.names import code_mask, is_graph_launch, is_input
+from ..analyses.names import code_mask, is_collective_kernel, is_graph_launch, is_input
 from ..analyses.occupancy import kernel_sm_fill
 from ..analyses.startup import one_time_work
 from ..gpu_specs import device_links
 from ..trace import ANNOTATION, CPU_OP, DRIVER, PYTHON, RUNTIME, STEP, Trace
+from .collectives import overlap_collectives
 from .engine import solve
 from .graph import GPU_END, GPU_START, HOST_END, HOST_START, NONE, Graph, build
 
@@ -326,6 +327,27 @@ def low_occupancy(ctx: Context) -> tuple[Graph | None, str]:
         "bound on the gain. Vendor-library and collective kernels keep their time.")
 
 
+def communication(ctx: Context) -> tuple[Graph | None, str]:
+    g = ctx.graph
+    cols = event_columns(ctx.trace)
+    is_collective = g.op_is_kernel & code_mask(cols.name[g.op_row], cols.names, is_collective_kernel)
+    if not is_collective.any():
+        return None, ""
+    changed, placeholders, events = overlap_collectives(g, is_collective)
+    if changed is None:
+        return None, ""
+    matched = int((g.op_collective >= 0).sum())
+    return changed, (
+        f"Exposed collectives overlap the computation after them, as if that computation did not need their result "
+        f"(issued early enough, or on a side stream): {placeholders:,} collectives on a stream that also runs "
+        f"computation no longer hold the ops after them (they still start after the ops before them), and "
+        f"{events:,} waits of other streams on a collective's event go. Host waits still wait for each collective's "
+        f"end, which keeps its own transfer time and, for the {matched:,} collective kernels matched across the "
+        "trace's devices, the last participant's start (collectives are not slowed by the computation beside them, "
+        "and collectives moved off one stream do not queue behind each other: an upper bound). A single rank's trace "
+        "cannot see the other ranks: its collectives' waiting for them is kept as recorded.")
+
+
 def startup(ctx: Context) -> tuple[Graph | None, str]:
     g = ctx.graph
     one_time = one_time_work(ctx.trace)
@@ -362,8 +384,16 @@ REMEDIES: dict[str, tuple[str, Remedy]] = {
     "synchronization": ("no host waits on the GPU", synchronization),
     "memcpy": ("pinned, asynchronous copies", memcpy),
     "low_occupancy": ("kernels at full SM fill", low_occupancy),
+    "communication": ("collectives overlapped with the next computation", communication),
 }
-NOT_MODELED = ("multi_gpu_imbalance", "communication", "unexplained_idle")
+# causes without a model, and why (whatif.not_modeled_reasons)
+NOT_MODELED_REASONS = {
+    "multi_gpu_imbalance": "the trace does not say which work could move between devices (how the batch or the "
+                           "model is split), so there is no graph change that balances it; the collective edges "
+                           "replay what a straggler costs the others, not how to remove it",
+    "unexplained_idle": "no recorded cause: nothing in the graph to change",
+}
+NOT_MODELED = tuple(NOT_MODELED_REASONS)
 
 
 def point_frame(ctx: Context, times: np.ndarray) -> pd.DataFrame:
