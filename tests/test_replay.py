@@ -571,3 +571,52 @@ def test_communication_remedy_drops_event_waits() -> None:
     k2 = int(np.flatnonzero(g.time[g.op_start] == 1_521_000)[0])
     launch_lag = g.typical["launch"][0]
     assert t[g.op_start[k2]] == max(1_010_000 + 1_000, 40_000 + launch_lag)
+
+
+H200 = {"id": 0, "name": "NVIDIA H200", "sm_count": 132, "compute_major": 9, "compute_minor": 0, "warp_size": 32,
+        "max_threads_per_sm": 2048, "max_threads_per_block": 1024, "regs_per_sm": 65536, "regs_per_block": 65536,
+        "shared_mem_per_sm": 233472, "shared_mem_per_block": 49152, "shared_mem_per_block_optin": 232448}
+
+
+def occupancy_rows(grid: int, duration: int, op: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    rows = [launch(1_000, 5_000, 1),
+            kernel(10_000, 10_000 + duration, 1, name="my_scan_kernel", grid_x=grid, grid_y=1, grid_z=1,
+                   block_x=512, block_y=1, block_z=1, registers_per_thread=32, static_shared_bytes=0),
+            host("runtime", "cudaDeviceSynchronize", 6_000, 10_000 + duration + 2_000)]
+    return rows + ([op] if op else [])
+
+
+@pytest.mark.parametrize(("grid", "expected_kernel_ns"), [
+    # 512 threads x 32 registers: 4 blocks per SM on the H200 (2048 threads / 512), 132 x 4 = 528 slots
+    (64, 1_320_000 * 64 // 528),       # one wave holding 64 of 528 slots: 160_000
+    (600, 1_320_000 * 600 // 1056),    # two waves (ceil(600 / 528)), 600 of 1056 slots: 750_000
+    (1056, 1_320_000),                 # two full waves: nothing to gain
+])
+def test_low_occupancy_wave_quantization_by_hand(grid: int, expected_kernel_ns: int) -> None:
+    from tracelens.replay.occupancy_model import wave_fill
+
+    assert wave_fill(np.array([float(grid)]), np.array([132.0]), np.array([4.0]))[0] == pytest.approx(
+        expected_kernel_ns / 1_320_000)
+    trace = Trace.from_rows(occupancy_rows(grid, 1_320_000), devices=[H200])
+    remedy = by_cause(whatif(trace)).get("low_occupancy")
+    if expected_kernel_ns == 1_320_000:
+        assert remedy is None
+        return
+    assert remedy is not None
+    # the sync returns 2_000 after the kernel, which starts at 10_000
+    assert remedy["predicted_span_ns"] == 10_000 + expected_kernel_ns + 2_000 - 1_000
+
+
+def test_low_occupancy_floor_by_hand() -> None:
+    # aten::cumsum over 64 x 262_144 floats reads 67_108_864 bytes: at the H200's 4.8 TB/s, 13_982 ns (rounded
+    # up). Its one kernel (100_000 ns, 64 blocks) would scale to 100_000 x 64 / 528 = 12_122: held at 13_982.
+    op = host("cpu_op", "aten::cumsum", 500, 5_500, input_dims="[[64,262144],[],[]]",
+              input_types='["float","Scalar",""]', concrete_inputs='["","1",""]')
+    trace = Trace.from_rows(occupancy_rows(64, 100_000, op), devices=[H200])
+    remedy = by_cause(whatif(trace))["low_occupancy"]
+    assert remedy["predicted_span_ns"] == 10_000 + 13_982 + 2_000 - 1_000  # from the launch call (the op is no point)
+    assert "1 launches held there" in remedy["assumptions"]
+    # a floor above the recorded time is not a bound (the op did not read all of it): no floor, the fill alone
+    trace = Trace.from_rows(occupancy_rows(64, 10_560, op), devices=[H200])
+    remedy = by_cause(whatif(trace))["low_occupancy"]
+    assert remedy["predicted_span_ns"] == 10_000 + 1_280 + 2_000 - 1_000
