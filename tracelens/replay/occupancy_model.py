@@ -28,10 +28,13 @@ import numpy as np
 import pandas as pd
 
 from .. import flop_model
-from ..analyses.columns import event_columns
-from ..analyses.occupancy import _KernelOccupancy  # the occupancy section's calculator results and exclusions
+from ..analyses.columns import dictionary_codes, event_columns
+from ..analyses.names import code_mask, is_collective_kernel, is_library_kernel
+from ..analyses.occupancy import LOW_OCCUPANCY
 from ..analyses.ops import op_of_gpu_ops
+from ..enrich import KernelOccupancy
 from ..gpu_specs import device_links
+from ..occupancy_calc import LIMIT_BLOCKS, LIMIT_WARPS
 from ..trace import Trace
 from .graph import Graph
 
@@ -50,17 +53,25 @@ def kernel_model(trace: Trace, g: Graph) -> tuple[np.ndarray, np.ndarray, dict[s
     n = g.op_row.size
     fill = np.ones(n)
     floor = np.zeros(n, np.int64)
-    occ = _KernelOccupancy(trace)
+    occ = KernelOccupancy(trace)
     if occ.rows.size == 0 or n == 0:
         return fill, floor, {}
+    # as the occupancy section counts them: collectives and vendor-library kernels are not the user's to re-grid;
+    # a block shape below LOW_OCCUPANCY limited by warps or blocks per SM (or an unknown limiter) limits the fill
+    codes, values = dictionary_codes(trace.take("name", occ.rows))
+    dictionary = np.asarray(values, dtype=object)
+    excluded = code_mask(codes, dictionary, is_collective_kernel) | code_mask(codes, dictionary, is_library_kernel)
+    by_shape = (occ.limiter == LIMIT_WARPS) | (occ.limiter == LIMIT_BLOCKS) | (occ.limiter < 0)
+    shape_limited = ~excluded & by_shape & (occ.shape < LOW_OCCUPANCY)
     sm_count = np.full(occ.rows.size, np.nan)
     for dev, note in occ.device_notes.items():  # a loop over devices
         if note.get("sm_count"):
             sm_count[occ.device == dev] = float(note["sm_count"])
     quantized = wave_fill(occ.grid, sm_count, occ.active.astype(float))
-    shape = np.where(occ.shape_limited, occ.shape, 1.0)
-    per_kernel = np.where(np.isfinite(quantized), quantized * shape, occ.sm_fill())
-    per_kernel = np.where(occ.excluded, 1.0, per_kernel)
+    shape = np.where(shape_limited, occ.shape, 1.0)
+    sm_fill = np.nan_to_num(occ.grid_fill, nan=1.0) * shape  # the occupancy section's SM fill
+    per_kernel = np.where(np.isfinite(quantized), quantized * shape, sm_fill)
+    per_kernel = np.where(excluded, 1.0, per_kernel)
     at = np.minimum(np.searchsorted(occ.rows, g.op_row), occ.rows.size - 1)
     hit = occ.rows[at] == g.op_row
     fill = np.where(hit, per_kernel[at], 1.0)
