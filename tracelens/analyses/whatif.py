@@ -47,8 +47,11 @@ def whatif(trace: Trace) -> dict[str, Any]:
     if g.op_row.size == 0:
         return _skipped("no GPU activity: the replay models how host calls and GPU ops wait on each other")
     blocking = int(g.call_waits.sum())
-    if blocking > MAX_BLOCKING_CALLS:
-        return _skipped(f"too many blocking calls to replay: {blocking:,} (limit {MAX_BLOCKING_CALLS:,})")
+    # each collective participant's end is a cut of the replay as a blocking call's end is
+    cuts = blocking + int((g.op_collective >= 0).sum())
+    if cuts > MAX_BLOCKING_CALLS:
+        return _skipped(f"too many blocking calls and matched collective kernels to replay: {cuts:,} "
+                        f"(limit {MAX_BLOCKING_CALLS:,})")
     recorded = ctx.outcome(times=g.time)
     base = ctx.base
     typical = ctx.outcome(g.at_typical_lags())
