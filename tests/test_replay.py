@@ -386,6 +386,7 @@ def test_too_large_traces_are_skipped_with_a_reason(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(section, "MAX_BLOCKING_CALLS", 1)  # it has 2
     assert "2 (limit 1)" in section.whatif(Trace.from_rows(SYNC_ROWS))["reason"]
     # matched collective kernels cut the replay too: the two-device trace has 2 syncs and 2 participants
+    monkeypatch.setattr(section, "MAX_POINTS", 20)
     monkeypatch.setattr(section, "MAX_BLOCKING_CALLS", 3)
     assert "4 (limit 3)" in section.whatif(Trace.from_rows(two_device_rows()))["reason"]
 
