@@ -624,3 +624,17 @@ def test_low_occupancy_floor_by_hand() -> None:
     trace = Trace.from_rows(occupancy_rows(64, 10_560, op), devices=[H200])
     remedy = by_cause(whatif(trace))["low_occupancy"]
     assert remedy["predicted_span_ns"] == 10_000 + 1_280 + 2_000 - 1_000
+
+
+def test_communication_remedy_without_host_waits() -> None:
+    # the two-device trace without its syncs: nothing waits for the collectives on the host; the next compute no
+    # longer waits for them (K0b right after C0's start + 1_000), and the span ends with the later of the computes
+    rows = [r for r in overlap_rows() if r["name"] != "cudaDeviceSynchronize"]
+    trace = Trace.from_rows(rows)
+    ctx = remedies.Context(trace)
+    changed, _ = remedies.communication(ctx)
+    assert changed is not None
+    t = engine.solve(changed)
+    g = ctx.graph
+    assert sorted(int(t[g.op_end[o]]) for o in range(g.op_row.size) if g.time[g.op_start[o]] == 3_512_000) == [
+        2_012_000, 4_012_000]

@@ -7,7 +7,7 @@ What makes computation wait for a collective in the graph, and what the remedy d
   completion -- its start + its own transfer time, and every other participant's start + that transfer time
   (its collective edges) -- moves to what waits for it: the host calls that waited for it, and the first host
   wait on its stream after it (a synchronize there still waits for the collective, as it would on a side
-  stream);
+  stream; a completion nothing on the host waits for does not count in the replayed span);
 - computation on another stream waits for the collective's event (``cudaStreamWaitEvent``): that event edge
   goes, as if the collective had been issued early enough (prefetched) for the computation not to wait;
 - host calls that wait for a collective keep waiting for its completion.
@@ -56,7 +56,7 @@ def overlap_collectives(g: Graph, is_collective: np.ndarray) -> tuple[Graph | No
     waits, w_src = waits[order], w_src[order]
     at = np.searchsorted(w_src, ph_end, side="left")
     at_ok = at < w_src.size
-    first_src = np.where(at_ok, w_src[np.minimum(at, max(w_src.size - 1, 0))], -1)
+    first_src = np.where(at_ok, w_src[np.minimum(at, w_src.size - 1)], -1) if w_src.size else np.full(ph.size, -1)
     same_stream = at_ok & (g.chain[np.maximum(first_src, 0)] == g.chain[ph_end])
     waiters = pd.DataFrame({"end": ph_end[same_stream], "w_src": first_src[same_stream]})
     wait_edges = pd.DataFrame({"w_src": g.edge_src[waits], "dst": g.edge_dst[waits], "w_lag": g.edge_lag[waits],
