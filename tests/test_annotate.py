@@ -93,3 +93,68 @@ def test_annotate_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture) -> No
     assert main(["annotate", str(bad), "-o", str(tmp_path / "out.json")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "bad.json" in err
+
+
+SHIFT_NS = 5_000_000  # rank 1's recording starts 5 ms after rank 0's (its baseTimeNanoseconds moved by that)
+
+
+@pytest.fixture(scope="module")
+def run_written(tmp_path_factory: pytest.TempPathFactory) -> tuple[object, object, dict, Path]:
+    import gzip
+    import json
+
+    run = tmp_path_factory.mktemp("run")
+    data = json.loads(gzip.decompress(TRACE.read_bytes()))
+    (run / "rank0.pt.trace.json.gz").write_bytes(gzip.compress(json.dumps(data).encode()))
+    data["baseTimeNanoseconds"] += SHIFT_NS
+    (run / "rank1.pt.trace.json.gz").write_bytes(gzip.compress(json.dumps(data).encode()))
+    out = run.parent / "run_annotated.json.gz"
+    assert main(["annotate", str(run), "-o", str(out)]) == 0
+    source = tracelens.load(TRACE)
+    return source, tracelens.load(out), dict(analyze(source)), out
+
+
+def test_run_ranks_on_one_timeline(run_written: tuple) -> None:
+    from tracelens.replay.annotate import GPU_TID_BASE
+
+    source, back, _, out = run_written
+    a, b = event_columns(source), event_columns(back)
+    assert np.unique(a.device[a.of_kind("kernel")]).tolist() == [0]  # one GPU per rank
+    for rank, shift in ((0, 0), (1, SHIFT_NS)):
+        # host rows: in the rank's process; GPU rows (the reader puts them on their device): on the run's GPU
+        # number `rank` (each rank has one)
+        host_mine = b.pid == rank
+        gpu_mine = b.device == rank
+        for kind, mine in (("kernel", gpu_mine), ("memcpy", gpu_mine), ("runtime", host_mine), ("step", host_mine)):
+            rows_a, rows_b = np.flatnonzero(a.of_kind(kind)), np.flatnonzero(b.of_kind(kind) & mine)
+            assert np.array_equal(np.sort(a.start[rows_a]) + shift, np.sort(b.start[rows_b])), (rank, kind)
+            assert np.array_equal(np.sort(a.end[rows_a]) + shift, np.sort(b.end[rows_b])), (rank, kind)
+    # in the file itself (what Perfetto shows), every event of a rank sits in its process; GPU streams on their tids
+    import gzip
+    import json
+
+    events = json.loads(gzip.decompress(out.read_bytes()))["traceEvents"]
+    kernels = [e for e in events if e.get("cat") == "kernel"]
+    assert {e["pid"] for e in kernels} == {0, 1}
+    assert all(e["tid"] >= GPU_TID_BASE and e["args"]["local_device"] == 0 for e in kernels)
+    assert all(e["args"]["device"] == e["pid"] for e in kernels)
+    names = {(e["pid"], e["args"]["name"]) for e in events if e.get("name") == "process_name"}
+    assert names == {(0, "rank 0 (rank0.pt.trace.json.gz)"), (1, "rank 1 (rank1.pt.trace.json.gz)")}
+
+
+def test_run_tracks_per_rank(run_written: tuple) -> None:
+    from tracelens.replay.annotate import TRACK_TID_BASE
+
+    _, back, doc, _ = run_written
+    cols = event_columns(back)
+    steps = doc["steps"]["steps"]
+    for rank, shift in ((0, 0), (1, SHIFT_NS)):
+        rows = np.flatnonzero((cols.pid == rank) & (cols.tid == TRACK_TID_BASE + STEPS_TID))
+        rows = rows[np.argsort(cols.start[rows], kind="stable")]
+        assert [str(cols.names[c]) for c in cols.name[rows]] == [f"step {s['step']}" for s in steps]
+        assert cols.start[rows].tolist() == [s["start_ns"] + shift for s in steps]
+        path = np.flatnonzero((cols.pid == rank) & (cols.tid == TRACK_TID_BASE + PATH_TID))
+        assert int((cols.end[path] - cols.start[path]).sum()) == doc["whatif"]["critical_path"]["length_ns"]
+        for k, remedy in enumerate(doc["whatif"]["remedies"]):
+            rows = np.flatnonzero((cols.pid == rank) & (cols.tid == TRACK_TID_BASE + WHATIF_TID + k))
+            assert rows.size == 1 and int(cols.end[rows[0]] - cols.start[rows[0]]) == remedy["predicted_span_ns"]

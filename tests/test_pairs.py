@@ -15,10 +15,11 @@ from tracelens.analyses.whatif import whatif
 PAIRS = FIXTURES / "gpu" / "pairs"
 CAUSE = {"input": "input_pipeline", "launch": "host_launch_overhead", "sync": "synchronization",
          "memcpy": "memcpy", "occupancy": "low_occupancy"}
-# Prediction error against the after-trace, within 15% for all but the occupancy pair: its 64-block scan
-# (64 of 132 SMs) speeds up 5.7x when split into 512 blocks, not the 2.1x the SM-fill model allows (the new grid
-# also holds 4 blocks per SM, which the model does not count on): the prediction is 17% slow, an upper bound.
-TOLERANCE = {"input": 0.15, "launch": 0.15, "sync": 0.15, "memcpy": 0.15, "occupancy": 0.20}
+# Prediction error against the after-trace, within 15% for every pair. The occupancy pair's 64-block scan speeds
+# up 5.7x when split into 512 blocks; the wave-quantized model (64 of 132 SMs x 4 blocks per SM = 528 slots, one
+# wave) allows 8.25x for the scan, its floor (64 MiB read at 4.8 TB/s, 14 us) does not bind: the step is
+# predicted 2.9% fast (the SM-fill model before it, 2.1x, was 17% slow).
+TOLERANCE = {"input": 0.15, "launch": 0.15, "sync": 0.15, "memcpy": 0.15, "occupancy": 0.15}
 
 pytestmark = pytest.mark.skipif(not (PAIRS / "pairs.facts.json").exists(), reason="pairs not recorded")
 

@@ -101,7 +101,23 @@ def test_critical_path_by_hand() -> None:
     assert path["length_ns"] == 2_032_000
     assert path["ns"] == {"host": 28_000, "sync_waits": 4_000, "kernels": 2_000_000, "copies": 0, "communication": 0}
     assert path["on_host"] is False
+    assert path["host_side_share"] == pytest.approx(32_000 / 2_032_000)
+    assert path["bound"] == "gpu"
     assert path["top_kernels"] == [{"name": "my_kernel", "ns": 2_000_000}]
+
+
+@pytest.mark.parametrize(("ns", "bound"), [
+    # host + sync_waits vs kernels + copies + communication, against BOUND_SHARE = 2/3
+    ((60, 10, 30, 0, 0), "host"),      # host side 70%
+    ((50, 0, 20, 10, 20), "mixed"),    # 50 / 50
+    ((20, 10, 40, 10, 20), "gpu"),     # GPU side 70%
+    ((2, 0, 1, 0, 0), "host"),         # exactly 2/3 counts
+    ((0, 0, 0, 0, 0), None),           # empty path
+])
+def test_critical_path_bound(ns: tuple[int, ...], bound: str | None) -> None:
+    from tracelens.replay.critical import bound_of
+
+    assert bound_of(np.array(ns, float)) == bound
 
 
 INPUT_NAME = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
@@ -369,6 +385,10 @@ def test_too_large_traces_are_skipped_with_a_reason(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(section, "MAX_POINTS", 12)
     monkeypatch.setattr(section, "MAX_BLOCKING_CALLS", 1)  # it has 2
     assert "2 (limit 1)" in section.whatif(Trace.from_rows(SYNC_ROWS))["reason"]
+    # matched collective kernels cut the replay too: the two-device trace has 2 syncs and 2 participants
+    monkeypatch.setattr(section, "MAX_POINTS", 20)
+    monkeypatch.setattr(section, "MAX_BLOCKING_CALLS", 3)
+    assert "4 (limit 3)" in section.whatif(Trace.from_rows(two_device_rows()))["reason"]
 
 
 def test_remedy_lines_read_the_document() -> None:
@@ -417,3 +437,204 @@ def test_gain_by_cause_for_the_diagnosis() -> None:
     gains = gain_by_cause(doc)
     assert gains["synchronization"] == {"gain_ns": 23_000, "gain_share": 23_000 / 2_032_000, "step_gain_share": None}
     assert gain_by_cause(None) == {}
+
+
+# Two devices, one host thread each, one all-reduce (times in ns). Device 0: compute K0 [10_000, 1_010_000], then
+# its NCCL kernel C0 queued at 1_011_000; device 1 (the straggler): K1 [10_000, 3_010_000], C1 [3_011_000, 3_511_000].
+# C0 cannot end before C1 started (3_011_000) + its own transfer (3_511_000 - 3_011_000 = 500_000): 2 ms of C0 is
+# waiting. Each thread's cudaDeviceSynchronize waits for its device's collective (+ 2_000 wake-up).
+NCCL = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)"
+
+
+def two_device_rows(k1_end: int = 3_010_000) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    for dev, tid, k_end in ((0, 1, 1_010_000), (1, 2, k1_end)):
+        c_start = k_end + 1_000
+        c_end = max(c_start, 1_011_000, k1_end + 1_000) + 500_000
+        rows += [
+            host("runtime", "cudaLaunchKernel", 0, 5_000, tid=tid, correlation_id=10 * dev + 1),
+            kernel(10_000, k_end, 10 * dev + 1, device=dev),
+            host("runtime", "cudaLaunchKernel", 6_000, 11_000, tid=tid, correlation_id=10 * dev + 2),
+            kernel(c_start, c_end, 10 * dev + 2, name=NCCL, device=dev),
+            host("runtime", "cudaDeviceSynchronize", 12_000, c_end + 2_000, tid=tid),
+        ]
+    return rows
+
+
+def test_collective_edges_by_hand() -> None:
+    graph = build(Trace.from_rows(two_device_rows()))
+
+    def op(device: int, start: int) -> int:
+        return int(np.flatnonzero((graph.op_device == device) & (graph.time[graph.op_start] == start))[0])
+
+    c0, c1, k1 = op(0, 1_011_000), op(1, 3_011_000), op(1, 10_000)
+    assert np.flatnonzero(graph.op_collective >= 0).tolist() == sorted([c0, c1])
+    assert graph.op_collective[c0] == graph.op_collective[c1] == 0
+    coll = graph.edge_is_collective
+    pairs = sorted(zip(graph.edge_src[coll].tolist(), graph.edge_dst[coll].tolist(), graph.edge_lag[coll].tolist(),
+                       strict=True))
+    assert pairs == sorted([(graph.op_start[c1], graph.op_end[c0], 500_000), (graph.op_start[c0], graph.op_end[c1], 500_000)])
+    # each participant's own chain lag is its transfer time, not its duration (C0's 2.5 ms is 2 ms of waiting)
+    assert graph.lag[graph.op_end[c0]] == 500_000
+    assert graph.lag[graph.op_end[c1]] == 500_000
+    t = engine.solve(graph)
+    assert np.array_equal(t, graph.time)
+    # The straggler's compute at 1 ms instead of 3 ms: C1 runs [1_011_000, 1_511_000]; C0 ends with it.
+    lag = graph.lag.copy()
+    lag[graph.op_end[k1]] = 1_000_000
+    t = engine.solve(graph.with_changes(lag=lag))
+    assert (t[graph.op_start[c1]], t[graph.op_end[c1]]) == (1_011_000, 1_511_000)
+    assert t[graph.op_end[c0]] == 1_511_000
+    assert t[graph.call_end[2]] == t[graph.call_end[5]] == 1_513_000
+    # the critical path ends at a sync, through a collective's end, set by C1's start: communication owns the
+    # transfer and the 1_000 queued gap before C1 (a queued op's gap is its own category); K1's 3 ms are kernels
+    path = critical_path(graph, engine.solve(graph), Trace.from_rows(two_device_rows()))
+    assert path is not None
+    assert path["ns"]["communication"] == 501_000
+    assert path["ns"]["kernels"] == 3_000_000
+
+
+def test_unmatched_collective_has_no_edges() -> None:
+    # one device only (a single rank's trace): nothing to match, the collective keeps its recorded duration
+    rows = [r for r in two_device_rows() if r.get("device", 0) == 0 and r.get("tid", 1) == 1]
+    graph = build(Trace.from_rows(rows))
+    assert graph.op_collective.tolist() == [-1, -1]
+    assert not graph.edge_is_collective.any()
+    c0 = int(np.flatnonzero(graph.time[graph.op_start] == 1_011_000)[0])
+    assert graph.lag[graph.op_end[c0]] == 3_511_000 - 1_011_000
+
+
+def overlap_rows() -> list[dict[str, Any]]:
+    """Two devices, each: compute K [10_000, k_end], its all-reduce C queued on the same stream, the next compute
+    Kb queued after C (1 ms), then a device synchronize. Device 1 is the straggler (K1 3 ms): both C end at
+    3_511_000 (C1's start 3_011_000 + 500_000 transfer), both Kb run [3_512_000, 4_512_000], syncs end 4_514_000."""
+    rows: list[dict[str, Any]] = []
+    for dev, tid, k_end in ((0, 1, 1_010_000), (1, 2, 3_010_000)):
+        corr = 10 * dev
+        rows += [
+            host("runtime", "cudaLaunchKernel", 0, 5_000, tid=tid, correlation_id=corr + 1),
+            kernel(10_000, k_end, corr + 1, device=dev),
+            host("runtime", "cudaLaunchKernel", 6_000, 11_000, tid=tid, correlation_id=corr + 2),
+            kernel(k_end + 1_000, 3_511_000, corr + 2, name=NCCL, device=dev),
+            host("runtime", "cudaLaunchKernel", 12_000, 17_000, tid=tid, correlation_id=corr + 3),
+            kernel(3_512_000, 4_512_000, corr + 3, device=dev),
+            host("runtime", "cudaDeviceSynchronize", 18_000, 4_514_000, tid=tid),
+        ]
+    return rows
+
+
+def test_communication_remedy_by_hand() -> None:
+    # The collectives become placeholders on their streams: K0b runs [1_012_000, 2_012_000] (C0's start + the
+    # recorded 1_000 queued gap), K1b [3_012_000, 4_012_000]. The syncs wait for the collective's completion:
+    # sync0 = max(K0b end + 2_000 wake-up, C1 start 3_011_000 + 500_000 transfer + 2_000) = 3_513_000;
+    # sync1 = max(K1b end + 2_000 = 4_014_000, 3_513_000). Span 4_514_000 -> 4_014_000: the 0.5 ms transfer
+    # now overlaps the straggler's next compute.
+    trace = Trace.from_rows(overlap_rows())
+    ctx = remedies.Context(trace)
+    g = ctx.graph
+    assert np.array_equal(engine.solve(g), g.time)
+    changed, assumptions = remedies.communication(ctx)
+    assert changed is not None and "2 collectives" in assumptions
+    t = engine.solve(changed)
+    kb = {int(g.op_device[o]): o for o in range(g.op_row.size) if g.time[g.op_start[o]] == 3_512_000}
+    assert (t[g.op_start[kb[0]]], t[g.op_end[kb[0]]]) == (1_012_000, 2_012_000)
+    assert (t[g.op_start[kb[1]]], t[g.op_end[kb[1]]]) == (3_012_000, 4_012_000)
+    sync_end = sorted(int(t[g.call_end[c]]) for c in np.flatnonzero(g.call_waits))
+    assert sync_end == [3_513_000, 4_014_000]
+    doc = whatif(trace)
+    comm = by_cause(doc)["communication"]
+    assert comm["gain_ns"] == 500_000
+    assert comm["predicted_span_ns"] == 4_014_000
+    assert "communication" not in doc["not_modeled"]
+    assert set(doc["not_modeled_reasons"]) == set(doc["not_modeled"]) == {"multi_gpu_imbalance", "unexplained_idle"}
+
+
+def test_communication_remedy_drops_event_waits() -> None:
+    # One device: K [10_000, 1_010_000] on stream 7; the all-reduce C on stream 9 [1_020_000, 1_520_000] waits for
+    # K's event; K2 on stream 7 waits for C's event [1_521_000, 2_521_000]. Overlapped: K2 no longer waits for C;
+    # it follows K on its stream (1_000 typical queued gap, no queued op measured: default) and its launch
+    # (40_000 + the device's launch latency median).
+    rows = [
+        launch(0, 5_000, 1), kernel(10_000, 1_010_000, 1),
+        host("runtime", "cudaEventRecord", 6_000, 7_000),
+        host("runtime", "cudaStreamWaitEvent", 8_000, 9_000),
+        launch(10_000, 15_000, 2), {**kernel(1_020_000, 1_520_000, 2, name=NCCL), "stream": 9},
+        host("runtime", "cudaEventRecord", 16_000, 17_000),
+        host("runtime", "cudaStreamWaitEvent", 18_000, 19_000),
+        launch(40_000, 45_000, 3), kernel(1_521_000, 2_521_000, 3),
+    ]
+    trace = Trace.from_rows(rows)
+    ctx = remedies.Context(trace)
+    g = ctx.graph
+    assert np.array_equal(engine.solve(g), g.time)
+    events = ~g.edge_is_wait & ~g.edge_is_wake & ~g.edge_is_collective & np.isin(g.edge_src, g.op_end)
+    assert events.sum() == 2
+    changed, assumptions = remedies.communication(ctx)
+    assert changed is not None and "1 waits" in assumptions
+    t = engine.solve(changed)
+    k2 = int(np.flatnonzero(g.time[g.op_start] == 1_521_000)[0])
+    launch_lag = g.typical["launch"][0]
+    assert t[g.op_start[k2]] == max(1_010_000 + 1_000, 40_000 + launch_lag)
+
+
+H200 = {"id": 0, "name": "NVIDIA H200", "sm_count": 132, "compute_major": 9, "compute_minor": 0, "warp_size": 32,
+        "max_threads_per_sm": 2048, "max_threads_per_block": 1024, "regs_per_sm": 65536, "regs_per_block": 65536,
+        "shared_mem_per_sm": 233472, "shared_mem_per_block": 49152, "shared_mem_per_block_optin": 232448}
+
+
+def occupancy_rows(grid: int, duration: int, op: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    rows = [launch(1_000, 5_000, 1),
+            kernel(10_000, 10_000 + duration, 1, name="my_scan_kernel", grid_x=grid, grid_y=1, grid_z=1,
+                   block_x=512, block_y=1, block_z=1, registers_per_thread=32, static_shared_bytes=0),
+            host("runtime", "cudaDeviceSynchronize", 6_000, 10_000 + duration + 2_000)]
+    return rows + ([op] if op else [])
+
+
+@pytest.mark.parametrize(("grid", "expected_kernel_ns"), [
+    # 512 threads x 32 registers: 4 blocks per SM on the H200 (2048 threads / 512), 132 x 4 = 528 slots
+    (64, 1_320_000 * 64 // 528),       # one wave holding 64 of 528 slots: 160_000
+    (600, 1_320_000 * 600 // 1056),    # two waves (ceil(600 / 528)), 600 of 1056 slots: 750_000
+    (1056, 1_320_000),                 # two full waves: nothing to gain
+])
+def test_low_occupancy_wave_quantization_by_hand(grid: int, expected_kernel_ns: int) -> None:
+    from tracelens.replay.occupancy_model import wave_fill
+
+    assert wave_fill(np.array([float(grid)]), np.array([132.0]), np.array([4.0]))[0] == pytest.approx(
+        expected_kernel_ns / 1_320_000)
+    trace = Trace.from_rows(occupancy_rows(grid, 1_320_000), devices=[H200])
+    remedy = by_cause(whatif(trace)).get("low_occupancy")
+    if expected_kernel_ns == 1_320_000:
+        assert remedy is None
+        return
+    assert remedy is not None
+    # the sync returns 2_000 after the kernel, which starts at 10_000
+    assert remedy["predicted_span_ns"] == 10_000 + expected_kernel_ns + 2_000 - 1_000
+
+
+def test_low_occupancy_floor_by_hand() -> None:
+    # aten::cumsum over 64 x 262_144 floats reads 67_108_864 bytes: at the H200's 4.8 TB/s, 13_982 ns (rounded
+    # up). Its one kernel (100_000 ns, 64 blocks) would scale to 100_000 x 64 / 528 = 12_122: held at 13_982.
+    op = host("cpu_op", "aten::cumsum", 500, 5_500, input_dims="[[64,262144],[],[]]",
+              input_types='["float","Scalar",""]', concrete_inputs='["","1",""]')
+    trace = Trace.from_rows(occupancy_rows(64, 100_000, op), devices=[H200])
+    remedy = by_cause(whatif(trace))["low_occupancy"]
+    assert remedy["predicted_span_ns"] == 10_000 + 13_982 + 2_000 - 1_000  # from the launch call (the op is no point)
+    assert "1 launches held there" in remedy["assumptions"]
+    # a floor above the recorded time is not a bound (the op did not read all of it): no floor, the fill alone
+    trace = Trace.from_rows(occupancy_rows(64, 10_560, op), devices=[H200])
+    remedy = by_cause(whatif(trace))["low_occupancy"]
+    assert remedy["predicted_span_ns"] == 10_000 + 1_280 + 2_000 - 1_000
+
+
+def test_communication_remedy_without_host_waits() -> None:
+    # the two-device trace without its syncs: nothing waits for the collectives on the host; the next compute no
+    # longer waits for them (K0b right after C0's start + 1_000), and the span ends with the later of the computes
+    rows = [r for r in overlap_rows() if r["name"] != "cudaDeviceSynchronize"]
+    trace = Trace.from_rows(rows)
+    ctx = remedies.Context(trace)
+    changed, _ = remedies.communication(ctx)
+    assert changed is not None
+    t = engine.solve(changed)
+    g = ctx.graph
+    assert sorted(int(t[g.op_end[o]]) for o in range(g.op_row.size) if g.time[g.op_start[o]] == 3_512_000) == [
+        2_012_000, 4_012_000]

@@ -253,14 +253,25 @@ def diff(base: str, head: str, fmt: str | None, output: str | None, fail_on_regr
 @load_options
 def annotate(path: str, output: str, run_name: str | None) -> None:
     """Write TRACE as a Chrome trace-event file (Perfetto, chrome://tracing) with added tracks: steps, the
-    critical path, each remedy's what-if gain, and the largest GPU idle gaps named by cause."""
+    critical path, each remedy's what-if gain, and the largest GPU idle gaps named by cause. A run directory
+    (one trace per rank) becomes one timeline, a process per rank."""
     from . import load
     from .analyses import analyze as run_analyses
-    from .replay.annotate import write_annotated
+    from .replay.annotate import write_annotated, write_annotated_run
+    from .run import expand_paths, is_run_directory, resolve_ranks
 
     options = {"run": run_name} if run_name else {}
-    trace = load(path, **options)
-    count = write_annotated(trace, dict(run_analyses(trace)), output)
+    if is_run_directory(path):
+        files = expand_paths([path])
+        traces = [load(f, **options) for f in files]
+        ranks, warnings = resolve_ranks([t.metadata.rank for t in traces], files)
+        for warning in warnings:
+            click.echo(f"tracelens: {warning}", err=True)
+        count = write_annotated_run([(r, f.name, t, dict(run_analyses(t)))
+                                     for r, f, t in zip(ranks, files, traces, strict=True)], output)
+    else:
+        trace = load(path, **options)
+        count = write_annotated(trace, dict(run_analyses(trace)), output)
     click.echo(f"wrote {output} ({count:,} events)", err=True)
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..replay.critical import critical_path
-from ..replay.remedies import NOT_MODELED, REMEDIES, Context
+from ..replay.remedies import NOT_MODELED, NOT_MODELED_REASONS, REMEDIES, Context
 from ..trace import DRIVER, GPU_ACTIVITY_KINDS, RUNTIME, STEP, Trace
 from .columns import event_columns
 
@@ -32,8 +32,8 @@ MAX_BLOCKING_CALLS = 50_000
 
 
 def _skipped(reason: str) -> dict[str, Any]:
-    return {"replay_error": None, "remedies": [], "not_modeled": list(NOT_MODELED), "critical_path": None,
-            "reason": reason}
+    return {"replay_error": None, "remedies": [], "not_modeled": list(NOT_MODELED),
+            "not_modeled_reasons": dict(NOT_MODELED_REASONS), "critical_path": None, "reason": reason}
 
 
 def whatif(trace: Trace) -> dict[str, Any]:
@@ -47,8 +47,11 @@ def whatif(trace: Trace) -> dict[str, Any]:
     if g.op_row.size == 0:
         return _skipped("no GPU activity: the replay models how host calls and GPU ops wait on each other")
     blocking = int(g.call_waits.sum())
-    if blocking > MAX_BLOCKING_CALLS:
-        return _skipped(f"too many blocking calls to replay: {blocking:,} (limit {MAX_BLOCKING_CALLS:,})")
+    # each collective participant's end is a cut of the replay as a blocking call's end is
+    cuts = blocking + int((g.op_collective >= 0).sum())
+    if cuts > MAX_BLOCKING_CALLS:
+        return _skipped(f"too many blocking calls and matched collective kernels to replay: {cuts:,} "
+                        f"(limit {MAX_BLOCKING_CALLS:,})")
     recorded = ctx.outcome(times=g.time)
     base = ctx.base
     typical = ctx.outcome(g.at_typical_lags())
@@ -90,6 +93,7 @@ def whatif(trace: Trace) -> dict[str, Any]:
     # largest gain first: by the step time where the trace has steps (the steady state), else by the span
     remedies.sort(key=lambda r: (float(r["predicted_step_ns"] or 0.0), -int(r["gain_ns"])))
     return {"replay_error": replay_error, "remedies": remedies, "not_modeled": list(NOT_MODELED),
+            "not_modeled_reasons": dict(NOT_MODELED_REASONS),
             "critical_path": critical_path(g, base.times, trace, ctx.step_of), "reason": None}
 
 

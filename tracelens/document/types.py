@@ -790,6 +790,7 @@ class CriticalPathStep(TypedDict):
     length_ns: int
     ns: dict[str, int]
     on_host: bool
+    bound: str | None
 
 
 class CriticalPath(TypedDict):
@@ -799,6 +800,8 @@ class CriticalPath(TypedDict):
     ns: dict[str, int]
     shares: dict[str, float | None]
     on_host: bool
+    host_side_share: float | None
+    bound: str | None
     top_kernels: list[CriticalPathName]
     top_host_calls: list[CriticalPathName]
     per_step: list[CriticalPathStep]
@@ -810,6 +813,7 @@ class Whatif(TypedDict):
     replay_error: ReplayError | None
     remedies: list[Remedy]
     not_modeled: list[str]
+    not_modeled_reasons: dict[str, str]
     critical_path: CriticalPath | None
     reason: str | None
 

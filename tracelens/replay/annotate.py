@@ -10,6 +10,15 @@ and Perfetto read the file back. The added tracks live in their own process, ANN
                        communication), in replayed time
     tid 10 + k         what-if: fixing the k-th remedy, a slice from the first point to the predicted end
     tid 100 + device   the largest GPU idle gaps (attribution section), each named by its largest cause
+
+A run (several ranks' traces, ``write_annotated_run``) is one timeline: each rank is one process, pid = its
+rank, named ``rank R (file)``; its host threads keep their tids, its GPU streams get tids GPU_TID_BASE + k
+(named ``GPU d stream s``), and its tracelens tracks the tids above at TRACK_TID_BASE + tid. GPU events carry
+``args.device``/``args.stream``, which the reader uses: the device is numbered across the run (rank by rank,
+each rank's devices in order: rank 0's GPU 0 is 0, rank 1's GPU 0 is 1 when rank 0 has one GPU) so that the
+read-back keeps the ranks' GPUs apart, and ``args.local_device`` keeps the rank's own number. Times are aligned on the ranks' own clocks: each
+rank's table time + (its time origin - the earliest rank's), so simultaneous events line up where the ranks'
+clocks agree (the same host clock; across hosts, as far as their clocks are synchronized).
 """
 
 from __future__ import annotations
@@ -46,6 +55,9 @@ from .remedies import Context
 
 ANNOTATION_PID = 999_999_999
 STEPS_TID, PATH_TID, WHATIF_TID, GAPS_TID = 1, 2, 10, 100
+# run mode: a rank's GPU streams and tracelens tracks within its process (host tids are OS thread ids, below)
+GPU_TID_BASE = 1_000_000_000
+TRACK_TID_BASE = 2_000_000_000
 
 # Kineto category per kind (kinds not listed are not written).
 CATEGORY = {KERNEL: "kernel", MEMCPY: "gpu_memcpy", MEMSET: "gpu_memset", GPU_SYNC: "cuda_sync",
@@ -69,10 +81,21 @@ def _us(ns: np.ndarray) -> pd.Series:
         pd.Series(a % 1000).astype(str).str.zfill(3)
 
 
-def _trace_events(trace: Trace) -> list[str]:
-    """The trace's events as Chrome JSON objects (text), built column-wise."""
+def _trace_events(trace: Trace, shift_ns: int = 0, rank_pid: int | None = None, device_base: int = 0) -> list[str]:
+    """The trace's events as Chrome JSON objects (text), built column-wise. ``rank_pid``: run mode (every event
+    in that process, GPU streams on GPU_TID_BASE + k, named by metadata events, devices numbered from
+    ``device_base``: see the module docstring); times + ``shift_ns``."""
     cols = event_columns(trace)
     out: list[str] = []
+    gpu_rows = np.flatnonzero(cols.of_kind(*_GPU_KINDS))
+    stream_key = np.maximum(cols.device, 0).astype(np.int64) * 2**32 + (cols.at("stream", np.arange(cols.kind.size))
+                                                                        .astype(np.int64) & 0xFFFFFFFF)
+    keys, first = np.unique(stream_key[gpu_rows], return_index=True)
+    if rank_pid is not None:
+        for k, row in enumerate(gpu_rows[first].tolist()):  # a loop over streams (metadata events)
+            label = f"GPU {max(int(cols.device[row]), 0)} stream {int(cols.at('stream', np.array([row]))[0])}"
+            out.append(msgspec.json.encode({"ph": "M", "name": "thread_name", "pid": rank_pid,
+                                            "tid": GPU_TID_BASE + k, "args": {"name": label}}).decode())
     names = _json_strings(cols.names) if cols.names.size else np.zeros(0, dtype=object)
     for kind, category in CATEGORY.items():  # a loop over kinds
         rows = np.flatnonzero(cols.kind == ALL_KINDS.index(kind))
@@ -85,36 +108,45 @@ def _trace_events(trace: Trace) -> list[str]:
         corr = cols.at("correlation_id", rows).astype(np.int64)
         ext = cols.external_id[rows].astype(np.int64)
         if gpu:
-            pid = pd.Series(np.maximum(cols.device[rows], 0)).astype(str)
-            tid = pd.Series(np.maximum(cols.at("stream", rows), 0)).astype(str)
+            device = pd.Series(np.maximum(cols.device[rows], 0)).astype(str)
+            stream = pd.Series(np.maximum(cols.at("stream", rows), 0)).astype(str)
+            pid, tid = device, stream
+            if rank_pid is not None:
+                pid = pd.Series(np.full(rows.size, rank_pid)).astype(str)
+                tid = pd.Series(GPU_TID_BASE + np.searchsorted(keys, stream_key[rows])).astype(str)
+                local = device
+                run_devices = np.unique(np.maximum(cols.device[gpu_rows], 0))
+                device = pd.Series(device_base + np.searchsorted(run_devices, np.maximum(cols.device[rows], 0))
+                                   ).astype(str) + ',"local_device":' + local
         else:
-            pid = pd.Series(cols.pid[rows]).astype(str)
+            pid = pd.Series(cols.pid[rows] if rank_pid is None else np.full(rows.size, rank_pid)).astype(str)
             tid = pd.Series(cols.tid[rows]).astype(str)
         args = '"correlation":' + pd.Series(corr).astype(str) + ',"External id":' + pd.Series(ext).astype(str)
         if gpu:
-            args += ',"device":' + pid + ',"stream":' + tid
+            args += ',"device":' + device + ',"stream":' + stream
             nbytes = cols.at("bytes", rows).astype(np.int64)
             args += pd.Series(np.where(nbytes >= 0, ',"bytes":' + pd.Series(nbytes).astype(str), ""), dtype=object)
         text = ('{"ph":"X","cat":"' + category + '","name":' + pd.Series(name, dtype=object) + ',"pid":' + pid
-                + ',"tid":' + tid + ',"ts":' + _us(start) + ',"dur":' + _us(end - start) + ',"args":{' + args + "}}")
+                + ',"tid":' + tid + ',"ts":' + _us(start + shift_ns) + ',"dur":' + _us(end - start) + ',"args":{' + args + "}}")
         out.extend(text.tolist())
     return out
 
 
-def _slice(name: str, tid: int, start: int, end: int, **args: Any) -> dict[str, Any]:
-    return {"ph": "X", "cat": "user_annotation", "name": name, "pid": ANNOTATION_PID, "tid": tid,
-            "ts": start / 1000, "dur": max(end - start, 0) / 1000, "args": args}
+def added_tracks(trace: Trace, doc: dict[str, Any], pid: int = ANNOTATION_PID, tid_base: int = 0,
+                 shift_ns: int = 0, process_name: str | None = "tracelens") -> list[dict[str, Any]]:
+    """The tracelens tracks (see the module docstring) for a trace and its analysis document; in run mode in
+    the rank's process (``pid``), tids + ``tid_base``, times + ``shift_ns``."""
 
+    def _slice(name: str, tid: int, start: int, end: int, **args: Any) -> dict[str, Any]:
+        return {"ph": "X", "cat": "user_annotation", "name": name, "pid": pid, "tid": tid_base + tid,
+                "ts": (start + shift_ns) / 1000, "dur": max(end - start, 0) / 1000, "args": args}
 
-def _thread(tid: int, name: str) -> dict[str, Any]:
-    return {"ph": "M", "name": "thread_name", "pid": ANNOTATION_PID, "tid": tid, "args": {"name": name}}
+    def _thread(tid: int, name: str) -> dict[str, Any]:
+        return {"ph": "M", "name": "thread_name", "pid": pid, "tid": tid_base + tid, "args": {"name": name}}
 
-
-def added_tracks(trace: Trace, doc: dict[str, Any]) -> list[dict[str, Any]]:
-    """The tracelens tracks (see the module docstring) for a trace and its analysis document."""
-    events: list[dict[str, Any]] = [
-        {"ph": "M", "name": "process_name", "pid": ANNOTATION_PID, "args": {"name": "tracelens"}},
-        _thread(STEPS_TID, "steps"), _thread(PATH_TID, "critical path")]
+    events: list[dict[str, Any]] = [_thread(STEPS_TID, "steps"), _thread(PATH_TID, "critical path")]
+    if process_name is not None:
+        events.insert(0, {"ph": "M", "name": "process_name", "pid": pid, "args": {"name": process_name}})
     for step in (doc.get("steps") or {}).get("steps") or []:
         events.append(_slice(f"step {step['step']}", STEPS_TID, step["start_ns"], step["end_ns"]))
     ctx = Context(trace)
@@ -150,12 +182,39 @@ def added_tracks(trace: Trace, doc: dict[str, Any]) -> list[dict[str, Any]]:
     return events
 
 
+def _write(events: list[str], path: str | Path) -> int:
+    data = ("{\"traceEvents\":[" + ",".join(events) + "]}").encode()
+    target = Path(path)
+    target.write_bytes(gzip.compress(data) if target.name.endswith(".gz") else data)
+    return len(events)
+
+
 def write_annotated(trace: Trace, doc: dict[str, Any], path: str | Path) -> int:
     """Write the annotated Chrome trace (gzip when the name ends in .gz); return the number of events."""
     own = _trace_events(trace)
     added = [msgspec.json.encode(e).decode() for e in added_tracks(trace, doc)]
-    body = "{\"traceEvents\":[" + ",".join(own + added) + "]}"
-    data = body.encode()
-    target = Path(path)
-    target.write_bytes(gzip.compress(data) if target.name.endswith(".gz") else data)
-    return len(own) + len(added)
+    return _write(own + added, path)
+
+
+def rank_shifts(traces: list[Trace]) -> list[int]:
+    """Per trace, what its table times move by on the run's timeline: its time origin - the earliest one's."""
+    origins = [int(t.metadata.time_origin_ns) for t in traces]
+    return [o - min(origins) for o in origins] if origins else []
+
+
+def write_annotated_run(ranks: list[tuple[int, str, Trace, dict[str, Any]]], path: str | Path) -> int:
+    """Write several ranks' traces, (rank, label, trace, document) each, as one annotated Chrome trace: a
+    process per rank (pid = rank), clocks aligned (``rank_shifts``); return the number of events."""
+    shifts = rank_shifts([trace for _, _, trace, _ in ranks])
+    events: list[str] = []
+    device_base = 0
+    for (rank, label, trace, doc), shift in zip(ranks, shifts, strict=True):  # a loop over ranks
+        events.append(msgspec.json.encode({"ph": "M", "name": "process_name", "pid": rank,
+                                           "args": {"name": f"rank {rank} ({label})"}}).decode())
+        events.extend(_trace_events(trace, shift, rank_pid=rank, device_base=device_base))
+        cols = event_columns(trace)
+        device_base += int(np.unique(np.maximum(cols.device[cols.of_kind(*_GPU_KINDS)], 0)).size)
+        events.extend(msgspec.json.encode(e).decode()
+                      for e in added_tracks(trace, doc, pid=rank, tid_base=TRACK_TID_BASE, shift_ns=shift,
+                                            process_name=None))
+    return _write(events, path)

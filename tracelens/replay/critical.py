@@ -24,7 +24,26 @@ from .graph import GPU_END, GPU_START, HOST_END, HOST_START, Graph
 CATEGORIES = ("host", "sync_waits", "kernels", "copies", "communication")
 TOP = 5
 ON_HOST_SHARE = 0.5
+# ``bound``: which side sets the pace. The host side is the path's host and sync_waits time (the host's own work
+# and its waits' own cost), the GPU side its kernels, copies and communication. At least BOUND_SHARE of the path on
+# one side names that side ("host" or "gpu"); neither side reaching it is "mixed" (no single side to fix first).
+BOUND_SHARE = 2 / 3
+HOST_SIDE = ("host", "sync_waits")
+BOUNDS = ("host", "gpu", "mixed")
 STEP_LIMIT = 2000  # steps broken down one by one
+
+
+def bound_of(ns_by_category: np.ndarray) -> str | None:
+    """"host", "gpu" or "mixed" from a path's time per category (CATEGORIES order); None for an empty path."""
+    total = float(ns_by_category.sum())
+    if total <= 0:
+        return None
+    host = float(sum(ns_by_category[CATEGORIES.index(c)] for c in HOST_SIDE)) / total
+    if host >= BOUND_SHARE:
+        return "host"
+    if 1.0 - host >= BOUND_SHARE:
+        return "gpu"
+    return "mixed"
 
 
 def path_points(graph: Graph, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -95,7 +114,8 @@ def critical_path(graph: Graph, t: np.ndarray, trace: Any, step_of: np.ndarray |
             length = float(sums.sum())
             per_step.append({"step": int(step), "length_ns": int(length),
                              "ns": {name: int(sums[i]) for i, name in enumerate(CATEGORIES)},
-                             "on_host": bool(length and sums[0] / length > ON_HOST_SHARE)})
+                             "on_host": bool(length and sums[0] / length > ON_HOST_SHARE),
+                             "bound": bound_of(sums)})
 
     def top(mask: np.ndarray) -> list[dict[str, Any]]:
         codes = cols.name[rows[mask]]
@@ -113,6 +133,8 @@ def critical_path(graph: Graph, t: np.ndarray, trace: Any, step_of: np.ndarray |
         "ns": ns,
         "shares": shares,
         "on_host": bool(shares["host"] is not None and shares["host"] > ON_HOST_SHARE),
+        "host_side_share": (float(sum(by[CATEGORIES.index(c)] for c in HOST_SIDE)) / total if total else None),
+        "bound": bound_of(by),
         "top_kernels": top((kind == GPU_END) & is_kernel),
         "top_host_calls": top(kind == HOST_END),
         "per_step": per_step,

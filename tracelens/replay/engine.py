@@ -8,7 +8,7 @@ Cross edges from host to GPU (launches) only go forward in the recording; edges 
 call's end waiting for an op) are what couples the chains. The points are cut into *segments* at the ends of
 the blocking calls, in recorded order; within a segment the host chains are solved first, then the GPU chains
 (their launches are known by then), then the segment's blocking call's end (what it waits for is known by
-then). The loop runs over segments (three numpy batches per blocking call), never over events.
+then). A collective participant's end is cut the same way (the other participants' starts are known by then). The loop runs over segments (three numpy batches per blocking call), never over events.
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ def schedule_keys(graph: Graph) -> np.ndarray:
     phases host, GPU, the blocking call's end), then raises targets over their sources until stable (an op that
     ends after the call waiting for it returned, as pageable copies do, moves that call's end, and what follows
     it on its thread, to a later batch)."""
-    coupling = graph.edge_is_wait | graph.edge_is_wake
+    coupling = graph.edge_is_wait | graph.edge_is_wake | graph.edge_is_collective
     boundaries = np.unique(graph.edge_dst[coupling])
     order = np.lexsort((boundaries, graph.time[boundaries]))
     boundary_sorted = boundaries[order]

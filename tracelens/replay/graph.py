@@ -16,6 +16,12 @@ start1, end1, ...) and one per (device, stream). A point's time is
   the last op launched before it on every stream of its device (its stream only, where the trace records a
   stream sync); a synchronous copy (a ``cudaMemcpy``-style call, or any copy from or to pageable host memory)
   waits for its own copy;
+- collective edge: the kernels of one collective on the devices that take part (NCCL/RCCL kernels matched as
+  run/crossrank.py matches them across ranks: the same kernel name, the same ordinal among that name's kernels
+  on each device, present on every device that runs that name) end together: each participant's end follows
+  every other participant's start by its own transfer time (its recorded end - the last participant's start),
+  and its chain lag (its duration) becomes that transfer time, so a participant that starts early waits for
+  the last one and no longer than that;
 - wake edge: a host thread idle for a while (and each thread's first call) resumes after the latest point
   another thread recorded in that time.
 
@@ -35,11 +41,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from .. import intervals
 from ..analyses.columns import EventColumns, Table, event_columns, thread_key, thread_time_positions
 from ..analyses.launch import launch_pairs
-from ..analyses.names import code_mask, is_blocking_sync, is_graph_launch, is_sync_copy
+from ..analyses.names import code_mask, is_blocking_sync, is_collective_kernel, is_graph_launch, is_sync_copy
 from ..event_names import strip_api_suffix
 from ..trace import (
     ALL_KINDS,
@@ -98,6 +105,7 @@ class Graph:
     edge_lag: np.ndarray
     edge_is_wait: np.ndarray
     edge_is_wake: np.ndarray  # host -> host: an idle thread resumes after another thread's point
+    edge_is_collective: np.ndarray  # GPU start -> GPU end: a collective's participant ends after the others start
     edge_typical: np.ndarray  # the edge's lag at its kind's typical value (model replay; wake edges: as recorded)
     stream_typical: np.ndarray  # per point: the typical stream gap of a GPU start's device (0 elsewhere)
     # host calls
@@ -121,6 +129,7 @@ class Graph:
     op_is_copy: np.ndarray
     op_graph: np.ndarray  # bool: launched by a graph launch
     op_bytes: np.ndarray
+    op_collective: np.ndarray  # per op: its matched collective's id (-1: not a collective, or unmatched)
     # typical lags per device (dict device -> ns), for remedies that change which edge binds
     typical: dict[str, dict[int, int]] = field(default_factory=dict)
 
@@ -302,6 +311,19 @@ def build(trace: Trace) -> Graph:
     host_anchor = np.full(2 * n_calls, NONE, np.int64)
     host_anchor[0::2] = np.where(first_call, cs, NONE)
 
+    # --- collective edges (ordered op indices)
+    op_collective = _collectives(code_mask(pairs["name"], names, is_collective_kernel) & pairs["is_kernel"].astype(bool),
+                                 pairs["name"].astype(np.int64), op_dev, os_, oe)
+    o_collective = op_collective[op_order]
+    c_src_op, c_dst_op, c_transfer = _collective_edges(o_collective, o_s, o_e)
+    c_src, c_dst = base + 2 * c_src_op, base + 2 * c_dst_op + 1
+    members = np.flatnonzero(o_collective >= 0)
+    if members.size:
+        last_start = np.full(int(o_collective.max()) + 1, NONE, np.int64)
+        np.maximum.at(last_start, o_collective[members], o_s[members])
+        gpu_lag[2 * members + 1] = o_e[members] - last_start[o_collective[members]]
+    c_lag = c_transfer
+
     # --- launch edges
     o_call = op_launch_call[op_order]
     o_offset = op_offset[op_order]
@@ -400,14 +422,17 @@ def build(trace: Trace) -> Graph:
         anchor=np.concatenate([host_anchor, gpu_anchor]),
         row=np.concatenate([host_row, gpu_row]).astype(np.int64),
         chain_first=np.concatenate([host_first, gpu_first]),
-        edge_src=np.concatenate([l_src, v_src, w_src, k_src]).astype(np.int64),
-        edge_dst=np.concatenate([l_dst, v_dst, w_dst, k_dst]).astype(np.int64),
-        edge_lag=np.concatenate([l_lag, v_lag, w_lag, k_lag]).astype(np.int64),
+        edge_src=np.concatenate([l_src, v_src, w_src, k_src, c_src]).astype(np.int64),
+        edge_dst=np.concatenate([l_dst, v_dst, w_dst, k_dst, c_dst]).astype(np.int64),
+        edge_lag=np.concatenate([l_lag, v_lag, w_lag, k_lag, c_lag]).astype(np.int64),
         edge_is_wait=np.concatenate([np.zeros(l_src.size + v_src.size, bool), np.ones(w_src.size, bool),
-                                     np.zeros(k_src.size, bool)]),
-        edge_is_wake=np.concatenate([np.zeros(l_src.size + v_src.size + w_src.size, bool), np.ones(k_src.size, bool)]),
+                                     np.zeros(k_src.size + c_src.size, bool)]),
+        edge_is_wake=np.concatenate([np.zeros(l_src.size + v_src.size + w_src.size, bool), np.ones(k_src.size, bool),
+                                     np.zeros(c_src.size, bool)]),
+        edge_is_collective=np.concatenate([np.zeros(l_src.size + v_src.size + w_src.size + k_src.size, bool),
+                                           np.ones(c_src.size, bool)]),
         edge_typical=np.concatenate([l_typical, typ_stream[e_dst], np.full(w_src.size, wake_typ, np.int64),
-                                     k_lag]).astype(np.int64),
+                                     k_lag, c_lag]).astype(np.int64),
         call_start=2 * np.arange(n_calls, dtype=np.int64),
         call_end=2 * np.arange(n_calls, dtype=np.int64) + 1,
         call_row=call_row.astype(np.int64),
@@ -427,9 +452,54 @@ def build(trace: Trace) -> Graph:
         op_is_copy=op_is_copy,
         op_graph=op_graph,
         op_bytes=op_bytes,
+        op_collective=op_collective,
         typical={"launch": launch_typ, "stream": stream_typ, "wake": {-1: wake_typ}, "sync_own": {-1: own_typ}},
     )
     return graph
+
+
+def _collectives(is_collective: np.ndarray, name: np.ndarray, device: np.ndarray, start: np.ndarray,
+                 end: np.ndarray) -> np.ndarray:
+    """Per op, the id of the collective it takes part in (-1: none). A collective: the collective kernels with one
+    name and one ordinal among that name's kernels on each device (by start), matched when every device that runs
+    the name has that ordinal (a device missing it, or a single device, leaves it unmatched), and every
+    participant's end at or after every participant's start (else the devices' clocks disagree: unmatched)."""
+    out = np.full(is_collective.size, -1, np.int64)
+    ops = np.flatnonzero(is_collective)
+    if ops.size == 0:
+        return out
+    frame = pd.DataFrame({"op": ops, "name": name[ops], "device": device[ops], "start": start[ops], "end": end[ops]})
+    frame = frame.sort_values(["name", "device", "start", "end"], kind="stable")
+    frame["ordinal"] = frame.groupby(["name", "device"]).cumcount()
+    frame["devices"] = frame.groupby("name")["device"].transform("nunique")
+    grouped = frame.groupby(["name", "ordinal"])
+    frame["count"] = grouped["device"].transform("size")
+    frame["last_start"] = grouped["start"].transform("max")
+    frame["first_end"] = grouped["end"].transform("min")
+    matched = frame[(frame["devices"] >= 2) & (frame["count"] == frame["devices"])
+                    & (frame["first_end"] >= frame["last_start"])]
+    ids = matched.groupby(["name", "ordinal"]).ngroup().to_numpy(np.int64)
+    out[matched["op"].to_numpy(np.int64)] = ids
+    return out
+
+
+def _collective_edges(collective: np.ndarray, start: np.ndarray, end: np.ndarray
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(source op, target op, lag) per ordered pair of distinct participants of each collective: the target ends
+    after the source starts by its own transfer time (its recorded end - the collective's last start)."""
+    members = np.flatnonzero(collective >= 0)
+    empty = np.zeros(0, np.int64)
+    if members.size == 0:
+        return empty, empty, empty
+    members = members[np.argsort(collective[members], kind="stable")]
+    group = collective[members]
+    frame = pd.DataFrame({"op": members, "group": group})
+    pairs = frame.merge(frame, on="group", suffixes=("_src", "_dst"))
+    pairs = pairs[pairs["op_src"] != pairs["op_dst"]]
+    src, dst = pairs["op_src"].to_numpy(np.int64), pairs["op_dst"].to_numpy(np.int64)
+    last_start = np.full(int(group.max()) + 1, NONE, np.int64)
+    np.maximum.at(last_start, group, start[members])
+    return src, dst, end[dst] - last_start[collective[dst]]
 
 
 def _segmented_max_accumulate(values: np.ndarray, head: np.ndarray) -> np.ndarray:

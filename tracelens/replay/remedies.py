@@ -15,13 +15,14 @@ import pandas as pd
 
 from .. import intervals
 from ..analyses.columns import event_columns, step_windows, thread_key, thread_time_positions
-from ..analyses.names import code_mask, is_graph_launch, is_input
-from ..analyses.occupancy import kernel_sm_fill
+from ..analyses.names import code_mask, is_collective_kernel, is_graph_launch, is_input
 from ..analyses.startup import one_time_work
 from ..gpu_specs import device_links
 from ..trace import ANNOTATION, CPU_OP, DRIVER, PYTHON, RUNTIME, STEP, Trace
+from .collectives import overlap_collectives
 from .engine import solve
 from .graph import GPU_END, GPU_START, HOST_END, HOST_START, NONE, Graph, build
+from .occupancy_model import kernel_model
 
 ITEM_MAX_BYTES = 64 * 1024  # a device-to-host read-back this small is a value read (sync.py's item pattern)
 # Where the trace has no graph launch to measure: the host cost of one (median cudaGraphLaunch in
@@ -267,6 +268,7 @@ def _drop_waits(g: Graph, calls: np.ndarray, lag: np.ndarray | None = None) -> G
     lag[ends] = np.minimum(lag[ends], own)
     return g.with_changes(edge_src=g.edge_src[keep], edge_dst=g.edge_dst[keep], edge_lag=g.edge_lag[keep],
                           edge_is_wait=g.edge_is_wait[keep], edge_is_wake=g.edge_is_wake[keep],
+                          edge_is_collective=g.edge_is_collective[keep],
                           edge_typical=g.edge_typical[keep], lag=lag)
 
 
@@ -303,25 +305,47 @@ def memcpy(ctx: Context) -> tuple[Graph | None, str]:
 
 def low_occupancy(ctx: Context) -> tuple[Graph | None, str]:
     g = ctx.graph
-    rows, fill = kernel_sm_fill(ctx.trace)
-    if rows.size == 0 or g.op_row.size == 0:
+    if g.op_row.size == 0:
         return None, ""
-    at = np.searchsorted(rows, g.op_row)
-    at = np.minimum(at, rows.size - 1)
-    hit = rows[at] == g.op_row
-    op_fill = np.where(hit, fill[at], 1.0)
-    under = op_fill < 1.0
+    fill, floor, how = kernel_model(ctx.trace, g)
+    under = fill < 1.0
     if not under.any():
         return None, ""
     lag = g.lag.copy()
     ends = g.op_end[under]
-    lag[ends] = np.ceil(lag[ends] * op_fill[under]).astype(np.int64)
+    lag[ends] = np.minimum(lag[ends], np.maximum(np.ceil(np.round(lag[ends] * fill[under], 6)).astype(np.int64),
+                                                    floor[under]))
     return g.with_changes(lag=lag), (
-        "Kernels whose grid (or block shape) leaves SMs empty run at full SM fill: their time scales by their SM "
-        "fill (grid blocks / SMs, times the shape's occupancy where the block shape limits it), as if the same "
-        "work were split over every SM at the same per-SM speed. No wave-quantization or memory-bandwidth floor "
-        "is applied (the trace records neither the kernel's bytes nor its instruction mix), so this is an upper "
-        "bound on the gain. Vendor-library and collective kernels keep their time.")
+        "Kernels whose grid (or block shape) leaves block slots empty run at full fill, the same work spread over "
+        "every block slot (SMs x the blocks per SM the occupancy calculator allows) at the same per-block speed: "
+        "time x grid / (waves x slots), waves = ceil(grid / slots) "
+        f"({how.get('wave_quantized', 0):,} launches; {how.get('sm_fill_only', 0):,} without the calculator's "
+        "blocks per SM scale by grid / SMs instead), never below the time to read the op's inputs once at the "
+        f"device's peak memory bandwidth ({how.get('floored', 0):,} launches held there; only for a kernel that "
+        "is its op's only GPU op, and only where that floor is below its recorded time). More blocks per SM may "
+        "not speed work up in proportion: an upper bound on the gain. Vendor-library and collective kernels keep "
+        "their time.")
+
+
+def communication(ctx: Context) -> tuple[Graph | None, str]:
+    g = ctx.graph
+    cols = event_columns(ctx.trace)
+    is_collective = g.op_is_kernel & code_mask(cols.name[g.op_row], cols.names, is_collective_kernel)
+    if not is_collective.any():
+        return None, ""
+    changed, placeholders, events = overlap_collectives(g, is_collective)
+    if changed is None:
+        return None, ""
+    matched = int((g.op_collective >= 0).sum())
+    return changed, (
+        f"Exposed collectives overlap the computation after them, as if that computation did not need their result "
+        f"(issued early enough, or on a side stream): {placeholders:,} collectives on a stream that also runs "
+        f"computation no longer hold the ops after them (they still start after the ops before them), and "
+        f"{events:,} waits of other streams on a collective's event go. Host waits still wait for each collective's "
+        f"end, which keeps its own transfer time and, for the {matched:,} collective kernels matched across the "
+        "trace's devices, the last participant's start (collectives are not slowed by the computation beside them, "
+        "and collectives moved off one stream do not queue behind each other: an upper bound). A single rank's trace "
+        "cannot see the other ranks: its collectives' waiting for them is kept as recorded.")
 
 
 def startup(ctx: Context) -> tuple[Graph | None, str]:
@@ -360,8 +384,16 @@ REMEDIES: dict[str, tuple[str, Remedy]] = {
     "synchronization": ("no host waits on the GPU", synchronization),
     "memcpy": ("pinned, asynchronous copies", memcpy),
     "low_occupancy": ("kernels at full SM fill", low_occupancy),
+    "communication": ("collectives overlapped with the next computation", communication),
 }
-NOT_MODELED = ("multi_gpu_imbalance", "communication", "unexplained_idle")
+# causes without a model, and why (whatif.not_modeled_reasons)
+NOT_MODELED_REASONS = {
+    "multi_gpu_imbalance": "the trace does not say which work could move between devices (how the batch or the "
+                           "model is split), so there is no graph change that balances it; the collective edges "
+                           "replay what a straggler costs the others, not how to remove it",
+    "unexplained_idle": "no recorded cause: nothing in the graph to change",
+}
+NOT_MODELED = tuple(NOT_MODELED_REASONS)
 
 
 def point_frame(ctx: Context, times: np.ndarray) -> pd.DataFrame:

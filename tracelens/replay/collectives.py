@@ -1,0 +1,84 @@
+"""The communication remedy as a graph change: exposed collectives overlapped with the next independent compute.
+
+What makes computation wait for a collective in the graph, and what the remedy does with each:
+- the collective runs on a stream that also runs computation (NCCL on the compute stream): the op after it on
+  the stream starts after its end. The collective becomes a zero-length placeholder on its stream (the ops
+  after it start once it started: it still waits for the work before it, the data it reduces), and its
+  completion -- its start + its own transfer time, and every other participant's start + that transfer time
+  (its collective edges) -- moves to what waits for it: the host calls that waited for it, and the first host
+  wait on its stream after it (a synchronize there still waits for the collective, as it would on a side
+  stream; a completion nothing on the host waits for does not count in the replayed span);
+- computation on another stream waits for the collective's event (``cudaStreamWaitEvent``): that event edge
+  goes, as if the collective had been issued early enough (prefetched) for the computation not to wait;
+- host calls that wait for a collective keep waiting for its completion.
+A collective keeps its own transfer time (no slowdown from sharing the SMs and memory with computation), and
+placeholders of consecutive collectives on one stream do not queue behind each other: an upper bound.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .graph import GPU_END, GPU_START, Graph
+
+
+def overlap_collectives(g: Graph, is_collective: np.ndarray) -> tuple[Graph | None, int, int]:
+    """(the changed graph or None when nothing changes, collectives made placeholders, event waits dropped);
+    ``is_collective``: per GPU op, a collective kernel."""
+    op_chain = g.chain[g.op_start]
+    nxt = np.minimum(g.op_end + 1, g.size - 1)
+    has_successor = (g.op_end + 1 < g.size) & (g.chain[nxt] == op_chain) & ~g.chain_first[nxt]
+    compute_chains = np.unique(op_chain[~is_collective])
+    placeholder = is_collective & has_successor & np.isin(op_chain, compute_chains)
+    src_kind, dst_kind = g.kind[g.edge_src], g.kind[g.edge_dst]
+    collective_end = np.zeros(g.size, bool)
+    collective_end[g.op_end[is_collective]] = True
+    is_event = (src_kind == GPU_END) & (dst_kind == GPU_START) & ~g.edge_is_collective
+    drop_event = is_event & collective_end[g.edge_src]
+    ph = np.flatnonzero(placeholder)
+    if ph.size == 0 and not drop_event.any():
+        return None, 0, 0
+    ph_end = g.op_end[ph]
+    # each placeholder's completion sources: (its own start, its transfer), (each participant's start, the
+    # transfer its collective edge carries)
+    into = np.isin(g.edge_dst, ph_end) & g.edge_is_collective
+    sources = pd.DataFrame({
+        "end": np.concatenate([ph_end, g.edge_dst[into]]),
+        "src": np.concatenate([g.op_start[ph], g.edge_src[into]]),
+        "lag": np.concatenate([g.lag[ph_end], g.edge_lag[into]]),
+    })
+    # what waits for each placeholder's completion: the host waits on it, and the first host wait on a later op
+    # of its stream (points of a stream are stored in stream order)
+    waits = np.flatnonzero(g.edge_is_wait)
+    w_src = g.edge_src[waits]
+    order = np.argsort(w_src, kind="stable")
+    waits, w_src = waits[order], w_src[order]
+    at = np.searchsorted(w_src, ph_end, side="left")
+    at_ok = at < w_src.size
+    first_src = np.where(at_ok, w_src[np.minimum(at, w_src.size - 1)], -1) if w_src.size else np.full(ph.size, -1)
+    same_stream = at_ok & (g.chain[np.maximum(first_src, 0)] == g.chain[ph_end])
+    waiters = pd.DataFrame({"end": ph_end[same_stream], "w_src": first_src[same_stream]})
+    wait_edges = pd.DataFrame({"w_src": g.edge_src[waits], "dst": g.edge_dst[waits], "w_lag": g.edge_lag[waits],
+                               "w_typ": g.edge_typical[waits]})
+    targets = waiters.merge(wait_edges, on="w_src")[["end", "dst", "w_lag", "w_typ"]]
+    new = sources.merge(targets, on="end")
+    moved = g.edge_is_wait & np.isin(g.edge_src, ph_end)  # waits on a placeholder itself: re-sourced below
+    drop = drop_event | moved | into
+    keep = ~drop
+    n_new = len(new)
+    lag = g.lag.copy()
+    lag[ph_end] = 0
+    new_src = new["src"].to_numpy(np.int64)
+    new_dst = new["dst"].to_numpy(np.int64)
+    zeros = np.zeros(n_new, bool)
+    return g.with_changes(
+        lag=lag,
+        edge_src=np.concatenate([g.edge_src[keep], new_src]),
+        edge_dst=np.concatenate([g.edge_dst[keep], new_dst]),
+        edge_lag=np.concatenate([g.edge_lag[keep], (new["lag"] + new["w_lag"]).to_numpy(np.int64)]),
+        edge_typical=np.concatenate([g.edge_typical[keep], (new["lag"] + new["w_typ"]).to_numpy(np.int64)]),
+        edge_is_wait=np.concatenate([g.edge_is_wait[keep], np.ones(n_new, bool)]),
+        edge_is_wake=np.concatenate([g.edge_is_wake[keep], zeros]),
+        edge_is_collective=np.concatenate([g.edge_is_collective[keep], zeros]),
+    ), int(ph.size), int(drop_event.sum())

@@ -1,0 +1,124 @@
+"""What the low-occupancy remedy scales each kernel by: its wave-quantized fill, floored by its memory traffic.
+
+Per kernel (a launch of the graph's GPU ops):
+
+    slots  = SMs x the blocks per SM its shape, registers and shared memory allow (the occupancy calculator's
+             active blocks per SM; tracelens.occupancy_calc)
+    waves  = ceil(grid blocks / slots)
+    fill   = grid blocks / (waves x slots), x the shape's occupancy where the block shape limits it
+             (the share of the GPU's block slots its waves keep busy: 64 blocks on 132 SMs x 4 slots are 12%,
+             140 blocks on 132 SMs x 1 slot are 2 waves at 53%)
+    where the calculator has no active-blocks figure (no registers recorded, unknown device limits): the SM
+    fill of the occupancy section (min(1, grid / SMs), x the shape's occupancy where the shape limits it)
+    floor  = the bytes its op reads (each recorded input tensor once, at the op's dtype: flop_model's
+             ``bytes``; a formula op's output written too) / the device's peak memory bandwidth, for a kernel
+             that is the only GPU op its outermost framework op launched; no floor where the floor exceeds the
+             kernel's recorded time (the op did not read all of its inputs: a gather, a view) or nothing is
+             recorded
+    time   = max(recorded x fill, floor), never above the recorded time
+
+The same work spread over every block slot at the same per-block speed: an upper bound on the gain where more
+blocks per SM do not speed the work up in proportion (a kernel bound by memory latency gains less); the floor
+holds it to what the memory can deliver. Vendor-library and collective kernels keep their time (fill 1).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .. import flop_model
+from ..analyses.columns import dictionary_codes, event_columns
+from ..analyses.names import code_mask, is_collective_kernel, is_library_kernel
+from ..analyses.occupancy import LOW_OCCUPANCY
+from ..analyses.ops import op_of_gpu_ops
+from ..enrich import KernelOccupancy
+from ..gpu_specs import device_links
+from ..occupancy_calc import LIMIT_BLOCKS, LIMIT_WARPS
+from ..trace import Trace
+from .graph import Graph
+
+
+def wave_fill(grid: np.ndarray, sm_count: np.ndarray, active: np.ndarray) -> np.ndarray:
+    """grid / (ceil(grid / (SMs x active)) x SMs x active); NaN where a factor is unknown or not positive."""
+    slots = sm_count * active
+    ok = (grid > 0) & (slots > 0) & np.isfinite(grid) & np.isfinite(slots)
+    safe_slots = np.where(ok, slots, 1.0)
+    waves = np.ceil(np.where(ok, grid, 1.0) / safe_slots)
+    return np.where(ok, grid / (waves * safe_slots), np.nan)
+
+
+def kernel_model(trace: Trace, g: Graph) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
+    """(per graph op: fill (1 for non-kernels and excluded launches), floor in ns (0: none); counts of how)."""
+    n = g.op_row.size
+    fill = np.ones(n)
+    floor = np.zeros(n, np.int64)
+    occ = KernelOccupancy(trace)
+    if occ.rows.size == 0 or n == 0:
+        return fill, floor, {}
+    # as the occupancy section counts them: collectives and vendor-library kernels are not the user's to re-grid;
+    # a block shape below LOW_OCCUPANCY limited by warps or blocks per SM (or an unknown limiter) limits the fill
+    codes, values = dictionary_codes(trace.take("name", occ.rows))
+    dictionary = np.asarray(values, dtype=object)
+    excluded = code_mask(codes, dictionary, is_collective_kernel) | code_mask(codes, dictionary, is_library_kernel)
+    by_shape = (occ.limiter == LIMIT_WARPS) | (occ.limiter == LIMIT_BLOCKS) | (occ.limiter < 0)
+    shape_limited = ~excluded & by_shape & (occ.shape < LOW_OCCUPANCY)
+    sm_count = np.full(occ.rows.size, np.nan)
+    for dev, note in occ.device_notes.items():  # a loop over devices
+        if note.get("sm_count"):
+            sm_count[occ.device == dev] = float(note["sm_count"])
+    quantized = wave_fill(occ.grid, sm_count, occ.active.astype(float))
+    shape = np.where(shape_limited, occ.shape, 1.0)
+    sm_fill = np.nan_to_num(occ.grid_fill, nan=1.0) * shape  # the occupancy section's SM fill
+    per_kernel = np.where(np.isfinite(quantized), quantized * shape, sm_fill)
+    per_kernel = np.where(excluded, 1.0, per_kernel)
+    at = np.minimum(np.searchsorted(occ.rows, g.op_row), occ.rows.size - 1)
+    hit = occ.rows[at] == g.op_row
+    fill = np.where(hit, per_kernel[at], 1.0)
+    how = {"wave_quantized": int((hit & np.isfinite(quantized[at]) & (fill < 1.0)).sum()),
+           "sm_fill_only": int((hit & ~np.isfinite(quantized[at]) & (fill < 1.0)).sum())}
+    under = np.flatnonzero(fill < 1.0)
+    if under.size == 0:
+        return fill, floor, how
+    floor[under] = _traffic_floor(trace, g, under)
+    how["floored"] = int((floor[under] > np.ceil((g.time[g.op_end[under]] - g.time[g.op_start[under]])
+                                                 * fill[under])).sum())
+    return fill, floor, how
+
+
+def _traffic_floor(trace: Trace, g: Graph, ops: np.ndarray) -> np.ndarray:
+    """Per op in ``ops``: its op's input bytes / peak memory bandwidth in ns, where it is the only GPU op of its
+    outermost framework op and the floor is below its recorded time; else 0."""
+    out = np.zeros(ops.size, np.int64)
+    owner = op_of_gpu_ops(trace)
+    if owner.size != g.op_row.size:
+        return out
+    mine = owner[ops]
+    counts = np.bincount(owner[owner >= 0]) if (owner >= 0).any() else np.zeros(0, np.int64)
+    single = (mine >= 0) & (mine < counts.size)
+    single[single] = counts[mine[single]] == 1
+    if not single.any():
+        return out
+    cols = event_columns(trace)
+    rows = mine[single]
+    frame = trace.frame(rows, ["input_dims", "input_types", "concrete_inputs"]).astype(object)
+    frame["name"] = [str(cols.names[c]) if c >= 0 else "" for c in cols.name[rows]]
+    frame = frame.where(frame.notna(), None)
+    keys = list(frame.columns)
+    signatures = frame.drop_duplicates().reset_index(drop=True)
+    signatures["bytes"] = [flop_model.op_flops(s.name, s.input_dims, s.input_types, s.concrete_inputs).bytes
+                           for s in signatures.itertuples(index=False)]  # a loop over distinct op signatures
+    op_bytes = pd.to_numeric(frame.merge(signatures, on=keys, how="left")["bytes"], errors="coerce").to_numpy(float)
+    bandwidth = np.full(rows.size, np.nan)
+    devices = g.op_device[ops[single]]
+    for dev in np.unique(devices):  # a loop over devices
+        info = trace.device_info(int(dev))
+        links = device_links(info.get("name"), info.get("compute_major"), info.get("memory_bytes_per_s"))
+        if links.memory_bytes_per_s:
+            bandwidth[devices == dev] = links.memory_bytes_per_s
+    with np.errstate(invalid="ignore"):
+        ns = np.ceil(op_bytes / bandwidth * 1e9)
+    recorded = (g.time[g.op_end[ops[single]]] - g.time[g.op_start[ops[single]]]).astype(float)
+    usable = np.isfinite(ns) & (ns <= recorded)
+    out[np.flatnonzero(single)[usable]] = ns[usable].astype(np.int64)
+    return out
