@@ -10,8 +10,7 @@ import pytest
 
 import tracelens
 from tests.conftest import FIXTURES, SHARED_ABSENT_REASON, SHARED_TRACES
-from tracelens.analyses.diagnosis import BY_NAME, NONE_THRESHOLD
-from tracelens.analyses.diagnosis import ranking
+from tracelens.analyses.diagnosis import BY_NAME, NONE_THRESHOLD, ranking
 from tracelens.report.findings import sentence
 
 PAIRS = FIXTURES / "gpu" / "pairs"
