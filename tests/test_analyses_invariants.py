@@ -94,8 +94,13 @@ def test_causes_within_span(path):
     for cause in diag["causes"]:
         assert 0 < cause["lost_ns"] <= span, cause["cause"]
         assert 0.0 < cause["share"] <= 1.0
-    assert [c["lost_ns"] for c in diag["causes"]] == sorted((c["lost_ns"] for c in diag["causes"]), reverse=True)
-    # The rule (docs/analyses.md): the largest cause is primary when its share is above the threshold, or when
+    # ranked by rank_ns: lost time, or the replay's predicted gain of the fix where smaller (diagnosis/ranking.py)
+    for cause in diag["causes"]:
+        assert 0 <= cause["rank_ns"] <= cause["lost_ns"]
+        assert cause["rank_share"] == pytest.approx(cause["rank_ns"] / span)
+        assert (cause["rank_ns"] == cause["lost_ns"]) or cause["gain_reason"] is None
+    assert [c["rank_ns"] for c in diag["causes"]] == sorted((c["rank_ns"] for c in diag["causes"]), reverse=True)
+    # The rule (docs/analyses.md): the first cause is primary when its rank_share is above the threshold, or when
     # the GPUs are starved (device-mean busy share below healthy_min_busy) whatever its share; else `none`;
     # `incomplete_trace` (primary-only) overrides both when the trace cannot answer.
     shares = [busy / (last - first) for busy, first, last in _sweep_busy(trace).values() if last > first]
@@ -105,7 +110,7 @@ def test_causes_within_span(path):
     largest = diag["causes"][0] if diag["causes"] else None
     if not diag["completeness"]["answerable"]:
         assert diag["primary"]["cause"] == "incomplete_trace"
-    elif largest is not None and (largest["share"] > diag["threshold"] or starved):
+    elif largest is not None and (largest["rank_share"] > diag["threshold"] or starved):
         assert diag["primary"] == largest
     else:
         assert diag["primary"]["cause"] == "none"
@@ -114,7 +119,9 @@ def test_causes_within_span(path):
 def _negatives(value, path=""):
     if isinstance(value, dict):
         for k, v in value.items():
-            if k != "stream":  # stream ids are the producer's; -1 means unknown
+            # stream ids are the producer's (-1 means unknown); a replayed remedy may cost more than it saves
+            # (diagnosis.causes[].predicted_gain_ns < 0, docs/json.md)
+            if k not in ("stream", "predicted_gain_ns"):
                 yield from _negatives(v, f"{path}.{k}")
     elif isinstance(value, list):
         for i, v in enumerate(value):

@@ -71,7 +71,7 @@ REGISTRY: tuple[Section, ...] = (
     Section("whatif", "What fixing each cause would give", gpu_only=True, report_order=13),
     Section("diagnosis", "Findings", gpu_only=False, report_order=None,
             needs=("devices", "host", "steps", "attribution", "launch", "sync", "memcpy", "occupancy",
-                   "communication")),
+                   "communication", "whatif")),
 )
 BY_KEY: dict[str, Section] = {s.key: s for s in REGISTRY}
 SECTIONS: list[str] = [s.key for s in REGISTRY]  # the keys, in document order

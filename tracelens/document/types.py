@@ -551,6 +551,12 @@ class Cause(TypedDict):
     share: float
     evidence: dict[str, Any]
     fix: str | None
+    predicted_gain_ns: int | None
+    predicted_step_ns: float | None
+    gain_basis: str | None
+    gain_reason: str | None
+    rank_ns: int
+    rank_share: float
 
 
 class CollectiveType(TypedDict):
@@ -693,6 +699,11 @@ class Completeness(TypedDict):
     problems: list[CompletenessProblem]
 
 
+class DiagnosisCriticalPath(TypedDict):
+    on_host: bool
+    host_share: float | None
+
+
 class Diagnosis(TypedDict):
     primary: Cause
     causes: list[Cause]
@@ -704,6 +715,7 @@ class Diagnosis(TypedDict):
     framework: str
     unexplained_idle_ns: int
     completeness: Completeness
+    critical_path: DiagnosisCriticalPath | None
 
 
 class StepStats(TypedDict):

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..analyses.diagnosis import incomplete_trace, sentence_of
+from ..analyses.diagnosis import PRIMARY_ONLY, incomplete_trace, sentence_of
 from ..analyses.diagnosis import memcpy as memcpy_cause
 from ..analyses.diagnosis import severity as finding_severity
 from .units import fmt_ns, fmt_pct
 
-__all__ = ["caveats", "finding_severity", "memcpy_checks", "problem_sentence", "sentence", "utilization_sentence"]
+__all__ = ["caveats", "critical_path_clause", "finding_severity", "gain_clause", "memcpy_checks", "problem_sentence",
+           "sentence", "utilization_sentence"]
 
 
 def problem_sentence(problem: dict[str, Any]) -> str:
@@ -48,15 +49,44 @@ def utilization_sentence(summary: dict[str, Any]) -> str | None:
     return text
 
 
+def gain_clause(cause: dict[str, Any], diagnosis: dict[str, Any]) -> str | None:
+    """"Replay: fixing it saves 90.0% of the step (to 323 µs)." from the cause's predicted gain
+    (``predicted_gain_ns``, ``gain_basis``; docs/analyses.md, "diagnosis"), None without one."""
+    gain, span = cause.get("predicted_gain_ns"), diagnosis.get("span_ns")
+    if not isinstance(gain, (int, float)) or not span or cause.get("gain_basis") not in ("step", "span"):
+        return None
+    share = gain / span
+    if share <= 0:
+        return "Replay: fixing it saves no time here."
+    if cause["gain_basis"] == "step" and cause.get("predicted_step_ns") is not None:
+        return f"Replay: fixing it saves {fmt_pct(share)} of the step (to {fmt_ns(cause['predicted_step_ns'])})."
+    return f"Replay: fixing it saves {fmt_pct(share)} of the span."
+
+
+def critical_path_clause(cause: dict[str, Any], diagnosis: dict[str, Any]) -> str | None:
+    """"The critical path runs on the host: 92.0% of it." for the primary cause when the replay's critical path
+    is on the host (``diagnosis.critical_path``), else None (also for ``none`` and ``incomplete_trace``)."""
+    path = diagnosis.get("critical_path")
+    primary = diagnosis.get("primary") or {}
+    if (not isinstance(path, dict) or not path.get("on_host") or cause.get("cause") != primary.get("cause")
+            or cause.get("cause") in PRIMARY_ONLY):
+        return None
+    return f"The critical path runs on the host: {fmt_pct(path.get('host_share'))} of it."
+
+
 def sentence(cause: dict[str, Any], diagnosis: dict[str, Any] | None = None) -> str:
-    """The finding as one sentence with its numbers (plain text; escape it for markdown)."""
+    """The finding as one sentence with its numbers (plain text; escape it for markdown), then the replay's
+    predicted gain of its fix and, for the primary, where the critical path runs (when on the host)."""
+    diagnosis = diagnosis or {}
     build = sentence_of(str(cause.get("cause")))
-    if build is None or not isinstance(cause.get("evidence"), dict):
-        return f"{cause.get('cause')}: {fmt_ns(cause.get('lost_ns'))} lost."
-    try:
-        return build(cause, diagnosis or {})
-    except (KeyError, TypeError, ValueError):  # a document written by another version: fall back, never crash
-        return f"{cause.get('cause')}: {fmt_ns(cause.get('lost_ns'))} lost."
+    text = f"{cause.get('cause')}: {fmt_ns(cause.get('lost_ns'))} lost."
+    if build is not None and isinstance(cause.get("evidence"), dict):
+        try:
+            text = build(cause, diagnosis)
+        except (KeyError, TypeError, ValueError):  # a document written by another version: fall back, never crash
+            pass
+    extra = [c for c in (gain_clause(cause, diagnosis), critical_path_clause(cause, diagnosis)) if c]
+    return " ".join([text, *extra])
 
 
 def memcpy_checks(memcpy: dict[str, Any], framework: str | None) -> list[tuple[str, str | None]]:

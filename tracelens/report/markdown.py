@@ -282,13 +282,14 @@ def _findings(doc: dict[str, Any]) -> Lines:
     lines = ["", "## Findings", ""]
     if not causes:
         return lines + ["No cause of lost GPU time found."]
-    rows = [[str(i), severity(c.get("share")), code(c.get('cause'), in_table=True), fmt_ns(c.get("lost_ns")),
+    rows = [[str(i), severity(c.get("rank_share", c.get("share"))), code(c.get('cause'), in_table=True), fmt_ns(c.get("lost_ns")),
              fmt_pct(c.get("share")), md(sentence(c, diagnosis)), _text(c.get("fix")) if c.get("fix") else "-"]
             for i, c in enumerate(causes, start=1)]
     lines.extend(table(["#", "severity", "cause", "lost time", "share of span", "finding", "fix"], rows,
                        ["---:", "---", "---", "---:", "---:", "---", "---"]))
     lines.extend(["", "Lost time is the GPU time each cause would give back if removed (an upper bound where it "
-                      "cannot be measured exactly); the structured evidence is in the JSON output."])
+                      "cannot be measured exactly); causes are ranked by it, or by the replay's predicted gain of "
+                      "the fix where smaller; the structured evidence is in the JSON output."])
     return lines
 
 

@@ -1,18 +1,22 @@
 """Diagnosis: the causes of lost GPU time in one currency, ranked, each with evidence and an evidence-aware fix.
 
 Every cause's ``lost_ns`` estimates the GPU time a user would get back by removing that cause (an upper bound
-where it must be), so causes rank against each other (docs/analyses.md, "diagnosis"). n = GPUs with activity;
-per-device quantities are averaged over them ("device-mean"), so a cause never exceeds the span.
+where it must be); where the what-if replay predicts its remedy's gain, the cause is credited the smaller of the
+two (``rank_ns``, :mod:`.ranking`), so causes rank against each other in one currency (docs/analyses.md,
+"diagnosis"). n = GPUs with activity; per-device quantities are averaged over them ("device-mean"), so a cause
+never exceeds the span.
 
 One module per cause, each exporting one :class:`~.cause.Cause` (its lost time per device, evidence, remedy,
 fixes by framework, sentence and thresholds; its definition in the module's docstring), listed once in
 :data:`CAUSES`, whose order sets the names and breaks ties. ``incomplete_trace`` and ``none`` are primaries
 only (:data:`PRIMARY_ONLY`: no lost time, never in ``causes``)::
 
-    share    lost_ns / span_ns
-    primary  `incomplete_trace` when the trace cannot answer (a blocking completeness problem: the GPU side is
-             missing, analyses/completeness.py); else the largest cause when its share > NONE_THRESHOLD, or
-             whatever its share when the GPUs are busy less than HEALTHY_MIN_BUSY of their span; else `none`
+    share       lost_ns / span_ns
+    rank_share  rank_ns / span_ns (ranking.py: min(lost, predicted gain) where the replay predicts it)
+    primary     `incomplete_trace` when the trace cannot answer (a blocking completeness problem: the GPU side
+                is missing, analyses/completeness.py); else the first cause by rank_ns when its rank_share >
+                NONE_THRESHOLD, or whatever its rank_share when the GPUs are busy less than HEALTHY_MIN_BUSY of
+                their span; else `none`
 
 Without GPU activity: only input_pipeline's host-side view (``input_pipeline.host_view``); the other causes
 need a GPU and are absent. A new cause is one module here, one entry in CAUSES and its entries in docs/json.md
@@ -40,6 +44,7 @@ from . import (
     memcpy,
     multi_gpu_imbalance,
     none,
+    ranking,
     startup,
     synchronization,
     unexplained_idle,
@@ -122,22 +127,24 @@ def diagnose(trace: Trace, done: dict[str, Any], *, imbalance: dict[str, Any] | 
         causes = [c for cause in CAUSES if (c := cause.finding(ctx)) is not None]
     else:
         causes, span = input_pipeline.host_view(trace, done, framework)
-    ranked = sorted((c for c in causes if c["lost_ns"] > 0), key=lambda c: (-c["lost_ns"], CAUSE_NAMES.index(c["cause"])))
+    whatif = done["whatif"]
+    ranked = sorted((ranking.with_gain(c, BY_NAME.get(c["cause"]), whatif, span) for c in causes if c["lost_ns"] > 0),
+                    key=lambda c: (-c["rank_ns"], CAUSE_NAMES.index(c["cause"])))
     utilization = busy_share(trace)
     starved = utilization is not None and utilization < none.HEALTHY_MIN_BUSY
     completeness = completeness_check.judge(trace)
     if not completeness["answerable"]:
-        primary = incomplete_trace.primary(completeness, ranked)
-    elif ranked and (ranked[0]["share"] > none.NONE_THRESHOLD or starved):
+        primary = {**incomplete_trace.primary(completeness, ranked), **ranking.NO_GAIN}
+    elif ranked and (ranked[0]["rank_share"] > none.NONE_THRESHOLD or starved):
         primary = ranked[0]
     else:
-        primary = none.primary(ranked, utilization)
+        primary = {**none.primary(ranked, utilization), **ranking.NO_GAIN}
     nothing = (done["attribution"] or {}).get("total_by_cause", {}).get(NOTHING, 0)
     n = len(busy)
     return {"primary": primary, "causes": ranked, "span_ns": span, "has_gpu_activity": has_gpu,
             "framework": framework, "threshold": none.NONE_THRESHOLD, "busy_share": utilization,
             "healthy_min_busy": none.HEALTHY_MIN_BUSY, "unexplained_idle_ns": int(round(nothing / n)) if n else 0,
-            "completeness": completeness}
+            "completeness": completeness, "critical_path": ranking.critical_path(whatif)}
 
 
 def section(trace: Trace, done: dict[str, Any]) -> dict[str, Any]:

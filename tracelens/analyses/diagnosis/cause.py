@@ -45,6 +45,9 @@ class Cause:
     term; ``lost(ctx, evidence)`` replaces that device-mean where the cause is not one (imbalance).
     ``fixes``: remedy -> framework -> text; ``adjust_fix(evidence, text)`` adds what the evidence warrants
     (a caution, a preface). ``sentence``: the finding in one sentence with its numbers (plain text).
+    ``unreplayed``: the remedies of ``fixes`` that the what-if replay's model of this cause does not represent
+    (its predicted gain is then not the gain of the fix given). ``ranked_by_gain``: False where the cause ranks
+    by its lost time even with a replay (diagnosis/ranking.py says when and why).
     """
 
     name: str
@@ -55,6 +58,8 @@ class Cause:
     lost: Callable[[Context, Evidence], float] | None = None
     remedy_key: str = "remedy"
     adjust_fix: Callable[[Evidence, str], str] | None = None
+    unreplayed: frozenset[str] = frozenset()
+    ranked_by_gain: bool = True
 
     def remedy(self, evidence: Evidence) -> str:
         return ONLY if set(self.fixes) == {ONLY} else str(evidence[self.remedy_key])

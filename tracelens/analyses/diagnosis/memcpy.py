@@ -268,4 +268,7 @@ def check_fix(check: dict[str, Any], framework: str) -> str | None:
     return by_framework(framework, table) if table else check.get("fix")
 
 
-CAUSE = Cause(NAME, evidence, FIXES, sentence, device_lost=device_lost)
+# The replay models pinned, asynchronous copies (replay/remedies.py): the `pin` and `async` fixes. Fewer bytes,
+# device-side copies, batching and overlap on another stream are other changes, whose gain it does not predict.
+UNREPLAYED = frozenset({"device_copies", "batch", "floor", "fewer_bytes", "overlap"})
+CAUSE = Cause(NAME, evidence, FIXES, sentence, device_lost=device_lost, unreplayed=UNREPLAYED)

@@ -25,7 +25,7 @@ def primary(ranked: list[Finding], busy_share: float | None) -> Finding:
     largest = ranked[0] if ranked else None
     return {"cause": NAME, "lost_ns": 0, "share": 0.0,
             "evidence": {"largest_cause": largest["cause"] if largest else None,
-                         "largest_share": largest["share"] if largest else 0.0,
+                         "largest_share": largest["rank_share"] if largest else 0.0,
                          "threshold": NONE_THRESHOLD, "busy_share": busy_share},
             "fix": FIX}
 

@@ -1,0 +1,181 @@
+"""The diagnosis's ranking key (diagnosis/ranking.py, docs/analyses.md "Ranking"): lost time and the what-if
+replay's predicted gain in one currency, and the critical path on the host in the verdict."""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+import pytest
+
+import tracelens
+from tests.conftest import FIXTURES, SHARED_ABSENT_REASON, SHARED_TRACES
+from tracelens.analyses.diagnosis import BY_NAME, NONE_THRESHOLD, ranking
+from tracelens.report.findings import sentence
+
+PAIRS = FIXTURES / "gpu" / "pairs"
+INJECTED = {"input": "input_pipeline", "launch": "host_launch_overhead", "sync": "synchronization",
+            "memcpy": "memcpy", "occupancy": "low_occupancy"}
+
+
+@cache
+def _doc(path: str) -> dict[str, Any]:
+    return dict(tracelens.analyze(tracelens.load(path)))
+
+
+def _pair(name: str) -> dict[str, Any]:
+    return _doc(str(PAIRS / f"{name}.pt.trace.json.gz"))
+
+
+# ------------------------------------------------------------------------------ the key, by hand
+
+
+def _finding(cause: str, lost: int, evidence: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"cause": cause, "lost_ns": lost, "share": lost / 10_000_000, "evidence": evidence or {}, "fix": None}
+
+
+def _whatif(steps: int, **remedies: dict[str, Any]) -> dict[str, Any]:
+    return {"replay_error": {"steps": steps}, "not_modeled": ["unexplained_idle"],
+            "remedies": [{"cause": cause, **r} for cause, r in remedies.items()]}
+
+
+SPAN = 10_000_000  # 10 ms: above ranking.MIN_REPLAY_SPAN_NS
+
+
+def test_gain_below_lost_time_ranks_by_gain_on_the_step():
+    # steps: the step gain share (0.3) × span = 3 ms < 6 ms lost: credited 3 ms
+    whatif = _whatif(3, input_pipeline={"gain_share": 0.5, "step_gain_share": 0.3, "predicted_step_ns": 7e6})
+    out = ranking.with_gain(_finding("input_pipeline", 6_000_000), BY_NAME["input_pipeline"], whatif, SPAN)
+    assert (out["predicted_gain_ns"], out["gain_basis"], out["predicted_step_ns"]) == (3_000_000, "step", 7e6)
+    assert (out["rank_ns"], out["rank_share"], out["gain_reason"]) == (3_000_000, 0.3, None)
+
+
+def test_gain_above_lost_time_is_capped_by_it():
+    # no steps: span gain 0.9 × 10 ms = 9 ms, but the cause owns 2 ms of idle: credited 2 ms
+    whatif = _whatif(0, host_launch_overhead={"gain_share": 0.9, "step_gain_share": None, "predicted_step_ns": None})
+    out = ranking.with_gain(_finding("host_launch_overhead", 2_000_000), BY_NAME["host_launch_overhead"], whatif, SPAN)
+    assert (out["predicted_gain_ns"], out["gain_basis"], out["rank_ns"]) == (9_000_000, "span", 2_000_000)
+
+
+def test_a_remedy_that_costs_time_ranks_at_zero_and_a_non_positive_step_falls_back_to_the_span():
+    whatif = _whatif(2, synchronization={"gain_share": -0.1, "step_gain_share": -0.2, "predicted_step_ns": 1.2e6},
+                     host_launch_overhead={"gain_share": 0.25, "step_gain_share": 42.0, "predicted_step_ns": -6e6})
+    sync = ranking.with_gain(_finding("synchronization", 1_000_000), BY_NAME["synchronization"], whatif, SPAN)
+    assert (sync["predicted_gain_ns"], sync["rank_ns"]) == (-2_000_000, 0)
+    launch = ranking.with_gain(_finding("host_launch_overhead", 5_000_000), BY_NAME["host_launch_overhead"], whatif,
+                               SPAN)
+    assert (launch["gain_basis"], launch["predicted_gain_ns"], launch["rank_ns"]) == ("span", 2_500_000, 2_500_000)
+
+
+@pytest.mark.parametrize(("cause", "evidence", "whatif", "span", "reason"), [
+    ("input_pipeline", {}, None, SPAN, "no_replay"),
+    ("input_pipeline", {}, {"replay_error": None, "remedies": []}, SPAN, "no_replay"),
+    ("input_pipeline", {}, _whatif(0, input_pipeline={"gain_share": 0.0}), 999_999, "short_window"),
+    ("unexplained_idle", {"remedy": "untraced"}, _whatif(0), SPAN, "not_modeled"),
+    ("input_pipeline", {"remedy": "other"}, _whatif(0), SPAN, "no_change"),
+    ("memcpy", {"remedy": "floor"}, _whatif(0, memcpy={"gain_share": 0.0}), SPAN, "other_remedy"),
+    ("memcpy", {"remedy": "pin"}, _whatif(0, memcpy={"gain_share": 0.0}), SPAN, None),
+    ("startup", {}, _whatif(4, startup={"gain_share": 0.05, "step_gain_share": 0.0, "predicted_step_ns": 1e6}),
+     SPAN, "one_time"),
+])
+def test_causes_ranked_by_lost_time_say_why(cause, evidence, whatif, span, reason):
+    out = ranking.with_gain(_finding(cause, 4_000_000, evidence), BY_NAME[cause], whatif, span)
+    assert out["gain_reason"] == reason
+    assert out["rank_ns"] == (4_000_000 if reason else 0)
+    if reason == "one_time":  # its prediction is reported, over the span (one-time work is outside the steps)
+        assert (out["gain_basis"], out["predicted_gain_ns"], out["predicted_step_ns"]) == ("span", 500_000, None)
+    if reason in ("no_replay", "short_window", "not_modeled", "no_change"):
+        assert out["predicted_gain_ns"] is None and out["gain_basis"] is None
+
+
+# ------------------------------------------------------------------------------ on the recorded pairs
+
+
+@pytest.mark.parametrize("name", sorted(INJECTED))
+def test_each_before_trace_ranks_the_injected_cause_first(name):
+    diagnosis = _pair(f"{name}_before")["diagnosis"]
+    assert diagnosis["causes"][0]["cause"] == diagnosis["primary"]["cause"] == INJECTED[name]
+    assert diagnosis["primary"]["rank_share"] > NONE_THRESHOLD
+
+
+@pytest.mark.parametrize("name", ["launch_before", "memcpy_before", "sync_after"])
+def test_rank_key_recomputed_from_the_whatif_section(name):
+    # independently of ranking.py: the whatif remedies' shares × the diagnosis span, the minimum with lost_ns
+    doc = _pair(name)
+    diagnosis, whatif = doc["diagnosis"], doc["whatif"]
+    span = diagnosis["span_ns"]
+    remedies = {r["cause"]: r for r in whatif["remedies"]}
+    for c in diagnosis["causes"]:
+        r = remedies.get(c["cause"])
+        if c["gain_reason"] is None:
+            assert r is not None and whatif["replay_error"]["steps"] > 0
+            assert c["predicted_gain_ns"] == round(r["step_gain_share"] * span)
+            assert c["rank_ns"] == min(c["lost_ns"], max(c["predicted_gain_ns"], 0))
+        else:
+            assert c["rank_ns"] == c["lost_ns"]
+    keys = [c["rank_ns"] for c in diagnosis["causes"]]
+    assert keys == sorted(keys, reverse=True)
+
+
+def test_sync_after_is_below_the_threshold_by_its_predicted_gain():
+    # the idle the attribution gives synchronization is over 10% of the span; the replay's gain of dropping the
+    # last synchronize per step is under it: the verdict is `none` (docs/analyses.md, the verdict table)
+    diagnosis = _pair("sync_after")["diagnosis"]
+    sync = next(c for c in diagnosis["causes"] if c["cause"] == "synchronization")
+    assert sync["share"] > NONE_THRESHOLD > sync["rank_share"]
+    assert diagnosis["primary"]["cause"] == "none"
+    assert diagnosis["primary"]["evidence"]["largest_share"] == diagnosis["causes"][0]["rank_share"]
+
+
+# ------------------------------------------------------------------------------ the critical path in the verdict
+
+
+def test_a_critical_path_on_the_host_is_in_the_verdict():
+    doc = _pair("launch_before")
+    path = doc["whatif"]["critical_path"]
+    host = path["ns"]["host"] / path["length_ns"]
+    assert host > 0.5
+    diagnosis = doc["diagnosis"]
+    assert diagnosis["critical_path"] == {"on_host": True, "host_share": pytest.approx(host)}
+    text = sentence(diagnosis["primary"], diagnosis)
+    assert f"The critical path runs on the host: {100 * host:.1f}% of it." in text
+    # only the primary's sentence says it
+    assert all("critical path" not in sentence(c, diagnosis) for c in diagnosis["causes"][1:])
+
+
+def test_a_critical_path_on_the_gpu_is_not():
+    doc = _pair("memcpy_before")
+    path = doc["whatif"]["critical_path"]
+    assert path["ns"]["host"] / path["length_ns"] < 0.5
+    diagnosis = doc["diagnosis"]
+    assert diagnosis["critical_path"]["on_host"] is False
+    assert "critical path" not in sentence(diagnosis["primary"], diagnosis)
+
+
+def test_the_sentence_gives_the_predicted_step():
+    diagnosis = _pair("launch_before")["diagnosis"]
+    primary = diagnosis["primary"]
+    share = primary["predicted_gain_ns"] / diagnosis["span_ns"]
+    assert 0.8 < share < 1.0  # the replay's 90%: the after-trace measured 89.8% (tests/test_pairs.py)
+    step_us = primary["predicted_step_ns"] / 1000
+    assert f"Replay: fixing it saves {100 * share:.1f}% of the step (to {step_us:.0f} µs)." in sentence(primary, diagnosis)
+
+
+def test_no_replay_without_gpu_activity():
+    diagnosis = _doc(str(FIXTURES / "templates" / "pytorch_slow-input_cpu.pt.trace.json.gz"))["diagnosis"]
+    assert diagnosis["critical_path"] is None
+    assert [c["gain_reason"] for c in diagnosis["causes"]] == ["no_replay"]
+    assert diagnosis["primary"]["rank_ns"] == 0 and diagnosis["primary"]["gain_reason"] is None
+
+
+@pytest.mark.shared
+def test_memcpy_floor_is_not_ranked_by_the_pinning_model():
+    # fastvideo's copies are pinned already: the replay's pinning model gains nothing, the fix is fewer bytes
+    path = SHARED_TRACES / "nsys" / "h100x2_fastvideo_window_nsys2026.2.sqlite"
+    if not path.exists():
+        pytest.skip(SHARED_ABSENT_REASON)
+    diagnosis = _doc(str(path))["diagnosis"]
+    memcpy = diagnosis["primary"]
+    assert memcpy["cause"] == "memcpy" and memcpy["evidence"]["remedy"] == "floor"
+    assert memcpy["gain_reason"] == "other_remedy" and memcpy["rank_ns"] == memcpy["lost_ns"]
+    assert 0 <= memcpy["predicted_gain_ns"] < 0.001 * memcpy["lost_ns"]
