@@ -638,3 +638,16 @@ def test_communication_remedy_without_host_waits() -> None:
     g = ctx.graph
     assert sorted(int(t[g.op_end[o]]) for o in range(g.op_row.size) if g.time[g.op_start[o]] == 3_512_000) == [
         2_012_000, 4_012_000]
+
+
+@pytest.mark.parametrize("path", [*KINETO_FIXTURES, *SHARED], ids=lambda p: getattr(p, "name", str(p)))
+def test_no_remedy_predicts_a_step_of_zero_or_less(path: Path) -> None:
+    """A predicted step is a time: positive, or null (the shared 2-step MI250 trace predicted -6.6 ms for the launch
+    remedy before the guard: its first step holds the start-up work the remedy removes)."""
+    if path is None:
+        pytest.skip("../shared/traces not present")
+    for remedy in whatif(tracelens.load(path))["remedies"]:
+        step = remedy["predicted_step_ns"]
+        assert step is None or step > 0, remedy["cause"]
+        if step is None:
+            assert remedy["step_gain_share"] is None, remedy["cause"]

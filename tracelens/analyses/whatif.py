@@ -5,7 +5,7 @@
                       / recorded
     gain_ns           replayed span unchanged - replayed span with the remedy (the replay's own error cancels)
     predicted_span_ns recorded span - gain_ns; predicted_step_ns: recorded mean step - (replayed mean step
-                      unchanged - with the remedy)
+                      unchanged - with the remedy); null where the remedied replay has no positive step time
     gain_share        gain_ns / recorded span
 """
 
@@ -78,7 +78,10 @@ def whatif(trace: Trace) -> dict[str, Any]:
         out = ctx.outcome(changed)
         gain = base.span_ns - out.span_ns
         step = None
-        if recorded.step_ns is not None and base.step_ns is not None and out.step_ns is not None:
+        # A step read where its work ends: when the remedied replay ends the last step's work before the first
+        # step's (a short window whose first step holds the removed work), there is no step time to predict.
+        if recorded.step_ns is not None and base.step_ns is not None and out.step_ns is not None \
+                and out.step_ns > 0 and recorded.step_ns - (base.step_ns - out.step_ns) > 0:
             step = recorded.step_ns - (base.step_ns - out.step_ns)
         remedies.append({
             "cause": cause,
