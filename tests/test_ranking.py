@@ -179,3 +179,16 @@ def test_memcpy_floor_is_not_ranked_by_the_pinning_model():
     assert memcpy["cause"] == "memcpy" and memcpy["evidence"]["remedy"] == "floor"
     assert memcpy["gain_reason"] == "other_remedy" and memcpy["rank_ns"] == memcpy["lost_ns"]
     assert 0 <= memcpy["predicted_gain_ns"] < 0.001 * memcpy["lost_ns"]
+
+
+def test_no_replay_figure_for_a_cause_ranked_by_its_lost_time() -> None:
+    """Start-up (one_time) and copies whose fix the replay does not model (other_remedy) are ranked by lost time:
+    their sentence gives no replay gain, which would contradict it (MI250: 74% lost, the replay's 9% misses the
+    one-time work inside API calls)."""
+    from tracelens.report.findings import gain_clause
+
+    diagnosis = {"span_ns": 1000}
+    cause = {"cause": "startup", "predicted_gain_ns": 90, "gain_basis": "span", "gain_reason": "one_time"}
+    assert gain_clause(cause, diagnosis) is None
+    assert gain_clause({**cause, "gain_reason": "other_remedy"}, diagnosis) is None
+    assert gain_clause({**cause, "gain_reason": None}, diagnosis) == "Replay: fixing it saves 9.0% of the span."

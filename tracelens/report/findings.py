@@ -53,6 +53,8 @@ def gain_clause(cause: dict[str, Any], diagnosis: dict[str, Any]) -> str | None:
     """"Replay: fixing it saves 90.0% of the step (to 323 µs)." from the cause's predicted gain
     (``predicted_gain_ns``, ``gain_basis``; docs/analyses.md, "diagnosis"), None without one."""
     gain, span = cause.get("predicted_gain_ns"), diagnosis.get("span_ns")
+    if cause.get("gain_reason") in ("one_time", "other_remedy"):
+        return None  # ranked by lost time: the replay does not model this cause's fix, so its figure would mislead
     if not isinstance(gain, (int, float)) or not span or cause.get("gain_basis") not in ("step", "span"):
         return None
     share = gain / span
