@@ -75,10 +75,13 @@ class Cause:
 @dataclass(frozen=True)
 class Verdict:
     """A primary that is not a cause (no lost time, never in ``causes``): ``incomplete_trace`` (the trace
-    cannot answer) and ``none`` (nothing is worth fixing). Its fix comes with its evidence."""
+    cannot answer) and ``none`` (nothing is worth fixing). Its fix comes with its evidence. ``answerable``: whether
+    the trace answers the question (``none``); renderers head the primary by it, and the primary of a trace that
+    cannot answer is not ``causes[0]``."""
 
     name: str
     sentence: Sentence
+    answerable: bool = True
 
 
 def finding(name: str, lost: float, span: int, evidence: Evidence, fix: str) -> Finding:
