@@ -28,10 +28,10 @@ from ..document.types import Document, RunDocument, Source
 from .budget import LEVELS, Block, fit
 from .charts import lost_time_chart, utilization_chart
 from .escape import code, link, md
-from .figures import Figure as Figure
-from .figures import figures as figures
-from .figures import plot_path_for as plot_path_for
-from .figures import ranks_plot_path_for as ranks_plot_path_for
+from .figure_files import Figure as Figure
+from .figure_files import figures as figures
+from .figure_files import plot_path_for as plot_path_for
+from .figure_files import ranks_plot_path_for as ranks_plot_path_for
 from .findings import finding_severity
 from .markdown_blocks import Lines, free_text, table
 from .markdown_sections import DRAW as DRAW

@@ -15,10 +15,6 @@ from .budget import limits
 from .charts import bar_legend, stacked_bar
 from .compute import compute_sentence, fmt_flops, op_flops_cell, roofline_sentence
 from .escape import md, md_line_start
-from .figures import Figure as Figure
-from .figures import figures as figures
-from .figures import plot_path_for as plot_path_for
-from .figures import ranks_plot_path_for as ranks_plot_path_for
 from .markdown_blocks import (
     FullNames,
     Lines,
