@@ -161,14 +161,14 @@ def _devices(doc: Document, console: Console) -> None:
     console.print()
     if not devices:
         print_text(console, "No GPU activity in this trace (no kernels, copies or memsets); host side below.",
-               style="yellow")
+                   style="yellow")
         return
     named = any(d.get("name") for d in devices)  # a name column only when the trace names some device
     busy = busy_sentence(doc)
     table = new_table(busy + (f" (mean over {plural(len(devices), 'GPU')})" if len(devices) > 1 else ""),
-                   ["GPU", "util", "busy", "span", "kernels", "kernel time", "memcpy n/time", "memset n/time",
-                    *(["name"] if named else [])],
-                   {"util", "busy", "span", "kernels", "kernel time", "memcpy n/time", "memset n/time"})
+                      ["GPU", "util", "busy", "span", "kernels", "kernel time", "memcpy n/time", "memset n/time",
+                       *(["name"] if named else [])],
+                      {"util", "busy", "span", "kernels", "kernel time", "memcpy n/time", "memset n/time"})
     for d in devices:
         table.add_row(_t(device_label(d)), fmt_pct(d.get("utilization")),
                       fmt_ns(d.get("busy_ns")), fmt_ns(d.get("span_ns")), num(d.get("kernel_count")),
@@ -187,7 +187,7 @@ def _steps(doc: Document, console: Console) -> None:
         print_text(console, "Steps: no step markers in this trace.")
         return
     print_text(console, f"Steps: {stats['count']:,}, mean {fmt_ns(stats['mean_ns'])}, min {fmt_ns(stats['min_ns'])}, "
-                    f"max {fmt_ns(stats['max_ns'])}")
+                        f"max {fmt_ns(stats['max_ns'])}")
     breakdown = step_host_means(doc)
     if breakdown:
         print_text(console, "  per step (mean): " + ", ".join(f"{k} {fmt_ns(v)}" for k, v in breakdown))
@@ -201,7 +201,7 @@ def _attribution(doc: Document, console: Console) -> None:
     causes = list(attribution.get("priority") or (devices[0].get("by_cause") or {}).keys())
     console.print()
     table = new_table("GPU idle time by cause (what the feeding host threads did)", ["GPU", "idle", *causes],
-                   {"idle", *causes})
+                      {"idle", *causes})
     for d in devices:
         idle = d.get("idle_ns") or 0
         by_cause = d.get("by_cause") or {}
@@ -220,13 +220,13 @@ def _launch(doc: Document, console: Console) -> None:
         return
     console.print()
     print_text(console, f"Launches: {num(lat.get('count'))} matched, latency p50 {fmt_ns(lat.get('p50_ns'))}, "
-                    f"p90 {fmt_ns(lat.get('p90_ns'))}, p99 {fmt_ns(lat.get('p99_ns'))}, max {fmt_ns(lat.get('max_ns'))}")
+                        f"p90 {fmt_ns(lat.get('p90_ns'))}, p99 {fmt_ns(lat.get('p99_ns'))}, max {fmt_ns(lat.get('max_ns'))}")
     small = launch.get("small_kernels") or {}
     short = launch.get("short_kernels") or {}
     graphs = launch.get("cuda_graphs") or {}
     print_text(console, f"  kernels < {fmt_ns(small.get('threshold_ns'))}: {num(small.get('count'))} "
-                    f"({fmt_pct(small.get('share'))} of kernel time); shorter than their launch: "
-                    f"{num(short.get('count'))}; CUDA graphs: {'yes' if graphs.get('in_use') else 'no'}")
+                        f"({fmt_pct(small.get('share'))} of kernel time); shorter than their launch: "
+                        f"{num(short.get('count'))}; CUDA graphs: {'yes' if graphs.get('in_use') else 'no'}")
 
 
 def _gaps(doc: Document, console: Console) -> None:
@@ -238,7 +238,7 @@ def _gaps(doc: Document, console: Console) -> None:
     for d in devices:
         idle = d.get("idle_ns") or 0
         table = new_table(f"GPU {d.get('device')} idle gaps: {num(d.get('gap_count'))} gaps, {fmt_ns(idle)} idle",
-                       ["gap length", "count", "idle", "share", ""], {"count", "idle", "share"})
+                          ["gap length", "count", "idle", "share", ""], {"count", "idle", "share"})
         for h in d.get("histogram") or []:
             share = (h.get("total_ns") or 0) / idle if idle else 0.0
             table.add_row(_t(h.get("bucket")), num(h.get("count")), fmt_ns(h.get("total_ns")),
@@ -252,8 +252,8 @@ def _kernels(doc: Document, console: Console) -> None:
         return
     console.print()
     table = new_table(f"Top kernels ({plural(kernels.get('count') or 0, 'launch', 'launches')}, {plural(kernels.get('distinct_names') or 0, 'name')}, "
-                   f"{fmt_ns(kernels.get('total_ns'))})", ["kernel", "time%", "total", "count", "avg", "max"],
-                   {"time%", "total", "count", "avg", "max"})
+                      f"{fmt_ns(kernels.get('total_ns'))})", ["kernel", "time%", "total", "count", "avg", "max"],
+                      {"time%", "total", "count", "avg", "max"})
     top = kernels["by_name"][:TOP_ROWS]
     for k, name in zip(top, _names([k.get("name") for k in top]), strict=True):
         table.add_row(name, fmt_pct(k.get("time_fraction")), fmt_ns(k.get("total_ns")),
@@ -274,7 +274,7 @@ def _memcpy(doc: Document, console: Console) -> None:
     per_gpu = ", mean per GPU" if len(memcpy.get("per_device") or []) > 1 else ""
     title = "Memory copies" + (f" ({fmt_ns(exposed)} not overlapped by compute{per_gpu})" if exposed is not None else "")
     table = new_table(title, ["direction", "count", "bytes", "time", "bandwidth", "pageable"],
-                   {"count", "bytes", "time", "bandwidth", "pageable"})
+                      {"count", "bytes", "time", "bandwidth", "pageable"})
     for k in by_kind:
         nbytes, ns = k.get("bytes"), k.get("duration_ns")
         table.add_row(_t(k.get("kind")), num(k.get("count")), fmt_bytes(nbytes), fmt_ns(ns), bandwidth(nbytes, ns),
@@ -306,8 +306,8 @@ def _occupancy(doc: Document, console: Console) -> None:
     gpus = gpu_count(doc)
     lost = device_mean(occ.get("lost_ns"), gpus)
     print_text(console, f"Occupancy: {num(occ.get('computed_count'))} of {num(occ.get('kernel_count'))} kernels computed, "
-                    f"lost {fmt_ns(lost)}{' per GPU (mean)' if gpus > 1 else ''} "
-                    f"(low < {fmt_pct(occ.get('low_threshold'))})")
+                        f"lost {fmt_ns(lost)}{' per GPU (mean)' if gpus > 1 else ''} "
+                        f"(low < {fmt_pct(occ.get('low_threshold'))})")
     for d in occ.get("per_device") or []:
         if not isinstance(d, dict):
             continue
@@ -316,14 +316,14 @@ def _occupancy(doc: Document, console: Console) -> None:
             continue
         top = main_limiter(d.get("limiter_ns")) or "-"
         print_text(console, f"  GPU {d.get('device')} (cc {d.get('compute_capability') or '?'}): theoretical "
-                        f"{fmt_pct(d.get('time_weighted_theoretical'))}, est. achieved "
-                        f"{fmt_pct(d.get('time_weighted_estimated_achieved'))}, reported "
-                        f"{fmt_pct(d.get('time_weighted_reported'))}; low {fmt_ns(d.get('low_ns'))}, "
-                        f"under-filled {fmt_ns(d.get('under_filled_ns'))}; main limiter {top}")
+                            f"{fmt_pct(d.get('time_weighted_theoretical'))}, est. achieved "
+                            f"{fmt_pct(d.get('time_weighted_estimated_achieved'))}, reported "
+                            f"{fmt_pct(d.get('time_weighted_reported'))}; low {fmt_ns(d.get('low_ns'))}, "
+                            f"under-filled {fmt_ns(d.get('under_filled_ns'))}; main limiter {top}")
     kernels = [k for k in occ.get("top_low_occupancy_kernels") or [] if isinstance(k, dict)]
     if kernels:
         table = new_table("Most time lost to low occupancy", ["kernel", "lost", "total", "est.", "theor.", "limiter"],
-                       {"lost", "total", "est.", "theor."})
+                          {"lost", "total", "est.", "theor."})
         for k, name in zip(kernels[:5], _names([k.get("name") for k in kernels[:5]]), strict=True):
             table.add_row(name, fmt_ns(k.get("lost_ns")), fmt_ns(k.get("total_ns")),
                           fmt_pct(k.get("occupancy")), fmt_pct(k.get("theoretical")), _t(k.get("limiter")))
@@ -340,8 +340,8 @@ def _sync(doc: Document, console: Console) -> None:
     item = sync.get("item_pattern") or {}
     top = [b for b in blocking.get("by_name") or [] if isinstance(b, dict)]
     print_text(console, f"Sync: {num(blocking.get('count'))} blocking calls, {fmt_ns(blocking.get('total_ns'))}"
-                    + (f" (top {top[0].get('name')} x{num(top[0].get('count'))})" if top else "")
-                    + f"; .item()-style waits {num(item.get('count'))}, {fmt_ns(item.get('wait_ns'))}")
+                        + (f" (top {top[0].get('name')} x{num(top[0].get('count'))})" if top else "")
+                        + f"; .item()-style waits {num(item.get('count'))}, {fmt_ns(item.get('wait_ns'))}")
 
 
 def _ranges(doc: Document, console: Console) -> None:
@@ -355,9 +355,9 @@ def _ranges(doc: Document, console: Console) -> None:
     texts = ranges.get("texts")
     grouped = f" ({num(texts)} distinct texts)" if isinstance(texts, int) and texts != ranges.get("names") else ""
     table = new_table(f"Ranges (NVTX / annotations): {num(ranges.get('count'))} instances, {num(ranges.get('names'))} "
-                   f"names{grouped}",
-                   ["range", "count", "CPU", "GPU op time", "projected", "GPU idle in"],
-                   {"count", "CPU", "GPU op time", "projected", "GPU idle in"})
+                      f"names{grouped}",
+                      ["range", "count", "CPU", "GPU op time", "projected", "GPU idle in"],
+                      {"count", "CPU", "GPU op time", "projected", "GPU idle in"})
     for r, name in zip(rows[:TOP_ROWS], _names([r.get("name") for r in rows[:TOP_ROWS]]), strict=True):
         table.add_row(name, num(r.get("count")), fmt_ns(r.get("cpu_ns")),
                       fmt_ns(r.get("gpu_op_ns")), fmt_ns(r.get("projected_ns")), fmt_ns(r.get("gpu_idle_ns")))
@@ -372,8 +372,8 @@ def _host(doc: Document, console: Console) -> None:
     console.print()
     folded = host.get("thread_bootstrap_rows")
     table = new_table(f"Host side (span {fmt_ns(host.get('span_ns'))}, {plural(host.get('threads') or 0, 'thread')}): top by time"
-                   + (f" (thread-start frames left out: {num(folded)} rows)" if folded else ""),
-                   ["kind", "name", "count", "total"], {"count", "total"})
+                      + (f" (thread-start frames left out: {num(folded)} rows)" if folded else ""),
+                      ["kind", "name", "count", "total"], {"count", "total"})
     top = host["top"][:TOP_ROWS]
     for row, name in zip(top, _names([row.get("name") for row in top]), strict=True):
         table.add_row(_t(row.get("kind")), name, num(row.get("count")), fmt_ns(row.get("total_ns")))
@@ -408,7 +408,7 @@ def _ops(doc: Document, console: Console) -> None:
     with_flops = any(r.get("flops") is not None for r in rows)  # shapes recorded: a FLOPs column
     columns = ["op", "count", "kernel", "copy", "host", *(["FLOPs"] if with_flops else [])]
     table = new_table(f"Top ops ({fmt_ns(ops.get('attributed_kernel_ns'))} of {fmt_ns(ops.get('kernel_ns'))} kernel "
-                   "time attributed)", columns, {"count", "kernel", "copy", "host", "FLOPs"})
+                      "time attributed)", columns, {"count", "kernel", "copy", "host", "FLOPs"})
     for r, name in zip(rows[:TOP_ROWS], _names([r.get("name") for r in rows[:TOP_ROWS]]), strict=True):
         table.add_row(name, num(r.get("count")), fmt_ns(r.get("gpu_ns")),
                       fmt_ns(r.get("copy_ns")), fmt_ns(r.get("cpu_ns")),
@@ -422,7 +422,7 @@ def _ops(doc: Document, console: Console) -> None:
     if modules:  # the trace records nn.Module rows
         console.print()
         table = new_table("Top modules (innermost nn.Module at the launch)", ["module", "kernels", "kernel", "FLOPs"],
-                       {"kernels", "kernel", "FLOPs"})
+                          {"kernels", "kernel", "FLOPs"})
         for m in modules[:TOP_ROWS]:
             # The innermost modules matter most: keep the end of the path.
             path = clean(m.get("path"))
@@ -439,7 +439,7 @@ def _ranks(doc: RunDocument, console: Console) -> None:
         return
     console.print()
     print_text(console, f"Ranks: {len(rows):,}" + (f"; diagnosis and host side of rank {doc['representative_rank']}"
-                                               if doc.get("representative_rank") is not None else ""), style="bold")
+                                                   if doc.get("representative_rank") is not None else ""), style="bold")
     for label, text in summary_items(doc, clean):
         print_text(console, f"  {label}: {text}")
     right = {"rank", "GPUs", "utilization", "busy", "steps", "mean step", "step lateness", "NCCL transfer",
