@@ -3,7 +3,7 @@
 fills).
 
 Declarations only, no logic, each section's types together, then the summary, the document and the run
-document. Its length (about 870 lines) is the document's size: a module per section would spread one reading of
+document. Its length (about 900 lines) is the document's size: a module per section would spread one reading of
 docs/json.md over fifteen files and their cross-imports (sections share types such as ``NotComputed``).
 """
 

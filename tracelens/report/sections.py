@@ -1,10 +1,11 @@
 """What the terminal and the markdown renderer both read from the document, before either draws it.
 
 Renderer-neutral: each function takes the document (typed on ``document/types.py``) and returns plain values or
-plain text; the renderers escape and lay them out for their medium. Figures both renderers show are formatted
-here once: counts (:func:`num`), the headline's busy sentence and summary figures, the primary verdict and
-which causes follow it, copy bandwidth, occupancy's device-mean loss and main limiter, the host time per step
-by category and the per-step digest.
+plain text; the renderers escape and lay them out for their medium. Read by both: counts (:func:`num`), the
+producer, the busy sentence, the primary and how it is headed (from the verdict registry), the finding sentences
+and caveats, occupancy's device-mean loss and main limiter, the GPU count. Read by one but computed, not drawn,
+so kept here: the summary's figures and the causes after the primary (terminal), copy bandwidth and the host
+time per step (terminal), the host category order and the per-step digest (markdown).
 """
 
 from __future__ import annotations
@@ -166,11 +167,6 @@ def main_limiter(limiter_ns: dict[str, int] | None) -> str | None:
 def bandwidth(nbytes: Any, ns: Any) -> str:
     """Bytes over a duration as "9.8 GiB/s" ("-" without both)."""
     return f"{fmt_bytes(nbytes / (ns / 1e9))}/s" if nbytes and ns else "-"
-
-
-def idle_share(part: Any, idle: int | float) -> float:
-    """``part`` of a GPU's ``idle`` time (0 when there was none)."""
-    return (part or 0) / idle if idle else 0.0
 
 
 def device_label(device: Device) -> Any:
