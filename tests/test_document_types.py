@@ -103,3 +103,14 @@ def test_checker_catches_undeclared_and_missing_keys() -> None:
     doc["devices"][0]["rank"] = 0
     doc["attribution"]["total_by_cause"]["anything"] = 1
     assert mismatches(doc, Document) == []
+
+
+def test_device_row_declares_the_fields_of_device_utilization() -> None:
+    """``Device`` (a ``devices`` row) is ``DeviceUtilization`` as a dict plus an optional ``rank``: the two are
+    written out separately (mypy reads the TypedDict), so they must declare the same fields with the same types."""
+    from tracelens.document.types import Device, DeviceUtilization
+
+    row = get_type_hints(Device)
+    assert row.pop("rank") is int and "rank" in Device.__optional_keys__
+    assert row == get_type_hints(DeviceUtilization)
+    assert set(row) <= Device.__required_keys__

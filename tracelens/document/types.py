@@ -3,14 +3,14 @@
 fills).
 
 Declarations only, no logic, each section's types together, then the summary, the document and the run
-document. Its length (about 870 lines) is the document's size: a module per section would spread one reading of
+document. Its length (about 900 lines) is the document's size: a module per section would spread one reading of
 docs/json.md over fifteen files and their cross-imports (sections share types such as ``NotComputed``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, TypedDict, get_type_hints
+from typing import Any, TypedDict
 
 
 class Source(TypedDict):
@@ -49,9 +49,30 @@ class DeviceUtilization:
     memsets_only_ns: int
 
 
-# One GPU: DeviceUtilization as a dict (one definition of its fields, above), plus ``rank`` in a multi-rank run
-# document. (Optional keys by a total=False subclass: typing.NotRequired is 3.11+.)
-_DeviceFields = TypedDict("_DeviceFields", get_type_hints(DeviceUtilization))  # type: ignore[misc]
+class _DeviceFields(TypedDict):
+    """DeviceUtilization as a dict, field for field (written out so that mypy reads the renderers' use of it;
+    tests/test_document_types.py checks that the two declare the same fields and types)."""
+
+    id: int
+    name: str | None
+    busy_ns: int
+    span_ns: int
+    utilization: float
+    first_start_ns: int
+    last_end_ns: int
+    kernel_count: int
+    kernel_ns: int
+    memcpy_count: int
+    memcpy_ns: int
+    memset_count: int
+    memset_ns: int
+    kernel_union_ns: int
+    copies_only_ns: int
+    memsets_only_ns: int
+
+
+# One GPU: DeviceUtilization's fields plus ``rank`` in a multi-rank run document. (Optional keys by a total=False
+# subclass: typing.NotRequired is 3.11+.)
 
 
 class Device(_DeviceFields, total=False):

@@ -11,10 +11,12 @@ nothing from the traced program needs escaping here.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
+from ..document.types import Document
 from .plots import utilization_series
 
 BUCKETS = 50
@@ -25,7 +27,7 @@ def _number(value: float) -> str:
     return f"{value:.3g}" if value < 100 else f"{value:.0f}"
 
 
-def lost_time_chart(doc: dict[str, Any]) -> list[str]:
+def lost_time_chart(doc: Document | dict[str, Any]) -> list[str]:
     """Mermaid lines (fenced) for the lost time by cause, or [] when no cause lost time."""
     diagnosis = doc.get("diagnosis")
     causes = [c for c in (diagnosis or {}).get("causes") or [] if isinstance(c, dict) and c.get("lost_ns")]
@@ -61,7 +63,7 @@ def rebinned(series: list[tuple[Any, list[int], list[float]]], buckets: int = BU
     return grid, out
 
 
-def utilization_chart(doc: dict[str, Any]) -> list[str]:
+def utilization_chart(doc: Document | dict[str, Any]) -> list[str]:
     """Mermaid lines (fenced) for busy % over time, or [] without a timeline."""
     series = utilization_series(doc)[:MAX_LINES]
     if not series:
@@ -86,7 +88,7 @@ BREAKDOWN_PARTS = (("computation_only_ns", "█", "computation only"),
 BAR_WIDTH = 40
 
 
-def stacked_bar(breakdown: dict[str, Any], width: int = BAR_WIDTH) -> str:
+def stacked_bar(breakdown: Mapping[str, Any], width: int = BAR_WIDTH) -> str:
     """``width`` characters, each part's share of the span by largest remainder (the parts sum to the span)."""
     values = [max(int(breakdown.get(key) or 0), 0) for key, _, _ in BREAKDOWN_PARTS]
     total = sum(values)

@@ -3,7 +3,7 @@ the markdown and terminal renderers; each passes its own escaping for the texts 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from .units import fmt_ns, fmt_pct
@@ -24,12 +24,12 @@ def op_flops_cell(n: float | None) -> str:
     return "–" if n is None else fmt_flops(n)
 
 
-def mfu_text(compute: dict[str, Any]) -> str:
+def mfu_text(compute: Mapping[str, Any]) -> str:
     """The MFU figure: "≥ 16.3%" when it is a lower bound (counted ops hold under 90% of the kernel time)."""
     return ("≥ " if compute.get("mfu_is_lower_bound") else "") + fmt_pct(compute.get("mfu"))
 
 
-def compute_sentence(compute: dict[str, Any] | None, escape: Callable[[str], str]) -> str | None:
+def compute_sentence(compute: Mapping[str, Any] | None, escape: Callable[[str], str]) -> str | None:
     """One sentence: the counted FLOPs by class, achieved FLOP/s over the GPU span, MFU against the peak, or
     why a figure is unknown. None when the document has no ``compute`` block."""
     if not isinstance(compute, dict):
@@ -55,7 +55,7 @@ def compute_sentence(compute: dict[str, Any] | None, escape: Callable[[str], str
     return text + "."
 
 
-def roofline_sentence(roofline: dict[str, Any] | None, escape: Callable[[str], str], top: int = 3) -> str | None:
+def roofline_sentence(roofline: Mapping[str, Any] | None, escape: Callable[[str], str], top: int = 3) -> str | None:
     """The op names furthest from the roofline (``ops.roofline``), or None when there is none."""
     if not isinstance(roofline, dict) or not roofline.get("ops"):
         return None

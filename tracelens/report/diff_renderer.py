@@ -9,9 +9,9 @@ from ..errors import UsageError
 from . import json_renderer
 from .budget import Block, fit, limits
 from .escape import md
-from .markdown import FullNames
-from .terminal import WIDTH as TERMINAL_WIDTH
-from .terminal import draw_table, draw_text, finish, new_console
+from .markdown_blocks import FullNames
+from .terminal_layout import WIDTH as TERMINAL_WIDTH
+from .terminal_layout import draw_table, draw_text, finish, new_console
 from .units import fmt_bytes, fmt_ns, fmt_pct
 
 VERDICT_MARK = {"improved": "✅ improved", "regressed": "❌ regressed", "unchanged": "➖ unchanged within noise",

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from .units import fmt_ns, fmt_pct
@@ -10,7 +11,7 @@ from .units import fmt_ns, fmt_pct
 MIN_SHOWN_GAIN = 0.001  # remedies that shorten the step (or span) by less than this are not listed
 
 
-def remedy_lines(doc: dict[str, Any]) -> list[str]:
+def remedy_lines(doc: Mapping[str, Any]) -> list[str]:
     """One plain-text line per remedy that gains at least MIN_SHOWN_GAIN, largest first (names are tracelens's
     own cause keys)."""
     whatif = doc.get("whatif")
@@ -35,7 +36,7 @@ def remedy_lines(doc: dict[str, Any]) -> list[str]:
     return lines
 
 
-def replay_line(doc: dict[str, Any]) -> str | None:
+def replay_line(doc: Mapping[str, Any]) -> str | None:
     error = (doc.get("whatif") or {}).get("replay_error")
     if not isinstance(error, dict):
         return None
@@ -44,7 +45,7 @@ def replay_line(doc: dict[str, Any]) -> str | None:
             + (f", mean step by {fmt_pct(step)}" if step is not None else ""))
 
 
-def critical_path_line(doc: dict[str, Any]) -> str | None:
+def critical_path_line(doc: Mapping[str, Any]) -> str | None:
     path = (doc.get("whatif") or {}).get("critical_path")
     if not isinstance(path, dict):
         return None

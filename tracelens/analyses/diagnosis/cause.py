@@ -11,10 +11,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, Literal, cast, overload
 
 import numpy as np
 
+from ...document.types import AttributionDevice, Launch, Memcpy, Sync
 from ...trace import Trace
 from ..attribution import host_rows
 from ..columns import DeviceBusy, event_columns
@@ -80,10 +81,13 @@ class Cause:
 @dataclass(frozen=True)
 class Verdict:
     """A primary that is not a cause (no lost time, never in ``causes``): ``incomplete_trace`` (the trace
-    cannot answer) and ``none`` (nothing is worth fixing). Its fix comes with its evidence."""
+    cannot answer) and ``none`` (nothing is worth fixing). Its fix comes with its evidence. ``answerable``: whether
+    the trace answers the question (``none``); renderers head the primary by it, and the primary of a trace that
+    cannot answer is not ``causes[0]``."""
 
     name: str
     sentence: Sentence
+    answerable: bool = True
 
 
 def finding(name: str, lost: float, span: int, evidence: Evidence, fix: str) -> Finding:
@@ -102,7 +106,7 @@ class Context:
     span: int
     framework: str
     busy: dict[int, DeviceBusy]
-    attribution: dict[int, dict[str, Any]]  # device -> attribution entry
+    attribution: dict[int, AttributionDevice]  # device -> its attribution entry
     causes: tuple[Cause, ...]
     imbalance: dict[str, Any] | None = field(default=None)
 
@@ -137,11 +141,22 @@ class Context:
     def idle_total(self) -> float:
         return self.mean([a["idle_ns"] for a in self.attribution.values()])
 
-    def section(self, key: str) -> dict[str, Any]:
-        """A section this one reads (``Section.needs``; ``analyze`` computes it first). A section that could
-        not be computed (null) reads as empty."""
+    # The sections the causes read, as their document types (mypy checks the keys they read); any other as a
+    # plain object. (A Literal key also matches ``str``: mypy's overlap warning is the intended precedence.)
+    @overload
+    def section(self, key: Literal["launch"]) -> Launch: ...  # type: ignore[overload-overlap]
+    @overload
+    def section(self, key: Literal["memcpy"]) -> Memcpy: ...  # type: ignore[overload-overlap]
+    @overload
+    def section(self, key: Literal["sync"]) -> Sync: ...  # type: ignore[overload-overlap]
+    @overload
+    def section(self, key: str) -> dict[str, Any]: ...
+
+    def section(self, key: str) -> Launch | Memcpy | Sync | dict[str, Any]:
+        """A section this one reads (``Section.needs``; ``analyze`` computes it first), as its document type. A
+        section that could not be computed (null) reads as empty (its readers use ``.get``)."""
         value = self.done[key]
-        return value if isinstance(value, dict) else {}
+        return value if isinstance(value, dict) else cast(dict[str, Any], {})
 
     def by_device(self, key: str, list_key: str, value: str, id_key: str = "device") -> dict[int, int]:
         """``{device: entry[value]}`` over ``done[key][list_key]`` (a section's per-device list)."""

@@ -78,7 +78,7 @@ def evidence(ctx: Context) -> Evidence:
     if graphs.get("in_use"):
         pairs_ops = launch.get("gpu_ops")
         ops_outside = int(pairs_ops - graphs.get("graph_ops", 0)) if isinstance(pairs_ops, int) else None
-    ev = {
+    ev: Evidence = {
         "idle_launch_by_device": idle_launch,
         "idle_cpu_by_device": idle_cpu,
         "launch_latency_p50_ns": (launch.get("latency") or {}).get("p50_ns"),

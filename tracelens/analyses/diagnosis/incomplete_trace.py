@@ -112,4 +112,4 @@ def sentence(cause: dict[str, Any], diagnosis: dict[str, Any]) -> str:
     return text + "."
 
 
-VERDICT = Verdict(NAME, sentence)
+VERDICT = Verdict(NAME, sentence, answerable=False)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ...document.types import MemcpyDeviceKind, MemcpySmallCopies
 from ...units import fmt_bytes, fmt_ns, fmt_pct, plural
 from .. import memcpy as copies
 from .cause import Cause, Context, Evidence, by_framework
@@ -108,7 +109,8 @@ def mostly(part_ns: int, duration_ns: int) -> bool:
     return part_ns >= MOSTLY * duration_ns
 
 
-def remedy(top: dict[str, Any] | None, link_fraction: float | None, small: dict[str, Any], floor: bool) -> str:
+def remedy(top: MemcpyDeviceKind | None, link_fraction: float | None, small: MemcpySmallCopies | dict[str, Any],
+           floor: bool) -> str:
     """The fix the copies' own evidence calls for, from the kind with the most exposed time on the GPU with the
     most exposed copy time (``floor``: overlap could not hide it, ``memcpy.copies_are_the_floor``)."""
     if top is None:
@@ -138,7 +140,7 @@ def evidence(ctx: Context) -> Evidence:
     # The GPU with the most exposed copy time speaks for the cause: its own kinds, counts and bytes, so a
     # sentence naming it uses its numbers (ties: the lowest id).
     worst_device = min(per_device, key=lambda d: (-d["exposed_ns"], d["device"])) if per_device else None
-    kinds = sorted((k for k in (worst_device or {}).get("by_kind") or [] if k.get("exposed_ns")),
+    kinds = sorted((k for k in (worst_device.get("by_kind") if worst_device else None) or [] if k.get("exposed_ns")),
                    key=lambda k: (-k["exposed_ns"], k["kind"]))
     top = kinds[0] if kinds else None
     link_fraction = top.get("large_achieved_fraction") if top else None
