@@ -320,3 +320,20 @@ def test_one_int_or_none() -> None:
 def test_scan_finds_each_form(source: str, expected: list[str]) -> None:
     used, _ = scan(source, "tracelens.ingest.tf_trace_json")
     assert used == expected
+
+
+LONG_MODULE_LINES = 600  # docs/architecture.md: a longer module says why in its docstring
+
+
+def test_a_long_module_says_why_in_its_docstring() -> None:
+    """Every module over LONG_MODULE_LINES lines gives its reason in its docstring (a sentence naming its length
+    or saying it stays one module on purpose)."""
+    unexplained = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        if text.count("\n") <= LONG_MODULE_LINES:
+            continue
+        doc = ast.get_docstring(ast.parse(text)) or ""
+        if not re.search(r"\d+ lines|one module|on purpose", doc):
+            unexplained.append(f"{path.relative_to(PACKAGE)} ({text.count(chr(10))} lines)")
+    assert not unexplained, f"modules over {LONG_MODULE_LINES} lines with no reason in their docstring: {unexplained}"
