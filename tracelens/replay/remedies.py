@@ -12,6 +12,8 @@ from functools import cached_property
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from .. import intervals
 from ..analyses.columns import event_columns, step_windows, thread_key, thread_time_positions
@@ -134,15 +136,15 @@ class Context:
         out: dict[str, float] = {}
         how = []
         if rows.size:
-            kind = np.asarray(trace.take("copy_kind", rows).to_pylist(), dtype=object)
-            src = np.asarray(trace.take("src_kind", rows).to_pylist(), dtype=object)
-            dst = np.asarray(trace.take("dst_kind", rows).to_pylist(), dtype=object)
             nbytes = g.op_bytes[g.op_is_copy]
             cols = event_columns(trace)
             dur = cols.end[rows] - cols.start[rows]
-            pinned = ((np.char.lower(src.astype(str)) == "pinned") | (np.char.lower(dst.astype(str)) == "pinned")) & (nbytes >= PINNED_MIN_BYTES) & (dur > 0)
+            pinned = ((_text_equals(trace.take("src_kind", rows), "pinned", lower=True)
+                       | _text_equals(trace.take("dst_kind", rows), "pinned", lower=True))
+                      & (nbytes >= PINNED_MIN_BYTES) & (dur > 0))
+            kind = trace.take("copy_kind", rows)
             for direction in ("HtoD", "DtoH"):
-                sel = pinned & (kind == direction)
+                sel = pinned & _text_equals(kind, direction)
                 if sel.any():
                     out[direction] = float(nbytes[sel].sum()) / float(dur[sel].sum()) * 1e9
                     how.append(f"{direction} {out[direction] / 1e9:.1f} GB/s measured on {int(sel.sum())} pinned "
@@ -156,6 +158,24 @@ class Context:
                 how.append(f"{direction} {out[direction] / 1e9:.1f} GB/s = {PINNED_LINK_FRACTION:.0%} of the "
                            f"{links.host_link} link (no pinned copy in the trace to measure)")
         return out, "; ".join(how)
+
+
+def _text_equals(values: pa.Array, text: str, *, lower: bool = False) -> np.ndarray:
+    """Per row, whether a (dictionary) string column equals ``text`` (lower-cased first with ``lower``); a null
+    is no match. Compared on the dictionary, not row by row in Python."""
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    if pa.types.is_dictionary(values.type):
+        words = values.dictionary.to_pylist()
+        hit = np.array([w is not None and (w.lower() if lower else w) == text for w in words] + [False])
+        codes = values.indices.to_numpy(zero_copy_only=False) if values.null_count == 0 else \
+            np.asarray(values.indices.fill_null(len(words)))
+        return hit[codes.astype(np.int64)]
+    if pa.types.is_null(values.type):
+        return np.zeros(len(values), bool)
+    if lower:
+        values = pc.utf8_lower(values)
+    return np.asarray(pc.fill_null(pc.equal(values, text), False))
 
 
 Remedy = Callable[[Context], tuple[Graph | None, str]]
