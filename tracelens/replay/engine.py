@@ -123,9 +123,9 @@ def solve(graph: Graph) -> np.ndarray:
     # Small batches (most of them: a blocking call's end, a few host calls between two cuts) are solved point
     # by point in plain Python, through memoryviews (no copies): below SMALL_BATCH points that is cheaper than
     # the dozen numpy calls of a batch, and gives the same integers (t_i = max(t_{i-1} + lag_i, b_i) unrolled).
-    t_v, anchor_v, c_v, carry_v = memoryview(t), memoryview(anchor), memoryview(c), memoryview(carry_from)
-    head_v, order_v = memoryview(run_start), memoryview(order)
-    e_pos_v, e_src_v, e_lag_v = memoryview(e_pos), memoryview(e_src), memoryview(e_lag)
+    t_v, anchor_v, c_v, carry_v = t.data, anchor.data, c.data, carry_from.data
+    head_v, order_v = run_start.data, order.data
+    e_pos_v, e_src_v, e_lag_v = e_pos.data, e_src.data, e_lag.data
     for g in range(group_lo.size):  # a loop over batches (3 per blocking call), not events
         lo, hi = int(group_lo[g]), int(group_hi[g])
         elo, ehi = int(e_lo[g]), int(e_hi[g])

@@ -12,8 +12,6 @@ from functools import cached_property
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
-import pyarrow.compute as pc
 
 from .. import intervals
 from ..analyses.columns import event_columns, step_windows, thread_key, thread_time_positions
@@ -23,7 +21,7 @@ from ..gpu_specs import device_links
 from ..trace import ANNOTATION, CPU_OP, DRIVER, PYTHON, RUNTIME, STEP, Trace
 from .collectives import overlap_collectives
 from .engine import solve
-from .graph import GPU_END, GPU_START, HOST_END, HOST_START, NONE, Graph, build
+from .graph import GPU_END, GPU_START, HOST_END, HOST_START, NONE, Graph, build, lower_is, text_mask
 from .occupancy_model import kernel_model
 
 ITEM_MAX_BYTES = 64 * 1024  # a device-to-host read-back this small is a value read (sync.py's item pattern)
@@ -139,12 +137,13 @@ class Context:
             nbytes = g.op_bytes[g.op_is_copy]
             cols = event_columns(trace)
             dur = cols.end[rows] - cols.start[rows]
-            pinned = ((_text_equals(trace.take("src_kind", rows), "pinned", lower=True)
-                       | _text_equals(trace.take("dst_kind", rows), "pinned", lower=True))
+            is_pinned = lower_is("pinned")
+            pinned = ((text_mask(trace.take("src_kind", rows), is_pinned)
+                       | text_mask(trace.take("dst_kind", rows), is_pinned))
                       & (nbytes >= PINNED_MIN_BYTES) & (dur > 0))
             kind = trace.take("copy_kind", rows)
             for direction in ("HtoD", "DtoH"):
-                sel = pinned & _text_equals(kind, direction)
+                sel = pinned & text_mask(kind, direction.__eq__)
                 if sel.any():
                     out[direction] = float(nbytes[sel].sum()) / float(dur[sel].sum()) * 1e9
                     how.append(f"{direction} {out[direction] / 1e9:.1f} GB/s measured on {int(sel.sum())} pinned "
@@ -158,24 +157,6 @@ class Context:
                 how.append(f"{direction} {out[direction] / 1e9:.1f} GB/s = {PINNED_LINK_FRACTION:.0%} of the "
                            f"{links.host_link} link (no pinned copy in the trace to measure)")
         return out, "; ".join(how)
-
-
-def _text_equals(values: pa.Array, text: str, *, lower: bool = False) -> np.ndarray:
-    """Per row, whether a (dictionary) string column equals ``text`` (lower-cased first with ``lower``); a null
-    is no match. Compared on the dictionary, not row by row in Python."""
-    if isinstance(values, pa.ChunkedArray):
-        values = values.combine_chunks()
-    if pa.types.is_dictionary(values.type):
-        words = values.dictionary.to_pylist()
-        hit = np.array([w is not None and (w.lower() if lower else w) == text for w in words] + [False])
-        codes = values.indices.to_numpy(zero_copy_only=False) if values.null_count == 0 else \
-            np.asarray(values.indices.fill_null(len(words)))
-        return hit[codes.astype(np.int64)]
-    if pa.types.is_null(values.type):
-        return np.zeros(len(values), bool)
-    if lower:
-        values = pc.utf8_lower(values)
-    return np.asarray(pc.fill_null(pc.equal(values, text), False))
 
 
 Remedy = Callable[[Context], tuple[Graph | None, str]]
@@ -312,9 +293,9 @@ def memcpy(ctx: Context) -> tuple[Graph | None, str]:
     ops = np.flatnonzero(g.op_is_copy & (g.op_launch_call >= 0))
     ops = ops[copy_side[g.op_launch_call[ops]]]
     if ops.size:
-        kind = np.asarray(ctx.trace.take("copy_kind", g.op_row[ops]).to_pylist(), dtype=object)
+        kind = ctx.trace.take("copy_kind", g.op_row[ops])
         for direction, bps in bandwidth.items():
-            sel = ops[(kind == direction) & (g.op_bytes[ops] > 0)]
+            sel = ops[text_mask(kind, direction.__eq__) & (g.op_bytes[ops] > 0)]
             ends = g.op_end[sel]
             lag[ends] = np.minimum(lag[ends], np.ceil(g.op_bytes[sel] / bps * 1e9).astype(np.int64))
     return _drop_waits(g, copy_side, lag), (
