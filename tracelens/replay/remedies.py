@@ -20,7 +20,7 @@ from ..analyses.startup import one_time_work
 from ..gpu_specs import device_links
 from ..trace import ANNOTATION, CPU_OP, DRIVER, PYTHON, RUNTIME, STEP, Trace
 from .collectives import overlap_collectives
-from .engine import solve
+from .engine import Plan, plan, solve
 from .graph import GPU_END, GPU_START, HOST_END, HOST_START, NONE, Graph, build, lower_is, text_mask
 from .occupancy_model import kernel_model
 
@@ -70,7 +70,7 @@ class Context:
 
     def outcome(self, graph: Graph | None = None, times: np.ndarray | None = None) -> Outcome:
         g = graph or self.graph
-        t = solve(g) if times is None else times
+        t = solve(g, self.plan) if times is None else times
         span = int(t.max() - t.min()) if t.size else 0
         return Outcome(t, span, *self._step_ns(t))
 
@@ -98,6 +98,11 @@ class Context:
         p = markers[np.argmin(g.time[markers])] if markers.size else host_first[np.argmin(g.time[host_first])]
         lead = g.time[p] - int(self.windows["start"].iloc[first])
         return float(end_last - (t[p] - lead)), 1
+
+    @cached_property
+    def plan(self) -> Plan:
+        """The unchanged graph's batches: every remedy that changes only lags replays with them."""
+        return plan(self.graph)
 
     @cached_property
     def base(self) -> Outcome:
