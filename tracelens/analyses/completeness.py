@@ -130,6 +130,15 @@ def _problem(kind: str, blocking: bool, evidence: dict[str, Any], fix: str) -> d
     return {"kind": kind, "blocking": blocking, "evidence": evidence, "fix": fix}
 
 
+def _member(values: np.ndarray, reference: np.ndarray) -> np.ndarray:
+    """np.isin(values, reference) by a sort and a binary search (half np.isin's time on millions of ids)."""
+    if reference.size == 0:
+        return np.zeros(values.size, bool)
+    ref = np.sort(reference)
+    at = np.minimum(np.searchsorted(ref, values), ref.size - 1)
+    return ref[at] == values
+
+
 # ---------------------------------------------------------------------------------------------- the judge
 
 
@@ -157,7 +166,7 @@ def judge(trace: Trace) -> dict[str, Any]:
         after = int((cols.start[launch] >= last_gpu_end).sum()) if last_gpu_end is not None else int(launch.size)
         share = after / launch.size
         with_id = launch_ids >= 0
-        unmatched = (int((~np.isin(launch_ids[with_id], gpu_ids[gpu_ids >= 0])).sum())
+        unmatched = (int((~_member(launch_ids[with_id], gpu_ids[gpu_ids >= 0])).sum())
                      if with_id.any() else None)
         if gpu.size == 0 or share >= LOST_SHARE:
             evidence = {"launch_calls": int(launch.size), "gpu_ops": int(gpu.size),
@@ -170,7 +179,7 @@ def judge(trace: Trace) -> dict[str, Any]:
 
     if gpu.size:
         has_id = gpu_ids >= 0
-        unmatched_gpu = int((~np.isin(gpu_ids[has_id], api_ids[api_ids >= 0])).sum())
+        unmatched_gpu = int((~_member(gpu_ids[has_id], api_ids[api_ids >= 0])).sum())
         share = unmatched_gpu / int(has_id.sum()) if has_id.any() else None
         if api.size == 0 or (share is not None and share >= UNMATCHED_SHARE):
             evidence = {"gpu_ops": int(gpu.size), "api_calls": int(api.size),

@@ -13,11 +13,14 @@ then). A collective participant's end is cut the same way (the other participant
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from .graph import GPU_END, GPU_START, NONE, Graph
 
 HOST_PHASE, GPU_PHASE, WAIT_PHASE = 0, 1, 2
+SMALL_BATCH = 32  # batches up to this many points are solved point by point (see solve)
 MAX_KEY_ROUNDS = 64  # beyond this (a cycle from inconsistent clocks) a source not yet solved reads as recorded
 
 
@@ -87,54 +90,119 @@ def _chain_cummax(key: np.ndarray, chain_first: np.ndarray) -> np.ndarray:
     return np.maximum.accumulate(key + run * width) - run * width
 
 
-def solve(graph: Graph) -> np.ndarray:
-    """Replayed time of every point."""
+_PLAN_SOURCES = ("time", "kind", "chain", "chain_first", "edge_src", "edge_dst", "edge_is_wait", "edge_is_wake",
+                 "edge_is_collective")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a solve needs that does not depend on the lags or anchors: the batches, the runs (a chain's stretch
+    within a batch), the chain predecessor each run continues from, the edges into each batch. Remedies that
+    change only lags (most of them) share the arrays it was made from and reuse it (:meth:`fits`)."""
+
+    sources: tuple[np.ndarray, ...]
+    order: np.ndarray
+    group_lo: np.ndarray
+    group_hi: np.ndarray
+    run_start: np.ndarray
+    carry_from: np.ndarray
+    e_order: np.ndarray
+    e_pos: np.ndarray
+    e_src: np.ndarray
+    e_lo: np.ndarray
+    e_hi: np.ndarray
+    runs_in_group: np.ndarray
+
+    def fits(self, graph: Graph) -> bool:
+        return all(getattr(graph, name) is array for name, array in zip(_PLAN_SOURCES, self.sources, strict=True))
+
+
+def plan(graph: Graph) -> Plan:
+    """The batches of ``graph`` (see :func:`schedule_keys`) and what each needs, computed once per structure."""
     n = graph.size
-    t = graph.time.copy()  # a source solved later than its target (clock skew) is read as recorded
-    if n == 0:
-        return t
     key = schedule_keys(graph)
     order = np.lexsort((np.arange(n), key))
     key_sorted = key[order]
     cut = np.flatnonzero(np.diff(key_sorted)) + 1
-    group_lo = np.concatenate([[0], cut])
-    group_hi = np.append(cut, n)
-    # What does not depend on times, computed once over all batches: runs (a chain's stretch within a batch),
-    # the running lag sums, the chain predecessor each run continues from, the edges into each batch.
+    group_lo = np.concatenate([[0], cut]).astype(np.int64)
+    group_hi = np.append(cut, n).astype(np.int64)
     chain = graph.chain[order]
     new_group = np.zeros(n, bool)
     new_group[group_lo] = True
     run_start = new_group.copy()
     run_start[1:] |= chain[1:] != chain[:-1]
-    c = _segmented_cumsum(graph.lag[order], run_start)
     head = _run_heads(run_start)
     before = order[head] - 1  # the point before each run's first, on its chain (stored contiguously)
     carry_from = np.where(graph.chain_first[order[head]], -1, before)
-    anchor = graph.anchor[order]
     position = np.empty(n, np.int64)
     position[order] = np.arange(n)
     e_pos = position[graph.edge_dst]
     e_order = np.argsort(e_pos, kind="stable")
-    e_pos, e_src, e_lag = e_pos[e_order], graph.edge_src[e_order], graph.edge_lag[e_order]
-    e_lo = np.searchsorted(e_pos, group_lo, side="left")
-    e_hi = np.searchsorted(e_pos, group_hi, side="left")
-    runs_in_group = np.add.reduceat(run_start.astype(np.int64), group_lo)
-    for g in range(group_lo.size):  # a loop over batches (3 per blocking call), not events
-        lo, hi = int(group_lo[g]), int(group_hi[g])
-        elo, ehi = int(e_lo[g]), int(e_hi[g])
+    e_pos, e_src = e_pos[e_order], graph.edge_src[e_order]
+    return Plan(
+        sources=tuple(getattr(graph, name) for name in _PLAN_SOURCES), order=order, group_lo=group_lo,
+        group_hi=group_hi, run_start=run_start, carry_from=carry_from, e_order=e_order, e_pos=e_pos, e_src=e_src,
+        e_lo=np.searchsorted(e_pos, group_lo, side="left"), e_hi=np.searchsorted(e_pos, group_hi, side="left"),
+        runs_in_group=np.add.reduceat(run_start.astype(np.int64), group_lo))
+
+
+def solve(graph: Graph, shared: Plan | None = None) -> np.ndarray:
+    """Replayed time of every point (``shared``: a plan made for a graph of the same structure, reused when it
+    fits)."""
+    n = graph.size
+    t = graph.time.copy()  # a source solved later than its target (clock skew) is read as recorded
+    if n == 0:
+        return t
+    batches_of = shared if shared is not None and shared.fits(graph) else plan(graph)
+    order, group_lo, group_hi = batches_of.order, batches_of.group_lo, batches_of.group_hi
+    run_start, carry_from, e_pos, e_src = batches_of.run_start, batches_of.carry_from, batches_of.e_pos, batches_of.e_src
+    e_lo, e_hi, runs_in_group = batches_of.e_lo, batches_of.e_hi, batches_of.runs_in_group
+    # what depends on the lags and anchors: the running lag sums along each run, the edges' lags
+    c = _segmented_cumsum(graph.lag[order], run_start)
+    anchor = graph.anchor[order]
+    e_lag = graph.edge_lag[batches_of.e_order]
+    # Small batches (most of them: a blocking call's end, a few host calls between two cuts) are solved point
+    # by point in plain Python, through memoryviews (no copies): below SMALL_BATCH points that is cheaper than
+    # the dozen numpy calls of a batch, and gives the same integers (t_i = max(t_{i-1} + lag_i, b_i) unrolled).
+    t_v, anchor_v, c_v, carry_v = t.data, anchor.data, c.data, carry_from.data
+    head_v, order_v = run_start.data, order.data
+    e_pos_v, e_src_v, e_lag_v = e_pos.data, e_src.data, e_lag.data
+    batches = zip(group_lo.tolist(), group_hi.tolist(), e_lo.tolist(), e_hi.tolist(), runs_in_group.tolist(),
+                  strict=True)
+    for lo, hi, elo, ehi, runs in batches:  # a loop over batches (3 per blocking call), not events
         if hi - lo == 1:  # one point (a blocking call's end): plain arithmetic
-            best = int(anchor[lo])
+            best = anchor_v[lo]
             for k in range(elo, ehi):
-                best = max(best, int(t[e_src[k]]) + int(e_lag[k]))
-            src = int(carry_from[lo])
-            via_chain = int(t[src]) + int(c[lo]) if src >= 0 else NONE
-            t[order[lo]] = max(via_chain, best)
+                ready = t_v[e_src_v[k]] + e_lag_v[k]
+                if ready > best:
+                    best = ready
+            src = carry_v[lo]
+            via_chain = t_v[src] + c_v[lo] if src >= 0 else NONE
+            t_v[order_v[lo]] = via_chain if via_chain > best else best
+            continue
+        if hi - lo <= SMALL_BATCH:
+            # every bound from the times before this batch (as the numpy path reads them), then the chains
+            bounds = anchor_v[lo:hi].tolist()
+            for k in range(elo, ehi):
+                ready = t_v[e_src_v[k]] + e_lag_v[k]
+                if ready > bounds[e_pos_v[k] - lo]:
+                    bounds[e_pos_v[k] - lo] = ready
+            prev = NONE
+            for p in range(lo, hi):
+                if head_v[p]:
+                    src = carry_v[p]
+                    via_chain = (t_v[src] if src >= 0 else NONE) + c_v[p]
+                else:
+                    via_chain = prev + (c_v[p] - c_v[p - 1])
+                best = bounds[p - lo]
+                prev = via_chain if via_chain > best else best
+                t_v[order_v[p]] = prev
             continue
         bound = anchor[lo:hi].copy()
         if ehi > elo:
             np.maximum.at(bound, e_pos[elo:ehi] - lo, t[e_src[elo:ehi]] + e_lag[elo:ehi])
         cc = c[lo:hi]
-        if runs_in_group[g] == 1:
+        if runs == 1:
             best_arr = np.maximum.accumulate(bound - cc)
         else:
             best_arr = _segmented_cummax(bound - cc, run_start[lo:hi])

@@ -41,11 +41,13 @@ modules.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from .. import intervals
 from ..analyses.columns import EventColumns, Table, event_columns, thread_key, thread_time_positions
@@ -228,9 +230,9 @@ def build(trace: Trace) -> Graph:
     pageable = np.zeros(n_ops, bool)
     if copy_rows.any():
         idx = np.flatnonzero(copy_rows)
-        src = np.asarray(trace.take("src_kind", op_row[idx]).to_pylist(), dtype=object)
-        dst = np.asarray(trace.take("dst_kind", op_row[idx]).to_pylist(), dtype=object)
-        pageable[idx] = (np.char.lower(src.astype(str)) == "pageable") | (np.char.lower(dst.astype(str)) == "pageable")
+        is_pageable = lower_is("pageable")
+        pageable[idx] = (text_mask(trace.take("src_kind", op_row[idx]), is_pageable)
+                         | text_mask(trace.take("dst_kind", op_row[idx]), is_pageable))
 
     # --- points: host chains first (thread order), then stream chains ((device, stream) order)
     host_time = np.empty(2 * n_calls, np.int64)
@@ -292,11 +294,13 @@ def build(trace: Trace) -> Graph:
     launch_typ = _median_by(o_dev[launch_binds], np.maximum(launch_res[launch_binds], 0), DEFAULT_LAUNCH_LAG_NS)
     queued = ~op_first & ~launch_binds & ~event_binds
     stream_typ = _median_by(o_dev[queued], np.maximum(stream_res[queued], 0), DEFAULT_STREAM_GAP_NS)
-    for d in np.unique(o_dev):
+    devices, o_dev_index = np.unique(o_dev, return_inverse=True)
+    for d in devices:
         launch_typ.setdefault(int(d), DEFAULT_LAUNCH_LAG_NS)
         stream_typ.setdefault(int(d), DEFAULT_STREAM_GAP_NS)
-    typ_launch = np.array([launch_typ[int(d)] for d in o_dev], np.int64) if n_ops else np.zeros(0, np.int64)
-    typ_stream = np.array([stream_typ[int(d)] for d in o_dev], np.int64) if n_ops else np.zeros(0, np.int64)
+    # per op, its device's typical value (looked up per device, then spread over the ops)
+    typ_launch = np.array([launch_typ[int(d)] for d in devices], np.int64)[o_dev_index.reshape(-1)]
+    typ_stream = np.array([stream_typ[int(d)] for d in devices], np.int64)[o_dev_index.reshape(-1)]
     gpu_lag = np.empty(2 * n_ops, np.int64)
     gpu_lag[1::2] = o_e - o_s
     gpu_typical = np.zeros(2 * n_ops, np.int64)
@@ -649,10 +653,27 @@ def _recorded_sync_targets(cols: EventColumns, call_rows: np.ndarray, call_start
     idx = np.flatnonzero(hit)[near]
     row = row[near]
     device[idx] = cols.device[row]
-    kind = np.asarray(cols.store.take("sync_kind", row).to_pylist() if cols.store is not None else [], dtype=object)
-    is_stream = np.array([str(k).lower() in kinds for k in kind], bool)
+    is_stream = (text_mask(cols.store.take("sync_kind", row), lambda word: word.lower() in kinds)
+                 if cols.store is not None else np.zeros(0, bool))
     stream[idx[is_stream]] = cols.at("stream", row[is_stream])
     return device, stream
+
+
+def text_mask(values: pa.Array | pa.ChunkedArray, predicate: Callable[[str], bool]) -> np.ndarray:
+    """Per row, ``predicate(str(value))`` of a string column (a null reads as "None", as ``str`` writes it),
+    evaluated once per distinct word of a dictionary column, not once per row."""
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    if not pa.types.is_dictionary(values.type):
+        return np.array([predicate(str(v)) for v in values.to_pylist()], bool)  # not the schema's type: rare
+    words = values.dictionary.to_pylist()
+    hit = np.array([predicate(str(w)) for w in words] + [predicate(str(None))], bool)
+    codes = values.indices.fill_null(len(words)) if values.null_count else values.indices
+    return hit[np.asarray(codes).astype(np.int64)]
+
+
+def lower_is(text: str) -> Callable[[str], bool]:
+    return lambda word: word.lower() == text
 
 
 def _plausible_launch(cols: EventColumns, op_row: np.ndarray, pairs: Table, found: np.ndarray,

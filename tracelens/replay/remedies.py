@@ -20,8 +20,8 @@ from ..analyses.startup import one_time_work
 from ..gpu_specs import device_links
 from ..trace import ANNOTATION, CPU_OP, DRIVER, PYTHON, RUNTIME, STEP, Trace
 from .collectives import overlap_collectives
-from .engine import solve
-from .graph import GPU_END, GPU_START, HOST_END, HOST_START, NONE, Graph, build
+from .engine import Plan, plan, solve
+from .graph import GPU_END, GPU_START, HOST_END, HOST_START, NONE, Graph, build, lower_is, text_mask
 from .occupancy_model import kernel_model
 
 ITEM_MAX_BYTES = 64 * 1024  # a device-to-host read-back this small is a value read (sync.py's item pattern)
@@ -70,7 +70,7 @@ class Context:
 
     def outcome(self, graph: Graph | None = None, times: np.ndarray | None = None) -> Outcome:
         g = graph or self.graph
-        t = solve(g) if times is None else times
+        t = solve(g, self.plan) if times is None else times
         span = int(t.max() - t.min()) if t.size else 0
         return Outcome(t, span, *self._step_ns(t))
 
@@ -98,6 +98,11 @@ class Context:
         p = markers[np.argmin(g.time[markers])] if markers.size else host_first[np.argmin(g.time[host_first])]
         lead = g.time[p] - int(self.windows["start"].iloc[first])
         return float(end_last - (t[p] - lead)), 1
+
+    @cached_property
+    def plan(self) -> Plan:
+        """The unchanged graph's batches: every remedy that changes only lags replays with them."""
+        return plan(self.graph)
 
     @cached_property
     def base(self) -> Outcome:
@@ -134,15 +139,16 @@ class Context:
         out: dict[str, float] = {}
         how = []
         if rows.size:
-            kind = np.asarray(trace.take("copy_kind", rows).to_pylist(), dtype=object)
-            src = np.asarray(trace.take("src_kind", rows).to_pylist(), dtype=object)
-            dst = np.asarray(trace.take("dst_kind", rows).to_pylist(), dtype=object)
             nbytes = g.op_bytes[g.op_is_copy]
             cols = event_columns(trace)
             dur = cols.end[rows] - cols.start[rows]
-            pinned = ((np.char.lower(src.astype(str)) == "pinned") | (np.char.lower(dst.astype(str)) == "pinned")) & (nbytes >= PINNED_MIN_BYTES) & (dur > 0)
+            is_pinned = lower_is("pinned")
+            pinned = ((text_mask(trace.take("src_kind", rows), is_pinned)
+                       | text_mask(trace.take("dst_kind", rows), is_pinned))
+                      & (nbytes >= PINNED_MIN_BYTES) & (dur > 0))
+            kind = trace.take("copy_kind", rows)
             for direction in ("HtoD", "DtoH"):
-                sel = pinned & (kind == direction)
+                sel = pinned & text_mask(kind, direction.__eq__)
                 if sel.any():
                     out[direction] = float(nbytes[sel].sum()) / float(dur[sel].sum()) * 1e9
                     how.append(f"{direction} {out[direction] / 1e9:.1f} GB/s measured on {int(sel.sum())} pinned "
@@ -292,9 +298,9 @@ def memcpy(ctx: Context) -> tuple[Graph | None, str]:
     ops = np.flatnonzero(g.op_is_copy & (g.op_launch_call >= 0))
     ops = ops[copy_side[g.op_launch_call[ops]]]
     if ops.size:
-        kind = np.asarray(ctx.trace.take("copy_kind", g.op_row[ops]).to_pylist(), dtype=object)
+        kind = ctx.trace.take("copy_kind", g.op_row[ops])
         for direction, bps in bandwidth.items():
-            sel = ops[(kind == direction) & (g.op_bytes[ops] > 0)]
+            sel = ops[text_mask(kind, direction.__eq__) & (g.op_bytes[ops] > 0)]
             ends = g.op_end[sel]
             lag[ends] = np.minimum(lag[ends], np.ceil(g.op_bytes[sel] / bps * 1e9).astype(np.int64))
     return _drop_waits(g, copy_side, lag), (

@@ -1,0 +1,86 @@
+"""Where analyze's time goes: each section of ``analyses.REGISTRY`` timed one by one, for this tree and others.
+
+For each TRACE and each tree (this repository, plus every ``--tree DIR``, e.g. a worktree of an earlier commit
+with its extension built), one fresh process run from that tree's root loads the trace and computes the
+sections in ``analyze``'s own order (``early`` ones first, each given the sections before it), timing each
+(``time.perf_counter``) and reading the process's peak RSS at the end. Trees are run alternately, ``--rounds``
+times; the table gives the median per section. Use it to find which section grew between two commits.
+
+Run:  flock /tmp/tracelens-bench.lock python3 benchmarks/bench_sections.py TRACE... [--tree ../wt-base] [--rounds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+from common import REPO_ROOT, markdown_table
+
+_CHILD = r"""
+import json, resource, sys, time
+sys.path.insert(0, ".")
+import tracelens
+from tracelens import analyses as A
+t0 = time.perf_counter()
+trace = tracelens.load(sys.argv[1])
+times = {"load": time.perf_counter() - t0}
+meta = trace.metadata
+doc = {"schema_version": A.JSON_SCHEMA_VERSION, "source": {
+    "path": meta.source_path, "format": meta.source_format, "producer": meta.producer,
+    "producer_version": meta.producer_version, "format_version": meta.format_version, "framework": meta.framework,
+    "rank": meta.rank, "world_size": meta.world_size, "event_count": trace.num_events,
+    "warnings": list(meta.warnings)}}
+done = {}
+for name in sorted(A.SECTIONS, key=lambda key: not A.BY_KEY[key].early):
+    t = time.perf_counter()
+    done[name] = A.BY_KEY[name].compute(trace, {**doc, **done})
+    A.release_free_memory()
+    times[name] = time.perf_counter() - t
+times["sections"] = sum(v for k, v in times.items() if k != "load")
+print(json.dumps({"times": times, "events": trace.num_events,
+                  "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+
+def run(tree: Path, trace: str) -> dict:
+    proc = subprocess.run([sys.executable, "-c", _CHILD, trace], cwd=tree, capture_output=True, text=True, check=False)
+    if proc.returncode:
+        raise SystemExit(f"{tree}: {proc.stderr.strip().splitlines()[-1:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("traces", nargs="+")
+    parser.add_argument("--tree", action="append", default=[], help="another source tree to compare")
+    parser.add_argument("--rounds", type=int, default=3)
+    opts = parser.parse_args()
+    trees = [REPO_ROOT] + [Path(t).resolve() for t in opts.tree]
+    for trace in opts.traces:
+        results: dict[Path, list[dict]] = {t: [] for t in trees}
+        for r in range(opts.rounds):
+            for tree in (trees if r % 2 == 0 else list(reversed(trees))):
+                results[tree].append(run(tree, str(Path(trace).resolve())))
+        keys: list[str] = []
+        for runs in results.values():
+            keys += [k for k in runs[0]["times"] if k not in keys]
+        rows = []
+        for key in keys:
+            row = [key]
+            for tree in trees:
+                values = [r["times"][key] for r in results[tree] if key in r["times"]]
+                row.append(f"{statistics.median(values):.3f}" if values else "-")
+            rows.append(row)
+        rows.append(["peak RSS (MiB)"] + [f"{statistics.median(r['peak_mib'] for r in results[t]):.0f}" for t in trees])
+        events = results[trees[0]][0]["events"]
+        print(f"\n{Path(trace).name}: {events:,} events; seconds, median of {opts.rounds}\n")
+        print(markdown_table(["section"] + [t.name for t in trees], rows))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

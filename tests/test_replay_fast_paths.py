@@ -1,0 +1,64 @@
+"""The replay's fast paths give exactly what the reference paths give (speed lives in benchmarks/).
+
+- engine.solve: batches of up to SMALL_BATCH points solved point by point vs every batch through the numpy
+  path (SMALL_BATCH = 1), and a plan shared from the unchanged graph vs one made for the graph itself;
+- graph.text_mask (per dictionary word) vs the per-row str() it replaces;
+- completeness._member (sort + binary search) vs np.isin.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import tracelens
+from tests.conftest import FIXTURES
+from tracelens.analyses.completeness import _member
+from tracelens.replay import engine
+from tracelens.replay.graph import lower_is, text_mask
+from tracelens.replay.remedies import REMEDIES, Context
+
+TRACES = ["gpu/pytorch_sync-every-step_cuda.pt.trace.json.gz", "gpu/pytorch_pageable-copies_cuda.pt.trace.json.gz",
+          "gpu/resnet18_train_cuda.pt.trace.json.gz", "nsys/handmade_nsys2026.sqlite"]
+
+
+def _graphs(ctx: Context) -> list:
+    graphs = [ctx.graph, ctx.graph.at_typical_lags()]
+    for _cause, (_remedy, model) in REMEDIES.items():
+        changed, _ = model(ctx)
+        if changed is not None:
+            graphs.append(changed)
+    return graphs
+
+
+@pytest.mark.parametrize("name", TRACES)
+def test_small_batches_and_shared_plan_equal_the_numpy_path(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = FIXTURES / name
+    if not path.exists():
+        pytest.skip(f"{name} absent")
+    ctx = Context(tracelens.load(path))
+    graphs = _graphs(ctx)
+    fast = [engine.solve(g, ctx.plan) for g in graphs]
+    monkeypatch.setattr(engine, "SMALL_BATCH", 1)
+    reference = [engine.solve(g) for g in graphs]
+    sizes = np.diff(np.append(ctx.plan.group_lo, ctx.graph.size))
+    assert ((sizes > 1) & (sizes <= 32)).any(), "the trace exercises the point-by-point path"
+    for a, b in zip(fast, reference, strict=True):
+        assert a.dtype == b.dtype
+        np.testing.assert_array_equal(a, b)
+
+
+def test_text_mask_matches_per_row_strings() -> None:
+    words = ["Pinned", "pageable", None, "PINNED", "Device", None]
+    for values in (pa.array(words).dictionary_encode(), pa.array(words), pa.chunked_array([words[:3], words[3:]])):
+        expected = np.array([str(w).lower() == "pinned" for w in words])
+        np.testing.assert_array_equal(text_mask(values, lower_is("pinned")), expected)
+        np.testing.assert_array_equal(text_mask(values, "None".__eq__), np.array([w is None for w in words]))
+
+
+def test_member_matches_isin() -> None:
+    rng = np.random.default_rng(7)
+    values, reference = rng.integers(-5, 400, 2000), rng.integers(0, 300, 700)
+    np.testing.assert_array_equal(_member(values, reference), np.isin(values, reference))
+    np.testing.assert_array_equal(_member(values, reference[:0]), np.zeros(values.size, bool))
