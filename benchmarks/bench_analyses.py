@@ -64,29 +64,55 @@ def build(n_kernels: int) -> Path:
     s_len = s_end - s_start
 
     kinds, names, starts, ends = [], [], [], []
-    cols: dict[str, list[np.ndarray]] = {k: [] for k in ("device", "stream", "pid", "tid", "correlation_id", "step",
-                                                         "bytes", "copy_kind", "sync_kind")}
+    cols: dict[str, list[np.ndarray]] = {
+        k: []
+        for k in (
+            "device",
+            "stream",
+            "pid",
+            "tid",
+            "correlation_id",
+            "step",
+            "bytes",
+            "copy_kind",
+            "sync_kind",
+        )
+    }
 
     def add(kind, name, start, end, **extra):
         m = len(start)
         kinds.append(np.full(m, kind, dtype=object))
-        names.append(np.asarray(name, dtype=object) if not isinstance(name, str) else np.full(m, name, dtype=object))
+        names.append(
+            np.asarray(name, dtype=object) if not isinstance(name, str) else np.full(m, name, dtype=object)
+        )
         starts.append(np.asarray(start, np.int64))
         ends.append(np.asarray(end, np.int64))
         for key in cols:
             value = extra.get(key)
             if value is None:
-                cols[key].append(np.full(m, np.nan) if key not in ("copy_kind", "sync_kind") else np.full(m, None, object))
+                cols[key].append(
+                    np.full(m, np.nan) if key not in ("copy_kind", "sync_kind") else np.full(m, None, object)
+                )
             else:
-                cols[key].append(np.broadcast_to(np.asarray(value), (m,)).astype(object if key in ("copy_kind", "sync_kind") else np.float64))
+                cols[key].append(
+                    np.broadcast_to(np.asarray(value), (m,)).astype(
+                        object if key in ("copy_kind", "sync_kind") else np.float64
+                    )
+                )
 
     kernel_names = np.array([f"kernel_{i}" for i in range(200)], dtype=object)[np.arange(n) % 200]
     add("kernel", kernel_names, k_start, k_end, device=device, stream=stream, pid=1, correlation_id=corr)
     add("runtime", "cudaLaunchKernel", launch_start, launch_end, pid=1, tid=1, correlation_id=corr)
     op_names = np.array([f"aten::op_{i}" for i in range(50)], dtype=object)[np.arange(n_ops) % 50]
     add("cpu_op", op_names, op_start, op_end, pid=1, tid=1)
-    add("annotation", np.array([f"layer_{i}" for i in range(30)], dtype=object)[np.arange(n_ops) % 30],
-        op_start, op_end, pid=1, tid=1)
+    add(
+        "annotation",
+        np.array([f"layer_{i}" for i in range(30)], dtype=object)[np.arange(n_ops) % 30],
+        op_start,
+        op_end,
+        pid=1,
+        tid=1,
+    )
     add("step", "ProfilerStep", s_start, s_end, pid=1, tid=1, step=np.arange(STEPS))
     add("annotation", "tracelens/data", s_start, s_start + s_len // 10, pid=1, tid=1)
     add("annotation", "tracelens/forward", s_start + s_len // 10, s_start + s_len // 2, pid=1, tid=1)
@@ -94,21 +120,55 @@ def build(n_kernels: int) -> Path:
     item_corr = n + 1 + np.arange(STEPS)
     item_call = s_end - 900
     add("runtime", "cudaMemcpyAsync", item_call, item_call + 100, pid=1, tid=1, correlation_id=item_corr)
-    add("memcpy", "Memcpy DtoH (Device -> Pageable)", item_call + 150, item_call + 160, device=0, stream=7, pid=1,
-        correlation_id=item_corr, bytes=4, copy_kind="DtoH")
-    add("runtime", "cudaStreamSynchronize", item_call + 110, item_call + 400, pid=1, tid=1,
-        correlation_id=item_corr + STEPS)
-    add("gpu_sync", "cudaStreamSynchronize", item_call + 150, item_call + 160, device=0, stream=7,
-        sync_kind="stream_sync")
+    add(
+        "memcpy",
+        "Memcpy DtoH (Device -> Pageable)",
+        item_call + 150,
+        item_call + 160,
+        device=0,
+        stream=7,
+        pid=1,
+        correlation_id=item_corr,
+        bytes=4,
+        copy_kind="DtoH",
+    )
+    add(
+        "runtime",
+        "cudaStreamSynchronize",
+        item_call + 110,
+        item_call + 400,
+        pid=1,
+        tid=1,
+        correlation_id=item_corr + STEPS,
+    )
+    add(
+        "gpu_sync",
+        "cudaStreamSynchronize",
+        item_call + 150,
+        item_call + 160,
+        device=0,
+        stream=7,
+        sync_kind="stream_sync",
+    )
 
-    columns = {"kind": np.concatenate(kinds), "name": np.concatenate(names), "start_ns": np.concatenate(starts),
-               "end_ns": np.concatenate(ends)}
+    columns = {
+        "kind": np.concatenate(kinds),
+        "name": np.concatenate(names),
+        "start_ns": np.concatenate(starts),
+        "end_ns": np.concatenate(ends),
+    }
     for key, parts in cols.items():
         columns[key] = np.concatenate(parts)
-    trace = Trace(events=build_events(columns),
-                  devices=build_devices([{"id": 0, "name": "Synthetic GPU", "vendor": "nvidia"},
-                                         {"id": 1, "name": "Synthetic GPU", "vendor": "nvidia"}]),
-                  metadata=TraceMetadata(source_format="synthetic", framework="pytorch"))
+    trace = Trace(
+        events=build_events(columns),
+        devices=build_devices(
+            [
+                {"id": 0, "name": "Synthetic GPU", "vendor": "nvidia"},
+                {"id": 1, "name": "Synthetic GPU", "vendor": "nvidia"},
+            ]
+        ),
+        metadata=TraceMetadata(source_format="synthetic", framework="pytorch"),
+    )
     partial = out.with_suffix(".partial")
     trace.save(partial)
     partial.rename(out)
@@ -149,43 +209,52 @@ def run_analyses(path: str) -> dict:
         per_section[name] = time.perf_counter() - t0
     kernels = sum(d["kernel_count"] for d in doc["devices"])
     mine = sum(per_section[name] for name in MINE)
-    return {"rows": rows, "kernels": kernels, "to_pandas_s": to_pandas, "argsort_s": argsort, "analyze_s": total,
-            "mine_s": mine,
-            "per_section_s": per_section, "primary": doc["diagnosis"]["primary"]["cause"],
-            "gaps": sum(d["gap_count"] for d in doc["gaps"]["devices"])}
+    return {
+        "rows": rows,
+        "kernels": kernels,
+        "to_pandas_s": to_pandas,
+        "argsort_s": argsort,
+        "analyze_s": total,
+        "mine_s": mine,
+        "per_section_s": per_section,
+        "primary": doc["diagnosis"]["primary"]["cause"],
+        "gaps": sum(d["gap_count"] for d in doc["gaps"]["devices"]),
+    }
 
 
 def main() -> None:
-    path, built, m = measure_on_built_input(__doc__.splitlines()[0], build, "analyses", "bench_analyses:run_analyses", DEFAULT_KERNELS)
+    path, built, m = measure_on_built_input(
+        __doc__.splitlines()[0], build, "analyses", "bench_analyses:run_analyses", DEFAULT_KERNELS
+    )
     r = m.result
     sections = r["per_section_s"]
     rows = [[name, f"{sections[name]:.2f} s", "yes" if name in MINE else ""] for name in sections]
     verdict = "meets" if r["analyze_s"] < TARGET_S else "MISSES"
     text = f"""# Analyses benchmark
 
-Machine: {machine_description()}. Generated by `benchmarks/bench_analyses.py` on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.
+Machine: {machine_description()}. Generated by `benchmarks/bench_analyses.py` on {time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}.
 
 Input: synthetic trace built as an Arrow table (`{path.name}`, built in {built:.0f} s or reused):
-{r['rows']:,} rows, {r['kernels']:,} kernels on 2 GPUs x 4 streams, each with its cudaLaunchKernel row, 1 cpu_op
+{r["rows"]:,} rows, {r["kernels"]:,} kernels on 2 GPUs x 4 streams, each with its cudaLaunchKernel row, 1 cpu_op
 and 1 annotation per 10 kernels, {STEPS} steps with data/forward/backward ranges and an `.item()`-style
-copy + sync. {r['gaps']:,} idle gaps. Diagnosis: `{r['primary']}`.
+copy + sync. {r["gaps"]:,} idle gaps. Diagnosis: `{r["primary"]}`.
 
 Measured in one fresh process (read from Parquet first, not timed); peak RSS {mib(m.peak_rss_bytes)}.
 
 | case | wall |
 |---|---|
-| baseline A: event table -> pandas (`trace.df`) | {r['to_pandas_s']:.2f} s |
-| baseline B: numpy argsort of all start times | {r['argsort_s']:.2f} s |
-| **all sections (`analyze`, from the loaded Arrow table)** | **{r['analyze_s']:.2f} s** |
-| gaps, steps, attribution, launch, sync, ranges, diagnosis (summed, below) | {r['mine_s']:.2f} s |
+| baseline A: event table -> pandas (`trace.df`) | {r["to_pandas_s"]:.2f} s |
+| baseline B: numpy argsort of all start times | {r["argsort_s"]:.2f} s |
+| **all sections (`analyze`, from the loaded Arrow table)** | **{r["analyze_s"]:.2f} s** |
+| gaps, steps, attribution, launch, sync, ranges, diagnosis (summed, below) | {r["mine_s"]:.2f} s |
 
-Target: all analyses under {TARGET_S:.0f} s on 1M kernels -> **{verdict}** ({r['analyze_s']:.2f} s).
+Target: all analyses under {TARGET_S:.0f} s on 1M kernels -> **{verdict}** ({r["analyze_s"]:.2f} s).
 
 ## Ratios (same run)
 
-- analyze / pandas conversion: **{r['analyze_s'] / r['to_pandas_s']:.1f}x**
-- analyze / argsort of start times: **{r['analyze_s'] / r['argsort_s']:.1f}x**
-- this engineer's sections / pandas conversion: **{r['mine_s'] / r['to_pandas_s']:.1f}x**
+- analyze / pandas conversion: **{r["analyze_s"] / r["to_pandas_s"]:.1f}x**
+- analyze / argsort of start times: **{r["analyze_s"] / r["argsort_s"]:.1f}x**
+- this engineer's sections / pandas conversion: **{r["mine_s"] / r["to_pandas_s"]:.1f}x**
 
 ## Per section (pandas frame already built; `yes` = sections of this benchmark's owner)
 

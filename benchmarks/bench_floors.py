@@ -115,8 +115,11 @@ def main() -> int:
     from bench_xplane_ingest import synthesize as xspace
 
     inputs = {
-        "nsys": (lambda: nsys_export(opts.nsys_replicas), "bench_floors:nsys_floor",
-                 "SQLite: max() of each raw column the reader reads, per table"),
+        "nsys": (
+            lambda: nsys_export(opts.nsys_replicas),
+            "bench_floors:nsys_floor",
+            "SQLite: max() of each raw column the reader reads, per table",
+        ),
         "kineto": (kineto_gz, "bench_floors:isal_floor", "ISA-L decompression of the .json.gz"),
         "xplane": (lambda: xspace()[0], "bench_floors:protobuf_floor", "protobuf parse, full XSpace schema"),
     }
@@ -135,28 +138,53 @@ def main() -> int:
                 if not m.ok:
                     raise SystemExit(f"{fmt} {label} failed: {m.error}")
                 runs[label].append(m)
-                print(f"{fmt} round {r + 1} {label}: {m.wall_s:.2f} s, peak {mib(m.peak_rss_bytes)}", flush=True)
+                print(
+                    f"{fmt} round {r + 1} {label}: {m.wall_s:.2f} s, peak {mib(m.peak_rss_bytes)}", flush=True
+                )
         med = {k: statistics.median(m.wall_s for m in v) for k, v in runs.items()}
         rss = {k: statistics.median(m.peak_rss_bytes for m in v) for k, v in runs.items()}
-        spread = {k: f"{min(m.wall_s for m in v):.2f}-{max(m.wall_s for m in v):.2f}" for k, v in runs.items()}
-        rows.append([fmt, f"{path.name} ({mib(size)})", floor_what,
-                     f"{med['floor']:.2f} s ({spread['floor']})", f"{med['load']:.2f} s ({spread['load']})",
-                     f"{med['analyze']:.2f} s ({spread['analyze']})",
-                     f"{med['load'] / med['floor']:.1f}x", f"{med['analyze'] / med['floor']:.1f}x",
-                     f"{mib(rss['load'])} ({rss['load'] / size:.2f}x)",
-                     f"{mib(rss['analyze'])} ({rss['analyze'] / size:.2f}x)"])
-    table = markdown_table(["format", "input", "floor", "floor wall", "load wall", "analyze wall",
-                            "load / floor", "analyze / floor", "load peak RSS (/ file)",
-                            "analyze peak RSS (/ file)"], rows)
+        spread = {
+            k: f"{min(m.wall_s for m in v):.2f}-{max(m.wall_s for m in v):.2f}" for k, v in runs.items()
+        }
+        rows.append(
+            [
+                fmt,
+                f"{path.name} ({mib(size)})",
+                floor_what,
+                f"{med['floor']:.2f} s ({spread['floor']})",
+                f"{med['load']:.2f} s ({spread['load']})",
+                f"{med['analyze']:.2f} s ({spread['analyze']})",
+                f"{med['load'] / med['floor']:.1f}x",
+                f"{med['analyze'] / med['floor']:.1f}x",
+                f"{mib(rss['load'])} ({rss['load'] / size:.2f}x)",
+                f"{mib(rss['analyze'])} ({rss['analyze'] / size:.2f}x)",
+            ]
+        )
+    table = markdown_table(
+        [
+            "format",
+            "input",
+            "floor",
+            "floor wall",
+            "load wall",
+            "analyze wall",
+            "load / floor",
+            "analyze / floor",
+            "load peak RSS (/ file)",
+            "analyze peak RSS (/ file)",
+        ],
+        rows,
+    )
     try:
         load_avg = Path("/proc/loadavg").read_text().split()[:3]
     except OSError:
         load_avg = ["?"]
-    text = (f"# Against the physical floor (`bench_floors.py`)\n\n{machine_description()}; load average at the "
-            f"end {' '.join(load_avg)} (the machine's 2 cores are shared with other jobs, so walls swing).\n"
-            f"Run {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {opts.rounds} interleaved rounds of "
-            "fresh processes; each cell the median (min-max in brackets); ratios are of the medians.\n\n"
-            + table)
+    text = (
+        f"# Against the physical floor (`bench_floors.py`)\n\n{machine_description()}; load average at the "
+        f"end {' '.join(load_avg)} (the machine's 2 cores are shared with other jobs, so walls swing).\n"
+        f"Run {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {opts.rounds} interleaved rounds of "
+        "fresh processes; each cell the median (min-max in brackets); ratios are of the medians.\n\n" + table
+    )
     print(text)
     write_result("floors", text)
     return 0

@@ -40,6 +40,7 @@ HTA_TIMEOUT_S = 600
 
 # --- the callables measured in child processes (arguments and results are JSON-able) ------------------
 
+
 def _read_bytes(path: str) -> bytes:
     if path.endswith(".gz"):
         with gzip.open(path, "rb") as fh:
@@ -116,6 +117,7 @@ def load_hta(trace_dir: str) -> int:
 
 # --- inputs ------------------------------------------------------------------------------------------------
 
+
 def make_tiled_trace(target_bytes: int) -> Path:
     """Tile the source trace's events end to end until the JSON reaches ``target_bytes`` (made once)."""
     out_dir = DATA_DIR / f"kineto_tiled_{target_bytes // 2**20}mb"
@@ -131,9 +133,11 @@ def make_tiled_trace(target_bytes: int) -> Path:
     first = min(e["ts"] for e in timed)
     last = max(e["ts"] + e.get("dur", 0) for e in timed)
     period_us = float(int(last - first) + 1000)  # whole µs: shifting keeps float64 fractions exact
-    id_stride = 10 * max(max(e.get("args", {}).get("correlation", 0) for e in timed),
-                         max(e.get("args", {}).get("External id", 0) for e in timed),
-                         max(e.get("id", 0) for e in timed if isinstance(e.get("id"), int)))
+    id_stride = 10 * max(
+        max(e.get("args", {}).get("correlation", 0) for e in timed),
+        max(e.get("args", {}).get("External id", 0) for e in timed),
+        max(e.get("id", 0) for e in timed if isinstance(e.get("id"), int)),
+    )
     out_dir.mkdir(parents=True, exist_ok=True)
     tmp = out.with_suffix(".tmp")
     written = 0
@@ -181,6 +185,7 @@ def hta_dir_for(path: Path) -> Path:
 
 # --- the run -----------------------------------------------------------------------------------------------
 
+
 def uncompressed_size(path: Path) -> int:
     if path.name.endswith(".gz"):
         with gzip.open(path, "rb") as fh:
@@ -191,17 +196,41 @@ def uncompressed_size(path: Path) -> int:
 def run_input(label: str, path: Path, *, repeat: int, skip_hta: bool) -> list[Measurement]:
     args = (str(path),)
     ours = "bench_kineto_ingest:import_tracelens"
-    results = [best_of("tracelens.load", "bench_kineto_ingest:load_tracelens", *args, repeat=repeat, setup=ours),
-               best_of("tracelens.load (msgspec engine)", "bench_kineto_ingest:load_tracelens_msgspec", *args,
-                       repeat=repeat, setup=ours),
-               best_of("tracelens analyze --format json, end to end", "bench_kineto_ingest:analyze_tracelens", *args,
-                       repeat=repeat, setup=ours),
-               best_of("json.loads", "bench_kineto_ingest:load_json", *args, repeat=repeat),
-               best_of("orjson.loads", "bench_kineto_ingest:load_orjson", *args, repeat=repeat,
-                       setup="bench_kineto_ingest:import_orjson")]
+    results = [
+        best_of("tracelens.load", "bench_kineto_ingest:load_tracelens", *args, repeat=repeat, setup=ours),
+        best_of(
+            "tracelens.load (msgspec engine)",
+            "bench_kineto_ingest:load_tracelens_msgspec",
+            *args,
+            repeat=repeat,
+            setup=ours,
+        ),
+        best_of(
+            "tracelens analyze --format json, end to end",
+            "bench_kineto_ingest:analyze_tracelens",
+            *args,
+            repeat=repeat,
+            setup=ours,
+        ),
+        best_of("json.loads", "bench_kineto_ingest:load_json", *args, repeat=repeat),
+        best_of(
+            "orjson.loads",
+            "bench_kineto_ingest:load_orjson",
+            *args,
+            repeat=repeat,
+            setup="bench_kineto_ingest:import_orjson",
+        ),
+    ]
     if not skip_hta:
-        results.append(measure("HTA TraceAnalysis", "bench_kineto_ingest:load_hta", str(hta_dir_for(path)),
-                               timeout_s=HTA_TIMEOUT_S, setup="bench_kineto_ingest:import_hta"))
+        results.append(
+            measure(
+                "HTA TraceAnalysis",
+                "bench_kineto_ingest:load_hta",
+                str(hta_dir_for(path)),
+                timeout_s=HTA_TIMEOUT_S,
+                setup="bench_kineto_ingest:import_hta",
+            )
+        )
     for r in results:
         state = f"{r.wall_s:.2f} s, peak {mib(r.peak_rss_bytes)}" if r.ok else r.error
         print(f"  {label:>10} {r.label:<32} {state}", file=sys.stderr)
@@ -216,16 +245,36 @@ def table(results: list[Measurement], size: int) -> str:
             rows.append([r.label, "failed", r.error, "", "", ""])
             continue
         ratio = f"{r.wall_s / ours.wall_s:.1f}x" if ours.ok and r is not ours else "1.0x"
-        rows.append([r.label, f"{r.wall_s:.2f}", ratio, mib(r.peak_rss_bytes),
-                     mib(r.peak_rss_bytes - r.baseline_rss_bytes), f"{r.peak_rss_bytes / size:.2f}",
-                     f"{r.result:,}"])
-    return markdown_table(["reader", "wall s", "time vs tracelens", "peak RSS", "above imports",
-                           "peak RSS / JSON size", "events/rows"], rows)
+        rows.append(
+            [
+                r.label,
+                f"{r.wall_s:.2f}",
+                ratio,
+                mib(r.peak_rss_bytes),
+                mib(r.peak_rss_bytes - r.baseline_rss_bytes),
+                f"{r.peak_rss_bytes / size:.2f}",
+                f"{r.result:,}",
+            ]
+        )
+    return markdown_table(
+        [
+            "reader",
+            "wall s",
+            "time vs tracelens",
+            "peak RSS",
+            "above imports",
+            "peak RSS / JSON size",
+            "events/rows",
+        ],
+        rows,
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--target-mb", type=int, default=520, help="size of the tiled trace (uncompressed MB)")
+    parser.add_argument(
+        "--target-mb", type=int, default=520, help="size of the tiled trace (uncompressed MB)"
+    )
     parser.add_argument("--repeat", type=int, default=3, help="runs per reader on the real trace (best kept)")
     parser.add_argument("--skip-hta", action="store_true", help="leave HTA out (it takes minutes at 500 MB)")
     opts = parser.parse_args(argv)
@@ -241,9 +290,10 @@ def main(argv: list[str] | None = None) -> None:
         print(f"{label}: {path.name} ({size / 2**20:,.0f} MiB of JSON)", file=sys.stderr)
         results = run_input(label, path, repeat=repeat, skip_hta=opts.skip_hta)
         shown = path.name if label == "real" else f"benchmarks/data/.../{path.name} (tiled, generated)"
-        sections.append(f"### {shown}: {path.stat().st_size / 2**20:,.1f} MiB on disk, "
-                        f"{size / 2**20:,.1f} MiB of JSON\n\n" + table(results, size)
-                        + _verdict(results, size))
+        sections.append(
+            f"### {shown}: {path.stat().st_size / 2**20:,.1f} MiB on disk, "
+            f"{size / 2**20:,.1f} MiB of JSON\n\n" + table(results, size) + _verdict(results, size)
+        )
     text = (
         "# Kineto ingest benchmark\n\n"
         "`flock /tmp/tracelens-bench.lock python3 benchmarks/bench_kineto_ingest.py` "
@@ -257,8 +307,7 @@ def main(argv: list[str] | None = None) -> None:
         "where the scanner was not built); HTA's `TraceAnalysis(trace_dir=...)` "
         "parses and builds its DataFrames. *above imports*: peak RSS minus the RSS after imports, the memory the "
         "load itself needed (the ratio to the JSON size is only meaningful for the big input). The machine is "
-        "shared with other jobs: compare within a table.\n\n"
-        + "\n".join(sections)
+        "shared with other jobs: compare within a table.\n\n" + "\n".join(sections)
     )
     path = write_result("kineto_ingest", text)
     print(f"wrote {path}", file=sys.stderr)
@@ -274,20 +323,26 @@ def _verdict(results: list[Measurement], size: int) -> str:
         other = by.get(label)
         if other is not None and other.ok:
             ratio = other.wall_s / ours.wall_s
-            lines.append(f"- vs {label}: {ratio:.1f}x faster (target >= {target:.0f}x: "
-                         f"{'met' if ratio >= target else 'NOT met'})")
+            lines.append(
+                f"- vs {label}: {ratio:.1f}x faster (target >= {target:.0f}x: "
+                f"{'met' if ratio >= target else 'NOT met'})"
+            )
     rss = ours.peak_rss_bytes / size
     own = (ours.peak_rss_bytes - ours.baseline_rss_bytes) / size
-    lines.append(f"- tracelens peak RSS = {rss:.2f}x the JSON size (target <= 2x: {'met' if rss <= 2 else 'NOT met'}); "
-                 f"the load's own memory (peak above imports) = {own:.2f}x "
-                 f"({'met' if own <= 2 else 'NOT met'}; at a few MiB the interpreter alone outweighs the trace)")
+    lines.append(
+        f"- tracelens peak RSS = {rss:.2f}x the JSON size (target <= 2x: {'met' if rss <= 2 else 'NOT met'}); "
+        f"the load's own memory (peak above imports) = {own:.2f}x "
+        f"({'met' if own <= 2 else 'NOT met'}; at a few MiB the interpreter alone outweighs the trace)"
+    )
     whole, floor = by.get("tracelens analyze --format json, end to end"), by.get("json.loads")
     if whole is not None and whole.ok and floor is not None and floor.ok:
         # Measured as the Nsight export is (issue 15): the whole job against the least any reader does (parse
         # the JSON), and its peak memory against the input.
-        lines.append(f"- `tracelens analyze --format json` end to end = {whole.wall_s / floor.wall_s:.2f}x json.loads "
-                     f"(the parse floor) and {whole.wall_s / ours.wall_s:.2f}x tracelens.load; peak RSS "
-                     f"{whole.peak_rss_bytes / size:.2f}x the JSON size")
+        lines.append(
+            f"- `tracelens analyze --format json` end to end = {whole.wall_s / floor.wall_s:.2f}x json.loads "
+            f"(the parse floor) and {whole.wall_s / ours.wall_s:.2f}x tracelens.load; peak RSS "
+            f"{whole.peak_rss_bytes / size:.2f}x the JSON size"
+        )
     return "\n" + "\n".join(lines) + "\n"
 
 

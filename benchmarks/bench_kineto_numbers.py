@@ -87,9 +87,11 @@ def synthetic_block(events: int) -> bytes:
     rows = []
     for i in range(events):
         ts = f"{1712195495519689 + 7 * i}.{rng.randrange(1000):03d}"
-        rows.append(f'{{"ph": "X", "cat": "kernel", "name": "k{i % 50}", "pid": 0, "tid": 7, "ts": {ts}, '
-                    f'"dur": {rng.randrange(10**4)}.{rng.randrange(1000):03d}, "args": {{"device": 0, '
-                    f'"stream": 7, "correlation": {i}, "grid": [1, 2, 3], "block": [4, 5, 6]}}}}')
+        rows.append(
+            f'{{"ph": "X", "cat": "kernel", "name": "k{i % 50}", "pid": 0, "tid": 7, "ts": {ts}, '
+            f'"dur": {rng.randrange(10**4)}.{rng.randrange(1000):03d}, "args": {{"device": 0, '
+            f'"stream": 7, "correlation": {i}, "grid": [1, 2, 3], "block": [4, 5, 6]}}}}'
+        )
     return ("[" + ",\n".join(rows) + "]").encode()
 
 
@@ -103,10 +105,20 @@ def number_paths(module: ModuleType, data: bytes) -> collections.Counter:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--build", action="append", default=[], metavar="LABEL=FLAGS",
-                        help="compile the current source with these extra flags (repeatable)")
-    parser.add_argument("--module", action="append", default=[], metavar="LABEL=PATH",
-                        help="a prebuilt _kineto_scan module to compare (repeatable)")
+    parser.add_argument(
+        "--build",
+        action="append",
+        default=[],
+        metavar="LABEL=FLAGS",
+        help="compile the current source with these extra flags (repeatable)",
+    )
+    parser.add_argument(
+        "--module",
+        action="append",
+        default=[],
+        metavar="LABEL=PATH",
+        help="a prebuilt _kineto_scan module to compare (repeatable)",
+    )
     parser.add_argument("--repeat", type=int, default=7, help="runs per measurement (best kept)")
     parser.add_argument("--events", type=int, default=200_000, help="events in the synthetic block")
     args = parser.parse_args(argv)
@@ -129,8 +141,10 @@ def main(argv: list[str] | None = None) -> None:
         documents = {path: gzip.open(path).read() for path in traces}
         block = synthetic_block(args.events)
         decode = msgspec.json.decode
-        print(f"Python {sys.version.split()[0]}; best of {args.repeat}, the builds taking turns; scanner alone on one thread "
-              f"(scan_document / scan_events), whole native load (kineto.read).\n")
+        print(
+            f"Python {sys.version.split()[0]}; best of {args.repeat}, the builds taking turns; scanner alone on one thread "
+            f"(scan_document / scan_events), whole native load (kineto.read).\n"
+        )
         header = ["trace", "JSON MiB"] + [f"{label}: scan ms (MB/s) / read ms" for label in modules]
         print("| " + " | ".join(header) + " |")
         print("|" + "---|" * len(header))
@@ -152,17 +166,25 @@ def main(argv: list[str] | None = None) -> None:
                     finally:
                         kineto._kineto_scan = original
 
-                scans, reads = interleaved(scan, modules, args.repeat), interleaved(read, modules, args.repeat)
+                scans, reads = (
+                    interleaved(scan, modules, args.repeat),
+                    interleaved(read, modules, args.repeat),
+                )
                 cells = [path.name, f"{len(data) / 2**20:.1f}"]
-                cells += [f"{scans[label] * 1e3:.1f} ({len(data) / scans[label] / 1e6:.0f}) / {reads[label] * 1e3:.0f}"
-                          for label in modules]
+                cells += [
+                    f"{scans[label] * 1e3:.1f} ({len(data) / scans[label] / 1e6:.0f}) / {reads[label] * 1e3:.0f}"
+                    for label in modules
+                ]
                 print("| " + " | ".join(cells) + " |")
             for module in modules.values():
                 assert module.scan_events((block,), to_number, decode) is not None
-            scans = interleaved(lambda module: module.scan_events((block,), to_number, decode), modules,
-                                args.repeat)
+            scans = interleaved(
+                lambda module: module.scan_events((block,), to_number, decode), modules, args.repeat
+            )
             cells = [f"synthetic: {args.events:,} events, 19-digit ts", f"{len(block) / 2**20:.1f}"]
-            cells += [f"{scans[label] * 1e3:.1f} ({len(block) / scans[label] / 1e6:.0f}) / -" for label in modules]
+            cells += [
+                f"{scans[label] * 1e3:.1f} ({len(block) / scans[label] / 1e6:.0f}) / -" for label in modules
+            ]
             print("| " + " | ".join(cells) + " |")
         finally:
             kineto._kineto_scan = original
@@ -174,8 +196,10 @@ def main(argv: list[str] | None = None) -> None:
                 paths = number_paths(module, data)
                 total = sum(paths.values())
                 shares = ", ".join(f"{name} {count:,}" for name, count in paths.most_common())
-                print(f"- {path.name}: {total:,} numbers: {shares} "
-                      f"(deferred to Python: {paths['python'] / max(total, 1):.4%})")
+                print(
+                    f"- {path.name}: {total:,} numbers: {shares} "
+                    f"(deferred to Python: {paths['python'] / max(total, 1):.4%})"
+                )
 
 
 if __name__ == "__main__":

@@ -88,7 +88,9 @@ def per_trace(directory: str, count: int) -> dict[str, Any]:
 
     from tracelens.run import ingest_and_summarize
 
-    files = sorted(Path(directory).glob("rank-*.pt.trace.json.gz"), key=lambda f: int(f.name.split("-")[1].split(".")[0]))
+    files = sorted(
+        Path(directory).glob("rank-*.pt.trace.json.gz"), key=lambda f: int(f.name.split("-")[1].split(".")[0])
+    )
     times = []
     with tempfile.TemporaryDirectory() as tmp:
         for f in files[:count]:
@@ -106,8 +108,11 @@ def cli_runs(directory: str) -> dict[str, Any]:
 
     files = sorted(Path(directory).glob("rank-*.pt.trace.json.gz"))
     for f in files:
-        subprocess.run([sys.executable, "-m", "tracelens.cli", "analyze", str(f), "--format", "json"],
-                       check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(
+            [sys.executable, "-m", "tracelens.cli", "analyze", str(f), "--format", "json"],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
     return {"traces": len(files)}
 
 
@@ -116,10 +121,14 @@ def run(directory: str, cache: str, engine: str, workers: int) -> dict[str, Any]
 
     doc, failures = analyze_run([directory], workers=workers, engine=engine, cache_dir=cache, progress=False)
     peaks = [r["worker_peak_rss_bytes"] for r in doc["ranks"] if r.get("worker_peak_rss_bytes")]
-    return {"ranks": len(doc["ranks"]), "failures": len(failures), "cached": sum(r["cached"] for r in doc["ranks"]),
-            "worker_peak_rss_bytes": max(peaks) if peaks else None,
-            "utilization": [r["utilization"] for r in doc["ranks"]],
-            "straggler": (doc["stragglers"]["steps"].get("straggler") or {}).get("rank")}
+    return {
+        "ranks": len(doc["ranks"]),
+        "failures": len(failures),
+        "cached": sum(r["cached"] for r in doc["ranks"]),
+        "worker_peak_rss_bytes": max(peaks) if peaks else None,
+        "utilization": [r["utilization"] for r in doc["ranks"]],
+        "straggler": (doc["stragglers"]["steps"].get("straggler") or {}).get("rank"),
+    }
 
 
 def main() -> None:
@@ -142,8 +151,9 @@ def main() -> None:
     for _ in range(2):
         seq_runs.append(measure("sequential", "bench_multirank:sequential", str(directory)))
         shutil.rmtree(cache, ignore_errors=True)
-        local_runs.append(measure("run local", "bench_multirank:run", str(directory), str(cache), "local",
-                                  args.workers))
+        local_runs.append(
+            measure("run local", "bench_multirank:run", str(directory), str(cache), "local", args.workers)
+        )
     seq = min((m for m in seq_runs if m.ok), key=lambda m: m.wall_s, default=seq_runs[-1])
     local = min((m for m in local_runs if m.ok), key=lambda m: m.wall_s, default=local_runs[-1])
     cached = measure("run cached", "bench_multirank:run", str(directory), str(cache), "local", args.workers)
@@ -151,7 +161,9 @@ def main() -> None:
     if not args.no_dask:
         dask_cache = DATA_DIR / f"multirank{args.ranks}-dask-cache"
         shutil.rmtree(dask_cache, ignore_errors=True)
-        runs.append(measure("run dask", "bench_multirank:run", str(directory), str(dask_cache), "dask", args.workers))
+        runs.append(
+            measure("run dask", "bench_multirank:run", str(directory), str(dask_cache), "dask", args.workers)
+        )
     cli = measure("cli", "bench_multirank:cli_runs", str(directory))
     # The CPUs' own scaling limit: the per-rank work alone, then on every core at once.
     from concurrent.futures import ThreadPoolExecutor
@@ -161,11 +173,18 @@ def main() -> None:
     for _ in range(2):
         alone_runs.append(measure("alone", "bench_multirank:per_trace", str(directory), 17))
         with ThreadPoolExecutor(args.workers) as pool:
-            together_runs.append(list(pool.map(
-                lambda _: measure("together", "bench_multirank:per_trace", str(directory), 17), range(args.workers))))
+            together_runs.append(
+                list(
+                    pool.map(
+                        lambda _: measure("together", "bench_multirank:per_trace", str(directory), 17),
+                        range(args.workers),
+                    )
+                )
+            )
     alone = min(alone_runs, key=lambda m: m.result["seconds_per_trace"] if m.ok else float("inf"))
-    together = min(together_runs, key=lambda ms: max(m.result["seconds_per_trace"] if m.ok else float("inf")
-                                                     for m in ms))
+    together = min(
+        together_runs, key=lambda ms: max(m.result["seconds_per_trace"] if m.ok else float("inf") for m in ms)
+    )
     load_after = os.getloadavg()
     for m in (one, seq, *runs, cli, alone, *together):
         if not m.ok:
@@ -177,63 +196,97 @@ def main() -> None:
     assert cached.result["cached"] == args.ranks and local.result["failures"] == 0
 
     single_peak = one.peak_rss_bytes
-    rows = [["single trace (load + analyze)", f"{one.wall_s:.1f}", "-", mib(one.peak_rss_bytes), "-", "1.00"],
-            [f"{args.ranks} traces sequential (baseline)", f"{seq.wall_s:.1f}", "1.00", mib(seq.peak_rss_bytes), "-",
-             f"{seq.peak_rss_bytes / single_peak:.2f}"]]
+    rows = [
+        ["single trace (load + analyze)", f"{one.wall_s:.1f}", "-", mib(one.peak_rss_bytes), "-", "1.00"],
+        [
+            f"{args.ranks} traces sequential (baseline)",
+            f"{seq.wall_s:.1f}",
+            "1.00",
+            mib(seq.peak_rss_bytes),
+            "-",
+            f"{seq.peak_rss_bytes / single_peak:.2f}",
+        ],
+    ]
     for m in runs:
         worker = m.result["worker_peak_rss_bytes"]
         largest = max(m.peak_rss_bytes, worker or 0)
-        rows.append([f"{args.ranks} traces, {m.label} ({args.workers} workers)", f"{m.wall_s:.1f}",
-                     f"{seq.wall_s / m.wall_s:.2f}", mib(m.peak_rss_bytes), mib(worker),
-                     f"{largest / single_peak:.2f}"])
+        rows.append(
+            [
+                f"{args.ranks} traces, {m.label} ({args.workers} workers)",
+                f"{m.wall_s:.1f}",
+                f"{seq.wall_s / m.wall_s:.2f}",
+                mib(m.peak_rss_bytes),
+                mib(worker),
+                f"{largest / single_peak:.2f}",
+            ]
+        )
     per_alone = alone.result["seconds_per_trace"]
     per_together = sum(m.result["seconds_per_trace"] for m in together) / len(together)
     ceiling = args.workers * per_alone / per_together
-    rows.append([f"{args.ranks} x `tracelens analyze FILE` (one process each)", f"{cli.wall_s:.1f}",
-                 f"{seq.wall_s / cli.wall_s:.2f}", "-", "-", "-"])
-    text = "\n".join([
-        "# Multi-rank analysis: parallel per-rank work, bounded memory",
-        "",
-        f"Machine: {machine_description()}. Input: {args.ranks} ranks synthesized from "
-        f"`{SOURCE.name}` ({SOURCE.stat().st_size / 2**20:.1f} MiB gzip, "
-        f"{one.result['events']:,} events each) by `benchmarks/bench_multirank.py`.",
-        "",
-        "Each line ran in a fresh process (sequential and run local: the better of two runs, alternating). "
-        "Wall time excludes interpreter start-up; speedup is the sequential "
-        "baseline's wall time divided by the line's. Peak RSS: the measuring process's high-water mark (the "
-        "parent, for runs) and the largest worker's own `ru_maxrss`; the last column is the larger of the two "
-        "over the single-trace peak.",
-        "",
-        f"Load average (1 min) {load_before[0]:.1f} before and {load_after[0]:.1f} after the measurements: "
-        "other jobs shared the CPUs, so wall times are noisy; the ratios compare lines measured back to back.",
-        "",
-        markdown_table(["what", "wall s", "speedup", "peak RSS (parent)", "peak RSS (largest worker)",
-                        "largest peak / single"], rows),
-        f"Scaling ceiling of this machine: one rank's work (load, cache, analyze) takes {per_alone:.3f} s alone "
-        f"and {per_together:.3f} s when {args.workers} processes run it at once, so "
-        f"{args.workers} workers can at best be {ceiling:.2f}x faster than one. The run reaches "
-        f"{seq.wall_s / local.wall_s:.2f}x, {seq.wall_s / local.wall_s / ceiling:.0%} of that ceiling. Against "
-        f"{args.ranks} separate `tracelens analyze` runs (interpreter start and imports each time) the run is "
-        f"{cli.wall_s / local.wall_s:.1f}x faster.",
-        "",
-        "Notes:",
-        "- Workers receive paths and return small summaries (the devices section and idle by cause, a few KB), "
-        "never event tables; each worker holds one trace at a time, so a worker's peak is one trace's peak, and "
-        "the parent's peak is its own imports plus DuckDB scanning a few columns of the Parquet cache.",
-        "- `run cached` reads the Parquet cache written by `run local` (manifest: source size + mtime), so "
-        "no JSON is parsed; the per-rank analyses still run.",
-        "- Worker processes are forked from a forkserver that imported tracelens once; the pool's start-up "
-        "(~0.7 s) is inside the run's wall time, as is the Dask local cluster's start-up.",
-        "- Below the ceiling: fixed costs the sequential loop does not have (pool start-up, the Parquet cache "
-        "writes, the cross-rank DuckDB queries over all ranks' Parquet, re-running the representative rank's "
-        "diagnosis: about 1.5 s together); they are amortized on longer runs.",
-        "- Parent peak = interpreter and imports + reading one rank's Parquet back to re-run its diagnosis with "
-        "the run's imbalance (one trace) + DuckDB; it does not grow with the number of ranks. A Dask worker "
-        "carries the `distributed` runtime (~70 MiB more than a pool worker), hence its larger peak, and the "
-        "local cluster's start-up and task round trips make it slower than the pool on one machine: it is "
-        "there for runs larger than one machine.",
-        "",
-    ])
+    rows.append(
+        [
+            f"{args.ranks} x `tracelens analyze FILE` (one process each)",
+            f"{cli.wall_s:.1f}",
+            f"{seq.wall_s / cli.wall_s:.2f}",
+            "-",
+            "-",
+            "-",
+        ]
+    )
+    text = "\n".join(
+        [
+            "# Multi-rank analysis: parallel per-rank work, bounded memory",
+            "",
+            f"Machine: {machine_description()}. Input: {args.ranks} ranks synthesized from "
+            f"`{SOURCE.name}` ({SOURCE.stat().st_size / 2**20:.1f} MiB gzip, "
+            f"{one.result['events']:,} events each) by `benchmarks/bench_multirank.py`.",
+            "",
+            "Each line ran in a fresh process (sequential and run local: the better of two runs, alternating). "
+            "Wall time excludes interpreter start-up; speedup is the sequential "
+            "baseline's wall time divided by the line's. Peak RSS: the measuring process's high-water mark (the "
+            "parent, for runs) and the largest worker's own `ru_maxrss`; the last column is the larger of the two "
+            "over the single-trace peak.",
+            "",
+            f"Load average (1 min) {load_before[0]:.1f} before and {load_after[0]:.1f} after the measurements: "
+            "other jobs shared the CPUs, so wall times are noisy; the ratios compare lines measured back to back.",
+            "",
+            markdown_table(
+                [
+                    "what",
+                    "wall s",
+                    "speedup",
+                    "peak RSS (parent)",
+                    "peak RSS (largest worker)",
+                    "largest peak / single",
+                ],
+                rows,
+            ),
+            f"Scaling ceiling of this machine: one rank's work (load, cache, analyze) takes {per_alone:.3f} s alone "
+            f"and {per_together:.3f} s when {args.workers} processes run it at once, so "
+            f"{args.workers} workers can at best be {ceiling:.2f}x faster than one. The run reaches "
+            f"{seq.wall_s / local.wall_s:.2f}x, {seq.wall_s / local.wall_s / ceiling:.0%} of that ceiling. Against "
+            f"{args.ranks} separate `tracelens analyze` runs (interpreter start and imports each time) the run is "
+            f"{cli.wall_s / local.wall_s:.1f}x faster.",
+            "",
+            "Notes:",
+            "- Workers receive paths and return small summaries (the devices section and idle by cause, a few KB), "
+            "never event tables; each worker holds one trace at a time, so a worker's peak is one trace's peak, and "
+            "the parent's peak is its own imports plus DuckDB scanning a few columns of the Parquet cache.",
+            "- `run cached` reads the Parquet cache written by `run local` (manifest: source size + mtime), so "
+            "no JSON is parsed; the per-rank analyses still run.",
+            "- Worker processes are forked from a forkserver that imported tracelens once; the pool's start-up "
+            "(~0.7 s) is inside the run's wall time, as is the Dask local cluster's start-up.",
+            "- Below the ceiling: fixed costs the sequential loop does not have (pool start-up, the Parquet cache "
+            "writes, the cross-rank DuckDB queries over all ranks' Parquet, re-running the representative rank's "
+            "diagnosis: about 1.5 s together); they are amortized on longer runs.",
+            "- Parent peak = interpreter and imports + reading one rank's Parquet back to re-run its diagnosis with "
+            "the run's imbalance (one trace) + DuckDB; it does not grow with the number of ranks. A Dask worker "
+            "carries the `distributed` runtime (~70 MiB more than a pool worker), hence its larger peak, and the "
+            "local cluster's start-up and task round trips make it slower than the pool on one machine: it is "
+            "there for runs larger than one machine.",
+            "",
+        ]
+    )
     path = write_result("multirank", text)
     print(f"wrote {path}")
 

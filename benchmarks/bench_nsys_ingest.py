@@ -31,8 +31,12 @@ from common import DATA_DIR, REPO_ROOT, machine_description, markdown_table, mea
 SOURCE = REPO_ROOT.parent / "shared" / "traces" / "nsys" / "h100x2_fastvideo_window_nsys2026.2.sqlite"
 TARGET_KERNELS = 5_000_000
 EVENT_TABLES = (
-    "CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET",
-    "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", "CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_OVERHEAD",
+    "CUPTI_ACTIVITY_KIND_KERNEL",
+    "CUPTI_ACTIVITY_KIND_MEMCPY",
+    "CUPTI_ACTIVITY_KIND_MEMSET",
+    "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
+    "CUPTI_ACTIVITY_KIND_RUNTIME",
+    "CUPTI_ACTIVITY_KIND_OVERHEAD",
     "NVTX_EVENTS",
 )
 KERNEL = "CUPTI_ACTIVITY_KIND_KERNEL"
@@ -84,11 +88,15 @@ def synthesize(replicas: int, nvtx_replicas: int | None = None, reuse: bool = Tr
         conn.execute(
             f"WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r WHERE i < {copies - 1}) "
             f"INSERT INTO {table} ({', '.join(chr(34) + c + chr(34) for c in cols)}) "
-            f"SELECT {', '.join(exprs)} FROM r CROSS JOIN temp.orig")
+            f"SELECT {', '.join(exprs)} FROM r CROSS JOIN temp.orig"
+        )
         conn.execute("DROP TABLE temp.orig")
         conn.commit()
-        print(f"  {table}: {conn.execute(f'SELECT count(*) FROM {table}').fetchone()[0]:,} rows "
-              f"({time.perf_counter() - started:.0f} s)", flush=True)
+        print(
+            f"  {table}: {conn.execute(f'SELECT count(*) FROM {table}').fetchone()[0]:,} rows "
+            f"({time.perf_counter() - started:.0f} s)",
+            flush=True,
+        )
     conn.close()
     os.replace(partial, out)
     return out
@@ -128,7 +136,7 @@ def floor_reader_expressions(path: str) -> dict:
 
 
 def _split_select(select_clause: str) -> list[str]:
-    body = select_clause[len("SELECT "):]
+    body = select_clause[len("SELECT ") :]
     parts, depth, current = [], 0, ""
     for ch in body:
         if ch == "(":
@@ -241,13 +249,20 @@ def _store_sizes(store) -> dict:  # noqa: ANN001
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--replicas", type=int, default=math.ceil(TARGET_KERNELS / 3442))
-    parser.add_argument("--nvtx-replicas", type=int, default=None,
-                        help="NVTX_EVENTS copies (default: replicas, the real file's proportion)")
+    parser.add_argument(
+        "--nvtx-replicas",
+        type=int,
+        default=None,
+        help="NVTX_EVENTS copies (default: replicas, the real file's proportion)",
+    )
     parser.add_argument("--reuse", action="store_true", help="reuse an existing synthesized export")
     parser.add_argument("--keep", action="store_true", help="keep the synthesized export afterwards")
     parser.add_argument("--timeout", type=float, default=600)
-    parser.add_argument("--quick", action="store_true",
-                        help="only the floor, the reader, tracelens.load and analyze (the targets), not the baselines")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="only the floor, the reader, tracelens.load and analyze (the targets), not the baselines",
+    )
     args = parser.parse_args()
     if not SOURCE.is_file():
         print(f"source export not found: {SOURCE}", file=sys.stderr)
@@ -266,8 +281,11 @@ def main() -> int:
 
     cases = [
         ("SQLite floor: max() of each raw column read, every table (no joins, no expressions)", "floor", {}),
-        ("SQLite max(length()) of the reader's SELECT expressions (the earlier 'floor')", "floor_reader_expressions",
-         {}),
+        (
+            "SQLite max(length()) of the reader's SELECT expressions (the earlier 'floor')",
+            "floor_reader_expressions",
+            {},
+        ),
         ("pandas read_sql, kernel table only (the reader's 18 columns)", "pandas_read_sql_kernels", {}),
         ("pandas read_sql, every table the reader reads (one at a time)", "pandas_read_sql_all", {}),
         ("sqlite3 fetchall + numpy, kernel table only", "fetchall_numpy_kernels", {}),
@@ -278,14 +296,20 @@ def main() -> int:
         ("tracelens analyze --format json, end to end", "tracelens_analyze_json", {}),
     ]
     if args.quick:
-        cases = [c for c in cases if c[1] in ("floor", "tracelens_reader", "tracelens_load", "tracelens_analyze_json")]
+        cases = [
+            c
+            for c in cases
+            if c[1] in ("floor", "tracelens_reader", "tracelens_load", "tracelens_analyze_json")
+        ]
     results = {}
     for label, func, env in cases:
         print(f"measuring: {label} ...", flush=True)
         m = measure(label, f"bench_nsys_ingest:{func}", str(path), timeout_s=args.timeout, env=env)
         results[func] = m
-        print(f"  {m.wall_s and round(m.wall_s, 2)} s, peak {mib(m.peak_rss_bytes)} {m.error or ''} {m.result}",
-              flush=True)
+        print(
+            f"  {m.wall_s and round(m.wall_s, 2)} s, peak {mib(m.peak_rss_bytes)} {m.error or ''} {m.result}",
+            flush=True,
+        )
 
     text = _report(args.replicas, nvtx_replicas, path, size, counts, synth_s, results)
     out = write_result("nsys_ingest", text)
@@ -295,8 +319,9 @@ def main() -> int:
     return 0
 
 
-def _report(replicas: int, nvtx_replicas: int, path: Path, size: int, counts: dict, synth_s: float,
-            results: dict) -> str:
+def _report(
+    replicas: int, nvtx_replicas: int, path: Path, size: int, counts: dict, synth_s: float, results: dict
+) -> str:
     def secs(m):  # noqa: ANN001, ANN202
         return "failed: " + m.error if not m.ok else f"{m.wall_s:.2f} s"
 
@@ -310,13 +335,24 @@ def _report(replicas: int, nvtx_replicas: int, path: Path, size: int, counts: di
         if m.error == "not run (--quick)":
             continue
         result = m.result or {}
-        rows.append([m.label, secs(m), mib(m.peak_rss_bytes), f"{result.get('rows', 'n/a'):,}"
-                     if isinstance(result.get("rows"), int) else "n/a",
-                     mib(result.get("bytes")) if result.get("bytes") is not None else "n/a"])
+        rows.append(
+            [
+                m.label,
+                secs(m),
+                mib(m.peak_rss_bytes),
+                f"{result.get('rows', 'n/a'):,}" if isinstance(result.get("rows"), int) else "n/a",
+                mib(result.get("bytes")) if result.get("bytes") is not None else "n/a",
+            ]
+        )
     from common import Measurement
 
-    for func in ("pandas_read_sql_kernels", "pandas_read_sql_all", "adbc_kernels", "fetchall_numpy_kernels",
-                 "connectorx_kernels"):
+    for func in (
+        "pandas_read_sql_kernels",
+        "pandas_read_sql_all",
+        "adbc_kernels",
+        "fetchall_numpy_kernels",
+        "connectorx_kernels",
+    ):
         results.setdefault(func, Measurement(func, None, None, None, 0.0, error="not run (--quick)"))
     fl, rs, tl = results["floor"], results["pandas_read_sql_kernels"], results["tracelens_reader"]
     load, whole = results["tracelens_load"], results["tracelens_analyze_json"]
@@ -331,10 +367,14 @@ def _report(replicas: int, nvtx_replicas: int, path: Path, size: int, counts: di
     load_ok = load.ok and fl.ok and load.wall_s <= 2 * fl.wall_s and load.peak_rss_bytes <= 1.2 * size
     whole_ok = whole.ok and fl.ok and whole.wall_s <= 3 * fl.wall_s and whole.peak_rss_bytes <= 1.5 * size
     rs_all = results["pandas_read_sql_all"]
-    adbc, fetch, cx = results["adbc_kernels"], results["fetchall_numpy_kernels"], results["connectorx_kernels"]
+    adbc, fetch, cx = (
+        results["adbc_kernels"],
+        results["fetchall_numpy_kernels"],
+        results["connectorx_kernels"],
+    )
     tl_result = tl.result or {}
     table_bytes = tl_result.get("distinct_buffer_bytes")
-    rss_ratio = (f"{tl.peak_rss_bytes / table_bytes:.2f}x" if tl.ok and table_bytes else "n/a")
+    rss_ratio = f"{tl.peak_rss_bytes / table_bytes:.2f}x" if tl.ok and table_bytes else "n/a"
     lines = [
         "# Nsight Systems ingest benchmark",
         "",
@@ -374,13 +414,13 @@ def _report(replicas: int, nvtx_replicas: int, path: Path, size: int, counts: di
         "`sqlite://` path, with no way we found to make it read-only, so it is measured, not used. sqlite3 "
         "`fetchall` is the fallback when ADBC is absent.",
         "- Scale: every table at the real file's proportion (NVTX_EVENTS included), as a real training export. "
-        "Representation: the trace holds its events in an `EventStore` (docs/schema.md, \"Storage\"): a column "
+        'Representation: the trace holds its events in an `EventStore` (docs/schema.md, "Storage"): a column '
         "most rows carry is one dense Arrow array (pid/tid int32, kind with int8 indices), a column few rows "
         "carry (kernel geometry, copy bytes, device and stream on an NVTX-heavy export) is sparse, row positions "
         "plus values, and the documented table (all 39 columns) is built only when asked for (`trace.events`, "
         "`convert`). NVTX_EVENTS is fetched 4M rows at a time and compacted per chunk, so its text never lives "
         "whole. The analyses read numpy columns (int32 where values fit) and sum the tens of millions of host "
-        "rows and ranges a chunk at a time. \"result bytes\" is `EventStore.nbytes`.",
+        'rows and ranges a chunk at a time. "result bytes" is `EventStore.nbytes`.',
         "- The machine is shared with other engineers' jobs (benchmarks take a lock, tests do not), so absolute "
         "times move by +-30% between runs; the ratios above come from one run.",
         "",

@@ -142,7 +142,7 @@ BASE_CASES: list[tuple[str, Callable[[int], None]]] = [
     ("baseline: `contextlib.nullcontext()`", case_nullcontext),
     ("baseline: bare `nvtx.push_range` + `nvtx.pop_range`", case_bare_push_pop),
     ("`nvtx.annotate` (nvtx package's context manager)", case_nvtx_annotate),
-    ("**`with tracelens.nvtx.range(\"x\")`**", case_tracelens_range),
+    ('**`with tracelens.nvtx.range("x")`**', case_tracelens_range),
     ("**`with tracelens.nvtx.forward()`**", case_tracelens_forward),
     ("**`with tracelens.nvtx.step(i)`** (formats the name)", case_tracelens_step),
 ]
@@ -156,7 +156,9 @@ FRAMEWORK_CASES = [c for c in BASE_CASES if "tracelens" in c[0] or "empty contex
 COLLECTOR_CASES = [c for c in BASE_CASES if "tracelens" in c[0] or "baseline" in c[0] or "annotate" in c[0]]
 
 
-def run_block(cases: list[tuple[str, Callable[[int], None]]], n: int, repeats: int) -> list[tuple[str, float, float]]:
+def run_block(
+    cases: list[tuple[str, Callable[[int], None]]], n: int, repeats: int
+) -> list[tuple[str, float, float]]:
     timings = time_cases([case for _, case in cases], n, repeats)
     return [(label, best, median) for (label, _), (best, median) in zip(cases, timings, strict=True)]
 
@@ -182,8 +184,11 @@ def build_collector() -> Path | None:
     data.mkdir(parents=True, exist_ok=True)
     source, library = data / "nvtx_collector.c", data / "libnvtx_collector.so"
     source.write_text(FAKE_COLLECTOR_C)
-    subprocess.run(["gcc", "-shared", "-fPIC", "-O2", f"-I{headers[-1].parent.parent}", "-o", str(library),
-                    str(source)], check=True, capture_output=True)
+    subprocess.run(
+        ["gcc", "-shared", "-fPIC", "-O2", f"-I{headers[-1].parent.parent}", "-o", str(library), str(source)],
+        check=True,
+        capture_output=True,
+    )
     return library
 
 
@@ -197,8 +202,13 @@ def run_collector_child(n: int, repeats: int) -> list[tuple[str, float, float]] 
         return None
     env = dict(os.environ, NVTX_INJECTION64_PATH=str(library))
     env.pop("FAKE_NVTX_LOG", None)
-    done = subprocess.run([sys.executable, __file__, "--child-collector", "--iterations", str(n),
-                           "--repeats", str(repeats)], capture_output=True, text=True, env=env, check=True)
+    done = subprocess.run(
+        [sys.executable, __file__, "--child-collector", "--iterations", str(n), "--repeats", str(repeats)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    )
     return [tuple(row) for row in json.loads(done.stdout.strip().splitlines()[-1])]
 
 
@@ -206,7 +216,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--iterations", type=int, default=100_000)
     parser.add_argument("--repeats", type=int, default=15)
-    parser.add_argument("--no-tf", action="store_true", help="skip the TensorFlow-imported block (slow import)")
+    parser.add_argument(
+        "--no-tf", action="store_true", help="skip the TensorFlow-imported block (slow import)"
+    )
     parser.add_argument("--output", type=Path, default=BENCH_DIR / "results" / "nvtx_overhead.md")
     parser.add_argument("--child-collector", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -226,7 +238,7 @@ def main() -> int:
     calls = run_block(CALL_CASES, n, repeats)
     empty_cm = base[1][1]
     ours = {label: best for label, best, _ in base + calls}
-    range_ns = ours["**`with tracelens.nvtx.range(\"x\")`**"]
+    range_ns = ours['**`with tracelens.nvtx.range("x")`**']
     step_ns = ours["**`with tracelens.nvtx.step(i)`** (formats the name)"]
 
     out = [
@@ -262,14 +274,30 @@ def main() -> int:
     if torch is not None:
         torch_rows = run_block(FRAMEWORK_CASES, n, repeats)
         verdicts.append(("torch imported, profiler idle", torch_rows[1][1], torch_rows[3][1]))
-        out += ["## torch imported, no profiler recording", "",
-                *table(torch_rows, torch_rows[0][1], "empty context manager"), ""]
+        out += [
+            "## torch imported, no profiler recording",
+            "",
+            *table(torch_rows, torch_rows[0][1], "empty context manager"),
+            "",
+        ]
         active_n = max(n // 20, 1000)
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]):
-            active = run_block([("`with tracelens.nvtx.range(\"x\")` under an active torch.profiler "
-                                 "(adds a record_function)", case_tracelens_range)], active_n, 3)
-        out += [f"For scale, while `torch.profiler` records ({active_n:,} ranges): "
-                f"{active[0][1]:,.0f} ns per range (best of 3) — the record_function the profiler needs.", ""]
+            active = run_block(
+                [
+                    (
+                        '`with tracelens.nvtx.range("x")` under an active torch.profiler '
+                        "(adds a record_function)",
+                        case_tracelens_range,
+                    )
+                ],
+                active_n,
+                3,
+            )
+        out += [
+            f"For scale, while `torch.profiler` records ({active_n:,} ranges): "
+            f"{active[0][1]:,.0f} ns per range (best of 3) — the record_function the profiler needs.",
+            "",
+        ]
     if not args.no_tf:
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
         try:
@@ -279,31 +307,50 @@ def main() -> int:
         else:
             tf_rows = run_block(FRAMEWORK_CASES, n, repeats)
             verdicts.append(("torch and TensorFlow imported, profilers idle", tf_rows[1][1], tf_rows[3][1]))
-            out += ["## torch and TensorFlow imported, no profiler recording", "",
-                    *table(tf_rows, tf_rows[0][1], "empty context manager"), ""]
+            out += [
+                "## torch and TensorFlow imported, no profiler recording",
+                "",
+                *table(tf_rows, tf_rows[0][1], "empty context manager"),
+                "",
+            ]
 
     collected = run_collector_child(n, repeats)
     if collected is not None:
-        out += ["## With an NVTX collector injected (no framework imported)", "",
-                "A minimal collector (`tests/test_nvtx.py`'s, compiled with gcc against the NVTX v3 headers, its "
-                "callbacks doing nothing) is injected through `NVTX_INJECTION64_PATH`, so every push/pop now "
-                "reaches a tool, as under `nsys profile -t nvtx`; nsys's own collector adds its recording cost "
-                "on top (not measured: no nsys here). Run in a child process.", "",
-                *table(collected, collected[0][1], "empty context manager"), ""]
-    out += ["## Verdict", "", f"Target: under {TARGET_NS / 1000:.0f} µs per range with no profiler attached.", "",
-            "| setting | `range` ns | `step` ns | target |", "|---|---|---|---|"]
+        out += [
+            "## With an NVTX collector injected (no framework imported)",
+            "",
+            "A minimal collector (`tests/test_nvtx.py`'s, compiled with gcc against the NVTX v3 headers, its "
+            "callbacks doing nothing) is injected through `NVTX_INJECTION64_PATH`, so every push/pop now "
+            "reaches a tool, as under `nsys profile -t nvtx`; nsys's own collector adds its recording cost "
+            "on top (not measured: no nsys here). Run in a child process.",
+            "",
+            *table(collected, collected[0][1], "empty context manager"),
+            "",
+        ]
+    out += [
+        "## Verdict",
+        "",
+        f"Target: under {TARGET_NS / 1000:.0f} µs per range with no profiler attached.",
+        "",
+        "| setting | `range` ns | `step` ns | target |",
+        "|---|---|---|---|",
+    ]
     for setting, r_ns, s_ns in verdicts:
         verdict = "meets" if max(r_ns, s_ns) < TARGET_NS else "MISSES"
         out.append(f"| {setting} | {r_ns:,.0f} | {s_ns:,.0f} | {verdict} |")
     out.append("")
     if collected is not None:
         by_label = {label: best for label, best, _ in collected}
-        out.append(f"With the minimal NVTX collector injected (a tool attached, so outside the target's scope): "
-                   f"`range` {by_label[BASE_CASES[5][0]]:,.0f} ns, `step` {by_label[BASE_CASES[7][0]]:,.0f} ns "
-                   "(every step has a new name, so each step also registers one NVTX string).")
+        out.append(
+            f"With the minimal NVTX collector injected (a tool attached, so outside the target's scope): "
+            f"`range` {by_label[BASE_CASES[5][0]]:,.0f} ns, `step` {by_label[BASE_CASES[7][0]]:,.0f} ns "
+            "(every step has a new name, so each step also registers one NVTX string)."
+        )
         out.append("")
-    out.append(f"Ratios (same run, no framework): `range` / empty context manager = {range_ns / empty_cm:.2f}x; "
-               f"`range` / bare push+pop = {range_ns / base[3][1]:.2f}x.")
+    out.append(
+        f"Ratios (same run, no framework): `range` / empty context manager = {range_ns / empty_cm:.2f}x; "
+        f"`range` / bare push+pop = {range_ns / base[3][1]:.2f}x."
+    )
     text = "\n".join(out) + "\n"
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(text, encoding="utf-8")

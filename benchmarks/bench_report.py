@@ -59,8 +59,13 @@ def synthetic_trace(kernels: int, names: int, seed: int = 0) -> Trace:
         sel = slice(d * per_device, (d + 1) * per_device)
         start[sel] = np.cumsum(gap[sel] + duration[sel]) - duration[sel]
     end = start + duration
-    name_pool = np.array([f"void at::native::kernel_{i}<float, {i % 7}, true>(at::TensorIterator&, "
-                          f"at::native::Functor_{i}<float> const&, unsigned long)" for i in range(names)])
+    name_pool = np.array(
+        [
+            f"void at::native::kernel_{i}<float, {i % 7}, true>(at::TensorIterator&, "
+            f"at::native::Functor_{i}<float> const&, unsigned long)"
+            for i in range(names)
+        ]
+    )
     kernel_names = name_pool[rng.integers(0, names, size=start.size)]
     corr = np.arange(start.size)
     launch_end = start - rng.integers(1_000, 50_000, size=start.size)
@@ -72,11 +77,18 @@ def synthetic_trace(kernels: int, names: int, seed: int = 0) -> Trace:
     kinds = ["kernel"] * n_k + ["runtime"] * n_k + ["step"] * n_s + ["annotation"] * n_s
     columns = {
         "kind": kinds,
-        "name": np.concatenate([kernel_names, np.full(n_k, "cudaLaunchKernel"),
-                                [f"ProfilerStep#{i}" for i in range(n_s)], np.full(n_s, "tracelens/data")]),
+        "name": np.concatenate(
+            [
+                kernel_names,
+                np.full(n_k, "cudaLaunchKernel"),
+                [f"ProfilerStep#{i}" for i in range(n_s)],
+                np.full(n_s, "tracelens/data"),
+            ]
+        ),
         "start_ns": np.concatenate([start, launch_start, step_edges[:-1], step_edges[:-1]]),
-        "end_ns": np.concatenate([end, launch_end, step_edges[1:], step_edges[:-1] + (step_edges[1:] -
-                                                                                      step_edges[:-1]) // 10]),
+        "end_ns": np.concatenate(
+            [end, launch_end, step_edges[1:], step_edges[:-1] + (step_edges[1:] - step_edges[:-1]) // 10]
+        ),
         "device": np.concatenate([device, np.full(n_k + 2 * n_s, -1)]).astype(float),
         "stream": np.concatenate([device + 7, np.full(n_k + 2 * n_s, -1)]).astype(float),
         "pid": np.concatenate([np.full(n_k, 1), np.ones(n_k + 2 * n_s)]).astype(float),
@@ -87,9 +99,14 @@ def synthetic_trace(kernels: int, names: int, seed: int = 0) -> Trace:
     for key in ("device", "stream"):
         columns[key][columns[key] < 0] = np.nan
     events = build_events(columns)
-    meta = TraceMetadata(source_format="synthetic", source_path=f"synthetic-{kernels}-kernels", framework="pytorch")
-    return Trace(events=events, devices=build_devices([{"id": d, "name": "Synthetic GPU"} for d in range(devices)]),
-                 metadata=meta)
+    meta = TraceMetadata(
+        source_format="synthetic", source_path=f"synthetic-{kernels}-kernels", framework="pytorch"
+    )
+    return Trace(
+        events=events,
+        devices=build_devices([{"id": d, "name": "Synthetic GPU"} for d in range(devices)]),
+        metadata=meta,
+    )
 
 
 def measure(label: str, load: Callable[[], Trace] | Trace, repeat: int, workdir: Path) -> dict[str, Any]:
@@ -106,9 +123,17 @@ def measure(label: str, load: Callable[[], Trace] | Trace, repeat: int, workdir:
     md_png_s, _ = best_of(repeat, lambda: write_report(doc, out, png=True))
     term_s, _ = best_of(repeat, lambda: report.render(doc, "terminal"))
     json_s, _ = best_of(repeat, lambda: report.render(doc, "json"))
-    return {"label": label, "events": trace.events.num_rows, "load_s": load_s, "analyze_s": analyze_s,
-            "md_s": md_s, "md_png_s": md_png_s, "terminal_s": term_s, "json_s": json_s,
-            "report_bytes": len(text.encode())}
+    return {
+        "label": label,
+        "events": trace.events.num_rows,
+        "load_s": load_s,
+        "analyze_s": analyze_s,
+        "md_s": md_s,
+        "md_png_s": md_png_s,
+        "terminal_s": term_s,
+        "json_s": json_s,
+        "report_bytes": len(text.encode()),
+    }
 
 
 def write_report(doc: dict[str, Any], out: Path, *, png: bool) -> str:
@@ -147,7 +172,9 @@ def end_to_end(paths: list[Path], repeat: int, workdir: Path) -> list[dict[str, 
             analyze.append(cli_once(["analyze", str(path), "-f", "json", "-o", str(workdir / "doc.json")]))
             markdown.append(cli_once(["report", str(path), "-o", str(workdir / "review.md")]))
             png.append(cli_once(["report", str(path), "-o", str(workdir / "review.md"), "--png"]))
-        out.append({"label": path.name, "analyze_s": min(analyze), "report_s": min(markdown), "png_s": min(png)})
+        out.append(
+            {"label": path.name, "analyze_s": min(analyze), "report_s": min(markdown), "png_s": min(png)}
+        )
         print(out[-1], file=sys.stderr)
     return out
 
@@ -156,11 +183,15 @@ def matplotlib_cost(repeat: int) -> float:
     """Best time to import matplotlib and draw one small figure in a fresh process: the report's fixed cost."""
     import subprocess
 
-    code = ("import time; t=time.perf_counter(); from matplotlib.figure import Figure; f=Figure(figsize=(9, 3)); "
-            "a=f.subplots(); a.stairs([1, 2], [0, 1, 2]); import io; f.savefig(io.BytesIO(), format='png'); "
-            "print(time.perf_counter()-t)")
-    return min(float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                                    check=True).stdout) for _ in range(repeat))
+    code = (
+        "import time; t=time.perf_counter(); from matplotlib.figure import Figure; f=Figure(figsize=(9, 3)); "
+        "a=f.subplots(); a.stairs([1, 2], [0, 1, 2]); import io; f.savefig(io.BytesIO(), format='png'); "
+        "print(time.perf_counter()-t)"
+    )
+    return min(
+        float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
+        for _ in range(repeat)
+    )
 
 
 def main() -> int:
@@ -177,12 +208,21 @@ def main() -> int:
         for path in sorted(SHARED.glob("*/*")) if SHARED.is_dir() else []:
             if path.suffix == ".md":
                 continue
-            rows.append(measure(f"{path.parent.name}/{path.name}", lambda p=path: tracelens.load(p), args.repeat,
-                                workdir))
+            rows.append(
+                measure(
+                    f"{path.parent.name}/{path.name}", lambda p=path: tracelens.load(p), args.repeat, workdir
+                )
+            )
             print(rows[-1], file=sys.stderr)
         synthetic = synthetic_trace(args.kernels, args.names)
-        rows.append(measure(f"synthetic: {args.kernels:,} kernels, {args.names:,} names, 4 GPUs",
-                            synthetic, args.repeat, workdir))
+        rows.append(
+            measure(
+                f"synthetic: {args.kernels:,} kernels, {args.names:,} names, 4 GPUs",
+                synthetic,
+                args.repeat,
+                workdir,
+            )
+        )
         print(rows[-1], file=sys.stderr)
         # Whole commands in fresh processes: what a user (or CI) waits for, imports included.
         data = BENCH_DIR / "data"
@@ -212,12 +252,18 @@ def main() -> int:
     for r in rows:
         base = (r["load_s"] or 0.0) + r["analyze_s"]
         load = "-" if r["load_s"] is None else f"{r['load_s']:.3f} s"
-        lines.append(f"| {r['label']} | {r['events']:,} | {load} | {r['analyze_s']:.3f} s | "
-                     f"{r['md_s']:.3f} s | {r['md_png_s']:.3f} s | {r['terminal_s']:.3f} s | {r['json_s']:.3f} s | "
-                     f"{r['md_png_s'] / base:.2f} | {r['report_bytes'] / 1024:.0f} KiB |")
+        lines.append(
+            f"| {r['label']} | {r['events']:,} | {load} | {r['analyze_s']:.3f} s | "
+            f"{r['md_s']:.3f} s | {r['md_png_s']:.3f} s | {r['terminal_s']:.3f} s | {r['json_s']:.3f} s | "
+            f"{r['md_png_s'] / base:.2f} | {r['report_bytes'] / 1024:.0f} KiB |"
+        )
     worst = max(rows, key=lambda r: r["md_png_s"])
-    lines += ["", f"Largest report extra: {worst['md_png_s']:.3f} s ({worst['label']}); "
-                  f"{'within' if worst['md_png_s'] <= 1.0 else 'ABOVE'} the 1 s budget.", ""]
+    lines += [
+        "",
+        f"Largest report extra: {worst['md_png_s']:.3f} s ({worst['label']}); "
+        f"{'within' if worst['md_png_s'] <= 1.0 else 'ABOVE'} the 1 s budget.",
+        "",
+    ]
     lines += [
         "## Whole commands",
         "",
@@ -234,12 +280,18 @@ def main() -> int:
         "|---|---:|---:|---:|---:|---:|",
     ]
     for r in cli_rows:
-        lines.append(f"| {r['label']} | {r['analyze_s']:.2f} s | {r['report_s']:.2f} s | {r['png_s']:.2f} s | "
-                     f"{r['report_s'] - r['analyze_s']:+.2f} s | {r['png_s'] - r['analyze_s']:+.2f} s |")
+        lines.append(
+            f"| {r['label']} | {r['analyze_s']:.2f} s | {r['report_s']:.2f} s | {r['png_s']:.2f} s | "
+            f"{r['report_s'] - r['analyze_s']:+.2f} s | {r['png_s'] - r['analyze_s']:+.2f} s |"
+        )
     worst_cli = max(cli_rows, key=lambda r: r["png_s"] - r["analyze_s"])
     extra = worst_cli["png_s"] - worst_cli["analyze_s"]
-    lines += ["", f"Largest difference (report -o --png): {extra:+.2f} s ({worst_cli['label']}); "
-                  f"{'within' if extra <= 1.0 else 'ABOVE'} the 1 s budget.", ""]
+    lines += [
+        "",
+        f"Largest difference (report -o --png): {extra:+.2f} s ({worst_cli['label']}); "
+        f"{'within' if extra <= 1.0 else 'ABOVE'} the 1 s budget.",
+        "",
+    ]
     RESULTS.parent.mkdir(exist_ok=True)
     RESULTS.write_text("\n".join(lines), encoding="utf-8")
     print(f"wrote {RESULTS}", file=sys.stderr)

@@ -48,7 +48,10 @@ def main() -> int:
     points = []
     for replicas in opts.replicas:
         path = SOURCE if replicas == 1 else synthesize(replicas)
-        runs = [measure("analyze", "bench_scaling:analyze_json", str(path), timeout_s=900) for _ in range(opts.rounds)]
+        runs = [
+            measure("analyze", "bench_scaling:analyze_json", str(path), timeout_s=900)
+            for _ in range(opts.rounds)
+        ]
         bad = [r for r in runs if not r.ok]
         if bad:
             raise SystemExit(f"x{replicas}: {bad[0].error}")
@@ -56,10 +59,21 @@ def main() -> int:
         peak = statistics.median(r.peak_rss_bytes for r in runs)
         above = statistics.median(r.peak_rss_bytes - r.baseline_rss_bytes for r in runs)
         events = runs[0].result["events"]
-        points.append({"replicas": replicas, "bytes": path.stat().st_size, "events": events, "wall_s": wall,
-                       "peak": peak, "above": above, "whatif": runs[0].result["whatif_reason"]})
-        print(f"x{replicas}: {events:,} events, {wall:.2f} s, peak {mib(peak)} ({mib(above)} above imports)",
-              flush=True)
+        points.append(
+            {
+                "replicas": replicas,
+                "bytes": path.stat().st_size,
+                "events": events,
+                "wall_s": wall,
+                "peak": peak,
+                "above": above,
+                "whatif": runs[0].result["whatif_reason"],
+            }
+        )
+        print(
+            f"x{replicas}: {events:,} events, {wall:.2f} s, peak {mib(peak)} ({mib(above)} above imports)",
+            flush=True,
+        )
 
     def slope(a: dict, b: dict, key: str) -> str:
         if a[key] <= 0 or b[key] <= 0:
@@ -69,25 +83,55 @@ def main() -> int:
     rows = []
     for i, p in enumerate(points):
         prev = points[i - 1] if i else None
-        rows.append([f"x{p['replicas']}", f"{p['events']:,}", mib(p["bytes"]), f"{p['wall_s']:.2f} s", mib(p["peak"]),
-                     mib(p["above"]), slope(prev, p, "wall_s") if prev else "", slope(prev, p, "above") if prev else "",
-                     "replayed" if p["whatif"] is None else "skipped (limit)"])
+        rows.append(
+            [
+                f"x{p['replicas']}",
+                f"{p['events']:,}",
+                mib(p["bytes"]),
+                f"{p['wall_s']:.2f} s",
+                mib(p["peak"]),
+                mib(p["above"]),
+                slope(prev, p, "wall_s") if prev else "",
+                slope(prev, p, "above") if prev else "",
+                "replayed" if p["whatif"] is None else "skipped (limit)",
+            ]
+        )
     first, last = points[0], points[-1]
-    overall = (f"Slope from x{first['replicas']} to x{last['replicas']}: time {slope(first, last, 'wall_s')}, "
-               f"memory above imports {slope(first, last, 'above')}.") if len(points) > 1 else ""
+    overall = (
+        (
+            f"Slope from x{first['replicas']} to x{last['replicas']}: time {slope(first, last, 'wall_s')}, "
+            f"memory above imports {slope(first, last, 'above')}."
+        )
+        if len(points) > 1
+        else ""
+    )
     _plot(points)
     try:
         load_avg = " ".join(Path("/proc/loadavg").read_text().split()[:3])
     except OSError:
         load_avg = "?"
-    text = ("# analyze cost against trace size (`bench_scaling.py`)\n\n"
-            f"{machine_description()}; load average at the end {load_avg} (2 cores shared with other jobs). "
-            f"Run {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; each size the median of {opts.rounds} fresh "
-            "processes of `tracelens analyze --format json` on the replicated Nsight export. Slopes are "
-            "d log(cost) / d log(events) from the previous size (1 = linear).\n\n"
-            + markdown_table(["size", "events", "export", "analyze wall", "peak RSS", "above imports",
-                              "time slope", "memory slope", "whatif"], rows)
-            + f"\n{overall}\n\n![log-log](scaling.png)\n")
+    text = (
+        "# analyze cost against trace size (`bench_scaling.py`)\n\n"
+        f"{machine_description()}; load average at the end {load_avg} (2 cores shared with other jobs). "
+        f"Run {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; each size the median of {opts.rounds} fresh "
+        "processes of `tracelens analyze --format json` on the replicated Nsight export. Slopes are "
+        "d log(cost) / d log(events) from the previous size (1 = linear).\n\n"
+        + markdown_table(
+            [
+                "size",
+                "events",
+                "export",
+                "analyze wall",
+                "peak RSS",
+                "above imports",
+                "time slope",
+                "memory slope",
+                "whatif",
+            ],
+            rows,
+        )
+        + f"\n{overall}\n\n![log-log](scaling.png)\n"
+    )
     print(text)
     write_result("scaling", text)
     return 0
@@ -104,7 +148,9 @@ def _plot(points: list[dict]) -> None:
     ax.loglog(events, [p["wall_s"] for p in points], "o-", label="analyze wall (s)")
     ax.loglog(events, [p["above"] / 2**30 for p in points], "s-", label="peak RSS above imports (GiB)")
     ref = events[0]
-    ax.loglog(events, [points[0]["wall_s"] * e / ref for e in events], ":", color="grey", label="linear from 1x")
+    ax.loglog(
+        events, [points[0]["wall_s"] * e / ref for e in events], ":", color="grey", label="linear from 1x"
+    )
     ax.set_xlabel("events in the trace")
     ax.set_title("tracelens analyze --format json, replicated Nsight export")
     ax.legend(fontsize=8)

@@ -47,7 +47,9 @@ print(json.dumps({"times": times, "events": trace.num_events,
 
 
 def run(tree: Path, trace: str) -> dict:
-    proc = subprocess.run([sys.executable, "-c", _CHILD, trace], cwd=tree, capture_output=True, text=True, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-c", _CHILD, trace], cwd=tree, capture_output=True, text=True, check=False
+    )
     if proc.returncode:
         raise SystemExit(f"{tree}: {proc.stderr.strip().splitlines()[-1:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -63,7 +65,7 @@ def main() -> int:
     for trace in opts.traces:
         results: dict[Path, list[dict]] = {t: [] for t in trees}
         for r in range(opts.rounds):
-            for tree in (trees if r % 2 == 0 else list(reversed(trees))):
+            for tree in trees if r % 2 == 0 else list(reversed(trees)):
                 results[tree].append(run(tree, str(Path(trace).resolve())))
         keys: list[str] = []
         for runs in results.values():
@@ -75,7 +77,10 @@ def main() -> int:
                 values = [r["times"][key] for r in results[tree] if key in r["times"]]
                 row.append(f"{statistics.median(values):.3f}" if values else "-")
             rows.append(row)
-        rows.append(["peak RSS (MiB)"] + [f"{statistics.median(r['peak_mib'] for r in results[t]):.0f}" for t in trees])
+        rows.append(
+            ["peak RSS (MiB)"]
+            + [f"{statistics.median(r['peak_mib'] for r in results[t]):.0f}" for t in trees]
+        )
         events = results[trees[0]][0]["events"]
         print(f"\n{Path(trace).name}: {events:,} events; seconds, median of {opts.rounds}\n")
         print(markdown_table(["section"] + [t.name for t in trees], rows))

@@ -23,7 +23,13 @@ from typing import Any
 
 from common import DATA_DIR, machine_description, markdown_table, measure, mib, write_result
 
-SOURCE = Path(__file__).resolve().parents[2] / "shared" / "traces" / "tf" / "v100x8_tf2.4_bert_multiworker.xplane.pb"
+SOURCE = (
+    Path(__file__).resolve().parents[2]
+    / "shared"
+    / "traces"
+    / "tf"
+    / "v100x8_tf2.4_bert_multiworker.xplane.pb"
+)
 TARGET_BYTES = 200 * 10**6
 
 
@@ -63,6 +69,7 @@ def synthesize(target_bytes: int = TARGET_BYTES) -> tuple[Path, int]:
 
 # --- callables run in fresh processes by common.measure; each returns its own CPU time too, since on a
 # shared 2-core machine wall times swing with other load while CPU time much less so.
+
 
 def _timed(func: Any, *args: Any) -> dict[str, Any]:
     cpu, wall = time.process_time(), time.perf_counter()
@@ -151,9 +158,17 @@ def main() -> int:
     for label, m in runs.items():
         cpu = m.result["cpu_s"]
         is_io = label == "read bytes"
-        rows.append([label, f"{m.wall_s:.2f} s", "" if is_io else f"{m.wall_s / baseline:.2f}x",
-                     f"{cpu:.2f} s", "" if is_io else f"{cpu / baseline_cpu:.2f}x",
-                     "" if is_io else f"{n_events / m.wall_s / 1e6:.2f} M/s", mib(m.peak_rss_bytes)])
+        rows.append(
+            [
+                label,
+                f"{m.wall_s:.2f} s",
+                "" if is_io else f"{m.wall_s / baseline:.2f}x",
+                f"{cpu:.2f} s",
+                "" if is_io else f"{cpu / baseline_cpu:.2f}x",
+                "" if is_io else f"{n_events / m.wall_s / 1e6:.2f} M/s",
+                mib(m.peak_rss_bytes),
+            ]
+        )
     read = runs["xplane.read"]
     read_ratio = read.wall_s / baseline
     read_cpu_ratio = read.result["cpu_s"] / baseline_cpu
@@ -167,8 +182,9 @@ def main() -> int:
         "measured in the same run. Baseline: upb `ParseFromString` of the same bytes with the full published schema (every event and "
         "stat a message; file already in memory). The other rows include reading the file. CPU time is the "
         "process's own (`time.process_time`), steadier than wall time when other jobs share the 2 cores.\n\n"
-        + markdown_table(["step", "wall", "wall vs parse", "CPU", "CPU vs parse", "XEvents/s (wall)", "peak RSS"],
-                         rows)
+        + markdown_table(
+            ["step", "wall", "wall vs parse", "CPU", "CPU vs parse", "XEvents/s (wall)", "peak RSS"], rows
+        )
         + "\n"
         f"Targets: full read <= 3x parse: **{read_ratio:.2f}x** wall ({_verdict(read_ratio <= 3)}), "
         f"**{read_cpu_ratio:.2f}x** CPU ({_verdict(read_cpu_ratio <= 3)}); >= 1M events/s: "

@@ -66,8 +66,14 @@ class Measurement:
         return self.error is None
 
 
-def measure(label: str, func_ref: str, *args: Any, timeout_s: float | None = None,
-            env: dict[str, str] | None = None, setup: str | None = None) -> Measurement:
+def measure(
+    label: str,
+    func_ref: str,
+    *args: Any,
+    timeout_s: float | None = None,
+    env: dict[str, str] | None = None,
+    setup: str | None = None,
+) -> Measurement:
     """Run ``func_ref(*args)`` in a fresh Python process; return its wall time and peak RSS.
 
     ``setup`` ("module:function", no arguments) runs first in the same process, untimed: put imports of
@@ -77,19 +83,32 @@ def measure(label: str, func_ref: str, *args: Any, timeout_s: float | None = Non
     cmd = [sys.executable, "-c", _CHILD, json.dumps(paths), func_ref, json.dumps(list(args)), setup or ""]
     started = time.perf_counter()
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s,
-                              env={**os.environ, **(env or {})}, cwd=str(REPO_ROOT))
+        proc = subprocess.run(
+            cmd,
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            env={**os.environ, **(env or {})},
+            cwd=str(REPO_ROOT),
+        )
     except subprocess.TimeoutExpired:
-        return Measurement(label, None, None, None, time.perf_counter() - started,
-                           error=f"timed out after {timeout_s:.0f} s")
+        return Measurement(
+            label, None, None, None, time.perf_counter() - started, error=f"timed out after {timeout_s:.0f} s"
+        )
     process_wall = time.perf_counter() - started
     marker = proc.stdout.rfind("\n@@MEASUREMENT@@")
     if proc.returncode != 0 or marker < 0:
         tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
         return Measurement(label, None, None, None, process_wall, error=f"exit {proc.returncode}: {tail}")
-    data = json.loads(proc.stdout[marker + len("\n@@MEASUREMENT@@"):])
-    return Measurement(label, data["wall_s"], data["peak_kib"] * 1024, data["baseline_kib"] * 1024,
-                       process_wall, result=data["result"])
+    data = json.loads(proc.stdout[marker + len("\n@@MEASUREMENT@@") :])
+    return Measurement(
+        label,
+        data["wall_s"],
+        data["peak_kib"] * 1024,
+        data["baseline_kib"] * 1024,
+        process_wall,
+        result=data["result"],
+    )
 
 
 def best_of(label: str, func_ref: str, *args: Any, repeat: int = 3, **kwargs: Any) -> Measurement:
@@ -113,8 +132,11 @@ def markdown_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
 def machine_description() -> str:
     """CPU count, memory and Python version: enough to tell two result files' machines apart."""
     try:
-        mem_kib = int(next(line for line in Path("/proc/meminfo").read_text().splitlines()
-                           if line.startswith("MemTotal")).split()[1])
+        mem_kib = int(
+            next(
+                line for line in Path("/proc/meminfo").read_text().splitlines() if line.startswith("MemTotal")
+            ).split()[1]
+        )
         mem = f"{mem_kib / 2**20:.0f} GiB RAM"
     except (OSError, StopIteration, ValueError):
         mem = "RAM unknown"
@@ -129,8 +151,9 @@ def write_result(name: str, text: str) -> Path:
     return path
 
 
-def measure_on_built_input(description: str, build: Callable[[int], Path], label: str, func_ref: str,
-                           default_kernels: int) -> tuple[Path, float, Measurement]:
+def measure_on_built_input(
+    description: str, build: Callable[[int], Path], label: str, func_ref: str, default_kernels: int
+) -> tuple[Path, float, Measurement]:
     """The main() of the benchmarks on a synthetic input: parse ``--kernels``, build (or reuse) the input,
     run ``func_ref(path)`` in a fresh process; return the input, its build time and the measurement."""
     parser = argparse.ArgumentParser(description=description)

@@ -32,16 +32,23 @@ and kernel and op names are shortened so that rows stay distinct (`--full-names`
 
 
 def _help(command: click.Command, name: str, parent: click.Context | None) -> str:
-    ctx = click.Context(command, info_name=name, parent=parent, terminal_width=WIDTH, max_content_width=WIDTH,
-                        **command.context_settings)
+    ctx = click.Context(
+        command,
+        info_name=name,
+        parent=parent,
+        terminal_width=WIDTH,
+        max_content_width=WIDTH,
+        **command.context_settings,
+    )
     return command.get_help(ctx)
 
 
 def render() -> str:
     from tracelens.cli import cli
 
-    root = click.Context(cli, info_name="tracelens", terminal_width=WIDTH, max_content_width=WIDTH,
-                         **cli.context_settings)
+    root = click.Context(
+        cli, info_name="tracelens", terminal_width=WIDTH, max_content_width=WIDTH, **cli.context_settings
+    )
     parts = [HEADER, "## tracelens", "", "```", cli.get_help(root), "```", ""]
     for name in sorted(cli.commands):
         command = cli.commands[name]

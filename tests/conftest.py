@@ -21,8 +21,10 @@ FIXTURES = ROOT / "fixtures"
 SHARED_TRACES = Path(os.environ.get("TRACELENS_SHARED_TRACES") or ROOT.parent / "shared" / "traces").resolve()
 # The reasons tests give for skipping without the real traces ("../shared/traces/nsys not present", ...).
 _SHARED_ABSENT = re.compile(r"\.\./shared/traces(/\w+)? (not present|is absent)")
-SHARED_ABSENT_REASON = (f"real traces not present in {SHARED_TRACES} (clone ../shared beside the repository or set "
-                        "TRACELENS_SHARED_TRACES): the tests that read them are skipped")
+SHARED_ABSENT_REASON = (
+    f"real traces not present in {SHARED_TRACES} (clone ../shared beside the repository or set "
+    "TRACELENS_SHARED_TRACES): the tests that read them are skipped"
+)
 
 
 def shared_traces(subdir: str, *patterns: str) -> list[Path]:

@@ -38,14 +38,24 @@ REGEN_ENV = "TRACELENS_REGEN_GOLDEN"
 
 # Every fixture trace: the Kineto/xplane recordings (.gz, .pb), the hand-written Kineto files in kineto/ and
 # the hand-built Nsight exports in nsys/ (not fixtures/causes: those are documents, not traces).
-FIXTURE_TRACES = sorted(p for p in FIXTURES.rglob("*")
-                        if p.is_file() and (p.suffix in (".gz", ".pb", ".sqlite") or p.parent.name == "kineto"))
-SHARED_NAMES = ["nsys/a100_saxpy_nsys2022.2.sqlite", "nsys/h100x2_fastvideo_window_nsys2026.2.sqlite",
-                "nsys/rtx3080_tiny_nsys2026.1.sqlite", "pytorch/a100_alexnet_cuda_sync_2023.json.gz",
-                "pytorch/a100_nccl_2rank_rank0_2024.json.gz", "pytorch/h100_bert_small_inference_torch2.6.json.gz",
-                "pytorch/mi250_rocm6.2_minitoy_train.json.gz", "pytorch/v100_ns_resolution_2024.json.gz",
-                "pytorch/v100_resnet50_2021_oldformat.json.gz", "tf/amd_gpu_jax_te_fused_attn.xplane.pb",
-                "tf/v100x8_tf2.4_bert_multiworker.xplane.pb"]
+FIXTURE_TRACES = sorted(
+    p
+    for p in FIXTURES.rglob("*")
+    if p.is_file() and (p.suffix in (".gz", ".pb", ".sqlite") or p.parent.name == "kineto")
+)
+SHARED_NAMES = [
+    "nsys/a100_saxpy_nsys2022.2.sqlite",
+    "nsys/h100x2_fastvideo_window_nsys2026.2.sqlite",
+    "nsys/rtx3080_tiny_nsys2026.1.sqlite",
+    "pytorch/a100_alexnet_cuda_sync_2023.json.gz",
+    "pytorch/a100_nccl_2rank_rank0_2024.json.gz",
+    "pytorch/h100_bert_small_inference_torch2.6.json.gz",
+    "pytorch/mi250_rocm6.2_minitoy_train.json.gz",
+    "pytorch/v100_ns_resolution_2024.json.gz",
+    "pytorch/v100_resnet50_2021_oldformat.json.gz",
+    "tf/amd_gpu_jax_te_fused_attn.xplane.pb",
+    "tf/v100x8_tf2.4_bert_multiworker.xplane.pb",
+]
 
 
 def fixture_name(path: Path) -> str:
@@ -76,10 +86,15 @@ def json_differences(got: object, want: object, where: str = "") -> list[str]:
     if isinstance(want, list) and isinstance(got, list):
         if len(got) != len(want):
             return [f"{where}: {len(got)} items, golden {len(want)}"]
-        return [d for i, (g, w) in enumerate(zip(got, want, strict=True))
-                for d in json_differences(g, w, f"{where}[{i}]")]
+        return [
+            d
+            for i, (g, w) in enumerate(zip(got, want, strict=True))
+            for d in json_differences(g, w, f"{where}[{i}]")
+        ]
     if isinstance(want, float) and isinstance(got, (int, float)) and not isinstance(got, bool):
-        return [] if math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-12) else [f"{where}: {got!r} != {want!r}"]
+        return (
+            [] if math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-12) else [f"{where}: {got!r} != {want!r}"]
+        )
     return [] if got == want and type(got) is type(want) else [f"{where}: {got!r} != {want!r}"]
 
 
@@ -110,9 +125,11 @@ def check_json(name: str, doc: dict) -> None:
         _regenerate_in_test(path, json_text(doc))
     assert path.is_file(), _missing(path)
     differences = json_differences(doc, json.loads(path.read_text(encoding="utf-8")))
-    assert differences == [], (f"{name}: {len(differences)} differences from {_shown(path)}, first: "
-                               f"{differences[:10]}. If the change is intended: `{REGEN_COMMAND} json`, "
-                               "then review the diff")
+    assert differences == [], (
+        f"{name}: {len(differences)} differences from {_shown(path)}, first: "
+        f"{differences[:10]}. If the change is intended: `{REGEN_COMMAND} json`, "
+        "then review the diff"
+    )
 
 
 def check_text(name: str, text: str) -> None:
@@ -124,10 +141,14 @@ def check_text(name: str, text: str) -> None:
     expected = path.read_text(encoding="utf-8")
     if text != expected:
         got, want = text.split("\n"), expected.split("\n")
-        line = next((i for i, (g, w) in enumerate(zip(got, want, strict=False)) if g != w), min(len(got), len(want)))
-        raise AssertionError(f"{_shown(path)} differs from the output from line {line + 1} on "
-                             f"(output {got[line:line + 1]!r}, golden {want[line:line + 1]!r}). If the change "
-                             f"is intended: `{REGEN_COMMAND} report`, then review the diff")
+        line = next(
+            (i for i, (g, w) in enumerate(zip(got, want, strict=False)) if g != w), min(len(got), len(want))
+        )
+        raise AssertionError(
+            f"{_shown(path)} differs from the output from line {line + 1} on "
+            f"(output {got[line : line + 1]!r}, golden {want[line : line + 1]!r}). If the change "
+            f"is intended: `{REGEN_COMMAND} report`, then review the diff"
+        )
 
 
 def _json_goldens() -> dict[Path, Callable[[], str]]:
@@ -138,7 +159,9 @@ def _json_goldens() -> dict[Path, Callable[[], str]]:
         if (SHARED / name).is_file():
             out[json_golden_path(name)] = lambda name=name: json_text(document(SHARED / name))
         else:
-            print(f"skipped {name}: ../shared/traces is absent (its golden is kept as it is)", file=sys.stderr)
+            print(
+                f"skipped {name}: ../shared/traces is absent (its golden is kept as it is)", file=sys.stderr
+            )
     return out
 
 
@@ -159,9 +182,13 @@ def regenerate(kinds: list[str]) -> list[Path]:
     changed = []
     for path, produce in targets.items():
         text = produce()
-        if path.is_file() and (path.read_text(encoding="utf-8") == text or (
+        if path.is_file() and (
+            path.read_text(encoding="utf-8") == text
+            or (
                 path.suffix == ".json"  # float noise below the tests' tolerance is not a change
-                and not json_differences(json.loads(text), json.loads(path.read_text(encoding="utf-8"))))):
+                and not json_differences(json.loads(text), json.loads(path.read_text(encoding="utf-8")))
+            )
+        ):
             continue
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
@@ -171,8 +198,14 @@ def regenerate(kinds: list[str]) -> list[Path]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python3 -m tests.goldens", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--regen", nargs="*", choices=["json", "report"], metavar="KIND", required=True,
-                        help="write the goldens (all, or only json / report)")
+    parser.add_argument(
+        "--regen",
+        nargs="*",
+        choices=["json", "report"],
+        metavar="KIND",
+        required=True,
+        help="write the goldens (all, or only json / report)",
+    )
     args = parser.parse_args(argv)
     changed = regenerate(args.regen or ["json", "report"])
     for path in changed:

@@ -17,8 +17,11 @@ from tests.conftest import shared_params
 from tracelens.analyses import analyze
 
 MY_SECTIONS = ("gaps", "steps", "attribution", "launch", "sync", "ranges", "diagnosis")
-TRACES = (shared_params("pytorch", "*.json.gz") + shared_params("nsys", "*.sqlite")
-          + shared_params("tf", "*.xplane.pb"))
+TRACES = (
+    shared_params("pytorch", "*.json.gz")
+    + shared_params("nsys", "*.sqlite")
+    + shared_params("tf", "*.xplane.pb")
+)
 
 
 @cache
@@ -99,7 +102,9 @@ def test_causes_within_span(path):
         assert 0 <= cause["rank_ns"] <= cause["lost_ns"]
         assert cause["rank_share"] == pytest.approx(cause["rank_ns"] / span)
         assert (cause["rank_ns"] == cause["lost_ns"]) or cause["gain_reason"] is None
-    assert [c["rank_ns"] for c in diag["causes"]] == sorted((c["rank_ns"] for c in diag["causes"]), reverse=True)
+    assert [c["rank_ns"] for c in diag["causes"]] == sorted(
+        (c["rank_ns"] for c in diag["causes"]), reverse=True
+    )
     # The rule (docs/analyses.md): the first cause is primary when its rank_share is above the threshold, or when
     # the GPUs are starved (device-mean busy share below healthy_min_busy) whatever its share; else `none`;
     # `incomplete_trace` (primary-only) overrides both when the trace cannot answer.

@@ -42,7 +42,10 @@ def test_own_events_survive(written: tuple) -> None:
         assert np.array_equal(np.sort(a.end[rows_a]), np.sort(b.end[rows_b]))
     # correlation survives: the read-back trace replays to the same step time
     doc_back = analyze(back, sections=["steps", "whatif"])
-    assert doc_back["whatif"]["replay_error"]["recorded_step_ns"] == written[0]["whatif"]["replay_error"]["recorded_step_ns"]
+    assert (
+        doc_back["whatif"]["replay_error"]["recorded_step_ns"]
+        == written[0]["whatif"]["replay_error"]["recorded_step_ns"]
+    )
 
 
 def test_steps_track(written: tuple) -> None:
@@ -125,7 +128,12 @@ def test_run_ranks_on_one_timeline(run_written: tuple) -> None:
         # number `rank` (each rank has one)
         host_mine = b.pid == rank
         gpu_mine = b.device == rank
-        for kind, mine in (("kernel", gpu_mine), ("memcpy", gpu_mine), ("runtime", host_mine), ("step", host_mine)):
+        for kind, mine in (
+            ("kernel", gpu_mine),
+            ("memcpy", gpu_mine),
+            ("runtime", host_mine),
+            ("step", host_mine),
+        ):
             rows_a, rows_b = np.flatnonzero(a.of_kind(kind)), np.flatnonzero(b.of_kind(kind) & mine)
             assert np.array_equal(np.sort(a.start[rows_a]) + shift, np.sort(b.start[rows_b])), (rank, kind)
             assert np.array_equal(np.sort(a.end[rows_a]) + shift, np.sort(b.end[rows_b])), (rank, kind)
@@ -157,4 +165,6 @@ def test_run_tracks_per_rank(run_written: tuple) -> None:
         assert int((cols.end[path] - cols.start[path]).sum()) == doc["whatif"]["critical_path"]["length_ns"]
         for k, remedy in enumerate(doc["whatif"]["remedies"]):
             rows = np.flatnonzero((cols.pid == rank) & (cols.tid == TRACK_TID_BASE + WHATIF_TID + k))
-            assert rows.size == 1 and int(cols.end[rows[0]] - cols.start[rows[0]]) == remedy["predicted_span_ns"]
+            assert (
+                rows.size == 1 and int(cols.end[rows[0]] - cols.start[rows[0]]) == remedy["predicted_span_ns"]
+            )

@@ -42,8 +42,12 @@ def _is_module(dotted: str) -> bool:
     if dotted != "tracelens" and not dotted.startswith("tracelens."):
         return False
     where = ROOT.joinpath(*dotted.split("."))
-    return (where.with_suffix(".py").is_file() or (where / "__init__.py").is_file()
-            or any(where.parent.glob(f"{where.name}.*.so")) or any(where.parent.glob(f"{where.name}.*.pyd")))
+    return (
+        where.with_suffix(".py").is_file()
+        or (where / "__init__.py").is_file()
+        or any(where.parent.glob(f"{where.name}.*.so"))
+        or any(where.parent.glob(f"{where.name}.*.pyd"))
+    )
 
 
 def _private(name: str) -> bool:
@@ -137,13 +141,16 @@ def _reachable(graph: dict[str, set[str]], start: str) -> set[str]:
 def test_no_private_names_across_modules() -> None:
     violations, _ = _package_scan()
     new = sorted(violations - KNOWN)
-    assert not new, "private names of another tracelens module (make them public or move them):\n" + "\n".join(new)
+    assert not new, (
+        "private names of another tracelens module (make them public or move them):\n" + "\n".join(new)
+    )
     fixed = sorted(KNOWN - violations)
     assert not fixed, "fixed: remove from KNOWN in tests/test_architecture.py:\n" + "\n".join(fixed)
 
 
 def _collapsed(graph: dict[str, set[str]], package: str) -> dict[str, set[str]]:
     """``graph`` with ``package`` and its modules as one node (what any of them imports, outside it)."""
+
     def node(name: str) -> str:
         return package if name == package or name.startswith(package + ".") else name
 
@@ -157,8 +164,11 @@ def _collapsed(graph: dict[str, set[str]], package: str) -> dict[str, set[str]]:
 def test_tf_readers_do_not_import_each_other() -> None:
     # Explicit imports only (an import of a submodule also runs its package's __init__; that is not counted).
     _, graph = _package_scan()
-    xplane, legacy, common = ("tracelens.ingest.xplane", "tracelens.ingest.tf_trace_json",
-                              "tracelens.ingest.tf_common")
+    xplane, legacy, common = (
+        "tracelens.ingest.xplane",
+        "tracelens.ingest.tf_trace_json",
+        "tracelens.ingest.tf_common",
+    )
     graph = _collapsed(graph, xplane)  # the xplane reader is a package: its modules count as one reader
     assert legacy not in graph[xplane] and xplane not in graph[legacy]
     assert common in graph[xplane] and common in graph[legacy]
@@ -184,8 +194,11 @@ def _spec_modules(spec: str) -> tuple[str, bool]:
     return ".".join(["tracelens", *parts]), False
 
 
-def layer_table(text: str) -> tuple[list[str], dict[str, list[tuple[str, bool]]], dict[str, set[str]],
-                                     dict[str, set[tuple[str, bool]]]]:
+def layer_table(
+    text: str,
+) -> tuple[
+    list[str], dict[str, list[tuple[str, bool]]], dict[str, set[str]], dict[str, set[tuple[str, bool]]]
+]:
     """The layer table of the architecture page: layer names in row order, each layer's modules, the layers
     each may import, and single modules (not whole layers) each may also import."""
     order: list[str] = []
@@ -194,7 +207,7 @@ def layer_table(text: str) -> tuple[list[str], dict[str, list[tuple[str, bool]]]
     extra: dict[str, set[tuple[str, bool]]] = {}
     lines = text.splitlines()
     header = lines.index("| layer | modules | may import |")
-    for line in lines[header + 2:]:  # after the |---| line, up to the end of the table
+    for line in lines[header + 2 :]:  # after the |---| line, up to the end of the table
         if not line.startswith("|"):
             break
         layer, where, allowed = (c.strip() for c in line.strip().strip("|").split("|"))
@@ -225,7 +238,9 @@ def layer_violations(graph: dict[str, set[str]], text: str) -> tuple[set[str], l
         own = _layer_of(importer, modules)
         for target in imported:
             theirs = _layer_of(target, modules)
-            named = any(target == name or (deep and target.startswith(name + ".")) for name, deep in extra[own])
+            named = any(
+                target == name or (deep and target.startswith(name + ".")) for name, deep in extra[own]
+            )
             if own is None or theirs is None or theirs == own or theirs in may[own] or named:
                 continue
             bad.add(f"{importer} -> {target}")
@@ -235,11 +250,15 @@ def layer_violations(graph: dict[str, set[str]], text: str) -> tuple[set[str], l
 def test_imports_follow_the_layer_table() -> None:
     _, graph = _package_scan()
     violations, unplaced = layer_violations(graph, ARCHITECTURE_PAGE.read_text(encoding="utf-8"))
-    assert not unplaced, f"modules in no layer of docs/architecture.md's table (add them to a row): {unplaced}"
+    assert not unplaced, (
+        f"modules in no layer of docs/architecture.md's table (add them to a row): {unplaced}"
+    )
     new = sorted(violations - KNOWN_LAYER_EXCEPTIONS.keys())
     assert not new, "imports against the layer table in docs/architecture.md:\n" + "\n".join(new)
     fixed = sorted(KNOWN_LAYER_EXCEPTIONS.keys() - violations)
-    assert not fixed, "fixed: remove from KNOWN_LAYER_EXCEPTIONS in tests/test_architecture.py:\n" + "\n".join(fixed)
+    assert not fixed, (
+        "fixed: remove from KNOWN_LAYER_EXCEPTIONS in tests/test_architecture.py:\n" + "\n".join(fixed)
+    )
 
 
 def test_the_layers_have_no_cycle() -> None:
@@ -247,8 +266,12 @@ def test_the_layers_have_no_cycle() -> None:
     order, modules, may, extra = layer_table(ARCHITECTURE_PAGE.read_text(encoding="utf-8"))
     assert order[:4] == ["base", "trace", "ingest", "document"] and order[-1] == "app"
     for i, layer in enumerate(order):
-        assert may[layer] <= set(order[:i]), f"{layer} may import a layer below it: {may[layer] - set(order[:i])}"
-        for module, _ in extra[layer]:  # a module (or package) allowed beyond the layers: also from a row above
+        assert may[layer] <= set(order[:i]), (
+            f"{layer} may import a layer below it: {may[layer] - set(order[:i])}"
+        )
+        for module, _ in extra[
+            layer
+        ]:  # a module (or package) allowed beyond the layers: also from a row above
             assert order.index(_layer_of(module, modules)) < i, (layer, module)
     assert may["document"] == {"base"} and "analyses" not in may["trace"] | may["ingest"]
     # report reads the section registry and the cause registry, nothing else of analyses/
@@ -276,9 +299,11 @@ def test_the_layer_check_catches_each_kind_of_violation() -> None:
         "tracelens.stray": set(),  # in no layer
     }
     violations, unplaced = layer_violations(graph, table)
-    assert violations == {"tracelens.analyses.gaps -> tracelens.report.units",
-                          "tracelens.report.markdown -> tracelens.analyses.gaps",
-                          "tracelens.report.markdown -> tracelens.cli"}
+    assert violations == {
+        "tracelens.analyses.gaps -> tracelens.report.units",
+        "tracelens.report.markdown -> tracelens.analyses.gaps",
+        "tracelens.report.markdown -> tracelens.cli",
+    }
     assert unplaced == ["tracelens.stray"]
 
 
@@ -292,19 +317,27 @@ def test_one_int_or_none() -> None:
     copies = []
     for path in _package_files():
         tree = ast.parse(path.read_text(encoding="utf-8"))
-        copies += [_module_name(path) for node in ast.walk(tree)
-                   if isinstance(node, ast.FunctionDef) and node.name.lstrip("_") in ("int_or_none", "int")]
+        copies += [
+            _module_name(path)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.FunctionDef) and node.name.lstrip("_") in ("int_or_none", "int")
+        ]
     copies.remove("tracelens.values")
     stray = [m for m in copies if not m.startswith(PENDING_INT_OR_NONE_AREAS)]
     assert not stray, f"use tracelens.values.int_or_none instead of a copy in {stray}"
-    assert len(copies) == PENDING_INT_OR_NONE, f"copies left: {copies}; set PENDING_INT_OR_NONE to {len(copies)}"
+    assert len(copies) == PENDING_INT_OR_NONE, (
+        f"copies left: {copies}; set PENDING_INT_OR_NONE to {len(copies)}"
+    )
 
 
 @pytest.mark.parametrize(
     ("source", "expected"),
     [
         ("from .xplane import _kernel_columns", ["tracelens.ingest.xplane._kernel_columns"]),
-        ("from tracelens.ingest.xplane import _strip_version as s", ["tracelens.ingest.xplane._strip_version"]),
+        (
+            "from tracelens.ingest.xplane import _strip_version as s",
+            ["tracelens.ingest.xplane._strip_version"],
+        ),
         ("from . import xplane\nxplane._detect_framework([])", ["tracelens.ingest.xplane._detect_framework"]),
         ("import tracelens.ingest.xplane as xp\nxp._lookup", ["tracelens.ingest.xplane._lookup"]),
         ("import tracelens\ntracelens.ingest.xplane._lookup", ["tracelens.ingest.xplane._lookup"]),
@@ -336,4 +369,6 @@ def test_a_long_module_says_why_in_its_docstring() -> None:
         doc = ast.get_docstring(ast.parse(text)) or ""
         if not re.search(r"\d+ lines|one module|on purpose", doc):
             unexplained.append(f"{path.relative_to(PACKAGE)} ({text.count(chr(10))} lines)")
-    assert not unexplained, f"modules over {LONG_MODULE_LINES} lines with no reason in their docstring: {unexplained}"
+    assert not unexplained, (
+        f"modules over {LONG_MODULE_LINES} lines with no reason in their docstring: {unexplained}"
+    )

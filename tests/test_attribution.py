@@ -11,8 +11,16 @@ def host(kind, name, start, end, tid=1, pid=1, **extra):
 
 
 def kernel(start, end, corr=None, device=0, pid=None):
-    return {"kind": "kernel", "name": "k", "start_ns": start, "end_ns": end, "device": device, "stream": 7,
-            "correlation_id": corr, "pid": pid}
+    return {
+        "kind": "kernel",
+        "name": "k",
+        "start_ns": start,
+        "end_ns": end,
+        "device": device,
+        "stream": 7,
+        "correlation_id": corr,
+        "pid": pid,
+    }
 
 
 def by_cause(trace, device=0):
@@ -37,7 +45,14 @@ def test_priority_sync_input_launch_cpu_nothing():
         kernel(1000, 1100, corr=2),
     ]
     dev = by_cause(Trace.from_rows(rows))
-    assert dev["by_cause"] == {"startup": 0, "sync": 150, "input": 200, "launch": 50, "cpu": 400, "nothing": 100}
+    assert dev["by_cause"] == {
+        "startup": 0,
+        "sync": 150,
+        "input": 200,
+        "launch": 50,
+        "cpu": 400,
+        "nothing": 100,
+    }
     assert dev["idle_ns"] == 900 == sum(dev["by_cause"].values())
     assert dev["feeding_threads_from"] == "correlation"
     assert dev["feeding_threads"] == [[1, 1]]
@@ -51,20 +66,26 @@ def test_startup_comes_before_sync():
     # Gap [100, 1000) = 900 on GPU 0. On the feeding thread: cudnnCreate [100, 400) (one-time by name) and
     # cudaDeviceSynchronize [300, 700). startup takes [100,400) = 300 although the sync overlaps it at
     # [300,400); sync keeps [400,700) = 300; nothing [700,1000) = 300. Sum 900.
-    dev = by_cause(one_gap([host("runtime", "cudnnCreate", 100, 400),
-                            host("runtime", "cudaDeviceSynchronize", 300, 700)], gap_end=1000))
+    dev = by_cause(
+        one_gap(
+            [host("runtime", "cudnnCreate", 100, 400), host("runtime", "cudaDeviceSynchronize", 300, 700)],
+            gap_end=1000,
+        )
+    )
     assert dev["by_cause"] == {"startup": 300, "sync": 300, "input": 0, "launch": 0, "cpu": 0, "nothing": 300}
 
 
 def one_gap(rows_in_gap: list[dict], gap_end: int) -> Trace:
     """Kernel [10,100) then kernel [gap_end, gap_end+100), both launched early by thread (1,1), plus the rows."""
-    return Trace.from_rows([
-        host("runtime", "cudaLaunchKernel", 0, 5, correlation_id=1),
-        kernel(10, 100, corr=1),
-        *rows_in_gap,
-        host("runtime", "cudaLaunchKernel", 20, 30, correlation_id=2),
-        kernel(gap_end, gap_end + 100, corr=2),
-    ])
+    return Trace.from_rows(
+        [
+            host("runtime", "cudaLaunchKernel", 0, 5, correlation_id=1),
+            kernel(10, 100, corr=1),
+            *rows_in_gap,
+            host("runtime", "cudaLaunchKernel", 20, 30, correlation_id=2),
+            kernel(gap_end, gap_end + 100, corr=2),
+        ]
+    )
 
 
 def test_only_feeding_threads_count():
@@ -107,8 +128,12 @@ def test_sync_copy_and_after_sync():
     # Gap [100, 300): sync covers [100, 260) = 160 of which only-copy [100, 200) = 100; nothing 40.
     # The gap starts at 100, inside the blocking cudaMemcpy: an after-sync gap. cudaMemcpy lasts 200 ns, far
     # under the 1 ms first-call threshold: not one-time work (startup 0).
-    dev = by_cause(one_gap([host("runtime", "cudaMemcpy", 50, 250),
-                            host("runtime", "cudaDeviceSynchronize", 200, 260)], gap_end=300))
+    dev = by_cause(
+        one_gap(
+            [host("runtime", "cudaMemcpy", 50, 250), host("runtime", "cudaDeviceSynchronize", 200, 260)],
+            gap_end=300,
+        )
+    )
     assert dev["by_cause"] == {"startup": 0, "sync": 160, "input": 0, "launch": 0, "cpu": 0, "nothing": 40}
     assert dev["sync_copy_ns"] == 100
     assert dev["after_sync"] == {"count": 1, "idle_ns": 200}
@@ -146,29 +171,67 @@ def test_totals_over_devices():
     ]
     out = attribution.section(Trace.from_rows(rows), {})
     # GPU 0 gap [100,200): cpu 50, nothing 50. GPU 1 gap [50,90): nothing 40. No one-time work: startup 0.
-    assert out["total_by_cause"] == {"startup": 0, "sync": 0, "input": 0, "launch": 0, "cpu": 50, "nothing": 90}
+    assert out["total_by_cause"] == {
+        "startup": 0,
+        "sync": 0,
+        "input": 0,
+        "launch": 0,
+        "cpu": 50,
+        "nothing": 90,
+    }
     assert out["mean_by_cause"]["nothing"] == 45
 
 
 def test_name_patterns():
     from tracelens.analyses import names
 
-    blocking = ["cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "cuCtxSynchronize",
-                "hipDeviceSynchronize", "cudaMemcpy", "cudaMemcpy2D", "hipMemcpy", "hipMemcpyWithStream",
-                "cuMemcpyDtoH_v2", "cudaStreamSynchronize_v3020"]
-    not_blocking = ["cudaMemcpyAsync", "hipMemcpyAsync", "cudaLaunchKernel", "cudaStreamWaitEvent",
-                    "cudaEventRecord", "cuMemcpyDtoHAsync_v2", "cudaStreamQuery"]
+    blocking = [
+        "cudaDeviceSynchronize",
+        "cudaStreamSynchronize",
+        "cudaEventSynchronize",
+        "cuCtxSynchronize",
+        "hipDeviceSynchronize",
+        "cudaMemcpy",
+        "cudaMemcpy2D",
+        "hipMemcpy",
+        "hipMemcpyWithStream",
+        "cuMemcpyDtoH_v2",
+        "cudaStreamSynchronize_v3020",
+    ]
+    not_blocking = [
+        "cudaMemcpyAsync",
+        "hipMemcpyAsync",
+        "cudaLaunchKernel",
+        "cudaStreamWaitEvent",
+        "cudaEventRecord",
+        "cuMemcpyDtoHAsync_v2",
+        "cudaStreamQuery",
+    ]
     assert all(names.is_blocking_sync(n) for n in blocking)
     assert not any(names.is_blocking_sync(n) for n in not_blocking)
     assert names.is_sync_copy("cudaMemcpy") and not names.is_sync_copy("cudaDeviceSynchronize")
-    inputs = ["enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", "tracelens/data",
-              "IteratorGetNext", "Iterator::Root::Prefetch", "IteratorGetNextAsOptional",
-              "torch/utils/data/dataloader.py(630): __next__"]
+    inputs = [
+        "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__",
+        "tracelens/data",
+        "IteratorGetNext",
+        "Iterator::Root::Prefetch",
+        "IteratorGetNextAsOptional",
+        "torch/utils/data/dataloader.py(630): __next__",
+    ]
     assert all(names.is_input(n) for n in inputs)
     assert not any(names.is_input(n) for n in ["tracelens/data2", "aten::next", "DataParallel.forward"])
-    assert all(names.is_kernel_launch(n) for n in ["cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernelEx",
-                                                   "hipExtModuleLaunchKernel", "hipModuleLaunchKernel",
-                                                   "cudaGraphLaunch", "cudaLaunchKernel_v7000"])
+    assert all(
+        names.is_kernel_launch(n)
+        for n in [
+            "cudaLaunchKernel",
+            "cudaLaunchKernelExC",
+            "cuLaunchKernelEx",
+            "hipExtModuleLaunchKernel",
+            "hipModuleLaunchKernel",
+            "cudaGraphLaunch",
+            "cudaLaunchKernel_v7000",
+        ]
+    )
     assert names.is_graph_launch("hipGraphLaunch") and not names.is_graph_launch("cudaLaunchKernel")
 
 

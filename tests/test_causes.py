@@ -27,7 +27,9 @@ HELPERS = {"cause", "ranking", "wording"}  # the package's modules that are not 
 
 def _case(name: str) -> dict[str, Any]:
     data = json.loads((FIXTURES / "causes" / f"{name}.json").read_text())
-    trace = Trace.from_rows(data["rows"], data["devices"], TraceMetadata("handmade", framework=data["framework"]))
+    trace = Trace.from_rows(
+        data["rows"], data["devices"], TraceMetadata("handmade", framework=data["framework"])
+    )
     return dict(analyze(trace))
 
 
@@ -36,8 +38,17 @@ def _collectives() -> dict[str, Any]:
     def gpu(name: str, start: int, end: int) -> dict[str, Any]:
         return {"kind": "kernel", "name": name, "start_ns": start, "end_ns": end, "device": 0, "stream": 7}
 
-    return dict(analyze(Trace.from_rows([gpu("gemm", 0, 100), gpu("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 50, 150),
-                                         gpu("gemm", 200, 300)])))
+    return dict(
+        analyze(
+            Trace.from_rows(
+                [
+                    gpu("gemm", 0, 100),
+                    gpu("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 50, 150),
+                    gpu("gemm", 200, 300),
+                ]
+            )
+        )
+    )
 
 
 def _incomplete() -> dict[str, Any]:
@@ -48,8 +59,17 @@ def _incomplete() -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def documents() -> list[dict[str, Any]]:
-    names = ["input_pipeline", "host_launch_overhead", "synchronization", "memcpy", "low_occupancy",
-             "multi_gpu_imbalance", "startup", "unexplained_idle", "graph_step"]
+    names = [
+        "input_pipeline",
+        "host_launch_overhead",
+        "synchronization",
+        "memcpy",
+        "low_occupancy",
+        "multi_gpu_imbalance",
+        "startup",
+        "unexplained_idle",
+        "graph_step",
+    ]
     return [_case(n) for n in names] + [_collectives(), _incomplete()]
 
 
@@ -80,7 +100,7 @@ def _section(text: str, heading: str) -> str:
     start = text.index(heading)
     level = len(heading) - len(heading.lstrip("#"))
     end = re.compile(rf"^#{{1,{level}}} ", re.M).search(text, start + len(heading))
-    return text[start: end.start() if end else len(text)]
+    return text[start : end.start() if end else len(text)]
 
 
 @pytest.mark.parametrize("entry", [*CAUSES, *VERDICTS], ids=lambda c: c.name)
@@ -91,7 +111,9 @@ def test_every_cause_is_documented(entry):
     diagnosis_docs = _section(analyses_md, "## diagnosis")
     if entry in CAUSES:
         # A row of the causes table: what lost_ns is and why it is recoverable.
-        assert re.search(rf"^\| `{entry.name}` \|", diagnosis_docs, re.M), f"docs/analyses.md: no row for {entry.name}"
+        assert re.search(rf"^\| `{entry.name}` \|", diagnosis_docs, re.M), (
+            f"docs/analyses.md: no row for {entry.name}"
+        )
     else:
         assert f"`{entry.name}`" in diagnosis_docs
 
@@ -108,7 +130,9 @@ def test_every_remedy_is_documented(cause):
         if inside:
             mine.append(line)
     documented = set(re.findall(r"`([a-z_]+)`", " ".join(row.split("|")[2] for row in mine)))
-    assert set(cause.fixes) <= documented, f"{cause.name}: remedies {set(cause.fixes) - documented} undocumented"
+    assert set(cause.fixes) <= documented, (
+        f"{cause.name}: remedies {set(cause.fixes) - documented} undocumented"
+    )
 
 
 def test_every_cause_and_verdict_has_its_own_sentence(documents):
@@ -128,15 +152,21 @@ def test_every_cause_and_verdict_has_its_own_sentence(documents):
 
 def test_unknown_cause_gets_the_fallback_sentence():
     assert diagnosis.sentence_of("from_a_newer_version") is None
-    assert sentence({"cause": "from_a_newer_version", "lost_ns": 3000, "evidence": {}}) == \
-        "from_a_newer_version: 3 µs lost."
+    assert (
+        sentence({"cause": "from_a_newer_version", "lost_ns": 3000, "evidence": {}})
+        == "from_a_newer_version: 3 µs lost."
+    )
 
 
 def test_ties_break_in_causes_order():
     causes = _case("input_pipeline")["diagnosis"]["causes"]
     # host_launch_overhead and unexplained_idle both lose 10 ns: CAUSES order decides.
     tied = [c["cause"] for c in causes if c["lost_ns"] == 10]
-    assert tied == sorted(tied, key=[c.name for c in CAUSES].index) == ["host_launch_overhead", "unexplained_idle"]
+    assert (
+        tied
+        == sorted(tied, key=[c.name for c in CAUSES].index)
+        == ["host_launch_overhead", "unexplained_idle"]
+    )
 
 
 # ---------------------------------------------------------------------------------------------- inputs
@@ -161,7 +191,9 @@ class _Reads(dict):
 @pytest.mark.parametrize("case", ["memcpy", "multi_gpu_imbalance", "input_pipeline"])
 def test_diagnosis_reads_only_the_sections_it_declares(case):
     data = json.loads((FIXTURES / "causes" / f"{case}.json").read_text())
-    trace = Trace.from_rows(data["rows"], data["devices"], TraceMetadata("handmade", framework=data["framework"]))
+    trace = Trace.from_rows(
+        data["rows"], data["devices"], TraceMetadata("handmade", framework=data["framework"])
+    )
     done = _Reads({k: v for k, v in analyze(trace).items() if k in SECTIONS and k != "diagnosis"})
     diagnose(trace, done)
     assert done.read <= set(NEEDS), f"undeclared inputs: {done.read - set(NEEDS)}"
@@ -176,7 +208,9 @@ def test_needs_come_before_the_section():
 
 def test_analyze_computes_what_a_section_needs():
     data = json.loads((FIXTURES / "causes" / "memcpy.json").read_text())
-    trace = Trace.from_rows(data["rows"], data["devices"], TraceMetadata("handmade", framework=data["framework"]))
+    trace = Trace.from_rows(
+        data["rows"], data["devices"], TraceMetadata("handmade", framework=data["framework"])
+    )
     alone = analyze(trace, sections=["diagnosis"])
     assert [k for k in alone if k in SECTIONS] == ["diagnosis"]
     assert alone["diagnosis"] == analyze(trace)["diagnosis"]
@@ -187,7 +221,7 @@ def test_analyze_computes_what_a_section_needs():
 
 def test_json_docs_list_the_causes_in_order():
     text = _section((DOCS / "json.md").read_text(), "### diagnosis — the ranked causes")
-    listed = text[text.index("Cause (`cause`):"): text.index("(`diagnosis.CAUSES`")]
+    listed = text[text.index("Cause (`cause`):") : text.index("(`diagnosis.CAUSES`")]
     assert re.findall(r"`([a-z_]+)`", listed)[1:] == [c.name for c in CAUSES]
 
 
@@ -199,7 +233,9 @@ def test_every_memcpy_check_is_worded_and_has_a_fix():
     # Every remedy a check can name (the string literals after "remedy": in the section's source) is in the
     # one fix table, with a generic text.
     source = Path(copies.__file__).read_text()
-    remedies = {word for line in re.findall(r'"remedy": (.*)', source) for word in re.findall(r'"([a-z_]+)"', line)}
+    remedies = {
+        word for line in re.findall(r'"remedy": (.*)', source) for word in re.findall(r'"([a-z_]+)"', line)
+    }
     assert {"pin", "async", "batch", "resident", "floor", "overlap", "link"} <= remedies
     assert all(memcpy_cause.FIXES[r]["default"] for r in remedies)
 
@@ -213,8 +249,18 @@ def test_memcpy_checks_are_worded_from_their_evidence(documents):
         assert memcpy_cause.check_sentence(check) != check["id"]
 
 
-@pytest.mark.parametrize(("share", "level"), [(None, "low"), (0.0, "low"), (0.0999, "low"), (0.10, "medium"),
-                                              (0.2499, "medium"), (0.25, "high"), (1.0, "high")])
+@pytest.mark.parametrize(
+    ("share", "level"),
+    [
+        (None, "low"),
+        (0.0, "low"),
+        (0.0999, "low"),
+        (0.10, "medium"),
+        (0.2499, "medium"),
+        (0.25, "high"),
+        (1.0, "high"),
+    ],
+)
 def test_one_severity_policy(share, level):
     from tracelens.report.markdown import severity as label
 

@@ -18,14 +18,22 @@ CAUSES = Path(__file__).resolve().parent.parent / "fixtures" / "causes"
 
 def _doc(case: str) -> dict:
     data = json.loads((CAUSES / f"{case}.json").read_text())
-    return analyze(Trace.from_rows(data["rows"], data["devices"], TraceMetadata("handmade", framework="pytorch")))
+    return analyze(
+        Trace.from_rows(data["rows"], data["devices"], TraceMetadata("handmade", framework="pytorch"))
+    )
 
 
 def test_lost_time_by_cause_bars():
     # startup case: startup 10 ms, unexplained_idle 0.08 ms (tests/test_diagnosis.py); axis top 10 x 1.1 = 11.
     assert lost_time_chart(_doc("startup")) == [
-        "```mermaid", "xychart-beta horizontal", '    title "Lost GPU time by cause (ms)"',
-        "    x-axis [startup, unexplained_idle]", '    y-axis "ms" 0 --> 11', "    bar [10, 0.08]", "```"]
+        "```mermaid",
+        "xychart-beta horizontal",
+        '    title "Lost GPU time by cause (ms)"',
+        "    x-axis [startup, unexplained_idle]",
+        '    y-axis "ms" 0 --> 11',
+        "    bar [10, 0.08]",
+        "```",
+    ]
     assert lost_time_chart(_doc("healthy_gemm")) == []  # nothing lost: no chart
 
 

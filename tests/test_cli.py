@@ -17,14 +17,42 @@ def parquet_trace(tmp_path):
     # Device 0: kernels [0,400) and [600,1000) on stream 7 -> busy 800, span 1000, utilization 0.8.
     trace = Trace.from_rows(
         [
-            {"kind": "kernel", "name": "gemm", "start_ns": 0, "end_ns": 400, "device": 0, "stream": 7,
-             "correlation_id": 1},
-            {"kind": "kernel", "name": "gemm", "start_ns": 600, "end_ns": 1000, "device": 0, "stream": 7,
-             "correlation_id": 2},
-            {"kind": "runtime", "name": "cudaLaunchKernel", "start_ns": 0, "end_ns": 5, "pid": 1, "tid": 1,
-             "correlation_id": 1},
-            {"kind": "runtime", "name": "cudaLaunchKernel", "start_ns": 590, "end_ns": 595, "pid": 1, "tid": 1,
-             "correlation_id": 2},
+            {
+                "kind": "kernel",
+                "name": "gemm",
+                "start_ns": 0,
+                "end_ns": 400,
+                "device": 0,
+                "stream": 7,
+                "correlation_id": 1,
+            },
+            {
+                "kind": "kernel",
+                "name": "gemm",
+                "start_ns": 600,
+                "end_ns": 1000,
+                "device": 0,
+                "stream": 7,
+                "correlation_id": 2,
+            },
+            {
+                "kind": "runtime",
+                "name": "cudaLaunchKernel",
+                "start_ns": 0,
+                "end_ns": 5,
+                "pid": 1,
+                "tid": 1,
+                "correlation_id": 1,
+            },
+            {
+                "kind": "runtime",
+                "name": "cudaLaunchKernel",
+                "start_ns": 590,
+                "end_ns": 595,
+                "pid": 1,
+                "tid": 1,
+                "correlation_id": 2,
+            },
         ],
         devices=[{"id": 0, "name": "Test GPU", "sm_count": 4}],
     )
@@ -92,12 +120,20 @@ def test_help_and_version(capsys):
 
 
 def test_real_entry_point_subprocess(parquet_trace, tmp_path):
-    ok = subprocess.run([sys.executable, "-m", "tracelens", "analyze", str(parquet_trace), "-f", "json"],
-                        capture_output=True, text=True, timeout=120)
+    ok = subprocess.run(
+        [sys.executable, "-m", "tracelens", "analyze", str(parquet_trace), "-f", "json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert ok.returncode == 0 and json.loads(ok.stdout)["devices"][0]["kernel_count"] == 2
     empty = tmp_path / "empty.json"
     empty.write_bytes(b"")
-    bad = subprocess.run([sys.executable, "-m", "tracelens", "analyze", str(empty)],
-                         capture_output=True, text=True, timeout=120)
+    bad = subprocess.run(
+        [sys.executable, "-m", "tracelens", "analyze", str(empty)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert bad.returncode == 2
     assert "Traceback" not in bad.stderr and len(bad.stderr.strip().splitlines()) == 1

@@ -18,7 +18,9 @@ from tracelens.cli import main
 DEMO = FIXTURES / "demo.pt.trace.json.gz"
 
 
-def test_report_to_a_json_file_writes_the_json_document(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+def test_report_to_a_json_file_writes_the_json_document(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
     assert main(["report", str(DEMO), "-o", str(tmp_path / "out.json")]) == 0
     written = json.loads((tmp_path / "out.json").read_text())
     assert main(["analyze", str(DEMO), "--format", "json"]) == 0
@@ -31,10 +33,12 @@ def test_report_to_a_json_file_writes_the_json_document(tmp_path: Path, capsys: 
     assert (tmp_path / "forced.json").read_text().startswith("# tracelens report")
 
 
-@pytest.mark.parametrize(("command", "name"), [("report", "out.html"), ("convert", "out.txt"),
-                                               ("convert", "out.md")])
-def test_an_output_name_of_another_format_is_refused(command: str, name: str, tmp_path: Path,
-                                                     capsys: pytest.CaptureFixture) -> None:
+@pytest.mark.parametrize(
+    ("command", "name"), [("report", "out.html"), ("convert", "out.txt"), ("convert", "out.md")]
+)
+def test_an_output_name_of_another_format_is_refused(
+    command: str, name: str, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
     out = tmp_path / name
     assert main([command, str(DEMO), "-o", str(out)]) == 2
     err = capsys.readouterr().err
@@ -76,5 +80,7 @@ def test_report_and_diff_take_a_run_directory(tmp_path: Path, capsys: pytest.Cap
     result = json.loads(capsys.readouterr().out)
     assert result["base"]["format"] == "run" and result["head"]["format"] == "kineto"
     # Same traces on both sides: every GPU metric equal (the run's two ranks are copies of the demo).
-    utilization = next(m for m in result["metrics"] if m["base"] is not None and "utilization" in m["label"].lower())
+    utilization = next(
+        m for m in result["metrics"] if m["base"] is not None and "utilization" in m["label"].lower()
+    )
     assert utilization["base"] == pytest.approx(utilization["head"])

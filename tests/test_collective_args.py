@@ -22,13 +22,29 @@ from tracelens.analyses.diagnosis.communication import (
 GENERIC = "ncclDevKernel_Generic"
 
 
-@pytest.mark.parametrize(("name", "kind"), [
-    ("allreduce", "all_reduce"), ("allgather", "all_gather"), ("_allgather_base", "all_gather"),
-    ("allgather_into_tensor_coalesced", "all_gather"), ("reduce_scatter", "reduce_scatter"),
-    ("_reduce_scatter_base", "reduce_scatter"), ("reduce_scatter_tensor_coalesced", "reduce_scatter"),
-    ("all_to_all", "all_to_all"), ("alltoall_base", "all_to_all"), ("broadcast", "broadcast"),
-    ("reduce", "reduce"), ("send", "send_recv"), ("recv", "send_recv"), ("allreduce_coalesced", "all_reduce"),
-    ("gather", "other"), ("scatter", "other"), ("wait", None), ("barrier", None)])
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [
+        ("allreduce", "all_reduce"),
+        ("allgather", "all_gather"),
+        ("_allgather_base", "all_gather"),
+        ("allgather_into_tensor_coalesced", "all_gather"),
+        ("reduce_scatter", "reduce_scatter"),
+        ("_reduce_scatter_base", "reduce_scatter"),
+        ("reduce_scatter_tensor_coalesced", "reduce_scatter"),
+        ("all_to_all", "all_to_all"),
+        ("alltoall_base", "all_to_all"),
+        ("broadcast", "broadcast"),
+        ("reduce", "reduce"),
+        ("send", "send_recv"),
+        ("recv", "send_recv"),
+        ("allreduce_coalesced", "all_reduce"),
+        ("gather", "other"),
+        ("scatter", "other"),
+        ("wait", None),
+        ("barrier", None),
+    ],
+)
 def test_pytorch_collective_names(name, kind):
     assert recorded_collective_type(name) == kind
 
@@ -40,24 +56,82 @@ def _hand_trace(path: Path) -> Path:
     #    800 in, 200 out, Float, 4 ranks;
     #  - all-reduce on the compute stream 7, 1000 Float, 4 ranks.
     def kernel(name, ts, dur, stream, corr, args=None):
-        return {"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": stream, "ts": ts, "dur": dur,
-                "args": {"device": 0, "stream": stream, "correlation": corr, **(args or {})}}
+        return {
+            "ph": "X",
+            "cat": "kernel",
+            "name": name,
+            "pid": 0,
+            "tid": stream,
+            "ts": ts,
+            "dur": dur,
+            "args": {"device": 0, "stream": stream, "correlation": corr, **(args or {})},
+        }
 
     def launch(ts, corr, ext=None):
-        return {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": ts,
-                "dur": 1, "args": {"correlation": corr, **({"External id": ext} if ext else {})}}
+        return {
+            "ph": "X",
+            "cat": "cuda_runtime",
+            "name": "cudaLaunchKernel",
+            "pid": 1,
+            "tid": 1,
+            "ts": ts,
+            "dur": 1,
+            "args": {"correlation": corr, **({"External id": ext} if ext else {})},
+        }
 
     group = {"Group size": 4, "Process Group Name": "1", "Process Group Ranks": "[0, 1, 2, 3]"}
     events = [
-        launch(0, 1), kernel("gemm", 10, 100, 7, 1),
-        launch(1, 2), kernel(GENERIC, 20, 40, 20, 2, {"Collective name": "allgather", "In msg nelems": 100,
-                                                     "Out msg nelems": 400, "dtype": "BFloat16", **group}),
-        {"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "pid": 1, "tid": 1, "ts": 2, "dur": 3,
-         "args": {"External id": 50, "Collective name": "_reduce_scatter_base", "In msg nelems": 800,
-                  "Out msg nelems": 200, "dtype": "Float", **group}},
-        launch(3, 3, ext=50), kernel(GENERIC, 120, 50, 20, 3, {"External id": 50}),
-        launch(4, 4), kernel(GENERIC, 200, 80, 7, 4, {"Collective name": "allreduce", "In msg nelems": 1000,
-                                                     "Out msg nelems": 1000, "dtype": "Float", **group}),
+        launch(0, 1),
+        kernel("gemm", 10, 100, 7, 1),
+        launch(1, 2),
+        kernel(
+            GENERIC,
+            20,
+            40,
+            20,
+            2,
+            {
+                "Collective name": "allgather",
+                "In msg nelems": 100,
+                "Out msg nelems": 400,
+                "dtype": "BFloat16",
+                **group,
+            },
+        ),
+        {
+            "ph": "X",
+            "cat": "cpu_op",
+            "name": "record_param_comms",
+            "pid": 1,
+            "tid": 1,
+            "ts": 2,
+            "dur": 3,
+            "args": {
+                "External id": 50,
+                "Collective name": "_reduce_scatter_base",
+                "In msg nelems": 800,
+                "Out msg nelems": 200,
+                "dtype": "Float",
+                **group,
+            },
+        },
+        launch(3, 3, ext=50),
+        kernel(GENERIC, 120, 50, 20, 3, {"External id": 50}),
+        launch(4, 4),
+        kernel(
+            GENERIC,
+            200,
+            80,
+            7,
+            4,
+            {
+                "Collective name": "allreduce",
+                "In msg nelems": 1000,
+                "Out msg nelems": 1000,
+                "dtype": "Float",
+                **group,
+            },
+        ),
     ]
     path.write_text(json.dumps({"traceEvents": events}))
     return path
@@ -69,8 +143,11 @@ def test_generic_kernels_typed_and_sized_from_their_args(tmp_path):
     got = {t["type"]: t for t in device["by_type"]}
     # nccl-tests: S = the gathered output (all_gather), the reduced input (reduce_scatter), else the input;
     # busbw factor (n-1)/n, (n-1)/n, 2(n-1)/n with n = 4.
-    want = {"all_gather": (400 * 2, 40_000, 3 / 4), "reduce_scatter": (800 * 4, 50_000, 3 / 4),
-            "all_reduce": (1000 * 4, 80_000, 2 * 3 / 4)}
+    want = {
+        "all_gather": (400 * 2, 40_000, 3 / 4),
+        "reduce_scatter": (800 * 4, 50_000, 3 / 4),
+        "all_reduce": (1000 * 4, 80_000, 2 * 3 / 4),
+    }
     assert set(got) == set(want)
     for kind, (size, ns, factor) in want.items():
         t = got[kind]
@@ -78,8 +155,9 @@ def test_generic_kernels_typed_and_sized_from_their_args(tmp_path):
         assert t["algbw_bytes_per_s"] == pytest.approx(size / ns * 1e9)
         assert t["busbw_bytes_per_s"] == pytest.approx(size * factor / ns * 1e9)
     # Peers: one process group, the three collectives.
-    assert device["process_groups"] == [{"name": "1", "ranks": "[0, 1, 2, 3]", "group_size": 4, "count": 3,
-                                         "time_ns": 170_000}]
+    assert device["process_groups"] == [
+        {"name": "1", "ranks": "[0, 1, 2, 3]", "group_size": 4, "count": 3, "time_ns": 170_000}
+    ]
     # The all-reduce shares stream 7 with the gemm: nothing can overlap it there.
     assert (device["on_compute_stream_count"], device["on_compute_stream_ns"]) == (1, 80_000)
     comm = {c["cause"]: c for c in analyze(trace)["diagnosis"]["causes"]}["communication"]
@@ -119,7 +197,8 @@ def test_shared_nccl_trace_typed_from_args_when_the_names_say_nothing(tmp_path):
         assert t["measured_ns"] == pytest.approx(time, abs=count)
         assert t["busbw_bytes_per_s"] is not None
         assert t["busbw_bytes_per_s"] == pytest.approx(bus / time * 1e9, rel=1e-4)
-    assert [(g["name"], g["ranks"], g["group_size"], g["count"]) for g in device["process_groups"]] == \
-        [(*key, c) for key, (c, _) in groups.items()]
+    assert [(g["name"], g["ranks"], g["group_size"], g["count"]) for g in device["process_groups"]] == [
+        (*key, c) for key, (c, _) in groups.items()
+    ]
     # DDP runs NCCL on its own stream (40 here), not the compute stream (7).
     assert device["on_compute_stream_count"] == 0

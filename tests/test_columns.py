@@ -28,13 +28,36 @@ def test_id_columns_are_int32_below_2_30_and_int64_above_and_launches_still_pair
     from tracelens.trace import Trace
 
     def trace(corr: int) -> Trace:
-        return Trace.from_rows([
-            {"kind": "driver", "name": "cuLaunchKernel", "start_ns": 0, "end_ns": 5, "pid": 1, "tid": 1,
-             "correlation_id": corr},
-            {"kind": "runtime", "name": "cudaLaunchKernel", "start_ns": 1, "end_ns": 4, "pid": 1, "tid": 1,
-             "correlation_id": corr},
-            {"kind": "kernel", "name": "k", "start_ns": 10, "end_ns": 20, "device": 0, "correlation_id": corr},
-        ])
+        return Trace.from_rows(
+            [
+                {
+                    "kind": "driver",
+                    "name": "cuLaunchKernel",
+                    "start_ns": 0,
+                    "end_ns": 5,
+                    "pid": 1,
+                    "tid": 1,
+                    "correlation_id": corr,
+                },
+                {
+                    "kind": "runtime",
+                    "name": "cudaLaunchKernel",
+                    "start_ns": 1,
+                    "end_ns": 4,
+                    "pid": 1,
+                    "tid": 1,
+                    "correlation_id": corr,
+                },
+                {
+                    "kind": "kernel",
+                    "name": "k",
+                    "start_ns": 10,
+                    "end_ns": 20,
+                    "device": 0,
+                    "correlation_id": corr,
+                },
+            ]
+        )
 
     small, big = trace(7), trace(2**31 - 1)  # doubled, 2^31 - 1 wraps in int32: it must stay int64
     assert event_columns(small).correlation_id.dtype == np.int32

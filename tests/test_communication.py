@@ -24,18 +24,26 @@ def _gpu(kind: str, name: str, start: int, end: int, device: int = 0, stream: in
     return {"kind": kind, "name": name, "start_ns": start, "end_ns": end, "device": device, "stream": stream}
 
 
-@pytest.mark.parametrize(("name", "kind"), [
-    ("ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)", "all_reduce"),
-    ("ncclDevKernel_AllGather_RING_LL(ncclDevComm*, unsigned long, ncclWork*)", "all_gather"),
-    ("ncclDevKernel_ReduceScatter_Sum_f32_RING_LL", "reduce_scatter"),
-    ("ncclDevKernel_SendRecv(ncclDevComm*)", "send_recv"),
-    ("ncclKernel_Broadcast_RING_LL_Sum_int8_t", "broadcast"),
-    ("ncclDevKernel_Generic_1(ncclDevComm*)", "other"),
-    ("rcclGenericKernel", "other"),
-    ("all-reduce-start.3", "all_reduce"), ("all-gather.1", "all_gather"), ("%reduce-scatter", "reduce_scatter"),
-    ("all-to-all.2", "all_to_all"), ("collective-permute-done", "collective_permute"),
-    ("fusion.3", None), ("void at::native::reduce_kernel<512, 1>", None), ("__amd_rocclr_fillBufferAligned.kd", None),
-])
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [
+        ("ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)", "all_reduce"),
+        ("ncclDevKernel_AllGather_RING_LL(ncclDevComm*, unsigned long, ncclWork*)", "all_gather"),
+        ("ncclDevKernel_ReduceScatter_Sum_f32_RING_LL", "reduce_scatter"),
+        ("ncclDevKernel_SendRecv(ncclDevComm*)", "send_recv"),
+        ("ncclKernel_Broadcast_RING_LL_Sum_int8_t", "broadcast"),
+        ("ncclDevKernel_Generic_1(ncclDevComm*)", "other"),
+        ("rcclGenericKernel", "other"),
+        ("all-reduce-start.3", "all_reduce"),
+        ("all-gather.1", "all_gather"),
+        ("%reduce-scatter", "reduce_scatter"),
+        ("all-to-all.2", "all_to_all"),
+        ("collective-permute-done", "collective_permute"),
+        ("fusion.3", None),
+        ("void at::native::reduce_kernel<512, 1>", None),
+        ("__amd_rocclr_fillBufferAligned.kd", None),
+    ],
+)
 def test_collective_names(name, kind):
     assert collective_type(name) == kind
 
@@ -48,23 +56,50 @@ def test_hand_built_breakdown():
     # GPU 1: XLA op all-gather-start.1 [0,40) on the device (an annotation, not GPU time) with a kernel
     #   "fusion_all_gather" [10,30) starting inside it: a collective by its op; C = 20, all exposed (no other
     #   kernel); a compute kernel [50,60) after it; span [10,60) = 50: computation 10, exposed 20, idle 20.
-    rows = [_gpu("kernel", "gemm", 0, 100), _gpu("kernel", "ncclDevKernel_AllReduce_Sum_f32_RING_LL", 50, 150),
-            _gpu("memcpy", "Memcpy HtoD", 150, 170), _gpu("kernel", "gemm", 200, 300),
-            _gpu("gpu_annotation", "all-gather-start.1", 0, 40, device=1),
-            _gpu("kernel", "fusion_all_gather", 10, 30, device=1), _gpu("kernel", "fusion.2", 50, 60, device=1)]
+    rows = [
+        _gpu("kernel", "gemm", 0, 100),
+        _gpu("kernel", "ncclDevKernel_AllReduce_Sum_f32_RING_LL", 50, 150),
+        _gpu("memcpy", "Memcpy HtoD", 150, 170),
+        _gpu("kernel", "gemm", 200, 300),
+        _gpu("gpu_annotation", "all-gather-start.1", 0, 40, device=1),
+        _gpu("kernel", "fusion_all_gather", 10, 30, device=1),
+        _gpu("kernel", "fusion.2", 50, 60, device=1),
+    ]
     report = communication_report(Trace.from_rows(rows))
     dev0, dev1 = report["devices"]
     assert (dev0["collective_count"], dev0["collective_ns"], dev0["exposed_ns"]) == (1, 100, 50)
     assert dev0["overlap_share"] == pytest.approx(0.5)
-    assert dev0["breakdown"] == {"span_ns": 300, "computation_only_ns": 150, "communication_overlapped_ns": 50,
-                                 "communication_exposed_ns": 50, "memcpy_exposed_ns": 20, "idle_ns": 30}
+    assert dev0["breakdown"] == {
+        "span_ns": 300,
+        "computation_only_ns": 150,
+        "communication_overlapped_ns": 50,
+        "communication_exposed_ns": 50,
+        "memcpy_exposed_ns": 20,
+        "idle_ns": 30,
+    }
     # The all-reduce [50,150) has gemm [0,100) beside it for 50 ns: 50 of its own 100 ns are exposed.
-    assert dev0["by_type"] == [{"type": "all_reduce", "count": 1, "time_ns": 100, "bytes": None,
-                                "algbw_bytes_per_s": None, "busbw_bytes_per_s": None, "exposed_ns": 50,
-                                "measured_count": 0, "measured_ns": 0}]
+    assert dev0["by_type"] == [
+        {
+            "type": "all_reduce",
+            "count": 1,
+            "time_ns": 100,
+            "bytes": None,
+            "algbw_bytes_per_s": None,
+            "busbw_bytes_per_s": None,
+            "exposed_ns": 50,
+            "measured_count": 0,
+            "measured_ns": 0,
+        }
+    ]
     assert (dev1["collective_ns"], dev1["exposed_ns"], dev1["overlap_share"]) == (20, 20, 0.0)
-    assert dev1["breakdown"] == {"span_ns": 50, "computation_only_ns": 10, "communication_overlapped_ns": 0,
-                                 "communication_exposed_ns": 20, "memcpy_exposed_ns": 0, "idle_ns": 20}
+    assert dev1["breakdown"] == {
+        "span_ns": 50,
+        "computation_only_ns": 10,
+        "communication_overlapped_ns": 0,
+        "communication_exposed_ns": 20,
+        "memcpy_exposed_ns": 0,
+        "idle_ns": 20,
+    }
     assert dev1["by_type"][0]["type"] == "all_gather"
     assert report["collective_count"] == 2
 
@@ -92,19 +127,36 @@ def test_bytes_and_bandwidth_by_type_by_hand():
     # GPU 1: an all-reduce [0,400) whose kernel has no message; its record_param_comms op (External id 42)
     #   has 100 Float n=2 -> S 400; algbw 1 B/ns; factor 2*1/2 = 1 -> busbw 1 B/ns. The launch call with the
     #   same External id carries no message and changes nothing.
-    rows = [_coll("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 0, 1000, **_message(250, 250, "Float", 4)),
-            _gpu("kernel", "gemm", 900, 2100),
-            _coll("ncclDevKernel_AllGather_RING_LL", 2000, 2500, **_message(100, 400, "BFloat16", 4)),
-            _coll("ncclDevKernel_ReduceScatter_Sum_f16_RING_LL", 3000, 3400, **_message(400, 100, "Half", 4)),
-            _coll("ncclKernel_Broadcast_RING_LL_Sum_int8_t", 4000, 4100, **_message(50, 50, "Double")),
-            _coll("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 5000, 5500),
-            _coll("ncclDevKernel_AllToAll_RING_LL", 6000, 6200, **_message(100, 100, "Float")),
-            _coll("ncclKernel_Reduce_RING_LL_Sum_float", 6500, 6600, **_message(100, None, "mystery", 4)),
-            _coll("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 0, 400, device=1, external_id=42),
-            {"kind": "cpu_op", "name": "record_param_comms", "start_ns": 0, "end_ns": 10, "pid": 1, "tid": 1,
-             "external_id": 42, **_message(100, 100, "Float", 2)},
-            {"kind": "runtime", "name": "cudaLaunchKernel", "start_ns": 1, "end_ns": 5, "pid": 1, "tid": 1,
-             "external_id": 42}]
+    rows = [
+        _coll("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 0, 1000, **_message(250, 250, "Float", 4)),
+        _gpu("kernel", "gemm", 900, 2100),
+        _coll("ncclDevKernel_AllGather_RING_LL", 2000, 2500, **_message(100, 400, "BFloat16", 4)),
+        _coll("ncclDevKernel_ReduceScatter_Sum_f16_RING_LL", 3000, 3400, **_message(400, 100, "Half", 4)),
+        _coll("ncclKernel_Broadcast_RING_LL_Sum_int8_t", 4000, 4100, **_message(50, 50, "Double")),
+        _coll("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 5000, 5500),
+        _coll("ncclDevKernel_AllToAll_RING_LL", 6000, 6200, **_message(100, 100, "Float")),
+        _coll("ncclKernel_Reduce_RING_LL_Sum_float", 6500, 6600, **_message(100, None, "mystery", 4)),
+        _coll("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 0, 400, device=1, external_id=42),
+        {
+            "kind": "cpu_op",
+            "name": "record_param_comms",
+            "start_ns": 0,
+            "end_ns": 10,
+            "pid": 1,
+            "tid": 1,
+            "external_id": 42,
+            **_message(100, 100, "Float", 2),
+        },
+        {
+            "kind": "runtime",
+            "name": "cudaLaunchKernel",
+            "start_ns": 1,
+            "end_ns": 5,
+            "pid": 1,
+            "tid": 1,
+            "external_id": 42,
+        },
+    ]
     dev0, dev1 = communication_report(Trace.from_rows(rows))["devices"]
     got = {t["type"]: t for t in dev0["by_type"]}
     assert list(got) == ["all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "reduce"]
@@ -118,20 +170,40 @@ def test_bytes_and_bandwidth_by_type_by_hand():
     }
     for kind, (count, time, exposed, nbytes, measured, measured_ns, algbw, busbw) in want.items():
         t = got[kind]
-        assert (t["count"], t["time_ns"], t["exposed_ns"], t["bytes"], t["measured_count"], t["measured_ns"]) == \
-            (count, time, exposed, nbytes, measured, measured_ns), kind
+        assert (
+            t["count"],
+            t["time_ns"],
+            t["exposed_ns"],
+            t["bytes"],
+            t["measured_count"],
+            t["measured_ns"],
+        ) == (count, time, exposed, nbytes, measured, measured_ns), kind
         assert t["algbw_bytes_per_s"] == (None if algbw is None else pytest.approx(algbw)), kind
         assert t["busbw_bytes_per_s"] == (None if busbw is None else pytest.approx(busbw)), kind
     (ar1,) = dev1["by_type"]
-    assert (ar1["bytes"], ar1["algbw_bytes_per_s"], ar1["busbw_bytes_per_s"]) == (400, pytest.approx(1e9),
-                                                                                  pytest.approx(1e9))
+    assert (ar1["bytes"], ar1["algbw_bytes_per_s"], ar1["busbw_bytes_per_s"]) == (
+        400,
+        pytest.approx(1e9),
+        pytest.approx(1e9),
+    )
 
 
-@pytest.mark.parametrize(("kind", "n", "factor"), [
-    ("all_reduce", 8, 2 * 7 / 8), ("all_gather", 8, 7 / 8), ("reduce_scatter", 2, 1 / 2), ("all_to_all", 4, 3 / 4),
-    ("broadcast", 8, 1.0), ("reduce", None, 1.0), ("send_recv", 2, 1.0), ("collective_permute", None, 1.0),
-    ("all_reduce", 1, 0.0), ("all_reduce", None, None), ("other", 8, None),
-])
+@pytest.mark.parametrize(
+    ("kind", "n", "factor"),
+    [
+        ("all_reduce", 8, 2 * 7 / 8),
+        ("all_gather", 8, 7 / 8),
+        ("reduce_scatter", 2, 1 / 2),
+        ("all_to_all", 4, 3 / 4),
+        ("broadcast", 8, 1.0),
+        ("reduce", None, 1.0),
+        ("send_recv", 2, 1.0),
+        ("collective_permute", None, 1.0),
+        ("all_reduce", 1, 0.0),
+        ("all_reduce", None, None),
+        ("other", 8, None),
+    ],
+)
 def test_bus_factor_is_nccl_tests_table(kind, n, factor):
     from tracelens.analyses.communication import bus_factor
 
@@ -147,10 +219,16 @@ def test_nccl_trace_against_the_json():
     events = json.loads(gzip.decompress(path.read_bytes()))["traceEvents"]
     kernels = [e for e in events if e.get("ph") == "X" and e.get("cat") == "kernel"]
     # Times in ns from the file's µs (floats with ns digits); the reader's rounding may move each edge 1 ns.
-    nccl = [(round(e["ts"] * 1000), round((e["ts"] + e["dur"]) * 1000)) for e in kernels
-            if e["name"].startswith("ncclKernel_")]
-    other = [(round(e["ts"] * 1000), round((e["ts"] + e["dur"]) * 1000)) for e in kernels
-             if not e["name"].startswith("ncclKernel_")]
+    nccl = [
+        (round(e["ts"] * 1000), round((e["ts"] + e["dur"]) * 1000))
+        for e in kernels
+        if e["name"].startswith("ncclKernel_")
+    ]
+    other = [
+        (round(e["ts"] * 1000), round((e["ts"] + e["dur"]) * 1000))
+        for e in kernels
+        if not e["name"].startswith("ncclKernel_")
+    ]
     collective = union_length(nccl)
     exposed = union_length(nccl + other) - union_length(other)
     (device,) = [d for d in communication_report(tracelens.load(path))["devices"] if d["collective_count"]]
@@ -170,7 +248,9 @@ def test_nccl_trace_bytes_and_bandwidth_against_the_json():
     if not path.exists():
         pytest.skip("../shared/traces is absent")
     events = json.loads(gzip.decompress(path.read_bytes()))["traceEvents"]
-    kernels = [e for e in events if e.get("ph") == "X" and e.get("cat") == "kernel" and e["name"].startswith("nccl")]
+    kernels = [
+        e for e in events if e.get("ph") == "X" and e.get("cat") == "kernel" and e["name"].startswith("nccl")
+    ]
     want: dict[str, list[float]] = {}
     for e in kernels:
         args = e["args"]
@@ -206,8 +286,12 @@ def test_nccl_trace_bytes_and_bandwidth_against_the_json():
 
 
 @pytest.mark.shared
-@pytest.mark.parametrize("path", shared_params("nsys", "*.sqlite") + shared_params("pytorch", "*.json.gz")
-                         + shared_params("tf", "*.xplane.pb"))
+@pytest.mark.parametrize(
+    "path",
+    shared_params("nsys", "*.sqlite")
+    + shared_params("pytorch", "*.json.gz")
+    + shared_params("tf", "*.xplane.pb"),
+)
 def test_breakdown_sums_to_the_span_on_real_traces(path):
     doc = tracelens.analyze(tracelens.load(path))
     gaps = {d["device"]: d for d in doc["gaps"]["devices"]}
@@ -216,8 +300,10 @@ def test_breakdown_sums_to_the_span_on_real_traces(path):
         assert sum(v for k, v in parts.items() if k != "span_ns") == parts["span_ns"]
         assert min(parts.values()) >= 0
         # The same span and idle time as the gaps section: collectives are busy time there too.
-        assert (parts["span_ns"], parts["idle_ns"]) == (gaps[device["device"]]["span_ns"],
-                                                        gaps[device["device"]]["idle_ns"])
+        assert (parts["span_ns"], parts["idle_ns"]) == (
+            gaps[device["device"]]["span_ns"],
+            gaps[device["device"]]["idle_ns"],
+        )
 
 
 def test_nsys_export_with_renamed_collective_kernels(tmp_path):
@@ -226,12 +312,16 @@ def test_nsys_export_with_renamed_collective_kernels(tmp_path):
     # the collective time is that name's kernel union per device, computed here in SQL and plain Python.
     path = copy_shared_trace(tmp_path, "nsys", "h100x2_fastvideo_window_nsys2026.2.sqlite")
     with sqlite3.connect(path) as con:
-        (name_id,), = con.execute("SELECT demangledName FROM CUPTI_ACTIVITY_KIND_KERNEL GROUP BY demangledName "
-                                  "ORDER BY COUNT(*) DESC LIMIT 1").fetchall()
-        con.execute("UPDATE StringIds SET value = 'ncclDevKernel_AllReduce_Sum_bf16_RING_LL' WHERE id = ?",
-                    (name_id,))
-        rows = con.execute("SELECT deviceId, start, end, demangledName = ? FROM CUPTI_ACTIVITY_KIND_KERNEL",
-                           (name_id,)).fetchall()
+        ((name_id,),) = con.execute(
+            "SELECT demangledName FROM CUPTI_ACTIVITY_KIND_KERNEL GROUP BY demangledName "
+            "ORDER BY COUNT(*) DESC LIMIT 1"
+        ).fetchall()
+        con.execute(
+            "UPDATE StringIds SET value = 'ncclDevKernel_AllReduce_Sum_bf16_RING_LL' WHERE id = ?", (name_id,)
+        )
+        rows = con.execute(
+            "SELECT deviceId, start, end, demangledName = ? FROM CUPTI_ACTIVITY_KIND_KERNEL", (name_id,)
+        ).fetchall()
     report = {d["device"]: d for d in communication_report(tracelens.load(path))["devices"]}
     for device in {r[0] for r in rows}:
         coll = [(s, e) for d, s, e, c in rows if d == device and c]
@@ -249,10 +339,15 @@ def test_communication_cause_in_the_diagnosis():
     from tracelens.analyses.diagnosis.communication import FIX as COMMUNICATION_FIX
 
     # The collectives on their own stream (20), beside the computation's (7).
-    rows = [_gpu("kernel", "gemm", 0, 100), _gpu("kernel", "ncclDevKernel_AllReduce_Sum_f32_RING_LL", 50, 150, stream=20),
-            _gpu("memcpy", "Memcpy HtoD", 150, 170), _gpu("kernel", "gemm", 200, 300),
-            _gpu("gpu_annotation", "all-gather-start.1", 0, 40, device=1),
-            _gpu("kernel", "fusion_all_gather", 10, 30, device=1, stream=20), _gpu("kernel", "fusion.2", 50, 60, device=1)]
+    rows = [
+        _gpu("kernel", "gemm", 0, 100),
+        _gpu("kernel", "ncclDevKernel_AllReduce_Sum_f32_RING_LL", 50, 150, stream=20),
+        _gpu("memcpy", "Memcpy HtoD", 150, 170),
+        _gpu("kernel", "gemm", 200, 300),
+        _gpu("gpu_annotation", "all-gather-start.1", 0, 40, device=1),
+        _gpu("kernel", "fusion_all_gather", 10, 30, device=1, stream=20),
+        _gpu("kernel", "fusion.2", 50, 60, device=1),
+    ]
     diagnosis = analyze(Trace.from_rows(rows))["diagnosis"]
     causes = {c["cause"]: c for c in diagnosis["causes"]}
     comm = causes["communication"]
@@ -273,8 +368,12 @@ def test_breakdown_bars_in_the_terminal_fit_its_width():
     from tracelens.analyses import analyze
     from tracelens.report import terminal
 
-    rows = [_gpu("kernel", "gemm", 0, 100), _gpu("kernel", "ncclDevKernel_AllReduce_Sum_f32_RING_LL", 50, 150),
-            _gpu("memcpy", "Memcpy HtoD", 150, 170), _gpu("kernel", "gemm", 200, 300)]
+    rows = [
+        _gpu("kernel", "gemm", 0, 100),
+        _gpu("kernel", "ncclDevKernel_AllReduce_Sum_f32_RING_LL", 50, 150),
+        _gpu("memcpy", "Memcpy HtoD", 150, 170),
+        _gpu("kernel", "gemm", 200, 300),
+    ]
     text = terminal.render(analyze(Trace.from_rows(rows)))
     assert max(len(line) for line in text.split("\n")) <= terminal.WIDTH
     # 40 cells over the 300 ns span: 150 computation only, 50 overlapped, 50 exposed, 20 copies, 30 idle
@@ -298,9 +397,11 @@ def test_communication_evidence_bus_bandwidth_against_the_link():
     # all-gather [2000,3000): 30000 BFloat16 gathered = 60000 B, n = 2 (factor 1/2) -> 30 GB/s, 0.1;
     #   gemm [2000,2800) beside it: 200 ns exposed, against the all-reduce's 1000
     # Over both: (240000 x 1 + 60000 x 0.5) B / 2000 ns = 135 GB/s -> 0.45 of the link: below 0.7, remedy overlap
-    rows = [_coll("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 0, 1000, **_message(60000, 60000, "Float", 2)),
-            _coll("ncclDevKernel_AllGather_RING_LL", 2000, 3000, **_message(15000, 30000, "BFloat16", 2)),
-            _gpu("kernel", "gemm", 2000, 2800)]
+    rows = [
+        _coll("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 0, 1000, **_message(60000, 60000, "Float", 2)),
+        _coll("ncclDevKernel_AllGather_RING_LL", 2000, 3000, **_message(15000, 30000, "BFloat16", 2)),
+        _gpu("kernel", "gemm", 2000, 2800),
+    ]
     ev = _comm_cause(rows, A100_SXM)["evidence"]
     assert (ev["link"], ev["link_peak_bytes_per_s"]) == ("NVLink 3", 300e9)
     assert ev["link_unknown_reason"] is None
@@ -332,10 +433,13 @@ def test_collectives_near_the_link_peak_get_the_link_bound_fix():
     assert "; bus bandwidth 223.5 GiB/s (80.0% of NVLink 3's 279.4 GiB/s)" in sentence(cause)
 
 
-@pytest.mark.parametrize(("devices", "reason"), [
-    (None, "the trace does not name the GPU model"),
-    ([{"id": 0, "name": "AMD Instinct MI250X"}], "no link figure for GPU model 'AMD Instinct MI250X'"),
-])
+@pytest.mark.parametrize(
+    ("devices", "reason"),
+    [
+        (None, "the trace does not name the GPU model"),
+        ([{"id": 0, "name": "AMD Instinct MI250X"}], "no link figure for GPU model 'AMD Instinct MI250X'"),
+    ],
+)
 def test_unknown_link_is_null_with_a_reason(devices, reason):
     rows = [_coll("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 0, 1000, **_message(60000, 60000, "Float", 2))]
     ev = _comm_cause(rows, devices)["evidence"]
@@ -345,10 +449,15 @@ def test_unknown_link_is_null_with_a_reason(devices, reason):
     assert ev["remedy"] == "overlap"
 
 
-@pytest.mark.parametrize(("name", "link", "peak"), [
-    ("NVIDIA H100 80GB HBM3", "NVLink 4", 450e9), ("Tesla V100-SXM2-16GB", "NVLink 2", 150e9),
-    ("AMD Instinct MI300X", "Infinity Fabric (xGMI), 7 links", 448e9), ("NVIDIA A100-PCIe-40GB", "PCIe gen4 x16", 31.508e9),
-])
+@pytest.mark.parametrize(
+    ("name", "link", "peak"),
+    [
+        ("NVIDIA H100 80GB HBM3", "NVLink 4", 450e9),
+        ("Tesla V100-SXM2-16GB", "NVLink 2", 150e9),
+        ("AMD Instinct MI300X", "Infinity Fabric (xGMI), 7 links", 448e9),
+        ("NVIDIA A100-PCIe-40GB", "PCIe gen4 x16", 31.508e9),
+    ],
+)
 def test_collective_link_table(name, link, peak):
     from tracelens.gpu_specs import collective_link
 
@@ -376,8 +485,11 @@ def _xplane_with_collectives(tmp_path: Path) -> tuple[Path, list[tuple[int, int]
     path = copy_shared_trace(tmp_path, "tf", "amd_gpu_jax_te_fused_attn.xplane.pb")
     space = xspace_class(lite=False).FromString(path.read_bytes())
     (gpu,) = [p for p in space.planes if p.name == "/device:GPU:0"]
-    original = [(line.timestamp_ns * 1000 + e.offset_ps, line.timestamp_ns * 1000 + e.offset_ps + e.duration_ps)
-                for line in gpu.lines for e in line.events]  # ps
+    original = [
+        (line.timestamp_ns * 1000 + e.offset_ps, line.timestamp_ns * 1000 + e.offset_ps + e.duration_ps)
+        for line in gpu.lines
+        for e in line.events
+    ]  # ps
     t = -(-max(end for _, end in original) // 1000)  # ns, rounded up
     next_id = max(gpu.event_metadata) + 1
     ids = {}
@@ -385,9 +497,11 @@ def _xplane_with_collectives(tmp_path: Path) -> tuple[Path, list[tuple[int, int]
         gpu.event_metadata[next_id].id = next_id
         gpu.event_metadata[next_id].name = name
         ids[name], next_id = next_id, next_id + 1
-    lines = {"coll": gpu.lines.add(id=70, name="Stream #70(Collectives)", timestamp_ns=t),
-             "compute": gpu.lines.add(id=71, name="Stream #71(Compute)", timestamp_ns=t),
-             "ops": gpu.lines.add(id=72, name="XLA Ops", timestamp_ns=t)}
+    lines = {
+        "coll": gpu.lines.add(id=70, name="Stream #70(Collectives)", timestamp_ns=t),
+        "compute": gpu.lines.add(id=71, name="Stream #71(Compute)", timestamp_ns=t),
+        "ops": gpu.lines.add(id=72, name="XLA Ops", timestamp_ns=t),
+    }
     for op, (os_, oe), kernel, (ks, ke) in XLA_COLLECTIVES + [XLA_COMPUTE]:
         stream = lines["compute"] if (op, kernel) == XLA_COMPUTE[::2] else lines["coll"]
         stream.events.add(metadata_id=ids[kernel], offset_ps=ks * 1000, duration_ps=(ke - ks) * 1000)
@@ -406,12 +520,18 @@ def test_xla_collectives_added_to_a_real_xplane(tmp_path):
     assert (device["collective_count"], device["collective_ns"], device["exposed_ns"]) == (5, 2800, 2300)
     assert device["overlap_share"] == pytest.approx(500 / 2800)
     assert {t["type"]: (t["count"], t["time_ns"], t["exposed_ns"]) for t in device["by_type"]} == {
-        "all_reduce": (1, 1000, 500), "all_gather": (1, 500, 500), "reduce_scatter": (1, 800, 800),
-        "all_to_all": (1, 200, 200), "collective_permute": (1, 300, 300)}
+        "all_reduce": (1, 1000, 500),
+        "all_gather": (1, 500, 500),
+        "reduce_scatter": (1, 800, 800),
+        "all_to_all": (1, 200, 200),
+        "collective_permute": (1, 300, 300),
+    }
     assert all(t["bytes"] is None for t in device["by_type"])  # xplanes record no message sizes
     parts = device["breakdown"]
     # Kernel edges in the file are whole ns up to sub-ns offsets: 1 ns per kernel of slack.
-    assert parts["computation_only_ns"] == pytest.approx(union_length(original) + 1000 - 500, abs=len(original))
+    assert parts["computation_only_ns"] == pytest.approx(
+        union_length(original) + 1000 - 500, abs=len(original)
+    )
     assert (parts["communication_overlapped_ns"], parts["communication_exposed_ns"]) == (500, 2300)
     assert sum(v for k, v in parts.items() if k != "span_ns") == parts["span_ns"]
 
@@ -422,10 +542,16 @@ def test_the_xla_op_holding_a_kernel_is_the_latest_one_still_running():
     # starts in fusion.2, the latest op still running -> computation; k_c [400,450): fusion.2 has ended, the
     # all-reduce reaches furthest -> collective; k_d [700,800) in fusion.3 -> computation; k_e [1200,1300) in no
     # op -> computation. C = [50,150) + [400,450) = 150; K = [150,250) + [700,800) + [1200,1300): no overlap.
-    rows = [_gpu("gpu_annotation", "all-reduce-start.1", 0, 1000), _gpu("gpu_annotation", "fusion.2", 100, 300),
-            _gpu("gpu_annotation", "fusion.3", 600, 900), _gpu("kernel", "k_a", 50, 150),
-            _gpu("kernel", "k_b", 150, 250), _gpu("kernel", "k_c", 400, 450), _gpu("kernel", "k_d", 700, 800),
-            _gpu("kernel", "k_e", 1200, 1300)]
+    rows = [
+        _gpu("gpu_annotation", "all-reduce-start.1", 0, 1000),
+        _gpu("gpu_annotation", "fusion.2", 100, 300),
+        _gpu("gpu_annotation", "fusion.3", 600, 900),
+        _gpu("kernel", "k_a", 50, 150),
+        _gpu("kernel", "k_b", 150, 250),
+        _gpu("kernel", "k_c", 400, 450),
+        _gpu("kernel", "k_d", 700, 800),
+        _gpu("kernel", "k_e", 1200, 1300),
+    ]
     (device,) = communication_report(Trace.from_rows(rows))["devices"]
     assert (device["collective_count"], device["collective_ns"], device["exposed_ns"]) == (2, 150, 150)
     assert device["breakdown"]["computation_only_ns"] == 300
@@ -435,7 +561,15 @@ GENERIC_NCCL = "ncclDevKernel_Generic_4(ncclDevKernelArgsStorage<4096ul>)"
 
 
 def _launched(kind: str, name: str, start: int, end: int, corr: int, tid: int = 1) -> dict:
-    return {"kind": kind, "name": name, "start_ns": start, "end_ns": end, "pid": 1, "tid": tid, "correlation_id": corr}
+    return {
+        "kind": kind,
+        "name": name,
+        "start_ns": start,
+        "end_ns": end,
+        "pid": 1,
+        "tid": tid,
+        "correlation_id": corr,
+    }
 
 
 def test_nccl_nvtx_range_types_the_kernel_it_launched_by_hand():
@@ -445,15 +579,21 @@ def test_nccl_nvtx_range_types_the_kernel_it_launched_by_hand():
     # = 4e9 B/s, busbw x 3/4 = 3e9. Not typed: a generic kernel launched [200,210) after thread 2's
     # ncclAllReduce range [0,100) ended, and one launched inside a range of that name in another domain.
     nccl = {"domain": "NCCL"}
-    rows = [{**_launched("annotation", "ncclAllGather", 0, 100, None), **nccl, **_message(250, None, "ncclFloat32", 4)},
-            _launched("runtime", "cudaLaunchKernel", 10, 20, 5),
-            {**_gpu("kernel", GENERIC_NCCL, 50, 1050), "correlation_id": 5},
-            {**_launched("annotation", "ncclAllReduce", 0, 100, None, tid=2), **nccl},
-            _launched("runtime", "cudaLaunchKernel", 200, 210, 6, tid=2),
-            {**_gpu("kernel", GENERIC_NCCL, 2000, 2100), "correlation_id": 6},
-            {**_launched("annotation", "ncclAllReduce", 300, 400, None, tid=3), "domain": "mine"},
-            _launched("runtime", "cudaLaunchKernel", 310, 320, 7, tid=3),
-            {**_gpu("kernel", GENERIC_NCCL, 3000, 3100), "correlation_id": 7}]
+    rows = [
+        {
+            **_launched("annotation", "ncclAllGather", 0, 100, None),
+            **nccl,
+            **_message(250, None, "ncclFloat32", 4),
+        },
+        _launched("runtime", "cudaLaunchKernel", 10, 20, 5),
+        {**_gpu("kernel", GENERIC_NCCL, 50, 1050), "correlation_id": 5},
+        {**_launched("annotation", "ncclAllReduce", 0, 100, None, tid=2), **nccl},
+        _launched("runtime", "cudaLaunchKernel", 200, 210, 6, tid=2),
+        {**_gpu("kernel", GENERIC_NCCL, 2000, 2100), "correlation_id": 6},
+        {**_launched("annotation", "ncclAllReduce", 300, 400, None, tid=3), "domain": "mine"},
+        _launched("runtime", "cudaLaunchKernel", 310, 320, 7, tid=3),
+        {**_gpu("kernel", GENERIC_NCCL, 3000, 3100), "correlation_id": 7},
+    ]
     (device,) = communication_report(Trace.from_rows(rows))["devices"]
     by_type = {t["type"]: t for t in device["by_type"]}
     assert {k: t["count"] for k, t in by_type.items()} == {"all_gather": 1, "other": 2}
@@ -475,16 +615,24 @@ def test_nsys_export_with_nccl_nvtx_ranges(tmp_path):
         picked = con.execute(
             "SELECT k.rowid, k.start, k.end, r.start, r.end, r.globalTid FROM CUPTI_ACTIVITY_KIND_KERNEL k "
             "JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = k.correlationId "
-            "AND (r.globalTid >> 24) = (k.globalPid >> 24) WHERE k.deviceId = 0 ORDER BY k.start LIMIT 4").fetchall()
-        (new_id,), = con.execute("SELECT MAX(id) + 1 FROM StringIds").fetchall()
+            "AND (r.globalTid >> 24) = (k.globalPid >> 24) WHERE k.deviceId = 0 ORDER BY k.start LIMIT 4"
+        ).fetchall()
+        ((new_id,),) = con.execute("SELECT MAX(id) + 1 FROM StringIds").fetchall()
         con.execute("INSERT INTO StringIds(id, value) VALUES (?, ?)", (new_id, GENERIC_NCCL))
-        con.executemany("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET demangledName = ?, shortName = ? WHERE rowid = ?",
-                        [(new_id, new_id, p[0]) for p in picked])
-        con.execute("INSERT INTO NVTX_EVENTS(start, end, eventType, text, globalTid, domainId) "
-                    "VALUES (?, NULL, 75, 'NCCL', ?, 1)", (picked[0][3] - 10, picked[0][5]))
-        con.executemany("INSERT INTO NVTX_EVENTS(start, end, eventType, text, globalTid, domainId) "
-                        "VALUES (?, ?, 59, 'ncclAllReduce', ?, 1)",
-                        [(rs - 1, re + 1, tid) for _, _, _, rs, re, tid in picked[:3]])
+        con.executemany(
+            "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET demangledName = ?, shortName = ? WHERE rowid = ?",
+            [(new_id, new_id, p[0]) for p in picked],
+        )
+        con.execute(
+            "INSERT INTO NVTX_EVENTS(start, end, eventType, text, globalTid, domainId) "
+            "VALUES (?, NULL, 75, 'NCCL', ?, 1)",
+            (picked[0][3] - 10, picked[0][5]),
+        )
+        con.executemany(
+            "INSERT INTO NVTX_EVENTS(start, end, eventType, text, globalTid, domainId) "
+            "VALUES (?, ?, 59, 'ncclAllReduce', ?, 1)",
+            [(rs - 1, re + 1, tid) for _, _, _, rs, re, tid in picked[:3]],
+        )
     (device,) = [d for d in communication_report(tracelens.load(path))["devices"] if d["device"] == 0]
     by_type = {t["type"]: t for t in device["by_type"]}
     assert {k: t["count"] for k, t in by_type.items()} == {"all_reduce": 3, "other": 1}
@@ -513,26 +661,53 @@ def test_nsys_export_with_nccl_payloads(tmp_path):
     path = copy_shared_trace(tmp_path, "nsys", "h100x2_fastvideo_window_nsys2026.2.sqlite")
     mib = 1 << 20
     with sqlite3.connect(path) as con:
-        entries = con.execute("SELECT schemaId, idx, name, offset FROM NVTX_PAYLOAD_SCHEMA_ENTRIES WHERE domainId = 1 "
-                              "AND schemaId IN (16777218, 16777220) GROUP BY schemaId, idx").fetchall()
-        assert {(s, n, o) for s, _, n, o in entries} >= {(16777218, "No. of ranks", 8),
-                                                         (16777220, "Message size [bytes]", 8)}
+        entries = con.execute(
+            "SELECT schemaId, idx, name, offset FROM NVTX_PAYLOAD_SCHEMA_ENTRIES WHERE domainId = 1 "
+            "AND schemaId IN (16777218, 16777220) GROUP BY schemaId, idx"
+        ).fetchall()
+        assert {(s, n, o) for s, _, n, o in entries} >= {
+            (16777218, "No. of ranks", 8),
+            (16777220, "Message size [bytes]", 8),
+        }
         picked = con.execute(
             "SELECT k.rowid, k.start, k.end, r.start, r.end, r.globalTid FROM CUPTI_ACTIVITY_KIND_KERNEL k "
             "JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = k.correlationId "
-            "AND (r.globalTid >> 24) = (k.globalPid >> 24) WHERE k.deviceId = 0 ORDER BY k.start LIMIT 3").fetchall()
-        (new_id,), = con.execute("SELECT MAX(id) + 1 FROM StringIds").fetchall()
+            "AND (r.globalTid >> 24) = (k.globalPid >> 24) WHERE k.deviceId = 0 ORDER BY k.start LIMIT 3"
+        ).fetchall()
+        ((new_id,),) = con.execute("SELECT MAX(id) + 1 FROM StringIds").fetchall()
         con.execute("INSERT INTO StringIds(id, value) VALUES (?, ?)", (new_id, GENERIC_NCCL))
-        con.executemany("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET demangledName = ?, shortName = ? WHERE rowid = ?",
-                        [(new_id, new_id, p[0]) for p in picked])
+        con.executemany(
+            "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET demangledName = ?, shortName = ? WHERE rowid = ?",
+            [(new_id, new_id, p[0]) for p in picked],
+        )
         first, tid = picked[0][3], picked[0][5]
         insert = "INSERT INTO NVTX_EVENTS(start, end, eventType, text, globalTid, domainId, binaryData) VALUES (?, ?, ?, ?, ?, 1, ?)"
         con.execute(insert, (first - 100, None, 75, "NCCL", tid, None))
-        con.execute(insert, (first - 90, first - 50, 59, "ncclCommInitRank",
-                             tid, _payload_blob(16777218, struct.pack("<QiiI", 0xC0FFEE, 2, 0, 0))))
-        con.executemany(insert, [(rs - 1, re + 1, 59, "ncclAllGather", t,
-                                  _payload_blob(16777220, struct.pack("<QQ", 0xC0FFEE, (i + 1) * mib)))
-                                 for i, (_, _, _, rs, re, t) in enumerate(picked)])
+        con.execute(
+            insert,
+            (
+                first - 90,
+                first - 50,
+                59,
+                "ncclCommInitRank",
+                tid,
+                _payload_blob(16777218, struct.pack("<QiiI", 0xC0FFEE, 2, 0, 0)),
+            ),
+        )
+        con.executemany(
+            insert,
+            [
+                (
+                    rs - 1,
+                    re + 1,
+                    59,
+                    "ncclAllGather",
+                    t,
+                    _payload_blob(16777220, struct.pack("<QQ", 0xC0FFEE, (i + 1) * mib)),
+                )
+                for i, (_, _, _, rs, re, t) in enumerate(picked)
+            ],
+        )
     trace = tracelens.load(path)
     (device,) = [d for d in communication_report(trace)["devices"] if d["device"] == 0]
     (gather,) = [t for t in device["by_type"] if t["type"] == "all_gather"]
@@ -542,8 +717,10 @@ def test_nsys_export_with_nccl_payloads(tmp_path):
     assert gather["algbw_bytes_per_s"] == pytest.approx(12 * mib / time * 1e9)
     assert gather["busbw_bytes_per_s"] == pytest.approx(12 * mib / time * 1e9 / 2)
     # The ranges themselves: per-rank send bytes, msg_dtype "bytes", the communicator's 2 ranks.
-    frame = trace.frame(trace.events.column("name").to_pandas().eq("ncclAllGather").to_numpy(),
-                        ["msg_in_elems", "msg_out_elems", "msg_dtype", "group_size"])
+    frame = trace.frame(
+        trace.events.column("name").to_pandas().eq("ncclAllGather").to_numpy(),
+        ["msg_in_elems", "msg_out_elems", "msg_dtype", "group_size"],
+    )
     assert sorted(frame["msg_in_elems"]) == [mib, 2 * mib, 3 * mib]
     assert frame["msg_out_elems"].isna().all() and set(frame["msg_dtype"]) == {"bytes"}
     assert set(frame["group_size"]) == {2}

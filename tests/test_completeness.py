@@ -25,30 +25,95 @@ GOOD = FIXTURES / "kineto" / "bare_list.json"  # one launch, one kernel: complet
 
 # fixture -> [(kind, blocking, evidence)], evidence as derived in make_completeness.py (messages left out).
 EXPECTED = {
-    "launches_without_gpu": [("launches_without_gpu_activity", True, {
-        "launch_calls": 4, "gpu_ops": 0, "after_last_gpu_op": 4, "share": 1.0, "last_gpu_op_end_ns": None,
-        "host_end_ns": 310_000, "unmatched_launch_calls": 4})],  # the last launch: 300 + 5 us, 5 us long
+    "launches_without_gpu": [
+        (
+            "launches_without_gpu_activity",
+            True,
+            {
+                "launch_calls": 4,
+                "gpu_ops": 0,
+                "after_last_gpu_op": 4,
+                "share": 1.0,
+                "last_gpu_op_end_ns": None,
+                "host_end_ns": 310_000,
+                "unmatched_launch_calls": 4,
+            },
+        )
+    ],  # the last launch: 300 + 5 us, 5 us long
     "gpu_stops_early": [
-        ("launches_without_gpu_activity", True, {
-            "launch_calls": 10, "gpu_ops": 4, "after_last_gpu_op": 6, "share": 0.6, "last_gpu_op_end_ns": 38_000,
-            "host_end_ns": 95_000, "unmatched_launch_calls": 6}),
-        ("dropped_events", False, {"dropped_records": None, "collection_stopped_early": True, "message_count": 2}),
+        (
+            "launches_without_gpu_activity",
+            True,
+            {
+                "launch_calls": 10,
+                "gpu_ops": 4,
+                "after_last_gpu_op": 6,
+                "share": 0.6,
+                "last_gpu_op_end_ns": 38_000,
+                "host_end_ns": 95_000,
+                "unmatched_launch_calls": 6,
+            },
+        ),
+        (
+            "dropped_events",
+            False,
+            {"dropped_records": None, "collection_stopped_early": True, "message_count": 2},
+        ),
     ],
-    "gpu_without_launches": [("gpu_activity_without_launches", False, {
-        "gpu_ops": 2, "api_calls": 0, "gpu_ops_with_id": 2, "unmatched_gpu_ops": 2, "share": 1.0})],
-    "missing_correlation": [("missing_correlation_ids", False, {
-        "gpu_ops": 5, "gpu_ops_without_id": 5, "gpu_share": 1.0, "launch_calls": 5, "launch_calls_without_id": 0,
-        "launch_share": 0.0})],
-    "dropped_records": [("dropped_events", False, {
-        "dropped_records": 120, "collection_stopped_early": False, "message_count": 1})],
-    "profiler_overhead": [("profiler_overhead", False, {
-        "overhead_rows": 1, "overhead_ns": 30_000, "window_ns": 300_000, "window": "gpu", "share": 0.1,
-        "python_events": 6, "python_events_per_gpu_op": 3.0})],
-    "cpu_only": [("no_gpu_activity", True, {"host_events": 3, "api_calls": 0, "framework_ops": 2, "annotations": 1})],
+    "gpu_without_launches": [
+        (
+            "gpu_activity_without_launches",
+            False,
+            {"gpu_ops": 2, "api_calls": 0, "gpu_ops_with_id": 2, "unmatched_gpu_ops": 2, "share": 1.0},
+        )
+    ],
+    "missing_correlation": [
+        (
+            "missing_correlation_ids",
+            False,
+            {
+                "gpu_ops": 5,
+                "gpu_ops_without_id": 5,
+                "gpu_share": 1.0,
+                "launch_calls": 5,
+                "launch_calls_without_id": 0,
+                "launch_share": 0.0,
+            },
+        )
+    ],
+    "dropped_records": [
+        (
+            "dropped_events",
+            False,
+            {"dropped_records": 120, "collection_stopped_early": False, "message_count": 1},
+        )
+    ],
+    "profiler_overhead": [
+        (
+            "profiler_overhead",
+            False,
+            {
+                "overhead_rows": 1,
+                "overhead_ns": 30_000,
+                "window_ns": 300_000,
+                "window": "gpu",
+                "share": 0.1,
+                "python_events": 6,
+                "python_events_per_gpu_op": 3.0,
+            },
+        )
+    ],
+    "cpu_only": [
+        ("no_gpu_activity", True, {"host_events": 3, "api_calls": 0, "framework_ops": 2, "annotations": 1})
+    ],
 }
 # What the recorded part gives as primary when nothing blocks (derivations in make_completeness.py).
-PRIMARY = {"launches_without_gpu": "incomplete_trace", "gpu_stops_early": "incomplete_trace",
-           "cpu_only": "incomplete_trace", "gpu_without_launches": "unexplained_idle"}
+PRIMARY = {
+    "launches_without_gpu": "incomplete_trace",
+    "gpu_stops_early": "incomplete_trace",
+    "cpu_only": "incomplete_trace",
+    "gpu_without_launches": "unexplained_idle",
+}
 
 
 def _doc(name: str) -> dict:
@@ -58,14 +123,17 @@ def _doc(name: str) -> dict:
 def test_every_case_is_built_and_every_kind_covered() -> None:
     assert {p.stem for p in CASES.glob("*.json")} == set(EXPECTED)
     from tracelens.analyses.completeness import KINDS
+
     assert {kind for problems in EXPECTED.values() for kind, _, _ in problems} == set(KINDS)
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_problems_and_their_counts(name: str) -> None:
     completeness = _doc(name)["diagnosis"]["completeness"]
-    got = [(p["kind"], p["blocking"], {k: v for k, v in p["evidence"].items() if k != "messages"})
-           for p in completeness["problems"]]
+    got = [
+        (p["kind"], p["blocking"], {k: v for k, v in p["evidence"].items() if k != "messages"})
+        for p in completeness["problems"]
+    ]
     assert got == EXPECTED[name]
     blocking = any(b for _, b, _ in EXPECTED[name])
     assert completeness["answerable"] is not blocking
@@ -96,8 +164,10 @@ def test_the_issue_reproducer_is_never_healthy() -> None:
     doc = _doc("launches_without_gpu")
     text = render(doc, "terminal")
     assert "Diagnosis: none" not in text
-    assert "Diagnosis: incomplete_trace. The trace cannot say why the GPU idles: the trace records 4 launch " \
-           "calls and no GPU activity: the profiler lost the GPU side." in " ".join(text.split())
+    assert (
+        "Diagnosis: incomplete_trace. The trace cannot say why the GPU idles: the trace records 4 launch "
+        "calls and no GPU activity: the profiler lost the GPU side." in " ".join(text.split())
+    )
     markdown = render(doc, "markdown")
     assert "- **Primary cause:** `incomplete_trace`: this trace cannot answer." in markdown
     assert "- **How to record it:** Record the GPU side" in markdown
@@ -111,15 +181,21 @@ def test_partial_loss_sentence_has_its_numbers() -> None:
     assert sentence(diagnosis["primary"], diagnosis) == (
         "The trace cannot say why the GPU idles: 6 of 10 launch calls (60.0%) start after the last recorded GPU op "
         "ended: the GPU side stops 57 µs before the host's last launch. What was recorded shows "
-        "host_launch_overhead (46.9%).")
-    assert [(c["cause"], c["lost_ns"]) for c in diagnosis["causes"]] == [("host_launch_overhead", 15_000),
-                                                                         ("unexplained_idle", 9_000)]
+        "host_launch_overhead (46.9%)."
+    )
+    assert [(c["cause"], c["lost_ns"]) for c in diagnosis["causes"]] == [
+        ("host_launch_overhead", 15_000),
+        ("unexplained_idle", 9_000),
+    ]
     dropped = next(p for p in diagnosis["completeness"]["problems"] if p["kind"] == "dropped_events")
-    assert problem_sentence(dropped).startswith("The profiler says it lost events: GPU collection stopped early; ")
+    assert problem_sentence(dropped).startswith(
+        "The profiler says it lost events: GPU collection stopped early; "
+    )
 
 
-@pytest.mark.parametrize("name", ["missing_correlation", "dropped_records", "profiler_overhead",
-                                  "gpu_without_launches"])
+@pytest.mark.parametrize(
+    "name", ["missing_correlation", "dropped_records", "profiler_overhead", "gpu_without_launches"]
+)
 def test_non_blocking_problems_are_caveats(name: str) -> None:
     doc = _doc(name)
     terminal = " ".join(render(doc, "terminal").split())
@@ -133,7 +209,8 @@ def test_overhead_sentence() -> None:
     problem = _doc("profiler_overhead")["diagnosis"]["completeness"]["problems"][0]
     assert problem_sentence(problem) == (
         "The profiler's own work inflates host time: profiler overhead covers 30 µs (10.0%) of the GPU window; "
-        "6 Python calls recorded (3.0 per GPU op: a Python tracer such as with_stack=True slows the host).")
+        "6 Python calls recorded (3.0 per GPU op: a Python tracer such as with_stack=True slows the host)."
+    )
 
 
 # ------------------------------------------------------------------ the diff gate, through the CLI
@@ -149,8 +226,10 @@ def test_gate_fails_when_head_cannot_answer(capsys: pytest.CaptureFixture) -> No
     head = CASES / "launches_without_gpu.json"
     code, result, err = _diff(capsys, GOOD, head, "--fail-on-regression", "5")
     assert code == 1
-    assert err == [f"tracelens: inconclusive: HEAD ({head}) cannot answer: 4 launch calls and no GPU activity "
-                   "recorded (the profiler lost the GPU side) (--allow-inconclusive to pass)"]
+    assert err == [
+        f"tracelens: inconclusive: HEAD ({head}) cannot answer: 4 launch calls and no GPU activity "
+        "recorded (the profiler lost the GPU side) (--allow-inconclusive to pass)"
+    ]
     assert result["verdict"] == "inconclusive"
     assert (result["base"]["answerable"], result["head"]["answerable"]) == (True, False)
     assert result["verdict_reasons"][0].startswith(f"HEAD ({head}) cannot answer: ")
@@ -160,10 +239,13 @@ def test_gate_names_the_base_side_and_partial_loss(capsys: pytest.CaptureFixture
     base = CASES / "gpu_stops_early.json"
     code, result, err = _diff(capsys, base, GOOD, "--fail-on-regression", "5")
     assert code == 1
-    assert err == [f"tracelens: inconclusive: BASE ({base}) cannot answer: 6 of 10 launch calls start after the "
-                   "last recorded GPU op (the GPU side stops early) (--allow-inconclusive to pass)"]
-    assert result["base"]["incomplete_reason"] == ("6 of 10 launch calls start after the last recorded GPU op "
-                                                   "(the GPU side stops early)")
+    assert err == [
+        f"tracelens: inconclusive: BASE ({base}) cannot answer: 6 of 10 launch calls start after the "
+        "last recorded GPU op (the GPU side stops early) (--allow-inconclusive to pass)"
+    ]
+    assert result["base"]["incomplete_reason"] == (
+        "6 of 10 launch calls start after the last recorded GPU op (the GPU side stops early)"
+    )
 
 
 def test_allow_inconclusive_passes_and_no_gate_no_failure(capsys: pytest.CaptureFixture) -> None:
@@ -194,16 +276,32 @@ def test_gate_through_click_runner() -> None:
     failed = runner.invoke(cli, ["diff", str(GOOD), head, "--fail-on-regression", "5"])
     assert isinstance(failed.exception, RegressionError) and failed.exception.exit_code == 1
     assert str(failed.exception).startswith(f"inconclusive: HEAD ({head}) cannot answer: ")
-    passed = runner.invoke(cli, ["diff", str(GOOD), head, "--fail-on-regression", "5", "--allow-inconclusive"])
+    passed = runner.invoke(
+        cli, ["diff", str(GOOD), head, "--fail-on-regression", "5", "--allow-inconclusive"]
+    )
     assert passed.exit_code == 0 and passed.exception is None
-    assert passed.output.startswith("tracelens diff: inconclusive")  # the terminal diff, the default on stdout
-    as_markdown = runner.invoke(cli, ["diff", str(GOOD), head, "--format", "markdown", "--fail-on-regression", "5",
-                                      "--allow-inconclusive"])
+    assert passed.output.startswith(
+        "tracelens diff: inconclusive"
+    )  # the terminal diff, the default on stdout
+    as_markdown = runner.invoke(
+        cli,
+        [
+            "diff",
+            str(GOOD),
+            head,
+            "--format",
+            "markdown",
+            "--fail-on-regression",
+            "5",
+            "--allow-inconclusive",
+        ],
+    )
     assert as_markdown.exit_code == 0 and "**Verdict: ❔ inconclusive**" in as_markdown.output
 
 
-def test_a_saved_document_without_completeness_is_judged_by_its_primary(tmp_path: Path,
-                                                                        capsys: pytest.CaptureFixture) -> None:
+def test_a_saved_document_without_completeness_is_judged_by_its_primary(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
     doc = json.loads(json.dumps(_doc("launches_without_gpu")))
     del doc["diagnosis"]["completeness"]
     saved = tmp_path / "old.json"
@@ -216,14 +314,28 @@ def test_a_saved_document_without_completeness_is_judged_by_its_primary(tmp_path
 
 
 def test_profiler_log_lines() -> None:
-    counts = ("INFO:2024-04-03 18:51:36 1102:1102 CuptiActivityProfiler.cpp:300] Record counts: Out-of-range = 3829, "
-              "Blocklisted runtime = 56517, Invalid ext correlations = 0, CPU GPU out-of-order = 0, "
-              "Unexpected CUDA events = 0, CUPTI stopped early? = {}")
+    counts = (
+        "INFO:2024-04-03 18:51:36 1102:1102 CuptiActivityProfiler.cpp:300] Record counts: Out-of-range = 3829, "
+        "Blocklisted runtime = 56517, Invalid ext correlations = 0, CPU GPU out-of-order = 0, "
+        "Unexpected CUDA events = 0, CUPTI stopped early? = {}"
+    )
     assert profiler_drops([counts.format(0), "Tracing complete."]) is None
-    assert profiler_drops([counts.format(1)]) == {"dropped_records": None, "collection_stopped_early": True,
-                                                 "messages": [counts.format(1)], "message_count": 1}
-    got = profiler_drops(["Dropped 1,200 activity records", "Dropped 5 activity records", "2 events were lost",
-                          "Some events were discarded", 17, None])
+    assert profiler_drops([counts.format(1)]) == {
+        "dropped_records": None,
+        "collection_stopped_early": True,
+        "messages": [counts.format(1)],
+        "message_count": 1,
+    }
+    got = profiler_drops(
+        [
+            "Dropped 1,200 activity records",
+            "Dropped 5 activity records",
+            "2 events were lost",
+            "Some events were discarded",
+            17,
+            None,
+        ]
+    )
     assert got is not None
     assert (got["dropped_records"], got["collection_stopped_early"], got["message_count"]) == (1207, False, 4)
 
@@ -235,7 +347,11 @@ def test_both_kineto_engines_read_the_log(engine: str) -> None:
     if engine == "native" and native.scanner() is None:
         pytest.skip("native scanner not built")
     drops = tracelens.load(CASES / "gpu_stops_early.json", engine=engine).metadata.extra["profiler_drops"]
-    assert (drops["collection_stopped_early"], drops["message_count"], drops["dropped_records"]) == (True, 2, None)
+    assert (drops["collection_stopped_early"], drops["message_count"], drops["dropped_records"]) == (
+        True,
+        2,
+        None,
+    )
 
 
 @pytest.mark.shared
@@ -254,13 +370,16 @@ def test_nsys_export_without_gpu_tables(tmp_path: Path) -> None:
     # A real export with its GPU tables dropped and one diagnostic added: the launch calls, counted by SQL.
     path = copy_shared_trace(tmp_path, "nsys", "rtx3080_tiny_nsys2026.1.sqlite")
     with sqlite3.connect(path) as conn:
-        (launches,), = conn.execute(
+        ((launches,),) = conn.execute(
             "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s ON s.id = r.nameId "
-            "WHERE s.value LIKE 'cudaLaunchKernel%' OR s.value LIKE 'cudaMemcpy%' OR s.value LIKE 'cudaMemset%'")
+            "WHERE s.value LIKE 'cudaLaunchKernel%' OR s.value LIKE 'cudaMemcpy%' OR s.value LIKE 'cudaMemset%'"
+        )
         for table in ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY"):
             conn.execute(f"DROP TABLE {table}")
-        conn.execute("INSERT INTO DIAGNOSTIC_EVENT (timestamp, timestampType, source, severity, text, globalPid) "
-                     "VALUES (1, 1, 1, 2, 'CUPTI: 7 records were dropped', 0)")
+        conn.execute(
+            "INSERT INTO DIAGNOSTIC_EVENT (timestamp, timestampType, source, severity, text, globalPid) "
+            "VALUES (1, 1, 1, 2, 'CUPTI: 7 records were dropped', 0)"
+        )
     assert launches == 3  # two cudaLaunchKernel, one cudaMemcpyAsync
     diagnosis = analyze(tracelens.load(path))["diagnosis"]
     kinds = {p["kind"]: p for p in diagnosis["completeness"]["problems"]}
@@ -278,10 +397,11 @@ def test_shared_traces_can_answer_and_their_caveats() -> None:
         pytest.skip("../shared/traces is absent")
     window = SHARED / "nsys" / "h100x2_fastvideo_window_nsys2026.2.sqlite"
     with sqlite3.connect(f"file:{window}?mode=ro", uri=True) as conn:
-        (gpu_ops, unmatched), = conn.execute(
+        ((gpu_ops, unmatched),) = conn.execute(
             "SELECT count(*), sum(correlationId NOT IN (SELECT correlationId FROM CUPTI_ACTIVITY_KIND_RUNTIME)) "
             "FROM (SELECT correlationId FROM CUPTI_ACTIVITY_KIND_KERNEL UNION ALL SELECT correlationId FROM "
-            "CUPTI_ACTIVITY_KIND_MEMCPY UNION ALL SELECT correlationId FROM CUPTI_ACTIVITY_KIND_MEMSET)")
+            "CUPTI_ACTIVITY_KIND_MEMCPY UNION ALL SELECT correlationId FROM CUPTI_ACTIVITY_KIND_MEMSET)"
+        )
     completeness = analyze(tracelens.load(window))["diagnosis"]["completeness"]
     assert completeness["answerable"] is True
     (problem,) = completeness["problems"]

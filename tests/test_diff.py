@@ -23,18 +23,39 @@ def doc(devices: list[tuple[int, int]], steps: list[int] | None = None, kernels:
     out: dict = {
         "schema_version": "1.0",
         "source": {"path": "x", "format": "handmade", "framework": "unknown"},
-        "devices": [{"id": i, "busy_ns": b, "span_ns": s, "utilization": b / s, "kernel_count": 1, "kernel_ns": b,
-                     "memcpy_count": 0, "memcpy_ns": 0, "memset_count": 0, "memset_ns": 0}
-                    for i, (b, s) in enumerate(devices)],
+        "devices": [
+            {
+                "id": i,
+                "busy_ns": b,
+                "span_ns": s,
+                "utilization": b / s,
+                "kernel_count": 1,
+                "kernel_ns": b,
+                "memcpy_count": 0,
+                "memcpy_ns": 0,
+                "memset_count": 0,
+                "memset_ns": 0,
+            }
+            for i, (b, s) in enumerate(devices)
+        ],
     }
     if steps is not None:
-        out["steps"] = {"count": len(steps), "steps": [{"step": i, "duration_ns": d} for i, d in enumerate(steps)],
-                        "summary": {"mean_ns": sum(steps) / len(steps), "min_ns": min(steps), "max_ns": max(steps)}
-                        if steps else None}
+        out["steps"] = {
+            "count": len(steps),
+            "steps": [{"step": i, "duration_ns": d} for i, d in enumerate(steps)],
+            "summary": {"mean_ns": sum(steps) / len(steps), "min_ns": min(steps), "max_ns": max(steps)}
+            if steps
+            else None,
+        }
     if kernels is not None:
-        out["kernels"] = {"count": 0, "total_ns": 0, "distinct_names": len(kernels),
-                          "by_name": [{"name": n, "count": c, "total_ns": t, "avg_ns": t / c} for n, (c, t) in
-                                      kernels.items()]}
+        out["kernels"] = {
+            "count": 0,
+            "total_ns": 0,
+            "distinct_names": len(kernels),
+            "by_name": [
+                {"name": n, "count": c, "total_ns": t, "avg_ns": t / c} for n, (c, t) in kernels.items()
+            ],
+        }
     return out
 
 
@@ -62,7 +83,11 @@ def test_deltas_and_verdict_regressed() -> None:
     assert util["delta"] == pytest.approx(-0.3) and util["relative"] == pytest.approx(-0.375)
     assert util["change"] == "regressed"
     step = metric(result, "mean_step_ns")
-    assert step["delta"] == 2_000_000 and step["relative"] == pytest.approx(0.2) and step["change"] == "regressed"
+    assert (
+        step["delta"] == 2_000_000
+        and step["relative"] == pytest.approx(0.2)
+        and step["change"] == "regressed"
+    )
     assert result["verdict"] == "regressed"
     # 30 points > 5 and 20% > 5%: both criteria fire; at 25 only utilization does, at 30 neither.
     assert len(regression_reasons(result, 5)) == 2
@@ -112,7 +137,10 @@ def test_render_markdown_and_json() -> None:
     text = render_diff(result, "markdown")
     assert "**Verdict: ❌ regressed**" in text
     assert "<script>" not in text and "a&#124;b&lt;/details&gt;" in text
-    assert "| GPU utilization (device-mean busy/span) | 80.0% | 50.0% | -30.0 pts | -37.5% | ❌ regressed |" in text
+    assert (
+        "| GPU utilization (device-mean busy/span) | 80.0% | 50.0% | -30.0 pts | -37.5% | ❌ regressed |"
+        in text
+    )
     assert assert_tables_well_formed(text) >= 4  # sides, metrics, slower, removed
     assert_details_balanced(text)
     assert json.loads(render_diff(result, "json"))["verdict"] == "regressed"
@@ -125,14 +153,41 @@ def _step_trace(step_ns: int, busy_ns: int, steps: int = 4) -> Trace:
         base = i * step_ns
         kernel_start = base + step_ns - busy_ns
         rows += [
-            {"kind": "step", "name": f"ProfilerStep#{i}", "start_ns": base, "end_ns": base + step_ns, "pid": 1,
-             "tid": 1, "step": i},
-            {"kind": "annotation", "name": "tracelens/data", "start_ns": base, "end_ns": kernel_start - 1000,
-             "pid": 1, "tid": 1},
-            {"kind": "runtime", "name": "cudaLaunchKernel", "start_ns": kernel_start - 1000,
-             "end_ns": kernel_start - 500, "pid": 1, "tid": 1, "correlation_id": i + 1},
-            {"kind": "kernel", "name": "gemm", "start_ns": kernel_start, "end_ns": base + step_ns, "device": 0,
-             "stream": 7, "correlation_id": i + 1},
+            {
+                "kind": "step",
+                "name": f"ProfilerStep#{i}",
+                "start_ns": base,
+                "end_ns": base + step_ns,
+                "pid": 1,
+                "tid": 1,
+                "step": i,
+            },
+            {
+                "kind": "annotation",
+                "name": "tracelens/data",
+                "start_ns": base,
+                "end_ns": kernel_start - 1000,
+                "pid": 1,
+                "tid": 1,
+            },
+            {
+                "kind": "runtime",
+                "name": "cudaLaunchKernel",
+                "start_ns": kernel_start - 1000,
+                "end_ns": kernel_start - 500,
+                "pid": 1,
+                "tid": 1,
+                "correlation_id": i + 1,
+            },
+            {
+                "kind": "kernel",
+                "name": "gemm",
+                "start_ns": kernel_start,
+                "end_ns": base + step_ns,
+                "device": 0,
+                "stream": 7,
+                "correlation_id": i + 1,
+            },
         ]
     return Trace.from_rows(rows)
 
@@ -148,7 +203,9 @@ def healthy_and_slow(tmp_path: Path) -> tuple[str, str]:
     return str(healthy), str(slow)
 
 
-def test_cli_gate_exit_codes_hand_built(healthy_and_slow: tuple[str, str], capsys: pytest.CaptureFixture) -> None:
+def test_cli_gate_exit_codes_hand_built(
+    healthy_and_slow: tuple[str, str], capsys: pytest.CaptureFixture
+) -> None:
     healthy, slow = healthy_and_slow
     assert main(["diff", healthy, slow, "--fail-on-regression", "5", "-f", "json"]) == 1
     out, err = capsys.readouterr()
@@ -173,7 +230,9 @@ def test_cli_diff_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture) -> No
     assert err.count("\n") == 1 and "broken.json" in err and "Traceback" not in err
 
 
-def test_cli_diff_writes_file(healthy_and_slow: tuple[str, str], tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+def test_cli_diff_writes_file(
+    healthy_and_slow: tuple[str, str], tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
     healthy, slow = healthy_and_slow
     out = tmp_path / "diff.json"
     assert main(["diff", healthy, slow, "-o", str(out)]) == 0
@@ -184,14 +243,20 @@ def _profiler_step_mean_us(path: Path) -> float:
     """Mean duration of the ProfilerStep#N host annotations, read straight from the Kineto JSON."""
     with gzip.open(path, "rt") as fh:
         events = json.load(fh)["traceEvents"]
-    durations = [float(e["dur"]) for e in events if e.get("ph") == "X" and str(e.get("name", "")).startswith(
-        "ProfilerStep#") and e.get("cat") == "user_annotation"]
+    durations = [
+        float(e["dur"])
+        for e in events
+        if e.get("ph") == "X"
+        and str(e.get("name", "")).startswith("ProfilerStep#")
+        and e.get("cat") == "user_annotation"
+    ]
     assert durations, f"no ProfilerStep in {path}"
     return sum(durations) / len(durations)
 
 
-@pytest.mark.skipif(not (TEMPLATES / "pytorch_healthy_cpu.pt.trace.json.gz").exists(),
-                    reason="template traces not recorded")
+@pytest.mark.skipif(
+    not (TEMPLATES / "pytorch_healthy_cpu.pt.trace.json.gz").exists(), reason="template traces not recorded"
+)
 def test_cli_gate_on_recorded_templates(capsys: pytest.CaptureFixture) -> None:
     # CPU runs of the PyTorch template (no GPU: only the step-time criterion applies). On CPU both scenarios
     # run the same model (Scenario.on_device), so slow-input is healthy plus a 50 ms sleep per batch: healthy is
@@ -210,15 +275,30 @@ def test_cli_gate_on_recorded_templates(capsys: pytest.CaptureFixture) -> None:
         out, err = capsys.readouterr()
         assert err.startswith("tracelens: inconclusive: BASE (") and "no GPU activity recorded" in err
         # ... and with --allow-inconclusive it gates on the step time both have.
-        assert main(["diff", str(base), str(head), "--fail-on-regression", "5", "--allow-inconclusive",
-                     "-f", "json"]) == expected
+        assert (
+            main(
+                [
+                    "diff",
+                    str(base),
+                    str(head),
+                    "--fail-on-regression",
+                    "5",
+                    "--allow-inconclusive",
+                    "-f",
+                    "json",
+                ]
+            )
+            == expected
+        )
         out, err = capsys.readouterr()
         result = json.loads(out)
         step = metric(result, "mean_step_ns")
         assert step["relative"] == pytest.approx(longer_pct / 100, abs=1e-3)
         assert metric(result, "gpu_utilization")["change"] == "n/a"
         assert result["verdict"] == "inconclusive"
-        assert step["change"] == ("regressed" if longer_pct > 2 else "improved" if longer_pct < -2 else "unchanged")
+        assert step["change"] == (
+            "regressed" if longer_pct > 2 else "improved" if longer_pct < -2 else "unchanged"
+        )
         assert ("mean step time" in err) == bool(expected)
     # No GPU side: incomplete_trace, whatever the host shows (its input wait is the first cause).
     assert main(["diff", str(healthy), str(slow), "-f", "json"]) == 0

@@ -20,10 +20,17 @@ GEMM = "sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize{}_stage3_warpsize2x2x1_ff
 
 def _result(names: list[str]) -> dict:
     """A compare() result whose head adds the given kernels (hand-built documents)."""
-    base = {"schema_version": 1, "source": {"path": "base_trace__mfu.json", "format": "kineto"},
-            "devices": [{"id": 0, "busy_ns": 8 * MS, "span_ns": 10 * MS, "kernel_count": 1, "kernel_ns": 8 * MS}],
-            "kernels": {"count": 1, "distinct_names": 1, "total_ns": 8 * MS,
-                        "by_name": [{"name": "k", "count": 1, "total_ns": 8 * MS, "avg_ns": 8 * MS}]}}
+    base = {
+        "schema_version": 1,
+        "source": {"path": "base_trace__mfu.json", "format": "kineto"},
+        "devices": [{"id": 0, "busy_ns": 8 * MS, "span_ns": 10 * MS, "kernel_count": 1, "kernel_ns": 8 * MS}],
+        "kernels": {
+            "count": 1,
+            "distinct_names": 1,
+            "total_ns": 8 * MS,
+            "by_name": [{"name": "k", "count": 1, "total_ns": 8 * MS, "avg_ns": 8 * MS}],
+        },
+    }
     head = json.loads(json.dumps(base))
     head["source"]["path"] = "head_trace__mfu.json"
     head["devices"][0]["busy_ns"] = 6 * MS
@@ -66,8 +73,9 @@ def traces(tmp_path: Path) -> tuple[str, str]:
     return str(healthy), str(slow)
 
 
-def test_cli_diff_format_follows_extension(traces: tuple[str, str], tmp_path: Path,
-                                           capsys: pytest.CaptureFixture) -> None:
+def test_cli_diff_format_follows_extension(
+    traces: tuple[str, str], tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
     healthy, slow = traces
     assert main(["diff", healthy, slow]) == 0  # stdout: terminal text
     out = capsys.readouterr().out
@@ -101,6 +109,8 @@ def test_terminal_width(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COLUMNS", "40")
     assert terminal_width(Tty()) == 80  # never below 80
     monkeypatch.delenv("COLUMNS")
-    monkeypatch.setattr("shutil.get_terminal_size", lambda fallback=(100, 24): __import__("os").terminal_size((132, 40)))
+    monkeypatch.setattr(
+        "shutil.get_terminal_size", lambda fallback=(100, 24): __import__("os").terminal_size((132, 40))
+    )
     assert terminal_width(Tty()) == 132
     assert terminal_width(None) == 100  # written to a file (-o): the fixed width, whatever the terminal

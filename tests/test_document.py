@@ -45,7 +45,9 @@ def test_analyze_puts_summary_after_source() -> None:
     assert summary["device_mean_span_ns"] == sum(d["span_ns"] for d in devices) / n
     assert summary["steps"] is not None and summary["steps"]["count"] == doc["steps"]["count"]
     assert summary["primary_cause"] == doc["diagnosis"]["primary"]["cause"]
-    assert summary["device_mean_idle_by_cause"] == {k: v / n for k, v in doc["attribution"]["total_by_cause"].items()}
+    assert summary["device_mean_idle_by_cause"] == {
+        k: v / n for k, v in doc["attribution"]["total_by_cause"].items()
+    }
 
 
 # ---------------------------------------------------------------------------------------- saved JSON
@@ -73,8 +75,10 @@ def test_a_document_saved_by_schema_1_0_gets_this_versions_summary(tmp_path: Pat
     doc = json.loads(_save(DEMO, tmp_path / "demo.json").read_text())
     old = {**doc, "schema_version": "1.0"}
     old["summary"] = {"device_count": 1, "gpu_utilization": 0.5, "gpu_busy_ns": 1, "gpu_span_ns": 2}
-    old["devices"] = [{k: v for k, v in d.items() if k not in ("kernel_union_ns", "copies_only_ns", "memsets_only_ns")}
-                      for d in doc["devices"]]
+    old["devices"] = [
+        {k: v for k, v in d.items() if k not in ("kernel_union_ns", "copies_only_ns", "memsets_only_ns")}
+        for d in doc["devices"]
+    ]
     (tmp_path / "old.json").write_text(json.dumps(old))
     summary = tracelens.load_document(tmp_path / "old.json")["summary"]
     assert summary["device_mean_span_ns"] == doc["summary"]["device_mean_span_ns"]
@@ -94,13 +98,16 @@ def test_diff_of_saved_documents_equals_diff_of_the_traces(tmp_path: Path) -> No
     a, b = _save(DEMO, tmp_path / "a.json"), _save(SLOW, tmp_path / "b.json")
     assert main(["diff", str(DEMO), str(SLOW), "-f", "json", "-o", str(tmp_path / "traces.json")]) == 0
     assert main(["diff", str(a), str(b), "-f", "json", "-o", str(tmp_path / "docs.json")]) == 0
-    assert json.loads((tmp_path / "traces.json").read_text()) == json.loads((tmp_path / "docs.json").read_text())
+    assert json.loads((tmp_path / "traces.json").read_text()) == json.loads(
+        (tmp_path / "docs.json").read_text()
+    )
     # One saved document against one trace works too.
     assert main(["diff", str(a), str(SLOW), "-o", str(tmp_path / "mixed.md")]) == 0
 
 
-def test_a_document_saved_from_stdout_is_found_by_content(tmp_path: Path,
-                                                          capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_document_saved_from_stdout_is_found_by_content(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["analyze", str(DEMO), "--format", "json"]) == 0
     saved = tmp_path / "demo-analysis"  # no extension: `tracelens analyze --format json > demo-analysis`
     saved.write_text(capsys.readouterr().out)
@@ -110,10 +117,17 @@ def test_a_document_saved_from_stdout_is_found_by_content(tmp_path: Path,
     assert (tmp_path / "a.md").read_text() == (tmp_path / "b.md").read_text()
 
 
-@pytest.mark.parametrize("text", ['{"schema_version": "1.0"}', '{"schema_version": "1.0", "source": {',
-                                  '{"schema_version": "1.0", "source": 3}'])
-def test_bad_saved_document_is_one_line_and_exit_2(text: str, tmp_path: Path,
-                                                   capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"schema_version": "1.0"}',
+        '{"schema_version": "1.0", "source": {',
+        '{"schema_version": "1.0", "source": 3}',
+    ],
+)
+def test_bad_saved_document_is_one_line_and_exit_2(
+    text: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text(text)
     assert main(["report", str(bad)]) == 2

@@ -18,12 +18,19 @@ from tests.conftest import FIXTURES, shared_params
 from tests.test_diagnosis import CAUSES_DIR, load_case
 from tracelens.document import Document
 
-REAL_TRACES = (shared_params("nsys", "*.sqlite") + shared_params("pytorch", "*.json.gz")
-               + shared_params("tf", "*.xplane.pb"))
-FIXTURE_TRACES = [pytest.param(p, id=str(p.relative_to(FIXTURES)))
-                  for p in sorted(FIXTURES.glob("*.gz")) + sorted((FIXTURES / "kineto").glob("*.json"))
-                  + sorted((FIXTURES / "templates").glob("*.gz")) + sorted((FIXTURES / "templates").glob("*.pb"))
-                  + sorted((FIXTURES / "nsys").glob("*.sqlite"))]
+REAL_TRACES = (
+    shared_params("nsys", "*.sqlite")
+    + shared_params("pytorch", "*.json.gz")
+    + shared_params("tf", "*.xplane.pb")
+)
+FIXTURE_TRACES = [
+    pytest.param(p, id=str(p.relative_to(FIXTURES)))
+    for p in sorted(FIXTURES.glob("*.gz"))
+    + sorted((FIXTURES / "kineto").glob("*.json"))
+    + sorted((FIXTURES / "templates").glob("*.gz"))
+    + sorted((FIXTURES / "templates").glob("*.pb"))
+    + sorted((FIXTURES / "nsys").glob("*.sqlite"))
+]
 CAUSE_CASES = sorted(p.stem for p in CAUSES_DIR.glob("*.json"))
 
 
@@ -44,8 +51,11 @@ def mismatches(value: Any, tp: Any, path: str = "") -> list[str]:
             return [f"{path} is {type(value).__name__}, {tp.__name__} declares an object"]
         hints = get_type_hints(tp)
         problems = [f"{_at(path, key)} is not declared in {tp.__name__}" for key in value if key not in hints]
-        problems += [f"{_at(path, key)} is required by {tp.__name__} but absent"
-                     for key in sorted(tp.__required_keys__) if key not in value]
+        problems += [
+            f"{_at(path, key)} is required by {tp.__name__} but absent"
+            for key in sorted(tp.__required_keys__)
+            if key not in value
+        ]
         for key, sub in value.items():
             if key in hints:
                 problems += mismatches(sub, hints[key], _at(path, key))
@@ -82,7 +92,9 @@ def test_every_section_is_typed() -> None:
     from tracelens.analyses import SECTIONS
 
     hints = get_type_hints(Document)
-    untyped = [key for key in SECTIONS if not is_typeddict(hints[key]) and not is_typeddict(get_args(hints[key])[0])]
+    untyped = [
+        key for key in SECTIONS if not is_typeddict(hints[key]) and not is_typeddict(get_args(hints[key])[0])
+    ]
     assert untyped == []
 
 
@@ -94,8 +106,10 @@ def test_checker_catches_undeclared_and_missing_keys() -> None:
     assert unique(mismatches(doc, Document)) == [
         "launch.latency.bogus_ns is not declared in LaunchLatency",
         "memcpy.per_device[].by_kind[].expected_link is required by MemcpyDeviceKind but absent",
-        *[f"steps.steps[].{key} is required by StepRow but absent"
-          for key in ("duration_ns", "end_ns", "gpu_busy", "host", "start_ns")],
+        *[
+            f"steps.steps[].{key} is required by StepRow but absent"
+            for key in ("duration_ns", "end_ns", "gpu_busy", "host", "start_ns")
+        ],
     ]
     # Optional keys may be absent or present; maps whose keys are data take any key.
     doc = tracelens.analyze(load_case("memcpy"))

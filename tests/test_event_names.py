@@ -34,53 +34,83 @@ from tracelens.event_names import (
 PACKAGE = Path(__file__).resolve().parent.parent / "tracelens"
 
 
-@pytest.mark.parametrize(("name", "number"), [
-    ("ProfilerStep#0", 0),
-    ("ProfilerStep#17", 17),
-    ("tracelens/step#3", 3),
-    ("tracelens/step#0012", 12),
-    # not markers: negative, not a number, other spellings, text around the marker
-    ("ProfilerStep#-1", None),
-    ("tracelens/step#-2", None),
-    ("tracelens/step#x", None),
-    ("ProfilerStep#", None),
-    ("ProfilerStep#1.5", None),
-    ("profilerstep#1", None),
-    ("ProfilerStep#1 ", None),
-    ("tracelens/step#1/forward", None),
-    ("Optimizer.step#SGD.step", None),
-    ("step#4", None),  # the readers' own name for a step row, not a marker
-])
+@pytest.mark.parametrize(
+    ("name", "number"),
+    [
+        ("ProfilerStep#0", 0),
+        ("ProfilerStep#17", 17),
+        ("tracelens/step#3", 3),
+        ("tracelens/step#0012", 12),
+        # not markers: negative, not a number, other spellings, text around the marker
+        ("ProfilerStep#-1", None),
+        ("tracelens/step#-2", None),
+        ("tracelens/step#x", None),
+        ("ProfilerStep#", None),
+        ("ProfilerStep#1.5", None),
+        ("profilerstep#1", None),
+        ("ProfilerStep#1 ", None),
+        ("tracelens/step#1/forward", None),
+        ("Optimizer.step#SGD.step", None),
+        ("step#4", None),  # the readers' own name for a step row, not a marker
+    ],
+)
 def test_step_markers(name: str, number: int | None) -> None:
     assert step_number(name) == number
     assert is_step_marker(name) == (number is not None)
 
 
-@pytest.mark.parametrize(("name", "stripped"), [
-    ("cudaLaunchKernel_v7000", "cudaLaunchKernel"),
-    ("cudaMemcpy2DAsync_v3020", "cudaMemcpy2DAsync"),
-    ("cuMemAlloc_v2", "cuMemAlloc"),
-    ("hipMemcpy_v2", "hipMemcpy"),
-    ("cudaGetDeviceProperties_v2_v12000", "cudaGetDeviceProperties"),
-    ("cudaStreamGetCaptureInfo_v2", "cudaStreamGetCaptureInfo"),
-    ("cudaMemcpyAsync_ptsz", "cudaMemcpyAsync"),
-    ("cudaMemcpyAsync_ptsz_v7000", "cudaMemcpyAsync"),
-    ("cudaMemcpy_ptds", "cudaMemcpy"),
-    ("cudaLaunchKernel", "cudaLaunchKernel"),
-    # kernels and other names keep their suffix
-    ("volta_scudnn_128x64_relu_interior_nn_v1", "volta_scudnn_128x64_relu_interior_nn_v1"),
-    ("cudnn_infer_volta_scudnn_128x128_relu_small_nn_v1", "cudnn_infer_volta_scudnn_128x128_relu_small_nn_v1"),
-    ("my_op_v2", "my_op_v2"),
-    ("cudaLaunchKernel_v", "cudaLaunchKernel_v"),
-    ("cudaLaunchKernel_v7000x", "cudaLaunchKernel_v7000x"),
-])
+@pytest.mark.parametrize(
+    ("name", "stripped"),
+    [
+        ("cudaLaunchKernel_v7000", "cudaLaunchKernel"),
+        ("cudaMemcpy2DAsync_v3020", "cudaMemcpy2DAsync"),
+        ("cuMemAlloc_v2", "cuMemAlloc"),
+        ("hipMemcpy_v2", "hipMemcpy"),
+        ("cudaGetDeviceProperties_v2_v12000", "cudaGetDeviceProperties"),
+        ("cudaStreamGetCaptureInfo_v2", "cudaStreamGetCaptureInfo"),
+        ("cudaMemcpyAsync_ptsz", "cudaMemcpyAsync"),
+        ("cudaMemcpyAsync_ptsz_v7000", "cudaMemcpyAsync"),
+        ("cudaMemcpy_ptds", "cudaMemcpy"),
+        ("cudaLaunchKernel", "cudaLaunchKernel"),
+        # kernels and other names keep their suffix
+        ("volta_scudnn_128x64_relu_interior_nn_v1", "volta_scudnn_128x64_relu_interior_nn_v1"),
+        (
+            "cudnn_infer_volta_scudnn_128x128_relu_small_nn_v1",
+            "cudnn_infer_volta_scudnn_128x128_relu_small_nn_v1",
+        ),
+        ("my_op_v2", "my_op_v2"),
+        ("cudaLaunchKernel_v", "cudaLaunchKernel_v"),
+        ("cudaLaunchKernel_v7000x", "cudaLaunchKernel_v7000x"),
+    ],
+)
 def test_api_suffixes(name: str, stripped: str) -> None:
     assert strip_api_suffix(name) == stripped
     assert strip_api_suffix(stripped) == stripped  # idempotent
 
 
-_PIECES = st.sampled_from(["cuda", "cu", "hip", "cudnn", "Launch", "Kernel", "Memcpy", "2D", "Async", "_v2", "_v7000",
-                           "_ptsz", "_ptds", "_", "v", "1", "x", "#", "é"])
+_PIECES = st.sampled_from(
+    [
+        "cuda",
+        "cu",
+        "hip",
+        "cudnn",
+        "Launch",
+        "Kernel",
+        "Memcpy",
+        "2D",
+        "Async",
+        "_v2",
+        "_v7000",
+        "_ptsz",
+        "_ptds",
+        "_",
+        "v",
+        "1",
+        "x",
+        "#",
+        "é",
+    ]
+)
 
 
 @settings(max_examples=300, deadline=None)
@@ -107,20 +137,70 @@ def test_no_other_module_spells_the_rules() -> None:
 
 def _names_by_kind(trace: tracelens.Trace) -> dict[str, set[str]]:
     df = trace.df
-    return {kind: set(df.loc[df["kind"] == kind, "name"].astype(str)) for kind in df["kind"].astype(str).unique()}
+    return {
+        kind: set(df.loc[df["kind"] == kind, "name"].astype(str)) for kind in df["kind"].astype(str).unique()
+    }
 
 
 def test_kineto_reader(tmp_path: Path) -> None:
     events = [
-        {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#3", "pid": 9, "tid": 9, "ts": 0, "dur": 50},
-        {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#-1", "pid": 9, "tid": 9, "ts": 60, "dur": 10},
-        {"ph": "X", "cat": "user_annotation", "name": "tracelens/step#x", "pid": 9, "tid": 9, "ts": 75, "dur": 5},
-        {"ph": "X", "cat": "cuda_runtime", "name": "cudaMemcpyAsync_ptsz_v7000", "pid": 9, "tid": 9, "ts": 10,
-         "dur": 4, "args": {"correlation": 3}},
-        {"ph": "X", "cat": "cuda_runtime", "name": "cudaGetDeviceProperties_v2_v12000", "pid": 9, "tid": 9,
-         "ts": 20, "dur": 4, "args": {"correlation": 4}},
-        {"ph": "X", "cat": "kernel", "name": "volta_sgemm_128x64_nn_v1", "pid": 0, "tid": 7, "ts": 30, "dur": 10,
-         "args": {"correlation": 5, "device": 0, "stream": 7}},
+        {
+            "ph": "X",
+            "cat": "user_annotation",
+            "name": "ProfilerStep#3",
+            "pid": 9,
+            "tid": 9,
+            "ts": 0,
+            "dur": 50,
+        },
+        {
+            "ph": "X",
+            "cat": "user_annotation",
+            "name": "ProfilerStep#-1",
+            "pid": 9,
+            "tid": 9,
+            "ts": 60,
+            "dur": 10,
+        },
+        {
+            "ph": "X",
+            "cat": "user_annotation",
+            "name": "tracelens/step#x",
+            "pid": 9,
+            "tid": 9,
+            "ts": 75,
+            "dur": 5,
+        },
+        {
+            "ph": "X",
+            "cat": "cuda_runtime",
+            "name": "cudaMemcpyAsync_ptsz_v7000",
+            "pid": 9,
+            "tid": 9,
+            "ts": 10,
+            "dur": 4,
+            "args": {"correlation": 3},
+        },
+        {
+            "ph": "X",
+            "cat": "cuda_runtime",
+            "name": "cudaGetDeviceProperties_v2_v12000",
+            "pid": 9,
+            "tid": 9,
+            "ts": 20,
+            "dur": 4,
+            "args": {"correlation": 4},
+        },
+        {
+            "ph": "X",
+            "cat": "kernel",
+            "name": "volta_sgemm_128x64_nn_v1",
+            "pid": 0,
+            "tid": 7,
+            "ts": 30,
+            "dur": 10,
+            "args": {"correlation": 5, "device": 0, "stream": 7},
+        },
     ]
     path = tmp_path / "t.json"
     path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
@@ -134,15 +214,25 @@ def test_kineto_reader(tmp_path: Path) -> None:
 
 
 def test_xplane_reader(tmp_path: Path) -> None:
-    names = {1: "ProfilerStep#4", 2: "tracelens/step#-2", 3: "cudaLaunchKernel_ptsz_v7000", 4: "tracelens/step#5",
-             5: "cuMemAlloc_v2"}
-    host_line = pb.line(10, "python3", 1000, [
-        pb.event(1, 0, 5_000_000),
-        pb.event(2, 6_000_000, 1_000_000),
-        pb.event(3, 1_000_000, 500_000),
-        pb.event(4, 8_000_000, 1_000_000),
-        pb.event(5, 2_000_000, 500_000),
-    ])
+    names = {
+        1: "ProfilerStep#4",
+        2: "tracelens/step#-2",
+        3: "cudaLaunchKernel_ptsz_v7000",
+        4: "tracelens/step#5",
+        5: "cuMemAlloc_v2",
+    }
+    host_line = pb.line(
+        10,
+        "python3",
+        1000,
+        [
+            pb.event(1, 0, 5_000_000),
+            pb.event(2, 6_000_000, 1_000_000),
+            pb.event(3, 1_000_000, 500_000),
+            pb.event(4, 8_000_000, 1_000_000),
+            pb.event(5, 2_000_000, 500_000),
+        ],
+    )
     path = tmp_path / "h.xplane.pb"
     path.write_bytes(pb.space([pb.plane(0, "/host:CPU", [host_line], names, {})]))
     trace = tracelens.load(path)
@@ -158,13 +248,20 @@ def test_nsys_reader(tmp_path: Path) -> None:
     gtid = 302119224788637  # the main thread of this export
     conn = sqlite3.connect(path)
     conn.execute("INSERT INTO StringIds (id, value) VALUES (100001, 'cudaMemcpyAsync_ptsz_v7000')")
-    for start, text in ((900_000_000, "ProfilerStep#3"), (950_000_000, "tracelens/step#-1"),
-                        (970_000_000, "tracelens/step#6")):
-        conn.execute("INSERT INTO NVTX_EVENTS (start, end, eventType, globalTid, text, domainId) "
-                     f"VALUES ({start}, {start + 10_000_000}, 59, {gtid}, '{text}', 0)")
-    conn.execute("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME "
-                 "(start, end, eventClass, globalTid, correlationId, nameId, returnValue) "
-                 f"VALUES (905000000, 905001000, 0, {gtid}, 999999, 100001, 0)")
+    for start, text in (
+        (900_000_000, "ProfilerStep#3"),
+        (950_000_000, "tracelens/step#-1"),
+        (970_000_000, "tracelens/step#6"),
+    ):
+        conn.execute(
+            "INSERT INTO NVTX_EVENTS (start, end, eventType, globalTid, text, domainId) "
+            f"VALUES ({start}, {start + 10_000_000}, 59, {gtid}, '{text}', 0)"
+        )
+    conn.execute(
+        "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME "
+        "(start, end, eventClass, globalTid, correlationId, nameId, returnValue) "
+        f"VALUES (905000000, 905001000, 0, {gtid}, 999999, 100001, 0)"
+    )
     conn.commit()
     conn.close()
     trace = tracelens.load(path)
@@ -182,7 +279,8 @@ def test_tf_trace_json_reader(tmp_path: Path) -> None:
         return {"ph": "M", "name": kind, "pid": pid, "args": {"name": name}, **({"tid": tid} if tid else {})}
 
     events = [
-        meta("process_name", 1, "/host:CPU"), meta("thread_name", 1, "python3", 10),
+        meta("process_name", 1, "/host:CPU"),
+        meta("thread_name", 1, "python3", 10),
         {"ph": "X", "pid": 1, "tid": 10, "name": "ProfilerStep#2", "ts": 1000.0, "dur": 50.0},
         {"ph": "X", "pid": 1, "tid": 10, "name": "tracelens/step#-3", "ts": 1060.0, "dur": 5.0},
         {"ph": "X", "pid": 1, "tid": 10, "name": "cudaMemcpyAsync_ptsz_v7000", "ts": 1010.0, "dur": 1.0},

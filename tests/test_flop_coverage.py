@@ -30,32 +30,79 @@ class _Kineto:
         self.kernel_at = 10_000.0
         self.correlation = 0
 
-    def op(self, name: str, ts: float, dur: float, dims=None, concrete=None, tid: int = 1, kernel_us: float = 0.0,
-           launch_at: float | None = None, kernel_name: str = "k") -> None:
+    def op(
+        self,
+        name: str,
+        ts: float,
+        dur: float,
+        dims=None,
+        concrete=None,
+        tid: int = 1,
+        kernel_us: float = 0.0,
+        launch_at: float | None = None,
+        kernel_name: str = "k",
+    ) -> None:
         args: dict = {"External id": len(self.events) + 1}
         if dims is not None:
             args["Input Dims"] = dims
             args["Input type"] = [FLOAT if d else "" for d in dims]
         if concrete is not None:
             args["Concrete Inputs"] = concrete
-        self.events.append({"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": tid, "ts": ts, "dur": dur,
-                            "args": args})
+        self.events.append(
+            {
+                "ph": "X",
+                "cat": "cpu_op",
+                "name": name,
+                "pid": 1,
+                "tid": tid,
+                "ts": ts,
+                "dur": dur,
+                "args": args,
+            }
+        )
         if kernel_us:
             self.launch(ts + 0.5 if launch_at is None else launch_at, tid, kernel_us, kernel_name)
 
-    def launch(self, ts: float, tid: int, kernel_us: float, kernel_name: str = "k", stream: int = 7,
-               args: dict | None = None) -> None:
+    def launch(
+        self,
+        ts: float,
+        tid: int,
+        kernel_us: float,
+        kernel_name: str = "k",
+        stream: int = 7,
+        args: dict | None = None,
+    ) -> None:
         self.correlation += 1
-        self.events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": tid,
-                            "ts": ts, "dur": 0.2, "args": {"correlation": self.correlation}})
-        self.events.append({"ph": "X", "cat": "kernel", "name": kernel_name, "pid": 0, "tid": stream,
-                            "ts": self.kernel_at, "dur": kernel_us,
-                            "args": {"correlation": self.correlation, "device": 0, "stream": stream,
-                                     **(args or {})}})
+        self.events.append(
+            {
+                "ph": "X",
+                "cat": "cuda_runtime",
+                "name": "cudaLaunchKernel",
+                "pid": 1,
+                "tid": tid,
+                "ts": ts,
+                "dur": 0.2,
+                "args": {"correlation": self.correlation},
+            }
+        )
+        self.events.append(
+            {
+                "ph": "X",
+                "cat": "kernel",
+                "name": kernel_name,
+                "pid": 0,
+                "tid": stream,
+                "ts": self.kernel_at,
+                "dur": kernel_us,
+                "args": {"correlation": self.correlation, "device": 0, "stream": stream, **(args or {})},
+            }
+        )
         self.kernel_at += kernel_us + 1
 
     def write(self, path: Path, device: str = "Tesla V100-SXM2-16GB") -> Path:
-        path.write_text(json.dumps({"deviceProperties": [{"id": 0, "name": device}], "traceEvents": self.events}))
+        path.write_text(
+            json.dumps({"deviceProperties": [{"id": 0, "name": device}], "traceEvents": self.events})
+        )
         return path
 
 
@@ -77,10 +124,22 @@ MM_GRAD_WEIGHT = 2 * 10 * 2 * 2048  # [10,2] x [2,2048]
 def _training_trace(tmp_path: Path) -> Path:
     t = _Kineto()
     # Forward thread. conv A records its arguments: out 16x16 from stride 2, padding 1.
-    t.op("aten::conv2d", 0, 10, [[2, 3, 32, 32], [8, 3, 3, 3], [], [], [], [], []],
-         ["", "", "", "[2, 2]", "[1, 1]", "[1, 1]", "1"], kernel_us=10)
+    t.op(
+        "aten::conv2d",
+        0,
+        10,
+        [[2, 3, 32, 32], [8, 3, 3, 3], [], [], [], [], []],
+        ["", "", "", "[2, 2]", "[1, 1]", "[1, 1]", "1"],
+        kernel_us=10,
+    )
     # conv B records no arguments (the 2021 format): its consumer, batch_norm, recorded [2,16,8,8].
-    t.op("aten::cudnn_convolution", 20, 10, [[2, 8, 16, 16], [16, 8, 3, 3], [], [], [], [], [], [], []], kernel_us=20)
+    t.op(
+        "aten::cudnn_convolution",
+        20,
+        10,
+        [[2, 8, 16, 16], [16, 8, 3, 3], [], [], [], [], [], [], []],
+        kernel_us=20,
+    )
     t.op("aten::batch_norm", 32, 8, [[2, 16, 8, 8], [16], [16], [16], [16], [], [], [], []], kernel_us=5)
     t.op("aten::relu", 42, 4, [[2, 16, 8, 8]], kernel_us=2)
     # conv C records no arguments and nothing consumes its [2,32,8,8] output in the trace: FLOPs unknown.
@@ -94,25 +153,66 @@ def _training_trace(tmp_path: Path) -> Path:
     t.op("aten::mm", 212, 8, [[10, 2], [2, 2048]], tid=2, kernel_us=3)
     # conv B's backward records output_mask [True, True, False]: input and weight gradients.
     t.op("ConvolutionBackward0", 240, 30, [[2, 16, 8, 8]], tid=2)
-    t.op("aten::convolution_backward", 241, 28,
-         [[2, 16, 8, 8], [2, 8, 16, 16], [16, 8, 3, 3], [], [], [], [], [], [], [], []],
-         ["", "", "", "[16]", "[2, 2]", "[1, 1]", "[1, 1]", "False", "[0, 0]", "1", "[True, True, False]"],
-         tid=2, kernel_us=40)
+    t.op(
+        "aten::convolution_backward",
+        241,
+        28,
+        [[2, 16, 8, 8], [2, 8, 16, 16], [16, 8, 3, 3], [], [], [], [], [], [], [], []],
+        ["", "", "", "[16]", "[2, 2]", "[1, 1]", "[1, 1]", "False", "[0, 0]", "1", "[True, True, False]"],
+        tid=2,
+        kernel_us=40,
+    )
     # PyTorch <= 1.10: cudnn_convolution_backward(self, grad_output, weight, ...) records no output_mask; the
     # gradient ops it called say which passes ran. conv A (the first layer) computes no input gradient.
     t.op("CudnnConvolutionBackward", 280, 40, [[2, 8, 16, 16]], tid=2)
-    t.op("aten::cudnn_convolution_backward", 281, 38,
-         [[2, 3, 32, 32], [2, 8, 16, 16], [8, 3, 3, 3], [], [], [], [], [], [], [], []], tid=2)
-    t.op("aten::cudnn_convolution_backward_weight", 290, 10, [[], [2, 8, 16, 16], [2, 3, 32, 32]], tid=2,
-         kernel_us=20)
+    t.op(
+        "aten::cudnn_convolution_backward",
+        281,
+        38,
+        [[2, 3, 32, 32], [2, 8, 16, 16], [8, 3, 3, 3], [], [], [], [], [], [], [], []],
+        tid=2,
+    )
+    t.op(
+        "aten::cudnn_convolution_backward_weight",
+        290,
+        10,
+        [[], [2, 8, 16, 16], [2, 3, 32, 32]],
+        tid=2,
+        kernel_us=20,
+    )
     # conv C's backward: both gradient ops ran; grad_output [2,32,8,8] gives the size its forward lacked.
-    t.op("aten::cudnn_convolution_backward", 330, 40,
-         [[2, 16, 8, 8], [2, 32, 8, 8], [32, 16, 1, 1], [], [], [], [], [], [], [], []], tid=2)
-    t.op("aten::cudnn_convolution_backward_input", 331, 9, [[], [2, 32, 8, 8], [32, 16, 1, 1]], tid=2, kernel_us=5)
-    t.op("aten::cudnn_convolution_backward_weight", 341, 9, [[], [2, 32, 8, 8], [2, 16, 8, 8]], tid=2, kernel_us=5)
+    t.op(
+        "aten::cudnn_convolution_backward",
+        330,
+        40,
+        [[2, 16, 8, 8], [2, 32, 8, 8], [32, 16, 1, 1], [], [], [], [], [], [], [], []],
+        tid=2,
+    )
+    t.op(
+        "aten::cudnn_convolution_backward_input",
+        331,
+        9,
+        [[], [2, 32, 8, 8], [32, 16, 1, 1]],
+        tid=2,
+        kernel_us=5,
+    )
+    t.op(
+        "aten::cudnn_convolution_backward_weight",
+        341,
+        9,
+        [[], [2, 32, 8, 8], [2, 16, 8, 8]],
+        tid=2,
+        kernel_us=5,
+    )
     # A convolution_backward that records neither output_mask nor calls a gradient op: unknown, not assumed.
-    t.op("aten::convolution_backward", 380, 10,
-         [[2, 16, 8, 8], [2, 8, 16, 16], [16, 8, 3, 3], [], [], [], [], [], [], [], []], tid=2, kernel_us=5)
+    t.op(
+        "aten::convolution_backward",
+        380,
+        10,
+        [[2, 16, 8, 8], [2, 8, 16, 16], [16, 8, 3, 3], [], [], [], [], [], [], [], []],
+        tid=2,
+        kernel_us=5,
+    )
     return t.write(tmp_path / "train.json")
 
 
@@ -156,19 +256,34 @@ def test_training_conv_flops_are_three_times_the_forward(tmp_path):
     # output_mask (the first layer computes no input gradient). Conv FLOPs ≈ 3x the forward's: forward, input
     # gradient and weight gradient are each one forward's worth.
     t = _Kineto()
-    layers = [((2, 3, 16), (4, 3, 1, 1)), ((2, 4, 16), (32, 3, 1, 1)), ((2, 32, 16), (32, 3, 2, 1)),
-              ((2, 32, 8), (64, 1, 1, 0))]
+    layers = [
+        ((2, 3, 16), (4, 3, 1, 1)),
+        ((2, 4, 16), (32, 3, 1, 1)),
+        ((2, 32, 16), (32, 3, 2, 1)),
+        ((2, 32, 8), (64, 1, 1, 0)),
+    ]
     forward = []
     for i, ((n, c, h), (c_out, k, s, p)) in enumerate(layers):
         out = (h + 2 * p - k) // s + 1
         forward.append(2 * n * c_out * out * out * c * k * k)
-        t.op("aten::conv2d", 10 * i, 5, [[n, c, h, h], [c_out, c, k, k], [], [], [], [], []],
-             ["", "", "", f"[{s}, {s}]", f"[{p}, {p}]", "[1, 1]", "1"], kernel_us=4)
+        t.op(
+            "aten::conv2d",
+            10 * i,
+            5,
+            [[n, c, h, h], [c_out, c, k, k], [], [], [], [], []],
+            ["", "", "", f"[{s}, {s}]", f"[{p}, {p}]", "[1, 1]", "1"],
+            kernel_us=4,
+        )
         mask = "[False, True, False]" if i == 0 else "[True, True, False]"
-        t.op("aten::convolution_backward", 500 - 10 * i, 5,
-             [[n, c_out, out, out], [n, c, h, h], [c_out, c, k, k], [], [], [], [], [], [], [], []],
-             ["", "", "", "[]", f"[{s}, {s}]", f"[{p}, {p}]", "[1, 1]", "False", "[0, 0]", "1", mask],
-             tid=2, kernel_us=8)
+        t.op(
+            "aten::convolution_backward",
+            500 - 10 * i,
+            5,
+            [[n, c_out, out, out], [n, c, h, h], [c_out, c, k, k], [], [], [], [], [], [], [], []],
+            ["", "", "", "[]", f"[{s}, {s}]", f"[{p}, {p}]", "[1, 1]", "False", "[0, 0]", "1", mask],
+            tid=2,
+            kernel_us=8,
+        )
     compute = analyze(tracelens.load(t.write(tmp_path / "four.json")))["ops"]["compute"]
     assert compute["flops_by_class"]["conv"] == 3 * sum(forward) - forward[0]
     assert compute["flops_by_class"]["conv"] / sum(forward) == pytest.approx(3, rel=0.02)
@@ -179,23 +294,62 @@ def test_2021_input_dims_and_no_argument_assumed(tmp_path):
     # The 2021 format writes "Input dims" (lower-case d) and no concrete arguments: a convolution with no
     # consumer in the trace has unknown FLOPs (null), and its kernel is not covered.
     events = [
-        {"ph": "X", "cat": "Operator", "name": "aten::cudnn_convolution", "pid": 1, "tid": "7", "ts": 0, "dur": 10,
-         "args": {"Input dims": [[4, 3, 224, 224], [64, 3, 7, 7], [], [], [], [], [], [], []], "Input type": []}},
-        {"ph": "X", "cat": "Runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": "7", "ts": 1, "dur": 1,
-         "args": {"correlation": 1, "external id": 1}},
-        {"ph": "X", "cat": "Kernel", "name": "implicit_convolve_sgemm", "pid": 0, "tid": "stream 7", "ts": 20,
-         "dur": 10, "args": {"correlation": 1, "device": 0, "stream": 7}},
+        {
+            "ph": "X",
+            "cat": "Operator",
+            "name": "aten::cudnn_convolution",
+            "pid": 1,
+            "tid": "7",
+            "ts": 0,
+            "dur": 10,
+            "args": {
+                "Input dims": [[4, 3, 224, 224], [64, 3, 7, 7], [], [], [], [], [], [], []],
+                "Input type": [],
+            },
+        },
+        {
+            "ph": "X",
+            "cat": "Runtime",
+            "name": "cudaLaunchKernel",
+            "pid": 1,
+            "tid": "7",
+            "ts": 1,
+            "dur": 1,
+            "args": {"correlation": 1, "external id": 1},
+        },
+        {
+            "ph": "X",
+            "cat": "Kernel",
+            "name": "implicit_convolve_sgemm",
+            "pid": 0,
+            "tid": "stream 7",
+            "ts": 20,
+            "dur": 10,
+            "args": {"correlation": 1, "device": 0, "stream": 7},
+        },
     ]
     path = tmp_path / "old.json"
     path.write_text(json.dumps({"traceEvents": events}))
     trace = tracelens.load(path)
-    assert trace.events.column("input_dims").drop_null().to_pylist() == ["[[4,3,224,224],[64,3,7,7],[],[],[],[],[],[],[]]"]
+    assert trace.events.column("input_dims").drop_null().to_pylist() == [
+        "[[4,3,224,224],[64,3,7,7],[],[],[],[],[],[],[]]"
+    ]
     compute = analyze(trace)["ops"]["compute"]
     assert compute["flops"] == 0.0 and compute["coverage"] == 0.0
     assert analyze(trace)["ops"]["by_name"][0]["flops"] is None
     # With its consumer recorded (batch_norm of [4,64,112,112]): stride 2 -> 2 x 4 x 64 x 112^2 x 3 x 49.
-    events.append({"ph": "X", "cat": "Operator", "name": "aten::batch_norm", "pid": 1, "tid": "7", "ts": 12,
-                   "dur": 3, "args": {"Input dims": [[4, 64, 112, 112], [64], [64], [64], [64]]}})
+    events.append(
+        {
+            "ph": "X",
+            "cat": "Operator",
+            "name": "aten::batch_norm",
+            "pid": 1,
+            "tid": "7",
+            "ts": 12,
+            "dur": 3,
+            "args": {"Input dims": [[4, 64, 112, 112], [64], [64], [64], [64]]},
+        }
+    )
     path.write_text(json.dumps({"traceEvents": events}))
     compute = analyze(tracelens.load(path))["ops"]["compute"]
     assert compute["flops"] == 2 * 4 * 64 * 112 * 112 * 3 * 49 and compute["coverage"] == 1.0
@@ -205,8 +359,11 @@ def _innermost(events: list[dict], name: str) -> list[dict]:
     """The events named ``name`` that hold no other one of that name on their thread (the 2021 format records
     some ops twice, nested)."""
     rows = sorted((e for e in events if e["name"] == name), key=lambda e: (e["tid"], e["ts"], -e["dur"]))
-    return [a for a, b in zip(rows, [*rows[1:], None], strict=True)
-            if not (b is not None and b["tid"] == a["tid"] and a["ts"] <= b["ts"] < a["ts"] + a["dur"])]
+    return [
+        a
+        for a, b in zip(rows, [*rows[1:], None], strict=True)
+        if not (b is not None and b["tid"] == a["tid"] and a["ts"] <= b["ts"] < a["ts"] + a["dur"])
+    ]
 
 
 @pytest.mark.shared
@@ -214,19 +371,27 @@ def test_resnet50_2021_conv_flops_against_the_json():
     paths = shared_traces("pytorch", "v100_resnet50_2021_oldformat.json.gz")
     if not paths:
         pytest.skip("../shared/traces/pytorch not present")
-    events = [e for e in json.loads(gzip.decompress(paths[0].read_bytes()))["traceEvents"]
-              if e.get("ph") == "X" and e.get("cat") == "Operator"]
+    events = [
+        e
+        for e in json.loads(gzip.decompress(paths[0].read_bytes()))["traceEvents"]
+        if e.get("ph") == "X" and e.get("cat") == "Operator"
+    ]
     # Written out from the JSON: each convolution's backward records (input, grad_output, weight); grad_output
     # is its forward's output, so one forward = 2 x grad_output elements x weight dims 1..3; the backward
     # computes one forward per gradient op it called (_backward_input, _backward_weight).
-    passes = [e for e in events if e["name"] in ("aten::cudnn_convolution_backward_input",
-                                                 "aten::cudnn_convolution_backward_weight")]
+    passes = [
+        e
+        for e in events
+        if e["name"] in ("aten::cudnn_convolution_backward_input", "aten::cudnn_convolution_backward_weight")
+    ]
     forward = backward = 0
     for b in _innermost(events, "aten::cudnn_convolution_backward"):
         _, grad, weight = b["args"]["Input dims"][:3]
         one = 2 * math.prod(grad) * math.prod(weight[1:])
         forward += one
-        backward += one * sum(p["tid"] == b["tid"] and b["ts"] <= p["ts"] < b["ts"] + b["dur"] for p in passes)
+        backward += one * sum(
+            p["tid"] == b["tid"] and b["ts"] <= p["ts"] < b["ts"] + b["dur"] for p in passes
+        )
     doc = analyze(tracelens.load(paths[0]))
     by_name = {r["name"]: r for r in doc["ops"]["by_name"]}
     # The forward convolutions record no stride or padding: each takes its output size from its consumer
@@ -252,17 +417,24 @@ def test_recorded_resnet18_training_conv_flops_against_the_json():
     # 2 x N x C_out x out elements x weight dims 1..3, out = (in + 2p - d(k - 1) - 1) // s + 1; each
     # aten::convolution_backward(grad_output, input, weight, ..., output_mask) one forward (2 x grad_output
     # elements x weight dims 1..3) per gradient output_mask asks for among input and weight.
-    path = Path(__file__).resolve().parent.parent / "fixtures" / "gpu" / "resnet18_train_cuda.pt.trace.json.gz"
-    events = [e for e in json.loads(gzip.decompress(path.read_bytes()))["traceEvents"]
-              if e.get("ph") == "X" and e.get("cat") == "cpu_op"]
+    path = (
+        Path(__file__).resolve().parent.parent / "fixtures" / "gpu" / "resnet18_train_cuda.pt.trace.json.gz"
+    )
+    events = [
+        e
+        for e in json.loads(gzip.decompress(path.read_bytes()))["traceEvents"]
+        if e.get("ph") == "X" and e.get("cat") == "cpu_op"
+    ]
     forward = backward = 0
     for e in events:
         dims, concrete = e["args"].get("Input Dims"), e["args"].get("Concrete Inputs")
         if e["name"] == "aten::cudnn_convolution":
             (n, _, *size), weight = dims[0], dims[1]
             padding, stride, dilation = (json.loads(concrete[i]) for i in (2, 3, 4))
-            out = [(h + 2 * p - d * (k - 1) - 1) // s + 1
-                   for h, k, p, s, d in zip(size, weight[2:], padding, stride, dilation, strict=True)]
+            out = [
+                (h + 2 * p - d * (k - 1) - 1) // s + 1
+                for h, k, p, s, d in zip(size, weight[2:], padding, stride, dilation, strict=True)
+            ]
             forward += 2 * n * weight[0] * math.prod(out) * math.prod(weight[1:])
         elif e["name"] == "aten::convolution_backward":
             grad, weight = dims[0], dims[2]

@@ -48,8 +48,9 @@ def document(path: Path) -> dict:
 
 def gpu_union(path: Path) -> list[list[float]]:
     """Merged [start, end) in µs of every kernel, copy and memset."""
-    spans = sorted((e["ts"], e["ts"] + e["dur"]) for e in events(path)
-                   if e.get("ph") == "X" and e.get("cat") in GPU_CATS)
+    spans = sorted(
+        (e["ts"], e["ts"] + e["dur"]) for e in events(path) if e.get("ph") == "X" and e.get("cat") in GPU_CATS
+    )
     merged: list[list[float]] = []
     for start, end in spans:
         if merged and start <= merged[-1][1]:
@@ -82,16 +83,22 @@ def test_healthy_keeps_the_gpu_busy() -> None:
 
 
 def test_slow_input_waits_50_ms_per_batch() -> None:
-    fetches = [e for e in events(trace_path("slow-input"))
-               if e.get("name") == "tracelens/data" and e.get("cat") == "user_annotation"]
+    fetches = [
+        e
+        for e in events(trace_path("slow-input"))
+        if e.get("name") == "tracelens/data" and e.get("cat") == "user_annotation"
+    ]
     assert len(fetches) == 10 and min(e["dur"] for e in fetches) >= 50_000  # µs: the injected sleep
     lost = document(trace_path("slow-input"))["diagnosis"]["primary"]["lost_ns"]
     assert 0.8 * 10 * 50e6 <= lost <= sum(e["dur"] for e in fetches) * 1e3
 
 
 def test_pageable_copies_are_64_mib_from_pageable_memory() -> None:
-    copies = [e for e in events(trace_path("pageable-copies"))
-              if e.get("cat") == "gpu_memcpy" and "Pageable" in e["name"] and e["args"].get("bytes", 0) >= 64 << 20]
+    copies = [
+        e
+        for e in events(trace_path("pageable-copies"))
+        if e.get("cat") == "gpu_memcpy" and "Pageable" in e["name"] and e["args"].get("bytes", 0) >= 64 << 20
+    ]
     assert len(copies) == 10
     lost = document(trace_path("pageable-copies"))["diagnosis"]["primary"]["lost_ns"]
     assert lost >= 0.9 * sum(e["dur"] for e in copies) * 1e3  # the copies overlap nothing: all exposed
@@ -101,8 +108,11 @@ def test_sync_every_step_idles_inside_the_readbacks() -> None:
     path = trace_path("sync-every-step")
     evs = events(path)
     assert sum(1 for e in evs if e.get("name") == "aten::item") == 64 * 10
-    readbacks = [(e["ts"], e["ts"] + e["dur"]) for e in evs
-                 if e.get("name") == "sync_readback" and e.get("cat") == "user_annotation"]
+    readbacks = [
+        (e["ts"], e["ts"] + e["dur"])
+        for e in evs
+        if e.get("name") == "sync_readback" and e.get("cat") == "user_annotation"
+    ]
     merged = gpu_union(path)
     idle_us = sum((b - a) - sum(max(0.0, min(b, e) - max(a, s)) for s, e in merged) for a, b in readbacks)
     lost = document(path)["diagnosis"]["primary"]["lost_ns"]
@@ -176,7 +186,9 @@ def test_transformer_flops_from_the_architecture() -> None:
     span_s = (merged[-1][1] - merged[0][0]) * 1e-6
     assert compute["mfu"] == pytest.approx((matmul + attention) / (span_s * 989.4e12), rel=1e-3)
     paths = {row["path"] for row in document(path)["ops"]["by_module"]}
-    assert {f"TransformerEncoder_0/TransformerEncoderLayer_{i}/MultiheadAttention_{i}" for i in (0, 1)} <= paths
+    assert {
+        f"TransformerEncoder_0/TransformerEncoderLayer_{i}/MultiheadAttention_{i}" for i in (0, 1)
+    } <= paths
 
 
 def test_cuda_graph_replays_are_graph_work() -> None:
@@ -185,8 +197,11 @@ def test_cuda_graph_replays_are_graph_work() -> None:
     graph_corr = {e["args"]["correlation"] for e in evs if e.get("name") == "cudaGraphLaunch"}
     graph_ops = [e for e in evs if e.get("cat") in GPU_CATS and e["args"].get("correlation") in graph_corr]
     doc = document(path)
-    assert doc["launch"]["cuda_graphs"] == {"in_use": True, "graph_launch_calls": len(graph_corr),
-                                            "graph_ops": len(graph_ops)}
+    assert doc["launch"]["cuda_graphs"] == {
+        "in_use": True,
+        "graph_launch_calls": len(graph_corr),
+        "graph_ops": len(graph_ops),
+    }
     assert len(graph_corr) == 10 and doc["launch"]["gpu_ops"] == len(graph_ops)  # every GPU op is a replay's
     assert doc["diagnosis"]["primary"]["cause"] == "none"
 

@@ -99,9 +99,11 @@ def test_every_import_is_a_core_dependency_or_an_extra_only_import() -> None:
             if files - allowed:
                 problems.append(f"{module} (not a core dependency) imported by {sorted(files - allowed)}")
             continue
-        problems.append(f"{module} imported by {sorted(files)} is not a core dependency in pyproject.toml "
-                        f"(add {_distribution(module)!r} to [project] dependencies, or to DISTRIBUTION above "
-                        "if its distribution has another name)")
+        problems.append(
+            f"{module} imported by {sorted(files)} is not a core dependency in pyproject.toml "
+            f"(add {_distribution(module)!r} to [project] dependencies, or to DISTRIBUTION above "
+            "if its distribution has another name)"
+        )
     assert not problems, "\n".join(problems)
 
 

@@ -52,4 +52,10 @@ def test_covered_before_and_its_inverse():
     assert intervals.covered_before(np.array([0, 15, 25, 33, 40]), us, ue).tolist() == [0, 5, 10, 13, 15]
     # The first instant by which 0, 5, 10, 13 and 15 have passed; 16 is more than the union holds.
     assert intervals.time_covered(np.array([0, 5, 10, 13, 15, 16]), us, ue).tolist() == [
-        10, 15, 20, 33, 35, np.iinfo(np.int64).max]
+        10,
+        15,
+        20,
+        33,
+        35,
+        np.iinfo(np.int64).max,
+    ]

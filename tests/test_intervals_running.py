@@ -57,6 +57,7 @@ def test_range_running_at_by_hand(monkeypatch: pytest.MonkeyPatch, packed: bool)
 
 # --- property: against a brute-force reference ------------------------------------------------------------
 
+
 def _running_reference(starts: list[int], ends: list[int], t: int) -> int:
     """The last range (in the given start order) starting at or before t, if t is before its end; else -1."""
     last = -1
@@ -81,8 +82,9 @@ _times = st.lists(st.tuples(st.integers(0, 4), st.integers(-25, 90)), max_size=1
 
 @settings(max_examples=150, deadline=None)
 @given(_ranges, _times, st.booleans())
-def test_matches_the_reference(ranges: list[tuple[int, int, int]], times: list[tuple[int, int]],
-                               packed: bool) -> None:
+def test_matches_the_reference(
+    ranges: list[tuple[int, int, int]], times: list[tuple[int, int]], packed: bool
+) -> None:
     ranges = sorted(ranges, key=lambda r: (r[0], r[1]))  # by (key, start), as both forms require
     keys, starts = _a(*[r[0] for r in ranges]), _a(*[r[1] for r in ranges])
     ends = starts + _a(*[r[2] for r in ranges])
@@ -111,9 +113,13 @@ def test_matches_the_reference(ranges: list[tuple[int, int, int]], times: list[t
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 15), st.integers(1, 10)), max_size=10), st.lists(st.integers(-5, 200),
-                                                                                          max_size=15))
-def test_disjoint_ranges_give_the_one_holding_t(gaps_lengths: list[tuple[int, int]], times: list[int]) -> None:
+@given(
+    st.lists(st.tuples(st.integers(0, 15), st.integers(1, 10)), max_size=10),
+    st.lists(st.integers(-5, 200), max_size=15),
+)
+def test_disjoint_ranges_give_the_one_holding_t(
+    gaps_lengths: list[tuple[int, int]], times: list[int]
+) -> None:
     # Disjoint ranges laid end to end with gaps: the one range holding t, by a set of instants per range.
     starts, ends, at = [], [], 0
     for gap, length in gaps_lengths:

@@ -23,8 +23,14 @@ import tracelens
 
 TRACES = shared_params("pytorch", "*.json.gz", "*.json")
 
-GPU_CATEGORIES = {"kernel": "kernel", "Kernel": "kernel", "gpu_memcpy": "memcpy", "Memcpy": "memcpy",
-                  "gpu_memset": "memset", "Memset": "memset"}
+GPU_CATEGORIES = {
+    "kernel": "kernel",
+    "Kernel": "kernel",
+    "gpu_memcpy": "memcpy",
+    "Memcpy": "memcpy",
+    "gpu_memset": "memset",
+    "Memset": "memset",
+}
 LAUNCH_CATEGORIES = {"cuda_runtime", "cuda_driver", "Runtime"}
 
 
@@ -74,7 +80,10 @@ def test_device_busy_span_and_counts_match_an_independent_walk(path: Path) -> No
         assert d["span_ns"] == max(e for _, e in pairs) - min(s for s, _ in pairs)
         counts = Counter(kind for kind, _, _ in events)
         assert (d["kernel_count"], d["memcpy_count"], d["memset_count"]) == (
-            counts["kernel"], counts["memcpy"], counts["memset"])
+            counts["kernel"],
+            counts["memcpy"],
+            counts["memset"],
+        )
         assert d["kernel_ns"] == sum(e - s for k, s, e in events if k == "kernel")
 
 
@@ -87,8 +96,13 @@ def test_time_origin_is_the_earliest_event_and_gpu_intervals_match_exactly(path:
     assert trace.metadata.time_origin_ns == min(absolute_ns(raw, e)[0] for e in timed)
     assert trace.events.num_rows == len(timed)
     df = trace.of_kind("kernel", "memcpy", "memset")
-    got = sorted(zip((df["start_ns"] + trace.metadata.time_origin_ns).tolist(),
-                     (df["end_ns"] + trace.metadata.time_origin_ns).tolist(), strict=True))
+    got = sorted(
+        zip(
+            (df["start_ns"] + trace.metadata.time_origin_ns).tolist(),
+            (df["end_ns"] + trace.metadata.time_origin_ns).tolist(),
+            strict=True,
+        )
+    )
     want = sorted((s, e) for events in gpu_events_by_device(raw).values() for _, s, e in events)
     assert got == want
 
@@ -102,8 +116,11 @@ def test_gpu_rows_link_to_their_launch_calls_by_correlation(path: Path) -> None:
     for e in raw["traceEvents"]:
         if e.get("ph") == "X" and e.get("cat") in LAUNCH_CATEGORIES and "correlation" in e.get("args", {}):
             launches.setdefault(e["args"]["correlation"], int(e["pid"]))
-    gpu = [e for e in raw["traceEvents"] if e.get("ph") == "X" and (e.get("cat") in GPU_CATEGORIES
-                                                                   or e.get("cat") == "cuda_sync")]
+    gpu = [
+        e
+        for e in raw["traceEvents"]
+        if e.get("ph") == "X" and (e.get("cat") in GPU_CATEGORIES or e.get("cat") == "cuda_sync")
+    ]
     expected_linked = sum(1 for e in gpu if e["args"].get("correlation") in launches)
 
     df = trace.df
@@ -112,8 +129,9 @@ def test_gpu_rows_link_to_their_launch_calls_by_correlation(path: Path) -> None:
     linked = gpu_rows["correlation_id"].isin(set(launch_rows["correlation_id"].dropna()))
     assert int(linked.sum()) == expected_linked
     # The GPU row's pid is the launching process's pid.
-    expected_pids = Counter(launches[e["args"]["correlation"]] for e in gpu
-                            if e["args"].get("correlation") in launches)
+    expected_pids = Counter(
+        launches[e["args"]["correlation"]] for e in gpu if e["args"].get("correlation") in launches
+    )
     assert Counter(int(p) for p in gpu_rows.loc[linked, "pid"]) == expected_pids
     assert gpu_rows["tid"].isna().all()
 
@@ -123,15 +141,22 @@ def test_gpu_rows_link_to_their_launch_calls_by_correlation(path: Path) -> None:
 def test_steps_come_from_profiler_step_annotations(path: Path) -> None:
     trace, _ = loaded(path)
     raw = raw_document(path)
-    expected = sorted(int(m.group(1)) for e in raw["traceEvents"]
-                      if e.get("ph") == "X" and e.get("cat") in ("user_annotation", "cpu_op", "Operator")
-                      and (m := re.fullmatch(r"ProfilerStep#(\d+)", e.get("name", ""))))
+    expected = sorted(
+        int(m.group(1))
+        for e in raw["traceEvents"]
+        if e.get("ph") == "X"
+        and e.get("cat") in ("user_annotation", "cpu_op", "Operator")
+        and (m := re.fullmatch(r"ProfilerStep#(\d+)", e.get("name", "")))
+    )
     steps = trace.of_kind("step")
     assert sorted(int(s) for s in steps["step"]) == expected
     assert (steps["name"].astype(str) == [f"ProfilerStep#{s}" for s in steps["step"]]).all()
     # The profiler's copies on GPU streams stay GPU annotations, not steps.
-    gpu_copies = sum(1 for e in raw["traceEvents"]
-                     if e.get("cat") == "gpu_user_annotation" and e.get("name", "").startswith("ProfilerStep#"))
+    gpu_copies = sum(
+        1
+        for e in raw["traceEvents"]
+        if e.get("cat") == "gpu_user_annotation" and e.get("name", "").startswith("ProfilerStep#")
+    )
     ann = trace.of_kind("gpu_annotation")
     assert int(ann["name"].astype(str).str.startswith("ProfilerStep#").sum()) == gpu_copies
 
@@ -158,8 +183,9 @@ def test_device_properties_and_metadata_are_mapped(path: Path) -> None:
         assert row["max_threads_per_sm"] == p["maxThreadsPerMultiprocessor"]
         assert row["warp_size"] == p["warpSize"]
         assert row["regs_per_sm"] == p.get("regsPerMultiprocessor")
-        assert row["shared_mem_per_sm"] == p.get("sharedMemPerMultiprocessor",
-                                                  p.get("maxSharedMemoryPerMultiProcessor"))
+        assert row["shared_mem_per_sm"] == p.get(
+            "sharedMemPerMultiprocessor", p.get("maxSharedMemoryPerMultiProcessor")
+        )
         assert row["shared_mem_per_block_optin"] == p.get("sharedMemPerBlockOptin")
         assert row["total_memory_bytes"] == p["totalGlobalMem"]
         assert row["vendor"] == ("amd" if "AMD" in p["name"] else "nvidia")
@@ -172,24 +198,36 @@ def test_kernel_launch_parameters_and_memcpy_kinds(path: Path) -> None:
     raw = raw_document(path)
     kernels = [e for e in raw["traceEvents"] if e.get("ph") == "X" and e.get("cat") in ("kernel", "Kernel")]
     df = trace.of_kind("kernel")
-    for column, key in (("registers_per_thread", "registers per thread"), ("static_shared_bytes", "shared memory")):
+    for column, key in (
+        ("registers_per_thread", "registers per thread"),
+        ("static_shared_bytes", "shared memory"),
+    ):
         want = [e["args"][key] for e in kernels if key in e["args"]]
         assert sorted(int(v) for v in df[column].dropna()) == sorted(want)
     grids = sorted(tuple(e["args"]["grid"]) for e in kernels if "grid" in e["args"])
-    assert sorted(zip(df["grid_x"].dropna(), df["grid_y"].dropna(), df["grid_z"].dropna(), strict=True)) == grids
-    occupancy = [e["args"]["est. achieved occupancy %"] / 100 for e in kernels
-                 if "est. achieved occupancy %" in e["args"]]
+    assert (
+        sorted(zip(df["grid_x"].dropna(), df["grid_y"].dropna(), df["grid_z"].dropna(), strict=True)) == grids
+    )
+    occupancy = [
+        e["args"]["est. achieved occupancy %"] / 100
+        for e in kernels
+        if "est. achieved occupancy %" in e["args"]
+    ]
     assert np.allclose(sorted(df["reported_occupancy"].dropna().astype(float)), sorted(occupancy), atol=1e-6)
 
-    memcpy_names = Counter(e["name"] for e in raw["traceEvents"]
-                           if e.get("ph") == "X" and e.get("cat") in ("gpu_memcpy", "Memcpy"))
+    memcpy_names = Counter(
+        e["name"]
+        for e in raw["traceEvents"]
+        if e.get("ph") == "X" and e.get("cat") in ("gpu_memcpy", "Memcpy")
+    )
     want_kinds: Counter = Counter()
     for name, n in memcpy_names.items():
         m = re.match(r"Memcpy (\w+) \((\w+) -> (\w+)\)", name)
         want_kinds[(m.group(1), m.group(2).lower(), m.group(3).lower())] += n
     mc = trace.of_kind("memcpy")
-    got_kinds = Counter(zip(mc["copy_kind"].astype(str), mc["src_kind"].astype(str), mc["dst_kind"].astype(str),
-                            strict=True))
+    got_kinds = Counter(
+        zip(mc["copy_kind"].astype(str), mc["src_kind"].astype(str), mc["dst_kind"].astype(str), strict=True)
+    )
     assert got_kinds == want_kinds
 
 
@@ -214,8 +252,11 @@ def test_rocm_trace_reads_as_amd_without_register_counts(path: Path) -> None:
 def test_cuda_sync_rows_become_gpu_sync_with_their_kind(path: Path) -> None:
     trace, _ = loaded(path)
     raw = raw_document(path)
-    want = Counter(e["args"]["cuda_sync_kind"].lower().replace(" ", "_")
-                   for e in raw["traceEvents"] if e.get("cat") == "cuda_sync")
+    want = Counter(
+        e["args"]["cuda_sync_kind"].lower().replace(" ", "_")
+        for e in raw["traceEvents"]
+        if e.get("cat") == "cuda_sync"
+    )
     got = Counter(trace.of_kind("gpu_sync")["sync_kind"].astype(str))
     assert got == want and sum(want.values()) > 0
 
@@ -273,13 +314,21 @@ def test_a_minified_copy_is_read_natively_to_the_same_table(path: Path, tmp_path
     assert trace.events.equals(kineto.read(path, engine="msgspec").events)
 
 
-
 # Kineto args -> schema 1.1 and 1.3 columns (docs/schema.md): JSON-valued args as compact JSON text, numbers as
 # they are. The 2021 key "Input dims" fills input_dims where "Input Dims" is missing.
-OP_ARGS = {"Input Dims": "input_dims", "Input type": "input_types", "Concrete Inputs": "concrete_inputs",
-           "flops": "flops", "In msg nelems": "msg_in_elems", "Out msg nelems": "msg_out_elems",
-           "dtype": "msg_dtype", "Group size": "group_size", "Collective name": "collective_name",
-           "Process Group Name": "process_group", "Process Group Ranks": "group_ranks"}
+OP_ARGS = {
+    "Input Dims": "input_dims",
+    "Input type": "input_types",
+    "Concrete Inputs": "concrete_inputs",
+    "flops": "flops",
+    "In msg nelems": "msg_in_elems",
+    "Out msg nelems": "msg_out_elems",
+    "dtype": "msg_dtype",
+    "Group size": "group_size",
+    "Collective name": "collective_name",
+    "Process Group Name": "process_group",
+    "Process Group Ranks": "group_ranks",
+}
 JSON_ARGS = {"Input Dims", "Input type", "Concrete Inputs", "Input dims"}
 
 
@@ -313,5 +362,7 @@ def test_op_and_collective_args_are_the_columns_of_their_rows(path: Path) -> Non
         for i in np.flatnonzero(table.column(column).is_valid().to_numpy(zero_copy_only=False)):
             got[(column, names[i], starts[i], values[i])] += 1
     assert got == want
-    if path.name.startswith(("h100_bert", "a100_nccl", "v100_resnet50")):  # recorded with shapes / collectives
+    if path.name.startswith(
+        ("h100_bert", "a100_nccl", "v100_resnet50")
+    ):  # recorded with shapes / collectives
         assert want

@@ -36,8 +36,10 @@ def load(name: str):
 
 def rows(trace, kind: str) -> list[dict]:
     df = trace.of_kind(kind)
-    return [{k: (None if v is None or v != v else v) for k, v in r.items()}
-            for r in df.astype(object).where(df.notna(), None).to_dict("records")]
+    return [
+        {k: (None if v is None or v != v else v) for k, v in r.items()}
+        for r in df.astype(object).where(df.notna(), None).to_dict("records")
+    ]
 
 
 def test_overlapping_streams_union_and_span() -> None:
@@ -66,7 +68,11 @@ def test_overlapping_streams_row_details() -> None:
         assert k["pid"] == 77 and k["tid"] is None and k["device"] == 0
     (memcpy,) = rows(trace, "memcpy")
     assert (memcpy["copy_kind"], memcpy["src_kind"], memcpy["dst_kind"], memcpy["bytes"]) == (
-        "HtoD", "pinned", "device", 4096)
+        "HtoD",
+        "pinned",
+        "device",
+        4096,
+    )
     runtime_names = sorted(r["name"] for r in rows(trace, "runtime"))
     # cudaLaunchKernel_v7000 loses its version suffix.
     assert runtime_names == ["cudaLaunchKernel"] * 3 + ["cudaMemcpyAsync", "cudaMemsetAsync"]
@@ -83,8 +89,18 @@ def test_nested_ranges_steps_depths_and_zero_length() -> None:
     assert steps == [(0, 0, 100_000), (1, 100_000, 200_000), (9, 10_000, 20_000)]
     df = trace.df
     depth = dict(zip(df["name"].astype(str), df["depth"], strict=True))
-    assert [depth[n] for n in ("ProfilerStep#0", "forward", "aten::linear", "aten::addmm", "ProfilerStep#1",
-                               "aten::zero_", "tracelens/step#9")] == [0, 1, 2, 3, 0, 1, 0]
+    assert [
+        depth[n]
+        for n in (
+            "ProfilerStep#0",
+            "forward",
+            "aten::linear",
+            "aten::addmm",
+            "ProfilerStep#1",
+            "aten::zero_",
+            "tracelens/step#9",
+        )
+    ] == [0, 1, 2, 3, 0, 1, 0]
     zero = df[df["name"] == "aten::zero_"].iloc[0]
     assert zero["start_ns"] == zero["end_ns"] == 150_000
     assert df.loc[df["name"] == "tracelens/step#9", "domain"].iloc[0] == "tracelens"
@@ -140,6 +156,7 @@ def test_bare_list_with_driver_launch_sync_and_tracelens_step() -> None:
 
 # --- the README demo ---------------------------------------------------------------------------------------
 
+
 def test_demo_matches_an_independent_walk() -> None:
     raw = json.loads(gzip.open(DEMO).read())
     trace = tracelens.load(DEMO)
@@ -153,9 +170,16 @@ def test_demo_matches_an_independent_walk() -> None:
     assert device["utilization"] < 0.3  # the GPU mostly waits for the DataLoader
     assert sorted(trace.of_kind("step")["step"]) == [1, 2, 3, 4, 5]
     # Every step is mostly DataLoader time (the point of the demo), by the raw JSON.
-    steps = {e["name"]: absolute_ns(raw, e) for e in raw["traceEvents"] if e.get("cat") == "user_annotation"
-             and e["name"].startswith("ProfilerStep#")}
-    loaders = [absolute_ns(raw, e) for e in raw["traceEvents"] if e.get("name", "").startswith("enumerate(DataLoader)")]
+    steps = {
+        e["name"]: absolute_ns(raw, e)
+        for e in raw["traceEvents"]
+        if e.get("cat") == "user_annotation" and e["name"].startswith("ProfilerStep#")
+    }
+    loaders = [
+        absolute_ns(raw, e)
+        for e in raw["traceEvents"]
+        if e.get("name", "").startswith("enumerate(DataLoader)")
+    ]
     assert len(loaders) == len(steps) == 5
     for (s0, s1), (l0, l1) in zip(sorted(steps.values()), sorted(loaders), strict=True):
         assert s0 <= l0 and l1 <= s1 and (l1 - l0) / (s1 - s0) > 0.7
@@ -186,15 +210,20 @@ def test_make_handmade_is_deterministic(tmp_path: Path, monkeypatch: pytest.Monk
 
 # --- the recorded CPU trace ---------------------------------------------------------------------------------
 
+
 def test_recorded_cpu_trace_has_steps_and_no_gpu_activity() -> None:
     raw = json.loads(gzip.open(CPU_TRACE).read())
-    want_steps = sorted(int(m.group(1)) for e in raw["traceEvents"] if e.get("ph") == "X"
-                        and (m := re.fullmatch(r"ProfilerStep#(\d+)", e.get("name", ""))))
+    want_steps = sorted(
+        int(m.group(1))
+        for e in raw["traceEvents"]
+        if e.get("ph") == "X" and (m := re.fullmatch(r"ProfilerStep#(\d+)", e.get("name", "")))
+    )
     trace = tracelens.load(CPU_TRACE)
     assert sorted(trace.of_kind("step")["step"]) == want_steps == [2, 3, 4]
     assert trace.of_kind("kernel", "memcpy", "memset").empty
-    assert trace.events.num_rows == sum(1 for e in raw["traceEvents"] if e.get("ph") == "X"
-                                        and e.get("cat") != "Trace")
+    assert trace.events.num_rows == sum(
+        1 for e in raw["traceEvents"] if e.get("ph") == "X" and e.get("cat") != "Trace"
+    )
     names = set(trace.of_kind("annotation")["name"].astype(str))
     assert {"tracelens/data", "tracelens/forward", "tracelens/backward", "tracelens/optimizer"} <= names
     assert CPU_TRACE.stat().st_size < 300_000
@@ -208,9 +237,12 @@ def test_recorded_cpu_trace_cli_says_no_gpu_activity(capsys: pytest.CaptureFixtu
 
 # --- block-by-block reading gives the same table as reading in one piece ------------------------------------
 
+
 @pytest.mark.parametrize("block_bytes", [7, 333, 4096])
 @pytest.mark.parametrize("name", ["demo", "overlapping_streams.json", "bare_list.json", "old_format.json"])
-def test_any_block_size_reads_the_same_table(name: str, block_bytes: int, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_any_block_size_reads_the_same_table(
+    name: str, block_bytes: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from tracelens.ingest import kineto
 
     path = DEMO if name == "demo" else KINETO / name
@@ -238,12 +270,18 @@ def test_minified_and_reindented_copies_read_the_same(tmp_path: Path) -> None:
     # A bare list has no header: same events, no device properties, no baseTimeNanoseconds.
     bare_trace = tracelens.load(bare)
     assert bare_trace.events.num_rows == reference.events.num_rows
-    assert bare_trace.metadata.time_origin_ns == reference.metadata.time_origin_ns - raw["baseTimeNanoseconds"]
+    assert (
+        bare_trace.metadata.time_origin_ns == reference.metadata.time_origin_ns - raw["baseTimeNanoseconds"]
+    )
 
 
 @pytest.mark.parametrize("engine", ["native"])
-@pytest.mark.parametrize("name", ["demo", "overlapping_streams.json", "nested_ranges.json", "time_origin_relative.json"])
-def test_fast_engines_match_msgspec_on_fixtures(name: str, engine: str, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    "name", ["demo", "overlapping_streams.json", "nested_ranges.json", "time_origin_relative.json"]
+)
+def test_fast_engines_match_msgspec_on_fixtures(
+    name: str, engine: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     fast_engine(engine)
     from tracelens.ingest import kineto
 
@@ -259,12 +297,25 @@ def test_a_block_the_scanner_cannot_type_falls_back_to_msgspec(tmp_path: Path) -
     from tracelens.ingest import kineto
 
     # "grid" as a string: the scanner declines the block, msgspec reads it loosely; same rows either way.
-    events = [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 10 + i, "dur": 1,
-               "args": {"device": 0, "stream": 7, "correlation": i, "grid": "1,1,1" if i == 3 else [1, 1, 1]}}
-              for i in range(6)]
+    events = [
+        {
+            "ph": "X",
+            "cat": "kernel",
+            "name": "k",
+            "pid": 0,
+            "tid": 7,
+            "ts": 10 + i,
+            "dur": 1,
+            "args": {"device": 0, "stream": 7, "correlation": i, "grid": "1,1,1" if i == 3 else [1, 1, 1]},
+        }
+        for i in range(6)
+    ]
     path = tmp_path / "odd.json"
-    path.write_text('{\n  "traceEvents": [\n' + ",\n".join("  {\n    " + json.dumps(e)[1:-1] + "\n  }"
-                                                             for e in events) + "\n  ]\n}\n")
+    path.write_text(
+        '{\n  "traceEvents": [\n'
+        + ",\n".join("  {\n    " + json.dumps(e)[1:-1] + "\n  }" for e in events)
+        + "\n  ]\n}\n"
+    )
     trace = kineto.read(path, engine="native")
     assert trace.metadata.extra["counts"]["msgspec_blocks"] == 1
     assert trace.events.equals(kineto.read(path, engine="msgspec").events)
@@ -275,8 +326,18 @@ def _many_event_file(tmp_path: Path, events: int, corrupt_at: int | None = None)
     """A Kineto-layout file of ``events`` kernels; event ``corrupt_at`` is cut short (invalid JSON)."""
     texts = []
     for i in range(events):
-        text = json.dumps({"ph": "X", "cat": "kernel", "name": f"k{i % 7}", "pid": 0, "tid": 7, "ts": 10 + 3 * i,
-                           "dur": 2, "args": {"device": 0, "stream": 7, "correlation": i}})[1:-1]
+        text = json.dumps(
+            {
+                "ph": "X",
+                "cat": "kernel",
+                "name": f"k{i % 7}",
+                "pid": 0,
+                "tid": 7,
+                "ts": 10 + 3 * i,
+                "dur": 2,
+                "args": {"device": 0, "stream": 7, "correlation": i},
+            }
+        )[1:-1]
         texts.append("  {\n    " + (text[:20] if i == corrupt_at else text) + "\n  }")
     path = tmp_path / "many.json"
     path.write_text('{\n  "traceEvents": [\n' + ",\n".join(texts) + "\n  ]\n}\n")
@@ -284,8 +345,9 @@ def _many_event_file(tmp_path: Path, events: int, corrupt_at: int | None = None)
 
 
 @pytest.mark.parametrize("engine", ["native"])
-def test_blocks_decoded_by_parallel_workers_keep_file_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                            engine: str) -> None:
+def test_blocks_decoded_by_parallel_workers_keep_file_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, engine: str
+) -> None:
     fast_engine(engine)
     from tracelens.ingest import kineto
 
@@ -303,8 +365,9 @@ def test_blocks_decoded_by_parallel_workers_keep_file_order(tmp_path: Path, monk
 
 
 @pytest.mark.parametrize("engine", ["native"])
-def test_a_corrupt_block_in_a_worker_is_one_input_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                        engine: str) -> None:
+def test_a_corrupt_block_in_a_worker_is_one_input_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, engine: str
+) -> None:
     fast_engine(engine)
     from tracelens.errors import InputError
     from tracelens.ingest import kineto
@@ -318,8 +381,9 @@ def test_a_corrupt_block_in_a_worker_is_one_input_error(tmp_path: Path, monkeypa
 
 @pytest.mark.parametrize("layout", ["kineto", "kineto.gz", "minified", "bare_list"])
 @pytest.mark.parametrize("engine", ["msgspec", "native"])
-def test_invalid_json_names_its_byte_in_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, layout: str,
-                                                 engine: str) -> None:
+def test_invalid_json_names_its_byte_in_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, layout: str, engine: str
+) -> None:
     if engine != "msgspec":
         fast_engine(engine)
     from tracelens.errors import InputError
@@ -329,11 +393,13 @@ def test_invalid_json_names_its_byte_in_the_file(tmp_path: Path, monkeypatch: py
     if layout == "minified":
         text = json.dumps(json.loads(text), separators=(",", ":"))
     elif layout == "bare_list":
-        text = "[\n" + text[text.index("  {"):text.rindex("]")] + "]\n"
+        text = "[\n" + text[text.index("  {") : text.rindex("]")] + "]\n"
     # Event 1234's duration becomes "@": the first byte no JSON parser can accept, found here by hand.
-    marker = text.index('"dur":', text.index('"correlation": 1234' if layout != "minified" else '"correlation":1234') - 200)
+    marker = text.index(
+        '"dur":', text.index('"correlation": 1234' if layout != "minified" else '"correlation":1234') - 200
+    )
     bad_at = text.index("2", marker)
-    text = text[:bad_at] + "@" + text[bad_at + 1:]
+    text = text[:bad_at] + "@" + text[bad_at + 1 :]
     path = tmp_path / ("bad.json.gz" if layout.endswith(".gz") else "bad.json")
     path.write_bytes(gzip.compress(text.encode()) if layout.endswith(".gz") else text.encode())
     monkeypatch.setattr(kineto.reader, "BLOCK_BYTES", 4096)

@@ -34,7 +34,9 @@ from tracelens.ingest.kineto import native as native_engine
 # `kineto._kineto_scan` below is the compiled extension module itself (tracelens.ingest._kineto_scan, as the
 # reader holds it): these tests exercise the scanner directly because it is the unit under test, and its
 # contract with msgspec (same columns, same numbers, or a decline) is only observable there.
-needs_scanner = pytest.mark.skipif(not kineto.native_scanner_built(), reason="native scanner not built (no C compiler)")
+needs_scanner = pytest.mark.skipif(
+    not kineto.native_scanner_built(), reason="native scanner not built (no C compiler)"
+)
 
 
 def native(text: str | bytes) -> dict | None:
@@ -69,46 +71,74 @@ def event_list(*events: str) -> str:
     return "[\n" + ",\n".join(events) + "\n]"
 
 
-KERNEL = ('{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 10.5, "dur": 2, '
-          '"args": {"device": 0, "stream": 7, "correlation": 3, "grid": [1, 2, 3], "block": [4, 5, 6], '
-          '"registers per thread": 32, "shared memory": 0, "est. achieved occupancy %": 50}}')
-LAUNCH = ('{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 9, "tid": 9, "ts": 10, '
-          '"dur": 1, "args": {"correlation": 3, "External id": 1}}')
+KERNEL = (
+    '{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 10.5, "dur": 2, '
+    '"args": {"device": 0, "stream": 7, "correlation": 3, "grid": [1, 2, 3], "block": [4, 5, 6], '
+    '"registers per thread": 32, "shared memory": 0, "est. achieved occupancy %": 50}}'
+)
+LAUNCH = (
+    '{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 9, "tid": 9, "ts": 10, '
+    '"dur": 1, "args": {"correlation": 3, "External id": 1}}'
+)
 
 READ_NATIVELY = {
     "kernel and launch": [KERNEL, LAUNCH],
-    "escapes in names": ['{"ph": "X", "cat": "cpu_op", "name": "a\\"b\\\\c\\u00e9\\n\\/", "pid": 1, "tid": 1, "ts": 1}',
-                         '{"ph": "X", "cat": "cpu_op", "name": "\\ud83d\\ude00 surrogate pair", "pid": 1, "tid": 1, "ts": 2}'],
-    "raw UTF-8 and its escaped twin": ['{"ph": "X", "cat": "cpu_op", "name": "é名", "pid": 1, "tid": 1, "ts": 1}',
-                                       '{"ph": "X", "cat": "cpu_op", "name": "\\u00e9\\u540d", "pid": 1, "tid": 1, "ts": 2}'],
-    "numbers as strings": ['{"ph": "X", "cat": "kernel", "name": "k", "pid": "0x1f", "tid": "stream 7", "ts": 1, '
-                           '"args": {"stream": "0x0", "device": 0}}',
-                           '{"ph": "X", "cat": "cpu_op", "name": "c", "pid": " 12 ", "tid": "Spans", "ts": 2}'],
-    "number shapes": ['{"ph": "X", "cat": "cpu_op", "name": "a", "pid": -0, "tid": 1e3, "ts": 1712195495519689.047, "dur": 1E-2}',
-                      '{"ph": "X", "cat": "cpu_op", "name": "b", "pid": 123456789012345678901234, "tid": 0.1, '
-                      '"ts": 1712195495519689.125, "dur": 5e-324}',
-                      '{"ph": "X", "cat": "cpu_op", "name": "c", "pid": 9007199254740993, "tid": -7.25e-3, '
-                      '"ts": 0.30000000000000004441, "dur": 1.7976931348623157e308}'],
-    "defaults and drops": ['{"ph": "X", "cat": "cpu_op", "name": "no dur", "pid": 1, "tid": 1, "ts": 5}',
-                           '{"ph": "X", "cat": "cpu_op", "name": "no ts", "pid": 1, "tid": 1}',
-                           '{"ph": "X", "name": "no category", "pid": 1, "tid": 1, "ts": 6}',
-                           '{"ph": "X", "cat": "Trace", "name": "PyTorch Profiler (0)", "pid": "Spans", "tid": 1, "ts": 0}',
-                           '{"ph": "X", "cat": null, "name": null, "pid": 1, "tid": 1, "ts": 7}'],
-    "grids that are not triples": [KERNEL.replace("[1, 2, 3]", "[1, 2]"), KERNEL.replace("[1, 2, 3]", "[1, 2, 3, 4]"),
-                                   KERNEL.replace("[1, 2, 3]", "null"), KERNEL.replace("[1, 2, 3]", "[]"),
-                                   KERNEL.replace("[1, 2, 3]", "[-1, 0, 9223372036854775807]")],
-    "unknown keys of every JSON type": [KERNEL.replace('"args": {', '"x": [1, {"b": null, "c": [true, false]}], "y": {}, '
-                                                      '"z": "s", "w": -1.5e7, "args": {"u": {"v": [[], {}]}, ')],
-    "phases other than X": ['{"ph": "M", "name": "process_name", "pid": "Traces", "tid": 0, "args": {"name": "x"}}',
-                            '{"ph": "s", "id": 1, "pid": 1, "tid": 1, "ts": 1, "cat": "ac2g", "name": "ac2g"}',
-                            '{"ph": "f", "id": 1, "pid": 1, "tid": 1, "ts": 1, "cat": "ac2g", "name": "ac2g", "bp": "e"}',
-                            '{"ph": "i", "s": "t", "pid": 1, "tid": 1, "ts": 1, "name": "mark"}',
-                            '{"ph": "B", "pid": 1, "tid": 1, "ts": 1, "name": "begin"}', "{}", LAUNCH],
+    "escapes in names": [
+        '{"ph": "X", "cat": "cpu_op", "name": "a\\"b\\\\c\\u00e9\\n\\/", "pid": 1, "tid": 1, "ts": 1}',
+        '{"ph": "X", "cat": "cpu_op", "name": "\\ud83d\\ude00 surrogate pair", "pid": 1, "tid": 1, "ts": 2}',
+    ],
+    "raw UTF-8 and its escaped twin": [
+        '{"ph": "X", "cat": "cpu_op", "name": "é名", "pid": 1, "tid": 1, "ts": 1}',
+        '{"ph": "X", "cat": "cpu_op", "name": "\\u00e9\\u540d", "pid": 1, "tid": 1, "ts": 2}',
+    ],
+    "numbers as strings": [
+        '{"ph": "X", "cat": "kernel", "name": "k", "pid": "0x1f", "tid": "stream 7", "ts": 1, '
+        '"args": {"stream": "0x0", "device": 0}}',
+        '{"ph": "X", "cat": "cpu_op", "name": "c", "pid": " 12 ", "tid": "Spans", "ts": 2}',
+    ],
+    "number shapes": [
+        '{"ph": "X", "cat": "cpu_op", "name": "a", "pid": -0, "tid": 1e3, "ts": 1712195495519689.047, "dur": 1E-2}',
+        '{"ph": "X", "cat": "cpu_op", "name": "b", "pid": 123456789012345678901234, "tid": 0.1, '
+        '"ts": 1712195495519689.125, "dur": 5e-324}',
+        '{"ph": "X", "cat": "cpu_op", "name": "c", "pid": 9007199254740993, "tid": -7.25e-3, '
+        '"ts": 0.30000000000000004441, "dur": 1.7976931348623157e308}',
+    ],
+    "defaults and drops": [
+        '{"ph": "X", "cat": "cpu_op", "name": "no dur", "pid": 1, "tid": 1, "ts": 5}',
+        '{"ph": "X", "cat": "cpu_op", "name": "no ts", "pid": 1, "tid": 1}',
+        '{"ph": "X", "name": "no category", "pid": 1, "tid": 1, "ts": 6}',
+        '{"ph": "X", "cat": "Trace", "name": "PyTorch Profiler (0)", "pid": "Spans", "tid": 1, "ts": 0}',
+        '{"ph": "X", "cat": null, "name": null, "pid": 1, "tid": 1, "ts": 7}',
+    ],
+    "grids that are not triples": [
+        KERNEL.replace("[1, 2, 3]", "[1, 2]"),
+        KERNEL.replace("[1, 2, 3]", "[1, 2, 3, 4]"),
+        KERNEL.replace("[1, 2, 3]", "null"),
+        KERNEL.replace("[1, 2, 3]", "[]"),
+        KERNEL.replace("[1, 2, 3]", "[-1, 0, 9223372036854775807]"),
+    ],
+    "unknown keys of every JSON type": [
+        KERNEL.replace(
+            '"args": {',
+            '"x": [1, {"b": null, "c": [true, false]}], "y": {}, '
+            '"z": "s", "w": -1.5e7, "args": {"u": {"v": [[], {}]}, ',
+        )
+    ],
+    "phases other than X": [
+        '{"ph": "M", "name": "process_name", "pid": "Traces", "tid": 0, "args": {"name": "x"}}',
+        '{"ph": "s", "id": 1, "pid": 1, "tid": 1, "ts": 1, "cat": "ac2g", "name": "ac2g"}',
+        '{"ph": "f", "id": 1, "pid": 1, "tid": 1, "ts": 1, "cat": "ac2g", "name": "ac2g", "bp": "e"}',
+        '{"ph": "i", "s": "t", "pid": 1, "tid": 1, "ts": 1, "name": "mark"}',
+        '{"ph": "B", "pid": 1, "tid": 1, "ts": 1, "name": "begin"}',
+        "{}",
+        LAUNCH,
+    ],
     "2021 lowercase external id and sync kinds": [
         LAUNCH.replace('"External id"', '"external id"'),
         '{"ph": "X", "cat": "cuda_sync", "name": "Stream Sync", "pid": 0, "tid": 7, "ts": 11, "dur": 1, '
         '"args": {"device": 0, "stream": 7, "cuda_sync_kind": "stream sync", "correlation": 4}}',
-        '{"ph": "X", "cat": "cpu_op", "name": "host", "pid": 1, "tid": 1, "ts": 11, "args": {"cuda_sync_kind": "ignored"}}'],
+        '{"ph": "X", "cat": "cpu_op", "name": "host", "pid": 1, "tid": 1, "ts": 11, "args": {"cuda_sync_kind": "ignored"}}',
+    ],
     "numbers Python's float() decides": [  # deferred one by one (the block stays native)
         '{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1e-70, "tid": 5e-324, "ts": 1, "dur": 2.4703282292062328e-324, '
         '"args": {"correlation": 1e300, "stream": 123456789012345678901234567890e-100, "External id": 9e99}}',
@@ -118,7 +148,8 @@ READ_NATIVELY = {
         '{"ph": "X", "cat": "cpu_op", "name": "c", "pid": 1, "tid": 1, "ts": 3, "unknown": 1e400, '
         '"args": {"ignored": [1e999, -1e-999]}}',
         '{"ph": "X", "cat": "cpu_op", "name": "d", "pid": 1, "tid": 1, "ts": 4, '
-        '"dur": 0.1000000000000000055511151231257827021181583404541015625}'],
+        '"dur": 0.1000000000000000055511151231257827021181583404541015625}',
+    ],
     "op and collective args": [  # JSON values kept as their text, made canonical by both engines alike
         '{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 1, "args": {"Input Dims": '
         '[[8, 64],\n [64 , 32]], "Input type": ["float", "c10::BFloat16"], "Concrete Inputs": ["", "[1, 1]"], '
@@ -130,7 +161,10 @@ READ_NATIVELY = {
         '{"ph": "X", "cat": "cpu_op", "name": "only a null", "pid": 1, "tid": 1, "ts": 4, "args": {"Input Dims": null}}',
         '{"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "pid": 1, "tid": 1, "ts": 5, "args": '
         '{"In msg nelems": 2049000, "Out msg nelems": 4098000, "dtype": "Float", "Group size": 2}}',
-        KERNEL.replace('"args": {', '"args": {"In msg nelems": 7, "dtype": "BFloat16", "Group size": 8, "flops": 1.5e12, '),
+        KERNEL.replace(
+            '"args": {',
+            '"args": {"In msg nelems": 7, "dtype": "BFloat16", "Group size": 8, "flops": 1.5e12, ',
+        ),
         '{"ph": "M", "name": "not kept", "pid": 1, "tid": 1, "args": {"Input Dims": [[1]], "flops": 1e-70}}',
         # The 2021 key "Input dims" fills input_dims where "Input Dims" is missing; the collective's own record.
         '{"ph": "X", "cat": "Operator", "name": "2021 mm", "pid": 1, "tid": 1, "ts": 6, "args": {"Input dims": '
@@ -138,9 +172,14 @@ READ_NATIVELY = {
         '{"ph": "X", "cat": "cpu_op", "name": "both", "pid": 1, "tid": 1, "ts": 7, "args": {"Input dims": [[1]], '
         '"Input Dims": [[2]]}}',
         KERNEL.replace('"name": "k"', '"name": "nccl k"').replace(
-            '"args": {', '"args": {"Collective name": "allreduce", "Process Group Name": "0", '
-                         '"Process Group Ranks": "[0, 1]", "In msg nelems": 7, ')],
-    "whitespace everywhere": ['\t{ "ph" :\r\n"X" , "cat":"kernel" ,"name" : "k","pid":0,"tid":7,"ts":1,"args":{ } }  '],
+            '"args": {',
+            '"args": {"Collective name": "allreduce", "Process Group Name": "0", '
+            '"Process Group Ranks": "[0, 1]", "In msg nelems": 7, ',
+        ),
+    ],
+    "whitespace everywhere": [
+        '\t{ "ph" :\r\n"X" , "cat":"kernel" ,"name" : "k","pid":0,"tid":7,"ts":1,"args":{ } }  '
+    ],
     "empty list": [],
 }
 
@@ -161,7 +200,7 @@ def test_the_same_events_as_a_bare_sequence_and_in_several_pieces() -> None:
     bare = ",\n".join(events).encode()
     assert_same_block(native_engine.scan_block((bare,)), want)
     cut = bare.index(b",\n", len(events[0]) + 5)  # a piece boundary between two events, as split_stream makes
-    assert_same_block(native_engine.scan_block((bare[:cut], memoryview(bare)[cut + 1:])), want)
+    assert_same_block(native_engine.scan_block((bare[:cut], memoryview(bare)[cut + 1 :])), want)
 
 
 DECLINED = {
@@ -191,7 +230,7 @@ DECLINED = {
     "exponent without digits": '{"ph": "X", "ts": 1e}',
     "overflow to infinity": '{"ph": "X", "ts": 1e400}',
     "overflow past the fast paths": '{"ph": "X", "ts": 1, "args": {"stream": -17976931348623159e292}}',
-    "overflow in an event not kept": '{"ph": "M", "pid": 1' + "0" * 400 + '}',
+    "overflow in an event not kept": '{"ph": "M", "pid": 1' + "0" * 400 + "}",
     "overflow replaced by a later value": '{"ph": "X", "ts": 1e999, "ts": 1}',
     "overflow replaced by a string": '{"ph": "X", "ts": 1, "args": {"stream": 7e777, "stream": "0x1f"}}',
     "NaN literal": '{"ph": "X", "ts": NaN}',
@@ -223,7 +262,9 @@ def test_lists_with_anything_after_or_missing_are_declined(text: str) -> None:
 
 def _kineto_layout(events: list[str]) -> str:
     """The document as Kineto writes it: one event per "  {" ... "  }" block (what split_stream cuts at)."""
-    return '{\n  "traceEvents": [\n' + ",\n".join("  {\n    " + e[1:-1] + "\n  }" for e in events) + "\n  ]\n}\n"
+    return (
+        '{\n  "traceEvents": [\n' + ",\n".join("  {\n    " + e[1:-1] + "\n  }" for e in events) + "\n  ]\n}\n"
+    )
 
 
 def _kineto_file(path: Path, events: list[str]) -> Path:
@@ -314,15 +355,21 @@ def _decimal_texts(seed: int, count: int) -> list[str]:
         elif shape == 7:  # a midpoint cut to 17-25 digits, its last digit moved: just above or below a tie
             digits = f"{_midpoint(rng.uniform(1, 2) * 10.0 ** rng.randrange(-30, 30)):e}"
             mantissa, exponent = digits.split("e")
-            mantissa = mantissa[:rng.randrange(19, 28)]
+            mantissa = mantissa[: rng.randrange(19, 28)]
             mantissa = mantissa[:-1] + str((int(mantissa[-1]) + rng.choice((1, 9))) % 10)
             texts.append(f"{mantissa}e{exponent}")
         elif shape == 8:  # repr of doubles near Kineto's magnitudes (17 digits)
             texts.append(repr(rng.uniform(-1, 1) * 10.0 ** rng.randrange(-20, 20)))
         else:  # what the scanner defers to Python's float(): exponents past its table, subnormals, exact midpoints
-            texts.append(rng.choice((f"{rng.randrange(1, 10**17)}e{rng.choice((-1, 1)) * rng.randrange(70, 290)}",
-                                     f"{rng.randrange(1, 10**6)}e-{rng.randrange(310, 324)}",
-                                     f"{_midpoint(rng.uniform(1, 2) * 2.0 ** rng.randrange(-40, 40)):f}")))
+            texts.append(
+                rng.choice(
+                    (
+                        f"{rng.randrange(1, 10**17)}e{rng.choice((-1, 1)) * rng.randrange(70, 290)}",
+                        f"{rng.randrange(1, 10**6)}e-{rng.randrange(310, 324)}",
+                        f"{_midpoint(rng.uniform(1, 2) * 2.0 ** rng.randrange(-40, 40)):f}",
+                    )
+                )
+            )
     return texts
 
 
@@ -330,13 +377,18 @@ def _decimal_texts(seed: int, count: int) -> list[str]:
 def test_numbers_are_the_correctly_rounded_doubles_python_reads() -> None:
     texts = _decimal_texts(seed=7, count=9000)
     # In dur and correlation: ts must lie on the timeline (|ts| < 2**62 ns), and these numbers go far beyond.
-    events = [f'{{"ph": "X", "cat": "cpu_op", "name": "n", "pid": 1, "tid": 1, "ts": 1, "dur": {t}, '
-              f'"args": {{"correlation": {t}}}}}' for t in texts]
+    events = [
+        f'{{"ph": "X", "cat": "cpu_op", "name": "n", "pid": 1, "tid": 1, "ts": 1, "dur": {t}, '
+        f'"args": {{"correlation": {t}}}}}'
+        for t in texts
+    ]
     block = native(event_list(*events))
     want = np.array([float(t) for t in texts])
     assert block["dur"].tobytes() == want.tobytes()  # bit for bit, signs of zero included
     assert block["correlation"].tobytes() == want.tobytes()
-    timestamps = native(event_list(*(e.replace('"ts": 1,', f'"ts": {t},') for e, t in zip(events, texts, strict=True))))
+    timestamps = native(
+        event_list(*(e.replace('"ts": 1,', f'"ts": {t},') for e, t in zip(events, texts, strict=True)))
+    )
     placeable = [t for t in texts if abs(float(t)) < 2.0**62 / 1000]
     assert timestamps["ts"].tobytes() == np.array([float(t) for t in placeable]).tobytes()
 
@@ -345,7 +397,11 @@ def _power_of_five(q: int) -> int:
     """5**q as the 128-bit significand of the scanner's POW5_128 table (see the comment there)."""
     if q >= 0:
         power = 5**q
-        return power << (128 - power.bit_length()) if power.bit_length() <= 128 else power >> (power.bit_length() - 128)
+        return (
+            power << (128 - power.bit_length())
+            if power.bit_length() <= 128
+            else power >> (power.bit_length() - 128)
+        )
     divisor = 5**-q
     z = (divisor - 1).bit_length()  # the least z with 2**z >= 5**-q
     c = (1 << (z + 127 if q >= -27 else 2 * z + 128)) // divisor + 1
@@ -358,10 +414,15 @@ SOURCE = Path(kineto.__file__).parent.with_name("_kineto_scan.c")
 def test_the_power_of_five_table_is_its_definition() -> None:
     """Every entry of the table Eisel-Lemire multiplies by, derived again from integers (no compiler needed)."""
     text = SOURCE.read_text()
-    low, high = (int(re.search(rf"#define {name} \(?(-?\d+)\)?", text).group(1)) for name in ("POW5_MIN_Q", "POW5_MAX_Q"))
-    table = text[text.index("POW5_128[POW5_MAX_Q - POW5_MIN_Q + 1][2] = {"):]
-    table = table[:table.index("};")]
-    entries = [(int(a, 16) << 64) | int(b, 16) for a, b in re.findall(r"\{(0x[0-9a-f]+), (0x[0-9a-f]+)\}", table)]
+    low, high = (
+        int(re.search(rf"#define {name} \(?(-?\d+)\)?", text).group(1))
+        for name in ("POW5_MIN_Q", "POW5_MAX_Q")
+    )
+    table = text[text.index("POW5_128[POW5_MAX_Q - POW5_MIN_Q + 1][2] = {") :]
+    table = table[: table.index("};")]
+    entries = [
+        (int(a, 16) << 64) | int(b, 16) for a, b in re.findall(r"\{(0x[0-9a-f]+), (0x[0-9a-f]+)\}", table)
+    ]
     assert entries == [_power_of_five(q) for q in range(low, high + 1)]
     assert all(entry >> 127 == 1 for entry in entries)
     # Spot checks against well-known values: 5^0 = 1, 5^1 = 0b101, 5^-1 = 0.2 = 0.00110011...b rounded up.
@@ -385,7 +446,9 @@ def _adversarial_numbers(seed: int, count: int) -> list[str]:
             text = f"{_midpoint(d):e}" if rng.random() < 0.5 else f"{_midpoint(d):.{rng.randrange(15, 30)}e}"
         elif shape == 1:  # ties that 19 digits hold exactly, with trailing zeros or an exponent
             tie = _midpoint(float(rng.randrange(2**52, 2**53)) * 2.0 ** rng.randrange(-3, 11))
-            text = rng.choice((f"{tie:f}", f"{tie:f}000" if "." in f"{tie:f}" else f"{tie:f}.000", f"{tie:e}"))
+            text = rng.choice(
+                (f"{tie:f}", f"{tie:f}000" if "." in f"{tie:f}" else f"{tie:f}.000", f"{tie:e}")
+            )
         elif shape == 2:  # the bits of a random double, as repr writes it
             text = repr(struct.unpack("<d", struct.pack("<Q", rng.randrange(1, 0x7FF0000000000000)))[0])
         elif shape == 3:  # mantissas of 1 to 40 digits at exponents around and past the table's edges
@@ -428,10 +491,12 @@ def test_typical_kineto_numbers_never_leave_the_fast_paths() -> None:
     """Python's float() is called back only for numbers a profiler does not write: never for Kineto's
     timestamps, durations and ids, nor for Python's repr of a float at Kineto's magnitudes."""
     rng = random.Random(3)
-    texts = ([f"{rng.randrange(10**15, 2 * 10**15)}.{rng.randrange(1000):03d}" for _ in range(3000)]
-             + [f"{rng.randrange(10**7)}.{rng.randrange(1000):03d}" for _ in range(3000)]
-             + [str(rng.randrange(-(2**63), 2**63)) for _ in range(3000)]
-             + [repr(rng.uniform(-1, 1) * 10.0 ** rng.randrange(-25, 25)) for _ in range(3000)])
+    texts = (
+        [f"{rng.randrange(10**15, 2 * 10**15)}.{rng.randrange(1000):03d}" for _ in range(3000)]
+        + [f"{rng.randrange(10**7)}.{rng.randrange(1000):03d}" for _ in range(3000)]
+        + [str(rng.randrange(-(2**63), 2**63)) for _ in range(3000)]
+        + [repr(rng.uniform(-1, 1) * 10.0 ** rng.randrange(-25, 25)) for _ in range(3000)]
+    )
     paths = _check_numbers(kineto._kineto_scan, texts)
     assert "python" not in paths, paths
 
@@ -439,7 +504,9 @@ def test_typical_kineto_numbers_never_leave_the_fast_paths() -> None:
 @needs_scanner
 def test_a_number_python_decides_leaves_its_block_native() -> None:
     text = event_list(*READ_NATIVELY["numbers Python's float() decides"])
-    assert {kineto._kineto_scan._parse_number(t.encode())[1] for t in ("1e-70", "5e-324", "1e300")} == {"python"}
+    assert {kineto._kineto_scan._parse_number(t.encode())[1] for t in ("1e-70", "5e-324", "1e300")} == {
+        "python"
+    }
     got = native(text)
     assert got is not None
     assert_same_block(got, reference(text))
@@ -451,10 +518,17 @@ def test_a_number_python_decides_leaves_its_block_native() -> None:
 # the compiler takes them (GCC and Clang on x86).
 _X86 = platform.machine().lower() in {"x86_64", "amd64", "i386", "i686"}
 WITHOUT_X87 = {
-    "long double is double": (["-mfpmath=sse", "-mlong-double-64"], [], {"LDBL_MANT_DIG": 53, "CLINGER_FAST_PATH": 1}),
+    "long double is double": (
+        ["-mfpmath=sse", "-mlong-double-64"],
+        [],
+        {"LDBL_MANT_DIG": 53, "CLINGER_FAST_PATH": 1},
+    ),
     "x87 double arithmetic": (["-mfpmath=387"], [], {"FLT_EVAL_METHOD": 2, "CLINGER_FAST_PATH": 0}),
-    "portable multiply": (["-mfpmath=sse", "-mlong-double-64"] if _X86 else [],
-                          [("TRACELENS_PORTABLE_ARITHMETIC", None)], {"NATIVE_MULTIPLY": 0}),
+    "portable multiply": (
+        ["-mfpmath=sse", "-mlong-double-64"] if _X86 else [],
+        [("TRACELENS_PORTABLE_ARITHMETIC", None)],
+        {"NATIVE_MULTIPLY": 0},
+    ),
 }
 
 
@@ -504,7 +578,9 @@ def _compiler_takes(flags: list[str], out: Path) -> bool:
 
 
 @pytest.fixture(scope="module", params=list(WITHOUT_X87))
-def scanner_without_x87(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> ModuleType:
+def scanner_without_x87(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> ModuleType:
     _compiler_or_skip()
     flags, macros, expected = WITHOUT_X87[request.param]
     out = tmp_path_factory.mktemp("scanner")
@@ -518,8 +594,9 @@ def scanner_without_x87(request: pytest.FixtureRequest, tmp_path_factory: pytest
     return module
 
 
-def test_without_x87_numbers_are_pythons_float_bit_for_bit(scanner_without_x87: ModuleType,
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_x87_numbers_are_pythons_float_bit_for_bit(
+    scanner_without_x87: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
     paths = _check_numbers(scanner_without_x87, _adversarial_numbers(seed=19, count=20_000))
     assert paths["eisel-lemire"] > 5_000
     monkeypatch.setattr(kineto, "_kineto_scan", scanner_without_x87)
@@ -528,8 +605,9 @@ def test_without_x87_numbers_are_pythons_float_bit_for_bit(scanner_without_x87: 
     test_a_number_python_decides_leaves_its_block_native()
 
 
-def test_without_x87_blocks_are_read_as_msgspec_reads_them(scanner_without_x87: ModuleType,
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_x87_blocks_are_read_as_msgspec_reads_them(
+    scanner_without_x87: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(kineto, "_kineto_scan", scanner_without_x87)
     for case in READ_NATIVELY:
         test_well_typed_events_read_natively_equal_msgspec(case)
@@ -544,8 +622,17 @@ def _mutations(text: bytes, seed: int, count: int) -> list[bytes]:
     rng = random.Random(seed)
     alphabet = b'{}[]",:.-+eE0123456789 \n\\ntfalsu\xff'
     # Escapes and bytes where JSON and UTF-8 have rules: lone and paired surrogates, overlong and valid forms.
-    snippets = [b"\\ud800", b"\\udc00", b"\\ud83d\\ude00", b"\\u00e9", b"\xed\xa0\x80", b"\xc0\xaf", b"\xc3\xa9",
-                b"\xf4\x90\x80\x80", b"\xe2\x82"]
+    snippets = [
+        b"\\ud800",
+        b"\\udc00",
+        b"\\ud83d\\ude00",
+        b"\\u00e9",
+        b"\xed\xa0\x80",
+        b"\xc0\xaf",
+        b"\xc3\xa9",
+        b"\xf4\x90\x80\x80",
+        b"\xe2\x82",
+    ]
     out = []
     for _ in range(count):
         data = bytearray(text)
@@ -571,7 +658,11 @@ def _mutations(text: bytes, seed: int, count: int) -> list[bytes]:
 
 @needs_scanner
 def test_mutated_blocks_never_crash_and_what_is_read_equals_msgspec() -> None:
-    events = READ_NATIVELY["kernel and launch"] + READ_NATIVELY["numbers as strings"] + READ_NATIVELY["escapes in names"]
+    events = (
+        READ_NATIVELY["kernel and launch"]
+        + READ_NATIVELY["numbers as strings"]
+        + READ_NATIVELY["escapes in names"]
+    )
     text = event_list(*events).encode()
     read = 0
     for mutated in _mutations(text, seed=11, count=3000):
@@ -620,9 +711,11 @@ def test_native_scanner_is_built_where_a_compiler_exists() -> None:
         pytest.skip(f"no C compiler ({compiler}) here: the reader uses msgspec")
     if not (Path(sysconfig.get_paths()["include"]) / "Python.h").is_file():
         pytest.skip("no Python headers here (python3-dev): the reader uses msgspec")
-    assert kineto._kineto_scan is not None, ("a C compiler and Python's headers are here but "
-                                             "tracelens/ingest/_kineto_scan.c was not built: reinstall with "
-                                             "`pip install -e .` and read its output")
+    assert kineto._kineto_scan is not None, (
+        "a C compiler and Python's headers are here but "
+        "tracelens/ingest/_kineto_scan.c was not built: reinstall with "
+        "`pip install -e .` and read its output"
+    )
     assert kineto._kineto_scan.N_FLOATS == len(fields.NATIVE_FLOATS)
 
 
@@ -636,34 +729,55 @@ def test_the_c_scanner_declares_the_fields_of_fields_py() -> None:
     op_floats = re.search(r"enum \{([^}]*)N_OP_FLOATS\s*\}", source).group(1)
     assert tuple(n.strip()[3:].lower() for n in op_floats.split(",") if n.strip()) == fields.NATIVE_OP_FLOATS
     op_strings = re.search(r"enum \{([^}]*)N_OP_STRINGS\s*\}", source).group(1)
-    assert tuple(n.strip()[3:].lower() for n in op_strings.split(",") if n.strip()) == fields.NATIVE_OP_STRINGS
+    assert (
+        tuple(n.strip()[3:].lower() for n in op_strings.split(",") if n.strip()) == fields.NATIVE_OP_STRINGS
+    )
     # Each key test of the event loop and the args loop: the key, the reader called and the slot it fills.
-    reader_of = {fields.NUMBER: "read_float", fields.NUMBER_OR_TEXT: "read_float_or_text",
-                 fields.TEXT: "read_text_or_null", fields.TRIPLE: "read_triple_or_null",
-                 fields.JSON: "read_json"}
-    found = {key: (reader, slot.lower()) for key, reader, slot in re.findall(
-        r'KEY_IS\(key, "([^"]+)"\)\) rc = (\w+)\(s, (?:f, F_|&f\[F_|&strings\[S_|f, OP_F\(OF_|&strings\[OP_S\(OS_)(\w+)',
-        source)}
-    want = {f.key: (reader_of[f.type], f"{f.name}_x" if f.type == fields.TRIPLE else f.name)
-            for f in (*fields.EVENT_FIELDS, *fields.ARG_FIELDS) if f.type != fields.PHASE}
+    reader_of = {
+        fields.NUMBER: "read_float",
+        fields.NUMBER_OR_TEXT: "read_float_or_text",
+        fields.TEXT: "read_text_or_null",
+        fields.TRIPLE: "read_triple_or_null",
+        fields.JSON: "read_json",
+    }
+    found = {
+        key: (reader, slot.lower())
+        for key, reader, slot in re.findall(
+            r'KEY_IS\(key, "([^"]+)"\)\) rc = (\w+)\(s, (?:f, F_|&f\[F_|&strings\[S_|f, OP_F\(OF_|&strings\[OP_S\(OS_)(\w+)',
+            source,
+        )
+    }
+    want = {
+        f.key: (reader_of[f.type], f"{f.name}_x" if f.type == fields.TRIPLE else f.name)
+        for f in (*fields.EVENT_FIELDS, *fields.ARG_FIELDS)
+        if f.type != fields.PHASE
+    }
     assert found == want
     assert 'KEY_IS(key, "ph")' in source  # the phase, read on its own
     # The args loop dispatches on the key's length: every key sits under the case of its own length.
-    cases = re.findall(r"case (\d+):(.*?)break;", source[source.index("static int scan_args"):], re.S)
-    assert {key for _, body in cases for key in re.findall(r'KEY_IS\(key, "([^"]+)"\)', body)} == \
-        {f.key for f in fields.ARG_FIELDS}
+    cases = re.findall(r"case (\d+):(.*?)break;", source[source.index("static int scan_args") :], re.S)
+    assert {key for _, body in cases for key in re.findall(r'KEY_IS\(key, "([^"]+)"\)', body)} == {
+        f.key for f in fields.ARG_FIELDS
+    }
     for length, body in cases:
         assert all(len(key) == int(length) for key in re.findall(r'KEY_IS\(key, "([^"]+)"\)', body)), length
     # Numbers start as NaN (missing); the ones declared with another default are set after that.
-    defaults = {name.lower(): float(value) for name, value in re.findall(r"f\[F_(\w+)\] = ([0-9.]+);", source)}
-    assert defaults == {f.name: f.missing for f in (*fields.EVENT_FIELDS, *fields.ARG_FIELDS)
-                        if f.type in (fields.NUMBER, fields.NUMBER_OR_TEXT) and not math.isnan(f.missing)}
+    defaults = {
+        name.lower(): float(value) for name, value in re.findall(r"f\[F_(\w+)\] = ([0-9.]+);", source)
+    }
+    assert defaults == {
+        f.name: f.missing
+        for f in (*fields.EVENT_FIELDS, *fields.ARG_FIELDS)
+        if f.type in (fields.NUMBER, fields.NUMBER_OR_TEXT) and not math.isnan(f.missing)
+    }
 
 
 @needs_scanner
 def test_duplicate_keys_keep_the_last_value_as_msgspec_does() -> None:
-    text = event_list('{"ph": "M", "name": "a", "ph": "X", "cat": "cpu_op", "name": "b", "pid": "7", "pid": 1, '
-                      '"tid": 2, "tid": "stream 3", "ts": 1, "ts": 2, "args": {"grid": [1, 2, 3], "grid": null}}')
+    text = event_list(
+        '{"ph": "M", "name": "a", "ph": "X", "cat": "cpu_op", "name": "b", "pid": "7", "pid": 1, '
+        '"tid": 2, "tid": "stream 3", "ts": 1, "ts": 2, "args": {"grid": [1, 2, 3], "grid": null}}'
+    )
     got = native(text)
     assert got is not None
     assert_same_block(got, reference(text))
@@ -679,9 +793,11 @@ def _relaid(tmp_path: Path, layout: str) -> Path:
 
     doc = json.loads(gzip.open(DEMO).read())
     doc["traceName"] = "after the events"  # a member after traceEvents, read from the document's end
-    text = {"minified": lambda: json.dumps(doc, separators=(",", ":")),
-            "indent4": lambda: json.dumps(doc, indent=4),
-            "bare list": lambda: json.dumps(doc["traceEvents"])}[layout]()
+    text = {
+        "minified": lambda: json.dumps(doc, separators=(",", ":")),
+        "indent4": lambda: json.dumps(doc, indent=4),
+        "bare list": lambda: json.dumps(doc["traceEvents"]),
+    }[layout]()
     path = tmp_path / f"{layout.replace(' ', '_')}.json"
     path.write_text(text)
     return path
@@ -697,21 +813,26 @@ def test_other_layouts_are_read_natively_in_one_piece(tmp_path: Path, layout: st
     assert trace.events.equals(reference_trace.events)
     assert trace.devices.equals(reference_trace.devices)
     assert trace.metadata.time_origin_ns == reference_trace.metadata.time_origin_ns
-    assert trace.metadata.extra == {**reference_trace.metadata.extra,
-                                    "counts": {**reference_trace.metadata.extra["counts"], "msgspec_blocks": 0}}
+    assert trace.metadata.extra == {
+        **reference_trace.metadata.extra,
+        "counts": {**reference_trace.metadata.extra["counts"], "msgspec_blocks": 0},
+    }
     if layout != "bare list":
         assert trace.metadata.extra["trace_name"] == "after the events"
 
 
 @needs_scanner
-@pytest.mark.parametrize("document", [
-    '{"traceEvents": [], "traceEvents": []}',  # twice: left to msgspec
-    '{"traceName": "x"}',  # no events at all
-    '{"traceEvents": null}',
-    '{"traceEvents": {}}',
-    '{"traceEvents": [{"ph": "X", "ts": 1}]} trailing',
-    '   ',
-])
+@pytest.mark.parametrize(
+    "document",
+    [
+        '{"traceEvents": [], "traceEvents": []}',  # twice: left to msgspec
+        '{"traceName": "x"}',  # no events at all
+        '{"traceEvents": null}',
+        '{"traceEvents": {}}',
+        '{"traceEvents": [{"ph": "X", "ts": 1}]} trailing',
+        "   ",
+    ],
+)
 def test_documents_the_scanner_declines_get_msgspecs_answer(tmp_path: Path, document: str) -> None:
     path = tmp_path / "odd.json"
     path.write_text(document)
@@ -729,8 +850,11 @@ def test_documents_the_scanner_declines_get_msgspecs_answer(tmp_path: Path, docu
 @needs_scanner
 def test_mutated_documents_never_crash_and_what_is_read_equals_msgspec() -> None:
     events = READ_NATIVELY["kernel and launch"] + READ_NATIVELY["numbers as strings"]
-    text = ('{"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "GPU"}], "traceEvents": '
-            + event_list(*events) + ', "traceName": "t"}').encode()
+    text = (
+        '{"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "GPU"}], "traceEvents": '
+        + event_list(*events)
+        + ', "traceName": "t"}'
+    ).encode()
     read = 0
     for mutated in _mutations(text, seed=13, count=1500):
         got = native_engine.scan_document(mutated)
@@ -745,16 +869,40 @@ def test_mutated_documents_never_crash_and_what_is_read_equals_msgspec() -> None
 
 
 # JSON string bodies (escapes as written in the file).
-TRICKY_NAMES = ['a},{\\"b', 'quote \\" inside', "brackets [ ] { }", "comma, comma", "back\\\\slash\\\\", "é },{ ü"]
+TRICKY_NAMES = [
+    'a},{\\"b',
+    'quote \\" inside',
+    "brackets [ ] { }",
+    "comma, comma",
+    "back\\\\slash\\\\",
+    "é },{ ü",
+]
 
 
 def _tricky_events(count: int) -> list[str]:
     """Kernel events whose names hold the characters a naive cut would split on."""
-    return [json.dumps({"ph": "X", "cat": "kernel", "name": json.loads(f'"{TRICKY_NAMES[i % len(TRICKY_NAMES)]}"'),
-                        "pid": 0, "tid": 7, "ts": 10 + 3 * i, "dur": 2,
-                        "args": {"device": 0, "stream": 7, "correlation": i, "grid": [1, 2, 3],
-                                 "nested": {"list": [[1, {"x": "},{"}], []]}}}, ensure_ascii=i % 2 == 0)
-            for i in range(count)]
+    return [
+        json.dumps(
+            {
+                "ph": "X",
+                "cat": "kernel",
+                "name": json.loads(f'"{TRICKY_NAMES[i % len(TRICKY_NAMES)]}"'),
+                "pid": 0,
+                "tid": 7,
+                "ts": 10 + 3 * i,
+                "dur": 2,
+                "args": {
+                    "device": 0,
+                    "stream": 7,
+                    "correlation": i,
+                    "grid": [1, 2, 3],
+                    "nested": {"list": [[1, {"x": "},{"}], []]},
+                },
+            },
+            ensure_ascii=i % 2 == 0,
+        )
+        for i in range(count)
+    ]
 
 
 @needs_scanner
@@ -778,13 +926,16 @@ def test_the_event_boundary_is_the_last_comma_between_two_events() -> None:
 @needs_scanner
 @pytest.mark.parametrize("engine", ["native", "msgspec"])
 @pytest.mark.parametrize("layout", ["minified", "indent4", "bare list"])
-def test_other_layouts_are_cut_into_blocks_with_the_same_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                               engine: str, layout: str) -> None:
+def test_other_layouts_are_cut_into_blocks_with_the_same_table(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, engine: str, layout: str
+) -> None:
     events = [json.loads(e) for e in _tricky_events(600)]
     doc = {"schemaVersion": 1, "traceEvents": events, "traceName": "after"}
-    text = {"minified": lambda: json.dumps(doc, separators=(",", ":")),
-            "indent4": lambda: json.dumps(doc, indent=4),
-            "bare list": lambda: json.dumps(events)}[layout]()
+    text = {
+        "minified": lambda: json.dumps(doc, separators=(",", ":")),
+        "indent4": lambda: json.dumps(doc, indent=4),
+        "bare list": lambda: json.dumps(events),
+    }[layout]()
     path = tmp_path / "other.json"
     path.write_text(text)
     whole = kineto.read(path, engine="msgspec")  # one block: the whole file in one piece
@@ -800,11 +951,12 @@ def test_other_layouts_are_cut_into_blocks_with_the_same_table(tmp_path: Path, m
 
 
 @needs_scanner
-def test_an_unclosed_string_in_another_layout_is_one_input_error(tmp_path: Path,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_unclosed_string_in_another_layout_is_one_input_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     text = json.dumps({"traceEvents": [json.loads(e) for e in _tricky_events(400)]}, separators=(",", ":"))
     bad_at = text.index('"name":', len(text) // 3) + len('"name":')
-    text = text[:bad_at] + '"never closed ' + text[bad_at + 1:].replace('"', "'", 40)  # swallows many events
+    text = text[:bad_at] + '"never closed ' + text[bad_at + 1 :].replace('"', "'", 40)  # swallows many events
     path = tmp_path / "unclosed.json"
     path.write_text(text)
     monkeypatch.setattr(reader, "BLOCK_BYTES", 4096)
@@ -822,7 +974,9 @@ def test_json_args_are_one_canonical_text_however_written(tmp_path: Path, engine
     path = _kineto_file(tmp_path / "t.json", READ_NATIVELY["op and collective args"])
     table = kineto.read(path, engine=engine).events
     rows = {n: i for i, n in enumerate(table.column("name").to_pylist())}
-    dims, types, concrete = (table.column(c).to_pylist() for c in ("input_dims", "input_types", "concrete_inputs"))
+    dims, types, concrete = (
+        table.column(c).to_pylist() for c in ("input_dims", "input_types", "concrete_inputs")
+    )
     assert dims[rows["aten::mm"]] == dims[rows["b"]] == "[[8,64],[64,32]]"
     assert types[rows["aten::mm"]] == '["float","c10::BFloat16"]'
     assert types[rows["b"]] == '["é\\"\\\\","名","é"]'
@@ -830,11 +984,14 @@ def test_json_args_are_one_canonical_text_however_written(tmp_path: Path, engine
     assert (dims[rows["c"]], types[rows["c"]], concrete[rows["c"]]) == (None, "[]", '"text"')
     assert dims[rows["only a null"]] is None
     comms = rows["record_param_comms"]
-    assert [table.column(c)[comms].as_py() for c in ("msg_in_elems", "msg_out_elems", "msg_dtype", "group_size")] \
-        == [2049000, 4098000, "Float", 2]
-    assert [table.column(c)[rows["k"]].as_py() for c in ("msg_in_elems", "msg_dtype", "group_size", "flops")] \
-        == [7, "BFloat16", 8, 1.5e12]
+    assert [
+        table.column(c)[comms].as_py() for c in ("msg_in_elems", "msg_out_elems", "msg_dtype", "group_size")
+    ] == [2049000, 4098000, "Float", 2]
+    assert [
+        table.column(c)[rows["k"]].as_py() for c in ("msg_in_elems", "msg_dtype", "group_size", "flops")
+    ] == [7, "BFloat16", 8, 1.5e12]
     assert table.column("flops")[rows["aten::mm"]].as_py() == 65536
     assert (dims[rows["2021 mm"]], dims[rows["both"]]) == ("[[8,64],[64,32]]", "[[2]]")  # "Input Dims" first
-    assert [table.column(c)[rows["nccl k"]].as_py() for c in ("collective_name", "process_group", "group_ranks")] \
-        == ["allreduce", "0", "[0, 1]"]
+    assert [
+        table.column(c)[rows["nccl k"]].as_py() for c in ("collective_name", "process_group", "group_ranks")
+    ] == ["allreduce", "0", "[0, 1]"]

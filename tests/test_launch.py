@@ -9,12 +9,28 @@ from tracelens.trace import Trace
 
 
 def call(name, start, end, corr, kind="runtime", tid=1):
-    return {"kind": kind, "name": name, "start_ns": start, "end_ns": end, "pid": 1, "tid": tid, "correlation_id": corr}
+    return {
+        "kind": kind,
+        "name": name,
+        "start_ns": start,
+        "end_ns": end,
+        "pid": 1,
+        "tid": tid,
+        "correlation_id": corr,
+    }
 
 
 def op(start, end, corr, stream=7, kind="kernel", graph_id=None, device=0):
-    return {"kind": kind, "name": kind, "start_ns": start, "end_ns": end, "device": device, "stream": stream,
-            "correlation_id": corr, "graph_id": graph_id}
+    return {
+        "kind": kind,
+        "name": kind,
+        "start_ns": start,
+        "end_ns": end,
+        "device": device,
+        "stream": stream,
+        "correlation_id": corr,
+        "graph_id": graph_id,
+    }
 
 
 def _trace():
@@ -24,14 +40,20 @@ def _trace():
     #   corr 3: call [20,30)  kernel [20040,20045) latency 20010, dur 5 (short, small)
     #   corr 4: call [30,40)  kernel [20030,20035) on stream 8, latency 19990, dur 5 (short, small)
     # plus an unmatched kernel [30000,30010) (no call). Kernel time 20025; small (<10 us) 5+5+5+10 = 25.
-    return Trace.from_rows([
-        call("cudaLaunchKernel", 0, 10, 1), op(15, 20, 1),
-        call("cudaLaunchKernel", 10, 20, 2), op(40, 20040, 2),
-        call("cudaLaunchKernel", 20, 30, 3), op(20040, 20045, 3),
-        call("cudaLaunchKernel", 30, 40, 4), op(20030, 20035, 4, stream=8),
-        op(30000, 30010, None),
-        call("cudaStreamSynchronize", 40, 20050, 5),
-    ])
+    return Trace.from_rows(
+        [
+            call("cudaLaunchKernel", 0, 10, 1),
+            op(15, 20, 1),
+            call("cudaLaunchKernel", 10, 20, 2),
+            op(40, 20040, 2),
+            call("cudaLaunchKernel", 20, 30, 3),
+            op(20040, 20045, 3),
+            call("cudaLaunchKernel", 30, 40, 4),
+            op(20030, 20035, 4, stream=8),
+            op(30000, 30010, None),
+            call("cudaStreamSynchronize", 40, 20050, 5),
+        ]
+    )
 
 
 def test_latency_percentiles():
@@ -83,19 +105,25 @@ def test_negative_latency_is_counted_and_clipped():
 
 def test_runtime_call_preferred_over_driver_with_same_correlation():
     # cuLaunchKernel nested inside cudaLaunchKernel with the same id: the runtime call is the launch.
-    trace = Trace.from_rows([
-        call("cudaLaunchKernel", 0, 10, 1),
-        call("cuLaunchKernel", 2, 8, 1, kind="driver"),
-        op(20, 30, 1),
-    ])
+    trace = Trace.from_rows(
+        [
+            call("cudaLaunchKernel", 0, 10, 1),
+            call("cuLaunchKernel", 2, 8, 1, kind="driver"),
+            op(20, 30, 1),
+        ]
+    )
     stats = launch.section(trace, {})
     assert stats["latency"]["max_ns"] == 10 and stats["rates"]["launch_calls"] == 1
 
 
 def test_cuda_graphs():
-    trace = Trace.from_rows([
-        call("cudaGraphLaunch", 0, 10, 1), op(20, 30, 1, graph_id=5), op(30, 40, 1, graph_id=5),
-    ])
+    trace = Trace.from_rows(
+        [
+            call("cudaGraphLaunch", 0, 10, 1),
+            op(20, 30, 1, graph_id=5),
+            op(30, 40, 1, graph_id=5),
+        ]
+    )
     graphs = launch.section(trace, {})["cuda_graphs"]
     assert graphs == {"in_use": True, "graph_launch_calls": 1, "graph_ops": 2}
     assert launch.section(_trace(), {})["cuda_graphs"]["in_use"] is False

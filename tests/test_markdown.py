@@ -21,19 +21,67 @@ def hostile_trace() -> Trace:
     for i in range(3):
         base = i * 1_000_000
         rows += [
-            {"kind": "step", "name": f"ProfilerStep#{i}", "start_ns": base, "end_ns": base + 1_000_000, "pid": 1,
-             "tid": 1, "step": i},
-            {"kind": "annotation", "name": HOSTILE, "start_ns": base, "end_ns": base + 400_000, "pid": 1, "tid": 1},
-            {"kind": "cpu_op", "name": LONG_HOSTILE, "start_ns": base + 400_000, "end_ns": base + 450_000,
-             "pid": 1, "tid": 1},
-            {"kind": "runtime", "name": "cudaLaunchKernel", "start_ns": base + 450_000, "end_ns": base + 460_000,
-             "pid": 1, "tid": 1, "correlation_id": 10 + i},
-            {"kind": "kernel", "name": HOSTILE, "start_ns": base + 470_000, "end_ns": base + 700_000, "device": 0,
-             "stream": 7, "correlation_id": 10 + i},
-            {"kind": "runtime", "name": "cudaLaunchKernel", "start_ns": base + 460_000, "end_ns": base + 465_000,
-             "pid": 1, "tid": 1, "correlation_id": 20 + i},
-            {"kind": "kernel", "name": LONG_HOSTILE, "start_ns": base + 700_000, "end_ns": base + 900_000,
-             "device": 0, "stream": 7, "correlation_id": 20 + i},
+            {
+                "kind": "step",
+                "name": f"ProfilerStep#{i}",
+                "start_ns": base,
+                "end_ns": base + 1_000_000,
+                "pid": 1,
+                "tid": 1,
+                "step": i,
+            },
+            {
+                "kind": "annotation",
+                "name": HOSTILE,
+                "start_ns": base,
+                "end_ns": base + 400_000,
+                "pid": 1,
+                "tid": 1,
+            },
+            {
+                "kind": "cpu_op",
+                "name": LONG_HOSTILE,
+                "start_ns": base + 400_000,
+                "end_ns": base + 450_000,
+                "pid": 1,
+                "tid": 1,
+            },
+            {
+                "kind": "runtime",
+                "name": "cudaLaunchKernel",
+                "start_ns": base + 450_000,
+                "end_ns": base + 460_000,
+                "pid": 1,
+                "tid": 1,
+                "correlation_id": 10 + i,
+            },
+            {
+                "kind": "kernel",
+                "name": HOSTILE,
+                "start_ns": base + 470_000,
+                "end_ns": base + 700_000,
+                "device": 0,
+                "stream": 7,
+                "correlation_id": 10 + i,
+            },
+            {
+                "kind": "runtime",
+                "name": "cudaLaunchKernel",
+                "start_ns": base + 460_000,
+                "end_ns": base + 465_000,
+                "pid": 1,
+                "tid": 1,
+                "correlation_id": 20 + i,
+            },
+            {
+                "kind": "kernel",
+                "name": LONG_HOSTILE,
+                "start_ns": base + 700_000,
+                "end_ns": base + 900_000,
+                "device": 0,
+                "stream": 7,
+                "correlation_id": 20 + i,
+            },
         ]
     return Trace.from_rows(rows)
 
@@ -117,13 +165,28 @@ def test_hostile_names_are_escaped_everywhere(tmp_path: Path) -> None:
 def test_hostile_names_in_diagnosis_and_unknown_sections() -> None:
     doc = analyze(hostile_trace(), sections=["devices", "kernels"])
     doc["diagnosis"] = {
-        "primary": {"cause": "input_pipeline", "lost_ns": 500, "share": 0.5,
-                    "evidence": {"top_range": HOSTILE, "ranges": [HOSTILE, LONG_HOSTILE]}, "fix": HOSTILE},
-        "causes": [{"cause": "input_pipeline", "lost_ns": 500, "share": 0.5, "evidence": [HOSTILE],
-                    "fix": [HOSTILE, "use `pin_memory`"]}],
+        "primary": {
+            "cause": "input_pipeline",
+            "lost_ns": 500,
+            "share": 0.5,
+            "evidence": {"top_range": HOSTILE, "ranges": [HOSTILE, LONG_HOSTILE]},
+            "fix": HOSTILE,
+        },
+        "causes": [
+            {
+                "cause": "input_pipeline",
+                "lost_ns": 500,
+                "share": 0.5,
+                "evidence": [HOSTILE],
+                "fix": [HOSTILE, "use `pin_memory`"],
+            }
+        ],
     }
-    doc["future_section"] = {"names": [{"name": HOSTILE, "total_ns": 5}], "note": LONG_HOSTILE,
-                             "nested": {"deeper": [{HOSTILE: HOSTILE}]}}
+    doc["future_section"] = {
+        "names": [{"name": HOSTILE, "total_ns": 5}],
+        "note": LONG_HOSTILE,
+        "nested": {"deeper": [{HOSTILE: HOSTILE}]},
+    }
     text = render(doc)
     assert "<script>" not in text
     assert_tables_well_formed(text)
@@ -139,7 +202,9 @@ def test_tables_have_consistent_columns_on_every_section() -> None:
 def test_plot_rendered_as_a_figure_and_linked(tmp_path: Path) -> None:
     doc = analyze(hostile_trace(), sections=["devices"])
     # A hand-made timeline in the gaps section's documented shape: 2 buckets, busy 100% then 25%.
-    doc["gaps"] = {"devices": [{"device": 0, "timeline": {"edges_ns": [0, 500, 1000], "utilization": [1.0, 0.25]}}]}
+    doc["gaps"] = {
+        "devices": [{"device": 0, "timeline": {"edges_ns": [0, 500, 1000], "utilization": [1.0, 0.25]}}]
+    }
     out = tmp_path / "review.md"
     pngs = figures(doc, out)
     assert [(f.role, f.path) for f in pngs] == [("utilization", tmp_path / "review.utilization.png")]
@@ -174,8 +239,17 @@ def test_plot_path_derived_from_report_name() -> None:
 
 def test_long_kernel_table_is_folded() -> None:
     # 13 distinct kernels: 10 shown, 3 folded into <details>.
-    rows = [{"kind": "kernel", "name": f"k{i:02d}", "start_ns": i * 100, "end_ns": i * 100 + 50 + i, "device": 0,
-             "stream": 1} for i in range(13)]
+    rows = [
+        {
+            "kind": "kernel",
+            "name": f"k{i:02d}",
+            "start_ns": i * 100,
+            "end_ns": i * 100 + 50 + i,
+            "device": 0,
+            "stream": 1,
+        }
+        for i in range(13)
+    ]
     text = render(analyze(Trace.from_rows(rows), sections=["devices", "kernels"]))
     kernel_part = text.split("## Top kernels")[1]
     assert "<details><summary>3 more kernels</summary>" in kernel_part

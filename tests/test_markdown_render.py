@@ -34,18 +34,31 @@ from tracelens.trace import Trace
 
 GFM = MarkdownIt("commonmark").enable(["table", "strikethrough"])
 
-ALL_TRACES = (shared_params("nsys", "*.sqlite") + shared_params("pytorch", "*.json.gz")
-              + shared_params("tf", "*.xplane.pb"))
-FIXTURE_TRACES = [pytest.param(p, id=p.name) for p in sorted(
-    [*FIXTURES.glob("*.json.gz"), *(FIXTURES / "gpu").glob("*.json.gz"), *(FIXTURES / "kineto").glob("*.json")])]
+ALL_TRACES = (
+    shared_params("nsys", "*.sqlite")
+    + shared_params("pytorch", "*.json.gz")
+    + shared_params("tf", "*.xplane.pb")
+)
+FIXTURE_TRACES = [
+    pytest.param(p, id=p.name)
+    for p in sorted(
+        [
+            *FIXTURES.glob("*.json.gz"),
+            *(FIXTURES / "gpu").glob("*.json.gz"),
+            *(FIXTURES / "kineto").glob("*.json"),
+        ]
+    )
+]
 
 # Names that exercise every context: emphasis, code, table pipes, HTML, a list marker or heading at the start
 # of a "Full names" item, and lengths over the 60-character table limit.
-NASTY = ["my_kernel*x*|<script>alert(1)</script>",
-         "tick`s`kernel__with``two",
-         "# heading_like " + "y" * 60,
-         "- list_like [link](http://e.x) ~~s~~ " + "z" * 40,
-         "1. numbered <b>bold</b> & co " + "w" * 50]
+NASTY = [
+    "my_kernel*x*|<script>alert(1)</script>",
+    "tick`s`kernel__with``two",
+    "# heading_like " + "y" * 60,
+    "- list_like [link](http://e.x) ~~s~~ " + "z" * 40,
+    "1. numbered <b>bold</b> & co " + "w" * 50,
+]
 
 
 def rendered(text: str) -> dict[str, Any]:
@@ -73,11 +86,18 @@ def rendered(text: str) -> dict[str, Any]:
                 elif child.type in ("softbreak", "hardbreak"):
                     plain.append(" ")
             plain.append("\n")
-    source_tables = sum(1 for i, line in enumerate(lines) if line.startswith("|")
-                        and (i == 0 or not lines[i - 1].startswith("|")))
+    source_tables = sum(
+        1
+        for i, line in enumerate(lines)
+        if line.startswith("|") and (i == 0 or not lines[i - 1].startswith("|"))
+    )
     assert tables == source_tables, "a table in the source does not render as a table"
-    return {"text": "".join(plain).replace("\u200b", ""), "codes": codes, "html": GFM.render(text),
-            "tables": tables}
+    return {
+        "text": "".join(plain).replace("\u200b", ""),
+        "codes": codes,
+        "html": GFM.render(text),
+        "tables": tables,
+    }
 
 
 def _cells(line: str) -> list[str]:
@@ -96,8 +116,32 @@ def check_github_view(text: str) -> dict[str, Any]:
     view = rendered(text)
     assert "<script" not in view["html"].lower()
     tags = set(re.findall(r"</?([a-zA-Z][a-zA-Z0-9]*)", view["html"]))
-    assert tags <= {"h1", "h2", "h3", "p", "ul", "ol", "li", "strong", "em", "code", "pre", "table", "thead", "tbody",
-                    "tr", "th", "td", "details", "summary", "hr", "blockquote", "a", "img", "br"}, tags
+    assert tags <= {
+        "h1",
+        "h2",
+        "h3",
+        "p",
+        "ul",
+        "ol",
+        "li",
+        "strong",
+        "em",
+        "code",
+        "pre",
+        "table",
+        "thead",
+        "tbody",
+        "tr",
+        "th",
+        "td",
+        "details",
+        "summary",
+        "hr",
+        "blockquote",
+        "a",
+        "img",
+        "br",
+    }, tags
     for content in view["codes"]:  # code spans show their content literally: no escape may be inside
         assert not re.search(r"\\[_*|`\[\]~!]|&#\d+;|&(lt|gt|amp);", content), content
     return view
@@ -107,17 +151,52 @@ def nasty_trace() -> Trace:
     rows = []
     for i in range(3):
         base = i * 1_000_000
-        rows.append({"kind": "step", "name": f"ProfilerStep#{i}", "start_ns": base, "end_ns": base + 1_000_000,
-                     "pid": 1, "tid": 1, "step": i})
-        rows.append({"kind": "annotation", "name": NASTY[i], "start_ns": base, "end_ns": base + 300_000,
-                     "pid": 1, "tid": 1})
+        rows.append(
+            {
+                "kind": "step",
+                "name": f"ProfilerStep#{i}",
+                "start_ns": base,
+                "end_ns": base + 1_000_000,
+                "pid": 1,
+                "tid": 1,
+                "step": i,
+            }
+        )
+        rows.append(
+            {
+                "kind": "annotation",
+                "name": NASTY[i],
+                "start_ns": base,
+                "end_ns": base + 300_000,
+                "pid": 1,
+                "tid": 1,
+            }
+        )
         for j, name in enumerate(NASTY):
             corr = 100 * i + j
             start = base + 300_000 + j * 100_000
-            rows.append({"kind": "runtime", "name": "cudaLaunchKernel", "start_ns": start, "end_ns": start + 5_000,
-                         "pid": 1, "tid": 1, "correlation_id": corr})
-            rows.append({"kind": "kernel", "name": name, "start_ns": start + 10_000, "end_ns": start + 60_000 + j,
-                         "device": 0, "stream": 7, "correlation_id": corr})
+            rows.append(
+                {
+                    "kind": "runtime",
+                    "name": "cudaLaunchKernel",
+                    "start_ns": start,
+                    "end_ns": start + 5_000,
+                    "pid": 1,
+                    "tid": 1,
+                    "correlation_id": corr,
+                }
+            )
+            rows.append(
+                {
+                    "kind": "kernel",
+                    "name": name,
+                    "start_ns": start + 10_000,
+                    "end_ns": start + 60_000 + j,
+                    "device": 0,
+                    "stream": 7,
+                    "correlation_id": corr,
+                }
+            )
     return Trace.from_rows(rows)
 
 
@@ -137,8 +216,14 @@ def test_nasty_names_render_as_written() -> None:
 def test_diff_of_nasty_names_renders_as_written() -> None:
     base = analyze(nasty_trace())
     head_trace = nasty_trace()
-    head = analyze(Trace.from_rows([{**r, "name": r["name"] + "_v2"} if r["kind"] == "kernel" else r
-                                    for r in head_trace.events.to_pylist()]))
+    head = analyze(
+        Trace.from_rows(
+            [
+                {**r, "name": r["name"] + "_v2"} if r["kind"] == "kernel" else r
+                for r in head_trace.events.to_pylist()
+            ]
+        )
+    )
     view = check_github_view(render_diff(compare(base, head)))
     for name in NASTY:
         assert name in view["text"] and name + "_v2" in view["text"], name
@@ -181,16 +266,48 @@ def step_trace_json(path: Path, *, steps: int = STEPS, suffix: str = "") -> list
     for i in range(steps):
         dur = 1000.0 if i % SLOW_EVERY else 10_000.0
         durations.append(dur)
-        events.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{i}", "pid": 1, "tid": 1,
-                       "ts": ts, "dur": dur, "args": {"External id": i + 1}})
-        events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
-                       "ts": ts + 10, "dur": 5, "args": {"correlation": i + 1, "External id": i + 1}})
-        events.append({"ph": "X", "cat": "kernel", "name": kernel_name(i % KERNEL_NAMES) + suffix, "pid": 0,
-                       "tid": 7, "ts": ts + 20, "dur": 100 + i % KERNEL_NAMES,
-                       "args": {"correlation": i + 1, "External id": i + 1, "device": 0, "stream": 7}})
+        events.append(
+            {
+                "ph": "X",
+                "cat": "user_annotation",
+                "name": f"ProfilerStep#{i}",
+                "pid": 1,
+                "tid": 1,
+                "ts": ts,
+                "dur": dur,
+                "args": {"External id": i + 1},
+            }
+        )
+        events.append(
+            {
+                "ph": "X",
+                "cat": "cuda_runtime",
+                "name": "cudaLaunchKernel",
+                "pid": 1,
+                "tid": 1,
+                "ts": ts + 10,
+                "dur": 5,
+                "args": {"correlation": i + 1, "External id": i + 1},
+            }
+        )
+        events.append(
+            {
+                "ph": "X",
+                "cat": "kernel",
+                "name": kernel_name(i % KERNEL_NAMES) + suffix,
+                "pid": 0,
+                "tid": 7,
+                "ts": ts + 20,
+                "dur": 100 + i % KERNEL_NAMES,
+                "args": {"correlation": i + 1, "External id": i + 1, "device": 0, "stream": 7},
+            }
+        )
         ts += dur + 1
-    doc = {"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "NVIDIA A100-SXM4-40GB", "numSms": 108}],
-           "traceEvents": events}
+    doc = {
+        "schemaVersion": 1,
+        "deviceProperties": [{"id": 0, "name": "NVIDIA A100-SXM4-40GB", "numSms": 108}],
+        "traceEvents": events,
+    }
     with gzip.open(path, "wt") as fh:
         json.dump(doc, fh)
     return durations
@@ -202,7 +319,9 @@ def long_trace(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[flo
     return path, step_trace_json(path)
 
 
-def test_report_of_5000_steps_stays_under_the_cap(long_trace: tuple[Path, list[float]], tmp_path: Path) -> None:
+def test_report_of_5000_steps_stays_under_the_cap(
+    long_trace: tuple[Path, list[float]], tmp_path: Path
+) -> None:
     path, durations = long_trace
     out = tmp_path / "review.md"
     assert main(["report", str(path), "-o", str(out)]) == 0
@@ -214,7 +333,10 @@ def test_report_of_5000_steps_stays_under_the_cap(long_trace: tuple[Path, list[f
     # The per-step table is summarized: percentiles over the listed steps, computed here independently.
     listed_ns = np.array(durations[:listed]) * 1000
     p50, p90, p99 = np.percentile(listed_ns, [50, 90, 99])
-    assert f"Duration p50 {fmt_ns(p50)}, p90 {fmt_ns(p90)}, p99 {fmt_ns(p99)}, max {fmt_ns(listed_ns.max())}" in text
+    assert (
+        f"Duration p50 {fmt_ns(p50)}, p90 {fmt_ns(p90)}, p99 {fmt_ns(p99)}, max {fmt_ns(listed_ns.max())}"
+        in text
+    )
     slow = [i for i in range(listed) if i % SLOW_EVERY == 0]  # Tukey fence: all other steps are equal
     assert f"{len(slow)} outliers longer than" in text
     assert "step" + "s " + ", ".join(map(str, slow)) + "." in text
@@ -229,10 +351,14 @@ def test_report_of_5000_steps_stays_under_the_cap(long_trace: tuple[Path, list[f
     assert view["tables"] >= 3
 
 
-def test_diff_of_long_traces_stays_under_the_cap(long_trace: tuple[Path, list[float]], tmp_path: Path) -> None:
+def test_diff_of_long_traces_stays_under_the_cap(
+    long_trace: tuple[Path, list[float]], tmp_path: Path
+) -> None:
     path, _ = long_trace
     head = tmp_path / "head.pt.trace.json.gz"
-    step_trace_json(head, steps=1200, suffix="_v2")  # every kernel renamed: 15 added and 15 removed, long names
+    step_trace_json(
+        head, steps=1200, suffix="_v2"
+    )  # every kernel renamed: 15 added and 15 removed, long names
     out = tmp_path / "diff.md"
     assert main(["diff", str(path), str(head), "-o", str(out)]) == 0
     text = out.read_text()
@@ -250,7 +376,10 @@ def test_fit_leaves_out_the_largest_blocks_then_cuts() -> None:
     from tracelens.report.budget import cut, fit
 
     head = ("Headline", ["# title", "short"])
-    big = ("Big", ["", "## Big", "", "<details><summary>x</summary>", "", *["| a |"] * 5000, "", "</details>"])
+    big = (
+        "Big",
+        ["", "## Big", "", "<details><summary>x</summary>", "", *["| a |"] * 5000, "", "</details>"],
+    )
     small = ("Small", ["", "## Small", "", "kept"])
     text = fit(lambda: [head, big, small], max_chars=2_000)
     assert len(text) <= 2_000
@@ -265,7 +394,9 @@ def test_plot_link_to_an_oddly_named_file_renders_as_that_image(tmp_path: Path) 
     from tracelens.report.markdown import figures
 
     doc = analyze(nasty_trace(), sections=["devices"])
-    doc["gaps"] = {"devices": [{"device": 0, "timeline": {"edges_ns": [0, 500, 1000], "utilization": [1.0, 0.25]}}]}
+    doc["gaps"] = {
+        "devices": [{"device": 0, "timeline": {"edges_ns": [0, 500, 1000], "utilization": [1.0, 0.25]}}]
+    }
     pngs = figures(doc, tmp_path / "my review (v2) [draft].md")
     view = check_github_view(render(doc, plots=True, figures=pngs))
     src = re.findall(r'<img src="([^"]*)" alt="([^"]*)"', view["html"])

@@ -21,9 +21,20 @@ from tracelens.trace import Trace, TraceMetadata
 
 
 def _copy(start, end, kind="HtoD", nbytes=1000, device=0, src=None, dst=None, corr=None, pid=None, stream=1):
-    return {"kind": "memcpy", "name": f"Memcpy {kind}", "start_ns": start, "end_ns": end, "device": device,
-            "stream": stream, "bytes": nbytes, "copy_kind": kind, "src_kind": src, "dst_kind": dst,
-            "correlation_id": corr, "pid": pid}
+    return {
+        "kind": "memcpy",
+        "name": f"Memcpy {kind}",
+        "start_ns": start,
+        "end_ns": end,
+        "device": device,
+        "stream": stream,
+        "bytes": nbytes,
+        "copy_kind": kind,
+        "src_kind": src,
+        "dst_kind": dst,
+        "correlation_id": corr,
+        "pid": pid,
+    }
 
 
 def _kernel(start, end, device=0):
@@ -31,14 +42,25 @@ def _kernel(start, end, device=0):
 
 
 def _api(name, corr, pid=1, start=0):
-    return {"kind": "runtime", "name": name, "start_ns": start, "end_ns": start + 1, "pid": pid, "tid": 1,
-            "correlation_id": corr}
+    return {
+        "kind": "runtime",
+        "name": name,
+        "start_ns": start,
+        "end_ns": start + 1,
+        "pid": pid,
+        "tid": 1,
+        "correlation_id": corr,
+    }
 
 
 def _exposed_by_sweep(copies: list[tuple[int, int]], kernels: list[tuple[int, int]]) -> int:
     """Time with at least one copy and no kernel active: a boundary sweep (independent of tracelens.intervals)."""
-    points = sorted([(s, 0, 1) for s, _ in copies] + [(e, 0, -1) for _, e in copies]
-                    + [(s, 1, 1) for s, _ in kernels] + [(e, 1, -1) for _, e in kernels])
+    points = sorted(
+        [(s, 0, 1) for s, _ in copies]
+        + [(e, 0, -1) for _, e in copies]
+        + [(s, 1, 1) for s, _ in kernels]
+        + [(e, 1, -1) for _, e in kernels]
+    )
     active = [0, 0]
     last = None
     exposed = 0
@@ -61,10 +83,14 @@ def test_exposed_time_shares_and_bandwidth_by_hand():
     # GPU 1: union 10, exposed 10. Device-mean exposed (110) / 2 = 55; HtoD's (100 + 0) / 2 = 50.
     # HtoD bandwidth: 1000/100 ns = 1e10 B/s, 2600/130 ns = 2e10 B/s; aggregate 3600 B / 230 ns;
     #   percentiles of [1e10, 2e10] (linear): p10 = 1.1e10, p50 = 1.5e10, p90 = 1.9e10.
-    rows = [_kernel(0, 100), _kernel(200, 300),
-            _copy(50, 150, nbytes=1000, stream=1), _copy(120, 250, nbytes=2600, stream=2),
-            _copy(400, 400, kind="DtoH", nbytes=8),
-            _copy(0, 10, kind="DtoD", nbytes=0, device=1)]
+    rows = [
+        _kernel(0, 100),
+        _kernel(200, 300),
+        _copy(50, 150, nbytes=1000, stream=1),
+        _copy(120, 250, nbytes=2600, stream=2),
+        _copy(400, 400, kind="DtoH", nbytes=8),
+        _copy(0, 10, kind="DtoD", nbytes=0, device=1),
+    ]
     doc = memcpy_report(Trace.from_rows(rows))
     json.dumps(doc, allow_nan=False)
     assert (doc["device_mean_exposed_ns"], doc["device_mean_union_ns"]) == (55, 105)
@@ -74,15 +100,29 @@ def test_exposed_time_shares_and_bandwidth_by_hand():
     kinds = {k["kind"]: k for k in doc["by_kind"]}
     assert [k["kind"] for k in doc["by_kind"]] == ["HtoD", "DtoH", "DtoD"]
     htod = kinds["HtoD"]
-    assert (htod["count"], htod["bytes"], htod["duration_ns"], htod["device_mean_exposed_ns"]) == (2, 3600, 230, 50)
+    assert (htod["count"], htod["bytes"], htod["duration_ns"], htod["device_mean_exposed_ns"]) == (
+        2,
+        3600,
+        230,
+        50,
+    )
     dev0_htod = dev0["by_kind"][0]  # GPU 0's own kinds; no memory kinds given: neither pinned nor pageable
     assert (dev0_htod["kind"], dev0_htod["exposed_ns"], dev0_htod["pinned_ns"], dev0_htod["pageable_ns"]) == (
-        "HtoD", 100, 0, 0)
+        "HtoD",
+        100,
+        0,
+        0,
+    )
     assert htod["achieved_bytes_per_s"] == pytest.approx(3600 / 230 * 1e9)
     assert (htod["p10_bytes_per_s"], htod["p50_bytes_per_s"], htod["p90_bytes_per_s"]) == pytest.approx(
-        (1.1e10, 1.5e10, 1.9e10))
+        (1.1e10, 1.5e10, 1.9e10)
+    )
     dtoh = kinds["DtoH"]  # zero duration: no bandwidth, never inf
-    assert dtoh["zero_duration_count"] == 1 and dtoh["measured_count"] == 0 and dtoh["achieved_bytes_per_s"] is None
+    assert (
+        dtoh["zero_duration_count"] == 1
+        and dtoh["measured_count"] == 0
+        and dtoh["achieved_bytes_per_s"] is None
+    )
     dtod = kinds["DtoD"]  # zero bytes over 10 ns: 0 B/s
     assert dtod["achieved_bytes_per_s"] == 0.0 and doc["per_device"][1]["exposed_ns"] == 10
 
@@ -99,9 +139,13 @@ def test_host_memory_and_launch_mode_from_the_launching_call():
         _copy(60, 70, src="host", dst="device", corr=4, pid=1),
         _copy(80, 90, kind="DtoD", src="device", dst="device", corr=5, pid=1),
         _copy(100, 110, kind="DtoH", src="device", dst="pageable", corr=6, pid=1),
-        _api("cudaMemcpy", 1), _api("cudaMemcpyAsync", 2), _api("cudaMemcpyAsync", 3),
-        _api("cudaMemcpy", 3, pid=2), _api("hipMemcpyWithStream", 4),
-        _api("cudaMemcpy_v3020", 6), _api("cudaMemcpy_v3020", 6),
+        _api("cudaMemcpy", 1),
+        _api("cudaMemcpyAsync", 2),
+        _api("cudaMemcpyAsync", 3),
+        _api("cudaMemcpy", 3, pid=2),
+        _api("hipMemcpyWithStream", 4),
+        _api("cudaMemcpy_v3020", 6),
+        _api("cudaMemcpy_v3020", 6),
     ]
     trace = Trace.from_rows(rows, metadata=TraceMetadata(source_format="handmade", framework="pytorch"))
     doc = memcpy_report(trace)
@@ -110,21 +154,31 @@ def test_host_memory_and_launch_mode_from_the_launching_call():
     assert launch["async_pageable_count"] == 1
     assert launch["sync_ns"] == 30
     mem = doc["host_memory"]
-    assert (mem["pageable_count"], mem["pinned_count"], mem["device_count"], mem["unknown_count"]) == (3, 1, 1, 1)
+    assert (mem["pageable_count"], mem["pinned_count"], mem["device_count"], mem["unknown_count"]) == (
+        3,
+        1,
+        1,
+        1,
+    )
     assert mem["host_copies_unknown_count"] == 1 and mem["basis"] == "partly unknown"
     kinds = {k["kind"]: k for k in doc["by_kind"]}
     assert kinds["HtoD"]["pageable_count"] == 2 and kinds["DtoH"]["pageable_count"] == 1
     ids = {f["id"]: f for f in doc["findings"]}
     assert {"memcpy_pageable", "memcpy_async_pageable", "memcpy_sync"} <= set(ids)
-    assert (ids["memcpy_pageable"]["remedy"], ids["memcpy_async_pageable"]["remedy"], ids["memcpy_sync"]["remedy"]) \
-        == ("pin", "pin", "async")
+    assert (
+        ids["memcpy_pageable"]["remedy"],
+        ids["memcpy_async_pageable"]["remedy"],
+        ids["memcpy_sync"]["remedy"],
+    ) == ("pin", "pin", "async")
     assert "pin_memory" in check_fix(ids["memcpy_pageable"], "pytorch")
     # Data only: no prose in the JSON (the renderers word the checks).
     assert all(set(f) == {"id", "evidence", "remedy"} for f in doc["findings"])
-    assert check_sentence(ids["memcpy_sync"]) == ("3 copies were issued by synchronous copy calls (30 ns of copy "
-                                                  "time) — the host waits for each")
-    assert check_sentence(ids["memcpy_async_pageable"]) == ("1 asynchronous copy call uses pageable memory: it runs "
-                                                            "synchronously anyway")
+    assert check_sentence(ids["memcpy_sync"]) == (
+        "3 copies were issued by synchronous copy calls (30 ns of copy time) — the host waits for each"
+    )
+    assert check_sentence(ids["memcpy_async_pageable"]) == (
+        "1 asynchronous copy call uses pageable memory: it runs synchronously anyway"
+    )
 
 
 def test_small_copy_bursts():
@@ -137,13 +191,19 @@ def test_small_copy_bursts():
     small = memcpy_report(Trace.from_rows(rows))["small_copies"]
     assert (small["count"], small["bytes"], small["duration_ns"]) == (21, 21 * 1024, 21 * 1000)
     assert (small["burst_count"], small["burst_copy_count"], small["burst_ns"]) == (1, 12, 12_000)
-    assert small["largest_bursts"] == [{"device": 0, "start_ns": 0, "end_ns": 23_000, "count": 12,
-                                        "bytes": 12 * 1024, "duration_ns": 12_000}]
+    assert small["largest_bursts"] == [
+        {"device": 0, "start_ns": 0, "end_ns": 23_000, "count": 12, "bytes": 12 * 1024, "duration_ns": 12_000}
+    ]
 
 
 def test_no_copies_and_unknown_fields_do_not_crash():
     empty = memcpy_report(Trace.from_rows([_kernel(0, 10)]))
-    assert empty["count"] == 0 and empty["device_mean_exposed_ns"] == 0 and empty["by_kind"] == [] and empty["per_device"] == []
+    assert (
+        empty["count"] == 0
+        and empty["device_mean_exposed_ns"] == 0
+        and empty["by_kind"] == []
+        and empty["per_device"] == []
+    )
     odd = memcpy_report(Trace.from_rows([_copy(0, 0, kind=None, nbytes=None)]))
     json.dumps(odd, allow_nan=False)
     (entry,) = odd["by_kind"]
@@ -178,8 +238,9 @@ def _ns(ts: float) -> int:
 def test_kineto_totals_match_a_json_walk(path: Path):
     with gzip.open(path, "rt") as fh:
         events = json.load(fh)["traceEvents"]
-    expected: dict[str, dict[str, int]] = defaultdict(lambda: {"count": 0, "bytes": 0, "duration_ns": 0,
-                                                                 "pageable_count": 0})
+    expected: dict[str, dict[str, int]] = defaultdict(
+        lambda: {"count": 0, "bytes": 0, "duration_ns": 0, "pageable_count": 0}
+    )
     copies: dict[int, list[tuple[int, int]]] = defaultdict(list)
     kernels: dict[int, list[tuple[int, int]]] = defaultdict(list)
     for e in events:
@@ -202,7 +263,10 @@ def test_kineto_totals_match_a_json_walk(path: Path):
         copies[device].append(interval)
     doc = analyze(load(path), sections=["memcpy"])["memcpy"]
     json.dumps(doc, allow_nan=False)
-    got = {k["kind"]: {f: k[f] for f in ("count", "bytes", "duration_ns", "pageable_count")} for k in doc["by_kind"]}
+    got = {
+        k["kind"]: {f: k[f] for f in ("count", "bytes", "duration_ns", "pageable_count")}
+        for k in doc["by_kind"]
+    }
     assert got == dict(expected)
     exposed = sum(_exposed_by_sweep(copies[d], kernels.get(d, [])) for d in copies)
     gpus = len(set(copies) | set(kernels))  # devices with activity (the mean's denominator)
@@ -213,7 +277,9 @@ def test_kineto_totals_match_a_json_walk(path: Path):
 def test_rocm_host_memory_is_unknown_not_guessed(path: Path):
     doc = memcpy_report(load(path))
     assert doc["host_memory"]["basis"] == "unknown"
-    assert doc["by_kind"][0]["pageable_count"] == 0 and doc["by_kind"][0]["unknown_memory_count"] == doc["count"]
+    assert (
+        doc["by_kind"][0]["pageable_count"] == 0 and doc["by_kind"][0]["unknown_memory_count"] == doc["count"]
+    )
     # HIP's hipMemcpyWithStream blocks the host: the copies are synchronous.
     assert doc["launch"]["sync_count"] == doc["count"]
 
@@ -229,14 +295,18 @@ def test_nsys_totals_match_sql(path: Path):
     con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     rows = con.execute(
         "SELECT copyKind, COUNT(*), SUM(bytes), SUM(end - start), SUM(srcKind = 0 OR dstKind = 0) "
-        "FROM CUPTI_ACTIVITY_KIND_MEMCPY GROUP BY copyKind").fetchall()
-    expected = {_NSYS_COPY_KIND[k]: {"count": n, "bytes": b, "duration_ns": d, "pageable_count": p}
-                for k, n, b, d, p in rows}
+        "FROM CUPTI_ACTIVITY_KIND_MEMCPY GROUP BY copyKind"
+    ).fetchall()
+    expected = {
+        _NSYS_COPY_KIND[k]: {"count": n, "bytes": b, "duration_ns": d, "pageable_count": p}
+        for k, n, b, d, p in rows
+    }
     # Launch mode: the RUNTIME row of the same process with the same correlationId, names via StringIds.
     names = con.execute(
         "SELECT m.rowid, (SELECT s.value FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s ON s.id = r.nameId "
         "  WHERE r.correlationId = m.correlationId AND (r.globalTid >> 24) = (m.globalPid >> 24) LIMIT 1) "
-        "FROM CUPTI_ACTIVITY_KIND_MEMCPY m").fetchall()
+        "FROM CUPTI_ACTIVITY_KIND_MEMCPY m"
+    ).fetchall()
     sync = sum(1 for _, n in names if n and _SYNC_API.match(n))
     asynchronous = sum(1 for _, n in names if n and "Async" in n)
     copies: dict[int, list] = defaultdict(list)
@@ -249,14 +319,19 @@ def test_nsys_totals_match_sql(path: Path):
 
     doc = analyze(load(path), sections=["memcpy"])["memcpy"]
     json.dumps(doc, allow_nan=False)
-    got = {k["kind"]: {f: k[f] for f in ("count", "bytes", "duration_ns", "pageable_count")} for k in doc["by_kind"]}
+    got = {
+        k["kind"]: {f: k[f] for f in ("count", "bytes", "duration_ns", "pageable_count")}
+        for k in doc["by_kind"]
+    }
     assert got == expected
     assert (doc["launch"]["sync_count"], doc["launch"]["async_count"]) == (sync, asynchronous)
     gpus = len(set(copies) | set(kernels))
     assert doc["device_mean_exposed_ns"] == pytest.approx(
-        sum(_exposed_by_sweep(copies[d], kernels.get(d, [])) for d in copies) / gpus)
+        sum(_exposed_by_sweep(copies[d], kernels.get(d, [])) for d in copies) / gpus
+    )
     assert [d["exposed_ns"] for d in doc["per_device"]] == [
-        _exposed_by_sweep(copies[d], kernels.get(d, [])) for d in sorted(copies)]
+        _exposed_by_sweep(copies[d], kernels.get(d, [])) for d in sorted(copies)
+    ]
 
 
 # --- real traces: XSpace protobuf -----------------------------------------------------------------

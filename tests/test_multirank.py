@@ -40,16 +40,46 @@ def handmade_rank(rank: int, *, clock: str = "unix", origin_skew: int = 10) -> T
     for k in range(1, 5):
         late = 100 if k >= 3 else 0
         start = k * 1000 + (late if rank == 2 else 0) - rank * origin_skew
-        rows.append({"kind": "step", "name": f"ProfilerStep#{k}", "start_ns": start, "end_ns": start + 800,
-                     "step": k, "pid": 1, "tid": 1})
+        rows.append(
+            {
+                "kind": "step",
+                "name": f"ProfilerStep#{k}",
+                "start_ns": start,
+                "end_ns": start + 800,
+                "step": k,
+                "pid": 1,
+                "tid": 1,
+            }
+        )
         compute = 400 if rank == 2 else 300
-        rows.append({"kind": "kernel", "name": "gemm", "start_ns": start + 100, "end_ns": start + 100 + compute,
-                     "device": 0, "stream": 7})
+        rows.append(
+            {
+                "kind": "kernel",
+                "name": "gemm",
+                "start_ns": start + 100,
+                "end_ns": start + 100 + compute,
+                "device": 0,
+                "stream": 7,
+            }
+        )
         last_arrival = k * 1000 + late + 500 - rank * origin_skew
-        rows.append({"kind": "kernel", "name": NCCL, "start_ns": start + 500, "end_ns": last_arrival + 50,
-                     "device": 0, "stream": 9})
-    meta = TraceMetadata(source_format="handmade", clock=clock, time_origin_ns=10**18 + rank * origin_skew,
-                         rank=rank, world_size=3)
+        rows.append(
+            {
+                "kind": "kernel",
+                "name": NCCL,
+                "start_ns": start + 500,
+                "end_ns": last_arrival + 50,
+                "device": 0,
+                "stream": 9,
+            }
+        )
+    meta = TraceMetadata(
+        source_format="handmade",
+        clock=clock,
+        time_origin_ns=10**18 + rank * origin_skew,
+        rank=rank,
+        world_size=3,
+    )
     return Trace.from_rows(rows, metadata=meta)
 
 
@@ -72,9 +102,16 @@ def by_rank(rows: list[dict]) -> dict[int, dict]:
 
 @pytest.mark.parametrize(
     ("name", "rank"),
-    [("rank-3.json.gz", 3), ("rank_12.pt.trace.json", 12), ("trainer_rank7_2024.json.gz", 7),
-     ("a100_nccl_2rank_rank0_2024.json.gz", 0), ("worker_5.pt.trace.json.gz", 5), ("job-2.sqlite", 2),
-     ("host.1700000000.pt.trace.json", None), ("trace.json", None)],
+    [
+        ("rank-3.json.gz", 3),
+        ("rank_12.pt.trace.json", 12),
+        ("trainer_rank7_2024.json.gz", 7),
+        ("a100_nccl_2rank_rank0_2024.json.gz", 0),
+        ("worker_5.pt.trace.json.gz", 5),
+        ("job-2.sqlite", 2),
+        ("host.1700000000.pt.trace.json", None),
+        ("trace.json", None),
+    ],
 )
 def test_rank_from_name(name: str, rank: int | None) -> None:
     assert runs.rank_from_name(name) == rank
@@ -100,7 +137,10 @@ def test_run_directory_and_glob_expansion(tmp_path: Path) -> None:
     assert runs.expand_paths([run]) == expected
     assert runs.expand_paths([str(run / "rank*.json.gz")]) == expected
     assert runs.expand_paths([run / "rank2.json.gz", str(run / "rank*.json.gz")]) == [
-        run / "rank2.json.gz", run / "rank1.json.gz", run / "rank10.json.gz"]  # duplicates dropped
+        run / "rank2.json.gz",
+        run / "rank1.json.gz",
+        run / "rank10.json.gz",
+    ]  # duplicates dropped
     with pytest.raises(InputError, match="no trace file matches"):
         runs.expand_paths([str(run / "nothing*.json")])
 
@@ -150,8 +190,13 @@ def test_handmade_run_numbers(tmp_path: Path) -> None:
 
     steps = doc["stragglers"]["steps"]
     assert steps["alignment"] == "clock" and steps["compared"] == 4
-    assert steps["straggler"] == {"rank": 2, "device": None, "delay_ns": 50, "max_lateness_ns": 100,
-                                  "significant": True}  # 50 >= 5% of the 800 ns median step
+    assert steps["straggler"] == {
+        "rank": 2,
+        "device": None,
+        "delay_ns": 50,
+        "max_lateness_ns": 100,
+        "significant": True,
+    }  # 50 >= 5% of the 800 ns median step
     lateness = {row["rank"]: row["mean_lateness_ns"] for row in steps["per_rank"]}
     assert lateness == {0: -25, 1: -25, 2: 50}
     assert all(ranks[r]["step_count"] == 4 and ranks[r]["mean_step_ns"] == 800 for r in ranks)
@@ -159,7 +204,10 @@ def test_handmade_run_numbers(tmp_path: Path) -> None:
     coll = doc["collectives"]
     assert coll["participants"] == 3 and coll["matched"] == 4 and coll["unmatched_kernels"] == 0
     assert {r: (ranks[r]["collective_transfer_ns"], ranks[r]["collective_wait_ns"]) for r in ranks} == {
-        0: (200, 200), 1: (200, 200), 2: (200, 0)}
+        0: (200, 200),
+        1: (200, 200),
+        2: (200, 0),
+    }
     assert coll["wait_ns"] == 400 and coll["transfer_ns"] == 600
     # 400 of 1000 ns matched collective time is waiting: neither mostly waiting nor mostly transfer.
     assert coll["wait_share"] == pytest.approx(0.4) and coll["verdict"] == "mixed"
@@ -216,8 +264,9 @@ def test_cache_manifest_reuse_and_invalidation(tmp_path: Path) -> None:
     assert [r["cached"] for r in third["ranks"]] == [True, False, True]
 
 
-def test_default_cache_in_the_user_cache_not_beside_the_traces(tmp_path: Path,
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_default_cache_in_the_user_cache_not_beside_the_traces(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     paths = write_handmade_run(tmp_path / "run")
     before = sorted(p.name for p in (tmp_path / "run").iterdir())
     monkeypatch.setenv("TRACELENS_CACHE_DIR", str(tmp_path / "mine"))
@@ -233,7 +282,9 @@ def test_default_cache_in_the_user_cache_not_beside_the_traces(tmp_path: Path,
 # ------------------------------------------------------------------------------------------ failures
 
 
-def test_corrupt_rank_is_reported_and_the_rest_analyzed(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+def test_corrupt_rank_is_reported_and_the_rest_analyzed(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
     run = tmp_path / "run"
     write_handmade_run(run)
     corrupt = run / "rank3.json.gz"
@@ -242,7 +293,9 @@ def test_corrupt_rank_is_reported_and_the_rest_analyzed(tmp_path: Path, capsys: 
     assert len(failures) == 1 and str(corrupt) in failures[0]
     assert sorted(r["rank"] for r in doc["ranks"]) == [0, 1, 2]
 
-    code = main(["analyze", str(run), "--cache", str(tmp_path / "cache"), "--format", "json", "--workers", "2"])
+    code = main(
+        ["analyze", str(run), "--cache", str(tmp_path / "cache"), "--format", "json", "--workers", "2"]
+    )
     captured = capsys.readouterr()
     assert code == 1
     err_lines = captured.err.strip().splitlines()
@@ -268,10 +321,12 @@ def test_dask_engine_gives_the_same_document(tmp_path: Path) -> None:
     distributed = pytest.importorskip("dask.distributed")
     paths = write_handmade_run(tmp_path / "run")
     local, _ = runs.analyze_run(paths, workers=2, cache_dir=tmp_path / "local")
-    with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
-                                  dashboard_address=None) as cluster:
-        remote, failures = runs.analyze_run(paths, engine="dask", scheduler=cluster.scheduler_address,
-                                                 cache_dir=tmp_path / "dask")
+    with distributed.LocalCluster(
+        n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None
+    ) as cluster:
+        remote, failures = runs.analyze_run(
+            paths, engine="dask", scheduler=cluster.scheduler_address, cache_dir=tmp_path / "dask"
+        )
     assert failures == []
     for key in ("stragglers", "collectives", "imbalance"):
         assert remote[key] == local[key]
@@ -305,14 +360,19 @@ def test_markdown_report_has_a_ranks_section(tmp_path: Path) -> None:
     rows = [line for line in text.splitlines() if line.startswith("| 2 | rank2.parquet")]
     assert len(rows) == 1 and "| 50 ns |" in rows[0] and "| 0 ns |" in rows[0]  # lateness 50, wait 0
     assert "rank 2: step starts 50 ns late" in text
-    assert "400 ns waiting for slower ranks (40.0% of it): partly waiting for late ranks, partly transfer" in text
+    assert (
+        "400 ns waiting for slower ranks (40.0% of it): partly waiting for late ranks, partly transfer"
+        in text
+    )
     assert "](run.ranks.png)" in text and not (tmp_path / "run.ranks.png").exists()  # the CLI writes it
     # Without png=True no PNG (the mermaid charts stay inline).
     assert figures(doc, "markdown", tmp_path / "plain.md", plots=True) == []
     assert ".png" not in render(doc, "markdown", plots=True)
 
 
-def test_read_only_trace_folder_caches_in_the_user_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_read_only_trace_folder_caches_in_the_user_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     run = tmp_path / "run"
     paths = write_handmade_run(run)
     monkeypatch.delenv("TRACELENS_CACHE_DIR", raising=False)
@@ -341,8 +401,11 @@ def _collectives(durations: dict[int, list[int]], lateness: dict[int, int]) -> d
 
     from tracelens.run.crossrank import collective_analysis
 
-    rows = [{"rank": r, "device": 0, "collective": c, "start_abs_ns": 1000 * c + lateness.get(r, 0), "dur_ns": d}
-            for r, ds in durations.items() for c, d in enumerate(ds)]
+    rows = [
+        {"rank": r, "device": 0, "collective": c, "start_abs_ns": 1000 * c + lateness.get(r, 0), "dur_ns": d}
+        for r, ds in durations.items()
+        for c, d in enumerate(ds)
+    ]
     return collective_analysis(pd.DataFrame(rows), comparable=True)
 
 

@@ -38,16 +38,27 @@ def json_events(path: Path) -> list[dict]:
 
 def host_step_ts(events: list[dict]) -> dict[int, float]:
     """Host ProfilerStep#N start (µs, as the file writes it)."""
-    return {int(e["name"].split("#")[1]): float(e["ts"]) for e in events
-            if e.get("cat") == "user_annotation" and str(e.get("name", "")).startswith("ProfilerStep#")}
+    return {
+        int(e["name"].split("#")[1]): float(e["ts"])
+        for e in events
+        if e.get("cat") == "user_annotation" and str(e.get("name", "")).startswith("ProfilerStep#")
+    }
 
 
 def nccl_kernels(events: list[dict]) -> list[dict]:
     return [e for e in events if e.get("cat") == "kernel" and "nccl" in e["name"].lower()]
 
 
-def synthesize(trace: Trace, *, rank: int, world_size: int, after_ns: int = 0, shift_ns: int = 0,
-               stretch_nccl_ns: int = 0, origin_shift_ns: int = 0) -> Trace:
+def synthesize(
+    trace: Trace,
+    *,
+    rank: int,
+    world_size: int,
+    after_ns: int = 0,
+    shift_ns: int = 0,
+    stretch_nccl_ns: int = 0,
+    origin_shift_ns: int = 0,
+) -> Trace:
     """A copy of ``trace`` as another rank: events starting at or after ``after_ns`` shifted by ``shift_ns``
     (a rank that falls behind), NCCL kernels starting there made ``stretch_nccl_ns`` longer (a rank
     waiting for the straggler), and the clock origin moved by ``origin_shift_ns`` (a late start)."""
@@ -56,16 +67,22 @@ def synthesize(trace: Trace, *, rank: int, world_size: int, after_ns: int = 0, s
     after = pc.greater_equal(start, pa.scalar(after_ns, pa.int64()))
     if stretch_nccl_ns:
         names = pc.cast(events.column("name"), pa.string())
-        is_nccl = pc.and_(pc.equal(events.column("kind").cast(pa.string()), "kernel"),
-                          pc.match_substring(names, "nccl", ignore_case=True))
+        is_nccl = pc.and_(
+            pc.equal(events.column("kind").cast(pa.string()), "kernel"),
+            pc.match_substring(names, "nccl", ignore_case=True),
+        )
         end = pc.if_else(pc.and_(after, pc.fill_null(is_nccl, False)), pc.add(end, stretch_nccl_ns), end)
     if shift_ns:
         start = pc.if_else(after, pc.add(start, shift_ns), start)
         end = pc.if_else(after, pc.add(end, shift_ns), end)
     columns = {name: events.column(name) for name in EVENT_COLUMNS}
     columns["start_ns"], columns["end_ns"] = start, end
-    meta = dataclasses.replace(trace.metadata, rank=rank, world_size=world_size,
-                               time_origin_ns=trace.metadata.time_origin_ns + origin_shift_ns)
+    meta = dataclasses.replace(
+        trace.metadata,
+        rank=rank,
+        world_size=world_size,
+        time_origin_ns=trace.metadata.time_origin_ns + origin_shift_ns,
+    )
     return Trace(events=build_events(columns), devices=trace.devices, metadata=meta)
 
 
@@ -83,10 +100,13 @@ def test_two_rank_nccl_run_straggler_and_collective_wait(tmp_path: Path) -> None
 
     trace = tracelens.load(NCCL_2RANK)
     after = int(trace.df.query("kind == 'step' and step == 5")["start_ns"].min())
-    synthesize(trace, rank=0, world_size=2, after_ns=after, stretch_nccl_ns=delay).save(tmp_path / "rank0.parquet")
+    synthesize(trace, rank=0, world_size=2, after_ns=after, stretch_nccl_ns=delay).save(
+        tmp_path / "rank0.parquet"
+    )
     synthesize(trace, rank=1, world_size=2, after_ns=after, shift_ns=delay).save(tmp_path / "rank1.parquet")
-    doc, failures = runs.analyze_run([tmp_path / "rank0.parquet", tmp_path / "rank1.parquet"],
-                                          workers=2, cache_dir=tmp_path / "cache")
+    doc, failures = runs.analyze_run(
+        [tmp_path / "rank0.parquet", tmp_path / "rank1.parquet"], workers=2, cache_dir=tmp_path / "cache"
+    )
     assert failures == []
 
     straggler = doc["stragglers"]["steps"]["straggler"]
@@ -130,7 +150,9 @@ def test_eight_ranks_from_a_real_trace_find_the_late_one(tmp_path: Path) -> None
     run.mkdir()
     for rank in range(8):
         shift = jitter[rank] + (delay if rank == 5 else 0)
-        synthesize(trace, rank=rank, world_size=8, origin_shift_ns=shift).save(run / f"trace_rank-{rank}.parquet")
+        synthesize(trace, rank=rank, world_size=8, origin_shift_ns=shift).save(
+            run / f"trace_rank-{rank}.parquet"
+        )
     doc, failures = runs.analyze_run([run], workers=2, cache_dir=tmp_path / "cache")
     assert failures == [] and [r["rank"] for r in doc["ranks"]] == list(range(8))
     expected = delay + jitter[5] - statistics.median(jitter[:5] + jitter[6:])

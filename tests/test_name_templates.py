@@ -22,17 +22,20 @@ from tracelens.analyses.ranges import range_summary
 MS = 1_000_000
 
 
-@pytest.mark.parametrize(("name", "template"), [
-    ("aten::is_nonzero, op_id = 317126", "aten::is_nonzero"),
-    ("aten::mm, seq = 12, op_id = 5, sizes = [[8, 64], [64, 32]]", "aten::mm"),
-    ("aten::linear, sizes = [[1, 2]]", "aten::linear"),
-    ("ProfilerStep#12", "ProfilerStep#N"),
-    ("ProfilerStep#0", "ProfilerStep#N"),
-    ("Optimizer.step#SGD.step", "Optimizer.step#SGD.step"),
-    ("forward, backward", "forward, backward"),  # a comma without a payload key: a name of its own
-    ("#3", "#3"),
-    ("tracelens/data", "tracelens/data"),
-])
+@pytest.mark.parametrize(
+    ("name", "template"),
+    [
+        ("aten::is_nonzero, op_id = 317126", "aten::is_nonzero"),
+        ("aten::mm, seq = 12, op_id = 5, sizes = [[8, 64], [64, 32]]", "aten::mm"),
+        ("aten::linear, sizes = [[1, 2]]", "aten::linear"),
+        ("ProfilerStep#12", "ProfilerStep#N"),
+        ("ProfilerStep#0", "ProfilerStep#N"),
+        ("Optimizer.step#SGD.step", "Optimizer.step#SGD.step"),
+        ("forward, backward", "forward, backward"),  # a comma without a payload key: a name of its own
+        ("#3", "#3"),
+        ("tracelens/data", "tracelens/data"),
+    ],
+)
 def test_name_template(name: str, template: str) -> None:
     assert name_template(name) == template
 
@@ -53,8 +56,13 @@ def test_thread_bootstrap_names() -> None:
 def test_step_markers_are_one_host_row() -> None:
     # golden_trace: ProfilerStep#0 and ProfilerStep#1, 10 ms each, on one thread
     top = {(r["kind"], r["name"]): r for r in host_summary(golden_trace())["top"]}
-    assert top[("step", "ProfilerStep#N")] == {"kind": "step", "name": "ProfilerStep#N", "count": 2,
-                                               "total_ns": 20 * MS, "names": 2}
+    assert top[("step", "ProfilerStep#N")] == {
+        "kind": "step",
+        "name": "ProfilerStep#N",
+        "count": 2,
+        "total_ns": 20 * MS,
+        "names": 2,
+    }
     assert not any(name.startswith("ProfilerStep#") and name != "ProfilerStep#N" for _, name in top)
 
 
@@ -82,7 +90,8 @@ def test_fastvideo_ranges_grouped_by_template() -> None:
         expected = {row[0]: row[1:] for row in db.execute(_TEMPLATE_SQL)}
         instances, texts = db.execute(
             "SELECT COUNT(*), COUNT(DISTINCT COALESCE(n.text, s.value)) FROM NVTX_EVENTS n "
-            "LEFT JOIN StringIds s ON n.textId = s.id WHERE n.eventType = 59 AND n.\"end\" IS NOT NULL").fetchone()
+            'LEFT JOIN StringIds s ON n.textId = s.id WHERE n.eventType = 59 AND n."end" IS NOT NULL'
+        ).fetchone()
     assert (instances, texts) == (16_782, 16_582)  # the case issue 26 names: one name per op_id before
     trace = load(path)
     out = range_summary(trace, limit=10_000)
@@ -106,9 +115,16 @@ BERT = shared_traces("pytorch", "h100_bert_small_inference_torch2.6.json.gz")
 def test_thread_bootstrap_frames_folded() -> None:
     with gzip.open(BERT[0], "rt") as f:
         events = json.load(f)["traceEvents"]
-    frames = [e for e in events if e.get("ph") == "X" and re.fullmatch(
-        r"threading\.py\(\d+\): (_bootstrap|_bootstrap_inner|run)|multiprocessing/process\.py\(\d+\): "
-        r"(_bootstrap|run)|multiprocessing/spawn\.py\(\d+\): (spawn_main|_main)", str(e.get("name")))]
+    frames = [
+        e
+        for e in events
+        if e.get("ph") == "X"
+        and re.fullmatch(
+            r"threading\.py\(\d+\): (_bootstrap|_bootstrap_inner|run)|multiprocessing/process\.py\(\d+\): "
+            r"(_bootstrap|run)|multiprocessing/spawn\.py\(\d+\): (spawn_main|_main)",
+            str(e.get("name")),
+        )
+    ]
     assert frames  # the trace records them: the test can fail
     host = analyze(load(BERT[0]), sections=["host"])["host"]
     assert host["thread_bootstrap_rows"] == len(frames)

@@ -21,16 +21,20 @@ from tracelens.report.units import plural
 @pytest.mark.parametrize("name", ["host.overview_page.pb", "host.input_pipeline.pb"])
 def test_plugin_file_reads_the_xplane_beside_it(name: str, tmp_path: Path) -> None:
     (tmp_path / "host.xplane.pb").write_bytes(_valid_space())
-    (tmp_path / name).write_bytes(b"\x0a\x00")  # not an XSpace: read as one it would be "truncated or corrupt"
+    (tmp_path / name).write_bytes(
+        b"\x0a\x00"
+    )  # not an XSpace: read as one it would be "truncated or corrupt"
     trace = tracelens.load(tmp_path / name)
     direct = tracelens.load(tmp_path / "host.xplane.pb")
     assert trace.events.equals(direct.events) and trace.num_events == 50
-    assert trace.metadata.warnings[-1] == (f"{name} is a TensorBoard plugin file (a summary, not a trace): "
-                                           "read host.xplane.pb beside it")
+    assert trace.metadata.warnings[-1] == (
+        f"{name} is a TensorBoard plugin file (a summary, not a trace): read host.xplane.pb beside it"
+    )
 
 
-def test_plugin_file_without_an_xplane_is_refused_in_one_line(tmp_path: Path,
-                                                              capsys: pytest.CaptureFixture) -> None:
+def test_plugin_file_without_an_xplane_is_refused_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
     path = tmp_path / "host.overview_page.pb"
     path.write_bytes(b"\x0a\x00")
     assert main(["analyze", str(path)]) == 2
@@ -67,7 +71,9 @@ def test_unexpected_field_type_warning_names_field_and_event(layout: str, tmp_pa
         path.write_text(module.kineto_json(doc))
     warnings = tracelens.load(path).metadata.warnings
     assert len(warnings) == 1
-    assert warnings[0].startswith("some events had fields of unexpected types; unreadable values were left empty")
+    assert warnings[0].startswith(
+        "some events had fields of unexpected types; unreadable values were left empty"
+    )
     assert 'field args.correlation = "abc"' in warnings[0]
     assert 'in event "cudaLaunchKernel" at ts 519689.25' in warnings[0]
 

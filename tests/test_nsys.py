@@ -63,8 +63,11 @@ def tables(path: Path) -> set[str]:
 
 
 def gpu_rows(path: Path) -> list[tuple[int, int, int]]:
-    names = [t for t in ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET")
-             if t in tables(path)]
+    names = [
+        t
+        for t in ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET")
+        if t in tables(path)
+    ]
     query = " UNION ALL ".join(f"SELECT deviceId, start, end FROM {t}" for t in names)
     return sql(path, query)
 
@@ -79,29 +82,45 @@ def test_device_busy_and_span_match_sql(path: Path) -> None:
     expected = {}
     for dev in sorted({r[0] for r in rows}):
         mine = [(s, e) for d, s, e in rows if d == dev]
-        expected[dev] = (union_length(mine), max(e for _, e in mine) - min(s for s, _ in mine),
-                         min(s for s, _ in mine))
+        expected[dev] = (
+            union_length(mine),
+            max(e for _, e in mine) - min(s for s, _ in mine),
+            min(s for s, _ in mine),
+        )
     trace = trace_of(path)
     doc = analyze(trace, sections=["devices"])
-    got = {d["id"]: (d["busy_ns"], d["span_ns"], d["first_start_ns"] + trace.metadata.time_origin_ns)
-           for d in doc["devices"]}
+    got = {
+        d["id"]: (d["busy_ns"], d["span_ns"], d["first_start_ns"] + trace.metadata.time_origin_ns)
+        for d in doc["devices"]
+    }
     assert got == expected
 
 
 @pytest.mark.shared
 @pytest.mark.parametrize("path", NSYS)
 def test_kernel_count_and_time_per_name_match_sql(path: Path) -> None:
-    expected = {name: (n, total) for name, n, total in sql(path, """
+    expected = {
+        name: (n, total)
+        for name, n, total in sql(
+            path,
+            """
         SELECT coalesce(d.value, s.value), count(*), sum(max(k.end - k.start, 0))
         FROM CUPTI_ACTIVITY_KIND_KERNEL k
         LEFT JOIN StringIds d ON d.id = k.demangledName
         LEFT JOIN StringIds s ON s.id = k.shortName
-        GROUP BY 1""")}
+        GROUP BY 1""",
+        )
+    }
     df = trace_of(path).of_kind("kernel")
-    got = {str(name): (len(g), int((g.end_ns - g.start_ns).sum()))
-           for name, g in df.groupby(df["name"].astype(str))}
+    got = {
+        str(name): (len(g), int((g.end_ns - g.start_ns).sum()))
+        for name, g in df.groupby(df["name"].astype(str))
+    }
     assert got == expected
-    assert sum(n for n, _ in expected.values()) == sql(path, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL")[0][0]
+    assert (
+        sum(n for n, _ in expected.values())
+        == sql(path, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL")[0][0]
+    )
 
 
 @pytest.mark.shared
@@ -122,14 +141,24 @@ def test_public_queries_run_on_the_export(path: Path) -> None:
 @pytest.mark.shared
 @pytest.mark.parametrize("path", NSYS)
 def test_memcpy_by_kind_matches_sql(path: Path) -> None:
-    expected = {COPY_KIND[kind]: (n, nbytes, dur) for kind, n, nbytes, dur in sql(path, """
-        SELECT copyKind, count(*), sum(bytes), sum(end - start) FROM CUPTI_ACTIVITY_KIND_MEMCPY GROUP BY 1""")}
+    expected = {
+        COPY_KIND[kind]: (n, nbytes, dur)
+        for kind, n, nbytes, dur in sql(
+            path,
+            """
+        SELECT copyKind, count(*), sum(bytes), sum(end - start) FROM CUPTI_ACTIVITY_KIND_MEMCPY GROUP BY 1""",
+        )
+    }
     df = trace_of(path).of_kind("memcpy")
-    got = {str(k): (len(g), int(g["bytes"].sum()), int((g.end_ns - g.start_ns).sum()))
-           for k, g in df.groupby(df["copy_kind"].astype(str))}
+    got = {
+        str(k): (len(g), int(g["bytes"].sum()), int((g.end_ns - g.start_ns).sum()))
+        for k, g in df.groupby(df["copy_kind"].astype(str))
+    }
     assert got == expected
-    pageable = sql(path, f"SELECT count(*) FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE srcKind = {PAGEABLE} "
-                         f"OR dstKind = {PAGEABLE}")[0][0]
+    pageable = sql(
+        path,
+        f"SELECT count(*) FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE srcKind = {PAGEABLE} OR dstKind = {PAGEABLE}",
+    )[0][0]
     assert int(((df.src_kind == "pageable") | (df.dst_kind == "pageable")).sum()) == pageable
 
 
@@ -138,24 +167,34 @@ def test_memcpy_by_kind_matches_sql(path: Path) -> None:
 def test_memcpy_section_matches_sql(path: Path) -> None:
     if "memcpy" not in SECTIONS:
         pytest.skip("memcpy section not registered yet")
-    expected = {COPY_KIND[kind]: {"count": n, "bytes": nbytes, "duration_ns": dur, "pageable_count": pg}
-                for kind, n, nbytes, dur, pg in sql(path, f"""
+    expected = {
+        COPY_KIND[kind]: {"count": n, "bytes": nbytes, "duration_ns": dur, "pageable_count": pg}
+        for kind, n, nbytes, dur, pg in sql(
+            path,
+            f"""
         SELECT copyKind, count(*), sum(bytes), sum(end - start),
                sum(srcKind = {PAGEABLE} OR dstKind = {PAGEABLE})
-        FROM CUPTI_ACTIVITY_KIND_MEMCPY GROUP BY 1""")}
+        FROM CUPTI_ACTIVITY_KIND_MEMCPY GROUP BY 1""",
+        )
+    }
     doc = analyze(trace_of(path), sections=["devices", "memcpy"])
-    got = {e["kind"]: {k: e[k] for k in ("count", "bytes", "duration_ns", "pageable_count")}
-           for e in doc["memcpy"]["by_kind"]}
+    got = {
+        e["kind"]: {k: e[k] for k in ("count", "bytes", "duration_ns", "pageable_count")}
+        for e in doc["memcpy"]["by_kind"]
+    }
     assert got == expected
 
 
 @pytest.mark.shared
 @pytest.mark.parametrize("path", NSYS)
 def test_kernels_link_to_their_launch_once(path: Path) -> None:
-    linked_sql = sql(path, """
+    linked_sql = sql(
+        path,
+        """
         SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k WHERE EXISTS (
             SELECT 1 FROM CUPTI_ACTIVITY_KIND_RUNTIME r
-            WHERE r.correlationId = k.correlationId AND (r.globalTid >> 24) = (k.globalPid >> 24))""")[0][0]
+            WHERE r.correlationId = k.correlationId AND (r.globalTid >> 24) = (k.globalPid >> 24))""",
+    )[0][0]
     df = trace_of(path).df
     host = df[df.kind.isin(["runtime", "driver"])]
     calls = Counter(zip(host.pid.astype("int64"), host.correlation_id.astype("int64"), strict=True))
@@ -174,9 +213,12 @@ def test_kernels_link_to_their_launch_once(path: Path) -> None:
 @pytest.mark.parametrize("path", NSYS)
 def test_one_host_row_per_api_call_without_version_suffix(path: Path) -> None:
     # A call = one (thread, correlation id); its name is the non-backtrace row's name minus _vNNNN.
-    rows = sql(path, """
+    rows = sql(
+        path,
+        """
         SELECT r.globalTid, r.correlationId, s.value, r.eventClass FROM CUPTI_ACTIVITY_KIND_RUNTIME r
-        JOIN StringIds s ON s.id = r.nameId""")
+        JOIN StringIds s ON s.id = r.nameId""",
+    )
     calls: dict[tuple[int, int], str] = {}
     for gtid, corr, name, _event_class in sorted(rows, key=lambda r: r[3] == 67):
         calls.setdefault((gtid, corr), re.sub(r"_v\d+$", "", name))
@@ -195,20 +237,35 @@ def test_nvtx_ranges_names_and_domains_match_sql(path: Path) -> None:
     if "NVTX_EVENTS" not in tables(path):
         assert not trace_of(path).df.kind.isin(["annotation", "step"]).any()
         return
-    domains = dict(sql(path, """SELECT n.domainId, coalesce(n.text, s.value) FROM NVTX_EVENTS n
-                                LEFT JOIN StringIds s ON s.id = n.textId WHERE n.eventType = 75"""))
-    expected = Counter((name, domains.get(dom)) for name, dom in sql(path, """
+    domains = dict(
+        sql(
+            path,
+            """SELECT n.domainId, coalesce(n.text, s.value) FROM NVTX_EVENTS n
+                                LEFT JOIN StringIds s ON s.id = n.textId WHERE n.eventType = 75""",
+        )
+    )
+    expected = Counter(
+        (name, domains.get(dom))
+        for name, dom in sql(
+            path,
+            """
         SELECT coalesce(n.text, s.value), n.domainId FROM NVTX_EVENTS n
-        LEFT JOIN StringIds s ON s.id = n.textId WHERE n.eventType IN (59, 60)"""))
+        LEFT JOIN StringIds s ON s.id = n.textId WHERE n.eventType IN (59, 60)""",
+        )
+    )
     df = trace_of(path).of_kind("annotation", "step")
-    got = Counter(zip(df.name.astype(str), df.domain.astype(object).where(df.domain.notna(), None), strict=True))
+    got = Counter(
+        zip(df.name.astype(str), df.domain.astype(object).where(df.domain.notna(), None), strict=True)
+    )
     assert got == expected
 
 
 @pytest.mark.shared
 @pytest.mark.parametrize("path", NSYS)
 def test_gpu_sync_rows_match_sql(path: Path) -> None:
-    expected = Counter(SYNC_KIND[t] for (t,) in sql(path, "SELECT syncType FROM CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"))
+    expected = Counter(
+        SYNC_KIND[t] for (t,) in sql(path, "SELECT syncType FROM CUPTI_ACTIVITY_KIND_SYNCHRONIZATION")
+    )
     df = trace_of(path).of_kind("gpu_sync")
     assert Counter(df.sync_kind.astype(str)) == expected
 
@@ -219,8 +276,14 @@ def test_pids_tids_and_metadata(path: Path) -> None:
     trace = trace_of(path)
     df = trace.df
     # PROCESSES maps globalPid to pid in the export itself: an independent check of the bit decoding.
-    expected_pids = {pid for (pid,) in sql(path, """SELECT DISTINCT p.pid FROM CUPTI_ACTIVITY_KIND_KERNEL k
-                                                     JOIN PROCESSES p ON p.globalPid = k.globalPid""")}
+    expected_pids = {
+        pid
+        for (pid,) in sql(
+            path,
+            """SELECT DISTINCT p.pid FROM CUPTI_ACTIVITY_KIND_KERNEL k
+                                                     JOIN PROCESSES p ON p.globalPid = k.globalPid""",
+        )
+    }
     assert set(df[df.kind == "kernel"].pid.astype("int64")) == expected_pids
     assert df[df.kind == "kernel"].tid.isna().all()
     meta_table = "META_DATA_EXPORT" if "META_DATA_EXPORT" in tables(path) else "EXPORT_META_DATA"
@@ -230,10 +293,26 @@ def test_pids_tids_and_metadata(path: Path) -> None:
     assert trace.metadata.source_format == "nsys" and trace.metadata.clock == "nsys-session"
     assert trace.metadata.framework == FRAMEWORK[path.name]
     assert trace.metadata.warnings == []
-    earliest = min(v for (v,) in sql(path, " UNION ALL ".join(
-        f"SELECT min(start) FROM {t}" for t in tables(path) & {
-            "CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME", "NVTX_EVENTS", "CUPTI_ACTIVITY_KIND_MEMCPY",
-            "OSRT_API", "PROFILER_OVERHEAD", "CUPTI_ACTIVITY_KIND_OVERHEAD"})) if v is not None)
+    earliest = min(
+        v
+        for (v,) in sql(
+            path,
+            " UNION ALL ".join(
+                f"SELECT min(start) FROM {t}"
+                for t in tables(path)
+                & {
+                    "CUPTI_ACTIVITY_KIND_KERNEL",
+                    "CUPTI_ACTIVITY_KIND_RUNTIME",
+                    "NVTX_EVENTS",
+                    "CUPTI_ACTIVITY_KIND_MEMCPY",
+                    "OSRT_API",
+                    "PROFILER_OVERHEAD",
+                    "CUPTI_ACTIVITY_KIND_OVERHEAD",
+                }
+            ),
+        )
+        if v is not None
+    )
     assert trace.metadata.time_origin_ns == earliest
     assert int(df.start_ns.min()) == 0
     assert (df.start_ns.diff().dropna() >= 0).all()
@@ -245,8 +324,9 @@ def test_device_table_from_target_info(path: Path) -> None:
     devices = trace_of(path).devices.to_pylist()
     by_id = {d["id"]: d for d in devices}
     if "TARGET_INFO_GPU" in tables(path):
-        for gid, name, sms, major, minor in sql(path, "SELECT id, name, smCount, computeMajor, computeMinor "
-                                                      "FROM TARGET_INFO_GPU"):
+        for gid, name, sms, major, minor in sql(
+            path, "SELECT id, name, smCount, computeMajor, computeMinor FROM TARGET_INFO_GPU"
+        ):
             assert (by_id[gid]["name"], by_id[gid]["sm_count"]) == (name, sms)
             assert (by_id[gid]["compute_major"], by_id[gid]["compute_minor"]) == (major, minor)
     used = {d for d, _, _ in gpu_rows(path)}
@@ -303,27 +383,38 @@ def test_export_without_enum_tables_uses_builtin_mappings(tmp_path: Path) -> Non
     _edit(path, *[f"DROP TABLE {t}" for t in enums])
     df = load(path).df
     memcpy = df[df.kind == "memcpy"]
-    expected = Counter((COPY_KIND[k], s, d) for k, s, d in sql(path, "SELECT copyKind, srcKind, dstKind "
-                                                                     "FROM CUPTI_ACTIVITY_KIND_MEMCPY"))
+    expected = Counter(
+        (COPY_KIND[k], s, d)
+        for k, s, d in sql(path, "SELECT copyKind, srcKind, dstKind FROM CUPTI_ACTIVITY_KIND_MEMCPY")
+    )
     mem = {0: "pageable", 1: "pinned", 2: "device", 4: "managed"}
     expected = Counter({(k, mem[s], mem[d]): n for (k, s, d), n in expected.items()})
-    got = Counter(zip(memcpy.copy_kind.astype(str), memcpy.src_kind.astype(str), memcpy.dst_kind.astype(str),
-                      strict=True))
+    got = Counter(
+        zip(
+            memcpy.copy_kind.astype(str),
+            memcpy.src_kind.astype(str),
+            memcpy.dst_kind.astype(str),
+            strict=True,
+        )
+    )
     assert got == expected
     assert Counter(df[df.kind == "gpu_sync"].sync_kind.astype(str)) == Counter(
-        SYNC_KIND[t] for (t,) in sql(path, "SELECT syncType FROM CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"))
+        SYNC_KIND[t] for (t,) in sql(path, "SELECT syncType FROM CUPTI_ACTIVITY_KIND_SYNCHRONIZATION")
+    )
 
 
 def test_extra_columns_indexes_and_missing_tables_are_tolerated(tmp_path: Path) -> None:
     path = copy_shared_trace(tmp_path, "nsys", "h100x2_fastvideo_window_nsys2026.2.sqlite")
     kernels = sql(path, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL")[0][0]
-    _edit(path,
-          "ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL ADD COLUMN name TEXT",
-          "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET name = 'not nsys'",
-          "CREATE INDEX idx_k ON CUPTI_ACTIVITY_KIND_KERNEL(correlationId)",
-          "DROP TABLE CUPTI_ACTIVITY_KIND_MEMSET",
-          "DROP TABLE NVTX_EVENTS",
-          "ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL DROP COLUMN graphId")
+    _edit(
+        path,
+        "ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL ADD COLUMN name TEXT",
+        "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET name = 'not nsys'",
+        "CREATE INDEX idx_k ON CUPTI_ACTIVITY_KIND_KERNEL(correlationId)",
+        "DROP TABLE CUPTI_ACTIVITY_KIND_MEMSET",
+        "DROP TABLE NVTX_EVENTS",
+        "ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL DROP COLUMN graphId",
+    )
     df = load(path).df
     assert int((df.kind == "kernel").sum()) == kernels
     assert not (df.kind == "memset").any() and not (df.kind == "annotation").any()
@@ -341,8 +432,11 @@ def test_2022_meta_table_name_and_no_enums(tmp_path: Path) -> None:
 
 def test_newer_schema_major_warns_once_and_reads(tmp_path: Path) -> None:
     path = copy_shared_trace(tmp_path, "nsys", "rtx3080_tiny_nsys2026.1.sqlite")
-    _edit(path, "UPDATE META_DATA_EXPORT SET value = '9' WHERE name = 'EXPORT_SCHEMA_VERSION_MAJOR'",
-          "UPDATE META_DATA_EXPORT SET value = '9.1.0' WHERE name = 'EXPORT_SCHEMA_VERSION'")
+    _edit(
+        path,
+        "UPDATE META_DATA_EXPORT SET value = '9' WHERE name = 'EXPORT_SCHEMA_VERSION_MAJOR'",
+        "UPDATE META_DATA_EXPORT SET value = '9.1.0' WHERE name = 'EXPORT_SCHEMA_VERSION'",
+    )
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         trace = load(path)
@@ -355,12 +449,14 @@ def test_newer_schema_major_warns_once_and_reads(tmp_path: Path) -> None:
 def test_tracelens_step_ranges_become_steps(tmp_path: Path) -> None:
     path = copy_shared_trace(tmp_path, "nsys", "a100_saxpy_nsys2022.2.sqlite")
     gtid = 302119224788637  # the main thread of this export
-    _edit(path,
-          "INSERT INTO StringIds (id, value) VALUES (100000, 'tracelens/step#8')",
-          f"INSERT INTO NVTX_EVENTS (start, end, eventType, globalTid, text, domainId) "
-          f"VALUES (900000000, 950000000, 59, {gtid}, 'tracelens/step#7', 0)",
-          f"INSERT INTO NVTX_EVENTS (start, end, eventType, globalTid, textId, domainId) "
-          f"VALUES (950000000, 990000000, 60, {gtid}, 100000, 0)")
+    _edit(
+        path,
+        "INSERT INTO StringIds (id, value) VALUES (100000, 'tracelens/step#8')",
+        f"INSERT INTO NVTX_EVENTS (start, end, eventType, globalTid, text, domainId) "
+        f"VALUES (900000000, 950000000, 59, {gtid}, 'tracelens/step#7', 0)",
+        f"INSERT INTO NVTX_EVENTS (start, end, eventType, globalTid, textId, domainId) "
+        f"VALUES (950000000, 990000000, 60, {gtid}, 100000, 0)",
+    )
     trace = load(path)
     steps = trace.of_kind("step")
     assert sorted(steps.step.astype(int)) == [7, 8]
@@ -391,8 +487,11 @@ shutil.copyfile({fixture!r}, args[args.index("--output") + 1])
 def _fake_nsys(bin_dir: Path, fixture: Path, log: Path) -> None:
     bin_dir.mkdir(exist_ok=True)
     script = bin_dir / "nsys"
-    script.write_text(FAKE_NSYS.format(python=shutil.which("python3") or "/usr/bin/env python3",
-                                       log=str(log), fixture=str(fixture)))
+    script.write_text(
+        FAKE_NSYS.format(
+            python=shutil.which("python3") or "/usr/bin/env python3", log=str(log), fixture=str(fixture)
+        )
+    )
     script.chmod(0o755)
 
 
@@ -420,8 +519,9 @@ def test_nsys_rep_is_exported_once_and_reused(tmp_path: Path, monkeypatch: pytes
     assert not list(tmp_path.glob("*.partial*"))
 
 
-def test_nsys_rep_cache_goes_to_user_cache_when_dir_is_not_writable(tmp_path: Path,
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_nsys_rep_cache_goes_to_user_cache_when_dir_is_not_writable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from tracelens.ingest.nsys import rep as nsys_rep
 
     fixture = copy_shared_trace(tmp_path, "nsys", "rtx3080_tiny_nsys2026.1.sqlite")
@@ -439,7 +539,9 @@ def test_nsys_rep_cache_goes_to_user_cache_when_dir_is_not_writable(tmp_path: Pa
     assert sorted(p.name for p in reports.iterdir()) == ["run.nsys-rep"]
 
 
-def test_nsys_rep_cache_path_falls_back_to_user_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_nsys_rep_cache_path_falls_back_to_user_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from tracelens.ingest.nsys import rep as nsys_rep
 
     report = tmp_path / "run.nsys-rep"
@@ -451,8 +553,9 @@ def test_nsys_rep_cache_path_falls_back_to_user_cache(tmp_path: Path, monkeypatc
     assert fallback.parent == tmp_path / "cache" / "tracelens" and fallback.name.startswith("run-")
 
 
-def test_nsys_rep_without_nsys_says_what_to_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                capsys: pytest.CaptureFixture) -> None:
+def test_nsys_rep_without_nsys_says_what_to_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
     report = tmp_path / "run.nsys-rep"
     report.write_bytes(b"x")
     (tmp_path / "empty").mkdir()
@@ -500,8 +603,11 @@ def test_device_table_from_cuda_device_table_alone(tmp_path: Path) -> None:
 
 def test_unknown_copy_and_sync_kinds_keep_a_generic_name(tmp_path: Path) -> None:
     path = copy_shared_trace(tmp_path, "nsys", "rtx3080_tiny_nsys2026.1.sqlite")
-    _edit(path, "UPDATE CUPTI_ACTIVITY_KIND_MEMCPY SET copyKind = 0",
-          "UPDATE CUPTI_ACTIVITY_KIND_SYNCHRONIZATION SET syncType = 0")
+    _edit(
+        path,
+        "UPDATE CUPTI_ACTIVITY_KIND_MEMCPY SET copyKind = 0",
+        "UPDATE CUPTI_ACTIVITY_KIND_SYNCHRONIZATION SET syncType = 0",
+    )
     df = load(path).df
     memcpy, sync = df[df.kind == "memcpy"], df[df.kind == "gpu_sync"]
     assert memcpy.name.astype(str).tolist() == ["[CUDA memcpy]"] and memcpy.copy_kind.isna().all()
@@ -523,23 +629,38 @@ def test_host_depth_counts_enclosing_host_intervals(name: str) -> None:
     for table in ("PROFILER_OVERHEAD", "CUPTI_ACTIVITY_KIND_OVERHEAD", "OSRT_API"):
         if table in have:
             sources.append(f"SELECT start, end, globalTid FROM {table}")
-    expected = Counter(sql(path, f"""
+    expected = Counter(
+        sql(
+            path,
+            f"""
         WITH host(s, e, tid) AS ({" UNION ALL ".join(sources)})
         SELECT h.s, h.e, (SELECT count(*) FROM host o WHERE o.tid = h.tid AND o.s <= h.s AND h.e <= o.e
-                          AND NOT (o.s = h.s AND o.e = h.e)) FROM host h"""))
+                          AND NOT (o.s = h.s AND o.e = h.e)) FROM host h""",
+        )
+    )
     trace = trace_of(path)
     host = trace.df[trace.df.tid.notna()]
     origin = trace.metadata.time_origin_ns
-    got = Counter(zip((host.start_ns + origin).tolist(), (host.end_ns + origin).tolist(),
-                      host.depth.astype(int).tolist(), strict=True))
+    got = Counter(
+        zip(
+            (host.start_ns + origin).tolist(),
+            (host.end_ns + origin).tolist(),
+            host.depth.astype(int).tolist(),
+            strict=True,
+        )
+    )
     assert got == expected
     assert max(d for _, _, d in expected) >= 1  # nesting exists, so the check has teeth
 
 
 def test_export_with_empty_host_tables(tmp_path: Path) -> None:
     path = copy_shared_trace(tmp_path, "nsys", "rtx3080_tiny_nsys2026.1.sqlite")
-    _edit(path, "DELETE FROM CUPTI_ACTIVITY_KIND_RUNTIME", "DELETE FROM PROFILER_OVERHEAD",
-          "DELETE FROM CUPTI_ACTIVITY_KIND_OVERHEAD")
+    _edit(
+        path,
+        "DELETE FROM CUPTI_ACTIVITY_KIND_RUNTIME",
+        "DELETE FROM PROFILER_OVERHEAD",
+        "DELETE FROM CUPTI_ACTIVITY_KIND_OVERHEAD",
+    )
     df = load(path).df
     assert sorted(df.kind.astype(str).unique()) == ["gpu_sync", "kernel", "memcpy"]
     assert df.depth.isna().all()

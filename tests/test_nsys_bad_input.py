@@ -44,8 +44,9 @@ def test_random_bytes_named_sqlite(tmp_path: Path, capsys: pytest.CaptureFixture
 
 
 @pytest.mark.parametrize("first", [b"\x0a", b"{", b" ["], ids=["protobuf-like", "json-like", "space-json"])
-def test_random_bytes_named_sqlite_with_a_misleading_first_byte(first: bytes, tmp_path: Path,
-                                                                capsys: pytest.CaptureFixture) -> None:
+def test_random_bytes_named_sqlite_with_a_misleading_first_byte(
+    first: bytes, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
     # Random bytes start with one of these 1 time in ~256: the error must still be about the file, one line.
     path = tmp_path / "random.sqlite"
     path.write_bytes(first + bytes(range(256)) * 8)
@@ -78,8 +79,12 @@ def test_empty_sqlite_database(tmp_path: Path, capsys: pytest.CaptureFixture) ->
 def test_export_without_cuda_tables_reports_host_side(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     path = copy_shared_trace(tmp_path, "nsys", WINDOW)
     conn = sqlite3.connect(path)
-    cupti = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table' "
-                                        "AND name LIKE 'CUPTI_ACTIVITY_KIND_%'")]
+    cupti = [
+        r[0]
+        for r in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type='table' AND name LIKE 'CUPTI_ACTIVITY_KIND_%'"
+        )
+    ]
     assert "CUPTI_ACTIVITY_KIND_KERNEL" in cupti
     for table in cupti:
         conn.execute(f"DROP TABLE {table}")
@@ -100,8 +105,9 @@ def test_invalid_utf8_in_text_columns_is_replaced(tmp_path: Path, capsys: pytest
     path = copy_shared_trace(tmp_path, "nsys", WINDOW)
     conn = sqlite3.connect(path)
     name_id = conn.execute("SELECT demangledName FROM CUPTI_ACTIVITY_KIND_KERNEL LIMIT 1").fetchone()[0]
-    count = conn.execute("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE demangledName = ?",
-                         (name_id,)).fetchone()[0]
+    count = conn.execute(
+        "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE demangledName = ?", (name_id,)
+    ).fetchone()[0]
     # Bytes ff fe are never valid UTF-8; store them as TEXT so they reach the reader as text.
     conn.execute("UPDATE StringIds SET value = CAST(X'6b65726e656cfffe41' AS TEXT) WHERE id = ?", (name_id,))
     conn.execute("UPDATE NVTX_EVENTS SET text = CAST(X'72616e6765ff' AS TEXT) WHERE rowid = 1")
@@ -143,8 +149,9 @@ def _hold_lock(path: Path, statement: str, ready: threading.Event, release: thre
 
 
 @pytest.mark.parametrize("statement", ["BEGIN IMMEDIATE", "BEGIN EXCLUSIVE"])
-def test_export_held_open_for_writing(tmp_path: Path, capsys: pytest.CaptureFixture,
-                                      monkeypatch: pytest.MonkeyPatch, statement: str) -> None:
+def test_export_held_open_for_writing(
+    tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch, statement: str
+) -> None:
     """A writer holds a RESERVED (IMMEDIATE) or EXCLUSIVE lock: reading works or fails in one line, quickly."""
     path = copy_shared_trace(tmp_path, "nsys", TINY)
     monkeypatch.setattr(nsys_database, "BUSY_TIMEOUT_S", 0.3)
@@ -185,19 +192,35 @@ def test_table_missing_required_column_is_skipped_with_warning(tmp_path: Path) -
     assert any("CUPTI_ACTIVITY_KIND_MEMSET lacks column(s) end" in w for w in trace.metadata.warnings)
 
 
-@pytest.mark.parametrize("damage", [
-    # SQLite types each cell: text or out-of-range numbers where nsys writes integers (a damaged export)
-    ("text in an integer column", "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET streamId = 'x' WHERE rowid = 1",
-     "unexpected type or size"),
-    ("a timestamp beyond 2^62 ns", "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET \"end\" = 9223372036854775807 "
-     "WHERE rowid = 1", "2^62"),
-    ("a string id beyond int64 (stored as a real)",
-     "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET demangledName = 1e20 WHERE rowid = 1", "unexpected type or size"),
-    ("text where a string id belongs", "UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET nameId = 'x' WHERE rowid = 1",
-     "unexpected type or size"),
-])
-def test_cells_nsys_never_writes_are_one_input_error(damage: tuple[str, str, str], tmp_path: Path,
-                                                      capsys: pytest.CaptureFixture) -> None:
+@pytest.mark.parametrize(
+    "damage",
+    [
+        # SQLite types each cell: text or out-of-range numbers where nsys writes integers (a damaged export)
+        (
+            "text in an integer column",
+            "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET streamId = 'x' WHERE rowid = 1",
+            "unexpected type or size",
+        ),
+        (
+            "a timestamp beyond 2^62 ns",
+            'UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET "end" = 9223372036854775807 WHERE rowid = 1',
+            "2^62",
+        ),
+        (
+            "a string id beyond int64 (stored as a real)",
+            "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET demangledName = 1e20 WHERE rowid = 1",
+            "unexpected type or size",
+        ),
+        (
+            "text where a string id belongs",
+            "UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET nameId = 'x' WHERE rowid = 1",
+            "unexpected type or size",
+        ),
+    ],
+)
+def test_cells_nsys_never_writes_are_one_input_error(
+    damage: tuple[str, str, str], tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
     """Found by an SQL-level fuzz (random cells set to NULL, text, blobs, 1e300, +-2^62): each of these
     was an internal error (exit 3)."""
     _, statement, words = damage
@@ -217,8 +240,12 @@ def test_odd_cells_in_lookup_tables_are_skipped(tmp_path: Path, capsys: pytest.C
     reference = load(copy_shared_trace(tmp_path / "ref", "nsys", TINY))
     conn = sqlite3.connect(path)
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    for table, column in (("ThreadNames", "globalTid"), ("ENUM_CUDA_MEM_KIND", "name"),
-                          ("TARGET_INFO_CUDA_DEVICE", "cudaId"), ("TARGET_INFO_SESSION_START_TIME", "utcEpochNs")):
+    for table, column in (
+        ("ThreadNames", "globalTid"),
+        ("ENUM_CUDA_MEM_KIND", "name"),
+        ("TARGET_INFO_CUDA_DEVICE", "cudaId"),
+        ("TARGET_INFO_SESSION_START_TIME", "utcEpochNs"),
+    ):
         if table in tables:
             conn.execute(f'UPDATE "{table}" SET "{column}" = X\'fffe\'')
     conn.commit()
@@ -231,49 +258,85 @@ def test_odd_cells_in_lookup_tables_are_skipped(tmp_path: Path, capsys: pytest.C
 
 
 # StringIds is declared "id INTEGER PRIMARY KEY": ids of other types need the table rebuilt without it.
-_UNTYPED_STRING_IDS = ("CREATE TABLE S (id, value)", "INSERT INTO S SELECT id, value FROM StringIds",
-                       "DROP TABLE StringIds", "ALTER TABLE S RENAME TO StringIds")
+_UNTYPED_STRING_IDS = (
+    "CREATE TABLE S (id, value)",
+    "INSERT INTO S SELECT id, value FROM StringIds",
+    "DROP TABLE StringIds",
+    "ALTER TABLE S RENAME TO StringIds",
+)
 
 
-@pytest.mark.parametrize("damage", [
-    # (StringIds edits, the id the kernel rows then name)
-    ("a string id far past the table", ["UPDATE StringIds SET id = 4611686018427387904 WHERE id = {kernel}"],
-     4611686018427387904),
-    ("a negative string id", ["UPDATE StringIds SET id = -5 WHERE id = {kernel}"], -5),
-    ("the largest int64 string id", ["UPDATE StringIds SET id = 9223372036854775807 WHERE id = {kernel}"],
-     9223372036854775807),
-    ("the smallest int64 string id", ["UPDATE StringIds SET id = -9223372036854775808 WHERE id = {kernel}"],
-     -9223372036854775808),
-    # rows whose id is no integer are left out: the kernel's id is then missing
-    ("a string id beyond int64", [*_UNTYPED_STRING_IDS, "UPDATE StringIds SET id = 1e20 WHERE id = {kernel}"], None),
-    ("a text string id", [*_UNTYPED_STRING_IDS, "UPDATE StringIds SET id = 'x' WHERE id = {kernel}"], None),
-    ("a null string id", [*_UNTYPED_STRING_IDS, "UPDATE StringIds SET id = NULL WHERE id = {kernel}"], None),
-    # ids in the event table that no StringIds row has
-    ("a negative id in an event", [], -5),
-    ("the largest int64 id in an event", [], 9223372036854775807),
-    ("the smallest int64 id in an event", [], -9223372036854775808),
-], ids=lambda d: d[0])
-def test_absurd_string_ids_read_with_a_placeholder(damage: tuple[str, list[str], int | None], tmp_path: Path,
-                                                    capsys: pytest.CaptureFixture) -> None:
+@pytest.mark.parametrize(
+    "damage",
+    [
+        # (StringIds edits, the id the kernel rows then name)
+        (
+            "a string id far past the table",
+            ["UPDATE StringIds SET id = 4611686018427387904 WHERE id = {kernel}"],
+            4611686018427387904,
+        ),
+        ("a negative string id", ["UPDATE StringIds SET id = -5 WHERE id = {kernel}"], -5),
+        (
+            "the largest int64 string id",
+            ["UPDATE StringIds SET id = 9223372036854775807 WHERE id = {kernel}"],
+            9223372036854775807,
+        ),
+        (
+            "the smallest int64 string id",
+            ["UPDATE StringIds SET id = -9223372036854775808 WHERE id = {kernel}"],
+            -9223372036854775808,
+        ),
+        # rows whose id is no integer are left out: the kernel's id is then missing
+        (
+            "a string id beyond int64",
+            [*_UNTYPED_STRING_IDS, "UPDATE StringIds SET id = 1e20 WHERE id = {kernel}"],
+            None,
+        ),
+        (
+            "a text string id",
+            [*_UNTYPED_STRING_IDS, "UPDATE StringIds SET id = 'x' WHERE id = {kernel}"],
+            None,
+        ),
+        (
+            "a null string id",
+            [*_UNTYPED_STRING_IDS, "UPDATE StringIds SET id = NULL WHERE id = {kernel}"],
+            None,
+        ),
+        # ids in the event table that no StringIds row has
+        ("a negative id in an event", [], -5),
+        ("the largest int64 id in an event", [], 9223372036854775807),
+        ("the smallest int64 id in an event", [], -9223372036854775808),
+    ],
+    ids=lambda d: d[0],
+)
+def test_absurd_string_ids_read_with_a_placeholder(
+    damage: tuple[str, list[str], int | None], tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
     """Ids are keys: any integer id is looked up as it is (the fuzz's id 2^62 was one InputError before);
     StringIds rows whose id is no integer are left out; an event's id StringIds lacks names it
     '<unknown string id N>', with one warning. No kernel row is lost either way."""
     _, statements, new_id = damage
     path = copy_shared_trace(tmp_path, "nsys", TINY)
     conn = sqlite3.connect(path)
-    kernel, value = conn.execute("SELECT k.demangledName, s.value FROM CUPTI_ACTIVITY_KIND_KERNEL k "
-                                 "JOIN StringIds s ON s.id = k.demangledName ORDER BY k.start LIMIT 1").fetchone()
-    rows = conn.execute("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE demangledName = ?",
-                        (kernel,)).fetchone()[0]
+    kernel, value = conn.execute(
+        "SELECT k.demangledName, s.value FROM CUPTI_ACTIVITY_KIND_KERNEL k "
+        "JOIN StringIds s ON s.id = k.demangledName ORDER BY k.start LIMIT 1"
+    ).fetchone()
+    rows = conn.execute(
+        "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE demangledName = ?", (kernel,)
+    ).fetchone()[0]
     for statement in statements:
         conn.execute(statement.format(kernel=kernel))
     new_id = kernel if new_id is None else new_id
     # Both name columns name the new id, so that the short name cannot stand in.
-    conn.execute("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET demangledName = ?, shortName = ? WHERE demangledName = ?",
-                 (new_id, new_id, kernel))
+    conn.execute(
+        "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET demangledName = ?, shortName = ? WHERE demangledName = ?",
+        (new_id, new_id, kernel),
+    )
     conn.commit()
-    found = conn.execute("SELECT count(*) FROM StringIds WHERE id = ? AND typeof(id) = 'integer'",
-                         (new_id,)).fetchone()[0]
+    found = conn.execute(
+        "SELECT count(*) FROM StringIds WHERE id = ? AND typeof(id) = 'integer'", (new_id,)
+    ).fetchone()[0]
     conn.close()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -88,33 +88,53 @@ def test_the_script_writes_the_committed_files(tmp_path: Path) -> None:
     module = _make_nsys()
     for year, path in FILES.items():
         module.write(tmp_path / path.name, year)
-        assert _dump(tmp_path / path.name) == _dump(path), f"rerun python3 fixtures/nsys/make_nsys.py ({path.name})"
+        assert _dump(tmp_path / path.name) == _dump(path), (
+            f"rerun python3 fixtures/nsys/make_nsys.py ({path.name})"
+        )
         assert path.stat().st_size < 32_000
 
 
 def test_the_files_look_like_their_nsys_versions() -> None:
     """The SQL paths differ: metadata table, ENUM tables or not, backtrace rows, columns added since 2022."""
-    tables = {y: {name for (name,) in _sql(y, "SELECT name FROM sqlite_master WHERE type = 'table'")} for y in YEARS}
+    tables = {
+        y: {name for (name,) in _sql(y, "SELECT name FROM sqlite_master WHERE type = 'table'")} for y in YEARS
+    }
     assert "META_DATA_EXPORT" in tables[2026] and "EXPORT_META_DATA" not in tables[2026]
     assert "EXPORT_META_DATA" in tables[2022] and "META_DATA_EXPORT" not in tables[2022]
     assert {"ENUM_CUDA_MEMCPY_OPER", "ENUM_CUDA_MEM_KIND", "ENUM_CUPTI_SYNC_TYPE"} <= tables[2026]
     assert not any(name.startswith("ENUM_") for name in tables[2022])
-    columns = {y: {c for (c,) in _sql(y, "SELECT name FROM pragma_table_info('CUPTI_ACTIVITY_KIND_KERNEL')")}
-               for y in YEARS}
-    assert {"graphId", "greenContextId"} <= columns[2026] and not {"graphId", "greenContextId"} & columns[2022]
+    columns = {
+        y: {c for (c,) in _sql(y, "SELECT name FROM pragma_table_info('CUPTI_ACTIVITY_KIND_KERNEL')")}
+        for y in YEARS
+    }
+    assert {"graphId", "greenContextId"} <= columns[2026] and not {"graphId", "greenContextId"} & columns[
+        2022
+    ]
     # NVTX names in both forms, in both files
     for y in YEARS:
-        (inline, by_id), = _sql(y, "SELECT count(text), count(textId) FROM NVTX_EVENTS WHERE eventType IN (59, 60)")
+        ((inline, by_id),) = _sql(
+            y, "SELECT count(text), count(textId) FROM NVTX_EVENTS WHERE eventType IN (59, 60)"
+        )
         assert inline == 3 and by_id == 2
     assert _sql(2022, "SELECT eventClass, count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME GROUP BY 1") == [
-        (0, 6), (1, 1), (67, 8)]
+        (0, 6),
+        (1, 1),
+        (67, 8),
+    ]
 
 
 def test_rows(year: int) -> None:
     trace, _ = _read(year)
     events = trace.events.to_pandas()
-    got = list(zip(events["kind"].astype(str), events["name"].astype(str), events["start_ns"], events["end_ns"],
-                   strict=True))
+    got = list(
+        zip(
+            events["kind"].astype(str),
+            events["name"].astype(str),
+            events["start_ns"],
+            events["end_ns"],
+            strict=True,
+        )
+    )
     assert got == ROWS
     assert trace.metadata.time_origin_ns == T0
     assert set(events["pid"]) == {4242}  # (globalPid >> 24) & 0xFFFFFF, the vm id in bits 48+ dropped
@@ -132,17 +152,32 @@ def test_columns_of_each_table(year: int) -> None:
     copies = ev[ev["kind"] == "memcpy"]
     assert list(copies["bytes"]) == [MIB, 4096]
     assert list(copies["copy_kind"]) == ["HtoD", "DtoH"]
-    assert list(copies["src_kind"]) == ["pageable", "device"] and list(copies["dst_kind"]) == ["device", "pinned"]
+    assert list(copies["src_kind"]) == ["pageable", "device"] and list(copies["dst_kind"]) == [
+        "device",
+        "pinned",
+    ]
     memset = ev[ev["kind"] == "memset"].iloc[0]
     assert memset["bytes"] == 4096 and memset["dst_kind"] == "device"
     assert list(ev[ev["kind"] == "gpu_sync"]["sync_kind"]) == ["stream_sync"]
     gemm = ev[(ev["kind"] == "kernel")].iloc[0]
-    assert (gemm["grid_x"], gemm["grid_y"], gemm["grid_z"], gemm["block_x"], gemm["block_y"], gemm["block_z"]) == (
-        80, 1, 1, 256, 1, 1)
-    assert (gemm["registers_per_thread"], gemm["static_shared_bytes"], gemm["dynamic_shared_bytes"]) == (64, 0, 4096)
+    assert (
+        gemm["grid_x"],
+        gemm["grid_y"],
+        gemm["grid_z"],
+        gemm["block_x"],
+        gemm["block_y"],
+        gemm["block_z"],
+    ) == (80, 1, 1, 256, 1, 1)
+    assert (gemm["registers_per_thread"], gemm["static_shared_bytes"], gemm["dynamic_shared_bytes"]) == (
+        64,
+        0,
+        4096,
+    )
     steps = ev[ev["kind"] == "step"]
     assert list(steps["step"]) == [0, 1]
-    assert ev[ev["name"] == "load_batch"]["domain"].tolist() == ["mylib"]  # domainId 7, created by a type-75 row
+    assert ev[ev["name"] == "load_batch"]["domain"].tolist() == [
+        "mylib"
+    ]  # domainId 7, created by a type-75 row
     assert ev[ev["name"] == "forward"]["domain"].isna().all()  # the default domain 0
     # nesting on the main thread: the steps at depth 0, forward and the calls before it at 1, calls inside it at 2
     depth = dict(zip(zip(ev["name"].astype(str), ev["start_ns"], strict=True), ev["depth"], strict=True))
@@ -158,22 +193,26 @@ def test_backtrace_duplicates_are_dropped() -> None:
     ev = trace.events.to_pandas()
     calls = ev[ev["kind"].isin(["runtime", "driver"])]
     assert len(calls) == 8 and sorted(calls["correlation_id"]) == list(range(101, 109))
-    (twins,), = _sql(2022, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE eventClass = 67")
+    ((twins,),) = _sql(2022, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE eventClass = 67")
     assert twins == 8
 
 
 def test_metadata_and_devices(year: int) -> None:
     trace, _ = _read(year)
     meta = trace.metadata
-    assert (meta.producer_version, meta.format_version) == {2026: ("2026.1.1.204", "3.24.14"),
-                                                            2022: ("2022.2.1.31", "2.9.1")}[year]
+    assert (meta.producer_version, meta.format_version) == {
+        2026: ("2026.1.1.204", "3.24.14"),
+        2022: ("2022.2.1.31", "2.9.1"),
+    }[year]
     assert meta.producer == "NVIDIA Nsight Systems" and meta.framework == "cuda" and meta.warnings == []
     assert meta.extra["thread_names"] == {"4242:4242": "main"}
     assert meta.extra["process_names"] == {"4242": "train.py"}
     assert meta.extra["nvtx_domains"] == {"7": "mylib"}
     assert meta.extra["session_start_utc_epoch_ns"] == 1_767_225_600_000_000_000
-    assert meta.extra["kernel_short_names"] == {"void gemm<float>(const float *, float *)": "gemm",
-                                                "relu_kernel(float *)": "relu_kernel"}
+    assert meta.extra["kernel_short_names"] == {
+        "void gemm<float>(const float *, float *)": "gemm",
+        "relu_kernel(float *)": "relu_kernel",
+    }
     exported = meta.extra["nsys_export"]
     assert "EXPORT_HOST" not in exported and "EXPORT_USER" not in exported
     assert not any("PATH" in key for key in exported)
@@ -189,22 +228,38 @@ def test_gpu_time_gaps_and_kernels(year: int) -> None:
     _, doc = _read(year)
     (dev,) = doc["devices"]
     # busy 2_000 + 20_000 + 1_000 + 5_000 + 10_000 + 1_000 over [4_000, 63_000]
-    assert (dev["busy_ns"], dev["span_ns"], dev["first_start_ns"], dev["last_end_ns"]) == (39_000, 59_000, 4_000,
-                                                                                          63_000)
+    assert (dev["busy_ns"], dev["span_ns"], dev["first_start_ns"], dev["last_end_ns"]) == (
+        39_000,
+        59_000,
+        4_000,
+        63_000,
+    )
     assert dev["utilization"] == pytest.approx(39_000 / 59_000)
     assert (dev["kernel_ns"], dev["memcpy_ns"], dev["memset_ns"]) == (35_000, 3_000, 1_000)
     (gaps,) = doc["gaps"]["devices"]
     assert (gaps["idle_ns"], gaps["gap_count"]) == (20_000, 5)
     assert [(g["start_ns"], g["duration_ns"]) for g in gaps["largest"]] == [
-        (37_000, 8_000), (55_000, 7_000), (6_000, 4_000), (30_000, 500), (31_500, 500)]
+        (37_000, 8_000),
+        (55_000, 7_000),
+        (6_000, 4_000),
+        (30_000, 500),
+        (31_500, 500),
+    ]
     kernels = doc["kernels"]
     assert (kernels["count"], kernels["total_ns"], kernels["distinct_names"]) == (3, 35_000, 2)
     gemm, relu = kernels["by_name"]
     assert (gemm["name"], gemm["count"], gemm["total_ns"], gemm["min_ns"], gemm["max_ns"]) == (
-        "void gemm<float>(const float *, float *)", 2, 30_000, 10_000, 20_000)
+        "void gemm<float>(const float *, float *)",
+        2,
+        30_000,
+        10_000,
+        20_000,
+    )
     assert (relu["name"], relu["count"], relu["total_ns"]) == ("relu_kernel(float *)", 1, 5_000)
     # the same totals straight from the file
-    (sql_kernel_ns, sql_count), = _sql(year, "SELECT sum(end - start), count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL")
+    ((sql_kernel_ns, sql_count),) = _sql(
+        year, "SELECT sum(end - start), count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL"
+    )
     assert (sql_kernel_ns, sql_count) == (kernels["total_ns"], kernels["count"])
 
 
@@ -215,7 +270,7 @@ def test_copies_sync_ranges_steps(year: int) -> None:
     by_kind = {k["kind"]: k for k in memcpy["by_kind"]}
     assert (by_kind["HtoD"]["bytes"], by_kind["HtoD"]["pageable_count"]) == (MIB, 1)
     assert (by_kind["DtoH"]["bytes"], by_kind["DtoH"]["pinned_count"]) == (4096, 1)
-    (sql_bytes,), = _sql(year, "SELECT sum(bytes) FROM CUPTI_ACTIVITY_KIND_MEMCPY")
+    ((sql_bytes,),) = _sql(year, "SELECT sum(bytes) FROM CUPTI_ACTIVITY_KIND_MEMCPY")
     assert sql_bytes == memcpy["bytes"] == doc["summary"]["memcpy_bytes"]
     sync = doc["sync"]
     # the blocking call: cudaStreamSynchronize [10_500, 37_500]; the GPU-side wait [10_600, 37_400]
@@ -223,15 +278,24 @@ def test_copies_sync_ranges_steps(year: int) -> None:
     assert sync["gpu_waits"] == [{"sync_kind": "stream_sync", "count": 1, "total_ns": 26_800}]
     ranges = {r["name"]: r for r in doc["ranges"]["ranges"]}
     assert set(ranges) == {"forward", "load_batch", "still_open"}  # steps are steps; the mark is no range
-    assert {name: r["cpu_ns"] for name, r in ranges.items()} == {"forward": 29_000, "load_batch": 3_500,
-                                                                 "still_open": 4_000}
+    assert {name: r["cpu_ns"] for name, r in ranges.items()} == {
+        "forward": 29_000,
+        "load_batch": 3_500,
+        "still_open": 4_000,
+    }
     # forward launches relu (R4 at 9_500, inside it); load_batch launches the second gemm (R6 at 41_000)
     assert (ranges["forward"]["gpu_ops"], ranges["forward"]["gpu_op_ns"]) == (1, 5_000)
     assert (ranges["load_batch"]["gpu_ops"], ranges["load_batch"]["gpu_op_ns"]) == (1, 10_000)
     steps = doc["steps"]["steps"]
-    assert [(s["step"], s["start_ns"], s["duration_ns"]) for s in steps] == [(0, 0, 40_000), (1, 40_000, 30_000)]
+    assert [(s["step"], s["start_ns"], s["duration_ns"]) for s in steps] == [
+        (0, 0, 40_000),
+        (1, 40_000, 30_000),
+    ]
     # GPU busy inside each step: 2_000 + 20_000 + 1_000 + 5_000, then 10_000 + 1_000
-    assert [s["gpu_busy"] for s in steps] == [[{"device": 0, "busy_ns": 28_000}], [{"device": 0, "busy_ns": 11_000}]]
+    assert [s["gpu_busy"] for s in steps] == [
+        [{"device": 0, "busy_ns": 28_000}],
+        [{"device": 0, "busy_ns": 11_000}],
+    ]
 
 
 def test_both_layouts_give_one_document() -> None:
@@ -265,4 +329,5 @@ def test_reading_never_writes(year: int) -> None:
     tracelens.analyze(tracelens.load(path))
     assert (hashlib.sha256(path.read_bytes()).hexdigest(), path.stat().st_mtime_ns) == before
     assert sorted(p.name for p in NSYS.iterdir() if p.suffix != ".py" and p.name != "__pycache__") == sorted(
-        f.name for f in FILES.values())
+        f.name for f in FILES.values()
+    )

@@ -62,7 +62,11 @@ def test_names_follow_the_scheme() -> None:
     assert nvtx.step_name(0) == "tracelens/step#0"
     assert nvtx.step_name(12) == "tracelens/step#12"
     assert (nvtx.DATA, nvtx.FORWARD, nvtx.BACKWARD, nvtx.OPTIMIZER) == (
-        "tracelens/data", "tracelens/forward", "tracelens/backward", "tracelens/optimizer")
+        "tracelens/data",
+        "tracelens/forward",
+        "tracelens/backward",
+        "tracelens/optimizer",
+    )
     assert nvtx.step(7).name == "tracelens/step#7"
     assert nvtx.forward().name == "tracelens/forward"
     assert nvtx.backward().name == "tracelens/backward"
@@ -81,9 +85,14 @@ def test_context_managers_push_and_pop_in_nesting_order(domain: RecordingDomain)
             pass
     assert domain.calls == [
         ("push", "tracelens/step#3"),
-        ("push", "tracelens/forward"), ("pop", None),
-        ("push", "tracelens/backward"), ("push", "inner"), ("pop", None), ("pop", None),
-        ("push", "tracelens/optimizer"), ("pop", None),
+        ("push", "tracelens/forward"),
+        ("pop", None),
+        ("push", "tracelens/backward"),
+        ("push", "inner"),
+        ("pop", None),
+        ("pop", None),
+        ("push", "tracelens/optimizer"),
+        ("pop", None),
         ("pop", None),
     ]
 
@@ -119,8 +128,16 @@ def test_data_loading_is_one_range_per_fetch(domain: RecordingDomain) -> None:
             pass
     assert seen == [10, 20, 30]
     # One range creating the iterator, one per batch, one for the fetch that ends the loop.
-    assert domain.pushed_names() == ["tracelens/data", "tracelens/data", "use", "tracelens/data", "use",
-                                     "tracelens/data", "use", "tracelens/data"]
+    assert domain.pushed_names() == [
+        "tracelens/data",
+        "tracelens/data",
+        "use",
+        "tracelens/data",
+        "use",
+        "tracelens/data",
+        "use",
+        "tracelens/data",
+    ]
     assert domain.balanced()
 
 
@@ -207,8 +224,14 @@ NO_FRAMEWORKS_SCRIPT = textwrap.dedent(
 
 def test_silent_no_op_without_torch_tensorflow_or_nvtx_collector(tmp_path: Path) -> None:
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)}  # no NVTX_INJECTION64_PATH: no collector
-    done = subprocess.run([sys.executable, "-c", NO_FRAMEWORKS_SCRIPT], capture_output=True, text=True,
-                          env=env, cwd=tmp_path, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", NO_FRAMEWORKS_SCRIPT],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout == "captured=''"  # the helpers printed and warned nothing
     assert done.stderr == ""
@@ -231,8 +254,12 @@ def test_record_function_annotations_appear_in_the_torch_trace(tmp_path: Path) -
         events = [e for e in json.load(fh)["traceEvents"] if e.get("ph") == "X"]
     annotations = [e for e in events if e.get("cat") == "user_annotation"]
     names = sorted(e["name"] for e in annotations)
-    assert names == sorted(["tracelens/data"] * 4 + ["tracelens/step#0", "tracelens/step#1"]
-                           + ["tracelens/forward"] * 2 + ["user/block"] * 2)
+    assert names == sorted(
+        ["tracelens/data"] * 4
+        + ["tracelens/step#0", "tracelens/step#1"]
+        + ["tracelens/forward"] * 2
+        + ["user/block"] * 2
+    )
 
     def spans(name: str) -> list[tuple[float, float]]:
         return sorted((e["ts"], e["ts"] + e["dur"]) for e in annotations if e["name"] == name)
@@ -286,9 +313,13 @@ TF_SCRIPT = textwrap.dedent(
 @pytest.mark.slow
 def test_tf_trace_annotations_appear_in_the_xplane(tmp_path: Path) -> None:
     pytest.importorskip("tensorflow")
-    done = subprocess.run([sys.executable, "-c", TF_SCRIPT, str(tmp_path / "logdir")], capture_output=True,
-                          text=True, timeout=300, env={"TF_CPP_MIN_LOG_LEVEL": "3", "PATH": "/usr/bin:/bin",
-                                                       "PYTHONPATH": str(ROOT)})
+    done = subprocess.run(
+        [sys.executable, "-c", TF_SCRIPT, str(tmp_path / "logdir")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={"TF_CPP_MIN_LOG_LEVEL": "3", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)},
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     found = json.loads(done.stdout.strip().splitlines()[-1])
     by_name: dict[str, list] = {}
@@ -300,8 +331,9 @@ def test_tf_trace_annotations_appear_in_the_xplane(tmp_path: Path) -> None:
     assert len(by_name["tracelens/forward"]) == 2
     assert len(by_name["tracelens/data"]) == 4  # iterator creation, two batches, the final fetch
     steps = sorted(by_name["tracelens/step"])
-    for (start, end, _), (step_start, step_end, _) in zip(sorted(by_name["tracelens/forward"]), steps,
-                                                          strict=True):
+    for (start, end, _), (step_start, step_end, _) in zip(
+        sorted(by_name["tracelens/forward"]), steps, strict=True
+    ):
         assert step_start <= start and end <= step_end
 
 
@@ -396,32 +428,55 @@ COLLECTED_SCRIPT = textwrap.dedent(
 )
 
 
-@pytest.mark.skipif(shutil.which("gcc") is None or not NVTX_HEADERS, reason="needs gcc and the NVTX v3 headers")
+@pytest.mark.skipif(
+    shutil.which("gcc") is None or not NVTX_HEADERS, reason="needs gcc and the NVTX v3 headers"
+)
 def test_ranges_reach_an_injected_nvtx_collector(tmp_path: Path) -> None:
     source = tmp_path / "collector.c"
     source.write_text(FAKE_COLLECTOR_C)
     library = tmp_path / "libcollector.so"
     include = NVTX_HEADERS[-1].parent.parent
-    subprocess.run(["gcc", "-shared", "-fPIC", "-O1", f"-I{include}", "-o", str(library), str(source)],
-                   check=True, capture_output=True)
+    subprocess.run(
+        ["gcc", "-shared", "-fPIC", "-O1", f"-I{include}", "-o", str(library), str(source)],
+        check=True,
+        capture_output=True,
+    )
     log = tmp_path / "nvtx.log"
-    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "NVTX_INJECTION64_PATH": str(library),
-           "FAKE_NVTX_LOG": str(log)}
-    done = subprocess.run([sys.executable, "-c", COLLECTED_SCRIPT], capture_output=True, text=True, env=env,
-                          timeout=120)
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "PYTHONPATH": str(ROOT),
+        "NVTX_INJECTION64_PATH": str(library),
+        "FAKE_NVTX_LOG": str(log),
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", COLLECTED_SCRIPT], capture_output=True, text=True, env=env, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     lines = log.read_text().splitlines()
     assert lines[0] == "domain tracelens"
 
     def step(i: int) -> list[str]:
-        return ["push tracelens tracelens/data", "pop tracelens",
-                f"push tracelens tracelens/step#{i}",
-                "push tracelens tracelens/forward", "push tracelens user/decorated", "pop tracelens",
-                "pop tracelens",
-                "push tracelens tracelens/backward", "pop tracelens",
-                "push tracelens tracelens/optimizer", "pop tracelens",
-                "pop tracelens"]
+        return [
+            "push tracelens tracelens/data",
+            "pop tracelens",
+            f"push tracelens tracelens/step#{i}",
+            "push tracelens tracelens/forward",
+            "push tracelens user/decorated",
+            "pop tracelens",
+            "pop tracelens",
+            "push tracelens tracelens/backward",
+            "pop tracelens",
+            "push tracelens tracelens/optimizer",
+            "pop tracelens",
+            "pop tracelens",
+        ]
 
     # iterator creation, two steps each opening with its fetch, the fetch that ends the loop
-    assert lines[1:] == ["push tracelens tracelens/data", "pop tracelens", *step(0), *step(1),
-                         "push tracelens tracelens/data", "pop tracelens"]
+    assert lines[1:] == [
+        "push tracelens tracelens/data",
+        "pop tracelens",
+        *step(0),
+        *step(1),
+        "push tracelens tracelens/data",
+        "pop tracelens",
+    ]

@@ -22,7 +22,9 @@ from tracelens.occupancy_calc import LimitsUnavailable, device_limits, single
 from tracelens.trace import Trace
 
 
-def limits(major: int, minor: int, sm_count: int | None = None, **overrides: int) -> occupancy_calc.DeviceLimits:
+def limits(
+    major: int, minor: int, sm_count: int | None = None, **overrides: int
+) -> occupancy_calc.DeviceLimits:
     return device_limits({"compute_major": major, "compute_minor": minor, "sm_count": sm_count, **overrides})
 
 
@@ -97,7 +99,9 @@ def test_estimated_achieved_and_waves_for_an_under_filled_grid():
     assert r["estimated_achieved"] == pytest.approx(0.0625)
     assert r["waves"] == pytest.approx(54 / 432)
     # 10000 blocks: min(4, 92.6) * 256 / 2048 = 0.5
-    assert single(limits(8, 0, sm_count=108), 256, 64, 0, grid_blocks=10000)["estimated_achieved"] == pytest.approx(0.5)
+    assert single(limits(8, 0, sm_count=108), 256, 64, 0, grid_blocks=10000)[
+        "estimated_achieved"
+    ] == pytest.approx(0.5)
 
 
 def test_zero_registers_mean_no_register_limit():
@@ -126,7 +130,9 @@ def test_launches_that_cannot_fit_are_not_computed():
     assert single(lim, 2048, 32, 0)["theoretical"] is None  # more threads than a block may have
     assert single(lim, 128, 300, 0)["theoretical"] is None  # more than 255 registers
     assert single(lim, 128, 32, 200 * 1024)["theoretical"] is None  # more shared memory than an SM has
-    assert single(lim, 1024, 255, 0)["theoretical"] is None  # 255*32 -> 8192/warp x 32 warps > 65536 regs/block
+    assert (
+        single(lim, 1024, 255, 0)["theoretical"] is None
+    )  # 255*32 -> 8192/warp x 32 warps > 65536 regs/block
 
 
 def test_unknown_or_unsupported_devices_raise_with_a_reason():
@@ -142,8 +148,18 @@ def test_unknown_or_unsupported_devices_raise_with_a_reason():
 
 
 def _kernel(name, start, end, device=0, threads=256, regs=64, smem=0, grid=1000, **extra):
-    return {"kind": "kernel", "name": name, "start_ns": start, "end_ns": end, "device": device, "block_x": threads,
-            "registers_per_thread": regs, "static_shared_bytes": smem, "grid_x": grid, **extra}
+    return {
+        "kind": "kernel",
+        "name": name,
+        "start_ns": start,
+        "end_ns": end,
+        "device": device,
+        "block_x": threads,
+        "registers_per_thread": regs,
+        "static_shared_bytes": smem,
+        "grid_x": grid,
+        **extra,
+    }
 
 
 def test_section_lost_time_and_columns_on_a_hand_built_trace():
@@ -165,7 +181,9 @@ def test_section_lost_time_and_columns_on_a_hand_built_trace():
         _kernel("k_smem", 7000, 9000, threads=128, regs=32, smem=40000, grid=10000),
         {"kind": "memcpy", "name": "copy", "start_ns": 0, "end_ns": 10, "device": 0},
     ]
-    trace = Trace.from_rows(rows, devices=[{"id": 0, "compute_major": 8, "compute_minor": 0, "sm_count": 100}])
+    trace = Trace.from_rows(
+        rows, devices=[{"id": 0, "compute_major": 8, "compute_minor": 0, "sm_count": 100}]
+    )
     doc = occupancy_report(trace)
     assert doc["lost_ns"] == 500
     assert (doc["under_filled_lost_ns"], doc["block_shape_lost_ns"]) == (500, 0)
@@ -208,8 +226,10 @@ def test_concurrent_half_filling_launches_leave_nothing_empty():
     # Through the section: cc 8.0, 108 SMs; two 256-thread, 32-reg kernels of 54 blocks on two streams.
     # 256 threads: warps 64/8 = 8 blocks, regs 1024/warp -> 64 warps -> 8 blocks (tie: "warps"); shape allows
     # 8*256/2048 = 1.0, so fill = 54/108 = 0.5 each; both run over [0,1000): 0.5 + 0.5 = 1 -> lost 0.
-    rows = [_kernel("a", 0, 1000, threads=256, regs=32, grid=54, stream=1),
-            _kernel("b", 0, 1000, threads=256, regs=32, grid=54, stream=2)]
+    rows = [
+        _kernel("a", 0, 1000, threads=256, regs=32, grid=54, stream=1),
+        _kernel("b", 0, 1000, threads=256, regs=32, grid=54, stream=2),
+    ]
     dev = occupancy_report(Trace.from_rows(rows, devices=A100))["per_device"][0]
     assert (dev["lost_ns"], dev["under_filled_lost_ns"], dev["block_shape_lost_ns"]) == (0, 0, 0)
     assert (dev["under_filled_count"], dev["under_filled_ns"]) == (2, 2000)  # still under-filled launches
@@ -273,8 +293,9 @@ def test_nccl_kernels_lose_nothing():
 
 def test_unknown_compute_capability_is_reported_not_guessed():
     rows = [_kernel("k", 0, 100), _kernel("k2", 0, 100, device=1, regs=None)]
-    trace = Trace.from_rows(rows, devices=[{"id": 0, "name": "Mystery GPU"},
-                                           {"id": 1, "compute_major": 8, "compute_minor": 0}])
+    trace = Trace.from_rows(
+        rows, devices=[{"id": 0, "name": "Mystery GPU"}, {"id": 1, "compute_major": 8, "compute_minor": 0}]
+    )
     doc = occupancy_report(trace)
     json.dumps(doc, allow_nan=False)
     reasons = {n["device"]: n["reason"] for n in doc["not_computed"]}
@@ -285,8 +306,10 @@ def test_unknown_compute_capability_is_reported_not_guessed():
 
 
 def test_no_sm_count_gives_theoretical_only():
-    trace = Trace.from_rows([_kernel("k", 0, 100, threads=128, regs=32, smem=40000)],
-                            devices=[{"id": 0, "compute_major": 8, "compute_minor": 0}])
+    trace = Trace.from_rows(
+        [_kernel("k", 0, 100, threads=128, regs=32, smem=40000)],
+        devices=[{"id": 0, "compute_major": 8, "compute_minor": 0}],
+    )
     dev = occupancy_report(trace)["per_device"][0]
     assert dev["basis"] == "theoretical"
     assert dev["time_weighted_estimated_achieved"] is None
@@ -312,9 +335,13 @@ def _kineto_kernels(path: Path) -> tuple[list[dict], dict[int, dict]]:
     with gzip.open(path, "rt") as fh:
         data = json.load(fh)
     props = {int(p["id"]): p for p in data.get("deviceProperties") or []}
-    kernels = [e for e in data["traceEvents"]
-               if e.get("ph") == "X" and str(e.get("cat", "")).lower() == "kernel"
-               and "est. achieved occupancy %" in e.get("args", {})]
+    kernels = [
+        e
+        for e in data["traceEvents"]
+        if e.get("ph") == "X"
+        and str(e.get("cat", "")).lower() == "kernel"
+        and "est. achieved occupancy %" in e.get("args", {})
+    ]
     return kernels, props
 
 
@@ -345,8 +372,12 @@ def test_estimated_achieved_matches_kineto(path: Path):
         by_key[key] = e
     frame = load(path).df
     frame = frame[(frame["kind"] == "kernel") & frame["correlation_id"].notna()]
-    ours = {(int(d), int(c)): o for d, c, o in zip(frame["device"], frame["correlation_id"],
-                                                    frame["estimated_achieved_occupancy"], strict=True)}
+    ours = {
+        (int(d), int(c)): o
+        for d, c, o in zip(
+            frame["device"], frame["correlation_id"], frame["estimated_achieved_occupancy"], strict=True
+        )
+    }
     matched = rejected = close = 0
     for key, e in by_key.items():
         args = e["args"]
@@ -370,8 +401,12 @@ def test_xplane_kernels_get_hand_checked_occupancy(path: Path):
     -> 1 block; theoretical 32/64 = 0.5; grid 160 = 2 blocks/SM -> estimated min(1, 2)*1024/2048 = 0.5."""
     trace = load(path)
     frame = trace.df
-    k = frame[(frame["kind"] == "kernel") & (frame["registers_per_thread"] == 38) & (frame["block_x"] == 1024)
-              & (frame["grid_x"] == 160)]
+    k = frame[
+        (frame["kind"] == "kernel")
+        & (frame["registers_per_thread"] == 38)
+        & (frame["block_x"] == 1024)
+        & (frame["grid_x"] == 160)
+    ]
     assert len(k) > 0
     assert np.allclose(k["theoretical_occupancy"].astype(float), 0.5)
     assert np.allclose(k["estimated_achieved_occupancy"].astype(float), 0.5)
@@ -380,8 +415,12 @@ def test_xplane_kernels_get_hand_checked_occupancy(path: Path):
     assert doc["computed_count"] == doc["kernel_count"]
 
 
-@pytest.mark.parametrize("path", shared_params("pytorch", "*.json.gz") + shared_params("nsys", "*.sqlite")
-                         + shared_params("tf", "*.xplane.pb"))
+@pytest.mark.parametrize(
+    "path",
+    shared_params("pytorch", "*.json.gz")
+    + shared_params("nsys", "*.sqlite")
+    + shared_params("tf", "*.xplane.pb"),
+)
 def test_real_traces_give_json_safe_occupancy_or_a_reason(path: Path):
     trace = load(path)
     doc = occupancy_report(trace)
@@ -397,9 +436,23 @@ def test_real_traces_give_json_safe_occupancy_or_a_reason(path: Path):
 # (cc, max warps per SM, max resident blocks per SM), typed from the CUDA C++ Programming Guide's
 # "Technical Specifications per Compute Capability" table, independently of tracelens/gpu_specs.py.
 GUIDE_TABLE = [
-    ((5, 0), 64, 32), ((5, 2), 64, 32), ((5, 3), 64, 32), ((6, 0), 64, 32), ((6, 1), 64, 32), ((6, 2), 64, 32),
-    ((7, 0), 64, 32), ((7, 2), 64, 32), ((7, 5), 32, 16), ((8, 0), 64, 32), ((8, 6), 48, 16), ((8, 7), 48, 16),
-    ((8, 9), 48, 24), ((9, 0), 64, 32), ((10, 0), 64, 32), ((10, 3), 64, 32), ((12, 0), 48, 32),
+    ((5, 0), 64, 32),
+    ((5, 2), 64, 32),
+    ((5, 3), 64, 32),
+    ((6, 0), 64, 32),
+    ((6, 1), 64, 32),
+    ((6, 2), 64, 32),
+    ((7, 0), 64, 32),
+    ((7, 2), 64, 32),
+    ((7, 5), 32, 16),
+    ((8, 0), 64, 32),
+    ((8, 6), 48, 16),
+    ((8, 7), 48, 16),
+    ((8, 9), 48, 24),
+    ((9, 0), 64, 32),
+    ((10, 0), 64, 32),
+    ((10, 3), 64, 32),
+    ((12, 0), 48, 32),
 ]
 
 
@@ -460,7 +513,8 @@ def test_nsys_rtx3080_occupancy_by_hand(path: Path):
     assert list(kernels["block_x"]) == [128, 16]
     assert kernels["theoretical_occupancy"].astype(float).tolist() == pytest.approx([1.0, 16 / 48], rel=1e-6)
     assert kernels["estimated_achieved_occupancy"].astype(float).tolist() == pytest.approx(
-        [128 / (68 * 1536), 16 / (68 * 1536)], rel=1e-6)
+        [128 / (68 * 1536), 16 / (68 * 1536)], rel=1e-6
+    )
     limiters = occupancy_report(trace)["per_device"][0]["limiter_ns"]
     durations = (kernels["end_ns"] - kernels["start_ns"]).tolist()
     assert (limiters["warps"], limiters["blocks"]) == (durations[0], durations[1])
@@ -476,21 +530,27 @@ def test_nsys_rtx3080_occupancy_by_hand(path: Path):
     assert (dev["block_shape_limited_count"], dev["block_shape_limited_ns"]) == (1, d1)
 
 
-@pytest.mark.parametrize(("name", "library"), [
-    ("volta_sgemm_128x64_nn", True),  # cuBLAS
-    ("volta_scudnn_128x64_relu_interior_nn_v1", True),  # cuDNN
-    ("ampere_fp16_s16816gemm_fp16_256x128_ldg8_f2f_stages_64x3_nn", True),
-    ("sm90_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize128x256x64_kernel", True),
-    ("void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_64x64_16x6_tn_align4>(Params)", True),
-    ("nvjet_hsh_128x256_64x4_2x1_v_bz_coopB_TNT", True),  # cuBLAS 12.8+ kernels
-    ("void gemv2T_kernel_val<int, int, float, float, float, 128, 16, 4, 4, false>", True),
-    ("void flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4>>(Flash_fwd_params)", True),
-    ("Cijk_Ailk_Bljk_HHS_BH_MT128x128x32_MI32x32x8x1", True),  # rocBLAS / hipBLASLt (Tensile)
-    ("void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<float>>", False),
-    ("triton_poi_fused_add_relu_0", False),  # torch.compile output: the user's own (generated) code
-    ("void gemm_kernel<float, 128>(float const*, float*)", False),  # a user kernel named gemm: not a vendor's
-    ("saxpy(double *, double *, double *, double, int)", False),
-])
+@pytest.mark.parametrize(
+    ("name", "library"),
+    [
+        ("volta_sgemm_128x64_nn", True),  # cuBLAS
+        ("volta_scudnn_128x64_relu_interior_nn_v1", True),  # cuDNN
+        ("ampere_fp16_s16816gemm_fp16_256x128_ldg8_f2f_stages_64x3_nn", True),
+        ("sm90_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize128x256x64_kernel", True),
+        ("void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_64x64_16x6_tn_align4>(Params)", True),
+        ("nvjet_hsh_128x256_64x4_2x1_v_bz_coopB_TNT", True),  # cuBLAS 12.8+ kernels
+        ("void gemv2T_kernel_val<int, int, float, float, float, 128, 16, 4, 4, false>", True),
+        ("void flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4>>(Flash_fwd_params)", True),
+        ("Cijk_Ailk_Bljk_HHS_BH_MT128x128x32_MI32x32x8x1", True),  # rocBLAS / hipBLASLt (Tensile)
+        ("void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<float>>", False),
+        ("triton_poi_fused_add_relu_0", False),  # torch.compile output: the user's own (generated) code
+        (
+            "void gemm_kernel<float, 128>(float const*, float*)",
+            False,
+        ),  # a user kernel named gemm: not a vendor's
+        ("saxpy(double *, double *, double *, double, int)", False),
+    ],
+)
 def test_library_kernels_are_recognized_by_vendor_names(name, library):
     from tracelens.analyses.names import is_library_kernel
 

@@ -13,8 +13,13 @@ from tests.conftest import FIXTURES
 from tracelens.analyses.whatif import whatif
 
 PAIRS = FIXTURES / "gpu" / "pairs"
-CAUSE = {"input": "input_pipeline", "launch": "host_launch_overhead", "sync": "synchronization",
-         "memcpy": "memcpy", "occupancy": "low_occupancy"}
+CAUSE = {
+    "input": "input_pipeline",
+    "launch": "host_launch_overhead",
+    "sync": "synchronization",
+    "memcpy": "memcpy",
+    "occupancy": "low_occupancy",
+}
 # Prediction error against the after-trace, within 15% for every pair. The occupancy pair's 64-block scan speeds
 # up 5.7x when split into 512 blocks; the wave-quantized model (64 of 132 SMs x 4 blocks per SM = 528 slots, one
 # wave) allows 8.25x for the scan, its floor (64 MiB read at 4.8 TB/s, 14 us) does not bind: the step is

@@ -11,8 +11,15 @@ def host(kind, name, start, end, tid=1, **extra):
 
 
 def kernel(start, end, corr, device=0):
-    return {"kind": "kernel", "name": "k", "start_ns": start, "end_ns": end, "device": device, "stream": 7,
-            "correlation_id": corr}
+    return {
+        "kind": "kernel",
+        "name": "k",
+        "start_ns": start,
+        "end_ns": end,
+        "device": device,
+        "stream": 7,
+        "correlation_id": corr,
+    }
 
 
 def _trace():
@@ -22,17 +29,24 @@ def _trace():
     #   "step" ([start, end) rule) -> kernel [1000,1100).
     #   second forward [2000,2100) launches nothing.
     # Thread 2 launches corr 5 [50,60) inside the time of "forward" but on another thread -> kernel [210,250).
-    return Trace.from_rows([
-        host("annotation", "step", 0, 1000),
-        host("annotation", "forward", 0, 400),
-        host("annotation", "backward", 500, 1000),
-        host("annotation", "forward", 2000, 2100),
-        host("runtime", "cudaLaunchKernel", 10, 20, correlation_id=1), kernel(100, 200, 1),
-        host("runtime", "cudaLaunchKernel", 30, 40, correlation_id=2), kernel(300, 350, 2),
-        host("runtime", "cudaLaunchKernel", 600, 610, correlation_id=3), kernel(700, 900, 3),
-        host("runtime", "cudaLaunchKernel", 1000, 1010, correlation_id=4), kernel(1000, 1100, 4),
-        host("runtime", "cudaLaunchKernel", 50, 60, tid=2, correlation_id=5), kernel(210, 250, 5),
-    ])
+    return Trace.from_rows(
+        [
+            host("annotation", "step", 0, 1000),
+            host("annotation", "forward", 0, 400),
+            host("annotation", "backward", 500, 1000),
+            host("annotation", "forward", 2000, 2100),
+            host("runtime", "cudaLaunchKernel", 10, 20, correlation_id=1),
+            kernel(100, 200, 1),
+            host("runtime", "cudaLaunchKernel", 30, 40, correlation_id=2),
+            kernel(300, 350, 2),
+            host("runtime", "cudaLaunchKernel", 600, 610, correlation_id=3),
+            kernel(700, 900, 3),
+            host("runtime", "cudaLaunchKernel", 1000, 1010, correlation_id=4),
+            kernel(1000, 1100, 4),
+            host("runtime", "cudaLaunchKernel", 50, 60, tid=2, correlation_id=5),
+            kernel(210, 250, 5),
+        ]
+    )
 
 
 def test_per_name_projection():
@@ -41,15 +55,28 @@ def test_per_name_projection():
     assert out["count"] == 4 and out["names"] == 3
     # forward: ops [100,200) + [300,350): gpu 150, projected [100,350) = 250; device busy inside it:
     # [100,200) + [210,250) (thread 2's kernel is still GPU work) + [300,350) = 190 -> idle 60.
-    assert by["forward"] == {"name": "forward", "count": 2, "texts": 1, "cpu_ns": 500, "gpu_ops": 2, "gpu_op_ns": 150,
-                             "projected_ns": 250, "gpu_idle_ns": 60, "instances_with_gpu": 1}
+    assert by["forward"] == {
+        "name": "forward",
+        "count": 2,
+        "texts": 1,
+        "cpu_ns": 500,
+        "gpu_ops": 2,
+        "gpu_op_ns": 150,
+        "projected_ns": 250,
+        "gpu_idle_ns": 60,
+        "instances_with_gpu": 1,
+    }
     # backward: one op [700,900): projected 200, idle 0.
     assert by["backward"]["gpu_op_ns"] == 200 and by["backward"]["projected_ns"] == 200
     assert by["backward"]["gpu_idle_ns"] == 0
     # step (outer range): ops 1, 2, 3 -> gpu 350, projected [100,900) = 800; busy inside [100,200) [210,250)
     # [300,350) [700,900) = 390 -> idle 410.
-    assert (by["step"]["gpu_ops"], by["step"]["gpu_op_ns"], by["step"]["projected_ns"], by["step"]["gpu_idle_ns"]) \
-        == (3, 350, 800, 410)
+    assert (
+        by["step"]["gpu_ops"],
+        by["step"]["gpu_op_ns"],
+        by["step"]["projected_ns"],
+        by["step"]["gpu_idle_ns"],
+    ) == (3, 350, 800, 410)
     # Sorted by CPU time: step 1000, forward 500, backward 500 (ties by name).
     assert [r["name"] for r in out["ranges"]] == ["step", "backward", "forward"]
 
@@ -57,25 +84,36 @@ def test_per_name_projection():
 def test_multi_device_range_uses_joint_union():
     # One range launches onto GPU 0 [100,200) and GPU 1 [150,300) + [400,500): gpu 350, projected [100,500) = 400;
     # joint busy union of both GPUs inside it [100,300) + [400,500) = 300 -> idle 100.
-    trace = Trace.from_rows([
-        host("annotation", "r", 0, 100),
-        host("runtime", "cudaLaunchKernel", 10, 20, correlation_id=1), kernel(100, 200, 1, device=0),
-        host("runtime", "cudaLaunchKernel", 30, 40, correlation_id=2), kernel(150, 300, 2, device=1),
-        host("runtime", "cudaLaunchKernel", 50, 60, correlation_id=3), kernel(400, 500, 3, device=1),
-    ])
+    trace = Trace.from_rows(
+        [
+            host("annotation", "r", 0, 100),
+            host("runtime", "cudaLaunchKernel", 10, 20, correlation_id=1),
+            kernel(100, 200, 1, device=0),
+            host("runtime", "cudaLaunchKernel", 30, 40, correlation_id=2),
+            kernel(150, 300, 2, device=1),
+            host("runtime", "cudaLaunchKernel", 50, 60, correlation_id=3),
+            kernel(400, 500, 3, device=1),
+        ]
+    )
     (r,) = ranges.section(trace, {})["ranges"]
     assert (r["gpu_ops"], r["gpu_op_ns"], r["projected_ns"], r["gpu_idle_ns"]) == (3, 350, 400, 100)
 
 
 def test_no_annotations():
-    assert ranges.section(Trace.from_rows([kernel(0, 1, None)]), {}) == {"count": 0, "names": 0, "texts": 0, "ranges": []}
+    assert ranges.section(Trace.from_rows([kernel(0, 1, None)]), {}) == {
+        "count": 0,
+        "names": 0,
+        "texts": 0,
+        "ranges": [],
+    }
 
 
 def test_ranges_without_gpu_work():
-    trace = Trace.from_rows([host("annotation", "tracelens/data", 0, 70), host("annotation", "tracelens/data", 100, 130)])
+    trace = Trace.from_rows(
+        [host("annotation", "tracelens/data", 0, 70), host("annotation", "tracelens/data", 100, 130)]
+    )
     (r,) = ranges.section(trace, {})["ranges"]
     assert (r["count"], r["cpu_ns"], r["gpu_ops"], r["projected_ns"]) == (2, 100, 0, 0)
-
 
 
 def test_a_span_too_long_for_the_packed_key_gives_the_same_ranges(monkeypatch) -> None:

@@ -14,8 +14,13 @@ from tracelens.analyses.diagnosis import BY_NAME, NONE_THRESHOLD, ranking
 from tracelens.report.findings import sentence
 
 PAIRS = FIXTURES / "gpu" / "pairs"
-INJECTED = {"input": "input_pipeline", "launch": "host_launch_overhead", "sync": "synchronization",
-            "memcpy": "memcpy", "occupancy": "low_occupancy"}
+INJECTED = {
+    "input": "input_pipeline",
+    "launch": "host_launch_overhead",
+    "sync": "synchronization",
+    "memcpy": "memcpy",
+    "occupancy": "low_occupancy",
+}
 
 
 @cache
@@ -31,12 +36,21 @@ def _pair(name: str) -> dict[str, Any]:
 
 
 def _finding(cause: str, lost: int, evidence: dict[str, Any] | None = None) -> dict[str, Any]:
-    return {"cause": cause, "lost_ns": lost, "share": lost / 10_000_000, "evidence": evidence or {}, "fix": None}
+    return {
+        "cause": cause,
+        "lost_ns": lost,
+        "share": lost / 10_000_000,
+        "evidence": evidence or {},
+        "fix": None,
+    }
 
 
 def _whatif(steps: int, **remedies: dict[str, Any]) -> dict[str, Any]:
-    return {"replay_error": {"steps": steps}, "not_modeled": ["unexplained_idle"],
-            "remedies": [{"cause": cause, **r} for cause, r in remedies.items()]}
+    return {
+        "replay_error": {"steps": steps},
+        "not_modeled": ["unexplained_idle"],
+        "remedies": [{"cause": cause, **r} for cause, r in remedies.items()],
+    }
 
 
 SPAN = 10_000_000  # 10 ms: above ranking.MIN_REPLAY_SPAN_NS
@@ -52,38 +66,62 @@ def test_gain_below_lost_time_ranks_by_gain_on_the_step():
 
 def test_gain_above_lost_time_is_capped_by_it():
     # no steps: span gain 0.9 × 10 ms = 9 ms, but the cause owns 2 ms of idle: credited 2 ms
-    whatif = _whatif(0, host_launch_overhead={"gain_share": 0.9, "step_gain_share": None, "predicted_step_ns": None})
-    out = ranking.with_gain(_finding("host_launch_overhead", 2_000_000), BY_NAME["host_launch_overhead"], whatif, SPAN)
+    whatif = _whatif(
+        0, host_launch_overhead={"gain_share": 0.9, "step_gain_share": None, "predicted_step_ns": None}
+    )
+    out = ranking.with_gain(
+        _finding("host_launch_overhead", 2_000_000), BY_NAME["host_launch_overhead"], whatif, SPAN
+    )
     assert (out["predicted_gain_ns"], out["gain_basis"], out["rank_ns"]) == (9_000_000, "span", 2_000_000)
 
 
 def test_a_remedy_that_costs_time_ranks_at_zero_and_a_non_positive_step_falls_back_to_the_span():
-    whatif = _whatif(2, synchronization={"gain_share": -0.1, "step_gain_share": -0.2, "predicted_step_ns": 1.2e6},
-                     host_launch_overhead={"gain_share": 0.25, "step_gain_share": 42.0, "predicted_step_ns": -6e6})
+    whatif = _whatif(
+        2,
+        synchronization={"gain_share": -0.1, "step_gain_share": -0.2, "predicted_step_ns": 1.2e6},
+        host_launch_overhead={"gain_share": 0.25, "step_gain_share": 42.0, "predicted_step_ns": -6e6},
+    )
     sync = ranking.with_gain(_finding("synchronization", 1_000_000), BY_NAME["synchronization"], whatif, SPAN)
     assert (sync["predicted_gain_ns"], sync["rank_ns"]) == (-2_000_000, 0)
-    launch = ranking.with_gain(_finding("host_launch_overhead", 5_000_000), BY_NAME["host_launch_overhead"], whatif,
-                               SPAN)
-    assert (launch["gain_basis"], launch["predicted_gain_ns"], launch["rank_ns"]) == ("span", 2_500_000, 2_500_000)
+    launch = ranking.with_gain(
+        _finding("host_launch_overhead", 5_000_000), BY_NAME["host_launch_overhead"], whatif, SPAN
+    )
+    assert (launch["gain_basis"], launch["predicted_gain_ns"], launch["rank_ns"]) == (
+        "span",
+        2_500_000,
+        2_500_000,
+    )
 
 
-@pytest.mark.parametrize(("cause", "evidence", "whatif", "span", "reason"), [
-    ("input_pipeline", {}, None, SPAN, "no_replay"),
-    ("input_pipeline", {}, {"replay_error": None, "remedies": []}, SPAN, "no_replay"),
-    ("input_pipeline", {}, _whatif(0, input_pipeline={"gain_share": 0.0}), 999_999, "short_window"),
-    ("unexplained_idle", {"remedy": "untraced"}, _whatif(0), SPAN, "not_modeled"),
-    ("input_pipeline", {"remedy": "other"}, _whatif(0), SPAN, "no_change"),
-    ("memcpy", {"remedy": "floor"}, _whatif(0, memcpy={"gain_share": 0.0}), SPAN, "other_remedy"),
-    ("memcpy", {"remedy": "pin"}, _whatif(0, memcpy={"gain_share": 0.0}), SPAN, None),
-    ("startup", {}, _whatif(4, startup={"gain_share": 0.05, "step_gain_share": 0.0, "predicted_step_ns": 1e6}),
-     SPAN, "one_time"),
-])
+@pytest.mark.parametrize(
+    ("cause", "evidence", "whatif", "span", "reason"),
+    [
+        ("input_pipeline", {}, None, SPAN, "no_replay"),
+        ("input_pipeline", {}, {"replay_error": None, "remedies": []}, SPAN, "no_replay"),
+        ("input_pipeline", {}, _whatif(0, input_pipeline={"gain_share": 0.0}), 999_999, "short_window"),
+        ("unexplained_idle", {"remedy": "untraced"}, _whatif(0), SPAN, "not_modeled"),
+        ("input_pipeline", {"remedy": "other"}, _whatif(0), SPAN, "no_change"),
+        ("memcpy", {"remedy": "floor"}, _whatif(0, memcpy={"gain_share": 0.0}), SPAN, "other_remedy"),
+        ("memcpy", {"remedy": "pin"}, _whatif(0, memcpy={"gain_share": 0.0}), SPAN, None),
+        (
+            "startup",
+            {},
+            _whatif(4, startup={"gain_share": 0.05, "step_gain_share": 0.0, "predicted_step_ns": 1e6}),
+            SPAN,
+            "one_time",
+        ),
+    ],
+)
 def test_causes_ranked_by_lost_time_say_why(cause, evidence, whatif, span, reason):
     out = ranking.with_gain(_finding(cause, 4_000_000, evidence), BY_NAME[cause], whatif, span)
     assert out["gain_reason"] == reason
     assert out["rank_ns"] == (4_000_000 if reason else 0)
     if reason == "one_time":  # its prediction is reported, over the span (one-time work is outside the steps)
-        assert (out["gain_basis"], out["predicted_gain_ns"], out["predicted_step_ns"]) == ("span", 500_000, None)
+        assert (out["gain_basis"], out["predicted_gain_ns"], out["predicted_step_ns"]) == (
+            "span",
+            500_000,
+            None,
+        )
     if reason in ("no_replay", "short_window", "not_modeled", "no_change"):
         assert out["predicted_gain_ns"] is None and out["gain_basis"] is None
 
@@ -158,7 +196,9 @@ def test_the_sentence_gives_the_predicted_step():
     share = primary["predicted_gain_ns"] / diagnosis["span_ns"]
     assert 0.8 < share < 1.0  # the replay's 90%: the after-trace measured 89.8% (tests/test_pairs.py)
     step_us = primary["predicted_step_ns"] / 1000
-    assert f"Replay: fixing it saves {100 * share:.1f}% of the step (to {step_us:.0f} µs)." in sentence(primary, diagnosis)
+    assert f"Replay: fixing it saves {100 * share:.1f}% of the step (to {step_us:.0f} µs)." in sentence(
+        primary, diagnosis
+    )
 
 
 def test_no_replay_without_gpu_activity():
@@ -191,4 +231,6 @@ def test_no_replay_figure_for_a_cause_ranked_by_its_lost_time() -> None:
     cause = {"cause": "startup", "predicted_gain_ns": 90, "gain_basis": "span", "gain_reason": "one_time"}
     assert gain_clause(cause, diagnosis) is None
     assert gain_clause({**cause, "gain_reason": "other_remedy"}, diagnosis) is None
-    assert gain_clause({**cause, "gain_reason": None}, diagnosis) == "Replay: fixing it saves 9.0% of the span."
+    assert (
+        gain_clause({**cause, "gain_reason": None}, diagnosis) == "Replay: fixing it saves 9.0% of the span."
+    )

@@ -63,25 +63,44 @@ def logged(log: Path) -> list[list[str]]:
 
 def test_report_name_is_the_script_or_module() -> None:
     assert report_name(["python", "train.py", "--epochs", "3"]) == "train"
-    assert report_name(["python3", "-m", "tracelens.templates.pytorch_train", "--steps", "5"]) == "pytorch_train"
+    assert (
+        report_name(["python3", "-m", "tracelens.templates.pytorch_train", "--steps", "5"]) == "pytorch_train"
+    )
     assert report_name(["./my app"]) == "my_app"
     assert report_name(["python", "-c", "print(1)"]) == "python"
 
 
 @pytest.mark.shared
 @pytest.mark.skipif(not TINY_SQLITE.is_file(), reason="../shared/traces/nsys not present")
-def test_record_profiles_exports_and_analyzes(fake_nsys: Path, tmp_path: Path,
-                                             capfd: pytest.CaptureFixture[str]) -> None:
+def test_record_profiles_exports_and_analyzes(
+    fake_nsys: Path, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "out"
     program = [sys.executable, "-c", "print('training output')"]
     text = record_and_analyze(program, out)
 
     calls = logged(fake_nsys)
     assert calls == [
-        ["profile", "-t", "cuda,nvtx,osrt,cudnn,cublas", "-o", str(out / PY), "--force-overwrite", "true",
-         *program],
-        ["export", "--type", "sqlite", "--force-overwrite", "true", "--output", str(out / f"{PY}.sqlite"),
-         str(out / f"{PY}.nsys-rep")],
+        [
+            "profile",
+            "-t",
+            "cuda,nvtx,osrt,cudnn,cublas",
+            "-o",
+            str(out / PY),
+            "--force-overwrite",
+            "true",
+            *program,
+        ],
+        [
+            "export",
+            "--type",
+            "sqlite",
+            "--force-overwrite",
+            "true",
+            "--output",
+            str(out / f"{PY}.sqlite"),
+            str(out / f"{PY}.nsys-rep"),
+        ],
     ]
     exported = out / f"{PY}.sqlite"
     assert exported.read_bytes() == TINY_SQLITE.read_bytes()
@@ -95,8 +114,9 @@ def test_record_profiles_exports_and_analyzes(fake_nsys: Path, tmp_path: Path,
 
 @pytest.mark.shared
 @pytest.mark.skipif(not TINY_SQLITE.is_file(), reason="../shared/traces/nsys not present")
-def test_record_cli_prints_the_analysis(fake_nsys: Path, tmp_path: Path,
-                                        capfd: pytest.CaptureFixture[str]) -> None:
+def test_record_cli_prints_the_analysis(
+    fake_nsys: Path, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "cli-out"
     code = main(["record", "--out", str(out), "--", sys.executable, "-c", "import sys; sys.exit(3)"])
     captured = capfd.readouterr()
@@ -105,22 +125,26 @@ def test_record_cli_prints_the_analysis(fake_nsys: Path, tmp_path: Path,
     assert "note: the profiled command exited with status 3" in captured.out
 
 
-def test_no_report_from_nsys_is_one_clear_error(fake_nsys: Path, tmp_path: Path,
-                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_report_from_nsys_is_one_clear_error(
+    fake_nsys: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("FAKE_NSYS_NO_REPORT", "1")
     with pytest.raises(InputError, match="'nsys profile' wrote no report"):
         record_and_analyze([sys.executable, "-c", "pass"], tmp_path / "out")
     assert [call[0] for call in logged(fake_nsys)] == ["profile"]
 
 
-def test_failed_export_is_one_clear_error(fake_nsys: Path, tmp_path: Path,
-                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_failed_export_is_one_clear_error(
+    fake_nsys: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("FAKE_NSYS_EXPORT_FAILS", "1")
     with pytest.raises(InputError, match=r"'nsys export' failed \(exit 1\): Error: the report is corrupt"):
         record_and_analyze([sys.executable, "-c", "pass"], tmp_path / "out")
 
 
-def test_stale_export_is_never_analyzed(fake_nsys: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_stale_export_is_never_analyzed(
+    fake_nsys: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     out = tmp_path / "out"
     out.mkdir()
     (out / f"{PY}.sqlite").write_bytes(b"SQLite format 3\x00 from an earlier run")
@@ -130,8 +154,9 @@ def test_stale_export_is_never_analyzed(fake_nsys: Path, tmp_path: Path, monkeyp
     assert not (out / f"{PY}.sqlite").exists()
 
 
-def test_without_nsys_the_error_names_the_manual_commands(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                          capsys: pytest.CaptureFixture[str]) -> None:
+def test_without_nsys_the_error_names_the_manual_commands(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     empty = tmp_path / "empty-bin"
     empty.mkdir()
     monkeypatch.setenv("PATH", str(empty))
@@ -141,10 +166,41 @@ def test_without_nsys_the_error_names_the_manual_commands(tmp_path: Path, monkey
     message = str(info.value)
     assert "\n" not in message
     assert "'nsys' is not on PATH" in message
-    assert shlex.join(["nsys", "profile", "-t", "cuda,nvtx,osrt,cudnn,cublas", "-o", str(out / "train"),
-                       "--force-overwrite", "true", "python", "train.py", "--lr", "0.1"]) in message
-    assert shlex.join(["nsys", "export", "--type", "sqlite", "--force-overwrite", "true", "--output",
-                       str(out / "train.sqlite"), str(out / "train.nsys-rep")]) in message
+    assert (
+        shlex.join(
+            [
+                "nsys",
+                "profile",
+                "-t",
+                "cuda,nvtx,osrt,cudnn,cublas",
+                "-o",
+                str(out / "train"),
+                "--force-overwrite",
+                "true",
+                "python",
+                "train.py",
+                "--lr",
+                "0.1",
+            ]
+        )
+        in message
+    )
+    assert (
+        shlex.join(
+            [
+                "nsys",
+                "export",
+                "--type",
+                "sqlite",
+                "--force-overwrite",
+                "true",
+                "--output",
+                str(out / "train.sqlite"),
+                str(out / "train.nsys-rep"),
+            ]
+        )
+        in message
+    )
     assert f"tracelens analyze {out / 'train.sqlite'}" in message
     assert not out.exists()  # nothing was created
 

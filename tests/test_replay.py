@@ -27,14 +27,34 @@ def host(kind: str, name: str, start: int, end: int, tid: int = 1, **extra: Any)
 
 
 def kernel(start: int, end: int, corr: int, name: str = "my_kernel", **extra: Any) -> dict[str, Any]:
-    return {"kind": "kernel", "name": name, "start_ns": start, "end_ns": end, "device": 0, "stream": 7,
-            "pid": 0, "correlation_id": corr, **extra}
+    return {
+        "kind": "kernel",
+        "name": name,
+        "start_ns": start,
+        "end_ns": end,
+        "device": 0,
+        "stream": 7,
+        "pid": 0,
+        "correlation_id": corr,
+        **extra,
+    }
 
 
 def copy(start: int, end: int, corr: int, nbytes: int, src: str) -> dict[str, Any]:
-    return {"kind": "memcpy", "name": f"Memcpy HtoD ({src} -> Device)", "start_ns": start, "end_ns": end,
-            "device": 0, "stream": 7, "pid": 0, "correlation_id": corr, "bytes": nbytes, "copy_kind": "HtoD",
-            "src_kind": src.lower(), "dst_kind": "device"}
+    return {
+        "kind": "memcpy",
+        "name": f"Memcpy HtoD ({src} -> Device)",
+        "start_ns": start,
+        "end_ns": end,
+        "device": 0,
+        "stream": 7,
+        "pid": 0,
+        "correlation_id": corr,
+        "bytes": nbytes,
+        "copy_kind": "HtoD",
+        "src_kind": src.lower(),
+        "dst_kind": "device",
+    }
 
 
 def launch(start: int, end: int, corr: int) -> dict[str, Any]:
@@ -49,9 +69,11 @@ def by_cause(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
 #   R1 launch [0, 5_000] -> K1 [8_000, 1_008_000];  R2 cudaDeviceSynchronize [10_000, 1_010_000]
 #   R3 launch [1_020_000, 1_025_000] -> K2 [1_030_000, 2_030_000];  R4 sync [1_032_000, 2_032_000]
 SYNC_ROWS = [
-    launch(0, 5_000, 1), kernel(8_000, 1_008_000, 1),
+    launch(0, 5_000, 1),
+    kernel(8_000, 1_008_000, 1),
     host("runtime", "cudaDeviceSynchronize", 10_000, 1_010_000),
-    launch(1_020_000, 1_025_000, 2), kernel(1_030_000, 2_030_000, 2),
+    launch(1_020_000, 1_025_000, 2),
+    kernel(1_030_000, 2_030_000, 2),
     host("runtime", "cudaDeviceSynchronize", 1_032_000, 2_032_000),
 ]
 
@@ -99,21 +121,30 @@ def test_critical_path_by_hand() -> None:
     path = critical_path(graph, engine.solve(graph), trace)
     assert path is not None
     assert path["length_ns"] == 2_032_000
-    assert path["ns"] == {"host": 28_000, "sync_waits": 4_000, "kernels": 2_000_000, "copies": 0, "communication": 0}
+    assert path["ns"] == {
+        "host": 28_000,
+        "sync_waits": 4_000,
+        "kernels": 2_000_000,
+        "copies": 0,
+        "communication": 0,
+    }
     assert path["on_host"] is False
     assert path["host_side_share"] == pytest.approx(32_000 / 2_032_000)
     assert path["bound"] == "gpu"
     assert path["top_kernels"] == [{"name": "my_kernel", "ns": 2_000_000}]
 
 
-@pytest.mark.parametrize(("ns", "bound"), [
-    # host + sync_waits vs kernels + copies + communication, against BOUND_SHARE = 2/3
-    ((60, 10, 30, 0, 0), "host"),      # host side 70%
-    ((50, 0, 20, 10, 20), "mixed"),    # 50 / 50
-    ((20, 10, 40, 10, 20), "gpu"),     # GPU side 70%
-    ((2, 0, 1, 0, 0), "host"),         # exactly 2/3 counts
-    ((0, 0, 0, 0, 0), None),           # empty path
-])
+@pytest.mark.parametrize(
+    ("ns", "bound"),
+    [
+        # host + sync_waits vs kernels + copies + communication, against BOUND_SHARE = 2/3
+        ((60, 10, 30, 0, 0), "host"),  # host side 70%
+        ((50, 0, 20, 10, 20), "mixed"),  # 50 / 50
+        ((20, 10, 40, 10, 20), "gpu"),  # GPU side 70%
+        ((2, 0, 1, 0, 0), "host"),  # exactly 2/3 counts
+        ((0, 0, 0, 0, 0), None),  # empty path
+    ],
+)
 def test_critical_path_bound(ns: tuple[int, ...], bound: str | None) -> None:
     from tracelens.replay.critical import bound_of
 
@@ -177,7 +208,8 @@ def test_memcpy_remedy_by_hand() -> None:
     rows = [
         host("runtime", "cudaMemcpyAsync", 0, 1_010_000, correlation_id=1),
         copy(5_000, 1_005_000, 1, 10_000_000, "Pageable"),  # 10 GB/s, the call waits for it
-        launch(1_020_000, 1_025_000, 2), kernel(1_030_000, 1_530_000, 2),
+        launch(1_020_000, 1_025_000, 2),
+        kernel(1_030_000, 1_530_000, 2),
         host("runtime", "cudaMemcpyAsync", 1_040_000, 1_045_000, correlation_id=3),
         copy(1_531_000, 1_571_000, 3, 2_000_000, "Pinned"),  # 50 GB/s
         host("runtime", "cudaStreamSynchronize", 1_050_000, 1_573_000),
@@ -194,10 +226,22 @@ def test_memcpy_remedy_by_hand() -> None:
 
 
 def test_low_occupancy_remedy_by_hand() -> None:
-    rows = [launch(0, 5_000, 1),
-            kernel(10_000, 1_330_000, 1, name="my_scan_kernel", grid_x=2, grid_y=1, grid_z=1, block_x=512,
-                   block_y=1, block_z=1),
-            host("runtime", "cudaDeviceSynchronize", 6_000, 1_332_000)]
+    rows = [
+        launch(0, 5_000, 1),
+        kernel(
+            10_000,
+            1_330_000,
+            1,
+            name="my_scan_kernel",
+            grid_x=2,
+            grid_y=1,
+            grid_z=1,
+            block_x=512,
+            block_y=1,
+            block_z=1,
+        ),
+        host("runtime", "cudaDeviceSynchronize", 6_000, 1_332_000),
+    ]
     trace = Trace.from_rows(rows, devices=[{"id": 0, "name": "test GPU", "sm_count": 132}])
     # 2 blocks on 132 SMs: 1_320_000 x 2 / 132 = 20_000; the sync returns 2_000 after the kernel.
     remedy = by_cause(whatif(trace))["low_occupancy"]
@@ -205,8 +249,12 @@ def test_low_occupancy_remedy_by_hand() -> None:
 
 
 def test_startup_remedy_by_hand() -> None:
-    rows = [host("driver", "cuModuleLoadData", 0, MS), launch(MS + 10_000, MS + 15_000, 1),
-            kernel(MS + 20_000, MS + 120_000, 1), host("runtime", "cudaDeviceSynchronize", MS + 16_000, MS + 122_000)]
+    rows = [
+        host("driver", "cuModuleLoadData", 0, MS),
+        launch(MS + 10_000, MS + 15_000, 1),
+        kernel(MS + 20_000, MS + 120_000, 1),
+        host("runtime", "cudaDeviceSynchronize", MS + 16_000, MS + 122_000),
+    ]
     # The module load takes no time: everything after it moves 1 ms earlier.
     remedy = by_cause(whatif(Trace.from_rows(rows)))["startup"]
     assert remedy["gain_ns"] == MS
@@ -216,7 +264,9 @@ def reference_solve(graph: Any) -> np.ndarray:
     """Earliest times by plain relaxation to a fixpoint (points in recorded order, one at a time)."""
     t = np.full(graph.size, NONE, np.int64)
     incoming: dict[int, list[tuple[int, int]]] = {}
-    for s, d, lag in zip(graph.edge_src.tolist(), graph.edge_dst.tolist(), graph.edge_lag.tolist(), strict=True):
+    for s, d, lag in zip(
+        graph.edge_src.tolist(), graph.edge_dst.tolist(), graph.edge_lag.tolist(), strict=True
+    ):
         incoming.setdefault(d, []).append((s, lag))
     order = np.argsort(graph.time, kind="stable").tolist()
     for _ in range(graph.size):
@@ -234,8 +284,9 @@ def reference_solve(graph: Any) -> np.ndarray:
     raise AssertionError("no fixpoint")
 
 
-@pytest.mark.parametrize("name", ["pytorch_sync-every-step_cuda", "pytorch_pageable-copies_cuda",
-                                  "pytorch_slow-input_cuda"])
+@pytest.mark.parametrize(
+    "name", ["pytorch_sync-every-step_cuda", "pytorch_pageable-copies_cuda", "pytorch_slow-input_cuda"]
+)
 def test_solver_matches_a_reference_fixpoint_under_every_remedy(name: str) -> None:
     ctx = remedies.Context(tracelens.load(FIXTURES / "gpu" / f"{name}.pt.trace.json.gz"))
     graphs = [ctx.graph, ctx.graph.at_typical_lags()]
@@ -245,15 +296,28 @@ def test_solver_matches_a_reference_fixpoint_under_every_remedy(name: str) -> No
 
 
 KINETO_FIXTURES = sorted((FIXTURES / "gpu").glob("*.pt.trace.json.gz"))
-SHARED = (shared_params("nsys", "*.sqlite") + shared_params("pytorch", "*.json.gz") + shared_params("tf", "*.xplane.pb"))
+SHARED = (
+    shared_params("nsys", "*.sqlite")
+    + shared_params("pytorch", "*.json.gz")
+    + shared_params("tf", "*.xplane.pb")
+)
 
 
 def _span_from_json(path: Path) -> int:
     """Recorded span of the graph's points read from the Kineto JSON itself: first start to last end over the
     runtime/driver calls (on a thread), kernels, copies and memsets, and the ProfilerStep starts."""
     events = json.loads(gzip.decompress(path.read_bytes()))["traceEvents"]
-    cats = {"cuda_runtime", "cuda_driver", "kernel", "gpu_memcpy", "gpu_memset", "Runtime", "Kernel", "Memcpy",
-            "Memset"}
+    cats = {
+        "cuda_runtime",
+        "cuda_driver",
+        "kernel",
+        "gpu_memcpy",
+        "gpu_memset",
+        "Runtime",
+        "Kernel",
+        "Memcpy",
+        "Memset",
+    }
     starts, ends = [], []
     for e in events:
         if e.get("ph") != "X":
@@ -273,8 +337,10 @@ def test_replay_error_on_fixtures(path: Path) -> None:
     error = result["replay_error"]
     if error is None:  # e.g. the CPU-activity-only recording: nothing on a GPU to replay
         events = json.loads(gzip.decompress(path.read_bytes()))["traceEvents"]
-        assert not any(e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset", "Kernel", "Memcpy", "Memset")
-                       for e in events)
+        assert not any(
+            e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset", "Kernel", "Memcpy", "Memset")
+            for e in events
+        )
         assert result["reason"]
         return
     assert abs(error["recorded_span_ns"] - _span_from_json(path)) <= 1_000  # µs timestamps in the JSON
@@ -298,12 +364,23 @@ def test_a_recorded_stream_sync_waits_for_its_stream_only() -> None:
     # 1_010_000. With its cuda_sync row (same correlation id, stream 7) it waits for K1 alone: unchanged replay
     # exact. Read as a device-wide wait it would also wait for K2 and end at 3 ms at the earliest.
     rows = [
-        launch(0, 5_000, 1), kernel(8_000, 1_008_000, 1),
-        launch(6_000, 9_000, 2), {**kernel(12_000, 3_000_000, 2), "stream": 9},
+        launch(0, 5_000, 1),
+        kernel(8_000, 1_008_000, 1),
+        launch(6_000, 9_000, 2),
+        {**kernel(12_000, 3_000_000, 2), "stream": 9},
         host("runtime", "cudaStreamSynchronize", 10_000, 1_010_000, correlation_id=3),
-        {"kind": "gpu_sync", "name": "Stream Sync", "start_ns": 10_500, "end_ns": 1_009_000, "device": 0,
-         "stream": 7, "correlation_id": 3, "sync_kind": "stream_sync"},
-        launch(1_020_000, 1_025_000, 4), kernel(1_030_000, 1_100_000, 4),
+        {
+            "kind": "gpu_sync",
+            "name": "Stream Sync",
+            "start_ns": 10_500,
+            "end_ns": 1_009_000,
+            "device": 0,
+            "stream": 7,
+            "correlation_id": 3,
+            "sync_kind": "stream_sync",
+        },
+        launch(1_020_000, 1_025_000, 4),
+        kernel(1_030_000, 1_100_000, 4),
     ]
     graph = build(Trace.from_rows(rows))
     waits = graph.edge_is_wait
@@ -311,7 +388,9 @@ def test_a_recorded_stream_sync_waits_for_its_stream_only() -> None:
     assert graph.edge_src[waits].tolist() == [graph.op_end[0]]
     assert np.array_equal(engine.solve(graph), graph.time)
     without = build(Trace.from_rows([r for r in rows if r["kind"] != "gpu_sync"]))
-    assert sorted(without.edge_src[without.edge_is_wait].tolist()) == sorted([without.op_end[0], without.op_end[1]])
+    assert sorted(without.edge_src[without.edge_is_wait].tolist()) == sorted(
+        [without.op_end[0], without.op_end[1]]
+    )
     assert engine.solve(without)[without.call_end[2]] >= 3_000_000  # the wait on K2 (clipped at 0 lag)
 
 
@@ -320,7 +399,9 @@ def test_a_recorded_stream_sync_waits_for_its_stream_only() -> None:
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-ACTION = st.tuples(st.sampled_from(["launch", "side", "sync", "copy", "input"]), st.integers(1, 50), st.integers(1, 50))
+ACTION = st.tuples(
+    st.sampled_from(["launch", "side", "sync", "copy", "input"]), st.integers(1, 50), st.integers(1, 50)
+)
 
 
 def simulated_rows(actions: list[tuple[str, int, int]]) -> list[dict[str, Any]]:
@@ -354,8 +435,10 @@ def simulated_rows(actions: list[tuple[str, int, int]]) -> list[dict[str, Any]]:
             h += 2 * us + b * us
         else:
             end = free + 2 * us
-            rows += [host("runtime", "cudaMemcpyAsync", h, end, correlation_id=corr),
-                     copy(start, free, corr, a * 1_000_000, "Pageable")]
+            rows += [
+                host("runtime", "cudaMemcpyAsync", h, end, correlation_id=corr),
+                copy(start, free, corr, a * 1_000_000, "Pageable"),
+            ]
             h = end + b * us
     rows[0]["end_ns"] = max(h, free, side) + us
     return rows
@@ -394,16 +477,35 @@ def test_too_large_traces_are_skipped_with_a_reason(monkeypatch: pytest.MonkeyPa
 def test_remedy_lines_read_the_document() -> None:
     from tracelens.report.whatif_text import remedy_lines
 
-    doc = {"whatif": {"replay_error": {"recorded_step_ns": 153e6, "recorded_span_ns": 2_000_000_000}, "remedies": [
-        {"cause": "input_pipeline", "remedy": "input ready", "predicted_step_ns": 125e6, "gain_ns": 280_000_000,
-         "predicted_span_ns": 1_720_000_000},
-        {"cause": "startup", "remedy": "no start-up", "predicted_step_ns": 152.99e6, "gain_ns": 100,
-         "predicted_span_ns": 1_999_999_900},  # -0.007%: not listed
-    ]}}
+    doc = {
+        "whatif": {
+            "replay_error": {"recorded_step_ns": 153e6, "recorded_span_ns": 2_000_000_000},
+            "remedies": [
+                {
+                    "cause": "input_pipeline",
+                    "remedy": "input ready",
+                    "predicted_step_ns": 125e6,
+                    "gain_ns": 280_000_000,
+                    "predicted_span_ns": 1_720_000_000,
+                },
+                {
+                    "cause": "startup",
+                    "remedy": "no start-up",
+                    "predicted_step_ns": 152.99e6,
+                    "gain_ns": 100,
+                    "predicted_span_ns": 1_999_999_900,
+                },  # -0.007%: not listed
+            ],
+        }
+    }
     # (125 - 153) / 153 = -18.3%
     assert remedy_lines(doc) == ["fixing input_pipeline (input ready): step 153 ms → 125 ms (−18.3%)"]
-    no_steps = {"whatif": {"replay_error": {"recorded_step_ns": None, "recorded_span_ns": 2_000_000_000},
-                           "remedies": [{**doc["whatif"]["remedies"][0], "predicted_step_ns": None}]}}
+    no_steps = {
+        "whatif": {
+            "replay_error": {"recorded_step_ns": None, "recorded_span_ns": 2_000_000_000},
+            "remedies": [{**doc["whatif"]["remedies"][0], "predicted_step_ns": None}],
+        }
+    }
     assert remedy_lines(no_steps) == ["fixing input_pipeline (input ready): span 2 s → 1.72 s (−14.0%)"]
 
 
@@ -411,10 +513,12 @@ def test_stream_wait_event_edge() -> None:
     # K1 on stream 7 [10_000, 1_010_000]; an event recorded after it, stream 9 told to wait for it, K2 launched
     # on stream 9 at 30_000 runs only after K1: [1_012_000, 1_112_000] (2 µs after K1's end).
     rows = [
-        launch(0, 5_000, 1), kernel(10_000, 1_010_000, 1),
+        launch(0, 5_000, 1),
+        kernel(10_000, 1_010_000, 1),
         host("runtime", "cudaEventRecord", 6_000, 8_000),
         host("runtime", "cudaStreamWaitEvent", 9_000, 11_000),
-        launch(30_000, 35_000, 2), {**kernel(1_012_000, 1_112_000, 2), "stream": 9},
+        launch(30_000, 35_000, 2),
+        {**kernel(1_012_000, 1_112_000, 2), "stream": 9},
     ]
     graph = build(Trace.from_rows(rows))
     events = ~graph.edge_is_wait & ~graph.edge_is_wake & np.isin(graph.edge_src, graph.op_end)
@@ -435,7 +539,11 @@ def test_gain_by_cause_for_the_diagnosis() -> None:
 
     doc = whatif(Trace.from_rows(SYNC_ROWS))
     gains = gain_by_cause(doc)
-    assert gains["synchronization"] == {"gain_ns": 23_000, "gain_share": 23_000 / 2_032_000, "step_gain_share": None}
+    assert gains["synchronization"] == {
+        "gain_ns": 23_000,
+        "gain_share": 23_000 / 2_032_000,
+        "step_gain_share": None,
+    }
     assert gain_by_cause(None) == {}
 
 
@@ -471,9 +579,17 @@ def test_collective_edges_by_hand() -> None:
     assert np.flatnonzero(graph.op_collective >= 0).tolist() == sorted([c0, c1])
     assert graph.op_collective[c0] == graph.op_collective[c1] == 0
     coll = graph.edge_is_collective
-    pairs = sorted(zip(graph.edge_src[coll].tolist(), graph.edge_dst[coll].tolist(), graph.edge_lag[coll].tolist(),
-                       strict=True))
-    assert pairs == sorted([(graph.op_start[c1], graph.op_end[c0], 500_000), (graph.op_start[c0], graph.op_end[c1], 500_000)])
+    pairs = sorted(
+        zip(
+            graph.edge_src[coll].tolist(),
+            graph.edge_dst[coll].tolist(),
+            graph.edge_lag[coll].tolist(),
+            strict=True,
+        )
+    )
+    assert pairs == sorted(
+        [(graph.op_start[c1], graph.op_end[c0], 500_000), (graph.op_start[c0], graph.op_end[c1], 500_000)]
+    )
     # each participant's own chain lag is its transfer time, not its duration (C0's 2.5 ms is 2 ms of waiting)
     assert graph.lag[graph.op_end[c0]] == 500_000
     assert graph.lag[graph.op_end[c1]] == 500_000
@@ -546,7 +662,11 @@ def test_communication_remedy_by_hand() -> None:
     assert comm["gain_ns"] == 500_000
     assert comm["predicted_span_ns"] == 4_014_000
     assert "communication" not in doc["not_modeled"]
-    assert set(doc["not_modeled_reasons"]) == set(doc["not_modeled"]) == {"multi_gpu_imbalance", "unexplained_idle"}
+    assert (
+        set(doc["not_modeled_reasons"])
+        == set(doc["not_modeled"])
+        == {"multi_gpu_imbalance", "unexplained_idle"}
+    )
 
 
 def test_communication_remedy_drops_event_waits() -> None:
@@ -555,13 +675,16 @@ def test_communication_remedy_drops_event_waits() -> None:
     # it follows K on its stream (1_000 typical queued gap, no queued op measured: default) and its launch
     # (40_000 + the device's launch latency median).
     rows = [
-        launch(0, 5_000, 1), kernel(10_000, 1_010_000, 1),
+        launch(0, 5_000, 1),
+        kernel(10_000, 1_010_000, 1),
         host("runtime", "cudaEventRecord", 6_000, 7_000),
         host("runtime", "cudaStreamWaitEvent", 8_000, 9_000),
-        launch(10_000, 15_000, 2), {**kernel(1_020_000, 1_520_000, 2, name=NCCL), "stream": 9},
+        launch(10_000, 15_000, 2),
+        {**kernel(1_020_000, 1_520_000, 2, name=NCCL), "stream": 9},
         host("runtime", "cudaEventRecord", 16_000, 17_000),
         host("runtime", "cudaStreamWaitEvent", 18_000, 19_000),
-        launch(40_000, 45_000, 3), kernel(1_521_000, 2_521_000, 3),
+        launch(40_000, 45_000, 3),
+        kernel(1_521_000, 2_521_000, 3),
     ]
     trace = Trace.from_rows(rows)
     ctx = remedies.Context(trace)
@@ -577,30 +700,60 @@ def test_communication_remedy_drops_event_waits() -> None:
     assert t[g.op_start[k2]] == max(1_010_000 + 1_000, 40_000 + launch_lag)
 
 
-H200 = {"id": 0, "name": "NVIDIA H200", "sm_count": 132, "compute_major": 9, "compute_minor": 0, "warp_size": 32,
-        "max_threads_per_sm": 2048, "max_threads_per_block": 1024, "regs_per_sm": 65536, "regs_per_block": 65536,
-        "shared_mem_per_sm": 233472, "shared_mem_per_block": 49152, "shared_mem_per_block_optin": 232448}
+H200 = {
+    "id": 0,
+    "name": "NVIDIA H200",
+    "sm_count": 132,
+    "compute_major": 9,
+    "compute_minor": 0,
+    "warp_size": 32,
+    "max_threads_per_sm": 2048,
+    "max_threads_per_block": 1024,
+    "regs_per_sm": 65536,
+    "regs_per_block": 65536,
+    "shared_mem_per_sm": 233472,
+    "shared_mem_per_block": 49152,
+    "shared_mem_per_block_optin": 232448,
+}
 
 
 def occupancy_rows(grid: int, duration: int, op: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-    rows = [launch(1_000, 5_000, 1),
-            kernel(10_000, 10_000 + duration, 1, name="my_scan_kernel", grid_x=grid, grid_y=1, grid_z=1,
-                   block_x=512, block_y=1, block_z=1, registers_per_thread=32, static_shared_bytes=0),
-            host("runtime", "cudaDeviceSynchronize", 6_000, 10_000 + duration + 2_000)]
+    rows = [
+        launch(1_000, 5_000, 1),
+        kernel(
+            10_000,
+            10_000 + duration,
+            1,
+            name="my_scan_kernel",
+            grid_x=grid,
+            grid_y=1,
+            grid_z=1,
+            block_x=512,
+            block_y=1,
+            block_z=1,
+            registers_per_thread=32,
+            static_shared_bytes=0,
+        ),
+        host("runtime", "cudaDeviceSynchronize", 6_000, 10_000 + duration + 2_000),
+    ]
     return rows + ([op] if op else [])
 
 
-@pytest.mark.parametrize(("grid", "expected_kernel_ns"), [
-    # 512 threads x 32 registers: 4 blocks per SM on the H200 (2048 threads / 512), 132 x 4 = 528 slots
-    (64, 1_320_000 * 64 // 528),       # one wave holding 64 of 528 slots: 160_000
-    (600, 1_320_000 * 600 // 1056),    # two waves (ceil(600 / 528)), 600 of 1056 slots: 750_000
-    (1056, 1_320_000),                 # two full waves: nothing to gain
-])
+@pytest.mark.parametrize(
+    ("grid", "expected_kernel_ns"),
+    [
+        # 512 threads x 32 registers: 4 blocks per SM on the H200 (2048 threads / 512), 132 x 4 = 528 slots
+        (64, 1_320_000 * 64 // 528),  # one wave holding 64 of 528 slots: 160_000
+        (600, 1_320_000 * 600 // 1056),  # two waves (ceil(600 / 528)), 600 of 1056 slots: 750_000
+        (1056, 1_320_000),  # two full waves: nothing to gain
+    ],
+)
 def test_low_occupancy_wave_quantization_by_hand(grid: int, expected_kernel_ns: int) -> None:
     from tracelens.replay.occupancy_model import wave_fill
 
     assert wave_fill(np.array([float(grid)]), np.array([132.0]), np.array([4.0]))[0] == pytest.approx(
-        expected_kernel_ns / 1_320_000)
+        expected_kernel_ns / 1_320_000
+    )
     trace = Trace.from_rows(occupancy_rows(grid, 1_320_000), devices=[H200])
     remedy = by_cause(whatif(trace)).get("low_occupancy")
     if expected_kernel_ns == 1_320_000:
@@ -614,11 +767,20 @@ def test_low_occupancy_wave_quantization_by_hand(grid: int, expected_kernel_ns: 
 def test_low_occupancy_floor_by_hand() -> None:
     # aten::cumsum over 64 x 262_144 floats reads 67_108_864 bytes: at the H200's 4.8 TB/s, 13_982 ns (rounded
     # up). Its one kernel (100_000 ns, 64 blocks) would scale to 100_000 x 64 / 528 = 12_122: held at 13_982.
-    op = host("cpu_op", "aten::cumsum", 500, 5_500, input_dims="[[64,262144],[],[]]",
-              input_types='["float","Scalar",""]', concrete_inputs='["","1",""]')
+    op = host(
+        "cpu_op",
+        "aten::cumsum",
+        500,
+        5_500,
+        input_dims="[[64,262144],[],[]]",
+        input_types='["float","Scalar",""]',
+        concrete_inputs='["","1",""]',
+    )
     trace = Trace.from_rows(occupancy_rows(64, 100_000, op), devices=[H200])
     remedy = by_cause(whatif(trace))["low_occupancy"]
-    assert remedy["predicted_span_ns"] == 10_000 + 13_982 + 2_000 - 1_000  # from the launch call (the op is no point)
+    assert (
+        remedy["predicted_span_ns"] == 10_000 + 13_982 + 2_000 - 1_000
+    )  # from the launch call (the op is no point)
     assert "1 launches held there" in remedy["assumptions"]
     # a floor above the recorded time is not a bound (the op did not read all of it): no floor, the fill alone
     trace = Trace.from_rows(occupancy_rows(64, 10_560, op), devices=[H200])
@@ -636,8 +798,9 @@ def test_communication_remedy_without_host_waits() -> None:
     assert changed is not None
     t = engine.solve(changed)
     g = ctx.graph
-    assert sorted(int(t[g.op_end[o]]) for o in range(g.op_row.size) if g.time[g.op_start[o]] == 3_512_000) == [
-        2_012_000, 4_012_000]
+    assert sorted(
+        int(t[g.op_end[o]]) for o in range(g.op_row.size) if g.time[g.op_start[o]] == 3_512_000
+    ) == [2_012_000, 4_012_000]
 
 
 @pytest.mark.parametrize("path", [*KINETO_FIXTURES, *SHARED], ids=lambda p: getattr(p, "name", str(p)))

@@ -19,8 +19,12 @@ from tracelens.replay import engine
 from tracelens.replay.graph import lower_is, text_mask
 from tracelens.replay.remedies import REMEDIES, Context
 
-TRACES = ["gpu/pytorch_sync-every-step_cuda.pt.trace.json.gz", "gpu/pytorch_pageable-copies_cuda.pt.trace.json.gz",
-          "gpu/resnet18_train_cuda.pt.trace.json.gz", "nsys/handmade_nsys2026.sqlite"]
+TRACES = [
+    "gpu/pytorch_sync-every-step_cuda.pt.trace.json.gz",
+    "gpu/pytorch_pageable-copies_cuda.pt.trace.json.gz",
+    "gpu/resnet18_train_cuda.pt.trace.json.gz",
+    "nsys/handmade_nsys2026.sqlite",
+]
 
 
 def _graphs(ctx: Context) -> list:
@@ -33,7 +37,9 @@ def _graphs(ctx: Context) -> list:
 
 
 @pytest.mark.parametrize("name", TRACES)
-def test_small_batches_and_shared_plan_equal_the_numpy_path(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_small_batches_and_shared_plan_equal_the_numpy_path(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = FIXTURES / name
     if not path.exists():
         pytest.skip(f"{name} absent")
@@ -51,7 +57,11 @@ def test_small_batches_and_shared_plan_equal_the_numpy_path(name: str, monkeypat
 
 def test_text_mask_matches_per_row_strings() -> None:
     words = ["Pinned", "pageable", None, "PINNED", "Device", None]
-    for values in (pa.array(words).dictionary_encode(), pa.array(words), pa.chunked_array([words[:3], words[3:]])):
+    for values in (
+        pa.array(words).dictionary_encode(),
+        pa.array(words),
+        pa.chunked_array([words[:3], words[3:]]),
+    ):
         expected = np.array([str(w).lower() == "pinned" for w in words])
         np.testing.assert_array_equal(text_mask(values, lower_is("pinned")), expected)
         np.testing.assert_array_equal(text_mask(values, "None".__eq__), np.array([w is None for w in words]))

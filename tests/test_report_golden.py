@@ -35,50 +35,159 @@ def golden_trace() -> Trace:
     for i in range(2):
         t = i * 10 * MS
         rows += [
-            {"kind": "step", "name": f"ProfilerStep#{i}", "start_ns": t, "end_ns": t + 10 * MS, "pid": 7, "tid": 7,
-             "step": i},
-            {"kind": "annotation", "name": "tracelens/data", "start_ns": t, "end_ns": t + 4 * MS, "pid": 7, "tid": 7,
-             "domain": "tracelens"},
-            {"kind": "runtime", "name": "cudaMemcpyAsync", "start_ns": t + 4 * MS, "end_ns": t + 4 * MS + 20_000,
-             "pid": 7, "tid": 7, "correlation_id": 100 + i},
-            {"kind": "memcpy", "name": "Memcpy HtoD (Pageable -> Device)", "start_ns": t + 4 * MS + 30_000,
-             "end_ns": t + 4 * MS + 130_000, "device": 0, "stream": 7, "correlation_id": 100 + i, "pid": 7,
-             "bytes": 1 << 20, "copy_kind": "HtoD", "src_kind": "pageable", "dst_kind": "device"},
-            {"kind": "runtime", "name": "cudaLaunchKernel", "start_ns": t + 4 * MS + 200_000,
-             "end_ns": t + 4 * MS + 210_000, "pid": 7, "tid": 7, "correlation_id": 200 + i},
-            {"kind": "kernel", "name": "void gemm_kernel<float, 128>(float const*, float*)",
-             "start_ns": t + 4 * MS + 220_000, "end_ns": t + 9 * MS + 220_000, "device": 0, "stream": 7,
-             "correlation_id": 200 + i, "pid": 7, "grid_x": 40, "grid_y": 1, "grid_z": 1, "block_x": 256,
-             "block_y": 1, "block_z": 1, "registers_per_thread": 64, "static_shared_bytes": 0,
-             "dynamic_shared_bytes": 0},
-            {"kind": "runtime", "name": "cudaLaunchKernel", "start_ns": t + 4 * MS + 300_000,
-             "end_ns": t + 4 * MS + 310_000, "pid": 7, "tid": 7, "correlation_id": 300 + i},
-            {"kind": "kernel", "name": HOSTILE, "start_ns": t + 5 * MS, "end_ns": t + 7 * MS, "device": 1,
-             "stream": 9, "correlation_id": 300 + i, "pid": 7},
-            {"kind": "runtime", "name": "cudaDeviceSynchronize", "start_ns": t + 4 * MS + 320_000,
-             "end_ns": t + 9 * MS + 230_000, "pid": 7, "tid": 7},
+            {
+                "kind": "step",
+                "name": f"ProfilerStep#{i}",
+                "start_ns": t,
+                "end_ns": t + 10 * MS,
+                "pid": 7,
+                "tid": 7,
+                "step": i,
+            },
+            {
+                "kind": "annotation",
+                "name": "tracelens/data",
+                "start_ns": t,
+                "end_ns": t + 4 * MS,
+                "pid": 7,
+                "tid": 7,
+                "domain": "tracelens",
+            },
+            {
+                "kind": "runtime",
+                "name": "cudaMemcpyAsync",
+                "start_ns": t + 4 * MS,
+                "end_ns": t + 4 * MS + 20_000,
+                "pid": 7,
+                "tid": 7,
+                "correlation_id": 100 + i,
+            },
+            {
+                "kind": "memcpy",
+                "name": "Memcpy HtoD (Pageable -> Device)",
+                "start_ns": t + 4 * MS + 30_000,
+                "end_ns": t + 4 * MS + 130_000,
+                "device": 0,
+                "stream": 7,
+                "correlation_id": 100 + i,
+                "pid": 7,
+                "bytes": 1 << 20,
+                "copy_kind": "HtoD",
+                "src_kind": "pageable",
+                "dst_kind": "device",
+            },
+            {
+                "kind": "runtime",
+                "name": "cudaLaunchKernel",
+                "start_ns": t + 4 * MS + 200_000,
+                "end_ns": t + 4 * MS + 210_000,
+                "pid": 7,
+                "tid": 7,
+                "correlation_id": 200 + i,
+            },
+            {
+                "kind": "kernel",
+                "name": "void gemm_kernel<float, 128>(float const*, float*)",
+                "start_ns": t + 4 * MS + 220_000,
+                "end_ns": t + 9 * MS + 220_000,
+                "device": 0,
+                "stream": 7,
+                "correlation_id": 200 + i,
+                "pid": 7,
+                "grid_x": 40,
+                "grid_y": 1,
+                "grid_z": 1,
+                "block_x": 256,
+                "block_y": 1,
+                "block_z": 1,
+                "registers_per_thread": 64,
+                "static_shared_bytes": 0,
+                "dynamic_shared_bytes": 0,
+            },
+            {
+                "kind": "runtime",
+                "name": "cudaLaunchKernel",
+                "start_ns": t + 4 * MS + 300_000,
+                "end_ns": t + 4 * MS + 310_000,
+                "pid": 7,
+                "tid": 7,
+                "correlation_id": 300 + i,
+            },
+            {
+                "kind": "kernel",
+                "name": HOSTILE,
+                "start_ns": t + 5 * MS,
+                "end_ns": t + 7 * MS,
+                "device": 1,
+                "stream": 9,
+                "correlation_id": 300 + i,
+                "pid": 7,
+            },
+            {
+                "kind": "runtime",
+                "name": "cudaDeviceSynchronize",
+                "start_ns": t + 4 * MS + 320_000,
+                "end_ns": t + 9 * MS + 230_000,
+                "pid": 7,
+                "tid": 7,
+            },
         ]
-    devices = [{"id": 0, "name": "Test GPU", "vendor": "nvidia", "sm_count": 80, "compute_major": 8,
-                "compute_minor": 0},
-               {"id": 1, "name": "Test GPU", "vendor": "nvidia", "sm_count": 80, "compute_major": 8,
-                "compute_minor": 0}]
-    meta = TraceMetadata(source_format="handmade", source_path="handmade/golden.json", producer="tests",
-                         framework="pytorch")
+    devices = [
+        {
+            "id": 0,
+            "name": "Test GPU",
+            "vendor": "nvidia",
+            "sm_count": 80,
+            "compute_major": 8,
+            "compute_minor": 0,
+        },
+        {
+            "id": 1,
+            "name": "Test GPU",
+            "vendor": "nvidia",
+            "sm_count": 80,
+            "compute_major": 8,
+            "compute_minor": 0,
+        },
+    ]
+    meta = TraceMetadata(
+        source_format="handmade", source_path="handmade/golden.json", producer="tests", framework="pytorch"
+    )
     return Trace.from_rows(rows, devices=devices, metadata=meta)
 
 
 def core_doc() -> dict:
     doc = analyze(golden_trace(), sections=["devices", "kernels", "host"])
     # A traced name (HOSTILE) reaches the finding sentence: the renderers must escape it.
-    cause = {"cause": "input_pipeline", "lost_ns": 8 * MS, "share": 0.4,
-             "evidence": {"idle_by_device": {"0": 8 * MS}, "share_of_idle": 0.8,
-                          "top_input_ranges": [{"name": HOSTILE, "count": 2, "total_ns": 8 * MS}],
-                          "input_per_step_ns": 4 * MS, "steps_input_share": 0.4, "loader": "other"},
-             "fix": "DataLoader(num_workers=4, pin_memory=True, persistent_workers=True)"}
-    sync = {"cause": "synchronization", "lost_ns": MS, "share": 0.05,
-            "evidence": {"idle_by_device": {"0": MS}, "blocking_calls": 2, "blocking_ns": 9 * MS,
-                         "top_sync_calls": [{"name": "cudaDeviceSynchronize", "count": 2, "total_ns": 9 * MS}],
-                         "item_pattern": {}, "after_sync_idle_ns": 0, "remedy": "explicit"}, "fix": None}
+    cause = {
+        "cause": "input_pipeline",
+        "lost_ns": 8 * MS,
+        "share": 0.4,
+        "evidence": {
+            "idle_by_device": {"0": 8 * MS},
+            "share_of_idle": 0.8,
+            "top_input_ranges": [{"name": HOSTILE, "count": 2, "total_ns": 8 * MS}],
+            "input_per_step_ns": 4 * MS,
+            "steps_input_share": 0.4,
+            "loader": "other",
+        },
+        "fix": "DataLoader(num_workers=4, pin_memory=True, persistent_workers=True)",
+    }
+    sync = {
+        "cause": "synchronization",
+        "lost_ns": MS,
+        "share": 0.05,
+        "evidence": {
+            "idle_by_device": {"0": MS},
+            "blocking_calls": 2,
+            "blocking_ns": 9 * MS,
+            "top_sync_calls": [{"name": "cudaDeviceSynchronize", "count": 2, "total_ns": 9 * MS}],
+            "item_pattern": {},
+            "after_sync_idle_ns": 0,
+            "remedy": "explicit",
+        },
+        "fix": None,
+    }
     doc["diagnosis"] = {"primary": cause, "causes": [cause, sync]}
     return doc
 
@@ -121,8 +230,10 @@ def test_core_golden_content() -> None:
     # GPU 0 busy: 2 copies of 100 µs + 2 kernels of 5 ms = 10.2 ms over 4.03 ms .. 19.22 ms = 15.19 ms span;
     # GPU 1: 2 kernels of 2 ms = 4 ms over 5 ms .. 17 ms = 12 ms span. Device-mean: (10.2 / 15.19 + 4 / 12) / 2
     # = 50.2%; kernels (10 / 15.19 + 4 / 12) / 2 = 49.6%, copies only (0.2 / 15.19 + 0) / 2 = 0.7%.
-    assert ("- **GPU busy 50.2%:** kernels 49.6%, copies only 0.7% (mean over 2 devices: GPU 0 67.1%, GPU 1 33.3%)"
-            in text)
+    assert (
+        "- **GPU busy 50.2%:** kernels 49.6%, copies only 0.7% (mean over 2 devices: GPU 0 67.1%, GPU 1 33.3%)"
+        in text
+    )
     assert "- **Primary cause:** `input_pipeline`: 8 ms lost (40.0% of the span)" in text
     assert "| 1 | 🔴 high | `input_pipeline` | 8 ms | 40.0% |" in text
     assert "| 2 | 🟡 low | `synchronization` | 1 ms | 5.0% |" in text

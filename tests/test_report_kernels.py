@@ -33,8 +33,17 @@ def test_hand_derived_statistics() -> None:
     summary = kernel_summary(Trace.from_rows(rows))
     assert summary["count"] == 5 and summary["total_ns"] == 400 and summary["distinct_names"] == 2
     relu, gemm = summary["by_name"]
-    assert relu == {"name": "relu", "count": 1, "total_ns": 300, "avg_ns": 300.0, "median_ns": 300.0,
-                    "min_ns": 300, "max_ns": 300, "stdev_ns": 0.0, "time_fraction": 0.75}
+    assert relu == {
+        "name": "relu",
+        "count": 1,
+        "total_ns": 300,
+        "avg_ns": 300.0,
+        "median_ns": 300.0,
+        "min_ns": 300,
+        "max_ns": 300,
+        "stdev_ns": 0.0,
+        "time_fraction": 0.75,
+    }
     assert gemm["name"] == "gemm" and gemm["count"] == 4 and gemm["total_ns"] == 100
     assert gemm["avg_ns"] == 25.0 and gemm["median_ns"] == 25.0
     assert (gemm["min_ns"], gemm["max_ns"]) == (10, 40)
@@ -44,7 +53,12 @@ def test_hand_derived_statistics() -> None:
 
 def test_no_kernels() -> None:
     rows = [{"kind": "cpu_op", "name": "aten::add", "start_ns": 0, "end_ns": 5, "pid": 1, "tid": 1}]
-    assert kernel_summary(Trace.from_rows(rows)) == {"count": 0, "total_ns": 0, "distinct_names": 0, "by_name": []}
+    assert kernel_summary(Trace.from_rows(rows)) == {
+        "count": 0,
+        "total_ns": 0,
+        "distinct_names": 0,
+        "by_name": [],
+    }
 
 
 @pytest.mark.parametrize("path", shared_params("nsys", "*.sqlite"))
@@ -59,7 +73,10 @@ def test_nsys_kernel_totals_match_sql(path: Path) -> None:
     finally:
         con.close()
     expected = {name: (count, total, lo, hi) for name, count, total, lo, hi in rows}
-    got = {k["name"]: (k["count"], k["total_ns"], k["min_ns"], k["max_ns"]) for k in kernel_summary(trace)["by_name"]}
+    got = {
+        k["name"]: (k["count"], k["total_ns"], k["min_ns"], k["max_ns"])
+        for k in kernel_summary(trace)["by_name"]
+    }
     assert got == expected
 
 
@@ -78,7 +95,8 @@ def test_kineto_kernel_counts_match_json(path: Path) -> None:
     only_tracelens = sorted(set(got) - set(counts))[:3]
     only_json = sorted(set(counts) - set(got))[:3]
     assert not only_tracelens and not only_json, (
-        f"kernel names differ from the file: tracelens has {only_tracelens}, the JSON has {only_json}")
+        f"kernel names differ from the file: tracelens has {only_tracelens}, the JSON has {only_json}"
+    )
     assert {n: k["count"] for n, k in got.items()} == dict(counts)
     for name, total_us in totals_us.items():
         # The reader rounds each µs timestamp to ns: allow 1 ns per launch per end.

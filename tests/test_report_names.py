@@ -31,9 +31,14 @@ FFT = [
 def test_simplify_drops_return_type_namespaces_and_parameters() -> None:
     assert simplify(CUDNN[0]) == "scudnn_128x32_dgrad_small_nn_v1"
     assert simplify(FFT[0]) == "fft2d_r2c_32x32<float, false, 5u, true>"
-    assert simplify("void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous "
-                    "namespace)::TensorListMetadata<4>, at::native::(anonymous namespace)::FusedAdamMathFunctor"
-                    "<float, 4>>()") == "multi_tensor_apply_kernel<TensorListMetadata<4>, FusedAdamMathFunctor<float, 4>>"
+    assert (
+        simplify(
+            "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous "
+            "namespace)::TensorListMetadata<4>, at::native::(anonymous namespace)::FusedAdamMathFunctor"
+            "<float, 4>>()"
+        )
+        == "multi_tensor_apply_kernel<TensorListMetadata<4>, FusedAdamMathFunctor<float, 4>>"
+    )
     assert simplify("ampere_sgemm_128x64_tn") == "ampere_sgemm_128x64_tn"
 
 
@@ -51,7 +56,11 @@ def test_xmma_tiles_shown() -> None:
 
 def test_cudnn_and_template_arguments_shown() -> None:
     short = distinct_short_names(CUDNN, 44)
-    assert short == ["scudnn_128x32_dgrad_small_nn_v1", "scudnn_128x64_wgrad_nn_v1", "scudnn_128x64_relu_small_nn_v1"]
+    assert short == [
+        "scudnn_128x32_dgrad_small_nn_v1",
+        "scudnn_128x64_wgrad_nn_v1",
+        "scudnn_128x64_relu_small_nn_v1",
+    ]
     short = distinct_short_names(FFT, 30)
     assert len(set(short)) == 2 and all(len(s) <= 30 for s in short)
     assert "5u, true>" in short[0] and "0u, false>" in short[1]
@@ -69,8 +78,25 @@ def test_duplicates_in_input_map_to_one_short_form() -> None:
 
 
 # Names built from a few shared parts, so that many share long prefixes and suffixes (the hard case).
-_PART = st.sampled_from(["sm80_xmma_gemm_", "f32f32_", "tilesize128x128x8_", "tilesize64x64x8_", "void ",
-                         "cudnn::", "kernel<float, 4>", "(int, float*)", "_v1", "_nn", "_tn", "x", "1", "…", "~2"])
+_PART = st.sampled_from(
+    [
+        "sm80_xmma_gemm_",
+        "f32f32_",
+        "tilesize128x128x8_",
+        "tilesize64x64x8_",
+        "void ",
+        "cudnn::",
+        "kernel<float, 4>",
+        "(int, float*)",
+        "_v1",
+        "_nn",
+        "_tn",
+        "x",
+        "1",
+        "…",
+        "~2",
+    ]
+)
 _NAME = st.lists(_PART, min_size=1, max_size=8).map("".join)
 
 
@@ -105,5 +131,9 @@ def test_split_k_and_tiles_shown() -> None:
     short = distinct_short_names(FASTVIDEO_XMMA, 44)
     assert len(set(short)) == 4 and all(len(s) <= 44 for s in short)
     assert [("tilesize64x256x8" in s, "tilesize128x128x8" in s, "split_k" in s) for s in short] == [
-        (True, False, False), (False, True, False), (True, False, True), (False, False, False)]
+        (True, False, False),
+        (False, True, False),
+        (True, False, True),
+        (False, False, False),
+    ]
     assert "tilesize32x32x8" in short[3]

@@ -15,8 +15,11 @@ from tests.test_markdown import assert_details_balanced, assert_only_our_tags, a
 from tracelens.cli import main
 from tracelens.report import markdown, terminal
 
-ALL_TRACES = (shared_params("nsys", "*.sqlite") + shared_params("pytorch", "*.json.gz")
-              + shared_params("tf", "*.xplane.pb"))
+ALL_TRACES = (
+    shared_params("nsys", "*.sqlite")
+    + shared_params("pytorch", "*.json.gz")
+    + shared_params("tf", "*.xplane.pb")
+)
 
 
 @functools.cache
@@ -123,7 +126,9 @@ def walk(value: object, path: tuple[str, ...] = ()):
                 continue
             if key == "evidence" and path == COMPLETENESS_PROBLEMS and isinstance(value.get("kind"), str):
                 yield (*path, "evidence"), sub
-                yield from walk(sub, ("diagnosis", "completeness", "evidence", value["kind"]))  # per problem kind
+                yield from walk(
+                    sub, ("diagnosis", "completeness", "evidence", value["kind"])
+                )  # per problem kind
                 continue
             yield from walk(sub, (*path, str(key)))
     elif isinstance(value, list):
@@ -151,7 +156,7 @@ def find_doc(keys: dict[tuple[str, ...], str], path: tuple[str, ...]) -> str | N
     if path and path[-1].endswith("[]"):
         parent = find_doc(keys, (*path[:-1], path[-1][:-2]))
         if parent and parent.startswith("array of "):
-            return parent[len("array of "):]
+            return parent[len("array of ") :]
     return None
 
 
@@ -168,8 +173,10 @@ def undocumented(doc: dict, keys: dict[tuple[str, ...], str]) -> list[str]:
     return sorted(set(problems))
 
 
-TEMPLATE_TRACES = [pytest.param(p, id=p.name) for p in sorted((FIXTURES / "templates").glob("*.gz"))
-                   + sorted((FIXTURES / "templates").glob("*.pb"))]
+TEMPLATE_TRACES = [
+    pytest.param(p, id=p.name)
+    for p in sorted((FIXTURES / "templates").glob("*.gz")) + sorted((FIXTURES / "templates").glob("*.pb"))
+]
 
 
 @pytest.mark.parametrize("path", ALL_TRACES + TEMPLATE_TRACES)
@@ -195,25 +202,45 @@ def test_every_diff_key_is_documented() -> None:
 
 def test_key_checker_catches_undocumented_and_mistyped_keys() -> None:
     keys = documented_keys("The analyze document")
-    assert undocumented({"devices": [{"id": 0, "bogus_ns": 1}]}, keys) == ["devices[].bogus_ns is not in docs/json.md"]
+    assert undocumented({"devices": [{"id": 0, "bogus_ns": 1}]}, keys) == [
+        "devices[].bogus_ns is not in docs/json.md"
+    ]
     assert undocumented({"devices": [{"id": "0"}]}, keys) == ["devices[].id is string, docs/json.md says int"]
     assert undocumented({"steps": {"summary": {"host_ns": {"input": 3}}}}, keys) == []
+
     # Diagnosis evidence is checked per cause, as diagnosis.evidence.<cause>.<key>.
     def cause(name: str, evidence: object) -> dict:
         return {"cause": name, "lost_ns": 1, "share": 0.5, "evidence": evidence, "fix": None}
 
-    good = {"link_fraction": 0.5, "exposed_by_device": {"0": 1}, "by_kind": [{"kind": "HtoD", "pinned_ns": 1}]}
-    assert undocumented({"diagnosis": {"primary": cause("memcpy", good), "causes": [cause("memcpy", good)]}}, keys) == []
-    assert undocumented({"diagnosis": {"causes": [cause("startup", {"items": [{"reason": "name"}]})]}}, keys) == []
+    good = {
+        "link_fraction": 0.5,
+        "exposed_by_device": {"0": 1},
+        "by_kind": [{"kind": "HtoD", "pinned_ns": 1}],
+    }
+    assert (
+        undocumented(
+            {"diagnosis": {"primary": cause("memcpy", good), "causes": [cause("memcpy", good)]}}, keys
+        )
+        == []
+    )
+    assert (
+        undocumented({"diagnosis": {"causes": [cause("startup", {"items": [{"reason": "name"}]})]}}, keys)
+        == []
+    )
     assert undocumented({"diagnosis": {"primary": cause("memcpy", {"anything": {"0": 1}})}}, keys) == [
         "diagnosis.evidence.memcpy.anything is not in docs/json.md",
-        "diagnosis.evidence.memcpy.anything.0 is not in docs/json.md"]
-    assert undocumented({"diagnosis": {"causes": [cause("startup", {"items": [{"bogus_ns": 1}]})]}}, keys) == [
-        "diagnosis.evidence.startup.items[].bogus_ns is not in docs/json.md"]
+        "diagnosis.evidence.memcpy.anything.0 is not in docs/json.md",
+    ]
+    assert undocumented(
+        {"diagnosis": {"causes": [cause("startup", {"items": [{"bogus_ns": 1}]})]}}, keys
+    ) == ["diagnosis.evidence.startup.items[].bogus_ns is not in docs/json.md"]
     # A key documented for another cause is not accepted, nor a mistyped or an unknown cause's evidence.
     assert undocumented({"diagnosis": {"primary": cause("none", {"link_fraction": 0.5})}}, keys) == [
-        "diagnosis.evidence.none.link_fraction is not in docs/json.md"]
+        "diagnosis.evidence.none.link_fraction is not in docs/json.md"
+    ]
     assert undocumented({"diagnosis": {"primary": cause("memcpy", {"link_fraction": "x"})}}, keys) == [
-        "diagnosis.evidence.memcpy.link_fraction is string, docs/json.md says float or null"]
+        "diagnosis.evidence.memcpy.link_fraction is string, docs/json.md says float or null"
+    ]
     assert undocumented({"diagnosis": {"primary": cause("bogus", {})}}, keys) == [
-        "diagnosis.evidence.bogus is not in docs/json.md"]
+        "diagnosis.evidence.bogus is not in docs/json.md"
+    ]

@@ -66,8 +66,9 @@ def test_graph_capture_modules_keep_their_recorded_flops() -> None:
     recorded = sum(e["args"]["flops"] for e in events if "flops" in e.get("args", {}))
     modules = [e["name"].removeprefix("nn.Module: ") for e in events if e["name"].startswith("nn.Module: ")]
     doc = _analyze("graph_capture_modules.json")
-    assert doc["ops"]["by_module"] == [{"path": "/".join(modules), "kernels": 0, "gpu_ns": 0, "copy_ns": 0,
-                                        "flops": float(recorded)}]
+    assert doc["ops"]["by_module"] == [
+        {"path": "/".join(modules), "kernels": 0, "gpu_ns": 0, "copy_ns": 0, "flops": float(recorded)}
+    ]
     assert doc["ops"]["compute"]["flops"] == float(recorded)
 
 

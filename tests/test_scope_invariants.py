@@ -29,12 +29,20 @@ from tracelens.report.findings import sentence, utilization_sentence
 from tracelens.report.units import fmt_bytes, fmt_ns, fmt_pct
 from tracelens.trace import Trace
 
-SHARED = (shared_params("nsys", "*.sqlite") + shared_params("pytorch", "*.json.gz")
-          + shared_params("tf", "*.xplane.pb"))
-FIXTURE_FILES = [pytest.param(p, id=str(p.relative_to(FIXTURES)))
-                 for p in sorted(FIXTURES.glob("*.gz")) + sorted((FIXTURES / "kineto").glob("*.json"))
-                 + sorted((FIXTURES / "templates").glob("*.gz")) + sorted((FIXTURES / "templates").glob("*.pb"))
-                 + sorted((FIXTURES / "gpu").glob("*.gz")) + sorted((FIXTURES / "gpu").glob("*.pb"))]
+SHARED = (
+    shared_params("nsys", "*.sqlite")
+    + shared_params("pytorch", "*.json.gz")
+    + shared_params("tf", "*.xplane.pb")
+)
+FIXTURE_FILES = [
+    pytest.param(p, id=str(p.relative_to(FIXTURES)))
+    for p in sorted(FIXTURES.glob("*.gz"))
+    + sorted((FIXTURES / "kineto").glob("*.json"))
+    + sorted((FIXTURES / "templates").glob("*.gz"))
+    + sorted((FIXTURES / "templates").glob("*.pb"))
+    + sorted((FIXTURES / "gpu").glob("*.gz"))
+    + sorted((FIXTURES / "gpu").glob("*.pb"))
+]
 CAUSES = [pytest.param(f"case:{p.stem}", id=f"causes/{p.stem}") for p in sorted(CAUSES_DIR.glob("*.json"))]
 
 
@@ -83,8 +91,13 @@ def _per_device(trace: Trace) -> dict[int, dict[str, Any]]:
         everything = [p for pairs in by_kind.values() for p in pairs]
         k, c, m = by_kind["kernel"], by_kind["memcpy"], by_kind["memset"]
         kc, kcm = _union(k + c), _union(k + c + m)
-        out[device] = {"span": max(e for _, e in everything) - min(s for s, _ in everything), "kernels": _union(k),
-                       "k_or_c": kc, "busy": kcm, "copies": {kind: tuple(v) for kind, v in copies[device].items()}}
+        out[device] = {
+            "span": max(e for _, e in everything) - min(s for s, _ in everything),
+            "kernels": _union(k),
+            "k_or_c": kc,
+            "busy": kcm,
+            "copies": {kind: tuple(v) for kind, v in copies[device].items()},
+        }
     return out
 
 
@@ -99,8 +112,11 @@ def _ns(text: str) -> float:
 
 
 def _check_memcpy_sentence(text: str, per_device: dict[int, dict[str, Any]]) -> None:
-    match = re.match(r"(?:On GPU (\d+), c|C)opies ran with no kernel beside them for (\d[\d.]* (?:s|ms|µs|ns))"
-                     r"(?:: mostly ([\d,]+) (\S+) cop(?:y|ies) of (\d[\d.]* (?:B|KiB|MiB|GiB|TiB)))?", text)
+    match = re.match(
+        r"(?:On GPU (\d+), c|C)opies ran with no kernel beside them for (\d[\d.]* (?:s|ms|µs|ns))"
+        r"(?:: mostly ([\d,]+) (\S+) cop(?:y|ies) of (\d[\d.]* (?:B|KiB|MiB|GiB|TiB)))?",
+        text,
+    )
     if match is None:
         return
     device = int(match[1]) if match[1] is not None else next(iter(per_device))
@@ -116,8 +132,9 @@ def _check_memcpy_sentence(text: str, per_device: dict[int, dict[str, Any]]) -> 
 def _check_named_gpus(text: str, per_device: dict[int, dict[str, Any]]) -> None:
     """Every "GPU n was idle X" / "GPU n spent X" / "GPU n was busy X": X is within that GPU's own figures."""
     only = next(iter(per_device)) if len(per_device) == 1 else None
-    for name, verb, value in re.findall(r"(GPU (?:\d+)|The GPU) (was idle|spent|was busy) (\d[\d.]* (?:s|ms|µs|ns))",
-                                        text):
+    for name, verb, value in re.findall(
+        r"(GPU (?:\d+)|The GPU) (was idle|spent|was busy) (\d[\d.]* (?:s|ms|µs|ns))", text
+    ):
         device = only if name == "The GPU" else int(name.split()[1])
         assert device is not None, text
         own = per_device[device]
@@ -146,17 +163,34 @@ def _check(trace: Trace) -> None:
     timed = [own for own in per_device.values() if own["span"] > 0]
     if timed:
         n = len(timed)
-        assert summary["gpu_utilization"] == pytest.approx(sum(o["busy"] / o["span"] for o in timed) / n, abs=1e-12)
+        assert summary["gpu_utilization"] == pytest.approx(
+            sum(o["busy"] / o["span"] for o in timed) / n, abs=1e-12
+        )
         split = summary["utilization_by_kind"]
-        assert split == pytest.approx({
-            "kernels": sum(o["kernels"] / o["span"] for o in timed) / n,
-            "copies_only": sum((o["k_or_c"] - o["kernels"]) / o["span"] for o in timed) / n,
-            "memsets_only": sum((o["busy"] - o["k_or_c"]) / o["span"] for o in timed) / n}, abs=1e-12)
+        assert split == pytest.approx(
+            {
+                "kernels": sum(o["kernels"] / o["span"] for o in timed) / n,
+                "copies_only": sum((o["k_or_c"] - o["kernels"]) / o["span"] for o in timed) / n,
+                "memsets_only": sum((o["busy"] - o["k_or_c"]) / o["span"] for o in timed) / n,
+            },
+            abs=1e-12,
+        )
         assert abs(sum(split.values()) - summary["gpu_utilization"]) <= 1e-9
     for device, d in devices.items():
         own = per_device[device]
-        assert (d["busy_ns"], d["span_ns"], d["kernel_union_ns"], d["copies_only_ns"], d["memsets_only_ns"]) == (
-            own["busy"], own["span"], own["kernels"], own["k_or_c"] - own["kernels"], own["busy"] - own["k_or_c"])
+        assert (
+            d["busy_ns"],
+            d["span_ns"],
+            d["kernel_union_ns"],
+            d["copies_only_ns"],
+            d["memsets_only_ns"],
+        ) == (
+            own["busy"],
+            own["span"],
+            own["kernels"],
+            own["k_or_c"] - own["kernels"],
+            own["busy"] - own["k_or_c"],
+        )
 
     # Nothing lost, exposed or not overlapped exceeds the window of its scope.
     mean_span = summary["device_mean_span_ns"]
@@ -176,8 +210,11 @@ def _check(trace: Trace) -> None:
             if f["id"] == "memcpy_exposed":
                 own = per_device[f["evidence"]["device"]]
                 share = fmt_pct((own["k_or_c"] - own["kernels"]) / own["span"])
-                assert check_sentence(f) == f"GPU {f['evidence']['device']}: copies not overlapped by any kernel " \
-                                            f"take {share} of the span"
+                assert (
+                    check_sentence(f)
+                    == f"GPU {f['evidence']['device']}: copies not overlapped by any kernel "
+                    f"take {share} of the span"
+                )
     for d in (doc.get("communication") or {}).get("devices") or []:
         span = per_device[d["device"]]["span"]
         assert d["exposed_ns"] <= span and d["breakdown"]["memcpy_exposed_ns"] <= span
@@ -201,12 +238,18 @@ def _check(trace: Trace) -> None:
     for text in (terminal.render(doc), markdown.render(doc)):
         shares = [float(p) for p in re.findall(r"(\d+(?:\.\d+)?)% of (?:the )?span", text)]
         assert all(p <= 100.0 for p in shares), shares
-        for value in re.findall(r"(\d[\d.]* (?:s|ms|µs|ns)) (?:of copy time )?not overlapped by compute", text):
-            assert value == fmt_ns(memcpy["device_mean_exposed_ns"]) and _ns(value) <= mean_span * 1.005, value
+        for value in re.findall(
+            r"(\d[\d.]* (?:s|ms|µs|ns)) (?:of copy time )?not overlapped by compute", text
+        ):
+            assert value == fmt_ns(memcpy["device_mean_exposed_ns"]) and _ns(value) <= mean_span * 1.005, (
+                value
+            )
         if timed:
             headline = utilization_sentence(summary)
-            assert headline is not None and headline.startswith(f"GPU busy {fmt_pct(summary['gpu_utilization'])}: "
-                                                                 f"kernels {fmt_pct(summary['utilization_by_kind']['kernels'])}")
+            assert headline is not None and headline.startswith(
+                f"GPU busy {fmt_pct(summary['gpu_utilization'])}: "
+                f"kernels {fmt_pct(summary['utilization_by_kind']['kernels'])}"
+            )
             assert headline.split(": ")[0] in text.replace("**", "")
 
 
@@ -224,8 +267,15 @@ def test_scope_invariants_on_fixtures(source: Path | str) -> None:
 
 
 def _gpu(kind: str, start: int, end: int, device: int, stream: int = 7, **extra: Any) -> dict[str, Any]:
-    return {"kind": kind, "name": kind, "start_ns": start, "end_ns": end, "device": device, "stream": stream,
-            **extra}
+    return {
+        "kind": kind,
+        "name": kind,
+        "start_ns": start,
+        "end_ns": end,
+        "device": device,
+        "stream": stream,
+        **extra,
+    }
 
 
 def test_utilization_by_kind_by_hand() -> None:
@@ -233,25 +283,50 @@ def test_utilization_by_kind_by_hand() -> None:
     #   kernels [0,100) = 100; copies only [100,200) = 100; memsets only [200,260) + [300,310) = 70; busy 270.
     # GPU 1: copy [1000,1100), kernels [1050,1060) and [1200,1300). Span 300.
     #   kernels 10 + 100 = 110; copies only 100 - 10 = 90; memsets only 0; busy 200.
-    rows = [_gpu("kernel", 0, 100, 0), _gpu("memcpy", 50, 200, 0, 8, bytes=10, copy_kind="HtoD"),
-            _gpu("memset", 180, 260, 0, 9), _gpu("memset", 300, 310, 0, 9),
-            _gpu("memcpy", 1000, 1100, 1, 8, bytes=20, copy_kind="HtoD"), _gpu("kernel", 1050, 1060, 1),
-            _gpu("kernel", 1200, 1300, 1)]
+    rows = [
+        _gpu("kernel", 0, 100, 0),
+        _gpu("memcpy", 50, 200, 0, 8, bytes=10, copy_kind="HtoD"),
+        _gpu("memset", 180, 260, 0, 9),
+        _gpu("memset", 300, 310, 0, 9),
+        _gpu("memcpy", 1000, 1100, 1, 8, bytes=20, copy_kind="HtoD"),
+        _gpu("kernel", 1050, 1060, 1),
+        _gpu("kernel", 1200, 1300, 1),
+    ]
     doc = tracelens.analyze(Trace.from_rows(rows))
     gpu0, gpu1 = doc["devices"]
     assert (gpu0["kernel_union_ns"], gpu0["copies_only_ns"], gpu0["memsets_only_ns"], gpu0["busy_ns"]) == (
-        100, 100, 70, 270)
+        100,
+        100,
+        70,
+        270,
+    )
     assert (gpu1["kernel_union_ns"], gpu1["copies_only_ns"], gpu1["memsets_only_ns"], gpu1["busy_ns"]) == (
-        110, 90, 0, 200)
+        110,
+        90,
+        0,
+        200,
+    )
     summary = doc["summary"]
     assert summary["gpu_utilization"] == pytest.approx((270 / 310 + 200 / 300) / 2, abs=1e-15)
     assert summary["utilization_by_kind"] == pytest.approx(
-        {"kernels": (100 / 310 + 110 / 300) / 2, "copies_only": (100 / 310 + 90 / 300) / 2,
-         "memsets_only": (70 / 310) / 2}, abs=1e-15)
+        {
+            "kernels": (100 / 310 + 110 / 300) / 2,
+            "copies_only": (100 / 310 + 90 / 300) / 2,
+            "memsets_only": (70 / 310) / 2,
+        },
+        abs=1e-15,
+    )
     # Durations are device-means: spans (310 + 300) / 2, busy (270 + 200) / 2, kernel time (100 + 110) / 2,
     # copies with no kernel beside them (100 + 90) / 2.
-    assert (summary["device_mean_span_ns"], summary["device_mean_busy_ns"], summary["device_mean_kernel_ns"],
-            summary["device_mean_memcpy_exposed_ns"]) == (305, 235, 105, 95)
+    assert (
+        summary["device_mean_span_ns"],
+        summary["device_mean_busy_ns"],
+        summary["device_mean_kernel_ns"],
+        summary["device_mean_memcpy_exposed_ns"],
+    ) == (305, 235, 105, 95)
     assert summary["kernel_count"] == 3 and summary["memcpy_count"] == 2  # counts stay totals
     # busy (0.871 + 0.667) / 2 = 76.9%; kernels 34.5%, copies only 31.1%, memsets only 11.3%.
-    assert utilization_sentence(summary) == "GPU busy 76.9%: kernels 34.5%, copies only 31.1%, memsets only 11.3%"
+    assert (
+        utilization_sentence(summary)
+        == "GPU busy 76.9%: kernels 34.5%, copies only 31.1%, memsets only 11.3%"
+    )

@@ -13,9 +13,24 @@ from tests.conftest import ROOT
 
 def test_absent_shared_traces_fold_into_one_summary_line(tmp_path) -> None:
     env = dict(os.environ, TRACELENS_SHARED_TRACES=str(tmp_path / "nonexistent"))
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-ra",
-                           "tests/test_multirank_real.py", "tests/test_record.py"],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-ra",
+            "tests/test_multirank_real.py",
+            "tests/test_record.py",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stdout[-3000:]
     skipped_lines = [line for line in done.stdout.splitlines() if line.startswith("SKIPPED")]
     assert len(skipped_lines) == 1, skipped_lines

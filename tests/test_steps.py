@@ -29,7 +29,15 @@ def test_breakdown_hand_derived():
         host("step", "ProfilerStep#3", 0, 1000, step=3),
         host("annotation", "tracelens/data", 0, 300),
         host("runtime", "cudaLaunchKernel", 300, 320, correlation_id=1),
-        {"kind": "kernel", "name": "k", "start_ns": 330, "end_ns": 700, "device": 0, "stream": 7, "correlation_id": 1},
+        {
+            "kind": "kernel",
+            "name": "k",
+            "start_ns": 330,
+            "end_ns": 700,
+            "device": 0,
+            "stream": 7,
+            "correlation_id": 1,
+        },
         host("cpu_op", "aten::mm", 320, 800),
         host("runtime", "cudaStreamSynchronize", 700, 760),
         host("cpu_op", "aten::background", 0, 1000, tid=2),
@@ -54,7 +62,11 @@ def test_same_step_number_is_merged_and_unnumbered_follow():
         host("step", "train_step", 200, 260),
     ]
     out = steps.section(Trace.from_rows(rows), {})
-    assert [(s["step"], s["start_ns"], s["end_ns"]) for s in out["steps"]] == [(0, 0, 120), (1, 120, 200), (2, 200, 260)]
+    assert [(s["step"], s["start_ns"], s["end_ns"]) for s in out["steps"]] == [
+        (0, 0, 120),
+        (1, 120, 200),
+        (2, 200, 260),
+    ]
     s = out["summary"]
     assert (s["total_ns"], s["min_ns"], s["max_ns"], s["median_ns"]) == (260, 60, 120, 80.0)
     assert s["mean_ns"] == pytest.approx(260 / 3)
@@ -63,7 +75,11 @@ def test_same_step_number_is_merged_and_unnumbered_follow():
 
 
 def test_no_steps():
-    assert steps.section(Trace.from_rows([host("cpu_op", "a", 0, 1)]), {}) == {"count": 0, "steps": [], "summary": None}
+    assert steps.section(Trace.from_rows([host("cpu_op", "a", 0, 1)]), {}) == {
+        "count": 0,
+        "steps": [],
+        "summary": None,
+    }
 
 
 @pytest.mark.parametrize("name", ["pytorch_slow-input_cpu.pt.trace.json.gz"])
@@ -83,12 +99,14 @@ def test_cpu_slow_input_template_is_input_bound(name):
         lo, hi = e["ts"] * 1000, (e["ts"] + e["dur"]) * 1000
         for prefix in ("ProfilerStep#", "tracelens/step#"):
             if n.startswith(prefix):
-                w = windows.setdefault(int(n[len(prefix):]), [lo, hi])
+                w = windows.setdefault(int(n[len(prefix) :]), [lo, hi])
                 w[0], w[1] = min(w[0], lo), max(w[1], hi)
         if n == "tracelens/data" or n.startswith("enumerate(DataLoader)"):
             inputs.append((lo, hi))
-    expected = {k: union_length([(max(s, w[0]), min(e, w[1])) for s, e in inputs if s < w[1] and e > w[0]])
-                for k, w in windows.items()}
+    expected = {
+        k: union_length([(max(s, w[0]), min(e, w[1])) for s, e in inputs if s < w[1] and e > w[0]])
+        for k, w in windows.items()
+    }
     doc = analyze(tracelens.load(path))
     got = {s["step"]: s["host"]["input"] for s in doc["steps"]["steps"]}
     assert set(got) == set(expected)

@@ -35,8 +35,11 @@ def step_intervals(frame: pd.DataFrame) -> pd.DataFrame:
     trace has both ProfilerStep#N and tracelens/step#N)."""
     steps = frame[frame["kind"].astype(str) == "step"]
     steps = steps[steps["step"].notna()]
-    return (steps.groupby(steps["step"].astype("int64"))
-            .agg(start=("start_ns", "min"), end=("end_ns", "max")).sort_index())
+    return (
+        steps.groupby(steps["step"].astype("int64"))
+        .agg(start=("start_ns", "min"), end=("end_ns", "max"))
+        .sort_index()
+    )
 
 
 def inside(rows: pd.DataFrame, intervals: pd.DataFrame) -> np.ndarray:
@@ -54,8 +57,13 @@ def data_fetch_per_step(frame: pd.DataFrame) -> np.ndarray:
     steps = step_intervals(frame)
     data = named(frame, "tracelens/data")
     data = data[inside(data, steps)]
-    idx = np.searchsorted(steps["start"].to_numpy(np.int64), data["start_ns"].to_numpy(np.int64), side="right") - 1
-    return np.bincount(idx, weights=(data["end_ns"] - data["start_ns"]).to_numpy(np.float64), minlength=len(steps))
+    idx = (
+        np.searchsorted(steps["start"].to_numpy(np.int64), data["start_ns"].to_numpy(np.int64), side="right")
+        - 1
+    )
+    return np.bincount(
+        idx, weights=(data["end_ns"] - data["start_ns"]).to_numpy(np.float64), minlength=len(steps)
+    )
 
 
 # What the slow-input scenario injects: a sleep of this long inside every step's data fetch. The templates
@@ -93,9 +101,23 @@ def pytorch_traces(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     from tracelens.templates import pytorch_train
 
     out = tmp_path_factory.mktemp("pytorch")
-    return {name: pytorch_train.train(["--scenario", name, "--steps", str(STEPS), "--device", "cpu",
-                                       "--profile", "torch", "--out", str(out)])
-            for name in SCENARIOS}
+    return {
+        name: pytorch_train.train(
+            [
+                "--scenario",
+                name,
+                "--steps",
+                str(STEPS),
+                "--device",
+                "cpu",
+                "--profile",
+                "torch",
+                "--out",
+                str(out),
+            ]
+        )
+        for name in SCENARIOS
+    }
 
 
 @pytest.mark.slow
@@ -121,43 +143,80 @@ def test_pytorch_scenario_trace(pytorch_traces: dict[str, Path], scenario: str) 
         tiny = named(frame, "tiny_ops")
         assert len(tiny) == STEPS
         muls = named(cpu_ops, "aten::mul_")
-        assert int(inside(muls, tiny.rename(columns={"start_ns": "start", "end_ns": "end"})).sum()) \
+        assert (
+            int(inside(muls, tiny.rename(columns={"start_ns": "start", "end_ns": "end"})).sum())
             == STEPS * SCENARIOS[scenario].tiny_ops_per_step
+        )
     elif scenario == "sync-every-step":
         readback = named(frame, "sync_readback")
         assert len(readback) == STEPS
         items = named(cpu_ops, "aten::item")
-        assert int(inside(items, readback.rename(columns={"start_ns": "start", "end_ns": "end"})).sum()) \
+        assert (
+            int(inside(items, readback.rename(columns={"start_ns": "start", "end_ns": "end"})).sum())
             == STEPS * SCENARIOS[scenario].sync_ops_per_step
+        )
     if scenario in ("small-batch", "healthy"):
         # Every Linear is one aten::addmm(bias, input, weight^T); its input's first dimension is the batch.
         spec = SCENARIOS[scenario].on_device(False)  # these runs are on CPU: the CPU-sized model
         with gzip.open(path, "rt") as fh:
-            addmm = [e["args"]["Input Dims"] for e in json.load(fh)["traceEvents"]
-                     if e.get("name") == "aten::addmm" and e.get("ph") == "X"]
+            addmm = [
+                e["args"]["Input Dims"]
+                for e in json.load(fh)["traceEvents"]
+                if e.get("name") == "aten::addmm" and e.get("ph") == "X"
+            ]
         assert len(addmm) == 3 * STEPS  # three layers, one forward each step
         assert {tuple(dims[1]) for dims in addmm} == {
-            (spec.batch_size, spec.features), (spec.batch_size, spec.hidden)}
+            (spec.batch_size, spec.features),
+            (spec.batch_size, spec.hidden),
+        }
         assert len(named(cpu_ops, "aten::addmm")) == 3 * STEPS
 
 
 def test_pytorch_template_command_line(tmp_path: Path) -> None:
     pytest.importorskip("torch")
-    done = subprocess.run([sys.executable, "-m", "tracelens.templates.pytorch_train", "--scenario", "healthy",
-                           "--steps", "2", "--device", "cpu", "--out", str(tmp_path)],
-                          capture_output=True, text=True, cwd=ROOT, timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tracelens.templates.pytorch_train",
+            "--scenario",
+            "healthy",
+            "--steps",
+            "2",
+            "--device",
+            "cpu",
+            "--out",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     last = done.stdout.strip().splitlines()[-1]
     assert Path(last) == tmp_path / "pytorch_healthy_cpu.pt.trace.json.gz"
     assert Path(last).stat().st_size > 0
-    wrong = subprocess.run([sys.executable, "-m", "tracelens.templates.pytorch_train", "--profile", "tf"],
-                           capture_output=True, text=True, cwd=ROOT, timeout=300)
+    wrong = subprocess.run(
+        [sys.executable, "-m", "tracelens.templates.pytorch_train", "--profile", "tf"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
     assert wrong.returncode == 2 and "--profile tf cannot record a PyTorch program" in wrong.stderr
 
 
 TF_STEPS = 6
-TF_RUNS = [("healthy", []), ("slow-input", []), ("healthy", ["--keras"]),
-           ("pageable-copies", []), ("sync-every-step", []), ("tiny-kernels", []), ("small-batch", [])]
+TF_RUNS = [
+    ("healthy", []),
+    ("slow-input", []),
+    ("healthy", ["--keras"]),
+    ("pageable-copies", []),
+    ("sync-every-step", []),
+    ("tiny-kernels", []),
+    ("small-batch", []),
+]
 
 TF_SCRIPT = textwrap.dedent(
     """
@@ -178,8 +237,13 @@ def tf_traces(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     pytest.importorskip("tensorflow")
     out = tmp_path_factory.mktemp("tf")
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=str(ROOT))
-    done = subprocess.run([sys.executable, "-c", TF_SCRIPT, str(out), json.dumps(TF_RUNS), str(TF_STEPS)],
-                          capture_output=True, text=True, env=env, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-c", TF_SCRIPT, str(out), json.dumps(TF_RUNS), str(TF_STEPS)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return [Path(p) for p in json.loads(done.stdout.strip().splitlines()[-1])]
 
@@ -229,5 +293,9 @@ def test_cpu_sizing_keeps_gpu_sizes_and_caps_cpu() -> None:
     assert healthy.on_device(True) == healthy  # a GPU runs the documented sizes unchanged
     cpu = healthy.on_device(False)
     # On CPU healthy runs exactly slow-input's model, so the pair differs only by the injected sleep.
-    assert (cpu.batch_size, cpu.features, cpu.hidden) == (slow.batch_size, slow.features, slow.hidden) == (64, 128, 128)
+    assert (
+        (cpu.batch_size, cpu.features, cpu.hidden)
+        == (slow.batch_size, slow.features, slow.hidden)
+        == (64, 128, 128)
+    )
     assert SCENARIOS["small-batch"].on_device(False).batch_size == 2  # already below the cap

@@ -16,9 +16,11 @@ CONTROL = "evil\x1b[2J\x1b]0;title\x07name"
 
 
 def test_markup_and_control_characters_are_inert() -> None:
-    rows = [{"kind": "kernel", "name": MARKUP, "start_ns": 0, "end_ns": 100, "device": 0, "stream": 1},
-            {"kind": "kernel", "name": CONTROL, "start_ns": 200, "end_ns": 250, "device": 0, "stream": 1},
-            {"kind": "cpu_op", "name": MARKUP, "start_ns": 0, "end_ns": 300, "pid": 1, "tid": 1}]
+    rows = [
+        {"kind": "kernel", "name": MARKUP, "start_ns": 0, "end_ns": 100, "device": 0, "stream": 1},
+        {"kind": "kernel", "name": CONTROL, "start_ns": 200, "end_ns": 250, "device": 0, "stream": 1},
+        {"kind": "cpu_op", "name": MARKUP, "start_ns": 0, "end_ns": 300, "pid": 1, "tid": 1},
+    ]
     text = terminal.render(analyze(Trace.from_rows(rows)), color=True)
     assert "[bold red]boom[/bold red]" in text  # printed literally, not interpreted
     assert "\x1b[2J" not in text and "\x07" not in text and "evil" in text
@@ -29,8 +31,18 @@ def test_width_and_order() -> None:
     text = terminal.render(analyze(golden_trace()))
     lines = text.split("\n")
     assert max(map(len, lines)) <= terminal.WIDTH
-    order = [text.find(marker) for marker in ("Diagnosis:", "GPU busy", "Steps:", "idle gaps",
-                                              "Top kernels", "Memory copies", "Host side")]
+    order = [
+        text.find(marker)
+        for marker in (
+            "Diagnosis:",
+            "GPU busy",
+            "Steps:",
+            "idle gaps",
+            "Top kernels",
+            "Memory copies",
+            "Host side",
+        )
+    ]
     assert all(i >= 0 for i in order) and order == sorted(order)
 
 
@@ -44,8 +56,17 @@ def test_sections_missing_from_the_doc_are_skipped() -> None:
 
 
 def test_no_gpu_trace() -> None:
-    rows = [{"kind": "step", "name": "ProfilerStep#1", "start_ns": 0, "end_ns": 1000, "pid": 1, "tid": 1,
-             "step": 1}]
+    rows = [
+        {
+            "kind": "step",
+            "name": "ProfilerStep#1",
+            "start_ns": 0,
+            "end_ns": 1000,
+            "pid": 1,
+            "tid": 1,
+            "step": 1,
+        }
+    ]
     text = terminal.render(analyze(Trace.from_rows(rows)))
     assert "No GPU activity in this trace" in text
 

@@ -21,7 +21,10 @@ def test_run_document_draws_as_tables(tmp_path: Path) -> None:
         assert dump not in text  # the run keys are drawn, not listed
     straggler = doc["stragglers"]["steps"]["straggler"]
     assert f"Straggler: rank {straggler['rank']}: step starts {fmt_ns(straggler['delay_ns'])} late" in text
-    assert f"Imbalance: {doc['imbalance']['verdict']}: {fmt_ns(doc['imbalance']['lost_ns'])} lost per GPU" in text
+    assert (
+        f"Imbalance: {doc['imbalance']['verdict']}: {fmt_ns(doc['imbalance']['lost_ns'])} lost per GPU"
+        in text
+    )
     for rank in doc["ranks"]:  # one table row per rank: its number, trace, utilization and busy time
         row = next(line for line in lines if line.split()[:2] == [str(rank["rank"]), Path(rank["path"]).name])
         assert fmt_pct(rank["utilization"]) in row and fmt_ns(rank["busy_ns"]) in row

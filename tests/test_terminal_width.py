@@ -29,8 +29,11 @@ GOLDEN_FIXTURES = {
     "transformer_bf16": "gpu/transformer_bf16_cuda.pt.trace.json.gz",  # ops, modules, FLOPs
     "imbalance": "causes/multi_gpu_imbalance.json",  # several GPUs: wide per-device tables
 }
-ALL_FIXTURES = sorted(p for p in FIXTURES.rglob("*") if p.is_file() and p.name.endswith((".json", ".json.gz", ".pb"))
-                      and not p.name.endswith(".facts.json"))
+ALL_FIXTURES = sorted(
+    p
+    for p in FIXTURES.rglob("*")
+    if p.is_file() and p.name.endswith((".json", ".json.gz", ".pb")) and not p.name.endswith(".facts.json")
+)
 SHARED = [p for sub in ("nsys", "pytorch", "tf") for p in shared_traces(sub)]
 
 
@@ -48,8 +51,13 @@ def _golden_doc(case: str) -> dict:
 
 def rendered() -> dict[str, Callable[[], str]]:
     """Golden file name (in tests/golden/) -> its text: what the test compares and `tests.goldens` writes."""
-    return {f"terminal/{case}.{width}.txt": lambda case=case, width=width: terminal.render(_golden_doc(case), width=width)
-            for case in ("handmade", *GOLDEN_FIXTURES) for width in WIDTHS}
+    return {
+        f"terminal/{case}.{width}.txt": lambda case=case, width=width: terminal.render(
+            _golden_doc(case), width=width
+        )
+        for case in ("handmade", *GOLDEN_FIXTURES)
+        for width in WIDTHS
+    }
 
 
 @pytest.mark.parametrize("width", WIDTHS)
@@ -81,7 +89,9 @@ def assert_headline_whole(doc: dict, text: str) -> None:
     for key, value in figures:
         # whole on one line: not cut, not wrapped between number and unit, not part of a longer number
         pattern = re.compile(r"(?<![\w.,])" + re.escape(value) + r"(?![\w.,]\w)")
-        assert any(pattern.search(line) for line in lines), f"{key} = {value!r} is not whole in the 80-column output"
+        assert any(pattern.search(line) for line in lines), (
+            f"{key} = {value!r} is not whole in the 80-column output"
+        )
 
 
 @pytest.mark.parametrize("path", ALL_FIXTURES, ids=lambda p: p.relative_to(FIXTURES).as_posix())
@@ -90,8 +100,11 @@ def test_headline_whole_at_80_fixtures(path: Path) -> None:
     assert_headline_whole(doc, terminal.render(doc, width=80))
 
 
-@pytest.mark.parametrize("path", SHARED or [pytest.param(None, marks=pytest.mark.skip(
-    reason="../shared/traces not present"))], ids=lambda p: p.name if p else "none")
+@pytest.mark.parametrize(
+    "path",
+    SHARED or [pytest.param(None, marks=pytest.mark.skip(reason="../shared/traces not present"))],
+    ids=lambda p: p.name if p else "none",
+)
 def test_headline_whole_at_80_shared(path: Path) -> None:
     doc = _doc(path)
     text = terminal.render(doc, width=80)
@@ -112,14 +125,32 @@ def test_headline_check_can_fail() -> None:
 
 def test_headline_figures_formatted_by_key() -> None:
     # the conventions of docs/json.md, by hand: *_ns durations, fractions as percentages, bytes, counts
-    summary = {"device_count": 2, "gpu_utilization": 0.5219, "device_mean_busy_ns": 7_100_000, "kernel_count": 1234,
-               "memcpy_bytes": 2 * 1024 * 1024, "steps": {"count": 2, "mean_ns": 1.0e7},
-               "step_host_ns": {"sync": 4_910_000.0}, "idle_by_cause": {"input": 8_000_000}, "mfu": 0.116,
-               "primary_cause": "input_pipeline", "flops": None}
+    summary = {
+        "device_count": 2,
+        "gpu_utilization": 0.5219,
+        "device_mean_busy_ns": 7_100_000,
+        "kernel_count": 1234,
+        "memcpy_bytes": 2 * 1024 * 1024,
+        "steps": {"count": 2, "mean_ns": 1.0e7},
+        "step_host_ns": {"sync": 4_910_000.0},
+        "idle_by_cause": {"input": 8_000_000},
+        "mfu": 0.116,
+        "primary_cause": "input_pipeline",
+        "flops": None,
+    }
     assert dict(headline_figures(summary)) == {
-        "device_count": "2", "gpu_utilization": "52.2%", "device_mean_busy_ns": "7.1 ms", "kernel_count": "1,234",
-        "memcpy_bytes": "2.0 MiB", "steps.count": "2", "steps.mean_ns": "10 ms", "step_host_ns.sync": "4.91 ms",
-        "idle_by_cause.input": "8 ms", "mfu": "11.6%", "primary_cause": "input_pipeline"}
+        "device_count": "2",
+        "gpu_utilization": "52.2%",
+        "device_mean_busy_ns": "7.1 ms",
+        "kernel_count": "1,234",
+        "memcpy_bytes": "2.0 MiB",
+        "steps.count": "2",
+        "steps.mean_ns": "10 ms",
+        "step_host_ns.sync": "4.91 ms",
+        "idle_by_cause.input": "8 ms",
+        "mfu": "11.6%",
+        "primary_cause": "input_pipeline",
+    }
 
 
 def test_cli_width_and_full_names(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
@@ -135,7 +166,7 @@ def test_cli_width_and_full_names(monkeypatch: pytest.MonkeyPatch, capsys: pytes
     assert main(["analyze", demo, "--full-names"]) == 0
     whole = capsys.readouterr().out
     assert max(len(line) for line in whole.split("\n")) <= 80
-    table = whole[whole.index("Top kernels"):].split("\n\n\n")[0].split("\n")[4:]  # the rows, under the rule
+    table = whole[whole.index("Top kernels") :].split("\n\n\n")[0].split("\n")[4:]  # the rows, under the rule
     cells = "".join(line[1:].split("   ")[0].strip() for line in table)  # the name column, line after line
     assert name.replace(" ", "") in cells  # wrapped and folded over lines, but whole
     monkeypatch.setenv("COLUMNS", "160")

@@ -18,8 +18,16 @@ def _two_streams() -> Trace:
         [
             {"kind": "kernel", "name": "k1", "start_ns": 0, "end_ns": 100, "device": 0, "stream": 7},
             {"kind": "kernel", "name": "k2", "start_ns": 150, "end_ns": 200, "device": 0, "stream": 7},
-            {"kind": "memcpy", "name": "Memcpy HtoD", "start_ns": 50, "end_ns": 120, "device": 0, "stream": 8,
-             "bytes": 4096, "copy_kind": "HtoD"},
+            {
+                "kind": "memcpy",
+                "name": "Memcpy HtoD",
+                "start_ns": 50,
+                "end_ns": 120,
+                "device": 0,
+                "stream": 8,
+                "bytes": 4096,
+                "copy_kind": "HtoD",
+            },
             {"kind": "runtime", "name": "cudaLaunchKernel", "start_ns": 0, "end_ns": 10, "pid": 1, "tid": 1},
         ],
         devices=[{"id": 0, "name": "Hand GPU", "sm_count": 10}],
@@ -50,7 +58,9 @@ def test_devices_block_hand_derived():
 
 
 def test_no_gpu_activity_reports_host():
-    trace = Trace.from_rows([{"kind": "cpu_op", "name": "aten::add", "start_ns": 0, "end_ns": 40, "pid": 1, "tid": 2}])
+    trace = Trace.from_rows(
+        [{"kind": "cpu_op", "name": "aten::add", "start_ns": 0, "end_ns": 40, "pid": 1, "tid": 2}]
+    )
     doc = analyze(trace)
     assert doc["devices"] == []
     assert doc["host"]["has_gpu_activity"] is False
@@ -63,7 +73,8 @@ def test_parquet_round_trip(tmp_path):
     trace.save(out)
     back = tracelens.load(out)
     assert back.events.select(["kind", "name", "start_ns", "end_ns", "device", "stream", "bytes"]).equals(
-        trace.events.select(["kind", "name", "start_ns", "end_ns", "device", "stream", "bytes"]))
+        trace.events.select(["kind", "name", "start_ns", "end_ns", "device", "stream", "bytes"])
+    )
     assert back.device_info(0)["name"] == "Hand GPU"
 
 
@@ -79,7 +90,9 @@ def test_parquet_written_before_1_1_reads_new_columns_as_null(tmp_path):
     pq.write_table(old.drop_columns(list(COLUMNS_ADDED_SINCE_1_0)), out)  # as schema 1.0 wrote it
     back = tracelens.load(out)
     assert back.events.schema == EVENT_SCHEMA
-    assert all(back.events.column(name).null_count == back.events.num_rows for name in COLUMNS_ADDED_SINCE_1_0)
+    assert all(
+        back.events.column(name).null_count == back.events.num_rows for name in COLUMNS_ADDED_SINCE_1_0
+    )
     assert back.events.column("bytes").to_pylist() == trace.events.column("bytes").to_pylist()
 
 
@@ -89,33 +102,45 @@ def test_interval_union_and_overlap():
     assert intervals.union_length([0, 5], [10, 7]) == 10
     gs, ge = intervals.gaps([0, 150], [120, 200])
     assert gs.tolist() == [120] and ge.tolist() == [150]
-    covered = intervals.overlap_with_union([0, 110, 130, 300], [20, 160, 140, 400],
-                                           pa.array([0, 150]).to_numpy(), pa.array([120, 210]).to_numpy())
+    covered = intervals.overlap_with_union(
+        [0, 110, 130, 300],
+        [20, 160, 140, 400],
+        pa.array([0, 150]).to_numpy(),
+        pa.array([120, 210]).to_numpy(),
+    )
     assert covered.tolist() == [20, 20, 0, 0]
 
 
 def test_depth_hand_derived():
     # Thread 1: A [0,100) contains B [10,50) which contains C [20,30); D [50,60) is B's sibling (starts as B
     # ends); Z [70,70) is zero-length inside A. Thread 2: E [5,15) alone. GPU rows get no depth.
-    trace = Trace.from_rows([
-        {"kind": "cpu_op", "name": "A", "start_ns": 0, "end_ns": 100, "pid": 1, "tid": 1},
-        {"kind": "cpu_op", "name": "B", "start_ns": 10, "end_ns": 50, "pid": 1, "tid": 1},
-        {"kind": "runtime", "name": "C", "start_ns": 20, "end_ns": 30, "pid": 1, "tid": 1},
-        {"kind": "cpu_op", "name": "D", "start_ns": 50, "end_ns": 60, "pid": 1, "tid": 1},
-        {"kind": "annotation", "name": "Z", "start_ns": 70, "end_ns": 70, "pid": 1, "tid": 1},
-        {"kind": "cpu_op", "name": "E", "start_ns": 5, "end_ns": 15, "pid": 1, "tid": 2},
-        {"kind": "kernel", "name": "K", "start_ns": 20, "end_ns": 40, "device": 0, "stream": 7},
-    ])
-    depth = dict(zip(trace.events.column("name").to_pylist(), trace.events.column("depth").to_pylist(), strict=True))
+    trace = Trace.from_rows(
+        [
+            {"kind": "cpu_op", "name": "A", "start_ns": 0, "end_ns": 100, "pid": 1, "tid": 1},
+            {"kind": "cpu_op", "name": "B", "start_ns": 10, "end_ns": 50, "pid": 1, "tid": 1},
+            {"kind": "runtime", "name": "C", "start_ns": 20, "end_ns": 30, "pid": 1, "tid": 1},
+            {"kind": "cpu_op", "name": "D", "start_ns": 50, "end_ns": 60, "pid": 1, "tid": 1},
+            {"kind": "annotation", "name": "Z", "start_ns": 70, "end_ns": 70, "pid": 1, "tid": 1},
+            {"kind": "cpu_op", "name": "E", "start_ns": 5, "end_ns": 15, "pid": 1, "tid": 2},
+            {"kind": "kernel", "name": "K", "start_ns": 20, "end_ns": 40, "device": 0, "stream": 7},
+        ]
+    )
+    depth = dict(
+        zip(trace.events.column("name").to_pylist(), trace.events.column("depth").to_pylist(), strict=True)
+    )
     assert depth == {"A": 0, "B": 1, "C": 2, "D": 1, "Z": 1, "E": 0, "K": None}
 
 
 def _mostly_ranges() -> Trace:
     # 6 NVTX ranges on one thread and 2 kernels: kernel columns (device, grid) are carried by 2 of 8 rows.
-    rows = [{"kind": "annotation", "name": f"r{i}", "start_ns": 10 * i, "end_ns": 10 * i + 5, "pid": 1, "tid": 2}
-            for i in range(6)]
-    rows += [{"kind": "kernel", "name": "k", "start_ns": 12, "end_ns": 20, "device": 0, "stream": 7, "grid_x": 4},
-             {"kind": "kernel", "name": "k", "start_ns": 33, "end_ns": 40, "device": 0, "stream": 7, "grid_x": 8}]
+    rows = [
+        {"kind": "annotation", "name": f"r{i}", "start_ns": 10 * i, "end_ns": 10 * i + 5, "pid": 1, "tid": 2}
+        for i in range(6)
+    ]
+    rows += [
+        {"kind": "kernel", "name": "k", "start_ns": 12, "end_ns": 20, "device": 0, "stream": 7, "grid_x": 4},
+        {"kind": "kernel", "name": "k", "start_ns": 33, "end_ns": 40, "device": 0, "stream": 7, "grid_x": 8},
+    ]
     return Trace.from_rows(rows)
 
 
@@ -124,14 +149,24 @@ def test_store_keeps_columns_few_rows_carry_sparse_and_rebuilds_the_documented_t
 
     trace = _mostly_ranges()
     store = trace.store
-    assert isinstance(store.columns["grid_x"], SparseColumn) and isinstance(store.columns["device"], SparseColumn)
+    assert isinstance(store.columns["grid_x"], SparseColumn) and isinstance(
+        store.columns["device"], SparseColumn
+    )
     assert not isinstance(store.columns["pid"], SparseColumn)  # 6 of 8 rows carry it: dense
     assert "bytes" not in store.columns  # no row carries it: not stored
     table = trace.events
     assert table.schema == EVENT_SCHEMA and table.num_rows == 8
     # time order: r0 [0,5) r1 [10,15) k [12,20) r2 [20,25) r3 [30,35) k [33,40) r4 r5
-    assert table.column("kind").to_pylist() == ["annotation", "annotation", "kernel", "annotation", "annotation",
-                                                "kernel", "annotation", "annotation"]
+    assert table.column("kind").to_pylist() == [
+        "annotation",
+        "annotation",
+        "kernel",
+        "annotation",
+        "annotation",
+        "kernel",
+        "annotation",
+        "annotation",
+    ]
     assert table.column("grid_x").to_pylist() == [None, None, 4, None, None, 8, None, None]
     assert table.column("bytes").null_count == 8
     assert store.take("grid_x", [5, 0, 2]).to_pylist() == [8, None, 4]
@@ -153,9 +188,18 @@ def test_host_summary_is_the_same_in_chunks_and_by_hash(monkeypatch):
     dictionary, by hash: every way gives the same summary."""
     from tracelens.analyses import host
 
-    rows = [{"kind": k, "name": n, "start_ns": 10 * i, "end_ns": 10 * i + 3 + i % 4, "pid": 1, "tid": 1 + i % 3}
-            for i, (k, n) in enumerate([("runtime", "cudaLaunchKernel"), ("cpu_op", "aten::mm"),
-                                        ("annotation", "step"), ("runtime", "cudaLaunchKernel")] * 5)]
+    rows = [
+        {"kind": k, "name": n, "start_ns": 10 * i, "end_ns": 10 * i + 3 + i % 4, "pid": 1, "tid": 1 + i % 3}
+        for i, (k, n) in enumerate(
+            [
+                ("runtime", "cudaLaunchKernel"),
+                ("cpu_op", "aten::mm"),
+                ("annotation", "step"),
+                ("runtime", "cudaLaunchKernel"),
+            ]
+            * 5
+        )
+    ]
     trace = Trace.from_rows(rows)
     whole = host.host_summary(trace)
     assert whole["threads"] == 3 and whole["top"][0]["count"] == 10  # cudaLaunchKernel: 10 of the 20 rows
@@ -173,9 +217,16 @@ def test_sentinel_null_column_reads_as_the_filled_column_without_a_copy():
     tid = pa.array([5, None, 7, None], pa.int32())
     marked = with_sentinel_nulls(tid)
     assert marked.to_pylist() == [5, None, 7, None]  # same values and nulls
-    store = EventStore(4, {"kind": pa.array(["cpu_op"] * 4).dictionary_encode(),
-                           "start_ns": pa.array([0, 1, 2, 3], pa.int64()), "end_ns": pa.array([1, 2, 3, 4], pa.int64()),
-                           "tid": marked}, frozenset({"tid"}))
+    store = EventStore(
+        4,
+        {
+            "kind": pa.array(["cpu_op"] * 4).dictionary_encode(),
+            "start_ns": pa.array([0, 1, 2, 3], pa.int64()),
+            "end_ns": pa.array([1, 2, 3, 4], pa.int64()),
+            "tid": marked,
+        },
+        frozenset({"tid"}),
+    )
     values = store.numpy("tid", -1, np.int32)
     assert values.tolist() == [5, -1, 7, -1]
     assert not values.flags.owndata  # a view of the stored buffer
@@ -191,4 +242,7 @@ def test_early_sections_read_no_other_section_and_the_document_keeps_registry_or
     early = [s.key for s in REGISTRY if s.early]
     assert early  # the rule is exercised
     for key in early:  # computed with nothing done: the same block as in the document
-        assert BY_KEY[key].compute(Trace.from_rows(trace.events.to_pylist(), trace.devices.to_pylist()), {}) == doc[key]
+        assert (
+            BY_KEY[key].compute(Trace.from_rows(trace.events.to_pylist(), trace.devices.to_pylist()), {})
+            == doc[key]
+        )

@@ -12,4 +12,6 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_mypy_passes_on_the_package() -> None:
     stdout, stderr, status = api.run(["--config-file", str(ROOT / "pyproject.toml"), str(ROOT / "tracelens")])
-    assert status == 0, f"mypy found type errors (run `python3 -m mypy` at the repository root):\n{stdout}{stderr}"
+    assert status == 0, (
+        f"mypy found type errors (run `python3 -m mypy` at the repository root):\n{stdout}{stderr}"
+    )

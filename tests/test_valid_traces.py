@@ -31,8 +31,13 @@ from tracelens.report.diff_renderer import render_diff
 
 # TRACELENS_PROPERTY_EXAMPLES=200 explores further locally (randomized then: derandomize stays for CI's count).
 EXAMPLES = int(os.environ.get("TRACELENS_PROPERTY_EXAMPLES", "12"))
-PROPERTY = settings(max_examples=EXAMPLES, derandomize=EXAMPLES <= 12, deadline=None, database=None,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+PROPERTY = settings(
+    max_examples=EXAMPLES,
+    derandomize=EXAMPLES <= 12,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 
 def _analyze_everything(path: Path) -> dict:
@@ -82,17 +87,31 @@ def _check(scen: vt.Scenario, fmt: str) -> None:
 # The two shapes that once stopped analyze (fixtures/robust/ holds them as Kineto files), in every format:
 # shapes recorded on an op without a FLOP formula; a recorded-flops op inside modules with every kernel
 # launched outside any module (a CUDA-graph capture).
-UNMODELLED_SHAPES = vt.Scenario(rocm=False, devices=[0], device_props=False, host=[
-    vt.HostEvent("op", "aten::relu", 101, 100, 20, dims=[[32, 1024]]),
-    vt.HostEvent("launch", "cudaLaunchKernel", 101, 105, 5, correlation=7)],
-    gpu=[vt.GpuOp(vt.KERNEL, "relu_kernel", 0, 7, 112, 10, 7)])
-GRAPH_CAPTURE = vt.Scenario(rocm=False, devices=[0], device_props=True, host=[
-    vt.HostEvent("module", "nn.Module: Model_0", 101, 100, 60),
-    vt.HostEvent("module", "nn.Module: Linear_0", 101, 110, 40),
-    vt.HostEvent("op", "aten::mm", 101, 115, 30, dims=[[64, 256], [256, 128]], flops=2 * 64 * 128 * 256),
-    vt.HostEvent("launch", "cudaGraphLaunch", 101, 200, 10, correlation=9)],
-    gpu=[vt.GpuOp(vt.KERNEL, "sm90_gemm", 0, 7, 215, 30, 9, graph=True),
-         vt.GpuOp(vt.KERNEL, "relu_kernel", 0, 7, 245, 10, 9, graph=True)])
+UNMODELLED_SHAPES = vt.Scenario(
+    rocm=False,
+    devices=[0],
+    device_props=False,
+    host=[
+        vt.HostEvent("op", "aten::relu", 101, 100, 20, dims=[[32, 1024]]),
+        vt.HostEvent("launch", "cudaLaunchKernel", 101, 105, 5, correlation=7),
+    ],
+    gpu=[vt.GpuOp(vt.KERNEL, "relu_kernel", 0, 7, 112, 10, 7)],
+)
+GRAPH_CAPTURE = vt.Scenario(
+    rocm=False,
+    devices=[0],
+    device_props=True,
+    host=[
+        vt.HostEvent("module", "nn.Module: Model_0", 101, 100, 60),
+        vt.HostEvent("module", "nn.Module: Linear_0", 101, 110, 40),
+        vt.HostEvent("op", "aten::mm", 101, 115, 30, dims=[[64, 256], [256, 128]], flops=2 * 64 * 128 * 256),
+        vt.HostEvent("launch", "cudaGraphLaunch", 101, 200, 10, correlation=9),
+    ],
+    gpu=[
+        vt.GpuOp(vt.KERNEL, "sm90_gemm", 0, 7, 215, 30, 9, graph=True),
+        vt.GpuOp(vt.KERNEL, "relu_kernel", 0, 7, 245, 10, 9, graph=True),
+    ],
+)
 
 
 @pytest.mark.parametrize("fmt", sorted(vt.WRITERS))
@@ -106,8 +125,13 @@ def test_every_valid_trace_gets_every_section_and_renderer(fmt: str, scen: vt.Sc
     _check(scen, fmt)
 
 
-@settings(max_examples=6, deadline=None, database=None, derandomize=True,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=6,
+    deadline=None,
+    database=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(scen=vt.scenarios())
 @example(scen=GRAPH_CAPTURE)
 def test_png_figures_of_valid_traces(scen: vt.Scenario, tmp_path_factory: pytest.TempPathFactory) -> None:
@@ -127,19 +151,65 @@ def test_png_figures_of_valid_traces(scen: vt.Scenario, tmp_path_factory: pytest
 _SHAPE = st.lists(st.integers(0, 64), max_size=5)
 _RECORDED = st.tuples(
     st.one_of(st.none(), st.lists(st.one_of(_SHAPE, st.lists(_SHAPE, max_size=3)), max_size=10)),
-    st.one_of(st.none(), st.lists(st.sampled_from(["float", "c10::BFloat16", "c10::Half", "Scalar", "",
-                                                   "ScalarList", "TensorList", "bool", "int"]), max_size=10)),
-    st.one_of(st.none(), st.lists(st.sampled_from(["", "1", "[1, 1]", "[2, 2]", "0", "True", "False", "[]",
-                                                   "1.5", "same", "valid", "[True, False, True]"]), max_size=12)))
-_MODELLED = sorted(name for name in vt.MODELLED_OPS) + ["aten::_convolution", "aten::convolution_backward",
-                                                        "aten::conv1d", "aten::conv_transpose2d", "aten::bmm",
-                                                        "aten::scaled_dot_product_attention",
-                                                        "aten::_flash_attention_forward", "aten::cudnn_convolution"]
+    st.one_of(
+        st.none(),
+        st.lists(
+            st.sampled_from(
+                [
+                    "float",
+                    "c10::BFloat16",
+                    "c10::Half",
+                    "Scalar",
+                    "",
+                    "ScalarList",
+                    "TensorList",
+                    "bool",
+                    "int",
+                ]
+            ),
+            max_size=10,
+        ),
+    ),
+    st.one_of(
+        st.none(),
+        st.lists(
+            st.sampled_from(
+                [
+                    "",
+                    "1",
+                    "[1, 1]",
+                    "[2, 2]",
+                    "0",
+                    "True",
+                    "False",
+                    "[]",
+                    "1.5",
+                    "same",
+                    "valid",
+                    "[True, False, True]",
+                ]
+            ),
+            max_size=12,
+        ),
+    ),
+)
+_MODELLED = sorted(name for name in vt.MODELLED_OPS) + [
+    "aten::_convolution",
+    "aten::convolution_backward",
+    "aten::conv1d",
+    "aten::conv_transpose2d",
+    "aten::bmm",
+    "aten::scaled_dot_product_attention",
+    "aten::_flash_attention_forward",
+    "aten::cudnn_convolution",
+]
 
 
 @settings(max_examples=300, deadline=None, database=None, derandomize=True)
 @given(name=st.sampled_from(_MODELLED), recorded=_RECORDED)
-@example(name="aten::conv1d", recorded=([[3, 100], [8, 3, 5], [8]], None, None))  # unbatched: was a ValueError
+@example(
+    name="aten::conv1d", recorded=([[3, 100], [8, 3, 5], [8]], None, None)
+)  # unbatched: was a ValueError
 def test_flop_formulas_take_any_recorded_inputs(name: str, recorded: tuple) -> None:
     assert flop_model.modelled(name)
     dims, types, concrete = (None if v is None else json.dumps(v) for v in recorded)
@@ -154,6 +224,7 @@ def test_unbatched_convolution_is_not_modelled() -> None:
     concrete = '["", "", "", "[1]", "[0]", "[1]", "1"]'
     dims = "[[3, 100], [8, 3, 5], [8], [], [], [], []]"
     assert flop_model.op_flops("aten::conv1d", dims, None, concrete).flops is None
-    batched = flop_model.op_flops("aten::conv1d", "[[1, 3, 100], [8, 3, 5], [8], [], [], [], []]", None,
-                                  concrete).flops
+    batched = flop_model.op_flops(
+        "aten::conv1d", "[[1, 3, 100], [8, 3, 5], [8], [], [], [], []]", None, concrete
+    ).flops
     assert batched == 2.0 * 1 * 8 * (100 - 5 + 1) * 3 * 5  # 2 N O L_out C K, stride 1, no padding

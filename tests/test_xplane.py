@@ -24,56 +24,116 @@ REF_DETAILS = "regs:32 static_shared:1024 dynamic_shared:2048 grid:10,2,1 block:
 
 
 def _host_plane(with_steps: bool = True) -> bytes:
-    names = {1: "train", 2: "IteratorGetNext", 3: "cudaLaunchKernel", 4: "Iterator::Prefetch",
-             5: "MemoryAllocation", 6: "aggregated_op"}
+    names = {
+        1: "train",
+        2: "IteratorGetNext",
+        3: "cudaLaunchKernel",
+        4: "Iterator::Prefetch",
+        5: "MemoryAllocation",
+        6: "aggregated_op",
+    }
     stats = {1: "step_num", 2: "_r", 3: "correlation_id", 4: "kernel_details"}
     step0 = [pb.stat(1, int64=0), pb.stat(2, int64=1)] if with_steps else []
     step1 = [pb.stat(1, int64=1), pb.stat(2, int64=1)] if with_steps else []
-    python_line = pb.line(10, "python3", 1000, [
-        pb.event(1, 0, 5_000_000, step0),  # step 0 [1000, 6000]
-        pb.event(1, 6_000_000, 4_000_000, step1),  # step 1 [7000, 11000]
-        pb.event(2, 100_500, 999_999),  # [1000 + 100, 1000 + 1100499 // 1000] = [1100, 2100]
-        # a launch: its kernel_details on the host plane is garbage and must not be used
-        pb.event(3, 2_000_000, 500_000, [pb.stat(3, int64=7), pb.stat(4, string="regs:999")]),
-        pb.event(6, None, 0, num_occurrences=5),  # aggregated: not on the timeline
-    ])
-    data_line = pb.line(11, "tf_data_iterator", 1000, [
-        pb.event(4, 200_000, 800_000),  # [1000 + 200, 1000 + 1000] = [1200, 2000]
-        pb.event(1, 500_000, 5_000_000, step0),  # step 0 again, [1500, 6500]
-        pb.event(5, 300_000, 0),
-    ])
+    python_line = pb.line(
+        10,
+        "python3",
+        1000,
+        [
+            pb.event(1, 0, 5_000_000, step0),  # step 0 [1000, 6000]
+            pb.event(1, 6_000_000, 4_000_000, step1),  # step 1 [7000, 11000]
+            pb.event(2, 100_500, 999_999),  # [1000 + 100, 1000 + 1100499 // 1000] = [1100, 2100]
+            # a launch: its kernel_details on the host plane is garbage and must not be used
+            pb.event(3, 2_000_000, 500_000, [pb.stat(3, int64=7), pb.stat(4, string="regs:999")]),
+            pb.event(6, None, 0, num_occurrences=5),  # aggregated: not on the timeline
+        ],
+    )
+    data_line = pb.line(
+        11,
+        "tf_data_iterator",
+        1000,
+        [
+            pb.event(4, 200_000, 800_000),  # [1000 + 200, 1000 + 1000] = [1200, 2000]
+            pb.event(1, 500_000, 5_000_000, step0),  # step 0 again, [1500, 6500]
+            pb.event(5, 300_000, 0),
+        ],
+    )
     return pb.plane(0, "/host:CPU", [python_line, data_line], names, stats)
 
 
 def _gpu_plane(index: int, step_label: str = "0", stream_lines: bool = True) -> bytes:
     names = {1: "volta_sgemm", 2: "MemcpyH2D", 3: "op_a", 4: step_label}
-    stats = {1: "correlation_id", 2: "kernel_details", 3: "memcpy_details", 4: REF_DETAILS, 5: "step_name",
-             6: "core_count", 7: "compute_cap_major", 8: "compute_cap_minor", 9: "memory_bandwidth"}
+    stats = {
+        1: "correlation_id",
+        2: "kernel_details",
+        3: "memcpy_details",
+        4: REF_DETAILS,
+        5: "step_name",
+        6: "core_count",
+        7: "compute_cap_major",
+        8: "compute_cap_minor",
+        9: "memory_bandwidth",
+    }
     lines = []
     if stream_lines:
         lines += [
-            pb.line(5, "Stream #5(Compute)", 2000, [
-                pb.event(1, 1_000_000, 2_000_000, [pb.stat(1, int64=7), pb.stat(2, ref=4)]),  # [3000, 5000]
-                # [2000 + 4000, 2000 + 5000500 // 1000] = [6000, 7000]
-                pb.event(1, 4_000_000, 1_000_500, [pb.stat(1, int64=8),
-                                                   pb.stat(2, string="regs:38 shm:512 grid:1,1,1 block:64,1,1")]),
-            ]),
-            pb.line(6, "Stream #6(MemcpyH2D)", 2000, [
-                pb.event(2, 1_500_000, 1_000_000, [  # [3500, 4500]
-                    pb.stat(1, int64=9),
-                    pb.stat(3, string="kind_src:pinned kind_dst:device size:4096 dest:0 async:1")]),
-            ]),
+            pb.line(
+                5,
+                "Stream #5(Compute)",
+                2000,
+                [
+                    pb.event(
+                        1, 1_000_000, 2_000_000, [pb.stat(1, int64=7), pb.stat(2, ref=4)]
+                    ),  # [3000, 5000]
+                    # [2000 + 4000, 2000 + 5000500 // 1000] = [6000, 7000]
+                    pb.event(
+                        1,
+                        4_000_000,
+                        1_000_500,
+                        [pb.stat(1, int64=8), pb.stat(2, string="regs:38 shm:512 grid:1,1,1 block:64,1,1")],
+                    ),
+                ],
+            ),
+            pb.line(
+                6,
+                "Stream #6(MemcpyH2D)",
+                2000,
+                [
+                    pb.event(
+                        2,
+                        1_500_000,
+                        1_000_000,
+                        [  # [3500, 4500]
+                            pb.stat(1, int64=9),
+                            pb.stat(3, string="kind_src:pinned kind_dst:device size:4096 dest:0 async:1"),
+                        ],
+                    ),
+                ],
+            ),
             # derived line repeating the kernel: must not count
             pb.line(-559038734, "TensorFlow Ops", 2000, [pb.event(3, 1_000_000, 2_000_000)]),
         ]
-    lines.append(pb.line(-559038737, "Steps", 2000, [pb.event(4, 0, 9_000_000 + index * 1_000_000,
-                                                               [pb.stat(5, string=step_label)])]))
-    props = [pb.stat(6, int64=80), pb.stat(7, int64=7), pb.stat(8, int64=0), pb.stat(9, uint64=898_048_000_000)]
+    lines.append(
+        pb.line(
+            -559038737,
+            "Steps",
+            2000,
+            [pb.event(4, 0, 9_000_000 + index * 1_000_000, [pb.stat(5, string=step_label)])],
+        )
+    )
+    props = [
+        pb.stat(6, int64=80),
+        pb.stat(7, int64=7),
+        pb.stat(8, int64=0),
+        pb.stat(9, uint64=898_048_000_000),
+    ]
     return pb.plane(index + 1, f"/device:GPU:{index}", lines, names, stats, props)
 
 
 def _task_env() -> bytes:
-    return pb.plane(99, "Task Environment", [], {}, {1: "profile_start_time"}, [pb.stat(1, uint64=PROFILE_START)])
+    return pb.plane(
+        99, "Task Environment", [], {}, {1: "profile_start_time"}, [pb.stat(1, uint64=PROFILE_START)]
+    )
 
 
 @pytest.fixture
@@ -120,7 +180,12 @@ def pd_na():
 def test_handmade_host_rows(handmade: Path) -> None:
     df = tracelens.load(handmade).df
     (launch,) = df[df["kind"] == "runtime"].itertuples()
-    assert (launch.name, launch.correlation_id, launch.start_ns, launch.end_ns) == ("cudaLaunchKernel", 7, 2000, 2500)
+    assert (launch.name, launch.correlation_id, launch.start_ns, launch.end_ns) == (
+        "cudaLaunchKernel",
+        7,
+        2000,
+        2500,
+    )
     assert launch.tid == 10 and pd_is_na(launch.registers_per_thread)
     iterator = df[df["name"] == "IteratorGetNext"].iloc[0]
     assert (iterator["kind"], iterator["start_ns"], iterator["end_ns"]) == ("cpu_op", 100, 1100)
@@ -186,7 +251,10 @@ def test_several_hosts_of_one_run_read_together(tmp_path: Path) -> None:
     trace = tracelens.load(tmp_path)
     devices = device_utilization(trace)
     # host b's GPU:0 is shifted past host a's GPUs; each has the hand-derived numbers
-    assert [(d.id, d.busy_ns, d.span_ns, d.kernel_count) for d in devices] == [(0, 3000, 4000, 2), (1, 3000, 4000, 2)]
+    assert [(d.id, d.busy_ns, d.span_ns, d.kernel_count) for d in devices] == [
+        (0, 3000, 4000, 2),
+        (1, 3000, 4000, 2),
+    ]
     assert sorted(trace.df["pid"].dropna().unique().tolist()) == [0, 1]
     assert len(trace.df[trace.df["kind"] == "step"]) == 4  # 2 steps per host
 
@@ -196,7 +264,9 @@ def test_reads_after_tensorflow_style_registration_in_default_pool() -> None:
     # the default pool (what importing TensorFlow does) must not clash.
     from google.protobuf import descriptor_pb2, descriptor_pool
 
-    file = descriptor_pb2.FileDescriptorProto(name="tsl_test/xplane_clash.proto", package="tensorflow.profiler")
+    file = descriptor_pb2.FileDescriptorProto(
+        name="tsl_test/xplane_clash.proto", package="tensorflow.profiler"
+    )
     file.message_type.add(name="XSpace")
     try:
         descriptor_pool.Default().Add(file)
@@ -210,15 +280,39 @@ def test_reads_after_tensorflow_style_registration_in_default_pool() -> None:
 @pytest.mark.parametrize(
     ("details", "expected"),
     [
-        ("regs:32 static_shared:1024 dynamic_shared:2048 grid:10,2,1 block:128,1,1 occ_pct:50",
-         {"registers_per_thread": 32, "static_shared_bytes": 1024, "dynamic_shared_bytes": 2048, "grid_x": 10,
-          "grid_y": 2, "block_x": 128, "reported_occupancy": 0.5}),
-        ("regs:38 shm:0 grid:160,1,1 block:1024,1,1",
-         {"registers_per_thread": 38, "static_shared_bytes": 0, "dynamic_shared_bytes": 0, "grid_x": 160,
-          "block_x": 1024, "reported_occupancy": None}),
-        (" grid:4,1,1 block:256,1,1 private_mem:0 group_mem:0 occ_pct:0",  # ROCm
-         {"registers_per_thread": None, "static_shared_bytes": None, "grid_x": 4, "block_x": 256,
-          "reported_occupancy": None}),
+        (
+            "regs:32 static_shared:1024 dynamic_shared:2048 grid:10,2,1 block:128,1,1 occ_pct:50",
+            {
+                "registers_per_thread": 32,
+                "static_shared_bytes": 1024,
+                "dynamic_shared_bytes": 2048,
+                "grid_x": 10,
+                "grid_y": 2,
+                "block_x": 128,
+                "reported_occupancy": 0.5,
+            },
+        ),
+        (
+            "regs:38 shm:0 grid:160,1,1 block:1024,1,1",
+            {
+                "registers_per_thread": 38,
+                "static_shared_bytes": 0,
+                "dynamic_shared_bytes": 0,
+                "grid_x": 160,
+                "block_x": 1024,
+                "reported_occupancy": None,
+            },
+        ),
+        (
+            " grid:4,1,1 block:256,1,1 private_mem:0 group_mem:0 occ_pct:0",  # ROCm
+            {
+                "registers_per_thread": None,
+                "static_shared_bytes": None,
+                "grid_x": 4,
+                "block_x": 256,
+                "reported_occupancy": None,
+            },
+        ),
     ],
 )
 def test_kernel_details_forms(details: str, expected: dict) -> None:
@@ -237,8 +331,20 @@ def test_launch_values_past_int32_are_null_not_wrapped(tmp_path: Path) -> None:
     details = "regs:2191500840 static_shared:0 dynamic_shared:4294967296 grid:4,1,1 block:256,1,1"
     names = {1: "rocm_kernel"}
     stats = {1: "correlation_id", 2: "kernel_details"}
-    gpu = pb.plane(1, "/device:GPU:0", [pb.line(5, "Stream #5(Compute)", 2000, [
-        pb.event(1, 1_000_000, 2_000_000, [pb.stat(1, int64=7), pb.stat(2, string=details)])])], names, stats)
+    gpu = pb.plane(
+        1,
+        "/device:GPU:0",
+        [
+            pb.line(
+                5,
+                "Stream #5(Compute)",
+                2000,
+                [pb.event(1, 1_000_000, 2_000_000, [pb.stat(1, int64=7), pb.stat(2, string=details)])],
+            )
+        ],
+        names,
+        stats,
+    )
     path = tmp_path / "host0.xplane.pb"
     path.write_bytes(pb.space([gpu], ["host0"]))
     with warnings.catch_warnings():
@@ -250,6 +356,7 @@ def test_launch_values_past_int32_are_null_not_wrapped(tmp_path: Path) -> None:
 
 
 # ------------------------------------------------------------------------------- real traces
+
 
 def _expected_devices(path: Path) -> dict[int, dict[str, int]]:
     """Per GPU: busy/span/counts from an independent walk (stream lines only, floor-ns rounding)."""
@@ -275,7 +382,12 @@ def _expected_devices(path: Path) -> dict[int, dict[str, int]]:
         if not intervals:
             continue
         span = max(e for _, e in intervals) - min(s for s, _ in intervals)
-        out[int(match.group(1))] = {"busy_ns": union_length(intervals), "span_ns": span, "kernel_count": kernels, "memcpy_count": copies}
+        out[int(match.group(1))] = {
+            "busy_ns": union_length(intervals),
+            "span_ns": span,
+            "kernel_count": kernels,
+            "memcpy_count": copies,
+        }
     return out
 
 
@@ -285,8 +397,15 @@ def test_real_trace_devices_match_independent_walk(path: Path) -> None:
     expected = _expected_devices(path)
     assert expected, "every shared xplane has GPU activity"
     trace = tracelens.load(path)
-    got = {d.id: {"busy_ns": d.busy_ns, "span_ns": d.span_ns, "kernel_count": d.kernel_count,
-                  "memcpy_count": d.memcpy_count} for d in device_utilization(trace)}
+    got = {
+        d.id: {
+            "busy_ns": d.busy_ns,
+            "span_ns": d.span_ns,
+            "kernel_count": d.kernel_count,
+            "memcpy_count": d.memcpy_count,
+        }
+        for d in device_utilization(trace)
+    }
     assert got == expected
 
 
@@ -330,22 +449,42 @@ def test_v100_steps_and_devices() -> None:
 def test_noncanonical_field_order_reads_the_same(tmp_path: Path) -> None:
     # protobuf allows fields in any order; writers use field-number order. Same events, shuffled fields:
     def shuffled_event(mid: int, offset: int, duration: int, stats: list[bytes]) -> bytes:
-        return b"".join(pb.lfield(4, s) for s in stats) + pb.vfield(3, duration) + pb.vfield(2, offset) \
+        return (
+            b"".join(pb.lfield(4, s) for s in stats)
+            + pb.vfield(3, duration)
+            + pb.vfield(2, offset)
             + pb.vfield(1, mid)
+        )
 
     names, stat_names = {1: "k"}, {1: "correlation_id"}
-    canonical = pb.line(5, "Stream #5", 100, [pb.event(1, 1_000_500, 2_000_000, [pb.stat(1, int64=3)]),
-                                              pb.event(1, 5_000_000, 1_000_000, [pb.stat(1, int64=4)])])
+    canonical = pb.line(
+        5,
+        "Stream #5",
+        100,
+        [
+            pb.event(1, 1_000_500, 2_000_000, [pb.stat(1, int64=3)]),
+            pb.event(1, 5_000_000, 1_000_000, [pb.stat(1, int64=4)]),
+        ],
+    )
     value_first_stat = pb.vfield(4, 3) + pb.vfield(1, 1)  # int64_value before metadata_id
     # first event: fields shuffled; second: fields in order, but its stat's value precedes its id
-    mixed = pb.line(5, "Stream #5", 100, [shuffled_event(1, 1_000_500, 2_000_000, [value_first_stat]),
-                                          pb.event(1, 5_000_000, 1_000_000, [pb.vfield(4, 4) + pb.vfield(1, 1)])])
+    mixed = pb.line(
+        5,
+        "Stream #5",
+        100,
+        [
+            shuffled_event(1, 1_000_500, 2_000_000, [value_first_stat]),
+            pb.event(1, 5_000_000, 1_000_000, [pb.vfield(4, 4) + pb.vfield(1, 1)]),
+        ],
+    )
     tables = []
     for label, line in (("a", canonical), ("b", mixed)):
         path = tmp_path / f"{label}.xplane.pb"
         path.write_bytes(pb.space([pb.plane(1, "/device:GPU:0", [line], names, stat_names)]))
         df = xplane.read(path).df
-        tables.append(df[["kind", "start_ns", "end_ns", "correlation_id", "stream"]].astype(str).values.tolist())
+        tables.append(
+            df[["kind", "start_ns", "end_ns", "correlation_id", "stream"]].astype(str).values.tolist()
+        )
     assert tables[0] == tables[1]
     # [100 + 1000, 100 + 3000], [100 + 5000, 100 + 6000] -> origin 1100
     assert [row[1:4] for row in tables[0]] == [["0", "2000", "3"], ["4000", "5000", "4"]]
@@ -380,9 +519,25 @@ def test_depth_matches_the_tables_own_fill(path: Path) -> None:
 
 def test_handmade_nested_depth(tmp_path: Path) -> None:
     names = {1: "outer", 2: "inner", 3: "innermost"}
-    host = pb.plane(0, "/host:CPU", [pb.line(1, "t", 0, [
-        pb.event(1, 0, 10_000_000), pb.event(2, 1_000_000, 5_000_000), pb.event(3, 2_000_000, 1_000_000),
-        pb.event(2, 7_000_000, 1_000_000)])], names, {})
+    host = pb.plane(
+        0,
+        "/host:CPU",
+        [
+            pb.line(
+                1,
+                "t",
+                0,
+                [
+                    pb.event(1, 0, 10_000_000),
+                    pb.event(2, 1_000_000, 5_000_000),
+                    pb.event(3, 2_000_000, 1_000_000),
+                    pb.event(2, 7_000_000, 1_000_000),
+                ],
+            )
+        ],
+        names,
+        {},
+    )
     path = tmp_path / "n.xplane.pb"
     path.write_bytes(pb.space([host]))
     df = xplane.read(path).df.sort_values(["start_ns", "end_ns"], ascending=[True, False])
@@ -412,14 +567,23 @@ def _field_positions(data: bytes, start: int, end: int) -> list[int]:
 def _random_line(rng, n_events: int) -> bytes:
     events = []
     for _ in range(n_events):
-        stats = [pb.stat(rng.randint(1, 300), int64=rng.getrandbits(rng.randint(1, 63)))
-                 for _ in range(rng.randint(0, 4))]
+        stats = [
+            pb.stat(rng.randint(1, 300), int64=rng.getrandbits(rng.randint(1, 63)))
+            for _ in range(rng.randint(0, 4))
+        ]
         if rng.random() < 0.3:  # strings full of 0x22 bytes and tag look-alikes
             stats.append(pb.stat(rng.randint(1, 300), string='"' * rng.randint(0, 300) + "\x08\x22"))
         if rng.random() < 0.2:
             stats.append(pb.stat(rng.randint(1, 300), double=rng.random()))
-        events.append(pb.event(rng.randint(1, 200), rng.getrandbits(40), rng.getrandbits(30), stats,
-                               num_occurrences=rng.randint(1, 3) if rng.random() < 0.1 else None))
+        events.append(
+            pb.event(
+                rng.randint(1, 200),
+                rng.getrandbits(40),
+                rng.getrandbits(30),
+                stats,
+                num_occurrences=rng.randint(1, 3) if rng.random() < 0.1 else None,
+            )
+        )
     tail = pb.vfield(9, 77) + pb.lfield(11, "display") + pb.vfield(15, 1)  # fields after the events
     return pb.line(3, "Stream #3", 5, events) + tail
 
@@ -437,8 +601,9 @@ def test_field_starts_match_a_field_by_field_walk(chunk: int) -> None:
     data = b"".join(lines)
     bounds = np.cumsum([0] + [len(ln) for ln in lines])
     expected = [p for s, e in zip(bounds[:-1], bounds[1:], strict=True) for p in _field_positions(data, s, e)]
-    got = xplane_wire.field_starts(xplane_wire.padded(data), data, bounds[:-1], bounds[1:], seed_tag=0x22,
-                                   chunk=chunk)
+    got = xplane_wire.field_starts(
+        xplane_wire.padded(data), data, bounds[:-1], bounds[1:], seed_tag=0x22, chunk=chunk
+    )
     assert got.tolist() == expected
 
 
@@ -469,7 +634,9 @@ def _located_and_from_upb(path: Path, monkeypatch):
     # private on purpose: _locate_events is the fast path under test; no public switch turns it off
     calls = []
     locate = xplane_events._locate_events
-    monkeypatch.setattr(xplane_events, "_locate_events", lambda *args: calls.append(locate(*args)) or calls[-1])
+    monkeypatch.setattr(
+        xplane_events, "_locate_events", lambda *args: calls.append(locate(*args)) or calls[-1]
+    )
     located = xplane.read(path)
     assert calls and calls[0] is not None  # the fast path was taken
     monkeypatch.setattr(xplane_events, "_locate_events", lambda *args: None)

@@ -49,7 +49,9 @@ def test_serialized_descriptor_is_not_an_xspace(tmp_path: Path, capsys: pytest.C
     assert "XSpace" in message
 
 
-def test_wellformed_protobuf_without_profiler_planes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_wellformed_protobuf_without_profiler_planes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = tmp_path / "host.xplane.pb"
     path.write_bytes(pb.space([pb.plane(1, "something else", [], {}, {})]))
     assert "not a TensorFlow/JAX profiler XSpace" in _run(path, capsys)
@@ -111,8 +113,9 @@ def test_input_file_is_not_modified(tmp_path: Path, capsys: pytest.CaptureFixtur
 
 def test_xspace_without_timed_events(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     task_env = pb.plane(9, "Task Environment", [], {}, {1: "profile_start_time"}, [pb.stat(1, uint64=1)])
-    aggregated_only = pb.plane(0, "/host:CPU", [pb.line(1, "t", 0, [pb.event(1, None, 0, num_occurrences=3)])],
-                               {1: "op"}, {})
+    aggregated_only = pb.plane(
+        0, "/host:CPU", [pb.line(1, "t", 0, [pb.event(1, None, 0, num_occurrences=3)])], {1: "op"}, {}
+    )
     path = tmp_path / "h.xplane.pb"
     path.write_bytes(pb.space([task_env, aggregated_only]))
     assert "no timed events" in _run(path, capsys)

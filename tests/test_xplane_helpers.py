@@ -11,6 +11,7 @@ from collections.abc import Iterator
 
 # ------------------------------------------------------------------------------------------ encoder
 
+
 def varint(n: int) -> bytes:
     n &= (1 << 64) - 1  # negative int64 are written as 10-byte two's complement
     out = bytearray()
@@ -33,8 +34,15 @@ def lfield(number: int, payload: bytes | str) -> bytes:
     return varint((number << 3) | 2) + varint(len(data)) + data
 
 
-def stat(metadata_id: int, *, int64: int | None = None, uint64: int | None = None, string: str | None = None,
-         ref: int | None = None, double: float | None = None) -> bytes:
+def stat(
+    metadata_id: int,
+    *,
+    int64: int | None = None,
+    uint64: int | None = None,
+    string: str | None = None,
+    ref: int | None = None,
+    double: float | None = None,
+) -> bytes:
     out = vfield(1, metadata_id)
     if double is not None:
         out += varint((2 << 3) | 1) + struct.pack("<d", double)
@@ -49,8 +57,13 @@ def stat(metadata_id: int, *, int64: int | None = None, uint64: int | None = Non
     return out
 
 
-def event(metadata_id: int, offset_ps: int | None = None, duration_ps: int = 0, stats: list[bytes] = (),
-          num_occurrences: int | None = None) -> bytes:
+def event(
+    metadata_id: int,
+    offset_ps: int | None = None,
+    duration_ps: int = 0,
+    stats: list[bytes] = (),
+    num_occurrences: int | None = None,
+) -> bytes:
     out = vfield(1, metadata_id)
     if offset_ps is not None:
         out += vfield(2, offset_ps)
@@ -70,8 +83,14 @@ def line(line_id: int, name: str, timestamp_ns: int, events: list[bytes]) -> byt
     return out
 
 
-def plane(plane_id: int, name: str, lines: list[bytes], event_names: dict[int, str],
-          stat_names: dict[int, str], stats: list[bytes] = ()) -> bytes:
+def plane(
+    plane_id: int,
+    name: str,
+    lines: list[bytes],
+    event_names: dict[int, str],
+    stat_names: dict[int, str],
+    stats: list[bytes] = (),
+) -> bytes:
     out = vfield(1, plane_id) + lfield(2, name)
     for ln in lines:
         out += lfield(3, ln)
@@ -93,6 +112,7 @@ def space(planes: list[bytes], hostnames: list[str] = ()) -> bytes:
 
 # ------------------------------------------------------------------------------------------ decoder
 
+
 def fields(data: bytes, start: int = 0, end: int | None = None) -> Iterator[tuple[int, int, object]]:
     """(field number, wire type, value) of each field; value is int, or bytes for length-delimited."""
     pos, end = start, len(data) if end is None else end
@@ -105,7 +125,7 @@ def fields(data: bytes, start: int = 0, end: int | None = None) -> Iterator[tupl
             value, pos = struct.unpack_from("<Q", data, pos)[0], pos + 8
         elif wt == 2:
             length, pos = _read_varint(data, pos)
-            value, pos = data[pos:pos + length], pos + length
+            value, pos = data[pos : pos + length], pos + length
         elif wt == 5:
             value, pos = struct.unpack_from("<I", data, pos)[0], pos + 4
         else:

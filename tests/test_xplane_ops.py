@@ -24,6 +24,7 @@ ALL = 10**9  # ops_report limit: every name
 
 # --- expectations straight from the proto --------------------------------------------------------------------
 
+
 def _value(stat, names: dict[int, str]):
     kind = stat.WhichOneof("value")
     if kind is None:
@@ -59,12 +60,23 @@ def _gpu_events(path: Path) -> list[dict]:
             for event in line.events:
                 stats = {stat_names.get(s.metadata_id): _value(s, stat_names) for s in event.stats}
                 name = plane.event_metadata[event.metadata_id].name
-                copy = (name.upper().startswith(("MEMCPY", "MEMSET")) or "memcpy_details" in stats
-                        or "memset_details" in stats)
+                copy = (
+                    name.upper().startswith(("MEMCPY", "MEMSET"))
+                    or "memcpy_details" in stats
+                    or "memset_details" in stats
+                )
                 # the reader's rounding: floor of the exact picosecond start and end
                 ns = (event.offset_ps + event.duration_ps) // 1000 - event.offset_ps // 1000
-                out.append({"plane": plane.name, "op": _expected_op(stats), "copy": copy, "ns": ns,
-                            "corr": stats.get("correlation_id"), "flops": stats.get("flops")})
+                out.append(
+                    {
+                        "plane": plane.name,
+                        "op": _expected_op(stats),
+                        "copy": copy,
+                        "ns": ns,
+                        "corr": stats.get("correlation_id"),
+                        "flops": stats.get("flops"),
+                    }
+                )
     return out
 
 
@@ -93,11 +105,18 @@ def _check_attribution(path: Path) -> dict:
     assert sum(r["gpu_ns"] for r in report["by_name"]) == report["attributed_kernel_ns"]
     assert report["attributed_kernel_ns"] >= recorded_kernel_ns
     assert report["unattributed_count"] <= len(events) - len(recorded)
-    return {"report": report, "rows": rows, "gpu": gpu, "launches": launches, "events": events,
-            "recorded_kernel_ns": recorded_kernel_ns}
+    return {
+        "report": report,
+        "rows": rows,
+        "gpu": gpu,
+        "launches": launches,
+        "events": events,
+        "recorded_kernel_ns": recorded_kernel_ns,
+    }
 
 
 # --- the JAX-on-H100 fixture ---------------------------------------------------------------------------------
+
 
 def test_jax_fixture_kernels_go_to_their_hlo_op() -> None:
     found = _check_attribution(JAX_FIXTURE)
@@ -110,7 +129,9 @@ def test_jax_fixture_kernels_go_to_their_hlo_op() -> None:
     assert report["attributed_copy_ns"] == report["copy_ns"] == sum(e["ns"] for e in events if e["copy"])
     assert report["unattributed_count"] == 0
     row = found["rows"]["jit_train_step/command_buffer_1"]
-    assert row["count"] == found["launches"]["jit_train_step/command_buffer_1"] == 10  # one graph launch a step
+    assert (
+        row["count"] == found["launches"]["jit_train_step/command_buffer_1"] == 10
+    )  # one graph launch a step
     assert row["cpu_ns"] == 0 and row["flops"] is None
 
 
@@ -127,6 +148,7 @@ def test_jax_fixture_has_no_flops_and_says_so() -> None:
 
 # --- shared real xplanes -------------------------------------------------------------------------------------
 
+
 @pytest.mark.shared
 @pytest.mark.parametrize("path", shared_params("tf", "*.xplane.pb"))
 def test_shared_xplanes_attribute_recorded_ops(path: Path) -> None:
@@ -140,14 +162,36 @@ def test_shared_xplanes_attribute_recorded_ops(path: Path) -> None:
 
 LINE_TS = 10_000  # ns
 DETAILS = "regs:32 static_shared:0 dynamic_shared:0 grid:80,1,1 block:256,1,1 occ_pct:50"
-STATS = ("correlation_id", "kernel_details", "tf_op", "level 0", "hlo_op", "hlo_module", "flops",
-         "gpu_device_name", "memcpy_details")
+STATS = (
+    "correlation_id",
+    "kernel_details",
+    "tf_op",
+    "level 0",
+    "hlo_op",
+    "hlo_module",
+    "flops",
+    "gpu_device_name",
+    "memcpy_details",
+)
 SID = {name: i + 1 for i, name in enumerate(STATS)}
 # (metadata id, name, start ns, end ns, correlation id, stats)
 KERNELS = (
-    (1, "nvjet_sm90_gemm", 1000, 3000, 1, {"tf_op": "model/dense/MatMul:MatMul", "hlo_op": "dot.3",
-                                           "hlo_module": "cluster_0"}),
-    (2, "loop_add_fusion", 3500, 4500, 2, {"tf_op": "XlaModule:", "hlo_op": "fusion.2", "hlo_module": "jit_f"}),
+    (
+        1,
+        "nvjet_sm90_gemm",
+        1000,
+        3000,
+        1,
+        {"tf_op": "model/dense/MatMul:MatMul", "hlo_op": "dot.3", "hlo_module": "cluster_0"},
+    ),
+    (
+        2,
+        "loop_add_fusion",
+        3500,
+        4500,
+        2,
+        {"tf_op": "XlaModule:", "hlo_op": "fusion.2", "hlo_module": "jit_f"},
+    ),
     (3, "eigen_kernel", 5000, 6000, 3, {"level 0": "model/relu:Relu"}),
     (4, "untagged_kernel", 7000, 7500, 4, {}),
     (5, "MemcpyD2D", 8000, 8800, 5, {"hlo_op": "copy.1"}),
@@ -288,8 +332,11 @@ def test_the_op_column_is_on_gpu_rows_only(built) -> None:
     assert sorted(tagged["op"].astype(str)) == sorted(_expected_op(s) for *_, s in KERNELS if _expected_op(s))
 
 
-@pytest.mark.parametrize("path", [JAX_FIXTURE, SHARED_TRACES / "tf" / "amd_gpu_jax_te_fused_attn.xplane.pb"],
-                         ids=["jax_fixture", "amd_jax"])
+@pytest.mark.parametrize(
+    "path",
+    [JAX_FIXTURE, SHARED_TRACES / "tf" / "amd_gpu_jax_te_fused_attn.xplane.pb"],
+    ids=["jax_fixture", "amd_jax"],
+)
 def test_innermost_and_launching_ops_use_the_recorded_op(path: Path) -> None:
     # The op recorded on a GPU op is also its innermost op and the op that launched it (diagnosis evidence).
     if not path.exists():
@@ -306,7 +353,9 @@ def test_innermost_and_launching_ops_use_the_recorded_op(path: Path) -> None:
         assert inner[op]["gpu_ns"] == ns and inner[op]["kernels"] == kernels[op], op
     for row in launching_ops(trace, limit=ALL):
         op = row["name"]
-        assert (row["kernels"], row["kernel_ns"], row["instances"]) == (kernels[op], gpu[op], launches[op]), op
+        assert (row["kernels"], row["kernel_ns"], row["instances"]) == (kernels[op], gpu[op], launches[op]), (
+            op
+        )
 
 
 def test_long_gaps_name_the_recorded_ops_around_them() -> None:

@@ -21,8 +21,9 @@ def recorded_logdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     labels = tf.random.uniform([256], maxval=4, dtype=tf.int32, seed=2)
     dataset = tf.data.Dataset.from_tensor_slices((features, labels)).map(lambda x, y: (x * 2.0, y))
     dataset = dataset.batch(32).repeat().prefetch(2)
-    model = tf.keras.Sequential([tf.keras.Input((32,)), tf.keras.layers.Dense(64, activation="relu"),
-                                 tf.keras.layers.Dense(4)])
+    model = tf.keras.Sequential(
+        [tf.keras.Input((32,)), tf.keras.layers.Dense(64, activation="relu"), tf.keras.layers.Dense(4)]
+    )
     optimizer = tf.keras.optimizers.SGD(0.01)
     loss_fn = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
 
@@ -30,8 +31,9 @@ def recorded_logdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     def train_step(x, y):
         with tf.GradientTape() as tape:
             loss = loss_fn(y, model(x, training=True))
-        optimizer.apply_gradients(zip(tape.gradient(loss, model.trainable_variables),
-                                      model.trainable_variables, strict=True))
+        optimizer.apply_gradients(
+            zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables, strict=True)
+        )
         return loss
 
     batches = iter(dataset)

@@ -23,26 +23,68 @@ def _meta(kind: str, pid: int, name: str, tid: int | None = None) -> dict:
 
 
 def _trace() -> dict:
-    return {"displayTimeUnit": "ns", "metadata": {"highres-ticks": True}, "traceEvents": [
-        _meta("process_name", 1, "/host:CPU"),
-        _meta("process_name", 2, "/device:GPU:0 (Tesla V100)"),
-        _meta("thread_name", 1, "python3", 10),
-        _meta("thread_name", 2, "Stream #7(Compute)", 7),
-        _meta("thread_name", 2, "TensorFlow Ops", 99),
-        # step 0: [1000 us, 1050 us]; this is the earliest event, so the table's origin
-        {"ph": "X", "pid": 1, "tid": 10, "name": "train", "ts": 1000.0, "dur": 50.0, "args": {"step_num": "0"}},
-        {"ph": "X", "pid": 1, "tid": 10, "name": "IteratorGetNext", "ts": 1001.5, "dur": 2.25},
-        {"ph": "X", "pid": 1, "tid": 10, "name": "cudaLaunchKernel", "ts": 1005.0, "dur": 1.0,
-         "args": {"correlation_id": "12"}},
-        # kernel: round(1010000.6) = 1010001 .. round(1030000.6) = 1030001 -> [10001, 30001] after the origin
-        {"ph": "X", "pid": 2, "tid": 7, "name": "volta_sgemm", "ts": 1010.0006, "dur": 20.0,
-         "args": {"correlation_id": "12",
-                  "kernel_details": "regs:32 static_shared:0 dynamic_shared:0 grid:4,1,1 block:256,1,1 occ_pct:25"}},
-        # memcpy [40000, 45000]
-        {"ph": "X", "pid": 2, "tid": 7, "name": "MemcpyH2D", "ts": 1040.0, "dur": 5.0,
-         "args": {"memcpy_details": "size:1024 dest:0 async:1"}},
-        {"ph": "X", "pid": 2, "tid": 99, "name": "sgemm_op", "ts": 1010.0, "dur": 20.0},  # derived: skipped
-    ]}
+    return {
+        "displayTimeUnit": "ns",
+        "metadata": {"highres-ticks": True},
+        "traceEvents": [
+            _meta("process_name", 1, "/host:CPU"),
+            _meta("process_name", 2, "/device:GPU:0 (Tesla V100)"),
+            _meta("thread_name", 1, "python3", 10),
+            _meta("thread_name", 2, "Stream #7(Compute)", 7),
+            _meta("thread_name", 2, "TensorFlow Ops", 99),
+            # step 0: [1000 us, 1050 us]; this is the earliest event, so the table's origin
+            {
+                "ph": "X",
+                "pid": 1,
+                "tid": 10,
+                "name": "train",
+                "ts": 1000.0,
+                "dur": 50.0,
+                "args": {"step_num": "0"},
+            },
+            {"ph": "X", "pid": 1, "tid": 10, "name": "IteratorGetNext", "ts": 1001.5, "dur": 2.25},
+            {
+                "ph": "X",
+                "pid": 1,
+                "tid": 10,
+                "name": "cudaLaunchKernel",
+                "ts": 1005.0,
+                "dur": 1.0,
+                "args": {"correlation_id": "12"},
+            },
+            # kernel: round(1010000.6) = 1010001 .. round(1030000.6) = 1030001 -> [10001, 30001] after the origin
+            {
+                "ph": "X",
+                "pid": 2,
+                "tid": 7,
+                "name": "volta_sgemm",
+                "ts": 1010.0006,
+                "dur": 20.0,
+                "args": {
+                    "correlation_id": "12",
+                    "kernel_details": "regs:32 static_shared:0 dynamic_shared:0 grid:4,1,1 block:256,1,1 occ_pct:25",
+                },
+            },
+            # memcpy [40000, 45000]
+            {
+                "ph": "X",
+                "pid": 2,
+                "tid": 7,
+                "name": "MemcpyH2D",
+                "ts": 1040.0,
+                "dur": 5.0,
+                "args": {"memcpy_details": "size:1024 dest:0 async:1"},
+            },
+            {
+                "ph": "X",
+                "pid": 2,
+                "tid": 99,
+                "name": "sgemm_op",
+                "ts": 1010.0,
+                "dur": 20.0,
+            },  # derived: skipped
+        ],
+    }
 
 
 @pytest.fixture

@@ -38,8 +38,15 @@ def _space(with_xla_ops: bool = True, newer_names: bool = False, flops: bool = F
         event.stats.add(metadata_id=1, int64_value=corr)
 
     gpu = space.planes.add(id=1, name="/device:GPU:0")
-    for sid, name in ((1, "core_count"), (2, "compute_cap_major"), (3, "compute_cap_minor"), (4, "correlation_id"),
-                      (5, "kernel_details"), (6, "memory_bandwidth"), (7, "clock_rate")):
+    for sid, name in (
+        (1, "core_count"),
+        (2, "compute_cap_major"),
+        (3, "compute_cap_minor"),
+        (4, "correlation_id"),
+        (5, "kernel_details"),
+        (6, "memory_bandwidth"),
+        (7, "clock_rate"),
+    ):
         gpu.stat_metadata[sid].id = sid
         gpu.stat_metadata[sid].name = name
     for sid, value in ((1, 80), (2, 7), (3, 0)):
@@ -60,7 +67,9 @@ def _space(with_xla_ops: bool = True, newer_names: bool = False, flops: bool = F
         gpu.event_metadata[3].stats.add(metadata_id=8, uint64_value=4096)
     stream = gpu.lines.add(id=1, name="Stream #1(Compute)", timestamp_ns=LINE_TS)
     for mid, corr, start_ns, end_ns in ((1, 1, 1000, 3000), (2, 2, 5000, 9000)):
-        event = stream.events.add(metadata_id=mid, offset_ps=start_ns * 1000, duration_ps=(end_ns - start_ns) * 1000)
+        event = stream.events.add(
+            metadata_id=mid, offset_ps=start_ns * 1000, duration_ps=(end_ns - start_ns) * 1000
+        )
         event.stats.add(metadata_id=4, int64_value=corr)
         event.stats.add(metadata_id=5, str_value=KERNEL_DETAILS)
     if with_xla_ops:
@@ -99,13 +108,33 @@ def test_collective_inside_xla_all_reduce(xla_trace) -> None:
     # exposed 4000, idle [2500, 4500) = 2000.
     assert report["collective_count"] == 1
     assert (device["device"], device["collective_count"], device["collective_ns"], device["exposed_ns"]) == (
-        0, 1, 4000, 4000)
+        0,
+        1,
+        4000,
+        4000,
+    )
     assert device["overlap_share"] == 0.0
-    assert device["breakdown"] == {"span_ns": 8000, "computation_only_ns": 2000, "communication_overlapped_ns": 0,
-                                   "communication_exposed_ns": 4000, "memcpy_exposed_ns": 0, "idle_ns": 2000}
-    assert device["by_type"] == [{"type": "all_reduce", "count": 1, "time_ns": 4000, "bytes": None,
-                                  "algbw_bytes_per_s": None, "busbw_bytes_per_s": None, "exposed_ns": 4000,
-                                  "measured_count": 0, "measured_ns": 0}]  # xplanes record no message sizes
+    assert device["breakdown"] == {
+        "span_ns": 8000,
+        "computation_only_ns": 2000,
+        "communication_overlapped_ns": 0,
+        "communication_exposed_ns": 4000,
+        "memcpy_exposed_ns": 0,
+        "idle_ns": 2000,
+    }
+    assert device["by_type"] == [
+        {
+            "type": "all_reduce",
+            "count": 1,
+            "time_ns": 4000,
+            "bytes": None,
+            "algbw_bytes_per_s": None,
+            "busbw_bytes_per_s": None,
+            "exposed_ns": 4000,
+            "measured_count": 0,
+            "measured_ns": 0,
+        }
+    ]  # xplanes record no message sizes
 
 
 def test_xla_ops_are_not_gpu_time(tmp_path: Path, xla_trace) -> None:

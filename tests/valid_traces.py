@@ -27,16 +27,33 @@ from hypothesis import strategies as st
 KERNEL, MEMCPY, MEMSET = "kernel", "memcpy", "memset"
 
 # Op names: with a FLOP formula (and the shapes it reads), without one, and one no model knows.
-MODELLED_OPS = {"aten::mm": [[64, 128], [128, 32]], "aten::addmm": [[32], [64, 128], [128, 32]],
-                "aten::conv2d": [[8, 3, 32, 32], [16, 3, 3, 3], [16]],
-                "aten::conv1d": [[3, 100], [8, 3, 5], [8]]}  # unbatched input (torch >= 1.11)
-UNMODELLED_OPS = {"aten::relu": [[32, 1024]], "aten::add": [[16, 16], [16, 16]], "aten::copy_": [[4096], [4096]]}
-CUDA_KERNELS = ["ampere_sgemm_128x64_nn", "void at::native::vectorized_elementwise_kernel<4>(float*)",
-                "triton_poi_fused_add_0", "void cudnn::conv2d_fprop<float>(Params)"]
-ROCM_KERNELS = ["Cijk_Ailk_Bljk_SB_MT64x64x16", "void at::native::elementwise_kernel<128, 4>(int)",
-                "__amd_rocclr_fillBufferAligned"]
-NCCL_KERNELS = ["ncclDevKernel_AllReduce_Sum_f32_RING_LL", "ncclKernel_AllGather_RING_LL_Sum_int8_t",
-                "ncclDevKernel_Generic"]
+MODELLED_OPS = {
+    "aten::mm": [[64, 128], [128, 32]],
+    "aten::addmm": [[32], [64, 128], [128, 32]],
+    "aten::conv2d": [[8, 3, 32, 32], [16, 3, 3, 3], [16]],
+    "aten::conv1d": [[3, 100], [8, 3, 5], [8]],
+}  # unbatched input (torch >= 1.11)
+UNMODELLED_OPS = {
+    "aten::relu": [[32, 1024]],
+    "aten::add": [[16, 16], [16, 16]],
+    "aten::copy_": [[4096], [4096]],
+}
+CUDA_KERNELS = [
+    "ampere_sgemm_128x64_nn",
+    "void at::native::vectorized_elementwise_kernel<4>(float*)",
+    "triton_poi_fused_add_0",
+    "void cudnn::conv2d_fprop<float>(Params)",
+]
+ROCM_KERNELS = [
+    "Cijk_Ailk_Bljk_SB_MT64x64x16",
+    "void at::native::elementwise_kernel<128, 4>(int)",
+    "__amd_rocclr_fillBufferAligned",
+]
+NCCL_KERNELS = [
+    "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+    "ncclKernel_AllGather_RING_LL_Sum_int8_t",
+    "ncclDevKernel_Generic",
+]
 
 
 @dataclass
@@ -99,8 +116,19 @@ class Scenario:
 # ------------------------------------------------------------------------------------------ strategy
 
 # What one unit of host work records; a scenario is a sequence of units on one or two threads.
-UNITS = ["op_kernels", "op_no_launch", "graph", "copy", "memset", "kernel_no_launch", "launch_no_gpu", "nccl",
-         "sync", "annotation", "gap"]
+UNITS = [
+    "op_kernels",
+    "op_no_launch",
+    "graph",
+    "copy",
+    "memset",
+    "kernel_no_launch",
+    "launch_no_gpu",
+    "nccl",
+    "sync",
+    "annotation",
+    "gap",
+]
 
 
 @st.composite
@@ -109,9 +137,18 @@ def scenarios(draw: st.DrawFn) -> Scenario:
     n_devices = draw(st.integers(1, 3))
     devices = sorted(draw(st.sets(st.integers(0, 7), min_size=n_devices, max_size=n_devices)))
     streams = draw(st.lists(st.sampled_from([7, 13, 20, 21]), min_size=1, max_size=3, unique=True))
-    scen = Scenario(rocm=rocm, devices=devices, device_props=draw(st.booleans()), flows=draw(st.booleans()),
-                    old_format=draw(st.booleans()), fractional=draw(st.booleans()), extras=draw(st.booleans()),
-                    xla_ops=draw(st.booleans()), epoch=draw(st.booleans()), two_processes=draw(st.booleans()))
+    scen = Scenario(
+        rocm=rocm,
+        devices=devices,
+        device_props=draw(st.booleans()),
+        flows=draw(st.booleans()),
+        old_format=draw(st.booleans()),
+        fractional=draw(st.booleans()),
+        extras=draw(st.booleans()),
+        xla_ops=draw(st.booleans()),
+        epoch=draw(st.booleans()),
+        two_processes=draw(st.booleans()),
+    )
     units = draw(st.lists(st.sampled_from(UNITS), min_size=0, max_size=14))
     with_steps = draw(st.booleans())
     with_modules = draw(st.booleans())
@@ -123,10 +160,14 @@ def scenarios(draw: st.DrawFn) -> Scenario:
     corr = [1000]
     boundaries = [0]  # times between units on the first thread: where a step may end
 
-    def gpu(kind: str, name: str, launched_at: int | None, on: tuple[int, int] | None = None, **kw: Any) -> GpuOp:
+    def gpu(
+        kind: str, name: str, launched_at: int | None, on: tuple[int, int] | None = None, **kw: Any
+    ) -> GpuOp:
         device, stream = on or (draw(st.sampled_from(devices)), draw(st.sampled_from(streams)))
         # -3: clocks skewed, the GPU op starts just before its launch call returns (seen in real traces)
-        at = (launched_at if launched_at is not None else draw(st.integers(0, 400))) + draw(st.integers(-3, 30))
+        at = (launched_at if launched_at is not None else draw(st.integers(0, 400))) + draw(
+            st.integers(-3, 30)
+        )
         start = max(at, stream_free.get((device, stream), 0), 0)
         dur = draw(st.integers(0, 200))  # real traces hold zero-length GPU ops
         stream_free[(device, stream)] = start + dur
@@ -194,20 +235,36 @@ def scenarios(draw: st.DrawFn) -> Scenario:
             gpu(KERNEL, draw(st.sampled_from(NCCL_KERNELS)), t).correlation = c
         elif unit == "sync":
             dur = draw(st.integers(1, 300))
-            scen.host.append(HostEvent("sync", "hipDeviceSynchronize" if rocm else "cudaDeviceSynchronize",
-                                       tid, t, dur, correlation=None))
+            scen.host.append(
+                HostEvent(
+                    "sync",
+                    "hipDeviceSynchronize" if rocm else "cudaDeviceSynchronize",
+                    tid,
+                    t,
+                    dur,
+                    correlation=None,
+                )
+            )
             t += dur
         elif unit == "annotation":
             dur = draw(st.integers(1, 50))
-            scen.host.append(HostEvent("annotation", draw(st.sampled_from(["forward", "backward", "data"])),
-                                       tid, t, dur))
+            scen.host.append(
+                HostEvent("annotation", draw(st.sampled_from(["forward", "backward", "data"])), tid, t, dur)
+            )
             t += dur
         else:  # gap: the host does nothing recorded
             t += draw(st.integers(1, 500))
         if with_modules and t > t0 and unit in ("op_kernels", "op_no_launch", "graph"):
             # A module around this unit only (modules nest or are disjoint, like the ops inside them).
-            scen.host.append(HostEvent("module", f"nn.Module: {draw(st.sampled_from(['Linear', 'Block']))}_0",
-                                       tid, t0 - 1 if t0 > 0 else t0, t - t0 + 1 + (1 if t0 > 0 else 0)))
+            scen.host.append(
+                HostEvent(
+                    "module",
+                    f"nn.Module: {draw(st.sampled_from(['Linear', 'Block']))}_0",
+                    tid,
+                    t0 - 1 if t0 > 0 else t0,
+                    t - t0 + 1 + (1 if t0 > 0 else 0),
+                )
+            )
             t += 1
         cursor[tid] = t + draw(st.integers(1, 20))
         if tid == threads[0]:
@@ -230,9 +287,14 @@ PID = 4242
 def kineto_document(scen: Scenario) -> dict[str, Any]:
     events: list[dict[str, Any]] = []
     old = scen.old_format
-    cat = {"op": "Operator" if old else "cpu_op", "launch": "Runtime" if old else "cuda_runtime",
-           "annotation": "user_annotation", "module": "python_function", "step": "user_annotation",
-           "sync": "Runtime" if old else "cuda_runtime"}
+    cat = {
+        "op": "Operator" if old else "cpu_op",
+        "launch": "Runtime" if old else "cuda_runtime",
+        "annotation": "user_annotation",
+        "module": "python_function",
+        "step": "user_annotation",
+        "sync": "Runtime" if old else "cuda_runtime",
+    }
     ext = "external id" if old else "External id"
 
     base = 1_690_000_000_000_000 if scen.epoch else 0  # absolute µs since the epoch
@@ -253,13 +315,35 @@ def kineto_document(scen: Scenario) -> dict[str, Any]:
             args["Input type"] = ["float"] * len(h.dims)
         if h.flops is not None:
             args["flops"] = h.flops
-        kind = "cuda_driver" if h.kind == "launch" and h.name.startswith("cu") and not h.name.startswith("cuda") \
-            and not old else cat[h.kind]
-        events.append({"ph": "X", "cat": kind, "name": h.name, "pid": pid(h.tid), "tid": h.tid, "ts": ts(h.start),
-                       "dur": h.dur, "args": args})
+        kind = (
+            "cuda_driver"
+            if h.kind == "launch" and h.name.startswith("cu") and not h.name.startswith("cuda") and not old
+            else cat[h.kind]
+        )
+        events.append(
+            {
+                "ph": "X",
+                "cat": kind,
+                "name": h.name,
+                "pid": pid(h.tid),
+                "tid": h.tid,
+                "ts": ts(h.start),
+                "dur": h.dur,
+                "args": args,
+            }
+        )
         if scen.flows and h.correlation is not None:
-            events.append({"ph": "s", "id": h.correlation, "pid": pid(h.tid), "tid": h.tid, "ts": ts(h.start),
-                           "cat": "async" if old else "ac2g", "name": "launch" if old else "ac2g"})
+            events.append(
+                {
+                    "ph": "s",
+                    "id": h.correlation,
+                    "pid": pid(h.tid),
+                    "tid": h.tid,
+                    "ts": ts(h.start),
+                    "cat": "async" if old else "ac2g",
+                    "name": "launch" if old else "ac2g",
+                }
+            )
     for g in scen.gpu:
         args = {"device": g.device, "stream": g.stream, "context": 1}
         if g.correlation is not None:
@@ -268,15 +352,27 @@ def kineto_document(scen: Scenario) -> dict[str, Any]:
         if g.kind == KERNEL:
             gcat, name = "Kernel" if old else "kernel", g.name
             if not scen.rocm:
-                args.update({"registers per thread": 32, "shared memory": 0, "grid": [64, 1, 1],
-                             "block": [128, 1, 1], "blocks per SM": 0.5, "warps per SM": 2.0,
-                             "est. achieved occupancy %": 6})
+                args.update(
+                    {
+                        "registers per thread": 32,
+                        "shared memory": 0,
+                        "grid": [64, 1, 1],
+                        "block": [128, 1, 1],
+                        "blocks per SM": 0.5,
+                        "warps per SM": 2.0,
+                        "est. achieved occupancy %": 6,
+                    }
+                )
             if g.name.startswith("nccl"):
                 args["Collective name"] = "allreduce"
         elif g.kind == MEMCPY:
             gcat = "Memcpy" if old else "gpu_memcpy"
-            kinds = {"HtoD": "(Pageable -> Device)", "DtoH": "(Device -> Pinned)", "DtoD": "(Device -> Device)",
-                     "PtoP": "(Device -> Device)"}
+            kinds = {
+                "HtoD": "(Pageable -> Device)",
+                "DtoH": "(Device -> Pinned)",
+                "DtoD": "(Device -> Device)",
+                "PtoP": "(Device -> Device)",
+            }
             host_kinds = {**kinds, "HtoD": "(Host -> Device)", "DtoH": "(Device -> Host)"}
             name = f"Memcpy {g.copy} {(host_kinds if scen.rocm else kinds)[g.copy]}"
             args["bytes"] = g.bytes
@@ -284,35 +380,96 @@ def kineto_document(scen: Scenario) -> dict[str, Any]:
             gcat, name = "Memset" if old else "gpu_memset", g.name
             args["bytes"] = g.bytes
         tid: int | str = f"stream {g.stream}" if old else g.stream
-        events.append({"ph": "X", "cat": gcat, "name": name, "pid": g.device, "tid": tid, "ts": ts(g.start),
-                       "dur": g.dur, "args": args})
+        events.append(
+            {
+                "ph": "X",
+                "cat": gcat,
+                "name": name,
+                "pid": g.device,
+                "tid": tid,
+                "ts": ts(g.start),
+                "dur": g.dur,
+                "args": args,
+            }
+        )
         if scen.flows and g.correlation is not None:
-            events.append({"ph": "f", "id": g.correlation, "pid": g.device, "tid": tid, "ts": ts(g.start),
-                           "cat": "async" if old else "ac2g", "name": "launch" if old else "ac2g", "bp": "e"})
+            events.append(
+                {
+                    "ph": "f",
+                    "id": g.correlation,
+                    "pid": g.device,
+                    "tid": tid,
+                    "ts": ts(g.start),
+                    "cat": "async" if old else "ac2g",
+                    "name": "launch" if old else "ac2g",
+                    "bp": "e",
+                }
+            )
     if scen.extras and not old:
         gpus = sorted({(g.device, g.stream) for g in scen.gpu})
         for h in scen.host:
             if h.kind == "op":
-                events.append({"ph": "i", "cat": "cpu_instant_event", "s": "t", "name": "[memory]", "pid": pid(h.tid),
-                               "tid": h.tid, "ts": ts(h.start), "args": {"Total Reserved": 2097152,
-                                                                         "Bytes": 4096, "Device Id": 0}})
+                events.append(
+                    {
+                        "ph": "i",
+                        "cat": "cpu_instant_event",
+                        "s": "t",
+                        "name": "[memory]",
+                        "pid": pid(h.tid),
+                        "tid": h.tid,
+                        "ts": ts(h.start),
+                        "args": {"Total Reserved": 2097152, "Bytes": 4096, "Device Id": 0},
+                    }
+                )
             elif h.kind == "step":
-                events.extend({"ph": "X", "cat": "gpu_user_annotation", "name": h.name, "pid": d, "tid": st_,
-                               "ts": ts(h.start), "dur": h.dur, "args": {"External id": 0}} for d, st_ in gpus)
+                events.extend(
+                    {
+                        "ph": "X",
+                        "cat": "gpu_user_annotation",
+                        "name": h.name,
+                        "pid": d,
+                        "tid": st_,
+                        "ts": ts(h.start),
+                        "dur": h.dur,
+                        "args": {"External id": 0},
+                    }
+                    for d, st_ in gpus
+                )
             elif h.kind == "sync" and gpus:
                 d, st_ = gpus[0]
-                events.append({"ph": "X", "cat": "cuda_sync", "name": "Device Synchronize", "pid": d, "tid": st_,
-                               "ts": ts(h.start), "dur": h.dur, "args": {"device": d, "stream": -1,
-                                                                        "cuda_sync_kind": "Device Synchronize"}})
+                events.append(
+                    {
+                        "ph": "X",
+                        "cat": "cuda_sync",
+                        "name": "Device Synchronize",
+                        "pid": d,
+                        "tid": st_,
+                        "ts": ts(h.start),
+                        "dur": h.dur,
+                        "args": {"device": d, "stream": -1, "cuda_sync_kind": "Device Synchronize"},
+                    }
+                )
     doc: dict[str, Any] = {"schemaVersion": 1, "traceEvents": events}
     if scen.device_props and not old:
         doc["deviceProperties"] = [
-            {"id": d, "name": "AMD Instinct MI250X" if scen.rocm else "NVIDIA A100-SXM4-40GB",
-             "totalGlobalMem": 42298834944, "computeMajor": 9 if scen.rocm else 8, "computeMinor": 0,
-             "maxThreadsPerBlock": 1024, "maxThreadsPerMultiprocessor": 2048, "regsPerBlock": 65536,
-             "regsPerMultiprocessor": 65536, "warpSize": 64 if scen.rocm else 32, "sharedMemPerBlock": 49152,
-             "sharedMemPerMultiprocessor": 167936, "numSms": 110 if scen.rocm else 108,
-             "sharedMemPerBlockOptin": 166912} for d in scen.devices]
+            {
+                "id": d,
+                "name": "AMD Instinct MI250X" if scen.rocm else "NVIDIA A100-SXM4-40GB",
+                "totalGlobalMem": 42298834944,
+                "computeMajor": 9 if scen.rocm else 8,
+                "computeMinor": 0,
+                "maxThreadsPerBlock": 1024,
+                "maxThreadsPerMultiprocessor": 2048,
+                "regsPerBlock": 65536,
+                "regsPerMultiprocessor": 65536,
+                "warpSize": 64 if scen.rocm else 32,
+                "sharedMemPerBlock": 49152,
+                "sharedMemPerMultiprocessor": 167936,
+                "numSms": 110 if scen.rocm else 108,
+                "sharedMemPerBlockOptin": 166912,
+            }
+            for d in scen.devices
+        ]
     return doc
 
 
@@ -367,50 +524,92 @@ def write_nsys(scen: Scenario, folder: Path, *, gpu_tables: bool = True) -> Path
     def sid(text: str) -> int:
         return strings.setdefault(text, len(strings))
 
-    db.executemany("INSERT INTO META_DATA_EXPORT VALUES (?, ?)",
-                   [("EXPORT_SCHEMA_VERSION", "3.11.1"), ("EXPORT_PRODUCT_VERSION", "2024.2.1")])
+    db.executemany(
+        "INSERT INTO META_DATA_EXPORT VALUES (?, ?)",
+        [("EXPORT_SCHEMA_VERSION", "3.11.1"), ("EXPORT_PRODUCT_VERSION", "2024.2.1")],
+    )
     for g in scen.gpu if gpu_tables else []:
-        common = (_T0 + g.start * _NS, _T0 + (g.start + g.dur) * _NS, g.device, 1, g.stream, g.correlation,
-                  _GLOBAL_PID)
+        common = (
+            _T0 + g.start * _NS,
+            _T0 + (g.start + g.dur) * _NS,
+            g.device,
+            1,
+            g.stream,
+            g.correlation,
+            _GLOBAL_PID,
+        )
         if g.kind == KERNEL:
-            db.execute("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                       (*common, sid(g.name), sid(g.name.split("(")[0][-20:]), 64, 1, 1, 128, 1, 1, 32, 0, 0,
-                        7 if g.graph else None))
+            db.execute(
+                "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    *common,
+                    sid(g.name),
+                    sid(g.name.split("(")[0][-20:]),
+                    64,
+                    1,
+                    1,
+                    128,
+                    1,
+                    1,
+                    32,
+                    0,
+                    0,
+                    7 if g.graph else None,
+                ),
+            )
         elif g.kind == MEMCPY:
-            db.execute("INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                       (*common, g.bytes, _COPY_KIND[g.copy], 0 if g.copy == "HtoD" else 2,
-                        1 if g.copy == "DtoH" else 2))
+            db.execute(
+                "INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    *common,
+                    g.bytes,
+                    _COPY_KIND[g.copy],
+                    0 if g.copy == "HtoD" else 2,
+                    1 if g.copy == "DtoH" else 2,
+                ),
+            )
         else:
-            db.execute("INSERT INTO CUPTI_ACTIVITY_KIND_MEMSET VALUES (?,?,?,?,?,?,?,?,?,?)",
-                       (*common, 0, g.bytes, 2))
+            db.execute(
+                "INSERT INTO CUPTI_ACTIVITY_KIND_MEMSET VALUES (?,?,?,?,?,?,?,?,?,?)",
+                (*common, 0, g.bytes, 2),
+            )
     for h in scen.host:
         start, end = _T0 + h.start * _NS, _T0 + (h.start + h.dur) * _NS
         gtid = _GLOBAL_PID + (1 << 24 if scen.two_processes and h.tid != 101 else 0) + h.tid
         if h.kind in ("launch", "sync"):
             # eventClass 0: runtime; 1: driver (cu* calls)
             driver = h.name.startswith("cu") and not h.name.startswith("cuda")
-            db.execute("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (?,?,?,?,?,?,0)",
-                       (start, end, 1 if driver else 0, gtid, h.correlation or 0, sid(h.name)))
+            db.execute(
+                "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (?,?,?,?,?,?,0)",
+                (start, end, 1 if driver else 0, gtid, h.correlation or 0, sid(h.name)),
+            )
         else:
             text = h.name
             if h.kind == "op":
                 text = f"{h.name}, seq = {h.start}" + (f", sizes = {h.dims}" if h.dims is not None else "")
             elif h.kind == "step":
                 text = f"tracelens/step#{h.name.split('#')[1]}"
-            db.execute("INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid, domainId) "
-                       "VALUES (?,?,59,?,?,0)", (start, end, text, gtid))
+            db.execute(
+                "INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid, domainId) "
+                "VALUES (?,?,59,?,?,0)",
+                (start, end, text, gtid),
+            )
     if scen.device_props:
-        db.executemany("INSERT INTO TARGET_INFO_GPU (id, name, smCount, computeMajor, computeMinor, "
-                       "maxWarpsPerSm, maxBlocksPerSm, maxRegistersPerSm, maxShmemPerSm, threadsPerWarp, "
-                       "cuDevice) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                       [(d, "NVIDIA A100-SXM4-40GB", 108, 8, 0, 64, 32, 65536, 167936, 32, d)
-                        for d in scen.devices])
+        db.executemany(
+            "INSERT INTO TARGET_INFO_GPU (id, name, smCount, computeMajor, computeMinor, "
+            "maxWarpsPerSm, maxBlocksPerSm, maxRegistersPerSm, maxShmemPerSm, threadsPerWarp, "
+            "cuDevice) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            [(d, "NVIDIA A100-SXM4-40GB", 108, 8, 0, 64, 32, 65536, 167936, 32, d) for d in scen.devices],
+        )
     db.executemany("INSERT INTO StringIds VALUES (?, ?)", [(i, s) for s, i in strings.items()])
     if scen.old_format:
         # Like a 2022 export: EXPORT_META_DATA, and tables created only when they have rows.
         db.execute("ALTER TABLE META_DATA_EXPORT RENAME TO EXPORT_META_DATA")
         for (table,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall():
-            if table != "EXPORT_META_DATA" and not db.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0]:
+            if (
+                table != "EXPORT_META_DATA"
+                and not db.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0]
+            ):
                 db.execute(f'DROP TABLE "{table}"')
     db.commit()
     db.close()
@@ -428,8 +627,17 @@ def write_xplane(scen: Scenario, folder: Path) -> Path:
     kernel_details, copies with memcpy_details, memsets with memset_details), device properties as plane
     stats when the scenario has them."""
     host_names: dict[str, int] = {}
-    stat_names = {1: "correlation_id", 2: "kernel_details", 3: "memcpy_details", 4: "memset_details",
-                  5: "step_num", 6: "core_count", 7: "compute_cap_major", 8: "compute_cap_minor", 9: "flops"}
+    stat_names = {
+        1: "correlation_id",
+        2: "kernel_details",
+        3: "memcpy_details",
+        4: "memset_details",
+        5: "step_num",
+        6: "core_count",
+        7: "compute_cap_major",
+        8: "compute_cap_minor",
+        9: "flops",
+    }
 
     def name_id(names: dict[str, int], text: str) -> int:
         return names.setdefault(text, len(names) + 1)
@@ -463,12 +671,20 @@ def write_xplane(scen: Scenario, folder: Path) -> Path:
             for g in sorted((g for g in ops if g.stream == stream), key=lambda g: g.start):
                 stats = [pb.stat(1, int64=g.correlation)] if g.correlation is not None else []
                 if g.kind == KERNEL:
-                    detail = ("grid:64,1,1 block:128,1,1 private_mem:0 group_mem:0" if scen.rocm
-                              else "regs:32 static_shared:0 dynamic_shared:0 grid:64,1,1 block:128,1,1 occ_pct:50")
+                    detail = (
+                        "grid:64,1,1 block:128,1,1 private_mem:0 group_mem:0"
+                        if scen.rocm
+                        else "regs:32 static_shared:0 dynamic_shared:0 grid:64,1,1 block:128,1,1 occ_pct:50"
+                    )
                     stats.append(pb.stat(2, string=detail))
                     name = g.name
                 elif g.kind == MEMCPY:
-                    name = {"HtoD": "MemcpyH2D", "DtoH": "MemcpyD2H", "DtoD": "MemcpyD2D", "PtoP": "MemcpyP2P"}[g.copy]
+                    name = {
+                        "HtoD": "MemcpyH2D",
+                        "DtoH": "MemcpyD2H",
+                        "DtoD": "MemcpyD2D",
+                        "PtoP": "MemcpyP2P",
+                    }[g.copy]
                     stats.append(pb.stat(3, string=f"kind_src:pinned kind_dst:device size:{g.bytes} async:1"))
                 else:
                     name = "Memset"
@@ -478,14 +694,28 @@ def write_xplane(scen: Scenario, folder: Path) -> Path:
         kernels = sorted((g for g in ops if g.kind == KERNEL), key=lambda g: g.start)
         if scen.xla_ops and kernels:
             # one HLO op per kernel, on a line of its own (ops of several streams may overlap there)
-            xla = [pb.event(name_id(gpu_names, f"fusion.{i}" if i % 2 else f"dot.{i}"), g.start * _PS,
-                            g.dur * _PS, [pb.stat(9, uint64=1_000_000 * (i + 1))] if i % 3 else [])
-                   for i, g in enumerate(kernels)]
+            xla = [
+                pb.event(
+                    name_id(gpu_names, f"fusion.{i}" if i % 2 else f"dot.{i}"),
+                    g.start * _PS,
+                    g.dur * _PS,
+                    [pb.stat(9, uint64=1_000_000 * (i + 1))] if i % 3 else [],
+                )
+                for i, g in enumerate(kernels)
+            ]
             dev_lines.append(pb.line(-559038735, "XLA Ops", 0, xla))
         props = [pb.stat(6, int64=108), pb.stat(7, int64=8), pb.stat(8, int64=0)] if scen.device_props else []
         if dev_lines or props:
-            planes.append(pb.plane(index + 1, f"/device:GPU:{device}", dev_lines,
-                                   {v: k for k, v in gpu_names.items()}, stat_names, props))
+            planes.append(
+                pb.plane(
+                    index + 1,
+                    f"/device:GPU:{device}",
+                    dev_lines,
+                    {v: k for k, v in gpu_names.items()},
+                    stat_names,
+                    props,
+                )
+            )
     path = folder / "host0.xplane.pb"
     path.write_bytes(pb.space(planes, ["host0"]))
     return path

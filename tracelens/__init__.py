@@ -16,5 +16,14 @@ from .errors import InputError, TracelensError
 from .ingest import load
 from .trace import Trace, TraceMetadata
 
-__all__ = ["Document", "InputError", "Trace", "TraceMetadata", "TracelensError", "__version__", "analyze", "load",
-           "load_document"]
+__all__ = [
+    "Document",
+    "InputError",
+    "Trace",
+    "TraceMetadata",
+    "TracelensError",
+    "__version__",
+    "analyze",
+    "load",
+    "load_document",
+]

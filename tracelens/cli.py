@@ -32,15 +32,22 @@ def _write_output(text: str, output: str | None) -> None:
         click.echo(f"wrote {output}", err=True)
 
 
-def _write_report(doc: Document, fmt: str, output: str | None, *, plots: bool, png: bool,
-                  full_names: bool = False) -> None:
+def _write_report(
+    doc: Document, fmt: str, output: str | None, *, plots: bool, png: bool, full_names: bool = False
+) -> None:
     """Render ``doc``; write the PNG figures a markdown report links (``--png``) beside it, then the text."""
     from .report import figures, render
     from .report.terminal import terminal_width
 
     pngs = figures(doc, fmt, output, plots=plots, png=png)
-    text = render(doc, fmt, plots=plots, figures=pngs, full_names=full_names,
-                  width=terminal_width(sys.stdout if output in (None, "-") else None))
+    text = render(
+        doc,
+        fmt,
+        plots=plots,
+        figures=pngs,
+        full_names=full_names,
+        width=terminal_width(sys.stdout if output in (None, "-") else None),
+    )
     for figure in pngs:
         figure.path.write_bytes(figure.data)
     _write_output(text, output)
@@ -48,8 +55,13 @@ def _write_report(doc: Document, fmt: str, output: str | None, *, plots: bool, p
 
 def load_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """Options shared by every command that reads a trace."""
-    func = click.option("--run", "run_name", default=None, metavar="NAME",
-                        help="TensorBoard logdir: which profile run to read (default: the newest).")(func)
+    func = click.option(
+        "--run",
+        "run_name",
+        default=None,
+        metavar="NAME",
+        help="TensorBoard logdir: which profile run to read (default: the newest).",
+    )(func)
     return func
 
 
@@ -62,32 +74,71 @@ def cli() -> None:
 
 @cli.command()
 @click.argument("paths", nargs=-1, required=True, metavar="TRACE...")
-@click.option("--format", "-f", "fmt", type=click.Choice(FORMATS), default=None,
-              help="Output format (default: terminal, or from the -o file's extension).")
+@click.option(
+    "--format",
+    "-f",
+    "fmt",
+    type=click.Choice(FORMATS),
+    default=None,
+    help="Output format (default: terminal, or from the -o file's extension).",
+)
 @click.option("--output", "-o", default=None, metavar="FILE", help="Write to FILE instead of stdout.")
 @click.option("--no-plots", is_flag=True, help="Markdown: no charts (no inline mermaid charts, no PNG).")
-@click.option("--png", is_flag=True,
-              help="Markdown to a file: also write the utilization plot as a PNG beside it (and, for several "
-                   "ranks, the per-rank plot).")
-@click.option("--full-names", is_flag=True,
-              help="Terminal: show kernel, op and range names whole (wrapped) instead of shortened.")
-@click.option("--workers", type=int, default=None, metavar="N",
-              help="Several traces: parallel worker processes (default: CPU count).")
-@click.option("--engine", type=click.Choice(["local", "dask"]), default="local",
-              help="Several traces: run per-trace work in local processes or on a Dask cluster.")
-@click.option("--cache", "cache_dir", default=None, metavar="DIR",
-              help="Several traces: Parquet cache and run manifest (default: $TRACELENS_CACHE_DIR, else "
-                   "$XDG_CACHE_HOME/tracelens or ~/.cache/tracelens, under runs/<hash>).")
+@click.option(
+    "--png",
+    is_flag=True,
+    help="Markdown to a file: also write the utilization plot as a PNG beside it (and, for several "
+    "ranks, the per-rank plot).",
+)
+@click.option(
+    "--full-names",
+    is_flag=True,
+    help="Terminal: show kernel, op and range names whole (wrapped) instead of shortened.",
+)
+@click.option(
+    "--workers",
+    type=int,
+    default=None,
+    metavar="N",
+    help="Several traces: parallel worker processes (default: CPU count).",
+)
+@click.option(
+    "--engine",
+    type=click.Choice(["local", "dask"]),
+    default="local",
+    help="Several traces: run per-trace work in local processes or on a Dask cluster.",
+)
+@click.option(
+    "--cache",
+    "cache_dir",
+    default=None,
+    metavar="DIR",
+    help="Several traces: Parquet cache and run manifest (default: $TRACELENS_CACHE_DIR, else "
+    "$XDG_CACHE_HOME/tracelens or ~/.cache/tracelens, under runs/<hash>).",
+)
 @load_options
-def analyze(paths: Sequence[str], fmt: str | None, output: str | None, no_plots: bool, png: bool,
-            workers: int | None, engine: str, cache_dir: str | None, run_name: str | None,
-            full_names: bool) -> None:
+def analyze(
+    paths: Sequence[str],
+    fmt: str | None,
+    output: str | None,
+    no_plots: bool,
+    png: bool,
+    workers: int | None,
+    engine: str,
+    cache_dir: str | None,
+    run_name: str | None,
+    full_names: bool,
+) -> None:
     """Analyze one trace (or all ranks of a run) and print where the GPU time went."""
     from .report import format_for_path
 
     fmt = fmt or format_for_path(output)
     doc: Document  # a run's document is a Document with the run's keys
-    if len(paths) > 1 or _is_run_directory(paths[0]) or (not os.path.exists(paths[0]) and glob.has_magic(paths[0])):
+    if (
+        len(paths) > 1
+        or _is_run_directory(paths[0])
+        or (not os.path.exists(paths[0]) and glob.has_magic(paths[0]))
+    ):
         from .run import analyze_run
 
         doc, failures = analyze_run(list(paths), workers=workers, engine=engine, cache_dir=cache_dir)
@@ -105,8 +156,10 @@ def _raise_partial_failure(doc: Document | dict[str, Any], failures: list[str]) 
         shown = "; ".join(" ".join(f.split()) for f in failures[:5])
         more = f"; and {len(failures) - 5} more" if len(failures) > 5 else ""
         ranks = cast("RunDocument", doc).get("ranks", [])  # failures come only from a run
-        raise PartialFailure(f"{len(failures)} of {len(failures) + len(ranks)} traces failed "
-                             f"(the others were analyzed): {shown}{more}")
+        raise PartialFailure(
+            f"{len(failures)} of {len(failures) + len(ranks)} traces failed "
+            f"(the others were analyzed): {shown}{more}"
+        )
 
 
 def _document(path: str, *, run_name: str | None = None) -> tuple[Document | dict[str, Any], list[str]]:
@@ -120,8 +173,14 @@ def _document(path: str, *, run_name: str | None = None) -> tuple[Document | dic
 
 
 # Output formats by file extension, for the commands whose -o picks the format.
-SUFFIX_FORMATS = {".md": "markdown", ".markdown": "markdown", ".json": "json", ".parquet": "parquet",
-                  ".pq": "parquet", ".csv": "csv"}
+SUFFIX_FORMATS = {
+    ".md": "markdown",
+    ".markdown": "markdown",
+    ".json": "json",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+    ".csv": "csv",
+}
 
 
 def _format_for_output(output: str | None, default: str, allowed: Sequence[str], command: str) -> str:
@@ -162,15 +221,29 @@ def _analyze_one(path: str, *, run_name: str | None = None) -> Document:
 
 @cli.command()
 @click.argument("path", metavar="TRACE")
-@click.option("--format", "-f", "fmt", type=click.Choice(["markdown", "json"]), default=None,
-              help="Output format (default: markdown, or from the -o file's extension: .md, .json).")
-@click.option("--output", "-o", default=None, metavar="FILE",
-              help="File to write (default: stdout); a --png plot goes beside a markdown report.")
+@click.option(
+    "--format",
+    "-f",
+    "fmt",
+    type=click.Choice(["markdown", "json"]),
+    default=None,
+    help="Output format (default: markdown, or from the -o file's extension: .md, .json).",
+)
+@click.option(
+    "--output",
+    "-o",
+    default=None,
+    metavar="FILE",
+    help="File to write (default: stdout); a --png plot goes beside a markdown report.",
+)
 @click.option("--no-plots", is_flag=True, help="No charts (no inline mermaid charts, no PNG).")
-@click.option("--png", is_flag=True,
-              help="With -o FILE: also write the utilization plot as a PNG beside the report.")
+@click.option(
+    "--png", is_flag=True, help="With -o FILE: also write the utilization plot as a PNG beside the report."
+)
 @load_options
-def report(path: str, fmt: str | None, output: str | None, no_plots: bool, png: bool, run_name: str | None) -> None:
+def report(
+    path: str, fmt: str | None, output: str | None, no_plots: bool, png: bool, run_name: str | None
+) -> None:
     """Write a GitHub-flavoured markdown report for pull-request review (TRACE may also be a run directory,
     one trace per rank, or a document saved with analyze --format json)."""
     fmt = fmt or _format_for_output(output, "markdown", ("markdown", "json"), "report")
@@ -182,8 +255,14 @@ def report(path: str, fmt: str | None, output: str | None, no_plots: bool, png: 
 @cli.command()
 @click.argument("path", metavar="TRACE")
 @click.option("--output", "-o", required=True, metavar="FILE", help="File to write: .parquet or .csv.")
-@click.option("--format", "-f", "fmt", type=click.Choice(["parquet", "csv"]), default=None,
-              help="Output format (default: from the -o file's extension, .parquet or .csv).")
+@click.option(
+    "--format",
+    "-f",
+    "fmt",
+    type=click.Choice(["parquet", "csv"]),
+    default=None,
+    help="Output format (default: from the -o file's extension, .parquet or .csv).",
+)
 @load_options
 def convert(path: str, output: str, fmt: str | None, run_name: str | None) -> None:
     """Write the normalized timeline table as Parquet or CSV (columns in docs/schema.md; the device table and
@@ -197,8 +276,11 @@ def convert(path: str, output: str, fmt: str | None, run_name: str | None) -> No
         import pyarrow.csv
 
         pyarrow.csv.write_csv(trace.events, output)
-        click.echo(f"wrote {output} ({trace.num_events:,} events; CSV holds the event table only: the device "
-                   "table and metadata need Parquet)", err=True)
+        click.echo(
+            f"wrote {output} ({trace.num_events:,} events; CSV holds the event table only: the device "
+            "table and metadata need Parquet)",
+            err=True,
+        )
         return
     trace.save(output)
     click.echo(f"wrote {output} ({trace.num_events:,} events)", err=True)
@@ -207,20 +289,43 @@ def convert(path: str, output: str, fmt: str | None, run_name: str | None) -> No
 @cli.command()
 @click.argument("base", metavar="BASE")
 @click.argument("head", metavar="HEAD")
-@click.option("--format", "-f", "fmt", type=click.Choice(FORMATS), default=None,
-              help="Output format (default: from the -o file's extension, .md markdown, .json JSON; terminal "
-                   "text otherwise and on stdout).")
-@click.option("--full-names", is_flag=True, help="Terminal: show kernel names whole (wrapped) instead of shortened.")
+@click.option(
+    "--format",
+    "-f",
+    "fmt",
+    type=click.Choice(FORMATS),
+    default=None,
+    help="Output format (default: from the -o file's extension, .md markdown, .json JSON; terminal "
+    "text otherwise and on stdout).",
+)
+@click.option(
+    "--full-names", is_flag=True, help="Terminal: show kernel names whole (wrapped) instead of shortened."
+)
 @click.option("--output", "-o", default=None, metavar="FILE", help="Write to FILE instead of stdout.")
-@click.option("--fail-on-regression", type=float, default=None, metavar="PCT",
-              help="Exit 1 when HEAD's GPU utilization is lower by more than PCT points or its mean step "
-                   "time is longer by more than PCT percent, or when either trace cannot answer (its GPU side "
-                   "is missing: diagnosis incomplete_trace).")
-@click.option("--allow-inconclusive", is_flag=True,
-              help="With --fail-on-regression: do not fail because a trace cannot answer; gate on the figures "
-                   "both traces have.")
-def diff(base: str, head: str, fmt: str | None, output: str | None, fail_on_regression: float | None,
-         allow_inconclusive: bool, full_names: bool) -> None:
+@click.option(
+    "--fail-on-regression",
+    type=float,
+    default=None,
+    metavar="PCT",
+    help="Exit 1 when HEAD's GPU utilization is lower by more than PCT points or its mean step "
+    "time is longer by more than PCT percent, or when either trace cannot answer (its GPU side "
+    "is missing: diagnosis incomplete_trace).",
+)
+@click.option(
+    "--allow-inconclusive",
+    is_flag=True,
+    help="With --fail-on-regression: do not fail because a trace cannot answer; gate on the figures "
+    "both traces have.",
+)
+def diff(
+    base: str,
+    head: str,
+    fmt: str | None,
+    output: str | None,
+    fail_on_regression: float | None,
+    allow_inconclusive: bool,
+    full_names: bool,
+) -> None:
     """Compare two traces (any formats, run directories, or documents saved with analyze --format json):
     metrics side by side, deltas and a verdict."""
     from .diff import cannot_answer, compare, regression_reasons
@@ -248,8 +353,13 @@ def diff(base: str, head: str, fmt: str | None, output: str | None, fail_on_regr
 
 @cli.command()
 @click.argument("path", metavar="TRACE")
-@click.option("--output", "-o", required=True, metavar="FILE.json",
-              help="Chrome trace-event file to write (gzip when FILE ends in .gz).")
+@click.option(
+    "--output",
+    "-o",
+    required=True,
+    metavar="FILE.json",
+    help="Chrome trace-event file to write (gzip when FILE ends in .gz).",
+)
 @load_options
 def annotate(path: str, output: str, run_name: str | None) -> None:
     """Write TRACE as a Chrome trace-event file (Perfetto, chrome://tracing) with added tracks: steps, the
@@ -267,8 +377,10 @@ def annotate(path: str, output: str, run_name: str | None) -> None:
         ranks, warnings = resolve_ranks([t.metadata.rank for t in traces], files)
         for warning in warnings:
             click.echo(f"tracelens: {warning}", err=True)
-        count = write_annotated_run([(r, f.name, t, dict(run_analyses(t)))
-                                     for r, f, t in zip(ranks, files, traces, strict=True)], output)
+        count = write_annotated_run(
+            [(r, f.name, t, dict(run_analyses(t))) for r, f, t in zip(ranks, files, traces, strict=True)],
+            output,
+        )
     else:
         trace = load(path, **options)
         count = write_annotated(trace, dict(run_analyses(trace)), output)
@@ -305,8 +417,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as err:  # a bug: still one line, the traceback only on request
         if os.environ.get("TRACELENS_DEBUG"):
             raise
-        click.echo(f"tracelens: internal error: {type(err).__name__}: {err} "
-                   "(set TRACELENS_DEBUG=1 for the traceback)", err=True)
+        click.echo(
+            f"tracelens: internal error: {type(err).__name__}: {err} "
+            "(set TRACELENS_DEBUG=1 for the traceback)",
+            err=True,
+        )
         return 3
     return 0
 

@@ -53,6 +53,7 @@ def step_stats(doc: Doc) -> StepStats | None:
 def _summary(key: str) -> Callable[[Doc], float | int | None]:
     def get(doc: Doc) -> float | int | None:
         return summary_of(doc)[key]  # type: ignore[literal-required]
+
     return get
 
 
@@ -72,6 +73,7 @@ def _launch(key: str) -> Callable[[Doc], float | None]:
         for part in key.split("."):
             value = value.get(part) if isinstance(value, dict) else None
         return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
     return get
 
 
@@ -85,30 +87,69 @@ class Metric:
 
 
 METRICS: tuple[Metric, ...] = (
-    Metric("gpu_utilization", "GPU utilization (device-mean busy/span)", "fraction", "higher", gpu_utilization),
-    Metric("kernel_utilization", "GPU share with a kernel running (device-mean)", "fraction", "higher",
-           lambda d: _by_kind(d, "kernels")),
-    Metric("copies_only_utilization", "GPU share with only copies running (device-mean)", "fraction", None,
-           lambda d: _by_kind(d, "copies_only")),
+    Metric(
+        "gpu_utilization", "GPU utilization (device-mean busy/span)", "fraction", "higher", gpu_utilization
+    ),
+    Metric(
+        "kernel_utilization",
+        "GPU share with a kernel running (device-mean)",
+        "fraction",
+        "higher",
+        lambda d: _by_kind(d, "kernels"),
+    ),
+    Metric(
+        "copies_only_utilization",
+        "GPU share with only copies running (device-mean)",
+        "fraction",
+        None,
+        lambda d: _by_kind(d, "copies_only"),
+    ),
     Metric("mean_step_ns", "mean step time", "ns", "lower", mean_step_ns),
     Metric("step_count", "steps", "count", None, _step_count),
-    Metric("device_count", "GPUs with activity", "count", None, lambda d: summary_of(d)["device_count"] or None),
+    Metric(
+        "device_count", "GPUs with activity", "count", None, lambda d: summary_of(d)["device_count"] or None
+    ),
     Metric("device_mean_busy_ns", "GPU busy (device-mean)", "ns", None, _summary("device_mean_busy_ns")),
     Metric("device_mean_span_ns", "GPU span (device-mean)", "ns", "lower", _summary("device_mean_span_ns")),
     Metric("kernel_count", "kernels launched", "count", None, _summary("kernel_count")),
-    Metric("device_mean_kernel_ns", "kernel time (summed per GPU, device-mean)", "ns", None,
-           _summary("device_mean_kernel_ns")),
+    Metric(
+        "device_mean_kernel_ns",
+        "kernel time (summed per GPU, device-mean)",
+        "ns",
+        None,
+        _summary("device_mean_kernel_ns"),
+    ),
     Metric("kernel_names", "distinct kernel names", "count", None, _summary("kernel_names")),
     Metric("memcpy_count", "memcpy count", "count", "lower", _summary("memcpy_count")),
-    Metric("device_mean_memcpy_ns", "memcpy time (summed per GPU, device-mean)", "ns", "lower",
-           _summary("device_mean_memcpy_ns")),
+    Metric(
+        "device_mean_memcpy_ns",
+        "memcpy time (summed per GPU, device-mean)",
+        "ns",
+        "lower",
+        _summary("device_mean_memcpy_ns"),
+    ),
     Metric("memcpy_bytes", "memcpy bytes", "bytes", None, _summary("memcpy_bytes")),
-    Metric("device_mean_memcpy_exposed_ns", "memcpy not overlapped by compute (device-mean)", "ns", "lower",
-           _summary("device_mean_memcpy_exposed_ns")),
-    Metric("device_mean_memset_ns", "memset time (summed per GPU, device-mean)", "ns", None,
-           _summary("device_mean_memset_ns")),
-    Metric("device_mean_primary_lost_ns", "lost time of the primary cause (device-mean)", "ns", "lower",
-           _summary("device_mean_primary_lost_ns")),
+    Metric(
+        "device_mean_memcpy_exposed_ns",
+        "memcpy not overlapped by compute (device-mean)",
+        "ns",
+        "lower",
+        _summary("device_mean_memcpy_exposed_ns"),
+    ),
+    Metric(
+        "device_mean_memset_ns",
+        "memset time (summed per GPU, device-mean)",
+        "ns",
+        None,
+        _summary("device_mean_memset_ns"),
+    ),
+    Metric(
+        "device_mean_primary_lost_ns",
+        "lost time of the primary cause (device-mean)",
+        "ns",
+        "lower",
+        _summary("device_mean_primary_lost_ns"),
+    ),
     Metric("flops", "FLOPs counted (recorded shapes)", "count", None, _summary("flops")),
     Metric("mfu", "MFU (FLOPs / span x peak)", "ratio", "higher", _summary("mfu")),
 )
@@ -149,8 +190,15 @@ def _row(metric_key: str, label: str, unit: str, better: str | None, base: Any, 
     delta = (head - base) if base is not None and head is not None else None
     relative = (delta / abs(base)) if delta is not None and base else None
     return {
-        "key": metric_key, "label": label, "unit": unit, "better": better, "base": base, "head": head,
-        "delta": delta, "relative": relative, "change": _classify(unit, better, base, head),
+        "key": metric_key,
+        "label": label,
+        "unit": unit,
+        "better": better,
+        "base": base,
+        "head": head,
+        "delta": delta,
+        "relative": relative,
+        "change": _classify(unit, better, base, head),
     }
 
 
@@ -163,7 +211,13 @@ def _launch_rows(base: Doc, head: Doc) -> list[dict[str, Any]]:
         ("launch_latency_p99_ns", "launch latency p99", "ns", "lower", "latency.p99_ns"),
         ("launch_latency_mean_ns", "launch latency mean", "ns", "lower", "latency.mean_ns"),
         ("small_kernel_share", "kernel time in kernels < 10 µs", "fraction", "lower", "small_kernels.share"),
-        ("short_kernel_count", "kernels shorter than their launch call", "count", "lower", "short_kernels.count"),
+        (
+            "short_kernel_count",
+            "kernels shorter than their launch call",
+            "count",
+            "lower",
+            "short_kernels.count",
+        ),
         ("launch_issue_per_s", "launch calls per second", "per_s", None, "rates.issue_per_s"),
         ("issue_to_execution", "issue rate / execution rate", "ratio", None, "rates.issue_to_execution"),
     ]
@@ -185,8 +239,17 @@ def _step_host_rows(base: Doc, head: Doc) -> list[dict[str, Any]]:
         return summary_of(doc)["step_host_ns"] or {}
 
     b, h = per_step(base), per_step(head)
-    return [_row(f"step_{cat}_ns", f"per step: host {cat}", "ns", STEP_CATEGORY_BETTER.get(cat), b.get(cat), h.get(cat))
-            for cat in [*b, *(k for k in h if k not in b)]]
+    return [
+        _row(
+            f"step_{cat}_ns",
+            f"per step: host {cat}",
+            "ns",
+            STEP_CATEGORY_BETTER.get(cat),
+            b.get(cat),
+            h.get(cat),
+        )
+        for cat in [*b, *(k for k in h if k not in b)]
+    ]
 
 
 def _kernel_changes(base: Doc, head: Doc) -> dict[str, Any]:
@@ -199,9 +262,12 @@ def _kernel_changes(base: Doc, head: Doc) -> dict[str, Any]:
     def brief(k: KernelRow) -> dict[str, Any]:
         return {"name": k["name"], "count": k["count"], "total_ns": k["total_ns"], "avg_ns": k["avg_ns"]}
 
-    added = sorted((brief(head_k[n]) for n in head_k.keys() - base_k.keys()), key=lambda k: (-k["total_ns"], k["name"]))
-    removed = sorted((brief(base_k[n]) for n in base_k.keys() - head_k.keys()),
-                     key=lambda k: (-k["total_ns"], k["name"]))
+    added = sorted(
+        (brief(head_k[n]) for n in head_k.keys() - base_k.keys()), key=lambda k: (-k["total_ns"], k["name"])
+    )
+    removed = sorted(
+        (brief(base_k[n]) for n in base_k.keys() - head_k.keys()), key=lambda k: (-k["total_ns"], k["name"])
+    )
     changed: list[dict[str, Any]] = []
     for name in base_k.keys() & head_k.keys():
         b, h = base_k[name], head_k[name]
@@ -209,20 +275,35 @@ def _kernel_changes(base: Doc, head: Doc) -> dict[str, Any]:
             continue
         relative = (h["avg_ns"] - b["avg_ns"]) / b["avg_ns"]
         if abs(relative) > NOISE_FLOOR:
-            changed.append({
-                "name": name, "base_count": b["count"], "head_count": h["count"],
-                "base_avg_ns": b["avg_ns"], "head_avg_ns": h["avg_ns"], "avg_relative": relative,
-                "base_total_ns": b["total_ns"], "head_total_ns": h["total_ns"],
-                "total_delta_ns": h["total_ns"] - b["total_ns"],
-            })
-    slower = sorted((c for c in changed if c["avg_relative"] > 0), key=lambda c: (-c["total_delta_ns"], c["name"]))
-    faster = sorted((c for c in changed if c["avg_relative"] < 0), key=lambda c: (c["total_delta_ns"], c["name"]))
+            changed.append(
+                {
+                    "name": name,
+                    "base_count": b["count"],
+                    "head_count": h["count"],
+                    "base_avg_ns": b["avg_ns"],
+                    "head_avg_ns": h["avg_ns"],
+                    "avg_relative": relative,
+                    "base_total_ns": b["total_ns"],
+                    "head_total_ns": h["total_ns"],
+                    "total_delta_ns": h["total_ns"] - b["total_ns"],
+                }
+            )
+    slower = sorted(
+        (c for c in changed if c["avg_relative"] > 0), key=lambda c: (-c["total_delta_ns"], c["name"])
+    )
+    faster = sorted(
+        (c for c in changed if c["avg_relative"] < 0), key=lambda c: (c["total_delta_ns"], c["name"])
+    )
     return {
         "available": True,
-        "added_count": len(added), "removed_count": len(removed),
-        "slower_count": len(slower), "faster_count": len(faster),
-        "added": added[:TOP_KERNELS], "removed": removed[:TOP_KERNELS],
-        "slower": slower[:TOP_KERNELS], "faster": faster[:TOP_KERNELS],
+        "added_count": len(added),
+        "removed_count": len(removed),
+        "slower_count": len(slower),
+        "faster_count": len(faster),
+        "added": added[:TOP_KERNELS],
+        "removed": removed[:TOP_KERNELS],
+        "slower": slower[:TOP_KERNELS],
+        "faster": faster[:TOP_KERNELS],
     }
 
 
@@ -235,7 +316,11 @@ def incomplete_reason(doc: Doc) -> str | None:
     completeness = diagnosis.get("completeness") if isinstance(diagnosis, dict) else None
     if not isinstance(completeness, dict):
         primary = diagnosis.get("primary") if isinstance(diagnosis, dict) else None
-        return "incomplete trace" if isinstance(primary, dict) and primary.get("cause") == "incomplete_trace" else None
+        return (
+            "incomplete trace"
+            if isinstance(primary, dict) and primary.get("cause") == "incomplete_trace"
+            else None
+        )
     if completeness.get("answerable", True):
         return None
     parts = []
@@ -244,11 +329,15 @@ def incomplete_reason(doc: Doc) -> str | None:
             continue
         ev = problem.get("evidence") or {}
         if problem.get("kind") == "launches_without_gpu_activity" and ev.get("gpu_ops"):
-            parts.append(f"{ev.get('after_last_gpu_op') or 0:,} of {ev.get('launch_calls') or 0:,} launch calls start after the "
-                         "last recorded GPU op (the GPU side stops early)")
+            parts.append(
+                f"{ev.get('after_last_gpu_op') or 0:,} of {ev.get('launch_calls') or 0:,} launch calls start after the "
+                "last recorded GPU op (the GPU side stops early)"
+            )
         elif problem.get("kind") == "launches_without_gpu_activity":
-            parts.append(f"{ev.get('launch_calls') or 0:,} launch calls and no GPU activity recorded (the profiler lost "
-                         "the GPU side)")
+            parts.append(
+                f"{ev.get('launch_calls') or 0:,} launch calls and no GPU activity recorded (the profiler lost "
+                "the GPU side)"
+            )
         elif problem.get("kind") == "no_gpu_activity":
             parts.append(f"no GPU activity recorded ({ev.get('host_events') or 0:,} host events only)")
         else:
@@ -271,20 +360,29 @@ def _side(doc: Doc) -> dict[str, Any]:
 
 def cannot_answer(result: dict[str, Any]) -> str | None:
     """One line saying which side of a comparison cannot answer and why, or None when both can."""
-    sides = [(label, result[key]) for label, key in (("BASE", "base"), ("HEAD", "head"))
-             if not result[key].get("answerable", True)]
+    sides = [
+        (label, result[key])
+        for label, key in (("BASE", "base"), ("HEAD", "head"))
+        if not result[key].get("answerable", True)
+    ]
     if not sides:
         return None
-    return "; ".join(f"{label} ({side.get('path')}) cannot answer: {side.get('incomplete_reason')}"
-                     for label, side in sides)
+    return "; ".join(
+        f"{label} ({side.get('path')}) cannot answer: {side.get('incomplete_reason')}"
+        for label, side in sides
+    )
 
 
 def _describe(row: dict[str, Any]) -> str:
     if row["unit"] == "fraction":
-        return (f"{row['label']}: {100 * row['base']:.1f}% -> {100 * row['head']:.1f}% "
-                f"({100 * row['delta']:+.1f} points): {row['change']}")
+        return (
+            f"{row['label']}: {100 * row['base']:.1f}% -> {100 * row['head']:.1f}% "
+            f"({100 * row['delta']:+.1f} points): {row['change']}"
+        )
     relative = f" ({100 * row['relative']:+.1f}%)" if row["relative"] is not None else ""
-    return f"{row['label']}: {row['base'] / 1e6:.3f} ms -> {row['head'] / 1e6:.3f} ms{relative}: {row['change']}"
+    return (
+        f"{row['label']}: {row['base'] / 1e6:.3f} ms -> {row['head'] / 1e6:.3f} ms{relative}: {row['change']}"
+    )
 
 
 def _verdict(rows: list[dict[str, Any]]) -> tuple[str, list[str]]:
@@ -306,9 +404,17 @@ def compare(base_doc: Doc, head_doc: Doc) -> dict[str, Any]:
     metrics.extend(_launch_rows(base_doc, head_doc))
     base_idle = summary_of(base_doc)["device_mean_idle_by_cause"] or {}
     head_idle = summary_of(head_doc)["device_mean_idle_by_cause"] or {}
-    idle = [_row(f"idle_{cause}_ns", f"idle: {cause} (device-mean)", "ns", "lower", base_idle.get(cause, 0 if base_idle else None),
-                 head_idle.get(cause, 0 if head_idle else None))
-            for cause in sorted(base_idle.keys() | head_idle.keys())]
+    idle = [
+        _row(
+            f"idle_{cause}_ns",
+            f"idle: {cause} (device-mean)",
+            "ns",
+            "lower",
+            base_idle.get(cause, 0 if base_idle else None),
+            head_idle.get(cause, 0 if head_idle else None),
+        )
+        for cause in sorted(base_idle.keys() | head_idle.keys())
+    ]
     verdict, reasons = _verdict(metrics)
     base, head = _side(base_doc), _side(head_doc)
     blocked = cannot_answer({"base": base, "head": head})
@@ -338,12 +444,16 @@ def regression_reasons(result: dict[str, Any], pct: float) -> list[str]:
     if util and util["base"] is not None and util["head"] is not None:
         drop_points = 100.0 * (util["base"] - util["head"])
         if drop_points > pct + _EPSILON:
-            reasons.append(f"GPU utilization {100 * util['base']:.1f}% -> {100 * util['head']:.1f}% "
-                           f"({drop_points:.1f} points lower, threshold {pct:g})")
+            reasons.append(
+                f"GPU utilization {100 * util['base']:.1f}% -> {100 * util['head']:.1f}% "
+                f"({drop_points:.1f} points lower, threshold {pct:g})"
+            )
     step = by_key.get("mean_step_ns")
     if step and step["base"] and step["head"] is not None:
         longer_pct = 100.0 * (step["head"] - step["base"]) / step["base"]
         if longer_pct > pct + _EPSILON:
-            reasons.append(f"mean step time {step['base'] / 1e6:.3f} ms -> {step['head'] / 1e6:.3f} ms "
-                           f"({longer_pct:.1f}% longer, threshold {pct:g}%)")
+            reasons.append(
+                f"mean step time {step['base'] / 1e6:.3f} ms -> {step['head'] / 1e6:.3f} ms "
+                f"({longer_pct:.1f}% longer, threshold {pct:g}%)"
+            )
     return reasons

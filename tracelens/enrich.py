@@ -94,8 +94,12 @@ class KernelOccupancy:
         for dev in np.unique(self.device[~np.isnan(self.device)]).astype(np.int64):
             mask = self.device == dev
             info = trace.device_info(int(dev))
-            note: dict[str, Any] = {"name": info.get("name"), "reason": None, "limits": None,
-                                    "sm_count": info.get("sm_count")}
+            note: dict[str, Any] = {
+                "name": info.get("name"),
+                "reason": None,
+                "limits": None,
+                "sm_count": info.get("sm_count"),
+            }
             self.device_notes[int(dev)] = note
             if info.get("sm_count"):
                 self.grid_fill[mask] = np.minimum(1.0, self.grid[mask] / int(info["sm_count"]))
@@ -109,7 +113,9 @@ class KernelOccupancy:
             if np.isnan(self.registers[mask]).all():
                 note["reason"] = "the trace records no registers per thread for this device's kernels"
                 continue
-            res = occupancy_calc.compute(limits, self.threads[mask], self.registers[mask], self.shared[mask], self.grid[mask])
+            res = occupancy_calc.compute(
+                limits, self.threads[mask], self.registers[mask], self.shared[mask], self.grid[mask]
+            )
             self.theoretical[mask] = res.theoretical
             self.estimated[mask] = res.estimated_achieved
             self.waves[mask] = res.waves
@@ -130,12 +136,17 @@ def annotate_occupancy(trace: Trace) -> Trace:
         return trace
     kernels = _Rows(trace, occ.rows)
     updates: dict[str, SparseColumn] = {}
-    for column, values in (("theoretical_occupancy", occ.theoretical), ("estimated_achieved_occupancy", occ.estimated)):
+    for column, values in (
+        ("theoretical_occupancy", occ.theoretical),
+        ("estimated_achieved_occupancy", occ.estimated),
+    ):
         merged = np.where(np.isnan(values), kernels.column(column), values)
         known = ~np.isnan(merged)
         if not known.any():
             continue
         # Kernel rows only: the other rows of the column stay as the reader left them (null; no reader fills them)
-        updates[column] = SparseColumn(occ.rows[known].astype(np.int32 if trace.num_events < 2**31 else np.int64),
-                                       pa.array(merged[known].astype(np.float32), type=pa.float32()))
+        updates[column] = SparseColumn(
+            occ.rows[known].astype(np.int32 if trace.num_events < 2**31 else np.int64),
+            pa.array(merged[known].astype(np.float32), type=pa.float32()),
+        )
     return Trace(events=trace.store.with_columns(updates), devices=trace.devices, metadata=trace.metadata)

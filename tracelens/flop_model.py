@@ -28,10 +28,13 @@ class OpFlops:
     flops: float | None
     op_class: str
     dtype: str | None
-    bytes: float | None = None  # the least memory traffic: each recorded input tensor read and the output written once
+    bytes: float | None = (
+        None  # the least memory traffic: each recorded input tensor read and the output written once
+    )
 
 
 # --- matmuls: 2 * M * N * K multiply-adds, times the batch ------------------------------------------------
+
 
 def _matmul(dims: list[Any], a: int, b: int) -> float | None:
     """torch.matmul semantics for inputs ``a`` and ``b`` (1-D operands promoted, batch dims broadcast)."""
@@ -79,6 +82,7 @@ _MATMULS = {
 # --- convolutions ------------------------------------------------------------------------------------------
 # 2 * (output elements) * (input channels per group) * (kernel elements); a transposed convolution is the
 # backward-data pass of a convolution, the same count with input and output swapped.
+
 
 @dataclass(frozen=True)
 class _ConvArgs:
@@ -136,8 +140,10 @@ def _output_spatial(x: list[int], w: list[int], concrete: list[Any], args: _Conv
         padding = _int_list(concrete, args.padding, spatial)
     if stride is None or dilation is None or padding is None:
         return None
-    out = [(size + 2 * p - d * (k - 1) - 1) // s + 1
-           for size, k, s, p, d in zip(x[2:], w[2:], stride, padding, dilation, strict=True)]
+    out = [
+        (size + 2 * p - d * (k - 1) - 1) // s + 1
+        for size, k, s, p, d in zip(x[2:], w[2:], stride, padding, dilation, strict=True)
+    ]
     return out if all(o > 0 for o in out) else None
 
 
@@ -154,7 +160,9 @@ def _conv(name: str, dims: list[Any], concrete: list[Any], output: list[int] | N
     x, w = _shape(dims, 0), _shape(dims, 1)
     if x is None or w is None:
         return None
-    transposed = args.transposed if isinstance(args.transposed, bool) else _arg(concrete, args.transposed) == "True"
+    transposed = (
+        args.transposed if isinstance(args.transposed, bool) else _arg(concrete, args.transposed) == "True"
+    )
     out = None if transposed else (_output_spatial(x, w, concrete, args) or _consumed_spatial(x, w, output))
     return _conv_flops(x, w, out, transposed)
 
@@ -210,16 +218,23 @@ def _conv_backward(name: str, dims: list[Any], concrete: list[Any], passes: int 
     grad, x, w = _shape(dims, args.grad), _shape(dims, args.input), _shape(dims, args.weight)
     if grad is None or x is None or w is None:
         return None
-    transposed = args.transposed if isinstance(args.transposed, bool) else _arg(concrete, args.transposed) == "True"
+    transposed = (
+        args.transposed if isinstance(args.transposed, bool) else _arg(concrete, args.transposed) == "True"
+    )
     forward = _conv_flops(x, w, grad[2:], transposed)
     bits = _backward_bits(name, concrete, passes)
-    return None if forward is None or bits is None else forward * (bool(bits & INPUT_GRAD) + bool(bits & WEIGHT_GRAD))
+    return (
+        None
+        if forward is None or bits is None
+        else forward * (bool(bits & INPUT_GRAD) + bool(bits & WEIGHT_GRAD))
+    )
 
 
 # --- attention ---------------------------------------------------------------------------------------------
 # Q K^T and P V: 2 * B * H * Sq * Sk * (D + Dv); causal masking computes half of the scores (the usual
 # convention); backward = 2.5 x forward (recomputed Q K^T, and dQ, dK, dV, dP: five products of that size
 # against the forward's two).
+
 
 @dataclass(frozen=True)
 class _AttentionArgs:
@@ -241,8 +256,12 @@ _ATTENTIONS = {
     "aten::_flash_attention_forward": _AttentionArgs(0, 1, 2, True, 8),
     "aten::_efficient_attention_forward": _AttentionArgs(0, 1, 2, True, 9, mask_type=True),
     "aten::_scaled_dot_product_flash_attention_backward": _AttentionArgs(1, 2, 3, False, 11, backward=True),
-    "aten::_scaled_dot_product_flash_attention_for_cpu_backward": _AttentionArgs(1, 2, 3, False, 7, backward=True),
-    "aten::_scaled_dot_product_efficient_attention_backward": _AttentionArgs(1, 2, 3, False, 11, backward=True),
+    "aten::_scaled_dot_product_flash_attention_for_cpu_backward": _AttentionArgs(
+        1, 2, 3, False, 7, backward=True
+    ),
+    "aten::_scaled_dot_product_efficient_attention_backward": _AttentionArgs(
+        1, 2, 3, False, 11, backward=True
+    ),
     "aten::_scaled_dot_product_cudnn_attention_backward": _AttentionArgs(1, 2, 3, False, 14, backward=True),
     "aten::_flash_attention_backward": _AttentionArgs(1, 2, 3, True, 11, backward=True),
     "aten::_efficient_attention_backward": _AttentionArgs(1, 2, 3, True, 14, backward=True, mask_type=True),
@@ -268,6 +287,7 @@ def _attention(name: str, dims: list[Any], concrete: list[Any]) -> float | None:
 
 
 # --- one op ------------------------------------------------------------------------------------------------
+
 
 def modelled(name: str) -> bool:
     """Whether ``name`` has a FLOP formula here (its recorded shapes may still be missing)."""
@@ -313,8 +333,14 @@ def is_conv_backward(name: str) -> bool:
     return name in _CONV_BACKWARDS
 
 
-def op_flops(name: str, input_dims: str | None, input_types: str | None, concrete_inputs: str | None,
-             output: list[int] | None = None, passes: int | None = None) -> OpFlops:
+def op_flops(
+    name: str,
+    input_dims: str | None,
+    input_types: str | None,
+    concrete_inputs: str | None,
+    output: list[int] | None = None,
+    passes: int | None = None,
+) -> OpFlops:
     """An op's FLOPs from its recorded inputs (JSON texts as the event table holds them) and the dtype of its
     first floating-point operand; TF32 for an FP32 convolution that records allow_tf32=True. ``output``: a
     convolution's output shape as its consumer recorded it, used where stride, padding or dilation are not
@@ -351,7 +377,9 @@ def _elements(dims: list[Any]) -> float:
     return total
 
 
-def _outputs(name: str, dims: list[Any], concrete: list[Any], flops: float, passes: int | None = None) -> float:
+def _outputs(
+    name: str, dims: list[Any], concrete: list[Any], flops: float, passes: int | None = None
+) -> float:
     """Elements an op with a formula writes: its output (backward: the gradients it computes); 0 when the
     shapes do not say (a transposed convolution's output size depends on arguments not modelled here)."""
     if name == "aten::linear":
@@ -380,8 +408,14 @@ def _outputs(name: str, dims: list[Any], concrete: list[Any], flops: float, pass
     return 0.0
 
 
-def _bytes(name: str, dims: list[Any], concrete: list[Any], flops: float | None, dtype: str | None,
-           passes: int | None = None) -> float | None:
+def _bytes(
+    name: str,
+    dims: list[Any],
+    concrete: list[Any],
+    flops: float | None,
+    dtype: str | None,
+    passes: int | None = None,
+) -> float | None:
     """The inputs read and outputs written once, at the op's dtype (None: dtype or shapes unknown)."""
     if dtype not in _ELEMENT_BYTES or not dims:
         return None
@@ -402,6 +436,7 @@ def _dtype(name: str, types: list[Any], concrete: list[Any]) -> str | None:
 
 # --- reading the recorded inputs ---------------------------------------------------------------------------
 
+
 def _json_list(text: str | None) -> list[Any]:
     if not text:
         return []
@@ -417,8 +452,9 @@ def _shape(dims: list[Any], index: int) -> list[int] | None:
     if index >= len(dims):
         return None
     shape = dims[index]
-    if not isinstance(shape, list) or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0
-                                              for s in shape):
+    if not isinstance(shape, list) or not all(
+        isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in shape
+    ):
         return None
     return shape
 

@@ -49,14 +49,30 @@ ARCH_LIMITS: dict[tuple[int, int], ArchLimits] = {
     (7, 0): ArchLimits(2048, 32, shared_mem_per_sm=96 * KIB, shared_mem_per_block_optin=96 * KIB),
     (7, 2): ArchLimits(2048, 32, shared_mem_per_sm=96 * KIB, shared_mem_per_block_optin=96 * KIB),
     (7, 5): ArchLimits(1024, 16, shared_mem_per_sm=64 * KIB, shared_mem_per_block_optin=64 * KIB),
-    (8, 0): ArchLimits(2048, 32, shared_mem_per_sm=164 * KIB, shared_mem_per_block_optin=163 * KIB, **_AMPERE_SMEM),
-    (8, 6): ArchLimits(1536, 16, shared_mem_per_sm=100 * KIB, shared_mem_per_block_optin=99 * KIB, **_AMPERE_SMEM),
-    (8, 7): ArchLimits(1536, 16, shared_mem_per_sm=164 * KIB, shared_mem_per_block_optin=163 * KIB, **_AMPERE_SMEM),
-    (8, 9): ArchLimits(1536, 24, shared_mem_per_sm=100 * KIB, shared_mem_per_block_optin=99 * KIB, **_AMPERE_SMEM),
-    (9, 0): ArchLimits(2048, 32, shared_mem_per_sm=228 * KIB, shared_mem_per_block_optin=227 * KIB, **_AMPERE_SMEM),
-    (10, 0): ArchLimits(2048, 32, shared_mem_per_sm=228 * KIB, shared_mem_per_block_optin=227 * KIB, **_AMPERE_SMEM),
-    (10, 3): ArchLimits(2048, 32, shared_mem_per_sm=228 * KIB, shared_mem_per_block_optin=227 * KIB, **_AMPERE_SMEM),
-    (12, 0): ArchLimits(1536, 32, shared_mem_per_sm=100 * KIB, shared_mem_per_block_optin=99 * KIB, **_AMPERE_SMEM),
+    (8, 0): ArchLimits(
+        2048, 32, shared_mem_per_sm=164 * KIB, shared_mem_per_block_optin=163 * KIB, **_AMPERE_SMEM
+    ),
+    (8, 6): ArchLimits(
+        1536, 16, shared_mem_per_sm=100 * KIB, shared_mem_per_block_optin=99 * KIB, **_AMPERE_SMEM
+    ),
+    (8, 7): ArchLimits(
+        1536, 16, shared_mem_per_sm=164 * KIB, shared_mem_per_block_optin=163 * KIB, **_AMPERE_SMEM
+    ),
+    (8, 9): ArchLimits(
+        1536, 24, shared_mem_per_sm=100 * KIB, shared_mem_per_block_optin=99 * KIB, **_AMPERE_SMEM
+    ),
+    (9, 0): ArchLimits(
+        2048, 32, shared_mem_per_sm=228 * KIB, shared_mem_per_block_optin=227 * KIB, **_AMPERE_SMEM
+    ),
+    (10, 0): ArchLimits(
+        2048, 32, shared_mem_per_sm=228 * KIB, shared_mem_per_block_optin=227 * KIB, **_AMPERE_SMEM
+    ),
+    (10, 3): ArchLimits(
+        2048, 32, shared_mem_per_sm=228 * KIB, shared_mem_per_block_optin=227 * KIB, **_AMPERE_SMEM
+    ),
+    (12, 0): ArchLimits(
+        1536, 32, shared_mem_per_sm=100 * KIB, shared_mem_per_block_optin=99 * KIB, **_AMPERE_SMEM
+    ),
 }
 
 
@@ -112,7 +128,9 @@ _NAME_TABLE: list[tuple[str, str, float, str | None, float | None, float | None]
 ]
 
 
-def device_links(name: str | None, compute_major: int | None, memory_bytes_per_s: float | None) -> DeviceLinks:
+def device_links(
+    name: str | None, compute_major: int | None, memory_bytes_per_s: float | None
+) -> DeviceLinks:
     """Expected link bandwidths: device name table first, then the PCIe generation of the compute capability.
 
     ``memory_bytes_per_s`` is the device-reported memory bandwidth (device table), preferred when present.
@@ -173,6 +191,10 @@ def collective_link(name: str | None, compute_major: int | None) -> CollectiveLi
     if links.peer_link:
         return CollectiveLink(links.peer_link, links.peer_bytes_per_s, links.peer_source, None)
     if links.host_link:
-        return CollectiveLink(links.host_link, links.host_bytes_per_s,
-                              f"{links.host_source}: no NVLink on this part, peers share PCIe", None)
+        return CollectiveLink(
+            links.host_link,
+            links.host_bytes_per_s,
+            f"{links.host_source}: no NVLink on this part, peers share PCIe",
+            None,
+        )
     return CollectiveLink(None, None, None, f"no link figure for GPU model {name!r}")

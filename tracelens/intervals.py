@@ -136,7 +136,9 @@ def intersect(
     if starts.size == 0 or other_starts.size == 0:
         return np.empty(0, np.int64), np.empty(0, np.int64)
     first = np.searchsorted(other_ends, starts, side="right")  # first other interval ending after the start
-    stop = np.searchsorted(other_starts, ends, side="left")  # first other interval starting at or after the end
+    stop = np.searchsorted(
+        other_starts, ends, side="left"
+    )  # first other interval starting at or after the end
     counts = np.maximum(stop - first, 0)
     mine = np.repeat(np.arange(starts.size), counts)
     offset = np.arange(mine.size) - np.repeat(np.cumsum(counts) - counts, counts)

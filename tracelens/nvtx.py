@@ -82,8 +82,10 @@ def _resolve_torch_recording() -> Callable[[], bool]:
     torch = sys.modules["torch"]
     check = getattr(getattr(getattr(torch, "_C", None), "_autograd", None), "_profiler_enabled", None)
     if check is None:  # a torch without this private hook: the Python-level flag, read on each call
+
         def check() -> bool:
             return bool(getattr(sys.modules.get("torch.autograd.profiler"), "_is_profiler_enabled", False))
+
     _torch_recording = check
     return check
 
@@ -264,7 +266,9 @@ def _keras_base() -> type | None:
         if module is None:
             continue
         try:
-            return module.keras.callbacks.Callback if module_name == "tensorflow" else module.callbacks.Callback
+            return (
+                module.keras.callbacks.Callback if module_name == "tensorflow" else module.callbacks.Callback
+            )
         except AttributeError:
             continue
     return None

@@ -85,7 +85,9 @@ def device_limits(info: dict[str, Any]) -> DeviceLimits:
     unknown compute capability, or a compute capability outside the table.
     """
     if (info.get("vendor") or "").lower() == "amd":
-        raise LimitsUnavailable("AMD GPU: CUDA occupancy rules do not apply and the trace carries no register counts")
+        raise LimitsUnavailable(
+            "AMD GPU: CUDA occupancy rules do not apply and the trace carries no register counts"
+        )
     major, minor = info.get("compute_major"), info.get("compute_minor")
     if major is None or minor is None:
         raise LimitsUnavailable("compute capability unknown (the trace does not record it)")
@@ -166,7 +168,9 @@ def compute(
     regs_per_warp = _round_up(regs * limits.warp_size, limits.reg_alloc_unit)
     sub = limits.reg_sub_partitions
     regs_checked_per_block = regs_per_warp * _round_up(warps_per_block, sub)
-    fits_regs = (regs_checked_per_block <= limits.regs_per_block) & (regs_per_warp * warps_per_block <= limits.regs_per_block)
+    fits_regs = (regs_checked_per_block <= limits.regs_per_block) & (
+        regs_per_warp * warps_per_block <= limits.regs_per_block
+    )
     warps_by_regs = (limits.regs_per_sm // sub) // np.maximum(regs_per_warp, 1) * sub
     limit_regs = np.where(regs_per_warp > 0, warps_by_regs // warps_per_block, _NO_LIMIT)
     limit_regs = np.where(fits_regs, limit_regs, 0)
@@ -216,7 +220,10 @@ def shape_occupancy(limits: DeviceLimits, threads_per_block: np.ndarray) -> np.n
 
 
 def single(
-    limits: DeviceLimits, threads_per_block: int, registers_per_thread: int, shared_bytes_per_block: int,
+    limits: DeviceLimits,
+    threads_per_block: int,
+    registers_per_thread: int,
+    shared_bytes_per_block: int,
     grid_blocks: int | None = None,
 ) -> dict[str, Any]:
     """One launch as a dict (for docs, tests and interactive use)."""

@@ -47,8 +47,16 @@ def peak_table() -> tuple[Peak, ...]:
     """The rows of ``data/peak_flops.csv`` in file order (lines starting with ``#`` are its notes)."""
     text = resources.files("tracelens").joinpath("data/peak_flops.csv").read_text(encoding="utf-8")
     lines = [line for line in text.splitlines() if line and not line.startswith("#")]
-    return tuple(Peak(r["model"], re.compile(r["pattern"], re.IGNORECASE), r["dtype"], float(r["tflops"]) * 1e12,
-                      r["source"]) for r in csv.DictReader(io.StringIO("\n".join(lines))))
+    return tuple(
+        Peak(
+            r["model"],
+            re.compile(r["pattern"], re.IGNORECASE),
+            r["dtype"],
+            float(r["tflops"]) * 1e12,
+            r["source"],
+        )
+        for r in csv.DictReader(io.StringIO("\n".join(lines)))
+    )
 
 
 def device_model(name: str | None) -> str | None:

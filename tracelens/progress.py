@@ -26,8 +26,9 @@ class _RichBar:
 
 
 @contextmanager
-def progress_bar(description: str, total: float | None, *, enabled: bool | None = None,
-                 unit: str | None = None) -> Iterator[Progress]:
+def progress_bar(
+    description: str, total: float | None, *, enabled: bool | None = None, unit: str | None = None
+) -> Iterator[Progress]:
     """Yield an object with ``advance(n)``; draws a transient rich bar only on an interactive stderr.
 
     ``unit``: what is counted, shown as ``done/total unit`` ("1/2 ranks"); None counts bytes ("1.2/4.0 MB").

@@ -43,7 +43,17 @@ def profile_command(command: Sequence[str], output_base: Path, nsys: str = "nsys
 
 
 def export_command(report: Path, sqlite: Path, nsys: str = "nsys") -> list[str]:
-    return [nsys, "export", "--type", "sqlite", "--force-overwrite", "true", "--output", str(sqlite), str(report)]
+    return [
+        nsys,
+        "export",
+        "--type",
+        "sqlite",
+        "--force-overwrite",
+        "true",
+        "--output",
+        str(sqlite),
+        str(report),
+    ]
 
 
 def _manual_commands(command: Sequence[str], out_dir: Path) -> str:
@@ -86,8 +96,10 @@ def record_and_analyze(command: list[str], out_dir: Path) -> str:
     out_dir = Path(out_dir)
     nsys = shutil.which("nsys")
     if nsys is None:
-        raise ToolMissingError("Nsight Systems 'nsys' is not on PATH; install it (or add it to PATH), or run "
-                               f"by hand: {_manual_commands(command, out_dir)}")
+        raise ToolMissingError(
+            "Nsight Systems 'nsys' is not on PATH; install it (or add it to PATH), or run "
+            f"by hand: {_manual_commands(command, out_dir)}"
+        )
     out_dir.mkdir(parents=True, exist_ok=True)
     base = out_dir / report_name(command)
     report = base.with_name(base.name + ".nsys-rep")
@@ -99,14 +111,21 @@ def record_and_analyze(command: list[str], out_dir: Path) -> str:
     if not report.is_file() and base.with_name(base.name + ".qdrep").is_file():
         report = base.with_name(base.name + ".qdrep")  # Nsight Systems before 2021.4
     if not report.is_file():
-        raise InputError(f"'nsys profile' wrote no report (exit {profiled.returncode}); "
-                         f"is the command right? {shlex.join(command)}", path=report)
+        raise InputError(
+            f"'nsys profile' wrote no report (exit {profiled.returncode}); "
+            f"is the command right? {shlex.join(command)}",
+            path=report,
+        )
 
-    exported = subprocess.run(export_command(report, sqlite, nsys), capture_output=True, text=True,
-                              errors="replace")
+    exported = subprocess.run(
+        export_command(report, sqlite, nsys), capture_output=True, text=True, errors="replace"
+    )
     if exported.returncode != 0 or not sqlite.is_file():
-        raise InputError(f"'nsys export' failed (exit {exported.returncode}): "
-                         f"{_last_line(exported.stderr or exported.stdout)}", path=report)
+        raise InputError(
+            f"'nsys export' failed (exit {exported.returncode}): "
+            f"{_last_line(exported.stderr or exported.stdout)}",
+            path=report,
+        )
 
     from . import load
     from .analyses import analyze

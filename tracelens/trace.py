@@ -47,8 +47,20 @@ OTHER = "other"
 GPU_ACTIVITY_KINDS = (KERNEL, MEMCPY, MEMSET)
 HOST_KINDS = (RUNTIME, DRIVER, CPU_OP, ANNOTATION, PYTHON, OSRT, STEP)
 ALL_KINDS = (
-    KERNEL, MEMCPY, MEMSET, GPU_SYNC, RUNTIME, DRIVER, CPU_OP, ANNOTATION, GPU_ANNOTATION,
-    PYTHON, OSRT, STEP, OVERHEAD, OTHER,
+    KERNEL,
+    MEMCPY,
+    MEMSET,
+    GPU_SYNC,
+    RUNTIME,
+    DRIVER,
+    CPU_OP,
+    ANNOTATION,
+    GPU_ANNOTATION,
+    PYTHON,
+    OSRT,
+    STEP,
+    OVERHEAD,
+    OTHER,
 )
 
 _DICT = pa.dictionary(pa.int32(), pa.string())
@@ -105,9 +117,20 @@ EVENT_SCHEMA = pa.schema(
     ]
 )
 # Columns a table written before their schema version may lack (read back as null).
-COLUMNS_ADDED_SINCE_1_0 = ("input_dims", "input_types", "concrete_inputs", "flops", "msg_in_elems",
-                           "msg_out_elems", "msg_dtype", "group_size", "op", "collective_name",
-                           "process_group", "group_ranks")
+COLUMNS_ADDED_SINCE_1_0 = (
+    "input_dims",
+    "input_types",
+    "concrete_inputs",
+    "flops",
+    "msg_in_elems",
+    "msg_out_elems",
+    "msg_dtype",
+    "group_size",
+    "op",
+    "collective_name",
+    "process_group",
+    "group_ranks",
+)
 # The timeline is int64 ns; readers keep times within +-MAX_TIME_NS (about 146 years) so that sums and
 # differences of two times cannot overflow. A reader given a time beyond it drops or rejects it.
 MAX_TIME_NS = 2**62
@@ -188,8 +211,12 @@ class EventStore:
     NVTX this holds the events in about half the memory of the dense table (docs/schema.md, "Storage").
     """
 
-    def __init__(self, num_rows: int, columns: Mapping[str, pa.Array | SparseColumn],
-                 sentinel: frozenset[str] = frozenset()) -> None:
+    def __init__(
+        self,
+        num_rows: int,
+        columns: Mapping[str, pa.Array | SparseColumn],
+        sentinel: frozenset[str] = frozenset(),
+    ) -> None:
         unknown = set(columns) - set(EVENT_COLUMNS)
         if unknown:
             raise ValueError(f"unknown event columns: {sorted(unknown)}")
@@ -197,7 +224,9 @@ class EventStore:
         self.columns: dict[str, pa.Array | SparseColumn] = dict(columns)
         # Dense integer columns whose null slots hold -1 (with_sentinel_nulls): numpy(name) reads them without
         # a copy.
-        self.sentinel = frozenset(sentinel) & {n for n, c in self.columns.items() if not isinstance(c, SparseColumn)}
+        self.sentinel = frozenset(sentinel) & {
+            n for n, c in self.columns.items() if not isinstance(c, SparseColumn)
+        }
 
     @classmethod
     def from_table(cls, table: pa.Table) -> EventStore:
@@ -221,8 +250,10 @@ class EventStore:
                 continue
             if name not in _NEVER_NULL and valid * 2 < num_rows:
                 mask = array.is_valid()
-                stored[name] = SparseColumn(_positions(np.flatnonzero(mask.to_numpy(zero_copy_only=False)), num_rows),
-                                            array.filter(mask))
+                stored[name] = SparseColumn(
+                    _positions(np.flatnonzero(mask.to_numpy(zero_copy_only=False)), num_rows),
+                    array.filter(mask),
+                )
             else:
                 stored[name] = array
         return cls(num_rows, stored)
@@ -275,7 +306,9 @@ class EventStore:
             values = stored.to_numpy(zero_copy_only=False)
             return values if values.dtype == dtype else values.astype(dtype)
         if name in self.sentinel and fill == -1:
-            values = np.frombuffer(stored.buffers()[1], dtype=stored.type.to_pandas_dtype(), count=len(stored))
+            values = np.frombuffer(
+                stored.buffers()[1], dtype=stored.type.to_pandas_dtype(), count=len(stored)
+            )
             return values if values.dtype == dtype else values.astype(dtype)
         return pc.fill_null(stored, fill).to_numpy(zero_copy_only=False).astype(dtype, copy=False)
 
@@ -322,8 +355,9 @@ def with_sentinel_nulls(array: pa.Array) -> pa.Array | None:
     filled = pc.fill_null(array, -1)
     if filled.offset != 0:
         return None
-    return pa.Array.from_buffers(array.type, len(array), [array.buffers()[0], filled.buffers()[1]],
-                                 null_count=array.null_count)
+    return pa.Array.from_buffers(
+        array.type, len(array), [array.buffers()[0], filled.buffers()[1]], null_count=array.null_count
+    )
 
 
 def _cast(array: pa.Array, typ: pa.DataType) -> pa.Array:
@@ -374,8 +408,10 @@ class Trace:
         """
         rows = np.asarray(rows)
         indices = np.flatnonzero(rows) if rows.dtype == bool else rows.astype(np.int64)
-        table = pa.Table.from_arrays([self.store.take(c, indices) for c in columns],
-                                     schema=pa.schema([EVENT_SCHEMA.field(c) for c in columns]))
+        table = pa.Table.from_arrays(
+            [self.store.take(c, indices) for c in columns],
+            schema=pa.schema([EVENT_SCHEMA.field(c) for c in columns]),
+        )
         frame = events_to_pandas(table)
         frame.index = indices
         return frame
@@ -416,7 +452,11 @@ class Trace:
     ) -> Trace:
         """Build a trace from event dicts keyed by :data:`EVENT_COLUMNS` (hand-made cases, tests)."""
         columns = {name: [row.get(name) for row in rows] for name in EVENT_COLUMNS}
-        columns = {k: v for k, v in columns.items() if any(x is not None for x in v) or k in ("kind", "start_ns", "end_ns")}
+        columns = {
+            k: v
+            for k, v in columns.items()
+            if any(x is not None for x in v) or k in ("kind", "start_ns", "end_ns")
+        }
         return cls(
             events=build_store(columns),
             devices=build_devices(list(devices or [])),
@@ -440,8 +480,13 @@ class Trace:
         dictionaries = [f.name for f in EVENT_SCHEMA if pa.types.is_dictionary(f.type)]
         options: dict[str, Any] = {"compression": "zstd"}
         if cache:
-            options = {"compression": "lz4", "write_statistics": ["kind", "name", "start_ns", "step", "device"]}
-        pq.write_table(events.replace_schema_metadata(meta), str(path), use_dictionary=dictionaries, **options)
+            options = {
+                "compression": "lz4",
+                "write_statistics": ["kind", "name", "start_ns", "step", "device"],
+            }
+        pq.write_table(
+            events.replace_schema_metadata(meta), str(path), use_dictionary=dictionaries, **options
+        )
 
 
 def _py(value: Any) -> Any:
@@ -612,8 +657,9 @@ def _thread_depth(start: np.ndarray, end: np.ndarray, idx: np.ndarray) -> np.nda
     return out
 
 
-def depth_column(nested: np.ndarray, pid: np.ndarray, tid: np.ndarray, start: np.ndarray,
-                 end: np.ndarray) -> pa.Array:
+def depth_column(
+    nested: np.ndarray, pid: np.ndarray, tid: np.ndarray, start: np.ndarray, end: np.ndarray
+) -> pa.Array:
     """The ``depth`` column: :func:`nesting_depth` of the rows where ``nested`` holds, null elsewhere.
 
     Rows that nest are host intervals with a thread (not kinds in ``NOT_NESTED_KINDS``); ``pid``/``tid`` are
@@ -632,14 +678,22 @@ def _depth(arrays: Mapping[str, pa.Array], n: int) -> pa.Array | None:
     if tid is None:
         return None
     not_nested = np.isin(np.asarray(kind.dictionary.to_pylist(), dtype=object), NOT_NESTED_KINDS)
-    nested = ~not_nested[kind.indices.to_numpy(zero_copy_only=False)] & tid.is_valid().to_numpy(zero_copy_only=False)
+    nested = ~not_nested[kind.indices.to_numpy(zero_copy_only=False)] & tid.is_valid().to_numpy(
+        zero_copy_only=False
+    )
     if not nested.any():
         return None
     pid = arrays.get("pid")
-    pid_values = (pid.to_numpy(zero_copy_only=False).astype(np.float64) if pid is not None
-                  else np.full(n, np.nan))
-    return depth_column(nested, pid_values, tid.to_numpy(zero_copy_only=False).astype(np.float64),
-                        arrays["start_ns"].to_numpy(), arrays["end_ns"].to_numpy())
+    pid_values = (
+        pid.to_numpy(zero_copy_only=False).astype(np.float64) if pid is not None else np.full(n, np.nan)
+    )
+    return depth_column(
+        nested,
+        pid_values,
+        tid.to_numpy(zero_copy_only=False).astype(np.float64),
+        arrays["start_ns"].to_numpy(),
+        arrays["end_ns"].to_numpy(),
+    )
 
 
 def build_devices(rows: Sequence[Mapping[str, Any]]) -> pa.Table:

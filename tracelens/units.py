@@ -20,7 +20,7 @@ def shorten(text: object, limit: int) -> str:
     keep = max(limit - 1, 2)
     head = (keep * 2) // 3
     tail = keep - head
-    return s[:head] + ELLIPSIS + s[len(s) - tail:]
+    return s[:head] + ELLIPSIS + s[len(s) - tail :]
 
 
 def fmt_ns(ns: float | int | None) -> str:

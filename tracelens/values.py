@@ -36,7 +36,9 @@ def distinct(values: np.ndarray, chunk: int = 1 << 22) -> np.ndarray:
     table by the input's length, ~1 GB for the 34M host rows of a training export with a handful of threads."""
     if values.size <= chunk:
         return pd.unique(values)
-    return pd.unique(np.concatenate([pd.unique(values[lo: lo + chunk]) for lo in range(0, values.size, chunk)]))
+    return pd.unique(
+        np.concatenate([pd.unique(values[lo : lo + chunk]) for lo in range(0, values.size, chunk)])
+    )
 
 
 def dense_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -69,9 +69,24 @@ REGISTRY: tuple[Section, ...] = (
     Section("communication", "Communication and the GPU time breakdown", gpu_only=True, report_order=11),
     Section("ops", "Top ops", gpu_only=False, report_order=12),
     Section("whatif", "What fixing each cause would give", gpu_only=True, report_order=13),
-    Section("diagnosis", "Findings", gpu_only=False, report_order=None,
-            needs=("devices", "host", "steps", "attribution", "launch", "sync", "memcpy", "occupancy",
-                   "communication", "whatif")),
+    Section(
+        "diagnosis",
+        "Findings",
+        gpu_only=False,
+        report_order=None,
+        needs=(
+            "devices",
+            "host",
+            "steps",
+            "attribution",
+            "launch",
+            "sync",
+            "memcpy",
+            "occupancy",
+            "communication",
+            "whatif",
+        ),
+    ),
 )
 BY_KEY: dict[str, Section] = {s.key: s for s in REGISTRY}
 SECTIONS: list[str] = [s.key for s in REGISTRY]  # the keys, in document order
@@ -140,9 +155,15 @@ def analyze(trace: Trace, *, sections: list[str] | None = None) -> Document:
     }
     wanted = sections or SECTIONS
     done: dict[str, Any] = {}
-    for name in sorted(with_needs(wanted), key=lambda key: not BY_KEY[key].early):  # stable: document order otherwise
+    for name in sorted(
+        with_needs(wanted), key=lambda key: not BY_KEY[key].early
+    ):  # stable: document order otherwise
         done[name] = BY_KEY[name].compute(trace, {**doc, **done})
         release_free_memory()
     doc.update((name, done[name]) for name in wanted)
-    head = {"schema_version": doc.pop("schema_version"), "source": doc.pop("source"), "summary": summarize(doc)}
+    head = {
+        "schema_version": doc.pop("schema_version"),
+        "source": doc.pop("source"),
+        "summary": summarize(doc),
+    }
     return cast(Document, {**head, **doc})

@@ -75,7 +75,9 @@ def host_rows(trace: Trace) -> HostRows:
         first[codes[::-1]] = np.arange(codes.size)[::-1]  # any row of each thread gives its pid/tid
         cat = category[keep]
         del category
-        sync_copy = (cat == HOST_CATEGORY_PRIORITY.index(SYNC)) & code_mask(cols.name[keep], cols.names, is_sync_copy)
+        sync_copy = (cat == HOST_CATEGORY_PRIORITY.index(SYNC)) & code_mask(
+            cols.name[keep], cols.names, is_sync_copy
+        )
         return HostRows(
             cols=cols,
             row=keep.astype(np.int32) if cols.start.size < 2**31 else keep,
@@ -115,7 +117,9 @@ def feeding_threads(trace: Trace, device: int) -> tuple[np.ndarray, str]:
 
 
 def _sync_echo(
-    s: np.ndarray, e: np.ndarray, busy: tuple[np.ndarray, np.ndarray],
+    s: np.ndarray,
+    e: np.ndarray,
+    busy: tuple[np.ndarray, np.ndarray],
     eligible: tuple[np.ndarray, np.ndarray],
 ) -> tuple[np.ndarray, np.ndarray]:
     """Each blocking call's echo: from its end until W ns of ``eligible`` time have passed, W being the GPU busy
@@ -136,7 +140,10 @@ def _sync_echo(
 
 
 def priority_split(
-    starts: np.ndarray, ends: np.ndarray, rows: HostRows, thread_set: np.ndarray,
+    starts: np.ndarray,
+    ends: np.ndarray,
+    rows: HostRows,
+    thread_set: np.ndarray,
     busy: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """Split each window [start, end) among the host categories by priority, plus `nothing`.
@@ -158,7 +165,9 @@ def priority_split(
     # Each category's rows are merged once; the union through a level is then the previous level's union
     # merged with this one's (unions are far fewer intervals than rows: one sort of the rows in all, not one
     # per level).
-    level_unions = [intervals.merge(s[cat == level], e[cat == level]) for level in range(len(HOST_CATEGORY_PRIORITY))]
+    level_unions = [
+        intervals.merge(s[cat == level], e[cat == level]) for level in range(len(HOST_CATEGORY_PRIORITY))
+    ]
     input_level = HOST_CATEGORY_PRIORITY.index(INPUT)
     sync_rows = cat == sync_level
     copy_rows = sync_rows & rows.sync_copy[mine]
@@ -176,9 +185,13 @@ def priority_split(
         if level == input_level and busy is not None:
             # The echo claims only host work it could have moved into the wait (launch and cpu rows), not
             # untraced time: that may be the host waiting on something else (another rank, the data).
-            host_work = intervals.merge(np.concatenate([u[0] for u in level_unions[level + 1:]]),
-                                        np.concatenate([u[1] for u in level_unions[level + 1:]]))
-            eligible = intervals.intersect(*intervals.subtract(*intervals.merge(starts, ends), us, ue), *host_work)
+            host_work = intervals.merge(
+                np.concatenate([u[0] for u in level_unions[level + 1 :]]),
+                np.concatenate([u[1] for u in level_unions[level + 1 :]]),
+            )
+            eligible = intervals.intersect(
+                *intervals.subtract(*intervals.merge(starts, ends), us, ue), *host_work
+            )
             # Echoes of the other blocking calls first, then of synchronous copies (their part is memcpy's).
             for copies in (False, True):
                 pick = sync_rows & (copy_rows == copies)
@@ -228,16 +241,26 @@ def device_attribution(trace: Trace, busy: DeviceBusy, largest: int = LARGEST_GA
         "device": busy.device,
         "idle_ns": int(lengths.sum()),
         "gap_count": int(lengths.size),
-        "feeding_threads": [[int(p), int(t)] for p, t in rows.threads.iloc[threads][["pid", "tid"]].to_numpy()][:64],
+        "feeding_threads": [
+            [int(p), int(t)] for p, t in rows.threads.iloc[threads][["pid", "tid"]].to_numpy()
+        ][:64],
         "feeding_thread_count": int(threads.size),
         "feeding_threads_from": source,
         "by_cause": {c: int(split[:, i].sum()) for i, c in enumerate(CAUSES)},
         "sync_copy_ns": int(extra["sync_copy"].sum()),
-        "after_sync": {"count": int(extra["starts_in_sync"].sum()),
-                       "idle_ns": int(lengths[extra["starts_in_sync"]].sum())},
+        "after_sync": {
+            "count": int(extra["starts_in_sync"].sum()),
+            "idle_ns": int(lengths[extra["starts_in_sync"]].sum()),
+        },
         "late_launch": {"count": int(late.sum()), "idle_ns": int(lengths[late].sum())},
-        "largest": [{"start_ns": int(gs[i]), "duration_ns": int(lengths[i]),
-                     "by_cause": {c: int(split[i, j]) for j, c in enumerate(CAUSES)}} for i in top],
+        "largest": [
+            {
+                "start_ns": int(gs[i]),
+                "duration_ns": int(lengths[i]),
+                "by_cause": {c: int(split[i, j]) for j, c in enumerate(CAUSES)},
+            }
+            for i in top
+        ],
     }
 
 
@@ -246,7 +269,9 @@ def thread_row_mask(trace: Trace, threads: np.ndarray) -> np.ndarray:
     rows = host_rows(trace)
     cols = event_columns(trace)
     picked = rows.threads.iloc[threads]
-    return np.isin(thread_key(cols.pid, cols.tid), thread_key(picked["pid"].to_numpy(), picked["tid"].to_numpy()))
+    return np.isin(
+        thread_key(cols.pid, cols.tid), thread_key(picked["pid"].to_numpy(), picked["tid"].to_numpy())
+    )
 
 
 def unexplained_intervals(trace: Trace, busy: DeviceBusy) -> tuple[np.ndarray, np.ndarray]:

@@ -68,8 +68,15 @@ def thread_key(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
     """One int64 per (pid, tid) pair."""
     # Thread ids fit in 32 bits on every platform seen (Linux tids, nsys 24-bit ids); -1 stays distinct.
     pid, tid = np.asarray(pid), np.asarray(tid)
-    if (_LITTLE_ENDIAN and pid.shape == tid.shape and pid.ndim == 1
-            and pid.dtype.kind == "i" and tid.dtype.kind == "i" and pid.itemsize <= 4 and tid.itemsize <= 4):
+    if (
+        _LITTLE_ENDIAN
+        and pid.shape == tid.shape
+        and pid.ndim == 1
+        and pid.dtype.kind == "i"
+        and tid.dtype.kind == "i"
+        and pid.itemsize <= 4
+        and tid.itemsize <= 4
+    ):
         # The same bits written as two int32 halves of one int64 (tid low, pid high): one array, two passes.
         pair = np.empty((pid.size, 2), np.int32)
         pair[:, 0] = tid
@@ -111,7 +118,7 @@ def thread_time_positions(groups: list[tuple[np.ndarray, list[np.ndarray]]]) -> 
         lo, width = 0, int(ranks.max()) + 2
     out, at, i = [], 0, 0
     for keys, ts in groups:
-        thread = codes[at: at + keys.size].astype(np.int64) * width
+        thread = codes[at : at + keys.size].astype(np.int64) * width
         at += keys.size
         for _ in ts:
             out.append(thread + (times[i] - lo))
@@ -119,8 +126,15 @@ def thread_time_positions(groups: list[tuple[np.ndarray, list[np.ndarray]]]) -> 
     return out
 
 
-def range_running_at(range_keys: np.ndarray, starts: np.ndarray, ends: np.ndarray, keys: np.ndarray,
-                     t: np.ndarray, *, overlapping: bool = False) -> np.ndarray:
+def range_running_at(
+    range_keys: np.ndarray,
+    starts: np.ndarray,
+    ends: np.ndarray,
+    keys: np.ndarray,
+    t: np.ndarray,
+    *,
+    overlapping: bool = False,
+) -> np.ndarray:
     """For each (key, time), a key being a thread or a device: the index of the range of that key running then
     (:func:`tracelens.intervals.running_at`: the latest-starting, if not ended; with ``overlapping``,
     :func:`tracelens.intervals.reaching_at`: the one reaching furthest); -1 where none. The ranges (``range_keys``,
@@ -129,9 +143,12 @@ def range_running_at(range_keys: np.ndarray, starts: np.ndarray, ends: np.ndarra
     t = np.asarray(t, dtype=np.int64)
     if len(range_keys) == 0 or t.size == 0:
         return np.full(t.size, -1, np.int64)
-    start_pos, end_pos, t_pos = thread_time_positions([(np.asarray(range_keys), [np.asarray(starts, np.int64),
-                                                                                 np.asarray(ends, np.int64)]),
-                                                       (np.asarray(keys), [t])])
+    start_pos, end_pos, t_pos = thread_time_positions(
+        [
+            (np.asarray(range_keys), [np.asarray(starts, np.int64), np.asarray(ends, np.int64)]),
+            (np.asarray(keys), [t]),
+        ]
+    )
     find = intervals.reaching_at if overlapping else intervals.running_at
     return find(start_pos, end_pos, t_pos)
 
@@ -185,8 +202,9 @@ class EventColumns:
     def _column(self, name: str) -> np.ndarray:
         if name not in self._whole:
             assert self.store is not None
-            self._whole[name] = (_equals(self.store, "copy_kind", "DtoH") if name == "is_dtoh"
-                                 else _ints(self.store, name))
+            self._whole[name] = (
+                _equals(self.store, "copy_kind", "DtoH") if name == "is_dtoh" else _ints(self.store, name)
+            )
         return self._whole[name]
 
     def at(self, name: str, rows: np.ndarray) -> np.ndarray:
@@ -196,7 +214,9 @@ class EventColumns:
         rows = np.asarray(rows)
         if rows.dtype == bool:
             rows = np.flatnonzero(rows)
-        stored = None if self.store is None else self.store.columns.get("copy_kind" if name == "is_dtoh" else name)
+        stored = (
+            None if self.store is None else self.store.columns.get("copy_kind" if name == "is_dtoh" else name)
+        )
         if name in self._whole or (stored is not None and not isinstance(stored, SparseColumn)):
             return getattr(self, name)[rows]  # a dense column: read whole once, and kept
         assert self.store is not None
@@ -283,7 +303,9 @@ def event_columns(trace: Trace) -> EventColumns:
     def compute() -> EventColumns:
         store = trace.store
         kind_codes, kind_values = _codes(store, "kind")
-        kind_map = np.array([ALL_KINDS.index(k) if k in ALL_KINDS else -1 for k in kind_values] + [-1], np.int8)
+        kind_map = np.array(
+            [ALL_KINDS.index(k) if k in ALL_KINDS else -1 for k in kind_values] + [-1], np.int8
+        )
         name_codes, name_values = _codes(store, "name")
         return EventColumns(
             kind=kind_map[kind_codes],  # a null code (-1) picks the trailing -1
@@ -311,7 +333,9 @@ def _codes(store: EventStore, name: str) -> tuple[np.ndarray, list[Any]]:
     indices = array.indices
     if indices.null_count == 0 and indices.type == pa.int32():
         return indices.to_numpy(), array.dictionary.to_pylist()
-    return pc.fill_null(indices, -1).to_numpy(zero_copy_only=False).astype(np.int32), array.dictionary.to_pylist()
+    return pc.fill_null(indices, -1).to_numpy(zero_copy_only=False).astype(
+        np.int32
+    ), array.dictionary.to_pylist()
 
 
 def _equals_at(store: EventStore, name: str, value: str, rows: np.ndarray) -> np.ndarray:
@@ -398,7 +422,9 @@ def step_windows(trace: Trace) -> pd.DataFrame:
             base = number.max() + 1 if (~missing).any() else 0
             number[missing] = base + np.arange(missing.sum())
         frame = pd.DataFrame({"step": number, "start": cols.start[rows], "end": cols.end[rows]})
-        merged = frame.groupby("step", sort=False).agg(start=("start", "min"), end=("end", "max")).reset_index()
+        merged = (
+            frame.groupby("step", sort=False).agg(start=("start", "min"), end=("end", "max")).reset_index()
+        )
         return merged.sort_values(["start", "step"], kind="stable").reset_index(drop=True)
 
     return memo(trace, "step_windows", compute)

@@ -49,24 +49,51 @@ from .names import code_map, code_mask, is_collective_kernel
 
 # Collective types, in report order. NCCL kernel names carry the type in CamelCase after the prefix; XLA op
 # names in kebab-case.
-TYPES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "reduce", "send_recv",
-         "collective_permute", "other")
-_NCCL_TYPE = re.compile(r"(?i)(?:nccl|rccl)\w*?(AllReduce|AllGather|ReduceScatter|AllToAll|Broadcast|Reduce|"
-                        r"SendRecv|Send|Recv)")
-_XLA_COLLECTIVE = re.compile(r"^%?(all-reduce|all-gather|reduce-scatter|all-to-all|collective-permute|"
-                             r"collective-broadcast)(-start|-done)?(\.\d+)?$")
-_TYPE_OF = {"allreduce": "all_reduce", "allgather": "all_gather", "reducescatter": "reduce_scatter",
-            "alltoall": "all_to_all", "broadcast": "broadcast", "reduce": "reduce", "sendrecv": "send_recv",
-            "send": "send_recv", "recv": "send_recv", "all-reduce": "all_reduce", "all-gather": "all_gather",
-            "reduce-scatter": "reduce_scatter", "all-to-all": "all_to_all",
-            "collective-permute": "collective_permute", "collective-broadcast": "broadcast"}
+TYPES = (
+    "all_reduce",
+    "all_gather",
+    "reduce_scatter",
+    "all_to_all",
+    "broadcast",
+    "reduce",
+    "send_recv",
+    "collective_permute",
+    "other",
+)
+_NCCL_TYPE = re.compile(
+    r"(?i)(?:nccl|rccl)\w*?(AllReduce|AllGather|ReduceScatter|AllToAll|Broadcast|Reduce|"
+    r"SendRecv|Send|Recv)"
+)
+_XLA_COLLECTIVE = re.compile(
+    r"^%?(all-reduce|all-gather|reduce-scatter|all-to-all|collective-permute|"
+    r"collective-broadcast)(-start|-done)?(\.\d+)?$"
+)
+_TYPE_OF = {
+    "allreduce": "all_reduce",
+    "allgather": "all_gather",
+    "reducescatter": "reduce_scatter",
+    "alltoall": "all_to_all",
+    "broadcast": "broadcast",
+    "reduce": "reduce",
+    "sendrecv": "send_recv",
+    "send": "send_recv",
+    "recv": "send_recv",
+    "all-reduce": "all_reduce",
+    "all-gather": "all_gather",
+    "reduce-scatter": "reduce_scatter",
+    "all-to-all": "all_to_all",
+    "collective-permute": "collective_permute",
+    "collective-broadcast": "broadcast",
+}
 
 
 # NCCL's own NVTX ranges (NCCL >= 2.19, domain "NCCL"): one per API call on the calling thread, named after the
 # function (RCCL appends "_impl"); the kernels launched inside one belong to that collective.
 NCCL_DOMAIN = "NCCL"
-_NCCL_RANGE = re.compile(r"^nccl(AllReduce|AllGather|ReduceScatter|Broadcast|Bcast|Reduce|AllToAll|AlltoAll|Send|Recv)"
-                         r"(_impl)?$")
+_NCCL_RANGE = re.compile(
+    r"^nccl(AllReduce|AllGather|ReduceScatter|Broadcast|Bcast|Reduce|AllToAll|AlltoAll|Send|Recv)"
+    r"(_impl)?$"
+)
 _RANGE_TYPE = {**_TYPE_OF, "bcast": "broadcast"}  # ncclBcast is NCCL's older broadcast API
 
 
@@ -76,38 +103,128 @@ def nccl_range_type(name: str) -> str | None:
     return _RANGE_TYPE[match.group(1).lower()] if match else None
 
 
-MESSAGE_COLUMNS = ["msg_in_elems", "msg_out_elems", "msg_dtype", "group_size", "collective_name", "process_group",
-                   "group_ranks"]
+MESSAGE_COLUMNS = [
+    "msg_in_elems",
+    "msg_out_elems",
+    "msg_dtype",
+    "group_size",
+    "collective_name",
+    "process_group",
+    "group_ranks",
+]
 
 # Bytes per element of the dtype names producers write, matched lower-case: PyTorch ScalarType names (Kineto's
 # `dtype` arg, c10/core/ScalarType.h), NCCL's ncclDataType_t names (nccl.h) and `bytes`, the readers' name for a
 # message counted in bytes (NCCL's NVTX payloads, docs/schema.md).
 DTYPE_BYTES = {
-    **dict.fromkeys(["bytes", "byte", "char", "bool", "qint8", "quint8", "quint4x2", "quint2x4", "bits1x8", "bits2x4",
-                     "bits4x2", "bits8", "float8_e5m2", "float8_e4m3fn", "float8_e5m2fnuz", "float8_e4m3fnuz",
-                     "float8_e8m0fnu", "uint8", "int8", "ncclint8", "ncclchar", "nccluint8", "ncclfloat8e4m3",
-                     "ncclfloat8e5m2"], 1),
-    **dict.fromkeys(["short", "half", "bfloat16", "bits16", "uint16", "int16", "float16", "ncclfloat16",
-                     "ncclhalf", "ncclbfloat16"], 2),
-    **dict.fromkeys(["int", "float", "complexhalf", "qint32", "uint32", "int32", "float32", "ncclint32",
-                     "ncclint", "nccluint32", "ncclfloat32", "ncclfloat"], 4),
-    **dict.fromkeys(["long", "double", "complexfloat", "uint64", "int64", "float64", "ncclint64", "nccluint64",
-                     "ncclfloat64", "nccldouble"], 8),
+    **dict.fromkeys(
+        [
+            "bytes",
+            "byte",
+            "char",
+            "bool",
+            "qint8",
+            "quint8",
+            "quint4x2",
+            "quint2x4",
+            "bits1x8",
+            "bits2x4",
+            "bits4x2",
+            "bits8",
+            "float8_e5m2",
+            "float8_e4m3fn",
+            "float8_e5m2fnuz",
+            "float8_e4m3fnuz",
+            "float8_e8m0fnu",
+            "uint8",
+            "int8",
+            "ncclint8",
+            "ncclchar",
+            "nccluint8",
+            "ncclfloat8e4m3",
+            "ncclfloat8e5m2",
+        ],
+        1,
+    ),
+    **dict.fromkeys(
+        [
+            "short",
+            "half",
+            "bfloat16",
+            "bits16",
+            "uint16",
+            "int16",
+            "float16",
+            "ncclfloat16",
+            "ncclhalf",
+            "ncclbfloat16",
+        ],
+        2,
+    ),
+    **dict.fromkeys(
+        [
+            "int",
+            "float",
+            "complexhalf",
+            "qint32",
+            "uint32",
+            "int32",
+            "float32",
+            "ncclint32",
+            "ncclint",
+            "nccluint32",
+            "ncclfloat32",
+            "ncclfloat",
+        ],
+        4,
+    ),
+    **dict.fromkeys(
+        [
+            "long",
+            "double",
+            "complexfloat",
+            "uint64",
+            "int64",
+            "float64",
+            "ncclint64",
+            "nccluint64",
+            "ncclfloat64",
+            "nccldouble",
+        ],
+        8,
+    ),
     "complexdouble": 16,
 }
 # nccl-tests' bus-bandwidth factor per type: (a, b) for a(n-1)/n + b; a type not listed (other) has none.
-_BUS_FACTOR = {"all_reduce": (2.0, 0.0), "all_gather": (1.0, 0.0), "reduce_scatter": (1.0, 0.0),
-               "all_to_all": (1.0, 0.0), "broadcast": (0.0, 1.0), "reduce": (0.0, 1.0), "send_recv": (0.0, 1.0),
-               "collective_permute": (0.0, 1.0)}
+_BUS_FACTOR = {
+    "all_reduce": (2.0, 0.0),
+    "all_gather": (1.0, 0.0),
+    "reduce_scatter": (1.0, 0.0),
+    "all_to_all": (1.0, 0.0),
+    "broadcast": (0.0, 1.0),
+    "reduce": (0.0, 1.0),
+    "send_recv": (0.0, 1.0),
+    "collective_permute": (0.0, 1.0),
+}
 
 
 # PyTorch's collective names (c10d ``Collective name``: ``allreduce``, ``_allgather_base``,
 # ``allgather_into_tensor_coalesced``, ``_reduce_scatter_base``, ``all_to_all``, ``send``, ...): the type is what
 # remains once the leading underscores and the variant suffixes are dropped.
 _PG_VARIANT = re.compile(r"(_into_tensor|_tensor|_base|_coalesced|_single)+$")
-_PG_TYPES = {"allreduce": "all_reduce", "allgather": "all_gather", "reducescatter": "reduce_scatter",
-             "alltoall": "all_to_all", "broadcast": "broadcast", "reduce": "reduce", "send": "send_recv",
-             "recv": "send_recv", "sendrecv": "send_recv", "gather": "other", "scatter": "other"}
+_PG_TYPES = {
+    "allreduce": "all_reduce",
+    "allgather": "all_gather",
+    "reducescatter": "reduce_scatter",
+    "alltoall": "all_to_all",
+    "broadcast": "broadcast",
+    "reduce": "reduce",
+    "send": "send_recv",
+    "recv": "send_recv",
+    "sendrecv": "send_recv",
+    "gather": "other",
+    "scatter": "other",
+}
 
 
 def recorded_collective_type(name: str) -> str | None:
@@ -136,8 +253,13 @@ def _union_ns(starts: np.ndarray, ends: np.ndarray) -> int:
     return int((ends - starts).sum())
 
 
-def message_bytes(types: np.ndarray, in_elems: np.ndarray, out_elems: np.ndarray, elem_bytes: np.ndarray,
-                  group_size: np.ndarray | None = None) -> np.ndarray:
+def message_bytes(
+    types: np.ndarray,
+    in_elems: np.ndarray,
+    out_elems: np.ndarray,
+    elem_bytes: np.ndarray,
+    group_size: np.ndarray | None = None,
+) -> np.ndarray:
     """nccl-tests' message size S in bytes per collective (float, NaN where not recorded).
 
     all_gather counts the gathered output, reduce_scatter the input being reduced: n x the per-rank count, so
@@ -148,8 +270,11 @@ def message_bytes(types: np.ndarray, in_elems: np.ndarray, out_elems: np.ndarray
     n = np.full(in_elems.size, np.nan) if group_size is None else np.asarray(group_size, float)
     gathered = np.where(np.isnan(out_elems), in_elems * n, out_elems)
     reduced = np.where(np.isnan(in_elems), out_elems * n, in_elems)
-    elems = np.where(types == "all_gather", gathered,
-                     np.where(types == "reduce_scatter", reduced, np.where(np.isnan(in_elems), out_elems, in_elems)))
+    elems = np.where(
+        types == "all_gather",
+        gathered,
+        np.where(types == "reduce_scatter", reduced, np.where(np.isnan(in_elems), out_elems, in_elems)),
+    )
     return elems * np.asarray(elem_bytes, float)
 
 
@@ -165,9 +290,15 @@ def bus_factor(types: np.ndarray, group_size: np.ndarray) -> np.ndarray:
     return scaled + b
 
 
-def device_communication(starts: np.ndarray, ends: np.ndarray, is_collective: np.ndarray, is_kernel: np.ndarray,
-                         types: np.ndarray, nbytes: np.ndarray | None = None,
-                         factor: np.ndarray | None = None) -> dict[str, Any]:
+def device_communication(
+    starts: np.ndarray,
+    ends: np.ndarray,
+    is_collective: np.ndarray,
+    is_kernel: np.ndarray,
+    types: np.ndarray,
+    nbytes: np.ndarray | None = None,
+    factor: np.ndarray | None = None,
+) -> dict[str, Any]:
     """One device's figures from its GPU rows (kernels, collectives, copies) as parallel arrays.
 
     ``nbytes`` / ``factor``: each row's message size S and bus-bandwidth factor (NaN where unknown; None: none).
@@ -195,16 +326,21 @@ def device_communication(starts: np.ndarray, ends: np.ndarray, is_collective: np
         measured_ns = int(duration[sized].sum())
         total = float(nbytes[sized].sum())
         with_factor = bool(sized.any()) and not np.isnan(factor[sized]).any()
-        by_type.append({
-            "type": kind, "count": int(sel.sum()), "time_ns": int(duration[sel].sum()),
-            "bytes": int(round(total)) if sized.any() else None,
-            "algbw_bytes_per_s": total / measured_ns * 1e9 if measured_ns else None,
-            "busbw_bytes_per_s": float((nbytes[sized] * factor[sized]).sum()) / measured_ns * 1e9
-            if measured_ns and with_factor else None,
-            "exposed_ns": int(alone[sel].sum()),
-            "measured_count": int(sized.sum()),
-            "measured_ns": measured_ns,
-        })
+        by_type.append(
+            {
+                "type": kind,
+                "count": int(sel.sum()),
+                "time_ns": int(duration[sel].sum()),
+                "bytes": int(round(total)) if sized.any() else None,
+                "algbw_bytes_per_s": total / measured_ns * 1e9 if measured_ns else None,
+                "busbw_bytes_per_s": float((nbytes[sized] * factor[sized]).sum()) / measured_ns * 1e9
+                if measured_ns and with_factor
+                else None,
+                "exposed_ns": int(alone[sel].sum()),
+                "measured_count": int(sized.sum()),
+                "measured_ns": measured_ns,
+            }
+        )
     return {
         "collective_count": int(is_collective.sum()),
         "collective_ns": collective,
@@ -222,7 +358,9 @@ def device_communication(starts: np.ndarray, ends: np.ndarray, is_collective: np
     }
 
 
-def _inside_xla_ops(cols: Any, rows: np.ndarray, types: np.ndarray, ops: np.ndarray, op_types: np.ndarray) -> None:
+def _inside_xla_ops(
+    cols: Any, rows: np.ndarray, types: np.ndarray, ops: np.ndarray, op_types: np.ndarray
+) -> None:
     """Type, in place, the kernels in ``rows`` without a collective type of their own by the XLA op of their
     device that holds their start (``ops``: every XLA op row, ``op_types``: each one's collective type, "" for
     computation). The op holding a kernel is the latest-started op that still runs at its start, else the
@@ -248,13 +386,17 @@ def nccl_ranges_of(trace: Trace, cols: Any, rows: np.ndarray) -> tuple[np.ndarra
     that range's collective type ("" where none). The range holding a launch is the latest-started NCCL range on
     the launching thread that still runs at the call's start (NCCL's API ranges do not nest)."""
     none = np.full(rows.size, -1, np.int64), np.full(rows.size, "", dtype=object)
-    named = np.flatnonzero(cols.of_kind(ANNOTATION) & code_mask(cols.name, cols.names, lambda n: bool(_NCCL_RANGE.match(n))))
+    named = np.flatnonzero(
+        cols.of_kind(ANNOTATION) & code_mask(cols.name, cols.names, lambda n: bool(_NCCL_RANGE.match(n)))
+    )
     if not named.size:
         return none
     domain = trace.frame(named, ["domain"])["domain"].astype(object).to_numpy()
     ranges = named[domain == NCCL_DOMAIN]
     pairs = launch_pairs(trace)
-    at = np.searchsorted(np.flatnonzero(cols.of_kind(*GPU_ACTIVITY_KINDS) & (cols.device >= 0)), rows)  # its row
+    at = np.searchsorted(
+        np.flatnonzero(cols.of_kind(*GPU_ACTIVITY_KINDS) & (cols.device >= 0)), rows
+    )  # its row
     matched = pairs["matched"][at]
     if not ranges.size or not matched.any():
         return none
@@ -262,7 +404,9 @@ def nccl_ranges_of(trace: Trace, cols: Any, rows: np.ndarray) -> tuple[np.ndarra
     range_key = thread_key(cols.pid[ranges], cols.tid[ranges])
     order = np.lexsort((cols.start[ranges], range_key))
     ranges, range_key = ranges[order], range_key[order]
-    near = range_running_at(range_key, cols.start[ranges], cols.end[ranges], launch_key, pairs["launch_start"][at])
+    near = range_running_at(
+        range_key, cols.start[ranges], cols.end[ranges], launch_key, pairs["launch_start"][at]
+    )
     safe = np.maximum(near, 0)
     held = matched & (near >= 0)
     found = np.where(held, ranges[safe], -1)
@@ -286,8 +430,9 @@ def _messages(trace: Trace, cols: Any, rows: np.ndarray, linked: list[np.ndarray
     the one of its first ``linked`` row (arrays of row indices, -1 for none, tried in order) that has one."""
     own = trace.frame(rows, MESSAGE_COLUMNS).reset_index(drop=True).astype(object)
     for link in linked:  # a loop over the few sources (framework op, NVTX range)
-        missing = ((own["msg_in_elems"].isna() & own["msg_out_elems"].isna())
-                   | own["collective_name"].isna()).to_numpy() & (link >= 0)
+        missing = (
+            (own["msg_in_elems"].isna() & own["msg_out_elems"].isna()) | own["collective_name"].isna()
+        ).to_numpy() & (link >= 0)
         if not missing.any():
             continue
         other = trace.frame(link[missing], MESSAGE_COLUMNS).reset_index(drop=True).astype(object)
@@ -307,8 +452,13 @@ def _message_sizes(msgs: pd.DataFrame, types: np.ndarray) -> tuple[np.ndarray, n
     dtype = msgs["msg_dtype"]
     elem = dtype.where(dtype.notna(), "").astype(str).str.lower().map(DTYPE_BYTES).astype(float).to_numpy()
     group = pd.to_numeric(msgs["group_size"], errors="coerce").to_numpy(float)
-    nbytes = message_bytes(types, pd.to_numeric(msgs["msg_in_elems"], errors="coerce").to_numpy(float),
-                           pd.to_numeric(msgs["msg_out_elems"], errors="coerce").to_numpy(float), elem, group)
+    nbytes = message_bytes(
+        types,
+        pd.to_numeric(msgs["msg_in_elems"], errors="coerce").to_numpy(float),
+        pd.to_numeric(msgs["msg_out_elems"], errors="coerce").to_numpy(float),
+        elem,
+        group,
+    )
     return nbytes, bus_factor(types, group)
 
 
@@ -323,22 +473,41 @@ def _recorded_types(msgs: pd.DataFrame) -> np.ndarray:
 def process_groups(msgs: pd.DataFrame, duration: np.ndarray) -> list[dict[str, Any]]:
     """The collectives by recorded process group (name, ranks, size): count and summed time, most time first;
     empty when no collective records a process group."""
-    frame = pd.DataFrame({"name": msgs["process_group"].to_numpy(object), "ranks": msgs["group_ranks"].to_numpy(object),
-                          "group": pd.to_numeric(msgs["group_size"], errors="coerce").to_numpy(float),
-                          "ns": duration})
+    frame = pd.DataFrame(
+        {
+            "name": msgs["process_group"].to_numpy(object),
+            "ranks": msgs["group_ranks"].to_numpy(object),
+            "group": pd.to_numeric(msgs["group_size"], errors="coerce").to_numpy(float),
+            "ns": duration,
+        }
+    )
     frame = frame[frame["name"].notna() | frame["ranks"].notna()]
     if frame.empty:
         return []
     keys = ["name", "ranks", "group"]
-    table = frame.fillna({"name": "", "ranks": "", "group": -1}).groupby(keys)["ns"].agg(["size", "sum"]).reset_index()
+    table = (
+        frame.fillna({"name": "", "ranks": "", "group": -1})
+        .groupby(keys)["ns"]
+        .agg(["size", "sum"])
+        .reset_index()
+    )
     table.columns = [*keys, "count", "time_ns"]
     table = table.sort_values(["time_ns", "name"], ascending=[False, True])
-    return [{"name": r.name or None, "ranks": r.ranks or None, "group_size": int(r.group) if r.group >= 0 else None,
-             "count": int(r.count), "time_ns": int(r.time_ns)} for r in table.itertuples(index=False)]
+    return [
+        {
+            "name": r.name or None,
+            "ranks": r.ranks or None,
+            "group_size": int(r.group) if r.group >= 0 else None,
+            "count": int(r.count),
+            "time_ns": int(r.time_ns),
+        }
+        for r in table.itertuples(index=False)
+    ]
 
 
-def compute_stream_collectives(streams: np.ndarray, is_collective: np.ndarray, is_kernel: np.ndarray
-                               ) -> np.ndarray:
+def compute_stream_collectives(
+    streams: np.ndarray, is_collective: np.ndarray, is_kernel: np.ndarray
+) -> np.ndarray:
     """Per row of one device: whether it is a collective on a stream that also runs computation kernels (where
     nothing can overlap it: a stream runs its kernels one after another)."""
     compute_streams = np.unique(streams[is_kernel & ~is_collective & (streams >= 0)])
@@ -351,11 +520,15 @@ def communication_report(trace: Trace) -> dict[str, Any]:
     on_device = cols.device >= 0
     kernel = cols.of_kind(KERNEL) & on_device
     rows = np.flatnonzero(kernel | (cols.of_kind(MEMCPY, MEMSET) & on_device))
-    types = np.where(kernel[rows], code_map(cols.name[rows], cols.names, lambda n: collective_type(n) or "", ""), "")
+    types = np.where(
+        kernel[rows], code_map(cols.name[rows], cols.names, lambda n: collective_type(n) or "", ""), ""
+    )
     annotations = cols.of_kind(GPU_ANNOTATION) & on_device
     if (annotations & code_mask(cols.name, cols.names, is_xla_collective)).any():
         ops = np.flatnonzero(annotations)  # every op of the device decides which kernels it holds
-        xla_type = code_map(cols.name[ops], cols.names, lambda n: collective_type(n) if is_xla_collective(n) else "", "")
+        xla_type = code_map(
+            cols.name[ops], cols.names, lambda n: collective_type(n) if is_xla_collective(n) else "", ""
+        )
         _inside_xla_ops(cols, rows, types, ops, xla_type)
     is_collective = types != ""
     is_kernel = kernel[rows]
@@ -378,13 +551,22 @@ def communication_report(trace: Trace) -> dict[str, Any]:
     out = []
     for device in np.unique(devices):  # a loop over devices
         sel = devices == device
-        entry = device_communication(cols.start[rows][sel], cols.end[rows][sel], is_collective[sel], is_kernel[sel],
-                                     types[sel], nbytes[sel], factor[sel])
+        entry = device_communication(
+            cols.start[rows][sel],
+            cols.end[rows][sel],
+            is_collective[sel],
+            is_kernel[sel],
+            types[sel],
+            nbytes[sel],
+            factor[sel],
+        )
         shared = compute_stream_collectives(streams[sel], is_collective[sel], is_kernel[sel])
         mine = devices[coll] == device
-        entry.update(on_compute_stream_count=int(shared.sum()),
-                     on_compute_stream_ns=int((cols.end[rows][sel] - cols.start[rows][sel])[shared].sum()),
-                     process_groups=process_groups(msgs[mine].reset_index(drop=True), duration[mine]))
+        entry.update(
+            on_compute_stream_count=int(shared.sum()),
+            on_compute_stream_ns=int((cols.end[rows][sel] - cols.start[rows][sel])[shared].sum()),
+            process_groups=process_groups(msgs[mine].reset_index(drop=True), duration[mine]),
+        )
         out.append({"device": int(device), **entry})
     total = sum(d["collective_count"] for d in out)
     return {"collective_count": total, "devices": out}

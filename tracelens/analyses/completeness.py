@@ -36,13 +36,21 @@ MISSING_ID_SHARE = 0.10
 OVERHEAD_SHARE = 0.05
 PYTHON_PER_GPU_OP = 1.0
 
-KINDS = ("no_gpu_activity", "launches_without_gpu_activity", "gpu_activity_without_launches",
-         "missing_correlation_ids", "dropped_events", "profiler_overhead")
+KINDS = (
+    "no_gpu_activity",
+    "launches_without_gpu_activity",
+    "gpu_activity_without_launches",
+    "missing_correlation_ids",
+    "dropped_events",
+    "profiler_overhead",
+)
 
 # Calls that enqueue GPU work: kernel and graph launches (names.KERNEL_LAUNCH_PATTERN), copies and memsets.
 COPY_OR_SET_CALL = re.compile(r"^(cuda|hip)(Memcpy|Memset)\w*$|^cu(Memcpy|Memset)\w*$")
 # Overhead rows that are CUDA's own work, not the profiler's (nsys CUPTI_ACTIVITY_KIND_OVERHEAD kinds).
-CUDA_OWN_OVERHEAD = re.compile(r"(?i)module load|function load|command buffer full|jit compil|driver compiler")
+CUDA_OWN_OVERHEAD = re.compile(
+    r"(?i)module load|function load|command buffer full|jit compil|driver compiler"
+)
 
 
 def _is_launch_call(name: str) -> bool:
@@ -58,56 +66,57 @@ def _is_profiler_overhead(name: str) -> bool:
 
 GPU_SIDE_FIX = {
     "pytorch": "Record the GPU side: torch.profiler.profile(activities=[ProfilerActivity.CPU, "
-               "ProfilerActivity.CUDA]) (ProfilerActivity.XPU/HPU elsewhere), started after CUDA is initialised "
-               "(model on the GPU, one warm-up step) so CUPTI attaches to the context; no other CUPTI-based "
-               "profiler (nsys, a second torch.profiler) attached to the process; and check the profiler's "
-               "warnings for CUPTI errors or a hit GPU buffer limit.",
+    "ProfilerActivity.CUDA]) (ProfilerActivity.XPU/HPU elsewhere), started after CUDA is initialised "
+    "(model on the GPU, one warm-up step) so CUPTI attaches to the context; no other CUPTI-based "
+    "profiler (nsys, a second torch.profiler) attached to the process; and check the profiler's "
+    "warnings for CUPTI errors or a hit GPU buffer limit.",
     "nsys": "Record the GPU side: nsys profile -t cuda,nvtx (CUDA tracing on), with --capture-range="
-            "cudaProfilerApi only when cudaProfilerStart() runs after the CUDA context exists; export with "
-            "nsys export --type sqlite so the CUPTI_ACTIVITY_KIND_KERNEL/MEMCPY/MEMSET tables are written.",
+    "cudaProfilerApi only when cudaProfilerStart() runs after the CUDA context exists; export with "
+    "nsys export --type sqlite so the CUPTI_ACTIVITY_KIND_KERNEL/MEMCPY/MEMSET tables are written.",
     "tensorflow": "Record the GPU side: a GPU build with CUPTI found (libcupti on LD_LIBRARY_PATH) and "
-                  "tf.profiler.experimental.ProfilerOptions(device_tracer_level=1).",
+    "tf.profiler.experimental.ProfilerOptions(device_tracer_level=1).",
     "jax": "Record the GPU side: a GPU jaxlib with CUPTI found (libcupti on LD_LIBRARY_PATH), and run the "
-           "jitted work inside jax.profiler.trace / start_trace.",
+    "jitted work inside jax.profiler.trace / start_trace.",
     "default": "Record the GPU side: enable CUDA/HIP activity tracing (CUPTI or roctracer) in the profiler, "
-               "started after the GPU context exists.",
+    "started after the GPU context exists.",
 }
-CPU_ONLY_NOTE = (" If the program ran on the CPU only, there is no GPU to diagnose: the host-side findings "
-                 "still hold.")
+CPU_ONLY_NOTE = (
+    " If the program ran on the CPU only, there is no GPU to diagnose: the host-side findings still hold."
+)
 HOST_SIDE_FIX = {
     "pytorch": "Record the host side with the GPU: activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], "
-               "over whole steps (schedule(...) with prof.step()) so each GPU op's launch is in the window.",
+    "over whole steps (schedule(...) with prof.step()) so each GPU op's launch is in the window.",
     "nsys": "Trace the CUDA API: nsys profile -t cuda,nvtx; a window cut from a longer export keeps GPU work "
-            "launched before it: export the whole capture, or capture a range (--capture-range).",
+    "launched before it: export the whole capture, or capture a range (--capture-range).",
     "tensorflow": "Record host activity: ProfilerOptions(host_tracer_level=2) over whole steps.",
     "jax": "Record host activity over whole steps (jax.profiler.trace around complete steps).",
     "default": "Record the CUDA/HIP API calls that launch the GPU work, over whole steps.",
 }
 CORRELATION_FIX = {
     "pytorch": "Analyse the profiler's own output: traces merged or post-processed by other tools may lose the "
-               "`correlation` arg that ties a kernel to its launch; a recent PyTorch writes it on every GPU op.",
+    "`correlation` arg that ties a kernel to its launch; a recent PyTorch writes it on every GPU op.",
     "nsys": "Export with a recent nsys (nsys export --type sqlite): its CUPTI tables carry correlationId.",
     "default": "Use the profiler's own output: the correlation id ties each GPU op to its launch call.",
 }
 DROPPED_FIX = {
     "pytorch": "The profiler lost records: profile fewer steps (schedule(active=N) smaller, or one "
-               "torch.profiler.profile per few steps), or raise Kineto's GPU buffer limit "
-               "(ACTIVITIES_MAX_GPU_BUFFER_SIZE_MB in a KINETO_CONFIG file).",
+    "torch.profiler.profile per few steps), or raise Kineto's GPU buffer limit "
+    "(ACTIVITIES_MAX_GPU_BUFFER_SIZE_MB in a KINETO_CONFIG file).",
     "nsys": "nsys lost events: capture a shorter range (--capture-range=cudaProfilerApi or nvtx, --duration) and "
-            "trace fewer sources (-t, no --sample/--backtrace).",
+    "trace fewer sources (-t, no --sample/--backtrace).",
     "default": "The profiler lost records: profile a shorter window, fewer steps.",
 }
 OVERHEAD_FIX = {
     "pytorch": "The profiler's own work inflates host time: with_stack=True (and with_modules) record every "
-               "Python call; confirm host-side findings (launch overhead, host code) on a profile without them, "
-               "and skip the first profiled steps (schedule(wait=1, warmup=1, ...)) where CUPTI allocates its "
-               "buffers.",
+    "Python call; confirm host-side findings (launch overhead, host code) on a profile without them, "
+    "and skip the first profiled steps (schedule(wait=1, warmup=1, ...)) where CUPTI allocates its "
+    "buffers.",
     "nsys": "nsys's own overhead (PROFILER_OVERHEAD, CUPTI buffer flushes) falls in the window: trace fewer "
-            "sources (no --sample/--backtrace, drop -t osrt) or capture a later range.",
+    "sources (no --sample/--backtrace, drop -t osrt) or capture a later range.",
     "tensorflow": "The profiler's own work inflates host time: python_tracer_level=0 and host_tracer_level=1 "
-                  "in ProfilerOptions to confirm host-side findings.",
+    "in ProfilerOptions to confirm host-side findings.",
     "jax": "The Python tracer inflates host time: confirm host-side findings on a profile without it "
-           "(jax.profiler.ProfileOptions with python_tracer_level=0).",
+    "(jax.profiler.ProfileOptions with python_tracer_level=0).",
     "default": "The profiler's own work inflates host time: confirm host-side findings with lighter tracing.",
 }
 
@@ -157,61 +166,92 @@ def judge(trace: Trace) -> dict[str, Any]:
     evidence: dict[str, Any]
 
     if gpu.size == 0 and launch.size == 0:
-        evidence = {"host_events": int(host.size), "api_calls": int(api.size),
-                    "framework_ops": int(cols.of_kind("cpu_op").sum()),
-                    "annotations": int(cols.of_kind("annotation").sum())}
+        evidence = {
+            "host_events": int(host.size),
+            "api_calls": int(api.size),
+            "framework_ops": int(cols.of_kind("cpu_op").sum()),
+            "annotations": int(cols.of_kind("annotation").sum()),
+        }
         problems.append(_problem("no_gpu_activity", True, evidence, _fix(GPU_SIDE_FIX, who) + CPU_ONLY_NOTE))
     elif launch.size:
         last_gpu_end = int(cols.end[gpu].max()) if gpu.size else None
-        after = int((cols.start[launch] >= last_gpu_end).sum()) if last_gpu_end is not None else int(launch.size)
+        after = (
+            int((cols.start[launch] >= last_gpu_end).sum()) if last_gpu_end is not None else int(launch.size)
+        )
         share = after / launch.size
         with_id = launch_ids >= 0
-        unmatched = (int((~_member(launch_ids[with_id], gpu_ids[gpu_ids >= 0])).sum())
-                     if with_id.any() else None)
+        unmatched = (
+            int((~_member(launch_ids[with_id], gpu_ids[gpu_ids >= 0])).sum()) if with_id.any() else None
+        )
         if gpu.size == 0 or share >= LOST_SHARE:
-            evidence = {"launch_calls": int(launch.size), "gpu_ops": int(gpu.size),
-                        "after_last_gpu_op": after, "share": share,
-                        "last_gpu_op_end_ns": last_gpu_end,
-                        "host_end_ns": int(cols.end[launch].max()),
-                        "unmatched_launch_calls": unmatched}
+            evidence = {
+                "launch_calls": int(launch.size),
+                "gpu_ops": int(gpu.size),
+                "after_last_gpu_op": after,
+                "share": share,
+                "last_gpu_op_end_ns": last_gpu_end,
+                "host_end_ns": int(cols.end[launch].max()),
+                "unmatched_launch_calls": unmatched,
+            }
             blocking = gpu.size == 0 or share >= BLOCKING_SHARE
-            problems.append(_problem("launches_without_gpu_activity", blocking, evidence, _fix(GPU_SIDE_FIX, who)))
+            problems.append(
+                _problem("launches_without_gpu_activity", blocking, evidence, _fix(GPU_SIDE_FIX, who))
+            )
 
     if gpu.size:
         has_id = gpu_ids >= 0
         unmatched_gpu = int((~_member(gpu_ids[has_id], api_ids[api_ids >= 0])).sum())
         share = unmatched_gpu / int(has_id.sum()) if has_id.any() else None
         if api.size == 0 or (share is not None and share >= UNMATCHED_SHARE):
-            evidence = {"gpu_ops": int(gpu.size), "api_calls": int(api.size),
-                        "gpu_ops_with_id": int(has_id.sum()), "unmatched_gpu_ops": unmatched_gpu,
-                        "share": share if api.size else 1.0}
-            problems.append(_problem("gpu_activity_without_launches", False, evidence, _fix(HOST_SIDE_FIX, who)))
+            evidence = {
+                "gpu_ops": int(gpu.size),
+                "api_calls": int(api.size),
+                "gpu_ops_with_id": int(has_id.sum()),
+                "unmatched_gpu_ops": unmatched_gpu,
+                "share": share if api.size else 1.0,
+            }
+            problems.append(
+                _problem("gpu_activity_without_launches", False, evidence, _fix(HOST_SIDE_FIX, who))
+            )
         missing_gpu = int((~has_id).sum())
         missing_launch = int((launch_ids < 0).sum())
         gpu_share = missing_gpu / gpu.size
         launch_share = missing_launch / launch.size if launch.size else 0.0
         if gpu_share >= MISSING_ID_SHARE or launch_share >= MISSING_ID_SHARE:
-            evidence = {"gpu_ops": int(gpu.size), "gpu_ops_without_id": missing_gpu, "gpu_share": gpu_share,
-                        "launch_calls": int(launch.size), "launch_calls_without_id": missing_launch,
-                        "launch_share": launch_share}
+            evidence = {
+                "gpu_ops": int(gpu.size),
+                "gpu_ops_without_id": missing_gpu,
+                "gpu_share": gpu_share,
+                "launch_calls": int(launch.size),
+                "launch_calls_without_id": missing_launch,
+                "launch_share": launch_share,
+            }
             problems.append(_problem("missing_correlation_ids", False, evidence, _fix(CORRELATION_FIX, who)))
 
     drops = trace.metadata.extra.get("profiler_drops")
     if isinstance(drops, dict) and drops.get("message_count"):
-        evidence = {"dropped_records": drops.get("dropped_records"),
-                    "collection_stopped_early": bool(drops.get("collection_stopped_early")),
-                    "message_count": int(drops["message_count"]), "messages": list(drops.get("messages") or [])}
+        evidence = {
+            "dropped_records": drops.get("dropped_records"),
+            "collection_stopped_early": bool(drops.get("collection_stopped_early")),
+            "message_count": int(drops["message_count"]),
+            "messages": list(drops.get("messages") or []),
+        }
         problems.append(_problem("dropped_events", False, evidence, _fix(DROPPED_FIX, who)))
 
     overhead = _overhead(trace, gpu, host)
     python_per_op = overhead["python_events"] / max(int(gpu.size), 1)
     overhead["python_events_per_gpu_op"] = python_per_op
-    if ((overhead["share"] or 0.0) >= OVERHEAD_SHARE
-            or (overhead["python_events"] and python_per_op >= PYTHON_PER_GPU_OP)):
+    if (overhead["share"] or 0.0) >= OVERHEAD_SHARE or (
+        overhead["python_events"] and python_per_op >= PYTHON_PER_GPU_OP
+    ):
         problems.append(_problem("profiler_overhead", False, overhead, _fix(OVERHEAD_FIX, who)))
 
-    return {"complete": not problems, "answerable": not any(p["blocking"] for p in problems),
-            "recorder": who, "problems": problems}
+    return {
+        "complete": not problems,
+        "answerable": not any(p["blocking"] for p in problems),
+        "recorder": who,
+        "problems": problems,
+    }
 
 
 def _overhead(trace: Trace, gpu: np.ndarray, host: np.ndarray) -> dict[str, Any]:
@@ -224,6 +264,11 @@ def _overhead(trace: Trace, gpu: np.ndarray, host: np.ndarray) -> dict[str, Any]
     hi = int(cols.end[window_rows].max()) if window_rows.size else 0
     starts, ends = intervals.merge(np.clip(cols.start[rows], lo, hi), np.clip(cols.end[rows], lo, hi))
     overhead_ns = int((ends - starts).sum())
-    return {"overhead_rows": int(rows.size), "overhead_ns": overhead_ns, "window_ns": hi - lo,
-            "window": "gpu" if gpu.size else "host", "share": overhead_ns / (hi - lo) if hi > lo else None,
-            "python_events": int(cols.of_kind(PYTHON).sum())}
+    return {
+        "overhead_rows": int(rows.size),
+        "overhead_ns": overhead_ns,
+        "window_ns": hi - lo,
+        "window": "gpu" if gpu.size else "host",
+        "share": overhead_ns / (hi - lo) if hi > lo else None,
+        "python_events": int(cols.of_kind(PYTHON).sum()),
+    }

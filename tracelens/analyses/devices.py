@@ -32,13 +32,16 @@ def _length(starts: np.ndarray, ends: np.ndarray) -> int:
 def busy_by_kind(starts: np.ndarray, ends: np.ndarray, kind: np.ndarray) -> tuple[int, int, int]:
     """One device's busy union split as (kernel union, copies only, memsets only), from its GPU rows'
     intervals and kind codes: each part is the kind's union less the unions of the kinds before it."""
+
     def union(k: str) -> tuple[np.ndarray, np.ndarray]:
         sel = kind == ALL_KINDS.index(k)
         return intervals.merge(starts[sel], ends[sel])
 
     kernels, copies, memsets = union(KERNEL), union(MEMCPY), union(MEMSET)
     copies_only = intervals.subtract(*copies, *kernels)
-    kernels_or_copies = intervals.merge(np.concatenate([kernels[0], copies[0]]), np.concatenate([kernels[1], copies[1]]))
+    kernels_or_copies = intervals.merge(
+        np.concatenate([kernels[0], copies[0]]), np.concatenate([kernels[1], copies[1]])
+    )
     memsets_only = intervals.subtract(*memsets, *kernels_or_copies)
     return _length(*kernels), _length(*copies_only), _length(*memsets_only)
 
@@ -58,7 +61,9 @@ def device_utilization(trace: Trace) -> list[DeviceUtilization]:
             sel = on_device & (kind == ALL_KINDS.index(k))
             per_kind[k] = (int(sel.sum()), int(duration[sel].sum()))
         span = busy.span_ns
-        kernel_union, copies_only, memsets_only = busy_by_kind(start[on_device], end[on_device], kind[on_device])
+        kernel_union, copies_only, memsets_only = busy_by_kind(
+            start[on_device], end[on_device], kind[on_device]
+        )
         out.append(
             DeviceUtilization(
                 id=dev,

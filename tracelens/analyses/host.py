@@ -28,8 +28,14 @@ def host_summary(trace: Trace, top_n: int = TOP_N) -> dict[str, Any]:
     host: np.ndarray = ~cols.of_kind(*GPU_ACTIVITY_KINDS, GPU_SYNC, GPU_ANNOTATION) & (cols.kind >= 0)
     has_gpu = bool((cols.of_kind(*GPU_ACTIVITY_KINDS) & (cols.device >= 0)).any())
     if not host.any():
-        return {"span_ns": 0, "threads": 0, "by_kind": [], "top": [], "thread_bootstrap_rows": 0,
-                "has_gpu_activity": has_gpu}
+        return {
+            "span_ns": 0,
+            "threads": 0,
+            "by_kind": [],
+            "top": [],
+            "thread_bootstrap_rows": 0,
+            "has_gpu_activity": has_gpu,
+        }
     host = np.flatnonzero(host)
     width = len(cols.names) + 1
     # (kind, name) pairs as one integer slot; names are dictionary codes (-1 for a null name). Few slots for the
@@ -42,7 +48,7 @@ def host_summary(trace: Trace, top_n: int = TOP_N) -> dict[str, Any]:
     partials, threads = [], []
     first, last = np.iinfo(np.int64).max, np.iinfo(np.int64).min
     for lo in range(0, host.size, CHUNK_ROWS):  # a loop over chunks of rows
-        rows = host[lo: lo + CHUNK_ROWS]
+        rows = host[lo : lo + CHUNK_ROWS]
         kind, start, end = cols.kind[rows].astype(np.int64), cols.start[rows], cols.end[rows]
         duration = end - start
         first, last = min(first, int(start.min())), max(last, int(end.max()))
@@ -64,10 +70,15 @@ def host_summary(trace: Trace, top_n: int = TOP_N) -> dict[str, Any]:
         totals, counts = slot_total[pairs], slot_count[pairs]
     else:
         summed = pd.concat(partials).groupby(level=0, sort=False).sum()
-        pairs, totals, counts = (summed.index.to_numpy(np.int64), summed["sum"].to_numpy(np.int64),
-                                 summed["size"].to_numpy(np.int64))
-    by_kind = [{"kind": ALL_KINDS[k], "count": int(kind_count[k]), "total_ns": int(kind_total[k])}
-               for k in sorted(np.flatnonzero(kind_count), key=lambda k: ALL_KINDS[k])]
+        pairs, totals, counts = (
+            summed.index.to_numpy(np.int64),
+            summed["sum"].to_numpy(np.int64),
+            summed["size"].to_numpy(np.int64),
+        )
+    by_kind = [
+        {"kind": ALL_KINDS[k], "count": int(kind_count[k]), "total_ns": int(kind_total[k])}
+        for k in sorted(np.flatnonzero(kind_count), key=lambda k: ALL_KINDS[k])
+    ]
     pair_kind, pair_name = pairs // width, pairs % width - 1
     labels = np.array([cols.names[n] if n >= 0 else "" for n in pair_name], dtype=object)
     top, folded = _top_by_template(pair_kind, labels, totals, counts, top_n)
@@ -81,8 +92,9 @@ def host_summary(trace: Trace, top_n: int = TOP_N) -> dict[str, Any]:
     }
 
 
-def _top_by_template(kind: np.ndarray, labels: np.ndarray, totals: np.ndarray, counts: np.ndarray,
-                     top_n: int) -> tuple[list[dict[str, Any]], int]:
+def _top_by_template(
+    kind: np.ndarray, labels: np.ndarray, totals: np.ndarray, counts: np.ndarray, top_n: int
+) -> tuple[list[dict[str, Any]], int]:
     """The top (kind, template name) pairs by summed time, each with the number of distinct names it groups
     (``ProfilerStep#0``, ``ProfilerStep#1`` -> ``ProfilerStep#N``; ``aten::mm, op_id = 5`` -> ``aten::mm``);
     Python thread-bootstrap frames are left out (they span their thread's life) and counted."""
@@ -90,12 +102,25 @@ def _top_by_template(kind: np.ndarray, labels: np.ndarray, totals: np.ndarray, c
     distinct_names = pd.unique(text)
     template = dict(zip(distinct_names, (name_template(n) for n in distinct_names), strict=True))  # per name
     bootstrap = text.map({n: is_thread_bootstrap(n) for n in distinct_names}).to_numpy(bool)
-    pairs = pd.DataFrame({"kind": kind, "template": text.map(template), "total": totals, "count": counts})[~bootstrap]
-    grouped = pairs.groupby(["kind", "template"], sort=False).agg(total=("total", "sum"), count=("count", "sum"),
-                                                                   names=("total", "size")).reset_index()
+    pairs = pd.DataFrame({"kind": kind, "template": text.map(template), "total": totals, "count": counts})[
+        ~bootstrap
+    ]
+    grouped = (
+        pairs.groupby(["kind", "template"], sort=False)
+        .agg(total=("total", "sum"), count=("count", "sum"), names=("total", "size"))
+        .reset_index()
+    )
     grouped = grouped.sort_values(["total", "template"], ascending=[False, True], kind="stable").head(top_n)
-    top = [{"kind": ALL_KINDS[int(r.kind)], "name": str(r.template), "count": int(r.count),
-            "total_ns": int(r.total), "names": int(r.names)} for r in grouped.itertuples(index=False)]
+    top = [
+        {
+            "kind": ALL_KINDS[int(r.kind)],
+            "name": str(r.template),
+            "count": int(r.count),
+            "total_ns": int(r.total),
+            "names": int(r.names),
+        }
+        for r in grouped.itertuples(index=False)
+    ]
     return top, int(counts[bootstrap].sum())
 
 

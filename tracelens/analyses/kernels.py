@@ -50,8 +50,14 @@ def kernel_summary(trace: Trace) -> dict[str, Any]:
             "time_fraction": (float(total_ns) / total) if total > 0 else 0.0,
         }
         for name, count, total_ns, lo, hi, median, std in zip(
-            stats["name"], stats["count"], stats["sum"], stats["min"], stats["max"], stats["median"],
-            stats["std"], strict=True,
+            stats["name"],
+            stats["count"],
+            stats["sum"],
+            stats["min"],
+            stats["max"],
+            stats["median"],
+            stats["std"],
+            strict=True,
         )
     ]
     return {"count": int(len(frame)), "total_ns": total, "distinct_names": len(by_name), "by_name": by_name}

@@ -40,17 +40,19 @@ def launch_calls(trace: Trace) -> Table:
     """
     cols = event_columns(trace)
     corr, keep = _call_rows(cols)
-    return Table({
-        "correlation_id": corr,
-        "launch_start": cols.start[keep],
-        "launch_end": cols.end[keep],
-        "pid": cols.pid[keep],
-        "tid": cols.tid[keep],
-        "is_driver": cols.kind[keep] == ALL_KINDS.index(DRIVER),
-        "launch_name": cols.name[keep],
-        "external_id": cols.external_id[keep],
-        "row": keep,
-    })
+    return Table(
+        {
+            "correlation_id": corr,
+            "launch_start": cols.start[keep],
+            "launch_end": cols.end[keep],
+            "pid": cols.pid[keep],
+            "tid": cols.tid[keep],
+            "is_driver": cols.kind[keep] == ALL_KINDS.index(DRIVER),
+            "launch_name": cols.name[keep],
+            "external_id": cols.external_id[keep],
+            "row": keep,
+        }
+    )
 
 
 def _call_rows(cols: EventColumns) -> tuple[np.ndarray, np.ndarray]:
@@ -83,7 +85,9 @@ def launch_pairs(trace: Trace) -> Table:
         call_corr, call_rows = _call_rows(cols)
         op_corr = cols.at("correlation_id", gpu)
         idx = np.minimum(np.searchsorted(call_corr, op_corr), max(call_corr.size - 1, 0))
-        matched = (op_corr >= 0) & (call_corr.size > 0) & (call_corr[idx] == op_corr if call_corr.size else False)
+        matched = (
+            (op_corr >= 0) & (call_corr.size > 0) & (call_corr[idx] == op_corr if call_corr.size else False)
+        )
         on = np.flatnonzero(matched)
         launch_row = call_rows[idx[on]]
         del call_corr, call_rows, idx
@@ -93,26 +97,28 @@ def launch_pairs(trace: Trace) -> Table:
             out[on] = column[launch_row]
             return out
 
-        return Table({
-            "is_kernel": cols.kind[gpu] == ALL_KINDS.index(KERNEL),
-            "name": cols.name[gpu],
-            "device": cols.device[gpu],
-            "stream": cols.at("stream", gpu),
-            "start": cols.start[gpu],
-            "end": cols.end[gpu],
-            "graph_id": cols.at("graph_id", gpu),
-            "bytes": cols.at("bytes", gpu),
-            "is_dtoh": cols.at("is_dtoh", gpu),
-            "correlation_id": op_corr,
-            "matched": matched,
-            "launch_start": from_calls(cols.start, 0),
-            "launch_end": from_calls(cols.end, 0),
-            "pid": from_calls(cols.pid, -1),
-            "tid": from_calls(cols.tid, -1),
-            "launch_name": from_calls(cols.name, -1),
-            "external_id": from_calls(cols.external_id, -1),
-            "launch_row": _rows_or(gpu.size, on, launch_row),
-        })
+        return Table(
+            {
+                "is_kernel": cols.kind[gpu] == ALL_KINDS.index(KERNEL),
+                "name": cols.name[gpu],
+                "device": cols.device[gpu],
+                "stream": cols.at("stream", gpu),
+                "start": cols.start[gpu],
+                "end": cols.end[gpu],
+                "graph_id": cols.at("graph_id", gpu),
+                "bytes": cols.at("bytes", gpu),
+                "is_dtoh": cols.at("is_dtoh", gpu),
+                "correlation_id": op_corr,
+                "matched": matched,
+                "launch_start": from_calls(cols.start, 0),
+                "launch_end": from_calls(cols.end, 0),
+                "pid": from_calls(cols.pid, -1),
+                "tid": from_calls(cols.tid, -1),
+                "launch_name": from_calls(cols.name, -1),
+                "external_id": from_calls(cols.external_id, -1),
+                "launch_row": _rows_or(gpu.size, on, launch_row),
+            }
+        )
 
     return memo(trace, "launch_pairs", compute)
 
@@ -128,8 +134,12 @@ def _percentiles(values: np.ndarray) -> dict[str, Any]:
     if values.size == 0:
         return {"count": 0, "mean_ns": None, "max_ns": None, **{f"p{p}_ns": None for p in PERCENTILES}}
     pct = np.percentile(values, PERCENTILES, method="lower")
-    return {"count": int(values.size), "mean_ns": float(values.mean()), "max_ns": int(values.max()),
-            **{f"p{p}_ns": int(v) for p, v in zip(PERCENTILES, pct, strict=True)}}
+    return {
+        "count": int(values.size),
+        "mean_ns": float(values.mean()),
+        "max_ns": int(values.max()),
+        **{f"p{p}_ns": int(v) for p, v in zip(PERCENTILES, pct, strict=True)},
+    }
 
 
 # (stream, time, side) triples are packed into one int64 key below this size.
@@ -141,7 +151,9 @@ def queue_depth(pairs: Table) -> list[dict[str, Any]]:
     m = pairs[pairs["matched"]]
     if m.empty:
         return []
-    codes, uniques = pd.factorize(m["device"].astype(np.int64) * (1 << 32) + (m["stream"].astype(np.int64) & 0xFFFFFFFF))
+    codes, uniques = pd.factorize(
+        m["device"].astype(np.int64) * (1 << 32) + (m["stream"].astype(np.int64) & 0xFFFFFFFF)
+    )
     launch_end = m["launch_end"]
     gpu_end = np.maximum(m["end"], launch_end)
     # Each op adds 1 to its stream's depth for (gpu_end - launch_end): the depth's integral is their sum.
@@ -169,8 +181,15 @@ def queue_depth(pairs: Table) -> list[dict[str, Any]]:
     out = []
     for i, key in enumerate(uniques):
         span = int(last[i] - first[i])
-        out.append({"device": int(key) >> 32, "stream": _stream_of(int(key)), "max": int(maxima[i]),
-                    "mean": float(outstanding[i] / span) if span > 0 else 0.0, "ops": int(ops[i])})
+        out.append(
+            {
+                "device": int(key) >> 32,
+                "stream": _stream_of(int(key)),
+                "max": int(maxima[i]),
+                "mean": float(outstanding[i] / span) if span > 0 else 0.0,
+                "ops": int(ops[i]),
+            }
+        )
     return sorted(out, key=lambda q: (q["device"], q["stream"]))
 
 
@@ -210,20 +229,37 @@ def launch_stats(trace: Trace) -> dict[str, Any]:
     return {
         "gpu_ops": int(len(pairs)),
         "matched_ops": int(len(matched)),
-        "latency": {**_percentiles(np.maximum(raw_latency, 0)), "negative_count": int((raw_latency < 0).sum())},
-        "short_kernels": {"count": int(short.sum()), "kernel_ns": int(km_dur[short].sum()),
-                          "of_matched_kernels": int(len(km))},
-        "small_kernels": {"threshold_ns": SMALL_KERNEL_NS, "count": int(small.sum()),
-                          "kernel_ns": int(k_dur[small].sum()), "total_kernel_ns": total_kernel,
-                          "share": float(k_dur[small].sum() / total_kernel) if total_kernel > 0 else 0.0,
-                          "count_share": float(small.sum() / k_dur.size) if k_dur.size else 0.0},
-        "rates": {"launch_calls": calls, "issue_span_ns": issue_span, "issue_per_s": issue_rate,
-                  "gpu_busy_ns": int(total_busy),
-                  "execution_per_s": exec_rate,
-                  "issue_to_execution": (issue_rate / exec_rate) if issue_rate and exec_rate else None},
+        "latency": {
+            **_percentiles(np.maximum(raw_latency, 0)),
+            "negative_count": int((raw_latency < 0).sum()),
+        },
+        "short_kernels": {
+            "count": int(short.sum()),
+            "kernel_ns": int(km_dur[short].sum()),
+            "of_matched_kernels": int(len(km)),
+        },
+        "small_kernels": {
+            "threshold_ns": SMALL_KERNEL_NS,
+            "count": int(small.sum()),
+            "kernel_ns": int(k_dur[small].sum()),
+            "total_kernel_ns": total_kernel,
+            "share": float(k_dur[small].sum() / total_kernel) if total_kernel > 0 else 0.0,
+            "count_share": float(small.sum() / k_dur.size) if k_dur.size else 0.0,
+        },
+        "rates": {
+            "launch_calls": calls,
+            "issue_span_ns": issue_span,
+            "issue_per_s": issue_rate,
+            "gpu_busy_ns": int(total_busy),
+            "execution_per_s": exec_rate,
+            "issue_to_execution": (issue_rate / exec_rate) if issue_rate and exec_rate else None,
+        },
         "queue_depth": queue_depth(pairs),
-        "cuda_graphs": {"in_use": bool(graph_calls or graph_ops), "graph_launch_calls": graph_calls,
-                        "graph_ops": graph_ops},
+        "cuda_graphs": {
+            "in_use": bool(graph_calls or graph_ops),
+            "graph_launch_calls": graph_calls,
+            "graph_ops": graph_ops,
+        },
     }
 
 

@@ -98,15 +98,19 @@ def _launch_mode(trace: Trace, copies: pd.DataFrame) -> np.ndarray:
     host = host.assign(mode=host["name"].map(classes))
     # A copy API beats any other call on the same correlation id (driver rows under a runtime call).
     host = host.assign(rank=(host["mode"] == UNKNOWN).astype(np.int8)).sort_values("rank", kind="stable")
-    left = pd.DataFrame({"row": np.arange(len(copies)), "pid": copies["pid"].to_numpy(),
-                         "correlation_id": corr.to_numpy()})
+    left = pd.DataFrame(
+        {"row": np.arange(len(copies)), "pid": copies["pid"].to_numpy(), "correlation_id": corr.to_numpy()}
+    )
     with_pid = left["pid"].notna()
     by_pid = host[host["pid"].notna()].drop_duplicates(["pid", "correlation_id"])
-    m1 = left[with_pid].merge(by_pid[["pid", "correlation_id", "mode"]], on=["pid", "correlation_id"], how="inner")
+    m1 = left[with_pid].merge(
+        by_pid[["pid", "correlation_id", "mode"]], on=["pid", "correlation_id"], how="inner"
+    )
     # Without a pid on one side, the correlation id alone decides (never across two known, different pids).
     no_pid_copies = left[~with_pid & left["correlation_id"].notna()].drop(columns="pid")
-    m2 = no_pid_copies.merge(host.drop_duplicates(["correlation_id"])[["correlation_id", "mode"]],
-                             on="correlation_id", how="inner")
+    m2 = no_pid_copies.merge(
+        host.drop_duplicates(["correlation_id"])[["correlation_id", "mode"]], on="correlation_id", how="inner"
+    )
     unmatched = left[with_pid & ~left["row"].isin(m1["row"])].drop(columns="pid")
     pidless_host = host[host["pid"].isna()].drop_duplicates(["correlation_id"])
     m3 = unmatched.merge(pidless_host[["correlation_id", "mode"]], on="correlation_id", how="inner")
@@ -118,17 +122,26 @@ def _launch_mode(trace: Trace, copies: pd.DataFrame) -> np.ndarray:
 def _bandwidth_stats(nbytes: np.ndarray, duration: np.ndarray) -> dict[str, Any]:
     """Aggregate and per-copy bandwidth (bytes/s) over copies with duration > 0 and known bytes."""
     ok = (duration > 0) & np.isfinite(nbytes)
-    out: dict[str, Any] = {"measured_count": int(ok.sum()), "achieved_bytes_per_s": None,
-                           "p10_bytes_per_s": None, "p50_bytes_per_s": None, "p90_bytes_per_s": None,
-                           "max_bytes_per_s": None}
+    out: dict[str, Any] = {
+        "measured_count": int(ok.sum()),
+        "achieved_bytes_per_s": None,
+        "p10_bytes_per_s": None,
+        "p50_bytes_per_s": None,
+        "p90_bytes_per_s": None,
+        "max_bytes_per_s": None,
+    }
     if not ok.any():
         return out
     per_copy = nbytes[ok] / duration[ok] * 1e9
     total_dur = duration[ok].sum()
     out["achieved_bytes_per_s"] = float(nbytes[ok].sum() / total_dur * 1e9)
     p10, p50, p90 = np.percentile(per_copy, [10, 50, 90])
-    out.update(p10_bytes_per_s=float(p10), p50_bytes_per_s=float(p50), p90_bytes_per_s=float(p90),
-               max_bytes_per_s=float(per_copy.max()))
+    out.update(
+        p10_bytes_per_s=float(p10),
+        p50_bytes_per_s=float(p50),
+        p90_bytes_per_s=float(p90),
+        max_bytes_per_s=float(per_copy.max()),
+    )
     return out
 
 
@@ -136,7 +149,9 @@ def _merged(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return intervals.merge(starts, ends)
 
 
-def _exposed(copy_s: np.ndarray, copy_e: np.ndarray, kern_s: np.ndarray, kern_e: np.ndarray) -> tuple[int, int]:
+def _exposed(
+    copy_s: np.ndarray, copy_e: np.ndarray, kern_s: np.ndarray, kern_e: np.ndarray
+) -> tuple[int, int]:
     """(union length of the copies, part of that union not covered by any kernel)."""
     us, ue = _merged(copy_s, copy_e)
     union = int((ue - us).sum())
@@ -168,9 +183,11 @@ def _bursts(device: np.ndarray, starts: np.ndarray, ends: np.ndarray, nbytes: np
     dev, s, e, b = device[order], starts[order], ends[order], nbytes[order]
     new_run = np.ones(s.size, dtype=bool)
     device_starts = np.flatnonzero(np.r_[True, dev[1:] != dev[:-1]])
-    for lo, hi in zip(device_starts, np.r_[device_starts[1:], s.size], strict=True):  # one iteration per device
+    for lo, hi in zip(
+        device_starts, np.r_[device_starts[1:], s.size], strict=True
+    ):  # one iteration per device
         running_end = np.maximum.accumulate(e[lo:hi])
-        new_run[lo + 1:hi] = s[lo + 1:hi] - running_end[:-1] > BURST_MAX_GAP_NS
+        new_run[lo + 1 : hi] = s[lo + 1 : hi] - running_end[:-1] > BURST_MAX_GAP_NS
     run_id = np.cumsum(new_run) - 1
     counts = np.bincount(run_id)
     first = np.flatnonzero(new_run)
@@ -188,8 +205,14 @@ def _bursts(device: np.ndarray, starts: np.ndarray, ends: np.ndarray, nbytes: np
         "burst_copy_count": int(counts[is_burst].sum()),
         "burst_ns": int(run_busy[is_burst].sum()),
         "largest_bursts": [
-            {"device": int(dev[first[i]]), "start_ns": int(run_start[i]), "end_ns": int(run_end[i]),
-             "count": int(counts[i]), "bytes": int(run_bytes[i]), "duration_ns": int(run_busy[i])}
+            {
+                "device": int(dev[first[i]]),
+                "start_ns": int(run_start[i]),
+                "end_ns": int(run_end[i]),
+                "count": int(counts[i]),
+                "bytes": int(run_bytes[i]),
+                "duration_ns": int(run_busy[i]),
+            }
             for i in biggest
         ],
     }
@@ -199,9 +222,20 @@ def memcpy_report(trace: Trace) -> dict[str, Any]:
     """The ``memcpy`` block (see docs/memcpy.md)."""
     cols = event_columns(trace)
     on_device = cols.device >= 0
-    copies = trace.frame(cols.of_kind(MEMCPY) & on_device,
-                         ["start_ns", "end_ns", "device", "pid", "correlation_id", "bytes", "copy_kind",
-                          "src_kind", "dst_kind"])
+    copies = trace.frame(
+        cols.of_kind(MEMCPY) & on_device,
+        [
+            "start_ns",
+            "end_ns",
+            "device",
+            "pid",
+            "correlation_id",
+            "bytes",
+            "copy_kind",
+            "src_kind",
+            "dst_kind",
+        ],
+    )
     kernel_rows = np.flatnonzero(cols.of_kind(KERNEL) & on_device)
     del on_device
     kinds = copies["copy_kind"].astype("string").fillna(UNKNOWN).to_numpy(dtype=object)
@@ -261,7 +295,9 @@ def memcpy_report(trace: Trace) -> dict[str, Any]:
         union, exposed = _exposed(starts[dm], ends[dm], ks, ke)
         kernel_union[dev] = intervals.union_length(ks, ke)
         info = trace.device_info(dev)
-        links = device_links(info.get("name"), info.get("compute_major"), info.get("memory_bandwidth_bytes_per_s"))
+        links = device_links(
+            info.get("name"), info.get("compute_major"), info.get("memory_bandwidth_bytes_per_s")
+        )
         dev_kinds = []
         for kind in sorted(set(kinds[dm]), key=_kind_sort_key):
             m = dm & kind_mask[kind]
@@ -272,43 +308,49 @@ def memcpy_report(trace: Trace) -> dict[str, Any]:
             achieved = bw["achieved_bytes_per_s"]
             large = m & np.isfinite(nbytes) & (nbytes >= LARGE_COPY_BYTES)
             large_bw = _bandwidth_stats(nbytes[large], duration[large])["achieved_bytes_per_s"]
-            dev_kinds.append({
-                "kind": kind,
-                "count": int(m.sum()),
-                "bytes": int(np.nansum(nbytes[m])),
-                "duration_ns": int(duration[m].sum()),
-                "union_ns": k_union,
-                "exposed_ns": k_exposed,
-                "pageable_ns": int(duration[m & is_mem[PAGEABLE]].sum()),
-                "pinned_ns": int(duration[m & is_mem[PINNED]].sum()),
-                "sync_ns": int(duration[m & is_mode[SYNC]].sum()),
-                "async_ns": int(duration[m & is_mode[ASYNC]].sum()),
-                "busy_share": k_union / busy if busy > 0 else None,
-                "span_share": k_union / span if span > 0 else None,
-                "achieved_bytes_per_s": achieved,
-                "large_copy_count": int(large.sum()),
-                "large_achieved_bytes_per_s": large_bw,
-                "expected_bytes_per_s": expected,
-                "expected_link": link,
-                "expected_source": source,
-                "achieved_fraction": achieved / expected if achieved is not None and expected else None,
-                "large_achieved_fraction": large_bw / expected if large_bw is not None and expected else None,
-            })
-        per_device.append({
-            "device": dev,
-            "name": info.get("name"),
-            "count": int(dm.sum()),
-            "bytes": int(np.nansum(nbytes[dm])),
-            "duration_ns": int(duration[dm].sum()),
-            "busy_ns": busy,
-            "span_ns": span,
-            "union_ns": union,
-            "exposed_ns": exposed,
-            "busy_share": union / busy if busy > 0 else None,
-            "span_share": union / span if span > 0 else None,
-            "exposed_span_share": exposed / span if span > 0 else None,
-            "by_kind": dev_kinds,
-        })
+            dev_kinds.append(
+                {
+                    "kind": kind,
+                    "count": int(m.sum()),
+                    "bytes": int(np.nansum(nbytes[m])),
+                    "duration_ns": int(duration[m].sum()),
+                    "union_ns": k_union,
+                    "exposed_ns": k_exposed,
+                    "pageable_ns": int(duration[m & is_mem[PAGEABLE]].sum()),
+                    "pinned_ns": int(duration[m & is_mem[PINNED]].sum()),
+                    "sync_ns": int(duration[m & is_mode[SYNC]].sum()),
+                    "async_ns": int(duration[m & is_mode[ASYNC]].sum()),
+                    "busy_share": k_union / busy if busy > 0 else None,
+                    "span_share": k_union / span if span > 0 else None,
+                    "achieved_bytes_per_s": achieved,
+                    "large_copy_count": int(large.sum()),
+                    "large_achieved_bytes_per_s": large_bw,
+                    "expected_bytes_per_s": expected,
+                    "expected_link": link,
+                    "expected_source": source,
+                    "achieved_fraction": achieved / expected if achieved is not None and expected else None,
+                    "large_achieved_fraction": large_bw / expected
+                    if large_bw is not None and expected
+                    else None,
+                }
+            )
+        per_device.append(
+            {
+                "device": dev,
+                "name": info.get("name"),
+                "count": int(dm.sum()),
+                "bytes": int(np.nansum(nbytes[dm])),
+                "duration_ns": int(duration[dm].sum()),
+                "busy_ns": busy,
+                "span_ns": span,
+                "union_ns": union,
+                "exposed_ns": exposed,
+                "busy_share": union / busy if busy > 0 else None,
+                "span_share": union / span if span > 0 else None,
+                "exposed_span_share": exposed / span if span > 0 else None,
+                "by_kind": dev_kinds,
+            }
+        )
 
     host_copies = np.isin(kinds, ["HtoD", "DtoH", "HtoH"])
     host_memory = {
@@ -318,8 +360,9 @@ def memcpy_report(trace: Trace) -> dict[str, Any]:
         "device_count": int(is_mem[DEVICE_ONLY].sum()),
         "unknown_count": int(is_mem[UNKNOWN].sum()),
         "host_copies_unknown_count": int((host_copies & is_mem[UNKNOWN]).sum()),
-        "basis": "exact" if not (host_copies & is_mem[UNKNOWN]).any() else (
-            "unknown" if (host_copies & is_mem[UNKNOWN]).all() else "partly unknown"),
+        "basis": "exact"
+        if not (host_copies & is_mem[UNKNOWN]).any()
+        else ("unknown" if (host_copies & is_mem[UNKNOWN]).all() else "partly unknown"),
     }
     launch = {
         "sync_count": int(is_mode[SYNC].sum()),
@@ -346,9 +389,12 @@ def memcpy_report(trace: Trace) -> dict[str, Any]:
         "duration_ns": int(duration.sum()),
         # Device-means over the GPUs with activity (a GPU without copies counts 0): a sum over GPUs could
         # exceed every GPU's window.
-        "device_mean_union_ns": sum(d["union_ns"] for d in per_device) / len(busy_devices) if busy_devices else 0.0,
-        "device_mean_exposed_ns": (sum(d["exposed_ns"] for d in per_device) / len(busy_devices) if busy_devices
-                                   else 0.0),
+        "device_mean_union_ns": sum(d["union_ns"] for d in per_device) / len(busy_devices)
+        if busy_devices
+        else 0.0,
+        "device_mean_exposed_ns": (
+            sum(d["exposed_ns"] for d in per_device) / len(busy_devices) if busy_devices else 0.0
+        ),
         "by_kind": by_kind,
         "per_device": per_device,
         "host_memory": host_memory,
@@ -369,7 +415,10 @@ def copies_are_the_floor(union_ns: int, exposed_ns: int, kernel_union_ns: int) -
     """True when overlap cannot be the fix: the copies already run beside the kernels (on a side stream, the
     kernels inside their window), or there is too little kernel time left to hide them behind, so that
     overlapping would hide less than half the exposed time. The copy itself is then the floor."""
-    return exposed_ns > 0 and overlap_headroom(union_ns, exposed_ns, kernel_union_ns) < FLOOR_HEADROOM * exposed_ns
+    return (
+        exposed_ns > 0
+        and overlap_headroom(union_ns, exposed_ns, kernel_union_ns) < FLOOR_HEADROOM * exposed_ns
+    )
 
 
 # The checks a memcpy section reports, each naming the remedy it calls for (a key of the one memcpy fix table,
@@ -377,8 +426,15 @@ def copies_are_the_floor(union_ns: int, exposed_ns: int, kernel_union_ns: int) -
 PAGEABLE_CHECK, ASYNC_PAGEABLE_CHECK, SYNC_CHECK = "memcpy_pageable", "memcpy_async_pageable", "memcpy_sync"
 SMALL_STORM_CHECK, SMALL_DTOH_CHECK = "memcpy_small_storm", "memcpy_small_dtoh"
 EXPOSED_CHECK, LOW_BANDWIDTH_CHECK = "memcpy_exposed", "memcpy_low_bandwidth"
-CHECKS = (PAGEABLE_CHECK, ASYNC_PAGEABLE_CHECK, SYNC_CHECK, SMALL_STORM_CHECK, SMALL_DTOH_CHECK, EXPOSED_CHECK,
-          LOW_BANDWIDTH_CHECK)
+CHECKS = (
+    PAGEABLE_CHECK,
+    ASYNC_PAGEABLE_CHECK,
+    SYNC_CHECK,
+    SMALL_STORM_CHECK,
+    SMALL_DTOH_CHECK,
+    EXPOSED_CHECK,
+    LOW_BANDWIDTH_CHECK,
+)
 
 
 def findings(doc: dict[str, Any], kernel_union: dict[int, int]) -> list[dict[str, Any]]:
@@ -388,48 +444,92 @@ def findings(doc: dict[str, Any], kernel_union: dict[int, int]) -> list[dict[str
     by_kind = {k["kind"]: k for k in doc["by_kind"]}
     pageable = sum(k["pageable_count"] for k in doc["by_kind"])
     if pageable:
-        out.append({"id": PAGEABLE_CHECK,
-                    "evidence": {"pageable_count": pageable,
-                                 "by_kind": {k: v["pageable_count"] for k, v in by_kind.items() if v["pageable_count"]}},
-                    "remedy": "pin"})
+        out.append(
+            {
+                "id": PAGEABLE_CHECK,
+                "evidence": {
+                    "pageable_count": pageable,
+                    "by_kind": {k: v["pageable_count"] for k, v in by_kind.items() if v["pageable_count"]},
+                },
+                "remedy": "pin",
+            }
+        )
     launch = doc["launch"]
     if launch["async_pageable_count"]:
-        out.append({"id": ASYNC_PAGEABLE_CHECK, "evidence": {"async_pageable_count": launch["async_pageable_count"]},
-                    "remedy": "pin"})
+        out.append(
+            {
+                "id": ASYNC_PAGEABLE_CHECK,
+                "evidence": {"async_pageable_count": launch["async_pageable_count"]},
+                "remedy": "pin",
+            }
+        )
     if launch["sync_count"]:
-        out.append({"id": SYNC_CHECK, "evidence": {"sync_count": launch["sync_count"], "sync_ns": launch["sync_ns"]},
-                    "remedy": "async"})
+        out.append(
+            {
+                "id": SYNC_CHECK,
+                "evidence": {"sync_count": launch["sync_count"], "sync_ns": launch["sync_ns"]},
+                "remedy": "async",
+            }
+        )
     small = doc["small_copies"]
     if small["burst_count"]:
-        out.append({"id": SMALL_STORM_CHECK,
-                    "evidence": {k: small[k] for k in ("threshold_bytes", "count", "duration_ns", "burst_count",
-                                                       "burst_copy_count")},
-                    "remedy": "batch"})
+        out.append(
+            {
+                "id": SMALL_STORM_CHECK,
+                "evidence": {
+                    k: small[k]
+                    for k in ("threshold_bytes", "count", "duration_ns", "burst_count", "burst_copy_count")
+                },
+                "remedy": "batch",
+            }
+        )
     dtoh = by_kind.get("DtoH")
     if dtoh and dtoh["small_count"] >= BURST_MIN_COPIES:
-        out.append({"id": SMALL_DTOH_CHECK, "evidence": {"small_count": dtoh["small_count"], "small_ns": dtoh["small_ns"]},
-                    "remedy": "resident"})
+        out.append(
+            {
+                "id": SMALL_DTOH_CHECK,
+                "evidence": {"small_count": dtoh["small_count"], "small_ns": dtoh["small_ns"]},
+                "remedy": "resident",
+            }
+        )
     for dev in doc["per_device"]:
         share = dev["exposed_span_share"]
         kernels = kernel_union.get(dev["device"], 0)
         headroom = overlap_headroom(dev["union_ns"], dev["exposed_ns"], kernels)
         floor = copies_are_the_floor(dev["union_ns"], dev["exposed_ns"], kernels)
         if share is not None and share >= EXPOSED_SHARE_FINDING:
-            out.append({"id": EXPOSED_CHECK,
-                        "evidence": {"device": dev["device"], "exposed_ns": dev["exposed_ns"], "span_ns": dev["span_ns"],
-                                     "overlap_headroom_ns": headroom},
-                        "remedy": "floor" if floor else "overlap"})
+            out.append(
+                {
+                    "id": EXPOSED_CHECK,
+                    "evidence": {
+                        "device": dev["device"],
+                        "exposed_ns": dev["exposed_ns"],
+                        "span_ns": dev["span_ns"],
+                        "overlap_headroom_ns": headroom,
+                    },
+                    "remedy": "floor" if floor else "overlap",
+                }
+            )
         for k in dev["by_kind"]:
             frac = k["large_achieved_fraction"]
             if k["kind"] in ("HtoD", "DtoH") and frac is not None and frac < LOW_BANDWIDTH_FRACTION:
                 # Pageable copies are slow by nature; pinned ones this slow point at the link or the host.
                 pageable_kind = by_kind.get(k["kind"], {}).get("pageable_count", 0)
-                out.append({"id": LOW_BANDWIDTH_CHECK,
-                            "evidence": {"device": dev["device"], "kind": k["kind"], "min_bytes": LARGE_COPY_BYTES,
-                                         "achieved_bytes_per_s": k["large_achieved_bytes_per_s"],
-                                         "expected_bytes_per_s": k["expected_bytes_per_s"],
-                                         "expected_link": k["expected_link"], "expected_source": k["expected_source"]},
-                            "remedy": "pin" if pageable_kind else "link"})
+                out.append(
+                    {
+                        "id": LOW_BANDWIDTH_CHECK,
+                        "evidence": {
+                            "device": dev["device"],
+                            "kind": k["kind"],
+                            "min_bytes": LARGE_COPY_BYTES,
+                            "achieved_bytes_per_s": k["large_achieved_bytes_per_s"],
+                            "expected_bytes_per_s": k["expected_bytes_per_s"],
+                            "expected_link": k["expected_link"],
+                            "expected_source": k["expected_source"],
+                        },
+                        "remedy": "pin" if pageable_kind else "link",
+                    }
+                )
     return out
 
 

@@ -84,8 +84,9 @@ ALLOCATION_PATTERN = re.compile(
 # Words (from names split at punctuation and camelCase) that mark compilation or autotuning: torch.compile's
 # `... (dynamo_timed)` ranges, XLA/TF/PJRT compile events, autotuners. "Compiled" is not among them:
 # `Torch-Compiled Region` is every call of a compiled function.
-COMPILE_WORDS = frozenset({"compile", "compiler", "compilation", "compiling", "autotune", "autotuner",
-                           "autotuning", "dynamo_timed"})
+COMPILE_WORDS = frozenset(
+    {"compile", "compiler", "compilation", "compiling", "autotune", "autotuner", "autotuning", "dynamo_timed"}
+)
 ONE_TIME_NAMES = frozenset({"inductor_do_bench_using_profiling"})  # inductor's autotuning benchmark
 ONE_TIME_OVERHEAD_PATTERN = re.compile(r"(?i)module load|function load|context (creat|init)")
 _WORD = re.compile(r"dynamo_timed|[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
@@ -116,6 +117,7 @@ THREAD_BOOTSTRAP_PATTERN = re.compile(
     r"^(?:.*/)?threading\.py\(\d+\): (_bootstrap|_bootstrap_inner|run)$"
     r"|^(?:.*/)?multiprocessing/(process\.py\(\d+\): (_bootstrap|run)|spawn\.py\(\d+\): (spawn_main|_main))$"
 )
+
 
 def words(name: str) -> list[str]:
     """Lower-case words of a name split at punctuation and camelCase ("XlaCompile" -> xla, compile)."""
@@ -196,7 +198,11 @@ def name_mask(names: pd.Series, predicate: Callable[[str], bool]) -> np.ndarray:
         categories = names.cat.categories
         lookup = np.fromiter((bool(predicate(str(c))) for c in categories), dtype=bool, count=len(categories))
         codes = names.cat.codes.to_numpy()
-        return np.where(codes >= 0, lookup[np.maximum(codes, 0)], False) if len(lookup) else np.zeros(len(names), bool)
+        return (
+            np.where(codes >= 0, lookup[np.maximum(codes, 0)], False)
+            if len(lookup)
+            else np.zeros(len(names), bool)
+        )
     values = names.astype("string").fillna("")
     uniques, inverse = np.unique(values.to_numpy(dtype=object).astype(str), return_inverse=True)
     lookup = np.fromiter((bool(predicate(u)) for u in uniques), dtype=bool, count=len(uniques))
@@ -223,12 +229,15 @@ def code_mask(codes: np.ndarray, dictionary: np.ndarray, predicate: Callable[[st
     """Boolean array: ``predicate`` of each row's name, given dictionary codes (-1 = null -> False)."""
     lookup = np.zeros(len(dictionary) + 1, bool)  # code -1 picks the last slot
     used = names_in_use(codes, len(dictionary))
-    lookup[used] = np.fromiter((bool(predicate(str(dictionary[i]))) for i in used), dtype=bool, count=used.size)
+    lookup[used] = np.fromiter(
+        (bool(predicate(str(dictionary[i]))) for i in used), dtype=bool, count=used.size
+    )
     return lookup[codes]
 
 
-def code_masks(codes: np.ndarray, dictionary: np.ndarray,
-               predicates: tuple[Callable[[str], bool], ...]) -> list[np.ndarray]:
+def code_masks(
+    codes: np.ndarray, dictionary: np.ndarray, predicates: tuple[Callable[[str], bool], ...]
+) -> list[np.ndarray]:
     """:func:`code_mask` for several predicates (at most 8) at once: the used names found once, one gather."""
     bits = np.zeros(len(dictionary) + 1, np.uint8)  # code -1 picks the last slot
     for i in names_in_use(codes, len(dictionary)):  # a loop over distinct names, not rows
@@ -240,6 +249,7 @@ def code_masks(codes: np.ndarray, dictionary: np.ndarray,
 
 def host_category_codes(kind: np.ndarray, name: np.ndarray, names: np.ndarray) -> np.ndarray:
     """:func:`host_category` on numpy columns: ``kind`` indexes ALL_KINDS, ``name`` indexes ``names``."""
+
     def kinds_in(*wanted: str) -> np.ndarray:
         lookup = np.zeros(len(ALL_KINDS) + 1, bool)  # the extra slot is kind -1 (unknown)
         lookup[[ALL_KINDS.index(k) for k in wanted]] = True

@@ -103,7 +103,9 @@ def _json_float(x: Any) -> float | None:
     return float(x) if x is not None and np.isfinite(x) else None
 
 
-def _top_kernels(trace: Trace, occ: _KernelOccupancy, occupancy: np.ndarray, lost: np.ndarray) -> list[dict[str, Any]]:
+def _top_kernels(
+    trace: Trace, occ: _KernelOccupancy, occupancy: np.ndarray, lost: np.ndarray
+) -> list[dict[str, Any]]:
     """Launch configurations (name, device, threads, registers, shared) that leave the most SM time empty,
     each launch counted as if it ran alone."""
     keep = np.flatnonzero(lost > 0)
@@ -117,8 +119,15 @@ def _top_kernels(trace: Trace, occ: _KernelOccupancy, occupancy: np.ndarray, los
     duration = occ.duration[keep].astype(np.float64)
     # Launch configurations numbered by a groupby over the five keys only; each sum is a bincount over the
     # numpy columns (a 16-column frame of millions of launches cost ~0.7 GB more at peak).
-    keys = pd.DataFrame({"name": canonical[codes], "device": occ.device[keep], "threads": occ.threads[keep],
-                         "registers": occ.registers[keep], "shared": occ.shared[keep]})
+    keys = pd.DataFrame(
+        {
+            "name": canonical[codes],
+            "device": occ.device[keep],
+            "threads": occ.threads[keep],
+            "registers": occ.registers[keep],
+            "shared": occ.shared[keep],
+        }
+    )
     group = keys.groupby(list(keys.columns), sort=False, dropna=False).ngroup().to_numpy()
     groups = int(group.max()) + 1
     first = np.full(groups, keep.size, np.int64)
@@ -208,8 +217,7 @@ def occupancy_report(trace: Trace) -> dict[str, Any]:
             "kernel_ns": int(dur.sum()),
             "computed_count": int(c.sum()),
             "computed_kernel_ns": int(dur[c].sum()),
-            "not_computed_reason": note["reason"]
-            or (None if c.all() else _lacking(int((~c).sum()))),
+            "not_computed_reason": note["reason"] or (None if c.all() else _lacking(int((~c).sum()))),
             "basis": "estimated_achieved" if np.isfinite(occ.estimated[mask]).any() else "theoretical",
             "time_weighted_theoretical": _weighted(occ.theoretical[mask], dur),
             "time_weighted_estimated_achieved": _weighted(occ.estimated[mask], dur),
@@ -255,5 +263,7 @@ def section(trace: Trace, done: dict[str, Any]) -> dict[str, Any]:
 
 
 def _lacking(count: int) -> str:
-    return (f"{count} kernel{'' if count == 1 else 's'} {'lacks' if count == 1 else 'lack'} launch configuration "
-            "or exceed" + ("s" if count == 1 else "") + " device limits")
+    return (
+        f"{count} kernel{'' if count == 1 else 's'} {'lacks' if count == 1 else 'lack'} launch configuration "
+        "or exceed" + ("s" if count == 1 else "") + " device limits"
+    )

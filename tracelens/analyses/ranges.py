@@ -36,19 +36,28 @@ def _per_launch(trace: Trace) -> dict[str, np.ndarray]:
     m = m[np.argsort(m["correlation_id"], kind="stable")]
     cid = m["correlation_id"]
     if cid.size == 0:
-        return {k: np.zeros(0, np.int64) for k in ("pid", "tid", "t", "op_ns", "first", "last", "dev_min", "dev_max",
-                                                   "ops")}
+        return {
+            k: np.zeros(0, np.int64)
+            for k in ("pid", "tid", "t", "op_ns", "first", "last", "dev_min", "dev_max", "ops")
+        }
     group = np.flatnonzero(np.r_[True, cid[1:] != cid[:-1]])  # first row of each launch call
     start, end, dev = m["start"], m["end"], m["device"]
     return {
-        "pid": m["pid"][group], "tid": m["tid"][group], "t": m["launch_start"][group],
-        "op_ns": np.add.reduceat(end - start, group), "first": np.minimum.reduceat(start, group),
-        "last": np.maximum.reduceat(end, group), "dev_min": np.minimum.reduceat(dev, group),
-        "dev_max": np.maximum.reduceat(dev, group), "ops": np.diff(np.r_[group, cid.size]),
+        "pid": m["pid"][group],
+        "tid": m["tid"][group],
+        "t": m["launch_start"][group],
+        "op_ns": np.add.reduceat(end - start, group),
+        "first": np.minimum.reduceat(start, group),
+        "last": np.maximum.reduceat(end, group),
+        "dev_min": np.minimum.reduceat(dev, group),
+        "dev_max": np.maximum.reduceat(dev, group),
+        "ops": np.diff(np.r_[group, cid.size]),
     }
 
 
-def _slice_reduce(ufunc: np.ufunc, values: np.ndarray, lo: np.ndarray, hi: np.ndarray, empty: int) -> np.ndarray:
+def _slice_reduce(
+    ufunc: np.ufunc, values: np.ndarray, lo: np.ndarray, hi: np.ndarray, empty: int
+) -> np.ndarray:
     """ufunc-reduce values[lo_i:hi_i] for every i (``empty`` where the slice is empty); ufunc is idempotent
     (minimum, maximum).
 
@@ -105,16 +114,20 @@ class _Launches:
         self.threads = np.sort(distinct(launch_keys))
         # the earliest start and the latest end, found a chunk at a time
         chunks = range(0, rows.size, CHUNK_RANGES)
-        starts = min(int(cols.start[rows[lo: lo + CHUNK_RANGES]].min()) for lo in chunks)
-        ends = max(int(cols.end[rows[lo: lo + CHUNK_RANGES]].max()) for lo in chunks)
+        starts = min(int(cols.start[rows[lo : lo + CHUNK_RANGES]].min()) for lo in chunks)
+        ends = max(int(cols.end[rows[lo : lo + CHUNK_RANGES]].max()) for lo in chunks)
         self.lo = min(int(launch_t.min()), starts)
         self.width = max(int(launch_t.max()), ends) - self.lo + 2
         self.packed = len(self.threads) * self.width < columns.PACKED_KEY_LIMIT
         if self.packed:
             self.key = np.searchsorted(self.threads, launch_keys) * self.width + (launch_t - self.lo)
         else:
-            self.key, self.range_start, self.range_end = thread_time_positions([
-                (launch_keys, [launch_t]), (thread_key(cols.pid[rows], cols.tid[rows]), [cols.start[rows], cols.end[rows]])])
+            self.key, self.range_start, self.range_end = thread_time_positions(
+                [
+                    (launch_keys, [launch_t]),
+                    (thread_key(cols.pid[rows], cols.tid[rows]), [cols.start[rows], cols.end[rows]]),
+                ]
+            )
         del launch_keys, launch_t
         order = np.argsort(self.key, kind="stable")
         self.key = self.key[order]
@@ -170,16 +183,25 @@ class _Launches:
         busy = device_busy(trace)
         for device, b in busy.items():
             sel = one_device & (device_of == device)
-            idle[sel] = (last[sel] - first[sel]) - intervals.overlap_with_union(first[sel], last[sel], b.busy_starts,
-                                                                               b.busy_ends)
+            idle[sel] = (last[sel] - first[sel]) - intervals.overlap_with_union(
+                first[sel], last[sel], b.busy_starts, b.busy_ends
+            )
         mixed = has & ~one_device
         if mixed.any():
-            us, ue = intervals.merge(np.concatenate([b.busy_starts for b in busy.values()]),
-                                     np.concatenate([b.busy_ends for b in busy.values()]))
-            idle[mixed] = (last[mixed] - first[mixed]) - intervals.overlap_with_union(first[mixed], last[mixed],
-                                                                                     us, ue)
-        return {"ops": self.csum_ops[hi] - self.csum_ops[lo], "gpu_op_ns": self.csum_ns[hi] - self.csum_ns[lo],
-                "proj_start": first, "proj_end": last, "gpu_idle_ns": idle}
+            us, ue = intervals.merge(
+                np.concatenate([b.busy_starts for b in busy.values()]),
+                np.concatenate([b.busy_ends for b in busy.values()]),
+            )
+            idle[mixed] = (last[mixed] - first[mixed]) - intervals.overlap_with_union(
+                first[mixed], last[mixed], us, ue
+            )
+        return {
+            "ops": self.csum_ops[hi] - self.csum_ops[lo],
+            "gpu_op_ns": self.csum_ns[hi] - self.csum_ns[lo],
+            "proj_start": first,
+            "proj_end": last,
+            "gpu_idle_ns": idle,
+        }
 
 
 def _zero_measures(n: int) -> dict[str, np.ndarray]:
@@ -190,8 +212,15 @@ def range_instances(trace: Trace) -> pd.DataFrame:
     """Every annotation row with its launched GPU work and projected span."""
     cols = event_columns(trace)
     rows = np.flatnonzero(cols.of_kind(ANNOTATION))
-    out = pd.DataFrame({"name": cols.name[rows], "start": cols.start[rows], "end": cols.end[rows],
-                        "pid": cols.pid[rows], "tid": cols.tid[rows]})
+    out = pd.DataFrame(
+        {
+            "name": cols.name[rows],
+            "start": cols.start[rows],
+            "end": cols.end[rows],
+            "pid": cols.pid[rows],
+            "tid": cols.tid[rows],
+        }
+    )
     launches = _Launches(trace, rows)
     measured = _zero_measures(rows.size) if launches.empty else launches.measure(trace, slice(None))
     for key, values in measured.items():
@@ -218,10 +247,14 @@ def range_summary(trace: Trace, limit: int = NAME_LIMIT) -> dict[str, Any]:
         measured = _zero_measures(mine.size) if launches.empty else launches.measure(trace, at)
         slot = cols.name[mine] + 1
         totals["n"] += np.bincount(slot, minlength=len(cols.names) + 1)
-        for field, values in (("cpu_ns", cols.end[mine] - cols.start[mine]), ("ops", measured["ops"]),
-                              ("gpu_op_ns", measured["gpu_op_ns"]),
-                              ("projected_ns", measured["proj_end"] - measured["proj_start"]),
-                              ("gpu_idle_ns", measured["gpu_idle_ns"]), ("with_gpu", measured["ops"] > 0)):
+        for field, values in (
+            ("cpu_ns", cols.end[mine] - cols.start[mine]),
+            ("ops", measured["ops"]),
+            ("gpu_op_ns", measured["gpu_op_ns"]),
+            ("projected_ns", measured["proj_end"] - measured["proj_start"]),
+            ("gpu_idle_ns", measured["gpu_idle_ns"]),
+            ("with_gpu", measured["ops"] > 0),
+        ):
             np.add.at(totals[field], slot, values.astype(np.int64, copy=False))
         del measured, slot
     names = cols.names
@@ -230,11 +263,26 @@ def range_summary(trace: Trace, limit: int = NAME_LIMIT) -> dict[str, Any]:
     # Instances of one thing share a template name (emit_nvtx's "aten::mm, op_id = 5", "ProfilerStep#3"):
     # one row per template, with the number of distinct texts it groups. A loop over distinct names.
     texts["label"] = [name_template(str(names[c - 1])) if c > 0 else "" for c in used]
-    agg = texts.groupby("label", sort=False).agg(**{f: (f, "sum") for f in fields}, texts=("n", "size")).reset_index()
+    agg = (
+        texts.groupby("label", sort=False)
+        .agg(**{f: (f, "sum") for f in fields}, texts=("n", "size"))
+        .reset_index()
+    )
     agg = agg.sort_values(["cpu_ns", "label"], ascending=[False, True], kind="stable")
-    out = [{"name": r.label, "count": int(r.n), "texts": int(r.texts), "cpu_ns": int(r.cpu_ns), "gpu_ops": int(r.ops),
-            "gpu_op_ns": int(r.gpu_op_ns), "projected_ns": int(r.projected_ns), "gpu_idle_ns": int(r.gpu_idle_ns),
-            "instances_with_gpu": int(r.with_gpu)} for r in agg.head(limit).itertuples(index=False)]
+    out = [
+        {
+            "name": r.label,
+            "count": int(r.n),
+            "texts": int(r.texts),
+            "cpu_ns": int(r.cpu_ns),
+            "gpu_ops": int(r.ops),
+            "gpu_op_ns": int(r.gpu_op_ns),
+            "projected_ns": int(r.projected_ns),
+            "gpu_idle_ns": int(r.gpu_idle_ns),
+            "instances_with_gpu": int(r.with_gpu),
+        }
+        for r in agg.head(limit).itertuples(index=False)
+    ]
     return {"count": int(rows.size), "names": int(len(agg)), "texts": int(len(texts)), "ranges": out}
 
 

@@ -104,8 +104,12 @@ def _long_launches(trace: Trace) -> np.ndarray:
     """Event rows of kernel-launch calls >= LONG_LAUNCH_NS during which their GPU was idle at least half the time."""
     pairs = launch_pairs(trace)
     cols = event_columns(trace)
-    launches = code_mask(pairs["launch_name"], cols.names, lambda n: is_kernel_launch(n) and not is_graph_launch(n))
-    long = pairs[pairs["matched"] & launches & (pairs["launch_end"] - pairs["launch_start"] >= LONG_LAUNCH_NS)]
+    launches = code_mask(
+        pairs["launch_name"], cols.names, lambda n: is_kernel_launch(n) and not is_graph_launch(n)
+    )
+    long = pairs[
+        pairs["matched"] & launches & (pairs["launch_end"] - pairs["launch_start"] >= LONG_LAUNCH_NS)
+    ]
     found = []
     for device, busy in device_busy(trace).items():  # a loop over devices
         on = long[long["device"] == device]
@@ -115,15 +119,23 @@ def _long_launches(trace: Trace) -> np.ndarray:
     return np.unique(np.concatenate(found)) if found else np.empty(0, np.int64)
 
 
-def _first_calls(trace: Trace, candidates: np.ndarray, sync_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _first_calls(
+    trace: Trace, candidates: np.ndarray, sync_rows: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """(first-call rows, median of their later instances) among the candidate rows."""
     cols = event_columns(trace)
     rows = np.flatnonzero(candidates & (cols.name >= 0) & (cols.tid >= 0))
     if rows.size == 0:
         return np.empty(0, np.int64), np.empty(0)
-    frame = pd.DataFrame({"row": rows, "thread": thread_key(cols.pid[rows], cols.tid[rows]),
-                          "name": cols.name[rows], "start": cols.start[rows],
-                          "duration": cols.end[rows] - cols.start[rows]})
+    frame = pd.DataFrame(
+        {
+            "row": rows,
+            "thread": thread_key(cols.pid[rows], cols.tid[rows]),
+            "name": cols.name[rows],
+            "start": cols.start[rows],
+            "duration": cols.end[rows] - cols.start[rows],
+        }
+    )
     frame = frame.sort_values(["thread", "name", "start"], kind="stable")
     first = ~frame.duplicated(["thread", "name"], keep="first")
     firsts = frame[first & (frame["duration"] >= FIRST_CALL_MIN_NS)]
@@ -152,6 +164,7 @@ def _first_calls(trace: Trace, candidates: np.ndarray, sync_rows: np.ndarray) ->
 
 def host_categories(trace: Trace) -> np.ndarray:
     """``host_category_codes`` of every event row, computed once per trace (read only: copy to change it)."""
+
     def compute() -> np.ndarray:
         cols = event_columns(trace)
         codes = host_category_codes(cols.kind, cols.name, cols.names)
@@ -176,7 +189,10 @@ def one_time_work(trace: Trace) -> OneTime:
         api = cols.of_kind(RUNTIME, DRIVER)
         # one pass over the names for the five name rules (each name tested once, one gather per trace)
         one_time_api, compile_name, warmup_name, one_time_overhead, allocation_name = code_masks(
-            cols.name, names, (is_one_time_api, is_compile_name, is_warmup_name, is_one_time_overhead, is_allocation))
+            cols.name,
+            names,
+            (is_one_time_api, is_compile_name, is_warmup_name, is_one_time_overhead, is_allocation),
+        )
         flag(api & one_time_api, NAME)
         flag(cols.of_kind(*_COMPILE_KINDS) & compile_name, NAME)
         flag(cols.of_kind(*_WARMUP_KINDS) & warmup_name, NAME)
@@ -202,14 +218,18 @@ def one_time_work(trace: Trace) -> OneTime:
             step_start, step_end = int(steps["start"].iat[0]), int(steps["end"].iat[0])
             first_step_ns = int(durations[0])
             later_step_median = float(np.median(durations[1:-1]))
-            slow_first = (first_step_ns >= SLOW_FIRST_STEP * later_step_median
-                          and first_step_ns - later_step_median >= FIRST_CALL_MIN_NS)
+            slow_first = (
+                first_step_ns >= SLOW_FIRST_STEP * later_step_median
+                and first_step_ns - later_step_median >= FIRST_CALL_MIN_NS
+            )
             if slow_first:
                 in_first = (cols.start >= step_start) & (cols.start < step_end)
                 in_later = cols.start >= int(steps["start"].iat[1])
                 seen_later = np.zeros(len(names) + 1, bool)
                 seen_later[cols.name[in_later & (cols.name >= 0)]] = True
-                only_first = cols.of_kind(*_FIRST_STEP_KINDS) & in_first & (cols.name >= 0) & ~seen_later[cols.name]
+                only_first = (
+                    cols.of_kind(*_FIRST_STEP_KINDS) & in_first & (cols.name >= 0) & ~seen_later[cols.name]
+                )
                 flag(only_first, FIRST_STEP)
                 flag(allocation & in_first, ALLOCATION)
                 warmup_end = step_end
@@ -217,17 +237,30 @@ def one_time_work(trace: Trace) -> OneTime:
             warmup_end = int(cols.end[reason >= 0].max())
             flag(allocation & (cols.start < warmup_end), ALLOCATION)
         alloc_rows = np.flatnonzero(allocation & host)
-        keys = pd.DataFrame({"thread": thread_key(cols.pid[alloc_rows], cols.tid[alloc_rows]),
-                             "name": cols.name[alloc_rows]})
+        keys = pd.DataFrame(
+            {"thread": thread_key(cols.pid[alloc_rows], cols.tid[alloc_rows]), "name": cols.name[alloc_rows]}
+        )
         first_of_name = alloc_rows[~keys.duplicated().to_numpy()]  # rows are in start order
-        first_of_name = first_of_name[cols.end[first_of_name] - cols.start[first_of_name] >= FIRST_CALL_MIN_NS]
+        first_of_name = first_of_name[
+            cols.end[first_of_name] - cols.start[first_of_name] >= FIRST_CALL_MIN_NS
+        ]
         reason[first_of_name[reason[first_of_name] < 0]] = ALLOCATION
-        return OneTime(reason, first_rows[by_row], np.asarray(medians, np.float64)[by_row], first_step_ns, later_step_median, bool(slow_first), warmup_end)
+        return OneTime(
+            reason,
+            first_rows[by_row],
+            np.asarray(medians, np.float64)[by_row],
+            first_step_ns,
+            later_step_median,
+            bool(slow_first),
+            warmup_end,
+        )
 
     return memo(trace, "one_time_work", compute)
 
 
-def device_items(trace: Trace, busy: DeviceBusy, thread_mask: np.ndarray, limit: int = TOP_ITEMS) -> list[dict[str, Any]]:
+def device_items(
+    trace: Trace, busy: DeviceBusy, thread_mask: np.ndarray, limit: int = TOP_ITEMS
+) -> list[dict[str, Any]]:
     """The one-time rows on the given threads grouped by (name, reason), largest GPU idle time first.
 
     ``thread_mask`` is a boolean per event row (rows on the device's feeding threads). A group's ``idle_ns`` is
@@ -240,13 +273,25 @@ def device_items(trace: Trace, busy: DeviceBusy, thread_mask: np.ndarray, limit:
         return []
     cols = event_columns(trace)
     summed = intervals.overlap_with_union(cols.start[rows], cols.end[rows], busy.gap_starts, busy.gap_ends)
-    frame = pd.DataFrame({"row": rows, "name": cols.name[rows], "reason": work.reason[rows], "idle": summed,
-                          "host": cols.end[rows] - cols.start[rows], "median": work.later_median_ns(rows)})
+    frame = pd.DataFrame(
+        {
+            "row": rows,
+            "name": cols.name[rows],
+            "reason": work.reason[rows],
+            "idle": summed,
+            "host": cols.end[rows] - cols.start[rows],
+            "median": work.later_median_ns(rows),
+        }
+    )
     frame = frame[frame["idle"] > 0]
     if frame.empty:
         return []
     grouped = frame.groupby(["name", "reason"], sort=False).agg(
-        count=("idle", "size"), summed=("idle", "sum"), host_ns=("host", "sum"), later_median_ns=("median", "max"))
+        count=("idle", "size"),
+        summed=("idle", "sum"),
+        host_ns=("host", "sum"),
+        later_median_ns=("median", "max"),
+    )
     # The summed overlap bounds the union's from above: exact unions for the largest groups only.
     grouped = grouped.reset_index().sort_values(["summed", "name"], ascending=[False, True]).head(3 * limit)
     members = frame.groupby(["name", "reason"], sort=False)["row"]
@@ -255,8 +300,15 @@ def device_items(trace: Trace, busy: DeviceBusy, thread_mask: np.ndarray, limit:
         group = members.get_group((r.name, r.reason)).to_numpy()
         union = intervals.merge(cols.start[group], cols.end[group])
         idle = int(intervals.overlap_with_union(*union, busy.gap_starts, busy.gap_ends).sum())
-        out.append({"name": str(cols.names[r.name]), "reason": REASONS[r.reason], "count": int(r.count),
-                    "host_ns": int(r.host_ns), "idle_ns": idle,
-                    "later_median_ns": None if np.isnan(r.later_median_ns) else float(r.later_median_ns)})
+        out.append(
+            {
+                "name": str(cols.names[r.name]),
+                "reason": REASONS[r.reason],
+                "count": int(r.count),
+                "host_ns": int(r.host_ns),
+                "idle_ns": idle,
+                "later_median_ns": None if np.isnan(r.later_median_ns) else float(r.later_median_ns),
+            }
+        )
     out.sort(key=lambda item: (-item["idle_ns"], item["name"]))
     return out[:limit]

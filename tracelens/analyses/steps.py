@@ -60,14 +60,16 @@ def step_breakdown(trace: Trace) -> dict[str, Any]:
     total = int(durations.sum())
     listed = []
     for i in range(min(len(windows), STEP_LIMIT)):
-        listed.append({
-            "step": int(windows["step"].iat[i]),
-            "start_ns": int(starts[i]),
-            "end_ns": int(ends[i]),
-            "duration_ns": int(durations[i]),
-            "gpu_busy": [{"device": d, "busy_ns": int(v[i])} for d, v in gpu.items()],
-            "host": {HOST_KEYS[c]: int(split[i, j]) for j, c in enumerate(CAUSES)},
-        })
+        listed.append(
+            {
+                "step": int(windows["step"].iat[i]),
+                "start_ns": int(starts[i]),
+                "end_ns": int(ends[i]),
+                "duration_ns": int(durations[i]),
+                "gpu_busy": [{"device": d, "busy_ns": int(v[i])} for d, v in gpu.items()],
+                "host": {HOST_KEYS[c]: int(split[i, j]) for j, c in enumerate(CAUSES)},
+            }
+        )
     host_totals = {HOST_KEYS[c]: int(split[:, j].sum()) for j, c in enumerate(CAUSES)}
     summary = {
         "total_ns": total,
@@ -77,8 +79,10 @@ def step_breakdown(trace: Trace) -> dict[str, Any]:
         "max_ns": int(durations.max()),
         "host_ns": host_totals,
         "host_share": {k: (v / total if total > 0 else 0.0) for k, v in host_totals.items()},
-        "gpu_busy": [{"device": d, "busy_ns": int(v.sum()), "utilization": float(v.sum() / total) if total else 0.0}
-                     for d, v in gpu.items()],
+        "gpu_busy": [
+            {"device": d, "busy_ns": int(v.sum()), "utilization": float(v.sum() / total) if total else 0.0}
+            for d, v in gpu.items()
+        ],
     }
     return {"count": int(len(windows)), "listed": len(listed), "steps": listed, "summary": summary}
 

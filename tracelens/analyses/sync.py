@@ -38,37 +38,56 @@ def _api_calls(trace: Trace) -> Table:
     cols = event_columns(trace)
     api = cols.of_kind(RUNTIME, DRIVER)
     name = cols.name[api]
-    return Table({
-        "name": name,
-        "start": cols.start[api],
-        "end": cols.end[api],
-        "pid": cols.pid[api],
-        "tid": cols.tid[api],
-        "blocking": code_mask(name, cols.names, is_blocking_sync),
-        "stream_wait": code_mask(name, cols.names, lambda n: bool(_STREAM_WAIT.match(strip_api_suffix(n)))),
-    })
+    return Table(
+        {
+            "name": name,
+            "start": cols.start[api],
+            "end": cols.end[api],
+            "pid": cols.pid[api],
+            "tid": cols.tid[api],
+            "blocking": code_mask(name, cols.names, is_blocking_sync),
+            "stream_wait": code_mask(
+                name, cols.names, lambda n: bool(_STREAM_WAIT.match(strip_api_suffix(n)))
+            ),
+        }
+    )
 
 
 def _step_index(starts: np.ndarray, windows: pd.DataFrame) -> np.ndarray:
     """Index of the step containing each time (-1 when none); steps sorted by start."""
     if windows.empty:
         return np.full(starts.size, -1)
-    return intervals.running_at(windows["start"].to_numpy(np.int64), windows["end"].to_numpy(np.int64), starts)
+    return intervals.running_at(
+        windows["start"].to_numpy(np.int64), windows["end"].to_numpy(np.int64), starts
+    )
 
 
 def item_pattern(trace: Trace, calls: Table) -> dict[str, Any]:
     cols = event_columns(trace)
     pairs = launch_pairs(trace)
-    small = pairs[pairs["matched"] & pairs["is_dtoh"] & (pairs["bytes"] >= 0) & (pairs["bytes"] < ITEM_MAX_BYTES)]
-    empty = {"count": 0, "sync_calls": 0, "wait_ns": 0, "max_bytes": ITEM_MAX_BYTES, "top_ops": [], "per_step": []}
+    small = pairs[
+        pairs["matched"] & pairs["is_dtoh"] & (pairs["bytes"] >= 0) & (pairs["bytes"] < ITEM_MAX_BYTES)
+    ]
+    empty = {
+        "count": 0,
+        "sync_calls": 0,
+        "wait_ns": 0,
+        "max_bytes": ITEM_MAX_BYTES,
+        "top_ops": [],
+        "per_step": [],
+    }
     if small.empty:
         return empty
     # The next runtime/driver call on the thread that starts at or after the copy's launch call ends: a binary
     # search in the calls sorted by (thread, start) (a merge_asof copied and sorted every call of the trace).
     call_key = thread_key(calls["pid"], calls["tid"])
     copy_key = thread_key(small["pid"], small["tid"])
-    call_pos, copy_pos = thread_time_positions([(call_key, [calls["start"]]), (copy_key, [small["launch_end"]])])
-    by_position = np.argsort(call_pos, kind="stable")  # equal starts keep row order, as merge_asof's stable sort
+    call_pos, copy_pos = thread_time_positions(
+        [(call_key, [calls["start"]]), (copy_key, [small["launch_end"]])]
+    )
+    by_position = np.argsort(
+        call_pos, kind="stable"
+    )  # equal starts keep row order, as merge_asof's stable sort
     at = np.searchsorted(call_pos[by_position], copy_pos, side="left")
     del call_pos, copy_pos
     found = at < by_position.size
@@ -87,8 +106,14 @@ def item_pattern(trace: Trace, calls: Table) -> dict[str, Any]:
     top = _op_names_by_external_id(trace, hit["external_id"])
     steps = step_windows(trace)
     per_step = np.bincount(_step_index(hit["start"], steps) + 1, minlength=len(steps) + 1)[1:]
-    return {"count": int(len(hit)), "sync_calls": int(len(waited) + len(self_calls)), "wait_ns": wait_ns,
-            "max_bytes": ITEM_MAX_BYTES, "top_ops": top, "per_step": [int(x) for x in per_step[:STEP_LIMIT]]}
+    return {
+        "count": int(len(hit)),
+        "sync_calls": int(len(waited) + len(self_calls)),
+        "wait_ns": wait_ns,
+        "max_bytes": ITEM_MAX_BYTES,
+        "top_ops": top,
+        "per_step": [int(x) for x in per_step[:STEP_LIMIT]],
+    }
 
 
 def _op_names_by_external_id(trace: Trace, external_ids: np.ndarray) -> list[dict[str, Any]]:
@@ -99,7 +124,11 @@ def _op_names_by_external_id(trace: Trace, external_ids: np.ndarray) -> list[dic
     names = cols.name[ops][first]
     wanted = external_ids[external_ids >= 0]
     pos = np.searchsorted(ids, wanted)
-    ok = (pos < ids.size) & (ids[np.minimum(pos, max(ids.size - 1, 0))] == wanted) if ids.size else np.zeros(0, bool)
+    ok = (
+        (pos < ids.size) & (ids[np.minimum(pos, max(ids.size - 1, 0))] == wanted)
+        if ids.size
+        else np.zeros(0, bool)
+    )
     codes = names[pos[ok]]
     codes = codes[codes >= 0]
     if codes.size == 0:
@@ -114,32 +143,55 @@ def sync_stats(trace: Trace) -> dict[str, Any]:
     blocking = calls[calls["blocking"]]
     dur = blocking["end"] - blocking["start"]
     names = event_columns(trace).names
-    by_name = (pd.DataFrame({"name": names[blocking["name"]] if len(blocking) else [], "dur": dur})
-               .groupby("name")["dur"].agg(["count", "sum"]).sort_values("sum", ascending=False).head(TOP_N))
+    by_name = (
+        pd.DataFrame({"name": names[blocking["name"]] if len(blocking) else [], "dur": dur})
+        .groupby("name")["dur"]
+        .agg(["count", "sum"])
+        .sort_values("sum", ascending=False)
+        .head(TOP_N)
+    )
     steps = step_windows(trace)
     idx = _step_index(blocking["start"], steps)
     per_step_count = np.bincount(idx + 1, minlength=len(steps) + 1)[1:]
     per_step_ns = np.bincount(idx + 1, weights=dur, minlength=len(steps) + 1)[1:]
     cols = event_columns(trace)
     gsync = np.flatnonzero(cols.of_kind(GPU_SYNC))
-    gkind = np.array(pc.fill_null(pc.cast(trace.take("sync_kind", gsync), pa.string()), "unknown").to_pylist(),
-                     dtype=object)
+    gkind = np.array(
+        pc.fill_null(pc.cast(trace.take("sync_kind", gsync), pa.string()), "unknown").to_pylist(),
+        dtype=object,
+    )
     gdur = cols.end[gsync] - cols.start[gsync]
-    gpu_waits = (pd.DataFrame({"kind": gkind, "dur": gdur}).groupby("kind")["dur"].agg(["count", "sum"])
-                 if gsync.size else pd.DataFrame(columns=["count", "sum"]))
+    gpu_waits = (
+        pd.DataFrame({"kind": gkind, "dur": gdur}).groupby("kind")["dur"].agg(["count", "sum"])
+        if gsync.size
+        else pd.DataFrame(columns=["count", "sum"])
+    )
     stream_wait_calls = int(calls["stream_wait"].sum())
     return {
-        "blocking": {"count": int(len(blocking)), "total_ns": int(dur.sum()),
-                     "by_name": [{"name": n, "count": int(r["count"]), "total_ns": int(r["sum"])}
-                                 for n, r in by_name.iterrows()]},
-        "per_step": [{"step": int(s), "count": int(c), "total_ns": int(round(t))}
-                     for s, c, t in zip(steps["step"].to_numpy()[:STEP_LIMIT], per_step_count, per_step_ns,
-                                        strict=False)],
-        "per_step_mean": ({"count": float(per_step_count.mean()), "total_ns": float(per_step_ns.mean())}
-                          if len(steps) else None),
+        "blocking": {
+            "count": int(len(blocking)),
+            "total_ns": int(dur.sum()),
+            "by_name": [
+                {"name": n, "count": int(r["count"]), "total_ns": int(r["sum"])}
+                for n, r in by_name.iterrows()
+            ],
+        },
+        "per_step": [
+            {"step": int(s), "count": int(c), "total_ns": int(round(t))}
+            for s, c, t in zip(
+                steps["step"].to_numpy()[:STEP_LIMIT], per_step_count, per_step_ns, strict=False
+            )
+        ],
+        "per_step_mean": (
+            {"count": float(per_step_count.mean()), "total_ns": float(per_step_ns.mean())}
+            if len(steps)
+            else None
+        ),
         "item_pattern": item_pattern(trace, calls),
-        "gpu_waits": [{"sync_kind": k, "count": int(r["count"]), "total_ns": int(r["sum"])}
-                      for k, r in gpu_waits.iterrows()],
+        "gpu_waits": [
+            {"sync_kind": k, "count": int(r["count"]), "total_ns": int(r["sum"])}
+            for k, r in gpu_waits.iterrows()
+        ],
         "stream_wait_event_calls": stream_wait_calls,
     }
 

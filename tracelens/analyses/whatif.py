@@ -32,14 +32,22 @@ MAX_BLOCKING_CALLS = 50_000
 
 
 def _skipped(reason: str) -> dict[str, Any]:
-    return {"replay_error": None, "remedies": [], "not_modeled": list(NOT_MODELED),
-            "not_modeled_reasons": dict(NOT_MODELED_REASONS), "critical_path": None, "reason": reason}
+    return {
+        "replay_error": None,
+        "remedies": [],
+        "not_modeled": list(NOT_MODELED),
+        "not_modeled_reasons": dict(NOT_MODELED_REASONS),
+        "critical_path": None,
+        "reason": reason,
+    }
 
 
 def whatif(trace: Trace) -> dict[str, Any]:
     cols = event_columns(trace)
-    points = 2 * int((cols.of_kind(RUNTIME, DRIVER, STEP) & (cols.tid >= 0)).sum()
-                     + (cols.of_kind(*GPU_ACTIVITY_KINDS) & (cols.device >= 0)).sum())
+    points = 2 * int(
+        (cols.of_kind(RUNTIME, DRIVER, STEP) & (cols.tid >= 0)).sum()
+        + (cols.of_kind(*GPU_ACTIVITY_KINDS) & (cols.device >= 0)).sum()
+    )
     if points > MAX_POINTS:
         return _skipped(f"the trace is too large to replay: {points:,} graph points (limit {MAX_POINTS:,})")
     ctx = Context(trace)
@@ -50,8 +58,10 @@ def whatif(trace: Trace) -> dict[str, Any]:
     # each collective participant's end is a cut of the replay as a blocking call's end is
     cuts = blocking + int((g.op_collective >= 0).sum())
     if cuts > MAX_BLOCKING_CALLS:
-        return _skipped(f"too many blocking calls and matched collective kernels to replay: {cuts:,} "
-                        f"(limit {MAX_BLOCKING_CALLS:,})")
+        return _skipped(
+            f"too many blocking calls and matched collective kernels to replay: {cuts:,} "
+            f"(limit {MAX_BLOCKING_CALLS:,})"
+        )
     recorded = ctx.outcome(times=g.time)
     base = ctx.base
     typical = ctx.outcome(g.at_typical_lags())
@@ -80,24 +90,38 @@ def whatif(trace: Trace) -> dict[str, Any]:
         step = None
         # A step read where its work ends: when the remedied replay ends the last step's work before the first
         # step's (a short window whose first step holds the removed work), there is no step time to predict.
-        if recorded.step_ns is not None and base.step_ns is not None and out.step_ns is not None \
-                and out.step_ns > 0 and recorded.step_ns - (base.step_ns - out.step_ns) > 0:
+        if (
+            recorded.step_ns is not None
+            and base.step_ns is not None
+            and out.step_ns is not None
+            and out.step_ns > 0
+            and recorded.step_ns - (base.step_ns - out.step_ns) > 0
+        ):
             step = recorded.step_ns - (base.step_ns - out.step_ns)
-        remedies.append({
-            "cause": cause,
-            "remedy": remedy,
-            "predicted_span_ns": recorded.span_ns - gain,
-            "predicted_step_ns": step,
-            "gain_ns": gain,
-            "gain_share": gain / recorded.span_ns if recorded.span_ns else None,
-            "step_gain_share": (1 - step / recorded.step_ns) if step is not None and recorded.step_ns else None,
-            "assumptions": assumptions,
-        })
+        remedies.append(
+            {
+                "cause": cause,
+                "remedy": remedy,
+                "predicted_span_ns": recorded.span_ns - gain,
+                "predicted_step_ns": step,
+                "gain_ns": gain,
+                "gain_share": gain / recorded.span_ns if recorded.span_ns else None,
+                "step_gain_share": (1 - step / recorded.step_ns)
+                if step is not None and recorded.step_ns
+                else None,
+                "assumptions": assumptions,
+            }
+        )
     # largest gain first: by the step time where the trace has steps (the steady state), else by the span
     remedies.sort(key=lambda r: (float(r["predicted_step_ns"] or 0.0), -int(r["gain_ns"])))
-    return {"replay_error": replay_error, "remedies": remedies, "not_modeled": list(NOT_MODELED),
-            "not_modeled_reasons": dict(NOT_MODELED_REASONS),
-            "critical_path": critical_path(g, base.times, trace, ctx.step_of), "reason": None}
+    return {
+        "replay_error": replay_error,
+        "remedies": remedies,
+        "not_modeled": list(NOT_MODELED),
+        "not_modeled_reasons": dict(NOT_MODELED_REASONS),
+        "critical_path": critical_path(g, base.times, trace, ctx.step_of),
+        "reason": None,
+    }
 
 
 def gain_by_cause(whatif_block: dict[str, Any] | None) -> dict[str, dict[str, Any]]:

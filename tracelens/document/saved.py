@@ -51,12 +51,15 @@ def dumps(doc: Document | dict[str, Any]) -> str:
     return msgspec.json.format(_encoder().encode(_finite(doc)), indent=2).decode() + "\n"
 
 
-
 def is_document(value: Any) -> bool:
     """A saved analysis document: a JSON object with ``schema_version`` and ``source`` and no
     ``traceEvents`` (which would make it a Chrome/PyTorch trace)."""
-    return (isinstance(value, dict) and "schema_version" in value and isinstance(value.get("source"), dict)
-            and "traceEvents" not in value)
+    return (
+        isinstance(value, dict)
+        and "schema_version" in value
+        and isinstance(value.get("source"), dict)
+        and "traceEvents" not in value
+    )
 
 
 def looks_like_document(path: str | os.PathLike[str]) -> bool:

@@ -36,8 +36,7 @@ def _utilization(devices: list[Device]) -> tuple[float | None, UtilizationByKind
     parts = ("kernel_union_ns", "copies_only_ns", "memsets_only_ns")
     if any(not isinstance(d.get(p), int) for d in timed for p in parts):
         return utilization, None  # saved by a version without the split
-    kernels, copies, memsets = (sum(int(d[p]) / int(d["span_ns"]) for d in timed) / n
-                                for p in parts)
+    kernels, copies, memsets = (sum(int(d[p]) / int(d["span_ns"]) for d in timed) / n for p in parts)
     return utilization, {"kernels": kernels, "copies_only": copies, "memsets_only": memsets}
 
 
@@ -55,8 +54,12 @@ def _step_stats(steps: Steps | None) -> StepStats | None:
     summary: Mapping[str, Any] = steps.get("summary") or {}
     if not all(isinstance(summary.get(k), (int, float)) for k in ("mean_ns", "min_ns", "max_ns")):
         return None
-    return {"count": int(steps["count"]), "mean_ns": summary["mean_ns"], "min_ns": summary["min_ns"],
-            "max_ns": summary["max_ns"]}
+    return {
+        "count": int(steps["count"]),
+        "mean_ns": summary["mean_ns"],
+        "min_ns": summary["min_ns"],
+        "max_ns": summary["max_ns"],
+    }
 
 
 def summarize(doc: Document | dict[str, Any]) -> Summary:
@@ -88,14 +91,17 @@ def summarize(doc: Document | dict[str, Any]) -> Summary:
         "kernel_names": kernels["distinct_names"] if kernels else None,
         "memcpy_count": _device_sum(devices, "memcpy_count"),
         "device_mean_memcpy_ns": _device_mean(devices, "memcpy_ns"),
-        "memcpy_bytes": int(sum(int(k.get("bytes") or 0) for k in memcpy.get("by_kind") or [])) if memcpy else None,
+        "memcpy_bytes": int(sum(int(k.get("bytes") or 0) for k in memcpy.get("by_kind") or []))
+        if memcpy
+        else None,
         "device_mean_memcpy_exposed_ns": _memcpy_exposed(memcpy, devices),
         "device_mean_memset_ns": _device_mean(devices, "memset_ns"),
         "steps": stats,
         "step_host_ns": {k: v / stats["count"] for k, v in host_ns.items()} if stats and host_ns else None,
         "primary_cause": primary["cause"] if primary else None,
-        "device_mean_primary_lost_ns": (int(primary["lost_ns"]) if primary and primary.get("lost_ns") is not None
-                                        else None),
+        "device_mean_primary_lost_ns": (
+            int(primary["lost_ns"]) if primary and primary.get("lost_ns") is not None else None
+        ),
         "device_mean_idle_by_cause": {k: v / n for k, v in idle.items()} if idle is not None and n else None,
         "flops": compute.get("flops"),
         "mfu": compute.get("mfu"),

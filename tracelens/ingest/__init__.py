@@ -31,9 +31,18 @@ _GZIP_MAGIC = b"\x1f\x8b"
 _PARQUET_MAGIC = b"PAR1"
 # Bytes near the start of a PyTorch profiler (Kineto) JSON that TensorFlow's trace JSON never has: the
 # header keys Kineto writes before traceEvents, or the category of its first events.
-_KINETO_MARKERS = (b"PyTorch", b'"schemaVersion"', b'"deviceProperties"', b'"distributedInfo"',
-                   b'"baseTimeNanoseconds"', b'"cpu_op"', b'"user_annotation"', b'"Operator"',
-                   b'"cuda_runtime"', b'"python_function"')
+_KINETO_MARKERS = (
+    b"PyTorch",
+    b'"schemaVersion"',
+    b'"deviceProperties"',
+    b'"distributedInfo"',
+    b'"baseTimeNanoseconds"',
+    b'"cpu_op"',
+    b'"user_annotation"',
+    b'"Operator"',
+    b'"cuda_runtime"',
+    b'"python_function"',
+)
 
 
 def _peek(path: Path, n: int = 4096) -> bytes:
@@ -79,8 +88,11 @@ def detect_format(path: str | os.PathLike[str]) -> str:
         return "parquet"
     stripped = head.lstrip()
     if stripped[:1] in (b"{", b"["):
-        if (p.name.endswith(".trace.json.gz") and b'"traceEvents"' in head
-                and not any(marker in head for marker in _KINETO_MARKERS)):
+        if (
+            p.name.endswith(".trace.json.gz")
+            and b'"traceEvents"' in head
+            and not any(marker in head for marker in _KINETO_MARKERS)
+        ):
             return "tf-trace-json"
         return "kineto"
     if p.name.endswith(".pb"):

@@ -13,7 +13,9 @@ try:
 
     # isal's stub declares IsalError as an instance, not the exception class it is
     GZIP_ERRORS: tuple[type[Exception], ...] = (EOFError, OSError, zlib.error, _IsalError)  # type: ignore[assignment]
-except ImportError:  # pragma: no cover - isal is a core dependency; the fallback keeps a broken install usable
+except (
+    ImportError
+):  # pragma: no cover - isal is a core dependency; the fallback keeps a broken install usable
     _igzip = None  # type: ignore[assignment]  # the module, or None without it
     GZIP_ERRORS = (EOFError, OSError, zlib.error)
 

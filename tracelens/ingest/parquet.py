@@ -23,7 +23,9 @@ def read(path: Path, **_: Any) -> Trace:
         raise InputError("Parquet file was not written by tracelens (no tracelens metadata)", path=path)
     for name in COLUMNS_ADDED_SINCE_1_0:  # a table written by 1.0 lacks them: null, as the format had none
         if name not in table.column_names:
-            table = table.append_column(EVENT_SCHEMA.field(name), pa.nulls(table.num_rows, EVENT_SCHEMA.field(name).type))
+            table = table.append_column(
+                EVENT_SCHEMA.field(name), pa.nulls(table.num_rows, EVENT_SCHEMA.field(name).type)
+            )
     missing = set(EVENT_SCHEMA.names) - set(table.column_names)
     if missing:
         raise InputError(f"Parquet table lacks tracelens columns {sorted(missing)}", path=path)

@@ -23,11 +23,15 @@ MAX_MESSAGES = 5
 # Kineto's per-trace record counts line: "Record counts: Out-of-range = 3829, ..., CUPTI stopped early? = 0".
 STOPPED_EARLY = re.compile(r"CUPTI stopped early\?\s*=\s*(\d+)")
 BUFFER_LIMIT = re.compile(r"(?i)exceeded max GPU buffer count")
-DROPPED_COUNT = re.compile(r"(?i)\bdropped\s+([\d,]+)\s+(?:\w+\s+)?(?:records?|events?)\b"
-                           r"|\b([\d,]+)\s+(?:\w+\s+)?(?:records?|events?)\s+(?:were\s+|was\s+)?(?:dropped|lost)\b")
+DROPPED_COUNT = re.compile(
+    r"(?i)\bdropped\s+([\d,]+)\s+(?:\w+\s+)?(?:records?|events?)\b"
+    r"|\b([\d,]+)\s+(?:\w+\s+)?(?:records?|events?)\s+(?:were\s+|was\s+)?(?:dropped|lost)\b"
+)
 # Any other message that says events or records were dropped or lost.
-DROP_WORDS = re.compile(r"(?i)\b(dropped|lost|discarded)\b.*\b(events?|records?|activit(y|ies))\b"
-                        r"|\b(events?|records?|activit(y|ies))\b.*\b(dropped|lost|discarded)\b")
+DROP_WORDS = re.compile(
+    r"(?i)\b(dropped|lost|discarded)\b.*\b(events?|records?|activit(y|ies))\b"
+    r"|\b(events?|records?|activit(y|ies))\b.*\b(dropped|lost|discarded)\b"
+)
 
 
 def profiler_drops(messages: Iterable[Any]) -> dict[str, Any] | None:
@@ -60,8 +64,12 @@ def profiler_drops(messages: Iterable[Any]) -> dict[str, Any] | None:
             kept.append(message)
     if not kept:
         return None
-    return {"dropped_records": dropped if counted else None, "collection_stopped_early": stopped,
-            "messages": kept[:MAX_MESSAGES], "message_count": len(kept)}
+    return {
+        "dropped_records": dropped if counted else None,
+        "collection_stopped_early": stopped,
+        "messages": kept[:MAX_MESSAGES],
+        "message_count": len(kept),
+    }
 
 
 def kineto_log_lines(document: dict[str, Any]) -> list[Any]:

@@ -22,17 +22,34 @@ from ..trace import ANNOTATION, CPU_OP, DRIVER, OTHER, PYTHON, RUNTIME, STEP
 
 # Files old TF wrote next to (or instead of) the xplane; their presence alone means "no raw trace".
 DERIVED_FILE_SUFFIXES = (
-    ".overview_page.pb", ".input_pipeline.pb", ".tensorflow_stats.pb", ".kernel_stats.pb",
-    ".memory_profile.json.gz", ".pod_viewer.json", ".op_profile.json", ".memory_viewer.json",
+    ".overview_page.pb",
+    ".input_pipeline.pb",
+    ".tensorflow_stats.pb",
+    ".kernel_stats.pb",
+    ".memory_profile.json.gz",
+    ".pod_viewer.json",
+    ".op_profile.json",
+    ".memory_viewer.json",
 )
 COPY_KIND_LABELS = ("HtoD", "DtoH", "DtoD", "PtoP", "HtoH")
-_COPY_KIND_BY_NAME = {"H2D": "HtoD", "D2H": "DtoH", "D2D": "DtoD", "P2P": "PtoP", "H2H": "HtoH",
-                      "HTOD": "HtoD", "DTOH": "DtoH", "DTOD": "DtoD", "PTOP": "PtoP", "HTOH": "HtoH"}
+_COPY_KIND_BY_NAME = {
+    "H2D": "HtoD",
+    "D2H": "DtoH",
+    "D2D": "DtoD",
+    "P2P": "PtoP",
+    "H2H": "HtoH",
+    "HTOD": "HtoD",
+    "DTOH": "DtoH",
+    "DTOD": "DtoD",
+    "PTOP": "PtoP",
+    "HTOH": "HtoH",
+}
 _RUNTIME_NAME = re.compile(r"^(cuda|hip)[A-Z]")
 _DRIVER_NAME = re.compile(r"^cu[A-Z]")
 
 
 # ---------------------------------------------------------------------------------------- discovery
+
 
 def _run_dirs(logdir: Path) -> dict[str, Path]:
     """Profile runs under a logdir: ``<...>/plugins/profile/<run>/`` -> {run name: folder}."""
@@ -56,7 +73,9 @@ def discover(path: Path, run: str | None = None) -> tuple[list[Path], str | None
     runs = _run_dirs(path)
     if not runs:
         if direct:
-            raise InputError(f"--run {run}: this is a single run directory (no plugins/profile/ runs)", path=path)
+            raise InputError(
+                f"--run {run}: this is a single run directory (no plugins/profile/ runs)", path=path
+            )
         _explain_empty(path, path)
     if run is not None:
         if run not in runs:
@@ -77,12 +96,16 @@ def _explain_empty(folder: Path, shown: Path) -> None:
     if derived:
         raise InputError(
             f"holds only derived profile files ({', '.join(sorted(derived)[:3])}); this TensorFlow version "
-            "wrote no xplane.pb: re-profile with TensorFlow >= 2.4, or pass the <host>.trace.json.gz", path=shown)
-    raise InputError("no profile found (expected plugins/profile/<run>/<host>.xplane.pb or a .xplane.pb file)",
-                     path=shown)
+            "wrote no xplane.pb: re-profile with TensorFlow >= 2.4, or pass the <host>.trace.json.gz",
+            path=shown,
+        )
+    raise InputError(
+        "no profile found (expected plugins/profile/<run>/<host>.xplane.pb or a .xplane.pb file)", path=shown
+    )
 
 
 # ------------------------------------------------------------------------------ names and details
+
 
 def classify_host_name(name: str) -> str:
     """The event kind of a host (``/host:CPU``) event from its name alone."""
@@ -102,7 +125,7 @@ def classify_host_name(name: str) -> str:
 
 
 def detect_framework(names: Iterable[str]) -> str:
-    """"jax" when a host event name is one JAX writes, else "tensorflow"."""
+    """ "jax" when a host event name is one JAX writes, else "tensorflow"."""
     for name in names:
         if name.startswith(("PjitFunction(", "PjRt", "PJRT_")) or (name.startswith("$") and "jax" in name):
             return "jax"

@@ -24,15 +24,21 @@ def read(path: Path, fmt: str = "xplane", run: str | None = None, **_: Any) -> T
     beside = _xplanes_instead_of(path)
     if beside is not None:
         trace = xplane.read_files(beside, source=path.parent, run=path.parent.name)
-        what = ("a TensorBoard plugin file (a summary, not a trace)" if path.name.endswith(DERIVED_FILE_SUFFIXES)
-                else "the legacy trace JSON of a run that also has an xplane (the full profile)")
-        trace.metadata.warnings.append(f"{path.name} is {what}: read {', '.join(f.name for f in beside)} "
-                                       "beside it")
+        what = (
+            "a TensorBoard plugin file (a summary, not a trace)"
+            if path.name.endswith(DERIVED_FILE_SUFFIXES)
+            else "the legacy trace JSON of a run that also has an xplane (the full profile)"
+        )
+        trace.metadata.warnings.append(
+            f"{path.name} is {what}: read {', '.join(f.name for f in beside)} beside it"
+        )
         return trace
     files, run_name = discover(path, run)
     if fmt == "tf-trace-json" or all(f.name.endswith(".trace.json.gz") for f in files):
         return tf_trace_json.read_files(files, source=path, run=run_name)
-    return xplane.read_files([f for f in files if not f.name.endswith(".trace.json.gz")], source=path, run=run_name)
+    return xplane.read_files(
+        [f for f in files if not f.name.endswith(".trace.json.gz")], source=path, run=run_name
+    )
 
 
 def _xplanes_instead_of(path: Path) -> list[Path] | None:
@@ -44,7 +50,9 @@ def _xplanes_instead_of(path: Path) -> list[Path] | None:
         return None
     xplanes = sorted(path.parent.glob("*.xplane.pb"))
     if plugin and not xplanes:
-        raise InputError("a TensorBoard profile plugin file (a summary the plugin derived, not a trace), and no "
-                         ".xplane.pb lies beside it: pass the run's <host>.xplane.pb, its folder or the logdir",
-                         path=path)
+        raise InputError(
+            "a TensorBoard profile plugin file (a summary the plugin derived, not a trace), and no "
+            ".xplane.pb lies beside it: pass the run's <host>.xplane.pb, its folder or the logdir",
+            path=path,
+        )
     return xplanes or None

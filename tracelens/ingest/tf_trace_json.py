@@ -107,19 +107,21 @@ def _frame(path: Path, host: int) -> tuple[pd.DataFrame, dict[int, str]]:
             dur = float(event.get("dur", 0) or 0)
         except (TypeError, ValueError):
             raise InputError(f"event with a non-numeric ts/dur: {str(event)[:80]}", path=path) from None
-        rows.append({
-            "name": str(event.get("name", "")),
-            "ts": ts,
-            "dur": dur,
-            "device": device,
-            "stream": int(stream.group(1)) if stream else None,
-            "tid": None if gpu else int_or_none(event.get("tid")),
-            "pid": host,
-            "correlation_id": int_or_none(args.get("correlation_id")),
-            "step_num": int_or_none(args.get("step_num")),
-            "kernel_details": args.get("kernel_details"),
-            "copy_details": args.get("memcpy_details") or args.get("memset_details"),
-        })
+        rows.append(
+            {
+                "name": str(event.get("name", "")),
+                "ts": ts,
+                "dur": dur,
+                "device": device,
+                "stream": int(stream.group(1)) if stream else None,
+                "tid": None if gpu else int_or_none(event.get("tid")),
+                "pid": host,
+                "correlation_id": int_or_none(args.get("correlation_id")),
+                "step_num": int_or_none(args.get("step_num")),
+                "kernel_details": args.get("kernel_details"),
+                "copy_details": args.get("memcpy_details") or args.get("memset_details"),
+            }
+        )
     return pd.DataFrame(rows), gpu_names
 
 
@@ -145,10 +147,15 @@ def _to_trace(df: pd.DataFrame, device_rows: list[dict[str, Any]], source: Path,
     is_gpu = df["device"].notna().to_numpy()
     names = df["name"].astype(str)
     upper = names.str.upper()
-    kind = np.where(is_gpu,
-                    np.where(upper.str.startswith("MEMSET"), MEMSET,
-                             np.where(upper.str.startswith("MEMCPY") | df["copy_details"].notna(), MEMCPY, KERNEL)),
-                    names.map(classify_host_name).to_numpy(dtype=object))
+    kind = np.where(
+        is_gpu,
+        np.where(
+            upper.str.startswith("MEMSET"),
+            MEMSET,
+            np.where(upper.str.startswith("MEMCPY") | df["copy_details"].notna(), MEMCPY, KERNEL),
+        ),
+        names.map(classify_host_name).to_numpy(dtype=object),
+    )
     host_corr = ~is_gpu & df["correlation_id"].notna().to_numpy() & (kind == CPU_OP)
     kind = np.where(host_corr, DRIVER, kind)
     step = df["step_num"].to_numpy(dtype=float, copy=True)
@@ -166,20 +173,35 @@ def _to_trace(df: pd.DataFrame, device_rows: list[dict[str, Any]], source: Path,
 
     # one step row per (host, step) like the xplane reader
     step_rows = kind == STEP
-    steps = pd.DataFrame({"pid": df["pid"][step_rows], "step": step[step_rows].astype(np.int64),
-                          "start": start_ns[step_rows], "end": end_ns[step_rows]})
-    steps = steps.groupby(["pid", "step"], sort=True).agg(start=("start", "min"), end=("end", "max")).reset_index()
+    steps = pd.DataFrame(
+        {
+            "pid": df["pid"][step_rows],
+            "step": step[step_rows].astype(np.int64),
+            "start": start_ns[step_rows],
+            "end": end_ns[step_rows],
+        }
+    )
+    steps = (
+        steps.groupby(["pid", "step"], sort=True)
+        .agg(start=("start", "min"), end=("end", "max"))
+        .reset_index()
+    )
     keep = ~step_rows
-    origin = int(min(start_ns[keep].min(initial=np.iinfo(np.int64).max),
-                     steps["start"].min() if len(steps) else np.iinfo(np.int64).max))
+    origin = int(
+        min(
+            start_ns[keep].min(initial=np.iinfo(np.int64).max),
+            steps["start"].min() if len(steps) else np.iinfo(np.int64).max,
+        )
+    )
 
     details = _strings(df["kernel_details"])
     kernel_cols = kernel_columns(details)
     copy_details = _strings(df["copy_details"])
     size = extract_int(copy_details, r"(?:^|\s)size:(?P<v>\d+)")
     copy_kind = [copy_kind_code(n) for n in names]
-    copy_kind_names = [COPY_KIND_LABELS[c] if c >= 0 and k == MEMCPY else None
-                       for c, k in zip(copy_kind, kind, strict=True)]
+    copy_kind_names = [
+        COPY_KIND_LABELS[c] if c >= 0 and k == MEMCPY else None for c, k in zip(copy_kind, kind, strict=True)
+    ]
 
     columns: dict[str, Any] = {
         "kind": list(kind[keep]) + [STEP] * len(steps),
@@ -202,8 +224,9 @@ def _to_trace(df: pd.DataFrame, device_rows: list[dict[str, Any]], source: Path,
     for col, values in kernel_cols.items():
         values = np.where(is_kernel, values, np.nan)
         columns[col] = np.concatenate([values[keep], np.full(n_steps, np.nan)])
-    columns["bytes"] = np.concatenate([np.where(np.isin(kind, (MEMCPY, MEMSET)), size, np.nan)[keep],
-                                       np.full(n_steps, np.nan)])
+    columns["bytes"] = np.concatenate(
+        [np.where(np.isin(kind, (MEMCPY, MEMSET)), size, np.nan)[keep], np.full(n_steps, np.nan)]
+    )
     columns["copy_kind"] = with_steps(copy_kind_names)
     framework = detect_framework(names[~is_gpu].unique())
     metadata = TraceMetadata(

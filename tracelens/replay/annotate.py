@@ -60,10 +60,21 @@ GPU_TID_BASE = 1_000_000_000
 TRACK_TID_BASE = 2_000_000_000
 
 # Kineto category per kind (kinds not listed are not written).
-CATEGORY = {KERNEL: "kernel", MEMCPY: "gpu_memcpy", MEMSET: "gpu_memset", GPU_SYNC: "cuda_sync",
-            RUNTIME: "cuda_runtime", DRIVER: "cuda_driver", CPU_OP: "cpu_op", ANNOTATION: "user_annotation",
-            STEP: "user_annotation", PYTHON: "python_function", OSRT: "cpu_op", OVERHEAD: "overhead",
-            GPU_ANNOTATION: "gpu_user_annotation"}
+CATEGORY = {
+    KERNEL: "kernel",
+    MEMCPY: "gpu_memcpy",
+    MEMSET: "gpu_memset",
+    GPU_SYNC: "cuda_sync",
+    RUNTIME: "cuda_runtime",
+    DRIVER: "cuda_driver",
+    CPU_OP: "cpu_op",
+    ANNOTATION: "user_annotation",
+    STEP: "user_annotation",
+    PYTHON: "python_function",
+    OSRT: "cpu_op",
+    OVERHEAD: "overhead",
+    GPU_ANNOTATION: "gpu_user_annotation",
+}
 _GPU_KINDS = (KERNEL, MEMCPY, MEMSET, GPU_SYNC, GPU_ANNOTATION)
 
 
@@ -77,25 +88,41 @@ def _us(ns: np.ndarray) -> pd.Series:
     ns = np.asarray(ns, np.int64)
     sign = np.where(ns < 0, "-", "")
     a = np.abs(ns)
-    return pd.Series(sign, dtype=object) + pd.Series(a // 1000).astype(str) + "." + \
-        pd.Series(a % 1000).astype(str).str.zfill(3)
+    return (
+        pd.Series(sign, dtype=object)
+        + pd.Series(a // 1000).astype(str)
+        + "."
+        + pd.Series(a % 1000).astype(str).str.zfill(3)
+    )
 
 
-def _trace_events(trace: Trace, shift_ns: int = 0, rank_pid: int | None = None, device_base: int = 0) -> list[str]:
+def _trace_events(
+    trace: Trace, shift_ns: int = 0, rank_pid: int | None = None, device_base: int = 0
+) -> list[str]:
     """The trace's events as Chrome JSON objects (text), built column-wise. ``rank_pid``: run mode (every event
     in that process, GPU streams on GPU_TID_BASE + k, named by metadata events, devices numbered from
     ``device_base``: see the module docstring); times + ``shift_ns``."""
     cols = event_columns(trace)
     out: list[str] = []
     gpu_rows = np.flatnonzero(cols.of_kind(*_GPU_KINDS))
-    stream_key = np.maximum(cols.device, 0).astype(np.int64) * 2**32 + (cols.at("stream", np.arange(cols.kind.size))
-                                                                        .astype(np.int64) & 0xFFFFFFFF)
+    stream_key = np.maximum(cols.device, 0).astype(np.int64) * 2**32 + (
+        cols.at("stream", np.arange(cols.kind.size)).astype(np.int64) & 0xFFFFFFFF
+    )
     keys, first = np.unique(stream_key[gpu_rows], return_index=True)
     if rank_pid is not None:
         for k, row in enumerate(gpu_rows[first].tolist()):  # a loop over streams (metadata events)
             label = f"GPU {max(int(cols.device[row]), 0)} stream {int(cols.at('stream', np.array([row]))[0])}"
-            out.append(msgspec.json.encode({"ph": "M", "name": "thread_name", "pid": rank_pid,
-                                            "tid": GPU_TID_BASE + k, "args": {"name": label}}).decode())
+            out.append(
+                msgspec.json.encode(
+                    {
+                        "ph": "M",
+                        "name": "thread_name",
+                        "pid": rank_pid,
+                        "tid": GPU_TID_BASE + k,
+                        "args": {"name": label},
+                    }
+                ).decode()
+            )
     names = _json_strings(cols.names) if cols.names.size else np.zeros(0, dtype=object)
     for kind, category in CATEGORY.items():  # a loop over kinds
         rows = np.flatnonzero(cols.kind == ALL_KINDS.index(kind))
@@ -116,8 +143,13 @@ def _trace_events(trace: Trace, shift_ns: int = 0, rank_pid: int | None = None, 
                 tid = pd.Series(GPU_TID_BASE + np.searchsorted(keys, stream_key[rows])).astype(str)
                 local = device
                 run_devices = np.unique(np.maximum(cols.device[gpu_rows], 0))
-                device = pd.Series(device_base + np.searchsorted(run_devices, np.maximum(cols.device[rows], 0))
-                                   ).astype(str) + ',"local_device":' + local
+                device = (
+                    pd.Series(
+                        device_base + np.searchsorted(run_devices, np.maximum(cols.device[rows], 0))
+                    ).astype(str)
+                    + ',"local_device":'
+                    + local
+                )
         else:
             pid = pd.Series(cols.pid[rows] if rank_pid is None else np.full(rows.size, rank_pid)).astype(str)
             tid = pd.Series(cols.tid[rows]).astype(str)
@@ -125,21 +157,52 @@ def _trace_events(trace: Trace, shift_ns: int = 0, rank_pid: int | None = None, 
         if gpu:
             args += ',"device":' + device + ',"stream":' + stream
             nbytes = cols.at("bytes", rows).astype(np.int64)
-            args += pd.Series(np.where(nbytes >= 0, ',"bytes":' + pd.Series(nbytes).astype(str), ""), dtype=object)
-        text = ('{"ph":"X","cat":"' + category + '","name":' + pd.Series(name, dtype=object) + ',"pid":' + pid
-                + ',"tid":' + tid + ',"ts":' + _us(start + shift_ns) + ',"dur":' + _us(end - start) + ',"args":{' + args + "}}")
+            args += pd.Series(
+                np.where(nbytes >= 0, ',"bytes":' + pd.Series(nbytes).astype(str), ""), dtype=object
+            )
+        text = (
+            '{"ph":"X","cat":"'
+            + category
+            + '","name":'
+            + pd.Series(name, dtype=object)
+            + ',"pid":'
+            + pid
+            + ',"tid":'
+            + tid
+            + ',"ts":'
+            + _us(start + shift_ns)
+            + ',"dur":'
+            + _us(end - start)
+            + ',"args":{'
+            + args
+            + "}}"
+        )
         out.extend(text.tolist())
     return out
 
 
-def added_tracks(trace: Trace, doc: dict[str, Any], pid: int = ANNOTATION_PID, tid_base: int = 0,
-                 shift_ns: int = 0, process_name: str | None = "tracelens") -> list[dict[str, Any]]:
+def added_tracks(
+    trace: Trace,
+    doc: dict[str, Any],
+    pid: int = ANNOTATION_PID,
+    tid_base: int = 0,
+    shift_ns: int = 0,
+    process_name: str | None = "tracelens",
+) -> list[dict[str, Any]]:
     """The tracelens tracks (see the module docstring) for a trace and its analysis document; in run mode in
     the rank's process (``pid``), tids + ``tid_base``, times + ``shift_ns``."""
 
     def _slice(name: str, tid: int, start: int, end: int, **args: Any) -> dict[str, Any]:
-        return {"ph": "X", "cat": "user_annotation", "name": name, "pid": pid, "tid": tid_base + tid,
-                "ts": (start + shift_ns) / 1000, "dur": max(end - start, 0) / 1000, "args": args}
+        return {
+            "ph": "X",
+            "cat": "user_annotation",
+            "name": name,
+            "pid": pid,
+            "tid": tid_base + tid,
+            "ts": (start + shift_ns) / 1000,
+            "dur": max(end - start, 0) / 1000,
+            "args": args,
+        }
 
     def _thread(tid: int, name: str) -> dict[str, Any]:
         return {"ph": "M", "name": "thread_name", "pid": pid, "tid": tid_base + tid, "args": {"name": name}}
@@ -161,29 +224,52 @@ def added_tracks(trace: Trace, doc: dict[str, Any], pid: int = ANNOTATION_PID, t
         starts = np.flatnonzero(new)
         stops = np.append(starts[1:], path.size)
         for a, b in zip(starts.tolist(), stops.tolist(), strict=True):  # a loop over category runs
-            events.append(_slice(CATEGORIES[category[a]], PATH_TID, int(begin[a]), int(times[path[b - 1]]),
-                                 ns=int(seg[a:b].sum())))
+            events.append(
+                _slice(
+                    CATEGORIES[category[a]],
+                    PATH_TID,
+                    int(begin[a]),
+                    int(times[path[b - 1]]),
+                    ns=int(seg[a:b].sum()),
+                )
+            )
         whatif = doc.get("whatif") or {}
         first = int(times.min())
         lines = {line.split(" ", 2)[1]: line for line in remedy_lines(doc)}  # "fixing <cause> (...": by cause
         for k, remedy in enumerate(whatif.get("remedies") or []):
             label = lines.get(remedy["cause"], f"fixing {remedy['cause']}: no gain")
             events.append(_thread(WHATIF_TID + k, f"what-if: {remedy['cause']}"))
-            events.append(_slice(label, WHATIF_TID + k, first, first + int(remedy["predicted_span_ns"]),
-                                 cause=remedy["cause"], gain_ns=remedy["gain_ns"]))
+            events.append(
+                _slice(
+                    label,
+                    WHATIF_TID + k,
+                    first,
+                    first + int(remedy["predicted_span_ns"]),
+                    cause=remedy["cause"],
+                    gain_ns=remedy["gain_ns"],
+                )
+            )
     for device in (doc.get("attribution") or {}).get("devices") or []:
         tid = GAPS_TID + int(device["device"])
         events.append(_thread(tid, f"GPU {device['device']} idle gaps"))
         for gap in device.get("largest") or []:
             by_cause = gap.get("by_cause") or {}
             cause = max(by_cause, key=lambda c: by_cause[c]) if by_cause else "unknown"
-            events.append(_slice(f"idle: {cause}", tid, gap["start_ns"], gap["start_ns"] + gap["duration_ns"],
-                                 cause=cause, **{f"{c}_ns": v for c, v in by_cause.items()}))
+            events.append(
+                _slice(
+                    f"idle: {cause}",
+                    tid,
+                    gap["start_ns"],
+                    gap["start_ns"] + gap["duration_ns"],
+                    cause=cause,
+                    **{f"{c}_ns": v for c, v in by_cause.items()},
+                )
+            )
     return events
 
 
 def _write(events: list[str], path: str | Path) -> int:
-    data = ("{\"traceEvents\":[" + ",".join(events) + "]}").encode()
+    data = ('{"traceEvents":[' + ",".join(events) + "]}").encode()
     target = Path(path)
     target.write_bytes(gzip.compress(data) if target.name.endswith(".gz") else data)
     return len(events)
@@ -209,12 +295,18 @@ def write_annotated_run(ranks: list[tuple[int, str, Trace, dict[str, Any]]], pat
     events: list[str] = []
     device_base = 0
     for (rank, label, trace, doc), shift in zip(ranks, shifts, strict=True):  # a loop over ranks
-        events.append(msgspec.json.encode({"ph": "M", "name": "process_name", "pid": rank,
-                                           "args": {"name": f"rank {rank} ({label})"}}).decode())
+        events.append(
+            msgspec.json.encode(
+                {"ph": "M", "name": "process_name", "pid": rank, "args": {"name": f"rank {rank} ({label})"}}
+            ).decode()
+        )
         events.extend(_trace_events(trace, shift, rank_pid=rank, device_base=device_base))
         cols = event_columns(trace)
         device_base += int(np.unique(np.maximum(cols.device[cols.of_kind(*_GPU_KINDS)], 0)).size)
-        events.extend(msgspec.json.encode(e).decode()
-                      for e in added_tracks(trace, doc, pid=rank, tid_base=TRACK_TID_BASE, shift_ns=shift,
-                                            process_name=None))
+        events.extend(
+            msgspec.json.encode(e).decode()
+            for e in added_tracks(
+                trace, doc, pid=rank, tid_base=TRACK_TID_BASE, shift_ns=shift, process_name=None
+            )
+        )
     return _write(events, path)

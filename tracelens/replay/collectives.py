@@ -43,11 +43,13 @@ def overlap_collectives(g: Graph, is_collective: np.ndarray) -> tuple[Graph | No
     # each placeholder's completion sources: (its own start, its transfer), (each participant's start, the
     # transfer its collective edge carries)
     into = np.isin(g.edge_dst, ph_end) & g.edge_is_collective
-    sources = pd.DataFrame({
-        "end": np.concatenate([ph_end, g.edge_dst[into]]),
-        "src": np.concatenate([g.op_start[ph], g.edge_src[into]]),
-        "lag": np.concatenate([g.lag[ph_end], g.edge_lag[into]]),
-    })
+    sources = pd.DataFrame(
+        {
+            "end": np.concatenate([ph_end, g.edge_dst[into]]),
+            "src": np.concatenate([g.op_start[ph], g.edge_src[into]]),
+            "lag": np.concatenate([g.lag[ph_end], g.edge_lag[into]]),
+        }
+    )
     # what waits for each placeholder's completion: the host waits on it, and the first host wait on a later op
     # of its stream (points of a stream are stored in stream order)
     waits = np.flatnonzero(g.edge_is_wait)
@@ -56,11 +58,19 @@ def overlap_collectives(g: Graph, is_collective: np.ndarray) -> tuple[Graph | No
     waits, w_src = waits[order], w_src[order]
     at = np.searchsorted(w_src, ph_end, side="left")
     at_ok = at < w_src.size
-    first_src = np.where(at_ok, w_src[np.minimum(at, w_src.size - 1)], -1) if w_src.size else np.full(ph.size, -1)
+    first_src = (
+        np.where(at_ok, w_src[np.minimum(at, w_src.size - 1)], -1) if w_src.size else np.full(ph.size, -1)
+    )
     same_stream = at_ok & (g.chain[np.maximum(first_src, 0)] == g.chain[ph_end])
     waiters = pd.DataFrame({"end": ph_end[same_stream], "w_src": first_src[same_stream]})
-    wait_edges = pd.DataFrame({"w_src": g.edge_src[waits], "dst": g.edge_dst[waits], "w_lag": g.edge_lag[waits],
-                               "w_typ": g.edge_typical[waits]})
+    wait_edges = pd.DataFrame(
+        {
+            "w_src": g.edge_src[waits],
+            "dst": g.edge_dst[waits],
+            "w_lag": g.edge_lag[waits],
+            "w_typ": g.edge_typical[waits],
+        }
+    )
     targets = waiters.merge(wait_edges, on="w_src")[["end", "dst", "w_lag", "w_typ"]]
     new = sources.merge(targets, on="end")
     moved = g.edge_is_wait & np.isin(g.edge_src, ph_end)  # waits on a placeholder itself: re-sourced below
@@ -72,13 +82,19 @@ def overlap_collectives(g: Graph, is_collective: np.ndarray) -> tuple[Graph | No
     new_src = new["src"].to_numpy(np.int64)
     new_dst = new["dst"].to_numpy(np.int64)
     zeros = np.zeros(n_new, bool)
-    return g.with_changes(
-        lag=lag,
-        edge_src=np.concatenate([g.edge_src[keep], new_src]),
-        edge_dst=np.concatenate([g.edge_dst[keep], new_dst]),
-        edge_lag=np.concatenate([g.edge_lag[keep], (new["lag"] + new["w_lag"]).to_numpy(np.int64)]),
-        edge_typical=np.concatenate([g.edge_typical[keep], (new["lag"] + new["w_typ"]).to_numpy(np.int64)]),
-        edge_is_wait=np.concatenate([g.edge_is_wait[keep], np.ones(n_new, bool)]),
-        edge_is_wake=np.concatenate([g.edge_is_wake[keep], zeros]),
-        edge_is_collective=np.concatenate([g.edge_is_collective[keep], zeros]),
-    ), int(ph.size), int(drop_event.sum())
+    return (
+        g.with_changes(
+            lag=lag,
+            edge_src=np.concatenate([g.edge_src[keep], new_src]),
+            edge_dst=np.concatenate([g.edge_dst[keep], new_dst]),
+            edge_lag=np.concatenate([g.edge_lag[keep], (new["lag"] + new["w_lag"]).to_numpy(np.int64)]),
+            edge_typical=np.concatenate(
+                [g.edge_typical[keep], (new["lag"] + new["w_typ"]).to_numpy(np.int64)]
+            ),
+            edge_is_wait=np.concatenate([g.edge_is_wait[keep], np.ones(n_new, bool)]),
+            edge_is_wake=np.concatenate([g.edge_is_wake[keep], zeros]),
+            edge_is_collective=np.concatenate([g.edge_is_collective[keep], zeros]),
+        ),
+        int(ph.size),
+        int(drop_event.sum()),
+    )

@@ -34,7 +34,7 @@ STEP_LIMIT = 2000  # steps broken down one by one
 
 
 def bound_of(ns_by_category: np.ndarray) -> str | None:
-    """"host", "gpu" or "mixed" from a path's time per category (CATEGORIES order); None for an empty path."""
+    """ "host", "gpu" or "mixed" from a path's time per category (CATEGORIES order); None for an empty path."""
     total = float(ns_by_category.sum())
     if total <= 0:
         return None
@@ -68,8 +68,9 @@ def path_points(graph: Graph, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return path, source[path]
 
 
-def path_categories(graph: Graph, t: np.ndarray, trace: Any, path: np.ndarray,
-                    setter: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def path_categories(
+    graph: Graph, t: np.ndarray, trace: Any, path: np.ndarray, setter: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """(each path point's category, an index into CATEGORIES; the time it owns: its time - its setter's)."""
     seg = np.where(setter >= 0, t[path] - t[np.maximum(setter, 0)], 0)
     kind = graph.kind[path]
@@ -89,7 +90,9 @@ def path_categories(graph: Graph, t: np.ndarray, trace: Any, path: np.ndarray,
     return category, seg
 
 
-def critical_path(graph: Graph, t: np.ndarray, trace: Any, step_of: np.ndarray | None = None) -> dict[str, Any] | None:
+def critical_path(
+    graph: Graph, t: np.ndarray, trace: Any, step_of: np.ndarray | None = None
+) -> dict[str, Any] | None:
     """The ``critical_path`` block of the whatif section (docs/json.md); ``step_of``: each point's step (-1
     none), for the per-step breakdown."""
     path, setter = path_points(graph, t)
@@ -112,10 +115,15 @@ def critical_path(graph: Graph, t: np.ndarray, trace: Any, step_of: np.ndarray |
             mine = steps == step
             sums = np.bincount(category[mine], weights=seg[mine], minlength=len(CATEGORIES))
             length = float(sums.sum())
-            per_step.append({"step": int(step), "length_ns": int(length),
-                             "ns": {name: int(sums[i]) for i, name in enumerate(CATEGORIES)},
-                             "on_host": bool(length and sums[0] / length > ON_HOST_SHARE),
-                             "bound": bound_of(sums)})
+            per_step.append(
+                {
+                    "step": int(step),
+                    "length_ns": int(length),
+                    "ns": {name: int(sums[i]) for i, name in enumerate(CATEGORIES)},
+                    "on_host": bool(length and sums[0] / length > ON_HOST_SHARE),
+                    "bound": bound_of(sums),
+                }
+            )
 
     def top(mask: np.ndarray) -> list[dict[str, Any]]:
         codes = cols.name[rows[mask]]
@@ -125,15 +133,20 @@ def critical_path(graph: Graph, t: np.ndarray, trace: Any, step_of: np.ndarray |
         uniq, inverse = np.unique(codes, return_inverse=True)
         sums = np.bincount(inverse, weights=weights)
         order = np.argsort(-sums, kind="stable")[:TOP]
-        return [{"name": str(cols.names[uniq[i]]) if uniq[i] >= 0 else None, "ns": int(sums[i])}
-                for i in order if sums[i] > 0]
+        return [
+            {"name": str(cols.names[uniq[i]]) if uniq[i] >= 0 else None, "ns": int(sums[i])}
+            for i in order
+            if sums[i] > 0
+        ]
 
     return {
         "length_ns": total,
         "ns": ns,
         "shares": shares,
         "on_host": bool(shares["host"] is not None and shares["host"] > ON_HOST_SHARE),
-        "host_side_share": (float(sum(by[CATEGORIES.index(c)] for c in HOST_SIDE)) / total if total else None),
+        "host_side_share": (
+            float(sum(by[CATEGORIES.index(c)] for c in HOST_SIDE)) / total if total else None
+        ),
         "bound": bound_of(by),
         "top_kernels": top((kind == GPU_END) & is_kernel),
         "top_host_calls": top(kind == HOST_END),

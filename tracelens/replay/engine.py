@@ -21,7 +21,9 @@ from .graph import GPU_END, GPU_START, NONE, Graph
 
 HOST_PHASE, GPU_PHASE, WAIT_PHASE = 0, 1, 2
 SMALL_BATCH = 32  # batches up to this many points are solved point by point (see solve)
-MAX_KEY_ROUNDS = 64  # beyond this (a cycle from inconsistent clocks) a source not yet solved reads as recorded
+MAX_KEY_ROUNDS = (
+    64  # beyond this (a cycle from inconsistent clocks) a source not yet solved reads as recorded
+)
 
 
 def _run_heads(flags: np.ndarray) -> np.ndarray:
@@ -90,8 +92,17 @@ def _chain_cummax(key: np.ndarray, chain_first: np.ndarray) -> np.ndarray:
     return np.maximum.accumulate(key + run * width) - run * width
 
 
-_PLAN_SOURCES = ("time", "kind", "chain", "chain_first", "edge_src", "edge_dst", "edge_is_wait", "edge_is_wake",
-                 "edge_is_collective")
+_PLAN_SOURCES = (
+    "time",
+    "kind",
+    "chain",
+    "chain_first",
+    "edge_src",
+    "edge_dst",
+    "edge_is_wait",
+    "edge_is_wake",
+    "edge_is_collective",
+)
 
 
 @dataclass(frozen=True)
@@ -114,7 +125,9 @@ class Plan:
     runs_in_group: np.ndarray
 
     def fits(self, graph: Graph) -> bool:
-        return all(getattr(graph, name) is array for name, array in zip(_PLAN_SOURCES, self.sources, strict=True))
+        return all(
+            getattr(graph, name) is array for name, array in zip(_PLAN_SOURCES, self.sources, strict=True)
+        )
 
 
 def plan(graph: Graph) -> Plan:
@@ -140,10 +153,19 @@ def plan(graph: Graph) -> Plan:
     e_order = np.argsort(e_pos, kind="stable")
     e_pos, e_src = e_pos[e_order], graph.edge_src[e_order]
     return Plan(
-        sources=tuple(getattr(graph, name) for name in _PLAN_SOURCES), order=order, group_lo=group_lo,
-        group_hi=group_hi, run_start=run_start, carry_from=carry_from, e_order=e_order, e_pos=e_pos, e_src=e_src,
-        e_lo=np.searchsorted(e_pos, group_lo, side="left"), e_hi=np.searchsorted(e_pos, group_hi, side="left"),
-        runs_in_group=np.add.reduceat(run_start.astype(np.int64), group_lo))
+        sources=tuple(getattr(graph, name) for name in _PLAN_SOURCES),
+        order=order,
+        group_lo=group_lo,
+        group_hi=group_hi,
+        run_start=run_start,
+        carry_from=carry_from,
+        e_order=e_order,
+        e_pos=e_pos,
+        e_src=e_src,
+        e_lo=np.searchsorted(e_pos, group_lo, side="left"),
+        e_hi=np.searchsorted(e_pos, group_hi, side="left"),
+        runs_in_group=np.add.reduceat(run_start.astype(np.int64), group_lo),
+    )
 
 
 def solve(graph: Graph, shared: Plan | None = None) -> np.ndarray:
@@ -155,7 +177,12 @@ def solve(graph: Graph, shared: Plan | None = None) -> np.ndarray:
         return t
     batches_of = shared if shared is not None and shared.fits(graph) else plan(graph)
     order, group_lo, group_hi = batches_of.order, batches_of.group_lo, batches_of.group_hi
-    run_start, carry_from, e_pos, e_src = batches_of.run_start, batches_of.carry_from, batches_of.e_pos, batches_of.e_src
+    run_start, carry_from, e_pos, e_src = (
+        batches_of.run_start,
+        batches_of.carry_from,
+        batches_of.e_pos,
+        batches_of.e_src,
+    )
     e_lo, e_hi, runs_in_group = batches_of.e_lo, batches_of.e_hi, batches_of.runs_in_group
     # what depends on the lags and anchors: the running lag sums along each run, the edges' lags
     c = _segmented_cumsum(graph.lag[order], run_start)
@@ -167,8 +194,14 @@ def solve(graph: Graph, shared: Plan | None = None) -> np.ndarray:
     t_v, anchor_v, c_v, carry_v = t.data, anchor.data, c.data, carry_from.data
     head_v, order_v = run_start.data, order.data
     e_pos_v, e_src_v, e_lag_v = e_pos.data, e_src.data, e_lag.data
-    batches = zip(group_lo.tolist(), group_hi.tolist(), e_lo.tolist(), e_hi.tolist(), runs_in_group.tolist(),
-                  strict=True)
+    batches = zip(
+        group_lo.tolist(),
+        group_hi.tolist(),
+        e_lo.tolist(),
+        e_hi.tolist(),
+        runs_in_group.tolist(),
+        strict=True,
+    )
     for lo, hi, elo, ehi, runs in batches:  # a loop over batches (3 per blocking call), not events
         if hi - lo == 1:  # one point (a blocking call's end): plain arithmetic
             best = anchor_v[lo]

@@ -111,8 +111,12 @@ class Graph:
     edge_lag: np.ndarray
     edge_is_wait: np.ndarray
     edge_is_wake: np.ndarray  # host -> host: an idle thread resumes after another thread's point
-    edge_is_collective: np.ndarray  # GPU start -> GPU end: a collective's participant ends after the others start
-    edge_typical: np.ndarray  # the edge's lag at its kind's typical value (model replay; wake edges: as recorded)
+    edge_is_collective: (
+        np.ndarray
+    )  # GPU start -> GPU end: a collective's participant ends after the others start
+    edge_typical: (
+        np.ndarray
+    )  # the edge's lag at its kind's typical value (model replay; wake edges: as recorded)
     stream_typical: np.ndarray  # per point: the typical stream gap of a GPU start's device (0 elsewhere)
     # host calls
     call_start: np.ndarray
@@ -231,8 +235,9 @@ def build(trace: Trace) -> Graph:
     if copy_rows.any():
         idx = np.flatnonzero(copy_rows)
         is_pageable = lower_is("pageable")
-        pageable[idx] = (text_mask(trace.take("src_kind", op_row[idx]), is_pageable)
-                         | text_mask(trace.take("dst_kind", op_row[idx]), is_pageable))
+        pageable[idx] = text_mask(trace.take("src_kind", op_row[idx]), is_pageable) | text_mask(
+            trace.take("dst_kind", op_row[idx]), is_pageable
+        )
 
     # --- points: host chains first (thread order), then stream chains ((device, stream) order)
     host_time = np.empty(2 * n_calls, np.int64)
@@ -283,15 +288,28 @@ def build(trace: Trace) -> Graph:
     # the cudaStreamWaitEvent call (ordered op indices; -1 none)
     rank = np.empty(n_ops, np.int64)
     rank[op_order] = np.arange(n_ops)
-    e_src_op, e_dst_op = _event_waits(cols, call_row, call_thread, cs, names, op_launch_call, op_dev, op_stream,
-                                      stream_code, os_, op_launch_start)
+    e_src_op, e_dst_op = _event_waits(
+        cols,
+        call_row,
+        call_thread,
+        cs,
+        names,
+        op_launch_call,
+        op_dev,
+        op_stream,
+        stream_code,
+        os_,
+        op_launch_start,
+    )
     e_src, e_dst = rank[e_src_op], rank[e_dst_op]
     event_ready = np.full(n_ops, NONE, np.int64)
     np.maximum.at(event_ready, e_dst, o_e[e_src])
     event_binds = (event_ready > np.where(launched, o_launch_start, NONE)) & (event_ready > stream_prev_end)
     launch_binds = launched & ~event_binds & (op_first | (o_launch_start >= stream_prev_end))
     o_dev = op_dev[op_order]
-    launch_typ = _median_by(o_dev[launch_binds], np.maximum(launch_res[launch_binds], 0), DEFAULT_LAUNCH_LAG_NS)
+    launch_typ = _median_by(
+        o_dev[launch_binds], np.maximum(launch_res[launch_binds], 0), DEFAULT_LAUNCH_LAG_NS
+    )
     queued = ~op_first & ~launch_binds & ~event_binds
     stream_typ = _median_by(o_dev[queued], np.maximum(stream_res[queued], 0), DEFAULT_STREAM_GAP_NS)
     devices, o_dev_index = np.unique(o_dev, return_inverse=True)
@@ -305,8 +323,11 @@ def build(trace: Trace) -> Graph:
     gpu_lag[1::2] = o_e - o_s
     gpu_typical = np.zeros(2 * n_ops, np.int64)
     gpu_typical[0::2] = typ_stream
-    gpu_lag[0::2] = np.where(launch_binds | event_binds, np.minimum(typ_stream, np.maximum(stream_res, 0)),
-                             np.maximum(stream_res, 0))
+    gpu_lag[0::2] = np.where(
+        launch_binds | event_binds,
+        np.minimum(typ_stream, np.maximum(stream_res, 0)),
+        np.maximum(stream_res, 0),
+    )
     # event edges: the binding one keeps its recorded delay, the others a queued gap at most
     event_res = o_s[e_dst] - o_e[e_src]
     binds_here = event_binds[e_dst] & (o_e[e_src] == event_ready[e_dst])
@@ -320,8 +341,13 @@ def build(trace: Trace) -> Graph:
     host_anchor[0::2] = np.where(first_call, cs, NONE)
 
     # --- collective edges (ordered op indices)
-    op_collective = _collectives(code_mask(pairs["name"], names, is_collective_kernel) & pairs["is_kernel"].astype(bool),
-                                 pairs["name"].astype(np.int64), op_dev, os_, oe)
+    op_collective = _collectives(
+        code_mask(pairs["name"], names, is_collective_kernel) & pairs["is_kernel"].astype(bool),
+        pairs["name"].astype(np.int64),
+        op_dev,
+        os_,
+        oe,
+    )
     o_collective = op_collective[op_order]
     c_src_op, c_dst_op, c_transfer = _collective_edges(o_collective, o_s, o_e)
     c_src, c_dst = base + 2 * c_src_op, base + 2 * c_dst_op + 1
@@ -339,8 +365,11 @@ def build(trace: Trace) -> Graph:
     l_src = 2 * o_call[has]
     l_dst = base + 2 * np.flatnonzero(has)
     l_typical = o_offset[has] + typ_launch[has]
-    l_lag = o_offset[has] + np.where(launch_binds[has], np.maximum(launch_res[has], 0),
-                                     np.minimum(typ_launch[has], np.maximum(launch_res[has], 0)))
+    l_lag = o_offset[has] + np.where(
+        launch_binds[has],
+        np.maximum(launch_res[has], 0),
+        np.minimum(typ_launch[has], np.maximum(launch_res[has], 0)),
+    )
 
     # --- wait edges: explicit syncs -> last op launched before on each stream of the device; blocking copies
     # -> their own copy
@@ -371,8 +400,9 @@ def build(trace: Trace) -> Graph:
         sync_dev = np.where(ok, op_dev[lo_sorted[np.maximum(j, 0)]], -1)
         # where the trace records the synchronization itself (Kineto cuda_sync, Nsight SYNCHRONIZATION rows
         # sharing the call's correlation id) a stream sync waits for that stream only
-        recorded_dev, recorded_stream = _recorded_sync_targets(cols, call_row[sync_calls], cs[sync_calls],
-                                                               ce[sync_calls])
+        recorded_dev, recorded_stream = _recorded_sync_targets(
+            cols, call_row[sync_calls], cs[sync_calls], ce[sync_calls]
+        )
         sync_dev = np.where(recorded_dev >= 0, recorded_dev, sync_dev)
         issue = np.where(op_launch_start > NONE, op_launch_start, os_)
         for dev_stream in np.unique(stream_code):  # a loop over streams
@@ -412,10 +442,11 @@ def build(trace: Trace) -> Graph:
         # staged): that lead is kept; a synchronize ending before what it waits for is an inconsistency (clipped,
         # so it shows as replay error).
         own_copy = np.arange(w_src.size) < n_copy_waits
-        w_lag = np.where(binds, np.where(own_copy, residual, np.maximum(residual, 0)),
-                         np.clip(residual, 0, wake_typ))
+        w_lag = np.where(
+            binds, np.where(own_copy, residual, np.maximum(residual, 0)), np.clip(residual, 0, wake_typ)
+        )
         not_waited = call_waits & ~call_waited
-        own_typ = (int(np.median(ce[not_waited] - cs[not_waited])) if not_waited.any() else DEFAULT_SYNC_OWN_NS)
+        own_typ = int(np.median(ce[not_waited] - cs[not_waited])) if not_waited.any() else DEFAULT_SYNC_OWN_NS
         # a call whose end a wait set: its own cost is the typical cost of one that did not wait
         host_lag[1::2] = np.where(call_waited, np.minimum(ce - cs, own_typ), ce - cs)
     else:
@@ -433,14 +464,26 @@ def build(trace: Trace) -> Graph:
         edge_src=np.concatenate([l_src, v_src, w_src, k_src, c_src]).astype(np.int64),
         edge_dst=np.concatenate([l_dst, v_dst, w_dst, k_dst, c_dst]).astype(np.int64),
         edge_lag=np.concatenate([l_lag, v_lag, w_lag, k_lag, c_lag]).astype(np.int64),
-        edge_is_wait=np.concatenate([np.zeros(l_src.size + v_src.size, bool), np.ones(w_src.size, bool),
-                                     np.zeros(k_src.size + c_src.size, bool)]),
-        edge_is_wake=np.concatenate([np.zeros(l_src.size + v_src.size + w_src.size, bool), np.ones(k_src.size, bool),
-                                     np.zeros(c_src.size, bool)]),
-        edge_is_collective=np.concatenate([np.zeros(l_src.size + v_src.size + w_src.size + k_src.size, bool),
-                                           np.ones(c_src.size, bool)]),
-        edge_typical=np.concatenate([l_typical, typ_stream[e_dst], np.full(w_src.size, wake_typ, np.int64),
-                                     k_lag, c_lag]).astype(np.int64),
+        edge_is_wait=np.concatenate(
+            [
+                np.zeros(l_src.size + v_src.size, bool),
+                np.ones(w_src.size, bool),
+                np.zeros(k_src.size + c_src.size, bool),
+            ]
+        ),
+        edge_is_wake=np.concatenate(
+            [
+                np.zeros(l_src.size + v_src.size + w_src.size, bool),
+                np.ones(k_src.size, bool),
+                np.zeros(c_src.size, bool),
+            ]
+        ),
+        edge_is_collective=np.concatenate(
+            [np.zeros(l_src.size + v_src.size + w_src.size + k_src.size, bool), np.ones(c_src.size, bool)]
+        ),
+        edge_typical=np.concatenate(
+            [l_typical, typ_stream[e_dst], np.full(w_src.size, wake_typ, np.int64), k_lag, c_lag]
+        ).astype(np.int64),
         call_start=2 * np.arange(n_calls, dtype=np.int64),
         call_end=2 * np.arange(n_calls, dtype=np.int64) + 1,
         call_row=call_row.astype(np.int64),
@@ -461,13 +504,19 @@ def build(trace: Trace) -> Graph:
         op_graph=op_graph,
         op_bytes=op_bytes,
         op_collective=op_collective,
-        typical={"launch": launch_typ, "stream": stream_typ, "wake": {-1: wake_typ}, "sync_own": {-1: own_typ}},
+        typical={
+            "launch": launch_typ,
+            "stream": stream_typ,
+            "wake": {-1: wake_typ},
+            "sync_own": {-1: own_typ},
+        },
     )
     return graph
 
 
-def _collectives(is_collective: np.ndarray, name: np.ndarray, device: np.ndarray, start: np.ndarray,
-                 end: np.ndarray) -> np.ndarray:
+def _collectives(
+    is_collective: np.ndarray, name: np.ndarray, device: np.ndarray, start: np.ndarray, end: np.ndarray
+) -> np.ndarray:
     """Per op, the id of the collective it takes part in (-1: none). A collective: the collective kernels with one
     name and one ordinal among that name's kernels on each device (by start), matched when every device that runs
     the name has that ordinal (a device missing it, or a single device, leaves it unmatched), and every
@@ -476,7 +525,9 @@ def _collectives(is_collective: np.ndarray, name: np.ndarray, device: np.ndarray
     ops = np.flatnonzero(is_collective)
     if ops.size == 0:
         return out
-    frame = pd.DataFrame({"op": ops, "name": name[ops], "device": device[ops], "start": start[ops], "end": end[ops]})
+    frame = pd.DataFrame(
+        {"op": ops, "name": name[ops], "device": device[ops], "start": start[ops], "end": end[ops]}
+    )
     frame = frame.sort_values(["name", "device", "start", "end"], kind="stable")
     frame["ordinal"] = frame.groupby(["name", "device"]).cumcount()
     frame["devices"] = frame.groupby("name")["device"].transform("nunique")
@@ -484,15 +535,19 @@ def _collectives(is_collective: np.ndarray, name: np.ndarray, device: np.ndarray
     frame["count"] = grouped["device"].transform("size")
     frame["last_start"] = grouped["start"].transform("max")
     frame["first_end"] = grouped["end"].transform("min")
-    matched = frame[(frame["devices"] >= 2) & (frame["count"] == frame["devices"])
-                    & (frame["first_end"] >= frame["last_start"])]
+    matched = frame[
+        (frame["devices"] >= 2)
+        & (frame["count"] == frame["devices"])
+        & (frame["first_end"] >= frame["last_start"])
+    ]
     ids = matched.groupby(["name", "ordinal"]).ngroup().to_numpy(np.int64)
     out[matched["op"].to_numpy(np.int64)] = ids
     return out
 
 
-def _collective_edges(collective: np.ndarray, start: np.ndarray, end: np.ndarray
-                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _collective_edges(
+    collective: np.ndarray, start: np.ndarray, end: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(source op, target op, lag) per ordered pair of distinct participants of each collective: the target ends
     after the source starts by its own transfer time (its recorded end - the collective's last start)."""
     members = np.flatnonzero(collective >= 0)
@@ -528,9 +583,15 @@ def _segmented_max_accumulate(values: np.ndarray, head: np.ndarray) -> np.ndarra
     return out
 
 
-def _wake_edges(cols: EventColumns, cs: np.ndarray, ce: np.ndarray, call_thread: np.ndarray,
-                thread_keys: np.ndarray, first_call: np.ndarray, host_lag: np.ndarray
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _wake_edges(
+    cols: EventColumns,
+    cs: np.ndarray,
+    ce: np.ndarray,
+    call_thread: np.ndarray,
+    thread_keys: np.ndarray,
+    first_call: np.ndarray,
+    host_lag: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Edges into the start of each call that follows an idle gap (>= IDLE_GAP_NS, less than IDLE_COVERED of it
     covered by the thread's own ops or Python frames), and into each thread's first call, from the latest host
     point recorded on another thread before it (inside the gap); such a gap's chain lag becomes its covered part
@@ -549,8 +610,9 @@ def _wake_edges(cols: EventColumns, cs: np.ndarray, ce: np.ndarray, call_thread:
         own = np.flatnonzero(cols.of_kind(CPU_OP, PYTHON) & (cols.tid >= 0))
         keys = thread_keys[call_thread[middle]]
         own_keys = thread_key(cols.pid[own], cols.tid[own])
-        lo, hi, os_, oe = thread_time_positions([(keys, [prev_end[middle], cs[middle]]),
-                                                 (own_keys, [cols.start[own], cols.end[own]])])
+        lo, hi, os_, oe = thread_time_positions(
+            [(keys, [prev_end[middle], cs[middle]]), (own_keys, [cols.start[own], cols.end[own]])]
+        )
         us, ue = intervals.merge(os_, oe)
         covered = intervals.overlap_with_union(lo, hi, us, ue)
         idle = covered < IDLE_COVERED * gap[middle]
@@ -571,13 +633,26 @@ def _wake_edges(cols: EventColumns, cs: np.ndarray, ce: np.ndarray, call_thread:
     candidates, covered, at = candidates[ok], covered[ok], at[ok]
     middle_ok = ~first_call[candidates]
     host_lag[2 * candidates[middle_ok]] = covered[middle_ok]
-    return point[at].astype(np.int64), (2 * candidates).astype(np.int64), (cs[candidates] - times[at]).astype(np.int64)
+    return (
+        point[at].astype(np.int64),
+        (2 * candidates).astype(np.int64),
+        (cs[candidates] - times[at]).astype(np.int64),
+    )
 
 
-def _event_waits(cols: EventColumns, call_row: np.ndarray, call_thread: np.ndarray, cs: np.ndarray,
-                 names: np.ndarray, op_launch_call: np.ndarray, op_dev: np.ndarray, op_stream: np.ndarray,
-                 stream_code: np.ndarray, op_start: np.ndarray, op_launch_start: np.ndarray
-                 ) -> tuple[np.ndarray, np.ndarray]:
+def _event_waits(
+    cols: EventColumns,
+    call_row: np.ndarray,
+    call_thread: np.ndarray,
+    cs: np.ndarray,
+    names: np.ndarray,
+    op_launch_call: np.ndarray,
+    op_dev: np.ndarray,
+    op_stream: np.ndarray,
+    stream_code: np.ndarray,
+    op_start: np.ndarray,
+    op_launch_start: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
     """(event op, waiting op) per cudaStreamWaitEvent call that both resolve for (op indices). The event is the
     one the latest event-record call before the wait on the same thread recorded; its op, the last op that
     thread launched at or before that record call. The waiting stream is the one the trace records for the wait
@@ -587,8 +662,12 @@ def _event_waits(cols: EventColumns, call_row: np.ndarray, call_thread: np.ndarr
     if call_row.size == 0 or op_launch_call.size == 0:
         return empty, empty
     call_names = cols.name[call_row]
-    waits = np.flatnonzero(code_mask(call_names, names, lambda n: bool(STREAM_WAIT_PATTERN.match(strip_api_suffix(n)))))
-    records = np.flatnonzero(code_mask(call_names, names, lambda n: bool(EVENT_RECORD_PATTERN.match(strip_api_suffix(n)))))
+    waits = np.flatnonzero(
+        code_mask(call_names, names, lambda n: bool(STREAM_WAIT_PATTERN.match(strip_api_suffix(n))))
+    )
+    records = np.flatnonzero(
+        code_mask(call_names, names, lambda n: bool(EVENT_RECORD_PATTERN.match(strip_api_suffix(n))))
+    )
     launching = np.flatnonzero(op_launch_call >= 0)
     if waits.size == 0 or records.size == 0 or launching.size == 0:
         return empty, empty
@@ -603,7 +682,9 @@ def _event_waits(cols: EventColumns, call_row: np.ndarray, call_thread: np.ndarr
     src = lo_sorted[np.maximum(k, 0)]
     ok &= call_thread[lc_sorted[np.maximum(k, 0)]] == call_thread[waits]
     # the waiting stream: recorded, else the next op this thread launches
-    _, recorded_stream = _recorded_sync_targets(cols, call_row[waits], cs[waits], cs[waits], kinds=("stream_wait_event",))
+    _, recorded_stream = _recorded_sync_targets(
+        cols, call_row[waits], cs[waits], cs[waits], kinds=("stream_wait_event",)
+    )
     n = np.searchsorted(lc_sorted, waits, side="left")
     has_next = n < lc_sorted.size
     nxt = lo_sorted[np.minimum(n, lc_sorted.size - 1)]
@@ -627,9 +708,13 @@ def _event_waits(cols: EventColumns, call_row: np.ndarray, call_thread: np.ndarr
     return src[ok].astype(np.int64), dst[ok]
 
 
-def _recorded_sync_targets(cols: EventColumns, call_rows: np.ndarray, call_start: np.ndarray,
-                           call_end: np.ndarray, kinds: tuple[str, ...] = ("stream_sync", "stream synchronize"),
-                           ) -> tuple[np.ndarray, np.ndarray]:
+def _recorded_sync_targets(
+    cols: EventColumns,
+    call_rows: np.ndarray,
+    call_start: np.ndarray,
+    call_end: np.ndarray,
+    kinds: tuple[str, ...] = ("stream_sync", "stream synchronize"),
+) -> tuple[np.ndarray, np.ndarray]:
     """(device, stream) each synchronize call waited for, from the gpu_sync row with its correlation id that
     overlaps it (stream -1: not a stream sync, or none recorded; device -1: none recorded)."""
     device = np.full(call_rows.size, -1, np.int64)
@@ -649,12 +734,17 @@ def _recorded_sync_targets(cols: EventColumns, call_rows: np.ndarray, call_start
     if sync_corr.size:
         hit &= sync_corr[at] == call_corr
     row = rows[at[hit]] if sync_corr.size else np.zeros(0, np.int64)
-    near = (cols.start[row] <= call_end[hit] + SYNC_MATCH_SLACK_NS) & (cols.end[row] >= call_start[hit] - SYNC_MATCH_SLACK_NS)
+    near = (cols.start[row] <= call_end[hit] + SYNC_MATCH_SLACK_NS) & (
+        cols.end[row] >= call_start[hit] - SYNC_MATCH_SLACK_NS
+    )
     idx = np.flatnonzero(hit)[near]
     row = row[near]
     device[idx] = cols.device[row]
-    is_stream = (text_mask(cols.store.take("sync_kind", row), lambda word: word.lower() in kinds)
-                 if cols.store is not None else np.zeros(0, bool))
+    is_stream = (
+        text_mask(cols.store.take("sync_kind", row), lambda word: word.lower() in kinds)
+        if cols.store is not None
+        else np.zeros(0, bool)
+    )
     stream[idx[is_stream]] = cols.at("stream", row[is_stream])
     return device, stream
 
@@ -676,8 +766,9 @@ def lower_is(text: str) -> Callable[[str], bool]:
     return lambda word: word.lower() == text
 
 
-def _plausible_launch(cols: EventColumns, op_row: np.ndarray, pairs: Table, found: np.ndarray,
-                      op_end: np.ndarray) -> np.ndarray:
+def _plausible_launch(
+    cols: EventColumns, op_row: np.ndarray, pairs: Table, found: np.ndarray, op_end: np.ndarray
+) -> np.ndarray:
     """Launch matches to keep: correlation ids are per process (an Nsight export of several processes repeats
     them), so where the GPU ops carry their process (most matched ops share their call's pid) the pids must
     agree; and a call that starts after its op ended did not launch it."""

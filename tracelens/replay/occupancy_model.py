@@ -60,7 +60,9 @@ def kernel_model(trace: Trace, g: Graph) -> tuple[np.ndarray, np.ndarray, dict[s
     # a block shape below LOW_OCCUPANCY limited by warps or blocks per SM (or an unknown limiter) limits the fill
     codes, values = dictionary_codes(trace.take("name", occ.rows))
     dictionary = np.asarray(values, dtype=object)
-    excluded = code_mask(codes, dictionary, is_collective_kernel) | code_mask(codes, dictionary, is_library_kernel)
+    excluded = code_mask(codes, dictionary, is_collective_kernel) | code_mask(
+        codes, dictionary, is_library_kernel
+    )
     by_shape = (occ.limiter == LIMIT_WARPS) | (occ.limiter == LIMIT_BLOCKS) | (occ.limiter < 0)
     shape_limited = ~excluded & by_shape & (occ.shape < LOW_OCCUPANCY)
     sm_count = np.full(occ.rows.size, np.nan)
@@ -75,14 +77,17 @@ def kernel_model(trace: Trace, g: Graph) -> tuple[np.ndarray, np.ndarray, dict[s
     at = np.minimum(np.searchsorted(occ.rows, g.op_row), occ.rows.size - 1)
     hit = occ.rows[at] == g.op_row
     fill = np.where(hit, per_kernel[at], 1.0)
-    how = {"wave_quantized": int((hit & np.isfinite(quantized[at]) & (fill < 1.0)).sum()),
-           "sm_fill_only": int((hit & ~np.isfinite(quantized[at]) & (fill < 1.0)).sum())}
+    how = {
+        "wave_quantized": int((hit & np.isfinite(quantized[at]) & (fill < 1.0)).sum()),
+        "sm_fill_only": int((hit & ~np.isfinite(quantized[at]) & (fill < 1.0)).sum()),
+    }
     under = np.flatnonzero(fill < 1.0)
     if under.size == 0:
         return fill, floor, how
     floor[under] = _traffic_floor(trace, g, under)
-    how["floored"] = int((floor[under] > np.ceil((g.time[g.op_end[under]] - g.time[g.op_start[under]])
-                                                 * fill[under])).sum())
+    how["floored"] = int(
+        (floor[under] > np.ceil((g.time[g.op_end[under]] - g.time[g.op_start[under]]) * fill[under])).sum()
+    )
     return fill, floor, how
 
 
@@ -106,9 +111,13 @@ def _traffic_floor(trace: Trace, g: Graph, ops: np.ndarray) -> np.ndarray:
     frame = frame.where(frame.notna(), None)
     keys = list(frame.columns)
     signatures = frame.drop_duplicates().reset_index(drop=True)
-    signatures["bytes"] = [flop_model.op_flops(s.name, s.input_dims, s.input_types, s.concrete_inputs).bytes
-                           for s in signatures.itertuples(index=False)]  # a loop over distinct op signatures
-    op_bytes = pd.to_numeric(frame.merge(signatures, on=keys, how="left")["bytes"], errors="coerce").to_numpy(float)
+    signatures["bytes"] = [
+        flop_model.op_flops(s.name, s.input_dims, s.input_types, s.concrete_inputs).bytes
+        for s in signatures.itertuples(index=False)
+    ]  # a loop over distinct op signatures
+    op_bytes = pd.to_numeric(frame.merge(signatures, on=keys, how="left")["bytes"], errors="coerce").to_numpy(
+        float
+    )
     bandwidth = np.full(rows.size, np.nan)
     devices = g.op_device[ops[single]]
     for dev in np.unique(devices):  # a loop over devices

@@ -31,7 +31,9 @@ ITEM_MAX_BYTES = 64 * 1024  # a device-to-host read-back this small is a value r
 DEFAULT_GRAPH_LAUNCH_NS = 40_000
 DEFAULT_GRAPH_GAP_NS = 400
 MIN_GRAPH_OPS = 10  # graph ops needed to measure their gaps
-PINNED_LINK_FRACTION = 0.8  # pinned copies reach this share of the link's theoretical bandwidth (no pinned copy to measure)
+PINNED_LINK_FRACTION = (
+    0.8  # pinned copies reach this share of the link's theoretical bandwidth (no pinned copy to measure)
+)
 PINNED_MIN_BYTES = 1024 * 1024  # pinned copies at least this big measure the pinned bandwidth
 _INPUT_KINDS = (RUNTIME, DRIVER, CPU_OP, PYTHON, ANNOTATION, STEP)
 
@@ -120,8 +122,12 @@ class Context:
             return out
         point_keys = g.thread_keys[g.chain[points]]
         row_keys = thread_key(cols.pid[rows], cols.tid[rows])
-        lo, hi, rs, re = thread_time_positions([(point_keys, [g.time[points - 1], g.time[points]]),
-                                                (row_keys, [cols.start[rows], cols.end[rows]])])
+        lo, hi, rs, re = thread_time_positions(
+            [
+                (point_keys, [g.time[points - 1], g.time[points]]),
+                (row_keys, [cols.start[rows], cols.end[rows]]),
+            ]
+        )
         us, ue = intervals.merge(rs, re)
         out[points] = intervals.overlap_with_union(lo, np.maximum(hi, lo), us, ue)
         return out
@@ -143,24 +149,33 @@ class Context:
             cols = event_columns(trace)
             dur = cols.end[rows] - cols.start[rows]
             is_pinned = lower_is("pinned")
-            pinned = ((text_mask(trace.take("src_kind", rows), is_pinned)
-                       | text_mask(trace.take("dst_kind", rows), is_pinned))
-                      & (nbytes >= PINNED_MIN_BYTES) & (dur > 0))
+            pinned = (
+                (
+                    text_mask(trace.take("src_kind", rows), is_pinned)
+                    | text_mask(trace.take("dst_kind", rows), is_pinned)
+                )
+                & (nbytes >= PINNED_MIN_BYTES)
+                & (dur > 0)
+            )
             kind = trace.take("copy_kind", rows)
             for direction in ("HtoD", "DtoH"):
                 sel = pinned & text_mask(kind, direction.__eq__)
                 if sel.any():
                     out[direction] = float(nbytes[sel].sum()) / float(dur[sel].sum()) * 1e9
-                    how.append(f"{direction} {out[direction] / 1e9:.1f} GB/s measured on {int(sel.sum())} pinned "
-                               f"copies of this trace")
+                    how.append(
+                        f"{direction} {out[direction] / 1e9:.1f} GB/s measured on {int(sel.sum())} pinned "
+                        f"copies of this trace"
+                    )
         devices = np.unique(g.op_device)
         info = trace.device_info(int(devices[0])) if devices.size else {}
         links = device_links(info.get("name"), info.get("compute_major"), info.get("memory_bytes_per_s"))
         for direction in ("HtoD", "DtoH"):
             if direction not in out and links.host_bytes_per_s:
                 out[direction] = links.host_bytes_per_s * PINNED_LINK_FRACTION
-                how.append(f"{direction} {out[direction] / 1e9:.1f} GB/s = {PINNED_LINK_FRACTION:.0%} of the "
-                           f"{links.host_link} link (no pinned copy in the trace to measure)")
+                how.append(
+                    f"{direction} {out[direction] / 1e9:.1f} GB/s = {PINNED_LINK_FRACTION:.0%} of the "
+                    f"{links.host_link} link (no pinned copy in the trace to measure)"
+                )
         return out, "; ".join(how)
 
 
@@ -178,7 +193,8 @@ def input_pipeline(ctx: Context) -> tuple[Graph | None, str]:
     return ctx.graph.with_changes(lag=_host_lag_minus(ctx, removed)), (
         "The input waits on the host threads (DataLoader next, tf.data iterator, tracelens/data ranges) take no "
         "time: batches are ready when the step asks (prefetching workers that keep up; the dequeue cost is "
-        "taken as 0). Everything else keeps its recorded cost.")
+        "taken as 0). Everything else keeps its recorded cost."
+    )
 
 
 def _graph_costs(ctx: Context) -> tuple[int, str, int | None]:
@@ -226,8 +242,11 @@ def host_launch_overhead(ctx: Context) -> tuple[Graph | None, str]:
     # queued ops run back to back, at the gap measured between graph ops (else a measured default)
     starts = g.op_start[launched]
     lag[starts] = np.minimum(lag[starts], gap if gap is not None else DEFAULT_GRAPH_GAP_NS)
-    gap_how = (f"{gap / 1e3:.2f} µs, the median gap between this trace's graph ops" if gap is not None
-               else f"{DEFAULT_GRAPH_GAP_NS / 1e3:.2f} µs (default: the trace has no graph ops to measure)")
+    gap_how = (
+        f"{gap / 1e3:.2f} µs, the median gap between this trace's graph ops"
+        if gap is not None
+        else f"{DEFAULT_GRAPH_GAP_NS / 1e3:.2f} µs (default: the trace has no graph ops to measure)"
+    )
     # a thread woken by another (the autograd thread by the main thread) is woken at once: no host work between
     edge_lag = g.edge_lag.copy()
     edge_lag[g.edge_is_wake] = 0
@@ -236,7 +255,8 @@ def host_launch_overhead(ctx: Context) -> tuple[Graph | None, str]:
         f"The launches of each {region_text} between two blocking calls (a graph cannot hold a host wait) are "
         f"captured in one CUDA graph ({int(head.sum()):,} graphs): the host's framework and launch work (everything "
         f"but input waits and blocking waits) is replaced by one graph launch each, costing {how}; the GPU runs "
-        f"the same ops, back to back with {gap_how}. Syncs and input waits stay.")
+        f"the same ops, back to back with {gap_how}. Syncs and input waits stay."
+    )
 
 
 def _blocking_calls(ctx: Context) -> tuple[np.ndarray, np.ndarray]:
@@ -272,10 +292,16 @@ def _drop_waits(g: Graph, calls: np.ndarray, lag: np.ndarray | None = None) -> G
     own = g.typical["sync_own"][-1]
     ends = g.call_end[calls]
     lag[ends] = np.minimum(lag[ends], own)
-    return g.with_changes(edge_src=g.edge_src[keep], edge_dst=g.edge_dst[keep], edge_lag=g.edge_lag[keep],
-                          edge_is_wait=g.edge_is_wait[keep], edge_is_wake=g.edge_is_wake[keep],
-                          edge_is_collective=g.edge_is_collective[keep],
-                          edge_typical=g.edge_typical[keep], lag=lag)
+    return g.with_changes(
+        edge_src=g.edge_src[keep],
+        edge_dst=g.edge_dst[keep],
+        edge_lag=g.edge_lag[keep],
+        edge_is_wait=g.edge_is_wait[keep],
+        edge_is_wake=g.edge_is_wake[keep],
+        edge_is_collective=g.edge_is_collective[keep],
+        edge_typical=g.edge_typical[keep],
+        lag=lag,
+    )
 
 
 def synchronization(ctx: Context) -> tuple[Graph | None, str]:
@@ -285,7 +311,8 @@ def synchronization(ctx: Context) -> tuple[Graph | None, str]:
     return _drop_waits(ctx.graph, sync_side), (
         "The host no longer waits: explicit synchronizations and small device-to-host read-backs (.item(), "
         f"< {ITEM_MAX_BYTES // 1024} KiB) return at the cost of a call that finds nothing to wait for; the copies "
-        "still run on the GPU. Nothing limits how far the host runs ahead.")
+        "still run on the GPU. Nothing limits how far the host runs ahead."
+    )
 
 
 def memcpy(ctx: Context) -> tuple[Graph | None, str]:
@@ -306,7 +333,8 @@ def memcpy(ctx: Context) -> tuple[Graph | None, str]:
     return _drop_waits(g, copy_side, lag), (
         "Copies from or to pageable memory, and synchronous copy calls, become pinned asynchronous copies: the "
         f"host continues after the call, and each host<->device copy moves at the pinned bandwidth ({how or 'unknown: durations kept'}). "
-        "Device-to-device copies keep their time.")
+        "Device-to-device copies keep their time."
+    )
 
 
 def low_occupancy(ctx: Context) -> tuple[Graph | None, str]:
@@ -319,8 +347,9 @@ def low_occupancy(ctx: Context) -> tuple[Graph | None, str]:
         return None, ""
     lag = g.lag.copy()
     ends = g.op_end[under]
-    lag[ends] = np.minimum(lag[ends], np.maximum(np.ceil(np.round(lag[ends] * fill[under], 6)).astype(np.int64),
-                                                    floor[under]))
+    lag[ends] = np.minimum(
+        lag[ends], np.maximum(np.ceil(np.round(lag[ends] * fill[under], 6)).astype(np.int64), floor[under])
+    )
     return g.with_changes(lag=lag), (
         "Kernels whose grid (or block shape) leaves block slots empty run at full fill, the same work spread over "
         "every block slot (SMs x the blocks per SM the occupancy calculator allows) at the same per-block speed: "
@@ -330,7 +359,8 @@ def low_occupancy(ctx: Context) -> tuple[Graph | None, str]:
         f"device's peak memory bandwidth ({how.get('floored', 0):,} launches held there; only for a kernel that "
         "is its op's only GPU op, and only where that floor is below its recorded time). More blocks per SM may "
         "not speed work up in proportion: an upper bound on the gain. Vendor-library and collective kernels keep "
-        "their time.")
+        "their time."
+    )
 
 
 def communication(ctx: Context) -> tuple[Graph | None, str]:
@@ -351,7 +381,8 @@ def communication(ctx: Context) -> tuple[Graph | None, str]:
         f"end, which keeps its own transfer time and, for the {matched:,} collective kernels matched across the "
         "trace's devices, the last participant's start (collectives are not slowed by the computation beside them, "
         "and collectives moved off one stream do not queue behind each other: an upper bound). A single rank's trace "
-        "cannot see the other ranks: its collectives' waiting for them is kept as recorded.")
+        "cannot see the other ranks: its collectives' waiting for them is kept as recorded."
+    )
 
 
 def startup(ctx: Context) -> tuple[Graph | None, str]:
@@ -379,7 +410,8 @@ def startup(ctx: Context) -> tuple[Graph | None, str]:
     return g.with_changes(lag=lag), (
         "One-time work (the startup section's rows: context and module set-up, compilation, autotuning, first "
         "calls, warm-up allocations) takes no time, and GPU ops launched from it do not run. The steady state "
-        "after it keeps its recorded cost.")
+        "after it keeps its recorded cost."
+    )
 
 
 # cause (diagnosis.CAUSE_NAMES) -> (remedy name, model)
@@ -395,8 +427,8 @@ REMEDIES: dict[str, tuple[str, Remedy]] = {
 # causes without a model, and why (whatif.not_modeled_reasons)
 NOT_MODELED_REASONS = {
     "multi_gpu_imbalance": "the trace does not say which work could move between devices (how the batch or the "
-                           "model is split), so there is no graph change that balances it; the collective edges "
-                           "replay what a straggler costs the others, not how to remove it",
+    "model is split), so there is no graph change that balances it; the collective edges "
+    "replay what a straggler costs the others, not how to remove it",
     "unexplained_idle": "no recorded cause: nothing in the graph to change",
 }
 NOT_MODELED = tuple(NOT_MODELED_REASONS)
@@ -405,6 +437,17 @@ NOT_MODELED = tuple(NOT_MODELED_REASONS)
 def point_frame(ctx: Context, times: np.ndarray) -> pd.DataFrame:
     """Points with their recorded and replayed times (debugging and tests)."""
     g = ctx.graph
-    return pd.DataFrame({"kind": g.kind, "chain": g.chain, "row": g.row, "recorded": g.time, "replayed": times,
-                         "step": ctx.step_of, "lag": g.lag, "first": g.chain_first, "anchor": g.anchor > NONE,
-                         "gpu": (g.kind == GPU_START) | (g.kind == GPU_END)})
+    return pd.DataFrame(
+        {
+            "kind": g.kind,
+            "chain": g.chain,
+            "row": g.row,
+            "recorded": g.time,
+            "replayed": times,
+            "step": ctx.step_of,
+            "lag": g.lag,
+            "first": g.chain_first,
+            "anchor": g.anchor > NONE,
+            "gpu": (g.kind == GPU_START) | (g.kind == GPU_END),
+        }
+    )

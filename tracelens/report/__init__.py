@@ -36,8 +36,9 @@ def render(doc: Document, fmt: str, **options: Any) -> str:
     return module.render(doc, **options)
 
 
-def figures(doc: Document, fmt: str, output: str | Path | None, *, plots: bool = True,
-            png: bool = False) -> list[Any]:
+def figures(
+    doc: Document, fmt: str, output: str | Path | None, *, plots: bool = True, png: bool = False
+) -> list[Any]:
     """The PNG files that go beside a report (``markdown.Figure``: role, path, bytes): only for markdown
     written to a file with ``png`` and ``plots`` on. Pass the list to :func:`render` so the report links them."""
     if fmt != "markdown" or not (plots and png) or output in (None, "-"):

@@ -30,8 +30,11 @@ class Limits:
     rank_rows: int = 256  # rows of the per-rank table of a run
 
 
-LEVELS = (Limits(), Limits(max_rows=25, full_name_chars=600, rank_rows=64),
-          Limits(max_rows=10, full_name_chars=200, rank_rows=16))
+LEVELS = (
+    Limits(),
+    Limits(max_rows=25, full_name_chars=600, rank_rows=64),
+    Limits(max_rows=10, full_name_chars=200, rank_rows=16),
+)
 _CURRENT: ContextVar[Limits] = ContextVar("tracelens_markdown_limits", default=LEVELS[0])
 
 
@@ -68,9 +71,15 @@ def fit(render_blocks: Callable[[], list[Block]], max_chars: int = MAX_CHARS, ke
     dropped = set()
     for i in sorted(range(keep, len(blocks)), key=lambda i: -sizes[i]):
         dropped.add(i)
-        blocks[i] = (blocks[i][0], ["", f"**{md(blocks[i][0])}:** left out to keep this comment under "
-                                        f"{max_chars:,} characters ({sizes[i]:,} characters); it is in the JSON "
-                                        "output (`--format json`)."])
+        blocks[i] = (
+            blocks[i][0],
+            [
+                "",
+                f"**{md(blocks[i][0])}:** left out to keep this comment under "
+                f"{max_chars:,} characters ({sizes[i]:,} characters); it is in the JSON "
+                "output (`--format json`).",
+            ],
+        )
         text = _join(blocks)
         if len(text) <= max_chars:
             return text
@@ -83,8 +92,10 @@ def _join(blocks: list[Block]) -> str:
 
 def cut(text: str, max_chars: int) -> str:
     """``text`` cut at a line so that, with a closing note, it fits in ``max_chars``; closes what it left open."""
-    note = (f"\n\n… cut here to stay under {max_chars:,} characters; the JSON output (`--format json`) has "
-            "everything.\n")
+    note = (
+        f"\n\n… cut here to stay under {max_chars:,} characters; the JSON output (`--format json`) has "
+        "everything.\n"
+    )
     kept = text[:max_chars].split("\n")[:-1]
     while True:
         result = "\n".join(kept + _closing(kept)) + note

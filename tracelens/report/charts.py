@@ -36,13 +36,20 @@ def lost_time_chart(doc: Document | dict[str, Any]) -> list[str]:
     ms = [c["lost_ns"] / 1e6 for c in causes]
     top = max(ms)
     # Horizontal: cause names are long, and side by side under vertical bars they overlap.
-    return ["```mermaid", "xychart-beta horizontal", '    title "Lost GPU time by cause (ms)"',
-            "    x-axis [" + ", ".join(str(c["cause"]) for c in causes) + "]",
-            f'    y-axis "ms" 0 --> {_number(top * 1.1)}',
-            "    bar [" + ", ".join(_number(v) for v in ms) + "]", "```"]
+    return [
+        "```mermaid",
+        "xychart-beta horizontal",
+        '    title "Lost GPU time by cause (ms)"',
+        "    x-axis [" + ", ".join(str(c["cause"]) for c in causes) + "]",
+        f'    y-axis "ms" 0 --> {_number(top * 1.1)}',
+        "    bar [" + ", ".join(_number(v) for v in ms) + "]",
+        "```",
+    ]
 
 
-def rebinned(series: list[tuple[Any, list[int], list[float]]], buckets: int = BUCKETS) -> tuple[np.ndarray, list[np.ndarray]]:
+def rebinned(
+    series: list[tuple[Any, list[int], list[float]]], buckets: int = BUCKETS
+) -> tuple[np.ndarray, list[np.ndarray]]:
     """Edges of ``buckets`` equal bins over all devices' spans, and each device's busy fraction per bin.
 
     A device's value is held constant inside each of its own buckets, so a bin's value is the overlap-weighted
@@ -70,21 +77,32 @@ def utilization_chart(doc: Document | dict[str, Any]) -> list[str]:
         return []
     grid, values = rebinned(series)
     span_ms = (grid[-1] - grid[0]) / 1e6
-    title = "GPU busy over time (%)" if len(series) == 1 else \
-        "GPU busy over time (%): " + ", ".join(f"line {i + 1} = GPU {int(d)}" for i, (d, _, _) in enumerate(series))
-    lines = ["```mermaid", "xychart-beta", f'    title "{title}"',
-             f'    x-axis "ms since the first GPU op" 0 --> {_number(span_ms)}', '    y-axis "busy %" 0 --> 100']
+    title = (
+        "GPU busy over time (%)"
+        if len(series) == 1
+        else "GPU busy over time (%): "
+        + ", ".join(f"line {i + 1} = GPU {int(d)}" for i, (d, _, _) in enumerate(series))
+    )
+    lines = [
+        "```mermaid",
+        "xychart-beta",
+        f'    title "{title}"',
+        f'    x-axis "ms since the first GPU op" 0 --> {_number(span_ms)}',
+        '    y-axis "busy %" 0 --> 100',
+    ]
     lines.extend("    line [" + ", ".join(f"{100 * x:.1f}" for x in v) + "]" for v in values)
     return [*lines, "```"]
 
 
 # The device time breakdown of the communication section, one stacked text bar per device (terminal and
 # markdown alike: block characters need no image and survive any table cell).
-BREAKDOWN_PARTS = (("computation_only_ns", "█", "computation only"),
-                   ("communication_overlapped_ns", "▓", "communication overlapped by computation"),
-                   ("communication_exposed_ns", "▒", "communication exposed"),
-                   ("memcpy_exposed_ns", "░", "memcpy/memset not overlapped"),
-                   ("idle_ns", "·", "idle"))
+BREAKDOWN_PARTS = (
+    ("computation_only_ns", "█", "computation only"),
+    ("communication_overlapped_ns", "▓", "communication overlapped by computation"),
+    ("communication_exposed_ns", "▒", "communication exposed"),
+    ("memcpy_exposed_ns", "░", "memcpy/memset not overlapped"),
+    ("idle_ns", "·", "idle"),
+)
 BAR_WIDTH = 40
 
 

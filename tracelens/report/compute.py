@@ -38,29 +38,43 @@ def compute_sentence(compute: Mapping[str, Any] | None, escape: Callable[[str], 
     flops = compute.get("flops")
     if flops is None:
         return f"FLOPs: not counted ({escape(str(reason))})." if reason else None
-    classes = ", ".join(f"{name} {fmt_flops(value)}" for name, value in (compute.get("flops_by_class") or {}).items()
-                        if value)
-    text = f"FLOPs (from recorded shapes and flops): {fmt_flops(flops)}" + (f" ({classes})" if classes else "")
+    classes = ", ".join(
+        f"{name} {fmt_flops(value)}" for name, value in (compute.get("flops_by_class") or {}).items() if value
+    )
+    text = f"FLOPs (from recorded shapes and flops): {fmt_flops(flops)}" + (
+        f" ({classes})" if classes else ""
+    )
     if compute.get("coverage") is not None:
         text += f", counted in ops holding {fmt_pct(compute['coverage'])} of the kernel time"
     if compute.get("achieved_flops_per_s") is not None:
-        text += (f"; {fmt_flops(compute['achieved_flops_per_s'], 'FLOP/s')} over the "
-                 f"{fmt_ns(compute.get('span_ns'))} GPU span")
+        text += (
+            f"; {fmt_flops(compute['achieved_flops_per_s'], 'FLOP/s')} over the "
+            f"{fmt_ns(compute.get('span_ns'))} GPU span"
+        )
     if compute.get("mfu") is not None:
         dtypes = "/".join(compute.get("flops_by_dtype") or {})
-        text += (f", MFU {mfu_text(compute)} of {escape(str(compute.get('device_model')))}'s "
-                 f"{fmt_flops(compute.get('peak_flops_per_s'), 'FLOP/s')} {dtypes} peak")
+        text += (
+            f", MFU {mfu_text(compute)} of {escape(str(compute.get('device_model')))}'s "
+            f"{fmt_flops(compute.get('peak_flops_per_s'), 'FLOP/s')} {dtypes} peak"
+        )
     elif reason:
         text += f"; MFU unknown: {escape(str(reason))}"
     return text + "."
 
 
-def roofline_sentence(roofline: Mapping[str, Any] | None, escape: Callable[[str], str], top: int = 3) -> str | None:
+def roofline_sentence(
+    roofline: Mapping[str, Any] | None, escape: Callable[[str], str], top: int = 3
+) -> str | None:
     """The op names furthest from the roofline (``ops.roofline``), or None when there is none."""
     if not isinstance(roofline, dict) or not roofline.get("ops"):
         return None
-    items = "; ".join(f"{escape(str(o.get('name')))} {fmt_flops(o.get('achieved_flops_per_s'), 'FLOP/s')}, "
-                      f"{fmt_pct(o.get('efficiency'))} of the attainable ({o.get('bound')}-bound, "
-                      f"{fmt_ns(o.get('lost_ns'))} lost)" for o in roofline["ops"][:top])
-    return (f"Furthest from the roofline (ridge {roofline.get('ridge_flops_per_byte', 0):.0f} FLOP/B, "
-            f"{fmt_flops(roofline.get('memory_bytes_per_s'), 'B/s')} memory): {items}.")
+    items = "; ".join(
+        f"{escape(str(o.get('name')))} {fmt_flops(o.get('achieved_flops_per_s'), 'FLOP/s')}, "
+        f"{fmt_pct(o.get('efficiency'))} of the attainable ({o.get('bound')}-bound, "
+        f"{fmt_ns(o.get('lost_ns'))} lost)"
+        for o in roofline["ops"][:top]
+    )
+    return (
+        f"Furthest from the roofline (ridge {roofline.get('ridge_flops_per_byte', 0):.0f} FLOP/B, "
+        f"{fmt_flops(roofline.get('memory_bytes_per_s'), 'B/s')} memory): {items}."
+    )

@@ -14,10 +14,19 @@ from .terminal_layout import WIDTH as TERMINAL_WIDTH
 from .terminal_layout import draw_table, draw_text, finish, new_console
 from .units import fmt_bytes, fmt_ns, fmt_pct
 
-VERDICT_MARK = {"improved": "✅ improved", "regressed": "❌ regressed", "unchanged": "➖ unchanged within noise",
-                "inconclusive": "❔ inconclusive"}
-CHANGE_MARK = {"improved": "✅ improved", "regressed": "❌ regressed", "unchanged": "unchanged", "n/a": "-",
-               "info": ""}
+VERDICT_MARK = {
+    "improved": "✅ improved",
+    "regressed": "❌ regressed",
+    "unchanged": "➖ unchanged within noise",
+    "inconclusive": "❔ inconclusive",
+}
+CHANGE_MARK = {
+    "improved": "✅ improved",
+    "regressed": "❌ regressed",
+    "unchanged": "unchanged",
+    "n/a": "-",
+    "info": "",
+}
 
 
 def fmt_value(value: float | int | None, unit: str) -> str:
@@ -62,10 +71,20 @@ def _table(header: list[str], rows: list[list[str]], align: list[str] | None = N
     return out
 
 
-def _metric_rows(rows: list[dict[str, Any]], escape: Callable[[Any], str] = md,
-                 marks: dict[str, str] = CHANGE_MARK) -> list[list[str]]:
-    return [[escape(r["label"]), fmt_value(r["base"], r["unit"]), fmt_value(r["head"], r["unit"]), fmt_delta(r),
-             fmt_relative(r), marks.get(r["change"], r["change"])] for r in rows]
+def _metric_rows(
+    rows: list[dict[str, Any]], escape: Callable[[Any], str] = md, marks: dict[str, str] = CHANGE_MARK
+) -> list[list[str]]:
+    return [
+        [
+            escape(r["label"]),
+            fmt_value(r["base"], r["unit"]),
+            fmt_value(r["head"], r["unit"]),
+            fmt_delta(r),
+            fmt_relative(r),
+            marks.get(r["change"], r["change"]),
+        ]
+        for r in rows
+    ]
 
 
 def _present(result: dict[str, Any]) -> list[dict[str, Any]]:
@@ -74,21 +93,37 @@ def _present(result: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _kernel_sentence(kernels: dict[str, Any]) -> str:
-    return (f"{kernels['added_count']} added, {kernels['removed_count']} removed, "
-            f"{kernels['slower_count']} slower and {kernels['faster_count']} faster "
-            f"(mean duration beyond the noise floor).")
+    return (
+        f"{kernels['added_count']} added, {kernels['removed_count']} removed, "
+        f"{kernels['slower_count']} slower and {kernels['faster_count']} faster "
+        f"(mean duration beyond the noise floor)."
+    )
 
 
 def _changed_kernel_cells(k: dict[str, Any]) -> list[str]:
-    return [fmt_ns(k["base_avg_ns"]), fmt_ns(k["head_avg_ns"]), f"{100 * k['avg_relative']:+.1f}%",
-            fmt_ns(k["base_total_ns"]), fmt_ns(k["head_total_ns"]), f"{k['base_count']:,} → {k['head_count']:,}"]
+    return [
+        fmt_ns(k["base_avg_ns"]),
+        fmt_ns(k["head_avg_ns"]),
+        f"{100 * k['avg_relative']:+.1f}%",
+        fmt_ns(k["base_total_ns"]),
+        fmt_ns(k["head_total_ns"]),
+        f"{k['base_count']:,} → {k['head_count']:,}",
+    ]
 
 
 def _kernel_cells(k: dict[str, Any]) -> list[str]:
     return [f"{k['count']:,}", fmt_ns(k["total_ns"]), fmt_ns(k["avg_ns"])]
 
 
-CHANGED_COLUMNS = ["kernel", "base avg", "head avg", "relative", "base total", "head total", "count base → head"]
+CHANGED_COLUMNS = [
+    "kernel",
+    "base avg",
+    "head avg",
+    "relative",
+    "base total",
+    "head total",
+    "count base → head",
+]
 KERNEL_COLUMNS = ["kernel", "count", "total", "avg"]
 CHANGED_TABLES = (("Slower", "slower"), ("Faster", "faster"))
 ONE_SIDE_TABLES = (("Added (only in head)", "added"), ("Removed (only in base)", "removed"))
@@ -103,26 +138,46 @@ def _blocks(result: dict[str, Any]) -> list[Block]:
     base, head = result["base"], result["head"]
     lines = ["# tracelens diff", ""]
     blocks: list[Block] = [("Verdict and metrics", lines)]
-    lines.append(f"**Verdict: {VERDICT_MARK.get(result['verdict'], md(result['verdict']))}** "
-                 f"(noise floor {100 * result['noise_floor']:g}%: relative, or points for utilization)")
+    lines.append(
+        f"**Verdict: {VERDICT_MARK.get(result['verdict'], md(result['verdict']))}** "
+        f"(noise floor {100 * result['noise_floor']:g}%: relative, or points for utilization)"
+    )
     lines.append("")
     for reason in result.get("verdict_reasons", []):
         lines.append(f"- {md(reason)}")
     lines.append("")
-    side_rows = [[side, md(info.get("path") or "-"), md(info.get("format") or "-"), md(info.get("framework") or "-"),
-                  md(info.get("primary_cause") or "-")] for side, info in (("base", base), ("head", head))]
+    side_rows = [
+        [
+            side,
+            md(info.get("path") or "-"),
+            md(info.get("format") or "-"),
+            md(info.get("framework") or "-"),
+            md(info.get("primary_cause") or "-"),
+        ]
+        for side, info in (("base", base), ("head", head))
+    ]
     lines.extend(_table(["", "trace", "format", "framework", "primary cause"], side_rows))
     lines.extend(["", "## Metrics", ""])
     # Metrics neither trace has (no GPU, no steps) stay in the JSON but are left out here.
     present = [r for r in result["metrics"] if r["base"] is not None or r["head"] is not None]
-    lines.extend(_table(["metric", "base", "head", "delta", "relative", "change"], _metric_rows(present),
-                        ["---", "---:", "---:", "---:", "---:", "---"]))
+    lines.extend(
+        _table(
+            ["metric", "base", "head", "delta", "relative", "change"],
+            _metric_rows(present),
+            ["---", "---:", "---:", "---:", "---:", "---"],
+        )
+    )
     if any(r["base"] or r["head"] for r in result.get("idle_by_cause") or []):
         lines = []
         blocks.append(("GPU idle time by cause", lines))
         lines.extend(["", "## GPU idle time by cause", ""])
-        lines.extend(_table(["cause", "base", "head", "delta", "relative", "change"],
-                            _metric_rows(result["idle_by_cause"]), ["---", "---:", "---:", "---:", "---:", "---"]))
+        lines.extend(
+            _table(
+                ["cause", "base", "head", "delta", "relative", "change"],
+                _metric_rows(result["idle_by_cause"]),
+                ["---", "---:", "---:", "---:", "---:", "---"],
+            )
+        )
     kernels = result.get("kernels") or {}
     if kernels.get("available"):
         names = FullNames()
@@ -130,57 +185,131 @@ def _blocks(result: dict[str, Any]) -> list[Block]:
         blocks.append(("Kernels", lines))
         most = limits().max_rows
         lines.extend(["", "## Kernels", ""])
-        lines.append(f"{kernels['added_count']} added, {kernels['removed_count']} removed, "
-                     f"{kernels['slower_count']} slower and {kernels['faster_count']} faster "
-                     f"(mean duration beyond the noise floor).")
+        lines.append(
+            f"{kernels['added_count']} added, {kernels['removed_count']} removed, "
+            f"{kernels['slower_count']} slower and {kernels['faster_count']} faster "
+            f"(mean duration beyond the noise floor)."
+        )
         for title, key in (("Slower", "slower"), ("Faster", "faster")):
             if kernels[key]:
                 lines.extend(["", f"### {title}", ""])
-                lines.extend(_table(
-                    ["kernel", "base avg", "head avg", "relative", "base total", "head total", "count base → head"],
-                    [[names.cell(k["name"]), fmt_ns(k["base_avg_ns"]), fmt_ns(k["head_avg_ns"]),
-                      f"{100 * k['avg_relative']:+.1f}%", fmt_ns(k["base_total_ns"]), fmt_ns(k["head_total_ns"]),
-                      f"{k['base_count']:,} → {k['head_count']:,}"] for k in kernels[key][:most]],
-                    ["---", "---:", "---:", "---:", "---:", "---:", "---:"]))
+                lines.extend(
+                    _table(
+                        [
+                            "kernel",
+                            "base avg",
+                            "head avg",
+                            "relative",
+                            "base total",
+                            "head total",
+                            "count base → head",
+                        ],
+                        [
+                            [
+                                names.cell(k["name"]),
+                                fmt_ns(k["base_avg_ns"]),
+                                fmt_ns(k["head_avg_ns"]),
+                                f"{100 * k['avg_relative']:+.1f}%",
+                                fmt_ns(k["base_total_ns"]),
+                                fmt_ns(k["head_total_ns"]),
+                                f"{k['base_count']:,} → {k['head_count']:,}",
+                            ]
+                            for k in kernels[key][:most]
+                        ],
+                        ["---", "---:", "---:", "---:", "---:", "---:", "---:"],
+                    )
+                )
         for title, key in (("Added (only in head)", "added"), ("Removed (only in base)", "removed")):
             if kernels[key]:
                 lines.extend(["", f"### {title}", ""])
-                lines.extend(_table(["kernel", "count", "total", "avg"],
-                                    [[names.cell(k["name"]), f"{k['count']:,}", fmt_ns(k["total_ns"]),
-                                      fmt_ns(k["avg_ns"])] for k in kernels[key][:most]],
-                                    ["---", "---:", "---:", "---:"]))
+                lines.extend(
+                    _table(
+                        ["kernel", "count", "total", "avg"],
+                        [
+                            [
+                                names.cell(k["name"]),
+                                f"{k['count']:,}",
+                                fmt_ns(k["total_ns"]),
+                                fmt_ns(k["avg_ns"]),
+                            ]
+                            for k in kernels[key][:most]
+                        ],
+                        ["---", "---:", "---:", "---:"],
+                    )
+                )
         lines.extend(names.block())
     return blocks
 
 
-TERMINAL_VERDICT = {"improved": "improved", "regressed": "REGRESSED", "unchanged": "unchanged within noise",
-                    "inconclusive": "inconclusive"}
-TERMINAL_CHANGE = {"improved": "improved", "regressed": "REGRESSED", "unchanged": "unchanged", "n/a": "-",
-                   "info": ""}
-_NUMERIC = {"base", "head", "delta", "relative", "base avg", "head avg", "base total", "head total",
-            "count base → head", "count", "total", "avg"}
+TERMINAL_VERDICT = {
+    "improved": "improved",
+    "regressed": "REGRESSED",
+    "unchanged": "unchanged within noise",
+    "inconclusive": "inconclusive",
+}
+TERMINAL_CHANGE = {
+    "improved": "improved",
+    "regressed": "REGRESSED",
+    "unchanged": "unchanged",
+    "n/a": "-",
+    "info": "",
+}
+_NUMERIC = {
+    "base",
+    "head",
+    "delta",
+    "relative",
+    "base avg",
+    "head avg",
+    "base total",
+    "head total",
+    "count base → head",
+    "count",
+    "total",
+    "avg",
+}
 
 
-def render_terminal(result: dict[str, Any], *, width: int = TERMINAL_WIDTH, full_names: bool = False,
-                    color: bool = False) -> str:
+def render_terminal(
+    result: dict[str, Any], *, width: int = TERMINAL_WIDTH, full_names: bool = False, color: bool = False
+) -> str:
     """The diff as terminal text at ``width`` columns: the same content as the markdown, drawn with rich."""
     console, buffer = new_console(width, color)
     text = draw_text
-    text(console, f"tracelens diff: {TERMINAL_VERDICT.get(result['verdict'], result['verdict'])} (noise floor "
-                  f"{100 * result['noise_floor']:g}%: relative, or points for utilization)", style="bold", indent="")
+    text(
+        console,
+        f"tracelens diff: {TERMINAL_VERDICT.get(result['verdict'], result['verdict'])} (noise floor "
+        f"{100 * result['noise_floor']:g}%: relative, or points for utilization)",
+        style="bold",
+        indent="",
+    )
     for reason in result.get("verdict_reasons", []):
         text(console, f"- {reason}", indent="  ")
     console.print()
-    sides = [[side, info.get("path") or "-", info.get("format") or "-", info.get("framework") or "-",
-              info.get("primary_cause") or "-"] for side, info in (("base", result["base"]), ("head", result["head"]))]
+    sides = [
+        [
+            side,
+            info.get("path") or "-",
+            info.get("format") or "-",
+            info.get("framework") or "-",
+            info.get("primary_cause") or "-",
+        ]
+        for side, info in (("base", result["base"]), ("head", result["head"]))
+    ]
     draw_table(console, "", ["", "trace", "format", "framework", "primary cause"], sides, set())
     metric_columns = ["metric", "base", "head", "delta", "relative", "change"]
-    draw_table(console, "Metrics", metric_columns,
-                        _metric_rows(_present(result), str, TERMINAL_CHANGE), _NUMERIC)
+    draw_table(
+        console, "Metrics", metric_columns, _metric_rows(_present(result), str, TERMINAL_CHANGE), _NUMERIC
+    )
     if any(r["base"] or r["head"] for r in result.get("idle_by_cause") or []):
         console.print()
-        draw_table(console, "GPU idle time by cause", ["cause", *metric_columns[1:]],
-                            _metric_rows(result["idle_by_cause"], str, TERMINAL_CHANGE), _NUMERIC)
+        draw_table(
+            console,
+            "GPU idle time by cause",
+            ["cause", *metric_columns[1:]],
+            _metric_rows(result["idle_by_cause"], str, TERMINAL_CHANGE),
+            _NUMERIC,
+        )
     kernels = result.get("kernels") or {}
     if kernels.get("available"):
         console.print()
@@ -188,15 +317,27 @@ def render_terminal(result: dict[str, Any], *, width: int = TERMINAL_WIDTH, full
         for title, key in CHANGED_TABLES:
             if kernels[key]:
                 console.print()
-                draw_table(console, title, CHANGED_COLUMNS,
-                                    [[k["name"], *_changed_kernel_cells(k)] for k in kernels[key]], _NUMERIC,
-                                    name_column=0, full_names=full_names)
+                draw_table(
+                    console,
+                    title,
+                    CHANGED_COLUMNS,
+                    [[k["name"], *_changed_kernel_cells(k)] for k in kernels[key]],
+                    _NUMERIC,
+                    name_column=0,
+                    full_names=full_names,
+                )
         for title, key in ONE_SIDE_TABLES:
             if kernels[key]:
                 console.print()
-                draw_table(console, title, KERNEL_COLUMNS,
-                                    [[k["name"], *_kernel_cells(k)] for k in kernels[key]], _NUMERIC,
-                                    name_column=0, full_names=full_names)
+                draw_table(
+                    console,
+                    title,
+                    KERNEL_COLUMNS,
+                    [[k["name"], *_kernel_cells(k)] for k in kernels[key]],
+                    _NUMERIC,
+                    name_column=0,
+                    full_names=full_names,
+                )
     return finish(buffer)
 
 
@@ -211,5 +352,7 @@ def render_diff(result: dict[str, Any], fmt: str, **options: Any) -> str:
     if fmt == "markdown":
         return render_markdown(result)
     if fmt == "terminal":
-        return render_terminal(result, **{k: v for k, v in options.items() if k in ("width", "full_names", "color")})
+        return render_terminal(
+            result, **{k: v for k, v in options.items() if k in ("width", "full_names", "color")}
+        )
     raise UsageError(f"unknown diff format {fmt!r} (choose {', '.join(DIFF_FORMATS)})")

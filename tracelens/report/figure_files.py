@@ -41,8 +41,10 @@ def figures(doc: dict[str, Any], output: str | Path) -> list[Figure]:
     from .plots import ranks_png, utilization_png
 
     out: list[Figure] = []
-    for role, path, draw in (("utilization", plot_path_for(output), utilization_png),
-                             ("ranks", ranks_plot_path_for(output), ranks_png)):
+    for role, path, draw in (
+        ("utilization", plot_path_for(output), utilization_png),
+        ("ranks", ranks_plot_path_for(output), ranks_png),
+    ):
         data = draw(doc)
         if data is not None:
             out.append(Figure(role, path, data))

@@ -15,8 +15,16 @@ from ..analyses.diagnosis import memcpy as memcpy_cause
 from ..analyses.diagnosis import severity as finding_severity
 from .units import fmt_ns, fmt_pct
 
-__all__ = ["caveats", "critical_path_clause", "finding_severity", "gain_clause", "memcpy_checks", "problem_sentence",
-           "sentence", "utilization_sentence"]
+__all__ = [
+    "caveats",
+    "critical_path_clause",
+    "finding_severity",
+    "gain_clause",
+    "memcpy_checks",
+    "problem_sentence",
+    "sentence",
+    "utilization_sentence",
+]
 
 
 def problem_sentence(problem: dict[str, Any]) -> str:
@@ -32,7 +40,7 @@ def caveats(diagnosis: dict[str, Any]) -> list[str]:
 
 
 def utilization_sentence(summary: dict[str, Any]) -> str | None:
-    """"GPU busy 99.3%: kernels 2.3%, copies only 97.0%": ``summary.gpu_utilization`` and its split by what ran
+    """ "GPU busy 99.3%: kernels 2.3%, copies only 97.0%": ``summary.gpu_utilization`` and its split by what ran
     (``summary.utilization_by_kind``; a part that rounds to 0.0% is left out, kernels always shown). None
     without GPU activity."""
     busy = summary.get("gpu_utilization")
@@ -42,15 +50,17 @@ def utilization_sentence(summary: dict[str, Any]) -> str | None:
     split = summary.get("utilization_by_kind")
     if isinstance(split, dict):
         parts = [f"kernels {fmt_pct(split.get('kernels'))}"]
-        parts += [f"{label} {fmt_pct(split.get(key))}" for key, label in
-                  (("copies_only", "copies only"), ("memsets_only", "memsets only"))
-                  if fmt_pct(split.get(key)) not in ("0.0%", "-")]
+        parts += [
+            f"{label} {fmt_pct(split.get(key))}"
+            for key, label in (("copies_only", "copies only"), ("memsets_only", "memsets only"))
+            if fmt_pct(split.get(key)) not in ("0.0%", "-")
+        ]
         text += ": " + ", ".join(parts)
     return text
 
 
 def gain_clause(cause: dict[str, Any], diagnosis: dict[str, Any]) -> str | None:
-    """"Replay: fixing it saves 90.0% of the step (to 323 µs)." from the cause's predicted gain
+    """ "Replay: fixing it saves 90.0% of the step (to 323 µs)." from the cause's predicted gain
     (``predicted_gain_ns``, ``gain_basis``; docs/analyses.md, "diagnosis"), None without one."""
     gain, span = cause.get("predicted_gain_ns"), diagnosis.get("span_ns")
     if cause.get("gain_reason") in ("one_time", "other_remedy"):
@@ -61,17 +71,23 @@ def gain_clause(cause: dict[str, Any], diagnosis: dict[str, Any]) -> str | None:
     if share <= 0:
         return "Replay: fixing it saves no time here."
     if cause["gain_basis"] == "step" and cause.get("predicted_step_ns") is not None:
-        return f"Replay: fixing it saves {fmt_pct(share)} of the step (to {fmt_ns(cause['predicted_step_ns'])})."
+        return (
+            f"Replay: fixing it saves {fmt_pct(share)} of the step (to {fmt_ns(cause['predicted_step_ns'])})."
+        )
     return f"Replay: fixing it saves {fmt_pct(share)} of the span."
 
 
 def critical_path_clause(cause: dict[str, Any], diagnosis: dict[str, Any]) -> str | None:
-    """"The critical path runs on the host: 92.0% of it." for the primary cause when the replay's critical path
+    """ "The critical path runs on the host: 92.0% of it." for the primary cause when the replay's critical path
     is on the host (``diagnosis.critical_path``), else None (also for ``none`` and ``incomplete_trace``)."""
     path = diagnosis.get("critical_path")
     primary = diagnosis.get("primary") or {}
-    if (not isinstance(path, dict) or not path.get("on_host") or cause.get("cause") != primary.get("cause")
-            or cause.get("cause") in PRIMARY_ONLY):
+    if (
+        not isinstance(path, dict)
+        or not path.get("on_host")
+        or cause.get("cause") != primary.get("cause")
+        or cause.get("cause") in PRIMARY_ONLY
+    ):
         return None
     return f"The critical path runs on the host: {fmt_pct(path.get('host_share'))} of it."
 
@@ -85,7 +101,11 @@ def sentence(cause: dict[str, Any], diagnosis: dict[str, Any] | None = None) -> 
     if build is not None and isinstance(cause.get("evidence"), dict):
         try:
             text = build(cause, diagnosis)
-        except (KeyError, TypeError, ValueError):  # a document written by another version: fall back, never crash
+        except (
+            KeyError,
+            TypeError,
+            ValueError,
+        ):  # a document written by another version: fall back, never crash
             pass
     extra = [c for c in (gain_clause(cause, diagnosis), critical_path_clause(cause, diagnosis)) if c]
     return " ".join([text, *extra])
@@ -95,4 +115,6 @@ def memcpy_checks(memcpy: dict[str, Any], framework: str | None) -> list[tuple[s
     """The memcpy section's checks (``memcpy.findings[]``, data) as (sentence, fix) pairs: worded by the
     diagnosis's memcpy cause, the fix from its one fix table for the framework."""
     checks = [c for c in memcpy.get("findings") or [] if isinstance(c, dict)]
-    return [(memcpy_cause.check_sentence(c), memcpy_cause.check_fix(c, framework or "unknown")) for c in checks]
+    return [
+        (memcpy_cause.check_sentence(c), memcpy_cause.check_fix(c, framework or "unknown")) for c in checks
+    ]

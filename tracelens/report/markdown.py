@@ -57,9 +57,12 @@ def _headline(doc: Document) -> Lines:
     src: Source | dict[str, Any] = doc.get("source") or {}
     name = Path(str(src.get("path") or "trace")).name or "trace"
     lines = [f"# tracelens report: {md(name)}", ""]
-    facts = [src.get("format"), producer(src),
-             f"framework {src['framework']}" if src.get("framework") else None,
-             plural(src['event_count'], 'event') if isinstance(src.get("event_count"), int) else None]
+    facts = [
+        src.get("format"),
+        producer(src),
+        f"framework {src['framework']}" if src.get("framework") else None,
+        plural(src["event_count"], "event") if isinstance(src.get("event_count"), int) else None,
+    ]
     if src.get("rank") is not None:
         facts.append(f"rank {src['rank']} of {src.get('world_size') or '?'}")
     lines.append(" · ".join(md(f) for f in facts if f))
@@ -73,14 +76,18 @@ def _headline(doc: Document) -> Lines:
         if len(devices) > 16:
             per_device += f", … {len(devices) - 16} more"
         head, _, split = busy.partition(": ")  # "GPU busy 99.3%" in bold, then its split by kind
-        lines.append(f"- **{md(head)}:** {md(split)}".rstrip()
-                     + (f" (mean over {plural(len(devices), 'device')}: {per_device})" if len(devices) > 1 else ""))
+        lines.append(
+            f"- **{md(head)}:** {md(split)}".rstrip()
+            + (f" (mean over {plural(len(devices), 'device')}: {per_device})" if len(devices) > 1 else "")
+        )
     elif "devices" in doc:
         lines.append("- **GPU utilization:** no GPU activity in this trace (no kernels, copies or memsets)")
     stats = summary_of(doc)["steps"]
     if stats:
-        lines.append(f"- **Step time:** mean {fmt_ns(stats['mean_ns'])} over {plural(stats['count'], 'step')} "
-                     f"(min {fmt_ns(stats['min_ns'])}, max {fmt_ns(stats['max_ns'])})")
+        lines.append(
+            f"- **Step time:** mean {fmt_ns(stats['mean_ns'])} over {plural(stats['count'], 'step')} "
+            f"(min {fmt_ns(stats['min_ns'])}, max {fmt_ns(stats['max_ns'])})"
+        )
     elif "steps" in doc:
         lines.append("- **Step time:** no step markers in this trace")
     primary = primary_of(doc)
@@ -95,8 +102,10 @@ def _headline(doc: Document) -> Lines:
             if primary.get("fix"):
                 lines.append(f"- **How to record it:** {free_text(primary.get('fix'))}")
         else:
-            lines.append(f"- **Primary cause:** {code(cause)}: {fmt_ns(primary.get('lost_ns'))} lost "
-                         f"({fmt_pct(primary.get('share'))} of the span). {finding}")
+            lines.append(
+                f"- **Primary cause:** {code(cause)}: {fmt_ns(primary.get('lost_ns'))} lost "
+                f"({fmt_pct(primary.get('share'))} of the span). {finding}"
+            )
             if primary.get("fix"):
                 lines.append(f"- **Fix:** {free_text(primary.get('fix'))}")
         lines.extend(f"- **Trace caveat:** {md(c)}" for c in caveats(doc.get("diagnosis")))
@@ -116,14 +125,33 @@ def _findings(doc: Document) -> Lines:
     lines = ["", "## Findings", ""]
     if not causes:
         return lines + ["No cause of lost GPU time found."]
-    rows = [[str(i), severity(c.get("rank_share", c.get("share"))), code(c.get('cause'), in_table=True), fmt_ns(c.get("lost_ns")),
-             fmt_pct(c.get("share")), md(sentence(c, diagnosis)), free_text(c.get("fix")) if c.get("fix") else "-"]
-            for i, c in enumerate(causes, start=1)]
-    lines.extend(table(["#", "severity", "cause", "lost time", "share of span", "finding", "fix"], rows,
-                       ["---:", "---", "---", "---:", "---:", "---", "---"]))
-    lines.extend(["", "Lost time is the GPU time each cause would give back if removed (an upper bound where it "
-                      "cannot be measured exactly); causes are ranked by it, or by the replay's predicted gain of "
-                      "the fix where smaller; the structured evidence is in the JSON output."])
+    rows = [
+        [
+            str(i),
+            severity(c.get("rank_share", c.get("share"))),
+            code(c.get("cause"), in_table=True),
+            fmt_ns(c.get("lost_ns")),
+            fmt_pct(c.get("share")),
+            md(sentence(c, diagnosis)),
+            free_text(c.get("fix")) if c.get("fix") else "-",
+        ]
+        for i, c in enumerate(causes, start=1)
+    ]
+    lines.extend(
+        table(
+            ["#", "severity", "cause", "lost time", "share of span", "finding", "fix"],
+            rows,
+            ["---:", "---", "---", "---:", "---:", "---", "---"],
+        )
+    )
+    lines.extend(
+        [
+            "",
+            "Lost time is the GPU time each cause would give back if removed (an upper bound where it "
+            "cannot be measured exactly); causes are ranked by it, or by the replay's predicted gain of "
+            "the fix where smaller; the structured evidence is in the JSON output.",
+        ]
+    )
     return lines
 
 
@@ -144,14 +172,20 @@ def _plot_link(plot_name: str | None) -> Lines:
 NOT_SECTIONS = {"schema_version", "source", "summary", *SECTION_KEYS, *RUN_KEYS}
 
 
-def render_markdown(doc: Mapping[str, Any], plot_name: str | None = None, charts: bool = True,
-                    ranks_plot_name: str | None = None) -> str:
+def render_markdown(
+    doc: Mapping[str, Any],
+    plot_name: str | None = None,
+    charts: bool = True,
+    ranks_plot_name: str | None = None,
+) -> str:
     """The report, kept under budget.MAX_CHARS (GitHub's comment limit) by budget.fit."""
     document = cast(RunDocument, doc)  # the shapes of document/types.py (a run document's keys included)
     return fit(lambda: _blocks(document, plot_name, charts, ranks_plot_name), keep=2)
 
 
-def _blocks(doc: RunDocument, plot_name: str | None, charts: bool, ranks_plot_name: str | None) -> list[Block]:
+def _blocks(
+    doc: RunDocument, plot_name: str | None, charts: bool, ranks_plot_name: str | None
+) -> list[Block]:
     """The report as blocks: the headline, the findings, then one per section (budget.fit may drop those)."""
     blocks: list[Block] = [("Headline", _headline(doc)), ("Findings", _findings(doc))]
     if charts:
@@ -166,13 +200,19 @@ def _blocks(doc: RunDocument, plot_name: str | None, charts: bool, ranks_plot_na
     if no_gpu:
         skipped = [s.key for s in shown if s.gpu_only and s.key in doc]
         if skipped:
-            blocks.append(("Note", ["", f"GPU sections omitted ({', '.join(skipped)}): no GPU activity in this trace."]))
+            blocks.append(
+                ("Note", ["", f"GPU sections omitted ({', '.join(skipped)}): no GPU activity in this trace."])
+            )
     for key in doc:
         if key not in NOT_SECTIONS:
             blocks.append((str(key), section_generic(key, key)(doc)))
-    blocks.append(("Footer", ["", "---", f"Generated by tracelens (analysis schema {md(doc.get('schema_version', '?'))})."]))
+    blocks.append(
+        (
+            "Footer",
+            ["", "---", f"Generated by tracelens (analysis schema {md(doc.get('schema_version', '?'))})."],
+        )
+    )
     return [b for b in blocks if b[1]]
-
 
 
 def render(doc: Mapping[str, Any], *, plots: bool = True, figures: Sequence[Figure] = (), **_: Any) -> str:

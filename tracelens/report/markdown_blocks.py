@@ -62,8 +62,9 @@ def details(summary: str, body: Lines) -> Lines:
     return ["", f"<details><summary>{html_text(summary)}</summary>", "", *body, "", "</details>"]
 
 
-def folded_table(header: list[str], rows: list[list[str]], align: list[str], what: str,
-                  total: int | None = None) -> Lines:
+def folded_table(
+    header: list[str], rows: list[list[str]], align: list[str], what: str, total: int | None = None
+) -> Lines:
     """The first TOP_ROWS rows, the rest (up to MAX_ROWS) folded; ``total`` counts rows not even passed in."""
     total = max(total or 0, len(rows))
     top, most = limits().top_rows, limits().max_rows
@@ -81,7 +82,6 @@ def counted(value: Any, noun: str, plural_form: str | None = None) -> str:
     if isinstance(value, int) and not isinstance(value, bool):
         return plural(value, noun, plural_form)
     return f"{num(value)} {plural_form or noun + 's'}"
-
 
 
 # ---------------------------------------------------------------------------------------------- generic
@@ -104,7 +104,11 @@ def generic_cell(key: str, value: Any) -> str:
 def generic(value: Any, depth: int = 0) -> Lines:
     """Render any JSON value: scalars of a dict as a key/value table, lists of objects as tables."""
     if isinstance(value, dict):
-        scalars = [(k, v) for k, v in value.items() if is_scalar(v) or (isinstance(v, list) and all(map(is_scalar, v)))]
+        scalars = [
+            (k, v)
+            for k, v in value.items()
+            if is_scalar(v) or (isinstance(v, list) and all(map(is_scalar, v)))
+        ]
         scalar_keys = {k for k, _ in scalars}
         nested = [(k, v) for k, v in value.items() if k not in scalar_keys]
         lines: Lines = []
@@ -130,14 +134,18 @@ def generic(value: Any, depth: int = 0) -> Lines:
         if not columns:  # objects holding only nested values: nothing fits a table row
             return [f"({len(objects)} entries in the JSON output)"]
         names = FullNames()
-        rows = [[names.cell(obj.get(c)) if isinstance(obj.get(c), str) else generic_cell(c, obj.get(c))
-                 for c in columns] for obj in objects[:GENERIC_LIST_ROWS]]
+        rows = [
+            [
+                names.cell(obj.get(c)) if isinstance(obj.get(c), str) else generic_cell(c, obj.get(c))
+                for c in columns
+            ]
+            for obj in objects[:GENERIC_LIST_ROWS]
+        ]
         lines = table([md(c) for c in columns], rows)
         if len(objects) > GENERIC_LIST_ROWS:
             lines.append(f"\n… {len(objects) - GENERIC_LIST_ROWS} more rows in the JSON output.")
         return lines + names.block()
     return [md(fmt_auto("", value))]
-
 
 
 def free_text(value: Any) -> str:
@@ -149,7 +157,6 @@ def free_text(value: Any) -> str:
     return md(fmt_auto("", value) if not isinstance(value, str) else value)
 
 
-
 def per_second(amount: Any, ns: Any) -> float | None:
     """``amount`` per second over ``ns`` nanoseconds (None without both)."""
     return (amount / (ns / 1e9)) if amount and ns else None
@@ -157,7 +164,6 @@ def per_second(amount: Any, ns: Any) -> float | None:
 
 def fmt_rate_bytes(value: Any) -> str:
     return "-" if value is None else f"{fmt_bytes(value)}/s"
-
 
 
 def fmt_rate(value: Any) -> str:

@@ -104,8 +104,11 @@ def _with_difference(s: str, prefix: int, suffix: int, width: int) -> str:
     if start + len(middle) + len(tail) <= width:
         return s[:start] + middle + tail
     head = s[: max(width - len(middle) - len(tail) - 1, HEAD)]
-    return _cut(head + ELLIPSIS + middle + tail, width) if len(head + middle + tail) + 1 > width else \
-        head + ELLIPSIS + middle + tail
+    return (
+        _cut(head + ELLIPSIS + middle + tail, width)
+        if len(head + middle + tail) + 1 > width
+        else head + ELLIPSIS + middle + tail
+    )
 
 
 _WORD = re.compile(r"[A-Za-z0-9]+")
@@ -129,8 +132,11 @@ def _without_shared_words(texts: list[str]) -> dict[str, str]:
                     break
                 words += 1
             stem = i + 1
-        kept = [part + (parts[i + 1] if i + 1 < len(parts) and not parts[i + 1][0].isalnum() else "")
-                for i, part in enumerate(parts) if i >= stem and part[0].isalnum() and part not in shared]
+        kept = [
+            part + (parts[i + 1] if i + 1 < len(parts) and not parts[i + 1][0].isalnum() else "")
+            for i, part in enumerate(parts)
+            if i >= stem and part[0].isalnum() and part not in shared
+        ]
         body = "".join(kept).rstrip("_-.:, ")
         head = "".join(parts[:stem]).rstrip("_-.:, ")
         out[t] = f"{head}{ELLIPSIS}{body}" if body and head else t
@@ -151,7 +157,7 @@ def _fit_family_form(form: str, width: int) -> str:
             break
         front.append(word)
     back: list[str] = []
-    for word in reversed(words[len(front):]):
+    for word in reversed(words[len(front) :]):
         if len("".join(front + back)) + len(word) > room:
             break
         back.insert(0, word)

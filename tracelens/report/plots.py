@@ -77,8 +77,12 @@ def ranks_png(doc: RunDocument | dict[str, Any]) -> bytes | None:
     top.set_ylim(0, 100)
     straggler = (doc.get("imbalance") or {}).get("straggler_rank")
     if straggler is not None and str(straggler) in labels:
-        top.bar([labels.index(str(straggler))], [util[labels.index(str(straggler))]], color="#C44E52",
-                label=f"straggler (rank {straggler})")
+        top.bar(
+            [labels.index(str(straggler))],
+            [util[labels.index(str(straggler))]],
+            color="#C44E52",
+            label=f"straggler (rank {straggler})",
+        )
         top.legend(loc="lower right")
     if transfer.any() or wait.any():
         bottom.bar(x, transfer, color="#55A868", label="collective transfer")

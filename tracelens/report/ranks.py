@@ -18,10 +18,12 @@ from .units import fmt_ns, fmt_pct, plural
 
 # Run-document keys drawn by :func:`markdown_section` (the markdown report skips them otherwise).
 RUN_KEYS = ("ranks", "stragglers", "collectives", "imbalance", "representative_rank")
-_VERDICTS = {"straggler": "a straggler: the others wait for one rank in the collectives",
-             "transfer_bound": "transfer-bound: every rank's collectives are slow (link bandwidth or message "
-                               "sizes), not one late rank",
-             "mixed": "partly waiting for late ranks, partly transfer"}
+_VERDICTS = {
+    "straggler": "a straggler: the others wait for one rank in the collectives",
+    "transfer_bound": "transfer-bound: every rank's collectives are slow (link bandwidth or message "
+    "sizes), not one late rank",
+    "mixed": "partly waiting for late ranks, partly transfer",
+}
 MARKDOWN_RANK_ROWS = 16  # shown before folding
 MARKDOWN_MAX_RANK_ROWS = LEVELS[0].rank_rows  # the JSON output has every rank (budget.limits() in effect)
 
@@ -33,8 +35,19 @@ def _top_cause(idle: dict[str, int] | None) -> str:
     return f"{cause} ({fmt_ns(ns)})" if ns > 0 else "-"
 
 
-RANK_COLUMNS = ["rank", "trace", "GPUs", "utilization", "busy", "steps", "mean step", "step lateness",
-                "NCCL transfer", "NCCL wait", "largest idle cause"]
+RANK_COLUMNS = [
+    "rank",
+    "trace",
+    "GPUs",
+    "utilization",
+    "busy",
+    "steps",
+    "mean step",
+    "step lateness",
+    "NCCL transfer",
+    "NCCL wait",
+    "largest idle cause",
+]
 
 
 def summary_items(doc: RunDocument | dict[str, Any], escape: Callable[[Any], str]) -> list[tuple[str, str]]:
@@ -47,34 +60,62 @@ def summary_items(doc: RunDocument | dict[str, Any], escape: Callable[[Any], str
     basis = "step starts" if steps.get("straggler") else "NCCL kernel starts"
     items = []
     if straggler:
-        where = f"rank {straggler['rank']}" + (f" GPU {straggler['device']}" if straggler.get("device") is not None else "")
+        where = f"rank {straggler['rank']}" + (
+            f" GPU {straggler['device']}" if straggler.get("device") is not None else ""
+        )
         verdict = "" if straggler.get("significant") else " (below the 5% significance threshold)"
-        items.append(("Straggler", f"{escape(where)}: {basis} {fmt_ns(straggler['delay_ns'])} late on average "
-                                   f"(at most {fmt_ns(straggler['max_lateness_ns'])}) against the median of the other "
-                                   f"ranks{verdict}"))
+        items.append(
+            (
+                "Straggler",
+                f"{escape(where)}: {basis} {fmt_ns(straggler['delay_ns'])} late on average "
+                f"(at most {fmt_ns(straggler['max_lateness_ns'])}) against the median of the other "
+                f"ranks{verdict}",
+            )
+        )
     else:
         items.append(("Straggler", "none found (no step or NCCL collective shared by two ranks)"))
     if imbalance:
-        items.append(("Imbalance", f"{escape(imbalance.get('verdict'))}: {fmt_ns(imbalance.get('lost_ns'))} lost per "
-                                   f"GPU ({fmt_pct(imbalance.get('lost_fraction'))} of GPU time), from "
-                                   f"{escape(str(imbalance.get('basis', '')).replace('_', ' '))}"))
+        items.append(
+            (
+                "Imbalance",
+                f"{escape(imbalance.get('verdict'))}: {fmt_ns(imbalance.get('lost_ns'))} lost per "
+                f"GPU ({fmt_pct(imbalance.get('lost_fraction'))} of GPU time), from "
+                f"{escape(str(imbalance.get('basis', '')).replace('_', ' '))}",
+            )
+        )
     coll = doc.get("collectives") or {}
     if coll.get("collective_ns"):
-        items.append(("NCCL collectives", f"{coll.get('matched', 0):,} matched across "
-                                          f"{plural(coll.get('participants') or 0, 'GPU')}; {fmt_ns(coll.get('transfer_ns'))} "
-                                          f"transfer, {fmt_ns(coll.get('wait_ns'))} waiting for slower ranks"
-                      + (f" ({fmt_pct(coll['wait_share'])} of it): {_VERDICTS[coll['verdict']]}"
-                         if coll.get("verdict") in _VERDICTS else "")))
+        items.append(
+            (
+                "NCCL collectives",
+                f"{coll.get('matched', 0):,} matched across "
+                f"{plural(coll.get('participants') or 0, 'GPU')}; {fmt_ns(coll.get('transfer_ns'))} "
+                f"transfer, {fmt_ns(coll.get('wait_ns'))} waiting for slower ranks"
+                + (
+                    f" ({fmt_pct(coll['wait_share'])} of it): {_VERDICTS[coll['verdict']]}"
+                    if coll.get("verdict") in _VERDICTS
+                    else ""
+                ),
+            )
+        )
     return items
 
 
 def rank_cells(r: RankRow, escape: Callable[[Any], str]) -> list[str]:
     """One rank's row under :data:`RANK_COLUMNS`."""
-    return [str(r["rank"]), escape(Path(str(r.get("path") or "")).name), str(r.get("gpus", 0)),
-            fmt_pct(r.get("utilization")), fmt_ns(r.get("busy_ns")), str(r.get("step_count") or 0),
-            fmt_ns(r.get("mean_step_ns")), fmt_ns(r.get("mean_step_lateness_ns")),
-            fmt_ns(r.get("collective_transfer_ns")), fmt_ns(r.get("collective_wait_ns")),
-            escape(_top_cause(r.get("idle_by_cause")))]
+    return [
+        str(r["rank"]),
+        escape(Path(str(r.get("path") or "")).name),
+        str(r.get("gpus", 0)),
+        fmt_pct(r.get("utilization")),
+        fmt_ns(r.get("busy_ns")),
+        str(r.get("step_count") or 0),
+        fmt_ns(r.get("mean_step_ns")),
+        fmt_ns(r.get("mean_step_lateness_ns")),
+        fmt_ns(r.get("collective_transfer_ns")),
+        fmt_ns(r.get("collective_wait_ns")),
+        escape(_top_cause(r.get("idle_by_cause"))),
+    ]
 
 
 def markdown_section(doc: RunDocument | dict[str, Any], plot_name: str | None = None) -> list[str]:
@@ -97,8 +138,15 @@ def markdown_section(doc: RunDocument | dict[str, Any], plot_name: str | None = 
     most = max(limits().rank_rows, MARKDOWN_RANK_ROWS)
     rest = ranks[MARKDOWN_RANK_ROWS:most]
     if rest:
-        lines.extend(["", f"<details><summary>{html_text(f'{len(ranks) - MARKDOWN_RANK_ROWS} more ranks')}</summary>",
-                      "", *head, *(row(r) for r in rest)])
+        lines.extend(
+            [
+                "",
+                f"<details><summary>{html_text(f'{len(ranks) - MARKDOWN_RANK_ROWS} more ranks')}</summary>",
+                "",
+                *head,
+                *(row(r) for r in rest),
+            ]
+        )
         if len(ranks) > most:
             lines.extend(["", f"{len(ranks) - most:,} more ranks in the JSON output (`--format json`)."])
         lines.extend(["", "</details>"])

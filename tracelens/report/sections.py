@@ -40,7 +40,7 @@ def objects(rows: Iterable[Row] | None) -> list[Row]:
 
 
 def producer(src: Source | dict[str, Any]) -> str:
-    """"PyTorch 2.6" from ``source.producer`` and ``source.producer_version`` (either may be missing)."""
+    """ "PyTorch 2.6" from ``source.producer`` and ``source.producer_version`` (either may be missing)."""
     return " ".join(x for x in (src.get("producer"), src.get("producer_version")) if x)
 
 
@@ -51,13 +51,28 @@ def busy_sentence(doc: Document) -> str:
 
 # Labels of the summary's figures, by key without its "device_mean_"/"gpu_" prefix and "_ns" suffix; a key not
 # listed is shown by its own name (so a figure added to the summary is never left out).
-SUMMARY_LABELS = {"device_count": "GPUs", "utilization": "GPU utilization", "utilization_by_kind": "busy by kind",
-                  "busy": "busy", "span": "span", "kernel_count": "kernels", "kernel": "kernel time",
-                  "kernel_names": "kernel names", "memcpy_count": "copies", "memcpy": "copy time",
-                  "memcpy_bytes": "copied", "memcpy_exposed": "copies not overlapped", "memset": "memset time",
-                  "steps": "steps", "step_host": "host time per step", "primary_cause": "primary cause",
-                  "primary_lost": "lost to it", "idle_by_cause": "GPU idle by cause", "flops": "FLOPs",
-                  "mfu": "MFU"}
+SUMMARY_LABELS = {
+    "device_count": "GPUs",
+    "utilization": "GPU utilization",
+    "utilization_by_kind": "busy by kind",
+    "busy": "busy",
+    "span": "span",
+    "kernel_count": "kernels",
+    "kernel": "kernel time",
+    "kernel_names": "kernel names",
+    "memcpy_count": "copies",
+    "memcpy": "copy time",
+    "memcpy_bytes": "copied",
+    "memcpy_exposed": "copies not overlapped",
+    "memset": "memset time",
+    "steps": "steps",
+    "step_host": "host time per step",
+    "primary_cause": "primary cause",
+    "primary_lost": "lost to it",
+    "idle_by_cause": "GPU idle by cause",
+    "flops": "FLOPs",
+    "mfu": "MFU",
+}
 
 
 def summary_base(key: str) -> str:
@@ -90,8 +105,11 @@ def summary_parts(doc: Document) -> list[str]:
             continue
         label = SUMMARY_LABELS.get(summary_base(key), key.replace("_", " "))
         if isinstance(value, dict):
-            inner = ", ".join(f"{summary_base(k).replace('_', ' ')} {summary_value(k, v, key)}"
-                              for k, v in value.items() if v is not None)
+            inner = ", ".join(
+                f"{summary_base(k).replace('_', ' ')} {summary_value(k, v, key)}"
+                for k, v in value.items()
+                if v is not None
+            )
             parts.append(f"{label}: {inner}")
         else:
             parts.append(f"{label} {summary_value(key, value)}")
@@ -109,7 +127,9 @@ def summary_means(doc: Document) -> bool:
 # How a renderer heads the primary: a cause (its lost time and fix), ``healthy`` (the verdict that nothing is
 # worth fixing) or ``cannot_answer`` (the verdict that the trace cannot answer; its fix says how to record).
 PrimaryKind = Literal["cause", "healthy", "cannot_answer"]
-_VERDICT_KINDS: dict[str, PrimaryKind] = {v.name: "healthy" if v.answerable else "cannot_answer" for v in VERDICTS}
+_VERDICT_KINDS: dict[str, PrimaryKind] = {
+    v.name: "healthy" if v.answerable else "cannot_answer" for v in VERDICTS
+}
 
 
 def primary_of(doc: Document) -> Cause | None:
@@ -207,6 +227,12 @@ def step_digest(listed: list[StepRow]) -> dict[str, Any]:
     q1, p50, q3, p90, p99 = np.percentile(durations, [25, 50, 75, 90, 99])
     fence = q3 + 1.5 * (q3 - q1)
     by_length = sorted(range(len(listed)), key=lambda i: (-durations[i], i))
-    return {"p50_ns": float(p50), "p90_ns": float(p90), "p99_ns": float(p99), "max_ns": float(durations.max()),
-            "fence_ns": float(fence), "outliers": [listed[i] for i in range(len(listed)) if durations[i] > fence],
-            "slowest": [listed[i] for i in by_length[:SLOWEST_STEPS]]}
+    return {
+        "p50_ns": float(p50),
+        "p90_ns": float(p90),
+        "p99_ns": float(p99),
+        "max_ns": float(durations.max()),
+        "fence_ns": float(fence),
+        "outliers": [listed[i] for i in range(len(listed)) if durations[i] > fence],
+        "slowest": [listed[i] for i in by_length[:SLOWEST_STEPS]],
+    }

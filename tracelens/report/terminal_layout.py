@@ -73,12 +73,18 @@ class Rows:
         column, limit = self.name_column
         self.name_column = None  # shortened once
         # the room the other columns leave with their cells on one line (their headers may wrap)
-        others = [max([self._natural_and_least(i)[1]] + [len(str(row[i])) for row in self.rows])
-                  for i in range(len(self.columns)) if i != column]
+        others = [
+            max([self._natural_and_least(i)[1]] + [len(str(row[i])) for row in self.rows])
+            for i in range(len(self.columns))
+            if i != column
+        ]
         room = width - self._overhead(len(self.columns)) - sum(others)
         names = [str(row[column]) for row in self.rows]
         short = distinct_short_names(names, max(TEXT_MIN, min(limit, room)))
-        self.rows = [(*row[:column], Text(name), *row[column + 1:]) for row, name in zip(self.rows, short, strict=True)]
+        self.rows = [
+            (*row[:column], Text(name), *row[column + 1 :])
+            for row, name in zip(self.rows, short, strict=True)
+        ]
         self.fixed = column  # shortened to fit: it does not wrap as well
 
     fixed: int | None = None
@@ -109,8 +115,10 @@ class Rows:
             for _ in range(sum(widths)):  # at most one step per character of width
                 if sum(widths) <= available:
                     return widths
-                slack = [(w - least) if num == give_way else 0
-                         for w, (_, least), num in zip(widths, sizes, numeric, strict=True)]
+                slack = [
+                    (w - least) if num == give_way else 0
+                    for w, (_, least), num in zip(widths, sizes, numeric, strict=True)
+                ]
                 widest = max(range(len(widths)), key=lambda k: (slack[k], widths[k]))
                 if slack[widest] <= 0:
                     break
@@ -126,7 +134,10 @@ class Rows:
         parts: list[list[int]] = [[0]]
         for i in range(1, len(least)):
             part = parts[-1]
-            if len(part) > 1 and sum(least[k] for k in part) + least[i] + self._overhead(len(part) + 1) > width:
+            if (
+                len(part) > 1
+                and sum(least[k] for k in part) + least[i] + self._overhead(len(part) + 1) > width
+            ):
                 parts.append([0])
                 part = parts[-1]
             part.append(i)
@@ -139,8 +150,9 @@ class Rows:
         for part in self._parts(width):
             table = Table(pad_edge=False, expand=False, box=box.SIMPLE_HEAD)
             for i, w in zip(part, self._widths(part, width - self._overhead(len(part))), strict=True):
-                table.add_column(self.columns[i], justify="right" if self._numeric(i) else "left",
-                                 overflow="fold", width=w)
+                table.add_column(
+                    self.columns[i], justify="right" if self._numeric(i) else "left", overflow="fold", width=w
+                )
             for row in self.rows:
                 table.add_row(*(row[i] for i in part))
             tables.append(table)
@@ -154,8 +166,14 @@ def new_table(title: str, columns: list[str], right: set[str] | None = None) -> 
 def new_console(width: int = WIDTH, color: bool = False) -> tuple[Console, io.StringIO]:
     """A console drawing into a buffer (for other terminal renderers: the diff)."""
     buffer = io.StringIO()
-    return Console(file=buffer, width=width, force_terminal=color, color_system="auto" if color else None,
-                   emoji=False, highlight=False), buffer
+    return Console(
+        file=buffer,
+        width=width,
+        force_terminal=color,
+        color_system="auto" if color else None,
+        emoji=False,
+        highlight=False,
+    ), buffer
 
 
 def finish(buffer: io.StringIO) -> str:
@@ -168,8 +186,16 @@ def draw_text(console: Console, text: str, style: str | None = None, indent: str
     print_text(console, text, style=style, indent=indent)
 
 
-def draw_table(console: Console, title: str, columns: list[str], rows: list[list[str]], right: set[str],
-               *, name_column: int | None = None, full_names: bool = False) -> None:
+def draw_table(
+    console: Console,
+    title: str,
+    columns: list[str],
+    rows: list[list[str]],
+    right: set[str],
+    *,
+    name_column: int | None = None,
+    full_names: bool = False,
+) -> None:
     """A table laid out like the summary's: numeric columns ``right``; ``name_column`` shortened to distinct
     names unless ``full_names``."""
     table = new_table(title, columns, right)
@@ -183,8 +209,13 @@ def draw_table(console: Console, title: str, columns: list[str], rows: list[list
 def wrap(text: str, width: int, indent: str) -> str:
     """``text`` wrapped at ``width`` after ``indent`` (two more spaces on later lines), never between a
     number and its unit."""
-    return textwrap.fill(_UNIT_SPACE.sub(_GLUE, text), width=width, initial_indent=indent,
-                         subsequent_indent=indent + "  ", break_on_hyphens=False).replace(_GLUE, " ")
+    return textwrap.fill(
+        _UNIT_SPACE.sub(_GLUE, text),
+        width=width,
+        initial_indent=indent,
+        subsequent_indent=indent + "  ",
+        break_on_hyphens=False,
+    ).replace(_GLUE, " ")
 
 
 def print_text(console: Console, text: str, style: str | None = None, indent: str | None = None) -> None:

@@ -32,7 +32,9 @@ def remedy_lines(doc: Mapping[str, Any]) -> list[str]:
         if change is not None and change > -MIN_SHOWN_GAIN:
             continue  # rounding noise, or a remedy that costs more than it saves here
         pct = "" if change is None else f" (−{fmt_pct(abs(change))})"
-        lines.append(f"fixing {r.get('cause')} ({r.get('remedy')}): {what} {fmt_ns(before)} → {fmt_ns(after)}{pct}")
+        lines.append(
+            f"fixing {r.get('cause')} ({r.get('remedy')}): {what} {fmt_ns(before)} → {fmt_ns(after)}{pct}"
+        )
     return lines
 
 
@@ -41,8 +43,9 @@ def replay_line(doc: Mapping[str, Any]) -> str | None:
     if not isinstance(error, dict):
         return None
     step = error.get("step_error")
-    return (f"replayed unchanged: span off by {fmt_pct(error.get('span_error'))}"
-            + (f", mean step by {fmt_pct(step)}" if step is not None else ""))
+    return f"replayed unchanged: span off by {fmt_pct(error.get('span_error'))}" + (
+        f", mean step by {fmt_pct(step)}" if step is not None else ""
+    )
 
 
 def critical_path_line(doc: Mapping[str, Any]) -> str | None:

@@ -24,6 +24,19 @@ from .document import RUN_SCHEMA_VERSION, analyze_run, build_run_document
 from .executors import ingest_and_summarize
 from .inputs import expand_paths, is_run_directory, rank_from_name, resolve_ranks
 
-__all__ = ["CACHE_DIRNAME", "MANIFEST_NAME", "RUN_SCHEMA_VERSION", "analyze_run", "build_run_document",
-           "default_cache_dir", "expand_paths", "ingest_and_summarize", "is_run_directory", "lateness",
-           "leave_one_out_median", "rank_from_name", "read_manifest", "resolve_ranks"]
+__all__ = [
+    "CACHE_DIRNAME",
+    "MANIFEST_NAME",
+    "RUN_SCHEMA_VERSION",
+    "analyze_run",
+    "build_run_document",
+    "default_cache_dir",
+    "expand_paths",
+    "ingest_and_summarize",
+    "is_run_directory",
+    "lateness",
+    "leave_one_out_median",
+    "rank_from_name",
+    "read_manifest",
+    "resolve_ranks",
+]

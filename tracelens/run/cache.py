@@ -54,7 +54,11 @@ def read_manifest(cache_dir: Path) -> dict[str, Any]:
         data = json.loads((cache_dir / MANIFEST_NAME).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {"version": MANIFEST_VERSION, "entries": {}}
-    if not isinstance(data, dict) or data.get("version") != MANIFEST_VERSION or not isinstance(data.get("entries"), dict):
+    if (
+        not isinstance(data, dict)
+        or data.get("version") != MANIFEST_VERSION
+        or not isinstance(data.get("entries"), dict)
+    ):
         return {"version": MANIFEST_VERSION, "entries": {}}
     return data
 

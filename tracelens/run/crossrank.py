@@ -36,7 +36,9 @@ def leave_one_out_median(matrix: np.ndarray) -> np.ndarray:
     order = np.argsort(values, axis=0, kind="stable")  # NaN sorts last
     ordered = np.take_along_axis(values, order, axis=0)
     position = np.empty_like(order)
-    np.put_along_axis(position, order, np.broadcast_to(np.arange(n_rows)[:, None], order.shape).copy(), axis=0)
+    np.put_along_axis(
+        position, order, np.broadcast_to(np.arange(n_rows)[:, None], order.shape).copy(), axis=0
+    )
     valid = ~np.isnan(values)
     remaining = valid.sum(axis=0) - 1  # values left once the cell itself is removed
     low = np.broadcast_to((remaining - 1) // 2, values.shape)
@@ -61,29 +63,46 @@ def _straggler(late: pd.DataFrame, reference_ns: float | None, basis: str, align
     """Mean/max lateness per participant and the participant with the largest mean lateness."""
     compared = late.columns[late.notna().sum(axis=0) >= 2]
     late = late[compared]
-    per = pd.DataFrame({
-        "mean_lateness_ns": late.mean(axis=1, skipna=True),
-        "max_lateness_ns": late.max(axis=1, skipna=True),
-        "compared": late.notna().sum(axis=1),
-    }).dropna(subset=["mean_lateness_ns"])
-    result: dict[str, Any] = {"basis": basis, "alignment": alignment, "compared": int(len(compared)),
-                              "reference_ns": _rounded_int(reference_ns), "per_rank": [], "straggler": None}
+    per = pd.DataFrame(
+        {
+            "mean_lateness_ns": late.mean(axis=1, skipna=True),
+            "max_lateness_ns": late.max(axis=1, skipna=True),
+            "compared": late.notna().sum(axis=1),
+        }
+    ).dropna(subset=["mean_lateness_ns"])
+    result: dict[str, Any] = {
+        "basis": basis,
+        "alignment": alignment,
+        "compared": int(len(compared)),
+        "reference_ns": _rounded_int(reference_ns),
+        "per_rank": [],
+        "straggler": None,
+    }
     if per.empty:
         return result
     for key, row in per.iterrows():
         rank, device = key if isinstance(key, tuple) else (key, None)
-        result["per_rank"].append({"rank": int(rank), "device": _rounded_int(device),
-                                   "mean_lateness_ns": int(round(row.mean_lateness_ns)),
-                                   "max_lateness_ns": int(round(row.max_lateness_ns)),
-                                   "compared": int(row.compared)})
+        result["per_rank"].append(
+            {
+                "rank": int(rank),
+                "device": _rounded_int(device),
+                "mean_lateness_ns": int(round(row.mean_lateness_ns)),
+                "max_lateness_ns": int(round(row.max_lateness_ns)),
+                "compared": int(row.compared),
+            }
+        )
     # ties go to the lowest rank: idxmax returns the first maximum and the index is sorted
     worst = per["mean_lateness_ns"].idxmax()
     rank, device = worst if isinstance(worst, tuple) else (worst, None)
     delay = float(per.loc[worst, "mean_lateness_ns"])
     result["straggler"] = {
-        "rank": int(rank), "device": _rounded_int(device), "delay_ns": int(round(delay)),
+        "rank": int(rank),
+        "device": _rounded_int(device),
+        "delay_ns": int(round(delay)),
         "max_lateness_ns": int(round(per.loc[worst, "max_lateness_ns"])),
-        "significant": bool(reference_ns and delay >= STRAGGLER_SIGNIFICANT_FRACTION * reference_ns and delay > 0),
+        "significant": bool(
+            reference_ns and delay >= STRAGGLER_SIGNIFICANT_FRACTION * reference_ns and delay > 0
+        ),
     }
     return result
 
@@ -114,28 +133,54 @@ def step_analysis(steps: pd.DataFrame, comparable: bool) -> dict[str, Any]:
         return {"per_rank": [], "straggler": None, "basis": "step", "compared": 0}
     # integer arithmetic first: absolute ns do not fit a float64 exactly
     base = int(steps["start_abs_ns"].min())
-    frame = steps.assign(start=(steps["start_abs_ns"] - base).astype("int64"),
-                         duration=(steps["end_abs_ns"] - steps["start_abs_ns"]).astype("int64"))
+    frame = steps.assign(
+        start=(steps["start_abs_ns"] - base).astype("int64"),
+        duration=(steps["end_abs_ns"] - steps["start_abs_ns"]).astype("int64"),
+    )
     starts = frame.pivot(index="rank", columns="step", values="start").astype("float64")
     aligned, alignment = _align(starts, comparable)
     median_step = float(frame["duration"].median())
     result = _straggler(lateness(aligned), median_step, "step", alignment)
     stats = frame.groupby("rank")["duration"].agg(["count", "mean", "median", "max"])
-    result["step_times"] = [{"rank": int(r), "count": int(s["count"]), "mean_ns": int(round(s["mean"])),
-                             "median_ns": int(round(s["median"])), "max_ns": int(s["max"])}
-                            for r, s in stats.iterrows()]
+    result["step_times"] = [
+        {
+            "rank": int(r),
+            "count": int(s["count"]),
+            "mean_ns": int(round(s["mean"])),
+            "median_ns": int(round(s["median"])),
+            "max_ns": int(s["max"]),
+        }
+        for r, s in stats.iterrows()
+    ]
     return result
 
 
 def collective_analysis(kernels: pd.DataFrame, comparable: bool) -> dict[str, Any]:
     """Match NCCL kernels across participants (rank, device) by (name, ordinal); per collective the
     fastest participant's duration is data transfer, the rest of each participant's duration is waiting."""
-    empty = {"participants": 0, "matched": 0, "unmatched_kernels": 0, "per_rank": [], "transfer_ns": 0,
-             "wait_ns": 0, "collective_ns": 0, "straggler": None, "wait_share": None, "verdict": None}
+    empty = {
+        "participants": 0,
+        "matched": 0,
+        "unmatched_kernels": 0,
+        "per_rank": [],
+        "transfer_ns": 0,
+        "wait_ns": 0,
+        "collective_ns": 0,
+        "straggler": None,
+        "wait_share": None,
+        "verdict": None,
+    }
     if kernels.empty:
         return empty
-    frame = kernels.astype({"rank": "int64", "device": "int64", "collective": "int64", "start_abs_ns": "int64",
-                            "dur_ns": "int64"})
+    frame = kernels.astype(
+        {
+            "rank": "int64",
+            "device": "int64",
+            "collective": "int64",
+            "start_abs_ns": "int64",
+            "dur_ns": "int64",
+        }
+    )
     participants = frame[["rank", "device"]].drop_duplicates()
     n_participants = len(participants)
     per_collective = frame.groupby("collective")["dur_ns"].agg(["count", "min"]).reset_index()
@@ -144,18 +189,33 @@ def collective_analysis(kernels: pd.DataFrame, comparable: bool) -> dict[str, An
     frame["transfer"] = np.where(matched, frame["min"], 0)
     frame["wait"] = np.where(matched, frame["dur_ns"] - frame["min"], 0)
     frame["matched"] = matched
-    grouped = frame.groupby(["rank", "device"]).agg(
-        collectives=("dur_ns", "size"), collective_ns=("dur_ns", "sum"), transfer_ns=("transfer", "sum"),
-        wait_ns=("wait", "sum"), matched=("matched", "sum")).reset_index()
+    grouped = (
+        frame.groupby(["rank", "device"])
+        .agg(
+            collectives=("dur_ns", "size"),
+            collective_ns=("dur_ns", "sum"),
+            transfer_ns=("transfer", "sum"),
+            wait_ns=("wait", "sum"),
+            matched=("matched", "sum"),
+        )
+        .reset_index()
+    )
     result = {
         "participants": n_participants,
         "matched": int(matched.sum() // max(n_participants, 1)),
         "unmatched_kernels": int((~matched).sum()),
-        "per_rank": [{"rank": int(r.rank), "device": None if r.device < 0 else int(r.device),
-                      "collectives": int(r.collectives), "collective_ns": int(r.collective_ns),
-                      "transfer_ns": int(r.transfer_ns), "wait_ns": int(r.wait_ns),
-                      "wait_fraction": float(r.wait_ns / r.collective_ns) if r.collective_ns else 0.0}
-                     for r in grouped.itertuples()],
+        "per_rank": [
+            {
+                "rank": int(r.rank),
+                "device": None if r.device < 0 else int(r.device),
+                "collectives": int(r.collectives),
+                "collective_ns": int(r.collective_ns),
+                "transfer_ns": int(r.transfer_ns),
+                "wait_ns": int(r.wait_ns),
+                "wait_fraction": float(r.wait_ns / r.collective_ns) if r.collective_ns else 0.0,
+            }
+            for r in grouped.itertuples()
+        ],
         "transfer_ns": int(grouped["transfer_ns"].sum()),
         "wait_ns": int(grouped["wait_ns"].sum()),
         "collective_ns": int(grouped["collective_ns"].sum()),
@@ -164,7 +224,9 @@ def collective_analysis(kernels: pd.DataFrame, comparable: bool) -> dict[str, An
     if matched.any():
         base = int(frame["start_abs_ns"].min())
         rows = frame[matched].assign(start=lambda f: (f["start_abs_ns"] - base).astype("int64"))
-        starts = rows.pivot_table(index=["rank", "device"], columns="collective", values="start", aggfunc="min")
+        starts = rows.pivot_table(
+            index=["rank", "device"], columns="collective", values="start", aggfunc="min"
+        )
         starts = starts.astype("float64")
         aligned, alignment = _align(starts, comparable)
         # reference: the typical interval between consecutive collectives on one participant
@@ -175,7 +237,11 @@ def collective_analysis(kernels: pd.DataFrame, comparable: bool) -> dict[str, An
         for row in strag["per_rank"]:
             if row["device"] is not None and row["device"] < 0:
                 row["device"] = None
-        if strag["straggler"] and strag["straggler"]["device"] is not None and strag["straggler"]["device"] < 0:
+        if (
+            strag["straggler"]
+            and strag["straggler"]["device"] is not None
+            and strag["straggler"]["device"] < 0
+        ):
             strag["straggler"]["device"] = None
         result["straggler"] = strag
     result.update(_collective_verdict(result))

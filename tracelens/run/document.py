@@ -87,11 +87,17 @@ def analyze_run(
     good = [(r, s, src) for r, s, src in zip(results, stats, sources, strict=True) if r["ok"]]
     if not good:
         raise InputError("no trace of the run could be read: " + "; ".join(failures))
-    ranks, rank_warnings = resolve_ranks([r["metadata"]["rank"] for r, _, _ in good], [src for _, _, src in good])
+    ranks, rank_warnings = resolve_ranks(
+        [r["metadata"]["rank"] for r, _, _ in good], [src for _, _, src in good]
+    )
     for (result, (size, mtime_ns), _), rank in zip(good, ranks, strict=True):
         manifest["entries"][result["source"]] = {
-            "source": result["source"], "size": size, "mtime_ns": mtime_ns, "rank": rank,
-            "parquet": Path(result["parquet"]).name, "table_schema_version": TABLE_SCHEMA_VERSION,
+            "source": result["source"],
+            "size": size,
+            "mtime_ns": mtime_ns,
+            "rank": rank,
+            "parquet": Path(result["parquet"]).name,
+            "table_schema_version": TABLE_SCHEMA_VERSION,
             "event_count": result["event_count"],
         }
     write_manifest(cache, manifest)
@@ -99,22 +105,28 @@ def analyze_run(
     return doc, failures
 
 
-def build_run_document(results: list[dict[str, Any]], ranks: list[int], warnings: list[str],
-                       cache: Path) -> RunDocument:
+def build_run_document(
+    results: list[dict[str, Any]], ranks: list[int], warnings: list[str], cache: Path
+) -> RunDocument:
     """Cross-rank analyses over the workers' summaries and the cached Parquet files."""
     order = np.argsort(ranks, kind="stable")
     results = [results[i] for i in order]
     ranks = [ranks[i] for i in order]
-    table = pd.DataFrame({
-        "parquet": [str(Path(r["parquet"]).resolve()) for r in results],
-        "rank": np.asarray(ranks, dtype=np.int64),
-        "origin_ns": np.asarray([r["metadata"]["time_origin_ns"] for r in results], dtype=np.int64),
-    })
+    table = pd.DataFrame(
+        {
+            "parquet": [str(Path(r["parquet"]).resolve()) for r in results],
+            "rank": np.asarray(ranks, dtype=np.int64),
+            "origin_ns": np.asarray([r["metadata"]["time_origin_ns"] for r in results], dtype=np.int64),
+        }
+    )
     clocks = {r["metadata"]["clock"] for r in results}
     comparable = len(results) == 1 or (len(clocks) == 1 and clocks <= COMPARABLE_CLOCKS)
     if not comparable:
-        warnings = [*warnings, f"trace clocks ({', '.join(sorted(map(str, clocks)))}) do not agree across "
-                               "ranks: lateness is measured from the first step/collective all ranks share"]
+        warnings = [
+            *warnings,
+            f"trace clocks ({', '.join(sorted(map(str, clocks)))}) do not agree across "
+            "ranks: lateness is measured from the first step/collective all ranks share",
+        ]
 
     with RunEvents(table) as events:
         steps = step_analysis(query_steps(events), comparable)
@@ -139,28 +151,30 @@ def build_run_document(results: list[dict[str, Any]], ranks: list[int], warnings
         coll = coll_by_rank.get(rank, [])
         st = step_times.get(rank, {})
         late = lateness_by_rank.get(rank, {})
-        per_rank.append({
-            "rank": rank,
-            "path": result["source"],
-            "format": result["metadata"]["source_format"],
-            "framework": result["metadata"]["framework"],
-            "events": result["event_count"],
-            "gpus": len(rank_devices),
-            "busy_ns": busy,
-            "span_ns": span,
-            "utilization": busy / span if span > 0 else None,
-            "step_count": st.get("count", 0),
-            "mean_step_ns": st.get("mean_ns"),
-            "median_step_ns": st.get("median_ns"),
-            "mean_step_lateness_ns": late.get("mean_lateness_ns"),
-            "collective_ns": sum(c["collective_ns"] for c in coll),
-            "collective_transfer_ns": sum(c["transfer_ns"] for c in coll),
-            "collective_wait_ns": sum(c["wait_ns"] for c in coll),
-            "idle_by_cause": result["idle_by_cause"],
-            "cached": result["reused"],
-            "worker_peak_rss_bytes": result.get("worker_peak_rss_bytes"),
-            "parquet": result["parquet"],
-        })
+        per_rank.append(
+            {
+                "rank": rank,
+                "path": result["source"],
+                "format": result["metadata"]["source_format"],
+                "framework": result["metadata"]["framework"],
+                "events": result["event_count"],
+                "gpus": len(rank_devices),
+                "busy_ns": busy,
+                "span_ns": span,
+                "utilization": busy / span if span > 0 else None,
+                "step_count": st.get("count", 0),
+                "mean_step_ns": st.get("mean_ns"),
+                "median_step_ns": st.get("median_ns"),
+                "mean_step_lateness_ns": late.get("mean_lateness_ns"),
+                "collective_ns": sum(c["collective_ns"] for c in coll),
+                "collective_transfer_ns": sum(c["transfer_ns"] for c in coll),
+                "collective_wait_ns": sum(c["wait_ns"] for c in coll),
+                "idle_by_cause": result["idle_by_cause"],
+                "cached": result["reused"],
+                "worker_peak_rss_bytes": result.get("worker_peak_rss_bytes"),
+                "parquet": result["parquet"],
+            }
+        )
 
     imbalance = imbalance_analysis(work, collectives, span_total)
     straggler = steps.get("straggler") or (collectives.get("straggler") or {}).get("straggler")
@@ -170,9 +184,13 @@ def build_run_document(results: list[dict[str, Any]], ranks: list[int], warnings
     doc: dict[str, Any] = {
         "schema_version": RUN_SCHEMA_VERSION,
         "source": {
-            "path": os.path.commonpath([r["source"] for r in results]) if len(results) > 1 else results[0]["source"],
+            "path": os.path.commonpath([r["source"] for r in results])
+            if len(results) > 1
+            else results[0]["source"],
             "format": "run",
-            "producer": ", ".join(sorted({r["metadata"]["producer"] for r in results if r["metadata"]["producer"]})),
+            "producer": ", ".join(
+                sorted({r["metadata"]["producer"] for r in results if r["metadata"]["producer"]})
+            ),
             "producer_version": "",
             "format_version": "",
             "framework": frameworks[0] if len(frameworks) == 1 else "mixed",
@@ -181,8 +199,12 @@ def build_run_document(results: list[dict[str, Any]], ranks: list[int], warnings
             "event_count": int(sum(r["event_count"] for r in results)),
             "traces": len(results),
             "cache_dir": str(cache),
-            "warnings": warnings + [f"rank {rk}: {w}" for r, rk in zip(results, ranks, strict=True)
-                                    for w in r["metadata"]["warnings"]],
+            "warnings": warnings
+            + [
+                f"rank {rk}: {w}"
+                for r, rk in zip(results, ranks, strict=True)
+                for w in r["metadata"]["warnings"]
+            ],
         },
         "devices": devices,
         "ranks": per_rank,
@@ -191,7 +213,11 @@ def build_run_document(results: list[dict[str, Any]], ranks: list[int], warnings
         "imbalance": imbalance,
     }
     _attach_representative(doc, results, ranks)
-    head = {"schema_version": doc.pop("schema_version"), "source": doc.pop("source"), "summary": summarize(doc)}
+    head = {
+        "schema_version": doc.pop("schema_version"),
+        "source": doc.pop("source"),
+        "summary": summarize(doc),
+    }
     return cast(RunDocument, {**head, **doc})
 
 
@@ -207,8 +233,10 @@ def _attach_representative(doc: dict[str, Any], results: list[dict[str, Any]], r
     if any(r["collective_wait_ns"] for r in per_rank):
         index = max(range(len(per_rank)), key=lambda i: per_rank[i]["collective_wait_ns"])
     else:
-        index = min(range(len(per_rank)), key=lambda i: per_rank[i]["utilization"]
-                    if per_rank[i]["utilization"] is not None else 2.0)
+        index = min(
+            range(len(per_rank)),
+            key=lambda i: per_rank[i]["utilization"] if per_rank[i]["utilization"] is not None else 2.0,
+        )
     result = results[index]
     doc["representative_rank"] = ranks[index]
     try:
@@ -228,4 +256,6 @@ def _attach_representative(doc: dict[str, Any], results: list[dict[str, Any]], r
         done: dict[str, Any] = {k: v for k, v in rank_doc.items() if k != "diagnosis"}
         doc["diagnosis"] = diagnosis_module.diagnose(trace, done, imbalance=doc["imbalance"])
     except Exception as err:  # keep the rank's own diagnosis rather than fail the run
-        doc["source"]["warnings"].append(f"diagnosis not re-ranked for imbalance ({type(err).__name__}: {err})")
+        doc["source"]["warnings"].append(
+            f"diagnosis not re-ranked for imbalance ({type(err).__name__}: {err})"
+        )

@@ -47,15 +47,22 @@ def ingest_and_summarize(source: str, parquet_path: str, reuse: bool) -> dict[st
             "reused": reuse,
             "event_count": trace.num_events,
             "metadata": {
-                "rank": meta.rank, "world_size": meta.world_size, "clock": meta.clock,
-                "time_origin_ns": int(meta.time_origin_ns), "source_format": meta.source_format,
-                "framework": meta.framework, "producer": meta.producer,
-                "producer_version": meta.producer_version, "warnings": list(meta.warnings),
+                "rank": meta.rank,
+                "world_size": meta.world_size,
+                "clock": meta.clock,
+                "time_origin_ns": int(meta.time_origin_ns),
+                "source_format": meta.source_format,
+                "framework": meta.framework,
+                "producer": meta.producer,
+                "producer_version": meta.producer_version,
+                "warnings": list(meta.warnings),
             },
             # only what the run document shows per rank travels back (a few hundred bytes per GPU); the
             # full document, whose step and gap lists grow with the trace, stays on disk
             "devices": doc.get("devices") or [],
-            "idle_by_cause": attribution.get("total_by_cause") if attribution else None,  # summed over the rank's GPUs
+            "idle_by_cause": attribution.get("total_by_cause")
+            if attribution
+            else None,  # summed over the rank's GPUs
             "worker_peak_rss_bytes": _peak_rss_bytes(),
         }
     except TracelensError as err:
@@ -63,7 +70,11 @@ def ingest_and_summarize(source: str, parquet_path: str, reuse: bool) -> dict[st
     except MemoryError:
         return {"ok": False, "source": source, "error": f"{source}: out of memory while reading"}
     except Exception as err:  # one rank's bug must not sink the run; it is reported as that rank's failure
-        return {"ok": False, "source": source, "error": f"{source}: internal error: {type(err).__name__}: {err}"}
+        return {
+            "ok": False,
+            "source": source,
+            "error": f"{source}: internal error: {type(err).__name__}: {err}",
+        }
 
 
 def _peak_rss_bytes() -> int | None:
@@ -109,8 +120,13 @@ def run_local(tasks: list[Task], workers: int, on_done: Callable[[], None]) -> l
         from ..analyses import SECTIONS
         from ..ingest import READERS
 
-        context.set_forkserver_preload(["tracelens.run.executors", *(f"tracelens.analyses.{n}" for n in SECTIONS),
-                                        *(f"tracelens.ingest.{m}" for m in set(READERS.values()))])
+        context.set_forkserver_preload(
+            [
+                "tracelens.run.executors",
+                *(f"tracelens.analyses.{n}" for n in SECTIONS),
+                *(f"tracelens.ingest.{m}" for m in set(READERS.values())),
+            ]
+        )
     else:
         context = multiprocessing.get_context("spawn")
     results: dict[int, dict[str, Any]] = {}
@@ -121,24 +137,32 @@ def run_local(tasks: list[Task], workers: int, on_done: Callable[[], None]) -> l
             try:
                 results[i] = future.result()
             except BrokenProcessPool:  # a worker was killed (out of memory): name the traces left
-                results[i] = {"ok": False, "source": tasks[i][0],
-                              "error": f"{tasks[i][0]}: worker process died (killed, or out of memory)"}
+                results[i] = {
+                    "ok": False,
+                    "source": tasks[i][0],
+                    "error": f"{tasks[i][0]}: worker process died (killed, or out of memory)",
+                }
             on_done()
     return [results[i] for i in range(len(tasks))]
 
 
-def run_dask(tasks: list[Task], workers: int, scheduler: str | None,
-              on_done: Callable[[], None]) -> list[dict[str, Any]]:
+def run_dask(
+    tasks: list[Task], workers: int, scheduler: str | None, on_done: Callable[[], None]
+) -> list[dict[str, Any]]:
     try:
         from dask.distributed import Client, LocalCluster, as_completed
     except ImportError:
-        raise UsageError("--engine dask needs dask.distributed: pip install 'tracelens[distributed]'") from None
+        raise UsageError(
+            "--engine dask needs dask.distributed: pip install 'tracelens[distributed]'"
+        ) from None
     address = scheduler or os.environ.get("TRACELENS_DASK_SCHEDULER")
     cluster = None
     if address:
         client = Client(address)
     else:
-        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
+        cluster = LocalCluster(
+            n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None
+        )
         client = Client(cluster)
     try:
         futures = client.map(ingest_and_summarize, *zip(*tasks, strict=True), pure=False)
@@ -149,8 +173,11 @@ def run_dask(tasks: list[Task], workers: int, scheduler: str | None,
             try:
                 results[i] = future.result()
             except Exception as err:  # the worker died or the task could not run
-                results[i] = {"ok": False, "source": tasks[i][0],
-                              "error": f"{tasks[i][0]}: Dask task failed: {type(err).__name__}: {err}"}
+                results[i] = {
+                    "ok": False,
+                    "source": tasks[i][0],
+                    "error": f"{tasks[i][0]}: Dask task failed: {type(err).__name__}: {err}",
+                }
             on_done()
         return [results[i] for i in range(len(tasks))]
     finally:

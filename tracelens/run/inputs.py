@@ -27,8 +27,11 @@ def _is_trace_file(path: Path) -> bool:
 
 
 def _run_files(directory: Path) -> list[Path]:
-    return [f for f in directory.iterdir()
-            if f.is_file() and not f.name.startswith(".") and f.name.lower().endswith(RUN_FILE_SUFFIXES)]
+    return [
+        f
+        for f in directory.iterdir()
+        if f.is_file() and not f.name.startswith(".") and f.name.lower().endswith(RUN_FILE_SUFFIXES)
+    ]
 
 
 def is_run_directory(path: str | os.PathLike[str]) -> bool:
@@ -86,7 +89,10 @@ def resolve_ranks(metadata_ranks: Sequence[int | None], paths: Sequence[Path]) -
     When the stated ranks are missing or collide, every trace is numbered by its position instead (a
     partial numbering would risk two traces claiming one rank) and a warning says so.
     """
-    candidates = [meta if meta is not None else rank_from_name(path) for meta, path in zip(metadata_ranks, paths, strict=True)]
+    candidates = [
+        meta if meta is not None else rank_from_name(path)
+        for meta, path in zip(metadata_ranks, paths, strict=True)
+    ]
     if all(c is not None for c in candidates) and len(set(candidates)) == len(candidates):
         return [int(c) for c in candidates], []  # type: ignore[arg-type]
     known = [c for c in candidates if c is not None]

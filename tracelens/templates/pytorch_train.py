@@ -76,13 +76,19 @@ def train(argv: Sequence[str] | None = None) -> Path | None:
     pinned = spec.pinned_memory and on_gpu
 
     model = nn.Sequential(
-        nn.Linear(spec.features, spec.hidden), nn.ReLU(),
-        nn.Linear(spec.hidden, spec.hidden), nn.ReLU(),
+        nn.Linear(spec.features, spec.hidden),
+        nn.ReLU(),
+        nn.Linear(spec.hidden, spec.hidden),
+        nn.ReLU(),
         nn.Linear(spec.hidden, spec.classes),
     ).to(device)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    loader = DataLoader(SyntheticBatches(torch, spec, args.steps, args.seed, pinned), batch_size=None,
-                        shuffle=False, num_workers=0)
+    loader = DataLoader(
+        SyntheticBatches(torch, spec, args.steps, args.seed, pinned),
+        batch_size=None,
+        shuffle=False,
+        num_workers=0,
+    )
     extra_floats = spec.extra_copy_floats_cuda if on_gpu else spec.extra_copy_floats_cpu
     # Plain torch.empty memory is pageable: copying it to the GPU is synchronous and staged.
     pageable_host = torch.ones(extra_floats) if extra_floats else None
@@ -157,8 +163,10 @@ def train(argv: Sequence[str] | None = None) -> Path | None:
             torch.cuda.synchronize()
     elapsed = time.perf_counter() - started
 
-    print(f"pytorch_train: {args.steps} steps of {spec.name} on {device} in {elapsed:.2f} s "
-          f"(final loss {loss.item():.4f})")
+    print(
+        f"pytorch_train: {args.steps} steps of {spec.name} on {device} in {elapsed:.2f} s "
+        f"(final loss {loss.item():.4f})"
+    )
     if trace_path is not None:
         profiler.export_chrome_trace(str(trace_path))
         print(trace_path)

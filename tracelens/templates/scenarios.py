@@ -63,40 +63,54 @@ SCENARIOS: dict[str, Scenario] = {
     s.name: s
     for s in (
         Scenario(
-            "healthy", None,
+            "healthy",
+            None,
             "Pinned, prefetched batches and a model big enough to keep the GPU busy; nothing injected.",
         ),
         Scenario(
-            "slow-input", "input_pipeline",
+            "slow-input",
+            "input_pipeline",
             "The data loader sleeps 50 ms per batch in the training process (num_workers=0): the GPU "
             "waits for input every step.",
-            data_sleep_s=0.050, batch_size=64, features=128, hidden=128,  # little compute: the wait stands out
+            data_sleep_s=0.050,
+            batch_size=64,
+            features=128,
+            hidden=128,  # little compute: the wait stands out
         ),
         Scenario(
-            "pageable-copies", "memcpy",
+            "pageable-copies",
+            "memcpy",
             "Every step copies a large pageable (not pinned) host tensor to the GPU (64 MiB on a GPU): "
             "synchronous, slow host->device copies.",
-            pinned_memory=False, extra_copy_floats_cuda=16 * 1024 * 1024, extra_copy_floats_cpu=256 * 1024,
+            pinned_memory=False,
+            extra_copy_floats_cuda=16 * 1024 * 1024,
+            extra_copy_floats_cpu=256 * 1024,
         ),
         Scenario(
-            "sync-every-step", "synchronization",
+            "sync-every-step",
+            "synchronization",
             "After the update, 64 checks each multiply a 2048x2048 matrix and read back a scalar of the result "
             "(.item() / torch.cuda.synchronize()): the host waits for every product, then queues the next one "
             "while the GPU idles, instead of queueing them all ahead.",
             sync_ops_per_step=64,
         ),
         Scenario(
-            "tiny-kernels", "host_launch_overhead",
+            "tiny-kernels",
+            "host_launch_overhead",
             "1,000 tiny elementwise ops per step on a 1,024-element tensor: each is a kernel launch whose "
             "host cost exceeds its GPU time.",
             tiny_ops_per_step=1000,
         ),
         Scenario(
-            "small-batch", "low_occupancy",
+            "small-batch",
+            "low_occupancy",
             "Batch of 2 through 64-wide layers, plus a running sum (cumsum) over each sample's 4M-long "
             "sequence: the scan kernel gets one block per row, so 2 blocks run on a GPU of 100+ SMs for "
             "milliseconds.",
-            batch_size=2, features=64, hidden=64, scan_length=4 * 1024 * 1024,
+            batch_size=2,
+            features=64,
+            hidden=64,
+            scan_length=4 * 1024 * 1024,
         ),
     )
 }
@@ -109,22 +123,39 @@ def build_parser(prog: str, framework: str) -> argparse.ArgumentParser:
         description=f"A tiny {framework} training loop annotated with tracelens.nvtx, with an injected "
         "performance problem. Prints the trace's path as the last line of stdout.",
     )
-    parser.add_argument("--scenario", choices=sorted(SCENARIOS), default="healthy",
-                        help="which problem to inject (docs/templates.md)")
+    parser.add_argument(
+        "--scenario",
+        choices=sorted(SCENARIOS),
+        default="healthy",
+        help="which problem to inject (docs/templates.md)",
+    )
     parser.add_argument("--steps", type=int, default=20, help="training steps to run (default 20)")
-    parser.add_argument("--device", choices=("cpu", "cuda", "auto"), default="auto",
-                        help="where to train (auto: a GPU when there is one)")
-    parser.add_argument("--profile", choices=("torch", "tf", "none"), default=None,
-                        help="profiler to record with (default: this template's own); 'none' for running "
-                        "under nsys profile")
-    parser.add_argument("--out", type=Path, default=Path("tracelens-traces"),
-                        help="directory the trace is written to")
+    parser.add_argument(
+        "--device",
+        choices=("cpu", "cuda", "auto"),
+        default="auto",
+        help="where to train (auto: a GPU when there is one)",
+    )
+    parser.add_argument(
+        "--profile",
+        choices=("torch", "tf", "none"),
+        default=None,
+        help="profiler to record with (default: this template's own); 'none' for running under nsys profile",
+    )
+    parser.add_argument(
+        "--out", type=Path, default=Path("tracelens-traces"), help="directory the trace is written to"
+    )
     parser.add_argument("--seed", type=int, default=0)
     return parser
 
 
-def parse_args(prog: str, framework: str, own_profiler: str, argv: Sequence[str] | None,
-               extra: dict[str, dict] | None = None) -> argparse.Namespace:
+def parse_args(
+    prog: str,
+    framework: str,
+    own_profiler: str,
+    argv: Sequence[str] | None,
+    extra: dict[str, dict] | None = None,
+) -> argparse.Namespace:
     """Parse and check the shared options; a profiler of the other framework is a usage error."""
     parser = build_parser(prog, framework)
     for flag, kwargs in (extra or {}).items():
@@ -133,8 +164,10 @@ def parse_args(prog: str, framework: str, own_profiler: str, argv: Sequence[str]
     if args.profile is None:
         args.profile = own_profiler
     if args.profile not in (own_profiler, "none"):
-        parser.error(f"--profile {args.profile} cannot record a {framework} program; use "
-                     f"--profile {own_profiler}, or --profile none under nsys")
+        parser.error(
+            f"--profile {args.profile} cannot record a {framework} program; use "
+            f"--profile {own_profiler}, or --profile none under nsys"
+        )
     if args.steps < 1:
         parser.error("--steps must be at least 1")
     args.scenario_spec = SCENARIOS[args.scenario]

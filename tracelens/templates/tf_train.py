@@ -46,8 +46,10 @@ def _dataset(tf: Any, np: Any, spec: Scenario, count: int, seed: int) -> Any:
                 time.sleep(spec.data_sleep_s)  # stands in for slow decoding/augmentation
             yield inputs[index], labels[index]
 
-    signature = (tf.TensorSpec((spec.batch_size, spec.features), tf.float32),
-                 tf.TensorSpec((spec.batch_size,), tf.int64))
+    signature = (
+        tf.TensorSpec((spec.batch_size, spec.features), tf.float32),
+        tf.TensorSpec((spec.batch_size,), tf.int64),
+    )
     dataset = tf.data.Dataset.from_generator(generate, output_signature=signature)
     if not spec.data_sleep_s:
         return dataset.prefetch(2)  # healthy input overlaps with compute
@@ -61,10 +63,18 @@ def _dataset(tf: Any, np: Any, spec: Scenario, count: int, seed: int) -> Any:
 
 def train(argv: Sequence[str] | None = None) -> Path | None:
     """Run the template; return the .xplane.pb path (None with ``--profile none``)."""
-    args = parse_args("python -m tracelens.templates.tf_train", "TensorFlow", "tf", argv, extra={
-        "--keras": {"action": "store_true",
-                    "help": "train with model.fit and nvtx.KerasCallback instead of the annotated loop"},
-    })
+    args = parse_args(
+        "python -m tracelens.templates.tf_train",
+        "TensorFlow",
+        "tf",
+        argv,
+        extra={
+            "--keras": {
+                "action": "store_true",
+                "help": "train with model.fit and nvtx.KerasCallback instead of the annotated loop",
+            },
+        },
+    )
     spec: Scenario = args.scenario_spec
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -80,12 +90,14 @@ def train(argv: Sequence[str] | None = None) -> Path | None:
         tf.config.threading.set_intra_op_parallelism_threads(1)
 
     with tf.device(tf_device):
-        model = tf.keras.Sequential([
-            tf.keras.Input((spec.features,)),
-            tf.keras.layers.Dense(spec.hidden, activation="relu"),
-            tf.keras.layers.Dense(spec.hidden, activation="relu"),
-            tf.keras.layers.Dense(spec.classes),
-        ])
+        model = tf.keras.Sequential(
+            [
+                tf.keras.Input((spec.features,)),
+                tf.keras.layers.Dense(spec.hidden, activation="relu"),
+                tf.keras.layers.Dense(spec.hidden, activation="relu"),
+                tf.keras.layers.Dense(spec.classes),
+            ]
+        )
         loss_fn = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
         opt = tf.keras.optimizers.SGD(0.01)
         dataset = _dataset(tf, np, spec, args.steps, args.seed)
@@ -100,8 +112,10 @@ def train(argv: Sequence[str] | None = None) -> Path | None:
         # step 0 of the profile is a training step like the others rather than mostly one-off setup.
         if not args.keras:
             with tf.GradientTape() as tape:
-                warm_loss = loss_fn(tf.zeros((spec.batch_size,), tf.int64),
-                                    model(tf.zeros((spec.batch_size, spec.features)), training=True))
+                warm_loss = loss_fn(
+                    tf.zeros((spec.batch_size,), tf.int64),
+                    model(tf.zeros((spec.batch_size, spec.features)), training=True),
+                )
             warm_grads = tape.gradient(warm_loss, model.trainable_variables)
             opt.apply_gradients(zip(warm_grads, model.trainable_variables, strict=True))
 
@@ -115,8 +129,9 @@ def train(argv: Sequence[str] | None = None) -> Path | None:
     with tf.device(tf_device):
         if args.keras:
             model.compile(optimizer=opt, loss=loss_fn)
-            history = model.fit(dataset, epochs=1, steps_per_epoch=args.steps, verbose=0,
-                                callbacks=[nvtx.KerasCallback()])
+            history = model.fit(
+                dataset, epochs=1, steps_per_epoch=args.steps, verbose=0, callbacks=[nvtx.KerasCallback()]
+            )
             loss = history.history["loss"][-1]
         else:
             batches = iter(nvtx.data_loading(dataset))
@@ -154,7 +169,9 @@ def train(argv: Sequence[str] | None = None) -> Path | None:
             raise SystemExit(f"tf_train: the TF profiler wrote no .xplane.pb under {logdir}")
         xplane = found[-1]
 
-    print(f"tf_train: {args.steps} steps of {spec.name} on {device} in {elapsed:.2f} s (final loss {loss:.4f})")
+    print(
+        f"tf_train: {args.steps} steps of {spec.name} on {device} in {elapsed:.2f} s (final loss {loss:.4f})"
+    )
     print(xplane if xplane is not None else "tf_train: no trace written (--profile none)")
     return xplane
 

@@ -54,8 +54,15 @@ from .none import HEALTHY_MIN_BUSY, NONE_THRESHOLD
 
 # Every cause, in tie-break order (equal lost time: the earlier one ranks first).
 CAUSES: tuple[Cause, ...] = (
-    startup.CAUSE, input_pipeline.CAUSE, host_launch_overhead.CAUSE, synchronization.CAUSE, memcpy.CAUSE,
-    low_occupancy.CAUSE, multi_gpu_imbalance.CAUSE, communication.CAUSE, unexplained_idle.CAUSE,
+    startup.CAUSE,
+    input_pipeline.CAUSE,
+    host_launch_overhead.CAUSE,
+    synchronization.CAUSE,
+    memcpy.CAUSE,
+    low_occupancy.CAUSE,
+    multi_gpu_imbalance.CAUSE,
+    communication.CAUSE,
+    unexplained_idle.CAUSE,
 )
 CAUSE_NAMES: tuple[str, ...] = tuple(c.name for c in CAUSES)
 BY_NAME: dict[str, Cause] = {c.name: c for c in CAUSES}
@@ -67,9 +74,25 @@ PRIMARY_ONLY: tuple[str, ...] = tuple(v.name for v in VERDICTS)
 # checks them.
 NEEDS: tuple[str, ...] = BY_KEY["diagnosis"].needs
 
-__all__ = ["BY_NAME", "CAUSES", "CAUSE_NAMES", "HEALTHY_MIN_BUSY", "INCOMPLETE_TRACE", "NEEDS", "NONE_THRESHOLD",
-           "PRIMARY_ONLY", "SEVERITIES", "SEVERITY_HIGH_SHARE", "VERDICTS", "busy_share", "diagnose", "gpu_span",
-           "section", "sentence_of", "severity"]
+__all__ = [
+    "BY_NAME",
+    "CAUSES",
+    "CAUSE_NAMES",
+    "HEALTHY_MIN_BUSY",
+    "INCOMPLETE_TRACE",
+    "NEEDS",
+    "NONE_THRESHOLD",
+    "PRIMARY_ONLY",
+    "SEVERITIES",
+    "SEVERITY_HIGH_SHARE",
+    "VERDICTS",
+    "busy_share",
+    "diagnose",
+    "gpu_span",
+    "section",
+    "sentence_of",
+    "severity",
+]
 
 
 # How urgent a finding is, from its share of the span (the one severity policy; renderers only label it):
@@ -106,17 +129,23 @@ def gpu_span(trace: Trace) -> int:
     busy = list(device_busy(trace).values())
     if not busy:
         return 0
-    return intervals.union_length(np.array([b.first_start_ns for b in busy]), np.array([b.last_end_ns for b in busy]))
+    return intervals.union_length(
+        np.array([b.first_start_ns for b in busy]), np.array([b.last_end_ns for b in busy])
+    )
 
 
-def diagnose(trace: Trace, done: dict[str, Any], *, imbalance: dict[str, Any] | None = None) -> dict[str, Any]:
+def diagnose(
+    trace: Trace, done: dict[str, Any], *, imbalance: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """The ``diagnosis`` block from the sections in ``done`` (all of :data:`NEEDS`; a section that could not be
     computed may be null) and, for one rank of a run, the run's cross-rank ``imbalance`` (``lost_ns``: the
     per-GPU wait for the busiest rank), which ``multi_gpu_imbalance`` weighs against the in-trace imbalance."""
     missing = [key for key in NEEDS if key not in done]
     if missing:
-        raise ValueError(f"diagnosis needs the sections {', '.join(missing)}: compute them first "
-                         "(analyze() does, whatever sections it is asked for)")
+        raise ValueError(
+            f"diagnosis needs the sections {', '.join(missing)}: compute them first "
+            "(analyze() does, whatever sections it is asked for)"
+        )
     framework = trace.metadata.framework or "unknown"
     busy = device_busy(trace)
     has_gpu = bool(busy)
@@ -128,8 +157,10 @@ def diagnose(trace: Trace, done: dict[str, Any], *, imbalance: dict[str, Any] | 
     else:
         causes, span = input_pipeline.host_view(trace, done, framework)
     whatif = done["whatif"]
-    ranked = sorted((ranking.with_gain(c, BY_NAME.get(c["cause"]), whatif, span) for c in causes if c["lost_ns"] > 0),
-                    key=lambda c: (-c["rank_ns"], CAUSE_NAMES.index(c["cause"])))
+    ranked = sorted(
+        (ranking.with_gain(c, BY_NAME.get(c["cause"]), whatif, span) for c in causes if c["lost_ns"] > 0),
+        key=lambda c: (-c["rank_ns"], CAUSE_NAMES.index(c["cause"])),
+    )
     utilization = busy_share(trace)
     starved = utilization is not None and utilization < none.HEALTHY_MIN_BUSY
     completeness = completeness_check.judge(trace)
@@ -141,10 +172,19 @@ def diagnose(trace: Trace, done: dict[str, Any], *, imbalance: dict[str, Any] | 
         primary = {**none.primary(ranked, utilization), **ranking.NO_GAIN}
     nothing = (done["attribution"] or {}).get("total_by_cause", {}).get(NOTHING, 0)
     n = len(busy)
-    return {"primary": primary, "causes": ranked, "span_ns": span, "has_gpu_activity": has_gpu,
-            "framework": framework, "threshold": none.NONE_THRESHOLD, "busy_share": utilization,
-            "healthy_min_busy": none.HEALTHY_MIN_BUSY, "unexplained_idle_ns": int(round(nothing / n)) if n else 0,
-            "completeness": completeness, "critical_path": ranking.critical_path(whatif)}
+    return {
+        "primary": primary,
+        "causes": ranked,
+        "span_ns": span,
+        "has_gpu_activity": has_gpu,
+        "framework": framework,
+        "threshold": none.NONE_THRESHOLD,
+        "busy_share": utilization,
+        "healthy_min_busy": none.HEALTHY_MIN_BUSY,
+        "unexplained_idle_ns": int(round(nothing / n)) if n else 0,
+        "completeness": completeness,
+        "critical_path": ranking.critical_path(whatif),
+    }
 
 
 def section(trace: Trace, done: dict[str, Any]) -> dict[str, Any]:

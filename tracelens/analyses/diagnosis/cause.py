@@ -92,8 +92,13 @@ class Verdict:
 
 def finding(name: str, lost: float, span: int, evidence: Evidence, fix: str) -> Finding:
     lost_ns = max(int(round(lost)), 0)
-    return {"cause": name, "lost_ns": lost_ns, "share": (lost_ns / span) if span > 0 else 0.0,
-            "evidence": evidence, "fix": fix}
+    return {
+        "cause": name,
+        "lost_ns": lost_ns,
+        "share": (lost_ns / span) if span > 0 else 0.0,
+        "evidence": evidence,
+        "fix": fix,
+    }
 
 
 @dataclass

@@ -22,23 +22,27 @@ LISTED_TYPES = 3  # collective types a sentence lists
 
 FIX = {
     "pytorch": "Collectives run with nothing to hide them: let DDP overlap them with backward (bucket_cap_mb tuned: "
-               "larger for many small all-reduces, smaller to start earlier; static_graph=True, no "
-               "find_unused_parameters), accumulate gradients with model.no_sync() on all but the last micro-step; "
-               "with FSDP prefetch (forward_prefetch=True, backward_prefetch=BackwardPrefetch.BACKWARD_PRE).",
+    "larger for many small all-reduces, smaller to start earlier; static_graph=True, no "
+    "find_unused_parameters), accumulate gradients with model.no_sync() on all but the last micro-step; "
+    "with FSDP prefetch (forward_prefetch=True, backward_prefetch=BackwardPrefetch.BACKWARD_PRE).",
     "tensorflow": "Collectives are exposed: pack gradients into fewer all-reduces "
-                  "(tf.distribute.experimental.CommunicationOptions(bytes_per_pack=...)), let XLA overlap them "
-                  "(XLA_FLAGS=--xla_gpu_enable_latency_hiding_scheduler=true).",
+    "(tf.distribute.experimental.CommunicationOptions(bytes_per_pack=...)), let XLA overlap them "
+    "(XLA_FLAGS=--xla_gpu_enable_latency_hiding_scheduler=true).",
     "jax": "Collectives are exposed: let XLA schedule them asynchronously beside compute "
-           "(XLA_FLAGS=--xla_gpu_enable_latency_hiding_scheduler=true), shard so fewer, larger collectives run.",
+    "(XLA_FLAGS=--xla_gpu_enable_latency_hiding_scheduler=true), shard so fewer, larger collectives run.",
     "default": "Collectives run while no kernel computes: issue them asynchronously beside independent work, fewer "
-               "and larger messages, and check the interconnect's bandwidth.",
+    "and larger messages, and check the interconnect's bandwidth.",
 }
-ON_COMPUTE_STREAM_FIX = ("Some collectives run on the compute stream, where no computation can overlap them: issue "
-                         "them on their own stream (async_op=True, or a torch.cuda.Stream around the call; DDP and "
-                         "FSDP do).")
-LINK_BOUND_FIX = ("The collectives already move data near the link's peak bus bandwidth: faster "
-                  "collectives need fewer bytes (bf16 gradients, gradient compression, a larger "
-                  "batch per step), so hide them behind compute.")
+ON_COMPUTE_STREAM_FIX = (
+    "Some collectives run on the compute stream, where no computation can overlap them: issue "
+    "them on their own stream (async_op=True, or a torch.cuda.Stream around the call; DDP and "
+    "FSDP do)."
+)
+LINK_BOUND_FIX = (
+    "The collectives already move data near the link's peak bus bandwidth: faster "
+    "collectives need fewer bytes (bf16 gradients, gradient compression, a larger "
+    "batch per step), so hide them behind compute."
+)
 
 
 def device_lost(ctx: Context, device: int) -> int:
@@ -50,8 +54,18 @@ def collective_types(devices: list[dict[str, Any]]) -> list[dict[str, Any]]:
     by_type: dict[str, dict[str, Any]] = {}
     for d in devices:  # a loop over GPUs and their few collective types
         for t in d["by_type"]:
-            entry = by_type.setdefault(t["type"], {"type": t["type"], "count": 0, "time_ns": 0, "exposed_ns": 0,
-                                                   "bytes": None, "bus_bytes": 0.0, "bus_ns": 0})
+            entry = by_type.setdefault(
+                t["type"],
+                {
+                    "type": t["type"],
+                    "count": 0,
+                    "time_ns": 0,
+                    "exposed_ns": 0,
+                    "bytes": None,
+                    "bus_bytes": 0.0,
+                    "bus_ns": 0,
+                },
+            )
             entry["count"] += t["count"]
             entry["time_ns"] += t["time_ns"]
             entry["exposed_ns"] += t.get("exposed_ns", 0)
@@ -65,11 +79,15 @@ def collective_types(devices: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def peer_link(ctx: Context, devices: list[dict[str, Any]]) -> gpu_specs.CollectiveLink:
     """The peer link of the GPUs with collectives: the slowest known one; unknown when any is unknown."""
-    links = [gpu_specs.collective_link(info.get("name"), info.get("compute_major"))
-             for info in (ctx.trace.device_info(int(d["device"])) for d in devices)]
+    links = [
+        gpu_specs.collective_link(info.get("name"), info.get("compute_major"))
+        for info in (ctx.trace.device_info(int(d["device"])) for d in devices)
+    ]
     unknown = [link for link in links if link.peak_bytes_per_s is None]
     if unknown or not links:
-        return unknown[0] if unknown else gpu_specs.CollectiveLink(None, None, None, "no GPU with collectives")
+        return (
+            unknown[0] if unknown else gpu_specs.CollectiveLink(None, None, None, "no GPU with collectives")
+        )
     return min(links, key=lambda link: link.peak_bytes_per_s or 0.0)
 
 
@@ -87,7 +105,9 @@ def evidence(ctx: Context) -> Evidence | None:
     busbw = bus_bytes / bus_ns * 1e9 if bus_ns else None
     for t in types:
         t["busbw_bytes_per_s"] = t["bus_bytes"] / t["bus_ns"] * 1e9 if t["bus_ns"] else None
-        t["link_fraction"] = t["busbw_bytes_per_s"] / peak if t["busbw_bytes_per_s"] is not None and peak else None
+        t["link_fraction"] = (
+            t["busbw_bytes_per_s"] / peak if t["busbw_bytes_per_s"] is not None and peak else None
+        )
         del t["bus_bytes"], t["bus_ns"]
     fraction = busbw / peak if busbw is not None and peak else None
     total = sum(collective.values())
@@ -103,11 +123,16 @@ def evidence(ctx: Context) -> Evidence | None:
         "link_source": link.source,
         "link_unknown_reason": link.unknown_reason,
         "link_fraction": fraction,
-        "responsible": [t["type"] for t in sorted(types, key=lambda t: (-t["exposed_ns"], t["type"]))
-                        if t["exposed_ns"] > 0][:RESPONSIBLE_TYPES],
+        "responsible": [
+            t["type"]
+            for t in sorted(types, key=lambda t: (-t["exposed_ns"], t["type"]))
+            if t["exposed_ns"] > 0
+        ][:RESPONSIBLE_TYPES],
         "remedy": "link_bound" if fraction is not None and fraction >= LINK_BOUND else "overlap",
         # Collectives on a stream that also runs computation: nothing can overlap them there.
-        "on_compute_stream_by_device": {str(d["device"]): int(d.get("on_compute_stream_ns") or 0) for d in devices},
+        "on_compute_stream_by_device": {
+            str(d["device"]): int(d.get("on_compute_stream_ns") or 0) for d in devices
+        },
     }
 
 
@@ -129,13 +154,17 @@ def sentence(cause: dict[str, Any], _: dict[str, Any]) -> str:
         text += f" ({fmt_pct(idle / total)} of its {fmt_ns(total)} of collective time)"
     kinds = ev.get("by_type") or []
     if kinds:
-        text += ": " + ", ".join(f"{calls(t['count'], t['type'].replace('_', '-'))} ({fmt_ns(t['time_ns'])})"
-                                 for t in kinds[:LISTED_TYPES])
+        text += ": " + ", ".join(
+            f"{calls(t['count'], t['type'].replace('_', '-'))} ({fmt_ns(t['time_ns'])})"
+            for t in kinds[:LISTED_TYPES]
+        )
     if ev.get("busbw_bytes_per_s") is not None:
         text += f"; bus bandwidth {fmt_bytes(ev['busbw_bytes_per_s'])}/s"
         if ev.get("link_fraction") is not None:
-            text += (f" ({fmt_pct(ev['link_fraction'])} of {ev.get('link')}'s "
-                     f"{fmt_bytes(ev.get('link_peak_bytes_per_s'))}/s)")
+            text += (
+                f" ({fmt_pct(ev['link_fraction'])} of {ev.get('link')}'s "
+                f"{fmt_bytes(ev.get('link_peak_bytes_per_s'))}/s)"
+            )
     if (ev.get("world_size") or 1) > 1:
         text += f"; one of {ev['world_size']} ranks"
     return text + mean_note(cause, exposed) + "."

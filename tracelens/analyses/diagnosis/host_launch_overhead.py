@@ -25,34 +25,36 @@ SMALL_KERNEL_COUNT_SHARE = 0.5
 FIXES = {
     "graphs": {
         "pytorch": "CUDA graphs are in use, yet the GPU still waits on the host: capture what is still launched "
-                   "outside the graphs (see the ops named in the evidence), e.g. torch.compile(mode='reduce-overhead') "
-                   "over the whole step or a larger torch.cuda.graphs region.",
+        "outside the graphs (see the ops named in the evidence), e.g. torch.compile(mode='reduce-overhead') "
+        "over the whole step or a larger torch.cuda.graphs region.",
         "default": "CUDA graphs are in use, yet the GPU still waits on the host: capture the work still launched "
-                   "outside them.",
+        "outside them.",
     },
     "small_kernels": {
         "pytorch": "The host cannot issue kernels as fast as the GPU runs them (many tiny kernels): fuse them "
-                   "with torch.compile, use fused/foreach optimizers (torch.optim.AdamW(fused=True)), CUDA graphs "
-                   "(torch.compile(mode='reduce-overhead')), or larger batches.",
+        "with torch.compile, use fused/foreach optimizers (torch.optim.AdamW(fused=True)), CUDA graphs "
+        "(torch.compile(mode='reduce-overhead')), or larger batches.",
         "tensorflow": "Many tiny ops: tf.function(jit_compile=True) (XLA) to fuse them, bigger batches, "
-                      "steps_per_execution in Keras.",
+        "steps_per_execution in Keras.",
         "jax": "Many tiny ops: jit the whole step (not per op), use bigger batches, scan over micro-steps.",
         "default": "Launch overhead dominates: fuse kernels, use CUDA graphs, launch fewer larger kernels.",
     },
     "host_code": {
         "pytorch": "The GPU waits while the host runs framework/Python code between launches: move per-step "
-                   "Python work out of the loop, torch.compile the model (fewer, fused ops), CUDA graphs, or "
-                   "bigger batches so each launch carries more work.",
+        "Python work out of the loop, torch.compile the model (fewer, fused ops), CUDA graphs, or "
+        "bigger batches so each launch carries more work.",
         "tensorflow": "The GPU waits for host-side op dispatch: wrap the step in tf.function (jit_compile=True), "
-                      "bigger batches, steps_per_execution in Keras.",
+        "bigger batches, steps_per_execution in Keras.",
         "jax": "The GPU waits for host-side dispatch: jit the whole step, bigger batches.",
         "default": "The GPU waits while the host runs code between launches: do less per step on the host, "
-                   "batch more work per launch.",
+        "batch more work per launch.",
     },
 }
-PYTHON_TRACING_NOTE = (" Caution: this trace records Python calls ({count:,} Python events: torch.profiler's "
-                       "with_stack=True or a Python tracer), which slows the host (several-fold where much Python runs "
-                       "per step); confirm the launch overhead on a profile without them before acting on it.")
+PYTHON_TRACING_NOTE = (
+    " Caution: this trace records Python calls ({count:,} Python events: torch.profiler's "
+    "with_stack=True or a Python tracer), which slows the host (several-fold where much Python runs "
+    "per step); confirm the launch overhead on a profile without them before acting on it."
+)
 
 
 def device_lost(ctx: Context, device: int) -> int:
@@ -60,8 +62,13 @@ def device_lost(ctx: Context, device: int) -> int:
     return int(a["by_cause"].get(LAUNCH, 0)) + int(a["by_cause"].get(CPU, 0)) if a else 0
 
 
-def remedy(ctx: Context, graphs_in_use: bool, idle_launch: dict[str, int], idle_cpu: dict[str, int],
-           small_count_share: float | None) -> str:
+def remedy(
+    ctx: Context,
+    graphs_in_use: bool,
+    idle_launch: dict[str, int],
+    idle_cpu: dict[str, int],
+    small_count_share: float | None,
+) -> str:
     if graphs_in_use:
         return "graphs"
     if ctx.mean(idle_cpu) >= ctx.mean(idle_launch) and (small_count_share or 0.0) < SMALL_KERNEL_COUNT_SHARE:
@@ -110,8 +117,14 @@ def sentence(cause: dict[str, Any], _: dict[str, Any]) -> str:
     launch, cpu = ev.get("idle_launch_by_device") or {}, ev.get("idle_cpu_by_device") or {}
     total = {d: launch.get(d, 0) + cpu.get(d, 0) for d in set(launch) | set(cpu)}
     device, idle = worst(total)
-    doing = [f"{what} ({fmt_ns(ns)})" for what, ns in
-             (("framework or Python code", cpu.get(device)), ("CUDA API calls", launch.get(device))) if ns]
+    doing = [
+        f"{what} ({fmt_ns(ns)})"
+        for what, ns in (
+            ("framework or Python code", cpu.get(device)),
+            ("CUDA API calls", launch.get(device)),
+        )
+        if ns
+    ]
     text = f"{gpu(device, len(total))} was idle {fmt_ns(idle)}"
     if doing:
         text += " while its launching thread ran " + " and ".join(doing)
@@ -119,8 +132,10 @@ def sentence(cause: dict[str, Any], _: dict[str, Any]) -> str:
     if top_ops:
         text += f"; most host time in {quote(top_ops[0]['name'])}"
     if ev.get("small_kernel_share") is not None:
-        text += (f"; {fmt_pct(ev['small_kernel_share'])} of kernel time is in kernels under "
-                 f"{fmt_ns(SMALL_KERNEL_NS)}")
+        text += (
+            f"; {fmt_pct(ev['small_kernel_share'])} of kernel time is in kernels under "
+            f"{fmt_ns(SMALL_KERNEL_NS)}"
+        )
     if ev.get("issue_to_execution") is not None:
         text += f"; the host issues GPU work at {ev['issue_to_execution']:.2f}x the rate the GPU runs it"
     if ev.get("cuda_graphs"):

@@ -19,42 +19,61 @@ def primary(completeness: dict[str, Any], ranked: list[Finding]) -> Finding:
     """The `incomplete_trace` primary: which blocking problems, what the recorded part shows, how to record."""
     blocking = [p for p in completeness["problems"] if p["blocking"]]
     largest = ranked[0] if ranked else None
-    evidence = {"problems": [p["kind"] for p in blocking],
-                "largest_cause": largest["cause"] if largest else None,
-                "largest_share": largest["share"] if largest else 0.0}
-    return {"cause": NAME, "lost_ns": 0, "share": 0.0, "evidence": evidence,
-            "fix": blocking[0]["fix"] if blocking else None}
+    evidence = {
+        "problems": [p["kind"] for p in blocking],
+        "largest_cause": largest["cause"] if largest else None,
+        "largest_share": largest["share"] if largest else 0.0,
+    }
+    return {
+        "cause": NAME,
+        "lost_ns": 0,
+        "share": 0.0,
+        "evidence": evidence,
+        "fix": blocking[0]["fix"] if blocking else None,
+    }
 
 
 def _no_gpu(ev: dict[str, Any]) -> str:
-    return (f"the trace records no GPU activity (no kernel, copy or memset) and no call that launches one: "
-            f"{ev.get('host_events', 0):,} host events ({ev.get('framework_ops', 0):,} framework ops, "
-            f"{ev.get('annotations', 0):,} annotations or NVTX ranges) only")
+    return (
+        f"the trace records no GPU activity (no kernel, copy or memset) and no call that launches one: "
+        f"{ev.get('host_events', 0):,} host events ({ev.get('framework_ops', 0):,} framework ops, "
+        f"{ev.get('annotations', 0):,} annotations or NVTX ranges) only"
+    )
 
 
 def _lost_gpu(ev: dict[str, Any]) -> str:
     if not ev.get("gpu_ops"):
-        return (f"the trace records {calls(ev.get('launch_calls', 0), 'launch call')} and no GPU activity: "
-                "the profiler lost the GPU side")
+        return (
+            f"the trace records {calls(ev.get('launch_calls', 0), 'launch call')} and no GPU activity: "
+            "the profiler lost the GPU side"
+        )
     gone = (ev.get("host_end_ns") or 0) - (ev.get("last_gpu_op_end_ns") or 0)
-    return (f"{ev.get('after_last_gpu_op', 0):,} of {calls(ev.get('launch_calls', 0), 'launch call')} "
-            f"({fmt_pct(ev.get('share'))}) start after the last recorded GPU op ended: the GPU side stops "
-            f"{fmt_ns(gone)} before the host's last launch")
+    return (
+        f"{ev.get('after_last_gpu_op', 0):,} of {calls(ev.get('launch_calls', 0), 'launch call')} "
+        f"({fmt_pct(ev.get('share'))}) start after the last recorded GPU op ended: the GPU side stops "
+        f"{fmt_ns(gone)} before the host's last launch"
+    )
 
 
 def _no_launches(ev: dict[str, Any]) -> str:
     if not ev.get("api_calls"):
-        return (f"{ev.get('gpu_ops', 0):,} GPU ops and no CUDA/HIP API call: the launches' host side was not "
-                "recorded")
-    return (f"{ev.get('unmatched_gpu_ops', 0):,} of {ev.get('gpu_ops_with_id', 0):,} GPU ops "
-            f"({fmt_pct(ev.get('share'))}) match no launch call in the trace (launched before it began, or by "
-            "untraced host code): per-op and launch figures cover the rest")
+        return (
+            f"{ev.get('gpu_ops', 0):,} GPU ops and no CUDA/HIP API call: the launches' host side was not "
+            "recorded"
+        )
+    return (
+        f"{ev.get('unmatched_gpu_ops', 0):,} of {ev.get('gpu_ops_with_id', 0):,} GPU ops "
+        f"({fmt_pct(ev.get('share'))}) match no launch call in the trace (launched before it began, or by "
+        "untraced host code): per-op and launch figures cover the rest"
+    )
 
 
 def _ids(ev: dict[str, Any]) -> str:
-    return (f"{ev.get('gpu_ops_without_id', 0):,} of {ev.get('gpu_ops', 0):,} GPU ops and "
-            f"{ev.get('launch_calls_without_id', 0):,} of {calls(ev.get('launch_calls', 0), 'launch call')} "
-            "carry no correlation id: that GPU work cannot be tied to its launch")
+    return (
+        f"{ev.get('gpu_ops_without_id', 0):,} of {ev.get('gpu_ops', 0):,} GPU ops and "
+        f"{ev.get('launch_calls_without_id', 0):,} of {calls(ev.get('launch_calls', 0), 'launch call')} "
+        "carry no correlation id: that GPU work cannot be tied to its launch"
+    )
 
 
 def _dropped(ev: dict[str, Any]) -> str:
@@ -72,11 +91,15 @@ def _dropped(ev: dict[str, Any]) -> str:
 def _overhead(ev: dict[str, Any]) -> str:
     parts = []
     if ev.get("overhead_ns"):
-        parts.append(f"profiler overhead covers {fmt_ns(ev['overhead_ns'])} ({fmt_pct(ev.get('share'))}) of the "
-                     f"{'GPU window' if ev.get('window') == 'gpu' else 'host span'}")
+        parts.append(
+            f"profiler overhead covers {fmt_ns(ev['overhead_ns'])} ({fmt_pct(ev.get('share'))}) of the "
+            f"{'GPU window' if ev.get('window') == 'gpu' else 'host span'}"
+        )
     if ev.get("python_events"):
-        parts.append(f"{ev['python_events']:,} Python calls recorded ({ev.get('python_events_per_gpu_op', 0):.1f} "
-                     "per GPU op: a Python tracer such as with_stack=True slows the host)")
+        parts.append(
+            f"{ev['python_events']:,} Python calls recorded ({ev.get('python_events_per_gpu_op', 0):.1f} "
+            "per GPU op: a Python tracer such as with_stack=True slows the host)"
+        )
     return "the profiler's own work inflates host time" + (": " + "; ".join(parts) if parts else "")
 
 

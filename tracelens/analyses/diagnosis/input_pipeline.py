@@ -26,28 +26,28 @@ NAME = "input_pipeline"
 FIXES = {
     "single_process": {
         "pytorch": "The DataLoader loads every batch on the training thread (num_workers=0): use "
-                   "DataLoader(num_workers=N>0, pin_memory=True, persistent_workers=True, prefetch_factor=2-4).",
+        "DataLoader(num_workers=N>0, pin_memory=True, persistent_workers=True, prefetch_factor=2-4).",
         "default": "Batches are loaded on the training thread: load them in background workers.",
     },
     "multi_process": {
         "pytorch": "The DataLoader's workers do not keep up: more workers (num_workers), prefetch_factor=4, "
-                   "persistent_workers=True, and cheaper per-sample work (decode/augment on the GPU, e.g. DALI, "
-                   "or pre-processed data).",
+        "persistent_workers=True, and cheaper per-sample work (decode/augment on the GPU, e.g. DALI, "
+        "or pre-processed data).",
         "default": "The loader's workers do not keep up: more workers, deeper prefetch, cheaper per-sample work.",
     },
     "tf_data": {
         "tensorflow": "Overlap input with compute: dataset.prefetch(tf.data.AUTOTUNE), "
-                      "map(..., num_parallel_calls=tf.data.AUTOTUNE), cache() small datasets, interleave() file "
-                      "reads.",
+        "map(..., num_parallel_calls=tf.data.AUTOTUNE), cache() small datasets, interleave() file "
+        "reads.",
         "default": "Overlap input with compute: prefetch and parallelise the tf.data pipeline (AUTOTUNE).",
     },
     "other": {
         "pytorch": "Feed the GPU faster: DataLoader(num_workers=N>0, pin_memory=True, prefetch_factor=2-4, "
-                   "persistent_workers=True); move decoding/augmentation off the training loop.",
+        "persistent_workers=True); move decoding/augmentation off the training loop.",
         "tensorflow": "Overlap input with compute: dataset.prefetch(tf.data.AUTOTUNE), "
-                      "map(..., num_parallel_calls=tf.data.AUTOTUNE), cache() small datasets.",
+        "map(..., num_parallel_calls=tf.data.AUTOTUNE), cache() small datasets.",
         "jax": "Prefetch batches onto the device ahead of the step (e.g. a background thread with "
-               "jax.device_put) and parallelise the input pipeline (tf.data AUTOTUNE / grain workers).",
+        "jax.device_put) and parallelise the input pipeline (tf.data AUTOTUNE / grain workers).",
         "default": "The GPU waits for input: prefetch and parallelise data loading so the next batch is ready.",
     },
 }
@@ -93,8 +93,11 @@ def host_view(trace: Trace, done: dict[str, Any], framework: str) -> tuple[list[
     summary = steps.get("summary")
     if summary:
         lost = summary["host_ns"][INPUT]
-        ev: dict[str, Any] = {"steps": steps["count"], "step_mean_ns": summary["mean_ns"],
-                              "input_share_of_steps": summary["host_share"][INPUT]}
+        ev: dict[str, Any] = {
+            "steps": steps["count"],
+            "step_mean_ns": summary["mean_ns"],
+            "input_share_of_steps": summary["host_share"][INPUT],
+        }
     else:
         rows = host_rows(trace)
         if rows.row.size == 0:
@@ -108,8 +111,13 @@ def host_view(trace: Trace, done: dict[str, Any], framework: str) -> tuple[list[
     ev["loader"] = loader_kind([t["name"] for t in top])
     ev["note"] = "no GPU activity in the trace: host-side view only"
     lost_ns = int(round(lost))
-    cause = {"cause": NAME, "lost_ns": lost_ns, "share": lost_ns / span if span > 0 else 0.0,
-             "evidence": ev, "fix": by_framework(framework, FIXES[ev["loader"]])}
+    cause = {
+        "cause": NAME,
+        "lost_ns": lost_ns,
+        "share": lost_ns / span if span > 0 else 0.0,
+        "evidence": ev,
+        "fix": by_framework(framework, FIXES[ev["loader"]]),
+    }
     return [cause], span
 
 
@@ -118,14 +126,20 @@ def sentence(cause: dict[str, Any], _: dict[str, Any]) -> str:
     top = ev.get("top_input_ranges") or []
     if "idle_by_device" not in ev:  # no GPU in the trace: the host-side view
         where = f" in {quote(top[0]['name'])}" if top else ""
-        return (f"The training thread waited for input{where} for {fmt_ns(cause['lost_ns'])}, "
-                f"{fmt_pct(cause['share'])} of {'step' if ev.get('steps') else 'host'} time (no GPU in this trace).")
+        return (
+            f"The training thread waited for input{where} for {fmt_ns(cause['lost_ns'])}, "
+            f"{fmt_pct(cause['share'])} of {'step' if ev.get('steps') else 'host'} time (no GPU in this trace)."
+        )
     by_device = ev.get("idle_by_device") or {}
     device, idle = worst(by_device)
     text = f"{gpu(device, len(by_device))} was idle {fmt_ns(idle)}"
     if ev.get("share_of_idle") is not None and len(by_device) == 1:  # several GPUs: in the mean note
         text += f", {fmt_pct(ev['share_of_idle'])} of its idle time,"
-    text += f" while the training thread was in {quote(top[0]['name'])}" if top else " while the host waited for input"
+    text += (
+        f" while the training thread was in {quote(top[0]['name'])}"
+        if top
+        else " while the host waited for input"
+    )
     if ev.get("input_per_step_ns") is not None:
         text += f", {fmt_ns(ev['input_per_step_ns'])} per step"
     return text + mean_note(cause, by_device) + "."

@@ -17,20 +17,29 @@ NAME = "low_occupancy"
 FIXES = {
     "under_filled": {
         "pytorch": "Launches with fewer blocks than the GPU has SMs leave SMs idle: bigger batches, fuse small ops "
-                   "(torch.compile), or for your own kernels a grid of at least one block per SM (split the work "
-                   "finer).",
+        "(torch.compile), or for your own kernels a grid of at least one block per SM (split the work "
+        "finer).",
         "tensorflow": "Launches leave SMs idle: bigger batches, XLA fusion (jit_compile=True).",
         "jax": "Launches leave SMs idle: bigger batches, let XLA fuse (jax.jit).",
         "default": "Launches with fewer blocks than SMs leave SMs idle: launch at least one block per SM "
-                   "(split the work finer, bigger problems per launch).",
+        "(split the work finer, bigger problems per launch).",
     },
     "block_shape": {
         "default": "Kernels whose block shape caps their occupancy (tiny blocks hit the blocks-per-SM limit, "
-                   "partial warps waste lanes): use blocks of 128-512 threads, a multiple of 32.",
+        "partial warps waste lanes): use blocks of 128-512 threads, a multiple of 32.",
     },
 }
-KERNEL_FIELDS = ("name", "device", "count", "total_ns", "lost_ns", "sm_fill", "grid_blocks", "threads_per_block",
-                 "block_shape_limited")
+KERNEL_FIELDS = (
+    "name",
+    "device",
+    "count",
+    "total_ns",
+    "lost_ns",
+    "sm_fill",
+    "grid_blocks",
+    "threads_per_block",
+    "block_shape_limited",
+)
 
 
 def device_lost(ctx: Context, device: int) -> int:
@@ -50,8 +59,10 @@ def evidence(ctx: Context) -> Evidence | None:
         "under_filled_lost_ns": under,
         "block_shape_lost_ns": shape,
         "sm_count": {str(d["device"]): d["sm_count"] for d in per_device},
-        "top_kernels": [{f: k.get(f) for f in KERNEL_FIELDS}
-                        for k in (occupancy.get("top_low_occupancy_kernels") or [])[:TOP_NAMES]],
+        "top_kernels": [
+            {f: k.get(f) for f in KERNEL_FIELDS}
+            for k in (occupancy.get("top_low_occupancy_kernels") or [])[:TOP_NAMES]
+        ],
         "register_or_shared_limited_ns": sum(d.get("register_or_shared_limited_ns", 0) for d in per_device),
         "library_under_filled_ns": sum(d.get("library_under_filled_ns", 0) for d in per_device),
         "remedy": "block_shape" if shape > under else "under_filled",  # whichever loss is larger
@@ -67,8 +78,10 @@ def sentence(cause: dict[str, Any], _: dict[str, Any]) -> str:
     parts = []
     if ev.get("under_filled_lost_ns"):
         sms = sorted({v for v in (ev.get("sm_count") or {}).values() if v})
-        part = f"{fmt_ns(ev['under_filled_lost_ns'])} from launches with fewer blocks than the GPU's " \
-               f"{'/'.join(str(s) for s in sms) or '?'} SMs"
+        part = (
+            f"{fmt_ns(ev['under_filled_lost_ns'])} from launches with fewer blocks than the GPU's "
+            f"{'/'.join(str(s) for s in sms) or '?'} SMs"
+        )
         if under and under[0].get("grid_blocks") is not None:
             blocks = round(under[0]["grid_blocks"])
             part += f" (e.g. {quote(under[0]['name'])}, {calls(blocks, 'block')})"

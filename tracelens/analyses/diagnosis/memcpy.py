@@ -26,52 +26,54 @@ BURST_SHARE = 0.5
 # the rest): only fewer bytes help.
 NEAR_LINK = 0.7
 
-_HOST_READS = ("Avoid reading device values on the host inside the step (.numpy(), float(x), jax.device_get) — "
-               "each blocks until the GPU finishes.")
+_HOST_READS = (
+    "Avoid reading device values on the host inside the step (.numpy(), float(x), jax.device_get) — "
+    "each blocks until the GPU finishes."
+)
 _ONE_ARRAY = "Batch small host<->device transfers into one array per step."
 _ON_DEVICE = "Keep state on the device (tf.Variable on GPU, jax arrays) between steps."
 FIXES = {
     "pin": {
         "pytorch": "Copies use pageable host memory (staged by the driver, synchronous): DataLoader(pin_memory=True) "
-                   "or tensor.pin_memory(), then tensor.to(device, non_blocking=True).",
+        "or tensor.pin_memory(), then tensor.to(device, non_blocking=True).",
         "tensorflow": "Let tf.data stage input on the device: prefetch_to_device / prefetch(tf.data.AUTOTUNE).",
         "jax": "Stage input with jax.device_put ahead of use from host arrays that stay alive.",
         "default": "Copies use pageable host memory: allocate host buffers with cudaMallocHost/cudaHostAlloc (or "
-                   "cudaHostRegister) and copy with cudaMemcpyAsync.",
+        "cudaHostRegister) and copy with cudaMemcpyAsync.",
     },
     "async": {
         "pytorch": "Copies are synchronous (the host waits for each): tensor.to(device, non_blocking=True) from "
-                   "pinned memory, and no .item()/.cpu() inside the step.",
+        "pinned memory, and no .item()/.cpu() inside the step.",
         "tensorflow": _HOST_READS,
         "jax": _HOST_READS,
         "default": "Copies are synchronous: use cudaMemcpyAsync from pinned memory on a non-default stream.",
     },
     "batch": {
         "pytorch": "Many small copies: stack/cat them on the host and copy once, or create tensors directly on the "
-                   "device (torch.tensor(..., device='cuda')).",
+        "device (torch.tensor(..., device='cuda')).",
         "tensorflow": _ONE_ARRAY,
         "jax": _ONE_ARRAY,
         "default": "Many small copies: batch them into one larger transfer.",
     },
     "fewer_bytes": {
         "pytorch": "The copies are already pinned and asynchronous and move as fast as the link allows: move fewer "
-                   "bytes (keep weights/data resident on the GPU instead of offloading, copy in bf16/fp16 or "
-                   "uint8 and convert on the GPU) or overlap them with compute on a side stream (prefetch the "
-                   "next layer or batch).",
+        "bytes (keep weights/data resident on the GPU instead of offloading, copy in bf16/fp16 or "
+        "uint8 and convert on the GPU) or overlap them with compute on a side stream (prefetch the "
+        "next layer or batch).",
         "default": "The copies are already pinned and asynchronous and near the link's bandwidth: move fewer bytes "
-                   "(keep data resident on the GPU, smaller dtypes) or overlap them with compute on another stream.",
+        "(keep data resident on the GPU, smaller dtypes) or overlap them with compute on another stream.",
     },
     "floor": {
         "pytorch": "Overlap cannot hide these copies: the kernels already run beside them or are too few to cover "
-                   "them, so the copy time itself is the floor. Move fewer bytes: keep weights/data resident on the "
-                   "GPU instead of offloading them, copy in bf16/fp16 or uint8 and convert on the GPU.",
+        "them, so the copy time itself is the floor. Move fewer bytes: keep weights/data resident on the "
+        "GPU instead of offloading them, copy in bf16/fp16 or uint8 and convert on the GPU.",
         "default": "Overlap cannot hide these copies: the kernels already run beside them or are too few to cover "
-                   "them, so the copy time itself is the floor. Move fewer bytes: keep data resident on the GPU, "
-                   "copy smaller dtypes and convert on the GPU.",
+        "them, so the copy time itself is the floor. Move fewer bytes: keep data resident on the GPU, "
+        "copy smaller dtypes and convert on the GPU.",
     },
     "overlap": {
         "pytorch": "Copies run while no kernel does: prefetch on a side stream (torch.cuda.Stream) with pinned "
-                   "memory and non_blocking=True so they overlap compute.",
+        "memory and non_blocking=True so they overlap compute.",
         "tensorflow": "Prefetch to the device (tf.data.experimental.prefetch_to_device) so copies overlap compute.",
         "jax": "Double-buffer device_put so the next batch copies while the current one computes.",
         "default": "Overlap copies with compute: pinned memory, cudaMemcpyAsync on a separate stream.",
@@ -85,17 +87,27 @@ FIXES = {
     },
     "link": {
         "default": "The copies are already pinned: check the link itself (nvidia-smi -q: PCIe generation and width "
-                   "in use), pin host buffers on the GPU's NUMA node, and look for copies sharing the link at the "
-                   "same time.",
+        "in use), pin host buffers on the GPU's NUMA node, and look for copies sharing the link at the "
+        "same time.",
     },
     "device_copies": {
         "pytorch": "Device-to-device copies with no compute beside them: avoid materialising copies "
-                   "(.contiguous(), .clone(), torch.cat in loops); use views and in-place ops.",
+        "(.contiguous(), .clone(), torch.cat in loops); use views and in-place ops.",
         "default": "Device-to-device copies with no compute beside them: avoid the copies (views, in-place ops).",
     },
 }
-KIND_FIELDS = ("kind", "count", "bytes", "duration_ns", "exposed_ns", "pageable_ns", "pinned_ns", "sync_ns",
-               "async_ns", "achieved_bytes_per_s")
+KIND_FIELDS = (
+    "kind",
+    "count",
+    "bytes",
+    "duration_ns",
+    "exposed_ns",
+    "pageable_ns",
+    "pinned_ns",
+    "sync_ns",
+    "async_ns",
+    "achieved_bytes_per_s",
+)
 
 
 def device_lost(ctx: Context, device: int) -> int:
@@ -109,8 +121,12 @@ def mostly(part_ns: int, duration_ns: int) -> bool:
     return part_ns >= MOSTLY * duration_ns
 
 
-def remedy(top: MemcpyDeviceKind | None, link_fraction: float | None, small: MemcpySmallCopies | dict[str, Any],
-           floor: bool) -> str:
+def remedy(
+    top: MemcpyDeviceKind | None,
+    link_fraction: float | None,
+    small: MemcpySmallCopies | dict[str, Any],
+    floor: bool,
+) -> str:
     """The fix the copies' own evidence calls for, from the kind with the most exposed time on the GPU with the
     most exposed copy time (``floor``: overlap could not hide it, ``memcpy.copies_are_the_floor``)."""
     if top is None:
@@ -140,16 +156,24 @@ def evidence(ctx: Context) -> Evidence:
     # The GPU with the most exposed copy time speaks for the cause: its own kinds, counts and bytes, so a
     # sentence naming it uses its numbers (ties: the lowest id).
     worst_device = min(per_device, key=lambda d: (-d["exposed_ns"], d["device"])) if per_device else None
-    kinds = sorted((k for k in (worst_device.get("by_kind") if worst_device else None) or [] if k.get("exposed_ns")),
-                   key=lambda k: (-k["exposed_ns"], k["kind"]))
+    kinds = sorted(
+        (k for k in (worst_device.get("by_kind") if worst_device else None) or [] if k.get("exposed_ns")),
+        key=lambda k: (-k["exposed_ns"], k["kind"]),
+    )
     top = kinds[0] if kinds else None
     link_fraction = top.get("large_achieved_fraction") if top else None
     kernel_union = {d["id"]: d.get("kernel_union_ns") for d in ctx.done["devices"] or []}
     kernels = kernel_union.get(worst_device["device"]) if worst_device else None
-    headroom = copies.overlap_headroom(worst_device["union_ns"], worst_device["exposed_ns"], kernels) \
-        if worst_device and kernels is not None else None
-    floor = bool(worst_device and kernels is not None
-                 and copies.copies_are_the_floor(worst_device["union_ns"], worst_device["exposed_ns"], kernels))
+    headroom = (
+        copies.overlap_headroom(worst_device["union_ns"], worst_device["exposed_ns"], kernels)
+        if worst_device and kernels is not None
+        else None
+    )
+    floor = bool(
+        worst_device
+        and kernels is not None
+        and copies.copies_are_the_floor(worst_device["union_ns"], worst_device["exposed_ns"], kernels)
+    )
     return {
         "sync_copy_idle_ns": sync_copy,
         "device_mean_exposed_ns": memcpy.get("device_mean_exposed_ns"),
@@ -177,21 +201,37 @@ def sentence(cause: dict[str, Any], _: dict[str, Any]) -> str:
         if kinds:
             k = kinds[0]
             duration = k["duration_ns"] or 1
-            memory = ("" if k["kind"] in ("DtoD", "PtoP") else "pinned" if mostly(k["pinned_ns"], duration)
-                      else "pageable" if mostly(k["pageable_ns"], duration) else "of mixed or unknown host memory")
-            mode = ("asynchronous" if mostly(k["async_ns"], duration)
-                    else "synchronous" if mostly(k["sync_ns"], duration) else "")
+            memory = (
+                ""
+                if k["kind"] in ("DtoD", "PtoP")
+                else "pinned"
+                if mostly(k["pinned_ns"], duration)
+                else "pageable"
+                if mostly(k["pageable_ns"], duration)
+                else "of mixed or unknown host memory"
+            )
+            mode = (
+                "asynchronous"
+                if mostly(k["async_ns"], duration)
+                else "synchronous"
+                if mostly(k["sync_ns"], duration)
+                else ""
+            )
             rate = f" at {fmt_bytes(k['achieved_bytes_per_s'])}/s" if k.get("achieved_bytes_per_s") else ""
             how = " and ".join(x for x in (memory, mode) if x)
             noun = "copy" if k["count"] == 1 else "copies"
-            text += f": mostly {k['count']:,} {k['kind']} {noun} of {fmt_bytes(k['bytes'])}{rate}" + (f", {how}" if how else "")
+            text += f": mostly {k['count']:,} {k['kind']} {noun} of {fmt_bytes(k['bytes'])}{rate}" + (
+                f", {how}" if how else ""
+            )
             if ev.get("link_fraction") is not None:
                 text += f" ({fmt_pct(ev['link_fraction'])} of the expected bandwidth for large copies)"
         if ev.get("remedy") == "floor" and ev.get("kernel_union_ns") is not None:
             text += f"; its kernels ran {fmt_ns(ev['kernel_union_ns'])} in all"
         parts.append(text)
     if ev.get("sync_copy_idle_ns"):
-        parts.append(f"the GPU idled {fmt_ns(ev['sync_copy_idle_ns'])} while the host waited in synchronous copies")
+        parts.append(
+            f"the GPU idled {fmt_ns(ev['sync_copy_idle_ns'])} while the host waited in synchronous copies"
+        )
     if not parts:
         return "Copies cost GPU time."
     text = "; ".join(parts) + mean_note(cause, by_device)
@@ -204,26 +244,34 @@ def sentence(cause: dict[str, Any], _: dict[str, Any]) -> str:
 
 def _pageable(ev: dict[str, Any]) -> str:
     n = ev["pageable_count"]
-    return (f"{n} {'copy uses' if n == 1 else 'copies use'} pageable host memory (staged through a driver buffer, "
-            "synchronous to the host, about half of pinned bandwidth)")
+    return (
+        f"{n} {'copy uses' if n == 1 else 'copies use'} pageable host memory (staged through a driver buffer, "
+        "synchronous to the host, about half of pinned bandwidth)"
+    )
 
 
 def _async_pageable(ev: dict[str, Any]) -> str:
     n = ev["async_pageable_count"]
-    return (f"{plural(n, 'asynchronous copy call')} {'uses' if n == 1 else 'use'} pageable memory: "
-            f"{'it runs' if n == 1 else 'they run'} synchronously anyway")
+    return (
+        f"{plural(n, 'asynchronous copy call')} {'uses' if n == 1 else 'use'} pageable memory: "
+        f"{'it runs' if n == 1 else 'they run'} synchronously anyway"
+    )
 
 
 def _sync(ev: dict[str, Any]) -> str:
     n = ev["sync_count"]
-    return (f"{n:,} {'copy was' if n == 1 else 'copies were'} issued by synchronous copy calls "
-            f"({fmt_ns(ev['sync_ns'])} of copy time) — the host waits for each")
+    return (
+        f"{n:,} {'copy was' if n == 1 else 'copies were'} issued by synchronous copy calls "
+        f"({fmt_ns(ev['sync_ns'])} of copy time) — the host waits for each"
+    )
 
 
 def _small_storm(ev: dict[str, Any]) -> str:
     n = ev["burst_count"]
-    return (f"{n} burst{'' if n == 1 else 's'} of small (< {fmt_bytes(ev['threshold_bytes'])}) copies, "
-            f"{ev['burst_copy_count']} copies in all")
+    return (
+        f"{n} burst{'' if n == 1 else 's'} of small (< {fmt_bytes(ev['threshold_bytes'])}) copies, "
+        f"{ev['burst_copy_count']} copies in all"
+    )
 
 
 def _small_dtoh(ev: dict[str, Any]) -> str:
@@ -231,14 +279,18 @@ def _small_dtoh(ev: dict[str, Any]) -> str:
 
 
 def _exposed(ev: dict[str, Any]) -> str:
-    return (f"GPU {ev['device']}: copies not overlapped by any kernel take "
-            f"{fmt_pct(ev['exposed_ns'] / ev['span_ns'])} of the span")
+    return (
+        f"GPU {ev['device']}: copies not overlapped by any kernel take "
+        f"{fmt_pct(ev['exposed_ns'] / ev['span_ns'])} of the span"
+    )
 
 
 def _low_bandwidth(ev: dict[str, Any]) -> str:
-    return (f"GPU {ev['device']} {ev['kind']}: copies >= {fmt_bytes(ev['min_bytes'])} reach "
-            f"{ev['achieved_bytes_per_s'] / ev['expected_bytes_per_s']:.0%} of {ev['expected_link']} "
-            f"({ev['expected_source']})")
+    return (
+        f"GPU {ev['device']} {ev['kind']}: copies >= {fmt_bytes(ev['min_bytes'])} reach "
+        f"{ev['achieved_bytes_per_s'] / ev['expected_bytes_per_s']:.0%} of {ev['expected_link']} "
+        f"({ev['expected_source']})"
+    )
 
 
 CHECK_SENTENCES: dict[str, Callable[[dict[str, Any]], str]] = {

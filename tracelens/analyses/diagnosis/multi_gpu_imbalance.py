@@ -17,7 +17,7 @@ NAME = "multi_gpu_imbalance"
 
 FIX = {
     "pytorch": "Balance work across GPUs: DistributedDataParallel instead of DataParallel, equal shard sizes, "
-               "check the slow rank's input pipeline.",
+    "check the slow rank's input pipeline.",
     "tensorflow": "Use tf.distribute.MirroredStrategy / MultiWorkerMirroredStrategy with even per-replica batches.",
     "jax": "Shard evenly with pjit/shard_map; check per-host input pipelines.",
     "default": "Some GPUs do much less work than the busiest one: balance the split.",
@@ -49,10 +49,15 @@ def evidence(ctx: Context) -> Evidence:
     most = min(busy, key=lambda d: (-busy[d], d)) if busy else None
     # Per device, not averaged: the busiest device sets the pace; the least busy waits the most, and its own
     # largest loss says what keeps it from the work the others do.
-    return {"busy_by_device": {str(d): b for d, b in busy.items()}, "busiest_ns": max(busy.values(), default=0),
-            "busiest_device": most, "least_busy_device": least,
-            "least_busy_own_cause": own_cause(ctx, least) if ctx.n >= 2 else None,
-            "within_trace_ns": int(round(within_trace(busy, ctx.n))), "across_ranks_ns": across}
+    return {
+        "busy_by_device": {str(d): b for d, b in busy.items()},
+        "busiest_ns": max(busy.values(), default=0),
+        "busiest_device": most,
+        "least_busy_device": least,
+        "least_busy_own_cause": own_cause(ctx, least) if ctx.n >= 2 else None,
+        "within_trace_ns": int(round(within_trace(busy, ctx.n))),
+        "across_ranks_ns": across,
+    }
 
 
 def lost(ctx: Context, ev: Evidence) -> float:
@@ -67,8 +72,10 @@ def sentence(cause: dict[str, Any], _: dict[str, Any]) -> str:
         return f"Ranks wait {fmt_ns(cause['lost_ns'])} on average for the busiest rank."
     least = str(ev.get("least_busy_device"))
     busiest, top = worst(busy)
-    text = (f"GPU {least} was busy {fmt_ns(busy.get(least))} while GPU {busiest} was busy {fmt_ns(top)}: "
-            f"the GPUs are {fmt_ns(cause['lost_ns'])} short of the busiest one on average")
+    text = (
+        f"GPU {least} was busy {fmt_ns(busy.get(least))} while GPU {busiest} was busy {fmt_ns(top)}: "
+        f"the GPUs are {fmt_ns(cause['lost_ns'])} short of the busiest one on average"
+    )
     own = ev.get("least_busy_own_cause")
     if own:
         text += f"; GPU {least}'s own largest loss is {own['cause']} ({fmt_ns(own['lost_ns'])})"

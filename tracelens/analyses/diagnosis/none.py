@@ -23,11 +23,18 @@ FIX = f"No cause loses more than {NONE_THRESHOLD:.0%} of the span and the GPUs a
 
 def primary(ranked: list[Finding], busy_share: float | None) -> Finding:
     largest = ranked[0] if ranked else None
-    return {"cause": NAME, "lost_ns": 0, "share": 0.0,
-            "evidence": {"largest_cause": largest["cause"] if largest else None,
-                         "largest_share": largest["rank_share"] if largest else 0.0,
-                         "threshold": NONE_THRESHOLD, "busy_share": busy_share},
-            "fix": FIX}
+    return {
+        "cause": NAME,
+        "lost_ns": 0,
+        "share": 0.0,
+        "evidence": {
+            "largest_cause": largest["cause"] if largest else None,
+            "largest_share": largest["rank_share"] if largest else 0.0,
+            "threshold": NONE_THRESHOLD,
+            "busy_share": busy_share,
+        },
+        "fix": FIX,
+    }
 
 
 def sentence(cause: dict[str, Any], diagnosis: dict[str, Any]) -> str:

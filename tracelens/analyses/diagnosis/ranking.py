@@ -55,14 +55,23 @@ def _prediction(remedy: dict[str, Any], steps: int) -> tuple[float | None, str |
     return None, None, None
 
 
-def _reason(cause: Cause | None, finding: Finding, whatif: dict[str, Any] | None, span: int,
-            remedy: dict[str, Any] | None) -> str | None:
+def _reason(
+    cause: Cause | None,
+    finding: Finding,
+    whatif: dict[str, Any] | None,
+    span: int,
+    remedy: dict[str, Any] | None,
+) -> str | None:
     if not isinstance(whatif, dict) or whatif.get("replay_error") is None:
         return NO_REPLAY
     if span < MIN_REPLAY_SPAN_NS:
         return SHORT_WINDOW
     if remedy is None:
-        return NOT_MODELED if finding["cause"] in (whatif.get("not_modeled") or ()) or cause is None else NO_CHANGE
+        return (
+            NOT_MODELED
+            if finding["cause"] in (whatif.get("not_modeled") or ()) or cause is None
+            else NO_CHANGE
+        )
     if cause is not None and cause.unreplayed and cause.remedy(finding["evidence"]) in cause.unreplayed:
         return OTHER_REMEDY
     if cause is not None and not cause.ranked_by_gain:
@@ -84,13 +93,26 @@ def with_gain(finding: Finding, cause: Cause | None, whatif: dict[str, Any] | No
             reason = reason or NO_CHANGE
     gain = int(round(share * span)) if share is not None else None
     rank = finding["lost_ns"] if reason is not None or gain is None else min(finding["lost_ns"], max(gain, 0))
-    return {**finding, "predicted_gain_ns": gain, "predicted_step_ns": step, "gain_basis": basis,
-            "gain_reason": reason, "rank_ns": rank, "rank_share": rank / span if span > 0 else 0.0}
+    return {
+        **finding,
+        "predicted_gain_ns": gain,
+        "predicted_step_ns": step,
+        "gain_basis": basis,
+        "gain_reason": reason,
+        "rank_ns": rank,
+        "rank_share": rank / span if span > 0 else 0.0,
+    }
 
 
 # What a primary-only verdict (`none`, `incomplete_trace`) carries in these keys: no prediction, no rank.
-NO_GAIN: dict[str, Any] = {"predicted_gain_ns": None, "predicted_step_ns": None, "gain_basis": None,
-                           "gain_reason": None, "rank_ns": 0, "rank_share": 0.0}
+NO_GAIN: dict[str, Any] = {
+    "predicted_gain_ns": None,
+    "predicted_step_ns": None,
+    "gain_basis": None,
+    "gain_reason": None,
+    "rank_ns": 0,
+    "rank_share": 0.0,
+}
 
 
 def critical_path(whatif: dict[str, Any] | None) -> dict[str, Any] | None:

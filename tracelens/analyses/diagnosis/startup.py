@@ -17,23 +17,25 @@ from .wording import calls, quote
 
 NAME = "startup"
 LISTED_ITEMS = 3  # items a sentence names: the largest few say what the start-up was
-SAME_IDLE = 0.01  # nested one-time rows (an op and the call inside it) whose idle agrees within 1% are one item
+SAME_IDLE = (
+    0.01  # nested one-time rows (an op and the call inside it) whose idle agrees within 1% are one item
+)
 
 FIX = {
     "pytorch": "The profile includes one-time start-up work: profile the steady state, e.g. "
-               "torch.profiler.profile(schedule=torch.profiler.schedule(wait=1, warmup=2, active=3)) and "
-               "prof.step() each iteration, or nsys --capture-range=cudaProfilerApi with "
-               "torch.cuda.profiler.start() after warm-up. Keep compiled artefacts between runs "
-               "(torch.compile's FX graph and autotuning caches, TORCHINDUCTOR_CACHE_DIR).",
+    "torch.profiler.profile(schedule=torch.profiler.schedule(wait=1, warmup=2, active=3)) and "
+    "prof.step() each iteration, or nsys --capture-range=cudaProfilerApi with "
+    "torch.cuda.profiler.start() after warm-up. Keep compiled artefacts between runs "
+    "(torch.compile's FX graph and autotuning caches, TORCHINDUCTOR_CACHE_DIR).",
     "tensorflow": "The profile includes one-time start-up work (tf.function tracing, XLA compilation, cuDNN "
-                  "autotuning): start the profiler after the first steps (tf.profiler.experimental.start after "
-                  "warm-up, or the Keras TensorBoard callback's profile_batch='10,20').",
+    "autotuning): start the profiler after the first steps (tf.profiler.experimental.start after "
+    "warm-up, or the Keras TensorBoard callback's profile_batch='10,20').",
     "jax": "The profile includes one-time start-up work (tracing and XLA compilation): start jax.profiler after "
-           "a warm-up step and keep compiled executables between runs "
-           "(jax.config.update('jax_compilation_cache_dir', ...)).",
+    "a warm-up step and keep compiled executables between runs "
+    "(jax.config.update('jax_compilation_cache_dir', ...)).",
     "default": "The profile includes one-time start-up work (context creation, module loading, library "
-               "initialization): profile the steady state, e.g. nsys --capture-range=cudaProfilerApi with "
-               "cudaProfilerStart() after warm-up, or nsys --delay.",
+    "initialization): profile the steady state, e.g. nsys --capture-range=cudaProfilerApi with "
+    "cudaProfilerStart() after warm-up, or nsys --delay.",
 }
 
 
@@ -52,7 +54,7 @@ def evidence(ctx: Context) -> Evidence:
     items.sort(key=lambda i: (-i["idle_ns"], i["name"]))
     return {
         "idle_by_device": ctx.idle(STARTUP),
-        "items": items[:one_time.TOP_ITEMS],
+        "items": items[: one_time.TOP_ITEMS],
         "first_step_ns": work.first_step_ns,
         "later_step_median_ns": work.later_step_median_ns,
         "slow_first_step": work.slow_first_step,
@@ -65,17 +67,23 @@ def sentence(cause: dict[str, Any], _: dict[str, Any]) -> str:
     listed: list[tuple[str, int]] = []
     for item in ev.get("items") or []:
         # Nested one-time rows (an op and the call inside it) cover the same idle time: name the outer one.
-        if any(reason == item["reason"] and abs(idle - item["idle_ns"]) <= SAME_IDLE * idle
-               for reason, idle in listed):
+        if any(
+            reason == item["reason"] and abs(idle - item["idle_ns"]) <= SAME_IDLE * idle
+            for reason, idle in listed
+        ):
             continue
         listed.append((item["reason"], item["idle_ns"]))
         name, idle = quote(item["name"]), fmt_ns(item["idle_ns"])
         if item["reason"] == "first_call":
-            parts.append(f"the first {name} ({fmt_ns(item['host_ns'])}; later calls "
-                         f"{fmt_ns(item.get('later_median_ns'))})")
+            parts.append(
+                f"the first {name} ({fmt_ns(item['host_ns'])}; later calls "
+                f"{fmt_ns(item.get('later_median_ns'))})"
+            )
         elif item["reason"] == "long_launch":
-            parts.append(f"{name} calls of over {fmt_ns(one_time.LONG_LAUNCH_NS)} while the GPU idled (kernel "
-                         f"modules loaded on first use, {idle})")
+            parts.append(
+                f"{name} calls of over {fmt_ns(one_time.LONG_LAUNCH_NS)} while the GPU idled (kernel "
+                f"modules loaded on first use, {idle})"
+            )
         elif item["reason"] == "first_step":
             parts.append(f"{name}, seen only in the first step ({idle})")
         elif item["reason"] == "allocation":
@@ -88,8 +96,10 @@ def sentence(cause: dict[str, Any], _: dict[str, Any]) -> str:
     if parts:
         text += ": " + "; ".join(parts)
     if ev.get("slow_first_step"):
-        text += (f". The first step took {fmt_ns(ev.get('first_step_ns'))}, later steps "
-                 f"{fmt_ns(ev.get('later_step_median_ns'))}")
+        text += (
+            f". The first step took {fmt_ns(ev.get('first_step_ns'))}, later steps "
+            f"{fmt_ns(ev.get('later_step_median_ns'))}"
+        )
     return text + "."
 
 

@@ -20,20 +20,20 @@ NAME = "synchronization"
 FIXES = {
     "item": {
         "pytorch": "Tensor values read on the host each step (.item(), .cpu(), print(tensor), if tensor:) wait for "
-                   "the GPU: keep metrics on the GPU and read them every N steps; avoid data-dependent host "
-                   "control flow.",
+        "the GPU: keep metrics on the GPU and read them every N steps; avoid data-dependent host "
+        "control flow.",
         "tensorflow": "Values read on the host each step (.numpy(), float(x)) wait for the GPU: keep metrics on "
-                      "device and fetch them every N steps.",
+        "device and fetch them every N steps.",
         "jax": "Values read on the host each step (float(x), device_get) wait for the GPU: fetch them every N steps.",
         "default": "Small device-to-host reads with a wait drain the GPU queue: read results every N steps.",
     },
     "explicit": {
         "pytorch": "Explicit synchronizations stall the queue: remove torch.cuda.synchronize() from the loop (keep "
-                   "it only around timing code), use non_blocking=True copies and events instead of device-wide "
-                   "syncs.",
+        "it only around timing code), use non_blocking=True copies and events instead of device-wide "
+        "syncs.",
         "jax": "Avoid block_until_ready() in the loop; fetch results every N steps.",
         "default": "Blocking synchronizations stall the GPU queue: remove per-step device-wide syncs, wait on "
-                   "events instead.",
+        "events instead.",
     },
 }
 
@@ -66,11 +66,16 @@ def sentence(cause: dict[str, Any], _: dict[str, Any]) -> str:
     top = ev.get("top_sync_calls") or []
     # The idle includes each wait's echo: what the host launched right after, instead of during, the wait.
     text = f"{gpu(device, len(by_device))} was idle {fmt_ns(idle)} while the host was blocked in, or catching up after, "
-    text += (f"{quote(top[0]['name'])} ({calls(top[0]['count'])}, {fmt_ns(top[0]['total_ns'])})"
-             if top else "synchronizing calls")
+    text += (
+        f"{quote(top[0]['name'])} ({calls(top[0]['count'])}, {fmt_ns(top[0]['total_ns'])})"
+        if top
+        else "synchronizing calls"
+    )
     item = ev.get("item_pattern") or {}
     if item.get("count"):
-        text += f"; {plural(item['count'], 'small device-to-host read')} waited for the GPU (the .item() pattern)"
+        text += (
+            f"; {plural(item['count'], 'small device-to-host read')} waited for the GPU (the .item() pattern)"
+        )
         item_ops = item.get("top_ops") or []
         if item_ops:
             text += f", most often in {quote(item_ops[0]['name'])}"

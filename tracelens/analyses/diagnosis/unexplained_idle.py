@@ -27,27 +27,29 @@ RANK_WAIT_SHARE = 0.5
 HOST_CHUNK = 1 << 22  # host rows summed per chunk: tens of millions on a training export
 
 # Host names that wait for other processes: MPI calls (nsys MPI tracing), collective ops and NCCL calls.
-RANK_WAIT_PATTERN = re.compile(r"^MPI_|^(nccl|rccl)[A-Z]|^nccl:|c10d::|ProcessGroup|^gloo:|RemoteCall|CollectiveReduce")
+RANK_WAIT_PATTERN = re.compile(
+    r"^MPI_|^(nccl|rccl)[A-Z]|^nccl:|c10d::|ProcessGroup|^gloo:|RemoteCall|CollectiveReduce"
+)
 ACTIVITY_KINDS = (RUNTIME, DRIVER, CPU_OP, PYTHON, ANNOTATION, OSRT, OVERHEAD)
 
 FIXES = {
     "ranks": {
         "default": "The GPU idles while the host waits for other processes (MPI/collective calls): the time is "
-                   "lost elsewhere; profile the other ranks (the slowest one sets the pace) and overlap "
-                   "communication with compute.",
+        "lost elsewhere; profile the other ranks (the slowest one sets the pace) and overlap "
+        "communication with compute.",
     },
     "untraced": {
         "pytorch": "The trace does not show what the host did while the GPU idled: record more of it, e.g. "
-                   "torch.profiler(with_stack=True) with record_function ranges around data loading and logging, "
-                   "or nsys -t cuda,nvtx,osrt --sample=cpu --python-sampling=true; check for other processes "
-                   "sharing the GPU or the CPU.",
+        "torch.profiler(with_stack=True) with record_function ranges around data loading and logging, "
+        "or nsys -t cuda,nvtx,osrt --sample=cpu --python-sampling=true; check for other processes "
+        "sharing the GPU or the CPU.",
         "tensorflow": "The trace does not show what the host did while the GPU idled: enable host tracing "
-                      "(tf.profiler.experimental.ProfilerOptions(host_tracer_level=3, python_tracer_level=1)); "
-                      "check multi-worker peers and input workers.",
+        "(tf.profiler.experimental.ProfilerOptions(host_tracer_level=3, python_tracer_level=1)); "
+        "check multi-worker peers and input workers.",
         "jax": "The trace does not show what the host did while the GPU idled: add jax.profiler.TraceAnnotation "
-               "ranges, enable the Python tracer, check other hosts in multi-host runs.",
+        "ranges, enable the Python tracer, check other hosts in multi-host runs.",
         "default": "The trace does not show what the host did while the GPU idled: trace OS runtime calls and "
-                   "sample the CPU (nsys -t cuda,nvtx,osrt --sample=cpu), add NVTX ranges around host work.",
+        "sample the CPU (nsys -t cuda,nvtx,osrt --sample=cpu), add NVTX ranges around host work.",
     },
 }
 
@@ -76,23 +78,47 @@ def evidence(ctx: Context) -> Evidence:
                 profiler_overhead += covered
     partials = []
     for lo in range(0, host.size, HOST_CHUNK):  # chunks of host rows: tens of millions on a training export
-        mine = host[lo: lo + HOST_CHUNK]
+        mine = host[lo : lo + HOST_CHUNK]
         starts, ends = cols.start[mine], cols.end[mine]
         overlap = np.zeros(mine.size, np.int64)
         for us, ue in unexplained:
             overlap += intervals.overlap_with_union(starts, ends, us, ue)
         seen = overlap > 0
         mine = mine[seen]
-        partials.append(pd.DataFrame({"name": cols.name[mine], "kind": cols.kind[mine], "tid": cols.tid[mine],
-                                      "overlap": overlap[seen]}).groupby(["name", "kind", "tid"], sort=False)
-                        ["overlap"].sum())
-    summed = (pd.concat(partials).groupby(level=[0, 1, 2], sort=False).sum() if partials
-              else pd.Series([], dtype=np.int64, index=pd.MultiIndex.from_arrays([[], [], []],
-                                                                                 names=["name", "kind", "tid"])))
-    top_rows = (summed.rename("overlap").reset_index()
-                .sort_values(["overlap", "name"], ascending=[False, True]).head(TOP_NAMES))
-    top = [{"name": str(cols.names[r.name]), "kind": ALL_KINDS[r.kind], "tid": int(r.tid),
-            "overlap_ns": int(round(r.overlap / ctx.n))} for r in top_rows.itertuples(index=False)]
+        partials.append(
+            pd.DataFrame(
+                {
+                    "name": cols.name[mine],
+                    "kind": cols.kind[mine],
+                    "tid": cols.tid[mine],
+                    "overlap": overlap[seen],
+                }
+            )
+            .groupby(["name", "kind", "tid"], sort=False)["overlap"]
+            .sum()
+        )
+    summed = (
+        pd.concat(partials).groupby(level=[0, 1, 2], sort=False).sum()
+        if partials
+        else pd.Series(
+            [], dtype=np.int64, index=pd.MultiIndex.from_arrays([[], [], []], names=["name", "kind", "tid"])
+        )
+    )
+    top_rows = (
+        summed.rename("overlap")
+        .reset_index()
+        .sort_values(["overlap", "name"], ascending=[False, True])
+        .head(TOP_NAMES)
+    )
+    top = [
+        {
+            "name": str(cols.names[r.name]),
+            "kind": ALL_KINDS[r.kind],
+            "tid": int(r.tid),
+            "overlap_ns": int(round(r.overlap / ctx.n)),
+        }
+        for r in top_rows.itertuples(index=False)
+    ]
     feeding = {a["feeding_threads_from"] for a in ctx.attribution.values()}
     pids = np.unique(cols.pid[host])
     rank_wait_ns = int(round(rank_wait / ctx.n))
@@ -130,13 +156,18 @@ def sentence(cause: dict[str, Any], _: dict[str, Any]) -> str:
         text += f"; the host was waiting on other processes (MPI or collective calls) for {fmt_ns(ev['rank_wait_ns'])} of it"
     top = ev.get("top_activity") or []
     if top:
-        text += f"; in that time the trace shows {quote(top[0]['name'])} ({top[0]['kind']}, thread {top[0]['tid']}, " \
-                f"{fmt_ns(top[0]['overlap_ns'])})"
+        text += (
+            f"; in that time the trace shows {quote(top[0]['name'])} ({top[0]['kind']}, thread {top[0]['tid']}, "
+            f"{fmt_ns(top[0]['overlap_ns'])})"
+        )
     else:
         text += "; no host thread recorded anything in that time"
     tracing = ev.get("host_tracing") or {}
-    missing = [what for key, what in (("framework_ops", "framework ops"), ("os_runtime", "OS-runtime calls"))
-               if not tracing.get(key)]
+    missing = [
+        what
+        for key, what in (("framework_ops", "framework ops"), ("os_runtime", "OS-runtime calls"))
+        if not tracing.get(key)
+    ]
     if missing:
         text += f"; {' and '.join(missing)} were not traced"
     if (ev.get("world_size") or 1) > 1:

@@ -35,7 +35,7 @@ def gpu(device: str, n: int) -> str:
 
 
 def mean_note(cause: dict[str, Any], by_device: dict[str, int]) -> str:
-    """" (mean over 2 GPUs: 3 ms, 40% of their idle time)" when several GPUs report; else nothing."""
+    """ " (mean over 2 GPUs: 3 ms, 40% of their idle time)" when several GPUs report; else nothing."""
     if len(by_device) <= 1:
         return ""
     share = (cause.get("evidence") or {}).get("share_of_idle")

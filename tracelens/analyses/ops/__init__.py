@@ -60,10 +60,33 @@ from .tree import (
 )
 
 __all__ = [
-    "MFU_COVERAGE", "TOP_EVIDENCE_OPS", "TOP_OPS", "TOP_ROOFLINE", "FlopOps", "Modules", "OpNames", "by_innermost",
-    "by_module", "compute_report", "flop_coverage", "flop_ops", "framework_op_rows", "gap_ops", "gpu_op_name_codes",
-    "innermost_op_of_gpu_ops", "launching_ops", "module_at", "modules", "op_name_codes", "op_names",
-    "op_of_gpu_ops", "ops_report", "optimizer_step", "outermost_op_at", "outermost_ops", "section",
+    "MFU_COVERAGE",
+    "TOP_EVIDENCE_OPS",
+    "TOP_OPS",
+    "TOP_ROOFLINE",
+    "FlopOps",
+    "Modules",
+    "OpNames",
+    "by_innermost",
+    "by_module",
+    "compute_report",
+    "flop_coverage",
+    "flop_ops",
+    "framework_op_rows",
+    "gap_ops",
+    "gpu_op_name_codes",
+    "innermost_op_of_gpu_ops",
+    "launching_ops",
+    "module_at",
+    "modules",
+    "op_name_codes",
+    "op_names",
+    "op_of_gpu_ops",
+    "ops_report",
+    "optimizer_step",
+    "outermost_op_at",
+    "outermost_ops",
+    "section",
     "sync_ops",
 ]
 
@@ -76,17 +99,26 @@ def ops_report(trace: Trace, limit: int = TOP_OPS) -> dict[str, Any]:
     duration = (pairs["end"] - pairs["start"]).astype(np.int64)
     kernel = pairs["is_kernel"]
     attributed, op_code = gpu_op_name_codes(trace)
-    frame = pd.DataFrame({"name": op_code[attributed],
-                          "gpu": np.where(kernel[attributed], duration[attributed], 0),
-                          "copy": np.where(kernel[attributed], 0, duration[attributed])})
+    frame = pd.DataFrame(
+        {
+            "name": op_code[attributed],
+            "gpu": np.where(kernel[attributed], duration[attributed], 0),
+            "copy": np.where(kernel[attributed], 0, duration[attributed]),
+        }
+    )
     gpu = frame.groupby("name")[["gpu", "copy"]].sum()
-    cpu = pd.DataFrame({"name": op_name_codes(trace, ops), "cpu": cols.end[ops] - cols.start[ops]}).groupby("name")["cpu"].agg(
-        ["size", "sum"])
+    cpu = (
+        pd.DataFrame({"name": op_name_codes(trace, ops), "cpu": cols.end[ops] - cols.start[ops]})
+        .groupby("name")["cpu"]
+        .agg(["size", "sum"])
+    )
     # Names only recorded on GPU ops (no host op rows): their launches as the count, no host time.
     table = cpu.join(gpu, how="outer")
     gpu_only = table["size"].isna().to_numpy()
     if gpu_only.any():
-        table.loc[gpu_only, "size"] = recorded_launches(trace).reindex(table.index[gpu_only]).fillna(0).to_numpy()
+        table.loc[gpu_only, "size"] = (
+            recorded_launches(trace).reindex(table.index[gpu_only]).fillna(0).to_numpy()
+        )
     table = table.fillna(0).reset_index()
     n_names = len(table)
     table = table.sort_values(["gpu", "sum", "name"], ascending=[False, False, True]).head(limit)
@@ -109,11 +141,19 @@ def ops_report(trace: Trace, limit: int = TOP_OPS) -> dict[str, Any]:
         known = pd.Series(counted.bytes[found]).groupby(code[found])
         bytes_by_name = known.sum().where(known.count() == known.size())
     # A name none of whose instances holds a counted op: null (not modelled), not 0.
-    rows = [{"name": str(names[r.name]) if r.name >= 0 else "", "count": int(r.size), "gpu_ns": int(r.gpu),
-             "copy_ns": int(r.copy), "cpu_ns": int(r.sum),
-             "flops": None if flops_by_name is None or r.name not in flops_by_name.index
-             else float(flops_by_name[r.name])}
-            for r in table.itertuples(index=False)]
+    rows = [
+        {
+            "name": str(names[r.name]) if r.name >= 0 else "",
+            "count": int(r.size),
+            "gpu_ns": int(r.gpu),
+            "copy_ns": int(r.copy),
+            "cpu_ns": int(r.sum),
+            "flops": None
+            if flops_by_name is None or r.name not in flops_by_name.index
+            else float(flops_by_name[r.name]),
+        }
+        for r in table.itertuples(index=False)
+    ]
     return {
         "op_count": int(ops.size),
         "names": int(n_names),
@@ -139,12 +179,25 @@ def by_innermost(trace: Trace, limit: int = TOP_OPS) -> list[dict[str, Any]]:
         return []
     duration = (pairs["end"] - pairs["start"])[found].astype(np.int64)
     kernel = pairs["is_kernel"][found]
-    frame = pd.DataFrame({"name": code[found], "kernels": kernel.astype(np.int64),
-                          "gpu": np.where(kernel, duration, 0), "copy": np.where(kernel, 0, duration)})
+    frame = pd.DataFrame(
+        {
+            "name": code[found],
+            "kernels": kernel.astype(np.int64),
+            "gpu": np.where(kernel, duration, 0),
+            "copy": np.where(kernel, 0, duration),
+        }
+    )
     table = frame.groupby("name")[["kernels", "gpu", "copy"]].sum().reset_index()
     table = table.sort_values(["gpu", "copy", "name"], ascending=[False, False, True]).head(limit)
-    return [{"name": str(op_names(trace).names[r.name]) if r.name >= 0 else "", "kernels": int(r.kernels), "gpu_ns": int(r.gpu),
-             "copy_ns": int(r.copy)} for r in table.itertuples(index=False)]
+    return [
+        {
+            "name": str(op_names(trace).names[r.name]) if r.name >= 0 else "",
+            "kernels": int(r.kernels),
+            "gpu_ns": int(r.gpu),
+            "copy_ns": int(r.copy),
+        }
+        for r in table.itertuples(index=False)
+    ]
 
 
 def section(trace: Trace, done: dict[str, Any]) -> dict[str, Any]:

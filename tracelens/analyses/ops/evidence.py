@@ -64,8 +64,16 @@ def launching_ops(trace: Trace, limit: int = TOP_EVIDENCE_OPS) -> list[dict[str,
         instances[launches.index.to_numpy() + 1] += launches.to_numpy()
     used = np.flatnonzero(kernels)
     top = used[np.lexsort((used, -kernel_ns[used], -kernels[used]))][:limit]
-    return [{"name": str(names[s - 1]), "instances": int(instances[s]), "kernels": int(kernels[s]),
-             "kernels_per_instance": float(kernels[s] / instances[s]), "kernel_ns": int(kernel_ns[s])} for s in top]
+    return [
+        {
+            "name": str(names[s - 1]),
+            "instances": int(instances[s]),
+            "kernels": int(kernels[s]),
+            "kernels_per_instance": float(kernels[s] / instances[s]),
+            "kernel_ns": int(kernel_ns[s]),
+        }
+        for s in top
+    ]
 
 
 def optimizer_step(trace: Trace) -> dict[str, Any] | None:
@@ -89,9 +97,12 @@ def optimizer_step(trace: Trace) -> dict[str, Any] | None:
     fused = cpu[_name_matches(names.names, _FOREACH_OR_FUSED)[names.code][cols.name[cpu]]]
     in_step = _inside(cols, ann, cols.pid[fused], cols.tid[fused], cols.start[fused])
     total = int(kernels.sum())
-    return {"steps": int(ann.size), "kernels": int(inside.sum()),
-            "kernel_share": float(inside.sum() / total) if total else None,
-            "foreach_or_fused": bool(in_step.any())}
+    return {
+        "steps": int(ann.size),
+        "kernels": int(inside.sum()),
+        "kernel_share": float(inside.sum() / total) if total else None,
+        "foreach_or_fused": bool(in_step.any()),
+    }
 
 
 def sync_ops(trace: Trace, limit: int = TOP_EVIDENCE_OPS) -> list[dict[str, Any]]:
@@ -104,11 +115,15 @@ def sync_ops(trace: Trace, limit: int = TOP_EVIDENCE_OPS) -> list[dict[str, Any]
     found = op >= 0
     if not found.any():
         return []
-    frame = pd.DataFrame({"name": op_name_codes(trace, op[found]), "ns": cols.end[calls[found]] - cols.start[calls[found]]})
+    frame = pd.DataFrame(
+        {"name": op_name_codes(trace, op[found]), "ns": cols.end[calls[found]] - cols.start[calls[found]]}
+    )
     table = frame.groupby("name")["ns"].agg(["size", "sum"]).reset_index()
     table = table.sort_values(["sum", "name"], ascending=[False, True]).head(limit)
-    return [{"name": str(op_names(trace).names[r.name]), "calls": int(r.size), "wait_ns": int(r.sum)}
-            for r in table.itertuples(index=False)]
+    return [
+        {"name": str(op_names(trace).names[r.name]), "calls": int(r.size), "wait_ns": int(r.sum)}
+        for r in table.itertuples(index=False)
+    ]
 
 
 def gap_ops(trace: Trace, limit: int = TOP_EVIDENCE_OPS) -> list[dict[str, Any]]:
@@ -129,13 +144,23 @@ def gap_ops(trace: Trace, limit: int = TOP_EVIDENCE_OPS) -> list[dict[str, Any]]
     device, start, end = device[longest], start[longest], end[longest]
     pairs = launch_pairs(trace)
     # The GPU ops ending at some gap's start or starting at some gap's end: one pass over the ops, not one a gap.
-    ending, starting = np.flatnonzero(is_member(pairs["end"], start)), np.flatnonzero(is_member(pairs["start"], end))
+    ending, starting = (
+        np.flatnonzero(is_member(pairs["end"], start)),
+        np.flatnonzero(is_member(pairs["start"], end)),
+    )
     out = []
     for d, s, e in zip(device, start, end, strict=True):  # a loop over the few gaps reported
         before = ending[(pairs["device"][ending] == d) & (pairs["end"][ending] == s)]
         after = starting[(pairs["device"][starting] == d) & (pairs["start"][starting] == e)]
-        out.append({"device": int(d), "start_ns": int(s), "duration_ns": int(e - s),
-                    "op_before": _op_name(trace, before), "op_after": _op_name(trace, after)})
+        out.append(
+            {
+                "device": int(d),
+                "start_ns": int(s),
+                "duration_ns": int(e - s),
+                "op_before": _op_name(trace, before),
+                "op_after": _op_name(trace, after),
+            }
+        )
     return out
 
 

@@ -31,7 +31,9 @@ def _parsed(dims: np.ndarray) -> pd.DataFrame:
     ``c``, ``rank`` and ``shape`` (JSON text) of the first input where it is a shape of rank >= 3 (else n = -1),
     and ``c_out``, the second input's first dim (a convolution's weight: its output channels; -1 if none)."""
     codes, texts = pd.factorize(pd.Series(dims, dtype=object), use_na_sentinel=True)
-    table = pd.DataFrame([_first_two(t) for t in texts], columns=["n", "c", "rank", "shape", "c_out"])  # per text
+    table = pd.DataFrame(
+        [_first_two(t) for t in texts], columns=["n", "c", "rank", "shape", "c_out"]
+    )  # per text
     table.loc[len(table)] = (-1, -1, -1, None, -1)  # the slot of a missing text
     return table.iloc[np.where(codes >= 0, codes, len(texts))].reset_index(drop=True)
 
@@ -54,8 +56,9 @@ def _is_size(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def conv_outputs(cols: Any, rows: np.ndarray, dims: np.ndarray, convs: np.ndarray, conv_dims: np.ndarray
-                 ) -> np.ndarray:
+def conv_outputs(
+    cols: Any, rows: np.ndarray, dims: np.ndarray, convs: np.ndarray, conv_dims: np.ndarray
+) -> np.ndarray:
     """For each forward convolution row in ``convs`` (with its Input Dims ``conv_dims``), the shape its
     consumer recorded (JSON text ``[N,C,H,W]``) or None; ``rows``/``dims``: every framework op row that
     records input shapes, and its Input Dims."""
@@ -69,25 +72,42 @@ def conv_outputs(cols: Any, rows: np.ndarray, dims: np.ndarray, convs: np.ndarra
     # The next convolution on the thread starting at or after each one's end bounds its consumer.
     conv_key = thread_key(cols.pid[convs], cols.tid[convs])
     starts = pd.DataFrame({"key": conv_key, "next_start": cols.start[convs]}).sort_values("next_start")
-    asked = pd.DataFrame({"key": conv_key[want], "t": cols.end[convs[want]], "at": want,
-                          "n": conv["n"].to_numpy()[want], "c": conv["c_out"].to_numpy()[want],
-                          "rank": conv["rank"].to_numpy()[want]}).sort_values("t", kind="stable")
+    asked = pd.DataFrame(
+        {
+            "key": conv_key[want],
+            "t": cols.end[convs[want]],
+            "at": want,
+            "n": conv["n"].to_numpy()[want],
+            "c": conv["c_out"].to_numpy()[want],
+            "rank": conv["rank"].to_numpy()[want],
+        }
+    ).sort_values("t", kind="stable")
     asked = pd.merge_asof(asked, starts, left_on="t", right_on="next_start", by="key", direction="forward")
     ops = _parsed(dims)
     has = np.flatnonzero((ops["n"] >= 0).to_numpy())
-    consumers = pd.DataFrame({"key": thread_key(cols.pid[rows[has]], cols.tid[rows[has]]), "start": cols.start[rows[has]],
-                              "n": ops["n"].to_numpy()[has], "c": ops["c"].to_numpy()[has],
-                              "rank": ops["rank"].to_numpy()[has], "shape": ops["shape"].to_numpy()[has]}
-                             ).sort_values("start", kind="stable")
-    found = pd.merge_asof(asked, consumers, left_on="t", right_on="start", by=["key", "n", "c", "rank"],
-                          direction="forward")
-    ok = found["start"].notna().to_numpy() & ~(found["start"].to_numpy(float) >= found["next_start"].to_numpy(float))
+    consumers = pd.DataFrame(
+        {
+            "key": thread_key(cols.pid[rows[has]], cols.tid[rows[has]]),
+            "start": cols.start[rows[has]],
+            "n": ops["n"].to_numpy()[has],
+            "c": ops["c"].to_numpy()[has],
+            "rank": ops["rank"].to_numpy()[has],
+            "shape": ops["shape"].to_numpy()[has],
+        }
+    ).sort_values("start", kind="stable")
+    found = pd.merge_asof(
+        asked, consumers, left_on="t", right_on="start", by=["key", "n", "c", "rank"], direction="forward"
+    )
+    ok = found["start"].notna().to_numpy() & ~(
+        found["start"].to_numpy(float) >= found["next_start"].to_numpy(float)
+    )
     out[found["at"].to_numpy()[ok]] = found["shape"].to_numpy()[ok]
     return out
 
 
-def backward_passes(cols: Any, names: np.ndarray, code_of: np.ndarray, rows: np.ndarray, backward: np.ndarray
-                    ) -> np.ndarray:
+def backward_passes(
+    cols: Any, names: np.ndarray, code_of: np.ndarray, rows: np.ndarray, backward: np.ndarray
+) -> np.ndarray:
     """For each convolution backward row in ``backward``, the gradient passes (flop_model.INPUT_GRAD |
     WEIGHT_GRAD) whose ops ran inside it, as an object array (None: none did). ``rows``: every framework op row
     (``code_of[cols.name[row]]`` its op-name code into ``names``). A pass op counts for the innermost backward
@@ -104,8 +124,13 @@ def backward_passes(cols: Any, names: np.ndarray, code_of: np.ndarray, rows: np.
     # By thread, start, longest first (ranges nest): a pass op belongs to the range of its thread that started
     # last at or before it, the innermost of those starting then, if it still runs.
     order = np.lexsort((-end, start, key))
-    at = range_running_at(key[order], start[order], end[order], thread_key(cols.pid[passes], cols.tid[passes]),
-                          cols.start[passes])
+    at = range_running_at(
+        key[order],
+        start[order],
+        end[order],
+        thread_key(cols.pid[passes], cols.tid[passes]),
+        cols.start[passes],
+    )
     held = at >= 0
     if not held.any():
         return out

@@ -62,13 +62,17 @@ def _flop_ops(trace: Trace) -> FlopOps:
     present = names_in_use(cols.name[nvtx], len(cols.names))
     dims_by_code = np.full(len(cols.names) + 1, None, dtype=object)  # the last slot: name -1 (null)
     dims_by_code[present] = [emit_nvtx_sizes(str(cols.names[c])) for c in present]  # a loop over names
-    none = FlopOps(np.zeros(0, np.int64), np.zeros(0), np.zeros(0, object), np.zeros(0, object), False,
-                   np.zeros(0))
+    none = FlopOps(
+        np.zeros(0, np.int64), np.zeros(0), np.zeros(0, object), np.zeros(0, object), False, np.zeros(0)
+    )
     if cpu.size == 0 and nvtx.size == 0:
         return _device_flop_ops(trace) or none
     recorded = trace.frame(cpu, ["input_dims", "flops"])
-    if not (recorded["input_dims"].notna().any() or recorded["flops"].notna().any()
-            or pd.notna(dims_by_code).any()):
+    if not (
+        recorded["input_dims"].notna().any()
+        or recorded["flops"].notna().any()
+        or pd.notna(dims_by_code).any()
+    ):
         return _device_flop_ops(trace) or none
     # Candidates: a formula for the op name (evaluated once per name the ops use) or a recorded flops value.
     names = op_names(trace)
@@ -80,22 +84,51 @@ def _flop_ops(trace: Trace) -> FlopOps:
     pick = formula[code] | np.r_[recorded["flops"].notna().to_numpy(bool), np.zeros(nvtx.size, bool)]
     candidates = rows[pick]
     inputs = ["input_dims", "input_types", "concrete_inputs", "flops"]
-    frame = pd.concat([trace.frame(cpu[pick[:cpu.size]], inputs).reset_index(drop=True).astype(object),
-                       pd.DataFrame({"input_dims": dims_by_code[cols.name[nvtx[pick[cpu.size:]]]], "input_types": None,
-                                     "concrete_inputs": None, "flops": None}, dtype=object)], ignore_index=True)
+    frame = pd.concat(
+        [
+            trace.frame(cpu[pick[: cpu.size]], inputs).reset_index(drop=True).astype(object),
+            pd.DataFrame(
+                {
+                    "input_dims": dims_by_code[cols.name[nvtx[pick[cpu.size :]]]],
+                    "input_types": None,
+                    "concrete_inputs": None,
+                    "flops": None,
+                },
+                dtype=object,
+            ),
+        ],
+        ignore_index=True,
+    )
     frame["name"] = code[pick]
-    _add_conv_context(trace, frame, candidates, np.r_[cpu, nvtx],
-                      np.r_[recorded["input_dims"].to_numpy(object), dims_by_code[cols.name[nvtx]]])
+    _add_conv_context(
+        trace,
+        frame,
+        candidates,
+        np.r_[cpu, nvtx],
+        np.r_[recorded["input_dims"].to_numpy(object), dims_by_code[cols.name[nvtx]]],
+    )
     keys = ["name", "input_dims", "input_types", "concrete_inputs", "output", "passes"]
     # One FLOP formula evaluation per distinct signature (name, recorded inputs, context), not per op.
     signatures = frame[keys].astype(object).where(frame[keys].notna(), None).drop_duplicates()
-    modelled = pd.DataFrame([flop_model.op_flops(str(names.names[s.name]), s.input_dims, s.input_types,
-                                                 s.concrete_inputs, json.loads(s.output) if s.output else None,
-                                                 None if s.passes is None else int(s.passes)).__dict__
-                             for s in signatures.itertuples()],
-                            index=signatures.index, columns=["flops", "op_class", "dtype", "bytes"])
+    modelled = pd.DataFrame(
+        [
+            flop_model.op_flops(
+                str(names.names[s.name]),
+                s.input_dims,
+                s.input_types,
+                s.concrete_inputs,
+                json.loads(s.output) if s.output else None,
+                None if s.passes is None else int(s.passes),
+            ).__dict__
+            for s in signatures.itertuples()
+        ],
+        index=signatures.index,
+        columns=["flops", "op_class", "dtype", "bytes"],
+    )
     signatures = signatures.join(modelled)
-    per_op = frame[keys].astype(object).where(frame[keys].notna(), None).merge(signatures, on=keys, how="left")
+    per_op = (
+        frame[keys].astype(object).where(frame[keys].notna(), None).merge(signatures, on=keys, how="left")
+    )
     # The producer's own count where it recorded one, else the formula's.
     value = pd.to_numeric(frame["flops"], errors="coerce").to_numpy(float, na_value=np.nan)
     value = np.where(np.isnan(value), per_op["flops"].astype(float).to_numpy(), value)
@@ -105,12 +138,19 @@ def _flop_ops(trace: Trace) -> FlopOps:
     nbytes = pd.to_numeric(per_op["bytes"], errors="coerce").to_numpy(float)[has]
     keep = _innermost(cols, rows)
     order = np.argsort(rows[keep], kind="stable")
-    return FlopOps(rows[keep][order], value[keep][order], op_class[keep][order], dtype[keep][order], True,
-                   nbytes[keep][order])
+    return FlopOps(
+        rows[keep][order],
+        value[keep][order],
+        op_class[keep][order],
+        dtype[keep][order],
+        True,
+        nbytes[keep][order],
+    )
 
 
-def _add_conv_context(trace: Trace, frame: pd.DataFrame, candidates: np.ndarray, rows: np.ndarray,
-                      dims: np.ndarray) -> None:
+def _add_conv_context(
+    trace: Trace, frame: pd.DataFrame, candidates: np.ndarray, rows: np.ndarray, dims: np.ndarray
+) -> None:
     """``output`` (a forward convolution's consumer's shape) and ``passes`` (the gradient ops a convolution
     backward op called) columns of the candidates' ``frame``, in place (:mod:`.flop_context`); ``rows``/``dims``:
     every framework op row and its Input Dims."""
@@ -125,9 +165,16 @@ def _add_conv_context(trace: Trace, frame: pd.DataFrame, candidates: np.ndarray,
     if forward.any():
         with_dims = pd.notna(dims)
         frame.loc[forward, "output"] = flop_context.conv_outputs(
-            cols, rows[with_dims], dims[with_dims], candidates[forward], frame["input_dims"].to_numpy(object)[forward])
+            cols,
+            rows[with_dims],
+            dims[with_dims],
+            candidates[forward],
+            frame["input_dims"].to_numpy(object)[forward],
+        )
     if backward.any():
-        frame.loc[backward, "passes"] = flop_context.backward_passes(cols, text, names.code, rows, candidates[backward])
+        frame.loc[backward, "passes"] = flop_context.backward_passes(
+            cols, text, names.code, rows, candidates[backward]
+        )
 
 
 def _device_flop_ops(trace: Trace) -> FlopOps | None:
@@ -164,8 +211,15 @@ def _device_flop_ops(trace: Trace) -> FlopOps | None:
     classes = pd.Series([flop_model.hlo_op_class(f"{a} {b}", str(k)) for a, b, k in distinct], index=distinct)
     op_class = classes.reindex(keys).to_numpy(object)
     order = np.argsort(rows, kind="stable")
-    return FlopOps(rows[order], flops[order], op_class[order], np.full(rows.size, None, object)[order], True,
-                   np.full(rows.size, np.nan), code[order])
+    return FlopOps(
+        rows[order],
+        flops[order],
+        op_class[order],
+        np.full(rows.size, None, object)[order],
+        True,
+        np.full(rows.size, np.nan),
+        code[order],
+    )
 
 
 def _floats(trace: Trace, rows: np.ndarray) -> np.ndarray:
@@ -183,12 +237,15 @@ def _first_gpu_op_in(trace: Trace, rows: np.ndarray) -> np.ndarray:
         return out
     device = pairs["device"].astype(np.int64)
     order = np.lexsort((pairs["start"], device))
-    pos, want = thread_time_positions([(device[order], [pairs["start"][order]]),
-                                       (cols.device[rows].astype(np.int64), [cols.start[rows]])])
+    pos, want = thread_time_positions(
+        [(device[order], [pairs["start"][order]]), (cols.device[rows].astype(np.int64), [cols.start[rows]])]
+    )
     at = np.searchsorted(pos, want, side="left")
     ok = at < order.size
     hit = order[np.minimum(at, order.size - 1)]
-    ok &= (device[hit] == cols.device[rows]) & (pairs["start"][hit] < np.maximum(cols.end[rows], cols.start[rows] + 1))
+    ok &= (device[hit] == cols.device[rows]) & (
+        pairs["start"][hit] < np.maximum(cols.end[rows], cols.start[rows] + 1)
+    )
     out[ok] = hit[ok]
     return out
 
@@ -218,22 +275,37 @@ def compute_report(trace: Trace) -> dict[str, Any]:
     mfu                  = flops / (span x peak_flops_per_s). Null with ``reason`` where a figure is unknown.
     """
     counted = flop_ops(trace)
-    out: dict[str, Any] = {"flops": None, "flops_by_class": None, "flops_by_dtype": None, "coverage": None,
-                           "span_ns": None, "achieved_flops_per_s": None, "device_model": None,
-                           "peak_flops_per_s": None, "peak_source": None, "mfu": None, "mfu_is_lower_bound": None,
-                           "reason": None}
+    out: dict[str, Any] = {
+        "flops": None,
+        "flops_by_class": None,
+        "flops_by_dtype": None,
+        "coverage": None,
+        "span_ns": None,
+        "achieved_flops_per_s": None,
+        "device_model": None,
+        "peak_flops_per_s": None,
+        "peak_source": None,
+        "mfu": None,
+        "mfu_is_lower_bound": None,
+        "reason": None,
+    }
     if not counted.recorded:
-        out["reason"] = ("the trace records no XLA flops (no flops stat on its XLA op or GPU op events)"
-                         if trace.metadata.source_format == "xplane"
-                         else "the trace records no input shapes or flops (profile with record_shapes=True)")
+        out["reason"] = (
+            "the trace records no XLA flops (no flops stat on its XLA op or GPU op events)"
+            if trace.metadata.source_format == "xplane"
+            else "the trace records no input shapes or flops (profile with record_shapes=True)"
+        )
         return out
     total = float(counted.flops.sum())
     by_class = pd.Series(counted.flops).groupby(counted.op_class).sum()
     dtype = np.where(pd.isna(counted.dtype), "unknown", counted.dtype).astype(str)
     by_dtype = pd.Series(counted.flops).groupby(dtype).sum()
-    out.update(flops=total, flops_by_class={c: float(by_class.get(c, 0.0)) for c in flop_model.CLASSES},
-               flops_by_dtype={str(d): float(v) for d, v in by_dtype.items() if v > 0},
-               coverage=flop_coverage(trace, counted))
+    out.update(
+        flops=total,
+        flops_by_class={c: float(by_class.get(c, 0.0)) for c in flop_model.CLASSES},
+        flops_by_dtype={str(d): float(v) for d, v in by_dtype.items() if v > 0},
+        coverage=flop_coverage(trace, counted),
+    )
     busy = device_busy(trace)
     if not busy:
         out["reason"] = "no GPU activity: no span to divide by"
@@ -248,8 +320,11 @@ def compute_report(trace: Trace) -> dict[str, Any]:
     models = {peaks.device_model(n) for n in names}
     if len(models) != 1 or None in models:
         unknown = sorted(str(n) for n in names if peaks.device_model(n) is None)
-        out["reason"] = (f"no peak-throughput row for device {', '.join(unknown)}" if unknown
-                         else "devices of different models")
+        out["reason"] = (
+            f"no peak-throughput row for device {', '.join(unknown)}"
+            if unknown
+            else "devices of different models"
+        )
         return out
     model = cast(str, models.pop())  # one model, not None (checked above)
     out["device_model"] = model
@@ -260,16 +335,26 @@ def compute_report(trace: Trace) -> dict[str, Any]:
     for d, flops in by_dtype.items():
         row = peaks.peak(model, str(d)) if flops > 0 else None
         if flops > 0 and row is None:
-            out["reason"] = (("the dtype of the ops with recorded flops is not recorded (none is assumed)"
-                              if counted.op_code is not None else "dtype of some ops not recorded")
-                             if d == "unknown" else f"no {d} peak for {model} in the table")
+            out["reason"] = (
+                (
+                    "the dtype of the ops with recorded flops is not recorded (none is assumed)"
+                    if counted.op_code is not None
+                    else "dtype of some ops not recorded"
+                )
+                if d == "unknown"
+                else f"no {d} peak for {model} in the table"
+            )
             return out
         if row is not None:
             ideal_s += flops / (row.flops_per_s * len(busy))
             sources.append(f"{row.dtype}: {row.source}")
     peak_total = total / ideal_s
-    out.update(peak_flops_per_s=peak_total, peak_source="; ".join(sources), mfu=total / (span / 1e9 * peak_total),
-               mfu_is_lower_bound=out["coverage"] is None or out["coverage"] < MFU_COVERAGE)
+    out.update(
+        peak_flops_per_s=peak_total,
+        peak_source="; ".join(sources),
+        mfu=total / (span / 1e9 * peak_total),
+        mfu_is_lower_bound=out["coverage"] is None or out["coverage"] < MFU_COVERAGE,
+    )
     return out
 
 
@@ -291,23 +376,34 @@ def flop_coverage(trace: Trace, counted: FlopOps) -> float | None:
         return None
     cols = event_columns(trace)
     if counted.op_code is None:  # host ops: innermost counted ops, disjoint on a thread
-        ops = counted.rows[np.lexsort((cols.start[counted.rows], thread_key(cols.pid[counted.rows],
-                                                                            cols.tid[counted.rows])))]
+        ops = counted.rows[
+            np.lexsort((cols.start[counted.rows], thread_key(cols.pid[counted.rows], cols.tid[counted.rows])))
+        ]
         launched = np.flatnonzero(kernel & pairs["matched"])
-        inside = thread_range_at(cols, ops, pairs["pid"][launched], pairs["tid"][launched],
-                             pairs["launch_start"][launched]) >= 0
+        inside = (
+            thread_range_at(
+                cols, ops, pairs["pid"][launched], pairs["tid"][launched], pairs["launch_start"][launched]
+            )
+            >= 0
+        )
         return int(duration[launched[inside]].sum()) / total
     gpu = gpu_rows(trace)
     covered = np.isin(gpu, counted.rows) & kernel
     xla = counted.rows[cols.of_kind(GPU_ANNOTATION)[counted.rows]]
     if xla.size:
-        covered |= kernel & _starts_inside(cols.device[xla].astype(np.int64), cols.start[xla], cols.end[xla],
-                                           pairs["device"].astype(np.int64), pairs["start"])
+        covered |= kernel & _starts_inside(
+            cols.device[xla].astype(np.int64),
+            cols.start[xla],
+            cols.end[xla],
+            pairs["device"].astype(np.int64),
+            pairs["start"],
+        )
     return int(duration[covered].sum()) / total
 
 
-def _starts_inside(device: np.ndarray, start: np.ndarray, end: np.ndarray, at_device: np.ndarray,
-                   t: np.ndarray) -> np.ndarray:
+def _starts_inside(
+    device: np.ndarray, start: np.ndarray, end: np.ndarray, at_device: np.ndarray, t: np.ndarray
+) -> np.ndarray:
     """Whether each (device, time) lies inside one of the ranges (``device``, ``start``, ``end``), which may
     overlap: the furthest end reached by the ranges of its device started at or before it is past it."""
     order = np.lexsort((start, device))

@@ -43,7 +43,7 @@ def _modules(trace: Trace) -> Modules:
     key = thread_key(cols.pid[rows], cols.tid[rows])
     rows = rows[np.lexsort((-(cols.end[rows] - cols.start[rows]), cols.start[rows], key))]
     level = nesting_depth(cols.pid[rows], cols.tid[rows], cols.start[rows], cols.end[rows]).astype(np.int64)
-    short = np.array([n[len(_MODULE_PREFIX):] for n in cols.names], dtype=object)  # once per dictionary name
+    short = np.array([n[len(_MODULE_PREFIX) :] for n in cols.names], dtype=object)  # once per dictionary name
     path = short[cols.name[rows]].copy()
     # Level by level (a loop over nesting levels): each module's parent is the latest-starting module one
     # level up on its thread that still runs at its start; its path extends the parent's.
@@ -88,8 +88,14 @@ def by_module(trace: Trace, limit: int = TOP_OPS) -> list[dict[str, Any]] | None
     found = module >= 0
     duration = (pairs["end"] - pairs["start"])[matched[found]].astype(np.int64)
     kernel = pairs["is_kernel"][matched[found]]
-    frame = pd.DataFrame({"path": mods.path[module[found]], "kernels": kernel.astype(np.int64),
-                          "gpu": np.where(kernel, duration, 0), "copy": np.where(kernel, 0, duration)})
+    frame = pd.DataFrame(
+        {
+            "path": mods.path[module[found]],
+            "kernels": kernel.astype(np.int64),
+            "gpu": np.where(kernel, duration, 0),
+            "copy": np.where(kernel, 0, duration),
+        }
+    )
     table = frame.groupby("path")[["kernels", "gpu", "copy"]].sum()
     counted = flop_ops(trace)
     flops = None
@@ -100,5 +106,13 @@ def by_module(trace: Trace, limit: int = TOP_OPS) -> list[dict[str, Any]] | None
         # Named index on both sides: with no launch inside a module (a CUDA-graph capture) the join keeps it.
         table = table.join(flops.rename("flops"), how="outer").fillna(0)
     table = table.reset_index().sort_values(["gpu", "path"], ascending=[False, True]).head(limit)
-    return [{"path": str(r.path), "kernels": int(r.kernels), "gpu_ns": int(r.gpu), "copy_ns": int(r.copy),
-             "flops": float(r.flops) if flops is not None else None} for r in table.itertuples(index=False)]
+    return [
+        {
+            "path": str(r.path),
+            "kernels": int(r.kernels),
+            "gpu_ns": int(r.gpu),
+            "copy_ns": int(r.copy),
+            "flops": float(r.flops) if flops is not None else None,
+        }
+        for r in table.itertuples(index=False)
+    ]

@@ -15,19 +15,31 @@ from .tree import op_names
 TOP_ROOFLINE = 10
 
 
-def roofline(trace: Trace, compute: dict[str, Any], gpu_ns: pd.Series, flops: pd.Series | None,
-             nbytes: pd.Series | None, limit: int = TOP_ROOFLINE) -> dict[str, Any] | None:
+def roofline(
+    trace: Trace,
+    compute: dict[str, Any],
+    gpu_ns: pd.Series,
+    flops: pd.Series | None,
+    nbytes: pd.Series | None,
+    limit: int = TOP_ROOFLINE,
+) -> dict[str, Any] | None:
     """Each outermost op name against the roofline of its GPU: achieved FLOP/s over its attributed kernel
     time, arithmetic intensity (FLOPs per byte of the least memory traffic), the attainable
     min(peak, intensity x memory bandwidth), and the names losing the most kernel time to the gap,
     ``gpu_ns x (1 - achieved / attainable)``. None when the peak (``compute``) or the bandwidth is unknown or
     no op has FLOPs and bytes."""
-    if flops is None or nbytes is None or not compute.get("peak_flops_per_s") or compute.get("device_model") is None:
+    if (
+        flops is None
+        or nbytes is None
+        or not compute.get("peak_flops_per_s")
+        or compute.get("device_model") is None
+    ):
         return None
     devices = list(device_busy(trace))
     info = trace.device_info(devices[0])
-    links = gpu_specs.device_links(info.get("name"), info.get("compute_major"),
-                                   info.get("memory_bandwidth_bytes_per_s"))
+    links = gpu_specs.device_links(
+        info.get("name"), info.get("compute_major"), info.get("memory_bandwidth_bytes_per_s")
+    )
     if not links.memory_bytes_per_s:
         return None
     peak = compute["peak_flops_per_s"] / len(devices)  # one device's (kernels of an op run on one)
@@ -45,10 +57,24 @@ def roofline(trace: Trace, compute: dict[str, Any], gpu_ns: pd.Series, flops: pd
     table["label"] = [str(names[c]) for c in table.index]
     table = table.sort_values(["lost", "label"], ascending=[False, True]).head(limit)
     ridge = peak / bandwidth
-    return {"peak_flops_per_s": peak, "memory_bytes_per_s": bandwidth, "memory_source": links.memory_source,
-            "ridge_flops_per_byte": ridge,
-            "ops": [{"name": r.label, "gpu_ns": int(r.gpu), "flops": float(r.flops), "bytes": float(r.bytes),
-                     "achieved_flops_per_s": float(r.achieved), "intensity_flops_per_byte": float(r.intensity),
-                     "bound": "compute" if r.intensity >= ridge else "memory",
-                     "attainable_flops_per_s": float(r.attainable), "efficiency": float(r.efficiency),
-                     "lost_ns": int(round(r.lost))} for r in table.itertuples()]}
+    return {
+        "peak_flops_per_s": peak,
+        "memory_bytes_per_s": bandwidth,
+        "memory_source": links.memory_source,
+        "ridge_flops_per_byte": ridge,
+        "ops": [
+            {
+                "name": r.label,
+                "gpu_ns": int(r.gpu),
+                "flops": float(r.flops),
+                "bytes": float(r.bytes),
+                "achieved_flops_per_s": float(r.achieved),
+                "intensity_flops_per_byte": float(r.intensity),
+                "bound": "compute" if r.intensity >= ridge else "memory",
+                "attainable_flops_per_s": float(r.attainable),
+                "efficiency": float(r.efficiency),
+                "lost_ns": int(round(r.lost)),
+            }
+            for r in table.itertuples()
+        ],
+    }

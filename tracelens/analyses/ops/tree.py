@@ -120,6 +120,7 @@ def with_recorded_ops(trace: Trace, op_row: np.ndarray) -> tuple[np.ndarray, np.
 
 def emit_nvtx_rows(trace: Trace) -> np.ndarray:
     """Event rows of the emit_nvtx op ranges on threads (annotations whose name has the emit_nvtx form)."""
+
     def compute() -> np.ndarray:
         cols = event_columns(trace)
         return np.flatnonzero(cols.of_kind(ANNOTATION) & op_names(trace).nvtx[cols.name] & (cols.tid >= 0))
@@ -129,6 +130,7 @@ def emit_nvtx_rows(trace: Trace) -> np.ndarray:
 
 def framework_op_rows(trace: Trace) -> np.ndarray:
     """Event rows of the framework ops on threads: ``cpu_op`` rows and emit_nvtx op ranges, sorted."""
+
     def compute() -> np.ndarray:
         cols = event_columns(trace)
         cpu, nvtx = np.flatnonzero(cols.of_kind(CPU_OP) & (cols.tid >= 0)), emit_nvtx_rows(trace)
@@ -143,7 +145,7 @@ def emit_nvtx_sizes(name: str) -> str | None:
     at = name.find(", sizes = ")
     if at < 0 or not _EMIT_NVTX.match(name):
         return None
-    text = name[at + len(", sizes = "):]
+    text = name[at + len(", sizes = ") :]
     end = text.find(", input_op_ids = ")
     return text if end < 0 else text[:end]
 
@@ -192,7 +194,7 @@ def _compute_op_tree(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         outer = keep[lo:hi]
         outer[0] = True
         outer[1:] = start[1:] >= np.maximum.accumulate(end)[:-1]
-        launches = by_thread[edges[i]:edges[i + 1]]
+        launches = by_thread[edges[i] : edges[i + 1]]
         if launches.size:
             t = launch_start[launches]
             outermost[matched[launches]] = _running(thread_rows, start, end, np.flatnonzero(outer), t)
@@ -200,7 +202,9 @@ def _compute_op_tree(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return rows[keep], outermost, innermost
 
 
-def _running(rows: np.ndarray, start: np.ndarray, end: np.ndarray, among: np.ndarray, t: np.ndarray) -> np.ndarray:
+def _running(
+    rows: np.ndarray, start: np.ndarray, end: np.ndarray, among: np.ndarray, t: np.ndarray
+) -> np.ndarray:
     """For each time, the row of the range of ``among`` (positions into one thread's ``rows``/``start``/``end``,
     ascending, in start order) that started last at or before it, where it still runs then (-1: none)."""
     found = np.full(t.size, -1, np.int64)
@@ -287,11 +291,18 @@ def _sorted_depth(start: np.ndarray, end: np.ndarray) -> np.ndarray:
     return ended.astype(np.int16)
 
 
-def thread_range_at(cols: Any, ranges: np.ndarray, pid: np.ndarray, tid: np.ndarray, t: np.ndarray) -> np.ndarray:
+def thread_range_at(
+    cols: Any, ranges: np.ndarray, pid: np.ndarray, tid: np.ndarray, t: np.ndarray
+) -> np.ndarray:
     """For each (thread, time), the index into ``ranges`` (sorted by thread and start, disjoint on a thread) of
     the range running then (start <= t < end); -1 when none."""
-    return range_running_at(thread_key(cols.pid[ranges], cols.tid[ranges]), cols.start[ranges], cols.end[ranges],
-                            thread_key(pid, tid), t)
+    return range_running_at(
+        thread_key(cols.pid[ranges], cols.tid[ranges]),
+        cols.start[ranges],
+        cols.end[ranges],
+        thread_key(pid, tid),
+        t,
+    )
 
 
 def enclosing_outermost(trace: Trace, ops: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -302,9 +313,13 @@ def enclosing_outermost(trace: Trace, ops: np.ndarray, rows: np.ndarray) -> np.n
         return out
     cols = event_columns(trace)
     # A zero-length op holds the op starting with it (its end taken one past its start).
-    at = range_running_at(thread_key(cols.pid[ops], cols.tid[ops]), cols.start[ops],
-                          np.maximum(cols.end[ops], cols.start[ops] + 1), thread_key(cols.pid[rows], cols.tid[rows]),
-                          cols.start[rows])
+    at = range_running_at(
+        thread_key(cols.pid[ops], cols.tid[ops]),
+        cols.start[ops],
+        np.maximum(cols.end[ops], cols.start[ops] + 1),
+        thread_key(cols.pid[rows], cols.tid[rows]),
+        cols.start[rows],
+    )
     out[at >= 0] = ops[at[at >= 0]]
     return out
 
@@ -320,6 +335,7 @@ def recorded_launches(trace: Trace) -> pd.Series:
     recorded = recorded_op_codes(trace)
     rec = np.flatnonzero(recorded >= 0)
     corr = pairs["correlation_id"][rec].astype(np.int64)
-    frame = pd.DataFrame({"name": recorded[rec], "device": pairs["device"][rec],
-                          "launch": np.where(corr >= 0, corr, -1 - rec)})
+    frame = pd.DataFrame(
+        {"name": recorded[rec], "device": pairs["device"][rec], "launch": np.where(corr >= 0, corr, -1 - rec)}
+    )
     return frame.drop_duplicates().groupby("name").size()

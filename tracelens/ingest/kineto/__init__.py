@@ -30,11 +30,12 @@ try:
     from .. import _kineto_scan
 except ImportError:  # pragma: no cover - then msgspec reads every block
     _kineto_scan = None  # type: ignore[assignment]  # the module, or None without one
-if _kineto_scan is not None and (_kineto_scan.N_FLOATS, getattr(_kineto_scan, "N_OP_FLOATS", -1),
-                                 getattr(_kineto_scan, "N_OP_STRINGS", -1)) != (
-        len(NATIVE_FLOATS), len(NATIVE_OP_FLOATS), len(NATIVE_OP_STRINGS)):  # pragma: no cover
+if _kineto_scan is not None and (
+    _kineto_scan.N_FLOATS,
+    getattr(_kineto_scan, "N_OP_FLOATS", -1),
+    getattr(_kineto_scan, "N_OP_STRINGS", -1),
+) != (len(NATIVE_FLOATS), len(NATIVE_OP_FLOATS), len(NATIVE_OP_STRINGS)):  # pragma: no cover
     _kineto_scan = None  # type: ignore[assignment]  # a stale build of the scanner: do not trust its layout
-
 
 
 def native_scanner_built() -> bool:

@@ -48,8 +48,21 @@ _KIND_OF_CATEGORY: dict[str, str | None] = {
     "overhead": OVERHEAD,
     "trace": None,  # the profiler's own "PyTorch Profiler (0)" span
 }
-KINDS = [KERNEL, MEMCPY, MEMSET, GPU_SYNC, RUNTIME, DRIVER, CPU_OP, ANNOTATION, GPU_ANNOTATION, PYTHON,
-          STEP, OVERHEAD, OTHER]
+KINDS = [
+    KERNEL,
+    MEMCPY,
+    MEMSET,
+    GPU_SYNC,
+    RUNTIME,
+    DRIVER,
+    CPU_OP,
+    ANNOTATION,
+    GPU_ANNOTATION,
+    PYTHON,
+    STEP,
+    OVERHEAD,
+    OTHER,
+]
 KIND_CODE = {kind: code for code, kind in enumerate(KINDS)}
 SKIP = -1
 DEVICE_SIDE = np.array([k in (KERNEL, MEMCPY, MEMSET, GPU_SYNC) for k in KINDS])
@@ -75,14 +88,23 @@ def to_number(value: Any) -> float:
     return math.nan
 
 
-PHASE_COUNTER: dict[str | None, str | None] = {"s": "flow", "f": "flow", "t": "flow", "i": "instant", "I": "instant", "M": "metadata", "X": None}
+PHASE_COUNTER: dict[str | None, str | None] = {
+    "s": "flow",
+    "f": "flow",
+    "t": "flow",
+    "i": "instant",
+    "I": "instant",
+    "M": "metadata",
+    "X": None,
+}
 
 
 def kinds(category_codes: np.ndarray, categories: list[str]) -> np.ndarray:
     """Each row's kind code from its category's code (-1, no category: other; SKIP: not a timeline event)."""
     kind_of_category = [_KIND_OF_CATEGORY.get(c.lower(), OTHER) for c in categories]
-    return np.array([SKIP if k is None else KIND_CODE[k] for k in kind_of_category] + [KIND_CODE[OTHER]],
-                    dtype=np.int8)[category_codes]
+    return np.array(
+        [SKIP if k is None else KIND_CODE[k] for k in kind_of_category] + [KIND_CODE[OTHER]], dtype=np.int8
+    )[category_codes]
 
 
 def used_codes(codes: np.ndarray, values: list[str], rows: np.ndarray) -> tuple[np.ndarray, list[str]]:
@@ -106,8 +128,11 @@ def placeable(microseconds: np.ndarray) -> np.ndarray:
     return np.abs(microseconds) < _MAX_TIME_US
 
 
-def op_columns(rows: np.ndarray, numbers: dict[str, np.ndarray],
-               texts: Mapping[str, tuple[np.ndarray, Sequence[str | None]]]) -> dict[str, Any]:
+def op_columns(
+    rows: np.ndarray,
+    numbers: dict[str, np.ndarray],
+    texts: Mapping[str, tuple[np.ndarray, Sequence[str | None]]],
+) -> dict[str, Any]:
     """A block's op fields (fields.OP_FIELDS) as both engines give them: ``op_rows``, the block rows where one
     of them holds a value (a number, a text, a JSON text other than null), and each field at those rows
     (numbers float64, NaN when missing; texts as codes into distinct strings, -1 when missing).
@@ -123,11 +148,16 @@ def op_columns(rows: np.ndarray, numbers: dict[str, np.ndarray],
         keep |= ~np.isnan(values)
     for codes, _ in known.values():
         keep |= codes >= 0
-    return {"op_rows": rows[keep], **{name: values[keep] for name, values in numbers.items()},
-            **{name: (codes[keep], values) for name, (codes, values) in known.items()}}
+    return {
+        "op_rows": rows[keep],
+        **{name: values[keep] for name, values in numbers.items()},
+        **{name: (codes[keep], values) for name, (codes, values) in known.items()},
+    }
 
 
-def _filled(coded: tuple[np.ndarray, list[str]], other: tuple[np.ndarray, list[str]]) -> tuple[np.ndarray, list[str]]:
+def _filled(
+    coded: tuple[np.ndarray, list[str]], other: tuple[np.ndarray, list[str]]
+) -> tuple[np.ndarray, list[str]]:
     """Codes into distinct values (``coded``) with the rows where they are missing (-1) taken from ``other``."""
     codes, values = coded
     other_codes, other_values = other

@@ -20,7 +20,9 @@ import msgspec
 PHASE = "phase"  # str, "" when missing; "X" marks a complete event
 TEXT = "text"  # str or null: one string code column in the scanner
 NUMBER = "number"  # float, NaN when missing (JSON integers too: ids and byte counts are exact below 2**53)
-NUMBER_OR_TEXT = "number_or_text"  # float or a string holding one ("stream 7", "0x0"), parsed per distinct text
+NUMBER_OR_TEXT = (
+    "number_or_text"  # float or a string holding one ("stream 7", "0x0"), parsed per distinct text
+)
 TRIPLE = "triple"  # [x, y, z] of integers or null: three float columns <name>_x, <name>_y, <name>_z
 # Any JSON value, kept as its text (a string code column in the scanner) and made canonical per distinct
 # text by canonical_json, so that every engine gives the same text for the same value.
@@ -38,7 +40,6 @@ class Field:
     op: bool = False  # kept only for the rows that have one of the op fields (OP_FIELDS): few rows do
     default: Any = None  # the typed decoder's value when the key is missing; None: the type's
     fills: str | None = None  # an op field read under an older key: it fills that field where it is missing
-
 
     @property
     def missing(self) -> Any:

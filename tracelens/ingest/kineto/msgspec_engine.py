@@ -51,41 +51,70 @@ from .fields import (
 # integers into floats (ids, pids and byte counts stay exact below 2**53), every value is then a float, and
 # numpy takes the column in one pass. A JSON field is kept as its raw text (msgspec.Raw, empty when missing),
 # the bytes the scanner locates too; canonical_json decodes it once per distinct text.
-TYPED: dict[str, Any] = {PHASE: str, TEXT: str | None, NUMBER: float, NUMBER_OR_TEXT: float | str,
-                         TRIPLE: list[int] | None, JSON: msgspec.Raw}
+TYPED: dict[str, Any] = {
+    PHASE: str,
+    TEXT: str | None,
+    NUMBER: float,
+    NUMBER_OR_TEXT: float | str,
+    TRIPLE: list[int] | None,
+    JSON: msgspec.Raw,
+}
 
 
 def _members(fields: tuple[Field, ...], loose: bool) -> list[tuple[str, Any, Any]]:
     """``fields`` as struct members under their JSON keys: typed with the declared defaults, or (``loose``)
     any JSON type with None defaults (an empty phase)."""
-    return [(f.name, Any if loose else TYPED[f.type],
-             msgspec.field(default=("" if f.type == PHASE else None) if loose else
-                           (msgspec.Raw() if f.type == JSON else f.missing),
-                           name=None if f.key == f.name else f.key))
-            for f in fields]
+    return [
+        (
+            f.name,
+            Any if loose else TYPED[f.type],
+            msgspec.field(
+                default=("" if f.type == PHASE else None)
+                if loose
+                else (msgspec.Raw() if f.type == JSON else f.missing),
+                name=None if f.key == f.name else f.key,
+            ),
+        )
+        for f in fields
+    ]
 
 
 _Args = msgspec.defstruct("_Args", _members(ARG_FIELDS, loose=False), module=__name__, frozen=True, gc=False)
 _NO_ARGS = _Args()
-_Event = msgspec.defstruct("_Event", [*_members(EVENT_FIELDS, loose=False), ("args", _Args, _NO_ARGS)],
-                           module=__name__, gc=False)
+_Event = msgspec.defstruct(
+    "_Event", [*_members(EVENT_FIELDS, loose=False), ("args", _Args, _NO_ARGS)], module=__name__, gc=False
+)
 # The same fields, any JSON type: used only when a block does not fit the typed decoder.
-_AnyArgs = msgspec.defstruct("_AnyArgs", _members(ARG_FIELDS, loose=True), module=__name__, frozen=True,
-                             gc=False)
-_AnyEvent = msgspec.defstruct("_AnyEvent", [*_members(EVENT_FIELDS, loose=True), ("args", Any, None)],
-                              module=__name__, gc=False)
+_AnyArgs = msgspec.defstruct(
+    "_AnyArgs", _members(ARG_FIELDS, loose=True), module=__name__, frozen=True, gc=False
+)
+_AnyEvent = msgspec.defstruct(
+    "_AnyEvent", [*_members(EVENT_FIELDS, loose=True), ("args", Any, None)], module=__name__, gc=False
+)
 
 
 # The profiler's own log, written at the document's top level (libkineto LoggerCollector): completeness reads
 # what it says was dropped (tracelens/ingest/profiler_log.py).
 LOG_LEVELS = ("INFO", "WARNING", "ERROR")
 # The document's other members, read as they come; the typed and the loose document differ only in the events.
-_DOCUMENT_MEMBERS = [(name, Any, None) for name in ("deviceProperties", "distributedInfo", "baseTimeNanoseconds",
-                                                    "schemaVersion", "displayTimeUnit", "traceName", *LOG_LEVELS)]
-_Document = msgspec.defstruct("_Document", [("traceEvents", list[_Event] | None, None), *_DOCUMENT_MEMBERS],
-                              module=__name__, gc=False)
-_LooseDocument = msgspec.defstruct("_LooseDocument", [("traceEvents", Any, None), *_DOCUMENT_MEMBERS],
-                                   module=__name__, gc=False)
+_DOCUMENT_MEMBERS = [
+    (name, Any, None)
+    for name in (
+        "deviceProperties",
+        "distributedInfo",
+        "baseTimeNanoseconds",
+        "schemaVersion",
+        "displayTimeUnit",
+        "traceName",
+        *LOG_LEVELS,
+    )
+]
+_Document = msgspec.defstruct(
+    "_Document", [("traceEvents", list[_Event] | None, None), *_DOCUMENT_MEMBERS], module=__name__, gc=False
+)
+_LooseDocument = msgspec.defstruct(
+    "_LooseDocument", [("traceEvents", Any, None), *_DOCUMENT_MEMBERS], module=__name__, gc=False
+)
 
 
 EVENTS_DECODER = msgspec.json.Decoder(list[_Event])
@@ -119,7 +148,9 @@ class LooseEvents(list):
     problem: str | None = None
 
 
-_VALIDATION_AT = re.compile(r"^(?P<what>.*?) - at `\$(?:\.traceEvents)?\[(?P<index>\d+)\]\.?(?P<field>[^`]*)`$")
+_VALIDATION_AT = re.compile(
+    r"^(?P<what>.*?) - at `\$(?:\.traceEvents)?\[(?P<index>\d+)\]\.?(?P<field>[^`]*)`$"
+)
 
 
 def loose_events(events: list[Any], error: msgspec.ValidationError) -> LooseEvents:
@@ -137,8 +168,10 @@ def loose_events(events: list[Any], error: msgspec.ValidationError) -> LooseEven
     shown = msgspec.json.encode(value).decode(errors="replace")
     shown = shown if len(shown) <= 40 else shown[:39] + "…"
     name = getattr(event, "name", None)
-    example = f"in event {msgspec.json.encode(name).decode() if isinstance(name, str) else '(no name)'} " \
-              f"at ts {getattr(event, 'ts', None)}"
+    example = (
+        f"in event {msgspec.json.encode(name).decode() if isinstance(name, str) else '(no name)'} "
+        f"at ts {getattr(event, 'ts', None)}"
+    )
     out.problem = f"field {field} = {shown} ({match['what'].lower()}) {example}"
     return out
 
@@ -153,8 +186,9 @@ def decode_events(payload: bytes, path: Path, shift: int = 0) -> list[Any]:
     try:
         return loose_events(_ANY_EVENTS_DECODER.decode(payload), typed_error)
     except msgspec.ValidationError as err:
-        raise InputError(f"not a PyTorch profiler trace: traceEvents holds non-objects ({err})",
-                         path=path) from None
+        raise InputError(
+            f"not a PyTorch profiler trace: traceEvents holds non-objects ({err})", path=path
+        ) from None
     except DECODE_ERRORS as err:
         raise _json_error(err, path, shift) from None
 
@@ -184,8 +218,9 @@ def decode_rest(payload: bytes, path: Path, shift: int = 0) -> tuple[list[Any], 
             elif isinstance(doc, list):
                 doc = loose_events(doc, typed_error)
         except msgspec.ValidationError as err:
-            raise InputError(f"not a PyTorch profiler trace: events are not JSON objects ({err})",
-                             path=path) from None
+            raise InputError(
+                f"not a PyTorch profiler trace: events are not JSON objects ({err})", path=path
+            ) from None
     if isinstance(doc, list):
         return doc, {}
     if doc.traceEvents is None:
@@ -196,8 +231,15 @@ def decode_rest(payload: bytes, path: Path, shift: int = 0) -> tuple[list[Any], 
 
 
 def document_fields(doc: Any) -> dict[str, Any]:
-    names = ("deviceProperties", "distributedInfo", "baseTimeNanoseconds", "schemaVersion", "displayTimeUnit",
-             "traceName", *LOG_LEVELS)
+    names = (
+        "deviceProperties",
+        "distributedInfo",
+        "baseTimeNanoseconds",
+        "schemaVersion",
+        "displayTimeUnit",
+        "traceName",
+        *LOG_LEVELS,
+    )
     return {n: getattr(doc, n) for n in names if getattr(doc, n) is not None}
 
 
@@ -260,8 +302,14 @@ def _factorize(values: list[Any]) -> tuple[np.ndarray, list[str]]:
 
 def block_columns(events: list[Any]) -> dict[str, Any]:
     """One block's events as numpy columns with block-local string codes."""
-    counts = {"events": len(events), "flow": 0, "instant": 0, "metadata": 0, "other_phase": 0,
-              "lenient_blocks": 0}
+    counts = {
+        "events": len(events),
+        "flow": 0,
+        "instant": 0,
+        "metadata": 0,
+        "other_phase": 0,
+        "lenient_blocks": 0,
+    }
     # A phase that is not a string (loosely decoded blocks only) counts as another phase.
     for phase, count in Counter(p if isinstance(p, str) else None for p in map(_PHASE, events)).items():
         key = PHASE_COUNTER.get(phase, "other_phase")
@@ -293,16 +341,18 @@ def block_columns(events: list[Any]) -> dict[str, Any]:
     missing = np.isnan(external)
     if missing.any():
         external[missing] = _column(args, "external_id_old")[missing]
-    block.update({
-        "kind": kind,
-        "name": _factorize(list(map(_NAME, complete))),
-        "ts": ts,
-        "dur": _column(complete, "dur"),
-        "pid": _column(complete, "pid"),
-        "tid": _column(complete, "tid"),
-        "correlation": _column(args, "correlation"),
-        "external_id": external,
-    })
+    block.update(
+        {
+            "kind": kind,
+            "name": _factorize(list(map(_NAME, complete))),
+            "ts": ts,
+            "dur": _column(complete, "dur"),
+            "pid": _column(complete, "pid"),
+            "tid": _column(complete, "tid"),
+            "correlation": _column(args, "correlation"),
+            "external_id": external,
+        }
+    )
     # Device-side fields only for GPU rows: most rows are host rows without them.
     gpu_rows = np.flatnonzero(DEVICE_SIDE[kind] | (kind == KIND_CODE[GPU_ANNOTATION]))
     gpu_args = [args[i] for i in gpu_rows]
@@ -334,9 +384,13 @@ def _op_columns(args: list[Any]) -> dict[str, Any]:
     for name, values in texts.items():
         at_rows = [values[i] for i in rows]
         if name in OP_JSON:  # the raw text (a loose block holds the decoded value: its JSON again)
-            raw = [bytes(v) if isinstance(v, msgspec.Raw) else None if v is None else msgspec.json.encode(v)
-                   for v in at_rows]
-            codes, uniques = pd.factorize(pd.Series([v or None for v in raw], dtype=object), use_na_sentinel=True)
+            raw = [
+                bytes(v) if isinstance(v, msgspec.Raw) else None if v is None else msgspec.json.encode(v)
+                for v in at_rows
+            ]
+            codes, uniques = pd.factorize(
+                pd.Series([v or None for v in raw], dtype=object), use_na_sentinel=True
+            )
             coded[name] = codes.astype(np.int32), [canonical_json(u) for u in uniques]
         else:
             coded[name] = _factorize(at_rows)

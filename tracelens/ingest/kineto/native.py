@@ -61,8 +61,9 @@ def scan_document(payload: bytes) -> tuple[dict[str, Any], dict[str, Any]] | Non
     fields: dict[str, Any] = {}
     if start >= 0:  # an object: its other members, decoded without the (already read) event list
         try:
-            doc = LOOSE_DOCUMENT_DECODER.decode(b"".join((memoryview(payload)[:start], b"[]",
-                                                            memoryview(payload)[end:])))
+            doc = LOOSE_DOCUMENT_DECODER.decode(
+                b"".join((memoryview(payload)[:start], b"[]", memoryview(payload)[end:]))
+            )
         except (*DECODE_ERRORS, msgspec.ValidationError):
             return None
         fields = document_fields(doc)
@@ -70,9 +71,14 @@ def scan_document(payload: bytes) -> tuple[dict[str, Any], dict[str, Any]] | Non
 
 
 def _scanned_columns(scanned: dict[str, Any]) -> dict[str, Any]:
-    counts = {"events": sum(scanned[k] for k in ("complete", "flow", "instant", "metadata", "other_phase")),
-              "flow": scanned["flow"], "instant": scanned["instant"], "metadata": scanned["metadata"],
-              "other_phase": scanned["other_phase"], "lenient_blocks": 0}
+    counts = {
+        "events": sum(scanned[k] for k in ("complete", "flow", "instant", "metadata", "other_phase")),
+        "flow": scanned["flow"],
+        "instant": scanned["instant"],
+        "metadata": scanned["metadata"],
+        "other_phase": scanned["other_phase"],
+        "lenient_blocks": 0,
+    }
     block: dict[str, Any] = {"counts": counts}
     n = scanned["rows"]
     if n == 0:
@@ -94,15 +100,17 @@ def _scanned_columns(scanned: dict[str, Any]) -> dict[str, Any]:
     if missing.any():
         external[missing] = floats[rows[missing], _AT["external_id_old"]]
     block.update({field: floats[at_gpu, _AT[field]] for field in DEVICE_FIELDS})
-    block.update({
-        "kind": kind,
-        "name": used_codes(codes[:, _STRING_AT["name"]], scanned["names"], rows),
-        "external_id": external,
-        "gpu_rows": gpu_rows,
-        "grid": floats[at_gpu, _AT["grid_x"]:_AT["grid_x"] + 3],
-        "block": floats[at_gpu, _AT["block_x"]:_AT["block_x"] + 3],
-        "sync_kind": used_codes(codes[:, _STRING_AT["sync_kind"]], scanned["sync_kinds"], at_gpu),
-    })
+    block.update(
+        {
+            "kind": kind,
+            "name": used_codes(codes[:, _STRING_AT["name"]], scanned["names"], rows),
+            "external_id": external,
+            "gpu_rows": gpu_rows,
+            "grid": floats[at_gpu, _AT["grid_x"] : _AT["grid_x"] + 3],
+            "block": floats[at_gpu, _AT["block_x"] : _AT["block_x"] + 3],
+            "sync_kind": used_codes(codes[:, _STRING_AT["sync_kind"]], scanned["sync_kinds"], at_gpu),
+        }
+    )
     block.update(_op_columns(rows, scanned))
     return block
 
@@ -121,5 +129,6 @@ def _op_columns(rows: np.ndarray, scanned: dict[str, Any]) -> dict[str, Any]:
     for i, name in enumerate(NATIVE_OP_STRINGS):
         found, values = used_codes(codes[:, i], scanned["op_strings"][i], records)
         texts[name] = (found, [canonical_json(v) for v in values] if name in OP_JSON else values)
-    return op_columns(local[records], {name: floats[records, i] for i, name in enumerate(NATIVE_OP_FLOATS)},
-                      texts)
+    return op_columns(
+        local[records], {name: floats[records, i] for i, name in enumerate(NATIVE_OP_FLOATS)}, texts
+    )

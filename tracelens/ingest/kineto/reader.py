@@ -52,8 +52,10 @@ def read(path: Path, **options: Any) -> Trace:
     block_bytes = min(BLOCK_BYTES, max(MIN_BLOCK_BYTES, per_block)) if workers > 1 else BLOCK_BYTES
     columns = Columns(path)
     document: dict[str, Any] = {}
-    with progress_bar(f"reading {path.name}", total=size) as progress, \
-            _BlockDecoder(path, engine, workers) as decoder:
+    with (
+        progress_bar(f"reading {path.name}", total=size) as progress,
+        _BlockDecoder(path, engine, workers) as decoder,
+    ):
         for kind, payload, shift in split_stream(path, progress, block_bytes):
             if kind == "events":
                 for block in decoder.submit(payload, shift):
@@ -82,8 +84,10 @@ def choose_engine(requested: str) -> str:
     if requested not in ("auto", "native", "msgspec"):
         raise ValueError(f"unknown Kineto engine {requested!r} (auto, native or msgspec)")
     if requested == "native" and native.scanner() is None:
-        raise ValueError("the native Kineto scanner was not built (no C compiler at install time): "
-                         "use engine='auto' or 'msgspec'")
+        raise ValueError(
+            "the native Kineto scanner was not built (no C compiler at install time): "
+            "use engine='auto' or 'msgspec'"
+        )
     if requested == "auto":
         return "native" if native.scanner() is not None else "msgspec"
     return requested

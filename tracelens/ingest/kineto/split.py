@@ -22,6 +22,7 @@ _SEPARATOR_SKIP = len(b"\n  },")  # where the next event's text begins
 
 # --- splitting the byte stream into decodable pieces -------------------------------------------------
 
+
 def _blocks(path: Path, progress: Any, block_bytes: int) -> Iterator[bytes]:
     with open(path, "rb") as raw:
         gzipped = raw.read(2) == b"\x1f\x8b"
@@ -50,7 +51,7 @@ def _events_array_start(buf: bytes, path: Path) -> tuple[str, int] | None:
     first = _NOT_SPACE.search(buf)  # not buf.lstrip(): that copies the whole block
     if first is None:
         return None
-    head = buf[first.start():first.start() + 1]
+    head = buf[first.start() : first.start() + 1]
     if head == b"[":
         return "list", first.start() + 1
     if head != b"{":
@@ -59,7 +60,7 @@ def _events_array_start(buf: bytes, path: Path) -> tuple[str, int] | None:
     if key < 0:
         return None
     i = key + len(b'"traceEvents"')
-    rest = buf[i:i + 64].lstrip()
+    rest = buf[i : i + 64].lstrip()
     if not rest or (rest[:1] == b":" and not rest[1:].strip()):
         return None  # the block ends inside `"traceEvents": [`: wait for the next
     if rest[:1] != b":" or rest[1:].lstrip()[:1] != b"[":
@@ -81,18 +82,21 @@ class EventsText:
         self.tail, self.block, self.start, self.stop = tail, block, start, stop
 
     def joined(self) -> bytes:
-        return b"".join((b"[", self.tail, memoryview(self.block)[self.start:self.stop], b"]"))
+        return b"".join((b"[", self.tail, memoryview(self.block)[self.start : self.stop], b"]"))
 
     def pieces(self) -> tuple[bytes | memoryview, ...]:
         """Bare comma-separated event sequences, in order: the event the tail begins (the only bytes
         copied), then the rest of the block in place."""
-        body = memoryview(self.block)[self.start:self.stop]
+        body = memoryview(self.block)[self.start : self.stop]
         if not self.tail:
             return (body,)
         end = self.block.find(_EVENT_SEPARATOR, self.start, self.stop)
         if end < 0:
             return (self.tail + body,)
-        return (self.tail + body[:end - self.start + _SEPARATOR_KEEP], body[end - self.start + _SEPARATOR_SKIP:])
+        return (
+            self.tail + body[: end - self.start + _SEPARATOR_KEEP],
+            body[end - self.start + _SEPARATOR_SKIP :],
+        )
 
 
 def split_stream(path: Path, progress: Any, block_bytes: int) -> Iterator[tuple[str, Any, int]]:
@@ -145,7 +149,7 @@ def split_stream(path: Path, progress: Any, block_bytes: int) -> Iterator[tuple[
             if comma > 0:
                 kineto_layout = False
                 yield "events", EventsText(b"", data, 0, comma), origin + start - len(tail) - 1
-                tail = data[comma + 1:]
+                tail = data[comma + 1 :]
                 continue
             cut_any_layout = len(data) <= tail_limit
         if cut < 0 or (cut == start and not tail):
@@ -153,7 +157,7 @@ def split_stream(path: Path, progress: Any, block_bytes: int) -> Iterator[tuple[
             continue
         # payload[1] is the tail's first byte, which lies len(tail) bytes before block[start]
         yield "events", EventsText(tail, block, start, cut + _SEPARATOR_KEEP), origin + start - len(tail) - 1
-        tail = block[cut + _SEPARATOR_SKIP:]
+        tail = block[cut + _SEPARATOR_SKIP :]
     tail_origin = consumed - len(tail)
     if mode == "object":
         prefix = b'{"traceEvents": ['

@@ -56,8 +56,14 @@ _SYNC_KINDS = {
     "stream wait event": "stream_wait_event",
     "context sync": "context_sync",
 }
-_MEMORY_KINDS = {"pageable": "pageable", "pinned": "pinned", "device": "device", "managed": "managed",
-                 "array": "array", "host": "host"}
+_MEMORY_KINDS = {
+    "pageable": "pageable",
+    "pinned": "pinned",
+    "device": "device",
+    "managed": "managed",
+    "array": "array",
+    "host": "host",
+}
 
 
 class _Interner:
@@ -89,8 +95,15 @@ class Columns:
         self.sync_kinds = _Interner()
         self.op_texts = {name: _Interner() for name in OP_TEXTS}
         self.parts: list[dict[str, np.ndarray]] = []
-        self.counts = {"events": 0, "flow": 0, "instant": 0, "metadata": 0, "other_phase": 0,
-                       "lenient_blocks": 0, "msgspec_blocks": 0}
+        self.counts = {
+            "events": 0,
+            "flow": 0,
+            "instant": 0,
+            "metadata": 0,
+            "other_phase": 0,
+            "lenient_blocks": 0,
+            "msgspec_blocks": 0,
+        }
         self.problem: str | None = None  # the first field of an unexpected type, with an example event
 
     def add(self, block: dict[str, Any]) -> None:
@@ -107,9 +120,12 @@ class Columns:
         self.parts.append(block)
 
     def _no_timed_events(self) -> InputError:
-        return InputError(f"trace has no timed events: none of its {self.counts['events']:,} "
-                          f"event{'' if self.counts['events'] == 1 else 's'} is a complete "
-                          "event (\"ph\": \"X\") with a timestamp", path=self.path)
+        return InputError(
+            f"trace has no timed events: none of its {self.counts['events']:,} "
+            f"event{'' if self.counts['events'] == 1 else 's'} is a complete "
+            'event ("ph": "X") with a timestamp',
+            path=self.path,
+        )
 
     def finish(self, document: dict[str, Any]) -> Trace:
         if not self.parts:
@@ -117,7 +133,9 @@ class Columns:
                 raise InputError("trace has no events", path=self.path)
             raise self._no_timed_events()
         offsets = np.cumsum([0] + [len(p["kind"]) for p in self.parts[:-1]])
-        gpu_rows = np.concatenate([p.pop("gpu_rows") + off for p, off in zip(self.parts, offsets, strict=True)])
+        gpu_rows = np.concatenate(
+            [p.pop("gpu_rows") + off for p, off in zip(self.parts, offsets, strict=True)]
+        )
         op_rows = np.concatenate([p.pop("op_rows") + off for p, off in zip(self.parts, offsets, strict=True)])
         # kind, ts and name decide the row order; the other row columns are then joined and put in that
         # order in one step each (below).
@@ -134,7 +152,9 @@ class Columns:
         step_of_name = np.array([_step_number(n) for n in names] + [math.nan], dtype=np.float64)
         is_driver_name = np.array([bool(_DRIVER_NAME.match(n)) for n in names] + [False])
         host_marker = (kind == KIND_CODE[ANNOTATION]) | (kind == KIND_CODE[CPU_OP])
-        kind = np.where(host_marker & ~np.isnan(step_of_name[name_code]), KIND_CODE[STEP], kind).astype(np.int8)
+        kind = np.where(host_marker & ~np.isnan(step_of_name[name_code]), KIND_CODE[STEP], kind).astype(
+            np.int8
+        )
         kind = np.where((kind == KIND_CODE[RUNTIME]) & is_driver_name[name_code], KIND_CODE[DRIVER], kind)
         kind = kind.astype(np.int8)
         del host_marker
@@ -160,7 +180,9 @@ class Columns:
 
         with executor(min(2, thread_budget())) as pool:
             dur, kineto_pid, kineto_tid, correlation_all, external_id = pool.map(
-                partial(_joined_in_order, parts, order_keep), ("dur", "pid", "tid", "correlation", "external_id"))
+                partial(_joined_in_order, parts, order_keep),
+                ("dur", "pid", "tid", "correlation", "external_id"),
+            )
         duration = np.rint(np.where(placeable(dur), dur, 0.0) * 1000).astype(np.int64)
         del dur
         # Device-side fields stay compact (GPU rows only); `at` is where each lands in the sorted table.
@@ -169,8 +191,10 @@ class Columns:
         at = position[gpu_rows]
         kept_gpu = at >= 0
         at = at[kept_gpu]
-        gpu = {k: np.concatenate([p.pop(k) for p in parts])[kept_gpu]
-               for k in (*DEVICE_FIELDS, "grid", "block", "sync_kind")}
+        gpu = {
+            k: np.concatenate([p.pop(k) for p in parts])[kept_gpu]
+            for k in (*DEVICE_FIELDS, "grid", "block", "sync_kind")
+        }
         # The op fields likewise stay on the few rows that have one.
         at_op = position[op_rows]
         kept_op = at_op >= 0
@@ -206,14 +230,22 @@ class Columns:
         # The host rows' nesting depth and the GPU-only columns are built on two more threads while this one
         # builds the rest (numpy's sorts, casts and copies release the GIL).
         background = executor(min(2, thread_budget()))
-        depth = background.submit(depth_column, NESTED_KIND[kind] & ~np.isnan(tid), pid, tid, rel_start,
-                                  rel_start + np.maximum(duration, 0))
+        depth = background.submit(
+            depth_column,
+            NESTED_KIND[kind] & ~np.isnan(tid),
+            pid,
+            tid,
+            rel_start,
+            rel_start + np.maximum(duration, 0),
+        )
 
         is_memcpy = kind == KIND_CODE[MEMCPY]
         copy_kind, src_kind, dst_kind = _memcpy_kinds(names, name_code, is_memcpy)
         # cuda_sync rows: cuda_sync_kind, or the event name when it is missing (both say the same thing).
-        sync_labels = [_SYNC_KINDS.get(v.strip().lower(), v.strip().lower().replace(" ", "_"))
-                       for v in self.sync_kinds.values]
+        sync_labels = [
+            _SYNC_KINDS.get(v.strip().lower(), v.strip().lower().replace(" ", "_"))
+            for v in self.sync_kinds.values
+        ]
         name_labels = [_SYNC_KINDS.get(n.lower(), n.lower().replace(" ", "_")) for n in names]
         sync_code = np.full(m, -1, dtype=np.int64)
         sync_code[at] = gpu["sync_kind"]
@@ -221,8 +253,11 @@ class Columns:
         sync_text = _dictionary(sync_code, sync_labels + name_labels, kind == KIND_CODE[GPU_SYNC])
         del sync_code
         step = np.where(kind == KIND_CODE[STEP], step_of_name[name_code], np.nan)
-        domain = _dictionary(name_code, ["tracelens" if n.startswith("tracelens/") else None for n in names],
-                             (kind == KIND_CODE[ANNOTATION]) | (kind == KIND_CODE[STEP]))
+        domain = _dictionary(
+            name_code,
+            ["tracelens" if n.startswith("tracelens/") else None for n in names],
+            (kind == KIND_CODE[ANNOTATION]) | (kind == KIND_CODE[STEP]),
+        )
         shared_total = gpu["shared_memory"]
         device_full = np.full(m, np.nan)
         device_full[at] = device_values
@@ -253,18 +288,23 @@ class Columns:
             "registers_per_thread": sparse(gpu["registers"], "registers_per_thread", gpu_is_kernel),
             # Kineto writes only static + dynamic shared memory; the sum is what occupancy needs.
             "static_shared_bytes": sparse(shared_total, "static_shared_bytes", gpu_is_kernel),
-            "dynamic_shared_bytes": sparse(np.where(np.isnan(shared_total), np.nan, 0.0),
-                                           "dynamic_shared_bytes", gpu_is_kernel),
+            "dynamic_shared_bytes": sparse(
+                np.where(np.isnan(shared_total), np.nan, 0.0), "dynamic_shared_bytes", gpu_is_kernel
+            ),
             "step": _to_arrow(step, "step"),
             "depth": depth,
             "reported_occupancy": sparse(gpu["occupancy_pct"] / 100.0, "reported_occupancy", gpu_is_kernel),
-            **{name: background.submit(_sparse_to_arrow, op[name], at_op, m, name) for name in OP_NUMBERS
-               if not np.isnan(op[name]).all()},  # a column without values is left to build_events (nulls)
+            **{
+                name: background.submit(_sparse_to_arrow, op[name], at_op, m, name)
+                for name in OP_NUMBERS
+                if not np.isnan(op[name]).all()
+            },  # a column without values is left to build_events (nulls)
             **{name: _op_text(op[name], at_op, m, self.op_texts[name].values) for name in OP_TEXTS},
         }
         background.shutdown(wait=True)
-        events = build_store({k: v.result() if isinstance(v, Future) else v for k, v in columns.items()},
-                              sort=False)
+        events = build_store(
+            {k: v.result() if isinstance(v, Future) else v for k, v in columns.items()}, sort=False
+        )
         device = device_full
         devices = _device_rows(document.get("deviceProperties"), device, names, name_code, kind)
         info = document.get("distributedInfo")
@@ -274,16 +314,19 @@ class Columns:
             "display_time_unit": document.get("displayTimeUnit"),
             "base_time_ns": int_or_none(document.get("baseTimeNanoseconds")),
             "trace_name": document.get("traceName"),
-            "device_properties": len(properties) if isinstance(properties := document.get("deviceProperties"),
-                                                                  list) else 0,
+            "device_properties": len(properties)
+            if isinstance(properties := document.get("deviceProperties"), list)
+            else 0,
         }
         drops = profiler_drops(kineto_log_lines(document))
         if drops:
             extra["profiler_drops"] = drops
         warnings = []
         if self.counts["lenient_blocks"]:
-            warnings.append("some events had fields of unexpected types; unreadable values were left empty"
-                            + (f" (first: {self.problem})" if self.problem else ""))
+            warnings.append(
+                "some events had fields of unexpected types; unreadable values were left empty"
+                + (f" (first: {self.problem})" if self.problem else "")
+            )
         metadata = TraceMetadata(
             source_format="kineto",
             source_path=str(self.path),
@@ -409,8 +452,9 @@ def _memcpy_kinds(names: list[str], name_code: np.ndarray, is_memcpy: np.ndarray
     return tuple(_dictionary(name_code, v, is_memcpy) for v in (copy, src, dst))
 
 
-def _launch_pid(correlation: np.ndarray, launch_side: np.ndarray, host_pid: np.ndarray,
-                device_side: np.ndarray) -> np.ndarray:
+def _launch_pid(
+    correlation: np.ndarray, launch_side: np.ndarray, host_pid: np.ndarray, device_side: np.ndarray
+) -> np.ndarray:
     """For each row, the pid of the runtime/driver call with the same correlation id (NaN if none)."""
     launches = launch_side & ~np.isnan(correlation) & ~np.isnan(host_pid)
     corr = correlation[launches]
@@ -430,13 +474,16 @@ def _launch_pid(correlation: np.ndarray, launch_side: np.ndarray, host_pid: np.n
 
 def _vendor(device_names: list[str], api_names: list[str]) -> str:
     text = " ".join(device_names).lower()
-    if any(w in text for w in ("amd", "radeon", "instinct", "gfx")) or any(n.startswith("hip") for n in api_names):
+    if any(w in text for w in ("amd", "radeon", "instinct", "gfx")) or any(
+        n.startswith("hip") for n in api_names
+    ):
         return "amd"
     return "nvidia"
 
 
-def _device_rows(properties: Any, device: np.ndarray, names: list[str], name_code: np.ndarray,
-                 kind: np.ndarray) -> pa.Table:
+def _device_rows(
+    properties: Any, device: np.ndarray, names: list[str], name_code: np.ndarray, kind: np.ndarray
+) -> pa.Table:
     """Devices seen in the event table, with deviceProperties where the trace has them."""
     seen = sorted({int(d) for d in np.unique(device[~_unrepresentable(device, np.dtype(np.int32))])})
     listed = properties if isinstance(properties, list) else []
@@ -447,28 +494,38 @@ def _device_rows(properties: Any, device: np.ndarray, names: list[str], name_cod
     rows = []
     for dev in seen:
         p = props.get(dev, {})
-        rows.append({
-            "id": dev,
-            "name": p.get("name"),
-            "vendor": vendor,
-            "sm_count": p.get("numSms"),
-            "compute_major": p.get("computeMajor"),
-            "compute_minor": p.get("computeMinor"),
-            "warp_size": p.get("warpSize"),
-            "max_threads_per_sm": p.get("maxThreadsPerMultiprocessor"),
-            "max_threads_per_block": p.get("maxThreadsPerBlock"),
-            "max_blocks_per_sm": p.get("maxBlocksPerMultiprocessor"),
-            "regs_per_sm": p.get("regsPerMultiprocessor"),
-            "regs_per_block": p.get("regsPerBlock"),
-            "shared_mem_per_sm": p.get("sharedMemPerMultiprocessor", p.get("maxSharedMemoryPerMultiProcessor")),
-            "shared_mem_per_block": p.get("sharedMemPerBlock"),
-            "shared_mem_per_block_optin": p.get("sharedMemPerBlockOptin"),
-            "total_memory_bytes": p.get("totalGlobalMem"),
-            "clock_rate_khz": p.get("clockRate"),
-        })
+        rows.append(
+            {
+                "id": dev,
+                "name": p.get("name"),
+                "vendor": vendor,
+                "sm_count": p.get("numSms"),
+                "compute_major": p.get("computeMajor"),
+                "compute_minor": p.get("computeMinor"),
+                "warp_size": p.get("warpSize"),
+                "max_threads_per_sm": p.get("maxThreadsPerMultiprocessor"),
+                "max_threads_per_block": p.get("maxThreadsPerBlock"),
+                "max_blocks_per_sm": p.get("maxBlocksPerMultiprocessor"),
+                "regs_per_sm": p.get("regsPerMultiprocessor"),
+                "regs_per_block": p.get("regsPerBlock"),
+                "shared_mem_per_sm": p.get(
+                    "sharedMemPerMultiprocessor", p.get("maxSharedMemoryPerMultiProcessor")
+                ),
+                "shared_mem_per_block": p.get("sharedMemPerBlock"),
+                "shared_mem_per_block_optin": p.get("sharedMemPerBlockOptin"),
+                "total_memory_bytes": p.get("totalGlobalMem"),
+                "clock_rate_khz": p.get("clockRate"),
+            }
+        )
     clean = [{k: (v if not isinstance(v, (dict, list)) else None) for k, v in r.items()} for r in rows]
     try:
         return build_devices(clean)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):  # odd property types: ids and names
-        return build_devices([{"id": r["id"], "name": str(r["name"]) if r["name"] else None,
-                               "vendor": vendor} for r in rows])
+    except (
+        pa.ArrowInvalid,
+        pa.ArrowTypeError,
+        TypeError,
+        OverflowError,
+    ):  # odd property types: ids and names
+        return build_devices(
+            [{"id": r["id"], "name": str(r["name"]) if r["name"] else None, "vendor": vendor} for r in rows]
+        )

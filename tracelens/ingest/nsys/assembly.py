@@ -45,14 +45,20 @@ def assemble(parts: list[Part]) -> tuple[int, EventStore]:
     del take, rank
     sentinel = set()
     for name in ("pid", "tid"):  # read by every analysis: -1 in their null slots spares a filled copy
-        if isinstance(columns.get(name), pa.Array) and (marked := with_sentinel_nulls(columns[name])) is not None:
+        if (
+            isinstance(columns.get(name), pa.Array)
+            and (marked := with_sentinel_nulls(columns[name])) is not None
+        ):
             columns[name] = marked
             sentinel.add(name)
-    return origin, EventStore(total, {f.name: columns[f.name] for f in EVENT_SCHEMA if f.name in columns},
-                              frozenset(sentinel))
+    return origin, EventStore(
+        total, {f.name: columns[f.name] for f in EVENT_SCHEMA if f.name in columns}, frozenset(sentinel)
+    )
 
-def _gather_columns(parts: list[Part], columns: dict[str, Any], take: pa.Array, rank: np.ndarray,
-                    total: int) -> None:
+
+def _gather_columns(
+    parts: list[Part], columns: dict[str, Any], take: pa.Array, rank: np.ndarray, total: int
+) -> None:
     """Fill ``columns`` with every event column some part has, in table order.
 
     A column most rows have is gathered whole (``take``); one that only the parts of fewer than half the
@@ -75,7 +81,7 @@ def _gather_columns(parts: list[Part], columns: dict[str, Any], take: pa.Array, 
             if not having:
                 continue
             if 2 * sum(parts[i].n for i in having) < total:
-                positions = np.concatenate([rank[offsets[i]: offsets[i + 1]] for i in having])
+                positions = np.concatenate([rank[offsets[i] : offsets[i + 1]] for i in having])
                 values = _merged_column([parts[i] for i in having], fld, shared_null)
                 in_flight.append((fld.name, pool.submit(_sparse, positions, values)))
             else:
@@ -87,6 +93,7 @@ def _gather_columns(parts: list[Part], columns: dict[str, Any], take: pa.Array, 
                 columns[name] = future.result()
         for name, future in in_flight:
             columns[name] = future.result()
+
 
 def _merged_column(parts: list[Part], fld: pa.Field, shared_null: _SharedNulls) -> pa.ChunkedArray | None:
     """One column over all parts (in part order), or None when no part has it."""
@@ -132,7 +139,7 @@ def host_depth(parts: list[Part]) -> list[pa.Array]:
     del start, end, pid, tid
     out, at = [], 0
     for part in parts:
-        out.append(pa.array(depth[at:at + part.n], pa.int16()))
+        out.append(pa.array(depth[at : at + part.n], pa.int16()))
         at += part.n
     return out
 

@@ -85,8 +85,6 @@ def as_int64(column: pa.ChunkedArray | pa.Array) -> pa.Array:
     return array if array.type == pa.int64() else array.cast(pa.int64())
 
 
-
-
 # How a part stores a column when narrower than the schema: nsys's pid and tid are 24-bit fields of a global
 # id, and there are 14 kinds. The store casts back on the way out (EventStore.column).
 _STORAGE_TYPES = {"kind": pa.dictionary(pa.int8(), pa.string()), "pid": pa.int32(), "tid": pa.int32()}
@@ -116,4 +114,3 @@ class Part:
             if isinstance(values, pa.ChunkedArray):
                 values = values.combine_chunks()
             self.columns[name] = values.cast(typ) if values.type != typ else detach(values)
-

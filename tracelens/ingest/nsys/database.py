@@ -37,8 +37,10 @@ class Database:
             self.conn = sqlite3.connect(self.uri, uri=True, timeout=BUSY_TIMEOUT_S, check_same_thread=False)
             # Text from the export may hold invalid UTF-8: decode with replacement rather than fail.
             self.conn.text_factory = lambda raw: raw.decode("utf-8", "replace")
-            self.tables = {row[0] for row in self.conn.execute(
-                "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
+            self.tables = {
+                row[0]
+                for row in self.conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")
+            }
         except sqlite3.Error as err:
             raise _input_error(err, path) from None
         self._columns: dict[str, list[str]] = {}
@@ -48,7 +50,9 @@ class Database:
 
     def columns(self, table: str) -> list[str]:
         if table not in self._columns:
-            rows = self.small(f"SELECT name FROM pragma_table_info('{table}')") if table in self.tables else []
+            rows = (
+                self.small(f"SELECT name FROM pragma_table_info('{table}')") if table in self.tables else []
+            )
             self._columns[table] = [r[0] for r in rows]
         return self._columns[table]
 
@@ -109,9 +113,9 @@ def _adbc_query(uri: str, sql: str) -> pa.Table:
 def _input_error(err: Exception, path: Path) -> InputError:
     text = str(err)
     if "locked" in text or "busy" in text:
-        return InputError(f"database is locked by another process (waited {BUSY_TIMEOUT_S:g} s): {text}",
-                          path=path)
+        return InputError(
+            f"database is locked by another process (waited {BUSY_TIMEOUT_S:g} s): {text}", path=path
+        )
     if "not a database" in text or "malformed" in text or "disk I/O" in text:
         return InputError(f"corrupt or truncated SQLite database ({text})", path=path)
     return InputError(f"cannot read SQLite database ({text})", path=path)
-

@@ -26,8 +26,9 @@ from .queries import HOST_TABLES, TABLE_NVTX
 Builder = Callable[[list[pa.Table]], Part | None]
 
 
-def fetch_parts(db: Database, queries: dict[str, tuple[str, list[str]]],
-                builders: dict[str, Builder]) -> tuple[list[Part], dict[str, int]]:
+def fetch_parts(
+    db: Database, queries: dict[str, tuple[str, list[str]]], builders: dict[str, Builder]
+) -> tuple[list[Part], dict[str, int]]:
     """Every queried table's part (tables without rows left out; host parts with their ``depth``) and the
     row count of each table."""
     order = sorted(queries, key=lambda name: (name not in HOST_TABLES, name != TABLE_NVTX))
@@ -42,15 +43,20 @@ def fetch_parts(db: Database, queries: dict[str, tuple[str, list[str]]],
 
     def fetch(name: str) -> None:
         try:
-            table = (nvtx_compact(db, *queries[name]) if name == TABLE_NVTX
-                     else db.arrow(*queries[name]).combine_chunks())
+            table = (
+                nvtx_compact(db, *queries[name])
+                if name == TABLE_NVTX
+                else db.arrow(*queries[name]).combine_chunks()
+            )
             arrived.put((name, [table], None))
             del table
         except BaseException as err:  # handed to the reading thread, which raises it
             arrived.put((name, [], err))
 
-    with ThreadPoolExecutor(max_workers=max(2, min(4, os.cpu_count() or 1))) as pool, \
-            ThreadPoolExecutor(max_workers=1) as depth_pool:
+    with (
+        ThreadPoolExecutor(max_workers=max(2, min(4, os.cpu_count() or 1))) as pool,
+        ThreadPoolExecutor(max_workers=1) as depth_pool,
+    ):
         futures = [pool.submit(fetch, name) for name in order]
         try:
             for _ in order:
@@ -61,8 +67,9 @@ def fetch_parts(db: Database, queries: dict[str, tuple[str, list[str]]],
                 built[name] = builders[name](box)  # the part keeps copies of the columns it uses
                 waiting_host.discard(name)
                 if not waiting_host and depth_future is None:
-                    host_parts = [p for n in order
-                                  if n in HOST_TABLES and (p := built.get(n)) is not None and p.n]
+                    host_parts = [
+                        p for n in order if n in HOST_TABLES and (p := built.get(n)) is not None and p.n
+                    ]
                     if host_parts:
                         depth_future = depth_pool.submit(host_depth, host_parts)
         except BaseException:

@@ -42,6 +42,7 @@ def _gpu_common(t: pa.Table) -> dict[str, Any]:
         "pid": decode_pid(t.column("globalPid")),
     }
 
+
 def kernel_rows(t: pa.Table, strings: Strings) -> tuple[Part, dict[str, str]]:
     """CUPTI_ACTIVITY_KIND_KERNEL: the kernels, and their short names by demangled name."""
     name = strings.lookup(t.column("demangledName"))
@@ -56,16 +57,22 @@ def kernel_rows(t: pa.Table, strings: Strings) -> tuple[Part, dict[str, str]]:
         name = np.where(name >= 0, name, fallback).astype(np.int32)
         name, values = strings.placeholders(name, missing_id, values)
     cols = _gpu_common(t)
-    cols.update({
-        "kind": kind_const(t.num_rows, KERNEL),
-        "name": dict_array(name, values),
-        "grid_x": t.column("gridX"), "grid_y": t.column("gridY"), "grid_z": t.column("gridZ"),
-        "block_x": t.column("blockX"), "block_y": t.column("blockY"), "block_z": t.column("blockZ"),
-        "registers_per_thread": t.column("registersPerThread"),
-        "static_shared_bytes": t.column("staticSharedMemory"),
-        "dynamic_shared_bytes": t.column("dynamicSharedMemory"),
-        "graph_id": t.column("graphId"),
-    })
+    cols.update(
+        {
+            "kind": kind_const(t.num_rows, KERNEL),
+            "name": dict_array(name, values),
+            "grid_x": t.column("gridX"),
+            "grid_y": t.column("gridY"),
+            "grid_z": t.column("gridZ"),
+            "block_x": t.column("blockX"),
+            "block_y": t.column("blockY"),
+            "block_z": t.column("blockZ"),
+            "registers_per_thread": t.column("registersPerThread"),
+            "static_shared_bytes": t.column("staticSharedMemory"),
+            "dynamic_shared_bytes": t.column("dynamicSharedMemory"),
+            "graph_id": t.column("graphId"),
+        }
+    )
     # Keep the short names reachable: demangled name -> short name, read at each name's first row.
     first_row = np.full(len(values) + 1, -1, np.int64)
     rows = np.arange(name.size, dtype=np.int64)
@@ -73,9 +80,13 @@ def kernel_rows(t: pa.Table, strings: Strings) -> tuple[Part, dict[str, str]]:
     first_row = first_row[:-1]  # slot -1 collected the unnamed rows
     named = np.flatnonzero(first_row >= 0)
     short = strings.lookup(short_ids.take(pa.array(first_row[named]))) if named.size else named
-    short_names = {values[int(d)].as_py(): strings.values[int(s)].as_py()
-                   for d, s in zip(named, short, strict=True) if s >= 0 and d != s}
+    short_names = {
+        values[int(d)].as_py(): strings.values[int(s)].as_py()
+        for d, s in zip(named, short, strict=True)
+        if s >= 0 and d != s
+    }
     return Part(t.num_rows, cols), short_names
+
 
 def memcpy_rows(t: pa.Table, db: Database) -> Part:
     """CUPTI_ACTIVITY_KIND_MEMCPY: the copies, named ``[CUDA memcpy HtoD]`` etc."""
@@ -84,39 +95,51 @@ def memcpy_rows(t: pa.Table, db: Database) -> Part:
     copy_kind = coded_column(t.column("copyKind"), copy_kinds)
     names = {k: f"[CUDA memcpy {v}]" for k, v in copy_kinds.items() if v}
     cols = _gpu_common(t)
-    cols.update({
-        "kind": kind_const(t.num_rows, MEMCPY),
-        "name": coded_column(t.column("copyKind"), names, default="[CUDA memcpy]"),
-        "bytes": t.column("bytes"),
-        "copy_kind": copy_kind,
-        "src_kind": coded_column(t.column("srcKind"), mem_kinds),
-        "dst_kind": coded_column(t.column("dstKind"), mem_kinds),
-    })
+    cols.update(
+        {
+            "kind": kind_const(t.num_rows, MEMCPY),
+            "name": coded_column(t.column("copyKind"), names, default="[CUDA memcpy]"),
+            "bytes": t.column("bytes"),
+            "copy_kind": copy_kind,
+            "src_kind": coded_column(t.column("srcKind"), mem_kinds),
+            "dst_kind": coded_column(t.column("dstKind"), mem_kinds),
+        }
+    )
     return Part(t.num_rows, cols)
+
 
 def memset_rows(t: pa.Table, db: Database) -> Part:
     """CUPTI_ACTIVITY_KIND_MEMSET: the memsets."""
     cols = _gpu_common(t)
-    cols.update({
-        "kind": kind_const(t.num_rows, MEMSET),
-        "name": const_dict(t.num_rows, "[CUDA memset]", pa.array(["[CUDA memset]"])),
-        "bytes": t.column("bytes"),
-        "dst_kind": coded_column(t.column("memKind"), mem_labels(db)),
-    })
+    cols.update(
+        {
+            "kind": kind_const(t.num_rows, MEMSET),
+            "name": const_dict(t.num_rows, "[CUDA memset]", pa.array(["[CUDA memset]"])),
+            "bytes": t.column("bytes"),
+            "dst_kind": coded_column(t.column("memKind"), mem_labels(db)),
+        }
+    )
     return Part(t.num_rows, cols)
+
 
 def sync_rows(t: pa.Table, db: Database) -> Part:
     """CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: the GPU-side syncs, named ``[CUDA sync stream_sync]`` etc."""
     labels = sync_labels(db)
     sync_kind = coded_column(t.column("syncType"), labels)
     cols = _gpu_common(t)
-    cols.update({
-        "kind": kind_const(t.num_rows, GPU_SYNC),
-        "name": coded_column(t.column("syncType"), {k: f"[CUDA sync {v}]" for k, v in labels.items() if v},
-                              default="[CUDA sync]"),
-        "sync_kind": sync_kind,
-    })
+    cols.update(
+        {
+            "kind": kind_const(t.num_rows, GPU_SYNC),
+            "name": coded_column(
+                t.column("syncType"),
+                {k: f"[CUDA sync {v}]" for k, v in labels.items() if v},
+                default="[CUDA sync]",
+            ),
+            "sync_kind": sync_kind,
+        }
+    )
     return Part(t.num_rows, cols)
+
 
 def runtime_rows(t: pa.Table, strings: Strings) -> Part:
     """CUPTI_ACTIVITY_KIND_RUNTIME: runtime and driver API calls (backtrace repeats dropped)."""
@@ -150,6 +173,7 @@ def runtime_rows(t: pa.Table, strings: Strings) -> Part:
         "correlation_id": detach(t.column("correlationId")),
     }
     return Part(t.num_rows, cols)
+
 
 def host_named_rows(t: pa.Table, strings: Strings, kind: str) -> Part:
     """A host table of named calls (OSRT_API, the overhead tables) as rows of ``kind``."""

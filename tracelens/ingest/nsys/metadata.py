@@ -30,16 +30,26 @@ def export_metadata(db: Database) -> dict[str, str]:
     meta: dict[str, str] = {}
     for table in ("EXPORT_META_DATA", "META_DATA_EXPORT"):
         if table in db.tables and {"name", "value"} <= set(db.columns(table)):
-            meta.update({str(k): str(v) for k, v in db.small(f"SELECT name, value FROM {table}")
-                         if k is not None and v is not None})
+            meta.update(
+                {
+                    str(k): str(v)
+                    for k, v in db.small(f"SELECT name, value FROM {table}")
+                    if k is not None and v is not None
+                }
+            )
     return meta
+
 
 def check_is_nsys(db: Database, meta: dict[str, str], path: Path) -> None:
     """Raise InputError when the database has none of the tables or metadata an nsys export has."""
     known = {"StringIds", TABLE_KERNEL, TABLE_RUNTIME, TABLE_NVTX, TABLE_OSRT, "TARGET_INFO_GPU"}
     if not meta and not (known & db.tables):
-        raise InputError("SQLite database is not an Nsight Systems export (no StringIds, CUPTI_ACTIVITY_KIND_*"
-                         " or NVTX_EVENTS tables, no export metadata)", path=path)
+        raise InputError(
+            "SQLite database is not an Nsight Systems export (no StringIds, CUPTI_ACTIVITY_KIND_*"
+            " or NVTX_EVENTS tables, no export metadata)",
+            path=path,
+        )
+
 
 def schema_version_warning(meta: dict[str, str]) -> str | None:
     """A warning when the export's schema is newer than any this reader knows (None otherwise)."""
@@ -49,43 +59,76 @@ def schema_version_warning(meta: dict[str, str]) -> str | None:
     except ValueError:
         return None
     if major_number > KNOWN_SCHEMA_MAJOR:
-        return (f"export schema {meta.get('EXPORT_SCHEMA_VERSION', major)} is newer than any this tracelens "
-                f"knows (major {KNOWN_SCHEMA_MAJOR}); reading the tables and columns that match")
+        return (
+            f"export schema {meta.get('EXPORT_SCHEMA_VERSION', major)} is newer than any this tracelens "
+            f"knows (major {KNOWN_SCHEMA_MAJOR}); reading the tables and columns that match"
+        )
     return None
+
 
 def devices(db: Database, events: EventStore) -> pa.Table:
     """The device table: TARGET_INFO_GPU, TARGET_INFO_CUDA_DEVICE's SM counts, and every device a row names."""
     rows: dict[int, dict[str, Any]] = {}
     if "TARGET_INFO_GPU" in db.tables:
         have = set(db.columns("TARGET_INFO_GPU"))
-        wanted = ["id", "name", "smCount", "computeMajor", "computeMinor", "threadsPerWarp", "maxWarpsPerSm",
-                  "maxThreadsPerBlock", "maxBlocksPerSm", "maxRegistersPerSm", "maxRegistersPerBlock",
-                  "maxShmemPerSm", "maxShmemPerBlock", "maxShmemPerBlockOptin", "totalMemory",
-                  "memoryBandwidth", "clockRate"]
+        wanted = [
+            "id",
+            "name",
+            "smCount",
+            "computeMajor",
+            "computeMinor",
+            "threadsPerWarp",
+            "maxWarpsPerSm",
+            "maxThreadsPerBlock",
+            "maxBlocksPerSm",
+            "maxRegistersPerSm",
+            "maxRegistersPerBlock",
+            "maxShmemPerSm",
+            "maxShmemPerBlock",
+            "maxShmemPerBlockOptin",
+            "totalMemory",
+            "memoryBandwidth",
+            "clockRate",
+        ]
         if "id" in have:
             sql = ", ".join(f'"{c}"' if c in have else "NULL" for c in wanted)
             for values in db.small(f"SELECT {sql} FROM TARGET_INFO_GPU"):
                 # Cells of another type than nsys writes (a damaged export) are left out.
-                g = {k: v if (isinstance(v, str) if k == "name" else _is_number(v)) else None
-                     for k, v in zip(wanted, values, strict=True)}
+                g = {
+                    k: v if (isinstance(v, str) if k == "name" else _is_number(v)) else None
+                    for k, v in zip(wanted, values, strict=True)
+                }
                 if g["id"] is None:
                     continue
                 warps, warp = g["maxWarpsPerSm"], g["threadsPerWarp"]
                 rows[int(g["id"])] = {
-                    "id": int(g["id"]), "name": g["name"], "vendor": "nvidia", "sm_count": g["smCount"],
-                    "compute_major": g["computeMajor"], "compute_minor": g["computeMinor"], "warp_size": warp,
+                    "id": int(g["id"]),
+                    "name": g["name"],
+                    "vendor": "nvidia",
+                    "sm_count": g["smCount"],
+                    "compute_major": g["computeMajor"],
+                    "compute_minor": g["computeMinor"],
+                    "warp_size": warp,
                     "max_threads_per_sm": warps * warp if warps and warp else None,
-                    "max_threads_per_block": g["maxThreadsPerBlock"], "max_blocks_per_sm": g["maxBlocksPerSm"],
-                    "regs_per_sm": g["maxRegistersPerSm"], "regs_per_block": g["maxRegistersPerBlock"],
-                    "shared_mem_per_sm": g["maxShmemPerSm"], "shared_mem_per_block": g["maxShmemPerBlock"],
+                    "max_threads_per_block": g["maxThreadsPerBlock"],
+                    "max_blocks_per_sm": g["maxBlocksPerSm"],
+                    "regs_per_sm": g["maxRegistersPerSm"],
+                    "regs_per_block": g["maxRegistersPerBlock"],
+                    "shared_mem_per_sm": g["maxShmemPerSm"],
+                    "shared_mem_per_block": g["maxShmemPerBlock"],
                     "shared_mem_per_block_optin": g["maxShmemPerBlockOptin"],
                     "total_memory_bytes": g["totalMemory"],
-                    "memory_bandwidth_bytes_per_s": float(g["memoryBandwidth"]) if g["memoryBandwidth"] else None,
+                    "memory_bandwidth_bytes_per_s": float(g["memoryBandwidth"])
+                    if g["memoryBandwidth"]
+                    else None,
                     "clock_rate_khz": int(g["clockRate"]) // 1000 if g["clockRate"] else None,
                 }
     if "TARGET_INFO_CUDA_DEVICE" in db.tables and {"cudaId", "numMultiprocessors"} <= set(
-            db.columns("TARGET_INFO_CUDA_DEVICE")):
-        for cuda_id, sms in db.small("SELECT DISTINCT cudaId, numMultiprocessors FROM TARGET_INFO_CUDA_DEVICE"):
+        db.columns("TARGET_INFO_CUDA_DEVICE")
+    ):
+        for cuda_id, sms in db.small(
+            "SELECT DISTINCT cudaId, numMultiprocessors FROM TARGET_INFO_CUDA_DEVICE"
+        ):
             if not isinstance(cuda_id, int):
                 continue
             sms = sms if _is_number(sms) else None
@@ -96,21 +139,29 @@ def devices(db: Database, events: EventStore) -> pa.Table:
         rows.setdefault(int(dev), {"id": int(dev), "vendor": "nvidia"})
     return build_devices([rows[k] for k in sorted(rows)])
 
-def detect_framework(strings: Strings, row_counts: dict[str, int], nvtx_names: pa.Array | None,
-                     short_names: dict[str, str], threads: dict[str, str]) -> str:
-    """"pytorch" when NVTX ranges, kernel names or thread names show PyTorch, else "cuda"."""
+
+def detect_framework(
+    strings: Strings,
+    row_counts: dict[str, int],
+    nvtx_names: pa.Array | None,
+    short_names: dict[str, str],
+    threads: dict[str, str],
+) -> str:
+    """ "pytorch" when NVTX ranges, kernel names or thread names show PyTorch, else "cuda"."""
     if nvtx_names is not None and len(nvtx_names):
         if pc.any(pc.starts_with(nvtx_names, "aten::")).as_py():
             return "pytorch"
     kernel_names = list(short_names)
     if row_counts.get(TABLE_KERNEL) and len(strings.values):
         if pc.any(pc.match_substring(strings.values, "at::native::")).as_py() or any(
-                "at::native::" in k for k in kernel_names):
+            "at::native::" in k for k in kernel_names
+        ):
             return "pytorch"
     for name in threads.values():
         if name.startswith("pt_") or "torch" in name.lower():
             return "pytorch"
     return "cuda"
+
 
 def thread_names(db: Database, strings: Strings) -> dict[str, str]:
     """ThreadNames as "pid:tid" -> name."""
@@ -122,12 +173,23 @@ def thread_names(db: Database, strings: Strings) -> dict[str, str]:
                 threads[f"{(gtid >> 24) & MASK24}:{gtid & MASK24}"] = name
     return threads
 
-def extra(db: Database, meta: dict[str, str], row_counts: dict[str, int], events: EventStore,
-          threads: dict[str, str], nvtx_domains: dict[int, str], short_names: dict[str, str]) -> dict[str, Any]:
+
+def extra(
+    db: Database,
+    meta: dict[str, str],
+    row_counts: dict[str, int],
+    events: EventStore,
+    threads: dict[str, str],
+    nvtx_domains: dict[int, str],
+    short_names: dict[str, str],
+) -> dict[str, Any]:
     """``metadata.extra``: export metadata, thread, process and domain names, tables read, nsys's drops."""
     extra: dict[str, Any] = {
-        "nsys_export": {k: v for k, v in meta.items() if k.startswith("EXPORT_") and "PATH" not in k
-                        and k not in ("EXPORT_USER", "EXPORT_HOST")},
+        "nsys_export": {
+            k: v
+            for k, v in meta.items()
+            if k.startswith("EXPORT_") and "PATH" not in k and k not in ("EXPORT_USER", "EXPORT_HOST")
+        },
         "thread_names": threads,
         "nvtx_domains": {str(k): v for k, v in nvtx_domains.items()},
         "kernel_short_names": short_names,
@@ -135,10 +197,14 @@ def extra(db: Database, meta: dict[str, str], row_counts: dict[str, int], events
     }
     if "PROCESSES" in db.tables and {"globalPid", "pid", "name"} <= set(db.columns("PROCESSES")):
         pids = set(events.unique("pid"))
-        extra["process_names"] = {str(pid): name for _, pid, name in db.small(
-            "SELECT globalPid, pid, name FROM PROCESSES") if pid in pids and name}
+        extra["process_names"] = {
+            str(pid): name
+            for _, pid, name in db.small("SELECT globalPid, pid, name FROM PROCESSES")
+            if pid in pids and name
+        }
     if "TARGET_INFO_SESSION_START_TIME" in db.tables and "utcEpochNs" in db.columns(
-            "TARGET_INFO_SESSION_START_TIME"):
+        "TARGET_INFO_SESSION_START_TIME"
+    ):
         row = db.small("SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME LIMIT 1")
         if row and isinstance(row[0][0], int):
             extra["session_start_utc_epoch_ns"] = row[0][0]

@@ -56,11 +56,18 @@ def nvtx_compact(db: Database, sql: str, names: list[str]) -> pa.Table:
     return table.unify_dictionaries()
 
 
-_NVTX_COMPACT_SCHEMA = pa.schema([
-    ("start", pa.int64()), ("end", pa.int64()), ("eventType", pa.int64()), ("pid", pa.int32()),
-    ("tid", pa.int32()), ("text", pa.dictionary(pa.int32(), pa.string())), ("textId", pa.int64()),
-    ("domainId", pa.int64()),
-])
+_NVTX_COMPACT_SCHEMA = pa.schema(
+    [
+        ("start", pa.int64()),
+        ("end", pa.int64()),
+        ("eventType", pa.int64()),
+        ("pid", pa.int32()),
+        ("tid", pa.int32()),
+        ("text", pa.dictionary(pa.int32(), pa.string())),
+        ("textId", pa.int64()),
+        ("domainId", pa.int64()),
+    ]
+)
 
 
 def _compact_nvtx_chunk(t: pa.Table) -> pa.Table:
@@ -69,22 +76,31 @@ def _compact_nvtx_chunk(t: pa.Table) -> pa.Table:
     text_idx, text_values = decode_dictionary(t.column("text"))
     gtid = t.column("globalTid")
     arrays = [
-        detach(as_int64(t.column("start"))), detach(as_int64(t.column("end"))),
-        detach(as_int64(t.column("eventType"))), decode_pid(gtid), decode_tid(gtid),
+        detach(as_int64(t.column("start"))),
+        detach(as_int64(t.column("end"))),
+        detach(as_int64(t.column("eventType"))),
+        decode_pid(gtid),
+        decode_tid(gtid),
         dict_array(text_idx, text_values),
-        detach(as_int64(t.column("textId"))), detach(as_int64(t.column("domainId"))),
+        detach(as_int64(t.column("textId"))),
+        detach(as_int64(t.column("domainId"))),
     ]
     if "binaryData" not in t.column_names:
         return pa.Table.from_arrays(arrays, schema=_NVTX_COMPACT_SCHEMA)
     blobs = t.column("binaryData").combine_chunks().cast(pa.binary())
-    payload = pc.if_else(pc.greater_equal(pc.binary_length(blobs), nvtx_payload.HEADER_BYTES), blobs,
-                         pa.nulls(len(blobs), pa.binary()))
-    return pa.Table.from_arrays(arrays + [detach(payload)],
-                                schema=_NVTX_COMPACT_SCHEMA.append(pa.field("payload", pa.binary())))
+    payload = pc.if_else(
+        pc.greater_equal(pc.binary_length(blobs), nvtx_payload.HEADER_BYTES),
+        blobs,
+        pa.nulls(len(blobs), pa.binary()),
+    )
+    return pa.Table.from_arrays(
+        arrays + [detach(payload)], schema=_NVTX_COMPACT_SCHEMA.append(pa.field("payload", pa.binary()))
+    )
 
 
-def nvtx_rows(box: list[pa.Table], strings: Strings, payload_entries: list[tuple[int, int, str, int, int | None]]
-              ) -> tuple[Part | None, dict[int, str], pa.Array | None]:
+def nvtx_rows(
+    box: list[pa.Table], strings: Strings, payload_entries: list[tuple[int, int, str, int, int | None]]
+) -> tuple[Part | None, dict[int, str], pa.Array | None]:
     """NVTX_EVENTS (compacted by :func:`nvtx_compact`, taken out of ``box``): its ranges as ``annotation`` rows,
     ``tracelens/step#N`` ranges as ``step`` rows, NCCL's payload sizes as message columns. Also returns the
     domain names by id, and the names' dictionary (None when no range is kept)."""
@@ -98,7 +114,11 @@ def nvtx_rows(box: list[pa.Table], strings: Strings, payload_entries: list[tuple
     keep = np.isin(event_type, _NVTX_RANGE_TYPES)
     created = event_type == _NVTX_DOMAIN_CREATE
     del event_type
-    text = columns.pop("text").combine_chunks() if n_all else pa.array([], pa.dictionary(pa.int32(), pa.string()))
+    text = (
+        columns.pop("text").combine_chunks()
+        if n_all
+        else pa.array([], pa.dictionary(pa.int32(), pa.string()))
+    )
     text_idx = text.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int32, copy=False)
     text_values = text.dictionary
     del text
@@ -106,8 +126,9 @@ def nvtx_rows(box: list[pa.Table], strings: Strings, payload_entries: list[tuple
     id_idx = strings.lookup(text_ids)
     # One dictionary for inline text and StringIds text: inline entries first, then StringIds shifted.
     values = pa.concat_arrays([text_values, strings.values])
-    name_idx = np.where(text_idx >= 0, text_idx,
-                        np.where(id_idx >= 0, id_idx + len(text_values), id_idx)).astype(np.int32)
+    name_idx = np.where(
+        text_idx >= 0, text_idx, np.where(id_idx >= 0, id_idx + len(text_values), id_idx)
+    ).astype(np.int32)
     del text_idx, id_idx
     if (name_idx == MISSING).any():  # a textId StringIds lacks, and no inline text
         name_idx, values = strings.placeholders(name_idx, id_numpy(text_ids), values)
@@ -117,8 +138,11 @@ def nvtx_rows(box: list[pa.Table], strings: Strings, payload_entries: list[tuple
 
     domain_ids = int64_numpy(columns.pop("domainId"), fill=-1)
     payload = columns.pop("payload", None)
-    domain_names = {int(d): values[int(i)].as_py() for d, i in zip(domain_ids[created], name_idx[created], strict=True)
-                    if i >= 0 and d > 0}
+    domain_names = {
+        int(d): values[int(i)].as_py()
+        for d, i in zip(domain_ids[created], name_idx[created], strict=True)
+        if i >= 0 and d > 0
+    }
     if not keep.any():
         return None, domain_names, None
     if not keep.all():
@@ -133,7 +157,9 @@ def nvtx_rows(box: list[pa.Table], strings: Strings, payload_entries: list[tuple
     pid, tid = columns.pop("pid").combine_chunks(), columns.pop("tid").combine_chunks()
     # Steps: step marker ranges (tracelens/step#N, ProfilerStep#N) become kind "step" with step = N.
     value_list = values.to_pylist()
-    step_of_value = np.array([-1 if (s := step_number(v or "")) is None else s for v in value_list] + [-1], np.int64)
+    step_of_value = np.array(
+        [-1 if (s := step_number(v or "")) is None else s for v in value_list] + [-1], np.int64
+    )
     step = step_of_value[name_idx]  # index -1 reads the trailing -1
     is_step = step >= 0
     kinds = np.where(is_step, KIND_INDEX[STEP], KIND_INDEX[ANNOTATION])
@@ -149,9 +175,13 @@ def nvtx_rows(box: list[pa.Table], strings: Strings, payload_entries: list[tuple
     for domain, schema, field_name, kind, offset in payload_entries:
         if domain in nccl_ids:
             entries.setdefault(field_name, []).append((schema, offset, kind))
-    messages = (nvtx_payload.nccl_messages(name_idx, value_list, np.isin(domain_ids, nccl_ids),
-                                           payload.combine_chunks(), entries)
-                if payload is not None and entries else None)
+    messages = (
+        nvtx_payload.nccl_messages(
+            name_idx, value_list, np.isin(domain_ids, nccl_ids), payload.combine_chunks(), entries
+        )
+        if payload is not None and entries
+        else None
+    )
     cols = {
         "kind": kind_column(kinds),
         "name": dict_array(name_idx, values),

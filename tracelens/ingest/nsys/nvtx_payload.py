@@ -33,7 +33,9 @@ def _little_endian(data: np.ndarray, at: np.ndarray, width: int) -> np.ndarray:
     return out
 
 
-def payload_field(blobs: pa.Array, entries: Iterable[tuple[int, int | None, int]]) -> tuple[np.ndarray, np.ndarray]:
+def payload_field(
+    blobs: pa.Array, entries: Iterable[tuple[int, int | None, int]]
+) -> tuple[np.ndarray, np.ndarray]:
     """One payload field per blob: (values as uint64, present). ``entries`` = (schema id, offset, entry type) of
     the field in every schema that has it (the ``NVTX_PAYLOAD_SCHEMA_ENTRIES`` rows with its name)."""
     blobs = blobs if pa.types.is_large_binary(blobs.type) else blobs.cast(pa.large_binary())
@@ -41,7 +43,7 @@ def payload_field(blobs: pa.Array, entries: Iterable[tuple[int, int | None, int]
     values, present = np.zeros(n, np.uint64), np.zeros(n, bool)
     if n == 0 or blobs.buffers()[2] is None:
         return values, present
-    offsets = np.frombuffer(blobs.buffers()[1], np.int64)[blobs.offset: blobs.offset + n + 1]
+    offsets = np.frombuffer(blobs.buffers()[1], np.int64)[blobs.offset : blobs.offset + n + 1]
     data = np.frombuffer(blobs.buffers()[2], np.uint8)
     start = offsets[:-1]
     length = np.where(blobs.is_valid().to_numpy(zero_copy_only=False), np.diff(offsets), 0)
@@ -72,8 +74,13 @@ _RECEIVE_SIDE_ONLY = ("ncclReduceScatter", "ncclRecv")
 BYTES_DTYPE = "bytes"
 
 
-def nccl_messages(name_codes: np.ndarray, names: list[str | None], is_nccl: np.ndarray, blobs: pa.Array,
-                  entries: dict[str, list[tuple[int, int | None, int]]]) -> dict[str, pa.Array] | None:
+def nccl_messages(
+    name_codes: np.ndarray,
+    names: list[str | None],
+    is_nccl: np.ndarray,
+    blobs: pa.Array,
+    entries: dict[str, list[tuple[int, int | None, int]]],
+) -> dict[str, pa.Array] | None:
     """The message columns of NVTX ranges from NCCL's payloads (None when no range has a message size).
 
     ``name_codes`` index ``names`` (-1: no name); ``is_nccl``: the range is in NCCL's domain; ``entries``: per
@@ -99,7 +106,8 @@ def nccl_messages(name_codes: np.ndarray, names: list[str | None], is_nccl: np.n
     return {
         "msg_in_elems": pa.array(size.astype(np.int64), pa.int64(), mask=~(has_size & ~receive_only)),
         "msg_out_elems": pa.array(size.astype(np.int64), pa.int64(), mask=~(has_size & ~send_only)),
-        "msg_dtype": pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32), mask=~has_size),
-                                                    pa.array([BYTES_DTYPE])),
+        "msg_dtype": pa.DictionaryArray.from_arrays(
+            pa.array(np.zeros(n, np.int32), mask=~has_size), pa.array([BYTES_DTYPE])
+        ),
         "group_size": pa.array(np.nan_to_num(group).astype(np.int32), pa.int32(), mask=~has_group),
     }

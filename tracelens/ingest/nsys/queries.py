@@ -25,17 +25,33 @@ def payload_schema_entries(db: Database) -> list[tuple[int, int, str, int, int |
     """(domain id, schema id, field name, entry type, offset) of the NVTX payload fields NCCL's message
     columns come from; empty without the table (exports before 2024, or without NCCL)."""
     table = "NVTX_PAYLOAD_SCHEMA_ENTRIES"
-    if table not in db.tables or not {"domainId", "schemaId", "name", "type", "offset"} <= set(db.columns(table)):
+    if table not in db.tables or not {"domainId", "schemaId", "name", "type", "offset"} <= set(
+        db.columns(table)
+    ):
         return []
     names = ", ".join(f"'{n}'" for n in nvtx_payload.PAYLOAD_FIELDS)
-    rows = db.small(f'SELECT DISTINCT domainId, schemaId, name, "type", "offset" FROM {table} '
-                    f"WHERE name IN ({names})")
-    return [r for r in rows if isinstance(r[0], int) and isinstance(r[1], int) and isinstance(r[3], int)
-            and (r[4] is None or isinstance(r[4], int))]
+    rows = db.small(
+        f'SELECT DISTINCT domainId, schemaId, name, "type", "offset" FROM {table} WHERE name IN ({names})'
+    )
+    return [
+        r
+        for r in rows
+        if isinstance(r[0], int)
+        and isinstance(r[1], int)
+        and isinstance(r[3], int)
+        and (r[4] is None or isinstance(r[4], int))
+    ]
 
 
-def _select(db: Database, warnings: list[str], table: str, wanted: Iterable[str], required: Iterable[str],
-            text: Iterable[str] = (), where: str = "") -> tuple[str, list[str]] | None:
+def _select(
+    db: Database,
+    warnings: list[str],
+    table: str,
+    wanted: Iterable[str],
+    required: Iterable[str],
+    text: Iterable[str] = (),
+    where: str = "",
+) -> tuple[str, list[str]] | None:
     """SQL selecting the ``wanted`` columns the table has (NULL for the rest); None without the table."""
     if table not in db.tables:
         return None
@@ -56,32 +72,67 @@ def _select(db: Database, warnings: list[str], table: str, wanted: Iterable[str]
         else:
             exprs.append(f'"{col}"')
         names.append(col)
-    return f"SELECT {', '.join(exprs)} FROM \"{table}\" {where}", names
+    return f'SELECT {", ".join(exprs)} FROM "{table}" {where}', names
 
-def table_queries(db: Database, payload_entries: list[tuple[int, int, str, int, int | None]],
-                  warnings: list[str]) -> dict[str, tuple[str, list[str]]]:
+
+def table_queries(
+    db: Database, payload_entries: list[tuple[int, int, str, int, int | None]], warnings: list[str]
+) -> dict[str, tuple[str, list[str]]]:
     """The SELECT each event table is read with, ``{table: (sql, column names)}`` (tables the export lacks
     are left out; one lacking a required column is left out with a warning)."""
     gpu = ["start", "end", "deviceId", "streamId", "correlationId", "globalPid"]
     specs = {
-        TABLE_KERNEL: _select(db, warnings, TABLE_KERNEL, gpu + [
-            "demangledName", "shortName", "gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ",
-            "registersPerThread", "staticSharedMemory", "dynamicSharedMemory", "graphId"],
-            ["start", "end"]),
-        TABLE_MEMCPY: _select(db, warnings, TABLE_MEMCPY, gpu + ["bytes", "copyKind", "srcKind", "dstKind"],
-                                   ["start", "end"]),
+        TABLE_KERNEL: _select(
+            db,
+            warnings,
+            TABLE_KERNEL,
+            gpu
+            + [
+                "demangledName",
+                "shortName",
+                "gridX",
+                "gridY",
+                "gridZ",
+                "blockX",
+                "blockY",
+                "blockZ",
+                "registersPerThread",
+                "staticSharedMemory",
+                "dynamicSharedMemory",
+                "graphId",
+            ],
+            ["start", "end"],
+        ),
+        TABLE_MEMCPY: _select(
+            db, warnings, TABLE_MEMCPY, gpu + ["bytes", "copyKind", "srcKind", "dstKind"], ["start", "end"]
+        ),
         TABLE_MEMSET: _select(db, warnings, TABLE_MEMSET, gpu + ["bytes", "memKind"], ["start", "end"]),
         TABLE_SYNC: _select(db, warnings, TABLE_SYNC, gpu + ["syncType"], ["start", "end"]),
-        TABLE_RUNTIME: _select(db, warnings, TABLE_RUNTIME, ["start", "end", "eventClass", "globalTid",
-                                                        "correlationId", "nameId"], ["start", "end"]),
+        TABLE_RUNTIME: _select(
+            db,
+            warnings,
+            TABLE_RUNTIME,
+            ["start", "end", "eventClass", "globalTid", "correlationId", "nameId"],
+            ["start", "end"],
+        ),
         # binaryData (NCCL's payloads) only where the export declares the payload fields read from it.
-        TABLE_NVTX: _select(db, warnings, TABLE_NVTX, ["start", "end", "eventType", "globalTid", "text", "textId",
-                                                  "domainId"] + (["binaryData"] if payload_entries else []),
-                                 ["start", "eventType"], text=["text", "binaryData"]),
-        TABLE_OSRT: _select(db, warnings, TABLE_OSRT, ["start", "end", "globalTid", "nameId"], ["start", "end"]),
-        TABLE_PROFILER_OVERHEAD: _select(db, warnings, TABLE_PROFILER_OVERHEAD,
-                                              ["start", "end", "globalTid", "nameId"], ["start", "end"]),
-        TABLE_CUPTI_OVERHEAD: _select(db, warnings, TABLE_CUPTI_OVERHEAD,
-                                           ["start", "end", "globalTid", "nameId"], ["start", "end"]),
+        TABLE_NVTX: _select(
+            db,
+            warnings,
+            TABLE_NVTX,
+            ["start", "end", "eventType", "globalTid", "text", "textId", "domainId"]
+            + (["binaryData"] if payload_entries else []),
+            ["start", "eventType"],
+            text=["text", "binaryData"],
+        ),
+        TABLE_OSRT: _select(
+            db, warnings, TABLE_OSRT, ["start", "end", "globalTid", "nameId"], ["start", "end"]
+        ),
+        TABLE_PROFILER_OVERHEAD: _select(
+            db, warnings, TABLE_PROFILER_OVERHEAD, ["start", "end", "globalTid", "nameId"], ["start", "end"]
+        ),
+        TABLE_CUPTI_OVERHEAD: _select(
+            db, warnings, TABLE_CUPTI_OVERHEAD, ["start", "end", "globalTid", "nameId"], ["start", "end"]
+        ),
     }
     return {name: spec for name, spec in specs.items() if spec is not None}

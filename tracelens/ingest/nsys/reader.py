@@ -79,7 +79,9 @@ class NsysReader:
         except (pa.ArrowException, OverflowError) as err:
             # SQLite types each cell, not each column: a damaged or hand-edited export can hold text or
             # out-of-range numbers where nsys writes integers, which the Arrow conversion refuses.
-            raise InputError(f"a table holds values of an unexpected type or size ({err})", path=self.path) from None
+            raise InputError(
+                f"a table holds values of an unexpected type or size ({err})", path=self.path
+            ) from None
         finally:
             db.close()
 
@@ -109,8 +111,10 @@ class NsysReader:
         parts, row_counts = fetch_parts(db, queries, self._builders(db, strings))
 
         if not any(row_counts.get(t) for t in GPU_TABLES):
-            self.warnings.append("no GPU activity: the export has no CUDA kernel, memcpy or memset rows "
-                                 "(was the CUDA trace enabled?)")
+            self.warnings.append(
+                "no GPU activity: the export has no CUDA kernel, memcpy or memset rows "
+                "(was the CUDA trace enabled?)"
+            )
         missing = strings.missing_summary()
         if missing:  # one warning per file, however many tables and ids
             self.warnings.append(missing)
@@ -119,8 +123,10 @@ class NsysReader:
         origin, events = assemble(parts)
         del parts
         if events.num_rows and np.abs(events.numpy("end_ns")).max() >= MAX_TIME_NS:
-            raise InputError(f"timestamps span more than 2^62 ns ({MAX_TIME_NS / 3.15576e16:.0f} years): "
-                             "a damaged export", path=self.path)
+            raise InputError(
+                f"timestamps span more than 2^62 ns ({MAX_TIME_NS / 3.15576e16:.0f} years): a damaged export",
+                path=self.path,
+            )
         threads = thread_names(db, strings)
         metadata = TraceMetadata(
             source_format="nsys",

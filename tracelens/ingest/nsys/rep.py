@@ -35,8 +35,17 @@ def cache_path(report: Path) -> Path:
 
 
 def export_command(report: Path, output: Path) -> list[str]:
-    return ["nsys", "export", "--type", "sqlite", "--force-overwrite", "true", "--output", str(output),
-            str(report)]
+    return [
+        "nsys",
+        "export",
+        "--type",
+        "sqlite",
+        "--force-overwrite",
+        "true",
+        "--output",
+        str(output),
+        str(report),
+    ]
 
 
 def export_report(report: Path) -> Path:
@@ -50,8 +59,11 @@ def export_report(report: Path) -> Path:
     nsys = shutil.which("nsys")
     manual = shlex.join(["nsys", "export", "--type", "sqlite", "--output", str(cache), str(report)])
     if nsys is None:
-        raise ToolMissingError(f"reading a .nsys-rep needs the Nsight Systems 'nsys' tool, which is not on PATH; "
-                               f"export it yourself with: {manual}  and pass the .sqlite file", path=report)
+        raise ToolMissingError(
+            f"reading a .nsys-rep needs the Nsight Systems 'nsys' tool, which is not on PATH; "
+            f"export it yourself with: {manual}  and pass the .sqlite file",
+            path=report,
+        )
     cache.parent.mkdir(parents=True, exist_ok=True)
     partial = cache.with_name(f"{cache.name}.partial-{os.getpid()}.sqlite")
     command = export_command(report, partial)

@@ -30,7 +30,9 @@ def decode_dictionary(binary: pa.Array) -> tuple[np.ndarray, pa.Array]:
     except pa.ArrowInvalid:
         strings = pa.array([v.decode("utf-8", "replace") for v in values.to_pylist()], pa.string())
     indices = encoded.indices.fill_null(-1).to_numpy().astype(np.int32, copy=False)
-    empty = np.flatnonzero(pc.equal(pc.binary_length(values), 0).fill_null(True).to_numpy(zero_copy_only=False))
+    empty = np.flatnonzero(
+        pc.equal(pc.binary_length(values), 0).fill_null(True).to_numpy(zero_copy_only=False)
+    )
     if empty.size:
         indices = np.where(np.isin(indices, empty), -1, indices).astype(np.int32)
     return dedupe(indices, strings)
@@ -79,8 +81,10 @@ class Strings:
             return cls(np.empty(0, np.int64), np.empty(0, np.int32), pa.array([], pa.string()))
         # nsys declares id INTEGER PRIMARY KEY (never anything else); rows of a hand-edited table whose id is
         # NULL, text, a blob or a real (e.g. beyond int64) are left out, like odd rows of the other lookups.
-        table = db.arrow("SELECT id, ifnull(CAST(value AS BLOB), X'') FROM StringIds WHERE typeof(id) = 'integer'",
-                         ["id", "value"])
+        table = db.arrow(
+            "SELECT id, ifnull(CAST(value AS BLOB), X'') FROM StringIds WHERE typeof(id) = 'integer'",
+            ["id", "value"],
+        )
         if not table.num_rows:
             return cls(np.empty(0, np.int64), np.empty(0, np.int32), pa.array([], pa.string()))
         ids = int64_numpy(table.column("id"))
@@ -116,7 +120,9 @@ class Strings:
             codes[ids.is_null().to_numpy(zero_copy_only=False)] = UNNAMED
         return codes
 
-    def placeholders(self, codes: np.ndarray, ids: np.ndarray, values: pa.Array) -> tuple[np.ndarray, pa.Array]:
+    def placeholders(
+        self, codes: np.ndarray, ids: np.ndarray, values: pa.Array
+    ) -> tuple[np.ndarray, pa.Array]:
         """Name the ``MISSING`` rows of ``codes`` ``<unknown string id N>`` (N from ``ids``, the rows' id
         column as int64): (codes, values) with one placeholder value per distinct missing id appended, and
         the ids recorded for the file's warning. Vectorized: one np.unique and one Arrow string join."""
@@ -125,7 +131,9 @@ class Strings:
             return codes, values
         unique, inverse = np.unique(ids[missing], return_inverse=True)
         self._missing.append((unique, int(missing.sum())))
-        text = pc.binary_join_element_wise(_PLACEHOLDER[0], pa.array(unique).cast(pa.string()), _PLACEHOLDER[1], "")
+        text = pc.binary_join_element_wise(
+            _PLACEHOLDER[0], pa.array(unique).cast(pa.string()), _PLACEHOLDER[1], ""
+        )
         codes = codes.copy()
         codes[missing] = len(values) + inverse.astype(np.int32)
         # A real string equal to a placeholder (never in nsys) would repeat a dictionary value: dedupe maps
@@ -140,13 +148,18 @@ class Strings:
         rows = sum(n for _, n in self._missing)
         shown = ", ".join(str(i) for i in ids[:3]) + (", ..." if ids.size > 3 else "")
         # The count and the placeholder first: the terminal report cuts long warning lines.
-        return (f"{rows:,} row(s) named '{_PLACEHOLDER[0]}N{_PLACEHOLDER[1]}': StringIds lacks their "
-                f"{ids.size:,} string id(s) ({shown})")
+        return (
+            f"{rows:,} row(s) named '{_PLACEHOLDER[0]}N{_PLACEHOLDER[1]}': StringIds lacks their "
+            f"{ids.size:,} string id(s) ({shown})"
+        )
 
     def names(self, ids: pa.Array | pa.ChunkedArray) -> pa.DictionaryArray:
         codes = self.lookup(ids)
-        codes, values = self.placeholders(codes, id_numpy(ids), self.values) if (codes == MISSING).any() else (
-            codes, self.values)
+        codes, values = (
+            self.placeholders(codes, id_numpy(ids), self.values)
+            if (codes == MISSING).any()
+            else (codes, self.values)
+        )
         return dict_array(codes, values)
 
     def api_names(self, ids: pa.Array | pa.ChunkedArray) -> pa.DictionaryArray:
@@ -167,7 +180,7 @@ class Strings:
         """One id's string (None for an id StringIds lacks or an empty string)."""
         if not isinstance(string_id, int) or not self.keys.size:
             return None
-        at = int(np.searchsorted(self.keys, string_id)) if -2**63 <= string_id < 2**63 else self.keys.size
+        at = int(np.searchsorted(self.keys, string_id)) if -(2**63) <= string_id < 2**63 else self.keys.size
         if at == self.keys.size or self.keys[at] != string_id or self.slots[at] < 0:
             return None
         return self.values[int(self.slots[at])].as_py()

@@ -53,7 +53,19 @@ from .schema import protobuf_backend
 from .space import Host
 from .steps import collapse_steps, device_steps, step_from_name
 
-KIND_LABELS = (OTHER, CPU_OP, DRIVER, RUNTIME, PYTHON, STEP, ANNOTATION, KERNEL, MEMCPY, MEMSET, GPU_ANNOTATION)
+KIND_LABELS = (
+    OTHER,
+    CPU_OP,
+    DRIVER,
+    RUNTIME,
+    PYTHON,
+    STEP,
+    ANNOTATION,
+    KERNEL,
+    MEMCPY,
+    MEMSET,
+    GPU_ANNOTATION,
+)
 _KIND_CODE = {k: i for i, k in enumerate(KIND_LABELS)}
 
 
@@ -103,8 +115,11 @@ def _classify(ev: Events) -> _Kinds:
     is_memset_name = np.array([nm.startswith("MEMSET") for nm in upper_names], bool)
     has_memcpy_details = stats.has("memcpy_details")
     has_memset_details = stats.has("memset_details")
-    gpu_kind = np.where(is_memset_name[name_index] | has_memset_details, code[MEMSET],
-                        np.where(is_memcpy_name[name_index] | has_memcpy_details, code[MEMCPY], code[KERNEL]))
+    gpu_kind = np.where(
+        is_memset_name[name_index] | has_memset_details,
+        code[MEMSET],
+        np.where(is_memcpy_name[name_index] | has_memcpy_details, code[MEMCPY], code[KERNEL]),
+    )
     kind[stream_rows] = gpu_kind[stream_rows]
     xla_op_rows = line_kind == LINE_XLA_OPS
     kind[xla_op_rows] = code[GPU_ANNOTATION]
@@ -148,7 +163,13 @@ def _rows(ev: Events, kinds: _Kinds, source: Path) -> _Rows:
     """The events that become rows (not aggregated, not on Steps lines, not step markers), and the step rows:
     host step markers collapsed per (host, step), else the device Steps lines."""
     aggregated, line_kind, kind, step, stream_rows, xla_op_rows = (
-        ev.aggregated, ev.line_kind, kinds.kind, kinds.step, kinds.stream_rows, kinds.xla_op_rows)
+        ev.aggregated,
+        ev.line_kind,
+        kinds.kind,
+        kinds.step,
+        kinds.stream_rows,
+        kinds.xla_op_rows,
+    )
     stats, name_index, names_all = ev.stats, ev.name_index, ev.names
     host_of, start_ns, end_ns = ev.host, ev.start_ns, ev.end_ns
     code = _KIND_CODE
@@ -166,8 +187,12 @@ def _rows(ev: Events, kinds: _Kinds, source: Path) -> _Rows:
         steps = device_steps(device_step_rows, stats, name_index, names_all, host_of, start_ns, end_ns)
         used_device_steps = steps is not None
     if steps is None:
-        steps = {"host": np.empty(0, np.int64), "step": np.empty(0, np.int64),
-                 "start": np.empty(0, np.int64), "end": np.empty(0, np.int64)}
+        steps = {
+            "host": np.empty(0, np.int64),
+            "step": np.empty(0, np.int64),
+            "start": np.empty(0, np.int64),
+            "end": np.empty(0, np.int64),
+        }
 
     rows = np.flatnonzero(keep)
     if rows.size == 0 and steps["step"].size == 0:
@@ -181,8 +206,19 @@ def _rows(ev: Events, kinds: _Kinds, source: Path) -> _Rows:
     end_all = np.maximum(np.concatenate([end_ns[rows], steps["end"]]), start_all)  # as build_store clamps
     order = np.argsort(start_all, kind="stable")
     origin = int(start_all.min()) if start_all.size else 0
-    return _Rows(rows, steps, n_steps, used_device_steps, gpu_rows, is_gpu, is_xla_op, start_all, end_all, order,
-                 origin)
+    return _Rows(
+        rows,
+        steps,
+        n_steps,
+        used_device_steps,
+        gpu_rows,
+        is_gpu,
+        is_xla_op,
+        start_all,
+        end_all,
+        order,
+        origin,
+    )
 
 
 def _timeline_columns(ev: Events, kinds: _Kinds, r: _Rows) -> dict[str, Any]:
@@ -202,15 +238,17 @@ def _timeline_columns(ev: Events, kinds: _Kinds, r: _Rows) -> dict[str, Any]:
     row_names = np.where(xla_op_rows[rows], len(names_all) + name_index[rows], name_index[rows])
     name_codes = np.concatenate([row_names, 2 * len(names_all) + np.arange(n_steps)]).astype(np.int32)
     columns: dict[str, Any] = {
-        "kind": dict_column(ordered(np.concatenate([kind[rows], np.full(n_steps, code[STEP], np.int32)])),
-                             KIND_LABELS),
+        "kind": dict_column(
+            ordered(np.concatenate([kind[rows], np.full(n_steps, code[STEP], np.int32)])), KIND_LABELS
+        ),
         "name": dict_column(ordered(name_codes), labels),
         "start_ns": ordered(start_all) - origin,
         "end_ns": ordered(end_all) - origin,
     }
     pad = np.zeros(n_steps, np.int64)
-    columns["device"] = masked(ordered(np.concatenate([device_of[rows], pad])), ordered(is_gpu | is_xla_op),
-                                pa.int32())
+    columns["device"] = masked(
+        ordered(np.concatenate([device_of[rows], pad])), ordered(is_gpu | is_xla_op), pa.int32()
+    )
     line_ident = ordered(np.concatenate([ident[rows], pad]))  # a GPU row's stream, a host row's thread
     columns["stream"] = masked(line_ident, ordered(is_gpu), pa.int64())
     has_tid = ordered(np.concatenate([~stream_rows[rows] & ~xla_op_rows[rows], np.zeros(n_steps, bool)]))
@@ -220,21 +258,27 @@ def _timeline_columns(ev: Events, kinds: _Kinds, r: _Rows) -> dict[str, Any]:
     # per-row string work on the kind column
     columns["depth"] = depth_column(has_tid, pid, line_ident, columns["start_ns"], columns["end_ns"])
     columns["pid"] = masked(pid, ~ordered(is_xla_op), pa.int64()) if is_xla_op.any() else pid
-    columns["correlation_id"] = masked(ordered(np.concatenate([corr[rows], pad])),
-                                        ordered(np.concatenate([has_corr[rows], np.zeros(n_steps, bool)])),
-                                        pa.int64())
+    columns["correlation_id"] = masked(
+        ordered(np.concatenate([corr[rows], pad])),
+        ordered(np.concatenate([has_corr[rows], np.zeros(n_steps, bool)])),
+        pa.int64(),
+    )
     # XLA op and GPU rows: their event's flops stat, else (XLA op rows) that of their event metadata
     # (docs/formats/xplane.md)
     event_flops = np.where(stream_rows[rows] | xla_op_rows[rows], stats.float_column("flops")[rows], np.nan)
     meta_flops = np.r_[metadata_flops(planes), np.nan]  # the last slot: unknown metadata id
     if xla_op_rows.any() and not np.isnan(meta_flops).all():
-        event_flops = np.where(np.isnan(event_flops) & xla_op_rows[rows], meta_flops[name_index[rows]], event_flops)
+        event_flops = np.where(
+            np.isnan(event_flops) & xla_op_rows[rows], meta_flops[name_index[rows]], event_flops
+        )
     if not np.isnan(event_flops).all():
         flops = np.concatenate([event_flops, np.full(n_steps, np.nan)])
         columns["flops"] = masked(ordered(np.nan_to_num(flops)), ordered(~np.isnan(flops)), pa.float64())
-    columns["step"] = masked(ordered(np.concatenate([np.zeros(rows.size, np.int64), steps["step"]])),
-                              ordered(np.concatenate([np.zeros(rows.size, bool), np.ones(n_steps, bool)])),
-                              pa.int64())
+    columns["step"] = masked(
+        ordered(np.concatenate([np.zeros(rows.size, np.int64), steps["step"]])),
+        ordered(np.concatenate([np.zeros(rows.size, bool), np.ones(n_steps, bool)])),
+        pa.int64(),
+    )
     return columns
 
 
@@ -256,14 +300,19 @@ def _gpu_detail_columns(ev: Events, kinds: _Kinds, r: _Rows, columns: dict[str, 
     for col, values in kernel_cols.items():
         values = np.where(gpu_kinds == code[KERNEL], values, np.nan)
         columns[col] = place(values, placement, EVENT_SCHEMA.field(col).type)
-    copy_details = pc.coalesce(stats.strings("memcpy_details", gpu_rows), stats.strings("memset_details", gpu_rows))
+    copy_details = pc.coalesce(
+        stats.strings("memcpy_details", gpu_rows), stats.strings("memset_details", gpu_rows)
+    )
     copy_kind_by_name = np.array([copy_kind_code(nm) for nm in names_all], dtype=np.int32)
     mem_cols = memcpy_columns(copy_details, copy_kind_by_name[name_index[gpu_rows]])
     is_copy = gpu_kinds == code[MEMCPY]
     is_mem = is_copy | (gpu_kinds == code[MEMSET])
     columns["bytes"] = place(np.where(is_mem, mem_cols["bytes"], np.nan), placement, pa.int64())
-    for col, col_labels in (("copy_kind", COPY_KIND_LABELS), ("src_kind", MEM_KIND_LABELS),
-                            ("dst_kind", MEM_KIND_LABELS)):
+    for col, col_labels in (
+        ("copy_kind", COPY_KIND_LABELS),
+        ("src_kind", MEM_KIND_LABELS),
+        ("dst_kind", MEM_KIND_LABELS),
+    ):
         gpu_codes = np.where(is_copy, mem_cols[col], -1)
         full = np.full(in_rows.size, -1, np.int32)
         sel = in_rows >= 0
@@ -277,15 +326,21 @@ def _gpu_detail_columns(ev: Events, kinds: _Kinds, r: _Rows, columns: dict[str, 
         columns["op"] = dict_column(full, op_labels)
 
 
-def _metadata(hosts: list[Host], ev: Events, kinds: _Kinds, r: _Rows, source: Path, run: str | None) -> TraceMetadata:
+def _metadata(
+    hosts: list[Host], ev: Events, kinds: _Kinds, r: _Rows, source: Path, run: str | None
+) -> TraceMetadata:
     """Framework, clock, warnings and ``metadata.extra`` (hosts, aggregated events, where steps came from)."""
     names_all, name_index, aggregated, have_unix = ev.names, ev.name_index, ev.aggregated, ev.have_unix
     host_rows, origin, used_device_steps, n_steps = kinds.host_rows, r.origin, r.used_device_steps, r.n_steps
-    framework = detect_framework(names_all[i] for i in np.flatnonzero(np.bincount(name_index[host_rows], minlength=1)))
+    framework = detect_framework(
+        names_all[i] for i in np.flatnonzero(np.bincount(name_index[host_rows], minlength=1))
+    )
     warnings: list[str] = []
     if aggregated.any():
-        warnings.append(f"{int(aggregated.sum())} aggregated XEvents (num_occurrences, no timestamp) "
-                        "left off the timeline")
+        warnings.append(
+            f"{int(aggregated.sum())} aggregated XEvents (num_occurrences, no timestamp) "
+            "left off the timeline"
+        )
     if not have_unix and len(hosts) > 1:
         warnings.append("hosts have no Task Environment start time: their clocks are not aligned")
     for host in hosts:
@@ -300,13 +355,24 @@ def _metadata(hosts: list[Host], ev: Events, kinds: _Kinds, r: _Rows, source: Pa
         warnings=warnings,
         extra={
             "run": run,
-            "hosts": [{"file": str(h.path), "hostnames": list(h.space.hostnames), "pid": h.ordinal,
-                       "device_offset": h.device_offset} for h in hosts],
+            "hosts": [
+                {
+                    "file": str(h.path),
+                    "hostnames": list(h.space.hostnames),
+                    "pid": h.ordinal,
+                    "device_offset": h.device_offset,
+                }
+                for h in hosts
+            ],
             "aggregated_events": int(aggregated.sum()),
-            "steps_from": ("device Steps lines" if used_device_steps
-                           else "host step markers" if n_steps else None),
+            "steps_from": (
+                "device Steps lines" if used_device_steps else "host step markers" if n_steps else None
+            ),
             "protobuf_backend": protobuf_backend(),
-            **({"profiler_drops": drops} if (drops := profiler_drops(
-                m for h in hosts for m in (*h.space.errors, *h.space.warnings))) else {}),
+            **(
+                {"profiler_drops": drops}
+                if (drops := profiler_drops(m for h in hosts for m in (*h.space.errors, *h.space.warnings)))
+                else {}
+            ),
         },
     )

@@ -31,7 +31,9 @@ def masked(values: np.ndarray, valid: np.ndarray, typ: pa.DataType) -> pa.Array:
     return pa.array(values, type=typ, mask=~np.asarray(valid, bool))
 
 
-def place(gpu_values: np.ndarray, placement: tuple[np.ndarray, np.ndarray, int], typ: pa.DataType) -> pa.Array:
+def place(
+    gpu_values: np.ndarray, placement: tuple[np.ndarray, np.ndarray, int], typ: pa.DataType
+) -> pa.Array:
     """Per-GPU-row floats (NaN = absent) as a full-length column of ``typ``, null off the GPU rows.
 
     ``placement``: (table rows, the GPU row each takes, table length)."""

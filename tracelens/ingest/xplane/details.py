@@ -14,8 +14,15 @@ from .stats import OP_STATS, StatColumns
 # tf_op of a kernel of an XLA program that no TF op launched (JAX): no TF op, the HLO op names it.
 _NO_TF_OP = ("", "XlaModule:")
 MEM_KIND_LABELS = ("pageable", "pinned", "device", "managed", "array")
-_MEM_KIND = {"pageable": "pageable", "pinned": "pinned", "device": "device", "managed": "managed",
-             "array": "array", "device_static": "device", "managed_static": "managed"}
+_MEM_KIND = {
+    "pageable": "pageable",
+    "pinned": "pinned",
+    "device": "device",
+    "managed": "managed",
+    "array": "array",
+    "device_static": "device",
+    "managed_static": "managed",
+}
 
 
 def gpu_ops(stats: StatColumns, gpu_rows: np.ndarray) -> tuple[np.ndarray, list[str]]:
@@ -26,7 +33,9 @@ def gpu_ops(stats: StatColumns, gpu_rows: np.ndarray) -> tuple[np.ndarray, list[
     if not any(name in stats.string_values for name in OP_STATS):
         return np.full(gpu_rows.size, -1, np.int32), []
     tf_op = stats.strings("tf_op", gpu_rows)
-    tf_op = pc.if_else(pc.is_in(tf_op, pa.array(_NO_TF_OP, pa.string())), pa.nulls(len(tf_op), pa.string()), tf_op)
+    tf_op = pc.if_else(
+        pc.is_in(tf_op, pa.array(_NO_TF_OP, pa.string())), pa.nulls(len(tf_op), pa.string()), tf_op
+    )
     hlo_op = stats.strings("hlo_op", gpu_rows)
     qualified = pc.binary_join_element_wise(stats.strings("hlo_module", gpu_rows), hlo_op, "/")
     op = pc.coalesce(tf_op, stats.strings("level 0", gpu_rows), qualified, hlo_op)
@@ -53,5 +62,9 @@ def memcpy_columns(details: pa.Array, copy_kind: np.ndarray) -> dict[str, Any]:
     codes = {k: MEM_KIND_LABELS.index(v) for k, v in _MEM_KIND.items()}
     src = pc.struct_field(pc.extract_regex(details, r"kind_src:(?P<v>\w+)"), [0])
     dst = pc.struct_field(pc.extract_regex(details, r"kind_dst:(?P<v>\w+)"), [0])
-    return {"bytes": size, "copy_kind": copy_kind, "src_kind": _map_strings(src, codes),
-            "dst_kind": _map_strings(dst, codes)}
+    return {
+        "bytes": size,
+        "copy_kind": copy_kind,
+        "src_kind": _map_strings(src, codes),
+        "dst_kind": _map_strings(dst, codes),
+    }

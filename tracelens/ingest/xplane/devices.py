@@ -17,21 +17,33 @@ def device_rows(hosts: Sequence[Host]) -> list[dict[str, Any]]:
                 continue
             stats = plane_stats(plane)
             vendor_stat = str(stats.get("device_vendor", "")).lower()
-            vendor = "amd" if "amd" in vendor_stat else ("nvidia" if "compute_cap_major" in stats or not vendor_stat
-                                                         else vendor_stat)
+            vendor = (
+                "amd"
+                if "amd" in vendor_stat
+                else ("nvidia" if "compute_cap_major" in stats or not vendor_stat else vendor_stat)
+            )
             major, minor = stats.get("compute_cap_major"), stats.get("compute_cap_minor")
-            name = stats.get("device_name") or stats.get("gpu_device_name") or stats.get("device_type_string") or None
+            name = (
+                stats.get("device_name")
+                or stats.get("gpu_device_name")
+                or stats.get("device_type_string")
+                or None
+            )
             if not name and major is not None:
                 name = f"{vendor.upper()} GPU (compute {major}.{minor}, {stats.get('core_count', '?')} SMs)"
-            rows.append({
-                "id": host.device_offset + gpu,
-                "name": name,
-                "vendor": vendor,
-                "sm_count": int_or_none(stats.get("core_count")),
-                "compute_major": int_or_none(major),
-                "compute_minor": int_or_none(minor),
-                "total_memory_bytes": int_or_none(stats.get("memory_size")),
-                "memory_bandwidth_bytes_per_s": float(stats["memory_bandwidth"]) if "memory_bandwidth" in stats else None,
-                "clock_rate_khz": int_or_none(stats.get("clock_rate")),
-            })
+            rows.append(
+                {
+                    "id": host.device_offset + gpu,
+                    "name": name,
+                    "vendor": vendor,
+                    "sm_count": int_or_none(stats.get("core_count")),
+                    "compute_major": int_or_none(major),
+                    "compute_minor": int_or_none(minor),
+                    "total_memory_bytes": int_or_none(stats.get("memory_size")),
+                    "memory_bandwidth_bytes_per_s": float(stats["memory_bandwidth"])
+                    if "memory_bandwidth" in stats
+                    else None,
+                    "clock_rate_khz": int_or_none(stats.get("clock_rate")),
+                }
+            )
     return rows

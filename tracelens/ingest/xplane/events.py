@@ -58,13 +58,16 @@ def walk_events(hosts: list[Host]) -> Events:
     event_plane = line_plane[event_line] if n else np.empty(0, np.int64)
 
     line_kind = np.asarray(lines.kind, np.int64)[event_line]
-    decoded = wire.walk_events(buf, starts, ends,
-                               wanted_stat_filter(event_plane.astype(np.int64), line_kind, planes))
+    decoded = wire.walk_events(
+        buf, starts, ends, wanted_stat_filter(event_plane.astype(np.int64), line_kind, planes)
+    )
     mid, offset_ps, duration_ps, occurrences = (
-        v.view(np.int64) for v in (decoded.metadata_id, decoded.offset_ps, decoded.duration_ps,
-                                   decoded.num_occurrences))
-    stats = decode_stats(buf, decoded.stat_event, decoded.stat_start, decoded.stat_length, event_plane,
-                          planes, n)
+        v.view(np.int64)
+        for v in (decoded.metadata_id, decoded.offset_ps, decoded.duration_ps, decoded.num_occurrences)
+    )
+    stats = decode_stats(
+        buf, decoded.stat_event, decoded.stat_start, decoded.stat_length, event_plane, planes, n
+    )
     del decoded
 
     # names: (plane, metadata id) -> metadata name
@@ -87,13 +90,26 @@ def walk_events(hosts: list[Host]) -> Events:
 
     aggregated = occurrences > 0  # aggregated events carry a count, not a time: not on the timeline
 
-    return Events(planes=planes, n=n, stats=stats, name_index=name_index, names=names_all, line_kind=line_kind,
-                  start_ns=start_ns, end_ns=end_ns, ident=ident, host=host_of, device=device_of,
-                  aggregated=aggregated, have_unix=have_unix)
+    return Events(
+        planes=planes,
+        n=n,
+        stats=stats,
+        name_index=name_index,
+        names=names_all,
+        line_kind=line_kind,
+        start_ns=start_ns,
+        end_ns=end_ns,
+        ident=ident,
+        host=host_of,
+        device=device_of,
+        aggregated=aggregated,
+        have_unix=have_unix,
+    )
 
 
-def _locate_events(hosts: list[Host], lines: Lines,
-                   counts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+def _locate_events(
+    hosts: list[Host], lines: Lines, counts: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """Every selected line's XEvents as byte ranges of the files' own bytes (one buffer for all hosts).
 
     Planes and lines are few: their fields are walked one by one; the events inside each line are found
@@ -117,7 +133,11 @@ def _locate_events(hosts: list[Host], lines: Lines,
             for p, (s, e) in enumerate(plane_ranges):
                 if (h, p) not in wanted_planes:
                     continue
-                ranges = [(ls, le) for number, wt, ls, le in wire.scalar_fields(data, s, e) if number == 3 and wt == 2]
+                ranges = [
+                    (ls, le)
+                    for number, wt, ls, le in wire.scalar_fields(data, s, e)
+                    if number == 3 and wt == 2
+                ]
                 if len(ranges) != len(host.space.planes[p].lines):
                     return None
                 for i, r in enumerate(ranges):

@@ -16,10 +16,21 @@ STEPS_LINE = "Steps"
 # activity), so that kernels inside an XLA collective op (all-reduce, all-gather, ...) count as collectives.
 XLA_OP_LINES = frozenset({"XLA Ops", "Async XLA Ops"})
 # Lines the profiler derives from the stream lines (ops, modules, name scopes, steps): never GPU activity.
-DERIVED_LINES = frozenset({
-    "TensorFlow Ops", "TensorFlow Name Scope", "XLA Ops", "XLA Modules", "Steps", "Framework Ops",
-    "Framework Name Scope", "Source code", "Launch Stats", "Async XLA Ops", "XLA TraceMe",
-})
+DERIVED_LINES = frozenset(
+    {
+        "TensorFlow Ops",
+        "TensorFlow Name Scope",
+        "XLA Ops",
+        "XLA Modules",
+        "Steps",
+        "Framework Ops",
+        "Framework Name Scope",
+        "Source code",
+        "Launch Stats",
+        "Async XLA Ops",
+        "XLA TraceMe",
+    }
+)
 
 # What a selected line is (Lines.kind).
 LINE_HOST, LINE_STREAM, LINE_STEPS, LINE_XLA_OPS = 0, 1, 2, 3

@@ -24,7 +24,9 @@ def read(path: Path, fmt: str = "xplane", run: str | None = None, **_: Any) -> T
     files, run_name = discover(path, run)
     xplanes = [f for f in files if not f.name.endswith(".trace.json.gz")]
     if fmt == "tf-trace-json" or not xplanes:
-        raise InputError("holds legacy trace.json.gz files, not an XSpace: read it with tracelens.load", path=path)
+        raise InputError(
+            "holds legacy trace.json.gz files, not an XSpace: read it with tracelens.load", path=path
+        )
     return read_files(xplanes, source=path, run=run_name)
 
 

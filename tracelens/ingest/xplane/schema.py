@@ -34,8 +34,12 @@ _XSTAT_FIELDS = [
 ]
 
 
-def _message(file: descriptor_pb2.FileDescriptorProto, name: str, fields: list[tuple[Any, ...]],
-             oneofs: tuple[str, ...] = ()) -> descriptor_pb2.DescriptorProto:
+def _message(
+    file: descriptor_pb2.FileDescriptorProto,
+    name: str,
+    fields: list[tuple[Any, ...]],
+    oneofs: tuple[str, ...] = (),
+) -> descriptor_pb2.DescriptorProto:
     msg = file.message_type.add(name=name)
     for oneof in oneofs:
         msg.oneof_decl.add(name=oneof)
@@ -52,63 +56,94 @@ def _map_entry(parent: descriptor_pb2.DescriptorProto, entry_name: str, value_ty
     entry = parent.nested_type.add(name=entry_name)
     entry.options.map_entry = True
     entry.field.add(name="key", number=1, type=_F.TYPE_INT64, label=_F.LABEL_OPTIONAL)
-    entry.field.add(name="value", number=2, type=_F.TYPE_MESSAGE, label=_F.LABEL_OPTIONAL, type_name=value_type)
+    entry.field.add(
+        name="value", number=2, type=_F.TYPE_MESSAGE, label=_F.LABEL_OPTIONAL, type_name=value_type
+    )
 
 
 def _file(package: str, lite: bool) -> descriptor_pb2.FileDescriptorProto:
-    file = descriptor_pb2.FileDescriptorProto(name=f"{package.replace('.', '/')}/xplane.proto",
-                                              package=package, syntax="proto3")
+    file = descriptor_pb2.FileDescriptorProto(
+        name=f"{package.replace('.', '/')}/xplane.proto", package=package, syntax="proto3"
+    )
     p = f".{package}."
     rep, opt = _F.LABEL_REPEATED, _F.LABEL_OPTIONAL
-    _message(file, "XSpace", [
-        ("planes", 1, _F.TYPE_MESSAGE, rep, p + "XPlane", None),
-        ("errors", 2, _F.TYPE_STRING, rep, None, None),
-        ("warnings", 3, _F.TYPE_STRING, rep, None, None),
-        ("hostnames", 4, _F.TYPE_STRING, rep, None, None),
-    ])
-    plane = _message(file, "XPlane", [
-        ("id", 1, _F.TYPE_INT64, opt, None, None),
-        ("name", 2, _F.TYPE_STRING, opt, None, None),
-        ("lines", 3, _F.TYPE_MESSAGE, rep, p + "XLine", None),
-        ("event_metadata", 4, _F.TYPE_MESSAGE, rep, p + "XPlane.EventMetadataEntry", None),
-        ("stat_metadata", 5, _F.TYPE_MESSAGE, rep, p + "XPlane.StatMetadataEntry", None),
-        ("stats", 6, _F.TYPE_MESSAGE, rep, p + "XStat", None),
-    ])
+    _message(
+        file,
+        "XSpace",
+        [
+            ("planes", 1, _F.TYPE_MESSAGE, rep, p + "XPlane", None),
+            ("errors", 2, _F.TYPE_STRING, rep, None, None),
+            ("warnings", 3, _F.TYPE_STRING, rep, None, None),
+            ("hostnames", 4, _F.TYPE_STRING, rep, None, None),
+        ],
+    )
+    plane = _message(
+        file,
+        "XPlane",
+        [
+            ("id", 1, _F.TYPE_INT64, opt, None, None),
+            ("name", 2, _F.TYPE_STRING, opt, None, None),
+            ("lines", 3, _F.TYPE_MESSAGE, rep, p + "XLine", None),
+            ("event_metadata", 4, _F.TYPE_MESSAGE, rep, p + "XPlane.EventMetadataEntry", None),
+            ("stat_metadata", 5, _F.TYPE_MESSAGE, rep, p + "XPlane.StatMetadataEntry", None),
+            ("stats", 6, _F.TYPE_MESSAGE, rep, p + "XStat", None),
+        ],
+    )
     _map_entry(plane, "EventMetadataEntry", p + "XEventMetadata")
     _map_entry(plane, "StatMetadataEntry", p + "XStatMetadata")
-    events = ("events", 4, _F.TYPE_BYTES, rep, None, None) if lite else \
-        ("events", 4, _F.TYPE_MESSAGE, rep, p + "XEvent", None)
-    _message(file, "XLine", [
-        ("id", 1, _F.TYPE_INT64, opt, None, None),
-        ("display_id", 10, _F.TYPE_INT64, opt, None, None),
-        ("name", 2, _F.TYPE_STRING, opt, None, None),
-        ("display_name", 11, _F.TYPE_STRING, opt, None, None),
-        ("timestamp_ns", 3, _F.TYPE_INT64, opt, None, None),
-        ("duration_ps", 9, _F.TYPE_INT64, opt, None, None),
-        events,
-    ])
+    events = (
+        ("events", 4, _F.TYPE_BYTES, rep, None, None)
+        if lite
+        else ("events", 4, _F.TYPE_MESSAGE, rep, p + "XEvent", None)
+    )
+    _message(
+        file,
+        "XLine",
+        [
+            ("id", 1, _F.TYPE_INT64, opt, None, None),
+            ("display_id", 10, _F.TYPE_INT64, opt, None, None),
+            ("name", 2, _F.TYPE_STRING, opt, None, None),
+            ("display_name", 11, _F.TYPE_STRING, opt, None, None),
+            ("timestamp_ns", 3, _F.TYPE_INT64, opt, None, None),
+            ("duration_ps", 9, _F.TYPE_INT64, opt, None, None),
+            events,
+        ],
+    )
     if not lite:
-        _message(file, "XEvent", [
-            ("metadata_id", 1, _F.TYPE_INT64, opt, None, None),
-            ("offset_ps", 2, _F.TYPE_INT64, opt, None, 0),
-            ("num_occurrences", 5, _F.TYPE_INT64, opt, None, 0),
-            ("duration_ps", 3, _F.TYPE_INT64, opt, None, None),
-            ("stats", 4, _F.TYPE_MESSAGE, rep, p + "XStat", None),
-        ], oneofs=("data",))
+        _message(
+            file,
+            "XEvent",
+            [
+                ("metadata_id", 1, _F.TYPE_INT64, opt, None, None),
+                ("offset_ps", 2, _F.TYPE_INT64, opt, None, 0),
+                ("num_occurrences", 5, _F.TYPE_INT64, opt, None, 0),
+                ("duration_ps", 3, _F.TYPE_INT64, opt, None, None),
+                ("stats", 4, _F.TYPE_MESSAGE, rep, p + "XStat", None),
+            ],
+            oneofs=("data",),
+        )
     _message(file, "XStat", _XSTAT_FIELDS, oneofs=("value",))
-    _message(file, "XEventMetadata", [
-        ("id", 1, _F.TYPE_INT64, opt, None, None),
-        ("name", 2, _F.TYPE_STRING, opt, None, None),
-        ("display_name", 4, _F.TYPE_STRING, opt, None, None),
-        ("metadata", 3, _F.TYPE_BYTES, opt, None, None),
-        ("stats", 5, _F.TYPE_MESSAGE, rep, p + "XStat", None),
-        ("child_id", 6, _F.TYPE_INT64, rep, None, None),
-    ])
-    _message(file, "XStatMetadata", [
-        ("id", 1, _F.TYPE_INT64, opt, None, None),
-        ("name", 2, _F.TYPE_STRING, opt, None, None),
-        ("description", 3, _F.TYPE_STRING, opt, None, None),
-    ])
+    _message(
+        file,
+        "XEventMetadata",
+        [
+            ("id", 1, _F.TYPE_INT64, opt, None, None),
+            ("name", 2, _F.TYPE_STRING, opt, None, None),
+            ("display_name", 4, _F.TYPE_STRING, opt, None, None),
+            ("metadata", 3, _F.TYPE_BYTES, opt, None, None),
+            ("stats", 5, _F.TYPE_MESSAGE, rep, p + "XStat", None),
+            ("child_id", 6, _F.TYPE_INT64, rep, None, None),
+        ],
+    )
+    _message(
+        file,
+        "XStatMetadata",
+        [
+            ("id", 1, _F.TYPE_INT64, opt, None, None),
+            ("name", 2, _F.TYPE_STRING, opt, None, None),
+            ("description", 3, _F.TYPE_STRING, opt, None, None),
+        ],
+    )
     return file
 
 

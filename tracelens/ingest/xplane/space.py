@@ -28,7 +28,9 @@ def parse_xspace(data: bytes | memoryview, path: Path) -> Any:
     try:
         space.ParseFromString(data)
     except (DecodeError, RuntimeError, ValueError):
-        raise InputError("truncated or corrupt protobuf: not a readable XSpace (.xplane.pb)", path=path) from None
+        raise InputError(
+            "truncated or corrupt protobuf: not a readable XSpace (.xplane.pb)", path=path
+        ) from None
     names = [plane.name for plane in space.planes]
     if not any(n.startswith(("/host:", "/device:")) or n == TASK_ENV_PLANE for n in names):
         raise InputError("not a TensorFlow/JAX profiler XSpace (no /host: or /device: planes)", path=path)
@@ -94,8 +96,9 @@ def load_host(file: Path, ordinal: int, device_offset: int) -> tuple[Host, int]:
     if not data:
         raise InputError("file is empty", path=file)
     space = parse_xspace(data, file)
-    host = Host(path=file, ordinal=ordinal, device_offset=device_offset, space=space, data=data,
-                buffer=buffer)
+    host = Host(
+        path=file, ordinal=ordinal, device_offset=device_offset, space=space, data=data, buffer=buffer
+    )
     max_gpu = -1
     for in_space, plane in enumerate(space.planes):
         match = _GPU_PLANE.match(plane.name)

@@ -13,11 +13,33 @@ from .lines import LINE_STEPS, LINE_STREAM, LINE_XLA_OPS
 from .names import lookup, metadata_table
 
 # Stats the reader needs from events (all others are skipped without being decoded).
-_WANTED_STATS = ("correlation_id", "kernel_details", "memcpy_details", "memset_details", "step_num",
-                 "group_id", "step_name", "tf_op", "level 0", "hlo_op", "hlo_module", "flops")
+_WANTED_STATS = (
+    "correlation_id",
+    "kernel_details",
+    "memcpy_details",
+    "memset_details",
+    "step_num",
+    "group_id",
+    "step_name",
+    "tf_op",
+    "level 0",
+    "hlo_op",
+    "hlo_module",
+    "flops",
+)
 _CODE = {name: i for i, name in enumerate(_WANTED_STATS)}
-_STRING_STATS = frozenset({"kernel_details", "memcpy_details", "memset_details", "step_name", "tf_op", "level 0",
-                           "hlo_op", "hlo_module"})
+_STRING_STATS = frozenset(
+    {
+        "kernel_details",
+        "memcpy_details",
+        "memset_details",
+        "step_name",
+        "tf_op",
+        "level 0",
+        "hlo_op",
+        "hlo_module",
+    }
+)
 # The op a GPU op ran for, as the profiler records it on the stream-line event (docs/formats/xplane.md, "The op
 # of each GPU op"):
 # read on stream lines only (TF writes tf_op on host allocation events too).
@@ -107,8 +129,15 @@ def wanted_stat_filter(event_plane: np.ndarray, line_kind: np.ndarray, planes: l
     return keep
 
 
-def decode_stats(buf: np.ndarray, stat_event: np.ndarray, stat_start: np.ndarray, stat_len: np.ndarray,
-                  event_plane: np.ndarray, planes: list[Any], n_events: int) -> StatColumns:
+def decode_stats(
+    buf: np.ndarray,
+    stat_event: np.ndarray,
+    stat_start: np.ndarray,
+    stat_len: np.ndarray,
+    event_plane: np.ndarray,
+    planes: list[Any],
+    n_events: int,
+) -> StatColumns:
     out = StatColumns(n_events)
     if stat_event.size == 0:
         return out
@@ -163,14 +192,21 @@ def decode_stats(buf: np.ndarray, stat_event: np.ndarray, stat_start: np.ndarray
             if is_str.any():
                 idx = sel[is_str]
                 offsets, data = wire.gather_strings(buf, vstart[idx], vlen[idx])
-                parts.append(pa.StringArray.from_buffers(idx.size, pa.py_buffer(offsets.astype(np.int32)),
-                                                         pa.py_buffer(data.tobytes())) if offsets[-1] < 2**31
-                             else pa.LargeStringArray.from_buffers(idx.size, pa.py_buffer(offsets),
-                                                                   pa.py_buffer(data.tobytes())).cast(pa.string()))
+                parts.append(
+                    pa.StringArray.from_buffers(
+                        idx.size, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(data.tobytes())
+                    )
+                    if offsets[-1] < 2**31
+                    else pa.LargeStringArray.from_buffers(
+                        idx.size, pa.py_buffer(offsets), pa.py_buffer(data.tobytes())
+                    ).cast(pa.string())
+                )
                 owners.append(ev[is_str])
             if is_ref.any():
                 idx = sel[is_ref]
-                ref_keys = (s_plane[idx].astype(np.int64) << 32) | (vvalue[idx] & np.uint64(0xFFFFFFFF)).astype(np.int64)
+                ref_keys = (s_plane[idx].astype(np.int64) << 32) | (
+                    vvalue[idx] & np.uint64(0xFFFFFFFF)
+                ).astype(np.int64)
                 pos = lookup(stat_keys, ref_keys)
                 names_idx = np.where(pos >= 0, stat_order[np.maximum(pos, 0)], -1)
                 parts.append(stat_names_arr.take(pa.array(names_idx, mask=names_idx < 0)))

@@ -119,7 +119,9 @@ class Fields:
     length: np.ndarray  # int64
 
 
-def walk(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, keep_fields: tuple[int, ...] | None = None) -> Fields:
+def walk(
+    buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, keep_fields: tuple[int, ...] | None = None
+) -> Fields:
     """Walk the top-level fields of the messages ``buf[starts[i]:ends[i]]``, all messages at once.
 
     ``keep_fields`` limits the returned records to those field numbers (all are still walked).
@@ -174,7 +176,9 @@ def walk(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, keep_fields: tup
 
         keep = np.ones(active.size, dtype=bool) if keep_fields is None else np.isin(field, keep_fields)
         if keep.any():
-            chunks.append((active[keep], field[keep], wire[keep], value[keep], data_start[keep], data_len[keep]))
+            chunks.append(
+                (active[keep], field[keep], wire[keep], value[keep], data_start[keep], data_len[keep])
+            )
         pos[active] = nxt
         active = active[nxt < ends[active]]
     if not chunks:
@@ -184,7 +188,9 @@ def walk(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, keep_fields: tup
     return Fields(*cols)
 
 
-def last_value_per_message(fields: Fields, field_number: int, n_messages: int, missing: int = 0) -> np.ndarray:
+def last_value_per_message(
+    fields: Fields, field_number: int, n_messages: int, missing: int = 0
+) -> np.ndarray:
     """Per message, the value of a singular varint field (protobuf: the last occurrence wins)."""
     out = np.full(n_messages, missing, dtype=np.uint64)
     sel = fields.field == field_number
@@ -229,8 +235,9 @@ _XEVENT_OCCURRENCES_TAG = 0x28  # field 5, varint
 StatFilter = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
 
-def walk_events(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray,
-                stat_filter: StatFilter | None = None) -> Events:
+def walk_events(
+    buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, stat_filter: StatFilter | None = None
+) -> Events:
     """Decode serialized XEvents, specialised for the canonical field order protobuf writers use
     (metadata_id, offset_ps, duration_ps, stats..., num_occurrences; zero fields omitted).
 
@@ -323,6 +330,7 @@ def walk_events(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray,
 
 # ------------------------------------------------------------------ field boundaries in long messages
 
+
 def scalar_fields(data: bytes, start: int, end: int) -> list[tuple[int, int, int, int]]:
     """Top-level fields of ``data[start:end]`` as (field number, wire type, payload start, payload end),
     walked one field at a time in Python: for messages with few fields (an XSpace's planes, an XPlane's
@@ -397,13 +405,16 @@ def _skip_field_any(buf: np.ndarray, pos: np.ndarray) -> np.ndarray:
     sel = np.flatnonzero(wire_type == 2)
     if sel.size:
         ln, after = read_varints(buf, at[sel])
-        nxt[sel] = np.where(ln > np.uint64(1 << 40), -1, after + np.minimum(ln, np.uint64(1 << 40)).astype(np.int64))
+        nxt[sel] = np.where(
+            ln > np.uint64(1 << 40), -1, after + np.minimum(ln, np.uint64(1 << 40)).astype(np.int64)
+        )
     nxt[tag < np.uint64(8)] = -1  # field number 0
     return nxt
 
 
-def field_starts(buf: np.ndarray, data: bytes, starts: np.ndarray, ends: np.ndarray, seed_tag: int,
-                 chunk: int = 1 << 14) -> np.ndarray:
+def field_starts(
+    buf: np.ndarray, data: bytes, starts: np.ndarray, ends: np.ndarray, seed_tag: int, chunk: int = 1 << 14
+) -> np.ndarray:
     """Tag position of every top-level field of the long messages ``buf[starts[i]:ends[i]]``, in order.
 
     Finding where each field starts is a chain (each field's length gives the next tag), so the messages
@@ -470,7 +481,13 @@ def field_starts(buf: np.ndarray, data: bytes, starts: np.ndarray, ends: np.ndar
     # follow the true chain through the chunks (a loop over chunks, not fields)
     marks = np.zeros(vpos.size + 1, np.int64)
     extra: list[int] = []
-    region_l, lo_l, hi_l, exit_l, ptr_l = region.tolist(), lo.tolist(), hi.tolist(), exit_pos.tolist(), ptr.tolist()
+    region_l, lo_l, hi_l, exit_l, ptr_l = (
+        region.tolist(),
+        lo.tolist(),
+        hi.tolist(),
+        exit_pos.tolist(),
+        ptr.tolist(),
+    )
     entry_l, on_chain_l, at_l = entry.tolist(), on_chain.tolist(), at.tolist()
     ends_l = ends.tolist()
     e = -1
