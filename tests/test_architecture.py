@@ -372,3 +372,23 @@ def test_a_long_module_says_why_in_its_docstring() -> None:
     assert not unexplained, (
         f"modules over {LONG_MODULE_LINES} lines with no reason in their docstring: {unexplained}"
     )
+
+
+def test_analyses_leave_the_trace_as_it_was() -> None:
+    """Analyses are functions of the trace: running every section adds nothing to the Trace object (the shared
+    derived values live beside it, keyed by identity, and go when the trace goes)."""
+    import gc
+
+    import tracelens
+    from tracelens.analyses import columns
+
+    trace = tracelens.load(ROOT / "fixtures" / "demo.pt.trace.json.gz")
+    before = set(vars(trace))
+    tracelens.analyze(trace)
+    added = set(vars(trace)) - before
+    assert added <= {"events"}, added  # the Arrow table, built on demand
+    key = id(trace)
+    assert key in columns._DERIVED
+    del trace
+    gc.collect()
+    assert key not in columns._DERIVED

@@ -7,9 +7,10 @@ one busy-union merge instead of each converting the table again.
 from __future__ import annotations
 
 import sys
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import numpy as np
 import pandas as pd
@@ -23,12 +24,20 @@ from ..values import dense_codes
 T = TypeVar("T")
 
 
+# Derived values the sections share (joins, unions), per trace: kept beside the trace, keyed by its identity and
+# dropped when it is collected, so analyses stay functions of the trace and never write to it.
+_DERIVED: dict[int, dict[str, Any]] = {}
+
+
 def memo(trace: Trace, key: str, compute: Callable[[], T]) -> T:
-    """Cache a derived value on the trace object (sections share joins and unions; the trace is unchanged)."""
-    store = trace.__dict__.setdefault("_tracelens_analysis_cache", {})
+    """``compute()`` once per trace and key: a derived value the sections share (the trace is not touched)."""
+    store = _DERIVED.get(id(trace))
+    if store is None:
+        store = _DERIVED[id(trace)] = {}
+        weakref.finalize(trace, _DERIVED.pop, id(trace), None)
     if key not in store:
         store[key] = compute()
-    return store[key]
+    return cast(T, store[key])
 
 
 class Table:
