@@ -1,10 +1,13 @@
-"""Before/after pairs recorded on one GPU by fixtures/gpu/record_pairs.py (H200, torch 2.11): the same model work
-with and without one cause. The what-if replay of each "before" trace predicts the "after" step time; the
-after-trace and the CUDA events recorded in the same runs (pairs.facts.json) are the measurement."""
+"""Before/after pairs recorded on one GPU by fixtures/gpu/record_pairs.py (torch 2.11): the same model work with
+and without one cause, on an H200 (fixtures/gpu/pairs, what the replay's models were written against) and on an
+H100 (fixtures/gpu/pairs_h100, recorded afterwards: held out). The what-if replay of each "before" trace predicts
+the "after" step time; the after-trace and the CUDA events recorded in the same runs (pairs.facts.json) are the
+measurement."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -12,7 +15,7 @@ import tracelens
 from tests.conftest import FIXTURES
 from tracelens.analyses.whatif import whatif
 
-PAIRS = FIXTURES / "gpu" / "pairs"
+RECORDINGS = {"h200": FIXTURES / "gpu" / "pairs", "h100": FIXTURES / "gpu" / "pairs_h100"}
 CAUSE = {
     "input": "input_pipeline",
     "launch": "host_launch_overhead",
@@ -26,11 +29,9 @@ CAUSE = {
 # predicted 2.9% fast (the SM-fill model before it, 2.1x, was 17% slow).
 TOLERANCE = {"input": 0.15, "launch": 0.15, "sync": 0.15, "memcpy": 0.15, "occupancy": 0.15}
 
-pytestmark = pytest.mark.skipif(not (PAIRS / "pairs.facts.json").exists(), reason="pairs not recorded")
 
-
-def _facts() -> dict:
-    return json.loads((PAIRS / "pairs.facts.json").read_text())["pairs"]
+def _facts(pairs: Path) -> dict:
+    return json.loads((pairs / "pairs.facts.json").read_text())["pairs"]
 
 
 def _steady_ms(entry: dict) -> float:
@@ -39,19 +40,25 @@ def _steady_ms(entry: dict) -> float:
     return sum(steps) / len(steps)
 
 
+@pytest.mark.parametrize("gpu", sorted(RECORDINGS))
 @pytest.mark.parametrize("name", sorted(CAUSE))
-def test_step_time_matches_cuda_events(name: str) -> None:
+def test_step_time_matches_cuda_events(name: str, gpu: str) -> None:
+    pairs = RECORDINGS[gpu]
     # tracelens's step time on each trace against the CUDA events the recording script took in the same run
     for variant in ("before", "after"):
-        error = whatif(tracelens.load(PAIRS / f"{name}_{variant}.pt.trace.json.gz"))["replay_error"]
-        assert error["recorded_step_ns"] / 1e6 == pytest.approx(_steady_ms(_facts()[name][variant]), rel=0.01)
+        error = whatif(tracelens.load(pairs / f"{name}_{variant}.pt.trace.json.gz"))["replay_error"]
+        assert error["recorded_step_ns"] / 1e6 == pytest.approx(
+            _steady_ms(_facts(pairs)[name][variant]), rel=0.01
+        )
         assert abs(error["span_error"]) < 0.001
 
 
+@pytest.mark.parametrize("gpu", sorted(RECORDINGS))
 @pytest.mark.parametrize("name", sorted(CAUSE))
-def test_prediction_within_tolerance(name: str) -> None:
-    before = whatif(tracelens.load(PAIRS / f"{name}_before.pt.trace.json.gz"))
-    after = whatif(tracelens.load(PAIRS / f"{name}_after.pt.trace.json.gz"))
+def test_prediction_within_tolerance(name: str, gpu: str) -> None:
+    pairs = RECORDINGS[gpu]
+    before = whatif(tracelens.load(pairs / f"{name}_before.pt.trace.json.gz"))
+    after = whatif(tracelens.load(pairs / f"{name}_after.pt.trace.json.gz"))
     remedy = {r["cause"]: r for r in before["remedies"]}[CAUSE[name]]
     measured = after["replay_error"]["recorded_step_ns"]
     assert remedy["predicted_step_ns"] == pytest.approx(measured, rel=TOLERANCE[name])

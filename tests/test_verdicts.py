@@ -238,6 +238,22 @@ FIXTURE_VERDICTS = {
         "A 64-row cumsum: a 64-block scan on 132 SMs beside two matrix products.",
     ),
     "gpu/pairs/occupancy_after.pt.trace.json.gz": ("none", "The same floats as 16,384 rows: 512 blocks."),
+    # The same pairs recorded on an H100 after the replay's models were written against the H200 ones (held out).
+    **{
+        f"gpu/pairs_h100/{name}": verdict
+        for name, verdict in (
+            ("input_before.pt.trace.json.gz", ("input_pipeline", "As on the H200.")),
+            ("input_after.pt.trace.json.gz", ("none", "As on the H200.")),
+            ("launch_before.pt.trace.json.gz", ("host_launch_overhead", "As on the H200.")),
+            ("launch_after.pt.trace.json.gz", ("low_occupancy", "As on the H200.")),
+            ("sync_before.pt.trace.json.gz", ("synchronization", "As on the H200.")),
+            ("sync_after.pt.trace.json.gz", ("none", "As on the H200.")),
+            ("memcpy_before.pt.trace.json.gz", ("memcpy", "As on the H200.")),
+            ("memcpy_after.pt.trace.json.gz", ("memcpy", "As on the H200.")),
+            ("occupancy_before.pt.trace.json.gz", ("low_occupancy", "As on the H200.")),
+            ("occupancy_after.pt.trace.json.gz", ("none", "As on the H200.")),
+        )
+    },
 }
 
 # Hand-built causes (fixtures/causes/, derivations in make_causes.py; lost times in tests/test_diagnosis.py).
