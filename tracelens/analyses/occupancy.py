@@ -68,13 +68,6 @@ class _KernelOccupancy(KernelOccupancy):
         return fill
 
 
-def kernel_sm_fill(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
-    """(kernel event rows, each launch's SM fill as :meth:`_KernelOccupancy.sm_fill` defines it): what the
-    what-if replay scales an under-filled kernel's time by."""
-    occ = _KernelOccupancy(trace)
-    return occ.rows, occ.sm_fill()
-
-
 def empty_sm_ns(starts: np.ndarray, ends: np.ndarray, fill: np.ndarray) -> float:
     """Integral over the instants at least one launch runs of 1 - min(1, sum of the running launches' fill).
 
