@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.test_report_golden import core_doc, golden_trace
+from tracelens import load
 from tracelens.analyses import analyze
 from tracelens.cli import main
 from tracelens.report import terminal
@@ -91,3 +92,22 @@ def test_cli_analyze_terminal_exit_code(tmp_path, capsys: pytest.CaptureFixture)
     assert main(["analyze", str(path), "-o", str(out_md), "--png"]) == 0
     assert (tmp_path / "a.utilization.png").exists()
     assert "](a.utilization.png)" in out_md.read_text()
+
+
+def test_a_cause_ranked_low_by_the_replay_still_gets_its_line() -> None:
+    """The shared rank-0 NCCL trace: exposed collectives lose 6% of the span, but the replay gains nothing from
+    overlapping them (the critical path is on the host), so communication ranks last, after four smaller causes.
+    The summary still lists it: a later cause with at least 1% of the span gets an "also" line."""
+    from tests.conftest import shared_traces
+    from tracelens.report.terminal import ALSO_LISTED, ALSO_MIN_SHARE
+
+    paths = shared_traces("pytorch", "a100_nccl_2rank_rank0_2024.json.gz")
+    if not paths:
+        pytest.skip("../shared/traces not present")
+    doc = analyze(load(paths[0]))
+    causes = doc["diagnosis"]["causes"]
+    late = [c for c in causes[1 + ALSO_LISTED :] if c["share"] >= ALSO_MIN_SHARE]
+    assert [c["cause"] for c in late] == ["communication"]
+    text = terminal.render(doc, width=160)
+    assert "also: communication 39.6 ms (6.0%)" in text
+    assert text.count("also: ") == ALSO_LISTED + 1

@@ -171,7 +171,10 @@ def _diagnosis(doc: Document, console: Console) -> None:
         print_text(console, sentence(primary, diagnosis), indent="  ")
         if primary.get("fix"):
             print_text(console, f"fix: {_plain(primary['fix'])}", style="cyan", indent="  ")
-    for c in other_causes(diagnosis, primary)[:4]:
+    others = other_causes(diagnosis, primary)
+    for c in others[:ALSO_LISTED] + [
+        c for c in others[ALSO_LISTED:] if (c.get("share") or 0) >= ALSO_MIN_SHARE
+    ]:
         print_text(
             console,
             f"also: {c.get('cause')} {fmt_ns(c.get('lost_ns'))} ({fmt_pct(c.get('share'))}): "
@@ -180,6 +183,13 @@ def _diagnosis(doc: Document, console: Console) -> None:
         )
     for caveat in caveats(diagnosis):
         print_text(console, f"caveat: {caveat}", style="yellow", indent="  ")
+
+
+# The causes after the primary the summary lists: the first ALSO_LISTED in rank order, and any later one that still
+# lost ALSO_MIN_SHARE of the span (the replay can rank a cause low, e.g. exposed collectives on a trace whose
+# critical path is on the host, but its idle time is still worth a line; the markdown report lists them all).
+ALSO_LISTED = 4
+ALSO_MIN_SHARE = 0.01
 
 
 def _devices(doc: Document, console: Console) -> None:
