@@ -88,16 +88,12 @@ def whatif(trace: Trace) -> dict[str, Any]:
         out = ctx.outcome(changed)
         gain = base.span_ns - out.span_ns
         step = None
-        # A step read where its work ends: when the remedied replay ends the last step's work before the first
-        # step's (a short window whose first step holds the removed work), there is no step time to predict.
-        if (
-            recorded.step_ns is not None
-            and base.step_ns is not None
-            and out.step_ns is not None
-            and out.step_ns > 0
-            and recorded.step_ns - (base.step_ns - out.step_ns) > 0
-        ):
+        if recorded.step_ns is not None and base.step_ns is not None and out.step_ns is not None:
             step = recorded.step_ns - (base.step_ns - out.step_ns)
+            # A step read where its work ends: when the remedied replay ends the last step's work before the
+            # first step's (a short window whose first step holds the removed work), there is no step to predict.
+            if out.step_ns <= 0 or step <= 0:
+                step = None
         remedies.append(
             {
                 "cause": cause,
