@@ -355,8 +355,9 @@ def test_replay_error_on_fixtures(path: Path) -> None:
 def test_replay_error_on_shared_traces(path: Path) -> None:
     error = whatif(tracelens.load(path))["replay_error"]
     assert abs(error["span_error"]) < 0.02
-    if error["gpu_ops"] >= 20:  # the 3-op RTX 3080 export: one op's latency is 7% of its span
-        assert abs(error["model_span_error"]) < 0.02
+    assert abs(error["model_span_error"]) < 0.02
+    if error["steps"]:
+        assert abs(error["model_step_error"]) < 0.02
 
 
 def test_a_recorded_stream_sync_waits_for_its_stream_only() -> None:

@@ -9,8 +9,8 @@ Rules (docs/analyses.md, "startup"), each a reason code on the rows it flags:
     name        one-time by name wherever it appears: context/module/library set-up calls
                 (names.ONE_TIME_API_PATTERN); compile/autotune words in op, range and API names
                 (names.COMPILE_WORDS); user ranges and steps named warm-up; nsys module-loading overhead rows
-    long_launch a kernel-launch call lasting >= LONG_LAUNCH_NS during which its GPU was idle for at least
-                half the call: enqueueing takes microseconds, so milliseconds on an idle GPU mean the driver
+    long_launch a kernel-launch call lasting >= LONG_LAUNCH_NS during which its GPU was idle (in a gap, or
+                before its first op) for at least half the call: enqueueing takes microseconds, so milliseconds on an idle GPU mean the driver
                 loaded or JIT-compiled the kernel's module on first use (a call blocked on a full launch
                 queue also lasts milliseconds, but its GPU is busy)
     first_call  the first instance of a framework op name (or of an input-wait range, e.g. the DataLoader's
@@ -115,6 +115,8 @@ def _long_launches(trace: Trace) -> np.ndarray:
         on = long[long["device"] == device]
         start, end = on["launch_start"], on["launch_end"]
         idle = intervals.overlap_with_union(start, end, busy.gap_starts, busy.gap_ends)
+        # before its first op the GPU is idle too (the first launch of a program, loading its module)
+        idle = idle + np.clip(np.minimum(end, busy.first_start_ns) - start, 0, None)
         found.append(on["launch_row"][2 * idle >= end - start])
     return np.unique(np.concatenate(found)) if found else np.empty(0, np.int64)
 

@@ -56,6 +56,9 @@ class Context:
         self.graph = build(trace)
         g = self.graph
         self.is_host = (g.kind == HOST_START) | (g.kind == HOST_END)
+        self.is_marker = np.zeros(g.size, bool)  # the points of step markers (zero-length, not work)
+        self.is_marker[g.call_start[g.call_is_marker]] = True
+        self.is_marker[g.call_end[g.call_is_marker]] = True
         windows = step_windows(trace)
         self.windows = windows
         self.step_of = np.full(g.size, -1, np.int64)
@@ -83,9 +86,12 @@ class Context:
         step, from its start (its marker's point, else its first host point keeping its recorded lead) to its
         work's end."""
         in_step = self.step_of >= 0
-        if not in_step.any():
+        # a step holding nothing but its marker (the profiler stopped as it began) has no work to end: its
+        # marker's time would read the host gap after the previous step's work as a period
+        worked = in_step & ~self.is_marker
+        if not worked.any():
             return None, 0
-        steps = np.unique(self.step_of[in_step])
+        steps = np.unique(self.step_of[worked])
         first, last = int(steps[0]), int(steps[-1])
         end_last = t[self.step_of == last].max()
         if last > first:
