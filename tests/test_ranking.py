@@ -116,6 +116,7 @@ def test_causes_ranked_by_lost_time_say_why(cause, evidence, whatif, span, reaso
     out = ranking.with_gain(_finding(cause, 4_000_000, evidence), BY_NAME[cause], whatif, span)
     assert out["gain_reason"] == reason
     assert out["rank_ns"] == (4_000_000 if reason else 0)
+    assert out["rank_basis"] == ("estimated" if reason else "predicted")
     if reason == "one_time":  # its prediction is reported, over the span (one-time work is outside the steps)
         assert (out["gain_basis"], out["predicted_gain_ns"], out["predicted_step_ns"]) == (
             "span",
@@ -224,13 +225,145 @@ def test_memcpy_floor_is_not_ranked_by_the_pinning_model():
 def test_no_replay_figure_for_a_cause_ranked_by_its_lost_time() -> None:
     """Start-up (one_time) and copies whose fix the replay does not model (other_remedy) are ranked by lost time:
     their sentence gives no replay gain, which would contradict it (MI250: 74% lost, the replay's 9% misses the
-    one-time work inside API calls)."""
+    one-time work inside API calls), and says they are not predicted and why."""
     from tracelens.report.findings import gain_clause
 
     diagnosis = {"span_ns": 1000}
     cause = {"cause": "startup", "predicted_gain_ns": 90, "gain_basis": "span", "gain_reason": "one_time"}
-    assert gain_clause(cause, diagnosis) is None
-    assert gain_clause({**cause, "gain_reason": "other_remedy"}, diagnosis) is None
+    assert gain_clause(cause, diagnosis) == (
+        "Not predicted (profiling after warm-up removes exactly that one-time time): ranked by its lost time."
+    )
+    assert gain_clause({**cause, "gain_reason": "other_remedy"}, diagnosis) == (
+        "Not predicted (its fix is not the one the replay models): ranked by its lost time."
+    )
     assert (
         gain_clause({**cause, "gain_reason": None}, diagnosis) == "Replay: fixing it saves 9.0% of the span."
+    )
+    # primary-only verdicts (none, incomplete_trace) carry no ranking: no clause
+    assert gain_clause({"cause": "none", **ranking.NO_GAIN}, diagnosis) is None
+
+
+# ------------------------------------------------------------------------------ predicted vs estimated, by hand
+
+# One trace (times in ns, H200: 132 SMs, 4 blocks of 512 threads per SM = 528 block slots) where a cause whose fix
+# the replay applies gains nothing and a cause whose fix the replay cannot apply both occur:
+#   L1 cudaLaunchKernel [0, 5_000] -> K1 my_scan_kernel, 2 blocks of 512 threads, [10_000, 1_010_000]
+#   aten::my_host_work [5_000, 3_000_000]: the host's own work (framework code)
+#   L2 cudaMemcpyAsync [3_000_000, 3_005_000] -> C pinned HtoD copy, 40 MB, [3_010_000, 3_410_000]
+#   S cudaDeviceSynchronize [3_006_000, 3_412_000]: waits for C
+# - low_occupancy: K1 leaves 130 of 132 SMs empty for 1 ms: lost 1_000_000 x 130 / 132 = 984_848. Its remedy
+#   runs K1 at full fill (1_000_000 x 2 / 528 = 3_788 ns), but nothing waits for K1 before the host's 2.995 ms of
+#   work ends: the replayed span is unchanged, gain 0. Predicted: ranked at 0, below every other cause.
+# - memcpy: C runs with no kernel beside it for 400_000 ns (its lost time), but it is pinned and asynchronous
+#   already: the memcpy remedy (pinned, asynchronous copies) finds nothing to change, no whatif.remedies entry.
+#   Estimated: ranked by its 400_000 lost, above low_occupancy though it lost less.
+PREDICTED_VS_ESTIMATED_ROWS: list[dict[str, Any]] = [
+    {
+        "kind": "runtime",
+        "name": "cudaLaunchKernel",
+        "start_ns": 0,
+        "end_ns": 5_000,
+        "pid": 1,
+        "tid": 1,
+        "correlation_id": 1,
+    },
+    {
+        "kind": "kernel",
+        "name": "my_scan_kernel",
+        "start_ns": 10_000,
+        "end_ns": 1_010_000,
+        "device": 0,
+        "stream": 7,
+        "pid": 0,
+        "correlation_id": 1,
+        "grid_x": 2,
+        "grid_y": 1,
+        "grid_z": 1,
+        "block_x": 512,
+        "block_y": 1,
+        "block_z": 1,
+        "registers_per_thread": 32,
+        "static_shared_bytes": 0,
+    },
+    {
+        "kind": "cpu_op",
+        "name": "aten::my_host_work",
+        "start_ns": 5_000,
+        "end_ns": 3_000_000,
+        "pid": 1,
+        "tid": 1,
+    },
+    {
+        "kind": "runtime",
+        "name": "cudaMemcpyAsync",
+        "start_ns": 3_000_000,
+        "end_ns": 3_005_000,
+        "pid": 1,
+        "tid": 1,
+        "correlation_id": 2,
+    },
+    {
+        "kind": "memcpy",
+        "name": "Memcpy HtoD (Pinned -> Device)",
+        "start_ns": 3_010_000,
+        "end_ns": 3_410_000,
+        "device": 0,
+        "stream": 7,
+        "pid": 0,
+        "correlation_id": 2,
+        "bytes": 40_000_000,
+        "copy_kind": "HtoD",
+        "src_kind": "pinned",
+        "dst_kind": "device",
+    },
+    {
+        "kind": "runtime",
+        "name": "cudaDeviceSynchronize",
+        "start_ns": 3_006_000,
+        "end_ns": 3_412_000,
+        "pid": 1,
+        "tid": 1,
+    },
+]
+
+
+def test_applied_without_gain_ranks_last_and_unrepresented_keeps_its_estimate() -> None:
+    from tests.test_replay import H200
+    from tracelens.trace import Trace
+
+    doc = tracelens.analyze(Trace.from_rows(PREDICTED_VS_ESTIMATED_ROWS, devices=[H200]))
+    diagnosis = doc["diagnosis"]
+    assert diagnosis["span_ns"] == 3_400_000 >= ranking.MIN_REPLAY_SPAN_NS  # 10_000 -> 3_410_000
+    remedies = {r["cause"]: r for r in doc["whatif"]["remedies"]}
+    causes = {c["cause"]: c for c in diagnosis["causes"]}
+
+    occupancy = causes["low_occupancy"]
+    assert occupancy["lost_ns"] == 1_000_000 * 130 // 132
+    assert remedies["low_occupancy"]["gain_ns"] == 0
+    assert (occupancy["rank_basis"], occupancy["gain_reason"]) == ("predicted", None)
+    assert (occupancy["predicted_gain_ns"], occupancy["rank_ns"]) == (0, 0)
+
+    memcpy = causes["memcpy"]
+    assert "memcpy" not in remedies
+    assert (memcpy["rank_basis"], memcpy["gain_reason"], memcpy["predicted_gain_ns"]) == (
+        "estimated",
+        "no_change",
+        None,
+    )
+    assert memcpy["lost_ns"] == memcpy["rank_ns"] == 400_000
+
+    order = [c["cause"] for c in diagnosis["causes"]]
+    assert order.index("memcpy") < order.index("low_occupancy") == len(order) - 1
+    assert (
+        memcpy["lost_ns"] < occupancy["lost_ns"]
+    )  # a ranking by lost time alone would put them the other way
+    # every cause with a positive key ranks above the zero prediction, estimated or predicted
+    assert all(c["rank_ns"] > 0 for c in diagnosis["causes"][:-1])
+    # the findings say which is which
+    assert sentence(occupancy, diagnosis).endswith(
+        "Replay: fixing it saves no time here, so it ranks below every cause that may gain."
+    )
+    assert sentence(memcpy, diagnosis).endswith(
+        "Not predicted (the replay's model of its fix finds nothing of it to change here): "
+        "ranked by its lost time."
     )

@@ -41,7 +41,9 @@ def test_rtx3080_module_loading_launches_do_not_set_the_median_launch_latency() 
     assert len(launches) == 2 and all(e - s >= 1_000_000 for s, e, _ in launches)
     assert launches[0][1] <= first_op
     # the one steady launch is the copy's: its latency (call start -> copy start) is the model's median
-    copy_start, copy_corr = next((s, corr) for s, _, name, corr in calls if name.startswith("cudaMemcpyAsync"))
+    copy_start, copy_corr = next(
+        (s, corr) for s, _, name, corr in calls if name.startswith("cudaMemcpyAsync")
+    )
     trace = tracelens.load(path)
     assert build(trace).typical["launch"] == {0: ops[copy_corr] - copy_start}
     error = whatif(trace)["replay_error"]
@@ -63,7 +65,9 @@ def test_mi250_marker_only_last_step_is_not_a_period() -> None:
     # the first step's work: its API calls and the GPU ops they launched (correlation id), to the last end
     mine = [e for e in runtime if first["ts"] <= e["ts"] < second["ts"]]
     corrs = {e["args"]["correlation"] for e in mine}
-    gpu = [e for e in events if e.get("cat") in ("kernel", "gpu_memcpy") and e["args"]["correlation"] in corrs]
+    gpu = [
+        e for e in events if e.get("cat") in ("kernel", "gpu_memcpy") and e["args"]["correlation"] in corrs
+    ]
     work_end = max(e["ts"] + e["dur"] for e in mine + gpu)
     expected_ns = (work_end - first["ts"]) * 1000
     error = whatif(tracelens.load(path))["replay_error"]

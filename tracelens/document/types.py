@@ -576,6 +576,7 @@ class Cause(TypedDict):
     predicted_step_ns: float | None
     gain_basis: str | None
     gain_reason: str | None
+    rank_basis: str | None
     rank_ns: int
     rank_share: float
 

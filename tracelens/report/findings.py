@@ -59,17 +59,32 @@ def utilization_sentence(summary: dict[str, Any]) -> str | None:
     return text
 
 
+# Why a cause is ranked by its lost-time estimate (``gain_reason``, diagnosis/ranking.py), in words.
+ESTIMATE_REASONS = {
+    "no_replay": "the trace has no replay",
+    "short_window": "the window is under 1 ms, too short to replay",
+    "not_modeled": "the replay has no model of its fix",
+    "no_change": "the replay's model of its fix finds nothing of it to change here",
+    "other_remedy": "its fix is not the one the replay models",
+    "one_time": "profiling after warm-up removes exactly that one-time time",
+}
+
+
 def gain_clause(cause: dict[str, Any], diagnosis: dict[str, Any]) -> str | None:
-    """ "Replay: fixing it saves 90.0% of the step (to 323 µs)." from the cause's predicted gain
-    (``predicted_gain_ns``, ``gain_basis``; docs/analyses.md, "diagnosis"), None without one."""
+    """How the cause is ranked (docs/analyses.md, "Ranking"): by the replay's prediction, "Replay: fixing it
+    saves 90.0% of the step (to 323 µs)." (``predicted_gain_ns``, ``gain_basis``), or "…saves no time here…"
+    where the replay applied its fix and gained nothing; by its lost time where no prediction applies ("Not
+    predicted (…): ranked by its lost time.", ``gain_reason``). None for `none` and `incomplete_trace`."""
     gain, span = cause.get("predicted_gain_ns"), diagnosis.get("span_ns")
-    if cause.get("gain_reason") in ("one_time", "other_remedy"):
-        return None  # ranked by lost time: the replay does not model this cause's fix, so its figure would mislead
+    reason = cause.get("gain_reason")
+    if isinstance(reason, str):
+        # ranked by its lost time: a replay figure, where there is one, would contradict the ranking
+        return f"Not predicted ({ESTIMATE_REASONS.get(reason, reason)}): ranked by its lost time."
     if not isinstance(gain, (int, float)) or not span or cause.get("gain_basis") not in ("step", "span"):
         return None
     share = gain / span
     if share <= 0:
-        return "Replay: fixing it saves no time here."
+        return "Replay: fixing it saves no time here, so it ranks below every cause that may gain."
     if cause["gain_basis"] == "step" and cause.get("predicted_step_ns") is not None:
         return (
             f"Replay: fixing it saves {fmt_pct(share)} of the step (to {fmt_ns(cause['predicted_step_ns'])})."

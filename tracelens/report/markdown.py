@@ -148,8 +148,10 @@ def _findings(doc: Document) -> Lines:
         [
             "",
             "Lost time is the GPU time each cause would give back if removed (an upper bound where it "
-            "cannot be measured exactly); causes are ranked by it, or by the replay's predicted gain of "
-            "the fix where smaller; the structured evidence is in the JSON output.",
+            "cannot be measured exactly). A cause whose fix the replay applied is ranked by its predicted "
+            "gain (at most its lost time; nothing gained ranks last); the others keep their lost-time "
+            "estimate, and their finding says why it is not predicted. The structured evidence is in the "
+            "JSON output.",
         ]
     )
     return lines

@@ -15,12 +15,19 @@ recoverable, a host that sets the pace hides faster kernels), the attribution kn
 own (a remedy's graph change can also remove time the attribution gives to another cause: the launch remedy
 drops every host lag, gaps with nothing recorded and start-up included). A cause is credited what both allow.
 
-A cause is ranked by its lost time (``gain_reason`` says why) when: there is no replay (``no_replay``:
-``whatif.reason``), the window is shorter than :data:`MIN_REPLAY_SPAN_NS` (``short_window``), the replay has no
-model of the cause (``not_modeled``) or its model changed nothing in this trace (``no_change``), the evidence
-calls for a fix the model does not represent (``other_remedy``: ``Cause.unreplayed``), or the cause is
-one-time work (``one_time``: ``Cause.ranked_by_gain``; start-up's fix takes it out of the window, exactly its
-lost time; its replay prediction over the span is still reported).
+One rule says which figure ranks a cause (``rank_basis``):
+
+- ``predicted``: the replay applied the fix the evidence calls for. The prediction is trusted, whatever it is:
+  a remedy the replay applied that gains nothing (or costs time) ranks at 0, below every cause that may still
+  gain (a positive prediction, or an estimate), and its sentence says the replay predicts no gain.
+- ``estimated``: no prediction applies, so the cause keeps its lost-time estimate (``rank_ns = lost_ns``) and is
+  marked as not predicted, with ``gain_reason`` saying why: there is no replay (``no_replay``:
+  ``whatif.reason``), the window is shorter than :data:`MIN_REPLAY_SPAN_NS` (``short_window``), the replay has
+  no model of the cause (``not_modeled``) or its model finds nothing of the cause to change in this trace
+  (``no_change``: the lost time is of a kind the modeled fix does not touch, e.g. copies that are pinned and
+  asynchronous already), the evidence calls for a fix the model does not represent (``other_remedy``:
+  ``Cause.unreplayed``), or the cause is one-time work (``one_time``: ``Cause.ranked_by_gain``; start-up's fix
+  takes it out of the window, exactly its lost time; its replay prediction over the span is still reported).
 """
 
 from __future__ import annotations
@@ -42,6 +49,9 @@ NO_CHANGE = "no_change"
 OTHER_REMEDY = "other_remedy"
 ONE_TIME = "one_time"
 GAIN_REASONS = (NO_REPLAY, SHORT_WINDOW, NOT_MODELED, NO_CHANGE, OTHER_REMEDY, ONE_TIME)
+# rank_basis values: the key is the replay's prediction (capped by lost time), or the lost-time estimate
+PREDICTED = "predicted"
+ESTIMATED = "estimated"
 
 
 def _prediction(remedy: dict[str, Any], steps: int) -> tuple[float | None, str | None, float | None]:
@@ -92,13 +102,15 @@ def with_gain(finding: Finding, cause: Cause | None, whatif: dict[str, Any] | No
         if share is None:
             reason = reason or NO_CHANGE
     gain = int(round(share * span)) if share is not None else None
-    rank = finding["lost_ns"] if reason is not None or gain is None else min(finding["lost_ns"], max(gain, 0))
+    predicted = reason is None and gain is not None
+    rank = min(finding["lost_ns"], max(gain, 0)) if predicted and gain is not None else finding["lost_ns"]
     return {
         **finding,
         "predicted_gain_ns": gain,
         "predicted_step_ns": step,
         "gain_basis": basis,
         "gain_reason": reason,
+        "rank_basis": PREDICTED if predicted else ESTIMATED,
         "rank_ns": rank,
         "rank_share": rank / span if span > 0 else 0.0,
     }
@@ -110,6 +122,7 @@ NO_GAIN: dict[str, Any] = {
     "predicted_step_ns": None,
     "gain_basis": None,
     "gain_reason": None,
+    "rank_basis": None,
     "rank_ns": 0,
     "rank_share": 0.0,
 }
