@@ -224,8 +224,8 @@ def test_memcpy_floor_is_not_ranked_by_the_pinning_model():
 
 def test_no_replay_figure_for_a_cause_ranked_by_its_lost_time() -> None:
     """Start-up (one_time) and copies whose fix the replay does not model (other_remedy) are ranked by lost time:
-    their sentence gives no replay gain, which would contradict it (MI250: 74% lost, the replay's 9% misses the
-    one-time work inside API calls), and says they are not predicted and why."""
+    their sentence gives no replay gain, which could contradict it (start-up's fix, profiling after warm-up, gives
+    back exactly its lost time), and says they are not predicted and why."""
     from tracelens.report.findings import gain_clause
 
     diagnosis = {"span_ns": 1000}

@@ -27,6 +27,13 @@ Rules (docs/analyses.md, "startup"), each a reason code on the rows it flags:
                 the last row flagged by the rules above; and anywhere, the first call of each such API on a
                 thread when it lasts >= FIRST_CALL_MIN_NS (a caching allocator's first growth, e.g. the
                 pinned buffer of the first `.item()`)
+    first_api   the first call of an API name in its process (any runtime/driver call but blocking syncs and
+                synchronous copies) lasting >= FIRST_CALL_FACTOR x the median of the name's later calls there
+                and >= FIRST_API_MIN_NS longer, with the GPUs idle (in a gap, or before their first op) for at
+                least half the call: one-time work inside an API call (context creation on a first call, lazy
+                module or function loading in a first launch, a first allocation growing the pool). Its
+                one-time part is the excess over that median (``OneTime.first_api_excess``): the what-if's
+                startup remedy removes that much and keeps the call's typical cost and the work it launches
 """
 
 from __future__ import annotations
@@ -49,6 +56,7 @@ from .names import (
     code_masks,
     host_category_codes,
     is_allocation,
+    is_blocking_sync,
     is_compile_name,
     is_graph_launch,
     is_kernel_launch,
@@ -60,11 +68,14 @@ from .names import (
 LONG_LAUNCH_NS = 1_000_000
 FIRST_CALL_MIN_NS = 1_000_000
 FIRST_CALL_FACTOR = 10.0
+# A first API call this much longer than its name's later median holds one-time work: API calls take
+# microseconds, so a tenth of a millisecond more on an idle GPU is the driver setting something up.
+FIRST_API_MIN_NS = 100_000
 SLOW_FIRST_STEP = 1.5
 TOP_ITEMS = 10
 
-REASONS = ("name", "long_launch", "first_call", "first_step", "allocation")
-NAME, LONG_LAUNCH, FIRST_CALL, FIRST_STEP, ALLOCATION = range(len(REASONS))
+REASONS = ("name", "long_launch", "first_call", "first_step", "allocation", "first_api")
+NAME, LONG_LAUNCH, FIRST_CALL, FIRST_STEP, ALLOCATION, FIRST_API = range(len(REASONS))
 
 # Kinds each rule looks at. Python frames are left out of the compile words (torch.compile's steady-state
 # wrapper is a Python function named `compile_wrapper`); only user ranges and steps count for warm-up
@@ -85,18 +96,35 @@ class OneTime:
     later_step_median_ns: float | None
     slow_first_step: bool
     warmup_end_ns: int | None  # end of the warm-up window allocations are counted in
+    first_api_rows: np.ndarray  # sorted event rows of first API calls with one-time work inside (first_api)
+    first_api_excess: np.ndarray  # each one's duration - the median of its name's later calls (ns)
+    first_api_medians: np.ndarray  # that median
 
     @property
     def mask(self) -> np.ndarray:
         return self.reason >= 0
 
     def later_median_ns(self, rows: np.ndarray) -> np.ndarray:
-        """The median of later instances at each of ``rows`` (NaN where the row is not a first call)."""
+        """The median of later instances at each of ``rows`` (NaN where the row is not a first call or a first
+        API call)."""
         out = np.full(len(rows), np.nan)
         if self.first_call_rows.size:
             at = np.minimum(np.searchsorted(self.first_call_rows, rows), self.first_call_rows.size - 1)
             hit = self.first_call_rows[at] == rows
             out[hit] = self.first_call_medians[at[hit]]
+        if self.first_api_rows.size:
+            at = np.minimum(np.searchsorted(self.first_api_rows, rows), self.first_api_rows.size - 1)
+            hit = self.first_api_rows[at] == rows
+            out[hit] = self.first_api_medians[at[hit]]
+        return out
+
+    def excess_ns(self, rows: np.ndarray) -> np.ndarray:
+        """The one-time part (first_api excess) at each of ``rows`` (-1 where the row is not a first API call)."""
+        out = np.full(len(rows), -1, np.int64)
+        if self.first_api_rows.size:
+            at = np.minimum(np.searchsorted(self.first_api_rows, rows), self.first_api_rows.size - 1)
+            hit = self.first_api_rows[at] == rows
+            out[hit] = self.first_api_excess[at[hit]]
         return out
 
 
@@ -119,6 +147,52 @@ def _long_launches(trace: Trace) -> np.ndarray:
         idle = idle + np.clip(np.minimum(end, busy.first_start_ns) - start, 0, None)
         found.append(on["launch_row"][2 * idle >= end - start])
     return np.unique(np.concatenate(found)) if found else np.empty(0, np.int64)
+
+
+def _idle_share(trace: Trace, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Per interval, the share of it during which no GPU ran anything (in a gap of every device's busy time, or
+    before the device's first op; 1 without GPU activity)."""
+    busy = list(device_busy(trace).values())
+    if not busy:
+        return np.ones(start.size)
+    bs, be = intervals.merge(
+        np.concatenate([b.busy_starts for b in busy]), np.concatenate([b.busy_ends for b in busy])
+    )
+    length = np.maximum(end - start, 1)
+    return (end - start - intervals.overlap_with_union(start, end, bs, be)) / length
+
+
+def _first_api_calls(
+    trace: Trace, api: np.ndarray, blocking: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(rows, excess over the later median, that median) of the first API calls that hold one-time work (rule
+    first_api), by row."""
+    cols = event_columns(trace)
+    rows = np.flatnonzero(api & ~blocking & (cols.name >= 0) & (cols.tid >= 0))
+    if rows.size == 0:
+        return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0)
+    frame = pd.DataFrame(
+        {
+            "row": rows,
+            "pid": cols.pid[rows],
+            "name": cols.name[rows],
+            "start": cols.start[rows],
+            "duration": cols.end[rows] - cols.start[rows],
+        }
+    ).sort_values(["pid", "name", "start"], kind="stable")
+    first = ~frame.duplicated(["pid", "name"], keep="first")
+    medians = frame[~first].groupby(["pid", "name"])["duration"].median().rename("later_median")
+    firsts = frame[first].join(medians, on=["pid", "name"], how="inner")  # a name seen once has no baseline
+    duration = firsts["duration"].to_numpy(np.int64)
+    median = firsts["later_median"].to_numpy(np.float64)
+    long = (duration >= FIRST_CALL_FACTOR * median) & (duration - median >= FIRST_API_MIN_NS)
+    firsts, median = firsts[long], median[long]
+    found = firsts["row"].to_numpy(np.int64)
+    # a call the GPU kept busy may be waiting for it (an implicit sync, a full launch queue): not one-time work
+    idle = _idle_share(trace, cols.start[found], cols.end[found]) >= 0.5
+    excess = np.round(cols.end[found] - cols.start[found] - median).astype(np.int64)
+    order = np.argsort(found[idle])
+    return found[idle][order], excess[idle][order], median[idle][order]
 
 
 def _first_calls(
@@ -247,6 +321,13 @@ def one_time_work(trace: Trace) -> OneTime:
             cols.end[first_of_name] - cols.start[first_of_name] >= FIRST_CALL_MIN_NS
         ]
         reason[first_of_name[reason[first_of_name] < 0]] = ALLOCATION
+        blocking = code_mask(cols.name, names, is_blocking_sync) | (
+            base == HOST_CATEGORY_PRIORITY.index(SYNC)
+        )
+        api_rows, api_excess, api_medians = _first_api_calls(trace, api, blocking)
+        unflagged = reason[api_rows] < 0  # a row another rule flagged is one-time as a whole
+        api_rows, api_excess, api_medians = api_rows[unflagged], api_excess[unflagged], api_medians[unflagged]
+        reason[api_rows] = FIRST_API
         return OneTime(
             reason,
             first_rows[by_row],
@@ -255,6 +336,9 @@ def one_time_work(trace: Trace) -> OneTime:
             later_step_median,
             bool(slow_first),
             warmup_end,
+            api_rows,
+            api_excess,
+            api_medians,
         )
 
     return memo(trace, "one_time_work", compute)

@@ -16,7 +16,7 @@ import pandas as pd
 from .. import intervals
 from ..analyses.columns import event_columns, step_windows, thread_key, thread_time_positions
 from ..analyses.names import code_mask, is_collective_kernel, is_graph_launch, is_input
-from ..analyses.startup import one_time_work
+from ..analyses.startup import FIRST_API, LONG_LAUNCH, one_time_work
 from ..gpu_specs import device_links
 from ..trace import ANNOTATION, CPU_OP, DRIVER, PYTHON, RUNTIME, STEP, Trace
 from .collectives import overlap_collectives
@@ -394,29 +394,41 @@ def communication(ctx: Context) -> tuple[Graph | None, str]:
 def startup(ctx: Context) -> tuple[Graph | None, str]:
     g = ctx.graph
     one_time = one_time_work(ctx.trace)
-    rows = np.flatnonzero(one_time.mask)
-    if rows.size == 0:
+    # a first API call holding one-time work (first_api) loses only its excess over the name's later median
+    rows = np.flatnonzero(one_time.mask & (one_time.reason != FIRST_API))
+    if rows.size == 0 and one_time.first_api_rows.size == 0:
         return None, ""
     removed = ctx.host_overlap(rows)
+    excess = np.maximum(one_time.excess_ns(g.call_row), 0)
+    removed[g.call_end] += excess
     lag = np.maximum(g.lag - removed, 0)
-    # GPU work launched from inside one-time host work (first-use module loads, autotuning runs) goes too
+    # a launching call's one-time time (a module load before the enqueue) delayed its ops by as much
+    edge_lag = g.edge_lag
+    is_launch = ~(g.edge_is_wait | g.edge_is_wake | g.edge_is_collective) & ctx.is_host[g.edge_src]
+    if is_launch.any():
+        edge_lag = edge_lag.copy()
+        calls = g.edge_src[is_launch] // 2  # host points: a call's start is 2c
+        edge_lag[is_launch] = np.maximum(edge_lag[is_launch] - removed[g.call_end[calls]], 0)
+    # GPU work launched from inside one-time host work (first-use module loads, autotuning runs) goes too; a
+    # launch call that is one-time itself (a module-loading first launch) still runs the work it launches
     launched = np.flatnonzero(g.op_launch_call >= 0)
     starts = g.call_start[g.op_launch_call[launched]]
     inside = removed[starts] > 0
     if launched.size:
-        cols = event_columns(ctx.trace)
         call_rows = g.call_row[g.op_launch_call[launched]]
-        inside |= one_time.mask[call_rows]
-        del cols
+        inside |= one_time.mask[call_rows] & ~np.isin(one_time.reason[call_rows], (LONG_LAUNCH, FIRST_API))
     gone = launched[inside]
     lag[g.op_end[gone]] = 0
     lag[g.op_start[gone]] = 0
     if removed.sum() <= 0 and gone.size == 0:
         return None, ""
-    return g.with_changes(lag=lag), (
+    return g.with_changes(lag=lag, edge_lag=edge_lag), (
         "One-time work (the startup section's rows: context and module set-up, compilation, autotuning, first "
-        "calls, warm-up allocations) takes no time, and GPU ops launched from it do not run. The steady state "
-        "after it keeps its recorded cost."
+        "calls, warm-up allocations) takes no time, and GPU ops launched from inside it do not run. A first API "
+        "call with one-time work inside (startup rule first_api: far longer than the later calls of its name) "
+        "keeps the median cost of those calls and loses the rest; a launch call's one-time time (a module loaded "
+        "on first use) no longer delays the ops it launches, which still run. The steady state after it keeps its "
+        "recorded cost."
     )
 
 

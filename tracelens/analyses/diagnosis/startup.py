@@ -74,7 +74,7 @@ def sentence(cause: dict[str, Any], _: dict[str, Any]) -> str:
             continue
         listed.append((item["reason"], item["idle_ns"]))
         name, idle = quote(item["name"]), fmt_ns(item["idle_ns"])
-        if item["reason"] == "first_call":
+        if item["reason"] in ("first_call", "first_api"):
             parts.append(
                 f"the first {name} ({fmt_ns(item['host_ns'])}; later calls "
                 f"{fmt_ns(item.get('later_median_ns'))})"

@@ -1,0 +1,124 @@
+"""One-time work inside API calls (analyses/startup.py rule ``first_api``) and what the what-if's startup remedy
+does with it (replay/remedies.py ``startup``): hand-built traces, numbers worked out by hand below."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from tests.test_replay import by_cause, host, kernel, launch
+from tracelens.analyses.startup import FIRST_API, REASONS, one_time_work
+from tracelens.analyses.whatif import whatif
+from tracelens.replay import engine, remedies
+from tracelens.trace import Trace
+
+
+def lazy_loading_rows(first_launch_ns: int = 500_000) -> list[dict[str, Any]]:
+    """Three launches of 100 µs kernels, the first one loading its module (times in ns):
+    L1 cudaLaunchKernel [0, first]           -> K1 [first + 5_000, first + 105_000]
+    L2 cudaLaunchKernel [first + 10_000, +5_000] -> K2 queued behind K1, 1_000 after it
+    L3 cudaLaunchKernel [first + 20_000, +5_000] -> K3 queued behind K2, 1_000 after it
+    S  cudaDeviceSynchronize [first + 30_000, K3 end + 2_000]"""
+    f = first_launch_ns
+    return [
+        launch(0, f, 1),
+        kernel(f + 5_000, f + 105_000, 1),
+        launch(f + 10_000, f + 15_000, 2),
+        kernel(f + 106_000, f + 206_000, 2),
+        launch(f + 20_000, f + 25_000, 3),
+        kernel(f + 207_000, f + 307_000, 3),
+        host("runtime", "cudaDeviceSynchronize", f + 30_000, f + 309_000),
+    ]
+
+
+def test_a_first_launch_far_longer_than_the_later_ones_holds_one_time_work() -> None:
+    trace = Trace.from_rows(lazy_loading_rows())
+    work = one_time_work(trace)
+    # later cudaLaunchKernel calls: 5_000 each (median 5_000); the first: 500_000 >= 10 x 5_000 and 495_000 more,
+    # on a GPU that has not run anything yet
+    (row,) = np.flatnonzero(work.mask)
+    assert REASONS[work.reason[row]] == "first_api" and work.reason[row] == FIRST_API
+    assert work.first_api_rows.tolist() == [row]
+    assert work.first_api_excess.tolist() == [495_000]
+    assert work.later_median_ns(np.array([row])).tolist() == [5_000.0]
+    assert work.excess_ns(np.array([row, row + 1])).tolist() == [495_000, -1]
+
+
+def test_startup_remedy_removes_the_excess_and_keeps_the_launched_work() -> None:
+    # The first launch keeps the later calls' median cost (5_000) and its kernel loses the 495_000 of loading it
+    # waited for: L1 [0, 5_000], K1 at 0 + (505_000 - 495_000) = 10_000 -> 110_000; the host's gaps stay:
+    # L2 [15_000, 20_000], L3 [30_000, 35_000], S starts 40_000. K2 and K3 queue behind K1 as recorded (1_000):
+    # K2 [111_000, 211_000], K3 [212_000, 312_000]; S returns 2_000 after K3: 314_000.
+    # Recorded span 809_000 (0 -> S end): gain 495_000, the excess, to the nanosecond.
+    trace = Trace.from_rows(lazy_loading_rows())
+    remedy = by_cause(whatif(trace))["startup"]
+    assert (remedy["gain_ns"], remedy["predicted_span_ns"]) == (495_000, 314_000)
+    ctx = remedies.Context(trace)
+    changed, assumptions = remedies.startup(ctx)
+    assert changed is not None and "first_api" in assumptions
+    t = engine.solve(changed, ctx.plan)
+    g = ctx.graph
+    ops = [(int(t[g.op_start[o]]), int(t[g.op_end[o]])) for o in np.argsort(g.time[g.op_start])]
+    assert ops == [(10_000, 110_000), (111_000, 211_000), (212_000, 312_000)]  # every kernel still runs
+
+
+@pytest.mark.parametrize(
+    ("first_launch_ns", "reason"),
+    [
+        (45_000, "9x the later median: not far enough above it"),
+        (104_000, "10x but only 99_000 above it (FIRST_API_MIN_NS = 100_000)"),
+    ],
+)
+def test_a_first_call_not_far_above_the_later_ones_is_not_one_time(first_launch_ns: int, reason: str) -> None:
+    work = one_time_work(Trace.from_rows(lazy_loading_rows(first_launch_ns)))
+    assert not work.mask.any(), reason
+    assert "startup" not in by_cause(whatif(Trace.from_rows(lazy_loading_rows(first_launch_ns))))
+
+
+def test_a_long_first_call_on_a_busy_gpu_is_not_one_time() -> None:
+    # cudaFuncGetAttributes: first call 1 ms, later ones 5 µs, but a 2 ms kernel runs through the first: the call
+    # may have waited for the GPU (an implicit synchronization), so it is not counted as one-time work
+    rows = [
+        launch(0, 5_000, 1),
+        kernel(10_000, 2_010_000, 1),
+        host("runtime", "cudaFuncGetAttributes", 20_000, 1_020_000),
+        host("runtime", "cudaFuncGetAttributes", 1_030_000, 1_035_000),
+        host("runtime", "cudaFuncGetAttributes", 1_040_000, 1_045_000),
+        host("runtime", "cudaDeviceSynchronize", 1_050_000, 2_012_000),
+    ]
+    assert not one_time_work(Trace.from_rows(rows)).mask.any()
+    # the same calls with the kernel after them: the GPU idles through the first call, which is one-time work
+    rows[1] = kernel(1_100_000, 2_010_000, 1)
+    work = one_time_work(Trace.from_rows(rows))
+    assert work.first_api_excess.tolist() == [995_000]
+
+
+def test_the_startup_finding_names_the_first_api_call() -> None:
+    # K0 [10_000, 20_000], then the GPU idles until K1 at 1_060_000 while the host sits in the first
+    # cudaFuncGetAttributes [30_000, 1_030_000] (later calls 5_000): 1_000_000 of GPU idle time is its one-time work
+    import tracelens
+    from tracelens.report.findings import sentence
+
+    rows = [
+        launch(0, 5_000, 1),
+        kernel(10_000, 20_000, 1),
+        host("runtime", "cudaFuncGetAttributes", 30_000, 1_030_000),
+        host("runtime", "cudaFuncGetAttributes", 1_035_000, 1_040_000),
+        host("runtime", "cudaFuncGetAttributes", 1_041_000, 1_046_000),
+        launch(1_050_000, 1_055_000, 2),
+        kernel(1_060_000, 1_160_000, 2),
+        host("runtime", "cudaDeviceSynchronize", 1_056_000, 1_162_000),
+    ]
+    diagnosis = tracelens.analyze(Trace.from_rows(rows))["diagnosis"]
+    startup = next(c for c in diagnosis["causes"] if c["cause"] == "startup")
+    assert startup["lost_ns"] == 1_000_000
+    (item,) = startup["evidence"]["items"]
+    assert (item["name"], item["reason"], item["idle_ns"], item["later_median_ns"]) == (
+        "cudaFuncGetAttributes",
+        "first_api",
+        1_000_000,
+        5_000.0,
+    )
+    assert "the first “cudaFuncGetAttributes” (1 ms; later calls 5 µs)" in sentence(startup, diagnosis)
