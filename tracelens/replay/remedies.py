@@ -198,8 +198,9 @@ def input_pipeline(ctx: Context) -> tuple[Graph | None, str]:
         return None, ""
     return ctx.graph.with_changes(lag=_host_lag_minus(ctx, removed)), (
         "The input waits on the host threads (DataLoader next, tf.data iterator, tracelens/data ranges) take no "
-        "time: batches are ready when the step asks (prefetching workers that keep up; the dequeue cost is "
-        "taken as 0). Everything else keeps its recorded cost."
+        "time: batches are ready when the step asks (prefetching workers that keep up, whose own work on other "
+        "threads or processes does not slow this one; the dequeue cost is taken as 0). Everything else keeps its "
+        "recorded cost."
     )
 
 
@@ -260,8 +261,10 @@ def host_launch_overhead(ctx: Context) -> tuple[Graph | None, str]:
     return g.with_changes(lag=lag, edge_lag=edge_lag), (
         f"The launches of each {region_text} between two blocking calls (a graph cannot hold a host wait) are "
         f"captured in one CUDA graph ({int(head.sum()):,} graphs): the host's framework and launch work (everything "
-        f"but input waits and blocking waits) is replaced by one graph launch each, costing {how}; the GPU runs "
-        f"the same ops, back to back with {gap_how}. Syncs and input waits stay."
+        f"but input waits and blocking waits, host time with nothing recorded and one-time work included) is "
+        f"replaced by one graph launch each, costing {how}; the GPU runs the same ops with the same durations, back "
+        f"to back with {gap_how}; a thread woken by another (the autograd thread) is woken at once. Syncs and input "
+        f"waits stay."
     )
 
 
@@ -314,10 +317,15 @@ def synchronization(ctx: Context) -> tuple[Graph | None, str]:
     sync_side, _ = _blocking_calls(ctx)
     if not (sync_side & ctx.graph.call_waited).any():
         return None, ""
-    return _drop_waits(ctx.graph, sync_side), (
+    g = ctx.graph
+    own = g.typical["sync_own"][-1]
+    measured = (g.call_waits & ~g.call_waited).any()
+    own_how = "the median of this trace's syncs that found nothing to wait for" if measured else "default"
+    return _drop_waits(g, sync_side), (
         "The host no longer waits: explicit synchronizations and small device-to-host read-backs (.item(), "
-        f"< {ITEM_MAX_BYTES // 1024} KiB) return at the cost of a call that finds nothing to wait for; the copies "
-        "still run on the GPU. Nothing limits how far the host runs ahead."
+        f"< {ITEM_MAX_BYTES // 1024} KiB) return at the cost of a call that finds nothing to wait for "
+        f"({own / 1e3:.1f} µs, {own_how}); the copies still run on the GPU, and the host's later work does not need "
+        "the value read back (it is read later, or asynchronously). Nothing limits how far the host runs ahead."
     )
 
 
@@ -338,7 +346,8 @@ def memcpy(ctx: Context) -> tuple[Graph | None, str]:
             lag[ends] = np.minimum(lag[ends], np.ceil(g.op_bytes[sel] / bps * 1e9).astype(np.int64))
     return _drop_waits(g, copy_side, lag), (
         "Copies from or to pageable memory, and synchronous copy calls, become pinned asynchronous copies: the "
-        f"host continues after the call, and each host<->device copy moves at the pinned bandwidth ({how or 'unknown: durations kept'}). "
+        f"host continues after the call (its later work does not wait for the copied data), and each host<->device "
+        f"copy moves at the pinned bandwidth, never slower than recorded ({how or 'unknown: durations kept'}). "
         "Device-to-device copies keep their time."
     )
 
