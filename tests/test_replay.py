@@ -358,6 +358,7 @@ def test_replay_error_on_shared_traces(path: Path) -> None:
     assert abs(error["model_span_error"]) < 0.02
     if error["steps"]:
         assert abs(error["model_step_error"]) < 0.02
+    assert error["model_reason"] is None and error["model_error_by_lag"] is None  # within the limit: no reason
 
 
 def test_a_recorded_stream_sync_waits_for_its_stream_only() -> None:

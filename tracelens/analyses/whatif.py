@@ -11,10 +11,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
+import numpy as np
+
 from ..replay.critical import critical_path
-from ..replay.remedies import NOT_MODELED, NOT_MODELED_REASONS, REMEDIES, Context
+from ..replay.graph import GPU_START
+from ..replay.remedies import NOT_MODELED, NOT_MODELED_REASONS, REMEDIES, Context, Outcome
 from ..trace import DRIVER, GPU_ACTIVITY_KINDS, RUNTIME, STEP, Trace
 from .columns import event_columns
 
@@ -29,6 +33,64 @@ def _relative(replayed: float | None, recorded: float | None) -> float | None:
 # 25 µs each, for the unchanged replay, the model replay and each remedy): beyond them the section says why.
 MAX_POINTS = 5_000_000
 MAX_BLOCKING_CALLS = 50_000
+
+
+# The model replay (every lag at its device's median) is held to this error against the recording; beyond it,
+# replay_error says which kind of lag the median does not represent (``model_reason``).
+MODEL_ERROR_LIMIT = 0.02
+# The lag kinds the model replay sets to their device's median, and why the median can miss each.
+MODEL_LAGS = {
+    "queued_gaps": "the GPU's gaps between queued ops differ by op (a kernel after a copy, a library kernel's "
+    "set-up), the model gives each the device's median",
+    "launch_latencies": "launch latencies differ by call (a launch queued behind others, a first launch of a "
+    "kernel), the model gives each the device's median",
+    "wake_ups": "the host's return after what it waited for differs by wait, the model gives each the median",
+}
+
+
+def _model_error_by_lag(ctx: Context, recorded: Outcome) -> dict[str, dict[str, float | None]]:
+    """Per lag kind of MODEL_LAGS, the model replay's {span_error, step_error} with only that kind at its median."""
+    g = ctx.graph
+    plain = ~(g.edge_is_wait | g.edge_is_wake | g.edge_is_collective)
+    launch_edges = plain & ctx.is_host[g.edge_src]
+    event_edges = plain & ~ctx.is_host[g.edge_src]
+    queued = (g.kind == GPU_START) & ~g.chain_first
+    lag = g.lag.copy()
+    lag[queued] = g.stream_typical[queued]
+
+    def typical(edges: np.ndarray) -> np.ndarray:
+        return np.where(edges, g.edge_typical, g.edge_lag)
+
+    graphs = {
+        "queued_gaps": replace(g, lag=lag, edge_lag=typical(event_edges)),
+        "launch_latencies": replace(g, edge_lag=typical(launch_edges)),
+        "wake_ups": replace(g, edge_lag=typical(g.edge_is_wait)),
+    }
+    out = {}
+    for kind, graph in graphs.items():  # three replays, only where the model is off by more than the limit
+        o = ctx.outcome(graph)
+        out[kind] = {
+            "span_error": _relative(o.span_ns, recorded.span_ns),
+            "step_error": _relative(o.step_ns, recorded.step_ns),
+        }
+    return out
+
+
+def _model_reason(error: dict[str, Any], parts: dict[str, dict[str, float | None]], graph_ops: int) -> str:
+    """The lag kind whose medians alone put the model replay furthest off, in words."""
+    key = "model_step_error" if error["model_step_error"] is not None else "model_span_error"
+    part_key = "step_error" if key == "model_step_error" else "span_error"
+    kind = max(parts, key=lambda k: abs(parts[k][part_key] or 0.0))
+    what = "mean step" if part_key == "step_error" else "span"
+    why = MODEL_LAGS[kind]
+    if kind == "launch_latencies" and graph_ops:
+        # each op of a CUDA graph launch starts at its own delay behind the one launch call: its place in the
+        # graph, whose own edges the trace does not record
+        why += f"; here {graph_ops:,} ops of CUDA graph launches each start at their own delay behind their launch"
+    return (
+        f"{kind.replace('_', ' ')} at their median alone put the model replay's {what} "
+        f"{100 * (parts[kind][part_key] or 0.0):+.1f}% off (all lags: {100 * error[key]:+.1f}%): {why}"
+    )
 
 
 def _skipped(reason: str) -> dict[str, Any]:
@@ -79,7 +141,13 @@ def whatif(trace: Trace) -> dict[str, Any]:
         "model_step_error": _relative(typical.step_ns, recorded.step_ns),
         "unlaunched_gpu_ops": int((g.op_launch_call < 0).sum()),
         "gpu_ops": int(g.op_row.size),
+        "model_error_by_lag": None,
+        "model_reason": None,
     }
+    if any(abs(replay_error[k] or 0.0) > MODEL_ERROR_LIMIT for k in ("model_span_error", "model_step_error")):
+        parts = _model_error_by_lag(ctx, recorded)
+        replay_error["model_error_by_lag"] = parts
+        replay_error["model_reason"] = _model_reason(replay_error, parts, int(g.op_graph.sum()))
     remedies: list[dict[str, Any]] = []
     for cause, (remedy, model) in REMEDIES.items():
         changed, assumptions = model(ctx)

@@ -799,6 +799,8 @@ class ReplayError(TypedDict):
     model_step_error: float | None
     unlaunched_gpu_ops: int
     gpu_ops: int
+    model_error_by_lag: dict[str, dict[str, float | None]] | None
+    model_reason: str | None
 
 
 class Remedy(TypedDict):

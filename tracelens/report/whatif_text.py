@@ -43,9 +43,13 @@ def replay_line(doc: Mapping[str, Any]) -> str | None:
     if not isinstance(error, dict):
         return None
     step = error.get("step_error")
-    return f"replayed unchanged: span off by {fmt_pct(error.get('span_error'))}" + (
+    line = f"replayed unchanged: span off by {fmt_pct(error.get('span_error'))}" + (
         f", mean step by {fmt_pct(step)}" if step is not None else ""
     )
+    reason = error.get("model_reason")
+    if isinstance(reason, str):  # the model replay (every lag at its median) is beyond 2%: why
+        line += f"; the model alone is over 2% off: {reason}"
+    return line
 
 
 def critical_path_line(doc: Mapping[str, Any]) -> str | None:
