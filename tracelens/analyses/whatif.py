@@ -127,7 +127,7 @@ def whatif(trace: Trace) -> dict[str, Any]:
     recorded = ctx.outcome(times=g.time)
     base = ctx.base
     typical = ctx.outcome(g.at_typical_lags())
-    replay_error = {
+    replay_error: dict[str, Any] = {
         "points": int(g.size),
         "blocking_calls": int(g.call_waits.sum()),
         "recorded_span_ns": recorded.span_ns,
