@@ -129,3 +129,24 @@ def test_sync_after_pair_says_the_queued_gaps_set_its_model_error() -> None:
     assert replay_line({"whatif": {"replay_error": error}}).endswith(
         f"; the model alone is over 2% off: {error['model_reason']}"
     )
+
+
+def test_model_reason_reads_the_error_that_is_beyond_the_limit() -> None:
+    from tracelens.analyses.whatif import _model_reason
+
+    parts = {
+        "queued_gaps": {"span_error": 0.001, "step_error": 0.002},
+        "launch_latencies": {"span_error": -0.004, "step_error": 0.0},
+        "wake_ups": {"span_error": 0.03, "step_error": 0.011},
+    }
+    # the mean step is within 2% (+1.1%), the span is not (+3.0%): the reason is the span's
+    error = {"model_span_error": 0.03, "model_step_error": 0.011}
+    assert _model_reason(error, parts, 0).startswith(
+        "wake ups at their median alone put the model replay's span +3.0% off (all lags: +3.0%)"
+    )
+    # the mean step beyond 2%: the reason is the step's, by the kind furthest off on the step
+    error = {"model_span_error": 0.001, "model_step_error": -0.025}
+    parts["queued_gaps"]["step_error"] = -0.02
+    assert _model_reason(error, parts, 0).startswith(
+        "queued gaps at their median alone put the model replay's mean step -2.0% off (all lags: -2.5%)"
+    )

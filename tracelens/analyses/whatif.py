@@ -77,8 +77,10 @@ def _model_error_by_lag(ctx: Context, recorded: Outcome) -> dict[str, dict[str, 
 
 
 def _model_reason(error: dict[str, Any], parts: dict[str, dict[str, float | None]], graph_ops: int) -> str:
-    """The lag kind whose medians alone put the model replay furthest off, in words."""
-    key = "model_step_error" if error["model_step_error"] is not None else "model_span_error"
+    """The lag kind whose medians alone put the model replay furthest off, in words: by the mean step where it is
+    beyond the limit, else by the span."""
+    step = error["model_step_error"]
+    key = "model_step_error" if step is not None and abs(step) > MODEL_ERROR_LIMIT else "model_span_error"
     part_key = "step_error" if key == "model_step_error" else "span_error"
     kind = max(parts, key=lambda k: abs(parts[k][part_key] or 0.0))
     what = "mean step" if part_key == "step_error" else "span"
