@@ -6,6 +6,7 @@ built in tmp_path."""
 from __future__ import annotations
 
 import sqlite3
+from collections import Counter
 from pathlib import Path
 
 import pyarrow as pa
@@ -16,6 +17,7 @@ from conftest import copy_shared_trace, shared_params
 from tracelens.ingest import load
 from tracelens.ingest.nsys import database as nsys_database
 from tracelens.ingest.nsys import nvtx as nsys_nvtx
+from tracelens.trace import DeferredColumn
 
 NSYS = shared_params("nsys", "*.sqlite")
 WINDOW = "h100x2_fastvideo_window_nsys2026.2.sqlite"
@@ -123,3 +125,46 @@ def test_numbers_in_a_text_column_without_affinity_take_the_reference_query(
     annotations = fast.filter(pc.equal(fast.column("kind").cast(pa.string()), "annotation"))
     names = set(annotations.column("name").cast(pa.string()).to_pylist())
     assert names == as_text
+
+
+def test_deferred_depth_of_an_open_range_counts_everything_after_it(tmp_path: Path) -> None:
+    """``depth`` is computed when first read (no analysis reads it): an NVTX range left open at the end of
+    capture (NULL end) contains every later host interval of its thread. Checked against a SQL self-join."""
+    path = copy_shared_trace(tmp_path, "nsys", "a100_saxpy_nsys2022.2.sqlite")
+    with sqlite3.connect(path) as conn:
+        first = conn.execute(
+            "SELECT rowid FROM NVTX_EVENTS WHERE eventType IN (59, 60) ORDER BY start LIMIT 1"
+        ).fetchone()[0]
+        conn.execute("UPDATE NVTX_EVENTS SET end = NULL WHERE rowid = ?", (first,))
+    host = " UNION ALL ".join(
+        [
+            "SELECT start AS s, ifnull(end, 4611686018427387904) AS e, globalTid AS tid"
+            " FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE eventClass != 67",
+            "SELECT start, ifnull(end, 4611686018427387904), globalTid FROM NVTX_EVENTS"
+            " WHERE eventType IN (59, 60)",
+            "SELECT start, end, globalTid FROM CUPTI_ACTIVITY_KIND_OVERHEAD",
+            "SELECT start, end, globalTid FROM OSRT_API",
+            "SELECT start, end, globalTid FROM PROFILER_OVERHEAD",
+        ]
+    )
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
+        have = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+        host = " UNION ALL ".join(q for q in host.split(" UNION ALL ") if q.split(" FROM ")[1].split()[0] in have)
+        expected = Counter(
+            conn.execute(
+                f"""WITH host(s, e, tid) AS ({host})
+                SELECT h.s, (SELECT count(*) FROM host o WHERE o.tid = h.tid AND o.s <= h.s AND h.e <= o.e
+                             AND NOT (o.s = h.s AND o.e = h.e)) FROM host h"""
+            ).fetchall()
+        )
+    trace = load(path)
+    assert isinstance(trace.store.columns["depth"], DeferredColumn)
+    table = trace.events  # builds the documented table: computes the column
+    assert not isinstance(trace.store.columns["depth"], DeferredColumn)
+    depth = table.column("depth")
+    rows = pc.is_valid(depth)
+    origin = trace.metadata.time_origin_ns
+    starts = pc.add(table.column("start_ns").filter(rows), origin).to_pylist()
+    got = Counter(zip(starts, depth.filter(rows).to_pylist(), strict=True))
+    assert got == expected
+    assert max(d for _, d in expected) >= 2  # the open range nests what followed it

@@ -2,8 +2,8 @@
 
 The Arrow fetch releases the GIL, so several tables are read at once (one connection per thread); the reading
 thread builds each table's :class:`.columns.Part` while the others are still being fetched. Host tables come
-first (NVTX, the biggest, leading, in rowid chunks fetched and compacted in parallel): once they are all in,
-their nesting depth is computed in another thread while the GPU tables are still being fetched.
+first (NVTX, the biggest, leading, in rowid chunks fetched and compacted in parallel). Their nesting depth is
+left to the store, which computes it when the column is first read (no analysis reads it).
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow as pa
 
-from .assembly import host_depth
 from .columns import Part
 from .database import Database
 from .nvtx import join_nvtx_chunks, nvtx_chunk, nvtx_chunk_queries
@@ -29,7 +28,7 @@ Builder = Callable[[list[pa.Table]], Part | None]
 def fetch_parts(
     db: Database, queries: dict[str, tuple[str, list[str]]], builders: dict[str, Builder]
 ) -> tuple[list[Part], dict[str, int]]:
-    """Every queried table's part (tables without rows left out; host parts with their ``depth``) and the
+    """Every queried table's part (tables without rows left out; host tables' parts marked ``host``) and the
     row count of each table."""
     order = sorted(queries, key=lambda name: (name not in HOST_TABLES, name != TABLE_NVTX))
     workers = max(2, min(4, os.cpu_count() or 1))
@@ -42,10 +41,8 @@ def fetch_parts(
         )
     ]
     chunks_left = {name: sum(1 for n, _ in tasks if n == name) for name in order}
-    waiting_host = {name for name in order if name in HOST_TABLES}
     row_counts: dict[str, int] = {}
     built: dict[str, Part | None] = {}
-    depth_future = None
     # Each fetched table goes through a queue, not a Future's result: a finished Future keeps its result
     # alive as long as the Future is referenced, which held every raw table (NVTX text included) until
     # the last one was read.
@@ -62,10 +59,7 @@ def fetch_parts(
         except BaseException as err:  # handed to the reading thread, which raises it
             arrived.put((name, at, [], err))
 
-    with (
-        ThreadPoolExecutor(max_workers=workers) as pool,
-        ThreadPoolExecutor(max_workers=1) as depth_pool,
-    ):
+    with ThreadPoolExecutor(max_workers=workers) as pool:
         futures = [pool.submit(fetch, at, name, sql) for at, (name, sql) in enumerate(tasks)]
         pending: dict[str, dict[int, pa.Table]] = {}
         try:
@@ -81,21 +75,14 @@ def fetch_parts(
                 box = [join_nvtx_chunks([chunks.pop(i) for i in sorted(chunks)])]
                 del chunks
                 row_counts[name] = box[0].num_rows
-                built[name] = builders[name](box)  # the part keeps copies of the columns it uses
-                waiting_host.discard(name)
-                if not waiting_host and depth_future is None:
-                    host_parts = [
-                        p for n in order if n in HOST_TABLES and (p := built.get(n)) is not None and p.n
-                    ]
-                    if host_parts:
-                        depth_future = depth_pool.submit(host_depth, host_parts)
+                part = built[name] = builders[name](box)  # the part keeps copies of the columns it uses
+                if part is not None:
+                    part.host = name in HOST_TABLES
+                del part
         except BaseException:
             for future in futures:  # one failed table fails the read: do not wait for the others
                 future.cancel()
             raise
-        if depth_future is not None:
-            for part, depth in zip(host_parts, depth_future.result(), strict=True):
-                part.columns["depth"] = depth
     parts = [p for name in order if (p := built[name]) is not None and p.n]
     del built
     return parts, row_counts
