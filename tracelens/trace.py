@@ -13,7 +13,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -239,7 +238,6 @@ class EventStore:
         self.sentinel = frozenset(sentinel) & {
             n for n, c in self.columns.items() if not isinstance(c, (SparseColumn, DeferredColumn))
         }
-        self._computing = threading.Lock()
 
     @classmethod
     def from_table(cls, table: pa.Table) -> EventStore:
@@ -278,11 +276,10 @@ class EventStore:
         """The stored column (None when no row carries it), a deferred one computed now."""
         stored = self.columns.get(name)
         if isinstance(stored, DeferredColumn):
-            with self._computing:
-                stored = self.columns.get(name)
-                if isinstance(stored, DeferredColumn):
-                    stored = self.columns[name] = stored.compute(self)
-        return stored  # type: ignore[return-value]
+            # No lock (the store stays a plain, copyable object): two threads reading it at once would both
+            # compute the same column, and either result is kept.
+            stored = self.columns[name] = stored.compute(self)
+        return stored
 
     def has(self, name: str) -> bool:
         """Whether any row carries ``name``."""
