@@ -111,6 +111,8 @@ class Strings:
         ``MISSING`` (-2) for an id StringIds lacks."""
         if isinstance(ids, pa.ChunkedArray):
             ids = ids.combine_chunks()
+        if ids.null_count == len(ids):  # no id at all (NVTX named inline): no temporaries of every row
+            return np.full(len(ids), UNNAMED, np.int32)
         arr = id_numpy(ids)
         if self.table is not None:
             ok = (arr >= 0) & (arr < self.table.size)
