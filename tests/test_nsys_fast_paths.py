@@ -168,3 +168,25 @@ def test_deferred_depth_of_an_open_range_counts_everything_after_it(tmp_path: Pa
     got = Counter(zip(starts, depth.filter(rows).to_pylist(), strict=True))
     assert got == expected
     assert max(d for _, d in expected) >= 2  # the open range nests what followed it
+
+
+@pytest.mark.filterwarnings("ignore:.*StringIds lacks")
+def test_chunks_where_only_some_rows_have_a_text_id_or_payload(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A chunk without any textId (or payload) keeps that column typed null; joined with chunks that have
+    them, the table reads as one fetch of the whole table does (names from StringIds, payload blobs)."""
+    path = copy_shared_trace(tmp_path, "nsys", WINDOW)
+    with sqlite3.connect(path) as conn:
+        string_id = conn.execute("SELECT id FROM StringIds WHERE value != '' LIMIT 1").fetchone()[0]
+        conn.execute("UPDATE NVTX_EVENTS SET text = NULL, textId = ? WHERE rowid < 40", (string_id,))
+        conn.execute("UPDATE NVTX_EVENTS SET textId = 987654321 WHERE rowid = 45")  # missing: a placeholder
+        conn.execute("UPDATE NVTX_EVENTS SET text = NULL WHERE rowid = 45")
+        conn.execute("UPDATE NVTX_EVENTS SET binaryData = zeroblob(40) WHERE rowid BETWEEN 100 AND 120")
+    reference = _reference(path, monkeypatch)
+    monkeypatch.setattr(nsys_nvtx, "NVTX_SPLIT_MIN_ROWS", 1)
+    monkeypatch.setattr(nsys_nvtx, "NVTX_CHUNK_ROWS", 1000)
+    fast = load(path).events
+    _assert_same(fast, reference)
+    names = fast.column("name").cast(pa.string()).to_pylist()
+    assert "<unknown string id 987654321>" in names
