@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -202,6 +202,15 @@ class SparseColumn:
     values: pa.Array  # one value per position, in the schema's type or a narrower one that holds every value
 
 
+@dataclass(frozen=True)
+class DeferredColumn:
+    """A column the store computes from its other columns on first use, then keeps: a reader's work that the
+    documented table shows but no analysis reads (the Nsight reader's nesting ``depth``), so that loading a
+    trace does not pay for it."""
+
+    compute: Callable[[EventStore], pa.Array | SparseColumn]
+
+
 class EventStore:
     """The event table held column by column, each column as cheaply as its rows allow.
 
@@ -221,11 +230,13 @@ class EventStore:
         if unknown:
             raise ValueError(f"unknown event columns: {sorted(unknown)}")
         self.num_rows = num_rows
-        self.columns: dict[str, pa.Array | SparseColumn] = dict(columns)
+        # A DeferredColumn is replaced by what it computes on first read (_stored): read columns through the
+        # methods below, not this dict.
+        self.columns: dict[str, pa.Array | SparseColumn | DeferredColumn] = dict(columns)
         # Dense integer columns whose null slots hold -1 (with_sentinel_nulls): numpy(name) reads them without
         # a copy.
         self.sentinel = frozenset(sentinel) & {
-            n for n, c in self.columns.items() if not isinstance(c, SparseColumn)
+            n for n, c in self.columns.items() if not isinstance(c, (SparseColumn, DeferredColumn))
         }
 
     @classmethod
@@ -261,6 +272,15 @@ class EventStore:
     def __len__(self) -> int:
         return self.num_rows
 
+    def _stored(self, name: str) -> pa.Array | SparseColumn | None:
+        """The stored column (None when no row carries it), a deferred one computed now."""
+        stored = self.columns.get(name)
+        if isinstance(stored, DeferredColumn):
+            # No lock (the store stays a plain, copyable object): two threads reading it at once would both
+            # compute the same column, and either result is kept.
+            stored = self.columns[name] = stored.compute(self)
+        return stored
+
     def has(self, name: str) -> bool:
         """Whether any row carries ``name``."""
         return name in self.columns
@@ -268,7 +288,7 @@ class EventStore:
     def column(self, name: str) -> pa.Array:
         """The whole column, one value per row, in the schema's type (nulls where rows lack it)."""
         typ = EVENT_SCHEMA.field(name).type
-        stored = self.columns.get(name)
+        stored = self._stored(name)
         if stored is None:
             return _as_array(None, typ, self.num_rows)
         if isinstance(stored, SparseColumn):
@@ -281,7 +301,7 @@ class EventStore:
         """The column's values at ``rows`` (row positions), in the schema's type."""
         rows = np.asarray(rows, dtype=np.int64)
         typ = EVENT_SCHEMA.field(name).type
-        stored = self.columns.get(name)
+        stored = self._stored(name)
         if stored is None:
             return _as_array(None, typ, rows.size)
         if isinstance(stored, SparseColumn):
@@ -295,7 +315,7 @@ class EventStore:
 
     def numpy(self, name: str, fill: int = -1, dtype: Any = np.int64) -> np.ndarray:
         """An integer column as numpy, nulls as ``fill``; without a copy where the stored array allows it."""
-        stored = self.columns.get(name)
+        stored = self._stored(name)
         if stored is None:
             return np.full(self.num_rows, fill, dtype)
         if isinstance(stored, SparseColumn):
@@ -314,7 +334,7 @@ class EventStore:
 
     def unique(self, name: str) -> list[Any]:
         """The distinct non-null values of a column."""
-        stored = self.columns.get(name)
+        stored = self._stored(name)
         if stored is None:
             return []
         values = stored.values if isinstance(stored, SparseColumn) else stored
@@ -334,6 +354,8 @@ class EventStore:
         """Bytes held by the stored columns (positions included)."""
         total = 0
         for stored in self.columns.values():
+            if isinstance(stored, DeferredColumn):
+                continue  # nothing held until computed
             if isinstance(stored, SparseColumn):
                 total += stored.rows.nbytes + stored.values.nbytes
             else:

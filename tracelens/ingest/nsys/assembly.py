@@ -1,5 +1,5 @@
 """Assembly of the Nsight Systems reader: the per-table parts become one event store (shifted to the earliest
-start, sorted once, columns gathered whole or stored sparse), and the host rows' nesting depth."""
+start, sorted once, columns gathered whole or stored sparse), with the host rows' nesting depth deferred."""
 
 from __future__ import annotations
 
@@ -10,7 +10,16 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ...trace import EVENT_SCHEMA, EventStore, SparseColumn, build_store, nesting_depth, with_sentinel_nulls
+from ...trace import (
+    EVENT_SCHEMA,
+    NOT_NESTED_KINDS,
+    DeferredColumn,
+    EventStore,
+    SparseColumn,
+    build_store,
+    nesting_depth,
+    with_sentinel_nulls,
+)
 from .columns import Part, int64_numpy, storage_type
 
 
@@ -21,27 +30,34 @@ def assemble(parts: list[Part]) -> tuple[int, EventStore]:
     start = np.concatenate([int64_numpy(p.columns.pop("start_ns")) for p in parts])
     origin = int(start.min())
     start -= origin
-    order = np.argsort(start, kind="stable")  # each table is nearly sorted: timsort merges its runs
     total = start.size
-    columns: dict[str, Any] = {"start_ns": pa.array(start[order])}
+    index = np.int32 if total < 2**31 else np.int64
+    # each table is nearly sorted: timsort merges its runs; positions kept int32 (half the memory)
+    order = np.argsort(start, kind="stable").astype(index, copy=False)
+    # Each time column is sorted as soon as it is whole and its unsorted copy let go: at most two arrays of
+    # every row's times live at once (41M rows: 330 MB each).
+    start = start[order]
+    columns: dict[str, Any] = {"start_ns": pa.array(start)}
     missing = np.iinfo(np.int64).min
     end = np.concatenate([int64_numpy(p.columns.pop("end_ns"), fill=missing) for p in parts])
     # An end missing (a range still open when capture stopped) runs to the end of the trace.
-    open_ended = end == missing
-    if open_ended.any():
+    open_ended = np.flatnonzero(end == missing)
+    if open_ended.size:
         end[open_ended] = end.max()
-    del open_ended
     end -= origin
+    end = end[order]
     np.maximum(end, start, out=end)
     del start
-    columns["end_ns"] = pa.array(end[order])
+    columns["end_ns"] = pa.array(end)
     del end
     # rank: the table row of each part row (parts concatenated), where a sparse column's values go
-    rank = np.empty(total, np.int32 if total < 2**31 else np.int64)
-    rank[order] = np.arange(total, dtype=rank.dtype)
+    rank = np.empty(total, index)
+    rank[order] = np.arange(total, dtype=index)
     take = pa.array(order)
     del order
     _gather_columns(parts, columns, take, rank, total)
+    if any(p.host for p in parts):
+        columns["depth"] = DeferredColumn(_HostDepth(np.sort(rank[open_ended])))
     del take, rank
     sentinel = set()
     for name in ("pid", "tid"):  # read by every analysis: -1 in their null slots spares a filled copy
@@ -116,32 +132,42 @@ def _merged_column(parts: list[Part], fld: pa.Field, shared_null: _SharedNulls) 
     return pa.chunked_array(chunks, typ)
 
 
-def _int32_numpy(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
-    if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks()
-    return arr.cast(pa.int32()).fill_null(-1).to_numpy()
+class _HostDepth:
+    """The ``depth`` column of an Nsight export's store, computed on first read (no analysis reads it): the
+    nesting depth of every host row (runtime, NVTX, OSRT, overhead: every kind but the GPU's) on its thread.
 
-
-def host_depth(parts: list[Part]) -> list[pa.Array]:
-    """Nesting depth of every row of the host parts (runtime, NVTX, OSRT, overhead) on its thread.
-
-    The parts are nested together: a runtime call inside an NVTX range is one level deeper than the range.
-    Times are the export's own (depth does not depend on the origin); an open range (null end) contains
-    everything after its start.
+    The host tables are nested together: a runtime call inside an NVTX range is one level deeper than the range.
+    A range still open at the end of capture (``open_rows``, their store rows) contains everything after its
+    start. Rows are in the store's order, the tables' rows stably sorted by start, so rows with equal start
+    and end keep their table order, which decides which of them is the parent.
     """
-    start = np.concatenate([int64_numpy(p.columns["start_ns"]) for p in parts])
-    end = np.concatenate([int64_numpy(p.columns["end_ns"], fill=np.iinfo(np.int64).max) for p in parts])
-    # pid and tid stay int32 (their storage type): only their distinct values matter here
-    pid = np.concatenate([_int32_numpy(p.columns["pid"]) for p in parts])
-    tid = np.concatenate([_int32_numpy(p.columns["tid"]) for p in parts])
-    np.maximum(end, start, out=end)
-    depth = nesting_depth(pid, tid, start, end)
-    del start, end, pid, tid
-    out, at = [], 0
-    for part in parts:
-        out.append(pa.array(depth[at : at + part.n], pa.int16()))
-        at += part.n
-    return out
+
+    def __init__(self, open_rows: np.ndarray) -> None:
+        self.open_rows = open_rows
+
+    def __call__(self, store: EventStore) -> pa.Array | SparseColumn:
+        kinds = store.column("kind")
+        nested = ~np.isin(np.asarray(kinds.dictionary.to_pylist(), dtype=object), NOT_NESTED_KINDS)
+        rows = np.flatnonzero(nested[kinds.indices.to_numpy(zero_copy_only=False)])
+        del kinds
+        start = store.numpy("start_ns")[rows]
+        end = store.numpy("end_ns")[rows]
+        at = np.searchsorted(rows, self.open_rows)
+        at = at[(at < rows.size) & (rows[np.minimum(at, rows.size - 1)] == self.open_rows)]
+        end[at] = np.iinfo(np.int64).max
+        # pid and tid stay int32 (their storage type; a null reads -1): only their distinct values matter here
+        depth = nesting_depth(
+            store.numpy("pid", dtype=np.int32)[rows], store.numpy("tid", dtype=np.int32)[rows], start, end
+        )
+        del start, end
+        if 2 * rows.size < store.num_rows:
+            return SparseColumn(rows.astype(np.int32 if store.num_rows < 2**31 else np.int64), pa.array(depth))
+        values = np.zeros(store.num_rows, np.int16)
+        values[rows] = depth
+        del depth
+        mask = np.ones(store.num_rows, bool)
+        mask[rows] = False
+        return pa.array(values, pa.int16(), mask=mask)
 
 
 def _sparse(positions: np.ndarray, values: pa.ChunkedArray) -> SparseColumn:

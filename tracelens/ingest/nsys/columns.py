@@ -105,6 +105,7 @@ class Part:
     n: int
     columns: dict[str, Any]
     owned: tuple[str, ...] = ()  # columns already the part's own copies, in their storage type
+    host: bool = False  # rows of a host table (runtime, NVTX, OSRT, overhead), which nest on their thread
 
     def __post_init__(self) -> None:
         for name, values in self.columns.items():

@@ -71,6 +71,16 @@ class Database:
                 pass
         return self._stdlib_arrow(sql, names)
 
+    def arrow_fast(self, sql: str, names: list[str]) -> pa.Table | None:
+        """``sql``'s result through ADBC alone: None where ADBC is absent or declines the query (the caller then
+        runs its reference query through :meth:`arrow`)."""
+        if not _adbc_available():
+            return None
+        try:
+            return _adbc_query(self.uri, sql).rename_columns(names)
+        except Exception:  # noqa: BLE001 - type inference mismatch, lock, corruption: the reference query says
+            return None
+
     def _stdlib_arrow(self, sql: str, names: list[str]) -> pa.Table:
         conn = sqlite3.connect(self.uri, uri=True, timeout=BUSY_TIMEOUT_S)
         conn.text_factory = bytes

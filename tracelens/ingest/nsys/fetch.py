@@ -2,8 +2,8 @@
 
 The Arrow fetch releases the GIL, so several tables are read at once (one connection per thread); the reading
 thread builds each table's :class:`.columns.Part` while the others are still being fetched. Host tables come
-first (NVTX, the biggest, leading): once they are all in, their nesting depth is computed in another thread
-while the GPU tables are still being fetched.
+first (NVTX, the biggest, leading, in rowid chunks fetched and compacted in parallel). Their nesting depth is
+left to the store, which computes it when the column is first read (no analysis reads it).
 """
 
 from __future__ import annotations
@@ -15,10 +15,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow as pa
 
-from .assembly import host_depth
 from .columns import Part
 from .database import Database
-from .nvtx import nvtx_compact
+from .nvtx import join_nvtx_chunks, nvtx_chunk, nvtx_chunk_queries
 from .queries import HOST_TABLES, TABLE_NVTX
 
 # A builder takes the fetched table out of a one-item list: an object passed as an argument stays referenced
@@ -29,56 +28,75 @@ Builder = Callable[[list[pa.Table]], Part | None]
 def fetch_parts(
     db: Database, queries: dict[str, tuple[str, list[str]]], builders: dict[str, Builder]
 ) -> tuple[list[Part], dict[str, int]]:
-    """Every queried table's part (tables without rows left out; host parts with their ``depth``) and the
+    """Every queried table's part (tables without rows left out; host tables' parts marked ``host``) and the
     row count of each table."""
     order = sorted(queries, key=lambda name: (name not in HOST_TABLES, name != TABLE_NVTX))
-    waiting_host = {name for name in order if name in HOST_TABLES}
+    workers = max(2, min(4, os.cpu_count() or 1))
+    # (table, query) per fetch: NVTX_EVENTS in rowid chunks (at least one per worker), the others whole
+    tasks = [
+        (name, sql)
+        for name in order
+        for sql in (
+            nvtx_chunk_queries(db, queries[name][0], workers) if name == TABLE_NVTX else [queries[name][0]]
+        )
+    ]
+    # Biggest fetches first (cells: rows x columns), so that the last ones to finish are small and both
+    # cores stay busy to the end (a 5M-row kernel table fetched last kept one core busy alone for seconds).
+    cells = {name: _rows(db, name) * len(queries[name][1]) for name in order}
+    nvtx_chunks = max(1, sum(1 for n, _ in tasks if n == TABLE_NVTX))
+    tasks.sort(key=lambda task: -cells[task[0]] / (nvtx_chunks if task[0] == TABLE_NVTX else 1))
+    chunks_left = {name: sum(1 for n, _ in tasks if n == name) for name in order}
     row_counts: dict[str, int] = {}
     built: dict[str, Part | None] = {}
-    depth_future = None
     # Each fetched table goes through a queue, not a Future's result: a finished Future keeps its result
     # alive as long as the Future is referenced, which held every raw table (NVTX text included) until
     # the last one was read.
-    arrived: queue.Queue[tuple[str, list[pa.Table], BaseException | None]] = queue.Queue()
+    arrived: queue.Queue[tuple[str, int, list[pa.Table], BaseException | None]] = queue.Queue()
 
-    def fetch(name: str) -> None:
+    def fetch(at: int, name: str, sql: str) -> None:
         try:
+            names = queries[name][1]
             table = (
-                nvtx_compact(db, *queries[name])
-                if name == TABLE_NVTX
-                else db.arrow(*queries[name]).combine_chunks()
+                nvtx_chunk(db, sql, names) if name == TABLE_NVTX else db.arrow(sql, names).combine_chunks()
             )
-            arrived.put((name, [table], None))
+            arrived.put((name, at, [table], None))
             del table
         except BaseException as err:  # handed to the reading thread, which raises it
-            arrived.put((name, [], err))
+            arrived.put((name, at, [], err))
 
-    with (
-        ThreadPoolExecutor(max_workers=max(2, min(4, os.cpu_count() or 1))) as pool,
-        ThreadPoolExecutor(max_workers=1) as depth_pool,
-    ):
-        futures = [pool.submit(fetch, name) for name in order]
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        futures = [pool.submit(fetch, at, name, sql) for at, (name, sql) in enumerate(tasks)]
+        pending: dict[str, dict[int, pa.Table]] = {}
         try:
-            for _ in order:
-                name, box, error = arrived.get()
+            for _ in tasks:
+                name, at, box, error = arrived.get()
                 if error is not None:
                     raise error
+                pending.setdefault(name, {})[at] = box.pop()
+                chunks_left[name] -= 1
+                if chunks_left[name]:
+                    continue
+                chunks = pending.pop(name)
+                box = [join_nvtx_chunks([chunks.pop(i) for i in sorted(chunks)])]
+                del chunks
                 row_counts[name] = box[0].num_rows
-                built[name] = builders[name](box)  # the part keeps copies of the columns it uses
-                waiting_host.discard(name)
-                if not waiting_host and depth_future is None:
-                    host_parts = [
-                        p for n in order if n in HOST_TABLES and (p := built.get(n)) is not None and p.n
-                    ]
-                    if host_parts:
-                        depth_future = depth_pool.submit(host_depth, host_parts)
+                part = built[name] = builders[name](box)  # the part keeps copies of the columns it uses
+                if part is not None:
+                    part.host = name in HOST_TABLES
+                del part
         except BaseException:
             for future in futures:  # one failed table fails the read: do not wait for the others
                 future.cancel()
             raise
-        if depth_future is not None:
-            for part, depth in zip(host_parts, depth_future.result(), strict=True):
-                part.columns["depth"] = depth
     parts = [p for name in order if (p := built[name]) is not None and p.n]
     del built
     return parts, row_counts
+
+
+def _rows(db: Database, table: str) -> int:
+    """About how many rows a table has, from its rowid bounds (each read off the b-tree's edge: one aggregate
+    per SELECT, two in one SELECT scan the table)."""
+    lo = db.small(f'SELECT min(rowid) FROM "{table}"')
+    hi = db.small(f'SELECT max(rowid) FROM "{table}"')
+    first, last = (lo[0][0] if lo else None), (hi[0][0] if hi else None)
+    return last - first + 1 if isinstance(first, int) and isinstance(last, int) else 0

@@ -25,7 +25,7 @@ from .columns import (
 )
 from .database import Database
 from .enums import dense_lookup
-from .queries import TABLE_NVTX
+from .queries import NVTX_TEXT_COLUMNS, TABLE_NVTX, uncast_text
 from .strings import MISSING, Strings, decode_dictionary, dedupe
 
 # NVTX eventType values (ENUM_NSYS_EVENT_TYPE): ranges we keep, and domain creation.
@@ -34,33 +34,83 @@ _NVTX_DOMAIN_CREATE = 75
 
 
 # NVTX_EVENTS rows fetched per query: the fetched batch (NVTX text included) lives only while its chunk is
-# compacted, instead of the whole table's batch living through the reading of the names.
-NVTX_CHUNK_ROWS = 1 << 22
+# compacted, instead of the whole table's batch living through the reading of the names. Two chunks are
+# fetched at once (one per core), so the table is read in at least two chunks once it has this many rows.
+NVTX_CHUNK_ROWS = 1 << 21
+NVTX_SPLIT_MIN_ROWS = 1 << 16
 
 
-def nvtx_compact(db: Database, sql: str, names: list[str]) -> pa.Table:
-    """NVTX_EVENTS fetched a rowid range at a time, each chunk kept as the columns ``nvtx_rows`` reads: times,
-    event type, pid and tid (int32, from globalTid), the inline text as a dictionary, textId and domainId."""
-    bounds = db.small(f'SELECT min(rowid), max(rowid) FROM "{TABLE_NVTX}"')
-    lo, hi = bounds[0] if bounds else (None, None)
-    if not isinstance(lo, int) or not isinstance(hi, int):
-        return _compact_nvtx_chunk(db.arrow(sql, names).combine_chunks())
+def nvtx_chunk_queries(db: Database, sql: str, pieces: int = 2) -> list[str]:
+    """NVTX_EVENTS's SELECT cut into rowid ranges, in rowid order: at most NVTX_CHUNK_ROWS rows each, and at
+    least ``pieces`` of them when the table has NVTX_SPLIT_MIN_ROWS rows (fetched in parallel)."""
+    # One aggregate per SELECT: SQLite reads a lone min() or max() of the rowid off the b-tree's edge, but
+    # both in one SELECT scan the whole table (0.5 s on the 1.7M-row table of the x100 benchmark export).
+    lo = db.small(f'SELECT min(rowid) FROM "{TABLE_NVTX}"')
+    hi = db.small(f'SELECT max(rowid) FROM "{TABLE_NVTX}"')
+    first, last = (lo[0][0] if lo else None), (hi[0][0] if hi else None)
+    if not isinstance(first, int) or not isinstance(last, int):
+        return [sql]
+    span = last - first + 1
+    count = -(-span // NVTX_CHUNK_ROWS)
+    if span >= NVTX_SPLIT_MIN_ROWS:
+        count = max(count, pieces)
+    size = -(-span // count)
     where = "AND" if " WHERE " in sql else "WHERE"
-    pieces = []
-    for first in range(lo, hi + 1, NVTX_CHUNK_ROWS):  # a loop over chunks of millions of rows
-        chunk = db.arrow(f"{sql} {where} rowid >= {first} AND rowid < {first + NVTX_CHUNK_ROWS}", names)
-        pieces.append(_compact_nvtx_chunk(chunk.combine_chunks()))
-        del chunk
-    table = pa.concat_tables(pieces)
-    del pieces
+    return [  # a loop over chunks of millions of rows
+        f"{sql} {where} rowid >= {start} AND rowid < {start + size}" for start in range(first, last + 1, size)
+    ]
+
+
+def nvtx_chunk(db: Database, sql: str, names: list[str]) -> pa.Table:
+    """One chunk of NVTX_EVENTS fetched and kept as the columns ``nvtx_rows`` reads: times, event type, pid and
+    tid (int32, from globalTid), the inline text as a dictionary, textId and domainId (and the payloads).
+
+    Fast path: ADBC reads the text columns raw (string or binary; int64 when every value is NULL), taken as
+    bytes, NULL for ''. A column it types otherwise (numbers in a column without TEXT affinity: never nsys)
+    sends the chunk to the reference query, whose CAST gives SQLite's own text of each value."""
+    raw = db.arrow_fast(uncast_text(sql, NVTX_TEXT_COLUMNS), names)
+    text = [c for c in NVTX_TEXT_COLUMNS if c in names]
+    if raw is not None and all(_text_like(raw.column(c)) for c in text):
+        for name in text:
+            raw = raw.set_column(names.index(name), name, _as_binary(raw.column(name)))
+        return _compact_nvtx_chunk(raw.combine_chunks())
+    del raw
+    return _compact_nvtx_chunk(db.arrow(sql, names).combine_chunks())
+
+
+def _text_like(column: pa.ChunkedArray) -> bool:
+    return (
+        pa.types.is_string(column.type)
+        or pa.types.is_binary(column.type)
+        or column.null_count == len(column)
+    )
+
+
+def _as_binary(column: pa.ChunkedArray) -> pa.ChunkedArray:
+    """A raw text column as bytes, without a copy or a UTF-8 check (decoding happens once per distinct value)."""
+    if column.null_count == len(column):
+        return pa.chunked_array([pa.nulls(len(column), pa.binary())])
+    return column.cast(pa.binary()) if pa.types.is_string(column.type) else column
+
+
+def join_nvtx_chunks(pieces: list[pa.Table]) -> pa.Table:
+    """The compacted chunks (or one other table's single fetch) as one table, text dictionaries unified."""
+    if len(pieces) == 1:
+        return pieces[0]
+    # permissive: a column typed null in some chunks (no value there) takes the other chunks' type
+    table = pa.concat_tables(pieces, promote_options="permissive")
     return table.unify_dictionaries()
 
+
+# What nvtx_rows needs of eventType, one byte a row instead of eight: a range kept as a row, a domain's creation
+# (which names it), or neither.
+_OTHER, _RANGE, _DOMAIN_CREATE = 0, 1, 2
 
 _NVTX_COMPACT_SCHEMA = pa.schema(
     [
         ("start", pa.int64()),
         ("end", pa.int64()),
-        ("eventType", pa.int64()),
+        ("eventClass", pa.int8()),
         ("pid", pa.int32()),
         ("tid", pa.int32()),
         ("text", pa.dictionary(pa.int32(), pa.string())),
@@ -72,48 +122,63 @@ _NVTX_COMPACT_SCHEMA = pa.schema(
 
 def _compact_nvtx_chunk(t: pa.Table) -> pa.Table:
     """One fetched chunk as our own copies (a column left in the fetched batch pins all of it); with
-    binaryData, a ``payload`` column holding only the blobs long enough for a payload header (else null)."""
+    binaryData, a ``payload`` column holding only the blobs long enough for a payload header (else null).
+    A textId or payload column with no value in the chunk is kept typed null (no buffers: exports that name
+    their ranges inline, or without NCCL payloads, would hold 8 and 4 bytes a row of nulls)."""
     text_idx, text_values = decode_dictionary(t.column("text"))
     gtid = t.column("globalTid")
+    event_type = as_int64(t.column("eventType")).fill_null(-1).to_numpy()
+    event_class = np.where(
+        np.isin(event_type, _NVTX_RANGE_TYPES),
+        _RANGE,
+        np.where(event_type == _NVTX_DOMAIN_CREATE, _DOMAIN_CREATE, _OTHER),
+    ).astype(np.int8)
+    del event_type
+    text_ids = as_int64(t.column("textId"))
     arrays = [
         detach(as_int64(t.column("start"))),
         detach(as_int64(t.column("end"))),
-        detach(as_int64(t.column("eventType"))),
+        pa.array(event_class),
         decode_pid(gtid),
         decode_tid(gtid),
         dict_array(text_idx, text_values),
-        detach(as_int64(t.column("textId"))),
+        pa.nulls(len(text_ids), pa.null()) if text_ids.null_count == len(text_ids) else detach(text_ids),
         detach(as_int64(t.column("domainId"))),
     ]
+    schema = _NVTX_COMPACT_SCHEMA
+    if arrays[6].type == pa.null():
+        schema = schema.set(6, pa.field("textId", pa.null()))
     if "binaryData" not in t.column_names:
-        return pa.Table.from_arrays(arrays, schema=_NVTX_COMPACT_SCHEMA)
+        return pa.Table.from_arrays(arrays, schema=schema)
     blobs = t.column("binaryData").combine_chunks().cast(pa.binary())
     payload = pc.if_else(
         pc.greater_equal(pc.binary_length(blobs), nvtx_payload.HEADER_BYTES),
         blobs,
         pa.nulls(len(blobs), pa.binary()),
     )
-    return pa.Table.from_arrays(
-        arrays + [detach(payload)], schema=_NVTX_COMPACT_SCHEMA.append(pa.field("payload", pa.binary()))
-    )
+    if payload.null_count == len(payload):
+        return pa.Table.from_arrays(
+            arrays + [pa.nulls(len(payload), pa.null())], schema=schema.append(pa.field("payload", pa.null()))
+        )
+    return pa.Table.from_arrays(arrays + [detach(payload)], schema=schema.append(pa.field("payload", pa.binary())))
 
 
 def nvtx_rows(
     box: list[pa.Table], strings: Strings, payload_entries: list[tuple[int, int, str, int, int | None]]
 ) -> tuple[Part | None, dict[int, str], pa.Array | None]:
-    """NVTX_EVENTS (compacted by :func:`nvtx_compact`, taken out of ``box``): its ranges as ``annotation`` rows,
+    """NVTX_EVENTS (compacted chunk by chunk by :func:`nvtx_chunk`, taken out of ``box``): its ranges as ``annotation`` rows,
     ``tracelens/step#N`` ranges as ``step`` rows, NCCL's payload sizes as message columns. Also returns the
     domain names by id, and the names' dictionary (None when no range is kept)."""
     # NVTX_EVENTS is most of a training export's rows: it arrives compacted chunk by chunk
-    # (nvtx_compact), and each column is let go as soon as it has been used.
+    # (nvtx_chunk), and each column is let go as soon as it has been used.
     t = box.pop()
     columns = {name: t.column(name) for name in t.column_names}
     n_all = t.num_rows
     del t
-    event_type = int64_numpy(columns.pop("eventType"), fill=-1)
-    keep = np.isin(event_type, _NVTX_RANGE_TYPES)
-    created = event_type == _NVTX_DOMAIN_CREATE
-    del event_type
+    event_class = columns.pop("eventClass").combine_chunks().to_numpy()
+    keep = event_class == _RANGE
+    created = event_class == _DOMAIN_CREATE
+    del event_class
     text = (
         columns.pop("text").combine_chunks()
         if n_all
@@ -123,13 +188,14 @@ def nvtx_rows(
     text_values = text.dictionary
     del text
     text_ids = columns.pop("textId")
-    id_idx = strings.lookup(text_ids)
-    # One dictionary for inline text and StringIds text: inline entries first, then StringIds shifted.
+    # One dictionary for inline text and StringIds text: inline entries first, then StringIds shifted. The
+    # inline text wins; built in place (each temporary is a 4-byte array of every NVTX row).
     values = pa.concat_arrays([text_values, strings.values])
-    name_idx = np.where(
-        text_idx >= 0, text_idx, np.where(id_idx >= 0, id_idx + len(text_values), id_idx)
-    ).astype(np.int32)
-    del text_idx, id_idx
+    name_idx = strings.lookup(text_ids)
+    np.add(name_idx, len(text_values), out=name_idx, where=name_idx >= 0)
+    inline = text_idx >= 0
+    name_idx[inline] = text_idx[inline]
+    del text_idx, inline
     if (name_idx == MISSING).any():  # a textId StringIds lacks, and no inline text
         name_idx, values = strings.placeholders(name_idx, id_numpy(text_ids), values)
     else:
@@ -138,6 +204,8 @@ def nvtx_rows(
 
     domain_ids = int64_numpy(columns.pop("domainId"), fill=-1)
     payload = columns.pop("payload", None)
+    if payload is not None and payload.null_count == len(payload):
+        payload = None  # no payload at all: no message columns (as nccl_messages would find)
     domain_names = {
         int(d): values[int(i)].as_py()
         for d, i in zip(domain_ids[created], name_idx[created], strict=True)
@@ -160,14 +228,9 @@ def nvtx_rows(
     step_of_value = np.array(
         [-1 if (s := step_number(v or "")) is None else s for v in value_list] + [-1], np.int64
     )
-    step = step_of_value[name_idx]  # index -1 reads the trailing -1
-    is_step = step >= 0
-    kinds = np.where(is_step, KIND_INDEX[STEP], KIND_INDEX[ANNOTATION])
-
-    domain_values = sorted(set(domain_names.values()))
-    dom_table = dense_lookup({d: domain_values.index(n) for d, n in domain_names.items()}, -1)
-    ok = (domain_ids >= 0) & (domain_ids < dom_table.size)
-    dom_idx = np.where(ok, dom_table[np.where(ok, domain_ids, 0)], -1).astype(np.int32)
+    is_step = (step_of_value >= 0)[name_idx]  # index -1 reads the trailing -1
+    kinds = np.full(n, KIND_INDEX[ANNOTATION], np.int8)
+    kinds[is_step] = KIND_INDEX[STEP]
 
     # NCCL's payloads: the message and group sizes of its API ranges.
     nccl_ids = [d for d, name in domain_names.items() if name == nvtx_payload.NCCL_DOMAIN]
@@ -182,6 +245,20 @@ def nvtx_rows(
         if payload is not None and entries
         else None
     )
+    del payload
+
+    domain_values = sorted(set(domain_names.values()))
+    dom_idx = None
+    if domain_values:  # in place over domain_ids (8 bytes a row): each temporary is of every NVTX range
+        dom_table = dense_lookup({d: domain_values.index(n) for d, n in domain_names.items()}, -1)
+        unknown = (domain_ids < 0) | (domain_ids >= dom_table.size)
+        if not domain_ids.flags.writeable:  # a view of the fetched column: copied, the column let go
+            domain_ids = domain_ids.copy()
+        domain_ids[unknown] = 0
+        dom_idx = dom_table[domain_ids]
+        dom_idx[unknown] = -1
+        del unknown
+    del domain_ids
     cols = {
         "kind": kind_column(kinds),
         "name": dict_array(name_idx, values),
@@ -190,8 +267,8 @@ def nvtx_rows(
         "pid": pid,
         "tid": tid,
         # All-null columns stay None: the assembly gives them one shared null buffer.
-        "domain": dict_array(dom_idx, pa.array(domain_values, pa.string())) if domain_values else None,
-        "step": pa.array(step, pa.int64(), mask=~is_step) if is_step.any() else None,
+        "domain": dict_array(dom_idx, pa.array(domain_values, pa.string())) if dom_idx is not None else None,
+        "step": pa.array(step_of_value[name_idx], pa.int64(), mask=~is_step) if is_step.any() else None,
         **(messages or {}),
     }
     return Part(n, cols, owned=("start_ns", "end_ns", "pid", "tid")), domain_names, values

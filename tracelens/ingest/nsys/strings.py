@@ -23,8 +23,12 @@ def decode_dictionary(binary: pa.Array) -> tuple[np.ndarray, pa.Array]:
         binary = binary.combine_chunks()
     if not (pa.types.is_binary(binary.type) or pa.types.is_string(binary.type)):
         binary = binary.cast(pa.string()).cast(pa.binary())
-    encoded = pc.dictionary_encode(binary)
+    # A null gets its own dictionary slot, read as '' (then as no value, like an empty string): the slots come
+    # out as they do for the reference queries, which read NULL as '' (queries.text_cast).
+    encoded = pc.dictionary_encode(binary, null_encoding="encode")
     values = encoded.dictionary
+    if values.null_count:
+        values = values.fill_null(b"" if pa.types.is_binary(values.type) else "")
     try:
         strings = values.cast(pa.string())
     except pa.ArrowInvalid:
@@ -107,6 +111,8 @@ class Strings:
         ``MISSING`` (-2) for an id StringIds lacks."""
         if isinstance(ids, pa.ChunkedArray):
             ids = ids.combine_chunks()
+        if ids.null_count == len(ids):  # no id at all (NVTX named inline): no temporaries of every row
+            return np.full(len(ids), UNNAMED, np.int32)
         arr = id_numpy(ids)
         if self.table is not None:
             ok = (arr >= 0) & (arr < self.table.size)
