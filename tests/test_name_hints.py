@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tracelens.analyses import names
+from tracelens.analyses.diagnosis import unexplained_idle
 from tracelens.event_names import strip_api_suffix
 
 _WORD = re.compile(r"dynamo_timed|[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
@@ -28,6 +29,7 @@ REFERENCE = {
     names.is_input: lambda n: bool(names.INPUT_PATTERN.search(n)),
     names.is_one_time_api: lambda n: bool(names.ONE_TIME_API_PATTERN.match(strip_api_suffix(n))),
     names.is_allocation: lambda n: bool(names.ALLOCATION_PATTERN.match(strip_api_suffix(n))),
+    unexplained_idle.is_rank_wait: lambda n: bool(unexplained_idle.RANK_WAIT_PATTERN.search(n)),
 }
 
 # Pieces of names each rule looks for, and their near misses, joined in any order with separators.
@@ -38,7 +40,9 @@ PIECES = (
     "dataloader.py(3): _next_data|IteratorGetNext|Iterator::Model|tracelens/data|cuInit|hipInit|cuCtxCreate|"
     "cuCtxCreate_v2|hipDevicePrimaryCtxRetain|cuModuleLoadData|cublasCreate_v2|cudnnCreate|miopenCreate|"
     "rocblasCreate|hipblasLtCreate|cufftPlan1d|hipfftPlanMany|ncclCommInitRank|rcclCommInitAll|cudaMalloc|"
-    "cudaMalloc_v3020|hipHostMalloc|cuMemAlloc_v2|cuStreamCreate|cudaFree|aten::mm|İ|ß|Σ|_|::| |, op_id = 5|#|0|12"
+    "cudaMalloc_v3020|hipHostMalloc|cuMemAlloc_v2|cuStreamCreate|cudaFree|aten::mm|İ|ß|Σ|_|::| |, op_id = 5|#|0|12|MPI_Allreduce|"
+    "MPI|ncclAllReduce|rcclBroadcast|nccl:all_reduce|ncclx|c10d::allreduce_|ProcessGroupNCCL|gloo:all_reduce|"
+    "RemoteCall|CollectiveReduceV2"
 ).split("|")
 SEPARATORS = ["", " ", "_", "."]
 

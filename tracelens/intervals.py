@@ -116,6 +116,40 @@ def overlap_with_union(
     return out
 
 
+def summed_overlap(
+    starts: np.ndarray, ends: np.ndarray, other_starts: np.ndarray, other_ends: np.ndarray
+) -> np.ndarray:
+    """For each interval, its overlap with each of the other intervals, summed (the others may overlap each
+    other: several devices' unions given at once).
+
+    Equals the sum of :func:`overlap_with_union` over disjoint unions whose intervals are the others, in one pass
+    over the intervals instead of one per union: the overlap is the integral over [start, end) of how many of
+    the others cover each instant, read from that count's running integral at both ends.
+    """
+    starts = np.asarray(starts, dtype=np.int64)
+    ends = np.asarray(ends, dtype=np.int64)
+    if starts.size == 0 or np.size(other_starts) == 0:
+        return np.zeros(starts.size, dtype=np.int64)
+    edges = np.concatenate([np.asarray(other_starts, np.int64), np.asarray(other_ends, np.int64)])
+    steps = np.repeat(np.array([1, -1], np.int64), np.size(other_starts))
+    order = np.argsort(edges, kind="stable")
+    edges, steps = edges[order], steps[order]
+    covering = np.cumsum(steps)  # how many cover the instants from each edge to the next
+    integral = np.zeros(edges.size, np.int64)  # the count's integral up to each edge
+    np.cumsum(covering[:-1] * np.diff(edges), out=integral[1:])
+
+    def integral_at(t: np.ndarray) -> np.ndarray:
+        k = np.searchsorted(edges, t, side="right") - 1  # the last edge at or before t (-1: before them all)
+        at = np.maximum(k, 0)
+        value = integral[at] + covering[at] * (t - edges[at])
+        value[k < 0] = 0
+        return value
+
+    out = integral_at(ends)
+    out -= integral_at(starts)
+    return out
+
+
 def clip_total(starts: np.ndarray, ends: np.ndarray, lo: int, hi: int) -> int:
     """Summed (not merged) length of the intervals clipped to [lo, hi)."""
     s = np.clip(np.asarray(starts, np.int64), lo, hi)
