@@ -273,14 +273,19 @@ def device_attribution(trace: Trace, busy: DeviceBusy, largest: int = LARGEST_GA
     }
 
 
-def thread_row_mask(trace: Trace, threads: np.ndarray) -> np.ndarray:
-    """Boolean per event row: the row is on one of the given host-row threads (codes from ``feeding_threads``)."""
+def thread_row_mask(trace: Trace, threads: np.ndarray, among: np.ndarray | None = None) -> np.ndarray:
+    """Boolean per event row: the row is on one of the given host-row threads (codes from ``feeding_threads``).
+    With ``among`` (event rows), only those rows are tested (the others are False): the few one-time rows, not
+    every row of the trace."""
     rows = host_rows(trace)
     cols = event_columns(trace)
     picked = rows.threads.iloc[threads]
-    return np.isin(
-        thread_key(cols.pid, cols.tid), thread_key(picked["pid"].to_numpy(), picked["tid"].to_numpy())
-    )
+    keys = thread_key(picked["pid"].to_numpy(), picked["tid"].to_numpy())
+    if among is None:
+        return np.isin(thread_key(cols.pid, cols.tid), keys)
+    out = np.zeros(cols.pid.size, bool)
+    out[among[np.isin(thread_key(cols.pid[among], cols.tid[among]), keys)]] = True
+    return out
 
 
 def _unexplained_key(device: int) -> str:

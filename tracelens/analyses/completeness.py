@@ -157,11 +157,12 @@ def judge(trace: Trace) -> dict[str, Any]:
     who = recorder(trace)
     gpu = np.flatnonzero(cols.of_kind(*GPU_ACTIVITY_KINDS))
     api = np.flatnonzero(cols.of_kind(RUNTIME, DRIVER))
-    launch = api[code_mask(cols.name[api], cols.names, _is_launch_call)]
+    is_launch = code_mask(cols.name[api], cols.names, _is_launch_call)
+    launch = api[is_launch]
     host = np.flatnonzero(cols.of_kind(*HOST_KINDS))
     gpu_ids = cols.at("correlation_id", gpu)
     api_ids = cols.at("correlation_id", api)
-    launch_ids = cols.at("correlation_id", launch)
+    launch_ids = api_ids[is_launch]  # the launch calls are API calls: their ids read once
     problems: list[dict[str, Any]] = []
     evidence: dict[str, Any]
 
