@@ -116,16 +116,19 @@ def launch_pairs(trace: Trace) -> Table:
                 "tid": from_calls(cols.tid, -1),
                 "launch_name": from_calls(cols.name, -1),
                 "external_id": from_calls(cols.external_id, -1),
-                "launch_row": _rows_or(gpu.size, on, launch_row),
+                "launch_row": _rows_or(
+                    gpu.size, on, launch_row, np.int32 if cols.start.size < 2**31 else np.int64
+                ),
             }
         )
 
     return memo(trace, "launch_pairs", compute)
 
 
-def _rows_or(size: int, on: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """``rows`` at positions ``on`` of a ``size``-long int64 array, -1 elsewhere."""
-    out = np.full(size, -1, np.int64)
+def _rows_or(size: int, on: np.ndarray, rows: np.ndarray, dtype: type = np.int64) -> np.ndarray:
+    """``rows`` at positions ``on`` of a ``size``-long array (int32 where the table's rows fit: a value per GPU op
+    kept for the whole analysis), -1 elsewhere."""
+    out = np.full(size, -1, dtype)
     out[on] = rows
     return out
 
