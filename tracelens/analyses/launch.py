@@ -128,7 +128,7 @@ def launch_pairs(trace: Trace) -> Table:
 def _rows_or(size: int, on: np.ndarray, rows: np.ndarray, dtype: type = np.int64) -> np.ndarray:
     """``rows`` at positions ``on`` of a ``size``-long array (int32 where the table's rows fit: a value per GPU op
     kept for the whole analysis), -1 elsewhere."""
-    out = np.full(size, -1, dtype)
+    out: np.ndarray = np.full(size, -1, dtype)
     out[on] = rows
     return out
 
