@@ -123,31 +123,44 @@ def summed_overlap(
     other: several devices' unions given at once).
 
     Equals the sum of :func:`overlap_with_union` over disjoint unions whose intervals are the others, in one pass
-    over the intervals instead of one per union: the overlap is the integral over [start, end) of how many of
-    the others cover each instant, read from that count's running integral at both ends.
+    over the intervals instead of one per union (:class:`Coverage`, built once for many calls).
     """
-    starts = np.asarray(starts, dtype=np.int64)
-    ends = np.asarray(ends, dtype=np.int64)
-    if starts.size == 0 or np.size(other_starts) == 0:
-        return np.zeros(starts.size, dtype=np.int64)
-    edges = np.concatenate([np.asarray(other_starts, np.int64), np.asarray(other_ends, np.int64)])
-    steps = np.repeat(np.array([1, -1], np.int64), np.size(other_starts))
-    order = np.argsort(edges, kind="stable")
-    edges, steps = edges[order], steps[order]
-    covering = np.cumsum(steps)  # how many cover the instants from each edge to the next
-    integral = np.zeros(edges.size, np.int64)  # the count's integral up to each edge
-    np.cumsum(covering[:-1] * np.diff(edges), out=integral[1:])
+    return Coverage(other_starts, other_ends).overlap(starts, ends)
 
-    def integral_at(t: np.ndarray) -> np.ndarray:
-        k = np.searchsorted(edges, t, side="right") - 1  # the last edge at or before t (-1: before them all)
+
+class Coverage:
+    """How many of some intervals (overlapping each other or not) cover each instant, and that count's running
+    integral; :meth:`overlap` reads it at both ends of other intervals."""
+
+    def __init__(self, starts: np.ndarray, ends: np.ndarray) -> None:
+        edges = np.concatenate([np.asarray(starts, np.int64), np.asarray(ends, np.int64)])
+        steps = np.repeat(np.array([1, -1], np.int64), np.size(starts))
+        order = np.argsort(edges, kind="stable")
+        self.edges = edges[order]
+        self.covering = np.cumsum(steps[order])  # how many cover the instants from each edge to the next
+        self.integral = np.zeros(self.edges.size, np.int64)  # the count's integral up to each edge
+        if self.edges.size:
+            np.cumsum(self.covering[:-1] * np.diff(self.edges), out=self.integral[1:])
+
+    def overlap(self, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+        """For each interval [start, end), its overlap with each of the intervals, summed: the integral of the
+        count over it (negated where it ends before it starts, as :func:`overlap_with_union`)."""
+        starts = np.asarray(starts, dtype=np.int64)
+        ends = np.asarray(ends, dtype=np.int64)
+        if starts.size == 0 or self.edges.size == 0:
+            return np.zeros(starts.size, dtype=np.int64)
+        out = self._integral_at(ends)
+        out -= self._integral_at(starts)
+        return out
+
+    def _integral_at(self, t: np.ndarray) -> np.ndarray:
+        k = (
+            np.searchsorted(self.edges, t, side="right") - 1
+        )  # the last edge at or before t (-1: before them all)
         at = np.maximum(k, 0)
-        value = integral[at] + covering[at] * (t - edges[at])
+        value = self.integral[at] + self.covering[at] * (t - self.edges[at])
         value[k < 0] = 0
         return value
-
-    out = integral_at(ends)
-    out -= integral_at(starts)
-    return out
 
 
 def clip_total(starts: np.ndarray, ends: np.ndarray, lo: int, hi: int) -> int:

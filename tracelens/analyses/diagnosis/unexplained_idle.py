@@ -88,12 +88,13 @@ def evidence(ctx: Context) -> Evidence:
     every_end = np.concatenate([ue for _, ue in unexplained]) if unexplained else np.zeros(0, np.int64)
     union_start, union_end = intervals.merge(every_start, every_end)
     next_start = np.append(union_start, np.iinfo(np.int64).max)
+    coverage = intervals.Coverage(every_start, every_end)  # built once for every chunk
     for lo in range(0, host.size, HOST_CHUNK):  # chunks of host rows: tens of millions on a training export
         mine = host[lo : lo + HOST_CHUNK]
         ends = cols.end[mine]
         mine = mine[next_start[np.searchsorted(union_end, cols.start[mine], side="right")] < ends]
         del ends
-        overlap = intervals.summed_overlap(cols.start[mine], cols.end[mine], every_start, every_end)
+        overlap = coverage.overlap(cols.start[mine], cols.end[mine])
         seen = overlap > 0
         mine = mine[seen]
         partials.append(
