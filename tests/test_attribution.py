@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
+import valid_traces as vt
+from hypothesis import given, settings
 
 import tracelens
 from tests.conftest import FIXTURES, shared_params
@@ -307,9 +309,12 @@ def _load(path: Path) -> Trace:
 @pytest.mark.parametrize(
     "path",
     shared_params("nsys", "h100x2*")
-    + shared_params("pytorch", "a100_nccl*", "mi250*")
+    + shared_params("pytorch", "a100_nccl*", "mi250*", "a100_alexnet_cuda_sync*")
     + [
         FIXTURES / "gpu" / "pytorch_slow-input_cuda.pt.trace.json.gz",
+        FIXTURES
+        / "gpu"
+        / "pytorch_sync-every-step_cuda.pt.trace.json.gz",  # syncs: their echo joins the union
         FIXTURES / "causes" / "unexplained_idle.json",
     ],
 )
@@ -322,6 +327,23 @@ def test_unexplained_intervals_kept_by_the_attribution_equal_the_recomputed_ones
     assert busy
     for a in out["devices"]:
         kept = attribution.unexplained_intervals(with_section, busy[a["device"]])
+        recomputed = attribution.unexplained_intervals(alone, device_busy(alone)[a["device"]])
+        assert kept[0].tolist() == recomputed[0].tolist() and kept[1].tolist() == recomputed[1].tolist()
+        assert int((kept[1] - kept[0]).sum()) == a["by_cause"]["nothing"]
+
+
+@settings(max_examples=25, deadline=None, database=None, derandomize=True)
+@given(scen=vt.scenarios())
+def test_kept_unexplained_intervals_on_generated_traces(scen: vt.Scenario, tmp_path_factory) -> None:
+    # The same comparison on valid traces of every shape the generator makes (nested, zero-length, overlapping
+    # host rows).
+    if scen.empty or not scen.gpu:
+        return
+    path = vt.WRITERS["kineto"](scen, tmp_path_factory.mktemp("trace"))
+    with_section, alone = tracelens.load(path), tracelens.load(path)
+    out = attribution.section(with_section, {})
+    for a in out["devices"]:
+        kept = attribution.unexplained_intervals(with_section, device_busy(with_section)[a["device"]])
         recomputed = attribution.unexplained_intervals(alone, device_busy(alone)[a["device"]])
         assert kept[0].tolist() == recomputed[0].tolist() and kept[1].tolist() == recomputed[1].tolist()
         assert int((kept[1] - kept[0]).sum()) == a["by_cause"]["nothing"]
