@@ -17,9 +17,9 @@ import pyarrow.compute as pc
 
 from .. import intervals
 from ..gpu_specs import device_links
-from ..trace import DRIVER, KERNEL, MEMCPY, RUNTIME, Trace
+from ..trace import KERNEL, MEMCPY, Trace
 from ..values import is_member
-from .columns import device_busy, event_columns
+from .columns import api_calls, device_busy, event_columns
 from .names import code_map, is_graph_launch, is_sync_copy
 
 SMALL_COPY_BYTES = 64 * 1024
@@ -88,9 +88,8 @@ def _launch_mode(trace: Trace, copies: pd.DataFrame) -> np.ndarray:
     if not corr.notna().any():
         return out
     cols = event_columns(trace)
-    calls = np.flatnonzero(cols.of_kind(RUNTIME, DRIVER))
+    calls, call_corr = api_calls(trace)
     # Only the calls that launched a copy: a training trace has millions of other calls.
-    call_corr = cols.at("correlation_id", calls)
     launched = is_member(call_corr, corr.dropna().to_numpy(np.int64))
     calls, call_corr = calls[launched], call_corr[launched].astype(np.int64)
     if calls.size == 0:
