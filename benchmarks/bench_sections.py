@@ -3,10 +3,13 @@
 For each TRACE and each tree (this repository, plus every ``--tree DIR``, e.g. a worktree of an earlier commit
 with its extension built), one fresh process run from that tree's root loads the trace and computes the
 sections in ``analyze``'s own order (``early`` ones first, each given the sections before it), timing each
-(``time.perf_counter``) and reading the process's peak RSS at the end. Trees are run alternately, ``--rounds``
-times; the table gives the median per section. Use it to find which section grew between two commits.
+(``time.perf_counter``, or with ``--clock cpu`` the process's CPU time), then the document's summary and its
+JSON text (``summary + JSON``: what ``analyze --format json`` does after the sections), and reads the process's
+peak RSS at the end. Trees are run alternately, ``--rounds`` times; the table gives the median per section. Use
+it to find which section grew between two commits.
 
 Run:  flock /tmp/tracelens-bench.lock python3 benchmarks/bench_sections.py TRACE... [--tree ../wt-base] [--rounds 3]
+      [--clock cpu]
 """
 
 from __future__ import annotations
@@ -25,9 +28,10 @@ import json, resource, sys, time
 sys.path.insert(0, ".")
 import tracelens
 from tracelens import analyses as A
-t0 = time.perf_counter()
+clock = time.process_time if sys.argv[2] == "cpu" else time.perf_counter
+t0 = clock()
 trace = tracelens.load(sys.argv[1])
-times = {"load": time.perf_counter() - t0}
+times = {"load": clock() - t0}
 meta = trace.metadata
 doc = {"schema_version": A.JSON_SCHEMA_VERSION, "source": {
     "path": meta.source_path, "format": meta.source_format, "producer": meta.producer,
@@ -36,19 +40,23 @@ doc = {"schema_version": A.JSON_SCHEMA_VERSION, "source": {
     "warnings": list(meta.warnings)}}
 done = {}
 for name in sorted(A.SECTIONS, key=lambda key: not A.BY_KEY[key].early):
-    t = time.perf_counter()
+    t = clock()
     done[name] = A.BY_KEY[name].compute(trace, {**doc, **done})
     A.release_free_memory()
-    times[name] = time.perf_counter() - t
+    times[name] = clock() - t
 times["sections"] = sum(v for k, v in times.items() if k != "load")
+t = clock()
+from tracelens.document import dumps, summarize  # what analyze and --format json do after the sections
+dumps({"schema_version": doc["schema_version"], "source": doc["source"], "summary": summarize(done), **done})
+times["summary + JSON"] = clock() - t
 print(json.dumps({"times": times, "events": trace.num_events,
                   "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 
 
-def run(tree: Path, trace: str) -> dict:
+def run(tree: Path, trace: str, clock: str = "wall") -> dict:
     proc = subprocess.run(
-        [sys.executable, "-c", _CHILD, trace], cwd=tree, capture_output=True, text=True, check=False
+        [sys.executable, "-c", _CHILD, trace, clock], cwd=tree, capture_output=True, text=True, check=False
     )
     if proc.returncode:
         raise SystemExit(f"{tree}: {proc.stderr.strip().splitlines()[-1:]}")
@@ -60,13 +68,20 @@ def main() -> int:
     parser.add_argument("traces", nargs="+")
     parser.add_argument("--tree", action="append", default=[], help="another source tree to compare")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--clock",
+        choices=("wall", "cpu"),
+        default="wall",
+        help="wall time (time.perf_counter) or the process's CPU time (time.process_time: steadier on a shared "
+        "machine, but counts both cores where a step runs two threads)",
+    )
     opts = parser.parse_args()
     trees = [REPO_ROOT] + [Path(t).resolve() for t in opts.tree]
     for trace in opts.traces:
         results: dict[Path, list[dict]] = {t: [] for t in trees}
         for r in range(opts.rounds):
             for tree in trees if r % 2 == 0 else list(reversed(trees)):
-                results[tree].append(run(tree, str(Path(trace).resolve())))
+                results[tree].append(run(tree, str(Path(trace).resolve()), opts.clock))
         keys: list[str] = []
         for runs in results.values():
             keys += [k for k in runs[0]["times"] if k not in keys]
@@ -82,7 +97,7 @@ def main() -> int:
             + [f"{statistics.median(r['peak_mib'] for r in results[t]):.0f}" for t in trees]
         )
         events = results[trees[0]][0]["events"]
-        print(f"\n{Path(trace).name}: {events:,} events; seconds, median of {opts.rounds}\n")
+        print(f"\n{Path(trace).name}: {events:,} events; {opts.clock} seconds, median of {opts.rounds}\n")
         print(markdown_table(["section"] + [t.name for t in trees], rows))
     return 0
 

@@ -2,8 +2,18 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+import pytest
+import valid_traces as vt
+from hypothesis import given, settings
+
+import tracelens
+from tests.conftest import FIXTURES, shared_params
 from tracelens.analyses import attribution
-from tracelens.trace import Trace
+from tracelens.analyses.columns import device_busy
+from tracelens.trace import Trace, TraceMetadata
 
 
 def host(kind, name, start, end, tid=1, pid=1, **extra):
@@ -285,3 +295,55 @@ def test_sync_echo_ranks_after_input_and_of_a_sync_copy_is_a_sync_copy():
     dev = by_cause(Trace.from_rows(rows))
     assert dev["by_cause"] == {"startup": 0, "sync": 15, "input": 45, "launch": 0, "cpu": 0, "nothing": 20}
     assert dev["sync_copy_ns"] == 15
+
+
+def _load(path: Path) -> Trace:
+    if path.parent.name != "causes":
+        return tracelens.load(path)
+    data = json.loads(path.read_text())  # hand-built rows (fixtures/causes/make_causes.py)
+    return Trace.from_rows(
+        data["rows"], data["devices"], TraceMetadata("handmade", framework=data["framework"])
+    )
+
+
+@pytest.mark.parametrize(
+    "path",
+    shared_params("nsys", "h100x2*")
+    + shared_params("pytorch", "a100_nccl*", "mi250*", "a100_alexnet_cuda_sync*")
+    + [
+        FIXTURES / "gpu" / "pytorch_slow-input_cuda.pt.trace.json.gz",
+        FIXTURES
+        / "gpu"
+        / "pytorch_sync-every-step_cuda.pt.trace.json.gz",  # syncs: their echo joins the union
+        FIXTURES / "causes" / "unexplained_idle.json",
+    ],
+)
+def test_unexplained_intervals_kept_by_the_attribution_equal_the_recomputed_ones(path):
+    # The attribution keeps each device's `nothing` intervals from its own union of the feeding rows; a trace
+    # whose attribution was not computed gets them from the rows directly. Both, and the `nothing` totals.
+    with_section, alone = _load(path), _load(path)
+    out = attribution.section(with_section, {})
+    busy = device_busy(with_section)
+    assert busy
+    for a in out["devices"]:
+        kept = attribution.unexplained_intervals(with_section, busy[a["device"]])
+        recomputed = attribution.unexplained_intervals(alone, device_busy(alone)[a["device"]])
+        assert kept[0].tolist() == recomputed[0].tolist() and kept[1].tolist() == recomputed[1].tolist()
+        assert int((kept[1] - kept[0]).sum()) == a["by_cause"]["nothing"]
+
+
+@settings(max_examples=25, deadline=None, database=None, derandomize=True)
+@given(scen=vt.scenarios())
+def test_kept_unexplained_intervals_on_generated_traces(scen: vt.Scenario, tmp_path_factory) -> None:
+    # The same comparison on valid traces of every shape the generator makes (nested, zero-length, overlapping
+    # host rows).
+    if scen.empty or not scen.gpu:
+        return
+    path = vt.WRITERS["kineto"](scen, tmp_path_factory.mktemp("trace"))
+    with_section, alone = tracelens.load(path), tracelens.load(path)
+    out = attribution.section(with_section, {})
+    for a in out["devices"]:
+        kept = attribution.unexplained_intervals(with_section, device_busy(with_section)[a["device"]])
+        recomputed = attribution.unexplained_intervals(alone, device_busy(alone)[a["device"]])
+        assert kept[0].tolist() == recomputed[0].tolist() and kept[1].tolist() == recomputed[1].tolist()
+        assert int((kept[1] - kept[0]).sum()) == a["by_cause"]["nothing"]

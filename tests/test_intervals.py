@@ -59,3 +59,40 @@ def test_covered_before_and_its_inverse():
         35,
         np.iinfo(np.int64).max,
     ]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_summed_overlap_against_instant_counts(seed):
+    # Several unions given at once (they overlap each other): per interval, the instants it shares with each
+    # union, counted once per union; and the same as overlap_with_union summed over the unions.
+    rng = np.random.default_rng(seed)
+    for _ in range(200):
+        unions = [_union(rng, int(rng.integers(0, 6))) for _ in range(int(rng.integers(1, 4)))]
+        n = int(rng.integers(0, 12))
+        starts = rng.integers(-5, 80, n)
+        ends = starts + rng.integers(0, 30, n)
+        got = intervals.summed_overlap(
+            starts, ends, np.concatenate([u[0] for u in unions]), np.concatenate([u[1] for u in unions])
+        )
+        expected = [
+            sum(len(set(range(s, e)) & _instants(*u)) for u in unions)
+            for s, e in zip(starts.tolist(), ends.tolist(), strict=True)
+        ]
+        assert got.tolist() == expected
+        summed = sum(intervals.overlap_with_union(starts, ends, *u) for u in unions)
+        assert got.tolist() == np.broadcast_to(summed, (n,)).tolist()
+
+
+def test_summed_overlap_hand_case():
+    # [0,10) and [5,15) overlap on [5,10): the interval [3,12) shares 7 with the first, 7 with the second.
+    got = intervals.summed_overlap(
+        np.array([3, 20, 12]), np.array([12, 25, 3]), np.array([0, 5]), np.array([10, 15])
+    )
+    assert got.tolist() == [
+        14,
+        0,
+        -14,
+    ]  # an interval ending before it starts: the overlap negated, as overlap_with_union
+    assert intervals.overlap_with_union(
+        np.array([12]), np.array([3]), np.array([0]), np.array([15])
+    ).tolist() == [-9]

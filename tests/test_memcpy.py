@@ -127,6 +127,27 @@ def test_exposed_time_shares_and_bandwidth_by_hand():
     assert dtod["achieved_bytes_per_s"] == 0.0 and doc["per_device"][1]["exposed_ns"] == 10
 
 
+def test_launch_mode_where_a_side_has_no_pid():
+    # corr 1: the copy has no pid: the call with its id decides (cudaMemcpy, sync). corr 2: the call has no pid:
+    # it decides for the copy of pid 1 (cudaMemcpyAsync, async). corr 3: only a call of another known pid
+    # (pid 2): not used, unknown. corr 4: an unrelated call first, then the copy API: the copy API wins (async).
+    rows = [
+        _copy(0, 10, corr=1, pid=None),
+        _copy(20, 30, corr=2, pid=1),
+        _copy(40, 50, corr=3, pid=1),
+        _copy(60, 70, corr=4, pid=None),
+        _api("cudaMemcpy", 1, pid=1),
+        _api("cudaMemcpyAsync", 2, pid=None),
+        _api("cudaMemcpy", 3, pid=2),
+        _api("cudaGetDevice", 4, pid=1, start=1),
+        _api("cudaMemcpyAsync", 4, pid=1, start=2),
+    ]
+    trace = Trace.from_rows(rows, metadata=TraceMetadata(source_format="handmade", framework="pytorch"))
+    launch = memcpy_report(trace)["launch"]
+    assert (launch["sync_count"], launch["async_count"], launch["unknown_count"]) == (1, 2, 1)
+    assert launch["sync_ns"] == 10
+
+
 def test_host_memory_and_launch_mode_from_the_launching_call():
     # corr 1: cudaMemcpy (sync), pageable source. corr 2: cudaMemcpyAsync with pageable -> async_pageable.
     # corr 3 in pid 1 is cudaMemcpyAsync; pid 2 has a cudaMemcpy with the same id: must not be used.

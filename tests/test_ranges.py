@@ -135,7 +135,7 @@ def test_slice_reduce_matches_direct_reduction_on_random_and_nested_slices():
     # (an outer range covering every launch) linearithmic, and random slices exercise every table level.
     import numpy as np
 
-    from tracelens.analyses.ranges import _slice_reduce
+    from tracelens.analyses.ranges import _slice_reduce, _slice_reduce_each
 
     rng = np.random.default_rng(7)
     for _ in range(200):
@@ -144,9 +144,15 @@ def test_slice_reduce_matches_direct_reduction_on_random_and_nested_slices():
         lo = rng.integers(0, n + 1, 40)
         hi = np.minimum(n, lo + rng.integers(0, n + 1, 40))
         lo, hi = np.r_[lo, 0, 0], np.r_[hi, n, 0]  # the whole array, and an empty slice
+        both = []
         for ufunc, empty in ((np.minimum, 0), (np.maximum, -1)):
             expected = [ufunc.reduce(values[a:b]) if b > a else empty for a, b in zip(lo, hi, strict=True)]
             assert _slice_reduce(ufunc, values, lo, hi, empty).tolist() == expected
+            both.append(expected)
+        other = values[::-1].copy()  # two reductions over the same slices at once, of different values
+        got = _slice_reduce_each([(np.minimum, values, 0), (np.maximum, other, -1)], lo, hi)
+        assert got[0].tolist() == both[0]
+        assert got[1].tolist() == [np.max(other[a:b]) if b > a else -1 for a, b in zip(lo, hi, strict=True)]
 
 
 def test_ranges_measured_in_chunks_sum_to_the_same_summary(monkeypatch) -> None:

@@ -37,17 +37,14 @@ def _write_report(
 ) -> None:
     """Render ``doc``; write the PNG figures a markdown report links (``--png``) beside it, then the text."""
     from .report import figures, render
-    from .report.terminal import terminal_width
 
     pngs = figures(doc, fmt, output, plots=plots, png=png)
-    text = render(
-        doc,
-        fmt,
-        plots=plots,
-        figures=pngs,
-        full_names=full_names,
-        width=terminal_width(sys.stdout if output in (None, "-") else None),
-    )
+    options: dict[str, Any] = {}
+    if fmt == "terminal":  # only the terminal report has a width (and imports rich): not for JSON or markdown
+        from .report.terminal import terminal_width
+
+        options["width"] = terminal_width(sys.stdout if output in (None, "-") else None)
+    text = render(doc, fmt, plots=plots, figures=pngs, full_names=full_names, **options)
     for figure in pngs:
         figure.path.write_bytes(figure.data)
     _write_output(text, output)

@@ -116,6 +116,53 @@ def overlap_with_union(
     return out
 
 
+def summed_overlap(
+    starts: np.ndarray, ends: np.ndarray, other_starts: np.ndarray, other_ends: np.ndarray
+) -> np.ndarray:
+    """For each interval, its overlap with each of the other intervals, summed (the others may overlap each
+    other: several devices' unions given at once).
+
+    Equals the sum of :func:`overlap_with_union` over disjoint unions whose intervals are the others, in one pass
+    over the intervals instead of one per union (:class:`Coverage`, built once for many calls).
+    """
+    return Coverage(other_starts, other_ends).overlap(starts, ends)
+
+
+class Coverage:
+    """How many of some intervals (overlapping each other or not) cover each instant, and that count's running
+    integral; :meth:`overlap` reads it at both ends of other intervals."""
+
+    def __init__(self, starts: np.ndarray, ends: np.ndarray) -> None:
+        edges = np.concatenate([np.asarray(starts, np.int64), np.asarray(ends, np.int64)])
+        steps = np.repeat(np.array([1, -1], np.int64), np.size(starts))
+        order = np.argsort(edges, kind="stable")
+        self.edges = edges[order]
+        self.covering = np.cumsum(steps[order])  # how many cover the instants from each edge to the next
+        self.integral = np.zeros(self.edges.size, np.int64)  # the count's integral up to each edge
+        if self.edges.size:
+            np.cumsum(self.covering[:-1] * np.diff(self.edges), out=self.integral[1:])
+
+    def overlap(self, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+        """For each interval [start, end), its overlap with each of the intervals, summed: the integral of the
+        count over it (negated where it ends before it starts, as :func:`overlap_with_union`)."""
+        starts = np.asarray(starts, dtype=np.int64)
+        ends = np.asarray(ends, dtype=np.int64)
+        if starts.size == 0 or self.edges.size == 0:
+            return np.zeros(starts.size, dtype=np.int64)
+        out = self._integral_at(ends)
+        out -= self._integral_at(starts)
+        return out
+
+    def _integral_at(self, t: np.ndarray) -> np.ndarray:
+        k = (
+            np.searchsorted(self.edges, t, side="right") - 1
+        )  # the last edge at or before t (-1: before them all)
+        at = np.maximum(k, 0)
+        value = self.integral[at] + self.covering[at] * (t - self.edges[at])
+        value[k < 0] = 0
+        return value
+
+
 def clip_total(starts: np.ndarray, ends: np.ndarray, lo: int, hi: int) -> int:
     """Summed (not merged) length of the intervals clipped to [lo, hi)."""
     s = np.clip(np.asarray(starts, np.int64), lo, hi)

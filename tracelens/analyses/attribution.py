@@ -150,7 +150,8 @@ def priority_split(
 
     With ``busy`` (the device's merged busy intervals; the windows are then its gaps), each blocking call's
     echo (``_sync_echo``) ranks after `input` and counts as `sync`.
-    Returns (matrix of shape (n, len(CAUSES)) in CAUSES order, extra per-window arrays: sync_copy, starts_in_sync).
+    Returns (matrix of shape (n, len(CAUSES)) in CAUSES order, extra per-window arrays: sync_copy, starts_in_sync;
+    and ``activity``: the union of the threads' rows, as ``merge`` gives it).
     Rows of the matrix sum exactly to end - start.
     """
     starts = np.asarray(starts, np.int64)
@@ -203,6 +204,8 @@ def priority_split(
                     echo_copy = covered - covered_before
                 covered_before = covered
     out[:, -1] = (ends - starts) - covered_before
+    # The echoes lie inside later levels' rows, so the final union is the threads' whole activity.
+    activity = (us, ue)
     # The sync column's part covered only by synchronous copies: what the earlier categories and the other
     # syncs do not already cover.
     other_sync = (cat == sync_level) & ~rows.sync_copy[mine]
@@ -211,7 +214,11 @@ def priority_split(
     sync_copy = covered_through_sync - intervals.overlap_with_union(starts, ends, ns, ne) + echo_copy
     sync_union = level_unions[sync_level]
     starts_in_sync = intervals.overlap_with_union(starts, starts + 1, *sync_union) > 0
-    return out, {"sync_copy": sync_copy, "starts_in_sync": starts_in_sync & (ends > starts)}
+    return out, {
+        "sync_copy": sync_copy,
+        "starts_in_sync": starts_in_sync & (ends > starts),
+        "activity": activity,
+    }
 
 
 def _late_launch(trace: Trace, busy: DeviceBusy) -> np.ndarray:
@@ -234,6 +241,8 @@ def device_attribution(trace: Trace, busy: DeviceBusy, largest: int = LARGEST_GA
     threads, source = feeding_threads(trace, busy.device)
     gs, ge = busy.gap_starts, busy.gap_ends
     split, extra = priority_split(gs, ge, rows, threads, busy=(busy.busy_starts, busy.busy_ends))
+    # The gaps' `nothing` parts, which the diagnosis reads: kept (few intervals), not the threads' whole activity.
+    memo(trace, _unexplained_key(busy.device), lambda: intervals.subtract(gs, ge, *extra["activity"]))
     lengths = ge - gs
     late = _late_launch(trace, busy)
     top = np.argsort(-lengths, kind="stable")[:largest]
@@ -264,25 +273,39 @@ def device_attribution(trace: Trace, busy: DeviceBusy, largest: int = LARGEST_GA
     }
 
 
-def thread_row_mask(trace: Trace, threads: np.ndarray) -> np.ndarray:
-    """Boolean per event row: the row is on one of the given host-row threads (codes from ``feeding_threads``)."""
+def thread_row_mask(trace: Trace, threads: np.ndarray, among: np.ndarray | None = None) -> np.ndarray:
+    """Boolean per event row: the row is on one of the given host-row threads (codes from ``feeding_threads``).
+    With ``among`` (event rows), only those rows are tested (the others are False): the few one-time rows, not
+    every row of the trace."""
     rows = host_rows(trace)
     cols = event_columns(trace)
     picked = rows.threads.iloc[threads]
-    return np.isin(
-        thread_key(cols.pid, cols.tid), thread_key(picked["pid"].to_numpy(), picked["tid"].to_numpy())
-    )
+    keys = thread_key(picked["pid"].to_numpy(), picked["tid"].to_numpy())
+    if among is None:
+        return np.isin(thread_key(cols.pid, cols.tid), keys)
+    out = np.zeros(cols.pid.size, bool)
+    out[among[np.isin(thread_key(cols.pid[among], cols.tid[among]), keys)]] = True
+    return out
+
+
+def _unexplained_key(device: int) -> str:
+    return f"unexplained_intervals/{device}"
 
 
 def unexplained_intervals(trace: Trace, busy: DeviceBusy) -> tuple[np.ndarray, np.ndarray]:
-    """The parts of a device's gaps that no host activity of its feeding threads covers (`nothing`)."""
-    rows = host_rows(trace)
-    threads, _ = feeding_threads(trace, busy.device)
-    chosen = np.zeros(len(rows.threads), bool)
-    chosen[threads] = True
-    mine = chosen[rows.thread]
-    activity = intervals.merge(rows.starts(mine), rows.ends(mine))
-    return intervals.subtract(busy.gap_starts, busy.gap_ends, *activity)
+    """The parts of a device's gaps that no host activity of its feeding threads covers (`nothing`); kept by
+    :func:`device_attribution`, which has that activity at hand."""
+
+    def compute() -> tuple[np.ndarray, np.ndarray]:
+        rows = host_rows(trace)
+        threads, _ = feeding_threads(trace, busy.device)
+        chosen = np.zeros(len(rows.threads), bool)
+        chosen[threads] = True
+        mine = chosen[rows.thread]
+        activity = intervals.merge(rows.starts(mine), rows.ends(mine))
+        return intervals.subtract(busy.gap_starts, busy.gap_ends, *activity)
+
+    return memo(trace, _unexplained_key(busy.device), compute)
 
 
 def gap_attribution(trace: Trace) -> dict[str, Any]:

@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import intervals
-from ..trace import ALL_KINDS, GPU_ACTIVITY_KINDS, STEP, EventStore, SparseColumn, Trace
+from ..trace import ALL_KINDS, DRIVER, GPU_ACTIVITY_KINDS, RUNTIME, STEP, EventStore, SparseColumn, Trace
 from ..values import dense_codes
 
 T = TypeVar("T")
@@ -373,6 +373,21 @@ def _equals(store: EventStore, name: str, value: str) -> np.ndarray:
         out[stored.rows] = match
         return out
     return match
+
+
+def api_calls(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
+    """(event rows of the runtime and driver calls, ascending; their correlation ids, -1 where none): the ids read
+    once per trace for the sections that join calls to GPU ops (launch pairs, memcpy's launch mode, the
+    completeness check). Only the ids are kept (4 bytes per call); the rows are found again on each call."""
+    cols = event_columns(trace)
+    rows = np.flatnonzero(cols.of_kind(RUNTIME, DRIVER))
+
+    def compute() -> np.ndarray:
+        ids = cols.at("correlation_id", rows)
+        ids.flags.writeable = False  # shared: read only
+        return ids
+
+    return rows, memo(trace, "api_correlation", compute)
 
 
 @dataclass

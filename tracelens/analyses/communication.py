@@ -546,14 +546,16 @@ def communication_report(trace: Trace) -> dict[str, Any]:
         types[coll[generic]] = kinds[generic]
         nbytes[coll], factor[coll] = _message_sizes(msgs, types[coll])
     devices = cols.device[rows]
-    streams = cols.stream[rows].astype(np.int64)
-    duration = (cols.end - cols.start)[rows[coll]]
+    # At the GPU rows only: the whole stream column, or a whole-table duration, is a value per event row.
+    streams = cols.at("stream", rows).astype(np.int64)
+    starts, ends = cols.start[rows], cols.end[rows]
+    duration = ends[coll] - starts[coll]
     out = []
     for device in np.unique(devices):  # a loop over devices
         sel = devices == device
         entry = device_communication(
-            cols.start[rows][sel],
-            cols.end[rows][sel],
+            starts[sel],
+            ends[sel],
             is_collective[sel],
             is_kernel[sel],
             types[sel],
@@ -564,7 +566,7 @@ def communication_report(trace: Trace) -> dict[str, Any]:
         mine = devices[coll] == device
         entry.update(
             on_compute_stream_count=int(shared.sum()),
-            on_compute_stream_ns=int((cols.end[rows][sel] - cols.start[rows][sel])[shared].sum()),
+            on_compute_stream_ns=int((ends[sel] - starts[sel])[shared].sum()),
             process_groups=process_groups(msgs[mine].reset_index(drop=True), duration[mine]),
         )
         out.append({"device": int(device), **entry})

@@ -25,8 +25,8 @@ import numpy as np
 
 from .. import intervals
 from ..event_names import strip_api_suffix
-from ..trace import DRIVER, GPU_ACTIVITY_KINDS, HOST_KINDS, OVERHEAD, PYTHON, RUNTIME, Trace
-from .columns import event_columns
+from ..trace import GPU_ACTIVITY_KINDS, HOST_KINDS, OVERHEAD, PYTHON, Trace
+from .columns import api_calls, event_columns
 from .names import code_mask, is_kernel_launch
 
 LOST_SHARE = 0.10  # launch calls after the GPU side ends: reported from this share of the launch calls
@@ -156,12 +156,12 @@ def judge(trace: Trace) -> dict[str, Any]:
     cols = event_columns(trace)
     who = recorder(trace)
     gpu = np.flatnonzero(cols.of_kind(*GPU_ACTIVITY_KINDS))
-    api = np.flatnonzero(cols.of_kind(RUNTIME, DRIVER))
-    launch = api[code_mask(cols.name[api], cols.names, _is_launch_call)]
+    api, api_ids = api_calls(trace)
+    is_launch = code_mask(cols.name[api], cols.names, _is_launch_call)
+    launch = api[is_launch]
     host = np.flatnonzero(cols.of_kind(*HOST_KINDS))
     gpu_ids = cols.at("correlation_id", gpu)
-    api_ids = cols.at("correlation_id", api)
-    launch_ids = cols.at("correlation_id", launch)
+    launch_ids = api_ids[is_launch]  # the launch calls are API calls
     problems: list[dict[str, Any]] = []
     evidence: dict[str, Any]
 

@@ -24,7 +24,7 @@ import pandas as pd
 
 from ..trace import ALL_KINDS, DRIVER, GPU_ACTIVITY_KINDS, KERNEL, RUNTIME, Trace
 from ..values import sorted_distinct
-from .columns import EventColumns, Table, device_busy, event_columns, memo
+from .columns import Table, api_calls, device_busy, event_columns, memo
 from .names import code_mask, is_graph_launch
 
 SMALL_KERNEL_NS = 10_000
@@ -39,7 +39,7 @@ def launch_calls(trace: Trace) -> Table:
     Not cached: :func:`launch_pairs` (cached) holds what the sections read of them.
     """
     cols = event_columns(trace)
-    corr, keep = _call_rows(cols)
+    corr, keep = _call_rows(trace)
     return Table(
         {
             "correlation_id": corr,
@@ -55,11 +55,11 @@ def launch_calls(trace: Trace) -> Table:
     )
 
 
-def _call_rows(cols: EventColumns) -> tuple[np.ndarray, np.ndarray]:
+def _call_rows(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
     """(correlation ids, ascending; the event row of each one's launch call): the rows of :func:`launch_calls`
     without gathering their columns (8.8M calls on a training export, of which the GPU ops read a few)."""
-    api = np.flatnonzero(cols.of_kind(RUNTIME, DRIVER))
-    corr = cols.at("correlation_id", api)
+    cols = event_columns(trace)
+    api, corr = api_calls(trace)
     api, corr = api[corr >= 0], corr[corr >= 0]
     is_driver = cols.kind[api] == ALL_KINDS.index(DRIVER)
     # Rows are in start order, so a stable sort on (corr, is_driver) keeps the earliest first.
@@ -82,7 +82,7 @@ def launch_pairs(trace: Trace) -> Table:
     def compute() -> Table:
         cols = event_columns(trace)
         gpu = np.flatnonzero(cols.of_kind(*GPU_ACTIVITY_KINDS) & (cols.device >= 0))
-        call_corr, call_rows = _call_rows(cols)
+        call_corr, call_rows = _call_rows(trace)
         op_corr = cols.at("correlation_id", gpu)
         idx = np.minimum(np.searchsorted(call_corr, op_corr), max(call_corr.size - 1, 0))
         matched = (
@@ -116,16 +116,19 @@ def launch_pairs(trace: Trace) -> Table:
                 "tid": from_calls(cols.tid, -1),
                 "launch_name": from_calls(cols.name, -1),
                 "external_id": from_calls(cols.external_id, -1),
-                "launch_row": _rows_or(gpu.size, on, launch_row),
+                "launch_row": _rows_or(
+                    gpu.size, on, launch_row, np.int32 if cols.start.size < 2**31 else np.int64
+                ),
             }
         )
 
     return memo(trace, "launch_pairs", compute)
 
 
-def _rows_or(size: int, on: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """``rows`` at positions ``on`` of a ``size``-long int64 array, -1 elsewhere."""
-    out = np.full(size, -1, np.int64)
+def _rows_or(size: int, on: np.ndarray, rows: np.ndarray, dtype: type = np.int64) -> np.ndarray:
+    """``rows`` at positions ``on`` of a ``size``-long array (int32 where the table's rows fit: a value per GPU op
+    kept for the whole analysis), -1 elsewhere."""
+    out: np.ndarray = np.full(size, -1, dtype)
     out[on] = rows
     return out
 

@@ -13,13 +13,14 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow.compute as pc
 
 from .. import intervals
 from ..gpu_specs import device_links
-from ..trace import DRIVER, KERNEL, MEMCPY, RUNTIME, Trace
+from ..trace import KERNEL, MEMCPY, Trace
 from ..values import is_member
-from .columns import device_busy, event_columns
-from .names import is_graph_launch, is_sync_copy
+from .columns import api_calls, device_busy, event_columns
+from .names import code_map, is_graph_launch, is_sync_copy
 
 SMALL_COPY_BYTES = 64 * 1024
 BURST_MAX_GAP_NS = 100_000  # small copies closer than this (end to next start) belong to one run
@@ -87,35 +88,52 @@ def _launch_mode(trace: Trace, copies: pd.DataFrame) -> np.ndarray:
     if not corr.notna().any():
         return out
     cols = event_columns(trace)
-    calls = np.flatnonzero(cols.of_kind(RUNTIME, DRIVER))
+    calls, call_corr = api_calls(trace)
     # Only the calls that launched a copy: a training trace has millions of other calls.
-    calls = calls[is_member(cols.at("correlation_id", calls), corr.dropna().to_numpy(np.int64))]
-    host = trace.frame(calls, ["pid", "correlation_id", "name"])
-    if host.empty:
+    launched = is_member(call_corr, corr.dropna().to_numpy(np.int64))
+    calls, call_corr = calls[launched], call_corr[launched].astype(np.int64)
+    if calls.size == 0:
         return out
-    host = host.assign(name=host["name"].astype("string").fillna(""))
-    classes = {n: _api_class(n) for n in host["name"].unique()}  # distinct names only
-    host = host.assign(mode=host["name"].map(classes))
-    # A copy API beats any other call on the same correlation id (driver rows under a runtime call).
-    host = host.assign(rank=(host["mode"] == UNKNOWN).astype(np.int8)).sort_values("rank", kind="stable")
-    left = pd.DataFrame(
-        {"row": np.arange(len(copies)), "pid": copies["pid"].to_numpy(), "correlation_id": corr.to_numpy()}
+    # The joins on plain integer columns (pid 0 where unknown, with a flag; the mode as its index in MODES): the
+    # calls' names are classified once per distinct name.
+    call_pid = trace.take("pid", calls)
+    modes = (SYNC, ASYNC, GRAPH, UNKNOWN)
+    mode = code_map(cols.name[calls], cols.names, lambda n: modes.index(_api_class(n)), modes.index(UNKNOWN))
+    host = pd.DataFrame(
+        {
+            "pid": pc.fill_null(call_pid, 0).to_numpy(zero_copy_only=False).astype(np.int64),
+            "has_pid": call_pid.is_valid().to_numpy(zero_copy_only=False),
+            "correlation_id": call_corr,
+            "mode": mode.astype(np.int8),
+        }
     )
-    with_pid = left["pid"].notna()
-    by_pid = host[host["pid"].notna()].drop_duplicates(["pid", "correlation_id"])
+    # A copy API beats any other call on the same correlation id (driver rows under a runtime call).
+    host = host.iloc[np.argsort(host["mode"].to_numpy() == modes.index(UNKNOWN), kind="stable")]
+    with_pid = copies["pid"].notna().to_numpy()
+    with_corr = corr.notna().to_numpy()
+    left = pd.DataFrame(
+        {
+            "row": np.arange(len(copies)),
+            "pid": copies["pid"].fillna(0).to_numpy(np.int64),
+            # an unknown id matches no call (the calls' ids are copies' known ones)
+            "correlation_id": np.where(with_corr, corr.fillna(0).to_numpy(np.int64), np.iinfo(np.int64).min),
+        }
+    )
+    by_pid = host[host["has_pid"]].drop_duplicates(["pid", "correlation_id"])
     m1 = left[with_pid].merge(
         by_pid[["pid", "correlation_id", "mode"]], on=["pid", "correlation_id"], how="inner"
     )
     # Without a pid on one side, the correlation id alone decides (never across two known, different pids).
-    no_pid_copies = left[~with_pid & left["correlation_id"].notna()].drop(columns="pid")
+    no_pid_copies = left[~with_pid & with_corr].drop(columns="pid")
     m2 = no_pid_copies.merge(
         host.drop_duplicates(["correlation_id"])[["correlation_id", "mode"]], on="correlation_id", how="inner"
     )
     unmatched = left[with_pid & ~left["row"].isin(m1["row"])].drop(columns="pid")
-    pidless_host = host[host["pid"].isna()].drop_duplicates(["correlation_id"])
+    pidless_host = host[~host["has_pid"]].drop_duplicates(["correlation_id"])
     m3 = unmatched.merge(pidless_host[["correlation_id", "mode"]], on="correlation_id", how="inner")
+    names = np.array(modes, dtype=object)
     for matched in (m1, m2, m3):
-        out[matched["row"].to_numpy()] = matched["mode"].to_numpy(dtype=object)
+        out[matched["row"].to_numpy()] = names[matched["mode"].to_numpy()]
     return out
 
 

@@ -141,21 +141,37 @@ def is_thread_bootstrap(name: str) -> bool:
     return bool(THREAD_BOOTSTRAP_PATTERN.match(name))
 
 
+# Every alternative of ONE_TIME_API_PATTERN and ALLOCATION_PATTERN starts with one of these (stripping a suffix
+# keeps the start): other names are not tested further.
+_ONE_TIME_API_STARTS = ("cu", "hip", "miopen", "rocblas", "nccl", "rccl")
+
+
 def is_one_time_api(name: str) -> bool:
-    return bool(ONE_TIME_API_PATTERN.match(strip_api_suffix(name)))
+    return name.startswith(_ONE_TIME_API_STARTS) and bool(ONE_TIME_API_PATTERN.match(strip_api_suffix(name)))
 
 
 def is_allocation(name: str) -> bool:
-    return bool(ALLOCATION_PATTERN.match(strip_api_suffix(name)))
+    return name.startswith(("cu", "hip")) and bool(ALLOCATION_PATTERN.match(strip_api_suffix(name)))
+
+
+# Substrings of the lower-cased name that every compile word, and "warmup" (a word, or "warm" then "up"),
+# contains: a name without them has no such word, so the word split is skipped (the predicates below run on
+# every distinct name, tens of thousands of NVTX op ranges on an emit_nvtx export).
+_COMPILE_HINTS = ("compil", "autotun", "dynamo_timed")
 
 
 def is_compile_name(name: str) -> bool:
-    return name in ONE_TIME_NAMES or not COMPILE_WORDS.isdisjoint(words(name))
+    if name in ONE_TIME_NAMES:
+        return True
+    lower = name.lower()
+    if not any(hint in lower for hint in _COMPILE_HINTS):
+        return False
+    return not COMPILE_WORDS.isdisjoint(words(name))
 
 
 def is_warmup_name(name: str) -> bool:
     """A user range or step named as warm-up ("warmup", "warm_up", "WarmUp" as a word)."""
-    return "warmup" in words(name)
+    return "warm" in name.lower() and "warmup" in words(name)
 
 
 def is_one_time_overhead(name: str) -> bool:
@@ -170,8 +186,12 @@ def is_library_kernel(name: str) -> bool:
     return bool(LIBRARY_KERNEL_PATTERN.search(name))
 
 
+# Every alternative of INPUT_PATTERN contains one of these: a name without them is not an input wait.
+_INPUT_HINTS = ("DataLoader", "dataloader.py(", "Iterator", "tracelens/data")
+
+
 def is_input(name: str) -> bool:
-    return bool(INPUT_PATTERN.search(name))
+    return any(hint in name for hint in _INPUT_HINTS) and bool(INPUT_PATTERN.search(name))
 
 
 def is_blocking_sync(name: str) -> bool:
@@ -258,7 +278,11 @@ def host_category_codes(kind: np.ndarray, name: np.ndarray, names: np.ndarray) -
     api = kinds_in(RUNTIME, DRIVER)
     host_work = kinds_in(RUNTIME, DRIVER, CPU_OP, PYTHON, ANNOTATION, STEP)
     cpu = kinds_in(CPU_OP, PYTHON)
-    sync = api & code_mask(name, names, is_blocking_sync)
+    # Only the API calls' names are tested as syncs (a few dozen, not every NVTX text of the trace).
+    api_rows = np.flatnonzero(api)
+    sync = np.zeros(kind.size, bool)
+    sync[api_rows[code_mask(name[api_rows], names, is_blocking_sync)]] = True
+    del api_rows
     inp = host_work & ~sync & code_mask(name, names, is_input)
     out = np.full(kind.size, -1, dtype=np.int8)
     out[cpu] = HOST_CATEGORY_PRIORITY.index(CPU)

@@ -66,27 +66,40 @@ def _slice_reduce(
     O(n) memory whatever the slices; reducing each slice directly costs the sum of their lengths, which nested
     ranges (an outer range covering every launch) make quadratic.
     """
-    out = np.full(lo.size, empty, dtype=values.dtype)
+    return _slice_reduce_each([(ufunc, values, empty)], lo, hi)[0]
+
+
+def _slice_reduce_each(
+    reductions: list[tuple[np.ufunc, np.ndarray, int]], lo: np.ndarray, hi: np.ndarray
+) -> list[np.ndarray]:
+    """:func:`_slice_reduce` of several (ufunc, values, empty) over the same slices: the slices are grouped by
+    level once (one sort of their levels, not a scan of every slice per level and reduction)."""
+    outs = [np.full(lo.size, empty, dtype=values.dtype) for _, values, empty in reductions]
     length = hi - lo
     has = length > 0
     if not has.any():
-        return out
-    level = np.floor(np.log2(np.where(has, length, 1))).astype(np.int64)
-    level[~has] = -1
-    table = values.copy()
+        return outs
+    level = np.full(lo.size, -1, np.int8)  # -1: empty; floor(log2 L) below 63 otherwise
+    level[has] = np.floor(np.log2(length[has])).astype(np.int8)
+    by_level = np.argsort(level, kind="stable")
+    bounds = np.searchsorted(level[by_level], np.arange(int(level.max()) + 2))
+    size = reductions[0][1].size
+    tables = [values.copy() for _, values, _ in reductions]
     k = 0
     while True:
-        sel = np.flatnonzero(level == k)
+        sel = by_level[bounds[k] : bounds[k + 1]]
         if sel.size:
-            out[sel] = ufunc(table[lo[sel]], table[hi[sel] - (1 << k)])
-        if (1 << (k + 1)) > values.size or not (level > k).any():
+            for (ufunc, _, _), table, out in zip(reductions, tables, outs, strict=True):
+                out[sel] = ufunc(table[lo[sel]], table[hi[sel] - (1 << k)])
+        if (1 << (k + 1)) > size or k + 1 >= bounds.size - 1:
             break
         width = 1 << k
         # Windows of 2^(k+1) from two windows of 2^k; the tail keeps windows that would run past the end
         # (never read: a slice only reads windows that fit inside it).
-        table[:-width] = ufunc(table[:-width], table[width:])
+        for (ufunc, _, _), table in zip(reductions, tables, strict=True):
+            table[:-width] = ufunc(table[:-width], table[width:])
         k += 1
-    return out
+    return outs
 
 
 # Ranges are measured this many at a time: a training export holds tens of millions of NVTX ranges, and each
@@ -170,8 +183,9 @@ class _Launches:
         # own launches, not all of them.
         win = slice(int(lo[has].min()), int(hi[has].max())) if has.any() else slice(0, 0)
         lo_w, hi_w = np.where(has, lo - win.start, 0), np.where(has, hi - win.start, 0)
-        first = _slice_reduce(np.minimum, self.first[win], lo_w, hi_w, 0)
-        last = _slice_reduce(np.maximum, self.last[win], lo_w, hi_w, 0)
+        first, last = _slice_reduce_each(
+            [(np.minimum, self.first[win], 0), (np.maximum, self.last[win], 0)], lo_w, hi_w
+        )
         del lo_w, hi_w
         n = self.dev_min.size
         after_first = np.minimum(lo + 1, n)

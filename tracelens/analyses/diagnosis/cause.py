@@ -175,10 +175,13 @@ def top_host_names(trace: Trace, category: str, limit: int = TOP_NAMES) -> list[
     sel[sel] = rows.names(sel) >= 0
     if not sel.any():
         return []
-    codes, inverse = np.unique(rows.names(sel), return_inverse=True)
-    total = np.bincount(inverse, weights=rows.ends(sel) - rows.starts(sel))
-    count = np.bincount(inverse)
     names = event_columns(trace).names
+    # Counted by name code (no sort of the rows): the codes in use, ascending, as np.unique would give them.
+    used = rows.names(sel)
+    count = np.bincount(used, minlength=len(names))
+    total = np.bincount(used, weights=rows.ends(sel) - rows.starts(sel), minlength=len(names))
+    codes = np.flatnonzero(count)
+    count, total = count[codes], total[codes]
     order = np.lexsort((codes, -total))[:limit]
     return [{"name": str(names[codes[i]]), "count": int(count[i]), "total_ns": int(total[i])} for i in order]
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ...units import fmt_ns, fmt_pct
 from .. import startup as one_time
 from ..attribution import feeding_threads, thread_row_mask
@@ -47,9 +49,11 @@ def device_lost(ctx: Context, device: int) -> int:
 def evidence(ctx: Context) -> Evidence:
     work = one_time.one_time_work(ctx.trace)
     items: list[dict[str, Any]] = []
+    one_time_rows = np.flatnonzero(work.mask)  # device_items reads the thread mask at these rows only
     for device, busy in ctx.busy.items():
         threads, _ = feeding_threads(ctx.trace, device)
-        for item in one_time.device_items(ctx.trace, busy, thread_row_mask(ctx.trace, threads)):
+        on_threads = thread_row_mask(ctx.trace, threads, among=one_time_rows)
+        for item in one_time.device_items(ctx.trace, busy, on_threads):
             items.append({"device": device, **item})
     items.sort(key=lambda i: (-i["idle_ns"], i["name"]))
     return {

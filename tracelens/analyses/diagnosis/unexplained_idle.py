@@ -14,6 +14,7 @@ import pandas as pd
 from ... import intervals
 from ...trace import ALL_KINDS, ANNOTATION, CPU_OP, DRIVER, OSRT, OVERHEAD, PYTHON, RUNTIME
 from ...units import fmt_ns, fmt_pct
+from ...values import distinct
 from .. import ops
 from ..attribution import unexplained_intervals
 from ..columns import event_columns
@@ -30,6 +31,8 @@ HOST_CHUNK = 1 << 22  # host rows summed per chunk: tens of millions on a traini
 RANK_WAIT_PATTERN = re.compile(
     r"^MPI_|^(nccl|rccl)[A-Z]|^nccl:|c10d::|ProcessGroup|^gloo:|RemoteCall|CollectiveReduce"
 )
+# Each alternative of RANK_WAIT_PATTERN contains one of these: names without them are not tested further.
+_RANK_WAIT_HINTS = ("MPI_", "ccl", "c10d::", "ProcessGroup", "gloo:", "RemoteCall", "CollectiveReduce")
 ACTIVITY_KINDS = (RUNTIME, DRIVER, CPU_OP, PYTHON, ANNOTATION, OSRT, OVERHEAD)
 
 FIXES = {
@@ -54,6 +57,10 @@ FIXES = {
 }
 
 
+def is_rank_wait(name: str) -> bool:
+    return any(hint in name for hint in _RANK_WAIT_HINTS) and bool(RANK_WAIT_PATTERN.search(name))
+
+
 def device_lost(ctx: Context, device: int) -> int:
     a = ctx.attribution.get(device)
     return int(a["by_cause"].get(NOTHING, 0)) if a else 0
@@ -64,25 +71,30 @@ def evidence(ctx: Context) -> Evidence:
     cols = event_columns(trace)
     idle = ctx.idle(NOTHING)
     host = np.flatnonzero(cols.of_kind(*ACTIVITY_KINDS) & (cols.tid >= 0) & (cols.name >= 0))
-    waits = host[code_mask(cols.name[host], cols.names, lambda n: bool(RANK_WAIT_PATTERN.search(n)))]
+    waits = host[code_mask(cols.name[host], cols.names, is_rank_wait)]
     overhead = host[cols.kind[host] == ALL_KINDS.index(OVERHEAD)]
     rank_wait = profiler_overhead = 0
     unexplained = [unexplained_intervals(trace, busy) for busy in ctx.busy.values()]
+    wait_union = intervals.merge(cols.start[waits], cols.end[waits])  # the same for every device
+    overhead_union = intervals.merge(cols.start[overhead], cols.end[overhead])
     for us, ue in unexplained:  # a loop over devices
-        for rows, total in ((waits, "rank_wait"), (overhead, "overhead")):
-            union = intervals.merge(cols.start[rows], cols.end[rows])
-            covered = int(intervals.overlap_with_union(us, ue, *union).sum())
-            if total == "rank_wait":
-                rank_wait += covered
-            else:
-                profiler_overhead += covered
+        rank_wait += int(intervals.overlap_with_union(us, ue, *wait_union).sum())
+        profiler_overhead += int(intervals.overlap_with_union(us, ue, *overhead_union).sum())
     partials = []
+    # Every device's unexplained intervals at once: a row's overlap summed over the devices in one pass, for
+    # the rows that reach into their union (the first union interval ending after the row's start begins
+    # before its end): a few percent of the host rows.
+    every_start = np.concatenate([us for us, _ in unexplained]) if unexplained else np.zeros(0, np.int64)
+    every_end = np.concatenate([ue for _, ue in unexplained]) if unexplained else np.zeros(0, np.int64)
+    union_start, union_end = intervals.merge(every_start, every_end)
+    next_start = np.append(union_start, np.iinfo(np.int64).max)
+    coverage = intervals.Coverage(every_start, every_end)  # built once for every chunk
     for lo in range(0, host.size, HOST_CHUNK):  # chunks of host rows: tens of millions on a training export
         mine = host[lo : lo + HOST_CHUNK]
-        starts, ends = cols.start[mine], cols.end[mine]
-        overlap = np.zeros(mine.size, np.int64)
-        for us, ue in unexplained:
-            overlap += intervals.overlap_with_union(starts, ends, us, ue)
+        ends = cols.end[mine]
+        mine = mine[next_start[np.searchsorted(union_end, cols.start[mine], side="right")] < ends]
+        del ends
+        overlap = coverage.overlap(cols.start[mine], cols.end[mine])
         seen = overlap > 0
         mine = mine[seen]
         partials.append(
@@ -120,7 +132,7 @@ def evidence(ctx: Context) -> Evidence:
         for r in top_rows.itertuples(index=False)
     ]
     feeding = {a["feeding_threads_from"] for a in ctx.attribution.values()}
-    pids = np.unique(cols.pid[host])
+    processes = distinct(cols.pid[host])  # a hash of the few pids, not a sort of every host row
     rank_wait_ns = int(round(rank_wait / ctx.n))
     ev: Evidence = {
         "idle_by_device": idle,
@@ -135,7 +147,7 @@ def evidence(ctx: Context) -> Evidence:
             "os_runtime": bool(cols.of_kind(OSRT).any()),
         },
         "feeding_threads_from": sorted(feeding),
-        "processes": int((pids >= 0).sum()),
+        "processes": int((processes >= 0).sum()),
         "world_size": trace.metadata.world_size,
         "long_gaps": ops.gap_ops(trace),  # where in the code the longest idle gaps fall
     }

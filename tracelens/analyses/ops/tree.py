@@ -123,9 +123,16 @@ def emit_nvtx_rows(trace: Trace) -> np.ndarray:
 
     def compute() -> np.ndarray:
         cols = event_columns(trace)
-        return np.flatnonzero(cols.of_kind(ANNOTATION) & op_names(trace).nvtx[cols.name] & (cols.tid >= 0))
+        rows = np.flatnonzero(cols.of_kind(ANNOTATION) & op_names(trace).nvtx[cols.name] & (cols.tid >= 0))
+        return _narrow_rows(rows, cols.start.size)
 
     return memo(trace, "emit_nvtx_rows", compute)
+
+
+def _narrow_rows(rows: np.ndarray, table_rows: int) -> np.ndarray:
+    """Event rows (or -1) kept for the whole analysis as int32 where the table allows: half the memory of the
+    tens of millions of op ranges of an emit_nvtx export."""
+    return rows.astype(np.int32) if table_rows < 2**31 else rows
 
 
 def framework_op_rows(trace: Trace) -> np.ndarray:
@@ -173,7 +180,7 @@ def _compute_op_tree(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     outermost, innermost = np.full(len(pairs), -1, np.int64), np.full(len(pairs), -1, np.int64)
     rows, bounds = ops_by_thread(cols, framework_op_rows(trace))
     if rows.size == 0:
-        return rows, outermost, innermost
+        return rows, _narrow_rows(outermost, cols.start.size), _narrow_rows(innermost, cols.start.size)
     # The launches by thread, each thread's against that thread's ops.
     matched = np.flatnonzero(pairs["matched"])
     threads = thread_key(cols.pid[rows[bounds[:-1]]], cols.tid[rows[bounds[:-1]]])  # ascending
@@ -199,7 +206,8 @@ def _compute_op_tree(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             t = launch_start[launches]
             outermost[matched[launches]] = _running(thread_rows, start, end, np.flatnonzero(outer), t)
             innermost[matched[launches]] = _innermost_at(thread_rows, start, end, t)
-    return rows[keep], outermost, innermost
+    size = cols.start.size
+    return _narrow_rows(rows[keep], size), _narrow_rows(outermost, size), _narrow_rows(innermost, size)
 
 
 def _running(
