@@ -18,7 +18,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import intervals
-from ..trace import ALL_KINDS, DRIVER, GPU_ACTIVITY_KINDS, RUNTIME, STEP, EventStore, SparseColumn, Trace
+from ..trace import (
+    ALL_KINDS,
+    DRIVER,
+    GPU_ACTIVITY_KINDS,
+    RUNTIME,
+    STEP,
+    DeferredColumn,
+    EventStore,
+    SparseColumn,
+    Trace,
+)
 from ..values import dense_codes
 
 T = TypeVar("T")
@@ -336,7 +346,7 @@ def event_columns(trace: Trace) -> EventColumns:
 def _codes(store: EventStore, name: str) -> tuple[np.ndarray, list[Any]]:
     """A dense dictionary column's indices (null -> -1; int32, no copy when nothing is null) and values."""
     stored = store.columns.get(name)
-    if stored is None or isinstance(stored, SparseColumn):
+    if stored is None or isinstance(stored, (SparseColumn, DeferredColumn)):
         return dictionary_codes(store.column(name))
     array = stored if pa.types.is_dictionary(stored.type) else pc.dictionary_encode(stored)
     indices = array.indices
