@@ -1,0 +1,310 @@
+"""A run's ranks in one replay: each rank's dependency graph (graph.py) side by side on one clock, joined at the
+collectives they take part in together; the run's remedies as changes to that joined graph.
+
+Joining (docs/analyses.md, "whatif of a run"):
+- every rank's points, chains, edges, calls and ops are concatenated; rank r's times are moved by ``shift[r]``
+  (its clock origin minus the run's earliest one, so every point sits on one clock; where the ranks' clocks do
+  not agree the caller passes shifts that start every rank at 0 and no collective: per-rank replays side by side);
+- a collective that takes part across ranks (the caller matches the NCCL kernels with run/crossrank.py's rule) gets
+  one *arrival* point B (its own chain, kind :data:`BARRIER`): B follows every participant's start (lag 0), i.e.
+  B is the last participant's arrival, and each participant's end follows B by its own transfer time (recorded
+  end - recorded B); the participant's chain lag (its duration) becomes that transfer time too. So no participant's
+  transfer starts before every participant arrived, and, replayed unchanged, every end is where it was recorded.
+  Two edges per participant, not one per pair (a collective of 1,000 ranks is 2,000 edges, not a million). The
+  in-trace collective edges (graph.py: devices of one trace) into a joined participant's end are dropped: the
+  arrival point says the same across every participant. A collective whose participants' recorded times are not
+  consistent (an end before another participant's start: clocks that disagree by more than the collective) is left
+  unjoined and counted.
+Everything else about a rank is its own graph, so remedies that change one rank's graph (remedies.py) apply per
+rank and the join is rebuilt around them: the other ranks wait at the collectives as the joined edges imply.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+import pandas as pd
+
+from ..analyses.columns import event_columns
+from ..analyses.names import code_mask, is_collective_kernel
+from .collectives import overlap_collectives
+from .engine import Plan, plan, solve
+from .graph import NONE, Graph
+from .remedies import Context, Outcome, Remedy
+
+BARRIER = 4  # point kind of a joined collective's arrival point (graph.py's kinds are 0-3)
+
+# The graph arrays that are per point, per edge, per call and per op (the join concatenates each kind).
+_EDGE_STRUCTURE = ("edge_src", "edge_dst", "edge_is_wait", "edge_is_wake", "edge_is_collective")
+
+
+@dataclass
+class RunOutcome:
+    """A joined replay's times and what they say: the run's span (first to last point over every rank), its step
+    (the slowest rank's mean step: the run goes at its pace) and each rank's own outcome."""
+
+    times: np.ndarray
+    span_ns: int
+    step_ns: float | None
+    step_count: int
+    per_rank: list[Outcome]
+
+
+def _offsets(sizes: Sequence[int]) -> np.ndarray:
+    return np.concatenate([[0], np.cumsum(np.asarray(sizes, np.int64))]).astype(np.int64)
+
+
+def _shifted(values: np.ndarray, shift: int) -> np.ndarray:
+    """Times moved by ``shift``, "no constraint" (NONE) kept as it is."""
+    return np.where(values > NONE // 2, values + shift, values)
+
+
+class RunReplay:
+    """The ranks' graphs joined (see the module docstring). ``collective[r]``: per GPU op of rank r's graph, the id
+    of the run's collective it takes part in (-1: none); ``shifts[r]``: ns added to rank r's times."""
+
+    def __init__(
+        self,
+        ranks: Sequence[int],
+        contexts: Sequence[Context],
+        shifts: Sequence[int],
+        collective: Sequence[np.ndarray],
+    ) -> None:
+        self.ranks = list(ranks)
+        self.contexts = list(contexts)
+        self.shifts = [int(s) for s in shifts]
+        graphs = [c.graph for c in self.contexts]
+        self.point_off = _offsets([g.size for g in graphs])
+        self.chain_off = _offsets([int(g.chain.max()) + 1 if g.size else 0 for g in graphs])
+        self.call_off = _offsets([g.call_row.size for g in graphs])
+        self.op_off = _offsets([g.op_row.size for g in graphs])
+        self.thread_off = _offsets([g.thread_keys.size for g in graphs])
+        self.rank_points = int(self.point_off[-1])
+        # per joined op: its rank's index, device, start/end points and recorded times
+        self.op_rank = np.repeat(np.arange(len(graphs)), np.diff(self.op_off))
+        op_start = np.concatenate([g.op_start + o for g, o in zip(graphs, self.point_off, strict=False)])
+        op_end = np.concatenate([g.op_end + o for g, o in zip(graphs, self.point_off, strict=False)])
+        time = np.concatenate([g.time + s for g, s in zip(graphs, self.shifts, strict=True)])
+        ids = (
+            np.concatenate([np.asarray(c, np.int64) for c in collective])
+            if collective
+            else np.zeros(0, np.int64)
+        )
+        members = np.flatnonzero(ids >= 0)
+        group = ids[members]
+        start, end = time[op_start[members]], time[op_end[members]]
+        if members.size:
+            width = int(group.max()) + 1
+            last_start = np.full(width, NONE, np.int64)
+            np.maximum.at(last_start, group, start)
+            first_end = np.full(width, -NONE, np.int64)
+            np.minimum.at(first_end, group, end)
+            consistent = first_end >= last_start
+            self.unjoined = int((consistent[np.unique(group)] == 0).sum())
+            keep = consistent[group]
+            members, group, start, end = members[keep], group[keep], start[keep], end[keep]
+            dense, group = np.unique(group, return_inverse=True)
+            last = last_start[dense]
+        else:
+            self.unjoined = 0
+            last = np.zeros(0, np.int64)
+        self.barriers = int(last.size)
+        self.op_collective = np.full(ids.size, -1, np.int64)
+        self.op_collective[members] = group
+        self.member_start = op_start[members]
+        self.member_end = op_end[members]
+        self.member_barrier = self.rank_points + group.astype(np.int64)
+        self.member_transfer = (end - last[group]).astype(np.int64)
+        self.barrier_time = last.astype(np.int64)
+        self.joined_end = np.zeros(self.rank_points + self.barriers, bool)
+        self.joined_end[self.member_end] = True
+        self.graph = self.join(graphs)
+
+    # --- the joined graph
+    def join(self, graphs: Sequence[Graph]) -> Graph:
+        """The joined graph of per-rank graphs with the structure of this run's (the unchanged ones, or remedied
+        copies of them: remedies keep every point and change lags and edges)."""
+        base = getattr(self, "graph", None)
+        n_b, p_off = self.barriers, self.point_off
+
+        def cat(name: str, offsets: np.ndarray | None = None) -> np.ndarray:
+            parts = [getattr(g, name) for g in graphs]
+            if offsets is not None:
+                parts = [np.where(a >= 0, a + o, a) for a, o in zip(parts, offsets, strict=False)]
+            return np.concatenate(parts) if parts else np.zeros(0, np.int64)
+
+        # edges: each rank's own (the in-trace collective edges into a joined end dropped), then the arrival edges
+        same = base is not None and all(
+            getattr(g, k) is getattr(b, k)
+            for g, b in zip(graphs, self._base_graphs, strict=True)
+            for k in _EDGE_STRUCTURE
+        )
+        edge_src = cat("edge_src", p_off)
+        edge_dst = cat("edge_dst", p_off)
+        keep = ~(cat("edge_is_collective") & self.joined_end[edge_dst])
+        m = self.member_start.size
+        arrival_src = np.concatenate([self.member_start, self.member_barrier])
+        arrival_dst = np.concatenate([self.member_barrier, self.member_end])
+        arrival_lag = np.concatenate([np.zeros(m, np.int64), self.member_transfer])
+        ones, zeros = np.ones(2 * m, bool), np.zeros(2 * m, bool)
+        edge_lag = np.concatenate([cat("edge_lag")[keep], arrival_lag])
+        edge_typical = np.concatenate([cat("edge_typical")[keep], arrival_lag])
+        if same and base is not None:
+            structure = {k: getattr(base, k) for k in _EDGE_STRUCTURE}
+        else:
+            structure = {
+                "edge_src": np.concatenate([edge_src[keep], arrival_src]),
+                "edge_dst": np.concatenate([edge_dst[keep], arrival_dst]),
+                "edge_is_wait": np.concatenate([cat("edge_is_wait")[keep], zeros]),
+                "edge_is_wake": np.concatenate([cat("edge_is_wake")[keep], zeros]),
+                "edge_is_collective": np.concatenate([cat("edge_is_collective")[keep], ones]),
+            }
+        lag = np.concatenate([cat("lag"), np.zeros(n_b, np.int64)])
+        lag[self.member_end] = np.minimum(lag[self.member_end], self.member_transfer)
+        if base is not None:  # points never change in a remedy: their arrays are the unchanged join's
+            points = {
+                k: getattr(base, k) for k in ("time", "chain", "kind", "row", "chain_first", "stream_typical")
+            }
+        else:
+            chain_ids = self.chain_off[-1] + np.arange(n_b, dtype=np.int64)
+            points = {
+                "time": np.concatenate(
+                    [*(g.time + s for g, s in zip(graphs, self.shifts, strict=True)), self.barrier_time]
+                ),
+                "chain": np.concatenate([cat("chain", self.chain_off), chain_ids]),
+                "kind": np.concatenate([cat("kind"), np.full(n_b, BARRIER, np.int8)]),
+                "row": np.concatenate([cat("row"), np.full(n_b, -1, np.int64)]),
+                "chain_first": np.concatenate([cat("chain_first"), np.ones(n_b, bool)]),
+                "stream_typical": np.concatenate([cat("stream_typical"), np.zeros(n_b, np.int64)]),
+            }
+        anchor = np.concatenate(
+            [*(_shifted(g.anchor, s) for g, s in zip(graphs, self.shifts, strict=True)), np.full(n_b, NONE)]
+        )
+        return Graph(
+            **points,
+            lag=lag,
+            anchor=anchor.astype(np.int64),
+            **structure,
+            edge_lag=edge_lag,
+            edge_typical=edge_typical,
+            call_start=cat("call_start", p_off),
+            call_end=cat("call_end", p_off),
+            call_row=cat("call_row"),
+            call_thread=cat("call_thread", self.thread_off),
+            call_name=cat("call_name"),  # per-rank name codes: meaningful with the call's rank only
+            call_waits=cat("call_waits"),
+            call_waited=cat("call_waited"),
+            call_is_sync=cat("call_is_sync"),
+            call_is_marker=cat("call_is_marker"),
+            thread_keys=cat("thread_keys"),
+            op_start=cat("op_start", p_off),
+            op_end=cat("op_end", p_off),
+            op_row=cat("op_row"),
+            op_device=cat("op_device"),
+            op_launch_call=cat("op_launch_call", self.call_off),
+            op_is_kernel=cat("op_is_kernel"),
+            op_is_copy=cat("op_is_copy"),
+            op_graph=cat("op_graph"),
+            op_bytes=cat("op_bytes"),
+            op_collective=self.op_collective,
+            typical={},  # per device of each rank: read them from the rank's own graph
+        )
+
+    @cached_property
+    def _base_graphs(self) -> list[Graph]:
+        return [c.graph for c in self.contexts]
+
+    @cached_property
+    def plan(self) -> Plan:
+        """The unchanged join's batches: remedies that change only lags replay with them."""
+        return plan(self.graph)
+
+    # --- replaying
+    def rank_slice(self, index: int) -> slice:
+        return slice(int(self.point_off[index]), int(self.point_off[index + 1]))
+
+    def outcome(self, graph: Graph | None = None, times: np.ndarray | None = None) -> RunOutcome:
+        g = graph or self.graph
+        t = solve(g, self.plan) if times is None else times
+        per_rank = [ctx.outcome(times=t[self.rank_slice(i)]) for i, ctx in enumerate(self.contexts)]
+        ranked = t[: self.rank_points]
+        span = int(ranked.max() - ranked.min()) if ranked.size else 0
+        stepped = [o for o in per_rank if o.step_ns is not None]
+        step = max(o.step_ns for o in stepped if o.step_ns is not None) if stepped else None
+        count = min(o.step_count for o in stepped) if stepped else 0
+        return RunOutcome(t, span, step, count, per_rank)
+
+    @cached_property
+    def base(self) -> RunOutcome:
+        return self.outcome()
+
+    def recorded(self) -> RunOutcome:
+        return self.outcome(times=self.graph.time)
+
+    # --- remedies
+    def per_rank(self, model: Remedy) -> tuple[Graph | None, str, list[int]]:
+        """A one-trace remedy applied on every rank where its model finds something to change (the others keep
+        their graph): (joined graph or None, the first changed rank's assumptions, the changed ranks)."""
+        changed: list[Graph] = []
+        ranks: list[int] = []
+        text = ""
+        for rank, ctx in zip(self.ranks, self.contexts, strict=True):  # a loop over ranks
+            graph, assumptions = model(ctx)
+            changed.append(ctx.graph if graph is None else graph)
+            if graph is not None:
+                ranks.append(rank)
+                text = text or assumptions
+        if not ranks:
+            return None, "", []
+        return self.join(changed), text, ranks
+
+    def collective_kernels(self) -> np.ndarray:
+        """Per joined op: a collective kernel (NCCL/RCCL, as the one-trace communication remedy reads it)."""
+        parts = []
+        for ctx in self.contexts:  # a loop over ranks
+            g, cols = ctx.graph, event_columns(ctx.trace)
+            parts.append(g.op_is_kernel & code_mask(cols.name[g.op_row], cols.names, is_collective_kernel))
+        return np.concatenate(parts) if parts else np.zeros(0, bool)
+
+    def communication(self) -> tuple[Graph | None, int, int]:
+        """Exposed collectives overlapped with the next independent compute, on every rank at once
+        (collectives.py on the joined graph: a placeholder's completion is the last participant's arrival + its
+        transfer). (graph or None, placeholders, event waits dropped)."""
+        return overlap_collectives(self.graph, self.collective_kernels())
+
+    def balance(self, compute: np.ndarray) -> tuple[Graph | None, int, int]:
+        """Each participant's (rank, GPU) work between two consecutive joined collectives at the mean over the
+        participants (docs/analyses.md, "whatif of a run"). ``compute``: per joined op, work that can move (GPU ops
+        other than NCCL kernels). (graph or None, participants, segments)."""
+        g = self.graph
+        joined = g.op_collective >= 0
+        participant = self.op_rank.astype(np.int64) * (2**32) + (g.op_device & 0xFFFFFFFF)
+        duration = g.lag[g.op_end]
+        taking_part = np.isin(participant, np.unique(participant[joined])) if joined.any() else True
+        ops = np.flatnonzero(compute & taking_part & (duration > 0))
+        if ops.size == 0:
+            return None, 0, 0
+        start = g.time[g.op_start]
+        work = pd.DataFrame({"op": ops, "p": participant[ops], "t": start[ops]}).sort_values(
+            "t", kind="stable"
+        )
+        cuts = pd.DataFrame(
+            {"p": participant[joined], "t": start[joined], "segment": g.op_collective[joined]}
+        ).sort_values("t", kind="stable")
+        # each op belongs to the segment ended by the next joined collective on its GPU (-1: after the last)
+        work = pd.merge_asof(work, cuts, on="t", by="p", direction="forward")
+        work["segment"] = work["segment"].fillna(-1).astype(np.int64)
+        work["d"] = duration[work["op"].to_numpy(np.int64)]
+        total = work.groupby(["p", "segment"])["d"].transform("sum")
+        per = work.groupby(["p", "segment"], as_index=False)["d"].sum()
+        mean = per.groupby("segment")["d"].mean()
+        target = work["segment"].map(mean).to_numpy(np.float64)
+        new = np.rint(work["d"].to_numpy(np.float64) * target / total.to_numpy(np.float64)).astype(np.int64)
+        if np.array_equal(new, work["d"].to_numpy(np.int64)):
+            return None, 0, 0
+        lag = g.lag.copy()
+        lag[g.op_end[work["op"].to_numpy(np.int64)]] = new
+        return g.with_changes(lag=lag), int(per["p"].nunique()), int(per["segment"].nunique())
