@@ -948,12 +948,17 @@ def _whatif(doc: Document) -> Lines:
     others = [line for line in (critical_path_line(doc), replay_line(doc)) if line]
     if not remedies and not others:
         return []
+    run = "joined" in ((doc.get("whatif") or {}).get("replay_error") or {})
+    what = (
+        "The run's ranks' dependency graphs, joined at their collectives, replayed with each cause's remedy applied"
+        if run
+        else "The trace's dependency graph replayed with each cause's remedy applied"
+    )
     lines = [
         "",
         _heading("whatif"),
         "",
-        "The trace's dependency graph replayed with each cause's remedy applied "
-        "(assumptions in the JSON output, `whatif.remedies[].assumptions`):",
+        f"{what} (assumptions in the JSON output, `whatif.remedies[].assumptions`):",
         "",
     ]
     lines.extend(f"- {md(line)}" for line in remedies or ["no remedy gains time"])

@@ -43,9 +43,16 @@ def replay_line(doc: Mapping[str, Any]) -> str | None:
     if not isinstance(error, dict):
         return None
     step = error.get("step_error")
-    return f"replayed unchanged: span off by {fmt_pct(error.get('span_error'))}" + (
+    line = f"replayed unchanged: span off by {fmt_pct(error.get('span_error'))}" + (
         f", mean step by {fmt_pct(step)}" if step is not None else ""
     )
+    if "joined" in error:  # a run: its ranks joined at their collectives, or why not
+        line += (
+            f" (ranks joined at {error.get('collectives_joined')} collectives)"
+            if error["joined"]
+            else f" (ranks not joined: {error.get('join_reason')})"
+        )
+    return line
 
 
 def critical_path_line(doc: Mapping[str, Any]) -> str | None:
