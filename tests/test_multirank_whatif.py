@@ -343,6 +343,10 @@ def test_run_document_whatif_diagnosis_and_renderers(tmp_path: Path) -> None:
         assert "step 3.52 ms → 2.52 ms (−28.4%)" in text, fmt
         assert "(ranks joined at 2 collectives)" in text, fmt
     json.dumps(doc)  # JSON-ready
+    # every key of the run's whatif is documented in docs/json.md (the run-only ones marked so)
+    from test_report_real import documented_keys, undocumented
+
+    assert undocumented({"whatif": doc["whatif"]}, documented_keys("The analyze document")) == []
 
 
 # --- a run from the shared 2-rank NCCL trace
