@@ -46,7 +46,7 @@ from .sections import (
     step_digest,
 )
 from .units import fmt_bytes, fmt_ns, fmt_pct, plural
-from .whatif_text import critical_path_line, remedy_lines, replay_line
+from .whatif_text import critical_path_line, is_run_replay, remedy_lines, replay_line
 
 
 def gpu_label(device: Device) -> str:
@@ -948,10 +948,9 @@ def _whatif(doc: Document) -> Lines:
     others = [line for line in (critical_path_line(doc), replay_line(doc)) if line]
     if not remedies and not others:
         return []
-    run = "joined" in ((doc.get("whatif") or {}).get("replay_error") or {})
     what = (
         "The run's ranks' dependency graphs, joined at their collectives, replayed with each cause's remedy applied"
-        if run
+        if is_run_replay(doc)
         else "The trace's dependency graph replayed with each cause's remedy applied"
     )
     lines = [

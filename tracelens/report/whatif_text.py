@@ -38,6 +38,12 @@ def remedy_lines(doc: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def is_run_replay(doc: Mapping[str, Any]) -> bool:
+    """The document's replay is a run's (its ranks' graphs joined: ``replay_error.joined`` is there)."""
+    error = (doc.get("whatif") or {}).get("replay_error")
+    return isinstance(error, dict) and "joined" in error
+
+
 def replay_line(doc: Mapping[str, Any]) -> str | None:
     error = (doc.get("whatif") or {}).get("replay_error")
     if not isinstance(error, dict):
