@@ -16,7 +16,7 @@ import tracelens
 from tracelens import run as runs
 from tracelens.replay import engine
 from tracelens.replay.remedies import Context
-from tracelens.replay.run_join import BARRIER, RunReplay
+from tracelens.replay.run_join import BARRIER, RunReplay, rank_part
 from tracelens.report import render
 from tracelens.run.crossrank import match_collectives
 from tracelens.run.whatif import run_whatif
@@ -96,19 +96,20 @@ def op_at(ctx: Context, rank: int, start: int) -> int:
     return int(np.flatnonzero(g.time[g.op_start] == start + rank * SKEW)[0])
 
 
-def joined_run_a(contexts: list[Context]) -> RunReplay:
-    """Run A joined by hand: the two C kernels are collective 0."""
+def joined_run_a() -> tuple[RunReplay, list[Context]]:
+    """Run A joined by hand: the two C kernels are collective 0; rank 1's table times are SKEW later."""
+    parts = [rank_part(r, t, {}, shift) for r, t, shift in zip((0, 1), run_a(), (0, -SKEW), strict=True)]
+    contexts = [p.ctx for p in parts]
     collective = []
     for rank, (ctx, c_start) in enumerate(zip(contexts, (1_011_000, 3_011_000), strict=True)):
         ids = np.full(ctx.graph.op_row.size, -1, np.int64)
         ids[op_at(ctx, rank, c_start)] = 0
         collective.append(ids)
-    return RunReplay([0, 1], contexts, [0, -SKEW], collective)  # rank 1's table times are SKEW later
+    return RunReplay(parts, collective), contexts
 
 
 def test_joined_graph_by_hand() -> None:
-    contexts = [Context(t) for t in run_a()]
-    replay = joined_run_a(contexts)
+    replay, contexts = joined_run_a()
     g = replay.graph
     # one arrival point, at the last participant's start (rank 1's C: 3_011_000 on the run's clock)
     assert replay.barriers == 1 and replay.unjoined == 0
@@ -173,8 +174,7 @@ def test_run_a_replay_and_remedies_by_hand() -> None:
 
 
 def test_communication_remedy_times_on_each_rank() -> None:
-    contexts = [Context(t) for t in run_a()]
-    replay = joined_run_a(contexts)
+    replay, contexts = joined_run_a()
     changed, placeholders, events = replay.communication()
     assert changed is not None and (placeholders, events) == (2, 0)
     t = engine.solve(changed)

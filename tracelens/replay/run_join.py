@@ -30,6 +30,7 @@ import pandas as pd
 
 from ..analyses.columns import event_columns
 from ..analyses.names import code_mask, is_collective_kernel
+from ..trace import Trace
 from .collectives import overlap_collectives
 from .engine import Plan, plan, solve
 from .graph import NONE, Graph
@@ -62,20 +63,52 @@ def _shifted(values: np.ndarray, shift: int) -> np.ndarray:
     return np.where(values > NONE // 2, values + shift, values)
 
 
+@dataclass
+class RankPart:
+    """What the run's replay keeps of one rank once its trace is read: the rank's :class:`Context` (its graph and
+    step windows), ns added to its times, per GPU op an NCCL kernel (crossrank's definition) and a collective
+    kernel (the communication remedy's), and each one-trace remedy's changed graph (None: nothing to change) with
+    its assumptions. :func:`rank_part` builds it while the trace is in memory, so the run holds one trace at a time.
+    """
+
+    rank: int
+    ctx: Context
+    shift: int
+    nccl: np.ndarray
+    nccl_names: np.ndarray  # the NCCL kernels' names, in op order (crossrank matches by name)
+    collective_kernel: np.ndarray
+    remedied: dict[str, tuple[Graph | None, str]]
+
+
+def rank_part(rank: int, trace: Trace, models: dict[str, Remedy], shift: int | None = None) -> RankPart:
+    """A rank's part of the run's replay (``shift`` None: the rank starts at 0 on the run's clock). The rank's
+    events are released afterwards: past this point the replay reads its graph and step windows only."""
+    ctx = Context(trace)
+    g, cols = ctx.graph, event_columns(trace)
+    codes = cols.name[g.op_row]
+    nccl = g.op_is_kernel & code_mask(codes, cols.names, lambda n: "nccl" in n.lower())
+    part = RankPart(
+        rank=rank,
+        ctx=ctx,
+        shift=-int(g.time.min()) if shift is None and g.size else int(shift or 0),
+        nccl=nccl,
+        nccl_names=np.asarray(cols.names, dtype=object)[codes[nccl]],
+        collective_kernel=g.op_is_kernel & code_mask(codes, cols.names, is_collective_kernel),
+        remedied={cause: model(ctx) for cause, model in models.items()},
+    )
+    del ctx.trace  # see the docstring: the run keeps every rank's graph, not its events
+    return part
+
+
 class RunReplay:
     """The ranks' graphs joined (see the module docstring). ``collective[r]``: per GPU op of rank r's graph, the id
-    of the run's collective it takes part in (-1: none); ``shifts[r]``: ns added to rank r's times."""
+    of the run's collective it takes part in (-1: none)."""
 
-    def __init__(
-        self,
-        ranks: Sequence[int],
-        contexts: Sequence[Context],
-        shifts: Sequence[int],
-        collective: Sequence[np.ndarray],
-    ) -> None:
-        self.ranks = list(ranks)
-        self.contexts = list(contexts)
-        self.shifts = [int(s) for s in shifts]
+    def __init__(self, parts: Sequence[RankPart], collective: Sequence[np.ndarray]) -> None:
+        self.parts = list(parts)
+        self.ranks = [p.rank for p in self.parts]
+        self.contexts = [p.ctx for p in self.parts]
+        self.shifts = [p.shift for p in self.parts]
         graphs = [c.graph for c in self.contexts]
         self.point_off = _offsets([g.size for g in graphs])
         self.chain_off = _offsets([int(g.chain.max()) + 1 if g.size else 0 for g in graphs])
@@ -245,17 +278,17 @@ class RunReplay:
         return self.outcome(times=self.graph.time)
 
     # --- remedies
-    def per_rank(self, model: Remedy) -> tuple[Graph | None, str, list[int]]:
-        """A one-trace remedy applied on every rank where its model finds something to change (the others keep
+    def per_rank(self, cause: str) -> tuple[Graph | None, str, list[int]]:
+        """A one-trace remedy applied on every rank where its model found something to change (the others keep
         their graph): (joined graph or None, the first changed rank's assumptions, the changed ranks)."""
         changed: list[Graph] = []
         ranks: list[int] = []
         text = ""
-        for rank, ctx in zip(self.ranks, self.contexts, strict=True):  # a loop over ranks
-            graph, assumptions = model(ctx)
-            changed.append(ctx.graph if graph is None else graph)
+        for part in self.parts:  # a loop over ranks
+            graph, assumptions = part.remedied.get(cause, (None, ""))
+            changed.append(part.ctx.graph if graph is None else graph)
             if graph is not None:
-                ranks.append(rank)
+                ranks.append(part.rank)
                 text = text or assumptions
         if not ranks:
             return None, "", []
@@ -263,10 +296,7 @@ class RunReplay:
 
     def collective_kernels(self) -> np.ndarray:
         """Per joined op: a collective kernel (NCCL/RCCL, as the one-trace communication remedy reads it)."""
-        parts = []
-        for ctx in self.contexts:  # a loop over ranks
-            g, cols = ctx.graph, event_columns(ctx.trace)
-            parts.append(g.op_is_kernel & code_mask(cols.name[g.op_row], cols.names, is_collective_kernel))
+        parts = [p.collective_kernel for p in self.parts]
         return np.concatenate(parts) if parts else np.zeros(0, bool)
 
     def communication(self) -> tuple[Graph | None, int, int]:

@@ -231,22 +231,17 @@ def _without(d: dict[str, Any], key: str) -> dict[str, Any]:
 def _whatif(
     results: list[dict[str, Any]], ranks: list[int], comparable: bool
 ) -> tuple[dict[str, Any], list[str]]:
-    """The run's ``whatif`` (run/whatif.py) from every rank's cached trace, read one after another while the
-    run's graph points stay within the replay's limit; (block, warnings)."""
+    """The run's ``whatif`` (run/whatif.py) from every rank's cached trace, read one at a time; (block, warnings).
+    The workers' point counts say beforehand whether the run fits the replay's limit."""
     from ..ingest.parquet import read as read_parquet
-    from .whatif import MAX_POINTS, graph_points, run_whatif, skipped
+    from .whatif import MAX_RUN_POINTS, run_whatif, skipped
 
-    traces: list[Trace] = []
-    points = 0
-    for result in results:  # a loop over ranks
-        trace = read_parquet(Path(result["parquet"]))
-        points += graph_points(trace)
-        if points > MAX_POINTS:
-            return skipped(
-                f"the run is too large to replay as one: over {MAX_POINTS:,} graph points by rank "
-                f"{ranks[len(traces)]}"
-            ), []
-        traces.append(trace)
+    points = sum(int(r.get("replay_points") or 0) for r in results)
+    if points > MAX_RUN_POINTS:
+        return skipped(
+            f"the run is too large to replay as one: {points:,} graph points (limit {MAX_RUN_POINTS:,})"
+        ), []
+    traces = (read_parquet(Path(r["parquet"])) for r in results)
     try:
         return run_whatif(traces, ranks, comparable), []
     except Exception as err:  # one replay's bug must not sink the run document: it says so instead

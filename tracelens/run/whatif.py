@@ -5,19 +5,21 @@ where it holds; the imbalance remedy balances the GPU work between collectives. 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from ..analyses.columns import event_columns
-from ..analyses.names import code_mask
 from ..analyses.whatif import MAX_BLOCKING_CALLS, MAX_POINTS
-from ..replay.remedies import NOT_MODELED_REASONS, REMEDIES, Context
-from ..replay.run_join import RunOutcome, RunReplay
+from ..replay.remedies import NOT_MODELED_REASONS, REMEDIES
+from ..replay.run_join import RankPart, RunOutcome, RunReplay, rank_part
 from ..trace import DRIVER, GPU_ACTIVITY_KINDS, RUNTIME, STEP, Trace
 from .crossrank import match_collectives
+
+# The run's replay holds every rank's graph at once (not its events): the one-trace replay's limit on points.
+MAX_RUN_POINTS = MAX_POINTS
 
 IMBALANCE = "multi_gpu_imbalance"
 IMBALANCE_REMEDY = "GPU work balanced across ranks between collectives"
@@ -56,63 +58,58 @@ def skipped(reason: str) -> dict[str, Any]:
     }
 
 
-def _nccl_frame(
-    replay_ranks: Sequence[int], contexts: Sequence[Context], shifts: Sequence[int]
-) -> pd.DataFrame:
+def _nccl_frame(parts: Sequence[RankPart]) -> pd.DataFrame:
     """One row per NCCL kernel of every rank (crossrank's definition: a kernel with ``nccl`` in its name, any case):
     rank index, device, name, start and end on the run's clock, and its op index in its rank's graph."""
     frames = []
-    for index, (ctx, shift) in enumerate(zip(contexts, shifts, strict=True)):  # a loop over ranks
-        g, cols = ctx.graph, event_columns(ctx.trace)
-        codes = cols.name[g.op_row]
-        ops = np.flatnonzero(_nccl_mask(ctx))
+    for index, part in enumerate(parts):  # a loop over ranks
+        g = part.ctx.graph
+        ops = np.flatnonzero(part.nccl)
         frames.append(
             pd.DataFrame(
                 {
                     "index": index,
-                    "rank": replay_ranks[index],
+                    "rank": part.rank,
                     "op": ops,
                     "device": g.op_device[ops],
-                    "name": np.asarray(cols.names, dtype=object)[codes[ops]],
-                    "start": g.time[g.op_start[ops]] + shift,
-                    "end": g.time[g.op_end[ops]] + shift,
+                    "name": part.nccl_names,
+                    "start": g.time[g.op_start[ops]] + part.shift,
+                    "end": g.time[g.op_end[ops]] + part.shift,
                 }
             )
         )
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
-def _nccl_mask(ctx: Context) -> np.ndarray:
-    """Per GPU op of a rank's graph: an NCCL kernel as crossrank counts them (``nccl`` in the name, any case)."""
-    g, cols = ctx.graph, event_columns(ctx.trace)
-    return g.op_is_kernel & code_mask(cols.name[g.op_row], cols.names, lambda n: "nccl" in n.lower())
-
-
-def run_whatif(traces: Sequence[Trace], ranks: Sequence[int], comparable: bool) -> dict[str, Any]:
-    """The run's ``whatif`` block (keys in docs/multirank.md) from every rank's trace, in ``ranks`` order.
+def run_whatif(traces: Iterable[Trace], ranks: Sequence[int], comparable: bool) -> dict[str, Any]:
+    """The run's ``whatif`` block (keys in docs/multirank.md) from every rank's trace, in ``ranks`` order, read one
+    at a time (``traces`` may be a generator: each trace is released once its rank's graphs are built).
     ``comparable``: the ranks' clocks agree (crossrank.COMPARABLE_CLOCKS), so they can be joined."""
-    points = sum(graph_points(t) for t in traces)
-    if points > MAX_POINTS:
-        return skipped(
-            f"the run is too large to replay as one: {points:,} graph points (limit {MAX_POINTS:,})"
-        )
-    contexts = [Context(t) for t in traces]
-    if not any(c.graph.op_row.size for c in contexts):
+    models = {cause: model for cause, (_, model) in REMEDIES.items() if cause != "communication"}
+    parts: list[RankPart] = []
+    points = 0
+    first_origin: int | None = None
+    for rank, trace in zip(ranks, traces, strict=True):  # a loop over ranks, one trace in memory at a time
+        points += graph_points(trace)
+        if points > MAX_RUN_POINTS:
+            return skipped(
+                f"the run is too large to replay as one: over {MAX_RUN_POINTS:,} graph points by rank {rank}"
+            )
+        origin = int(trace.metadata.time_origin_ns)
+        first_origin = origin if first_origin is None else first_origin
+        parts.append(rank_part(rank, trace, models, origin - first_origin if comparable else None))
+        del trace
+    if not any(p.ctx.graph.op_row.size for p in parts):
         return skipped("no GPU activity: the replay models how host calls and GPU ops wait on each other")
-    if comparable:
-        origin = min(t.metadata.time_origin_ns for t in traces)
-        shifts = [int(t.metadata.time_origin_ns - origin) for t in traces]
-    else:  # each rank from 0: side by side, not joined
-        shifts = [-int(c.graph.time.min()) if c.graph.size else 0 for c in contexts]
-    nccl = _nccl_frame(list(ranks), contexts, shifts)
+    nccl = _nccl_frame(parts)
     ids = match_collectives(nccl) if len(nccl) else np.zeros(0, np.int64)
     matched = int(np.unique(ids[ids >= 0]).size)
-    collective = [np.full(c.graph.op_row.size, -1, np.int64) for c in contexts]
+    collective = [np.full(p.ctx.graph.op_row.size, -1, np.int64) for p in parts]
     if comparable and len(nccl):
-        for index in range(len(contexts)):  # a loop over ranks
+        for index in range(len(parts)):  # a loop over ranks
             mine = (nccl["index"] == index).to_numpy()
             collective[index][nccl["op"].to_numpy(np.int64)[mine]] = ids[mine]
-    replay = RunReplay(ranks, contexts, shifts, collective)
+    replay = RunReplay(parts, collective)
     g = replay.graph
     cuts = int(g.call_waits.sum()) + int((g.op_collective >= 0).sum()) + replay.barriers
     if cuts > MAX_BLOCKING_CALLS:
@@ -168,11 +165,7 @@ def run_whatif(traces: Sequence[Trace], ranks: Sequence[int], comparable: bool) 
     remedies = [
         r
         for r in (
-            *(
-                _per_rank_remedy(replay, cause, recorded, base)
-                for cause in REMEDIES
-                if cause != "communication"
-            ),
+            *(_per_rank_remedy(replay, cause, recorded, base) for cause in models),
             _communication(replay, recorded, base),
             _imbalance(replay, recorded, base) if comparable else None,
         )
@@ -224,8 +217,8 @@ def _remedy(
 def _per_rank_remedy(
     replay: RunReplay, cause: str, recorded: RunOutcome, base: RunOutcome
 ) -> dict[str, Any] | None:
-    remedy, model = REMEDIES[cause]
-    changed, text, ranks = replay.per_rank(model)
+    remedy, _ = REMEDIES[cause]
+    changed, text, ranks = replay.per_rank(cause)
     if changed is None:
         return None
     assumptions = (
@@ -255,7 +248,7 @@ def _communication(replay: RunReplay, recorded: RunOutcome, base: RunOutcome) ->
 
 
 def _imbalance(replay: RunReplay, recorded: RunOutcome, base: RunOutcome) -> dict[str, Any] | None:
-    compute = ~np.concatenate([_nccl_mask(ctx) for ctx in replay.contexts])
+    compute = ~np.concatenate([p.nccl for p in replay.parts])
     changed, participants, segments = replay.balance(compute)
     if changed is None:
         return None
