@@ -40,6 +40,35 @@ BARRIER = 4  # point kind of a joined collective's arrival point (graph.py's kin
 
 # The graph arrays that are per point, per edge, per call and per op (the join concatenates each kind).
 _EDGE_STRUCTURE = ("edge_src", "edge_dst", "edge_is_wait", "edge_is_wake", "edge_is_collective")
+# What no remedy changes: points' recorded facts, calls and ops (the joined arrays are built once).
+_FIXED = (
+    "time",
+    "chain",
+    "kind",
+    "row",
+    "chain_first",
+    "stream_typical",
+    "call_start",
+    "call_end",
+    "call_row",
+    "call_thread",
+    "call_name",
+    "call_waits",
+    "call_waited",
+    "call_is_sync",
+    "call_is_marker",
+    "thread_keys",
+    "op_start",
+    "op_end",
+    "op_row",
+    "op_device",
+    "op_launch_call",
+    "op_is_kernel",
+    "op_is_copy",
+    "op_graph",
+    "op_bytes",
+    "op_collective",
+)
 
 
 @dataclass
@@ -154,12 +183,14 @@ class RunReplay:
         self.barrier_time = last.astype(np.int64)
         self.joined_end = np.zeros(self.rank_points + self.barriers, bool)
         self.joined_end[self.member_end] = True
+        self._edge_keep = np.zeros(0, bool)  # which rank edges the join keeps (set by the first join)
         self.graph = self.join(graphs)
 
     # --- the joined graph
     def join(self, graphs: Sequence[Graph]) -> Graph:
         """The joined graph of per-rank graphs with the structure of this run's (the unchanged ones, or remedied
-        copies of them: remedies keep every point and change lags and edges)."""
+        copies of them: remedies keep every point, call and op, and change lags and edges). Arrays a remedy left
+        as they were are the unchanged join's (no copy, and the unchanged join's replay plan fits)."""
         base = getattr(self, "graph", None)
         n_b, p_off = self.barriers, self.point_off
 
@@ -169,41 +200,53 @@ class RunReplay:
                 parts = [np.where(a >= 0, a + o, a) for a, o in zip(parts, offsets, strict=False)]
             return np.concatenate(parts) if parts else np.zeros(0, np.int64)
 
+        def unchanged(*names: str) -> bool:
+            return base is not None and all(
+                getattr(g, k) is getattr(b, k)
+                for g, b in zip(graphs, self._base_graphs, strict=True)
+                for k in names
+            )
+
         # edges: each rank's own (the in-trace collective edges into a joined end dropped), then the arrival edges
-        same = base is not None and all(
-            getattr(g, k) is getattr(b, k)
-            for g, b in zip(graphs, self._base_graphs, strict=True)
-            for k in _EDGE_STRUCTURE
-        )
-        edge_src = cat("edge_src", p_off)
-        edge_dst = cat("edge_dst", p_off)
-        keep = ~(cat("edge_is_collective") & self.joined_end[edge_dst])
         m = self.member_start.size
-        arrival_src = np.concatenate([self.member_start, self.member_barrier])
-        arrival_dst = np.concatenate([self.member_barrier, self.member_end])
         arrival_lag = np.concatenate([np.zeros(m, np.int64), self.member_transfer])
-        ones, zeros = np.ones(2 * m, bool), np.zeros(2 * m, bool)
-        edge_lag = np.concatenate([cat("edge_lag")[keep], arrival_lag])
-        edge_typical = np.concatenate([cat("edge_typical")[keep], arrival_lag])
-        if same and base is not None:
+        if base is not None and unchanged(*_EDGE_STRUCTURE):
+            keep = self._edge_keep
             structure = {k: getattr(base, k) for k in _EDGE_STRUCTURE}
         else:
+            edge_src, edge_dst = cat("edge_src", p_off), cat("edge_dst", p_off)
+            keep = ~(cat("edge_is_collective") & self.joined_end[edge_dst])
+            ones, zeros = np.ones(2 * m, bool), np.zeros(2 * m, bool)
             structure = {
-                "edge_src": np.concatenate([edge_src[keep], arrival_src]),
-                "edge_dst": np.concatenate([edge_dst[keep], arrival_dst]),
+                "edge_src": np.concatenate([edge_src[keep], self.member_start, self.member_barrier]),
+                "edge_dst": np.concatenate([edge_dst[keep], self.member_barrier, self.member_end]),
                 "edge_is_wait": np.concatenate([cat("edge_is_wait")[keep], zeros]),
                 "edge_is_wake": np.concatenate([cat("edge_is_wake")[keep], zeros]),
                 "edge_is_collective": np.concatenate([cat("edge_is_collective")[keep], ones]),
             }
-        lag = np.concatenate([cat("lag"), np.zeros(n_b, np.int64)])
-        lag[self.member_end] = np.minimum(lag[self.member_end], self.member_transfer)
-        if base is not None:  # points never change in a remedy: their arrays are the unchanged join's
-            points = {
-                k: getattr(base, k) for k in ("time", "chain", "kind", "row", "chain_first", "stream_typical")
-            }
+            if base is None:
+                self._edge_keep = keep
+        edge_lag = (
+            base.edge_lag
+            if base is not None and unchanged("edge_lag", *_EDGE_STRUCTURE)
+            else np.concatenate([cat("edge_lag")[keep], arrival_lag])
+        )
+        edge_typical = (
+            base.edge_typical
+            if base is not None and unchanged("edge_typical", *_EDGE_STRUCTURE)
+            else np.concatenate([cat("edge_typical")[keep], arrival_lag])
+        )
+        if base is not None and unchanged("lag"):
+            lag = base.lag
+        else:
+            lag = np.concatenate([cat("lag"), np.zeros(n_b, np.int64)])
+            lag[self.member_end] = np.minimum(lag[self.member_end], self.member_transfer)
+        if base is not None:  # points, calls and ops never change in a remedy: the unchanged join's arrays
+            fixed = {k: getattr(base, k) for k in _FIXED}
+            anchor = base.anchor if unchanged("anchor") else None
         else:
             chain_ids = self.chain_off[-1] + np.arange(n_b, dtype=np.int64)
-            points = {
+            fixed = {
                 "time": np.concatenate(
                     [*(g.time + s for g, s in zip(graphs, self.shifts, strict=True)), self.barrier_time]
                 ),
@@ -212,37 +255,42 @@ class RunReplay:
                 "row": np.concatenate([cat("row"), np.full(n_b, -1, np.int64)]),
                 "chain_first": np.concatenate([cat("chain_first"), np.ones(n_b, bool)]),
                 "stream_typical": np.concatenate([cat("stream_typical"), np.zeros(n_b, np.int64)]),
+                "call_start": cat("call_start", p_off),
+                "call_end": cat("call_end", p_off),
+                "call_row": cat("call_row"),
+                "call_thread": cat("call_thread", self.thread_off),
+                "call_name": cat("call_name"),  # per-rank name codes: meaningful with the call's rank only
+                "call_waits": cat("call_waits"),
+                "call_waited": cat("call_waited"),
+                "call_is_sync": cat("call_is_sync"),
+                "call_is_marker": cat("call_is_marker"),
+                "thread_keys": cat("thread_keys"),
+                "op_start": cat("op_start", p_off),
+                "op_end": cat("op_end", p_off),
+                "op_row": cat("op_row"),
+                "op_device": cat("op_device"),
+                "op_launch_call": cat("op_launch_call", self.call_off),
+                "op_is_kernel": cat("op_is_kernel"),
+                "op_is_copy": cat("op_is_copy"),
+                "op_graph": cat("op_graph"),
+                "op_bytes": cat("op_bytes"),
+                "op_collective": self.op_collective,
             }
-        anchor = np.concatenate(
-            [*(_shifted(g.anchor, s) for g, s in zip(graphs, self.shifts, strict=True)), np.full(n_b, NONE)]
-        )
+            anchor = None
+        if anchor is None:
+            anchor = np.concatenate(
+                [
+                    *(_shifted(g.anchor, s) for g, s in zip(graphs, self.shifts, strict=True)),
+                    np.full(n_b, NONE),
+                ]
+            ).astype(np.int64)
         return Graph(
-            **points,
+            **fixed,
             lag=lag,
-            anchor=anchor.astype(np.int64),
+            anchor=anchor,
             **structure,
             edge_lag=edge_lag,
             edge_typical=edge_typical,
-            call_start=cat("call_start", p_off),
-            call_end=cat("call_end", p_off),
-            call_row=cat("call_row"),
-            call_thread=cat("call_thread", self.thread_off),
-            call_name=cat("call_name"),  # per-rank name codes: meaningful with the call's rank only
-            call_waits=cat("call_waits"),
-            call_waited=cat("call_waited"),
-            call_is_sync=cat("call_is_sync"),
-            call_is_marker=cat("call_is_marker"),
-            thread_keys=cat("thread_keys"),
-            op_start=cat("op_start", p_off),
-            op_end=cat("op_end", p_off),
-            op_row=cat("op_row"),
-            op_device=cat("op_device"),
-            op_launch_call=cat("op_launch_call", self.call_off),
-            op_is_kernel=cat("op_is_kernel"),
-            op_is_copy=cat("op_is_copy"),
-            op_graph=cat("op_graph"),
-            op_bytes=cat("op_bytes"),
-            op_collective=self.op_collective,
             typical={},  # per device of each rank: read them from the rank's own graph
         )
 
