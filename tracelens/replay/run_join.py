@@ -1,9 +1,9 @@
 """A run's ranks in one replay: each rank's dependency graph (graph.py) side by side on one clock, joined at the
 collectives they take part in together; the run's remedies as changes to that joined graph.
 
-Joining (docs/analyses.md, "whatif of a run"):
+Joining (docs/analyses.md, "A run's replay"):
 - every rank's points, chains, edges, calls and ops are concatenated; rank r's times are moved by ``shift[r]``
-  (its clock origin minus the run's earliest one, so every point sits on one clock; where the ranks' clocks do
+  (its clock origin minus the first rank's, so every point sits on one clock; where the ranks' clocks do
   not agree the caller passes shifts that start every rank at 0 and no collective: per-rank replays side by side);
 - a collective that takes part across ranks (the caller matches the NCCL kernels with run/crossrank.py's rule) gets
   one *arrival* point B (its own chain, kind :data:`BARRIER`): B follows every participant's start (lag 0), i.e.
@@ -38,7 +38,7 @@ from .remedies import Context, Outcome, Remedy
 
 BARRIER = 4  # point kind of a joined collective's arrival point (graph.py's kinds are 0-3)
 
-# The graph arrays that are per point, per edge, per call and per op (the join concatenates each kind).
+# The edge arrays that say which edges there are: a remedy that keeps them keeps the unchanged join's replay plan.
 _EDGE_STRUCTURE = ("edge_src", "edge_dst", "edge_is_wait", "edge_is_wake", "edge_is_collective")
 # What no remedy changes: points' recorded facts, calls and ops (the joined arrays are built once).
 _FIXED = (

@@ -39,7 +39,7 @@ def ingest_and_summarize(source: str, parquet_path: str, reuse: bool) -> dict[st
         doc_path = f"{parquet_path}.doc.json"
         Path(doc_path).write_text(dumps(doc), encoding="utf-8")  # the --format json document
         meta = trace.metadata
-        from .whatif import graph_points
+        from ..analyses.whatif import graph_points
 
         return {
             "ok": True,

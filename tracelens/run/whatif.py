@@ -11,11 +11,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..analyses.columns import event_columns
-from ..analyses.whatif import MAX_BLOCKING_CALLS, MAX_POINTS
+from ..analyses.whatif import MAX_BLOCKING_CALLS, MAX_POINTS, graph_points
 from ..replay.remedies import NOT_MODELED_REASONS, REMEDIES
 from ..replay.run_join import RankPart, RunOutcome, RunReplay, rank_part
-from ..trace import DRIVER, GPU_ACTIVITY_KINDS, RUNTIME, STEP, Trace
+from ..trace import Trace
 from .crossrank import match_collectives
 
 # The run's replay holds every rank's graph at once (not its events): the one-trace replay's limit on points.
@@ -33,15 +32,6 @@ def _relative(replayed: float | None, recorded: float | None) -> float | None:
     if replayed is None or not recorded:
         return None
     return (replayed - recorded) / recorded
-
-
-def graph_points(trace: Trace) -> int:
-    """The replay graph's points of one trace (2 per outermost host call or marker, 2 per GPU op), before it is built."""
-    cols = event_columns(trace)
-    return 2 * int(
-        (cols.of_kind(RUNTIME, DRIVER, STEP) & (cols.tid >= 0)).sum()
-        + (cols.of_kind(*GPU_ACTIVITY_KINDS) & (cols.device >= 0)).sum()
-    )
 
 
 def skipped(reason: str) -> dict[str, Any]:
@@ -124,6 +114,12 @@ def run_whatif(traces: Iterable[Trace], ranks: Sequence[int], comparable: bool) 
         join_reason = (
             "the ranks' clocks do not agree across machines (not all on a clock in COMPARABLE_CLOCKS): each rank is "
             "replayed on its own, started at 0, without cross-rank edges; the run's span and step are the slowest rank's"
+        )
+    elif not replay.barriers and replay.unjoined:
+        join_reason = (
+            f"the {replay.unjoined:,} collectives matched across ranks have recorded times that disagree (a "
+            "participant ends before another starts: clocks off by more than a collective): the ranks replay side by "
+            "side without cross-rank edges"
         )
     elif not replay.barriers:
         join_reason = (
