@@ -164,6 +164,12 @@ def test_eight_ranks_from_a_real_trace_find_the_late_one(tmp_path: Path) -> None
     utils = {r["utilization"] for r in doc["ranks"]}
     assert len(utils) == 1
     assert doc["imbalance"]["lost_ns"] == 0 and doc["imbalance"]["verdict"] == "balanced"
+    # the run's replay: no NCCL kernel to join the ranks at; each rank replays as recorded, the run's span is the
+    # late rank's end - the first rank's start on the run's clock
+    error = doc["whatif"]["replay_error"]
+    assert not error["joined"] and "no collective" in error["join_reason"]
+    assert error["span_error"] == 0 and all(r["span_error"] == 0 for r in error["per_rank"])
+    assert error["recorded_span_ns"] == error["per_rank"][0]["recorded_span_ns"] + delay + jitter[5]
 
 
 @needs_shared
@@ -191,6 +197,11 @@ def test_mixed_formats_in_one_run(tmp_path: Path) -> None:
     # rank 0 from distributedInfo; the others have none: numbered by position, with a warning
     assert sorted(r["rank"] for r in doc["ranks"]) == [0, 1, 2]
     assert any("clocks" in w for w in doc["source"]["warnings"])
+    # clocks that disagree: the run's replay runs each rank on its own, and says why
+    error = doc["whatif"]["replay_error"]
+    assert doc["whatif"]["reason"] is None and not error["joined"] and "clocks" in error["join_reason"]
+    assert "multi_gpu_imbalance" in doc["whatif"]["not_modeled"]
+    assert all(abs(r["span_error"]) < 0.02 for r in error["per_rank"])
     json.dumps(doc, allow_nan=False)
 
 
@@ -206,5 +217,10 @@ def test_cli_analyzes_a_run_of_real_traces(path: Path, tmp_path: Path, capsys: p
     doc = json.loads(out)
     assert [r["rank"] for r in doc["ranks"]] == [0, 1]
     assert doc["ranks"][0]["utilization"] == doc["ranks"][1]["utilization"]
+    # the run's replay of two identical ranks (joined at their NCCL kernels where they have them) is within 2%
+    error = doc["whatif"]["replay_error"]
+    assert doc["whatif"]["reason"] is None
+    assert abs(error["span_error"]) < 0.02 and all(abs(r["span_error"]) < 0.02 for r in error["per_rank"])
+    assert error["joined"] == (error["collectives_joined"] > 0)
     assert (Path(doc["source"]["cache_dir"]) / runs.MANIFEST_NAME).is_file()
     assert not (run / runs.CACHE_DIRNAME).exists()  # nothing written beside the traces

@@ -106,12 +106,18 @@ def _skipped(reason: str) -> dict[str, Any]:
     }
 
 
-def whatif(trace: Trace) -> dict[str, Any]:
+def graph_points(trace: Trace) -> int:
+    """The replay graph's size before it is built, an upper bound: 2 points per host API row or step marker on a
+    thread (nested rows included), 2 per GPU op."""
     cols = event_columns(trace)
-    points = 2 * int(
+    return 2 * int(
         (cols.of_kind(RUNTIME, DRIVER, STEP) & (cols.tid >= 0)).sum()
         + (cols.of_kind(*GPU_ACTIVITY_KINDS) & (cols.device >= 0)).sum()
     )
+
+
+def whatif(trace: Trace) -> dict[str, Any]:
+    points = graph_points(trace)
     if points > MAX_POINTS:
         return _skipped(f"the trace is too large to replay: {points:,} graph points (limit {MAX_POINTS:,})")
     ctx = Context(trace)

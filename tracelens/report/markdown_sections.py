@@ -46,7 +46,7 @@ from .sections import (
     step_digest,
 )
 from .units import fmt_bytes, fmt_ns, fmt_pct, plural
-from .whatif_text import critical_path_line, remedy_lines, replay_line
+from .whatif_text import critical_path_line, is_run_replay, remedy_lines, replay_line
 
 
 def gpu_label(device: Device) -> str:
@@ -948,12 +948,16 @@ def _whatif(doc: Document) -> Lines:
     others = [line for line in (critical_path_line(doc), replay_line(doc)) if line]
     if not remedies and not others:
         return []
+    what = (
+        "The run's ranks' dependency graphs, joined at their collectives, replayed with each cause's remedy applied"
+        if is_run_replay(doc)
+        else "The trace's dependency graph replayed with each cause's remedy applied"
+    )
     lines = [
         "",
         _heading("whatif"),
         "",
-        "The trace's dependency graph replayed with each cause's remedy applied "
-        "(assumptions in the JSON output, `whatif.remedies[].assumptions`):",
+        f"{what} (assumptions in the JSON output, `whatif.remedies[].assumptions`):",
         "",
     ]
     lines.extend(f"- {md(line)}" for line in remedies or ["no remedy gains time"])

@@ -38,6 +38,12 @@ def remedy_lines(doc: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def is_run_replay(doc: Mapping[str, Any]) -> bool:
+    """The document's replay is a run's (its ranks' graphs joined: ``replay_error.joined`` is there)."""
+    error = (doc.get("whatif") or {}).get("replay_error")
+    return isinstance(error, dict) and "joined" in error
+
+
 def replay_line(doc: Mapping[str, Any]) -> str | None:
     error = (doc.get("whatif") or {}).get("replay_error")
     if not isinstance(error, dict):
@@ -46,6 +52,12 @@ def replay_line(doc: Mapping[str, Any]) -> str | None:
     line = f"replayed unchanged: span off by {fmt_pct(error.get('span_error'))}" + (
         f", mean step by {fmt_pct(step)}" if step is not None else ""
     )
+    if "joined" in error:  # a run: its ranks joined at their collectives, or why not
+        line += (
+            f" (ranks joined at {error.get('collectives_joined')} collectives)"
+            if error["joined"]
+            else f" (ranks not joined: {error.get('join_reason')})"
+        )
     reason = error.get("model_reason")
     if isinstance(reason, str):  # the model replay (every lag at its median) is beyond 2%: why
         line += f"; the model alone is over 2% off: {reason}"

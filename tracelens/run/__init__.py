@@ -7,12 +7,15 @@ Two layers (definitions in ``docs/multirank.md``):
    parent's memory stays bounded by one trace, not the sum.
 2. Across ranks, in the parent: DuckDB queries over the cached Parquet files (only the columns needed, rows
    filtered to steps and NCCL kernels), giving small rank x step and rank x collective tables; then
-   straggler lateness, collective wait vs transfer, and an imbalance verdict with numpy.
+   straggler lateness, collective wait vs transfer, and an imbalance verdict with numpy; and the run's replay,
+   which reads the ranks' cached traces one at a time and keeps every rank's dependency graph.
 
 Modules, in the order the data flows: :mod:`.inputs` (which traces, which rank each), :mod:`.cache` (the
 Parquet cache and its manifest), :mod:`.executors` (the per-trace work, inline, in processes or on Dask),
 :mod:`.queries` (DuckDB over the cached files), :mod:`.crossrank` (lateness, stragglers, collectives,
-imbalance) and :mod:`.document` (:func:`analyze_run`, the run document). The run document is drawn by
+imbalance, and the collective matching the run's replay joins ranks with), :mod:`.whatif` (the run's replay: every
+rank's graph joined at its collectives, ``tracelens/replay/run_join.py``) and :mod:`.document` (:func:`analyze_run`,
+the run document). The run document is drawn by
 ``tracelens.report`` (``report/ranks.py``, ``report/plots.py``); nothing here imports ``report``.
 """
 

@@ -248,6 +248,27 @@ def collective_analysis(kernels: pd.DataFrame, comparable: bool) -> dict[str, An
     return result
 
 
+def match_collectives(kernels: pd.DataFrame) -> np.ndarray:
+    """Per NCCL kernel (rows with ``rank``, ``device``, ``name``, ``start``, ``end``), the id of the collective it
+    takes part in, -1 where unmatched: the rule of :func:`query_collectives` and :func:`collective_analysis` in
+    pandas (the run's replay joins the ranks with it). Kernels are numbered per (rank, device, name) in (start,
+    end) order; one (name, ordinal) is one collective; it is matched when every participant (rank, device) that
+    ran an NCCL kernel has it, and there are at least two. Ids are dense over the matched collectives, in (name,
+    ordinal) order."""
+    out = np.full(len(kernels), -1, np.int64)
+    if kernels.empty:
+        return out
+    frame = kernels[["rank", "device", "name", "start", "end"]].reset_index(drop=True)
+    frame = frame.assign(row=np.arange(len(frame)))
+    frame = frame.sort_values(["rank", "device", "name", "start", "end"], kind="stable")
+    frame["ordinal"] = frame.groupby(["rank", "device", "name"]).cumcount()
+    participants = len(frame[["rank", "device"]].drop_duplicates())
+    count = frame.groupby(["name", "ordinal"])["row"].transform("size")
+    matched = frame[(count == participants) & (participants >= 2)]
+    out[matched["row"].to_numpy(np.int64)] = matched.groupby(["name", "ordinal"]).ngroup().to_numpy(np.int64)
+    return out
+
+
 def _collective_verdict(result: dict[str, Any]) -> dict[str, Any]:
     """Slow link or straggler: in a straggler's collectives the others wait for it (most of their collective time
     is waiting, one participant arrives late); on a slow link (or with big messages) every participant's

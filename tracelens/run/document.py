@@ -179,6 +179,8 @@ def build_run_document(
     imbalance = imbalance_analysis(work, collectives, span_total)
     straggler = steps.get("straggler") or (collectives.get("straggler") or {}).get("straggler")
     imbalance["straggler_rank"] = straggler["rank"] if straggler else None
+    whatif, whatif_warnings = _whatif(results, ranks, comparable)
+    warnings = [*warnings, *whatif_warnings]
     frameworks = sorted({r["metadata"]["framework"] for r in results})
     world_sizes = {r["metadata"]["world_size"] for r in results} - {None}
     doc: dict[str, Any] = {
@@ -211,6 +213,7 @@ def build_run_document(
         "stragglers": {"steps": _without(steps, "step_times"), "collectives": collectives.get("straggler")},
         "collectives": {k: v for k, v in collectives.items() if k != "straggler"},
         "imbalance": imbalance,
+        "whatif": whatif,
     }
     _attach_representative(doc, results, ranks)
     head = {
@@ -223,6 +226,27 @@ def build_run_document(
 
 def _without(d: dict[str, Any], key: str) -> dict[str, Any]:
     return {k: v for k, v in d.items() if k != key}
+
+
+def _whatif(
+    results: list[dict[str, Any]], ranks: list[int], comparable: bool
+) -> tuple[dict[str, Any], list[str]]:
+    """The run's ``whatif`` (run/whatif.py) from every rank's cached trace, read one at a time; (block, warnings).
+    The workers' point counts say beforehand whether the run fits the replay's limit."""
+    from ..ingest.parquet import read as read_parquet
+    from .whatif import MAX_RUN_POINTS, run_whatif, skipped
+
+    points = sum(int(r.get("replay_points") or 0) for r in results)
+    if points > MAX_RUN_POINTS:
+        return skipped(
+            f"the run is too large to replay as one: {points:,} graph points (limit {MAX_RUN_POINTS:,})"
+        ), []
+    traces = (read_parquet(Path(r["parquet"])) for r in results)
+    try:
+        return run_whatif(traces, ranks, comparable), []
+    except Exception as err:  # one replay's bug must not sink the run document: it says so instead
+        reason = f"the run's replay failed ({type(err).__name__}: {err})"
+        return skipped(reason), [reason]
 
 
 def _attach_representative(doc: dict[str, Any], results: list[dict[str, Any]], ranks: list[int]) -> None:
@@ -254,6 +278,16 @@ def _attach_representative(doc: dict[str, Any], results: list[dict[str, Any]], r
 
         trace: Trace = read_parquet(Path(result["parquet"]))
         done: dict[str, Any] = {k: v for k, v in rank_doc.items() if k != "diagnosis"}
+        run_whatif = doc.get("whatif") or {}
+        if run_whatif.get("replay_error") is not None:
+            # the causes ranked by the run's replay (multi_gpu_imbalance included); the rank's critical path stays
+            done["whatif"] = {
+                **(done.get("whatif") or {}),
+                **{
+                    k: run_whatif[k]
+                    for k in ("replay_error", "remedies", "not_modeled", "not_modeled_reasons")
+                },
+            }
         doc["diagnosis"] = diagnosis_module.diagnose(trace, done, imbalance=doc["imbalance"])
     except Exception as err:  # keep the rank's own diagnosis rather than fail the run
         doc["source"]["warnings"].append(

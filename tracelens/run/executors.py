@@ -39,6 +39,8 @@ def ingest_and_summarize(source: str, parquet_path: str, reuse: bool) -> dict[st
         doc_path = f"{parquet_path}.doc.json"
         Path(doc_path).write_text(dumps(doc), encoding="utf-8")  # the --format json document
         meta = trace.metadata
+        from ..analyses.whatif import graph_points
+
         return {
             "ok": True,
             "source": source,
@@ -64,6 +66,7 @@ def ingest_and_summarize(source: str, parquet_path: str, reuse: bool) -> dict[st
             if attribution
             else None,  # summed over the rank's GPUs
             "worker_peak_rss_bytes": _peak_rss_bytes(),
+            "replay_points": graph_points(trace),  # the run's replay checks its size before reading any rank
         }
     except TracelensError as err:
         return {"ok": False, "source": source, "error": str(err)}
