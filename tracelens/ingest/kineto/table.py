@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from concurrent.futures import Future
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 import pyarrow as pa
@@ -19,6 +19,7 @@ from ...trace import (
     ANNOTATION,
     CPU_OP,
     DRIVER,
+    EVENT_COLUMNS,
     EVENT_SCHEMA,
     GPU_ANNOTATION,
     GPU_SYNC,
@@ -26,6 +27,8 @@ from ...trace import (
     MEMCPY,
     RUNTIME,
     STEP,
+    EventStore,
+    SparseColumn,
     Trace,
     TraceMetadata,
     build_devices,
@@ -212,11 +215,11 @@ class Columns:
         rel_start = start - origin
         del start
 
-        def sparse(values: np.ndarray, field: str, rows: np.ndarray | None = None) -> Future[pa.Array]:
+        def sparse(values: np.ndarray, field: str, rows: np.ndarray | None = None) -> Future[Stored]:
             """A column that is null except on GPU rows (``rows``: a mask over them), built in the background."""
             if rows is None:
-                return background.submit(_sparse_to_arrow, values, at, m, field)
-            return background.submit(_sparse_to_arrow, values[rows], at[rows], m, field)
+                return background.submit(_sparse_column, values, at, m, field)
+            return background.submit(_sparse_column, values[rows], at[rows], m, field)
 
         # Kineto's GPU "pid" is the device index and its "tid" the stream: fallbacks when args lack them.
         device_values = np.where(np.isnan(gpu["device"]), kineto_pid[at], gpu["device"])
@@ -295,15 +298,24 @@ class Columns:
             "depth": depth,
             "reported_occupancy": sparse(gpu["occupancy_pct"] / 100.0, "reported_occupancy", gpu_is_kernel),
             **{
-                name: background.submit(_sparse_to_arrow, op[name], at_op, m, name)
+                name: background.submit(_sparse_column, op[name], at_op, m, name)
                 for name in OP_NUMBERS
                 if not np.isnan(op[name]).all()
             },  # a column without values is left to build_events (nulls)
             **{name: _op_text(op[name], at_op, m, self.op_texts[name].values) for name in OP_TEXTS},
         }
         background.shutdown(wait=True)
-        events = build_store(
-            {k: v.result() if isinstance(v, Future) else v for k, v in columns.items()}, sort=False
+        built = {k: v.result() if isinstance(v, Future) else v for k, v in columns.items()}
+        # The columns few rows carry come stored already (SparseColumn, as EventStore.from_columns would
+        # store them): only the others go through build_store, which would make them full-length to store
+        # them sparse again.
+        held = {k: v for k, v in built.items() if isinstance(v, SparseColumn)}
+        dense = build_store({k: v for k, v in built.items() if k not in held}, sort=False)
+        del built
+        events = EventStore(
+            dense.num_rows,
+            {c: held.get(c) or dense.columns[c] for c in EVENT_COLUMNS if c in held or c in dense.columns},
+            dense.sentinel,
         )
         device = device_full
         devices = _device_rows(document.get("deviceProperties"), device, names, name_code, kind)
@@ -357,15 +369,24 @@ def _dictionary(codes: np.ndarray, values: Sequence[str | None], where: np.ndarr
     return pa.DictionaryArray.from_arrays(_indices(indices), pa.array(distinct, pa.string()))
 
 
-def _op_text(codes: np.ndarray, rows: np.ndarray, n: int, values: list[str]) -> pa.Array | None:
+def _op_text(codes: np.ndarray, rows: np.ndarray, n: int, values: list[str]) -> Stored:
     """A dictionary string column of ``n`` rows: ``values[codes]`` at ``rows``, null elsewhere (None: all
-    null, which build_events makes without a buffer). Built from the few rows that have a value."""
+    null, which build_events makes without a buffer; fewer than half the rows: a SparseColumn). Built from
+    the few rows that have a value."""
     present = codes >= 0
     if not present.any():
         return None
     distinct = sorted(set(values))  # one value may come from several texts (canonical JSON)
     index = {v: i for i, v in enumerate(distinct)}
     recode = np.array([index[v] for v in values], dtype=np.int32)
+    if _sparse(int(np.count_nonzero(present)), n):
+        at, data = _in_row_order(rows[present], recode[codes[present]])
+        return SparseColumn(
+            _row_positions(at, n),
+            pa.DictionaryArray.from_arrays(
+                _from_buffers(pa.int32(), data, None, 0), pa.array(distinct, pa.string())
+            ),
+        )
     data = np.zeros(n, dtype=np.int32)
     data[rows[present]] = recode[codes[present]]
     valid = np.zeros(n, dtype=bool)
@@ -409,12 +430,39 @@ def _to_arrow(values: np.ndarray, column: str) -> pa.Array:
     return _from_buffers(typ, data, ~missing, nulls)
 
 
-def _sparse_to_arrow(values: np.ndarray, rows: np.ndarray, n: int, column: str) -> pa.Array:
-    """A column of ``n`` rows, null except ``values`` (NaN = missing) at ``rows``, as ``column``'s Arrow type."""
+# A column as an EventStore holds it: a full-length array, a SparseColumn, or None (no row has a value).
+Stored: TypeAlias = "pa.Array | SparseColumn | None"
+
+
+def _sparse(valid: int, n: int) -> bool:
+    """Whether a column with ``valid`` values in ``n`` rows is stored sparse (EventStore.from_columns' rule)."""
+    return valid * 2 < n
+
+
+def _row_positions(rows: np.ndarray, n: int) -> np.ndarray:
+    """A SparseColumn's row positions: int32 below 2**31 rows (as EventStore.from_columns stores them)."""
+    return rows.astype(np.int32 if n < 2**31 else np.int64)
+
+
+def _in_row_order(rows: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``rows`` (distinct) ascending, with their ``values``."""
+    order = np.argsort(rows)
+    return rows[order], values[order]
+
+
+def _sparse_column(values: np.ndarray, rows: np.ndarray, n: int, column: str) -> Stored:
+    """A column of ``n`` rows, null except ``values`` (NaN = missing) at ``rows``, in ``column``'s Arrow type,
+    as an EventStore stores it: None when no row has a value, a SparseColumn (built from the rows that have
+    one) when fewer than half do, else a full-length array."""
     typ = EVENT_SCHEMA.field(column).type
     dtype = np.dtype(typ.to_pandas_dtype())
     present = ~_unrepresentable(values, dtype)
     rows = rows[present]
+    if rows.size == 0:
+        return None
+    if _sparse(rows.size, n):
+        at, kept = _in_row_order(rows, values[present])
+        return SparseColumn(_row_positions(at, n), _from_buffers(typ, kept.astype(dtype), None, 0))
     data = np.zeros(n, dtype=dtype)
     data[rows] = values[present]
     valid = np.zeros(n, dtype=bool)
@@ -422,8 +470,8 @@ def _sparse_to_arrow(values: np.ndarray, rows: np.ndarray, n: int, column: str) 
     return _from_buffers(typ, data, valid, n - rows.size)
 
 
-def _from_buffers(typ: pa.DataType, data: np.ndarray, valid: np.ndarray, nulls: int) -> pa.Array:
-    bitmap = pa.py_buffer(np.packbits(valid, bitorder="little")) if nulls else None
+def _from_buffers(typ: pa.DataType, data: np.ndarray, valid: np.ndarray | None, nulls: int) -> pa.Array:
+    bitmap = pa.py_buffer(np.packbits(valid, bitorder="little")) if nulls and valid is not None else None
     return pa.Array.from_buffers(typ, data.size, [bitmap, pa.py_buffer(data)], null_count=nulls)
 
 
