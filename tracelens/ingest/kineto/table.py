@@ -360,13 +360,24 @@ def _step_number(name: str) -> float:
     return math.nan if number is None else float(number)
 
 
-def _dictionary(codes: np.ndarray, values: Sequence[str | None], where: np.ndarray) -> pa.Array:
-    """Dictionary-encoded strings: ``values[codes]`` where ``where`` holds and the value exists, else null."""
+def _dictionary(codes: np.ndarray, values: Sequence[str | None], where: np.ndarray) -> Stored:
+    """Dictionary-encoded strings: ``values[codes]`` where ``where`` holds and the value exists, else null;
+    stored as an EventStore stores it (None: no value; a SparseColumn when fewer than half the rows have one)."""
     distinct = sorted({v for v in values if v is not None})
     index = {v: i for i, v in enumerate(distinct)}
     lookup = np.array([index[v] if v is not None else -1 for v in values] + [-1], dtype=np.int32)
     indices = np.where(where, lookup[codes], -1).astype(np.int32)
-    return pa.DictionaryArray.from_arrays(_indices(indices), pa.array(distinct, pa.string()))
+    dictionary = pa.array(distinct, pa.string())
+    valid = int(np.count_nonzero(indices >= 0))
+    if valid == 0:
+        return None
+    if _sparse(valid, indices.size):
+        rows = np.flatnonzero(indices >= 0)
+        return SparseColumn(
+            _row_positions(rows, indices.size),
+            pa.DictionaryArray.from_arrays(_from_buffers(pa.int32(), indices[rows], None, 0), dictionary),
+        )
+    return pa.DictionaryArray.from_arrays(_indices(indices), dictionary)
 
 
 def _op_text(codes: np.ndarray, rows: np.ndarray, n: int, values: list[str]) -> Stored:
@@ -411,8 +422,9 @@ def _unrepresentable(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
     return ~(np.abs(values) < bound)
 
 
-def _to_arrow(values: np.ndarray, column: str) -> pa.Array:
-    """A float64 column (NaN = missing) as the Arrow type of ``column`` in the event schema.
+def _to_arrow(values: np.ndarray, column: str) -> Stored:
+    """A float64 column (NaN = missing) as the Arrow type of ``column`` in the event schema, stored as an
+    EventStore stores it (None: no value; a SparseColumn of the rows with one when they are fewer than half).
 
     Built from buffers: the values cast once (zero under nulls) and a validity bitmap packed from the mask
     of missing or unrepresentable values, both handed to Arrow without a further copy.
@@ -421,6 +433,12 @@ def _to_arrow(values: np.ndarray, column: str) -> pa.Array:
     dtype = np.dtype(typ.to_pandas_dtype())
     missing = _unrepresentable(values, dtype)
     nulls = int(np.count_nonzero(missing))
+    if nulls == values.size:
+        return None
+    if _sparse(values.size - nulls, values.size):
+        rows = np.flatnonzero(~missing)
+        kept = _from_buffers(typ, values[rows].astype(dtype), None, 0)
+        return SparseColumn(_row_positions(rows, values.size), kept)
     if nulls == 0:  # no validity bitmap to build, nothing to zero
         return pa.array(values.astype(dtype, copy=False), type=typ)
     with np.errstate(invalid="ignore"):
@@ -492,7 +510,7 @@ def _microseconds_to_ns(ts: np.ndarray) -> np.ndarray:
     return start
 
 
-def _memcpy_kinds(names: list[str], name_code: np.ndarray, is_memcpy: np.ndarray) -> tuple[pa.Array, ...]:
+def _memcpy_kinds(names: list[str], name_code: np.ndarray, is_memcpy: np.ndarray) -> tuple[Stored, ...]:
     parsed = [_MEMCPY_NAME.match(n) for n in names]
     copy = [m.group(1) if m else None for m in parsed]
     src = [_MEMORY_KINDS.get(m.group(2).lower(), m.group(2).lower()) if m else None for m in parsed]
