@@ -192,7 +192,9 @@ class Columns:
         position = np.full(len(keep), -1, dtype=np.int64)
         position[order_keep] = np.arange(m)
         at = position[gpu_rows]
-        kept_gpu = at >= 0
+        # in table order: the rows of every GPU-only column are then ascending, as a SparseColumn holds them
+        kept_gpu = np.flatnonzero(at >= 0)
+        kept_gpu = kept_gpu[np.argsort(at[kept_gpu])]
         at = at[kept_gpu]
         gpu = {
             k: np.concatenate([p.pop(k) for p in parts])[kept_gpu]
@@ -200,7 +202,8 @@ class Columns:
         }
         # The op fields likewise stay on the few rows that have one.
         at_op = position[op_rows]
-        kept_op = at_op >= 0
+        kept_op = np.flatnonzero(at_op >= 0)
+        kept_op = kept_op[np.argsort(at_op[kept_op])]
         at_op = at_op[kept_op]
         op = {k: np.concatenate([p.pop(k) for p in parts])[kept_op] for k in (*OP_NUMBERS, *OP_TEXTS)}
         del op_rows, kept_op
@@ -317,8 +320,9 @@ class Columns:
             {c: held.get(c) or dense.columns[c] for c in EVENT_COLUMNS if c in held or c in dense.columns},
             dense.sentinel,
         )
-        device = device_full
-        devices = _device_rows(document.get("deviceProperties"), device, names, name_code, kind)
+        del device_full
+        # the devices of the GPU rows: the device column holds no other value
+        devices = _device_rows(document.get("deviceProperties"), device_values, names, name_code, kind)
         info = document.get("distributedInfo")
         distributed: dict[str, Any] = info if isinstance(info, dict) else {}
         extra = {
@@ -464,6 +468,8 @@ def _row_positions(rows: np.ndarray, n: int) -> np.ndarray:
 
 def _in_row_order(rows: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``rows`` (distinct) ascending, with their ``values``."""
+    if rows.size < 2 or bool(np.all(rows[1:] > rows[:-1])):  # the GPU and op rows come in table order
+        return rows, values
     order = np.argsort(rows)
     return rows[order], values[order]
 
@@ -554,7 +560,9 @@ def _device_rows(
     seen = sorted({int(d) for d in np.unique(device[~_unrepresentable(device, np.dtype(np.int32))])})
     listed = properties if isinstance(properties, list) else []
     props = {int(p["id"]): p for p in listed if isinstance(p, dict) and isinstance(p.get("id"), int)}
-    api_codes = np.unique(name_code[LAUNCH_SIDE[kind] & (name_code >= 0)])
+    api_codes = np.flatnonzero(  # the distinct codes, ascending: a count per name, not a sort of the rows
+        np.bincount(name_code[LAUNCH_SIDE[kind] & (name_code >= 0)], minlength=len(names))
+    )
     api_names = [names[c] for c in api_codes]
     vendor = _vendor([str(p.get("name", "")) for p in props.values()], api_names)
     rows = []
