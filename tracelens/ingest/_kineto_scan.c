@@ -61,6 +61,13 @@
 #define HAVE_DOUBLE_ROUNDING_FREE_ARITHMETIC 1
 #endif
 
+/* For the few small functions every member of every event goes through: GCC's inliner leaves them calls. */
+#if defined(__GNUC__)
+#define ALWAYS_INLINE __attribute__((always_inline))
+#else
+#define ALWAYS_INLINE
+#endif
+
 #define OK 0
 #define DECLINE 1  /* the caller decodes the block with msgspec instead */
 #define NO_MEMORY 2
@@ -201,7 +208,7 @@ static int valid_utf8(const unsigned char *p, int32_t n) {
 }
 
 /* s->p at the opening quote; on success s->p is past the closing quote. */
-static int scan_string(Scanner *s, Span *out) {
+static inline ALWAYS_INLINE int scan_string(Scanner *s, Span *out) {
     const unsigned char *start = s->p + 1, *p = start, *end = s->end;
     int escaped = 0, high = 0;
     for (;;) {
@@ -505,7 +512,7 @@ static int scan_number(Scanner *s, double *value, int *is_integer, int64_t *inte
 static int skip_value(Scanner *s, int depth);
 
 /* After a member or element: 1 when the container goes on (','), 0 when it ended (close), -1 otherwise. */
-static int after_item(Scanner *s, unsigned char close) {
+static inline ALWAYS_INLINE int after_item(Scanner *s, unsigned char close) {
     skip_space(s);
     if (s->p >= s->end) return -1;
     if (*s->p == ',') { s->p++; return 1; }
@@ -655,7 +662,7 @@ static int read_triple_or_null(Scanner *s, double *out) { /* list[int] | None; a
 #define KEY_IS(span, word) ((span).length == (int32_t)(sizeof(word) - 1) && \
                             memcmp((span).text, word, sizeof(word) - 1) == 0)
 
-static int begin_member(Scanner *s, Span *key) {
+static inline ALWAYS_INLINE int begin_member(Scanner *s, Span *key) {
     int rc;
     skip_space(s);
     if (s->p >= s->end || *s->p != '"') return DECLINE;
