@@ -366,21 +366,26 @@ def _step_number(name: str) -> float:
 
 def _dictionary(codes: np.ndarray, values: Sequence[str | None], where: np.ndarray) -> Stored:
     """Dictionary-encoded strings: ``values[codes]`` where ``where`` holds and the value exists, else null;
-    stored as an EventStore stores it (None: no value; a SparseColumn when fewer than half the rows have one)."""
+    stored as an EventStore stores it (None: no value; a SparseColumn when fewer than half the rows have one).
+    Looked up at the rows ``where`` selects only (memcpy rows, sync rows: few)."""
     distinct = sorted({v for v in values if v is not None})
     index = {v: i for i, v in enumerate(distinct)}
     lookup = np.array([index[v] if v is not None else -1 for v in values] + [-1], dtype=np.int32)
-    indices = np.where(where, lookup[codes], -1).astype(np.int32)
-    dictionary = pa.array(distinct, pa.string())
-    valid = int(np.count_nonzero(indices >= 0))
-    if valid == 0:
+    rows = np.flatnonzero(where)
+    found = lookup[codes[rows]]
+    has_value = found >= 0
+    rows, found = rows[has_value], found[has_value]
+    if rows.size == 0:
         return None
-    if _sparse(valid, indices.size):
-        rows = np.flatnonzero(indices >= 0)
+    dictionary = pa.array(distinct, pa.string())
+    n = where.size
+    if _sparse(rows.size, n):
         return SparseColumn(
-            _row_positions(rows, indices.size),
-            pa.DictionaryArray.from_arrays(_from_buffers(pa.int32(), indices[rows], None, 0), dictionary),
+            _row_positions(rows, n),
+            pa.DictionaryArray.from_arrays(_from_buffers(pa.int32(), found, None, 0), dictionary),
         )
+    indices = np.full(n, -1, dtype=np.int32)
+    indices[rows] = found
     return pa.DictionaryArray.from_arrays(_indices(indices), dictionary)
 
 
