@@ -39,8 +39,8 @@ def scanner() -> Any:
     return sys.modules[__package__]._kineto_scan
 
 
-# Where each field lies in the scanner's float rows and string code rows (fields.py; the package checks the
-# built scanner's N_FLOATS against NATIVE_FLOATS at import).
+# Which of the scanner's float columns and string code columns holds each field (fields.py; the package
+# checks the built scanner's N_FLOATS against NATIVE_FLOATS at import).
 _AT = {field: i for i, field in enumerate(NATIVE_FLOATS)}
 _STRING_AT = {field: i for i, field in enumerate(NATIVE_STRINGS)}
 
