@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
 from concurrent.futures import Future
 from functools import partial
 from pathlib import Path
-from typing import Any, TypeAlias
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -20,7 +19,6 @@ from ...trace import (
     CPU_OP,
     DRIVER,
     EVENT_COLUMNS,
-    EVENT_SCHEMA,
     GPU_ANNOTATION,
     GPU_SYNC,
     KERNEL,
@@ -47,6 +45,15 @@ from .blocks import (
     placeable,
 )
 from .fields import DEVICE_FIELDS, OP_NUMBERS, OP_TEXTS
+from .stored import (
+    Stored,
+    dictionary_column,
+    dictionary_indices,
+    float_column,
+    op_text_column,
+    sparse_column,
+    unrepresentable,
+)
 from .threads import executor, thread_budget
 
 _DRIVER_NAME = re.compile(r"^cu[A-Z]")
@@ -221,8 +228,8 @@ class Columns:
         def sparse(values: np.ndarray, field: str, rows: np.ndarray | None = None) -> Future[Stored]:
             """A column that is null except on GPU rows (``rows``: a mask over them), built in the background."""
             if rows is None:
-                return background.submit(_sparse_column, values, at, m, field)
-            return background.submit(_sparse_column, values[rows], at[rows], m, field)
+                return background.submit(sparse_column, values, at, m, field)
+            return background.submit(sparse_column, values[rows], at[rows], m, field)
 
         # Kineto's GPU "pid" is the device index and its "tid" the stream: fallbacks when args lack them.
         device_values = np.where(np.isnan(gpu["device"]), kineto_pid[at], gpu["device"])
@@ -256,10 +263,10 @@ class Columns:
         sync_code = np.full(m, -1, dtype=np.int64)
         sync_code[at] = gpu["sync_kind"]
         sync_code = np.where(sync_code >= 0, sync_code, len(sync_labels) + name_code)
-        sync_text = _dictionary(sync_code, sync_labels + name_labels, kind == KIND_CODE[GPU_SYNC])
+        sync_text = dictionary_column(sync_code, sync_labels + name_labels, kind == KIND_CODE[GPU_SYNC])
         del sync_code
         step = np.where(kind == KIND_CODE[STEP], step_of_name[name_code], np.nan)
-        domain = _dictionary(
+        domain = dictionary_column(
             name_code,
             ["tracelens" if n.startswith("tracelens/") else None for n in names],
             (kind == KIND_CODE[ANNOTATION]) | (kind == KIND_CODE[STEP]),
@@ -269,16 +276,16 @@ class Columns:
         device_full[at] = device_values
 
         columns: dict[str, Any] = {
-            "kind": pa.DictionaryArray.from_arrays(_indices(kind), pa.array(KINDS)),
-            "name": pa.DictionaryArray.from_arrays(_indices(name_code), pa.array(names, pa.string())),
+            "kind": pa.DictionaryArray.from_arrays(dictionary_indices(kind), pa.array(KINDS)),
+            "name": pa.DictionaryArray.from_arrays(dictionary_indices(name_code), pa.array(names, pa.string())),
             "start_ns": rel_start,
             "end_ns": rel_start + duration,
-            "device": _to_arrow(device_full, "device"),
+            "device": float_column(device_full, "device"),
             "stream": sparse(stream_values, "stream"),
-            "pid": _to_arrow(pid, "pid"),
-            "tid": _to_arrow(tid, "tid"),
-            "correlation_id": _to_arrow(correlation, "correlation_id"),
-            "external_id": _to_arrow(external_id, "external_id"),
+            "pid": float_column(pid, "pid"),
+            "tid": float_column(tid, "tid"),
+            "correlation_id": float_column(correlation, "correlation_id"),
+            "external_id": float_column(external_id, "external_id"),
             "bytes": sparse(gpu["bytes"], "bytes", DEVICE_SIDE[gpu_kind]),
             "copy_kind": copy_kind,
             "src_kind": src_kind,
@@ -297,15 +304,15 @@ class Columns:
             "dynamic_shared_bytes": sparse(
                 np.where(np.isnan(shared_total), np.nan, 0.0), "dynamic_shared_bytes", gpu_is_kernel
             ),
-            "step": _to_arrow(step, "step"),
+            "step": float_column(step, "step"),
             "depth": depth,
             "reported_occupancy": sparse(gpu["occupancy_pct"] / 100.0, "reported_occupancy", gpu_is_kernel),
             **{
-                name: background.submit(_sparse_column, op[name], at_op, m, name)
+                name: background.submit(sparse_column, op[name], at_op, m, name)
                 for name in OP_NUMBERS
                 if not np.isnan(op[name]).all()
             },  # a column without values is left to build_events (nulls)
-            **{name: _op_text(op[name], at_op, m, self.op_texts[name].values) for name in OP_TEXTS},
+            **{name: op_text_column(op[name], at_op, m, self.op_texts[name].values) for name in OP_TEXTS},
         }
         background.shutdown(wait=True)
         built = {k: v.result() if isinstance(v, Future) else v for k, v in columns.items()}
@@ -364,146 +371,6 @@ def _step_number(name: str) -> float:
     return math.nan if number is None else float(number)
 
 
-def _dictionary(codes: np.ndarray, values: Sequence[str | None], where: np.ndarray) -> Stored:
-    """Dictionary-encoded strings: ``values[codes]`` where ``where`` holds and the value exists, else null;
-    stored as an EventStore stores it (None: no value; a SparseColumn when fewer than half the rows have one).
-    Looked up at the rows ``where`` selects only (memcpy rows, sync rows: few)."""
-    distinct = sorted({v for v in values if v is not None})
-    index = {v: i for i, v in enumerate(distinct)}
-    lookup = np.array([index[v] if v is not None else -1 for v in values] + [-1], dtype=np.int32)
-    rows = np.flatnonzero(where)
-    found = lookup[codes[rows]]
-    has_value = found >= 0
-    rows, found = rows[has_value], found[has_value]
-    if rows.size == 0:
-        return None
-    dictionary = pa.array(distinct, pa.string())
-    n = where.size
-    if _sparse(rows.size, n):
-        return SparseColumn(
-            _row_positions(rows, n),
-            pa.DictionaryArray.from_arrays(_from_buffers(pa.int32(), found, None, 0), dictionary),
-        )
-    indices = np.full(n, -1, dtype=np.int32)
-    indices[rows] = found
-    return pa.DictionaryArray.from_arrays(_indices(indices), dictionary)
-
-
-def _op_text(codes: np.ndarray, rows: np.ndarray, n: int, values: list[str]) -> Stored:
-    """A dictionary string column of ``n`` rows: ``values[codes]`` at ``rows``, null elsewhere (None: all
-    null, which build_events makes without a buffer; fewer than half the rows: a SparseColumn). Built from
-    the few rows that have a value."""
-    present = codes >= 0
-    if not present.any():
-        return None
-    distinct = sorted(set(values))  # one value may come from several texts (canonical JSON)
-    index = {v: i for i, v in enumerate(distinct)}
-    recode = np.array([index[v] for v in values], dtype=np.int32)
-    if _sparse(int(np.count_nonzero(present)), n):
-        at, data = _in_row_order(rows[present], recode[codes[present]])
-        return SparseColumn(
-            _row_positions(at, n),
-            pa.DictionaryArray.from_arrays(
-                _from_buffers(pa.int32(), data, None, 0), pa.array(distinct, pa.string())
-            ),
-        )
-    data = np.zeros(n, dtype=np.int32)
-    data[rows[present]] = recode[codes[present]]
-    valid = np.zeros(n, dtype=bool)
-    valid[rows[present]] = True
-    indices = _from_buffers(pa.int32(), data, valid, n - int(present.sum()))
-    return pa.DictionaryArray.from_arrays(indices, pa.array(distinct, pa.string()))
-
-
-def _indices(codes: np.ndarray) -> pa.Array:
-    """int32 dictionary indices, null where ``codes`` < 0, built from buffers."""
-    missing = codes < 0
-    nulls = int(np.count_nonzero(missing))
-    data = codes.astype(np.int32)
-    if nulls:
-        data[missing] = 0
-    return _from_buffers(pa.int32(), data, ~missing, nulls)
-
-
-def _unrepresentable(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """NaN, infinite, or outside ``dtype``'s range: such values become nulls, never wrapped-around numbers."""
-    bound = 2.0 ** (8 * dtype.itemsize - 1) if dtype.kind in "iu" else np.finfo(dtype).max
-    return ~(np.abs(values) < bound)
-
-
-def _to_arrow(values: np.ndarray, column: str) -> Stored:
-    """A float64 column (NaN = missing) as the Arrow type of ``column`` in the event schema, stored as an
-    EventStore stores it (None: no value; a SparseColumn of the rows with one when they are fewer than half).
-
-    Built from buffers: the values cast once (zero under nulls) and a validity bitmap packed from the mask
-    of missing or unrepresentable values, both handed to Arrow without a further copy.
-    """
-    typ = EVENT_SCHEMA.field(column).type
-    dtype = np.dtype(typ.to_pandas_dtype())
-    missing = _unrepresentable(values, dtype)
-    nulls = int(np.count_nonzero(missing))
-    if nulls == values.size:
-        return None
-    if _sparse(values.size - nulls, values.size):
-        rows = np.flatnonzero(~missing)
-        kept = _from_buffers(typ, values[rows].astype(dtype), None, 0)
-        return SparseColumn(_row_positions(rows, values.size), kept)
-    if nulls == 0:  # no validity bitmap to build, nothing to zero
-        return pa.array(values.astype(dtype, copy=False), type=typ)
-    with np.errstate(invalid="ignore"):
-        data = values.astype(dtype)
-    if dtype.kind != "f":
-        data[missing] = 0
-    return _from_buffers(typ, data, ~missing, nulls)
-
-
-# A column as an EventStore holds it: a full-length array, a SparseColumn, or None (no row has a value).
-Stored: TypeAlias = "pa.Array | SparseColumn | None"
-
-
-def _sparse(valid: int, n: int) -> bool:
-    """Whether a column with ``valid`` values in ``n`` rows is stored sparse (EventStore.from_columns' rule)."""
-    return valid * 2 < n
-
-
-def _row_positions(rows: np.ndarray, n: int) -> np.ndarray:
-    """A SparseColumn's row positions: int32 below 2**31 rows (as EventStore.from_columns stores them)."""
-    return rows.astype(np.int32 if n < 2**31 else np.int64)
-
-
-def _in_row_order(rows: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``rows`` (distinct) ascending, with their ``values``."""
-    if rows.size < 2 or bool(np.all(rows[1:] > rows[:-1])):  # the GPU and op rows come in table order
-        return rows, values
-    order = np.argsort(rows)
-    return rows[order], values[order]
-
-
-def _sparse_column(values: np.ndarray, rows: np.ndarray, n: int, column: str) -> Stored:
-    """A column of ``n`` rows, null except ``values`` (NaN = missing) at ``rows``, in ``column``'s Arrow type,
-    as an EventStore stores it: None when no row has a value, a SparseColumn (built from the rows that have
-    one) when fewer than half do, else a full-length array."""
-    typ = EVENT_SCHEMA.field(column).type
-    dtype = np.dtype(typ.to_pandas_dtype())
-    present = ~_unrepresentable(values, dtype)
-    rows = rows[present]
-    if rows.size == 0:
-        return None
-    if _sparse(rows.size, n):
-        at, kept = _in_row_order(rows, values[present])
-        return SparseColumn(_row_positions(at, n), _from_buffers(typ, kept.astype(dtype), None, 0))
-    data = np.zeros(n, dtype=dtype)
-    data[rows] = values[present]
-    valid = np.zeros(n, dtype=bool)
-    valid[rows] = True
-    return _from_buffers(typ, data, valid, n - rows.size)
-
-
-def _from_buffers(typ: pa.DataType, data: np.ndarray, valid: np.ndarray | None, nulls: int) -> pa.Array:
-    bitmap = pa.py_buffer(np.packbits(valid, bitorder="little")) if nulls and valid is not None else None
-    return pa.Array.from_buffers(typ, data.size, [bitmap, pa.py_buffer(data)], null_count=nulls)
-
-
 def _joined_in_order(parts: list[dict[str, Any]], order: np.ndarray, key: str) -> np.ndarray:
     """Column ``key`` of all blocks, joined (each block's array dropped) and taken in ``order``."""
     return np.concatenate([p.pop(key) for p in parts])[order]
@@ -526,7 +393,7 @@ def _memcpy_kinds(names: list[str], name_code: np.ndarray, is_memcpy: np.ndarray
     copy = [m.group(1) if m else None for m in parsed]
     src = [_MEMORY_KINDS.get(m.group(2).lower(), m.group(2).lower()) if m else None for m in parsed]
     dst = [_MEMORY_KINDS.get(m.group(3).lower(), m.group(3).lower()) if m else None for m in parsed]
-    return tuple(_dictionary(name_code, v, is_memcpy) for v in (copy, src, dst))
+    return tuple(dictionary_column(name_code, v, is_memcpy) for v in (copy, src, dst))
 
 
 def _launch_pid(
@@ -562,7 +429,7 @@ def _device_rows(
     properties: Any, device: np.ndarray, names: list[str], name_code: np.ndarray, kind: np.ndarray
 ) -> pa.Table:
     """Devices seen in the event table, with deviceProperties where the trace has them."""
-    seen = sorted({int(d) for d in np.unique(device[~_unrepresentable(device, np.dtype(np.int32))])})
+    seen = sorted({int(d) for d in np.unique(device[~unrepresentable(device, np.dtype(np.int32))])})
     listed = properties if isinstance(properties, list) else []
     props = {int(p["id"]): p for p in listed if isinstance(p, dict) and isinstance(p.get("id"), int)}
     api_codes = np.flatnonzero(  # the distinct codes, ascending: a count per name, not a sort of the rows
