@@ -265,22 +265,20 @@ class Columns:
         sync_code = np.where(sync_code >= 0, sync_code, len(sync_labels) + name_code)
         sync_text = dictionary_column(sync_code, sync_labels + name_labels, kind == KIND_CODE[GPU_SYNC])
         del sync_code
-        step = np.where(kind == KIND_CODE[STEP], step_of_name[name_code], np.nan)
+        step_rows = np.flatnonzero(kind == KIND_CODE[STEP])
         domain = dictionary_column(
             name_code,
             ["tracelens" if n.startswith("tracelens/") else None for n in names],
             (kind == KIND_CODE[ANNOTATION]) | (kind == KIND_CODE[STEP]),
         )
         shared_total = gpu["shared_memory"]
-        device_full = np.full(m, np.nan)
-        device_full[at] = device_values
 
         columns: dict[str, Any] = {
             "kind": pa.DictionaryArray.from_arrays(dictionary_indices(kind), pa.array(KINDS)),
             "name": pa.DictionaryArray.from_arrays(dictionary_indices(name_code), pa.array(names, pa.string())),
             "start_ns": rel_start,
             "end_ns": rel_start + duration,
-            "device": float_column(device_full, "device"),
+            "device": sparse_column(device_values, at, m, "device"),
             "stream": sparse(stream_values, "stream"),
             "pid": float_column(pid, "pid"),
             "tid": float_column(tid, "tid"),
@@ -304,7 +302,7 @@ class Columns:
             "dynamic_shared_bytes": sparse(
                 np.where(np.isnan(shared_total), np.nan, 0.0), "dynamic_shared_bytes", gpu_is_kernel
             ),
-            "step": float_column(step, "step"),
+            "step": sparse_column(step_of_name[name_code[step_rows]], step_rows, m, "step"),
             "depth": depth,
             "reported_occupancy": sparse(gpu["occupancy_pct"] / 100.0, "reported_occupancy", gpu_is_kernel),
             **{
@@ -327,7 +325,6 @@ class Columns:
             {c: held.get(c) or dense.columns[c] for c in EVENT_COLUMNS if c in held or c in dense.columns},
             dense.sentinel,
         )
-        del device_full
         # the devices of the GPU rows: the device column holds no other value
         devices = _device_rows(document.get("deviceProperties"), device_values, names, name_code, kind)
         info = document.get("distributedInfo")
