@@ -24,6 +24,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -100,16 +101,18 @@ print(json.dumps(parts))
 def run(tree: Path, code: str, path: Path) -> dict:
     """One fresh process: wall, CPU and peak RSS from its own rusage."""
     env = {**os.environ, "PYTHONPATH": str(tree)}
-    started = time.perf_counter()
-    proc = subprocess.Popen(
-        [sys.executable, "-c", code, str(path)], cwd=tree, env=env, stdout=subprocess.PIPE, text=True
-    )
-    out = proc.stdout.read() if proc.stdout else ""
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - started
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode:
-        raise SystemExit(f"{tree}: exit {proc.returncode}")
+    with tempfile.TemporaryFile("w+") as err:  # the CLI's "wrote ..." line; shown when the child fails
+        started = time.perf_counter()
+        proc = subprocess.Popen(
+            [sys.executable, "-c", code, str(path)], cwd=tree, env=env, stdout=subprocess.PIPE, stderr=err, text=True
+        )
+        out = proc.stdout.read() if proc.stdout else ""
+        _, status, usage = os.wait4(proc.pid, 0)  # the child's own rusage (not waited for by Popen)
+        wall = time.perf_counter() - started
+        exit_code = os.waitstatus_to_exitcode(status)
+        if exit_code:
+            err.seek(0)
+            raise SystemExit(f"{tree}: exit {exit_code}: {(err.read().strip().splitlines() or [''])[-1]}")
     return {
         "wall": wall,
         "cpu": usage.ru_utime + usage.ru_stime,
