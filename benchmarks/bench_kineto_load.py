@@ -128,6 +128,7 @@ def main() -> int:
     parser.add_argument("--tree", type=Path, action="append", default=[])
     parser.add_argument("--parts", action="store_true")
     parser.add_argument("--no-analyze", action="store_true")
+    parser.add_argument("--write", action="store_true", help="write benchmarks/results/kineto_load.md")
     opts = parser.parse_args()
     path = opts.path or next((p for p in DEFAULT_INPUTS if p.exists()), None)
     if path is None or not path.exists():
@@ -147,24 +148,34 @@ def main() -> int:
                   f"peak {m['rss_mib']:.0f} MiB", flush=True)
     floor = statistics.median(m["wall"] for m in runs["floor"])
     floor_cpu = statistics.median(m["cpu"] for m in runs["floor"])
-    print(f"\n{path.name}: {path.stat().st_size / 2**20:.1f} MiB gzipped; {opts.rounds} rounds, medians; "
-          f"load average {' '.join(Path('/proc/loadavg').read_text().split()[:3])}\n")
-    print("| run | wall | CPU | peak RSS | wall / floor wall | CPU / floor CPU |")
-    print("|---|---|---|---|---|---|")
+    lines = [
+        "# Kineto load against ISA-L decompression (`bench_kineto_load.py`)",
+        "",
+        f"{path.name}: {path.stat().st_size / 2**20:.1f} MiB gzipped; {opts.rounds} interleaved rounds of fresh "
+        f"processes, medians; run {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load average at the "
+        f"end {' '.join(Path('/proc/loadavg').read_text().split()[:3])} (2 shared cores: walls swing, CPU less).",
+        "",
+        "| run | wall | CPU | peak RSS | wall / floor wall | CPU / floor CPU |",
+        "|---|---|---|---|---|---|",
+    ]
     for label, ms in runs.items():
         wall = statistics.median(m["wall"] for m in ms)
         cpu = statistics.median(m["cpu"] for m in ms)
         rss = statistics.median(m["rss_mib"] for m in ms)
-        print(f"| {label} | {wall:.2f} s | {cpu:.2f} s | {rss:.0f} MiB | {wall / floor:.1f}x | "
-              f"{cpu / floor_cpu:.1f}x |")
+        lines.append(
+            f"| {label} | {wall:.2f} s | {cpu:.2f} s | {rss:.0f} MiB | {wall / floor:.1f}x | "
+            f"{cpu / floor_cpu:.1f}x |"
+        )
     if opts.parts:
         parts = json.loads(run(REPO_ROOT, PARTS, path)["out"].strip().splitlines()[-1])
-        print("\nLoad CPU by part (this tree, one in-process run, summed CPU of all threads):\n")
-        print("| part | CPU |")
-        print("|---|---|")
-        for name, seconds in parts.items():
-            print(f"| {name} | {seconds:.2f} s |")
-        print(f"| total | {sum(parts.values()):.2f} s |")
+        lines += ["", "Load CPU by part (this tree, one in-process run, summed CPU of all threads):", ""]
+        lines += ["| part | CPU |", "|---|---|"]
+        lines += [f"| {name} | {seconds:.2f} s |" for name, seconds in parts.items()]
+        lines.append(f"| total | {sum(parts.values()):.2f} s |")
+    text = "\n".join(lines) + "\n"
+    print("\n" + text)
+    if opts.write:
+        (BENCH_DIR / "results" / "kineto_load.md").write_text(text, encoding="utf-8")
     return 0
 
 
