@@ -61,6 +61,13 @@
 #define HAVE_DOUBLE_ROUNDING_FREE_ARITHMETIC 1
 #endif
 
+/* For the few small functions every member of every event goes through: GCC's inliner leaves them calls. */
+#if defined(__GNUC__)
+#define ALWAYS_INLINE __attribute__((always_inline))
+#else
+#define ALWAYS_INLINE
+#endif
+
 #define OK 0
 #define DECLINE 1  /* the caller decodes the block with msgspec instead */
 #define NO_MEMORY 2
@@ -116,7 +123,8 @@ enum { PATH_INTEGER, PATH_ZERO, PATH_CLINGER, PATH_EISEL_LEMIRE, PATH_DEFERRED }
 
 typedef struct {
     const unsigned char *p, *end;
-    double *floats; /* N_FLOATS per complete event */
+    double *floats[N_FLOATS]; /* a column per float field, one value per complete event: the reader takes
+                               * each column as it is (no gather out of rows), and drops those it does not keep */
     Span *strings;  /* N_STRINGS per complete event */
     size_t rows, capacity;
     NumberText *texts;
@@ -200,7 +208,7 @@ static int valid_utf8(const unsigned char *p, int32_t n) {
 }
 
 /* s->p at the opening quote; on success s->p is past the closing quote. */
-static int scan_string(Scanner *s, Span *out) {
+static inline ALWAYS_INLINE int scan_string(Scanner *s, Span *out) {
     const unsigned char *start = s->p + 1, *p = start, *end = s->end;
     int escaped = 0, high = 0;
     for (;;) {
@@ -504,7 +512,7 @@ static int scan_number(Scanner *s, double *value, int *is_integer, int64_t *inte
 static int skip_value(Scanner *s, int depth);
 
 /* After a member or element: 1 when the container goes on (','), 0 when it ended (close), -1 otherwise. */
-static int after_item(Scanner *s, unsigned char close) {
+static inline ALWAYS_INLINE int after_item(Scanner *s, unsigned char close) {
     skip_space(s);
     if (s->p >= s->end) return -1;
     if (*s->p == ',') { s->p++; return 1; }
@@ -654,7 +662,7 @@ static int read_triple_or_null(Scanner *s, double *out) { /* list[int] | None; a
 #define KEY_IS(span, word) ((span).length == (int32_t)(sizeof(word) - 1) && \
                             memcmp((span).text, word, sizeof(word) - 1) == 0)
 
-static int begin_member(Scanner *s, Span *key) {
+static inline ALWAYS_INLINE int begin_member(Scanner *s, Span *key) {
     int rc;
     skip_space(s);
     if (s->p >= s->end || *s->p != '"') return DECLINE;
@@ -753,9 +761,11 @@ static int phase_of(Span span) {
 
 static int grow(Scanner *s) {
     size_t capacity = s->capacity ? s->capacity * 2 : 1024;
-    double *floats = PyMem_RawRealloc(s->floats, capacity * N_FLOATS * sizeof(double));
-    if (floats == NULL) return NO_MEMORY;
-    s->floats = floats;
+    for (int k = 0; k < N_FLOATS; k++) {
+        double *column = PyMem_RawRealloc(s->floats[k], capacity * sizeof(double));
+        if (column == NULL) return NO_MEMORY;
+        s->floats[k] = column;
+    }
     Span *strings = PyMem_RawRealloc(s->strings, capacity * N_STRINGS * sizeof(Span));
     if (strings == NULL) return NO_MEMORY;
     s->strings = strings;
@@ -854,7 +864,7 @@ static int scan_event(Scanner *s) {
             return rc;
     if (phase != PH_COMPLETE) return OK;
     if (s->rows == s->capacity && (rc = grow(s)) != OK) return rc;
-    memcpy(s->floats + s->rows * N_FLOATS, f, N_FLOATS * sizeof(double));
+    for (int k = 0; k < N_FLOATS; k++) s->floats[k][s->rows] = f[k];
     memcpy(s->strings + s->rows * N_STRINGS, strings, N_STRINGS * sizeof(Span));
     if ((rc = add_text(s, row, F_PID, pid_text)) != OK) return rc;
     if ((rc = add_text(s, row, F_TID, tid_text)) != OK) return rc;
@@ -1129,7 +1139,7 @@ static PyObject *wrap_buffer(void *data, Py_ssize_t size) {
 /* --- scan_events ---------------------------------------------------------------------------------------- */
 
 static void scanner_free(Scanner *s) {
-    PyMem_RawFree(s->floats);
+    for (int k = 0; k < N_FLOATS; k++) PyMem_RawFree(s->floats[k]);
     PyMem_RawFree(s->strings);
     PyMem_RawFree(s->texts);
     PyMem_RawFree(s->op_rows);
@@ -1162,7 +1172,7 @@ static PyObject *build_result(Scanner *s, PyObject *to_number, PyObject *decode_
                 if (code == -1) goto fail;
                 if (code == -2) goto decline;
             }
-            codes[r * N_STRINGS + k] = code;
+            codes[(size_t)k * rows + r] = code; /* column after column, as the floats */
         }
     }
     op_codes = PyMem_RawMalloc((ops ? ops : 1) * N_OP_STRINGS * sizeof(int32_t));
@@ -1182,7 +1192,7 @@ static PyObject *build_result(Scanner *s, PyObject *to_number, PyObject *decode_
     for (size_t t = 0; t < s->n_texts; t++) {
         NumberText *text = &s->texts[t];
         double unused, *slot = text->row < 0 ? &unused
-                               : text->field < N_FLOATS ? &s->floats[text->row * N_FLOATS + text->field]
+                               : text->field < N_FLOATS ? &s->floats[text->field][text->row]
                                                         : &s->op_floats[text->row * N_OP_FLOATS + text->field - N_FLOATS];
         if (text->text.flags & SPAN_NUMBER) {
             int rc = deferred_number(text->text, slot);
@@ -1199,9 +1209,20 @@ static PyObject *build_result(Scanner *s, PyObject *to_number, PyObject *decode_
     codes_object = wrap_buffer(codes, (Py_ssize_t)(rows * N_STRINGS * sizeof(int32_t)));
     codes = NULL;
     if (codes_object == NULL) goto fail;
-    floats_object = wrap_buffer(s->floats, (Py_ssize_t)(rows * N_FLOATS * sizeof(double)));
-    s->floats = NULL;
+    floats_object = PyTuple_New(N_FLOATS); /* one buffer per column, each exactly `rows` long */
     if (floats_object == NULL) goto fail;
+    for (int k = 0; k < N_FLOATS; k++) {
+        double *column = s->floats[k];
+        PyObject *buffer;
+        if (column != NULL && rows < s->capacity) { /* give back the growth slack (the reader keeps columns) */
+            double *shrunk = PyMem_RawRealloc(column, (rows ? rows : 1) * sizeof(double));
+            if (shrunk != NULL) column = shrunk;
+        }
+        s->floats[k] = NULL;
+        buffer = wrap_buffer(column, (Py_ssize_t)(rows * sizeof(double)));
+        if (buffer == NULL) goto fail;
+        PyTuple_SET_ITEM(floats_object, k, buffer);
+    }
     op_strings = PyList_New(N_OP_STRINGS); /* each op string field's distinct strings, by OS_* */
     if (op_strings == NULL) goto fail;
     for (int k = 0; k < N_OP_STRINGS; k++) PyList_SET_ITEM(op_strings, k, Py_NewRef(interners[OP_S(k)].values));

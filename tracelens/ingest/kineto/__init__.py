@@ -16,7 +16,8 @@ columns (tested on every real trace and fixture):
   was not built.
 
 The blocks' columns are then joined in file order into the event table, device table and metadata
-(:mod:`.table`).
+(:mod:`.table`), each column built as the event store keeps it (:mod:`.stored`: a column few rows carry
+straight from those rows).
 """
 
 from __future__ import annotations

@@ -39,8 +39,8 @@ def scanner() -> Any:
     return sys.modules[__package__]._kineto_scan
 
 
-# Where each field lies in the scanner's float rows and string code rows (fields.py; the package checks the
-# built scanner's N_FLOATS against NATIVE_FLOATS at import).
+# Which of the scanner's float columns and string code columns holds each field (fields.py; the package
+# checks the built scanner's N_FLOATS against NATIVE_FLOATS at import).
 _AT = {field: i for i, field in enumerate(NATIVE_FLOATS)}
 _STRING_AT = {field: i for i, field in enumerate(NATIVE_STRINGS)}
 
@@ -83,32 +83,42 @@ def _scanned_columns(scanned: dict[str, Any]) -> dict[str, Any]:
     n = scanned["rows"]
     if n == 0:
         return block
-    floats = np.frombuffer(scanned["floats"], dtype=np.float64).reshape(n, len(NATIVE_FLOATS))
-    codes = np.frombuffer(scanned["codes"], dtype=np.int32).reshape(n, len(NATIVE_STRINGS))
-    kind = kinds(codes[:, _STRING_AT["cat"]], scanned["categories"])
-    ts = floats[:, _AT["ts"]]
-    rows = np.flatnonzero((kind != SKIP) & placeable(ts))
+    # The scanner gives a buffer per float column and the string codes column after column: a column of
+    # kept rows is the buffer itself when every row is kept (no copy), else gathered from one contiguous
+    # column; the columns not kept are let go with the scan's result.
+    floats = [np.frombuffer(column, dtype=np.float64) for column in scanned["floats"]]
+    codes = np.frombuffer(scanned["codes"], dtype=np.int32).reshape(len(NATIVE_STRINGS), n)
+    kind = kinds(codes[_STRING_AT["cat"]], scanned["categories"])
+    ts = floats[_AT["ts"]]
+    kept = (kind != SKIP) & placeable(ts)
+    every_row = bool(kept.all())
+    rows = np.arange(n) if every_row else np.flatnonzero(kept)
     if rows.size == 0:
         return block
-    kind = kind[rows]
+
+    def row_column(field: str) -> np.ndarray:
+        column = floats[_AT[field]]
+        return column if every_row else column[rows]
+
+    kind = kind if every_row else kind[rows]
     gpu_rows = np.flatnonzero(DEVICE_SIDE[kind] | (kind == KIND_CODE[GPU_ANNOTATION]))
     at_gpu = rows[gpu_rows]
-    # Gathered column by column: each is a compact array of its own, and the scanner's rows are let go.
-    block.update({field: floats[rows, _AT[field]] for field in ("ts", "dur", "pid", "tid", "correlation")})
-    external = floats[rows, _AT["external_id"]]
+    block.update({field: row_column(field) for field in ("ts", "dur", "pid", "tid", "correlation")})
+    external = row_column("external_id")
     missing = np.isnan(external)
     if missing.any():
-        external[missing] = floats[rows[missing], _AT["external_id_old"]]
-    block.update({field: floats[at_gpu, _AT[field]] for field in DEVICE_FIELDS})
+        external = external.copy()  # the scanner's buffer is read-only
+        external[missing] = floats[_AT["external_id_old"]][rows[missing]]
+    block.update({field: floats[_AT[field]][at_gpu] for field in DEVICE_FIELDS})
     block.update(
         {
             "kind": kind,
-            "name": used_codes(codes[:, _STRING_AT["name"]], scanned["names"], rows),
+            "name": used_codes(codes[_STRING_AT["name"]], scanned["names"], rows),
             "external_id": external,
             "gpu_rows": gpu_rows,
-            "grid": floats[at_gpu, _AT["grid_x"] : _AT["grid_x"] + 3],
-            "block": floats[at_gpu, _AT["block_x"] : _AT["block_x"] + 3],
-            "sync_kind": used_codes(codes[:, _STRING_AT["sync_kind"]], scanned["sync_kinds"], at_gpu),
+            "grid": np.column_stack([floats[_AT["grid_x"] + i][at_gpu] for i in range(3)]),
+            "block": np.column_stack([floats[_AT["block_x"] + i][at_gpu] for i in range(3)]),
+            "sync_kind": used_codes(codes[_STRING_AT["sync_kind"]], scanned["sync_kinds"], at_gpu),
         }
     )
     block.update(_op_columns(rows, scanned))

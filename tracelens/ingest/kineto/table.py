@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
 from concurrent.futures import Future
 from functools import partial
 from pathlib import Path
@@ -19,13 +18,15 @@ from ...trace import (
     ANNOTATION,
     CPU_OP,
     DRIVER,
-    EVENT_SCHEMA,
+    EVENT_COLUMNS,
     GPU_ANNOTATION,
     GPU_SYNC,
     KERNEL,
     MEMCPY,
     RUNTIME,
     STEP,
+    EventStore,
+    SparseColumn,
     Trace,
     TraceMetadata,
     build_devices,
@@ -44,6 +45,15 @@ from .blocks import (
     placeable,
 )
 from .fields import DEVICE_FIELDS, OP_NUMBERS, OP_TEXTS
+from .stored import (
+    Stored,
+    dictionary_column,
+    dictionary_indices,
+    float_column,
+    op_text_column,
+    sparse_column,
+    unrepresentable,
+)
 from .threads import executor, thread_budget
 
 _DRIVER_NAME = re.compile(r"^cu[A-Z]")
@@ -189,7 +199,9 @@ class Columns:
         position = np.full(len(keep), -1, dtype=np.int64)
         position[order_keep] = np.arange(m)
         at = position[gpu_rows]
-        kept_gpu = at >= 0
+        # in table order: the rows of every GPU-only column are then ascending, as a SparseColumn holds them
+        kept_gpu = np.flatnonzero(at >= 0)
+        kept_gpu = kept_gpu[np.argsort(at[kept_gpu])]
         at = at[kept_gpu]
         gpu = {
             k: np.concatenate([p.pop(k) for p in parts])[kept_gpu]
@@ -197,7 +209,8 @@ class Columns:
         }
         # The op fields likewise stay on the few rows that have one.
         at_op = position[op_rows]
-        kept_op = at_op >= 0
+        kept_op = np.flatnonzero(at_op >= 0)
+        kept_op = kept_op[np.argsort(at_op[kept_op])]
         at_op = at_op[kept_op]
         op = {k: np.concatenate([p.pop(k) for p in parts])[kept_op] for k in (*OP_NUMBERS, *OP_TEXTS)}
         del op_rows, kept_op
@@ -212,11 +225,11 @@ class Columns:
         rel_start = start - origin
         del start
 
-        def sparse(values: np.ndarray, field: str, rows: np.ndarray | None = None) -> Future[pa.Array]:
+        def sparse(values: np.ndarray, field: str, rows: np.ndarray | None = None) -> Future[Stored]:
             """A column that is null except on GPU rows (``rows``: a mask over them), built in the background."""
             if rows is None:
-                return background.submit(_sparse_to_arrow, values, at, m, field)
-            return background.submit(_sparse_to_arrow, values[rows], at[rows], m, field)
+                return background.submit(sparse_column, values, at, m, field)
+            return background.submit(sparse_column, values[rows], at[rows], m, field)
 
         # Kineto's GPU "pid" is the device index and its "tid" the stream: fallbacks when args lack them.
         device_values = np.where(np.isnan(gpu["device"]), kineto_pid[at], gpu["device"])
@@ -250,29 +263,27 @@ class Columns:
         sync_code = np.full(m, -1, dtype=np.int64)
         sync_code[at] = gpu["sync_kind"]
         sync_code = np.where(sync_code >= 0, sync_code, len(sync_labels) + name_code)
-        sync_text = _dictionary(sync_code, sync_labels + name_labels, kind == KIND_CODE[GPU_SYNC])
+        sync_text = dictionary_column(sync_code, sync_labels + name_labels, kind == KIND_CODE[GPU_SYNC])
         del sync_code
-        step = np.where(kind == KIND_CODE[STEP], step_of_name[name_code], np.nan)
-        domain = _dictionary(
+        step_rows = np.flatnonzero(kind == KIND_CODE[STEP])
+        domain = dictionary_column(
             name_code,
             ["tracelens" if n.startswith("tracelens/") else None for n in names],
             (kind == KIND_CODE[ANNOTATION]) | (kind == KIND_CODE[STEP]),
         )
         shared_total = gpu["shared_memory"]
-        device_full = np.full(m, np.nan)
-        device_full[at] = device_values
 
         columns: dict[str, Any] = {
-            "kind": pa.DictionaryArray.from_arrays(_indices(kind), pa.array(KINDS)),
-            "name": pa.DictionaryArray.from_arrays(_indices(name_code), pa.array(names, pa.string())),
+            "kind": pa.DictionaryArray.from_arrays(dictionary_indices(kind), pa.array(KINDS)),
+            "name": pa.DictionaryArray.from_arrays(dictionary_indices(name_code), pa.array(names, pa.string())),
             "start_ns": rel_start,
             "end_ns": rel_start + duration,
-            "device": _to_arrow(device_full, "device"),
+            "device": sparse_column(device_values, at, m, "device"),
             "stream": sparse(stream_values, "stream"),
-            "pid": _to_arrow(pid, "pid"),
-            "tid": _to_arrow(tid, "tid"),
-            "correlation_id": _to_arrow(correlation, "correlation_id"),
-            "external_id": _to_arrow(external_id, "external_id"),
+            "pid": float_column(pid, "pid"),
+            "tid": float_column(tid, "tid"),
+            "correlation_id": float_column(correlation, "correlation_id"),
+            "external_id": float_column(external_id, "external_id"),
             "bytes": sparse(gpu["bytes"], "bytes", DEVICE_SIDE[gpu_kind]),
             "copy_kind": copy_kind,
             "src_kind": src_kind,
@@ -291,22 +302,31 @@ class Columns:
             "dynamic_shared_bytes": sparse(
                 np.where(np.isnan(shared_total), np.nan, 0.0), "dynamic_shared_bytes", gpu_is_kernel
             ),
-            "step": _to_arrow(step, "step"),
+            "step": sparse_column(step_of_name[name_code[step_rows]], step_rows, m, "step"),
             "depth": depth,
             "reported_occupancy": sparse(gpu["occupancy_pct"] / 100.0, "reported_occupancy", gpu_is_kernel),
             **{
-                name: background.submit(_sparse_to_arrow, op[name], at_op, m, name)
+                name: background.submit(sparse_column, op[name], at_op, m, name)
                 for name in OP_NUMBERS
                 if not np.isnan(op[name]).all()
             },  # a column without values is left to build_events (nulls)
-            **{name: _op_text(op[name], at_op, m, self.op_texts[name].values) for name in OP_TEXTS},
+            **{name: op_text_column(op[name], at_op, m, self.op_texts[name].values) for name in OP_TEXTS},
         }
         background.shutdown(wait=True)
-        events = build_store(
-            {k: v.result() if isinstance(v, Future) else v for k, v in columns.items()}, sort=False
+        built = {k: v.result() if isinstance(v, Future) else v for k, v in columns.items()}
+        # The columns few rows carry come stored already (SparseColumn, as EventStore.from_columns would
+        # store them): only the others go through build_store, which would make them full-length to store
+        # them sparse again.
+        held = {k: v for k, v in built.items() if isinstance(v, SparseColumn)}
+        dense = build_store({k: v for k, v in built.items() if k not in held}, sort=False)
+        del built
+        events = EventStore(
+            dense.num_rows,
+            {c: held.get(c) or dense.columns[c] for c in EVENT_COLUMNS if c in held or c in dense.columns},
+            dense.sentinel,
         )
-        device = device_full
-        devices = _device_rows(document.get("deviceProperties"), device, names, name_code, kind)
+        # the devices of the GPU rows: the device column holds no other value
+        devices = _device_rows(document.get("deviceProperties"), device_values, names, name_code, kind)
         info = document.get("distributedInfo")
         distributed: dict[str, Any] = info if isinstance(info, dict) else {}
         extra = {
@@ -348,85 +368,6 @@ def _step_number(name: str) -> float:
     return math.nan if number is None else float(number)
 
 
-def _dictionary(codes: np.ndarray, values: Sequence[str | None], where: np.ndarray) -> pa.Array:
-    """Dictionary-encoded strings: ``values[codes]`` where ``where`` holds and the value exists, else null."""
-    distinct = sorted({v for v in values if v is not None})
-    index = {v: i for i, v in enumerate(distinct)}
-    lookup = np.array([index[v] if v is not None else -1 for v in values] + [-1], dtype=np.int32)
-    indices = np.where(where, lookup[codes], -1).astype(np.int32)
-    return pa.DictionaryArray.from_arrays(_indices(indices), pa.array(distinct, pa.string()))
-
-
-def _op_text(codes: np.ndarray, rows: np.ndarray, n: int, values: list[str]) -> pa.Array | None:
-    """A dictionary string column of ``n`` rows: ``values[codes]`` at ``rows``, null elsewhere (None: all
-    null, which build_events makes without a buffer). Built from the few rows that have a value."""
-    present = codes >= 0
-    if not present.any():
-        return None
-    distinct = sorted(set(values))  # one value may come from several texts (canonical JSON)
-    index = {v: i for i, v in enumerate(distinct)}
-    recode = np.array([index[v] for v in values], dtype=np.int32)
-    data = np.zeros(n, dtype=np.int32)
-    data[rows[present]] = recode[codes[present]]
-    valid = np.zeros(n, dtype=bool)
-    valid[rows[present]] = True
-    indices = _from_buffers(pa.int32(), data, valid, n - int(present.sum()))
-    return pa.DictionaryArray.from_arrays(indices, pa.array(distinct, pa.string()))
-
-
-def _indices(codes: np.ndarray) -> pa.Array:
-    """int32 dictionary indices, null where ``codes`` < 0, built from buffers."""
-    missing = codes < 0
-    nulls = int(np.count_nonzero(missing))
-    data = codes.astype(np.int32)
-    if nulls:
-        data[missing] = 0
-    return _from_buffers(pa.int32(), data, ~missing, nulls)
-
-
-def _unrepresentable(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """NaN, infinite, or outside ``dtype``'s range: such values become nulls, never wrapped-around numbers."""
-    bound = 2.0 ** (8 * dtype.itemsize - 1) if dtype.kind in "iu" else np.finfo(dtype).max
-    return ~(np.abs(values) < bound)
-
-
-def _to_arrow(values: np.ndarray, column: str) -> pa.Array:
-    """A float64 column (NaN = missing) as the Arrow type of ``column`` in the event schema.
-
-    Built from buffers: the values cast once (zero under nulls) and a validity bitmap packed from the mask
-    of missing or unrepresentable values, both handed to Arrow without a further copy.
-    """
-    typ = EVENT_SCHEMA.field(column).type
-    dtype = np.dtype(typ.to_pandas_dtype())
-    missing = _unrepresentable(values, dtype)
-    nulls = int(np.count_nonzero(missing))
-    if nulls == 0:  # no validity bitmap to build, nothing to zero
-        return pa.array(values.astype(dtype, copy=False), type=typ)
-    with np.errstate(invalid="ignore"):
-        data = values.astype(dtype)
-    if dtype.kind != "f":
-        data[missing] = 0
-    return _from_buffers(typ, data, ~missing, nulls)
-
-
-def _sparse_to_arrow(values: np.ndarray, rows: np.ndarray, n: int, column: str) -> pa.Array:
-    """A column of ``n`` rows, null except ``values`` (NaN = missing) at ``rows``, as ``column``'s Arrow type."""
-    typ = EVENT_SCHEMA.field(column).type
-    dtype = np.dtype(typ.to_pandas_dtype())
-    present = ~_unrepresentable(values, dtype)
-    rows = rows[present]
-    data = np.zeros(n, dtype=dtype)
-    data[rows] = values[present]
-    valid = np.zeros(n, dtype=bool)
-    valid[rows] = True
-    return _from_buffers(typ, data, valid, n - rows.size)
-
-
-def _from_buffers(typ: pa.DataType, data: np.ndarray, valid: np.ndarray, nulls: int) -> pa.Array:
-    bitmap = pa.py_buffer(np.packbits(valid, bitorder="little")) if nulls else None
-    return pa.Array.from_buffers(typ, data.size, [bitmap, pa.py_buffer(data)], null_count=nulls)
-
-
 def _joined_in_order(parts: list[dict[str, Any]], order: np.ndarray, key: str) -> np.ndarray:
     """Column ``key`` of all blocks, joined (each block's array dropped) and taken in ``order``."""
     return np.concatenate([p.pop(key) for p in parts])[order]
@@ -444,12 +385,12 @@ def _microseconds_to_ns(ts: np.ndarray) -> np.ndarray:
     return start
 
 
-def _memcpy_kinds(names: list[str], name_code: np.ndarray, is_memcpy: np.ndarray) -> tuple[pa.Array, ...]:
+def _memcpy_kinds(names: list[str], name_code: np.ndarray, is_memcpy: np.ndarray) -> tuple[Stored, ...]:
     parsed = [_MEMCPY_NAME.match(n) for n in names]
     copy = [m.group(1) if m else None for m in parsed]
     src = [_MEMORY_KINDS.get(m.group(2).lower(), m.group(2).lower()) if m else None for m in parsed]
     dst = [_MEMORY_KINDS.get(m.group(3).lower(), m.group(3).lower()) if m else None for m in parsed]
-    return tuple(_dictionary(name_code, v, is_memcpy) for v in (copy, src, dst))
+    return tuple(dictionary_column(name_code, v, is_memcpy) for v in (copy, src, dst))
 
 
 def _launch_pid(
@@ -485,10 +426,12 @@ def _device_rows(
     properties: Any, device: np.ndarray, names: list[str], name_code: np.ndarray, kind: np.ndarray
 ) -> pa.Table:
     """Devices seen in the event table, with deviceProperties where the trace has them."""
-    seen = sorted({int(d) for d in np.unique(device[~_unrepresentable(device, np.dtype(np.int32))])})
+    seen = sorted({int(d) for d in np.unique(device[~unrepresentable(device, np.dtype(np.int32))])})
     listed = properties if isinstance(properties, list) else []
     props = {int(p["id"]): p for p in listed if isinstance(p, dict) and isinstance(p.get("id"), int)}
-    api_codes = np.unique(name_code[LAUNCH_SIDE[kind] & (name_code >= 0)])
+    api_codes = np.flatnonzero(  # the distinct codes, ascending: a count per name, not a sort of the rows
+        np.bincount(name_code[LAUNCH_SIDE[kind] & (name_code >= 0)], minlength=len(names))
+    )
     api_names = [names[c] for c in api_codes]
     vendor = _vendor([str(p.get("name", "")) for p in props.values()], api_names)
     rows = []

@@ -1,0 +1,183 @@
+"""Kineto ``.json.gz``: ``tracelens.load`` and ``analyze --format json`` against ISA-L decompression of the
+same file (issue 28, item 3), and where the load's CPU time goes.
+
+Each measurement is a fresh process (imports included, as a user's command pays them): wall time, CPU time
+(user + system, all threads) and peak RSS, from the child's own rusage. The floor is ISA-L (``isal.igzip``)
+decompression of the file, the bytes discarded. Rounds are interleaved; the table gives the median of each.
+``--tree DIR`` (repeatable) adds another source tree (a checkout of an earlier commit, its scanner built
+there) measured in the same rounds: before/after in one run, on the same machine state.
+
+``--parts`` adds one in-process breakdown of the load's CPU time in this tree: imports, decompression and
+cutting into blocks, the native scanner, the blocks' numpy columns, the table build, enrichment (blocks
+decompressed first and held, scanned one after another in this thread: a sum of CPU times, not the
+overlapped wall time of a real load).
+
+Run:  flock /tmp/tracelens-bench.lock python3 benchmarks/bench_kineto_load.py [FILE.json.gz] [--rounds 3]
+      [--tree /path/to/other/checkout] [--parts]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+BENCH_DIR = Path(__file__).resolve().parent
+REPO_ROOT = BENCH_DIR.parent
+DEFAULT_INPUTS = (
+    BENCH_DIR / "data" / "kineto_tiled_406mb" / "rank-0.tiled.pt.trace.json.gz",
+    BENCH_DIR / "data" / "kineto_tiled_520mb" / "rank-0.tiled.pt.trace.json.gz",
+)
+
+FLOOR = """
+import sys
+from isal import igzip
+with igzip.open(sys.argv[1], "rb") as fh:
+    while fh.read(8 << 20):
+        pass
+"""
+LOAD = """
+import sys
+import tracelens
+tracelens.load(sys.argv[1])
+"""
+ANALYZE = """
+import os, sys
+from tracelens.cli import main
+code = main(["analyze", "--format", "json", sys.argv[1], "-o", os.devnull])
+sys.exit(code)
+"""
+
+PARTS = """
+import json, sys, time
+started = time.process_time()
+from pathlib import Path
+import msgspec
+import tracelens
+from tracelens.enrich import enrich
+from tracelens.ingest.kineto import native, split
+from tracelens.ingest.kineto.msgspec_engine import decode_header
+from tracelens.ingest.kineto.table import Columns
+parts = {"imports": time.process_time() - started}
+path = Path(sys.argv[1])
+
+class Quiet:
+    def advance(self, n):
+        pass
+
+def timed(name, fn, *args):
+    start = time.process_time()
+    result = fn(*args)
+    parts[name] = parts.get(name, 0.0) + time.process_time() - start
+    return result
+
+pieces = timed("decompress + cut", lambda: list(split.split_stream(path, Quiet(), 16 << 20)))
+columns, document = Columns(path), {}
+for kind, payload, shift in pieces:
+    if kind == "events":
+        scanned = timed("scan (C)", native.scanner().scan_events, payload.pieces(), native.to_number,
+                        msgspec.json.decode)
+        block = timed("block columns", native._scanned_columns, scanned)
+    elif kind == "header":
+        document.update(decode_header(payload, path, shift))
+        continue
+    else:
+        block, meta = timed("scan (C)", native.scan_document, payload)
+        document.update(meta)
+    columns.add(block)
+del pieces
+trace = timed("table build", columns.finish, document)
+timed("enrich", enrich, trace)
+print(json.dumps(parts))
+"""
+
+
+def run(tree: Path, code: str, path: Path) -> dict:
+    """One fresh process: wall, CPU and peak RSS from its own rusage."""
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    with tempfile.TemporaryFile("w+") as err:  # the CLI's "wrote ..." line; shown when the child fails
+        started = time.perf_counter()
+        proc = subprocess.Popen(
+            [sys.executable, "-c", code, str(path)], cwd=tree, env=env, stdout=subprocess.PIPE, stderr=err, text=True
+        )
+        out = proc.stdout.read() if proc.stdout else ""
+        _, status, usage = os.wait4(proc.pid, 0)  # the child's own rusage (not waited for by Popen)
+        wall = time.perf_counter() - started
+        exit_code = os.waitstatus_to_exitcode(status)
+        if exit_code:
+            err.seek(0)
+            raise SystemExit(f"{tree}: exit {exit_code}: {(err.read().strip().splitlines() or [''])[-1]}")
+    return {
+        "wall": wall,
+        "cpu": usage.ru_utime + usage.ru_stime,
+        "rss_mib": usage.ru_maxrss / 1024,
+        "out": out,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("path", nargs="?", type=Path)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--tree", type=Path, action="append", default=[])
+    parser.add_argument("--parts", action="store_true")
+    parser.add_argument("--no-analyze", action="store_true")
+    parser.add_argument("--write", action="store_true", help="write benchmarks/results/kineto_load.md")
+    opts = parser.parse_args()
+    path = opts.path or next((p for p in DEFAULT_INPUTS if p.exists()), None)
+    if path is None or not path.exists():
+        raise SystemExit("no input: pass a Kineto .json.gz (or generate benchmarks/data/kineto_tiled_*)")
+    trees = [REPO_ROOT, *(t.resolve() for t in opts.tree)]
+    jobs = [("floor", REPO_ROOT, FLOOR)]
+    for tree in trees:
+        jobs.append((f"load [{tree.name}]", tree, LOAD))
+        if not opts.no_analyze:
+            jobs.append((f"analyze [{tree.name}]", tree, ANALYZE))
+    runs: dict[str, list[dict]] = {label: [] for label, _, _ in jobs}
+    for r in range(opts.rounds):
+        for label, tree, code in jobs if r % 2 == 0 else list(reversed(jobs)):
+            m = run(tree, code, path)
+            runs[label].append(m)
+            print(f"round {r + 1} {label}: wall {m['wall']:.2f} s, cpu {m['cpu']:.2f} s, "
+                  f"peak {m['rss_mib']:.0f} MiB", flush=True)
+    floor = statistics.median(m["wall"] for m in runs["floor"])
+    floor_cpu = statistics.median(m["cpu"] for m in runs["floor"])
+    lines = [
+        "# Kineto load against ISA-L decompression (`bench_kineto_load.py`)",
+        "",
+        f"{path.name}: {path.stat().st_size / 2**20:.1f} MiB gzipped; {opts.rounds} interleaved rounds of fresh "
+        f"processes, medians; run {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load average at the "
+        f"end {' '.join(Path('/proc/loadavg').read_text().split()[:3])} (2 shared cores: walls swing, CPU less).",
+        "",
+        "| run | wall | CPU | peak RSS | wall / floor wall | CPU / floor CPU |",
+        "|---|---|---|---|---|---|",
+    ]
+    for label, ms in runs.items():
+        wall = statistics.median(m["wall"] for m in ms)
+        cpu = statistics.median(m["cpu"] for m in ms)
+        rss = statistics.median(m["rss_mib"] for m in ms)
+        lines.append(
+            f"| {label} | {wall:.2f} s | {cpu:.2f} s | {rss:.0f} MiB | {wall / floor:.1f}x | "
+            f"{cpu / floor_cpu:.1f}x |"
+        )
+    if opts.parts:
+        parts = json.loads(run(REPO_ROOT, PARTS, path)["out"].strip().splitlines()[-1])
+        lines += ["", "Load CPU by part (this tree, one in-process run, summed CPU of all threads):", ""]
+        lines += ["| part | CPU |", "|---|---|"]
+        lines += [f"| {name} | {seconds:.2f} s |" for name, seconds in parts.items()]
+        lines.append(f"| total | {sum(parts.values()):.2f} s |")
+    text = "\n".join(lines) + "\n"
+    print("\n" + text)
+    if opts.write:
+        (BENCH_DIR / "results" / "kineto_load.md").write_text(text, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,154 @@
+"""Event table columns built as an :class:`~tracelens.trace.EventStore` stores them (``Stored``): a full-length
+Arrow array, a :class:`~tracelens.trace.SparseColumn` of the rows that carry a value when they are fewer than
+half (EventStore.from_columns' rule), or None when no row does. The Kineto table (:mod:`.table`) builds each
+column straight in that form from numpy buffers: a column few rows carry is never made full-length only to
+be filtered back to those rows."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TypeAlias
+
+import numpy as np
+import pyarrow as pa
+
+from ...trace import EVENT_SCHEMA, SparseColumn
+
+# A column as an EventStore holds it: a full-length array, a SparseColumn, or None (no row has a value).
+Stored: TypeAlias = "pa.Array | SparseColumn | None"
+
+
+def dictionary_column(codes: np.ndarray, values: Sequence[str | None], where: np.ndarray) -> Stored:
+    """Dictionary-encoded strings: ``values[codes]`` where ``where`` holds and the value exists, else null;
+    stored as an EventStore stores it (None: no value; a SparseColumn when fewer than half the rows have one).
+    Looked up at the rows ``where`` selects only (memcpy rows, sync rows: few)."""
+    distinct = sorted({v for v in values if v is not None})
+    index = {v: i for i, v in enumerate(distinct)}
+    lookup = np.array([index[v] if v is not None else -1 for v in values] + [-1], dtype=np.int32)
+    rows = np.flatnonzero(where)
+    found = lookup[codes[rows]]
+    has_value = found >= 0
+    rows, found = rows[has_value], found[has_value]
+    if rows.size == 0:
+        return None
+    dictionary = pa.array(distinct, pa.string())
+    n = where.size
+    if _sparse(rows.size, n):
+        return SparseColumn(
+            _row_positions(rows, n),
+            pa.DictionaryArray.from_arrays(from_buffers(pa.int32(), found, None, 0), dictionary),
+        )
+    indices = np.full(n, -1, dtype=np.int32)
+    indices[rows] = found
+    return pa.DictionaryArray.from_arrays(dictionary_indices(indices), dictionary)
+
+
+def op_text_column(codes: np.ndarray, rows: np.ndarray, n: int, values: list[str]) -> Stored:
+    """A dictionary string column of ``n`` rows: ``values[codes]`` at ``rows``, null elsewhere (None: all
+    null, which build_events makes without a buffer; fewer than half the rows: a SparseColumn). Built from
+    the few rows that have a value."""
+    present = codes >= 0
+    if not present.any():
+        return None
+    distinct = sorted(set(values))  # one value may come from several texts (canonical JSON)
+    index = {v: i for i, v in enumerate(distinct)}
+    recode = np.array([index[v] for v in values], dtype=np.int32)
+    if _sparse(int(np.count_nonzero(present)), n):
+        at, data = _in_row_order(rows[present], recode[codes[present]])
+        return SparseColumn(
+            _row_positions(at, n),
+            pa.DictionaryArray.from_arrays(
+                from_buffers(pa.int32(), data, None, 0), pa.array(distinct, pa.string())
+            ),
+        )
+    data = np.zeros(n, dtype=np.int32)
+    data[rows[present]] = recode[codes[present]]
+    valid = np.zeros(n, dtype=bool)
+    valid[rows[present]] = True
+    indices = from_buffers(pa.int32(), data, valid, n - int(present.sum()))
+    return pa.DictionaryArray.from_arrays(indices, pa.array(distinct, pa.string()))
+
+
+def dictionary_indices(codes: np.ndarray) -> pa.Array:
+    """int32 dictionary indices, null where ``codes`` < 0, built from buffers."""
+    missing = codes < 0
+    nulls = int(np.count_nonzero(missing))
+    data = codes.astype(np.int32)
+    if nulls:
+        data[missing] = 0
+    return from_buffers(pa.int32(), data, ~missing, nulls)
+
+
+def unrepresentable(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """NaN, infinite, or outside ``dtype``'s range: such values become nulls, never wrapped-around numbers."""
+    bound = 2.0 ** (8 * dtype.itemsize - 1) if dtype.kind in "iu" else np.finfo(dtype).max
+    return ~(np.abs(values) < bound)
+
+
+def float_column(values: np.ndarray, column: str) -> Stored:
+    """A float64 column (NaN = missing) as the Arrow type of ``column`` in the event schema, stored as an
+    EventStore stores it (None: no value; a SparseColumn of the rows with one when they are fewer than half).
+
+    Built from buffers: the values cast once (zero under nulls) and a validity bitmap packed from the mask
+    of missing or unrepresentable values, both handed to Arrow without a further copy.
+    """
+    typ = EVENT_SCHEMA.field(column).type
+    dtype = np.dtype(typ.to_pandas_dtype())
+    missing = unrepresentable(values, dtype)
+    nulls = int(np.count_nonzero(missing))
+    if nulls == values.size:
+        return None
+    if _sparse(values.size - nulls, values.size):
+        rows = np.flatnonzero(~missing)
+        kept = from_buffers(typ, values[rows].astype(dtype), None, 0)
+        return SparseColumn(_row_positions(rows, values.size), kept)
+    if nulls == 0:  # no validity bitmap to build, nothing to zero
+        return pa.array(values.astype(dtype, copy=False), type=typ)
+    with np.errstate(invalid="ignore"):
+        data = values.astype(dtype)
+    if dtype.kind != "f":
+        data[missing] = 0
+    return from_buffers(typ, data, ~missing, nulls)
+
+
+def _sparse(valid: int, n: int) -> bool:
+    """Whether a column with ``valid`` values in ``n`` rows is stored sparse (EventStore.from_columns' rule)."""
+    return valid * 2 < n
+
+
+def _row_positions(rows: np.ndarray, n: int) -> np.ndarray:
+    """A SparseColumn's row positions: int32 below 2**31 rows (as EventStore.from_columns stores them)."""
+    return rows.astype(np.int32 if n < 2**31 else np.int64)
+
+
+def _in_row_order(rows: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``rows`` (distinct) ascending, with their ``values``."""
+    if rows.size < 2 or bool(np.all(rows[1:] > rows[:-1])):  # the GPU and op rows come in table order
+        return rows, values
+    order = np.argsort(rows)
+    return rows[order], values[order]
+
+
+def sparse_column(values: np.ndarray, rows: np.ndarray, n: int, column: str) -> Stored:
+    """A column of ``n`` rows, null except ``values`` (NaN = missing) at ``rows``, in ``column``'s Arrow type,
+    as an EventStore stores it: None when no row has a value, a SparseColumn (built from the rows that have
+    one) when fewer than half do, else a full-length array."""
+    typ = EVENT_SCHEMA.field(column).type
+    dtype = np.dtype(typ.to_pandas_dtype())
+    present = ~unrepresentable(values, dtype)
+    rows = rows[present]
+    if rows.size == 0:
+        return None
+    if _sparse(rows.size, n):
+        at, kept = _in_row_order(rows, values[present])
+        return SparseColumn(_row_positions(at, n), from_buffers(typ, kept.astype(dtype), None, 0))
+    data = np.zeros(n, dtype=dtype)
+    data[rows] = values[present]
+    valid = np.zeros(n, dtype=bool)
+    valid[rows] = True
+    return from_buffers(typ, data, valid, n - rows.size)
+
+
+def from_buffers(typ: pa.DataType, data: np.ndarray, valid: np.ndarray | None, nulls: int) -> pa.Array:
+    bitmap = pa.py_buffer(np.packbits(valid, bitorder="little")) if nulls and valid is not None else None
+    return pa.Array.from_buffers(typ, data.size, [bitmap, pa.py_buffer(data)], null_count=nulls)
