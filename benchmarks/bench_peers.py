@@ -376,17 +376,18 @@ def compare_kineto(opts: argparse.Namespace, target_mb: int, *, load_only: bool)
 # ------------------------------------------------------------------------------------------------ report
 
 
-def table(contenders: list[Contender], inner_key: str | None = None) -> tuple[str, list[list[str]]]:
+def table(contenders: list[Contender], inner_key: str | None = None) -> str:
+    """One row per contender; ``inner_key``: also the in-process timing of that phase and its ratio."""
     ours = contenders[0]
     rows = []
     header = ["contender", "runs (wall each)", "wall (whole process)", "peak RSS", "wall / tracelens's",
-              "peak RSS / tracelens's"]
+              "peak RSS / tracelens's", "phases in process (median)"]
     if inner_key:
-        header += [f"{inner_key} (in process)", "in-process ratio"]
+        header.append(f"{inner_key} / tracelens's")
     for c in contenders:
         if not c.ok_runs():
-            rows.append([c.label, "0", c.runs[-1].error if c.runs else "not run", "", "", ""]
-                        + (["", ""] if inner_key else []))
+            rows.append([c.label, "0", c.runs[-1].error if c.runs else "not run", "", "", "", ""]
+                        + ([""] if inner_key else []))
             continue
         wall, peak = c.wall(), c.peak()
         walls = ", ".join(f"{r.wall_s:.1f}" for r in c.ok_runs())
@@ -396,14 +397,13 @@ def table(contenders: list[Contender], inner_key: str | None = None) -> tuple[st
             row += ["1", "1"]
         else:
             row += [f"{wall / ours.wall():.2f}", f"{peak / ours.peak():.2f}"]
+        keys = [k for k in c.ok_runs()[0].inner if k.endswith("_s")]
+        row.append(", ".join(f"{k[:-2]} {c.inner(k):.2f} s" for k in keys))
         if inner_key:
             inner, ours_inner = c.inner(inner_key), ours.inner(inner_key)
-            row += [
-                f"{inner:.2f} s" if inner is not None else "",
-                "1" if c is ours else (f"{inner / ours_inner:.1f}x" if inner and ours_inner else ""),
-            ]
+            row.append("1" if c is ours else (f"{inner / ours_inner:.1f}" if inner and ours_inner else ""))
         rows.append(row)
-    return markdown_table(header, rows), rows
+    return markdown_table(header, rows)
 
 
 def verdict(contenders: list[Contender], goal_time: float, goal_mem: float, inner_key: str | None = None) -> str:
@@ -444,13 +444,13 @@ def main() -> int:
     sections = []
     if "nsys" not in opts.skip:
         head, cs = compare_nsys(opts)
-        sections.append(head + table(cs)[0] + "\n" + verdict(cs, 5, 3))
+        sections.append(head + table(cs) + "\n" + verdict(cs, 5, 3))
     if "kineto" not in opts.skip:
         head, cs = compare_kineto(opts, opts.kineto_mb, load_only=False)
-        sections.append(head + table(cs, "load_s")[0] + "\n" + verdict(cs, 5, 3))
+        sections.append(head + table(cs) + "\n" + verdict(cs, 5, 3))
     if "load" not in opts.skip:
         head, cs = compare_kineto(opts, opts.small_kineto_mb, load_only=True)
-        sections.append(head + table(cs, "load_s")[0] + "\n" + verdict(cs, 30, 0, "load_s"))
+        sections.append(head + table(cs, "load_s") + "\n" + verdict(cs, 30, 0, "load_s"))
     load_avg = " ".join(Path("/proc/loadavg").read_text().split()[:3])
     text = (
         "# tracelens against its peers (`bench_peers.py`)\n\n"
