@@ -5,7 +5,9 @@
         [--skip nsys-ai hta]
 
 Three comparisons, each contender in a fresh process, rounds interleaved (A B C, A B C, ...), the median of
-``--rounds``; a contender whose first run takes longer than ``--slow-s`` runs once only (the table says so):
+``--rounds``; a peer whose first run takes longer than ``--slow-s`` runs once only (the table says so;
+tracelens always runs every round). CPU time (user + system, from the same ``wait4``) is reported beside the
+wall time: steadier than wall on a shared machine.
 
 1. Nsight: ``tracelens analyze --format json`` against nsys-ai 0.3.0 ``diagnose --format json`` on the
    full-proportion export ``bench_nsys_ingest.synthesize(REPLICAS)`` (x1512: 2.8 GiB). nsys-ai runs as
@@ -96,6 +98,7 @@ class Run:
     wall_s: float | None
     peak_rss: int | None
     inner: dict = field(default_factory=dict)
+    cpu_s: float | None = None  # user + system CPU of the process (and any children it waited for)
     error: str | None = None
 
 
@@ -130,7 +133,7 @@ def run_process(cmd: list[str], *, cwd: Path, env: dict[str, str] | None = None)
     for line in stdout.splitlines():
         if line.startswith(MARKER):
             inner = json.loads(line[len(MARKER) :])
-    return Run(wall, usage.ru_maxrss * 1024, inner)
+    return Run(wall, usage.ru_maxrss * 1024, inner, usage.ru_utime + usage.ru_stime)
 
 
 @dataclass
@@ -155,13 +158,18 @@ class Contender:
         good = self.ok_runs()
         return statistics.median(r.peak_rss for r in good) if good else None
 
+    def cpu(self) -> float | None:
+        good = self.ok_runs()
+        return statistics.median(r.cpu_s for r in good) if good else None
+
     def inner(self, key: str) -> float | None:
         values = [r.inner[key] for r in self.ok_runs() if key in r.inner]
         return statistics.median(values) if values else None
 
 
 def run_interleaved(contenders: list[Contender], rounds: int, slow_s: float) -> None:
-    """Round r runs every contender once, in order; a contender slower than ``slow_s`` stops after one run."""
+    """Round r runs every contender once, in order; a peer (not tracelens, the first contender) whose first
+    run took longer than ``slow_s`` runs once only."""
     for round_no in range(rounds):
         for c in contenders:
             if c.capped or (c.runs and c.runs[-1].error):
@@ -174,9 +182,9 @@ def run_interleaved(contenders: list[Contender], rounds: int, slow_s: float) -> 
                 if problem:
                     run.error = problem
             c.runs.append(run)
-            shown = f"{run.wall_s:.2f} s, {mib(run.peak_rss)}" if run.error is None else run.error
+            shown = f"{run.wall_s:.2f} s (CPU {run.cpu_s:.1f} s), {mib(run.peak_rss)}" if run.error is None else run.error
             print(f"  round {round_no + 1}: {c.label}: {shown}", flush=True)
-            if run.error is None and round_no == 0 and run.wall_s > slow_s:
+            if run.error is None and round_no == 0 and rounds > 1 and c is not contenders[0] and run.wall_s > slow_s:
                 c.capped = True
 
 
@@ -327,7 +335,7 @@ def compare_nsys(opts: argparse.Namespace) -> tuple[str, list[Contender]]:
         + "".join(f"- engine used by {e}\n" for e in engines)
         + "\nnsys-ai 0.3.0 queries through DuckDB's `sqlite_scanner` extension, which DuckDB downloads on "
         "first use; this machine has no network, so as installed (`pip install nsys-ai==0.3.0`, DuckDB 2.0.1) "
-        "the download fails (twice, each after a timeout) and nsys-ai falls back to Python's sqlite3 (it "
+        "the download fails (it waits on the network twice, ~12 s in all on the 2 MiB export) and nsys-ai falls back to Python's sqlite3 (it "
         "then adds indexes to the file). The DuckDB-engine variant installs DuckDB 1.5.5 and the matching "
         "extension from PyPI (`duckdb-extension-sqlite-scanner`), put where DuckDB looks for it (a HOME "
         "of its own); nsys-ai then builds its Parquet cache beside the file (`auto`) or, with "
@@ -381,12 +389,12 @@ def table(contenders: list[Contender], inner_key: str | None = None) -> str:
     ours = contenders[0]
     rows = []
     header = ["contender", "runs (wall each)", "wall (whole process)", "peak RSS", "wall / tracelens's",
-              "peak RSS / tracelens's", "phases in process (median)"]
+              "peak RSS / tracelens's", "CPU (user+sys)", "CPU / tracelens's", "phases in process (median)"]
     if inner_key:
         header.append(f"{inner_key} / tracelens's")
     for c in contenders:
         if not c.ok_runs():
-            rows.append([c.label, "0", c.runs[-1].error if c.runs else "not run", "", "", "", ""]
+            rows.append([c.label, "0", c.runs[-1].error if c.runs else "not run", "", "", "", "", "", ""]
                         + ([""] if inner_key else []))
             continue
         wall, peak = c.wall(), c.peak()
@@ -394,9 +402,10 @@ def table(contenders: list[Contender], inner_key: str | None = None) -> str:
         runs = f"{len(c.ok_runs())} ({walls} s)" + (" (first run over --slow-s: once)" if c.capped else "")
         row = [c.label, runs, f"{wall:.2f} s", mib(peak)]
         if c is ours or ours.wall() is None:
-            row += ["1", "1"]
+            row += ["1", "1", f"{c.cpu():.1f} s", "1"]
         else:
-            row += [f"{wall / ours.wall():.2f}", f"{peak / ours.peak():.2f}"]
+            row += [f"{wall / ours.wall():.2f}", f"{peak / ours.peak():.2f}", f"{c.cpu():.1f} s",
+                    f"{c.cpu() / ours.cpu():.2f}"]
         keys = [k for k in c.ok_runs()[0].inner if k.endswith("_s")]
         row.append(", ".join(f"{k[:-2]} {c.inner(k):.2f} s" for k in keys))
         if inner_key:
@@ -456,8 +465,10 @@ def main() -> int:
         "# tracelens against its peers (`bench_peers.py`)\n\n"
         f"{machine_description()}. Run started {started}, took {(time.perf_counter() - t0) / 60:.1f} min; "
         f"load average at the end {load_avg}. Each contender a fresh process per run, rounds interleaved, "
-        f"median of {opts.rounds} (a contender whose first run took over {opts.slow_s:g} s ran once). Wall = "
-        "whole process (interpreter start and imports included); peak RSS = the process's `ru_maxrss`. Goal: "
+        f"median of {opts.rounds} (a peer whose first run took over {opts.slow_s:g} s ran once). Wall = "
+        "whole process (interpreter start and imports included); peak RSS = the process's `ru_maxrss`; CPU = "
+        "its user + system time (steadier than wall on a shared machine, but DuckDB's threads use both cores, "
+        "so wall is what a user waits). Goal: "
         ">= 5x faster than each peer with <= 1/3 of its memory; tracelens.load >= 30x HTA's load at 35 MB.\n\n"
         f"Command: `python3 benchmarks/bench_peers.py {' '.join(sys.argv[1:])}`\n\n"
         + "\n".join(sections)
