@@ -182,9 +182,19 @@ def run_interleaved(contenders: list[Contender], rounds: int, slow_s: float) -> 
                 if problem:
                     run.error = problem
             c.runs.append(run)
-            shown = f"{run.wall_s:.2f} s (CPU {run.cpu_s:.1f} s), {mib(run.peak_rss)}" if run.error is None else run.error
+            shown = (
+                f"{run.wall_s:.2f} s (CPU {run.cpu_s:.1f} s), {mib(run.peak_rss)}"
+                if run.error is None
+                else run.error
+            )
             print(f"  round {round_no + 1}: {c.label}: {shown}", flush=True)
-            if run.error is None and round_no == 0 and rounds > 1 and c is not contenders[0] and run.wall_s > slow_s:
+            if (
+                run.error is None
+                and round_no == 0
+                and rounds > 1
+                and c is not contenders[0]
+                and run.wall_s > slow_s
+            ):
                 c.capped = True
 
 
@@ -273,7 +283,11 @@ NSYS_AI_VARIANTS = {
     # name: (venv, label, extra environment)
     "installed": ("nsys-ai", "nsys-ai diagnose (as installed)", {}),
     "duckdb": ("nsys-ai-duckdb", "nsys-ai diagnose (DuckDB engine)", {}),
-    "duckdb-direct": ("nsys-ai-duckdb", "nsys-ai diagnose (DuckDB engine, direct)", {"NSYS_AI_CACHE_MODE": "direct"}),
+    "duckdb-direct": (
+        "nsys-ai-duckdb",
+        "nsys-ai diagnose (DuckDB engine, direct)",
+        {"NSYS_AI_CACHE_MODE": "direct"},
+    ),
 }
 
 
@@ -312,8 +326,17 @@ def compare_nsys(opts: argparse.Namespace) -> tuple[str, list[Contender]]:
         contenders.append(
             Contender(
                 label,
-                [str(python), "-m", "nsys_ai", "diagnose", str(copy), "--format", "json",
-                 "-o", str(SCRATCH / "nsys-ai_findings.json")],
+                [
+                    str(python),
+                    "-m",
+                    "nsys_ai",
+                    "diagnose",
+                    str(copy),
+                    "--format",
+                    "json",
+                    "-o",
+                    str(SCRATCH / "nsys-ai_findings.json"),
+                ],
                 workdir,
                 # HOME: its own, so DuckDB finds (or misses) extensions the same way on every machine.
                 env={"HOME": str(VENV_ROOT / venv / "home"), **env},
@@ -326,7 +349,8 @@ def compare_nsys(opts: argparse.Namespace) -> tuple[str, list[Contender]]:
     run_interleaved(contenders, opts.rounds, opts.slow_s)
     engines = [
         f"{c.label}: {', '.join(sorted({r.inner.get('engine', '?') for r in c.ok_runs()}))}"
-        for c in contenders[1:] if c.ok_runs()
+        for c in contenders[1:]
+        if c.ok_runs()
     ]
     head = (
         f"### Nsight: `{export.name}` ({mib(size)}, the Nsight export replicated x{opts.replicas} at full "
@@ -346,7 +370,9 @@ def compare_nsys(opts: argparse.Namespace) -> tuple[str, list[Contender]]:
     return head, contenders
 
 
-def compare_kineto(opts: argparse.Namespace, target_mb: int, *, load_only: bool) -> tuple[str, list[Contender]]:
+def compare_kineto(
+    opts: argparse.Namespace, target_mb: int, *, load_only: bool
+) -> tuple[str, list[Contender]]:
     from bench_kineto_ingest import make_tiled_trace
 
     plain = make_tiled_trace(target_mb * 2**20)
@@ -358,7 +384,9 @@ def compare_kineto(opts: argparse.Namespace, target_mb: int, *, load_only: bool)
         trace.with_suffix(".partial").rename(trace)
     trace = trace.resolve()
     if load_only:
-        contenders = [Contender("tracelens.load", [sys.executable, "-c", _TRACELENS_LOAD, str(trace)], REPO_ROOT)]
+        contenders = [
+            Contender("tracelens.load", [sys.executable, "-c", _TRACELENS_LOAD, str(trace)], REPO_ROOT)
+        ]
     else:
         contenders = [tracelens_analyze(trace, "tracelens_kineto.json")]
     contenders[0].after = unchanged(trace)
@@ -366,11 +394,17 @@ def compare_kineto(opts: argparse.Namespace, target_mb: int, *, load_only: bool)
     if python is not None:
         label = "HTA TraceAnalysis (load)" if load_only else "HTA load + temporal + idle breakdown"
         contenders.append(
-            Contender(label, [str(python), "-c", _HTA, str(hta_dir_for(trace)), "load" if load_only else "full"],
-                      SCRATCH)
+            Contender(
+                label,
+                [str(python), "-c", _HTA, str(hta_dir_for(trace)), "load" if load_only else "full"],
+                SCRATCH,
+            )
         )
     json_size = plain.stat().st_size
-    print(f"Kineto: {trace.name} ({mib(json_size)} JSON, {mib(trace.stat().st_size)} gzipped); {pin}", flush=True)
+    print(
+        f"Kineto: {trace.name} ({mib(json_size)} JSON, {mib(trace.stat().st_size)} gzipped); {pin}",
+        flush=True,
+    )
     run_interleaved(contenders, opts.rounds, opts.slow_s)
     what = "load alone" if load_only else "analyze"
     head = (
@@ -388,14 +422,25 @@ def table(contenders: list[Contender], inner_key: str | None = None) -> str:
     """One row per contender; ``inner_key``: also the in-process timing of that phase and its ratio."""
     ours = contenders[0]
     rows = []
-    header = ["contender", "runs (wall each)", "wall (whole process)", "peak RSS", "wall / tracelens's",
-              "peak RSS / tracelens's", "CPU (user+sys)", "CPU / tracelens's", "phases in process (median)"]
+    header = [
+        "contender",
+        "runs (wall each)",
+        "wall (whole process)",
+        "peak RSS",
+        "wall / tracelens's",
+        "peak RSS / tracelens's",
+        "CPU (user+sys)",
+        "CPU / tracelens's",
+        "phases in process (median)",
+    ]
     if inner_key:
         header.append(f"{inner_key} / tracelens's")
     for c in contenders:
         if not c.ok_runs():
-            rows.append([c.label, "0", c.runs[-1].error if c.runs else "not run", "", "", "", "", "", ""]
-                        + ([""] if inner_key else []))
+            rows.append(
+                [c.label, "0", c.runs[-1].error if c.runs else "not run", "", "", "", "", "", ""]
+                + ([""] if inner_key else [])
+            )
             continue
         wall, peak = c.wall(), c.peak()
         walls = ", ".join(f"{r.wall_s:.1f}" for r in c.ok_runs())
@@ -404,8 +449,12 @@ def table(contenders: list[Contender], inner_key: str | None = None) -> str:
         if c is ours or ours.wall() is None:
             row += ["1", "1", f"{c.cpu():.1f} s", "1"]
         else:
-            row += [f"{wall / ours.wall():.2f}", f"{peak / ours.peak():.2f}", f"{c.cpu():.1f} s",
-                    f"{c.cpu() / ours.cpu():.2f}"]
+            row += [
+                f"{wall / ours.wall():.2f}",
+                f"{peak / ours.peak():.2f}",
+                f"{c.cpu():.1f} s",
+                f"{c.cpu() / ours.cpu():.2f}",
+            ]
         keys = [k for k in c.ok_runs()[0].inner if k.endswith("_s")]
         row.append(", ".join(f"{k[:-2]} {c.inner(k):.2f} s" for k in keys))
         if inner_key:
@@ -415,7 +464,9 @@ def table(contenders: list[Contender], inner_key: str | None = None) -> str:
     return markdown_table(header, rows)
 
 
-def verdict(contenders: list[Contender], goal_time: float, goal_mem: float, inner_key: str | None = None) -> str:
+def verdict(
+    contenders: list[Contender], goal_time: float, goal_mem: float, inner_key: str | None = None
+) -> str:
     ours = contenders[0]
     lines = []
     for c in contenders[1:]:
@@ -435,16 +486,29 @@ def verdict(contenders: list[Contender], goal_time: float, goal_mem: float, inne
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--replicas", type=int, default=1512, help="Nsight export replication (1512: 2.8 GiB)")
+    parser.add_argument(
+        "--replicas", type=int, default=1512, help="Nsight export replication (1512: 2.8 GiB)"
+    )
     parser.add_argument("--kineto-mb", type=int, default=406)
     parser.add_argument("--small-kineto-mb", type=int, default=35)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--slow-s", type=float, default=180.0,
-                        help="a contender whose first run takes longer runs once only")
-    parser.add_argument("--nsys-ai", nargs="+", default=["installed", "duckdb"], choices=list(NSYS_AI_VARIANTS),
-                        help="nsys-ai variants (duckdb-direct: DuckDB engine without its Parquet cache)")
-    parser.add_argument("--skip", nargs="*", default=[], choices=["nsys-ai", "hta", "nsys", "kineto", "load"],
-                        help="peers (nsys-ai, hta) or comparisons (nsys, kineto, load) to leave out")
+    parser.add_argument(
+        "--slow-s", type=float, default=180.0, help="a contender whose first run takes longer runs once only"
+    )
+    parser.add_argument(
+        "--nsys-ai",
+        nargs="+",
+        default=["installed", "duckdb"],
+        choices=list(NSYS_AI_VARIANTS),
+        help="nsys-ai variants (duckdb-direct: DuckDB engine without its Parquet cache)",
+    )
+    parser.add_argument(
+        "--skip",
+        nargs="*",
+        default=[],
+        choices=["nsys-ai", "hta", "nsys", "kineto", "load"],
+        help="peers (nsys-ai, hta) or comparisons (nsys, kineto, load) to leave out",
+    )
     parser.add_argument("--name", default="peers", help="results/<name>.md")
     opts = parser.parse_args()
     SCRATCH.mkdir(parents=True, exist_ok=True)
@@ -470,8 +534,7 @@ def main() -> int:
         "its user + system time (steadier than wall on a shared machine, but DuckDB's threads use both cores, "
         "so wall is what a user waits). Goal: "
         ">= 5x faster than each peer with <= 1/3 of its memory; tracelens.load >= 30x HTA's load at 35 MB.\n\n"
-        f"Command: `python3 benchmarks/bench_peers.py {' '.join(sys.argv[1:])}`\n\n"
-        + "\n".join(sections)
+        f"Command: `python3 benchmarks/bench_peers.py {' '.join(sys.argv[1:])}`\n\n" + "\n".join(sections)
     )
     print(text)
     write_result(opts.name, text)
