@@ -7,10 +7,12 @@ the call, peak RSS of the process; the median of ``--rounds``). The slope of log
 the interpreter's own) against log(events) between consecutive sizes says how the cost grows: 1 is linear, 2
 quadratic. Writes ``results/scaling.md`` and ``results/scaling.png`` (log-log).
 
-Note: the whatif section replays at most 5M graph points (more and it returns empty with its reason), so the
-largest sizes skip its replay; the table says where.
+The whatif section's replay has a size limit (``whatif.MAX_POINTS``; past it the section is empty with its
+reason): the table's last column says, for each size, whether the replay ran or why not, so a size that skips
+it is not mistaken for a cheaper analyze.
 
-Run:  flock /tmp/tracelens-bench.lock python3 benchmarks/bench_scaling.py [--replicas 1 10 100] [--rounds 3]
+Run:  flock /tmp/tracelens-bench.lock python3 benchmarks/bench_scaling.py [--replicas 1 10 100 1000] [--rounds 3]
+(all four sizes by default; the x10/x100/x1000 exports are made once in benchmarks/data/, ~2 GiB at x1000.)
 """
 
 from __future__ import annotations
@@ -35,15 +37,21 @@ def analyze_json(path: str) -> dict:
     if code:
         raise RuntimeError(f"analyze exited {code}")
     whatif = doc.get("whatif") or {}
-    return {"events": doc["source"]["event_count"], "whatif_reason": whatif.get("reason")}
+    replayed = whatif.get("reason") is None and whatif.get("critical_path") is not None
+    return {
+        "events": doc["source"]["event_count"],
+        "whatif": "replayed" if replayed else f"not replayed: {whatif.get('reason') or 'no whatif section'}",
+    }
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--replicas", type=int, nargs="+", default=[1, 10, 100])
+    parser.add_argument("--replicas", type=int, nargs="+", default=[1, 10, 100, 1000])
     parser.add_argument("--rounds", type=int, default=3)
     opts = parser.parse_args()
     from bench_nsys_ingest import SOURCE, synthesize
+
+    started = time.perf_counter()
 
     points = []
     for replicas in opts.replicas:
@@ -67,11 +75,12 @@ def main() -> int:
                 "wall_s": wall,
                 "peak": peak,
                 "above": above,
-                "whatif": runs[0].result["whatif_reason"],
+                "whatif": runs[0].result["whatif"],
             }
         )
         print(
-            f"x{replicas}: {events:,} events, {wall:.2f} s, peak {mib(peak)} ({mib(above)} above imports)",
+            f"x{replicas}: {events:,} events, {wall:.2f} s, peak {mib(peak)} ({mib(above)} above imports); "
+            f"whatif {points[-1]['whatif']}",
             flush=True,
         )
 
@@ -93,7 +102,7 @@ def main() -> int:
                 mib(p["above"]),
                 slope(prev, p, "wall_s") if prev else "",
                 slope(prev, p, "above") if prev else "",
-                "replayed" if p["whatif"] is None else "skipped (limit)",
+                p["whatif"].replace("|", "\\|"),
             ]
         )
     first, last = points[0], points[-1]
@@ -113,7 +122,8 @@ def main() -> int:
     text = (
         "# analyze cost against trace size (`bench_scaling.py`)\n\n"
         f"{machine_description()}; load average at the end {load_avg} (2 cores shared with other jobs). "
-        f"Run {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; each size the median of {opts.rounds} fresh "
+        f"Run {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} (took "
+        f"{(time.perf_counter() - started) / 60:.1f} min, exports made once included); each size the median of {opts.rounds} fresh "
         "processes of `tracelens analyze --format json` on the replicated Nsight export. Slopes are "
         "d log(cost) / d log(events) from the previous size (1 = linear).\n\n"
         + markdown_table(
