@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..replay import engine
 from ..replay.critical import critical_path
 from ..replay.remedies import NOT_MODELED, NOT_MODELED_REASONS, REMEDIES, Context
 from ..trace import DRIVER, GPU_ACTIVITY_KINDS, RUNTIME, STEP, Trace
@@ -25,10 +26,18 @@ def _relative(replayed: float | None, recorded: float | None) -> float | None:
     return (replayed - recorded) / recorded
 
 
-# Size limits of the replay (it holds ~20 arrays per point and solves ~3 numpy batches per blocking call, about
-# 25 µs each, for the unchanged replay, the model replay and each remedy): beyond them the section says why.
-MAX_POINTS = 5_000_000
-MAX_BLOCKING_CALLS = 50_000
+# Size limits of the replay. Memory: the graph holds ~75 bytes per point and its build peaks at ~220 bytes per
+# point (the Nsight export replicated x100: 2.03M points, +440 MiB at the build, +400 MiB over the section), so
+# MAX_POINTS = 30M (the x1000 export has 20.3M) keeps the section under ~6.5 GiB beside the trace. Time: the
+# compiled solver (replay/_replay_solve.c) visits each point and edge once per replay (the unchanged one, the
+# model one, one per remedy), a few ns each; plans, remedies and the critical path are numpy over the points, so
+# the section's time grows with the points alone (0.7 s per million points on a shared 2-core machine).
+MAX_POINTS = 30_000_000
+# Without the compiled solver (no C compiler at install time) the numpy batches solve: one batch per *cut* (each
+# blocking call's end, each wake-up of an idle host thread by another, each collective participant's end, in
+# sequence), ~9 µs per cut per replay whatever its size, ~60 µs per cut over the section's replays: 100,000 cuts
+# (the x100 export has 64,400, 63,600 of them wake-ups) is ~6 s.
+MAX_CUTS_WITHOUT_SOLVER = 100_000
 
 
 def _skipped(reason: str) -> dict[str, Any]:
@@ -54,14 +63,13 @@ def whatif(trace: Trace) -> dict[str, Any]:
     g = ctx.graph
     if g.op_row.size == 0:
         return _skipped("no GPU activity: the replay models how host calls and GPU ops wait on each other")
-    blocking = int(g.call_waits.sum())
-    # each collective participant's end is a cut of the replay as a blocking call's end is
-    cuts = blocking + int((g.op_collective >= 0).sum())
-    if cuts > MAX_BLOCKING_CALLS:
-        return _skipped(
-            f"too many blocking calls and matched collective kernels to replay: {cuts:,} "
-            f"(limit {MAX_BLOCKING_CALLS:,})"
-        )
+    if engine.native_solver() is None:
+        cuts = engine.cut_count(g)
+        if cuts > MAX_CUTS_WITHOUT_SOLVER:
+            return _skipped(
+                f"too many blocking calls, host wake-ups and matched collective kernels to replay without the "
+                f"compiled solver: {cuts:,} (limit {MAX_CUTS_WITHOUT_SOLVER:,})"
+            )
     recorded = ctx.outcome(times=g.time)
     base = ctx.base
     typical = ctx.outcome(g.at_typical_lags())

@@ -5,10 +5,15 @@ anchor). Unrolled, t_i = c_i + max(carry, max_{j <= i}(b_j - c_j)) with c the ru
 cumulative sum and a cumulative max, so a whole stretch of a chain is solved by a few numpy calls.
 
 Cross edges from host to GPU (launches) only go forward in the recording; edges from GPU to host (a blocking
-call's end waiting for an op) are what couples the chains. The points are cut into *segments* at the ends of
-the blocking calls, in recorded order; within a segment the host chains are solved first, then the GPU chains
-(their launches are known by then), then the segment's blocking call's end (what it waits for is known by
-then). A collective participant's end is cut the same way (the other participants' starts are known by then). The loop runs over segments (three numpy batches per blocking call), never over events.
+call's end waiting for an op) and between host threads (wake-ups) are what couple the chains. The points are
+ordered into batches cut at those edges' targets, in recorded order (:func:`schedule_keys`); within a segment the
+host chains come first, then the GPU chains (their launches are known by then), then the cut point (what it waits
+for is known by then). A collective participant's end is cut the same way.
+
+:func:`solve` visits the points once in that order with the compiled helper ``_replay_solve`` (a few ns per point
+and edge). Without it (no C compiler at install time), :func:`solve_by_batches` solves batch by batch with numpy
+(three batches per cut, a dozen numpy calls each): the same integers, at a cost set by the number of cuts, which
+numpy cannot avoid, since each cut depends on the batch before it.
 """
 
 from __future__ import annotations
@@ -90,6 +95,18 @@ def schedule_keys(graph: Graph) -> np.ndarray:
         np.maximum.at(key, dst[late], needed[late])
         key = _chain_cummax(key, graph.chain_first)
     return key
+
+
+def cut_count(graph: Graph) -> int:
+    """The points the numpy batches cut the replay at (each starts a segment of three batches): the ends of the
+    blocking calls, the starts of the calls a wake-up edge resumes, the ends of the collective participants."""
+    coupling = graph.edge_is_wait | graph.edge_is_wake | graph.edge_is_collective
+    return int(np.unique(graph.edge_dst[coupling]).size)
+
+
+def native_solver() -> object | None:
+    """The compiled one-pass solver in use, or None (then the numpy batches solve)."""
+    return _replay_solve
 
 
 def _chain_cummax(key: np.ndarray, chain_first: np.ndarray) -> np.ndarray:
