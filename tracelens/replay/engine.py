@@ -23,6 +23,7 @@ from functools import cached_property
 
 import numpy as np
 
+from ..values import sorted_distinct
 from .graph import GPU_END, GPU_START, NONE, Graph
 
 # The one-pass solver (_replay_solve.c), built at install time where a C compiler is there; None without it
@@ -77,7 +78,7 @@ def schedule_keys(graph: Graph) -> np.ndarray:
     ends after the call waiting for it returned, as pageable copies do, moves that call's end, and what follows
     it on its thread, to a later batch)."""
     coupling = graph.edge_is_wait | graph.edge_is_wake | graph.edge_is_collective
-    boundaries = np.unique(graph.edge_dst[coupling])
+    boundaries = sorted_distinct(graph.edge_dst[coupling])
     order = np.lexsort((boundaries, graph.time[boundaries]))
     boundary_sorted = boundaries[order]
     seg = np.searchsorted(graph.time[boundary_sorted], graph.time, side="left").astype(np.int64)
@@ -101,7 +102,7 @@ def cut_count(graph: Graph) -> int:
     """The points the numpy batches cut the replay at (each starts a segment of three batches): the ends of the
     blocking calls, the starts of the calls a wake-up edge resumes, the ends of the collective participants."""
     coupling = graph.edge_is_wait | graph.edge_is_wake | graph.edge_is_collective
-    return int(np.unique(graph.edge_dst[coupling]).size)
+    return int(sorted_distinct(graph.edge_dst[coupling]).size)
 
 
 def native_solver() -> object | None:
