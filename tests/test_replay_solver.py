@@ -96,7 +96,7 @@ def point_by_point(graph: Graph, shared: engine.Plan) -> np.ndarray:
     """The recurrence read literally, one point at a time in the plan's order: a source scheduled at or after
     its target (``key``) is read at its recorded time, as the batches read it."""
     t = graph.time.copy()
-    key = shared.key
+    key = engine.schedule_keys(graph)
     incoming: dict[int, list[tuple[int, int]]] = {}
     for s, d, lag in zip(
         graph.edge_src.tolist(), graph.edge_dst.tolist(), graph.edge_lag.tolist(), strict=True

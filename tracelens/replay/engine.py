@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -140,7 +141,7 @@ class Plan:
     The batches themselves (``group_lo`` ...) are derived on first use, by the numpy path only."""
 
     sources: tuple[np.ndarray, ...]
-    key: np.ndarray
+    key: np.ndarray | None  # each point's batch: kept only for the numpy batches (no compiled solver)
     order: np.ndarray
     e_order: np.ndarray
     e_pos: np.ndarray
@@ -195,7 +196,7 @@ def plan(graph: Graph) -> Plan:
     np.cumsum(np.bincount(e_pos, minlength=n), out=e_ptr[1:])
     return Plan(
         sources=tuple(getattr(graph, name) for name in _PLAN_SOURCES),
-        key=key,
+        key=key if _replay_solve is None else None,
         order=order,
         e_order=e_order,
         e_pos=e_pos,
@@ -207,7 +208,10 @@ def plan(graph: Graph) -> Plan:
 
 def _batches(shared: Plan) -> _Batches:
     order, n = shared.order, shared.order.size
-    key_sorted = shared.key[order]
+    key = shared.key
+    if key is None:  # planned for the compiled solver, which does not need it: the same keys again
+        key = schedule_keys(_structure(shared))
+    key_sorted = key[order]
     cut = np.flatnonzero(np.diff(key_sorted)) + 1
     group_lo = np.concatenate([[0], cut]).astype(np.int64)
     group_hi = np.append(cut, n).astype(np.int64)
@@ -227,6 +231,11 @@ def _batches(shared: Plan) -> _Batches:
         e_hi=np.searchsorted(shared.e_pos, group_hi, side="left"),
         runs_in_group=np.add.reduceat(run_start.astype(np.int64), group_lo),
     )
+
+
+def _structure(shared: Plan) -> Graph:
+    """The arrays the plan was made from, under their graph names (what :func:`schedule_keys` reads)."""
+    return SimpleNamespace(**dict(zip(_PLAN_SOURCES, shared.sources, strict=True)))  # type: ignore[return-value]
 
 
 def solve(graph: Graph, shared: Plan | None = None) -> np.ndarray:
