@@ -191,7 +191,7 @@ def plan(graph: Graph) -> Plan:
     position[order] = np.arange(n)
     e_pos = position[graph.edge_dst]
     e_order = np.argsort(e_pos, kind="stable")
-    e_pos, e_src = e_pos[e_order], graph.edge_src[e_order]
+    e_pos, e_src = e_pos[e_order], graph.edge_src[e_order].astype(np.int64, copy=False)
     e_ptr = np.zeros(n + 1, np.int64)
     np.cumsum(np.bincount(e_pos, minlength=n), out=e_ptr[1:])
     return Plan(
@@ -251,14 +251,14 @@ def solve(graph: Graph, shared: Plan | None = None) -> np.ndarray:
     t = np.empty(n, np.int64)
     _replay_solve.solve_in_order(
         ordered.order,
-        np.ascontiguousarray(graph.chain_first).view(np.uint8),
+        np.ascontiguousarray(graph.chain_first, dtype=bool).view(np.uint8),
         np.ascontiguousarray(graph.lag, np.int64),
         np.ascontiguousarray(graph.anchor, np.int64),
         np.ascontiguousarray(graph.time, np.int64),
         ordered.e_ptr,
         ordered.e_src,
         graph.edge_lag[ordered.e_order].astype(np.int64, copy=False),
-        ordered.e_stale.view(np.uint8),
+        np.ascontiguousarray(ordered.e_stale, dtype=bool).view(np.uint8),
         t,
     )
     return t
