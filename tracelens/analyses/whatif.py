@@ -89,6 +89,7 @@ def whatif(trace: Trace) -> dict[str, Any]:
         "unlaunched_gpu_ops": int((g.op_launch_call < 0).sum()),
         "gpu_ops": int(g.op_row.size),
     }
+    del typical  # its times (8 bytes a point) are not needed past replay_error
     remedies: list[dict[str, Any]] = []
     for cause, (remedy, model) in REMEDIES.items():
         changed, assumptions = model(ctx)
@@ -117,6 +118,7 @@ def whatif(trace: Trace) -> dict[str, Any]:
                 "assumptions": assumptions,
             }
         )
+        del changed, out  # each remedy's graph and times go before the next one's are made
     # largest gain first: by the step time where the trace has steps (the steady state), else by the span
     remedies.sort(key=lambda r: (float(r["predicted_step_ns"] or 0.0), -int(r["gain_ns"])))
     return {

@@ -82,12 +82,17 @@ def schedule_keys(graph: Graph) -> np.ndarray:
     boundaries = sorted_distinct(graph.edge_dst[coupling])
     order = np.lexsort((boundaries, graph.time[boundaries]))
     boundary_sorted = boundaries[order]
-    seg = np.searchsorted(graph.time[boundary_sorted], graph.time, side="left").astype(np.int64)
+    seg = np.searchsorted(graph.time[boundary_sorted], graph.time, side="left").astype(np.int64, copy=False)
     seg[boundary_sorted] = np.arange(boundary_sorted.size)
     is_gpu = (graph.kind == GPU_START) | (graph.kind == GPU_END)
-    phase = np.where(is_gpu, GPU_PHASE, HOST_PHASE).astype(np.int64)
+    phase = np.where(is_gpu, GPU_PHASE, HOST_PHASE).astype(np.int8)
+    del is_gpu
     phase[boundaries] = WAIT_PHASE
-    key = _chain_cummax(3 * seg + phase, graph.chain_first)
+    seg *= 3  # in place from here (a few arrays of the points less at the plan's peak)
+    seg += phase
+    del phase
+    key = _chain_cummax(seg, graph.chain_first)
+    del seg
     src, dst = graph.edge_src, graph.edge_dst
     for _ in range(MAX_KEY_ROUNDS):  # a handful of rounds: edges run forward in the recording but for skew
         needed = key[src] + 1
@@ -114,9 +119,13 @@ def native_solver() -> object | None:
 def _chain_cummax(key: np.ndarray, chain_first: np.ndarray) -> np.ndarray:
     if key.size == 0:
         return key
-    run = np.cumsum(chain_first) - 1
-    width = int(key.max()) + 1
-    return np.maximum.accumulate(key + run * width) - run * width
+    run = np.cumsum(chain_first, dtype=np.int64)
+    run -= 1
+    run *= int(key.max()) + 1  # each chain shifted above the ones before it
+    out = key + run
+    np.maximum.accumulate(out, out=out)
+    out -= run
+    return out
 
 
 _PLAN_SOURCES = (

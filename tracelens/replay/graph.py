@@ -239,6 +239,11 @@ def build(trace: Trace) -> Graph:
             trace.take("dst_kind", op_row[idx]), is_pageable
         )
 
+    call_is_marker = marker[calls]
+    # the per-row arrays of the host calls end here: dropped before the points (the build's peak) are made
+    del api, key, thread, marker, s, e, order, head, prev_end, nested, outer, outer_index, row_to_call_api
+    del api_offset, api_sorted, at, found, api_pos, launch_row
+
     # --- points: host chains first (thread order), then stream chains ((device, stream) order)
     host_time = np.empty(2 * n_calls, np.int64)
     host_time[0::2], host_time[1::2] = cs, ce
@@ -505,7 +510,7 @@ def build(trace: Trace) -> Graph:
         call_waits=call_waits,
         call_waited=call_waited,
         call_is_sync=is_sync,
-        call_is_marker=marker[calls],
+        call_is_marker=call_is_marker,
         thread_keys=thread_keys,
         op_start=op_start_pt,
         op_end=op_end_pt,
