@@ -26,13 +26,13 @@ def _relative(replayed: float | None, recorded: float | None) -> float | None:
     return (replayed - recorded) / recorded
 
 
-# Size limits of the replay. Memory: the graph holds ~75 bytes per point and the section peaks at ~200-220 bytes
-# per point above the loaded trace (Nsight export replicated x100: 2.03M points, +440 MiB; x1000: 20.3M points,
-# +4.1 GiB beside a 2.1 GiB trace), so MAX_POINTS = 30M keeps it under ~6.5 GiB. Time: the compiled solver
+# Size limits of the replay. Memory: the graph holds ~75 bytes per point and the section peaks at ~170-180 bytes
+# per point above the loaded trace (Nsight export replicated x100: 2.03M points, +364 MiB; x1000: 20.3M points,
+# +3.5 GiB beside a 2.1 GiB trace), so MAX_POINTS = 30M keeps it under ~5.5 GiB. Time: the compiled solver
 # (replay/_replay_solve.c) visits each point and edge once per replay (the unchanged one, the model one, one per
 # remedy), a few ns each; plans, remedies and the critical path are numpy passes over the points: the section
-# grows with the points alone (CPU, shared 2-core machine: 1.4 s at x100 against a 3.2 s load, 20 s at x1000
-# against a 36 s load: ~1.4x per point, the cache misses of 10x larger arrays).
+# grows with the points alone (CPU, shared 2-core machine: 1.4 s at x100 against a 3.3 s load, 21 s at x1000
+# against a 37 s load: ~1.4x per point, the cache misses of 10x larger arrays).
 MAX_POINTS = 30_000_000
 # Without the compiled solver (no C compiler at install time) the numpy batches solve: one batch per *cut* (each
 # blocking call's end, each wake-up of an idle host thread by another, each collective participant's end, in
