@@ -104,7 +104,12 @@ def run(tree: Path, code: str, path: Path) -> dict:
     with tempfile.TemporaryFile("w+") as err:  # the CLI's "wrote ..." line; shown when the child fails
         started = time.perf_counter()
         proc = subprocess.Popen(
-            [sys.executable, "-c", code, str(path)], cwd=tree, env=env, stdout=subprocess.PIPE, stderr=err, text=True
+            [sys.executable, "-c", code, str(path)],
+            cwd=tree,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=err,
+            text=True,
         )
         out = proc.stdout.read() if proc.stdout else ""
         _, status, usage = os.wait4(proc.pid, 0)  # the child's own rusage (not waited for by Popen)
@@ -144,8 +149,11 @@ def main() -> int:
         for label, tree, code in jobs if r % 2 == 0 else list(reversed(jobs)):
             m = run(tree, code, path)
             runs[label].append(m)
-            print(f"round {r + 1} {label}: wall {m['wall']:.2f} s, cpu {m['cpu']:.2f} s, "
-                  f"peak {m['rss_mib']:.0f} MiB", flush=True)
+            print(
+                f"round {r + 1} {label}: wall {m['wall']:.2f} s, cpu {m['cpu']:.2f} s, "
+                f"peak {m['rss_mib']:.0f} MiB",
+                flush=True,
+            )
     floor = statistics.median(m["wall"] for m in runs["floor"])
     floor_cpu = statistics.median(m["cpu"] for m in runs["floor"])
     lines = [

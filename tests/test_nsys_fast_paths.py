@@ -149,7 +149,9 @@ def test_deferred_depth_of_an_open_range_counts_everything_after_it(tmp_path: Pa
     )
     with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
         have = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
-        host = " UNION ALL ".join(q for q in host.split(" UNION ALL ") if q.split(" FROM ")[1].split()[0] in have)
+        host = " UNION ALL ".join(
+            q for q in host.split(" UNION ALL ") if q.split(" FROM ")[1].split()[0] in have
+        )
         expected = Counter(
             conn.execute(
                 f"""WITH host(s, e, tid) AS ({host})

@@ -358,7 +358,9 @@ def test_replay_error_on_shared_traces(path: Path) -> None:
     assert abs(error["model_span_error"]) < 0.02
     if error["steps"]:
         assert abs(error["model_step_error"]) < 0.02
-    assert error["model_reason"] is None and error["model_error_by_lag"] is None  # within the limit: no reason
+    assert (
+        error["model_reason"] is None and error["model_error_by_lag"] is None
+    )  # within the limit: no reason
 
 
 def test_a_recorded_stream_sync_waits_for_its_stream_only() -> None:
@@ -468,12 +470,23 @@ def test_too_large_traces_are_skipped_with_a_reason(monkeypatch: pytest.MonkeyPa
     doc = section.whatif(Trace.from_rows(SYNC_ROWS))
     assert doc["replay_error"] is None and doc["remedies"] == [] and "12 graph points" in doc["reason"]
     monkeypatch.setattr(section, "MAX_POINTS", 12)
-    monkeypatch.setattr(section, "MAX_BLOCKING_CALLS", 1)  # it has 2
+    # the cut limit applies where the numpy batches solve (no compiled solver): cuts are the ends of blocking calls,
+    # the starts of calls a wake-up resumes, the ends of matched collective kernels
+    assert section.whatif(Trace.from_rows(SYNC_ROWS))["reason"] is None  # with the solver built
+    monkeypatch.setattr(engine, "_replay_solve", None)
+    monkeypatch.setattr(section, "MAX_CUTS_WITHOUT_SOLVER", 1)  # it has 2 syncs
     assert "2 (limit 1)" in section.whatif(Trace.from_rows(SYNC_ROWS))["reason"]
-    # matched collective kernels cut the replay too: the two-device trace has 2 syncs and 2 participants
+    monkeypatch.setattr(section, "MAX_CUTS_WITHOUT_SOLVER", 2)
+    assert section.whatif(Trace.from_rows(SYNC_ROWS))["reason"] is None
+    # the two-device trace has 2 syncs and 2 participants
     monkeypatch.setattr(section, "MAX_POINTS", 20)
-    monkeypatch.setattr(section, "MAX_BLOCKING_CALLS", 3)
+    monkeypatch.setattr(section, "MAX_CUTS_WITHOUT_SOLVER", 3)
     assert "4 (limit 3)" in section.whatif(Trace.from_rows(two_device_rows()))["reason"]
+    # a host thread woken by another after an idle gap is a cut too (the main thread wakes a second one)
+    woken = [*SYNC_ROWS, host("runtime", "cudaGetDevice", 1_100_000, 1_101_000, tid=2)]
+    graph = build(Trace.from_rows(woken))
+    assert int(graph.edge_is_wake.sum()) == 1
+    assert engine.cut_count(graph) == 3
 
 
 def test_remedy_lines_read_the_document() -> None:

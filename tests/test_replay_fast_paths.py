@@ -1,7 +1,9 @@
 """The replay's fast paths give exactly what the reference paths give (speed lives in benchmarks/).
 
-- engine.solve: batches of up to SMALL_BATCH points solved point by point vs every batch through the numpy
-  path (SMALL_BATCH = 1), and a plan shared from the unchanged graph vs one made for the graph itself;
+- engine.solve: the one-pass compiled solver (where built) vs the numpy batches (solve_by_batches); in the
+  batches, batches of up to SMALL_BATCH points solved point by point vs every batch through the numpy path
+  (SMALL_BATCH = 1), and a plan shared from the unchanged graph vs one made for the graph itself
+  (tests/test_replay_solver.py: the same on generated graphs);
 - graph.text_mask (per dictionary word) vs the per-row str() it replaces;
 - completeness._member (sort + binary search) vs np.isin.
 """
@@ -45,14 +47,16 @@ def test_small_batches_and_shared_plan_equal_the_numpy_path(
         pytest.skip(f"{name} absent")
     ctx = Context(tracelens.load(path))
     graphs = _graphs(ctx)
-    fast = [engine.solve(g, ctx.plan) for g in graphs]
+    one_pass = [engine.solve(g, ctx.plan) for g in graphs]
+    fast = [engine.solve_by_batches(g, ctx.plan) for g in graphs]
     monkeypatch.setattr(engine, "SMALL_BATCH", 1)
-    reference = [engine.solve(g) for g in graphs]
+    reference = [engine.solve_by_batches(g) for g in graphs]
     sizes = np.diff(np.append(ctx.plan.group_lo, ctx.graph.size))
     assert ((sizes > 1) & (sizes <= 32)).any(), "the trace exercises the point-by-point path"
-    for a, b in zip(fast, reference, strict=True):
-        assert a.dtype == b.dtype
-        np.testing.assert_array_equal(a, b)
+    for a, b, c in zip(one_pass, fast, reference, strict=True):
+        assert a.dtype == b.dtype == c.dtype
+        np.testing.assert_array_equal(b, c)
+        np.testing.assert_array_equal(a, c)
 
 
 def test_text_mask_matches_per_row_strings() -> None:

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from ..replay import engine
 from ..replay.critical import critical_path
 from ..replay.graph import GPU_START
 from ..replay.remedies import NOT_MODELED, NOT_MODELED_REASONS, REMEDIES, Context, Outcome
@@ -29,10 +30,19 @@ def _relative(replayed: float | None, recorded: float | None) -> float | None:
     return (replayed - recorded) / recorded
 
 
-# Size limits of the replay (it holds ~20 arrays per point and solves ~3 numpy batches per blocking call, about
-# 25 µs each, for the unchanged replay, the model replay and each remedy): beyond them the section says why.
-MAX_POINTS = 5_000_000
-MAX_BLOCKING_CALLS = 50_000
+# Size limits of the replay. Memory: the graph holds ~75 bytes per point and the section peaks at ~170-180 bytes
+# per point above the loaded trace (Nsight export replicated x100: 2.03M points, +364 MiB; x1000: 20.3M points,
+# +3.5 GiB beside a 2.1 GiB trace), so MAX_POINTS = 30M keeps it under ~5.5 GiB. Time: the compiled solver
+# (replay/_replay_solve.c) visits each point and edge once per replay (the unchanged one, the model one, one per
+# remedy), a few ns each; plans, remedies and the critical path are numpy passes over the points: the section
+# grows with the points alone (CPU, shared 2-core machine: 1.4 s at x100 against a 3.3 s load, 21 s at x1000
+# against a 37 s load: ~1.4x per point, the cache misses of 10x larger arrays).
+MAX_POINTS = 30_000_000
+# Without the compiled solver (no C compiler at install time) the numpy batches solve: one batch per *cut* (each
+# blocking call's end, each wake-up of an idle host thread by another, each collective participant's end, in
+# sequence), ~9 µs per cut per replay whatever its size, ~60 µs per cut over the section's replays: 100,000 cuts
+# (the x100 export has 64,400, 63,600 of them wake-ups) is ~6 s.
+MAX_CUTS_WITHOUT_SOLVER = 100_000
 
 
 # The model replay (every lag at its device's median) is held to this error against the recording; beyond it,
@@ -124,14 +134,13 @@ def whatif(trace: Trace) -> dict[str, Any]:
     g = ctx.graph
     if g.op_row.size == 0:
         return _skipped("no GPU activity: the replay models how host calls and GPU ops wait on each other")
-    blocking = int(g.call_waits.sum())
-    # each collective participant's end is a cut of the replay as a blocking call's end is
-    cuts = blocking + int((g.op_collective >= 0).sum())
-    if cuts > MAX_BLOCKING_CALLS:
-        return _skipped(
-            f"too many blocking calls and matched collective kernels to replay: {cuts:,} "
-            f"(limit {MAX_BLOCKING_CALLS:,})"
-        )
+    if engine.native_solver() is None:
+        cuts = engine.cut_count(g)
+        if cuts > MAX_CUTS_WITHOUT_SOLVER:
+            return _skipped(
+                f"too many blocking calls, host wake-ups and matched collective kernels to replay without the "
+                f"compiled solver: {cuts:,} (limit {MAX_CUTS_WITHOUT_SOLVER:,})"
+            )
     recorded = ctx.outcome(times=g.time)
     base = ctx.base
     typical = ctx.outcome(g.at_typical_lags())
@@ -156,6 +165,7 @@ def whatif(trace: Trace) -> dict[str, Any]:
         parts = _model_error_by_lag(ctx, recorded)
         replay_error["model_error_by_lag"] = parts
         replay_error["model_reason"] = _model_reason(replay_error, parts, int(g.op_graph.sum()))
+    del typical  # its times (8 bytes a point) are not needed past replay_error
     remedies: list[dict[str, Any]] = []
     for cause, (remedy, model) in REMEDIES.items():
         changed, assumptions = model(ctx)
@@ -184,6 +194,7 @@ def whatif(trace: Trace) -> dict[str, Any]:
                 "assumptions": assumptions,
             }
         )
+        del changed, out  # each remedy's graph and times go before the next one's are made
     # largest gain first: by the step time where the trace has steps (the steady state), else by the span
     remedies.sort(key=lambda r: (float(r["predicted_step_ns"] or 0.0), -int(r["gain_ns"])))
     return {

@@ -55,16 +55,24 @@ def path_points(graph: Graph, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     by_chain = source == np.arange(n) - 1
     # the first point of the stretch of its chain that led to it through chain predecessors only
     head = np.maximum.accumulate(np.where(~by_chain, np.arange(n), 0))
-    parts = []
+    # a loop over chain switches on the path, through memoryviews (plain ints, no numpy call per switch)
+    head_v, source_v = head.data, source.data
+    tops: list[int] = []
+    bottoms: list[int] = []
     point = int(np.argmax(t))
-    for _ in range(n):  # a loop over chain switches on the path
-        h = int(head[point])
-        parts.append(np.arange(point, h - 1, -1))
-        nxt = int(source[h])
+    for _ in range(n):
+        h = head_v[point]
+        tops.append(point)
+        bottoms.append(h)
+        nxt = source_v[h]
         if nxt < 0 or nxt == h:
             break
         point = nxt
-    path = np.concatenate(parts)[::-1] if parts else np.zeros(0, np.int64)
+    # the stretches bottom..top, first switch last: one index array
+    lo = np.array(bottoms[::-1], np.int64)
+    lengths = np.array(tops[::-1], np.int64) - lo + 1
+    starts = np.cumsum(lengths) - lengths
+    path = np.arange(int(lengths.sum()), dtype=np.int64) + np.repeat(lo - starts, lengths)
     return path, source[path]
 
 

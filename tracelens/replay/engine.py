@@ -5,19 +5,34 @@ anchor). Unrolled, t_i = c_i + max(carry, max_{j <= i}(b_j - c_j)) with c the ru
 cumulative sum and a cumulative max, so a whole stretch of a chain is solved by a few numpy calls.
 
 Cross edges from host to GPU (launches) only go forward in the recording; edges from GPU to host (a blocking
-call's end waiting for an op) are what couples the chains. The points are cut into *segments* at the ends of
-the blocking calls, in recorded order; within a segment the host chains are solved first, then the GPU chains
-(their launches are known by then), then the segment's blocking call's end (what it waits for is known by
-then). A collective participant's end is cut the same way (the other participants' starts are known by then). The loop runs over segments (three numpy batches per blocking call), never over events.
+call's end waiting for an op) and between host threads (wake-ups) are what couple the chains. The points are
+ordered into batches cut at those edges' targets, in recorded order (:func:`schedule_keys`); within a segment the
+host chains come first, then the GPU chains (their launches are known by then), then the cut point (what it waits
+for is known by then). A collective participant's end is cut the same way.
+
+:func:`solve` visits the points once in that order with the compiled helper ``_replay_solve`` (a few ns per point
+and edge). Without it (no C compiler at install time), :func:`solve_by_batches` solves batch by batch with numpy
+(three batches per cut, a dozen numpy calls each): the same integers, at a cost set by the number of cuts, which
+numpy cannot avoid, since each cut depends on the batch before it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
+from types import SimpleNamespace
 
 import numpy as np
 
+from ..values import sorted_distinct
 from .graph import GPU_END, GPU_START, NONE, Graph
+
+# The one-pass solver (_replay_solve.c), built at install time where a C compiler is there; None without it
+# (then the numpy batches solve: the same integers, slower where batches are many). Tests swap it by this name.
+try:
+    from . import _replay_solve
+except ImportError:  # pragma: no cover - no compiler at install time
+    _replay_solve = None  # type: ignore[assignment]
 
 HOST_PHASE, GPU_PHASE, WAIT_PHASE = 0, 1, 2
 SMALL_BATCH = 32  # batches up to this many points are solved point by point (see solve)
@@ -64,15 +79,20 @@ def schedule_keys(graph: Graph) -> np.ndarray:
     ends after the call waiting for it returned, as pageable copies do, moves that call's end, and what follows
     it on its thread, to a later batch)."""
     coupling = graph.edge_is_wait | graph.edge_is_wake | graph.edge_is_collective
-    boundaries = np.unique(graph.edge_dst[coupling])
+    boundaries = sorted_distinct(graph.edge_dst[coupling])
     order = np.lexsort((boundaries, graph.time[boundaries]))
     boundary_sorted = boundaries[order]
-    seg = np.searchsorted(graph.time[boundary_sorted], graph.time, side="left").astype(np.int64)
+    seg = np.searchsorted(graph.time[boundary_sorted], graph.time, side="left").astype(np.int64, copy=False)
     seg[boundary_sorted] = np.arange(boundary_sorted.size)
     is_gpu = (graph.kind == GPU_START) | (graph.kind == GPU_END)
-    phase = np.where(is_gpu, GPU_PHASE, HOST_PHASE).astype(np.int64)
+    phase = np.where(is_gpu, GPU_PHASE, HOST_PHASE).astype(np.int8)
+    del is_gpu
     phase[boundaries] = WAIT_PHASE
-    key = _chain_cummax(3 * seg + phase, graph.chain_first)
+    seg *= 3  # in place from here (a few arrays of the points less at the plan's peak)
+    seg += phase
+    del phase
+    key = _chain_cummax(seg, graph.chain_first)
+    del seg
     src, dst = graph.edge_src, graph.edge_dst
     for _ in range(MAX_KEY_ROUNDS):  # a handful of rounds: edges run forward in the recording but for skew
         needed = key[src] + 1
@@ -84,12 +104,28 @@ def schedule_keys(graph: Graph) -> np.ndarray:
     return key
 
 
+def cut_count(graph: Graph) -> int:
+    """The points the numpy batches cut the replay at (each starts a segment of three batches): the ends of the
+    blocking calls, the starts of the calls a wake-up edge resumes, the ends of the collective participants."""
+    coupling = graph.edge_is_wait | graph.edge_is_wake | graph.edge_is_collective
+    return int(sorted_distinct(graph.edge_dst[coupling]).size)
+
+
+def native_solver() -> object | None:
+    """The compiled one-pass solver in use, or None (then the numpy batches solve)."""
+    return _replay_solve
+
+
 def _chain_cummax(key: np.ndarray, chain_first: np.ndarray) -> np.ndarray:
     if key.size == 0:
         return key
-    run = np.cumsum(chain_first) - 1
-    width = int(key.max()) + 1
-    return np.maximum.accumulate(key + run * width) - run * width
+    run = np.cumsum(chain_first, dtype=np.int64)
+    run -= 1
+    run *= int(key.max()) + 1  # each chain shifted above the ones before it
+    out = key + run
+    np.maximum.accumulate(out, out=out)
+    out -= run
+    return out
 
 
 _PLAN_SOURCES = (
@@ -107,87 +143,157 @@ _PLAN_SOURCES = (
 
 @dataclass(frozen=True)
 class Plan:
-    """What a solve needs that does not depend on the lags or anchors: the batches, the runs (a chain's stretch
-    within a batch), the chain predecessor each run continues from, the edges into each batch. Remedies that
-    change only lags (most of them) share the arrays it was made from and reuse it (:meth:`fits`)."""
+    """What a solve needs that does not depend on the lags or anchors: the solving order (points by batch, see
+    :func:`schedule_keys`), the edges into each point in that order, and which edges read their source as
+    recorded (``e_stale``: the source is not scheduled before the target, a cycle from inconsistent clocks).
+    Remedies that change only lags (most of them) share the arrays it was made from and reuse it (:meth:`fits`).
+    The batches themselves (``group_lo`` ...) are derived on first use, by the numpy path only."""
 
     sources: tuple[np.ndarray, ...]
+    key: np.ndarray | None  # each point's batch: kept only for the numpy batches (no compiled solver)
     order: np.ndarray
-    group_lo: np.ndarray
-    group_hi: np.ndarray
-    run_start: np.ndarray
-    carry_from: np.ndarray
     e_order: np.ndarray
     e_pos: np.ndarray
     e_src: np.ndarray
-    e_lo: np.ndarray
-    e_hi: np.ndarray
-    runs_in_group: np.ndarray
+    e_ptr: np.ndarray  # edges into the point at position i of ``order``: e_ptr[i] .. e_ptr[i + 1] - 1
+    e_stale: np.ndarray
 
     def fits(self, graph: Graph) -> bool:
         return all(
             getattr(graph, name) is array for name, array in zip(_PLAN_SOURCES, self.sources, strict=True)
         )
 
+    @cached_property
+    def batches(self) -> _Batches:
+        return _batches(self)
+
+    # the batches' arrays by their former names (tests and the numpy path read them)
+    group_lo = property(lambda self: self.batches.group_lo)
+    group_hi = property(lambda self: self.batches.group_hi)
+    run_start = property(lambda self: self.batches.run_start)
+    carry_from = property(lambda self: self.batches.carry_from)
+    e_lo = property(lambda self: self.batches.e_lo)
+    e_hi = property(lambda self: self.batches.e_hi)
+    runs_in_group = property(lambda self: self.batches.runs_in_group)
+
+
+@dataclass(frozen=True)
+class _Batches:
+    """The batches of a plan (equal keys), the runs in each (a chain's stretch within a batch), the chain
+    predecessor each run continues from, the edges into each batch."""
+
+    group_lo: np.ndarray
+    group_hi: np.ndarray
+    run_start: np.ndarray
+    carry_from: np.ndarray
+    e_lo: np.ndarray
+    e_hi: np.ndarray
+    runs_in_group: np.ndarray
+
 
 def plan(graph: Graph) -> Plan:
-    """The batches of ``graph`` (see :func:`schedule_keys`) and what each needs, computed once per structure."""
+    """The solving order of ``graph`` (see :func:`schedule_keys`) and its edges, computed once per structure."""
     n = graph.size
     key = schedule_keys(graph)
-    order = np.lexsort((np.arange(n), key))
-    key_sorted = key[order]
-    cut = np.flatnonzero(np.diff(key_sorted)) + 1
-    group_lo = np.concatenate([[0], cut]).astype(np.int64)
-    group_hi = np.append(cut, n).astype(np.int64)
-    chain = graph.chain[order]
-    new_group = np.zeros(n, bool)
-    new_group[group_lo] = True
-    run_start = new_group.copy()
-    run_start[1:] |= chain[1:] != chain[:-1]
-    head = _run_heads(run_start)
-    before = order[head] - 1  # the point before each run's first, on its chain (stored contiguously)
-    carry_from = np.where(graph.chain_first[order[head]], -1, before)
+    order = np.argsort(key, kind="stable")  # by batch, then by point (stable)
     position = np.empty(n, np.int64)
     position[order] = np.arange(n)
     e_pos = position[graph.edge_dst]
     e_order = np.argsort(e_pos, kind="stable")
-    e_pos, e_src = e_pos[e_order], graph.edge_src[e_order]
+    e_pos, e_src = e_pos[e_order], graph.edge_src[e_order].astype(np.int64, copy=False)
+    e_ptr = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(e_pos, minlength=n), out=e_ptr[1:])
     return Plan(
         sources=tuple(getattr(graph, name) for name in _PLAN_SOURCES),
+        key=key if _replay_solve is None else None,
         order=order,
-        group_lo=group_lo,
-        group_hi=group_hi,
-        run_start=run_start,
-        carry_from=carry_from,
         e_order=e_order,
         e_pos=e_pos,
         e_src=e_src,
-        e_lo=np.searchsorted(e_pos, group_lo, side="left"),
-        e_hi=np.searchsorted(e_pos, group_hi, side="left"),
+        e_ptr=e_ptr,
+        e_stale=key[e_src] >= key[graph.edge_dst[e_order]],
+    )
+
+
+def _batches(shared: Plan) -> _Batches:
+    order, n = shared.order, shared.order.size
+    key = shared.key
+    if key is None:  # planned for the compiled solver, which does not need it: the same keys again
+        key = schedule_keys(_structure(shared))
+    key_sorted = key[order]
+    cut = np.flatnonzero(np.diff(key_sorted)) + 1
+    group_lo = np.concatenate([[0], cut]).astype(np.int64)
+    group_hi = np.append(cut, n).astype(np.int64)
+    chain_first, chain = shared.sources[3], shared.sources[2]
+    chain = chain[order]
+    run_start = np.zeros(n, bool)
+    run_start[group_lo] = True
+    run_start[1:] |= chain[1:] != chain[:-1]
+    head = _run_heads(run_start)
+    before = order[head] - 1  # the point before each run's first, on its chain (stored contiguously)
+    return _Batches(
+        group_lo=group_lo,
+        group_hi=group_hi,
+        run_start=run_start,
+        carry_from=np.where(chain_first[order[head]], -1, before),
+        e_lo=np.searchsorted(shared.e_pos, group_lo, side="left"),
+        e_hi=np.searchsorted(shared.e_pos, group_hi, side="left"),
         runs_in_group=np.add.reduceat(run_start.astype(np.int64), group_lo),
     )
 
 
+def _structure(shared: Plan) -> Graph:
+    """The arrays the plan was made from, under their graph names (what :func:`schedule_keys` reads)."""
+    return SimpleNamespace(**dict(zip(_PLAN_SOURCES, shared.sources, strict=True)))  # type: ignore[return-value]
+
+
 def solve(graph: Graph, shared: Plan | None = None) -> np.ndarray:
     """Replayed time of every point (``shared``: a plan made for a graph of the same structure, reused when it
-    fits)."""
+    fits): one pass in the plan's order by the compiled helper where it was built (_replay_solve.c), else the
+    numpy batches (:func:`solve_by_batches`); both give the same integers."""
+    n = graph.size
+    if n == 0:
+        return graph.time.copy()
+    ordered = shared if shared is not None and shared.fits(graph) else plan(graph)
+    if _replay_solve is None:
+        return solve_by_batches(graph, ordered)
+    t = np.empty(n, np.int64)
+    _replay_solve.solve_in_order(
+        ordered.order,
+        np.ascontiguousarray(graph.chain_first, dtype=bool).view(np.uint8),
+        np.ascontiguousarray(graph.lag, np.int64),
+        np.ascontiguousarray(graph.anchor, np.int64),
+        np.ascontiguousarray(graph.time, np.int64),
+        ordered.e_ptr,
+        ordered.e_src,
+        graph.edge_lag[ordered.e_order].astype(np.int64, copy=False),
+        np.ascontiguousarray(ordered.e_stale, dtype=bool).view(np.uint8),
+        t,
+    )
+    return t
+
+
+def solve_by_batches(graph: Graph, shared: Plan | None = None) -> np.ndarray:
+    """Replayed time of every point, batch by batch with numpy (a few numpy calls per batch; batches are as many
+    as the blocking calls and wake-ups in sequence): the path without the compiled helper, and its reference."""
     n = graph.size
     t = graph.time.copy()  # a source solved later than its target (clock skew) is read as recorded
     if n == 0:
         return t
-    batches_of = shared if shared is not None and shared.fits(graph) else plan(graph)
-    order, group_lo, group_hi = batches_of.order, batches_of.group_lo, batches_of.group_hi
+    ordered = shared if shared is not None and shared.fits(graph) else plan(graph)
+    batches_of = ordered.batches
+    order, group_lo, group_hi = ordered.order, batches_of.group_lo, batches_of.group_hi
     run_start, carry_from, e_pos, e_src = (
         batches_of.run_start,
         batches_of.carry_from,
-        batches_of.e_pos,
-        batches_of.e_src,
+        ordered.e_pos,
+        ordered.e_src,
     )
     e_lo, e_hi, runs_in_group = batches_of.e_lo, batches_of.e_hi, batches_of.runs_in_group
     # what depends on the lags and anchors: the running lag sums along each run, the edges' lags
     c = _segmented_cumsum(graph.lag[order], run_start)
     anchor = graph.anchor[order]
-    e_lag = graph.edge_lag[batches_of.e_order]
+    e_lag = graph.edge_lag[ordered.e_order]
     # Small batches (most of them: a blocking call's end, a few host calls between two cuts) are solved point
     # by point in plain Python, through memoryviews (no copies): below SMALL_BATCH points that is cheaper than
     # the dozen numpy calls of a batch, and gives the same integers (t_i = max(t_{i-1} + lag_i, b_i) unrolled).

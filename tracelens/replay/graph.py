@@ -240,6 +240,19 @@ def build(trace: Trace) -> Graph:
             trace.take("dst_kind", op_row[idx]), is_pageable
         )
 
+    # a launch from inside one-time work (see o_one_time below), read while the launch rows are at hand
+    one_time = one_time_work(trace).mask
+    op_one_time = (
+        found & (one_time[np.maximum(launch_row, 0)] | one_time[call_row[np.maximum(op_launch_call, 0)]])
+        if n_calls
+        else np.zeros(n_ops, bool)
+    )
+    del one_time
+    call_is_marker = marker[calls]
+    # the per-row arrays of the host calls end here: dropped before the points (the build's peak) are made
+    del api, key, thread, marker, s, e, order, head, prev_end, nested, outer, outer_index, row_to_call_api
+    del api_offset, api_sorted, at, found, api_pos, launch_row
+
     # --- points: host chains first (thread order), then stream chains ((device, stream) order)
     host_time = np.empty(2 * n_calls, np.int64)
     host_time[0::2], host_time[1::2] = cs, ce
@@ -311,12 +324,7 @@ def build(trace: Trace) -> Graph:
     # A launch from inside one-time work (a first launch that loads its module, analyses/startup.py) waits for
     # that work, not for the launch path: it keeps its recorded latency in the model replay and stays out of
     # the device's median (on the 3-op RTX 3080 export two module-loading launches of 17 ms set the median).
-    one_time = one_time_work(trace).mask
-    o_one_time = (
-        found & (one_time[np.maximum(launch_row, 0)] | one_time[call_row[np.maximum(op_launch_call, 0)]])
-        if n_calls
-        else np.zeros(n_ops, bool)
-    )[op_order]
+    o_one_time = op_one_time[op_order]
     steady = launch_binds & ~o_one_time
     launch_typ = _median_by(o_dev[steady], np.maximum(launch_res[steady], 0), DEFAULT_LAUNCH_LAG_NS)
     queued = ~op_first & ~launch_binds & ~event_binds
@@ -461,14 +469,27 @@ def build(trace: Trace) -> Graph:
     else:
         wake_typ, own_typ = DEFAULT_WAKE_NS, DEFAULT_SYNC_OWN_NS
 
+    # The point arrays joined from their host and GPU parts, each part dropped once joined: the build's peak
+    # memory is here (all parts and all joined arrays alive at once was ~2x the graph's points).
+    del host_time, gpu_time
+    stream_typical = np.concatenate([np.zeros(2 * n_calls, np.int64), gpu_typical])
+    chain = np.concatenate([host_chain, gpu_chain])
+    del host_chain, gpu_chain
+    kind = np.concatenate([host_kind, gpu_kind])
+    lag = np.concatenate([host_lag, gpu_lag])
+    del host_lag, gpu_lag
+    anchor = np.concatenate([host_anchor, gpu_anchor])
+    del host_anchor, gpu_anchor
+    row = np.concatenate([host_row, gpu_row]).astype(np.int64, copy=False)
+    del host_row, gpu_row
     graph = Graph(
         time=time,
-        stream_typical=np.concatenate([np.zeros(2 * n_calls, np.int64), gpu_typical]),
-        chain=np.concatenate([host_chain, gpu_chain]),
-        kind=np.concatenate([host_kind, gpu_kind]),
-        lag=np.concatenate([host_lag, gpu_lag]),
-        anchor=np.concatenate([host_anchor, gpu_anchor]),
-        row=np.concatenate([host_row, gpu_row]).astype(np.int64),
+        stream_typical=stream_typical,
+        chain=chain,
+        kind=kind,
+        lag=lag,
+        anchor=anchor,
+        row=row,
         chain_first=np.concatenate([host_first, gpu_first]),
         edge_src=np.concatenate([l_src, v_src, w_src, k_src, c_src]).astype(np.int64),
         edge_dst=np.concatenate([l_dst, v_dst, w_dst, k_dst, c_dst]).astype(np.int64),
@@ -501,7 +522,7 @@ def build(trace: Trace) -> Graph:
         call_waits=call_waits,
         call_waited=call_waited,
         call_is_sync=is_sync,
-        call_is_marker=marker[calls],
+        call_is_marker=call_is_marker,
         thread_keys=thread_keys,
         op_start=op_start_pt,
         op_end=op_end_pt,

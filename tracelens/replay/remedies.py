@@ -19,6 +19,7 @@ from ..analyses.names import code_mask, is_collective_kernel, is_graph_launch, i
 from ..analyses.startup import FIRST_API, LONG_LAUNCH, one_time_work
 from ..gpu_specs import device_links
 from ..trace import ANNOTATION, CPU_OP, DRIVER, PYTHON, RUNTIME, STEP, Trace
+from ..values import sorted_distinct
 from .collectives import overlap_collectives
 from .engine import Plan, plan, solve
 from .graph import GPU_END, GPU_START, HOST_END, HOST_START, NONE, Graph, build, lower_is, text_mask
@@ -236,7 +237,7 @@ def host_launch_overhead(ctx: Context) -> tuple[Graph | None, str]:
     # one graph launch per captured region: the launches of a step (or of the whole window) on one host thread
     # between two blocking calls (a graph cannot hold a host wait); its cost at the region's first launching call
     cost, how, gap = _graph_costs(ctx)
-    callers = np.unique(g.op_launch_call[launched])
+    callers = sorted_distinct(g.op_launch_call[launched])
     first_points = g.call_start[callers]
     blocking_before = (np.cumsum(g.call_waits) - g.call_waits)[callers]  # calls are in (thread, time) order
     step, thread = ctx.step_of[first_points], g.chain[first_points]
@@ -276,7 +277,7 @@ def _blocking_calls(ctx: Context) -> tuple[np.ndarray, np.ndarray]:
     readback = np.zeros(n, bool)
     big_copy = np.zeros(n, bool)
     waits_on_copy = g.op_is_copy & (g.op_launch_call >= 0)
-    wait_dst_calls = np.unique((g.edge_dst[g.edge_is_wait] - 1) // 2)
+    wait_dst_calls = sorted_distinct((g.edge_dst[g.edge_is_wait] - 1) // 2)
     is_blocking = np.zeros(n, bool)
     is_blocking[wait_dst_calls] = True
     if waits_on_copy.any():

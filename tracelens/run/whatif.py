@@ -11,14 +11,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..analyses.whatif import MAX_BLOCKING_CALLS, MAX_POINTS, graph_points
+from ..analyses.whatif import MAX_CUTS_WITHOUT_SOLVER, graph_points
+from ..replay import engine
 from ..replay.remedies import NOT_MODELED_REASONS, REMEDIES
 from ..replay.run_join import RankPart, RunOutcome, RunReplay, rank_part
 from ..trace import Trace
 from .crossrank import match_collectives
 
 # The run's replay holds every rank's graph at once (not its events): the one-trace replay's limit on points.
-MAX_RUN_POINTS = MAX_POINTS
+# The parent holds every rank's graph at once (~120 B a point): 5M points keep it near 0.6 GiB, below the
+# single-trace limit (MAX_POINTS, one trace's graph at a time).
+MAX_RUN_POINTS = 5_000_000
 
 IMBALANCE = "multi_gpu_imbalance"
 IMBALANCE_REMEDY = "GPU work balanced across ranks between collectives"
@@ -101,10 +104,11 @@ def run_whatif(traces: Iterable[Trace], ranks: Sequence[int], comparable: bool) 
             collective[index][nccl["op"].to_numpy(np.int64)[mine]] = ids[mine]
     replay = RunReplay(parts, collective)
     g = replay.graph
-    cuts = int(g.call_waits.sum()) + int((g.op_collective >= 0).sum()) + replay.barriers
-    if cuts > MAX_BLOCKING_CALLS:
+    cuts = engine.cut_count(g) + replay.barriers
+    if engine.native_solver() is None and cuts > MAX_CUTS_WITHOUT_SOLVER:
         return skipped(
-            f"too many blocking calls and joined collective kernels to replay: {cuts:,} (limit {MAX_BLOCKING_CALLS:,})"
+            f"too many blocking calls and joined collective kernels to replay without the compiled solver: {cuts:,} "
+            f"(limit {MAX_CUTS_WITHOUT_SOLVER:,})"
         )
     recorded = replay.recorded()
     base = replay.base

@@ -275,7 +275,9 @@ class Columns:
 
         columns: dict[str, Any] = {
             "kind": pa.DictionaryArray.from_arrays(dictionary_indices(kind), pa.array(KINDS)),
-            "name": pa.DictionaryArray.from_arrays(dictionary_indices(name_code), pa.array(names, pa.string())),
+            "name": pa.DictionaryArray.from_arrays(
+                dictionary_indices(name_code), pa.array(names, pa.string())
+            ),
             "start_ns": rel_start,
             "end_ns": rel_start + duration,
             "device": sparse_column(device_values, at, m, "device"),

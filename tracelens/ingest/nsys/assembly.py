@@ -161,7 +161,9 @@ class _HostDepth:
         )
         del start, end
         if 2 * rows.size < store.num_rows:
-            return SparseColumn(rows.astype(np.int32 if store.num_rows < 2**31 else np.int64), pa.array(depth))
+            return SparseColumn(
+                rows.astype(np.int32 if store.num_rows < 2**31 else np.int64), pa.array(depth)
+            )
         values = np.zeros(store.num_rows, np.int16)
         values[rows] = depth
         del depth

@@ -80,9 +80,7 @@ def nvtx_chunk(db: Database, sql: str, names: list[str]) -> pa.Table:
 
 def _text_like(column: pa.ChunkedArray) -> bool:
     return (
-        pa.types.is_string(column.type)
-        or pa.types.is_binary(column.type)
-        or column.null_count == len(column)
+        pa.types.is_string(column.type) or pa.types.is_binary(column.type) or column.null_count == len(column)
     )
 
 
@@ -160,7 +158,9 @@ def _compact_nvtx_chunk(t: pa.Table) -> pa.Table:
         return pa.Table.from_arrays(
             arrays + [pa.nulls(len(payload), pa.null())], schema=schema.append(pa.field("payload", pa.null()))
         )
-    return pa.Table.from_arrays(arrays + [detach(payload)], schema=schema.append(pa.field("payload", pa.binary())))
+    return pa.Table.from_arrays(
+        arrays + [detach(payload)], schema=schema.append(pa.field("payload", pa.binary()))
+    )
 
 
 def nvtx_rows(

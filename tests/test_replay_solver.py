@@ -1,0 +1,188 @@
+"""The replay's one-pass solver (engine.solve through _replay_solve.c) gives exactly the times of the numpy batches
+it replaced (engine.solve_by_batches, the reference kept for installs without a C compiler), and both equal a
+plain point-by-point reading of the recurrence, on hypothesis-generated dependency graphs: chains of random
+lengths, cross edges of every kind (launch, wait, wake, collective), anchors, and edges that run backwards in
+the recording (clock skew, cycles) which every path reads at the source's recorded time."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tracelens.replay import engine
+from tracelens.replay.graph import GPU_END, GPU_START, HOST_END, HOST_START, NONE, Graph
+
+native = pytest.mark.skipif(engine._replay_solve is None, reason="_replay_solve not built (no C compiler)")
+
+
+def random_graph(seed: int, n_chains: int, max_len: int, edge_share: float, skew_share: float) -> Graph:
+    """A graph with ``n_chains`` chains (the first half host threads, the rest streams) of up to ``max_len``
+    points, recorded times increasing along each chain, cross edges mostly forward in recorded time (a share
+    ``skew_share`` backwards), a few lags and anchors."""
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(1, max_len + 1, n_chains)
+    chain = np.repeat(np.arange(n_chains), lengths)
+    n = int(chain.size)
+    first = np.ones(n, bool)
+    first[1:] = chain[1:] != chain[:-1]
+    steps = rng.integers(0, 50, n)
+    steps[first] = rng.integers(0, 400, int(first.sum()))
+    start_of = np.maximum.accumulate(np.where(first, np.arange(n), 0))
+    time = np.cumsum(steps) - np.cumsum(steps)[start_of] + steps[start_of]
+    host = chain < max(n_chains // 2, 1)
+    within = np.arange(n) - start_of
+    kind = np.where(
+        host, np.where(within % 2 == 0, HOST_START, HOST_END), np.where(within % 2 == 0, GPU_START, GPU_END)
+    )
+    lag = np.zeros(n, np.int64)
+    lag[1:] = time[1:] - time[:-1]
+    lag = np.where(rng.random(n) < 0.3, rng.integers(0, 60, n), lag)
+    lag[first] = rng.integers(0, 5, int(first.sum()))
+    anchor = np.where(first | (rng.random(n) < 0.05), time, NONE)
+    n_edges = int(edge_share * n)
+    src = rng.integers(0, n, n_edges)
+    dst = rng.integers(0, n, n_edges)
+    backwards = time[src] > time[dst]
+    keep = (src != dst) & (chain[src] != chain[dst]) & (~backwards | (rng.random(n_edges) < skew_share))
+    src, dst = src[keep], dst[keep]
+    e = src.size
+    edge_kind = rng.integers(0, 4, e)  # 0 launch, 1 wait, 2 wake, 3 collective
+    e_lag = np.where(rng.random(e) < 0.5, np.maximum(time[dst] - time[src], 0), rng.integers(0, 80, e))
+    zeros = np.zeros(0, np.int64)
+    return Graph(
+        time=time.astype(np.int64),
+        chain=chain.astype(np.int64),
+        kind=kind.astype(np.int8),
+        lag=lag,
+        anchor=anchor.astype(np.int64),
+        row=np.arange(n, dtype=np.int64),
+        chain_first=first,
+        edge_src=src.astype(np.int64),
+        edge_dst=dst.astype(np.int64),
+        edge_lag=e_lag.astype(np.int64),
+        edge_is_wait=edge_kind == 1,
+        edge_is_wake=edge_kind == 2,
+        edge_is_collective=edge_kind == 3,
+        edge_typical=e_lag.astype(np.int64),
+        stream_typical=np.zeros(n, np.int64),
+        call_start=zeros,
+        call_end=zeros,
+        call_row=zeros,
+        call_thread=zeros,
+        call_name=zeros,
+        call_waits=np.zeros(0, bool),
+        call_waited=np.zeros(0, bool),
+        call_is_sync=np.zeros(0, bool),
+        call_is_marker=np.zeros(0, bool),
+        thread_keys=zeros,
+        op_start=zeros,
+        op_end=zeros,
+        op_row=zeros,
+        op_device=zeros,
+        op_launch_call=zeros,
+        op_is_kernel=np.zeros(0, bool),
+        op_is_copy=np.zeros(0, bool),
+        op_graph=np.zeros(0, bool),
+        op_bytes=zeros,
+        op_collective=zeros,
+    )
+
+
+def point_by_point(graph: Graph, shared: engine.Plan) -> np.ndarray:
+    """The recurrence read literally, one point at a time in the plan's order: a source scheduled at or after
+    its target (``key``) is read at its recorded time, as the batches read it."""
+    t = graph.time.copy()
+    key = engine.schedule_keys(graph)
+    incoming: dict[int, list[tuple[int, int]]] = {}
+    for s, d, lag in zip(
+        graph.edge_src.tolist(), graph.edge_dst.tolist(), graph.edge_lag.tolist(), strict=True
+    ):
+        incoming.setdefault(d, []).append((s, lag))
+    for p in shared.order.tolist():
+        best = (NONE if graph.chain_first[p] else int(t[p - 1])) + int(graph.lag[p])
+        best = max(best, int(graph.anchor[p]))
+        for s, lag in incoming.get(p, ()):
+            source = int(graph.time[s]) if key[s] >= key[p] else int(t[s])
+            best = max(best, source + lag)
+        t[p] = best
+    return t
+
+
+def check(graph: Graph, monkeypatch: Any) -> None:
+    shared = engine.plan(graph)
+    fast = engine.solve(graph, shared)
+    batches = engine.solve_by_batches(graph, shared)
+    with monkeypatch.context() as m:
+        m.setattr(engine, "SMALL_BATCH", 1)  # every batch through the numpy calls
+        numpy_only = engine.solve_by_batches(graph, shared)
+    literal = point_by_point(graph, shared)
+    assert fast.dtype == batches.dtype == np.int64
+    np.testing.assert_array_equal(fast, batches)
+    np.testing.assert_array_equal(numpy_only, batches)
+    np.testing.assert_array_equal(literal, batches)
+    # lags changed, structure kept: the plan is shared and still gives the batches' times
+    lag = np.maximum(graph.lag - 7, 0)
+    changed = graph.with_changes(lag=lag, edge_lag=graph.edge_lag // 2)
+    np.testing.assert_array_equal(engine.solve(changed, shared), engine.solve_by_batches(changed, shared))
+
+
+@native
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n_chains=st.integers(1, 7),
+    max_len=st.integers(1, 120),
+    edge_share=st.sampled_from([0.0, 0.05, 0.3, 1.0]),
+    skew_share=st.sampled_from([0.0, 0.1, 1.0]),
+)
+def test_one_pass_equals_the_batches(
+    seed: int, n_chains: int, max_len: int, edge_share: float, skew_share: float, monkeypatch: Any
+) -> None:
+    check(random_graph(seed, n_chains, max_len, edge_share, skew_share), monkeypatch)
+
+
+@native
+def test_one_pass_equals_the_batches_on_a_large_graph(monkeypatch: Any) -> None:
+    # large batches too (the numpy path's packed segmented maximum over many runs)
+    check(random_graph(11, 12, 3000, 0.2, 0.01), monkeypatch)
+
+
+@native
+def test_bad_plan_raises_instead_of_reading_out_of_bounds() -> None:
+    graph = random_graph(3, 3, 20, 0.3, 0.0)
+    shared = engine.plan(graph)
+    bad_src = shared.e_src.copy()
+    if bad_src.size == 0:
+        pytest.skip("no edges drawn")
+    bad_src[0] = graph.size + 5
+    out = np.empty(graph.size, np.int64)
+    with pytest.raises(ValueError, match="out of range"):
+        engine._replay_solve.solve_in_order(
+            shared.order,
+            graph.chain_first.view(np.uint8),
+            graph.lag,
+            graph.anchor,
+            graph.time,
+            shared.e_ptr,
+            bad_src,
+            graph.edge_lag[shared.e_order],
+            shared.e_stale.view(np.uint8),
+            out,
+        )
+    with pytest.raises(ValueError, match="lengths"):
+        engine._replay_solve.solve_in_order(
+            shared.order[:-1],
+            graph.chain_first.view(np.uint8),
+            graph.lag,
+            graph.anchor,
+            graph.time,
+            shared.e_ptr,
+            shared.e_src,
+            graph.edge_lag[shared.e_order],
+            shared.e_stale.view(np.uint8),
+            out,
+        )
