@@ -12,22 +12,59 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from ..replay import engine
 from ..replay.critical import critical_path
-from ..replay.graph import GPU_START
+from ..replay.graph import GPU_START, Graph
 from ..replay.remedies import NOT_MODELED, NOT_MODELED_REASONS, REMEDIES, Context, Outcome
 from ..trace import DRIVER, GPU_ACTIVITY_KINDS, RUNTIME, STEP, Trace
 from .columns import event_columns
 
 
-def _relative(replayed: float | None, recorded: float | None) -> float | None:
+def relative(replayed: float | None, recorded: float | None) -> float | None:
+    """(replayed - recorded) / recorded, or None where either is unknown or the recorded one is 0."""
     if replayed is None or not recorded:
         return None
     return (replayed - recorded) / recorded
+
+
+class Timed(Protocol):
+    """What a replay's outcome says (``Outcome`` of one trace, ``RunOutcome`` of a run)."""
+
+    span_ns: int
+    step_ns: float | None
+    step_count: int
+
+
+def outcome_errors(recorded: Timed, replayed: Timed) -> dict[str, Any]:
+    """The recorded and replayed span and mean step, and their relative errors (``replay_error``'s own keys, and
+    each rank's in a run)."""
+    return {
+        "recorded_span_ns": recorded.span_ns,
+        "replayed_span_ns": replayed.span_ns,
+        "span_error": relative(replayed.span_ns, recorded.span_ns),
+        "steps": recorded.step_count,
+        "recorded_step_ns": recorded.step_ns,
+        "replayed_step_ns": replayed.step_ns,
+        "step_error": relative(replayed.step_ns, recorded.step_ns),
+    }
+
+
+def replay_error_fields(g: Graph, recorded: Timed, base: Timed, typical: Timed) -> dict[str, Any]:
+    """``replay_error`` of a trace's or a run's graph: the unchanged replay and the model replay (every lag at
+    its median) against the recording."""
+    return {
+        "points": int(g.size),
+        "blocking_calls": int(g.call_waits.sum()),
+        **outcome_errors(recorded, base),
+        "model_span_error": relative(typical.span_ns, recorded.span_ns),
+        "model_step_error": relative(typical.step_ns, recorded.step_ns),
+        "unlaunched_gpu_ops": int((g.op_launch_call < 0).sum()),
+        "gpu_ops": int(g.op_row.size),
+    }
 
 
 # Size limits of the replay. Memory: the graph holds ~75 bytes per point and the section peaks at ~170-180 bytes
@@ -80,8 +117,8 @@ def _model_error_by_lag(ctx: Context, recorded: Outcome) -> dict[str, dict[str, 
     for kind, graph in graphs.items():  # three replays, only where the model is off by more than the limit
         o = ctx.outcome(graph)
         out[kind] = {
-            "span_error": _relative(o.span_ns, recorded.span_ns),
-            "step_error": _relative(o.step_ns, recorded.step_ns),
+            "span_error": relative(o.span_ns, recorded.span_ns),
+            "step_error": relative(o.step_ns, recorded.step_ns),
         }
     return out
 
@@ -145,19 +182,7 @@ def whatif(trace: Trace) -> dict[str, Any]:
     base = ctx.base
     typical = ctx.outcome(g.at_typical_lags())
     replay_error: dict[str, Any] = {
-        "points": int(g.size),
-        "blocking_calls": int(g.call_waits.sum()),
-        "recorded_span_ns": recorded.span_ns,
-        "replayed_span_ns": base.span_ns,
-        "span_error": _relative(base.span_ns, recorded.span_ns),
-        "steps": recorded.step_count,
-        "recorded_step_ns": recorded.step_ns,
-        "replayed_step_ns": base.step_ns,
-        "step_error": _relative(base.step_ns, recorded.step_ns),
-        "model_span_error": _relative(typical.span_ns, recorded.span_ns),
-        "model_step_error": _relative(typical.step_ns, recorded.step_ns),
-        "unlaunched_gpu_ops": int((g.op_launch_call < 0).sum()),
-        "gpu_ops": int(g.op_row.size),
+        **replay_error_fields(g, recorded, base, typical),
         "model_error_by_lag": None,
         "model_reason": None,
     }

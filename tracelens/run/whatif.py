@@ -11,7 +11,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..analyses.whatif import MAX_CUTS_WITHOUT_SOLVER, graph_points
+from ..analyses.whatif import (
+    MAX_CUTS_WITHOUT_SOLVER,
+    graph_points,
+    outcome_errors,
+    replay_error_fields,
+)
 from ..replay import engine
 from ..replay.remedies import NOT_MODELED_REASONS, REMEDIES
 from ..replay.run_join import RankPart, RunOutcome, RunReplay, rank_part
@@ -29,12 +34,6 @@ NOT_JOINED_IMBALANCE = (
     "the ranks' clocks do not agree, so the replay cannot join them at their collectives: how long each rank waits "
     "for the others, and so what balancing gives, is not replayed"
 )
-
-
-def _relative(replayed: float | None, recorded: float | None) -> float | None:
-    if replayed is None or not recorded:
-        return None
-    return (replayed - recorded) / recorded
 
 
 def skipped(reason: str) -> dict[str, Any]:
@@ -130,35 +129,14 @@ def run_whatif(traces: Iterable[Trace], ranks: Sequence[int], comparable: bool) 
             "no collective matched across ranks: the ranks replay side by side without cross-rank edges"
         )
     replay_error = {
-        "points": int(g.size),
-        "blocking_calls": int(g.call_waits.sum()),
-        "recorded_span_ns": recorded.span_ns,
-        "replayed_span_ns": base.span_ns,
-        "span_error": _relative(base.span_ns, recorded.span_ns),
-        "steps": recorded.step_count,
-        "recorded_step_ns": recorded.step_ns,
-        "replayed_step_ns": base.step_ns,
-        "step_error": _relative(base.step_ns, recorded.step_ns),
-        "model_span_error": _relative(typical.span_ns, recorded.span_ns),
-        "model_step_error": _relative(typical.step_ns, recorded.step_ns),
-        "unlaunched_gpu_ops": int((g.op_launch_call < 0).sum()),
-        "gpu_ops": int(g.op_row.size),
+        **replay_error_fields(g, recorded, base, typical),
         "joined": bool(replay.barriers),
         "join_reason": join_reason,
         "collectives_matched": matched,
         "collectives_joined": replay.barriers,
         "collectives_unjoined": replay.unjoined,
         "per_rank": [
-            {
-                "rank": int(rank),
-                "recorded_span_ns": rec.span_ns,
-                "replayed_span_ns": rep.span_ns,
-                "span_error": _relative(rep.span_ns, rec.span_ns),
-                "steps": rec.step_count,
-                "recorded_step_ns": rec.step_ns,
-                "replayed_step_ns": rep.step_ns,
-                "step_error": _relative(rep.step_ns, rec.step_ns),
-            }
+            {"rank": int(rank), **outcome_errors(rec, rep)}
             for rank, rec, rep in zip(ranks, recorded.per_rank, base.per_rank, strict=True)
         ],
     }
