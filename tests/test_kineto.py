@@ -20,6 +20,7 @@ from conftest import shared_params
 from reference import union_length
 
 import tracelens
+from tracelens.ingest import kineto
 
 TRACES = shared_params("pytorch", "*.json.gz", "*.json")
 
@@ -259,6 +260,29 @@ def test_cuda_sync_rows_become_gpu_sync_with_their_kind(path: Path) -> None:
     )
     got = Counter(trace.of_kind("gpu_sync")["sync_kind"].astype(str))
     assert got == want and sum(want.values()) > 0
+
+
+@pytest.mark.parametrize("engine", ["native", "msgspec"])
+def test_a_sync_row_without_kind_or_name_has_no_sync_kind(tmp_path: Path, engine: str) -> None:
+    """A cuda_sync row's kind is its cuda_sync_kind, else its name; with neither it is null (it once took the
+    last kind seen in the trace)."""
+    sync = {"ph": "X", "cat": "cuda_sync", "pid": 0, "tid": 7, "dur": 5, "args": {"device": 0, "stream": 7}}
+    events = [
+        {
+            **sync,
+            "name": "Stream Sync",
+            "ts": 20,
+            "args": {**sync["args"], "cuda_sync_kind": "Stream Synchronize"},
+        },
+        {**sync, "name": "Event Sync", "ts": 30},
+        {**sync, "ts": 40},
+    ]
+    path = tmp_path / "sync.pt.trace.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    kinds = kineto.read(path, engine=engine).of_kind("gpu_sync").sort_values("start_ns")["sync_kind"]
+    assert kinds.iloc[0] == "stream_synchronize"
+    assert kinds.iloc[1] == "event_sync"
+    assert kinds.iloc[2] is None or kinds.isna().iloc[2]
 
 
 @pytest.mark.shared

@@ -262,7 +262,10 @@ class Columns:
         name_labels = [_SYNC_KINDS.get(n.lower(), n.lower().replace(" ", "_")) for n in names]
         sync_code = np.full(m, -1, dtype=np.int64)
         sync_code[at] = gpu["sync_kind"]
-        sync_code = np.where(sync_code >= 0, sync_code, len(sync_labels) + name_code)
+        # a row with neither a cuda_sync_kind nor a name stays null (-1: the lookup's null slot), not the last label
+        sync_code = np.where(
+            sync_code >= 0, sync_code, np.where(name_code >= 0, len(sync_labels) + name_code, -1)
+        )
         sync_text = dictionary_column(sync_code, sync_labels + name_labels, kind == KIND_CODE[GPU_SYNC])
         del sync_code
         step_rows = np.flatnonzero(kind == KIND_CODE[STEP])
