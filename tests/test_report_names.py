@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from tracelens.report.names import distinct_short_names, simplify
@@ -102,6 +102,8 @@ _NAME = st.lists(_PART, min_size=1, max_size=8).map("".join)
 
 @settings(max_examples=150, deadline=None)
 @given(st.lists(_NAME, min_size=1, max_size=12), st.integers(min_value=8, max_value=60))
+# found by hypothesis in a CI run: a name that fits once its trailing space is dropped was simplified
+@example(["tilesize64x64x8_cudnn::(int, float*)xvoid "], 41)
 def test_distinct_and_within_width(names: list[str], width: int) -> None:
     short = distinct_short_names(names, width)
     assert len(short) == len(names)

@@ -190,14 +190,16 @@ def distinct_short_names(names: Sequence[str], width: int) -> list[str]:
     width = max(int(width), 8)
     full = [str(n) for n in names]
     distinct = list(dict.fromkeys(full))  # first-seen order
-    # a name that fits is shown as it is ("aten::mm" keeps its namespace)
-    simple = {n: (_WHITESPACE.sub(" ", n).strip() if len(n) <= width else simplify(n)) for n in distinct}
+    # a name that fits (its runs of white space as one space, as it is shown) is shown as it is ("aten::mm"
+    # keeps its namespace)
+    shown = {n: _WHITESPACE.sub(" ", n).strip() for n in distinct}
+    simple = {n: (shown[n] if len(shown[n]) <= width else simplify(n)) for n in distinct}
     counts: dict[str, int] = defaultdict(int)
     for text in simple.values():
         counts[text] += 1
     for n in distinct:  # alike once simplified (they differ in namespaces or parameters): the whole text
         if counts[simple[n]] > 1:
-            simple[n] = _WHITESPACE.sub(" ", n).strip()
+            simple[n] = shown[n]
     short = {n: simple[n] for n in distinct}
     long = [n for n in distinct if len(simple[n]) > width]
     texts = [simple[n] for n in long]
