@@ -95,6 +95,31 @@ MODEL_LAGS = {
 }
 
 
+def remedy_entry(
+    cause: str, remedy: str, out: Timed, recorded: Timed, base: Timed, assumptions: str
+) -> dict[str, Any]:
+    """One ``remedies[]`` entry of a trace or a run: the remedied replay ``out`` against the unchanged one
+    (``base``), its gain carried onto the recording."""
+    gain = base.span_ns - out.span_ns
+    step = None
+    if recorded.step_ns is not None and base.step_ns is not None and out.step_ns is not None:
+        step = recorded.step_ns - (base.step_ns - out.step_ns)
+        # A step read where its work ends: when the remedied replay ends the last step's work before the
+        # first step's (a short window whose first step holds the removed work), there is no step to predict.
+        if out.step_ns <= 0 or step <= 0:
+            step = None
+    return {
+        "cause": cause,
+        "remedy": remedy,
+        "predicted_span_ns": recorded.span_ns - gain,
+        "predicted_step_ns": step,
+        "gain_ns": gain,
+        "gain_share": gain / recorded.span_ns if recorded.span_ns else None,
+        "step_gain_share": (1 - step / recorded.step_ns) if step is not None and recorded.step_ns else None,
+        "assumptions": assumptions,
+    }
+
+
 def _model_error_by_lag(ctx: Context, recorded: Outcome) -> dict[str, dict[str, float | None]]:
     """Per lag kind of MODEL_LAGS, the model replay's {span_error, step_error} with only that kind at its median."""
     g = ctx.graph
@@ -197,28 +222,7 @@ def whatif(trace: Trace) -> dict[str, Any]:
         if changed is None:
             continue
         out = ctx.outcome(changed)
-        gain = base.span_ns - out.span_ns
-        step = None
-        if recorded.step_ns is not None and base.step_ns is not None and out.step_ns is not None:
-            step = recorded.step_ns - (base.step_ns - out.step_ns)
-            # A step read where its work ends: when the remedied replay ends the last step's work before the
-            # first step's (a short window whose first step holds the removed work), there is no step to predict.
-            if out.step_ns <= 0 or step <= 0:
-                step = None
-        remedies.append(
-            {
-                "cause": cause,
-                "remedy": remedy,
-                "predicted_span_ns": recorded.span_ns - gain,
-                "predicted_step_ns": step,
-                "gain_ns": gain,
-                "gain_share": gain / recorded.span_ns if recorded.span_ns else None,
-                "step_gain_share": (1 - step / recorded.step_ns)
-                if step is not None and recorded.step_ns
-                else None,
-                "assumptions": assumptions,
-            }
-        )
+        remedies.append(remedy_entry(cause, remedy, out, recorded, base, assumptions))
         del changed, out  # each remedy's graph and times go before the next one's are made
     # largest gain first: by the step time where the trace has steps (the steady state), else by the span
     remedies.sort(key=lambda r: (float(r["predicted_step_ns"] or 0.0), -int(r["gain_ns"])))

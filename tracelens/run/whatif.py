@@ -15,6 +15,7 @@ from ..analyses.whatif import (
     MAX_CUTS_WITHOUT_SOLVER,
     graph_points,
     outcome_errors,
+    remedy_entry,
     replay_error_fields,
 )
 from ..replay import engine
@@ -172,24 +173,8 @@ def _remedy(
     assumptions: str,
     ranks: Sequence[int],
 ) -> dict[str, Any]:
-    """The remedy's entry: the same fields and arithmetic as one trace's (analyses/whatif.py), over the run."""
-    gain = base.span_ns - out.span_ns
-    step = None
-    if recorded.step_ns is not None and base.step_ns is not None and out.step_ns is not None:
-        step = recorded.step_ns - (base.step_ns - out.step_ns)
-        if out.step_ns <= 0 or step <= 0:
-            step = None
-    return {
-        "cause": cause,
-        "remedy": remedy,
-        "predicted_span_ns": recorded.span_ns - gain,
-        "predicted_step_ns": step,
-        "gain_ns": gain,
-        "gain_share": gain / recorded.span_ns if recorded.span_ns else None,
-        "step_gain_share": (1 - step / recorded.step_ns) if step is not None and recorded.step_ns else None,
-        "assumptions": assumptions,
-        "ranks": [int(r) for r in ranks],
-    }
+    """The remedy's entry: one trace's fields and arithmetic (analyses/whatif.py), over the run, and its ranks."""
+    return {**remedy_entry(cause, remedy, out, recorded, base, assumptions), "ranks": [int(r) for r in ranks]}
 
 
 def _per_rank_remedy(
