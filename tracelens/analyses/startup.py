@@ -162,6 +162,33 @@ def _idle_share(trace: Trace, start: np.ndarray, end: np.ndarray) -> np.ndarray:
     return (end - start - intervals.overlap_with_union(start, end, bs, be)) / length
 
 
+def _group_firsts(
+    outer: np.ndarray, inner: np.ndarray, start: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rows grouped by (outer, inner), each group in start order (ties in row order): (the order, whether each
+    ordered row is its group's first, each ordered row's group number)."""
+    order = np.lexsort((start, inner, outer))  # stable: ties keep row order
+    o, i = outer[order], inner[order]
+    first = np.ones(order.size, bool)
+    first[1:] = (o[1:] != o[:-1]) | (i[1:] != i[:-1])
+    return order, first, np.cumsum(first) - 1
+
+
+def _group_medians(group: np.ndarray, values: np.ndarray, groups: int) -> tuple[np.ndarray, np.ndarray]:
+    """(per group: its median as float64 (NaN without values), its value count). The median of an even count is
+    the mean of the middle two, as pandas' groupby median computes it: (a + b) / 2 in float64."""
+    counts = np.bincount(group, minlength=groups)
+    medians = np.full(groups, np.nan)
+    if values.size:
+        ordered = values[np.lexsort((values, group))].astype(np.float64)
+        starts = np.cumsum(counts) - counts
+        has = np.flatnonzero(counts)
+        lo = starts[has] + (counts[has] - 1) // 2
+        hi = starts[has] + counts[has] // 2
+        medians[has] = (ordered[lo] + ordered[hi]) / 2
+    return medians, counts
+
+
 def _first_api_calls(
     trace: Trace, api: np.ndarray, blocking: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -171,23 +198,17 @@ def _first_api_calls(
     rows = np.flatnonzero(api & ~blocking & (cols.name >= 0) & (cols.tid >= 0))
     if rows.size == 0:
         return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0)
-    frame = pd.DataFrame(
-        {
-            "row": rows,
-            "pid": cols.pid[rows],
-            "name": cols.name[rows],
-            "start": cols.start[rows],
-            "duration": cols.end[rows] - cols.start[rows],
-        }
-    ).sort_values(["pid", "name", "start"], kind="stable")
-    first = ~frame.duplicated(["pid", "name"], keep="first")
-    medians = frame[~first].groupby(["pid", "name"])["duration"].median().rename("later_median")
-    firsts = frame[first].join(medians, on=["pid", "name"], how="inner")  # a name seen once has no baseline
-    duration = firsts["duration"].to_numpy(np.int64)
-    median = firsts["later_median"].to_numpy(np.float64)
-    long = (duration >= FIRST_CALL_FACTOR * median) & (duration - median >= FIRST_API_MIN_NS)
-    firsts, median = firsts[long], median[long]
-    found = firsts["row"].to_numpy(np.int64)
+    start = cols.start[rows]
+    duration = cols.end[rows] - start
+    order, first, group = _group_firsts(cols.pid[rows], cols.name[rows], start)
+    duration = duration[order]
+    medians, counts = _group_medians(group[~first], duration[~first], int(group[-1]) + 1)
+    firsts = np.flatnonzero(first)
+    firsts = firsts[counts[group[firsts]] > 0]  # a name seen once has no baseline
+    median = medians[group[firsts]]
+    long = (duration[firsts] >= FIRST_CALL_FACTOR * median) & (duration[firsts] - median >= FIRST_API_MIN_NS)
+    found = rows[order[firsts[long]]]
+    median = median[long]
     # a call the GPU kept busy may be waiting for it (an implicit sync, a full launch queue): not one-time work
     idle = _idle_share(trace, cols.start[found], cols.end[found]) >= 0.5
     excess = np.round(cols.end[found] - cols.start[found] - median).astype(np.int64)
@@ -203,39 +224,37 @@ def _first_calls(
     rows = np.flatnonzero(candidates & (cols.name >= 0) & (cols.tid >= 0))
     if rows.size == 0:
         return np.empty(0, np.int64), np.empty(0)
-    frame = pd.DataFrame(
-        {
-            "row": rows,
-            "thread": thread_key(cols.pid[rows], cols.tid[rows]),
-            "name": cols.name[rows],
-            "start": cols.start[rows],
-            "duration": cols.end[rows] - cols.start[rows],
-        }
-    )
-    frame = frame.sort_values(["thread", "name", "start"], kind="stable")
-    first = ~frame.duplicated(["thread", "name"], keep="first")
-    firsts = frame[first & (frame["duration"] >= FIRST_CALL_MIN_NS)]
-    if firsts.empty:
+    thread = thread_key(cols.pid[rows], cols.tid[rows])
+    start = cols.start[rows]
+    duration = cols.end[rows] - start
+    order, first, group = _group_firsts(thread, cols.name[rows], start)
+    duration = duration[order]
+    firsts = np.flatnonzero(first & (duration >= FIRST_CALL_MIN_NS))
+    if firsts.size == 0:
         return np.empty(0, np.int64), np.empty(0)
-    later = frame[~first].merge(firsts[["thread", "name"]], on=["thread", "name"])
-    medians = later.groupby(["thread", "name"])["duration"].median().rename("later_median")
-    firsts = firsts.join(medians, on=["thread", "name"], how="inner")  # a name seen once has no baseline
-    if firsts.empty:
+    # the later instances of those names only (few groups): their medians
+    wanted = np.zeros(int(group[-1]) + 1, bool)
+    wanted[group[firsts]] = True
+    later = ~first & wanted[group]
+    medians, counts = _group_medians(group[later], duration[later], wanted.size)
+    firsts = firsts[counts[group[firsts]] > 0]  # a name seen once has no baseline
+    if firsts.size == 0:
         return np.empty(0, np.int64), np.empty(0)
+    first_rows = rows[order[firsts]]
+    threads = thread[order[firsts]]
     # Time spent waiting in a blocking sync inside the call is the GPU's, not one-time work.
-    own = firsts["duration"].to_numpy(np.int64).copy()
-    starts = cols.start[firsts["row"].to_numpy()]
-    ends = cols.end[firsts["row"].to_numpy()]
+    own = duration[firsts].copy()
+    starts = cols.start[first_rows]
+    ends = cols.end[first_rows]
     sync_keys = thread_key(cols.pid[sync_rows], cols.tid[sync_rows])
-    threads = firsts["thread"].to_numpy()
-    for thread in np.unique(threads):  # a loop over threads, not events
-        mine = threads == thread
-        on_thread = sync_rows[sync_keys == thread]
+    for key in np.unique(threads):  # a loop over threads, not events
+        mine = threads == key
+        on_thread = sync_rows[sync_keys == key]
         us, ue = intervals.merge(cols.start[on_thread], cols.end[on_thread])
         own[mine] -= intervals.overlap_with_union(starts[mine], ends[mine], us, ue)
-    median = firsts["later_median"].to_numpy(np.float64)
+    median = medians[group[firsts]]
     keep = (own >= FIRST_CALL_MIN_NS) & (own >= FIRST_CALL_FACTOR * median)
-    return firsts["row"].to_numpy()[keep], median[keep]
+    return first_rows[keep], median[keep]
 
 
 def host_categories(trace: Trace) -> np.ndarray:

@@ -119,9 +119,15 @@ def critical_path(
     if step_of is not None:
         steps = step_of[path]
         known = steps >= 0
-        for step in np.unique(steps[known])[:STEP_LIMIT]:  # a loop over steps
-            mine = steps == step
-            sums = np.bincount(category[mine], weights=seg[mine], minlength=len(CATEGORIES))
+        listed, at = np.unique(steps[known], return_inverse=True)
+        # every step's sums per category in one bincount (each bin adds its points in path order, as one
+        # bincount per step did), then a loop over the listed steps' rows
+        by_step = np.bincount(
+            at.reshape(-1) * len(CATEGORIES) + category[known],
+            weights=seg[known],
+            minlength=listed.size * len(CATEGORIES),
+        ).reshape(listed.size, len(CATEGORIES))
+        for step, sums in zip(listed[:STEP_LIMIT], by_step[:STEP_LIMIT], strict=True):  # a loop over steps
             length = float(sums.sum())
             per_step.append(
                 {

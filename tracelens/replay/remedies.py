@@ -86,27 +86,44 @@ class Context:
         period, free of whatever the first step carries (the profiler's own start, a cold first batch); with one
         step, from its start (its marker's point, else its first host point keeping its recorded lead) to its
         work's end."""
+        reading = self._step_reading
+        if reading is None:
+            return None, 0
+        first, last, first_points, last_points, p, lead = reading
+        end_last = t[last_points].max()
+        if last > first:
+            end_first = t[first_points].max()
+            return float(end_last - end_first) / (last - first), last - first + 1
+        if p < 0:
+            return None, 0
+        return float(end_last - (t[p] - lead)), 1
+
+    @cached_property
+    def _step_reading(self) -> tuple[int, int, np.ndarray, np.ndarray, int, int] | None:
+        """What :meth:`_step_ns` reads, the same for every replay of the graph: (first and last step with work, the
+        points of each, the point a single step's start is read at (-1: none) and its recorded lead); None
+        without a step holding work. Found once, not once per remedy (a pass over every point each)."""
         in_step = self.step_of >= 0
         # a step holding nothing but its marker (the profiler stopped as it began) has no work to end: its
         # marker's time would read the host gap after the previous step's work as a period
         worked = in_step & ~self.is_marker
         if not worked.any():
-            return None, 0
-        steps = np.unique(self.step_of[worked])
-        first, last = int(steps[0]), int(steps[-1])
-        end_last = t[self.step_of == last].max()
+            return None
+        stepped = self.step_of[worked]
+        first, last = int(stepped.min()), int(stepped.max())
+        del worked, stepped
+        last_points = np.flatnonzero(self.step_of == last)
         if last > first:
-            end_first = t[self.step_of == first].max()
-            return float(end_last - end_first) / (last - first), last - first + 1
+            return first, last, np.flatnonzero(self.step_of == first), last_points, -1, 0
         g = self.graph
         host_first = np.flatnonzero(self.is_host & (self.step_of == first))
         if host_first.size == 0:
-            return None, 0
+            return first, last, last_points, last_points, -1, 0
         markers = g.call_start[g.call_is_marker]
         markers = markers[self.step_of[markers] == first]
         p = markers[np.argmin(g.time[markers])] if markers.size else host_first[np.argmin(g.time[host_first])]
         lead = g.time[p] - int(self.windows["start"].iloc[first])
-        return float(end_last - (t[p] - lead)), 1
+        return first, last, last_points, last_points, int(p), int(lead)
 
     @cached_property
     def plan(self) -> Plan:
