@@ -1,0 +1,59 @@
+"""The numpy grouping of analyses/startup.py (first instance of each name per thread or process, and the median
+of the later instances) against the pandas computation it replaced: sort_values(kind="stable"), duplicated and
+groupby(...).median(), on generated rows with many ties."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tracelens.analyses.startup import _group_firsts, _group_medians
+
+rows_strategy = st.lists(
+    st.tuples(
+        st.integers(0, 3),  # outer key (thread or pid)
+        st.integers(0, 4),  # name code
+        st.integers(0, 6),  # start: few values, so ties are common
+        st.integers(0, 2**40),  # duration
+    ),
+    min_size=1,
+    max_size=60,
+)
+
+
+def pandas_reference(frame: pd.DataFrame) -> tuple[list[int], dict[tuple[int, int], float]]:
+    """(rows that are the first of their (outer, name) group, in group order; each group's later median)."""
+    ordered = frame.sort_values(["outer", "name", "start"], kind="stable")
+    first = ~ordered.duplicated(["outer", "name"], keep="first")
+    medians = ordered[~first].groupby(["outer", "name"])["duration"].median()
+    return ordered[first]["row"].tolist(), {k: float(v) for k, v in medians.items()}
+
+
+@settings(max_examples=150, deadline=None)
+@given(rows_strategy)
+def test_firsts_and_later_medians_equal_pandas(rows: list[tuple[int, int, int, int]]) -> None:
+    outer, name, start, duration = (np.array(c, np.int64) for c in zip(*rows, strict=True))
+    frame = pd.DataFrame(
+        {"row": np.arange(len(rows)), "outer": outer, "name": name, "start": start, "duration": duration}
+    )
+    expected_firsts, expected_medians = pandas_reference(frame)
+
+    order, first, group = _group_firsts(outer, name, start)
+    assert order[first].tolist() == expected_firsts
+    medians, counts = _group_medians(group[~first], duration[order][~first], int(group[-1]) + 1)
+    got = {
+        (int(outer[order[i]]), int(name[order[i]])): float(medians[group[i]])
+        for i in np.flatnonzero(first)
+        if counts[group[i]] > 0
+    }
+    assert got == expected_medians  # the same floats: (a + b) / 2 of the middle two, as pandas computes it
+    assert all(np.isnan(medians[group[i]]) for i in np.flatnonzero(first) if counts[group[i]] == 0)
+
+
+def test_even_count_median_is_the_mean_of_the_middle_two() -> None:
+    # group 0: 7, 1, 4, 10 -> sorted 1 4 7 10 -> (4 + 7) / 2; group 1: 3 -> 3; group 2: none
+    medians, counts = _group_medians(np.array([0, 0, 0, 0, 1]), np.array([7, 1, 4, 10, 3]), 3)
+    assert medians[:2].tolist() == [5.5, 3.0] and np.isnan(medians[2])
+    assert counts.tolist() == [4, 1, 0]
