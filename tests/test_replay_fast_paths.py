@@ -5,7 +5,8 @@
   (SMALL_BATCH = 1), and a plan shared from the unchanged graph vs one made for the graph itself
   (tests/test_replay_solver.py: the same on generated graphs);
 - graph.text_mask (per dictionary word) vs the per-row str() it replaces;
-- completeness._member (sort + binary search) vs np.isin.
+- completeness._member (sort + binary search) vs np.isin;
+- graph._latest_point_before (binary searches per thread) vs one stable sort of every call's start and end.
 """
 
 from __future__ import annotations
@@ -13,12 +14,14 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import tracelens
 from tests.conftest import FIXTURES
 from tracelens.analyses.completeness import _member
 from tracelens.replay import engine
-from tracelens.replay.graph import lower_is, text_mask
+from tracelens.replay.graph import _latest_point_before, lower_is, text_mask
 from tracelens.replay.remedies import REMEDIES, Context
 
 TRACES = [
@@ -76,3 +79,34 @@ def test_member_matches_isin() -> None:
     values, reference = rng.integers(-5, 400, 2000), rng.integers(0, 300, 700)
     np.testing.assert_array_equal(_member(values, reference), np.isin(values, reference))
     np.testing.assert_array_equal(_member(values, reference[:0]), np.zeros(values.size, bool))
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(
+        st.lists(st.tuples(st.integers(0, 8), st.integers(0, 3)), min_size=1, max_size=8),
+        min_size=1,
+        max_size=5,
+    ),
+    st.lists(st.integers(-2, 60), min_size=1, max_size=12),
+)
+def test_latest_point_before_per_thread_equals_one_sort(threads: list, queries: list) -> None:
+    # calls per thread as graph.build stores them: starts ascending (ties allowed), ends strictly ascending
+    cs_parts, ce_parts, heads = [], [], []
+    for calls in threads:
+        heads.append(sum(len(p) for p in cs_parts))
+        starts = np.cumsum([gap for gap, _ in calls])
+        ends = np.maximum.accumulate(starts + np.array([length for _, length in calls]))
+        ends = ends + np.arange(ends.size)  # strictly ascending, each end at or after its start
+        cs_parts.append(starts)
+        ce_parts.append(ends)
+    cs, ce = np.concatenate(cs_parts).astype(np.int64), np.concatenate(ce_parts).astype(np.int64)
+    t = np.array(queries, np.int64)
+    # reference: the latest of [starts..., ends...] before each time, ties to the last in a stable sort
+    times = np.concatenate([cs, ce])
+    order = np.argsort(times, kind="stable")
+    at = np.searchsorted(times[order], t, side="left") - 1
+    want_index = np.where(at >= 0, order[np.maximum(at, 0)], -1)
+    got_time, got_index = _latest_point_before(cs, ce, np.array(heads, np.int64), t)
+    assert got_index.tolist() == want_index.tolist()
+    assert got_time[want_index >= 0].tolist() == times[want_index[want_index >= 0]].tolist()

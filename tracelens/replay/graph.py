@@ -638,6 +638,14 @@ def _wake_edges(
     covered = np.zeros(middle.size, np.int64)
     if middle.size:
         own = np.flatnonzero(cols.of_kind(CPU_OP, PYTHON) & (cols.tid >= 0))
+        # only rows reaching into an idle gap of some thread can cover one: the others (most of a trace's ops,
+        # run while no thread sits idle) are left out before the join by thread, which costs a sort of its rows
+        gap_start, gap_end = intervals.merge(prev_end[middle], cs[middle])
+        reach = np.searchsorted(gap_end, cols.start[own], side="right")
+        own = own[
+            (reach < gap_end.size) & (gap_start[np.minimum(reach, gap_end.size - 1)] < cols.end[own])
+        ]
+        del reach
         keys = thread_keys[call_thread[middle]]
         own_keys = thread_key(cols.pid[own], cols.tid[own])
         lo, hi, os_, oe = thread_time_positions(
@@ -650,24 +658,54 @@ def _wake_edges(
     heads = np.flatnonzero(first_call)
     candidates = np.concatenate([middle, heads])
     covered = np.concatenate([covered, np.zeros(heads.size, np.int64)])
-    # the latest host point (call start or end) before each candidate's start, over all threads
-    times = np.concatenate([cs, ce])
-    owner = np.concatenate([np.arange(n), np.arange(n)])
-    point = np.concatenate([2 * np.arange(n), 2 * np.arange(n) + 1])
-    order = np.argsort(times, kind="stable")
-    times, owner, point = times[order], owner[order], point[order]
-    at = np.searchsorted(times, cs[candidates], side="left") - 1
-    ok = at >= 0
-    at = np.maximum(at, 0)
-    ok &= (times[at] > prev_end[candidates]) & (call_thread[owner[at]] != call_thread[candidates])
-    candidates, covered, at = candidates[ok], covered[ok], at[ok]
+    # the latest host point (call start or end) before each candidate's start, over all threads; of points at
+    # one time, the last of [every start..., every end...] (the order of a stable sort of those times)
+    latest, index = _latest_point_before(cs, ce, heads, cs[candidates])
+    owner = np.where(index >= n, index - n, np.maximum(index, 0))
+    ok = (index >= 0) & (latest > prev_end[candidates]) & (call_thread[owner] != call_thread[candidates])
+    candidates, covered, latest, owner, index = (
+        candidates[ok],
+        covered[ok],
+        latest[ok],
+        owner[ok],
+        index[ok],
+    )
     middle_ok = ~first_call[candidates]
     host_lag[2 * candidates[middle_ok]] = covered[middle_ok]
     return (
-        point[at].astype(np.int64),
+        (2 * owner + (index >= n)).astype(np.int64),
         (2 * candidates).astype(np.int64),
-        (cs[candidates] - times[at]).astype(np.int64),
+        (cs[candidates] - latest).astype(np.int64),
     )
+
+
+def _latest_point_before(
+    cs: np.ndarray, ce: np.ndarray, heads: np.ndarray, t: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """For each time in ``t``: (the latest call start or end before it, over every thread; its index in
+    [starts..., ends...], the larger of equal times; -1: none). Calls are stored thread by thread (``heads``: each
+    thread's first call), in time order within a thread, where both starts and ends ascend (outer calls), so each
+    thread's latest start and end are two binary searches: a loop over threads, no sort of every point (with
+    many threads and many times, one stable sort of every point instead: the same answer)."""
+    n = cs.size
+    if heads.size * t.size > 8 * n + 1024:
+        times = np.concatenate([cs, ce])
+        order = np.argsort(times, kind="stable")
+        at = np.searchsorted(times[order], t, side="left") - 1
+        index = np.where(at >= 0, order[np.maximum(at, 0)], -1)
+        return np.where(at >= 0, times[np.maximum(index, 0)], NONE), index
+    best_time = np.full(t.size, NONE, np.int64)
+    best_index = np.full(t.size, -1, np.int64)
+    for a, b in zip(heads.tolist(), np.append(heads[1:], n).tolist(), strict=True):  # a loop over threads
+        for times, offset in ((cs, 0), (ce, n)):
+            k = np.searchsorted(times[a:b], t, side="left") - 1
+            has = k >= 0
+            k = np.maximum(k, 0) + a
+            found, index = times[k], k + offset
+            better = has & ((found > best_time) | ((found == best_time) & (index > best_index)))
+            best_time[better] = found[better]
+            best_index[better] = index[better]
+    return best_time, best_index
 
 
 def _event_waits(
