@@ -6,10 +6,13 @@
   (tests/test_replay_solver.py: the same on generated graphs);
 - graph.text_mask (per dictionary word) vs the per-row str() it replaces;
 - completeness._member (sort + binary search) vs np.isin;
-- graph._latest_point_before (binary searches per thread) vs one stable sort of every call's start and end.
+- graph._latest_point_before (binary searches per thread) vs one stable sort of every call's start and end;
+- graph._wake_edges' coverage thread by thread vs one join of every thread's rows.
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 import pyarrow as pa
@@ -21,6 +24,7 @@ import tracelens
 from tests.conftest import FIXTURES
 from tracelens.analyses.completeness import _member
 from tracelens.replay import engine
+from tracelens.replay import graph as graph_module
 from tracelens.replay.graph import _latest_point_before, lower_is, text_mask
 from tracelens.replay.remedies import REMEDIES, Context
 
@@ -110,3 +114,29 @@ def test_latest_point_before_per_thread_equals_one_sort(threads: list, queries: 
     got_time, got_index = _latest_point_before(cs, ce, np.array(heads, np.int64), t)
     assert got_index.tolist() == want_index.tolist()
     assert got_time[want_index >= 0].tolist() == times[want_index[want_index >= 0]].tolist()
+
+
+def test_wake_coverage_per_thread_equals_the_join_of_every_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    # graph._wake_edges: idle gaps' coverage by their thread's own rows, thread by thread (few threads) vs one
+    # join of every thread's rows by packed (thread, time) positions (many threads): the same graph
+    woken = 0
+    for name in TRACES + [
+        "gpu/pytorch_slow-input_cuda.pt.trace.json.gz",
+        "gpu/transformer_bf16_cuda.pt.trace.json.gz",
+    ]:
+        path = FIXTURES / name
+        if not path.exists():
+            continue
+        trace = tracelens.load(path)
+        per_thread = graph_module.build(trace)
+        monkeypatch.setattr(graph_module, "WAKE_THREAD_LOOP", -1)
+        joined = graph_module.build(trace)
+        monkeypatch.undo()
+        woken += int(per_thread.edge_is_wake.sum())
+        for field in dataclasses.fields(per_thread):
+            a, b = getattr(per_thread, field.name), getattr(joined, field.name)
+            if isinstance(a, np.ndarray):
+                np.testing.assert_array_equal(a, b, err_msg=f"{name}: {field.name}")
+            else:
+                assert a == b, f"{name}: {field.name}"
+    assert woken > 0, "some trace has wake edges"

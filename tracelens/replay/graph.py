@@ -85,6 +85,7 @@ EVENT_RECORD_PATTERN = re.compile(r"^(cuda|hip|cu)EventRecord(WithFlags)?$")
 SYNC_MATCH_SLACK_NS = 1_000_000  # a recorded synchronization within this of its call belongs to it
 IDLE_GAP_NS = 50_000  # a host thread's gap this long with
 IDLE_COVERED = 0.1  # less than this share covered by its own ops/frames was a wait for another thread
+WAKE_THREAD_LOOP = 16  # threads with idle gaps up to which each one's coverage is found on its own
 
 
 @dataclass
@@ -638,21 +639,23 @@ def _wake_edges(
     covered = np.zeros(middle.size, np.int64)
     if middle.size:
         own = np.flatnonzero(cols.of_kind(CPU_OP, PYTHON) & (cols.tid >= 0))
-        # only rows reaching into an idle gap of some thread can cover one: the others (most of a trace's ops,
-        # run while no thread sits idle) are left out before the join by thread, which costs a sort of its rows
-        gap_start, gap_end = intervals.merge(prev_end[middle], cs[middle])
-        reach = np.searchsorted(gap_end, cols.start[own], side="right")
-        own = own[
-            (reach < gap_end.size) & (gap_start[np.minimum(reach, gap_end.size - 1)] < cols.end[own])
-        ]
-        del reach
         keys = thread_keys[call_thread[middle]]
         own_keys = thread_key(cols.pid[own], cols.tid[own])
-        lo, hi, os_, oe = thread_time_positions(
-            [(keys, [prev_end[middle], cs[middle]]), (own_keys, [cols.start[own], cols.end[own]])]
-        )
-        us, ue = intervals.merge(os_, oe)
-        covered = intervals.overlap_with_union(lo, hi, us, ue)
+        waiting = np.unique(keys)
+        if waiting.size <= WAKE_THREAD_LOOP:
+            # a few threads with idle gaps: each one's own rows are in time order already, so their union needs
+            # no sort (the join of every thread's rows below sorts them all)
+            for key in waiting:  # a loop over threads
+                mine = own[own_keys == key]
+                at = keys == key
+                us, ue = intervals.merge(cols.start[mine], cols.end[mine])
+                covered[at] = intervals.overlap_with_union(prev_end[middle[at]], cs[middle[at]], us, ue)
+        else:
+            lo, hi, os_, oe = thread_time_positions(
+                [(keys, [prev_end[middle], cs[middle]]), (own_keys, [cols.start[own], cols.end[own]])]
+            )
+            us, ue = intervals.merge(os_, oe)
+            covered = intervals.overlap_with_union(lo, hi, us, ue)
         idle = covered < IDLE_COVERED * gap[middle]
         middle, covered = middle[idle], covered[idle]
     heads = np.flatnonzero(first_call)
