@@ -107,7 +107,10 @@ def _traffic_floor(trace: Trace, g: Graph, ops: np.ndarray) -> np.ndarray:
     cols = event_columns(trace)
     rows = mine[single]
     frame = trace.frame(rows, ["input_dims", "input_types", "concrete_inputs"]).astype(object)
-    frame["name"] = [str(cols.names[c]) if c >= 0 else "" for c in cols.name[rows]]
+    codes = cols.name[rows]
+    used, at = np.unique(codes, return_inverse=True)  # a loop over distinct names, not rows
+    text = np.array([str(cols.names[c]) if c >= 0 else "" for c in used.tolist()], dtype=object)
+    frame["name"] = text[at.reshape(-1)].tolist() if codes.size else []  # a list, as before: the same dtype
     frame = frame.where(frame.notna(), None)
     keys = list(frame.columns)
     signatures = frame.drop_duplicates().reset_index(drop=True)
