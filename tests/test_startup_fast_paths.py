@@ -32,8 +32,12 @@ def pandas_reference(frame: pd.DataFrame) -> tuple[list[int], dict[tuple[int, in
 
 
 @settings(max_examples=150, deadline=None)
-@given(rows_strategy)
-def test_firsts_and_later_medians_equal_pandas(rows: list[tuple[int, int, int, int]]) -> None:
+@given(rows_strategy, st.booleans())
+def test_firsts_and_later_medians_equal_pandas(
+    rows: list[tuple[int, int, int, int]], in_start_order: bool
+) -> None:
+    if in_start_order:  # host rows come in start order: the path that sorts by group alone
+        rows = sorted(rows, key=lambda r: r[2])
     outer, name, start, duration = (np.array(c, np.int64) for c in zip(*rows, strict=True))
     frame = pd.DataFrame(
         {"row": np.arange(len(rows)), "outer": outer, "name": name, "start": start, "duration": duration}
@@ -41,7 +45,16 @@ def test_firsts_and_later_medians_equal_pandas(rows: list[tuple[int, int, int, i
     expected_firsts, expected_medians = pandas_reference(frame)
 
     order, first, group = _group_firsts(outer, name, start)
-    assert order[first].tolist() == expected_firsts
+    # every group's rows together, in start order (ties in row order); groups in any order
+    assert sorted(order.tolist()) == list(range(len(rows)))
+    assert np.array_equal(np.flatnonzero(first), np.flatnonzero(np.diff(group, prepend=-1)))
+    keys = list(zip(outer[order].tolist(), name[order].tolist(), strict=True))
+    assert len({keys[i] for i in np.flatnonzero(first)}) == int(first.sum())
+    for g in range(int(group[-1]) + 1):
+        members = order[group == g]
+        assert len({keys[i] for i in np.flatnonzero(group == g)}) == 1
+        assert members.tolist() == sorted(members.tolist(), key=lambda r: (start[r], r))
+    assert sorted(order[first].tolist()) == sorted(expected_firsts)
     medians, counts = _group_medians(group[~first], duration[order][~first], int(group[-1]) + 1)
     got = {
         (int(outer[order[i]]), int(name[order[i]])): float(medians[group[i]])
@@ -50,6 +63,19 @@ def test_firsts_and_later_medians_equal_pandas(rows: list[tuple[int, int, int, i
     }
     assert got == expected_medians  # the same floats: (a + b) / 2 of the middle two, as pandas computes it
     assert all(np.isnan(medians[group[i]]) for i in np.flatnonzero(first) if counts[group[i]] == 0)
+
+
+def test_group_medians_packed_and_lexsorted_agree_with_pandas() -> None:
+    rng = np.random.default_rng(3)
+    group = rng.integers(0, 5, 400)
+    for values in (
+        rng.integers(0, 1000, 400),  # packed with the group number into one int64
+        np.where(rng.random(400) < 0.1, 2**61, rng.integers(0, 1000, 400)),  # too wide to pack: lexsort
+    ):
+        medians, counts = _group_medians(group, values, 6)
+        reference = pd.Series(values).groupby(group).median()
+        assert medians[:5].tolist() == reference.tolist() and np.isnan(medians[5])
+        assert counts.tolist() == np.bincount(group, minlength=6).tolist()
 
 
 def test_even_count_median_is_the_mean_of_the_middle_two() -> None:

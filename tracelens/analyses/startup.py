@@ -166,11 +166,23 @@ def _group_firsts(
     outer: np.ndarray, inner: np.ndarray, start: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Rows grouped by (outer, inner), each group in start order (ties in row order): (the order, whether each
-    ordered row is its group's first, each ordered row's group number)."""
-    order = np.lexsort((start, inner, outer))  # stable: ties keep row order
-    o, i = outer[order], inner[order]
+    ordered row is its group's first, each ordered row's group number). Groups come in no particular order."""
+    if start.size > 1 and bool((start[1:] >= start[:-1]).all()):
+        # rows in start order already (host rows are): a stable sort by group alone keeps that order within each
+        # group; groups numbered by hashing (few: names x threads), sorted by radix where they fit 16 bits
+        outer_code = pd.factorize(outer)[0].astype(np.int64)
+        code, uniques = pd.factorize(outer_code * (int(inner.max()) + 1) + inner)
+        order = np.argsort(code.astype(np.uint16) if uniques.size < 2**16 else code, kind="stable")
+        ordered = code[order]
+    else:
+        order = np.lexsort((start, inner, outer))  # stable: ties keep row order
+        ordered = None
     first = np.ones(order.size, bool)
-    first[1:] = (o[1:] != o[:-1]) | (i[1:] != i[:-1])
+    if ordered is not None:
+        first[1:] = ordered[1:] != ordered[:-1]
+    else:
+        o, i = outer[order], inner[order]
+        first[1:] = (o[1:] != o[:-1]) | (i[1:] != i[:-1])
     return order, first, np.cumsum(first) - 1
 
 
@@ -180,7 +192,13 @@ def _group_medians(group: np.ndarray, values: np.ndarray, groups: int) -> tuple[
     counts = np.bincount(group, minlength=groups)
     medians = np.full(groups, np.nan)
     if values.size:
-        ordered = values[np.lexsort((values, group))].astype(np.float64)
+        low = int(values.min())
+        width = int(values.max()) - low + 1
+        if groups * width < 2**62:  # (group, value) packed into one int64: one sort of plain integers
+            packed = np.sort(group.astype(np.int64) * width + (values - low))
+            ordered = (packed % width + low).astype(np.float64)
+        else:
+            ordered = values[np.lexsort((values, group))].astype(np.float64)
         starts = np.cumsum(counts) - counts
         has = np.flatnonzero(counts)
         lo = starts[has] + (counts[has] - 1) // 2
