@@ -1,7 +1,8 @@
 """The diagnosis's fast paths give what the reference computations give (speed lives in benchmarks/).
 
 - unexplained_idle._reaching_rows: on rows in start order, the union's ends placed among the rows' starts (one
-  binary search per union interval) vs a binary search per host row (the path for rows out of start order).
+  binary search per union interval) vs a binary search per host row (the path for rows out of start order);
+- completeness.judge: GPU ops' ids and matches read from launch_pairs vs its own read and search.
 """
 
 from __future__ import annotations
@@ -9,10 +10,15 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import tracelens
+from tests.conftest import FIXTURES
 from tracelens import intervals
+from tracelens.analyses import completeness
+from tracelens.analyses.columns import Table
 from tracelens.analyses.diagnosis import unexplained_idle
 
 
@@ -54,3 +60,17 @@ def test_reaching_rows_in_start_order_equal_a_search_per_row(rows, union, chunk)
     none = [np.zeros(0, np.int64)]
     assert np.concatenate(got + none).tolist() == want.tolist()
     assert sorted(order[np.concatenate(back + none)].tolist()) == want.tolist()
+
+
+@pytest.mark.parametrize(
+    "name",
+    sorted(p.name for p in (FIXTURES / "completeness").glob("*.json"))
+    + ["../gpu/pytorch_sync-every-step_cuda.pt.trace.json.gz", "../nsys/handmade_nsys2026.sqlite"],
+)
+def test_judge_from_launch_pairs_equals_its_own_join(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # completeness.judge: the GPU ops' ids and their match to an API call's id read from launch_pairs (its rows are
+    # the GPU ops where every one has a device) vs read and searched again (the path for ops without a device)
+    trace = tracelens.load(FIXTURES / "completeness" / name)
+    joined = completeness.judge(trace)
+    monkeypatch.setattr(completeness, "launch_pairs", lambda _trace: Table({"matched": np.zeros(0, bool)}))
+    assert completeness.judge(trace) == joined

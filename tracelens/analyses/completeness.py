@@ -27,6 +27,7 @@ from .. import intervals
 from ..event_names import strip_api_suffix
 from ..trace import GPU_ACTIVITY_KINDS, HOST_KINDS, OVERHEAD, PYTHON, Trace
 from .columns import api_calls, event_columns
+from .launch import launch_pairs
 from .names import code_mask, is_kernel_launch
 
 LOST_SHARE = 0.10  # launch calls after the GPU side ends: reported from this share of the launch calls
@@ -160,7 +161,10 @@ def judge(trace: Trace) -> dict[str, Any]:
     is_launch = code_mask(cols.name[api], cols.names, _is_launch_call)
     launch = api[is_launch]
     host = np.flatnonzero(cols.of_kind(*HOST_KINDS))
-    gpu_ids = cols.at("correlation_id", gpu)
+    # where every GPU op has a device, launch_pairs' rows are these, in row order, joined to the calls by id
+    pairs = launch_pairs(trace) if gpu.size else None
+    joined = pairs is not None and len(pairs) == gpu.size
+    gpu_ids = pairs["correlation_id"] if pairs is not None and joined else cols.at("correlation_id", gpu)
     launch_ids = api_ids[is_launch]  # the launch calls are API calls
     problems: list[dict[str, Any]] = []
     evidence: dict[str, Any]
@@ -200,7 +204,10 @@ def judge(trace: Trace) -> dict[str, Any]:
 
     if gpu.size:
         has_id = gpu_ids >= 0
-        unmatched_gpu = int((~_member(gpu_ids[has_id], api_ids[api_ids >= 0])).sum())
+        if pairs is not None and joined:
+            unmatched_gpu = int((has_id & ~pairs["matched"]).sum())
+        else:
+            unmatched_gpu = int((~_member(gpu_ids[has_id], api_ids[api_ids >= 0])).sum())
         share = unmatched_gpu / int(has_id.sum()) if has_id.any() else None
         if api.size == 0 or (share is not None and share >= UNMATCHED_SHARE):
             evidence = {
