@@ -218,7 +218,9 @@ def build(trace: Trace) -> Graph:
     op_dev, op_stream = pairs["device"].astype(np.int64), pairs["stream"].astype(np.int64)
     os_, oe = pairs["start"].astype(np.int64), pairs["end"].astype(np.int64)
     launch_row = pairs["launch_row"]
-    api_sorted = np.argsort(api)
+    # the rows were ascending before the (thread, time) order: that order's inverse sorts them back, no argsort
+    api_sorted = np.empty(order.size, np.int64)
+    api_sorted[order] = np.arange(order.size)
     at = np.searchsorted(api[api_sorted], launch_row) if api.size else np.zeros(n_ops, np.int64)
     at = np.minimum(at, max(api.size - 1, 0))
     found = (launch_row >= 0) & (api.size > 0)
