@@ -157,6 +157,14 @@ class Context:
         return out
 
     @cached_property
+    def input_overlap(self) -> np.ndarray:
+        """``host_overlap(input_rows)``: the input waits' share of each host point's lag, which two remedies read
+        (computed once; read only)."""
+        out = self.host_overlap(self.input_rows)
+        out.flags.writeable = False
+        return out
+
+    @cached_property
     def input_rows(self) -> np.ndarray:
         cols = event_columns(self.trace)
         return np.flatnonzero(cols.of_kind(*_INPUT_KINDS) & code_mask(cols.name, cols.names, is_input))
@@ -211,7 +219,7 @@ def _host_lag_minus(ctx: Context, removed: np.ndarray) -> np.ndarray:
 
 
 def input_pipeline(ctx: Context) -> tuple[Graph | None, str]:
-    removed = ctx.host_overlap(ctx.input_rows)
+    removed = ctx.input_overlap
     if removed.sum() <= 0:
         return None, ""
     return ctx.graph.with_changes(lag=_host_lag_minus(ctx, removed)), (
@@ -244,7 +252,7 @@ def host_launch_overhead(ctx: Context) -> tuple[Graph | None, str]:
     launched = g.op_launch_call >= 0
     if not launched.any():
         return None, ""
-    keep = ctx.host_overlap(ctx.input_rows)  # input time stays: a graph does not load data
+    keep = ctx.input_overlap  # input time stays: a graph does not load data
     lag = g.lag.copy()
     host = ctx.is_host & ~g.chain_first
     waited_end = np.zeros(g.size, bool)
