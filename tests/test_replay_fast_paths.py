@@ -140,30 +140,3 @@ def test_wake_coverage_per_thread_equals_the_join_of_every_thread(monkeypatch: p
             else:
                 assert a == b, f"{name}: {field.name}"
     assert woken > 0, "some trace has wake edges"
-
-
-@pytest.mark.parametrize("name", TRACES[:2])
-def test_a_graph_less_some_waits_solves_in_the_built_graphs_order(name: str) -> None:
-    # remedies that drop waits (synchronization, memcpy) reuse the built graph's plan (engine.edge_subset_plan):
-    # the same times as a plan of their own, on both solvers
-    path = FIXTURES / name
-    if not path.exists():
-        pytest.skip(f"{name} absent")
-    ctx = Context(tracelens.load(path))
-    dropped = 0
-    for cause in ("synchronization", "memcpy"):
-        changed, _ = REMEDIES[cause][1](ctx)
-        if changed is None:
-            continue
-        derived = engine.edge_subset_plan(ctx.plan, changed)
-        assert derived is not None and changed.edge_src.size < ctx.graph.edge_src.size
-        own = engine.plan(changed)
-        np.testing.assert_array_equal(engine.solve(changed, ctx.plan), engine.solve(changed, own))
-        np.testing.assert_array_equal(
-            engine.solve_by_batches(changed, derived), engine.solve_by_batches(changed, own)
-        )
-        dropped += 1
-        # a graph whose edges are not a subset of the plan's gets a plan of its own
-        other = changed.with_changes(edge_src=changed.edge_src[::-1].copy())
-        assert engine.edge_subset_plan(ctx.plan, other) is None
-    assert dropped, "the trace has a remedy that drops waits"

@@ -157,7 +157,6 @@ class Plan:
     e_src: np.ndarray
     e_ptr: np.ndarray  # edges into the point at position i of ``order``: e_ptr[i] .. e_ptr[i + 1] - 1
     e_stale: np.ndarray
-    planned_from: Plan | None = None  # the plan whose order this one reuses (:func:`edge_subset_plan`)
 
     def fits(self, graph: Graph) -> bool:
         return all(
@@ -220,7 +219,7 @@ def _batches(shared: Plan) -> _Batches:
     order, n = shared.order, shared.order.size
     key = shared.key
     if key is None:  # planned for the compiled solver, which does not need it: the same keys again
-        key = schedule_keys(_structure(shared.planned_from or shared))
+        key = schedule_keys(_structure(shared))
     key_sorted = key[order]
     cut = np.flatnonzero(np.diff(key_sorted)) + 1
     group_lo = np.concatenate([[0], cut]).astype(np.int64)
@@ -243,61 +242,9 @@ def _batches(shared: Plan) -> _Batches:
     )
 
 
-def edge_subset_plan(shared: Plan, graph: Graph) -> Plan | None:
-    """A plan for ``graph`` from ``shared``'s order where ``graph`` is the planned graph less some edges (a remedy
-    that drops waits: ``graph.edge_rows``); None where it is not, or where ``shared`` reads some edge's source as
-    recorded (a cycle from inconsistent clocks). Every edge of the planned graph runs from an earlier point to a
-    later one in its order, so every edge kept does too: a topological order of ``graph``, and the one-pass
-    solve in any such order gives the same times. Only the edges into each point are found again."""
-    rows = graph.edge_rows
-    planned = dict(zip(_PLAN_SOURCES, shared.sources, strict=True))
-    if rows is None or shared.e_stale.any():
-        return None
-    if any(getattr(graph, name) is not planned[name] for name in ("time", "kind", "chain", "chain_first")):
-        return None
-    base_src, base_dst = planned["edge_src"], planned["edge_dst"]
-    if rows.size != graph.edge_src.size or (
-        rows.size and (int(rows[0]) < 0 or int(rows[-1]) >= base_src.size or (np.diff(rows) <= 0).any())
-    ):
-        return None
-    if not (
-        np.array_equal(base_src[rows], graph.edge_src) and np.array_equal(base_dst[rows], graph.edge_dst)
-    ):
-        return None
-    kept = np.zeros(base_src.size, bool)
-    kept[rows] = True
-    in_order = kept[shared.e_order]  # the planned edges, by target position, that remain
-    new_index = np.cumsum(kept) - 1  # planned edge -> graph edge
-    e_pos = shared.e_pos[in_order]
-    n = graph.size
-    e_ptr = np.zeros(n + 1, np.int64)
-    np.cumsum(np.bincount(e_pos, minlength=n), out=e_ptr[1:])
-    return Plan(
-        sources=tuple(getattr(graph, name) for name in _PLAN_SOURCES),
-        key=shared.key,
-        order=shared.order,
-        e_order=new_index[shared.e_order[in_order]],
-        e_pos=e_pos,
-        e_src=shared.e_src[in_order],
-        e_ptr=e_ptr,
-        e_stale=np.zeros(e_pos.size, bool),
-        planned_from=shared.planned_from or shared,
-    )
-
-
 def _structure(shared: Plan) -> Graph:
     """The arrays the plan was made from, under their graph names (what :func:`schedule_keys` reads)."""
     return SimpleNamespace(**dict(zip(_PLAN_SOURCES, shared.sources, strict=True)))  # type: ignore[return-value]
-
-
-def _plan_for(graph: Graph, shared: Plan | None) -> Plan:
-    """``shared`` where it fits ``graph``, else one derived from it (``graph`` drops some of its edges), else a
-    new plan."""
-    if shared is None:
-        return plan(graph)
-    if shared.fits(graph):
-        return shared
-    return edge_subset_plan(shared, graph) or plan(graph)
 
 
 def solve(graph: Graph, shared: Plan | None = None) -> np.ndarray:
@@ -307,7 +254,7 @@ def solve(graph: Graph, shared: Plan | None = None) -> np.ndarray:
     n = graph.size
     if n == 0:
         return graph.time.copy()
-    ordered = _plan_for(graph, shared)
+    ordered = shared if shared is not None and shared.fits(graph) else plan(graph)
     if _replay_solve is None:
         return solve_by_batches(graph, ordered)
     t = np.empty(n, np.int64)
@@ -333,7 +280,7 @@ def solve_by_batches(graph: Graph, shared: Plan | None = None) -> np.ndarray:
     t = graph.time.copy()  # a source solved later than its target (clock skew) is read as recorded
     if n == 0:
         return t
-    ordered = _plan_for(graph, shared)
+    ordered = shared if shared is not None and shared.fits(graph) else plan(graph)
     batches_of = ordered.batches
     order, group_lo, group_hi = ordered.order, batches_of.group_lo, batches_of.group_hi
     run_start, carry_from, e_pos, e_src = (

@@ -144,9 +144,6 @@ class Graph:
     op_collective: np.ndarray  # per op: its matched collective's id (-1: not a collective, or unmatched)
     # typical lags per device (dict device -> ns), for remedies that change which edge binds
     typical: dict[str, dict[int, int]] = field(default_factory=dict)
-    # where a remedy only dropped edges of the built graph: each edge's index among the built graph's edges
-    # (ascending); the replay then solves in the built graph's order (engine.solve), no new plan
-    edge_rows: np.ndarray | None = None
 
     @property
     def size(self) -> int:

@@ -336,7 +336,6 @@ def _drop_waits(g: Graph, calls: np.ndarray, lag: np.ndarray | None = None) -> G
         edge_is_collective=g.edge_is_collective[keep],
         edge_typical=g.edge_typical[keep],
         lag=lag,
-        edge_rows=np.flatnonzero(keep) if g.edge_rows is None else g.edge_rows[keep],
     )
 
 

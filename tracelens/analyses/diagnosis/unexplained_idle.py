@@ -154,11 +154,7 @@ def evidence(ctx: Context) -> Evidence:
 
 
 def _reaching_rows(
-    cols: EventColumns,
-    host_mask: np.ndarray,
-    host: np.ndarray,
-    union_start: np.ndarray,
-    union_end: np.ndarray,
+    cols: EventColumns, host_mask: np.ndarray, host: np.ndarray, union_start: np.ndarray, union_end: np.ndarray
 ) -> Iterator[np.ndarray]:
     """The host rows (``host``: ascending, where ``host_mask`` is set) that reach into a union of intervals (the
     first union interval ending after a row's start begins before its end), in chunks, ascending: a few percent
