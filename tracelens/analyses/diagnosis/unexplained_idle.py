@@ -73,7 +73,9 @@ def evidence(ctx: Context) -> Evidence:
     idle = ctx.idle(NOTHING)
     host_mask = cols.of_kind(*ACTIVITY_KINDS) & (cols.tid >= 0) & (cols.name >= 0)
     host = np.flatnonzero(host_mask)
-    waits = host[code_mask(cols.name[host], cols.names, is_rank_wait)]
+    # the names that wait for other ranks first (none, on most traces): the host rows' names gathered only if some
+    is_wait_name = np.fromiter((is_rank_wait(str(n)) for n in cols.names), bool, len(cols.names))
+    waits = host[code_mask(cols.name[host], cols.names, is_rank_wait)] if is_wait_name.any() else host[:0]
     overhead = host[cols.kind[host] == ALL_KINDS.index(OVERHEAD)]
     rank_wait = profiler_overhead = 0
     unexplained = [unexplained_intervals(trace, busy) for busy in ctx.busy.values()]
