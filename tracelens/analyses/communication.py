@@ -318,25 +318,29 @@ def device_communication(
     # Each collective's own time with no computation kernel beside it (summed per type, not merged).
     alone = duration - intervals.overlap_with_union(starts, ends, *k)
     by_type = []
-    for kind in TYPES:  # a loop over the collective types
-        sel = is_collective & (types == kind)
+    # The type comparisons on the collective rows only (an object array: a string comparison per row).
+    coll = np.flatnonzero(is_collective)
+    coll_types, coll_duration, coll_alone = types[coll], duration[coll], alone[coll]
+    coll_bytes, coll_factor = nbytes[coll], factor[coll]
+    for kind in TYPES if coll.size else ():  # a loop over the collective types
+        sel = coll_types == kind
         if not sel.any():
             continue
-        sized = sel & ~np.isnan(nbytes)
-        measured_ns = int(duration[sized].sum())
-        total = float(nbytes[sized].sum())
-        with_factor = bool(sized.any()) and not np.isnan(factor[sized]).any()
+        sized = sel & ~np.isnan(coll_bytes)
+        measured_ns = int(coll_duration[sized].sum())
+        total = float(coll_bytes[sized].sum())
+        with_factor = bool(sized.any()) and not np.isnan(coll_factor[sized]).any()
         by_type.append(
             {
                 "type": kind,
                 "count": int(sel.sum()),
-                "time_ns": int(duration[sel].sum()),
+                "time_ns": int(coll_duration[sel].sum()),
                 "bytes": int(round(total)) if sized.any() else None,
                 "algbw_bytes_per_s": total / measured_ns * 1e9 if measured_ns else None,
-                "busbw_bytes_per_s": float((nbytes[sized] * factor[sized]).sum()) / measured_ns * 1e9
+                "busbw_bytes_per_s": float((coll_bytes[sized] * coll_factor[sized]).sum()) / measured_ns * 1e9
                 if measured_ns and with_factor
                 else None,
-                "exposed_ns": int(alone[sel].sum()),
+                "exposed_ns": int(coll_alone[sel].sum()),
                 "measured_count": int(sized.sum()),
                 "measured_ns": measured_ns,
             }
@@ -523,9 +527,9 @@ def communication_report(trace: Trace) -> dict[str, Any]:
     types = np.where(
         kernel[rows], code_map(cols.name[rows], cols.names, lambda n: collective_type(n) or "", ""), ""
     )
-    annotations = cols.of_kind(GPU_ANNOTATION) & on_device
-    if (annotations & code_mask(cols.name, cols.names, is_xla_collective)).any():
-        ops = np.flatnonzero(annotations)  # every op of the device decides which kernels it holds
+    ops = np.flatnonzero(cols.of_kind(GPU_ANNOTATION) & on_device)  # names tested at these rows, not every row
+    if ops.size and code_mask(cols.name[ops], cols.names, is_xla_collective).any():
+        # every op of the device decides which kernels it holds
         xla_type = code_map(
             cols.name[ops], cols.names, lambda n: collective_type(n) if is_xla_collective(n) else "", ""
         )

@@ -50,7 +50,7 @@ def device_utilization(trace: Trace) -> list[DeviceUtilization]:
     """Busy/span/utilization and per-kind counts and summed durations for every GPU with activity."""
     cols = event_columns(trace)
     busy_by_device = device_busy(trace)
-    gpu = cols.of_kind(*GPU_ACTIVITY_KINDS) & (cols.device >= 0)
+    gpu = np.flatnonzero(cols.of_kind(*GPU_ACTIVITY_KINDS) & (cols.device >= 0))  # gathers by index: faster
     device, kind, start, end = cols.device[gpu], cols.kind[gpu], cols.start[gpu], cols.end[gpu]
     duration = end - start
     out: list[DeviceUtilization] = []

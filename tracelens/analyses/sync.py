@@ -36,7 +36,8 @@ _STREAM_WAIT = re.compile(r"^(cuda|hip|cu)StreamWaitEvent$")
 
 def _api_calls(trace: Trace) -> Table:
     cols = event_columns(trace)
-    api = cols.of_kind(RUNTIME, DRIVER)
+    # Row positions, not the mask: five gathers by index cost a fifth of five boolean-mask passes over the table.
+    api = np.flatnonzero(cols.of_kind(RUNTIME, DRIVER))
     name = cols.name[api]
     return Table(
         {
