@@ -320,7 +320,8 @@ class EventStore:
             return np.full(self.num_rows, fill, dtype)
         if isinstance(stored, SparseColumn):
             out = np.full(self.num_rows, fill, dtype)
-            out[stored.rows] = pc.fill_null(stored.values, fill).to_numpy(zero_copy_only=False)
+            values = stored.values if stored.values.null_count == 0 else pc.fill_null(stored.values, fill)
+            out[stored.rows] = values.to_numpy(zero_copy_only=False)
             return out
         if stored.null_count == 0:
             values = stored.to_numpy(zero_copy_only=False)
