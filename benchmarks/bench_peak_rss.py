@@ -138,7 +138,9 @@ def main() -> int:
         label = label.replace("before ", "between stages, before ")
         rows.append([label, f"{hwm:,.0f}", f"{hwm / size:.2f}x", f"{rss:,.0f}", f"{wall:.2f}"])
     peak = max(s[1] for s in stages)
-    print(f"\n{Path(opts.trace).name} ({size:,.0f} MiB); peak {peak:,.0f} MiB = {peak / size:.2f}x the file\n")
+    print(
+        f"\n{Path(opts.trace).name} ({size:,.0f} MiB); peak {peak:,.0f} MiB = {peak / size:.2f}x the file\n"
+    )
     print(markdown_table(["stage", "peak RSS (MiB)", "/ file", "RSS after (MiB)", "wall (s)"], rows))
     return 0
 

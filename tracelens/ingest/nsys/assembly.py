@@ -159,7 +159,9 @@ def _scatter(
             codes = (codes.fill_null(0) if codes.null_count else codes).to_numpy(zero_copy_only=False)
             out[rows] = transpose.astype(out.dtype, copy=False)[codes] if transpose.size else codes
         else:
-            out[rows] = (values.fill_null(fill) if values.null_count else values).to_numpy(zero_copy_only=False)
+            out[rows] = (values.fill_null(fill) if values.null_count else values).to_numpy(
+                zero_copy_only=False
+            )
         del values
     mask = None if valid is None else ~valid
     del valid
