@@ -352,13 +352,15 @@ class EventStore:
 
     @property
     def nbytes(self) -> int:
-        """Bytes held by the stored columns (positions included)."""
+        """Bytes held by the stored columns (positions included, once where sparse columns share them)."""
         total = 0
+        positions: set[int] = set()
         for stored in self.columns.values():
             if isinstance(stored, DeferredColumn):
                 continue  # nothing held until computed
             if isinstance(stored, SparseColumn):
-                total += stored.rows.nbytes + stored.values.nbytes
+                total += stored.values.nbytes + (0 if id(stored.rows) in positions else stored.rows.nbytes)
+                positions.add(id(stored.rows))
             else:
                 total += stored.nbytes
         return total
