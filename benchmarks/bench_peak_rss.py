@@ -72,6 +72,13 @@ def builders(self, db, strings):
         return run
     return {table: one(table, build) for table, build in out.items()}
 reader.NsysReader._builders = builders
+original_read = reader.NsysReader.read
+store_mib = []
+def read(self):
+    trace = original_read(self)
+    store_mib.append(trace.store.nbytes / 2**20)
+    return trace
+reader.NsysReader.read = read
 for key in A.SECTIONS:
     module = importlib.import_module(f"tracelens.analyses.{key}")
     wrap(module, "section", f"section {key}")
@@ -93,6 +100,8 @@ else:
     code = cli.main(["analyze", "--format", "json", path, "-o", out])
     os.unlink(out)
     mark("rest (CLI)")
+if store_mib:
+    stages.append((f"(the event store holds {store_mib[0]:,.0f} MiB)", 0, 0, 0))
 print(json.dumps(stages))
 """
 
@@ -129,19 +138,25 @@ def main() -> int:
     stages = run(str(Path(opts.trace).resolve()), opts.load_only, Path(opts.tree).resolve(), opts.mark)
     size = Path(opts.trace).stat().st_size / 2**20
     rows = []
+    note = ""
     previous_rss = 0.0
     for label, hwm, rss, wall in stages:
+        if label.startswith("("):
+            note = label
+            continue
         rose = hwm - previous_rss
         previous_rss = rss
         if label.startswith("before ") and wall < 0.05 and rose < 5:
             continue  # nothing happened between two stages
         label = label.replace("before ", "between stages, before ")
         rows.append([label, f"{hwm:,.0f}", f"{hwm / size:.2f}x", f"{rss:,.0f}", f"{wall:.2f}"])
-    peak = max(s[1] for s in stages)
+    peak = max(s[1] for s in stages if not s[0].startswith("("))
     print(
         f"\n{Path(opts.trace).name} ({size:,.0f} MiB); peak {peak:,.0f} MiB = {peak / size:.2f}x the file\n"
     )
     print(markdown_table(["stage", "peak RSS (MiB)", "/ file", "RSS after (MiB)", "wall (s)"], rows))
+    if note:
+        print(f"\n{note}")
     return 0
 
 
