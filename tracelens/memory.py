@@ -27,7 +27,7 @@ def release_free_memory() -> None:
 def _malloc_trim() -> Callable[[int], int] | None:
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        return libc.malloc_trim  # type: ignore[no-any-return]
+        return libc.malloc_trim
     except (OSError, AttributeError):
         return None
 
