@@ -320,7 +320,8 @@ class EventStore:
             return np.full(self.num_rows, fill, dtype)
         if isinstance(stored, SparseColumn):
             out = np.full(self.num_rows, fill, dtype)
-            out[stored.rows] = pc.fill_null(stored.values, fill).to_numpy(zero_copy_only=False)
+            values = stored.values if stored.values.null_count == 0 else pc.fill_null(stored.values, fill)
+            out[stored.rows] = values.to_numpy(zero_copy_only=False)
             return out
         if stored.null_count == 0:
             values = stored.to_numpy(zero_copy_only=False)
@@ -351,13 +352,15 @@ class EventStore:
 
     @property
     def nbytes(self) -> int:
-        """Bytes held by the stored columns (positions included)."""
+        """Bytes held by the stored columns (positions included, once where sparse columns share them)."""
         total = 0
+        positions: set[int] = set()
         for stored in self.columns.values():
             if isinstance(stored, DeferredColumn):
                 continue  # nothing held until computed
             if isinstance(stored, SparseColumn):
-                total += stored.rows.nbytes + stored.values.nbytes
+                total += stored.values.nbytes + (0 if id(stored.rows) in positions else stored.rows.nbytes)
+                positions.add(id(stored.rows))
             else:
                 total += stored.nbytes
         return total

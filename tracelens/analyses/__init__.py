@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from ..document import Document, summarize
+from ..memory import release_free_memory  # after each section: what it freed goes back to the OS
 from ..trace import Trace
 
 JSON_SCHEMA_VERSION = "1.1"
@@ -95,28 +96,6 @@ SECTIONS: list[str] = [s.key for s in REGISTRY]  # the keys, in document order
 def report_sections() -> list[Section]:
     """The sections a report draws one by one, in report order (diagnosis is drawn as the headline)."""
     return sorted((s for s in REGISTRY if s.report_order is not None), key=lambda s: s.report_order or 0)
-
-
-def release_free_memory() -> None:
-    """Hand memory freed by a section back to the OS (glibc keeps freed heap blocks below its mmap threshold,
-    32 MB arrays included, so a multi-GB analysis kept growing by what earlier sections had freed). A no-op
-    where the C library has no malloc_trim."""
-    if _MALLOC_TRIM is not None:
-        _MALLOC_TRIM(0)
-
-
-def _malloc_trim() -> Callable[[int], int] | None:
-    import ctypes
-    import ctypes.util
-
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        return libc.malloc_trim
-    except (OSError, AttributeError):
-        return None
-
-
-_MALLOC_TRIM = _malloc_trim()
 
 
 def with_needs(sections: list[str]) -> list[str]:

@@ -288,6 +288,22 @@ def _int_type(stored: pa.Array | SparseColumn, narrow: bool = True) -> type:
     return np.int32 if fits else np.int64
 
 
+def _small_ints(store: EventStore, name: str) -> np.ndarray:
+    """``_ints`` of a column of a few small ids (device): int8 where every value is below 2^6, int16 below 2^14
+    (a byte a row instead of four: 120 MB less for the whole analysis on a 41M-row trace); adding or doubling
+    two values still cannot overflow."""
+    stored = store.columns.get(name)
+    if stored is None:
+        return np.broadcast_to(np.int8(-1), (store.num_rows,))
+    values = stored.values if isinstance(stored, SparseColumn) else stored
+    bounds = pc.min_max(values)
+    lo, hi = bounds["min"].as_py(), bounds["max"].as_py()
+    for dtype, limit in ((np.int8, 2**6), (np.int16, 2**14)):
+        if lo is None or (lo >= -1 and hi < limit):
+            return store.numpy(name, -1, dtype)
+    return _ints(store, name)
+
+
 def _ints_at(store: EventStore, name: str, rows: np.ndarray) -> np.ndarray:
     """``_ints(store, name)[rows]`` (rows ascending) without the whole column where the column is sparse."""
     stored = store.columns.get(name)
@@ -332,7 +348,7 @@ def event_columns(trace: Trace) -> EventColumns:
             names=np.array(name_values, dtype=object),
             start=store.numpy("start_ns"),
             end=store.numpy("end_ns"),
-            device=_ints(store, "device"),
+            device=_small_ints(store, "device"),
             pid=_ints(store, "pid"),
             tid=_ints(store, "tid"),
             # a join key: int32 below 2^30 as the others (the one sort key built from them widens first)

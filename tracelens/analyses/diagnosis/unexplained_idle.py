@@ -71,12 +71,18 @@ def evidence(ctx: Context) -> Evidence:
     trace = ctx.trace
     cols = event_columns(trace)
     idle = ctx.idle(NOTHING)
-    host_mask = cols.of_kind(*ACTIVITY_KINDS) & (cols.tid >= 0) & (cols.name >= 0)
-    host = np.flatnonzero(host_mask)
-    # the names that wait for other ranks first (none, on most traces): the host rows' names gathered only if some
+    # The host rows as a mask, read a chunk of rows at a time below: their positions and names gathered whole
+    # held ~0.5 GB at once for the 34M host rows of a training export (the diagnosis's peak).
+    host_mask = cols.of_kind(*ACTIVITY_KINDS)
+    host_mask &= cols.tid >= 0
+    host_mask &= cols.name >= 0
+    # the names that wait for other ranks first (none, on most traces): the table's names tested only if some
     is_wait_name = np.fromiter((is_rank_wait(str(n)) for n in cols.names), bool, len(cols.names))
-    waits = host[code_mask(cols.name[host], cols.names, is_rank_wait)] if is_wait_name.any() else host[:0]
-    overhead = host[cols.kind[host] == ALL_KINDS.index(OVERHEAD)]
+    if is_wait_name.any():
+        waits = np.flatnonzero(host_mask & code_mask(cols.name, cols.names, is_rank_wait))
+    else:
+        waits = np.zeros(0, np.int64)
+    overhead = np.flatnonzero(host_mask & (cols.kind == ALL_KINDS.index(OVERHEAD)))
     rank_wait = profiler_overhead = 0
     unexplained = [unexplained_intervals(trace, busy) for busy in ctx.busy.values()]
     wait_union = intervals.merge(cols.start[waits], cols.end[waits])  # the same for every device
@@ -92,7 +98,7 @@ def evidence(ctx: Context) -> Evidence:
     every_end = np.concatenate([ue for _, ue in unexplained]) if unexplained else np.zeros(0, np.int64)
     union_start, union_end = intervals.merge(every_start, every_end)
     coverage = intervals.Coverage(every_start, every_end)  # built once for every chunk
-    for mine in _reaching_rows(cols, host_mask, host, union_start, union_end):
+    for mine in _reaching_rows(cols, host_mask, union_start, union_end):
         overlap = coverage.overlap(cols.start[mine], cols.end[mine])
         seen = overlap > 0
         mine = mine[seen]
@@ -131,7 +137,12 @@ def evidence(ctx: Context) -> Evidence:
         for r in top_rows.itertuples(index=False)
     ]
     feeding = {a["feeding_threads_from"] for a in ctx.attribution.values()}
-    processes = distinct(cols.pid[host])  # a hash of the few pids, not a sort of every host row
+    # a hash of the few pids of each chunk, not a sort of every host row
+    pids = [
+        distinct(cols.pid[lo + np.flatnonzero(host_mask[lo : lo + HOST_CHUNK])])
+        for lo in range(0, host_mask.size, HOST_CHUNK)
+    ]
+    processes = distinct(np.concatenate(pids)) if pids else np.zeros(0, np.int64)
     rank_wait_ns = int(round(rank_wait / ctx.n))
     ev: Evidence = {
         "idle_by_device": idle,
@@ -156,9 +167,9 @@ def evidence(ctx: Context) -> Evidence:
 
 
 def _reaching_rows(
-    cols: EventColumns, host_mask: np.ndarray, host: np.ndarray, union_start: np.ndarray, union_end: np.ndarray
+    cols: EventColumns, host_mask: np.ndarray, union_start: np.ndarray, union_end: np.ndarray
 ) -> Iterator[np.ndarray]:
-    """The host rows (``host``: ascending, where ``host_mask`` is set) that reach into a union of intervals (the
+    """The host rows (where ``host_mask`` is set) that reach into a union of intervals (the
     first union interval ending after a row's start begins before its end), in chunks, ascending: a few percent
     of the host rows."""
     next_start = np.append(union_start, np.iinfo(np.int64).max)
@@ -176,8 +187,8 @@ def _reaching_rows(
             ended += first  # per row: the union intervals ending at or before its start
             yield lo + np.flatnonzero(host_mask[lo : lo + HOST_CHUNK] & (next_start[ended] < end))
         return
-    for lo in range(0, host.size, HOST_CHUNK):  # chunks of host rows
-        mine = host[lo : lo + HOST_CHUNK]
+    for lo in range(0, host_mask.size, HOST_CHUNK):  # chunks of rows
+        mine = lo + np.flatnonzero(host_mask[lo : lo + HOST_CHUNK])
         ends = cols.end[mine]
         yield mine[next_start[np.searchsorted(union_end, cols.start[mine], side="right")] < ends]
 

@@ -3,13 +3,16 @@ start, sorted once, columns gathered whole or stored sparse), with the host rows
 
 from __future__ import annotations
 
+import threading
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
+from ...memory import release_free_memory
 from ...trace import (
     EVENT_SCHEMA,
     NOT_NESTED_KINDS,
@@ -32,37 +35,39 @@ def assemble(parts: list[Part]) -> tuple[int, EventStore]:
     start -= origin
     total = start.size
     index = np.int32 if total < 2**31 else np.int64
+    offsets = np.cumsum([0] + [p.n for p in parts])
     # each table is nearly sorted: timsort merges its runs; positions kept int32 (half the memory)
     order = np.argsort(start, kind="stable").astype(index, copy=False)
-    # Each time column is sorted as soon as it is whole and its unsorted copy let go: at most two arrays of
-    # every row's times live at once (41M rows: 330 MB each).
     start = start[order]
     columns: dict[str, Any] = {"start_ns": pa.array(start)}
+    # rank: the table row of each part row (parts concatenated). Every other column is scattered there a part
+    # at a time (no concatenated copy of a column: at most one of its parts and the whole column live at once).
+    rank = np.empty(total, index)
+    rank[order] = np.arange(total, dtype=index)
+    del order
+    release_free_memory()  # the parts' start columns and the sort's temporaries
     missing = np.iinfo(np.int64).min
-    end = np.concatenate([int64_numpy(p.columns.pop("end_ns"), fill=missing) for p in parts])
+    end = np.empty(total, np.int64)
+    for i, p in enumerate(parts):
+        end[rank[offsets[i] : offsets[i + 1]]] = int64_numpy(p.columns.pop("end_ns"), fill=missing)
     # An end missing (a range still open when capture stopped) runs to the end of the trace.
-    open_ended = np.flatnonzero(end == missing)
+    open_ended = np.flatnonzero(end == missing)  # table rows, ascending
     if open_ended.size:
         end[open_ended] = end.max()
     end -= origin
-    end = end[order]
     np.maximum(end, start, out=end)
     del start
     columns["end_ns"] = pa.array(end)
     del end
-    # rank: the table row of each part row (parts concatenated), where a sparse column's values go
-    rank = np.empty(total, index)
-    rank[order] = np.arange(total, dtype=index)
-    take = pa.array(order)
-    del order
-    _gather_columns(parts, columns, take, rank, total)
+    sentinel = _gather_columns(parts, columns, rank, offsets, total)
     if any(p.host for p in parts):
-        columns["depth"] = DeferredColumn(_HostDepth(np.sort(rank[open_ended])))
-    del take, rank
-    sentinel = set()
+        columns["depth"] = DeferredColumn(_HostDepth(open_ended))
+    del rank
+    release_free_memory()
     for name in ("pid", "tid"):  # read by every analysis: -1 in their null slots spares a filled copy
         if (
-            isinstance(columns.get(name), pa.Array)
+            name not in sentinel
+            and isinstance(columns.get(name), pa.Array)
             and (marked := with_sentinel_nulls(columns[name])) is not None
         ):
             columns[name] = marked
@@ -73,23 +78,22 @@ def assemble(parts: list[Part]) -> tuple[int, EventStore]:
 
 
 def _gather_columns(
-    parts: list[Part], columns: dict[str, Any], take: pa.Array, rank: np.ndarray, total: int
-) -> None:
-    """Fill ``columns`` with every event column some part has, in table order.
+    parts: list[Part], columns: dict[str, Any], rank: np.ndarray, offsets: np.ndarray, total: int
+) -> set[str]:
+    """Fill ``columns`` with every event column some part has, in table order; returns the integer columns
+    whose null slots hold -1 (an EventStore's ``sentinel`` columns).
 
-    A column most rows have is gathered whole (``take``); one that only the parts of fewer than half the
-    rows have (kernel geometry, copy bytes, ...) is stored sparse, at the table rows of those parts
-    (``rank``). Two gathers run at once (Arrow's take releases the GIL); at most one more column waits
-    prepared, so the parts' columns are still released about as fast as the gathered ones appear.
+    A column most rows have is scattered whole (:func:`_scatter`); one that only the parts of fewer than half
+    the rows have (kernel geometry, copy bytes, ...) is stored sparse, at the table rows of those parts
+    (``rank``), built in a second thread (Arrow's take releases the GIL) while the next column is prepared.
     """
     shared_null = _SharedNulls(total)
     in_flight: deque[tuple[str, Future[Any]]] = deque()
-    offsets = np.cumsum([0] + [p.n for p in parts])
+    sentinel: set[str] = set()
+    # Sparse columns of the same parts (a kernel's nine geometry columns) share one array of table rows.
+    placements: dict[tuple[int, ...], _Placement] = {}
 
-    def gather(column: pa.ChunkedArray) -> pa.Array:
-        return column.take(take).combine_chunks()
-
-    with ThreadPoolExecutor(max_workers=2) as pool:
+    with ThreadPoolExecutor(max_workers=1) as pool:
         for fld in EVENT_SCHEMA:
             if fld.name in columns:
                 continue
@@ -97,18 +101,74 @@ def _gather_columns(
             if not having:
                 continue
             if 2 * sum(parts[i].n for i in having) < total:
-                positions = np.concatenate([rank[offsets[i] : offsets[i + 1]] for i in having])
+                key = tuple(having)
+                if key not in placements:
+                    placements[key] = _Placement(
+                        np.concatenate([rank[offsets[i] : offsets[i + 1]] for i in having])
+                    )
                 values = _merged_column([parts[i] for i in having], fld, shared_null)
-                in_flight.append((fld.name, pool.submit(_sparse, positions, values)))
+                in_flight.append((fld.name, pool.submit(_sparse, placements[key], values)))
+                del values
             else:
-                column = _merged_column(parts, fld, shared_null)
-                in_flight.append((fld.name, pool.submit(gather, column)))
-                del column
+                columns[fld.name], filled = _scatter(parts, fld, rank, offsets, total)
+                if filled:
+                    sentinel.add(fld.name)
+                release_free_memory()
             while len(in_flight) > 1:
                 name, future = in_flight.popleft()
                 columns[name] = future.result()
         for name, future in in_flight:
             columns[name] = future.result()
+    return sentinel
+
+
+def _scatter(
+    parts: list[Part], fld: pa.Field, rank: np.ndarray, offsets: np.ndarray, total: int
+) -> tuple[pa.Array, bool]:
+    """One dense column in table order: each part's values written at its rows' table rows (``rank``) and let
+    go. Dictionary columns get the dictionary Arrow's ``unify_dictionaries`` gives the parts' chunks (each
+    value in order of first appearance), their indices mapped onto it. Returns (the column, whether its null
+    slots hold -1: integer columns)."""
+    typ = storage_type(fld.name)
+    is_dict = pa.types.is_dictionary(typ)
+    value_type = typ.index_type if is_dict else typ
+    fill = 0 if is_dict or not pa.types.is_integer(typ) else -1
+    out = np.full(total, fill, value_type.to_pandas_dtype())
+    valid: np.ndarray | None = None
+    dictionary = pa.array([], typ.value_type) if is_dict else None
+    for i, p in enumerate(parts):
+        rows = rank[offsets[i] : offsets[i + 1]]
+        values = p.columns.pop(fld.name, None)
+        if values is None:
+            if valid is None:
+                valid = np.ones(total, bool)
+            valid[rows] = False
+            continue
+        if isinstance(values, pa.ChunkedArray):
+            values = values.combine_chunks()
+        if values.type != typ:
+            values = values.cast(typ)
+        if values.null_count:
+            if valid is None:
+                valid = np.ones(total, bool)
+            valid[rows] = values.is_valid().to_numpy(zero_copy_only=False)
+        if is_dict:
+            dictionary = pc.unique(pa.concat_arrays([dictionary, values.dictionary]))
+            transpose = pc.index_in(values.dictionary, value_set=dictionary).to_numpy(zero_copy_only=False)
+            codes = values.indices
+            codes = (codes.fill_null(0) if codes.null_count else codes).to_numpy(zero_copy_only=False)
+            out[rows] = transpose.astype(out.dtype, copy=False)[codes] if transpose.size else codes
+        else:
+            out[rows] = (values.fill_null(fill) if values.null_count else values).to_numpy(
+                zero_copy_only=False
+            )
+        del values
+    mask = None if valid is None else ~valid
+    del valid
+    if is_dict:
+        indices = pa.array(out, type=value_type, mask=mask)
+        return pa.DictionaryArray.from_arrays(indices, dictionary), False
+    return pa.array(out, type=typ, mask=mask), fill == -1 and mask is not None
 
 
 def _merged_column(parts: list[Part], fld: pa.Field, shared_null: _SharedNulls) -> pa.ChunkedArray | None:
@@ -172,15 +232,57 @@ class _HostDepth:
         return pa.array(values, pa.int16(), mask=mask)
 
 
-def _sparse(positions: np.ndarray, values: pa.ChunkedArray) -> SparseColumn:
-    """A column's non-null values at their table rows (``positions``, one per value), in row order."""
+class _Placement:
+    """The table rows of the values of some parts' sparse columns (one per value, parts concatenated), sorted
+    once for all the columns those parts carry: the columns without nulls share one array of rows."""
+
+    def __init__(self, positions: np.ndarray) -> None:
+        self.positions = positions
+        self._lock = threading.Lock()
+        self._sorted: tuple[np.ndarray, pa.Array] | None = None
+
+    def sorted(self) -> tuple[np.ndarray, pa.Array]:
+        """(the rows in ascending order, where each comes from in ``positions``)."""
+        with self._lock:
+            if self._sorted is None:
+                order = np.argsort(self.positions, kind="stable")
+                self._sorted = (self.positions[order], pa.array(order))
+            return self._sorted
+
+
+def _sparse(placement: _Placement, values: pa.ChunkedArray) -> SparseColumn:
+    """A column's non-null values at their table rows (``placement``, one per value), in row order, as the
+    narrowest integer type that holds them (an int64 id column whose ids are below 2^31, block sizes)."""
     values = values.combine_chunks()
     if values.null_count:
         valid = values.is_valid()
-        positions = positions[valid.to_numpy(zero_copy_only=False)]
+        positions = placement.positions[valid.to_numpy(zero_copy_only=False)]
         values = values.filter(valid)
-    order = np.argsort(positions)
-    return SparseColumn(positions[order], values.take(pa.array(order)))
+        order = np.argsort(positions, kind="stable")
+        rows, take = positions[order], pa.array(order)
+    else:
+        rows, take = placement.sorted()
+    return SparseColumn(rows, narrowest(values.take(take)))
+
+
+_NARROWER = (pa.int8(), pa.int16(), pa.int32())
+
+
+def narrowest(values: pa.Array) -> pa.Array:
+    """Signed integer ``values`` in the narrowest signed integer type that holds each of them (the store reads
+    them back in the schema's type); other types as they are."""
+    if not pa.types.is_signed_integer(values.type) or not len(values):
+        return values
+    bounds = pc.min_max(values)
+    lo, hi = bounds["min"].as_py(), bounds["max"].as_py()
+    if lo is None:
+        return values
+    for typ in _NARROWER:
+        if typ.bit_width >= values.type.bit_width:
+            break
+        if -(2 ** (typ.bit_width - 1)) <= lo and hi < 2 ** (typ.bit_width - 1):
+            return values.cast(typ)
+    return values
 
 
 class _SharedNulls:

@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow as pa
 
+from ...memory import release_free_memory
 from .columns import Part
 from .database import Database
 from .nvtx import join_nvtx_chunks, nvtx_chunk, nvtx_chunk_queries
@@ -84,6 +85,7 @@ def fetch_parts(
                 if part is not None:
                     part.host = name in HOST_TABLES
                 del part
+                release_free_memory()  # the fetched table's buffers, freed by this thread and the fetching one
         except BaseException:
             for future in futures:  # one failed table fails the read: do not wait for the others
                 future.cancel()

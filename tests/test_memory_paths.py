@@ -1,0 +1,199 @@
+"""The low-memory paths equal their references (issue 28: peak RSS on the 41M-row Nsight export).
+
+- ``ingest/nsys/assembly.assemble`` (columns scattered part by part, sparse columns sharing rows and narrowed)
+  against the plain reading of what it stores: the parts concatenated (dictionaries unified by Arrow), sorted
+  stably by start, ends clamped and open ends run to the last end;
+- ``analyses/startup._first_api_calls`` (numpy) against the pandas sort, duplicated and groupby median it
+  replaced, with the rule's thresholds off so that every first call with later calls is compared.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tracelens.analyses import startup
+from tracelens.analyses.columns import event_columns
+from tracelens.ingest.nsys.assembly import assemble, narrowest
+from tracelens.ingest.nsys.columns import Part, kind_const
+from tracelens.trace import DRIVER, EVENT_SCHEMA, KERNEL, RUNTIME, Trace
+
+_NAMES = ["a", "b", "c", "d", "é", ""]
+
+
+def _dictionary(rng: np.random.Generator, n: int, with_nulls: bool) -> pa.DictionaryArray:
+    """A name column with its own dictionary (a random subset of names, in random order)."""
+    values = list(rng.permutation(_NAMES)[: rng.integers(1, len(_NAMES) + 1)])
+    indices = rng.integers(0, len(values), n).astype(np.int32)
+    mask = (rng.random(n) < 0.3) if with_nulls else None
+    return pa.DictionaryArray.from_arrays(pa.array(indices, pa.int32(), mask=mask), pa.array(values))
+
+
+def _parts(seed: int) -> list[Part]:
+    rng = np.random.default_rng(seed)
+    parts = []
+    for i in range(int(rng.integers(1, 5))):
+        n = int(rng.integers(1, 40))
+        start = (
+            np.sort(rng.integers(10**12, 10**12 + 1000, n))
+            if i % 2
+            else rng.integers(10**12, 10**12 + 1000, n)
+        )
+        end = start + rng.integers(0, 50, n)
+        end_mask = rng.random(n) < 0.1  # ranges still open at the end of capture
+        columns: dict[str, Any] = {
+            "kind": kind_const(n, KERNEL if i == 0 else RUNTIME),
+            "name": _dictionary(rng, n, with_nulls=bool(i % 2)),
+            "start_ns": pa.array(start),
+            "end_ns": pa.array(end, mask=end_mask),
+            "pid": pa.array(rng.integers(0, 3, n).astype(np.int32)),
+            "tid": pa.array(rng.integers(0, 3, n).astype(np.int32), mask=rng.random(n) < 0.2) if i else None,
+            "correlation_id": pa.array(rng.integers(0, 2**40 if seed % 3 == 0 else 300, n)),
+        }
+        if i == 0:  # the kernel part's geometry: sparse once the other parts outnumber it
+            for name in ("grid_x", "block_x", "registers_per_thread"):
+                columns[name] = pa.array(
+                    rng.integers(1, 70_000 if name == "grid_x" else 1024, n).astype(np.int32)
+                )
+            columns["stream"] = pa.array(rng.integers(0, 8, n), mask=rng.random(n) < 0.2)
+        parts.append(Part(n, columns))
+    return parts
+
+
+def _reference(parts: list[Part]) -> dict[str, pa.Array]:
+    """Each column as the plain reading gives it: parts concatenated, Arrow's unified dictionaries, stable sort."""
+    start = np.concatenate([p.columns["start_ns"].to_numpy() for p in parts])
+    origin = int(start.min())
+    order = np.argsort(start, kind="stable")
+    missing = np.iinfo(np.int64).min
+    end = np.concatenate([p.columns["end_ns"].fill_null(missing).to_numpy() for p in parts])
+    end[end == missing] = end.max()
+    out = {
+        "start_ns": pa.array((start - origin)[order]),
+        "end_ns": pa.array(np.maximum((end - origin)[order], (start - origin)[order])),
+    }
+    for fld in EVENT_SCHEMA:
+        if fld.name in out or not any(p.columns.get(fld.name) is not None for p in parts):
+            continue
+        typ = fld.type
+        chunks = [
+            p.columns[fld.name].cast(typ)
+            if p.columns.get(fld.name) is not None
+            else (
+                pa.nulls(p.n, typ)
+                if not pa.types.is_dictionary(typ)
+                else pa.DictionaryArray.from_arrays(pa.nulls(p.n, pa.int32()), pa.array([], pa.string()))
+            )
+            for p in parts
+        ]
+        column = (
+            pa.Table.from_arrays([pa.chunked_array(chunks, typ)], names=["x"]).unify_dictionaries().column(0)
+        )
+        out[fld.name] = column.take(pa.array(order)).combine_chunks()
+    return out
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_assembly_equals_the_concatenated_sorted_parts(seed: int) -> None:
+    expected = _reference(_parts(seed))
+    origin, store = assemble(_parts(seed))
+    assert origin == min(int(p.columns["start_ns"].to_numpy().min()) for p in _parts(seed))
+    for name, want in expected.items():
+        got = store.column(name)
+        assert got.equals(want), name
+        if pa.types.is_dictionary(want.type):  # the same dictionary, in the same order
+            assert got.dictionary.equals(want.dictionary) and got.indices.equals(want.indices), name
+        if name in store.sentinel:  # null slots hold -1: read without a copy
+            assert store.numpy(name).tolist() == want.fill_null(-1).to_pylist()
+
+
+def test_sparse_columns_of_the_same_parts_share_their_rows() -> None:
+    parts = _parts(1)
+    parts[0].columns.pop("stream")  # nulls in it: rows of its own
+    _, store = assemble(parts)
+    geometry = [store.columns[name] for name in ("grid_x", "block_x", "registers_per_thread")]
+    if all(hasattr(g, "rows") for g in geometry):
+        assert geometry[0].rows is geometry[1].rows is geometry[2].rows
+
+
+@pytest.mark.parametrize(
+    ("values", "typ"),
+    [([0, 127, -128], pa.int8()), ([128], pa.int16()), ([-(2**15) - 1], pa.int32()), ([2**31], pa.int64())],
+)
+def test_narrowest_holds_every_value(values: list[int], typ: pa.DataType) -> None:
+    narrowed = narrowest(pa.array(values, pa.int64()))
+    assert narrowed.type == typ and narrowed.to_pylist() == values
+
+
+def _pandas_first_api_calls(trace: Trace, api: np.ndarray, blocking: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The pandas version ``_first_api_calls`` replaced (thresholds and idle share as the module has them)."""
+    cols = event_columns(trace)
+    rows = np.flatnonzero(api & ~blocking & (cols.name >= 0) & (cols.tid >= 0))
+    frame = pd.DataFrame(
+        {
+            "row": rows,
+            "pid": cols.pid[rows],
+            "name": cols.name[rows],
+            "start": cols.start[rows],
+            "duration": cols.end[rows] - cols.start[rows],
+        }
+    ).sort_values(["pid", "name", "start"], kind="stable")
+    first = ~frame.duplicated(["pid", "name"], keep="first")
+    medians = frame[~first].groupby(["pid", "name"])["duration"].median().rename("later_median")
+    firsts = frame[first].join(medians, on=["pid", "name"], how="inner")
+    duration = firsts["duration"].to_numpy(np.int64)
+    median = firsts["later_median"].to_numpy(np.float64)
+    long = (duration >= startup.FIRST_CALL_FACTOR * median) & (duration - median >= startup.FIRST_API_MIN_NS)
+    found = firsts["row"].to_numpy(np.int64)[long]
+    median = median[long]
+    excess = np.round(cols.end[found] - cols.start[found] - median).astype(np.int64)
+    order = np.argsort(found)
+    return found[order], excess[order], median[order]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    calls=st.lists(
+        st.tuples(
+            st.integers(0, 2),  # pid
+            st.sampled_from(["cudaLaunchKernel", "cudaMalloc", "cuModuleLoad", "cudaMemcpyAsync"]),
+            st.integers(0, 50),  # start (ties on purpose)
+            st.integers(0, 20),  # duration
+            st.booleans(),  # driver
+        ),
+        min_size=1,
+        max_size=40,
+    )
+)
+def test_first_api_calls_equal_the_pandas_reading(calls: list[tuple[int, str, int, int, bool]]) -> None:
+    rows = [
+        {
+            "kind": DRIVER if driver else RUNTIME,
+            "name": name,
+            "start_ns": s,
+            "end_ns": s + d,
+            "pid": p,
+            "tid": 1,
+        }
+        for p, name, s, d, driver in calls
+    ]
+    trace = Trace.from_rows(rows)
+    cols = event_columns(trace)
+    api = cols.of_kind(RUNTIME, DRIVER)
+    blocking = np.zeros(api.size, bool)
+    saved = startup.FIRST_CALL_FACTOR, startup.FIRST_API_MIN_NS, startup._idle_share
+    startup.FIRST_CALL_FACTOR, startup.FIRST_API_MIN_NS = 0.0, -(10**18)  # every first call with later ones
+    startup._idle_share = lambda _trace, s, e: np.ones(s.size)
+    try:
+        got = startup._first_api_calls(trace, api, blocking)
+        want = _pandas_first_api_calls(trace, api, blocking)
+    finally:
+        startup.FIRST_CALL_FACTOR, startup.FIRST_API_MIN_NS, startup._idle_share = saved
+    for g, w in zip(got, want, strict=True):
+        assert g.dtype == w.dtype and np.array_equal(g, w)
