@@ -46,15 +46,11 @@ def test_reaching_rows_in_start_order_equal_a_search_per_row(rows, union, chunk)
     old = unexplained_idle.HOST_CHUNK
     unexplained_idle.HOST_CHUNK = chunk  # several chunks: each counts the union intervals ended before it
     try:
-        got = list(unexplained_idle._reaching_rows(cols, host_mask, host, us, ue))
+        got = list(unexplained_idle._reaching_rows(cols, host_mask, us, ue))
         # rows out of start order take the per-row search: the same rows once sorted back
         order = np.arange(start.size)[::-1]
         shuffled = SimpleNamespace(start=start[order], end=end[order])
-        back = list(
-            unexplained_idle._reaching_rows(
-                shuffled, host_mask[order], np.flatnonzero(host_mask[order]), us, ue
-            )
-        )
+        back = list(unexplained_idle._reaching_rows(shuffled, host_mask[order], us, ue))
     finally:
         unexplained_idle.HOST_CHUNK = old
     none = [np.zeros(0, np.int64)]

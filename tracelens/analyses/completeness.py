@@ -160,17 +160,12 @@ def judge(trace: Trace) -> dict[str, Any]:
     api, api_ids = api_calls(trace)
     is_launch = code_mask(cols.name[api], cols.names, _is_launch_call)
     launch = api[is_launch]
-<<<<<<< HEAD
-    host = np.flatnonzero(cols.of_kind(*HOST_KINDS))
+    # A mask, not the rows: the host rows are read only without GPU ops (34M rows, 270 MB, on a training export)
+    host = cols.of_kind(*HOST_KINDS)
     # where every GPU op has a device, launch_pairs' rows are these, in row order, joined to the calls by id
     pairs = launch_pairs(trace) if gpu.size else None
     joined = pairs is not None and len(pairs) == gpu.size
     gpu_ids = pairs["correlation_id"] if pairs is not None and joined else cols.at("correlation_id", gpu)
-=======
-    # A mask, not the rows: the host rows are read only without GPU ops (34M rows, 270 MB, on a training export)
-    host = cols.of_kind(*HOST_KINDS)
-    gpu_ids = cols.at("correlation_id", gpu)
->>>>>>> nmem
     launch_ids = api_ids[is_launch]  # the launch calls are API calls
     problems: list[dict[str, Any]] = []
     evidence: dict[str, Any]
