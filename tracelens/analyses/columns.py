@@ -446,7 +446,9 @@ def device_busy(trace: Trace) -> dict[int, DeviceBusy]:
 
     def compute() -> dict[int, DeviceBusy]:
         cols = event_columns(trace)
-        gpu = np.flatnonzero(cols.of_kind(*GPU_ACTIVITY_KINDS) & (cols.device >= 0))  # gathers by index: faster
+        gpu = np.flatnonzero(
+            cols.of_kind(*GPU_ACTIVITY_KINDS) & (cols.device >= 0)
+        )  # gathers by index: faster
         devices, starts_all, ends_all = cols.device[gpu], cols.start[gpu], cols.end[gpu]
         out: dict[int, DeviceBusy] = {}
         for device in np.unique(devices):

@@ -527,7 +527,9 @@ def communication_report(trace: Trace) -> dict[str, Any]:
     types = np.where(
         kernel[rows], code_map(cols.name[rows], cols.names, lambda n: collective_type(n) or "", ""), ""
     )
-    ops = np.flatnonzero(cols.of_kind(GPU_ANNOTATION) & on_device)  # names tested at these rows, not every row
+    ops = np.flatnonzero(
+        cols.of_kind(GPU_ANNOTATION) & on_device
+    )  # names tested at these rows, not every row
     if ops.size and code_mask(cols.name[ops], cols.names, is_xla_collective).any():
         # every op of the device decides which kernels it holds
         xla_type = code_map(
