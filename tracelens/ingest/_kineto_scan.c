@@ -788,8 +788,8 @@ static int phase_of(Span span) {
     }
 }
 
-static int grow(Scanner *s) {
-    size_t capacity = s->capacity ? s->capacity * 2 : 1024;
+/* Room for `capacity` rows (the columns' contents kept). */
+static int reserve(Scanner *s, size_t capacity) {
     for (int k = 0; k < N_FLOATS; k++) {
         double *column = PyMem_RawRealloc(s->floats[k], capacity * sizeof(double));
         if (column == NULL) return NO_MEMORY;
@@ -800,6 +800,17 @@ static int grow(Scanner *s) {
     s->strings = strings;
     s->capacity = capacity;
     return OK;
+}
+
+static int grow(Scanner *s) { return reserve(s, s->capacity ? s->capacity * 2 : 1024); }
+
+/* The rows to make room for before scanning `bytes` of JSON: Kineto's events take 150 to 300 bytes, so one
+ * row per 128 bytes is seldom outgrown and the columns are not copied by realloc as they grow (build_result
+ * gives the slack back; pages never written are never touched). A whole document in one piece starts with
+ * at most a million rows and grows from there. */
+static size_t first_capacity(size_t bytes) {
+    size_t rows = bytes / 128 + 16;
+    return rows < ((size_t)1 << 20) ? rows : (size_t)1 << 20;
 }
 
 static int add_text(Scanner *s, int64_t row, int field, Span text) {
@@ -1335,6 +1346,11 @@ static PyObject *scan_events(PyObject *module, PyObject *args) {
         }
     }
     Py_BEGIN_ALLOW_THREADS
+    {
+        size_t bytes = 0;
+        for (Py_ssize_t i = 0; i < n_pieces; i++) bytes += (size_t)views[i].len;
+        rc = reserve(&s, first_capacity(bytes));
+    }
     for (Py_ssize_t i = 0; i < n_pieces && rc == OK; i++) {
         s.p = (const unsigned char *)views[i].buf;
         s.end = s.p + views[i].len;
@@ -1351,7 +1367,7 @@ static PyObject *scan_document_py(PyObject *module, PyObject *args) {
     Py_buffer view;
     PyObject *to_number, *decode_string, *columns;
     Scanner s;
-    int64_t events_start, events_end;
+    int64_t events_start = -1, events_end = -1;
     int rc;
     (void)module;
     if (!PyArg_ParseTuple(args, "y*OO:scan_document", &view, &to_number, &decode_string)) return NULL;
@@ -1362,7 +1378,8 @@ static PyObject *scan_document_py(PyObject *module, PyObject *args) {
     s.p = (const unsigned char *)view.buf;
     s.end = s.p + view.len;
     Py_BEGIN_ALLOW_THREADS
-    rc = scan_document(&s, (const unsigned char *)view.buf, &events_start, &events_end);
+    rc = reserve(&s, first_capacity((size_t)view.len));
+    if (rc == OK) rc = scan_document(&s, (const unsigned char *)view.buf, &events_start, &events_end);
     Py_END_ALLOW_THREADS
     columns = scanner_finish(&s, rc, to_number, decode_string);
     PyBuffer_Release(&view);
