@@ -4,13 +4,16 @@ same file (issue 28, item 3), and where the load's CPU time goes.
 Each measurement is a fresh process (imports included, as a user's command pays them): wall time, CPU time
 (user + system, all threads) and peak RSS, from the child's own rusage. The floor is ISA-L (``isal.igzip``)
 decompression of the file, the bytes discarded. Rounds are interleaved; the table gives the median of each.
+
+In process (issue 28's ratio): one fresh process per tree imports tracelens, then runs the floor and
+``tracelens.load`` alternately, ``--rounds`` times each; the ratio is the median load wall over the median
+floor wall of that same process (imports excluded from both), with the CPU times beside them.
 ``--tree DIR`` (repeatable) adds another source tree (a checkout of an earlier commit, its scanner built
 there) measured in the same rounds: before/after in one run, on the same machine state.
 
 ``--parts`` adds one in-process breakdown of the load's CPU time in this tree: imports, decompression and
-cutting into blocks, the native scanner, the blocks' numpy columns, the table build, enrichment (blocks
-decompressed first and held, scanned one after another in this thread: a sum of CPU times, not the
-overlapped wall time of a real load).
+cutting into blocks, the native scanner, the blocks' numpy columns, the table build, enrichment (each block
+scanned in this thread as it is cut: a sum of CPU times, not the overlapped wall time of a real load).
 
 Run:  flock /tmp/tracelens-bench.lock python3 benchmarks/bench_kineto_load.py [FILE.json.gz] [--rounds 3]
       [--tree /path/to/other/checkout] [--parts]
@@ -54,6 +57,25 @@ code = main(["analyze", "--format", "json", sys.argv[1], "-o", os.devnull])
 sys.exit(code)
 """
 
+IN_PROCESS = """
+import json, statistics, sys, time
+import tracelens
+from isal import igzip
+
+def floor():
+    with igzip.open(sys.argv[1], "rb") as fh:
+        while fh.read(8 << 20):
+            pass
+
+runs = {"floor": [], "load": []}
+for _ in range(int(sys.argv[2])):
+    for name, work in (("floor", floor), ("load", lambda: tracelens.load(sys.argv[1]))):
+        wall, cpu = time.perf_counter(), time.process_time()
+        work()
+        runs[name].append((time.perf_counter() - wall, time.process_time() - cpu))
+print(json.dumps(runs))
+"""
+
 PARTS = """
 import json, sys, time
 started = time.process_time()
@@ -77,9 +99,12 @@ def timed(name, fn, *args):
     parts[name] = parts.get(name, 0.0) + time.process_time() - start
     return result
 
-pieces = timed("decompress + cut", lambda: list(split.split_stream(path, Quiet(), 16 << 20)))
+# Each block is scanned as it comes and let go, as the reader does (holding them all would fault in fresh
+# pages for every block and count that as decompression).
+stream = split.split_stream(path, Quiet(), 16 << 20)
 columns, document = Columns(path), {}
-for kind, payload, shift in pieces:
+while (piece := timed("decompress + cut", next, stream, None)) is not None:
+    kind, payload, shift = piece
     if kind == "events":
         scanned = timed("scan (C)", native.scanner().scan_events, payload.pieces(), native.to_number,
                         msgspec.json.decode)
@@ -91,20 +116,19 @@ for kind, payload, shift in pieces:
         block, meta = timed("scan (C)", native.scan_document, payload)
         document.update(meta)
     columns.add(block)
-del pieces
 trace = timed("table build", columns.finish, document)
 timed("enrich", enrich, trace)
 print(json.dumps(parts))
 """
 
 
-def run(tree: Path, code: str, path: Path) -> dict:
+def run(tree: Path, code: str, path: Path, *args: str) -> dict:
     """One fresh process: wall, CPU and peak RSS from its own rusage."""
     env = {**os.environ, "PYTHONPATH": str(tree)}
     with tempfile.TemporaryFile("w+") as err:  # the CLI's "wrote ..." line; shown when the child fails
         started = time.perf_counter()
         proc = subprocess.Popen(
-            [sys.executable, "-c", code, str(path)],
+            [sys.executable, "-c", code, str(path), *args],
             cwd=tree,
             env=env,
             stdout=subprocess.PIPE,
@@ -173,6 +197,22 @@ def main() -> int:
         lines.append(
             f"| {label} | {wall:.2f} s | {cpu:.2f} s | {rss:.0f} MiB | {wall / floor:.1f}x | "
             f"{cpu / floor_cpu:.1f}x |"
+        )
+    lines += [
+        "",
+        f"In process (imports excluded; floor and load alternately in one process per tree, {opts.rounds} each, "
+        "medians):",
+        "",
+        "| tree | ISA-L floor wall / CPU | load wall / CPU | load / floor (wall) | load / floor (CPU) |",
+        "|---|---|---|---|---|",
+    ]
+    for tree in trees:
+        inproc = json.loads(run(tree, IN_PROCESS, path, str(opts.rounds))["out"].strip().splitlines()[-1])
+        med = {k: [statistics.median(x[i] for x in v) for i in (0, 1)] for k, v in inproc.items()}
+        (fw, fc), (lw, lc) = med["floor"], med["load"]
+        print(f"in process [{tree.name}]: floor {inproc['floor']}, load {inproc['load']}", flush=True)
+        lines.append(
+            f"| {tree.name} | {fw:.2f} / {fc:.2f} s | {lw:.2f} / {lc:.2f} s | {lw / fw:.1f}x | {lc / fc:.1f}x |"
         )
     if opts.parts:
         parts = json.loads(run(REPO_ROOT, PARTS, path)["out"].strip().splitlines()[-1])

@@ -203,6 +203,60 @@ def test_the_same_events_as_a_bare_sequence_and_in_several_pieces() -> None:
     assert_same_block(native_engine.scan_block((bare[:cut], memoryview(bare)[cut + 1 :])), want)
 
 
+def _named_events(count: int) -> list[str]:
+    """``count`` complete events whose names and categories take many distinct texts: more than the first
+    size of the scanner's string tables (so they grow and rehash mid-block), repeated out of order, long names
+    that differ only in their last bytes, escaped twins of raw names, "" and null."""
+    odd_names = [
+        "",
+        "é名 raw",
+        "\\u00e9\\u540d raw",  # the escaped twin: another JSON text, the same string
+        'quote \\" and \\\\ backslash',
+        "\\ud83d\\ude00",
+    ]
+    events = []
+    for i in range(count):
+        # 301 names, alike but for their ends
+        name = f"{'aten::very_long_operator_name_' * 3}{(i * 11) % 301}"
+        if i % 5 == 1:
+            name = odd_names[(i // 5) % len(odd_names)]
+        name_json = "null" if i % 11 == 3 else f'"{name}"'
+        category = "cpu_op" if i % 3 else f"category {(i * 13) % 290}"
+        events.append(
+            f'{{"ph": "X", "cat": "{category}", "name": {name_json}, "pid": 1, "tid": {i % 4}, "ts": {i}, '
+            f'"dur": 1, "args": {{"cuda_sync_kind": "kind {i % 260}"}}}}'
+        )
+    return events
+
+
+@needs_scanner
+def test_many_distinct_names_and_categories_equal_msgspec() -> None:
+    """The row string fields are coded while the bytes are scanned (a hash table of their JSON texts); with
+    hundreds of distinct texts per field the tables grow several times within one block."""
+    events = _named_events(1500)
+    want = reference(event_list(*events))
+    assert len(set(want["name"][1])) > 300
+    got = native(event_list(*events))
+    assert got is not None
+    assert_same_block(got, want)
+    # The same texts in several pieces of one block (as split_stream hands them over) share their codes.
+    bare = ",\n".join(events).encode()
+    cuts = [bare.index(b"},\n{", at) + 1 for at in (len(bare) // 3, 2 * len(bare) // 3)]
+    pieces = (bare[: cuts[0]], memoryview(bare)[cuts[0] + 2 : cuts[1]], memoryview(bare)[cuts[1] + 2 :])
+    in_pieces = native_engine.scan_block(pieces)
+    assert_same_block(in_pieces, want)
+    # One code per distinct JSON text, whichever piece holds it: the escaped twin of "é名 raw" is the one
+    # string that two texts give.
+    assert len(in_pieces["name"][1]) == len(set(want["name"][1])) + 1
+
+
+@needs_scanner
+def test_a_name_not_utf8_after_the_string_tables_grew_is_declined() -> None:
+    events = _named_events(600)
+    events.insert(550, '{"ph": "X", "cat": "cpu_op", "name": "NOT UTF-8", "ts": 1}')
+    assert native(event_list(*events).encode().replace(b"NOT UTF-8", b"\xff\xfe")) is None
+
+
 DECLINED = {
     "ts null": '{"ph": "X", "ts": null}',
     "ts a string": '{"ph": "X", "ts": "12"}',

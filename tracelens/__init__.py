@@ -10,11 +10,30 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from .analyses import analyze
-from .document import Document, load_document
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from .errors import InputError, TracelensError
 from .ingest import load
 from .trace import Trace, TraceMetadata
+
+if TYPE_CHECKING:
+    from .analyses import analyze
+    from .document import Document, load_document
+
+# Imported when first used: `import tracelens` and `tracelens.load` leave the analyses and the document
+# model unimported (0.05-0.15 s of a process that only reads a trace).
+_LAZY = {"analyze": ".analyses", "Document": ".document", "load_document": ".document"}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value  # later lookups find it without coming here
+    return value
+
 
 __all__ = [
     "Document",

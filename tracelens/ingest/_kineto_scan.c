@@ -7,9 +7,10 @@
  * message; so this scanner only has to be exact on well-typed input, and it never guesses.
  *
  * Two phases. The first walks the bytes without the GIL (other blocks are scanned on other threads at the
- * same time): numbers are parsed, strings are located (offset, length) but not decoded. The second, with
- * the GIL, turns the located strings into block-local codes (one Python str per distinct string) and
- * numbers written as strings into floats through kineto.blocks.to_number.
+ * same time): numbers are parsed, strings are located (offset, length) but not decoded, and the row string
+ * fields (category, name, sync kind) get block-local codes, one per distinct JSON text, in a hash table of
+ * plain C. The second, with the GIL, makes one Python str per distinct string, and turns numbers written as
+ * strings into floats through kineto.blocks.to_number.
  *
  * Numbers are the correctly rounded doubles Python's float() and msgspec give, bit for bit, on every
  * platform, in plain double and 64-bit integer arithmetic (no long double: on ARM64 macOS and with MSVC it
@@ -118,6 +119,75 @@ typedef struct {
     Span text;
 } NumberText; /* a float field written as a JSON string ("stream 7", "0x0") or a deferred JSON number */
 
+typedef struct {
+    const unsigned char *text;
+    int32_t length;
+    int32_t code;
+    uint64_t hash;
+} Slot;
+
+/* The distinct texts of one row string field, found in phase one (plain C, no GIL): a hash table of the
+ * spans keyed by their JSON text, and the first span of each code, in code order (phase two decodes each
+ * once). */
+typedef struct {
+    Slot *slots;
+    size_t capacity, used; /* capacity: a power of two (0 before the first text), used * 2 <= capacity */
+    Span *spans;           /* capacity / 2 of them */
+} SpanTable;
+
+static uint64_t hash_bytes(const unsigned char *p, int32_t n) { /* eight bytes a step, then a final mix */
+    uint64_t h = UINT64_C(0x9E3779B97F4A7C15) ^ (uint64_t)n, word;
+    while (n >= 8) {
+        memcpy(&word, p, 8);
+        h = (h ^ word) * UINT64_C(0xff51afd7ed558ccd);
+        h ^= h >> 32;
+        p += 8;
+        n -= 8;
+    }
+    word = 0;
+    memcpy(&word, p, (size_t)n);
+    h = (h ^ word) * UINT64_C(0xc4ceb9fe1a85ec53);
+    return h ^ (h >> 29);
+}
+
+/* The code of a present span's text in t: >= 0, or -1 out of memory. */
+static int32_t span_code(SpanTable *t, Span span) {
+    uint64_t hash = hash_bytes(span.text, span.length);
+    size_t j;
+    if ((t->used + 1) * 2 > t->capacity) { /* grow (and rehash) before inserting: room for one more */
+        size_t capacity = t->capacity ? t->capacity * 2 : 256;
+        Slot *slots = PyMem_RawCalloc(capacity, sizeof(Slot));
+        Span *spans = slots == NULL ? NULL : PyMem_RawRealloc(t->spans, capacity / 2 * sizeof(Span));
+        if (spans == NULL) {
+            PyMem_RawFree(slots);
+            return -1;
+        }
+        for (size_t i = 0; i < t->capacity; i++) {
+            if (t->slots[i].text == NULL) continue;
+            size_t k = t->slots[i].hash & (capacity - 1);
+            while (slots[k].text != NULL) k = (k + 1) & (capacity - 1);
+            slots[k] = t->slots[i];
+        }
+        PyMem_RawFree(t->slots);
+        t->slots = slots;
+        t->spans = spans;
+        t->capacity = capacity;
+    }
+    j = hash & (t->capacity - 1);
+    while (t->slots[j].text != NULL) {
+        Slot *slot = &t->slots[j];
+        if (slot->hash == hash && slot->length == span.length && memcmp(slot->text, span.text, span.length) == 0)
+            return slot->code;
+        j = (j + 1) & (t->capacity - 1);
+    }
+    t->slots[j].text = span.text;
+    t->slots[j].length = span.length;
+    t->slots[j].hash = hash;
+    t->slots[j].code = (int32_t)t->used; /* used < capacity / 2, far below INT32_MAX for any block */
+    t->spans[t->used] = span;
+    return (int32_t)t->used++;
+}
+
 /* How scan_number decided the value of its last number (reported by _parse_number, for tests). */
 enum { PATH_INTEGER, PATH_ZERO, PATH_CLINGER, PATH_EISEL_LEMIRE, PATH_DEFERRED };
 
@@ -125,7 +195,8 @@ typedef struct {
     const unsigned char *p, *end;
     double *floats[N_FLOATS]; /* a column per float field, one value per complete event: the reader takes
                                * each column as it is (no gather out of rows), and drops those it does not keep */
-    Span *strings;  /* N_STRINGS per complete event */
+    int32_t *codes[N_STRINGS]; /* a column per row string field: its code in tables[k], -1 when absent */
+    SpanTable tables[N_STRINGS];
     size_t rows, capacity;
     NumberText *texts;
     size_t n_texts, texts_capacity;
@@ -659,8 +730,37 @@ static int read_triple_or_null(Scanner *s, double *out) { /* list[int] | None; a
     return OK;
 }
 
+/* Whether the n bytes at a are those of b; n is a constant where it is inlined, so this compiles to a few
+ * word compares (GCC calls memcmp for most constant lengths, on every key of every event). */
+static inline ALWAYS_INLINE int same_bytes(const unsigned char *a, const char *b, size_t n) {
+    uint64_t x, y;
+    uint32_t u, v;
+    uint16_t h, k;
+    if (n >= 8) {
+        for (size_t i = 0; i + 8 <= n; i += 8) {
+            memcpy(&x, a + i, 8), memcpy(&y, b + i, 8);
+            if (x != y) return 0;
+        }
+        if (n % 8 == 0) return 1;
+        memcpy(&x, a + n - 8, 8), memcpy(&y, b + n - 8, 8); /* the last 8 bytes, overlapping */
+        return x == y;
+    }
+    if (n >= 4) {
+        memcpy(&u, a, 4), memcpy(&v, b, 4);
+        if (u != v) return 0;
+        memcpy(&u, a + n - 4, 4), memcpy(&v, b + n - 4, 4);
+        return u == v;
+    }
+    if (n >= 2) {
+        memcpy(&h, a, 2), memcpy(&k, b, 2);
+        if (h != k) return 0;
+        return a[n - 1] == (unsigned char)b[n - 1];
+    }
+    return n == 0 || a[0] == (unsigned char)b[0];
+}
+
 #define KEY_IS(span, word) ((span).length == (int32_t)(sizeof(word) - 1) && \
-                            memcmp((span).text, word, sizeof(word) - 1) == 0)
+                            same_bytes((span).text, word, sizeof(word) - 1))
 
 static inline ALWAYS_INLINE int begin_member(Scanner *s, Span *key) {
     int rc;
@@ -759,18 +859,31 @@ static int phase_of(Span span) {
     }
 }
 
-static int grow(Scanner *s) {
-    size_t capacity = s->capacity ? s->capacity * 2 : 1024;
+/* Room for `capacity` rows (the columns' contents kept). */
+static int reserve(Scanner *s, size_t capacity) {
     for (int k = 0; k < N_FLOATS; k++) {
         double *column = PyMem_RawRealloc(s->floats[k], capacity * sizeof(double));
         if (column == NULL) return NO_MEMORY;
         s->floats[k] = column;
     }
-    Span *strings = PyMem_RawRealloc(s->strings, capacity * N_STRINGS * sizeof(Span));
-    if (strings == NULL) return NO_MEMORY;
-    s->strings = strings;
+    for (int k = 0; k < N_STRINGS; k++) {
+        int32_t *column = PyMem_RawRealloc(s->codes[k], capacity * sizeof(int32_t));
+        if (column == NULL) return NO_MEMORY;
+        s->codes[k] = column;
+    }
     s->capacity = capacity;
     return OK;
+}
+
+static int grow(Scanner *s) { return reserve(s, s->capacity ? s->capacity * 2 : 1024); }
+
+/* The rows to make room for before scanning `bytes` of JSON: Kineto's events take 150 to 300 bytes, so one
+ * row per 128 bytes is seldom outgrown and the columns are not copied by realloc as they grow (build_result
+ * gives the slack back; pages never written are never touched). A whole document in one piece starts with
+ * at most a million rows and grows from there. */
+static size_t first_capacity(size_t bytes) {
+    size_t rows = bytes / 128 + 16;
+    return rows < ((size_t)1 << 20) ? rows : (size_t)1 << 20;
 }
 
 static int add_text(Scanner *s, int64_t row, int field, Span text) {
@@ -820,10 +933,13 @@ static int add_op(Scanner *s, const double *f, const Span *strings, int64_t row,
 
 static int scan_event(Scanner *s) {
     double f[N_EVENT_FLOATS];
-    Span strings[N_EVENT_STRINGS] = {{0}};
+    Span strings[N_EVENT_STRINGS]; /* only a present span's text and length are read */
     Span phase_text = {0}, pid_text = {0}, tid_text = {0}, stream_text = {0}, key;
     int rc, more, phase;
     int64_t row, op = -1;
+    /* Flags alone, in plain stores: zeroing the whole array compiled to a `rep stos`, a fifth of the
+     * event's time. */
+    for (int k = 0; k < N_EVENT_STRINGS; k++) strings[k].flags = 0;
     for (int k = 0; k < N_EVENT_FLOATS; k++) f[k] = NAN;
     f[F_DUR] = 0.0; /* dur's default in kineto/fields.py */
     s->deferred = 0;
@@ -865,7 +981,11 @@ static int scan_event(Scanner *s) {
     if (phase != PH_COMPLETE) return OK;
     if (s->rows == s->capacity && (rc = grow(s)) != OK) return rc;
     for (int k = 0; k < N_FLOATS; k++) s->floats[k][s->rows] = f[k];
-    memcpy(s->strings + s->rows * N_STRINGS, strings, N_STRINGS * sizeof(Span));
+    for (int k = 0; k < N_STRINGS; k++) {
+        int32_t code = -1;
+        if ((strings[k].flags & SPAN_PRESENT) && (code = span_code(&s->tables[k], strings[k])) < 0) return NO_MEMORY;
+        s->codes[k][s->rows] = code;
+    }
     if ((rc = add_text(s, row, F_PID, pid_text)) != OK) return rc;
     if ((rc = add_text(s, row, F_TID, tid_text)) != OK) return rc;
     if ((rc = add_text(s, row, F_STREAM, stream_text)) != OK) return rc;
@@ -948,33 +1068,11 @@ static int scan_document(Scanner *s, const unsigned char *base, int64_t *events_
 /* --- phase two: strings, with the GIL ------------------------------------------------------------------ */
 
 typedef struct {
-    const unsigned char *text;
-    int32_t length;
-    int32_t code;
-    uint64_t hash;
-} Slot;
-
-typedef struct {
     Slot *slots;
     size_t capacity, used;
     PyObject *values; /* list of str, indexed by code */
     double *numbers;  /* for number texts: the parsed value of each code */
 } Interner;
-
-static uint64_t hash_bytes(const unsigned char *p, int32_t n) { /* eight bytes a step, then a final mix */
-    uint64_t h = UINT64_C(0x9E3779B97F4A7C15) ^ (uint64_t)n, word;
-    while (n >= 8) {
-        memcpy(&word, p, 8);
-        h = (h ^ word) * UINT64_C(0xff51afd7ed558ccd);
-        h ^= h >> 32;
-        p += 8;
-        n -= 8;
-    }
-    word = 0;
-    memcpy(&word, p, (size_t)n);
-    h = (h ^ word) * UINT64_C(0xc4ceb9fe1a85ec53);
-    return h ^ (h >> 29);
-}
 
 static int interner_init(Interner *t) {
     t->capacity = 256;
@@ -1140,18 +1238,46 @@ static PyObject *wrap_buffer(void *data, Py_ssize_t size) {
 
 static void scanner_free(Scanner *s) {
     for (int k = 0; k < N_FLOATS; k++) PyMem_RawFree(s->floats[k]);
-    PyMem_RawFree(s->strings);
+    for (int k = 0; k < N_STRINGS; k++) {
+        PyMem_RawFree(s->codes[k]);
+        PyMem_RawFree(s->tables[k].slots);
+        PyMem_RawFree(s->tables[k].spans);
+    }
     PyMem_RawFree(s->texts);
     PyMem_RawFree(s->op_rows);
     PyMem_RawFree(s->op_floats);
     PyMem_RawFree(s->op_strings);
 }
 
+/* A tuple of the n columns (taken over: freed here on failure), each a buffer of exactly `rows` items of
+ * `size` bytes, the growth slack given back (the reader keeps the columns). */
+static PyObject *column_buffers(void **columns, int n, size_t rows, size_t capacity, size_t size) {
+    PyObject *tuple = PyTuple_New(n);
+    int k = 0;
+    for (; tuple != NULL && k < n; k++) {
+        void *column = columns[k];
+        PyObject *buffer;
+        if (column != NULL && rows < capacity) {
+            void *shrunk = PyMem_RawRealloc(column, (rows ? rows : 1) * size);
+            if (shrunk != NULL) column = shrunk;
+        }
+        buffer = wrap_buffer(column, (Py_ssize_t)(rows * size)); /* frees the column if it fails */
+        if (buffer == NULL) {
+            Py_CLEAR(tuple);
+            k++;
+            break;
+        }
+        PyTuple_SET_ITEM(tuple, k, buffer);
+    }
+    for (; k < n; k++) PyMem_RawFree(columns[k]); /* those not reached after a failure */
+    return tuple;
+}
+
 static PyObject *build_result(Scanner *s, PyObject *to_number, PyObject *decode_string) {
     Interner interners[N_EVENT_STRINGS], numbers; /* the op strings' interners follow the rows' */
     PyObject *result = NULL, *codes_object = NULL, *floats_object = NULL, *op_strings = NULL, *op_rows = NULL,
              *op_floats = NULL, *op_codes_object = NULL;
-    int32_t *codes = NULL, *op_codes = NULL;
+    int32_t *op_codes = NULL;
     size_t rows = s->rows, ops = s->n_ops;
 
     for (int k = 0; k < N_EVENT_STRINGS; k++) interners[k].slots = NULL, interners[k].values = NULL,
@@ -1161,18 +1287,16 @@ static PyObject *build_result(Scanner *s, PyObject *to_number, PyObject *decode_
         if (interner_init(&interners[k]) < 0) goto fail;
     if (interner_init(&numbers) < 0) goto fail;
 
-    codes = PyMem_RawMalloc((rows ? rows : 1) * N_STRINGS * sizeof(int32_t));
-    if (codes == NULL) { PyErr_NoMemory(); goto fail; }
-    for (size_t r = 0; r < rows; r++) {
-        for (int k = 0; k < N_STRINGS; k++) {
-            Span span = s->strings[r * N_STRINGS + k];
-            int32_t code = -1;
-            if (span.flags & SPAN_PRESENT) {
-                code = intern(&interners[k], span, decode_string, NULL);
-                if (code == -1) goto fail;
-                if (code == -2) goto decline;
+    for (int k = 0; k < N_STRINGS; k++) { /* the row fields' distinct strings, coded in phase one */
+        for (size_t code = 0; code < s->tables[k].used; code++) {
+            PyObject *value = span_text(s->tables[k].spans[code], decode_string);
+            if (value == NULL) {
+                if (PyErr_Occurred()) goto fail;
+                goto decline;
             }
-            codes[(size_t)k * rows + r] = code; /* column after column, as the floats */
+            int appended = PyList_Append(interners[k].values, value);
+            Py_DECREF(value);
+            if (appended < 0) goto fail;
         }
     }
     op_codes = PyMem_RawMalloc((ops ? ops : 1) * N_OP_STRINGS * sizeof(int32_t));
@@ -1206,22 +1330,13 @@ static PyObject *build_result(Scanner *s, PyObject *to_number, PyObject *decode_
         *slot = numbers.numbers[code];
     }
 
-    codes_object = wrap_buffer(codes, (Py_ssize_t)(rows * N_STRINGS * sizeof(int32_t)));
-    codes = NULL;
-    if (codes_object == NULL) goto fail;
-    floats_object = PyTuple_New(N_FLOATS); /* one buffer per column, each exactly `rows` long */
-    if (floats_object == NULL) goto fail;
-    for (int k = 0; k < N_FLOATS; k++) {
-        double *column = s->floats[k];
-        PyObject *buffer;
-        if (column != NULL && rows < s->capacity) { /* give back the growth slack (the reader keeps columns) */
-            double *shrunk = PyMem_RawRealloc(column, (rows ? rows : 1) * sizeof(double));
-            if (shrunk != NULL) column = shrunk;
-        }
-        s->floats[k] = NULL;
-        buffer = wrap_buffer(column, (Py_ssize_t)(rows * sizeof(double)));
-        if (buffer == NULL) goto fail;
-        PyTuple_SET_ITEM(floats_object, k, buffer);
+    {
+        void *code_columns[N_STRINGS], *float_columns[N_FLOATS]; /* handed over to the buffers */
+        for (int k = 0; k < N_STRINGS; k++) code_columns[k] = s->codes[k], s->codes[k] = NULL;
+        for (int k = 0; k < N_FLOATS; k++) float_columns[k] = s->floats[k], s->floats[k] = NULL;
+        codes_object = column_buffers(code_columns, N_STRINGS, rows, s->capacity, sizeof(int32_t));
+        floats_object = column_buffers(float_columns, N_FLOATS, rows, s->capacity, sizeof(double));
+        if (codes_object == NULL || floats_object == NULL) goto fail;
     }
     op_strings = PyList_New(N_OP_STRINGS); /* each op string field's distinct strings, by OS_* */
     if (op_strings == NULL) goto fail;
@@ -1246,7 +1361,6 @@ decline:
 fail:
     result = NULL;
 done:
-    PyMem_RawFree(codes);
     Py_XDECREF(codes_object);
     Py_XDECREF(floats_object);
     PyMem_RawFree(op_codes);
@@ -1303,6 +1417,11 @@ static PyObject *scan_events(PyObject *module, PyObject *args) {
         }
     }
     Py_BEGIN_ALLOW_THREADS
+    {
+        size_t bytes = 0;
+        for (Py_ssize_t i = 0; i < n_pieces; i++) bytes += (size_t)views[i].len;
+        rc = reserve(&s, first_capacity(bytes));
+    }
     for (Py_ssize_t i = 0; i < n_pieces && rc == OK; i++) {
         s.p = (const unsigned char *)views[i].buf;
         s.end = s.p + views[i].len;
@@ -1319,7 +1438,7 @@ static PyObject *scan_document_py(PyObject *module, PyObject *args) {
     Py_buffer view;
     PyObject *to_number, *decode_string, *columns;
     Scanner s;
-    int64_t events_start, events_end;
+    int64_t events_start = -1, events_end = -1;
     int rc;
     (void)module;
     if (!PyArg_ParseTuple(args, "y*OO:scan_document", &view, &to_number, &decode_string)) return NULL;
@@ -1330,7 +1449,8 @@ static PyObject *scan_document_py(PyObject *module, PyObject *args) {
     s.p = (const unsigned char *)view.buf;
     s.end = s.p + view.len;
     Py_BEGIN_ALLOW_THREADS
-    rc = scan_document(&s, (const unsigned char *)view.buf, &events_start, &events_end);
+    rc = reserve(&s, first_capacity((size_t)view.len));
+    if (rc == OK) rc = scan_document(&s, (const unsigned char *)view.buf, &events_start, &events_end);
     Py_END_ALLOW_THREADS
     columns = scanner_finish(&s, rc, to_number, decode_string);
     PyBuffer_Release(&view);

@@ -83,11 +83,11 @@ def _scanned_columns(scanned: dict[str, Any]) -> dict[str, Any]:
     n = scanned["rows"]
     if n == 0:
         return block
-    # The scanner gives a buffer per float column and the string codes column after column: a column of
-    # kept rows is the buffer itself when every row is kept (no copy), else gathered from one contiguous
-    # column; the columns not kept are let go with the scan's result.
+    # The scanner gives a buffer per float column and per string code column: a column of kept rows is the
+    # buffer itself when every row is kept (no copy), else gathered from one contiguous column; the columns
+    # not kept are let go with the scan's result.
     floats = [np.frombuffer(column, dtype=np.float64) for column in scanned["floats"]]
-    codes = np.frombuffer(scanned["codes"], dtype=np.int32).reshape(len(NATIVE_STRINGS), n)
+    codes = [np.frombuffer(column, dtype=np.int32) for column in scanned["codes"]]
     kind = kinds(codes[_STRING_AT["cat"]], scanned["categories"])
     ts = floats[_AT["ts"]]
     kept = (kind != SKIP) & placeable(ts)

@@ -85,7 +85,12 @@ class _Interner:
 
     def merge(self, codes: np.ndarray, uniques: list[str]) -> np.ndarray:
         """A block's local codes as global codes."""
-        mapping = np.array([self._code(u) for u in uniques] + [-1], dtype=np.int32)
+        # Looked up in one pass (most of a block's strings were seen in earlier blocks); only the new ones
+        # are added, in the block's order. This runs on the thread that inflates the file, once per block.
+        found = list(map(self.codes.get, uniques))
+        if None in found:
+            found = [self._code(u) if c is None else c for u, c in zip(uniques, found, strict=True)]
+        mapping = np.array(found + [-1], dtype=np.int32)
         return mapping[codes]  # -1 (missing) indexes the trailing -1
 
     def _code(self, value: str) -> int:
