@@ -7,7 +7,8 @@
 - graph.text_mask (per dictionary word) vs the per-row str() it replaces;
 - completeness._member (sort + binary search) vs np.isin;
 - graph._latest_point_before (binary searches per thread) vs one stable sort of every call's start and end;
-- graph._wake_edges' coverage thread by thread vs one join of every thread's rows.
+- graph._wake_edges' coverage thread by thread vs one join of every thread's rows;
+- graph._thread_time_order (a stable sort by thread of rows in start order) vs the lexsort.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from tests.conftest import FIXTURES
 from tracelens.analyses.completeness import _member
 from tracelens.replay import engine
 from tracelens.replay import graph as graph_module
-from tracelens.replay.graph import _latest_point_before, lower_is, text_mask
+from tracelens.replay.graph import _latest_point_before, _thread_time_order, lower_is, text_mask
 from tracelens.replay.remedies import REMEDIES, Context
 
 TRACES = [
@@ -140,3 +141,19 @@ def test_wake_coverage_per_thread_equals_the_join_of_every_thread(monkeypatch: p
             else:
                 assert a == b, f"{name}: {field.name}"
     assert woken > 0, "some trace has wake edges"
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 3), st.integers(0, 30), st.integers(0, 9)), min_size=1, max_size=40),
+    st.booleans(),
+)
+def test_thread_time_order_equals_the_lexsort(rows: list, in_start_order: bool) -> None:
+    # graph._thread_time_order: a stable sort by thread where rows come in start order and no two rows of a
+    # thread start together, else the lexsort by (thread, start, longest first)
+    if in_start_order:
+        rows = sorted(rows, key=lambda r: r[1])
+    thread, start, length = (np.array(c, np.int64) for c in zip(*rows, strict=True))
+    end = start + length
+    want = np.lexsort((-end, start, thread))
+    assert _thread_time_order(thread, start, end).tolist() == want.tolist()

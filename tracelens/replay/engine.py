@@ -356,9 +356,13 @@ def setters(graph: Graph, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     it binds (ties go to a cross edge, so a wait's end points at the op it waited for), else the binding
     cross edge's source, else -1 (an anchor)."""
     n = graph.size
-    via_chain = np.full(n, NONE, np.int64)
+    # a point's chain predecessor is the point before it (chains are stored contiguously): no index arrays
+    via_chain = np.empty(n, np.int64)
+    np.add(t[:-1], graph.lag[1:], out=via_chain[1:])
+    if n:
+        via_chain[0] = t[-1] + graph.lag[0]  # as the index arrays read it (point 0 starts a chain: overwritten)
+    via_chain[graph.chain_first] = NONE
     not_first = ~graph.chain_first
-    via_chain[not_first] = t[np.flatnonzero(not_first) - 1] + graph.lag[not_first]
     via_edge = np.full(n, NONE, np.int64)
     if graph.edge_src.size:
         ready = t[graph.edge_src] + graph.edge_lag
