@@ -186,3 +186,69 @@ def test_bad_plan_raises_instead_of_reading_out_of_bounds() -> None:
             shared.e_stale.view(np.uint8),
             out,
         )
+
+
+def staircase_graph(steps: int) -> Graph:
+    """``steps`` one-point host chains, each point's recorded time after the next one's, and an edge from each
+    point to the one recorded before it: acyclic, but every edge runs against the recorded order, so the keys
+    settle only after one round per step."""
+    n = steps
+    time = np.arange(n, 0, -1, dtype=np.int64) * 10
+    base = random_graph(0, 1, 1, 0.0, 0.0)
+    zeros = np.zeros(n, np.int64)
+    edges = np.arange(n - 1, dtype=np.int64)
+    return Graph(
+        **{
+            **base.__dict__,
+            "time": time,
+            "chain": np.arange(n, dtype=np.int64),
+            "kind": np.full(n, HOST_START),
+            "lag": zeros.copy(),
+            "anchor": time.copy(),
+            "row": np.arange(n, dtype=np.int64),
+            "chain_first": np.ones(n, bool),
+            "edge_src": edges + 1,  # point i+1 (recorded earlier) feeds point i
+            "edge_dst": edges.copy(),
+            "edge_lag": np.full(n - 1, 30, np.int64),  # longer than the recorded 10 ns steps: the edges bind
+            "edge_is_wait": np.zeros(n - 1, bool),
+            "edge_is_wake": np.zeros(n - 1, bool),
+            "edge_is_collective": np.zeros(n - 1, bool),
+            "edge_typical": np.full(n - 1, 30, np.int64),
+            "stream_typical": zeros.copy(),
+        }
+    )
+
+
+def test_schedule_keys_settle_beyond_the_minimum_rounds_on_an_acyclic_graph() -> None:
+    # 200 steps need 199 rounds, over MAX_KEY_ROUNDS: every edge's source is scheduled before its target, so no
+    # edge is read at its recorded time and the replayed times follow every edge
+    graph = staircase_graph(200)
+    assert graph.size - 1 > engine.MAX_KEY_ROUNDS
+    key = engine.schedule_keys(graph)
+    assert (key[graph.edge_src] < key[graph.edge_dst]).all()
+    shared = engine.plan(graph)
+    assert not shared.e_stale.any()
+    times = engine.solve_by_batches(graph, shared)
+    # by hand: point n-1 at its anchor 10, then each point max(its anchor, the one before + 30) = 10 + 30 k
+    np.testing.assert_array_equal(times, 10 + 30 * np.arange(graph.size)[::-1])
+
+
+def test_schedule_keys_stop_on_a_cycle() -> None:
+    # the same staircase closed into a cycle never settles: the rounds stop (a key passing every acyclic bound)
+    # and the plan reads the edges it could not order at their recorded times
+    graph = staircase_graph(50)
+    graph = Graph(
+        **{
+            **graph.__dict__,
+            "edge_src": np.append(graph.edge_src, 0),
+            "edge_dst": np.append(graph.edge_dst, 49),
+            "edge_lag": np.append(graph.edge_lag, 3),
+            "edge_is_wait": np.append(graph.edge_is_wait, False),
+            "edge_is_wake": np.append(graph.edge_is_wake, False),
+            "edge_is_collective": np.append(graph.edge_is_collective, False),
+            "edge_typical": np.append(graph.edge_typical, 3),
+        }
+    )
+    shared = engine.plan(graph)
+    assert shared.e_stale.any()
+    np.testing.assert_array_equal(engine.solve(graph, shared), engine.solve_by_batches(graph, shared))

@@ -36,9 +36,12 @@ except ImportError:  # pragma: no cover - no compiler at install time
 
 HOST_PHASE, GPU_PHASE, WAIT_PHASE = 0, 1, 2
 SMALL_BATCH = 32  # batches up to this many points are solved point by point (see solve)
-MAX_KEY_ROUNDS = (
-    64  # beyond this (a cycle from inconsistent clocks) a source not yet solved reads as recorded
-)
+# schedule_keys' rounds: at least MAX_KEY_ROUNDS, more while rounds x (points + edges) stays under MAX_KEY_WORK. An
+# acyclic graph needs as many rounds as its longest run of edges against the recorded order (116 on a real trace
+# once a remedy dropped its waits: 64 rounds left 4,651 edges read as recorded and the remedy gained nothing);
+# only a cycle (inconsistent clocks) never settles, and then a source not yet solved reads as recorded.
+MAX_KEY_ROUNDS = 64
+MAX_KEY_WORK = 50_000_000
 
 
 def _run_heads(flags: np.ndarray) -> np.ndarray:
@@ -94,10 +97,16 @@ def schedule_keys(graph: Graph) -> np.ndarray:
     key = _chain_cummax(seg, graph.chain_first)
     del seg
     src, dst = graph.edge_src, graph.edge_dst
-    for _ in range(MAX_KEY_ROUNDS):  # a handful of rounds: edges run forward in the recording but for skew
+    rounds = max(MAX_KEY_ROUNDS, MAX_KEY_WORK // max(key.size + src.size, 1))
+    # in an acyclic graph no key passes the highest start plus the number of points (one step per point of a
+    # path): a key beyond that proves a cycle, which no number of rounds settles
+    ceiling = (int(key.max()) if key.size else 0) + key.size
+    for done in range(rounds):  # a handful of rounds: edges run forward in the recording but for skew
         needed = key[src] + 1
         late = needed > key[dst]
         if not late.any():
+            break
+        if done >= MAX_KEY_ROUNDS and int(needed[late].max()) > ceiling:
             break
         np.maximum.at(key, dst[late], needed[late])
         key = _chain_cummax(key, graph.chain_first)
@@ -360,7 +369,9 @@ def setters(graph: Graph, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     via_chain = np.empty(n, np.int64)
     np.add(t[:-1], graph.lag[1:], out=via_chain[1:])
     if n:
-        via_chain[0] = t[-1] + graph.lag[0]  # as the index arrays read it (point 0 starts a chain: overwritten)
+        via_chain[0] = (
+            t[-1] + graph.lag[0]
+        )  # as the index arrays read it (point 0 starts a chain: overwritten)
     via_chain[graph.chain_first] = NONE
     not_first = ~graph.chain_first
     via_edge = np.full(n, NONE, np.int64)
