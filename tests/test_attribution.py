@@ -347,3 +347,28 @@ def test_kept_unexplained_intervals_on_generated_traces(scen: vt.Scenario, tmp_p
         recomputed = attribution.unexplained_intervals(alone, device_busy(alone)[a["device"]])
         assert kept[0].tolist() == recomputed[0].tolist() and kept[1].tolist() == recomputed[1].tolist()
         assert int((kept[1] - kept[0]).sum()) == a["by_cause"]["nothing"]
+
+
+@pytest.mark.parametrize("zero_length_op", [False, True])
+def test_gaps_that_touch_at_a_zero_length_op(zero_length_op):
+    # Kernel A [0,100) (launched at [-20,-10)) and B [1000,1100) (launched by cudaLaunchKernel [200,300)); the
+    # thread runs aten::linear [50,700). Without Z the gap is [100,1000) = 900; a zero-length kernel Z at 500
+    # splits it into [100,500) and [500,1000), which touch (the split's windows are then not the gaps apart).
+    # Either way: launch [200,300) = 100; cpu [100,200) + [300,700) = 500; nothing [700,1000) = 300.
+    rows = [
+        host("runtime", "cudaLaunchKernel", -20, -10, correlation_id=1),
+        kernel(0, 100, corr=1),
+        host("cpu_op", "aten::linear", 50, 700),
+        host("runtime", "cudaLaunchKernel", 200, 300, correlation_id=2),
+        kernel(1000, 1100, corr=2),
+    ]
+    if zero_length_op:
+        rows.append(kernel(500, 500))
+    dev = by_cause(Trace.from_rows(rows))
+    assert dev["by_cause"] == {"startup": 0, "sync": 0, "input": 0, "launch": 100, "cpu": 500, "nothing": 300}
+    assert dev["gap_count"] == (2 if zero_length_op else 1)
+    if zero_length_op:
+        # [100,500): launch 100, cpu 300; [500,1000): cpu 200, nothing 300.
+        by_gap = {g["start_ns"]: g["by_cause"] for g in dev["largest"]}
+        assert by_gap[100] == {"startup": 0, "sync": 0, "input": 0, "launch": 100, "cpu": 300, "nothing": 0}
+        assert by_gap[500] == {"startup": 0, "sync": 0, "input": 0, "launch": 0, "cpu": 200, "nothing": 300}

@@ -122,3 +122,72 @@ def test_the_startup_finding_names_the_first_api_call() -> None:
         5_000.0,
     )
     assert "the first “cudaFuncGetAttributes” (1 ms; later calls 5 µs)" in sentence(startup, diagnosis)
+
+
+def _first_api_reference(trace: Trace, api: np.ndarray, blocking: np.ndarray):
+    """The rule as the earlier pandas code computed it (a sort on pid, name, start; the median of every group's
+    later calls), to check the numpy path against."""
+    import pandas as pd
+
+    from tracelens.analyses.columns import event_columns
+    from tracelens.analyses.startup import FIRST_API_MIN_NS, FIRST_CALL_FACTOR, _idle_share
+
+    cols = event_columns(trace)
+    rows = np.flatnonzero(api & ~blocking & (cols.name >= 0) & (cols.tid >= 0))
+    frame = pd.DataFrame(
+        {
+            "row": rows,
+            "pid": cols.pid[rows],
+            "name": cols.name[rows],
+            "start": cols.start[rows],
+            "duration": cols.end[rows] - cols.start[rows],
+        }
+    ).sort_values(["pid", "name", "start"], kind="stable")
+    first = ~frame.duplicated(["pid", "name"], keep="first")
+    medians = frame[~first].groupby(["pid", "name"])["duration"].median().rename("later_median")
+    firsts = frame[first].join(medians, on=["pid", "name"], how="inner")
+    duration = firsts["duration"].to_numpy(np.int64)
+    median = firsts["later_median"].to_numpy(np.float64)
+    long = (duration >= FIRST_CALL_FACTOR * median) & (duration - median >= FIRST_API_MIN_NS)
+    found, median = firsts["row"].to_numpy(np.int64)[long], median[long]
+    idle = _idle_share(trace, cols.start[found], cols.end[found]) >= 0.5
+    excess = np.round(cols.end[found] - cols.start[found] - median).astype(np.int64)
+    order = np.argsort(found[idle])
+    return found[idle][order], excess[idle][order], median[idle][order]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_first_api_calls_equal_the_reference_computation(seed: int) -> None:
+    # Random runtime calls on two processes (names from a small set, some calls with a negative duration on odd
+    # seeds), a kernel late in the trace; the rows of the table in start order or, for the rule's input masks,
+    # read as given. The numpy path (sort of dense (pid, name) codes, medians of the groups that can pass only)
+    # gives the reference's rows, excess and medians.
+    from tracelens.analyses.columns import event_columns
+    from tracelens.analyses.startup import _first_api_calls
+    from tracelens.trace import DRIVER, RUNTIME
+
+    rng = np.random.default_rng(seed)
+    names = ["cudaLaunchKernel", "cudaMalloc", "cudaMemcpyAsync", "cudaEventRecord", "cuModuleLoad"]
+    rows = []
+    for _ in range(300):
+        start = int(rng.integers(0, 10_000_000))
+        duration = int(rng.choice([rng.integers(1_000, 20_000), rng.integers(100_000, 3_000_000)], p=[0.9, 0.1]))
+        if seed % 2 and rng.random() < 0.05:
+            duration = -duration
+        rows.append(
+            host("runtime", str(rng.choice(names)), start, start + duration, pid=int(rng.integers(1, 3)), tid=7)
+        )
+    # Each (pid, name)'s earliest call, before any GPU work: long for some (the rule may fire), short for others.
+    for i, (pid, name) in enumerate((p, n) for p in (1, 2) for n in names):
+        start = -10_000_000 + 10 * i
+        rows.append(host("runtime", name, start, start + [200_000, 2_000_000, 5_000][i % 3], pid=pid, tid=7))
+    rows.append(kernel(20_000_000, 20_100_000, 999))
+    trace = Trace.from_rows(rows)
+    cols = event_columns(trace)
+    api = cols.of_kind(RUNTIME, DRIVER)
+    blocking = np.zeros(api.size, bool)
+    got = _first_api_calls(trace, api, blocking)
+    want = _first_api_reference(trace, api, blocking)
+    assert want[0].size > 0  # the rule fires on these calls
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, w)

@@ -75,9 +75,11 @@ def host_rows(trace: Trace) -> HostRows:
         first[codes[::-1]] = np.arange(codes.size)[::-1]  # any row of each thread gives its pid/tid
         cat = category[keep]
         del category
-        sync_copy = (cat == HOST_CATEGORY_PRIORITY.index(SYNC)) & code_mask(
-            cols.name[keep], cols.names, is_sync_copy
-        )
+        # The name test at the sync rows only (a few of the host rows).
+        sync_rows = np.flatnonzero(cat == HOST_CATEGORY_PRIORITY.index(SYNC))
+        sync_copy = np.zeros(cat.size, bool)
+        sync_copy[sync_rows] = code_mask(cols.name[keep[sync_rows]], cols.names, is_sync_copy)
+        del sync_rows
         return HostRows(
             cols=cols,
             row=keep.astype(np.int32) if cols.start.size < 2**31 else keep,

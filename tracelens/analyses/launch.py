@@ -224,7 +224,7 @@ def launch_stats(trace: Trace) -> dict[str, Any]:
     exec_rate = len(pairs) / (total_busy / 1e9) if total_busy > 0 else None
 
     cols = event_columns(trace)
-    api = cols.of_kind(RUNTIME, DRIVER)
+    api = np.flatnonzero(cols.of_kind(RUNTIME, DRIVER))  # a gather by index: faster than by mask
     graph_calls = int(code_mask(cols.name[api], cols.names, is_graph_launch).sum())
     # Nsight gives a graph's kernels a graph id; Kineto gives them the graph launch's correlation id instead.
     by_graph_launch = pairs["matched"] & code_mask(pairs["launch_name"], cols.names, is_graph_launch)

@@ -358,9 +358,11 @@ def one_time_work(trace: Trace) -> OneTime:
             cols.end[first_of_name] - cols.start[first_of_name] >= FIRST_CALL_MIN_NS
         ]
         reason[first_of_name[reason[first_of_name] < 0]] = ALLOCATION
-        blocking = code_mask(cols.name, names, is_blocking_sync) | (
-            base == HOST_CATEGORY_PRIORITY.index(SYNC)
-        )
+        # Read only with ``api`` (first_api takes API calls but blocking ones): the names tested at the API rows.
+        blocking = base == HOST_CATEGORY_PRIORITY.index(SYNC)
+        at_api = np.flatnonzero(api)
+        blocking[at_api] |= code_mask(cols.name[at_api], names, is_blocking_sync)
+        del at_api
         api_rows, api_excess, api_medians = _first_api_calls(trace, api, blocking)
         unflagged = reason[api_rows] < 0  # a row another rule flagged is one-time as a whole
         api_rows, api_excess, api_medians = api_rows[unflagged], api_excess[unflagged], api_medians[unflagged]

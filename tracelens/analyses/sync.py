@@ -36,7 +36,7 @@ _STREAM_WAIT = re.compile(r"^(cuda|hip|cu)StreamWaitEvent$")
 
 def _api_calls(trace: Trace) -> Table:
     cols = event_columns(trace)
-    # Row positions, not the mask: five gathers by index cost a fifth of five boolean-mask passes over the table.
+    # Row positions, not the mask: five gathers by index cost ~1/3 of five by a table-long mask (41M rows).
     api = np.flatnonzero(cols.of_kind(RUNTIME, DRIVER))
     name = cols.name[api]
     return Table(
