@@ -44,7 +44,9 @@ print(json.dumps({"times": times, "peak_mib": resource.getrusage(resource.RUSAGE
 
 
 def run(tree: Path, trace: str) -> dict:
-    proc = subprocess.run([sys.executable, "-c", _CHILD, trace], cwd=tree, capture_output=True, text=True, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-c", _CHILD, trace], cwd=tree, capture_output=True, text=True, check=False
+    )
     if proc.returncode:
         raise SystemExit(f"{tree}: {proc.stderr.strip().splitlines()[-1:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -63,8 +65,12 @@ def main() -> int:
             for tree in trees if r % 2 == 0 else list(reversed(trees)):
                 results[tree].append(run(tree, str(Path(trace).resolve())))
         keys = list(results[trees[0]][0]["times"])
-        rows = [[key] + [" / ".join(f"{r['times'][key]:.3f}" for r in results[t]) for t in trees] for key in keys]
-        rows.append(["peak RSS (MiB)"] + [" / ".join(f"{r['peak_mib']:.0f}" for r in results[t]) for t in trees])
+        rows = [
+            [key] + [" / ".join(f"{r['times'][key]:.3f}" for r in results[t]) for t in trees] for key in keys
+        ]
+        rows.append(
+            ["peak RSS (MiB)"] + [" / ".join(f"{r['peak_mib']:.0f}" for r in results[t]) for t in trees]
+        )
         print(f"\n{Path(trace).name}: CPU seconds, each round\n")
         print(markdown_table(["step"] + [t.name for t in trees], rows))
     return 0

@@ -171,11 +171,15 @@ def test_first_api_calls_equal_the_reference_computation(seed: int) -> None:
     rows = []
     for _ in range(300):
         start = int(rng.integers(0, 10_000_000))
-        duration = int(rng.choice([rng.integers(1_000, 20_000), rng.integers(100_000, 3_000_000)], p=[0.9, 0.1]))
+        duration = int(
+            rng.choice([rng.integers(1_000, 20_000), rng.integers(100_000, 3_000_000)], p=[0.9, 0.1])
+        )
         if seed % 2 and rng.random() < 0.05:
             duration = -duration
         rows.append(
-            host("runtime", str(rng.choice(names)), start, start + duration, pid=int(rng.integers(1, 3)), tid=7)
+            host(
+                "runtime", str(rng.choice(names)), start, start + duration, pid=int(rng.integers(1, 3)), tid=7
+            )
         )
     # Each (pid, name)'s earliest call, before any GPU work: long for some (the rule may fire), short for others.
     for i, (pid, name) in enumerate((p, n) for p in (1, 2) for n in names):
