@@ -205,7 +205,7 @@ class SparseColumn:
 @dataclass(frozen=True)
 class DeferredColumn:
     """A column the store computes from its other columns on first use, then keeps: a reader's work that the
-    documented table shows but no analysis reads (the Nsight reader's nesting ``depth``), so that loading a
+    documented table shows but no analysis reads (the Nsight and Kineto readers' nesting ``depth``), so that loading a
     trace does not pay for it."""
 
     compute: Callable[[EventStore], pa.Array | SparseColumn]
@@ -572,13 +572,14 @@ def _to_list_or_array(values: Any) -> Any:
     return list(values)
 
 
-def build_store(columns: Mapping[str, Any], *, sort: bool = True) -> EventStore:
+def build_store(columns: Mapping[str, Any], *, sort: bool = True, derive_depth: bool = True) -> EventStore:
     """Assemble events from a mapping of column name -> values (list, numpy, pandas or Arrow).
 
     Missing columns become nulls; every column is cast to :data:`EVENT_SCHEMA`. Rows are sorted by
     ``start_ns`` (stable) so that every consumer can rely on time order. ``end_ns`` below ``start_ns``
     is clamped to ``start_ns`` (some producers emit negative durations on clock skew). Columns few rows
-    carry are stored sparse (:class:`EventStore`).
+    carry are stored sparse (:class:`EventStore`). A missing ``depth`` is computed from the other columns
+    unless ``derive_depth`` is false (a reader that stores its own, deferred, depth).
     """
     unknown = set(columns) - set(EVENT_COLUMNS)
     if unknown:
@@ -600,7 +601,7 @@ def build_store(columns: Mapping[str, Any], *, sort: bool = True) -> EventStore:
         if (order[1:] < order[:-1]).any():  # already in time order: keep the arrays as they are
             take = pa.array(order)
             arrays = {name: array.take(take) for name, array in arrays.items()}
-    if n and (arrays.get("depth") is None or arrays["depth"].null_count == n):
+    if derive_depth and n and (arrays.get("depth") is None or arrays["depth"].null_count == n):
         depth = _depth(arrays, n)
         if depth is not None:
             arrays["depth"] = depth

@@ -23,8 +23,10 @@ from ...trace import (
     GPU_SYNC,
     KERNEL,
     MEMCPY,
+    NOT_NESTED_KINDS,
     RUNTIME,
     STEP,
+    DeferredColumn,
     EventStore,
     SparseColumn,
     Trace,
@@ -245,17 +247,22 @@ class Columns:
         pid = np.where(device_side, _launch_pid(correlation, launch_side, kineto_pid, device_side), pid)
         tid = np.where(device_side | gpu_annotation, np.nan, kineto_tid)
         del kineto_pid, kineto_tid
-        # The host rows' nesting depth and the GPU-only columns are built on two more threads while this one
-        # builds the rest (numpy's sorts, casts and copies release the GIL).
+        # The GPU-only columns are built on two more threads while this one builds the rest (numpy's sorts,
+        # casts and copies release the GIL).
         background = executor(min(2, thread_budget()))
-        depth = background.submit(
-            depth_column,
-            NESTED_KIND[kind] & ~np.isnan(tid),
-            pid,
-            tid,
-            rel_start,
-            rel_start + np.maximum(duration, 0),
-        )
+        nested = NESTED_KIND[kind] & ~np.isnan(tid)
+        depth: Future[Stored] | DeferredColumn | None = None
+        if not nested.any():
+            pass  # no host interval on a thread: no depth column (as build_store leaves it)
+        elif _stored_exactly(pid) and _stored_exactly(tid):
+            # No analysis reads the host nesting depth: the store computes it from its own columns on first
+            # read (the same values: see _host_depth).
+            depth = DeferredColumn(_host_depth)
+        else:  # fractional or huge ids, which the int64 columns cannot hold: computed now from the floats
+            depth = background.submit(
+                depth_column, nested, pid, tid, rel_start, rel_start + np.maximum(duration, 0)
+            )
+        del nested
 
         is_memcpy = kind == KIND_CODE[MEMCPY]
         copy_kind, src_kind, dst_kind = _memcpy_kinds(names, name_code, is_memcpy)
@@ -313,7 +320,7 @@ class Columns:
                 np.where(np.isnan(shared_total), np.nan, 0.0), "dynamic_shared_bytes", gpu_is_kernel
             ),
             "step": sparse_column(step_of_name[name_code[step_rows]], step_rows, m, "step"),
-            "depth": depth,
+            "depth": depth if isinstance(depth, Future) else None,
             "reported_occupancy": sparse(gpu["occupancy_pct"] / 100.0, "reported_occupancy", gpu_is_kernel),
             **{
                 name: background.submit(sparse_column, op[name], at_op, m, name)
@@ -328,7 +335,9 @@ class Columns:
         # store them): only the others go through build_store, which would make them full-length to store
         # them sparse again.
         held = {k: v for k, v in built.items() if isinstance(v, SparseColumn)}
-        dense = build_store({k: v for k, v in built.items() if k not in held}, sort=False)
+        if isinstance(depth, DeferredColumn):
+            held["depth"] = depth
+        dense = build_store({k: v for k, v in built.items() if k not in held}, sort=False, derive_depth=False)
         del built
         events = EventStore(
             dense.num_rows,
@@ -371,6 +380,39 @@ class Columns:
             extra=extra,
         )
         return Trace(events=events, devices=devices, metadata=metadata)
+
+
+def _stored_exactly(ids: np.ndarray) -> bool:
+    """Whether every non-NaN value of a float64 id column (pid, tid) is an integer an int64 column holds as
+    is, so that the stored column, read back as float64, is the same array (nulls as NaN)."""
+    with np.errstate(invalid="ignore"):
+        return bool(np.all(np.isnan(ids) | ((np.abs(ids) < 2.0**63) & (np.trunc(ids) == ids))))
+
+
+def _host_depth(store: EventStore) -> pa.Array | SparseColumn:
+    """The ``depth`` column of a Kineto trace's store, computed on first read: the nesting depth of the host
+    rows (kinds in NESTED_KIND) that have a tid, on their (pid, tid) thread, with end = start + max(dur, 0).
+
+    The store's rows are the reader's rows in its order (build_store(sort=False)), and its pid and tid are
+    the reader's float ids (checked by _stored_exactly), so this equals the depth the reader would have
+    computed at load: ties (equal starts and ends) resolve by the same row order.
+    """
+    kinds = store.column("kind")
+    nested = ~np.isin(np.asarray(kinds.dictionary.to_pylist(), dtype=object), NOT_NESTED_KINDS)
+    nested = nested[kinds.indices.to_numpy(zero_copy_only=False)]
+    del kinds
+    tid = store.column("tid")
+    nested &= tid.is_valid().to_numpy(zero_copy_only=False)
+    values = depth_column(
+        nested,
+        store.column("pid").to_numpy(zero_copy_only=False).astype(np.float64),
+        tid.to_numpy(zero_copy_only=False).astype(np.float64),
+        store.numpy("start_ns"),
+        store.numpy("end_ns"),  # the store's end is start + max(dur, 0) (build_store clamps it)
+    )
+    # stored as EventStore.from_columns would store it (sparse when fewer than half the rows nest)
+    # (deferred only where some row nests, so the column has values)
+    return EventStore.from_columns(store.num_rows, {"depth": values}).columns["depth"]
 
 
 def _step_number(name: str) -> float:
