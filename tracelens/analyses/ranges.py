@@ -19,7 +19,7 @@ import pandas as pd
 
 from .. import intervals
 from ..trace import ANNOTATION, Trace
-from ..values import dense_codes, distinct
+from ..values import distinct
 from . import columns
 from .columns import EventColumns, device_busy, event_columns, thread_key, thread_time_positions
 from .launch import launch_pairs
@@ -242,15 +242,27 @@ def range_instances(trace: Trace) -> pd.DataFrame:
     return out
 
 
+# Up to this many threads, ranges are put in thread order by one comparison pass per thread instead of a code
+# per range (a binary search) and a sort of the codes: 6.7M ranges on 2 threads, ~0.04 s against ~0.25 s.
+FEW_THREADS = 16
+
+
+def _thread_order(keys: np.ndarray) -> np.ndarray:
+    """The stable order of ``keys`` by thread key (ascending), ties in their order."""
+    threads = np.sort(distinct(keys))
+    if threads.size <= FEW_THREADS:
+        return np.concatenate([np.flatnonzero(keys == key) for key in threads])
+    code = np.searchsorted(threads, keys)
+    return np.argsort(code.astype(np.int16) if threads.size < 2**15 else code, kind="stable")
+
+
 def range_summary(trace: Trace, limit: int = NAME_LIMIT) -> dict[str, Any]:
     cols = event_columns(trace)
     rows = np.flatnonzero(cols.of_kind(ANNOTATION))
     if rows.size == 0:
         return {"count": 0, "names": 0, "texts": 0, "ranges": []}
     # By thread, then start (the table's order): each chunk of ranges then covers one window of the launches.
-    thread = dense_codes(thread_key(cols.pid[rows], cols.tid[rows]))[0]
-    rows = rows[np.argsort(thread.astype(np.int16) if thread.max() < 2**15 else thread, kind="stable")]
-    del thread
+    rows = rows[_thread_order(thread_key(cols.pid[rows], cols.tid[rows]))]
     launches = _Launches(trace, rows)
     # Sums per name code (slot 0: the null name), added a chunk at a time.
     fields = ("n", "cpu_ns", "ops", "gpu_op_ns", "projected_ns", "gpu_idle_ns", "with_gpu")
