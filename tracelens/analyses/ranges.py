@@ -182,8 +182,9 @@ class _Launches:
         known = self.threads[code] == keys
         base = code * self.width - self.lo
         start, end = base + cols.start[mine], base + cols.end[mine]
-        start[~known] = -1
-        end[~known] = -1
+        unknown = np.flatnonzero(~known)  # an index, not a chunk-long mask, for the few such ranges
+        start[unknown] = -1
+        end[unknown] = -1
         return start, end
 
     def measure(self, trace: Trace, at: slice) -> dict[str, np.ndarray]:
