@@ -1,0 +1,27 @@
+"""The ranges section's binary-search shortcuts against plain np.searchsorted."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tracelens.analyses.ranges import _sorted_searchsorted, _thread_order
+
+values = st.lists(st.integers(-5, 40), max_size=30)
+
+
+@settings(max_examples=300, deadline=None)
+@given(values, values, st.booleans())
+def test_sorted_searchsorted_is_searchsorted(haystack: list[int], needles: list[int], sort_needles: bool) -> None:
+    h = np.sort(np.array(haystack, np.int64))
+    n = np.array(sorted(needles) if sort_needles else needles, np.int64)
+    got = _sorted_searchsorted(h, n)
+    assert np.array_equal(got, np.searchsorted(h, n, side="left"))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 40), max_size=60))
+def test_thread_order_is_stable_sort(keys: list[int]) -> None:
+    k = np.array(keys, np.int64)
+    assert np.array_equal(_thread_order(k), np.argsort(k, kind="stable"))
