@@ -13,7 +13,9 @@ values = st.lists(st.integers(-5, 40), max_size=30)
 
 @settings(max_examples=300, deadline=None)
 @given(values, values, st.booleans())
-def test_sorted_searchsorted_is_searchsorted(haystack: list[int], needles: list[int], sort_needles: bool) -> None:
+def test_sorted_searchsorted_is_searchsorted(
+    haystack: list[int], needles: list[int], sort_needles: bool
+) -> None:
     h = np.sort(np.array(haystack, np.int64))
     n = np.array(sorted(needles) if sort_needles else needles, np.int64)
     got = _sorted_searchsorted(h, n)

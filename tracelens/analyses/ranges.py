@@ -158,7 +158,9 @@ class _Launches:
         del launch_keys, launch_t
         order = np.argsort(self.key, kind="stable")
         self.key = self.key[order]
-        self.key_end = np.append(self.key, np.iinfo(np.int64).max)  # key[i], and past the last launch a maximum
+        self.key_end = np.append(
+            self.key, np.iinfo(np.int64).max
+        )  # key[i], and past the last launch a maximum
         launches = {k: v[order].astype(np.int64, copy=False) for k, v in launches.items()}
         self.csum_ns = np.concatenate([[0], np.cumsum(launches["op_ns"])])
         self.csum_ops = np.concatenate([[0], np.cumsum(launches["ops"])])
@@ -209,9 +211,7 @@ class _Launches:
         hi[further] = np.searchsorted(self.key, range_end[further], side="left")
         return lo, hi
 
-    def spans(
-        self, trace: Trace, lo: np.ndarray, hi: np.ndarray
-    ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    def spans(self, trace: Trace, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         """(the positions of the ranges that launch something, their proj_start, proj_end and gpu_idle_ns): the
         others have none (zeros), and are most ranges of a training export, so nothing below touches them."""
         launching = np.flatnonzero(hi > lo)
@@ -223,7 +223,9 @@ class _Launches:
         # own launches, not all of them.
         win = slice(int(lo.min()), int(hi.max()))
         first, last = _slice_reduce_each(
-            [(np.minimum, self.first[win], 0), (np.maximum, self.last[win], 0)], lo - win.start, hi - win.start
+            [(np.minimum, self.first[win], 0), (np.maximum, self.last[win], 0)],
+            lo - win.start,
+            hi - win.start,
         )
         n = self.dev_min.size
         one_device = self.csum_multi[hi] == self.csum_multi[lo]

@@ -334,7 +334,9 @@ class Columns:
         # The columns few rows carry come stored already (SparseColumn, as EventStore.from_columns would
         # store them): only the others go through build_store, which would make them full-length to store
         # them sparse again.
-        held = {k: v for k, v in built.items() if isinstance(v, SparseColumn)}
+        held: dict[str, SparseColumn | DeferredColumn] = {
+            k: v for k, v in built.items() if isinstance(v, SparseColumn)
+        }
         if isinstance(depth, DeferredColumn):
             held["depth"] = depth
         dense = build_store({k: v for k, v in built.items() if k not in held}, sort=False, derive_depth=False)
