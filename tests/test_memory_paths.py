@@ -3,8 +3,8 @@
 - ``ingest/nsys/assembly.assemble`` (columns scattered part by part, sparse columns sharing rows and narrowed)
   against the plain reading of what it stores: the parts concatenated (dictionaries unified by Arrow), sorted
   stably by start, ends clamped and open ends run to the last end;
-- ``analyses/startup._first_api_calls`` (numpy) against the pandas sort, duplicated and groupby median it
-  replaced, with the rule's thresholds off so that every first call with later calls is compared.
+(``analyses/startup._first_api_calls``, whose numpy path replaced a pandas one for the same reason, is checked
+against that pandas reading in tests/test_startup_first_api.py.)
 """
 
 from __future__ import annotations
@@ -12,17 +12,12 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
-from tracelens.analyses import startup
-from tracelens.analyses.columns import event_columns
 from tracelens.ingest.nsys.assembly import assemble, narrowest
 from tracelens.ingest.nsys.columns import Part, kind_const
-from tracelens.trace import DRIVER, EVENT_SCHEMA, KERNEL, RUNTIME, Trace
+from tracelens.trace import EVENT_SCHEMA, KERNEL, RUNTIME
 
 _NAMES = ["a", "b", "c", "d", "é", ""]
 
@@ -129,71 +124,3 @@ def test_sparse_columns_of_the_same_parts_share_their_rows() -> None:
 def test_narrowest_holds_every_value(values: list[int], typ: pa.DataType) -> None:
     narrowed = narrowest(pa.array(values, pa.int64()))
     assert narrowed.type == typ and narrowed.to_pylist() == values
-
-
-def _pandas_first_api_calls(trace: Trace, api: np.ndarray, blocking: np.ndarray) -> tuple[np.ndarray, ...]:
-    """The pandas version ``_first_api_calls`` replaced (thresholds and idle share as the module has them)."""
-    cols = event_columns(trace)
-    rows = np.flatnonzero(api & ~blocking & (cols.name >= 0) & (cols.tid >= 0))
-    frame = pd.DataFrame(
-        {
-            "row": rows,
-            "pid": cols.pid[rows],
-            "name": cols.name[rows],
-            "start": cols.start[rows],
-            "duration": cols.end[rows] - cols.start[rows],
-        }
-    ).sort_values(["pid", "name", "start"], kind="stable")
-    first = ~frame.duplicated(["pid", "name"], keep="first")
-    medians = frame[~first].groupby(["pid", "name"])["duration"].median().rename("later_median")
-    firsts = frame[first].join(medians, on=["pid", "name"], how="inner")
-    duration = firsts["duration"].to_numpy(np.int64)
-    median = firsts["later_median"].to_numpy(np.float64)
-    long = (duration >= startup.FIRST_CALL_FACTOR * median) & (duration - median >= startup.FIRST_API_MIN_NS)
-    found = firsts["row"].to_numpy(np.int64)[long]
-    median = median[long]
-    excess = np.round(cols.end[found] - cols.start[found] - median).astype(np.int64)
-    order = np.argsort(found)
-    return found[order], excess[order], median[order]
-
-
-@settings(max_examples=40, deadline=None)
-@given(
-    calls=st.lists(
-        st.tuples(
-            st.integers(0, 2),  # pid
-            st.sampled_from(["cudaLaunchKernel", "cudaMalloc", "cuModuleLoad", "cudaMemcpyAsync"]),
-            st.integers(0, 50),  # start (ties on purpose)
-            st.integers(0, 20),  # duration
-            st.booleans(),  # driver
-        ),
-        min_size=1,
-        max_size=40,
-    )
-)
-def test_first_api_calls_equal_the_pandas_reading(calls: list[tuple[int, str, int, int, bool]]) -> None:
-    rows = [
-        {
-            "kind": DRIVER if driver else RUNTIME,
-            "name": name,
-            "start_ns": s,
-            "end_ns": s + d,
-            "pid": p,
-            "tid": 1,
-        }
-        for p, name, s, d, driver in calls
-    ]
-    trace = Trace.from_rows(rows)
-    cols = event_columns(trace)
-    api = cols.of_kind(RUNTIME, DRIVER)
-    blocking = np.zeros(api.size, bool)
-    saved = startup.FIRST_CALL_FACTOR, startup.FIRST_API_MIN_NS, startup._idle_share
-    startup.FIRST_CALL_FACTOR, startup.FIRST_API_MIN_NS = 0.0, -(10**18)  # every first call with later ones
-    startup._idle_share = lambda _trace, s, e: np.ones(s.size)
-    try:
-        got = startup._first_api_calls(trace, api, blocking)
-        want = _pandas_first_api_calls(trace, api, blocking)
-    finally:
-        startup.FIRST_CALL_FACTOR, startup.FIRST_API_MIN_NS, startup._idle_share = saved
-    for g, w in zip(got, want, strict=True):
-        assert g.dtype == w.dtype and np.array_equal(g, w)

@@ -7,12 +7,16 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.test_replay import by_cause, host, kernel, launch
+from tracelens.analyses import startup
+from tracelens.analyses.columns import event_columns
 from tracelens.analyses.startup import FIRST_API, REASONS, one_time_work
 from tracelens.analyses.whatif import whatif
 from tracelens.replay import engine, remedies
-from tracelens.trace import Trace
+from tracelens.trace import DRIVER, RUNTIME, Trace
 
 
 def lazy_loading_rows(first_launch_ns: int = 500_000) -> list[dict[str, Any]]:
@@ -195,3 +199,48 @@ def test_first_api_calls_equal_the_reference_computation(seed: int) -> None:
     assert want[0].size > 0  # the rule fires on these calls
     for g, w in zip(got, want, strict=True):
         np.testing.assert_array_equal(g, w)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    calls=st.lists(
+        st.tuples(
+            st.integers(0, 2),  # pid
+            st.sampled_from(["cudaLaunchKernel", "cudaMalloc", "cuModuleLoad", "cudaMemcpyAsync"]),
+            st.integers(0, 50),  # start (ties on purpose)
+            st.integers(0, 20),  # duration
+            st.booleans(),  # driver
+        ),
+        min_size=1,
+        max_size=40,
+    )
+)
+def test_first_api_calls_equal_the_reference_with_the_thresholds_off(
+    calls: list[tuple[int, str, int, int, bool]],
+) -> None:
+    rows = [
+        {
+            "kind": DRIVER if driver else RUNTIME,
+            "name": name,
+            "start_ns": s,
+            "end_ns": s + d,
+            "pid": p,
+            "tid": 1,
+        }
+        for p, name, s, d, driver in calls
+    ]
+    trace = Trace.from_rows(rows)
+    cols = event_columns(trace)
+    api = cols.of_kind(RUNTIME, DRIVER)
+    blocking = np.zeros(api.size, bool)
+    # every first call with later ones compared (ties on start on purpose)
+    saved = startup.FIRST_CALL_FACTOR, startup.FIRST_API_MIN_NS, startup._idle_share
+    startup.FIRST_CALL_FACTOR, startup.FIRST_API_MIN_NS = 0.0, -(10**18)  # every first call with later ones
+    startup._idle_share = lambda _trace, s, e: np.ones(s.size)
+    try:
+        got = startup._first_api_calls(trace, api, blocking)
+        want = _first_api_reference(trace, api, blocking)
+    finally:
+        startup.FIRST_CALL_FACTOR, startup.FIRST_API_MIN_NS, startup._idle_share = saved
+    for g, w in zip(got, want, strict=True):
+        assert g.dtype == w.dtype and np.array_equal(g, w)
