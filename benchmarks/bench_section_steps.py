@@ -14,12 +14,9 @@ Run:  flock /tmp/tracelens-bench.lock python3 benchmarks/bench_section_steps.py 
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
-import sys
 from pathlib import Path
 
-from common import REPO_ROOT, markdown_table
+from common import REPO_ROOT, alternating, markdown_table
 
 _CHILD = r"""
 import json, resource, sys, time
@@ -43,15 +40,6 @@ print(json.dumps({"times": times, "peak_mib": resource.getrusage(resource.RUSAGE
 """
 
 
-def run(tree: Path, trace: str) -> dict:
-    proc = subprocess.run(
-        [sys.executable, "-c", _CHILD, trace], cwd=tree, capture_output=True, text=True, check=False
-    )
-    if proc.returncode:
-        raise SystemExit(f"{tree}: {proc.stderr.strip().splitlines()[-1:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("traces", nargs="+")
@@ -60,10 +48,7 @@ def main() -> int:
     opts = parser.parse_args()
     trees = [REPO_ROOT] + [Path(t).resolve() for t in opts.tree]
     for trace in opts.traces:
-        results: dict[Path, list[dict]] = {t: [] for t in trees}
-        for r in range(opts.rounds):
-            for tree in trees if r % 2 == 0 else list(reversed(trees)):
-                results[tree].append(run(tree, str(Path(trace).resolve())))
+        results = alternating(_CHILD, trees, opts.rounds, str(Path(trace).resolve()))
         keys = list(results[trees[0]][0]["times"])
         rows = [
             [key] + [" / ".join(f"{r['times'][key]:.3f}" for r in results[t]) for t in trees] for key in keys

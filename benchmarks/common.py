@@ -166,3 +166,24 @@ def measure_on_built_input(
     if not m.ok:
         raise SystemExit(f"benchmark failed: {m.error}")
     return path, built, m
+
+
+def run_child(script: str, tree: Path, *args: str) -> dict:
+    """Run ``script`` (Python source) in a fresh process from ``tree``'s root (so it imports that tree's
+    tracelens) and return the JSON object its last output line holds."""
+    proc = subprocess.run(
+        [sys.executable, "-c", script, *args], cwd=tree, capture_output=True, text=True, check=False
+    )
+    if proc.returncode:
+        raise SystemExit(f"{tree}: {proc.stderr.strip().splitlines()[-1:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def alternating(script: str, trees: Sequence[Path], rounds: int, *args: str) -> dict[Path, list[dict]]:
+    """:func:`run_child` of ``script`` for each tree, ``rounds`` times, the trees' order reversed every other
+    round (so neither tree always runs first on a warming machine)."""
+    results: dict[Path, list[dict]] = {t: [] for t in trees}
+    for r in range(rounds):
+        for tree in trees if r % 2 == 0 else list(reversed(trees)):
+            results[tree].append(run_child(script, tree, *args))
+    return results
