@@ -22,7 +22,7 @@ from typing import Any, cast
 from ..document import Document, summarize
 from ..memory import release_free_memory  # after each section: what it freed goes back to the OS
 from ..trace import Trace
-from .schedule import run_sections, usable_threads
+from .schedule import run_sections, threads_limit, usable_threads
 
 JSON_SCHEMA_VERSION = "1.1"
 
@@ -161,17 +161,18 @@ def analyze(trace: Trace, *, sections: list[str] | None = None, threads: int | N
         (key for key in keys if not BY_KEY[key].needs),
         key=lambda key: (not BY_KEY[key].early, not BY_KEY[key].exclusive),
     )
-    done.update(
-        run_sections(
-            independent,
-            compute,
-            threads=usable_threads() if threads is None else threads,
-            exclusive=[key for key in independent if BY_KEY[key].exclusive],
+    with threads_limit(threads):
+        done.update(
+            run_sections(
+                independent,
+                compute,
+                threads=usable_threads(),
+                exclusive=[key for key in independent if BY_KEY[key].exclusive],
+            )
         )
-    )
-    for name in keys:  # the sections that read others (diagnosis), in document order
-        if name not in done:
-            done[name] = compute(name)
+        for name in keys:  # the sections that read others (diagnosis), in document order
+            if name not in done:
+                done[name] = compute(name)
     doc.update((name, done[name]) for name in wanted)
     head = {
         "schema_version": doc.pop("schema_version"),

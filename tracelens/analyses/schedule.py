@@ -13,9 +13,11 @@ that safe and the document unchanged:
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import os
 import threading
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import Any
 
 # More threads would add a section's working arrays to the peak memory each, for little more speed: the
@@ -23,13 +25,32 @@ from typing import Any
 MAX_THREADS = 2
 
 
+# Set by analyze(threads=...) for the work it runs on its own thread (the diagnosis's causes).
+_THREADS: contextvars.ContextVar[int | None] = contextvars.ContextVar("tracelens_threads", default=None)
+
+
 def usable_threads() -> int:
-    """Threads the sections may use: the cores this process may run on, at most :data:`MAX_THREADS`."""
+    """Threads the sections may use: as :func:`threads_limit` set, else the cores this process may run on, at
+    most :data:`MAX_THREADS`."""
+    chosen = _THREADS.get()
+    if chosen is not None:
+        return max(1, chosen)
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         cores = os.cpu_count() or 1
     return max(1, min(MAX_THREADS, cores))
+
+
+@contextlib.contextmanager
+def threads_limit(threads: int | None) -> Iterator[None]:
+    """Within the block, :func:`usable_threads` on this thread is ``threads`` (None: unchanged)."""
+    token = _THREADS.set(threads) if threads is not None else None
+    try:
+        yield
+    finally:
+        if token is not None:
+            _THREADS.reset(token)
 
 
 def run_sections(
@@ -88,7 +109,9 @@ def run_sections(
                     running.discard(key)
                     changed.notify_all()
 
-    workers = [threading.Thread(target=worker, name=f"tracelens-section-{i}", daemon=True) for i in range(threads)]
+    workers = [
+        threading.Thread(target=worker, name=f"tracelens-section-{i}", daemon=True) for i in range(threads)
+    ]
     for thread in workers:
         thread.start()
     for thread in workers:
