@@ -7,6 +7,7 @@ one busy-union merge instead of each converting the table again.
 from __future__ import annotations
 
 import sys
+import threading
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -36,18 +37,37 @@ T = TypeVar("T")
 
 # Derived values the sections share (joins, unions), per trace: kept beside the trace, keyed by its identity and
 # dropped when it is collected, so analyses stay functions of the trace and never write to it.
-_DERIVED: dict[int, dict[str, Any]] = {}
+_DERIVED: dict[int, _Derived] = {}
+_DERIVED_LOCK = threading.Lock()  # guards _DERIVED and each entry's locks
+
+
+class _Derived:
+    """One trace's derived values, and a lock per key (sections run on two threads: :mod:`.schedule`)."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, Any] = {}
+        self.locks: dict[str, threading.Lock] = {}
 
 
 def memo(trace: Trace, key: str, compute: Callable[[], T]) -> T:
-    """``compute()`` once per trace and key: a derived value the sections share (the trace is not touched)."""
-    store = _DERIVED.get(id(trace))
-    if store is None:
-        store = _DERIVED[id(trace)] = {}
-        weakref.finalize(trace, _DERIVED.pop, id(trace), None)
-    if key not in store:
-        store[key] = compute()
-    return cast(T, store[key])
+    """``compute()`` once per trace and key: a derived value the sections share (the trace is not touched).
+
+    Thread-safe: a second thread asking for a key being computed waits for that value. One lock per key, not
+    one for all, so that threads computing different keys do not wait for each other; no two threads can wait
+    for each other, because a key's computation only asks for keys it derives from, never the reverse."""
+    derived = _DERIVED.get(id(trace))
+    if derived is not None and key in derived.values:
+        return cast(T, derived.values[key])
+    with _DERIVED_LOCK:
+        derived = _DERIVED.get(id(trace))
+        if derived is None:
+            derived = _DERIVED[id(trace)] = _Derived()
+            weakref.finalize(trace, _DERIVED.pop, id(trace), None)
+        lock = derived.locks.setdefault(key, threading.Lock())
+    with lock:
+        if key not in derived.values:
+            derived.values[key] = compute()
+    return cast(T, derived.values[key])
 
 
 class Table:

@@ -35,6 +35,7 @@ from .. import BY_KEY
 from .. import completeness as completeness_check
 from ..columns import device_busy
 from ..names import NOTHING
+from ..schedule import run_sections, usable_threads
 from . import (
     communication,
     host_launch_overhead,
@@ -153,7 +154,13 @@ def diagnose(
         span = gpu_span(trace)
         attribution = {a["device"]: a for a in (done["attribution"] or {}).get("devices") or []}
         ctx = Context(trace, done, span, framework, busy, attribution, CAUSES, imbalance)
-        causes = [c for cause in CAUSES if (c := cause.finding(ctx)) is not None]
+        # Each cause's finding reads the trace and the sections only, so they run on two threads too.
+        found = run_sections(
+            [cause.name for cause in CAUSES],
+            lambda name: BY_NAME[name].finding(ctx),
+            threads=usable_threads(),
+        )
+        causes = [c for c in found.values() if c is not None]
     else:
         causes, span = input_pipeline.host_view(trace, done, framework)
     whatif = done["whatif"]

@@ -1,0 +1,136 @@
+"""The sections on two threads (tracelens.analyses.schedule): exclusive sections never overlap, the others do,
+errors surface as on one thread, shared derived values are computed once, and the document is the same."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from conftest import shared_params
+
+import tracelens
+from tracelens.analyses import BY_KEY, SECTIONS, columns
+from tracelens.analyses.schedule import run_sections, usable_threads
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class Recorder:
+    """A compute function that sleeps and records which keys ran at the same time."""
+
+    def __init__(self, seconds: dict[str, float]) -> None:
+        self.seconds = seconds
+        self.lock = threading.Lock()
+        self.running: set[str] = set()
+        self.overlaps: set[frozenset[str]] = set()
+        self.started: list[str] = []
+        self.threads: set[int] = set()
+
+    def __call__(self, key: str) -> str:
+        with self.lock:
+            self.started.append(key)
+            self.threads.add(threading.get_ident())
+            self.overlaps.update(frozenset((key, other)) for other in self.running)
+            self.running.add(key)
+        time.sleep(self.seconds.get(key, 0.01))
+        with self.lock:
+            self.running.discard(key)
+        return key.upper()
+
+
+def test_one_thread_runs_in_order_on_the_calling_thread() -> None:
+    rec = Recorder({})
+    assert run_sections(["b", "a", "c"], rec, threads=1) == {"b": "B", "a": "A", "c": "C"}
+    assert rec.started == ["b", "a", "c"]
+    assert rec.threads == {threading.get_ident()} and not rec.overlaps
+
+
+def test_exclusive_keys_never_overlap_and_the_others_do() -> None:
+    order = ["x1", "x2", "x3", "a", "b", "c", "d"]
+    exclusive = {"x1", "x2", "x3"}
+    rec = Recorder({"x1": 0.15, "x2": 0.1, "x3": 0.05, "a": 0.05, "b": 0.05, "c": 0.05, "d": 0.05})
+    result = run_sections(order, rec, threads=2, exclusive=exclusive)
+    assert list(result) == order and result == {k: k.upper() for k in order}
+    assert not any(pair <= exclusive for pair in rec.overlaps), rec.overlaps
+    # x1 leads; the second thread cannot take x2 or x3 beside it, so it takes the small keys.
+    assert rec.started[:2] == ["x1", "a"]
+    assert frozenset(("x1", "a")) in rec.overlaps
+    assert len(rec.threads) == 2
+
+
+def test_two_small_keys_run_at_once() -> None:
+    # Each waits for the other: on one thread at a time this would time out.
+    meet = threading.Barrier(2, timeout=10)
+    assert run_sections(["a", "b"], lambda key: meet.wait() >= 0, threads=2) == {"a": True, "b": True}
+
+
+def test_the_error_of_the_first_failing_key_in_order_is_raised() -> None:
+    started: list[str] = []
+    both_failing = threading.Barrier(2, timeout=10)
+
+    def compute(key: str) -> None:
+        started.append(key)
+        if key in ("a", "b"):
+            both_failing.wait()
+            if key == "a":
+                time.sleep(0.05)  # a fails last, but comes first in order
+            raise ValueError(key)
+
+    with pytest.raises(ValueError, match="^a$"):
+        run_sections(["a", "b", "c", "d"], compute, threads=2)
+    assert sorted(started) == ["a", "b"]  # nothing starts after a failure
+
+
+def test_usable_threads_is_one_or_two() -> None:
+    assert 1 <= usable_threads() <= 2
+
+
+def test_memo_computes_a_key_once_when_two_threads_ask_at_once() -> None:
+    trace = tracelens.load(ROOT / "fixtures" / "demo.pt.trace.json.gz")
+    calls: list[int] = []
+    inside = threading.Event()
+
+    def compute() -> list[int]:
+        calls.append(threading.get_ident())
+        inside.set()
+        time.sleep(0.1)  # the second thread asks while this one computes
+        return [1, 2, 3]
+
+    got: list[object] = []
+
+    def ask() -> None:
+        got.append(columns.memo(trace, "test-schedule-key", compute))
+
+    first = threading.Thread(target=ask)
+    first.start()
+    assert inside.wait(10)
+    ask()
+    first.join()
+    assert len(calls) == 1
+    assert got[0] is got[1] == [1, 2, 3]
+
+
+def _document(path: Path, threads: int) -> str:
+    return json.dumps(tracelens.analyze(tracelens.load(path), threads=threads), sort_keys=False)
+
+
+FIXTURES = [ROOT / "fixtures" / "demo.pt.trace.json.gz", *sorted((ROOT / "fixtures").glob("nsys/*.sqlite"))]
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.name)
+def test_two_threads_give_the_document_of_one(path: Path) -> None:
+    assert _document(path, 2) == _document(path, 1)
+
+
+@pytest.mark.parametrize("path", shared_params("nsys") + shared_params("pytorch") + shared_params("tf"))
+def test_two_threads_give_the_document_of_one_on_real_traces(path: Path) -> None:
+    assert _document(path, 2) == _document(path, 1)
+
+
+def test_exclusive_sections_are_the_big_ones_and_independent() -> None:
+    exclusive = [key for key in SECTIONS if BY_KEY[key].exclusive]
+    assert exclusive == ["attribution", "launch", "ranges", "memcpy", "occupancy", "communication", "ops"]
+    assert all(not BY_KEY[key].needs for key in exclusive)

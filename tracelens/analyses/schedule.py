@@ -1,0 +1,121 @@
+"""Running the analysis sections on two threads.
+
+Most of a section's time is numpy work on arrays of millions of values (sorts, searches, gathers, reductions),
+which releases the GIL, so two sections running at once use both cores of a small machine. Two limits keep
+that safe and the document unchanged:
+
+- Sections are pure functions of the trace (their shared derived values are computed once, under a lock, by
+  :func:`.columns.memo`), so the order they run in does not change what they return.
+- An *exclusive* section (one whose working arrays are the size of the event table: see ``Section.exclusive``)
+  never runs beside another exclusive one, so analyze's peak memory is that of one big section plus a small
+  one, not two big ones.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import os
+import threading
+from collections.abc import Callable, Collection, Iterator, Sequence
+from typing import Any
+
+# More threads would add a section's working arrays to the peak memory each, for little more speed: the
+# numpy calls that dominate are memory-bound.
+MAX_THREADS = 2
+
+
+# Set by analyze(threads=...) for the work it runs on its own thread (the diagnosis's causes).
+_THREADS: contextvars.ContextVar[int | None] = contextvars.ContextVar("tracelens_threads", default=None)
+
+
+def usable_threads() -> int:
+    """Threads the sections may use: as :func:`threads_limit` set, else the cores this process may run on, at
+    most :data:`MAX_THREADS`."""
+    chosen = _THREADS.get()
+    if chosen is not None:
+        return max(1, chosen)
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(MAX_THREADS, cores))
+
+
+@contextlib.contextmanager
+def threads_limit(threads: int | None) -> Iterator[None]:
+    """Within the block, :func:`usable_threads` on this thread is ``threads`` (None: unchanged)."""
+    token = _THREADS.set(threads) if threads is not None else None
+    try:
+        yield
+    finally:
+        if token is not None:
+            _THREADS.reset(token)
+
+
+def run_sections(
+    order: Sequence[str],
+    compute: Callable[[str], Any],
+    *,
+    threads: int,
+    exclusive: Collection[str] = (),
+) -> dict[str, Any]:
+    """``{key: compute(key)}`` for every key of ``order``, on up to ``threads`` threads.
+
+    A free thread takes the first key of ``order`` not yet started that may run now (an exclusive key only
+    while no other exclusive key runs), so ``order`` is the priority: put the longest exclusive work first.
+    With one thread the keys run in ``order`` on the calling thread. If computations fail, no new key starts,
+    the running ones finish, and the error of the failed key that comes first in ``order`` is raised.
+    """
+    if threads <= 1 or len(order) <= 1:
+        return {key: compute(key) for key in order}
+    exclusive = frozenset(exclusive)
+    pending = list(order)
+    running: set[str] = set()
+    results: dict[str, Any] = {}
+    errors: dict[str, BaseException] = {}
+    changed = threading.Condition()
+
+    def next_key() -> str | None:
+        """The key to start now (called holding ``changed``); None: nothing may start yet."""
+        busy_exclusive = bool(running & exclusive)
+        for key in pending:
+            if not (busy_exclusive and key in exclusive):
+                return key
+        return None
+
+    def worker() -> None:
+        while True:
+            with changed:
+                while True:
+                    if not pending or errors:
+                        return
+                    key = next_key()
+                    if key is not None:
+                        break
+                    changed.wait()
+                pending.remove(key)
+                running.add(key)
+            try:
+                value = compute(key)
+            except BaseException as err:  # handed to the calling thread, which raises it
+                with changed:
+                    errors[key] = err
+            else:
+                with changed:
+                    results[key] = value
+            finally:
+                with changed:
+                    running.discard(key)
+                    changed.notify_all()
+
+    workers = [
+        threading.Thread(target=worker, name=f"tracelens-section-{i}", daemon=True) for i in range(threads)
+    ]
+    for thread in workers:
+        thread.start()
+    for thread in workers:
+        thread.join()
+    if errors:
+        raise errors[next(key for key in order if key in errors)]
+    return {key: results[key] for key in order}
