@@ -329,6 +329,7 @@ static int leaf_cell(Scan *s, const unsigned char *page, uint32_t at) {
         have += take;
         next = get_u32(s->overflow_page);
     }
+    if (next != 0) return ST_CORRUPT; /* the last page of a chain links nowhere: a cycle or a longer chain */
     return decode_record(s, s->payload, payload, rowid);
 }
 
