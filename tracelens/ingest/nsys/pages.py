@@ -37,7 +37,7 @@ ENGINE = "pages"
 _COLUMN = r'"[^"]+"'
 _EXPR = rf"(?:{_COLUMN}|NULL|ifnull\(CAST\({_COLUMN} AS BLOB\), X''\))"
 _SELECT = re.compile(
-    rf'SELECT (?P<exprs>{_EXPR}(?:, {_EXPR})*) FROM (?P<table>{_COLUMN})\s*'
+    rf"SELECT (?P<exprs>{_EXPR}(?:, {_EXPR})*) FROM (?P<table>{_COLUMN})\s*"
     r"(?:WHERE rowid >= (?P<lo>-?\d+) AND rowid < (?P<hi>-?\d+))?\s*"
 )
 _EXPR_RE = re.compile(_EXPR)
