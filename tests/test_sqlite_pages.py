@@ -84,7 +84,7 @@ _INTS = st.one_of(
 _BYTES = st.one_of(
     st.none(),
     st.tuples(st.binary(max_size=12), st.just(1)),
-    st.tuples(st.binary(min_size=1, max_size=3), st.integers(100, 9000)),
+    st.tuples(st.binary(min_size=1, max_size=3), st.integers(100, 3000)),
 )
 
 
@@ -101,7 +101,7 @@ def _databases(draw: st.DrawFn) -> dict:
         "auto_vacuum": draw(st.sampled_from(["NONE", "FULL", "INCREMENTAL"])),
         "ipk": draw(st.booleans()),
         "rows": draw(st.lists(st.tuples(_INTS, _BYTES, _BYTES), max_size=30)),
-        "repeat": draw(st.integers(1, 60)),
+        "repeat": draw(st.integers(1, 40)),
         "delete_every": draw(st.sampled_from([0, 2, 3, 7])),
         "add_column": draw(st.sampled_from([None, "NULL", "7"])),
         "odd": draw(st.sampled_from([None, "real", "int_text", "text_int", "blob_text"])),

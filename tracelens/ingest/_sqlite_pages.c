@@ -367,7 +367,8 @@ static int walk(Scan *s, uint32_t pgno, int depth) {
         if (s->has_lo && key < s->lo) continue;
         if ((st = walk(s, child, depth + 1))) return st;
         /* the buffer of this page is intact: children read into deeper buffers */
-        if (s->has_hi && key >= s->hi - 1) s->done = 1; /* later children hold rowids > key >= hi - 1 */
+        /* later children hold rowids > key >= hi - 1 */
+        if (s->has_hi && (s->hi == INT64_MIN || key >= s->hi - 1)) s->done = 1;
     }
     if (!s->done) return walk(s, right, depth + 1);
     return ST_OK;
