@@ -178,6 +178,8 @@ def _read_locked(
     header = _header(path)
     if header is None or not 1 <= root <= header.page_count:
         return None
+    if capacity <= 0:  # the rowid span bounds the rows: the column buffers are allocated once, not regrown
+        capacity = _rowid_span(conn, table, lo, hi)
     status, rows, results = _native.scan(
         str(path),
         header.page_size,
@@ -223,6 +225,22 @@ def _read_locked(
             )
         )
     return pa.Table.from_arrays(arrays, names=names)
+
+
+# Column buffers reserved up front at most for this many rows (a sparse rowid range grows them as needed).
+_MAX_CAPACITY = 1 << 28
+
+
+def _rowid_span(conn: sqlite3.Connection, table: str, lo: int | None, hi: int | None) -> int:
+    """How many rowids the read can meet: min(rowid) and max(rowid) (each read off the B-tree's edge, one
+    aggregate per SELECT) cut to the range."""
+    first = conn.execute(f'SELECT min(rowid) FROM "{table}"').fetchone()[0]
+    last = conn.execute(f'SELECT max(rowid) FROM "{table}"').fetchone()[0]
+    if not isinstance(first, int) or not isinstance(last, int):
+        return 0
+    first = first if lo is None else max(first, lo)
+    last = last if hi is None else min(last, hi - 1)
+    return max(0, min(last - first + 1, _MAX_CAPACITY))
 
 
 def _buffer(validity: object) -> pa.Buffer | None:
