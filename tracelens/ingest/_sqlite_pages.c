@@ -23,8 +23,8 @@
  * (values, validity or None, null count); for MODE_TEXT and MODE_CAST (offsets, data, validity or None, null
  * count, saw text, saw blob). Buffers are objects exposing the buffer protocol (zero-copy into pyarrow).
  *
- * The file is opened O_RDONLY and read with pread, one page at a time (no mmap: touched mapped pages would
- * count in the process's RSS). The GIL is released while the tree is walked.
+ * The file is opened O_RDONLY and read with pread, in blocks of up to 64 KiB of consecutive pages (no mmap:
+ * touched mapped pages would count in the process's RSS). The GIL is released while the tree is walked.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -49,6 +49,7 @@
 
 #define MAX_DEPTH 40
 #define MAX_PAYLOAD (1u << 30)
+#define BLOCK_BYTES (64u * 1024)
 
 /* ---- growable buffer exposed to Python through the buffer protocol ---- */
 
@@ -116,6 +117,8 @@ typedef struct {
     unsigned char *payload; /* assembled payload of a row that spills into overflow pages */
     size_t payload_cap;
     unsigned char *overflow_page;
+    unsigned char *block; /* read-ahead: pages block_first .. block_first + block_pages - 1 */
+    uint32_t block_first, block_pages, block_cap_pages;
     Column *cols;
     Py_ssize_t ncols;
     long max_index; /* highest record index read */
@@ -129,19 +132,30 @@ typedef struct {
     uint64_t *offsets;
 } Scan;
 
+/* Page pgno into `into`, through a read-ahead block of up to BLOCK_BYTES of consecutive pages (one pread
+ * serves the run of consecutive leaf pages a table is mostly made of, instead of one pread a page). */
 static int read_page(Scan *s, uint32_t pgno, unsigned char *into) {
     if (pgno < 1 || pgno > s->page_count) return ST_CORRUPT;
-    off_t at = (off_t)(pgno - 1) * s->page_size;
-    size_t got = 0;
-    while (got < s->page_size) {
-        ssize_t n = pread(s->fd, into + got, s->page_size - got, at + (off_t)got);
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            return ST_IO;
+    if (pgno < s->block_first || pgno - s->block_first >= s->block_pages) {
+        uint32_t want = s->block_cap_pages;
+        if (want > s->page_count - pgno + 1) want = s->page_count - pgno + 1;
+        size_t bytes = (size_t)want * s->page_size, got = 0;
+        off_t at = (off_t)(pgno - 1) * s->page_size;
+        s->block_pages = 0;
+        while (got < bytes) {
+            ssize_t n = pread(s->fd, s->block + got, bytes - got, at + (off_t)got);
+            if (n < 0) {
+                if (errno == EINTR) continue;
+                return ST_IO;
+            }
+            if (n == 0) break; /* end of file: the pages read so far */
+            got += (size_t)n;
         }
-        if (n == 0) return ST_CORRUPT; /* short file */
-        got += (size_t)n;
+        s->block_first = pgno;
+        s->block_pages = (uint32_t)(got / s->page_size);
+        if (s->block_pages == 0) return ST_CORRUPT; /* short file */
     }
+    memcpy(into, s->block + (size_t)(pgno - s->block_first) * s->page_size, s->page_size);
     return ST_OK;
 }
 
@@ -389,6 +403,7 @@ static void free_scan(Scan *s) {
     for (int i = 0; i <= MAX_DEPTH; i++) free(s->pages[i]);
     free(s->payload);
     free(s->overflow_page);
+    free(s->block);
     free(s->types);
     free(s->offsets);
     if (s->cols) {
@@ -451,6 +466,8 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     for (int i = 0; i <= MAX_DEPTH; i++)
         if (!(s.pages[i] = malloc(s.page_size))) goto nomem;
     if (!(s.overflow_page = malloc(s.page_size))) goto nomem;
+    s.block_cap_pages = BLOCK_BYTES / s.page_size ? BLOCK_BYTES / s.page_size : 1;
+    if (!(s.block = malloc((size_t)s.block_cap_pages * s.page_size))) goto nomem;
     s.types = malloc(sizeof(uint64_t) * (size_t)(s.max_index + 2));
     s.offsets = malloc(sizeof(uint64_t) * (size_t)(s.max_index + 2));
     if (!s.types || !s.offsets) goto nomem;
