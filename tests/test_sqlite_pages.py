@@ -393,3 +393,21 @@ def test_overflow_chain_cycle_is_declined(tmp_path: Path) -> None:
     data[(first - 1) * page_size : (first - 1) * page_size + 4] = first.to_bytes(4, "big")
     path.write_bytes(bytes(data))
     assert _read(path, sql, names) is None
+
+
+def test_without_the_extension_the_reader_declines(monkeypatch: pytest.MonkeyPatch) -> None:
+    path = FIXTURES / "handmade_nsys2026.sqlite"
+    events = load(path).events
+    monkeypatch.setattr(pages, "_native", None)
+    assert not pages.enabled()
+    assert _read(path, *_kernel_sql(path)) is None
+    assert load(path).events.equals(events)
+
+
+def test_a_change_during_the_read_is_declined(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The header's change counter read after the walk differs from the one before: the rows may mix two
+    versions of the file, so they are dropped and SQLite reads the table."""
+    path = FIXTURES / "handmade_nsys2026.sqlite"
+    assert _read(path, *_kernel_sql(path)) is not None
+    monkeypatch.setattr(pages, "_change_counter", lambda _path: -1)
+    assert _read(path, *_kernel_sql(path)) is None
