@@ -18,7 +18,7 @@
  * TEXT in an integer column, an integer in a text column, a missing column with a default, more than 2 GiB
  * of text); 2 (CORRUPT): anything out of the format (page type, page number out of range, a cell or a record
  * running past its page or payload, an overflow chain longer than its payload needs, a tree deeper than
- * MAX_DEPTH or visiting more pages than the file has). Either way the caller reads the table through SQLite,
+ * MAX_DEPTH or visiting more pages than the file has). Running out of memory mid-walk declines too. Either way the caller reads the table through SQLite,
  * which gives the same rows or its own error. results: per column, for MODE_INT and MODE_ROWID
  * (values, validity or None, null count); for MODE_TEXT and MODE_CAST (offsets, data, validity or None, null
  * count, saw text, saw blob). Buffers are objects exposing the buffer protocol (zero-copy into pyarrow).
@@ -323,6 +323,9 @@ static int leaf_cell(Scan *s, const unsigned char *page, uint32_t at) {
     if ((uint64_t)(end - p) < local + (local < payload ? 4 : 0)) return ST_CORRUPT;
     if (local == payload) return decode_record(s, p, payload, rowid);
     /* spilled: the local part, then the chain of overflow pages (4-byte next page, then usable-4 bytes) */
+    uint64_t per_page = s->usable - 4;
+    uint64_t pages_needed = (payload - local + per_page - 1) / per_page, pages_read = 0;
+    if (pages_needed >= s->page_count) return ST_CORRUPT; /* more overflow pages than the file holds */
     if (payload > s->payload_cap) {
         unsigned char *grown = realloc(s->payload, payload);
         if (!grown) return ST_NOMEM;
@@ -332,8 +335,6 @@ static int leaf_cell(Scan *s, const unsigned char *page, uint32_t at) {
     memcpy(s->payload, p, local);
     uint64_t have = local;
     uint32_t next = get_u32(p + local);
-    uint64_t per_page = s->usable - 4;
-    uint64_t pages_needed = (payload - local + per_page - 1) / per_page, pages_read = 0;
     while (have < payload) {
         if (next == 0 || ++pages_read > pages_needed) return ST_CORRUPT;
         int st = read_page(s, next, s->overflow_page);
@@ -474,9 +475,15 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     size_t hint = capacity > 0 ? (size_t)capacity : 0;
     for (Py_ssize_t i = 0; i < s.ncols; i++) {
         Column *c = &s.cols[i];
-        if (vec_reserve(&c->values, (c->mode == MODE_INT || c->mode == MODE_ROWID ? 8 : 4) * (hint + 1)) ||
-            vec_reserve(&c->validity, hint / 8 + 1))
-            goto nomem;
+        size_t width = c->mode == MODE_INT || c->mode == MODE_ROWID ? 8 : 4;
+        /* the hint is only a hint: where that much cannot be reserved, the buffers grow as rows come */
+        if (vec_reserve(&c->values, width * (hint + 1)) || vec_reserve(&c->validity, hint / 8 + 1)) {
+            free(c->values.data);
+            free(c->validity.data);
+            memset(&c->values, 0, sizeof c->values);
+            memset(&c->validity, 0, sizeof c->validity);
+            if (vec_reserve(&c->values, 4096) || vec_reserve(&c->validity, 4096)) goto nomem;
+        }
         if (c->mode == MODE_TEXT || c->mode == MODE_CAST) {
             int32_t zero = 0; /* offsets start with 0 */
             memcpy(c->values.data, &zero, 4);
@@ -495,7 +502,8 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         status = walk(&s, (uint32_t)root, 0);
     }
     Py_END_ALLOW_THREADS
-    if (status == ST_NOMEM) goto nomem;
+    /* out of memory mid-walk: the buffers are freed and SQLite gets its chance (it may need less) */
+    if (status == ST_NOMEM) status = ST_DECLINE;
     if (status == ST_IO) status = ST_CORRUPT; /* the caller's SQLite read says what the I/O problem is */
     PyObject *results = PyList_New(0);
     if (!results) goto done;
