@@ -21,11 +21,13 @@ import re
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
 import pyarrow as pa
 
 from .database import BUSY_TIMEOUT_S, Database, sqlite_uri
 
+_native: ModuleType | None
 try:
     from .. import _sqlite_pages as _native
 except ImportError:  # no C compiler at install time: SQLite reads every table
@@ -180,7 +182,7 @@ def _read_locked(
         return None
     if capacity <= 0:  # the rowid span bounds the rows: the column buffers are allocated once, not regrown
         capacity = _rowid_span(conn, table, lo, hi)
-    status, rows, results = _native.scan(
+    status, rows, scanned = _native.scan(
         str(path),
         header.page_size,
         header.reserved,
@@ -194,7 +196,7 @@ def _read_locked(
     if status != _native.OK or _change_counter(path) != header.change_counter:
         return None
     arrays = []
-    results = iter(results)
+    results = iter(scanned)
     for kind in kinds:
         if kind == "null" or rows == 0:
             if kind != "null":
