@@ -411,3 +411,21 @@ def test_a_change_during_the_read_is_declined(monkeypatch: pytest.MonkeyPatch) -
     assert _read(path, *_kernel_sql(path)) is not None
     monkeypatch.setattr(pages, "_change_counter", lambda _path: -1)
     assert _read(path, *_kernel_sql(path)) is None
+
+
+def test_text_column_types_follow_adbc(tmp_path: Path) -> None:
+    """ADBC types a text column string while it meets only TEXT, binary once it meets a BLOB (first or later),
+    int64 without a value; the page reader gives the same."""
+    path = tmp_path / "types.sqlite"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE m (blob_first BLOB, text_only TEXT, empty TEXT, text_first TEXT)")
+        conn.executemany(
+            "INSERT INTO m VALUES (?, ?, NULL, ?)",
+            [(None, "a", "x"), (b"\x01", None, b"\xff"), ("txt", "", None)],
+        )
+    columns = ["blob_first", "text_only", "empty", "text_first"]
+    sql = f'SELECT {", ".join(f"{c!r}".replace(chr(39), chr(34)) for c in columns)} FROM "m"'
+    table = _read(path, sql, columns)
+    assert table is not None
+    assert [f.type for f in table.schema] == [pa.binary(), pa.string(), pa.int64(), pa.binary()]
+    assert table.equals(_adbc(path, sql, columns))
