@@ -9,6 +9,8 @@ same way; see ``docs/formats/nsys.md`` for the tables, columns and enum mappings
 One job per module:
 
 - :mod:`.database`: read-only access (stdlib ``sqlite3`` for small lookups, ADBC for bulk Arrow queries);
+- :mod:`.pages`: the page reader, which answers the event tables' SELECTs off the B-tree pages in C (the
+  same tables ADBC gives, faster), declining anything unusual to ADBC;
 - :mod:`.strings`: ``StringIds`` as one Arrow dictionary (ids -> names, placeholders for missing ids);
 - :mod:`.enums`: ENUM_* tables or the built-in ids -> copy, memory and sync kind labels;
 - :mod:`.queries`: which tables are read and the SELECT for each;

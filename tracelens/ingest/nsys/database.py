@@ -64,6 +64,8 @@ class Database:
 
     def arrow(self, sql: str, names: list[str]) -> pa.Table:
         """Run ``sql`` and return its result as an Arrow table with columns ``names``."""
+        if (table := _pages_read(self, sql, names)) is not None:
+            return table
         if _adbc_available():
             try:
                 return _adbc_query(self.uri, sql).rename_columns(names)
@@ -74,6 +76,8 @@ class Database:
     def arrow_fast(self, sql: str, names: list[str]) -> pa.Table | None:
         """``sql``'s result through ADBC alone: None where ADBC is absent or declines the query (the caller then
         runs its reference query through :meth:`arrow`)."""
+        if (table := _pages_read(self, sql, names)) is not None:
+            return table
         if not _adbc_available():
             return None
         try:
@@ -96,9 +100,17 @@ class Database:
         return pa.table({n: pa.array(col) for n, col in zip(names, columns, strict=True)})
 
 
+def _pages_read(db: Database, sql: str, names: list[str]) -> pa.Table | None:
+    """The page reader's table for ``sql`` (the same ADBC gives), or None where it declines (.pages)."""
+    from . import pages  # imported here: pages reads this module's names
+
+    return pages.read(db, sql, names)
+
+
 def _adbc_available() -> bool:
-    """ADBC reads the tables: adbc-driver-sqlite is a core dependency (the stdlib fetchall path is several
-    times slower on big exports). False only when TRACELENS_NSYS_ENGINE=sqlite3 asks for the stdlib path
+    """ADBC reads the tables the page reader (.pages) declines: adbc-driver-sqlite is a core dependency (the
+    stdlib fetchall path is several times slower on big exports). TRACELENS_NSYS_ENGINE=adbc skips the page
+    reader; False only when TRACELENS_NSYS_ENGINE=sqlite3 asks for the stdlib path
     (tests compare the two) or a broken install lacks the driver; .ci/core_install_check fails on that."""
     if os.environ.get("TRACELENS_NSYS_ENGINE") == "sqlite3":
         return False

@@ -1,0 +1,570 @@
+/* Reader of one SQLite table B-tree, page by page, straight into column buffers: the native engine of
+ * tracelens/ingest/nsys/pages.py (which decides when it may run and turns the buffers into Arrow arrays).
+ *
+ * scan(path, page_size, reserved, page_count, root, columns, lo, hi, capacity) walks the table B-tree rooted
+ * at page `root` in rowid order (interior pages 0x05, leaf pages 0x0D; the layout of sqlite.org/fileformat2)
+ * and decodes each row's record (varint header of serial types, then the values, spilling into overflow
+ * pages where the payload is bigger than the page's local share) into one buffer per requested column.
+ * `columns` is a sequence of (record index, mode, must_be_present); modes:
+ *   MODE_INT   integer values (serial types 1-6, 8, 9) as int64 plus a validity bitmap (NULL clears a bit);
+ *   MODE_TEXT  TEXT and BLOB values as bytes (int32 offsets + data) plus a validity bitmap;
+ *   MODE_CAST  TEXT and BLOB values as bytes, NULL read as b'' (SQL ifnull(CAST(c AS BLOB), X''));
+ *   MODE_ROWID the row's rowid (an INTEGER PRIMARY KEY column, stored as NULL in the record).
+ * A record shorter than the table (ALTER TABLE ADD COLUMN) reads its missing columns as NULL, unless the
+ * column is flagged must_be_present (a non-NULL default): then the scan declines.
+ * Only rows with lo <= rowid < hi are read (None: unbounded); interior pages skip children out of range.
+ *
+ * Returns (status, rows, results). status 0: read; 1 (DECLINE): a value the mode does not take (a REAL, a
+ * TEXT in an integer column, an integer in a text column, a missing column with a default, more than 2 GiB
+ * of text); 2 (CORRUPT): anything out of the format (page type, page number out of range, a cell or a record
+ * running past its page or payload, an overflow chain longer than its payload needs, a tree deeper than
+ * MAX_DEPTH or visiting more pages than the file has). Running out of memory mid-walk declines too. Either way the caller reads the table through SQLite,
+ * which gives the same rows or its own error. results: per column, for MODE_INT and MODE_ROWID
+ * (values, validity or None, null count); for MODE_TEXT and MODE_CAST (offsets, data, validity or None, null
+ * count, saw text, saw blob). Buffers are objects exposing the buffer protocol (zero-copy into pyarrow).
+ *
+ * The file is opened O_RDONLY and read with pread, in blocks of up to 64 KiB of consecutive pages (no mmap:
+ * touched mapped pages would count in the process's RSS). The GIL is released while the tree is walked.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MODE_INT 0
+#define MODE_TEXT 1
+#define MODE_CAST 2
+#define MODE_ROWID 3
+
+#define ST_OK 0
+#define ST_DECLINE 1
+#define ST_CORRUPT 2
+#define ST_NOMEM 3
+#define ST_IO 4
+
+#define MAX_DEPTH 40
+#define MAX_PAYLOAD (1u << 30)
+#define BLOCK_BYTES (64u * 1024)
+
+/* ---- growable buffer exposed to Python through the buffer protocol ---- */
+
+typedef struct {
+    PyObject_HEAD
+    char *data;
+    Py_ssize_t size;
+} BufObject;
+
+static int buf_getbuffer(PyObject *self, Py_buffer *view, int flags) {
+    BufObject *b = (BufObject *)self;
+    return PyBuffer_FillInfo(view, self, b->data, b->size, 1, flags);
+}
+
+static void buf_dealloc(PyObject *self) {
+    free(((BufObject *)self)->data);
+    Py_TYPE(self)->tp_free(self);
+}
+
+static PyBufferProcs buf_as_buffer = {buf_getbuffer, NULL};
+
+static PyTypeObject BufType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "tracelens.ingest._sqlite_pages.Buffer",
+    .tp_basicsize = sizeof(BufObject),
+    .tp_dealloc = buf_dealloc,
+    .tp_as_buffer = &buf_as_buffer,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Memory of one column buffer (read through the buffer protocol).",
+};
+
+typedef struct {
+    char *data;
+    size_t len, cap;
+} Vec;
+
+static int vec_reserve(Vec *v, size_t extra) {
+    if (v->len + extra <= v->cap) return 0;
+    size_t cap = v->cap ? v->cap : 4096;
+    while (cap < v->len + extra) cap *= 2;
+    char *p = realloc(v->data, cap);
+    if (!p) return -1;
+    v->data = p;
+    v->cap = cap;
+    return 0;
+}
+
+/* ---- one requested column ---- */
+
+typedef struct {
+    long rec_index;
+    int mode;
+    int must_present;
+    Vec values;   /* int64 values (MODE_INT, MODE_ROWID) or int32 offsets (MODE_TEXT, MODE_CAST) */
+    Vec data;     /* bytes (MODE_TEXT, MODE_CAST) */
+    Vec validity; /* bitmap, one bit a row */
+    int64_t nulls;
+    int saw_text, saw_blob;
+} Column;
+
+typedef struct {
+    int fd;
+    uint32_t page_size, usable, page_count;
+    uint32_t max_local, min_local; /* X and M of the file format, for table leaf cells */
+    unsigned char *pages[MAX_DEPTH + 1];
+    unsigned char *payload; /* assembled payload of a row that spills into overflow pages */
+    size_t payload_cap;
+    unsigned char *overflow_page;
+    unsigned char *block; /* read-ahead: pages block_first .. block_first + block_pages - 1 */
+    uint32_t block_first, block_pages, block_cap_pages;
+    Column *cols;
+    Py_ssize_t ncols;
+    long max_index; /* highest record index read */
+    int has_lo, has_hi;
+    int64_t lo, hi;
+    int64_t rows;
+    uint64_t visited;
+    int done;
+    /* per-row scratch: serial type and offset of each record column up to max_index */
+    uint64_t *types;
+    uint64_t *offsets;
+} Scan;
+
+/* Page pgno into `into`, through a read-ahead block of up to BLOCK_BYTES of consecutive pages (one pread
+ * serves the run of consecutive leaf pages a table is mostly made of, instead of one pread a page). */
+static int read_page(Scan *s, uint32_t pgno, unsigned char *into) {
+    if (pgno < 1 || pgno > s->page_count) return ST_CORRUPT;
+    if (pgno < s->block_first || pgno - s->block_first >= s->block_pages) {
+        uint32_t want = s->block_cap_pages;
+        if (want > s->page_count - pgno + 1) want = s->page_count - pgno + 1;
+        size_t bytes = (size_t)want * s->page_size, got = 0;
+        off_t at = (off_t)(pgno - 1) * s->page_size;
+        s->block_pages = 0;
+        while (got < bytes) {
+            ssize_t n = pread(s->fd, s->block + got, bytes - got, at + (off_t)got);
+            if (n < 0) {
+                if (errno == EINTR) continue;
+                return ST_IO;
+            }
+            if (n == 0) break; /* end of file: the pages read so far */
+            got += (size_t)n;
+        }
+        s->block_first = pgno;
+        s->block_pages = (uint32_t)(got / s->page_size);
+        if (s->block_pages == 0) return ST_CORRUPT; /* short file */
+    }
+    memcpy(into, s->block + (size_t)(pgno - s->block_first) * s->page_size, s->page_size);
+    return ST_OK;
+}
+
+/* SQLite varint at p (at most 9 bytes, not past end): bytes used, 0 when it runs past end. */
+static inline int get_varint(const unsigned char *p, const unsigned char *end, uint64_t *out) {
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++) {
+        if (p + i >= end) return 0;
+        v = (v << 7) | (p[i] & 0x7f);
+        if (!(p[i] & 0x80)) {
+            *out = v;
+            return i + 1;
+        }
+    }
+    if (p + 8 >= end) return 0;
+    *out = (v << 8) | p[8];
+    return 9;
+}
+
+static inline uint32_t get_u32(const unsigned char *p) {
+    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
+}
+
+static inline uint32_t get_u16(const unsigned char *p) { return ((uint32_t)p[0] << 8) | p[1]; }
+
+static inline uint64_t serial_size(uint64_t t) {
+    static const uint8_t sizes[12] = {0, 1, 2, 3, 4, 6, 8, 8, 0, 0, 0, 0};
+    if (t < 12) return sizes[t];
+    return (t - 12) / 2;
+}
+
+static inline int64_t read_int(const unsigned char *p, uint64_t t) {
+    switch (t) {
+    case 8: return 0;
+    case 9: return 1;
+    case 1: return (int8_t)p[0];
+    case 2: return (int16_t)(((uint16_t)p[0] << 8) | p[1]);
+    case 3: {
+        int32_t v = ((int32_t)p[0] << 16) | ((int32_t)p[1] << 8) | p[2];
+        if (v & 0x800000) v -= 0x1000000;
+        return v;
+    }
+    case 4: return (int32_t)get_u32(p);
+    case 5: {
+        int64_t v = ((int64_t)get_u16(p) << 32) | get_u32(p + 2);
+        if (v & ((int64_t)1 << 47)) v -= (int64_t)1 << 48;
+        return v;
+    }
+    default: return (int64_t)(((uint64_t)get_u32(p) << 32) | get_u32(p + 4));
+    }
+}
+
+static inline int set_valid(Column *c, int64_t row, int valid) {
+    if ((row & 7) == 0) {
+        if (vec_reserve(&c->validity, 1)) return ST_NOMEM;
+        c->validity.data[c->validity.len++] = 0;
+    }
+    if (valid)
+        c->validity.data[row >> 3] |= (char)(1u << (row & 7));
+    else
+        c->nulls++;
+    return ST_OK;
+}
+
+/* Decode one row's record (payload of `size` bytes at p) into the columns. */
+static int decode_record(Scan *s, const unsigned char *p, uint64_t size, int64_t rowid) {
+    const unsigned char *end = p + size;
+    uint64_t header_size;
+    int n = get_varint(p, end, &header_size);
+    if (!n || header_size > size || header_size < (uint64_t)n) return ST_CORRUPT;
+    const unsigned char *h = p + n, *hend = p + header_size;
+    uint64_t offset = header_size;
+    long count = 0;
+    while (h < hend && count <= s->max_index) {
+        uint64_t t;
+        int k = get_varint(h, hend, &t);
+        if (!k) return ST_CORRUPT;
+        h += k;
+        if (t == 10 || t == 11) return ST_CORRUPT;
+        uint64_t len = serial_size(t);
+        if (len > size || offset > size - len) return ST_CORRUPT;
+        s->types[count] = t;
+        s->offsets[count] = offset;
+        offset += len;
+        count++;
+    }
+    int64_t row = s->rows;
+    for (Py_ssize_t i = 0; i < s->ncols; i++) {
+        Column *c = &s->cols[i];
+        int st;
+        if (c->mode == MODE_ROWID) {
+            if (vec_reserve(&c->values, 8)) return ST_NOMEM;
+            memcpy(c->values.data + c->values.len, &rowid, 8);
+            c->values.len += 8;
+            if ((st = set_valid(c, row, 1))) return st;
+            continue;
+        }
+        uint64_t t = 0;
+        const unsigned char *v = NULL;
+        if (c->rec_index < count) {
+            t = s->types[c->rec_index];
+            v = p + s->offsets[c->rec_index];
+        } else if (c->must_present) {
+            return ST_DECLINE;
+        }
+        if (c->mode == MODE_INT) {
+            int64_t x = 0;
+            if (t == 7 || t >= 12) return ST_DECLINE;
+            if (t != 0) x = read_int(v, t);
+            if (vec_reserve(&c->values, 8)) return ST_NOMEM;
+            memcpy(c->values.data + c->values.len, &x, 8);
+            c->values.len += 8;
+            if ((st = set_valid(c, row, t != 0))) return st;
+        } else {
+            uint64_t len = 0;
+            if (t >= 12) {
+                len = serial_size(t);
+                if (t & 1)
+                    c->saw_text = 1;
+                else
+                    c->saw_blob = 1;
+            } else if (t != 0) {
+                return ST_DECLINE; /* a number in a text column: SQLite's CAST would give its text */
+            }
+            if (c->data.len + len > INT32_MAX) return ST_DECLINE;
+            if (len) {
+                if (vec_reserve(&c->data, len)) return ST_NOMEM;
+                memcpy(c->data.data + c->data.len, v, len);
+                c->data.len += len;
+            }
+            if (vec_reserve(&c->values, 4)) return ST_NOMEM;
+            int32_t end_offset = (int32_t)c->data.len;
+            memcpy(c->values.data + c->values.len, &end_offset, 4);
+            c->values.len += 4;
+            if (c->mode == MODE_TEXT && (st = set_valid(c, row, t != 0))) return st;
+        }
+    }
+    s->rows++;
+    return ST_OK;
+}
+
+/* One leaf cell at offset `at` of the leaf page `page`. */
+static int leaf_cell(Scan *s, const unsigned char *page, uint32_t at) {
+    const unsigned char *end = page + s->usable;
+    const unsigned char *p = page + at;
+    uint64_t payload, rowid_u;
+    int n = get_varint(p, end, &payload);
+    if (!n) return ST_CORRUPT;
+    p += n;
+    n = get_varint(p, end, &rowid_u);
+    if (!n) return ST_CORRUPT;
+    p += n;
+    int64_t rowid = (int64_t)rowid_u;
+    if (s->has_lo && rowid < s->lo) return ST_OK;
+    if (s->has_hi && rowid >= s->hi) {
+        s->done = 1;
+        return ST_OK;
+    }
+    if (payload > MAX_PAYLOAD) return ST_CORRUPT;
+    uint64_t local = payload;
+    if (payload > s->max_local) {
+        uint64_t k = s->min_local + (payload - s->min_local) % (s->usable - 4);
+        local = k <= s->max_local ? k : s->min_local;
+    }
+    if ((uint64_t)(end - p) < local + (local < payload ? 4 : 0)) return ST_CORRUPT;
+    if (local == payload) return decode_record(s, p, payload, rowid);
+    /* spilled: the local part, then the chain of overflow pages (4-byte next page, then usable-4 bytes) */
+    uint64_t per_page = s->usable - 4;
+    uint64_t pages_needed = (payload - local + per_page - 1) / per_page, pages_read = 0;
+    if (pages_needed >= s->page_count) return ST_CORRUPT; /* more overflow pages than the file holds */
+    if (payload > s->payload_cap) {
+        unsigned char *grown = realloc(s->payload, payload);
+        if (!grown) return ST_NOMEM;
+        s->payload = grown;
+        s->payload_cap = payload;
+    }
+    memcpy(s->payload, p, local);
+    uint64_t have = local;
+    uint32_t next = get_u32(p + local);
+    while (have < payload) {
+        if (next == 0 || ++pages_read > pages_needed) return ST_CORRUPT;
+        int st = read_page(s, next, s->overflow_page);
+        if (st) return st;
+        uint64_t take = payload - have < per_page ? payload - have : per_page;
+        memcpy(s->payload + have, s->overflow_page + 4, take);
+        have += take;
+        next = get_u32(s->overflow_page);
+    }
+    if (next != 0) return ST_CORRUPT; /* the last page of a chain links nowhere: a cycle or a longer chain */
+    return decode_record(s, s->payload, payload, rowid);
+}
+
+/* Walk the subtree at pgno (depth: index of the page buffer to read it into). */
+static int walk(Scan *s, uint32_t pgno, int depth) {
+    if (depth > MAX_DEPTH) return ST_CORRUPT;
+    if (++s->visited > s->page_count) return ST_CORRUPT; /* a cycle, or a page shared by two parents */
+    unsigned char *page = s->pages[depth];
+    int st = read_page(s, pgno, page);
+    if (st) return st;
+    uint32_t hdr = pgno == 1 ? 100 : 0;
+    unsigned char type = page[hdr];
+    uint32_t ncells = get_u16(page + hdr + 3);
+    uint32_t header_len = type == 0x05 ? 12 : 8;
+    if (type != 0x05 && type != 0x0D) return ST_CORRUPT;
+    if ((uint64_t)hdr + header_len + 2 * (uint64_t)ncells > s->usable) return ST_CORRUPT;
+    const unsigned char *cells = page + hdr + header_len;
+    uint32_t min_cell = hdr + header_len + 2 * ncells;
+    if (type == 0x0D) {
+        for (uint32_t i = 0; i < ncells && !s->done; i++) {
+            uint32_t at = get_u16(cells + 2 * i);
+            if (at < min_cell || at >= s->usable) return ST_CORRUPT;
+            if ((st = leaf_cell(s, page, at))) return st;
+        }
+        return ST_OK;
+    }
+    uint32_t right = get_u32(page + hdr + 8);
+    for (uint32_t i = 0; i < ncells && !s->done; i++) {
+        uint32_t at = get_u16(cells + 2 * i);
+        if (at < min_cell || at + 4 >= s->usable) return ST_CORRUPT;
+        uint32_t child = get_u32(page + at);
+        uint64_t key_u;
+        if (!get_varint(page + at + 4, page + s->usable, &key_u)) return ST_CORRUPT;
+        int64_t key = (int64_t)key_u; /* the child holds rowids <= key */
+        if (s->has_lo && key < s->lo) continue;
+        if ((st = walk(s, child, depth + 1))) return st;
+        /* the buffer of this page is intact: children read into deeper buffers */
+        /* later children hold rowids > key >= hi - 1 */
+        if (s->has_hi && (s->hi == INT64_MIN || key >= s->hi - 1)) s->done = 1;
+    }
+    if (!s->done) return walk(s, right, depth + 1);
+    return ST_OK;
+}
+
+static PyObject *make_buf(Vec *v) {
+    if (!v->data && !(v->data = malloc(1))) return PyErr_NoMemory(); /* pyarrow wants a non-NULL pointer */
+    BufObject *b = PyObject_New(BufObject, &BufType);
+    if (!b) return NULL;
+    b->data = v->data;
+    b->size = (Py_ssize_t)v->len;
+    v->data = NULL;
+    v->len = v->cap = 0;
+    return (PyObject *)b;
+}
+
+static void free_scan(Scan *s) {
+    for (int i = 0; i <= MAX_DEPTH; i++) free(s->pages[i]);
+    free(s->payload);
+    free(s->overflow_page);
+    free(s->block);
+    free(s->types);
+    free(s->offsets);
+    if (s->cols) {
+        for (Py_ssize_t i = 0; i < s->ncols; i++) {
+            free(s->cols[i].values.data);
+            free(s->cols[i].data.data);
+            free(s->cols[i].validity.data);
+        }
+        free(s->cols);
+    }
+    if (s->fd >= 0) close(s->fd);
+}
+
+static PyObject *scan(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *path_obj, *columns, *lo_obj, *hi_obj;
+    unsigned long page_size, reserved, page_count, root;
+    Py_ssize_t capacity;
+    if (!PyArg_ParseTuple(args, "O&kkkkOOOn", PyUnicode_FSConverter, &path_obj, &page_size, &reserved,
+                          &page_count, &root, &columns, &lo_obj, &hi_obj, &capacity))
+        return NULL;
+    Scan s;
+    memset(&s, 0, sizeof s);
+    s.fd = -1;
+    PyObject *result = NULL;
+    PyObject *seq = PySequence_Fast(columns, "columns must be a sequence");
+    if (!seq) goto done;
+    if (page_size < 512 || page_size > 65536 || (page_size & (page_size - 1)) || reserved > 255 ||
+        page_size - reserved < 480 || page_count < 1 || page_count > 0xFFFFFFFFul) {
+        PyErr_SetString(PyExc_ValueError, "page size, reserved bytes or page count out of range");
+        goto done;
+    }
+    s.page_size = (uint32_t)page_size;
+    s.usable = (uint32_t)(page_size - reserved);
+    s.page_count = (uint32_t)page_count;
+    s.max_local = s.usable - 35;
+    s.min_local = ((s.usable - 12) * 32 / 255) - 23;
+    s.has_lo = lo_obj != Py_None;
+    s.has_hi = hi_obj != Py_None;
+    if (s.has_lo && (s.lo = PyLong_AsLongLong(lo_obj)) == -1 && PyErr_Occurred()) goto done;
+    if (s.has_hi && (s.hi = PyLong_AsLongLong(hi_obj)) == -1 && PyErr_Occurred()) goto done;
+    s.ncols = PySequence_Fast_GET_SIZE(seq);
+    s.cols = calloc(s.ncols ? (size_t)s.ncols : 1, sizeof(Column));
+    if (!s.cols) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    s.max_index = -1;
+    for (Py_ssize_t i = 0; i < s.ncols; i++) {
+        Column *c = &s.cols[i];
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "lii", &c->rec_index, &c->mode,
+                              &c->must_present))
+            goto done;
+        if (c->mode < MODE_INT || c->mode > MODE_ROWID || c->rec_index < 0 || c->rec_index > 32767) {
+            PyErr_SetString(PyExc_ValueError, "bad column spec");
+            goto done;
+        }
+        if (c->mode != MODE_ROWID && c->rec_index > s.max_index) s.max_index = c->rec_index;
+    }
+    for (int i = 0; i <= MAX_DEPTH; i++)
+        if (!(s.pages[i] = malloc(s.page_size))) goto nomem;
+    if (!(s.overflow_page = malloc(s.page_size))) goto nomem;
+    s.block_cap_pages = BLOCK_BYTES / s.page_size ? BLOCK_BYTES / s.page_size : 1;
+    if (!(s.block = malloc((size_t)s.block_cap_pages * s.page_size))) goto nomem;
+    s.types = malloc(sizeof(uint64_t) * (size_t)(s.max_index + 2));
+    s.offsets = malloc(sizeof(uint64_t) * (size_t)(s.max_index + 2));
+    if (!s.types || !s.offsets) goto nomem;
+    size_t hint = capacity > 0 ? (size_t)capacity : 0;
+    for (Py_ssize_t i = 0; i < s.ncols; i++) {
+        Column *c = &s.cols[i];
+        size_t width = c->mode == MODE_INT || c->mode == MODE_ROWID ? 8 : 4;
+        /* the hint is only a hint: where that much cannot be reserved, the buffers grow as rows come */
+        if (vec_reserve(&c->values, width * (hint + 1)) || vec_reserve(&c->validity, hint / 8 + 1)) {
+            free(c->values.data);
+            free(c->validity.data);
+            memset(&c->values, 0, sizeof c->values);
+            memset(&c->validity, 0, sizeof c->validity);
+            if (vec_reserve(&c->values, 4096) || vec_reserve(&c->validity, 4096)) goto nomem;
+        }
+        if (c->mode == MODE_TEXT || c->mode == MODE_CAST) {
+            int32_t zero = 0; /* offsets start with 0 */
+            memcpy(c->values.data, &zero, 4);
+            c->values.len = 4;
+        }
+    }
+    int status;
+    Py_BEGIN_ALLOW_THREADS
+    s.fd = open(PyBytes_AS_STRING(path_obj), O_RDONLY | O_CLOEXEC);
+    if (s.fd < 0) {
+        status = ST_IO;
+    } else {
+#ifdef POSIX_FADV_SEQUENTIAL
+        posix_fadvise(s.fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+#endif
+        status = walk(&s, (uint32_t)root, 0);
+    }
+    Py_END_ALLOW_THREADS
+    /* out of memory mid-walk: the buffers are freed and SQLite gets its chance (it may need less) */
+    if (status == ST_NOMEM) status = ST_DECLINE;
+    if (status == ST_IO) status = ST_CORRUPT; /* the caller's SQLite read says what the I/O problem is */
+    PyObject *results = PyList_New(0);
+    if (!results) goto done;
+    if (status == ST_OK) {
+        for (Py_ssize_t i = 0; i < s.ncols; i++) {
+            Column *c = &s.cols[i];
+            PyObject *item = NULL, *values = NULL, *data = NULL, *validity = NULL;
+            values = make_buf(&c->values);
+            if (c->mode == MODE_TEXT || c->mode == MODE_CAST) data = make_buf(&c->data);
+            if (c->nulls) {
+                validity = make_buf(&c->validity);
+            } else {
+                validity = Py_None;
+                Py_INCREF(Py_None);
+            }
+            if (values && validity && (data || !(c->mode == MODE_TEXT || c->mode == MODE_CAST))) {
+                if (data)
+                    item = Py_BuildValue("(OOOLii)", values, data, validity, (long long)c->nulls, c->saw_text,
+                                         c->saw_blob);
+                else
+                    item = Py_BuildValue("(OOL)", values, validity, (long long)c->nulls);
+            }
+            Py_XDECREF(values);
+            Py_XDECREF(data);
+            Py_XDECREF(validity);
+            if (!item || PyList_Append(results, item)) {
+                Py_XDECREF(item);
+                Py_DECREF(results);
+                goto done;
+            }
+            Py_DECREF(item);
+        }
+    }
+    result = Py_BuildValue("(iLN)", status, (long long)s.rows, results);
+    goto done;
+nomem:
+    PyErr_NoMemory();
+done:
+    free_scan(&s);
+    Py_XDECREF(seq);
+    Py_DECREF(path_obj);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"scan", scan, METH_VARARGS, "Read the rows of one table B-tree into column buffers (see the module's source)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_sqlite_pages", NULL, -1, methods};
+
+PyMODINIT_FUNC PyInit__sqlite_pages(void) {
+    if (PyType_Ready(&BufType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (!m) return NULL;
+    if (PyModule_AddIntConstant(m, "MODE_INT", MODE_INT) || PyModule_AddIntConstant(m, "MODE_TEXT", MODE_TEXT) ||
+        PyModule_AddIntConstant(m, "MODE_CAST", MODE_CAST) || PyModule_AddIntConstant(m, "MODE_ROWID", MODE_ROWID) ||
+        PyModule_AddIntConstant(m, "OK", ST_OK) || PyModule_AddIntConstant(m, "DECLINE", ST_DECLINE) ||
+        PyModule_AddIntConstant(m, "CORRUPT", ST_CORRUPT)) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
