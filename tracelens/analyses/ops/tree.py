@@ -286,7 +286,7 @@ def innermost_op_of_gpu_ops(trace: Trace) -> np.ndarray:
 def _sorted_depth(start: np.ndarray, end: np.ndarray) -> np.ndarray:
     """:func:`tracelens.trace.nesting_depth` of one thread's intervals already ordered by (start, longest
     first): the intervals before each in that order minus those of them ended at its start."""
-    ended = np.searchsorted(np.sort(end, kind="stable"), start, side="right")  # nearly sorted: timsort
+    ended = intervals.search_sorted(np.sort(end, kind="stable"), start, side="right")  # nearly sorted: timsort
     # A zero-length interval at exactly s counts as "ended" before anything starting at s, including itself
     # and later-ordered ones: remove those not ordered before this interval.
     zero = end == start
