@@ -75,9 +75,12 @@ def merge(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     new = np.empty(s.size, dtype=bool)
     new[0] = True
     new[1:] = s[1:] > e[:-1]
-    group_starts = s[new]
-    last_of_group = np.append(np.flatnonzero(new)[1:] - 1, s.size - 1)
-    return group_starts, e[last_of_group]
+    first = np.flatnonzero(new)
+    del new
+    last = np.empty_like(first)  # each group ends where the next begins, the last at the end
+    np.subtract(first[1:], 1, out=last[:-1])
+    last[-1] = s.size - 1
+    return s[first], e[last]
 
 
 def union_length(starts: np.ndarray, ends: np.ndarray) -> int:
@@ -108,8 +111,14 @@ def _covered_below(cum: np.ndarray, last_end: np.ndarray, t: np.ndarray, i: np.n
 
 def _cumulative(union_starts: np.ndarray, union_ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(cum, last_end) for :func:`_covered_below`."""
-    cum = np.concatenate([[0], np.cumsum(union_ends - union_starts)])
-    last_end = np.concatenate([[np.iinfo(np.int64).min], union_ends])
+    # written in place: one pass each, no concatenated copies (called per union, on millions of intervals)
+    cum = np.empty(union_starts.size + 1, np.int64)
+    cum[0] = 0
+    np.subtract(union_ends, union_starts, out=cum[1:])
+    np.cumsum(cum[1:], out=cum[1:])
+    last_end = np.empty(union_ends.size + 1, np.int64)
+    last_end[0] = np.iinfo(np.int64).min
+    last_end[1:] = union_ends
     return cum, last_end
 
 
