@@ -164,10 +164,14 @@ def overlap_with_union(
     # An interval ending before the next union interval starts has the same count at its end: a binary search
     # only for the others (most host rows are short against the gaps between union intervals).
     last = first.copy()
-    further = ends >= np.append(union_starts, np.iinfo(np.int64).max)[first]
+    # (the next union start read in place, not from a copy of the union with a sentinel appended: past the last
+    # one, only an interval ending before it starts searches again; one ending at int64 max would find the
+    # same count)
+    further = ends >= union_starts.take(first, mode="clip")
+    further &= first < union_starts.size
     further |= ends < starts
     at = np.flatnonzero(further)
-    last[at] = np.searchsorted(union_starts, ends[at], side="right")
+    last[at] = search_sorted(union_starts, ends[at], side="right")
     del further, at
     out = _covered_below(cum, last_end, ends, last)
     out -= _covered_below(cum, last_end, starts, first)
