@@ -94,14 +94,18 @@ def test_intersect_is_pointwise(a: list[tuple[int, int]], b: list[tuple[int, int
 @given(
     st.lists(st.tuples(st.integers(0, 30), st.integers(0, 6)), max_size=12),
     st.lists(st.tuples(st.integers(0, 30), st.integers(-2, 8)), max_size=30),
+    st.booleans(),
 )
-def test_overlap_with_union_is_pointwise(union: list[tuple[int, int]], spans: list[tuple[int, int]]) -> None:
+def test_overlap_with_union_is_pointwise(
+    union: list[tuple[int, int]], spans: list[tuple[int, int]], ordered: bool
+) -> None:
     """Each interval's overlap with a union, instant by instant (negated for an interval ending before its
-    start), with the intervals given in start order as host rows are."""
+    start), with the intervals in start order (as host rows are) or not."""
     us, ue = intervals.merge(
         np.array([s for s, _ in union], np.int64), np.array([s + d for s, d in union], np.int64)
     )
-    spans = sorted(spans)
+    if ordered:
+        spans = sorted(spans)
     starts = np.array([s for s, _ in spans], np.int64)
     ends = np.array([s + d for s, d in spans], np.int64)
     inside = {t for lo, hi in zip(us.tolist(), ue.tolist(), strict=True) for t in range(lo, hi)}
@@ -112,3 +116,26 @@ def test_overlap_with_union_is_pointwise(union: list[tuple[int, int]], spans: li
     with small_blocks():
         got = intervals.overlap_with_union(starts, ends, us, ue)
     assert got.tolist() == expected
+
+
+def test_overlap_with_union_large() -> None:
+    """Long random inputs against the cumulative covered length read at both ends of every interval."""
+    rng = np.random.default_rng(11)
+    us, ue = intervals.merge(
+        rng.integers(0, 10**7, 20_000), rng.integers(0, 10**7, 20_000) // 50 + rng.integers(0, 10**7, 20_000)
+    )
+    starts = np.sort(rng.integers(-1000, 10**7 + 1000, 60_000))
+    ends = starts + rng.integers(-100, 5_000, starts.size)
+    cum = np.concatenate([[0], np.cumsum(ue - us)])
+
+    def below(t: np.ndarray) -> np.ndarray:
+        i = np.searchsorted(us, t, side="right")
+        last = np.concatenate([[np.iinfo(np.int64).min], ue])[i]
+        return cum[i] - (np.maximum(last, t) - t)
+
+    expected = below(ends) - below(starts)
+    assert np.array_equal(intervals.overlap_with_union(starts, ends, us, ue), expected)
+    shuffled = rng.permutation(starts.size)
+    assert np.array_equal(
+        intervals.overlap_with_union(starts[shuffled], ends[shuffled], us, ue), expected[shuffled]
+    )

@@ -159,22 +159,32 @@ def overlap_with_union(
         return np.zeros(starts.size, dtype=np.int64)
     union_starts = np.asarray(union_starts, dtype=np.int64)
     union_ends = np.asarray(union_ends, dtype=np.int64)
-    cum, last_end = _cumulative(union_starts, union_ends)
-    first = search_sorted(union_starts, starts, side="right")
-    # An interval ending before the next union interval starts has the same count at its end: a binary search
-    # only for the others (most host rows are short against the gaps between union intervals).
-    last = first.copy()
-    # (the next union start read in place, not from a copy of the union with a sentinel appended: past the last
-    # one, only an interval ending before it starts searches again; one ending at int64 max would find the
-    # same count)
+    first = search_sorted(union_starts, starts, side="right")  # the union intervals starting at or before it
+    # An interval ending before the next union interval starts overlaps only the one union interval starting at
+    # or before its start (most host rows: short against the gaps between union intervals): its overlap is that
+    # interval's end clipped to [start, end), one gather; the others read the cumulative covered length at both
+    # ends. (The next union start is read in place, not from a copy of the union with a sentinel appended: past
+    # the last one, only an interval ending before it starts is one of the others.)
     further = ends >= union_starts.take(first, mode="clip")
     further &= first < union_starts.size
     further |= ends < starts
+    # the end of union interval i - 1 at i; none before the first
+    last_end = np.empty(union_ends.size + 1, np.int64)
+    last_end[0] = np.iinfo(np.int64).min
+    last_end[1:] = union_ends
+    out = last_end[first]
+    np.minimum(out, ends, out=out)
+    np.maximum(out, starts, out=out)  # never below the start: no overflow from the sentinel
+    out -= starts
     at = np.flatnonzero(further)
-    last[at] = search_sorted(union_starts, ends[at], side="right")
-    del further, at
-    out = _covered_below(cum, last_end, ends, last)
-    out -= _covered_below(cum, last_end, starts, first)
+    del further
+    if at.size:
+        cum, _ = _cumulative(union_starts, union_ends)
+        s, e, f = starts[at], ends[at], first[at]
+        last = search_sorted(union_starts, e, side="right")
+        reached = _covered_below(cum, last_end, e, last)
+        reached -= _covered_below(cum, last_end, s, f)
+        out[at] = reached
     return out
 
 
