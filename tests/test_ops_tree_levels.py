@@ -7,7 +7,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tracelens.analyses.ops.tree import _outermost_innermost_at, _sorted_depth
+from tracelens.analyses.ops.tree import _outermost_innermost_at, _sorted_depth, ops_by_thread
 
 ops = st.lists(st.tuples(st.integers(0, 40), st.integers(0, 15)), min_size=1, max_size=25)
 times = st.lists(st.integers(-2, 60), max_size=20)
@@ -50,3 +50,43 @@ def test_outermost_innermost_match_reference(spans: list[tuple[int, int]], ts: l
     # level 0 is the outermost ops: those starting once every earlier op has ended
     enclosed = np.r_[False, start[1:] < np.maximum.accumulate(end)[:-1]]
     assert np.array_equal(level == 0, ~enclosed)
+
+
+class _Cols:
+    def __init__(self, pid: list[int], tid: list[int], start: list[int], end: list[int]) -> None:
+        self.pid = np.array(pid, np.int32)
+        self.tid = np.array(tid, np.int32)
+        self.start = np.array(start, np.int64)
+        self.end = np.array(end, np.int64)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(1, 2), st.integers(0, 3), st.integers(0, 12), st.integers(0, 5)), max_size=40
+    ),
+    st.booleans(),
+    st.data(),
+)
+def test_ops_by_thread_is_lexsort(
+    events: list[tuple[int, int, int, int]], in_start_order: bool, data: st.DataObject
+) -> None:
+    """Rows ordered by (thread, start, longest first, row), as np.lexsort orders them, and each thread's run."""
+    if in_start_order:
+        events = sorted(events, key=lambda e: e[2])
+    cols = _Cols(
+        [p for p, _, _, _ in events],
+        [t for _, t, _, _ in events],
+        [s for _, _, s, _ in events],
+        [s + d for _, _, s, d in events],
+    )
+    rows = np.array(
+        sorted(data.draw(st.sets(st.integers(0, max(len(events) - 1, 0))))) if events else [], np.int64
+    )
+    got, bounds = ops_by_thread(cols, rows)
+    key = cols.pid[rows].astype(np.int64) * 100 + cols.tid[rows]
+    expected = rows[np.lexsort((rows, cols.start[rows] - cols.end[rows], cols.start[rows], key))]
+    assert got.tolist() == expected.tolist()
+    runs = [got[lo:hi] for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)]
+    assert [len(set((cols.pid[r] * 100 + cols.tid[r]).tolist())) for r in runs] == [1] * len(runs)
+    assert len({int(cols.pid[r[0]]) * 100 + int(cols.tid[r[0]]) for r in runs}) == len(runs)
