@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Literal
 
 import numpy as np
 from hypothesis import given, settings
@@ -14,6 +15,7 @@ from tracelens import intervals
 from tracelens.analyses.columns import _matches
 
 values = st.lists(st.integers(-5, 40), max_size=80)
+Side = Literal["left", "right"]
 
 
 @contextmanager
@@ -30,7 +32,7 @@ def small_blocks() -> Iterator[None]:
 @settings(max_examples=400, deadline=None)
 @given(values, values, st.booleans(), st.sampled_from(["left", "right"]))
 def test_search_sorted_is_searchsorted(
-    haystack: list[int], needles: list[int], sort_needles: bool, side: str
+    haystack: list[int], needles: list[int], sort_needles: bool, side: Side
 ) -> None:
     h = np.sort(np.array(haystack, np.int64))
     n = np.array(sorted(needles) if sort_needles else needles, np.int64)
@@ -41,7 +43,7 @@ def test_search_sorted_is_searchsorted(
 
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.integers(0, 5), max_size=8), st.integers(1, 60), st.sampled_from(["left", "right"]))
-def test_search_sorted_many_needles(haystack: list[int], repeat: int, side: str) -> None:
+def test_search_sorted_many_needles(haystack: list[int], repeat: int, side: Side) -> None:
     """Many more needles than haystack values (the counted path), with repeats on both sides."""
     h = np.sort(np.array(haystack, np.int64))
     n = np.sort(np.tile(np.arange(-1, 7), repeat))
