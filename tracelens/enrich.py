@@ -65,7 +65,12 @@ def _kind_rows(trace: Trace, kind: str) -> np.ndarray:
     codes = np.flatnonzero(np.asarray(kinds.dictionary.to_pylist(), dtype=object) == kind)
     if codes.size == 0:
         return np.zeros(0, np.int64)
-    return np.flatnonzero(np.isin(kinds.indices.to_numpy(zero_copy_only=False), codes))
+    indices = kinds.indices.to_numpy(zero_copy_only=False)
+    # a comparison per code (one, unless the dictionary repeats a value): no lookup table gathered per row
+    mask = indices == codes[0]
+    for code in codes[1:]:
+        mask |= indices == code
+    return np.flatnonzero(mask)
 
 
 class KernelOccupancy:

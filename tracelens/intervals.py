@@ -7,6 +7,55 @@ from __future__ import annotations
 
 import numpy as np
 
+# Ascending needles are searched this many at a time, each block in the slice of the haystack its first and
+# last needle bound (see :func:`search_sorted`).
+_SEARCH_BLOCK = 1 << 14
+# Haystacks shorter than this are searched by np.searchsorted alone (they fit in cache).
+_SEARCH_MIN_HAYSTACK = 64
+
+
+def search_sorted(haystack: np.ndarray, needles: np.ndarray, side: str = "left") -> np.ndarray:
+    """``np.searchsorted(haystack, needles, side=side)`` for a sorted haystack, cheaper where the needles are in
+    ascending order (the starts of merged unions, of rows in start order): many more needles than haystack values
+    are counted the other way round (each haystack value placed among the needles, a running count giving each
+    needle's position); otherwise each block of needles is searched in the slice of the haystack between its
+    first and last needle's positions, which stays in cache, instead of in the whole haystack. Unordered or few
+    needles: ``np.searchsorted`` itself."""
+    needles = np.asarray(needles)
+    haystack = np.asarray(haystack)
+    n = needles.size
+    if (
+        n < 2 * _SEARCH_BLOCK
+        or haystack.size < _SEARCH_MIN_HAYSTACK
+        or not bool((needles[1:] >= needles[:-1]).all())
+    ):
+        return np.searchsorted(haystack, needles, side=side)  # type: ignore[call-overload]
+    if n < 8 * haystack.size:
+        return _search_blocks(haystack, needles, side)
+    # haystack[first:stop] lies between the first and the last needle; each such value counts for the needles at
+    # or after its place among them (side "left": the needles above it; "right": those not below it)
+    first = int(np.searchsorted(haystack, needles[0], side=side))  # type: ignore[call-overload]
+    stop = int(np.searchsorted(haystack, needles[-1], side=side))  # type: ignore[call-overload]
+    if stop - first >= 2 * _SEARCH_BLOCK:
+        place = _search_blocks(needles, haystack[first:stop], "right" if side == "left" else "left")
+    else:
+        place = np.searchsorted(needles, haystack[first:stop], side="right" if side == "left" else "left")
+    # ascending: the needles [place[k - 1], place[k]) have first + k haystack values below them
+    steps = np.diff(np.concatenate([[0], place, [n]]))
+    return np.repeat(np.arange(first, stop + 1, dtype=np.int64), steps)
+
+
+def _search_blocks(haystack: np.ndarray, needles: np.ndarray, side: str) -> np.ndarray:
+    """``np.searchsorted`` of ascending needles, a block of them at a time in the haystack's slice it spans."""
+    out = np.empty(needles.size, np.int64)
+    bounds = np.searchsorted(haystack, needles[::_SEARCH_BLOCK], side=side).tolist()  # type: ignore[call-overload]
+    bounds.append(haystack.size)
+    for block, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:], strict=True)):  # blocks of 16384 needles
+        at = slice(block * _SEARCH_BLOCK, (block + 1) * _SEARCH_BLOCK)
+        out[at] = np.searchsorted(haystack[lo:hi], needles[at], side=side)  # type: ignore[call-overload]
+        out[at] += lo
+    return out
+
 
 def merge(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The union of intervals as sorted, disjoint [start, end) pairs (touching intervals are joined)."""
@@ -26,9 +75,12 @@ def merge(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     new = np.empty(s.size, dtype=bool)
     new[0] = True
     new[1:] = s[1:] > e[:-1]
-    group_starts = s[new]
-    last_of_group = np.append(np.flatnonzero(new)[1:] - 1, s.size - 1)
-    return group_starts, e[last_of_group]
+    first = np.flatnonzero(new)
+    del new
+    last = np.empty_like(first)  # each group ends where the next begins, the last at the end
+    np.subtract(first[1:], 1, out=last[:-1])
+    last[-1] = s.size - 1
+    return s[first], e[last]
 
 
 def union_length(starts: np.ndarray, ends: np.ndarray) -> int:
@@ -59,8 +111,14 @@ def _covered_below(cum: np.ndarray, last_end: np.ndarray, t: np.ndarray, i: np.n
 
 def _cumulative(union_starts: np.ndarray, union_ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(cum, last_end) for :func:`_covered_below`."""
-    cum = np.concatenate([[0], np.cumsum(union_ends - union_starts)])
-    last_end = np.concatenate([[np.iinfo(np.int64).min], union_ends])
+    # written in place: one pass each, no concatenated copies (called per union, on millions of intervals)
+    cum = np.empty(union_starts.size + 1, np.int64)
+    cum[0] = 0
+    np.subtract(union_ends, union_starts, out=cum[1:])
+    np.cumsum(cum[1:], out=cum[1:])
+    last_end = np.empty(union_ends.size + 1, np.int64)
+    last_end[0] = np.iinfo(np.int64).min
+    last_end[1:] = union_ends
     return cum, last_end
 
 
@@ -71,7 +129,7 @@ def covered_before(t: np.ndarray, union_starts: np.ndarray, union_ends: np.ndarr
         return np.zeros(t.size, dtype=np.int64)
     union_starts = np.asarray(union_starts, dtype=np.int64)
     cum, last_end = _cumulative(union_starts, np.asarray(union_ends, dtype=np.int64))
-    return _covered_below(cum, last_end, t, np.searchsorted(union_starts, t, side="right"))
+    return _covered_below(cum, last_end, t, search_sorted(union_starts, t, side="right"))
 
 
 def time_covered(length: np.ndarray, union_starts: np.ndarray, union_ends: np.ndarray) -> np.ndarray:
@@ -101,18 +159,32 @@ def overlap_with_union(
         return np.zeros(starts.size, dtype=np.int64)
     union_starts = np.asarray(union_starts, dtype=np.int64)
     union_ends = np.asarray(union_ends, dtype=np.int64)
-    cum, last_end = _cumulative(union_starts, union_ends)
-    first = np.searchsorted(union_starts, starts, side="right")
-    # An interval ending before the next union interval starts has the same count at its end: a binary search
-    # only for the others (most host rows are short against the gaps between union intervals).
-    last = first.copy()
-    further = ends >= np.append(union_starts, np.iinfo(np.int64).max)[first]
+    first = search_sorted(union_starts, starts, side="right")  # the union intervals starting at or before it
+    # An interval ending before the next union interval starts overlaps only the one union interval starting at
+    # or before its start (most host rows: short against the gaps between union intervals): its overlap is that
+    # interval's end clipped to [start, end), one gather; the others read the cumulative covered length at both
+    # ends. (The next union start is read in place, not from a copy of the union with a sentinel appended: past
+    # the last one, only an interval ending before it starts is one of the others.)
+    further = ends >= union_starts.take(first, mode="clip")
+    further &= first < union_starts.size
     further |= ends < starts
+    # the end of union interval i - 1 at i; none before the first
+    last_end = np.empty(union_ends.size + 1, np.int64)
+    last_end[0] = np.iinfo(np.int64).min
+    last_end[1:] = union_ends
+    out = last_end[first]
+    np.minimum(out, ends, out=out)
+    np.maximum(out, starts, out=out)  # never below the start: no overflow from the sentinel
+    out -= starts
     at = np.flatnonzero(further)
-    last[at] = np.searchsorted(union_starts, ends[at], side="right")
-    del further, at
-    out = _covered_below(cum, last_end, ends, last)
-    out -= _covered_below(cum, last_end, starts, first)
+    del further
+    if at.size:
+        cum, _ = _cumulative(union_starts, union_ends)
+        s, e, f = starts[at], ends[at], first[at]
+        last = search_sorted(union_starts, e, side="right")
+        reached = _covered_below(cum, last_end, e, last)
+        reached -= _covered_below(cum, last_end, s, f)
+        out[at] = reached
     return out
 
 
@@ -182,10 +254,8 @@ def intersect(
     ends = np.asarray(ends, dtype=np.int64)
     if starts.size == 0 or other_starts.size == 0:
         return np.empty(0, np.int64), np.empty(0, np.int64)
-    first = np.searchsorted(other_ends, starts, side="right")  # first other interval ending after the start
-    stop = np.searchsorted(
-        other_starts, ends, side="left"
-    )  # first other interval starting at or after the end
+    first = search_sorted(other_ends, starts, side="right")  # first other interval ending after the start
+    stop = search_sorted(other_starts, ends, side="left")  # first other interval starting at or after the end
     counts = np.maximum(stop - first, 0)
     mine = np.repeat(np.arange(starts.size), counts)
     offset = np.arange(mine.size) - np.repeat(np.cumsum(counts) - counts, counts)
@@ -233,7 +303,7 @@ def running_at(starts: np.ndarray, ends: np.ndarray, t: np.ndarray) -> np.ndarra
     holding t. On nested ranges ordered by (start, longest first) it is the innermost of those starting last."""
     starts = np.asarray(starts, dtype=np.int64)
     t = np.asarray(t, dtype=np.int64)
-    at = np.searchsorted(starts, t, side="right") - 1
+    at = search_sorted(starts, t, side="right") - 1
     ok = at >= 0
     ok[ok] = t[ok] < np.asarray(ends, dtype=np.int64)[at[ok]]
     return np.where(ok, at, -1)

@@ -33,6 +33,7 @@ from .columns import DeviceBusy, EventColumns, device_busy, event_columns, memo,
 from .launch import launch_pairs
 from .names import CAUSES, HOST_CATEGORY_PRIORITY, INPUT, STARTUP, SYNC, code_mask, is_sync_copy
 from .startup import host_categories, one_time_work
+from .topk import largest_first
 
 LARGEST_GAPS = 10
 
@@ -258,7 +259,7 @@ def device_attribution(trace: Trace, busy: DeviceBusy, largest: int = LARGEST_GA
     memo(trace, _unexplained_key(busy.device), lambda: intervals.subtract(gs, ge, *extra["activity"]))
     lengths = ge - gs
     late = _late_launch(trace, busy)
-    top = np.argsort(-lengths, kind="stable")[:largest]
+    top = largest_first(lengths, largest)
     return {
         "device": busy.device,
         "idle_ns": int(lengths.sum()),

@@ -344,11 +344,11 @@ def _matches(rows: np.ndarray, carried: np.ndarray) -> tuple[np.ndarray, np.ndar
         every = np.arange(rows.size)
         return every, every
     if carried.size <= rows.size:
-        at = np.searchsorted(rows, carried)
+        at = intervals.search_sorted(rows, carried)
         hit = at < rows.size
         hit[hit] = rows[at[hit]] == carried[hit]
         return at[hit], np.flatnonzero(hit)
-    at = np.searchsorted(carried, rows)
+    at = intervals.search_sorted(carried, rows)
     hit = at < carried.size
     hit[hit] = carried[at[hit]] == rows[hit]
     return np.flatnonzero(hit), at[hit]

@@ -18,6 +18,7 @@ import numpy as np
 from .. import intervals
 from ..trace import Trace
 from .columns import DeviceBusy, device_busy
+from .topk import largest_first
 
 # Upper bounds (exclusive) of the gap-length buckets; the last bucket is open.
 GAP_BUCKET_EDGES_NS: tuple[int, ...] = (10_000, 100_000, 1_000_000, 10_000_000)
@@ -56,7 +57,7 @@ def utilization_timeline(busy: DeviceBusy, buckets: int = TIMELINE_BUCKETS) -> d
 
 def device_gaps(busy: DeviceBusy, largest: int = LARGEST_GAPS) -> dict[str, Any]:
     gap_lengths = busy.gap_ends - busy.gap_starts
-    top = np.argsort(-gap_lengths, kind="stable")[:largest]
+    top = largest_first(gap_lengths, largest)
     return {
         "device": busy.device,
         "span_ns": busy.span_ns,

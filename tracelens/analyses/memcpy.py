@@ -168,14 +168,15 @@ def _merged(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarra
 
 
 def _exposed(
-    copy_s: np.ndarray, copy_e: np.ndarray, kern_s: np.ndarray, kern_e: np.ndarray
+    copy_s: np.ndarray, copy_e: np.ndarray, kernels: tuple[np.ndarray, np.ndarray]
 ) -> tuple[int, int]:
-    """(union length of the copies, part of that union not covered by any kernel)."""
+    """(union length of the copies, part of that union not covered by any kernel); ``kernels``: the device's
+    kernels merged (``intervals.merge``), once for all its copy kinds."""
     us, ue = _merged(copy_s, copy_e)
     union = int((ue - us).sum())
     if us.size == 0:
         return 0, 0
-    ks, ke = _merged(kern_s, kern_e)
+    ks, ke = kernels
     covered = int(intervals.overlap_with_union(us, ue, ks, ke).sum())
     return union, union - covered
 
@@ -310,8 +311,9 @@ def memcpy_report(trace: Trace) -> dict[str, Any]:
         dm = device == dev
         if not dm.any():
             continue
-        union, exposed = _exposed(starts[dm], ends[dm], ks, ke)
-        kernel_union[dev] = intervals.union_length(ks, ke)
+        kernel_busy = _merged(ks, ke)  # once per device, for every kind of copy
+        union, exposed = _exposed(starts[dm], ends[dm], kernel_busy)
+        kernel_union[dev] = int((kernel_busy[1] - kernel_busy[0]).sum())
         info = trace.device_info(dev)
         links = device_links(
             info.get("name"), info.get("compute_major"), info.get("memory_bandwidth_bytes_per_s")
@@ -319,7 +321,7 @@ def memcpy_report(trace: Trace) -> dict[str, Any]:
         dev_kinds = []
         for kind in sorted(set(kinds[dm]), key=_kind_sort_key):
             m = dm & kind_mask[kind]
-            k_union, k_exposed = _exposed(starts[m], ends[m], ks, ke)
+            k_union, k_exposed = _exposed(starts[m], ends[m], kernel_busy)
             kind_index[kind]["device_mean_exposed_ns"] += k_exposed / len(busy_devices)
             bw = _bandwidth_stats(nbytes[m], duration[m])
             expected, link, source = _expected(kind, links)

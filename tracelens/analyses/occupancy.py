@@ -73,15 +73,27 @@ def empty_sm_ns(starts: np.ndarray, ends: np.ndarray, fill: np.ndarray) -> float
 
     Concurrent kernels share the SMs: two half-filling launches side by side leave nothing empty.
     """
+    return empty_sm_ns_each(starts, ends, [fill])[0]
+
+
+def empty_sm_ns_each(starts: np.ndarray, ends: np.ndarray, fills: list[np.ndarray]) -> list[float]:
+    """:func:`empty_sm_ns` of the same launches for each of several fills: their start and end times sorted
+    once (the sort is most of the cost: millions of kernels)."""
     if starts.size == 0:
-        return 0.0
+        return [0.0 for _ in fills]
     times = np.concatenate([starts, ends])
     order = np.argsort(times, kind="stable")
     running = np.cumsum(np.concatenate([np.ones(starts.size), -np.ones(ends.size)])[order])[:-1]
-    filled = np.cumsum(np.concatenate([fill, -fill])[order])[:-1]
     length = np.diff(times[order]).astype(np.float64)
-    empty = 1.0 - np.clip(np.round(filled, 9), 0.0, 1.0)
-    return float((length * empty)[running > 0].sum())
+    del times
+    active = running > 0
+    del running
+    out = []
+    for fill in fills:  # a loop over the few fills
+        filled = np.cumsum(np.concatenate([fill, -fill])[order])[:-1]
+        empty = 1.0 - np.clip(np.round(filled, 9), 0.0, 1.0)
+        out.append(float((length * empty)[active].sum()))
+    return out
 
 
 def _weighted(values: np.ndarray, weights: np.ndarray) -> float | None:
@@ -197,8 +209,7 @@ def occupancy_report(trace: Trace) -> dict[str, Any]:
         limiter = occ.limiter[mask]
         limiter_ns = {name: int(dur[limiter == code].sum()) for code, name in enumerate(LIMITER_NAMES)}
         run = mask  # excluded launches take part with fill 1: they keep the SMs they share with others
-        lost = empty_sm_ns(starts[run], ends[run], fill[run])
-        under_lost = empty_sm_ns(starts[run], ends[run], grid_fill[run])
+        lost, under_lost = empty_sm_ns_each(starts[run], ends[run], [fill[run], grid_fill[run]])
         shape_limited = occ.shape_limited[mask]
         entry = {
             "device": dev,

@@ -297,7 +297,11 @@ def one_time_work(trace: Trace) -> OneTime:
         host = cols.tid >= 0
 
         def flag(mask: np.ndarray, code: int) -> None:
-            reason[mask & host & (reason < 0)] = code
+            """Give ``code`` to the host rows of ``mask`` (a boolean per row, or ascending rows) not flagged yet:
+            tested at those rows, not by three more passes over every row."""
+            rows = np.flatnonzero(mask) if mask.dtype == bool else mask
+            rows = rows[host[rows] & (reason[rows] < 0)]
+            reason[rows] = code
 
         api = cols.of_kind(RUNTIME, DRIVER)
         # one pass over the names for the five name rules (each name tested once, one gather per trace)
@@ -310,9 +314,7 @@ def one_time_work(trace: Trace) -> OneTime:
         flag(cols.of_kind(*_COMPILE_KINDS) & compile_name, NAME)
         flag(cols.of_kind(*_WARMUP_KINDS) & warmup_name, NAME)
         flag(cols.of_kind(OVERHEAD) & one_time_overhead, NAME)
-        long_launch = np.zeros(cols.kind.size, bool)
-        long_launch[_long_launches(trace)] = True
-        flag(long_launch, LONG_LAUNCH)
+        flag(_long_launches(trace), LONG_LAUNCH)
 
         base = host_categories(trace)
         sync_rows = np.flatnonzero(base == HOST_CATEGORY_PRIORITY.index(SYNC))

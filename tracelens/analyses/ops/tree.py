@@ -196,16 +196,23 @@ def _compute_op_tree(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     for i, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:], strict=True)):  # a loop over threads
         thread_rows = rows[lo:hi]
         start, end = cols.start[thread_rows], cols.end[thread_rows]
-        # Outermost: each op against the largest end seen before it on its thread (starting before it means
-        # enclosed).
         outer = keep[lo:hi]
-        outer[0] = True
-        outer[1:] = start[1:] >= np.maximum.accumulate(end)[:-1]
         launches = by_thread[edges[i] : edges[i + 1]]
         if launches.size:
-            t = launch_start[launches]
-            outermost[matched[launches]] = _running(thread_rows, start, end, np.flatnonzero(outer), t)
-            innermost[matched[launches]] = _innermost_at(thread_rows, start, end, t)
+            # The outermost ops are the nesting level 0 (no earlier op still running at their start), whose
+            # search the innermost op's finds too.
+            level = _sorted_depth(start, end)
+            np.equal(level, 0, out=outer)
+            at = matched[launches]
+            outermost[at], innermost[at] = _outermost_innermost_at(
+                thread_rows, start, end, level, launch_start[launches]
+            )
+            del level, at
+        else:
+            # Outermost: each op against the largest end seen before it on its thread (starting before it
+            # means enclosed).
+            outer[0] = True
+            outer[1:] = start[1:] >= np.maximum.accumulate(end)[:-1]
     size = cols.start.size
     return _narrow_rows(rows[keep], size), _narrow_rows(outermost, size), _narrow_rows(innermost, size)
 
@@ -221,16 +228,19 @@ def _running(
     return found
 
 
-def _innermost_at(rows: np.ndarray, start: np.ndarray, end: np.ndarray, t: np.ndarray) -> np.ndarray:
-    """For each time, the deepest of one thread's op ranges (``rows``, ordered by start, longest first) whose
-    interval holds it (-1: none): each nesting level's ranges are disjoint, so a binary search per level finds
-    the one running then, and deeper levels overwrite."""
-    level = _sorted_depth(start, end)
-    found = np.full(t.size, -1, np.int64)
-    for lvl in range(int(level.max()) + 1):  # a loop over nesting levels
+def _outermost_innermost_at(
+    rows: np.ndarray, start: np.ndarray, end: np.ndarray, level: np.ndarray, t: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """For each time, (the outermost, the deepest) of one thread's op ranges (``rows``, ordered by start, longest
+    first; ``level``: their ``_sorted_depth``) whose interval holds it (-1: none): each nesting level's ranges are
+    disjoint, so a binary search per level finds the one running then, and deeper levels overwrite; level 0
+    holds the outermost ranges (those that start once every earlier one has ended)."""
+    outermost = _running(rows, start, end, np.flatnonzero(level == 0), t)
+    found = outermost.copy()
+    for lvl in range(1, int(level.max()) + 1):  # a loop over nesting levels
         hit = _running(rows, start, end, np.flatnonzero(level == lvl), t)
         found[hit >= 0] = hit[hit >= 0]
-    return found
+    return outermost, found
 
 
 def ops_by_thread(cols: Any, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -286,7 +296,8 @@ def innermost_op_of_gpu_ops(trace: Trace) -> np.ndarray:
 def _sorted_depth(start: np.ndarray, end: np.ndarray) -> np.ndarray:
     """:func:`tracelens.trace.nesting_depth` of one thread's intervals already ordered by (start, longest
     first): the intervals before each in that order minus those of them ended at its start."""
-    ended = np.searchsorted(np.sort(end, kind="stable"), start, side="right")  # nearly sorted: timsort
+    # the ends nearly sorted already: timsort
+    ended = intervals.search_sorted(np.sort(end, kind="stable"), start, side="right")
     # A zero-length interval at exactly s counts as "ended" before anything starting at s, including itself
     # and later-ordered ones: remove those not ordered before this interval.
     zero = end == start
