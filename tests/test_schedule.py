@@ -132,5 +132,14 @@ def test_two_threads_give_the_document_of_one_on_real_traces(path: Path) -> None
 
 def test_exclusive_sections_are_the_big_ones_and_independent() -> None:
     exclusive = [key for key in SECTIONS if BY_KEY[key].exclusive]
-    assert exclusive == ["attribution", "launch", "ranges", "memcpy", "occupancy", "communication", "ops"]
+    assert exclusive == [
+        "attribution",
+        "launch",
+        "ranges",
+        "memcpy",
+        "occupancy",
+        "communication",
+        "ops",
+        "whatif",
+    ]
     assert all(not BY_KEY[key].needs for key in exclusive)

@@ -40,8 +40,10 @@ class Section:
     ``needs``: the sections its compute function reads from ``done``; :func:`analyze` computes them first,
     whatever sections it is asked for (they come before it in the registry). ``exclusive``: its working
     arrays are the size of the event table (on the 41M-event benchmark export each of these adds 0.6 to 1.1 GB
-    at its peak, and two of them at once took analyze's peak from 1.30x to 1.55x the export), so it never
-    runs beside another exclusive section when the sections run on two threads (:mod:`.schedule`).
+    at its peak, and two of them at once took analyze's peak from 1.30x to 1.55x the export; the what-if
+    replay's graph holds about 175 bytes a point, and beside another big section it took the 27M-event export's
+    peak from 2.9x to 3.2x), so it never runs beside another exclusive section when the sections run on two
+    threads (:mod:`.schedule`).
     """
 
     key: str
@@ -80,7 +82,7 @@ REGISTRY: tuple[Section, ...] = (
         exclusive=True,
     ),
     Section("ops", "Top ops", gpu_only=False, report_order=12, exclusive=True),
-    Section("whatif", "What fixing each cause would give", gpu_only=True, report_order=13),
+    Section("whatif", "What fixing each cause would give", gpu_only=True, report_order=13, exclusive=True),
     Section(
         "diagnosis",
         "Findings",
