@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -105,6 +106,16 @@ def _pages_read(db: Database, sql: str, names: list[str]) -> pa.Table | None:
     from . import pages  # imported here: pages reads this module's names
 
     return pages.read(db, sql, names)
+
+
+def rowid_bounds(query: Callable[[str], list[tuple[Any, ...]]], table: str) -> tuple[int, int] | None:
+    """The smallest and largest rowid of ``table`` (None when it has no rows), through ``query`` (a SELECT's
+    rows). One aggregate per SELECT: SQLite reads a lone min() or max() of the rowid off the b-tree's edge, but
+    both in one SELECT scan the whole table (0.5 s on the 1.7M-row NVTX table of the x100 benchmark export)."""
+    lo = query(f'SELECT min(rowid) FROM "{table}"')
+    hi = query(f'SELECT max(rowid) FROM "{table}"')
+    first, last = (lo[0][0] if lo else None), (hi[0][0] if hi else None)
+    return (first, last) if isinstance(first, int) and isinstance(last, int) else None
 
 
 def _adbc_available() -> bool:

@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from ...memory import release_free_memory
 from .columns import Part
-from .database import Database
+from .database import Database, rowid_bounds
 from .nvtx import join_nvtx_chunks, nvtx_chunk, nvtx_chunk_queries
 from .queries import HOST_TABLES, TABLE_NVTX
 
@@ -96,9 +96,6 @@ def fetch_parts(
 
 
 def _rows(db: Database, table: str) -> int:
-    """About how many rows a table has, from its rowid bounds (each read off the b-tree's edge: one aggregate
-    per SELECT, two in one SELECT scan the table)."""
-    lo = db.small(f'SELECT min(rowid) FROM "{table}"')
-    hi = db.small(f'SELECT max(rowid) FROM "{table}"')
-    first, last = (lo[0][0] if lo else None), (hi[0][0] if hi else None)
-    return last - first + 1 if isinstance(first, int) and isinstance(last, int) else 0
+    """About how many rows a table has, from its rowid bounds."""
+    bounds = rowid_bounds(db.small, table)
+    return bounds[1] - bounds[0] + 1 if bounds else 0

@@ -23,7 +23,7 @@ from .columns import (
     int64_numpy,
     kind_column,
 )
-from .database import Database
+from .database import Database, rowid_bounds
 from .enums import dense_lookup
 from .queries import NVTX_TEXT_COLUMNS, TABLE_NVTX, uncast_text
 from .strings import MISSING, Strings, decode_dictionary, dedupe
@@ -43,13 +43,10 @@ NVTX_SPLIT_MIN_ROWS = 1 << 16
 def nvtx_chunk_queries(db: Database, sql: str, pieces: int = 2) -> list[str]:
     """NVTX_EVENTS's SELECT cut into rowid ranges, in rowid order: at most NVTX_CHUNK_ROWS rows each, and at
     least ``pieces`` of them when the table has NVTX_SPLIT_MIN_ROWS rows (fetched in parallel)."""
-    # One aggregate per SELECT: SQLite reads a lone min() or max() of the rowid off the b-tree's edge, but
-    # both in one SELECT scan the whole table (0.5 s on the 1.7M-row table of the x100 benchmark export).
-    lo = db.small(f'SELECT min(rowid) FROM "{TABLE_NVTX}"')
-    hi = db.small(f'SELECT max(rowid) FROM "{TABLE_NVTX}"')
-    first, last = (lo[0][0] if lo else None), (hi[0][0] if hi else None)
-    if not isinstance(first, int) or not isinstance(last, int):
+    bounds = rowid_bounds(db.small, TABLE_NVTX)
+    if bounds is None:
         return [sql]
+    first, last = bounds
     span = last - first + 1
     count = -(-span // NVTX_CHUNK_ROWS)
     if span >= NVTX_SPLIT_MIN_ROWS:

@@ -25,7 +25,7 @@ from types import ModuleType
 
 import pyarrow as pa
 
-from .database import BUSY_TIMEOUT_S, Database, sqlite_uri
+from .database import BUSY_TIMEOUT_S, Database, rowid_bounds, sqlite_uri
 
 _native: ModuleType | None
 try:
@@ -234,12 +234,11 @@ _MAX_CAPACITY = 1 << 28
 
 
 def _rowid_span(conn: sqlite3.Connection, table: str, lo: int | None, hi: int | None) -> int:
-    """How many rowids the read can meet: min(rowid) and max(rowid) (each read off the B-tree's edge, one
-    aggregate per SELECT) cut to the range."""
-    first = conn.execute(f'SELECT min(rowid) FROM "{table}"').fetchone()[0]
-    last = conn.execute(f'SELECT max(rowid) FROM "{table}"').fetchone()[0]
-    if not isinstance(first, int) or not isinstance(last, int):
+    """How many rowids the read can meet: the table's rowid bounds cut to the range."""
+    bounds = rowid_bounds(lambda sql: conn.execute(sql).fetchall(), table)
+    if bounds is None:
         return 0
+    first, last = bounds
     first = first if lo is None else max(first, lo)
     last = last if hi is None else min(last, hi - 1)
     return max(0, min(last - first + 1, _MAX_CAPACITY))
