@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from ..document import Document, summarize
-from ..memory import release_free_memory  # after each section: what it freed goes back to the OS
+from ..memory import release_free_memory, reusing_array_pages
 from ..trace import Trace
 from .schedule import run_sections, threads_limit, usable_threads
 
@@ -154,7 +154,7 @@ def analyze(trace: Trace, *, sections: list[str] | None = None, threads: int | N
 
     def compute(name: str) -> Any:
         value = BY_KEY[name].compute(trace, {**doc, **done})
-        release_free_memory()
+        release_free_memory()  # what the section freed goes back to the OS
         return value
 
     # Independent sections first, in priority order: early ones, then the exclusive ones (the longest work,
@@ -163,7 +163,7 @@ def analyze(trace: Trace, *, sections: list[str] | None = None, threads: int | N
         (key for key in keys if not BY_KEY[key].needs),
         key=lambda key: (not BY_KEY[key].early, not BY_KEY[key].exclusive),
     )
-    with threads_limit(threads):
+    with threads_limit(threads), reusing_array_pages():
         done.update(
             run_sections(
                 independent,

@@ -109,8 +109,13 @@ def run_sections(
                     running.discard(key)
                     changed.notify_all()
 
+    # Each thread runs in a copy of the caller's context: its thread limit and numpy's memory handler
+    # (memory.reusing_array_pages) hold there too.
     workers = [
-        threading.Thread(target=worker, name=f"tracelens-section-{i}", daemon=True) for i in range(threads)
+        threading.Thread(
+            target=contextvars.copy_context().run, args=(worker,), name=f"tracelens-section-{i}", daemon=True
+        )
+        for i in range(threads)
     ]
     for thread in workers:
         thread.start()
