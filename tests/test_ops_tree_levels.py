@@ -4,6 +4,7 @@ against loop references on small hypothesis-generated threads, nesting or overla
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -90,3 +91,93 @@ def test_ops_by_thread_is_lexsort(
     runs = [got[lo:hi] for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)]
     assert [len(set((cols.pid[r] * 100 + cols.tid[r]).tolist())) for r in runs] == [1] * len(runs)
     assert len({int(cols.pid[r[0]]) * 100 + int(cols.tid[r[0]]) for r in runs}) == len(runs)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(ops, times), min_size=1, max_size=4))
+def test_compiled_pass_matches_reference(threads: list[tuple[list[tuple[int, int]], list[int]]]) -> None:
+    """The C pass (analyses/_op_tree.c) over several threads at once: each thread's outermost flags and
+    outermost/innermost op at its launch times, as the reference finds them."""
+    from tracelens.analyses import ops as _ops  # noqa: F401  (the package imports tree)
+    from tracelens.analyses.ops import tree
+
+    if tree._compiled is None:
+        return  # not built here: the numpy path, tested above, serves
+    starts: list[int] = []
+    ends: list[int] = []
+    times_all: list[int] = []
+    bounds, edges = [0], [0]
+    expected: list[tuple[list[int], list[int]]] = []
+    for spans, ts in threads:
+        spans = [(s, s + d) for s, d in spans]
+        order = sorted(range(len(spans)), key=lambda i: (spans[i][0], -(spans[i][1] - spans[i][0]), i))
+        base = len(starts)
+        starts += [spans[i][0] for i in order]
+        ends += [spans[i][1] for i in order]
+        times_all += ts
+        bounds.append(len(starts))
+        edges.append(len(times_all))
+        ref_out, ref_inn = _reference(spans, ts)
+        # the reference gives rows (10 * i + 7); the pass gives positions among all threads' ops
+        position = {10 * i + 7: base + k for k, i in enumerate(order)}
+        expected.append(([position.get(r, -1) for r in ref_out], [position.get(r, -1) for r in ref_inn]))
+    start, end = np.array(starts, np.int64), np.array(ends, np.int64)
+    outer = np.zeros(start.size, np.uint8)
+    out, inn = np.empty(len(times_all), np.int64), np.empty(len(times_all), np.int64)
+    assert tree._compiled.op_tree(
+        start,
+        end,
+        np.array(bounds, np.int64),
+        np.array(times_all, np.int64),
+        np.array(edges, np.int64),
+        outer,
+        out,
+        inn,
+    )
+    for i, (expected_out, expected_inn) in enumerate(expected):
+        lo, hi = edges[i], edges[i + 1]
+        assert out[lo:hi].tolist() == expected_out
+        assert inn[lo:hi].tolist() == expected_inn
+        s, e = start[bounds[i] : bounds[i + 1]], end[bounds[i] : bounds[i + 1]]
+        enclosed = np.r_[False, s[1:] < np.maximum.accumulate(e)[:-1]] if s.size else np.zeros(0, bool)
+        assert np.array_equal(outer[bounds[i] : bounds[i + 1]].view(bool), ~enclosed)
+
+
+def test_compiled_pass_declines_an_op_ending_before_its_start() -> None:
+    from tracelens.analyses.ops import tree
+
+    if tree._compiled is None:
+        return
+    outer, out, inn = np.zeros(2, np.uint8), np.full(1, -5, np.int64), np.full(1, -5, np.int64)
+    done = tree._compiled.op_tree(
+        np.array([0, 5], np.int64),
+        np.array([10, 3], np.int64),
+        np.array([0, 2], np.int64),
+        np.array([4], np.int64),
+        np.array([0, 1], np.int64),
+        outer,
+        out,
+        inn,
+    )
+    assert done is False and out[0] == -5  # nothing written: the numpy path serves
+
+
+def test_op_tree_same_with_and_without_the_compiled_pass(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The whole tree (outermost ops, each GPU op's outermost and innermost op) on the project's recorded GPU
+    traces, the C pass against the numpy path."""
+    from pathlib import Path
+
+    from tracelens import load
+    from tracelens.analyses.ops import tree
+
+    if tree._compiled is None:
+        return
+    fixtures = sorted((Path(__file__).parent.parent / "fixtures" / "gpu").glob("*.pt.trace.json.gz"))
+    assert fixtures
+    for path in fixtures:
+        compiled = tree._compute_op_tree(load(path))
+        monkeypatch.setattr(tree, "_compiled", None)
+        reference = tree._compute_op_tree(load(path))
+        monkeypatch.undo()
+        for a, b in zip(compiled, reference, strict=True):
+            assert np.array_equal(a, b), path.name

@@ -16,6 +16,11 @@ from ..columns import dictionary_codes, event_columns, memo, range_running_at, t
 from ..launch import launch_pairs
 from ..names import EMIT_NVTX_PATTERN
 
+try:  # the per-thread pass in C (optional: built at install time where a C compiler is there)
+    from .. import _op_tree as _compiled
+except ImportError:
+    _compiled = None  # type: ignore[assignment]
+
 # The rows a table of op names, or of modules, keeps (most GPU time first).
 TOP_OPS = 50
 
@@ -192,6 +197,23 @@ def _compute_op_tree(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     edges = np.searchsorted(code[by_thread], np.arange(-1, threads.size) + 0.5)
     del code
     launch_start = pairs["launch_start"][matched]
+    if _compiled is not None:
+        grouped = by_thread[edges[0] : edges[-1]]  # the launches of threads with ops, by thread
+        outer = np.zeros(rows.size, np.uint8)
+        out, inn = np.empty(grouped.size, np.int64), np.empty(grouped.size, np.int64)
+        start, end = cols.start[rows].astype(np.int64, copy=False), cols.end[rows].astype(np.int64, copy=False)
+        t = launch_start[grouped].astype(np.int64, copy=False)
+        if _compiled.op_tree(start, end, bounds.astype(np.int64), t, edges - edges[0], outer, out, inn):
+            del start, end, t
+            at = matched[grouped]
+            outermost[at] = np.where(out >= 0, rows[np.maximum(out, 0)], -1)
+            innermost[at] = np.where(inn >= 0, rows[np.maximum(inn, 0)], -1)
+            size = cols.start.size
+            return (
+                _narrow_rows(rows[outer.view(bool)], size),
+                _narrow_rows(outermost, size),
+                _narrow_rows(innermost, size),
+            )
     keep = np.zeros(rows.size, bool)
     for i, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:], strict=True)):  # a loop over threads
         thread_rows = rows[lo:hi]

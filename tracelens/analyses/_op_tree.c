@@ -1,0 +1,188 @@
+/* The op tree's per-thread pass (tracelens/analyses/ops/tree.py, _compute_op_tree), in one walk per thread.
+ *
+ * The numpy path sorts each thread's ends and searches them (the nesting depth), then searches each nesting
+ * level's ops once per level for the launches (the outermost and the deepest op holding each launch): several
+ * passes over tens of millions of op ranges at an emit_nvtx export's size. This gives the same three results
+ * in one pass over the ops and one over the launches of each thread:
+ *
+ *   depth[i]  = how many ops ordered before op i (by start, longest first) end after op i's start, capped at
+ *               32767 (tree.py's _sorted_depth): a min-heap of the earlier ops' ends, popped down to the start;
+ *   outer     = whether depth[i] == 0 (the outermost ops);
+ *   at each launch time t (its thread's launches visited in time order, the ops swept in step): per nesting
+ *   level the last op started at or before t (intervals.running_at per level), the outermost op the level-0
+ *   one if t < its end, the innermost the deepest level's that still runs at t, else the outermost.
+ *
+ * op_tree(start, end, bounds, t, edges, outer, outermost, innermost): start/end int64 (the ops in thread
+ * order), bounds int64 (threads + 1: each thread's ops), t int64 (launch times grouped by thread), edges int64
+ * (threads + 1: each thread's launches), outer uint8 (ops), outermost/innermost int64 (launches; positions into
+ * the ops, -1: none). Returns False, having written nothing, where an op ends before it starts (the readers
+ * clamp those; tree.py's numpy path counts them its own way). The GIL is released while it runs.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_LEVEL 32767
+
+static int get(PyObject *obj, Py_buffer *view, int writable, Py_ssize_t itemsize, const char *name) {
+    if (PyObject_GetBuffer(obj, view, writable ? (PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) : PyBUF_C_CONTIGUOUS) < 0)
+        return -1;
+    if (view->itemsize != itemsize && view->len != 0) {
+        PyErr_Format(PyExc_TypeError, "%s: items of %zd bytes expected", name, itemsize);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+static void heap_push(int64_t *heap, int64_t *size, int64_t value) {
+    int64_t i = (*size)++;
+    while (i > 0) {
+        int64_t parent = (i - 1) / 2;
+        if (heap[parent] <= value) break;
+        heap[i] = heap[parent];
+        i = parent;
+    }
+    heap[i] = value;
+}
+
+static void heap_pop(int64_t *heap, int64_t *size) {
+    int64_t last = heap[--(*size)], n = *size, i = 0;
+    for (;;) {
+        int64_t child = 2 * i + 1;
+        if (child >= n) break;
+        if (child + 1 < n && heap[child + 1] < heap[child]) child++;
+        if (heap[child] >= last) break;
+        heap[i] = heap[child];
+        i = child;
+    }
+    if (n > 0) heap[i] = last;
+}
+
+/* order[0..n) := 0..n-1 sorted by key (stable), using tmp (n) as scratch: a bottom-up merge sort. */
+static void sort_by_key(const int64_t *key, int64_t *order, int64_t *tmp, int64_t n) {
+    for (int64_t i = 0; i < n; i++) order[i] = i;
+    for (int64_t width = 1; width < n; width *= 2) {
+        for (int64_t lo = 0; lo < n; lo += 2 * width) {
+            int64_t mid = lo + width < n ? lo + width : n, hi = lo + 2 * width < n ? lo + 2 * width : n;
+            int64_t a = lo, b = mid, k = lo;
+            while (a < mid && b < hi) tmp[k++] = key[order[b]] < key[order[a]] ? order[b++] : order[a++];
+            while (a < mid) tmp[k++] = order[a++];
+            while (b < hi) tmp[k++] = order[b++];
+        }
+        memcpy(order, tmp, (size_t)n * sizeof *order);
+    }
+}
+
+/* One thread: ops [0, n), launches [0, m). Returns -1 when out of memory. */
+static int one_thread(const int64_t *start, const int64_t *end, int64_t n, const int64_t *t, int64_t m,
+                      uint8_t *outer, int64_t *outermost, int64_t *innermost, int64_t base, int64_t *heap,
+                      int16_t *level, int64_t *last, int64_t *order, int64_t *tmp) {
+    int64_t size = 0, top = 0;
+    for (int64_t i = 0; i < n; i++) {
+        while (size > 0 && heap[0] <= start[i]) heap_pop(heap, &size);
+        int64_t depth = size < MAX_LEVEL ? size : MAX_LEVEL;
+        level[i] = (int16_t)depth;
+        outer[i] = depth == 0;
+        if (depth > top) top = depth;
+        heap_push(heap, &size, end[i]);
+    }
+    if (m == 0) return 0;
+    sort_by_key(t, order, tmp, m);
+    for (int64_t l = 0; l <= top; l++) last[l] = -1;
+    int64_t k = 0;
+    for (int64_t j = 0; j < m; j++) {
+        int64_t at = order[j], time = t[at];
+        for (; k < n && start[k] <= time; k++) last[level[k]] = k;
+        int64_t out = last[0] >= 0 && time < end[last[0]] ? last[0] : -1, in = out;
+        for (int64_t l = top; l >= 1; l--) {
+            if (last[l] >= 0 && time < end[last[l]]) {
+                in = last[l];
+                break;
+            }
+        }
+        outermost[at] = out >= 0 ? base + out : -1;
+        innermost[at] = in >= 0 ? base + in : -1;
+    }
+    return 0;
+}
+
+static PyObject *op_tree(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *objs[8];
+    if (!PyArg_ParseTuple(args, "OOOOOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5], &objs[6],
+                          &objs[7]))
+        return NULL;
+    static const char *names[8] = {"start", "end", "bounds", "t", "edges", "outer", "outermost", "innermost"};
+    static const Py_ssize_t sizes[8] = {8, 8, 8, 8, 8, 1, 8, 8};
+    Py_buffer v[8];
+    int got = 0;
+    for (; got < 8; got++)
+        if (get(objs[got], &v[got], got >= 5, sizes[got], names[got]) < 0) break;
+    PyObject *result = NULL;
+    if (got < 8) goto done;
+    int64_t n = v[0].len / 8, threads = v[2].len / 8 - 1, m = v[3].len / 8;
+    const int64_t *bounds = v[2].buf, *edges = v[4].buf;
+    if (v[1].len / 8 != n || v[5].len != n || v[4].len / 8 != threads + 1 || v[6].len / 8 != m ||
+        v[7].len / 8 != m || threads < 0) {
+        PyErr_SetString(PyExc_ValueError, "op_tree: inconsistent sizes");
+        goto done;
+    }
+    int64_t longest = 0, most = 0;
+    for (int64_t i = 0; i < threads; i++) {
+        if (bounds[i] < 0 || bounds[i] > bounds[i + 1] || bounds[i + 1] > n || edges[i] < 0 ||
+            edges[i] > edges[i + 1] || edges[i + 1] > m) {
+            PyErr_SetString(PyExc_ValueError, "op_tree: bounds out of order");
+            goto done;
+        }
+        if (bounds[i + 1] - bounds[i] > longest) longest = bounds[i + 1] - bounds[i];
+        if (edges[i + 1] - edges[i] > most) most = edges[i + 1] - edges[i];
+    }
+    const int64_t *start_all = v[0].buf, *end_all = v[1].buf;
+    for (int64_t i = 0; i < n; i++) {
+        if (end_all[i] < start_all[i]) { /* the depth of tree.py counts such ops differently: its path serves */
+            result = Py_False;
+            Py_INCREF(result);
+            goto done;
+        }
+    }
+    int64_t *heap = malloc((size_t)(longest + 1) * sizeof *heap);
+    int16_t *level = malloc((size_t)(longest + 1) * sizeof *level);
+    int64_t *last = malloc((MAX_LEVEL + 1) * sizeof *last);
+    int64_t *order = malloc((size_t)(most + 1) * sizeof *order);
+    int64_t *tmp = malloc((size_t)(most + 1) * sizeof *tmp);
+    if (!heap || !level || !last || !order || !tmp) {
+        PyErr_NoMemory();
+    } else {
+        const int64_t *start = v[0].buf, *end = v[1].buf, *t = v[3].buf;
+        uint8_t *outer = v[5].buf;
+        int64_t *outermost = v[6].buf, *innermost = v[7].buf;
+        Py_BEGIN_ALLOW_THREADS for (int64_t i = 0; i < threads; i++) {
+            int64_t lo = bounds[i], hi = bounds[i + 1], a = edges[i], b = edges[i + 1];
+            one_thread(start + lo, end + lo, hi - lo, t + a, b - a, outer + lo, outermost + a, innermost + a, lo,
+                       heap, level, last, order, tmp);
+        }
+        Py_END_ALLOW_THREADS result = Py_True;
+        Py_INCREF(result);
+    }
+    free(heap);
+    free(level);
+    free(last);
+    free(order);
+    free(tmp);
+done:
+    for (int i = 0; i < got; i++) PyBuffer_Release(&v[i]);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"op_tree", op_tree, METH_VARARGS, "op_tree(start, end, bounds, t, edges, outer, outermost, innermost)"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_op_tree", NULL, -1, methods, NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__op_tree(void) { return PyModule_Create(&module); }

@@ -1,0 +1,7 @@
+# Type stub of the compiled op-tree pass (_op_tree.c; optional: absent when no C compiler was found at install
+# time, then ops/tree.py searches with numpy).
+from typing import Any
+
+def op_tree(
+    start: Any, end: Any, bounds: Any, t: Any, edges: Any, outer: Any, outermost: Any, innermost: Any
+) -> bool: ...
