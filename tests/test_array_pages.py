@@ -193,3 +193,19 @@ def test_analyses_give_the_same_document_with_and_without(monkeypatch: pytest.Mo
         with_pages = json.dumps(analyze(load(path)), sort_keys=True, default=str)
     assert counters()["allocations"] > start["allocations"]  # the handler served arrays of this analysis
     assert with_pages == without
+
+
+def test_a_forked_child_allocates_big_arrays() -> None:
+    """A process forked inside a scope (multiprocessing's default start method on Linux) can still take big
+    arrays: the handler's lock starts unlocked in the child."""
+    import os
+
+    with memory.reusing_array_pages():
+        freed = np.ones(6 * MiB, np.uint8)
+        del freed
+        pid = os.fork()
+        if pid == 0:  # the child: a big array from the inherited cache, then exit without cleanup
+            array = np.zeros(6 * MiB, np.uint8)
+            os._exit(0 if np.count_nonzero(array) == 0 else 1)
+        _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0

@@ -346,6 +346,11 @@ static DataHandler handler = {
 
 static int available_here(void) { return 1; }
 
+/* A child forked while another thread held the lock would wait on it forever: the child starts unlocked. */
+static void unlock_in_child(void) { pthread_mutex_init(&lock, NULL); }
+
+static void prepare_fork_safety(void) { pthread_atfork(NULL, NULL, unlock_in_child); }
+
 static size_t flush_cache(void) {
     pthread_mutex_lock(&lock);
     size_t released = cached_bytes;
@@ -379,6 +384,7 @@ static struct {
 } stats;
 static size_t cached_bytes;
 static int available_here(void) { return 0; }
+static void prepare_fork_safety(void) {}
 static size_t flush_cache(void) { return 0; }
 static long set_scopes(long delta) { (void)delta; return 0; }
 static void set_min_big_here(size_t n) { (void)n; }
@@ -511,4 +517,7 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_array_pages", NULL, -1, methods, NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__array_pages(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__array_pages(void) {
+    prepare_fork_safety();
+    return PyModule_Create(&module);
+}
