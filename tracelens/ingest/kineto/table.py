@@ -129,6 +129,12 @@ class Columns:
         self.problem = self.problem or problem
         if "kind" not in block:
             return
+        # Each row's start in int64 ns and whether its ts lies on the timeline, per block (elementwise, so the
+        # same as over the joined column) while the other blocks are still being scanned: less left for finish.
+        ts = block.pop("ts")
+        block["start"] = _microseconds_to_ns(ts)
+        block["placeable"] = placeable(ts)
+        del ts
         block["name"] = self.names.merge(*block["name"])
         block["sync_kind"] = self.sync_kinds.merge(*block["sync_kind"])
         for name, interner in self.op_texts.items():
@@ -165,11 +171,13 @@ class Columns:
         op_rows = np.concatenate([p.pop("op_rows") + off for p, off in zip(self.parts, offsets, strict=True)])
         # kind, ts and name decide the row order; the other row columns are then joined and put in that
         # order in one step each (below).
-        kind, ts, raw_name = (np.concatenate([p.pop(k) for p in self.parts]) for k in ("kind", "ts", "name"))
-        keep = (kind != SKIP) & placeable(ts)
-        # Time and row order in the background while this thread codes names and kinds.
-        timed = background.submit(_start_and_order, ts, keep)
-        del ts
+        kind, start, placed, raw_name = (
+            np.concatenate([p.pop(k) for p in self.parts]) for k in ("kind", "start", "placeable", "name")
+        )
+        keep = (kind != SKIP) & placed
+        del placed
+        # The row order in the background while this thread codes names and kinds.
+        timed = background.submit(_time_order, start, keep)
         # "cudaLaunchKernel_v7000" and "cudaLaunchKernel" are one name: merge codes after dropping suffixes.
         stripped = [strip_api_suffix(n) for n in self.names.values]
         names = sorted(set(stripped))
@@ -189,7 +197,7 @@ class Columns:
         del host_marker
 
         base = int_or_none(document.get("baseTimeNanoseconds")) or 0
-        start, order_keep, every_row = timed.result()
+        order_keep, every_row = timed.result()
         if not every_row and order_keep.size == 0:
             raise self._no_timed_events()
         m = order_keep.size
@@ -427,14 +435,12 @@ def _step_number(name: str) -> float:
     return math.nan if number is None else float(number)
 
 
-def _start_and_order(ts: np.ndarray, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool]:
-    """Each row's start in int64 ns (exact integer arithmetic: see docs/formats/kineto.md, "Time"), the kept
-    rows in start order (stable), and whether every row is kept."""
-    start = _microseconds_to_ns(ts)
+def _time_order(start: np.ndarray, keep: np.ndarray) -> tuple[np.ndarray, bool]:
+    """The kept rows in start order (stable), and whether every row is kept."""
     if keep.all():  # the blocks drop what is not kept; only a lenient block may leave a row to drop
-        return start, np.argsort(start, kind="stable"), True
+        return np.argsort(start, kind="stable"), True
     order_keep = np.flatnonzero(keep)
-    return start, order_keep[np.argsort(start[order_keep], kind="stable")], False
+    return order_keep[np.argsort(start[order_keep], kind="stable")], False
 
 
 def _host_pid(
@@ -461,8 +467,15 @@ def _microseconds_to_ns(ts: np.ndarray) -> np.ndarray:
     the time is not finite), so that large absolute timestamps keep their exact ns digits."""
     finite = np.isfinite(ts)
     if finite.all():
+        # whole * 1000 + rint((ts - whole) * 1000), with the temporaries reused (the same values)
         whole_us = np.floor(ts)
-        return whole_us.astype(np.int64) * 1000 + np.rint((ts - whole_us) * 1000).astype(np.int64)
+        fraction_ns = np.subtract(ts, whole_us)
+        fraction_ns *= 1000
+        np.rint(fraction_ns, out=fraction_ns)
+        start = whole_us.astype(np.int64)
+        start *= 1000
+        start += fraction_ns.astype(np.int64)
+        return start
     start = np.zeros(len(ts), dtype=np.int64)
     start[finite] = _microseconds_to_ns(ts[finite])
     return start
