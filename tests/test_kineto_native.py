@@ -457,14 +457,18 @@ def test_digit_runs_of_every_length_inside_events_are_pythons_float() -> None:
     for whole in range(1, 25):
         for fraction in (None, *range(1, 25)):
             head = str(rng.randrange(10 ** (whole - 1), 10**whole)) if whole > 1 else str(rng.randrange(10))
-            tail = "" if fraction is None else "." + "".join(rng.choice("0123456789") for _ in range(fraction))
+            tail = (
+                "" if fraction is None else "." + "".join(rng.choice("0123456789") for _ in range(fraction))
+            )
             texts.append(head + tail)
             if fraction is not None:  # a fraction that starts with zeros, after a zero integer part
                 texts.append("0." + "0" * rng.randrange(1, 9) + tail[1:] + "1")
     texts += [f"-{t}" for t in texts[::3]] + [f"{t}e{rng.randrange(-30, 30)}" for t in texts[1::4]]
     ends = ("}}", " }}", "\n}}", ', "x": 1}}', ',"x":12345678}}')  # what follows a number, closing the event
     events = [
-        '{"ph": "X", "cat": "cpu_op", "name": "n", "ts": 1, "args": {"correlation": ' + t + ends[i % len(ends)]
+        '{"ph": "X", "cat": "cpu_op", "name": "n", "ts": 1, "args": {"correlation": '
+        + t
+        + ends[i % len(ends)]
         for i, t in enumerate(texts)
     ]
     text = event_list(*events)

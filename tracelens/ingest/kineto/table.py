@@ -258,7 +258,9 @@ class Columns:
         correlation = np.where(device_side | launch_side, correlation_all, np.nan)
         del correlation_all
         # The host pid (device rows: their launch's, by correlation id) in the background, with the tid here.
-        host_pid = background.submit(_host_pid, correlation, launch_side, kineto_pid, device_side, gpu_annotation)
+        host_pid = background.submit(
+            _host_pid, correlation, launch_side, kineto_pid, device_side, gpu_annotation
+        )
         tid = np.where(device_side | gpu_annotation, np.nan, kineto_tid)
         del kineto_tid
         nested = NESTED_KIND[kind] & ~np.isnan(tid)
