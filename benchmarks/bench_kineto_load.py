@@ -12,8 +12,9 @@ floor wall of that same process (imports excluded from both), with the CPU times
 there) measured in the same rounds: before/after in one run, on the same machine state.
 
 ``--parts`` adds one in-process breakdown of the load's CPU time in this tree: imports, decompression and
-cutting into blocks, the native scanner, the blocks' numpy columns, the table build, enrichment (each block
-scanned in this thread as it is cut: a sum of CPU times, not the overlapped wall time of a real load).
+cutting into blocks, the native scanner, the blocks' numpy columns, adding them to the table (string merges,
+each block's start times), the table build, enrichment (each block scanned in this thread as it is cut: a
+sum of CPU times, not the overlapped wall time of a real load).
 
 Run:  flock /tmp/tracelens-bench.lock python3 benchmarks/bench_kineto_load.py [FILE.json.gz] [--rounds 3]
       [--tree /path/to/other/checkout] [--parts]
@@ -115,7 +116,7 @@ while (piece := timed("decompress + cut", next, stream, None)) is not None:
     else:
         block, meta = timed("scan (C)", native.scan_document, payload)
         document.update(meta)
-    columns.add(block)
+    timed("add to table", columns.add, block)
 trace = timed("table build", columns.finish, document)
 timed("enrich", enrich, trace)
 print(json.dumps(parts))

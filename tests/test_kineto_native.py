@@ -447,6 +447,60 @@ def test_numbers_are_the_correctly_rounded_doubles_python_reads() -> None:
     assert timestamps["ts"].tobytes() == np.array([float(t) for t in placeable]).tobytes()
 
 
+@needs_scanner
+def test_digit_runs_of_every_length_inside_events_are_pythons_float() -> None:
+    """Numbers inside a block, where the scanner reads up to eight digits at a time as one word (the bytes
+    after a number are there to load): integer and fraction parts of 0 to 24 digits, leading zeros, digits
+    up to 19 kept and those past it, each followed by each byte that may end a number."""
+    rng = random.Random(11)
+    texts = []
+    for whole in range(1, 25):
+        for fraction in (None, *range(1, 25)):
+            head = str(rng.randrange(10 ** (whole - 1), 10**whole)) if whole > 1 else str(rng.randrange(10))
+            tail = (
+                "" if fraction is None else "." + "".join(rng.choice("0123456789") for _ in range(fraction))
+            )
+            texts.append(head + tail)
+            if fraction is not None:  # a fraction that starts with zeros, after a zero integer part
+                texts.append("0." + "0" * rng.randrange(1, 9) + tail[1:] + "1")
+    texts += [f"-{t}" for t in texts[::3]] + [f"{t}e{rng.randrange(-30, 30)}" for t in texts[1::4]]
+    ends = ("}}", " }}", "\n}}", ', "x": 1}}', ',"x":12345678}}')  # what follows a number, closing the event
+    events = [
+        '{"ph": "X", "cat": "cpu_op", "name": "n", "ts": 1, "args": {"correlation": '
+        + t
+        + ends[i % len(ends)]
+        for i, t in enumerate(texts)
+    ]
+    text = event_list(*events)
+    got = native(text)
+    assert got is not None
+    assert got["correlation"].tobytes() == np.array([float(t) for t in texts]).tobytes()
+    assert_same_block(got, reference(text))
+
+
+@needs_scanner
+def test_names_of_every_length_differing_in_one_byte_are_distinct() -> None:
+    """The scanner codes each name by a hash of its bytes and a compare of whole words: names of 0 to 40
+    bytes that differ in one byte only, at each place (first, middle, last, inside each word), stay apart,
+    and equal ones share a code."""
+    names = []
+    for length in range(41):
+        base = "".join(chr(ord("a") + (i * 7) % 26) for i in range(length))
+        names.append(base)
+        for at in range(length):
+            names.append(base[:at] + "Z" + base[at + 1 :])
+    events = [
+        f'{{"ph": "X", "cat": "cpu_op", "name": {json.dumps(n)}, "ts": {i}}}' for i, n in enumerate(names * 2)
+    ]
+    text = event_list(*events)
+    got = native(text)
+    assert got is not None
+    assert_same_block(got, reference(text))
+    codes, values = got["name"]
+    assert [values[c] for c in codes] == names * 2
+    assert len(values) == len(set(names))
+
+
 def _power_of_five(q: int) -> int:
     """5**q as the 128-bit significand of the scanner's POW5_128 table (see the comment there)."""
     if q >= 0:
@@ -568,7 +622,8 @@ def test_a_number_python_decides_leaves_its_block_native() -> None:
 
 # Builds of the scanner without x87 extended precision, made here into a temporary directory: long double
 # as double (what ARM64 and MSVC have), x87 arithmetic for doubles (double rounding: 32-bit x86 without SSE2),
-# and the plain C 64x64-bit multiply (compilers without __int128 or its intrinsics). Machine flags only where
+# the plain C 64x64-bit multiply (compilers without __int128 or its intrinsics; the string hash uses it too),
+# and digits read one at a time instead of eight in a word. Machine flags only where
 # the compiler takes them (GCC and Clang on x86).
 _X86 = platform.machine().lower() in {"x86_64", "amd64", "i386", "i686"}
 WITHOUT_X87 = {
@@ -583,6 +638,8 @@ WITHOUT_X87 = {
         [("TRACELENS_PORTABLE_ARITHMETIC", None)],
         {"NATIVE_MULTIPLY": 0},
     ),
+    # digits one at a time (big-endian machines, compilers other than GCC and Clang), not eight in a word
+    "digit by digit": ([], [("TRACELENS_NO_SWAR", None)], {"WORD_DIGITS": 0}),
 }
 
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import math
 import re
-from concurrent.futures import Future
-from functools import partial
+from concurrent.futures import Executor, Future
 from pathlib import Path
 from typing import Any
 
@@ -130,6 +129,12 @@ class Columns:
         self.problem = self.problem or problem
         if "kind" not in block:
             return
+        # Each row's start in int64 ns and whether its ts lies on the timeline, per block (elementwise, so the
+        # same as over the joined column) while the other blocks are still being scanned: less left for finish.
+        ts = block.pop("ts")
+        block["start"] = _microseconds_to_ns(ts)
+        block["placeable"] = placeable(ts)
+        del ts
         block["name"] = self.names.merge(*block["name"])
         block["sync_kind"] = self.sync_kinds.merge(*block["sync_kind"])
         for name, interner in self.op_texts.items():
@@ -145,6 +150,16 @@ class Columns:
         )
 
     def finish(self, document: dict[str, Any]) -> Trace:
+        # One pool of two threads for the whole build: the columns that do not depend on each other are
+        # built on it while this thread builds others (numpy's sorts, gathers, casts and ufuncs release the
+        # GIL), so the second core is not idle after the scan.
+        background = executor(min(2, thread_budget()))
+        try:
+            return self._finish(document, background)
+        finally:
+            background.shutdown(wait=True)
+
+    def _finish(self, document: dict[str, Any], background: Executor) -> Trace:
         if not self.parts:
             if self.counts["events"] == 0:
                 raise InputError("trace has no events", path=self.path)
@@ -156,8 +171,13 @@ class Columns:
         op_rows = np.concatenate([p.pop("op_rows") + off for p, off in zip(self.parts, offsets, strict=True)])
         # kind, ts and name decide the row order; the other row columns are then joined and put in that
         # order in one step each (below).
-        kind, ts, raw_name = (np.concatenate([p.pop(k) for p in self.parts]) for k in ("kind", "ts", "name"))
-        keep = (kind != SKIP) & placeable(ts)
+        kind, start, placed, raw_name = (
+            np.concatenate([p.pop(k) for p in self.parts]) for k in ("kind", "start", "placeable", "name")
+        )
+        keep = (kind != SKIP) & placed
+        del placed
+        # The row order in the background while this thread codes names and kinds.
+        timed = background.submit(_time_order, start, keep)
         # "cudaLaunchKernel_v7000" and "cudaLaunchKernel" are one name: merge codes after dropping suffixes.
         stripped = [strip_api_suffix(n) for n in self.names.values]
         names = sorted(set(stripped))
@@ -176,32 +196,21 @@ class Columns:
         kind = kind.astype(np.int8)
         del host_marker
 
-        # Time: exact integer arithmetic (see docs/formats/kineto.md, "Time").
-        start = _microseconds_to_ns(ts)
-        del ts
         base = int_or_none(document.get("baseTimeNanoseconds")) or 0
-
-        if keep.all():  # the blocks drop what is not kept; only a lenient block may leave a row to drop
-            order_keep = np.argsort(start, kind="stable")
-        else:
-            order_keep = np.flatnonzero(keep)
-            if order_keep.size == 0:
-                raise self._no_timed_events()
-            order_keep = order_keep[np.argsort(start[order_keep], kind="stable")]
+        order_keep, every_row = timed.result()
+        if not every_row and order_keep.size == 0:
+            raise self._no_timed_events()
         m = order_keep.size
         kind = kind[order_keep]
         start = start[order_keep]
         name_code = name_code[order_keep]
-        # Joined and ordered two columns at a time: numpy copies and gathers without holding the GIL.
+        # Joined and ordered in the background (numpy copies and gathers without holding the GIL) while this
+        # thread places the GPU and op rows; each block's arrays are popped by one thread only.
         parts, self.parts = self.parts, []
-
-        with executor(min(2, thread_budget())) as pool:
-            dur, kineto_pid, kineto_tid, correlation_all, external_id = pool.map(
-                partial(_joined_in_order, parts, order_keep),
-                ("dur", "pid", "tid", "correlation", "external_id"),
-            )
-        duration = np.rint(np.where(placeable(dur), dur, 0.0) * 1000).astype(np.int64)
-        del dur
+        joined = {
+            key: background.submit(_joined_in_order, parts, order_keep, key)
+            for key in ("dur", "pid", "tid", "correlation", "external_id")
+        }
         # Device-side fields stay compact (GPU rows only); `at` is where each lands in the sorted table.
         position = np.full(len(keep), -1, dtype=np.int64)
         position[order_keep] = np.arange(m)
@@ -221,7 +230,12 @@ class Columns:
         at_op = at_op[kept_op]
         op = {k: np.concatenate([p.pop(k) for p in parts])[kept_op] for k in (*OP_NUMBERS, *OP_TEXTS)}
         del op_rows, kept_op
+        dur, kineto_pid, kineto_tid, correlation_all, external_id = (
+            joined.pop(key).result() for key in ("dur", "pid", "tid", "correlation", "external_id")
+        )
         del parts, position, keep, order_keep
+        duration = np.rint(np.where(placeable(dur), dur, 0.0) * 1000).astype(np.int64)
+        del dur
 
         device_side = DEVICE_SIDE[kind]
         gpu_annotation = kind == KIND_CODE[GPU_ANNOTATION]
@@ -243,18 +257,19 @@ class Columns:
         stream_values = np.where(np.isnan(gpu["stream"]), kineto_tid[at], gpu["stream"])
         correlation = np.where(device_side | launch_side, correlation_all, np.nan)
         del correlation_all
-        pid = np.where(device_side | gpu_annotation, np.nan, kineto_pid)
-        pid = np.where(device_side, _launch_pid(correlation, launch_side, kineto_pid, device_side), pid)
+        # The host pid (device rows: their launch's, by correlation id) in the background, with the tid here.
+        host_pid = background.submit(
+            _host_pid, correlation, launch_side, kineto_pid, device_side, gpu_annotation
+        )
         tid = np.where(device_side | gpu_annotation, np.nan, kineto_tid)
-        del kineto_pid, kineto_tid
-        # The GPU-only columns are built on two more threads while this one builds the rest (numpy's sorts,
-        # casts and copies release the GIL).
-        background = executor(min(2, thread_budget()))
+        del kineto_tid
         nested = NESTED_KIND[kind] & ~np.isnan(tid)
+        pid, pid_exactly = host_pid.result()
+        del kineto_pid
         depth: Future[Stored] | DeferredColumn | None = None
         if not nested.any():
             pass  # no host interval on a thread: no depth column (as build_store leaves it)
-        elif _stored_exactly(pid) and _stored_exactly(tid):
+        elif pid_exactly and _stored_exactly(tid):
             # No analysis reads the host nesting depth: the store computes it from its own columns on first
             # read (the same values: see _host_depth).
             depth = DeferredColumn(_host_depth)
@@ -297,10 +312,10 @@ class Columns:
             "end_ns": rel_start + duration,
             "device": sparse_column(device_values, at, m, "device"),
             "stream": sparse(stream_values, "stream"),
-            "pid": float_column(pid, "pid"),
-            "tid": float_column(tid, "tid"),
-            "correlation_id": float_column(correlation, "correlation_id"),
-            "external_id": float_column(external_id, "external_id"),
+            "pid": background.submit(float_column, pid, "pid"),
+            "tid": background.submit(float_column, tid, "tid"),
+            "correlation_id": background.submit(float_column, correlation, "correlation_id"),
+            "external_id": background.submit(float_column, external_id, "external_id"),
             "bytes": sparse(gpu["bytes"], "bytes", DEVICE_SIDE[gpu_kind]),
             "copy_kind": copy_kind,
             "src_kind": src_kind,
@@ -422,6 +437,28 @@ def _step_number(name: str) -> float:
     return math.nan if number is None else float(number)
 
 
+def _time_order(start: np.ndarray, keep: np.ndarray) -> tuple[np.ndarray, bool]:
+    """The kept rows in start order (stable), and whether every row is kept."""
+    if keep.all():  # the blocks drop what is not kept; only a lenient block may leave a row to drop
+        return np.argsort(start, kind="stable"), True
+    order_keep = np.flatnonzero(keep)
+    return order_keep[np.argsort(start[order_keep], kind="stable")], False
+
+
+def _host_pid(
+    correlation: np.ndarray,
+    launch_side: np.ndarray,
+    kineto_pid: np.ndarray,
+    device_side: np.ndarray,
+    gpu_annotation: np.ndarray,
+) -> tuple[np.ndarray, bool]:
+    """The pid column (device rows: the pid of their launch, GPU annotations: none) and whether the int64
+    column holds it exactly (_stored_exactly)."""
+    pid = np.where(device_side | gpu_annotation, np.nan, kineto_pid)
+    pid = np.where(device_side, _launch_pid(correlation, launch_side, kineto_pid, device_side), pid)
+    return pid, _stored_exactly(pid)
+
+
 def _joined_in_order(parts: list[dict[str, Any]], order: np.ndarray, key: str) -> np.ndarray:
     """Column ``key`` of all blocks, joined (each block's array dropped) and taken in ``order``."""
     return np.concatenate([p.pop(key) for p in parts])[order]
@@ -432,8 +469,15 @@ def _microseconds_to_ns(ts: np.ndarray) -> np.ndarray:
     the time is not finite), so that large absolute timestamps keep their exact ns digits."""
     finite = np.isfinite(ts)
     if finite.all():
+        # whole * 1000 + rint((ts - whole) * 1000), with the temporaries reused (the same values)
         whole_us = np.floor(ts)
-        return whole_us.astype(np.int64) * 1000 + np.rint((ts - whole_us) * 1000).astype(np.int64)
+        fraction_ns = np.subtract(ts, whole_us)
+        fraction_ns *= 1000
+        np.rint(fraction_ns, out=fraction_ns)
+        start = whole_us.astype(np.int64)
+        start *= 1000
+        start += fraction_ns.astype(np.int64)
+        return start
     start = np.zeros(len(ts), dtype=np.int64)
     start[finite] = _microseconds_to_ns(ts[finite])
     return start
