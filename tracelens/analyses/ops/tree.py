@@ -201,7 +201,10 @@ def _compute_op_tree(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         grouped = by_thread[edges[0] : edges[-1]]  # the launches of threads with ops, by thread
         outer = np.zeros(rows.size, np.uint8)
         out, inn = np.empty(grouped.size, np.int64), np.empty(grouped.size, np.int64)
-        start, end = cols.start[rows].astype(np.int64, copy=False), cols.end[rows].astype(np.int64, copy=False)
+        start, end = (
+            cols.start[rows].astype(np.int64, copy=False),
+            cols.end[rows].astype(np.int64, copy=False),
+        )
         t = launch_start[grouped].astype(np.int64, copy=False)
         if _compiled.op_tree(start, end, bounds.astype(np.int64), t, edges - edges[0], outer, out, inn):
             del start, end, t
