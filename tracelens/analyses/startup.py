@@ -207,31 +207,77 @@ def _group_medians(group: np.ndarray, values: np.ndarray, groups: int) -> tuple[
     return medians, counts
 
 
+def _long_first_calls(
+    outer: np.ndarray, inner: np.ndarray, start: np.ndarray, duration: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(positions, medians): the rows that are the first of their (outer, inner) group (in start order, ties in
+    row order) and last >= FIRST_CALL_FACTOR x the median of the group's later rows and >= FIRST_API_MIN_NS more
+    than it (a group without later rows has no median), with that median; positions ascending.
+
+    A first row under FIRST_API_MIN_NS cannot exceed a median of durations (never negative) by that much, so on
+    rows in start order (API calls are) only the groups whose first row is that long have their later rows'
+    median taken: usually none, and no sort of all the rows by group."""
+    if start.size > 1 and bool((start[1:] >= start[:-1]).all()) and int(duration.min()) >= 0:
+        code, groups = _group_codes(outer, inner)
+        first_at = np.empty(groups, np.int64)
+        first_at[code[::-1]] = np.arange(code.size)[::-1]  # the last write, the smallest position, stays
+        firsts = np.sort(first_at[duration[first_at] >= FIRST_API_MIN_NS])
+        wanted = np.full(groups, -1, np.int64)  # each candidate group's number among the candidates
+        wanted[code[firsts]] = np.arange(firsts.size)
+        later = np.flatnonzero(wanted[code] >= 0)
+        later = later[first_at[code[later]] != later]
+        medians, counts = _group_medians(wanted[code[later]], duration[later], firsts.size)
+        median = medians[wanted[code[firsts]]]
+        has_later = counts[wanted[code[firsts]]] > 0
+    else:
+        order, first, group = _group_firsts(outer, inner, start)
+        ordered = duration[order]
+        medians, counts = _group_medians(group[~first], ordered[~first], int(group[-1]) + 1)
+        at = np.flatnonzero(first)
+        firsts = order[at]
+        median = medians[group[at]]
+        has_later = counts[group[at]] > 0
+        by_position = np.argsort(firsts)
+        firsts, median, has_later = firsts[by_position], median[by_position], has_later[by_position]
+    firsts, median = firsts[has_later], median[has_later]
+    long = (duration[firsts] >= FIRST_CALL_FACTOR * median) & (duration[firsts] - median >= FIRST_API_MIN_NS)
+    return firsts[long], median[long]
+
+
+def _group_codes(outer: np.ndarray, inner: np.ndarray) -> tuple[np.ndarray, int]:
+    """(dense group number of each row's (outer, inner) pair, number of groups); numbers in no particular order.
+    Non-negative ints in a small range (names x threads or processes) are numbered through a table of the range,
+    others by hashing."""
+    outer_code = pd.factorize(outer)[0].astype(np.int64)
+    key = outer_code * (int(inner.max()) + 1) + inner
+    del outer_code
+    lo, hi = int(key.min()), int(key.max())
+    if lo >= 0 and hi < max(4 * key.size, 1 << 16):
+        present = np.zeros(hi + 1, bool)
+        present[key] = True
+        number = np.cumsum(present) - 1
+        return number[key], int(number[-1]) + 1
+    code, uniques = pd.factorize(key)
+    return code.astype(np.int64), int(uniques.size)
+
+
 def _first_api_calls(
     trace: Trace, api: np.ndarray, blocking: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(rows, excess over the later median, that median) of the first API calls that hold one-time work (rule
     first_api), by row."""
     cols = event_columns(trace)
-    rows = np.flatnonzero(api & ~blocking & (cols.name >= 0) & (cols.tid >= 0))
+    rows = np.flatnonzero(api)  # the other tests at the API rows only, not over every row
+    rows = rows[~blocking[rows] & (cols.name[rows] >= 0) & (cols.tid[rows] >= 0)]
     if rows.size == 0:
         return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0)
     start = cols.start[rows]
-    duration = cols.end[rows] - start
-    order, first, group = _group_firsts(cols.pid[rows], cols.name[rows], start)
-    duration = duration[order]
-    medians, counts = _group_medians(group[~first], duration[~first], int(group[-1]) + 1)
-    firsts = np.flatnonzero(first)
-    firsts = firsts[counts[group[firsts]] > 0]  # a name seen once has no baseline
-    median = medians[group[firsts]]
-    long = (duration[firsts] >= FIRST_CALL_FACTOR * median) & (duration[firsts] - median >= FIRST_API_MIN_NS)
-    found = rows[order[firsts[long]]]
-    median = median[long]
+    at, median = _long_first_calls(cols.pid[rows], cols.name[rows], start, cols.end[rows] - start)
+    found = rows[at]
     # a call the GPU kept busy may be waiting for it (an implicit sync, a full launch queue): not one-time work
     idle = _idle_share(trace, cols.start[found], cols.end[found]) >= 0.5
     excess = np.round(cols.end[found] - cols.start[found] - median).astype(np.int64)
-    order = np.argsort(found[idle])
-    return found[idle][order], excess[idle][order], median[idle][order]
+    return found[idle], excess[idle], median[idle]
 
 
 def _first_calls(
