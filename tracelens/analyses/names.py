@@ -259,12 +259,20 @@ def code_masks(
     codes: np.ndarray, dictionary: np.ndarray, predicates: tuple[Callable[[str], bool], ...]
 ) -> list[np.ndarray]:
     """:func:`code_mask` for several predicates (at most 8) at once: the used names found once, one gather."""
+    row_bits = code_bits(codes, dictionary, predicates)[codes]
+    return [(row_bits & (1 << k)) != 0 for k in range(len(predicates))]
+
+
+def code_bits(
+    codes: np.ndarray, dictionary: np.ndarray, predicates: tuple[Callable[[str], bool], ...]
+) -> np.ndarray:
+    """Per dictionary code (and a last slot for -1, all clear): bit k set where ``predicates[k]`` (at most 8) holds
+    for the name; tested at the names ``codes`` use only."""
     bits = np.zeros(len(dictionary) + 1, np.uint8)  # code -1 picks the last slot
     for i in names_in_use(codes, len(dictionary)):  # a loop over distinct names, not rows
         name = str(dictionary[i])
         bits[i] = sum(1 << k for k, predicate in enumerate(predicates) if predicate(name))
-    row_bits = bits[codes]
-    return [(row_bits & (1 << k)) != 0 for k in range(len(predicates))]
+    return bits
 
 
 def host_category_codes(kind: np.ndarray, name: np.ndarray, names: np.ndarray) -> np.ndarray:

@@ -45,15 +45,15 @@ import numpy as np
 import pandas as pd
 
 from .. import intervals
-from ..trace import ANNOTATION, CPU_OP, DRIVER, OVERHEAD, PYTHON, RUNTIME, STEP, Trace
+from ..trace import ALL_KINDS, ANNOTATION, CPU_OP, DRIVER, OVERHEAD, PYTHON, RUNTIME, STEP, Trace
 from .columns import DeviceBusy, device_busy, event_columns, memo, step_windows, thread_key
 from .launch import launch_pairs
 from .names import (
     HOST_CATEGORY_PRIORITY,
     INPUT,
     SYNC,
+    code_bits,
     code_mask,
-    code_masks,
     host_category_codes,
     is_allocation,
     is_blocking_sync,
@@ -226,7 +226,7 @@ def _long_first_calls(
         wanted[code[firsts]] = np.arange(firsts.size)
         later = np.flatnonzero(wanted[code] >= 0)
         later = later[first_at[code[later]] != later]
-        medians, counts = _group_medians(wanted[code[later]], duration[later], firsts.size)
+        medians, counts = _medians_of(wanted[code[later]], duration[later], firsts.size)
         median = medians[wanted[code[firsts]]]
         has_later = counts[wanted[code[firsts]]] > 0
     else:
@@ -246,19 +246,41 @@ def _long_first_calls(
 
 def _group_codes(outer: np.ndarray, inner: np.ndarray) -> tuple[np.ndarray, int]:
     """(dense group number of each row's (outer, inner) pair, number of groups); numbers in no particular order.
-    Non-negative ints in a small range (names x threads or processes) are numbered through a table of the range,
-    others by hashing."""
-    outer_code = pd.factorize(outer)[0].astype(np.int64)
-    key = outer_code * (int(inner.max()) + 1) + inner
-    del outer_code
-    lo, hi = int(key.min()), int(key.max())
-    if lo >= 0 and hi < max(4 * key.size, 1 << 16):
-        present = np.zeros(hi + 1, bool)
+    Pairs of ints in a small range (names x processes) are numbered through a table of the range, others by
+    hashing."""
+    limit = max(4 * outer.size, 1 << 16)
+    inner_lo, inner_span = int(inner.min()), int(inner.max()) - int(inner.min()) + 1
+    outer_lo, outer_span = int(outer.min()), int(outer.max()) - int(outer.min()) + 1
+    if outer_span * inner_span < limit:
+        key = outer.astype(np.int64)
+        key -= outer_lo
+    else:
+        key = pd.factorize(outer)[0].astype(np.int64)
+    key *= inner_span
+    key += inner
+    key -= inner_lo
+    if int(key.max()) < limit:
+        present = np.zeros(int(key.max()) + 1, bool)
         present[key] = True
         number = np.cumsum(present) - 1
         return number[key], int(number[-1]) + 1
     code, uniques = pd.factorize(key)
     return code.astype(np.int64), int(uniques.size)
+
+
+def _medians_of(group: np.ndarray, values: np.ndarray, groups: int) -> tuple[np.ndarray, np.ndarray]:
+    """``_group_medians`` for a few groups: each group's middle values found by a partition of its values (no
+    sort of them all), giving the same (a + b) / 2."""
+    if groups > 8:
+        return _group_medians(group, values, groups)
+    counts = np.bincount(group, minlength=groups)
+    medians = np.full(groups, np.nan)
+    for g in np.flatnonzero(counts):  # a loop over the few groups
+        mine = values[group == g] if groups > 1 else values
+        lo, hi = (mine.size - 1) // 2, mine.size // 2
+        middle = np.partition(mine, [lo, hi])
+        medians[g] = (float(middle[lo]) + float(middle[hi])) / 2
+    return medians, counts
 
 
 def _first_api_calls(
@@ -350,16 +372,25 @@ def one_time_work(trace: Trace) -> OneTime:
             reason[rows] = code
 
         api = cols.of_kind(RUNTIME, DRIVER)
-        # one pass over the names for the five name rules (each name tested once, one gather per trace)
-        one_time_api, compile_name, warmup_name, one_time_overhead, allocation_name = code_masks(
-            cols.name,
-            names,
-            (is_one_time_api, is_compile_name, is_warmup_name, is_one_time_overhead, is_allocation),
+        # one pass over the names for the five name rules (each name tested once), one over the rows: each row's
+        # name bits kept where its kind takes part in the rule (one-time API names on API calls, compile words on
+        # ops, ranges, steps and calls, warm-up on ranges and steps, module loading on overhead rows, allocations
+        # on API calls)
+        rules = (
+            (is_one_time_api, (RUNTIME, DRIVER)),
+            (is_compile_name, _COMPILE_KINDS),
+            (is_warmup_name, _WARMUP_KINDS),
+            (is_one_time_overhead, (OVERHEAD,)),
+            (is_allocation, (RUNTIME, DRIVER)),
         )
-        flag(api & one_time_api, NAME)
-        flag(cols.of_kind(*_COMPILE_KINDS) & compile_name, NAME)
-        flag(cols.of_kind(*_WARMUP_KINDS) & warmup_name, NAME)
-        flag(cols.of_kind(OVERHEAD) & one_time_overhead, NAME)
+        by_kind = np.zeros(len(ALL_KINDS) + 1, np.uint8)  # the extra slot is kind -1 (unknown)
+        for bit, (_, kinds) in enumerate(rules):
+            by_kind[[ALL_KINDS.index(k) for k in kinds]] |= 1 << bit
+        row_bits = code_bits(cols.name, names, tuple(rule for rule, _ in rules))[cols.name]
+        row_bits &= by_kind[cols.kind]
+        flag(np.flatnonzero(row_bits & 0b1111), NAME)  # the four name rules
+        allocation = (row_bits & 0b10000) != 0
+        del row_bits
         flag(_long_launches(trace), LONG_LAUNCH)
 
         base = host_categories(trace)
@@ -369,7 +400,6 @@ def one_time_work(trace: Trace) -> OneTime:
         by_row = np.argsort(first_rows)
         reason[first_rows[reason[first_rows] < 0]] = FIRST_CALL
 
-        allocation = api & allocation_name
         steps = step_windows(trace)
         first_step_ns = later_step_median = None
         slow_first = False
