@@ -123,3 +123,30 @@ def test_long_first_calls_equal_pandas(rows: list[tuple[int, int, int, int]], in
                 expected.append((int(r["row"]), m))
     positions, got_medians = _long_first_calls(outer, name, start, duration)
     assert list(zip(positions.tolist(), got_medians.tolist(), strict=True)) == sorted(expected)
+
+
+@settings(max_examples=300, deadline=None)
+@given(long_rows_strategy, st.booleans(), st.sampled_from([0, 10_000, 100_000, 1_000_000]))
+def test_first_rows_equal_pandas(
+    rows: list[tuple[int, int, int, int]], in_start_order: bool, min_first: int
+) -> None:
+    # startup._first_rows (each group's first row lasting >= min_first with later rows, and their median; the
+    # first_call and first_api rules' common step) against pandas over every group.
+    from tracelens.analyses.startup import _first_rows
+
+    if in_start_order:
+        rows = sorted(rows, key=lambda r: r[2])
+    outer, name, start, duration = (np.array(c, np.int64) for c in zip(*rows, strict=True))
+    frame = pd.DataFrame(
+        {"row": np.arange(len(rows)), "outer": outer, "name": name, "start": start, "duration": duration}
+    )
+    ordered = frame.sort_values(["outer", "name", "start"], kind="stable")
+    first = ~ordered.duplicated(["outer", "name"], keep="first")
+    medians = ordered[~first].groupby(["outer", "name"])["duration"].median()
+    expected = sorted(
+        (int(r["row"]), float(medians[(r["outer"], r["name"])]))
+        for _, r in ordered[first].iterrows()
+        if r["duration"] >= min_first and (r["outer"], r["name"]) in medians.index
+    )
+    positions, got = _first_rows(outer, name, start, duration, min_first)
+    assert list(zip(positions.tolist(), got.tolist(), strict=True)) == expected

@@ -207,6 +207,40 @@ def _group_medians(group: np.ndarray, values: np.ndarray, groups: int) -> tuple[
     return medians, counts
 
 
+def _first_rows(
+    outer: np.ndarray, inner: np.ndarray, start: np.ndarray, duration: np.ndarray, min_first: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """(positions ascending, medians): the rows that are the first of their (outer, inner) group (in start order,
+    ties in row order), last >= ``min_first`` and have later rows, with the median of the later rows' durations.
+
+    On rows in start order (API calls and ops are), each group's first row is found by one scatter over dense
+    group numbers (no sort of all the rows by group), and only the groups whose first row is long enough (few)
+    have their later rows' median taken."""
+    if start.size > 1 and bool((start[1:] >= start[:-1]).all()):
+        code, groups = _group_codes(outer, inner)
+        first_at = np.empty(groups, np.int64)
+        first_at[code[::-1]] = np.arange(code.size)[::-1]  # the last write, the smallest position, stays
+        firsts = np.sort(first_at[duration[first_at] >= min_first])
+        wanted = np.full(groups, -1, np.int64)  # each candidate group's number among the candidates
+        wanted[code[firsts]] = np.arange(firsts.size)
+        later = np.flatnonzero(wanted[code] >= 0)
+        later = later[first_at[code[later]] != later]
+        medians, counts = _medians_of(wanted[code[later]], duration[later], firsts.size)
+        has_later = counts > 0  # a name seen once has no baseline
+        return firsts[has_later], medians[has_later]
+    order, first, group = _group_firsts(outer, inner, start)
+    ordered = duration[order]
+    at = np.flatnonzero(first & (ordered >= min_first))
+    wanted_group = np.zeros(int(group[-1]) + 1, bool)
+    wanted_group[group[at]] = True
+    later = ~first & wanted_group[group]
+    medians, counts = _group_medians(group[later], ordered[later], wanted_group.size)
+    at = at[counts[group[at]] > 0]
+    firsts, median = order[at], medians[group[at]]
+    by_position = np.argsort(firsts)
+    return firsts[by_position], median[by_position]
+
+
 def _long_first_calls(
     outer: np.ndarray, inner: np.ndarray, start: np.ndarray, duration: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -214,32 +248,10 @@ def _long_first_calls(
     row order) and last >= FIRST_CALL_FACTOR x the median of the group's later rows and >= FIRST_API_MIN_NS more
     than it (a group without later rows has no median), with that median; positions ascending.
 
-    A first row under FIRST_API_MIN_NS cannot exceed a median of durations (never negative) by that much, so on
-    rows in start order (API calls are) only the groups whose first row is that long have their later rows'
-    median taken: usually none, and no sort of all the rows by group."""
-    if start.size > 1 and bool((start[1:] >= start[:-1]).all()) and int(duration.min()) >= 0:
-        code, groups = _group_codes(outer, inner)
-        first_at = np.empty(groups, np.int64)
-        first_at[code[::-1]] = np.arange(code.size)[::-1]  # the last write, the smallest position, stays
-        firsts = np.sort(first_at[duration[first_at] >= FIRST_API_MIN_NS])
-        wanted = np.full(groups, -1, np.int64)  # each candidate group's number among the candidates
-        wanted[code[firsts]] = np.arange(firsts.size)
-        later = np.flatnonzero(wanted[code] >= 0)
-        later = later[first_at[code[later]] != later]
-        medians, counts = _medians_of(wanted[code[later]], duration[later], firsts.size)
-        median = medians[wanted[code[firsts]]]
-        has_later = counts[wanted[code[firsts]]] > 0
-    else:
-        order, first, group = _group_firsts(outer, inner, start)
-        ordered = duration[order]
-        medians, counts = _group_medians(group[~first], ordered[~first], int(group[-1]) + 1)
-        at = np.flatnonzero(first)
-        firsts = order[at]
-        median = medians[group[at]]
-        has_later = counts[group[at]] > 0
-        by_position = np.argsort(firsts)
-        firsts, median, has_later = firsts[by_position], median[by_position], has_later[by_position]
-    firsts, median = firsts[has_later], median[has_later]
+    A first row under FIRST_API_MIN_NS cannot exceed a median of durations (never negative) by that much, so only
+    the groups whose first row is that long (usually none) have their later rows' median taken."""
+    min_first = FIRST_API_MIN_NS if duration.size and int(duration.min()) >= 0 else np.iinfo(np.int64).min
+    firsts, median = _first_rows(outer, inner, start, duration, min_first)
     long = (duration[firsts] >= FIRST_CALL_FACTOR * median) & (duration[firsts] - median >= FIRST_API_MIN_NS)
     return firsts[long], median[long]
 
@@ -313,21 +325,12 @@ def _first_calls(
     thread = thread_key(cols.pid[rows], cols.tid[rows])
     start = cols.start[rows]
     duration = cols.end[rows] - start
-    order, first, group = _group_firsts(thread, cols.name[rows], start)
-    duration = duration[order]
-    firsts = np.flatnonzero(first & (duration >= FIRST_CALL_MIN_NS))
+    # the later instances of the names whose first call is long enough only (few groups): their medians
+    firsts, medians = _first_rows(thread, cols.name[rows], start, duration, FIRST_CALL_MIN_NS)
     if firsts.size == 0:
         return np.empty(0, np.int64), np.empty(0)
-    # the later instances of those names only (few groups): their medians
-    wanted = np.zeros(int(group[-1]) + 1, bool)
-    wanted[group[firsts]] = True
-    later = ~first & wanted[group]
-    medians, counts = _group_medians(group[later], duration[later], wanted.size)
-    firsts = firsts[counts[group[firsts]] > 0]  # a name seen once has no baseline
-    if firsts.size == 0:
-        return np.empty(0, np.int64), np.empty(0)
-    first_rows = rows[order[firsts]]
-    threads = thread[order[firsts]]
+    first_rows = rows[firsts]
+    threads = thread[firsts]
     # Time spent waiting in a blocking sync inside the call is the GPU's, not one-time work.
     own = duration[firsts].copy()
     starts = cols.start[first_rows]
@@ -338,9 +341,8 @@ def _first_calls(
         on_thread = sync_rows[sync_keys == key]
         us, ue = intervals.merge(cols.start[on_thread], cols.end[on_thread])
         own[mine] -= intervals.overlap_with_union(starts[mine], ends[mine], us, ue)
-    median = medians[group[firsts]]
-    keep = (own >= FIRST_CALL_MIN_NS) & (own >= FIRST_CALL_FACTOR * median)
-    return first_rows[keep], median[keep]
+    keep = (own >= FIRST_CALL_MIN_NS) & (own >= FIRST_CALL_FACTOR * medians)
+    return first_rows[keep], medians[keep]
 
 
 def host_categories(trace: Trace) -> np.ndarray:
