@@ -5,9 +5,12 @@ CPU time (``time.process_time``): the shared steps the attribution section is th
 launch pairs, host categories, device busy intervals, step windows, one-time work, host rows; each computed once
 per trace and read by other sections too), then ``gap_attribution`` and the steps section's ``step_breakdown``
 ``--inner`` times each (the host rows ready; the attribution's kept `nothing` intervals dropped before each run),
-giving the least. Trees run alternately, ``--rounds`` times; the table gives every round's figure.
+giving the least. With ``--sections``, each process instead times ``analyze(trace, sections=[SECTION],
+threads=1)`` for one section (its shared steps included, as when it is the first section to need them), one
+process per section. Trees run alternately, ``--rounds`` times; the table gives every round's figure.
 
 Run:  flock /tmp/tracelens-bench.lock python3 benchmarks/bench_attribution.py TRACE... --tree /work/main [--rounds 2]
+      [--sections attribution steps]
 """
 
 from __future__ import annotations
@@ -51,6 +54,18 @@ times["total (one run of each)"] = sum(times.values())
 print(json.dumps({"times": times, "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 
+_SECTION_CHILD = r"""
+import json, resource, sys, time
+sys.path.insert(0, ".")
+import tracelens
+from tracelens.analyses import analyze
+trace = tracelens.load(sys.argv[1])
+t, w = time.process_time(), time.perf_counter()
+analyze(trace, sections=[sys.argv[2]], threads=1)
+times = {f"analyze {sys.argv[2]} (CPU)": time.process_time() - t, f"analyze {sys.argv[2]} (wall)": time.perf_counter() - w}
+print(json.dumps({"times": times, "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -58,10 +73,20 @@ def main() -> int:
     parser.add_argument("--tree", action="append", default=[], help="another source tree to compare")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--inner", type=int, default=3, help="runs of each section step per process (least)")
+    parser.add_argument("--sections", nargs="*", help="time analyze(sections=[S]) for each S instead")
     opts = parser.parse_args()
     trees = [REPO_ROOT] + [Path(t).resolve() for t in opts.tree]
     for trace in opts.traces:
-        results = alternating(_CHILD, trees, opts.rounds, str(Path(trace).resolve()), str(opts.inner))
+        if opts.sections:
+            results = {t: [{"times": {}, "peak_mib": 0.0} for _ in range(opts.rounds)] for t in trees}
+            for section in opts.sections:
+                runs = alternating(_SECTION_CHILD, trees, opts.rounds, str(Path(trace).resolve()), section)
+                for t in trees:
+                    for merged, run in zip(results[t], runs[t], strict=True):
+                        merged["times"].update(run["times"])
+                        merged["peak_mib"] = max(merged["peak_mib"], run["peak_mib"])
+        else:
+            results = alternating(_CHILD, trees, opts.rounds, str(Path(trace).resolve()), str(opts.inner))
         keys = list(results[trees[0]][0]["times"])
         rows = [
             [key] + [" / ".join(f"{r['times'][key]:.3f}" for r in results[t]) for t in trees] for key in keys
