@@ -83,3 +83,70 @@ def test_even_count_median_is_the_mean_of_the_middle_two() -> None:
     medians, counts = _group_medians(np.array([0, 0, 0, 0, 1]), np.array([7, 1, 4, 10, 3]), 3)
     assert medians[:2].tolist() == [5.5, 3.0] and np.isnan(medians[2])
     assert counts.tolist() == [4, 1, 0]
+
+
+long_rows_strategy = st.lists(
+    st.tuples(
+        st.integers(0, 3),  # outer key (process)
+        st.integers(0, 4),  # name code
+        st.integers(0, 6),  # start: few values, so ties are common
+        # durations about the thresholds: FIRST_API_MIN_NS (100 us) and 10x a median
+        st.sampled_from([0, 1, 9_000, 10_000, 11_000, 99_999, 100_000, 100_001, 110_000, 111_111, 2_000_000]),
+    ),
+    min_size=1,
+    max_size=60,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(long_rows_strategy, st.booleans())
+def test_long_first_calls_equal_pandas(rows: list[tuple[int, int, int, int]], in_start_order: bool) -> None:
+    # The first_api rule's test (startup._long_first_calls, which takes the later median only of groups whose first
+    # row lasts >= FIRST_API_MIN_NS where the rows are in start order) against pandas over every group.
+    from tracelens.analyses.startup import FIRST_API_MIN_NS, FIRST_CALL_FACTOR, _long_first_calls
+
+    if in_start_order:
+        rows = sorted(rows, key=lambda r: r[2])
+    outer, name, start, duration = (np.array(c, np.int64) for c in zip(*rows, strict=True))
+    frame = pd.DataFrame(
+        {"row": np.arange(len(rows)), "outer": outer, "name": name, "start": start, "duration": duration}
+    )
+    ordered = frame.sort_values(["outer", "name", "start"], kind="stable")
+    first = ~ordered.duplicated(["outer", "name"], keep="first")
+    medians = ordered[~first].groupby(["outer", "name"])["duration"].median()
+    expected = []
+    for _, r in ordered[first].iterrows():
+        key = (r["outer"], r["name"])
+        if key in medians.index:
+            m = float(medians[key])
+            if r["duration"] >= FIRST_CALL_FACTOR * m and r["duration"] - m >= FIRST_API_MIN_NS:
+                expected.append((int(r["row"]), m))
+    positions, got_medians = _long_first_calls(outer, name, start, duration)
+    assert list(zip(positions.tolist(), got_medians.tolist(), strict=True)) == sorted(expected)
+
+
+@settings(max_examples=300, deadline=None)
+@given(long_rows_strategy, st.booleans(), st.sampled_from([0, 10_000, 100_000, 1_000_000]))
+def test_first_rows_equal_pandas(
+    rows: list[tuple[int, int, int, int]], in_start_order: bool, min_first: int
+) -> None:
+    # startup._first_rows (each group's first row lasting >= min_first with later rows, and their median; the
+    # first_call and first_api rules' common step) against pandas over every group.
+    from tracelens.analyses.startup import _first_rows
+
+    if in_start_order:
+        rows = sorted(rows, key=lambda r: r[2])
+    outer, name, start, duration = (np.array(c, np.int64) for c in zip(*rows, strict=True))
+    frame = pd.DataFrame(
+        {"row": np.arange(len(rows)), "outer": outer, "name": name, "start": start, "duration": duration}
+    )
+    ordered = frame.sort_values(["outer", "name", "start"], kind="stable")
+    first = ~ordered.duplicated(["outer", "name"], keep="first")
+    medians = ordered[~first].groupby(["outer", "name"])["duration"].median()
+    expected = sorted(
+        (int(r["row"]), float(medians[(r["outer"], r["name"])]))
+        for _, r in ordered[first].iterrows()
+        if r["duration"] >= min_first and (r["outer"], r["name"]) in medians.index
+    )
+    positions, got = _first_rows(outer, name, start, duration, min_first)
+    assert list(zip(positions.tolist(), got.tolist(), strict=True)) == expected

@@ -29,6 +29,7 @@ import pandas as pd
 from .. import intervals
 from ..trace import GPU_ACTIVITY_KINDS, Trace
 from ..values import dense_codes
+from . import window_split
 from .columns import DeviceBusy, EventColumns, device_busy, event_columns, memo, thread_key
 from .launch import launch_pairs
 from .names import CAUSES, HOST_CATEGORY_PRIORITY, INPUT, STARTUP, SYNC, code_mask, is_sync_copy
@@ -154,16 +155,134 @@ def priority_split(
     With ``busy`` (the device's merged busy intervals; the windows are then its gaps), each blocking call's
     echo (``_sync_echo``) ranks after `input` and counts as `sync`.
     Returns (matrix of shape (n, len(CAUSES)) in CAUSES order, extra per-window arrays: sync_copy, starts_in_sync;
-    and ``activity``: the union of the threads' rows, as ``merge`` gives it; with ``busy``, may be cut to the
-    windows).
+    and with ``busy``, ``unexplained``: the windows' parts that no row of the threads covers (`nothing`), as
+    ``intervals.subtract`` gives them).
     Rows of the matrix sum exactly to end - start.
+
+    A device's gaps (sorted windows that do not overlap) are split on the rows cut into them
+    (:func:`split_disjoint_windows`): most host rows of a GPU-bound trace fall outside them, so the cut leaves
+    few. Other windows (steps, which hold nearly every row) by :func:`split_any_windows`. Both give the same
+    figures on disjoint windows.
     """
     starts = np.asarray(starts, np.int64)
     ends = np.asarray(ends, np.int64)
     chosen = np.zeros(len(rows.threads), bool)
     chosen[thread_set] = True
-    mine = chosen[rows.thread]
-    cat, s, e = rows.category[mine], rows.starts(mine), rows.ends(mine)
+    if chosen.all():  # every thread (a single-GPU trace's feeding threads): no selection to copy
+        cat, s, e, copy = rows.category, rows.starts(), rows.ends(), rows.sync_copy
+    else:
+        mine = np.flatnonzero(chosen[rows.thread])
+        cat, s, e, copy = rows.category[mine], rows.starts(mine), rows.ends(mine), rows.sync_copy[mine]
+    if busy is not None and window_split.disjoint_windows(starts, ends) and bool((e >= s).all()):
+        return split_disjoint_windows(starts, ends, cat, s, e, copy, busy)
+    return split_any_windows(starts, ends, cat, s, e, copy, busy)
+
+
+def split_disjoint_windows(
+    starts: np.ndarray,
+    ends: np.ndarray,
+    cat: np.ndarray,
+    s: np.ndarray,
+    e: np.ndarray,
+    copy: np.ndarray,
+    busy: tuple[np.ndarray, np.ndarray] | None = None,
+) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """:func:`priority_split` of sorted windows that do not overlap, on the host rows (``cat``, ``s``, ``e``,
+    ``copy``: category, start, end, synchronous copy; ends not before starts) cut into the windows once."""
+    n = starts.size
+    levels = len(HOST_CATEGORY_PRIORITY)
+    sync_level = HOST_CATEGORY_PRIORITY.index(SYNC)
+    input_level = HOST_CATEGORY_PRIORITY.index(INPUT)
+    # column-major: each column is written, and summed by the caller, in one contiguous pass
+    out = np.zeros((len(CAUSES), n), np.int64).T
+    present = np.bincount(cat, minlength=levels)
+    level_pieces = []
+    for level in range(levels):
+        if present[level] == 0:
+            level_pieces.append(window_split.empty())
+            continue
+        ls, le = (s, e) if present[level] == cat.size else (s[cat == level], e[cat == level])
+        level_pieces.append(window_split.cut(*intervals.merge(ls, le), starts, ends))
+        del ls, le
+    sync_rows = cat == sync_level
+    covered_before = np.zeros(n, np.int64)
+    echo_copy = np.zeros(n, np.int64)
+    union = before_sync = window_split.empty()
+    covered_through_sync = covered_before
+    for level, pieces in enumerate(level_pieces):
+        if level == sync_level:
+            before_sync = union
+        if pieces[0].size:
+            union = window_split.union(union, pieces)
+            covered = window_split.coverage(union, n)
+        else:
+            covered = covered_before
+        np.subtract(covered, covered_before, out=out[:, level])
+        covered_before = covered
+        if level == sync_level:
+            covered_through_sync = covered
+        if level == input_level and busy is not None and sync_rows.any():
+            # as in split_any_windows: the echo claims only launch and cpu rows' time
+            host_work = union_of(level_pieces[level + 1 :])
+            # host work inside the windows less the union: its parts in the union's holes (host work searched
+            # in them: far fewer of it than of them)
+            eligible = intervals.intersect(*host_work[:2], *window_split.holes(union))
+            for copies in (False, True):
+                pick = sync_rows & (copy == copies)
+                echo = window_split.intersect(host_work, *_sync_echo(s[pick], e[pick], busy, eligible))
+                if echo[0].size == 0:  # nothing changes
+                    continue
+                union = window_split.union(union, echo)
+                covered = window_split.coverage(union, n)
+                gained = covered - covered_before
+                out[:, sync_level] += gained
+                if copies:
+                    echo_copy = gained
+                covered_before = covered
+    out[:, -1] = (ends - starts) - covered_before
+    copy_rows = sync_rows & copy
+    if copy_rows.any():
+        other_sync = sync_rows & ~copy
+        not_copies = window_split.union(
+            before_sync, window_split.cut(*intervals.merge(s[other_sync], e[other_sync]), starts, ends)
+        )
+        sync_copy = covered_through_sync - window_split.coverage(not_copies, n) + echo_copy
+    else:  # the other syncs cover all the sync level covers, and no copy leaves an echo
+        sync_copy = np.zeros(n, np.int64)
+    # a window starts in a sync where a sync piece of it begins at its start
+    sync_s, _, sync_w = level_pieces[sync_level]
+    starts_in_sync = np.zeros(n, bool)
+    starts_in_sync[sync_w[sync_s == starts[sync_w]]] = True
+    extra = {"sync_copy": sync_copy, "starts_in_sync": starts_in_sync & (ends > starts)}
+    if busy is not None:
+        # the echoes lie inside later levels' rows, so the final union is the threads' whole activity
+        # (without any activity, the windows as they are: intervals.subtract's answer)
+        extra["unexplained"] = (
+            intervals.merge(*window_split.complement(union, starts, ends))
+            if union[0].size
+            else (starts.copy(), ends.copy())
+        )
+    return out, extra
+
+
+def union_of(pieces: list[window_split.Pieces]) -> window_split.Pieces:
+    out = window_split.empty()
+    for p in pieces:
+        out = window_split.union(out, p)
+    return out
+
+
+def split_any_windows(
+    starts: np.ndarray,
+    ends: np.ndarray,
+    cat: np.ndarray,
+    s: np.ndarray,
+    e: np.ndarray,
+    copy: np.ndarray,
+    busy: tuple[np.ndarray, np.ndarray] | None = None,
+) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """:func:`priority_split` of any windows (overlapping, unsorted, ending before they start), on the host rows
+    (``cat``, ``s``, ``e``, ``copy``: category, start, end, synchronous copy)."""
     out = np.zeros((starts.size, len(CAUSES)), np.int64)
     covered_before = np.zeros(starts.size, np.int64)
     sync_level = HOST_CATEGORY_PRIORITY.index(SYNC)
@@ -185,7 +304,7 @@ def priority_split(
                 level_unions[level] = inside
     input_level = HOST_CATEGORY_PRIORITY.index(INPUT)
     sync_rows = cat == sync_level
-    copy_rows = sync_rows & rows.sync_copy[mine]
+    copy_rows = sync_rows & copy
     echo_copy = np.zeros(starts.size, np.int64)
     us = ue = np.zeros(0, np.int64)
     for level, (ls, le) in enumerate(level_unions):
@@ -218,36 +337,38 @@ def priority_split(
                     echo_copy = covered - covered_before
                 covered_before = covered
     out[:, -1] = (ends - starts) - covered_before
-    # The echoes lie inside later levels' rows, so the final union is the threads' whole activity.
-    activity = (us, ue)
     # The sync column's part covered only by synchronous copies: what the earlier categories and the other
     # syncs do not already cover.
-    other_sync = (cat == sync_level) & ~rows.sync_copy[mine]
+    other_sync = (cat == sync_level) & ~copy
     os_, oe = intervals.merge(s[other_sync], e[other_sync])
     ns, ne = intervals.merge(np.concatenate([before_sync[0], os_]), np.concatenate([before_sync[1], oe]))
     sync_copy = covered_through_sync - intervals.overlap_with_union(starts, ends, ns, ne) + echo_copy
     sync_union = level_unions[sync_level]
     starts_in_sync = intervals.overlap_with_union(starts, starts + 1, *sync_union) > 0
-    return out, {
-        "sync_copy": sync_copy,
-        "starts_in_sync": starts_in_sync & (ends > starts),
-        "activity": activity,
-    }
+    extra = {"sync_copy": sync_copy, "starts_in_sync": starts_in_sync & (ends > starts)}
+    if busy is not None:
+        # The echoes lie inside later levels' rows, so the final union is the threads' whole activity.
+        extra["unexplained"] = intervals.subtract(starts, ends, us, ue)
+    return out, extra
 
 
 def _late_launch(trace: Trace, busy: DeviceBusy) -> np.ndarray:
     """Per gap: the earliest op starting at the gap's end was launched (call end) after the gap began."""
     pairs = launch_pairs(trace)
-    on_device = pairs["device"] == busy.device
-    op_start = pairs["start"][on_device]
-    order = np.argsort(op_start, kind="stable")
-    op_start = op_start[order]
-    launch_end = pairs["launch_end"][on_device][order]
-    matched = pairs["matched"][on_device][order]
-    if op_start.size == 0:
+    on_device = np.flatnonzero(pairs["device"] == busy.device)
+    if on_device.size == 0:
         return np.zeros(busy.gap_ends.size, bool)
-    idx = np.minimum(np.searchsorted(op_start, busy.gap_ends, side="left"), op_start.size - 1)
-    return matched[idx] & (launch_end[idx] > busy.gap_starts)
+    op_start = pairs["start"][on_device]
+    if (op_start[1:] < op_start[:-1]).any():
+        order = np.argsort(op_start, kind="stable")
+        op_start = op_start[order]
+        on_device = on_device[order]
+        del order
+    # the gap ends ascend: searched block by block; the launch columns read at the ops found only
+    idx = intervals.search_sorted(op_start, busy.gap_ends, side="left")
+    np.minimum(idx, op_start.size - 1, out=idx)
+    op = on_device[idx]
+    return pairs["matched"][op] & (pairs["launch_end"][op] > busy.gap_starts)
 
 
 def device_attribution(trace: Trace, busy: DeviceBusy, largest: int = LARGEST_GAPS) -> dict[str, Any]:
@@ -256,7 +377,7 @@ def device_attribution(trace: Trace, busy: DeviceBusy, largest: int = LARGEST_GA
     gs, ge = busy.gap_starts, busy.gap_ends
     split, extra = priority_split(gs, ge, rows, threads, busy=(busy.busy_starts, busy.busy_ends))
     # The gaps' `nothing` parts, which the diagnosis reads: kept (few intervals), not the threads' whole activity.
-    memo(trace, _unexplained_key(busy.device), lambda: intervals.subtract(gs, ge, *extra["activity"]))
+    memo(trace, _unexplained_key(busy.device), lambda: extra["unexplained"])
     lengths = ge - gs
     late = _late_launch(trace, busy)
     top = largest_first(lengths, largest)

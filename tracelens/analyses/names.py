@@ -259,36 +259,49 @@ def code_masks(
     codes: np.ndarray, dictionary: np.ndarray, predicates: tuple[Callable[[str], bool], ...]
 ) -> list[np.ndarray]:
     """:func:`code_mask` for several predicates (at most 8) at once: the used names found once, one gather."""
+    row_bits = code_bits(codes, dictionary, predicates)[codes]
+    return [(row_bits & (1 << k)) != 0 for k in range(len(predicates))]
+
+
+def code_bits(
+    codes: np.ndarray, dictionary: np.ndarray, predicates: tuple[Callable[[str], bool], ...]
+) -> np.ndarray:
+    """Per dictionary code (and a last slot for -1, all clear): bit k set where ``predicates[k]`` (at most 8) holds
+    for the name; tested at the names ``codes`` use only."""
     bits = np.zeros(len(dictionary) + 1, np.uint8)  # code -1 picks the last slot
     for i in names_in_use(codes, len(dictionary)):  # a loop over distinct names, not rows
         name = str(dictionary[i])
         bits[i] = sum(1 << k for k, predicate in enumerate(predicates) if predicate(name))
-    row_bits = bits[codes]
-    return [(row_bits & (1 << k)) != 0 for k in range(len(predicates))]
+    return bits
 
 
 def host_category_codes(kind: np.ndarray, name: np.ndarray, names: np.ndarray) -> np.ndarray:
     """:func:`host_category` on numpy columns: ``kind`` indexes ALL_KINDS, ``name`` indexes ``names``."""
 
-    def kinds_in(*wanted: str) -> np.ndarray:
+    def kinds_table(*wanted: str) -> np.ndarray:
         lookup = np.zeros(len(ALL_KINDS) + 1, bool)  # the extra slot is kind -1 (unknown)
         lookup[[ALL_KINDS.index(k) for k in wanted]] = True
-        return lookup[kind]
+        return lookup
 
-    api = kinds_in(RUNTIME, DRIVER)
-    host_work = kinds_in(RUNTIME, DRIVER, CPU_OP, PYTHON, ANNOTATION, STEP)
-    cpu = kinds_in(CPU_OP, PYTHON)
+    launch = HOST_CATEGORY_PRIORITY.index(LAUNCH)
+    # cpu and launch by kind, in one gather of a per-kind table; the name rules then at the rows they change
+    by_kind = np.full(len(ALL_KINDS) + 1, -1, np.int8)
+    by_kind[kinds_table(CPU_OP, PYTHON)] = HOST_CATEGORY_PRIORITY.index(CPU)
+    by_kind[kinds_table(RUNTIME, DRIVER)] = launch
+    out = by_kind[kind]
     # Only the API calls' names are tested as syncs (a few dozen, not every NVTX text of the trace).
-    api_rows = np.flatnonzero(api)
-    sync = np.zeros(kind.size, bool)
-    sync[api_rows[code_mask(name[api_rows], names, is_blocking_sync)]] = True
+    api_rows = np.flatnonzero(out == launch)
+    sync_rows = api_rows[code_mask(name[api_rows], names, is_blocking_sync)]
     del api_rows
-    inp = host_work & ~sync & code_mask(name, names, is_input)
-    out = np.full(kind.size, -1, dtype=np.int8)
-    out[cpu] = HOST_CATEGORY_PRIORITY.index(CPU)
-    out[api] = HOST_CATEGORY_PRIORITY.index(LAUNCH)
-    out[inp] = HOST_CATEGORY_PRIORITY.index(INPUT)
-    out[sync] = HOST_CATEGORY_PRIORITY.index(SYNC)
+    input_names = np.zeros(len(names) + 1, bool)  # code -1 picks the last slot
+    used = names_in_use(name, len(names))
+    input_names[used] = np.fromiter((is_input(str(names[i])) for i in used), dtype=bool, count=used.size)
+    if input_names.any():  # (none in most traces: no row read)
+        rows = np.flatnonzero(input_names[name])
+        out[rows[kinds_table(RUNTIME, DRIVER, CPU_OP, PYTHON, ANNOTATION, STEP)[kind[rows]]]] = (
+            HOST_CATEGORY_PRIORITY.index(INPUT)
+        )
+    out[sync_rows] = HOST_CATEGORY_PRIORITY.index(SYNC)  # after input: a sync is never input
     return out
 
 

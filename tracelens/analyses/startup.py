@@ -45,15 +45,15 @@ import numpy as np
 import pandas as pd
 
 from .. import intervals
-from ..trace import ANNOTATION, CPU_OP, DRIVER, OVERHEAD, PYTHON, RUNTIME, STEP, Trace
+from ..trace import ALL_KINDS, ANNOTATION, CPU_OP, DRIVER, OVERHEAD, PYTHON, RUNTIME, STEP, Trace
 from .columns import DeviceBusy, device_busy, event_columns, memo, step_windows, thread_key
 from .launch import launch_pairs
 from .names import (
     HOST_CATEGORY_PRIORITY,
     INPUT,
     SYNC,
+    code_bits,
     code_mask,
-    code_masks,
     host_category_codes,
     is_allocation,
     is_blocking_sync,
@@ -207,31 +207,111 @@ def _group_medians(group: np.ndarray, values: np.ndarray, groups: int) -> tuple[
     return medians, counts
 
 
+def _first_rows(
+    outer: np.ndarray, inner: np.ndarray, start: np.ndarray, duration: np.ndarray, min_first: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """(positions ascending, medians): the rows that are the first of their (outer, inner) group (in start order,
+    ties in row order), last >= ``min_first`` and have later rows, with the median of the later rows' durations.
+
+    On rows in start order (API calls and ops are), each group's first row is found by one scatter over dense
+    group numbers (no sort of all the rows by group), and only the groups whose first row is long enough (few)
+    have their later rows' median taken."""
+    if start.size > 1 and bool((start[1:] >= start[:-1]).all()):
+        code, groups = _group_codes(outer, inner)
+        first_at = np.empty(groups, np.int64)
+        first_at[code[::-1]] = np.arange(code.size)[::-1]  # the last write, the smallest position, stays
+        firsts = np.sort(first_at[duration[first_at] >= min_first])
+        wanted = np.full(groups, -1, np.int64)  # each candidate group's number among the candidates
+        wanted[code[firsts]] = np.arange(firsts.size)
+        later = np.flatnonzero(wanted[code] >= 0)
+        later = later[first_at[code[later]] != later]
+        medians, counts = _medians_of(wanted[code[later]], duration[later], firsts.size)
+        has_later = counts > 0  # a name seen once has no baseline
+        return firsts[has_later], medians[has_later]
+    order, first, group = _group_firsts(outer, inner, start)
+    ordered = duration[order]
+    at = np.flatnonzero(first & (ordered >= min_first))
+    wanted_group = np.zeros(int(group[-1]) + 1, bool)
+    wanted_group[group[at]] = True
+    later = ~first & wanted_group[group]
+    medians, counts = _group_medians(group[later], ordered[later], wanted_group.size)
+    at = at[counts[group[at]] > 0]
+    firsts, median = order[at], medians[group[at]]
+    by_position = np.argsort(firsts)
+    return firsts[by_position], median[by_position]
+
+
+def _long_first_calls(
+    outer: np.ndarray, inner: np.ndarray, start: np.ndarray, duration: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(positions, medians): the rows that are the first of their (outer, inner) group (in start order, ties in
+    row order) and last >= FIRST_CALL_FACTOR x the median of the group's later rows and >= FIRST_API_MIN_NS more
+    than it (a group without later rows has no median), with that median; positions ascending.
+
+    A first row under FIRST_API_MIN_NS cannot exceed a median of durations (never negative) by that much, so only
+    the groups whose first row is that long (usually none) have their later rows' median taken."""
+    min_first = FIRST_API_MIN_NS if duration.size and int(duration.min()) >= 0 else np.iinfo(np.int64).min
+    firsts, median = _first_rows(outer, inner, start, duration, min_first)
+    long = (duration[firsts] >= FIRST_CALL_FACTOR * median) & (duration[firsts] - median >= FIRST_API_MIN_NS)
+    return firsts[long], median[long]
+
+
+def _group_codes(outer: np.ndarray, inner: np.ndarray) -> tuple[np.ndarray, int]:
+    """(dense group number of each row's (outer, inner) pair, number of groups); numbers in no particular order.
+    Pairs of ints in a small range (names x processes) are numbered through a table of the range, others by
+    hashing."""
+    limit = max(4 * outer.size, 1 << 16)
+    inner_lo, inner_span = int(inner.min()), int(inner.max()) - int(inner.min()) + 1
+    outer_lo, outer_span = int(outer.min()), int(outer.max()) - int(outer.min()) + 1
+    if outer_span * inner_span < limit:
+        key = outer.astype(np.int64)
+        key -= outer_lo
+    else:
+        key = pd.factorize(outer)[0].astype(np.int64)
+    key *= inner_span
+    key += inner
+    key -= inner_lo
+    if int(key.max()) < limit:
+        present = np.zeros(int(key.max()) + 1, bool)
+        present[key] = True
+        number = np.cumsum(present) - 1
+        return number[key], int(number[-1]) + 1
+    code, uniques = pd.factorize(key)
+    return code.astype(np.int64), int(uniques.size)
+
+
+def _medians_of(group: np.ndarray, values: np.ndarray, groups: int) -> tuple[np.ndarray, np.ndarray]:
+    """``_group_medians`` for a few groups: each group's middle values found by a partition of its values (no
+    sort of them all), giving the same (a + b) / 2."""
+    if groups > 8:
+        return _group_medians(group, values, groups)
+    counts = np.bincount(group, minlength=groups)
+    medians = np.full(groups, np.nan)
+    for g in np.flatnonzero(counts):  # a loop over the few groups
+        mine = values[group == g] if groups > 1 else values
+        lo, hi = (mine.size - 1) // 2, mine.size // 2
+        middle = np.partition(mine, [lo, hi])
+        medians[g] = (float(middle[lo]) + float(middle[hi])) / 2
+    return medians, counts
+
+
 def _first_api_calls(
     trace: Trace, api: np.ndarray, blocking: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(rows, excess over the later median, that median) of the first API calls that hold one-time work (rule
     first_api), by row."""
     cols = event_columns(trace)
-    rows = np.flatnonzero(api & ~blocking & (cols.name >= 0) & (cols.tid >= 0))
+    rows = np.flatnonzero(api)  # the other tests at the API rows only, not over every row
+    rows = rows[~blocking[rows] & (cols.name[rows] >= 0) & (cols.tid[rows] >= 0)]
     if rows.size == 0:
         return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0)
     start = cols.start[rows]
-    duration = cols.end[rows] - start
-    order, first, group = _group_firsts(cols.pid[rows], cols.name[rows], start)
-    duration = duration[order]
-    medians, counts = _group_medians(group[~first], duration[~first], int(group[-1]) + 1)
-    firsts = np.flatnonzero(first)
-    firsts = firsts[counts[group[firsts]] > 0]  # a name seen once has no baseline
-    median = medians[group[firsts]]
-    long = (duration[firsts] >= FIRST_CALL_FACTOR * median) & (duration[firsts] - median >= FIRST_API_MIN_NS)
-    found = rows[order[firsts[long]]]
-    median = median[long]
+    at, median = _long_first_calls(cols.pid[rows], cols.name[rows], start, cols.end[rows] - start)
+    found = rows[at]
     # a call the GPU kept busy may be waiting for it (an implicit sync, a full launch queue): not one-time work
     idle = _idle_share(trace, cols.start[found], cols.end[found]) >= 0.5
     excess = np.round(cols.end[found] - cols.start[found] - median).astype(np.int64)
-    order = np.argsort(found[idle])
-    return found[idle][order], excess[idle][order], median[idle][order]
+    return found[idle], excess[idle], median[idle]
 
 
 def _first_calls(
@@ -245,21 +325,12 @@ def _first_calls(
     thread = thread_key(cols.pid[rows], cols.tid[rows])
     start = cols.start[rows]
     duration = cols.end[rows] - start
-    order, first, group = _group_firsts(thread, cols.name[rows], start)
-    duration = duration[order]
-    firsts = np.flatnonzero(first & (duration >= FIRST_CALL_MIN_NS))
+    # the later instances of the names whose first call is long enough only (few groups): their medians
+    firsts, medians = _first_rows(thread, cols.name[rows], start, duration, FIRST_CALL_MIN_NS)
     if firsts.size == 0:
         return np.empty(0, np.int64), np.empty(0)
-    # the later instances of those names only (few groups): their medians
-    wanted = np.zeros(int(group[-1]) + 1, bool)
-    wanted[group[firsts]] = True
-    later = ~first & wanted[group]
-    medians, counts = _group_medians(group[later], duration[later], wanted.size)
-    firsts = firsts[counts[group[firsts]] > 0]  # a name seen once has no baseline
-    if firsts.size == 0:
-        return np.empty(0, np.int64), np.empty(0)
-    first_rows = rows[order[firsts]]
-    threads = thread[order[firsts]]
+    first_rows = rows[firsts]
+    threads = thread[firsts]
     # Time spent waiting in a blocking sync inside the call is the GPU's, not one-time work.
     own = duration[firsts].copy()
     starts = cols.start[first_rows]
@@ -270,9 +341,8 @@ def _first_calls(
         on_thread = sync_rows[sync_keys == key]
         us, ue = intervals.merge(cols.start[on_thread], cols.end[on_thread])
         own[mine] -= intervals.overlap_with_union(starts[mine], ends[mine], us, ue)
-    median = medians[group[firsts]]
-    keep = (own >= FIRST_CALL_MIN_NS) & (own >= FIRST_CALL_FACTOR * median)
-    return first_rows[keep], median[keep]
+    keep = (own >= FIRST_CALL_MIN_NS) & (own >= FIRST_CALL_FACTOR * medians)
+    return first_rows[keep], medians[keep]
 
 
 def host_categories(trace: Trace) -> np.ndarray:
@@ -304,16 +374,25 @@ def one_time_work(trace: Trace) -> OneTime:
             reason[rows] = code
 
         api = cols.of_kind(RUNTIME, DRIVER)
-        # one pass over the names for the five name rules (each name tested once, one gather per trace)
-        one_time_api, compile_name, warmup_name, one_time_overhead, allocation_name = code_masks(
-            cols.name,
-            names,
-            (is_one_time_api, is_compile_name, is_warmup_name, is_one_time_overhead, is_allocation),
+        # one pass over the names for the five name rules (each name tested once), one over the rows: each row's
+        # name bits kept where its kind takes part in the rule (one-time API names on API calls, compile words on
+        # ops, ranges, steps and calls, warm-up on ranges and steps, module loading on overhead rows, allocations
+        # on API calls)
+        rules = (
+            (is_one_time_api, (RUNTIME, DRIVER)),
+            (is_compile_name, _COMPILE_KINDS),
+            (is_warmup_name, _WARMUP_KINDS),
+            (is_one_time_overhead, (OVERHEAD,)),
+            (is_allocation, (RUNTIME, DRIVER)),
         )
-        flag(api & one_time_api, NAME)
-        flag(cols.of_kind(*_COMPILE_KINDS) & compile_name, NAME)
-        flag(cols.of_kind(*_WARMUP_KINDS) & warmup_name, NAME)
-        flag(cols.of_kind(OVERHEAD) & one_time_overhead, NAME)
+        by_kind = np.zeros(len(ALL_KINDS) + 1, np.uint8)  # the extra slot is kind -1 (unknown)
+        for bit, (_, kinds) in enumerate(rules):
+            by_kind[[ALL_KINDS.index(k) for k in kinds]] |= 1 << bit
+        row_bits = code_bits(cols.name, names, tuple(rule for rule, _ in rules))[cols.name]
+        row_bits &= by_kind[cols.kind]
+        flag(np.flatnonzero(row_bits & 0b1111), NAME)  # the four name rules
+        allocation = (row_bits & 0b10000) != 0
+        del row_bits
         flag(_long_launches(trace), LONG_LAUNCH)
 
         base = host_categories(trace)
@@ -323,7 +402,6 @@ def one_time_work(trace: Trace) -> OneTime:
         by_row = np.argsort(first_rows)
         reason[first_rows[reason[first_rows] < 0]] = FIRST_CALL
 
-        allocation = api & allocation_name
         steps = step_windows(trace)
         first_step_ns = later_step_median = None
         slow_first = False
