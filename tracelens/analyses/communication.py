@@ -314,14 +314,16 @@ def device_communication(
     del computation
     kc = intervals.merge(np.concatenate([c[0], k[0]]), np.concatenate([c[1], k[1]])) if coll.size else k
     collective = _union_ns(*c)
-    memcpy_exposed = _union_ns(*intervals.subtract(*m, *kc))
     if bool((ends >= starts).all()):
-        # Unions of proper intervals: |C \ K| = |C u K| - |K| and |K u C u M| = |K u C| + |M \ (K u C)|, from the
-        # unions at hand instead of a subtraction and a merge of every row.
+        # Unions of proper intervals: |C \ K| = |C u K| - |K|, |M \ (K u C)| = |M| - |M n (K u C)| and
+        # |K u C u M| = |K u C| + |M \ (K u C)|, from the unions at hand instead of two subtractions and a merge
+        # of every row.
         exposed = _union_ns(*kc) - _union_ns(*k)
+        memcpy_exposed = _union_ns(*m) - int(intervals.overlap_with_union(*m, *kc).sum())
         everything = _union_ns(*kc) + memcpy_exposed
     else:  # a row ending before it starts: the merges' own arithmetic
         exposed = _union_ns(*intervals.subtract(*c, *k))
+        memcpy_exposed = _union_ns(*intervals.subtract(*m, *kc))
         everything = intervals.union_length(starts, ends)
     overlapped = collective - exposed
     span = int(ends.max() - starts.min()) if starts.size else 0
