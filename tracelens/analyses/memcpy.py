@@ -96,6 +96,31 @@ def _launch_mode(trace: Trace, copies: pd.DataFrame) -> np.ndarray:
     return np.array(LAUNCH_MODES, dtype=object)[_launch_mode_codes(trace, copies)]
 
 
+# A table of every id between the smallest and the largest wanted one replaces the binary search where it has at
+# most this many slots per value tested (and at least this many in any case).
+DENSE_IDS_PER_VALUE = 4
+DENSE_IDS_MIN = 1 << 20
+
+
+def member_ids(values: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """``is_member(values, wanted)`` for integer ids: where the wanted ids span a range not much wider than the
+    values tested (correlation ids: the copies' among every API call's), a lookup in a table with a flag per id in
+    that range, one gather per value instead of a binary search in the wanted ids."""
+    values, wanted = np.asarray(values), np.asarray(wanted)
+    if wanted.size == 0 or values.dtype.kind != "i" or wanted.dtype.kind != "i":
+        return is_member(values, wanted)
+    lo, hi = int(wanted.min()), int(wanted.max())
+    if hi - lo > max(DENSE_IDS_PER_VALUE * values.size, DENSE_IDS_MIN):
+        return is_member(values, wanted)
+    # slot 0 and the last: the values below and above the range, never wanted
+    table = np.zeros(hi - lo + 3, bool)
+    table[wanted.astype(np.int64) - (lo - 1)] = True
+    at = values.astype(np.int64)
+    at -= lo - 1
+    np.clip(at, 0, hi - lo + 2, out=at)
+    return table[at]
+
+
 def _launch_mode_codes(trace: Trace, copies: pd.DataFrame) -> np.ndarray:
     """:func:`_launch_mode` as positions in LAUNCH_MODES (int8)."""
     out = np.full(len(copies), LAUNCH_MODES.index(UNKNOWN), dtype=np.int8)
@@ -105,7 +130,7 @@ def _launch_mode_codes(trace: Trace, copies: pd.DataFrame) -> np.ndarray:
     cols = event_columns(trace)
     calls, call_corr = api_calls(trace)
     # Only the calls that launched a copy: a training trace has millions of other calls.
-    launched = is_member(call_corr, corr.dropna().to_numpy(np.int64))
+    launched = member_ids(call_corr, corr.dropna().to_numpy(np.int64))
     calls, call_corr = calls[launched], call_corr[launched].astype(np.int64)
     if calls.size == 0:
         return out
@@ -269,12 +294,11 @@ def memcpy_report(trace: Trace) -> dict[str, Any]:
     """The ``memcpy`` block (see docs/memcpy.md)."""
     cols = event_columns(trace)
     on_device = cols.device >= 0
+    copy_rows = np.flatnonzero(cols.of_kind(MEMCPY) & on_device)
+    # The times and devices from the shared columns (set on every GPU op); the others, nullable, as pandas.
     copies = trace.frame(
-        cols.of_kind(MEMCPY) & on_device,
+        copy_rows,
         [
-            "start_ns",
-            "end_ns",
-            "device",
             "pid",
             "correlation_id",
             "bytes",
@@ -286,9 +310,10 @@ def memcpy_report(trace: Trace) -> dict[str, Any]:
     kernel_rows = np.flatnonzero(cols.of_kind(KERNEL) & on_device)
     del on_device
     labels, kind_code = _kind_codes(copies["copy_kind"])
-    device = copies["device"].astype("int64").to_numpy()
-    starts = copies["start_ns"].to_numpy(np.int64)
-    ends = copies["end_ns"].to_numpy(np.int64)
+    device = cols.device[copy_rows].astype(np.int64)
+    starts = cols.start[copy_rows].astype(np.int64, copy=False)
+    ends = cols.end[copy_rows].astype(np.int64, copy=False)
+    del copy_rows
     duration = ends - starts
     nbytes = copies["bytes"].astype("Float64").to_numpy(dtype=np.float64, na_value=np.nan)
     memory = _host_memory_codes(copies["src_kind"], copies["dst_kind"])
