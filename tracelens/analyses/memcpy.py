@@ -102,16 +102,31 @@ DENSE_IDS_PER_VALUE = 4
 DENSE_IDS_MIN = 1 << 20
 
 
+# Otherwise the wanted ids' low bits flag the values worth a binary search: this many slots per wanted id (a
+# value not wanted lands on a flagged slot about once in this many), at most 2^MAX_HASH_BITS slots.
+HASH_SLOTS_PER_ID = 32
+MAX_HASH_BITS = 24
+
+
 def member_ids(values: np.ndarray, wanted: np.ndarray) -> np.ndarray:
-    """``is_member(values, wanted)`` for integer ids: where the wanted ids span a range not much wider than the
-    values tested (correlation ids: the copies' among every API call's), a lookup in a table with a flag per id in
-    that range, one gather per value instead of a binary search in the wanted ids."""
+    """``is_member(values, wanted)`` for integer ids (correlation ids: the copies' among every API call's), one
+    gather per value instead of a binary search in the wanted ids: where the wanted ids span a range not much
+    wider than the values tested, a table with a flag per id in that range; otherwise a table flagging the
+    wanted ids' low bits, so that only the values on a flagged slot (the wanted ones and a few others) are
+    searched."""
     values, wanted = np.asarray(values), np.asarray(wanted)
     if wanted.size == 0 or values.dtype.kind != "i" or wanted.dtype.kind != "i":
         return is_member(values, wanted)
     lo, hi = int(wanted.min()), int(wanted.max())
     if hi - lo > max(DENSE_IDS_PER_VALUE * values.size, DENSE_IDS_MIN):
-        return is_member(values, wanted)
+        bits = min(MAX_HASH_BITS, max(16, int(wanted.size * HASH_SLOTS_PER_ID).bit_length()))
+        mask = (1 << bits) - 1
+        flagged = np.zeros(mask + 1, bool)
+        flagged[wanted & mask] = True
+        candidates = np.flatnonzero(flagged[values & mask])
+        out = np.zeros(values.shape, bool)
+        out[candidates] = is_member(values[candidates], wanted)
+        return out
     # slot 0 and the last: the values below and above the range, never wanted
     table = np.zeros(hi - lo + 3, bool)
     table[wanted.astype(np.int64) - (lo - 1)] = True
