@@ -116,6 +116,9 @@ def _sorted_searchsorted(haystack: np.ndarray, needles: np.ndarray) -> np.ndarra
     return first + np.cumsum(np.bincount(slot, minlength=needles.size + 1)[: needles.size])
 
 
+# Launches stepped over one at a time past a range's first before a binary search for its last (see _bounds_of).
+LAUNCH_STEPS = 2
+
 # Ranges are measured this many at a time: a training export holds tens of millions of NVTX ranges, and each
 # needs a dozen int64 intermediates.
 CHUNK_RANGES = 1 << 21
@@ -231,7 +234,23 @@ class _Launches:
         # a search of unordered needles in millions of launches misses the cache).
         hi = lo.copy()
         further = np.flatnonzero((self.key_end[lo] < range_end) | (range_end < range_start))
-        hi[further] = np.searchsorted(self.key, range_end[further], side="left")
+        # A range that launches something mostly holds one launch or a few: hi is the first launch at or after
+        # its end, so the next few launches past lo are tried before a binary search (not for a range ending
+        # before it starts, whose hi may lie below lo).
+        forward = range_end[further] >= range_start[further]
+        step = further[forward]
+        searched = [further[~forward]]
+        at, step_ends = lo[step] + 1, range_end[step]
+        for _ in range(LAUNCH_STEPS):  # a loop over a few steps, not over ranges
+            if not step.size:
+                break
+            found = self.key_end[at] >= step_ends  # key_end[n] is the int64 maximum: at never passes n
+            hi[step[found]] = at[found]
+            left = np.flatnonzero(~found)
+            step, at, step_ends = step[left], at[left] + 1, step_ends[left]
+        searched.append(step)
+        rest = np.concatenate(searched)
+        hi[rest] = np.searchsorted(self.key, range_end[rest], side="left")
         return lo, hi
 
     def spans(self, trace: Trace, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
@@ -303,6 +322,7 @@ def range_instances(trace: Trace) -> pd.DataFrame:
 # Up to this many threads, ranges are put in thread order by one comparison pass per thread instead of a code
 # per range (a binary search) and a sort of the codes: 6.7M ranges on 2 threads, ~0.04 s against ~0.25 s.
 FEW_THREADS = 16
+THREAD_SAMPLE = 4096
 
 
 def _thread_order(keys: np.ndarray) -> np.ndarray:
@@ -313,6 +333,13 @@ def _thread_order(keys: np.ndarray) -> np.ndarray:
 def _thread_runs(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(the stable order of ``keys`` by thread key, the distinct keys ascending, how many of each): in that
     order each thread's keys form one run."""
+    # The threads of an evenly spaced sample of the keys, when they are few and their runs hold every key, are
+    # all the threads: no hash of every key.
+    sample = np.unique(keys[:: max(1, keys.size // THREAD_SAMPLE)])
+    if 0 < sample.size <= FEW_THREADS:
+        parts = [np.flatnonzero(keys == key) for key in sample]
+        if sum(p.size for p in parts) == keys.size:
+            return np.concatenate(parts), sample, np.array([p.size for p in parts], np.int64)
     threads = np.sort(distinct(keys))
     if 0 < threads.size <= FEW_THREADS:
         parts = [np.flatnonzero(keys == key) for key in threads]
