@@ -262,3 +262,99 @@ def test_kind_codes_label_like_astype_string(categorical: bool) -> None:
     expected = column.astype("string").fillna(memcpy.UNKNOWN).to_numpy(dtype=object)
     assert [labels[c] for c in codes] == expected.tolist()
     assert len(labels) == len(set(labels))
+
+
+# --- memcpy's launch mode: the joins against a loop over the documented rules ---------------------------------
+
+
+def _launch_mode_by_loop(copies: list[dict], calls: list[dict]) -> list[str]:
+    """Per copy: the first call (copy APIs before other calls, then in time order) with its correlation id and
+    its pid when both know one; a copy without a pid takes any call with its id; a copy whose pid no call with
+    its id has takes a call without a pid. Unknown where none (docs/memcpy.md)."""
+    ordered = sorted(calls, key=lambda c: (memcpy._api_class(c["name"]) == memcpy.UNKNOWN, c["start_ns"]))
+    out = []
+    for copy in copies:
+        corr, pid = copy["correlation_id"], copy["pid"]
+        same = [c for c in ordered if corr is not None and c["correlation_id"] == corr]
+        if pid is None:
+            found = same
+        else:
+            found = [c for c in same if c["pid"] == pid] or [c for c in same if c["pid"] is None]
+        out.append(memcpy._api_class(found[0]["name"]) if found else memcpy.UNKNOWN)
+    return out
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from([None, 1, 2]), st.sampled_from([None, 1, 2, 3, 4])), min_size=1, max_size=8
+    ),
+    st.lists(
+        st.tuples(
+            st.sampled_from([None, 1, 2]),
+            st.integers(1, 4),
+            st.sampled_from(["cudaMemcpy", "cudaMemcpyAsync", "cudaGetDevice", "cudaGraphLaunch"]),
+        ),
+        max_size=10,
+    ),
+)
+def test_launch_mode_matches_a_loop_over_the_rules(copy_keys: list, call_keys: list) -> None:
+    from tracelens.trace import TraceMetadata
+
+    copies = [
+        {
+            "kind": "memcpy",
+            "name": "Memcpy HtoD",
+            "start_ns": 1000 + 10 * i,
+            "end_ns": 1005 + 10 * i,
+            "device": 0,
+            "stream": 1,
+            "bytes": 10,
+            "copy_kind": "HtoD",
+            "correlation_id": corr,
+            "pid": pid,
+        }
+        for i, (pid, corr) in enumerate(copy_keys)
+    ]
+    calls = [
+        {
+            "kind": "runtime",
+            "name": name,
+            "start_ns": 10 * i,
+            "end_ns": 10 * i + 1,
+            "pid": pid,
+            "tid": 1,
+            "correlation_id": corr,
+        }
+        for i, (pid, corr, name) in enumerate(call_keys)
+    ]
+    trace = Trace.from_rows(
+        copies + calls, metadata=TraceMetadata(source_format="handmade", framework="pytorch")
+    )
+    from tracelens.analyses.columns import event_columns
+    from tracelens.trace import MEMCPY
+
+    frame = trace.frame(event_columns(trace).of_kind(MEMCPY), ["pid", "correlation_id", "start_ns"])
+    assert frame["start_ns"].tolist() == [c["start_ns"] for c in copies]
+    got = memcpy._launch_mode(trace, frame.reset_index(drop=True))
+    assert got.tolist() == _launch_mode_by_loop(copies, calls)
+
+
+def test_join_on_pid_falls_back_to_the_merge_for_negative_ids() -> None:
+    import pandas as pd
+
+    copies = pd.DataFrame(
+        {"row": [0, 1, 2], "pid": [1, -3, 1], "correlation_id": [5, 6, np.iinfo(np.int64).min]}
+    )
+    calls = pd.DataFrame(
+        {
+            "pid": [1, -3, 1],
+            "correlation_id": [5, 6, 5],
+            "mode": np.array([1, 0, 2], np.int8),
+            "has_pid": True,
+        }
+    )
+    got = memcpy._join_on_pid(copies, calls).sort_values("row")
+    assert got["row"].tolist() == [0, 1] and got["mode"].tolist() == [1, 0]
+    packed = memcpy._join_on_pid(copies.iloc[[0, 2]], calls.iloc[[0, 2]])
+    assert packed["row"].tolist() == [0] and packed["mode"].tolist() == [1]  # the first call of the pair

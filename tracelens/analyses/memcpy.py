@@ -174,10 +174,7 @@ def _launch_mode_codes(trace: Trace, copies: pd.DataFrame) -> np.ndarray:
             "correlation_id": np.where(with_corr, corr.fillna(0).to_numpy(np.int64), np.iinfo(np.int64).min),
         }
     )
-    by_pid = host[host["has_pid"]].drop_duplicates(["pid", "correlation_id"])
-    m1 = left[with_pid].merge(
-        by_pid[["pid", "correlation_id", "mode"]], on=["pid", "correlation_id"], how="inner"
-    )
+    m1 = _join_on_pid(left[with_pid], host[host["has_pid"]])
     # Without a pid on one side, the correlation id alone decides (never across two known, different pids).
     no_pid_copies = left[~with_pid & with_corr].drop(columns="pid")
     m2 = no_pid_copies.merge(
@@ -189,6 +186,33 @@ def _launch_mode_codes(trace: Trace, copies: pd.DataFrame) -> np.ndarray:
     for matched in (m1, m2, m3):
         out[matched["row"].to_numpy()] = matched["mode"].to_numpy()
     return out
+
+
+def _join_on_pid(copies: pd.DataFrame, calls: pd.DataFrame) -> pd.DataFrame:
+    """(row, mode) of the ``copies`` (row, pid, correlation_id) that match a call (pid, correlation_id, mode) on
+    both columns, the first such call deciding: ``copies.merge(calls.drop_duplicates([pid, correlation_id]))``,
+    by one sorted search of the pairs packed into one int64 where they fit (a training export's million copies),
+    the merge itself otherwise."""
+    no_id = np.iinfo(np.int64).min  # a copy's unknown id: matches no call
+    c_corr = copies["correlation_id"].to_numpy(np.int64)
+    mine = np.flatnonzero(c_corr != no_id)
+    c_pid, c_corr = copies["pid"].to_numpy(np.int64)[mine], c_corr[mine]
+    h_pid, h_corr = calls["pid"].to_numpy(np.int64), calls["correlation_id"].to_numpy(np.int64)
+    values = [a for a in (c_pid, c_corr, h_pid, h_corr) if a.size]
+    width = max([int(a.max()) for a in (c_corr, h_corr) if a.size] + [0]) + 1
+    pid_top = max([int(a.max()) for a in (c_pid, h_pid) if a.size] + [0])
+    if min([int(a.min()) for a in values] + [0]) < 0 or (pid_top + 1) * width >= 2**62:
+        by_pid = calls.drop_duplicates(["pid", "correlation_id"])
+        return copies.merge(by_pid[["pid", "correlation_id", "mode"]], on=["pid", "correlation_id"], how="inner")
+    keys, first = np.unique(h_pid * width + h_corr, return_index=True)  # each pair's first call
+    if keys.size == 0:
+        return pd.DataFrame({"row": np.zeros(0, np.int64), "mode": np.zeros(0, np.int8)})
+    copy_key = c_pid * width + c_corr
+    at = np.minimum(np.searchsorted(keys, copy_key), keys.size - 1)
+    hit = np.flatnonzero(keys[at] == copy_key)
+    return pd.DataFrame(
+        {"row": copies["row"].to_numpy()[mine[hit]], "mode": calls["mode"].to_numpy()[first[at[hit]]]}
+    )
 
 
 def _kind_codes(column: pd.Series) -> tuple[list[str], np.ndarray]:
