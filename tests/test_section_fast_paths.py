@@ -358,3 +358,19 @@ def test_join_on_pid_falls_back_to_the_merge_for_negative_ids() -> None:
     assert got["row"].tolist() == [0, 1] and got["mode"].tolist() == [1, 0]
     packed = memcpy._join_on_pid(copies.iloc[[0, 2]], calls.iloc[[0, 2]])
     assert packed["row"].tolist() == [0] and packed["mode"].tolist() == [1]  # the first call of the pair
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 80), st.integers(-10, 40)), max_size=12),
+    st.lists(st.tuples(st.integers(0, 100), st.integers(0, 20)), max_size=12),
+)
+def test_overlap_in_window_is_overlap_with_union(spans: list, union: list) -> None:
+    # intervals (some ending before they start) against a merged union, sliced to their window or not
+    starts = np.array([s for s, _ in spans], np.int64)
+    ends = starts + np.array([d for _, d in spans], np.int64)
+    us, ue = intervals.merge(
+        np.array([s for s, _ in union], np.int64), np.array([s + d for s, d in union], np.int64)
+    )
+    expected = intervals.overlap_with_union(starts, ends, us, ue)
+    assert np.array_equal(ranges._overlap_in_window(starts, ends, us, ue), expected)

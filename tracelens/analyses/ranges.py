@@ -280,7 +280,7 @@ class _Launches:
         busy = device_busy(trace)
         for device, b in busy.items():
             sel = np.flatnonzero(one_device & (device_of == device))
-            idle[sel] = (last[sel] - first[sel]) - intervals.overlap_with_union(
+            idle[sel] = (last[sel] - first[sel]) - _overlap_in_window(
                 first[sel], last[sel], b.busy_starts, b.busy_ends
             )
         mixed = np.flatnonzero(~one_device)
@@ -289,10 +289,26 @@ class _Launches:
                 np.concatenate([b.busy_starts for b in busy.values()]),
                 np.concatenate([b.busy_ends for b in busy.values()]),
             )
-            idle[mixed] = (last[mixed] - first[mixed]) - intervals.overlap_with_union(
+            idle[mixed] = (last[mixed] - first[mixed]) - _overlap_in_window(
                 first[mixed], last[mixed], us, ue
             )
         return {"proj_start": first, "proj_end": last, "gpu_idle_ns": idle}
+
+
+def _overlap_in_window(
+    starts: np.ndarray, ends: np.ndarray, union_starts: np.ndarray, union_ends: np.ndarray
+) -> np.ndarray:
+    """``intervals.overlap_with_union`` on the part of the union between the earliest and the latest of the
+    times given (a chunk of ranges of one thread spans a fraction of the trace): the union intervals outside it
+    overlap none of the intervals, and the searches and running sums then cover the window only."""
+    if starts.size == 0 or union_starts.size == 0:
+        return intervals.overlap_with_union(starts, ends, union_starts, union_ends)
+    earliest = min(int(starts.min()), int(ends.min()))
+    latest = max(int(starts.max()), int(ends.max()))
+    # the first union interval ending after the earliest time, and the first starting at or after the latest
+    a = int(np.searchsorted(union_ends, earliest, side="right"))
+    z = int(np.searchsorted(union_starts, latest, side="left"))
+    return intervals.overlap_with_union(starts, ends, union_starts[a:z], union_ends[a:z])
 
 
 def _zero_measures(n: int) -> dict[str, np.ndarray]:
