@@ -374,3 +374,26 @@ def test_overlap_in_window_is_overlap_with_union(spans: list, union: list) -> No
     )
     expected = intervals.overlap_with_union(starts, ends, us, ue)
     assert np.array_equal(ranges._overlap_in_window(starts, ends, us, ue), expected)
+
+
+@settings(max_examples=60, deadline=None)
+@given(_range_traces(), st.lists(st.tuples(st.integers(0, 150), st.integers(1, 80)), max_size=4))
+def test_range_summary_sums_range_instances(rows: list[dict], backwards: list[tuple[int, int]]) -> None:
+    # The summary's sums per name against range_instances (the per-range measures through the per-range
+    # binary-search path), with ranges given ending before they start among them (the trace clamps those).
+    rows = rows + [_host("annotation", "alpha", s, s - d, 1) for s, d in backwards]
+    trace = Trace.from_rows(rows)
+    inst = ranges.range_instances(trace)
+    summary = {r["name"]: r for r in ranges.range_summary(trace)["ranges"]}
+    from tracelens.analyses.columns import event_columns
+
+    names = event_columns(trace).names
+    for code, group in inst.groupby("name"):
+        r = summary[str(names[code])]
+        assert r["count"] == len(group)
+        assert r["cpu_ns"] == int((group["end"] - group["start"]).sum())
+        assert r["gpu_ops"] == int(group["ops"].sum())
+        assert r["gpu_op_ns"] == int(group["gpu_op_ns"].sum())
+        assert r["projected_ns"] == int((group["proj_end"] - group["proj_start"]).sum())
+        assert r["gpu_idle_ns"] == int(group["gpu_idle_ns"].sum())
+        assert r["instances_with_gpu"] == int((group["ops"] > 0).sum())

@@ -411,14 +411,20 @@ def range_summary(trace: Trace, limit: int = NAME_LIMIT) -> dict[str, Any]:
         in_chunk = np.clip(run_edges[1:], chunk, stop) - np.clip(run_edges[:-1], chunk, stop)
         lo, hi = launches.run_bounds(start, end, run_keys, in_chunk, at)
         del start, end
-        # Only the ranges that launch something add GPU figures (most ranges of a training export launch
-        # nothing): every launch call has at least one op, so these are the ranges with ops > 0.
-        launching = np.flatnonzero(hi > lo)
-        lo, hi, slot = lo[launching], hi[launching], slot[launching]
-        del launching
-        totals["with_gpu"] += np.bincount(slot, minlength=size)
+        # Only the ranges with hi != lo add GPU figures (most ranges of a training export launch nothing): the
+        # ones that launch something, and a range ending before it starts with launches in between, whose
+        # (negative) op sums count as they always have.
+        moved = np.flatnonzero(hi != lo)
+        lo, hi, slot = lo[moved], hi[moved], slot[moved]
+        del moved
         totals["ops"] += sum_per_slot(slot, launches.csum_ops[hi] - launches.csum_ops[lo], size)
         totals["gpu_op_ns"] += sum_per_slot(slot, launches.csum_ns[hi] - launches.csum_ns[lo], size)
+        # Every launch call has at least one op: the ranges that launch something are those with ops > 0.
+        launching = np.flatnonzero(hi > lo)
+        if launching.size < lo.size:
+            lo, hi, slot = lo[launching], hi[launching], slot[launching]
+        del launching
+        totals["with_gpu"] += np.bincount(slot, minlength=size)
         span = launches.spans_of(trace, lo, hi)
         del lo, hi
         totals["projected_ns"] += sum_per_slot(slot, span["proj_end"] - span["proj_start"], size)
