@@ -305,22 +305,33 @@ def device_communication(
     """
     nbytes = np.full(starts.size, np.nan) if nbytes is None else np.asarray(nbytes, float)
     factor = np.full(starts.size, np.nan) if factor is None else np.asarray(factor, float)
-    c = intervals.merge(starts[is_collective], ends[is_collective])
-    k = intervals.merge(starts[is_kernel & ~is_collective], ends[is_kernel & ~is_collective])
-    m = intervals.merge(starts[~is_kernel & ~is_collective], ends[~is_kernel & ~is_collective])
-    kc = intervals.merge(np.concatenate([c[0], k[0]]), np.concatenate([c[1], k[1]]))
+    coll = np.flatnonzero(is_collective)
+    c = intervals.merge(starts[coll], ends[coll])
+    computation = is_kernel & ~is_collective
+    k = intervals.merge(starts[computation], ends[computation])
+    computation |= is_collective  # from here: not a copy
+    m = intervals.merge(starts[~computation], ends[~computation])
+    del computation
+    kc = intervals.merge(np.concatenate([c[0], k[0]]), np.concatenate([c[1], k[1]])) if coll.size else k
     collective = _union_ns(*c)
-    exposed = _union_ns(*intervals.subtract(*c, *k))
+    if bool((ends >= starts).all()):
+        # Unions of proper intervals: |C \ K| = |C u K| - |K|, |M \ (K u C)| = |M| - |M n (K u C)| and
+        # |K u C u M| = |K u C| + |M \ (K u C)|, from the unions at hand instead of two subtractions and a merge
+        # of every row.
+        exposed = _union_ns(*kc) - _union_ns(*k)
+        memcpy_exposed = _union_ns(*m) - int(intervals.overlap_with_union(*m, *kc).sum())
+        everything = _union_ns(*kc) + memcpy_exposed
+    else:  # a row ending before it starts: the merges' own arithmetic
+        exposed = _union_ns(*intervals.subtract(*c, *k))
+        memcpy_exposed = _union_ns(*intervals.subtract(*m, *kc))
+        everything = intervals.union_length(starts, ends)
     overlapped = collective - exposed
     span = int(ends.max() - starts.min()) if starts.size else 0
-    everything = intervals.union_length(starts, ends)
-    duration = ends - starts
-    # Each collective's own time with no computation kernel beside it (summed per type, not merged).
-    alone = duration - intervals.overlap_with_union(starts, ends, *k)
     by_type = []
-    # The type comparisons on the collective rows only (an object array: a string comparison per row).
-    coll = np.flatnonzero(is_collective)
-    coll_types, coll_duration, coll_alone = types[coll], duration[coll], alone[coll]
+    # The collective rows only (the type comparisons on an object array: a string comparison per row).
+    coll_types, coll_duration = types[coll], ends[coll] - starts[coll]
+    # Each collective's own time with no computation kernel beside it (summed per type, not merged).
+    coll_alone = coll_duration - intervals.overlap_with_union(starts[coll], ends[coll], *k)
     coll_bytes, coll_factor = nbytes[coll], factor[coll]
     for kind in TYPES if coll.size else ():  # a loop over the collective types
         sel = coll_types == kind
@@ -355,7 +366,7 @@ def device_communication(
             "computation_only_ns": _union_ns(*k) - overlapped,
             "communication_overlapped_ns": overlapped,
             "communication_exposed_ns": exposed,
-            "memcpy_exposed_ns": _union_ns(*intervals.subtract(*m, *kc)),
+            "memcpy_exposed_ns": memcpy_exposed,
             "idle_ns": span - everything,
         },
         "by_type": by_type,
@@ -553,7 +564,8 @@ def communication_report(trace: Trace) -> dict[str, Any]:
         nbytes[coll], factor[coll] = _message_sizes(msgs, types[coll])
     devices = cols.device[rows]
     # At the GPU rows only: the whole stream column, or a whole-table duration, is a value per event row.
-    streams = cols.at("stream", rows).astype(np.int64)
+    # (read only where some collective may share a stream with computation)
+    streams = cols.at("stream", rows).astype(np.int64) if coll.size else None
     starts, ends = cols.start[rows], cols.end[rows]
     duration = ends[coll] - starts[coll]
     out = []
@@ -568,11 +580,14 @@ def communication_report(trace: Trace) -> dict[str, Any]:
             nbytes[sel],
             factor[sel],
         )
-        shared = compute_stream_collectives(streams[sel], is_collective[sel], is_kernel[sel])
         mine = devices[coll] == device
+        shared_count = shared_ns = 0
+        if streams is not None and mine.any():  # no collective on the device: none on a compute stream
+            shared = compute_stream_collectives(streams[sel], is_collective[sel], is_kernel[sel])
+            shared_count, shared_ns = int(shared.sum()), int((ends[sel] - starts[sel])[shared].sum())
         entry.update(
-            on_compute_stream_count=int(shared.sum()),
-            on_compute_stream_ns=int((ends[sel] - starts[sel])[shared].sum()),
+            on_compute_stream_count=shared_count,
+            on_compute_stream_ns=shared_ns,
             process_groups=process_groups(msgs[mine].reset_index(drop=True), duration[mine]),
         )
         out.append({"device": int(device), **entry})

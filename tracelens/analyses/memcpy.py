@@ -36,6 +36,9 @@ KIND_ORDER = ("HtoD", "DtoH", "DtoD", "PtoP", "HtoH")
 # Host memory class of a copy, from its source and destination memory kinds.
 PAGEABLE, PINNED, MANAGED, DEVICE_ONLY, UNKNOWN = "pageable", "pinned", "managed", "device", "unknown"
 SYNC, ASYNC, GRAPH = "sync", "async", "graph"
+# The classes as small integer codes inside the report (an int8 per copy, not a string object): positions here.
+MEMORY_CLASSES = (PAGEABLE, PINNED, MANAGED, DEVICE_ONLY, UNKNOWN)
+LAUNCH_MODES = (SYNC, ASYNC, GRAPH, UNKNOWN)
 
 
 def _kind_sort_key(kind: str) -> tuple[int, str]:
@@ -45,6 +48,11 @@ def _kind_sort_key(kind: str) -> tuple[int, str]:
 def _host_memory(src: pd.Series, dst: pd.Series) -> np.ndarray:
     """pageable if either side is pageable; else pinned; else managed; device when both sides are device
     memory (or arrays); unknown otherwise (missing kinds, or ROCm's "host" of unknown kind)."""
+    return np.array(MEMORY_CLASSES, dtype=object)[_host_memory_codes(src, dst)]
+
+
+def _host_memory_codes(src: pd.Series, dst: pd.Series) -> np.ndarray:
+    """:func:`_host_memory` as positions in MEMORY_CLASSES (int8)."""
     # Classified once per distinct (source, destination) pair: a million copies have a handful.
     s_code, s_values = pd.factorize(src, use_na_sentinel=True)
     d_code, d_values = pd.factorize(dst, use_na_sentinel=True)
@@ -52,7 +60,9 @@ def _host_memory(src: pd.Series, dst: pd.Series) -> np.ndarray:
     pairs, inverse = np.unique(pair, return_inverse=True)
     s_of = np.r_[None, np.asarray(s_values, dtype=object)][pairs // (len(d_values) + 1)]
     d_of = np.r_[None, np.asarray(d_values, dtype=object)][pairs % (len(d_values) + 1)]
-    return _host_memory_of(pd.Series(s_of, dtype=object), pd.Series(d_of, dtype=object))[inverse.reshape(-1)]
+    classes = _host_memory_of(pd.Series(s_of, dtype=object), pd.Series(d_of, dtype=object))
+    codes = np.array([MEMORY_CLASSES.index(c) for c in classes], np.int8)  # one per distinct pair
+    return codes[inverse.reshape(-1)]
 
 
 def _host_memory_of(src: pd.Series, dst: pd.Series) -> np.ndarray:
@@ -83,21 +93,66 @@ def _launch_mode(trace: Trace, copies: pd.DataFrame) -> np.ndarray:
     The call is the host row with the same correlation_id (and pid when both sides know it); duplicate host
     rows for one correlation id (nsys backtrace rows) are collapsed first.
     """
-    out = np.full(len(copies), UNKNOWN, dtype=object)
+    return np.array(LAUNCH_MODES, dtype=object)[_launch_mode_codes(trace, copies)]
+
+
+# A table of every id between the smallest and the largest wanted one replaces the binary search where it has at
+# most this many slots per value tested (and at least this many in any case).
+DENSE_IDS_PER_VALUE = 4
+DENSE_IDS_MIN = 1 << 20
+
+
+# Otherwise the wanted ids' low bits flag the values worth a binary search: this many slots per wanted id (a
+# value not wanted lands on a flagged slot about once in this many), at most 2^MAX_HASH_BITS slots.
+HASH_SLOTS_PER_ID = 32
+MAX_HASH_BITS = 24
+
+
+def member_ids(values: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """``is_member(values, wanted)`` for integer ids (correlation ids: the copies' among every API call's), one
+    gather per value instead of a binary search in the wanted ids: where the wanted ids span a range not much
+    wider than the values tested, a table with a flag per id in that range; otherwise a table flagging the
+    wanted ids' low bits, so that only the values on a flagged slot (the wanted ones and a few others) are
+    searched."""
+    values, wanted = np.asarray(values), np.asarray(wanted)
+    if wanted.size == 0 or values.dtype.kind != "i" or wanted.dtype.kind != "i":
+        return is_member(values, wanted)
+    lo, hi = int(wanted.min()), int(wanted.max())
+    if hi - lo > max(DENSE_IDS_PER_VALUE * values.size, DENSE_IDS_MIN):
+        bits = min(MAX_HASH_BITS, max(16, int(wanted.size * HASH_SLOTS_PER_ID).bit_length()))
+        mask = (1 << bits) - 1
+        flagged = np.zeros(mask + 1, bool)
+        flagged[wanted & mask] = True
+        candidates = np.flatnonzero(flagged[values & mask])
+        out = np.zeros(values.shape, bool)
+        out[candidates] = is_member(values[candidates], wanted)
+        return out
+    # slot 0 and the last: the values below and above the range, never wanted
+    table = np.zeros(hi - lo + 3, bool)
+    table[wanted.astype(np.int64) - (lo - 1)] = True
+    at = values.astype(np.int64)
+    at -= lo - 1
+    np.clip(at, 0, hi - lo + 2, out=at)
+    return table[at]
+
+
+def _launch_mode_codes(trace: Trace, copies: pd.DataFrame) -> np.ndarray:
+    """:func:`_launch_mode` as positions in LAUNCH_MODES (int8)."""
+    out = np.full(len(copies), LAUNCH_MODES.index(UNKNOWN), dtype=np.int8)
     corr = copies["correlation_id"]
     if not corr.notna().any():
         return out
     cols = event_columns(trace)
     calls, call_corr = api_calls(trace)
     # Only the calls that launched a copy: a training trace has millions of other calls.
-    launched = is_member(call_corr, corr.dropna().to_numpy(np.int64))
+    launched = member_ids(call_corr, corr.dropna().to_numpy(np.int64))
     calls, call_corr = calls[launched], call_corr[launched].astype(np.int64)
     if calls.size == 0:
         return out
     # The joins on plain integer columns (pid 0 where unknown, with a flag; the mode as its index in MODES): the
     # calls' names are classified once per distinct name.
     call_pid = trace.take("pid", calls)
-    modes = (SYNC, ASYNC, GRAPH, UNKNOWN)
+    modes = LAUNCH_MODES
     mode = code_map(cols.name[calls], cols.names, lambda n: modes.index(_api_class(n)), modes.index(UNKNOWN))
     host = pd.DataFrame(
         {
@@ -119,10 +174,7 @@ def _launch_mode(trace: Trace, copies: pd.DataFrame) -> np.ndarray:
             "correlation_id": np.where(with_corr, corr.fillna(0).to_numpy(np.int64), np.iinfo(np.int64).min),
         }
     )
-    by_pid = host[host["has_pid"]].drop_duplicates(["pid", "correlation_id"])
-    m1 = left[with_pid].merge(
-        by_pid[["pid", "correlation_id", "mode"]], on=["pid", "correlation_id"], how="inner"
-    )
+    m1 = _join_on_pid(left[with_pid], host[host["has_pid"]])
     # Without a pid on one side, the correlation id alone decides (never across two known, different pids).
     no_pid_copies = left[~with_pid & with_corr].drop(columns="pid")
     m2 = no_pid_copies.merge(
@@ -131,10 +183,50 @@ def _launch_mode(trace: Trace, copies: pd.DataFrame) -> np.ndarray:
     unmatched = left[with_pid & ~left["row"].isin(m1["row"])].drop(columns="pid")
     pidless_host = host[~host["has_pid"]].drop_duplicates(["correlation_id"])
     m3 = unmatched.merge(pidless_host[["correlation_id", "mode"]], on="correlation_id", how="inner")
-    names = np.array(modes, dtype=object)
     for matched in (m1, m2, m3):
-        out[matched["row"].to_numpy()] = names[matched["mode"].to_numpy()]
+        out[matched["row"].to_numpy()] = matched["mode"].to_numpy()
     return out
+
+
+def _join_on_pid(copies: pd.DataFrame, calls: pd.DataFrame) -> pd.DataFrame:
+    """(row, mode) of the ``copies`` (row, pid, correlation_id) that match a call (pid, correlation_id, mode) on
+    both columns, the first such call deciding: ``copies.merge(calls.drop_duplicates([pid, correlation_id]))``,
+    by one sorted search of the pairs packed into one int64 where they fit (a training export's million copies),
+    the merge itself otherwise."""
+    no_id = np.iinfo(np.int64).min  # a copy's unknown id: matches no call
+    c_corr = copies["correlation_id"].to_numpy(np.int64)
+    mine = np.flatnonzero(c_corr != no_id)
+    c_pid, c_corr = copies["pid"].to_numpy(np.int64)[mine], c_corr[mine]
+    h_pid, h_corr = calls["pid"].to_numpy(np.int64), calls["correlation_id"].to_numpy(np.int64)
+    values = [a for a in (c_pid, c_corr, h_pid, h_corr) if a.size]
+    width = max([int(a.max()) for a in (c_corr, h_corr) if a.size] + [0]) + 1
+    pid_top = max([int(a.max()) for a in (c_pid, h_pid) if a.size] + [0])
+    if min([int(a.min()) for a in values] + [0]) < 0 or (pid_top + 1) * width >= 2**62:
+        by_pid = calls.drop_duplicates(["pid", "correlation_id"])
+        return copies.merge(by_pid[["pid", "correlation_id", "mode"]], on=["pid", "correlation_id"], how="inner")
+    keys, first = np.unique(h_pid * width + h_corr, return_index=True)  # each pair's first call
+    if keys.size == 0:
+        return pd.DataFrame({"row": np.zeros(0, np.int64), "mode": np.zeros(0, np.int8)})
+    copy_key = c_pid * width + c_corr
+    at = np.minimum(np.searchsorted(keys, copy_key), keys.size - 1)
+    hit = np.flatnonzero(keys[at] == copy_key)
+    return pd.DataFrame(
+        {"row": copies["row"].to_numpy()[mine[hit]], "mode": calls["mode"].to_numpy()[first[at[hit]]]}
+    )
+
+
+def _kind_codes(column: pd.Series) -> tuple[list[str], np.ndarray]:
+    """The copy kinds as (distinct labels, each copy's position among them): a null kind is UNKNOWN; the labels
+    are the column's values as strings (``astype("string")``), found once per distinct value."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        codes, values = column.cat.codes.to_numpy(), column.cat.categories
+    else:
+        codes, values = pd.factorize(column, use_na_sentinel=True)
+    as_text = pd.Series(np.asarray(values, dtype=object), dtype=object).astype("string").fillna(UNKNOWN)
+    texts = [*as_text, UNKNOWN]
+    labels = list(dict.fromkeys(texts))
+    lookup = np.array([labels.index(t) for t in texts], np.int16)
+    return labels, lookup[codes]  # code -1 (null) picks the trailing UNKNOWN
 
 
 def _bandwidth_stats(nbytes: np.ndarray, duration: np.ndarray) -> dict[str, Any]:
@@ -241,12 +333,11 @@ def memcpy_report(trace: Trace) -> dict[str, Any]:
     """The ``memcpy`` block (see docs/memcpy.md)."""
     cols = event_columns(trace)
     on_device = cols.device >= 0
+    copy_rows = np.flatnonzero(cols.of_kind(MEMCPY) & on_device)
+    # The times and devices from the shared columns (set on every GPU op); the others, nullable, as pandas.
     copies = trace.frame(
-        cols.of_kind(MEMCPY) & on_device,
+        copy_rows,
         [
-            "start_ns",
-            "end_ns",
-            "device",
             "pid",
             "correlation_id",
             "bytes",
@@ -257,19 +348,21 @@ def memcpy_report(trace: Trace) -> dict[str, Any]:
     )
     kernel_rows = np.flatnonzero(cols.of_kind(KERNEL) & on_device)
     del on_device
-    kinds = copies["copy_kind"].astype("string").fillna(UNKNOWN).to_numpy(dtype=object)
-    device = copies["device"].astype("int64").to_numpy()
-    starts = copies["start_ns"].to_numpy(np.int64)
-    ends = copies["end_ns"].to_numpy(np.int64)
+    labels, kind_code = _kind_codes(copies["copy_kind"])
+    device = cols.device[copy_rows].astype(np.int64)
+    starts = cols.start[copy_rows].astype(np.int64, copy=False)
+    ends = cols.end[copy_rows].astype(np.int64, copy=False)
+    del copy_rows
     duration = ends - starts
     nbytes = copies["bytes"].astype("Float64").to_numpy(dtype=np.float64, na_value=np.nan)
-    memory = _host_memory(copies["src_kind"], copies["dst_kind"])
-    mode = _launch_mode(trace, copies)
+    memory = _host_memory_codes(copies["src_kind"], copies["dst_kind"])
+    mode = _launch_mode_codes(trace, copies)
     small = np.isfinite(nbytes) & (nbytes < SMALL_COPY_BYTES)
     # Each class as a mask once: the tables below count dozens of combinations over a million copies.
-    is_mem = {c: memory == c for c in (PAGEABLE, PINNED, MANAGED, DEVICE_ONLY, UNKNOWN)}
-    is_mode = {c: mode == c for c in (SYNC, ASYNC, GRAPH, UNKNOWN)}
-    kind_mask = {k: kinds == k for k in pd.unique(kinds)}
+    is_mem = {c: memory == i for i, c in enumerate(MEMORY_CLASSES)}
+    is_mode = {c: mode == i for i, c in enumerate(LAUNCH_MODES)}
+    present = np.flatnonzero(np.bincount(kind_code, minlength=len(labels)))
+    kind_mask = {labels[i]: kind_code == i for i in present}
 
     by_kind = []
     for kind in sorted(kind_mask, key=_kind_sort_key):
@@ -319,7 +412,7 @@ def memcpy_report(trace: Trace) -> dict[str, Any]:
             info.get("name"), info.get("compute_major"), info.get("memory_bandwidth_bytes_per_s")
         )
         dev_kinds = []
-        for kind in sorted(set(kinds[dm]), key=_kind_sort_key):
+        for kind in sorted((labels[i] for i in np.unique(kind_code[dm])), key=_kind_sort_key):
             m = dm & kind_mask[kind]
             k_union, k_exposed = _exposed(starts[m], ends[m], kernel_busy)
             kind_index[kind]["device_mean_exposed_ns"] += k_exposed / len(busy_devices)
@@ -372,7 +465,7 @@ def memcpy_report(trace: Trace) -> dict[str, Any]:
             }
         )
 
-    host_copies = np.isin(kinds, ["HtoD", "DtoH", "HtoH"])
+    host_copies = np.isin(kind_code, [i for i, k in enumerate(labels) if k in ("HtoD", "DtoH", "HtoH")])
     host_memory = {
         "pageable_count": int(is_mem[PAGEABLE].sum()),
         "pinned_count": int(is_mem[PINNED].sum()),
@@ -390,7 +483,7 @@ def memcpy_report(trace: Trace) -> dict[str, Any]:
         "graph_count": int(is_mode[GRAPH].sum()),
         "unknown_count": int(is_mode[UNKNOWN].sum()),
         "async_pageable_count": int((is_mode[ASYNC] & is_mem[PAGEABLE]).sum()),
-        "sync_ns": int(duration[mode == SYNC].sum()),
+        "sync_ns": int(duration[is_mode[SYNC]].sum()),
         "basis": "launching runtime/driver call name, joined on correlation_id",
     }
     small_block = {

@@ -116,6 +116,9 @@ def _sorted_searchsorted(haystack: np.ndarray, needles: np.ndarray) -> np.ndarra
     return first + np.cumsum(np.bincount(slot, minlength=needles.size + 1)[: needles.size])
 
 
+# Launches stepped over one at a time past a range's first before a binary search for its last (see _bounds_of).
+LAUNCH_STEPS = 2
+
 # Ranges are measured this many at a time: a training export holds tens of millions of NVTX ranges, and each
 # needs a dozen int64 intermediates.
 CHUNK_RANGES = 1 << 21
@@ -139,12 +142,10 @@ class _Launches:
         launch_keys = thread_key(launches["pid"], launches["tid"])
         launch_t = launches["t"].astype(np.int64, copy=False)
         self.threads = np.sort(distinct(launch_keys))
-        # the earliest start and the latest end, found a chunk at a time
-        chunks = range(0, rows.size, CHUNK_RANGES)
-        starts = min(int(cols.start[rows[lo : lo + CHUNK_RANGES]].min()) for lo in chunks)
-        ends = max(int(cols.end[rows[lo : lo + CHUNK_RANGES]].max()) for lo in chunks)
-        self.lo = min(int(launch_t.min()), starts)
-        self.width = max(int(launch_t.max()), ends) - self.lo + 2
+        # Bounds of every time packed (launches, range starts and ends): the whole table's earliest start and
+        # latest end hold the ranges' (one pass each over a column, no gather of every range's times).
+        self.lo = min(int(launch_t.min()), int(cols.start.min()), int(cols.end.min()))
+        self.width = max(int(launch_t.max()), int(cols.end.max()), int(cols.start.max())) - self.lo + 2
         self.packed = len(self.threads) * self.width < columns.PACKED_KEY_LIMIT
         if self.packed:
             self.key = np.searchsorted(self.threads, launch_keys) * self.width + (launch_t - self.lo)
@@ -201,23 +202,67 @@ class _Launches:
 
     def bounds(self, trace: Trace, at: slice) -> tuple[np.ndarray, np.ndarray]:
         """For each range ``at``, its launches: positions [lo, hi) in the sorted launches."""
-        range_start, range_end = self._positions(event_columns(trace), at)
+        return self._bounds_of(*self._positions(event_columns(trace), at))
+
+    def run_bounds(
+        self, start: np.ndarray, end: np.ndarray, run_keys: np.ndarray, run_lengths: np.ndarray, at: slice
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`bounds` of the ranges ``at`` when they are in thread order: ``start`` and ``end`` their times
+        (fresh arrays, packed in place), ``run_lengths`` how many of them each thread of ``run_keys`` holds. The
+        thread's place is found once per thread, not per range."""
+        if not self.packed:
+            return self._bounds_of(self.range_start[at], self.range_end[at])
+        code = np.searchsorted(self.threads, run_keys)
+        known = self.threads[np.minimum(code, self.threads.size - 1)] == run_keys
+        shift = np.repeat(np.where(known, code * self.width - self.lo, 0), run_lengths)
+        start += shift
+        end += shift
+        del shift
+        if not known.all():
+            # A thread that launched nothing: its ranges sit where its launches would start, both ends, so that
+            # none lies between and the starts stay in order (a sorted search).
+            unknown = np.flatnonzero(np.repeat(~known, run_lengths))
+            place = np.repeat(code * self.width, run_lengths)[unknown]
+            start[unknown] = place
+            end[unknown] = place
+        return self._bounds_of(start, end)
+
+    def _bounds_of(self, range_start: np.ndarray, range_end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         lo = _sorted_searchsorted(self.key, range_start)
         # A range whose first launch at or after its start lies at or after its end launched nothing: hi = lo
         # without a binary search; most ranges of a training export are such (their ends are not in order, and
         # a search of unordered needles in millions of launches misses the cache).
         hi = lo.copy()
         further = np.flatnonzero((self.key_end[lo] < range_end) | (range_end < range_start))
-        hi[further] = np.searchsorted(self.key, range_end[further], side="left")
+        # A range that launches something mostly holds one launch or a few: hi is the first launch at or after
+        # its end, so the next few launches past lo are tried before a binary search (not for a range ending
+        # before it starts, whose hi may lie below lo).
+        forward = range_end[further] >= range_start[further]
+        step = further[forward]
+        searched = [further[~forward]]
+        at, step_ends = lo[step] + 1, range_end[step]
+        for _ in range(LAUNCH_STEPS):  # a loop over a few steps, not over ranges
+            if not step.size:
+                break
+            found = self.key_end[at] >= step_ends  # key_end[n] is the int64 maximum: at never passes n
+            hi[step[found]] = at[found]
+            left = np.flatnonzero(~found)
+            step, at, step_ends = step[left], at[left] + 1, step_ends[left]
+        searched.append(step)
+        rest = np.concatenate(searched)
+        hi[rest] = np.searchsorted(self.key, range_end[rest], side="left")
         return lo, hi
 
     def spans(self, trace: Trace, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         """(the positions of the ranges that launch something, their proj_start, proj_end and gpu_idle_ns): the
         others have none (zeros), and are most ranges of a training export, so nothing below touches them."""
         launching = np.flatnonzero(hi > lo)
-        lo, hi = lo[launching], hi[launching]
-        if launching.size == 0:
-            return launching, {k: np.zeros(0, np.int64) for k in ("proj_start", "proj_end", "gpu_idle_ns")}
+        return launching, self.spans_of(trace, lo[launching], hi[launching])
+
+    def spans_of(self, trace: Trace, lo: np.ndarray, hi: np.ndarray) -> dict[str, np.ndarray]:
+        """proj_start, proj_end and gpu_idle_ns of ranges that each launch something (hi > lo)."""
+        if lo.size == 0:
+            return {k: np.zeros(0, np.int64) for k in ("proj_start", "proj_end", "gpu_idle_ns")}
         # The reductions over the launches these ranges cover only: ranges of one thread in start order cover
         # a window of the launches (sorted by thread and time), so that each chunk's sparse tables span its
         # own launches, not all of them.
@@ -235,7 +280,7 @@ class _Launches:
         busy = device_busy(trace)
         for device, b in busy.items():
             sel = np.flatnonzero(one_device & (device_of == device))
-            idle[sel] = (last[sel] - first[sel]) - intervals.overlap_with_union(
+            idle[sel] = (last[sel] - first[sel]) - _overlap_in_window(
                 first[sel], last[sel], b.busy_starts, b.busy_ends
             )
         mixed = np.flatnonzero(~one_device)
@@ -244,10 +289,26 @@ class _Launches:
                 np.concatenate([b.busy_starts for b in busy.values()]),
                 np.concatenate([b.busy_ends for b in busy.values()]),
             )
-            idle[mixed] = (last[mixed] - first[mixed]) - intervals.overlap_with_union(
+            idle[mixed] = (last[mixed] - first[mixed]) - _overlap_in_window(
                 first[mixed], last[mixed], us, ue
             )
-        return launching, {"proj_start": first, "proj_end": last, "gpu_idle_ns": idle}
+        return {"proj_start": first, "proj_end": last, "gpu_idle_ns": idle}
+
+
+def _overlap_in_window(
+    starts: np.ndarray, ends: np.ndarray, union_starts: np.ndarray, union_ends: np.ndarray
+) -> np.ndarray:
+    """``intervals.overlap_with_union`` on the part of the union between the earliest and the latest of the
+    times given (a chunk of ranges of one thread spans a fraction of the trace): the union intervals outside it
+    overlap none of the intervals, and the searches and running sums then cover the window only."""
+    if starts.size == 0 or union_starts.size == 0:
+        return intervals.overlap_with_union(starts, ends, union_starts, union_ends)
+    earliest = min(int(starts.min()), int(ends.min()))
+    latest = max(int(starts.max()), int(ends.max()))
+    # the first union interval ending after the earliest time, and the first starting at or after the latest
+    a = int(np.searchsorted(union_ends, earliest, side="right"))
+    z = int(np.searchsorted(union_starts, latest, side="left"))
+    return intervals.overlap_with_union(starts, ends, union_starts[a:z], union_ends[a:z])
 
 
 def _zero_measures(n: int) -> dict[str, np.ndarray]:
@@ -277,15 +338,48 @@ def range_instances(trace: Trace) -> pd.DataFrame:
 # Up to this many threads, ranges are put in thread order by one comparison pass per thread instead of a code
 # per range (a binary search) and a sort of the codes: 6.7M ranges on 2 threads, ~0.04 s against ~0.25 s.
 FEW_THREADS = 16
+THREAD_SAMPLE = 4096
 
 
 def _thread_order(keys: np.ndarray) -> np.ndarray:
     """The stable order of ``keys`` by thread key (ascending), ties in their order."""
+    return _thread_runs(keys)[0]
+
+
+def _thread_runs(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(the stable order of ``keys`` by thread key, the distinct keys ascending, how many of each): in that
+    order each thread's keys form one run."""
+    # The threads of an evenly spaced sample of the keys, when they are few and their runs hold every key, are
+    # all the threads: no hash of every key.
+    sample = np.unique(keys[:: max(1, keys.size // THREAD_SAMPLE)])
+    if 0 < sample.size <= FEW_THREADS:
+        parts = [np.flatnonzero(keys == key) for key in sample]
+        if sum(p.size for p in parts) == keys.size:
+            return np.concatenate(parts), sample, np.array([p.size for p in parts], np.int64)
     threads = np.sort(distinct(keys))
     if 0 < threads.size <= FEW_THREADS:
-        return np.concatenate([np.flatnonzero(keys == key) for key in threads])
+        parts = [np.flatnonzero(keys == key) for key in threads]
+        return np.concatenate(parts), threads, np.array([p.size for p in parts], np.int64)
     code = np.searchsorted(threads, keys)
-    return np.argsort(code.astype(np.int16) if threads.size < 2**15 else code, kind="stable")
+    order = np.argsort(code.astype(np.int16) if threads.size < 2**15 else code, kind="stable")
+    return order, threads, np.bincount(code, minlength=threads.size)
+
+
+# Summed as float64 below this bound (2^53): every partial sum of integers is then exact.
+_EXACT_FLOAT = 2**53
+
+
+def sum_per_slot(slot: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
+    """``np.add.at(np.zeros(size, np.int64), slot, values)`` for integer values: one ``np.bincount`` where its
+    float64 sums are exact (the values' largest magnitude times their count below 2^53, so that every partial
+    sum is an integer float64 holds), ``np.add.at`` otherwise."""
+    out = np.zeros(size, np.int64)
+    if values.size == 0:
+        return out
+    if max(int(values.max()), -int(values.min())) * values.size < _EXACT_FLOAT:
+        return np.bincount(slot, weights=values, minlength=size).astype(np.int64)
+    np.add.at(out, slot, values)
+    return out
 
 
 def range_summary(trace: Trace, limit: int = NAME_LIMIT) -> dict[str, Any]:
@@ -294,32 +388,48 @@ def range_summary(trace: Trace, limit: int = NAME_LIMIT) -> dict[str, Any]:
     if rows.size == 0:
         return {"count": 0, "names": 0, "texts": 0, "ranges": []}
     # By thread, then start (the table's order): each chunk of ranges then covers one window of the launches.
-    rows = rows[_thread_order(thread_key(cols.pid[rows], cols.tid[rows]))]
+    order, run_keys, run_lengths = _thread_runs(thread_key(cols.pid[rows], cols.tid[rows]))
+    rows = rows[order]
+    del order
+    run_edges = np.concatenate([[0], np.cumsum(run_lengths)])
     launches = _Launches(trace, rows)
     # Sums per name code (slot 0: the null name), added a chunk at a time.
     fields = ("n", "cpu_ns", "ops", "gpu_op_ns", "projected_ns", "gpu_idle_ns", "with_gpu")
-    totals = {field: np.zeros(len(cols.names) + 1, np.int64) for field in fields}
+    size = len(cols.names) + 1
+    totals = {field: np.zeros(size, np.int64) for field in fields}
     for chunk in range(0, rows.size, CHUNK_RANGES):  # a loop over chunks of ranges
         at = slice(chunk, chunk + CHUNK_RANGES)
         mine = rows[at]
         slot = cols.name[mine] + 1
-        totals["n"] += np.bincount(slot, minlength=len(cols.names) + 1)
-        np.add.at(totals["cpu_ns"], slot, cols.end[mine] - cols.start[mine])
+        totals["n"] += np.bincount(slot, minlength=size)
+        start, end = cols.start[mine], cols.end[mine]
+        del mine
+        totals["cpu_ns"] += sum_per_slot(slot, end - start, size)
         if launches.empty:
             continue
-        lo, hi = launches.bounds(trace, at)
-        ops = launches.csum_ops[hi] - launches.csum_ops[lo]
-        np.add.at(totals["ops"], slot, ops)
-        np.add.at(totals["gpu_op_ns"], slot, launches.csum_ns[hi] - launches.csum_ns[lo])
-        np.add.at(totals["with_gpu"], slot, (ops > 0).astype(np.int64))
-        del ops
-        # The span sums over the ranges that launch something only (zero for the others).
-        launching, span = launches.spans(trace, lo, hi)
+        stop = min(chunk + CHUNK_RANGES, rows.size)
+        in_chunk = np.clip(run_edges[1:], chunk, stop) - np.clip(run_edges[:-1], chunk, stop)
+        lo, hi = launches.run_bounds(start, end, run_keys, in_chunk, at)
+        del start, end
+        # Only the ranges with hi != lo add GPU figures (most ranges of a training export launch nothing): the
+        # ones that launch something, and a range ending before it starts with launches in between, whose
+        # (negative) op sums count as they always have.
+        moved = np.flatnonzero(hi != lo)
+        lo, hi, slot = lo[moved], hi[moved], slot[moved]
+        del moved
+        totals["ops"] += sum_per_slot(slot, launches.csum_ops[hi] - launches.csum_ops[lo], size)
+        totals["gpu_op_ns"] += sum_per_slot(slot, launches.csum_ns[hi] - launches.csum_ns[lo], size)
+        # Every launch call has at least one op: the ranges that launch something are those with ops > 0.
+        launching = np.flatnonzero(hi > lo)
+        if launching.size < lo.size:
+            lo, hi, slot = lo[launching], hi[launching], slot[launching]
+        del launching
+        totals["with_gpu"] += np.bincount(slot, minlength=size)
+        span = launches.spans_of(trace, lo, hi)
         del lo, hi
-        slot = slot[launching]
-        np.add.at(totals["projected_ns"], slot, span["proj_end"] - span["proj_start"])
-        np.add.at(totals["gpu_idle_ns"], slot, span["gpu_idle_ns"])
-        del span, slot, launching
+        totals["projected_ns"] += sum_per_slot(slot, span["proj_end"] - span["proj_start"], size)
+        totals["gpu_idle_ns"] += sum_per_slot(slot, span["gpu_idle_ns"], size)
+        del span, slot
     names = cols.names
     used = np.flatnonzero(totals["n"])
     texts = pd.DataFrame({field: values[used] for field, values in totals.items()})
