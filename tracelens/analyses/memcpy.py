@@ -203,7 +203,9 @@ def _join_on_pid(copies: pd.DataFrame, calls: pd.DataFrame) -> pd.DataFrame:
     pid_top = max([int(a.max()) for a in (c_pid, h_pid) if a.size] + [0])
     if min([int(a.min()) for a in values] + [0]) < 0 or (pid_top + 1) * width >= 2**62:
         by_pid = calls.drop_duplicates(["pid", "correlation_id"])
-        return copies.merge(by_pid[["pid", "correlation_id", "mode"]], on=["pid", "correlation_id"], how="inner")
+        return copies.merge(
+            by_pid[["pid", "correlation_id", "mode"]], on=["pid", "correlation_id"], how="inner"
+        )
     keys, first = np.unique(h_pid * width + h_corr, return_index=True)  # each pair's first call
     if keys.size == 0:
         return pd.DataFrame({"row": np.zeros(0, np.int64), "mode": np.zeros(0, np.int8)})
@@ -367,7 +369,7 @@ def memcpy_report(trace: Trace) -> dict[str, Any]:
     by_kind = []
     for kind in sorted(kind_mask, key=_kind_sort_key):
         m = kind_mask[kind]
-        entry = {
+        entry: dict[str, Any] = {
             "kind": kind,
             "count": int(m.sum()),
             "bytes": int(np.nansum(nbytes[m])),

@@ -289,9 +289,7 @@ class _Launches:
                 np.concatenate([b.busy_starts for b in busy.values()]),
                 np.concatenate([b.busy_ends for b in busy.values()]),
             )
-            idle[mixed] = (last[mixed] - first[mixed]) - _overlap_in_window(
-                first[mixed], last[mixed], us, ue
-            )
+            idle[mixed] = (last[mixed] - first[mixed]) - _overlap_in_window(first[mixed], last[mixed], us, ue)
         return {"proj_start": first, "proj_end": last, "gpu_idle_ns": idle}
 
 
