@@ -114,8 +114,9 @@ typedef struct {
     int saw_text, saw_blob;
     /* MODE_DICT: values holds the rows' int32 indices, data the distinct values' bytes */
     Vec dict_offsets;     /* int32 end offsets of the distinct values in data, after a leading 0 */
-    uint32_t *slots;      /* open-addressing hash table: distinct value + 1, 0 for a free slot */
-    uint64_t *hashes;     /* hash of each distinct value */
+    uint64_t *slots;      /* open-addressing hash table: the value's hash's top 32 bits, then its index + 1
+                             (0: a free slot), so that a probe reads one word */
+    uint64_t *hashes;     /* hash of each distinct value (to place them again when the table grows) */
     uint32_t slot_mask;   /* table size - 1 (a power of two, at least twice the distinct values) */
     uint32_t distinct;
 } Column;
@@ -253,17 +254,20 @@ static inline uint64_t hash_bytes(const unsigned char *p, uint64_t n) {
     return h;
 }
 
+#define HASH_TOP 0xFFFFFFFF00000000ull
+
 /* Twice the slots, every distinct value placed again by its stored hash. */
 static int dict_grow(Column *c) {
     uint64_t size = ((uint64_t)c->slot_mask + 1) * 2;
     if (size > ((uint64_t)1 << 31)) return ST_DECLINE;
-    uint32_t *slots = calloc(size, sizeof(uint32_t));
+    uint64_t *slots = calloc(size, sizeof(uint64_t));
     if (!slots) return ST_NOMEM;
     uint32_t mask = (uint32_t)(size - 1);
     for (uint32_t e = 0; e < c->distinct; e++) {
-        uint32_t at = (uint32_t)c->hashes[e] & mask;
+        uint64_t h = c->hashes[e];
+        uint32_t at = (uint32_t)h & mask;
         while (slots[at]) at = (at + 1) & mask;
-        slots[at] = e + 1;
+        slots[at] = (h & HASH_TOP) | (e + 1);
     }
     free(c->slots);
     c->slots = slots;
@@ -277,10 +281,10 @@ static int dict_index(Column *c, const unsigned char *v, uint64_t len, int32_t *
     const int32_t *ends = (const int32_t *)c->dict_offsets.data;
     uint32_t at = (uint32_t)h & c->slot_mask;
     for (;;) {
-        uint32_t e = c->slots[at];
-        if (!e) break;
-        e--;
-        if (c->hashes[e] == h) {
+        uint64_t slot = c->slots[at];
+        if (!slot) break;
+        if (((slot ^ h) & HASH_TOP) == 0) {
+            uint32_t e = (uint32_t)slot - 1;
             uint64_t start = (uint64_t)ends[e], stop = (uint64_t)ends[e + 1];
             if (stop - start == len && (len == 0 || memcmp(c->data.data + start, v, len) == 0)) {
                 *out = (int32_t)e;
@@ -306,7 +310,7 @@ static int dict_index(Column *c, const unsigned char *v, uint64_t len, int32_t *
         c->hashes = grown;
     }
     c->hashes[c->distinct] = h;
-    c->slots[at] = c->distinct + 1;
+    c->slots[at] = (h & HASH_TOP) | (c->distinct + 1);
     *out = (int32_t)c->distinct;
     c->distinct++;
     if ((uint64_t)c->distinct * 2 > (uint64_t)c->slot_mask + 1) return dict_grow(c);
@@ -596,7 +600,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         if (c->mode == MODE_DICT) {
             int32_t zero = 0;
             c->slot_mask = 1023;
-            if (vec_reserve(&c->dict_offsets, 4) || !(c->slots = calloc(1024, sizeof(uint32_t)))) goto nomem;
+            if (vec_reserve(&c->dict_offsets, 4) || !(c->slots = calloc(1024, sizeof(uint64_t)))) goto nomem;
             memcpy(c->dict_offsets.data, &zero, 4);
             c->dict_offsets.len = 4;
         }
