@@ -68,11 +68,9 @@ def nvtx_chunk(db: Database, sql: str, names: list[str]) -> pa.Table:
 
     Faster still: the page reader dictionary-encodes the inline text while it reads the pages (hashing each
     row's bytes, keeping only the distinct values); where it declines, the paths above."""
-    if "text" in names:
-        paged = pages.read(db, sql, names, dictionary=("text",))
-        if paged is not None and pa.types.is_dictionary(paged.column("text").type):
-            return _compact_nvtx_chunk(paged.combine_chunks())
-        del paged
+    paged = _paged_dictionary_chunk(db, sql, names)
+    if paged is not None:
+        return _compact_nvtx_chunk(paged)
     raw = db.arrow_fast(uncast_text(sql, NVTX_TEXT_COLUMNS), names)
     text = [c for c in NVTX_TEXT_COLUMNS if c in names]
     if raw is not None and all(_text_like(raw.column(c)) for c in text):
@@ -81,6 +79,17 @@ def nvtx_chunk(db: Database, sql: str, names: list[str]) -> pa.Table:
         return _compact_nvtx_chunk(raw.combine_chunks())
     del raw
     return _compact_nvtx_chunk(db.arrow(sql, names).combine_chunks())
+
+
+def _paged_dictionary_chunk(db: Database, sql: str, names: list[str]) -> pa.Table | None:
+    """The chunk read off the pages with its ``text`` dictionary-encoded while read; None where the page reader
+    declines (or the SELECT has no text column to encode)."""
+    if "text" not in names:
+        return None
+    paged = pages.read(db, sql, names, dictionary=("text",))
+    if paged is None or not pa.types.is_dictionary(paged.column("text").type):
+        return None
+    return paged.combine_chunks()
 
 
 def _text_like(column: pa.ChunkedArray) -> bool:
