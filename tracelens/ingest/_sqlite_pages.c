@@ -9,7 +9,10 @@
  *   MODE_INT   integer values (serial types 1-6, 8, 9) as int64 plus a validity bitmap (NULL clears a bit);
  *   MODE_TEXT  TEXT and BLOB values as bytes (int32 offsets + data) plus a validity bitmap;
  *   MODE_CAST  TEXT and BLOB values as bytes, NULL read as b'' (SQL ifnull(CAST(c AS BLOB), X''));
- *   MODE_ROWID the row's rowid (an INTEGER PRIMARY KEY column, stored as NULL in the record).
+ *   MODE_ROWID the row's rowid (an INTEGER PRIMARY KEY column, stored as NULL in the record);
+ *   MODE_DICT  MODE_CAST's bytes dictionary-encoded while they are read: an int32 index a row into the
+ *              distinct values (int32 offsets + data, in order of first appearance; NULL and b'' share the
+ *              slot of b''), each value's bytes hashed and stored once, the rows' bytes never kept.
  * A record shorter than the table (ALTER TABLE ADD COLUMN) reads its missing columns as NULL, unless the
  * column is flagged must_be_present (a non-NULL default): then the scan declines.
  * Only rows with lo <= rowid < hi are read (None: unbounded); interior pages skip children out of range.
@@ -21,7 +24,8 @@
  * MAX_DEPTH or visiting more pages than the file has). Running out of memory mid-walk declines too. Either way the caller reads the table through SQLite,
  * which gives the same rows or its own error. results: per column, for MODE_INT and MODE_ROWID
  * (values, validity or None, null count); for MODE_TEXT and MODE_CAST (offsets, data, validity or None, null
- * count, saw text, saw blob). Buffers are objects exposing the buffer protocol (zero-copy into pyarrow).
+ * count, saw text, saw blob); for MODE_DICT (indices, offsets, data, distinct values). Buffers are objects
+ * exposing the buffer protocol (zero-copy into pyarrow).
  *
  * The file is opened O_RDONLY and read with pread, in blocks of up to 64 KiB of consecutive pages (no mmap:
  * touched mapped pages would count in the process's RSS). The GIL is released while the tree is walked.
@@ -40,6 +44,7 @@
 #define MODE_TEXT 1
 #define MODE_CAST 2
 #define MODE_ROWID 3
+#define MODE_DICT 4
 
 #define ST_OK 0
 #define ST_DECLINE 1
@@ -107,6 +112,13 @@ typedef struct {
     Vec validity; /* bitmap, one bit a row */
     int64_t nulls;
     int saw_text, saw_blob;
+    /* MODE_DICT: values holds the rows' int32 indices, data the distinct values' bytes */
+    Vec dict_offsets;     /* int32 end offsets of the distinct values in data, after a leading 0 */
+    uint64_t *slots;      /* open-addressing hash table: the value's hash's top 32 bits, then its index + 1
+                             (0: a free slot), so that a probe reads one word */
+    uint64_t *hashes;     /* hash of each distinct value (to place them again when the table grows) */
+    uint32_t slot_mask;   /* table size - 1 (a power of two, at least twice the distinct values) */
+    uint32_t distinct;
 } Column;
 
 typedef struct {
@@ -220,6 +232,91 @@ static inline int set_valid(Column *c, int64_t row, int valid) {
     return ST_OK;
 }
 
+/* Hash of a value's bytes (eight at a time, then a final mix); only ever compared within one scan. */
+static inline uint64_t hash_bytes(const unsigned char *p, uint64_t n) {
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ (n * 0xff51afd7ed558ccdull);
+    while (n >= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        h = (h ^ w) * 0xbf58476d1ce4e5b9ull;
+        h ^= h >> 31;
+        p += 8;
+        n -= 8;
+    }
+    if (n) {
+        uint64_t w = 0;
+        memcpy(&w, p, n);
+        h = (h ^ w) * 0x94d049bb133111ebull;
+    }
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    return h;
+}
+
+#define HASH_TOP 0xFFFFFFFF00000000ull
+
+/* Twice the slots, every distinct value placed again by its stored hash. */
+static int dict_grow(Column *c) {
+    uint64_t size = ((uint64_t)c->slot_mask + 1) * 2;
+    if (size > ((uint64_t)1 << 31)) return ST_DECLINE;
+    uint64_t *slots = calloc(size, sizeof(uint64_t));
+    if (!slots) return ST_NOMEM;
+    uint32_t mask = (uint32_t)(size - 1);
+    for (uint32_t e = 0; e < c->distinct; e++) {
+        uint64_t h = c->hashes[e];
+        uint32_t at = (uint32_t)h & mask;
+        while (slots[at]) at = (at + 1) & mask;
+        slots[at] = (h & HASH_TOP) | (e + 1);
+    }
+    free(c->slots);
+    c->slots = slots;
+    c->slot_mask = mask;
+    return ST_OK;
+}
+
+/* The index of the value v (len bytes) among the column's distinct values, added when new. */
+static int dict_index(Column *c, const unsigned char *v, uint64_t len, int32_t *out) {
+    uint64_t h = hash_bytes(v, len);
+    const int32_t *ends = (const int32_t *)c->dict_offsets.data;
+    uint32_t at = (uint32_t)h & c->slot_mask;
+    for (;;) {
+        uint64_t slot = c->slots[at];
+        if (!slot) break;
+        if (((slot ^ h) & HASH_TOP) == 0) {
+            uint32_t e = (uint32_t)slot - 1;
+            uint64_t start = (uint64_t)ends[e], stop = (uint64_t)ends[e + 1];
+            if (stop - start == len && (len == 0 || memcmp(c->data.data + start, v, len) == 0)) {
+                *out = (int32_t)e;
+                return ST_OK;
+            }
+        }
+        at = (at + 1) & c->slot_mask;
+    }
+    /* a new value: its bytes, its end offset, its hash, its slot */
+    if (c->data.len + len > INT32_MAX || c->distinct >= INT32_MAX - 1) return ST_DECLINE;
+    if (len) {
+        if (vec_reserve(&c->data, len)) return ST_NOMEM;
+        memcpy(c->data.data + c->data.len, v, len);
+        c->data.len += len;
+    }
+    if (vec_reserve(&c->dict_offsets, 4)) return ST_NOMEM;
+    int32_t end_offset = (int32_t)c->data.len;
+    memcpy(c->dict_offsets.data + c->dict_offsets.len, &end_offset, 4);
+    c->dict_offsets.len += 4;
+    if ((c->distinct & (c->distinct + 1)) == 0 || c->distinct == 0) { /* 0, 1, 3, 7, ...: room for the next */
+        uint64_t *grown = realloc(c->hashes, sizeof(uint64_t) * ((size_t)c->distinct + 1) * 2);
+        if (!grown) return ST_NOMEM;
+        c->hashes = grown;
+    }
+    c->hashes[c->distinct] = h;
+    c->slots[at] = (h & HASH_TOP) | (c->distinct + 1);
+    *out = (int32_t)c->distinct;
+    c->distinct++;
+    if ((uint64_t)c->distinct * 2 > (uint64_t)c->slot_mask + 1) return dict_grow(c);
+    return ST_OK;
+}
+
 /* Decode one row's record (payload of `size` bytes at p) into the columns. */
 static int decode_record(Scan *s, const unsigned char *p, uint64_t size, int64_t rowid) {
     const unsigned char *end = p + size;
@@ -279,6 +376,14 @@ static int decode_record(Scan *s, const unsigned char *p, uint64_t size, int64_t
                     c->saw_blob = 1;
             } else if (t != 0) {
                 return ST_DECLINE; /* a number in a text column: SQLite's CAST would give its text */
+            }
+            if (c->mode == MODE_DICT) { /* NULL reads as b'' (len 0), as in MODE_CAST */
+                int32_t index;
+                if ((st = dict_index(c, v, len, &index))) return st;
+                if (vec_reserve(&c->values, 4)) return ST_NOMEM;
+                memcpy(c->values.data + c->values.len, &index, 4);
+                c->values.len += 4;
+                continue;
             }
             if (c->data.len + len > INT32_MAX) return ST_DECLINE;
             if (len) {
@@ -412,6 +517,9 @@ static void free_scan(Scan *s) {
             free(s->cols[i].values.data);
             free(s->cols[i].data.data);
             free(s->cols[i].validity.data);
+            free(s->cols[i].dict_offsets.data);
+            free(s->cols[i].slots);
+            free(s->cols[i].hashes);
         }
         free(s->cols);
     }
@@ -458,7 +566,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "lii", &c->rec_index, &c->mode,
                               &c->must_present))
             goto done;
-        if (c->mode < MODE_INT || c->mode > MODE_ROWID || c->rec_index < 0 || c->rec_index > 32767) {
+        if (c->mode < MODE_INT || c->mode > MODE_DICT || c->rec_index < 0 || c->rec_index > 32767) {
             PyErr_SetString(PyExc_ValueError, "bad column spec");
             goto done;
         }
@@ -489,6 +597,13 @@ static PyObject *scan(PyObject *self, PyObject *args) {
             memcpy(c->values.data, &zero, 4);
             c->values.len = 4;
         }
+        if (c->mode == MODE_DICT) {
+            int32_t zero = 0;
+            c->slot_mask = 1023;
+            if (vec_reserve(&c->dict_offsets, 4) || !(c->slots = calloc(1024, sizeof(uint64_t)))) goto nomem;
+            memcpy(c->dict_offsets.data, &zero, 4);
+            c->dict_offsets.len = 4;
+        }
     }
     int status;
     Py_BEGIN_ALLOW_THREADS
@@ -512,6 +627,22 @@ static PyObject *scan(PyObject *self, PyObject *args) {
             Column *c = &s.cols[i];
             PyObject *item = NULL, *values = NULL, *data = NULL, *validity = NULL;
             values = make_buf(&c->values);
+            if (c->mode == MODE_DICT) {
+                PyObject *offsets = make_buf(&c->dict_offsets);
+                data = make_buf(&c->data);
+                if (values && offsets && data)
+                    item = Py_BuildValue("(OOOk)", values, offsets, data, (unsigned long)c->distinct);
+                Py_XDECREF(values);
+                Py_XDECREF(offsets);
+                Py_XDECREF(data);
+                if (!item || PyList_Append(results, item)) {
+                    Py_XDECREF(item);
+                    Py_DECREF(results);
+                    goto done;
+                }
+                Py_DECREF(item);
+                continue;
+            }
             if (c->mode == MODE_TEXT || c->mode == MODE_CAST) data = make_buf(&c->data);
             if (c->nulls) {
                 validity = make_buf(&c->validity);
@@ -561,6 +692,7 @@ PyMODINIT_FUNC PyInit__sqlite_pages(void) {
     if (!m) return NULL;
     if (PyModule_AddIntConstant(m, "MODE_INT", MODE_INT) || PyModule_AddIntConstant(m, "MODE_TEXT", MODE_TEXT) ||
         PyModule_AddIntConstant(m, "MODE_CAST", MODE_CAST) || PyModule_AddIntConstant(m, "MODE_ROWID", MODE_ROWID) ||
+        PyModule_AddIntConstant(m, "MODE_DICT", MODE_DICT) ||
         PyModule_AddIntConstant(m, "OK", ST_OK) || PyModule_AddIntConstant(m, "DECLINE", ST_DECLINE) ||
         PyModule_AddIntConstant(m, "CORRUPT", ST_CORRUPT)) {
         Py_DECREF(m);

@@ -7,6 +7,7 @@ MODE_INT: int
 MODE_TEXT: int
 MODE_CAST: int
 MODE_ROWID: int
+MODE_DICT: int
 OK: int
 DECLINE: int
 CORRUPT: int

@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import re
 import sqlite3
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -90,9 +91,16 @@ def _change_counter(path: Path) -> int | None:
     return int.from_bytes(head[24:28], "big") if len(head) == 28 else None
 
 
-def read(db: Database, sql: str, names: list[str], capacity: int = 0) -> pa.Table | None:
+def read(
+    db: Database, sql: str, names: list[str], capacity: int = 0, dictionary: Collection[str] = ()
+) -> pa.Table | None:
     """``sql`` (a SELECT written by :func:`.queries._select`, maybe with a rowid range) read off the pages, as
-    the Arrow table with columns ``names`` ADBC gives for it; None where the page reader declines."""
+    the Arrow table with columns ``names`` ADBC gives for it; None where the page reader declines.
+
+    The columns named in ``dictionary`` whose expression is :func:`.queries.text_cast`'s
+    ``ifnull(CAST(c AS BLOB), X'')`` come dictionary-encoded instead (``dictionary<int32, binary>``: the
+    distinct values in order of first appearance, NULL read as b'' like the cast), hashed while the pages are
+    read: the rows' bytes are never held. Decoded, such a column equals ADBC's binary column."""
     if not enabled():
         return None
     match = _SELECT.fullmatch(sql.strip())
@@ -115,7 +123,7 @@ def read(db: Database, sql: str, names: list[str], capacity: int = 0) -> pa.Tabl
         # The read transaction's SHARED lock, taken by the first SELECT and held until the end, keeps any
         # writer out while the pages are read.
         conn.execute("BEGIN")
-        return _read_locked(conn, path, table, exprs, names, lo, hi, capacity)
+        return _read_locked(conn, path, table, exprs, names, lo, hi, capacity, frozenset(dictionary))
     except (sqlite3.Error, OSError):
         return None
     finally:
@@ -131,6 +139,7 @@ def _read_locked(
     lo: int | None,
     hi: int | None,
     capacity: int,
+    dictionary: frozenset[str] = frozenset(),
 ) -> pa.Table | None:
     assert _native is not None
     master = conn.execute(
@@ -151,8 +160,8 @@ def _read_locked(
     declared = {row[1]: str(row[2] or "").upper() for row in info}
     has_default = {row[1]: row[4] is not None and str(row[4]).upper() != "NULL" for row in info}
     specs: list[tuple[int, int, int]] = []
-    kinds: list[str] = []  # per expression: "null", "int", "text", "cast"
-    for expr in exprs:
+    kinds: list[str] = []  # per expression: "null", "int", "text", "cast", "dict"
+    for expr, name in zip(exprs, names, strict=True):
         cast = _CAST.fullmatch(expr)
         column = cast[1][1:-1] if cast else (expr[1:-1] if expr.startswith('"') else None)
         if column is None:
@@ -167,7 +176,9 @@ def _read_locked(
             kinds.append("int")
             continue
         affinity = declared[column]
-        if cast:
+        if cast and name in dictionary:
+            mode, kind = _native.MODE_DICT, "dict"
+        elif cast:
             mode, kind = _native.MODE_CAST, "cast"
         elif "INT" in affinity:
             mode, kind = _native.MODE_INT, "int"
@@ -198,6 +209,17 @@ def _read_locked(
     arrays = []
     results = iter(scanned)
     for kind in kinds:
+        if kind == "dict":
+            indices, offsets, data, distinct = next(results)
+            arrays.append(
+                pa.DictionaryArray.from_arrays(
+                    pa.Array.from_buffers(pa.int32(), rows, [None, pa.py_buffer(indices)]),
+                    pa.Array.from_buffers(
+                        pa.binary(), distinct, [None, pa.py_buffer(offsets), pa.py_buffer(data)]
+                    ),
+                )
+            )
+            continue
         if kind == "null" or rows == 0:
             if kind != "null":
                 next(results)

@@ -26,14 +26,20 @@ def decode_dictionary(binary: pa.Array) -> tuple[np.ndarray, pa.Array]:
     # A null gets its own dictionary slot, read as '' (then as no value, like an empty string): the slots come
     # out as they do for the reference queries, which read NULL as '' (queries.text_cast).
     encoded = pc.dictionary_encode(binary, null_encoding="encode")
-    values = encoded.dictionary
+    indices = encoded.indices.fill_null(-1).to_numpy().astype(np.int32, copy=False)
+    return decode_encoded(indices, encoded.dictionary)
+
+
+def decode_encoded(indices: np.ndarray, values: pa.Array) -> tuple[np.ndarray, pa.Array]:
+    """:func:`decode_dictionary` of a column already dictionary-encoded (int32 ``indices`` into the binary or
+    string ``values``, e.g. by the page reader): -1 for a null or empty value, the values decoded and made
+    unique, exactly as :func:`decode_dictionary` gives them for the decoded column."""
     if values.null_count:
         values = values.fill_null(b"" if pa.types.is_binary(values.type) else "")
     try:
         strings = values.cast(pa.string())
     except pa.ArrowInvalid:
         strings = pa.array([v.decode("utf-8", "replace") for v in values.to_pylist()], pa.string())
-    indices = encoded.indices.fill_null(-1).to_numpy().astype(np.int32, copy=False)
     empty = np.flatnonzero(
         pc.equal(pc.binary_length(values), 0).fill_null(True).to_numpy(zero_copy_only=False)
     )
