@@ -177,6 +177,8 @@ def _read_locked(
             continue
         affinity = declared[column]
         if cast and name in dictionary:
+            if not hasattr(_native, "MODE_DICT"):  # an extension built before the dictionary mode: decline
+                return None
             mode, kind = _native.MODE_DICT, "dict"
         elif cast:
             mode, kind = _native.MODE_CAST, "cast"
