@@ -9,9 +9,10 @@
  * blocks moved with mremap into one contiguous range (page tables move, no bytes are copied), with fresh
  * pages only for what the cache lacks.
  *
- * Memory: fresh pages are mapped only once the cache is empty, so the resident set never exceeds what the
- * live arrays use (plus less than 4 MiB slack per reused block): the cache only holds pages that were already
- * resident. flush() unmaps the cache; free() unmaps instead of caching while no scope is open (enable(0)).
+ * Memory: fresh pages are mapped only once the cache is empty, so the big arrays never take more than their
+ * live size (plus less than 4 MiB slack per reused block): the cache only holds pages that were already
+ * resident. What other allocators take while it holds pages does add to the process (tracelens/memory.py).
+ * flush() unmaps the cache; free() unmaps instead of caching while no scope is open (enable(0)).
  *
  * Small arrays (< 4 MiB) go to the handler that was current before (numpy's default, with its own small
  * block cache). Big blocks are 2 MiB aligned and advised for transparent huge pages, as numpy's default
