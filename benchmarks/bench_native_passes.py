@@ -16,13 +16,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import subprocess
-import sys
 from pathlib import Path
 
-from common import DATA_DIR, REPO_ROOT, machine_description, markdown_table, mib, write_result
+from common import DATA_DIR, REPO_ROOT, machine_description, markdown_table, mib, run_child, write_result
 
 _ANALYZE = r"""
 import json, resource, sys, time
@@ -61,27 +58,13 @@ print(json.dumps({"wall_s": wall, "cpu_s": cpu, "digest": digest}))
 """
 
 
-def child(script: str, env: dict[str, str], *args: str) -> dict:
-    proc = subprocess.run(
-        [sys.executable, "-c", script, *args],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        env={**os.environ, **env},
-        check=False,
-    )
-    if proc.returncode:
-        raise SystemExit(f"{args}: {proc.stderr.strip().splitlines()[-1:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
-
-
 def alternate(script: str, configs: dict[str, tuple[dict[str, str], tuple[str, ...]]], rounds: int) -> dict:
     runs: dict[str, list[dict]] = {name: [] for name in configs}
     names = list(configs)
     for r in range(rounds):
         for name in names if r % 2 == 0 else list(reversed(names)):
             env, args = configs[name]
-            runs[name].append(child(script, env, *args))
+            runs[name].append(run_child(script, REPO_ROOT, *args, env=env))
             print(name, runs[name][-1], flush=True)
     return runs
 

@@ -12,13 +12,10 @@ Run:  flock /tmp/tracelens-bench.lock python3 benchmarks/bench_nvtx_text_dict.py
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
-import subprocess
-import sys
 from pathlib import Path
 
-from common import DATA_DIR, REPO_ROOT, machine_description, markdown_table, mib, write_result
+from common import DATA_DIR, REPO_ROOT, machine_description, markdown_table, mib, run_child, write_result
 
 VARIANTS = ("dict", "plain")
 
@@ -60,16 +57,7 @@ print(json.dumps({"wall_s": wall, "cpu_s": cpu, "peak_rss_bytes": after.ru_maxrs
 
 
 def load_once(path: Path, variant: str) -> dict:
-    proc = subprocess.run(
-        [sys.executable, "-c", _CHILD, str(path), variant],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if proc.returncode:
-        raise SystemExit(f"{path} ({variant}): {proc.stderr.strip().splitlines()[-1:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return run_child(_CHILD, REPO_ROOT, str(path), variant)
 
 
 def main() -> int:

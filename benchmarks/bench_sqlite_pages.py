@@ -10,14 +10,10 @@ synthesize). Writes benchmarks/results/sqlite_pages.md.
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import statistics
-import subprocess
-import sys
 from pathlib import Path
 
-from common import DATA_DIR, REPO_ROOT, machine_description, markdown_table, mib, write_result
+from common import DATA_DIR, REPO_ROOT, machine_description, markdown_table, mib, run_child, write_result
 
 ENGINES = ("pages", "adbc")
 
@@ -37,17 +33,7 @@ print(json.dumps({"wall_s": wall, "cpu_s": cpu, "peak_rss_bytes": after.ru_maxrs
 
 
 def load_once(path: Path, engine: str) -> dict:
-    proc = subprocess.run(
-        [sys.executable, "-c", _CHILD, str(path)],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "TRACELENS_NSYS_ENGINE": engine},
-        check=False,
-    )
-    if proc.returncode:
-        raise SystemExit(f"{path} ({engine}): {proc.stderr.strip().splitlines()[-1:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return run_child(_CHILD, REPO_ROOT, str(path), env={"TRACELENS_NSYS_ENGINE": engine})
 
 
 def main() -> int:

@@ -168,14 +168,19 @@ def measure_on_built_input(
     return path, built, m
 
 
-def run_child(script: str, tree: Path, *args: str) -> dict:
+def run_child(script: str, tree: Path, *args: str, env: dict[str, str] | None = None) -> dict:
     """Run ``script`` (Python source) in a fresh process from ``tree``'s root (so it imports that tree's
-    tracelens) and return the JSON object its last output line holds."""
+    tracelens), with ``env`` added to the environment, and return the JSON object its last output line holds."""
     proc = subprocess.run(
-        [sys.executable, "-c", script, *args], cwd=tree, capture_output=True, text=True, check=False
+        [sys.executable, "-c", script, *args],
+        cwd=tree,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        check=False,
     )
     if proc.returncode:
-        raise SystemExit(f"{tree}: {proc.stderr.strip().splitlines()[-1:]}")
+        raise SystemExit(f"{tree} {' '.join(args)}: {proc.stderr.strip().splitlines()[-1:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
