@@ -23,12 +23,17 @@ rows_strategy = st.lists(
 )
 
 
-def pandas_reference(frame: pd.DataFrame) -> tuple[list[int], dict[tuple[int, int], float]]:
-    """(rows that are the first of their (outer, name) group, in group order; each group's later median)."""
+def pandas_groups(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.Series]:
+    """(each (outer, name) group's first row by start, in group order; each group's median of its later rows)."""
     ordered = frame.sort_values(["outer", "name", "start"], kind="stable")
     first = ~ordered.duplicated(["outer", "name"], keep="first")
-    medians = ordered[~first].groupby(["outer", "name"])["duration"].median()
-    return ordered[first]["row"].tolist(), {k: float(v) for k, v in medians.items()}
+    return ordered[first], ordered[~first].groupby(["outer", "name"])["duration"].median()
+
+
+def pandas_reference(frame: pd.DataFrame) -> tuple[list[int], dict[tuple[int, int], float]]:
+    """(rows that are the first of their (outer, name) group, in group order; each group's later median)."""
+    firsts, medians = pandas_groups(frame)
+    return firsts["row"].tolist(), {k: float(v) for k, v in medians.items()}
 
 
 @settings(max_examples=150, deadline=None)
@@ -98,6 +103,20 @@ long_rows_strategy = st.lists(
 )
 
 
+def _pandas_first_rows(
+    rows: list[tuple[int, int, int, int]], in_start_order: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, pd.DataFrame, pd.Series]:
+    """The first-row rules' reference: the (outer, name, start, duration) columns of ``rows`` (sorted by start
+    first where asked) and :func:`pandas_groups` of them."""
+    if in_start_order:
+        rows = sorted(rows, key=lambda r: r[2])
+    outer, name, start, duration = (np.array(c, np.int64) for c in zip(*rows, strict=True))
+    frame = pd.DataFrame(
+        {"row": np.arange(len(rows)), "outer": outer, "name": name, "start": start, "duration": duration}
+    )
+    return (outer, name, start, duration, *pandas_groups(frame))
+
+
 @settings(max_examples=300, deadline=None)
 @given(long_rows_strategy, st.booleans())
 def test_long_first_calls_equal_pandas(rows: list[tuple[int, int, int, int]], in_start_order: bool) -> None:
@@ -105,17 +124,9 @@ def test_long_first_calls_equal_pandas(rows: list[tuple[int, int, int, int]], in
     # row lasts >= FIRST_API_MIN_NS where the rows are in start order) against pandas over every group.
     from tracelens.analyses.startup import FIRST_API_MIN_NS, FIRST_CALL_FACTOR, _long_first_calls
 
-    if in_start_order:
-        rows = sorted(rows, key=lambda r: r[2])
-    outer, name, start, duration = (np.array(c, np.int64) for c in zip(*rows, strict=True))
-    frame = pd.DataFrame(
-        {"row": np.arange(len(rows)), "outer": outer, "name": name, "start": start, "duration": duration}
-    )
-    ordered = frame.sort_values(["outer", "name", "start"], kind="stable")
-    first = ~ordered.duplicated(["outer", "name"], keep="first")
-    medians = ordered[~first].groupby(["outer", "name"])["duration"].median()
+    outer, name, start, duration, firsts, medians = _pandas_first_rows(rows, in_start_order)
     expected = []
-    for _, r in ordered[first].iterrows():
+    for _, r in firsts.iterrows():
         key = (r["outer"], r["name"])
         if key in medians.index:
             m = float(medians[key])
@@ -134,18 +145,10 @@ def test_first_rows_equal_pandas(
     # first_call and first_api rules' common step) against pandas over every group.
     from tracelens.analyses.startup import _first_rows
 
-    if in_start_order:
-        rows = sorted(rows, key=lambda r: r[2])
-    outer, name, start, duration = (np.array(c, np.int64) for c in zip(*rows, strict=True))
-    frame = pd.DataFrame(
-        {"row": np.arange(len(rows)), "outer": outer, "name": name, "start": start, "duration": duration}
-    )
-    ordered = frame.sort_values(["outer", "name", "start"], kind="stable")
-    first = ~ordered.duplicated(["outer", "name"], keep="first")
-    medians = ordered[~first].groupby(["outer", "name"])["duration"].median()
+    outer, name, start, duration, firsts, medians = _pandas_first_rows(rows, in_start_order)
     expected = sorted(
         (int(r["row"]), float(medians[(r["outer"], r["name"])]))
-        for _, r in ordered[first].iterrows()
+        for _, r in firsts.iterrows()
         if r["duration"] >= min_first and (r["outer"], r["name"]) in medians.index
     )
     positions, got = _first_rows(outer, name, start, duration, min_first)
