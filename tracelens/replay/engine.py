@@ -42,6 +42,9 @@ SMALL_BATCH = 32  # batches up to this many points are solved point by point (se
 # only a cycle (inconsistent clocks) never settles, and then a source not yet solved reads as recorded.
 MAX_KEY_ROUNDS = 64
 MAX_KEY_WORK = 50_000_000
+# Graphs with up to this many chains (host threads + streams) have their per-chain passes run one slice per chain
+# (a loop over chains); more chains: one pass over packed (chain, value) keys.
+FEW_CHAINS = 64
 
 
 def _run_heads(flags: np.ndarray) -> np.ndarray:
@@ -125,9 +128,25 @@ def native_solver() -> object | None:
     return _replay_solve
 
 
+def _chain_heads(chain_first: np.ndarray) -> np.ndarray | None:
+    """Positions where each chain starts (with the end appended), where the chains are few enough
+    (FEW_CHAINS) to be handled one slice each; else None."""
+    heads = np.flatnonzero(chain_first)
+    if heads.size > FEW_CHAINS or (heads.size and heads[0] != 0):
+        return None
+    return np.append(heads, chain_first.size)
+
+
 def _chain_cummax(key: np.ndarray, chain_first: np.ndarray) -> np.ndarray:
     if key.size == 0:
         return key
+    heads = _chain_heads(chain_first)
+    if heads is not None:  # few chains: one running max per chain's slice, no packed keys
+        key = key.astype(np.int64, copy=False)  # the packed path's type
+        out = np.empty_like(key)
+        for a, b in zip(heads[:-1].tolist(), heads[1:].tolist(), strict=True):  # a loop over chains
+            np.maximum.accumulate(key[a:b], out=out[a:b])
+        return out
     run = np.cumsum(chain_first, dtype=np.int64)
     run -= 1
     run *= int(key.max()) + 1  # each chain shifted above the ones before it

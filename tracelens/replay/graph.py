@@ -52,7 +52,14 @@ import pyarrow as pa
 from .. import intervals
 from ..analyses.columns import EventColumns, Table, event_columns, thread_key, thread_time_positions
 from ..analyses.launch import launch_pairs
-from ..analyses.names import code_mask, is_blocking_sync, is_collective_kernel, is_graph_launch, is_sync_copy
+from ..analyses.names import (
+    code_bits,
+    code_mask,
+    is_blocking_sync,
+    is_collective_kernel,
+    is_graph_launch,
+    is_sync_copy,
+)
 from ..analyses.startup import one_time_work
 from ..event_names import strip_api_suffix
 from ..trace import (
@@ -322,8 +329,16 @@ def build(trace: Trace) -> Graph:
     # the cudaStreamWaitEvent call (ordered op indices; -1 none)
     rank = np.empty(n_ops, np.int64)
     rank[op_order] = np.arange(n_ops)
+    # the name rules of the calls, each distinct name tested once for all four: explicit syncs, synchronous
+    # copies (wait edges below), stream waits and event records (event edges)
+    call_names = cols.name[call_row]
+    call_bits = code_bits(
+        call_names, names, (_is_sync_call, is_sync_copy, _is_stream_wait, _is_event_record)
+    )[call_names]
     e_src_op, e_dst_op = _event_waits(
         cols,
+        (call_bits & 0b100) != 0,
+        (call_bits & 0b1000) != 0,
         call_row,
         call_thread,
         cs,
@@ -410,9 +425,9 @@ def build(trace: Trace) -> Graph:
 
     # --- wait edges: explicit syncs -> last op launched before on each stream of the device; blocking copies
     # -> their own copy
-    call_names = cols.name[call_row]
-    is_sync = code_mask(call_names, names, _is_sync_call) if n_calls else np.zeros(0, bool)
-    sync_copy_name = code_mask(call_names, names, is_sync_copy) if n_calls else np.zeros(0, bool)
+    is_sync = (call_bits & 0b1) != 0
+    sync_copy_name = (call_bits & 0b10) != 0
+    del call_bits
     w_src_parts, w_dst_parts = [], []
     # blocking copies
     blocking_copy = op_is_copy & (op_launch_call >= 0)
@@ -732,6 +747,8 @@ def _latest_point_before(
 
 def _event_waits(
     cols: EventColumns,
+    is_wait: np.ndarray,
+    is_record: np.ndarray,
     call_row: np.ndarray,
     call_thread: np.ndarray,
     cs: np.ndarray,
@@ -751,13 +768,8 @@ def _event_waits(
     empty = np.zeros(0, np.int64)
     if call_row.size == 0 or op_launch_call.size == 0:
         return empty, empty
-    call_names = cols.name[call_row]
-    waits = np.flatnonzero(
-        code_mask(call_names, names, lambda n: bool(STREAM_WAIT_PATTERN.match(strip_api_suffix(n))))
-    )
-    records = np.flatnonzero(
-        code_mask(call_names, names, lambda n: bool(EVENT_RECORD_PATTERN.match(strip_api_suffix(n))))
-    )
+    waits = np.flatnonzero(is_wait)
+    records = np.flatnonzero(is_record)
     launching = np.flatnonzero(op_launch_call >= 0)
     if waits.size == 0 or records.size == 0 or launching.size == 0:
         return empty, empty
@@ -868,6 +880,14 @@ def _plausible_launch(
     if found.any() and same.sum() >= 0.9 * found.sum():
         ok &= ~found | same
     return ok
+
+
+def _is_stream_wait(name: str) -> bool:
+    return bool(STREAM_WAIT_PATTERN.match(strip_api_suffix(name)))
+
+
+def _is_event_record(name: str) -> bool:
+    return bool(EVENT_RECORD_PATTERN.match(strip_api_suffix(name)))
 
 
 def _is_sync_call(name: str) -> bool:

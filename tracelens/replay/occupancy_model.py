@@ -24,8 +24,9 @@ holds it to what the memory can deliver. Vendor-library and collective kernels k
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
-import pandas as pd
 
 from .. import flop_model
 from ..analyses.columns import dictionary_codes, event_columns
@@ -36,6 +37,7 @@ from ..enrich import KernelOccupancy
 from ..gpu_specs import device_links
 from ..occupancy_calc import LIMIT_BLOCKS, LIMIT_WARPS
 from ..trace import Trace
+from ..values import dense_codes
 from .graph import Graph
 
 
@@ -104,23 +106,8 @@ def _traffic_floor(trace: Trace, g: Graph, ops: np.ndarray) -> np.ndarray:
     single[single] = counts[mine[single]] == 1
     if not single.any():
         return out
-    cols = event_columns(trace)
     rows = mine[single]
-    frame = trace.frame(rows, ["input_dims", "input_types", "concrete_inputs"]).astype(object)
-    codes = cols.name[rows]
-    used, at = np.unique(codes, return_inverse=True)  # a loop over distinct names, not rows
-    text = np.array([str(cols.names[c]) if c >= 0 else "" for c in used.tolist()], dtype=object)
-    frame["name"] = text[at.reshape(-1)].tolist() if codes.size else []  # a list, as before: the same dtype
-    frame = frame.where(frame.notna(), None)
-    keys = list(frame.columns)
-    signatures = frame.drop_duplicates().reset_index(drop=True)
-    signatures["bytes"] = [
-        flop_model.op_flops(s.name, s.input_dims, s.input_types, s.concrete_inputs).bytes
-        for s in signatures.itertuples(index=False)
-    ]  # a loop over distinct op signatures
-    op_bytes = pd.to_numeric(frame.merge(signatures, on=keys, how="left")["bytes"], errors="coerce").to_numpy(
-        float
-    )
+    op_bytes = _input_bytes(trace, rows)
     bandwidth = np.full(rows.size, np.nan)
     devices = g.op_device[ops[single]]
     for dev in np.unique(devices):  # a loop over devices
@@ -134,3 +121,37 @@ def _traffic_floor(trace: Trace, g: Graph, ops: np.ndarray) -> np.ndarray:
     usable = np.isfinite(ns) & (ns <= recorded)
     out[np.flatnonzero(single)[usable]] = ns[usable].astype(np.int64)
     return out
+
+
+SIGNATURE_COLUMNS = ("input_dims", "input_types", "concrete_inputs")
+
+
+def _input_bytes(trace: Trace, rows: np.ndarray) -> np.ndarray:
+    """Per framework-op row: ``flop_model.op_flops(name, input_dims, input_types, concrete_inputs).bytes`` as
+    float64 (NaN where None), computed once per distinct signature: the rows' dictionary codes of the four
+    columns combined into one signature number (no frame of Python strings per row), the strings read at one row
+    of each signature (null: None; a null name: "")."""
+    cols = event_columns(trace)
+    decoded: list[tuple[np.ndarray, list[Any]]] = [(cols.name[rows], [])]
+    decoded += [dictionary_codes(trace.take(column, rows)) for column in SIGNATURE_COLUMNS]
+    signature = np.zeros(rows.size, np.int64)
+    for codes, _ in decoded:  # a loop over the four columns: (signature so far, this code) renumbered densely
+        width = int(codes.max(initial=-1)) + 2
+        signature, _ = dense_codes(signature * width + (codes.astype(np.int64) + 1))
+    groups = int(signature.max(initial=-1)) + 1
+    first = np.empty(groups, np.int64)
+    first[signature[::-1]] = np.arange(rows.size)[::-1]  # a row of each signature
+    name_codes = decoded[0][0][first].tolist()
+    texts = [[values[c] if c >= 0 else None for c in codes[first].tolist()] for codes, values in decoded[1:]]
+    per_signature = np.array(
+        [
+            _as_float(flop_model.op_flops(str(cols.names[n]) if n >= 0 else "", dims, types, concrete).bytes)
+            for n, dims, types, concrete in zip(name_codes, *texts, strict=True)
+        ],  # a loop over distinct op signatures
+        np.float64,
+    ).reshape(-1)
+    return per_signature[signature]
+
+
+def _as_float(value: Any) -> float:
+    return np.nan if value is None else float(value)

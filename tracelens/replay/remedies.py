@@ -66,13 +66,17 @@ class Context:
         if len(windows) and g.size:
             starts = windows["start"].to_numpy(np.int64)
             limit = np.append(starts[1:], windows["end"].to_numpy(np.int64)[-1])
-            # host points by their own recorded time; GPU points by their launch call's start
-            when = g.time.copy()
-            launched = g.op_launch_call >= 0
-            when[g.op_start[launched]] = g.time[g.call_start[g.op_launch_call[launched]]]
-            when[g.op_end[launched]] = g.time[g.call_start[g.op_launch_call[launched]]]
+            # host points by their own recorded time; GPU points by their launch call's start (its start point's
+            # step: searched once, not again per op), unlaunched ones by their own time
             # a step runs until the next one starts (the last until its end), that instant included
-            self.step_of = intervals.running_at(starts, limit + 1, when)
+            host = 2 * g.call_start.size  # the host points come first
+            self.step_of[:host] = intervals.running_at(starts, limit + 1, g.time[:host])
+            launched = g.op_launch_call >= 0
+            at_call = self.step_of[g.call_start[g.op_launch_call[launched]]]
+            self.step_of[g.op_start[launched]] = at_call
+            self.step_of[g.op_end[launched]] = at_call
+            alone = np.concatenate([g.op_start[~launched], g.op_end[~launched]])
+            self.step_of[alone] = intervals.running_at(starts, limit + 1, g.time[alone])
 
     def outcome(self, graph: Graph | None = None, times: np.ndarray | None = None) -> Outcome:
         g = graph or self.graph
@@ -167,7 +171,8 @@ class Context:
     @cached_property
     def input_rows(self) -> np.ndarray:
         cols = event_columns(self.trace)
-        return np.flatnonzero(cols.of_kind(*_INPUT_KINDS) & code_mask(cols.name, cols.names, is_input))
+        rows = np.flatnonzero(cols.of_kind(*_INPUT_KINDS))
+        return rows[code_mask(cols.name[rows], cols.names, is_input)]  # names tested at those rows only
 
     def pinned_bandwidth(self) -> tuple[dict[str, float], str]:
         """Bytes/s a pinned copy reaches per direction: measured on this trace's pinned copies of at least

@@ -1,0 +1,122 @@
+"""The what-if replay's newer fast paths give exactly what the paths they replace gave (speed lives in benchmarks/).
+
+- engine._chain_cummax: one running max per chain's slice (few chains) vs the packed (chain, key) running max;
+- occupancy_model._input_bytes: op_flops' bytes per distinct signature found on dictionary codes vs the frame of
+  Python strings, drop_duplicates and merge it replaces (kept here as the reference);
+- remedies.Context.step_of: the step found for host points only (GPU points read their launch call's) vs every
+  point searched.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import tracelens
+from tests.conftest import FIXTURES
+from tracelens import flop_model, intervals
+from tracelens.analyses.columns import event_columns
+from tracelens.analyses.ops import op_of_gpu_ops
+from tracelens.analyses.steps import step_windows
+from tracelens.replay import engine
+from tracelens.replay.occupancy_model import _input_bytes
+from tracelens.replay.remedies import Context
+
+TRACES = [
+    "gpu/pytorch_sync-every-step_cuda.pt.trace.json.gz",
+    "gpu/pytorch_pageable-copies_cuda.pt.trace.json.gz",
+    "gpu/resnet18_train_cuda.pt.trace.json.gz",
+    "nsys/handmade_nsys2026.sqlite",
+]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.lists(st.integers(-(2**40), 2**40), min_size=1, max_size=12), min_size=1, max_size=8),
+    st.sampled_from([np.int64, np.int32]),
+)
+def test_chain_cummax_per_slice_equals_the_packed_keys(chains: list, dtype: type) -> None:
+    key = np.concatenate([np.array(c, np.int64) for c in chains])
+    if dtype is np.int32:
+        key = (key % 2**20).astype(np.int32)  # non-negative, as schedule keys are
+    else:
+        key = np.abs(key)
+    first = np.zeros(key.size, bool)
+    first[np.cumsum([0] + [len(c) for c in chains[:-1]])] = True
+    fast = engine._chain_cummax(key, first)
+    old = engine.FEW_CHAINS
+    try:
+        engine.FEW_CHAINS = 0
+        packed = engine._chain_cummax(key, first)
+    finally:
+        engine.FEW_CHAINS = old
+    expected = np.concatenate(
+        [np.maximum.accumulate(np.array(c)) for c in np.split(key, np.flatnonzero(first)[1:])]
+    )
+    np.testing.assert_array_equal(fast, expected)
+    np.testing.assert_array_equal(packed, expected)
+    assert fast.dtype == packed.dtype
+
+
+def _input_bytes_reference(trace: tracelens.Trace, rows: np.ndarray) -> np.ndarray:
+    """What _traffic_floor computed before: a frame of the rows' strings, op_flops per drop_duplicates row, a merge."""
+    cols = event_columns(trace)
+    frame = trace.frame(rows, ["input_dims", "input_types", "concrete_inputs"]).astype(object)
+    codes = cols.name[rows]
+    used, at = np.unique(codes, return_inverse=True)
+    text = np.array([str(cols.names[c]) if c >= 0 else "" for c in used.tolist()], dtype=object)
+    frame["name"] = text[at.reshape(-1)].tolist() if codes.size else []
+    frame = frame.where(frame.notna(), None)
+    keys = list(frame.columns)
+    signatures = frame.drop_duplicates().reset_index(drop=True)
+    signatures["bytes"] = [
+        flop_model.op_flops(s.name, s.input_dims, s.input_types, s.concrete_inputs).bytes
+        for s in signatures.itertuples(index=False)
+    ]
+    return pd.to_numeric(frame.merge(signatures, on=keys, how="left")["bytes"], errors="coerce").to_numpy(
+        float
+    )
+
+
+@pytest.mark.parametrize("name", TRACES)
+def test_input_bytes_equal_the_frame_reference(name: str) -> None:
+    path = FIXTURES / name
+    if not path.exists():
+        pytest.skip(f"{name} absent")
+    trace = tracelens.load(path)
+    owner = op_of_gpu_ops(trace)
+    # every framework op that launched GPU work (the floor reads a subset)
+    rows = np.unique(owner[owner >= 0])
+    if rows.size == 0:
+        pytest.skip("no framework op launched GPU work")
+    for pick in (rows, rows[::3], rows[1:2]):
+        fast, reference = _input_bytes(trace, pick), _input_bytes_reference(trace, pick)
+        assert fast.dtype == reference.dtype == np.float64
+        np.testing.assert_array_equal(fast, reference)
+    assert np.isfinite(_input_bytes(trace, rows)).any() or name.startswith("nsys"), (
+        "the trace has bytes to read"
+    )
+
+
+@pytest.mark.parametrize("name", TRACES)
+def test_step_of_equals_every_point_searched(name: str) -> None:
+    path = FIXTURES / name
+    if not path.exists():
+        pytest.skip(f"{name} absent")
+    trace = tracelens.load(path)
+    ctx = Context(trace)
+    g, windows = ctx.graph, step_windows(trace)
+    expected = np.full(g.size, -1, np.int64)
+    if len(windows) and g.size:
+        starts = windows["start"].to_numpy(np.int64)
+        limit = np.append(starts[1:], windows["end"].to_numpy(np.int64)[-1])
+        when = g.time.copy()
+        launched = g.op_launch_call >= 0
+        when[g.op_start[launched]] = g.time[g.call_start[g.op_launch_call[launched]]]
+        when[g.op_end[launched]] = g.time[g.call_start[g.op_launch_call[launched]]]
+        expected = intervals.running_at(starts, limit + 1, when)
+    assert ctx.step_of.dtype == expected.dtype
+    np.testing.assert_array_equal(ctx.step_of, expected)
