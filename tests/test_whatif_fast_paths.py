@@ -4,7 +4,9 @@
 - occupancy_model._input_bytes: op_flops' bytes per distinct signature found on dictionary codes vs the frame of
   Python strings, drop_duplicates and merge it replaces (kept here as the reference);
 - remedies.Context.step_of: the step found for host points only (GPU points read their launch call's) vs every
-  point searched.
+  point searched;
+- remedies.Context.input_rows: read from the host categories (input rows, and syncs with an input name) vs every
+  row of the input kinds tested by name.
 """
 
 from __future__ import annotations
@@ -19,13 +21,15 @@ import tracelens
 from tests.conftest import FIXTURES
 from tracelens import flop_model, intervals
 from tracelens.analyses.columns import event_columns
+from tracelens.analyses.names import code_mask, is_input
 from tracelens.analyses.ops import op_of_gpu_ops
 from tracelens.analyses.steps import step_windows
 from tracelens.replay import engine
 from tracelens.replay.occupancy_model import _input_bytes
-from tracelens.replay.remedies import Context
+from tracelens.replay.remedies import _INPUT_KINDS, Context
 
 TRACES = [
+    "gpu/pytorch_slow-input_cuda.pt.trace.json.gz",
     "gpu/pytorch_sync-every-step_cuda.pt.trace.json.gz",
     "gpu/pytorch_pageable-copies_cuda.pt.trace.json.gz",
     "gpu/resnet18_train_cuda.pt.trace.json.gz",
@@ -120,3 +124,18 @@ def test_step_of_equals_every_point_searched(name: str) -> None:
         expected = intervals.running_at(starts, limit + 1, when)
     assert ctx.step_of.dtype == expected.dtype
     np.testing.assert_array_equal(ctx.step_of, expected)
+
+
+@pytest.mark.parametrize("name", TRACES)
+def test_input_rows_equal_every_row_of_the_input_kinds_tested(name: str) -> None:
+    path = FIXTURES / name
+    if not path.exists():
+        pytest.skip(f"{name} absent")
+    trace = tracelens.load(path)
+    cols = event_columns(trace)
+    expected = np.flatnonzero(cols.of_kind(*_INPUT_KINDS) & code_mask(cols.name, cols.names, is_input))
+    found = Context(trace).input_rows
+    assert found.dtype == expected.dtype
+    np.testing.assert_array_equal(found, expected)
+    if "slow-input" in name:
+        assert expected.size > 0, "the trace has input waits"

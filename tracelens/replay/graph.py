@@ -280,18 +280,30 @@ def build(trace: Trace) -> Graph:
     del api, key, thread, marker, s, e, order, head, prev_end, nested, outer, outer_index, row_to_call_api
     del api_offset, api_sorted, at, found, api_pos, launch_row
 
-    # --- points: host chains first (thread order), then stream chains ((device, stream) order)
-    host_time = np.empty(2 * n_calls, np.int64)
+    # --- points: host chains first (thread order), then stream chains ((device, stream) order). Each point
+    # array is made whole here and its host and GPU parts written into it through views (``host_*``, ``gpu_*``):
+    # no parts joined into a copy at the end.
+    n_host = 2 * n_calls
+    n_points = n_host + 2 * n_ops
+    time, chain, lag, anchor, row, stream_typical = (np.empty(n_points, np.int64) for _ in range(6))
+    kind = np.empty(n_points, np.int8)
+    chain_first = np.zeros(n_points, bool)
+    host_time, gpu_time = time[:n_host], time[n_host:]
+    host_chain, gpu_chain = chain[:n_host], chain[n_host:]
+    host_lag, gpu_lag = lag[:n_host], lag[n_host:]
+    host_anchor, gpu_anchor = anchor[:n_host], anchor[n_host:]
+    host_row, gpu_row = row[:n_host], row[n_host:]
+    host_first, gpu_first = chain_first[:n_host], chain_first[n_host:]
+    gpu_typical = stream_typical[n_host:]
+    stream_typical[:n_host] = 0
     host_time[0::2], host_time[1::2] = cs, ce
-    host_chain = np.repeat(call_thread.astype(np.int64), 2)
-    host_kind = np.tile(np.array([HOST_START, HOST_END], np.int8), n_calls)
-    host_row = np.repeat(call_row, 2)
-    host_lag = np.empty(2 * n_calls, np.int64)
+    host_chain[0::2], host_chain[1::2] = call_thread, call_thread
+    kind[:n_host:2], kind[1:n_host:2] = HOST_START, HOST_END
+    host_row[0::2], host_row[1::2] = call_row, call_row
     host_lag[1::2] = ce - cs
     gap = np.zeros(n_calls, np.int64)
     if n_calls:
         gap[1:] = cs[1:] - ce[:-1]
-    host_first = np.zeros(2 * n_calls, bool)
     first_call = np.ones(n_calls, bool)
     first_call[1:] = call_thread[1:] != call_thread[:-1]
     host_first[0::2] = first_call
@@ -310,12 +322,12 @@ def build(trace: Trace) -> Graph:
     base = 2 * n_calls
     op_start_pt[op_order] = base + 2 * np.arange(n_ops)
     op_end_pt[op_order] = base + 2 * np.arange(n_ops) + 1
-    gpu_time = np.empty(2 * n_ops, np.int64)
     gpu_time[0::2], gpu_time[1::2] = o_s, o_e
-    gpu_chain = np.repeat(n_threads + o_stream.astype(np.int64), 2)
-    gpu_kind = np.tile(np.array([GPU_START, GPU_END], np.int8), n_ops)
-    gpu_row = np.repeat(op_row[op_order], 2)
-    gpu_first = np.zeros(2 * n_ops, bool)
+    np.add(o_stream, n_threads, out=gpu_chain[0::2], casting="unsafe")
+    gpu_chain[1::2] = gpu_chain[0::2]
+    kind[n_host::2], kind[n_host + 1 :: 2] = GPU_START, GPU_END
+    gpu_row[0::2] = op_row[op_order]
+    gpu_row[1::2] = gpu_row[0::2]
     gpu_first[0::2] = op_first
     stream_prev_end = np.full(n_ops, NONE, np.int64)
     stream_prev_end[1:] = o_e[:-1]
@@ -371,10 +383,9 @@ def build(trace: Trace) -> Graph:
     # per op, its device's typical value (looked up per device, then spread over the ops)
     typ_launch = np.array([launch_typ[int(d)] for d in devices], np.int64)[o_dev_index.reshape(-1)]
     typ_stream = np.array([stream_typ[int(d)] for d in devices], np.int64)[o_dev_index.reshape(-1)]
-    gpu_lag = np.empty(2 * n_ops, np.int64)
     gpu_lag[1::2] = o_e - o_s
-    gpu_typical = np.zeros(2 * n_ops, np.int64)
     gpu_typical[0::2] = typ_stream
+    gpu_typical[1::2] = 0
     gpu_lag[0::2] = np.where(
         launch_binds | event_binds,
         np.minimum(typ_stream, np.maximum(stream_res, 0)),
@@ -386,11 +397,11 @@ def build(trace: Trace) -> Graph:
     v_lag = np.where(binds_here, np.maximum(event_res, 0), np.clip(event_res, 0, typ_stream[e_dst]))
     v_src, v_dst = base + 2 * e_src + 1, base + 2 * e_dst
     # anchors: unlaunched ops keep their recorded start
-    gpu_anchor = np.full(2 * n_ops, NONE, np.int64)
     gpu_anchor[0::2] = np.where(launched, NONE, o_s)
+    gpu_anchor[1::2] = NONE
 
-    host_anchor = np.full(2 * n_calls, NONE, np.int64)
     host_anchor[0::2] = np.where(first_call, cs, NONE)
+    host_anchor[1::2] = NONE
 
     # --- collective edges (ordered op indices)
     op_collective = _collectives(
@@ -475,7 +486,6 @@ def build(trace: Trace) -> Graph:
     k_src, k_dst, k_lag = _wake_edges(cols, cs, ce, call_thread, thread_keys, first_call, host_lag)
     host_anchor[k_dst] = NONE  # a thread's first call woken by another thread moves with it
 
-    time = np.concatenate([host_time, gpu_time])
     # which wait binds: the latest-ending awaited op, and only if it ended after the call started
     call_waits = np.zeros(n_calls, bool)
     call_waited = np.zeros(n_calls, bool)
@@ -504,19 +514,6 @@ def build(trace: Trace) -> Graph:
     else:
         wake_typ, own_typ = DEFAULT_WAKE_NS, DEFAULT_SYNC_OWN_NS
 
-    # The point arrays joined from their host and GPU parts, each part dropped once joined: the build's peak
-    # memory is here (all parts and all joined arrays alive at once was ~2x the graph's points).
-    del host_time, gpu_time
-    stream_typical = np.concatenate([np.zeros(2 * n_calls, np.int64), gpu_typical])
-    chain = np.concatenate([host_chain, gpu_chain])
-    del host_chain, gpu_chain
-    kind = np.concatenate([host_kind, gpu_kind])
-    lag = np.concatenate([host_lag, gpu_lag])
-    del host_lag, gpu_lag
-    anchor = np.concatenate([host_anchor, gpu_anchor])
-    del host_anchor, gpu_anchor
-    row = np.concatenate([host_row, gpu_row]).astype(np.int64, copy=False)
-    del host_row, gpu_row
     graph = Graph(
         time=time,
         stream_typical=stream_typical,
@@ -525,7 +522,7 @@ def build(trace: Trace) -> Graph:
         lag=lag,
         anchor=anchor,
         row=row,
-        chain_first=np.concatenate([host_first, gpu_first]),
+        chain_first=chain_first,
         edge_src=np.concatenate([l_src, v_src, w_src, k_src, c_src]).astype(np.int64),
         edge_dst=np.concatenate([l_dst, v_dst, w_dst, k_dst, c_dst]).astype(np.int64),
         edge_lag=np.concatenate([l_lag, v_lag, w_lag, k_lag, c_lag]).astype(np.int64),

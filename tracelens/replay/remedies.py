@@ -15,8 +15,16 @@ import pandas as pd
 
 from .. import intervals
 from ..analyses.columns import event_columns, step_windows, thread_key, thread_time_positions
-from ..analyses.names import code_mask, is_collective_kernel, is_graph_launch, is_input
-from ..analyses.startup import FIRST_API, LONG_LAUNCH, one_time_work
+from ..analyses.names import (
+    HOST_CATEGORY_PRIORITY,
+    INPUT,
+    SYNC,
+    code_mask,
+    is_collective_kernel,
+    is_graph_launch,
+    is_input,
+)
+from ..analyses.startup import FIRST_API, LONG_LAUNCH, host_categories, one_time_work
 from ..gpu_specs import device_links
 from ..trace import ANNOTATION, CPU_OP, DRIVER, PYTHON, RUNTIME, STEP, Trace
 from ..values import sorted_distinct
@@ -171,8 +179,18 @@ class Context:
     @cached_property
     def input_rows(self) -> np.ndarray:
         cols = event_columns(self.trace)
-        rows = np.flatnonzero(cols.of_kind(*_INPUT_KINDS))
-        return rows[code_mask(cols.name[rows], cols.names, is_input)]  # names tested at those rows only
+        # the rows of input names among _INPUT_KINDS: those the host categories (computed once per trace) call
+        # input, and the syncs (which rank before input there) whose name is an input name too
+        base = host_categories(self.trace)
+        syncs = np.flatnonzero(base == HOST_CATEGORY_PRIORITY.index(SYNC))
+        rows = np.concatenate(
+            [
+                np.flatnonzero(base == HOST_CATEGORY_PRIORITY.index(INPUT)),
+                syncs[code_mask(cols.name[syncs], cols.names, is_input)],
+            ]
+        )
+        rows.sort()
+        return rows
 
     def pinned_bandwidth(self) -> tuple[dict[str, float], str]:
         """Bytes/s a pinned copy reaches per direction: measured on this trace's pinned copies of at least
