@@ -53,19 +53,22 @@ def host_summary(trace: Trace, top_n: int = TOP_N) -> dict[str, Any]:
         duration = end - start
         first, last = min(first, int(start.min())), max(last, int(end.max()))
         del start, end
-        kind_count += np.bincount(kind, minlength=len(ALL_KINDS))
-        kind_total += _exact_sums(kind, duration, len(ALL_KINDS))
         key = kind * width + (cols.name[rows] + 1)
-        if dense:
+        if dense:  # the kinds' sums are their slots' sums (read after the loop)
             slot_count += np.bincount(key, minlength=slot_count.size)
             slot_total += _exact_sums(key, duration, slot_count.size)
         else:
+            kind_count += np.bincount(kind, minlength=len(ALL_KINDS))
+            kind_total += _exact_sums(kind, duration, len(ALL_KINDS))
             partials.append(pd.Series(duration).groupby(key, sort=False).agg(["sum", "size"]))
         del key, kind, duration
         pid, tid = cols.pid[rows], cols.tid[rows]
         known = (pid >= 0) & (tid >= 0)
         threads.append(distinct(thread_key(pid[known], tid[known])))
     if dense:
+        # a kind's slots are one row of the (kind, name) table; their integer sums add up exactly
+        kind_count = slot_count.reshape(len(ALL_KINDS), width).sum(axis=1)
+        kind_total = slot_total.reshape(len(ALL_KINDS), width).sum(axis=1)
         pairs = np.flatnonzero(slot_count)
         totals, counts = slot_total[pairs], slot_count[pairs]
     else:

@@ -1,0 +1,45 @@
+"""The host block's per-kind figures: read from the (kind, name) slots' sums (every slot counted) equal a direct
+groupby of the host rows, and equal the hashed path's (many names: per-kind bincounts beside a groupby).
+Speed lives in benchmarks/."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tracelens
+from tests.conftest import FIXTURES
+from tracelens.analyses import host
+from tracelens.trace import GPU_ACTIVITY_KINDS, GPU_ANNOTATION, GPU_SYNC
+
+TRACES = [
+    "gpu/pytorch_slow-input_cuda.pt.trace.json.gz",
+    "gpu/resnet18_train_cuda.pt.trace.json.gz",
+    "gpu/jax_mlp_cuda.xplane.pb",
+    "nsys/handmade_nsys2026.sqlite",
+]
+
+
+@pytest.mark.parametrize("name", TRACES)
+def test_by_kind_equals_a_groupby_of_the_host_rows(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = FIXTURES / name
+    if not path.exists():
+        pytest.skip(f"{name} absent")
+    trace = tracelens.load(path)
+    frame = trace.frame(np.arange(trace.num_events), ["kind", "start_ns", "end_ns"])
+    rows = frame[frame["kind"].notna() & ~frame["kind"].isin([*GPU_ACTIVITY_KINDS, GPU_SYNC, GPU_ANNOTATION])]
+    grouped = (
+        (rows["end_ns"] - rows["start_ns"])
+        .astype("int64")
+        .groupby(rows["kind"].astype(str))
+        .agg(["size", "sum"])
+    )
+    expected = [
+        {"kind": kind, "count": int(r["size"]), "total_ns": int(r["sum"])}
+        for kind, r in grouped.sort_index().iterrows()
+    ]
+    dense = host.host_summary(trace)
+    assert dense["by_kind"] == expected
+    assert len(expected) >= 2, "the trace has host rows of several kinds"
+    monkeypatch.setattr(host, "_count_every_slot", lambda slots, rows: False)
+    assert host.host_summary(trace) == dense
