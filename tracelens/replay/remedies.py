@@ -281,7 +281,7 @@ def host_launch_overhead(ctx: Context) -> tuple[Graph | None, str]:
     waited_end = np.zeros(g.size, bool)
     waited_end[g.call_end[g.call_waited]] = True
     collapse = host & ~waited_end
-    lag[collapse] = np.minimum(lag[collapse], keep[collapse])
+    np.minimum(lag, keep, out=lag, where=collapse)  # in place at those points: no masked copies
     # one graph launch per captured region: the launches of a step (or of the whole window) on one host thread
     # between two blocking calls (a graph cannot hold a host wait); its cost at the region's first launching call
     cost, how, gap = _graph_costs(ctx)
