@@ -272,27 +272,6 @@ def union_of(pieces: list[window_split.Pieces]) -> window_split.Pieces:
     return out
 
 
-def merge_unions(
-    a_starts: np.ndarray, a_ends: np.ndarray, b_starts: np.ndarray, b_ends: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """``intervals.merge`` of two unions (each sorted and disjoint) together: the two lists interleaved by a search
-    of the shorter in the longer (window_split.union, every piece in one window), not a sort of both. Where no
-    interval ends before it starts, the merged union does not depend on the order of equal starts, so it is the
-    same intervals; otherwise (inconsistent clocks) the sort, as before."""
-    a = (np.asarray(a_starts, np.int64), np.asarray(a_ends, np.int64))
-    b = (np.asarray(b_starts, np.int64), np.asarray(b_ends, np.int64))
-    if not (bool((a[1] >= a[0]).all()) and bool((b[1] >= b[0]).all())):
-        return intervals.merge(np.concatenate([a[0], b[0]]), np.concatenate([a[1], b[1]]))
-    if a[0].size == 0 or b[0].size == 0:  # one of them, merged (in start order already: no sort)
-        return intervals.merge(*(a if b[0].size == 0 else b))
-    zero = np.int64(0)
-    merged = window_split.union(
-        (*a, np.broadcast_to(zero, a[0].shape)),
-        (*b, np.broadcast_to(zero, b[0].shape)),
-    )
-    return merged[0], merged[1]
-
-
 def split_any_windows(
     starts: np.ndarray,
     ends: np.ndarray,
@@ -331,7 +310,7 @@ def split_any_windows(
     for level, (ls, le) in enumerate(level_unions):
         if level == sync_level:
             before_sync = (us, ue)
-        us, ue = merge_unions(us, ue, ls, le)
+        us, ue = intervals.merge(np.concatenate([us, ls]), np.concatenate([ue, le]))
         covered = intervals.overlap_with_union(starts, ends, us, ue)
         out[:, level] = covered - covered_before
         covered_before = covered
@@ -351,7 +330,7 @@ def split_any_windows(
             for copies in (False, True):
                 pick = sync_rows & (copy_rows == copies)
                 echo = intervals.intersect(*_sync_echo(s[pick], e[pick], busy, eligible), *host_work)
-                us, ue = merge_unions(us, ue, *echo)
+                us, ue = intervals.merge(np.concatenate([us, echo[0]]), np.concatenate([ue, echo[1]]))
                 covered = intervals.overlap_with_union(starts, ends, us, ue)
                 out[:, sync_level] += covered - covered_before
                 if copies:
@@ -362,7 +341,7 @@ def split_any_windows(
     # syncs do not already cover.
     other_sync = (cat == sync_level) & ~copy
     os_, oe = intervals.merge(s[other_sync], e[other_sync])
-    ns, ne = merge_unions(*before_sync, os_, oe)
+    ns, ne = intervals.merge(np.concatenate([before_sync[0], os_]), np.concatenate([before_sync[1], oe]))
     sync_copy = covered_through_sync - intervals.overlap_with_union(starts, ends, ns, ne) + echo_copy
     sync_union = level_unions[sync_level]
     starts_in_sync = intervals.overlap_with_union(starts, starts + 1, *sync_union) > 0
