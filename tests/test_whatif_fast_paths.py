@@ -1,6 +1,8 @@
 """The what-if replay's newer fast paths give exactly what the paths they replace gave (speed lives in benchmarks/).
 
 - engine._chain_cummax: one running max per chain's slice (few chains) vs the packed (chain, key) running max;
+- engine.schedule_keys: the phase added as one comparison, the boundaries' keys set at once, vs the phase array
+  it replaces (the earlier function, kept here as the reference);
 - occupancy_model._input_bytes: op_flops' bytes per distinct signature found on dictionary codes vs the frame of
   Python strings, drop_duplicates and merge it replaces (kept here as the reference);
 - remedies.Context.step_of: the step found for host points only (GPU points read their launch call's) vs every
@@ -19,14 +21,17 @@ from hypothesis import strategies as st
 
 import tracelens
 from tests.conftest import FIXTURES
+from tests.test_replay_solver import random_graph
 from tracelens import flop_model, intervals
 from tracelens.analyses.columns import event_columns
 from tracelens.analyses.names import code_mask, is_input
 from tracelens.analyses.ops import op_of_gpu_ops
 from tracelens.analyses.steps import step_windows
 from tracelens.replay import engine
+from tracelens.replay import graph as graph_module
 from tracelens.replay.occupancy_model import _input_bytes
-from tracelens.replay.remedies import _INPUT_KINDS, Context
+from tracelens.replay.remedies import _INPUT_KINDS, REMEDIES, Context
+from tracelens.values import sorted_distinct
 
 TRACES = [
     "gpu/pytorch_slow-input_cuda.pt.trace.json.gz",
@@ -139,3 +144,67 @@ def test_input_rows_equal_every_row_of_the_input_kinds_tested(name: str) -> None
     np.testing.assert_array_equal(found, expected)
     if "slow-input" in name:
         assert expected.size > 0, "the trace has input waits"
+
+
+def _schedule_keys_reference(graph: graph_module.Graph) -> np.ndarray:
+    """engine.schedule_keys as it was before the phase became one comparison."""
+    coupling = graph.edge_is_wait | graph.edge_is_wake | graph.edge_is_collective
+    boundaries = sorted_distinct(graph.edge_dst[coupling])
+    order = np.lexsort((boundaries, graph.time[boundaries]))
+    boundary_sorted = boundaries[order]
+    seg = np.searchsorted(graph.time[boundary_sorted], graph.time, side="left").astype(np.int64, copy=False)
+    seg[boundary_sorted] = np.arange(boundary_sorted.size)
+    is_gpu = (graph.kind == graph_module.GPU_START) | (graph.kind == graph_module.GPU_END)
+    phase = np.where(is_gpu, engine.GPU_PHASE, engine.HOST_PHASE).astype(np.int8)
+    phase[boundaries] = engine.WAIT_PHASE
+    seg *= 3
+    seg += phase
+    key = engine._chain_cummax(seg, graph.chain_first)
+    src, dst = graph.edge_src, graph.edge_dst
+    rounds = max(engine.MAX_KEY_ROUNDS, engine.MAX_KEY_WORK // max(key.size + src.size, 1))
+    ceiling = (int(key.max()) if key.size else 0) + key.size
+    for done in range(rounds):
+        needed = key[src] + 1
+        late = needed > key[dst]
+        if not late.any():
+            break
+        if done >= engine.MAX_KEY_ROUNDS and int(needed[late].max()) > ceiling:
+            break
+        np.maximum.at(key, dst[late], needed[late])
+        key = engine._chain_cummax(key, graph.chain_first)
+    return key
+
+
+def test_point_kinds_and_phases_allow_one_comparison() -> None:
+    host_kinds = (graph_module.HOST_START, graph_module.HOST_END)
+    gpu_kinds = (graph_module.GPU_START, graph_module.GPU_END)
+    assert max(host_kinds) < engine.FIRST_GPU_KIND == min(gpu_kinds)
+    assert (engine.HOST_PHASE, engine.GPU_PHASE) == (0, 1)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n_chains=st.integers(1, 7),
+    max_len=st.integers(1, 120),
+    edge_share=st.sampled_from([0.0, 0.05, 0.3, 1.0]),
+    skew_share=st.sampled_from([0.0, 0.1, 1.0]),
+)
+def test_schedule_keys_equal_the_phase_array_reference(
+    seed: int, n_chains: int, max_len: int, edge_share: float, skew_share: float
+) -> None:
+    graph = random_graph(seed, n_chains, max_len, edge_share, skew_share)
+    np.testing.assert_array_equal(engine.schedule_keys(graph), _schedule_keys_reference(graph))
+
+
+@pytest.mark.parametrize("name", TRACES)
+def test_schedule_keys_of_traces_equal_the_reference(name: str) -> None:
+    path = FIXTURES / name
+    if not path.exists():
+        pytest.skip(f"{name} absent")
+    ctx = Context(tracelens.load(path))
+    graphs = [ctx.graph] + [g for g, _ in (model(ctx) for _, model in REMEDIES.values()) if g is not None]
+    for graph in graphs:
+        fast, reference = engine.schedule_keys(graph), _schedule_keys_reference(graph)
+        assert fast.dtype == reference.dtype
+        np.testing.assert_array_equal(fast, reference)

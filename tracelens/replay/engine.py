@@ -78,6 +78,11 @@ def _segmented_cumsum(values: np.ndarray, run_start: np.ndarray) -> np.ndarray:
     return total - total[heads] + values[heads]
 
 
+# The GPU point kinds are the two highest (graph.py), and HOST_PHASE, GPU_PHASE are 0, 1: schedule_keys adds a
+# point's phase as one comparison (tests/test_whatif_fast_paths.py checks both).
+FIRST_GPU_KIND = min(GPU_START, GPU_END)
+
+
 def schedule_keys(graph: Graph) -> np.ndarray:
     """The batch each point is solved in: non-decreasing along every chain, and above the batch of every cross
     edge's source. Starts from 3 x segment + phase (segments cut at the blocking calls' ends in recorded order;
@@ -89,14 +94,11 @@ def schedule_keys(graph: Graph) -> np.ndarray:
     order = np.lexsort((boundaries, graph.time[boundaries]))
     boundary_sorted = boundaries[order]
     seg = np.searchsorted(graph.time[boundary_sorted], graph.time, side="left").astype(np.int64, copy=False)
-    seg[boundary_sorted] = np.arange(boundary_sorted.size)
-    is_gpu = (graph.kind == GPU_START) | (graph.kind == GPU_END)
-    phase = np.where(is_gpu, GPU_PHASE, HOST_PHASE).astype(np.int8)
-    del is_gpu
-    phase[boundaries] = WAIT_PHASE
     seg *= 3  # in place from here (a few arrays of the points less at the plan's peak)
-    seg += phase
-    del phase
+    # + the phase: GPU points (kinds GPU_START, GPU_END: the two highest) GPU_PHASE, the others HOST_PHASE, and
+    # the boundaries WAIT_PHASE, each at its own rank among them
+    seg += graph.kind >= FIRST_GPU_KIND
+    seg[boundary_sorted] = 3 * np.arange(boundary_sorted.size) + WAIT_PHASE
     key = _chain_cummax(seg, graph.chain_first)
     del seg
     src, dst = graph.edge_src, graph.edge_dst
