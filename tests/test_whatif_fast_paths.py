@@ -1,6 +1,7 @@
 """The what-if replay's newer fast paths give exactly what the paths they replace gave (speed lives in benchmarks/).
 
 - engine._chain_cummax: one running max per chain's slice (few chains) vs the packed (chain, key) running max;
+- graph._segmented_max_accumulate: one running max per run's slice (few runs) vs the packed running max;
 - engine.schedule_keys: the phase added as one comparison, the boundaries' keys set at once, vs the phase array
   it replaces (the earlier function, kept here as the reference);
 - occupancy_model._input_bytes: op_flops' bytes per distinct signature found on dictionary codes vs the frame of
@@ -208,3 +209,27 @@ def test_schedule_keys_of_traces_equal_the_reference(name: str) -> None:
         fast, reference = engine.schedule_keys(graph), _schedule_keys_reference(graph)
         assert fast.dtype == reference.dtype
         np.testing.assert_array_equal(fast, reference)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.lists(st.integers(-(2**40), 2**40), min_size=1, max_size=12), min_size=1, max_size=8),
+    st.sampled_from([np.int64, np.int32]),
+)
+def test_segmented_max_per_run_equals_the_packed_values(runs: list, dtype: type) -> None:
+    values = np.concatenate([np.array(r, np.int64) for r in runs])
+    if dtype is np.int32:
+        values = (values % 2**20 - 2**19).astype(np.int32)
+    lengths = [len(r) for r in runs]
+    head = np.repeat(np.cumsum([0] + lengths[:-1]), lengths)
+    fast = graph_module._segmented_max_accumulate(values, head)
+    old = graph_module.FEW_RUNS
+    try:
+        graph_module.FEW_RUNS = -1
+        packed = graph_module._segmented_max_accumulate(values, head)
+    finally:
+        graph_module.FEW_RUNS = old
+    expected = np.concatenate([np.maximum.accumulate(v) for v in np.split(values, np.cumsum(lengths)[:-1])])
+    np.testing.assert_array_equal(fast, expected)
+    np.testing.assert_array_equal(packed, expected)
+    assert fast.dtype == packed.dtype

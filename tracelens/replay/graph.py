@@ -93,6 +93,7 @@ SYNC_MATCH_SLACK_NS = 1_000_000  # a recorded synchronization within this of its
 IDLE_GAP_NS = 50_000  # a host thread's gap this long with
 IDLE_COVERED = 0.1  # less than this share covered by its own ops/frames was a wait for another thread
 WAKE_THREAD_LOOP = 16  # threads with idle gaps up to which each one's coverage is found on its own
+FEW_RUNS = 64  # runs (threads) up to which a segmented running max is one accumulate per run
 
 
 @dataclass
@@ -632,7 +633,15 @@ def _segmented_max_accumulate(values: np.ndarray, head: np.ndarray) -> np.ndarra
     values shifted per run above everything before it."""
     if values.size == 0:
         return values.copy()
-    run = np.cumsum(head == np.arange(values.size)) - 1
+    is_head = head == np.arange(values.size)
+    starts = np.flatnonzero(is_head)
+    if starts.size <= FEW_RUNS and starts[0] == 0:  # few runs (threads): one running max per run's slice
+        out = np.empty(values.size, np.int64)
+        stops = [*starts[1:].tolist(), values.size]
+        for a, b in zip(starts.tolist(), stops, strict=True):  # a loop over runs
+            np.maximum.accumulate(values[a:b], out=out[a:b])
+        return out
+    run = np.cumsum(is_head) - 1
     lo, hi = int(values.min()), int(values.max())
     width = hi - lo + 1
     if width * (int(run[-1]) + 1) < 2**62:
