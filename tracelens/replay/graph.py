@@ -162,7 +162,7 @@ class Graph:
         instead of each one's recorded delay: the model replay that ``replay_error.model_*`` checks."""
         lag = self.lag.copy()
         gpu_start = (self.kind == GPU_START) & ~self.chain_first
-        lag[gpu_start] = self.stream_typical[gpu_start]
+        np.copyto(lag, self.stream_typical, where=gpu_start)  # one pass, no masked copies
         return replace(self, lag=lag, edge_lag=self.edge_typical.copy())
 
     def with_changes(self, **arrays: Any) -> Graph:
