@@ -2,6 +2,8 @@
 
 - engine._chain_cummax: one running max per chain's slice (few chains) vs the packed (chain, key) running max;
 - graph._segmented_max_accumulate: one running max per run's slice (few runs) vs the packed running max;
+- engine.setters: the edges' binding tested at their targets only vs at every point (the earlier function, kept
+  here as the reference);
 - engine.schedule_keys: the phase added as one comparison, the boundaries' keys set at once, vs the phase array
   it replaces (the earlier function, kept here as the reference);
 - occupancy_model._input_bytes: op_flops' bytes per distinct signature found on dictionary codes vs the frame of
@@ -233,3 +235,57 @@ def test_segmented_max_per_run_equals_the_packed_values(runs: list, dtype: type)
     np.testing.assert_array_equal(fast, expected)
     np.testing.assert_array_equal(packed, expected)
     assert fast.dtype == packed.dtype
+
+
+def _setters_reference(graph: graph_module.Graph, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """engine.setters as it was before the edges were tested at their targets only."""
+    n = graph.size
+    via_chain = np.empty(n, np.int64)
+    np.add(t[:-1], graph.lag[1:], out=via_chain[1:])
+    if n:
+        via_chain[0] = t[-1] + graph.lag[0]
+    via_chain[graph.chain_first] = graph_module.NONE
+    not_first = ~graph.chain_first
+    via_edge = np.full(n, graph_module.NONE, np.int64)
+    edge_source = np.full(n, -1, np.int64)
+    if graph.edge_src.size:
+        ready = t[graph.edge_src] + graph.edge_lag
+        np.maximum.at(via_edge, graph.edge_dst, ready)
+        best = ready == via_edge[graph.edge_dst]
+        edge_source[graph.edge_dst[best]] = graph.edge_src[best]
+    use_edge = (via_edge >= t) & (via_edge > graph_module.NONE // 2)
+    use_chain = ~use_edge & not_first & (via_chain >= t)
+    return np.where(use_edge, edge_source, np.where(use_chain, np.arange(n) - 1, -1)), use_edge
+
+
+def _check_setters(graph: graph_module.Graph) -> None:
+    t = engine.solve(graph)
+    for times in (t, graph.time):  # the replayed times, and times no replay gives (edges binding anywhere)
+        fast, reference = engine.setters(graph, times), _setters_reference(graph, times)
+        for got, want in zip(fast, reference, strict=True):
+            assert got.dtype == want.dtype
+            np.testing.assert_array_equal(got, want)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n_chains=st.integers(1, 7),
+    max_len=st.integers(1, 120),
+    edge_share=st.sampled_from([0.0, 0.05, 0.3, 1.0]),
+    skew_share=st.sampled_from([0.0, 0.1, 1.0]),
+)
+def test_setters_equal_every_point_tested(
+    seed: int, n_chains: int, max_len: int, edge_share: float, skew_share: float
+) -> None:
+    _check_setters(random_graph(seed, n_chains, max_len, edge_share, skew_share))
+
+
+@pytest.mark.parametrize("name", TRACES)
+def test_setters_of_traces_equal_the_reference(name: str) -> None:
+    path = FIXTURES / name
+    if not path.exists():
+        pytest.skip(f"{name} absent")
+    ctx = Context(tracelens.load(path))
+    _check_setters(ctx.graph)
+    _check_setters(ctx.graph.at_typical_lags())

@@ -390,21 +390,26 @@ def setters(graph: Graph, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     via_chain = np.empty(n, np.int64)
     np.add(t[:-1], graph.lag[1:], out=via_chain[1:])
     if n:
-        via_chain[0] = (
-            t[-1] + graph.lag[0]
-        )  # as the index arrays read it (point 0 starts a chain: overwritten)
-    via_chain[graph.chain_first] = NONE
-    not_first = ~graph.chain_first
-    via_edge = np.full(n, NONE, np.int64)
-    if graph.edge_src.size:
-        ready = t[graph.edge_src] + graph.edge_lag
-        np.maximum.at(via_edge, graph.edge_dst, ready)
-        best = ready == via_edge[graph.edge_dst]
-        edge_source = np.full(n, -1, np.int64)
-        edge_source[graph.edge_dst[best]] = graph.edge_src[best]
-    else:
-        edge_source = np.full(n, -1, np.int64)
-    use_edge = (via_edge >= t) & (via_edge > NONE // 2)
-    use_chain = ~use_edge & not_first & (via_chain >= t)
-    source = np.where(use_edge, edge_source, np.where(use_chain, np.arange(n) - 1, -1))
+        via_chain[0] = t[-1] + graph.lag[0]  # point 0 starts a chain: never read
+    use_edge = np.zeros(n, bool)
+    src, dst = graph.edge_src, graph.edge_dst
+    if src.size:
+        # only the edges' targets can be set by an edge: tested there, not at every point
+        ready = t[src] + graph.edge_lag
+        via_edge = np.full(n, NONE, np.int64)
+        np.maximum.at(via_edge, dst, ready)
+        at_dst = via_edge[dst]
+        best = ready == at_dst
+        binds = (at_dst >= t[dst]) & (at_dst > NONE // 2)
+        use_edge[dst[binds]] = True
+        del via_edge
+    use_chain = via_chain >= t
+    use_chain &= ~graph.chain_first
+    use_chain &= ~use_edge
+    source = np.arange(-1, n - 1, dtype=np.int64)
+    source[~use_chain] = -1
+    if src.size:
+        # each edge-set point's binding source (of equal ones, the last edge, as one assignment of them all gives)
+        chosen = best & binds
+        source[dst[chosen]] = src[chosen]
     return source, use_edge
