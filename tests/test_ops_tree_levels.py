@@ -181,3 +181,28 @@ def test_op_tree_same_with_and_without_the_compiled_pass(monkeypatch: pytest.Mon
         monkeypatch.undo()
         for a, b in zip(compiled, reference, strict=True):
             assert np.array_equal(a, b), path.name
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.integers(-3, 12), min_size=1, max_size=60),
+    st.integers(1, 9),
+    st.sampled_from([np.int64, np.int32]),
+)
+def test_grouped_is_stable_argsort(keys: list[int], few: int, dtype: type) -> None:
+    """_grouped (a comparison pass per key up to FEW_GROUPS keys, a sort beyond) against np.argsort(stable):
+    the same order, and bounds at each key's run."""
+    from tracelens.analyses.ops import tree
+
+    key = np.array(keys, dtype)
+    saved = tree.FEW_GROUPS
+    tree.FEW_GROUPS = few
+    try:
+        order, bounds = tree._grouped(key)
+    finally:
+        tree.FEW_GROUPS = saved
+    expected = np.argsort(key, kind="stable")
+    assert order.tolist() == expected.tolist()
+    ordered = key[expected]
+    runs = np.r_[0, np.flatnonzero(ordered[1:] != ordered[:-1]) + 1, key.size]
+    assert bounds.tolist() == runs.tolist()

@@ -272,29 +272,55 @@ def ops_by_thread(cols: Any, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``rows`` (ascending) ordered by (thread key, start, longest first, row), as ``np.lexsort`` on those
     keys orders them, and where each thread's run begins: ``rows[bounds[i]:bounds[i + 1]]`` is one thread's.
 
-    The event table is in start order, so this is a radix sort of a small thread number plus a sort of the
-    rows that tie on (thread, start), not a three-key sort of an export's tens of millions of op ranges."""
+    The event table is in start order, so this is a stable grouping by thread (:func:`_grouped`) plus a sort of
+    the rows that tie on (thread, start), not a three-key sort of an export's tens of millions of op ranges."""
     if rows.size == 0:
         return rows, np.zeros(1, np.int64)
     start = cols.start[rows]
     if (start[1:] < start[:-1]).any():  # a table not in start order: by start first (stable)
         order = np.argsort(start, kind="stable")
         rows, start = rows[order], start[order]
-    thread = dense_codes(thread_key(cols.pid[rows], cols.tid[rows]))[0]
-    thread = thread.astype(np.int16) if thread.max() < np.iinfo(np.int16).max else thread
-    order = np.argsort(thread, kind="stable")
-    rows, thread, start = rows[order], thread[order], start[order]
+    order, bounds = _grouped(thread_key(cols.pid[rows], cols.tid[rows]))
+    rows, start = rows[order], start[order]
     del order
     # Ops of a thread starting together: longest first, then in row order.
-    tie = (thread[1:] == thread[:-1]) & (start[1:] == start[:-1])
+    tie = start[1:] == start[:-1]
+    tie[bounds[1:-1] - 1] = False  # the last op of a thread and the first of the next: different threads
     del start
     if tie.any():
         at = np.flatnonzero(np.r_[tie, False] | np.r_[False, tie])
         group = np.cumsum(np.r_[True, ~tie[at[:-1]]])  # consecutive tied rows share a (thread, start)
         tied = rows[at]
         rows[at] = tied[np.lexsort((tied, cols.start[tied] - cols.end[tied], group))]
-    bounds = np.r_[0, np.flatnonzero(thread[1:] != thread[:-1]) + 1, rows.size]
     return rows, bounds
+
+
+# Up to this many distinct keys, :func:`_grouped` finds each key's positions by a pass over the keys; above, by a
+# sort.
+FEW_GROUPS = 8
+
+
+def _grouped(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(order, bounds): the positions of ``key`` (non-empty) ordered by key, stably (``np.argsort(key,
+    kind="stable")``), and where each key's run begins and the last ends (``order[bounds[i]:bounds[i + 1]]``
+    holds one key's positions, ascending).
+
+    Op ranges lie on a handful of threads: the keys are taken in ascending order (the least one above the last)
+    and each one's positions found by one comparison, a few passes per thread instead of factorizing and
+    sorting tens of millions of keys. Beyond :data:`FEW_GROUPS` keys: codes and one stable sort."""
+    parts = []
+    k, last = key.min(), key.max()
+    while len(parts) < FEW_GROUPS:
+        parts.append(np.flatnonzero(key == k))
+        if k == last:
+            return np.concatenate(parts), np.cumsum([0] + [p.size for p in parts], dtype=np.int64)
+        k = key.min(where=key > k, initial=last)
+    del parts
+    code = dense_codes(key)[0]
+    code = code.astype(np.int16) if code.max() < np.iinfo(np.int16).max else code
+    order = np.argsort(code, kind="stable")
+    code = code[order]
+    return order, np.r_[0, np.flatnonzero(code[1:] != code[:-1]) + 1, code.size].astype(np.int64)
 
 
 def op_of_gpu_ops(trace: Trace) -> np.ndarray:
