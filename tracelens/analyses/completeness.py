@@ -26,8 +26,9 @@ import numpy as np
 from .. import intervals
 from ..event_names import strip_api_suffix
 from ..trace import GPU_ACTIVITY_KINDS, HOST_KINDS, OVERHEAD, PYTHON, Trace
+from ..values import sorted_distinct
 from .columns import api_calls, event_columns
-from .launch import launch_pairs
+from .launch import call_ids_unique, launch_pairs
 from .names import code_mask, is_kernel_launch
 
 LOST_SHARE = 0.10  # launch calls after the GPU side ends: reported from this share of the launch calls
@@ -185,9 +186,15 @@ def judge(trace: Trace) -> dict[str, Any]:
         )
         share = after / launch.size
         with_id = launch_ids >= 0
-        unmatched = (
-            int((~_member(launch_ids[with_id], gpu_ids[gpu_ids >= 0])).sum()) if with_id.any() else None
-        )
+        if not with_id.any():
+            unmatched = None
+        elif joined and pairs is not None and call_ids_unique(trace):
+            # each call's id its own: a launch call's id is some GPU op's where a matched op's launch call is it
+            called = sorted_distinct(pairs["launch_row"][pairs["matched"]])
+            called_launches = int(code_mask(cols.name[called], cols.names, _is_launch_call).sum())
+            unmatched = int(with_id.sum()) - called_launches
+        else:
+            unmatched = int((~_member(launch_ids[with_id], gpu_ids[gpu_ids >= 0])).sum())
         if gpu.size == 0 or share >= LOST_SHARE:
             evidence = {
                 "launch_calls": int(launch.size),

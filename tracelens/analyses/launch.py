@@ -39,7 +39,7 @@ def launch_calls(trace: Trace) -> Table:
     Not cached: :func:`launch_pairs` (cached) holds what the sections read of them.
     """
     cols = event_columns(trace)
-    corr, keep = _call_rows(trace)
+    corr, keep, _ = _call_rows(trace)
     return Table(
         {
             "correlation_id": corr,
@@ -55,9 +55,10 @@ def launch_calls(trace: Trace) -> Table:
     )
 
 
-def _call_rows(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
-    """(correlation ids, ascending; the event row of each one's launch call): the rows of :func:`launch_calls`
-    without gathering their columns (8.8M calls on a training export, of which the GPU ops read a few)."""
+def _call_rows(trace: Trace) -> tuple[np.ndarray, np.ndarray, bool]:
+    """(correlation ids, ascending; the event row of each one's launch call; whether no two calls share an id):
+    the rows of :func:`launch_calls` without gathering their columns (8.8M calls on a training export, of which
+    the GPU ops read a few)."""
     cols = event_columns(trace)
     api, corr = api_calls(trace)
     with_id = corr >= 0
@@ -71,7 +72,7 @@ def _call_rows(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
     corr = corr[order]
     first = np.ones(order.size, bool)
     first[1:] = corr[1:] != corr[:-1]
-    return corr[first], api[order[first]]
+    return corr[first], api[order[first]], bool(first.all())
 
 
 def launch_pairs(trace: Trace) -> Table:
@@ -85,7 +86,8 @@ def launch_pairs(trace: Trace) -> Table:
     def compute() -> Table:
         cols = event_columns(trace)
         gpu = np.flatnonzero(cols.of_kind(*GPU_ACTIVITY_KINDS) & (cols.device >= 0))
-        call_corr, call_rows = _call_rows(trace)
+        call_corr, call_rows, unique = _call_rows(trace)
+        memo(trace, "call_ids_unique", lambda: unique)
         op_corr = cols.at("correlation_id", gpu)
         idx = np.minimum(np.searchsorted(call_corr, op_corr), max(call_corr.size - 1, 0))
         matched = (
@@ -126,6 +128,13 @@ def launch_pairs(trace: Trace) -> Table:
         )
 
     return memo(trace, "launch_pairs", compute)
+
+
+def call_ids_unique(trace: Trace) -> bool:
+    """Whether no two runtime or driver calls share a correlation id (found by :func:`launch_pairs`, which is
+    computed first): then a matched GPU op's ``launch_row`` is the one call carrying its id."""
+    launch_pairs(trace)
+    return memo(trace, "call_ids_unique", lambda: _call_rows(trace)[2])
 
 
 def _rows_or(size: int, on: np.ndarray, rows: np.ndarray, dtype: type = np.int64) -> np.ndarray:
