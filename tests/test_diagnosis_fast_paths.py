@@ -106,17 +106,20 @@ def test_unmatched_launch_calls_from_the_matched_calls_on_a_handmade_trace() -> 
     st.sampled_from([np.int32, np.int64]),
 )
 def test_process_count_equals_distinct_pids(rows, few, chunk, dtype) -> None:
-    """unexplained_idle._process_count (a pass per process up to FEW_PROCESSES, hashing beyond) against the
-    distinct pids >= 0 of the masked rows."""
+    """unexplained_idle._process_count (candidates from sampled rows confirmed by a pass each, up to
+    FEW_PROCESSES; hashing beyond, or where the sample missed one) against the distinct pids >= 0 of the masked
+    rows."""
     pid = np.array([p for p, _ in rows], dtype)
     mask = np.array([m for _, m in rows], bool)
     want = len({int(p) for p in pid[mask] if p >= 0})
-    saved = unexplained_idle.FEW_PROCESSES, unexplained_idle.HOST_CHUNK
+    saved = unexplained_idle.FEW_PROCESSES, unexplained_idle.HOST_CHUNK, unexplained_idle.PID_SAMPLE
     unexplained_idle.FEW_PROCESSES, unexplained_idle.HOST_CHUNK = few, chunk
     try:
-        assert unexplained_idle._process_count(pid, mask) == want
+        for sample in (1, 4, 1 << 16):  # candidates from one row, a few, every row
+            unexplained_idle.PID_SAMPLE = sample
+            assert unexplained_idle._process_count(pid, mask) == want
     finally:
-        unexplained_idle.FEW_PROCESSES, unexplained_idle.HOST_CHUNK = saved
+        unexplained_idle.FEW_PROCESSES, unexplained_idle.HOST_CHUNK, unexplained_idle.PID_SAMPLE = saved
 
 
 @settings(max_examples=100, deadline=None)

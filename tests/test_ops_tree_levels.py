@@ -190,7 +190,7 @@ def test_op_tree_same_with_and_without_the_compiled_pass(monkeypatch: pytest.Mon
     st.sampled_from([np.int64, np.int32]),
 )
 def test_grouped_is_stable_argsort(keys: list[int], few: int, dtype: type) -> None:
-    """_grouped (a comparison pass per key up to FEW_GROUPS keys, a sort beyond) against np.argsort(stable):
+    """grouped (a comparison pass per key up to FEW_GROUPS keys, a sort beyond) against np.argsort(stable):
     the same order, and bounds at each key's run."""
     from tracelens.analyses.ops import tree
 
@@ -198,7 +198,7 @@ def test_grouped_is_stable_argsort(keys: list[int], few: int, dtype: type) -> No
     saved = tree.FEW_GROUPS
     tree.FEW_GROUPS = few
     try:
-        order, bounds = tree._grouped(key)
+        order, bounds = tree.grouped(key)
     finally:
         tree.FEW_GROUPS = saved
     expected = np.argsort(key, kind="stable")

@@ -171,28 +171,19 @@ def queue_depth(pairs: Table) -> list[dict[str, Any]]:
     )
     launch_end = m["launch_end"]
     gpu_end = np.maximum(m["end"], launch_end)
+    streams = len(uniques)
     # Each op adds 1 to its stream's depth for (gpu_end - launch_end): the depth's integral is their sum.
-    outstanding = np.bincount(codes, weights=gpu_end - launch_end, minlength=len(uniques))
-    first = np.full(len(uniques), np.iinfo(np.int64).max)
-    np.minimum.at(first, codes, launch_end)
-    last = np.zeros(len(uniques), np.int64)
-    np.maximum.at(last, codes, gpu_end)
-    ops = np.bincount(codes, minlength=len(uniques))
-    # Max: sweep events sorted by (stream, time, -1 before +1) through one int64 key.
+    outstanding = np.bincount(codes, weights=gpu_end - launch_end, minlength=streams)
+    ops = np.bincount(codes, minlength=streams)
     lo = int(launch_end.min())
     width = int(gpu_end.max()) - lo + 1
-    stream_code = np.concatenate([codes, codes]).astype(np.int64)
-    times = np.concatenate([gpu_end, launch_end]) - lo
-    is_launch = np.concatenate([np.zeros(codes.size, np.int64), np.ones(codes.size, np.int64)])
-    if len(uniques) * width * 2 < KEY_LIMIT:
-        order = np.argsort((stream_code * width + times) * 2 + is_launch)
-    else:  # a span no real trace has (a damaged timestamp): the same order by a slower three-key sort
-        order = np.lexsort((is_launch, times, stream_code))
-    deltas = 2 * is_launch[order] - 1
-    csum = np.cumsum(deltas)
-    group_start = np.searchsorted(stream_code[order], np.arange(len(uniques)))
-    base = np.concatenate([[0], csum[group_start[1:] - 1]])
-    maxima = np.maximum.reduceat(csum, group_start) - base
+    if streams * width * 2 < KEY_LIMIT:
+        maxima, first, last = _depth_by_sorted_keys(codes, launch_end - lo, gpu_end - lo, streams, width)
+        first += lo
+        last += lo
+    else:  # a span no real trace has (a damaged timestamp): the same by a three-key sort
+        maxima, first, last = _depth_by_lexsort(codes, launch_end, gpu_end, streams, lo)
+    last = np.maximum(last, 0)  # as a maximum from 0
     out = []
     for i, key in enumerate(uniques):
         span = int(last[i] - first[i])
@@ -206,6 +197,47 @@ def queue_depth(pairs: Table) -> list[dict[str, Any]]:
             }
         )
     return sorted(out, key=lambda q: (q["device"], q["stream"]))
+
+
+def _depth_by_sorted_keys(
+    codes: np.ndarray, launch_end: np.ndarray, gpu_end: np.ndarray, streams: int, width: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per stream code: (max depth, first event time, last event time), times relative to the first launch end
+    and below ``width``. The events sorted as one int64 key each, (stream, time, -1 before +1), which holds all
+    the sweep reads: no argsort, no gathers by its order."""
+    base = codes.astype(np.int64) * width
+    key = np.concatenate([base + gpu_end, base + launch_end])
+    del base
+    key <<= 1
+    key[codes.size :] |= 1  # a launch (+1) after an end (-1) at the same time
+    key.sort()
+    depth = np.cumsum((key & 1) * 2 - 1)
+    group_start = np.searchsorted(key, np.arange(streams, dtype=np.int64) * (2 * width))
+    before = np.concatenate([[0], depth[group_start[1:] - 1]])
+    maxima = np.maximum.reduceat(depth, group_start) - before
+    stream_base = np.arange(streams, dtype=np.int64) * width
+    # an op's end is at or after its launch's: a stream's first event is a launch end, its last an op end
+    first = (key[group_start] >> 1) - stream_base
+    last = (key[np.r_[group_start[1:], key.size] - 1] >> 1) - stream_base
+    return maxima, first, last
+
+
+def _depth_by_lexsort(
+    codes: np.ndarray, launch_end: np.ndarray, gpu_end: np.ndarray, streams: int, lo: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_depth_by_sorted_keys` by a three-key sort, for times too far apart to pack in one key."""
+    first = np.full(streams, np.iinfo(np.int64).max)
+    np.minimum.at(first, codes, launch_end)
+    last = np.full(streams, np.iinfo(np.int64).min)
+    np.maximum.at(last, codes, gpu_end)
+    stream_code = np.concatenate([codes, codes]).astype(np.int64)
+    times = np.concatenate([gpu_end, launch_end]) - lo
+    is_launch = np.concatenate([np.zeros(codes.size, np.int64), np.ones(codes.size, np.int64)])
+    order = np.lexsort((is_launch, times, stream_code))
+    depth = np.cumsum(2 * is_launch[order] - 1)
+    group_start = np.searchsorted(stream_code[order], np.arange(streams))
+    before = np.concatenate([[0], depth[group_start[1:] - 1]])
+    return np.maximum.reduceat(depth, group_start) - before, first, last
 
 
 def _stream_of(key: int) -> int:

@@ -161,21 +161,25 @@ def evidence(ctx: Context) -> Evidence:
     return ev
 
 
-# Up to this many processes are counted by one pass each (the least pid above the last); beyond, by hashing.
+# Up to this many processes are checked by a pass each; beyond, the pids are hashed.
 FEW_PROCESSES = 16
+PID_SAMPLE = 1 << 16  # about this many rows, evenly spaced, name the candidate processes
 
 
 def _process_count(pid: np.ndarray, host_mask: np.ndarray) -> int:
-    """How many distinct pids (>= 0) the rows where ``host_mask`` is set carry: a trace has a few processes, each
-    found by a pass (the least pid above the last one found) instead of hashing the pids of tens of millions of
-    host rows; beyond FEW_PROCESSES, the pids hashed a chunk of rows at a time."""
-    above = host_mask & (pid >= 0)  # the rows whose pid is above every one found so far
-    count = 0
-    while count < FEW_PROCESSES and above.any():
-        count += 1
-        above &= pid > pid.min(where=above, initial=np.iinfo(pid.dtype).max)
-    if not above.any():
-        return count
+    """How many distinct pids (>= 0) the rows where ``host_mask`` is set carry. A trace has a few processes: the
+    pids of evenly spaced rows name them, and a pass per candidate confirms that no host row has another (two
+    comparisons a candidate instead of gathering and hashing the pids of tens of millions of host rows); where
+    one has, or beyond FEW_PROCESSES candidates, the host rows' pids are hashed a chunk at a time."""
+    step = max(1, pid.size // PID_SAMPLE)
+    sample = pid[::step][host_mask[::step]]
+    candidates = distinct(sample[sample >= 0])
+    if candidates.size <= FEW_PROCESSES:
+        other = host_mask & (pid >= 0)  # the host rows whose pid is none of the candidates
+        for candidate in candidates:  # a loop over a few processes
+            other &= pid != candidate
+        if not other.any():
+            return int(candidates.size)  # each candidate is some host row's pid
     # a hash of the few pids of each chunk, not a sort of every host row
     pids = [
         distinct(pid[lo + np.flatnonzero(host_mask[lo : lo + HOST_CHUNK])])

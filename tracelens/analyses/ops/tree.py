@@ -198,17 +198,17 @@ def _compute_op_tree(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     del code
     launch_start = pairs["launch_start"][matched]
     if _compiled is not None:
-        grouped = by_thread[edges[0] : edges[-1]]  # the launches of threads with ops, by thread
+        launches = by_thread[edges[0] : edges[-1]]  # the launches of threads with ops, by thread
         outer = np.zeros(rows.size, np.uint8)
-        out, inn = np.empty(grouped.size, np.int64), np.empty(grouped.size, np.int64)
+        out, inn = np.empty(launches.size, np.int64), np.empty(launches.size, np.int64)
         start, end = (
             cols.start[rows].astype(np.int64, copy=False),
             cols.end[rows].astype(np.int64, copy=False),
         )
-        t = launch_start[grouped].astype(np.int64, copy=False)
+        t = launch_start[launches].astype(np.int64, copy=False)
         if _compiled.op_tree(start, end, bounds.astype(np.int64), t, edges - edges[0], outer, out, inn):
             del start, end, t
-            at = matched[grouped]
+            at = matched[launches]
             outermost[at] = np.where(out >= 0, rows[np.maximum(out, 0)], -1)
             innermost[at] = np.where(inn >= 0, rows[np.maximum(inn, 0)], -1)
             size = cols.start.size
@@ -272,7 +272,7 @@ def ops_by_thread(cols: Any, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``rows`` (ascending) ordered by (thread key, start, longest first, row), as ``np.lexsort`` on those
     keys orders them, and where each thread's run begins: ``rows[bounds[i]:bounds[i + 1]]`` is one thread's.
 
-    The event table is in start order, so this is a stable grouping by thread (:func:`_grouped`) plus a sort of
+    The event table is in start order, so this is a stable grouping by thread (:func:`grouped`) plus a sort of
     the rows that tie on (thread, start), not a three-key sort of an export's tens of millions of op ranges."""
     if rows.size == 0:
         return rows, np.zeros(1, np.int64)
@@ -280,7 +280,7 @@ def ops_by_thread(cols: Any, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if (start[1:] < start[:-1]).any():  # a table not in start order: by start first (stable)
         order = np.argsort(start, kind="stable")
         rows, start = rows[order], start[order]
-    order, bounds = _grouped(thread_key(cols.pid[rows], cols.tid[rows]))
+    order, bounds = grouped(thread_key(cols.pid[rows], cols.tid[rows]))
     rows, start = rows[order], start[order]
     del order
     # Ops of a thread starting together: longest first, then in row order.
@@ -295,12 +295,12 @@ def ops_by_thread(cols: Any, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return rows, bounds
 
 
-# Up to this many distinct keys, :func:`_grouped` finds each key's positions by a pass over the keys; above, by a
+# Up to this many distinct keys, :func:`grouped` finds each key's positions by a pass over the keys; above, by a
 # sort.
 FEW_GROUPS = 8
 
 
-def _grouped(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def grouped(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(order, bounds): the positions of ``key`` (non-empty) ordered by key, stably (``np.argsort(key,
     kind="stable")``), and where each key's run begins and the last ends (``order[bounds[i]:bounds[i + 1]]``
     holds one key's positions, ascending).
