@@ -190,19 +190,60 @@ def test_op_tree_same_with_and_without_the_compiled_pass(monkeypatch: pytest.Mon
     st.sampled_from([np.int64, np.int32]),
 )
 def test_grouped_is_stable_argsort(keys: list[int], few: int, dtype: type) -> None:
-    """grouped (a comparison pass per key up to FEW_GROUPS keys, a sort beyond) against np.argsort(stable):
-    the same order, and bounds at each key's run."""
+    """grouped (sampled candidate keys, a comparison each, up to FEW_GROUPS of them; a sort beyond, or where the
+    sample missed a key) against np.argsort(stable): the same order, and bounds at each key's run."""
     from tracelens.analyses.ops import tree
 
     key = np.array(keys, dtype)
-    saved = tree.FEW_GROUPS
-    tree.FEW_GROUPS = few
-    try:
-        order, bounds = tree.grouped(key)
-    finally:
-        tree.FEW_GROUPS = saved
     expected = np.argsort(key, kind="stable")
-    assert order.tolist() == expected.tolist()
     ordered = key[expected]
     runs = np.r_[0, np.flatnonzero(ordered[1:] != ordered[:-1]) + 1, key.size]
-    assert bounds.tolist() == runs.tolist()
+    saved = tree.FEW_GROUPS, tree.KEY_SAMPLE
+    tree.FEW_GROUPS = few
+    try:
+        for sample in (1, 3, 1 << 16):  # candidates from one key, a few (some keys missed), every key
+            tree.KEY_SAMPLE = sample
+            order, bounds = tree.grouped(key)
+            assert order.tolist() == expected.tolist()
+            assert bounds.tolist() == runs.tolist()
+    finally:
+        tree.FEW_GROUPS, tree.KEY_SAMPLE = saved
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 4), st.integers(-5, 30), st.integers(0, 8)), max_size=30),
+    st.lists(st.tuples(st.integers(0, 5), st.integers(-8, 45)), max_size=20),
+    st.booleans(),
+)
+def test_running_on_thread_at_equals_the_packed_search(
+    ranges: list[tuple[int, int, int]], queries: list[tuple[int, int]], overlapping: bool
+) -> None:
+    """running_on_thread_at (each thread's times searched in its own ranges) against columns.range_running_at
+    (every (thread, time) packed into one number), on ranges sorted by (thread key, start), overlapping or not;
+    and where its keys are not ascending (the packed search itself then)."""
+    from tracelens.analyses.columns import range_running_at
+    from tracelens.analyses.ops import tree
+
+    if not overlapping:  # one range at a time per thread: each starts at or after the previous one's end
+        by_thread: dict[int, int] = {}
+        kept = []
+        for key, start, length in sorted(ranges, key=lambda r: (r[0], r[1])):
+            if start >= by_thread.get(key, start):
+                kept.append((key, start, length))
+                by_thread[key] = start + length
+        ranges = kept
+    ranges = sorted(ranges, key=lambda r: (r[0], r[1]))
+    keys = np.array([r[0] for r in ranges], np.int64) * 7 + 3
+    starts = np.array([r[1] for r in ranges], np.int64)
+    ends = starts + np.array([r[2] for r in ranges], np.int64)
+    qkeys = np.array([q[0] for q in queries], np.int64) * 7 + 3
+    t = np.array([q[1] for q in queries], np.int64)
+    want = range_running_at(keys, starts, ends, qkeys, t)
+    saved = tree.FEW_THREADS
+    try:
+        for few in (64, 0):  # searched thread by thread; packed
+            tree.FEW_THREADS = few
+            assert tree.running_on_thread_at(keys, starts, ends, qkeys, t).tolist() == want.tolist()
+    finally:
+        tree.FEW_THREADS = saved

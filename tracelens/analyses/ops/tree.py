@@ -295,9 +295,9 @@ def ops_by_thread(cols: Any, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return rows, bounds
 
 
-# Up to this many distinct keys, :func:`grouped` finds each key's positions by a pass over the keys; above, by a
-# sort.
+# Up to this many distinct keys, :func:`grouped` finds each key's positions by a comparison; above, by a sort.
 FEW_GROUPS = 8
+KEY_SAMPLE = 1 << 16  # about this many keys, evenly spaced, name the candidate keys
 
 
 def grouped(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -305,17 +305,17 @@ def grouped(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     kind="stable")``), and where each key's run begins and the last ends (``order[bounds[i]:bounds[i + 1]]``
     holds one key's positions, ascending).
 
-    Op ranges lie on a handful of threads: the keys are taken in ascending order (the least one above the last)
-    and each one's positions found by one comparison, a few passes per thread instead of factorizing and
-    sorting tens of millions of keys. Beyond :data:`FEW_GROUPS` keys: codes and one stable sort."""
-    parts = []
-    k, last = key.min(), key.max()
-    while len(parts) < FEW_GROUPS:
-        parts.append(np.flatnonzero(key == k))
-        if k == last:
-            return np.concatenate(parts), np.cumsum([0] + [p.size for p in parts], dtype=np.int64)
-        k = key.min(where=key > k, initial=last)
-    del parts
+    Op ranges lie on a handful of threads: evenly spaced keys name the candidates, each one's positions are
+    found by one comparison, in ascending key order, and where they account for every position that is the
+    order (a few passes per thread instead of factorizing and sorting tens of millions of keys). Beyond
+    :data:`FEW_GROUPS` candidates, or where some key was not sampled: codes and one stable sort."""
+    candidates = np.unique(key[:: max(1, key.size // KEY_SAMPLE)])
+    if candidates.size <= FEW_GROUPS:
+        parts = [np.flatnonzero(key == k) for k in candidates]  # a loop over a few keys
+        sizes = [p.size for p in parts]
+        if sum(sizes) == key.size:
+            return np.concatenate(parts), np.cumsum([0, *sizes], dtype=np.int64)
+        del parts
     code = dense_codes(key)[0]
     code = code.astype(np.int16) if code.max() < np.iinfo(np.int16).max else code
     order = np.argsort(code, kind="stable")
@@ -366,13 +366,45 @@ def thread_range_at(
 ) -> np.ndarray:
     """For each (thread, time), the index into ``ranges`` (sorted by thread and start, disjoint on a thread) of
     the range running then (start <= t < end); -1 when none."""
-    return range_running_at(
+    return running_on_thread_at(
         thread_key(cols.pid[ranges], cols.tid[ranges]),
         cols.start[ranges],
         cols.end[ranges],
         thread_key(pid, tid),
         t,
     )
+
+
+# Ranges on at most this many threads are searched thread by thread (running_on_thread_at).
+FEW_THREADS = 64
+
+
+def running_on_thread_at(
+    range_keys: np.ndarray, starts: np.ndarray, ends: np.ndarray, keys: np.ndarray, t: np.ndarray
+) -> np.ndarray:
+    """:func:`~tracelens.analyses.columns.range_running_at` (ranges sorted by thread key, then start; not
+    overlapping on a thread), searched thread by thread where the ranges lie on a few threads: each thread's
+    times in its own ranges, without packing every range's (thread, time) into one number (factorizing the keys
+    of millions of op ranges first). Same result: a time's thread holds the only ranges that can hold it."""
+    t = np.asarray(t, dtype=np.int64)
+    range_keys = np.asarray(range_keys)
+    if range_keys.size == 0 or t.size == 0:
+        return range_running_at(range_keys, starts, ends, keys, t)
+    change = np.flatnonzero(range_keys[1:] != range_keys[:-1]) + 1
+    run_keys = range_keys[np.r_[0, change]]
+    if change.size >= FEW_THREADS or not bool((run_keys[1:] > run_keys[:-1]).all()):
+        return range_running_at(range_keys, starts, ends, keys, t)
+    bounds = np.r_[0, change, range_keys.size]
+    starts, ends, keys = np.asarray(starts, np.int64), np.asarray(ends, np.int64), np.asarray(keys)
+    out = np.full(t.size, -1, np.int64)
+    for i, key in enumerate(run_keys):  # a loop over the few threads
+        mine = np.flatnonzero(keys == key)
+        if mine.size:
+            lo, hi = int(bounds[i]), int(bounds[i + 1])
+            at = intervals.running_at(starts[lo:hi], ends[lo:hi], t[mine])
+            found = at >= 0
+            out[mine[found]] = at[found] + lo
+    return out
 
 
 def enclosing_outermost(trace: Trace, ops: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -383,7 +415,7 @@ def enclosing_outermost(trace: Trace, ops: np.ndarray, rows: np.ndarray) -> np.n
         return out
     cols = event_columns(trace)
     # A zero-length op holds the op starting with it (its end taken one past its start).
-    at = range_running_at(
+    at = running_on_thread_at(
         thread_key(cols.pid[ops], cols.tid[ops]),
         cols.start[ops],
         np.maximum(cols.end[ops], cols.start[ops] + 1),
