@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tracelens.analyses.columns import thread_key
 from tracelens.analyses.ops.tree import _outermost_innermost_at, _sorted_depth, ops_by_thread
 
 ops = st.lists(st.tuples(st.integers(0, 40), st.integers(0, 15)), min_size=1, max_size=25)
@@ -64,7 +65,7 @@ class _Cols:
 @settings(max_examples=300, deadline=None)
 @given(
     st.lists(
-        st.tuples(st.integers(1, 2), st.integers(0, 3), st.integers(0, 12), st.integers(0, 5)), max_size=40
+        st.tuples(st.integers(1, 2), st.integers(-2, 3), st.integers(0, 12), st.integers(0, 5)), max_size=40
     ),
     st.booleans(),
     st.data(),
@@ -85,7 +86,7 @@ def test_ops_by_thread_is_lexsort(
         sorted(data.draw(st.sets(st.integers(0, max(len(events) - 1, 0))))) if events else [], np.int64
     )
     got, bounds = ops_by_thread(cols, rows)
-    key = cols.pid[rows].astype(np.int64) * 100 + cols.tid[rows]
+    key = thread_key(cols.pid[rows], cols.tid[rows])  # a negative tid after the others (unsigned low half)
     expected = rows[np.lexsort((rows, cols.start[rows] - cols.end[rows], cols.start[rows], key))]
     assert got.tolist() == expected.tolist()
     runs = [got[lo:hi] for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)]

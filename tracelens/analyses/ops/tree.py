@@ -55,7 +55,7 @@ def _op_names(trace: Trace) -> OpNames:
     code = np.r_[np.arange(size, dtype=np.int64), -1]
     names = np.asarray(cols.names, dtype=object)
     nvtx = np.zeros(size + 1, bool)
-    ann = cols.name[cols.of_kind(ANNOTATION)]
+    ann = np.compress(cols.of_kind(ANNOTATION), cols.name)  # as cols.name[mask], in half the time
     used = np.flatnonzero(np.bincount(ann[ann >= 0], minlength=size) > 0)
     found = [(c, m.group(1)) for c in used if (m := _EMIT_NVTX.match(str(names[c])))]  # a loop over names
     if found:
@@ -280,7 +280,7 @@ def ops_by_thread(cols: Any, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if (start[1:] < start[:-1]).any():  # a table not in start order: by start first (stable)
         order = np.argsort(start, kind="stable")
         rows, start = rows[order], start[order]
-    order, bounds = grouped(thread_key(cols.pid[rows], cols.tid[rows]))
+    order, bounds = grouped(_thread_order_key(cols.pid[rows], cols.tid[rows]))
     rows, start = rows[order], start[order]
     del order
     # Ops of a thread starting together: longest first, then in row order.
@@ -293,6 +293,14 @@ def ops_by_thread(cols: Any, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         tied = rows[at]
         rows[at] = tied[np.lexsort((tied, cols.start[tied] - cols.end[tied], group))]
     return rows, bounds
+
+
+def _thread_order_key(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
+    """Keys ordered as ``thread_key(pid, tid)`` is: where every row has one pid (the usual case), the tids read as
+    unsigned (as thread_key's low half), without building the int64 keys."""
+    if tid.dtype == np.int32 and pid.size and pid.min() == pid.max():
+        return tid.view(np.uint32)
+    return thread_key(pid, tid)
 
 
 # Up to this many distinct keys, :func:`grouped` finds each key's positions by a comparison; above, by a sort.
