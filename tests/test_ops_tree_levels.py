@@ -86,6 +86,9 @@ def test_ops_by_thread_is_lexsort(
         sorted(data.draw(st.sets(st.integers(0, max(len(events) - 1, 0))))) if events else [], np.int64
     )
     got, bounds = ops_by_thread(cols, rows)
+    from tracelens.analyses.ops.tree import _by_thread
+
+    assert _by_thread(cols, rows)[2].tolist() == cols.start[got].tolist()  # the ordered rows' starts
     key = thread_key(cols.pid[rows], cols.tid[rows])  # a negative tid after the others (unsigned low half)
     expected = rows[np.lexsort((rows, cols.start[rows] - cols.end[rows], cols.start[rows], key))]
     assert got.tolist() == expected.tolist()

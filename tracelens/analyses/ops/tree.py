@@ -183,7 +183,7 @@ def _compute_op_tree(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     cols = event_columns(trace)
     pairs = launch_pairs(trace)
     outermost, innermost = np.full(len(pairs), -1, np.int64), np.full(len(pairs), -1, np.int64)
-    rows, bounds = ops_by_thread(cols, framework_op_rows(trace))
+    rows, bounds, start = _by_thread(cols, framework_op_rows(trace))
     if rows.size == 0:
         return rows, _narrow_rows(outermost, cols.start.size), _narrow_rows(innermost, cols.start.size)
     # The launches by thread, each thread's against that thread's ops.
@@ -193,7 +193,7 @@ def _compute_op_tree(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     code = np.minimum(np.searchsorted(threads, key), threads.size - 1)
     code[threads[code] != key] = -1
     del key
-    by_thread = np.argsort(code, kind="stable")
+    by_thread = grouped(code)[0] if code.size else np.zeros(0, np.int64)  # launches on a few threads
     edges = np.searchsorted(code[by_thread], np.arange(-1, threads.size) + 0.5)
     del code
     launch_start = pairs["launch_start"][matched]
@@ -201,10 +201,7 @@ def _compute_op_tree(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         launches = by_thread[edges[0] : edges[-1]]  # the launches of threads with ops, by thread
         outer = np.zeros(rows.size, np.uint8)
         out, inn = np.empty(launches.size, np.int64), np.empty(launches.size, np.int64)
-        start, end = (
-            cols.start[rows].astype(np.int64, copy=False),
-            cols.end[rows].astype(np.int64, copy=False),
-        )
+        start, end = start.astype(np.int64, copy=False), cols.end[rows].astype(np.int64, copy=False)
         t = launch_start[launches].astype(np.int64, copy=False)
         if _compiled.op_tree(start, end, bounds.astype(np.int64), t, edges - edges[0], outer, out, inn):
             del start, end, t
@@ -213,7 +210,7 @@ def _compute_op_tree(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             innermost[at] = np.where(inn >= 0, rows[np.maximum(inn, 0)], -1)
             size = cols.start.size
             return (
-                _narrow_rows(rows[outer.view(bool)], size),
+                _narrow_rows(np.compress(outer.view(bool), rows), size),
                 _narrow_rows(outermost, size),
                 _narrow_rows(innermost, size),
             )
@@ -274,8 +271,13 @@ def ops_by_thread(cols: Any, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
     The event table is in start order, so this is a stable grouping by thread (:func:`grouped`) plus a sort of
     the rows that tie on (thread, start), not a three-key sort of an export's tens of millions of op ranges."""
+    return _by_thread(cols, rows)[:2]
+
+
+def _by_thread(cols: Any, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`ops_by_thread` and the ordered rows' starts (the op tree's pass reads them)."""
     if rows.size == 0:
-        return rows, np.zeros(1, np.int64)
+        return rows, np.zeros(1, np.int64), cols.start[rows]
     start = cols.start[rows]
     if (start[1:] < start[:-1]).any():  # a table not in start order: by start first (stable)
         order = np.argsort(start, kind="stable")
@@ -286,13 +288,13 @@ def ops_by_thread(cols: Any, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     # Ops of a thread starting together: longest first, then in row order.
     tie = start[1:] == start[:-1]
     tie[bounds[1:-1] - 1] = False  # the last op of a thread and the first of the next: different threads
-    del start
     if tie.any():
         at = np.flatnonzero(np.r_[tie, False] | np.r_[False, tie])
         group = np.cumsum(np.r_[True, ~tie[at[:-1]]])  # consecutive tied rows share a (thread, start)
         tied = rows[at]
+        # reordered among rows of one start: ``start`` stays the rows' starts
         rows[at] = tied[np.lexsort((tied, cols.start[tied] - cols.end[tied], group))]
-    return rows, bounds
+    return rows, bounds, start
 
 
 def _thread_order_key(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
