@@ -108,3 +108,46 @@ def test_sync_calls_by_position_equal_a_stable_sort(calls: list[tuple[int, int, 
         (positions,) = thread_time_positions([(key, [start])])
         want = np.argsort(positions, kind="stable")
         assert sync._by_position(key, positions, start).tolist() == want.tolist()
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(-1, 8), st.booleans(), st.integers(0, 50)),  # id (-1: none), driver, start
+        max_size=25,
+    )
+)
+def test_call_rows_equal_a_sort_by_id_runtime_first_then_earliest(calls: list[tuple[int, bool, int]]) -> None:
+    """launch._call_rows (a sort on the id alone where no call is a driver call; no selection where every id
+    is once) against the rule: per id, the runtime call before driver calls, then the earliest (row order)."""
+    from tracelens.analyses.columns import event_columns
+    from tracelens.trace import ALL_KINDS, Trace
+
+    rows = [
+        {
+            "kind": "driver" if driver else "runtime",
+            "name": "cuLaunchKernel" if driver else "cudaLaunchKernel",
+            "start_ns": start,
+            "end_ns": start + 1,
+            "pid": 1,
+            "tid": 1,
+            "correlation_id": None if corr < 0 else corr,
+        }
+        for corr, driver, start in sorted(calls, key=lambda c: c[2])
+    ]
+    trace = Trace.from_rows(rows or [{"kind": "runtime", "name": "x", "start_ns": 0, "end_ns": 1}])
+    cols = event_columns(trace)
+    table_rows = [
+        (int(cols.at("correlation_id", np.array([r]))[0]), int(cols.kind[r]), r)
+        for r in range(cols.kind.size)
+    ]
+    best: dict[int, tuple[int, int]] = {}
+    for corr, kind, row in table_rows:
+        if corr >= 0:
+            rank = (kind == ALL_KINDS.index("driver"), row)
+            best[corr] = min(best.get(corr, rank), rank)
+    ids, call_rows, unique = launch._call_rows(trace)
+    assert ids.tolist() == sorted(best)
+    assert call_rows.tolist() == [best[c][1] for c in sorted(best)]
+    with_id = [c for c, _, _ in table_rows if c >= 0]
+    assert unique == (len(with_id) == len(set(with_id)))
