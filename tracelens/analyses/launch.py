@@ -25,7 +25,7 @@ import pandas as pd
 from ..trace import ALL_KINDS, DRIVER, GPU_ACTIVITY_KINDS, KERNEL, RUNTIME, Trace
 from ..values import sorted_distinct
 from .columns import Table, api_calls, device_busy, event_columns, memo
-from .names import code_mask, is_graph_launch
+from .names import is_graph_launch, names_in_use
 
 SMALL_KERNEL_NS = 10_000
 PERCENTILES = (50, 90, 99)
@@ -274,9 +274,19 @@ def launch_stats(trace: Trace) -> dict[str, Any]:
 
     cols = event_columns(trace)
     api = np.flatnonzero(cols.of_kind(RUNTIME, DRIVER))  # a gather by index: faster than by mask
-    graph_calls = int(code_mask(cols.name[api], cols.names, is_graph_launch).sum())
-    # Nsight gives a graph's kernels a graph id; Kineto gives them the graph launch's correlation id instead.
-    by_graph_launch = pairs["matched"] & code_mask(pairs["launch_name"], cols.names, is_graph_launch)
+    api_names = cols.name[api]
+    # per name code (a last slot, False, for -1): a graph launch; tested at the calls' names only
+    is_graph = np.zeros(len(cols.names) + 1, bool)
+    used = names_in_use(api_names, len(cols.names))
+    is_graph[used] = np.fromiter((is_graph_launch(str(cols.names[c])) for c in used), bool, used.size)
+    # Nsight gives a graph's kernels a graph id; Kineto gives them the graph launch's correlation id instead. A
+    # matched op's launch name is a call's: no graph launch among the calls' names, none among the ops'.
+    if is_graph.any():
+        graph_calls = int(is_graph[api_names].sum())
+        by_graph_launch = pairs["matched"] & is_graph[pairs["launch_name"]]
+    else:
+        graph_calls, by_graph_launch = 0, np.zeros(len(pairs), bool)
+    del api_names
     graph_ops = int(((pairs["graph_id"] >= 0) | by_graph_launch).sum())
     return {
         "gpu_ops": int(len(pairs)),

@@ -26,7 +26,7 @@ from ..event_names import strip_api_suffix
 from ..trace import CPU_OP, DRIVER, GPU_SYNC, RUNTIME, Trace
 from .columns import Table, event_columns, step_windows, thread_key, thread_time_positions
 from .launch import launch_pairs
-from .names import code_mask, is_blocking_sync, is_sync_copy
+from .names import code_mask, code_masks, is_blocking_sync, is_sync_copy
 from .ops.tree import grouped
 from .steps import STEP_LIMIT
 
@@ -40,6 +40,10 @@ def _api_calls(trace: Trace) -> Table:
     # Row positions, not the mask: five gathers by index cost ~1/3 of five by a table-long mask (41M rows).
     api = np.flatnonzero(cols.of_kind(RUNTIME, DRIVER))
     name = cols.name[api]
+    # both tests from one look at the names in use and one gather
+    blocking, stream_wait = code_masks(
+        name, cols.names, (is_blocking_sync, lambda n: bool(_STREAM_WAIT.match(strip_api_suffix(n))))
+    )
     return Table(
         {
             "name": name,
@@ -47,10 +51,8 @@ def _api_calls(trace: Trace) -> Table:
             "end": cols.end[api],
             "pid": cols.pid[api],
             "tid": cols.tid[api],
-            "blocking": code_mask(name, cols.names, is_blocking_sync),
-            "stream_wait": code_mask(
-                name, cols.names, lambda n: bool(_STREAM_WAIT.match(strip_api_suffix(n)))
-            ),
+            "blocking": blocking,
+            "stream_wait": stream_wait,
         }
     )
 
