@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from tracelens.analyses.columns import thread_key
 from tracelens.analyses.ops.tree import _outermost_innermost_at, _sorted_depth, ops_by_thread
+from tracelens.trace import ALL_KINDS
 
 ops = st.lists(st.tuples(st.integers(0, 40), st.integers(0, 15)), min_size=1, max_size=25)
 times = st.lists(st.integers(-2, 60), max_size=20)
@@ -251,3 +252,46 @@ def test_running_on_thread_at_equals_the_packed_search(
             assert tree.running_on_thread_at(keys, starts, ends, qkeys, t).tolist() == want.tolist()
     finally:
         tree.FEW_THREADS = saved
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["aten::mm, seq = 1", "aten::add, op_id = 2", "my_range", None]),
+            st.sampled_from(["annotation", "cpu_op"]),
+            st.sampled_from([1, None]),
+            st.integers(0, 30),
+        ),
+        min_size=1,
+        max_size=20,
+    )
+)
+def test_emit_nvtx_rows_equal_the_name_test_per_row(
+    rows: list[tuple[str | None, str, int | None, int]],
+) -> None:
+    """emit_nvtx_rows (every annotation taken where all annotation names are emit_nvtx op ranges) against the
+    annotations on a thread whose name is an emit_nvtx op range's."""
+    from tracelens.analyses.columns import event_columns
+    from tracelens.analyses.ops import tree
+    from tracelens.trace import Trace
+
+    trace = Trace.from_rows(
+        [
+            {"kind": kind, "name": name, "start_ns": start, "end_ns": start + 3, "pid": 1, "tid": tid}
+            for name, kind, tid, start in sorted(rows, key=lambda r: r[3])
+        ]
+    )
+    cols = event_columns(trace)
+    names = [None if c < 0 else str(cols.names[c]) for c in cols.name]
+    want = [
+        i
+        for i, (name, kind, tid) in enumerate(zip(names, cols.kind, cols.tid, strict=True))
+        if kind == ALL_KINDS.index("annotation") and tid >= 0 and name is not None and ", " in name
+    ]
+    assert tree.emit_nvtx_rows(trace).tolist() == want
+    annotation_names = {
+        n for n, k in zip(names, cols.kind, strict=True) if k == ALL_KINDS.index("annotation")
+    }
+    every = bool(annotation_names) and all(n is not None and ", " in n for n in annotation_names)
+    assert tree.op_names(trace).all_annotations_nvtx == every

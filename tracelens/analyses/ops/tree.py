@@ -42,6 +42,9 @@ class OpNames:
     # per GPU op (the rows of ``launch_pairs``, in its order): the code in ``names`` of the op recorded on it
     # (the ``op`` column), -1 where none
     recorded: np.ndarray | None = None
+    # every name an annotation row has is an emit_nvtx op range's (an emit_nvtx export): the annotations are the
+    # op ranges
+    all_annotations_nvtx: bool = False
 
 
 def op_names(trace: Trace) -> OpNames:
@@ -56,7 +59,10 @@ def _op_names(trace: Trace) -> OpNames:
     names = np.asarray(cols.names, dtype=object)
     nvtx = np.zeros(size + 1, bool)
     ann = np.compress(cols.of_kind(ANNOTATION), cols.name)  # as cols.name[mask], in half the time
-    used = np.flatnonzero(np.bincount(ann[ann >= 0], minlength=size) > 0)
+    named = ann >= 0
+    unnamed = not bool(named.all())
+    used = np.flatnonzero(np.bincount(ann[named] if unnamed else ann, minlength=size) > 0)
+    del ann, named
     found = [(c, m.group(1)) for c in used if (m := _EMIT_NVTX.match(str(names[c])))]  # a loop over names
     if found:
         ranges = np.array([c for c, _ in found], np.int64)
@@ -68,7 +74,9 @@ def _op_names(trace: Trace) -> OpNames:
     if texts:
         target, names = _codes_of(names, texts)
         recorded = np.where(gpu_codes >= 0, np.r_[target, -1][gpu_codes], -1)
-    return OpNames(code, names, nvtx, recorded)
+    # (an annotation without a name is no op range)
+    every = bool(found) and len(found) == used.size and not unnamed
+    return OpNames(code, names, nvtx, recorded, every)
 
 
 def _codes_of(names: np.ndarray, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -128,8 +136,12 @@ def emit_nvtx_rows(trace: Trace) -> np.ndarray:
 
     def compute() -> np.ndarray:
         cols = event_columns(trace)
-        rows = np.flatnonzero(cols.of_kind(ANNOTATION) & op_names(trace).nvtx[cols.name] & (cols.tid >= 0))
-        return _narrow_rows(rows, cols.start.size)
+        names = op_names(trace)
+        mask = cols.of_kind(ANNOTATION)
+        if not names.all_annotations_nvtx:  # (else every annotation is an op range: no gather of the names)
+            mask &= names.nvtx[cols.name]
+        mask &= cols.tid >= 0
+        return _narrow_rows(np.flatnonzero(mask), cols.start.size)
 
     return memo(trace, "emit_nvtx_rows", compute)
 
