@@ -333,11 +333,17 @@ def grouped(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     :data:`FEW_GROUPS` candidates, or where some key was not sampled: codes and one stable sort."""
     candidates = np.unique(key[:: max(1, key.size // KEY_SAMPLE)])
     if candidates.size <= FEW_GROUPS:
-        parts = [np.flatnonzero(key == k) for k in candidates]  # a loop over a few keys
-        sizes = [p.size for p in parts]
-        if sum(sizes) == key.size:
-            return np.concatenate(parts), np.cumsum([0, *sizes], dtype=np.int64)
-        del parts
+        # each key's positions written in place, not concatenated: one order array at a time
+        order = np.empty(key.size, np.intp)
+        bounds = [0]
+        for k in candidates:  # a loop over a few keys (distinct: their positions never exceed the keys')
+            part = np.flatnonzero(key == k)
+            order[bounds[-1] : bounds[-1] + part.size] = part
+            bounds.append(bounds[-1] + part.size)
+            del part
+        if bounds[-1] == key.size:
+            return order, np.array(bounds, np.int64)
+        del order
     code = dense_codes(key)[0]
     code = code.astype(np.int16) if code.max() < np.iinfo(np.int16).max else code
     order = np.argsort(code, kind="stable")
