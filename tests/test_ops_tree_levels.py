@@ -8,7 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tracelens.analyses.columns import thread_key
 from tracelens.analyses.ops.tree import _outermost_innermost_at, _sorted_depth, ops_by_thread
+from tracelens.trace import ALL_KINDS
 
 ops = st.lists(st.tuples(st.integers(0, 40), st.integers(0, 15)), min_size=1, max_size=25)
 times = st.lists(st.integers(-2, 60), max_size=20)
@@ -64,7 +66,7 @@ class _Cols:
 @settings(max_examples=300, deadline=None)
 @given(
     st.lists(
-        st.tuples(st.integers(1, 2), st.integers(0, 3), st.integers(0, 12), st.integers(0, 5)), max_size=40
+        st.tuples(st.integers(1, 2), st.integers(-2, 3), st.integers(0, 12), st.integers(0, 5)), max_size=40
     ),
     st.booleans(),
     st.data(),
@@ -85,7 +87,10 @@ def test_ops_by_thread_is_lexsort(
         sorted(data.draw(st.sets(st.integers(0, max(len(events) - 1, 0))))) if events else [], np.int64
     )
     got, bounds = ops_by_thread(cols, rows)
-    key = cols.pid[rows].astype(np.int64) * 100 + cols.tid[rows]
+    from tracelens.analyses.ops.tree import _by_thread
+
+    assert _by_thread(cols, rows)[2].tolist() == cols.start[got].tolist()  # the ordered rows' starts
+    key = thread_key(cols.pid[rows], cols.tid[rows])  # a negative tid after the others (unsigned low half)
     expected = rows[np.lexsort((rows, cols.start[rows] - cols.end[rows], cols.start[rows], key))]
     assert got.tolist() == expected.tolist()
     runs = [got[lo:hi] for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)]
@@ -181,3 +186,112 @@ def test_op_tree_same_with_and_without_the_compiled_pass(monkeypatch: pytest.Mon
         monkeypatch.undo()
         for a, b in zip(compiled, reference, strict=True):
             assert np.array_equal(a, b), path.name
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.integers(-3, 12), min_size=1, max_size=60),
+    st.integers(1, 9),
+    st.sampled_from([np.int64, np.int32]),
+)
+def test_grouped_is_stable_argsort(keys: list[int], few: int, dtype: type) -> None:
+    """grouped (sampled candidate keys, a comparison each, up to FEW_GROUPS of them; a sort beyond, or where the
+    sample missed a key) against np.argsort(stable): the same order, and bounds at each key's run."""
+    from tracelens.analyses.ops import tree
+
+    key = np.array(keys, dtype)
+    expected = np.argsort(key, kind="stable")
+    ordered = key[expected]
+    runs = np.r_[0, np.flatnonzero(ordered[1:] != ordered[:-1]) + 1, key.size]
+    saved = tree.FEW_GROUPS, tree.KEY_SAMPLE
+    tree.FEW_GROUPS = few
+    try:
+        for sample in (1, 3, 1 << 16):  # candidates from one key, a few (some keys missed), every key
+            tree.KEY_SAMPLE = sample
+            order, bounds = tree.grouped(key)
+            assert order.tolist() == expected.tolist()
+            assert bounds.tolist() == runs.tolist()
+    finally:
+        tree.FEW_GROUPS, tree.KEY_SAMPLE = saved
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 4), st.integers(-5, 30), st.integers(0, 8)), max_size=30),
+    st.lists(st.tuples(st.integers(0, 5), st.integers(-8, 45)), max_size=20),
+    st.booleans(),
+)
+def test_running_on_thread_at_equals_the_packed_search(
+    ranges: list[tuple[int, int, int]], queries: list[tuple[int, int]], overlapping: bool
+) -> None:
+    """running_on_thread_at (each thread's times searched in its own ranges) against columns.range_running_at
+    (every (thread, time) packed into one number), on ranges sorted by (thread key, start), overlapping or not;
+    and where its keys are not ascending (the packed search itself then)."""
+    from tracelens.analyses.columns import range_running_at
+    from tracelens.analyses.ops import tree
+
+    if not overlapping:  # one range at a time per thread: each starts at or after the previous one's end
+        by_thread: dict[int, int] = {}
+        kept = []
+        for key, start, length in sorted(ranges, key=lambda r: (r[0], r[1])):
+            if start >= by_thread.get(key, start):
+                kept.append((key, start, length))
+                by_thread[key] = start + length
+        ranges = kept
+    ranges = sorted(ranges, key=lambda r: (r[0], r[1]))
+    keys = np.array([r[0] for r in ranges], np.int64) * 7 + 3
+    starts = np.array([r[1] for r in ranges], np.int64)
+    ends = starts + np.array([r[2] for r in ranges], np.int64)
+    qkeys = np.array([q[0] for q in queries], np.int64) * 7 + 3
+    t = np.array([q[1] for q in queries], np.int64)
+    want = range_running_at(keys, starts, ends, qkeys, t)
+    saved = tree.FEW_THREADS
+    try:
+        for few in (64, 0):  # searched thread by thread; packed
+            tree.FEW_THREADS = few
+            assert tree.running_on_thread_at(keys, starts, ends, qkeys, t).tolist() == want.tolist()
+    finally:
+        tree.FEW_THREADS = saved
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["aten::mm, seq = 1", "aten::add, op_id = 2", "my_range", None]),
+            st.sampled_from(["annotation", "cpu_op"]),
+            st.sampled_from([1, None]),
+            st.integers(0, 30),
+        ),
+        min_size=1,
+        max_size=20,
+    )
+)
+def test_emit_nvtx_rows_equal_the_name_test_per_row(
+    rows: list[tuple[str | None, str, int | None, int]],
+) -> None:
+    """emit_nvtx_rows (every annotation taken where all annotation names are emit_nvtx op ranges) against the
+    annotations on a thread whose name is an emit_nvtx op range's."""
+    from tracelens.analyses.columns import event_columns
+    from tracelens.analyses.ops import tree
+    from tracelens.trace import Trace
+
+    trace = Trace.from_rows(
+        [
+            {"kind": kind, "name": name, "start_ns": start, "end_ns": start + 3, "pid": 1, "tid": tid}
+            for name, kind, tid, start in sorted(rows, key=lambda r: r[3])
+        ]
+    )
+    cols = event_columns(trace)
+    names = [None if c < 0 else str(cols.names[c]) for c in cols.name]
+    want = [
+        i
+        for i, (name, kind, tid) in enumerate(zip(names, cols.kind, cols.tid, strict=True))
+        if kind == ALL_KINDS.index("annotation") and tid >= 0 and name is not None and ", " in name
+    ]
+    assert tree.emit_nvtx_rows(trace).tolist() == want
+    annotation_names = {
+        n for n, k in zip(names, cols.kind, strict=True) if k == ALL_KINDS.index("annotation")
+    }
+    every = bool(annotation_names) and all(n is not None and ", " in n for n in annotation_names)
+    assert tree.op_names(trace).all_annotations_nvtx == every

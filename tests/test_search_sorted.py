@@ -65,12 +65,21 @@ def test_search_sorted_large() -> None:
 @settings(max_examples=300, deadline=None)
 @given(st.sets(st.integers(0, 60), max_size=40), st.sets(st.integers(0, 60), max_size=40))
 def test_matches_pairs_common_rows(rows: set[int], carried: set[int]) -> None:
+    """Both ways of pairing (a mark per table row where the rows are dense, binary searches otherwise)."""
+    from tracelens.analyses import columns
+
     r = np.array(sorted(rows), np.int64)
-    c = np.array(sorted(carried), np.int64)
-    with small_blocks():
-        mine, theirs = _matches(r, c)
+    c = np.array(sorted(carried), np.int32)
     expected = [(i, j) for i, a in enumerate(r.tolist()) for j, b in enumerate(c.tolist()) if a == b]
-    assert list(zip(mine.tolist(), theirs.tolist(), strict=True)) == expected
+    saved = columns._MARK_RATIO
+    try:
+        for ratio in (1, 2**40):  # every pair of row sets marked; none
+            columns._MARK_RATIO = ratio
+            with small_blocks():
+                mine, theirs = _matches(r, c)
+            assert list(zip(mine.tolist(), theirs.tolist(), strict=True)) == expected
+    finally:
+        columns._MARK_RATIO = saved
 
 
 @settings(max_examples=300, deadline=None)

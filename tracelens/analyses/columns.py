@@ -337,12 +337,30 @@ def _ints_at(store: EventStore, name: str, rows: np.ndarray) -> np.ndarray:
     return out
 
 
+# _matches marks the table's rows where the two row sets hold at least one in this many of them.
+_MARK_RATIO = 16
+
+
 def _matches(rows: np.ndarray, carried: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(positions in ``rows``, positions in ``carried``) of the rows in both; both ascending without repeats.
     The smaller is searched in the larger (the 1.4M copies among 6.6M GPU ops, not the other way round)."""
     if rows.size == carried.size and np.array_equal(rows, carried):  # the very rows that carry the column
         every = np.arange(rows.size)
         return every, every
+    table_rows = max(int(rows[-1]), int(carried[-1])) + 1 if rows.size and carried.size else 0
+    if (
+        table_rows
+        and rows.size + carried.size >= table_rows // _MARK_RATIO
+        and bool((rows[1:] > rows[:-1]).all())  # some callers' rows are not in row order: searched below
+    ):
+        # Many rows of the table: a mark per table row and two gathers in row order, not a binary search per row
+        # (the 6.6M GPU ops against the 15.7M rows carrying a correlation id: 0.4 s -> 0.2 s)
+        mark = np.zeros(table_rows, bool)
+        mark[carried] = True
+        mine = np.flatnonzero(mark[rows])
+        mark[carried] = False
+        mark[rows] = True
+        return mine, np.flatnonzero(mark[carried])
     if carried.size <= rows.size:
         at = intervals.search_sorted(rows, carried)
         hit = at < rows.size

@@ -26,8 +26,9 @@ import numpy as np
 from .. import intervals
 from ..event_names import strip_api_suffix
 from ..trace import GPU_ACTIVITY_KINDS, HOST_KINDS, OVERHEAD, PYTHON, Trace
+from ..values import sorted_distinct
 from .columns import api_calls, event_columns
-from .launch import launch_pairs
+from .launch import call_ids_unique, launch_pairs
 from .names import code_mask, is_kernel_launch
 
 LOST_SHARE = 0.10  # launch calls after the GPU side ends: reported from this share of the launch calls
@@ -159,14 +160,14 @@ def judge(trace: Trace) -> dict[str, Any]:
     gpu = np.flatnonzero(cols.of_kind(*GPU_ACTIVITY_KINDS))
     api, api_ids = api_calls(trace)
     is_launch = code_mask(cols.name[api], cols.names, _is_launch_call)
-    launch = api[is_launch]
+    launch = np.compress(is_launch, api)  # as api[is_launch], in half the time
     # A mask, not the rows: the host rows are read only without GPU ops (34M rows, 270 MB, on a training export)
     host = cols.of_kind(*HOST_KINDS)
     # where every GPU op has a device, launch_pairs' rows are these, in row order, joined to the calls by id
     pairs = launch_pairs(trace) if gpu.size else None
     joined = pairs is not None and len(pairs) == gpu.size
     gpu_ids = pairs["correlation_id"] if pairs is not None and joined else cols.at("correlation_id", gpu)
-    launch_ids = api_ids[is_launch]  # the launch calls are API calls
+    launch_ids = np.compress(is_launch, api_ids)  # the launch calls are API calls
     problems: list[dict[str, Any]] = []
     evidence: dict[str, Any]
 
@@ -179,15 +180,23 @@ def judge(trace: Trace) -> dict[str, Any]:
         }
         problems.append(_problem("no_gpu_activity", True, evidence, _fix(GPU_SIDE_FIX, who) + CPU_ONLY_NOTE))
     elif launch.size:
-        last_gpu_end = int(cols.end[gpu].max()) if gpu.size else None
+        # (launch_pairs holds the GPU ops' ends where its rows are the GPU ops)
+        gpu_end = pairs["end"] if pairs is not None and joined else cols.end[gpu]
+        last_gpu_end = int(gpu_end.max()) if gpu.size else None
         after = (
             int((cols.start[launch] >= last_gpu_end).sum()) if last_gpu_end is not None else int(launch.size)
         )
         share = after / launch.size
         with_id = launch_ids >= 0
-        unmatched = (
-            int((~_member(launch_ids[with_id], gpu_ids[gpu_ids >= 0])).sum()) if with_id.any() else None
-        )
+        if not with_id.any():
+            unmatched = None
+        elif joined and pairs is not None and call_ids_unique(trace):
+            # each call's id its own: a launch call's id is some GPU op's where a matched op's launch call is it
+            called = sorted_distinct(pairs["launch_row"][pairs["matched"]])
+            called_launches = int(code_mask(cols.name[called], cols.names, _is_launch_call).sum())
+            unmatched = int(with_id.sum()) - called_launches
+        else:
+            unmatched = int((~_member(launch_ids[with_id], gpu_ids[gpu_ids >= 0])).sum())
         if gpu.size == 0 or share >= LOST_SHARE:
             evidence = {
                 "launch_calls": int(launch.size),

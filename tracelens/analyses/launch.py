@@ -25,7 +25,7 @@ import pandas as pd
 from ..trace import ALL_KINDS, DRIVER, GPU_ACTIVITY_KINDS, KERNEL, RUNTIME, Trace
 from ..values import sorted_distinct
 from .columns import Table, api_calls, device_busy, event_columns, memo
-from .names import code_mask, is_graph_launch
+from .names import is_graph_launch, names_in_use
 
 SMALL_KERNEL_NS = 10_000
 PERCENTILES = (50, 90, 99)
@@ -39,7 +39,7 @@ def launch_calls(trace: Trace) -> Table:
     Not cached: :func:`launch_pairs` (cached) holds what the sections read of them.
     """
     cols = event_columns(trace)
-    corr, keep = _call_rows(trace)
+    corr, keep, _ = _call_rows(trace)
     return Table(
         {
             "correlation_id": corr,
@@ -55,20 +55,29 @@ def launch_calls(trace: Trace) -> Table:
     )
 
 
-def _call_rows(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
-    """(correlation ids, ascending; the event row of each one's launch call): the rows of :func:`launch_calls`
-    without gathering their columns (8.8M calls on a training export, of which the GPU ops read a few)."""
+def _call_rows(trace: Trace) -> tuple[np.ndarray, np.ndarray, bool]:
+    """(correlation ids, ascending; the event row of each one's launch call; whether no two calls share an id):
+    the rows of :func:`launch_calls` without gathering their columns (8.8M calls on a training export, of which
+    the GPU ops read a few)."""
     cols = event_columns(trace)
     api, corr = api_calls(trace)
-    api, corr = api[corr >= 0], corr[corr >= 0]
+    with_id = corr >= 0
+    if not with_id.all():  # every call has one on an Nsight export: no copy of the 8.8M calls then
+        api, corr = api[with_id], corr[with_id]
+    del with_id
     is_driver = cols.kind[api] == ALL_KINDS.index(DRIVER)
-    # Rows are in start order, so a stable sort on (corr, is_driver) keeps the earliest first.
-    order = np.argsort(corr.astype(np.int64) * 2 + is_driver, kind="stable")
+    # Rows are in start order, so a stable sort on (corr, is_driver) keeps the earliest first (no driver call:
+    # on corr alone).
+    key = corr.astype(np.int64) * 2 + is_driver if is_driver.any() else corr
     del is_driver
+    order = np.argsort(key, kind="stable")
+    del key
     corr = corr[order]
     first = np.ones(order.size, bool)
     first[1:] = corr[1:] != corr[:-1]
-    return corr[first], api[order[first]]
+    if first.all():  # every id once (an Nsight export): no selection of the 8.8M calls
+        return corr, api[order], True
+    return corr[first], api[order[first]], False
 
 
 def launch_pairs(trace: Trace) -> Table:
@@ -82,7 +91,8 @@ def launch_pairs(trace: Trace) -> Table:
     def compute() -> Table:
         cols = event_columns(trace)
         gpu = np.flatnonzero(cols.of_kind(*GPU_ACTIVITY_KINDS) & (cols.device >= 0))
-        call_corr, call_rows = _call_rows(trace)
+        call_corr, call_rows, unique = _call_rows(trace)
+        memo(trace, "call_ids_unique", lambda: unique)
         op_corr = cols.at("correlation_id", gpu)
         idx = np.minimum(np.searchsorted(call_corr, op_corr), max(call_corr.size - 1, 0))
         matched = (
@@ -125,6 +135,13 @@ def launch_pairs(trace: Trace) -> Table:
     return memo(trace, "launch_pairs", compute)
 
 
+def call_ids_unique(trace: Trace) -> bool:
+    """Whether no two runtime or driver calls share a correlation id (found by :func:`launch_pairs`, which is
+    computed first): then a matched GPU op's ``launch_row`` is the one call carrying its id."""
+    launch_pairs(trace)
+    return memo(trace, "call_ids_unique", lambda: _call_rows(trace)[2])
+
+
 def _rows_or(size: int, on: np.ndarray, rows: np.ndarray, dtype: type = np.int64) -> np.ndarray:
     """``rows`` at positions ``on`` of a ``size``-long array (int32 where the table's rows fit: a value per GPU op
     kept for the whole analysis), -1 elsewhere."""
@@ -159,28 +176,19 @@ def queue_depth(pairs: Table) -> list[dict[str, Any]]:
     )
     launch_end = m["launch_end"]
     gpu_end = np.maximum(m["end"], launch_end)
+    streams = len(uniques)
     # Each op adds 1 to its stream's depth for (gpu_end - launch_end): the depth's integral is their sum.
-    outstanding = np.bincount(codes, weights=gpu_end - launch_end, minlength=len(uniques))
-    first = np.full(len(uniques), np.iinfo(np.int64).max)
-    np.minimum.at(first, codes, launch_end)
-    last = np.zeros(len(uniques), np.int64)
-    np.maximum.at(last, codes, gpu_end)
-    ops = np.bincount(codes, minlength=len(uniques))
-    # Max: sweep events sorted by (stream, time, -1 before +1) through one int64 key.
+    outstanding = np.bincount(codes, weights=gpu_end - launch_end, minlength=streams)
+    ops = np.bincount(codes, minlength=streams)
     lo = int(launch_end.min())
     width = int(gpu_end.max()) - lo + 1
-    stream_code = np.concatenate([codes, codes]).astype(np.int64)
-    times = np.concatenate([gpu_end, launch_end]) - lo
-    is_launch = np.concatenate([np.zeros(codes.size, np.int64), np.ones(codes.size, np.int64)])
-    if len(uniques) * width * 2 < KEY_LIMIT:
-        order = np.argsort((stream_code * width + times) * 2 + is_launch)
-    else:  # a span no real trace has (a damaged timestamp): the same order by a slower three-key sort
-        order = np.lexsort((is_launch, times, stream_code))
-    deltas = 2 * is_launch[order] - 1
-    csum = np.cumsum(deltas)
-    group_start = np.searchsorted(stream_code[order], np.arange(len(uniques)))
-    base = np.concatenate([[0], csum[group_start[1:] - 1]])
-    maxima = np.maximum.reduceat(csum, group_start) - base
+    if streams * width * 2 < KEY_LIMIT:
+        maxima, first, last = _depth_by_sorted_keys(codes, launch_end - lo, gpu_end - lo, streams, width)
+        first += lo
+        last += lo
+    else:  # a span no real trace has (a damaged timestamp): the same by a three-key sort
+        maxima, first, last = _depth_by_lexsort(codes, launch_end, gpu_end, streams, lo)
+    last = np.maximum(last, 0)  # as a maximum from 0
     out = []
     for i, key in enumerate(uniques):
         span = int(last[i] - first[i])
@@ -194,6 +202,47 @@ def queue_depth(pairs: Table) -> list[dict[str, Any]]:
             }
         )
     return sorted(out, key=lambda q: (q["device"], q["stream"]))
+
+
+def _depth_by_sorted_keys(
+    codes: np.ndarray, launch_end: np.ndarray, gpu_end: np.ndarray, streams: int, width: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per stream code: (max depth, first event time, last event time), times relative to the first launch end
+    and below ``width``. The events sorted as one int64 key each, (stream, time, -1 before +1), which holds all
+    the sweep reads: no argsort, no gathers by its order."""
+    base = codes.astype(np.int64) * width
+    key = np.concatenate([base + gpu_end, base + launch_end])
+    del base
+    key <<= 1
+    key[codes.size :] |= 1  # a launch (+1) after an end (-1) at the same time
+    key.sort()
+    depth = np.cumsum((key & 1) * 2 - 1)
+    group_start = np.searchsorted(key, np.arange(streams, dtype=np.int64) * (2 * width))
+    before = np.concatenate([[0], depth[group_start[1:] - 1]])
+    maxima = np.maximum.reduceat(depth, group_start) - before
+    stream_base = np.arange(streams, dtype=np.int64) * width
+    # an op's end is at or after its launch's: a stream's first event is a launch end, its last an op end
+    first = (key[group_start] >> 1) - stream_base
+    last = (key[np.r_[group_start[1:], key.size] - 1] >> 1) - stream_base
+    return maxima, first, last
+
+
+def _depth_by_lexsort(
+    codes: np.ndarray, launch_end: np.ndarray, gpu_end: np.ndarray, streams: int, lo: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_depth_by_sorted_keys` by a three-key sort, for times too far apart to pack in one key."""
+    first = np.full(streams, np.iinfo(np.int64).max)
+    np.minimum.at(first, codes, launch_end)
+    last = np.full(streams, np.iinfo(np.int64).min)
+    np.maximum.at(last, codes, gpu_end)
+    stream_code = np.concatenate([codes, codes]).astype(np.int64)
+    times = np.concatenate([gpu_end, launch_end]) - lo
+    is_launch = np.concatenate([np.zeros(codes.size, np.int64), np.ones(codes.size, np.int64)])
+    order = np.lexsort((is_launch, times, stream_code))
+    depth = np.cumsum(2 * is_launch[order] - 1)
+    group_start = np.searchsorted(stream_code[order], np.arange(streams))
+    before = np.concatenate([[0], depth[group_start[1:] - 1]])
+    return np.maximum.reduceat(depth, group_start) - before, first, last
 
 
 def _stream_of(key: int) -> int:
@@ -225,9 +274,19 @@ def launch_stats(trace: Trace) -> dict[str, Any]:
 
     cols = event_columns(trace)
     api = np.flatnonzero(cols.of_kind(RUNTIME, DRIVER))  # a gather by index: faster than by mask
-    graph_calls = int(code_mask(cols.name[api], cols.names, is_graph_launch).sum())
-    # Nsight gives a graph's kernels a graph id; Kineto gives them the graph launch's correlation id instead.
-    by_graph_launch = pairs["matched"] & code_mask(pairs["launch_name"], cols.names, is_graph_launch)
+    api_names = cols.name[api]
+    # per name code (a last slot, False, for -1): a graph launch; tested at the calls' names only
+    is_graph = np.zeros(len(cols.names) + 1, bool)
+    used = names_in_use(api_names, len(cols.names))
+    is_graph[used] = np.fromiter((is_graph_launch(str(cols.names[c])) for c in used), bool, used.size)
+    # Nsight gives a graph's kernels a graph id; Kineto gives them the graph launch's correlation id instead. A
+    # matched op's launch name is a call's: no graph launch among the calls' names, none among the ops'.
+    if is_graph.any():
+        graph_calls = int(is_graph[api_names].sum())
+        by_graph_launch = pairs["matched"] & is_graph[pairs["launch_name"]]
+    else:
+        graph_calls, by_graph_launch = 0, np.zeros(len(pairs), bool)
+    del api_names
     graph_ops = int(((pairs["graph_id"] >= 0) | by_graph_launch).sum())
     return {
         "gpu_ops": int(len(pairs)),

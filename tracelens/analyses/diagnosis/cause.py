@@ -171,15 +171,19 @@ class Context:
 def top_host_names(trace: Trace, category: str, limit: int = TOP_NAMES) -> list[dict[str, Any]]:
     """The host names with the most summed time in a category (evidence)."""
     rows = host_rows(trace)
-    sel = rows.category == HOST_CATEGORY_PRIORITY.index(category)
-    sel[sel] = rows.names(sel) >= 0
-    if not sel.any():
+    cols = event_columns(trace)
+    # the category's event rows picked once (not a table-long mask applied per column), those with a name kept
+    picked = rows.row[rows.category == HOST_CATEGORY_PRIORITY.index(category)]
+    used = cols.name[picked]
+    named = used >= 0
+    if not named.any():
         return []
-    names = event_columns(trace).names
+    if not named.all():
+        picked, used = picked[named], used[named]
+    names = cols.names
     # Counted by name code (no sort of the rows): the codes in use, ascending, as np.unique would give them.
-    used = rows.names(sel)
     count = np.bincount(used, minlength=len(names))
-    total = np.bincount(used, weights=rows.ends(sel) - rows.starts(sel), minlength=len(names))
+    total = np.bincount(used, weights=cols.end[picked] - cols.start[picked], minlength=len(names))
     codes = np.flatnonzero(count)
     count, total = count[codes], total[codes]
     order = np.lexsort((codes, -total))[:limit]

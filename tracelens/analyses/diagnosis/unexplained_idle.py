@@ -137,12 +137,7 @@ def evidence(ctx: Context) -> Evidence:
         for r in top_rows.itertuples(index=False)
     ]
     feeding = {a["feeding_threads_from"] for a in ctx.attribution.values()}
-    # a hash of the few pids of each chunk, not a sort of every host row
-    pids = [
-        distinct(cols.pid[lo + np.flatnonzero(host_mask[lo : lo + HOST_CHUNK])])
-        for lo in range(0, host_mask.size, HOST_CHUNK)
-    ]
-    processes = distinct(np.concatenate(pids)) if pids else np.zeros(0, np.int64)
+    processes = _process_count(cols.pid, host_mask)
     rank_wait_ns = int(round(rank_wait / ctx.n))
     ev: Evidence = {
         "idle_by_device": idle,
@@ -151,19 +146,58 @@ def evidence(ctx: Context) -> Evidence:
         "rank_wait_ns": rank_wait_ns,
         "profiler_overhead_ns": int(round(profiler_overhead / ctx.n)),
         "host_tracing": {
-            "api_calls": bool(cols.of_kind(RUNTIME, DRIVER).any()),
-            "framework_ops": bool(cols.of_kind(CPU_OP).any()),
-            "python": bool(cols.of_kind(PYTHON).any()),
-            "os_runtime": bool(cols.of_kind(OSRT).any()),
+            "api_calls": _has_kind(cols, RUNTIME, DRIVER),
+            "framework_ops": _has_kind(cols, CPU_OP),
+            "python": _has_kind(cols, PYTHON),
+            "os_runtime": _has_kind(cols, OSRT),
         },
         "feeding_threads_from": sorted(feeding),
-        "processes": int((processes >= 0).sum()),
+        "processes": processes,
         "world_size": trace.metadata.world_size,
         "long_gaps": ops.gap_ops(trace),  # where in the code the longest idle gaps fall
     }
     lost = ctx.lost(NAME)
     ev["remedy"] = "ranks" if lost > 0 and rank_wait_ns >= RANK_WAIT_SHARE * lost else "untraced"
     return ev
+
+
+# Up to this many processes are checked by a pass each; beyond, the pids are hashed.
+FEW_PROCESSES = 16
+PID_SAMPLE = 1 << 16  # about this many rows, evenly spaced, name the candidate processes
+
+
+def _process_count(pid: np.ndarray, host_mask: np.ndarray) -> int:
+    """How many distinct pids (>= 0) the rows where ``host_mask`` is set carry. A trace has a few processes: the
+    pids of evenly spaced rows name them, and a pass per candidate confirms that no host row has another (two
+    comparisons a candidate instead of gathering and hashing the pids of tens of millions of host rows); where
+    one has, or beyond FEW_PROCESSES candidates, the host rows' pids are hashed a chunk at a time."""
+    step = max(1, pid.size // PID_SAMPLE)
+    sample = pid[::step][host_mask[::step]]
+    candidates = distinct(sample[sample >= 0])
+    if candidates.size <= FEW_PROCESSES:
+        other = host_mask & (pid >= 0)  # the host rows whose pid is none of the candidates
+        for candidate in candidates:  # a loop over a few processes
+            other &= pid != candidate
+        if not other.any():
+            return int(candidates.size)  # each candidate is some host row's pid
+    # a hash of the few pids of each chunk, not a sort of every host row
+    pids = [
+        distinct(pid[lo + np.flatnonzero(host_mask[lo : lo + HOST_CHUNK])])
+        for lo in range(0, host_mask.size, HOST_CHUNK)
+    ]
+    processes = distinct(np.concatenate(pids)) if pids else np.zeros(0, np.int64)
+    return int((processes >= 0).sum())
+
+
+def _has_kind(cols: EventColumns, *kinds: str) -> bool:
+    """Whether some row has one of ``kinds``: read a chunk of rows at a time, stopping at the first found (the
+    kinds a trace has show in its first rows; ``of_kind(...).any()`` builds a mask of every row)."""
+    codes = [ALL_KINDS.index(k) for k in kinds]
+    for lo in range(0, cols.kind.size, HOST_CHUNK):
+        chunk = cols.kind[lo : lo + HOST_CHUNK]
+        if any(bool((chunk == code).any()) for code in codes):
+            return True
+    return False
 
 
 def _reaching_rows(
@@ -183,9 +217,10 @@ def _reaching_rows(
             first = int(np.searchsorted(union_end, start[0], side="right"))
             last = int(np.searchsorted(union_end, start[-1], side="right"))
             placed = np.searchsorted(start, union_end[first:last], side="left")
-            ended = np.cumsum(np.bincount(placed, minlength=start.size + 1)[: start.size])
-            ended += first  # per row: the union intervals ending at or before its start
-            yield lo + np.flatnonzero(host_mask[lo : lo + HOST_CHUNK] & (next_start[ended] < end))
+            # per row, the start of the first union interval ending after its start: a step in row order, the
+            # next one's from each union end placed among the rows (the rows before the first end: ``first``)
+            reach = np.repeat(next_start[first : last + 1], np.diff(placed, prepend=0, append=start.size))
+            yield lo + np.flatnonzero(host_mask[lo : lo + HOST_CHUNK] & (reach < end))
         return
     for lo in range(0, host_mask.size, HOST_CHUNK):  # chunks of rows
         mine = lo + np.flatnonzero(host_mask[lo : lo + HOST_CHUNK])

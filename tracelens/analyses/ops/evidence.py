@@ -11,7 +11,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ...trace import ANNOTATION, CPU_OP, DRIVER, RUNTIME, Trace
+from ...trace import ALL_KINDS, ANNOTATION, CPU_OP, DRIVER, RUNTIME, Trace
 from ...values import is_member, sorted_distinct
 from ..columns import device_busy, event_columns, thread_key
 from ..launch import launch_pairs
@@ -82,10 +82,21 @@ def optimizer_step(trace: Trace) -> dict[str, Any] | None:
     cols = event_columns(trace)
     # An annotation since ~2022; a framework op row in older traces. The name test per dictionary name, then one
     # gather over the rows (the annotations of an emit_nvtx export are tens of millions).
-    ann = _name_matches(cols.names, _OPTIMIZER_STEP)[cols.name]
-    if not ann.any():
+    matches = _name_matches(cols.names, _OPTIMIZER_STEP)
+    codes = np.flatnonzero(matches[:-1])
+    if codes.size == 0:  # no such name: no pass over the rows
         return None
-    ann = np.flatnonzero(ann & cols.of_kind(ANNOTATION, CPU_OP) & (cols.tid >= 0))
+    if codes.size <= 4:  # a comparison per name: no gather over every row
+        ann = cols.name == codes[0]
+        for code in codes[1:]:
+            ann |= cols.name == code
+    else:
+        ann = matches[cols.name]
+    ann = np.flatnonzero(ann)
+    # the kind and thread tests at those rows only
+    ann = ann[
+        np.isin(cols.kind[ann], [ALL_KINDS.index(ANNOTATION), ALL_KINDS.index(CPU_OP)]) & (cols.tid[ann] >= 0)
+    ]
     if ann.size == 0:
         return None
     ann = ann[np.lexsort((cols.start[ann], thread_key(cols.pid[ann], cols.tid[ann])))]

@@ -42,6 +42,9 @@ class OpNames:
     # per GPU op (the rows of ``launch_pairs``, in its order): the code in ``names`` of the op recorded on it
     # (the ``op`` column), -1 where none
     recorded: np.ndarray | None = None
+    # every name an annotation row has is an emit_nvtx op range's (an emit_nvtx export): the annotations are the
+    # op ranges
+    all_annotations_nvtx: bool = False
 
 
 def op_names(trace: Trace) -> OpNames:
@@ -55,8 +58,11 @@ def _op_names(trace: Trace) -> OpNames:
     code = np.r_[np.arange(size, dtype=np.int64), -1]
     names = np.asarray(cols.names, dtype=object)
     nvtx = np.zeros(size + 1, bool)
-    ann = cols.name[cols.of_kind(ANNOTATION)]
-    used = np.flatnonzero(np.bincount(ann[ann >= 0], minlength=size) > 0)
+    ann = np.compress(cols.of_kind(ANNOTATION), cols.name)  # as cols.name[mask], in half the time
+    named = ann >= 0
+    unnamed = not bool(named.all())
+    used = np.flatnonzero(np.bincount(ann[named] if unnamed else ann, minlength=size) > 0)
+    del ann, named
     found = [(c, m.group(1)) for c in used if (m := _EMIT_NVTX.match(str(names[c])))]  # a loop over names
     if found:
         ranges = np.array([c for c, _ in found], np.int64)
@@ -68,7 +74,9 @@ def _op_names(trace: Trace) -> OpNames:
     if texts:
         target, names = _codes_of(names, texts)
         recorded = np.where(gpu_codes >= 0, np.r_[target, -1][gpu_codes], -1)
-    return OpNames(code, names, nvtx, recorded)
+    # (an annotation without a name is no op range)
+    every = bool(found) and len(found) == used.size and not unnamed
+    return OpNames(code, names, nvtx, recorded, every)
 
 
 def _codes_of(names: np.ndarray, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -128,8 +136,12 @@ def emit_nvtx_rows(trace: Trace) -> np.ndarray:
 
     def compute() -> np.ndarray:
         cols = event_columns(trace)
-        rows = np.flatnonzero(cols.of_kind(ANNOTATION) & op_names(trace).nvtx[cols.name] & (cols.tid >= 0))
-        return _narrow_rows(rows, cols.start.size)
+        names = op_names(trace)
+        mask = cols.of_kind(ANNOTATION)
+        if not names.all_annotations_nvtx:  # (else every annotation is an op range: no gather of the names)
+            mask &= names.nvtx[cols.name]
+        mask &= cols.tid >= 0
+        return _narrow_rows(np.flatnonzero(mask), cols.start.size)
 
     return memo(trace, "emit_nvtx_rows", compute)
 
@@ -183,7 +195,7 @@ def _compute_op_tree(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     cols = event_columns(trace)
     pairs = launch_pairs(trace)
     outermost, innermost = np.full(len(pairs), -1, np.int64), np.full(len(pairs), -1, np.int64)
-    rows, bounds = ops_by_thread(cols, framework_op_rows(trace))
+    rows, bounds, start = _by_thread(cols, framework_op_rows(trace))
     if rows.size == 0:
         return rows, _narrow_rows(outermost, cols.start.size), _narrow_rows(innermost, cols.start.size)
     # The launches by thread, each thread's against that thread's ops.
@@ -193,27 +205,24 @@ def _compute_op_tree(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     code = np.minimum(np.searchsorted(threads, key), threads.size - 1)
     code[threads[code] != key] = -1
     del key
-    by_thread = np.argsort(code, kind="stable")
+    by_thread = grouped(code)[0] if code.size else np.zeros(0, np.int64)  # launches on a few threads
     edges = np.searchsorted(code[by_thread], np.arange(-1, threads.size) + 0.5)
     del code
     launch_start = pairs["launch_start"][matched]
     if _compiled is not None:
-        grouped = by_thread[edges[0] : edges[-1]]  # the launches of threads with ops, by thread
+        launches = by_thread[edges[0] : edges[-1]]  # the launches of threads with ops, by thread
         outer = np.zeros(rows.size, np.uint8)
-        out, inn = np.empty(grouped.size, np.int64), np.empty(grouped.size, np.int64)
-        start, end = (
-            cols.start[rows].astype(np.int64, copy=False),
-            cols.end[rows].astype(np.int64, copy=False),
-        )
-        t = launch_start[grouped].astype(np.int64, copy=False)
+        out, inn = np.empty(launches.size, np.int64), np.empty(launches.size, np.int64)
+        start, end = start.astype(np.int64, copy=False), cols.end[rows].astype(np.int64, copy=False)
+        t = launch_start[launches].astype(np.int64, copy=False)
         if _compiled.op_tree(start, end, bounds.astype(np.int64), t, edges - edges[0], outer, out, inn):
             del start, end, t
-            at = matched[grouped]
+            at = matched[launches]
             outermost[at] = np.where(out >= 0, rows[np.maximum(out, 0)], -1)
             innermost[at] = np.where(inn >= 0, rows[np.maximum(inn, 0)], -1)
             size = cols.start.size
             return (
-                _narrow_rows(rows[outer.view(bool)], size),
+                _narrow_rows(np.compress(outer.view(bool), rows), size),
                 _narrow_rows(outermost, size),
                 _narrow_rows(innermost, size),
             )
@@ -272,29 +281,74 @@ def ops_by_thread(cols: Any, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``rows`` (ascending) ordered by (thread key, start, longest first, row), as ``np.lexsort`` on those
     keys orders them, and where each thread's run begins: ``rows[bounds[i]:bounds[i + 1]]`` is one thread's.
 
-    The event table is in start order, so this is a radix sort of a small thread number plus a sort of the
-    rows that tie on (thread, start), not a three-key sort of an export's tens of millions of op ranges."""
+    The event table is in start order, so this is a stable grouping by thread (:func:`grouped`) plus a sort of
+    the rows that tie on (thread, start), not a three-key sort of an export's tens of millions of op ranges."""
+    return _by_thread(cols, rows)[:2]
+
+
+def _by_thread(cols: Any, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`ops_by_thread` and the ordered rows' starts (the op tree's pass reads them)."""
     if rows.size == 0:
-        return rows, np.zeros(1, np.int64)
+        return rows, np.zeros(1, np.int64), cols.start[rows]
     start = cols.start[rows]
     if (start[1:] < start[:-1]).any():  # a table not in start order: by start first (stable)
         order = np.argsort(start, kind="stable")
         rows, start = rows[order], start[order]
-    thread = dense_codes(thread_key(cols.pid[rows], cols.tid[rows]))[0]
-    thread = thread.astype(np.int16) if thread.max() < np.iinfo(np.int16).max else thread
-    order = np.argsort(thread, kind="stable")
-    rows, thread, start = rows[order], thread[order], start[order]
+    order, bounds = grouped(_thread_order_key(cols.pid[rows], cols.tid[rows]))
+    rows, start = rows[order], start[order]
     del order
     # Ops of a thread starting together: longest first, then in row order.
-    tie = (thread[1:] == thread[:-1]) & (start[1:] == start[:-1])
-    del start
+    tie = start[1:] == start[:-1]
+    tie[bounds[1:-1] - 1] = False  # the last op of a thread and the first of the next: different threads
     if tie.any():
         at = np.flatnonzero(np.r_[tie, False] | np.r_[False, tie])
         group = np.cumsum(np.r_[True, ~tie[at[:-1]]])  # consecutive tied rows share a (thread, start)
         tied = rows[at]
+        # reordered among rows of one start: ``start`` stays the rows' starts
         rows[at] = tied[np.lexsort((tied, cols.start[tied] - cols.end[tied], group))]
-    bounds = np.r_[0, np.flatnonzero(thread[1:] != thread[:-1]) + 1, rows.size]
-    return rows, bounds
+    return rows, bounds, start
+
+
+def _thread_order_key(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
+    """Keys ordered as ``thread_key(pid, tid)`` is: where every row has one pid (the usual case), the tids read as
+    unsigned (as thread_key's low half), without building the int64 keys."""
+    if tid.dtype == np.int32 and pid.size and pid.min() == pid.max():
+        return tid.view(np.uint32)
+    return thread_key(pid, tid)
+
+
+# Up to this many distinct keys, :func:`grouped` finds each key's positions by a comparison; above, by a sort.
+FEW_GROUPS = 8
+KEY_SAMPLE = 1 << 16  # about this many keys, evenly spaced, name the candidate keys
+
+
+def grouped(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(order, bounds): the positions of ``key`` (non-empty) ordered by key, stably (``np.argsort(key,
+    kind="stable")``), and where each key's run begins and the last ends (``order[bounds[i]:bounds[i + 1]]``
+    holds one key's positions, ascending).
+
+    Op ranges lie on a handful of threads: evenly spaced keys name the candidates, each one's positions are
+    found by one comparison, in ascending key order, and where they account for every position that is the
+    order (a few passes per thread instead of factorizing and sorting tens of millions of keys). Beyond
+    :data:`FEW_GROUPS` candidates, or where some key was not sampled: codes and one stable sort."""
+    candidates = np.unique(key[:: max(1, key.size // KEY_SAMPLE)])
+    if candidates.size <= FEW_GROUPS:
+        # each key's positions written in place, not concatenated: one order array at a time
+        order = np.empty(key.size, np.intp)
+        bounds = [0]
+        for k in candidates:  # a loop over a few keys (distinct: their positions never exceed the keys')
+            part = np.flatnonzero(key == k)
+            order[bounds[-1] : bounds[-1] + part.size] = part
+            bounds.append(bounds[-1] + part.size)
+            del part
+        if bounds[-1] == key.size:
+            return order, np.array(bounds, np.int64)
+        del order
+    code = dense_codes(key)[0]
+    code = code.astype(np.int16) if code.max() < np.iinfo(np.int16).max else code
+    order = np.argsort(code, kind="stable")
+    code = code[order]
+    return order, np.r_[0, np.flatnonzero(code[1:] != code[:-1]) + 1, code.size].astype(np.int64)
 
 
 def op_of_gpu_ops(trace: Trace) -> np.ndarray:
@@ -340,13 +394,45 @@ def thread_range_at(
 ) -> np.ndarray:
     """For each (thread, time), the index into ``ranges`` (sorted by thread and start, disjoint on a thread) of
     the range running then (start <= t < end); -1 when none."""
-    return range_running_at(
+    return running_on_thread_at(
         thread_key(cols.pid[ranges], cols.tid[ranges]),
         cols.start[ranges],
         cols.end[ranges],
         thread_key(pid, tid),
         t,
     )
+
+
+# Ranges on at most this many threads are searched thread by thread (running_on_thread_at).
+FEW_THREADS = 64
+
+
+def running_on_thread_at(
+    range_keys: np.ndarray, starts: np.ndarray, ends: np.ndarray, keys: np.ndarray, t: np.ndarray
+) -> np.ndarray:
+    """:func:`~tracelens.analyses.columns.range_running_at` (ranges sorted by thread key, then start; not
+    overlapping on a thread), searched thread by thread where the ranges lie on a few threads: each thread's
+    times in its own ranges, without packing every range's (thread, time) into one number (factorizing the keys
+    of millions of op ranges first). Same result: a time's thread holds the only ranges that can hold it."""
+    t = np.asarray(t, dtype=np.int64)
+    range_keys = np.asarray(range_keys)
+    if range_keys.size == 0 or t.size == 0:
+        return range_running_at(range_keys, starts, ends, keys, t)
+    change = np.flatnonzero(range_keys[1:] != range_keys[:-1]) + 1
+    run_keys = range_keys[np.r_[0, change]]
+    if change.size >= FEW_THREADS or not bool((run_keys[1:] > run_keys[:-1]).all()):
+        return range_running_at(range_keys, starts, ends, keys, t)
+    bounds = np.r_[0, change, range_keys.size]
+    starts, ends, keys = np.asarray(starts, np.int64), np.asarray(ends, np.int64), np.asarray(keys)
+    out = np.full(t.size, -1, np.int64)
+    for i, key in enumerate(run_keys):  # a loop over the few threads
+        mine = np.flatnonzero(keys == key)
+        if mine.size:
+            lo, hi = int(bounds[i]), int(bounds[i + 1])
+            at = intervals.running_at(starts[lo:hi], ends[lo:hi], t[mine])
+            found = at >= 0
+            out[mine[found]] = at[found] + lo
+    return out
 
 
 def enclosing_outermost(trace: Trace, ops: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -357,7 +443,7 @@ def enclosing_outermost(trace: Trace, ops: np.ndarray, rows: np.ndarray) -> np.n
         return out
     cols = event_columns(trace)
     # A zero-length op holds the op starting with it (its end taken one past its start).
-    at = range_running_at(
+    at = running_on_thread_at(
         thread_key(cols.pid[ops], cols.tid[ops]),
         cols.start[ops],
         np.maximum(cols.end[ops], cols.start[ops] + 1),
