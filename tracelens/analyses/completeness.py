@@ -218,14 +218,14 @@ def judge(trace: Trace) -> dict[str, Any]:
             unmatched_gpu = int((has_id & ~pairs["matched"]).sum())
         else:
             unmatched_gpu = int((~_member(gpu_ids[has_id], api_ids[api_ids >= 0])).sum())
-        share = unmatched_gpu / int(has_id.sum()) if has_id.any() else None
-        if api.size == 0 or (share is not None and share >= UNMATCHED_SHARE):
+        unmatched_share = unmatched_gpu / int(has_id.sum()) if has_id.any() else None
+        if api.size == 0 or (unmatched_share is not None and unmatched_share >= UNMATCHED_SHARE):
             evidence = {
                 "gpu_ops": int(gpu.size),
                 "api_calls": int(api.size),
                 "gpu_ops_with_id": int(has_id.sum()),
                 "unmatched_gpu_ops": unmatched_gpu,
-                "share": share if api.size else 1.0,
+                "share": unmatched_share if api.size else 1.0,
             }
             problems.append(
                 _problem("gpu_activity_without_launches", False, evidence, _fix(HOST_SIDE_FIX, who))
