@@ -12,7 +12,7 @@ from typing import TypeAlias
 import numpy as np
 import pyarrow as pa
 
-from ...trace import EVENT_SCHEMA, SparseColumn
+from ...trace import EVENT_SCHEMA, SparseColumn, numpy_array, string_array
 
 # A column as an EventStore holds it: a full-length array, a SparseColumn, or None (no row has a value).
 Stored: TypeAlias = "pa.Array | SparseColumn | None"
@@ -31,7 +31,7 @@ def dictionary_column(codes: np.ndarray, values: Sequence[str | None], where: np
     rows, found = rows[has_value], found[has_value]
     if rows.size == 0:
         return None
-    dictionary = pa.array(distinct, pa.string())
+    dictionary = string_array(distinct)
     n = where.size
     if _sparse(rows.size, n):
         return SparseColumn(
@@ -58,7 +58,7 @@ def op_text_column(codes: np.ndarray, rows: np.ndarray, n: int, values: list[str
         return SparseColumn(
             _row_positions(at, n),
             pa.DictionaryArray.from_arrays(
-                from_buffers(pa.int32(), data, None, 0), pa.array(distinct, pa.string())
+                from_buffers(pa.int32(), data, None, 0), string_array(distinct)
             ),
         )
     data = np.zeros(n, dtype=np.int32)
@@ -66,7 +66,7 @@ def op_text_column(codes: np.ndarray, rows: np.ndarray, n: int, values: list[str
     valid = np.zeros(n, dtype=bool)
     valid[rows[present]] = True
     indices = from_buffers(pa.int32(), data, valid, n - int(present.sum()))
-    return pa.DictionaryArray.from_arrays(indices, pa.array(distinct, pa.string()))
+    return pa.DictionaryArray.from_arrays(indices, string_array(distinct))
 
 
 def dictionary_indices(codes: np.ndarray) -> pa.Array:
@@ -103,7 +103,7 @@ def float_column(values: np.ndarray, column: str) -> Stored:
         kept = from_buffers(typ, values[rows].astype(dtype), None, 0)
         return SparseColumn(_row_positions(rows, values.size), kept)
     if nulls == 0:  # no validity bitmap to build, nothing to zero
-        return pa.array(values.astype(dtype, copy=False), type=typ)
+        return numpy_array(values.astype(dtype, copy=False), typ)
     with np.errstate(invalid="ignore"):
         data = values.astype(dtype)
     if dtype.kind != "f":

@@ -33,6 +33,8 @@ from ...trace import (
     build_devices,
     build_store,
     depth_column,
+    numpy_array,
+    string_array,
 )
 from ...values import int_or_none
 from ..profiler_log import kineto_log_lines, profiler_drops
@@ -304,12 +306,10 @@ class Columns:
         shared_total = gpu["shared_memory"]
 
         columns: dict[str, Any] = {
-            "kind": pa.DictionaryArray.from_arrays(dictionary_indices(kind), pa.array(KINDS)),
-            "name": pa.DictionaryArray.from_arrays(
-                dictionary_indices(name_code), pa.array(names, pa.string())
-            ),
-            "start_ns": rel_start,
-            "end_ns": rel_start + duration,
+            "kind": pa.DictionaryArray.from_arrays(dictionary_indices(kind), string_array(KINDS)),
+            "name": pa.DictionaryArray.from_arrays(dictionary_indices(name_code), string_array(names)),
+            "start_ns": numpy_array(rel_start, pa.int64()),
+            "end_ns": numpy_array(rel_start + duration, pa.int64()),
             "device": sparse_column(device_values, at, m, "device"),
             "stream": sparse(stream_values, "stream"),
             "pid": background.submit(float_column, pid, "pid"),
