@@ -3,6 +3,8 @@ blocks' columns joined in file order."""
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
 from collections import deque
 from collections.abc import Iterator
@@ -36,7 +38,25 @@ def read(path: Path, **options: Any) -> Trace:
     ``engine``: "auto" (the native scanner when it was built, else msgspec), "native" or "msgspec". Both
     give the same table.
     """
-    path = Path(path)
+    with _no_gc():
+        return _read(Path(path), options)
+
+
+@contextlib.contextmanager
+def _no_gc() -> Iterator[None]:
+    """The cyclic garbage collector paused while reading: what the read allocates is freed by reference
+    counting, and its many container allocations (per-block dicts, lists of names) would set off ~60
+    collections (~13 ms at 406 MB). Enabled again after (unless it was off before), also when the read fails."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _read(path: Path, options: dict[str, Any]) -> Trace:
     if not path.is_file():
         raise InputError("no such file", path=path)
     size = path.stat().st_size
