@@ -18,6 +18,7 @@ from ...trace import Trace
 from . import native
 from .msgspec_engine import block_columns, decode_events, decode_header, decode_rest
 from .native import scan_block, scan_document
+from .prepare import prepare_block
 from .split import EventsText, split_stream
 from .table import Columns
 from .threads import executor, thread_budget
@@ -174,5 +175,6 @@ class _BlockDecoder:
     def _decode(self, payload: EventsText, shift: int) -> dict[str, Any]:
         block = scan_block(payload.pieces())
         # A block the scanner declines (invalid JSON, a field of another type) goes to msgspec, which
-        # reads anything or says where the JSON is broken.
-        return self._msgspec(payload, shift) if block is None else block
+        # reads anything or says where the JSON is broken. Its row columns are made ready here, on this
+        # worker thread (prepare.prepare_block), while the other blocks are read.
+        return prepare_block(self._msgspec(payload, shift) if block is None else block)
