@@ -10,7 +10,6 @@ import numpy as np
 from ...trace import EVENT_SCHEMA, GPU_ANNOTATION
 from .blocks import DEVICE_SIDE, KIND_CODE, LAUNCH_SIDE, NESTED_KIND, SKIP, placeable
 from .fields import DEVICE_FIELDS, OP_NUMBERS, OP_TEXTS
-from .stored import unrepresentable
 
 
 def prepare_block(block: dict[str, Any]) -> dict[str, Any]:
@@ -41,8 +40,8 @@ def prepare_block(block: dict[str, Any]) -> dict[str, Any]:
     dur = block.pop("dur")
     block["duration"] = np.rint(np.where(placeable(dur), dur, 0.0) * 1000).astype(np.int64)
     del dur
-    device_side = DEVICE_SIDE[kind]
-    launch_side = LAUNCH_SIDE[kind]
+    device_side = np.take(DEVICE_SIDE, kind)  # np.take: 2-3x faster than indexing for lookup tables
+    launch_side = np.take(LAUNCH_SIDE, kind)
     not_host = device_side | (kind == KIND_CODE[GPU_ANNOTATION])
     correlation = np.where(device_side | launch_side, block.pop("correlation"), np.nan)
     kineto_pid, kineto_tid = block.pop("pid"), block.pop("tid")
@@ -57,7 +56,7 @@ def prepare_block(block: dict[str, Any]) -> dict[str, Any]:
     pid = np.where(not_host, np.nan, kineto_pid)
     tid = np.where(not_host, np.nan, kineto_tid)
     del kineto_pid, kineto_tid
-    block["nested"] = bool((NESTED_KIND[kind] & ~np.isnan(tid)).any())
+    block["nested"] = bool((np.take(NESTED_KIND, kind) & ~np.isnan(tid)).any())
     for key, values, column in (
         ("pid", pid, "pid"),
         ("tid", tid, "tid"),
@@ -66,7 +65,7 @@ def prepare_block(block: dict[str, Any]) -> dict[str, Any]:
     ):
         block[key], block[f"{key}_valid"] = int_parts(values, column)
         if key in ("pid", "tid"):
-            block[f"{key}_exact"] = exact = stored_exactly(values)
+            block[f"{key}_exact"] = exact = stored_exactly(values, block[key])
             if not exact:
                 block[f"{key}_float"] = values
     return block
@@ -98,16 +97,19 @@ def int_parts(values: np.ndarray, column: str) -> tuple[np.ndarray, np.ndarray]:
     """A float64 id column (NaN: missing) as the int64 data and validity its column stores (stored.int_column):
     missing values and values the type cannot hold (stored.unrepresentable) are null, their data 0."""
     dtype = np.dtype(EVENT_SCHEMA.field(column).type.to_pandas_dtype())
-    missing = unrepresentable(values, dtype)
+    valid = np.abs(values) < 2.0 ** (8 * dtype.itemsize - 1)  # not stored.unrepresentable (integer dtypes)
     with np.errstate(invalid="ignore"):
         data = values.astype(dtype)
-    data[missing] = 0
-    return data, ~missing
+    data *= valid
+    return data, valid
 
 
-def stored_exactly(ids: np.ndarray) -> bool:
+def stored_exactly(ids: np.ndarray, data: np.ndarray | None = None) -> bool:
     """Whether every non-NaN value of a float64 id column (pid, tid) is an integer an int64 column holds as
-    is, so that the stored column, read back as float64, is the same array (nulls as NaN)."""
+    is, so that the stored column, read back as float64, is the same array (nulls as NaN). ``data``: the
+    column's :func:`int_parts` data, which then equals each such value (a cheaper test: NaN equals nothing)."""
+    if data is not None:
+        return int(np.count_nonzero(data == ids)) + int(np.count_nonzero(np.isnan(ids))) == ids.size
     with np.errstate(invalid="ignore"):
         return bool(np.all(np.isnan(ids) | ((np.abs(ids) < 2.0**63) & (np.trunc(ids) == ids))))
 

@@ -92,7 +92,7 @@ class _Interner:
         if None in found:
             found = [self._code(u) if c is None else c for u, c in zip(uniques, found, strict=True)]
         mapping = np.array(found + [-1], dtype=np.int32)
-        return mapping[codes]  # -1 (missing) indexes the trailing -1
+        return np.take(mapping, codes)  # -1 (missing) takes the trailing -1
 
     def _code(self, value: str) -> int:
         code = self.codes.get(value)
@@ -141,10 +141,12 @@ class Columns:
         # (elementwise, so the same as over the joined columns), while the other blocks are being scanned.
         kind = block["kind"]
         host_marker = (kind == KIND_CODE[ANNOTATION]) | (kind == KIND_CODE[CPU_OP])
-        kind = np.where(host_marker & ~np.isnan(self.step_of_name[name]), KIND_CODE[STEP], kind).astype(
-            np.int8
+        kind = np.where(
+            host_marker & ~np.isnan(np.take(self.step_of_name, name)), KIND_CODE[STEP], kind
+        ).astype(np.int8)
+        kind = np.where(
+            (kind == KIND_CODE[RUNTIME]) & np.take(self.driver_name, name), KIND_CODE[DRIVER], kind
         )
-        kind = np.where((kind == KIND_CODE[RUNTIME]) & self.driver_name[name], KIND_CODE[DRIVER], kind)
         block["kind"] = kind.astype(np.int8)
         block["sync_kind"] = self.sync_kinds.merge(*block["sync_kind"])
         for text, interner in self.op_texts.items():
@@ -234,9 +236,9 @@ class Columns:
         }
         external = background.submit(_joined_in_order, parts, order, "external_id")
         external_valid = background.submit(_joined_in_order, parts, order, "external_id_valid")
-        kind = kind[order]
-        start = start[order]
-        name_code = name_of_raw[raw_name[order]]
+        kind = np.take(kind, order)
+        start = np.take(start, order)
+        name_code = np.take(name_of_raw, np.take(raw_name, order))
         del raw_name
         # Device-side fields stay compact (GPU rows only); `at` is where each lands in the sorted table, in
         # table order (the rows of every GPU-only column are then ascending, as a SparseColumn holds them).
@@ -459,7 +461,7 @@ def _step_number(name: str) -> float:
 
 def _joined_in_order(parts: list[dict[str, Any]], order: np.ndarray, key: str) -> np.ndarray:
     """Column ``key`` of all blocks, joined (each block's array dropped) and taken in ``order``."""
-    return np.concatenate([p.pop(key) for p in parts])[order]
+    return np.take(np.concatenate([p.pop(key) for p in parts]), order)
 
 
 def _memcpy_kinds(names: list[str], name_code: np.ndarray, is_memcpy: np.ndarray) -> tuple[Stored, ...]:
@@ -493,7 +495,7 @@ def _in_table_order(rows: np.ndarray, order: np.ndarray, m: int) -> tuple[np.nda
     in the table (ascending): each row's index marked and taken in ``order``, not a full inverse permutation."""
     slot = np.zeros(m, dtype=np.int32 if rows.size < 2**31 - 1 else np.int64)
     slot[rows] = np.arange(1, rows.size + 1)
-    taken = slot[order]
+    taken = np.take(slot, order)
     del slot
     at = np.flatnonzero(taken)
     return taken[at] - 1, at
@@ -519,7 +521,7 @@ def _joined_floats(parts: list[dict[str, Any]], order: np.ndarray, key: str) -> 
         if kept is None:
             kept = np.where(p[f"{key}_valid"], p[key].astype(np.float64), np.nan)
         floats.append(kept)
-    return np.concatenate(floats)[order]
+    return np.take(np.concatenate(floats), order)
 
 
 def _vendor(device_names: list[str], api_names: list[str]) -> str:
