@@ -541,7 +541,7 @@ def _device_rows(
     listed = properties if isinstance(properties, list) else []
     props = {int(p["id"]): p for p in listed if isinstance(p, dict) and isinstance(p.get("id"), int)}
     api_codes = np.flatnonzero(  # the distinct codes, ascending: a count per name, not a sort of the rows
-        np.bincount(name_code[LAUNCH_SIDE[kind] & (name_code >= 0)], minlength=len(names))
+        np.bincount(name_code[np.take(LAUNCH_SIDE, kind) & (name_code >= 0)], minlength=len(names))
     )
     api_names = [names[c] for c in api_codes]
     vendor = _vendor([str(p.get("name", "")) for p in props.values()], api_names)
