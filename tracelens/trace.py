@@ -554,8 +554,9 @@ def events_to_pandas(table: pa.Table) -> pd.DataFrame:
 # Arrow arrays from numpy buffers and string lists, without pa.array: its first call imports pandas (~0.4 s),
 # which a load never needs otherwise.
 def numpy_array(values: np.ndarray, typ: pa.DataType, valid: np.ndarray | None = None) -> pa.Array:
-    """``values`` (numpy, of ``typ``'s width) as an Arrow array of ``typ``, null where ``valid`` is False."""
-    data = np.ascontiguousarray(values)
+    """``values`` (numpy; cast to ``typ``'s numpy type where it differs) as an Arrow array of fixed-width
+    ``typ``, null where ``valid`` is False."""
+    data = np.ascontiguousarray(values, dtype=np.dtype(typ.to_pandas_dtype()))
     nulls = 0 if valid is None else data.size - int(np.count_nonzero(valid))
     bitmap = pa.py_buffer(np.packbits(valid, bitorder="little")) if nulls else None
     return pa.Array.from_buffers(typ, data.size, [bitmap, pa.py_buffer(data)], null_count=nulls)
