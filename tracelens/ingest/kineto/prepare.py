@@ -71,7 +71,7 @@ def prepare_block(block: dict[str, Any]) -> dict[str, Any]:
     return block
 
 
-_ROW_COLUMNS = ("kind", "ts", "dur", "pid", "tid", "correlation", "external_id", "name")
+_ROW_COLUMNS = ("kind", "dur", "pid", "tid", "correlation", "external_id", "name")
 
 
 def keep_rows(block: dict[str, Any], keep: np.ndarray) -> None:
