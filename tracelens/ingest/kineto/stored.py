@@ -21,18 +21,23 @@ Stored: TypeAlias = "pa.Array | SparseColumn | None"
 def dictionary_column(codes: np.ndarray, values: Sequence[str | None], where: np.ndarray) -> Stored:
     """Dictionary-encoded strings: ``values[codes]`` where ``where`` holds and the value exists, else null;
     stored as an EventStore stores it (None: no value; a SparseColumn when fewer than half the rows have one).
-    Looked up at the rows ``where`` selects only (memcpy rows, sync rows: few)."""
+    Looked up at the rows ``where`` selects only."""
+    rows = np.flatnonzero(where)
+    return dictionary_column_at(np.take(codes, rows), values, rows, where.size)
+
+
+def dictionary_column_at(codes: np.ndarray, values: Sequence[str | None], rows: np.ndarray, n: int) -> Stored:
+    """:func:`dictionary_column` of ``n`` rows from the codes at the only rows it may hold values at (``rows``,
+    ascending: memcpy rows, sync rows, which the GPU rows' compact columns give without a full-length mask)."""
     distinct = sorted({v for v in values if v is not None})
     index = {v: i for i, v in enumerate(distinct)}
     lookup = np.array([index[v] if v is not None else -1 for v in values] + [-1], dtype=np.int32)
-    rows = np.flatnonzero(where)
-    found = lookup[codes[rows]]
+    found = np.take(lookup, codes)
     has_value = found >= 0
     rows, found = rows[has_value], found[has_value]
     if rows.size == 0:
         return None
     dictionary = string_array(distinct)
-    n = where.size
     if _sparse(rows.size, n):
         return SparseColumn(
             _row_positions(rows, n),

@@ -49,6 +49,7 @@ from .prepare import int_parts, prepare_block
 from .stored import (
     Stored,
     dictionary_column,
+    dictionary_column_at,
     dictionary_indices,
     int_column,
     op_text_column,
@@ -280,22 +281,25 @@ class Columns:
                 return background.submit(sparse_column, values, at, m, field)
             return background.submit(sparse_column, values[rows], at[rows], m, field)
 
-        is_memcpy = kind == KIND_CODE[MEMCPY]
-        copy_kind, src_kind, dst_kind = _memcpy_kinds(names, name_code, is_memcpy)
+        # Copies and syncs are GPU rows: their columns are looked up at those rows (`at`, ascending) only.
+        memcpy_rows = at[gpu_kind == KIND_CODE[MEMCPY]]
+        copy_kind, src_kind, dst_kind = _memcpy_kinds(names, np.take(name_code, memcpy_rows), memcpy_rows, m)
         # cuda_sync rows: cuda_sync_kind, or the event name when it is missing (both say the same thing).
         sync_labels = [
             _SYNC_KINDS.get(v.strip().lower(), v.strip().lower().replace(" ", "_"))
             for v in self.sync_kinds.values
         ]
         name_labels = [_SYNC_KINDS.get(n.lower(), n.lower().replace(" ", "_")) for n in names]
-        sync_code = np.full(m, -1, dtype=np.int64)
-        sync_code[at] = gpu["sync_kind"]
+        syncs = gpu_kind == KIND_CODE[GPU_SYNC]
+        sync_rows = at[syncs]
+        sync_code = gpu["sync_kind"][syncs].astype(np.int64)
+        sync_name = np.take(name_code, sync_rows)
         # a row with neither a cuda_sync_kind nor a name stays null (-1: the lookup's null slot), not the last label
         sync_code = np.where(
-            sync_code >= 0, sync_code, np.where(name_code >= 0, len(sync_labels) + name_code, -1)
+            sync_code >= 0, sync_code, np.where(sync_name >= 0, len(sync_labels) + sync_name, -1)
         )
-        sync_text = dictionary_column(sync_code, sync_labels + name_labels, kind == KIND_CODE[GPU_SYNC])
-        del sync_code
+        sync_text = dictionary_column_at(sync_code, sync_labels + name_labels, sync_rows, m)
+        del sync_code, sync_name
         step_rows = np.flatnonzero(kind == KIND_CODE[STEP])
         domain = dictionary_column(
             name_code,
@@ -464,12 +468,13 @@ def _joined_in_order(parts: list[dict[str, Any]], order: np.ndarray, key: str) -
     return np.take(np.concatenate([p.pop(key) for p in parts]), order)
 
 
-def _memcpy_kinds(names: list[str], name_code: np.ndarray, is_memcpy: np.ndarray) -> tuple[Stored, ...]:
+def _memcpy_kinds(names: list[str], name_code: np.ndarray, rows: np.ndarray, m: int) -> tuple[Stored, ...]:
+    """The copy, source and destination kinds of the memcpy ``rows`` (ascending; ``name_code`` at them)."""
     parsed = [_MEMCPY_NAME.match(n) for n in names]
     copy = [m.group(1) if m else None for m in parsed]
     src = [_MEMORY_KINDS.get(m.group(2).lower(), m.group(2).lower()) if m else None for m in parsed]
     dst = [_MEMORY_KINDS.get(m.group(3).lower(), m.group(3).lower()) if m else None for m in parsed]
-    return tuple(dictionary_column(name_code, v, is_memcpy) for v in (copy, src, dst))
+    return tuple(dictionary_column_at(name_code, v, rows, m) for v in (copy, src, dst))
 
 
 def _launch_pid(
