@@ -301,10 +301,13 @@ class Columns:
         sync_text = dictionary_column_at(sync_code, sync_labels + name_labels, sync_rows, m)
         del sync_code, sync_name
         step_rows = np.flatnonzero(kind == KIND_CODE[STEP])
-        domain = dictionary_column(
-            name_code,
-            ["tracelens" if n.startswith("tracelens/") else None for n in names],
-            (kind == KIND_CODE[ANNOTATION]) | (kind == KIND_CODE[STEP]),
+        domains = ["tracelens" if n.startswith("tracelens/") else None for n in names]
+        domain = (  # no name marks a domain (the common case): no row has one, nothing to scan
+            None
+            if all(d is None for d in domains)
+            else dictionary_column(
+                name_code, domains, (kind == KIND_CODE[ANNOTATION]) | (kind == KIND_CODE[STEP])
+            )
         )
         shared_total = gpu["shared_memory"]
         pid = background.submit(
