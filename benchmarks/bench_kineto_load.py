@@ -12,7 +12,8 @@ floor wall of that same process (imports excluded from both), with the CPU times
 there) measured in the same rounds: before/after in one run, on the same machine state.
 
 ``--parts`` adds one in-process breakdown of the load's CPU time in this tree: imports, decompression and
-cutting into blocks, the native scanner, the blocks' numpy columns, adding them to the table (string merges,
+cutting into blocks, the native scanner, the blocks' numpy columns, their per-block steps (kineto/prepare.py,
+on the worker threads in a real load), adding them to the table (string merges,
 each block's start times), the table build, enrichment (each block scanned in this thread as it is cut: a
 sum of CPU times, not the overlapped wall time of a real load).
 
@@ -87,6 +88,10 @@ from tracelens.enrich import enrich
 from tracelens.ingest.kineto import native, split
 from tracelens.ingest.kineto.msgspec_engine import decode_header
 from tracelens.ingest.kineto.table import Columns
+try:
+    from tracelens.ingest.kineto.prepare import prepare_block
+except ImportError:  # a tree before the per-block steps (their work is then in "add" and "table build")
+    prepare_block = None
 parts = {"imports": time.process_time() - started}
 path = Path(sys.argv[1])
 
@@ -110,6 +115,8 @@ while (piece := timed("decompress + cut", next, stream, None)) is not None:
         scanned = timed("scan (C)", native.scanner().scan_events, payload.pieces(), native.to_number,
                         msgspec.json.decode)
         block = timed("block columns", native._scanned_columns, scanned)
+        if prepare_block is not None:
+            block = timed("block prep", prepare_block, block)
     elif kind == "header":
         document.update(decode_header(payload, path, shift))
         continue

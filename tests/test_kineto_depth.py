@@ -12,7 +12,7 @@ import pytest
 from conftest import shared_params
 
 import tracelens
-from tracelens.ingest.kineto import table
+from tracelens.ingest.kineto import prepare
 from tracelens.trace import DeferredColumn
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -33,7 +33,7 @@ def _kineto_fixtures() -> list:
 def _eager_depth(path: Path, monkeypatch: pytest.MonkeyPatch) -> np.ndarray | None:
     """The depth column as the reader computes it at load (its float ids taken as not int64-exact)."""
     with monkeypatch.context() as patch:
-        patch.setattr(table, "_stored_exactly", lambda ids: False)
+        patch.setattr(prepare, "stored_exactly", lambda ids, data=None: False)
         store = tracelens.load(path).store
     assert not isinstance(store.columns.get("depth"), DeferredColumn)
     return store.column("depth").to_numpy(zero_copy_only=False) if store.has("depth") else None

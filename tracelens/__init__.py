@@ -14,16 +14,24 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from .errors import InputError, TracelensError
-from .ingest import load
-from .trace import Trace, TraceMetadata
 
 if TYPE_CHECKING:
     from .analyses import analyze
     from .document import Document, load_document
+    from .ingest import load
+    from .trace import Trace, TraceMetadata
 
 # Imported when first used: `import tracelens` and `tracelens.load` leave the analyses and the document
-# model unimported (0.05-0.15 s of a process that only reads a trace).
-_LAZY = {"analyze": ".analyses", "Document": ".document", "load_document": ".document"}
+# model unimported (0.05-0.15 s of a process that only reads a trace), and `import tracelens` alone (the
+# CLI's --help and --version) leaves numpy and pyarrow unimported too (~0.2 s).
+_LAZY = {
+    "analyze": ".analyses",
+    "Document": ".document",
+    "load_document": ".document",
+    "load": ".ingest",
+    "Trace": ".trace",
+    "TraceMetadata": ".trace",
+}
 
 
 def __getattr__(name: str) -> Any:

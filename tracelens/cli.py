@@ -396,6 +396,9 @@ def record(command: Sequence[str], out_dir: str) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: run the CLI and turn every error into one line on stderr and an exit code."""
+    # tracelens does no BLAS work: one OpenBLAS thread (numpy is not imported yet) spares the ~50 ms of CPU
+    # its idle worker threads spin through after numpy's import.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     try:
         cli.main(args=list(argv) if argv is not None else None, prog_name="tracelens", standalone_mode=False)
     except TracelensError as err:

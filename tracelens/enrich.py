@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 
 from . import occupancy_calc
 from .occupancy_calc import LimitsUnavailable
-from .trace import KERNEL, SparseColumn, Trace
+from .trace import KERNEL, SparseColumn, Trace, arrow_numpy, numpy_array
 
 
 def enrich(trace: Trace) -> Trace:
@@ -52,10 +52,10 @@ class _Rows:
         self.rows = rows
 
     def column(self, name: str) -> np.ndarray:
-        return pc.cast(self.trace.take(name, self.rows), pa.float64()).to_numpy(zero_copy_only=False)
+        return arrow_numpy(pc.cast(self.trace.take(name, self.rows), pa.float64()))
 
     def int64(self, name: str) -> np.ndarray:
-        return self.trace.take(name, self.rows).to_numpy(zero_copy_only=False).astype(np.int64)
+        return arrow_numpy(self.trace.take(name, self.rows)).astype(np.int64)
 
 
 def _kind_rows(trace: Trace, kind: str) -> np.ndarray:
@@ -65,7 +65,7 @@ def _kind_rows(trace: Trace, kind: str) -> np.ndarray:
     codes = np.flatnonzero(np.asarray(kinds.dictionary.to_pylist(), dtype=object) == kind)
     if codes.size == 0:
         return np.zeros(0, np.int64)
-    indices = kinds.indices.to_numpy(zero_copy_only=False)
+    indices = arrow_numpy(kinds.indices)
     # a comparison per code (one, unless the dictionary repeats a value): no lookup table gathered per row
     mask = indices == codes[0]
     for code in codes[1:]:
@@ -152,6 +152,6 @@ def annotate_occupancy(trace: Trace) -> Trace:
         # Kernel rows only: the other rows of the column stay as the reader left them (null; no reader fills them)
         updates[column] = SparseColumn(
             occ.rows[known].astype(np.int32 if trace.num_events < 2**31 else np.int64),
-            pa.array(merged[known].astype(np.float32), type=pa.float32()),
+            numpy_array(merged[known].astype(np.float32), pa.float32()),
         )
     return Trace(events=trace.store.with_columns(updates), devices=trace.devices, metadata=trace.metadata)

@@ -13,18 +13,21 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from .values import dense_codes
+
+if TYPE_CHECKING:  # pandas is imported where a frame is asked for: a load alone never needs it
+    import pandas as pd
 
 TABLE_SCHEMA_VERSION = "1.3"
 
@@ -294,7 +297,7 @@ class EventStore:
         if isinstance(stored, SparseColumn):
             index = np.full(self.num_rows, -1, np.int64)
             index[stored.rows] = np.arange(stored.rows.size)
-            return _cast(stored.values.take(pa.array(index, pa.int64(), mask=index < 0)), typ)
+            return _cast(stored.values.take(numpy_array(index, pa.int64(), index >= 0)), typ)
         return _cast(stored, typ)
 
     def take(self, name: str, rows: np.ndarray) -> pa.Array:
@@ -310,8 +313,8 @@ class EventStore:
             at = np.searchsorted(stored.rows, rows)
             hit = at < stored.rows.size
             hit[hit] = stored.rows[at[hit]] == rows[hit]
-            return _cast(stored.values.take(pa.array(np.where(hit, at, 0), pa.int64(), mask=~hit)), typ)
-        return _cast(stored.take(pa.array(rows, pa.int64())), typ)
+            return _cast(stored.values.take(numpy_array(np.where(hit, at, 0), pa.int64(), hit)), typ)
+        return _cast(stored.take(numpy_array(rows, pa.int64())), typ)
 
     def numpy(self, name: str, fill: int = -1, dtype: Any = np.int64) -> np.ndarray:
         """An integer column as numpy, nulls as ``fill``; without a copy where the stored array allows it."""
@@ -447,6 +450,8 @@ class Trace:
 
     @cached_property
     def devices_df(self) -> pd.DataFrame:
+        import pandas  # noqa: F401  (to_pandas needs it; imported here, not with the module)
+
         return self.devices.to_pandas(types_mapper=_nullable_types)
 
     def of_kind(self, *kinds: str) -> pd.DataFrame:
@@ -519,6 +524,8 @@ def _py(value: Any) -> Any:
 
 
 def _nullable_types(arrow_type: pa.DataType) -> Any:
+    import pandas as pd
+
     mapping = {
         pa.int16(): pd.Int16Dtype(),
         pa.int32(): pd.Int32Dtype(),
@@ -532,6 +539,8 @@ def _nullable_types(arrow_type: pa.DataType) -> Any:
 def events_to_pandas(table: pa.Table) -> pd.DataFrame:
     """Convert an event table to pandas. ``start_ns``/``end_ns`` are plain int64; other ints nullable."""
 
+    import pandas  # noqa: F401  (to_pandas needs it; imported here, not with the module)
+
     def types(arrow_type: pa.DataType) -> Any:
         return _nullable_types(arrow_type)
 
@@ -542,10 +551,54 @@ def events_to_pandas(table: pa.Table) -> pd.DataFrame:
     return frame
 
 
+# Arrow arrays from numpy buffers and string lists, without pa.array: its first call imports pandas (~0.4 s),
+# which a load never needs otherwise.
+def numpy_array(values: np.ndarray, typ: pa.DataType, valid: np.ndarray | None = None) -> pa.Array:
+    """``values`` (numpy; cast to ``typ``'s numpy type where it differs) as an Arrow array of fixed-width
+    ``typ``, null where ``valid`` is False."""
+    data = np.ascontiguousarray(values, dtype=np.dtype(typ.to_pandas_dtype()))
+    nulls = 0 if valid is None else data.size - int(np.count_nonzero(valid))
+    bitmap = pa.py_buffer(np.packbits(valid, bitorder="little")) if nulls else None
+    return pa.Array.from_buffers(typ, data.size, [bitmap, pa.py_buffer(data)], null_count=nulls)
+
+
+def string_array(values: Sequence[str | None]) -> pa.Array:
+    """Python strings (None: null) as an Arrow string array, as ``pa.array(values, pa.string())`` makes it."""
+    try:
+        encoded = [b"" if v is None else v.encode() for v in values]
+    except (UnicodeEncodeError, AttributeError):  # lone surrogates, not strings: as pa.array takes them
+        return pa.array(values, pa.string())
+    offsets = np.zeros(len(encoded) + 1, dtype=np.int32)
+    np.cumsum([len(e) for e in encoded], out=offsets[1:])
+    valid = np.array([v is not None for v in values], dtype=bool)
+    nulls = len(values) - int(np.count_nonzero(valid))
+    bitmap = pa.py_buffer(np.packbits(valid, bitorder="little")) if nulls else None
+    buffers = [bitmap, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))]
+    return pa.Array.from_buffers(pa.string(), len(encoded), buffers, null_count=nulls)
+
+
+def arrow_numpy(array: pa.Array) -> np.ndarray:
+    """``array.to_numpy(zero_copy_only=False)`` for an integer or float array, without pyarrow's conversion
+    layer (which imports pandas): a view of its values, or where it has nulls a copy with NaN there (float64
+    for integers, as to_numpy makes it)."""
+    typ = array.type
+    if not (pa.types.is_integer(typ) or pa.types.is_float32(typ) or pa.types.is_float64(typ)) or not len(array):
+        return array.to_numpy(zero_copy_only=False)
+    n, offset = len(array), array.offset
+    validity, data = array.buffers()[:2]
+    values = np.frombuffer(data, dtype=np.dtype(typ.to_pandas_dtype()), count=offset + n)[offset:]
+    if array.null_count == 0:
+        return values
+    bits = np.unpackbits(np.frombuffer(validity, np.uint8), count=offset + n, bitorder="little")[offset:]
+    out = values.astype(np.float64 if values.dtype.kind in "iu" else values.dtype)
+    out[bits == 0] = np.nan
+    return out
+
+
 def _as_array(values: Any, typ: pa.DataType, n: int) -> pa.Array:
     if values is None:
         if pa.types.is_dictionary(typ):
-            return pa.DictionaryArray.from_arrays(pa.nulls(n, pa.int32()), pa.array([], pa.string()))
+            return pa.DictionaryArray.from_arrays(pa.nulls(n, pa.int32()), string_array([]))
         return pa.nulls(n, typ)
     if isinstance(values, pa.ChunkedArray):
         values = values.combine_chunks()
@@ -558,7 +611,8 @@ def _as_array(values: Any, typ: pa.DataType, n: int) -> pa.Array:
         return pc.dictionary_encode(arr).cast(typ)
     if isinstance(values, pa.Array):
         return values if values.type == typ else values.cast(typ)
-    if isinstance(values, pd.Series):
+    pd = sys.modules.get("pandas")  # not imported: the values are no Series
+    if pd is not None and isinstance(values, pd.Series):
         return pa.Array.from_pandas(values, type=typ)
     if isinstance(values, np.ndarray) and values.dtype.kind == "f" and pa.types.is_integer(typ):
         mask = np.isnan(values)
@@ -740,4 +794,25 @@ def _depth(arrays: Mapping[str, pa.Array], n: int) -> pa.Array | None:
 def build_devices(rows: Sequence[Mapping[str, Any]]) -> pa.Table:
     """Assemble the device table from dicts keyed by :data:`DEVICE_COLUMNS` (missing keys are null)."""
     data = {name: [row.get(name) for row in rows] for name in DEVICE_COLUMNS}
-    return pa.Table.from_pydict(data, schema=DEVICE_SCHEMA)
+    plain = [_plain_column(data[f.name], f.type) for f in DEVICE_SCHEMA]
+    if all(column is not None for column in plain) and None not in data["id"]:
+        return pa.Table.from_arrays(plain, schema=DEVICE_SCHEMA)
+    return pa.Table.from_pydict(data, schema=DEVICE_SCHEMA)  # values to convert, or to reject as before
+
+
+def _plain_column(values: list[Any], typ: pa.DataType) -> pa.Array | None:
+    """``values`` as ``pa.array(values, typ)`` makes them, without pa.array (see :func:`numpy_array`), where
+    each is None or plainly of the type (an int in range, a float, a str); None otherwise."""
+    if pa.types.is_string(typ):
+        return string_array(values) if all(v is None or type(v) is str for v in values) else None
+    dtype = np.dtype(typ.to_pandas_dtype())
+    if dtype.kind == "f":
+        if not all(v is None or type(v) is float for v in values):
+            return None
+    else:
+        bound = 2 ** (8 * dtype.itemsize - 1)
+        if not all(v is None or (type(v) is int and -bound <= v < bound) for v in values):
+            return None
+    valid = np.array([v is not None for v in values], dtype=bool)
+    data = np.array([0 if v is None else v for v in values], dtype=dtype)
+    return numpy_array(data, typ, valid)

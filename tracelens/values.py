@@ -7,7 +7,6 @@ import math
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 
 def int_or_none(value: Any) -> int | None:
@@ -34,6 +33,8 @@ def int_or_none(value: Any) -> int | None:
 def distinct(values: np.ndarray, chunk: int = 1 << 22) -> np.ndarray:
     """The distinct values, in order of first appearance, hashed a chunk at a time: pandas sizes its hash
     table by the input's length, ~1 GB for the 34M host rows of a training export with a handful of threads."""
+    import pandas as pd  # here, not at module level: `import tracelens` and a load leave pandas unimported
+
     if values.size <= chunk:
         return pd.unique(values)
     return pd.unique(

@@ -102,20 +102,19 @@ PHASE_COUNTER: dict[str | None, str | None] = {
 def kinds(category_codes: np.ndarray, categories: list[str]) -> np.ndarray:
     """Each row's kind code from its category's code (-1, no category: other; SKIP: not a timeline event)."""
     kind_of_category = [_KIND_OF_CATEGORY.get(c.lower(), OTHER) for c in categories]
-    return np.array(
-        [SKIP if k is None else KIND_CODE[k] for k in kind_of_category] + [KIND_CODE[OTHER]], dtype=np.int8
-    )[category_codes]
+    table = [SKIP if k is None else KIND_CODE[k] for k in kind_of_category] + [KIND_CODE[OTHER]]
+    return np.take(np.array(table, dtype=np.int8), category_codes)  # -1 (no category) takes the last
 
 
 def used_codes(codes: np.ndarray, values: list[str], rows: np.ndarray) -> tuple[np.ndarray, list[str]]:
     """``codes[rows]`` re-coded to the values those rows use (the strings of the kept rows only)."""
-    codes = codes[rows]
+    codes = np.take(codes, rows)
     used = np.flatnonzero(np.bincount(codes[codes >= 0], minlength=len(values)))
     if used.size == len(values):
         return codes, values
     recode = np.full(len(values) + 1, -1, dtype=np.int32)
     recode[used] = np.arange(used.size, dtype=np.int32)
-    return recode[codes], [values[i] for i in used]
+    return np.take(recode, codes), [values[i] for i in used]
 
 
 # trace.MAX_TIME_NS in Kineto's microseconds (up to the year 2116 for absolute Unix µs). A ts beyond counts
@@ -176,4 +175,4 @@ def _without_none(codes: np.ndarray, values: Sequence[str | None]) -> tuple[np.n
     kept = [i for i, v in enumerate(values) if v is not None]
     recode = np.full(len(values) + 1, -1, dtype=np.int32)
     recode[kept] = np.arange(len(kept), dtype=np.int32)
-    return recode[codes], [values[i] for i in kept]  # type: ignore[misc]
+    return np.take(recode, codes), [values[i] for i in kept]  # type: ignore[misc]

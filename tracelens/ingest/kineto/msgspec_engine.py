@@ -14,7 +14,6 @@ from typing import Any
 
 import msgspec
 import numpy as np
-import pandas as pd
 
 from ...errors import InputError
 from ...trace import GPU_ANNOTATION
@@ -271,6 +270,8 @@ def _numbers(values: list[Any]) -> np.ndarray:
             return numbers
     except (TypeError, ValueError):
         pass
+    import pandas as pd  # here: a native load never comes here and leaves pandas unimported
+
     values = [v if isinstance(v, (int, float, str)) and not isinstance(v, bool) else None for v in values]
     series = pd.Series(values, dtype=object)
     numbers = np.array(pd.to_numeric(series, errors="coerce"), dtype=np.float64)
@@ -295,6 +296,8 @@ def _triples(values: list[Any]) -> np.ndarray:
 def _factorize(values: list[Any]) -> tuple[np.ndarray, list[str]]:
     """Codes (int32, -1 for missing) and the distinct strings of one block (numbers as their text; lists
     and objects, only in loosely decoded blocks, as missing)."""
+    import pandas as pd  # here: a native load never comes here and leaves pandas unimported
+
     values = [None if isinstance(v, (list, dict)) else v for v in values]
     codes, uniques = pd.factorize(pd.Series(values, dtype=object), use_na_sentinel=True)
     return codes.astype(np.int32), [u if isinstance(u, str) else str(u) for u in uniques]
@@ -380,6 +383,8 @@ def _op_columns(args: list[Any]) -> dict[str, Any]:
         else:
             candidate |= np.fromiter(map(is_not, values, repeat(None)), dtype=bool, count=len(values))
     rows = np.flatnonzero(candidate)
+    import pandas as pd  # here: a native load never comes here and leaves pandas unimported
+
     coded: dict[str, tuple[np.ndarray, Sequence[str | None]]] = {}
     for name, values in texts.items():
         at_rows = [values[i] for i in rows]

@@ -98,10 +98,10 @@ def _scanned_columns(scanned: dict[str, Any]) -> dict[str, Any]:
 
     def row_column(field: str) -> np.ndarray:
         column = floats[_AT[field]]
-        return column if every_row else column[rows]
+        return column if every_row else np.take(column, rows)
 
-    kind = kind if every_row else kind[rows]
-    gpu_rows = np.flatnonzero(DEVICE_SIDE[kind] | (kind == KIND_CODE[GPU_ANNOTATION]))
+    kind = kind if every_row else np.take(kind, rows)
+    gpu_rows = np.flatnonzero(np.take(DEVICE_SIDE, kind) | (kind == KIND_CODE[GPU_ANNOTATION]))
     at_gpu = rows[gpu_rows]
     block.update({field: row_column(field) for field in ("ts", "dur", "pid", "tid", "correlation")})
     external = row_column("external_id")

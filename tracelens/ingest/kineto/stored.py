@@ -12,7 +12,7 @@ from typing import TypeAlias
 import numpy as np
 import pyarrow as pa
 
-from ...trace import EVENT_SCHEMA, SparseColumn
+from ...trace import EVENT_SCHEMA, SparseColumn, string_array
 
 # A column as an EventStore holds it: a full-length array, a SparseColumn, or None (no row has a value).
 Stored: TypeAlias = "pa.Array | SparseColumn | None"
@@ -21,18 +21,23 @@ Stored: TypeAlias = "pa.Array | SparseColumn | None"
 def dictionary_column(codes: np.ndarray, values: Sequence[str | None], where: np.ndarray) -> Stored:
     """Dictionary-encoded strings: ``values[codes]`` where ``where`` holds and the value exists, else null;
     stored as an EventStore stores it (None: no value; a SparseColumn when fewer than half the rows have one).
-    Looked up at the rows ``where`` selects only (memcpy rows, sync rows: few)."""
+    Looked up at the rows ``where`` selects only."""
+    rows = np.flatnonzero(where)
+    return dictionary_column_at(np.take(codes, rows), values, rows, where.size)
+
+
+def dictionary_column_at(codes: np.ndarray, values: Sequence[str | None], rows: np.ndarray, n: int) -> Stored:
+    """:func:`dictionary_column` of ``n`` rows from the codes at the only rows it may hold values at (``rows``,
+    ascending: memcpy rows, sync rows, which the GPU rows' compact columns give without a full-length mask)."""
     distinct = sorted({v for v in values if v is not None})
     index = {v: i for i, v in enumerate(distinct)}
     lookup = np.array([index[v] if v is not None else -1 for v in values] + [-1], dtype=np.int32)
-    rows = np.flatnonzero(where)
-    found = lookup[codes[rows]]
+    found = np.take(lookup, codes)
     has_value = found >= 0
     rows, found = rows[has_value], found[has_value]
     if rows.size == 0:
         return None
-    dictionary = pa.array(distinct, pa.string())
-    n = where.size
+    dictionary = string_array(distinct)
     if _sparse(rows.size, n):
         return SparseColumn(
             _row_positions(rows, n),
@@ -57,16 +62,14 @@ def op_text_column(codes: np.ndarray, rows: np.ndarray, n: int, values: list[str
         at, data = _in_row_order(rows[present], recode[codes[present]])
         return SparseColumn(
             _row_positions(at, n),
-            pa.DictionaryArray.from_arrays(
-                from_buffers(pa.int32(), data, None, 0), pa.array(distinct, pa.string())
-            ),
+            pa.DictionaryArray.from_arrays(from_buffers(pa.int32(), data, None, 0), string_array(distinct)),
         )
     data = np.zeros(n, dtype=np.int32)
     data[rows[present]] = recode[codes[present]]
     valid = np.zeros(n, dtype=bool)
     valid[rows[present]] = True
     indices = from_buffers(pa.int32(), data, valid, n - int(present.sum()))
-    return pa.DictionaryArray.from_arrays(indices, pa.array(distinct, pa.string()))
+    return pa.DictionaryArray.from_arrays(indices, string_array(distinct))
 
 
 def dictionary_indices(codes: np.ndarray) -> pa.Array:
@@ -85,30 +88,19 @@ def unrepresentable(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
     return ~(np.abs(values) < bound)
 
 
-def float_column(values: np.ndarray, column: str) -> Stored:
-    """A float64 column (NaN = missing) as the Arrow type of ``column`` in the event schema, stored as an
-    EventStore stores it (None: no value; a SparseColumn of the rows with one when they are fewer than half).
-
-    Built from buffers: the values cast once (zero under nulls) and a validity bitmap packed from the mask
-    of missing or unrepresentable values, both handed to Arrow without a further copy.
-    """
+def int_column(data: np.ndarray, valid: np.ndarray, column: str) -> Stored:
+    """An integer column (``column``'s Arrow type) from its data and validity (null: a value that was missing
+    or that the type cannot hold, table.prepare_block), stored as an EventStore stores it (None: no value; a
+    SparseColumn of the rows with one when they are fewer than half). Built from buffers, without a copy of
+    a dense column."""
     typ = EVENT_SCHEMA.field(column).type
-    dtype = np.dtype(typ.to_pandas_dtype())
-    missing = unrepresentable(values, dtype)
-    nulls = int(np.count_nonzero(missing))
-    if nulls == values.size:
+    nulls = valid.size - int(np.count_nonzero(valid))
+    if nulls == valid.size:
         return None
-    if _sparse(values.size - nulls, values.size):
-        rows = np.flatnonzero(~missing)
-        kept = from_buffers(typ, values[rows].astype(dtype), None, 0)
-        return SparseColumn(_row_positions(rows, values.size), kept)
-    if nulls == 0:  # no validity bitmap to build, nothing to zero
-        return pa.array(values.astype(dtype, copy=False), type=typ)
-    with np.errstate(invalid="ignore"):
-        data = values.astype(dtype)
-    if dtype.kind != "f":
-        data[missing] = 0
-    return from_buffers(typ, data, ~missing, nulls)
+    if _sparse(valid.size - nulls, valid.size):
+        rows = np.flatnonzero(valid)
+        return SparseColumn(_row_positions(rows, valid.size), from_buffers(typ, data[rows], None, 0))
+    return from_buffers(typ, data, valid, nulls)
 
 
 def _sparse(valid: int, n: int) -> bool:

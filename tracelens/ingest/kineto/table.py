@@ -18,7 +18,6 @@ from ...trace import (
     CPU_OP,
     DRIVER,
     EVENT_COLUMNS,
-    GPU_ANNOTATION,
     GPU_SYNC,
     KERNEL,
     MEMCPY,
@@ -33,6 +32,8 @@ from ...trace import (
     build_devices,
     build_store,
     depth_column,
+    numpy_array,
+    string_array,
 )
 from ...values import int_or_none
 from ..profiler_log import kineto_log_lines, profiler_drops
@@ -42,15 +43,15 @@ from .blocks import (
     KINDS,
     LAUNCH_SIDE,
     NESTED_KIND,
-    SKIP,
-    placeable,
 )
 from .fields import DEVICE_FIELDS, OP_NUMBERS, OP_TEXTS
+from .prepare import int_parts, prepare_block
 from .stored import (
     Stored,
     dictionary_column,
+    dictionary_column_at,
     dictionary_indices,
-    float_column,
+    int_column,
     op_text_column,
     sparse_column,
     unrepresentable,
@@ -92,7 +93,7 @@ class _Interner:
         if None in found:
             found = [self._code(u) if c is None else c for u, c in zip(uniques, found, strict=True)]
         mapping = np.array(found + [-1], dtype=np.int32)
-        return mapping[codes]  # -1 (missing) indexes the trailing -1
+        return np.take(mapping, codes)  # -1 (missing) takes the trailing -1
 
     def _code(self, value: str) -> int:
         code = self.codes.get(value)
@@ -103,11 +104,16 @@ class _Interner:
 
 
 class Columns:
-    """Accumulates blocks' numpy columns; :meth:`finish` builds the Trace."""
+    """Accumulates blocks' numpy columns (each made ready by :func:`prepare_block`); :meth:`finish` builds the
+    Trace."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self.names = _Interner()
+        # Per interned name (its API suffix dropped): the step it marks (NaN: none) and whether it is a driver
+        # call, each with a trailing slot for rows without a name (code -1).
+        self.step_of_name = np.full(1, np.nan)
+        self.driver_name = np.zeros(1, dtype=bool)
         self.sync_kinds = _Interner()
         self.op_texts = {name: _Interner() for name in OP_TEXTS}
         self.parts: list[dict[str, np.ndarray]] = []
@@ -123,23 +129,42 @@ class Columns:
         self.problem: str | None = None  # the first field of an unexpected type, with an example event
 
     def add(self, block: dict[str, Any]) -> None:
+        block = prepare_block(block)
         for key, value in block.pop("counts").items():
             self.counts[key] += value
         problem = block.pop("problem", None)
         self.problem = self.problem or problem
         if "kind" not in block:
             return
-        # Each row's start in int64 ns and whether its ts lies on the timeline, per block (elementwise, so the
-        # same as over the joined column) while the other blocks are still being scanned: less left for finish.
-        ts = block.pop("ts")
-        block["start"] = _microseconds_to_ns(ts)
-        block["placeable"] = placeable(ts)
-        del ts
-        block["name"] = self.names.merge(*block["name"])
+        name = block["name"] = self.names.merge(*block["name"])
+        self._name_flags()
+        # Names decide steps (host annotations and ops) and driver calls: the block's kinds set here, per block
+        # (elementwise, so the same as over the joined columns), while the other blocks are being scanned.
+        kind = block["kind"]
+        host_marker = (kind == KIND_CODE[ANNOTATION]) | (kind == KIND_CODE[CPU_OP])
+        kind = np.where(
+            host_marker & ~np.isnan(np.take(self.step_of_name, name)), KIND_CODE[STEP], kind
+        ).astype(np.int8)
+        kind = np.where(
+            (kind == KIND_CODE[RUNTIME]) & np.take(self.driver_name, name), KIND_CODE[DRIVER], kind
+        )
+        block["kind"] = kind.astype(np.int8)
         block["sync_kind"] = self.sync_kinds.merge(*block["sync_kind"])
-        for name, interner in self.op_texts.items():
-            block[name] = interner.merge(*block[name])
+        for text, interner in self.op_texts.items():
+            block[text] = interner.merge(*block[text])
         self.parts.append(block)
+
+    def _name_flags(self) -> None:
+        """The step and driver flags of the names interned since the last block (once per distinct name)."""
+        known = self.step_of_name.size - 1
+        new = self.names.values[known:]
+        if not new:
+            return
+        stripped = [strip_api_suffix(n) for n in new]
+        steps = np.array([_step_number(n) for n in stripped], dtype=np.float64)
+        drivers = np.array([bool(_DRIVER_NAME.match(n)) for n in stripped], dtype=bool)
+        self.step_of_name = np.concatenate([self.step_of_name[:known], steps, [math.nan]])
+        self.driver_name = np.concatenate([self.driver_name[:known], drivers, [False]])
 
     def _no_timed_events(self) -> InputError:
         return InputError(
@@ -164,87 +189,91 @@ class Columns:
             if self.counts["events"] == 0:
                 raise InputError("trace has no events", path=self.path)
             raise self._no_timed_events()
-        offsets = np.cumsum([0] + [len(p["kind"]) for p in self.parts[:-1]])
-        gpu_rows = np.concatenate(
-            [p.pop("gpu_rows") + off for p, off in zip(self.parts, offsets, strict=True)]
-        )
-        op_rows = np.concatenate([p.pop("op_rows") + off for p, off in zip(self.parts, offsets, strict=True)])
-        # kind, ts and name decide the row order; the other row columns are then joined and put in that
-        # order in one step each (below).
-        kind, start, placed, raw_name = (
-            np.concatenate([p.pop(k) for p in self.parts]) for k in ("kind", "start", "placeable", "name")
-        )
-        keep = (kind != SKIP) & placed
-        del placed
-        # The row order in the background while this thread codes names and kinds.
-        timed = background.submit(_time_order, start, keep)
+        parts, self.parts = self.parts, []
+        sizes = [len(p["kind"]) for p in parts]
+        offsets = np.cumsum([0, *sizes[:-1]])
+        m = int(sum(sizes))
+        # Every row of a block is kept (prepare_block); ts decides the row order, and the row columns are
+        # joined and put in that order in one step each (below).
+        start = np.concatenate([p.pop("start") for p in parts])
+        order = background.submit(np.argsort, start, kind="stable")
+        raw_name = np.concatenate([p.pop("name") for p in parts])
+        kind = np.concatenate([p.pop("kind") for p in parts])
         # "cudaLaunchKernel_v7000" and "cudaLaunchKernel" are one name: merge codes after dropping suffixes.
         stripped = [strip_api_suffix(n) for n in self.names.values]
         names = sorted(set(stripped))
         index = {n: i for i, n in enumerate(names)}
-        name_code = np.array([index[n] for n in stripped] + [-1], dtype=np.int32)[raw_name]
-        del raw_name
-
-        # Names decide steps (host annotations), driver calls and memcpy kinds; evaluated once per name.
-        step_of_name = np.array([_step_number(n) for n in names] + [math.nan], dtype=np.float64)
-        is_driver_name = np.array([bool(_DRIVER_NAME.match(n)) for n in names] + [False])
-        host_marker = (kind == KIND_CODE[ANNOTATION]) | (kind == KIND_CODE[CPU_OP])
-        kind = np.where(host_marker & ~np.isnan(step_of_name[name_code]), KIND_CODE[STEP], kind).astype(
-            np.int8
+        name_of_raw = np.array([index[n] for n in stripped] + [-1], dtype=np.int32)
+        step_of_name = np.full(len(names) + 1, math.nan)
+        step_of_name[name_of_raw[:-1]] = self.step_of_name[:-1]
+        gpu_rows = np.concatenate([p.pop("gpu_rows") + off for p, off in zip(parts, offsets, strict=True)])
+        op_rows = np.concatenate([p.pop("op_rows") + off for p, off in zip(parts, offsets, strict=True)])
+        launch_rows = np.concatenate(
+            [p.pop("launch_rows") + off for p, off in zip(parts, offsets, strict=True)]
         )
-        kind = np.where((kind == KIND_CODE[RUNTIME]) & is_driver_name[name_code], KIND_CODE[DRIVER], kind)
-        kind = kind.astype(np.int8)
-        del host_marker
-
-        base = int_or_none(document.get("baseTimeNanoseconds")) or 0
-        order_keep, every_row = timed.result()
-        if not every_row and order_keep.size == 0:
-            raise self._no_timed_events()
-        m = order_keep.size
-        kind = kind[order_keep]
-        start = start[order_keep]
-        name_code = name_code[order_keep]
+        # Whether the int64 pid and tid columns hold the ids exactly (a device row's pid is its launch's, a
+        # host row's pid); where not (fractional or huge ids), the depth is computed now, from the floats.
+        ids_exactly = all(p.pop("pid_exact") for p in parts) & all(p.pop("tid_exact") for p in parts)
+        nested_any = any(p.pop("nested") for p in parts)
+        order = order.result()
+        floats = (
+            None
+            if ids_exactly or not nested_any
+            else [_joined_floats(parts, order, k) for k in ("pid", "tid")]
+        )
         # Joined and ordered in the background (numpy copies and gathers without holding the GIL) while this
-        # thread places the GPU and op rows; each block's arrays are popped by one thread only.
-        parts, self.parts = self.parts, []
+        # thread orders the others and places the GPU, op and launch rows.
         joined = {
-            key: background.submit(_joined_in_order, parts, order_keep, key)
-            for key in ("dur", "pid", "tid", "correlation", "external_id")
+            key: background.submit(_joined_in_order, parts, order, key)
+            for key in (
+                "duration",
+                "pid",
+                "pid_valid",
+                "tid",
+                "tid_valid",
+                "correlation",
+                "correlation_valid",
+            )
         }
-        # Device-side fields stay compact (GPU rows only); `at` is where each lands in the sorted table.
-        position = np.full(len(keep), -1, dtype=np.int64)
-        position[order_keep] = np.arange(m)
-        at = position[gpu_rows]
-        # in table order: the rows of every GPU-only column are then ascending, as a SparseColumn holds them
-        kept_gpu = np.flatnonzero(at >= 0)
-        kept_gpu = kept_gpu[np.argsort(at[kept_gpu])]
-        at = at[kept_gpu]
+        external = background.submit(_joined_in_order, parts, order, "external_id")
+        external_valid = background.submit(_joined_in_order, parts, order, "external_id_valid")
+        kind = np.take(kind, order)
+        start = np.take(start, order)
+        name_code = np.take(name_of_raw, np.take(raw_name, order))
+        del raw_name
+        # Device-side fields stay compact (GPU rows only); `at` is where each lands in the sorted table, in
+        # table order (the rows of every GPU-only column are then ascending, as a SparseColumn holds them).
+        kept_gpu, at = _in_table_order(gpu_rows, order, m)
         gpu = {
             k: np.concatenate([p.pop(k) for p in parts])[kept_gpu]
-            for k in (*DEVICE_FIELDS, "grid", "block", "sync_kind")
+            for k in (*DEVICE_FIELDS, "grid", "block", "sync_kind", "gpu_correlation", "gpu_pid", "gpu_tid")
         }
         # The op fields likewise stay on the few rows that have one.
-        at_op = position[op_rows]
-        kept_op = np.flatnonzero(at_op >= 0)
-        kept_op = kept_op[np.argsort(at_op[kept_op])]
-        at_op = at_op[kept_op]
+        kept_op, at_op = _in_table_order(op_rows, order, m)
         op = {k: np.concatenate([p.pop(k) for p in parts])[kept_op] for k in (*OP_NUMBERS, *OP_TEXTS)}
         del op_rows, kept_op
-        dur, kineto_pid, kineto_tid, correlation_all, external_id = (
-            joined.pop(key).result() for key in ("dur", "pid", "tid", "correlation", "external_id")
+        # The launches (runtime and driver calls with a correlation id and a pid) in table order.
+        kept_launch, _ = _in_table_order(launch_rows, order, m)
+        launch_correlation, launch_pid = (
+            np.concatenate([p.pop(k) for p in parts])[kept_launch]
+            for k in ("launch_correlation", "launch_pid")
         )
-        del parts, position, keep, order_keep
-        duration = np.rint(np.where(placeable(dur), dur, 0.0) * 1000).astype(np.int64)
-        del dur
+        del launch_rows, kept_launch
 
-        device_side = DEVICE_SIDE[kind]
-        gpu_annotation = kind == KIND_CODE[GPU_ANNOTATION]
-        launch_side = LAUNCH_SIDE[kind]
         gpu_kind = kind[at]
         gpu_is_kernel = gpu_kind == KIND_CODE[KERNEL]
         origin = int(start.min())
+        base = int_or_none(document.get("baseTimeNanoseconds")) or 0
         rel_start = start - origin
         del start
+        # Kineto's GPU "pid" is the device index and its "tid" the stream: fallbacks when args lack them.
+        device_values = np.where(np.isnan(gpu["device"]), gpu["gpu_pid"], gpu["device"])
+        stream_values = np.where(np.isnan(gpu["stream"]), gpu["gpu_tid"], gpu["stream"])
+        # The host pid of device rows: their launch's, by correlation id (GPU annotations: none).
+        device_rows = np.flatnonzero(DEVICE_SIDE[gpu_kind])
+        device_pid = _launch_pid(launch_correlation, launch_pid, gpu["gpu_correlation"][device_rows])
+        dur = joined.pop("duration").result()
+        end = rel_start + dur
 
         def sparse(values: np.ndarray, field: str, rows: np.ndarray | None = None) -> Future[Stored]:
             """A column that is null except on GPU rows (``rows``: a mask over them), built in the background."""
@@ -252,70 +281,62 @@ class Columns:
                 return background.submit(sparse_column, values, at, m, field)
             return background.submit(sparse_column, values[rows], at[rows], m, field)
 
-        # Kineto's GPU "pid" is the device index and its "tid" the stream: fallbacks when args lack them.
-        device_values = np.where(np.isnan(gpu["device"]), kineto_pid[at], gpu["device"])
-        stream_values = np.where(np.isnan(gpu["stream"]), kineto_tid[at], gpu["stream"])
-        correlation = np.where(device_side | launch_side, correlation_all, np.nan)
-        del correlation_all
-        # The host pid (device rows: their launch's, by correlation id) in the background, with the tid here.
-        host_pid = background.submit(
-            _host_pid, correlation, launch_side, kineto_pid, device_side, gpu_annotation
-        )
-        tid = np.where(device_side | gpu_annotation, np.nan, kineto_tid)
-        del kineto_tid
-        nested = NESTED_KIND[kind] & ~np.isnan(tid)
-        pid, pid_exactly = host_pid.result()
-        del kineto_pid
-        depth: Future[Stored] | DeferredColumn | None = None
-        if not nested.any():
-            pass  # no host interval on a thread: no depth column (as build_store leaves it)
-        elif pid_exactly and _stored_exactly(tid):
-            # No analysis reads the host nesting depth: the store computes it from its own columns on first
-            # read (the same values: see _host_depth).
-            depth = DeferredColumn(_host_depth)
-        else:  # fractional or huge ids, which the int64 columns cannot hold: computed now from the floats
-            depth = background.submit(
-                depth_column, nested, pid, tid, rel_start, rel_start + np.maximum(duration, 0)
-            )
-        del nested
-
-        is_memcpy = kind == KIND_CODE[MEMCPY]
-        copy_kind, src_kind, dst_kind = _memcpy_kinds(names, name_code, is_memcpy)
+        # Copies and syncs are GPU rows: their columns are looked up at those rows (`at`, ascending) only.
+        memcpy_rows = at[gpu_kind == KIND_CODE[MEMCPY]]
+        copy_kind, src_kind, dst_kind = _memcpy_kinds(names, np.take(name_code, memcpy_rows), memcpy_rows, m)
         # cuda_sync rows: cuda_sync_kind, or the event name when it is missing (both say the same thing).
         sync_labels = [
             _SYNC_KINDS.get(v.strip().lower(), v.strip().lower().replace(" ", "_"))
             for v in self.sync_kinds.values
         ]
         name_labels = [_SYNC_KINDS.get(n.lower(), n.lower().replace(" ", "_")) for n in names]
-        sync_code = np.full(m, -1, dtype=np.int64)
-        sync_code[at] = gpu["sync_kind"]
+        syncs = gpu_kind == KIND_CODE[GPU_SYNC]
+        sync_rows = at[syncs]
+        sync_code = gpu["sync_kind"][syncs].astype(np.int64)
+        sync_name = np.take(name_code, sync_rows)
         # a row with neither a cuda_sync_kind nor a name stays null (-1: the lookup's null slot), not the last label
         sync_code = np.where(
-            sync_code >= 0, sync_code, np.where(name_code >= 0, len(sync_labels) + name_code, -1)
+            sync_code >= 0, sync_code, np.where(sync_name >= 0, len(sync_labels) + sync_name, -1)
         )
-        sync_text = dictionary_column(sync_code, sync_labels + name_labels, kind == KIND_CODE[GPU_SYNC])
-        del sync_code
+        sync_text = dictionary_column_at(sync_code, sync_labels + name_labels, sync_rows, m)
+        del sync_code, sync_name
         step_rows = np.flatnonzero(kind == KIND_CODE[STEP])
-        domain = dictionary_column(
-            name_code,
-            ["tracelens" if n.startswith("tracelens/") else None for n in names],
-            (kind == KIND_CODE[ANNOTATION]) | (kind == KIND_CODE[STEP]),
+        domains = ["tracelens" if n.startswith("tracelens/") else None for n in names]
+        domain = (  # no name marks a domain (the common case): no row has one, nothing to scan
+            None
+            if all(d is None for d in domains)
+            else dictionary_column(
+                name_code, domains, (kind == KIND_CODE[ANNOTATION]) | (kind == KIND_CODE[STEP])
+            )
         )
         shared_total = gpu["shared_memory"]
-
+        pid = background.submit(
+            _with_device_rows,
+            joined.pop("pid").result(),
+            joined.pop("pid_valid").result(),
+            device_pid,
+            at[device_rows],
+        )
         columns: dict[str, Any] = {
-            "kind": pa.DictionaryArray.from_arrays(dictionary_indices(kind), pa.array(KINDS)),
-            "name": pa.DictionaryArray.from_arrays(
-                dictionary_indices(name_code), pa.array(names, pa.string())
-            ),
-            "start_ns": rel_start,
-            "end_ns": rel_start + duration,
+            "kind": pa.DictionaryArray.from_arrays(dictionary_indices(kind), string_array(KINDS)),
+            "name": pa.DictionaryArray.from_arrays(dictionary_indices(name_code), string_array(names)),
+            "start_ns": numpy_array(rel_start, pa.int64()),
+            "end_ns": numpy_array(end, pa.int64()),
             "device": sparse_column(device_values, at, m, "device"),
             "stream": sparse(stream_values, "stream"),
-            "pid": background.submit(float_column, pid, "pid"),
-            "tid": background.submit(float_column, tid, "tid"),
-            "correlation_id": background.submit(float_column, correlation, "correlation_id"),
-            "external_id": background.submit(float_column, external_id, "external_id"),
+            "pid": pid,
+            "tid": background.submit(
+                int_column, joined.pop("tid").result(), joined.pop("tid_valid").result(), "tid"
+            ),
+            "correlation_id": background.submit(
+                int_column,
+                joined.pop("correlation").result(),
+                joined.pop("correlation_valid").result(),
+                "correlation_id",
+            ),
+            "external_id": background.submit(
+                int_column, external.result(), external_valid.result(), "external_id"
+            ),
             "bytes": sparse(gpu["bytes"], "bytes", DEVICE_SIDE[gpu_kind]),
             "copy_kind": copy_kind,
             "src_kind": src_kind,
@@ -335,7 +356,6 @@ class Columns:
                 np.where(np.isnan(shared_total), np.nan, 0.0), "dynamic_shared_bytes", gpu_is_kernel
             ),
             "step": sparse_column(step_of_name[name_code[step_rows]], step_rows, m, "step"),
-            "depth": depth if isinstance(depth, Future) else None,
             "reported_occupancy": sparse(gpu["occupancy_pct"] / 100.0, "reported_occupancy", gpu_is_kernel),
             **{
                 name: background.submit(sparse_column, op[name], at_op, m, name)
@@ -344,7 +364,23 @@ class Columns:
             },  # a column without values is left to build_events (nulls)
             **{name: op_text_column(op[name], at_op, m, self.op_texts[name].values) for name in OP_TEXTS},
         }
+        depth: Future[Stored] | DeferredColumn | None = None
+        if not nested_any:
+            pass  # no host interval on a thread: no depth column (as build_store leaves it)
+        elif floats is None:
+            # No analysis reads the host nesting depth: the store computes it from its own columns on first
+            # read (the same values: see _host_depth).
+            depth = DeferredColumn(_host_depth)
+        else:  # fractional or huge ids, which the int64 columns cannot hold: computed now from the floats
+            pid_float, tid_float = floats
+            pid_float[at[device_rows]] = device_pid
+            nested = NESTED_KIND[kind] & ~np.isnan(tid_float)
+            depth = background.submit(
+                depth_column, nested, pid_float, tid_float, rel_start, rel_start + np.maximum(dur, 0)
+            )
+        columns["depth"] = depth if isinstance(depth, Future) else None
         background.shutdown(wait=True)
+        del parts
         built = {k: v.result() if isinstance(v, Future) else v for k, v in columns.items()}
         # The columns few rows carry come stored already (SparseColumn, as EventStore.from_columns would
         # store them): only the others go through build_store, which would make them full-length to store
@@ -399,19 +435,12 @@ class Columns:
         return Trace(events=events, devices=devices, metadata=metadata)
 
 
-def _stored_exactly(ids: np.ndarray) -> bool:
-    """Whether every non-NaN value of a float64 id column (pid, tid) is an integer an int64 column holds as
-    is, so that the stored column, read back as float64, is the same array (nulls as NaN)."""
-    with np.errstate(invalid="ignore"):
-        return bool(np.all(np.isnan(ids) | ((np.abs(ids) < 2.0**63) & (np.trunc(ids) == ids))))
-
-
 def _host_depth(store: EventStore) -> pa.Array | SparseColumn:
     """The ``depth`` column of a Kineto trace's store, computed on first read: the nesting depth of the host
     rows (kinds in NESTED_KIND) that have a tid, on their (pid, tid) thread, with end = start + max(dur, 0).
 
     The store's rows are the reader's rows in its order (build_store(sort=False)), and its pid and tid are
-    the reader's float ids (checked by _stored_exactly), so this equals the depth the reader would have
+    the reader's float ids (checked by prepare.stored_exactly), so this equals the depth the reader would have
     computed at load: ties (equal starts and ends) resolve by the same row order.
     """
     kinds = store.column("kind")
@@ -437,78 +466,70 @@ def _step_number(name: str) -> float:
     return math.nan if number is None else float(number)
 
 
-def _time_order(start: np.ndarray, keep: np.ndarray) -> tuple[np.ndarray, bool]:
-    """The kept rows in start order (stable), and whether every row is kept."""
-    if keep.all():  # the blocks drop what is not kept; only a lenient block may leave a row to drop
-        return np.argsort(start, kind="stable"), True
-    order_keep = np.flatnonzero(keep)
-    return order_keep[np.argsort(start[order_keep], kind="stable")], False
-
-
-def _host_pid(
-    correlation: np.ndarray,
-    launch_side: np.ndarray,
-    kineto_pid: np.ndarray,
-    device_side: np.ndarray,
-    gpu_annotation: np.ndarray,
-) -> tuple[np.ndarray, bool]:
-    """The pid column (device rows: the pid of their launch, GPU annotations: none) and whether the int64
-    column holds it exactly (_stored_exactly)."""
-    pid = np.where(device_side | gpu_annotation, np.nan, kineto_pid)
-    pid = np.where(device_side, _launch_pid(correlation, launch_side, kineto_pid, device_side), pid)
-    return pid, _stored_exactly(pid)
-
-
 def _joined_in_order(parts: list[dict[str, Any]], order: np.ndarray, key: str) -> np.ndarray:
     """Column ``key`` of all blocks, joined (each block's array dropped) and taken in ``order``."""
-    return np.concatenate([p.pop(key) for p in parts])[order]
+    return np.take(np.concatenate([p.pop(key) for p in parts]), order)
 
 
-def _microseconds_to_ns(ts: np.ndarray) -> np.ndarray:
-    """Float microseconds -> int64 ns: whole microseconds times 1000 plus the rounded fraction (0 where
-    the time is not finite), so that large absolute timestamps keep their exact ns digits."""
-    finite = np.isfinite(ts)
-    if finite.all():
-        # whole * 1000 + rint((ts - whole) * 1000), with the temporaries reused (the same values)
-        whole_us = np.floor(ts)
-        fraction_ns = np.subtract(ts, whole_us)
-        fraction_ns *= 1000
-        np.rint(fraction_ns, out=fraction_ns)
-        start = whole_us.astype(np.int64)
-        start *= 1000
-        start += fraction_ns.astype(np.int64)
-        return start
-    start = np.zeros(len(ts), dtype=np.int64)
-    start[finite] = _microseconds_to_ns(ts[finite])
-    return start
-
-
-def _memcpy_kinds(names: list[str], name_code: np.ndarray, is_memcpy: np.ndarray) -> tuple[Stored, ...]:
+def _memcpy_kinds(names: list[str], name_code: np.ndarray, rows: np.ndarray, m: int) -> tuple[Stored, ...]:
+    """The copy, source and destination kinds of the memcpy ``rows`` (ascending; ``name_code`` at them)."""
     parsed = [_MEMCPY_NAME.match(n) for n in names]
     copy = [m.group(1) if m else None for m in parsed]
     src = [_MEMORY_KINDS.get(m.group(2).lower(), m.group(2).lower()) if m else None for m in parsed]
     dst = [_MEMORY_KINDS.get(m.group(3).lower(), m.group(3).lower()) if m else None for m in parsed]
-    return tuple(dictionary_column(name_code, v, is_memcpy) for v in (copy, src, dst))
+    return tuple(dictionary_column_at(name_code, v, rows, m) for v in (copy, src, dst))
 
 
 def _launch_pid(
-    correlation: np.ndarray, launch_side: np.ndarray, host_pid: np.ndarray, device_side: np.ndarray
+    launch_correlation: np.ndarray, launch_pid: np.ndarray, correlation: np.ndarray
 ) -> np.ndarray:
-    """For each row, the pid of the runtime/driver call with the same correlation id (NaN if none)."""
-    launches = launch_side & ~np.isnan(correlation) & ~np.isnan(host_pid)
-    corr = correlation[launches]
-    pids = host_pid[launches]
-    order = np.argsort(corr, kind="stable")
-    corr, pids = corr[order], pids[order]
-    out = np.full(len(correlation), np.nan)
+    """For each ``correlation`` id, the pid of the launch (runtime or driver call, given in table order) with
+    that id: the first in table order where several have it; NaN where none has it or the id is NaN."""
+    order = np.argsort(launch_correlation, kind="stable")
+    corr, pids = launch_correlation[order], launch_pid[order]
+    out = np.full(correlation.size, np.nan)
     if corr.size == 0:
         return out
-    rows = np.flatnonzero(device_side & ~np.isnan(correlation))
+    rows = np.flatnonzero(~np.isnan(correlation))
     pos = np.searchsorted(corr, correlation[rows])
     pos_clipped = np.minimum(pos, corr.size - 1)
     hit = corr[pos_clipped] == correlation[rows]
     out[rows[hit]] = pids[pos_clipped[hit]]
     return out
+
+
+def _in_table_order(rows: np.ndarray, order: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """Of joined-block rows ``rows`` (distinct), the indices into ``rows`` in table order and where each lands
+    in the table (ascending): each row's index marked and taken in ``order``, not a full inverse permutation."""
+    slot = np.zeros(m, dtype=np.int32 if rows.size < 2**31 - 1 else np.int64)
+    slot[rows] = np.arange(1, rows.size + 1)
+    taken = np.take(slot, order)
+    del slot
+    at = np.flatnonzero(taken)
+    return taken[at] - 1, at
+
+
+def _with_device_rows(
+    pid: np.ndarray, valid: np.ndarray, device_pid: np.ndarray, at_device: np.ndarray
+) -> Stored:
+    """The pid column: the host rows' pids (int64 data and validity, table order) with the device rows' (at
+    ``at_device``: their launch's, NaN when none) set."""
+    data, device_valid = int_parts(device_pid, "pid")
+    pid[at_device] = data
+    valid[at_device] = device_valid
+    return int_column(pid, valid, "pid")
+
+
+def _joined_floats(parts: list[dict[str, Any]], order: np.ndarray, key: str) -> np.ndarray:
+    """A pid or tid column as float64 (NaN: missing), in table order: from the blocks' floats where they kept
+    them (ids the int64 column cannot hold), else from the int64 data (which then holds them exactly)."""
+    floats = []
+    for p in parts:
+        kept = p.get(f"{key}_float")
+        if kept is None:
+            kept = np.where(p[f"{key}_valid"], p[key].astype(np.float64), np.nan)
+        floats.append(kept)
+    return np.take(np.concatenate(floats), order)
 
 
 def _vendor(device_names: list[str], api_names: list[str]) -> str:
@@ -528,7 +549,7 @@ def _device_rows(
     listed = properties if isinstance(properties, list) else []
     props = {int(p["id"]): p for p in listed if isinstance(p, dict) and isinstance(p.get("id"), int)}
     api_codes = np.flatnonzero(  # the distinct codes, ascending: a count per name, not a sort of the rows
-        np.bincount(name_code[LAUNCH_SIDE[kind] & (name_code >= 0)], minlength=len(names))
+        np.bincount(name_code[np.take(LAUNCH_SIDE, kind) & (name_code >= 0)], minlength=len(names))
     )
     api_names = [names[c] for c in api_codes]
     vendor = _vendor([str(p.get("name", "")) for p in props.values()], api_names)
