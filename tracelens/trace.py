@@ -558,7 +558,7 @@ def numpy_array(values: np.ndarray, typ: pa.DataType, valid: np.ndarray | None =
     ``typ``, null where ``valid`` is False."""
     data = np.ascontiguousarray(values, dtype=np.dtype(typ.to_pandas_dtype()))
     nulls = 0 if valid is None else data.size - int(np.count_nonzero(valid))
-    bitmap = pa.py_buffer(np.packbits(valid, bitorder="little")) if nulls else None
+    bitmap = pa.py_buffer(np.packbits(valid, bitorder="little")) if nulls and valid is not None else None
     return pa.Array.from_buffers(typ, data.size, [bitmap, pa.py_buffer(data)], null_count=nulls)
 
 
@@ -582,7 +582,9 @@ def arrow_numpy(array: pa.Array) -> np.ndarray:
     layer (which imports pandas): a view of its values, or where it has nulls a copy with NaN there (float64
     for integers, as to_numpy makes it)."""
     typ = array.type
-    if not (pa.types.is_integer(typ) or pa.types.is_float32(typ) or pa.types.is_float64(typ)) or not len(array):
+    if not (pa.types.is_integer(typ) or pa.types.is_float32(typ) or pa.types.is_float64(typ)) or not len(
+        array
+    ):
         return array.to_numpy(zero_copy_only=False)
     n, offset = len(array), array.offset
     validity, data = array.buffers()[:2]

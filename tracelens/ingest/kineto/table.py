@@ -196,7 +196,7 @@ class Columns:
         # Every row of a block is kept (prepare_block); ts decides the row order, and the row columns are
         # joined and put in that order in one step each (below).
         start = np.concatenate([p.pop("start") for p in parts])
-        order = background.submit(np.argsort, start, kind="stable")
+        ordering = background.submit(np.argsort, start, kind="stable")
         raw_name = np.concatenate([p.pop("name") for p in parts])
         kind = np.concatenate([p.pop("kind") for p in parts])
         # "cudaLaunchKernel_v7000" and "cudaLaunchKernel" are one name: merge codes after dropping suffixes.
@@ -215,7 +215,7 @@ class Columns:
         # host row's pid); where not (fractional or huge ids), the depth is computed now, from the floats.
         ids_exactly = all(p.pop("pid_exact") for p in parts) & all(p.pop("tid_exact") for p in parts)
         nested_any = any(p.pop("nested") for p in parts)
-        order = order.result()
+        order: np.ndarray = ordering.result()
         floats = (
             None
             if ids_exactly or not nested_any
@@ -239,7 +239,7 @@ class Columns:
         external_valid = background.submit(_joined_in_order, parts, order, "external_id_valid")
         kind = np.take(kind, order)
         start = np.take(start, order)
-        name_code = np.take(name_of_raw, np.take(raw_name, order))
+        name_code: np.ndarray = np.take(name_of_raw, np.take(raw_name, order))
         del raw_name
         # Device-side fields stay compact (GPU rows only); `at` is where each lands in the sorted table, in
         # table order (the rows of every GPU-only column are then ascending, as a SparseColumn holds them).
