@@ -691,8 +691,50 @@ static inline ALWAYS_INLINE int scan_number(Scanner *s, double *value, int *is_i
 
 static int skip_value(Scanner *s, int depth);
 
+/* A JSON number at s->p, its syntax checked and skipped (what scan_number checks with value NULL, without
+ * computing the value). */
+static inline ALWAYS_INLINE int skip_number(Scanner *s) {
+    const unsigned char *p = s->p, *end = s->end;
+    if (p < end && *p == '-') p++;
+    if (p >= end) return DECLINE;
+    if (*p == '0') {
+        p++;
+    } else if (*p >= '1' && *p <= '9') {
+        p++;
+        while (p < end && is_digit(*p)) p++;
+    } else {
+        return DECLINE;
+    }
+    if (p < end && *p == '.') {
+        p++;
+        if (p >= end || !is_digit(*p)) return DECLINE;
+        while (p < end && is_digit(*p)) p++;
+    }
+    if (p < end && (*p == 'e' || *p == 'E')) {
+        p++;
+        if (p < end && (*p == '+' || *p == '-')) p++;
+        if (p >= end || !is_digit(*p)) return DECLINE;
+        while (p < end && is_digit(*p)) p++;
+    }
+    s->p = p;
+    return OK;
+}
+
+/* The value of a member not read (s->p at it, before the end): strings and numbers, most of them, without
+ * skip_value's call and dispatch. */
+static inline ALWAYS_INLINE int skip_member_value(Scanner *s, int depth) {
+    unsigned char c = *s->p;
+    if (c == '"') {
+        Span ignored;
+        return scan_string(s, &ignored);
+    }
+    if (c == '-' || is_digit(c)) return skip_number(s);
+    return skip_value(s, depth);
+}
+
 /* After a member or element: 1 when the container goes on (','), 0 when it ended (close), -1 otherwise. */
 static inline ALWAYS_INLINE int after_item(Scanner *s, unsigned char close) {
+    if (s->p < s->end && *s->p == ',') { s->p++; return 1; } /* Kineto's layout: the comma right after */
     skip_space(s);
     if (s->p >= s->end) return -1;
     if (*s->p == ',') { s->p++; return 1; }
@@ -708,8 +750,6 @@ static int expect_literal(Scanner *s, const char *word, size_t length) {
 
 static int skip_value(Scanner *s, int depth) {
     Span ignored;
-    int is_integer;
-    int64_t i;
     int rc, more;
     if (depth > MAX_DEPTH) return DECLINE;
     skip_space(s);
@@ -746,7 +786,7 @@ static int skip_value(Scanner *s, int depth) {
     case 'n':
         return expect_literal(s, "null", 4);
     default:
-        return scan_number(s, NULL, &is_integer, &i);
+        return skip_number(s);
     }
 }
 
@@ -871,49 +911,114 @@ static inline ALWAYS_INLINE int same_bytes(const unsigned char *a, const char *b
 #define KEY_IS(span, word) ((span).length == (int32_t)(sizeof(word) - 1) && \
                             same_bytes((span).text, word, sizeof(word) - 1))
 
+/* A member's key at s->p (its opening quote): scan_string for a key, which declines any escape (msgspec would
+ * unescape the key first; scan_string either declines an escape or marks it, and begin_member then declined)
+ * and so needs no escape decoding: the first quote, backslash or control character ends it. Keys are not
+ * validated as UTF-8 (KEY_IS compares their bytes). */
+static inline ALWAYS_INLINE int scan_key(Scanner *s, Span *key) {
+    const unsigned char *start = s->p + 1, *p;
+    int high = 0;
+    p = string_stop(start, s->end, &high);
+    if (p >= s->end || *p != '"' || p - start > INT32_MAX) return DECLINE;
+    key->text = start;
+    key->length = (int32_t)(p - start);
+    key->flags = SPAN_PRESENT | (high ? SPAN_NON_ASCII : 0);
+    s->p = p + 1;
+    return OK;
+}
+
 static inline ALWAYS_INLINE int begin_member(Scanner *s, Span *key) {
     int rc;
-    skip_space(s);
-    if (s->p >= s->end || *s->p != '"') return DECLINE;
-    if ((rc = scan_string(s, key)) != OK) return rc;
-    if (key->flags & SPAN_ESCAPED) return DECLINE; /* msgspec would unescape the key first */
-    skip_space(s);
-    if (s->p >= s->end || *s->p != ':') return DECLINE;
+    if (s->p >= s->end || *s->p != '"') { /* the key's quote right there (Kineto's layout), or after spaces */
+        skip_space(s);
+        if (s->p >= s->end || *s->p != '"') return DECLINE;
+    }
+    if ((rc = scan_key(s, key)) != OK) return rc;
+    if (s->p >= s->end || *s->p != ':') {
+        skip_space(s);
+        if (s->p >= s->end || *s->p != ':') return DECLINE;
+    }
     s->p++;
     skip_space(s);
     return s->p < s->end ? OK : DECLINE;
 }
 
+/* The event members the event loop reads, by key (EK_OTHER: any other key). */
+enum { EK_OTHER, EK_PH, EK_CAT, EK_NAME, EK_PID, EK_TID, EK_TS, EK_DUR, EK_ARGS, EK_SKIPPED /* id, bp: not read */ };
+
+/* Whether the first n (<= 8) bytes of the word w, loaded little-endian, are those of b: one AND and one
+ * compare (b is a constant where it is inlined, its word folded at compile time). */
+static inline ALWAYS_INLINE int word_starts_with(uint64_t w, const char *b, size_t n) {
+    uint64_t y = 0;
+    memcpy(&y, b, n);
+    return (n == 8 ? w : (w & ((UINT64_C(1) << (8 * n)) - 1))) == y;
+}
+
 /* begin_member for an event's own members: the keys Kineto writes there, with their quotes and the colon
- * (no escape can hide in those bytes), are recognized in a compare or two of whole words, without the
- * string scan; any other key, or one written another way, goes through begin_member. The key span is the
+ * (no escape can hide in those bytes), are recognized in one word compare or two, without the string scan,
+ * and their EK_* returned in *which (the caller then dispatches on it without comparing the key again); any
+ * other key, or one written another way, goes through begin_member (*which EK_OTHER). The key span is the
  * one begin_member would give. */
-static inline ALWAYS_INLINE int begin_event_member(Scanner *s, Span *key) {
+static inline ALWAYS_INLINE int begin_event_member(Scanner *s, Span *key, int *which) {
     const unsigned char *p;
     int32_t n = 0;
+    int k = EK_OTHER;
     skip_space(s);
     p = s->p;
-    if (s->end - p >= 8 && p[0] == '"') {
-        switch (p[1]) {
-        case 'p': n = same_bytes(p, "\"ph\":", 5) ? 2 : same_bytes(p, "\"pid\":", 6) ? 3 : 0; break;
-        case 'c': n = same_bytes(p, "\"cat\":", 6) ? 3 : 0; break;
-        case 'n': n = same_bytes(p, "\"name\":", 7) ? 4 : 0; break;
-        case 't': n = same_bytes(p, "\"ts\":", 5) ? 2 : same_bytes(p, "\"tid\":", 6) ? 3 : 0; break;
-        case 'd': n = same_bytes(p, "\"dur\":", 6) ? 3 : 0; break;
-        case 'a': n = same_bytes(p, "\"args\":", 7) ? 4 : 0; break;
+#ifdef HAVE_LITTLE_ENDIAN_LOADS
+    if (s->end - p >= 8) {
+        uint64_t w = load_64(p);
+        switch ((w >> 8) & 0xFF) { /* the key's first letter */
+        case 'p':
+            if (word_starts_with(w, "\"ph\":", 5)) n = 2, k = EK_PH;
+            else if (word_starts_with(w, "\"pid\":", 6)) n = 3, k = EK_PID;
+            break;
+        case 'c': if (word_starts_with(w, "\"cat\":", 6)) n = 3, k = EK_CAT; break;
+        case 'n': if (word_starts_with(w, "\"name\":", 7)) n = 4, k = EK_NAME; break;
+        case 't':
+            if (word_starts_with(w, "\"ts\":", 5)) n = 2, k = EK_TS;
+            else if (word_starts_with(w, "\"tid\":", 6)) n = 3, k = EK_TID;
+            break;
+        case 'd': if (word_starts_with(w, "\"dur\":", 6)) n = 3, k = EK_DUR; break;
+        case 'a': if (word_starts_with(w, "\"args\":", 7)) n = 4, k = EK_ARGS; break;
+        case 'i': if (word_starts_with(w, "\"id\":", 5)) n = 2, k = EK_SKIPPED; break; /* flow events' */
+        case 'b': if (word_starts_with(w, "\"bp\":", 5)) n = 2, k = EK_SKIPPED; break;
         default: break;
         }
     }
+#else
+    if (s->end - p >= 8 && p[0] == '"') {
+        switch (p[1]) {
+        case 'p':
+            if (same_bytes(p, "\"ph\":", 5)) n = 2, k = EK_PH;
+            else if (same_bytes(p, "\"pid\":", 6)) n = 3, k = EK_PID;
+            break;
+        case 'c': if (same_bytes(p, "\"cat\":", 6)) n = 3, k = EK_CAT; break;
+        case 'n': if (same_bytes(p, "\"name\":", 7)) n = 4, k = EK_NAME; break;
+        case 't':
+            if (same_bytes(p, "\"ts\":", 5)) n = 2, k = EK_TS;
+            else if (same_bytes(p, "\"tid\":", 6)) n = 3, k = EK_TID;
+            break;
+        case 'd': if (same_bytes(p, "\"dur\":", 6)) n = 3, k = EK_DUR; break;
+        case 'a': if (same_bytes(p, "\"args\":", 7)) n = 4, k = EK_ARGS; break;
+        default: break;
+        }
+    }
+#endif
+    *which = k;
     if (n == 0) return begin_member(s, key);
     key->text = p + 1;
     key->length = n;
     key->flags = SPAN_PRESENT;
-    s->p = p + n + 3; /* the quotes and the colon */
+    s->p = p + n + 3; /* the quotes and the colon: at most 7 of the 8 bytes there are */
+    if (*s->p > ' ') return OK;
     skip_space(s);
     return s->p < s->end ? OK : DECLINE;
 }
 
-static int scan_args(Scanner *s, double *f, Span *strings, Span *stream_text) {
+/* An event's args object at s->p. *op_keys is set when a key of an op field was read (add_op then looks for
+ * the op record's fields; most events have none). */
+static int scan_args(Scanner *s, double *f, Span *strings, Span *stream_text, int *op_keys) {
     int rc, more;
     Span key;
     s->p++; /* '{' */
@@ -931,18 +1036,18 @@ static int scan_args(Scanner *s, double *f, Span *strings, Span *stream_text) {
         case 5:
             if (KEY_IS(key, "bytes")) rc = read_float(s, f, F_BYTES);
             else if (KEY_IS(key, "block")) rc = read_triple_or_null(s, &f[F_BLOCK_X]);
-            else if (KEY_IS(key, "flops")) rc = read_float(s, f, OP_F(OF_FLOPS));
-            else if (KEY_IS(key, "dtype")) rc = read_text_or_null(s, &strings[OP_S(OS_MSG_DTYPE)]);
+            else if (KEY_IS(key, "flops")) rc = read_float(s, f, OP_F(OF_FLOPS)), *op_keys = 1;
+            else if (KEY_IS(key, "dtype")) rc = read_text_or_null(s, &strings[OP_S(OS_MSG_DTYPE)]), *op_keys = 1;
             break;
         case 6:
             if (KEY_IS(key, "device")) rc = read_float(s, f, F_DEVICE);
             else if (KEY_IS(key, "stream")) rc = read_float_or_text(s, f, F_STREAM, stream_text);
             break;
         case 10:
-            if (KEY_IS(key, "Input Dims")) rc = read_json(s, &strings[OP_S(OS_INPUT_DIMS)]);
-            else if (KEY_IS(key, "Input dims")) rc = read_json(s, &strings[OP_S(OS_INPUT_DIMS_OLD)]);
-            else if (KEY_IS(key, "Input type")) rc = read_json(s, &strings[OP_S(OS_INPUT_TYPES)]);
-            else if (KEY_IS(key, "Group size")) rc = read_float(s, f, OP_F(OF_GROUP_SIZE));
+            if (KEY_IS(key, "Input Dims")) rc = read_json(s, &strings[OP_S(OS_INPUT_DIMS)]), *op_keys = 1;
+            else if (KEY_IS(key, "Input dims")) rc = read_json(s, &strings[OP_S(OS_INPUT_DIMS_OLD)]), *op_keys = 1;
+            else if (KEY_IS(key, "Input type")) rc = read_json(s, &strings[OP_S(OS_INPUT_TYPES)]), *op_keys = 1;
+            else if (KEY_IS(key, "Group size")) rc = read_float(s, f, OP_F(OF_GROUP_SIZE)), *op_keys = 1;
             break;
         case 11:
             if (KEY_IS(key, "correlation")) rc = read_float(s, f, F_CORRELATION);
@@ -951,21 +1056,21 @@ static int scan_args(Scanner *s, double *f, Span *strings, Span *stream_text) {
             break;
         case 13:
             if (KEY_IS(key, "shared memory")) rc = read_float(s, f, F_SHARED_MEMORY);
-            else if (KEY_IS(key, "In msg nelems")) rc = read_float(s, f, OP_F(OF_MSG_IN_ELEMS));
+            else if (KEY_IS(key, "In msg nelems")) rc = read_float(s, f, OP_F(OF_MSG_IN_ELEMS)), *op_keys = 1;
             break;
         case 14:
             if (KEY_IS(key, "cuda_sync_kind")) rc = read_text_or_null(s, &strings[S_SYNC_KIND]);
-            else if (KEY_IS(key, "Out msg nelems")) rc = read_float(s, f, OP_F(OF_MSG_OUT_ELEMS));
+            else if (KEY_IS(key, "Out msg nelems")) rc = read_float(s, f, OP_F(OF_MSG_OUT_ELEMS)), *op_keys = 1;
             break;
         case 15:
-            if (KEY_IS(key, "Concrete Inputs")) rc = read_json(s, &strings[OP_S(OS_CONCRETE_INPUTS)]);
-            else if (KEY_IS(key, "Collective name")) rc = read_text_or_null(s, &strings[OP_S(OS_COLLECTIVE_NAME)]);
+            if (KEY_IS(key, "Concrete Inputs")) rc = read_json(s, &strings[OP_S(OS_CONCRETE_INPUTS)]), *op_keys = 1;
+            else if (KEY_IS(key, "Collective name")) rc = read_text_or_null(s, &strings[OP_S(OS_COLLECTIVE_NAME)]), *op_keys = 1;
             break;
         case 18:
-            if (KEY_IS(key, "Process Group Name")) rc = read_text_or_null(s, &strings[OP_S(OS_PROCESS_GROUP)]);
+            if (KEY_IS(key, "Process Group Name")) rc = read_text_or_null(s, &strings[OP_S(OS_PROCESS_GROUP)]), *op_keys = 1;
             break;
         case 19:
-            if (KEY_IS(key, "Process Group Ranks")) rc = read_text_or_null(s, &strings[OP_S(OS_GROUP_RANKS)]);
+            if (KEY_IS(key, "Process Group Ranks")) rc = read_text_or_null(s, &strings[OP_S(OS_GROUP_RANKS)]), *op_keys = 1;
             break;
         case 20:
             if (KEY_IS(key, "registers per thread")) rc = read_float(s, f, F_REGISTERS);
@@ -976,7 +1081,7 @@ static int scan_args(Scanner *s, double *f, Span *strings, Span *stream_text) {
         default:
             break;
         }
-        if (rc == -1) rc = skip_value(s, 2); /* a key not read */
+        if (rc == -1) rc = skip_member_value(s, 2); /* a key not read */
         if (rc != OK) return rc;
         more = after_item(s, '}');
         if (more < 0) return DECLINE;
@@ -1069,11 +1174,38 @@ static int add_op(Scanner *s, const double *f, const Span *strings, int64_t row,
     return OK;
 }
 
+/* "ph": a string without escapes (phase_of reads its one byte). */
+static inline ALWAYS_INLINE int read_phase(Scanner *s, Span *phase_text) {
+    int rc;
+    if (*s->p != '"') return DECLINE;
+    rc = read_typed_text(s, phase_text);
+    if (rc == OK && (phase_text->flags & SPAN_ESCAPED)) return DECLINE;
+    return rc;
+}
+
+/* An event member whose key begin_event_member did not recognize by its bytes (written with whitespace before
+ * its colon, or a key the event loop does not read): dispatched on the key's text. Out of line: Kineto's
+ * own members never come here. */
+static int other_event_member(Scanner *s, Span key, double *f, Span *strings, Span *phase_text, Span *pid_text,
+                              Span *tid_text, Span *stream_text, int *op_keys) {
+    int rc;
+    if (KEY_IS(key, "ph")) rc = read_phase(s, phase_text);
+    else if (KEY_IS(key, "cat")) rc = read_text_or_null(s, &strings[S_CAT]);
+    else if (KEY_IS(key, "name")) rc = read_text_or_null(s, &strings[S_NAME]);
+    else if (KEY_IS(key, "pid")) rc = read_float_or_text(s, f, F_PID, pid_text);
+    else if (KEY_IS(key, "tid")) rc = read_float_or_text(s, f, F_TID, tid_text);
+    else if (KEY_IS(key, "ts")) rc = read_float(s, f, F_TS);
+    else if (KEY_IS(key, "dur")) rc = read_float(s, f, F_DUR);
+    else if (KEY_IS(key, "args")) rc = *s->p == '{' ? scan_args(s, f, strings, stream_text, op_keys) : DECLINE;
+    else rc = skip_member_value(s, 1);
+    return rc;
+}
+
 static int scan_event(Scanner *s) {
     double f[N_EVENT_FLOATS];
     Span strings[N_EVENT_STRINGS]; /* only a present span's text and length are read */
     Span phase_text = {0}, pid_text = {0}, tid_text = {0}, stream_text = {0}, key;
-    int rc, more, phase;
+    int rc, more, phase, op_keys = 0;
     int64_t row, op = -1;
     /* Flags alone, in plain stores: zeroing the whole array compiled to a `rep stos`, a fifth of the
      * event's time. */
@@ -1087,20 +1219,22 @@ static int scan_event(Scanner *s) {
         s->p++;
     } else {
         do {
-            if ((rc = begin_event_member(s, &key)) != OK) return rc;
-            if (KEY_IS(key, "ph")) {
-                if (*s->p != '"') return DECLINE;
-                rc = read_typed_text(s, &phase_text);
-                if (rc == OK && (phase_text.flags & SPAN_ESCAPED)) return DECLINE;
+            int which;
+            if ((rc = begin_event_member(s, &key, &which)) != OK) return rc;
+            switch (which) { /* the keys begin_event_member recognized; any other by its text */
+            case EK_PH: rc = read_phase(s, &phase_text); break;
+            case EK_CAT: rc = read_text_or_null(s, &strings[S_CAT]); break;
+            case EK_NAME: rc = read_text_or_null(s, &strings[S_NAME]); break;
+            case EK_PID: rc = read_float_or_text(s, f, F_PID, &pid_text); break;
+            case EK_TID: rc = read_float_or_text(s, f, F_TID, &tid_text); break;
+            case EK_TS: rc = read_float(s, f, F_TS); break;
+            case EK_DUR: rc = read_float(s, f, F_DUR); break;
+            case EK_ARGS: rc = *s->p == '{' ? scan_args(s, f, strings, &stream_text, &op_keys) : DECLINE; break;
+            case EK_SKIPPED: rc = skip_member_value(s, 1); break;
+            default:
+                rc = other_event_member(s, key, f, strings, &phase_text, &pid_text, &tid_text, &stream_text, &op_keys);
+                break;
             }
-            else if (KEY_IS(key, "cat")) rc = read_text_or_null(s, &strings[S_CAT]);
-            else if (KEY_IS(key, "name")) rc = read_text_or_null(s, &strings[S_NAME]);
-            else if (KEY_IS(key, "pid")) rc = read_float_or_text(s, f, F_PID, &pid_text);
-            else if (KEY_IS(key, "tid")) rc = read_float_or_text(s, f, F_TID, &tid_text);
-            else if (KEY_IS(key, "ts")) rc = read_float(s, f, F_TS);
-            else if (KEY_IS(key, "dur")) rc = read_float(s, f, F_DUR);
-            else if (KEY_IS(key, "args")) rc = *s->p == '{' ? scan_args(s, f, strings, &stream_text) : DECLINE;
-            else rc = skip_value(s, 1);
             if (rc != OK) return rc;
             more = after_item(s, '}');
             if (more < 0) return DECLINE;
@@ -1111,18 +1245,25 @@ static int scan_event(Scanner *s) {
     /* Deferred numbers are parsed in phase two: into the row, or, for an event not kept (row -1), only to
      * decline the block if one is out of range, as msgspec's typed decoder then fails. */
     row = phase == PH_COMPLETE ? (int64_t)s->rows : -1;
-    if (row >= 0 && (rc = add_op(s, f, strings, row, &op)) != OK) return rc;
+    if (row >= 0 && op_keys && (rc = add_op(s, f, strings, row, &op)) != OK) return rc;
     for (int k = 0; s->deferred != 0 && k < N_EVENT_FLOATS; k++)
         if ((s->deferred & (UINT32_C(1) << k)) &&
             (rc = add_text(s, k < N_FLOATS ? row : op, k, s->deferred_text[k])) != OK)
             return rc;
     if (phase != PH_COMPLETE) return OK;
     if (s->rows == s->capacity && (rc = grow(s)) != OK) return rc;
-    for (int k = 0; k < N_FLOATS; k++) s->floats[k][s->rows] = f[k];
-    for (int k = 0; k < N_STRINGS; k++) {
-        int32_t code = -1;
-        if ((strings[k].flags & SPAN_PRESENT) && (code = span_code(&s->tables[k], strings[k])) < 0) return NO_MEMORY;
-        s->codes[k][s->rows] = code;
+    {
+        size_t r = s->rows;
+        double *const *floats = s->floats;
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC unroll 32
+#endif
+        for (int k = 0; k < N_FLOATS; k++) floats[k][r] = f[k];
+        for (int k = 0; k < N_STRINGS; k++) {
+            int32_t code = -1;
+            if ((strings[k].flags & SPAN_PRESENT) && (code = span_code(&s->tables[k], strings[k])) < 0) return NO_MEMORY;
+            s->codes[k][r] = code;
+        }
     }
     if ((rc = add_text(s, row, F_PID, pid_text)) != OK) return rc;
     if ((rc = add_text(s, row, F_TID, tid_text)) != OK) return rc;
