@@ -232,7 +232,7 @@ static int32_t span_code(SpanTable *t, Span span) {
 }
 
 /* How scan_number decided the value of its last number (reported by _parse_number, for tests). */
-enum { PATH_INTEGER, PATH_ZERO, PATH_CLINGER, PATH_EISEL_LEMIRE, PATH_DEFERRED };
+enum { PATH_INTEGER, PATH_ZERO, PATH_CLINGER, PATH_EISEL_LEMIRE, PATH_DEFERRED, PATH_INTEGER_AND_FRACTION };
 
 typedef struct {
     const unsigned char *p, *end;
@@ -634,8 +634,24 @@ static inline ALWAYS_INLINE int scan_kineto_number(Scanner *s, double *value, in
     if (fraction == 0 || (fraction == 8 && is_digit(p[8])) || n + fraction > 19) return 0;
     p += fraction;
     if (*p == 'e' || *p == 'E') return 0;
-    mantissa = mantissa * POW10_INTEGER[fraction] + run; /* at most 19 digits: exact */
     *is_integer = 0;
+#ifdef HAVE_DOUBLE_ROUNDING_FREE_ARITHMETIC
+    /* Kineto's absolute timestamps (1712195499980147.5: 17 digits, past Clinger's 2^53) as integer part I plus
+     * fraction d / 10^k, in two correctly rounded operations that round as one: with 10^k <= I < 2^53, I and
+     * d / 10^k are exact doubles but for the division's rounding, by at most 2^-54; the sum's rounding
+     * boundaries in [2^e, 2^(e+1)) (2^e <= I) lie at odd multiples of 2^(e-53) from I, and d / 10^k is either
+     * one of them (then a dyadic number, exactly divided) or at least 1 / (10^k 2^(53-e)) > 2^-54 from each
+     * (10^k <= I < 2^(e+1)): the division's rounding never carries it across one. */
+    if (mantissa >= POW10_INTEGER[fraction] && mantissa < (UINT64_C(1) << 53) &&
+        mantissa * POW10_INTEGER[fraction] + run > (UINT64_C(1) << 53)) {
+        double sum = (double)mantissa + (double)run / POW10[fraction];
+        *value = negative ? -sum : sum;
+        s->path = PATH_INTEGER_AND_FRACTION;
+        s->p = p;
+        return 1;
+    }
+#endif
+    mantissa = mantissa * POW10_INTEGER[fraction] + run; /* at most 19 digits: exact */
     if (mantissa == 0) {
         *value = negative ? -0.0 : 0.0;
         s->path = PATH_ZERO;
@@ -1843,27 +1859,44 @@ static PyObject *event_boundary_py(PyObject *module, PyObject *args) {
 }
 
 static PyObject *parse_number_py(PyObject *module, PyObject *args) {
-    static const char *const paths[] = {"integer", "zero", "clinger", "eisel-lemire", "python"};
+    static const char *const paths[] = {"integer", "zero", "clinger", "eisel-lemire", "python",
+                                        "integer-and-fraction"};
     Py_buffer view;
     Scanner s;
     double value;
-    int is_integer, rc;
+    int is_integer, rc, padded = 0;
     int64_t integer;
+    unsigned char *copy = NULL;
+    const unsigned char *number_end;
     (void)module;
-    if (!PyArg_ParseTuple(args, "y*:_parse_number", &view)) return NULL;
+    if (!PyArg_ParseTuple(args, "y*|p:_parse_number", &view, &padded)) return NULL;
     memset(&s, 0, sizeof s);
     s.p = (const unsigned char *)view.buf;
-    s.end = s.p + view.len;
+    s.end = number_end = s.p + view.len;
+    if (padded) { /* the number followed by 32 bytes that end it (a comma), as inside a block */
+        copy = PyMem_Malloc((size_t)view.len + 32);
+        if (copy == NULL) {
+            PyBuffer_Release(&view);
+            return PyErr_NoMemory();
+        }
+        memcpy(copy, view.buf, (size_t)view.len);
+        memset(copy + view.len, ',', 32);
+        s.p = copy;
+        number_end = copy + view.len;
+        s.end = number_end + 32;
+    }
     rc = s.p < s.end && (*s.p == '-' || is_digit(*s.p)) ? scan_number(&s, &value, &is_integer, &integer) : DECLINE;
-    if (rc != DECLINE && s.p != s.end) rc = DECLINE; /* the whole buffer must be the number */
+    if (rc != DECLINE && s.p != number_end) rc = DECLINE; /* the whole text must be the number */
     if (rc == DEFER) {
         int deferred = deferred_number(s.number, &value);
         if (deferred == -1) {
+            PyMem_Free(copy);
             PyBuffer_Release(&view);
             return NULL;
         }
         if (deferred == -2) rc = DECLINE;
     }
+    PyMem_Free(copy);
     PyBuffer_Release(&view);
     if (rc == DECLINE) Py_RETURN_NONE;
     return Py_BuildValue("(ds)", value, paths[s.path]);
@@ -1885,10 +1918,12 @@ static PyMethodDef methods[] = {
      "one. The columns as scan_events gives them, and where the traceEvents list lies in the buffer\n"
      "(-1, -1 for a bare list) so that the caller can decode the other members; None to decline."},
     {"_parse_number", parse_number_py, METH_VARARGS,
-     "_parse_number(text) -> (float, path) | None\n\n"
+     "_parse_number(text, padded=False) -> (float, path) | None\n\n"
      "One JSON number as a float field reads it (for tests): the double and how it was decided ('integer',\n"
-     "'zero', 'clinger', 'eisel-lemire', or 'python': deferred to PyOS_string_to_double); None when the\n"
-     "text is not one JSON number or is out of range (a block holding it is declined)."},
+     "'zero', 'clinger', 'eisel-lemire', 'integer-and-fraction', or 'python': deferred to\n"
+     "PyOS_string_to_double); None when the text is not one JSON number or is out of range (a block holding\n"
+     "it is declined). padded: the text followed by 32 more bytes, as a number inside a block is (Kineto's\n"
+     "numbers are then read by their fast path; without, at the end of the buffer, by the general one)."},
     {NULL, NULL, 0, NULL},
 };
 
