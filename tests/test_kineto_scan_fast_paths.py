@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import struct
 
 import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_kineto_native import assert_same_block, native, needs_scanner, reference
+from test_kineto_native import SOURCE, assert_same_block, native, needs_scanner, reference
 
 from tracelens.ingest import kineto
+from tracelens.ingest.kineto import fields
 
 pytestmark = needs_scanner
 
@@ -180,7 +182,17 @@ args_members = st.one_of(
     st.tuples(st.sampled_from(["Input Dims", "Input dims", "Input type", "Concrete Inputs"]), _json_value(3)),
     st.tuples(
         st.sampled_from(
-            ["cbid", "queued", "context", "Sequence number", "Ev Idx", "blocks per SM", "unknown é"]
+            [
+                "cbid",
+                "queued",
+                "context",
+                "Sequence number",
+                "warps per SM",
+                "Fwd thread id",
+                "Ev Idx",
+                "blocks per SM",
+                "unknown é",
+            ]
         ),
         _json_value(3),
     ),
@@ -270,3 +282,32 @@ def test_escapes_at_every_offset_from_the_scanners_steps(offset: int) -> None:
                 continue
             assert got is not None, text
             assert_same_block(got, reference(text))
+
+
+def test_keys_recognized_by_their_bytes_are_read_as_fields_py_declares() -> None:
+    """The keys the scanner recognizes by word compares before its general key dispatch: an event key or
+    args key it marks as not read is no field of kineto/fields.py, and each args key it reads is one, read
+    by the reader and into the slot of that field's type."""
+    source = SOURCE.read_text()
+    event_keys = {f.key for f in fields.EVENT_FIELDS}
+    arg_fields = {f.key: f for f in fields.ARG_FIELDS}
+    skipped_events = re.findall(r'word_starts_with\(w, "\\"(\w+)\\":", \d\)\) n = \d, k = EK_SKIPPED', source)
+    assert set(skipped_events) == {"id", "bp"} and not event_keys & set(skipped_events)
+    recognized = dict(re.findall(r'ARGS_KEY\("([^"]+)", (AK_\w+)\)', source))
+    assert recognized  # the table was found
+    for key, which in recognized.items():
+        if which == "AK_SKIPPED":
+            assert key not in arg_fields, key
+            continue
+        assert key in arg_fields, key
+        body = re.search(rf"case {which}: rc = (\w+)\(s, (?:f, F_|&f\[F_)(\w+)", source)
+        assert body is not None, which
+        reader, slot = body.groups()
+        field = arg_fields[key]
+        want_reader = {
+            fields.NUMBER: "read_float",
+            fields.NUMBER_OR_TEXT: "read_float_or_text",
+            fields.TRIPLE: "read_triple_or_null",
+        }[field.type]
+        assert reader == want_reader, key
+        assert slot.lower() == (f"{field.name}_x" if field.type == fields.TRIPLE else field.name), key

@@ -1090,6 +1090,53 @@ static inline ALWAYS_INLINE int begin_event_member(Scanner *s, Span *key, int *w
     return s->p < s->end ? OK : DECLINE;
 }
 
+/* The args members Kineto writes most, by key (AK_OTHER: any other key; AK_SKIPPED: one not read). */
+enum { AK_OTHER, AK_SKIPPED, AK_EXTERNAL_ID, AK_CORRELATION, AK_DEVICE, AK_STREAM, AK_GRID, AK_BLOCK,
+       AK_REGISTERS, AK_SHARED_MEMORY, AK_OCCUPANCY };
+
+/* Whether the key at p is `literal` followed by its colon: n and k set when it is. */
+#define ARGS_KEY(literal, id) \
+    (same_bytes(p, "\"" literal "\":", sizeof(literal) + 2) ? (n = (int32_t)sizeof(literal) - 1, k = (id), 1) : 0)
+
+/* begin_member for an args member: the keys Kineto writes in the args of its runtime calls, kernels and
+ * CPU ops, with their quotes and colon, recognized in word compares after a jump on their first letter (no
+ * string scan, no dispatch on the length), their AK_* in *which; any other key, or one written another way,
+ * through begin_member (*which AK_OTHER). The key span is the one begin_member would give. */
+static inline ALWAYS_INLINE int begin_args_member(Scanner *s, Span *key, int *which) {
+    const unsigned char *p = s->p;
+    int32_t n = 0;
+    int k = AK_OTHER;
+    if (s->end - p >= 32 && p[0] == '"') { /* the longest key below, with its quotes and colon: 28 bytes */
+        switch (p[1]) {
+        case 'E': (void)(ARGS_KEY("External id", AK_EXTERNAL_ID) || ARGS_KEY("Ev Idx", AK_SKIPPED)); break;
+        case 'c':
+            (void)(ARGS_KEY("correlation", AK_CORRELATION) || ARGS_KEY("cbid", AK_SKIPPED) ||
+                   ARGS_KEY("context", AK_SKIPPED));
+            break;
+        case 'd': (void)ARGS_KEY("device", AK_DEVICE); break;
+        case 's': (void)(ARGS_KEY("stream", AK_STREAM) || ARGS_KEY("shared memory", AK_SHARED_MEMORY)); break;
+        case 'q': (void)ARGS_KEY("queued", AK_SKIPPED); break;
+        case 'g': (void)ARGS_KEY("grid", AK_GRID); break;
+        case 'b': (void)(ARGS_KEY("block", AK_BLOCK) || ARGS_KEY("blocks per SM", AK_SKIPPED)); break;
+        case 'w': (void)ARGS_KEY("warps per SM", AK_SKIPPED); break;
+        case 'r': (void)ARGS_KEY("registers per thread", AK_REGISTERS); break;
+        case 'e': (void)ARGS_KEY("est. achieved occupancy %", AK_OCCUPANCY); break;
+        case 'S': (void)ARGS_KEY("Sequence number", AK_SKIPPED); break;
+        case 'F': (void)ARGS_KEY("Fwd thread id", AK_SKIPPED); break;
+        default: break;
+        }
+    }
+    *which = k;
+    if (n == 0) return begin_member(s, key);
+    key->text = p + 1;
+    key->length = n;
+    key->flags = SPAN_PRESENT;
+    s->p = p + n + 3; /* the quotes and the colon: inside the 32 bytes there are */
+    if (*s->p > ' ') return OK;
+    skip_space(s);
+    return s->p < s->end ? OK : DECLINE;
+}
+
 /* An event's args object at s->p. *op_keys is set when a key of an op field was read (add_op then looks for
  * the op record's fields; most events have none). */
 static int scan_args(Scanner *s, double *f, Span *strings, Span *stream_text, int *op_keys) {
@@ -1099,60 +1146,75 @@ static int scan_args(Scanner *s, double *f, Span *strings, Span *stream_text, in
     skip_space(s);
     if (s->p < s->end && *s->p == '}') { s->p++; return OK; }
     do {
-        if ((rc = begin_member(s, &key)) != OK) return rc;
-        /* By the key's length first: most keys of an event's args are not read, and each is then skipped
-         * after one jump and at most a few comparisons instead of one per field read. */
+        int which;
+        if ((rc = begin_args_member(s, &key, &which)) != OK) return rc;
         rc = -1;
-        switch (key.length) {
-        case 4:
-            if (KEY_IS(key, "grid")) rc = read_triple_or_null(s, &f[F_GRID_X]);
-            break;
-        case 5:
-            if (KEY_IS(key, "bytes")) rc = read_float(s, f, F_BYTES);
-            else if (KEY_IS(key, "block")) rc = read_triple_or_null(s, &f[F_BLOCK_X]);
-            else if (KEY_IS(key, "flops")) rc = read_float(s, f, OP_F(OF_FLOPS)), *op_keys = 1;
-            else if (KEY_IS(key, "dtype")) rc = read_text_or_null(s, &strings[OP_S(OS_MSG_DTYPE)]), *op_keys = 1;
-            break;
-        case 6:
-            if (KEY_IS(key, "device")) rc = read_float(s, f, F_DEVICE);
-            else if (KEY_IS(key, "stream")) rc = read_float_or_text(s, f, F_STREAM, stream_text);
-            break;
-        case 10:
-            if (KEY_IS(key, "Input Dims")) rc = read_json(s, &strings[OP_S(OS_INPUT_DIMS)]), *op_keys = 1;
-            else if (KEY_IS(key, "Input dims")) rc = read_json(s, &strings[OP_S(OS_INPUT_DIMS_OLD)]), *op_keys = 1;
-            else if (KEY_IS(key, "Input type")) rc = read_json(s, &strings[OP_S(OS_INPUT_TYPES)]), *op_keys = 1;
-            else if (KEY_IS(key, "Group size")) rc = read_float(s, f, OP_F(OF_GROUP_SIZE)), *op_keys = 1;
-            break;
-        case 11:
-            if (KEY_IS(key, "correlation")) rc = read_float(s, f, F_CORRELATION);
-            else if (KEY_IS(key, "External id")) rc = read_float(s, f, F_EXTERNAL_ID);
-            else if (KEY_IS(key, "external id")) rc = read_float(s, f, F_EXTERNAL_ID_OLD);
-            break;
-        case 13:
-            if (KEY_IS(key, "shared memory")) rc = read_float(s, f, F_SHARED_MEMORY);
-            else if (KEY_IS(key, "In msg nelems")) rc = read_float(s, f, OP_F(OF_MSG_IN_ELEMS)), *op_keys = 1;
-            break;
-        case 14:
-            if (KEY_IS(key, "cuda_sync_kind")) rc = read_text_or_null(s, &strings[S_SYNC_KIND]);
-            else if (KEY_IS(key, "Out msg nelems")) rc = read_float(s, f, OP_F(OF_MSG_OUT_ELEMS)), *op_keys = 1;
-            break;
-        case 15:
-            if (KEY_IS(key, "Concrete Inputs")) rc = read_json(s, &strings[OP_S(OS_CONCRETE_INPUTS)]), *op_keys = 1;
-            else if (KEY_IS(key, "Collective name")) rc = read_text_or_null(s, &strings[OP_S(OS_COLLECTIVE_NAME)]), *op_keys = 1;
-            break;
-        case 18:
-            if (KEY_IS(key, "Process Group Name")) rc = read_text_or_null(s, &strings[OP_S(OS_PROCESS_GROUP)]), *op_keys = 1;
-            break;
-        case 19:
-            if (KEY_IS(key, "Process Group Ranks")) rc = read_text_or_null(s, &strings[OP_S(OS_GROUP_RANKS)]), *op_keys = 1;
-            break;
-        case 20:
-            if (KEY_IS(key, "registers per thread")) rc = read_float(s, f, F_REGISTERS);
-            break;
-        case 25:
-            if (KEY_IS(key, "est. achieved occupancy %")) rc = read_float(s, f, F_OCCUPANCY_PCT);
-            break;
+        switch (which) { /* the keys begin_args_member recognized; any other by its text */
+        case AK_SKIPPED: break;
+        case AK_EXTERNAL_ID: rc = read_float(s, f, F_EXTERNAL_ID); break;
+        case AK_CORRELATION: rc = read_float(s, f, F_CORRELATION); break;
+        case AK_DEVICE: rc = read_float(s, f, F_DEVICE); break;
+        case AK_STREAM: rc = read_float_or_text(s, f, F_STREAM, stream_text); break;
+        case AK_GRID: rc = read_triple_or_null(s, &f[F_GRID_X]); break;
+        case AK_BLOCK: rc = read_triple_or_null(s, &f[F_BLOCK_X]); break;
+        case AK_REGISTERS: rc = read_float(s, f, F_REGISTERS); break;
+        case AK_SHARED_MEMORY: rc = read_float(s, f, F_SHARED_MEMORY); break;
+        case AK_OCCUPANCY: rc = read_float(s, f, F_OCCUPANCY_PCT); break;
         default:
+            /* By the key's length first: most keys of an event's args are not read, and each is then skipped
+             * after one jump and at most a few comparisons instead of one per field read. */
+            switch (key.length) {
+            case 4:
+                if (KEY_IS(key, "grid")) rc = read_triple_or_null(s, &f[F_GRID_X]);
+                break;
+            case 5:
+                if (KEY_IS(key, "bytes")) rc = read_float(s, f, F_BYTES);
+                else if (KEY_IS(key, "block")) rc = read_triple_or_null(s, &f[F_BLOCK_X]);
+                else if (KEY_IS(key, "flops")) rc = read_float(s, f, OP_F(OF_FLOPS)), *op_keys = 1;
+                else if (KEY_IS(key, "dtype")) rc = read_text_or_null(s, &strings[OP_S(OS_MSG_DTYPE)]), *op_keys = 1;
+                break;
+            case 6:
+                if (KEY_IS(key, "device")) rc = read_float(s, f, F_DEVICE);
+                else if (KEY_IS(key, "stream")) rc = read_float_or_text(s, f, F_STREAM, stream_text);
+                break;
+            case 10:
+                if (KEY_IS(key, "Input Dims")) rc = read_json(s, &strings[OP_S(OS_INPUT_DIMS)]), *op_keys = 1;
+                else if (KEY_IS(key, "Input dims")) rc = read_json(s, &strings[OP_S(OS_INPUT_DIMS_OLD)]), *op_keys = 1;
+                else if (KEY_IS(key, "Input type")) rc = read_json(s, &strings[OP_S(OS_INPUT_TYPES)]), *op_keys = 1;
+                else if (KEY_IS(key, "Group size")) rc = read_float(s, f, OP_F(OF_GROUP_SIZE)), *op_keys = 1;
+                break;
+            case 11:
+                if (KEY_IS(key, "correlation")) rc = read_float(s, f, F_CORRELATION);
+                else if (KEY_IS(key, "External id")) rc = read_float(s, f, F_EXTERNAL_ID);
+                else if (KEY_IS(key, "external id")) rc = read_float(s, f, F_EXTERNAL_ID_OLD);
+                break;
+            case 13:
+                if (KEY_IS(key, "shared memory")) rc = read_float(s, f, F_SHARED_MEMORY);
+                else if (KEY_IS(key, "In msg nelems")) rc = read_float(s, f, OP_F(OF_MSG_IN_ELEMS)), *op_keys = 1;
+                break;
+            case 14:
+                if (KEY_IS(key, "cuda_sync_kind")) rc = read_text_or_null(s, &strings[S_SYNC_KIND]);
+                else if (KEY_IS(key, "Out msg nelems")) rc = read_float(s, f, OP_F(OF_MSG_OUT_ELEMS)), *op_keys = 1;
+                break;
+            case 15:
+                if (KEY_IS(key, "Concrete Inputs")) rc = read_json(s, &strings[OP_S(OS_CONCRETE_INPUTS)]), *op_keys = 1;
+                else if (KEY_IS(key, "Collective name")) rc = read_text_or_null(s, &strings[OP_S(OS_COLLECTIVE_NAME)]), *op_keys = 1;
+                break;
+            case 18:
+                if (KEY_IS(key, "Process Group Name")) rc = read_text_or_null(s, &strings[OP_S(OS_PROCESS_GROUP)]), *op_keys = 1;
+                break;
+            case 19:
+                if (KEY_IS(key, "Process Group Ranks")) rc = read_text_or_null(s, &strings[OP_S(OS_GROUP_RANKS)]), *op_keys = 1;
+                break;
+            case 20:
+                if (KEY_IS(key, "registers per thread")) rc = read_float(s, f, F_REGISTERS);
+                break;
+            case 25:
+                if (KEY_IS(key, "est. achieved occupancy %")) rc = read_float(s, f, F_OCCUPANCY_PCT);
+                break;
+            default:
+                break;
+            }
             break;
         }
         if (rc == -1) rc = skip_member_value(s, 2); /* a key not read */
