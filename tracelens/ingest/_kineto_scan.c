@@ -1313,6 +1313,17 @@ static int add_op(Scanner *s, const double *f, const Span *strings, int64_t row,
 /* "ph": a string without escapes (phase_of reads its one byte). */
 static inline ALWAYS_INLINE int read_phase(Scanner *s, Span *phase_text) {
     int rc;
+    const unsigned char *p = s->p;
+    /* One ASCII character, not a quote, backslash or control character, between quotes ("X"): the span
+     * read_typed_text gives, without the string scan. */
+    if (s->end - p >= 3 && p[0] == '"' && p[2] == '"' && p[1] >= 0x20 && p[1] < 0x80 && p[1] != '"' &&
+        p[1] != '\\') {
+        phase_text->text = p + 1;
+        phase_text->length = 1;
+        phase_text->flags = SPAN_PRESENT;
+        s->p = p + 3;
+        return OK;
+    }
     if (*s->p != '"') return DECLINE;
     rc = read_typed_text(s, phase_text);
     if (rc == OK && (phase_text->flags & SPAN_ESCAPED)) return DECLINE;
