@@ -311,3 +311,74 @@ def test_keys_recognized_by_their_bytes_are_read_as_fields_py_declares() -> None
         }[field.type]
         assert reader == want_reader, key
         assert slot.lower() == (f"{field.name}_x" if field.type == fields.TRIPLE else field.name), key
+
+
+@st.composite
+def kineto_ordered_events(draw: st.DrawFn) -> str:
+    """Events in the member order Kineto writes (complete events: ph cat name pid tid ts dur args; flows:
+    ph id pid tid ts cat name [bp]), which the scanner reads as one expected sequence, and that order broken
+    at any member: one dropped, two swapped, one repeated elsewhere, an unknown one inserted, whitespace
+    after a comma or around a colon."""
+    phase = draw(st.sampled_from(["X", "X", "f", "s"]))
+    text = strings.map(lambda s: f'"{s}"')
+    number_or_text = st.one_of(kineto_numbers, text)
+    timestamp = st.builds(lambda w, d: f"{w}.{d}", st.integers(10**15, 2 * 10**15), st.integers(0, 999))
+    if phase == "X":
+        members = [
+            ("ph", '"X"'),
+            ("cat", draw(st.one_of(text, st.just("null")))),
+            ("name", draw(text)),
+            ("pid", draw(number_or_text)),
+            ("tid", draw(number_or_text)),
+            ("ts", draw(timestamp)),
+            ("dur", draw(kineto_numbers.filter(lambda t: abs(float(t)) < 1e300))),
+            ("args", "{" + ",".join(f'"{k}":{v}' for k, v in draw(st.lists(args_members, max_size=6))) + "}"),
+        ]
+    else:
+        members = [
+            ("ph", f'"{phase}"'),
+            ("id", draw(kineto_numbers)),
+            ("pid", draw(number_or_text)),
+            ("tid", draw(number_or_text)),
+            ("ts", draw(timestamp)),
+            ("cat", draw(text)),
+            ("name", draw(text)),
+        ] + ([("bp", '"e"')] if phase == "f" else [])
+    separators = [","] * (len(members) - 1)
+    change = draw(st.sampled_from(["none", "none", "drop", "swap", "repeat", "insert", "space", "colon"]))
+    i = draw(st.integers(0, len(members) - 1))
+    j = draw(st.integers(0, len(members) - 1))
+    if change == "drop":
+        del members[i]
+        separators = separators[:-1] if separators else []
+    elif change == "swap":
+        members[i], members[j] = members[j], members[i]
+    elif change in ("repeat", "insert"):
+        extra = members[i] if change == "repeat" else ("unknown", draw(_json_value(2)))
+        members.insert(j, (extra[0], draw(number_or_text) if extra[0] in ("pid", "tid") else extra[1]))
+        separators.append(",")
+    elif change == "space" and separators:
+        separators[min(i, len(separators) - 1)] = ", \n "
+    colon = " : " if change == "colon" else ":"
+    body = "".join(
+        (separators[k - 1] if k else "") + f'"{key}"{colon if k == i else ":"}{value}'
+        for k, (key, value) in enumerate(members)
+    )
+    return "{" + body + "}"
+
+
+@needs_scanner
+@settings(max_examples=150, deadline=None)
+@given(st.lists(kineto_ordered_events(), min_size=1, max_size=8), st.booleans())
+def test_kineto_ordered_events_and_every_break_of_the_order_are_read_as_msgspec_reads_them(
+    events: list[str], kineto_layout: bool
+) -> None:
+    text = _kineto_layout(events) if kineto_layout else "[" + ",".join(events) + "]"
+    try:
+        want = reference(text)
+    except msgspec.DecodeError:  # a string not UTF-8, a duplicated key of another type, ...
+        assert native(text) is None
+        return
+    got = native(text)
+    assert got is not None, text
+    assert_same_block(got, want)

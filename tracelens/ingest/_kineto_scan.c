@@ -1348,6 +1348,36 @@ static int other_event_member(Scanner *s, Span key, double *f, Span *strings, Sp
     return rc;
 }
 
+/* The 8 bytes at p as one word, and the word of an 8-byte literal (folded at compile time). */
+static inline ALWAYS_INLINE uint64_t load_word(const unsigned char *p) { return load_64(p); }
+static inline ALWAYS_INLINE uint64_t word_of(const char *literal) {
+    uint64_t word;
+    memcpy(&word, literal, 8);
+    return word;
+}
+
+/* Whether the bytes at s->p are the n of `literal` (then skipped). */
+static inline ALWAYS_INLINE int expect_bytes(Scanner *s, const char *literal, size_t n) {
+    if ((size_t)(s->end - s->p) < n || !same_bytes(s->p, literal, n)) return 0;
+    s->p += n;
+    return 1;
+}
+
+/* After a key's colon: the value's first byte, past any whitespace, as begin_event_member leaves it. */
+static inline ALWAYS_INLINE int value_start(Scanner *s) {
+    if (s->p < s->end && *s->p > ' ') return OK;
+    skip_space(s);
+    return s->p < s->end ? OK : DECLINE;
+}
+
+/* One member of scan_event's expected sequence: its key (the comma before it, the quotes and the colon),
+ * else on to the member loop, after the last value read; then its value, read as the loop reads it. */
+#define KINETO_MEMBER(literal, read)                                        \
+    do {                                                                    \
+        if (!expect_bytes(s, literal, sizeof(literal) - 1)) goto after_value; \
+        if ((rc = value_start(s)) != OK || (rc = (read)) != OK) return rc;  \
+    } while (0)
+
 static int scan_event(Scanner *s) {
     double f[N_EVENT_FLOATS];
     Span strings[N_EVENT_STRINGS]; /* only a present span's text and length are read */
@@ -1364,29 +1394,64 @@ static int scan_event(Scanner *s) {
     skip_space(s);
     if (s->p < s->end && *s->p == '}') {
         s->p++;
-    } else {
-        do {
-            int which;
-            if ((rc = begin_event_member(s, &key, &which)) != OK) return rc;
-            switch (which) { /* the keys begin_event_member recognized; any other by its text */
-            case EK_PH: rc = read_phase(s, &phase_text); break;
-            case EK_CAT: rc = read_text_or_null(s, &strings[S_CAT]); break;
-            case EK_NAME: rc = read_text_or_null(s, &strings[S_NAME]); break;
-            case EK_PID: rc = read_float_or_text(s, f, F_PID, &pid_text); break;
-            case EK_TID: rc = read_float_or_text(s, f, F_TID, &tid_text); break;
-            case EK_TS: rc = read_float(s, f, F_TS); break;
-            case EK_DUR: rc = read_float(s, f, F_DUR); break;
-            case EK_ARGS: rc = *s->p == '{' ? scan_args(s, f, strings, &stream_text, &op_keys) : DECLINE; break;
-            case EK_SKIPPED: rc = skip_member_value(s, 1); break;
-            default:
-                rc = other_event_member(s, key, f, strings, &phase_text, &pid_text, &tid_text, &stream_text, &op_keys);
-                break;
-            }
-            if (rc != OK) return rc;
-            more = after_item(s, '}');
-            if (more < 0) return DECLINE;
-        } while (more);
+        goto members_done;
     }
+    /* Kineto's own member order, read in sequence: each expected key (with the comma before it) is one
+     * word compare, a branch that is nearly always taken, where the member loop below jumps on the key's
+     * first letter and then on the key, two indirect jumps a member that the branch predictor often misses
+     * (a third of the scan's time, measured). At the first member that is not the one expected, the loop
+     * takes over where the sequence stopped, after a value (or at the first member): both read every member
+     * alike, in the order written, so the event is the one the loop alone would read. */
+    if (s->end - s->p >= 8 && s->p[0] == '"' && s->p[1] == 'p') {
+        uint64_t w = load_word(s->p);
+        if (w == word_of("\"ph\":\"X\"")) {
+            phase_text.text = s->p + 6, phase_text.length = 1, phase_text.flags = SPAN_PRESENT;
+            s->p += 8;
+            KINETO_MEMBER(",\"cat\":", read_text_or_null(s, &strings[S_CAT]));
+            KINETO_MEMBER(",\"name\":", read_text_or_null(s, &strings[S_NAME]));
+            KINETO_MEMBER(",\"pid\":", read_float_or_text(s, f, F_PID, &pid_text));
+            KINETO_MEMBER(",\"tid\":", read_float_or_text(s, f, F_TID, &tid_text));
+            KINETO_MEMBER(",\"ts\":", read_float(s, f, F_TS));
+            KINETO_MEMBER(",\"dur\":", read_float(s, f, F_DUR));
+            KINETO_MEMBER(",\"args\":", *s->p == '{' ? scan_args(s, f, strings, &stream_text, &op_keys) : DECLINE);
+            goto after_value;
+        }
+        if (w == word_of("\"ph\":\"f\"") || w == word_of("\"ph\":\"s\"")) { /* flow events */
+            phase_text.text = s->p + 6, phase_text.length = 1, phase_text.flags = SPAN_PRESENT;
+            s->p += 8;
+            KINETO_MEMBER(",\"id\":", skip_member_value(s, 1));
+            KINETO_MEMBER(",\"pid\":", read_float_or_text(s, f, F_PID, &pid_text));
+            KINETO_MEMBER(",\"tid\":", read_float_or_text(s, f, F_TID, &tid_text));
+            KINETO_MEMBER(",\"ts\":", read_float(s, f, F_TS));
+            KINETO_MEMBER(",\"cat\":", read_text_or_null(s, &strings[S_CAT]));
+            KINETO_MEMBER(",\"name\":", read_text_or_null(s, &strings[S_NAME]));
+            goto after_value;
+        }
+    }
+    for (;;) {
+        int which;
+        if ((rc = begin_event_member(s, &key, &which)) != OK) return rc;
+        switch (which) { /* the keys begin_event_member recognized; any other by its text */
+        case EK_PH: rc = read_phase(s, &phase_text); break;
+        case EK_CAT: rc = read_text_or_null(s, &strings[S_CAT]); break;
+        case EK_NAME: rc = read_text_or_null(s, &strings[S_NAME]); break;
+        case EK_PID: rc = read_float_or_text(s, f, F_PID, &pid_text); break;
+        case EK_TID: rc = read_float_or_text(s, f, F_TID, &tid_text); break;
+        case EK_TS: rc = read_float(s, f, F_TS); break;
+        case EK_DUR: rc = read_float(s, f, F_DUR); break;
+        case EK_ARGS: rc = *s->p == '{' ? scan_args(s, f, strings, &stream_text, &op_keys) : DECLINE; break;
+        case EK_SKIPPED: rc = skip_member_value(s, 1); break;
+        default:
+            rc = other_event_member(s, key, f, strings, &phase_text, &pid_text, &tid_text, &stream_text, &op_keys);
+            break;
+        }
+        if (rc != OK) return rc;
+    after_value:
+        more = after_item(s, '}');
+        if (more < 0) return DECLINE;
+        if (!more) break;
+    }
+members_done:
     phase = (phase_text.flags & SPAN_PRESENT) ? phase_of(phase_text) : PH_OTHER; /* ph "" by default */
     s->counts[phase]++;
     /* Deferred numbers are parsed in phase two: into the row, or, for an event not kept (row -1), only to
