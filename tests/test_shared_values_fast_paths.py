@@ -65,3 +65,55 @@ def test_coverage_overlap_equals_reference(case):
     expected = _ReferenceCoverage(starts, ends).overlap(t0, t1)
     assert got.dtype == np.int64
     assert np.array_equal(got, expected)
+
+
+@st.composite
+def _row_sets(draw):
+    """Two ascending row sets of one table: dense enough for _matches' marks or sparse enough for its searches."""
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    table = draw(st.sampled_from([1, 50, 3_000, 200_000]))
+    share = draw(st.sampled_from([0.0, 0.001, 0.3, 1.0]))
+    carried = np.flatnonzero(rng.random(table) < share).astype(np.int32)
+    pick = draw(st.sampled_from(["subset", "random", "same"]))
+    if pick == "same":
+        rows = carried.copy()
+    elif pick == "subset" and carried.size:
+        rows = np.sort(rng.choice(carried, int(rng.integers(0, carried.size + 1)), replace=False))
+    else:
+        rows = np.flatnonzero(rng.random(table) < draw(st.sampled_from([0.0, 0.01, 0.5]))).astype(np.int32)
+    return rows.astype(np.int32), carried
+
+
+@_SETTINGS
+@given(_row_sets())
+def test_matches_equals_intersect1d(sets):
+    from tracelens.analyses.columns import _matches
+
+    rows, carried = sets
+    mine, theirs = _matches(rows, carried)
+    _, expected_mine, expected_theirs = np.intersect1d(rows, carried, assume_unique=True, return_indices=True)
+    assert mine.tolist() == expected_mine.tolist()
+    assert theirs.tolist() == expected_theirs.tolist()
+
+
+@_SETTINGS
+@given(_row_sets(), st.booleans(), st.sampled_from(["int8", "int32", "int64"]))
+def test_ints_at_equals_the_whole_column_gathered(sets, with_nulls, arrow_type):
+    import pyarrow as pa
+
+    from tracelens.analyses.columns import _ints, _ints_at
+    from tracelens.trace import EventStore, SparseColumn
+
+    rows, carried = sets
+    rng = np.random.default_rng(int(rows.size) * 7 + int(carried.size))
+    high = {"int8": 100, "int32": 2**31 - 1, "int64": 2**40}[arrow_type]
+    values = rng.integers(0, high, carried.size)
+    mask = rng.random(carried.size) < 0.2 if with_nulls else None
+    column = SparseColumn(carried, pa.array(values, getattr(pa, arrow_type)(), mask=mask))
+    table = max(int(rows[-1]) if rows.size else 0, int(carried[-1]) if carried.size else 0) + 1
+    store = EventStore(table, {"stream": column})
+    got = _ints_at(store, "stream", rows)
+    expected = _ints(store, "stream")[rows]
+    assert got.dtype == expected.dtype
+    assert got.tolist() == expected.tolist()
