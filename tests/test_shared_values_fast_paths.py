@@ -117,3 +117,50 @@ def test_ints_at_equals_the_whole_column_gathered(sets, with_nulls, arrow_type):
     expected = _ints(store, "stream")[rows]
     assert got.dtype == expected.dtype
     assert got.tolist() == expected.tolist()
+
+
+def _reference_thread_time_positions(groups):
+    """thread_time_positions as first written: codes widened, then a new array for each sum."""
+    from tracelens.values import dense_codes
+
+    all_keys = np.concatenate([keys for keys, _ in groups])
+    codes, uniques = dense_codes(all_keys)
+    times = [t for _, ts in groups for t in ts]
+    present = [t for t in times if t.size]
+    lo = min(int(t.min()) for t in present) if present else 0
+    width = (max(int(t.max()) for t in present) if present else 0) - lo + 2
+    if len(uniques) * width >= 2**62:
+        _, ranks = np.unique(np.concatenate(times), return_inverse=True)
+        times = np.split(ranks.astype(np.int64), np.cumsum([t.size for t in times])[:-1])
+        lo, width = 0, int(ranks.max()) + 2
+    out, at, i = [], 0, 0
+    for keys, ts in groups:
+        thread = codes[at : at + keys.size].astype(np.int64) * width
+        at += keys.size
+        for _ in ts:
+            out.append(thread + (times[i] - lo))
+            i += 1
+    return out
+
+
+@_SETTINGS
+@given(
+    st.integers(0, 2**32 - 1),
+    st.sampled_from([10**4, 2**61]),  # packed, or too wide to pack (ranks)
+    st.lists(st.tuples(st.integers(0, 300), st.integers(1, 3)), min_size=1, max_size=3),
+)
+def test_thread_time_positions_equals_reference(seed, span, shapes):
+    from tracelens.analyses.columns import thread_key, thread_time_positions
+
+    rng = np.random.default_rng(seed)
+    threads = thread_key(rng.integers(1, 4, 5).astype(np.int32), rng.integers(1, 9, 5).astype(np.int32))
+    groups = [
+        (rng.choice(threads, n), [rng.integers(-span, span, n, dtype=np.int64) for _ in range(k)])
+        for n, k in shapes
+    ]
+    got = thread_time_positions(groups)
+    expected = _reference_thread_time_positions(groups)
+    assert len(got) == len(expected)
+    for g, e in zip(got, expected, strict=True):
+        assert g.dtype == np.int64
+        assert g.tolist() == e.tolist()

@@ -157,11 +157,14 @@ def thread_time_positions(groups: list[tuple[np.ndarray, list[np.ndarray]]]) -> 
         lo, width = 0, int(ranks.max()) + 2
     out, at, i = [], 0, 0
     for keys, ts in groups:
-        thread = codes[at : at + keys.size].astype(np.int64) * width
+        thread = np.multiply(codes[at : at + keys.size], width, dtype=np.int64)  # no int64 copy of the codes first
         at += keys.size
         for _ in ts:
-            out.append(thread + (times[i] - lo))
+            position = np.subtract(times[i], lo, dtype=np.int64)
+            position += thread  # in place: one new array per time array, not two
+            out.append(position)
             i += 1
+        del thread
     return out
 
 
