@@ -1,9 +1,12 @@
-"""The fast paths of the shared derived values (Coverage, dense codes, launch pairs' pieces) against the plain
-computations they replace, on hypothesis inputs that reach both the fast paths and their fallbacks."""
+"""The fast paths of the shared derived values (Coverage, sparse columns at rows, thread-time positions,
+collective types) against the plain computations they replace, on hypothesis inputs that reach both the fast
+paths and their fallbacks, and on shared traces."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
+from conftest import shared_params
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -164,3 +167,48 @@ def test_thread_time_positions_equals_reference(seed, span, shapes):
     for g, e in zip(got, expected, strict=True):
         assert g.dtype == np.int64
         assert g.tolist() == e.tolist()
+
+
+def _reference_collective_types(cols, rows, kernel, on_device):
+    """communication_report's types as first written: np.where over the mapped names, then a comparison of every
+    row's type with ""."""
+    from tracelens.analyses.communication import _inside_xla_ops, collective_type, is_xla_collective
+    from tracelens.analyses.names import code_map, code_mask
+    from tracelens.trace import GPU_ANNOTATION
+
+    types = np.where(
+        kernel[rows], code_map(cols.name[rows], cols.names, lambda n: collective_type(n) or "", ""), ""
+    )
+    ops = np.flatnonzero(cols.of_kind(GPU_ANNOTATION) & on_device)
+    if ops.size and code_mask(cols.name[ops], cols.names, is_xla_collective).any():
+        xla_type = code_map(
+            cols.name[ops], cols.names, lambda n: collective_type(n) if is_xla_collective(n) else "", ""
+        )
+        _inside_xla_ops(cols, rows, types, ops, xla_type)
+    return types, types != "", kernel[rows]
+
+
+@pytest.mark.shared
+@pytest.mark.parametrize(
+    "path",
+    shared_params("pytorch", "a100_nccl_2rank_rank0_2024.json.gz", "h100_bert_small_inference_torch2.6.json.gz")
+    + shared_params("nsys", "h100x2_fastvideo_window_nsys2026.2.sqlite")
+    + shared_params("tf", "*.xplane.pb"),
+)
+def test_collective_types_equal_reference(path):
+    import tracelens
+    from tracelens.analyses.columns import event_columns
+    from tracelens.analyses.communication import _collective_types
+    from tracelens.trace import KERNEL, MEMCPY, MEMSET
+
+    cols = event_columns(tracelens.load(path))
+    on_device = cols.device >= 0
+    kernel = cols.of_kind(KERNEL) & on_device
+    rows = np.flatnonzero(kernel | (cols.of_kind(MEMCPY, MEMSET) & on_device))
+    got = _collective_types(cols, rows, kernel, on_device)
+    expected = _reference_collective_types(cols, rows, kernel, on_device)
+    for g, e in zip(got, expected, strict=True):
+        assert g.dtype == e.dtype
+        assert g.tolist() == e.tolist()
+    if "nccl" in path.name:
+        assert got[1].any()  # the NCCL kernels: the code path is exercised on collectives
