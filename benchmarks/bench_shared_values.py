@@ -10,6 +10,7 @@ One process, so the two sides see the same machine load.
 Run:  flock /tmp/tracelens-bench.lock python3 benchmarks/bench_shared_values.py benchmarks/data/nsys_x1512.sqlite
       [--rounds 3]
 """
+
 import argparse
 import statistics
 import sys
@@ -63,7 +64,9 @@ def main() -> int:
     cols = C.event_columns(trace)
     gpu = np.flatnonzero(cols.of_kind(*GPU_ACTIVITY_KINDS) & (cols.device >= 0))
     sparse = [
-        n for n in ("correlation_id", "stream", "bytes") if isinstance(trace.store.columns.get(n), SparseColumn)
+        n
+        for n in ("correlation_id", "stream", "bytes")
+        if isinstance(trace.store.columns.get(n), SparseColumn)
     ]
     on_device = cols.device >= 0
     kernel = cols.of_kind(KERNEL) & on_device

@@ -191,7 +191,9 @@ def _reference_collective_types(cols, rows, kernel, on_device):
 @pytest.mark.shared
 @pytest.mark.parametrize(
     "path",
-    shared_params("pytorch", "a100_nccl_2rank_rank0_2024.json.gz", "h100_bert_small_inference_torch2.6.json.gz")
+    shared_params(
+        "pytorch", "a100_nccl_2rank_rank0_2024.json.gz", "h100_bert_small_inference_torch2.6.json.gz"
+    )
     + shared_params("nsys", "h100x2_fastvideo_window_nsys2026.2.sqlite")
     + shared_params("tf", "*.xplane.pb"),
 )

@@ -157,7 +157,8 @@ def thread_time_positions(groups: list[tuple[np.ndarray, list[np.ndarray]]]) -> 
         lo, width = 0, int(ranks.max()) + 2
     out, at, i = [], 0, 0
     for keys, ts in groups:
-        thread = np.multiply(codes[at : at + keys.size], width, dtype=np.int64)  # no int64 copy of the codes first
+        # multiplied straight into int64: no int64 copy of the codes first
+        thread = np.multiply(codes[at : at + keys.size], width, dtype=np.int64)
         at += keys.size
         for _ in ts:
             position = np.subtract(times[i], lo, dtype=np.int64)

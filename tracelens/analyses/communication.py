@@ -31,6 +31,7 @@ A collective's message comes from its own row, else from the framework op with i
 Peers: per process group (Kineto ``Process Group Name`` / ``Process Group Ranks`` / ``Group size``), its
 collectives' count and time. On the compute stream: the collectives on a stream that also runs computation
 kernels (same device), which nothing can overlap there.
+Over 600 lines, one module on purpose: the typing, message and breakdown steps share its name patterns.
 """
 
 from __future__ import annotations
@@ -540,7 +541,8 @@ def _collective_types(
     kernel_name = cols.name[rows]
     kernel_name[~is_kernel] = -1
     types = code_map(kernel_name, cols.names, lambda n: collective_type(n) or "", "")
-    ops = np.flatnonzero(cols.of_kind(GPU_ANNOTATION) & on_device)  # names tested at these rows, not every row
+    # names tested at these rows, not every row
+    ops = np.flatnonzero(cols.of_kind(GPU_ANNOTATION) & on_device)
     if ops.size and code_mask(cols.name[ops], cols.names, is_xla_collective).any():
         # every op of the device decides which kernels it holds
         xla_type = code_map(
