@@ -209,10 +209,21 @@ class Coverage:
         steps = np.repeat(np.array([1, -1], np.int64), np.size(starts))
         order = np.argsort(edges, kind="stable")
         self.edges = edges[order]
-        self.covering = np.cumsum(steps[order])  # how many cover the instants from each edge to the next
-        self.integral = np.zeros(self.edges.size, np.int64)  # the count's integral up to each edge
+        del edges
+        # slot k + 1 (edge k): how many cover the instants from edge k to the next; slot 0 (before every edge): none
+        self.covering = np.zeros(self.edges.size + 1, np.int64)
+        np.cumsum(steps[order], out=self.covering[1:])
+        del steps, order
+        # The count's integral up to t, for t at or after edge k (and before the next), is
+        # integral[k] + covering[k] * (t - edges[k]) = base[k + 1] + covering[k + 1] * t, with
+        # base = integral - covering * edges: two gathers per time, not three. base is computed and read in
+        # wrapping int64 arithmetic: the terms may wrap, the sum is exact wherever the integral fits in int64.
+        # Slot 0 gives 0 before the first edge.
+        self.base = np.zeros(self.edges.size + 1, np.int64)
         if self.edges.size:
-            np.cumsum(self.covering[:-1] * np.diff(self.edges), out=self.integral[1:])
+            integral = self.base[1:]
+            np.cumsum(self.covering[1:-1] * np.diff(self.edges), out=integral[1:])
+            integral -= self.covering[1:] * self.edges
 
     def overlap(self, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
         """For each interval [start, end), its overlap with each of the intervals, summed: the integral of the
@@ -226,12 +237,11 @@ class Coverage:
         return out
 
     def _integral_at(self, t: np.ndarray) -> np.ndarray:
-        k = (
-            np.searchsorted(self.edges, t, side="right") - 1
-        )  # the last edge at or before t (-1: before them all)
-        at = np.maximum(k, 0)
-        value = self.integral[at] + self.covering[at] * (t - self.edges[at])
-        value[k < 0] = 0
+        # slot: the edges at or before t (the rows' starts ascend: a search in cache, see search_sorted)
+        slot = search_sorted(self.edges, t, side="right")
+        value = self.covering[slot]
+        value *= t
+        value += self.base[slot]
         return value
 
 

@@ -31,6 +31,7 @@ A collective's message comes from its own row, else from the framework op with i
 Peers: per process group (Kineto ``Process Group Name`` / ``Process Group Ranks`` / ``Group size``), its
 collectives' count and time. On the compute stream: the collectives on a stream that also runs computation
 kernels (same device), which nothing can overlap there.
+Over 600 lines, one module on purpose: the typing, message and breakdown steps share its name patterns.
 """
 
 from __future__ import annotations
@@ -529,26 +530,38 @@ def compute_stream_collectives(
     return is_collective & (streams >= 0) & np.isin(streams, compute_streams)
 
 
-def communication_report(trace: Trace) -> dict[str, Any]:
-    """The ``communication`` block: per device with GPU activity, its collectives and time breakdown."""
-    cols = event_columns(trace)
-    on_device = cols.device >= 0
-    kernel = cols.of_kind(KERNEL) & on_device
-    rows = np.flatnonzero(kernel | (cols.of_kind(MEMCPY, MEMSET) & on_device))
-    types = np.where(
-        kernel[rows], code_map(cols.name[rows], cols.names, lambda n: collective_type(n) or "", ""), ""
-    )
-    ops = np.flatnonzero(
-        cols.of_kind(GPU_ANNOTATION) & on_device
-    )  # names tested at these rows, not every row
+def _collective_types(
+    cols: Any, rows: np.ndarray, kernel: np.ndarray, on_device: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(types, is_collective, is_kernel) of the GPU ``rows``: each row's collective type ("" where none: copies,
+    memsets and other kernels; an XLA collective op's type for the kernels it holds), whether it has one, and
+    whether it is a kernel (``kernel``, ``on_device``: the table's kernel and device masks)."""
+    is_kernel = kernel[rows]
+    # A copy's or memset's name counts as null (no type): one gather of the types by code, no np.where over them
+    kernel_name = cols.name[rows]
+    kernel_name[~is_kernel] = -1
+    types = code_map(kernel_name, cols.names, lambda n: collective_type(n) or "", "")
+    # names tested at these rows, not every row
+    ops = np.flatnonzero(cols.of_kind(GPU_ANNOTATION) & on_device)
     if ops.size and code_mask(cols.name[ops], cols.names, is_xla_collective).any():
         # every op of the device decides which kernels it holds
         xla_type = code_map(
             cols.name[ops], cols.names, lambda n: collective_type(n) if is_xla_collective(n) else "", ""
         )
         _inside_xla_ops(cols, rows, types, ops, xla_type)
-    is_collective = types != ""
-    is_kernel = kernel[rows]
+        is_collective = types != ""
+    else:  # from the codes: no comparison of millions of Python strings
+        is_collective = code_mask(kernel_name, cols.names, lambda n: (collective_type(n) or "") != "")
+    return types, is_collective, is_kernel
+
+
+def communication_report(trace: Trace) -> dict[str, Any]:
+    """The ``communication`` block: per device with GPU activity, its collectives and time breakdown."""
+    cols = event_columns(trace)
+    on_device = cols.device >= 0
+    kernel = cols.of_kind(KERNEL) & on_device
+    rows = np.flatnonzero(kernel | (cols.of_kind(MEMCPY, MEMSET) & on_device))
+    types, is_collective, is_kernel = _collective_types(cols, rows, kernel, on_device)
     nbytes, factor = np.full(rows.size, np.nan), np.full(rows.size, np.nan)
     coll = np.flatnonzero(is_collective)
     msgs = pd.DataFrame(columns=MESSAGE_COLUMNS)

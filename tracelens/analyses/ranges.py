@@ -398,7 +398,8 @@ def range_summary(trace: Trace, limit: int = NAME_LIMIT) -> dict[str, Any]:
     for chunk in range(0, rows.size, CHUNK_RANGES):  # a loop over chunks of ranges
         at = slice(chunk, chunk + CHUNK_RANGES)
         mine = rows[at]
-        slot = cols.name[mine] + 1
+        # intp, as np.bincount reads it: no cast in each count below
+        slot = np.add(cols.name[mine], 1, dtype=np.intp)
         totals["n"] += np.bincount(slot, minlength=size)
         start, end = cols.start[mine], cols.end[mine]
         del mine
