@@ -38,15 +38,12 @@ class Section:
     its place in the document: it reads no other section and needs large working arrays of its own (one per
     kernel launch), so it runs before the shared joins (launch pairs, host rows) are held in memory.
     ``needs``: the sections its compute function reads from ``done``; :func:`analyze` computes them first,
-    whatever sections it is asked for (they come before it in the registry). ``weight``: its added peak memory
-    in bytes per event (the peak RSS while it runs alone, less the RSS before it, over the trace's events;
-    measured on the 41M-event benchmark export by benchmarks/bench_section_peaks.py, figures in
-    benchmarks/results/section_peaks.md). When the sections run
-    on two threads (:mod:`.schedule`), two run at once only while their weights' sum stays within
-    ``schedule.PAIR_BUDGET``: two of the big ones at once once took analyze's peak from 1.30x to 1.55x the
-    export. The what-if replay's graph holds about 175 bytes a point (beside another big section it took the
-    27M-event export's peak from 2.9x to 3.2x); it is skipped above ``whatif.MAX_POINTS``, so at the export's
-    size it weighs 2, and its weight is set like attribution's, so that it runs beside small sections only.
+    whatever sections it is asked for (they come before it in the registry). ``exclusive``: its working
+    arrays are the size of the event table (on the 41M-event benchmark export each of these adds 0.6 to 1.1 GB
+    at its peak, and two of them at once took analyze's peak from 1.30x to 1.55x the export; the what-if
+    replay's graph holds about 175 bytes a point, and beside another big section it took the 27M-event export's
+    peak from 2.9x to 3.2x), so it never runs beside another exclusive section when the sections run on two
+    threads (:mod:`.schedule`).
     """
 
     key: str
@@ -55,7 +52,7 @@ class Section:
     report_order: int | None
     early: bool = False
     needs: tuple[str, ...] = ()
-    weight: float = 0.0
+    exclusive: bool = False
 
     @property
     def compute(self) -> Callable[[Trace, dict[str, Any]], Any]:
@@ -66,26 +63,26 @@ class Section:
 # Document (and compute) order: later sections may read earlier ones (diagnosis reads everything); ``early``
 # sections are computed first.
 REGISTRY: tuple[Section, ...] = (
-    Section("devices", "GPUs", gpu_only=False, report_order=0, weight=15),
-    Section("kernels", "Top kernels", gpu_only=True, report_order=4, weight=7),
-    Section("host", "Host side", gpu_only=False, report_order=10, weight=12),
-    Section("gaps", "GPU idle gaps", gpu_only=True, report_order=2, weight=3),
+    Section("devices", "GPUs", gpu_only=False, report_order=0),
+    Section("kernels", "Top kernels", gpu_only=True, report_order=4),
+    Section("host", "Host side", gpu_only=False, report_order=10),
+    Section("gaps", "GPU idle gaps", gpu_only=True, report_order=2),
     Section("steps", "Step-time breakdown", gpu_only=False, report_order=1),
-    Section("attribution", "GPU idle time by cause", gpu_only=True, report_order=3, weight=44),
-    Section("launch", "Kernel launches", gpu_only=True, report_order=5, weight=23),
-    Section("sync", "Synchronization", gpu_only=False, report_order=6, weight=15),
-    Section("ranges", "Ranges (NVTX / annotations)", gpu_only=False, report_order=9, weight=21),
-    Section("memcpy", "Memory copies", gpu_only=True, report_order=7, weight=12),
-    Section("occupancy", "Occupancy", gpu_only=True, report_order=8, early=True, weight=36),
+    Section("attribution", "GPU idle time by cause", gpu_only=True, report_order=3, exclusive=True),
+    Section("launch", "Kernel launches", gpu_only=True, report_order=5, exclusive=True),
+    Section("sync", "Synchronization", gpu_only=False, report_order=6),
+    Section("ranges", "Ranges (NVTX / annotations)", gpu_only=False, report_order=9, exclusive=True),
+    Section("memcpy", "Memory copies", gpu_only=True, report_order=7, exclusive=True),
+    Section("occupancy", "Occupancy", gpu_only=True, report_order=8, early=True, exclusive=True),
     Section(
         "communication",
         "Communication and the GPU time breakdown",
         gpu_only=True,
         report_order=11,
-        weight=18,
+        exclusive=True,
     ),
-    Section("ops", "Top ops", gpu_only=False, report_order=12, weight=25),
-    Section("whatif", "What fixing each cause would give", gpu_only=True, report_order=13, weight=44),
+    Section("ops", "Top ops", gpu_only=False, report_order=12, exclusive=True),
+    Section("whatif", "What fixing each cause would give", gpu_only=True, report_order=13, exclusive=True),
     Section(
         "diagnosis",
         "Findings",
@@ -160,12 +157,11 @@ def analyze(trace: Trace, *, sections: list[str] | None = None, threads: int | N
         release_free_memory()  # what the section freed goes back to the OS
         return value
 
-    # Independent sections first, in priority order: early ones, then the heaviest first (the big sections are
-    # the longest work, and the light ones fill the room the budget leaves beside them); stable: document order
-    # otherwise.
+    # Independent sections first, in priority order: early ones, then the exclusive ones (the longest work,
+    # which the other thread's small sections run beside), then the rest; stable: document order otherwise.
     independent = sorted(
         (key for key in keys if not BY_KEY[key].needs),
-        key=lambda key: (not BY_KEY[key].early, -BY_KEY[key].weight),
+        key=lambda key: (not BY_KEY[key].early, not BY_KEY[key].exclusive),
     )
     with threads_limit(threads), reusing_array_pages():
         done.update(
@@ -173,7 +169,7 @@ def analyze(trace: Trace, *, sections: list[str] | None = None, threads: int | N
                 independent,
                 compute,
                 threads=usable_threads(),
-                weights={key: BY_KEY[key].weight for key in independent},
+                exclusive=[key for key in independent if BY_KEY[key].exclusive],
             )
         )
         for name in keys:  # the sections that read others (diagnosis), in document order

@@ -6,9 +6,9 @@ that safe and the document unchanged:
 
 - Sections are pure functions of the trace (their shared derived values are computed once, under a lock, by
   :func:`.columns.memo`), so the order they run in does not change what they return.
-- Each section has a memory *weight* (``Section.weight``: its measured added peak, in bytes per event), and two
-  sections run at once only while their weights' sum stays within :data:`PAIR_BUDGET`, so analyze's peak
-  memory is bounded by the worst pair the budget admits, not by the two biggest sections at once.
+- An *exclusive* section (one whose working arrays are the size of the event table: see ``Section.exclusive``)
+  never runs beside another exclusive one, so analyze's peak memory is that of one big section plus a small
+  one, not two big ones.
 """
 
 from __future__ import annotations
@@ -17,19 +17,12 @@ import contextlib
 import contextvars
 import os
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import Any
 
 # More threads would add a section's working arrays to the peak memory each, for little more speed: the
 # numpy calls that dominate are memory-bound.
 MAX_THREADS = 2
-
-# The most the weights (bytes of added peak per event, ``Section.weight``) of the sections running at once may
-# sum to. 60 admits what the earlier rule (a big section beside a small one, never two big ones) admitted at
-# the benchmark export's size (attribution 44 + sync 15), plus the pairs of the leaner big sections (launch 23,
-# ranges 21, memcpy 12, communication 18, ops 25; occupancy 36 beside the lighter of them); not attribution
-# beside another big one, nor occupancy beside ops. benchmarks/results/section_peaks.md has the figures.
-PAIR_BUDGET = 60.0
 
 
 # Set by analyze(threads=...) for the work it runs on its own thread (the diagnosis's causes).
@@ -65,21 +58,18 @@ def run_sections(
     compute: Callable[[str], Any],
     *,
     threads: int,
-    weights: Mapping[str, float] | None = None,
-    budget: float = PAIR_BUDGET,
+    exclusive: Collection[str] = (),
 ) -> dict[str, Any]:
     """``{key: compute(key)}`` for every key of ``order``, on up to ``threads`` threads.
 
-    A free thread takes the first key of ``order`` not yet started that may run now: one whose weight (0 where
-    ``weights`` has none) plus the weights of the keys running stays within ``budget``, or any key while none
-    runs (so a key heavier than the budget runs alone, and every key runs). ``order`` is the priority: put the
-    longest heavy work first. With one thread the keys run in ``order`` on the calling thread. If computations
-    fail, no new key starts, the running ones finish, and the error of the failed key that comes first in
-    ``order`` is raised.
+    A free thread takes the first key of ``order`` not yet started that may run now (an exclusive key only
+    while no other exclusive key runs), so ``order`` is the priority: put the longest exclusive work first.
+    With one thread the keys run in ``order`` on the calling thread. If computations fail, no new key starts,
+    the running ones finish, and the error of the failed key that comes first in ``order`` is raised.
     """
     if threads <= 1 or len(order) <= 1:
         return {key: compute(key) for key in order}
-    weight = {key: float((weights or {}).get(key, 0.0)) for key in order}
+    exclusive = frozenset(exclusive)
     pending = list(order)
     running: set[str] = set()
     results: dict[str, Any] = {}
@@ -88,10 +78,11 @@ def run_sections(
 
     def next_key() -> str | None:
         """The key to start now (called holding ``changed``); None: nothing may start yet."""
-        if not running:
-            return pending[0]
-        room = budget - sum(weight[key] for key in running)
-        return next((key for key in pending if weight[key] <= room), None)
+        busy_exclusive = bool(running & exclusive)
+        for key in pending:
+            if not (busy_exclusive and key in exclusive):
+                return key
+        return None
 
     def worker() -> None:
         while True:
