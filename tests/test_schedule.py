@@ -136,7 +136,6 @@ def test_exclusive_sections_are_the_big_ones_and_independent() -> None:
         "attribution",
         "launch",
         "ranges",
-        "memcpy",
         "occupancy",
         "communication",
         "ops",
