@@ -136,6 +136,7 @@ def test_exclusive_sections_are_the_big_ones_and_independent() -> None:
         "attribution",
         "launch",
         "ranges",
+        "memcpy",
         "occupancy",
         "communication",
         "ops",

@@ -39,11 +39,11 @@ class Section:
     kernel launch), so it runs before the shared joins (launch pairs, host rows) are held in memory.
     ``needs``: the sections its compute function reads from ``done``; :func:`analyze` computes them first,
     whatever sections it is asked for (they come before it in the registry). ``exclusive``: its working
-    arrays are the size of the event table (on the 41M-event benchmark export each of these adds 0.7 to 1.7 GiB
-    at its peak, where memcpy, sync and devices add 0.46-0.59 GiB: benchmarks/results/section_peaks.md; two of
-    them at once took analyze's peak from 1.30x to 1.55x the export; the what-if replay's graph holds about
-    175 bytes a point, and beside another big section it took the 27M-event export's peak from 2.9x to 3.2x),
-    so it never runs beside another exclusive section when the sections run on two threads (:mod:`.schedule`).
+    arrays are the size of the event table (on the 41M-event benchmark export each of these adds 0.6 to 1.1 GB
+    at its peak, and two of them at once took analyze's peak from 1.30x to 1.55x the export; the what-if
+    replay's graph holds about 175 bytes a point, and beside another big section it took the 27M-event export's
+    peak from 2.9x to 3.2x), so it never runs beside another exclusive section when the sections run on two
+    threads (:mod:`.schedule`).
     """
 
     key: str
@@ -72,7 +72,7 @@ REGISTRY: tuple[Section, ...] = (
     Section("launch", "Kernel launches", gpu_only=True, report_order=5, exclusive=True),
     Section("sync", "Synchronization", gpu_only=False, report_order=6),
     Section("ranges", "Ranges (NVTX / annotations)", gpu_only=False, report_order=9, exclusive=True),
-    Section("memcpy", "Memory copies", gpu_only=True, report_order=7),
+    Section("memcpy", "Memory copies", gpu_only=True, report_order=7, exclusive=True),
     Section("occupancy", "Occupancy", gpu_only=True, report_order=8, early=True, exclusive=True),
     Section(
         "communication",
