@@ -1,9 +1,9 @@
-"""Each analysis section's added peak memory, run alone, in analyze's order: what the scheduler's memory
-weights (``Section.weight`` in ``tracelens/analyses/__init__.py``) are set from.
+"""Each analysis section's added peak memory, run alone, in analyze's order: which sections are big enough to
+be ``Section.exclusive`` (``tracelens/analyses/__init__.py``), and which pairs the two threads could afford.
 
 One fresh process (run from this repository's root, or ``--tree DIR``) loads TRACE, then runs the registry's
-sections one at a time in the order :func:`tracelens.analyze` gives them priority (early, then the heavy ones,
-then the rest, then the sections that read others), inside ``reusing_array_pages`` and with
+sections one at a time in the order :func:`tracelens.analyze` gives them priority (early, then the exclusive
+ones, then the rest, then the sections that read others), inside ``reusing_array_pages`` and with
 ``release_free_memory`` after each, as analyze does. Around each section it resets the process's peak RSS
 (writing "5" to /proc/self/clear_refs, Linux) and reads, from /proc/self/status: VmRSS before, VmHWM during,
 VmRSS after. "added" = peak during - RSS before: what running the section beside another would add to that
