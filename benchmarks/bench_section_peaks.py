@@ -1,0 +1,178 @@
+"""Each analysis section's added peak memory, run alone, in analyze's order: which sections are big enough to
+be ``Section.exclusive`` (``tracelens/analyses/__init__.py``), and which pairs the two threads could afford.
+
+One fresh process (run from this repository's root, or ``--tree DIR``) loads TRACE, then runs the registry's
+sections one at a time in the order :func:`tracelens.analyze` gives them priority (early, then the exclusive
+ones, then the rest, then the sections that read others), inside ``reusing_array_pages`` and with
+``release_free_memory`` after each, as analyze does. Around each section it resets the process's peak RSS
+(writing "5" to /proc/self/clear_refs, Linux) and reads, from /proc/self/status: VmRSS before, VmHWM during,
+VmRSS after. "added" = peak during - RSS before: what running the section beside another would add to that
+other's peak (the shared values a section memoizes stay in "after"). Also each section's wall and CPU seconds
+(CPU above wall: its numpy work used both cores).
+
+With ``--timeline`` it runs ``tracelens.analyze`` itself (its two threads, its scheduler) instead: a thread
+samples VmRSS every 20 ms, each section's start and end is logged, and the table gives, for each set of sections
+that ran at once, the highest RSS seen while they ran (the peak of analyze is the first row), then the sections'
+start and end times: which pairs a schedule can afford at this size.
+
+Run:  flock /tmp/tracelens-bench.lock python3 benchmarks/bench_section_peaks.py TRACE [--tree DIR] [--timeline]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+_CHILD = r"""
+import json, os, sys, time
+sys.path.insert(0, ".")
+import tracelens
+from tracelens import analyses as A
+from tracelens.memory import release_free_memory, reusing_array_pages
+
+def status():
+    out = {}
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(("VmRSS", "VmHWM")):
+                out[line.split(":")[0]] = int(line.split()[1]) * 1024
+    return out
+
+def reset_peak():
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+
+path = sys.argv[1]
+t0, c0 = time.perf_counter(), time.process_time()
+trace = tracelens.load(path)
+rows = [{"section": "(load)", "wall": time.perf_counter() - t0, "cpu": time.process_time() - c0,
+         "before": 0, "peak": status()["VmHWM"], "after": status()["VmRSS"]}]
+keys = A.SECTIONS
+independent = sorted((k for k in keys if not A.BY_KEY[k].needs),
+                     key=lambda k: (not A.BY_KEY[k].early, not A.BY_KEY[k].exclusive))
+order = independent + [k for k in keys if k not in independent]
+doc = {"source": {"path": path, "event_count": trace.num_events}}
+done = {}
+with reusing_array_pages():
+    for key in order:
+        release_free_memory()
+        before = status()["VmRSS"]
+        reset_peak()
+        t, c = time.perf_counter(), time.process_time()
+        done[key] = A.BY_KEY[key].compute(trace, {**doc, **done})
+        release_free_memory()
+        wall, cpu = time.perf_counter() - t, time.process_time() - c
+        s = status()
+        rows.append({"section": key, "wall": wall, "cpu": cpu, "before": before, "peak": s["VmHWM"],
+                     "after": s["VmRSS"]})
+print(json.dumps({"events": trace.num_events, "file": os.path.getsize(path), "rows": rows}))
+"""
+
+_TIMELINE = r"""
+import json, os, sys, threading, time
+sys.path.insert(0, ".")
+import tracelens
+from tracelens import analyses as A
+
+def rss():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS"):
+                return int(line.split()[1]) * 1024
+
+path = sys.argv[1]
+trace = tracelens.load(path)
+t0 = time.perf_counter()
+samples, events, stop = [], [], threading.Event()
+
+def sample():
+    while not stop.is_set():
+        samples.append((time.perf_counter() - t0, rss()))
+        time.sleep(0.02)
+
+compute = A.Section.compute
+
+def logged(self):
+    run = compute.fget(self)
+    def section(trace, done):
+        events.append((time.perf_counter() - t0, 1, self.key))
+        try:
+            return run(trace, done)
+        finally:
+            events.append((time.perf_counter() - t0, 0, self.key))
+    return section
+
+A.Section.compute = property(logged)
+sampler = threading.Thread(target=sample, daemon=True)
+sampler.start()
+tracelens.analyze(trace)
+stop.set()
+sampler.join()
+peaks = {}
+for t, value in samples:
+    running = set()
+    for te, starts, key in events:
+        if te > t:
+            break
+        (running.add if starts else running.discard)(key)
+    name = " + ".join(sorted(running)) or "(none)"
+    peaks[name] = max(peaks.get(name, 0), value)
+print(json.dumps({"events": trace.num_events, "file": os.path.getsize(path), "peaks": peaks,
+                  "log": events}))
+"""
+
+
+def timeline(result: dict) -> None:
+    mib = 1024 * 1024
+    size = result["file"]
+    print("| sections running at once | highest RSS MiB | / file |")
+    print("|---|---:|---:|")
+    for name, value in sorted(result["peaks"].items(), key=lambda kv: -kv[1]):
+        print(f"| {name} | {value / mib:,.0f} | {value / size:.2f} |")
+    print("\n| s after load | section |")
+    print("|---:|---|")
+    for t, starts, key in result["log"]:
+        print(f"| {t:.2f} | {'start' if starts else 'end'} {key} |")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("trace")
+    parser.add_argument("--tree", default=str(REPO_ROOT), help="source tree to run (default: this one)")
+    parser.add_argument("--timeline", action="store_true", help="run analyze as is; peak RSS per running set")
+    opts = parser.parse_args()
+    trace = str(Path(opts.trace).resolve())
+    proc = subprocess.run(
+        [sys.executable, "-c", _TIMELINE if opts.timeline else _CHILD, trace],
+        cwd=opts.tree,
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": opts.tree},
+    )
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    print(f"{Path(trace).name}: {result['events']:,} events, file {result['file'] / 2**20:,.0f} MiB\n")
+    if opts.timeline:
+        timeline(result)
+        return 0
+    size = result["file"]
+    mib = 1024 * 1024
+    print("| section | wall s | CPU s | RSS before MiB | peak MiB | added MiB | added / file | RSS after MiB |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for r in result["rows"]:
+        added = r["peak"] - r["before"]
+        print(
+            f"| {r['section']} | {r['wall']:.2f} | {r['cpu']:.2f} | {r['before'] / mib:,.0f} | "
+            f"{r['peak'] / mib:,.0f} | {added / mib:,.0f} | {added / size:.3f} | {r['after'] / mib:,.0f} |"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
