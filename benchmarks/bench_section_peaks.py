@@ -163,7 +163,9 @@ def main() -> int:
         return 0
     size = result["file"]
     mib = 1024 * 1024
-    print("| section | wall s | CPU s | RSS before MiB | peak MiB | added MiB | added / file | RSS after MiB |")
+    print(
+        "| section | wall s | CPU s | RSS before MiB | peak MiB | added MiB | added / file | RSS after MiB |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for r in result["rows"]:
         added = r["peak"] - r["before"]
