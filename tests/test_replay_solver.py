@@ -19,6 +19,16 @@ from tracelens.replay.graph import GPU_END, GPU_START, HOST_END, HOST_START, NON
 native = pytest.mark.skipif(engine._replay_solve is None, reason="_replay_solve not built (no C compiler)")
 
 
+# random_graph's arguments, as hypothesis draws them for the replay's property tests
+GRAPH_PARAMETERS = {
+    "seed": st.integers(0, 2**32 - 1),
+    "n_chains": st.integers(1, 7),
+    "max_len": st.integers(1, 120),
+    "edge_share": st.sampled_from([0.0, 0.05, 0.3, 1.0]),
+    "skew_share": st.sampled_from([0.0, 0.1, 1.0]),
+}
+
+
 def random_graph(seed: int, n_chains: int, max_len: int, edge_share: float, skew_share: float) -> Graph:
     """A graph with ``n_chains`` chains (the first half host threads, the rest streams) of up to ``max_len``
     points, recorded times increasing along each chain, cross edges mostly forward in recorded time (a share
@@ -132,13 +142,7 @@ def check(graph: Graph, monkeypatch: Any) -> None:
 
 @native
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(
-    seed=st.integers(0, 2**32 - 1),
-    n_chains=st.integers(1, 7),
-    max_len=st.integers(1, 120),
-    edge_share=st.sampled_from([0.0, 0.05, 0.3, 1.0]),
-    skew_share=st.sampled_from([0.0, 0.1, 1.0]),
-)
+@given(**GRAPH_PARAMETERS)
 def test_one_pass_equals_the_batches(
     seed: int, n_chains: int, max_len: int, edge_share: float, skew_share: float, monkeypatch: Any
 ) -> None:

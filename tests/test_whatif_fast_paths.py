@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 import tracelens
 from tests.conftest import FIXTURES
-from tests.test_replay_solver import random_graph
+from tests.test_replay_solver import GRAPH_PARAMETERS, random_graph
 from tracelens import flop_model, intervals
 from tracelens.analyses.columns import event_columns
 from tracelens.analyses.names import code_mask, is_input
@@ -186,13 +186,7 @@ def test_point_kinds_and_phases_allow_one_comparison() -> None:
 
 
 @settings(max_examples=60, deadline=None)
-@given(
-    seed=st.integers(0, 2**32 - 1),
-    n_chains=st.integers(1, 7),
-    max_len=st.integers(1, 120),
-    edge_share=st.sampled_from([0.0, 0.05, 0.3, 1.0]),
-    skew_share=st.sampled_from([0.0, 0.1, 1.0]),
-)
+@given(**GRAPH_PARAMETERS)
 def test_schedule_keys_equal_the_phase_array_reference(
     seed: int, n_chains: int, max_len: int, edge_share: float, skew_share: float
 ) -> None:
@@ -268,13 +262,7 @@ def _check_setters(graph: graph_module.Graph) -> None:
 
 
 @settings(max_examples=60, deadline=None)
-@given(
-    seed=st.integers(0, 2**32 - 1),
-    n_chains=st.integers(1, 7),
-    max_len=st.integers(1, 120),
-    edge_share=st.sampled_from([0.0, 0.05, 0.3, 1.0]),
-    skew_share=st.sampled_from([0.0, 0.1, 1.0]),
-)
+@given(**GRAPH_PARAMETERS)
 def test_setters_equal_every_point_tested(
     seed: int, n_chains: int, max_len: int, edge_share: float, skew_share: float
 ) -> None:
