@@ -291,7 +291,7 @@ def test_keys_recognized_by_their_bytes_are_read_as_fields_py_declares() -> None
     source = SOURCE.read_text()
     event_keys = {f.key for f in fields.EVENT_FIELDS}
     arg_fields = {f.key: f for f in fields.ARG_FIELDS}
-    skipped_events = re.findall(r'word_starts_with\(w, "\\"(\w+)\\":", \d\)\) n = \d, k = EK_SKIPPED', source)
+    skipped_events = re.findall(r'EVENT_KEY_IS\("\\"(\w+)\\":", \d\)\) n = \d, k = EK_SKIPPED', source)
     assert set(skipped_events) == {"id", "bp"} and not event_keys & set(skipped_events)
     recognized = dict(re.findall(r'ARGS_KEY\("([^"]+)", (AK_\w+)\)', source))
     assert recognized  # the table was found

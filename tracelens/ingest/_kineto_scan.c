@@ -1039,46 +1039,34 @@ static inline ALWAYS_INLINE int begin_event_member(Scanner *s, Span *key, int *w
     int k = EK_OTHER;
     skip_space(s);
     p = s->p;
-#ifdef HAVE_LITTLE_ENDIAN_LOADS
     if (s->end - p >= 8) {
+        /* one word compare per key where words load little-endian, else a byte compare; both include the
+         * key's quotes and colon */
+#ifdef HAVE_LITTLE_ENDIAN_LOADS
         uint64_t w = load_64(p);
-        switch ((w >> 8) & 0xFF) { /* the key's first letter */
-        case 'p':
-            if (word_starts_with(w, "\"ph\":", 5)) n = 2, k = EK_PH;
-            else if (word_starts_with(w, "\"pid\":", 6)) n = 3, k = EK_PID;
-            break;
-        case 'c': if (word_starts_with(w, "\"cat\":", 6)) n = 3, k = EK_CAT; break;
-        case 'n': if (word_starts_with(w, "\"name\":", 7)) n = 4, k = EK_NAME; break;
-        case 't':
-            if (word_starts_with(w, "\"ts\":", 5)) n = 2, k = EK_TS;
-            else if (word_starts_with(w, "\"tid\":", 6)) n = 3, k = EK_TID;
-            break;
-        case 'd': if (word_starts_with(w, "\"dur\":", 6)) n = 3, k = EK_DUR; break;
-        case 'a': if (word_starts_with(w, "\"args\":", 7)) n = 4, k = EK_ARGS; break;
-        case 'i': if (word_starts_with(w, "\"id\":", 5)) n = 2, k = EK_SKIPPED; break; /* flow events' */
-        case 'b': if (word_starts_with(w, "\"bp\":", 5)) n = 2, k = EK_SKIPPED; break;
-        default: break;
-        }
-    }
+#define EVENT_KEY_IS(text, len) word_starts_with(w, text, len)
 #else
-    if (s->end - p >= 8 && p[0] == '"') {
-        switch (p[1]) {
+#define EVENT_KEY_IS(text, len) same_bytes(p, text, len)
+#endif
+        switch (p[1]) { /* the key's first letter */
         case 'p':
-            if (same_bytes(p, "\"ph\":", 5)) n = 2, k = EK_PH;
-            else if (same_bytes(p, "\"pid\":", 6)) n = 3, k = EK_PID;
+            if (EVENT_KEY_IS("\"ph\":", 5)) n = 2, k = EK_PH;
+            else if (EVENT_KEY_IS("\"pid\":", 6)) n = 3, k = EK_PID;
             break;
-        case 'c': if (same_bytes(p, "\"cat\":", 6)) n = 3, k = EK_CAT; break;
-        case 'n': if (same_bytes(p, "\"name\":", 7)) n = 4, k = EK_NAME; break;
+        case 'c': if (EVENT_KEY_IS("\"cat\":", 6)) n = 3, k = EK_CAT; break;
+        case 'n': if (EVENT_KEY_IS("\"name\":", 7)) n = 4, k = EK_NAME; break;
         case 't':
-            if (same_bytes(p, "\"ts\":", 5)) n = 2, k = EK_TS;
-            else if (same_bytes(p, "\"tid\":", 6)) n = 3, k = EK_TID;
+            if (EVENT_KEY_IS("\"ts\":", 5)) n = 2, k = EK_TS;
+            else if (EVENT_KEY_IS("\"tid\":", 6)) n = 3, k = EK_TID;
             break;
-        case 'd': if (same_bytes(p, "\"dur\":", 6)) n = 3, k = EK_DUR; break;
-        case 'a': if (same_bytes(p, "\"args\":", 7)) n = 4, k = EK_ARGS; break;
+        case 'd': if (EVENT_KEY_IS("\"dur\":", 6)) n = 3, k = EK_DUR; break;
+        case 'a': if (EVENT_KEY_IS("\"args\":", 7)) n = 4, k = EK_ARGS; break;
+        case 'i': if (EVENT_KEY_IS("\"id\":", 5)) n = 2, k = EK_SKIPPED; break; /* flow events' */
+        case 'b': if (EVENT_KEY_IS("\"bp\":", 5)) n = 2, k = EK_SKIPPED; break;
         default: break;
         }
+#undef EVENT_KEY_IS
     }
-#endif
     *which = k;
     if (n == 0) return begin_member(s, key);
     key->text = p + 1;
