@@ -45,11 +45,14 @@ TRACES = [
 ]
 
 
-@settings(max_examples=150, deadline=None)
-@given(
-    st.lists(st.lists(st.integers(-(2**40), 2**40), min_size=1, max_size=12), min_size=1, max_size=8),
-    st.sampled_from([np.int64, np.int32]),
+# runs (chains, threads) of integers, for the per-run accumulations against their packed-key references
+RUNS_OF_INTEGERS = st.lists(
+    st.lists(st.integers(-(2**40), 2**40), min_size=1, max_size=12), min_size=1, max_size=8
 )
+
+
+@settings(max_examples=150, deadline=None)
+@given(RUNS_OF_INTEGERS, st.sampled_from([np.int64, np.int32]))
 def test_chain_cummax_per_slice_equals_the_packed_keys(chains: list, dtype: type) -> None:
     key = np.concatenate([np.array(c, np.int64) for c in chains])
     if dtype is np.int32:
@@ -208,10 +211,7 @@ def test_schedule_keys_of_traces_equal_the_reference(name: str) -> None:
 
 
 @settings(max_examples=150, deadline=None)
-@given(
-    st.lists(st.lists(st.integers(-(2**40), 2**40), min_size=1, max_size=12), min_size=1, max_size=8),
-    st.sampled_from([np.int64, np.int32]),
-)
+@given(RUNS_OF_INTEGERS, st.sampled_from([np.int64, np.int32]))
 def test_segmented_max_per_run_equals_the_packed_values(runs: list, dtype: type) -> None:
     values = np.concatenate([np.array(r, np.int64) for r in runs])
     if dtype is np.int32:
