@@ -22,7 +22,8 @@ from typing import Any, cast
 from ..document import Document, summarize
 from ..memory import release_free_memory, reusing_array_pages
 from ..trace import Trace
-from .schedule import run_sections, threads_limit, usable_threads
+from .columns import forget, reading_as
+from .schedule import LastReaders, run_sections, threads_limit, usable_threads
 
 JSON_SCHEMA_VERSION = "1.1"
 
@@ -106,6 +107,48 @@ BY_KEY: dict[str, Section] = {s.key: s for s in REGISTRY}
 SECTIONS: list[str] = [s.key for s in REGISTRY]  # the keys, in document order
 
 
+# The sections that read each shared derived value (``columns.memo``, by :func:`.columns.memo_family`), directly or
+# through the values derived from it: analyze drops a value once the last of them in its run has finished and
+# sections are still to run, so its memory is not held through them (a value read again later is computed again:
+# slower, never wrong; values whose last reader is the run's last section stay, as before). A value not listed
+# stays until the trace goes (``event_columns``, which every section reads). ``tests/test_memo_release.py``
+# checks the table against the reads analyze makes on the fixtures and real traces. The big values (launch pairs,
+# host rows, op tree) are read by the diagnosis, which runs last, so they stay held to the end
+# (benchmarks/results/section_memory_nfree5.md).
+MEMO_READERS: dict[str, frozenset[str]] = {
+    family: frozenset(readers)
+    for family, readers in {
+        "device_busy": (
+            "devices",
+            "gaps",
+            "steps",
+            "attribution",
+            "launch",
+            "ranges",
+            "memcpy",
+            "ops",
+            "whatif",
+            "diagnosis",
+        ),
+        "api_correlation": ("attribution", "launch", "memcpy", "diagnosis"),
+        "call_ids_unique": ("attribution", "launch", "diagnosis"),
+        "launch_pairs": ("steps", "attribution", "launch", "sync", "ranges", "ops", "whatif", "diagnosis"),
+        "step_windows": ("steps", "attribution", "sync", "whatif"),
+        "host_categories": ("steps", "attribution", "whatif", "diagnosis"),
+        "one_time_work": ("steps", "attribution", "whatif", "diagnosis"),
+        "host_rows": ("steps", "attribution", "diagnosis"),
+        "unexplained_intervals": ("attribution", "diagnosis"),
+        "op_names": ("ops", "diagnosis"),
+        "op_tree": ("ops", "whatif", "diagnosis"),
+        "gpu_op_name_codes": ("ops", "diagnosis"),
+        "emit_nvtx_rows": ("ops", "diagnosis"),
+        "framework_op_rows": ("ops", "diagnosis"),
+        "flop_ops": ("ops",),
+        "modules": ("ops",),
+    }.items()
+}
+
+
 def report_sections() -> list[Section]:
     """The sections a report draws one by one, in report order (diagnosis is drawn as the headline)."""
     return sorted((s for s in REGISTRY if s.report_order is not None), key=lambda s: s.report_order or 0)
@@ -152,8 +195,12 @@ def analyze(trace: Trace, *, sections: list[str] | None = None, threads: int | N
     keys = with_needs(wanted)
     done: dict[str, Any] = {}
 
+    last_readers = LastReaders(MEMO_READERS, keys)
+
     def compute(name: str) -> Any:
-        value = BY_KEY[name].compute(trace, {**doc, **done})
+        with reading_as(name):
+            value = BY_KEY[name].compute(trace, {**doc, **done})
+        forget(trace, last_readers.finished(name))  # the shared values no section still to run reads
         release_free_memory()  # what the section freed goes back to the OS
         return value
 

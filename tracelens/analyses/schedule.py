@@ -17,7 +17,7 @@ import contextlib
 import contextvars
 import os
 import threading
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from typing import Any
 
 # More threads would add a section's working arrays to the peak memory each, for little more speed: the
@@ -51,6 +51,37 @@ def threads_limit(threads: int | None) -> Iterator[None]:
     finally:
         if token is not None:
             _THREADS.reset(token)
+
+
+class LastReaders:
+    """Which shared derived values no section still to run reads, as sections finish.
+
+    ``readers``: per value (its :func:`.columns.memo_family`), the sections that read it; ``keys``: the sections
+    of this run. :meth:`finished` returns the values whose last reader in the run has just finished, except
+    after the run's last section: then the values stay (dropping them would lower no peak of the run, and a
+    caller that goes on with the trace, as ``annotate`` does, would compute them again). Values without a reader
+    in the run are never returned (not computed, or computed by a reader the table does not name: kept)."""
+
+    def __init__(self, readers: Mapping[str, Collection[str]], keys: Collection[str]) -> None:
+        run = set(keys)
+        waiting = {family: set(sections) & run for family, sections in readers.items()}
+        self._waiting = {family: sections for family, sections in waiting.items() if sections}
+        self._left = len(run)
+        self._lock = threading.Lock()  # sections finish on two threads
+
+    def finished(self, section: str) -> list[str]:
+        """The values ``section`` was the last reader of (each returned once; none after the last section)."""
+        with self._lock:
+            self._left -= 1
+            done = []
+            for family, waiting in self._waiting.items():
+                if section in waiting:
+                    waiting.discard(section)
+                    if not waiting:
+                        done.append(family)
+            for family in done:
+                del self._waiting[family]
+            return done if self._left > 0 else []
 
 
 def run_sections(
