@@ -32,9 +32,32 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 _CHILD = r"""
 import json, os, sys, time
 sys.path.insert(0, ".")
+from contextlib import nullcontext
+import numpy as np, pandas as pd
 import tracelens
 from tracelens import analyses as A
+from tracelens.analyses import columns as C
 from tracelens.memory import release_free_memory, reusing_array_pages
+
+# Bytes of the numpy arrays (owning their data), DataFrames and nested containers a shared value holds; the
+# event columns inside another value are not counted (a shared value of their own).
+def owned_bytes(value, seen=None):
+    seen = set() if seen is None else seen
+    if id(value) in seen:
+        return 0
+    seen.add(id(value))
+    if isinstance(value, np.ndarray):
+        return value.nbytes if value.base is None and value.flags.owndata else 0
+    if isinstance(value, (pd.DataFrame, pd.Series)):
+        return int(value.memory_usage(deep=False).sum()) if isinstance(value, pd.DataFrame) else value.nbytes
+    if isinstance(value, dict):
+        return sum(owned_bytes(v, seen) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return sum(owned_bytes(v, seen) for v in value)
+    if hasattr(value, "__dict__"):
+        return sum(owned_bytes(v, seen) for k, v in vars(value).items()
+                   if k != "store" and not (isinstance(v, C.EventColumns) and len(seen) > 1))
+    return 0
 
 def status():
     out = {}
@@ -59,18 +82,28 @@ independent = sorted((k for k in keys if not A.BY_KEY[k].needs),
 order = independent + [k for k in keys if k not in independent]
 doc = {"source": {"path": path, "event_count": trace.num_events}}
 done = {}
-with reusing_array_pages():
+# as analyze drops each shared value after its last reader (older trees: none)
+last_readers = (A.LastReaders(A.MEMO_READERS, order) if hasattr(A, "MEMO_READERS") else None)
+with reusing_array_pages(), C.recording_reads() if hasattr(C, "recording_reads") else nullcontext([]) as log:
     for key in order:
         release_free_memory()
         before = status()["VmRSS"]
         reset_peak()
         t, c = time.perf_counter(), time.process_time()
-        done[key] = A.BY_KEY[key].compute(trace, {**doc, **done})
+        asked = len(log)
+        with C.reading_as(key) if hasattr(C, "reading_as") else nullcontext():
+            done[key] = A.BY_KEY[key].compute(trace, {**doc, **done})
+        dropped = last_readers.finished(key) if last_readers else []
+        C.forget(trace, dropped) if dropped else None
         release_free_memory()
         wall, cpu = time.perf_counter() - t, time.process_time() - c
         s = status()
+        derived = C._DERIVED.get(id(trace))
+        held = {k: owned_bytes(v) for k, v in (derived.values.items() if derived else ())}
         rows.append({"section": key, "wall": wall, "cpu": cpu, "before": before, "peak": s["VmHWM"],
-                     "after": s["VmRSS"]})
+                     "after": s["VmRSS"], "dropped": dropped, "held": held,
+                     "computed": sorted({k for _, k, new in log[asked:] if new}),
+                     "read": sorted({k for _, k, new in log[asked:]})})
 print(json.dumps({"events": trace.num_events, "file": os.path.getsize(path), "rows": rows}))
 """
 
@@ -172,6 +205,17 @@ def main() -> int:
         print(
             f"| {r['section']} | {r['wall']:.2f} | {r['cpu']:.2f} | {r['before'] / mib:,.0f} | "
             f"{r['peak'] / mib:,.0f} | {added / mib:,.0f} | {added / size:.3f} | {r['after'] / mib:,.0f} |"
+        )
+    print("\nShared values (columns.memo) after each section: MiB of the numpy arrays and frames each holds (event")
+    print("columns: only the arrays they own, not the views of the Arrow table); computed, and dropped after it.\n")
+    print("| section | held MiB | held values (MiB) | computed | dropped after it |")
+    print("|---|---:|---|---|---|")
+    for r in result["rows"][1:]:
+        held = r.get("held", {})
+        listed = ", ".join(f"{k} {v / mib:,.0f}" for k, v in sorted(held.items(), key=lambda kv: -kv[1]) if v >= mib)
+        print(
+            f"| {r['section']} | {sum(held.values()) / mib:,.0f} | {listed} | {', '.join(r.get('computed', []))} | "
+            f"{', '.join(r.get('dropped', []))} |"
         )
     return 0
 
