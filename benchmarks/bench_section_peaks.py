@@ -77,8 +77,9 @@ trace = tracelens.load(path)
 rows = [{"section": "(load)", "wall": time.perf_counter() - t0, "cpu": time.process_time() - c0,
          "before": 0, "peak": status()["VmHWM"], "after": status()["VmRSS"]}]
 keys = A.SECTIONS
-independent = sorted((k for k in keys if not A.BY_KEY[k].needs),
-                     key=lambda k: (not A.BY_KEY[k].early, not A.BY_KEY[k].exclusive))
+independent = (A.run_order(keys) if hasattr(A, "run_order") else  # older trees: the rule it replaced
+               sorted((k for k in keys if not A.BY_KEY[k].needs),
+                      key=lambda k: (not A.BY_KEY[k].early, not A.BY_KEY[k].exclusive)))
 order = independent + [k for k in keys if k not in independent]
 doc = {"source": {"path": path, "event_count": trace.num_events}}
 done = {}

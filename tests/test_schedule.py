@@ -12,7 +12,7 @@ import pytest
 from conftest import shared_params
 
 import tracelens
-from tracelens.analyses import BY_KEY, SECTIONS, columns
+from tracelens.analyses import BY_KEY, EXCLUSIVE_ORDER, EXCLUSIVE_PAIRS, SECTIONS, columns, run_order
 from tracelens.analyses.schedule import run_sections, usable_threads
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -59,6 +59,27 @@ def test_exclusive_keys_never_overlap_and_the_others_do() -> None:
     assert rec.started[:2] == ["x1", "a"]
     assert frozenset(("x1", "a")) in rec.overlaps
     assert len(rec.threads) == 2
+
+
+def test_exclusive_keys_named_as_a_pair_run_at_once_and_no_others() -> None:
+    order = ["x1", "x2", "x3", "x4"]
+    exclusive = set(order)
+    pairs = {frozenset(("x1", "x2")), frozenset(("x1", "x3"))}
+    rec = Recorder({"x1": 0.3, "x2": 0.05, "x3": 0.05, "x4": 0.05})
+    result = run_sections(order, rec, threads=2, exclusive=exclusive, pairs=pairs)
+    assert result == {k: k.upper() for k in order}
+    # x2 and then x3 beside x1; x4 pairs with none, so it waits for x1 and runs alone
+    assert rec.overlaps == pairs, rec.overlaps
+    assert rec.started == ["x1", "x2", "x3", "x4"]
+
+
+def test_analyze_pairs_only_exclusive_sections_in_its_order() -> None:
+    exclusive = {key for key in SECTIONS if BY_KEY[key].exclusive}
+    assert set(EXCLUSIVE_ORDER) == exclusive
+    assert all(pair <= exclusive and len(pair) == 2 for pair in EXCLUSIVE_PAIRS)
+    order = run_order(SECTIONS)
+    assert order[: len(EXCLUSIVE_ORDER)] == list(EXCLUSIVE_ORDER)
+    assert set(order) == {key for key in SECTIONS if not BY_KEY[key].needs}
 
 
 def test_two_small_keys_run_at_once() -> None:

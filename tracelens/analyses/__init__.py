@@ -107,6 +107,42 @@ BY_KEY: dict[str, Section] = {s.key: s for s in REGISTRY}
 SECTIONS: list[str] = [s.key for s in REGISTRY]  # the keys, in document order
 
 
+# The exclusive sections' priority (analyze starts the first one that may run; occupancy, ``early``, comes
+# before all), and the pairs of them that may run at once on the two threads: after attribution, ranges (the
+# longest of the serial chain) runs beside memcpy and then communication, the two sections of the chain whose
+# working arrays fit beside its own. Measured on the x1512 benchmark export (41M events, 2,882 MiB):
+# ranges + memcpy and ranges + communication peaked at 3,796 and 3,852 MiB (1.32x and 1.34x the export, under
+# 1.4x; the whole process at 1.33x, 1.29x before); launch and ops beside another big section took 1.41-1.49x
+# (benchmarks/results/section_peaks.md, section_memory_nfree5.md).
+EXCLUSIVE_ORDER: tuple[str, ...] = (
+    "occupancy",
+    "attribution",
+    "ranges",
+    "memcpy",
+    "communication",
+    "launch",
+    "ops",
+    "whatif",
+)
+EXCLUSIVE_PAIRS: frozenset[frozenset[str]] = frozenset(
+    frozenset(pair) for pair in (("ranges", "memcpy"), ("ranges", "communication"), ("memcpy", "communication"))
+)
+
+
+def run_order(keys: list[str]) -> list[str]:
+    """The sections of ``keys`` that read no other, in the priority the two threads take them: ``early`` ones,
+    then the exclusive ones (the longest work, which the other thread's small sections run beside) in
+    :data:`EXCLUSIVE_ORDER`, then the rest in document order."""
+    return sorted(
+        (key for key in keys if not BY_KEY[key].needs),
+        key=lambda key: (
+            not BY_KEY[key].early,
+            not BY_KEY[key].exclusive,
+            EXCLUSIVE_ORDER.index(key) if key in EXCLUSIVE_ORDER else 0,
+        ),
+    )
+
+
 # The sections that read each shared derived value (``columns.memo``, by :func:`.columns.memo_family`), directly or
 # through the values derived from it: analyze drops a value once the last of them in its run has finished and
 # sections are still to run, so its memory is not held through them (a value read again later is computed again:
@@ -115,6 +151,7 @@ SECTIONS: list[str] = [s.key for s in REGISTRY]  # the keys, in document order
 # checks the table against the reads analyze makes on the fixtures and real traces. The big values (launch pairs,
 # host rows, op tree) are read by the diagnosis, which runs last, so they stay held to the end
 # (benchmarks/results/section_memory_nfree5.md).
+_PAIRS_READERS = ("steps", "attribution", "launch", "sync", "ranges", "ops", "whatif", "diagnosis")
 MEMO_READERS: dict[str, frozenset[str]] = {
     family: frozenset(readers)
     for family, readers in {
@@ -130,9 +167,10 @@ MEMO_READERS: dict[str, frozenset[str]] = {
             "whatif",
             "diagnosis",
         ),
-        "api_correlation": ("attribution", "launch", "memcpy", "diagnosis"),
-        "call_ids_unique": ("attribution", "launch", "diagnosis"),
-        "launch_pairs": ("steps", "attribution", "launch", "sync", "ranges", "ops", "whatif", "diagnosis"),
+        # computed inside the launch pairs, by whichever of their readers asks first: their readers too
+        "api_correlation": (*_PAIRS_READERS, "memcpy"),
+        "call_ids_unique": _PAIRS_READERS,
+        "launch_pairs": _PAIRS_READERS,
         "step_windows": ("steps", "attribution", "sync", "whatif"),
         "host_categories": ("steps", "attribution", "whatif", "diagnosis"),
         "one_time_work": ("steps", "attribution", "whatif", "diagnosis"),
@@ -211,12 +249,7 @@ def analyze(trace: Trace, *, sections: list[str] | None = None, threads: int | N
         release_free_memory()  # what the section freed goes back to the OS
         return value
 
-    # Independent sections first, in priority order: early ones, then the exclusive ones (the longest work,
-    # which the other thread's small sections run beside), then the rest; stable: document order otherwise.
-    independent = sorted(
-        (key for key in keys if not BY_KEY[key].needs),
-        key=lambda key: (not BY_KEY[key].early, not BY_KEY[key].exclusive),
-    )
+    independent = run_order(keys)  # the sections that read no other first, in priority order
     with threads_limit(threads), reusing_array_pages():
         done.update(
             run_sections(
@@ -224,6 +257,7 @@ def analyze(trace: Trace, *, sections: list[str] | None = None, threads: int | N
                 compute,
                 threads=usable_threads(),
                 exclusive=[key for key in independent if BY_KEY[key].exclusive],
+                pairs=EXCLUSIVE_PAIRS,
             )
         )
         for name in keys:  # the sections that read others (diagnosis), in document order

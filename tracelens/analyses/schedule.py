@@ -8,7 +8,8 @@ that safe and the document unchanged:
   :func:`.columns.memo`), so the order they run in does not change what they return.
 - An *exclusive* section (one whose working arrays are the size of the event table: see ``Section.exclusive``)
   never runs beside another exclusive one, so analyze's peak memory is that of one big section plus a small
-  one, not two big ones.
+  one, not two big ones; except the pairs named (``analyses.EXCLUSIVE_PAIRS``), whose peak together was
+  measured to fit.
 """
 
 from __future__ import annotations
@@ -90,17 +91,20 @@ def run_sections(
     *,
     threads: int,
     exclusive: Collection[str] = (),
+    pairs: Collection[frozenset[str]] = (),
 ) -> dict[str, Any]:
     """``{key: compute(key)}`` for every key of ``order``, on up to ``threads`` threads.
 
     A free thread takes the first key of ``order`` not yet started that may run now (an exclusive key only
-    while no other exclusive key runs), so ``order`` is the priority: put the longest exclusive work first.
+    while no other exclusive key runs, or only ones it forms one of ``pairs`` with), so ``order`` is the
+    priority: put the longest exclusive work first.
     With one thread the keys run in ``order`` on the calling thread. If computations fail, no new key starts,
     the running ones finish, and the error of the failed key that comes first in ``order`` is raised.
     """
     if threads <= 1 or len(order) <= 1:
         return {key: compute(key) for key in order}
     exclusive = frozenset(exclusive)
+    allowed = frozenset(pairs)
     pending = list(order)
     running: set[str] = set()
     results: dict[str, Any] = {}
@@ -109,9 +113,9 @@ def run_sections(
 
     def next_key() -> str | None:
         """The key to start now (called holding ``changed``); None: nothing may start yet."""
-        busy_exclusive = bool(running & exclusive)
+        busy_exclusive = running & exclusive
         for key in pending:
-            if not (busy_exclusive and key in exclusive):
+            if key not in exclusive or all(frozenset((key, other)) in allowed for other in busy_exclusive):
                 return key
         return None
 
