@@ -8,12 +8,14 @@ ones, then the rest, then the sections that read others), inside ``reusing_array
 (writing "5" to /proc/self/clear_refs, Linux) and reads, from /proc/self/status: VmRSS before, VmHWM during,
 VmRSS after. "added" = peak during - RSS before: what running the section beside another would add to that
 other's peak (the shared values a section memoizes stay in "after"). Also each section's wall and CPU seconds
-(CPU above wall: its numpy work used both cores).
+(CPU above wall: its numpy work used both cores). Shared values (``columns.memo``) are dropped after their last
+reader as analyze drops them (``analyses.MEMO_READERS``), and a second table lists the values held after each
+section, MiB each (the numpy arrays and frames they own), what the section computed and what went after it.
 
 With ``--timeline`` it runs ``tracelens.analyze`` itself (its two threads, its scheduler) instead: a thread
 samples VmRSS every 20 ms, each section's start and end is logged, and the table gives, for each set of sections
 that ran at once, the highest RSS seen while they ran (the peak of analyze is the first row), then the sections'
-start and end times: which pairs a schedule can afford at this size.
+start and end times, with the MiB of shared values held at each: which pairs a schedule can afford at this size.
 
 Run:  flock /tmp/tracelens-bench.lock python3 benchmarks/bench_section_peaks.py TRACE [--tree DIR] [--timeline]
 """
@@ -29,15 +31,9 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
-_CHILD = r"""
-import json, os, sys, time
-sys.path.insert(0, ".")
-from contextlib import nullcontext
+_OWNED_BYTES = r"""
 import numpy as np, pandas as pd
-import tracelens
-from tracelens import analyses as A
 from tracelens.analyses import columns as C
-from tracelens.memory import release_free_memory, reusing_array_pages
 
 # Bytes of the numpy arrays (owning their data), DataFrames and nested containers a shared value holds; the
 # event columns inside another value are not counted (a shared value of their own).
@@ -59,6 +55,21 @@ def owned_bytes(value, seen=None):
                    if k != "store" and not (isinstance(v, C.EventColumns) and len(seen) > 1))
     return 0
 
+
+def held_bytes(trace):
+    derived = C._DERIVED.get(id(trace))
+    return {k: owned_bytes(v) for k, v in list(derived.values.items())} if derived else {}
+"""
+
+_CHILD = r"""
+import json, os, sys, time
+sys.path.insert(0, ".")
+from contextlib import nullcontext
+import tracelens
+from tracelens import analyses as A
+from tracelens.analyses import columns as C
+from tracelens.memory import release_free_memory, reusing_array_pages
+#OWNED_BYTES#
 def status():
     out = {}
     with open("/proc/self/status") as f:
@@ -99,8 +110,7 @@ with reusing_array_pages(), C.recording_reads() if hasattr(C, "recording_reads")
         release_free_memory()
         wall, cpu = time.perf_counter() - t, time.process_time() - c
         s = status()
-        derived = C._DERIVED.get(id(trace))
-        held = {k: owned_bytes(v) for k, v in (derived.values.items() if derived else ())}
+        held = held_bytes(trace)
         rows.append({"section": key, "wall": wall, "cpu": cpu, "before": before, "peak": s["VmHWM"],
                      "after": s["VmRSS"], "dropped": dropped, "held": held,
                      "computed": sorted({k for _, k, new in log[asked:] if new}),
@@ -113,7 +123,7 @@ import json, os, sys, threading, time
 sys.path.insert(0, ".")
 import tracelens
 from tracelens import analyses as A
-
+#OWNED_BYTES#
 def rss():
     with open("/proc/self/status") as f:
         for line in f:
@@ -135,11 +145,12 @@ compute = A.Section.compute
 def logged(self):
     run = compute.fget(self)
     def section(trace, done):
-        events.append((time.perf_counter() - t0, 1, self.key))
+        events.append((time.perf_counter() - t0, 1, self.key, sum(held_bytes(trace).values())))
         try:
             return run(trace, done)
         finally:
-            events.append((time.perf_counter() - t0, 0, self.key))
+            # the shared values held as it starts and ends (before analyze drops those it was the last reader of)
+            events.append((time.perf_counter() - t0, 0, self.key, sum(held_bytes(trace).values())))
     return section
 
 A.Section.compute = property(logged)
@@ -151,7 +162,7 @@ sampler.join()
 peaks = {}
 for t, value in samples:
     running = set()
-    for te, starts, key in events:
+    for te, starts, key, _ in events:
         if te > t:
             break
         (running.add if starts else running.discard)(key)
@@ -169,10 +180,10 @@ def timeline(result: dict) -> None:
     print("|---|---:|---:|")
     for name, value in sorted(result["peaks"].items(), key=lambda kv: -kv[1]):
         print(f"| {name} | {value / mib:,.0f} | {value / size:.2f} |")
-    print("\n| s after load | section |")
-    print("|---:|---|")
-    for t, starts, key in result["log"]:
-        print(f"| {t:.2f} | {'start' if starts else 'end'} {key} |")
+    print("\n| s after load | section | shared values held then MiB |")
+    print("|---:|---|---:|")
+    for t, starts, key, held in result["log"]:
+        print(f"| {t:.2f} | {'start' if starts else 'end'} {key} | {held / mib:,.0f} |")
 
 
 def main() -> int:
@@ -183,7 +194,7 @@ def main() -> int:
     opts = parser.parse_args()
     trace = str(Path(opts.trace).resolve())
     proc = subprocess.run(
-        [sys.executable, "-c", _TIMELINE if opts.timeline else _CHILD, trace],
+        [sys.executable, "-c", (_TIMELINE if opts.timeline else _CHILD).replace("#OWNED_BYTES#", _OWNED_BYTES), trace],
         cwd=opts.tree,
         capture_output=True,
         text=True,
