@@ -17,7 +17,11 @@ samples VmRSS every 20 ms, each section's start and end is logged, and the table
 that ran at once, the highest RSS seen while they ran (the peak of analyze is the first row), then the sections'
 start and end times, with the MiB of shared values held at each: which pairs a schedule can afford at this size.
 
-Run:  flock /tmp/tracelens-bench.lock python3 benchmarks/bench_section_peaks.py TRACE [--tree DIR] [--timeline]
+With ``--memo-costs`` it times computing each big shared value alone (CPU and wall seconds), each after the
+values it derives from: what dropping one and computing it again later would cost.
+
+Run:  flock /tmp/tracelens-bench.lock python3 benchmarks/bench_section_peaks.py TRACE [--tree DIR]
+      [--timeline | --memo-costs]
 """
 
 from __future__ import annotations
@@ -173,6 +177,35 @@ print(json.dumps({"events": trace.num_events, "file": os.path.getsize(path), "pe
 """
 
 
+_MEMO_COSTS = r"""
+import json, os, resource, sys, time
+sys.path.insert(0, ".")
+import tracelens
+from tracelens.analyses.columns import api_calls, device_busy, event_columns, step_windows
+from tracelens.analyses.launch import launch_pairs
+from tracelens.analyses.startup import host_categories, one_time_work
+from tracelens.analyses.attribution import host_rows
+from tracelens.analyses.ops.tree import _op_tree
+from tracelens.memory import reusing_array_pages
+
+def cpu():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+trace = tracelens.load(sys.argv[1])
+out = []
+with reusing_array_pages():  # each after the values it derives from: its own cost
+    for name, value in [("event_columns", event_columns), ("device_busy", device_busy),
+                        ("api_correlation", api_calls), ("launch_pairs", launch_pairs),
+                        ("host_categories", host_categories), ("one_time_work", one_time_work),
+                        ("host_rows", host_rows), ("step_windows", step_windows), ("op_tree", _op_tree)]:
+        c, w = cpu(), time.perf_counter()
+        value(trace)
+        out.append((name, cpu() - c, time.perf_counter() - w))
+print(json.dumps({"events": trace.num_events, "file": os.path.getsize(sys.argv[1]), "costs": out}))
+"""
+
+
 def timeline(result: dict) -> None:
     mib = 1024 * 1024
     size = result["file"]
@@ -191,10 +224,18 @@ def main() -> int:
     parser.add_argument("trace")
     parser.add_argument("--tree", default=str(REPO_ROOT), help="source tree to run (default: this one)")
     parser.add_argument("--timeline", action="store_true", help="run analyze as is; peak RSS per running set")
+    parser.add_argument("--memo-costs", action="store_true", help="CPU seconds of each big shared value alone")
     opts = parser.parse_args()
     trace = str(Path(opts.trace).resolve())
     proc = subprocess.run(
-        [sys.executable, "-c", (_TIMELINE if opts.timeline else _CHILD).replace("#OWNED_BYTES#", _OWNED_BYTES), trace],
+        [
+            sys.executable,
+            "-c",
+            _MEMO_COSTS
+            if opts.memo_costs
+            else (_TIMELINE if opts.timeline else _CHILD).replace("#OWNED_BYTES#", _OWNED_BYTES),
+            trace,
+        ],
         cwd=opts.tree,
         capture_output=True,
         text=True,
@@ -205,6 +246,11 @@ def main() -> int:
     print(f"{Path(trace).name}: {result['events']:,} events, file {result['file'] / 2**20:,.0f} MiB\n")
     if opts.timeline:
         timeline(result)
+        return 0
+    if opts.memo_costs:
+        print("| shared value | CPU s | wall s |\n|---|---:|---:|")
+        for name, cpu, wall in result["costs"]:
+            print(f"| {name} | {cpu:.2f} | {wall:.2f} |")
         return 0
     size = result["file"]
     mib = 1024 * 1024

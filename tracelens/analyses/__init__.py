@@ -188,9 +188,10 @@ MEMO_READERS: dict[str, frozenset[str]] = {
 
 
 # Values a section reads but computes again rather than have them held until it runs: the host rows (163 MiB on
-# the x1512 benchmark export, read by the diagnosis for its evidence) take 0.26 s to compute from the host
-# categories and one-time work (held for the diagnosis anyway), against 163 MiB less held under every section of
-# the serial chain after attribution (benchmarks/results/section_memory_nfree5.md).
+# the x1512 benchmark export, read by the diagnosis for its evidence) take 0.07-0.10 s of CPU at x400 (about
+# 0.3 s at x1512) to compute from the host categories and one-time work (held for the diagnosis anyway),
+# against 163 MiB less held under every section of the serial chain after attribution
+# (benchmarks/results/section_memory_nfree5.md).
 RECOMPUTED: dict[str, frozenset[str]] = {"host_rows": frozenset({"diagnosis"})}
 
 
