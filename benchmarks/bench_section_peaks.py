@@ -38,6 +38,10 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 _OWNED_BYTES = r"""
 import numpy as np, pandas as pd
 from tracelens.analyses import columns as C
+try:  # the store of shared values and what drops them (older trees: in columns, without dropping)
+    from tracelens.analyses import derived as D
+except ImportError:
+    D = C
 
 # Bytes of the numpy arrays (owning their data), DataFrames and nested containers a shared value holds; the
 # event columns inside another value are not counted (a shared value of their own).
@@ -61,7 +65,7 @@ def owned_bytes(value, seen=None):
 
 
 def held_bytes(trace):
-    derived = C._DERIVED.get(id(trace))
+    derived = D._DERIVED.get(id(trace))
     return {k: owned_bytes(v) for k, v in list(derived.values.items())} if derived else {}
 """
 
@@ -71,7 +75,6 @@ sys.path.insert(0, ".")
 from contextlib import nullcontext
 import tracelens
 from tracelens import analyses as A
-from tracelens.analyses import columns as C
 from tracelens.memory import release_free_memory, reusing_array_pages
 #OWNED_BYTES#
 def status():
@@ -100,17 +103,17 @@ doc = {"source": {"path": path, "event_count": trace.num_events}}
 done = {}
 # as analyze drops each shared value after its last reader (older trees: none)
 last_readers = (A.LastReaders(A.MEMO_READERS, order) if hasattr(A, "MEMO_READERS") else None)
-with reusing_array_pages(), C.recording_reads() if hasattr(C, "recording_reads") else nullcontext([]) as log:
+with reusing_array_pages(), D.recording_reads() if hasattr(D, "recording_reads") else nullcontext([]) as log:
     for key in order:
         release_free_memory()
         before = status()["VmRSS"]
         reset_peak()
         t, c = time.perf_counter(), time.process_time()
         asked = len(log)
-        with C.reading_as(key) if hasattr(C, "reading_as") else nullcontext():
+        with D.reading_as(key) if hasattr(D, "reading_as") else nullcontext():
             done[key] = A.BY_KEY[key].compute(trace, {**doc, **done})
         dropped = last_readers.finished(key) if last_readers else []
-        C.forget(trace, dropped) if dropped else None
+        D.forget(trace, dropped) if dropped else None
         release_free_memory()
         wall, cpu = time.perf_counter() - t, time.process_time() - c
         s = status()

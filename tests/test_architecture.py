@@ -381,7 +381,7 @@ def test_analyses_leave_the_trace_as_it_was() -> None:
     import gc
 
     import tracelens
-    from tracelens.analyses import columns
+    from tracelens.analyses import derived
 
     trace = tracelens.load(ROOT / "fixtures" / "demo.pt.trace.json.gz")
     before = set(vars(trace))
@@ -389,7 +389,7 @@ def test_analyses_leave_the_trace_as_it_was() -> None:
     added = set(vars(trace)) - before
     assert added <= {"events"}, added  # the Arrow table, built on demand
     key = id(trace)
-    assert key in columns._DERIVED
+    assert key in derived._DERIVED
     del trace
     gc.collect()
-    assert key not in columns._DERIVED
+    assert key not in derived._DERIVED

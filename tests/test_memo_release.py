@@ -1,4 +1,4 @@
-"""Shared derived values (``columns.memo``) dropped after the last section that reads them: the table of readers
+"""Shared derived values (``derived.memo``) dropped after the last section that reads them: the table of readers
 (``analyses.MEMO_READERS``) against the reads analyze makes, a dropped value computed again (and equal), values
 released (collected) once dropped, and the document unchanged."""
 
@@ -16,7 +16,7 @@ from conftest import shared_traces
 
 import tracelens
 import tracelens.analyses as analyses
-from tracelens.analyses import MEMO_READERS, RECOMPUTED, SECTIONS, columns
+from tracelens.analyses import MEMO_READERS, RECOMPUTED, SECTIONS, derived
 from tracelens.analyses.launch import launch_pairs
 from tracelens.analyses.schedule import LastReaders
 
@@ -51,11 +51,11 @@ def test_forget_drops_a_value_and_the_next_ask_computes_it_again() -> None:
         calls.append(1)
         return [len(calls)]
 
-    assert columns.memo(trace, "test-forget/0", compute) == [1]
-    assert columns.memo(trace, "test-forget/0", compute) == [1]  # held: not computed again
-    columns.forget(trace, ["test-forget"])  # the family: every key up to "/"
-    assert "test-forget/0" not in columns.memo_keys(trace)
-    assert columns.memo(trace, "test-forget/0", compute) == [2]
+    assert derived.memo(trace, "test-forget/0", compute) == [1]
+    assert derived.memo(trace, "test-forget/0", compute) == [1]  # held: not computed again
+    derived.forget(trace, ["test-forget"])  # the family: every key up to "/"
+    assert "test-forget/0" not in derived.memo_keys(trace)
+    assert derived.memo(trace, "test-forget/0", compute) == [2]
     assert len(calls) == 2
 
 
@@ -69,14 +69,14 @@ def test_a_value_stored_while_being_forgotten_is_kept_and_right() -> None:
         return "value"
 
     got: list[str] = []
-    asker = threading.Thread(target=lambda: got.append(columns.memo(trace, "test-race", compute)))
+    asker = threading.Thread(target=lambda: got.append(derived.memo(trace, "test-race", compute)))
     asker.start()
     assert inside.wait(10)
-    columns.forget(trace, ["test-race"])  # while it is computed: nothing to drop yet
+    derived.forget(trace, ["test-race"])  # while it is computed: nothing to drop yet
     release.set()
     asker.join()
     assert got == ["value"]
-    assert columns.memo(trace, "test-race", lambda: "other") == "value"
+    assert derived.memo(trace, "test-race", lambda: "other") == "value"
 
 
 def test_launch_pairs_dropped_after_its_last_reader_are_released_and_recomputed_equal() -> None:
@@ -87,7 +87,7 @@ def test_launch_pairs_dropped_after_its_last_reader_are_released_and_recomputed_
     doc = tracelens.analyze(trace, sections=["launch", "kernels"], threads=1)
     gc.collect()
     assert held() is None
-    assert "launch_pairs" not in columns.memo_keys(trace)
+    assert "launch_pairs" not in derived.memo_keys(trace)
     again = launch_pairs(trace)  # computed again, the same as on a fresh trace
     fresh = launch_pairs(tracelens.load(path))
     for name in ("start", "end", "device", "launch_start", "launch_row", "matched", "correlation_id"):
@@ -102,19 +102,19 @@ def test_the_readers_table_names_every_reader(path: Path, threads: int) -> None:
     that reads it: none is computed twice), and every listed value computed is dropped once its readers are done,
     except those the last section (diagnosis) reads."""
     trace = tracelens.load(path)
-    with columns.recording_reads() as log:
+    with derived.recording_reads() as log:
         tracelens.analyze(trace, threads=threads)
     computed = [(section, key) for section, key, new in log if new]
     first = {key: section for section, key in reversed(computed)}
     again = [(s, k) for s, k in computed if first[k] != s or computed.count((s, k)) > 1]
     # computed again only by a section that chose to (RECOMPUTED), once
-    assert all(s in RECOMPUTED.get(columns.memo_family(k), ()) for s, k in again), again
+    assert all(s in RECOMPUTED.get(derived.memo_family(k), ()) for s, k in again), again
     assert len(again) == len(set(again)), again
     for section, key, _ in log:
-        family = columns.memo_family(key)
+        family = derived.memo_family(key)
         if family in MEMO_READERS and not key.startswith("test-"):
             assert section in MEMO_READERS[family] | RECOMPUTED.get(family, frozenset()), (section, key)
-    held = {columns.memo_family(key) for key in columns.memo_keys(trace)}
+    held = {derived.memo_family(key) for key in derived.memo_keys(trace)}
     for family in held & set(MEMO_READERS):
         assert "diagnosis" in MEMO_READERS[family] | RECOMPUTED.get(family, frozenset()), family
 

@@ -22,7 +22,7 @@ from typing import Any, cast
 from ..document import Document, summarize
 from ..memory import release_free_memory, reusing_array_pages
 from ..trace import Trace
-from .columns import forget, reading_as
+from .derived import forget, reading_as
 from .schedule import LastReaders, run_sections, threads_limit, usable_threads
 
 JSON_SCHEMA_VERSION = "1.1"
@@ -143,7 +143,7 @@ def run_order(keys: list[str]) -> list[str]:
     )
 
 
-# The sections that read each shared derived value (``columns.memo``, by :func:`.columns.memo_family`), directly or
+# The sections that read each shared derived value (``columns.memo``, by :func:`.derived.memo_family`), directly or
 # through the values derived from it: analyze drops a value once the last of them in its run has finished and
 # sections are still to run, so its memory is not held through them (a value read again later is computed again:
 # slower, never wrong; values whose last reader is the run's last section stay, as before). A value not listed

@@ -57,7 +57,7 @@ def threads_limit(threads: int | None) -> Iterator[None]:
 class LastReaders:
     """Which shared derived values no section still to run reads, as sections finish.
 
-    ``readers``: per value (its :func:`.columns.memo_family`), the sections that read it; ``keys``: the sections
+    ``readers``: per value (its :func:`.derived.memo_family`), the sections that read it; ``keys``: the sections
     of this run. :meth:`finished` returns the values whose last reader in the run has just finished, except
     after the run's last section: then the values stay (dropping them would lower no peak of the run, and a
     caller that goes on with the trace, as ``annotate`` does, would compute them again). Values without a reader
