@@ -52,7 +52,9 @@ def host_rows_of(rows: list, sort: bool) -> HostRows:
     st.booleans(),
     st.data(),
 )
-def test_step_split_equals_priority_split(rows: list, windows: list, sort: bool, wellformed: bool, data) -> None:
+def test_step_split_equals_priority_split(
+    rows: list, windows: list, sort: bool, wellformed: bool, data
+) -> None:
     if wellformed:
         rows = [(s, abs(n), c, t, k) for s, n, c, t, k in rows]
     host = host_rows_of(rows, sort)

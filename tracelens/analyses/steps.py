@@ -102,8 +102,8 @@ def step_split(starts: np.ndarray, ends: np.ndarray, rows: HostRows, thread_set:
     out = np.zeros((starts.size, len(CAUSES)), np.int64)
     covered_before = np.zeros(starts.size, np.int64)
     for level in range(levels):
-        if through[level] == (through[level - 1] if level else 0):  # no row of this level: the union is unchanged
-            continue
+        if through[level] == (through[level - 1] if level else 0):
+            continue  # no row of this level: the union is unchanged
         union = _union_of_masked(s, e, level_of <= level, int(through[level]))
         covered = intervals.overlap_with_union(starts, ends, *union)
         out[:, level] = covered - covered_before
