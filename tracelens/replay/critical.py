@@ -46,6 +46,20 @@ def bound_of(ns_by_category: np.ndarray) -> str | None:
     return "mixed"
 
 
+def _distinct_codes(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(codes, return_inverse=True)`` of integer codes (steps, name codes: -1 and up, below a few times
+    their count): the codes in use marked in a table, each one's rank gathered (no sort); else ``np.unique``."""
+    if codes.size == 0 or codes.dtype.kind not in "iu":
+        return np.unique(codes, return_inverse=True)
+    low, high = int(codes.min()), int(codes.max())
+    if low < -1 or high - low > 4 * codes.size + 1024:
+        return np.unique(codes, return_inverse=True)
+    used = np.zeros(high - low + 1, bool)
+    used[codes - low] = True
+    rank = np.cumsum(used) - 1
+    return (np.flatnonzero(used) + low).astype(codes.dtype, copy=False), rank[codes - low]
+
+
 def path_points(graph: Graph, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(points on the critical path, ending at the last point, in path order from the start; each one's setter)."""
     source, _ = setters(graph, t)
@@ -119,7 +133,7 @@ def critical_path(
     if step_of is not None:
         steps = step_of[path]
         known = steps >= 0
-        listed, at = np.unique(steps[known], return_inverse=True)
+        listed, at = _distinct_codes(steps[known])
         # every step's sums per category in one bincount (each bin adds its points in path order, as one
         # bincount per step did), then a loop over the listed steps' rows
         by_step = np.bincount(
@@ -144,7 +158,7 @@ def critical_path(
         if codes.size == 0:
             return []
         weights = seg[mask]
-        uniq, inverse = np.unique(codes, return_inverse=True)
+        uniq, inverse = _distinct_codes(codes)
         sums = np.bincount(inverse, weights=weights)
         order = np.argsort(-sums, kind="stable")[:TOP]
         return [
