@@ -511,7 +511,8 @@ def build(trace: Trace) -> Graph:
         not_waited = call_waits & ~call_waited
         own_typ = int(np.median(ce[not_waited] - cs[not_waited])) if not_waited.any() else DEFAULT_SYNC_OWN_NS
         # a call whose end a wait set: its own cost is the typical cost of one that did not wait
-        host_lag[1::2] = np.where(call_waited, np.minimum(ce - cs, own_typ), ce - cs)
+        # (host_lag[1::2] holds ce - cs: lowered in place where the call waited)
+        np.minimum(host_lag[1::2], own_typ, out=host_lag[1::2], where=call_waited)
     else:
         wake_typ, own_typ = DEFAULT_WAKE_NS, DEFAULT_SYNC_OWN_NS
 
@@ -678,19 +679,23 @@ def _wake_edges(
     middle = np.flatnonzero(~first_call & (gap >= IDLE_GAP_NS))
     covered = np.zeros(middle.size, np.int64)
     if middle.size:
-        own = np.flatnonzero(cols.of_kind(CPU_OP, PYTHON) & (cols.tid >= 0))
+        is_own = cols.of_kind(CPU_OP, PYTHON)
+        is_own &= cols.tid >= 0
         keys = thread_keys[call_thread[middle]]
-        own_keys = thread_key(cols.pid[own], cols.tid[own])
         waiting = np.unique(keys)
         if waiting.size <= WAKE_THREAD_LOOP:
             # a few threads with idle gaps: each one's own rows are in time order already, so their union needs
-            # no sort (the join of every thread's rows below sorts them all)
+            # no sort (the join of every thread's rows below sorts them all); each thread's rows found by a
+            # comparison per column (no key per row)
+            halves = _thread_key_halves(cols)
             for key in waiting:  # a loop over threads
-                mine = own[own_keys == key]
+                mine = np.flatnonzero(_of_thread_key(halves, is_own, int(key)))
                 at = keys == key
                 us, ue = intervals.merge(cols.start[mine], cols.end[mine])
                 covered[at] = intervals.overlap_with_union(prev_end[middle[at]], cs[middle[at]], us, ue)
         else:
+            own = np.flatnonzero(is_own)
+            own_keys = thread_key(cols.pid[own], cols.tid[own])
             lo, hi, os_, oe = thread_time_positions(
                 [(keys, [prev_end[middle], cs[middle]]), (own_keys, [cols.start[own], cols.end[own]])]
             )
@@ -720,6 +725,33 @@ def _wake_edges(
         (2 * candidates).astype(np.int64),
         (cs[candidates] - latest).astype(np.int64),
     )
+
+
+def _thread_key_halves(cols: EventColumns) -> list[tuple[np.ndarray, int, bool]]:
+    """The tid and pid columns as :func:`thread_key` packs them (tid the low 32 bits, pid the high): each with its
+    shift in the key and whether its values fit in 32 bits (then compared as they are)."""
+    out = []
+    for column, shift in ((cols.tid, 0), (cols.pid, 32)):
+        fits = column.dtype.kind == "i" and (
+            column.dtype.itemsize <= 4
+            or column.size == 0
+            or (-(2**31) <= int(column.min()) and int(column.max()) < 2**31)
+        )
+        out.append((column, shift, fits))
+    return out
+
+
+def _of_thread_key(halves: list[tuple[np.ndarray, int, bool]], among: np.ndarray, key: int) -> np.ndarray:
+    """``among & (thread_key(pid, tid) == key)`` without a key per row: each column against its half of the key
+    (the low 32 bits of the value, which are the value itself, read as signed, where it fits in 32 bits)."""
+    mask = among.copy()
+    for column, shift, fits in halves:
+        half = (key >> shift) & 0xFFFFFFFF
+        if fits:
+            mask &= column == (half - (1 << 32) if half >= 1 << 31 else half)
+        else:
+            mask &= (column & 0xFFFFFFFF) == half
+    return mask
 
 
 def _latest_point_before(
