@@ -12,7 +12,8 @@
   point searched;
 - remedies.Context.input_rows: read from the host categories (input rows, and syncs with an input name) vs every
   row of the input kinds tested by name;
-- critical._distinct_codes: the codes in use marked in a table and ranked (no sort) vs np.unique(return_inverse);
+- graph.unique_ints (critical path's steps and names, devices and streams of the graph build and the traffic
+  floor): the values in use marked in a table and ranked (no sort) vs np.unique (and its return_inverse);
 - graph._of_thread_key: a thread's rows by one comparison per column vs thread_key of every row compared (the
   graphs of traces built both ways: tests/test_replay_fast_paths.py's wake coverage test).
 """
@@ -35,7 +36,7 @@ from tracelens.analyses.columns import event_columns, thread_key
 from tracelens.analyses.names import code_mask, is_input
 from tracelens.analyses.ops import op_of_gpu_ops
 from tracelens.analyses.steps import step_windows
-from tracelens.replay import critical, engine
+from tracelens.replay import engine
 from tracelens.replay import graph as graph_module
 from tracelens.replay.occupancy_model import _input_bytes
 from tracelens.replay.remedies import _INPUT_KINDS, REMEDIES, Context
@@ -287,15 +288,19 @@ def test_setters_of_traces_equal_the_reference(name: str) -> None:
 @settings(max_examples=200, deadline=None)
 @given(
     st.lists(st.integers(-1, 300), max_size=80),
-    st.sampled_from([np.int64, np.int32]),
+    st.sampled_from([np.int64, np.int32, np.int8]),
     st.integers(-(2**40), 2**40),
 )
-def test_distinct_codes_equal_np_unique(codes: list, dtype: type, offset: int) -> None:
-    values = np.array(codes, dtype)
-    # offset: codes far from 0 (wide spans take np.unique itself); int32 codes stay where they fit
-    for array in (values, (values.astype(np.int64) + offset) if dtype is np.int64 else values):
+def test_unique_ints_equal_np_unique(codes: list, dtype: type, offset: int) -> None:
+    values = np.array(codes, np.int64)
+    arrays = [values.astype(dtype) if dtype is not np.int8 else (values % 256 - 128).astype(np.int8)]
+    # far from 0, and spread wider than a table: np.unique itself
+    arrays += [values + offset, values * (2**20) + offset]
+    for array in arrays:
+        assert np.array_equal(graph_module.unique_ints(array), np.unique(array))
+        assert graph_module.unique_ints(array).dtype == np.unique(array).dtype
         want_unique, want_inverse = np.unique(array, return_inverse=True)
-        got_unique, got_inverse = critical._distinct_codes(array)
+        got_unique, got_inverse = graph_module.unique_ints(array, return_inverse=True)
         assert got_unique.dtype == want_unique.dtype
         np.testing.assert_array_equal(got_unique, want_unique)
         np.testing.assert_array_equal(got_inverse.reshape(-1), want_inverse.reshape(-1))

@@ -19,7 +19,7 @@ from ..analyses.columns import event_columns
 from ..analyses.names import code_mask, is_collective_kernel
 from ..trace import ALL_KINDS, KERNEL
 from .engine import setters
-from .graph import GPU_END, GPU_START, HOST_END, HOST_START, Graph
+from .graph import GPU_END, GPU_START, HOST_END, HOST_START, Graph, unique_ints
 
 CATEGORIES = ("host", "sync_waits", "kernels", "copies", "communication")
 TOP = 5
@@ -44,20 +44,6 @@ def bound_of(ns_by_category: np.ndarray) -> str | None:
     if 1.0 - host >= BOUND_SHARE:
         return "gpu"
     return "mixed"
-
-
-def _distinct_codes(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``np.unique(codes, return_inverse=True)`` of integer codes (steps, name codes: -1 and up, below a few times
-    their count): the codes in use marked in a table, each one's rank gathered (no sort); else ``np.unique``."""
-    if codes.size == 0 or codes.dtype.kind not in "iu":
-        return np.unique(codes, return_inverse=True)
-    low, high = int(codes.min()), int(codes.max())
-    if low < -1 or high - low > 4 * codes.size + 1024:
-        return np.unique(codes, return_inverse=True)
-    used = np.zeros(high - low + 1, bool)
-    used[codes - low] = True
-    rank = np.cumsum(used) - 1
-    return (np.flatnonzero(used) + low).astype(codes.dtype, copy=False), rank[codes - low]
 
 
 def path_points(graph: Graph, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -133,7 +119,7 @@ def critical_path(
     if step_of is not None:
         steps = step_of[path]
         known = steps >= 0
-        listed, at = _distinct_codes(steps[known])
+        listed, at = unique_ints(steps[known], return_inverse=True)
         # every step's sums per category in one bincount (each bin adds its points in path order, as one
         # bincount per step did), then a loop over the listed steps' rows
         by_step = np.bincount(
@@ -158,7 +144,7 @@ def critical_path(
         if codes.size == 0:
             return []
         weights = seg[mask]
-        uniq, inverse = _distinct_codes(codes)
+        uniq, inverse = unique_ints(codes, return_inverse=True)
         sums = np.bincount(inverse, weights=weights)
         order = np.argsort(-sums, kind="stable")[:TOP]
         return [

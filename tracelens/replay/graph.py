@@ -194,9 +194,30 @@ def _run_heads(keys: np.ndarray) -> np.ndarray:
     return np.maximum.accumulate(np.where(new, np.arange(keys.size), 0))
 
 
+def unique_ints(values: np.ndarray, return_inverse: bool = False) -> Any:
+    """``np.unique(values)`` (and, with ``return_inverse``, each value's index into it) of integers spanning at most
+    a few times their count (devices, streams, steps, name codes): the values in use marked in a table and ranked,
+    no sort; else ``np.unique`` itself."""
+    values = np.asarray(values)
+    if values.size == 0 or values.dtype.kind != "i":
+        return np.unique(values, return_inverse=return_inverse)
+    low, high = int(values.min()), int(values.max())
+    if high - low > 4 * values.size + 1024:
+        return np.unique(values, return_inverse=return_inverse)
+    used = np.zeros(high - low + 1, bool)
+    # as int64: no overflow of a narrow type's values shifted
+    offset = values.astype(np.int64, copy=False) - low if low else values
+    used[offset] = True
+    distinct = (np.flatnonzero(used) + low).astype(values.dtype, copy=False)
+    if not return_inverse:
+        return distinct
+    rank = np.cumsum(used) - 1
+    return distinct, rank[offset]
+
+
 def _median_by(device: np.ndarray, values: np.ndarray, default: int) -> dict[int, int]:
     out: dict[int, int] = {}
-    for d in np.unique(device):  # a loop over devices
+    for d in unique_ints(device):  # a loop over devices
         v = values[device == d]
         out[int(d)] = int(np.median(v)) if v.size else default
     return out
@@ -377,7 +398,7 @@ def build(trace: Trace) -> Graph:
     launch_typ = _median_by(o_dev[steady], np.maximum(launch_res[steady], 0), DEFAULT_LAUNCH_LAG_NS)
     queued = ~op_first & ~launch_binds & ~event_binds
     stream_typ = _median_by(o_dev[queued], np.maximum(stream_res[queued], 0), DEFAULT_STREAM_GAP_NS)
-    devices, o_dev_index = np.unique(o_dev, return_inverse=True)
+    devices, o_dev_index = unique_ints(o_dev, return_inverse=True)
     for d in devices:
         launch_typ.setdefault(int(d), DEFAULT_LAUNCH_LAG_NS)
         stream_typ.setdefault(int(d), DEFAULT_STREAM_GAP_NS)
@@ -469,7 +490,7 @@ def build(trace: Trace) -> Graph:
         )
         sync_dev = np.where(recorded_dev >= 0, recorded_dev, sync_dev)
         issue = np.where(op_launch_start > NONE, op_launch_start, os_)
-        for dev_stream in np.unique(stream_code):  # a loop over streams
+        for dev_stream in unique_ints(stream_code):  # a loop over streams
             members = np.flatnonzero(stream_code == dev_stream)
             dev, stream = op_dev[members[0]], op_stream[members[0]]
             members = members[np.argsort(os_[members], kind="stable")]
@@ -834,7 +855,7 @@ def _event_waits(
     ok &= (stream >= 0) & ~((op_stream[src] == stream) & (op_dev[src] == device))
     issue = np.where(op_launch_start > NONE, op_launch_start, op_start)
     dst = np.full(waits.size, -1, np.int64)
-    for code in np.unique(stream_code):  # a loop over streams
+    for code in unique_ints(stream_code):  # a loop over streams
         members = np.flatnonzero(stream_code == code)
         members = members[np.argsort(op_start[members], kind="stable")]
         mine = np.flatnonzero(ok & (device == op_dev[members[0]]) & (stream == op_stream[members[0]]))
