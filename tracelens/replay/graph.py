@@ -199,20 +199,19 @@ def unique_ints(values: np.ndarray, return_inverse: bool = False) -> Any:
     a few times their count (devices, streams, steps, name codes): the values in use marked in a table and ranked,
     no sort; else ``np.unique`` itself."""
     values = np.asarray(values)
-    if values.size == 0 or values.dtype.kind != "i":
-        return np.unique(values, return_inverse=return_inverse)
-    low, high = int(values.min()), int(values.max())
-    if high - low > 4 * values.size + 1024:
-        return np.unique(values, return_inverse=return_inverse)
-    used = np.zeros(high - low + 1, bool)
-    # as int64: no overflow of a narrow type's values shifted
-    offset = values.astype(np.int64, copy=False) - low if low else values
-    used[offset] = True
-    distinct = (np.flatnonzero(used) + low).astype(values.dtype, copy=False)
-    if not return_inverse:
-        return distinct
-    rank = np.cumsum(used) - 1
-    return distinct, rank[offset]
+    if values.size and values.dtype.kind == "i":
+        low, high = int(values.min()), int(values.max())
+        if high - low <= 4 * values.size + 1024:
+            used = np.zeros(high - low + 1, bool)
+            # as int64: no overflow of a narrow type's values shifted
+            offset = values.astype(np.int64, copy=False) - low if low else values
+            used[offset] = True
+            distinct = (np.flatnonzero(used) + low).astype(values.dtype, copy=False)
+            if not return_inverse:
+                return distinct
+            rank = np.cumsum(used) - 1
+            return distinct, rank[offset]
+    return np.unique(values, return_inverse=True) if return_inverse else np.unique(values)
 
 
 def _median_by(device: np.ndarray, values: np.ndarray, default: int) -> dict[int, int]:
