@@ -11,10 +11,16 @@
 - remedies.Context.step_of: the step found for host points only (GPU points read their launch call's) vs every
   point searched;
 - remedies.Context.input_rows: read from the host categories (input rows, and syncs with an input name) vs every
-  row of the input kinds tested by name.
+  row of the input kinds tested by name;
+- graph.unique_ints (critical path's steps and names, devices and streams of the graph build and the traffic
+  floor): the values in use marked in a table and ranked (no sort) vs np.unique (and its return_inverse);
+- graph._of_thread_key: a thread's rows by one comparison per column vs thread_key of every row compared (the
+  graphs of traces built both ways: tests/test_replay_fast_paths.py's wake coverage test).
 """
 
 from __future__ import annotations
+
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -26,7 +32,7 @@ import tracelens
 from tests.conftest import FIXTURES
 from tests.test_replay_solver import GRAPH_PARAMETERS, random_graph
 from tracelens import flop_model, intervals
-from tracelens.analyses.columns import event_columns
+from tracelens.analyses.columns import event_columns, thread_key
 from tracelens.analyses.names import code_mask, is_input
 from tracelens.analyses.ops import op_of_gpu_ops
 from tracelens.analyses.steps import step_windows
@@ -277,3 +283,51 @@ def test_setters_of_traces_equal_the_reference(name: str) -> None:
     ctx = Context(tracelens.load(path))
     _check_setters(ctx.graph)
     _check_setters(ctx.graph.at_typical_lags())
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.integers(-1, 300), max_size=80),
+    st.sampled_from([np.int64, np.int32, np.int8]),
+    st.integers(-(2**40), 2**40),
+)
+def test_unique_ints_equal_np_unique(codes: list, dtype: type, offset: int) -> None:
+    values = np.array(codes, np.int64)
+    arrays = [values.astype(dtype) if dtype is not np.int8 else (values % 256 - 128).astype(np.int8)]
+    # far from 0, and spread wider than a table: np.unique itself
+    arrays += [values + offset, values * (2**20) + offset]
+    for array in arrays:
+        assert np.array_equal(graph_module.unique_ints(array), np.unique(array))
+        assert graph_module.unique_ints(array).dtype == np.unique(array).dtype
+        want_unique, want_inverse = np.unique(array, return_inverse=True)
+        got_unique, got_inverse = graph_module.unique_ints(array, return_inverse=True)
+        assert got_unique.dtype == want_unique.dtype
+        np.testing.assert_array_equal(got_unique, want_unique)
+        np.testing.assert_array_equal(got_inverse.reshape(-1), want_inverse.reshape(-1))
+
+
+THREAD_IDS = st.one_of(st.integers(-1, 5), st.integers(-(2**40), 2**40), st.integers(2**31 - 3, 2**32 + 3))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(THREAD_IDS, THREAD_IDS), min_size=1, max_size=30),
+    st.sampled_from([np.int64, np.int32]),
+    st.sampled_from([np.int64, np.int32]),
+    st.data(),
+)
+def test_of_thread_key_equals_thread_key_compared(pairs: list, pid_type: type, tid_type: type, data) -> None:
+    def column(values: list, dtype: type) -> np.ndarray:
+        array = np.array(values, np.int64)
+        if dtype is np.int32:  # an int32 column holds what fits
+            array = ((array + 2**31) % 2**32 - 2**31).astype(np.int32)
+        return array
+
+    pid, tid = column([p for p, _ in pairs], pid_type), column([t for _, t in pairs], tid_type)
+    cols = SimpleNamespace(pid=pid, tid=tid)
+    keys = thread_key(pid, tid)
+    among = np.array(data.draw(st.lists(st.booleans(), min_size=pid.size, max_size=pid.size)), bool)
+    halves = graph_module._thread_key_halves(cols)  # type: ignore[arg-type]
+    for key in [*keys.tolist(), 0, -1]:
+        got = graph_module._of_thread_key(halves, among, int(key))
+        np.testing.assert_array_equal(got, among & (keys == key))

@@ -19,10 +19,10 @@ import numpy as np
 
 from .. import intervals
 from ..trace import STEP, Trace
-from .attribution import host_rows, priority_split, thread_codes
+from .attribution import HostRows, host_rows, priority_split, thread_codes
 from .columns import device_busy, event_columns, step_windows
 from .launch import launch_pairs
-from .names import CAUSES, NOTHING
+from .names import CAUSES, HOST_CATEGORY_PRIORITY, NOTHING
 
 STEP_LIMIT = 2000  # steps listed one by one; the summary covers all
 HOST_KEYS = {c: ("other" if c == NOTHING else c) for c in CAUSES}
@@ -47,6 +47,71 @@ def step_threads(trace: Trace) -> np.ndarray:
     return codes if codes.size else np.arange(len(rows.threads))
 
 
+def _union_of_masked(
+    s: np.ndarray, e: np.ndarray, mask: np.ndarray, count: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """``intervals.merge(s[mask], e[mask])`` of intervals in start order whose ends are not before their starts
+    (``count``: how many the mask selects). A few selected rows are gathered and merged (in start order: no sort);
+    many are merged in place: a running max of the selected ends, a new interval at each selected start past
+    every selected end before it."""
+    if count * 8 < s.size:
+        picked = np.flatnonzero(mask)
+        return intervals.merge(s[picked], e[picked])
+    if count == s.size:  # every row: no masked copy of the ends
+        reach = np.maximum.accumulate(e)
+        new = np.empty(s.size, bool)
+        new[:1] = True
+        np.greater(s[1:], reach[:-1], out=new[1:])
+    else:
+        reach = np.where(mask, e, np.iinfo(np.int64).min)
+        np.maximum.accumulate(reach, out=reach)
+        new = mask.copy()
+        new[1:] &= s[1:] > reach[:-1]
+    first = np.flatnonzero(new)
+    del new
+    if first.size == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    # each interval ends at the running max just before the next one begins (unselected rows carry it on)
+    last = np.empty_like(first)
+    np.subtract(first[1:], 1, out=last[:-1])
+    last[-1] = s.size - 1
+    return s[first], reach[last]
+
+
+def step_split(starts: np.ndarray, ends: np.ndarray, rows: HostRows, thread_set: np.ndarray) -> np.ndarray:
+    """``priority_split(starts, ends, rows, thread_set)[0]``: the step windows split among the host categories.
+
+    The host rows are in start order (the event table is) and hold nearly every row of a trace with steps: the
+    union through each priority level is one masked pass over them (``_union_of_masked``), with no per-level merge,
+    no sort of the levels' unions joined, no gathered copy of the chosen threads' rows. Where the rows are not in
+    start order, or a row ends before it starts, ``priority_split`` itself (the union of such rows depends on how
+    they are grouped)."""
+    s, e = rows.starts(), rows.ends()
+    if s.size and (bool((s[1:] < s[:-1]).any()) or bool((e < s).any())):
+        return priority_split(starts, ends, rows, thread_set)[0]
+    starts = np.asarray(starts, np.int64)
+    ends = np.asarray(ends, np.int64)
+    levels = len(HOST_CATEGORY_PRIORITY)
+    chosen = np.zeros(len(rows.threads), bool)
+    chosen[thread_set] = True
+    # each row's level, rows of other threads past the last level
+    level_of = rows.category.astype(np.int8, copy=True)
+    if not chosen.all():
+        level_of[~chosen[rows.thread]] = levels
+    through = np.cumsum(np.bincount(level_of, minlength=levels + 1)[:levels])  # rows at or before each level
+    out = np.zeros((starts.size, len(CAUSES)), np.int64)
+    covered_before = np.zeros(starts.size, np.int64)
+    for level in range(levels):
+        if through[level] == (through[level - 1] if level else 0):
+            continue  # no row of this level: the union is unchanged
+        union = _union_of_masked(s, e, level_of <= level, int(through[level]))
+        covered = intervals.overlap_with_union(starts, ends, *union)
+        out[:, level] = covered - covered_before
+        covered_before = covered
+    out[:, -1] = (ends - starts) - covered_before
+    return out
+
+
 def step_breakdown(trace: Trace) -> dict[str, Any]:
     windows = step_windows(trace)
     if windows.empty:
@@ -54,7 +119,7 @@ def step_breakdown(trace: Trace) -> dict[str, Any]:
     starts = windows["start"].to_numpy(np.int64)
     ends = windows["end"].to_numpy(np.int64)
     durations = ends - starts
-    split, _ = priority_split(starts, ends, host_rows(trace), step_threads(trace))
+    split = step_split(starts, ends, host_rows(trace), step_threads(trace))
     busy = device_busy(trace)
     gpu = {d: intervals.overlap_with_union(starts, ends, b.busy_starts, b.busy_ends) for d, b in busy.items()}
     total = int(durations.sum())

@@ -19,7 +19,7 @@ from ..analyses.columns import event_columns
 from ..analyses.names import code_mask, is_collective_kernel
 from ..trace import ALL_KINDS, KERNEL
 from .engine import setters
-from .graph import GPU_END, GPU_START, HOST_END, HOST_START, Graph
+from .graph import GPU_END, GPU_START, HOST_END, HOST_START, Graph, unique_ints
 
 CATEGORIES = ("host", "sync_waits", "kernels", "copies", "communication")
 TOP = 5
@@ -119,7 +119,7 @@ def critical_path(
     if step_of is not None:
         steps = step_of[path]
         known = steps >= 0
-        listed, at = np.unique(steps[known], return_inverse=True)
+        listed, at = unique_ints(steps[known], return_inverse=True)
         # every step's sums per category in one bincount (each bin adds its points in path order, as one
         # bincount per step did), then a loop over the listed steps' rows
         by_step = np.bincount(
@@ -144,7 +144,7 @@ def critical_path(
         if codes.size == 0:
             return []
         weights = seg[mask]
-        uniq, inverse = np.unique(codes, return_inverse=True)
+        uniq, inverse = unique_ints(codes, return_inverse=True)
         sums = np.bincount(inverse, weights=weights)
         order = np.argsort(-sums, kind="stable")[:TOP]
         return [

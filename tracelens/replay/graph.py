@@ -194,9 +194,29 @@ def _run_heads(keys: np.ndarray) -> np.ndarray:
     return np.maximum.accumulate(np.where(new, np.arange(keys.size), 0))
 
 
+def unique_ints(values: np.ndarray, return_inverse: bool = False) -> Any:
+    """``np.unique(values)`` (and, with ``return_inverse``, each value's index into it) of integers spanning at most
+    a few times their count (devices, streams, steps, name codes): the values in use marked in a table and ranked,
+    no sort; else ``np.unique`` itself."""
+    values = np.asarray(values)
+    if values.size and values.dtype.kind == "i":
+        low, high = int(values.min()), int(values.max())
+        if high - low <= 4 * values.size + 1024:
+            used = np.zeros(high - low + 1, bool)
+            # as int64: no overflow of a narrow type's values shifted
+            offset = values.astype(np.int64, copy=False) - low if low else values
+            used[offset] = True
+            distinct = (np.flatnonzero(used) + low).astype(values.dtype, copy=False)
+            if not return_inverse:
+                return distinct
+            rank = np.cumsum(used) - 1
+            return distinct, rank[offset]
+    return np.unique(values, return_inverse=True) if return_inverse else np.unique(values)
+
+
 def _median_by(device: np.ndarray, values: np.ndarray, default: int) -> dict[int, int]:
     out: dict[int, int] = {}
-    for d in np.unique(device):  # a loop over devices
+    for d in unique_ints(device):  # a loop over devices
         v = values[device == d]
         out[int(d)] = int(np.median(v)) if v.size else default
     return out
@@ -377,7 +397,7 @@ def build(trace: Trace) -> Graph:
     launch_typ = _median_by(o_dev[steady], np.maximum(launch_res[steady], 0), DEFAULT_LAUNCH_LAG_NS)
     queued = ~op_first & ~launch_binds & ~event_binds
     stream_typ = _median_by(o_dev[queued], np.maximum(stream_res[queued], 0), DEFAULT_STREAM_GAP_NS)
-    devices, o_dev_index = np.unique(o_dev, return_inverse=True)
+    devices, o_dev_index = unique_ints(o_dev, return_inverse=True)
     for d in devices:
         launch_typ.setdefault(int(d), DEFAULT_LAUNCH_LAG_NS)
         stream_typ.setdefault(int(d), DEFAULT_STREAM_GAP_NS)
@@ -469,7 +489,7 @@ def build(trace: Trace) -> Graph:
         )
         sync_dev = np.where(recorded_dev >= 0, recorded_dev, sync_dev)
         issue = np.where(op_launch_start > NONE, op_launch_start, os_)
-        for dev_stream in np.unique(stream_code):  # a loop over streams
+        for dev_stream in unique_ints(stream_code):  # a loop over streams
             members = np.flatnonzero(stream_code == dev_stream)
             dev, stream = op_dev[members[0]], op_stream[members[0]]
             members = members[np.argsort(os_[members], kind="stable")]
@@ -511,7 +531,8 @@ def build(trace: Trace) -> Graph:
         not_waited = call_waits & ~call_waited
         own_typ = int(np.median(ce[not_waited] - cs[not_waited])) if not_waited.any() else DEFAULT_SYNC_OWN_NS
         # a call whose end a wait set: its own cost is the typical cost of one that did not wait
-        host_lag[1::2] = np.where(call_waited, np.minimum(ce - cs, own_typ), ce - cs)
+        # (host_lag[1::2] holds ce - cs: lowered in place where the call waited)
+        np.minimum(host_lag[1::2], own_typ, out=host_lag[1::2], where=call_waited)
     else:
         wake_typ, own_typ = DEFAULT_WAKE_NS, DEFAULT_SYNC_OWN_NS
 
@@ -678,19 +699,23 @@ def _wake_edges(
     middle = np.flatnonzero(~first_call & (gap >= IDLE_GAP_NS))
     covered = np.zeros(middle.size, np.int64)
     if middle.size:
-        own = np.flatnonzero(cols.of_kind(CPU_OP, PYTHON) & (cols.tid >= 0))
+        is_own = cols.of_kind(CPU_OP, PYTHON)
+        is_own &= cols.tid >= 0
         keys = thread_keys[call_thread[middle]]
-        own_keys = thread_key(cols.pid[own], cols.tid[own])
         waiting = np.unique(keys)
         if waiting.size <= WAKE_THREAD_LOOP:
             # a few threads with idle gaps: each one's own rows are in time order already, so their union needs
-            # no sort (the join of every thread's rows below sorts them all)
+            # no sort (the join of every thread's rows below sorts them all); each thread's rows found by a
+            # comparison per column (no key per row)
+            halves = _thread_key_halves(cols)
             for key in waiting:  # a loop over threads
-                mine = own[own_keys == key]
+                mine = np.flatnonzero(_of_thread_key(halves, is_own, int(key)))
                 at = keys == key
                 us, ue = intervals.merge(cols.start[mine], cols.end[mine])
                 covered[at] = intervals.overlap_with_union(prev_end[middle[at]], cs[middle[at]], us, ue)
         else:
+            own = np.flatnonzero(is_own)
+            own_keys = thread_key(cols.pid[own], cols.tid[own])
             lo, hi, os_, oe = thread_time_positions(
                 [(keys, [prev_end[middle], cs[middle]]), (own_keys, [cols.start[own], cols.end[own]])]
             )
@@ -720,6 +745,33 @@ def _wake_edges(
         (2 * candidates).astype(np.int64),
         (cs[candidates] - latest).astype(np.int64),
     )
+
+
+def _thread_key_halves(cols: EventColumns) -> list[tuple[np.ndarray, int, bool]]:
+    """The tid and pid columns as :func:`thread_key` packs them (tid the low 32 bits, pid the high): each with its
+    shift in the key and whether its values fit in 32 bits (then compared as they are)."""
+    out = []
+    for column, shift in ((cols.tid, 0), (cols.pid, 32)):
+        fits = column.dtype.kind == "i" and (
+            column.dtype.itemsize <= 4
+            or column.size == 0
+            or (-(2**31) <= int(column.min()) and int(column.max()) < 2**31)
+        )
+        out.append((column, shift, fits))
+    return out
+
+
+def _of_thread_key(halves: list[tuple[np.ndarray, int, bool]], among: np.ndarray, key: int) -> np.ndarray:
+    """``among & (thread_key(pid, tid) == key)`` without a key per row: each column against its half of the key
+    (the low 32 bits of the value, which are the value itself, read as signed, where it fits in 32 bits)."""
+    mask = among.copy()
+    for column, shift, fits in halves:
+        half = (key >> shift) & 0xFFFFFFFF
+        if fits:
+            mask &= column == (half - (1 << 32) if half >= 1 << 31 else half)
+        else:
+            mask &= (column & 0xFFFFFFFF) == half
+    return mask
 
 
 def _latest_point_before(
@@ -802,7 +854,7 @@ def _event_waits(
     ok &= (stream >= 0) & ~((op_stream[src] == stream) & (op_dev[src] == device))
     issue = np.where(op_launch_start > NONE, op_launch_start, op_start)
     dst = np.full(waits.size, -1, np.int64)
-    for code in np.unique(stream_code):  # a loop over streams
+    for code in unique_ints(stream_code):  # a loop over streams
         members = np.flatnonzero(stream_code == code)
         members = members[np.argsort(op_start[members], kind="stable")]
         mine = np.flatnonzero(ok & (device == op_dev[members[0]]) & (stream == op_stream[members[0]]))

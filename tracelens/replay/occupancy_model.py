@@ -38,7 +38,7 @@ from ..gpu_specs import device_links
 from ..occupancy_calc import LIMIT_BLOCKS, LIMIT_WARPS
 from ..trace import Trace
 from ..values import dense_codes
-from .graph import Graph
+from .graph import Graph, unique_ints
 
 
 def wave_fill(grid: np.ndarray, sm_count: np.ndarray, active: np.ndarray) -> np.ndarray:
@@ -110,7 +110,7 @@ def _traffic_floor(trace: Trace, g: Graph, ops: np.ndarray) -> np.ndarray:
     op_bytes = _input_bytes(trace, rows)
     bandwidth = np.full(rows.size, np.nan)
     devices = g.op_device[ops[single]]
-    for dev in np.unique(devices):  # a loop over devices
+    for dev in unique_ints(devices):  # a loop over devices
         info = trace.device_info(int(dev))
         links = device_links(info.get("name"), info.get("compute_major"), info.get("memory_bytes_per_s"))
         if links.memory_bytes_per_s:
