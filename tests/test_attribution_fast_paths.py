@@ -4,7 +4,9 @@
   the sync-copy total, the gaps starting in a sync, the `nothing` intervals; no per-gap matrix) against the
   per-gap matrix of the previous split_disjoint_windows (copied below) reduced as device_attribution reduced it.
 - split_disjoint_windows (now the same steps measured per window) against that copy.
-- _merge_rows, _join_touching (the unions of rows / holes that need no merge) against intervals.merge;
+- _merge_rows, _join_touching (the unions of rows / holes that need no merge, or merged by masks) against
+  intervals.merge; window_split.cut (one end of the window read, not both) and window_split.union (masks, not
+  index arrays) against copies of their previous code;
   window_split.totals against window_split.coverage.
 
 The generated cases are test_window_split's (sorted disjoint windows, touching and zero-length ones, syncs that
@@ -210,3 +212,103 @@ def test_totals_equal_the_coverage_summed_and_read(case: dict, picks: list[int])
     got = window_split.totals(pieces, which)
     coverage = window_split.coverage(pieces, n)
     assert got.tolist() == [int(coverage.sum())] + coverage[which].tolist()
+
+
+# --- window_split.cut and window_split.union against the code they replaced --------------------------------
+
+
+def reference_cut(union_starts, union_ends, ws, we) -> window_split.Pieces:
+    """window_split.cut before the fast paths (both ends of the window found read back)."""
+    n = ws.size
+    if union_starts.size == 0 or n == 0:
+        return window_split.empty()
+    # the first window ending after each interval's start: the interval reaches into it if that window starts
+    # before the interval ends (most launches of a GPU-bound host do not: they run while the GPU is busy), and
+    # into later windows too if it ends after that one (a long sync spanning many gaps)
+    first = intervals.search_sorted(we, union_starts, side="right")
+    np.minimum(first, n - 1, out=first)  # past the last window: reaches none, as the test below finds
+    reaches = ws[first] < union_ends
+    reaches &= we[first] > union_starts
+    which = np.flatnonzero(reaches)
+    del reaches
+    us, ue, window = union_starts[which], union_ends[which], first[which]
+    del first, which
+    wider = np.flatnonzero(ue > we[window])
+    if wider.size:  # each of those interval's pieces in the windows it reaches: one per window
+        counts = np.ones(us.size, np.int64)
+        counts[wider] = np.searchsorted(ws, ue[wider], side="left") - window[wider]
+        which = np.repeat(np.arange(us.size), counts)
+        window = np.repeat(window - (np.cumsum(counts) - counts), counts)
+        window += np.arange(window.size)
+        us, ue = us[which], ue[which]
+        del which
+    s = np.maximum(us, ws[window])
+    e = np.minimum(ue, we[window])
+    keep = e > s  # a zero-length interval, or window, gives none
+    if not keep.all():
+        return s[keep], e[keep], window[keep]
+    return s, e, window
+
+
+def reference_union(a: window_split.Pieces, b: window_split.Pieces) -> window_split.Pieces:
+    """window_split.union before the fast paths (index arrays for the interleave and the merged pieces)."""
+    if a[0].size == 0:
+        return b
+    if b[0].size == 0:
+        return a
+    if b[0].size > a[0].size:
+        a, b = b, a
+    # the two sorted lists interleaved: each of b's pieces goes after the pieces of a starting at or before it
+    # (a search of the shorter list in the longer, not a sort of both)
+    size = a[0].size + b[0].size
+    at_b = np.searchsorted(a[0], b[0], side="right")
+    at_b += np.arange(b[0].size)
+    from_a = np.ones(size, bool)
+    from_a[at_b] = False
+    at_a = np.flatnonzero(from_a)
+    del from_a
+    s, e, w = (np.empty(size, np.int64) for _ in range(3))
+    for out, x, y in ((s, a[0], b[0]), (e, a[1], b[1]), (w, a[2], b[2])):
+        out[at_a] = x
+        out[at_b] = y
+    del at_a, at_b
+    reach = np.maximum.accumulate(e, out=e)
+    # a new merged piece begins past every end seen so far, or in another window (windows may touch)
+    new = np.empty(size, bool)
+    new[0] = True
+    np.greater(s[1:], reach[:-1], out=new[1:])
+    new[1:] |= w[1:] != w[:-1]
+    first = np.flatnonzero(new)
+    del new
+    last = np.empty_like(first)
+    np.subtract(first[1:], 1, out=last[:-1])
+    last[-1] = size - 1
+    return s[first], reach[last], w[first]
+
+
+@st.composite
+def windows_and_unions(draw: st.DrawFn) -> tuple:
+    """Sorted windows that do not overlap (touching and zero-length ones on purpose) and two merged unions."""
+    bounds = sorted(draw(st.lists(st.integers(0, 80), min_size=0, max_size=14)))
+    pairs, at = [], 0
+    while at + 1 < len(bounds):
+        pairs.append((bounds[at], bounds[at + 1]))
+        at += draw(st.sampled_from([1, 2]))
+    ws = np.asarray([p[0] for p in pairs], np.int64)
+    we = np.asarray([p[1] for p in pairs], np.int64)
+    unions = []
+    for _ in range(2):
+        s, e = draw(rows())
+        unions.append(intervals.merge(s, e))
+    return ws, we, unions
+
+
+@settings(max_examples=200, deadline=None, database=None, derandomize=True)
+@given(case=windows_and_unions())
+def test_cut_and_union_equal_the_previous_code(case: tuple) -> None:
+    ws, we, (u1, u2) = case
+    a, b = window_split.cut(*u1, ws, we), window_split.cut(*u2, ws, we)
+    for got, want in ((a, reference_cut(*u1, ws, we)), (b, reference_cut(*u2, ws, we))):
+        assert [g.tolist() for g in got] == [w.tolist() for w in want]
+    for x, y in ((a, b), (b, a), (a, a)):
+        assert [g.tolist() for g in window_split.union(x, y)] == [w.tolist() for w in reference_union(x, y)]

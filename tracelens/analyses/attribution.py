@@ -299,8 +299,10 @@ def _split_disjoint(
             continue
         ls, le = (s, e) if present == cat.size else (s[rows_of_level], e[rows_of_level])
         del rows_of_level
-        level_pieces.append(window_split.cut(*_merge_rows(ls, le), starts, ends))
-        del ls, le
+        merged = _merge_rows(ls, le)
+        del ls, le  # before the cut: a level's rows can be most of the rows
+        level_pieces.append(window_split.cut(*merged, starts, ends))
+        del merged
     sync_copies = copy[sync_rows]
     covered_before = np.zeros(m, np.int64)
     echo_copy = np.zeros(m, np.int64)
@@ -367,9 +369,22 @@ def _merge_rows(s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     the previous one ends (one thread's launch calls), are their own union (one comparison, not a merge)."""
     s = np.asarray(s, np.int64)
     e = np.asarray(e, np.int64)
-    if s.size > 1 and bool((s[1:] > e[:-1]).all()):
+    if s.size < 2 or bool((s[1:] > e[:-1]).all()):
         return s, e
-    return intervals.merge(s, e)
+    if bool((s[1:] < s[:-1]).any()):  # not in start order: the general merge sorts them
+        return intervals.merge(s, e)
+    # intervals.merge's steps, the groups' first and last rows picked by masks (no index arrays: the launch
+    # rows of a device's threads are millions)
+    reach = np.maximum.accumulate(e)
+    first = np.empty(s.size, bool)
+    first[0] = True
+    np.greater(s[1:], reach[:-1], out=first[1:])
+    merged_s = s[first]
+    last = np.empty(s.size, bool)  # each group ends where the next begins, the last at the end
+    last[:-1] = first[1:]
+    last[-1] = True
+    del first
+    return merged_s, reach[last]
 
 
 def _join_touching(s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
