@@ -4,7 +4,7 @@
   the sync-copy total, the gaps starting in a sync, the `nothing` intervals; no per-gap matrix) against the
   per-gap matrix of the previous split_disjoint_windows (copied below) reduced as device_attribution reduced it.
 - split_disjoint_windows (now the same steps measured per window) against that copy.
-- _merge_rows, _join_touching (the unions of rows / holes that need no merge, or merged by masks) against
+- _merge_rows, _merge_level, _join_touching (the unions of rows / holes that need no merge, or merged by masks) against
   intervals.merge; window_split.cut (one end of the window read, not both) and window_split.union (masks, not
   index arrays) against copies of their previous code;
   window_split.totals against window_split.coverage.
@@ -185,6 +185,21 @@ def rows(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray]:
 def test_merge_rows_equals_intervals_merge(r: tuple[np.ndarray, np.ndarray]) -> None:
     got = attribution._merge_rows(*r)
     want = intervals.merge(*r)
+    assert [g.tolist() for g in got] == [w.tolist() for w in want]
+
+
+@settings(max_examples=200, deadline=None, database=None, derandomize=True)
+@given(r=rows(), picks=st.lists(st.booleans(), min_size=20, max_size=20))
+def test_merge_level_equals_intervals_merge_of_the_levels_rows(
+    r: tuple[np.ndarray, np.ndarray], picks: list[bool]
+) -> None:
+    order = np.argsort(r[0], kind="stable")  # rows in start order, as _merge_level takes them
+    s, e = r[0][order], r[1][order]
+    in_level = np.asarray(picks[: s.size], bool)
+    if not in_level.any():
+        return
+    got = attribution._merge_level(s, e, in_level)
+    want = intervals.merge(s[in_level], e[in_level])
     assert [g.tolist() for g in got] == [w.tolist() for w in want]
 
 

@@ -289,6 +289,7 @@ def _split_disjoint(
     # column-major: each column is written, and summed by the caller, in one contiguous pass
     out = np.zeros((len(CAUSES), m), np.int64).T
     level_pieces = []
+    in_start_order = s.size < 2 or bool((s[1:] >= s[:-1]).all())
     for level in range(levels):
         rows_of_level = cat == level
         if level == sync_level:  # few rows: their positions, not a mask over every row
@@ -297,10 +298,13 @@ def _split_disjoint(
         if present == 0:
             level_pieces.append(window_split.empty())
             continue
-        ls, le = (s, e) if present == cat.size else (s[rows_of_level], e[rows_of_level])
+        if present == cat.size:
+            merged = _merge_rows(s, e)
+        elif in_start_order and 2 * present > cat.size:  # most rows: merged in place, not copied out first
+            merged = _merge_level(s, e, rows_of_level)
+        else:
+            merged = _merge_rows(s[rows_of_level], e[rows_of_level])
         del rows_of_level
-        merged = _merge_rows(ls, le)
-        del ls, le  # before the cut: a level's rows can be most of the rows
         level_pieces.append(window_split.cut(*merged, starts, ends))
         del merged
     sync_copies = copy[sync_rows]
@@ -383,6 +387,28 @@ def _merge_rows(s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     last = np.empty(s.size, bool)  # each group ends where the next begins, the last at the end
     last[:-1] = first[1:]
     last[-1] = True
+    del first
+    return merged_s, reach[last]
+
+
+def _merge_level(s: np.ndarray, e: np.ndarray, in_level: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``intervals.merge(s[in_level], e[in_level])`` for rows in start order that do not end before they start,
+    without copying the level's rows out (the launch level of a GPU-bound trace: nearly every host row): the
+    other rows' ends count as below every time, and a group is begun only by a row of the level."""
+    s = np.asarray(s, np.int64)
+    reach = np.where(in_level, np.asarray(e, np.int64), np.iinfo(np.int64).min)
+    np.maximum.accumulate(reach, out=reach)  # the furthest end of the level's rows so far
+    first = np.empty(s.size, bool)
+    first[0] = True
+    np.greater(s[1:], reach[:-1], out=first[1:])
+    first &= in_level
+    merged_s = s[first]
+    # a group's end is the reach just before the next group begins (no row of the level in between), the last
+    # group's the final reach; none before the first group
+    last = np.empty(s.size, bool)
+    last[:-1] = first[1:]
+    last[-1] = True
+    last[: int(np.argmax(in_level))] = False
     del first
     return merged_s, reach[last]
 
