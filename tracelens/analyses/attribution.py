@@ -182,7 +182,8 @@ def _thread_rows(
     if chosen.all():  # every thread (a single-GPU trace's feeding threads): no selection to copy
         return rows.category, rows.starts(), rows.ends(), rows.sync_copy
     mine = np.flatnonzero(chosen[rows.thread])
-    return rows.category[mine], rows.starts(mine), rows.ends(mine), rows.sync_copy[mine]
+    at = rows.row[mine]  # their event rows, read once for both times
+    return rows.category[mine], rows.cols.start[at], rows.cols.end[at], rows.sync_copy[mine]
 
 
 def split_disjoint_windows(
