@@ -5,9 +5,11 @@ CPU time (``time.process_time``): the shared steps the attribution section is th
 launch pairs, host categories, device busy intervals, step windows, one-time work, host rows; each computed once
 per trace and read by other sections too), then ``gap_attribution`` and the steps section's ``step_breakdown``
 ``--inner`` times each (the host rows ready; the attribution's kept `nothing` intervals dropped before each run),
-giving the least. With ``--sections``, each process instead times ``analyze(trace, sections=[SECTION],
-threads=1)`` for one section (its shared steps included, as when it is the first section to need them), one
-process per section. Trees run alternately, ``--rounds`` times; the table gives every round's figure.
+giving the least, and each step's added peak RSS (its peak above the RSS before it, the peak reset by writing "5"
+to /proc/self/clear_refs; the largest over its runs). With ``--sections``, each process instead times
+``analyze(trace, sections=[SECTION], threads=1)`` for one section (its shared steps included, as when it is the
+first section to need them), one process per section. Trees run alternately, ``--rounds`` times; the table
+gives every round's figure.
 
 Run:  flock /tmp/tracelens-bench.lock python3 benchmarks/bench_attribution.py TRACE... --tree /work/main [--rounds 2]
       [--sections attribution steps]
@@ -33,11 +35,19 @@ from tracelens.analyses.steps import step_breakdown
 trace = tracelens.load(sys.argv[1])
 inner = int(sys.argv[2])
 times = {}
+added = {}  # label -> MiB: the step's peak RSS above the RSS before it (the largest over its runs; Linux)
+def vm(key):
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith(key)) / 1024
 def timed(label, step, repeat=1, before=lambda: None):
     best = None
     for _ in range(repeat):
         before()
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")  # resets VmHWM to the current RSS
+        rss = vm("VmRSS")
         t = time.process_time(); step(); spent = time.process_time() - t
+        added[label] = max(added.get(label, 0.0), vm("VmHWM") - rss)
         best = spent if best is None else min(best, spent)
     times[label] = best
 for label, step in (("event columns", event_columns), ("launch pairs", launch_pairs),
@@ -51,7 +61,8 @@ def forget():
 timed("gap_attribution", lambda: gap_attribution(trace), inner, forget)
 timed("step_breakdown", lambda: step_breakdown(trace), inner)
 times["total (one run of each)"] = sum(times.values())
-print(json.dumps({"times": times, "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+print(json.dumps({"times": times, "added_mib": added,
+                  "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 
 _SECTION_CHILD = r"""
@@ -91,6 +102,11 @@ def main() -> int:
         rows = [
             [key] + [" / ".join(f"{r['times'][key]:.3f}" for r in results[t]) for t in trees] for key in keys
         ]
+        for key in results[trees[0]][0].get("added_mib", {}):
+            rows.append(
+                [f"{key}: added peak (MiB)"]
+                + [" / ".join(f"{r['added_mib'][key]:.0f}" for r in results[t]) for t in trees]
+            )
         rows.append(
             ["peak RSS (MiB)"] + [" / ".join(f"{r['peak_mib']:.0f}" for r in results[t]) for t in trees]
         )

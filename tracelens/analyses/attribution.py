@@ -20,6 +20,7 @@ Definitions (docs/analyses.md, "attribution"):
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -166,16 +167,23 @@ def priority_split(
     """
     starts = np.asarray(starts, np.int64)
     ends = np.asarray(ends, np.int64)
-    chosen = np.zeros(len(rows.threads), bool)
-    chosen[thread_set] = True
-    if chosen.all():  # every thread (a single-GPU trace's feeding threads): no selection to copy
-        cat, s, e, copy = rows.category, rows.starts(), rows.ends(), rows.sync_copy
-    else:
-        mine = np.flatnonzero(chosen[rows.thread])
-        cat, s, e, copy = rows.category[mine], rows.starts(mine), rows.ends(mine), rows.sync_copy[mine]
+    cat, s, e, copy = _thread_rows(rows, thread_set)
     if busy is not None and window_split.disjoint_windows(starts, ends) and bool((e >= s).all()):
         return split_disjoint_windows(starts, ends, cat, s, e, copy, busy)
     return split_any_windows(starts, ends, cat, s, e, copy, busy)
+
+
+def _thread_rows(
+    rows: HostRows, thread_set: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The host rows of the given threads: (category, start, end, synchronous copy)."""
+    chosen = np.zeros(len(rows.threads), bool)
+    chosen[thread_set] = True
+    if chosen.all():  # every thread (a single-GPU trace's feeding threads): no selection to copy
+        return rows.category, rows.starts(), rows.ends(), rows.sync_copy
+    mine = np.flatnonzero(chosen[rows.thread])
+    at = rows.row[mine]  # their event rows, read once for both times
+    return rows.category[mine], rows.cols.start[at], rows.cols.end[at], rows.sync_copy[mine]
 
 
 def split_disjoint_windows(
@@ -190,23 +198,119 @@ def split_disjoint_windows(
     """:func:`priority_split` of sorted windows that do not overlap, on the host rows (``cat``, ``s``, ``e``,
     ``copy``: category, start, end, synchronous copy; ends not before starts) cut into the windows once."""
     n = starts.size
+    out, sync_copy, starts_in_sync, unexplained = _split_disjoint(
+        starts, ends, cat, s, e, copy, busy, lambda pieces: window_split.coverage(pieces, n), ends - starts
+    )
+    extra = {"sync_copy": sync_copy, "starts_in_sync": starts_in_sync}
+    if unexplained is not None:
+        extra["unexplained"] = unexplained
+    return out, extra
+
+
+@dataclass
+class GapSplit:
+    """What the attribution reads of the split of a device's gaps: each cause's total over all gaps, the split
+    of a few chosen gaps, the sync-copy total, the gaps starting in a sync, and the `nothing` intervals."""
+
+    totals: np.ndarray  # int64 per cause (CAUSES order): the column sums of priority_split's matrix
+    chosen: np.ndarray  # (len(which), len(CAUSES)): the matrix's rows of the chosen gaps
+    sync_copy_ns: int
+    starts_in_sync: np.ndarray  # bool per gap
+    unexplained: tuple[np.ndarray, np.ndarray]
+
+
+def split_gaps(
+    starts: np.ndarray,
+    ends: np.ndarray,
+    rows: HostRows,
+    thread_set: np.ndarray,
+    busy: tuple[np.ndarray, np.ndarray],
+    which: np.ndarray,
+) -> GapSplit:
+    """The sums of :func:`priority_split`'s figures over a device's gaps (with ``busy``), and its rows at the gaps
+    ``which`` (the largest), without its per-gap matrix: on sorted disjoint gaps each step's covered length is
+    summed over the union's pieces (and read at the chosen gaps), not spread over every gap (millions of them,
+    most with no host activity at all in a GPU-bound trace)."""
+    return split_gap_rows(starts, ends, *_thread_rows(rows, thread_set), busy, which)
+
+
+def split_gap_rows(
+    starts: np.ndarray,
+    ends: np.ndarray,
+    cat: np.ndarray,
+    s: np.ndarray,
+    e: np.ndarray,
+    copy: np.ndarray,
+    busy: tuple[np.ndarray, np.ndarray],
+    which: np.ndarray,
+) -> GapSplit:
+    """:func:`split_gaps` on the threads' host rows (``cat``, ``s``, ``e``, ``copy``: category, start, end,
+    synchronous copy, as :func:`split_any_windows` takes them)."""
+    starts = np.asarray(starts, np.int64)
+    ends = np.asarray(ends, np.int64)
+    which = np.asarray(which, np.int64)
+    if window_split.disjoint_windows(starts, ends) and bool((e >= s).all()):
+        lengths = ends - starts
+        window_measure = np.concatenate([[lengths.sum()], lengths[which]])
+        out, sync_copy, starts_in_sync, unexplained = _split_disjoint(
+            starts, ends, cat, s, e, copy, busy, lambda pieces: window_split.totals(pieces, which), window_measure
+        )
+        assert unexplained is not None
+        return GapSplit(out[0], out[1:], int(sync_copy[0]), starts_in_sync, unexplained)
+    split, extra = split_any_windows(starts, ends, cat, s, e, copy, busy)
+    return GapSplit(
+        split.sum(axis=0),
+        split[which],
+        int(extra["sync_copy"].sum()),
+        extra["starts_in_sync"],
+        extra["unexplained"],
+    )
+
+
+def _split_disjoint(
+    starts: np.ndarray,
+    ends: np.ndarray,
+    cat: np.ndarray,
+    s: np.ndarray,
+    e: np.ndarray,
+    copy: np.ndarray,
+    busy: tuple[np.ndarray, np.ndarray] | None,
+    measure: Callable[[window_split.Pieces], np.ndarray],
+    window_measure: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray] | None]:
+    """The split of sorted disjoint windows, each union's covered length taken by ``measure`` (a vector: per window
+    for :func:`split_disjoint_windows`, summed and at a few windows for :func:`split_gaps`; ``window_measure``:
+    the windows' own lengths so taken). Returns (matrix of shape (len(window_measure), len(CAUSES)), sync_copy,
+    starts_in_sync per window, the `nothing` intervals with ``busy``, else None)."""
+    n = starts.size
+    m = window_measure.size
     levels = len(HOST_CATEGORY_PRIORITY)
     sync_level = HOST_CATEGORY_PRIORITY.index(SYNC)
     input_level = HOST_CATEGORY_PRIORITY.index(INPUT)
     # column-major: each column is written, and summed by the caller, in one contiguous pass
-    out = np.zeros((len(CAUSES), n), np.int64).T
-    present = np.bincount(cat, minlength=levels)
+    out = np.zeros((len(CAUSES), m), np.int64).T
     level_pieces = []
+    in_start_order = s.size < 2 or bool((s[1:] >= s[:-1]).all())
     for level in range(levels):
-        if present[level] == 0:
+        rows_of_level = cat == level
+        if level == sync_level:  # few rows: their positions, not a mask over every row
+            sync_rows = np.flatnonzero(rows_of_level)
+        present = np.count_nonzero(rows_of_level)
+        if present == 0:
             level_pieces.append(window_split.empty())
             continue
-        ls, le = (s, e) if present[level] == cat.size else (s[cat == level], e[cat == level])
-        level_pieces.append(window_split.cut(*intervals.merge(ls, le), starts, ends))
-        del ls, le
-    sync_rows = cat == sync_level
-    covered_before = np.zeros(n, np.int64)
-    echo_copy = np.zeros(n, np.int64)
+        if present == cat.size:
+            merged = _merge_rows(s, e)
+        elif in_start_order and 2 * present > cat.size:  # most rows: merged in place, not copied out first
+            merged = _merge_level(s, e, rows_of_level)
+        else:
+            merged = _merge_rows(s[rows_of_level], e[rows_of_level])
+        del rows_of_level
+        level_pieces.append(window_split.cut(*merged, starts, ends))
+        del merged
+    sync_copies = copy[sync_rows]
+    covered_before = np.zeros(m, np.int64)
+    echo_copy = np.zeros(m, np.int64)
     union = before_sync = window_split.empty()
     covered_through_sync = covered_before
     for level, pieces in enumerate(level_pieces):
@@ -214,55 +318,108 @@ def split_disjoint_windows(
             before_sync = union
         if pieces[0].size:
             union = window_split.union(union, pieces)
-            covered = window_split.coverage(union, n)
+            covered = measure(union)
         else:
             covered = covered_before
         np.subtract(covered, covered_before, out=out[:, level])
         covered_before = covered
         if level == sync_level:
             covered_through_sync = covered
-        if level == input_level and busy is not None and sync_rows.any():
+        if level == input_level and busy is not None and sync_rows.size:
             # as in split_any_windows: the echo claims only launch and cpu rows' time
             host_work = union_of(level_pieces[level + 1 :])
             # host work inside the windows less the union: its parts in the union's holes (host work searched
             # in them: far fewer of it than of them)
             eligible = intervals.intersect(*host_work[:2], *window_split.holes(union))
             for copies in (False, True):
-                pick = sync_rows & (copy == copies)
+                pick = sync_rows[sync_copies == copies]
                 echo = window_split.intersect(host_work, *_sync_echo(s[pick], e[pick], busy, eligible))
                 if echo[0].size == 0:  # nothing changes
                     continue
                 union = window_split.union(union, echo)
-                covered = window_split.coverage(union, n)
+                covered = measure(union)
                 gained = covered - covered_before
                 out[:, sync_level] += gained
                 if copies:
                     echo_copy = gained
                 covered_before = covered
-    out[:, -1] = (ends - starts) - covered_before
-    copy_rows = sync_rows & copy
-    if copy_rows.any():
-        other_sync = sync_rows & ~copy
+    out[:, -1] = window_measure - covered_before
+    if sync_copies.any():
+        other_sync = sync_rows[~sync_copies]
         not_copies = window_split.union(
             before_sync, window_split.cut(*intervals.merge(s[other_sync], e[other_sync]), starts, ends)
         )
-        sync_copy = covered_through_sync - window_split.coverage(not_copies, n) + echo_copy
+        sync_copy = covered_through_sync - measure(not_copies) + echo_copy
     else:  # the other syncs cover all the sync level covers, and no copy leaves an echo
-        sync_copy = np.zeros(n, np.int64)
+        sync_copy = np.zeros(m, np.int64)
     # a window starts in a sync where a sync piece of it begins at its start
     sync_s, _, sync_w = level_pieces[sync_level]
     starts_in_sync = np.zeros(n, bool)
     starts_in_sync[sync_w[sync_s == starts[sync_w]]] = True
-    extra = {"sync_copy": sync_copy, "starts_in_sync": starts_in_sync & (ends > starts)}
+    starts_in_sync &= ends > starts
+    unexplained = None
     if busy is not None:
         # the echoes lie inside later levels' rows, so the final union is the threads' whole activity
         # (without any activity, the windows as they are: intervals.subtract's answer)
-        extra["unexplained"] = (
-            intervals.merge(*window_split.complement(union, starts, ends))
+        unexplained = (
+            _join_touching(*window_split.complement(union, starts, ends))
             if union[0].size
             else (starts.copy(), ends.copy())
         )
-    return out, extra
+    return out, sync_copy, starts_in_sync, unexplained
+
+
+def _merge_rows(s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``intervals.merge`` of rows that do not end before they start: rows in start order, each starting after
+    the previous one ends (one thread's launch calls), are their own union (one comparison, not a merge)."""
+    s = np.asarray(s, np.int64)
+    e = np.asarray(e, np.int64)
+    if s.size < 2 or bool((s[1:] > e[:-1]).all()):
+        return s, e
+    if bool((s[1:] < s[:-1]).any()):  # not in start order: the general merge sorts them
+        return intervals.merge(s, e)
+    # intervals.merge's steps, the groups' first and last rows picked by masks (no index arrays: the launch
+    # rows of a device's threads are millions)
+    reach = np.maximum.accumulate(e)
+    first = np.empty(s.size, bool)
+    first[0] = True
+    np.greater(s[1:], reach[:-1], out=first[1:])
+    merged_s = s[first]
+    last = np.empty(s.size, bool)  # each group ends where the next begins, the last at the end
+    last[:-1] = first[1:]
+    last[-1] = True
+    del first
+    return merged_s, reach[last]
+
+
+def _merge_level(s: np.ndarray, e: np.ndarray, in_level: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``intervals.merge(s[in_level], e[in_level])`` for rows in start order that do not end before they start,
+    without copying the level's rows out (the launch level of a GPU-bound trace: nearly every host row): the
+    other rows' ends count as below every time, and a group is begun only by a row of the level."""
+    s = np.asarray(s, np.int64)
+    reach = np.where(in_level, np.asarray(e, np.int64), np.iinfo(np.int64).min)
+    np.maximum.accumulate(reach, out=reach)  # the furthest end of the level's rows so far
+    first = np.empty(s.size, bool)
+    first[0] = True
+    np.greater(s[1:], reach[:-1], out=first[1:])
+    first &= in_level
+    merged_s = s[first]
+    # a group's end is the reach just before the next group begins (no row of the level in between), the last
+    # group's the final reach; none before the first group
+    last = np.empty(s.size, bool)
+    last[:-1] = first[1:]
+    last[-1] = True
+    last[: int(np.argmax(in_level))] = False
+    del first
+    return merged_s, reach[last]
+
+
+def _join_touching(s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``intervals.merge`` of sorted, disjoint, nonempty intervals: where none touches the next (gaps touch only
+    around a zero-length busy interval), they are their own union."""
+    if s.size > 1 and not bool((s[1:] == e[:-1]).any()):
+        return s, e
+    return intervals.merge(s, e)
 
 
 def union_of(pieces: list[window_split.Pieces]) -> window_split.Pieces:
@@ -375,12 +532,12 @@ def device_attribution(trace: Trace, busy: DeviceBusy, largest: int = LARGEST_GA
     rows = host_rows(trace)
     threads, source = feeding_threads(trace, busy.device)
     gs, ge = busy.gap_starts, busy.gap_ends
-    split, extra = priority_split(gs, ge, rows, threads, busy=(busy.busy_starts, busy.busy_ends))
-    # The gaps' `nothing` parts, which the diagnosis reads: kept (few intervals), not the threads' whole activity.
-    memo(trace, _unexplained_key(busy.device), lambda: extra["unexplained"])
     lengths = ge - gs
-    late = _late_launch(trace, busy)
     top = largest_first(lengths, largest)
+    split = split_gaps(gs, ge, rows, threads, (busy.busy_starts, busy.busy_ends), top)
+    # The gaps' `nothing` parts, which the diagnosis reads: kept (few intervals), not the threads' whole activity.
+    memo(trace, _unexplained_key(busy.device), lambda: split.unexplained)
+    late = _late_launch(trace, busy)
     return {
         "device": busy.device,
         "idle_ns": int(lengths.sum()),
@@ -390,20 +547,20 @@ def device_attribution(trace: Trace, busy: DeviceBusy, largest: int = LARGEST_GA
         ][:64],
         "feeding_thread_count": int(threads.size),
         "feeding_threads_from": source,
-        "by_cause": {c: int(split[:, i].sum()) for i, c in enumerate(CAUSES)},
-        "sync_copy_ns": int(extra["sync_copy"].sum()),
+        "by_cause": {c: int(split.totals[i]) for i, c in enumerate(CAUSES)},
+        "sync_copy_ns": split.sync_copy_ns,
         "after_sync": {
-            "count": int(extra["starts_in_sync"].sum()),
-            "idle_ns": int(lengths[extra["starts_in_sync"]].sum()),
+            "count": int(split.starts_in_sync.sum()),
+            "idle_ns": int(lengths[split.starts_in_sync].sum()),
         },
         "late_launch": {"count": int(late.sum()), "idle_ns": int(lengths[late].sum())},
         "largest": [
             {
                 "start_ns": int(gs[i]),
                 "duration_ns": int(lengths[i]),
-                "by_cause": {c: int(split[i, j]) for j, c in enumerate(CAUSES)},
+                "by_cause": {c: int(split.chosen[k, j]) for j, c in enumerate(CAUSES)},
             }
-            for i in top
+            for k, i in enumerate(top)
         ],
     }
 

@@ -44,9 +44,11 @@ def cut(union_starts: np.ndarray, union_ends: np.ndarray, ws: np.ndarray, we: np
     # before the interval ends (most launches of a GPU-bound host do not: they run while the GPU is busy), and
     # into later windows too if it ends after that one (a long sync spanning many gaps)
     first = intervals.search_sorted(we, union_starts, side="right")
-    np.minimum(first, n - 1, out=first)  # past the last window: reaches none, as the test below finds
+    np.minimum(first, n - 1, out=first)
     reaches = ws[first] < union_ends
-    reaches &= we[first] > union_starts
+    # that window ends after the interval's start, but past the last window (the intervals starting at or after
+    # its end: the last of the sorted intervals) there is none
+    reaches[np.searchsorted(union_starts, we[-1], side="left") :] = False
     which = np.flatnonzero(reaches)
     del reaches
     us, ue, window = union_starts[which], union_ends[which], first[which]
@@ -83,24 +85,20 @@ def union(a: Pieces, b: Pieces) -> Pieces:
     at_b += np.arange(b[0].size)
     from_a = np.ones(size, bool)
     from_a[at_b] = False
-    at_a = np.flatnonzero(from_a)
-    del from_a
     s, e, w = (np.empty(size, np.int64) for _ in range(3))
     for out, x, y in ((s, a[0], b[0]), (e, a[1], b[1]), (w, a[2], b[2])):
-        out[at_a] = x
+        out[from_a] = x  # a mask, not a's positions: no index array as long as both lists
         out[at_b] = y
-    del at_a, at_b
+    del from_a, at_b
     reach = np.maximum.accumulate(e, out=e)
     # a new merged piece begins past every end seen so far, or in another window (windows may touch)
-    new = np.empty(size, bool)
-    new[0] = True
-    np.greater(s[1:], reach[:-1], out=new[1:])
-    new[1:] |= w[1:] != w[:-1]
-    first = np.flatnonzero(new)
-    del new
-    last = np.empty_like(first)
-    np.subtract(first[1:], 1, out=last[:-1])
-    last[-1] = size - 1
+    first = np.empty(size, bool)
+    first[0] = True
+    np.greater(s[1:], reach[:-1], out=first[1:])
+    first[1:] |= w[1:] != w[:-1]
+    last = np.empty(size, bool)  # each merged piece ends where the next begins, the last at the end
+    last[:-1] = first[1:]
+    last[-1] = True
     return s[first], reach[last], w[first]
 
 
@@ -116,6 +114,23 @@ def coverage(pieces: Pieces, windows: int) -> np.ndarray:
     bounds = np.zeros(windows + 1, np.int64)
     np.cumsum(np.bincount(w, minlength=windows), out=bounds[1:])
     return cum[bounds[1:]] - cum[bounds[:-1]]
+
+
+def totals(pieces: Pieces, which: np.ndarray) -> np.ndarray:
+    """The pieces' summed length, then the covered length of each window in ``which``: :func:`coverage`'s sum
+    and its values at ``which`` (one pass over the pieces, none over the windows)."""
+    s, e, w = pieces
+    out = np.zeros(1 + which.size, np.int64)
+    if s.size == 0:
+        return out
+    lengths = e - s
+    out[0] = lengths.sum()
+    # a window's pieces are consecutive (the windows are sorted and disjoint, the pieces sorted by start)
+    lo = np.searchsorted(w, which, side="left")
+    hi = np.searchsorted(w, which, side="right")
+    for k, (a, b) in enumerate(zip(lo.tolist(), hi.tolist(), strict=True), start=1):  # a few windows
+        out[k] = lengths[a:b].sum()
+    return out
 
 
 def complement(pieces: Pieces, ws: np.ndarray, we: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
