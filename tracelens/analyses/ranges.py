@@ -136,6 +136,7 @@ class _Launches:
         cols = event_columns(trace)
         launches = _per_launch(trace)
         self.rows = rows
+        self._covered_cache: tuple[np.ndarray, np.ndarray] | None = None
         self.empty = launches["t"].size == 0 or rows.size == 0
         if self.empty:
             return
@@ -170,8 +171,8 @@ class _Launches:
         self.dev_min = launches["dev_min"]
         # A range's launches are all on one device when none of them spans several and none after the first
         # changes device: two running counts instead of a min and a max over each range's launches.
-        dev_max = launches["dev_max"]
-        self.csum_multi = np.concatenate([[0], np.cumsum(self.dev_min != dev_max)])
+        self.dev_max = launches["dev_max"]
+        self.csum_multi = np.concatenate([[0], np.cumsum(self.dev_min != self.dev_max)])
         self.csum_change = np.concatenate([[0, 0], np.cumsum(self.dev_min[1:] != self.dev_min[:-1])])
 
     def _positions(self, cols: EventColumns, at: slice) -> tuple[np.ndarray, np.ndarray]:
@@ -259,38 +260,108 @@ class _Launches:
         launching = np.flatnonzero(hi > lo)
         return launching, self.spans_of(trace, lo[launching], hi[launching])
 
+    def _covered(self, trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per launch call, the busy time of its device before its first op's start and before its last op's
+        end (``intervals.covered_before`` on the device's busy union), and a running count of the places where
+        the launches' first or last op times step back; computed once for every chunk.
+
+        Covered time is non-decreasing in time, so over a range's launches on one device the minimum of the
+        first values is the value at the earliest start and the maximum of the last values the value at the
+        latest end: a range's busy overlap is their difference, with no search per range. A launch spanning
+        several devices (never read: its ranges take the joint union) or on a device without activity (its
+        ranges' idle time is 0, as the op times themselves then cancel) keeps its own times."""
+        if self._covered_cache is None:
+            cover_first, cover_last = self.first.copy(), self.last.copy()
+            one_device = np.flatnonzero(self.dev_min == self.dev_max)
+            device = self.dev_min[one_device]
+            for dev, b in device_busy(trace).items():  # a loop over devices
+                sel = one_device[device == dev]
+                cover_first[sel], cover_last[sel] = _covered_before_each(
+                    [self.first[sel], self.last[sel]], b.busy_starts, b.busy_ends
+                )
+            del one_device, device
+            # Launches in thread and launch order mostly run their ops in that order: where a range's launches'
+            # first and last op times never step back, its earliest start is its first launch's and its latest
+            # end its last launch's (and so for the covered times on one device).
+            step_back = self.first[1:] < self.first[:-1]
+            step_back |= self.last[1:] < self.last[:-1]
+            steps = np.zeros(self.first.size, np.int64)
+            np.cumsum(step_back, out=steps[1:])
+            self._covered_cache = (cover_first, cover_last, steps)
+        return self._covered_cache
+
     def spans_of(self, trace: Trace, lo: np.ndarray, hi: np.ndarray) -> dict[str, np.ndarray]:
         """proj_start, proj_end and gpu_idle_ns of ranges that each launch something (hi > lo)."""
         if lo.size == 0:
             return {k: np.zeros(0, np.int64) for k in ("proj_start", "proj_end", "gpu_idle_ns")}
-        # The reductions over the launches these ranges cover only: ranges of one thread in start order cover
-        # a window of the launches (sorted by thread and time), so that each chunk's sparse tables span its
-        # own launches, not all of them.
-        win = slice(int(lo.min()), int(hi.max()))
-        first, last = _slice_reduce_each(
-            [(np.minimum, self.first[win], 0), (np.maximum, self.last[win], 0)],
-            lo - win.start,
-            hi - win.start,
-        )
+        cover_first, cover_last, steps = self._covered(trace)
+        # Ranges whose launches' op times run in order (those with one launch call among them, most of the
+        # others): the first launch's start and the last launch's end. The rest reduce over their launches with
+        # sparse tables over the window of launches they cover (ranges of one thread in start order cover a
+        # window of the launches sorted by thread and time).
+        final = hi - 1
+        first, last = self.first[lo], self.last[final]
+        busy_first, busy_last = cover_first[lo], cover_last[final]
+        unordered = np.flatnonzero(steps[final] != steps[lo])
+        del final
+        if unordered.size:
+            u_lo, u_hi = lo[unordered], hi[unordered]
+            win = slice(int(u_lo.min()), int(u_hi.max()))
+            reduced = _slice_reduce_each(
+                [
+                    (np.minimum, self.first[win], 0),
+                    (np.maximum, self.last[win], 0),
+                    (np.minimum, cover_first[win], 0),
+                    (np.maximum, cover_last[win], 0),
+                ],
+                u_lo - win.start,
+                u_hi - win.start,
+            )
+            for out, values in zip((first, last, busy_first, busy_last), reduced, strict=True):
+                out[unordered] = values
+            del u_lo, u_hi, reduced
         n = self.dev_min.size
         one_device = self.csum_multi[hi] == self.csum_multi[lo]
         one_device &= self.csum_change[hi] == self.csum_change[np.minimum(lo + 1, n)]
-        device_of = self.dev_min[lo]
-        idle = np.zeros(lo.size, np.int64)
-        busy = device_busy(trace)
-        for device, b in busy.items():
-            sel = np.flatnonzero(one_device & (device_of == device))
-            idle[sel] = (last[sel] - first[sel]) - _overlap_in_window(
-                first[sel], last[sel], b.busy_starts, b.busy_ends
-            )
+        idle = last - first
+        busy_last -= busy_first
+        idle -= busy_last
+        del busy_first, busy_last
         mixed = np.flatnonzero(~one_device)
         if mixed.size:
+            busy = device_busy(trace)
             us, ue = intervals.merge(
                 np.concatenate([b.busy_starts for b in busy.values()]),
                 np.concatenate([b.busy_ends for b in busy.values()]),
             )
             idle[mixed] = (last[mixed] - first[mixed]) - _overlap_in_window(first[mixed], last[mixed], us, ue)
         return {"proj_start": first, "proj_end": last, "gpu_idle_ns": idle}
+
+
+def _covered_before_each(
+    times: list[np.ndarray], union_starts: np.ndarray, union_ends: np.ndarray
+) -> list[np.ndarray]:
+    """``intervals.covered_before(t, union_starts, union_ends)`` for each array ``t`` of ``times``, the union's
+    running lengths built once for all of them."""
+    if union_starts.size == 0:
+        return [np.zeros(t.size, np.int64) for t in times]
+    # cum[i]: the length of the first i union intervals; last_end[i]: the end of the i-th (below every time
+    # for i = 0)
+    cum = np.zeros(union_starts.size + 1, np.int64)
+    np.cumsum(union_ends - union_starts, out=cum[1:])
+    last_end = np.empty(union_ends.size + 1, np.int64)
+    last_end[0] = np.iinfo(np.int64).min
+    last_end[1:] = union_ends
+    out = []
+    for t in times:  # a loop over a few arrays
+        t = t.astype(np.int64, copy=False)
+        i = intervals.search_sorted(union_starts, t, side="right")  # the union intervals starting at or before t
+        covered = cum[i]
+        above = np.maximum(last_end[i], t)  # the part of the last of them at or after t
+        above -= t
+        covered -= above
+        out.append(covered)
+    return out
 
 
 def _overlap_in_window(
