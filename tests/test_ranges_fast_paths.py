@@ -117,3 +117,31 @@ def test_covered_before_each_is_covered_before(times: list[list[int]], union: li
     got = ranges._covered_before_each(arrays, us, ue)
     for t, values in zip(arrays, got, strict=True):
         assert np.array_equal(values, intervals.covered_before(t, us, ue))
+
+
+# --- _rows_by_thread: a scan of the table per thread, against a thread key per range and its stable order ------
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(-1, 2), st.integers(-1, 3), st.booleans()), max_size=40),
+    st.sampled_from([1, 2, 3, 4096]),
+    st.sampled_from([0, 1, 2, 4]),
+)
+def test_rows_by_thread_is_the_stable_thread_order(table: list, sample: int, scan: int) -> None:
+    # pid, tid (-1: unknown) and whether the row is a range; a sample of every few rows that may miss threads;
+    # scans of up to 0-4 threads, or none
+    pid = np.array([p for p, _, _ in table], np.int32)
+    tid = np.array([t for _, t, _ in table], np.int32)
+    is_row = np.array([r for _, _, r in table], bool)
+    rows = np.flatnonzero(is_row)
+    if rows.size == 0:
+        return
+    cols = mock.Mock(pid=pid, tid=tid)
+    # the code before: one thread key per row, its stable order, the rows gathered in it
+    order, run_keys, run_lengths = ranges._thread_runs(ranges.thread_key(pid[rows], tid[rows]))
+    with mock.patch.object(ranges, "THREAD_SAMPLE", sample), mock.patch.object(ranges, "SCAN_THREADS", scan):
+        got_rows, got_keys, got_lengths = ranges._rows_by_thread(cols, is_row, rows)
+    assert np.array_equal(got_rows, rows[order])
+    assert np.array_equal(got_keys, run_keys)
+    assert np.array_equal(got_lengths, run_lengths)
