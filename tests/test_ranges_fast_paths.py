@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 from tracelens import intervals
 from tracelens.analyses import ranges
 from tracelens.analyses.columns import DeviceBusy
+from tracelens.analyses.launch import launch_pairs
+from tracelens.trace import Trace
 
 # --- _Launches.spans_of: per-launch covered times and in-order launches, against sparse tables and a union
 # search per range (the code before) ----------------------------------------------------------------------------
@@ -50,11 +52,15 @@ def _reference_spans_of(
             np.concatenate([b.busy_starts for b in busy.values()]),
             np.concatenate([b.busy_ends for b in busy.values()]),
         )
-        idle[mixed] = (last[mixed] - first[mixed]) - ranges._overlap_in_window(first[mixed], last[mixed], us, ue)
+        idle[mixed] = (last[mixed] - first[mixed]) - ranges._overlap_in_window(
+            first[mixed], last[mixed], us, ue
+        )
     return {"proj_start": first, "proj_end": last, "gpu_idle_ns": idle}
 
 
-def _launches(first: np.ndarray, last: np.ndarray, dev_min: np.ndarray, dev_max: np.ndarray) -> ranges._Launches:
+def _launches(
+    first: np.ndarray, last: np.ndarray, dev_min: np.ndarray, dev_max: np.ndarray
+) -> ranges._Launches:
     """A _Launches holding these launch calls' op spans and devices, its running counts as __init__ builds them."""
     launches = object.__new__(ranges._Launches)
     launches._covered_cache = None
@@ -81,7 +87,9 @@ def _spans_case(draw: st.DrawFn) -> tuple:
         s = np.array([a for a, _ in spans], np.int64)
         e = s + np.array([d for _, d in spans], np.int64)
         us, ue = intervals.merge(s, e)
-        busy[device] = DeviceBusy(device, us, ue, int(s.min()) if s.size else 0, int(e.max()) if e.size else 0)
+        busy[device] = DeviceBusy(
+            device, us, ue, int(s.min()) if s.size else 0, int(e.max()) if e.size else 0
+        )
     pairs = draw(st.lists(st.tuples(st.integers(0, n - 1), st.integers(1, n)), max_size=12))
     lo = np.array([a for a, _ in pairs], np.int64)
     hi = np.minimum(lo + np.array([b for _, b in pairs], np.int64), n)
@@ -145,3 +153,74 @@ def test_rows_by_thread_is_the_stable_thread_order(table: list, sample: int, sca
     assert np.array_equal(got_rows, rows[order])
     assert np.array_equal(got_keys, run_keys)
     assert np.array_equal(got_lengths, run_lengths)
+
+
+# --- _per_launch: one op per launch call taken as it is, against reductions over each call's ops ----------------
+
+
+def _reference_per_launch(trace: Trace) -> dict[str, np.ndarray]:
+    """_per_launch as it was: every launch call's ops reduced (np.*.reduceat) whatever their number."""
+    pairs = launch_pairs(trace)
+    m = pairs[pairs["matched"]]
+    m = m[np.argsort(m["correlation_id"], kind="stable")]
+    cid = m["correlation_id"]
+    group = np.flatnonzero(np.r_[True, cid[1:] != cid[:-1]])
+    start, end, dev = m["start"], m["end"], m["device"]
+    return {
+        "pid": m["pid"][group],
+        "tid": m["tid"][group],
+        "t": m["launch_start"][group],
+        "op_ns": np.add.reduceat(end - start, group),
+        "first": np.minimum.reduceat(start, group),
+        "last": np.maximum.reduceat(end, group),
+        "dev_min": np.minimum.reduceat(dev, group),
+        "dev_max": np.maximum.reduceat(dev, group),
+        "ops": np.diff(np.r_[group, cid.size]),
+    }
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 100),
+            st.integers(1, 2),
+            st.lists(st.tuples(st.integers(0, 150), st.integers(0, 1)), min_size=1, max_size=3),
+        ),
+        min_size=1,
+        max_size=8,
+    ),
+    st.booleans(),
+)
+def test_per_launch_matches_reductions_per_call(calls: list, one_op_each: bool) -> None:
+    rows: list[dict] = []
+    for corr, (t, tid, ops) in enumerate(calls, start=1):
+        rows.append(
+            {
+                "kind": "runtime",
+                "name": "cudaLaunchKernel",
+                "start_ns": t,
+                "end_ns": t + 2,
+                "pid": 1,
+                "tid": tid,
+                "correlation_id": corr,
+            }
+        )
+        for ks, device in ops[:1] if one_op_each else ops:
+            rows.append(
+                {
+                    "kind": "kernel",
+                    "name": "k",
+                    "start_ns": ks,
+                    "end_ns": ks + 5 + corr,
+                    "device": device,
+                    "stream": 7,
+                    "correlation_id": corr,
+                }
+            )
+    trace = Trace.from_rows(rows)
+    expected = _reference_per_launch(trace)
+    got = ranges._per_launch(trace)
+    assert set(got) == set(expected)
+    for key, values in expected.items():
+        assert np.array_equal(got[key].astype(np.int64), values.astype(np.int64)), key

@@ -42,6 +42,18 @@ def _per_launch(trace: Trace) -> dict[str, np.ndarray]:
         }
     group = np.flatnonzero(np.r_[True, cid[1:] != cid[:-1]])  # first row of each launch call
     start, end, dev = m["start"], m["end"], m["device"]
+    if group.size == cid.size:  # one op per launch call (no graph launches): the ops' own values
+        return {
+            "pid": m["pid"],
+            "tid": m["tid"],
+            "t": m["launch_start"],
+            "op_ns": end - start,
+            "first": start,
+            "last": end,
+            "dev_min": dev,
+            "dev_max": dev,
+            "ops": np.ones(cid.size, np.int64),
+        }
     return {
         "pid": m["pid"][group],
         "tid": m["tid"][group],
