@@ -112,19 +112,21 @@ def test_spans_of_matches_sparse_tables_and_a_search_per_range(case: tuple) -> N
         assert np.array_equal(again[key], values), key
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(
-    st.lists(st.lists(st.integers(-20, 200), max_size=10), min_size=1, max_size=3),
+    st.lists(st.tuples(st.integers(-20, 200), st.integers(-10, 40)), max_size=12),
     st.lists(st.tuples(st.integers(0, 150), st.integers(0, 20)), max_size=10),
 )
-def test_covered_before_each_is_covered_before(times: list[list[int]], union: list) -> None:
+def test_covered_before_pair_is_covered_before(spans: list, union: list) -> None:
+    # (first, last) pairs, some ending before they start, some inside one union interval, some across several
     us, ue = intervals.merge(
         np.array([s for s, _ in union], np.int64), np.array([s + d for s, d in union], np.int64)
     )
-    arrays = [np.array(t, np.int64) for t in times]
-    got = ranges._covered_before_each(arrays, us, ue)
-    for t, values in zip(arrays, got, strict=True):
-        assert np.array_equal(values, intervals.covered_before(t, us, ue))
+    first = np.array([s for s, _ in spans], np.int64)
+    last = first + np.array([d for _, d in spans], np.int64)
+    got_first, got_last = ranges._covered_before_pair(first, last, us, ue)
+    assert np.array_equal(got_first, intervals.covered_before(first, us, ue))
+    assert np.array_equal(got_last, intervals.covered_before(last, us, ue))
 
 
 # --- _rows_by_thread: a scan of the table per thread, against a thread key per range and its stable order ------

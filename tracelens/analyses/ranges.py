@@ -288,8 +288,8 @@ class _Launches:
             device = self.dev_min[one_device]
             for dev, b in device_busy(trace).items():  # a loop over devices
                 sel = one_device[device == dev]
-                cover_first[sel], cover_last[sel] = _covered_before_each(
-                    [self.first[sel], self.last[sel]], b.busy_starts, b.busy_ends
+                cover_first[sel], cover_last[sel] = _covered_before_pair(
+                    self.first[sel], self.last[sel], b.busy_starts, b.busy_ends
                 )
             del one_device, device
             # Launches in thread and launch order mostly run their ops in that order: where a range's launches'
@@ -350,30 +350,35 @@ class _Launches:
         return {"proj_start": first, "proj_end": last, "gpu_idle_ns": idle}
 
 
-def _covered_before_each(
-    times: list[np.ndarray], union_starts: np.ndarray, union_ends: np.ndarray
-) -> list[np.ndarray]:
-    """``intervals.covered_before(t, union_starts, union_ends)`` for each array ``t`` of ``times``, the union's
-    running lengths built once for all of them."""
+def _covered_before_pair(
+    first: np.ndarray, last: np.ndarray, union_starts: np.ndarray, union_ends: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """``intervals.covered_before`` of ``first`` and of ``last`` (each launch's first op start and last op end)
+    in one union, searching the union once for most launches: where no union interval starts in (first, last]
+    (a launch's ops inside one busy interval, as a single op always is), last has first's union intervals."""
     if union_starts.size == 0:
-        return [np.zeros(t.size, np.int64) for t in times]
-    # cum[i]: the length of the first i union intervals; last_end[i]: the end of the i-th (below every time
-    # for i = 0)
+        return np.zeros(first.size, np.int64), np.zeros(last.size, np.int64)
+    first, last = first.astype(np.int64, copy=False), last.astype(np.int64, copy=False)
+    # cum[i]: the length of the first i union intervals; last_end[i]: the end of the i-th (below every time for
+    # i = 0)
     cum = np.zeros(union_starts.size + 1, np.int64)
     np.cumsum(union_ends - union_starts, out=cum[1:])
     last_end = np.empty(union_ends.size + 1, np.int64)
     last_end[0] = np.iinfo(np.int64).min
     last_end[1:] = union_ends
+    i = intervals.search_sorted(union_starts, first, side="right")  # the union intervals starting at or before
+    # the last union interval starting at or before first ends at or after last: none starts in (first, last]
+    j = i.copy()
+    apart = np.flatnonzero((last < first) | (last > last_end[i]))
+    j[apart] = np.searchsorted(union_starts, last[apart], side="right")
     out = []
-    for t in times:  # a loop over a few arrays
-        t = t.astype(np.int64, copy=False)
-        i = intervals.search_sorted(union_starts, t, side="right")  # the union intervals starting at or before t
-        covered = cum[i]
-        above = np.maximum(last_end[i], t)  # the part of the last of them at or after t
+    for t, at in ((first, i), (last, j)):  # the two arrays
+        covered = cum[at]
+        above = np.maximum(last_end[at], t)  # the part of the last of them at or after t
         above -= t
         covered -= above
         out.append(covered)
-    return out
+    return out[0], out[1]
 
 
 def _overlap_in_window(
