@@ -458,25 +458,37 @@ def _thread_runs(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 SCAN_THREADS = 4
 
 
-def _rows_by_thread(
-    cols: EventColumns, is_row: np.ndarray, rows: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(``rows`` = ``np.flatnonzero(is_row)`` in stable thread-key order, the distinct thread keys ascending,
-    how many rows each holds), as ``_thread_runs`` of their thread keys gives them."""
-    sample = rows[:: max(1, rows.size // THREAD_SAMPLE)]
+def _rows_by_thread(cols: EventColumns, is_row: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(``np.flatnonzero(is_row)`` in stable thread-key order, the distinct thread keys ascending, how many rows
+    each holds), as ``_thread_runs`` of their thread keys gives them."""
+    rows = np.flatnonzero(is_row)
+    count = rows.size
+    sample = rows[:: max(1, count // THREAD_SAMPLE)].copy()
     threads, first = np.unique(thread_key(cols.pid[sample], cols.tid[sample]), return_index=True)
     if threads.size <= SCAN_THREADS:
-        # The threads of an evenly spaced sample, when their rows hold every row, are all the threads.
-        parts = []
+        # The threads of an evenly spaced sample, when their rows hold every row, are all the threads. Each
+        # thread's rows are written into place one thread at a time (one thread's positions held at once).
+        del rows
+        out = np.empty(count, np.int64)
+        lengths = []
+        filled = 0
         for pid, tid in zip(cols.pid[sample[first]], cols.tid[sample[first]], strict=True):  # a few threads
             mine = cols.pid == pid
             mine &= cols.tid == tid
             mine &= is_row
-            parts.append(np.flatnonzero(mine))
+            part = np.flatnonzero(mine)
             del mine
-        if sum(p.size for p in parts) == rows.size:
-            return np.concatenate(parts), threads, np.array([p.size for p in parts], np.int64)
-        del parts
+            if filled + part.size > count:
+                break
+            out[filled : filled + part.size] = part
+            filled += part.size
+            lengths.append(part.size)
+            del part
+        else:
+            if filled == count:
+                return out, threads, np.array(lengths, np.int64)
+        del out
+        rows = np.flatnonzero(is_row)
     order, run_keys, run_lengths = _thread_runs(thread_key(cols.pid[rows], cols.tid[rows]))
     return rows[order], run_keys, run_lengths
 
@@ -501,12 +513,11 @@ def sum_per_slot(slot: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
 def range_summary(trace: Trace, limit: int = NAME_LIMIT) -> dict[str, Any]:
     cols = event_columns(trace)
     is_range = cols.of_kind(ANNOTATION)
-    rows = np.flatnonzero(is_range)
+    # By thread, then start (the table's order): each chunk of ranges then covers one window of the launches.
+    rows, run_keys, run_lengths = _rows_by_thread(cols, is_range)
+    del is_range
     if rows.size == 0:
         return {"count": 0, "names": 0, "texts": 0, "ranges": []}
-    # By thread, then start (the table's order): each chunk of ranges then covers one window of the launches.
-    rows, run_keys, run_lengths = _rows_by_thread(cols, is_range, rows)
-    del is_range
     run_edges = np.concatenate([[0], np.cumsum(run_lengths)])
     launches = _Launches(trace, rows)
     # Sums per name code (slot 0: the null name), added a chunk at a time.
