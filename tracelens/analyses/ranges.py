@@ -123,9 +123,12 @@ def _sorted_searchsorted(haystack: np.ndarray, needles: np.ndarray) -> np.ndarra
         return np.searchsorted(haystack, needles, side="left")
     first = int(np.searchsorted(haystack, needles[0], side="left"))
     stop = int(np.searchsorted(haystack, needles[-1], side="left"))
-    # haystack[first:stop] holds the values in [needles[0], needles[-1]); slot j: at least j needles are <= it
+    # haystack[first:stop] holds the values in [needles[0], needles[-1]); slot[k]: the needles below
+    # haystack[first + k] number it, so that the needles [slot[k - 1], slot[k]) have first + k values below them
+    # (one np.repeat writing each answer, not a count per needle and its running sum)
     slot = np.searchsorted(needles, haystack[first:stop], side="right")
-    return first + np.cumsum(np.bincount(slot, minlength=needles.size + 1)[: needles.size])
+    steps = np.diff(slot, prepend=0, append=needles.size)
+    return np.repeat(np.arange(first, stop + 1, dtype=np.int64), steps)
 
 
 # Launches stepped over one at a time past a range's first before a binary search for its last (see _bounds_of).
