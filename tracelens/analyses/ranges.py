@@ -178,7 +178,11 @@ class _Launches:
         self.key_end = np.append(
             self.key, np.iinfo(np.int64).max
         )  # key[i], and past the last launch a maximum
-        launches = {k: v[order].astype(np.int64, copy=False) for k, v in launches.items()}
+        # the columns read from here on (the thread and launch time are in the key)
+        launches = {
+            k: launches[k][order].astype(np.int64, copy=False)
+            for k in ("op_ns", "ops", "first", "last", "dev_min", "dev_max")
+        }
         self.csum_ns = np.concatenate([[0], np.cumsum(launches["op_ns"])])
         self.csum_ops = np.concatenate([[0], np.cumsum(launches["ops"])])
         self.first = launches["first"]
