@@ -174,15 +174,18 @@ class _Launches:
             )
         del launch_keys, launch_t
         order = np.argsort(self.key, kind="stable")
-        self.key = self.key[order]
-        self.key_end = np.append(
-            self.key, np.iinfo(np.int64).max
-        )  # key[i], and past the last launch a maximum
-        # the columns read from here on (the thread and launch time are in the key)
+        # key_end[i] = key[i], and past the last launch a maximum; key is a view of it, not a second copy
+        self.key_end = np.empty(order.size + 1, np.int64)
+        self.key_end[:-1] = self.key[order]
+        self.key_end[-1] = np.iinfo(np.int64).max
+        self.key = self.key_end[:-1]
+        # the columns read from here on (the thread and launch time are in the key); devices in their own small
+        # integers, running counts in int32 where they fit
         launches = {
-            k: launches[k][order].astype(np.int64, copy=False)
-            for k in ("op_ns", "ops", "first", "last", "dev_min", "dev_max")
-        }
+            k: launches[k][order].astype(np.int64, copy=False) for k in ("op_ns", "ops", "first", "last")
+        } | {k: launches[k][order] for k in ("dev_min", "dev_max")}
+        count = np.int32 if order.size < 2**31 else np.int64
+        del order
         self.csum_ns = np.concatenate([[0], np.cumsum(launches["op_ns"])])
         self.csum_ops = np.concatenate([[0], np.cumsum(launches["ops"])])
         self.first = launches["first"]
@@ -191,8 +194,11 @@ class _Launches:
         # A range's launches are all on one device when none of them spans several and none after the first
         # changes device: two running counts instead of a min and a max over each range's launches.
         self.dev_max = launches["dev_max"]
-        self.csum_multi = np.concatenate([[0], np.cumsum(self.dev_min != self.dev_max)])
-        self.csum_change = np.concatenate([[0, 0], np.cumsum(self.dev_min[1:] != self.dev_min[:-1])])
+        del launches
+        self.csum_multi = np.zeros(self.first.size + 1, count)
+        np.cumsum(self.dev_min != self.dev_max, dtype=count, out=self.csum_multi[1:])
+        self.csum_change = np.zeros(self.first.size + 1, count)
+        np.cumsum(self.dev_min[1:] != self.dev_min[:-1], dtype=count, out=self.csum_change[2:])
 
     def _positions(self, cols: EventColumns, at: slice) -> tuple[np.ndarray, np.ndarray]:
         """Packed (thread, start) and (thread, end) of the ranges ``at``; -1 for both on a thread that launched
@@ -304,8 +310,8 @@ class _Launches:
             # end its last launch's (and so for the covered times on one device).
             step_back = self.first[1:] < self.first[:-1]
             step_back |= self.last[1:] < self.last[:-1]
-            steps = np.zeros(self.first.size, np.int64)
-            np.cumsum(step_back, out=steps[1:])
+            steps = np.zeros(self.first.size, self.csum_multi.dtype)
+            np.cumsum(step_back, dtype=steps.dtype, out=steps[1:])
             self._covered_cache = (cover_first, cover_last, steps)
         return self._covered_cache
 
@@ -467,7 +473,8 @@ SCAN_THREADS = 4
 
 def _rows_by_thread(cols: EventColumns, is_row: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(``np.flatnonzero(is_row)`` in stable thread-key order, the distinct thread keys ascending, how many rows
-    each holds), as ``_thread_runs`` of their thread keys gives them."""
+    each holds), as ``_thread_runs`` of their thread keys gives them; the positions as int32 where the table has
+    fewer than 2^31 rows and at most SCAN_THREADS threads."""
     rows = np.flatnonzero(is_row)
     count = rows.size
     sample = rows[:: max(1, count // THREAD_SAMPLE)].copy()
@@ -476,7 +483,8 @@ def _rows_by_thread(cols: EventColumns, is_row: np.ndarray) -> tuple[np.ndarray,
         # The threads of an evenly spaced sample, when their rows hold every row, are all the threads. Each
         # thread's rows are written into place one thread at a time (one thread's positions held at once).
         del rows
-        out = np.empty(count, np.int64)
+        # int32 positions where the table allows (half the memory, held through every chunk)
+        out = np.empty(count, np.int32 if is_row.size < 2**31 else np.int64)
         lengths = []
         filled = 0
         for pid, tid in zip(cols.pid[sample[first]], cols.tid[sample[first]], strict=True):  # a few threads
@@ -533,7 +541,7 @@ def range_summary(trace: Trace, limit: int = NAME_LIMIT) -> dict[str, Any]:
     totals = {field: np.zeros(size, np.int64) for field in fields}
     for chunk in range(0, rows.size, CHUNK_RANGES):  # a loop over chunks of ranges
         at = slice(chunk, chunk + CHUNK_RANGES)
-        mine = rows[at]
+        mine = rows[at].astype(np.intp, copy=False)  # the gathers' own index type: no conversion in each
         # intp, as np.bincount reads it: no cast in each count below
         slot = np.add(cols.name[mine], 1, dtype=np.intp)
         totals["n"] += np.bincount(slot, minlength=size)
