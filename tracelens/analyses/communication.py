@@ -570,10 +570,12 @@ def communication_report(trace: Trace) -> dict[str, Any]:
     kernel = cols.of_kind(KERNEL) & on_device
     rows = np.flatnonzero(kernel | (cols.of_kind(MEMCPY, MEMSET) & on_device))
     types, is_collective, is_kernel = _collective_types(cols, rows, kernel, on_device)
-    nbytes, factor = np.full(rows.size, np.nan), np.full(rows.size, np.nan)
     coll = np.flatnonzero(is_collective)
     msgs = pd.DataFrame(columns=MESSAGE_COLUMNS)
+    # Message sizes and factors per GPU row, read at collectives only: none allocated for a trace without one.
+    nbytes = factor = np.zeros(0)
     if coll.size:
+        nbytes, factor = np.full(rows.size, np.nan), np.full(rows.size, np.nan)
         ranges, kinds = nccl_ranges_of(trace, cols, rows[coll])
         msgs = _messages(trace, cols, rows[coll], [_external_id_ops(cols, rows[coll]), ranges])
         # The recorded Collective name first; a generic NCCL kernel (ncclDevKernel_Generic) without one takes
