@@ -151,7 +151,7 @@ class _Launches:
         cols = event_columns(trace)
         launches = _per_launch(trace)
         self.rows = rows
-        self._covered_cache: tuple[np.ndarray, np.ndarray] | None = None
+        self._covered_cache: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self.empty = launches["t"].size == 0 or rows.size == 0
         if self.empty:
             return
