@@ -46,7 +46,7 @@ from .. import intervals
 from ..trace import ANNOTATION, CPU_OP, GPU_ACTIVITY_KINDS, GPU_ANNOTATION, KERNEL, MEMCPY, MEMSET, Trace
 from .columns import event_columns, range_running_at, thread_key
 from .launch import launch_pairs
-from .names import code_map, code_mask, is_collective_kernel
+from .names import code_map, code_mask, is_collective_kernel, names_in_use
 
 # Collective types, in report order. NCCL kernel names carry the type in CamelCase after the prefix; XLA op
 # names in kebab-case.
@@ -540,19 +540,27 @@ def _collective_types(
     # A copy's or memset's name counts as null (no type): one gather of the types by code, no np.where over them
     kernel_name = cols.name[rows]
     kernel_name[~is_kernel] = -1
-    types = code_map(kernel_name, cols.names, lambda n: collective_type(n) or "", "")
     # names tested at these rows, not every row
     ops = np.flatnonzero(cols.of_kind(GPU_ANNOTATION) & on_device)
-    if ops.size and code_mask(cols.name[ops], cols.names, is_xla_collective).any():
-        # every op of the device decides which kernels it holds
-        xla_type = code_map(
-            cols.name[ops], cols.names, lambda n: collective_type(n) if is_xla_collective(n) else "", ""
-        )
-        _inside_xla_ops(cols, rows, types, ops, xla_type)
-        is_collective = types != ""
-    else:  # from the codes: no comparison of millions of Python strings
-        is_collective = code_mask(kernel_name, cols.names, lambda n: (collective_type(n) or "") != "")
-    return types, is_collective, is_kernel
+    if not (ops.size and code_mask(cols.name[ops], cols.names, is_xla_collective).any()):
+        # Each used name's type once; the rows' types written at the collectives only (a fill of the others'
+        # "", not a gather of a string object per row), whether a row is one from the same per-name table.
+        lookup = np.full(len(cols.names) + 1, "", dtype=object)  # code -1 picks the last slot
+        for i in names_in_use(kernel_name, len(cols.names)):  # a loop over distinct names, not rows
+            lookup[i] = collective_type(str(cols.names[i])) or ""
+        is_collective = (lookup != "")[kernel_name]
+        types = np.empty(rows.size, dtype=object)
+        types[:] = ""
+        coll = np.flatnonzero(is_collective)
+        types[coll] = lookup[kernel_name[coll]]
+        return types, is_collective, is_kernel
+    # XLA collective ops: every op of the device decides which kernels it holds
+    types = code_map(kernel_name, cols.names, lambda n: collective_type(n) or "", "")
+    xla_type = code_map(
+        cols.name[ops], cols.names, lambda n: collective_type(n) if is_xla_collective(n) else "", ""
+    )
+    _inside_xla_ops(cols, rows, types, ops, xla_type)
+    return types, types != "", is_kernel
 
 
 def communication_report(trace: Trace) -> dict[str, Any]:
@@ -562,10 +570,12 @@ def communication_report(trace: Trace) -> dict[str, Any]:
     kernel = cols.of_kind(KERNEL) & on_device
     rows = np.flatnonzero(kernel | (cols.of_kind(MEMCPY, MEMSET) & on_device))
     types, is_collective, is_kernel = _collective_types(cols, rows, kernel, on_device)
-    nbytes, factor = np.full(rows.size, np.nan), np.full(rows.size, np.nan)
     coll = np.flatnonzero(is_collective)
     msgs = pd.DataFrame(columns=MESSAGE_COLUMNS)
+    # Message sizes and factors per GPU row, read at collectives only: none allocated for a trace without one.
+    nbytes = factor = np.zeros(0)
     if coll.size:
+        nbytes, factor = np.full(rows.size, np.nan), np.full(rows.size, np.nan)
         ranges, kinds = nccl_ranges_of(trace, cols, rows[coll])
         msgs = _messages(trace, cols, rows[coll], [_external_id_ops(cols, rows[coll]), ranges])
         # The recorded Collective name first; a generic NCCL kernel (ncclDevKernel_Generic) without one takes
@@ -584,14 +594,17 @@ def communication_report(trace: Trace) -> dict[str, Any]:
     out = []
     for device in np.unique(devices):  # a loop over devices
         sel = devices == device
+        collective_here = is_collective[sel]
+        # types, sizes and factors are read at the collectives only: none gathered for a device without one
+        some = bool(collective_here.any())
         entry = device_communication(
             starts[sel],
             ends[sel],
-            is_collective[sel],
+            collective_here,
             is_kernel[sel],
-            types[sel],
-            nbytes[sel],
-            factor[sel],
+            types[sel] if some else types[:0],
+            nbytes[sel] if some else nbytes[:0],
+            factor[sel] if some else factor[:0],
         )
         mine = devices[coll] == device
         shared_count = shared_ns = 0

@@ -61,12 +61,23 @@ def _host_memory_codes(src: pd.Series, dst: pd.Series) -> np.ndarray:
     s_code, s_values = pd.factorize(src, use_na_sentinel=True)
     d_code, d_values = pd.factorize(dst, use_na_sentinel=True)
     pair = (s_code.astype(np.int64) + 1) * (len(d_values) + 1) + (d_code + 1)
-    pairs, inverse = np.unique(pair, return_inverse=True)
+    pairs, inverse = _distinct_small(pair, (len(s_values) + 1) * (len(d_values) + 1))
     s_of = np.r_[None, np.asarray(s_values, dtype=object)][pairs // (len(d_values) + 1)]
     d_of = np.r_[None, np.asarray(d_values, dtype=object)][pairs % (len(d_values) + 1)]
     classes = _host_memory_of(pd.Series(s_of, dtype=object), pd.Series(d_of, dtype=object))
     codes = np.array([MEMORY_CLASSES.index(c) for c in classes], np.int8)  # one per distinct pair
     return codes[inverse.reshape(-1)]
+
+
+def _distinct_small(values: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(values, return_inverse=True)`` for values in [0, size) (a few thousand pair codes at most):
+    a flag per possible value and a running count of them, two passes instead of a sort."""
+    present = np.zeros(size, bool)
+    present[values] = True
+    distinct = np.flatnonzero(present)
+    position = np.zeros(size, np.intp)
+    position[distinct] = np.arange(distinct.size)
+    return distinct, position[values]
 
 
 def _host_memory_of(src: pd.Series, dst: pd.Series) -> np.ndarray:
@@ -184,7 +195,10 @@ def _launch_mode_codes(trace: Trace, copies: pd.DataFrame) -> np.ndarray:
     m2 = no_pid_copies.merge(
         host.drop_duplicates(["correlation_id"])[["correlation_id", "mode"]], on="correlation_id", how="inner"
     )
-    unmatched = left[with_pid & ~left["row"].isin(m1["row"])].drop(columns="pid")
+    # left["row"] is each copy's position: the copies m1 matched flagged by position, not a hash of the rows
+    in_m1 = np.zeros(len(copies), bool)
+    in_m1[m1["row"].to_numpy()] = True
+    unmatched = left[with_pid & ~in_m1].drop(columns="pid")
     pidless_host = host[~host["has_pid"]].drop_duplicates(["correlation_id"])
     m3 = unmatched.merge(pidless_host[["correlation_id", "mode"]], on="correlation_id", how="inner")
     for matched in (m1, m2, m3):

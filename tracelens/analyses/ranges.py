@@ -42,6 +42,18 @@ def _per_launch(trace: Trace) -> dict[str, np.ndarray]:
         }
     group = np.flatnonzero(np.r_[True, cid[1:] != cid[:-1]])  # first row of each launch call
     start, end, dev = m["start"], m["end"], m["device"]
+    if group.size == cid.size:  # one op per launch call (no graph launches): the ops' own values
+        return {
+            "pid": m["pid"],
+            "tid": m["tid"],
+            "t": m["launch_start"],
+            "op_ns": end - start,
+            "first": start,
+            "last": end,
+            "dev_min": dev,
+            "dev_max": dev,
+            "ops": np.ones(cid.size, np.int64),
+        }
     return {
         "pid": m["pid"][group],
         "tid": m["tid"][group],
@@ -111,17 +123,20 @@ def _sorted_searchsorted(haystack: np.ndarray, needles: np.ndarray) -> np.ndarra
         return np.searchsorted(haystack, needles, side="left")
     first = int(np.searchsorted(haystack, needles[0], side="left"))
     stop = int(np.searchsorted(haystack, needles[-1], side="left"))
-    # haystack[first:stop] holds the values in [needles[0], needles[-1]); slot j: at least j needles are <= it
+    # haystack[first:stop] holds the values in [needles[0], needles[-1]); slot[k]: the needles below
+    # haystack[first + k] number it, so that the needles [slot[k - 1], slot[k]) have first + k values below them
+    # (one np.repeat writing each answer, not a count per needle and its running sum)
     slot = np.searchsorted(needles, haystack[first:stop], side="right")
-    return first + np.cumsum(np.bincount(slot, minlength=needles.size + 1)[: needles.size])
+    steps = np.diff(slot, prepend=0, append=needles.size)
+    return np.repeat(np.arange(first, stop + 1, dtype=np.int64), steps)
 
 
 # Launches stepped over one at a time past a range's first before a binary search for its last (see _bounds_of).
 LAUNCH_STEPS = 2
 
 # Ranges are measured this many at a time: a training export holds tens of millions of NVTX ranges, and each
-# needs a dozen int64 intermediates.
-CHUNK_RANGES = 1 << 21
+# needs a dozen int64 intermediates. (2^21 held ~35 MiB more at x400 for no less CPU; 2^19 saved no more.)
+CHUNK_RANGES = 1 << 20
 
 
 class _Launches:
@@ -136,6 +151,7 @@ class _Launches:
         cols = event_columns(trace)
         launches = _per_launch(trace)
         self.rows = rows
+        self._covered_cache: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self.empty = launches["t"].size == 0 or rows.size == 0
         if self.empty:
             return
@@ -158,11 +174,18 @@ class _Launches:
             )
         del launch_keys, launch_t
         order = np.argsort(self.key, kind="stable")
-        self.key = self.key[order]
-        self.key_end = np.append(
-            self.key, np.iinfo(np.int64).max
-        )  # key[i], and past the last launch a maximum
-        launches = {k: v[order].astype(np.int64, copy=False) for k, v in launches.items()}
+        # key_end[i] = key[i], and past the last launch a maximum; key is a view of it, not a second copy
+        self.key_end = np.empty(order.size + 1, np.int64)
+        self.key_end[:-1] = self.key[order]
+        self.key_end[-1] = np.iinfo(np.int64).max
+        self.key = self.key_end[:-1]
+        # the columns read from here on (the thread and launch time are in the key); devices in their own small
+        # integers, running counts in int32 where they fit
+        launches = {
+            k: launches[k][order].astype(np.int64, copy=False) for k in ("op_ns", "ops", "first", "last")
+        } | {k: launches[k][order] for k in ("dev_min", "dev_max")}
+        count = np.int32 if order.size < 2**31 else np.int64
+        del order
         self.csum_ns = np.concatenate([[0], np.cumsum(launches["op_ns"])])
         self.csum_ops = np.concatenate([[0], np.cumsum(launches["ops"])])
         self.first = launches["first"]
@@ -170,9 +193,12 @@ class _Launches:
         self.dev_min = launches["dev_min"]
         # A range's launches are all on one device when none of them spans several and none after the first
         # changes device: two running counts instead of a min and a max over each range's launches.
-        dev_max = launches["dev_max"]
-        self.csum_multi = np.concatenate([[0], np.cumsum(self.dev_min != dev_max)])
-        self.csum_change = np.concatenate([[0, 0], np.cumsum(self.dev_min[1:] != self.dev_min[:-1])])
+        self.dev_max = launches["dev_max"]
+        del launches
+        self.csum_multi = np.zeros(self.first.size + 1, count)
+        np.cumsum(self.dev_min != self.dev_max, dtype=count, out=self.csum_multi[1:])
+        self.csum_change = np.zeros(self.first.size + 1, count)
+        np.cumsum(self.dev_min[1:] != self.dev_min[:-1], dtype=count, out=self.csum_change[2:])
 
     def _positions(self, cols: EventColumns, at: slice) -> tuple[np.ndarray, np.ndarray]:
         """Packed (thread, start) and (thread, end) of the ranges ``at``; -1 for both on a thread that launched
@@ -259,38 +285,113 @@ class _Launches:
         launching = np.flatnonzero(hi > lo)
         return launching, self.spans_of(trace, lo[launching], hi[launching])
 
+    def _covered(self, trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per launch call, the busy time of its device before its first op's start and before its last op's
+        end (``intervals.covered_before`` on the device's busy union), and a running count of the places where
+        the launches' first or last op times step back; computed once for every chunk.
+
+        Covered time is non-decreasing in time, so over a range's launches on one device the minimum of the
+        first values is the value at the earliest start and the maximum of the last values the value at the
+        latest end: a range's busy overlap is their difference, with no search per range. A launch spanning
+        several devices (never read: its ranges take the joint union) or on a device without activity (its
+        ranges' idle time is 0, as the op times themselves then cancel) keeps its own times."""
+        if self._covered_cache is None:
+            cover_first, cover_last = self.first.copy(), self.last.copy()
+            one_device = np.flatnonzero(self.dev_min == self.dev_max)
+            device = self.dev_min[one_device]
+            for dev, b in device_busy(trace).items():  # a loop over devices
+                sel = one_device[device == dev]
+                cover_first[sel], cover_last[sel] = _covered_before_pair(
+                    self.first[sel], self.last[sel], b.busy_starts, b.busy_ends
+                )
+            del one_device, device
+            # Launches in thread and launch order mostly run their ops in that order: where a range's launches'
+            # first and last op times never step back, its earliest start is its first launch's and its latest
+            # end its last launch's (and so for the covered times on one device).
+            step_back = self.first[1:] < self.first[:-1]
+            step_back |= self.last[1:] < self.last[:-1]
+            steps = np.zeros(self.first.size, self.csum_multi.dtype)
+            np.cumsum(step_back, dtype=steps.dtype, out=steps[1:])
+            self._covered_cache = (cover_first, cover_last, steps)
+        return self._covered_cache
+
     def spans_of(self, trace: Trace, lo: np.ndarray, hi: np.ndarray) -> dict[str, np.ndarray]:
         """proj_start, proj_end and gpu_idle_ns of ranges that each launch something (hi > lo)."""
         if lo.size == 0:
             return {k: np.zeros(0, np.int64) for k in ("proj_start", "proj_end", "gpu_idle_ns")}
-        # The reductions over the launches these ranges cover only: ranges of one thread in start order cover
-        # a window of the launches (sorted by thread and time), so that each chunk's sparse tables span its
-        # own launches, not all of them.
-        win = slice(int(lo.min()), int(hi.max()))
-        first, last = _slice_reduce_each(
-            [(np.minimum, self.first[win], 0), (np.maximum, self.last[win], 0)],
-            lo - win.start,
-            hi - win.start,
-        )
+        cover_first, cover_last, steps = self._covered(trace)
+        # Ranges whose launches' op times run in order (those with one launch call among them, most of the
+        # others): the first launch's start and the last launch's end. The rest reduce over their launches with
+        # sparse tables over the window of launches they cover (ranges of one thread in start order cover a
+        # window of the launches sorted by thread and time).
+        final = hi - 1
+        first, last = self.first[lo], self.last[final]
+        busy_first, busy_last = cover_first[lo], cover_last[final]
+        unordered = np.flatnonzero(steps[final] != steps[lo])
+        del final
+        if unordered.size:
+            u_lo, u_hi = lo[unordered], hi[unordered]
+            win = slice(int(u_lo.min()), int(u_hi.max()))
+            reduced = _slice_reduce_each(
+                [
+                    (np.minimum, self.first[win], 0),
+                    (np.maximum, self.last[win], 0),
+                    (np.minimum, cover_first[win], 0),
+                    (np.maximum, cover_last[win], 0),
+                ],
+                u_lo - win.start,
+                u_hi - win.start,
+            )
+            for out, values in zip((first, last, busy_first, busy_last), reduced, strict=True):
+                out[unordered] = values
+            del u_lo, u_hi, reduced
         n = self.dev_min.size
         one_device = self.csum_multi[hi] == self.csum_multi[lo]
         one_device &= self.csum_change[hi] == self.csum_change[np.minimum(lo + 1, n)]
-        device_of = self.dev_min[lo]
-        idle = np.zeros(lo.size, np.int64)
-        busy = device_busy(trace)
-        for device, b in busy.items():
-            sel = np.flatnonzero(one_device & (device_of == device))
-            idle[sel] = (last[sel] - first[sel]) - _overlap_in_window(
-                first[sel], last[sel], b.busy_starts, b.busy_ends
-            )
+        idle = last - first
+        busy_last -= busy_first
+        idle -= busy_last
+        del busy_first, busy_last
         mixed = np.flatnonzero(~one_device)
         if mixed.size:
+            busy = device_busy(trace)
             us, ue = intervals.merge(
                 np.concatenate([b.busy_starts for b in busy.values()]),
                 np.concatenate([b.busy_ends for b in busy.values()]),
             )
             idle[mixed] = (last[mixed] - first[mixed]) - _overlap_in_window(first[mixed], last[mixed], us, ue)
         return {"proj_start": first, "proj_end": last, "gpu_idle_ns": idle}
+
+
+def _covered_before_pair(
+    first: np.ndarray, last: np.ndarray, union_starts: np.ndarray, union_ends: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """``intervals.covered_before`` of ``first`` and of ``last`` (each launch's first op start and last op end)
+    in one union, searching the union once for most launches: where no union interval starts in (first, last]
+    (a launch's ops inside one busy interval, as a single op always is), last has first's union intervals."""
+    if union_starts.size == 0:
+        return np.zeros(first.size, np.int64), np.zeros(last.size, np.int64)
+    first, last = first.astype(np.int64, copy=False), last.astype(np.int64, copy=False)
+    # cum[i]: the length of the first i union intervals; last_end[i]: the end of the i-th (below every time for
+    # i = 0)
+    cum = np.zeros(union_starts.size + 1, np.int64)
+    np.cumsum(union_ends - union_starts, out=cum[1:])
+    last_end = np.empty(union_ends.size + 1, np.int64)
+    last_end[0] = np.iinfo(np.int64).min
+    last_end[1:] = union_ends
+    i = intervals.search_sorted(union_starts, first, side="right")  # the union intervals starting at or before
+    # the last union interval starting at or before first ends at or after last: none starts in (first, last]
+    j = i.copy()
+    apart = np.flatnonzero((last < first) | (last > last_end[i]))
+    j[apart] = np.searchsorted(union_starts, last[apart], side="right")
+    out = []
+    for t, at in ((first, i), (last, j)):  # the two arrays
+        covered = cum[at]
+        above = np.maximum(last_end[at], t)  # the part of the last of them at or after t
+        above -= t
+        covered -= above
+        out.append(covered)
+    return out[0], out[1]
 
 
 def _overlap_in_window(
@@ -363,6 +464,50 @@ def _thread_runs(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return order, threads, np.bincount(code, minlength=threads.size)
 
 
+# Up to this many threads, the ranges of each are found by comparing the whole table's pid and tid columns to
+# the thread's (three passes over the table's bytes per thread), not by a thread key gathered for every range,
+# a pass over those keys per thread and a gather of the rows in that order: 6.7M ranges of 11M rows on 2 threads,
+# ~0.04 s against ~0.12 s.
+SCAN_THREADS = 4
+
+
+def _rows_by_thread(cols: EventColumns, is_row: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(``np.flatnonzero(is_row)`` in stable thread-key order, the distinct thread keys ascending, how many rows
+    each holds), as ``_thread_runs`` of their thread keys gives them; the positions as int32 where the table has
+    fewer than 2^31 rows and at most SCAN_THREADS threads."""
+    rows = np.flatnonzero(is_row)
+    count = rows.size
+    sample = rows[:: max(1, count // THREAD_SAMPLE)].copy()
+    threads, first = np.unique(thread_key(cols.pid[sample], cols.tid[sample]), return_index=True)
+    if threads.size <= SCAN_THREADS:
+        # The threads of an evenly spaced sample, when their rows hold every row, are all the threads. Each
+        # thread's rows are written into place one thread at a time (one thread's positions held at once).
+        del rows
+        # int32 positions where the table allows (half the memory, held through every chunk)
+        out = np.empty(count, np.int32 if is_row.size < 2**31 else np.int64)
+        lengths = []
+        filled = 0
+        for pid, tid in zip(cols.pid[sample[first]], cols.tid[sample[first]], strict=True):  # a few threads
+            mine = cols.pid == pid
+            mine &= cols.tid == tid
+            mine &= is_row
+            part = np.flatnonzero(mine)
+            del mine
+            if filled + part.size > count:
+                break
+            out[filled : filled + part.size] = part
+            filled += part.size
+            lengths.append(part.size)
+            del part
+        else:
+            if filled == count:
+                return out, threads, np.array(lengths, np.int64)
+        del out
+        rows = np.flatnonzero(is_row)
+    order, run_keys, run_lengths = _thread_runs(thread_key(cols.pid[rows], cols.tid[rows]))
+    return rows[order], run_keys, run_lengths
+
+
 # Summed as float64 below this bound (2^53): every partial sum of integers is then exact.
 _EXACT_FLOAT = 2**53
 
@@ -382,13 +527,12 @@ def sum_per_slot(slot: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
 
 def range_summary(trace: Trace, limit: int = NAME_LIMIT) -> dict[str, Any]:
     cols = event_columns(trace)
-    rows = np.flatnonzero(cols.of_kind(ANNOTATION))
+    is_range = cols.of_kind(ANNOTATION)
+    # By thread, then start (the table's order): each chunk of ranges then covers one window of the launches.
+    rows, run_keys, run_lengths = _rows_by_thread(cols, is_range)
+    del is_range
     if rows.size == 0:
         return {"count": 0, "names": 0, "texts": 0, "ranges": []}
-    # By thread, then start (the table's order): each chunk of ranges then covers one window of the launches.
-    order, run_keys, run_lengths = _thread_runs(thread_key(cols.pid[rows], cols.tid[rows]))
-    rows = rows[order]
-    del order
     run_edges = np.concatenate([[0], np.cumsum(run_lengths)])
     launches = _Launches(trace, rows)
     # Sums per name code (slot 0: the null name), added a chunk at a time.
@@ -397,7 +541,7 @@ def range_summary(trace: Trace, limit: int = NAME_LIMIT) -> dict[str, Any]:
     totals = {field: np.zeros(size, np.int64) for field in fields}
     for chunk in range(0, rows.size, CHUNK_RANGES):  # a loop over chunks of ranges
         at = slice(chunk, chunk + CHUNK_RANGES)
-        mine = rows[at]
+        mine = rows[at].astype(np.intp, copy=False)  # the gathers' own index type: no conversion in each
         # intp, as np.bincount reads it: no cast in each count below
         slot = np.add(cols.name[mine], 1, dtype=np.intp)
         totals["n"] += np.bincount(slot, minlength=size)
