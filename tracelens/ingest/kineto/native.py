@@ -133,18 +133,19 @@ def _sparse_fields(scanned: dict[str, Any]) -> Callable[[np.ndarray], np.ndarray
     """A function of scanner rows giving their sparse fields (NATIVE_SPARSE_FLOATS), one contiguous row per
     field, NaN where a row has no sparse record: the values a column per field would hold at those rows."""
     listed = np.frombuffer(scanned["sparse_rows"], dtype=np.int64)  # ascending
-    records = np.frombuffer(scanned["sparse_floats"], dtype=np.float64).reshape(
+    # the records a field per row (contiguous gathers below), and a last column of NaN for rows without one
+    records = np.full((len(NATIVE_SPARSE_FLOATS), listed.size + 1), np.nan)
+    records[:, :-1] = np.frombuffer(scanned["sparse_floats"], dtype=np.float64).reshape(
         listed.size, len(NATIVE_SPARSE_FLOATS)
-    )
+    ).T
 
     def at(rows: np.ndarray) -> np.ndarray:
-        values = np.full((len(NATIVE_SPARSE_FLOATS), rows.size), np.nan)
-        if listed.size == 0 or rows.size == 0:
-            return values
-        found = np.minimum(np.searchsorted(listed, rows), listed.size - 1)
-        hit = listed[found] == rows
-        values[:, hit] = records[found[hit]].T
-        return values
+        if listed.size == 0:
+            return np.take(records, np.full(rows.size, 0), axis=1)
+        found = np.searchsorted(listed, rows)
+        np.minimum(found, listed.size - 1, out=found)
+        found[listed[found] != rows] = listed.size  # the NaN column
+        return np.take(records, found, axis=1)
 
     return at
 
