@@ -67,3 +67,11 @@ def test_pieces_from_a_ring_equal_pieces_from_fresh_blocks(
         rest = json.loads(fresh[-1][1])
         rest_events = rest if isinstance(rest, list) else rest["traceEvents"]
         assert events + rest_events == listed, path.name
+
+
+def test_without_isals_raw_reader_the_gzip_file_fills_the_ring(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tracelens.ingest import compression
+
+    fresh = _pieces(DEMO, 4096, 0)
+    monkeypatch.setattr(compression, "_RAW_READER", None)  # an isal without it: the GzipFile's readinto
+    assert _pieces(DEMO, 4096, 3) == fresh
