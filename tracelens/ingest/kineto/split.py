@@ -4,7 +4,6 @@ document's rest."""
 
 from __future__ import annotations
 
-import mmap
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,18 +26,19 @@ _SEPARATOR_SKIP = len(b"\n  },")  # where the next event's text begins
 class _Ring:
     """Buffers that blocks are inflated into, reused in turn: a block that a yielded events piece refers to
     keeps its buffer (:meth:`keep`) until ``count - 1`` more have been kept; any other block's buffer is read
-    into again at once (its bytes were copied). A buffer is an anonymous memory map: its pages are touched when
-    first written, and it has the find/rfind, slicing (to bytes) and buffer interface the cutting needs."""
+    into again at once (its bytes were copied). A buffer is a bytearray (find/rfind, slicing and the buffer
+    interface the cutting needs), from the heap: a second read in the same process reuses pages the first
+    one freed, as new bytes objects would."""
 
     def __init__(self, count: int, size: int) -> None:
         self.count, self.size = count, size
-        self.buffers: list[mmap.mmap] = []
+        self.buffers: list[bytearray] = []
         self.turn = 0
 
-    def next(self) -> mmap.mmap:
+    def next(self) -> bytearray:
         slot = self.turn % self.count
         if slot == len(self.buffers):
-            self.buffers.append(mmap.mmap(-1, self.size))
+            self.buffers.append(bytearray(self.size))
         return self.buffers[slot]
 
     def keep(self) -> None:
