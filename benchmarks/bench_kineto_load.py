@@ -106,8 +106,11 @@ def timed(name, fn, *args):
     return result
 
 # Each block is scanned as it comes and let go, as the reader does (holding them all would fault in fresh
-# pages for every block and count that as decompression).
-stream = split.split_stream(path, Quiet(), 16 << 20)
+# pages for every block and count that as decompression); in a tree whose reader inflates into a ring of reused
+# buffers (split_stream's `buffers`), into a ring too (two: each block is done before the next is read).
+import inspect
+ring = {"buffers": 2} if "buffers" in inspect.signature(split.split_stream).parameters else {}
+stream = split.split_stream(path, Quiet(), 16 << 20, **ring)
 columns, document = Columns(path), {}
 while (piece := timed("decompress + cut", next, stream, None)) is not None:
     kind, payload, shift = piece

@@ -89,6 +89,13 @@ enum {
     F_REGISTERS, F_SHARED_MEMORY, F_OCCUPANCY_PCT, F_GRID_X, F_GRID_Y, F_GRID_Z, F_BLOCK_X, F_BLOCK_Y, F_BLOCK_Z,
     N_FLOATS
 };
+/* The first N_ROW_FLOATS float fields are read on nearly every event: a column each, a value per complete
+ * event. The others (external_id_old and the GPU-side fields, NaN on the nine events in ten that are host
+ * events) are kept in sparse records, one per complete event holding one of them, with its row: writing them
+ * into full columns cost a page fault per 512 rows of each, for NaNs. kineto/fields.py: NATIVE_ROW_FLOATS,
+ * NATIVE_SPARSE_FLOATS. */
+#define N_ROW_FLOATS F_EXTERNAL_ID_OLD
+#define N_SPARSE_FLOATS (N_FLOATS - N_ROW_FLOATS)
 /* The op fields (kineto/fields.py OP_FIELDS: NATIVE_OP_FLOATS, NATIVE_OP_STRINGS): few events hold one, so
  * they are kept for those events only, in op records, not in every row. While an event is scanned they sit
  * after its row fields, at OP_F(k) and OP_S(k). */
@@ -119,8 +126,9 @@ typedef struct {
 } Span;
 
 typedef struct {
-    int64_t row; /* -1: a deferred number of an event that is not kept, parsed only to check its range; for an
-                  * op field (field >= N_FLOATS), the index of its op record */
+    int64_t row; /* -1: a deferred number of an event that is not kept, parsed only to check its range; for a
+                  * sparse field (N_ROW_FLOATS <= field < N_FLOATS) the index of its sparse record, for an op
+                  * field (field >= N_FLOATS) that of its op record */
     int32_t field;
     int32_t unused;
     Span text;
@@ -236,8 +244,8 @@ enum { PATH_INTEGER, PATH_ZERO, PATH_CLINGER, PATH_EISEL_LEMIRE, PATH_DEFERRED, 
 
 typedef struct {
     const unsigned char *p, *end;
-    double *floats[N_FLOATS]; /* a column per float field, one value per complete event: the reader takes
-                               * each column as it is (no gather out of rows), and drops those it does not keep */
+    double *floats[N_ROW_FLOATS]; /* a column per row float field, one value per complete event: the reader
+                                   * takes each column as it is (no gather out of rows) */
     int32_t *codes[N_STRINGS]; /* a column per row string field: its code in tables[k], -1 when absent */
     SpanTable tables[N_STRINGS];
     size_t rows, capacity;
@@ -247,6 +255,9 @@ typedef struct {
     double *op_floats;  /* N_OP_FLOATS per record */
     Span *op_strings;   /* N_OP_STRINGS per record */
     size_t n_ops, ops_capacity;
+    int64_t *sparse_rows;  /* sparse records: the row of each complete event holding a sparse float field, */
+    double *sparse_floats; /* and its N_SPARSE_FLOATS fields (NaN where missing) */
+    size_t n_sparse, sparse_capacity;
     int64_t counts[5]; /* by PH_* */
     Span number;       /* the text of the last number scan_number deferred */
     int path;          /* PATH_*: how scan_number decided its last number */
@@ -1228,7 +1239,7 @@ static int phase_of(Span span) {
 
 /* Room for `capacity` rows (the columns' contents kept). */
 static int reserve(Scanner *s, size_t capacity) {
-    for (int k = 0; k < N_FLOATS; k++) {
+    for (int k = 0; k < N_ROW_FLOATS; k++) {
         double *column = PyMem_RawRealloc(s->floats[k], capacity * sizeof(double));
         if (column == NULL) return NO_MEMORY;
         s->floats[k] = column;
@@ -1295,6 +1306,31 @@ static int add_op(Scanner *s, const double *f, const Span *strings, int64_t row,
     memcpy(s->op_floats + s->n_ops * N_OP_FLOATS, f + OP_F(0), N_OP_FLOATS * sizeof(double));
     memcpy(s->op_strings + s->n_ops * N_OP_STRINGS, strings + OP_S(0), N_OP_STRINGS * sizeof(Span));
     *index = (int64_t)s->n_ops++;
+    return OK;
+}
+
+/* A sparse record for the event at `row` when it holds a sparse float field (a number, a deferred number, or
+ * a stream written as a string: `text`); *index gets the record's index, -1 when none. */
+static inline ALWAYS_INLINE int add_sparse(Scanner *s, const double *f, const Span *text, int64_t row,
+                                           int64_t *index) {
+    int found = (text->flags & SPAN_PRESENT) ||
+                (s->deferred & (((UINT32_C(1) << N_SPARSE_FLOATS) - 1) << N_ROW_FLOATS));
+    for (int k = N_ROW_FLOATS; k < N_FLOATS; k++) found |= !isnan(f[k]);
+    *index = -1;
+    if (!found) return OK;
+    if (s->n_sparse == s->sparse_capacity) {
+        size_t capacity = s->sparse_capacity ? s->sparse_capacity * 2 : 256;
+        int64_t *rows = PyMem_RawRealloc(s->sparse_rows, capacity * sizeof(int64_t));
+        if (rows == NULL) return NO_MEMORY;
+        s->sparse_rows = rows;
+        double *floats = PyMem_RawRealloc(s->sparse_floats, capacity * N_SPARSE_FLOATS * sizeof(double));
+        if (floats == NULL) return NO_MEMORY;
+        s->sparse_floats = floats;
+        s->sparse_capacity = capacity;
+    }
+    s->sparse_rows[s->n_sparse] = row;
+    memcpy(s->sparse_floats + s->n_sparse * N_SPARSE_FLOATS, f + N_ROW_FLOATS, N_SPARSE_FLOATS * sizeof(double));
+    *index = (int64_t)s->n_sparse++;
     return OK;
 }
 
@@ -1371,7 +1407,7 @@ static int scan_event(Scanner *s) {
     Span strings[N_EVENT_STRINGS]; /* only a present span's text and length are read */
     Span phase_text = {0}, pid_text = {0}, tid_text = {0}, stream_text = {0}, key;
     int rc, more, phase, op_keys = 0;
-    int64_t row, op = -1;
+    int64_t row, op = -1, sparse = -1;
     /* Flags alone, in plain stores: zeroing the whole array compiled to a `rep stos`, a fifth of the
      * event's time. */
     for (int k = 0; k < N_EVENT_STRINGS; k++) strings[k].flags = 0;
@@ -1446,9 +1482,11 @@ members_done:
      * decline the block if one is out of range, as msgspec's typed decoder then fails. */
     row = phase == PH_COMPLETE ? (int64_t)s->rows : -1;
     if (row >= 0 && op_keys && (rc = add_op(s, f, strings, row, &op)) != OK) return rc;
+    if (row >= 0 && (rc = add_sparse(s, f, &stream_text, row, &sparse)) != OK) return rc;
+    /* a deferred number's slot: its row's (row fields), its sparse or op record's (-1: only checked) */
     for (int k = 0; s->deferred != 0 && k < N_EVENT_FLOATS; k++)
         if ((s->deferred & (UINT32_C(1) << k)) &&
-            (rc = add_text(s, k < N_FLOATS ? row : op, k, s->deferred_text[k])) != OK)
+            (rc = add_text(s, k < N_ROW_FLOATS ? row : k < N_FLOATS ? sparse : op, k, s->deferred_text[k])) != OK)
             return rc;
     if (phase != PH_COMPLETE) return OK;
     if (s->rows == s->capacity && (rc = grow(s)) != OK) return rc;
@@ -1458,7 +1496,7 @@ members_done:
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC unroll 32
 #endif
-        for (int k = 0; k < N_FLOATS; k++) floats[k][r] = f[k];
+        for (int k = 0; k < N_ROW_FLOATS; k++) floats[k][r] = f[k];
         for (int k = 0; k < N_STRINGS; k++) {
             int32_t code = -1;
             if ((strings[k].flags & SPAN_PRESENT) && (code = span_code(&s->tables[k], strings[k])) < 0) return NO_MEMORY;
@@ -1467,7 +1505,7 @@ members_done:
     }
     if ((rc = add_text(s, row, F_PID, pid_text)) != OK) return rc;
     if ((rc = add_text(s, row, F_TID, tid_text)) != OK) return rc;
-    if ((rc = add_text(s, row, F_STREAM, stream_text)) != OK) return rc;
+    if ((rc = add_text(s, sparse, F_STREAM, stream_text)) != OK) return rc;
     s->rows++;
     return OK;
 }
@@ -1716,7 +1754,7 @@ static PyObject *wrap_buffer(void *data, Py_ssize_t size) {
 /* --- scan_events ---------------------------------------------------------------------------------------- */
 
 static void scanner_free(Scanner *s) {
-    for (int k = 0; k < N_FLOATS; k++) PyMem_RawFree(s->floats[k]);
+    for (int k = 0; k < N_ROW_FLOATS; k++) PyMem_RawFree(s->floats[k]);
     for (int k = 0; k < N_STRINGS; k++) {
         PyMem_RawFree(s->codes[k]);
         PyMem_RawFree(s->tables[k].slots);
@@ -1726,6 +1764,8 @@ static void scanner_free(Scanner *s) {
     PyMem_RawFree(s->op_rows);
     PyMem_RawFree(s->op_floats);
     PyMem_RawFree(s->op_strings);
+    PyMem_RawFree(s->sparse_rows);
+    PyMem_RawFree(s->sparse_floats);
 }
 
 /* A tuple of the n columns (taken over: freed here on failure), each a buffer of exactly `rows` items of
@@ -1734,8 +1774,14 @@ static PyObject *column_buffers(void **columns, int n, size_t rows, size_t capac
     PyObject *tuple = PyTuple_New(n);
     int k = 0;
     for (; tuple != NULL && k < n; k++) {
-        void *column = columns[k];
+        void *column = columns[k] != NULL ? columns[k] : PyMem_RawMalloc(size); /* never a NULL buffer */
         PyObject *buffer;
+        if (column == NULL) {
+            Py_CLEAR(tuple);
+            PyErr_NoMemory();
+            k++;
+            break;
+        }
         if (column != NULL && rows < capacity) {
             void *shrunk = PyMem_RawRealloc(column, (rows ? rows : 1) * size);
             if (shrunk != NULL) column = shrunk;
@@ -1755,9 +1801,9 @@ static PyObject *column_buffers(void **columns, int n, size_t rows, size_t capac
 static PyObject *build_result(Scanner *s, PyObject *to_number, PyObject *decode_string) {
     Interner interners[N_EVENT_STRINGS], numbers; /* the op strings' interners follow the rows' */
     PyObject *result = NULL, *codes_object = NULL, *floats_object = NULL, *op_strings = NULL, *op_rows = NULL,
-             *op_floats = NULL, *op_codes_object = NULL;
+             *op_floats = NULL, *op_codes_object = NULL, *sparse_rows = NULL, *sparse_floats = NULL;
     int32_t *op_codes = NULL;
-    size_t rows = s->rows, ops = s->n_ops;
+    size_t rows = s->rows, ops = s->n_ops, sparse = s->n_sparse;
 
     for (int k = 0; k < N_EVENT_STRINGS; k++) interners[k].slots = NULL, interners[k].values = NULL,
         interners[k].numbers = NULL;
@@ -1794,9 +1840,11 @@ static PyObject *build_result(Scanner *s, PyObject *to_number, PyObject *decode_
     }
     for (size_t t = 0; t < s->n_texts; t++) {
         NumberText *text = &s->texts[t];
-        double unused, *slot = text->row < 0 ? &unused
-                               : text->field < N_FLOATS ? &s->floats[text->field][text->row]
-                                                        : &s->op_floats[text->row * N_OP_FLOATS + text->field - N_FLOATS];
+        double unused, *slot = text->row < 0                ? &unused
+                               : text->field < N_ROW_FLOATS ? &s->floats[text->field][text->row]
+                               : text->field < N_FLOATS
+                                   ? &s->sparse_floats[text->row * N_SPARSE_FLOATS + text->field - N_ROW_FLOATS]
+                                   : &s->op_floats[text->row * N_OP_FLOATS + text->field - N_FLOATS];
         if (text->text.flags & SPAN_NUMBER) {
             int rc = deferred_number(text->text, slot);
             if (rc == -1) goto fail;
@@ -1810,12 +1858,18 @@ static PyObject *build_result(Scanner *s, PyObject *to_number, PyObject *decode_
     }
 
     {
-        void *code_columns[N_STRINGS], *float_columns[N_FLOATS]; /* handed over to the buffers */
+        void *code_columns[N_STRINGS], *float_columns[N_ROW_FLOATS]; /* handed over to the buffers */
+        void *sparse_columns[2] = {s->sparse_rows, s->sparse_floats};
         for (int k = 0; k < N_STRINGS; k++) code_columns[k] = s->codes[k], s->codes[k] = NULL;
-        for (int k = 0; k < N_FLOATS; k++) float_columns[k] = s->floats[k], s->floats[k] = NULL;
+        for (int k = 0; k < N_ROW_FLOATS; k++) float_columns[k] = s->floats[k], s->floats[k] = NULL;
+        s->sparse_rows = NULL, s->sparse_floats = NULL;
         codes_object = column_buffers(code_columns, N_STRINGS, rows, s->capacity, sizeof(int32_t));
-        floats_object = column_buffers(float_columns, N_FLOATS, rows, s->capacity, sizeof(double));
-        if (codes_object == NULL || floats_object == NULL) goto fail;
+        floats_object = column_buffers(float_columns, N_ROW_FLOATS, rows, s->capacity, sizeof(double));
+        /* the records as two buffers: their rows, and their fields (N_SPARSE_FLOATS per record) */
+        sparse_rows = column_buffers(sparse_columns, 1, sparse, s->sparse_capacity, sizeof(int64_t));
+        sparse_floats = column_buffers(sparse_columns + 1, 1, sparse * N_SPARSE_FLOATS,
+                                       s->sparse_capacity * N_SPARSE_FLOATS, sizeof(double));
+        if (codes_object == NULL || floats_object == NULL || sparse_rows == NULL || sparse_floats == NULL) goto fail;
     }
     op_strings = PyList_New(N_OP_STRINGS); /* each op string field's distinct strings, by OS_* */
     if (op_strings == NULL) goto fail;
@@ -1824,7 +1878,7 @@ static PyObject *build_result(Scanner *s, PyObject *to_number, PyObject *decode_
     op_floats = PyBytes_FromStringAndSize((const char *)s->op_floats, (Py_ssize_t)(ops * N_OP_FLOATS * sizeof(double)));
     op_codes_object = PyBytes_FromStringAndSize((const char *)op_codes, (Py_ssize_t)(ops * N_OP_STRINGS * sizeof(int32_t)));
     if (op_rows == NULL || op_floats == NULL || op_codes_object == NULL) goto fail;
-    result = Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:n,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O}",
+    result = Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:n,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O}",
                            "complete", (long long)s->counts[PH_COMPLETE], "flow", (long long)s->counts[PH_FLOW],
                            "instant", (long long)s->counts[PH_INSTANT],
                            "metadata", (long long)s->counts[PH_METADATA],
@@ -1832,7 +1886,9 @@ static PyObject *build_result(Scanner *s, PyObject *to_number, PyObject *decode_
                            "floats", floats_object, "codes", codes_object,
                            "categories", interners[S_CAT].values, "names", interners[S_NAME].values,
                            "sync_kinds", interners[S_SYNC_KIND].values, "op_rows", op_rows,
-                           "op_floats", op_floats, "op_codes", op_codes_object, "op_strings", op_strings);
+                           "op_floats", op_floats, "op_codes", op_codes_object, "op_strings", op_strings,
+                           "sparse_rows", PyTuple_GET_ITEM(sparse_rows, 0),
+                           "sparse_floats", PyTuple_GET_ITEM(sparse_floats, 0));
     goto done;
 decline:
     result = Py_NewRef(Py_None);
@@ -1847,6 +1903,8 @@ done:
     Py_XDECREF(op_rows);
     Py_XDECREF(op_floats);
     Py_XDECREF(op_codes_object);
+    Py_XDECREF(sparse_rows);
+    Py_XDECREF(sparse_floats);
     for (int k = 0; k < N_EVENT_STRINGS; k++) interner_free(&interners[k]);
     interner_free(&numbers);
     return result;
@@ -2065,6 +2123,7 @@ PyMODINIT_FUNC PyInit__kineto_scan(void) {
     m = PyModule_Create(&module);
     if (m == NULL) return NULL;
     if (PyModule_AddIntConstant(m, "N_FLOATS", N_FLOATS) < 0 ||
+        PyModule_AddIntConstant(m, "N_ROW_FLOATS", N_ROW_FLOATS) < 0 ||
         PyModule_AddIntConstant(m, "N_STRINGS", N_STRINGS) < 0 ||
         PyModule_AddIntConstant(m, "N_OP_FLOATS", N_OP_FLOATS) < 0 ||
         PyModule_AddIntConstant(m, "N_OP_STRINGS", N_OP_STRINGS) < 0 ||

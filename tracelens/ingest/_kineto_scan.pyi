@@ -4,6 +4,7 @@ from typing import Any
 
 N_FLOATS: int
 N_STRINGS: int
+N_ROW_FLOATS: int
 N_OP_FLOATS: int
 N_OP_STRINGS: int
 

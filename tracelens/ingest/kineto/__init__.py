@@ -23,7 +23,7 @@ straight from those rows).
 
 from __future__ import annotations
 
-from .fields import NATIVE_FLOATS, NATIVE_OP_FLOATS, NATIVE_OP_STRINGS
+from .fields import NATIVE_FLOATS, NATIVE_OP_FLOATS, NATIVE_OP_STRINGS, NATIVE_ROW_FLOATS
 from .reader import read
 
 # The scanner the native engine uses (native.scanner() reads it here): built from _kineto_scan.c at install
@@ -34,9 +34,10 @@ except ImportError:  # pragma: no cover - then msgspec reads every block
     _kineto_scan = None  # type: ignore[assignment]  # the module, or None without one
 if _kineto_scan is not None and (
     _kineto_scan.N_FLOATS,
+    getattr(_kineto_scan, "N_ROW_FLOATS", -1),
     getattr(_kineto_scan, "N_OP_FLOATS", -1),
     getattr(_kineto_scan, "N_OP_STRINGS", -1),
-) != (len(NATIVE_FLOATS), len(NATIVE_OP_FLOATS), len(NATIVE_OP_STRINGS)):  # pragma: no cover
+) != (len(NATIVE_FLOATS), len(NATIVE_ROW_FLOATS), len(NATIVE_OP_FLOATS), len(NATIVE_OP_STRINGS)):  # pragma: no cover
     _kineto_scan = None  # type: ignore[assignment]  # a stale build of the scanner: do not trust its layout
 
 

@@ -97,6 +97,11 @@ NATIVE_FLOATS = (
     *(f.name for f in (*EVENT_FIELDS, *ARG_FIELDS) if f.type in _NUMBERS and not f.op),
     *(f"{f.name}_{axis}" for f in ARG_FIELDS if f.type == TRIPLE for axis in "xyz"),
 )
+# The scanner gives the first NATIVE_ROW_FLOATS of them as columns (a value per complete event) and the others,
+# NATIVE_SPARSE_FLOATS (external_id_old, a 2021 key, and the GPU-side fields), in sparse records: for the events
+# holding one of them only (C: N_ROW_FLOATS).
+NATIVE_ROW_FLOATS = NATIVE_FLOATS[: NATIVE_FLOATS.index("external_id_old")]
+NATIVE_SPARSE_FLOATS = NATIVE_FLOATS[len(NATIVE_ROW_FLOATS) :]
 # The scanner's string code columns (int32, -1 when missing): the C enum S_CAT ... N_STRINGS.
 NATIVE_STRINGS = tuple(f.name for f in (*EVENT_FIELDS, *ARG_FIELDS) if f.type == TEXT and not f.op)
 # GPU-only numbers, kept for GPU rows only (the triples and texts have their own columns).

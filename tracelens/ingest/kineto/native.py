@@ -4,7 +4,7 @@ columns' layout, and its output turned into block columns."""
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import msgspec
@@ -23,9 +23,10 @@ from .blocks import (
 )
 from .fields import (
     DEVICE_FIELDS,
-    NATIVE_FLOATS,
     NATIVE_OP_FLOATS,
     NATIVE_OP_STRINGS,
+    NATIVE_ROW_FLOATS,
+    NATIVE_SPARSE_FLOATS,
     NATIVE_STRINGS,
     OP_JSON,
     canonical_json,
@@ -39,9 +40,10 @@ def scanner() -> Any:
     return sys.modules[__package__]._kineto_scan
 
 
-# Which of the scanner's float columns and string code columns holds each field (fields.py; the package
-# checks the built scanner's N_FLOATS against NATIVE_FLOATS at import).
-_AT = {field: i for i, field in enumerate(NATIVE_FLOATS)}
+# Which of the scanner's float columns, sparse record fields and string code columns holds each field
+# (fields.py; the package checks the built scanner's N_FLOATS and N_ROW_FLOATS against them at import).
+_AT = {field: i for i, field in enumerate(NATIVE_ROW_FLOATS)}
+_SPARSE_AT = {field: i for i, field in enumerate(NATIVE_SPARSE_FLOATS)}
 _STRING_AT = {field: i for i, field in enumerate(NATIVE_STRINGS)}
 
 
@@ -83,10 +85,11 @@ def _scanned_columns(scanned: dict[str, Any]) -> dict[str, Any]:
     n = scanned["rows"]
     if n == 0:
         return block
-    # The scanner gives a buffer per float column and per string code column: a column of kept rows is the
-    # buffer itself when every row is kept (no copy), else gathered from one contiguous column; the columns
-    # not kept are let go with the scan's result.
+    # The scanner gives a buffer per row float column and per string code column: a column of kept rows is
+    # the buffer itself when every row is kept (no copy), else gathered from one contiguous column. The
+    # sparse fields (GPU-side ones, external_id_old) come in records of the rows holding one (sparse_at).
     floats = [np.frombuffer(column, dtype=np.float64) for column in scanned["floats"]]
+    sparse_at = _sparse_fields(scanned)
     codes = [np.frombuffer(column, dtype=np.int32) for column in scanned["codes"]]
     kind = kinds(codes[_STRING_AT["cat"]], scanned["categories"])
     ts = floats[_AT["ts"]]
@@ -108,21 +111,43 @@ def _scanned_columns(scanned: dict[str, Any]) -> dict[str, Any]:
     missing = np.isnan(external)
     if missing.any():
         external = external.copy()  # the scanner's buffer is read-only
-        external[missing] = floats[_AT["external_id_old"]][rows[missing]]
-    block.update({field: floats[_AT[field]][at_gpu] for field in DEVICE_FIELDS})
+        external[missing] = sparse_at(rows[missing])[_SPARSE_AT["external_id_old"]]
+    gpu = sparse_at(at_gpu)
+    block.update({field: gpu[_SPARSE_AT[field]] for field in DEVICE_FIELDS})
     block.update(
         {
             "kind": kind,
             "name": used_codes(codes[_STRING_AT["name"]], scanned["names"], rows),
             "external_id": external,
             "gpu_rows": gpu_rows,
-            "grid": np.column_stack([floats[_AT["grid_x"] + i][at_gpu] for i in range(3)]),
-            "block": np.column_stack([floats[_AT["block_x"] + i][at_gpu] for i in range(3)]),
+            "grid": np.column_stack([gpu[_SPARSE_AT["grid_x"] + i] for i in range(3)]),
+            "block": np.column_stack([gpu[_SPARSE_AT["block_x"] + i] for i in range(3)]),
             "sync_kind": used_codes(codes[_STRING_AT["sync_kind"]], scanned["sync_kinds"], at_gpu),
         }
     )
     block.update(_op_columns(rows, scanned))
     return block
+
+
+def _sparse_fields(scanned: dict[str, Any]) -> Callable[[np.ndarray], np.ndarray]:
+    """A function of scanner rows giving their sparse fields (NATIVE_SPARSE_FLOATS), one contiguous row per
+    field, NaN where a row has no sparse record: the values a column per field would hold at those rows."""
+    listed = np.frombuffer(scanned["sparse_rows"], dtype=np.int64)  # ascending
+    # the records a field per row (contiguous gathers below), and a last column of NaN for rows without one
+    records = np.full((len(NATIVE_SPARSE_FLOATS), listed.size + 1), np.nan)
+    records[:, :-1] = np.frombuffer(scanned["sparse_floats"], dtype=np.float64).reshape(
+        listed.size, len(NATIVE_SPARSE_FLOATS)
+    ).T
+
+    def at(rows: np.ndarray) -> np.ndarray:
+        if listed.size == 0:
+            return np.take(records, np.full(rows.size, 0), axis=1)
+        found = np.searchsorted(listed, rows)
+        np.minimum(found, listed.size - 1, out=found)
+        found[listed[found] != rows] = listed.size  # the NaN column
+        return np.take(records, found, axis=1)
+
+    return at
 
 
 def _op_columns(rows: np.ndarray, scanned: dict[str, Any]) -> dict[str, Any]:

@@ -77,7 +77,10 @@ def _read(path: Path, options: dict[str, Any]) -> Trace:
         progress_bar(f"reading {path.name}", total=size) as progress,
         _BlockDecoder(path, engine, workers) as decoder,
     ):
-        for kind, payload, shift in split_stream(path, progress, block_bytes):
+        # The blocks are inflated into a ring of buffers one longer than the blocks in flight: a block's buffer
+        # is read into again only after its scan is done (the decoder holds at most `in_flight` blocks).
+        buffers = decoder.in_flight + 1
+        for kind, payload, shift in split_stream(path, progress, block_bytes, buffers):
             if kind == "events":
                 for block in decoder.submit(payload, shift):
                     columns.add(block)
@@ -139,7 +142,7 @@ class _BlockDecoder:
         self.workers = workers
         # Up to twice as many blocks queued as workers run: this thread keeps inflating the next blocks while
         # the workers scan instead of waiting on the oldest (measured at 15 MiB on 2 cores: ~5 ms of ~65).
-        self.in_flight = 2 * workers
+        self.in_flight = 2 * workers  # also bounds the blocks not yet done (their buffers are reused after)
         self.pending: deque[Future[dict[str, Any]]] = deque()
         self.pool: Executor | None = None
         if engine != "msgspec":

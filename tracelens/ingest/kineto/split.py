@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import InputError
-from ..compression import GZIP_ERRORS, gzip_reader
+from ..compression import GZIP_ERRORS, gzip_inflater, gzip_reader
 from . import native
 
 # Kineto's writer puts each event at two spaces of indentation: "  {", ..., "  },". A newline cannot
@@ -23,7 +23,56 @@ _SEPARATOR_SKIP = len(b"\n  },")  # where the next event's text begins
 # --- splitting the byte stream into decodable pieces -------------------------------------------------
 
 
-def _blocks(path: Path, progress: Any, block_bytes: int) -> Iterator[bytes]:
+class _Ring:
+    """Buffers that blocks are inflated into, reused in turn: a block that a yielded events piece refers to
+    keeps its buffer (:meth:`keep`) until ``count - 1`` more have been kept; any other block's buffer is read
+    into again at once (its bytes were copied). A buffer is a bytearray (find/rfind, slicing and the buffer
+    interface the cutting needs), from the heap: a second read in the same process reuses pages the first
+    one freed, as new bytes objects would."""
+
+    def __init__(self, count: int, size: int) -> None:
+        self.count, self.size = count, size
+        self.buffers: list[bytearray] = []
+        self.turn = 0
+
+    def next(self) -> bytearray:
+        slot = self.turn % self.count
+        if slot == len(self.buffers):
+            self.buffers.append(bytearray(self.size))
+        return self.buffers[slot]
+
+    def keep(self) -> None:
+        self.turn += 1
+
+
+def _blocks(path: Path, progress: Any, block_bytes: int, ring: _Ring | None) -> Iterator[Any]:
+    """The file's (inflated) bytes in blocks of ``block_bytes``, the last one shorter: with a ring, each full
+    block is the ring's next buffer (the last, short one a bytes copy), so that the ~400 MB of a large trace are
+    not written to fresh pages block after block; without, each block is a new bytes object."""
+    if ring is None:
+        yield from _fresh_blocks(path, progress, block_bytes)
+        return
+    with open(path, "rb") as raw:
+        gzipped = raw.read(2) == b"\x1f\x8b"
+        raw.seek(0)
+        stream = gzip_inflater(raw) if gzipped else raw
+        done = 0
+        while True:
+            buffer = ring.next()
+            try:
+                filled = _fill(stream, buffer)
+            except GZIP_ERRORS as err:
+                raise InputError(f"truncated or corrupt gzip data ({err})", path=path) from None
+            if not filled:
+                return
+            position = raw.tell()
+            progress.advance(position - done)
+            done = position
+            yield buffer if filled == block_bytes else bytes(memoryview(buffer)[:filled])
+
+
+def _fresh_blocks(path: Path, progress: Any, block_bytes: int) -> Iterator[bytes]:
+    """:func:`_blocks` without a ring: each block a new bytes object."""
     with open(path, "rb") as raw:
         gzipped = raw.read(2) == b"\x1f\x8b"
         raw.seek(0)
@@ -40,6 +89,19 @@ def _blocks(path: Path, progress: Any, block_bytes: int) -> Iterator[bytes]:
             progress.advance(position - done)
             done = position
             yield block
+
+
+def _fill(stream: Any, buffer: Any) -> int:
+    """Reads into ``buffer`` until it is full or the stream ends (a raw reader's readinto may return less);
+    the bytes read."""
+    with memoryview(buffer) as view:
+        filled = 0
+        while filled < len(view):
+            count = stream.readinto(view[filled:])
+            if not count:
+                break
+            filled += count
+        return filled
 
 
 _NOT_SPACE = re.compile(rb"[^ \t\r\n]")
@@ -99,7 +161,9 @@ class EventsText:
         )
 
 
-def split_stream(path: Path, progress: Any, block_bytes: int) -> Iterator[tuple[str, Any, int]]:
+def split_stream(
+    path: Path, progress: Any, block_bytes: int, buffers: int = 0
+) -> Iterator[tuple[str, Any, int]]:
     """Yield ("header", bytes, shift), ("events", EventsText, shift) ..., then ("rest", bytes, shift).
 
     Blocks in Kineto's layout are cut at its event separator and not copied here; only the unfinished last
@@ -108,6 +172,10 @@ def split_stream(path: Path, progress: Any, block_bytes: int) -> Iterator[tuple[
     scanner's structural pass; there the tail and the block are joined first. ``shift`` maps a byte offset
     in the JSON list of a piece to one in the file's JSON text (offset + shift), so that a decoding error can
     say where in the file it is.
+
+    ``buffers`` > 0: the blocks are inflated into that many buffers reused in turn (:class:`_Ring`); an
+    "events" piece may then refer to a buffer that is read into again once ``buffers - 1`` more events pieces
+    have been yielded, so the caller must be done with each piece by then. The header and the rest are bytes.
     """
     tail = b""
     mode: str | None = None  # None until the start of the event list is found
@@ -118,12 +186,13 @@ def split_stream(path: Path, progress: Any, block_bytes: int) -> Iterator[tuple[
     tail_limit = 4 * block_bytes
     held: list[bytes] = []  # "whole" mode: the document in blocks, joined once at the end
     consumed = 0  # bytes of JSON text read before the current block
-    for block in _blocks(path, progress, block_bytes):
+    ring = _Ring(buffers, block_bytes) if buffers > 0 else None
+    for block in _blocks(path, progress, block_bytes, ring):
         origin = consumed  # where block[0] lies in the JSON text
         consumed += len(block)
         start = 0  # where this block's events begin in it
         if mode == "whole":
-            held.append(block)
+            held.append(bytes(block))  # kept to the end: not a view of a reused buffer
             continue
         if mode is None:
             tail += block  # everything so far, from the first byte of the file
@@ -156,6 +225,8 @@ def split_stream(path: Path, progress: Any, block_bytes: int) -> Iterator[tuple[
             tail += block[start:]
             continue
         # payload[1] is the tail's first byte, which lies len(tail) bytes before block[start]
+        if ring is not None and block is ring.buffers[ring.turn % ring.count]:
+            ring.keep()  # the piece refers to this buffer
         yield "events", EventsText(tail, block, start, cut + _SEPARATOR_KEEP), origin + start - len(tail) - 1
         tail = block[cut + _SEPARATOR_SKIP :]
     tail_origin = consumed - len(tail)

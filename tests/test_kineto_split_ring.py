@@ -1,0 +1,77 @@
+"""Kineto blocks inflated into a ring of reused buffers (kineto/split.py, _Ring): the pieces equal those cut
+from fresh bytes blocks, and an events piece is not overwritten before ``buffers - 1`` more events pieces have
+been yielded (the reader holds at most that many blocks in flight)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections import deque
+from pathlib import Path
+
+import pytest
+
+from tracelens.ingest.kineto.split import EventsText, split_stream
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+DEMO = FIXTURES / "demo.pt.trace.json.gz"
+
+
+class _NoProgress:
+    def advance(self, amount: int) -> None:
+        pass
+
+
+def _text(payload: EventsText | bytes) -> bytes:
+    return payload.joined() if isinstance(payload, EventsText) else bytes(payload)
+
+
+def _pieces(path: Path, block_bytes: int, buffers: int) -> list[tuple[str, bytes, int]]:
+    """The pieces, each checked unchanged until ``buffers - 1`` later events pieces have been yielded."""
+    out: list[tuple[str, bytes, int]] = []
+    window: deque[tuple[EventsText, bytes]] = deque()
+    for kind, payload, shift in split_stream(path, _NoProgress(), block_bytes, buffers):
+        text = _text(payload)
+        out.append((kind, text, shift))
+        for held, as_yielded in window:  # still what it was when yielded
+            assert held.joined() == as_yielded
+        if kind == "events" and buffers:
+            window.append((payload, text))
+            if len(window) > buffers - 1:
+                window.popleft()
+    return out
+
+
+def _layouts(tmp_path: Path) -> list[Path]:
+    """The demo trace as Kineto writes it, minified (cut at top-level commas), and as a bare list."""
+    raw = json.loads(gzip.open(DEMO).read())
+    minified = tmp_path / "demo_min.json.gz"
+    minified.write_bytes(gzip.compress(json.dumps(raw, separators=(",", ":")).encode()))
+    bare = tmp_path / "demo_bare.json"
+    bare.write_text(json.dumps(raw["traceEvents"], indent=2))
+    return [DEMO, minified, bare]
+
+
+@pytest.mark.parametrize("block_bytes", [333, 4096, 1 << 20])
+@pytest.mark.parametrize("buffers", [2, 3, 5])
+def test_pieces_from_a_ring_equal_pieces_from_fresh_blocks(
+    tmp_path: Path, block_bytes: int, buffers: int
+) -> None:
+    for path in _layouts(tmp_path):
+        fresh = _pieces(path, block_bytes, 0)
+        assert _pieces(path, block_bytes, buffers) == fresh, path.name
+        # and the pieces are the whole text: the events of every piece are the file's events
+        events = [e for kind, text, _ in fresh if kind == "events" for e in json.loads(text)]
+        whole = json.loads(gzip.open(path).read() if path.suffix == ".gz" else path.read_bytes())
+        listed = whole if isinstance(whole, list) else whole["traceEvents"]
+        rest = json.loads(fresh[-1][1])
+        rest_events = rest if isinstance(rest, list) else rest["traceEvents"]
+        assert events + rest_events == listed, path.name
+
+
+def test_without_isals_raw_reader_the_gzip_file_fills_the_ring(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tracelens.ingest import compression
+
+    fresh = _pieces(DEMO, 4096, 0)
+    monkeypatch.setattr(compression, "_RAW_READER", None)  # an isal without it: the GzipFile's readinto
+    assert _pieces(DEMO, 4096, 3) == fresh
