@@ -227,7 +227,9 @@ def main() -> int:
     parser.add_argument("trace")
     parser.add_argument("--tree", default=str(REPO_ROOT), help="source tree to run (default: this one)")
     parser.add_argument("--timeline", action="store_true", help="run analyze as is; peak RSS per running set")
-    parser.add_argument("--memo-costs", action="store_true", help="CPU seconds of each big shared value alone")
+    parser.add_argument(
+        "--memo-costs", action="store_true", help="CPU seconds of each big shared value alone"
+    )
     opts = parser.parse_args()
     trace = str(Path(opts.trace).resolve())
     proc = subprocess.run(
@@ -267,13 +269,19 @@ def main() -> int:
             f"| {r['section']} | {r['wall']:.2f} | {r['cpu']:.2f} | {r['before'] / mib:,.0f} | "
             f"{r['peak'] / mib:,.0f} | {added / mib:,.0f} | {added / size:.3f} | {r['after'] / mib:,.0f} |"
         )
-    print("\nShared values (columns.memo) after each section: MiB of the numpy arrays and frames each holds (event")
-    print("columns: only the arrays they own, not the views of the Arrow table); computed, and dropped after it.\n")
+    print(
+        "\nShared values (columns.memo) after each section: MiB of the numpy arrays and frames each holds (event"
+    )
+    print(
+        "columns: only the arrays they own, not the views of the Arrow table); computed, and dropped after it.\n"
+    )
     print("| section | held MiB | held values (MiB) | computed | dropped after it |")
     print("|---|---:|---|---|---|")
     for r in result["rows"][1:]:
         held = r.get("held", {})
-        listed = ", ".join(f"{k} {v / mib:,.0f}" for k, v in sorted(held.items(), key=lambda kv: -kv[1]) if v >= mib)
+        listed = ", ".join(
+            f"{k} {v / mib:,.0f}" for k, v in sorted(held.items(), key=lambda kv: -kv[1]) if v >= mib
+        )
         print(
             f"| {r['section']} | {sum(held.values()) / mib:,.0f} | {listed} | {', '.join(r.get('computed', []))} | "
             f"{', '.join(r.get('dropped', []))} |"

@@ -32,7 +32,10 @@ def _reference_collective_types(cols, rows, kernel, on_device):
     ops = np.flatnonzero(cols.of_kind(GPU_ANNOTATION) & on_device)
     if ops.size and code_mask(cols.name[ops], cols.names, comm.is_xla_collective).any():
         xla_type = code_map(
-            cols.name[ops], cols.names, lambda n: comm.collective_type(n) if comm.is_xla_collective(n) else "", ""
+            cols.name[ops],
+            cols.names,
+            lambda n: comm.collective_type(n) if comm.is_xla_collective(n) else "",
+            "",
         )
         comm._inside_xla_ops(cols, rows, types, ops, xla_type)
         is_collective = types != ""

@@ -125,7 +125,8 @@ EXCLUSIVE_ORDER: tuple[str, ...] = (
     "whatif",
 )
 EXCLUSIVE_PAIRS: frozenset[frozenset[str]] = frozenset(
-    frozenset(pair) for pair in (("ranges", "memcpy"), ("ranges", "communication"), ("memcpy", "communication"))
+    frozenset(pair)
+    for pair in (("ranges", "memcpy"), ("ranges", "communication"), ("memcpy", "communication"))
 )
 
 

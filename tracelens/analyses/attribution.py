@@ -150,7 +150,7 @@ def priority_split(
     rows: HostRows,
     thread_set: np.ndarray,
     busy: tuple[np.ndarray, np.ndarray] | None = None,
-) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+) -> tuple[np.ndarray, dict[str, Any]]:
     """Split each window [start, end) among the host categories by priority, plus `nothing`.
 
     With ``busy`` (the device's merged busy intervals; the windows are then its gaps), each blocking call's
@@ -194,14 +194,14 @@ def split_disjoint_windows(
     e: np.ndarray,
     copy: np.ndarray,
     busy: tuple[np.ndarray, np.ndarray] | None = None,
-) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+) -> tuple[np.ndarray, dict[str, Any]]:
     """:func:`priority_split` of sorted windows that do not overlap, on the host rows (``cat``, ``s``, ``e``,
     ``copy``: category, start, end, synchronous copy; ends not before starts) cut into the windows once."""
     n = starts.size
     out, sync_copy, starts_in_sync, unexplained = _split_disjoint(
         starts, ends, cat, s, e, copy, busy, lambda pieces: window_split.coverage(pieces, n), ends - starts
     )
-    extra = {"sync_copy": sync_copy, "starts_in_sync": starts_in_sync}
+    extra: dict[str, Any] = {"sync_copy": sync_copy, "starts_in_sync": starts_in_sync}
     if unexplained is not None:
         extra["unexplained"] = unexplained
     return out, extra
@@ -253,7 +253,15 @@ def split_gap_rows(
         lengths = ends - starts
         window_measure = np.concatenate([[lengths.sum()], lengths[which]])
         out, sync_copy, starts_in_sync, unexplained = _split_disjoint(
-            starts, ends, cat, s, e, copy, busy, lambda pieces: window_split.totals(pieces, which), window_measure
+            starts,
+            ends,
+            cat,
+            s,
+            e,
+            copy,
+            busy,
+            lambda pieces: window_split.totals(pieces, which),
+            window_measure,
         )
         assert unexplained is not None
         return GapSplit(out[0], out[1:], int(sync_copy[0]), starts_in_sync, unexplained)
@@ -437,7 +445,7 @@ def split_any_windows(
     e: np.ndarray,
     copy: np.ndarray,
     busy: tuple[np.ndarray, np.ndarray] | None = None,
-) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+) -> tuple[np.ndarray, dict[str, Any]]:
     """:func:`priority_split` of any windows (overlapping, unsorted, ending before they start), on the host rows
     (``cat``, ``s``, ``e``, ``copy``: category, start, end, synchronous copy)."""
     out = np.zeros((starts.size, len(CAUSES)), np.int64)

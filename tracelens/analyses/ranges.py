@@ -379,7 +379,9 @@ def _covered_before_pair(
     last_end = np.empty(union_ends.size + 1, np.int64)
     last_end[0] = np.iinfo(np.int64).min
     last_end[1:] = union_ends
-    i = intervals.search_sorted(union_starts, first, side="right")  # the union intervals starting at or before
+    i = intervals.search_sorted(
+        union_starts, first, side="right"
+    )  # the union intervals starting at or before
     # the last union interval starting at or before first ends at or after last: none starts in (first, last]
     j = i.copy()
     apart = np.flatnonzero((last < first) | (last > last_end[i]))

@@ -37,7 +37,12 @@ if _kineto_scan is not None and (
     getattr(_kineto_scan, "N_ROW_FLOATS", -1),
     getattr(_kineto_scan, "N_OP_FLOATS", -1),
     getattr(_kineto_scan, "N_OP_STRINGS", -1),
-) != (len(NATIVE_FLOATS), len(NATIVE_ROW_FLOATS), len(NATIVE_OP_FLOATS), len(NATIVE_OP_STRINGS)):  # pragma: no cover
+) != (
+    len(NATIVE_FLOATS),
+    len(NATIVE_ROW_FLOATS),
+    len(NATIVE_OP_FLOATS),
+    len(NATIVE_OP_STRINGS),
+):  # pragma: no cover
     _kineto_scan = None  # type: ignore[assignment]  # a stale build of the scanner: do not trust its layout
 
 

@@ -135,9 +135,11 @@ def _sparse_fields(scanned: dict[str, Any]) -> Callable[[np.ndarray], np.ndarray
     listed = np.frombuffer(scanned["sparse_rows"], dtype=np.int64)  # ascending
     # the records a field per row (contiguous gathers below), and a last column of NaN for rows without one
     records = np.full((len(NATIVE_SPARSE_FLOATS), listed.size + 1), np.nan)
-    records[:, :-1] = np.frombuffer(scanned["sparse_floats"], dtype=np.float64).reshape(
-        listed.size, len(NATIVE_SPARSE_FLOATS)
-    ).T
+    records[:, :-1] = (
+        np.frombuffer(scanned["sparse_floats"], dtype=np.float64)
+        .reshape(listed.size, len(NATIVE_SPARSE_FLOATS))
+        .T
+    )
 
     def at(rows: np.ndarray) -> np.ndarray:
         if listed.size == 0:
