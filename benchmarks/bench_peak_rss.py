@@ -131,7 +131,7 @@ def main() -> int:
         action="append",
         default=[],
         metavar="MODULE:ATTR",
-        help="also mark a function's calls (e.g. tracelens.analyses.attribution:priority_split); a function "
+        help="also mark a function's calls (e.g. tracelens.analyses.host_split:priority_split); a function "
         "imported by name elsewhere is marked only where it is looked up in its own module",
     )
     opts = parser.parse_args()

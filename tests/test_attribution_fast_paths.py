@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from tests.test_window_split import _inputs, cases, echo_cases
 from tracelens import intervals
-from tracelens.analyses import attribution, window_split
+from tracelens.analyses import host_split, window_split
 from tracelens.analyses.names import CAUSES, HOST_CATEGORY_PRIORITY, INPUT, SYNC
 from tracelens.analyses.topk import largest_first
 
@@ -35,8 +35,8 @@ def reference_split_disjoint_windows(
     copy: np.ndarray,
     busy: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    """attribution.split_disjoint_windows before the fast paths (per-window coverage after every step)."""
-    _sync_echo, union_of = attribution._sync_echo, attribution.union_of
+    """host_split.split_disjoint_windows before the fast paths (per-window coverage after every step)."""
+    _sync_echo, union_of = host_split._sync_echo, host_split.union_of
     n = starts.size
     levels = len(HOST_CATEGORY_PRIORITY)
     sync_level = HOST_CATEGORY_PRIORITY.index(SYNC)
@@ -118,7 +118,7 @@ def reference_gap_split(ws, we, cat, s, e, copy, busy, which) -> tuple:
     if window_split.disjoint_windows(ws, we) and bool((e >= s).all()):
         split, extra = reference_split_disjoint_windows(ws, we, cat, s, e, copy, busy)
     else:
-        split, extra = attribution.split_any_windows(ws, we, cat, s, e, copy, busy)
+        split, extra = host_split.split_any_windows(ws, we, cat, s, e, copy, busy)
     return (
         [int(split[:, i].sum()) for i in range(len(CAUSES))],
         [[int(split[i, j]) for j in range(len(CAUSES))] for i in which],
@@ -141,7 +141,7 @@ def gap_busy(case: dict) -> tuple:
 def test_split_gap_rows_equals_the_reduced_per_gap_split(case: dict, largest: int) -> None:
     ws, we, cat, s, e, copy, busy = gap_busy(case)
     which = largest_first(we - ws, largest)
-    fast = attribution.split_gap_rows(ws, we, cat, s, e, copy, busy, which)
+    fast = host_split.split_gap_rows(ws, we, cat, s, e, copy, busy, which)
     totals, chosen, sync_copy, starts_in_sync, unexplained = reference_gap_split(
         ws, we, cat, s, e, copy, busy, which
     )
@@ -158,7 +158,7 @@ def test_split_disjoint_windows_equals_the_previous_code(case: dict) -> None:
     ws, we, cat, s, e, copy, busy = _inputs(case)
     if not bool((e >= s).all()):
         return
-    fast, fast_extra = attribution.split_disjoint_windows(ws, we, cat, s, e, copy, busy)
+    fast, fast_extra = host_split.split_disjoint_windows(ws, we, cat, s, e, copy, busy)
     ref, ref_extra = reference_split_disjoint_windows(ws, we, cat, s, e, copy, busy)
     assert fast.tolist() == ref.tolist()
     assert fast_extra.keys() == ref_extra.keys()
@@ -183,7 +183,7 @@ def rows(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray]:
 @settings(max_examples=200, deadline=None, database=None, derandomize=True)
 @given(r=rows())
 def test_merge_rows_equals_intervals_merge(r: tuple[np.ndarray, np.ndarray]) -> None:
-    got = attribution._merge_rows(*r)
+    got = host_split._merge_rows(*r)
     want = intervals.merge(*r)
     assert [g.tolist() for g in got] == [w.tolist() for w in want]
 
@@ -198,7 +198,7 @@ def test_merge_level_equals_intervals_merge_of_the_levels_rows(
     in_level = np.asarray(picks[: s.size], bool)
     if not in_level.any():
         return
-    got = attribution._merge_level(s, e, in_level)
+    got = host_split._merge_level(s, e, in_level)
     want = intervals.merge(s[in_level], e[in_level])
     assert [g.tolist() for g in got] == [w.tolist() for w in want]
 
@@ -213,7 +213,7 @@ def test_join_touching_equals_intervals_merge(gaps: list[tuple[int, int]]) -> No
         e.append(at + distance + length)
         at = e[-1]
     a, b = np.asarray(s, np.int64), np.asarray(e, np.int64)
-    got = attribution._join_touching(a, b)
+    got = host_split._join_touching(a, b)
     assert [g.tolist() for g in got] == [w.tolist() for w in intervals.merge(a, b)]
 
 

@@ -1,7 +1,7 @@
 """The steps section's fast path gives exactly what the path it replaces gave (speed lives in benchmarks/).
 
 - steps.step_split: each priority level's union found in one masked pass over the host rows (in start order) vs
-  attribution.priority_split (per-level merges, their unions merged again), which the section called before.
+  host_split.priority_split (per-level merges, their unions merged again), which the section called before.
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tracelens.analyses.attribution import HostRows, priority_split
+from tracelens.analyses.attribution import HostRows
+from tracelens.analyses.host_split import priority_split
 from tracelens.analyses.names import HOST_CATEGORY_PRIORITY
 from tracelens.analyses.steps import _union_of_masked, step_split
 from tracelens.intervals import merge

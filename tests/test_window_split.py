@@ -1,5 +1,5 @@
-"""The priority split of disjoint windows (analyses/window_split.py, attribution.split_disjoint_windows) against
-the split of any windows it stands in for (attribution.split_any_windows) and against a brute force over unit
+"""The priority split of disjoint windows (analyses/window_split.py, host_split.split_disjoint_windows) against
+the split of any windows it stands in for (host_split.split_any_windows) and against a brute force over unit
 instants written from the definitions in docs/analyses.md ("attribution": priority, sync echo, sync copies,
 after-sync gaps, the `nothing` intervals), with no interval code of tracelens; plus hand-built cases of the
 piece helpers."""
@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tracelens.analyses import window_split
-from tracelens.analyses.attribution import split_any_windows, split_disjoint_windows
+from tracelens.analyses.host_split import split_any_windows, split_disjoint_windows
 from tracelens.analyses.names import CAUSES, HOST_CATEGORY_PRIORITY, INPUT, SYNC
 
 SYNC_LEVEL = HOST_CATEGORY_PRIORITY.index(SYNC)

@@ -19,8 +19,9 @@ import numpy as np
 
 from .. import intervals
 from ..trace import STEP, Trace
-from .attribution import HostRows, host_rows, priority_split, thread_codes
+from .attribution import HostRows, host_rows, thread_codes
 from .columns import device_busy, event_columns, step_windows
+from .host_split import priority_split
 from .launch import launch_pairs
 from .names import CAUSES, HOST_CATEGORY_PRIORITY, NOTHING
 

@@ -1,7 +1,7 @@
 """The priority split of windows that do not overlap (a device's idle gaps, steps one after another), computed
 on the host activity cut into the windows once.
 
-:func:`tracelens.analyses.attribution.priority_split` defines the split on any windows: per host category in
+:func:`tracelens.analyses.host_split.priority_split` defines the split on any windows: per host category in
 priority order, each window's length covered by the union of the categories so far, less what the earlier
 ones covered (plus the sync echo, on gaps). This module computes the same figures where the windows are sorted
 and disjoint, which the attribution's gaps and ordinary steps are: every category's union is cut into the

@@ -13,7 +13,8 @@ import numpy as np
 
 from ...trace import Trace
 from ...units import fmt_ns, fmt_pct
-from ..attribution import host_rows, priority_split
+from ..attribution import host_rows
+from ..host_split import priority_split
 from ..names import CAUSES as HOST_CATEGORIES
 from ..names import INPUT
 from ..steps import step_threads

@@ -1,0 +1,421 @@
+"""The priority split of windows among the host categories (docs/analyses.md, "attribution"): for each category
+in priority order (sync > input > launch > cpu, with each blocking call's echo ranked after input), the part of
+each window covered by the union of the threads' rows of that category and not by an earlier one; `nothing` is
+the rest, so a window's parts sum exactly to its length.
+
+The gap attribution (:mod:`.attribution`) splits each device's idle gaps this way, the step breakdown
+(:mod:`.steps`) its step windows, the input-pipeline diagnosis one step. Sorted disjoint windows (a device's
+gaps) go through :func:`split_disjoint_windows` / :func:`split_gaps` on the rows cut into them, any other
+windows through :func:`split_any_windows`; both give the same figures on disjoint windows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .. import intervals
+from . import window_split
+from .names import CAUSES, HOST_CATEGORY_PRIORITY, INPUT, SYNC
+
+if TYPE_CHECKING:
+    from .attribution import HostRows
+
+
+def _sync_echo(
+    s: np.ndarray,
+    e: np.ndarray,
+    busy: tuple[np.ndarray, np.ndarray],
+    eligible: tuple[np.ndarray, np.ndarray],
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each blocking call's echo: from its end until W ns of ``eligible`` time have passed, W being the GPU busy
+    time inside the call. Returns the echoes' union.
+
+    Why W: a host that had not waited would have spent those W ns queueing what it did after the call, so at
+    most W ns of the idle that follows can be won back by removing the wait (the launch-bound case: the GPU
+    ran little while the host waited, W is small, and the idle stays launch overhead). Echoes of successive
+    calls may overlap; their union claims at most the sum of their W (the host's lead, had none waited).
+    """
+    if s.size == 0 or eligible[0].size == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    waited = intervals.overlap_with_union(s, e, *busy)
+    # The instant by which another W ns of eligible time have passed after the call's end.
+    spent = intervals.time_covered(intervals.covered_before(e, *eligible) + waited, *eligible)
+    keep = (waited > 0) & (spent > e)
+    return intervals.merge(e[keep], spent[keep])
+
+
+def priority_split(
+    starts: np.ndarray,
+    ends: np.ndarray,
+    rows: HostRows,
+    thread_set: np.ndarray,
+    busy: tuple[np.ndarray, np.ndarray] | None = None,
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """Split each window [start, end) among the host categories by priority, plus `nothing`.
+
+    With ``busy`` (the device's merged busy intervals; the windows are then its gaps), each blocking call's
+    echo (``_sync_echo``) ranks after `input` and counts as `sync`.
+    Returns (matrix of shape (n, len(CAUSES)) in CAUSES order, extra per-window arrays: sync_copy, starts_in_sync;
+    and with ``busy``, ``unexplained``: the windows' parts that no row of the threads covers (`nothing`), as
+    ``intervals.subtract`` gives them).
+    Rows of the matrix sum exactly to end - start.
+
+    A device's gaps (sorted windows that do not overlap) are split on the rows cut into them
+    (:func:`split_disjoint_windows`): most host rows of a GPU-bound trace fall outside them, so the cut leaves
+    few. Other windows (steps, which hold nearly every row) by :func:`split_any_windows`. Both give the same
+    figures on disjoint windows.
+    """
+    starts = np.asarray(starts, np.int64)
+    ends = np.asarray(ends, np.int64)
+    cat, s, e, copy = _thread_rows(rows, thread_set)
+    if busy is not None and window_split.disjoint_windows(starts, ends) and bool((e >= s).all()):
+        return split_disjoint_windows(starts, ends, cat, s, e, copy, busy)
+    return split_any_windows(starts, ends, cat, s, e, copy, busy)
+
+
+def _thread_rows(
+    rows: HostRows, thread_set: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The host rows of the given threads: (category, start, end, synchronous copy)."""
+    chosen = np.zeros(len(rows.threads), bool)
+    chosen[thread_set] = True
+    if chosen.all():  # every thread (a single-GPU trace's feeding threads): no selection to copy
+        return rows.category, rows.starts(), rows.ends(), rows.sync_copy
+    mine = np.flatnonzero(chosen[rows.thread])
+    at = rows.row[mine]  # their event rows, read once for both times
+    return rows.category[mine], rows.cols.start[at], rows.cols.end[at], rows.sync_copy[mine]
+
+
+def split_disjoint_windows(
+    starts: np.ndarray,
+    ends: np.ndarray,
+    cat: np.ndarray,
+    s: np.ndarray,
+    e: np.ndarray,
+    copy: np.ndarray,
+    busy: tuple[np.ndarray, np.ndarray] | None = None,
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """:func:`priority_split` of sorted windows that do not overlap, on the host rows (``cat``, ``s``, ``e``,
+    ``copy``: category, start, end, synchronous copy; ends not before starts) cut into the windows once."""
+    n = starts.size
+    out, sync_copy, starts_in_sync, unexplained = _split_disjoint(
+        starts, ends, cat, s, e, copy, busy, lambda pieces: window_split.coverage(pieces, n), ends - starts
+    )
+    extra: dict[str, Any] = {"sync_copy": sync_copy, "starts_in_sync": starts_in_sync}
+    if unexplained is not None:
+        extra["unexplained"] = unexplained
+    return out, extra
+
+
+@dataclass
+class GapSplit:
+    """What the attribution reads of the split of a device's gaps: each cause's total over all gaps, the split
+    of a few chosen gaps, the sync-copy total, the gaps starting in a sync, and the `nothing` intervals."""
+
+    totals: np.ndarray  # int64 per cause (CAUSES order): the column sums of priority_split's matrix
+    chosen: np.ndarray  # (len(which), len(CAUSES)): the matrix's rows of the chosen gaps
+    sync_copy_ns: int
+    starts_in_sync: np.ndarray  # bool per gap
+    unexplained: tuple[np.ndarray, np.ndarray]
+
+
+def split_gaps(
+    starts: np.ndarray,
+    ends: np.ndarray,
+    rows: HostRows,
+    thread_set: np.ndarray,
+    busy: tuple[np.ndarray, np.ndarray],
+    which: np.ndarray,
+) -> GapSplit:
+    """The sums of :func:`priority_split`'s figures over a device's gaps (with ``busy``), and its rows at the gaps
+    ``which`` (the largest), without its per-gap matrix: on sorted disjoint gaps each step's covered length is
+    summed over the union's pieces (and read at the chosen gaps), not spread over every gap (millions of them,
+    most with no host activity at all in a GPU-bound trace)."""
+    return split_gap_rows(starts, ends, *_thread_rows(rows, thread_set), busy, which)
+
+
+def split_gap_rows(
+    starts: np.ndarray,
+    ends: np.ndarray,
+    cat: np.ndarray,
+    s: np.ndarray,
+    e: np.ndarray,
+    copy: np.ndarray,
+    busy: tuple[np.ndarray, np.ndarray],
+    which: np.ndarray,
+) -> GapSplit:
+    """:func:`split_gaps` on the threads' host rows (``cat``, ``s``, ``e``, ``copy``: category, start, end,
+    synchronous copy, as :func:`split_any_windows` takes them)."""
+    starts = np.asarray(starts, np.int64)
+    ends = np.asarray(ends, np.int64)
+    which = np.asarray(which, np.int64)
+    if window_split.disjoint_windows(starts, ends) and bool((e >= s).all()):
+        lengths = ends - starts
+        window_measure = np.concatenate([[lengths.sum()], lengths[which]])
+        out, sync_copy, starts_in_sync, unexplained = _split_disjoint(
+            starts,
+            ends,
+            cat,
+            s,
+            e,
+            copy,
+            busy,
+            lambda pieces: window_split.totals(pieces, which),
+            window_measure,
+        )
+        assert unexplained is not None
+        return GapSplit(out[0], out[1:], int(sync_copy[0]), starts_in_sync, unexplained)
+    split, extra = split_any_windows(starts, ends, cat, s, e, copy, busy)
+    return GapSplit(
+        split.sum(axis=0),
+        split[which],
+        int(extra["sync_copy"].sum()),
+        extra["starts_in_sync"],
+        extra["unexplained"],
+    )
+
+
+def _split_disjoint(
+    starts: np.ndarray,
+    ends: np.ndarray,
+    cat: np.ndarray,
+    s: np.ndarray,
+    e: np.ndarray,
+    copy: np.ndarray,
+    busy: tuple[np.ndarray, np.ndarray] | None,
+    measure: Callable[[window_split.Pieces], np.ndarray],
+    window_measure: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray] | None]:
+    """The split of sorted disjoint windows, each union's covered length taken by ``measure`` (a vector: per window
+    for :func:`split_disjoint_windows`, summed and at a few windows for :func:`split_gaps`; ``window_measure``:
+    the windows' own lengths so taken). Returns (matrix of shape (len(window_measure), len(CAUSES)), sync_copy,
+    starts_in_sync per window, the `nothing` intervals with ``busy``, else None)."""
+    n = starts.size
+    m = window_measure.size
+    levels = len(HOST_CATEGORY_PRIORITY)
+    sync_level = HOST_CATEGORY_PRIORITY.index(SYNC)
+    input_level = HOST_CATEGORY_PRIORITY.index(INPUT)
+    # column-major: each column is written, and summed by the caller, in one contiguous pass
+    out = np.zeros((len(CAUSES), m), np.int64).T
+    level_pieces = []
+    in_start_order = s.size < 2 or bool((s[1:] >= s[:-1]).all())
+    for level in range(levels):
+        rows_of_level = cat == level
+        if level == sync_level:  # few rows: their positions, not a mask over every row
+            sync_rows = np.flatnonzero(rows_of_level)
+        present = np.count_nonzero(rows_of_level)
+        if present == 0:
+            level_pieces.append(window_split.empty())
+            continue
+        if present == cat.size:
+            merged = _merge_rows(s, e)
+        elif in_start_order and 2 * present > cat.size:  # most rows: merged in place, not copied out first
+            merged = _merge_level(s, e, rows_of_level)
+        else:
+            merged = _merge_rows(s[rows_of_level], e[rows_of_level])
+        del rows_of_level
+        level_pieces.append(window_split.cut(*merged, starts, ends))
+        del merged
+    sync_copies = copy[sync_rows]
+    covered_before = np.zeros(m, np.int64)
+    echo_copy = np.zeros(m, np.int64)
+    union = before_sync = window_split.empty()
+    covered_through_sync = covered_before
+    for level, pieces in enumerate(level_pieces):
+        if level == sync_level:
+            before_sync = union
+        if pieces[0].size:
+            union = window_split.union(union, pieces)
+            covered = measure(union)
+        else:
+            covered = covered_before
+        np.subtract(covered, covered_before, out=out[:, level])
+        covered_before = covered
+        if level == sync_level:
+            covered_through_sync = covered
+        if level == input_level and busy is not None and sync_rows.size:
+            # as in split_any_windows: the echo claims only launch and cpu rows' time
+            host_work = union_of(level_pieces[level + 1 :])
+            # host work inside the windows less the union: its parts in the union's holes (host work searched
+            # in them: far fewer of it than of them)
+            eligible = intervals.intersect(*host_work[:2], *window_split.holes(union))
+            for copies in (False, True):
+                pick = sync_rows[sync_copies == copies]
+                echo = window_split.intersect(host_work, *_sync_echo(s[pick], e[pick], busy, eligible))
+                if echo[0].size == 0:  # nothing changes
+                    continue
+                union = window_split.union(union, echo)
+                covered = measure(union)
+                gained = covered - covered_before
+                out[:, sync_level] += gained
+                if copies:
+                    echo_copy = gained
+                covered_before = covered
+    out[:, -1] = window_measure - covered_before
+    if sync_copies.any():
+        other_sync = sync_rows[~sync_copies]
+        not_copies = window_split.union(
+            before_sync, window_split.cut(*intervals.merge(s[other_sync], e[other_sync]), starts, ends)
+        )
+        sync_copy = covered_through_sync - measure(not_copies) + echo_copy
+    else:  # the other syncs cover all the sync level covers, and no copy leaves an echo
+        sync_copy = np.zeros(m, np.int64)
+    # a window starts in a sync where a sync piece of it begins at its start
+    sync_s, _, sync_w = level_pieces[sync_level]
+    starts_in_sync = np.zeros(n, bool)
+    starts_in_sync[sync_w[sync_s == starts[sync_w]]] = True
+    starts_in_sync &= ends > starts
+    unexplained = None
+    if busy is not None:
+        # the echoes lie inside later levels' rows, so the final union is the threads' whole activity
+        # (without any activity, the windows as they are: intervals.subtract's answer)
+        unexplained = (
+            _join_touching(*window_split.complement(union, starts, ends))
+            if union[0].size
+            else (starts.copy(), ends.copy())
+        )
+    return out, sync_copy, starts_in_sync, unexplained
+
+
+def _merge_rows(s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``intervals.merge`` of rows that do not end before they start: rows in start order, each starting after
+    the previous one ends (one thread's launch calls), are their own union (one comparison, not a merge)."""
+    s = np.asarray(s, np.int64)
+    e = np.asarray(e, np.int64)
+    if s.size < 2 or bool((s[1:] > e[:-1]).all()):
+        return s, e
+    if bool((s[1:] < s[:-1]).any()):  # not in start order: the general merge sorts them
+        return intervals.merge(s, e)
+    # intervals.merge's steps, the groups' first and last rows picked by masks (no index arrays: the launch
+    # rows of a device's threads are millions)
+    reach = np.maximum.accumulate(e)
+    first = np.empty(s.size, bool)
+    first[0] = True
+    np.greater(s[1:], reach[:-1], out=first[1:])
+    merged_s = s[first]
+    last = np.empty(s.size, bool)  # each group ends where the next begins, the last at the end
+    last[:-1] = first[1:]
+    last[-1] = True
+    del first
+    return merged_s, reach[last]
+
+
+def _merge_level(s: np.ndarray, e: np.ndarray, in_level: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``intervals.merge(s[in_level], e[in_level])`` for rows in start order that do not end before they start,
+    without copying the level's rows out (the launch level of a GPU-bound trace: nearly every host row): the
+    other rows' ends count as below every time, and a group is begun only by a row of the level."""
+    s = np.asarray(s, np.int64)
+    reach = np.where(in_level, np.asarray(e, np.int64), np.iinfo(np.int64).min)
+    np.maximum.accumulate(reach, out=reach)  # the furthest end of the level's rows so far
+    first = np.empty(s.size, bool)
+    first[0] = True
+    np.greater(s[1:], reach[:-1], out=first[1:])
+    first &= in_level
+    merged_s = s[first]
+    # a group's end is the reach just before the next group begins (no row of the level in between), the last
+    # group's the final reach; none before the first group
+    last = np.empty(s.size, bool)
+    last[:-1] = first[1:]
+    last[-1] = True
+    last[: int(np.argmax(in_level))] = False
+    del first
+    return merged_s, reach[last]
+
+
+def _join_touching(s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``intervals.merge`` of sorted, disjoint, nonempty intervals: where none touches the next (gaps touch only
+    around a zero-length busy interval), they are their own union."""
+    if s.size > 1 and not bool((s[1:] == e[:-1]).any()):
+        return s, e
+    return intervals.merge(s, e)
+
+
+def union_of(pieces: list[window_split.Pieces]) -> window_split.Pieces:
+    out = window_split.empty()
+    for p in pieces:
+        out = window_split.union(out, p)
+    return out
+
+
+def split_any_windows(
+    starts: np.ndarray,
+    ends: np.ndarray,
+    cat: np.ndarray,
+    s: np.ndarray,
+    e: np.ndarray,
+    copy: np.ndarray,
+    busy: tuple[np.ndarray, np.ndarray] | None = None,
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """:func:`priority_split` of any windows (overlapping, unsorted, ending before they start), on the host rows
+    (``cat``, ``s``, ``e``, ``copy``: category, start, end, synchronous copy)."""
+    out = np.zeros((starts.size, len(CAUSES)), np.int64)
+    covered_before = np.zeros(starts.size, np.int64)
+    sync_level = HOST_CATEGORY_PRIORITY.index(SYNC)
+    # Each category's rows are merged once; the union through a level is then the previous level's union
+    # merged with this one's (unions are far fewer intervals than rows: one sort of the rows in all, not one
+    # per level).
+    level_unions = [
+        intervals.merge(s[cat == level], e[cat == level]) for level in range(len(HOST_CATEGORY_PRIORITY))
+    ]
+    if busy is not None and (ends >= starts).all():
+        # Only the windows' (gaps') part of a union counts (every use below is inside them), so a union that
+        # the windows cut smaller is kept cut: a GPU-bound host launches mostly while the GPU runs, and the
+        # merges and overlaps below then handle ~1/5 of its millions of launch intervals (one that the
+        # windows cut into more pieces, a long sync spanning many gaps, is kept whole).
+        windows = intervals.merge(starts, ends)
+        for level, union in enumerate(level_unions):
+            inside = intervals.intersect(*union, *windows)
+            if inside[0].size < union[0].size:
+                level_unions[level] = inside
+    input_level = HOST_CATEGORY_PRIORITY.index(INPUT)
+    sync_rows = cat == sync_level
+    copy_rows = sync_rows & copy
+    echo_copy = np.zeros(starts.size, np.int64)
+    us = ue = np.zeros(0, np.int64)
+    for level, (ls, le) in enumerate(level_unions):
+        if level == sync_level:
+            before_sync = (us, ue)
+        us, ue = intervals.merge(np.concatenate([us, ls]), np.concatenate([ue, le]))
+        covered = intervals.overlap_with_union(starts, ends, us, ue)
+        out[:, level] = covered - covered_before
+        covered_before = covered
+        if level == sync_level:
+            covered_through_sync = covered
+        if level == input_level and busy is not None:
+            # The echo claims only host work it could have moved into the wait (launch and cpu rows), not
+            # untraced time: that may be the host waiting on something else (another rank, the data).
+            host_work = intervals.merge(
+                np.concatenate([u[0] for u in level_unions[level + 1 :]]),
+                np.concatenate([u[1] for u in level_unions[level + 1 :]]),
+            )
+            eligible = intervals.intersect(
+                *intervals.subtract(*intervals.merge(starts, ends), us, ue), *host_work
+            )
+            # Echoes of the other blocking calls first, then of synchronous copies (their part is memcpy's).
+            for copies in (False, True):
+                pick = sync_rows & (copy_rows == copies)
+                echo = intervals.intersect(*_sync_echo(s[pick], e[pick], busy, eligible), *host_work)
+                us, ue = intervals.merge(np.concatenate([us, echo[0]]), np.concatenate([ue, echo[1]]))
+                covered = intervals.overlap_with_union(starts, ends, us, ue)
+                out[:, sync_level] += covered - covered_before
+                if copies:
+                    echo_copy = covered - covered_before
+                covered_before = covered
+    out[:, -1] = (ends - starts) - covered_before
+    # The sync column's part covered only by synchronous copies: what the earlier categories and the other
+    # syncs do not already cover.
+    other_sync = (cat == sync_level) & ~copy
+    os_, oe = intervals.merge(s[other_sync], e[other_sync])
+    ns, ne = intervals.merge(np.concatenate([before_sync[0], os_]), np.concatenate([before_sync[1], oe]))
+    sync_copy = covered_through_sync - intervals.overlap_with_union(starts, ends, ns, ne) + echo_copy
+    sync_union = level_unions[sync_level]
+    starts_in_sync = intervals.overlap_with_union(starts, starts + 1, *sync_union) > 0
+    extra = {"sync_copy": sync_copy, "starts_in_sync": starts_in_sync & (ends > starts)}
+    if busy is not None:
+        # The echoes lie inside later levels' rows, so the final union is the threads' whole activity.
+        extra["unexplained"] = intervals.subtract(starts, ends, us, ue)
+    return out, extra
