@@ -11,6 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tracelens import enrich, occupancy_calc
+from tracelens.analyses import occupancy
+from tracelens.analyses.columns import dictionary_codes
+from tracelens.analyses.names import code_mask, is_collective_kernel, is_library_kernel
 from tracelens.enrich import KernelOccupancy, annotate_occupancy
 from tracelens.occupancy_calc import LimitsUnavailable
 from tracelens.trace import KERNEL, Trace
@@ -164,3 +167,50 @@ def test_configurations_number_launches_by_their_inputs() -> None:
     config, first = enrich._configurations([a, b])
     assert config.tolist() == [0, 1, 0, 2, 3, 2]
     assert first.tolist() == [0, 1, 3, 4]
+
+
+def empty_sm_ns_each_reference(starts: np.ndarray, ends: np.ndarray, fills: list[np.ndarray]) -> list[float]:
+    """tracelens.analyses.occupancy.empty_sm_ns_each before it picked the running intervals first."""
+    if starts.size == 0:
+        return [0.0 for _ in fills]
+    times = np.concatenate([starts, ends])
+    order = np.argsort(times, kind="stable")
+    running = np.cumsum(np.concatenate([np.ones(starts.size), -np.ones(ends.size)])[order])[:-1]
+    length = np.diff(times[order]).astype(np.float64)
+    active = running > 0
+    out = []
+    for fill in fills:
+        filled = np.cumsum(np.concatenate([fill, -fill])[order])[:-1]
+        empty = 1.0 - np.clip(np.round(filled, 9), 0.0, 1.0)
+        out.append(float((length * empty)[active].sum()))
+    return out
+
+
+FILLS = st.sampled_from([0.0, 0.1, 1 / 3, 0.5, 0.7, 1.0, 1e-10])
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 5000), st.integers(0, 2000), FILLS, FILLS), max_size=60),
+)
+def test_empty_sm_ns_each_equals_the_reference(launches: list) -> None:
+    starts = np.array([s for s, _, _, _ in launches], np.int64)
+    ends = starts + np.array([d for _, d, _, _ in launches], np.int64)
+    fills = [np.array([f for _, _, f, _ in launches]), np.array([g for _, _, _, g in launches])]
+    assert occupancy.empty_sm_ns_each(starts, ends, fills) == empty_sm_ns_each_reference(starts, ends, fills)
+
+
+@settings(max_examples=30, deadline=None)
+@given(kernel_traces())
+def test_collective_and_library_masks_equal_the_taken_names(trace: Trace) -> None:
+    occ = occupancy._KernelOccupancy(trace)
+    codes, values = dictionary_codes(trace.take("name", occ.rows))
+    dictionary = np.asarray(values, dtype=object)
+    collective = code_mask(codes, dictionary, is_collective_kernel)
+    library = code_mask(codes, dictionary, is_library_kernel) & ~collective
+    assert np.array_equal(occ.collective, collective) and np.array_equal(occ.library, library)
+    for with_shape in (True, False):
+        fill = np.where(occ.excluded, 1.0, np.nan_to_num(occ.grid_fill, nan=1.0))
+        if with_shape:
+            fill = fill * np.where(occ.shape_limited, occ.shape, 1.0)
+        assert np.array_equal(occ.sm_fill(with_shape), fill)

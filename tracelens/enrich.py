@@ -56,6 +56,9 @@ class _Rows:
         return arrow_numpy(pc.cast(self.trace.take(name, self.rows), pa.float64()))
 
     def int64(self, name: str) -> np.ndarray:
+        stored = self.trace.store.columns.get(name)
+        if isinstance(stored, pa.Array) and stored.type == pa.int64() and stored.null_count == 0:
+            return arrow_numpy(stored)[self.rows]  # a numpy gather from a view: no Arrow take (start, end)
         return arrow_numpy(self.trace.take(name, self.rows)).astype(np.int64)
 
 
