@@ -13,6 +13,7 @@ import pandas as pd
 from ..trace import ALL_KINDS, GPU_ACTIVITY_KINDS, GPU_ANNOTATION, GPU_SYNC, Trace
 from ..values import distinct
 from .columns import event_columns, thread_key
+from .kinds import kind_mask
 from .names import is_thread_bootstrap, name_template
 
 TOP_N = 10
@@ -25,8 +26,10 @@ CHUNK_ROWS = 1 << 22
 def host_summary(trace: Trace, top_n: int = TOP_N) -> dict[str, Any]:
     """Count and summed duration per host event kind, the host span, and the top names by summed time."""
     cols = event_columns(trace)
-    host: np.ndarray = ~cols.of_kind(*GPU_ACTIVITY_KINDS, GPU_SYNC, GPU_ANNOTATION) & (cols.kind >= 0)
-    has_gpu = bool((cols.of_kind(*GPU_ACTIVITY_KINDS) & (cols.device >= 0)).any())
+    # every known kind but the GPU's: two runs of kind codes, two passes
+    not_host = (*GPU_ACTIVITY_KINDS, GPU_SYNC, GPU_ANNOTATION)
+    host: np.ndarray = kind_mask(cols.kind, [k for k in ALL_KINDS if k not in not_host])
+    has_gpu = bool((kind_mask(cols.kind, GPU_ACTIVITY_KINDS) & (cols.device >= 0)).any())
     if not host.any():
         return {
             "span_ns": 0,
