@@ -190,8 +190,8 @@ class KernelOccupancy:
             blocks_per_sm[mask] = res.blocks_per_sm
             active[mask] = res.active_blocks_per_sm
             limiter[mask] = res.limiter
-        # per launch
-        config = launches.config
+        # per launch: the numbers as intp once (a gather by int32 indices converts them again each time)
+        config = launches.config.astype(np.intp)
         self.device, self.threads, self.grid = device[config], threads[config], grid[config]
         self.registers, self.shared = registers[config], shared[config]
         self.theoretical, self.estimated = theoretical[config], estimated[config]
