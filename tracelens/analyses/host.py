@@ -86,7 +86,7 @@ def host_summary(trace: Trace, top_n: int = TOP_N) -> dict[str, Any]:
         for k in sorted(np.flatnonzero(kind_count), key=lambda k: ALL_KINDS[k])
     ]
     pair_kind, pair_name = pairs // width, pairs % width - 1
-    labels = np.array([cols.names[n] if n >= 0 else "" for n in pair_name], dtype=object)
+    labels = _labels(cols.names, pair_name)
     top, folded = _top_by_template(pair_kind, labels, totals, counts, top_n)
     return {
         "span_ns": int(last - first),
@@ -128,6 +128,16 @@ def _top_by_template(
         for r in grouped.itertuples(index=False)
     ]
     return top, int(counts[bootstrap].sum())
+
+
+def _labels(names: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """Object array: the name of each code, "" for a null name (-1): one gather, not a Python step per pair
+    (tens of thousands of pairs where every NVTX text is a name)."""
+    labels = np.empty(codes.size, dtype=object)
+    known = codes >= 0
+    labels[known] = names[codes[known]]
+    labels[~known] = ""
+    return labels
 
 
 def _count_every_slot(slots: int, rows: int) -> bool:
