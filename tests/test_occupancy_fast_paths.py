@@ -16,7 +16,7 @@ from tracelens.analyses.columns import dictionary_codes
 from tracelens.analyses.names import code_mask, is_collective_kernel, is_library_kernel
 from tracelens.enrich import KernelOccupancy, annotate_occupancy
 from tracelens.occupancy_calc import LimitsUnavailable
-from tracelens.trace import KERNEL, Trace
+from tracelens.trace import KERNEL, Trace, arrow_numpy
 
 ARRAYS = (
     "rows",
@@ -38,6 +38,11 @@ ARRAYS = (
 )
 
 
+def _int64_reference(trace: Trace, rows: np.ndarray, name: str) -> np.ndarray:
+    """enrich._Rows.int64 before its numpy gather: an Arrow take."""
+    return arrow_numpy(trace.take(name, rows)).astype(np.int64)
+
+
 class ReferenceKernelOccupancy:
     """tracelens.enrich.KernelOccupancy before it ran the calculator once per launch configuration: every
     per-launch array computed per device mask."""
@@ -51,7 +56,9 @@ class ReferenceKernelOccupancy:
         self.grid = enrich._product(kernels, "grid")
         self.registers = enrich._float_column(kernels, "registers_per_thread")
         self.shared = enrich._shared_bytes(kernels)
-        self.duration = kernels.int64("end_ns") - kernels.int64("start_ns")
+        self.duration = _int64_reference(trace, self.rows, "end_ns") - _int64_reference(
+            trace, self.rows, "start_ns"
+        )
         self.reported = enrich._float_column(kernels, "reported_occupancy")
         self.theoretical = np.full(n, np.nan)
         self.estimated = np.full(n, np.nan)
