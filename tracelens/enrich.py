@@ -94,7 +94,10 @@ def _configurations(inputs: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     for values in inputs[1:]:
         key *= _MIX
         key += values.view(np.int64)
-    config = arrow_numpy(pc.dictionary_encode(pa.array(key)).indices).astype(np.int32, copy=False)
+    # numpy_array, not pa.array: pa.array imports pandas (0.5 s), which a load leaves unimported
+    config = arrow_numpy(pc.dictionary_encode(numpy_array(key, pa.int64())).indices).astype(
+        np.int32, copy=False
+    )
     del key
     # Arrow numbers the keys in order of first appearance: a configuration's first launch is where the running
     # maximum of the numbers steps up.
