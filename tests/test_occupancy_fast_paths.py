@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -38,6 +40,13 @@ ARRAYS = (
 )
 
 
+class _ReferenceRows(enrich._Rows):
+    """enrich._Rows before its own alignment of sparse columns: every column by EventStore.take."""
+
+    def column(self, name: str) -> np.ndarray:
+        return arrow_numpy(pc.cast(self.trace.take(name, self.rows), pa.float64()))
+
+
 def _int64_reference(trace: Trace, rows: np.ndarray, name: str) -> np.ndarray:
     """enrich._Rows.int64 before its numpy gather: an Arrow take."""
     return arrow_numpy(trace.take(name, rows)).astype(np.int64)
@@ -49,7 +58,7 @@ class ReferenceKernelOccupancy:
 
     def __init__(self, trace: Trace) -> None:
         self.rows = enrich._kind_rows(trace, KERNEL)
-        kernels = enrich._Rows(trace, self.rows)
+        kernels = _ReferenceRows(trace, self.rows)
         n = self.rows.size
         self.device = enrich._float_column(kernels, "device")
         self.threads = enrich._product(kernels, "block")
@@ -221,3 +230,30 @@ def test_collective_and_library_masks_equal_the_taken_names(trace: Trace) -> Non
         if with_shape:
             fill = fill * np.where(occ.shape_limited, occ.shape, 1.0)
         assert np.array_equal(occ.sm_fill(with_shape), fill)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.integers(0, 3)), min_size=1, max_size=30))
+def test_rows_align_a_sparse_column_carried_by_more_rows(kinds: list) -> None:
+    # kernels and copies on devices beside more host rows without one: the device column is sparse, its rows a
+    # superset of the kernels'
+    rows = [
+        {
+            "kind": KERNEL if is_kernel else "memcpy",
+            "name": "k",
+            "start_ns": i,
+            "end_ns": i + 1,
+            "device": dev,
+        }
+        for i, (is_kernel, dev) in enumerate(kinds)
+    ]
+    rows += [
+        {"kind": "runtime", "name": "cudaLaunchKernel", "start_ns": i, "end_ns": i + 1}
+        for i in range(2 * len(rows))
+    ]
+    trace = Trace.from_rows(rows, devices=DEVICES)
+    kernels = enrich._kind_rows(trace, KERNEL)
+    fast, reference = enrich._Rows(trace, kernels), _ReferenceRows(trace, kernels)
+    assert np.array_equal(fast.column("device"), reference.column("device"), equal_nan=True)
+    carried = trace.store.columns["device"].rows
+    assert fast._positions_in(carried) is not None  # every kernel has a device here

@@ -50,10 +50,26 @@ class _Rows:
 
     def __init__(self, trace: Trace, rows: np.ndarray) -> None:
         self.trace = trace
-        self.rows = rows
+        self.rows = rows  # ascending, distinct
+        self._member: np.ndarray | None = None
 
     def column(self, name: str) -> np.ndarray:
+        stored = self.trace.store.columns.get(name)
+        if isinstance(stored, SparseColumn) and stored.rows.size != self.rows.size:
+            at = self._positions_in(stored.rows)
+            if at is not None:  # every row carries it: its values at those positions, no null
+                return arrow_numpy(pc.cast(stored.values.take(numpy_array(at, pa.int64())), pa.float64()))
         return arrow_numpy(pc.cast(self.trace.take(name, self.rows), pa.float64()))
+
+    def _positions_in(self, carried: np.ndarray) -> np.ndarray | None:
+        """Where the rows sit in a sparse column's ascending rows ``carried``, if all of them do (the kernels in
+        the rows of every GPU op that carry ``device``): a pass over ``carried`` marked by a table-long mask,
+        instead of a binary search per row (EventStore.take's)."""
+        if self._member is None:
+            self._member = np.zeros(self.trace.num_events, bool)
+            self._member[self.rows] = True
+        at = np.flatnonzero(self._member[carried])
+        return at if at.size == self.rows.size else None
 
     def int64(self, name: str) -> np.ndarray:
         stored = self.trace.store.columns.get(name)
@@ -139,6 +155,21 @@ def _launches_of(trace: Trace) -> _Launches:
     return launches
 
 
+class _PerLaunch:
+    """A per-launch array of :class:`KernelOccupancy`: its per-configuration values gathered to the launches on
+    first read, then kept in the instance (a non-data descriptor: the instance's attribute wins after that)."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, occ: Any, owner: type | None = None) -> Any:
+        if occ is None:
+            return self
+        values = occ._per_config[self.name][occ._config]
+        occ.__dict__[self.name] = values
+        return values
+
+
 class KernelOccupancy:
     """Calculator results for every kernel row of a trace, plus why devices were skipped.
 
@@ -193,14 +224,39 @@ class KernelOccupancy:
             blocks_per_sm[mask] = res.blocks_per_sm
             active[mask] = res.active_blocks_per_sm
             limiter[mask] = res.limiter
-        # per launch: the numbers as intp once (a gather by int32 indices converts them again each time)
-        config = launches.config.astype(np.intp)
-        self.device, self.threads, self.grid = device[config], threads[config], grid[config]
-        self.registers, self.shared = registers[config], shared[config]
-        self.theoretical, self.estimated = theoretical[config], estimated[config]
-        self.waves, self.blocks_per_sm = waves[config], blocks_per_sm[config]
-        self.active, self.limiter = active[config], limiter[config]
-        self.grid_fill, self.shape = grid_fill[config], shape[config]
+        # per launch, each gathered on first read (_PerLaunch): the load reads two of them
+        self._config = launches.config.astype(
+            np.intp
+        )  # once: a gather by int32 indices converts them each time
+        self._per_config = {
+            "device": device,
+            "threads": threads,
+            "grid": grid,
+            "registers": registers,
+            "shared": shared,
+            "theoretical": theoretical,
+            "estimated": estimated,
+            "waves": waves,
+            "blocks_per_sm": blocks_per_sm,
+            "active": active,
+            "limiter": limiter,
+            "grid_fill": grid_fill,  # min(1, grid blocks / SMs)
+            "shape": shape,  # occupancy the block shape alone allows
+        }
+
+    device = _PerLaunch()
+    threads = _PerLaunch()
+    grid = _PerLaunch()
+    registers = _PerLaunch()
+    shared = _PerLaunch()
+    theoretical = _PerLaunch()
+    estimated = _PerLaunch()
+    waves = _PerLaunch()
+    blocks_per_sm = _PerLaunch()
+    active = _PerLaunch()
+    limiter = _PerLaunch()
+    grid_fill = _PerLaunch()
+    shape = _PerLaunch()
 
 
 def annotate_occupancy(trace: Trace) -> Trace:
