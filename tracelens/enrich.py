@@ -7,6 +7,7 @@ the occupancy section (``analyses/occupancy.py``) builds on the same :class:`Ker
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 import numpy as np
@@ -49,12 +50,31 @@ class _Rows:
 
     def __init__(self, trace: Trace, rows: np.ndarray) -> None:
         self.trace = trace
-        self.rows = rows
+        self.rows = rows  # ascending, distinct
+        self._member: np.ndarray | None = None
 
     def column(self, name: str) -> np.ndarray:
+        stored = self.trace.store.columns.get(name)
+        if isinstance(stored, SparseColumn) and stored.rows.size != self.rows.size:
+            at = self._positions_in(stored.rows)
+            if at is not None:  # every row carries it: its values at those positions, no null
+                return arrow_numpy(pc.cast(stored.values.take(numpy_array(at, pa.int64())), pa.float64()))
         return arrow_numpy(pc.cast(self.trace.take(name, self.rows), pa.float64()))
 
+    def _positions_in(self, carried: np.ndarray) -> np.ndarray | None:
+        """Where the rows sit in a sparse column's ascending rows ``carried``, if all of them do (the kernels in
+        the rows of every GPU op that carry ``device``): a pass over ``carried`` marked by a table-long mask,
+        instead of a binary search per row (EventStore.take's)."""
+        if self._member is None:
+            self._member = np.zeros(self.trace.num_events, bool)
+            self._member[self.rows] = True
+        at = np.flatnonzero(self._member[carried])
+        return at if at.size == self.rows.size else None
+
     def int64(self, name: str) -> np.ndarray:
+        stored = self.trace.store.columns.get(name)
+        if isinstance(stored, pa.Array) and stored.type == pa.int64() and stored.null_count == 0:
+            return arrow_numpy(stored)[self.rows]  # a numpy gather from a view: no Arrow take (start, end)
         return arrow_numpy(self.trace.take(name, self.rows)).astype(np.int64)
 
 
@@ -73,31 +93,110 @@ def _kind_rows(trace: Trace, kind: str) -> np.ndarray:
     return np.flatnonzero(mask)
 
 
-class KernelOccupancy:
-    """Calculator results for every kernel row of a trace, plus why devices were skipped."""
+# Mixes the bits of a launch's five calculator inputs into one 64-bit key (an odd multiplier, wrapping): launches
+# with equal inputs get equal keys; unequal inputs that collide are caught by the check in _configurations.
+_MIX = np.int64(-7046029254386353131)
+
+
+def _configurations(inputs: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """(each launch's configuration number, one launch of each configuration): launches numbered by the exact bits
+    of their calculator inputs (equal float64 arrays), so that any elementwise function of the inputs computed once
+    per configuration and gathered back equals the function computed per launch.
+
+    One hash of a mixed key (Arrow's, no pandas at load); where two different inputs share a key (checked: every
+    launch's inputs equal its configuration's), every launch is its own configuration."""
+    n = inputs[0].size
+    key = inputs[0].view(np.int64).copy()
+    for values in inputs[1:]:
+        key *= _MIX
+        key += values.view(np.int64)
+    # numpy_array, not pa.array: pa.array imports pandas (0.5 s), which a load leaves unimported
+    config = arrow_numpy(pc.dictionary_encode(numpy_array(key, pa.int64())).indices).astype(
+        np.int32, copy=False
+    )
+    del key
+    # Arrow numbers the keys in order of first appearance: a configuration's first launch is where the running
+    # maximum of the numbers steps up.
+    first = np.flatnonzero(np.diff(np.maximum.accumulate(config), prepend=-1))
+    for values in inputs:
+        bits = values.view(np.int64)
+        if not np.array_equal(bits[first][config], bits):
+            return np.arange(n, dtype=np.int32 if n < 2**31 else np.int64), np.arange(n)
+    return config, first
+
+
+class _Launches:
+    """What :class:`KernelOccupancy` keeps of a trace between its uses (load, the occupancy section, the what-if
+    replay): the kernel rows, each launch's configuration number (4 bytes each) and each configuration's inputs,
+    not the ~15 per-launch arrays (0.6 GB on the 41M-event benchmark export)."""
 
     def __init__(self, trace: Trace) -> None:
-        self.rows = _kind_rows(trace, KERNEL)
+        rows = _kind_rows(trace, KERNEL)
+        kernels = _Rows(trace, rows)
+        device = _float_column(kernels, "device")
+        threads = _product(kernels, "block")
+        grid = _product(kernels, "grid")
+        registers = _float_column(kernels, "registers_per_thread")
+        shared = _shared_bytes(kernels)
+        self.rows = rows.astype(np.int32) if trace.num_events < 2**31 else rows
+        self.config, first = _configurations([device, threads, grid, registers, shared])
+        self.device, self.threads, self.grid = device[first], threads[first], grid[first]
+        self.registers, self.shared = registers[first], shared[first]
+
+
+# Per trace (a load's result and the reader's trace it enriched share one): freed with the trace.
+_LAUNCHES: weakref.WeakKeyDictionary[Trace, _Launches] = weakref.WeakKeyDictionary()
+
+
+def _launches_of(trace: Trace) -> _Launches:
+    launches = _LAUNCHES.get(trace)
+    if launches is None:
+        launches = _LAUNCHES[trace] = _Launches(trace)
+    return launches
+
+
+class _PerLaunch:
+    """A per-launch array of :class:`KernelOccupancy`: its per-configuration values gathered to the launches on
+    first read, then kept in the instance (a non-data descriptor: the instance's attribute wins after that)."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, occ: Any, owner: type | None = None) -> Any:
+        if occ is None:
+            return self
+        values = occ._per_config[self.name][occ._config]
+        occ.__dict__[self.name] = values
+        return values
+
+
+class KernelOccupancy:
+    """Calculator results for every kernel row of a trace, plus why devices were skipped.
+
+    The calculator runs once per launch configuration (device, threads, grid, registers, shared memory: a few
+    hundred on a training trace), its results gathered to the launches."""
+
+    def __init__(self, trace: Trace) -> None:
+        launches = _launches_of(trace)
+        self.rows = launches.rows.astype(np.int64)
         kernels = _Rows(trace, self.rows)
-        n = self.rows.size
-        self.device = _float_column(kernels, "device")
-        self.threads = _product(kernels, "block")
-        self.grid = _product(kernels, "grid")
-        self.registers = _float_column(kernels, "registers_per_thread")
-        self.shared = _shared_bytes(kernels)
         self.duration = kernels.int64("end_ns") - kernels.int64("start_ns")
         self.reported = _float_column(kernels, "reported_occupancy")
-        self.theoretical = np.full(n, np.nan)
-        self.estimated = np.full(n, np.nan)
-        self.waves = np.full(n, np.nan)
-        self.blocks_per_sm = np.full(n, np.nan)
-        self.active = np.full(n, -1, dtype=np.int32)
-        self.limiter = np.full(n, -1, dtype=np.int8)
-        self.grid_fill = np.full(n, np.nan)  # min(1, grid blocks / SMs)
-        self.shape = np.full(n, np.nan)  # occupancy the block shape alone allows
+        # per configuration
+        device, threads, grid = launches.device, launches.threads, launches.grid
+        registers, shared = launches.registers, launches.shared
+        n = device.size
+        theoretical = np.full(n, np.nan)
+        estimated = np.full(n, np.nan)
+        waves = np.full(n, np.nan)
+        blocks_per_sm = np.full(n, np.nan)
+        active = np.full(n, -1, dtype=np.int32)
+        limiter = np.full(n, -1, dtype=np.int8)
+        grid_fill = np.full(n, np.nan)  # min(1, grid blocks / SMs)
+        shape = np.full(n, np.nan)  # occupancy the block shape alone allows
         self.device_notes: dict[int, dict[str, Any]] = {}
-        for dev in np.unique(self.device[~np.isnan(self.device)]).astype(np.int64):
-            mask = self.device == dev
+        for dev in np.unique(device[~np.isnan(device)]).astype(np.int64):
+            mask = device == dev
             info = trace.device_info(int(dev))
             note: dict[str, Any] = {
                 "name": info.get("name"),
@@ -107,26 +206,57 @@ class KernelOccupancy:
             }
             self.device_notes[int(dev)] = note
             if info.get("sm_count"):
-                self.grid_fill[mask] = np.minimum(1.0, self.grid[mask] / int(info["sm_count"]))
+                grid_fill[mask] = np.minimum(1.0, grid[mask] / int(info["sm_count"]))
             try:
                 limits = occupancy_calc.device_limits(info)
             except LimitsUnavailable as why:
                 note["reason"] = str(why)
                 continue
             note["limits"] = limits
-            self.shape[mask] = occupancy_calc.shape_occupancy(limits, self.threads[mask])
-            if np.isnan(self.registers[mask]).all():
+            shape[mask] = occupancy_calc.shape_occupancy(limits, threads[mask])
+            if np.isnan(registers[mask]).all():
                 note["reason"] = "the trace records no registers per thread for this device's kernels"
                 continue
-            res = occupancy_calc.compute(
-                limits, self.threads[mask], self.registers[mask], self.shared[mask], self.grid[mask]
-            )
-            self.theoretical[mask] = res.theoretical
-            self.estimated[mask] = res.estimated_achieved
-            self.waves[mask] = res.waves
-            self.blocks_per_sm[mask] = res.blocks_per_sm
-            self.active[mask] = res.active_blocks_per_sm
-            self.limiter[mask] = res.limiter
+            res = occupancy_calc.compute(limits, threads[mask], registers[mask], shared[mask], grid[mask])
+            theoretical[mask] = res.theoretical
+            estimated[mask] = res.estimated_achieved
+            waves[mask] = res.waves
+            blocks_per_sm[mask] = res.blocks_per_sm
+            active[mask] = res.active_blocks_per_sm
+            limiter[mask] = res.limiter
+        # per launch, each gathered on first read (_PerLaunch): the load reads two of them
+        self._config = launches.config.astype(
+            np.intp
+        )  # once: a gather by int32 indices converts them each time
+        self._per_config = {
+            "device": device,
+            "threads": threads,
+            "grid": grid,
+            "registers": registers,
+            "shared": shared,
+            "theoretical": theoretical,
+            "estimated": estimated,
+            "waves": waves,
+            "blocks_per_sm": blocks_per_sm,
+            "active": active,
+            "limiter": limiter,
+            "grid_fill": grid_fill,  # min(1, grid blocks / SMs)
+            "shape": shape,  # occupancy the block shape alone allows
+        }
+
+    device = _PerLaunch()
+    threads = _PerLaunch()
+    grid = _PerLaunch()
+    registers = _PerLaunch()
+    shared = _PerLaunch()
+    theoretical = _PerLaunch()
+    estimated = _PerLaunch()
+    waves = _PerLaunch()
+    blocks_per_sm = _PerLaunch()
+    active = _PerLaunch()
+    limiter = _PerLaunch()
+    grid_fill = _PerLaunch()
+    shape = _PerLaunch()
 
 
 def annotate_occupancy(trace: Trace) -> Trace:
@@ -154,4 +284,6 @@ def annotate_occupancy(trace: Trace) -> Trace:
             occ.rows[known].astype(np.int32 if trace.num_events < 2**31 else np.int64),
             numpy_array(merged[known].astype(np.float32), pa.float32()),
         )
-    return Trace(events=trace.store.with_columns(updates), devices=trace.devices, metadata=trace.metadata)
+    enriched = Trace(events=trace.store.with_columns(updates), devices=trace.devices, metadata=trace.metadata)
+    _LAUNCHES[enriched] = _launches_of(trace)  # same rows and launch geometry: the sections reuse it
+    return enriched

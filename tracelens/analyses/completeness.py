@@ -28,6 +28,7 @@ from ..event_names import strip_api_suffix
 from ..trace import GPU_ACTIVITY_KINDS, HOST_KINDS, OVERHEAD, PYTHON, Trace
 from ..values import sorted_distinct
 from .columns import api_calls, event_columns
+from .kinds import kind_mask
 from .launch import call_ids_unique, launch_pairs
 from .names import code_mask, is_kernel_launch
 
@@ -157,12 +158,12 @@ def judge(trace: Trace) -> dict[str, Any]:
     """``{complete, answerable, problems[]}``: ``complete`` when no problem, ``answerable`` when none blocks."""
     cols = event_columns(trace)
     who = recorder(trace)
-    gpu = np.flatnonzero(cols.of_kind(*GPU_ACTIVITY_KINDS))
+    gpu = np.flatnonzero(kind_mask(cols.kind, GPU_ACTIVITY_KINDS))
     api, api_ids = api_calls(trace)
     is_launch = code_mask(cols.name[api], cols.names, _is_launch_call)
     launch = np.compress(is_launch, api)  # as api[is_launch], in half the time
-    # A mask, not the rows: the host rows are read only without GPU ops (34M rows, 270 MB, on a training export)
-    host = cols.of_kind(*HOST_KINDS)
+    # A mask, not the rows, and only without GPU ops, where it is read (34M rows, 270 MB, on a training export)
+    host = kind_mask(cols.kind, HOST_KINDS) if gpu.size == 0 else None
     # where every GPU op has a device, launch_pairs' rows are these, in row order, joined to the calls by id
     pairs = launch_pairs(trace) if gpu.size else None
     joined = pairs is not None and len(pairs) == gpu.size
@@ -173,7 +174,7 @@ def judge(trace: Trace) -> dict[str, Any]:
 
     if gpu.size == 0 and launch.size == 0:
         evidence = {
-            "host_events": int(host.sum()),
+            "host_events": int(host.sum()) if host is not None else 0,
             "api_calls": int(api.size),
             "framework_ops": int(cols.of_kind("cpu_op").sum()),
             "annotations": int(cols.of_kind("annotation").sum()),
@@ -271,13 +272,13 @@ def judge(trace: Trace) -> dict[str, Any]:
     }
 
 
-def _overhead(trace: Trace, gpu: np.ndarray, host: np.ndarray) -> dict[str, Any]:
+def _overhead(trace: Trace, gpu: np.ndarray, host: np.ndarray | None) -> dict[str, Any]:
     """Profiler-overhead time inside the analysed window (the GPU window, else the host span) and Python rows
-    (``host``: the host rows' mask)."""
+    (``host``: the host rows' mask, given where there are no GPU ops)."""
     cols = event_columns(trace)
     rows = np.flatnonzero(cols.of_kind(OVERHEAD))
     rows = rows[code_mask(cols.name[rows], cols.names, _is_profiler_overhead)]
-    window_rows = gpu if gpu.size else np.flatnonzero(host)
+    window_rows = gpu if gpu.size or host is None else np.flatnonzero(host)
     lo = int(cols.start[window_rows].min()) if window_rows.size else 0
     hi = int(cols.end[window_rows].max()) if window_rows.size else 0
     starts, ends = intervals.merge(np.clip(cols.start[rows], lo, hi), np.clip(cols.end[rows], lo, hi))

@@ -13,6 +13,7 @@ import pandas as pd
 from ..trace import ALL_KINDS, GPU_ACTIVITY_KINDS, GPU_ANNOTATION, GPU_SYNC, Trace
 from ..values import distinct
 from .columns import event_columns, thread_key
+from .kinds import kind_mask
 from .names import is_thread_bootstrap, name_template
 
 TOP_N = 10
@@ -25,8 +26,10 @@ CHUNK_ROWS = 1 << 22
 def host_summary(trace: Trace, top_n: int = TOP_N) -> dict[str, Any]:
     """Count and summed duration per host event kind, the host span, and the top names by summed time."""
     cols = event_columns(trace)
-    host: np.ndarray = ~cols.of_kind(*GPU_ACTIVITY_KINDS, GPU_SYNC, GPU_ANNOTATION) & (cols.kind >= 0)
-    has_gpu = bool((cols.of_kind(*GPU_ACTIVITY_KINDS) & (cols.device >= 0)).any())
+    # every known kind but the GPU's: two runs of kind codes, two passes
+    not_host = (*GPU_ACTIVITY_KINDS, GPU_SYNC, GPU_ANNOTATION)
+    host: np.ndarray = kind_mask(cols.kind, [k for k in ALL_KINDS if k not in not_host])
+    has_gpu = bool((kind_mask(cols.kind, GPU_ACTIVITY_KINDS) & (cols.device >= 0)).any())
     if not host.any():
         return {
             "span_ns": 0,
@@ -83,7 +86,7 @@ def host_summary(trace: Trace, top_n: int = TOP_N) -> dict[str, Any]:
         for k in sorted(np.flatnonzero(kind_count), key=lambda k: ALL_KINDS[k])
     ]
     pair_kind, pair_name = pairs // width, pairs % width - 1
-    labels = np.array([cols.names[n] if n >= 0 else "" for n in pair_name], dtype=object)
+    labels = _labels(cols.names, pair_name)
     top, folded = _top_by_template(pair_kind, labels, totals, counts, top_n)
     return {
         "span_ns": int(last - first),
@@ -125,6 +128,16 @@ def _top_by_template(
         for r in grouped.itertuples(index=False)
     ]
     return top, int(counts[bootstrap].sum())
+
+
+def _labels(names: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """Object array: the name of each code, "" for a null name (-1): one gather, not a Python step per pair
+    (tens of thousands of pairs where every NVTX text is a name)."""
+    labels = np.empty(codes.size, dtype=object)
+    known = codes >= 0
+    labels[known] = names[codes[known]]
+    labels[~known] = ""
+    return labels
 
 
 def _count_every_slot(slots: int, rows: int) -> bool:

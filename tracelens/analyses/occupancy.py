@@ -39,10 +39,13 @@ class _KernelOccupancy(KernelOccupancy):
 
     def __init__(self, trace: Trace) -> None:
         super().__init__(trace)
-        codes, values = dictionary_codes(trace.take("name", self.rows))
-        dictionary = np.asarray(values, dtype=object)
-        self.collective = code_mask(codes, dictionary, is_collective_kernel)
-        self.library = code_mask(codes, dictionary, is_library_kernel) & ~self.collective
+        # the name codes of the shared event columns (no Arrow take of the kernels' names, no re-encoding)
+        cols = event_columns(trace)
+        codes = cols.name[self.rows]
+        self.collective = code_mask(codes, cols.names, is_collective_kernel)
+        self.library = code_mask(codes, cols.names, is_library_kernel) & ~self.collective
+        # the grid fill with unknown (NaN) as 1, read by each sm_fill
+        self._grid_fill_or_one = np.nan_to_num(self.grid_fill, nan=1.0)
 
     @property
     def shape_limited(self) -> np.ndarray:
@@ -62,7 +65,7 @@ class _KernelOccupancy(KernelOccupancy):
         1 where unknown (a kernel without a grid or SM count is not counted as leaving SMs empty) and for the
         excluded launches: they hold the GPU, and what they leave empty is not the user's to win back.
         """
-        fill = np.where(self.excluded, 1.0, np.nan_to_num(self.grid_fill, nan=1.0))
+        fill = np.where(self.excluded, 1.0, self._grid_fill_or_one)
         if with_shape:
             fill = fill * np.where(self.shape_limited, self.shape, 1.0)
         return fill
@@ -81,18 +84,27 @@ def empty_sm_ns_each(starts: np.ndarray, ends: np.ndarray, fills: list[np.ndarra
     once (the sort is most of the cost: millions of kernels)."""
     if starts.size == 0:
         return [0.0 for _ in fills]
+    n = starts.size
     times = np.concatenate([starts, ends])
     order = np.argsort(times, kind="stable")
-    running = np.cumsum(np.concatenate([np.ones(starts.size), -np.ones(ends.size)])[order])[:-1]
     length = np.diff(times[order]).astype(np.float64)
     del times
+    # running launches after each time point: +1 at a start, -1 at an end (integers: the float sum was exact)
+    running = np.cumsum(np.where(order < n, np.int32(1), np.int32(-1)), dtype=np.int64)[:-1]
     active = running > 0
     del running
+    # Only the intervals where a launch runs count: they are picked once, before the per-fill arithmetic (about
+    # half the intervals of serial launches are the gaps between them); the same products in the same order,
+    # so the same sums.
+    length = length[active]
     out = []
     for fill in fills:  # a loop over the few fills
-        filled = np.cumsum(np.concatenate([fill, -fill])[order])[:-1]
-        empty = 1.0 - np.clip(np.round(filled, 9), 0.0, 1.0)
-        out.append(float((length * empty)[active].sum()))
+        filled = np.cumsum(np.concatenate([fill, -fill])[order])[:-1][active]
+        np.round(filled, 9, out=filled)
+        np.clip(filled, 0.0, 1.0, out=filled)
+        np.subtract(1.0, filled, out=filled)  # the empty share
+        filled *= length
+        out.append(float(filled.sum()))
     return out
 
 

@@ -19,6 +19,7 @@ from ...values import distinct
 from .. import ops
 from ..attribution import unexplained_intervals
 from ..columns import EventColumns, event_columns
+from ..kinds import kind_mask
 from ..names import NOTHING, code_mask
 from .cause import TOP_NAMES, Cause, Context, Evidence
 from .wording import gpu, mean_note, quote, worst
@@ -73,7 +74,7 @@ def evidence(ctx: Context) -> Evidence:
     idle = ctx.idle(NOTHING)
     # The host rows as a mask, read a chunk of rows at a time below: their positions and names gathered whole
     # held ~0.5 GB at once for the 34M host rows of a training export (the diagnosis's peak).
-    host_mask = cols.of_kind(*ACTIVITY_KINDS)
+    host_mask = kind_mask(cols.kind, ACTIVITY_KINDS)
     host_mask &= cols.tid >= 0
     host_mask &= cols.name >= 0
     # the names that wait for other ranks first (none, on most traces): the table's names tested only if some
