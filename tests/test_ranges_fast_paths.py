@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tracelens import intervals
-from tracelens.analyses import ranges
+from tracelens.analyses import grouping, ranges
 from tracelens.analyses.columns import DeviceBusy
 from tracelens.analyses.launch import launch_pairs
 from tracelens.trace import Trace
@@ -147,13 +147,16 @@ def test_rows_by_thread_is_the_stable_thread_order(table: list, sample: int, sca
     rows = np.flatnonzero(is_row)
     cols = mock.Mock(pid=pid, tid=tid)
     if rows.size == 0:  # no rows: none, no threads (the code before took no empty input)
-        got_rows, got_keys, got_lengths = ranges._rows_by_thread(cols, is_row)
+        got_rows, got_keys, got_lengths = grouping.rows_by_thread(cols, is_row)
         assert got_rows.size == got_keys.size == got_lengths.size == 0
         return
     # the code before: one thread key per row, its stable order, the rows gathered in it
-    order, run_keys, run_lengths = ranges._thread_runs(ranges.thread_key(pid[rows], tid[rows]))
-    with mock.patch.object(ranges, "THREAD_SAMPLE", sample), mock.patch.object(ranges, "SCAN_THREADS", scan):
-        got_rows, got_keys, got_lengths = ranges._rows_by_thread(cols, is_row)
+    order, run_keys, run_lengths = grouping.thread_runs(grouping.thread_key(pid[rows], tid[rows]))
+    with (
+        mock.patch.object(grouping, "THREAD_SAMPLE", sample),
+        mock.patch.object(grouping, "SCAN_THREADS", scan),
+    ):
+        got_rows, got_keys, got_lengths = grouping.rows_by_thread(cols, is_row)
     assert np.array_equal(got_rows, rows[order])
     assert np.array_equal(got_keys, run_keys)
     assert np.array_equal(got_lengths, run_lengths)

@@ -6,7 +6,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tracelens.analyses.ranges import _sorted_searchsorted, _thread_order
+from tracelens.analyses.grouping import thread_order
+from tracelens.analyses.ranges import _sorted_searchsorted
 
 values = st.lists(st.integers(-5, 40), max_size=30)
 
@@ -26,4 +27,4 @@ def test_sorted_searchsorted_is_searchsorted(
 @given(st.lists(st.integers(0, 40), max_size=60))
 def test_thread_order_is_stable_sort(keys: list[int]) -> None:
     k = np.array(keys, np.int64)
-    assert np.array_equal(_thread_order(k), np.argsort(k, kind="stable"))
+    assert np.array_equal(thread_order(k), np.argsort(k, kind="stable"))

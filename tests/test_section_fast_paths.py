@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tracelens import intervals
-from tracelens.analyses import memcpy, ranges
+from tracelens.analyses import grouping, memcpy, ranges
 from tracelens.analyses.communication import device_communication
 from tracelens.trace import Trace
 
@@ -29,7 +29,7 @@ def test_sum_per_slot_is_add_at(pairs: list[tuple[int, int]], small: bool) -> No
         values //= 2**20
     expected = np.zeros(7, np.int64)
     np.add.at(expected, slot, values)
-    assert np.array_equal(ranges.sum_per_slot(slot, values, 7), expected)
+    assert np.array_equal(grouping.sum_per_slot(slot, values, 7), expected)
 
 
 def test_sum_per_slot_exact_just_below_and_above_the_float_bound() -> None:
@@ -38,7 +38,7 @@ def test_sum_per_slot_exact_just_below_and_above_the_float_bound() -> None:
     for value in (2**52 + 1, 2**53 + 1, 2**61 + 3):
         values = np.array([value, value, 1], np.int64)
         slot = np.array([1, 1, 1])
-        assert ranges.sum_per_slot(slot, values, 2).tolist() == [0, 2 * value + 1]
+        assert grouping.sum_per_slot(slot, values, 2).tolist() == [0, 2 * value + 1]
 
 
 # --- member_ids: a flag table or a low-bits prefilter, against np.isin -------------------------------------------
@@ -191,7 +191,7 @@ def test_range_summary_with_many_threads_takes_the_sorted_thread_order() -> None
                     "correlation_id": tid,
                 }
             )
-    assert 39 > ranges.FEW_THREADS
+    assert 39 > grouping.FEW_THREADS
     (r,) = ranges.range_summary(Trace.from_rows(rows))["ranges"]
     expected = _reference_summary(rows)["r"]
     assert (r["count"], r["gpu_ops"], r["gpu_op_ns"], r["projected_ns"], r["gpu_idle_ns"]) == (
