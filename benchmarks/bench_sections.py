@@ -3,7 +3,8 @@
 For each TRACE and each tree (this repository, plus every ``--tree DIR``, e.g. a worktree of an earlier commit
 with its extension built), one fresh process run from that tree's root loads the trace and computes the
 sections in ``analyze``'s own order (``early`` ones first, each given the sections before it), timing each
-(``time.perf_counter``, or with ``--clock cpu`` the process's CPU time), then the document's summary and its
+(``time.perf_counter``, or with ``--clock cpu`` the process's CPU time) inside ``reusing_array_pages`` as
+analyze runs them (big arrays take freed arrays' pages; without it page faults inflate the replay most), then the document's summary and its
 JSON text (``summary + JSON``: what ``analyze --format json`` does after the sections), and reads the process's
 peak RSS at the end. Trees are run alternately, ``--rounds`` times; the table gives the median per section. Use
 it to find which section grew between two commits.
@@ -36,11 +37,15 @@ doc = {"schema_version": A.JSON_SCHEMA_VERSION, "source": {
     "rank": meta.rank, "world_size": meta.world_size, "event_count": trace.num_events,
     "warnings": list(meta.warnings)}}
 done = {}
-for name in sorted(A.SECTIONS, key=lambda key: not A.BY_KEY[key].early):
-    t = clock()
-    done[name] = A.BY_KEY[name].compute(trace, {**doc, **done})
-    A.release_free_memory()
-    times[name] = clock() - t
+# the sections run as analyze runs them: big arrays take freed arrays' pages (trees without it: nullcontext)
+import contextlib
+pages = getattr(A, "reusing_array_pages", contextlib.nullcontext)
+with pages():
+    for name in sorted(A.SECTIONS, key=lambda key: not A.BY_KEY[key].early):
+        t = clock()
+        done[name] = A.BY_KEY[name].compute(trace, {**doc, **done})
+        A.release_free_memory()
+        times[name] = clock() - t
 times["sections"] = sum(v for k, v in times.items() if k != "load")
 t = clock()
 from tracelens.document import dumps, summarize  # what analyze and --format json do after the sections
