@@ -4,9 +4,9 @@ For each TRACE and each tree (this repository, plus every ``--tree DIR``, e.g. a
 with its extension built), one fresh process run from that tree's root loads the trace and computes the
 sections in ``analyze``'s own order (``early`` ones first, each given the sections before it), timing each
 (``time.perf_counter``, or with ``--clock cpu`` the process's CPU time) inside ``reusing_array_pages`` as
-analyze runs them (big arrays take freed arrays' pages; without it page faults inflate the replay most), then the document's summary and its
-JSON text (``summary + JSON``: what ``analyze --format json`` does after the sections), and reads the process's
-peak RSS at the end. Trees are run alternately, ``--rounds`` times; the table gives the median per section. Use
+analyze runs them (big arrays take freed arrays' pages; without it page faults inflate the replay most), then
+the document's summary and its JSON text (``summary + JSON``: what ``analyze --format json`` does after the
+sections), and reads the process's peak RSS at the end. Trees are run alternately, ``--rounds`` times; the table gives the median per section. Use
 it to find which section grew between two commits.
 
 Run:  flock /tmp/tracelens-bench.lock python3 benchmarks/bench_sections.py TRACE... [--tree ../wt-base] [--rounds 3]
