@@ -21,10 +21,11 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow.compute as pc
 
-from ..trace import ALL_KINDS, DRIVER, GPU_ACTIVITY_KINDS, KERNEL, RUNTIME, Trace
+from ..trace import ALL_KINDS, DRIVER, GPU_ACTIVITY_KINDS, KERNEL, RUNTIME, SparseColumn, Trace
 from ..values import sorted_distinct
-from .columns import Table, api_calls, device_busy, event_columns, memo
+from .columns import EventColumns, Table, _int_type, api_calls, device_busy, event_columns, memo
 from .names import is_graph_launch, names_in_use
 
 SMALL_KERNEL_NS = 10_000
@@ -56,28 +57,124 @@ def launch_calls(trace: Trace) -> Table:
 
 
 def _call_rows(trace: Trace) -> tuple[np.ndarray, np.ndarray, bool]:
-    """(correlation ids, ascending; the event row of each one's launch call; whether no two calls share an id):
-    the rows of :func:`launch_calls` without gathering their columns (8.8M calls on a training export, of which
-    the GPU ops read a few)."""
-    cols = event_columns(trace)
-    api, corr = api_calls(trace)
-    with_id = corr >= 0
-    if not with_id.all():  # every call has one on an Nsight export: no copy of the 8.8M calls then
-        api, corr = api[with_id], corr[with_id]
-    del with_id
-    is_driver = cols.kind[api] == ALL_KINDS.index(DRIVER)
-    # Rows are in start order, so a stable sort on (corr, is_driver) keeps the earliest first (no driver call:
-    # on corr alone).
-    key = corr.astype(np.int64) * 2 + is_driver if is_driver.any() else corr
-    del is_driver
-    order = np.argsort(key, kind="stable")
-    del key
-    corr = corr[order]
-    first = np.ones(order.size, bool)
-    first[1:] = corr[1:] != corr[:-1]
+    """(correlation ids, ascending; the event row of each one's launch call (int64); whether no two calls share an
+    id): the rows of :func:`launch_calls` without gathering their columns (8.8M calls on a training export, of
+    which the GPU ops read a few)."""
+    _, ids, rows, is_driver = _join_ids(trace, event_columns(trace), None)
+    return _sorted_calls(ids, rows, is_driver)
+
+
+_RUNTIME_CODE, _DRIVER_CODE = ALL_KINDS.index(RUNTIME), ALL_KINDS.index(DRIVER)
+_GPU_CODES = tuple(sorted(ALL_KINDS.index(k) for k in GPU_ACTIVITY_KINDS))
+
+
+def _gpu_kind(kind: np.ndarray) -> np.ndarray:
+    """Whether each kind code is a GPU activity kind (a comparison per kind, as ``EventColumns.of_kind``)."""
+    mask = kind == _GPU_CODES[0]
+    for code in _GPU_CODES[1:]:
+        mask |= kind == code
+    return mask
+
+
+def _gpu_rows(cols: EventColumns) -> tuple[np.ndarray, np.ndarray | None]:
+    """(the GPU ops' event rows, ascending, int64: kernel/memcpy/memset rows with a device; where the device
+    column is stored sparse, their positions among the rows carrying it, else None).
+
+    Where few rows carry a device (the GPU ops of an Nsight export, a sixth of its rows), the kinds are read at
+    those rows, not over the whole table."""
+    stored = cols.store.columns.get("device") if cols.store is not None else None
+    if not isinstance(stored, SparseColumn):
+        return np.flatnonzero(cols.of_kind(*GPU_ACTIVITY_KINDS) & (cols.device >= 0)), None
+    # int64: numpy converts int32 positions before each gather (2.5x slower gathers)
+    carriers = stored.rows.astype(np.int64)
+    on = _gpu_kind(cols.kind[carriers])
+    on &= cols.device[carriers] >= 0
+    at = np.flatnonzero(on)
+    return carriers[at], at
+
+
+def _join_ids(
+    trace: Trace, cols: EventColumns, gpu: np.ndarray | None
+) -> tuple[np.ndarray | None, np.ndarray, np.ndarray, np.ndarray]:
+    """(the correlation ids of the GPU ops ``gpu`` (from :func:`_gpu_rows`; None without them); the ids, event
+    rows (int64) and driver flags of the runtime and driver calls that carry one, in row order).
+
+    Where the id column is stored sparse (only calls and GPU ops carry one), the calls and the GPU ops are told
+    apart by the kinds at the carrying rows: one gather of the kinds, not a table-long mask and a match against
+    the carrying rows for each of the two (``columns.api_calls``, ``EventColumns.at``). The calls' ids are
+    ``columns.api_calls``' shared value where every call carries one: stored for its other readers."""
+    stored = cols.store.columns.get("correlation_id") if cols.store is not None else None
+    if not isinstance(stored, SparseColumn):
+        api, corr = api_calls(trace)
+        with_id = corr >= 0
+        if not with_id.all():  # every call has one on an Nsight export: no copy of the 8.8M calls then
+            api, corr = api[with_id], corr[with_id]
+        is_driver = cols.kind[api] == _DRIVER_CODE
+        return (None if gpu is None else cols.at("correlation_id", gpu)), corr, api, is_driver
+    dtype = _int_type(stored)
+    values = stored.values if stored.values.null_count == 0 else pc.fill_null(stored.values, -1)
+    ids_at = values.to_numpy(zero_copy_only=False)
+    carriers = stored.rows.astype(np.int64)
+    kind = cols.kind[carriers]
+    op_ids = None
+    if gpu is not None:
+        ops = np.flatnonzero(_gpu_kind(kind))
+        ops = ops[cols.device[carriers[ops]] >= 0]
+        # the carrying GPU ops are among the GPU ops: as many, they are the same rows
+        op_ids = (
+            ids_at[ops].astype(dtype, copy=False) if ops.size == gpu.size else cols.at("correlation_id", gpu)
+        )
+        del ops
+    is_call = kind == _RUNTIME_CODE
+    is_call |= kind == _DRIVER_CODE
+    calls = np.flatnonzero(is_call)
+    del is_call
+    ids = ids_at[calls].astype(dtype, copy=False)
+    rows = carriers[calls]
+    is_driver = kind[calls] == _DRIVER_CODE
+    del carriers, kind, calls
+    if ids.size == np.count_nonzero(cols.kind == _RUNTIME_CODE) + np.count_nonzero(cols.kind == _DRIVER_CODE):
+        ids.flags.writeable = False  # shared: read only
+        shared = ids
+        memo(trace, "api_correlation", lambda: shared)
+    with_id = ids >= 0
+    if not with_id.all():
+        ids, rows, is_driver = ids[with_id], rows[with_id], is_driver[with_id]
+    return op_ids, ids, rows, is_driver
+
+
+# Call ids below this are sorted packed with the calls' rows (and driver flags) into one int64 each.
+_PACKED_ID_LIMIT = 2**30
+
+
+def _sorted_calls(
+    ids: np.ndarray, rows: np.ndarray, is_driver: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, bool]:
+    """The calls (ids >= 0, rows ascending) sorted by (id, driver after runtime, row), one per id: (ids, rows
+    (int64), whether every id was once). Ids below 2^30 and rows below 2^32 are sorted as one packed int64 each
+    (np.sort, not a stable argsort and two gathers by its order)."""
+    driver = bool(is_driver.any())
+    if ids.size and int(ids.max()) < _PACKED_ID_LIMIT and int(rows[-1]) < 2**32:
+        shift = 33 if driver else 32
+        key = ids.astype(np.int64)
+        key <<= shift
+        if driver:
+            key |= is_driver.astype(np.int64) << 32
+        key |= rows
+        key.sort()
+        ids = (key >> shift).astype(ids.dtype)
+        key &= 0xFFFFFFFF
+        rows = key
+    else:
+        # Rows are in start order, so a stable sort on (corr, is_driver) keeps the earliest first (no driver call:
+        # on corr alone).
+        order = np.argsort(ids.astype(np.int64) * 2 + is_driver if driver else ids, kind="stable")
+        ids, rows = ids[order], rows[order].astype(np.int64, copy=False)
+    first = np.ones(ids.size, bool)
+    first[1:] = ids[1:] != ids[:-1]
     if first.all():  # every id once (an Nsight export): no selection of the 8.8M calls
-        return corr, api[order], True
-    return corr[first], api[order[first]], False
+        return ids, rows, True
+    return ids[first], rows[first], False
 
 
 def launch_pairs(trace: Trace) -> Table:
@@ -90,10 +187,12 @@ def launch_pairs(trace: Trace) -> Table:
 
     def compute() -> Table:
         cols = event_columns(trace)
-        gpu = np.flatnonzero(cols.of_kind(*GPU_ACTIVITY_KINDS) & (cols.device >= 0))
-        call_corr, call_rows, unique = _call_rows(trace)
+        gpu, on_device = _gpu_rows(cols)
+        op_corr, ids, rows, is_driver = _join_ids(trace, cols, gpu)
+        assert op_corr is not None
+        call_corr, call_rows, unique = _sorted_calls(ids, rows, is_driver)
+        del ids, rows, is_driver
         memo(trace, "call_ids_unique", lambda: unique)
-        op_corr = cols.at("correlation_id", gpu)
         idx = np.minimum(np.searchsorted(call_corr, op_corr), max(call_corr.size - 1, 0))
         matched = (
             (op_corr >= 0) & (call_corr.size > 0) & (call_corr[idx] == op_corr if call_corr.size else False)
@@ -112,7 +211,7 @@ def launch_pairs(trace: Trace) -> Table:
                 "is_kernel": cols.kind[gpu] == ALL_KINDS.index(KERNEL),
                 "name": cols.name[gpu],
                 "device": cols.device[gpu],
-                "stream": cols.at("stream", gpu),
+                "stream": _at_gpu_ops(cols, "stream", gpu, on_device),
                 "start": cols.start[gpu],
                 "end": cols.end[gpu],
                 "graph_id": cols.at("graph_id", gpu),
@@ -133,6 +232,25 @@ def launch_pairs(trace: Trace) -> Table:
         )
 
     return memo(trace, "launch_pairs", compute)
+
+
+def _at_gpu_ops(cols: EventColumns, name: str, gpu: np.ndarray, on_device: np.ndarray | None) -> np.ndarray:
+    """``cols.at(name, gpu)`` of an integer column; where it is stored sparse at the very rows that carry a device
+    (an Nsight export's stream), read at the GPU ops' positions among them (``on_device``, from
+    :func:`_gpu_rows`) instead of matching the GPU ops against its rows."""
+    store = cols.store
+    stored = store.columns.get(name) if store is not None else None
+    device = store.columns.get("device") if store is not None else None
+    if (
+        on_device is None
+        or not isinstance(stored, SparseColumn)
+        or not isinstance(device, SparseColumn)
+        or not (stored.rows is device.rows or np.array_equal(stored.rows, device.rows))
+    ):
+        return cols.at(name, gpu)
+    values = stored.values if stored.values.null_count == 0 else pc.fill_null(stored.values, -1)
+    # every GPU op carries a device, so every one carries this column: no -1 to fill
+    return values.to_numpy(zero_copy_only=False)[on_device].astype(_int_type(stored), copy=False)
 
 
 def call_ids_unique(trace: Trace) -> bool:
