@@ -21,11 +21,21 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..trace import ALL_KINDS, DRIVER, GPU_ACTIVITY_KINDS, KERNEL, RUNTIME, SparseColumn, Trace
 from ..values import sorted_distinct
-from .columns import EventColumns, Table, _int_type, api_calls, device_busy, event_columns, memo
+from .columns import (
+    EventColumns,
+    Table,
+    _int_type,
+    api_calls,
+    device_busy,
+    dictionary_codes,
+    event_columns,
+    memo,
+)
 from .names import is_graph_launch, names_in_use
 
 SMALL_KERNEL_NS = 10_000
@@ -85,12 +95,17 @@ def _gpu_rows(cols: EventColumns) -> tuple[np.ndarray, np.ndarray | None]:
     stored = cols.store.columns.get("device") if cols.store is not None else None
     if not isinstance(stored, SparseColumn):
         return np.flatnonzero(cols.of_kind(*GPU_ACTIVITY_KINDS) & (cols.device >= 0)), None
-    # int64: numpy converts int32 positions before each gather (2.5x slower gathers)
-    carriers = stored.rows.astype(np.int64)
-    on = _gpu_kind(cols.kind[carriers])
-    on &= cols.device[carriers] >= 0
+    on = _gpu_kind(_kinds_at(cols, stored.rows))
+    device = stored.values if stored.values.null_count == 0 else pc.fill_null(stored.values, -1)
+    on &= device.to_numpy(zero_copy_only=False) >= 0  # the column's own values: no gather
     at = np.flatnonzero(on)
-    return carriers[at], at
+    return stored.rows[at].astype(np.int64), at
+
+
+def _kinds_at(cols: EventColumns, rows: np.ndarray) -> np.ndarray:
+    """``cols.kind[rows]`` (read only) by Arrow's take: numpy converts int32 positions to int64 before its gather
+    and gathers bytes slower (4.2M rows carrying an id at x400: 14 -> 5 ms)."""
+    return pc.take(pa.array(cols.kind), pa.array(rows)).to_numpy(zero_copy_only=False)
 
 
 def _join_ids(
@@ -114,25 +129,25 @@ def _join_ids(
     dtype = _int_type(stored)
     values = stored.values if stored.values.null_count == 0 else pc.fill_null(stored.values, -1)
     ids_at = values.to_numpy(zero_copy_only=False)
-    carriers = stored.rows.astype(np.int64)
-    kind = cols.kind[carriers]
+    kind = _kinds_at(cols, stored.rows)
     op_ids = None
     if gpu is not None:
-        ops = np.flatnonzero(_gpu_kind(kind))
-        ops = ops[cols.device[carriers[ops]] >= 0]
-        # the carrying GPU ops are among the GPU ops: as many, they are the same rows
-        op_ids = (
-            ids_at[ops].astype(dtype, copy=False) if ops.size == gpu.size else cols.at("correlation_id", gpu)
-        )
-        del ops
+        is_op = _gpu_kind(kind)
+        op_rows = stored.rows[is_op]
+        # every GPU op carries an id and no GPU-kind row without a device does (an Nsight export): the ids as they
+        # are stored; else matched at the GPU ops' rows
+        if op_rows.size == gpu.size and np.array_equal(op_rows, gpu):
+            op_ids = ids_at[is_op].astype(dtype, copy=False)
+        else:
+            op_ids = cols.at("correlation_id", gpu)
+        del is_op, op_rows
+    # boolean selections, not positions and gathers by them: one pass each
     is_call = kind == _RUNTIME_CODE
     is_call |= kind == _DRIVER_CODE
-    calls = np.flatnonzero(is_call)
-    del is_call
-    ids = ids_at[calls].astype(dtype, copy=False)
-    rows = carriers[calls]
-    is_driver = kind[calls] == _DRIVER_CODE
-    del carriers, kind, calls
+    ids = ids_at[is_call].astype(dtype, copy=False)
+    rows = stored.rows[is_call].astype(np.int64)
+    is_driver = kind[is_call] == _DRIVER_CODE
+    del kind, is_call
     if ids.size == np.count_nonzero(cols.kind == _RUNTIME_CODE) + np.count_nonzero(cols.kind == _DRIVER_CODE):
         ids.flags.writeable = False  # shared: read only
         shared = ids
@@ -206,17 +221,18 @@ def launch_pairs(trace: Trace) -> Table:
             out[on] = column[launch_row]
             return out
 
+        gpu_kind = cols.kind[gpu]
         return Table(
             {
-                "is_kernel": cols.kind[gpu] == ALL_KINDS.index(KERNEL),
+                "is_kernel": gpu_kind == ALL_KINDS.index(KERNEL),
                 "name": cols.name[gpu],
                 "device": cols.device[gpu],
-                "stream": _at_gpu_ops(cols, "stream", gpu, on_device),
+                "stream": _at_gpu_ops(cols, "stream", gpu, gpu_kind, on_device),
                 "start": cols.start[gpu],
                 "end": cols.end[gpu],
-                "graph_id": cols.at("graph_id", gpu),
-                "bytes": cols.at("bytes", gpu),
-                "is_dtoh": cols.at("is_dtoh", gpu),
+                "graph_id": _at_gpu_ops(cols, "graph_id", gpu, gpu_kind, on_device),
+                "bytes": _at_gpu_ops(cols, "bytes", gpu, gpu_kind, on_device),
+                "is_dtoh": _at_gpu_ops(cols, "is_dtoh", gpu, gpu_kind, on_device),
                 "correlation_id": op_corr,
                 "matched": matched,
                 "launch_start": from_calls(cols.start, 0),
@@ -234,23 +250,64 @@ def launch_pairs(trace: Trace) -> Table:
     return memo(trace, "launch_pairs", compute)
 
 
-def _at_gpu_ops(cols: EventColumns, name: str, gpu: np.ndarray, on_device: np.ndarray | None) -> np.ndarray:
-    """``cols.at(name, gpu)`` of an integer column; where it is stored sparse at the very rows that carry a device
-    (an Nsight export's stream), read at the GPU ops' positions among them (``on_device``, from
-    :func:`_gpu_rows`) instead of matching the GPU ops against its rows."""
+def _at_gpu_ops(
+    cols: EventColumns, name: str, gpu: np.ndarray, gpu_kind: np.ndarray, on_device: np.ndarray | None
+) -> np.ndarray:
+    """``cols.at(name, gpu)`` (an integer column, or is_dtoh) without matching the GPU ops against the rows that
+    carry the column (a mark per table row) where it is stored sparse at rows found more cheaply: the very rows
+    that carry a device (an Nsight export's stream: read at ``on_device``, the GPU ops' positions among them,
+    from :func:`_gpu_rows`), or exactly the GPU ops of the kinds found at its rows (the copies' bytes and copy
+    kinds: found by ``gpu_kind``, the GPU ops' kind codes)."""
     store = cols.store
-    stored = store.columns.get(name) if store is not None else None
+    key = "copy_kind" if name == "is_dtoh" else name
+    stored = store.columns.get(key) if store is not None else None
+    if not isinstance(stored, SparseColumn):
+        return cols.at(name, gpu)
     device = store.columns.get("device") if store is not None else None
     if (
-        on_device is None
-        or not isinstance(stored, SparseColumn)
-        or not isinstance(device, SparseColumn)
-        or not (stored.rows is device.rows or np.array_equal(stored.rows, device.rows))
+        on_device is not None
+        and isinstance(device, SparseColumn)
+        and (stored.rows is device.rows or np.array_equal(stored.rows, device.rows))
     ):
-        return cols.at(name, gpu)
-    values = stored.values if stored.values.null_count == 0 else pc.fill_null(stored.values, -1)
-    # every GPU op carries a device, so every one carries this column: no -1 to fill
-    return values.to_numpy(zero_copy_only=False)[on_device].astype(_int_type(stored), copy=False)
+        at: np.ndarray | None = on_device  # every GPU op carries a device, so every one carries this column
+        mine = None
+    else:
+        mine = _positions_by_kind(cols, gpu, gpu_kind, stored.rows)
+        if mine is None:
+            return cols.at(name, gpu)
+        at = None
+    if name == "is_dtoh":
+        codes, dictionary = dictionary_codes(stored.values)
+        values: np.ndarray = np.array([v == "DtoH" for v in dictionary] + [False], bool)[codes]
+        fill: Any = False
+    else:
+        array = stored.values if stored.values.null_count == 0 else pc.fill_null(stored.values, -1)
+        values = array.to_numpy(zero_copy_only=False)
+        fill = -1
+    dtype = bool if name == "is_dtoh" else _int_type(stored)
+    if at is not None:
+        return values[at].astype(dtype, copy=False)
+    out = np.full(gpu.size, fill, dtype)
+    out[mine] = values
+    return out
+
+
+def _positions_by_kind(
+    cols: EventColumns, gpu: np.ndarray, gpu_kind: np.ndarray, carried: np.ndarray
+) -> np.ndarray | None:
+    """The positions among the GPU ops ``gpu`` (kind codes ``gpu_kind``) of the rows ``carried`` (ascending) where
+    these are exactly the GPU ops of the kinds found at them (a copy's bytes: every memcpy and memset); None
+    otherwise."""
+    if carried.size == 0:
+        return np.zeros(0, np.int64)
+    found = np.flatnonzero(np.bincount(_kinds_at(cols, carried) + 1, minlength=len(ALL_KINDS) + 1)) - 1
+    if found[0] < 0:  # an unknown kind: not a GPU op
+        return None
+    candidate = gpu_kind == found[0]
+    for code in found[1:]:
+        candidate |= gpu_kind == code
+    mine = np.flatnonzero(candidate)
+    return mine if mine.size == carried.size and np.array_equal(gpu[mine], carried) else None
 
 
 def call_ids_unique(trace: Trace) -> bool:
