@@ -240,7 +240,9 @@ def launch_pairs(trace: Trace) -> Table:
                 "pid": from_calls(cols.pid, -1),
                 "tid": from_calls(cols.tid, -1),
                 "launch_name": from_calls(cols.name, -1),
-                "external_id": from_calls(cols.external_id, -1),
+                "external_id": (
+                    from_calls(cols.external_id, -1) if _carried(cols, "external_id") else _none(gpu.size)
+                ),
                 "launch_row": _rows_or(
                     gpu.size, on, launch_row, np.int32 if cols.start.size < 2**31 else np.int64
                 ),
@@ -260,6 +262,8 @@ def _at_gpu_ops(
     kinds: found by ``gpu_kind``, the GPU ops' kind codes)."""
     store = cols.store
     key = "copy_kind" if name == "is_dtoh" else name
+    if not _carried(cols, key):  # no row carries it (an Nsight export's graph ids without graphs)
+        return _none(gpu.size, np.False_ if name == "is_dtoh" else np.int32(-1))
     stored = store.columns.get(key) if store is not None else None
     if not isinstance(stored, SparseColumn):
         return cols.at(name, gpu)
@@ -287,9 +291,20 @@ def _at_gpu_ops(
     dtype = bool if name == "is_dtoh" else _int_type(stored)
     if at is not None:
         return values[at].astype(dtype, copy=False)
-    out = np.full(gpu.size, fill, dtype)
+    out: np.ndarray = np.full(gpu.size, fill, dtype)
     out[mine] = values
     return out
+
+
+def _carried(cols: EventColumns, name: str) -> bool:
+    """Whether some row may carry the column (always where the columns have no store)."""
+    return cols.store is None or cols.store.has(name)
+
+
+def _none(size: int, value: np.generic | None = None) -> np.ndarray:
+    """A column of a value no row carries (-1, or False), as ``EventColumns`` reads one (int32 -1, False): one
+    read-only value viewed ``size`` times, no memory per GPU op (the pairs are held for the whole analysis)."""
+    return np.broadcast_to(np.int32(-1) if value is None else value, (size,))
 
 
 def _positions_by_kind(
