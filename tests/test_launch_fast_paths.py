@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -269,6 +270,17 @@ def _rows(events: list[tuple[Any, ...]], fillers: int, id_offset: int) -> list[d
     return rows
 
 
+def _with_empty_columns(trace: Trace) -> Trace:
+    """The trace with graph ids and copy kinds stored as sparse columns of no rows (as the Nsight reader stores a
+    column no row carries), replacing what its rows carry."""
+    columns = dict(trace.store.columns)
+    columns["graph_id"] = SparseColumn(np.zeros(0, np.int32), pa.array([], pa.int64()))
+    columns["copy_kind"] = SparseColumn(
+        np.zeros(0, np.int32), pa.array([], pa.dictionary(pa.int32(), pa.string()))
+    )
+    return Trace(EventStore(trace.store.num_rows, columns), trace.devices, trace.metadata)
+
+
 def _with_null_ids(trace: Trace) -> Trace:
     """The trace with its correlation ids stored sparse at every call and GPU op row, null where one has none."""
     cols = event_columns(trace)
@@ -286,18 +298,21 @@ def _with_null_ids(trace: Trace) -> Trace:
     st.sampled_from([0, 2**29, 2**31]),
     st.booleans(),
     st.booleans(),
+    st.booleans(),
 )
 def test_launch_pairs_equal_the_table_long_masks_and_stable_argsort(
-    events: list[tuple[Any, ...]], fillers: int, id_offset: int, null_ids: bool, packed: bool
+    events: list[tuple[Any, ...]], fillers: int, id_offset: int, null_ids: bool, packed: bool, empty: bool
 ) -> None:
     """Every column (values and dtypes) of launch_pairs, launch_calls' rows, call_ids_unique and the api ids
     launch_pairs stores for columns.api_calls, against the code they replaced: dense and sparse columns (few or
     many host rows), ids past the packed sort's limit, ids null in a sparse column, repeated ids, driver calls,
-    GPU ops without a device or an id, stream rows that are not the device rows (gpu_sync)."""
+    GPU ops without a device or an id, stream rows that are not the device rows (gpu_sync), columns no row
+    carries (absent, or sparse with no rows)."""
     rows = _rows(events, fillers, id_offset) or [{"kind": "runtime", "name": "x", "start_ns": 0, "end_ns": 1}]
 
     def build() -> Trace:
         trace = Trace.from_rows(rows)
+        trace = _with_empty_columns(trace) if empty else trace
         return _with_null_ids(trace) if null_ids else trace
 
     want, want_unique = reference_launch_pairs(build())

@@ -262,9 +262,10 @@ def _at_gpu_ops(
     kinds: found by ``gpu_kind``, the GPU ops' kind codes)."""
     store = cols.store
     key = "copy_kind" if name == "is_dtoh" else name
-    if not _carried(cols, key):  # no row carries it (an Nsight export's graph ids without graphs)
-        return _none(gpu.size, np.False_ if name == "is_dtoh" else np.int32(-1))
     stored = store.columns.get(key) if store is not None else None
+    # no row carries it (an Nsight export's graph ids without CUDA graphs: a sparse column of no rows)
+    if not _carried(cols, key) or (isinstance(stored, SparseColumn) and stored.rows.size == 0):
+        return _none(gpu.size, np.False_ if name == "is_dtoh" else np.int32(-1))
     if not isinstance(stored, SparseColumn):
         return cols.at(name, gpu)
     device = store.columns.get("device") if store is not None else None
