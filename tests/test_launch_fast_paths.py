@@ -2,6 +2,10 @@
 
 - queue_depth: the events sorted as packed keys (no argsort), first and last times read at each stream's run,
   and the three-key fallback, against the argsort sweep with np.minimum.at / np.maximum.at it replaced.
+- launch_pairs / launch_calls: the GPU ops found at the rows carrying a device, the calls and the GPU ops told
+  apart at the rows carrying a correlation id, the calls sorted as packed keys, the stream read at the device
+  rows' positions, against the table-long masks, api_calls, EventColumns.at and the stable argsort they replaced
+  (reference_launch_pairs, reference_call_rows: also read by benchmarks/bench_launch_pairs.py).
 """
 
 from __future__ import annotations
@@ -10,11 +14,13 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tracelens.analyses import launch
-from tracelens.analyses.columns import Table
+from tracelens.analyses.columns import Table, api_calls, event_columns
+from tracelens.trace import ALL_KINDS, DRIVER, GPU_ACTIVITY_KINDS, KERNEL, EventStore, SparseColumn, Trace
 
 
 def reference_queue_depth(pairs: Table) -> list[dict[str, Any]]:
@@ -151,3 +157,189 @@ def test_call_rows_equal_a_sort_by_id_runtime_first_then_earliest(calls: list[tu
     assert call_rows.tolist() == [best[c][1] for c in sorted(best)]
     with_id = [c for c, _, _ in table_rows if c >= 0]
     assert unique == (len(with_id) == len(set(with_id)))
+
+
+def reference_call_rows(trace: Trace) -> tuple[np.ndarray, np.ndarray, bool]:
+    """launch._call_rows as it was: the calls from api_calls (a table-long mask, a match of the calls against
+    the rows carrying an id), a stable argsort on (id, driver) and two gathers by its order."""
+    cols = event_columns(trace)
+    api, corr = api_calls(trace)
+    with_id = corr >= 0
+    if not with_id.all():
+        api, corr = api[with_id], corr[with_id]
+    del with_id
+    is_driver = cols.kind[api] == ALL_KINDS.index(DRIVER)
+    key = corr.astype(np.int64) * 2 + is_driver if is_driver.any() else corr
+    del is_driver
+    order = np.argsort(key, kind="stable")
+    del key
+    corr = corr[order]
+    first = np.ones(order.size, bool)
+    first[1:] = corr[1:] != corr[:-1]
+    if first.all():
+        return corr, api[order], True
+    return corr[first], api[order[first]], False
+
+
+def reference_launch_pairs(trace: Trace) -> tuple[Table, bool]:
+    """launch_pairs' computation as it was (not memoized): (the pairs, whether every call's id is its own)."""
+    cols = event_columns(trace)
+    gpu = np.flatnonzero(cols.of_kind(*GPU_ACTIVITY_KINDS) & (cols.device >= 0))
+    call_corr, call_rows, unique = reference_call_rows(trace)
+    op_corr = cols.at("correlation_id", gpu)
+    idx = np.minimum(np.searchsorted(call_corr, op_corr), max(call_corr.size - 1, 0))
+    matched = (op_corr >= 0) & (call_corr.size > 0) & (call_corr[idx] == op_corr if call_corr.size else False)
+    on = np.flatnonzero(matched)
+    launch_row = call_rows[idx[on]]
+    del call_corr, call_rows, idx
+
+    def from_calls(column: np.ndarray, fill: int) -> np.ndarray:
+        out = np.full(gpu.size, fill, column.dtype)
+        out[on] = column[launch_row]
+        return out
+
+    return Table(
+        {
+            "is_kernel": cols.kind[gpu] == ALL_KINDS.index(KERNEL),
+            "name": cols.name[gpu],
+            "device": cols.device[gpu],
+            "stream": cols.at("stream", gpu),
+            "start": cols.start[gpu],
+            "end": cols.end[gpu],
+            "graph_id": cols.at("graph_id", gpu),
+            "bytes": cols.at("bytes", gpu),
+            "is_dtoh": cols.at("is_dtoh", gpu),
+            "correlation_id": op_corr,
+            "matched": matched,
+            "launch_start": from_calls(cols.start, 0),
+            "launch_end": from_calls(cols.end, 0),
+            "pid": from_calls(cols.pid, -1),
+            "tid": from_calls(cols.tid, -1),
+            "launch_name": from_calls(cols.name, -1),
+            "external_id": from_calls(cols.external_id, -1),
+            "launch_row": launch._rows_or(
+                gpu.size, on, launch_row, np.int32 if cols.start.size < 2**31 else np.int64
+            ),
+        }
+    ), unique
+
+
+PAIRS_COLUMNS = (
+    "is_kernel name device stream start end graph_id bytes is_dtoh correlation_id matched launch_start launch_end "
+    "pid tid launch_name external_id launch_row"
+).split()
+
+event_strategy = st.tuples(
+    st.sampled_from(["kernel", "memcpy", "memset", "gpu_sync", "runtime", "driver", "cpu_op"]),
+    st.sampled_from([None, 0, 1]),  # device
+    st.sampled_from([None, 0, 7, 2**20]),  # stream
+    st.integers(-1, 9),  # correlation id (-1: none)
+    st.integers(0, 60),  # start
+    st.integers(0, 5),  # duration
+    st.sampled_from([None, 3, 5]),  # graph id
+    st.booleans(),  # a device-to-host copy (memcpy)
+)
+
+
+def _rows(events: list[tuple[Any, ...]], fillers: int, id_offset: int) -> list[dict[str, Any]]:
+    rows = []
+    for kind, device, stream, corr, start, duration, graph, dtoh in events:
+        gpu = kind in ("kernel", "memcpy", "memset", "gpu_sync")
+        rows.append(
+            {
+                "kind": kind,
+                "name": f"{kind}{corr % 3}",
+                "start_ns": start,
+                "end_ns": start + duration,
+                "device": device if gpu else None,
+                "stream": stream if gpu else None,
+                "pid": None if gpu else 1 + corr % 2,
+                "tid": None if gpu else 10 + corr % 3,
+                "correlation_id": None if corr < 0 else corr + id_offset,
+                "external_id": None if gpu or corr % 2 else corr * 5,
+                "graph_id": graph if kind == "kernel" else None,
+                "bytes": 64 * (corr + 2) if kind in ("memcpy", "memset") else None,
+                "copy_kind": ("DtoH" if dtoh else "HtoD") if kind == "memcpy" else None,
+            }
+        )
+    # host rows carrying none of the join's columns: with many, the columns are stored sparse
+    rows += [
+        {"kind": "cpu_op", "name": "op", "start_ns": i, "end_ns": i + 1, "pid": 1, "tid": 10}
+        for i in range(fillers)
+    ]
+    return rows
+
+
+def _with_empty_columns(trace: Trace) -> Trace:
+    """The trace with graph ids and copy kinds stored as sparse columns of no rows (as the Nsight reader stores a
+    column no row carries), replacing what its rows carry."""
+    columns = dict(trace.store.columns)
+    columns["graph_id"] = SparseColumn(np.zeros(0, np.int32), pa.array([], pa.int64()))
+    columns["copy_kind"] = SparseColumn(
+        np.zeros(0, np.int32), pa.array([], pa.dictionary(pa.int32(), pa.string()))
+    )
+    return Trace(EventStore(trace.store.num_rows, columns), trace.devices, trace.metadata)
+
+
+def _with_null_ids(trace: Trace) -> Trace:
+    """The trace with its correlation ids stored sparse at every call and GPU op row, null where one has none."""
+    cols = event_columns(trace)
+    rows = np.flatnonzero(cols.of_kind("runtime", "driver", *GPU_ACTIVITY_KINDS)).astype(np.int32)
+    ids = trace.store.take("correlation_id", rows)
+    columns = dict(trace.store.columns)
+    columns["correlation_id"] = SparseColumn(rows, ids)
+    return Trace(EventStore(trace.store.num_rows, columns), trace.devices, trace.metadata)
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    st.lists(event_strategy, max_size=30),
+    st.sampled_from([0, 4, 80]),
+    st.sampled_from([0, 2**29, 2**31]),
+    st.booleans(),
+    st.booleans(),
+    st.booleans(),
+)
+def test_launch_pairs_equal_the_table_long_masks_and_stable_argsort(
+    events: list[tuple[Any, ...]], fillers: int, id_offset: int, null_ids: bool, packed: bool, empty: bool
+) -> None:
+    """Every column (values and dtypes) of launch_pairs, launch_calls' rows, call_ids_unique and the api ids
+    launch_pairs stores for columns.api_calls, against the code they replaced: dense and sparse columns (few or
+    many host rows), ids past the packed sort's limit, ids null in a sparse column, repeated ids, driver calls,
+    GPU ops without a device or an id, stream rows that are not the device rows (gpu_sync), columns no row
+    carries (absent, or sparse with no rows)."""
+    rows = _rows(events, fillers, id_offset) or [{"kind": "runtime", "name": "x", "start_ns": 0, "end_ns": 1}]
+
+    def build() -> Trace:
+        trace = Trace.from_rows(rows)
+        trace = _with_empty_columns(trace) if empty else trace
+        return _with_null_ids(trace) if null_ids else trace
+
+    want, want_unique = reference_launch_pairs(build())
+    want_calls = reference_call_rows(build())
+    reference = build()
+    want_api = api_calls(reference)[1]
+    saved = launch._PACKED_ID_LIMIT
+    if not packed:
+        launch._PACKED_ID_LIMIT = 0  # every id past the limit: the stable argsort
+    try:
+        trace = build()
+        got = launch.launch_pairs(trace)
+        got_calls = launch._call_rows(build())
+        got_unique = launch.call_ids_unique(trace)
+    finally:
+        launch._PACKED_ID_LIMIT = saved
+    for name in PAIRS_COLUMNS:
+        assert got[name].dtype == want[name].dtype, name
+        assert np.array_equal(got[name], want[name]), name
+    assert got_unique == want_unique
+    assert got_calls[2] == want_calls[2]
+    for mine, theirs in zip(got_calls[:2], want_calls[:2], strict=True):
+        assert mine.dtype == theirs.dtype and np.array_equal(mine, theirs)
+    # the api ids as columns.api_calls computes them (launch_pairs stored them where every call carries one)
+    api_ids = api_calls(trace)[1]
+    assert api_ids.dtype == want_api.dtype and np.array_equal(api_ids, want_api)
+    assert not api_ids.flags.writeable
+    table = launch.launch_calls(build())
+    assert np.array_equal(table["correlation_id"], want_calls[0])
+    assert np.array_equal(table["row"], want_calls[1])

@@ -21,10 +21,21 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
-from ..trace import ALL_KINDS, DRIVER, GPU_ACTIVITY_KINDS, KERNEL, RUNTIME, Trace
+from ..trace import ALL_KINDS, DRIVER, GPU_ACTIVITY_KINDS, KERNEL, RUNTIME, SparseColumn, Trace
 from ..values import sorted_distinct
-from .columns import Table, api_calls, device_busy, event_columns, memo
+from .columns import (
+    EventColumns,
+    Table,
+    _int_type,
+    api_calls,
+    device_busy,
+    dictionary_codes,
+    event_columns,
+    memo,
+)
 from .names import is_graph_launch, names_in_use
 
 SMALL_KERNEL_NS = 10_000
@@ -56,28 +67,129 @@ def launch_calls(trace: Trace) -> Table:
 
 
 def _call_rows(trace: Trace) -> tuple[np.ndarray, np.ndarray, bool]:
-    """(correlation ids, ascending; the event row of each one's launch call; whether no two calls share an id):
-    the rows of :func:`launch_calls` without gathering their columns (8.8M calls on a training export, of which
-    the GPU ops read a few)."""
-    cols = event_columns(trace)
-    api, corr = api_calls(trace)
-    with_id = corr >= 0
-    if not with_id.all():  # every call has one on an Nsight export: no copy of the 8.8M calls then
-        api, corr = api[with_id], corr[with_id]
-    del with_id
-    is_driver = cols.kind[api] == ALL_KINDS.index(DRIVER)
-    # Rows are in start order, so a stable sort on (corr, is_driver) keeps the earliest first (no driver call:
-    # on corr alone).
-    key = corr.astype(np.int64) * 2 + is_driver if is_driver.any() else corr
-    del is_driver
-    order = np.argsort(key, kind="stable")
-    del key
-    corr = corr[order]
-    first = np.ones(order.size, bool)
-    first[1:] = corr[1:] != corr[:-1]
+    """(correlation ids, ascending; the event row of each one's launch call (int64); whether no two calls share an
+    id): the rows of :func:`launch_calls` without gathering their columns (8.8M calls on a training export, of
+    which the GPU ops read a few)."""
+    _, ids, rows, is_driver = _join_ids(trace, event_columns(trace), None)
+    return _sorted_calls(ids, rows, is_driver)
+
+
+_RUNTIME_CODE, _DRIVER_CODE = ALL_KINDS.index(RUNTIME), ALL_KINDS.index(DRIVER)
+_GPU_CODES = tuple(sorted(ALL_KINDS.index(k) for k in GPU_ACTIVITY_KINDS))
+
+
+def _gpu_kind(kind: np.ndarray) -> np.ndarray:
+    """Whether each kind code is a GPU activity kind (a comparison per kind, as ``EventColumns.of_kind``)."""
+    mask = kind == _GPU_CODES[0]
+    for code in _GPU_CODES[1:]:
+        mask |= kind == code
+    return mask
+
+
+def _gpu_rows(cols: EventColumns) -> tuple[np.ndarray, np.ndarray | None]:
+    """(the GPU ops' event rows, ascending, int64: kernel/memcpy/memset rows with a device; where the device
+    column is stored sparse, their positions among the rows carrying it, else None).
+
+    Where few rows carry a device (the GPU ops of an Nsight export, a sixth of its rows), the kinds are read at
+    those rows, not over the whole table."""
+    stored = cols.store.columns.get("device") if cols.store is not None else None
+    if not isinstance(stored, SparseColumn):
+        return np.flatnonzero(cols.of_kind(*GPU_ACTIVITY_KINDS) & (cols.device >= 0)), None
+    on = _gpu_kind(_kinds_at(cols, stored.rows))
+    device = stored.values if stored.values.null_count == 0 else pc.fill_null(stored.values, -1)
+    on &= device.to_numpy(zero_copy_only=False) >= 0  # the column's own values: no gather
+    at = np.flatnonzero(on)
+    return stored.rows[at].astype(np.int64), at
+
+
+def _kinds_at(cols: EventColumns, rows: np.ndarray) -> np.ndarray:
+    """``cols.kind[rows]`` (read only) by Arrow's take: numpy converts int32 positions to int64 before its gather
+    and gathers bytes slower (4.2M rows carrying an id at x400: 14 -> 5 ms)."""
+    return pc.take(pa.array(cols.kind), pa.array(rows)).to_numpy(zero_copy_only=False)
+
+
+def _join_ids(
+    trace: Trace, cols: EventColumns, gpu: np.ndarray | None
+) -> tuple[np.ndarray | None, np.ndarray, np.ndarray, np.ndarray]:
+    """(the correlation ids of the GPU ops ``gpu`` (from :func:`_gpu_rows`; None without them); the ids, event
+    rows (int64) and driver flags of the runtime and driver calls that carry one, in row order).
+
+    Where the id column is stored sparse (only calls and GPU ops carry one), the calls and the GPU ops are told
+    apart by the kinds at the carrying rows: one gather of the kinds, not a table-long mask and a match against
+    the carrying rows for each of the two (``columns.api_calls``, ``EventColumns.at``). The calls' ids are
+    ``columns.api_calls``' shared value where every call carries one: stored for its other readers."""
+    stored = cols.store.columns.get("correlation_id") if cols.store is not None else None
+    if not isinstance(stored, SparseColumn):
+        api, corr = api_calls(trace)
+        with_id = corr >= 0
+        if not with_id.all():  # every call has one on an Nsight export: no copy of the 8.8M calls then
+            api, corr = api[with_id], corr[with_id]
+        is_driver = cols.kind[api] == _DRIVER_CODE
+        return (None if gpu is None else cols.at("correlation_id", gpu)), corr, api, is_driver
+    dtype = _int_type(stored)
+    values = stored.values if stored.values.null_count == 0 else pc.fill_null(stored.values, -1)
+    ids_at = values.to_numpy(zero_copy_only=False)
+    kind = _kinds_at(cols, stored.rows)
+    op_ids = None
+    if gpu is not None:
+        is_op = _gpu_kind(kind)
+        op_rows = stored.rows[is_op]
+        # every GPU op carries an id and no GPU-kind row without a device does (an Nsight export): the ids as they
+        # are stored; else matched at the GPU ops' rows
+        if op_rows.size == gpu.size and np.array_equal(op_rows, gpu):
+            op_ids = ids_at[is_op].astype(dtype, copy=False)
+        else:
+            op_ids = cols.at("correlation_id", gpu)
+        del is_op, op_rows
+    # boolean selections, not positions and gathers by them: one pass each
+    is_call = kind == _RUNTIME_CODE
+    is_call |= kind == _DRIVER_CODE
+    ids = ids_at[is_call].astype(dtype, copy=False)
+    rows = stored.rows[is_call].astype(np.int64)
+    is_driver = kind[is_call] == _DRIVER_CODE
+    del kind, is_call
+    if ids.size == np.count_nonzero(cols.kind == _RUNTIME_CODE) + np.count_nonzero(cols.kind == _DRIVER_CODE):
+        ids.flags.writeable = False  # shared: read only
+        shared = ids
+        memo(trace, "api_correlation", lambda: shared)
+    with_id = ids >= 0
+    if not with_id.all():
+        ids, rows, is_driver = ids[with_id], rows[with_id], is_driver[with_id]
+    return op_ids, ids, rows, is_driver
+
+
+# Call ids below this are sorted packed with the calls' rows (and driver flags) into one int64 each.
+_PACKED_ID_LIMIT = 2**30
+
+
+def _sorted_calls(
+    ids: np.ndarray, rows: np.ndarray, is_driver: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, bool]:
+    """The calls (ids >= 0, rows ascending) sorted by (id, driver after runtime, row), one per id: (ids, rows
+    (int64), whether every id was once). Ids below 2^30 and rows below 2^32 are sorted as one packed int64 each
+    (np.sort, not a stable argsort and two gathers by its order)."""
+    driver = bool(is_driver.any())
+    if ids.size and int(ids.max()) < _PACKED_ID_LIMIT and int(rows[-1]) < 2**32:
+        shift = 33 if driver else 32
+        key = ids.astype(np.int64)
+        key <<= shift
+        if driver:
+            key |= is_driver.astype(np.int64) << 32
+        key |= rows
+        key.sort()
+        ids = (key >> shift).astype(ids.dtype)
+        key &= 0xFFFFFFFF
+        rows = key
+    else:
+        # Rows are in start order, so a stable sort on (corr, is_driver) keeps the earliest first (no driver call:
+        # on corr alone).
+        order = np.argsort(ids.astype(np.int64) * 2 + is_driver if driver else ids, kind="stable")
+        ids, rows = ids[order], rows[order].astype(np.int64, copy=False)
+    first = np.ones(ids.size, bool)
+    first[1:] = ids[1:] != ids[:-1]
     if first.all():  # every id once (an Nsight export): no selection of the 8.8M calls
-        return corr, api[order], True
-    return corr[first], api[order[first]], False
+        return ids, rows, True
+    return ids[first], rows[first], False
 
 
 def launch_pairs(trace: Trace) -> Table:
@@ -90,10 +202,12 @@ def launch_pairs(trace: Trace) -> Table:
 
     def compute() -> Table:
         cols = event_columns(trace)
-        gpu = np.flatnonzero(cols.of_kind(*GPU_ACTIVITY_KINDS) & (cols.device >= 0))
-        call_corr, call_rows, unique = _call_rows(trace)
+        gpu, on_device = _gpu_rows(cols)
+        op_corr, ids, rows, is_driver = _join_ids(trace, cols, gpu)
+        assert op_corr is not None
+        call_corr, call_rows, unique = _sorted_calls(ids, rows, is_driver)
+        del ids, rows, is_driver
         memo(trace, "call_ids_unique", lambda: unique)
-        op_corr = cols.at("correlation_id", gpu)
         idx = np.minimum(np.searchsorted(call_corr, op_corr), max(call_corr.size - 1, 0))
         matched = (
             (op_corr >= 0) & (call_corr.size > 0) & (call_corr[idx] == op_corr if call_corr.size else False)
@@ -107,17 +221,18 @@ def launch_pairs(trace: Trace) -> Table:
             out[on] = column[launch_row]
             return out
 
+        gpu_kind = cols.kind[gpu]
         return Table(
             {
-                "is_kernel": cols.kind[gpu] == ALL_KINDS.index(KERNEL),
+                "is_kernel": gpu_kind == ALL_KINDS.index(KERNEL),
                 "name": cols.name[gpu],
                 "device": cols.device[gpu],
-                "stream": cols.at("stream", gpu),
+                "stream": _at_gpu_ops(cols, "stream", gpu, gpu_kind, on_device),
                 "start": cols.start[gpu],
                 "end": cols.end[gpu],
-                "graph_id": cols.at("graph_id", gpu),
-                "bytes": cols.at("bytes", gpu),
-                "is_dtoh": cols.at("is_dtoh", gpu),
+                "graph_id": _at_gpu_ops(cols, "graph_id", gpu, gpu_kind, on_device),
+                "bytes": _at_gpu_ops(cols, "bytes", gpu, gpu_kind, on_device),
+                "is_dtoh": _at_gpu_ops(cols, "is_dtoh", gpu, gpu_kind, on_device),
                 "correlation_id": op_corr,
                 "matched": matched,
                 "launch_start": from_calls(cols.start, 0),
@@ -125,7 +240,9 @@ def launch_pairs(trace: Trace) -> Table:
                 "pid": from_calls(cols.pid, -1),
                 "tid": from_calls(cols.tid, -1),
                 "launch_name": from_calls(cols.name, -1),
-                "external_id": from_calls(cols.external_id, -1),
+                "external_id": (
+                    from_calls(cols.external_id, -1) if _carried(cols, "external_id") else _none(gpu.size)
+                ),
                 "launch_row": _rows_or(
                     gpu.size, on, launch_row, np.int32 if cols.start.size < 2**31 else np.int64
                 ),
@@ -133,6 +250,80 @@ def launch_pairs(trace: Trace) -> Table:
         )
 
     return memo(trace, "launch_pairs", compute)
+
+
+def _at_gpu_ops(
+    cols: EventColumns, name: str, gpu: np.ndarray, gpu_kind: np.ndarray, on_device: np.ndarray | None
+) -> np.ndarray:
+    """``cols.at(name, gpu)`` (an integer column, or is_dtoh) without matching the GPU ops against the rows that
+    carry the column (a mark per table row) where it is stored sparse at rows found more cheaply: the very rows
+    that carry a device (an Nsight export's stream: read at ``on_device``, the GPU ops' positions among them,
+    from :func:`_gpu_rows`), or exactly the GPU ops of the kinds found at its rows (the copies' bytes and copy
+    kinds: found by ``gpu_kind``, the GPU ops' kind codes)."""
+    store = cols.store
+    key = "copy_kind" if name == "is_dtoh" else name
+    stored = store.columns.get(key) if store is not None else None
+    # no row carries it (an Nsight export's graph ids without CUDA graphs: a sparse column of no rows)
+    if not _carried(cols, key) or (isinstance(stored, SparseColumn) and stored.rows.size == 0):
+        return _none(gpu.size, np.False_ if name == "is_dtoh" else np.int32(-1))
+    if not isinstance(stored, SparseColumn):
+        return cols.at(name, gpu)
+    device = store.columns.get("device") if store is not None else None
+    if (
+        on_device is not None
+        and isinstance(device, SparseColumn)
+        and (stored.rows is device.rows or np.array_equal(stored.rows, device.rows))
+    ):
+        at: np.ndarray | None = on_device  # every GPU op carries a device, so every one carries this column
+        mine = None
+    else:
+        mine = _positions_by_kind(cols, gpu, gpu_kind, stored.rows)
+        if mine is None:
+            return cols.at(name, gpu)
+        at = None
+    if name == "is_dtoh":
+        codes, dictionary = dictionary_codes(stored.values)
+        values: np.ndarray = np.array([v == "DtoH" for v in dictionary] + [False], bool)[codes]
+        fill: Any = False
+    else:
+        array = stored.values if stored.values.null_count == 0 else pc.fill_null(stored.values, -1)
+        values = array.to_numpy(zero_copy_only=False)
+        fill = -1
+    dtype = bool if name == "is_dtoh" else _int_type(stored)
+    if at is not None:
+        return values[at].astype(dtype, copy=False)
+    out: np.ndarray = np.full(gpu.size, fill, dtype)
+    out[mine] = values
+    return out
+
+
+def _carried(cols: EventColumns, name: str) -> bool:
+    """Whether some row may carry the column (always where the columns have no store)."""
+    return cols.store is None or cols.store.has(name)
+
+
+def _none(size: int, value: np.generic | None = None) -> np.ndarray:
+    """A column of a value no row carries (-1, or False), as ``EventColumns`` reads one (int32 -1, False): one
+    read-only value viewed ``size`` times, no memory per GPU op (the pairs are held for the whole analysis)."""
+    return np.broadcast_to(np.int32(-1) if value is None else value, (size,))
+
+
+def _positions_by_kind(
+    cols: EventColumns, gpu: np.ndarray, gpu_kind: np.ndarray, carried: np.ndarray
+) -> np.ndarray | None:
+    """The positions among the GPU ops ``gpu`` (kind codes ``gpu_kind``) of the rows ``carried`` (ascending) where
+    these are exactly the GPU ops of the kinds found at them (a copy's bytes: every memcpy and memset); None
+    otherwise."""
+    if carried.size == 0:
+        return np.zeros(0, np.int64)
+    found = np.flatnonzero(np.bincount(_kinds_at(cols, carried) + 1, minlength=len(ALL_KINDS) + 1)) - 1
+    if found[0] < 0:  # an unknown kind: not a GPU op
+        return None
+    candidate = gpu_kind == found[0]
+    for code in found[1:]:
+        candidate |= gpu_kind == code
+    mine = np.flatnonzero(candidate)
+    return mine if mine.size == carried.size and np.array_equal(gpu[mine], carried) else None
 
 
 def call_ids_unique(trace: Trace) -> bool:
