@@ -262,10 +262,12 @@ def _ints(store: EventStore, name: str, narrow: bool = True) -> np.ndarray:
     stored = store.columns.get(name)
     if stored is None:  # no row carries it: a read-only view of one -1, no memory per row
         return np.broadcast_to(np.int32(-1), (store.num_rows,))
-    return store.numpy(name, -1, _int_type(stored, narrow))
+    return store.numpy(name, -1, int_type(stored, narrow))
 
 
-def _int_type(stored: pa.Array | SparseColumn, narrow: bool = True) -> type:
+def int_type(stored: pa.Array | SparseColumn, narrow: bool = True) -> type:
+    """The numpy integer type a stored integer column is read as: int32 where ``narrow`` and every value lies in
+    [-1, 2^30) (_NARROW_MAX) (-1 standing for null), int64 otherwise."""
     values = stored.values if isinstance(stored, SparseColumn) else stored
     bounds = pc.min_max(values)
     lo, hi = bounds["min"].as_py(), bounds["max"].as_py()
@@ -296,7 +298,7 @@ def _ints_at(store: EventStore, name: str, rows: np.ndarray) -> np.ndarray:
         return np.full(rows.size, -1, np.int32)
     if not isinstance(stored, SparseColumn):
         return _ints(store, name)[rows]
-    dtype = _int_type(stored)
+    dtype = int_type(stored)
     mine, theirs = _matches(rows, stored.rows)
     if stored.values.null_count:
         out: np.ndarray = np.full(rows.size, -1, dtype)

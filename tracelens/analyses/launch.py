@@ -29,11 +29,11 @@ from ..values import sorted_distinct
 from .columns import (
     EventColumns,
     Table,
-    _int_type,
     api_calls,
     device_busy,
     dictionary_codes,
     event_columns,
+    int_type,
     memo,
 )
 from .names import is_graph_launch, names_in_use
@@ -126,7 +126,7 @@ def _join_ids(
             api, corr = api[with_id], corr[with_id]
         is_driver = cols.kind[api] == _DRIVER_CODE
         return (None if gpu is None else cols.at("correlation_id", gpu)), corr, api, is_driver
-    dtype = _int_type(stored)
+    dtype = int_type(stored)
     values = stored.values if stored.values.null_count == 0 else pc.fill_null(stored.values, -1)
     ids_at = values.to_numpy(zero_copy_only=False)
     kind = _kinds_at(cols, stored.rows)
@@ -289,7 +289,7 @@ def _at_gpu_ops(
         array = stored.values if stored.values.null_count == 0 else pc.fill_null(stored.values, -1)
         values = array.to_numpy(zero_copy_only=False)
         fill = -1
-    dtype = bool if name == "is_dtoh" else _int_type(stored)
+    dtype = bool if name == "is_dtoh" else int_type(stored)
     if at is not None:
         return values[at].astype(dtype, copy=False)
     out: np.ndarray = np.full(gpu.size, fill, dtype)
