@@ -146,8 +146,9 @@ def ref_first_calls(trace: Trace, candidates: np.ndarray, sync_rows: np.ndarray)
     return first_rows[keep], medians[keep]
 
 
-def ref_one_time_work(trace: Trace) -> OneTime:
-    """one_time_work's compute as it was (full-row masks, code_bits over the names in use, pandas duplicated)."""
+def ref_one_time_work(trace: Trace, base: np.ndarray | None = None) -> OneTime:
+    """one_time_work's compute as it was (full-row masks, code_bits over the names in use, pandas duplicated);
+    ``base``: the host categories where given (the benchmark passes the memoized ones, as the code read them)."""
     cols = event_columns(trace)
     names = cols.names
     reason = np.full(cols.kind.size, -1, np.int8)
@@ -175,7 +176,8 @@ def ref_one_time_work(trace: Trace) -> OneTime:
     allocation = (row_bits & 0b10000) != 0
     flag(ref_long_launches(trace), LONG_LAUNCH)
 
-    base = host_category_codes(cols.kind, cols.name, cols.names)
+    if base is None:
+        base = host_category_codes(cols.kind, cols.name, cols.names)
     sync_rows = np.flatnonzero(base == HOST_CATEGORY_PRIORITY.index(SYNC))
     input_ranges = cols.of_kind(ANNOTATION) & (base == HOST_CATEGORY_PRIORITY.index(INPUT))
     first_rows, medians = ref_first_calls(trace, cols.of_kind(CPU_OP) | input_ranges, sync_rows)

@@ -263,11 +263,19 @@ def _first_rows(
         first_at = np.empty(groups, np.int64)
         first_at[code[::-1]] = np.arange(code.size)[::-1]  # the last write, the smallest position, stays
         firsts = np.sort(first_at[duration[first_at] >= min_first])
-        wanted = np.full(groups, -1, np.int64)  # each candidate group's number among the candidates
+        if firsts.size == 0:
+            return firsts, np.empty(0)
+        # each candidate group's number among the candidates (-1: not one), as narrow as they fit: one gather
+        # gives every row's, read for both the later rows and their groups
+        wanted = np.full(groups, -1, np.int8 if firsts.size < 2**7 else np.int64)
         wanted[code[firsts]] = np.arange(firsts.size)
-        later = np.flatnonzero(wanted[code] >= 0)
-        later = later[first_at[code[later]] != later]
-        medians, counts = _medians_of(wanted[code[later]], duration[later], firsts.size)
+        member = wanted[code]
+        del code
+        is_later = member >= 0
+        is_later[firsts] = False
+        later = np.flatnonzero(is_later)
+        del is_later
+        medians, counts = _medians_of(member[later], duration[later], firsts.size)
         has_later = counts > 0  # a name seen once has no baseline
         return firsts[has_later], medians[has_later]
     order, first, group = _group_firsts(outer, inner, start)
@@ -330,7 +338,8 @@ def _medians_of(group: np.ndarray, values: np.ndarray, groups: int) -> tuple[np.
     counts = np.bincount(group, minlength=groups)
     medians = np.full(groups, np.nan)
     for g in np.flatnonzero(counts):  # a loop over the few groups
-        mine = values[group == g] if groups > 1 else values
+        # np.compress, not values[mask]: 3x faster where the groups interleave
+        mine = np.compress(group == g, values) if groups > 1 else values
         lo, hi = (mine.size - 1) // 2, mine.size // 2
         middle = np.partition(mine, [lo, hi])
         medians[g] = (float(middle[lo]) + float(middle[hi])) / 2
@@ -338,18 +347,21 @@ def _medians_of(group: np.ndarray, values: np.ndarray, groups: int) -> tuple[np.
 
 
 def _first_api_calls(
-    trace: Trace, api: np.ndarray, blocking: np.ndarray
+    trace: Trace, api: np.ndarray, blocking: np.ndarray, api_names: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(rows, excess over the later median, that median) of the first API calls that hold one-time work (rule
     first_api), by row. ``api``: the runtime and driver calls (a boolean per row, or their rows ascending);
-    ``blocking``: a boolean per row, read at those rows (blocking calls are left out)."""
+    ``blocking``: a boolean per row, read at those rows (blocking calls are left out); ``api_names``: the name
+    codes at the rows of ``api`` where the caller has them."""
     cols = event_columns(trace)
     rows = np.flatnonzero(api) if api.dtype == bool else api  # the other tests at the API rows only
-    rows = rows[~blocking[rows] & (cols.name[rows] >= 0) & (cols.tid[rows] >= 0)]
+    name = cols.name[rows] if api_names is None else api_names
+    keep = ~blocking[rows] & (name >= 0) & (cols.tid[rows] >= 0)
+    rows, name = np.compress(keep, rows), np.compress(keep, name)  # np.compress: faster than a mask index
     if rows.size == 0:
         return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0)
     start = cols.start[rows]
-    at, median = _long_first_calls(cols.pid[rows], cols.name[rows], start, cols.end[rows] - start)
+    at, median = _long_first_calls(cols.pid[rows], name, start, cols.end[rows] - start)
     found = rows[at]
     # a call the GPU kept busy may be waiting for it (an implicit sync, a full launch queue): not one-time work
     idle = _idle_share(trace, cols.start[found], cols.end[found]) >= 0.5
@@ -553,10 +565,11 @@ def one_time_work(trace: Trace) -> OneTime:
             rows = np.flatnonzero(named)
             del named
             flag(rows[(bits[cols.name[rows]] & _NAME_RULE_KINDS[cols.kind[rows]] & 0b1111) != 0], NAME)
-        allocation = _rows_named(cols.name, (bits & 0b10000) != 0)
-        # allocation calls: API rows (ascending) with an allocation name
-        alloc_all = np.empty(0, np.int64) if allocation is None else np.flatnonzero(allocation & api)
-        del allocation, api
+        # allocation calls: API rows (ascending) with an allocation name, tested at the API rows only (their
+        # names read once, for the first_api rule too)
+        api_names = cols.name[api_rows]
+        alloc_all = api_rows[((bits & 0b10000) != 0)[api_names]]
+        del api
         flag(_long_launches(trace), LONG_LAUNCH)
 
         base = host_categories(trace)
@@ -606,7 +619,7 @@ def one_time_work(trace: Trace) -> OneTime:
         # first_api takes API calls but blocking ones: at API rows the sync category is the blocking-sync name
         # test (host_category_codes gives it to exactly those)
         blocking = base == HOST_CATEGORY_PRIORITY.index(SYNC)
-        api_rows, api_excess, api_medians = _first_api_calls(trace, api_rows, blocking)
+        api_rows, api_excess, api_medians = _first_api_calls(trace, api_rows, blocking, api_names)
         del blocking
         unflagged = reason[api_rows] < 0  # a row another rule flagged is one-time as a whole
         api_rows, api_excess, api_medians = api_rows[unflagged], api_excess[unflagged], api_medians[unflagged]
