@@ -374,18 +374,25 @@ def _first_calls(trace: Trace, candidates: np.ndarray, base: np.ndarray) -> tupl
     whose sync code marks the blocking syncs discounted)."""
     cols = event_columns(trace)
     rows = np.flatnonzero(candidates)
-    rows = rows[(cols.name[rows] >= 0) & (cols.tid[rows] >= 0)]
+    name, tid = cols.name[rows], cols.tid[rows]  # each read once at the rows
+    keep = (name >= 0) & (tid >= 0)
+    if not keep.all():
+        rows, name, tid = np.compress(keep, rows), np.compress(keep, name), np.compress(keep, tid)
     if rows.size == 0:
         return np.empty(0, np.int64), np.empty(0)
-    thread = thread_key(cols.pid[rows], cols.tid[rows])
+    pid = cols.pid[rows]
+    # rows of one process (the usual profile) tell their threads apart by the thread id alone: no thread key
+    # built for every row (the grouping, not the keys' values, decides the first rows and the medians)
+    thread = tid if int(pid.min()) == int(pid.max()) else thread_key(pid, tid)
+    del pid, tid
     start = cols.start[rows]
     duration = cols.end[rows] - start
     # the later instances of the names whose first call is long enough only (few groups): their medians
-    firsts, medians = _first_rows(thread, cols.name[rows], start, duration, FIRST_CALL_MIN_NS)
+    firsts, medians = _first_rows(thread, name, start, duration, FIRST_CALL_MIN_NS)
     if firsts.size == 0:
         return np.empty(0, np.int64), np.empty(0)
     first_rows = rows[firsts]
-    threads = thread[firsts]
+    threads = thread_key(cols.pid[first_rows], cols.tid[first_rows])
     # Time spent waiting in a blocking sync inside the call is the GPU's, not one-time work.
     own = duration[firsts].copy()
     starts = cols.start[first_rows]
