@@ -587,3 +587,20 @@ def test_reference_flags_what_the_rules_say() -> None:
     want = ref_one_time_work(Trace.from_rows(rows))
     assert want.reason.tolist() == [NAME, FIRST_CALL, -1]
     assert startup.one_time_work(Trace.from_rows(rows)).reason.tolist() == [NAME, FIRST_CALL, -1]
+
+
+@settings(max_examples=200, deadline=None, database=None)
+@given(st.lists(st.tuples(st.integers(0, 7), st.integers(-5, 2**40)), max_size=50))
+def test_medians_of_few_groups_equal_the_two_middle_values(pairs: list[tuple[int, int]]) -> None:
+    # one selection per group (the middle value below taken as the largest before it) against a full sort
+    group = np.array([p[0] for p in pairs], np.int8)
+    values = np.array([p[1] for p in pairs], np.int64)
+    medians, counts = startup._medians_of(group, values, 8)
+    for g in range(8):
+        mine = np.sort(values[group == g])
+        assert counts[g] == mine.size
+        if mine.size == 0:
+            assert np.isnan(medians[g])
+        else:
+            want = (float(mine[(mine.size - 1) // 2]) + float(mine[mine.size // 2])) / 2
+            assert medians[g] == want

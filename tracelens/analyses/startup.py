@@ -341,8 +341,11 @@ def _medians_of(group: np.ndarray, values: np.ndarray, groups: int) -> tuple[np.
         # np.compress, not values[mask]: 3x faster where the groups interleave
         mine = np.compress(group == g, values) if groups > 1 else values
         lo, hi = (mine.size - 1) // 2, mine.size // 2
-        middle = np.partition(mine, [lo, hi])
-        medians[g] = (float(middle[lo]) + float(middle[hi])) / 2
+        # one selection, not two (5x cheaper): the element at hi in place, and everything before it no larger, so
+        # the one at lo (hi - 1 where the count is even) is the largest of those
+        middle = np.partition(mine, hi)
+        low = middle[hi] if lo == hi else middle[:hi].max()
+        medians[g] = (float(low) + float(middle[hi])) / 2
     return medians, counts
 
 
@@ -575,7 +578,9 @@ def one_time_work(trace: Trace) -> OneTime:
         # allocation calls: API rows (ascending) with an allocation name, tested at the API rows only (their
         # names read once, for the first_api rule too)
         api_names = cols.name[api_rows]
-        alloc_all = api_rows[((bits & 0b10000) != 0)[api_names]]
+        allocation = _rows_named(api_names, (bits & 0b10000) != 0)
+        alloc_all = np.empty(0, np.int64) if allocation is None else api_rows[np.flatnonzero(allocation)]
+        del allocation
         del api
         flag(_long_launches(trace), LONG_LAUNCH)
 
