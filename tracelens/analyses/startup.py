@@ -553,13 +553,12 @@ def one_time_work(trace: Trace) -> OneTime:
         cols = event_columns(trace)
         names = cols.names
         reason = np.full(cols.kind.size, -1, np.int8)
-        host = cols.tid >= 0
 
         def flag(mask: np.ndarray, code: int) -> None:
             """Give ``code`` to the host rows of ``mask`` (a boolean per row, or ascending rows) not flagged yet:
             tested at those rows, not by three more passes over every row."""
             rows = np.flatnonzero(mask) if mask.dtype == bool else mask
-            rows = rows[host[rows] & (reason[rows] < 0)]
+            rows = rows[(cols.tid[rows] >= 0) & (reason[rows] < 0)]  # host rows: tested at the rows only
             reason[rows] = code
 
         api = _kind_is(cols.kind, RUNTIME, DRIVER)
@@ -619,7 +618,7 @@ def one_time_work(trace: Trace) -> OneTime:
         elif len(steps) < 2 and reason.max(initial=-1) >= 0:
             warmup_end = int(cols.end[reason >= 0].max())
             flag(alloc_all[cols.start[alloc_all] < warmup_end], ALLOCATION)
-        alloc_rows = alloc_all[host[alloc_all]]
+        alloc_rows = alloc_all[cols.tid[alloc_all] >= 0]
         # the first call of each allocation name on each thread (rows are in start order)
         first_of_name = alloc_rows[
             _first_of_each(thread_key(cols.pid[alloc_rows], cols.tid[alloc_rows]), cols.name[alloc_rows])
