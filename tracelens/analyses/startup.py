@@ -38,27 +38,31 @@ Rules (docs/analyses.md, "startup"), each a reason code on the rows it flags:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from .. import intervals
 from ..trace import ALL_KINDS, ANNOTATION, CPU_OP, DRIVER, OVERHEAD, PYTHON, RUNTIME, STEP, Trace
 from .columns import DeviceBusy, device_busy, event_columns, memo, step_windows, thread_key
 from .launch import launch_pairs
 from .names import (
+    CPU,
     HOST_CATEGORY_PRIORITY,
     INPUT,
+    LAUNCH,
     SYNC,
-    code_bits,
     code_mask,
-    host_category_codes,
     is_allocation,
     is_blocking_sync,
     is_compile_name,
     is_graph_launch,
+    is_input,
     is_kernel_launch,
     is_one_time_api,
     is_one_time_overhead,
@@ -132,20 +136,22 @@ def _long_launches(trace: Trace) -> np.ndarray:
     """Event rows of kernel-launch calls >= LONG_LAUNCH_NS during which their GPU was idle at least half the time."""
     pairs = launch_pairs(trace)
     cols = event_columns(trace)
-    launches = code_mask(
-        pairs["launch_name"], cols.names, lambda n: is_kernel_launch(n) and not is_graph_launch(n)
-    )
-    long = pairs[
-        pairs["matched"] & launches & (pairs["launch_end"] - pairs["launch_start"] >= LONG_LAUNCH_NS)
+    launch_start, launch_end = pairs["launch_start"], pairs["launch_end"]
+    # the long matched calls first (few), then their names
+    at = np.flatnonzero(pairs["matched"] & (launch_end - launch_start >= LONG_LAUNCH_NS))
+    at = at[
+        code_mask(pairs["launch_name"][at], cols.names, lambda n: is_kernel_launch(n) and not is_graph_launch(n))
     ]
+    device, launch_row = pairs["device"][at], pairs["launch_row"][at]
+    launch_start, launch_end = launch_start[at], launch_end[at]
     found = []
-    for device, busy in device_busy(trace).items():  # a loop over devices
-        on = long[long["device"] == device]
-        start, end = on["launch_start"], on["launch_end"]
+    for device_id, busy in device_busy(trace).items():  # a loop over devices
+        on = device == device_id
+        start, end = launch_start[on], launch_end[on]
         idle = intervals.overlap_with_union(start, end, busy.gap_starts, busy.gap_ends)
         # before its first op the GPU is idle too (the first launch of a program, loading its module)
         idle = idle + np.clip(np.minimum(end, busy.first_start_ns) - start, 0, None)
-        found.append(on["launch_row"][2 * idle >= end - start])
+        found.append(launch_row[on][2 * idle >= end - start])
     return np.unique(np.concatenate(found)) if found else np.empty(0, np.int64)
 
 
@@ -155,11 +161,47 @@ def _idle_share(trace: Trace, start: np.ndarray, end: np.ndarray) -> np.ndarray:
     busy = list(device_busy(trace).values())
     if not busy:
         return np.ones(start.size)
-    bs, be = intervals.merge(
+    length = np.maximum(end - start, 1)
+    return (end - start - _busy_overlap(busy, start, end)) / length
+
+
+# Clipped busy pieces up to this many (plus a quarter of all the busy intervals) are merged per interval.
+_FEW_PIECES = 4096
+
+
+def _busy_overlap(busy: list[DeviceBusy], start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Per interval, the time inside the union of the devices' busy intervals (``intervals.overlap_with_union``
+    with the merged union of them all). The intervals asked about are few (first API calls): the devices' busy
+    intervals that overlap each are clipped to it and merged per interval, not every device's intervals merged
+    into one union (a sort of every GPU op's busy interval)."""
+    start = np.asarray(start, np.int64)
+    end = np.asarray(end, np.int64)
+    if start.size == 0:
+        return np.zeros(0, np.int64)
+    total = sum(b.busy_starts.size for b in busy)
+    if bool((end >= start).all()):
+        first = [np.searchsorted(b.busy_ends, start, side="right") for b in busy]  # the first ending after it
+        stop = [np.searchsorted(b.busy_starts, end, side="left") for b in busy]  # those starting before its end
+        counts = [np.maximum(s - f, 0) for f, s in zip(first, stop, strict=True)]
+        spans = end - start + 1  # each interval's own stretch of a line, one apart: merged pieces never join two
+        offset = np.cumsum(spans) - spans
+        if sum(int(c.sum()) for c in counts) <= total // 4 + _FEW_PIECES and int(spans.sum()) < 2**62:
+            piece_starts, piece_ends = [], []
+            for b, f, c in zip(busy, first, counts, strict=True):  # a loop over devices
+                which = np.repeat(np.arange(start.size), c)
+                at = np.arange(which.size) - np.repeat(np.cumsum(c) - c, c) + np.repeat(f, c)
+                shift = offset[which] - start[which]
+                piece_starts.append(np.maximum(b.busy_starts[at], start[which]) + shift)
+                piece_ends.append(np.minimum(b.busy_ends[at], end[which]) + shift)
+            merged_starts, merged_ends = intervals.merge(np.concatenate(piece_starts), np.concatenate(piece_ends))
+            covered = np.zeros(merged_starts.size + 1, np.int64)
+            np.cumsum(merged_ends - merged_starts, out=covered[1:])
+            bounds = np.searchsorted(merged_starts, np.append(offset, offset[-1] + spans[-1]))
+            return covered[bounds[1:]] - covered[bounds[:-1]]
+    union_starts, union_ends = intervals.merge(
         np.concatenate([b.busy_starts for b in busy]), np.concatenate([b.busy_ends for b in busy])
     )
-    length = np.maximum(end - start, 1)
-    return (end - start - intervals.overlap_with_union(start, end, bs, be)) / length
+    return intervals.overlap_with_union(start, end, union_starts, union_ends)
 
 
 def _group_firsts(
@@ -221,11 +263,19 @@ def _first_rows(
         first_at = np.empty(groups, np.int64)
         first_at[code[::-1]] = np.arange(code.size)[::-1]  # the last write, the smallest position, stays
         firsts = np.sort(first_at[duration[first_at] >= min_first])
-        wanted = np.full(groups, -1, np.int64)  # each candidate group's number among the candidates
+        if firsts.size == 0:
+            return firsts, np.empty(0)
+        # each candidate group's number among the candidates (-1: not one), as narrow as they fit: one gather
+        # gives every row's, read for both the later rows and their groups
+        wanted = np.full(groups, -1, np.int8 if firsts.size < 2**7 else np.int64)
         wanted[code[firsts]] = np.arange(firsts.size)
-        later = np.flatnonzero(wanted[code] >= 0)
-        later = later[first_at[code[later]] != later]
-        medians, counts = _medians_of(wanted[code[later]], duration[later], firsts.size)
+        member = wanted[code]
+        del code
+        is_later = member >= 0
+        is_later[firsts] = False
+        later = np.flatnonzero(is_later)
+        del is_later
+        medians, counts = _medians_of(member[later], duration[later], firsts.size)
         has_later = counts > 0  # a name seen once has no baseline
         return firsts[has_later], medians[has_later]
     order, first, group = _group_firsts(outer, inner, start)
@@ -288,25 +338,33 @@ def _medians_of(group: np.ndarray, values: np.ndarray, groups: int) -> tuple[np.
     counts = np.bincount(group, minlength=groups)
     medians = np.full(groups, np.nan)
     for g in np.flatnonzero(counts):  # a loop over the few groups
-        mine = values[group == g] if groups > 1 else values
+        # np.compress, not values[mask]: 3x faster where the groups interleave
+        mine = np.compress(group == g, values) if groups > 1 else values
         lo, hi = (mine.size - 1) // 2, mine.size // 2
-        middle = np.partition(mine, [lo, hi])
-        medians[g] = (float(middle[lo]) + float(middle[hi])) / 2
+        # one selection, not two (5x cheaper): the element at hi in place, and everything before it no larger, so
+        # the one at lo (hi - 1 where the count is even) is the largest of those
+        middle = np.partition(mine, hi)
+        low = middle[hi] if lo == hi else middle[:hi].max()
+        medians[g] = (float(low) + float(middle[hi])) / 2
     return medians, counts
 
 
 def _first_api_calls(
-    trace: Trace, api: np.ndarray, blocking: np.ndarray
+    trace: Trace, api: np.ndarray, blocking: np.ndarray, api_names: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(rows, excess over the later median, that median) of the first API calls that hold one-time work (rule
-    first_api), by row."""
+    first_api), by row. ``api``: the runtime and driver calls (a boolean per row, or their rows ascending);
+    ``blocking``: a boolean per row, read at those rows (blocking calls are left out); ``api_names``: the name
+    codes at the rows of ``api`` where the caller has them."""
     cols = event_columns(trace)
-    rows = np.flatnonzero(api)  # the other tests at the API rows only, not over every row
-    rows = rows[~blocking[rows] & (cols.name[rows] >= 0) & (cols.tid[rows] >= 0)]
+    rows = np.flatnonzero(api) if api.dtype == bool else api  # the other tests at the API rows only
+    name = cols.name[rows] if api_names is None else api_names
+    keep = ~blocking[rows] & (name >= 0) & (cols.tid[rows] >= 0)
+    rows, name = np.compress(keep, rows), np.compress(keep, name)  # np.compress: faster than a mask index
     if rows.size == 0:
         return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0)
     start = cols.start[rows]
-    at, median = _long_first_calls(cols.pid[rows], cols.name[rows], start, cols.end[rows] - start)
+    at, median = _long_first_calls(cols.pid[rows], name, start, cols.end[rows] - start)
     found = rows[at]
     # a call the GPU kept busy may be waiting for it (an implicit sync, a full launch queue): not one-time work
     idle = _idle_share(trace, cols.start[found], cols.end[found]) >= 0.5
@@ -314,27 +372,35 @@ def _first_api_calls(
     return found[idle], excess[idle], median[idle]
 
 
-def _first_calls(
-    trace: Trace, candidates: np.ndarray, sync_rows: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """(first-call rows, median of their later instances) among the candidate rows."""
+def _first_calls(trace: Trace, candidates: np.ndarray, base: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(first-call rows, median of their later instances) among the candidate rows (``base``: host_categories,
+    whose sync code marks the blocking syncs discounted)."""
     cols = event_columns(trace)
-    rows = np.flatnonzero(candidates & (cols.name >= 0) & (cols.tid >= 0))
+    rows = np.flatnonzero(candidates)
+    name, tid = cols.name[rows], cols.tid[rows]  # each read once at the rows
+    keep = (name >= 0) & (tid >= 0)
+    if not keep.all():
+        rows, name, tid = np.compress(keep, rows), np.compress(keep, name), np.compress(keep, tid)
     if rows.size == 0:
         return np.empty(0, np.int64), np.empty(0)
-    thread = thread_key(cols.pid[rows], cols.tid[rows])
+    pid = cols.pid[rows]
+    # rows of one process (the usual profile) tell their threads apart by the thread id alone: no thread key
+    # built for every row (the grouping, not the keys' values, decides the first rows and the medians)
+    thread = tid if int(pid.min()) == int(pid.max()) else thread_key(pid, tid)
+    del pid, tid
     start = cols.start[rows]
     duration = cols.end[rows] - start
     # the later instances of the names whose first call is long enough only (few groups): their medians
-    firsts, medians = _first_rows(thread, cols.name[rows], start, duration, FIRST_CALL_MIN_NS)
+    firsts, medians = _first_rows(thread, name, start, duration, FIRST_CALL_MIN_NS)
     if firsts.size == 0:
         return np.empty(0, np.int64), np.empty(0)
     first_rows = rows[firsts]
-    threads = thread[firsts]
+    threads = thread_key(cols.pid[first_rows], cols.tid[first_rows])
     # Time spent waiting in a blocking sync inside the call is the GPU's, not one-time work.
     own = duration[firsts].copy()
     starts = cols.start[first_rows]
     ends = cols.end[first_rows]
+    sync_rows = np.flatnonzero(base == HOST_CATEGORY_PRIORITY.index(SYNC))
     sync_keys = thread_key(cols.pid[sync_rows], cols.tid[sync_rows])
     for key in np.unique(threads):  # a loop over threads, not events
         mine = threads == key
@@ -345,16 +411,139 @@ def _first_calls(
     return first_rows[keep], medians[keep]
 
 
+# Every name that a predicate the host categories or the name rules test accepts (input waits, blocking syncs,
+# one-time APIs, allocations, compile words, warm-up, module loading) starts with one of these prefixes or,
+# lower-cased, contains one of these hints; a non-ASCII name is always tested (Python's lower() and the regexes'
+# case folding reach beyond ASCII). Arrow finds the names with them in a few passes over the dictionary, so the
+# predicates run in Python on those few names only and no pass over the rows collects the names in use.
+_NAME_PREFIXES = ("cu", "hip", "miopen", "rocblas", "nccl", "rccl")  # APIs, allocations, syncs
+_NAME_HINTS = (
+    *("compil", "autotun", "dynamo_timed", "inductor_do_bench_using_profiling"),  # is_compile_name
+    "warm",  # is_warmup_name
+    *("module load", "function load", "context creat", "context init"),  # is_one_time_overhead
+    *("dataloader", "iterator", "tracelens/data"),  # is_input's hints, lower-cased
+)
+_HINTS_PATTERN = "|".join(_NAME_HINTS)  # letters, digits, "_", "/" and spaces: no regex syntax
+assert all(c.isalnum() or c in "_/ " for c in _HINTS_PATTERN.replace("|", ""))
+# Rows whose name is one of this many codes or fewer are found by one comparison per code: a pass over the int32
+# codes each, 6x cheaper than a gather of a table by code (numpy widens the index to int64 first).
+_FEW_CODES = 4
+
+
+def _candidate_names(names: np.ndarray) -> np.ndarray:
+    """Dictionary positions of the names a predicate of this module may accept (a superset: _NAME_HINTS)."""
+    try:
+        text = pa.array(names, type=pa.string())
+    except (pa.ArrowInvalid, pa.ArrowTypeError):  # not all strings: every name is tested, as str(name)
+        return np.arange(len(names))
+    maybe = pc.invert(pc.string_is_ascii(text))
+    for prefix in _NAME_PREFIXES:
+        maybe = pc.or_(maybe, pc.starts_with(text, prefix))
+    maybe = pc.or_(maybe, pc.match_substring_regex(pc.ascii_lower(text), _HINTS_PATTERN))  # one pass for all
+    return np.flatnonzero(pc.fill_null(maybe, True).to_numpy(zero_copy_only=False))  # null: tested as "None"
+
+
+def _name_bits(names: np.ndarray, predicates: tuple[Callable[[str], bool], ...]) -> np.ndarray:
+    """Per dictionary code (and a last slot for -1, all clear): bit k set where ``predicates[k]`` (at most 8, each
+    one whose names _NAME_HINTS covers) holds for the name. ``names.code_bits`` tests the names the rows use,
+    found by a pass over every row; this tests the dictionary's candidates."""
+    bits = np.zeros(len(names) + 1, np.uint8)
+    for i in _candidate_names(names):  # a loop over the few candidate names, not rows
+        name = str(names[i])
+        bits[i] = sum(1 << k for k, predicate in enumerate(predicates) if predicate(name))
+    return bits
+
+
+def _rows_named(name: np.ndarray, table: np.ndarray) -> np.ndarray | None:
+    """Boolean per row: ``table[name]`` (``table``: a bool per code, and a False last slot for code -1); None
+    where no code is set (no row is)."""
+    codes = np.flatnonzero(table[:-1])
+    if codes.size == 0:
+        return None
+    if codes.size > _FEW_CODES:
+        return table[name]
+    mask = name == int(codes[0])
+    for code in codes[1:]:
+        mask |= name == int(code)
+    return mask
+
+
+def _kinds_table(*wanted: str) -> np.ndarray:
+    lookup = np.zeros(len(ALL_KINDS) + 1, bool)  # the extra slot is kind -1 (unknown)
+    lookup[[ALL_KINDS.index(k) for k in wanted]] = True
+    return lookup
+
+
+def _kind_is(kind: np.ndarray, *wanted: str) -> np.ndarray:
+    """``kind`` one of ``wanted`` (a few): a comparison per kind, no gather."""
+    mask = kind == ALL_KINDS.index(wanted[0])
+    for k in wanted[1:]:
+        mask |= kind == ALL_KINDS.index(k)
+    return mask
+
+
+_INPUT_KINDS = _kinds_table(RUNTIME, DRIVER, CPU_OP, PYTHON, ANNOTATION, STEP)
+
+
+def _host_category_codes(kind: np.ndarray, name: np.ndarray, names: np.ndarray) -> np.ndarray:
+    """``names.host_category_codes``, the same codes: cpu and launch by comparisons of the kinds (no gather of a
+    per-kind table), input waits and blocking syncs tested on the dictionary's candidate names, their rows found
+    by comparisons where they are few names (often none: no row read)."""
+    # -1, cpu or launch by arithmetic on the two (disjoint) kind masks as int8: 4x cheaper than a masked store
+    out = _kind_is(kind, CPU_OP, PYTHON).view(np.int8) * np.int8(HOST_CATEGORY_PRIORITY.index(CPU) + 1)
+    api = _kind_is(kind, RUNTIME, DRIVER)
+    out += api.view(np.int8) * np.int8(HOST_CATEGORY_PRIORITY.index(LAUNCH) + 1)
+    out -= np.int8(1)
+    bits = _name_bits(names, (is_input, is_blocking_sync))
+    inputs = _rows_named(name, (bits & 1) != 0)
+    if inputs is not None:
+        rows = np.flatnonzero(inputs)
+        del inputs
+        out[rows[_INPUT_KINDS[kind[rows]]]] = HOST_CATEGORY_PRIORITY.index(INPUT)
+    sync = _rows_named(name, (bits & 2) != 0)
+    if sync is not None:  # after input: a sync is never input
+        sync &= api
+        change = np.subtract(np.int8(HOST_CATEGORY_PRIORITY.index(SYNC)), out)  # out += sync * (SYNC - out)
+        change *= sync.view(np.int8)
+        out += change
+    return out
+
+
 def host_categories(trace: Trace) -> np.ndarray:
     """``host_category_codes`` of every event row, computed once per trace (read only: copy to change it)."""
 
     def compute() -> np.ndarray:
         cols = event_columns(trace)
-        codes = host_category_codes(cols.kind, cols.name, cols.names)
+        codes = _host_category_codes(cols.kind, cols.name, cols.names)
         codes.flags.writeable = False
         return codes
 
     return memo(trace, "host_categories", compute)
+
+
+def _first_of_each(keys: np.ndarray, name: np.ndarray) -> np.ndarray:
+    """Positions ascending of the first row of each (key, name) pair (``~duplicated()`` of the pairs)."""
+    if keys.size == 0:
+        return np.empty(0, np.int64)
+    order = np.lexsort((name, keys))  # stable: a pair's rows keep their order
+    k, n = keys[order], name[order]
+    first = np.ones(order.size, bool)
+    first[1:] = (k[1:] != k[:-1]) | (n[1:] != n[:-1])
+    return np.sort(order[first])
+
+
+# The name rules (one bit each in _name_bits) and the kinds each looks at; the first four flag NAME.
+_NAME_RULES = (
+    (is_one_time_api, (RUNTIME, DRIVER)),
+    (is_compile_name, _COMPILE_KINDS),
+    (is_warmup_name, _WARMUP_KINDS),
+    (is_one_time_overhead, (OVERHEAD,)),
+    (is_allocation, (RUNTIME, DRIVER)),
+)
+_NAME_RULE_KINDS = np.zeros(len(ALL_KINDS) + 1, np.uint8)  # the extra slot is kind -1 (unknown)
+for _bit, (_, _kinds) in enumerate(_NAME_RULES):
+    _NAME_RULE_KINDS[[ALL_KINDS.index(k) for k in _kinds]] |= 1 << _bit
+del _bit, _kinds
 
 
 def one_time_work(trace: Trace) -> OneTime:
@@ -364,41 +553,41 @@ def one_time_work(trace: Trace) -> OneTime:
         cols = event_columns(trace)
         names = cols.names
         reason = np.full(cols.kind.size, -1, np.int8)
-        host = cols.tid >= 0
 
         def flag(mask: np.ndarray, code: int) -> None:
             """Give ``code`` to the host rows of ``mask`` (a boolean per row, or ascending rows) not flagged yet:
             tested at those rows, not by three more passes over every row."""
             rows = np.flatnonzero(mask) if mask.dtype == bool else mask
-            rows = rows[host[rows] & (reason[rows] < 0)]
+            rows = rows[(cols.tid[rows] >= 0) & (reason[rows] < 0)]  # host rows: tested at the rows only
             reason[rows] = code
 
-        api = cols.of_kind(RUNTIME, DRIVER)
-        # one pass over the names for the five name rules (each name tested once), one over the rows: each row's
-        # name bits kept where its kind takes part in the rule (one-time API names on API calls, compile words on
-        # ops, ranges, steps and calls, warm-up on ranges and steps, module loading on overhead rows, allocations
-        # on API calls)
-        rules = (
-            (is_one_time_api, (RUNTIME, DRIVER)),
-            (is_compile_name, _COMPILE_KINDS),
-            (is_warmup_name, _WARMUP_KINDS),
-            (is_one_time_overhead, (OVERHEAD,)),
-            (is_allocation, (RUNTIME, DRIVER)),
-        )
-        by_kind = np.zeros(len(ALL_KINDS) + 1, np.uint8)  # the extra slot is kind -1 (unknown)
-        for bit, (_, kinds) in enumerate(rules):
-            by_kind[[ALL_KINDS.index(k) for k in kinds]] |= 1 << bit
-        row_bits = code_bits(cols.name, names, tuple(rule for rule, _ in rules))[cols.name]
-        row_bits &= by_kind[cols.kind]
-        flag(np.flatnonzero(row_bits & 0b1111), NAME)  # the four name rules
-        allocation = (row_bits & 0b10000) != 0
-        del row_bits
+        api = _kind_is(cols.kind, RUNTIME, DRIVER)
+        api_rows = np.flatnonzero(api)
+        # The five name rules: each candidate name of the dictionary tested once, the rows with a name that
+        # passes one found (by comparisons where those are few names: often none), each such row's name bits
+        # kept where its kind takes part in the rule (one-time API names on API calls, compile words on ops,
+        # ranges, steps and calls, warm-up on ranges and steps, module loading on overhead rows, allocations on
+        # API calls)
+        bits = _name_bits(names, tuple(rule for rule, _ in _NAME_RULES))
+        named = _rows_named(cols.name, (bits & 0b1111) != 0)  # the four name rules
+        if named is not None:
+            rows = np.flatnonzero(named)
+            del named
+            flag(rows[(bits[cols.name[rows]] & _NAME_RULE_KINDS[cols.kind[rows]] & 0b1111) != 0], NAME)
+        # allocation calls: API rows (ascending) with an allocation name, tested at the API rows only (their
+        # names read once, for the first_api rule too)
+        api_names = cols.name[api_rows]
+        allocation = _rows_named(api_names, (bits & 0b10000) != 0)
+        alloc_all = np.empty(0, np.int64) if allocation is None else api_rows[np.flatnonzero(allocation)]
+        del allocation
+        del api
         flag(_long_launches(trace), LONG_LAUNCH)
 
         base = host_categories(trace)
-        sync_rows = np.flatnonzero(base == HOST_CATEGORY_PRIORITY.index(SYNC))
-        input_ranges = cols.of_kind(ANNOTATION) & (base == HOST_CATEGORY_PRIORITY.index(INPUT))
-        first_rows, medians = _first_calls(trace, cols.of_kind(CPU_OP) | input_ranges, sync_rows)
+        candidates = _kind_is(cols.kind, CPU_OP)
+        candidates |= _kind_is(cols.kind, ANNOTATION) & (base == HOST_CATEGORY_PRIORITY.index(INPUT))
+        first_rows, medians = _first_calls(trace, candidates, base)
+        del candidates
         by_row = np.argsort(first_rows)
         reason[first_rows[reason[first_rows] < 0]] = FIRST_CALL
 
@@ -424,26 +613,25 @@ def one_time_work(trace: Trace) -> OneTime:
                     cols.of_kind(*_FIRST_STEP_KINDS) & in_first & (cols.name >= 0) & ~seen_later[cols.name]
                 )
                 flag(only_first, FIRST_STEP)
-                flag(allocation & in_first, ALLOCATION)
+                flag(alloc_all[in_first[alloc_all]], ALLOCATION)
                 warmup_end = step_end
         elif len(steps) < 2 and reason.max(initial=-1) >= 0:
             warmup_end = int(cols.end[reason >= 0].max())
-            flag(allocation & (cols.start < warmup_end), ALLOCATION)
-        alloc_rows = np.flatnonzero(allocation & host)
-        keys = pd.DataFrame(
-            {"thread": thread_key(cols.pid[alloc_rows], cols.tid[alloc_rows]), "name": cols.name[alloc_rows]}
-        )
-        first_of_name = alloc_rows[~keys.duplicated().to_numpy()]  # rows are in start order
+            flag(alloc_all[cols.start[alloc_all] < warmup_end], ALLOCATION)
+        alloc_rows = alloc_all[cols.tid[alloc_all] >= 0]
+        # the first call of each allocation name on each thread (rows are in start order)
+        first_of_name = alloc_rows[
+            _first_of_each(thread_key(cols.pid[alloc_rows], cols.tid[alloc_rows]), cols.name[alloc_rows])
+        ]
         first_of_name = first_of_name[
             cols.end[first_of_name] - cols.start[first_of_name] >= FIRST_CALL_MIN_NS
         ]
         reason[first_of_name[reason[first_of_name] < 0]] = ALLOCATION
-        # Read only with ``api`` (first_api takes API calls but blocking ones): the names tested at the API rows.
+        # first_api takes API calls but blocking ones: at API rows the sync category is the blocking-sync name
+        # test (host_category_codes gives it to exactly those)
         blocking = base == HOST_CATEGORY_PRIORITY.index(SYNC)
-        at_api = np.flatnonzero(api)
-        blocking[at_api] |= code_mask(cols.name[at_api], names, is_blocking_sync)
-        del at_api
-        api_rows, api_excess, api_medians = _first_api_calls(trace, api, blocking)
+        api_rows, api_excess, api_medians = _first_api_calls(trace, api_rows, blocking, api_names)
+        del blocking
         unflagged = reason[api_rows] < 0  # a row another rule flagged is one-time as a whole
         api_rows, api_excess, api_medians = api_rows[unflagged], api_excess[unflagged], api_medians[unflagged]
         reason[api_rows] = FIRST_API
