@@ -1,7 +1,7 @@
 """analyses/startup.py's shared values (host_categories, one_time_work) as first written against as they are now, on
 one loaded trace, in one process.
 
-The earlier code is the reference copy in tests/test_startup_row_fast_paths.py (``names.host_category_codes`` for
+The earlier code is the reference copy in tests/test_startup_row_fast_paths.py (``ref_host_category_codes`` for
 the host categories; ``ref_one_time_work``, given the memoized host categories as the code read them). Each side
 is timed (process CPU time) ``--rounds`` times, alternately, with the memo of the value dropped before each run of
 the current code (the values it derives from, launch pairs, device busy, steps, stay computed: both sides read
@@ -21,13 +21,12 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
 import numpy as np  # noqa: E402
-from test_startup_row_fast_paths import ref_one_time_work  # noqa: E402
+from test_startup_row_fast_paths import ref_host_category_codes, ref_one_time_work  # noqa: E402
 
 import tracelens  # noqa: E402
 from tracelens.analyses import startup  # noqa: E402
 from tracelens.analyses.columns import event_columns  # noqa: E402
 from tracelens.analyses.derived import forget  # noqa: E402
-from tracelens.analyses.names import host_category_codes  # noqa: E402
 
 
 def cpu(fn):  # noqa: ANN001, ANN201
@@ -44,10 +43,12 @@ def main() -> int:
     t, trace = cpu(lambda: tracelens.load(args.trace))
     print(f"{Path(args.trace).name}: {len(trace.events):,} events, load {t:.1f} s CPU", flush=True)
     cols = event_columns(trace)
-    startup.one_time_work(trace)  # the values it derives from (launch pairs, device busy, steps), computed once
+    startup.one_time_work(
+        trace
+    )  # the values it derives from (launch pairs, device busy, steps), computed once
     times: dict[str, list[float]] = {"hc_old": [], "hc_new": [], "otw_old": [], "otw_new": []}
     for _ in range(args.rounds):
-        t, old_hc = cpu(lambda: host_category_codes(cols.kind, cols.name, cols.names))
+        t, old_hc = cpu(lambda: ref_host_category_codes(cols.kind, cols.name, cols.names))
         times["hc_old"].append(t)
         forget(trace, ["host_categories"])
         t, new_hc = cpu(lambda: startup.host_categories(trace))

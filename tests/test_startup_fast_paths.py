@@ -9,7 +9,7 @@ import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tracelens.analyses.startup import _group_firsts, _group_medians
+from tracelens.analyses.grouping import group_firsts, group_medians
 
 rows_strategy = st.lists(
     st.tuples(
@@ -49,7 +49,7 @@ def test_firsts_and_later_medians_equal_pandas(
     )
     expected_firsts, expected_medians = pandas_reference(frame)
 
-    order, first, group = _group_firsts(outer, name, start)
+    order, first, group = group_firsts(outer, name, start)
     # every group's rows together, in start order (ties in row order); groups in any order
     assert sorted(order.tolist()) == list(range(len(rows)))
     assert np.array_equal(np.flatnonzero(first), np.flatnonzero(np.diff(group, prepend=-1)))
@@ -60,7 +60,7 @@ def test_firsts_and_later_medians_equal_pandas(
         assert len({keys[i] for i in np.flatnonzero(group == g)}) == 1
         assert members.tolist() == sorted(members.tolist(), key=lambda r: (start[r], r))
     assert sorted(order[first].tolist()) == sorted(expected_firsts)
-    medians, counts = _group_medians(group[~first], duration[order][~first], int(group[-1]) + 1)
+    medians, counts = group_medians(group[~first], duration[order][~first], int(group[-1]) + 1)
     got = {
         (int(outer[order[i]]), int(name[order[i]])): float(medians[group[i]])
         for i in np.flatnonzero(first)
@@ -77,7 +77,7 @@ def test_group_medians_packed_and_lexsorted_agree_with_pandas() -> None:
         rng.integers(0, 1000, 400),  # packed with the group number into one int64
         np.where(rng.random(400) < 0.1, 2**61, rng.integers(0, 1000, 400)),  # too wide to pack: lexsort
     ):
-        medians, counts = _group_medians(group, values, 6)
+        medians, counts = group_medians(group, values, 6)
         reference = pd.Series(values).groupby(group).median()
         assert medians[:5].tolist() == reference.tolist() and np.isnan(medians[5])
         assert counts.tolist() == np.bincount(group, minlength=6).tolist()
@@ -85,7 +85,7 @@ def test_group_medians_packed_and_lexsorted_agree_with_pandas() -> None:
 
 def test_even_count_median_is_the_mean_of_the_middle_two() -> None:
     # group 0: 7, 1, 4, 10 -> sorted 1 4 7 10 -> (4 + 7) / 2; group 1: 3 -> 3; group 2: none
-    medians, counts = _group_medians(np.array([0, 0, 0, 0, 1]), np.array([7, 1, 4, 10, 3]), 3)
+    medians, counts = group_medians(np.array([0, 0, 0, 0, 1]), np.array([7, 1, 4, 10, 3]), 3)
     assert medians[:2].tolist() == [5.5, 3.0] and np.isnan(medians[2])
     assert counts.tolist() == [4, 1, 0]
 

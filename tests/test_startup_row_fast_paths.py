@@ -2,9 +2,9 @@
 hypothesis-generated traces and inputs:
 
 - host categories: kinds by comparison and int8 arithmetic, names tested on the dictionary's candidates
-  (``_host_category_codes``) against ``names.host_category_codes``;
-- the candidate names (``_candidate_names``): a superset of every name a predicate accepts;
-- rows of a few names by comparison (``_rows_named``) against a gather of the table;
+  (``names.host_category_codes``) against the reference copy of its earlier code;
+- the candidate names (``names.candidate_names``): a superset of every name a predicate accepts;
+- rows of a few names by comparison (``names.rows_named``) against a gather of the table;
 - the busy overlap of a few intervals (``_busy_overlap``) against ``overlap_with_union`` with the merged union;
 - the first row of each (thread, name) pair (``_first_of_each``) against pandas' ``duplicated``;
 - ``one_time_work`` as a whole (every field of OneTime) against the reference copy of its earlier compute.
@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tracelens import intervals
-from tracelens.analyses import startup
+from tracelens.analyses import grouping, startup
 from tracelens.analyses.columns import (
     DeviceBusy,
     device_busy,
@@ -29,12 +29,15 @@ from tracelens.analyses.columns import (
 )
 from tracelens.analyses.launch import launch_pairs
 from tracelens.analyses.names import (
+    CPU,
     HOST_CATEGORY_PRIORITY,
     INPUT,
+    LAUNCH,
     SYNC,
+    candidate_names,
     code_bits,
     code_mask,
-    host_category_codes,
+    dictionary_bits,
     is_allocation,
     is_blocking_sync,
     is_compile_name,
@@ -44,6 +47,8 @@ from tracelens.analyses.names import (
     is_one_time_api,
     is_one_time_overhead,
     is_warmup_name,
+    names_in_use,
+    rows_named,
 )
 from tracelens.analyses.startup import (
     _COMPILE_KINDS,
@@ -69,7 +74,9 @@ from tracelens.trace import (
     CPU_OP,
     DRIVER,
     OVERHEAD,
+    PYTHON,
     RUNTIME,
+    STEP,
     Trace,
 )
 
@@ -177,7 +184,7 @@ def ref_one_time_work(trace: Trace, base: np.ndarray | None = None) -> OneTime:
     flag(ref_long_launches(trace), LONG_LAUNCH)
 
     if base is None:
-        base = host_category_codes(cols.kind, cols.name, cols.names)
+        base = ref_host_category_codes(cols.kind, cols.name, cols.names)
     sync_rows = np.flatnonzero(base == HOST_CATEGORY_PRIORITY.index(SYNC))
     input_ranges = cols.of_kind(ANNOTATION) & (base == HOST_CATEGORY_PRIORITY.index(INPUT))
     first_rows, medians = ref_first_calls(trace, cols.of_kind(CPU_OP) | input_ranges, sync_rows)
@@ -415,13 +422,43 @@ def test_one_time_work_equals_the_reference(rows: list[dict]) -> None:
     assert _same(got.first_api_medians, want.first_api_medians)
 
 
+def ref_host_category_codes(kind: np.ndarray, name: np.ndarray, names: np.ndarray) -> np.ndarray:
+    """names.host_category_codes before the candidate-name path (the reference copy)."""
+
+    def kinds_table(*wanted: str) -> np.ndarray:
+        lookup = np.zeros(len(ALL_KINDS) + 1, bool)  # the extra slot is kind -1 (unknown)
+        lookup[[ALL_KINDS.index(k) for k in wanted]] = True
+        return lookup
+
+    launch = HOST_CATEGORY_PRIORITY.index(LAUNCH)
+    # cpu and launch by kind, in one gather of a per-kind table; the name rules then at the rows they change
+    by_kind = np.full(len(ALL_KINDS) + 1, -1, np.int8)
+    by_kind[kinds_table(CPU_OP, PYTHON)] = HOST_CATEGORY_PRIORITY.index(CPU)
+    by_kind[kinds_table(RUNTIME, DRIVER)] = launch
+    out = by_kind[kind]
+    # Only the API calls' names are tested as syncs (a few dozen, not every NVTX text of the trace).
+    api_rows = np.flatnonzero(out == launch)
+    sync_rows = api_rows[code_mask(name[api_rows], names, is_blocking_sync)]
+    del api_rows
+    input_names = np.zeros(len(names) + 1, bool)  # code -1 picks the last slot
+    used = names_in_use(name, len(names))
+    input_names[used] = np.fromiter((is_input(str(names[i])) for i in used), dtype=bool, count=used.size)
+    if input_names.any():  # (none in most traces: no row read)
+        rows = np.flatnonzero(input_names[name])
+        out[rows[kinds_table(RUNTIME, DRIVER, CPU_OP, PYTHON, ANNOTATION, STEP)[kind[rows]]]] = (
+            HOST_CATEGORY_PRIORITY.index(INPUT)
+        )
+    out[sync_rows] = HOST_CATEGORY_PRIORITY.index(SYNC)  # after input: a sync is never input
+    return out
+
+
 @settings(max_examples=150, deadline=None, database=None)
 @given(traces())
 def test_host_categories_equal_host_category_codes(rows: list[dict]) -> None:
     trace = Trace.from_rows(rows)
     cols = event_columns(trace)
     got = startup.host_categories(trace)
-    want = host_category_codes(cols.kind, cols.name, cols.names)
+    want = ref_host_category_codes(cols.kind, cols.name, cols.names)
     assert got.dtype == want.dtype == np.int8
     assert got.tolist() == want.tolist()
 
@@ -465,18 +502,18 @@ TRICKY = (
 @given(st.lists(st.one_of(st.sampled_from(TRICKY), st.text(max_size=30)), max_size=25))
 def test_candidate_names_hold_every_name_a_predicate_accepts(names: list[str]) -> None:
     dictionary = np.array(names, dtype=object)
-    candidates = set(startup._candidate_names(dictionary).tolist())
+    candidates = set(candidate_names(dictionary).tolist())
     for i, name in enumerate(names):
         if any(p(name) for p in PREDICATES):
             assert i in candidates, name
-    bits = startup._name_bits(dictionary, PREDICATES)
+    bits = dictionary_bits(dictionary, PREDICATES)
     want = code_bits(np.arange(len(names)), dictionary, PREDICATES)
     assert bits.tolist() == want.tolist()
 
 
 def test_candidate_names_of_a_dictionary_that_is_not_all_strings() -> None:
     dictionary = np.array(["cudaMalloc", 3, None, "forward"], dtype=object)
-    assert startup._name_bits(dictionary, (is_allocation,)).tolist() == [1, 0, 0, 0, 0]
+    assert dictionary_bits(dictionary, (is_allocation,)).tolist() == [1, 0, 0, 0, 0]
 
 
 @settings(max_examples=150, deadline=None, database=None)
@@ -487,7 +524,7 @@ def test_candidate_names_of_a_dictionary_that_is_not_all_strings() -> None:
 def test_rows_named_equals_the_gather(codes: list[int], set_codes: list[bool]) -> None:
     name = np.array(codes, np.int32)
     table = np.append(np.array(set_codes, bool), False)
-    got = startup._rows_named(name, table)
+    got = rows_named(name, table)
     if not table.any():
         assert got is None
     else:
@@ -595,7 +632,7 @@ def test_medians_of_few_groups_equal_the_two_middle_values(pairs: list[tuple[int
     # one selection per group (the middle value below taken as the largest before it) against a full sort
     group = np.array([p[0] for p in pairs], np.int8)
     values = np.array([p[1] for p in pairs], np.int64)
-    medians, counts = startup._medians_of(group, values, 8)
+    medians, counts = grouping.medians_of(group, values, 8)
     for g in range(8):
         mine = np.sort(values[group == g])
         assert counts[g] == mine.size

@@ -38,35 +38,33 @@ Rules (docs/analyses.md, "startup"), each a reason code on the rows it flags:
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
-import pyarrow.compute as pc
 
 from .. import intervals
 from ..trace import ALL_KINDS, ANNOTATION, CPU_OP, DRIVER, OVERHEAD, PYTHON, RUNTIME, STEP, Trace
 from .columns import DeviceBusy, device_busy, event_columns, memo, step_windows, thread_key
+from .grouping import group_codes, group_firsts, group_medians, medians_of
+from .kinds import kind_mask
 from .launch import launch_pairs
 from .names import (
-    CPU,
     HOST_CATEGORY_PRIORITY,
     INPUT,
-    LAUNCH,
     SYNC,
     code_mask,
+    dictionary_bits,
+    host_category_codes,
     is_allocation,
-    is_blocking_sync,
     is_compile_name,
     is_graph_launch,
-    is_input,
     is_kernel_launch,
     is_one_time_api,
     is_one_time_overhead,
     is_warmup_name,
+    rows_named,
 )
 
 LONG_LAUNCH_NS = 1_000_000
@@ -140,7 +138,9 @@ def _long_launches(trace: Trace) -> np.ndarray:
     # the long matched calls first (few), then their names
     at = np.flatnonzero(pairs["matched"] & (launch_end - launch_start >= LONG_LAUNCH_NS))
     at = at[
-        code_mask(pairs["launch_name"][at], cols.names, lambda n: is_kernel_launch(n) and not is_graph_launch(n))
+        code_mask(
+            pairs["launch_name"][at], cols.names, lambda n: is_kernel_launch(n) and not is_graph_launch(n)
+        )
     ]
     device, launch_row = pairs["device"][at], pairs["launch_row"][at]
     launch_start, launch_end = launch_start[at], launch_end[at]
@@ -181,9 +181,13 @@ def _busy_overlap(busy: list[DeviceBusy], start: np.ndarray, end: np.ndarray) ->
     total = sum(b.busy_starts.size for b in busy)
     if bool((end >= start).all()):
         first = [np.searchsorted(b.busy_ends, start, side="right") for b in busy]  # the first ending after it
-        stop = [np.searchsorted(b.busy_starts, end, side="left") for b in busy]  # those starting before its end
+        stop = [
+            np.searchsorted(b.busy_starts, end, side="left") for b in busy
+        ]  # those starting before its end
         counts = [np.maximum(s - f, 0) for f, s in zip(first, stop, strict=True)]
-        spans = end - start + 1  # each interval's own stretch of a line, one apart: merged pieces never join two
+        spans = (
+            end - start + 1
+        )  # each interval's own stretch of a line, one apart: merged pieces never join two
         offset = np.cumsum(spans) - spans
         if sum(int(c.sum()) for c in counts) <= total // 4 + _FEW_PIECES and int(spans.sum()) < 2**62:
             piece_starts, piece_ends = [], []
@@ -193,7 +197,9 @@ def _busy_overlap(busy: list[DeviceBusy], start: np.ndarray, end: np.ndarray) ->
                 shift = offset[which] - start[which]
                 piece_starts.append(np.maximum(b.busy_starts[at], start[which]) + shift)
                 piece_ends.append(np.minimum(b.busy_ends[at], end[which]) + shift)
-            merged_starts, merged_ends = intervals.merge(np.concatenate(piece_starts), np.concatenate(piece_ends))
+            merged_starts, merged_ends = intervals.merge(
+                np.concatenate(piece_starts), np.concatenate(piece_ends)
+            )
             covered = np.zeros(merged_starts.size + 1, np.int64)
             np.cumsum(merged_ends - merged_starts, out=covered[1:])
             bounds = np.searchsorted(merged_starts, np.append(offset, offset[-1] + spans[-1]))
@@ -202,51 +208,6 @@ def _busy_overlap(busy: list[DeviceBusy], start: np.ndarray, end: np.ndarray) ->
         np.concatenate([b.busy_starts for b in busy]), np.concatenate([b.busy_ends for b in busy])
     )
     return intervals.overlap_with_union(start, end, union_starts, union_ends)
-
-
-def _group_firsts(
-    outer: np.ndarray, inner: np.ndarray, start: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Rows grouped by (outer, inner), each group in start order (ties in row order): (the order, whether each
-    ordered row is its group's first, each ordered row's group number). Groups come in no particular order."""
-    if start.size > 1 and bool((start[1:] >= start[:-1]).all()):
-        # rows in start order already (host rows are): a stable sort by group alone keeps that order within each
-        # group; groups numbered by hashing (few: names x threads), sorted by radix where they fit 16 bits
-        outer_code = pd.factorize(outer)[0].astype(np.int64)
-        code, uniques = pd.factorize(outer_code * (int(inner.max()) + 1) + inner)
-        order = np.argsort(code.astype(np.uint16) if uniques.size < 2**16 else code, kind="stable")
-        ordered = code[order]
-    else:
-        order = np.lexsort((start, inner, outer))  # stable: ties keep row order
-        ordered = None
-    first = np.ones(order.size, bool)
-    if ordered is not None:
-        first[1:] = ordered[1:] != ordered[:-1]
-    else:
-        o, i = outer[order], inner[order]
-        first[1:] = (o[1:] != o[:-1]) | (i[1:] != i[:-1])
-    return order, first, np.cumsum(first) - 1
-
-
-def _group_medians(group: np.ndarray, values: np.ndarray, groups: int) -> tuple[np.ndarray, np.ndarray]:
-    """(per group: its median as float64 (NaN without values), its value count). The median of an even count is
-    the mean of the middle two, as pandas' groupby median computes it: (a + b) / 2 in float64."""
-    counts = np.bincount(group, minlength=groups)
-    medians = np.full(groups, np.nan)
-    if values.size:
-        low = int(values.min())
-        width = int(values.max()) - low + 1
-        if groups * width < 2**62:  # (group, value) packed into one int64: one sort of plain integers
-            packed = np.sort(group.astype(np.int64) * width + (values - low))
-            ordered = (packed % width + low).astype(np.float64)
-        else:
-            ordered = values[np.lexsort((values, group))].astype(np.float64)
-        starts = np.cumsum(counts) - counts
-        has = np.flatnonzero(counts)
-        lo = starts[has] + (counts[has] - 1) // 2
-        hi = starts[has] + counts[has] // 2
-        medians[has] = (ordered[lo] + ordered[hi]) / 2
-    return medians, counts
 
 
 def _first_rows(
@@ -259,7 +220,7 @@ def _first_rows(
     group numbers (no sort of all the rows by group), and only the groups whose first row is long enough (few)
     have their later rows' median taken."""
     if start.size > 1 and bool((start[1:] >= start[:-1]).all()):
-        code, groups = _group_codes(outer, inner)
+        code, groups = group_codes(outer, inner)
         first_at = np.empty(groups, np.int64)
         first_at[code[::-1]] = np.arange(code.size)[::-1]  # the last write, the smallest position, stays
         firsts = np.sort(first_at[duration[first_at] >= min_first])
@@ -275,16 +236,16 @@ def _first_rows(
         is_later[firsts] = False
         later = np.flatnonzero(is_later)
         del is_later
-        medians, counts = _medians_of(member[later], duration[later], firsts.size)
+        medians, counts = medians_of(member[later], duration[later], firsts.size)
         has_later = counts > 0  # a name seen once has no baseline
         return firsts[has_later], medians[has_later]
-    order, first, group = _group_firsts(outer, inner, start)
+    order, first, group = group_firsts(outer, inner, start)
     ordered = duration[order]
     at = np.flatnonzero(first & (ordered >= min_first))
     wanted_group = np.zeros(int(group[-1]) + 1, bool)
     wanted_group[group[at]] = True
     later = ~first & wanted_group[group]
-    medians, counts = _group_medians(group[later], ordered[later], wanted_group.size)
+    medians, counts = group_medians(group[later], ordered[later], wanted_group.size)
     at = at[counts[group[at]] > 0]
     firsts, median = order[at], medians[group[at]]
     by_position = np.argsort(firsts)
@@ -304,49 +265,6 @@ def _long_first_calls(
     firsts, median = _first_rows(outer, inner, start, duration, min_first)
     long = (duration[firsts] >= FIRST_CALL_FACTOR * median) & (duration[firsts] - median >= FIRST_API_MIN_NS)
     return firsts[long], median[long]
-
-
-def _group_codes(outer: np.ndarray, inner: np.ndarray) -> tuple[np.ndarray, int]:
-    """(dense group number of each row's (outer, inner) pair, number of groups); numbers in no particular order.
-    Pairs of ints in a small range (names x processes) are numbered through a table of the range, others by
-    hashing."""
-    limit = max(4 * outer.size, 1 << 16)
-    inner_lo, inner_span = int(inner.min()), int(inner.max()) - int(inner.min()) + 1
-    outer_lo, outer_span = int(outer.min()), int(outer.max()) - int(outer.min()) + 1
-    if outer_span * inner_span < limit:
-        key = outer.astype(np.int64)
-        key -= outer_lo
-    else:
-        key = pd.factorize(outer)[0].astype(np.int64)
-    key *= inner_span
-    key += inner
-    key -= inner_lo
-    if int(key.max()) < limit:
-        present = np.zeros(int(key.max()) + 1, bool)
-        present[key] = True
-        number = np.cumsum(present) - 1
-        return number[key], int(number[-1]) + 1
-    code, uniques = pd.factorize(key)
-    return code.astype(np.int64), int(uniques.size)
-
-
-def _medians_of(group: np.ndarray, values: np.ndarray, groups: int) -> tuple[np.ndarray, np.ndarray]:
-    """``_group_medians`` for a few groups: each group's middle values found by a partition of its values (no
-    sort of them all), giving the same (a + b) / 2."""
-    if groups > 8:
-        return _group_medians(group, values, groups)
-    counts = np.bincount(group, minlength=groups)
-    medians = np.full(groups, np.nan)
-    for g in np.flatnonzero(counts):  # a loop over the few groups
-        # np.compress, not values[mask]: 3x faster where the groups interleave
-        mine = np.compress(group == g, values) if groups > 1 else values
-        lo, hi = (mine.size - 1) // 2, mine.size // 2
-        # one selection, not two (5x cheaper): the element at hi in place, and everything before it no larger, so
-        # the one at lo (hi - 1 where the count is even) is the largest of those
-        middle = np.partition(mine, hi)
-        low = middle[hi] if lo == hi else middle[:hi].max()
-        medians[g] = (float(low) + float(middle[hi])) / 2
-    return medians, counts
 
 
 def _first_api_calls(
@@ -411,110 +329,12 @@ def _first_calls(trace: Trace, candidates: np.ndarray, base: np.ndarray) -> tupl
     return first_rows[keep], medians[keep]
 
 
-# Every name that a predicate the host categories or the name rules test accepts (input waits, blocking syncs,
-# one-time APIs, allocations, compile words, warm-up, module loading) starts with one of these prefixes or,
-# lower-cased, contains one of these hints; a non-ASCII name is always tested (Python's lower() and the regexes'
-# case folding reach beyond ASCII). Arrow finds the names with them in a few passes over the dictionary, so the
-# predicates run in Python on those few names only and no pass over the rows collects the names in use.
-_NAME_PREFIXES = ("cu", "hip", "miopen", "rocblas", "nccl", "rccl")  # APIs, allocations, syncs
-_NAME_HINTS = (
-    *("compil", "autotun", "dynamo_timed", "inductor_do_bench_using_profiling"),  # is_compile_name
-    "warm",  # is_warmup_name
-    *("module load", "function load", "context creat", "context init"),  # is_one_time_overhead
-    *("dataloader", "iterator", "tracelens/data"),  # is_input's hints, lower-cased
-)
-_HINTS_PATTERN = "|".join(_NAME_HINTS)  # letters, digits, "_", "/" and spaces: no regex syntax
-assert all(c.isalnum() or c in "_/ " for c in _HINTS_PATTERN.replace("|", ""))
-# Rows whose name is one of this many codes or fewer are found by one comparison per code: a pass over the int32
-# codes each, 6x cheaper than a gather of a table by code (numpy widens the index to int64 first).
-_FEW_CODES = 4
-
-
-def _candidate_names(names: np.ndarray) -> np.ndarray:
-    """Dictionary positions of the names a predicate of this module may accept (a superset: _NAME_HINTS)."""
-    try:
-        text = pa.array(names, type=pa.string())
-    except (pa.ArrowInvalid, pa.ArrowTypeError):  # not all strings: every name is tested, as str(name)
-        return np.arange(len(names))
-    maybe = pc.invert(pc.string_is_ascii(text))
-    for prefix in _NAME_PREFIXES:
-        maybe = pc.or_(maybe, pc.starts_with(text, prefix))
-    maybe = pc.or_(maybe, pc.match_substring_regex(pc.ascii_lower(text), _HINTS_PATTERN))  # one pass for all
-    return np.flatnonzero(pc.fill_null(maybe, True).to_numpy(zero_copy_only=False))  # null: tested as "None"
-
-
-def _name_bits(names: np.ndarray, predicates: tuple[Callable[[str], bool], ...]) -> np.ndarray:
-    """Per dictionary code (and a last slot for -1, all clear): bit k set where ``predicates[k]`` (at most 8, each
-    one whose names _NAME_HINTS covers) holds for the name. ``names.code_bits`` tests the names the rows use,
-    found by a pass over every row; this tests the dictionary's candidates."""
-    bits = np.zeros(len(names) + 1, np.uint8)
-    for i in _candidate_names(names):  # a loop over the few candidate names, not rows
-        name = str(names[i])
-        bits[i] = sum(1 << k for k, predicate in enumerate(predicates) if predicate(name))
-    return bits
-
-
-def _rows_named(name: np.ndarray, table: np.ndarray) -> np.ndarray | None:
-    """Boolean per row: ``table[name]`` (``table``: a bool per code, and a False last slot for code -1); None
-    where no code is set (no row is)."""
-    codes = np.flatnonzero(table[:-1])
-    if codes.size == 0:
-        return None
-    if codes.size > _FEW_CODES:
-        return table[name]
-    mask = name == int(codes[0])
-    for code in codes[1:]:
-        mask |= name == int(code)
-    return mask
-
-
-def _kinds_table(*wanted: str) -> np.ndarray:
-    lookup = np.zeros(len(ALL_KINDS) + 1, bool)  # the extra slot is kind -1 (unknown)
-    lookup[[ALL_KINDS.index(k) for k in wanted]] = True
-    return lookup
-
-
-def _kind_is(kind: np.ndarray, *wanted: str) -> np.ndarray:
-    """``kind`` one of ``wanted`` (a few): a comparison per kind, no gather."""
-    mask = kind == ALL_KINDS.index(wanted[0])
-    for k in wanted[1:]:
-        mask |= kind == ALL_KINDS.index(k)
-    return mask
-
-
-_INPUT_KINDS = _kinds_table(RUNTIME, DRIVER, CPU_OP, PYTHON, ANNOTATION, STEP)
-
-
-def _host_category_codes(kind: np.ndarray, name: np.ndarray, names: np.ndarray) -> np.ndarray:
-    """``names.host_category_codes``, the same codes: cpu and launch by comparisons of the kinds (no gather of a
-    per-kind table), input waits and blocking syncs tested on the dictionary's candidate names, their rows found
-    by comparisons where they are few names (often none: no row read)."""
-    # -1, cpu or launch by arithmetic on the two (disjoint) kind masks as int8: 4x cheaper than a masked store
-    out = _kind_is(kind, CPU_OP, PYTHON).view(np.int8) * np.int8(HOST_CATEGORY_PRIORITY.index(CPU) + 1)
-    api = _kind_is(kind, RUNTIME, DRIVER)
-    out += api.view(np.int8) * np.int8(HOST_CATEGORY_PRIORITY.index(LAUNCH) + 1)
-    out -= np.int8(1)
-    bits = _name_bits(names, (is_input, is_blocking_sync))
-    inputs = _rows_named(name, (bits & 1) != 0)
-    if inputs is not None:
-        rows = np.flatnonzero(inputs)
-        del inputs
-        out[rows[_INPUT_KINDS[kind[rows]]]] = HOST_CATEGORY_PRIORITY.index(INPUT)
-    sync = _rows_named(name, (bits & 2) != 0)
-    if sync is not None:  # after input: a sync is never input
-        sync &= api
-        change = np.subtract(np.int8(HOST_CATEGORY_PRIORITY.index(SYNC)), out)  # out += sync * (SYNC - out)
-        change *= sync.view(np.int8)
-        out += change
-    return out
-
-
 def host_categories(trace: Trace) -> np.ndarray:
     """``host_category_codes`` of every event row, computed once per trace (read only: copy to change it)."""
 
     def compute() -> np.ndarray:
         cols = event_columns(trace)
-        codes = _host_category_codes(cols.kind, cols.name, cols.names)
+        codes = host_category_codes(cols.kind, cols.name, cols.names)
         codes.flags.writeable = False
         return codes
 
@@ -532,7 +352,7 @@ def _first_of_each(keys: np.ndarray, name: np.ndarray) -> np.ndarray:
     return np.sort(order[first])
 
 
-# The name rules (one bit each in _name_bits) and the kinds each looks at; the first four flag NAME.
+# The name rules (one bit each in dictionary_bits) and the kinds each looks at; the first four flag NAME.
 _NAME_RULES = (
     (is_one_time_api, (RUNTIME, DRIVER)),
     (is_compile_name, _COMPILE_KINDS),
@@ -561,15 +381,15 @@ def one_time_work(trace: Trace) -> OneTime:
             rows = rows[(cols.tid[rows] >= 0) & (reason[rows] < 0)]  # host rows: tested at the rows only
             reason[rows] = code
 
-        api = _kind_is(cols.kind, RUNTIME, DRIVER)
+        api = kind_mask(cols.kind, (RUNTIME, DRIVER))
         api_rows = np.flatnonzero(api)
         # The five name rules: each candidate name of the dictionary tested once, the rows with a name that
         # passes one found (by comparisons where those are few names: often none), each such row's name bits
         # kept where its kind takes part in the rule (one-time API names on API calls, compile words on ops,
         # ranges, steps and calls, warm-up on ranges and steps, module loading on overhead rows, allocations on
         # API calls)
-        bits = _name_bits(names, tuple(rule for rule, _ in _NAME_RULES))
-        named = _rows_named(cols.name, (bits & 0b1111) != 0)  # the four name rules
+        bits = dictionary_bits(names, tuple(rule for rule, _ in _NAME_RULES))
+        named = rows_named(cols.name, (bits & 0b1111) != 0)  # the four name rules
         if named is not None:
             rows = np.flatnonzero(named)
             del named
@@ -577,15 +397,15 @@ def one_time_work(trace: Trace) -> OneTime:
         # allocation calls: API rows (ascending) with an allocation name, tested at the API rows only (their
         # names read once, for the first_api rule too)
         api_names = cols.name[api_rows]
-        allocation = _rows_named(api_names, (bits & 0b10000) != 0)
+        allocation = rows_named(api_names, (bits & 0b10000) != 0)
         alloc_all = np.empty(0, np.int64) if allocation is None else api_rows[np.flatnonzero(allocation)]
         del allocation
         del api
         flag(_long_launches(trace), LONG_LAUNCH)
 
         base = host_categories(trace)
-        candidates = _kind_is(cols.kind, CPU_OP)
-        candidates |= _kind_is(cols.kind, ANNOTATION) & (base == HOST_CATEGORY_PRIORITY.index(INPUT))
+        candidates = kind_mask(cols.kind, (CPU_OP,))
+        candidates |= kind_mask(cols.kind, (ANNOTATION,)) & (base == HOST_CATEGORY_PRIORITY.index(INPUT))
         first_rows, medians = _first_calls(trace, candidates, base)
         del candidates
         by_row = np.argsort(first_rows)
