@@ -49,38 +49,27 @@ def _blocks(path: Path, progress: Any, block_bytes: int, ring: _Ring | None) -> 
     """The file's (inflated) bytes in blocks of ``block_bytes``, the last one shorter: with a ring, each full
     block is the ring's next buffer (the last, short one a bytes copy), so that the ~400 MB of a large trace are
     not written to fresh pages block after block; without, each block is a new bytes object."""
-    if ring is None:
-        yield from _fresh_blocks(path, progress, block_bytes)
-        return
     with open(path, "rb") as raw:
         gzipped = raw.read(2) == b"\x1f\x8b"
         raw.seek(0)
-        stream = gzip_inflater(raw) if gzipped else raw
-        done = 0
-        while True:
-            buffer = ring.next()
-            try:
+        if ring is None:
+            stream = gzip_reader(raw) if gzipped else raw
+
+            def read() -> Any:
+                return stream.read(block_bytes)
+
+        else:
+            stream = gzip_inflater(raw) if gzipped else raw
+
+            def read() -> Any:
+                buffer = ring.next()
                 filled = _fill(stream, buffer)
-            except GZIP_ERRORS as err:
-                raise InputError(f"truncated or corrupt gzip data ({err})", path=path) from None
-            if not filled:
-                return
-            position = raw.tell()
-            progress.advance(position - done)
-            done = position
-            yield buffer if filled == block_bytes else bytes(memoryview(buffer)[:filled])
+                return buffer if filled == block_bytes else bytes(memoryview(buffer)[:filled])
 
-
-def _fresh_blocks(path: Path, progress: Any, block_bytes: int) -> Iterator[bytes]:
-    """:func:`_blocks` without a ring: each block a new bytes object."""
-    with open(path, "rb") as raw:
-        gzipped = raw.read(2) == b"\x1f\x8b"
-        raw.seek(0)
-        stream = gzip_reader(raw) if gzipped else raw
         done = 0
         while True:
             try:
-                block = stream.read(block_bytes)
+                block = read()
             except GZIP_ERRORS as err:
                 raise InputError(f"truncated or corrupt gzip data ({err})", path=path) from None
             if not block:
