@@ -33,6 +33,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from common import ensure_bytecode
+
 BENCH_DIR = Path(__file__).resolve().parent
 REPO_ROOT = BENCH_DIR.parent
 DEFAULT_INPUTS = (
@@ -135,6 +137,7 @@ print(json.dumps(parts))
 
 def run(tree: Path, code: str, path: Path, *args: str) -> dict:
     """One fresh process: wall, CPU and peak RSS from its own rusage."""
+    ensure_bytecode(tree)
     env = {**os.environ, "PYTHONPATH": str(tree)}
     with tempfile.TemporaryFile("w+") as err:  # the CLI's "wrote ..." line; shown when the child fails
         started = time.perf_counter()
