@@ -195,7 +195,10 @@ class KernelOccupancy:
         grid_fill = np.full(n, np.nan)  # min(1, grid blocks / SMs)
         shape = np.full(n, np.nan)  # occupancy the block shape alone allows
         self.device_notes: dict[int, dict[str, Any]] = {}
-        for dev in np.unique(device[~np.isnan(device)]).astype(np.int64):
+        present = np.sort(device[~np.isnan(device)])  # distinct: not np.unique, which imports numpy.ma
+        first = np.ones(present.size, dtype=bool)
+        first[1:] = present[1:] != present[:-1]
+        for dev in present[first].astype(np.int64):
             mask = device == dev
             info = trace.device_info(int(dev))
             note: dict[str, Any] = {
