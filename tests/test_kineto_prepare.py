@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tracelens.ingest import kineto
-from tracelens.ingest.kineto import native, prepare, table
+from tracelens.ingest.kineto import native, placing, prepare, table
 from tracelens.ingest.kineto.stored import unrepresentable
 
 _ID = st.one_of(
@@ -46,7 +46,7 @@ def test_rows_in_table_order(starts: list[int], data: st.DataObject) -> None:
     m = len(starts)
     order = np.argsort(np.array(starts), kind="stable")
     rows = np.array(sorted(data.draw(st.sets(st.integers(0, m - 1)))), dtype=np.int64)
-    kept, at = table._in_table_order(rows, order, m)
+    kept, at = placing.in_table_order(rows, order, m)
     position = np.empty(m, dtype=np.int64)
     position[order] = np.arange(m)
     expected_at = position[rows]

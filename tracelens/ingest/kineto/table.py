@@ -45,6 +45,15 @@ from .blocks import (
     NESTED_KIND,
 )
 from .fields import DEVICE_FIELDS, OP_NUMBERS, OP_TEXTS
+from .placing import (
+    joined_floats,
+    joined_in_order,
+    launch_index,
+    launch_pid,
+    placed,
+    record_slots,
+    records_in_table_order,
+)
 from .prepare import int_parts, prepare_block
 from .stored import (
     Stored,
@@ -206,11 +215,28 @@ class Columns:
         name_of_raw = np.array([index[n] for n in stripped] + [-1], dtype=np.int32)
         step_of_name = np.full(len(names) + 1, math.nan)
         step_of_name[name_of_raw[:-1]] = self.step_of_name[:-1]
+        name_code: np.ndarray = np.take(name_of_raw, raw_name)  # in file order, while the sort runs
+        del raw_name
         gpu_rows = np.concatenate([p.pop("gpu_rows") + off for p, off in zip(parts, offsets, strict=True)])
         op_rows = np.concatenate([p.pop("op_rows") + off for p, off in zip(parts, offsets, strict=True)])
         launch_rows = np.concatenate(
             [p.pop("launch_rows") + off for p, off in zip(parts, offsets, strict=True)]
         )
+        # The op fields and the launches (runtime and driver calls with a correlation id and a pid), each on
+        # the few rows that have them, put in table order in the background (they wait there for the order);
+        # the launches indexed by correlation id, for the device rows' pid below.
+        op_records = background.submit(
+            records_in_table_order, parts, op_rows, ordering, m, (*OP_NUMBERS, *OP_TEXTS)
+        )
+        launches = background.submit(launch_index, parts, launch_rows, ordering, m)
+        del op_rows, launch_rows
+        # Device-side fields stay compact (GPU rows only), placed by this thread once the order is known.
+        gpu_slot = record_slots(gpu_rows, m)
+        gpu_records = {
+            k: np.concatenate([p.pop(k) for p in parts])
+            for k in (*DEVICE_FIELDS, "grid", "block", "sync_kind", "gpu_correlation", "gpu_pid", "gpu_tid")
+        }
+        del gpu_rows
         # Whether the int64 pid and tid columns hold the ids exactly (a device row's pid is its launch's, a
         # host row's pid); where not (fractional or huge ids), the depth is computed now, from the floats.
         ids_exactly = all(p.pop("pid_exact") for p in parts) & all(p.pop("tid_exact") for p in parts)
@@ -219,12 +245,12 @@ class Columns:
         floats = (
             None
             if ids_exactly or not nested_any
-            else [_joined_floats(parts, order, k) for k in ("pid", "tid")]
+            else [joined_floats(parts, order, k) for k in ("pid", "tid")]
         )
         # Joined and ordered in the background (numpy copies and gathers without holding the GIL) while this
-        # thread orders the others and places the GPU, op and launch rows.
+        # thread orders the others and places the GPU rows.
         joined = {
-            key: background.submit(_joined_in_order, parts, order, key)
+            key: background.submit(joined_in_order, parts, order, key)
             for key in (
                 "duration",
                 "pid",
@@ -235,30 +261,17 @@ class Columns:
                 "correlation_valid",
             )
         }
-        external = background.submit(_joined_in_order, parts, order, "external_id")
-        external_valid = background.submit(_joined_in_order, parts, order, "external_id_valid")
+        external = background.submit(joined_in_order, parts, order, "external_id")
+        external_valid = background.submit(joined_in_order, parts, order, "external_id_valid")
         kind = np.take(kind, order)
         start = np.take(start, order)
-        name_code: np.ndarray = np.take(name_of_raw, np.take(raw_name, order))
-        del raw_name
-        # Device-side fields stay compact (GPU rows only); `at` is where each lands in the sorted table, in
-        # table order (the rows of every GPU-only column are then ascending, as a SparseColumn holds them).
-        kept_gpu, at = _in_table_order(gpu_rows, order, m)
-        gpu = {
-            k: np.concatenate([p.pop(k) for p in parts])[kept_gpu]
-            for k in (*DEVICE_FIELDS, "grid", "block", "sync_kind", "gpu_correlation", "gpu_pid", "gpu_tid")
-        }
-        # The op fields likewise stay on the few rows that have one.
-        kept_op, at_op = _in_table_order(op_rows, order, m)
-        op = {k: np.concatenate([p.pop(k) for p in parts])[kept_op] for k in (*OP_NUMBERS, *OP_TEXTS)}
-        del op_rows, kept_op
-        # The launches (runtime and driver calls with a correlation id and a pid) in table order.
-        kept_launch, _ = _in_table_order(launch_rows, order, m)
-        launch_correlation, launch_pid = (
-            np.concatenate([p.pop(k) for p in parts])[kept_launch]
-            for k in ("launch_correlation", "launch_pid")
-        )
-        del launch_rows, kept_launch
+        name_code = np.take(name_code, order)
+        # `at`: where each GPU row lands in the sorted table, in table order (the rows of every GPU-only column
+        # are then ascending, as a SparseColumn holds them).
+        kept_gpu, at = placed(gpu_slot, order)
+        del gpu_slot
+        gpu = {k: np.take(v, kept_gpu, axis=0) for k, v in gpu_records.items()}
+        del gpu_records, kept_gpu
 
         gpu_kind = kind[at]
         gpu_is_kernel = gpu_kind == KIND_CODE[KERNEL]
@@ -271,7 +284,12 @@ class Columns:
         stream_values = np.where(np.isnan(gpu["stream"]), gpu["gpu_tid"], gpu["stream"])
         # The host pid of device rows: their launch's, by correlation id (GPU annotations: none).
         device_rows = np.flatnonzero(DEVICE_SIDE[gpu_kind])
-        device_pid = _launch_pid(launch_correlation, launch_pid, gpu["gpu_correlation"][device_rows])
+        device_pid = launch_pid(launches.result(), gpu["gpu_correlation"][device_rows])
+        # the devices of the GPU rows (the device column holds no other value), found in the background
+        devices = background.submit(
+            _device_rows, document.get("deviceProperties"), device_values, names, name_code, kind
+        )
+        at_op, op = op_records.result()
         dur = joined.pop("duration").result()
         end = rel_start + dur
 
@@ -397,8 +415,6 @@ class Columns:
             {c: held.get(c) or dense.columns[c] for c in EVENT_COLUMNS if c in held or c in dense.columns},
             dense.sentinel,
         )
-        # the devices of the GPU rows: the device column holds no other value
-        devices = _device_rows(document.get("deviceProperties"), device_values, names, name_code, kind)
         info = document.get("distributedInfo")
         distributed: dict[str, Any] = info if isinstance(info, dict) else {}
         extra = {
@@ -432,7 +448,7 @@ class Columns:
             warnings=warnings,
             extra=extra,
         )
-        return Trace(events=events, devices=devices, metadata=metadata)
+        return Trace(events=events, devices=devices.result(), metadata=metadata)
 
 
 def _host_depth(store: EventStore) -> pa.Array | SparseColumn:
@@ -466,11 +482,6 @@ def _step_number(name: str) -> float:
     return math.nan if number is None else float(number)
 
 
-def _joined_in_order(parts: list[dict[str, Any]], order: np.ndarray, key: str) -> np.ndarray:
-    """Column ``key`` of all blocks, joined (each block's array dropped) and taken in ``order``."""
-    return np.take(np.concatenate([p.pop(key) for p in parts]), order)
-
-
 def _memcpy_kinds(names: list[str], name_code: np.ndarray, rows: np.ndarray, m: int) -> tuple[Stored, ...]:
     """The copy, source and destination kinds of the memcpy ``rows`` (ascending; ``name_code`` at them)."""
     parsed = [_MEMCPY_NAME.match(n) for n in names]
@@ -478,35 +489,6 @@ def _memcpy_kinds(names: list[str], name_code: np.ndarray, rows: np.ndarray, m: 
     src = [_MEMORY_KINDS.get(m.group(2).lower(), m.group(2).lower()) if m else None for m in parsed]
     dst = [_MEMORY_KINDS.get(m.group(3).lower(), m.group(3).lower()) if m else None for m in parsed]
     return tuple(dictionary_column_at(name_code, v, rows, m) for v in (copy, src, dst))
-
-
-def _launch_pid(
-    launch_correlation: np.ndarray, launch_pid: np.ndarray, correlation: np.ndarray
-) -> np.ndarray:
-    """For each ``correlation`` id, the pid of the launch (runtime or driver call, given in table order) with
-    that id: the first in table order where several have it; NaN where none has it or the id is NaN."""
-    order = np.argsort(launch_correlation, kind="stable")
-    corr, pids = launch_correlation[order], launch_pid[order]
-    out = np.full(correlation.size, np.nan)
-    if corr.size == 0:
-        return out
-    rows = np.flatnonzero(~np.isnan(correlation))
-    pos = np.searchsorted(corr, correlation[rows])
-    pos_clipped = np.minimum(pos, corr.size - 1)
-    hit = corr[pos_clipped] == correlation[rows]
-    out[rows[hit]] = pids[pos_clipped[hit]]
-    return out
-
-
-def _in_table_order(rows: np.ndarray, order: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
-    """Of joined-block rows ``rows`` (distinct), the indices into ``rows`` in table order and where each lands
-    in the table (ascending): each row's index marked and taken in ``order``, not a full inverse permutation."""
-    slot = np.zeros(m, dtype=np.int32 if rows.size < 2**31 - 1 else np.int64)
-    slot[rows] = np.arange(1, rows.size + 1)
-    taken = np.take(slot, order)
-    del slot
-    at = np.flatnonzero(taken)
-    return taken[at] - 1, at
 
 
 def _with_device_rows(
@@ -518,18 +500,6 @@ def _with_device_rows(
     pid[at_device] = data
     valid[at_device] = device_valid
     return int_column(pid, valid, "pid")
-
-
-def _joined_floats(parts: list[dict[str, Any]], order: np.ndarray, key: str) -> np.ndarray:
-    """A pid or tid column as float64 (NaN: missing), in table order: from the blocks' floats where they kept
-    them (ids the int64 column cannot hold), else from the int64 data (which then holds them exactly)."""
-    floats = []
-    for p in parts:
-        kept = p.get(f"{key}_float")
-        if kept is None:
-            kept = np.where(p[f"{key}_valid"], p[key].astype(np.float64), np.nan)
-        floats.append(kept)
-    return np.take(np.concatenate(floats), order)
 
 
 def _vendor(device_names: list[str], api_names: list[str]) -> str:
@@ -545,7 +515,11 @@ def _device_rows(
     properties: Any, device: np.ndarray, names: list[str], name_code: np.ndarray, kind: np.ndarray
 ) -> pa.Table:
     """Devices seen in the event table, with deviceProperties where the trace has them."""
-    seen = sorted({int(d) for d in np.unique(device[~unrepresentable(device, np.dtype(np.int32))])})
+    # the distinct values of a sorted copy, not np.unique: that imports numpy.ma (~7 ms of a first load)
+    values = np.sort(device[~unrepresentable(device, np.dtype(np.int32))])
+    first = np.ones(values.size, dtype=bool)
+    first[1:] = values[1:] != values[:-1]
+    seen = sorted({int(d) for d in values[first]})
     listed = properties if isinstance(properties, list) else []
     props = {int(p["id"]): p for p in listed if isinstance(p, dict) and isinstance(p.get("id"), int)}
     api_codes = np.flatnonzero(  # the distinct codes, ascending: a count per name, not a sort of the rows
