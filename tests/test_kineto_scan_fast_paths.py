@@ -21,6 +21,7 @@ from test_kineto_native import SOURCE, assert_same_block, native, needs_scanner,
 
 from tracelens.ingest import kineto
 from tracelens.ingest.kineto import fields
+from tracelens.ingest.kineto import native as native_engine
 
 pytestmark = needs_scanner
 
@@ -382,3 +383,51 @@ def test_kineto_ordered_events_and_every_break_of_the_order_are_read_as_msgspec_
     got = native(text)
     assert got is not None, text
     assert_same_block(got, want)
+
+
+_PROFILER_SPAN = (
+    '{{"ph":"X","cat":{cat},"ts":{ts},"dur":578888.534,"pid":"Spans","tid":"PyTorch Profiler",'
+    '"name":"PyTorch Profiler (0)","args":{{"Op count":0,"External id":{ext},"stream":"s 3","flops":2,'
+    '"Input Dims":[[1]]}}}}'
+)
+_HOST_EVENT = (
+    '{{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":2,"ts":{ts},"dur":1.5,'
+    '"args":{{"External id":{ext},"flops":4}}}}'
+)
+
+
+@needs_scanner
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.booleans(), min_size=1, max_size=6),
+    st.sampled_from(['"Trace"', '"trace"', '"TRACE"', '"Tr\\u0061ce"', '"Traces"', "null"]),
+    st.sampled_from(["1712195495406752.8", "1e-70", "1712195495406752"]),
+    st.booleans(),
+)
+def test_the_profilers_own_span_is_no_row_of_the_scanner_and_the_block_is_msgspecs(
+    spans: list[bool], category: str, ts: str, kineto_layout: bool
+) -> None:
+    """A complete event of category "Trace" (the profiler's span, which the reader drops) is left out of the
+    scanner's rows, its records and its strings, as the reference drops it: the same block; other spellings
+    are left to the reader's drop (or kept: "Traces", null), the same block too. Its numbers still count: a
+    deferred one (1e-70) is parsed, an out-of-range one declines the block."""
+    events = [
+        (_PROFILER_SPAN.format(cat=category, ts=ts, ext=i) if span else _HOST_EVENT.format(ts=10 + i, ext=i))
+        for i, span in enumerate(spans)
+    ]
+    text = _kineto_layout(events) if kineto_layout else "[" + ",".join(events) + "]"
+    got, want = native(text), reference(text)
+    assert got is not None, text
+    assert_same_block(got, want)
+    scanned = kineto._kineto_scan.scan_events((text.encode(),), native_engine.to_number, msgspec.json.decode)
+    emitted = len(spans) - (sum(spans) if category == '"Trace"' else 0)
+    assert scanned["rows"] == emitted and scanned["complete"] == len(spans)
+    # its category and name are none of the block's strings (an escaped "Trace" is the reader's to drop)
+    kept_span = category != '"Trace"' and any(spans)
+    assert ("Trace" in scanned["categories"]) is (kept_span and "\\" in category)
+    assert ("PyTorch Profiler (0)" in scanned["names"]) is kept_span
+    out_of_range = text.replace("1e-70", "1e400") if "1e-70" in text and any(spans) else None
+    if out_of_range is not None:
+        with pytest.raises(msgspec.ValidationError):
+            reference(out_of_range)
+        assert native(out_of_range) is None

@@ -1,7 +1,8 @@
 /* Columnar scanner for Kineto event lists: the native engine of tracelens/ingest/kineto/ (native.py).
  *
  * scan_events(pieces, to_number, decode_string) reads the Kineto events of a block cut out by kineto.split
- * (a JSON list, or the block's bytes in place: a bare comma-separated sequence of events) and returns its complete ("X") events as columns, or None when the block is not exactly
+ * (a JSON list, or the block's bytes in place: a bare comma-separated sequence of events) and returns its complete ("X") events as columns (but
+ * the profiler's own span, category "Trace", which the reader drops: counted, not a row), or None when the block is not exactly
  * what the typed msgspec decoder of kineto/msgspec_engine.py would accept (invalid JSON, a field of another JSON type,
  * an escaped key, ...). None sends the block to msgspec, which then gives the same table or the error
  * message; so this scanner only has to be exact on well-typed input, and it never guesses.
@@ -1394,6 +1395,11 @@ static inline ALWAYS_INLINE int value_start(Scanner *s) {
     return s->p < s->end ? OK : DECLINE;
 }
 
+/* Whether a category is the text "Trace" as Kineto writes it (no escape): its profiler span's. */
+static inline ALWAYS_INLINE int is_profiler_span(Span category) {
+    return (category.flags & (SPAN_PRESENT | SPAN_ESCAPED)) == SPAN_PRESENT && KEY_IS(category, "Trace");
+}
+
 /* One member of scan_event's expected sequence: its key (the comma before it, the quotes and the colon),
  * else on to the member loop, after the last value read; then its value, read as the loop reads it. */
 #define KINETO_MEMBER(literal, read)                                        \
@@ -1479,8 +1485,11 @@ members_done:
     phase = (phase_text.flags & SPAN_PRESENT) ? phase_of(phase_text) : PH_OTHER; /* ph "" by default */
     s->counts[phase]++;
     /* Deferred numbers are parsed in phase two: into the row, or, for an event not kept (row -1), only to
-     * decline the block if one is out of range, as msgspec's typed decoder then fails. */
-    row = phase == PH_COMPLETE ? (int64_t)s->rows : -1;
+     * decline the block if one is out of range, as msgspec's typed decoder then fails. A complete event of
+     * the category "Trace" (the profiler's own span, one a trace, which kineto/blocks.py makes no timeline
+     * event of) is not kept either: the reader would drop its row, and with it gathering every other row of
+     * the block (any other spelling of the category is left to it). */
+    row = phase == PH_COMPLETE && !is_profiler_span(strings[S_CAT]) ? (int64_t)s->rows : -1;
     if (row >= 0 && op_keys && (rc = add_op(s, f, strings, row, &op)) != OK) return rc;
     if (row >= 0 && (rc = add_sparse(s, f, &stream_text, row, &sparse)) != OK) return rc;
     /* a deferred number's slot: its row's (row fields), its sparse or op record's (-1: only checked) */
@@ -1488,7 +1497,7 @@ members_done:
         if ((s->deferred & (UINT32_C(1) << k)) &&
             (rc = add_text(s, k < N_ROW_FLOATS ? row : k < N_FLOATS ? sparse : op, k, s->deferred_text[k])) != OK)
             return rc;
-    if (phase != PH_COMPLETE) return OK;
+    if (row < 0) return OK;
     if (s->rows == s->capacity && (rc = grow(s)) != OK) return rc;
     {
         size_t r = s->rows;
@@ -2090,7 +2099,8 @@ static PyMethodDef methods[] = {
     {"scan_events", scan_events, METH_VARARGS,
      "scan_events(pieces, to_number, decode_string) -> dict | None\n\n"
      "The complete events of a tuple of pieces (buffers holding a JSON list of Kineto events, or a bare\n"
-     "comma-separated sequence of them) as columns, or None when they are not exactly what the kineto\n"
+     "comma-separated sequence of them) as columns (but those of category \"Trace\", the profiler's own\n"
+     "span: counted, not rows), or None when they are not exactly what the kineto\n"
      "package's typed msgspec decoder accepts (the caller then decodes them with msgspec)."},
     {"last_event_boundary", event_boundary_py, METH_VARARGS,
      "last_event_boundary(buffer) -> int\n\n"
