@@ -17,8 +17,9 @@ columns (tested on every real trace and fixture):
   was not built.
 
 The blocks' columns are then joined in file order into the event table, device table and metadata
-(:mod:`.table`), each column built as the event store keeps it (:mod:`.stored`: a column few rows carry
-straight from those rows).
+(:mod:`.table`), put in the order of their start times (:mod:`.placing`: row columns gathered, and the records
+only some rows have placed at their table rows), each column built as the event store keeps it
+(:mod:`.stored`: a column few rows carry straight from those rows).
 """
 
 from __future__ import annotations
