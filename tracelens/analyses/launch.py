@@ -158,27 +158,29 @@ def _join_ids(
     return op_ids, ids, rows, is_driver
 
 
-# Call ids below this are sorted packed with the calls' rows (and driver flags) into one int64 each.
-_PACKED_ID_LIMIT = 2**30
+# Calls are sorted as one packed int64 each, (id, driver flag, row) in this many bits, where they fit.
+_PACKED_BITS = 63
 
 
 def _sorted_calls(
     ids: np.ndarray, rows: np.ndarray, is_driver: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, bool]:
     """The calls (ids >= 0, rows ascending) sorted by (id, driver after runtime, row), one per id: (ids, rows
-    (int64), whether every id was once). Ids below 2^30 and rows below 2^32 are sorted as one packed int64 each
-    (np.sort, not a stable argsort and two gathers by its order)."""
+    (int64), whether every id was once). Where the ids, the driver flag and the rows fit in 63 bits together (the
+    rows take only the bits their count needs: 26 for the 41M rows of a training export, whose ids pass 2^31), they
+    are sorted as one packed int64 each (np.sort, not a stable argsort and two gathers by its order)."""
     driver = bool(is_driver.any())
-    if ids.size and int(ids.max()) < _PACKED_ID_LIMIT and int(rows[-1]) < 2**32:
-        shift = 33 if driver else 32
+    row_bits = max(int(rows[-1]).bit_length(), 1) if rows.size else 1
+    shift = row_bits + 1 if driver else row_bits
+    if ids.size and int(ids.max()).bit_length() + shift <= _PACKED_BITS:
         key = ids.astype(np.int64)
         key <<= shift
         if driver:
-            key |= is_driver.astype(np.int64) << 32
+            key |= is_driver.astype(np.int64) << row_bits
         key |= rows
         key.sort()
         ids = (key >> shift).astype(ids.dtype)
-        key &= 0xFFFFFFFF
+        key &= (1 << row_bits) - 1
         rows = key
     else:
         # Rows are in start order, so a stable sort on (corr, is_driver) keeps the earliest first (no driver call:
