@@ -1,5 +1,5 @@
-"""intervals.search_sorted (blocked and counted searches of ascending needles) against plain np.searchsorted, and
-the callers that use it against loop references on small inputs."""
+"""intervals.search_sorted (the compiled walk, blocked and counted searches of ascending needles) against plain
+np.searchsorted, and the callers that use it against loop references on small inputs."""
 
 from __future__ import annotations
 
@@ -19,35 +19,43 @@ Side = Literal["left", "right"]
 
 
 @contextmanager
-def small_blocks() -> Iterator[None]:
-    """Blocks of 4 needles and any haystack length, so that small inputs take every path."""
-    saved = intervals._SEARCH_BLOCK, intervals._SEARCH_MIN_HAYSTACK
+def small_blocks(compiled: bool = True) -> Iterator[None]:
+    """Blocks of 4 needles and any haystack length, so that small inputs take every path; without ``compiled``,
+    numpy's paths even where the compiled walk (_merge_search) is built."""
+    saved = intervals._SEARCH_BLOCK, intervals._SEARCH_MIN_HAYSTACK, intervals._compiled
     intervals._SEARCH_BLOCK, intervals._SEARCH_MIN_HAYSTACK = 4, 1
+    if not compiled:
+        intervals._compiled = None
     try:
         yield
     finally:
-        intervals._SEARCH_BLOCK, intervals._SEARCH_MIN_HAYSTACK = saved
+        intervals._SEARCH_BLOCK, intervals._SEARCH_MIN_HAYSTACK, intervals._compiled = saved
 
 
 @settings(max_examples=400, deadline=None)
-@given(values, values, st.booleans(), st.sampled_from(["left", "right"]))
+@given(values, values, st.booleans(), st.sampled_from(["left", "right"]), st.booleans())
 def test_search_sorted_is_searchsorted(
-    haystack: list[int], needles: list[int], sort_needles: bool, side: Side
+    haystack: list[int], needles: list[int], sort_needles: bool, side: Side, compiled: bool
 ) -> None:
     h = np.sort(np.array(haystack, np.int64))
     n = np.array(sorted(needles) if sort_needles else needles, np.int64)
-    with small_blocks():
+    with small_blocks(compiled):
         got = intervals.search_sorted(h, n, side=side)
     assert np.array_equal(got, np.searchsorted(h, n, side=side))
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.integers(0, 5), max_size=8), st.integers(1, 60), st.sampled_from(["left", "right"]))
-def test_search_sorted_many_needles(haystack: list[int], repeat: int, side: Side) -> None:
+@given(
+    st.lists(st.integers(0, 5), max_size=8),
+    st.integers(1, 60),
+    st.sampled_from(["left", "right"]),
+    st.booleans(),
+)
+def test_search_sorted_many_needles(haystack: list[int], repeat: int, side: Side, compiled: bool) -> None:
     """Many more needles than haystack values (the counted path), with repeats on both sides."""
     h = np.sort(np.array(haystack, np.int64))
     n = np.sort(np.tile(np.arange(-1, 7), repeat))
-    with small_blocks():
+    with small_blocks(compiled):
         got = intervals.search_sorted(h, n, side=side)
     assert np.array_equal(got, np.searchsorted(h, n, side=side))
 
@@ -60,6 +68,37 @@ def test_search_sorted_large() -> None:
         n = np.sort(rng.integers(-10, 10_010, count))
         for side in ("left", "right"):
             assert np.array_equal(intervals.search_sorted(h, n, side=side), np.searchsorted(h, n, side=side))
+            with small_blocks(compiled=False):
+                assert np.array_equal(
+                    intervals.search_sorted(h, n, side=side), np.searchsorted(h, n, side=side)
+                )
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from([np.iinfo(np.int64).min, -3, 0, 5, np.iinfo(np.int64).max]), st.integers(1, 300)
+        ),
+        max_size=6,
+    ),
+    st.lists(st.integers(-6, 8), max_size=40),
+    st.sampled_from(["left", "right"]),
+)
+def test_compiled_walk_gallops_over_long_runs(
+    runs: list[tuple[int, int]], needles: list[int], side: Side
+) -> None:
+    """The compiled walk (where it is built) on haystacks of long runs of equal values, the int64 extremes among
+    them: each answer found by galloping past hundreds of values, as np.searchsorted gives it."""
+    if intervals._compiled is None:
+        return
+    h = np.sort(
+        np.concatenate([np.full(count, value, np.int64) for value, count in runs] or [np.zeros(0, np.int64)])
+    )
+    n = np.sort(np.array(needles + [np.iinfo(np.int64).min, np.iinfo(np.int64).max], np.int64))
+    out = np.empty(n.size, np.int64)
+    intervals._compiled.search_ascending(h, n, out, side == "right")
+    assert np.array_equal(out, np.searchsorted(h, n, side=side))
 
 
 @settings(max_examples=300, deadline=None)

@@ -7,6 +7,11 @@ from __future__ import annotations
 
 import numpy as np
 
+try:  # the walk through ascending needles in C (optional: built at install time where a C compiler is there)
+    from . import _merge_search as _compiled
+except ImportError:
+    _compiled = None  # type: ignore[assignment]
+
 # Ascending needles are searched this many at a time, each block in the slice of the haystack its first and
 # last needle bound (see :func:`search_sorted`).
 _SEARCH_BLOCK = 1 << 14
@@ -19,8 +24,9 @@ def search_sorted(haystack: np.ndarray, needles: np.ndarray, side: str = "left")
     ascending order (the starts of merged unions, of rows in start order): many more needles than haystack values
     are counted the other way round (each haystack value placed among the needles, a running count giving each
     needle's position); otherwise each block of needles is searched in the slice of the haystack between its
-    first and last needle's positions, which stays in cache, instead of in the whole haystack. Unordered or few
-    needles: ``np.searchsorted`` itself."""
+    first and last needle's positions, which stays in cache, instead of in the whole haystack; int64 arrays where
+    the compiled helper is built: one walk through both (``_merge_search``). Unordered or few needles:
+    ``np.searchsorted`` itself."""
     needles = np.asarray(needles)
     haystack = np.asarray(haystack)
     n = needles.size
@@ -30,6 +36,14 @@ def search_sorted(haystack: np.ndarray, needles: np.ndarray, side: str = "left")
         or not bool((needles[1:] >= needles[:-1]).all())
     ):
         return np.searchsorted(haystack, needles, side=side)  # type: ignore[call-overload]
+    if _compiled is not None and haystack.dtype == np.int64 and needles.dtype == np.int64:
+        # one walk through both, galloping from each answer to the next (_merge_search.c): 3-4x faster than the
+        # blocks below on a device's gaps against its host rows
+        out = np.empty(n, np.int64)
+        _compiled.search_ascending(
+            np.ascontiguousarray(haystack), np.ascontiguousarray(needles), out, side == "right"
+        )
+        return out
     if n < 8 * haystack.size:
         return _search_blocks(haystack, needles, side)
     # haystack[first:stop] lies between the first and the last needle; each such value counts for the needles at

@@ -1,0 +1,97 @@
+/* np.searchsorted of ascending needles in a sorted haystack, by one walk through both (tracelens/intervals.py,
+ * search_sorted).
+ *
+ * numpy searches each needle in the whole haystack (about log2(haystack) probes each, most missing the cache on
+ * tens of millions of values); with the needles in ascending order every answer is at or after the previous one,
+ * so each is found by galloping forward from there: probes 1, 2, 4, ... past the previous answer, then a binary
+ * search inside the last step. O(needles * log(distance between answers)): a linear merge where the two arrays
+ * interleave (a device's gaps and its host rows), a few probes per needle where the haystack is much longer.
+ *
+ * search_ascending(haystack, needles, out, right): haystack and needles int64 (haystack sorted ascending, needles
+ * ascending), out int64 (as long as needles): out[i] = np.searchsorted(haystack, needles[i], side="right" if right
+ * else "left"). The GIL is released while it runs.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <stdint.h>
+
+static int get(PyObject *obj, Py_buffer *view, int writable, const char *name) {
+    if (PyObject_GetBuffer(obj, view, writable ? (PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) : PyBUF_C_CONTIGUOUS) < 0)
+        return -1;
+    if (view->itemsize != 8 && view->len != 0) {
+        PyErr_Format(PyExc_TypeError, "%s: int64 items expected", name);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+/* Whether the haystack value v lies before the needle x: v < x for side left, v <= x for side right. */
+#define BEFORE(v, x) (right ? (v) <= (x) : (v) < (x))
+
+static void walk(const int64_t *hay, int64_t h, const int64_t *needles, int64_t n, int64_t *out, int right) {
+    int64_t at = 0; /* every haystack value before `at` lies before the current needle */
+    for (int64_t i = 0; i < n; i++) {
+        int64_t x = needles[i];
+        if (at < h && BEFORE(hay[at], x)) {
+            /* gallop: lo lies before x; find hi (or the end) that does not */
+            int64_t lo = at, step = 1, hi = at + 1;
+            while (hi < h && BEFORE(hay[hi], x)) {
+                lo = hi;
+                step <<= 1;
+                hi = lo + step;
+            }
+            if (hi > h) hi = h;
+            /* hay[lo] before x; hay[hi] (or the end) not: the first not before x lies in (lo, hi] */
+            lo += 1;
+            while (lo < hi) {
+                int64_t mid = lo + ((hi - lo) >> 1);
+                if (BEFORE(hay[mid], x))
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+            at = lo;
+        }
+        out[i] = at;
+    }
+}
+
+static PyObject *search_ascending(PyObject *self, PyObject *args) {
+    PyObject *objs[3];
+    int right;
+    if (!PyArg_ParseTuple(args, "OOOp", &objs[0], &objs[1], &objs[2], &right)) return NULL;
+    Py_buffer v[3];
+    static const char *names[3] = {"haystack", "needles", "out"};
+    int got = 0;
+    PyObject *result = NULL;
+    for (; got < 3; got++) {
+        if (get(objs[got], &v[got], got == 2, names[got]) < 0) goto done;
+    }
+    int64_t h = v[0].len / 8, n = v[1].len / 8;
+    if (v[2].len / 8 != n) {
+        PyErr_SetString(PyExc_ValueError, "out: as long as needles expected");
+        goto done;
+    }
+    {
+        const int64_t *hay = v[0].buf, *needles = v[1].buf;
+        int64_t *out = v[2].buf;
+        Py_BEGIN_ALLOW_THREADS walk(hay, h, needles, n, out, right);
+        Py_END_ALLOW_THREADS
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    for (int i = 0; i < got; i++) PyBuffer_Release(&v[i]);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"search_ascending", search_ascending, METH_VARARGS, "search_ascending(haystack, needles, out, right)"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_merge_search", NULL, -1, methods, NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__merge_search(void) { return PyModule_Create(&module); }
