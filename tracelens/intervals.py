@@ -36,7 +36,7 @@ def search_sorted(haystack: np.ndarray, needles: np.ndarray, side: str = "left")
         or not bool((needles[1:] >= needles[:-1]).all())
     ):
         return np.searchsorted(haystack, needles, side=side)  # type: ignore[call-overload]
-    if _compiled is not None and haystack.dtype == np.int64 and needles.dtype == np.int64:
+    if walks(haystack, needles):
         # one walk through both, galloping from each answer to the next (_merge_search.c): 3-4x faster than the
         # blocks below on a device's gaps against its host rows
         out = np.empty(n, np.int64)
@@ -57,6 +57,12 @@ def search_sorted(haystack: np.ndarray, needles: np.ndarray, side: str = "left")
     # ascending: the needles [place[k - 1], place[k]) have first + k haystack values below them
     steps = np.diff(np.concatenate([[0], place, [n]]))
     return np.repeat(np.arange(first, stop + 1, dtype=np.int64), steps)
+
+
+def walks(haystack: np.ndarray, needles: np.ndarray) -> bool:
+    """Whether :func:`search_sorted` finds ascending ``needles`` (at least ``2 * _SEARCH_BLOCK`` of them) by the
+    compiled walk: int64 arrays, with the extension built."""
+    return _compiled is not None and haystack.dtype == np.int64 and needles.dtype == np.int64
 
 
 def _search_blocks(haystack: np.ndarray, needles: np.ndarray, side: str) -> np.ndarray:

@@ -122,6 +122,8 @@ def _sorted_searchsorted(haystack: np.ndarray, needles: np.ndarray) -> np.ndarra
     few haystack values searched in many needles, not every needle in the haystack."""
     if needles.size < 2 or not (needles[1:] >= needles[:-1]).all():
         return np.searchsorted(haystack, needles, side="left")
+    if intervals.walks(haystack, needles):  # the compiled walk through both
+        return intervals.search_sorted(haystack, needles)
     first = int(np.searchsorted(haystack, needles[0], side="left"))
     stop = int(np.searchsorted(haystack, needles[-1], side="left"))
     # haystack[first:stop] holds the values in [needles[0], needles[-1]); slot[k]: the needles below
