@@ -189,3 +189,27 @@ def test_overlap_with_union_large() -> None:
     assert np.array_equal(
         intervals.overlap_with_union(starts[shuffled], ends[shuffled], us, ue), expected[shuffled]
     )
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    values,
+    st.lists(st.integers(-8, 45), max_size=80),
+    st.sampled_from(["random", "ascending", "mostly"]),
+    st.sampled_from(["left", "right"]),
+    st.sampled_from([np.int64, np.int32]),
+)
+def test_search_near_is_searchsorted(
+    haystack: list[int], needles: list[int], order: str, side: Side, dtype: type
+) -> None:
+    """Needles in any order (random, ascending, ascending with a few steps back), each searched from the
+    previous answer by the compiled walk where it is built (int32 arrays widened), numpy's otherwise."""
+    h = np.sort(np.array(haystack, dtype))
+    n = np.array(needles, dtype)
+    if order != "random":
+        n = np.sort(n)
+        if order == "mostly" and n.size > 3:
+            n[::4] = n[::-4]  # every fourth needle from the other end
+    with small_blocks():
+        got = intervals.search_near(h, n, side=side)
+    assert got.dtype == np.int64 and np.array_equal(got, np.searchsorted(h, n, side=side))

@@ -9,7 +9,8 @@
  *
  * search_ascending(haystack, needles, out, right): haystack and needles int64 (haystack sorted ascending, needles
  * ascending), out int64 (as long as needles): out[i] = np.searchsorted(haystack, needles[i], side="right" if right
- * else "left"). The GIL is released while it runs.
+ * else "left"). search_near(haystack, needles, out, right): the same for needles in any order, each searched
+ * from the previous one's answer. The GIL is released while they run.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -58,7 +59,52 @@ static void walk(const int64_t *hay, int64_t h, const int64_t *needles, int64_t 
     }
 }
 
-static PyObject *search_ascending(PyObject *self, PyObject *args) {
+/* Any needles, each searched from the previous one's answer: galloping forward (as walk) where the needle is past
+ * the previous one, backward where it is below it. Cheap where the needles mostly ascend (the correlation ids of
+ * GPU ops in start order), about twice numpy's probes where they are in random order. */
+static void walk_near(const int64_t *hay, int64_t h, const int64_t *needles, int64_t n, int64_t *out, int right) {
+    int64_t at = 0; /* the previous answer: hay[at - 1] lies before the previous needle, hay[at] does not */
+    for (int64_t i = 0; i < n; i++) {
+        int64_t x = needles[i];
+        int64_t lo, hi; /* the answer lies in [lo, hi] */
+        if (at < h && BEFORE(hay[at], x)) {
+            int64_t step = 1;
+            lo = at + 1;
+            hi = at + 1;
+            while (hi < h && BEFORE(hay[hi], x)) {
+                lo = hi + 1;
+                step <<= 1;
+                hi = at + step;
+            }
+            if (hi > h) hi = h;
+        } else if (at > 0 && !BEFORE(hay[at - 1], x)) {
+            int64_t step = 1;
+            hi = at - 1;
+            lo = at - 1;
+            while (lo > 0 && !BEFORE(hay[lo - 1], x)) {
+                hi = lo - 1;
+                step <<= 1;
+                lo = at - step;
+                if (lo < 0) lo = 0;
+            }
+            /* hay[hi] is not before x; everything below lo - 1 ... lo - 1 is before x (or lo == 0) */
+        } else {
+            out[i] = at;
+            continue;
+        }
+        while (lo < hi) {
+            int64_t mid = lo + ((hi - lo) >> 1);
+            if (BEFORE(hay[mid], x))
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        at = lo;
+        out[i] = at;
+    }
+}
+
+static PyObject *search(PyObject *args, int near) {
     PyObject *objs[3];
     int right;
     if (!PyArg_ParseTuple(args, "OOOp", &objs[0], &objs[1], &objs[2], &right)) return NULL;
@@ -77,7 +123,8 @@ static PyObject *search_ascending(PyObject *self, PyObject *args) {
     {
         const int64_t *hay = v[0].buf, *needles = v[1].buf;
         int64_t *out = v[2].buf;
-        Py_BEGIN_ALLOW_THREADS walk(hay, h, needles, n, out, right);
+        Py_BEGIN_ALLOW_THREADS if (near) walk_near(hay, h, needles, n, out, right);
+        else walk(hay, h, needles, n, out, right);
         Py_END_ALLOW_THREADS
     }
     result = Py_None;
@@ -87,8 +134,13 @@ done:
     return result;
 }
 
+static PyObject *search_ascending(PyObject *self, PyObject *args) { return search(args, 0); }
+
+static PyObject *search_near(PyObject *self, PyObject *args) { return search(args, 1); }
+
 static PyMethodDef methods[] = {
     {"search_ascending", search_ascending, METH_VARARGS, "search_ascending(haystack, needles, out, right)"},
+    {"search_near", search_near, METH_VARARGS, "search_near(haystack, needles, out, right)"},
     {NULL, NULL, 0, NULL},
 };
 

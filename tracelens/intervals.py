@@ -59,6 +59,29 @@ def search_sorted(haystack: np.ndarray, needles: np.ndarray, side: str = "left")
     return np.repeat(np.arange(first, stop + 1, dtype=np.int64), steps)
 
 
+def search_near(haystack: np.ndarray, needles: np.ndarray, side: str = "left") -> np.ndarray:
+    """``np.searchsorted(haystack, needles, side=side)`` for a sorted haystack and needles in any order, each
+    searched from the previous one's answer where the compiled helper is built (signed integers): far fewer probes,
+    and those in cache, where the needles mostly ascend (the correlation ids of GPU ops in start order against
+    the launch calls'), about twice numpy's where they are in random order."""
+    needles = np.asarray(needles)
+    haystack = np.asarray(haystack)
+    if (
+        _compiled is None
+        or haystack.dtype.kind != "i"
+        or needles.dtype.kind != "i"
+        or haystack.size < _SEARCH_MIN_HAYSTACK
+        or needles.size < 2 * _SEARCH_BLOCK
+    ):
+        return np.searchsorted(haystack, needles, side=side)  # type: ignore[call-overload]
+    out = np.empty(needles.size, np.int64)
+    # narrower integers (ids below 2^30 read as int32) widened: the walk reads int64
+    _compiled.search_near(
+        np.ascontiguousarray(haystack, np.int64), np.ascontiguousarray(needles, np.int64), out, side == "right"
+    )
+    return out
+
+
 def walks(haystack: np.ndarray, needles: np.ndarray) -> bool:
     """Whether :func:`search_sorted` finds ascending ``needles`` (at least ``2 * _SEARCH_BLOCK`` of them) by the
     compiled walk: int64 arrays, with the extension built."""

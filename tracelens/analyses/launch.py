@@ -24,6 +24,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .. import intervals
 from ..trace import ALL_KINDS, DRIVER, GPU_ACTIVITY_KINDS, KERNEL, RUNTIME, SparseColumn, Trace
 from ..values import sorted_distinct
 from .columns import (
@@ -210,7 +211,8 @@ def launch_pairs(trace: Trace) -> Table:
         call_corr, call_rows, unique = _sorted_calls(ids, rows, is_driver)
         del ids, rows, is_driver
         memo(trace, "call_ids_unique", lambda: unique)
-        idx = np.minimum(np.searchsorted(call_corr, op_corr), max(call_corr.size - 1, 0))
+        # the ops' ids mostly ascend (ops in start order): each searched from the previous one's place
+        idx = np.minimum(intervals.search_near(call_corr, op_corr), max(call_corr.size - 1, 0))
         matched = (
             (op_corr >= 0) & (call_corr.size > 0) & (call_corr[idx] == op_corr if call_corr.size else False)
         )
