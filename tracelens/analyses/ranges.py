@@ -279,7 +279,7 @@ class _Launches:
             step, at, step_ends = step[left], at[left] + 1, step_ends[left]
         searched.append(step)
         rest = np.concatenate(searched)
-        hi[rest] = np.searchsorted(self.key, range_end[rest], side="left")
+        hi[rest] = intervals.search_near(self.key, range_end[rest])  # ends in thread order: mostly ascending
         return lo, hi
 
     def spans(self, trace: Trace, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
@@ -382,9 +382,9 @@ def _covered_before_pair(
     last_end = np.empty(union_ends.size + 1, np.int64)
     last_end[0] = np.iinfo(np.int64).min
     last_end[1:] = union_ends
-    i = intervals.search_sorted(
-        union_starts, first, side="right"
-    )  # the union intervals starting at or before
+    # the union intervals starting at or before (the launches in thread and time order: ascending runs, one per
+    # thread, each searched from the previous answer)
+    i = intervals.search_near(union_starts, first, side="right")
     # the last union interval starting at or before first ends at or after last: none starts in (first, last]
     j = i.copy()
     apart = np.flatnonzero((last < first) | (last > last_end[i]))
