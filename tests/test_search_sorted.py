@@ -33,12 +33,26 @@ def small_blocks(compiled: bool = True) -> Iterator[None]:
 
 
 @settings(max_examples=400, deadline=None)
-@given(values, values, st.booleans(), st.sampled_from(["left", "right"]), st.booleans())
+@given(
+    values,
+    values,
+    st.booleans(),
+    st.sampled_from(["left", "right"]),
+    st.booleans(),
+    st.sampled_from([np.int64, np.int32]),
+    st.sampled_from([np.int64, np.int32]),
+)
 def test_search_sorted_is_searchsorted(
-    haystack: list[int], needles: list[int], sort_needles: bool, side: Side, compiled: bool
+    haystack: list[int],
+    needles: list[int],
+    sort_needles: bool,
+    side: Side,
+    compiled: bool,
+    hay_type: type,
+    needle_type: type,
 ) -> None:
-    h = np.sort(np.array(haystack, np.int64))
-    n = np.array(sorted(needles) if sort_needles else needles, np.int64)
+    h = np.sort(np.array(haystack, hay_type))
+    n = np.array(sorted(needles) if sort_needles else needles, needle_type)
     with small_blocks(compiled):
         got = intervals.search_sorted(h, n, side=side)
     assert np.array_equal(got, np.searchsorted(h, n, side=side))
@@ -96,9 +110,17 @@ def test_compiled_walk_gallops_over_long_runs(
         np.concatenate([np.full(count, value, np.int64) for value, count in runs] or [np.zeros(0, np.int64)])
     )
     n = np.sort(np.array(needles + [np.iinfo(np.int64).min, np.iinfo(np.int64).max], np.int64))
-    out = np.empty(n.size, np.int64)
-    intervals._compiled.search_ascending(h, n, out, side == "right")
-    assert np.array_equal(out, np.searchsorted(h, n, side=side))
+    for walk in (intervals._compiled.search_ascending, intervals._compiled.search_near):
+        out = np.empty(n.size, np.int64)
+        walk(h, n, out, side == "right")
+        assert np.array_equal(out, np.searchsorted(h, n, side=side))
+        # int32 values in an int64 haystack and the other way round
+        small = np.clip(n, -(2**31), 2**31 - 1).astype(np.int32)
+        walk(h, small, out, side == "right")
+        assert np.array_equal(out, np.searchsorted(h, small, side=side))
+        hay32 = np.clip(h, -(2**31), 2**31 - 1).astype(np.int32)
+        walk(hay32, n, out, side == "right")
+        assert np.array_equal(out, np.searchsorted(hay32, n, side=side))
 
 
 @settings(max_examples=300, deadline=None)
@@ -197,15 +219,17 @@ def test_overlap_with_union_large() -> None:
     st.lists(st.integers(-8, 45), max_size=80),
     st.sampled_from(["random", "ascending", "mostly"]),
     st.sampled_from(["left", "right"]),
+    st.sampled_from([np.int64, np.int32, np.int16]),
     st.sampled_from([np.int64, np.int32]),
 )
 def test_search_near_is_searchsorted(
-    haystack: list[int], needles: list[int], order: str, side: Side, dtype: type
+    haystack: list[int], needles: list[int], order: str, side: Side, hay_type: type, needle_type: type
 ) -> None:
     """Needles in any order (random, ascending, ascending with a few steps back), each searched from the
-    previous answer by the compiled walk where it is built (int32 arrays widened), numpy's otherwise."""
-    h = np.sort(np.array(haystack, dtype))
-    n = np.array(needles, dtype)
+    previous answer by the compiled walk where it is built (int32 and int64 as they are, others widened), numpy's
+    otherwise."""
+    h = np.sort(np.array(haystack, hay_type))
+    n = np.array(needles, needle_type)
     if order != "random":
         n = np.sort(n)
         if order == "mostly" and n.size > 3:

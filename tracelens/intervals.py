@@ -24,9 +24,9 @@ def search_sorted(haystack: np.ndarray, needles: np.ndarray, side: str = "left")
     ascending order (the starts of merged unions, of rows in start order): many more needles than haystack values
     are counted the other way round (each haystack value placed among the needles, a running count giving each
     needle's position); otherwise each block of needles is searched in the slice of the haystack between its
-    first and last needle's positions, which stays in cache, instead of in the whole haystack; int64 arrays where
-    the compiled helper is built: one walk through both (``_merge_search``). Unordered or few needles:
-    ``np.searchsorted`` itself."""
+    first and last needle's positions, which stays in cache, instead of in the whole haystack; int32 or int64
+    arrays where the compiled helper is built: one walk through both (``_merge_search``). Unordered or few
+    needles: ``np.searchsorted`` itself."""
     needles = np.asarray(needles)
     haystack = np.asarray(haystack)
     n = needles.size
@@ -40,9 +40,7 @@ def search_sorted(haystack: np.ndarray, needles: np.ndarray, side: str = "left")
         # one walk through both, galloping from each answer to the next (_merge_search.c): 3-4x faster than the
         # blocks below on a device's gaps against its host rows
         out = np.empty(n, np.int64)
-        _compiled.search_ascending(
-            np.ascontiguousarray(haystack), np.ascontiguousarray(needles), out, side == "right"
-        )
+        _compiled.search_ascending(_walkable(haystack), _walkable(needles), out, side == "right")
         return out
     if n < 8 * haystack.size:
         return _search_blocks(haystack, needles, side)
@@ -75,17 +73,23 @@ def search_near(haystack: np.ndarray, needles: np.ndarray, side: str = "left") -
     ):
         return np.searchsorted(haystack, needles, side=side)  # type: ignore[call-overload]
     out = np.empty(needles.size, np.int64)
-    # narrower integers (ids below 2^30 read as int32) widened: the walk reads int64
-    _compiled.search_near(
-        np.ascontiguousarray(haystack, np.int64), np.ascontiguousarray(needles, np.int64), out, side == "right"
-    )
+    _compiled.search_near(_walkable(haystack), _walkable(needles), out, side == "right")
     return out
 
 
 def walks(haystack: np.ndarray, needles: np.ndarray) -> bool:
     """Whether :func:`search_sorted` finds ascending ``needles`` (at least ``2 * _SEARCH_BLOCK`` of them) by the
-    compiled walk: int64 arrays, with the extension built."""
-    return _compiled is not None and haystack.dtype == np.int64 and needles.dtype == np.int64
+    compiled walk: int32 or int64 arrays, with the extension built."""
+    return _compiled is not None and haystack.dtype in _WALKED and needles.dtype in _WALKED
+
+
+# The integer types the compiled walks read as they are (others are widened to int64 first).
+_WALKED = (np.dtype(np.int32), np.dtype(np.int64))
+
+
+def _walkable(values: np.ndarray) -> np.ndarray:
+    """Signed integers as the compiled walks read them: int32 or int64, contiguous."""
+    return np.ascontiguousarray(values, values.dtype if values.dtype in _WALKED else np.int64)
 
 
 def _search_blocks(haystack: np.ndarray, needles: np.ndarray, side: str) -> np.ndarray:
