@@ -36,7 +36,7 @@ def small_blocks(compiled: bool = True) -> Iterator[None]:
 @given(
     values,
     values,
-    st.booleans(),
+    st.sampled_from(["random", "ascending", "two runs"]),
     st.sampled_from(["left", "right"]),
     st.booleans(),
     st.sampled_from([np.int64, np.int32]),
@@ -45,14 +45,21 @@ def small_blocks(compiled: bool = True) -> Iterator[None]:
 def test_search_sorted_is_searchsorted(
     haystack: list[int],
     needles: list[int],
-    sort_needles: bool,
+    order: str,
     side: Side,
     compiled: bool,
     hay_type: type,
     needle_type: type,
 ) -> None:
+    # needles in random order, ascending, or two ascending runs (mostly ascending: search_near where built)
     h = np.sort(np.array(haystack, hay_type))
-    n = np.array(sorted(needles) if sort_needles else needles, needle_type)
+    half = len(needles) // 2
+    arranged = {
+        "random": needles,
+        "ascending": sorted(needles),
+        "two runs": sorted(needles[:half]) + sorted(needles[half:]),
+    }[order]
+    n = np.array(arranged, needle_type)
     with small_blocks(compiled):
         got = intervals.search_sorted(h, n, side=side)
     assert np.array_equal(got, np.searchsorted(h, n, side=side))

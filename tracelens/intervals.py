@@ -17,6 +17,8 @@ except ImportError:
 _SEARCH_BLOCK = 1 << 14
 # Haystacks shorter than this are searched by np.searchsorted alone (they fit in cache).
 _SEARCH_MIN_HAYSTACK = 64
+# Needles that step back fewer than once in this many are searched each from the previous answer (search_near).
+_NEAR_RATIO = 8
 
 
 def search_sorted(haystack: np.ndarray, needles: np.ndarray, side: str = "left") -> np.ndarray:
@@ -25,16 +27,19 @@ def search_sorted(haystack: np.ndarray, needles: np.ndarray, side: str = "left")
     are counted the other way round (each haystack value placed among the needles, a running count giving each
     needle's position); otherwise each block of needles is searched in the slice of the haystack between its
     first and last needle's positions, which stays in cache, instead of in the whole haystack; int32 or int64
-    arrays where the compiled helper is built: one walk through both (``_merge_search``). Unordered or few
-    needles: ``np.searchsorted`` itself."""
+    arrays where the compiled helper is built: one walk through both (``_merge_search``), or for needles that
+    mostly ascend, :func:`search_near`. Unordered or few needles: ``np.searchsorted`` itself."""
     needles = np.asarray(needles)
     haystack = np.asarray(haystack)
     n = needles.size
-    if (
-        n < 2 * _SEARCH_BLOCK
-        or haystack.size < _SEARCH_MIN_HAYSTACK
-        or not bool((needles[1:] >= needles[:-1]).all())
-    ):
+    if n < 2 * _SEARCH_BLOCK or haystack.size < _SEARCH_MIN_HAYSTACK:
+        return np.searchsorted(haystack, needles, side=side)  # type: ignore[call-overload]
+    steps_back = n - 1 - int(np.count_nonzero(needles[1:] >= needles[:-1]))
+    if steps_back:
+        if walks(haystack, needles) and steps_back * _NEAR_RATIO < n:
+            # mostly ascending (runs of ascending needles, one per thread or device): each searched from the
+            # previous answer
+            return search_near(haystack, needles, side)
         return np.searchsorted(haystack, needles, side=side)  # type: ignore[call-overload]
     if walks(haystack, needles):
         # one walk through both, galloping from each answer to the next (_merge_search.c): 3-4x faster than the
