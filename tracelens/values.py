@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from . import intervals
+
 
 def int_or_none(value: Any) -> int | None:
     """``value`` as an int, or None where it holds no integer.
@@ -66,7 +68,7 @@ def is_member(values: np.ndarray, allowed: np.ndarray) -> np.ndarray:
     allowed = sorted_distinct(allowed)
     if allowed.size == 0:
         return np.zeros(np.shape(values), bool)
-    at = np.searchsorted(allowed, values)
+    at = intervals.search_sorted(allowed, values)  # values in row order mostly ascend: a walk where built
     at[at == allowed.size] = 0
     return allowed[at] == values
 
