@@ -9,7 +9,7 @@ sides (which goes first alternates too), ``--rounds`` times, in the process's CP
 ``reusing_array_pages`` as ``analyze`` runs them. The table gives the median and the minimum per side.
 
 Run:  flock /tmp/tracelens-bench.lock python3 benchmarks/bench_sections_same_process.py TRACE --tree /work/main
-      [--section whatif --section steps] [--rounds 7]
+      [--section whatif --section steps] [--rounds 7] [--cold]
 """
 
 from __future__ import annotations
@@ -39,6 +39,13 @@ def _prepared(package: Any, trace_path: str) -> tuple[Any, Any]:
     return analyses, (trace, done)
 
 
+def _drop_shared_values(analyses: Any, trace: Any) -> None:
+    """Forget the trace's shared derived values but the event columns (computed again on the next ask)."""
+    derived = importlib.import_module(f"{analyses.__name__}.derived")
+    families = {derived.memo_family(key) for key in derived.memo_keys(trace)} - {"event_columns"}
+    derived.forget(trace, families)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("trace")
@@ -49,6 +56,12 @@ def main() -> int:
         "--section", action="append", default=[], help="sections to time (default: whatif, steps)"
     )
     parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument(
+        "--cold",
+        action="store_true",
+        help="drop the trace's shared derived values (all but the event columns) before each timed computation, "
+        "so that a section's time includes the shared values it reads (launch pairs, host rows, one-time work...)",
+    )
     opts = parser.parse_args()
     sections = opts.section or ["whatif", "steps"]
     with tempfile.TemporaryDirectory() as folder:
@@ -66,6 +79,8 @@ def main() -> int:
                     for side in names:
                         analyses, (trace, done) = sides[side]
                         compute = analyses.BY_KEY[section].compute
+                        if opts.cold:
+                            _drop_shared_values(analyses, trace)
                         start = time.process_time()
                         compute(trace, {"source": {}, **done})
                         times[section][side].append(time.process_time() - start)

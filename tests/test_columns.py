@@ -86,3 +86,17 @@ def test_is_member_equals_isin():
     values = rng.integers(-3, 50, size=500)
     for allowed in (rng.integers(0, 60, size=40), np.array([], np.int64), np.array([49, 49, -3])):
         assert is_member(values, allowed).tolist() == np.isin(values, allowed).tolist()
+
+
+def test_dense_codes_of_a_few_integers_equal_the_binary_search() -> None:
+    # up to values.FEW_CODES distinct integers are coded by comparisons, more by np.searchsorted: the same codes
+    rng = np.random.default_rng(5)
+    for dtype in (np.int8, np.int32, np.int64, np.uint16):
+        for count in (1, 2, 3, 4, 5, 9):
+            pool = rng.choice(np.arange(0, 120), count, replace=False).astype(dtype)
+            values = rng.choice(pool, 500)
+            codes, uniques = dense_codes(values)
+            assert uniques.tolist() == sorted(set(values.tolist()))
+            assert codes.dtype == np.intp and codes.tolist() == np.searchsorted(uniques, values).tolist()
+    codes, uniques = dense_codes(np.zeros(0, np.int64))
+    assert codes.size == 0 and uniques.size == 0

@@ -216,6 +216,24 @@ def test_empty_sm_ns_each_equals_the_reference(launches: list) -> None:
     assert occupancy.empty_sm_ns_each(starts, ends, fills) == empty_sm_ns_each_reference(starts, ends, fills)
 
 
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(1, 300), st.integers(0, 300), FILLS, FILLS), max_size=60),
+    st.booleans(),
+)
+def test_empty_sm_ns_of_launches_one_at_a_time_equals_the_reference(launches: list, touch: bool) -> None:
+    # launches one after another (the serial path), or with one pair touching or overlapping (the sort)
+    gaps = np.array([g for g, _, _, _ in launches], np.int64)
+    durations = np.array([d for _, d, _, _ in launches], np.int64)
+    starts = np.cumsum(gaps + np.r_[0, durations[:-1]]).astype(np.int64)
+    ends = starts + durations
+    if touch and starts.size > 1:
+        starts[-1] = ends[-2] - (gaps[-1] % 2)  # touching the previous end, or starting 1 ns before it
+        ends[-1] = starts[-1] + durations[-1]
+    fills = [np.array([f for _, _, f, _ in launches]), np.array([g for _, _, _, g in launches])]
+    assert occupancy.empty_sm_ns_each(starts, ends, fills) == empty_sm_ns_each_reference(starts, ends, fills)
+
+
 @settings(max_examples=30, deadline=None)
 @given(kernel_traces())
 def test_collective_and_library_masks_equal_the_taken_names(trace: Trace) -> None:

@@ -1,5 +1,5 @@
-"""intervals.search_sorted (blocked and counted searches of ascending needles) against plain np.searchsorted, and
-the callers that use it against loop references on small inputs."""
+"""intervals.search_sorted (the compiled walk, blocked and counted searches of ascending needles) against plain
+np.searchsorted, and the callers that use it against loop references on small inputs."""
 
 from __future__ import annotations
 
@@ -19,35 +19,64 @@ Side = Literal["left", "right"]
 
 
 @contextmanager
-def small_blocks() -> Iterator[None]:
-    """Blocks of 4 needles and any haystack length, so that small inputs take every path."""
-    saved = intervals._SEARCH_BLOCK, intervals._SEARCH_MIN_HAYSTACK
+def small_blocks(compiled: bool = True) -> Iterator[None]:
+    """Blocks of 4 needles and any haystack length, so that small inputs take every path; without ``compiled``,
+    numpy's paths even where the compiled walk (_merge_search) is built."""
+    saved = intervals._SEARCH_BLOCK, intervals._SEARCH_MIN_HAYSTACK, intervals._compiled
     intervals._SEARCH_BLOCK, intervals._SEARCH_MIN_HAYSTACK = 4, 1
+    if not compiled:
+        intervals._compiled = None
     try:
         yield
     finally:
-        intervals._SEARCH_BLOCK, intervals._SEARCH_MIN_HAYSTACK = saved
+        intervals._SEARCH_BLOCK, intervals._SEARCH_MIN_HAYSTACK, intervals._compiled = saved
 
 
 @settings(max_examples=400, deadline=None)
-@given(values, values, st.booleans(), st.sampled_from(["left", "right"]))
+@given(
+    values,
+    values,
+    st.sampled_from(["random", "ascending", "two runs"]),
+    st.sampled_from(["left", "right"]),
+    st.booleans(),
+    st.sampled_from([np.int64, np.int32]),
+    st.sampled_from([np.int64, np.int32]),
+)
 def test_search_sorted_is_searchsorted(
-    haystack: list[int], needles: list[int], sort_needles: bool, side: Side
+    haystack: list[int],
+    needles: list[int],
+    order: str,
+    side: Side,
+    compiled: bool,
+    hay_type: type,
+    needle_type: type,
 ) -> None:
-    h = np.sort(np.array(haystack, np.int64))
-    n = np.array(sorted(needles) if sort_needles else needles, np.int64)
-    with small_blocks():
+    # needles in random order, ascending, or two ascending runs (mostly ascending: search_near where built)
+    h = np.sort(np.array(haystack, hay_type))
+    half = len(needles) // 2
+    arranged = {
+        "random": needles,
+        "ascending": sorted(needles),
+        "two runs": sorted(needles[:half]) + sorted(needles[half:]),
+    }[order]
+    n = np.array(arranged, needle_type)
+    with small_blocks(compiled):
         got = intervals.search_sorted(h, n, side=side)
     assert np.array_equal(got, np.searchsorted(h, n, side=side))
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.integers(0, 5), max_size=8), st.integers(1, 60), st.sampled_from(["left", "right"]))
-def test_search_sorted_many_needles(haystack: list[int], repeat: int, side: Side) -> None:
+@given(
+    st.lists(st.integers(0, 5), max_size=8),
+    st.integers(1, 60),
+    st.sampled_from(["left", "right"]),
+    st.booleans(),
+)
+def test_search_sorted_many_needles(haystack: list[int], repeat: int, side: Side, compiled: bool) -> None:
     """Many more needles than haystack values (the counted path), with repeats on both sides."""
     h = np.sort(np.array(haystack, np.int64))
     n = np.sort(np.tile(np.arange(-1, 7), repeat))
-    with small_blocks():
+    with small_blocks(compiled):
         got = intervals.search_sorted(h, n, side=side)
     assert np.array_equal(got, np.searchsorted(h, n, side=side))
 
@@ -60,6 +89,45 @@ def test_search_sorted_large() -> None:
         n = np.sort(rng.integers(-10, 10_010, count))
         for side in ("left", "right"):
             assert np.array_equal(intervals.search_sorted(h, n, side=side), np.searchsorted(h, n, side=side))
+            with small_blocks(compiled=False):
+                assert np.array_equal(
+                    intervals.search_sorted(h, n, side=side), np.searchsorted(h, n, side=side)
+                )
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from([np.iinfo(np.int64).min, -3, 0, 5, np.iinfo(np.int64).max]), st.integers(1, 300)
+        ),
+        max_size=6,
+    ),
+    st.lists(st.integers(-6, 8), max_size=40),
+    st.sampled_from(["left", "right"]),
+)
+def test_compiled_walk_gallops_over_long_runs(
+    runs: list[tuple[int, int]], needles: list[int], side: Side
+) -> None:
+    """The compiled walk (where it is built) on haystacks of long runs of equal values, the int64 extremes among
+    them: each answer found by galloping past hundreds of values, as np.searchsorted gives it."""
+    if intervals._compiled is None:
+        return
+    h = np.sort(
+        np.concatenate([np.full(count, value, np.int64) for value, count in runs] or [np.zeros(0, np.int64)])
+    )
+    n = np.sort(np.array(needles + [np.iinfo(np.int64).min, np.iinfo(np.int64).max], np.int64))
+    for walk in (intervals._compiled.search_ascending, intervals._compiled.search_near):
+        out = np.empty(n.size, np.int64)
+        walk(h, n, out, side == "right")
+        assert np.array_equal(out, np.searchsorted(h, n, side=side))
+        # int32 values in an int64 haystack and the other way round
+        small = np.clip(n, -(2**31), 2**31 - 1).astype(np.int32)
+        walk(h, small, out, side == "right")
+        assert np.array_equal(out, np.searchsorted(h, small, side=side))
+        hay32 = np.clip(h, -(2**31), 2**31 - 1).astype(np.int32)
+        walk(hay32, n, out, side == "right")
+        assert np.array_equal(out, np.searchsorted(hay32, n, side=side))
 
 
 @settings(max_examples=300, deadline=None)
@@ -150,3 +218,29 @@ def test_overlap_with_union_large() -> None:
     assert np.array_equal(
         intervals.overlap_with_union(starts[shuffled], ends[shuffled], us, ue), expected[shuffled]
     )
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    values,
+    st.lists(st.integers(-8, 45), max_size=80),
+    st.sampled_from(["random", "ascending", "mostly"]),
+    st.sampled_from(["left", "right"]),
+    st.sampled_from([np.int64, np.int32, np.int16]),
+    st.sampled_from([np.int64, np.int32]),
+)
+def test_search_near_is_searchsorted(
+    haystack: list[int], needles: list[int], order: str, side: Side, hay_type: type, needle_type: type
+) -> None:
+    """Needles in any order (random, ascending, ascending with a few steps back), each searched from the
+    previous answer by the compiled walk where it is built (int32 and int64 as they are, others widened), numpy's
+    otherwise."""
+    h = np.sort(np.array(haystack, hay_type))
+    n = np.array(needles, needle_type)
+    if order != "random":
+        n = np.sort(n)
+        if order == "mostly" and n.size > 3:
+            n[::4] = n[::-4]  # every fourth needle from the other end
+    with small_blocks():
+        got = intervals.search_near(h, n, side=side)
+    assert got.dtype == np.int64 and np.array_equal(got, np.searchsorted(h, n, side=side))

@@ -7,11 +7,18 @@ from __future__ import annotations
 
 import numpy as np
 
+try:  # the walk through ascending needles in C (optional: built at install time where a C compiler is there)
+    from . import _merge_search as _compiled
+except ImportError:
+    _compiled = None  # type: ignore[assignment]
+
 # Ascending needles are searched this many at a time, each block in the slice of the haystack its first and
 # last needle bound (see :func:`search_sorted`).
 _SEARCH_BLOCK = 1 << 14
 # Haystacks shorter than this are searched by np.searchsorted alone (they fit in cache).
 _SEARCH_MIN_HAYSTACK = 64
+# Needles that step back fewer than once in this many are searched each from the previous answer (search_near).
+_NEAR_RATIO = 8
 
 
 def search_sorted(haystack: np.ndarray, needles: np.ndarray, side: str = "left") -> np.ndarray:
@@ -19,17 +26,27 @@ def search_sorted(haystack: np.ndarray, needles: np.ndarray, side: str = "left")
     ascending order (the starts of merged unions, of rows in start order): many more needles than haystack values
     are counted the other way round (each haystack value placed among the needles, a running count giving each
     needle's position); otherwise each block of needles is searched in the slice of the haystack between its
-    first and last needle's positions, which stays in cache, instead of in the whole haystack. Unordered or few
-    needles: ``np.searchsorted`` itself."""
+    first and last needle's positions, which stays in cache, instead of in the whole haystack; int32 or int64
+    arrays where the compiled helper is built: one walk through both (``_merge_search``), or for needles that
+    mostly ascend, :func:`search_near`. Unordered or few needles: ``np.searchsorted`` itself."""
     needles = np.asarray(needles)
     haystack = np.asarray(haystack)
     n = needles.size
-    if (
-        n < 2 * _SEARCH_BLOCK
-        or haystack.size < _SEARCH_MIN_HAYSTACK
-        or not bool((needles[1:] >= needles[:-1]).all())
-    ):
+    if n < 2 * _SEARCH_BLOCK or haystack.size < _SEARCH_MIN_HAYSTACK:
         return np.searchsorted(haystack, needles, side=side)  # type: ignore[call-overload]
+    steps_back = n - 1 - int(np.count_nonzero(needles[1:] >= needles[:-1]))
+    if steps_back:
+        if walks(haystack, needles) and steps_back * _NEAR_RATIO < n:
+            # mostly ascending (runs of ascending needles, one per thread or device): each searched from the
+            # previous answer
+            return search_near(haystack, needles, side)
+        return np.searchsorted(haystack, needles, side=side)  # type: ignore[call-overload]
+    if walks(haystack, needles):
+        # one walk through both, galloping from each answer to the next (_merge_search.c): 3-4x faster than the
+        # blocks below on a device's gaps against its host rows
+        out = np.empty(n, np.int64)
+        _compiled.search_ascending(_walkable(haystack), _walkable(needles), out, side == "right")
+        return out
     if n < 8 * haystack.size:
         return _search_blocks(haystack, needles, side)
     # haystack[first:stop] lies between the first and the last needle; each such value counts for the needles at
@@ -43,6 +60,41 @@ def search_sorted(haystack: np.ndarray, needles: np.ndarray, side: str = "left")
     # ascending: the needles [place[k - 1], place[k]) have first + k haystack values below them
     steps = np.diff(np.concatenate([[0], place, [n]]))
     return np.repeat(np.arange(first, stop + 1, dtype=np.int64), steps)
+
+
+def search_near(haystack: np.ndarray, needles: np.ndarray, side: str = "left") -> np.ndarray:
+    """``np.searchsorted(haystack, needles, side=side)`` for a sorted haystack and needles in any order, each
+    searched from the previous one's answer where the compiled helper is built (signed integers): far fewer probes,
+    and those in cache, where the needles mostly ascend (the correlation ids of GPU ops in start order against
+    the launch calls'), about twice numpy's where they are in random order."""
+    needles = np.asarray(needles)
+    haystack = np.asarray(haystack)
+    if (
+        _compiled is None
+        or haystack.dtype.kind != "i"
+        or needles.dtype.kind != "i"
+        or haystack.size < _SEARCH_MIN_HAYSTACK
+        or needles.size < 2 * _SEARCH_BLOCK
+    ):
+        return np.searchsorted(haystack, needles, side=side)  # type: ignore[call-overload]
+    out = np.empty(needles.size, np.int64)
+    _compiled.search_near(_walkable(haystack), _walkable(needles), out, side == "right")
+    return out
+
+
+def walks(haystack: np.ndarray, needles: np.ndarray) -> bool:
+    """Whether :func:`search_sorted` finds ascending ``needles`` (at least ``2 * _SEARCH_BLOCK`` of them) by the
+    compiled walk: int32 or int64 arrays, with the extension built."""
+    return _compiled is not None and haystack.dtype in _WALKED and needles.dtype in _WALKED
+
+
+# The integer types the compiled walks read as they are (others are widened to int64 first).
+_WALKED = (np.dtype(np.int32), np.dtype(np.int64))
+
+
+def _walkable(values: np.ndarray) -> np.ndarray:
+    """Signed integers as the compiled walks read them: int32 or int64, contiguous."""
+    return np.ascontiguousarray(values, values.dtype if values.dtype in _WALKED else np.int64)
 
 
 def _search_blocks(haystack: np.ndarray, needles: np.ndarray, side: str) -> np.ndarray:

@@ -24,6 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from . import intervals
 from .values import dense_codes
 
 if TYPE_CHECKING:  # pandas is imported where a frame is asked for: a load alone never needs it
@@ -310,7 +311,7 @@ class EventStore:
         if isinstance(stored, SparseColumn):
             if rows.size == stored.rows.size and np.array_equal(stored.rows, rows):
                 return _cast(stored.values, typ)  # exactly the rows that carry it (the kernel rows' geometry)
-            at = np.searchsorted(stored.rows, rows)
+            at = intervals.search_near(stored.rows, rows)  # rows mostly ascending: a walk where built
             hit = at < stored.rows.size
             hit[hit] = stored.rows[at[hit]] == rows[hit]
             return _cast(stored.values.take(numpy_array(np.where(hit, at, 0), pa.int64(), hit)), typ)

@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from . import intervals
+
 
 def int_or_none(value: Any) -> int | None:
     """``value`` as an int, or None where it holds no integer.
@@ -46,7 +48,18 @@ def dense_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(codes, sorted distinct values) with ``sorted[codes] == values``: pd.factorize(sort=True) without a hash
     table sized by the row count (a binary search in the few distinct values instead). NaN sorts last."""
     uniques = np.sort(distinct(values))
+    if values.dtype.kind in "iu" and uniques.size <= FEW_CODES:
+        # a handful of values (the threads of a process): a code is how many of the distinct values past the first
+        # it reaches, one comparison pass each, not a binary search per value (8.8M calls on 2 threads: 2.5x faster)
+        codes = np.zeros(values.shape, np.intp)
+        for value in uniques[1:]:  # a loop over the few distinct values
+            codes += values >= value
+        return codes, uniques
     return np.searchsorted(uniques, values), uniques
+
+
+# dense_codes compares each value with the distinct ones up to this many of them.
+FEW_CODES = 4
 
 
 def is_member(values: np.ndarray, allowed: np.ndarray) -> np.ndarray:
@@ -55,7 +68,7 @@ def is_member(values: np.ndarray, allowed: np.ndarray) -> np.ndarray:
     allowed = sorted_distinct(allowed)
     if allowed.size == 0:
         return np.zeros(np.shape(values), bool)
-    at = np.searchsorted(allowed, values)
+    at = intervals.search_sorted(allowed, values)  # values in row order mostly ascend: a walk where built
     at[at == allowed.size] = 0
     return allowed[at] == values
 

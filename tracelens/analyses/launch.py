@@ -24,6 +24,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .. import intervals
 from ..trace import ALL_KINDS, DRIVER, GPU_ACTIVITY_KINDS, KERNEL, RUNTIME, SparseColumn, Trace
 from ..values import sorted_distinct
 from .columns import (
@@ -158,27 +159,29 @@ def _join_ids(
     return op_ids, ids, rows, is_driver
 
 
-# Call ids below this are sorted packed with the calls' rows (and driver flags) into one int64 each.
-_PACKED_ID_LIMIT = 2**30
+# Calls are sorted as one packed int64 each, (id, driver flag, row) in this many bits, where they fit.
+_PACKED_BITS = 63
 
 
 def _sorted_calls(
     ids: np.ndarray, rows: np.ndarray, is_driver: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, bool]:
     """The calls (ids >= 0, rows ascending) sorted by (id, driver after runtime, row), one per id: (ids, rows
-    (int64), whether every id was once). Ids below 2^30 and rows below 2^32 are sorted as one packed int64 each
-    (np.sort, not a stable argsort and two gathers by its order)."""
+    (int64), whether every id was once). Where the ids, the driver flag and the rows fit in 63 bits together (the
+    rows take only the bits their count needs: 26 for the 41M rows of a training export, whose ids pass 2^31), they
+    are sorted as one packed int64 each (np.sort, not a stable argsort and two gathers by its order)."""
     driver = bool(is_driver.any())
-    if ids.size and int(ids.max()) < _PACKED_ID_LIMIT and int(rows[-1]) < 2**32:
-        shift = 33 if driver else 32
+    row_bits = max(int(rows[-1]).bit_length(), 1) if rows.size else 1
+    shift = row_bits + 1 if driver else row_bits
+    if ids.size and int(ids.max()).bit_length() + shift <= _PACKED_BITS:
         key = ids.astype(np.int64)
         key <<= shift
         if driver:
-            key |= is_driver.astype(np.int64) << 32
+            key |= is_driver.astype(np.int64) << row_bits
         key |= rows
         key.sort()
         ids = (key >> shift).astype(ids.dtype)
-        key &= 0xFFFFFFFF
+        key &= (1 << row_bits) - 1
         rows = key
     else:
         # Rows are in start order, so a stable sort on (corr, is_driver) keeps the earliest first (no driver call:
@@ -208,7 +211,8 @@ def launch_pairs(trace: Trace) -> Table:
         call_corr, call_rows, unique = _sorted_calls(ids, rows, is_driver)
         del ids, rows, is_driver
         memo(trace, "call_ids_unique", lambda: unique)
-        idx = np.minimum(np.searchsorted(call_corr, op_corr), max(call_corr.size - 1, 0))
+        # the ops' ids mostly ascend (ops in start order): each searched from the previous one's place
+        idx = np.minimum(intervals.search_near(call_corr, op_corr), max(call_corr.size - 1, 0))
         matched = (
             (op_corr >= 0) & (call_corr.size > 0) & (call_corr[idx] == op_corr if call_corr.size else False)
         )

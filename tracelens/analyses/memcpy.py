@@ -228,7 +228,7 @@ def _join_on_pid(copies: pd.DataFrame, calls: pd.DataFrame) -> pd.DataFrame:
     if keys.size == 0:
         return pd.DataFrame({"row": np.zeros(0, np.int64), "mode": np.zeros(0, np.int8)})
     copy_key = c_pid * width + c_corr
-    at = np.minimum(np.searchsorted(keys, copy_key), keys.size - 1)
+    at = np.minimum(intervals.search_sorted(keys, copy_key), keys.size - 1)
     hit = np.flatnonzero(keys[at] == copy_key)
     return pd.DataFrame(
         {"row": copies["row"].to_numpy()[mine[hit]], "mode": calls["mode"].to_numpy()[first[at[hit]]]}

@@ -122,6 +122,8 @@ def _sorted_searchsorted(haystack: np.ndarray, needles: np.ndarray) -> np.ndarra
     few haystack values searched in many needles, not every needle in the haystack."""
     if needles.size < 2 or not (needles[1:] >= needles[:-1]).all():
         return np.searchsorted(haystack, needles, side="left")
+    if intervals.walks(haystack, needles):  # the compiled walk through both
+        return intervals.search_sorted(haystack, needles)
     first = int(np.searchsorted(haystack, needles[0], side="left"))
     stop = int(np.searchsorted(haystack, needles[-1], side="left"))
     # haystack[first:stop] holds the values in [needles[0], needles[-1]); slot[k]: the needles below
@@ -277,7 +279,7 @@ class _Launches:
             step, at, step_ends = step[left], at[left] + 1, step_ends[left]
         searched.append(step)
         rest = np.concatenate(searched)
-        hi[rest] = np.searchsorted(self.key, range_end[rest], side="left")
+        hi[rest] = intervals.search_near(self.key, range_end[rest])  # ends in thread order: mostly ascending
         return lo, hi
 
     def spans(self, trace: Trace, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
@@ -380,9 +382,9 @@ def _covered_before_pair(
     last_end = np.empty(union_ends.size + 1, np.int64)
     last_end[0] = np.iinfo(np.int64).min
     last_end[1:] = union_ends
-    i = intervals.search_sorted(
-        union_starts, first, side="right"
-    )  # the union intervals starting at or before
+    # the union intervals starting at or before (the launches in thread and time order: ascending runs, one per
+    # thread, each searched from the previous answer)
+    i = intervals.search_near(union_starts, first, side="right")
     # the last union interval starting at or before first ends at or after last: none starts in (first, last]
     j = i.copy()
     apart = np.flatnonzero((last < first) | (last > last_end[i]))

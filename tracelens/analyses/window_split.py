@@ -81,7 +81,7 @@ def union(a: Pieces, b: Pieces) -> Pieces:
     # the two sorted lists interleaved: each of b's pieces goes after the pieces of a starting at or before it
     # (a search of the shorter list in the longer, not a sort of both)
     size = a[0].size + b[0].size
-    at_b = np.searchsorted(a[0], b[0], side="right")
+    at_b = intervals.search_sorted(a[0], b[0], side="right")
     at_b += np.arange(b[0].size)
     from_a = np.ones(size, bool)
     from_a[at_b] = False
