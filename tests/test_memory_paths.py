@@ -57,7 +57,14 @@ def _parts(seed: int) -> list[Part]:
                     rng.integers(1, 70_000 if name == "grid_x" else 1024, n).astype(np.int32)
                 )
             columns["stream"] = pa.array(rng.integers(0, 8, n), mask=rng.random(n) < 0.2)
-        parts.append(Part(n, columns))
+            if seed % 2:  # a column no row of the part has (graphs): held one byte a row until the assembly
+                columns["graph_id"] = pa.nulls(n, pa.int64())
+        owned: tuple[str, ...] = ()
+        if i == 1 and n > 2:  # NVTX's times, left in their fetched chunks
+            columns["start_ns"] = pa.chunked_array([columns["start_ns"][: n // 2], columns["start_ns"][n // 2 :]])
+            columns["end_ns"] = pa.chunked_array([columns["end_ns"][: n // 3], columns["end_ns"][n // 3 :]])
+            owned = ("start_ns", "end_ns")
+        parts.append(Part(n, columns, owned=owned))
     return parts
 
 
@@ -98,7 +105,7 @@ def _reference(parts: list[Part]) -> dict[str, pa.Array]:
 def test_assembly_equals_the_concatenated_sorted_parts(seed: int) -> None:
     expected = _reference(_parts(seed))
     origin, store = assemble(_parts(seed))
-    assert origin == min(int(p.columns["start_ns"].to_numpy().min()) for p in _parts(seed))
+    assert origin == min(int(np.min(p.columns["start_ns"].to_numpy())) for p in _parts(seed))
     for name, want in expected.items():
         got = store.column(name)
         assert got.equals(want), name
@@ -115,6 +122,18 @@ def test_sparse_columns_of_the_same_parts_share_their_rows() -> None:
     geometry = [store.columns[name] for name in ("grid_x", "block_x", "registers_per_thread")]
     if all(hasattr(g, "rows") for g in geometry):
         assert geometry[0].rows is geometry[1].rows is geometry[2].rows
+
+
+def test_parts_hold_integer_columns_narrow() -> None:
+    """What the assembly widens back (or stores narrow): the part's own narrowest copies, values unchanged."""
+    n = 5
+    values = {"grid_x": [1, 2, 3, 100, 7], "correlation_id": [10, 2**20, 5, 6, 7], "bytes": [2**40, 0, 1, 2, 3]}
+    part = Part(n, {name: pa.array(v, pa.int64()) for name, v in values.items()} | {"graph_id": pa.nulls(n)})
+    assert part.columns["grid_x"].type == pa.int8() and part.columns["correlation_id"].type == pa.int32()
+    assert part.columns["bytes"].type == pa.int64() and part.columns["graph_id"].type == pa.int8()
+    for name, v in values.items():
+        assert part.columns[name].to_pylist() == v
+    assert part.columns["graph_id"].null_count == n
 
 
 @pytest.mark.parametrize(
