@@ -110,22 +110,27 @@ def _gather_columns(
     # Sparse columns of the same parts (a kernel's nine geometry columns) share one array of table rows.
     placements: dict[tuple[int, ...], _Placement] = {}
 
+    # The parts that have each column still to store, and the last sparse column of each set of parts: its
+    # placement is let go once that column is handed to the thread (not held to the end of the assembly).
+    fields = [
+        (fld, having)
+        for fld in EVENT_SCHEMA
+        if fld.name not in columns
+        and (having := tuple(i for i, p in enumerate(parts) if p.columns.get(fld.name) is not None))
+    ]
+    last_of = {having: fld.name for fld, having in fields if 2 * sum(parts[i].n for i in having) < total}
+
     with ThreadPoolExecutor(max_workers=1) as pool:
-        for fld in EVENT_SCHEMA:
-            if fld.name in columns:
-                continue
-            having = [i for i, p in enumerate(parts) if p.columns.get(fld.name) is not None]
-            if not having:
-                continue
-            if 2 * sum(parts[i].n for i in having) < total:
-                key = tuple(having)
-                if key not in placements:
-                    placements[key] = _Placement(
+        for fld, having in fields:
+            if having in last_of:
+                if having not in placements:
+                    placements[having] = _Placement(
                         np.concatenate([rank[offsets[i] : offsets[i + 1]] for i in having])
                     )
                 values = _merged_column([parts[i] for i in having], fld, shared_null)
-                in_flight.append((fld.name, pool.submit(_sparse, placements[key], values)))
-                del values
+                placement = placements.pop(having) if last_of[having] == fld.name else placements[having]
+                in_flight.append((fld.name, pool.submit(_sparse, placement, values)))
+                del values, placement
             else:
                 columns[fld.name], filled = _scatter(parts, fld, rank, offsets, total)
                 if filled:
@@ -291,7 +296,10 @@ def _sparse(placement: _Placement, values: pa.ChunkedArray) -> SparseColumn:
         rows, take = positions[order], pa.array(order)
     else:
         rows, take = placement.sorted()
-    return SparseColumn(rows, narrowest(values.take(take)))
+    column = SparseColumn(rows, narrowest(values.take(take)))
+    del values, take
+    release_free_memory()  # this thread's temporaries: its heap keeps what it freed until it collects
+    return column
 
 
 class _SharedNulls:
