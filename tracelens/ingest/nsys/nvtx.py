@@ -292,7 +292,8 @@ def nvtx_rows(
 
     domain_values = sorted(set(domain_names.values()))
     dom_idx = None
-    if domain_values and domain_ids is not None:  # in place over domain_ids (8 bytes a row): each temporary is of every NVTX range
+    # in place over domain_ids (8 bytes a row): each temporary is of every NVTX range
+    if domain_values and domain_ids is not None:
         dom_table = dense_lookup({d: domain_values.index(n) for d, n in domain_names.items()}, -1)
         unknown = (domain_ids < 0) | (domain_ids >= dom_table.size)
         if not domain_ids.flags.writeable:  # a view of the fetched column: copied, the column let go
