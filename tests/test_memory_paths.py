@@ -3,21 +3,27 @@
 - ``ingest/nsys/assembly.assemble`` (columns scattered part by part, sparse columns sharing rows and narrowed)
   against the plain reading of what it stores: the parts concatenated (dictionaries unified by Arrow), sorted
   stably by start, ends clamped and open ends run to the last end;
+- ``analyses/columns.kind_positions`` (the Nsight store's kind codes read in place) against the kind column;
 (``analyses/startup._first_api_calls``, whose numpy path replaced a pandas one for the same reason, is checked
 against that pandas reading in tests/test_startup_first_api.py.)
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pytest
 
+import tracelens
+from tracelens.analyses.columns import kind_positions
 from tracelens.ingest.nsys.assembly import assemble, narrowest
 from tracelens.ingest.nsys.columns import Part, kind_const
-from tracelens.trace import EVENT_SCHEMA, KERNEL, RUNTIME
+from tracelens.trace import ALL_KINDS, EVENT_SCHEMA, KERNEL, RUNTIME, EventStore
+
+ROOT = Path(__file__).resolve().parent.parent
 
 _NAMES = ["a", "b", "c", "d", "é", ""]
 
@@ -57,7 +63,16 @@ def _parts(seed: int) -> list[Part]:
                     rng.integers(1, 70_000 if name == "grid_x" else 1024, n).astype(np.int32)
                 )
             columns["stream"] = pa.array(rng.integers(0, 8, n), mask=rng.random(n) < 0.2)
-        parts.append(Part(n, columns))
+            if seed % 2:  # a column no row of the part has (graphs): held one byte a row until the assembly
+                columns["graph_id"] = pa.nulls(n, pa.int64())
+        owned: tuple[str, ...] = ()
+        if i == 1 and n > 2:  # NVTX's times, left in their fetched chunks
+            columns["start_ns"] = pa.chunked_array(
+                [columns["start_ns"][: n // 2], columns["start_ns"][n // 2 :]]
+            )
+            columns["end_ns"] = pa.chunked_array([columns["end_ns"][: n // 3], columns["end_ns"][n // 3 :]])
+            owned = ("start_ns", "end_ns")
+        parts.append(Part(n, columns, owned=owned))
     return parts
 
 
@@ -98,7 +113,7 @@ def _reference(parts: list[Part]) -> dict[str, pa.Array]:
 def test_assembly_equals_the_concatenated_sorted_parts(seed: int) -> None:
     expected = _reference(_parts(seed))
     origin, store = assemble(_parts(seed))
-    assert origin == min(int(p.columns["start_ns"].to_numpy().min()) for p in _parts(seed))
+    assert origin == min(int(np.min(p.columns["start_ns"].to_numpy())) for p in _parts(seed))
     for name, want in expected.items():
         got = store.column(name)
         assert got.equals(want), name
@@ -117,6 +132,22 @@ def test_sparse_columns_of_the_same_parts_share_their_rows() -> None:
         assert geometry[0].rows is geometry[1].rows is geometry[2].rows
 
 
+def test_parts_hold_integer_columns_narrow() -> None:
+    """What the assembly widens back (or stores narrow): the part's own narrowest copies, values unchanged."""
+    n = 5
+    values = {
+        "grid_x": [1, 2, 3, 100, 7],
+        "correlation_id": [10, 2**20, 5, 6, 7],
+        "bytes": [2**40, 0, 1, 2, 3],
+    }
+    part = Part(n, {name: pa.array(v, pa.int64()) for name, v in values.items()} | {"graph_id": pa.nulls(n)})
+    assert part.columns["grid_x"].type == pa.int8() and part.columns["correlation_id"].type == pa.int32()
+    assert part.columns["bytes"].type == pa.int64() and part.columns["graph_id"].type == pa.int8()
+    for name, v in values.items():
+        assert part.columns[name].to_pylist() == v
+    assert part.columns["graph_id"].null_count == n
+
+
 @pytest.mark.parametrize(
     ("values", "typ"),
     [([0, 127, -128], pa.int8()), ([128], pa.int16()), ([-(2**15) - 1], pa.int32()), ([2**31], pa.int64())],
@@ -124,3 +155,32 @@ def test_sparse_columns_of_the_same_parts_share_their_rows() -> None:
 def test_narrowest_holds_every_value(values: list[int], typ: pa.DataType) -> None:
     narrowed = narrowest(pa.array(values, pa.int64()))
     assert narrowed.type == typ and narrowed.to_pylist() == values
+
+
+def _kind_reference(store: Any) -> list[int]:
+    """Each row's position in ALL_KINDS, read off the documented column (-1 for a null or unknown kind)."""
+    return [ALL_KINDS.index(k) if k in ALL_KINDS else -1 for k in store.column("kind").to_pylist()]
+
+
+@pytest.mark.parametrize(
+    "path",
+    [*sorted((ROOT / "fixtures" / "nsys").glob("*.sqlite"))[:2], ROOT / "fixtures" / "demo.pt.trace.json.gz"],
+)
+def test_kind_positions_equal_the_kind_column(path: Path) -> None:
+    store = tracelens.load(path).store
+    got = kind_positions(store)
+    assert got.dtype == np.int8 and got.tolist() == _kind_reference(store)
+    if path.suffix == ".sqlite":  # the Nsight reader's codes are ALL_KINDS positions: read in place
+        assert not got.flags.writeable
+
+
+def test_kind_positions_map_another_dictionary_and_nulls() -> None:
+    kinds = pa.DictionaryArray.from_arrays(
+        pa.array([0, 1, None, 2, 0], pa.int8()), pa.array([RUNTIME, "no such kind", KERNEL])
+    )
+    store = EventStore(5, {"kind": kinds, "start_ns": pa.array(range(5)), "end_ns": pa.array(range(5))})
+    assert (
+        kind_positions(store).tolist()
+        == _kind_reference(store)
+        == [ALL_KINDS.index(RUNTIME), -1, -1, ALL_KINDS.index(KERNEL), ALL_KINDS.index(RUNTIME)]
+    )

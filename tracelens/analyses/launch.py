@@ -371,6 +371,7 @@ def queue_depth(pairs: Table) -> list[dict[str, Any]]:
     )
     launch_end = m["launch_end"]
     gpu_end = np.maximum(m["end"], launch_end)
+    del m  # and the columns it gathered (device, stream, end)
     streams = len(uniques)
     # Each op adds 1 to its stream's depth for (gpu_end - launch_end): the depth's integral is their sum.
     outstanding = np.bincount(codes, weights=gpu_end - launch_end, minlength=streams)
@@ -405,13 +406,18 @@ def _depth_by_sorted_keys(
     """Per stream code: (max depth, first event time, last event time), times relative to the first launch end
     and below ``width``. The events sorted as one int64 key each, (stream, time, -1 before +1), which holds all
     the sweep reads: no argsort, no gathers by its order."""
-    base = codes.astype(np.int64) * width
-    key = np.concatenate([base + gpu_end, base + launch_end])
+    base = np.multiply(codes, width, dtype=np.int64)
+    key = np.empty(2 * codes.size, np.int64)  # the ends, then the launches: filled in place, no temporaries
+    np.add(base, gpu_end, out=key[: codes.size])
+    np.add(base, launch_end, out=key[codes.size :])
     del base
     key <<= 1
     key[codes.size :] |= 1  # a launch (+1) after an end (-1) at the same time
     key.sort()
-    depth = np.cumsum((key & 1) * 2 - 1)
+    depth = np.bitwise_and(key, 1)  # +1 a launch, -1 an end, summed in place: one array beside the keys
+    depth <<= 1
+    depth -= 1
+    np.cumsum(depth, out=depth)
     group_start = np.searchsorted(key, np.arange(streams, dtype=np.int64) * (2 * width))
     before = np.concatenate([[0], depth[group_start[1:] - 1]])
     maxima = np.maximum.reduceat(depth, group_start) - before
@@ -446,30 +452,29 @@ def _stream_of(key: int) -> int:
 
 
 def launch_stats(trace: Trace) -> dict[str, Any]:
+    # Each figure's arrays (row selections of the 6.6M GPU ops of the x1512 benchmark export, and the columns
+    # they gather) are let go once it is computed, before the next figure's: a few of them live at once, not all.
     pairs = launch_pairs(trace)
     matched = pairs[pairs["matched"]]
+    matched_ops = len(matched)
     raw_latency = matched["start"] - matched["launch_end"]
-    kernels = pairs[pairs["is_kernel"]]
-    k_dur = kernels["end"] - kernels["start"]
-    km = kernels[kernels["matched"]]
-    km_dur = km["end"] - km["start"]
-    call_dur = km["launch_end"] - km["launch_start"]
-    short = km_dur < call_dur
-    small = k_dur < SMALL_KERNEL_NS
-    total_kernel = int(k_dur.sum())
-
+    latency = {**_percentiles(np.maximum(raw_latency, 0)), "negative_count": int((raw_latency < 0).sum())}
+    del raw_latency
     # The launch calls that enqueued a GPU op: one per correlation id among the matched ops (each matched op
     # carries its call's times), so the calls themselves need not be kept.
     calls = int(sorted_distinct(matched["correlation_id"]).size)
+    issue_span = int(matched["launch_end"].max() - matched["launch_start"].min()) if calls else 0
+    del matched
+    short_kernels, small_kernels = _kernel_figures(pairs)
     busy = device_busy(trace)
     total_busy = sum(b.busy_ns for b in busy.values())
-    issue_span = int(matched["launch_end"].max() - matched["launch_start"].min()) if calls else 0
     issue_rate = calls / (issue_span / 1e9) if issue_span > 0 else None
     exec_rate = len(pairs) / (total_busy / 1e9) if total_busy > 0 else None
 
     cols = event_columns(trace)
     api = np.flatnonzero(cols.of_kind(RUNTIME, DRIVER))  # a gather by index: faster than by mask
     api_names = cols.name[api]
+    del api
     # per name code (a last slot, False, for -1): a graph launch; tested at the calls' names only
     is_graph = np.zeros(len(cols.names) + 1, bool)
     used = names_in_use(api_names, len(cols.names))
@@ -483,26 +488,13 @@ def launch_stats(trace: Trace) -> dict[str, Any]:
         graph_calls, by_graph_launch = 0, np.zeros(len(pairs), bool)
     del api_names
     graph_ops = int(((pairs["graph_id"] >= 0) | by_graph_launch).sum())
+    del by_graph_launch
     return {
         "gpu_ops": int(len(pairs)),
-        "matched_ops": int(len(matched)),
-        "latency": {
-            **_percentiles(np.maximum(raw_latency, 0)),
-            "negative_count": int((raw_latency < 0).sum()),
-        },
-        "short_kernels": {
-            "count": int(short.sum()),
-            "kernel_ns": int(km_dur[short].sum()),
-            "of_matched_kernels": int(len(km)),
-        },
-        "small_kernels": {
-            "threshold_ns": SMALL_KERNEL_NS,
-            "count": int(small.sum()),
-            "kernel_ns": int(k_dur[small].sum()),
-            "total_kernel_ns": total_kernel,
-            "share": float(k_dur[small].sum() / total_kernel) if total_kernel > 0 else 0.0,
-            "count_share": float(small.sum() / k_dur.size) if k_dur.size else 0.0,
-        },
+        "matched_ops": int(matched_ops),
+        "latency": latency,
+        "short_kernels": short_kernels,
+        "small_kernels": small_kernels,
         "rates": {
             "launch_calls": calls,
             "issue_span_ns": issue_span,
@@ -518,6 +510,36 @@ def launch_stats(trace: Trace) -> dict[str, Any]:
             "graph_ops": graph_ops,
         },
     }
+
+
+def _kernel_figures(pairs: Table) -> tuple[dict[str, Any], dict[str, Any]]:
+    """launch_stats' ``short_kernels`` and ``small_kernels``."""
+    kernels = pairs[pairs["is_kernel"]]
+    k_dur = kernels["end"] - kernels["start"]
+    km = kernels[kernels["matched"]]
+    del kernels
+    km_dur = km["end"] - km["start"]
+    call_dur = km["launch_end"] - km["launch_start"]
+    del km
+    short = km_dur < call_dur
+    del call_dur
+    short_kernels = {
+        "count": int(short.sum()),
+        "kernel_ns": int(km_dur[short].sum()),
+        "of_matched_kernels": int(km_dur.size),
+    }
+    del km_dur, short
+    small = k_dur < SMALL_KERNEL_NS
+    total_kernel = int(k_dur.sum())
+    small_kernels = {
+        "threshold_ns": SMALL_KERNEL_NS,
+        "count": int(small.sum()),
+        "kernel_ns": int(k_dur[small].sum()),
+        "total_kernel_ns": total_kernel,
+        "share": float(k_dur[small].sum() / total_kernel) if total_kernel > 0 else 0.0,
+        "count_share": float(small.sum() / k_dur.size) if k_dur.size else 0.0,
+    }
+    return short_kernels, small_kernels
 
 
 def section(trace: Trace, done: dict[str, Any]) -> dict[str, Any]:

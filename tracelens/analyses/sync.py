@@ -50,8 +50,8 @@ def _api_calls(trace: Trace) -> Table:
             "name": name,
             "start": cols.start[api],
             "end": cols.end[api],
-            "pid": cols.pid[api],
-            "tid": cols.tid[api],
+            # one key per (pid, tid): what the item pattern reads of them (made once, not beside them)
+            "thread": thread_key(cols.pid[api], cols.tid[api]),
             "blocking": blocking,
             "stream_wait": stream_wait,
         }
@@ -85,13 +85,14 @@ def item_pattern(trace: Trace, calls: Table) -> dict[str, Any]:
         return empty
     # The next runtime/driver call on the thread that starts at or after the copy's launch call ends: a binary
     # search in the calls sorted by (thread, start) (a merge_asof copied and sorted every call of the trace).
-    call_key = thread_key(calls["pid"], calls["tid"])
+    call_key = calls["thread"]
     copy_key = thread_key(small["pid"], small["tid"])
     call_pos, copy_pos = thread_time_positions(
         [(call_key, [calls["start"]]), (copy_key, [small["launch_end"]])]
     )
     by_position = _by_position(call_key, call_pos, calls["start"])
-    at = np.searchsorted(call_pos[by_position], copy_pos, side="left")
+    call_pos = call_pos[by_position]  # in (thread, start) order; the unordered positions let go
+    at = np.searchsorted(call_pos, copy_pos, side="left")
     del call_pos, copy_pos
     found = at < by_position.size
     call = by_position[np.minimum(at, max(by_position.size - 1, 0))] if by_position.size else at

@@ -117,5 +117,8 @@ def load(path: str | os.PathLike[str], **options: Any) -> Trace:
     module = importlib.import_module(f"{__name__}.{READERS[fmt]}")
     trace: Trace = module.read(Path(path), fmt=fmt, **options)
     from ..enrich import enrich
+    from ..memory import release_free_memory
 
-    return enrich(trace)
+    trace = enrich(trace)
+    release_free_memory()  # what the read freed in its threads' heaps (hundreds of MB), before analyses allocate
+    return trace

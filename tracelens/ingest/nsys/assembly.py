@@ -23,14 +23,15 @@ from ...trace import (
     nesting_depth,
     with_sentinel_nulls,
 )
-from .columns import Part, int64_numpy, storage_type
+from .columns import Part, int64_numpy, narrowest, storage_type
 
 
 def assemble(parts: list[Part]) -> tuple[int, EventStore]:
     """Concatenate the parts, shift times to the earliest start, sort once, and store the columns."""
     if not parts:
         return 0, build_store({"kind": [], "start_ns": [], "end_ns": []})
-    start = np.concatenate([int64_numpy(p.columns.pop("start_ns")) for p in parts])
+    start = np.concatenate([piece for p in parts for piece in _int64_pieces(p.columns.pop("start_ns"))])
+    release_free_memory()  # the parts' start columns, before the sort's temporaries
     origin = int(start.min())
     start -= origin
     total = start.size
@@ -38,18 +39,24 @@ def assemble(parts: list[Part]) -> tuple[int, EventStore]:
     offsets = np.cumsum([0] + [p.n for p in parts])
     # each table is nearly sorted: timsort merges its runs; positions kept int32 (half the memory)
     order = np.argsort(start, kind="stable").astype(index, copy=False)
-    start = start[order]
+    start.sort(kind="stable")  # = start[order], in place: no second copy of the column
     columns: dict[str, Any] = {"start_ns": pa.array(start)}
     # rank: the table row of each part row (parts concatenated). Every other column is scattered there a part
     # at a time (no concatenated copy of a column: at most one of its parts and the whole column live at once).
     rank = np.empty(total, index)
-    rank[order] = np.arange(total, dtype=index)
+    for lo in range(0, total, _RANK_BLOCK):  # a block of positions at a time: no arange of every row
+        hi = min(lo + _RANK_BLOCK, total)
+        rank[order[lo:hi]] = np.arange(lo, hi, dtype=index)
     del order
-    release_free_memory()  # the parts' start columns and the sort's temporaries
+    release_free_memory()  # the sort's temporaries
     missing = np.iinfo(np.int64).min
     end = np.empty(total, np.int64)
     for i, p in enumerate(parts):
-        end[rank[offsets[i] : offsets[i + 1]]] = int64_numpy(p.columns.pop("end_ns"), fill=missing)
+        at = offsets[i]
+        for piece in _int64_pieces(p.columns.pop("end_ns"), fill=missing):
+            end[rank[at : at + piece.size]] = piece
+            at += piece.size
+    release_free_memory()  # the parts' end columns
     # An end missing (a range still open when capture stopped) runs to the end of the trace.
     open_ended = np.flatnonzero(end == missing)  # table rows, ascending
     if open_ended.size:
@@ -77,6 +84,16 @@ def assemble(parts: list[Part]) -> tuple[int, EventStore]:
     )
 
 
+_RANK_BLOCK = 1 << 22
+
+
+def _int64_pieces(values: pa.Array | pa.ChunkedArray, fill: int = 0) -> list[np.ndarray]:
+    """An integer column as int64 numpy, a piece per chunk (a part's NVTX times stay in their fetched chunks),
+    nulls replaced by ``fill``: no copy of a chunk that is int64 without nulls."""
+    chunks = values.chunks if isinstance(values, pa.ChunkedArray) else [values]
+    return [int64_numpy(chunk, fill=fill) for chunk in chunks]
+
+
 def _gather_columns(
     parts: list[Part], columns: dict[str, Any], rank: np.ndarray, offsets: np.ndarray, total: int
 ) -> set[str]:
@@ -93,22 +110,27 @@ def _gather_columns(
     # Sparse columns of the same parts (a kernel's nine geometry columns) share one array of table rows.
     placements: dict[tuple[int, ...], _Placement] = {}
 
+    # The parts that have each column still to store, and the last sparse column of each set of parts: its
+    # placement is let go once that column is handed to the thread (not held to the end of the assembly).
+    fields = [
+        (fld, having)
+        for fld in EVENT_SCHEMA
+        if fld.name not in columns
+        and (having := tuple(i for i, p in enumerate(parts) if p.columns.get(fld.name) is not None))
+    ]
+    last_of = {having: fld.name for fld, having in fields if 2 * sum(parts[i].n for i in having) < total}
+
     with ThreadPoolExecutor(max_workers=1) as pool:
-        for fld in EVENT_SCHEMA:
-            if fld.name in columns:
-                continue
-            having = [i for i, p in enumerate(parts) if p.columns.get(fld.name) is not None]
-            if not having:
-                continue
-            if 2 * sum(parts[i].n for i in having) < total:
-                key = tuple(having)
-                if key not in placements:
-                    placements[key] = _Placement(
+        for fld, having in fields:
+            if having in last_of:
+                if having not in placements:
+                    placements[having] = _Placement(
                         np.concatenate([rank[offsets[i] : offsets[i + 1]] for i in having])
                     )
                 values = _merged_column([parts[i] for i in having], fld, shared_null)
-                in_flight.append((fld.name, pool.submit(_sparse, placements[key], values)))
-                del values
+                placement = placements.pop(having) if last_of[having] == fld.name else placements[having]
+                in_flight.append((fld.name, pool.submit(_sparse, placement, values)))
+                del values, placement
             else:
                 columns[fld.name], filled = _scatter(parts, fld, rank, offsets, total)
                 if filled:
@@ -117,6 +139,7 @@ def _gather_columns(
             while len(in_flight) > 1:
                 name, future = in_flight.popleft()
                 columns[name] = future.result()
+                release_free_memory()  # its temporaries, freed in the other thread (kept by its heap)
         for name, future in in_flight:
             columns[name] = future.result()
     return sentinel
@@ -175,10 +198,20 @@ def _merged_column(parts: list[Part], fld: pa.Field, shared_null: _SharedNulls) 
     """One column over all parts (in part order), or None when no part has it."""
     if not any(p.columns.get(fld.name) is not None for p in parts):
         return None
+    typ = storage_type(fld.name) if fld.name != "depth" else fld.type
+    if pa.types.is_signed_integer(typ):
+        # The parts keep integer columns narrow (Part): merged in the widest of their types that holds a value
+        # (what narrowest gives the merged column anyway), not widened back to eight bytes a row first.
+        held = [p.columns.get(fld.name) for p in parts]
+        typ = max(
+            (v.type for v in held if v is not None and v.null_count < len(v)),
+            key=lambda t: t.bit_width,
+            default=typ,
+        )
+        del held
     chunks = []
     for p in parts:
         # pop: each part's column is released as soon as it is merged, keeping the peak low
-        typ = storage_type(fld.name) if fld.name != "depth" else fld.type
         values = p.columns.pop(fld.name, None)
         if values is None:
             chunks.append(shared_null.array(typ, p.n))
@@ -246,6 +279,7 @@ class _Placement:
         with self._lock:
             if self._sorted is None:
                 order = np.argsort(self.positions, kind="stable")
+                order = order.astype(self.positions.dtype, copy=False)  # int32 below 2^31 rows
                 self._sorted = (self.positions[order], pa.array(order))
             return self._sorted
 
@@ -262,27 +296,10 @@ def _sparse(placement: _Placement, values: pa.ChunkedArray) -> SparseColumn:
         rows, take = positions[order], pa.array(order)
     else:
         rows, take = placement.sorted()
-    return SparseColumn(rows, narrowest(values.take(take)))
-
-
-_NARROWER = (pa.int8(), pa.int16(), pa.int32())
-
-
-def narrowest(values: pa.Array) -> pa.Array:
-    """Signed integer ``values`` in the narrowest signed integer type that holds each of them (the store reads
-    them back in the schema's type); other types as they are."""
-    if not pa.types.is_signed_integer(values.type) or not len(values):
-        return values
-    bounds = pc.min_max(values)
-    lo, hi = bounds["min"].as_py(), bounds["max"].as_py()
-    if lo is None:
-        return values
-    for typ in _NARROWER:
-        if typ.bit_width >= values.type.bit_width:
-            break
-        if -(2 ** (typ.bit_width - 1)) <= lo and hi < 2 ** (typ.bit_width - 1):
-            return values.cast(typ)
-    return values
+    column = SparseColumn(rows, narrowest(values.take(take)))
+    del values, take
+    release_free_memory()  # this thread's temporaries: its heap keeps what it freed until it collects
+    return column
 
 
 class _SharedNulls:

@@ -94,12 +94,44 @@ def storage_type(name: str) -> pa.DataType:
     return _STORAGE_TYPES.get(name, EVENT_SCHEMA.field(name).type)
 
 
+_NARROWER = (pa.int8(), pa.int16(), pa.int32())
+# Columns a part keeps in their storage type: the assembly sorts on the times and reads them as int64.
+_KEPT_WIDE = frozenset({"start_ns", "end_ns"})
+
+
+def narrow_type(values: pa.Array) -> pa.DataType:
+    """The narrowest signed integer type that holds every value of signed integer ``values`` (their own type
+    when they are of another type, empty, all null, or need it)."""
+    if not pa.types.is_signed_integer(values.type) or not len(values):
+        return values.type
+    bounds = pc.min_max(values)
+    lo, hi = bounds["min"].as_py(), bounds["max"].as_py()
+    if lo is None:
+        return values.type
+    for typ in _NARROWER:
+        if typ.bit_width >= values.type.bit_width:
+            break
+        if -(2 ** (typ.bit_width - 1)) <= lo and hi < 2 ** (typ.bit_width - 1):
+            return typ
+    return values.type
+
+
+def narrowest(values: pa.Array) -> pa.Array:
+    """Signed integer ``values`` in the narrowest signed integer type that holds each of them (the store reads
+    them back in the schema's type); other types as they are."""
+    typ = narrow_type(values)
+    return values if typ == values.type else values.cast(typ)
+
+
 @dataclass
 class Part:
     """Rows of one kind group, as Arrow arrays keyed by event column (absent columns are null).
 
     Every column is the part's own copy in its storage type: a column left pointing into the fetched batch
-    would keep the whole batch (every column the query read) alive until the assembly.
+    would keep the whole batch (every column the query read) alive until the assembly. Integer columns other
+    than the times are kept in the narrowest type that holds their values (:func:`narrowest`: a kernel's
+    launch geometry in one or two bytes instead of eight), so the parts waiting for the assembly hold less; the
+    assembly widens them back to the storage type (or stores them narrow, as sparse columns).
     """
 
     n: int
@@ -114,4 +146,11 @@ class Part:
             typ = storage_type(name)
             if isinstance(values, pa.ChunkedArray):
                 values = values.combine_chunks()
+            if name not in _KEPT_WIDE and pa.types.is_signed_integer(typ):
+                # all null (a kernel table without graphs): one byte a row until the assembly
+                typ = (
+                    pa.int8()
+                    if len(values) and values.null_count == len(values)
+                    else narrow_type(values if pa.types.is_signed_integer(values.type) else values.cast(typ))
+                )
             self.columns[name] = values.cast(typ) if values.type != typ else detach(values)

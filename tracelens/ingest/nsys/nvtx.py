@@ -22,6 +22,7 @@ from .columns import (
     id_numpy,
     int64_numpy,
     kind_column,
+    narrowest,
 )
 from .database import Database, rowid_bounds
 from .enums import dense_lookup
@@ -151,7 +152,6 @@ def _compact_nvtx_chunk(t: pa.Table) -> pa.Table:
         np.where(event_type == _NVTX_DOMAIN_CREATE, _DOMAIN_CREATE, _OTHER),
     ).astype(np.int8)
     del event_type
-    text_ids = as_int64(t.column("textId"))
     arrays = [
         detach(as_int64(t.column("start"))),
         detach(as_int64(t.column("end"))),
@@ -159,12 +159,13 @@ def _compact_nvtx_chunk(t: pa.Table) -> pa.Table:
         decode_pid(gtid),
         decode_tid(gtid),
         dict_array(text_idx, text_values),
-        pa.nulls(len(text_ids), pa.null()) if text_ids.null_count == len(text_ids) else detach(text_ids),
-        detach(as_int64(t.column("domainId"))),
+        _ids_or_nulls(t.column("textId")),
+        _ids_or_nulls(t.column("domainId")),
     ]
     schema = _NVTX_COMPACT_SCHEMA
-    if arrays[6].type == pa.null():
-        schema = schema.set(6, pa.field("textId", pa.null()))
+    for at in (6, 7):
+        if arrays[at].type == pa.null():
+            schema = schema.set(at, pa.field(schema.field(at).name, pa.null()))
     if "binaryData" not in t.column_names:
         return pa.Table.from_arrays(arrays, schema=schema)
     blobs = t.column("binaryData").combine_chunks().cast(pa.binary())
@@ -180,6 +181,16 @@ def _compact_nvtx_chunk(t: pa.Table) -> pa.Table:
     return pa.Table.from_arrays(
         arrays + [detach(payload)], schema=schema.append(pa.field("payload", pa.binary()))
     )
+
+
+def _ids_or_nulls(column: pa.ChunkedArray) -> pa.Array:
+    """An id column (textId, domainId) as our own copy in the narrowest integer type that holds its ids (the
+    chunks are joined in the widest), or typed null (no buffers) when no row has one."""
+    ids = as_int64(column)
+    if ids.null_count == len(ids):
+        return pa.nulls(len(ids), pa.null())
+    narrow = narrowest(ids)
+    return narrow if narrow is not ids else detach(ids)
 
 
 def nvtx_rows(
@@ -210,38 +221,51 @@ def nvtx_rows(
     # One dictionary for inline text and StringIds text: inline entries first, then StringIds shifted. The
     # inline text wins; built in place (each temporary is a 4-byte array of every NVTX row).
     values = pa.concat_arrays([text_values, strings.values])
-    name_idx = strings.lookup(text_ids)
-    np.add(name_idx, len(text_values), out=name_idx, where=name_idx >= 0)
-    inline = text_idx >= 0
-    name_idx[inline] = text_idx[inline]
-    del text_idx, inline
+    if text_ids.null_count == len(text_ids):  # every range named inline (or not at all): the inline codes
+        name_idx = text_idx
+    else:
+        name_idx = strings.lookup(text_ids)
+        np.add(name_idx, len(text_values), out=name_idx, where=name_idx >= 0)
+        inline = text_idx >= 0
+        name_idx[inline] = text_idx[inline]
+        del inline
+    del text_idx
     if (name_idx == MISSING).any():  # a textId StringIds lacks, and no inline text
         name_idx, values = strings.placeholders(name_idx, id_numpy(text_ids), values)
     else:
         name_idx, values = dedupe(name_idx, values)
     del text_ids
 
-    domain_ids = int64_numpy(columns.pop("domainId"), fill=-1)
+    domain_column = columns.pop("domainId")
+    # Domains are named by their creation rows only: without one, the ids name nothing (no NCCL payload, no
+    # domain column), and are not read (8 bytes a row).
+    domain_ids = int64_numpy(domain_column, fill=-1) if created.any() else None
+    del domain_column
     payload = columns.pop("payload", None)
     if payload is not None and payload.null_count == len(payload):
         payload = None  # no payload at all: no message columns (as nccl_messages would find)
-    domain_names = {
-        int(d): values[int(i)].as_py()
-        for d, i in zip(domain_ids[created], name_idx[created], strict=True)
-        if i >= 0 and d > 0
-    }
+    domain_names = (
+        {
+            int(d): values[int(i)].as_py()
+            for d, i in zip(domain_ids[created], name_idx[created], strict=True)
+            if i >= 0 and d > 0
+        }
+        if domain_ids is not None
+        else {}
+    )
     if not keep.any():
         return None, domain_names, None
     if not keep.all():
         rows = pa.array(keep)
         columns = {name: column.filter(rows) for name, column in columns.items()}
         name_idx = name_idx[keep]
-        domain_ids = domain_ids[keep]
+        domain_ids = domain_ids[keep] if domain_ids is not None else None
         payload = payload.filter(rows) if payload is not None else None
     del keep, created
     n = int(name_idx.size)
-    start, end = columns.pop("start").combine_chunks(), columns.pop("end").combine_chunks()
-    pid, tid = columns.pop("pid").combine_chunks(), columns.pop("tid").combine_chunks()
+    # Left in their compacted chunks (our own copies): the assembly reads them a chunk at a time.
+    start, end = columns.pop("start"), columns.pop("end")
+    pid, tid = columns.pop("pid"), columns.pop("tid")
     # Steps: step marker ranges (tracelens/step#N, ProfilerStep#N) become kind "step" with step = N.
     value_list = values.to_pylist()
     step_of_value = np.array(
@@ -261,14 +285,15 @@ def nvtx_rows(
         nvtx_payload.nccl_messages(
             name_idx, value_list, np.isin(domain_ids, nccl_ids), payload.combine_chunks(), entries
         )
-        if payload is not None and entries
+        if payload is not None and entries and domain_ids is not None
         else None
     )
     del payload
 
     domain_values = sorted(set(domain_names.values()))
     dom_idx = None
-    if domain_values:  # in place over domain_ids (8 bytes a row): each temporary is of every NVTX range
+    # in place over domain_ids (8 bytes a row): each temporary is of every NVTX range
+    if domain_values and domain_ids is not None:
         dom_table = dense_lookup({d: domain_values.index(n) for d, n in domain_names.items()}, -1)
         unknown = (domain_ids < 0) | (domain_ids >= dom_table.size)
         if not domain_ids.flags.writeable:  # a view of the fetched column: copied, the column let go

@@ -11,7 +11,6 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 
 from ...errors import InputError
@@ -122,11 +121,14 @@ class NsysReader:
 
         origin, events = assemble(parts)
         del parts
-        if events.num_rows and np.abs(events.numpy("end_ns")).max() >= MAX_TIME_NS:
+        # the largest magnitude from the extremes: no absolute copy of the column
+        end = events.numpy("end_ns") if events.num_rows else None
+        if end is not None and (end.max() >= MAX_TIME_NS or end.min() <= -MAX_TIME_NS):
             raise InputError(
                 f"timestamps span more than 2^62 ns ({MAX_TIME_NS / 3.15576e16:.0f} years): a damaged export",
                 path=self.path,
             )
+        del end
         threads = thread_names(db, strings)
         metadata = TraceMetadata(
             source_format="nsys",
