@@ -23,7 +23,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "tracelens"
-EXEMPT = frozenset({"_kineto_scan", "_replay_solve", "_sqlite_pages", "_op_tree", "_array_pages", "_merge_search"})
+EXEMPT = frozenset(
+    {"_kineto_scan", "_replay_solve", "_sqlite_pages", "_op_tree", "_array_pages", "_merge_search"}
+)
 
 # Violations in files still being reworked by their owners (analyses/__init__.py, report/, diff.py,
 # run/, cli.py, ingest/kineto*), each "importing module: used module.name". The test fails
