@@ -206,15 +206,14 @@ def whatif(trace: Trace) -> dict[str, Any]:
                 f"too many blocking calls, host wake-ups and matched collective kernels to replay without the "
                 f"compiled solver: {cuts:,} (limit {MAX_CUTS_WITHOUT_SOLVER:,})"
             )
-    recorded = ctx.outcome(times=g.time)
     # the replays after the graph: each remedy (its model and its replay), the model replay and the critical
     # path read the context only, so they run as tasks on two threads where the graph is small enough that a
     # second task's working arrays beside the first's are cheap (TWO_THREADS_MAX_POINTS); one at a time in this
     # order otherwise (each task keeps what its entry says, not its replay's times)
     tasks: dict[str, Callable[[], Any]] = {
         CRITICAL_TASK: lambda: critical_path(g, ctx.base.times, trace, ctx.step_of),
-        **{cause: partial(_remedy_task, ctx, cause, recorded) for cause in REMEDIES},
-        MODEL_TASK: lambda: _model_replay(ctx, recorded),
+        **{cause: partial(_remedy_task, ctx, cause) for cause in REMEDIES},
+        MODEL_TASK: lambda: _model_replay(ctx),
     }
     threads = usable_threads() if g.size <= TWO_THREADS_MAX_POINTS else 1
     done = run_sections(list(tasks), lambda key: tasks[key](), threads=threads)
@@ -240,9 +239,9 @@ CRITICAL_TASK, MODEL_TASK = "critical_path", "replay_error"
 TWO_THREADS_MAX_POINTS = 4_000_000
 
 
-def _model_replay(ctx: Context, recorded: Outcome) -> dict[str, Any]:
+def _model_replay(ctx: Context) -> dict[str, Any]:
     """``replay_error``: the unchanged and the model replay against the recording."""
-    g = ctx.graph
+    g, recorded = ctx.graph, ctx.recorded
     typical = ctx.outcome(g.at_typical_lags())
     replay_error: dict[str, Any] = {
         **replay_error_fields(g, recorded, ctx.base, typical),
@@ -257,13 +256,13 @@ def _model_replay(ctx: Context, recorded: Outcome) -> dict[str, Any]:
     return replay_error
 
 
-def _remedy_task(ctx: Context, cause: str, recorded: Outcome) -> dict[str, Any] | None:
+def _remedy_task(ctx: Context, cause: str) -> dict[str, Any] | None:
     """The ``remedies[]`` entry of ``cause`` (None where the trace has nothing its remedy changes)."""
     remedy, model = REMEDIES[cause]
     changed, assumptions = model(ctx)
     if changed is None:
         return None
-    return remedy_entry(cause, remedy, ctx.outcome(changed), recorded, ctx.base, assumptions)
+    return remedy_entry(cause, remedy, ctx.outcome(changed), ctx.recorded, ctx.base, assumptions)
 
 
 def gain_by_cause(whatif_block: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
