@@ -1,0 +1,90 @@
+"""The ops section's fast paths give exactly what the paths they replace gave (speed lives in benchmarks/):
+
+- ops.sums_by_code (each op name's count and int64 sums by bincounts) vs pandas' groupby size and sum, on
+  generated codes and values: small values (one float64 bincount), values whose sums need the two-part split,
+  values too large for either (pandas itself), and sums that wrap around int64 as pandas' do;
+- flops._nvtx_dims_by_code (the emit_nvtx names' sizes tested among every emit_nvtx name, the rows' names
+  gathered only where some has sizes) vs the sizes of the names the rows use, found from the rows (the earlier
+  code, kept here as the reference), on hand-built traces with and without sizes and with a range off any thread.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tracelens.analyses.columns import event_columns
+from tracelens.analyses.names import names_in_use
+from tracelens.analyses.ops import EXACT_BITS, sums_by_code
+from tracelens.analyses.ops.flops import _nvtx_dims_by_code
+from tracelens.analyses.ops.tree import emit_nvtx_rows, emit_nvtx_sizes
+from tracelens.trace import Trace
+
+
+def _reference(code: np.ndarray, **columns: np.ndarray) -> pd.DataFrame:
+    frame = pd.DataFrame({"name": code, **columns}).groupby("name")
+    return frame.size().rename("size").to_frame().join(frame[list(columns)].sum())
+
+
+SCALES = st.sampled_from([10, 10**9, 2**40, 2**50, 2**62])
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.integers(-1, 40), min_size=1, max_size=300),
+    st.randoms(use_true_random=False),
+    SCALES,
+    SCALES,
+)
+def test_sums_by_code_equal_pandas(codes: list[int], rnd, scale_a: int, scale_b: int) -> None:
+    code = np.array(codes, np.int64)
+    a = np.array([rnd.randint(-scale_a, scale_a) for _ in codes], np.int64)
+    b = np.array([rnd.randint(0, scale_b) for _ in codes], np.int64)
+    got = sums_by_code(code, first=a, second=b)
+    pd.testing.assert_frame_equal(got, _reference(code, first=a, second=b))
+
+
+def test_sums_by_code_split_and_wraparound() -> None:
+    # 3 rows of 2**62 in one name: the sum wraps around int64 as pandas' does; many rows of 2**40: the two-part
+    # split (2**40 x rows >= 2**53); a single column of small values: one bincount
+    code = np.r_[np.zeros(3, np.int64), np.ones(10_000, np.int64), -np.ones(5, np.int64)]
+    big = np.r_[np.full(3, 2**62), np.full(10_000, 2**40 + 12_345), np.arange(5)].astype(np.int64)
+    assert (big[3:] >> EXACT_BITS).max() * code.size < 2**53  # the split path, not pandas
+    got = sums_by_code(code, v=big)
+    pd.testing.assert_frame_equal(got, _reference(code, v=big))
+    assert got.loc[1, "v"] == 10_000 * (2**40 + 12_345)
+    small = sums_by_code(code, v=np.arange(code.size, dtype=np.int64))
+    pd.testing.assert_frame_equal(small, _reference(code, v=np.arange(code.size, dtype=np.int64)))
+
+
+def _host(name: str, start: int, end: int, tid: int = 1) -> dict:
+    return {"kind": "annotation", "name": name, "start_ns": start, "end_ns": end, "pid": 1, "tid": tid}
+
+
+def _reference_dims(trace: Trace) -> np.ndarray:
+    cols = event_columns(trace)
+    nvtx = emit_nvtx_rows(trace)
+    present = names_in_use(cols.name[nvtx], len(cols.names))
+    dims = np.full(len(cols.names) + 1, None, dtype=object)
+    dims[present] = [emit_nvtx_sizes(str(cols.names[c])) for c in present]
+    return dims
+
+
+def test_nvtx_dims_equal_the_rows_names_sizes() -> None:
+    sized = "aten::addmm, seq = 3, op_id = 2, sizes = [[32], [8, 64], [64, 32]]"
+    cases = [
+        # no sizes anywhere: nothing gathered, every slot None
+        [_host("aten::mm, seq = 12", 0, 10), _host("aten::add, seq = 13", 20, 30)],
+        # sizes on a range the rows use, and a plain annotation beside it
+        [_host(sized, 0, 10), _host("aten::mm, seq = 12", 20, 30), _host("## forward ##", 0, 40)],
+        # a sized emit_nvtx name only on a range off any thread (tid -1): not among the rows' names
+        [_host("aten::mm, seq = 12", 0, 10), _host(sized, 20, 30, tid=-1)],
+        # every annotation an emit_nvtx range, one with sizes
+        [_host(sized, 0, 10), _host("aten::linear, seq = 4, op_id = 7, sizes = [[8, 64]]", 20, 30)],
+    ]
+    for rows in cases:
+        trace = Trace.from_rows(rows)
+        got = _nvtx_dims_by_code(trace, emit_nvtx_rows(trace))
+        assert got.tolist() == _reference_dims(trace).tolist(), rows
