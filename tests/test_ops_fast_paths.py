@@ -5,10 +5,16 @@
   values too large for either (pandas itself), and sums that wrap around int64 as pandas' do;
 - flops._nvtx_dims_by_code (the emit_nvtx names' sizes tested among every emit_nvtx name, the rows' names
   gathered only where some has sizes) vs the sizes of the names the rows use, found from the rows (the earlier
-  code, kept here as the reference), on hand-built traces with and without sizes and with a range off any thread.
+  code, kept here as the reference), on hand-built traces with and without sizes and with a range off any thread;
+- tree._by_thread through the compiled counting sort (_op_tree.c group_rows: rows grouped by thread with their
+  starts in two passes) vs the numpy grouping (grouped, then gathers), on generated op rows: one or several
+  processes, negative and large tids, int32 and int64 rows, ties on a start, and the cases it leaves to numpy
+  (rows out of start order, more than 255 threads).
 """
 
 from __future__ import annotations
+
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -17,7 +23,7 @@ from hypothesis import strategies as st
 
 from tracelens.analyses.columns import event_columns
 from tracelens.analyses.names import names_in_use
-from tracelens.analyses.ops import EXACT_BITS, sums_by_code
+from tracelens.analyses.ops import EXACT_BITS, sums_by_code, tree
 from tracelens.analyses.ops.flops import _nvtx_dims_by_code
 from tracelens.analyses.ops.tree import emit_nvtx_rows, emit_nvtx_sizes
 from tracelens.trace import Trace
@@ -88,3 +94,62 @@ def test_nvtx_dims_equal_the_rows_names_sizes() -> None:
         trace = Trace.from_rows(rows)
         got = _nvtx_dims_by_code(trace, emit_nvtx_rows(trace))
         assert got.tolist() == _reference_dims(trace).tolist(), rows
+
+
+def _columns(rnd, size: int, threads: list[tuple[int, int]], ordered: bool) -> SimpleNamespace:
+    start = np.array(sorted(rnd.randint(0, size // 2 + 1) for _ in range(size)), np.int64)
+    if not ordered and size > 1:
+        start[[0, -1]] = start[[-1, 0]] + np.array([1, 0])  # out of order (unless all equal)
+    pick = [threads[rnd.randrange(len(threads))] for _ in range(size)]
+    return SimpleNamespace(
+        pid=np.array([p for p, _ in pick], np.int32),
+        tid=np.array([t for _, t in pick], np.int32),
+        start=start,
+        end=start + np.array([rnd.randint(0, 50) for _ in range(size)], np.int64),
+    )
+
+
+def _numpy_by_thread(cols: SimpleNamespace, rows: np.ndarray) -> tuple[np.ndarray, ...]:
+    original = tree._grouped_compiled
+    tree._grouped_compiled = lambda c, r: None  # type: ignore[assignment]
+    try:
+        return tree._by_thread(cols, rows)
+    finally:
+        tree._grouped_compiled = original  # type: ignore[assignment]
+
+
+THREADS = st.lists(
+    st.tuples(st.sampled_from([7, 8, -3]), st.sampled_from([1, 2, -1, 2**31 - 1, -(2**31), 123456])),
+    min_size=1,
+    max_size=6,
+    unique=True,
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(1, 400), THREADS, st.booleans(), st.booleans(), st.randoms(use_true_random=False))
+def test_compiled_grouping_equals_numpy(size: int, threads, narrow: bool, ordered: bool, rnd) -> None:
+    if tree._compiled is None:  # no compiler at install time: nothing to compare
+        return
+    cols = _columns(rnd, size, threads, ordered)
+    rows = np.flatnonzero(np.array([rnd.random() < 0.8 for _ in range(size)]))
+    rows = rows.astype(np.int32 if narrow else np.int64)
+    expected = _numpy_by_thread(cols, rows)
+    got = tree._by_thread(cols, rows)
+    for a, b in zip(got, expected, strict=True):
+        np.testing.assert_array_equal(a, b)
+        assert a.dtype == b.dtype
+
+
+def test_compiled_grouping_applies_where_it_should() -> None:
+    import random
+
+    rnd = random.Random(3)
+    cols = _columns(rnd, 2000, [(1, t) for t in range(5)], True)
+    rows = np.arange(2000, dtype=np.int64)
+    if tree._compiled is not None:
+        assert tree._grouped_compiled(cols, rows) is not None
+    many = _columns(rnd, 2000, [(1, t) for t in range(300)], True)  # more than 255 threads: numpy
+    assert tree._grouped_compiled(many, rows) is None
+    unordered = _columns(rnd, 2000, [(1, t) for t in range(5)], False)  # starts out of order: numpy
+    assert tree._grouped_compiled(unordered, rows) is None

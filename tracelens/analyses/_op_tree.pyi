@@ -5,3 +5,6 @@ from typing import Any
 def op_tree(
     start: Any, end: Any, bounds: Any, t: Any, edges: Any, outer: Any, outermost: Any, innermost: Any
 ) -> bool: ...
+def group_rows(
+    pid: Any, tid: Any, start: Any, rows: Any, candidates: Any, rows_out: Any, start_out: Any, bounds: Any
+) -> int: ...

@@ -290,13 +290,17 @@ def _by_thread(cols: Any, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.
     """:func:`ops_by_thread` and the ordered rows' starts (the op tree's pass reads them)."""
     if rows.size == 0:
         return rows, np.zeros(1, np.int64), cols.start[rows]
-    start = cols.start[rows]
-    if (start[1:] < start[:-1]).any():  # a table not in start order: by start first (stable)
-        order = np.argsort(start, kind="stable")
+    fused = _grouped_compiled(cols, rows)
+    if fused is not None:
+        rows, bounds, start = fused
+    else:
+        start = cols.start[rows]
+        if (start[1:] < start[:-1]).any():  # a table not in start order: by start first (stable)
+            order = np.argsort(start, kind="stable")
+            rows, start = rows[order], start[order]
+        order, bounds = grouped(_thread_order_key(cols.pid[rows], cols.tid[rows]))
         rows, start = rows[order], start[order]
-    order, bounds = grouped(_thread_order_key(cols.pid[rows], cols.tid[rows]))
-    rows, start = rows[order], start[order]
-    del order
+        del order
     # Ops of a thread starting together: longest first, then in row order.
     tie = start[1:] == start[:-1]
     tie[bounds[1:-1] - 1] = False  # the last op of a thread and the first of the next: different threads
@@ -307,6 +311,33 @@ def _by_thread(cols: Any, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.
         # reordered among rows of one start: ``start`` stays the rows' starts
         rows[at] = tied[np.lexsort((tied, cols.start[tied] - cols.end[tied], group))]
     return rows, bounds, start
+
+
+def _grouped_compiled(cols: Any, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """(``rows`` grouped by thread as :func:`grouped` orders their ``thread_key``, the bounds, their starts) by the
+    compiled counting sort (_op_tree.c ``group_rows``: two passes over the rows, each row's pid, tid and start read
+    there, no gathered column and no comparison and gather per thread), where the rows are in start order; None
+    where it does not apply (no compiled helper, other column types, more than 255 threads, a thread the sampled
+    candidates miss, rows not in start order: then :func:`_by_thread` sorts)."""
+    pid, tid, start = cols.pid, cols.tid, cols.start
+    if (
+        _compiled is None
+        or pid.dtype != np.int32
+        or tid.dtype != np.int32
+        or start.dtype != np.int64
+        or rows.dtype not in (np.int32, np.int64)
+        or not all(a.flags.c_contiguous for a in (pid, tid, start, rows))
+    ):
+        return None
+    sample = rows[:: max(1, rows.size // KEY_SAMPLE)]
+    candidates = np.unique(thread_key(pid[sample], tid[sample]))
+    if candidates.size > 255:
+        return None
+    rows_out, start_out = np.empty_like(rows), np.empty(rows.size, np.int64)
+    bounds = np.empty(candidates.size + 1, np.int64)
+    if _compiled.group_rows(pid, tid, start, rows, candidates, rows_out, start_out, bounds) != 0:
+        return None
+    return rows_out, bounds, start_out
 
 
 def _thread_order_key(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
