@@ -8,7 +8,7 @@
   code, kept here as the reference), on hand-built traces with and without sizes and with a range off any thread;
 - tree._by_thread through the compiled counting sort (_op_tree.c group_rows: rows grouped by thread with their
   starts in two passes) vs the numpy grouping (grouped, then gathers), on generated op rows: one or several
-  processes, negative and large tids, int32 and int64 rows, ties on a start, and the cases it leaves to numpy
+  processes, negative and large tids, int32 and int64 tids (Nsight, Kineto) and rows, ties on a start, and the cases it leaves to numpy
   (rows out of start order, more than 255 threads).
 """
 
@@ -96,14 +96,17 @@ def test_nvtx_dims_equal_the_rows_names_sizes() -> None:
         assert got.tolist() == _reference_dims(trace).tolist(), rows
 
 
-def _columns(rnd, size: int, threads: list[tuple[int, int]], ordered: bool) -> SimpleNamespace:
+def _columns(
+    rnd, size: int, threads: list[tuple[int, int]], ordered: bool, wide: bool = False
+) -> SimpleNamespace:
     start = np.array(sorted(rnd.randint(0, size // 2 + 1) for _ in range(size)), np.int64)
     if not ordered and size > 1:
         start[[0, -1]] = start[[-1, 0]] + np.array([1, 0])  # out of order (unless all equal)
     pick = [threads[rnd.randrange(len(threads))] for _ in range(size)]
     return SimpleNamespace(
         pid=np.array([p for p, _ in pick], np.int32),
-        tid=np.array([t for _, t in pick], np.int32),
+        # (a tid past 32 bits, in an int64 column, shares its thread key with the tid of its low 32 bits)
+        tid=np.array([t if wide else t & 0x7FFFFFFF for _, t in pick], np.int64 if wide else np.int32),
         start=start,
         end=start + np.array([rnd.randint(0, 50) for _ in range(size)], np.int64),
     )
@@ -119,7 +122,7 @@ def _numpy_by_thread(cols: SimpleNamespace, rows: np.ndarray) -> tuple[np.ndarra
 
 
 THREADS = st.lists(
-    st.tuples(st.sampled_from([7, 8, -3]), st.sampled_from([1, 2, -1, 2**31 - 1, -(2**31), 123456])),
+    st.tuples(st.sampled_from([7, 8, -3]), st.sampled_from([1, 2, -1, 2**31 - 1, -(2**31), 123456, 2**40 + 2])),
     min_size=1,
     max_size=6,
     unique=True,
@@ -127,11 +130,13 @@ THREADS = st.lists(
 
 
 @settings(max_examples=80, deadline=None)
-@given(st.integers(1, 400), THREADS, st.booleans(), st.booleans(), st.randoms(use_true_random=False))
-def test_compiled_grouping_equals_numpy(size: int, threads, narrow: bool, ordered: bool, rnd) -> None:
+@given(
+    st.integers(1, 400), THREADS, st.booleans(), st.booleans(), st.booleans(), st.randoms(use_true_random=False)
+)
+def test_compiled_grouping_equals_numpy(size: int, threads, narrow: bool, ordered: bool, wide: bool, rnd) -> None:
     if tree._compiled is None:  # no compiler at install time: nothing to compare
         return
-    cols = _columns(rnd, size, threads, ordered)
+    cols = _columns(rnd, size, threads, ordered, wide)
     rows = np.flatnonzero(np.array([rnd.random() < 0.8 for _ in range(size)]))
     rows = rows.astype(np.int32 if narrow else np.int64)
     expected = _numpy_by_thread(cols, rows)
@@ -149,6 +154,7 @@ def test_compiled_grouping_applies_where_it_should() -> None:
     rows = np.arange(2000, dtype=np.int64)
     if tree._compiled is not None:
         assert tree._grouped_compiled(cols, rows) is not None
+        assert tree._grouped_compiled(_columns(rnd, 2000, [(1, 2**40)], True, wide=True), rows) is not None
     many = _columns(rnd, 2000, [(1, t) for t in range(300)], True)  # more than 255 threads: numpy
     assert tree._grouped_compiled(many, rows) is None
     unordered = _columns(rnd, 2000, [(1, t) for t in range(5)], False)  # starts out of order: numpy

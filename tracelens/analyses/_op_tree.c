@@ -23,7 +23,7 @@
  * (columns.thread_key: pid in the high 32 bits, tid in the low), the keys in the order of ``candidates`` (int64,
  * ascending, distinct, at most 255), written with each row's start. Two passes over the rows (each row's pid, tid
  * and start read, its candidate found, the counts; then each row and start written to its place) instead of a
- * gather of each column, a comparison and a gather per thread. pid, tid: int32 columns; start: the int64 column;
+ * gather of each column, a comparison and a gather per thread. pid, tid: int32 or int64 columns; start: int64;
  * rows and rows_out: int32 or int64; start_out: int64; bounds: int64, candidates + 1. Returns 0; or 1 where a key
  * is not among the candidates, 2 where the rows' starts are not ascending (the outputs then unspecified: tree.py
  * sorts instead). The GIL is released while it runs. */
@@ -187,6 +187,10 @@ done:
     return result;
 }
 
+static inline int64_t read_int(const void *buf, Py_ssize_t size, int64_t i) {
+    return size == 4 ? (int64_t)((const int32_t *)buf)[i] : ((const int64_t *)buf)[i];
+}
+
 /* Pass 1 over rows of type T: each row's candidate (linear: a handful of threads; the last one found tried first),
  * the counts, the starts' order checked. */
 #define CLASSIFY(T)                                                                                                \
@@ -195,7 +199,8 @@ done:
         int64_t j = 0, previous = INT64_MIN;                                                                       \
         for (int64_t i = 0; i < n && !status; i++) {                                                               \
             int64_t row = (int64_t)r[i], begin = start[row];                                                       \
-            int64_t value = (int64_t)(((uint64_t)(uint32_t)pid[row] << 32) | (uint64_t)(uint32_t)tid[row]);        \
+            int64_t value = (int64_t)(((uint64_t)(uint32_t)read_int(pid, pid_size, row) << 32) |                   \
+                                      (uint64_t)(uint32_t)read_int(tid, tid_size, row));                           \
             if (begin < previous) status = 2;                                                                      \
             previous = begin;                                                                                      \
             if (cand[j] != value) {                                                                                \
@@ -234,14 +239,15 @@ static PyObject *group_rows(PyObject *self, PyObject *args) {
     }
     PyObject *result = NULL;
     if (got < 8) goto done;
-    Py_ssize_t row_size = v[3].itemsize;
+    Py_ssize_t row_size = v[3].itemsize, pid_size = v[0].itemsize, tid_size = v[1].itemsize;
     int64_t table = v[2].len / 8, n = v[3].len / (row_size ? row_size : 1), k = v[4].len / 8;
-    if (v[0].itemsize != 4 || v[1].itemsize != 4 || v[2].itemsize != 8 || (row_size != 4 && row_size != 8) ||
+    if ((pid_size != 4 && pid_size != 8) || (tid_size != 4 && tid_size != 8) || v[2].itemsize != 8 ||
+        (row_size != 4 && row_size != 8) ||
         v[4].itemsize != 8 || v[5].itemsize != row_size || v[6].itemsize != 8 || v[7].itemsize != 8) {
         PyErr_SetString(PyExc_TypeError, "group_rows: unexpected item sizes");
         goto done;
     }
-    if (k < 1 || k > 255 || v[0].len / 4 != table || v[1].len / 4 != table || v[5].len / row_size != n ||
+    if (k < 1 || k > 255 || v[0].len / pid_size != table || v[1].len / tid_size != table || v[5].len / row_size != n ||
         v[6].len / 8 != n || v[7].len / 8 != k + 1) {
         PyErr_SetString(PyExc_ValueError, "group_rows: inconsistent sizes");
         goto done;
@@ -258,7 +264,7 @@ static PyObject *group_rows(PyObject *self, PyObject *args) {
     if (!code || !counts || !next) {
         PyErr_NoMemory();
     } else {
-        const int32_t *pid = v[0].buf, *tid = v[1].buf;
+        const void *pid = v[0].buf, *tid = v[1].buf;
         const int64_t *start = v[2].buf, *cand = v[4].buf;
         const void *rows = v[3].buf;
         void *rows_out = v[5].buf;

@@ -322,8 +322,8 @@ def _grouped_compiled(cols: Any, rows: np.ndarray) -> tuple[np.ndarray, np.ndarr
     pid, tid, start = cols.pid, cols.tid, cols.start
     if (
         _compiled is None
-        or pid.dtype != np.int32
-        or tid.dtype != np.int32
+        or pid.dtype not in (np.int32, np.int64)
+        or tid.dtype not in (np.int32, np.int64)
         or start.dtype != np.int64
         or rows.dtype not in (np.int32, np.int64)
         or not all(a.flags.c_contiguous for a in (pid, tid, start, rows))
