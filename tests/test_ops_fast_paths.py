@@ -9,7 +9,10 @@
 - tree._by_thread through the compiled counting sort (_op_tree.c group_rows: rows grouped by thread with their
   starts in two passes) vs the numpy grouping (grouped, then gathers), on generated op rows: one or several
   processes, negative and large tids, int32 and int64 tids (Nsight, Kineto) and rows, ties on a start, and the cases it leaves to numpy
-  (rows out of start order, more than 255 threads).
+  (rows out of start order, more than 255 threads);
+- tree._annotation_names through the compiled pass (_op_tree.c names_of_kind) vs the annotations' names compressed
+  out and counted (the earlier code, kept here as the reference), on generated kind and name columns with unnamed
+  rows, int32 and int64 names, and a name outside the dictionary (the numpy path then).
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from tracelens.analyses.names import names_in_use
 from tracelens.analyses.ops import EXACT_BITS, sums_by_code, tree
 from tracelens.analyses.ops.flops import _nvtx_dims_by_code
 from tracelens.analyses.ops.tree import emit_nvtx_rows, emit_nvtx_sizes
-from tracelens.trace import Trace
+from tracelens.trace import ALL_KINDS, ANNOTATION, Trace
 
 
 def _reference(code: np.ndarray, **columns: np.ndarray) -> pd.DataFrame:
@@ -159,3 +162,35 @@ def test_compiled_grouping_applies_where_it_should() -> None:
     assert tree._grouped_compiled(many, rows) is None
     unordered = _columns(rnd, 2000, [(1, t) for t in range(5)], False)  # starts out of order: numpy
     assert tree._grouped_compiled(unordered, rows) is None
+
+
+def _reference_annotation_names(cols: SimpleNamespace, size: int) -> tuple[np.ndarray, bool]:
+    ann = np.compress(cols.kind == ALL_KINDS.index(ANNOTATION), cols.name)
+    named = ann >= 0
+    unnamed = not bool(named.all())
+    return np.flatnonzero(np.bincount(ann[named] if unnamed else ann, minlength=size) > 0), unnamed
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(-1, len(ALL_KINDS) - 1), st.integers(-1, 30)), max_size=300),
+    st.booleans(),
+)
+def test_annotation_names_equal_the_reference(rows: list[tuple[int, int]], wide: bool) -> None:
+    kind = np.array([k for k, _ in rows], np.int8)
+    name = np.array([n for _, n in rows], np.int64 if wide else np.int32)
+    cols = SimpleNamespace(kind=kind, name=name, of_kind=lambda k: kind == ALL_KINDS.index(k))
+    got, unnamed = tree._annotation_names(cols, 31)
+    expected, expected_unnamed = _reference_annotation_names(cols, 31)
+    np.testing.assert_array_equal(got, expected)
+    assert unnamed == expected_unnamed
+
+
+def test_annotation_names_outside_the_dictionary_go_to_numpy() -> None:
+    kind = np.full(4, ALL_KINDS.index(ANNOTATION), np.int8)
+    name = np.array([0, 3, -1, 2], np.int32)
+    cols = SimpleNamespace(kind=kind, name=name, of_kind=lambda k: kind == ALL_KINDS.index(k))
+    if tree._compiled is not None:
+        assert not tree._compiled.names_of_kind(kind, name, ALL_KINDS.index(ANNOTATION), np.zeros(3, bool))
+    used, unnamed = tree._annotation_names(cols, 4)  # a dictionary of 4: every name inside
+    assert used.tolist() == [0, 2, 3] and unnamed

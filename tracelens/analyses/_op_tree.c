@@ -26,7 +26,13 @@
  * gather of each column, a comparison and a gather per thread. pid, tid: int32 or int64 columns; start: int64;
  * rows and rows_out: int32 or int64; start_out: int64; bounds: int64, candidates + 1. Returns 0; or 1 where a key
  * is not among the candidates, 2 where the rows' starts are not ascending (the outputs then unspecified: tree.py
- * sorts instead). The GIL is released while it runs. */
+ * sorts instead). The GIL is released while it runs.
+ *
+ * names_of_kind(kind, name, code, seen): the names the rows of one kind take (tree.py's op names: the annotations'),
+ * in one pass over the kind and name columns instead of a compressed copy of the names and a count of it. kind:
+ * int8; name: int32 or int64 codes, -1 for none; seen: bool, the dictionary's size + 1 (the last slot: no name),
+ * set where a row of kind ``code`` has that name. Returns False where a name is outside the dictionary (seen then
+ * partly written). The GIL is released while it runs. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
@@ -291,8 +297,49 @@ done:
     return result;
 }
 
+static PyObject *names_of_kind(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *objs[3];
+    long code;
+    if (!PyArg_ParseTuple(args, "OOlO", &objs[0], &objs[1], &code, &objs[2])) return NULL;
+    Py_buffer v[3];
+    int got = 0;
+    for (; got < 3; got++) {
+        int flags = got == 2 ? (PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) : (PyBUF_C_CONTIGUOUS | PyBUF_FORMAT);
+        if (PyObject_GetBuffer(objs[got], &v[got], flags) < 0) break;
+    }
+    PyObject *result = NULL;
+    if (got < 3) goto done;
+    Py_ssize_t name_size = v[1].itemsize;
+    int64_t n = v[0].len, size = v[2].len - 1;
+    if (v[0].itemsize != 1 || (name_size != 4 && name_size != 8) || v[2].itemsize != 1 || size < 0 ||
+        v[1].len / name_size != n) {
+        PyErr_SetString(PyExc_ValueError, "names_of_kind: unexpected sizes");
+        goto done;
+    }
+    const int8_t *kind = v[0].buf;
+    const void *name = v[1].buf;
+    uint8_t *seen = v[2].buf;
+    int bad = 0;
+    Py_BEGIN_ALLOW_THREADS for (int64_t i = 0; i < n; i++) {
+        if (kind[i] != code) continue;
+        int64_t value = read_int(name, name_size, i);
+        if (value < -1 || value >= size) {
+            bad = 1;
+            break;
+        }
+        seen[value < 0 ? size : value] = 1;
+    }
+    Py_END_ALLOW_THREADS result = bad ? Py_False : Py_True;
+    Py_INCREF(result);
+done:
+    for (int i = 0; i < got; i++) PyBuffer_Release(&v[i]);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"op_tree", op_tree, METH_VARARGS, "op_tree(start, end, bounds, t, edges, outer, outermost, innermost)"},
+    {"names_of_kind", names_of_kind, METH_VARARGS, "names_of_kind(kind, name, code, seen)"},
     {"group_rows", group_rows, METH_VARARGS,
      "group_rows(pid, tid, start, rows, candidates, rows_out, start_out, bounds)"},
     {NULL, NULL, 0, NULL},

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ... import intervals
-from ...trace import ANNOTATION, CPU_OP, GPU_ACTIVITY_KINDS, Trace
+from ...trace import ALL_KINDS, ANNOTATION, CPU_OP, GPU_ACTIVITY_KINDS, Trace
 from ...values import dense_codes
 from ..columns import dictionary_codes, event_columns, memo, range_running_at, thread_key
 from ..launch import launch_pairs
@@ -58,11 +58,7 @@ def _op_names(trace: Trace) -> OpNames:
     code = np.r_[np.arange(size, dtype=np.int64), -1]
     names = np.asarray(cols.names, dtype=object)
     nvtx = np.zeros(size + 1, bool)
-    ann = np.compress(cols.of_kind(ANNOTATION), cols.name)  # as cols.name[mask], in half the time
-    named = ann >= 0
-    unnamed = not bool(named.all())
-    used = np.flatnonzero(np.bincount(ann[named] if unnamed else ann, minlength=size) > 0)
-    del ann, named
+    used, unnamed = _annotation_names(cols, size)
     found = [(c, m.group(1)) for c in used if (m := _EMIT_NVTX.match(str(names[c])))]  # a loop over names
     if found:
         ranges = np.array([c for c, _ in found], np.int64)
@@ -77,6 +73,25 @@ def _op_names(trace: Trace) -> OpNames:
     # (an annotation without a name is no op range)
     every = bool(found) and len(found) == used.size and not unnamed
     return OpNames(code, names, nvtx, recorded, every)
+
+
+def _annotation_names(cols: Any, size: int) -> tuple[np.ndarray, bool]:
+    """(the dictionary positions the annotation rows' names take, ascending; whether an annotation has no name):
+    one pass over the kind and name columns in C where built (_op_tree.c ``names_of_kind``), else the annotations'
+    names compressed out and marked."""
+    seen = np.zeros(size + 1, bool)  # the last slot: no name (-1)
+    kind, name = cols.kind, cols.name
+    compiled = (
+        _compiled is not None
+        and kind.dtype == np.int8
+        and name.dtype in (np.int32, np.int64)
+        and kind.flags.c_contiguous
+        and name.flags.c_contiguous
+    )
+    if not compiled or not _compiled.names_of_kind(kind, name, ALL_KINDS.index(ANNOTATION), seen):
+        seen[:] = False
+        seen[np.compress(cols.of_kind(ANNOTATION), name)] = True  # as name[mask], in half the time
+    return np.flatnonzero(seen[:size]), bool(seen[size])
 
 
 def _codes_of(names: np.ndarray, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
