@@ -82,7 +82,7 @@ def _annotation_names(cols: Any, size: int) -> tuple[np.ndarray, bool]:
     seen = np.zeros(size + 1, bool)  # the last slot: no name (-1)
     kind, name = cols.kind, cols.name
     compiled = (
-        _compiled is not None
+        hasattr(_compiled, "names_of_kind")  # none built, or one built before it had this function
         and kind.dtype == np.int8
         and name.dtype in (np.int32, np.int64)
         and kind.flags.c_contiguous
@@ -336,7 +336,7 @@ def _grouped_compiled(cols: Any, rows: np.ndarray) -> tuple[np.ndarray, np.ndarr
     candidates miss, rows not in start order: then :func:`_by_thread` sorts)."""
     pid, tid, start = cols.pid, cols.tid, cols.start
     if (
-        _compiled is None
+        not hasattr(_compiled, "group_rows")  # none built, or one built before it had this function
         or pid.dtype not in (np.int32, np.int64)
         or tid.dtype not in (np.int32, np.int64)
         or start.dtype != np.int64
