@@ -4,12 +4,13 @@ On a shared 2-core machine, bench_sections.py's fresh processes per tree swing b
 did not change; a change of 5% to a section is lost in that. Here the other tree's package is copied (compiled
 extensions included) into a temporary folder under another name (its modules import each other relatively), each
 side loads TRACE and computes every section in analyze's order once (so the shared values the sections memoize are
-ready: what is timed is each section's own work), then the ``--section`` computations alternate between the two
+ready: what is timed is each section's own work; ``--own-memos``: its own work and the shared values analyze has it
+compute), then the ``--section`` computations alternate between the two
 sides (which goes first alternates too), ``--rounds`` times, in the process's CPU time, inside
 ``reusing_array_pages`` as ``analyze`` runs them. The table gives the median and the minimum per side.
 
 Run:  flock /tmp/tracelens-bench.lock python3 benchmarks/bench_sections_same_process.py TRACE --tree /work/main
-      [--section whatif --section steps] [--rounds 7] [--cold]
+      [--section whatif --section steps] [--rounds 7] [--clock cpu|wall] [--cold | --own-memos]
 """
 
 from __future__ import annotations
@@ -46,6 +47,14 @@ def _drop_shared_values(analyses: Any, trace: Any) -> None:
     derived.forget(trace, families)
 
 
+def _own_memos(analyses: Any, section: str) -> list[str]:
+    """The shared values (memo families) ``section`` computes in analyze: those it reads that no section before it
+    in analyze's order reads."""
+    order = analyses.run_order(analyses.SECTIONS)
+    before = set(order[: order.index(section)]) if section in order else set(order)
+    return [f for f, readers in analyses.MEMO_READERS.items() if section in readers and not readers & before]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("trace")
@@ -62,7 +71,21 @@ def main() -> int:
         help="drop the trace's shared derived values (all but the event columns) before each timed computation, "
         "so that a section's time includes the shared values it reads (launch pairs, host rows, one-time work...)",
     )
+    parser.add_argument(
+        "--clock",
+        choices=("cpu", "wall"),
+        default="cpu",
+        help="the process's CPU time (default), or wall time (time.perf_counter: what a section that runs work "
+        "on two threads gains)",
+    )
+    parser.add_argument(
+        "--own-memos",
+        action="store_true",
+        help="forget, before each timing, the shared values analyze has the section compute (those no section "
+        "before it in analyze's order reads: the op tree for ops), so that their work is timed with it",
+    )
     opts = parser.parse_args()
+    clock = time.process_time if opts.clock == "cpu" else time.perf_counter
     sections = opts.section or ["whatif", "steps"]
     with tempfile.TemporaryDirectory() as folder:
         shutil.copytree(Path(opts.tree) / "tracelens", Path(folder) / OTHER)
@@ -81,15 +104,19 @@ def main() -> int:
                         compute = analyses.BY_KEY[section].compute
                         if opts.cold:
                             _drop_shared_values(analyses, trace)
-                        start = time.process_time()
+                        elif opts.own_memos:
+                            forget = importlib.import_module(f"{analyses.__name__}.derived").forget
+                            forget(trace, _own_memos(analyses, section))
+                        start = clock()
                         compute(trace, {"source": {}, **done})
-                        times[section][side].append(time.process_time() - start)
+                        times[section][side].append(clock() - start)
     rows = [
         [section]
         + [f"{statistics.median(v):.3f} (min {min(v):.3f})" for v in (times[section][side] for side in sides)]
         for section in sections
     ]
-    print(f"\n{Path(opts.trace).name}: CPU seconds, median (min) of {opts.rounds}, one process\n")
+    what = "CPU" if opts.clock == "cpu" else "wall"
+    print(f"\n{Path(opts.trace).name}: {what} seconds, median (min) of {opts.rounds}, one process\n")
     print(markdown_table(["section"] + list(sides), rows))
     return 0
 

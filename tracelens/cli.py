@@ -196,6 +196,8 @@ def _format_for_output(output: str | None, default: str, allowed: Sequence[str],
 
 def _is_run_directory(path: str) -> bool:
     """A directory holding several traces (one per rank) rather than one TF logdir."""
+    if not os.path.isdir(path):  # a file: no need to import tracelens.run (and pandas with it)
+        return False
     try:
         from .run import is_run_directory
     except ImportError:

@@ -17,7 +17,22 @@
  * (threads + 1: each thread's launches), outer uint8 (ops), outermost/innermost int64 (launches; positions into
  * the ops, -1: none). Returns False, having written nothing, where an op ends before it starts (the readers
  * clamp those; tree.py's numpy path counts them its own way). The GIL is released while it runs.
- */
+ *
+ * group_rows(pid, tid, start, rows, candidates, rows_out, start_out, bounds): the op rows grouped by thread ahead of
+ * that pass (tree.py's _by_thread): a stable counting sort of the event ``rows`` (ascending) by their thread's key
+ * (columns.thread_key: pid in the high 32 bits, tid in the low), the keys in the order of ``candidates`` (int64,
+ * ascending, distinct, at most 255), written with each row's start. Two passes over the rows (each row's pid, tid
+ * and start read, its candidate found, the counts; then each row and start written to its place) instead of a
+ * gather of each column, a comparison and a gather per thread. pid, tid: int32 or int64 columns; start: int64;
+ * rows and rows_out: int32 or int64; start_out: int64; bounds: int64, candidates + 1. Returns 0; or 1 where a key
+ * is not among the candidates, 2 where the rows' starts are not ascending (the outputs then unspecified: tree.py
+ * sorts instead). The GIL is released while it runs.
+ *
+ * names_of_kind(kind, name, code, seen): the names the rows of one kind take (tree.py's op names: the annotations'),
+ * in one pass over the kind and name columns instead of a compressed copy of the names and a count of it. kind:
+ * int8; name: int32 or int64 codes, -1 for none; seen: bool, the dictionary's size + 1 (the last slot: no name),
+ * set where a row of kind ``code`` has that name. Returns False where a name is outside the dictionary (seen then
+ * partly written). The GIL is released while it runs. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
@@ -178,8 +193,155 @@ done:
     return result;
 }
 
+static inline int64_t read_int(const void *buf, Py_ssize_t size, int64_t i) {
+    return size == 4 ? (int64_t)((const int32_t *)buf)[i] : ((const int64_t *)buf)[i];
+}
+
+/* Pass 1 over rows of type T: each row's candidate (linear: a handful of threads; the last one found tried first),
+ * the counts, the starts' order checked. */
+#define CLASSIFY(T)                                                                                                \
+    do {                                                                                                           \
+        const T *r = rows;                                                                                         \
+        int64_t j = 0, previous = INT64_MIN;                                                                       \
+        for (int64_t i = 0; i < n && !status; i++) {                                                               \
+            int64_t row = (int64_t)r[i], begin = start[row];                                                       \
+            int64_t value = (int64_t)(((uint64_t)(uint32_t)read_int(pid, pid_size, row) << 32) |                   \
+                                      (uint64_t)(uint32_t)read_int(tid, tid_size, row));                           \
+            if (begin < previous) status = 2;                                                                      \
+            previous = begin;                                                                                      \
+            if (cand[j] != value) {                                                                                \
+                for (j = 0; j < k && cand[j] != value; j++) {                                                      \
+                }                                                                                                  \
+                if (j == k) status = 1;                                                                            \
+            }                                                                                                      \
+            code[i] = (uint8_t)j;                                                                                  \
+            counts[j]++;                                                                                           \
+        }                                                                                                          \
+    } while (0)
+
+/* Pass 2: each row and its start written to its place. */
+#define SCATTER(T)                                                                                                 \
+    do {                                                                                                           \
+        const T *in = rows;                                                                                        \
+        T *out = rows_out;                                                                                         \
+        for (int64_t i = 0; i < n; i++) {                                                                          \
+            int64_t at = next[code[i]]++;                                                                          \
+            out[at] = in[i];                                                                                       \
+            start_out[at] = start[(int64_t)in[i]];                                                                 \
+        }                                                                                                          \
+    } while (0)
+
+static PyObject *group_rows(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *objs[8];
+    if (!PyArg_ParseTuple(args, "OOOOOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5], &objs[6],
+                          &objs[7]))
+        return NULL;
+    Py_buffer v[8];
+    int got = 0;
+    for (; got < 8; got++) {
+        int flags = got >= 5 ? (PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) : (PyBUF_C_CONTIGUOUS | PyBUF_FORMAT);
+        if (PyObject_GetBuffer(objs[got], &v[got], flags) < 0) break;
+    }
+    PyObject *result = NULL;
+    if (got < 8) goto done;
+    Py_ssize_t row_size = v[3].itemsize, pid_size = v[0].itemsize, tid_size = v[1].itemsize;
+    int64_t table = v[2].len / 8, n = v[3].len / (row_size ? row_size : 1), k = v[4].len / 8;
+    if ((pid_size != 4 && pid_size != 8) || (tid_size != 4 && tid_size != 8) || v[2].itemsize != 8 ||
+        (row_size != 4 && row_size != 8) ||
+        v[4].itemsize != 8 || v[5].itemsize != row_size || v[6].itemsize != 8 || v[7].itemsize != 8) {
+        PyErr_SetString(PyExc_TypeError, "group_rows: unexpected item sizes");
+        goto done;
+    }
+    if (k < 1 || k > 255 || v[0].len / pid_size != table || v[1].len / tid_size != table || v[5].len / row_size != n ||
+        v[6].len / 8 != n || v[7].len / 8 != k + 1) {
+        PyErr_SetString(PyExc_ValueError, "group_rows: inconsistent sizes");
+        goto done;
+    }
+    for (int64_t i = 0; i < n; i++) { /* every row inside the table (the reads below are not checked) */
+        int64_t row = row_size == 4 ? (int64_t)((const int32_t *)v[3].buf)[i] : ((const int64_t *)v[3].buf)[i];
+        if (row < 0 || row >= table) {
+            PyErr_SetString(PyExc_IndexError, "group_rows: a row outside the table");
+            goto done;
+        }
+    }
+    uint8_t *code = malloc((size_t)(n + 1));
+    int64_t *counts = calloc((size_t)k + 1, sizeof *counts), *next = malloc(((size_t)k + 1) * sizeof *next);
+    if (!code || !counts || !next) {
+        PyErr_NoMemory();
+    } else {
+        const void *pid = v[0].buf, *tid = v[1].buf;
+        const int64_t *start = v[2].buf, *cand = v[4].buf;
+        const void *rows = v[3].buf;
+        void *rows_out = v[5].buf;
+        int64_t *start_out = v[6].buf, *bounds = v[7].buf;
+        long status = 0;
+        Py_BEGIN_ALLOW_THREADS if (row_size == 4) CLASSIFY(int32_t);
+        else CLASSIFY(int64_t);
+        if (!status) {
+            next[0] = 0;
+            for (int64_t j = 0; j < k; j++) next[j + 1] = next[j] + counts[j];
+            memcpy(bounds, next, ((size_t)k + 1) * sizeof *bounds);
+            if (row_size == 4)
+                SCATTER(int32_t);
+            else
+                SCATTER(int64_t);
+        }
+        Py_END_ALLOW_THREADS result = PyLong_FromLong(status);
+    }
+    free(code);
+    free(counts);
+    free(next);
+done:
+    for (int i = 0; i < got; i++) PyBuffer_Release(&v[i]);
+    return result;
+}
+
+static PyObject *names_of_kind(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *objs[3];
+    long code;
+    if (!PyArg_ParseTuple(args, "OOlO", &objs[0], &objs[1], &code, &objs[2])) return NULL;
+    Py_buffer v[3];
+    int got = 0;
+    for (; got < 3; got++) {
+        int flags = got == 2 ? (PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) : (PyBUF_C_CONTIGUOUS | PyBUF_FORMAT);
+        if (PyObject_GetBuffer(objs[got], &v[got], flags) < 0) break;
+    }
+    PyObject *result = NULL;
+    if (got < 3) goto done;
+    Py_ssize_t name_size = v[1].itemsize;
+    int64_t n = v[0].len, size = v[2].len - 1;
+    if (v[0].itemsize != 1 || (name_size != 4 && name_size != 8) || v[2].itemsize != 1 || size < 0 ||
+        v[1].len / name_size != n) {
+        PyErr_SetString(PyExc_ValueError, "names_of_kind: unexpected sizes");
+        goto done;
+    }
+    const int8_t *kind = v[0].buf;
+    const void *name = v[1].buf;
+    uint8_t *seen = v[2].buf;
+    int bad = 0;
+    Py_BEGIN_ALLOW_THREADS for (int64_t i = 0; i < n; i++) {
+        if (kind[i] != code) continue;
+        int64_t value = read_int(name, name_size, i);
+        if (value < -1 || value >= size) {
+            bad = 1;
+            break;
+        }
+        seen[value < 0 ? size : value] = 1;
+    }
+    Py_END_ALLOW_THREADS result = bad ? Py_False : Py_True;
+    Py_INCREF(result);
+done:
+    for (int i = 0; i < got; i++) PyBuffer_Release(&v[i]);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"op_tree", op_tree, METH_VARARGS, "op_tree(start, end, bounds, t, edges, outer, outermost, innermost)"},
+    {"names_of_kind", names_of_kind, METH_VARARGS, "names_of_kind(kind, name, code, seen)"},
+    {"group_rows", group_rows, METH_VARARGS,
+     "group_rows(pid, tid, start, rows, candidates, rows_out, start_out, bounds)"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -11,7 +11,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
 from typing import Any, Protocol
 
 import numpy as np
@@ -22,6 +24,7 @@ from ..replay.graph import GPU_START, Graph
 from ..replay.remedies import NOT_MODELED, NOT_MODELED_REASONS, REMEDIES, Context, Outcome
 from ..trace import DRIVER, GPU_ACTIVITY_KINDS, RUNTIME, STEP, Trace
 from .columns import event_columns
+from .schedule import run_sections, usable_threads
 
 
 def relative(replayed: float | None, recorded: float | None) -> float | None:
@@ -203,37 +206,63 @@ def whatif(trace: Trace) -> dict[str, Any]:
                 f"too many blocking calls, host wake-ups and matched collective kernels to replay without the "
                 f"compiled solver: {cuts:,} (limit {MAX_CUTS_WITHOUT_SOLVER:,})"
             )
-    recorded = ctx.outcome(times=g.time)
-    base = ctx.base
+    # the replays after the graph: each remedy (its model and its replay), the model replay and the critical
+    # path read the context only, so they run as tasks on two threads where the graph is small enough that a
+    # second task's working arrays beside the first's are cheap (TWO_THREADS_MAX_POINTS); one at a time in this
+    # order otherwise (each task keeps what its entry says, not its replay's times)
+    tasks: dict[str, Callable[[], Any]] = {
+        CRITICAL_TASK: lambda: critical_path(g, ctx.base.times, trace, ctx.step_of),
+        **{cause: partial(_remedy_task, ctx, cause) for cause in REMEDIES},
+        MODEL_TASK: lambda: _model_replay(ctx),
+    }
+    threads = usable_threads() if g.size <= TWO_THREADS_MAX_POINTS else 1
+    done = run_sections(list(tasks), lambda key: tasks[key](), threads=threads)
+    remedies: list[dict[str, Any]] = [done[cause] for cause in REMEDIES if done[cause] is not None]
+    # largest gain first: by the step time where the trace has steps (the steady state), else by the span
+    remedies.sort(key=lambda r: (float(r["predicted_step_ns"] or 0.0), -int(r["gain_ns"])))
+    return {
+        "replay_error": done[MODEL_TASK],
+        "remedies": remedies,
+        "not_modeled": list(NOT_MODELED),
+        "not_modeled_reasons": dict(NOT_MODELED_REASONS),
+        "critical_path": done[CRITICAL_TASK],
+        "reason": None,
+    }
+
+
+# The tasks after the graph besides one per remedy. They start in the order critical path (it computes the unchanged
+# replay, whose plan every replay of a remedy that changes only lags reuses), the remedies (each one's model first,
+# which needs no plan), the model replay.
+CRITICAL_TASK, MODEL_TASK = "critical_path", "replay_error"
+# Graphs up to this many points replay their remedies two at a time (the Kineto 406 MB benchmark trace: 1.45M
+# points); a second task's arrays are ~50 bytes a point beside the graph's ~75.
+TWO_THREADS_MAX_POINTS = 4_000_000
+
+
+def _model_replay(ctx: Context) -> dict[str, Any]:
+    """``replay_error``: the unchanged and the model replay against the recording."""
+    g, recorded = ctx.graph, ctx.recorded
     typical = ctx.outcome(g.at_typical_lags())
     replay_error: dict[str, Any] = {
-        **replay_error_fields(g, recorded, base, typical),
+        **replay_error_fields(g, recorded, ctx.base, typical),
         "model_error_by_lag": None,
         "model_reason": None,
     }
+    del typical  # its times (8 bytes a point) are not needed past replay_error
     if any(abs(replay_error[k] or 0.0) > MODEL_ERROR_LIMIT for k in ("model_span_error", "model_step_error")):
         parts = _model_error_by_lag(ctx, recorded)
         replay_error["model_error_by_lag"] = parts
         replay_error["model_reason"] = _model_reason(replay_error, parts, int(g.op_graph.sum()))
-    del typical  # its times (8 bytes a point) are not needed past replay_error
-    remedies: list[dict[str, Any]] = []
-    for cause, (remedy, model) in REMEDIES.items():
-        changed, assumptions = model(ctx)
-        if changed is None:
-            continue
-        out = ctx.outcome(changed)
-        remedies.append(remedy_entry(cause, remedy, out, recorded, base, assumptions))
-        del changed, out  # each remedy's graph and times go before the next one's are made
-    # largest gain first: by the step time where the trace has steps (the steady state), else by the span
-    remedies.sort(key=lambda r: (float(r["predicted_step_ns"] or 0.0), -int(r["gain_ns"])))
-    return {
-        "replay_error": replay_error,
-        "remedies": remedies,
-        "not_modeled": list(NOT_MODELED),
-        "not_modeled_reasons": dict(NOT_MODELED_REASONS),
-        "critical_path": critical_path(g, base.times, trace, ctx.step_of),
-        "reason": None,
-    }
+    return replay_error
+
+
+def _remedy_task(ctx: Context, cause: str) -> dict[str, Any] | None:
+    """The ``remedies[]`` entry of ``cause`` (None where the trace has nothing its remedy changes)."""
+    remedy, model = REMEDIES[cause]
+    changed, assumptions = model(ctx)
+    if changed is None:
+        return None
+    return remedy_entry(cause, remedy, ctx.outcome(changed), ctx.recorded, ctx.base, assumptions)
 
 
 def gain_by_cause(whatif_block: dict[str, Any] | None) -> dict[str, dict[str, Any]]:

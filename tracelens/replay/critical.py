@@ -52,9 +52,14 @@ def path_points(graph: Graph, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     n = graph.size
     if n == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    by_chain = source == np.arange(n) - 1
-    # the first point of the stretch of its chain that led to it through chain predecessors only
-    head = np.maximum.accumulate(np.where(~by_chain, np.arange(n), 0))
+    # the first point of the stretch of its chain that led to it through chain predecessors only: a running max of
+    # the points not set by their chain predecessor (one index array, in place)
+    head = np.arange(-1, n - 1, dtype=np.int64)
+    by_chain = source == head
+    head += 1
+    head[by_chain] = 0
+    del by_chain
+    np.maximum.accumulate(head, out=head)
     # a loop over chain switches on the path, through memoryviews (plain ints, no numpy call per switch)
     head_v, source_v = head.data, source.data
     tops: list[int] = []

@@ -68,9 +68,14 @@ class Context:
         self.is_marker = np.zeros(g.size, bool)  # the points of step markers (zero-length, not work)
         self.is_marker[g.call_start[g.call_is_marker]] = True
         self.is_marker[g.call_end[g.call_is_marker]] = True
-        windows = step_windows(trace)
-        self.windows = windows
-        self.step_of = np.full(g.size, -1, np.int64)
+        self.windows = step_windows(trace)
+
+    @cached_property
+    def step_of(self) -> np.ndarray:
+        """The step each point belongs to (-1: none); computed on first use, so that in the what-if section the
+        remedies' tasks find it on whichever thread first needs it, not before the first of them starts."""
+        g, windows = self.graph, self.windows
+        step_of = np.full(g.size, -1, np.int64)
         if len(windows) and g.size:
             starts = windows["start"].to_numpy(np.int64)
             limit = np.append(starts[1:], windows["end"].to_numpy(np.int64)[-1])
@@ -78,13 +83,14 @@ class Context:
             # step: searched once, not again per op), unlaunched ones by their own time
             # a step runs until the next one starts (the last until its end), that instant included
             host = 2 * g.call_start.size  # the host points come first
-            self.step_of[:host] = intervals.running_at(starts, limit + 1, g.time[:host])
+            step_of[:host] = intervals.running_at(starts, limit + 1, g.time[:host])
             launched = g.op_launch_call >= 0
-            at_call = self.step_of[g.call_start[g.op_launch_call[launched]]]
-            self.step_of[g.op_start[launched]] = at_call
-            self.step_of[g.op_end[launched]] = at_call
+            at_call = step_of[g.call_start[g.op_launch_call[launched]]]
+            step_of[g.op_start[launched]] = at_call
+            step_of[g.op_end[launched]] = at_call
             alone = np.concatenate([g.op_start[~launched], g.op_end[~launched]])
-            self.step_of[alone] = intervals.running_at(starts, limit + 1, g.time[alone])
+            step_of[alone] = intervals.running_at(starts, limit + 1, g.time[alone])
+        return step_of
 
     def outcome(self, graph: Graph | None = None, times: np.ndarray | None = None) -> Outcome:
         g = graph or self.graph
@@ -145,6 +151,11 @@ class Context:
     @cached_property
     def base(self) -> Outcome:
         return self.outcome()
+
+    @cached_property
+    def recorded(self) -> Outcome:
+        """The recording itself, read as a replay's outcome (what the replays are measured against)."""
+        return self.outcome(times=self.graph.time)
 
     def host_overlap(self, rows: np.ndarray) -> np.ndarray:
         """Per point, how much of the interval its lag covers (previous point on the chain -> it) lies inside

@@ -87,6 +87,7 @@ __all__ = [
     "outermost_op_at",
     "outermost_ops",
     "section",
+    "sums_by_code",
     "sync_ops",
 ]
 
@@ -99,19 +100,12 @@ def ops_report(trace: Trace, limit: int = TOP_OPS) -> dict[str, Any]:
     duration = (pairs["end"] - pairs["start"]).astype(np.int64)
     kernel = pairs["is_kernel"]
     attributed, op_code = gpu_op_name_codes(trace)
-    frame = pd.DataFrame(
-        {
-            "name": op_code[attributed],
-            "gpu": np.where(kernel[attributed], duration[attributed], 0),
-            "copy": np.where(kernel[attributed], 0, duration[attributed]),
-        }
-    )
-    gpu = frame.groupby("name")[["gpu", "copy"]].sum()
-    cpu = (
-        pd.DataFrame({"name": op_name_codes(trace, ops), "cpu": cols.end[ops] - cols.start[ops]})
-        .groupby("name")["cpu"]
-        .agg(["size", "sum"])
-    )
+    gpu = sums_by_code(
+        op_code[attributed],
+        gpu=np.where(kernel[attributed], duration[attributed], 0),
+        copy=np.where(kernel[attributed], 0, duration[attributed]),
+    ).drop(columns="size")
+    cpu = sums_by_code(op_name_codes(trace, ops), sum=cols.end[ops] - cols.start[ops])
     # Names only recorded on GPU ops (no host op rows): their launches as the count, no host time.
     table = cpu.join(gpu, how="outer")
     gpu_only = table["size"].isna().to_numpy()
@@ -179,15 +173,16 @@ def by_innermost(trace: Trace, limit: int = TOP_OPS) -> list[dict[str, Any]]:
         return []
     duration = (pairs["end"] - pairs["start"])[found].astype(np.int64)
     kernel = pairs["is_kernel"][found]
-    frame = pd.DataFrame(
-        {
-            "name": code[found],
-            "kernels": kernel.astype(np.int64),
-            "gpu": np.where(kernel, duration, 0),
-            "copy": np.where(kernel, 0, duration),
-        }
+    table = (
+        sums_by_code(
+            code[found],
+            kernels=kernel.astype(np.int64),
+            gpu=np.where(kernel, duration, 0),
+            copy=np.where(kernel, 0, duration),
+        )
+        .drop(columns="size")
+        .reset_index()
     )
-    table = frame.groupby("name")[["kernels", "gpu", "copy"]].sum().reset_index()
     table = table.sort_values(["gpu", "copy", "name"], ascending=[False, False, True]).head(limit)
     return [
         {
@@ -198,6 +193,48 @@ def by_innermost(trace: Trace, limit: int = TOP_OPS) -> list[dict[str, Any]]:
         }
         for r in table.itertuples(index=False)
     ]
+
+
+# sums_by_code adds an int64 column by a float64 bincount where every partial sum stays within float64's 53-bit
+# integers (|values| x rows < 2**53: durations in ns, up to ~10^9 rows of 100 days each); else in two parts, the
+# low EXACT_BITS bits and the rest, each part's sums exact in that way (checked; otherwise pandas adds them)
+EXACT_BITS = 24
+FLOAT_EXACT = 2**53
+
+
+def _largest(values: np.ndarray) -> int:
+    return max(abs(int(values.min())), abs(int(values.max()))) if values.size else 0
+
+
+def sums_by_code(code: np.ndarray, **columns: np.ndarray) -> pd.DataFrame:
+    """``pd.DataFrame({"name": code, **columns}).groupby("name")`` with each group's ``size`` and each int64
+    column's ``sum`` (the columns in that order, indexed by ``name``, ascending), for codes of at least -1 (op-name
+    codes, -1: no name): bincounts over the codes (no factorizing, no sort). Sums are int64 with its wrap-around,
+    as pandas adds them."""
+    code = np.asarray(code, np.int64)
+    values = {name: np.asarray(v, np.int64) for name, v in columns.items()}
+    n = code.size
+    split = {name for name, v in values.items() if _largest(v) * n >= FLOAT_EXACT}
+    exact = n < FLOAT_EXACT >> EXACT_BITS and all(_largest(values[k] >> EXACT_BITS) * n < FLOAT_EXACT for k in split)
+    if n == 0 or int(code.min()) < -1 or not exact:
+        frame = pd.DataFrame({"name": code, **values}).groupby("name")
+        return frame.size().rename("size").to_frame().join(frame[list(values)].sum())
+    slot = code + 1  # code -1 (no name) in slot 0
+    counts = np.bincount(slot)
+    present = np.flatnonzero(counts)
+    out: dict[str, np.ndarray] = {"size": counts[present].astype(np.int64)}
+
+    def total(weights: np.ndarray) -> np.ndarray:
+        return np.bincount(slot, weights=weights, minlength=counts.size)[present].astype(np.int64)
+
+    for name, v in values.items():
+        if name not in split:
+            out[name] = total(v)
+            continue
+        high, low = total(v >> EXACT_BITS), total(v & ((1 << EXACT_BITS) - 1))
+        with np.errstate(over="ignore"):
+            out[name] = (high << EXACT_BITS) + low  # int64 arithmetic: wraps as pandas' sum does
+    return pd.DataFrame(out, index=pd.Index(present - 1, name="name"))
 
 
 def section(trace: Trace, done: dict[str, Any]) -> dict[str, Any]:

@@ -53,15 +53,33 @@ def flop_ops(trace: Trace) -> FlopOps:
     return memo(trace, "flop_ops", lambda: _flop_ops(trace))
 
 
+def _nvtx_dims_by_code(trace: Trace, nvtx: np.ndarray) -> np.ndarray:
+    """Per name code (the last slot: null), the ``sizes = [...]`` of an emit_nvtx op range's text for the names the
+    ``nvtx`` rows use, else None. Once per distinct name; the names are tested first among every emit_nvtx name of
+    the dictionary (``op_names``), and only where some of them has sizes are the rows' names gathered to find which
+    of them the rows use (an export has tens of millions of ranges, whose names mostly have no sizes)."""
+    cols = event_columns(trace)
+    dims_by_code = np.full(len(cols.names) + 1, None, dtype=object)  # the last slot: name -1 (null)
+    if nvtx.size == 0:
+        return dims_by_code
+    candidates = np.flatnonzero(op_names(trace).nvtx[:-1])  # the rows' names are among these
+    dims = [emit_nvtx_sizes(str(cols.names[c])) for c in candidates]  # a loop over names
+    sized = np.array([d is not None for d in dims], bool)
+    if not sized.any():
+        return dims_by_code
+    used = np.zeros(len(cols.names) + 1, bool)
+    used[names_in_use(cols.name[nvtx], len(cols.names))] = True
+    keep = sized & used[candidates]
+    dims_by_code[candidates[keep]] = np.asarray(dims, dtype=object)[keep]
+    return dims_by_code
+
+
 def _flop_ops(trace: Trace) -> FlopOps:
     cols = event_columns(trace)
     cpu = np.flatnonzero(cols.of_kind(CPU_OP))
     # emit_nvtx op ranges: their shapes are the ``sizes = [...]`` of their text (no dtypes, no flops).
     nvtx = emit_nvtx_rows(trace)
-    # Once per distinct name; gathered per row only for the ranges counted below (an export has tens of millions).
-    present = names_in_use(cols.name[nvtx], len(cols.names))
-    dims_by_code = np.full(len(cols.names) + 1, None, dtype=object)  # the last slot: name -1 (null)
-    dims_by_code[present] = [emit_nvtx_sizes(str(cols.names[c])) for c in present]  # a loop over names
+    dims_by_code = _nvtx_dims_by_code(trace, nvtx)
     none = FlopOps(
         np.zeros(0, np.int64), np.zeros(0), np.zeros(0, object), np.zeros(0, object), False, np.zeros(0)
     )

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ... import intervals
-from ...trace import ANNOTATION, CPU_OP, GPU_ACTIVITY_KINDS, Trace
+from ...trace import ALL_KINDS, ANNOTATION, CPU_OP, GPU_ACTIVITY_KINDS, Trace
 from ...values import dense_codes
 from ..columns import dictionary_codes, event_columns, memo, range_running_at, thread_key
 from ..launch import launch_pairs
@@ -58,11 +58,7 @@ def _op_names(trace: Trace) -> OpNames:
     code = np.r_[np.arange(size, dtype=np.int64), -1]
     names = np.asarray(cols.names, dtype=object)
     nvtx = np.zeros(size + 1, bool)
-    ann = np.compress(cols.of_kind(ANNOTATION), cols.name)  # as cols.name[mask], in half the time
-    named = ann >= 0
-    unnamed = not bool(named.all())
-    used = np.flatnonzero(np.bincount(ann[named] if unnamed else ann, minlength=size) > 0)
-    del ann, named
+    used, unnamed = _annotation_names(cols, size)
     found = [(c, m.group(1)) for c in used if (m := _EMIT_NVTX.match(str(names[c])))]  # a loop over names
     if found:
         ranges = np.array([c for c, _ in found], np.int64)
@@ -77,6 +73,25 @@ def _op_names(trace: Trace) -> OpNames:
     # (an annotation without a name is no op range)
     every = bool(found) and len(found) == used.size and not unnamed
     return OpNames(code, names, nvtx, recorded, every)
+
+
+def _annotation_names(cols: Any, size: int) -> tuple[np.ndarray, bool]:
+    """(the dictionary positions the annotation rows' names take, ascending; whether an annotation has no name):
+    one pass over the kind and name columns in C where built (_op_tree.c ``names_of_kind``), else the annotations'
+    names compressed out and marked."""
+    seen = np.zeros(size + 1, bool)  # the last slot: no name (-1)
+    kind, name = cols.kind, cols.name
+    compiled = (
+        hasattr(_compiled, "names_of_kind")  # none built, or one built before it had this function
+        and kind.dtype == np.int8
+        and name.dtype in (np.int32, np.int64)
+        and kind.flags.c_contiguous
+        and name.flags.c_contiguous
+    )
+    if not compiled or not _compiled.names_of_kind(kind, name, ALL_KINDS.index(ANNOTATION), seen):
+        seen[:] = False
+        seen[np.compress(cols.of_kind(ANNOTATION), name)] = True  # as name[mask], in half the time
+    return np.flatnonzero(seen[:size]), bool(seen[size])
 
 
 def _codes_of(names: np.ndarray, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -290,13 +305,17 @@ def _by_thread(cols: Any, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.
     """:func:`ops_by_thread` and the ordered rows' starts (the op tree's pass reads them)."""
     if rows.size == 0:
         return rows, np.zeros(1, np.int64), cols.start[rows]
-    start = cols.start[rows]
-    if (start[1:] < start[:-1]).any():  # a table not in start order: by start first (stable)
-        order = np.argsort(start, kind="stable")
+    fused = _grouped_compiled(cols, rows)
+    if fused is not None:
+        rows, bounds, start = fused
+    else:
+        start = cols.start[rows]
+        if (start[1:] < start[:-1]).any():  # a table not in start order: by start first (stable)
+            order = np.argsort(start, kind="stable")
+            rows, start = rows[order], start[order]
+        order, bounds = grouped(_thread_order_key(cols.pid[rows], cols.tid[rows]))
         rows, start = rows[order], start[order]
-    order, bounds = grouped(_thread_order_key(cols.pid[rows], cols.tid[rows]))
-    rows, start = rows[order], start[order]
-    del order
+        del order
     # Ops of a thread starting together: longest first, then in row order.
     tie = start[1:] == start[:-1]
     tie[bounds[1:-1] - 1] = False  # the last op of a thread and the first of the next: different threads
@@ -307,6 +326,33 @@ def _by_thread(cols: Any, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.
         # reordered among rows of one start: ``start`` stays the rows' starts
         rows[at] = tied[np.lexsort((tied, cols.start[tied] - cols.end[tied], group))]
     return rows, bounds, start
+
+
+def _grouped_compiled(cols: Any, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """(``rows`` grouped by thread as :func:`grouped` orders their ``thread_key``, the bounds, their starts) by the
+    compiled counting sort (_op_tree.c ``group_rows``: two passes over the rows, each row's pid, tid and start read
+    there, no gathered column and no comparison and gather per thread), where the rows are in start order; None
+    where it does not apply (no compiled helper, other column types, more than 255 threads, a thread the sampled
+    candidates miss, rows not in start order: then :func:`_by_thread` sorts)."""
+    pid, tid, start = cols.pid, cols.tid, cols.start
+    if (
+        not hasattr(_compiled, "group_rows")  # none built, or one built before it had this function
+        or pid.dtype not in (np.int32, np.int64)
+        or tid.dtype not in (np.int32, np.int64)
+        or start.dtype != np.int64
+        or rows.dtype not in (np.int32, np.int64)
+        or not all(a.flags.c_contiguous for a in (pid, tid, start, rows))
+    ):
+        return None
+    sample = rows[:: max(1, rows.size // KEY_SAMPLE)]
+    candidates = np.unique(thread_key(pid[sample], tid[sample]))
+    if candidates.size > 255:
+        return None
+    rows_out, start_out = np.empty_like(rows), np.empty(rows.size, np.int64)
+    bounds = np.empty(candidates.size + 1, np.int64)
+    if _compiled.group_rows(pid, tid, start, rows, candidates, rows_out, start_out, bounds) != 0:
+        return None
+    return rows_out, bounds, start_out
 
 
 def _thread_order_key(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
