@@ -125,7 +125,9 @@ def _numpy_by_thread(cols: SimpleNamespace, rows: np.ndarray) -> tuple[np.ndarra
 
 
 THREADS = st.lists(
-    st.tuples(st.sampled_from([7, 8, -3]), st.sampled_from([1, 2, -1, 2**31 - 1, -(2**31), 123456, 2**40 + 2])),
+    st.tuples(
+        st.sampled_from([7, 8, -3]), st.sampled_from([1, 2, -1, 2**31 - 1, -(2**31), 123456, 2**40 + 2])
+    ),
     min_size=1,
     max_size=6,
     unique=True,
@@ -134,9 +136,16 @@ THREADS = st.lists(
 
 @settings(max_examples=80, deadline=None)
 @given(
-    st.integers(1, 400), THREADS, st.booleans(), st.booleans(), st.booleans(), st.randoms(use_true_random=False)
+    st.integers(1, 400),
+    THREADS,
+    st.booleans(),
+    st.booleans(),
+    st.booleans(),
+    st.randoms(use_true_random=False),
 )
-def test_compiled_grouping_equals_numpy(size: int, threads, narrow: bool, ordered: bool, wide: bool, rnd) -> None:
+def test_compiled_grouping_equals_numpy(
+    size: int, threads, narrow: bool, ordered: bool, wide: bool, rnd
+) -> None:
     if tree._compiled is None:  # no compiler at install time: nothing to compare
         return
     cols = _columns(rnd, size, threads, ordered, wide)

@@ -36,7 +36,9 @@ def _block(trace: tracelens.Trace, threads: int) -> str:
 def test_two_threads_give_the_block_of_one(name: str) -> None:
     trace = tracelens.load(str(FIXTURES / name))
     one = _block(trace, 1)
-    assert json.loads(one)["reason"] is None and json.loads(one)["remedies"]  # a replay with remedies to order
+    assert (
+        json.loads(one)["reason"] is None and json.loads(one)["remedies"]
+    )  # a replay with remedies to order
     assert _block(trace, 2) == one
 
 

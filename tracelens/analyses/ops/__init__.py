@@ -215,7 +215,9 @@ def sums_by_code(code: np.ndarray, **columns: np.ndarray) -> pd.DataFrame:
     values = {name: np.asarray(v, np.int64) for name, v in columns.items()}
     n = code.size
     split = {name for name, v in values.items() if _largest(v) * n >= FLOAT_EXACT}
-    exact = n < FLOAT_EXACT >> EXACT_BITS and all(_largest(values[k] >> EXACT_BITS) * n < FLOAT_EXACT for k in split)
+    exact = n < FLOAT_EXACT >> EXACT_BITS and all(
+        _largest(values[k] >> EXACT_BITS) * n < FLOAT_EXACT for k in split
+    )
     if n == 0 or int(code.min()) < -1 or not exact:
         frame = pd.DataFrame({"name": code, **values}).groupby("name")
         return frame.size().rename("size").to_frame().join(frame[list(values)].sum())
