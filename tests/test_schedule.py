@@ -12,7 +12,17 @@ import pytest
 from conftest import shared_params
 
 import tracelens
-from tracelens.analyses import BY_KEY, EXCLUSIVE_ORDER, EXCLUSIVE_PAIRS, SECTIONS, columns, run_order
+import tracelens.analyses
+from tracelens.analyses import (
+    BY_KEY,
+    EXCLUSIVE_MIN_EVENTS,
+    EXCLUSIVE_ORDER,
+    EXCLUSIVE_PAIRS,
+    SECTIONS,
+    columns,
+    exclusive_keys,
+    run_order,
+)
 from tracelens.analyses.schedule import run_sections, usable_threads
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -164,3 +174,36 @@ def test_exclusive_sections_are_the_big_ones_and_independent() -> None:
         "whatif",
     ]
     assert all(not BY_KEY[key].needs for key in exclusive)
+
+
+def test_exclusive_sections_are_kept_apart_only_on_big_traces() -> None:
+    order = run_order(SECTIONS)
+    assert exclusive_keys(order, EXCLUSIVE_MIN_EVENTS - 1) == []
+    big = exclusive_keys(order, EXCLUSIVE_MIN_EVENTS)
+    assert big == list(EXCLUSIVE_ORDER)  # all of them, in their priority
+    assert exclusive_keys(["devices", "ranges", "gaps"], EXCLUSIVE_MIN_EVENTS) == ["ranges"]
+
+
+def _exclusive_passed(monkeypatch: pytest.MonkeyPatch, path: Path) -> tuple[list[str], str]:
+    """The exclusive keys analyze hands the scheduler for ``path``, and the document it makes (two threads)."""
+    seen: list[list[str]] = []
+
+    def spy(*args: object, exclusive: list[str], **kwargs: object) -> object:
+        seen.append(list(exclusive))
+        return run_sections(*args, exclusive=exclusive, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(tracelens.analyses, "run_sections", spy)
+    document = _document(path, 2)
+    return seen[0], document
+
+
+def test_analyze_keeps_exclusive_sections_apart_from_the_threshold_on() -> None:
+    path = ROOT / "fixtures" / "demo.pt.trace.json.gz"
+    with pytest.MonkeyPatch.context() as patch:
+        small, document = _exclusive_passed(patch, path)
+    assert small == []
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(tracelens.analyses, "EXCLUSIVE_MIN_EVENTS", 0)
+        kept_apart, document_apart = _exclusive_passed(patch, path)
+    assert set(kept_apart) == set(EXCLUSIVE_ORDER) & set(SECTIONS)
+    assert document_apart == document == _document(path, 1)

@@ -44,7 +44,7 @@ class Section:
     at its peak, and two of them at once took analyze's peak from 1.30x to 1.55x the export; the what-if
     replay's graph holds about 175 bytes a point, and beside another big section it took the 27M-event export's
     peak from 2.9x to 3.2x), so it never runs beside another exclusive section when the sections run on two
-    threads (:mod:`.schedule`).
+    threads (:mod:`.schedule`), on traces of :data:`EXCLUSIVE_MIN_EVENTS` events and more.
     """
 
     key: str
@@ -128,6 +128,22 @@ EXCLUSIVE_PAIRS: frozenset[frozenset[str]] = frozenset(
     frozenset(pair)
     for pair in (("ranges", "memcpy"), ("ranges", "communication"), ("memcpy", "communication"))
 )
+
+# Below this many events the exclusive sections run beside each other like the rest: their working arrays are
+# then small next to what the load and the what-if graph already take, so pairing them raised no peak, and
+# keeping them apart left a core idle through the serial chain. Measured with both rules in turn (same
+# documents): the 406 MB Kineto trace (1.5M events) 3.3-3.8 -> 2.9-3.4 s at the same 0.6-0.8 GiB peak; the x100
+# export (2.7M) 4.0-4.9 -> 3.4-3.9 s, peak +1%; the x400 export (11M) 14.8-17.6 -> 13.9-14.9 s, peak 2.51 ->
+# 2.50 GiB; at x1512 (41M) the peak rose 3.6-3.7 -> 4.2-4.3 GiB, so there they stay apart.
+EXCLUSIVE_MIN_EVENTS = 16_000_000
+
+
+def exclusive_keys(keys: list[str], num_events: int) -> list[str]:
+    """The sections of ``keys`` that must not run beside each other on a trace of ``num_events`` events: the
+    ``exclusive`` ones from :data:`EXCLUSIVE_MIN_EVENTS` events on, else none."""
+    if num_events < EXCLUSIVE_MIN_EVENTS:
+        return []
+    return [key for key in keys if BY_KEY[key].exclusive]
 
 
 def run_order(keys: list[str]) -> list[str]:
@@ -258,7 +274,7 @@ def analyze(trace: Trace, *, sections: list[str] | None = None, threads: int | N
                 independent,
                 compute,
                 threads=usable_threads(),
-                exclusive=[key for key in independent if BY_KEY[key].exclusive],
+                exclusive=exclusive_keys(independent, trace.num_events),
                 pairs=EXCLUSIVE_PAIRS,
             )
         )
