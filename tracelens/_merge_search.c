@@ -31,6 +31,17 @@ static int get(PyObject *obj, Py_buffer *view, int writable, const char *name) {
 /* Whether the haystack value v lies before the needle x: v < x for side left, v <= x for side right. */
 #define BEFORE(v, x) (right ? (int64_t)(v) <= (x) : (int64_t)(v) < (x))
 
+/* Binary search in [lo, hi): lo becomes the first position whose haystack value does not lie before x (hi is
+ * known not to, or is the end). */
+#define FIRST_NOT_BEFORE(lo, hi)                                                                             \
+    while (lo < hi) {                                                                                        \
+        int64_t mid = lo + ((hi - lo) >> 1);                                                                 \
+        if (BEFORE(hay[mid], x))                                                                             \
+            lo = mid + 1;                                                                                    \
+        else                                                                                                 \
+            hi = mid;                                                                                        \
+    }
+
 /* Needles ascending: each answer found by galloping forward from the previous one. */
 #define WALK(NAME, HT, NT)                                                                                   \
     static void NAME(const HT *hay, int64_t h, const NT *needles, int64_t n, int64_t *out, int right) {      \
@@ -48,13 +59,7 @@ static int get(PyObject *obj, Py_buffer *view, int writable, const char *name) {
                 if (hi > h) hi = h;                                                                          \
                 /* the first value not before x lies in (lo, hi] */                                          \
                 lo += 1;                                                                                     \
-                while (lo < hi) {                                                                            \
-                    int64_t mid = lo + ((hi - lo) >> 1);                                                     \
-                    if (BEFORE(hay[mid], x))                                                                 \
-                        lo = mid + 1;                                                                        \
-                    else                                                                                     \
-                        hi = mid;                                                                            \
-                }                                                                                            \
+                FIRST_NOT_BEFORE(lo, hi);                                                                    \
                 at = lo;                                                                                     \
             }                                                                                                \
             out[i] = at;                                                                                     \
@@ -94,13 +99,7 @@ static int get(PyObject *obj, Py_buffer *view, int writable, const char *name) {
                 out[i] = at;                                                                                 \
                 continue;                                                                                    \
             }                                                                                                \
-            while (lo < hi) {                                                                                \
-                int64_t mid = lo + ((hi - lo) >> 1);                                                         \
-                if (BEFORE(hay[mid], x))                                                                     \
-                    lo = mid + 1;                                                                            \
-                else                                                                                         \
-                    hi = mid;                                                                                \
-            }                                                                                                \
+            FIRST_NOT_BEFORE(lo, hi);                                                                        \
             at = lo;                                                                                         \
             out[i] = at;                                                                                     \
         }                                                                                                    \
