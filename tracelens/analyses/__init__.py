@@ -165,9 +165,10 @@ def run_order(keys: list[str]) -> list[str]:
 # sections are still to run, so its memory is not held through them (a value read again later is computed again:
 # slower, never wrong; values whose last reader is the run's last section stay, as before). A value not listed
 # stays until the trace goes (``event_columns``, which every section reads). ``tests/test_memo_release.py``
-# checks the table against the reads analyze makes on the fixtures and real traces. The big values (launch pairs,
-# host rows, op tree) are read by the diagnosis, which runs last, so they stay held to the end
-# (benchmarks/results/section_memory_nfree5.md).
+# checks the table against the reads analyze makes on the fixtures and real traces. A big value the diagnosis reads
+# stays held to the end (it runs last): it reads small summaries instead where it can, which the last section
+# holding the big value computes (the ops it names: ops.diagnosis_ops; benchmarks/results/section_memory_nfree5.md,
+# section_memory_nheld7.md).
 _PAIRS_READERS = ("steps", "attribution", "launch", "sync", "ranges", "ops", "whatif", "diagnosis")
 MEMO_READERS: dict[str, frozenset[str]] = {
     family: frozenset(readers)
@@ -193,11 +194,13 @@ MEMO_READERS: dict[str, frozenset[str]] = {
         "one_time_work": ("steps", "attribution", "whatif", "diagnosis"),
         "host_rows": ("steps", "attribution"),  # and the diagnosis, which computes it again: RECOMPUTED
         "unexplained_intervals": ("attribution", "diagnosis"),
-        "op_names": ("ops", "diagnosis"),
-        "op_tree": ("ops", "whatif", "diagnosis"),
-        "gpu_op_name_codes": ("ops", "diagnosis"),
-        "emit_nvtx_rows": ("ops", "diagnosis"),
-        "framework_op_rows": ("ops", "diagnosis"),
+        # the diagnosis reads the few ops it names, which the ops section finds (ops.diagnosis_ops), not these
+        "op_names": ("ops",),
+        "op_tree": ("ops", "whatif"),
+        "gpu_op_name_codes": ("ops",),
+        "emit_nvtx_rows": ("ops",),
+        "framework_op_rows": ("ops",),
+        "op_evidence": ("ops", "diagnosis"),
         "flop_ops": ("ops",),
         "modules": ("ops",),
     }.items()
@@ -209,7 +212,19 @@ MEMO_READERS: dict[str, frozenset[str]] = {
 # 0.3 s at x1512) to compute from the host categories and one-time work (held for the diagnosis anyway),
 # against 163 MiB less held under every section of the serial chain after attribution
 # (benchmarks/results/section_memory_nfree5.md).
-RECOMPUTED: dict[str, frozenset[str]] = {"host_rows": frozenset({"diagnosis"})}
+# The op tree and the values it derives from are read by the diagnosis only where the ops section is not in the
+# run (analyze(sections=["diagnosis"])): it then finds the ops it names itself (ops.diagnosis_ops).
+RECOMPUTED: dict[str, frozenset[str]] = {
+    family: frozenset({"diagnosis"})
+    for family in (
+        "host_rows",
+        "op_names",
+        "op_tree",
+        "gpu_op_name_codes",
+        "emit_nvtx_rows",
+        "framework_op_rows",
+    )
+}
 
 
 def report_sections() -> list[Section]:

@@ -98,8 +98,8 @@ def evidence(ctx: Context) -> Evidence:
         "top_cpu_ops": top_host_names(ctx.trace, CPU),
         "top_launch_calls": top_host_names(ctx.trace, LAUNCH),
         # Which op's kernels the host spends its launches on (an unfused optimizer step: thousands).
-        "launching_ops": ops.launching_ops(ctx.trace),
-        "optimizer_step": ops.optimizer_step(ctx.trace),
+        "launching_ops": ops.diagnosis_ops(ctx.trace).launching_ops,
+        "optimizer_step": ops.diagnosis_ops(ctx.trace).optimizer_step,
     }
     ev["remedy"] = remedy(ctx, bool(graphs.get("in_use")), idle_launch, idle_cpu, small.get("count_share"))
     # A Python tracer (torch.profiler's with_stack, JAX's python tracer) records every Python call, which slows

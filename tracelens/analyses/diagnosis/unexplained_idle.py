@@ -155,7 +155,7 @@ def evidence(ctx: Context) -> Evidence:
         "feeding_threads_from": sorted(feeding),
         "processes": processes,
         "world_size": trace.metadata.world_size,
-        "long_gaps": ops.gap_ops(trace),  # where in the code the longest idle gaps fall
+        "long_gaps": ops.diagnosis_ops(trace).gap_ops,  # where in the code the longest idle gaps fall
     }
     lost = ctx.lost(NAME)
     ev["remedy"] = "ranks" if lost > 0 and rank_wait_ns >= RANK_WAIT_SHARE * lost else "untraced"

@@ -35,10 +35,18 @@ import numpy as np
 import pandas as pd
 
 from ...trace import Trace
-from ..columns import event_columns
+from ..columns import device_busy, event_columns
 from ..launch import launch_pairs
 from . import roofline
-from .evidence import TOP_EVIDENCE_OPS, gap_ops, launching_ops, optimizer_step, sync_ops
+from .evidence import (
+    TOP_EVIDENCE_OPS,
+    DiagnosisOps,
+    diagnosis_ops,
+    gap_ops,
+    launching_ops,
+    optimizer_step,
+    sync_ops,
+)
 from .flops import MFU_COVERAGE, FlopOps, compute_report, flop_coverage, flop_ops
 from .nn_modules import Modules, by_module, module_at, modules
 from .roofline import TOP_ROOFLINE
@@ -64,12 +72,14 @@ __all__ = [
     "TOP_EVIDENCE_OPS",
     "TOP_OPS",
     "TOP_ROOFLINE",
+    "DiagnosisOps",
     "FlopOps",
     "Modules",
     "OpNames",
     "by_innermost",
     "by_module",
     "compute_report",
+    "diagnosis_ops",
     "flop_coverage",
     "flop_ops",
     "framework_op_rows",
@@ -240,4 +250,8 @@ def sums_by_code(code: np.ndarray, **columns: np.ndarray) -> pd.DataFrame:
 
 
 def section(trace: Trace, done: dict[str, Any]) -> dict[str, Any]:
-    return ops_report(trace)
+    report = ops_report(trace)
+    # The ops the diagnosis names (on traces with GPU activity), found while the op tree is held.
+    if device_busy(trace):
+        diagnosis_ops(trace)
+    return report

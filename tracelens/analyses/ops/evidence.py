@@ -3,7 +3,9 @@ kernels, the optimizer step's kernels, the ops blocking syncs run in, the ops ar
 
 from __future__ import annotations
 
+import copy
 import re
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -13,7 +15,7 @@ import pyarrow.compute as pc
 
 from ...trace import ALL_KINDS, ANNOTATION, CPU_OP, DRIVER, RUNTIME, Trace
 from ...values import is_member, sorted_distinct
-from ..columns import device_busy, event_columns, thread_key
+from ..columns import device_busy, event_columns, memo, thread_key
 from ..launch import launch_pairs
 from ..names import code_mask, is_blocking_sync
 from .tree import (
@@ -35,6 +37,29 @@ _FOREACH_OR_FUSED = re.compile(r"_foreach_|_fused_|fused_adam|FusedAdam|multi_te
 
 
 TOP_EVIDENCE_OPS = 5
+
+
+@dataclass(frozen=True)
+class DiagnosisOps:
+    """The ops the diagnosis names (each field: the function of that name at its default limit)."""
+
+    launching_ops: list[dict[str, Any]]
+    optimizer_step: dict[str, Any] | None
+    sync_ops: list[dict[str, Any]]
+    gap_ops: list[dict[str, Any]]
+
+
+def diagnosis_ops(trace: Trace) -> DiagnosisOps:
+    """:class:`DiagnosisOps` of the trace, computed once (a few rows): the ops section computes it while the op
+    tree, the op names and the op rows are held for its own tables, so that those (hundreds of MB on a training
+    export) are not held for the diagnosis, which runs last; a diagnosis run without the ops section computes it
+    itself. A copy each ask: the diagnosis puts its lists into its document."""
+    found = memo(
+        trace,
+        "op_evidence",
+        lambda: DiagnosisOps(launching_ops(trace), optimizer_step(trace), sync_ops(trace), gap_ops(trace)),
+    )
+    return copy.deepcopy(found)
 
 
 def launching_ops(trace: Trace, limit: int = TOP_EVIDENCE_OPS) -> list[dict[str, Any]]:
