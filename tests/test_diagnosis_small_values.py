@@ -1,17 +1,26 @@
-"""The small values the diagnosis reads instead of the big shared values (analyses.MEMO_READERS): the ops it names
+"""What the diagnosis reads instead of the big shared values (analyses.MEMO_READERS): the ops it names
 (``ops.diagnosis_ops``, found by the ops section while the op tree is held) against the functions computing them
-on a fresh trace, and the diagnosis the same with or without the ops section in the run."""
+on a fresh trace, and the diagnosis the same with or without the ops section in the run; a host category's rows
+without the host rows, and the one-time rows on the threads feeding a device from the attribution section's list,
+against the host rows' and the feeding threads found again."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import shared_traces
 
 import tracelens
 from tracelens.analyses import derived
+from tracelens.analyses.attribution import feeding_threads, host_rows, thread_row_mask
+from tracelens.analyses.columns import device_busy
+from tracelens.analyses.diagnosis.cause import Context, category_rows
+from tracelens.analyses.diagnosis.startup import on_feeding_threads
+from tracelens.analyses.names import HOST_CATEGORY_PRIORITY
 from tracelens.analyses.ops import diagnosis_ops, gap_ops, launching_ops, optimizer_step, sync_ops
+from tracelens.analyses.startup import one_time_work
 
 ROOT = Path(__file__).resolve().parent.parent
 TRACES = [
@@ -51,3 +60,49 @@ def test_the_op_tree_goes_after_the_ops_section_and_the_what_if_replay() -> None
     held = {derived.memo_family(key) for key in derived.memo_keys(trace)}
     assert not held & {"op_tree", "op_names", "gpu_op_name_codes", "emit_nvtx_rows", "framework_op_rows"}
     assert "op_evidence" in held
+
+
+@pytest.mark.parametrize("path", TRACES, ids=lambda p: p.name)
+def test_a_host_categorys_rows_are_the_host_rows_of_that_category(path: Path) -> None:
+    trace = tracelens.load(path)
+    rows = host_rows(tracelens.load(path))
+    for code, category in enumerate(HOST_CATEGORY_PRIORITY):
+        assert np.array_equal(category_rows(trace, category), rows.row[rows.category == code]), category
+
+
+@pytest.mark.parametrize("path", TRACES, ids=lambda p: p.name)
+def test_the_startup_rows_on_feeding_threads_read_from_the_attribution_list_or_found_again(
+    path: Path,
+) -> None:
+    trace = tracelens.load(path)
+    doc = tracelens.analyze(trace, sections=["attribution"], threads=1)
+    attribution = {a["device"]: a for a in (doc["attribution"] or {}).get("devices") or []}
+    rows = np.flatnonzero(one_time_work(trace).mask)
+    for device, busy in device_busy(trace).items():
+        threads, _ = feeding_threads(trace, device)
+        expected = thread_row_mask(trace, threads, among=rows)
+        ctx = Context(trace, {}, 0, "unknown", {device: busy}, attribution, ())
+        assert np.array_equal(on_feeding_threads(ctx, device, rows), expected)
+        # a list the attribution section cut short (over 64 threads): the threads found again
+        if device in attribution:
+            short = {device: {**attribution[device], "feeding_thread_count": 65}}
+            ctx = Context(trace, {}, 0, "unknown", {device: busy}, short, ())
+            assert np.array_equal(on_feeding_threads(ctx, device, rows), expected)
+
+
+@pytest.mark.parametrize("path", TRACES, ids=lambda p: p.name)
+def test_rows_on_listed_threads_are_the_rows_of_those_host_row_threads(path: Path) -> None:
+    """Each host-row thread listed alone, among every host row (not only the one-time rows, on the feeding
+    threads on every trace here): the rows of that thread, as thread_row_mask finds them."""
+    trace = tracelens.load(path)
+    rows = host_rows(trace)
+    among = np.sort(rows.row.astype(np.int64))
+    threads = rows.threads[["pid", "tid"]].to_numpy()
+    for code in range(min(len(threads), 8)):
+        listed = [[int(p), int(t)] for p, t in threads[[code]]]
+        ctx = Context(
+            trace, {}, 0, "unknown", {}, {0: {"feeding_threads": listed, "feeding_thread_count": 1}}, ()
+        )
+        expected = thread_row_mask(trace, np.array([code]), among=among)
+        assert expected.any()
+        assert np.array_equal(on_feeding_threads(ctx, 0, among), expected)

@@ -208,9 +208,9 @@ MEMO_READERS: dict[str, frozenset[str]] = {
 
 
 # Values a section reads but computes again rather than have them held until it runs: the host rows (163 MiB on
-# the x1512 benchmark export, read by the diagnosis for its evidence) take 0.07-0.10 s of CPU at x400 (about
-# 0.3 s at x1512) to compute from the host categories and one-time work (held for the diagnosis anyway),
-# against 163 MiB less held under every section of the serial chain after attribution
+# the x1512 benchmark export), which the diagnosis reads only where the attribution section's lists do not name
+# every thread feeding a GPU (over 64) and without GPU activity (its evidence picks a host category's rows from the
+# host categories and one-time work, diagnosis.cause.category_rows); computing them took 0.3 s of CPU at x1512
 # (benchmarks/results/section_memory_nfree5.md).
 # The op tree and the values it derives from are read by the diagnosis only where the ops section is not in the
 # run (analyze(sections=["diagnosis"])): it then finds the ops it names itself (ops.diagnosis_ops).

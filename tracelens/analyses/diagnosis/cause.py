@@ -17,9 +17,9 @@ import numpy as np
 
 from ...document.types import AttributionDevice, Launch, Memcpy, Sync
 from ...trace import Trace
-from ..attribution import host_rows
 from ..columns import DeviceBusy, event_columns
-from ..names import HOST_CATEGORY_PRIORITY
+from ..names import HOST_CATEGORY_PRIORITY, STARTUP
+from ..startup import host_categories, one_time_work
 
 TOP_NAMES = 5  # evidence lists of top offenders: enough to act on, short enough to read
 ONLY = "any"  # the remedy key of a cause with a single fix table
@@ -168,12 +168,25 @@ class Context:
         return {d[id_key]: d.get(value, 0) for d in self.section(key).get(list_key) or []}
 
 
+def category_rows(trace: Trace, category: str) -> np.ndarray:
+    """The event rows of a host category, ascending: ``host_rows(trace).row`` where its category is that one,
+    from the host categories and the one-time work (a one-time row is ``startup``) without the host rows, which
+    the diagnosis would compute again (they are not held for it: analyses.RECOMPUTED)."""
+    code = HOST_CATEGORY_PRIORITY.index(category)
+    one_time = one_time_work(trace).mask
+    mask = host_categories(trace) == code
+    if category == STARTUP:
+        mask |= one_time
+    else:
+        mask &= ~one_time
+    return np.flatnonzero(mask)
+
+
 def top_host_names(trace: Trace, category: str, limit: int = TOP_NAMES) -> list[dict[str, Any]]:
     """The host names with the most summed time in a category (evidence)."""
-    rows = host_rows(trace)
     cols = event_columns(trace)
     # the category's event rows picked once (not a table-long mask applied per column), those with a name kept
-    picked = rows.row[rows.category == HOST_CATEGORY_PRIORITY.index(category)]
+    picked = category_rows(trace, category)
     used = cols.name[picked]
     named = used >= 0
     if not named.any():

@@ -13,6 +13,7 @@ import numpy as np
 from ...units import fmt_ns, fmt_pct
 from .. import startup as one_time
 from ..attribution import feeding_threads, thread_row_mask
+from ..columns import event_columns, thread_key
 from ..names import STARTUP
 from .cause import ONLY, Cause, Context, Evidence
 from .wording import calls, quote
@@ -51,8 +52,7 @@ def evidence(ctx: Context) -> Evidence:
     items: list[dict[str, Any]] = []
     one_time_rows = np.flatnonzero(work.mask)  # device_items reads the thread mask at these rows only
     for device, busy in ctx.busy.items():
-        threads, _ = feeding_threads(ctx.trace, device)
-        on_threads = thread_row_mask(ctx.trace, threads, among=one_time_rows)
+        on_threads = on_feeding_threads(ctx, device, one_time_rows)
         for item in one_time.device_items(ctx.trace, busy, on_threads):
             items.append({"device": device, **item})
     items.sort(key=lambda i: (-i["idle_ns"], i["name"]))
@@ -63,6 +63,23 @@ def evidence(ctx: Context) -> Evidence:
         "later_step_median_ns": work.later_step_median_ns,
         "slow_first_step": work.slow_first_step,
     }
+
+
+def on_feeding_threads(ctx: Context, device: int, rows: np.ndarray) -> np.ndarray:
+    """Boolean per event row: those of ``rows`` (ascending event rows) on a thread feeding the device
+    (``attribution.feeding_threads``; ``thread_row_mask`` with ``among=rows``). The threads are the ones the
+    attribution section lists for the device where it lists them all (up to 64), so that neither the host rows
+    nor the launch pairs are read again for them; else found again."""
+    listed = (ctx.attribution.get(device) or {}).get("feeding_threads")
+    if listed is None or ctx.attribution[device].get("feeding_thread_count") != len(listed):
+        threads, _ = feeding_threads(ctx.trace, device)
+        return thread_row_mask(ctx.trace, threads, among=rows)
+    cols = event_columns(ctx.trace)
+    pid_tid = np.array(listed, np.int64).reshape(-1, 2)
+    keys = thread_key(pid_tid[:, 0], pid_tid[:, 1])
+    out = np.zeros(cols.pid.size, bool)
+    out[rows[np.isin(thread_key(cols.pid[rows], cols.tid[rows]), keys)]] = True
+    return out
 
 
 def sentence(cause: dict[str, Any], _: dict[str, Any]) -> str:

@@ -54,7 +54,8 @@ def evidence(ctx: Context) -> Evidence:
         "top_sync_calls": (blocking.get("by_name") or [])[:TOP_NAMES],
         "item_pattern": item,
         "after_sync_idle_ns": sum(a["after_sync"]["idle_ns"] for a in ctx.attribution.values()),
-        "sync_ops": ops.diagnosis_ops(ctx.trace).sync_ops,  # the ops the blocking calls run in (aten::item, ...)
+        # the ops the blocking calls run in (aten::item, ...)
+        "sync_ops": ops.diagnosis_ops(ctx.trace).sync_ops,
         "remedy": "item" if item.get("count") else "explicit",  # reads of values (.item()) or explicit syncs
     }
 
