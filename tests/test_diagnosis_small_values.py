@@ -9,14 +9,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from conftest import shared_traces
 
 import tracelens
 from tracelens.analyses import derived
 from tracelens.analyses.attribution import feeding_threads, host_rows, thread_row_mask
-from tracelens.analyses.columns import device_busy
-from tracelens.analyses.diagnosis.cause import Context, category_rows
+from tracelens.analyses.columns import device_busy, event_columns
+from tracelens.analyses.diagnosis import cause
+from tracelens.analyses.diagnosis.cause import Context, category_rows, top_host_names
 from tracelens.analyses.diagnosis.startup import on_feeding_threads
 from tracelens.analyses.names import HOST_CATEGORY_PRIORITY
 from tracelens.analyses.ops import diagnosis_ops, gap_ops, launching_ops, optimizer_step, sync_ops
@@ -67,7 +69,29 @@ def test_a_host_categorys_rows_are_the_host_rows_of_that_category(path: Path) ->
     trace = tracelens.load(path)
     rows = host_rows(tracelens.load(path))
     for code, category in enumerate(HOST_CATEGORY_PRIORITY):
-        assert np.array_equal(category_rows(trace, category), rows.row[rows.category == code]), category
+        picked = list(category_rows(trace, category))
+        assert np.array_equal(np.concatenate(picked), rows.row[rows.category == code]), category
+
+
+@pytest.mark.parametrize("path", TRACES, ids=lambda p: p.name)
+def test_the_top_host_names_in_chunks_are_those_of_every_row_at_once(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In chunks of 7 rows (many chunks on every trace here) against the host rows' names counted at once."""
+    trace = tracelens.load(path)
+    rows = host_rows(tracelens.load(path))
+    cols = event_columns(trace)
+    monkeypatch.setattr(cause, "ROW_CHUNK", 7)
+    for code, category in enumerate(HOST_CATEGORY_PRIORITY):
+        picked = rows.row[(rows.category == code) & (cols.name[rows.row] >= 0)]
+        frame = pd.DataFrame({"name": cols.name[picked], "ns": cols.end[picked] - cols.start[picked]})
+        table = frame.groupby("name")["ns"].agg(["size", "sum"]).reset_index()
+        table = table.sort_values(["sum", "name"], ascending=[False, True]).head(5)
+        expected = [
+            {"name": str(cols.names[r.name]), "count": int(r.size), "total_ns": int(r.sum)}
+            for r in table.itertuples(index=False)
+        ]
+        assert top_host_names(trace, category) == expected, category
 
 
 @pytest.mark.parametrize("path", TRACES, ids=lambda p: p.name)

@@ -8,7 +8,7 @@ in its module, with the reason beside each.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal, cast, overload
@@ -168,36 +168,46 @@ class Context:
         return {d[id_key]: d.get(value, 0) for d in self.section(key).get(list_key) or []}
 
 
-def category_rows(trace: Trace, category: str) -> np.ndarray:
-    """The event rows of a host category, ascending: ``host_rows(trace).row`` where its category is that one,
-    from the host categories and the one-time work (a one-time row is ``startup``) without the host rows, which
-    the diagnosis would compute again (they are not held for it: analyses.RECOMPUTED)."""
+# Event rows read per chunk where the diagnosis picks a host category's rows: the tens of millions of rows of a
+# training export's category never gathered at once.
+ROW_CHUNK = 1 << 22
+
+
+def category_rows(trace: Trace, category: str) -> Iterator[np.ndarray]:
+    """The event rows of a host category, ascending, a chunk of the event table at a time: ``host_rows(trace).row``
+    where its category is that one, from the host categories and the one-time work (a one-time row is
+    ``startup``) without the host rows, which the diagnosis would compute again (analyses.RECOMPUTED)."""
     code = HOST_CATEGORY_PRIORITY.index(category)
-    one_time = one_time_work(trace).mask
-    mask = host_categories(trace) == code
-    if category == STARTUP:
-        mask |= one_time
-    else:
-        mask &= ~one_time
-    return np.flatnonzero(mask)
+    categories, reason = host_categories(trace), one_time_work(trace).reason
+    for lo in range(0, categories.size, ROW_CHUNK):  # a loop over chunks of rows
+        mask = categories[lo : lo + ROW_CHUNK] == code
+        one_time = reason[lo : lo + ROW_CHUNK] >= 0
+        if category == STARTUP:
+            mask |= one_time
+        else:
+            mask &= ~one_time
+        yield lo + np.flatnonzero(mask)
 
 
 def top_host_names(trace: Trace, category: str, limit: int = TOP_NAMES) -> list[dict[str, Any]]:
     """The host names with the most summed time in a category (evidence)."""
     cols = event_columns(trace)
-    # the category's event rows picked once (not a table-long mask applied per column), those with a name kept
-    picked = category_rows(trace, category)
-    used = cols.name[picked]
-    named = used >= 0
-    if not named.any():
-        return []
-    if not named.all():
-        picked, used = picked[named], used[named]
     names = cols.names
-    # Counted by name code (no sort of the rows): the codes in use, ascending, as np.unique would give them.
-    count = np.bincount(used, minlength=len(names))
-    total = np.bincount(used, weights=cols.end[picked] - cols.start[picked], minlength=len(names))
+    # Counted by name code (no sort of the rows), a chunk of the category's rows at a time (the sums are of
+    # integers: exact in float64, in any order); the codes in use, ascending, as np.unique would give them.
+    count = np.zeros(len(names), np.int64)
+    total = np.zeros(len(names))
+    for picked in category_rows(trace, category):
+        used = cols.name[picked]
+        named = used >= 0
+        if not named.all():  # those with a name kept
+            picked, used = picked[named], used[named]
+        if used.size:
+            count += np.bincount(used, minlength=len(names))
+            total += np.bincount(used, weights=cols.end[picked] - cols.start[picked], minlength=len(names))
     codes = np.flatnonzero(count)
+    if codes.size == 0:
+        return []
     count, total = count[codes], total[codes]
     order = np.lexsort((codes, -total))[:limit]
     return [{"name": str(names[codes[i]]), "count": int(count[i]), "total_ns": int(total[i])} for i in order]
