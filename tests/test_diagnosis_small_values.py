@@ -58,10 +58,16 @@ def test_the_diagnosis_is_the_same_with_or_without_the_ops_section(path: Path) -
 
 def test_the_op_tree_goes_after_the_ops_section_and_the_what_if_replay() -> None:
     trace = tracelens.load(ROOT / "fixtures" / "demo.pt.trace.json.gz")
-    tracelens.analyze(trace, threads=1)
+    with derived.recording_reads() as log:
+        tracelens.analyze(trace, threads=1)
+    op_values = {"op_tree", "op_names", "gpu_op_name_codes", "emit_nvtx_rows", "framework_op_rows"}
     held = {derived.memo_family(key) for key in derived.memo_keys(trace)}
-    assert not held & {"op_tree", "op_names", "gpu_op_name_codes", "emit_nvtx_rows", "framework_op_rows"}
+    assert not held & op_values
     assert "op_evidence" in held
+    # the diagnosis reads neither those nor the host rows (nothing computed again for it)
+    read = {derived.memo_family(key) for section, key, _ in log if section == "diagnosis"}
+    assert "op_evidence" in read
+    assert not read & (op_values | {"host_rows"})
 
 
 @pytest.mark.parametrize("path", TRACES, ids=lambda p: p.name)
