@@ -7,6 +7,7 @@ against the host rows' and the feeding threads found again."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -115,7 +116,7 @@ def test_the_startup_rows_on_feeding_threads_read_from_the_attribution_list_or_f
         assert np.array_equal(on_feeding_threads(ctx, device, rows), expected)
         # a list the attribution section cut short (over 64 threads): the threads found again
         if device in attribution:
-            short = {device: {**attribution[device], "feeding_thread_count": 65}}
+            short: dict[int, Any] = {device: {**attribution[device], "feeding_thread_count": 65}}
             ctx = Context(trace, {}, 0, "unknown", {device: busy}, short, ())
             assert np.array_equal(on_feeding_threads(ctx, device, rows), expected)
 
@@ -130,9 +131,8 @@ def test_rows_on_listed_threads_are_the_rows_of_those_host_row_threads(path: Pat
     threads = rows.threads[["pid", "tid"]].to_numpy()
     for code in range(min(len(threads), 8)):
         listed = [[int(p), int(t)] for p, t in threads[[code]]]
-        ctx = Context(
-            trace, {}, 0, "unknown", {}, {0: {"feeding_threads": listed, "feeding_thread_count": 1}}, ()
-        )
+        alone: dict[int, Any] = {0: {"feeding_threads": listed, "feeding_thread_count": 1}}
+        ctx = Context(trace, {}, 0, "unknown", {}, alone, ())
         expected = thread_row_mask(trace, np.array([code]), among=among)
         assert expected.any()
         assert np.array_equal(on_feeding_threads(ctx, 0, among), expected)

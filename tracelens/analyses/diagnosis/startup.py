@@ -70,12 +70,12 @@ def on_feeding_threads(ctx: Context, device: int, rows: np.ndarray) -> np.ndarra
     (``attribution.feeding_threads``; ``thread_row_mask`` with ``among=rows``). The threads are the ones the
     attribution section lists for the device where it lists them all (up to 64), so that neither the host rows
     nor the launch pairs are read again for them; else found again."""
-    listed = (ctx.attribution.get(device) or {}).get("feeding_threads")
-    if listed is None or ctx.attribution[device].get("feeding_thread_count") != len(listed):
+    entry = ctx.attribution.get(device)
+    if entry is None or entry["feeding_thread_count"] != len(entry["feeding_threads"]):
         threads, _ = feeding_threads(ctx.trace, device)
         return thread_row_mask(ctx.trace, threads, among=rows)
     cols = event_columns(ctx.trace)
-    pid_tid = np.array(listed, np.int64).reshape(-1, 2)
+    pid_tid = np.array(entry["feeding_threads"], np.int64).reshape(-1, 2)
     keys = thread_key(pid_tid[:, 0], pid_tid[:, 1])
     out = np.zeros(cols.pid.size, bool)
     out[rows[np.isin(thread_key(cols.pid[rows], cols.tid[rows]), keys)]] = True
