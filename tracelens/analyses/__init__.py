@@ -168,7 +168,10 @@ def run_order(keys: list[str]) -> list[str]:
 # checks the table against the reads analyze makes on the fixtures and real traces. The big values (launch pairs,
 # host rows, op tree) are read by the diagnosis, which runs last, so they stay held to the end
 # (benchmarks/results/section_memory_nfree5.md).
-_PAIRS_READERS = ("steps", "attribution", "launch", "sync", "ranges", "ops", "whatif", "diagnosis")
+_PAIRS_READERS = (
+    *("steps", "attribution", "launch", "sync", "ranges", "ops", "whatif", "diagnosis"),
+    *("memcpy", "communication"),  # their GPU ops' columns (nrng7)
+)
 MEMO_READERS: dict[str, frozenset[str]] = {
     family: frozenset(readers)
     for family, readers in {
@@ -185,7 +188,7 @@ MEMO_READERS: dict[str, frozenset[str]] = {
             "diagnosis",
         ),
         # computed inside the launch pairs, by whichever of their readers asks first: their readers too
-        "api_correlation": (*_PAIRS_READERS, "memcpy"),
+        "api_correlation": _PAIRS_READERS,
         "call_ids_unique": _PAIRS_READERS,
         "launch_pairs": _PAIRS_READERS,
         "step_windows": ("steps", "attribution", "sync", "whatif"),

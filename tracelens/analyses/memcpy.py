@@ -21,9 +21,11 @@ import pyarrow.compute as pc
 
 from .. import intervals
 from ..gpu_specs import device_links
-from ..trace import KERNEL, MEMCPY, Trace
+from ..trace import ALL_KINDS, DRIVER, MEMCPY, RUNTIME, Trace
 from ..values import is_member
-from .columns import api_calls, device_busy, event_columns
+from .blocks import rows_of_kind_at
+from .columns import device_busy, event_columns, memo
+from .launch import launch_pairs
 from .names import code_map, is_graph_launch, is_sync_copy
 
 SMALL_COPY_BYTES = 64 * 1024
@@ -151,6 +153,22 @@ def member_ids(values: np.ndarray, wanted: np.ndarray) -> np.ndarray:
     return table[at]
 
 
+_CALL_CODES = tuple(sorted(ALL_KINDS.index(k) for k in (RUNTIME, DRIVER)))
+
+
+def api_correlation(trace: Trace) -> np.ndarray:
+    """The correlation ids of the runtime and driver calls in row order (``columns.api_calls``' shared value, -1
+    where none), without the calls' row array where the value is held already (the launch pairs compute it)."""
+    cols = event_columns(trace)
+
+    def compute() -> np.ndarray:
+        ids = cols.at("correlation_id", np.flatnonzero(cols.of_kind(RUNTIME, DRIVER)))
+        ids.flags.writeable = False  # shared: read only
+        return ids
+
+    return memo(trace, "api_correlation", compute)
+
+
 def _launch_mode_codes(trace: Trace, copies: pd.DataFrame) -> np.ndarray:
     """:func:`_launch_mode` as positions in LAUNCH_MODES (int8)."""
     out = np.full(len(copies), LAUNCH_MODES.index(UNKNOWN), dtype=np.int8)
@@ -158,10 +176,13 @@ def _launch_mode_codes(trace: Trace, copies: pd.DataFrame) -> np.ndarray:
     if not corr.notna().any():
         return out
     cols = event_columns(trace)
-    calls, call_corr = api_calls(trace)
-    # Only the calls that launched a copy: a training trace has millions of other calls.
-    launched = member_ids(call_corr, corr.dropna().to_numpy(np.int64))
-    calls, call_corr = calls[launched], call_corr[launched].astype(np.int64)
+    call_corr = api_correlation(trace)
+    # Only the calls that launched a copy: a training trace has millions of other calls. Their rows are found
+    # at their positions among the calls, a block of the table at a time (no row array of every call).
+    launched = np.flatnonzero(member_ids(call_corr, corr.dropna().to_numpy(np.int64)))
+    calls = rows_of_kind_at(cols.kind, _CALL_CODES, launched)
+    call_corr = call_corr[launched].astype(np.int64)
+    del launched
     if calls.size == 0:
         return out
     # The joins on plain integer columns (pid 0 where unknown, with a flag; the mode as its index in MODES): the
@@ -352,8 +373,8 @@ def _bursts(device: np.ndarray, starts: np.ndarray, ends: np.ndarray, nbytes: np
 def memcpy_report(trace: Trace) -> dict[str, Any]:
     """The ``memcpy`` block (see docs/memcpy.md)."""
     cols = event_columns(trace)
-    on_device = cols.device >= 0
-    copy_rows = np.flatnonzero(cols.of_kind(MEMCPY) & on_device)
+    copy_rows = np.flatnonzero(cols.kind == ALL_KINDS.index(MEMCPY))
+    copy_rows = copy_rows[cols.device[copy_rows] >= 0]
     # The times and devices from the shared columns (set on every GPU op); the others, nullable, as pandas.
     copies = trace.frame(
         copy_rows,
@@ -366,8 +387,9 @@ def memcpy_report(trace: Trace) -> dict[str, Any]:
             "dst_kind",
         ],
     )
-    kernel_rows = np.flatnonzero(cols.of_kind(KERNEL) & on_device)
-    del on_device
+    # The kernels' times from the launch pairs' columns (one row per GPU op, shared): no row array of them.
+    ops = launch_pairs(trace)
+    op_device, op_is_kernel, op_start, op_end = ops["device"], ops["is_kernel"], ops["start"], ops["end"]
     labels, kind_code = _kind_codes(copies["copy_kind"])
     device = cols.device[copy_rows].astype(np.int64)
     starts = cols.start[copy_rows].astype(np.int64, copy=False)
@@ -377,6 +399,8 @@ def memcpy_report(trace: Trace) -> dict[str, Any]:
     nbytes = copies["bytes"].astype("Float64").to_numpy(dtype=np.float64, na_value=np.nan)
     memory = _host_memory_codes(copies["src_kind"], copies["dst_kind"])
     mode = _launch_mode_codes(trace, copies)
+    copy_count = len(copies)
+    del copies  # read whole above: the frame's columns go before the per-device unions
     small = np.isfinite(nbytes) & (nbytes < SMALL_COPY_BYTES)
     # Each class as a mask once: the tables below count dozens of combinations over a million copies.
     is_mem = {c: memory == i for i, c in enumerate(MEMORY_CLASSES)}
@@ -419,12 +443,13 @@ def memcpy_report(trace: Trace) -> dict[str, Any]:
     busy_devices = device_busy(trace)
     for dev, device_activity in sorted(busy_devices.items()):
         busy, span = device_activity.busy_ns, device_activity.span_ns  # all GPU rows of the device
-        mine = kernel_rows[cols.device[kernel_rows] == dev]
-        ks, ke = cols.start[mine], cols.end[mine]
         dm = device == dev
         if not dm.any():
             continue
-        kernel_busy = _merged(ks, ke)  # once per device, for every kind of copy
+        mine = op_device == dev
+        mine &= op_is_kernel
+        kernel_busy = _merged(op_start[mine], op_end[mine])  # once per device, for every kind of copy
+        del mine
         union, exposed = _exposed(starts[dm], ends[dm], kernel_busy)
         kernel_union[dev] = int((kernel_busy[1] - kernel_busy[0]).sum())
         info = trace.device_info(dev)
@@ -484,6 +509,7 @@ def memcpy_report(trace: Trace) -> dict[str, Any]:
                 "by_kind": dev_kinds,
             }
         )
+        del kernel_busy  # before the next device's union is built
 
     host_copies = np.isin(kind_code, [i for i, k in enumerate(labels) if k in ("HtoD", "DtoH", "HtoH")])
     host_memory = {
@@ -517,7 +543,7 @@ def memcpy_report(trace: Trace) -> dict[str, Any]:
     small_block.update(_bursts(device[small], starts[small], ends[small], nbytes[small]))
 
     doc = {
-        "count": int(len(copies)),
+        "count": int(copy_count),
         "bytes": int(np.nansum(nbytes)),
         "duration_ns": int(duration.sum()),
         # Device-means over the GPUs with activity (a GPU without copies counts 0): a sum over GPUs could
