@@ -41,3 +41,10 @@ def rows_of_kind_at(kind: np.ndarray, codes: tuple[int, ...], positions: np.ndar
     if done < positions.size:
         raise IndexError("position past the rows of the kinds")
     return out
+
+
+def count_of_kind(kind: np.ndarray, code: int) -> int:
+    """``np.count_nonzero(kind == code)``, a block of rows at a time (no mask of the whole table)."""
+    return sum(
+        int(np.count_nonzero(kind[lo : lo + BLOCK_ROWS] == code)) for lo in range(0, kind.size, BLOCK_ROWS)
+    )
