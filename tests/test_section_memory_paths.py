@@ -10,6 +10,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tracelens import intervals
 from tracelens.analyses import blocks, communication, grouping, memcpy, ranges
 from tracelens.analyses.communication import device_communication, device_without_collectives
 from tracelens.trace import Trace
@@ -227,3 +228,25 @@ def test_memcpy_report_is_the_same_whatever_the_block(calls: list) -> None:
     assert expected["launch"]["async_count"] + expected["launch"]["sync_count"] + expected["launch"][
         "unknown_count"
     ] == 6
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 60), st.integers(0, 12), st.integers(0, 1), st.booleans()), max_size=40),
+    st.sampled_from([1, 2, 3, 7, 1 << 20]),
+    st.booleans(),
+)
+def test_kernel_union_is_the_merge_of_the_device_kernels(ops: list, block: int, in_order: bool) -> None:
+    if in_order:
+        ops = sorted(ops)
+    starts = np.array([s for s, _, _, _ in ops], np.int64)
+    ends = starts + np.array([d for _, d, _, _ in ops], np.int64)
+    device = np.array([d for _, _, d, _ in ops], np.int8)
+    is_kernel = np.array([k for _, _, _, k in ops], bool)
+    for dev in (0, 1):
+        mine = (device == dev) & is_kernel
+        expected = intervals.merge(starts[mine], ends[mine])
+        with mock.patch.object(memcpy, "UNION_BLOCK_OPS", block):
+            got = memcpy._kernel_union(device, is_kernel, starts, ends, dev)
+        assert got[0].tolist() == expected[0].tolist()
+        assert got[1].tolist() == expected[1].tolist()

@@ -300,6 +300,51 @@ def _merged(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return intervals.merge(starts, ends)
 
 
+# GPU ops read at once by _kernel_union (a few small masks and the kernels' times among them).
+UNION_BLOCK_OPS = 1 << 20
+
+
+def _kernel_union(
+    device: np.ndarray, is_kernel: np.ndarray, starts: np.ndarray, ends: np.ndarray, dev: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """``intervals.merge`` of the kernels of device ``dev`` among the GPU ops (their device, kernel flag and
+    times), a block of ops at a time where the kernels come in start order: each block's union less its last
+    interval is final (every later kernel starts at or after that last interval's start, past the others' ends),
+    the last is merged with the next block. Out of order: one merge of them all."""
+    count = 0
+    for lo in range(0, device.size, UNION_BLOCK_OPS):  # a loop over blocks of ops
+        mine = device[lo : lo + UNION_BLOCK_OPS] == dev
+        mine &= is_kernel[lo : lo + UNION_BLOCK_OPS]
+        count += int(np.count_nonzero(mine))
+    out_s, out_e = np.empty(count, np.int64), np.empty(count, np.int64)
+    done = 0
+    carry: tuple[int, int] | None = None  # the last interval so far (it may still grow)
+    for lo in range(0, device.size, UNION_BLOCK_OPS):  # a loop over blocks of ops
+        at = slice(lo, lo + UNION_BLOCK_OPS)
+        mine = device[at] == dev
+        mine &= is_kernel[at]
+        s, e = starts[at][mine], ends[at][mine]
+        del mine
+        if not s.size:
+            continue
+        if (s[1:] < s[:-1]).any() or (carry is not None and s[0] < carry[0]):
+            every = (device == dev) & is_kernel
+            return intervals.merge(starts[every], ends[every])
+        if carry is not None:
+            s, e = np.concatenate([[carry[0]], s]), np.concatenate([[carry[1]], e])
+        us, ue = intervals.merge(s, e)
+        del s, e
+        out_s[done : done + us.size - 1], out_e[done : done + us.size - 1] = us[:-1], ue[:-1]
+        done += us.size - 1
+        carry = (int(us[-1]), int(ue[-1]))
+    if carry is not None:
+        out_s[done], out_e[done] = carry
+        done += 1
+    if done < count // 2:  # much overlap: the union's own arrays, not views of the larger ones
+        return out_s[:done].copy(), out_e[:done].copy()
+    return out_s[:done], out_e[:done]
+
+
 def _exposed(
     copy_s: np.ndarray, copy_e: np.ndarray, kernels: tuple[np.ndarray, np.ndarray]
 ) -> tuple[int, int]:
@@ -446,10 +491,8 @@ def memcpy_report(trace: Trace) -> dict[str, Any]:
         dm = device == dev
         if not dm.any():
             continue
-        mine = op_device == dev
-        mine &= op_is_kernel
-        kernel_busy = _merged(op_start[mine], op_end[mine])  # once per device, for every kind of copy
-        del mine
+        # once per device, for every kind of copy
+        kernel_busy = _kernel_union(op_device, op_is_kernel, op_start, op_end, dev)
         union, exposed = _exposed(starts[dm], ends[dm], kernel_busy)
         kernel_union[dev] = int((kernel_busy[1] - kernel_busy[0]).sum())
         info = trace.device_info(dev)
