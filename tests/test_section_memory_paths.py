@@ -120,7 +120,7 @@ def test_range_summary_paths_agree(rows: list[dict], chunk: int, block: int) -> 
     trace = Trace.from_rows(rows)
     expected = ranges.range_summary(trace)
     # the rows of every range gathered first (the path of traces whose times do not pack), launches always
-    # reduced per launch call, small chunks and table blocks, a sample that sees one row
+    # reduced per launch call; small chunks of ranges and of launches, table blocks, a sample of a few rows
     with (
         mock.patch.object(ranges, "thread_chunks", _rows_in_chunks),
         mock.patch.object(ranges, "_one_op_launches", lambda pairs: None),
@@ -128,6 +128,7 @@ def test_range_summary_paths_agree(rows: list[dict], chunk: int, block: int) -> 
         assert ranges.range_summary(Trace.from_rows(rows)) == expected
     with (
         mock.patch.object(ranges, "CHUNK_RANGES", chunk),
+        mock.patch.object(ranges, "COVER_CHUNK", chunk),
         mock.patch.object(grouping, "SCAN_BLOCK_ROWS", block),
         mock.patch.object(grouping, "THREAD_SAMPLE", 1),
     ):

@@ -156,6 +156,10 @@ LAUNCH_STEPS = 2
 CHUNK_RANGES = 1 << 20
 
 
+# Launches whose covered times are found at once (a dozen int64 intermediates each).
+COVER_CHUNK = 1 << 18
+
+
 class _Launches:
     """Launch calls sorted by (thread, time), with running sums, shared by every chunk of ranges.
 
@@ -366,8 +370,8 @@ class _Launches:
                 sel = np.flatnonzero(on_dev)
                 del on_dev
                 prefix = _union_prefix(b.busy_starts, b.busy_ends)
-                for at in range(0, sel.size, CHUNK_RANGES):  # a loop over chunks of launches
-                    part = sel[at : at + CHUNK_RANGES]
+                for at in range(0, sel.size, COVER_CHUNK):  # a loop over chunks of launches
+                    part = sel[at : at + COVER_CHUNK]
                     cover_first[part], cover_last[part] = _covered_before_pair(
                         self.first[part], self.last[part], b.busy_starts, b.busy_ends, prefix
                     )
