@@ -251,3 +251,21 @@ def test_kernel_union_is_the_merge_of_the_device_kernels(ops: list, block: int, 
             got = memcpy._kernel_union(device, is_kernel, starts, ends, dev)
         assert got[0].tolist() == expected[0].tolist()
         assert got[1].tolist() == expected[1].tolist()
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.integers(-5, 3000), max_size=50),
+    st.lists(st.integers(0, 3000), max_size=20),
+    st.sampled_from([1, 3, 1 << 20]),
+    st.booleans(),
+)
+def test_member_ids_in_blocks(values: list, wanted: list, block: int, hashed: bool) -> None:
+    v, w = np.array(values, np.int64), np.array(wanted, np.int64)
+    # a dense table of ids, or (a tiny dense limit) the low-bits filter
+    with (
+        mock.patch.object(memcpy, "MEMBER_BLOCK", block),
+        mock.patch.object(memcpy, "DENSE_IDS_MIN", 0 if hashed else 1 << 20),
+        mock.patch.object(memcpy, "DENSE_IDS_PER_VALUE", 0 if hashed else 4),
+    ):
+        assert memcpy.member_ids(v, w).tolist() == np.isin(v, w).tolist()

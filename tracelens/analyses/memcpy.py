@@ -123,6 +123,8 @@ DENSE_IDS_MIN = 1 << 20
 # value not wanted lands on a flagged slot about once in this many), at most 2^MAX_HASH_BITS slots.
 HASH_SLOTS_PER_ID = 32
 MAX_HASH_BITS = 24
+# Values tested at once (their int64 copy or low bits: 8 MB, not one per call of a training export).
+MEMBER_BLOCK = 1 << 20
 
 
 def member_ids(values: np.ndarray, wanted: np.ndarray) -> np.ndarray:
@@ -140,17 +142,22 @@ def member_ids(values: np.ndarray, wanted: np.ndarray) -> np.ndarray:
         mask = (1 << bits) - 1
         flagged = np.zeros(mask + 1, bool)
         flagged[wanted & mask] = True
-        candidates = np.flatnonzero(flagged[values & mask])
         out = np.zeros(values.shape, bool)
-        out[candidates] = is_member(values[candidates], wanted)
+        for start in range(0, values.size, MEMBER_BLOCK):  # blocks of values: no low bits of them all at once
+            part = values[start : start + MEMBER_BLOCK]
+            candidates = np.flatnonzero(flagged[part & mask])
+            out[candidates + start] = is_member(part[candidates], wanted)
         return out
     # slot 0 and the last: the values below and above the range, never wanted
     table = np.zeros(hi - lo + 3, bool)
     table[wanted.astype(np.int64) - (lo - 1)] = True
-    at = values.astype(np.int64)
-    at -= lo - 1
-    np.clip(at, 0, hi - lo + 2, out=at)
-    return table[at]
+    out = np.empty(values.shape, bool)
+    for start in range(0, values.size, MEMBER_BLOCK):  # blocks of values: no int64 copy of them all
+        at = values[start : start + MEMBER_BLOCK].astype(np.int64)
+        at -= lo - 1
+        np.clip(at, 0, hi - lo + 2, out=at)
+        out[start : start + MEMBER_BLOCK] = table[at]
+    return out
 
 
 _CALL_CODES = tuple(sorted(ALL_KINDS.index(k) for k in (RUNTIME, DRIVER)))
