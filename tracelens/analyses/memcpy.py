@@ -206,7 +206,11 @@ def _launch_mode_codes(trace: Trace, copies: pd.DataFrame) -> np.ndarray:
         }
     )
     # A copy API beats any other call on the same correlation id (driver rows under a runtime call).
-    host = host.iloc[np.argsort(host["mode"].to_numpy() == modes.index(UNKNOWN), kind="stable")]
+    # (no reordered copy where they come in that order already: copy calls only, as in an Nsight export)
+    other_call = host["mode"].to_numpy() == modes.index(UNKNOWN)
+    if bool((other_call[1:] < other_call[:-1]).any()):
+        host = host.iloc[np.argsort(other_call, kind="stable")]
+    del other_call
     with_pid = copies["pid"].notna().to_numpy()
     with_corr = corr.notna().to_numpy()
     left = pd.DataFrame(
@@ -217,12 +221,16 @@ def _launch_mode_codes(trace: Trace, copies: pd.DataFrame) -> np.ndarray:
             "correlation_id": np.where(with_corr, corr.fillna(0).to_numpy(np.int64), np.iinfo(np.int64).min),
         }
     )
-    m1 = _join_on_pid(left[with_pid], host[host["has_pid"]])
+    # (the frames themselves where every row is selected: no copies of a million rows)
+    has_pid = host["has_pid"].to_numpy()
+    m1 = _join_on_pid(left if with_pid.all() else left[with_pid], host if has_pid.all() else host[has_pid])
     # Without a pid on one side, the correlation id alone decides (never across two known, different pids).
     no_pid_copies = left[~with_pid & with_corr].drop(columns="pid")
-    m2 = no_pid_copies.merge(
-        host.drop_duplicates(["correlation_id"])[["correlation_id", "mode"]], on="correlation_id", how="inner"
-    )
+    m2 = pd.DataFrame({"row": np.zeros(0, np.int64), "mode": np.zeros(0, np.int8)})
+    if len(no_pid_copies):
+        m2 = no_pid_copies.merge(
+            host.drop_duplicates(["correlation_id"])[["correlation_id", "mode"]], on="correlation_id", how="inner"
+        )
     # left["row"] is each copy's position: the copies m1 matched flagged by position, not a hash of the rows
     in_m1 = np.zeros(len(copies), bool)
     in_m1[m1["row"].to_numpy()] = True
