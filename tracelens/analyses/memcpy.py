@@ -205,6 +205,7 @@ def _launch_mode_codes(trace: Trace, copies: pd.DataFrame) -> np.ndarray:
             "mode": mode.astype(np.int8),
         }
     )
+    del calls, call_corr, call_pid, mode  # in the frame now
     # A copy API beats any other call on the same correlation id (driver rows under a runtime call).
     # (no reordered copy where they come in that order already: copy calls only, as in an Nsight export)
     other_call = host["mode"].to_numpy() == modes.index(UNKNOWN)
@@ -260,10 +261,12 @@ def _join_on_pid(copies: pd.DataFrame, calls: pd.DataFrame) -> pd.DataFrame:
         return copies.merge(
             by_pid[["pid", "correlation_id", "mode"]], on=["pid", "correlation_id"], how="inner"
         )
+    del values
     keys, first = np.unique(h_pid * width + h_corr, return_index=True)  # each pair's first call
     if keys.size == 0:
         return pd.DataFrame({"row": np.zeros(0, np.int64), "mode": np.zeros(0, np.int8)})
     copy_key = c_pid * width + c_corr
+    del c_pid, c_corr
     at = np.minimum(intervals.search_sorted(keys, copy_key), keys.size - 1)
     hit = np.flatnonzero(keys[at] == copy_key)
     return pd.DataFrame(
@@ -450,6 +453,8 @@ def memcpy_report(trace: Trace) -> dict[str, Any]:
     # The kernels' times from the launch pairs' columns (one row per GPU op, shared): no row array of them.
     ops = launch_pairs(trace)
     op_device, op_is_kernel, op_start, op_end = ops["device"], ops["is_kernel"], ops["start"], ops["end"]
+    # The launch mode first, its joins the biggest step: the per-copy arrays below are not yet held then.
+    mode = _launch_mode_codes(trace, copies)
     labels, kind_code = _kind_codes(copies["copy_kind"])
     device = cols.device[copy_rows].astype(np.int64)
     starts = cols.start[copy_rows].astype(np.int64, copy=False)
@@ -458,7 +463,6 @@ def memcpy_report(trace: Trace) -> dict[str, Any]:
     duration = ends - starts
     nbytes = copies["bytes"].astype("Float64").to_numpy(dtype=np.float64, na_value=np.nan)
     memory = _host_memory_codes(copies["src_kind"], copies["dst_kind"])
-    mode = _launch_mode_codes(trace, copies)
     copy_count = len(copies)
     del copies  # read whole above: the frame's columns go before the per-device unions
     small = np.isfinite(nbytes) & (nbytes < SMALL_COPY_BYTES)
