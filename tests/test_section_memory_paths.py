@@ -25,7 +25,9 @@ from tracelens.trace import Trace
     st.sampled_from([1, 2, 5, 1 << 21]),
     st.data(),
 )
-def test_rows_of_kind_at_and_count_of_kind(kinds: list, codes: tuple, block: int, data: st.DataObject) -> None:
+def test_rows_of_kind_at_and_count_of_kind(
+    kinds: list, codes: tuple, block: int, data: st.DataObject
+) -> None:
     kind = np.array(kinds, np.int8)
     every = np.flatnonzero(np.isin(kind, codes))
     positions = np.array(
@@ -93,11 +95,15 @@ def _range_rows(draw: st.DrawFn) -> list[dict]:
     for _ in range(draw(st.integers(1, 14))):  # ranges on threads 1-3 (thread 3 never launches)
         start = draw(st.integers(0, 120))
         name = draw(st.sampled_from(["alpha", "beta", "gamma"]))
-        rows.append(host("annotation", name, start, start + draw(st.integers(-5, 60)), draw(st.integers(1, 3))))
+        rows.append(
+            host("annotation", name, start, start + draw(st.integers(-5, 60)), draw(st.integers(1, 3)))
+        )
     graph = draw(st.booleans())  # launch calls of several ops (the per-launch reductions) or one op each
     for corr in range(1, draw(st.integers(0, 10)) + 1):
         t = draw(st.integers(0, 150))
-        rows.append(host("runtime", "cudaLaunchKernel", t, t + 2, draw(st.integers(1, 2)), correlation_id=corr))
+        rows.append(
+            host("runtime", "cudaLaunchKernel", t, t + 2, draw(st.integers(1, 2)), correlation_id=corr)
+        )
         for _ in range(draw(st.integers(1, 2)) if graph else 1):
             ks = draw(st.integers(0, 200))
             rows.append(
@@ -186,7 +192,9 @@ def test_communication_report_reads_no_whole_table_mask_without_collectives() ->
     for entry in out["devices"]:
         sel = device == entry["device"]
         n = int(sel.sum())
-        expected = device_communication(starts[sel], ends[sel], np.zeros(n, bool), kernel[sel], np.zeros(n, object))
+        expected = device_communication(
+            starts[sel], ends[sel], np.zeros(n, bool), kernel[sel], np.zeros(n, object)
+        )
         assert {k: entry[k] for k in expected} == expected
     assert [d["breakdown"]["memcpy_exposed_ns"] for d in out["devices"]] == [3, 5]
 
@@ -226,14 +234,19 @@ def test_memcpy_report_is_the_same_whatever_the_block(calls: list) -> None:
     expected = memcpy.memcpy_report(Trace.from_rows(rows))
     with mock.patch.object(blocks, "BLOCK_ROWS", 2):
         assert memcpy.memcpy_report(Trace.from_rows(rows)) == expected
-    assert expected["launch"]["async_count"] + expected["launch"]["sync_count"] + expected["launch"][
-        "unknown_count"
-    ] == 6
+    assert (
+        expected["launch"]["async_count"]
+        + expected["launch"]["sync_count"]
+        + expected["launch"]["unknown_count"]
+        == 6
+    )
 
 
 @settings(max_examples=200, deadline=None)
 @given(
-    st.lists(st.tuples(st.integers(0, 60), st.integers(0, 12), st.integers(0, 1), st.booleans()), max_size=40),
+    st.lists(
+        st.tuples(st.integers(0, 60), st.integers(0, 12), st.integers(0, 1), st.booleans()), max_size=40
+    ),
     st.sampled_from([1, 2, 3, 7, 1 << 20]),
     st.booleans(),
 )

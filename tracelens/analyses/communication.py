@@ -314,7 +314,9 @@ def device_communication(
     m = intervals.merge(starts[~computation], ends[~computation])
     del computation
     span = int(ends.max() - starts.min()) if starts.size else 0
-    out = _breakdown(c, k, m, bool((ends >= starts).all()), span, lambda: intervals.union_length(starts, ends))
+    out = _breakdown(
+        c, k, m, bool((ends >= starts).all()), span, lambda: intervals.union_length(starts, ends)
+    )
     by_type = []
     # The collective rows only (the type comparisons on an object array: a string comparison per row).
     coll_types, coll_duration = types[coll], ends[coll] - starts[coll]

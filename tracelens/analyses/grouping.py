@@ -115,7 +115,7 @@ def thread_chunks(
         return
     pids, tids = cols.pid[sample[first]], cols.tid[sample[first]]
     found = 0
-    for key, pid, tid in zip(threads, pids, tids, strict=True):  # a few threads
+    for i, (pid, tid) in enumerate(zip(pids, tids, strict=True)):  # a few threads
         parts: list[np.ndarray] = []
         held = 0
         for lo in range(0, n, SCAN_BLOCK_ROWS):  # a loop over blocks of rows
@@ -131,7 +131,7 @@ def thread_chunks(
                 held += part.size
             if held >= chunk or (held and lo + SCAN_BLOCK_ROWS >= n):
                 found += held
-                yield np.concatenate(parts), threads[[np.searchsorted(threads, key)]], np.array([held]), None
+                yield np.concatenate(parts), threads[i : i + 1], np.array([held]), None
                 parts, held = [], 0
     if found == count:
         return

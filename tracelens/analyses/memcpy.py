@@ -230,7 +230,9 @@ def _launch_mode_codes(trace: Trace, copies: pd.DataFrame) -> np.ndarray:
     m2 = pd.DataFrame({"row": np.zeros(0, np.int64), "mode": np.zeros(0, np.int8)})
     if len(no_pid_copies):
         m2 = no_pid_copies.merge(
-            host.drop_duplicates(["correlation_id"])[["correlation_id", "mode"]], on="correlation_id", how="inner"
+            host.drop_duplicates(["correlation_id"])[["correlation_id", "mode"]],
+            on="correlation_id",
+            how="inner",
         )
     # left["row"] is each copy's position: the copies m1 matched flagged by position, not a hash of the rows
     in_m1 = np.zeros(len(copies), bool)

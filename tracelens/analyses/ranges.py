@@ -78,7 +78,6 @@ def _one_op_launches(pairs: Any) -> np.ndarray | None:
     cid = cid[order]
     if cid.size > 1 and bool((cid[1:] == cid[:-1]).any()):
         return None
-    del cid
     return matched[order]
 
 
@@ -156,8 +155,7 @@ LAUNCH_STEPS = 2
 CHUNK_RANGES = 1 << 20
 
 
-# Launches whose covered times are found at once (a dozen int64 intermediates each).
-COVER_CHUNK = 1 << 18
+COVER_CHUNK = 1 << 18  # launches whose covered times are found at once (a dozen int64 intermediates each)
 
 
 class _Launches:
@@ -229,9 +227,7 @@ class _Launches:
             # every launch on one device, and one op each: no running count of either
             self.dev_min = self.dev_max = pairs["device"][at]
             del at
-            op_ns = self.last - self.first
-            np.cumsum(op_ns, out=self.csum_ns[1:])
-            del op_ns
+            np.cumsum(self.last - self.first, out=self.csum_ns[1:])
             self.csum_ops: np.ndarray | None = None
             self.csum_multi: np.ndarray | None = None
         else:
