@@ -169,7 +169,10 @@ def run_order(keys: list[str]) -> list[str]:
 # stays held to the end (it runs last): it reads small summaries instead where it can, which the last section
 # holding the big value computes (the ops it names: ops.diagnosis_ops; benchmarks/results/section_memory_nfree5.md,
 # section_memory_nheld7.md).
-_PAIRS_READERS = ("steps", "attribution", "launch", "sync", "ranges", "ops", "whatif", "diagnosis")
+_PAIRS_READERS = (
+    *("steps", "attribution", "launch", "sync", "ranges", "ops", "whatif", "diagnosis"),
+    *("memcpy", "communication"),  # their GPU ops' columns
+)
 MEMO_READERS: dict[str, frozenset[str]] = {
     family: frozenset(readers)
     for family, readers in {
@@ -186,7 +189,7 @@ MEMO_READERS: dict[str, frozenset[str]] = {
             "diagnosis",
         ),
         # computed inside the launch pairs, by whichever of their readers asks first: their readers too
-        "api_correlation": (*_PAIRS_READERS, "memcpy"),
+        "api_correlation": _PAIRS_READERS,
         "call_ids_unique": _PAIRS_READERS,
         "launch_pairs": _PAIRS_READERS,
         "step_windows": ("steps", "attribution", "sync", "whatif"),

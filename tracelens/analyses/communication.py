@@ -43,7 +43,7 @@ import numpy as np
 import pandas as pd
 
 from .. import intervals
-from ..trace import ANNOTATION, CPU_OP, GPU_ACTIVITY_KINDS, GPU_ANNOTATION, KERNEL, MEMCPY, MEMSET, Trace
+from ..trace import ALL_KINDS, ANNOTATION, CPU_OP, GPU_ACTIVITY_KINDS, GPU_ANNOTATION, KERNEL, Trace
 from .columns import event_columns, range_running_at, thread_key
 from .launch import launch_pairs
 from .names import code_map, code_mask, is_collective_kernel, names_in_use
@@ -313,21 +313,10 @@ def device_communication(
     computation |= is_collective  # from here: not a copy
     m = intervals.merge(starts[~computation], ends[~computation])
     del computation
-    kc = intervals.merge(np.concatenate([c[0], k[0]]), np.concatenate([c[1], k[1]])) if coll.size else k
-    collective = _union_ns(*c)
-    if bool((ends >= starts).all()):
-        # Unions of proper intervals: |C \ K| = |C u K| - |K|, |M \ (K u C)| = |M| - |M n (K u C)| and
-        # |K u C u M| = |K u C| + |M \ (K u C)|, from the unions at hand instead of two subtractions and a merge
-        # of every row.
-        exposed = _union_ns(*kc) - _union_ns(*k)
-        memcpy_exposed = _union_ns(*m) - int(intervals.overlap_with_union(*m, *kc).sum())
-        everything = _union_ns(*kc) + memcpy_exposed
-    else:  # a row ending before it starts: the merges' own arithmetic
-        exposed = _union_ns(*intervals.subtract(*c, *k))
-        memcpy_exposed = _union_ns(*intervals.subtract(*m, *kc))
-        everything = intervals.union_length(starts, ends)
-    overlapped = collective - exposed
     span = int(ends.max() - starts.min()) if starts.size else 0
+    out = _breakdown(
+        c, k, m, bool((ends >= starts).all()), span, lambda: intervals.union_length(starts, ends)
+    )
     by_type = []
     # The collective rows only (the type comparisons on an object array: a string comparison per row).
     coll_types, coll_duration = types[coll], ends[coll] - starts[coll]
@@ -357,8 +346,35 @@ def device_communication(
                 "measured_ns": measured_ns,
             }
         )
+    return {"collective_count": int(is_collective.sum()), **out, "by_type": by_type}
+
+
+def _breakdown(
+    c: tuple[np.ndarray, np.ndarray],
+    k: tuple[np.ndarray, np.ndarray],
+    m: tuple[np.ndarray, np.ndarray],
+    proper: bool,
+    span: int,
+    union_of_rows: Any,
+) -> dict[str, Any]:
+    """A device's collective_ns, exposed_ns, overlap_share and breakdown from the unions of its collectives
+    (``c``), other kernels (``k``) and copies and memsets (``m``); ``proper``: no row ends before it starts;
+    ``union_of_rows``: a function giving the union length of all its rows (read only where not ``proper``)."""
+    kc = intervals.merge(np.concatenate([c[0], k[0]]), np.concatenate([c[1], k[1]])) if c[0].size else k
+    collective = _union_ns(*c)
+    if proper:
+        # Unions of proper intervals: |C \ K| = |C u K| - |K|, |M \ (K u C)| = |M| - |M n (K u C)| and
+        # |K u C u M| = |K u C| + |M \ (K u C)|, from the unions at hand instead of two subtractions and a merge
+        # of every row.
+        exposed = _union_ns(*kc) - _union_ns(*k)
+        memcpy_exposed = _union_ns(*m) - int(intervals.overlap_with_union(*m, *kc).sum())
+        everything = _union_ns(*kc) + memcpy_exposed
+    else:  # a row ending before it starts: the merges' own arithmetic
+        exposed = _union_ns(*intervals.subtract(*c, *k))
+        memcpy_exposed = _union_ns(*intervals.subtract(*m, *kc))
+        everything = union_of_rows()
+    overlapped = collective - exposed
     return {
-        "collective_count": int(is_collective.sum()),
         "collective_ns": collective,
         "exposed_ns": exposed,
         "overlap_share": overlapped / collective if collective else None,
@@ -370,8 +386,32 @@ def device_communication(
             "memcpy_exposed_ns": memcpy_exposed,
             "idle_ns": span - everything,
         },
-        "by_type": by_type,
     }
+
+
+def device_without_collectives(
+    starts: np.ndarray, ends: np.ndarray, on_device: np.ndarray, is_kernel: np.ndarray
+) -> dict[str, Any]:
+    """:func:`device_communication` of a device without collectives, read from the columns of every GPU op
+    (``on_device``: the device's rows among them): each union gathered from the columns by one mask, not the
+    device's rows gathered first and each union's rows from those."""
+    empty = np.zeros(0, np.int64)
+    kernels = on_device & is_kernel
+    k = intervals.merge(starts[kernels], ends[kernels])
+    np.logical_xor(kernels, on_device, out=kernels)  # the device's copies and memsets
+    m = intervals.merge(starts[kernels], ends[kernels])
+    del kernels
+    count = int(np.count_nonzero(on_device))
+    span = 0
+    proper = True
+    if count:
+        first = int(np.min(starts, where=on_device, initial=np.iinfo(np.int64).max))
+        span = int(np.max(ends, where=on_device, initial=np.iinfo(np.int64).min)) - first
+        proper = bool(np.all(ends >= starts, where=on_device))
+    out = _breakdown(
+        (empty, empty), k, m, proper, span, lambda: intervals.union_length(starts[on_device], ends[on_device])
+    )
+    return {"collective_count": 0, **out, "by_type": []}
 
 
 def _inside_xla_ops(
@@ -563,53 +603,90 @@ def _collective_types(
     return types, types != "", is_kernel
 
 
+def _kernel_collectives(cols: Any, ops: Any) -> tuple[np.ndarray, np.ndarray] | None:
+    """(each GPU op's collective flag, the collectives' types) from the launch pairs' columns (``ops``: one row per
+    GPU op), each used name typed once; None where XLA collective ops decide (the rows' own path then)."""
+    kind = cols.kind
+    annotations = np.flatnonzero(kind == ALL_KINDS.index(GPU_ANNOTATION))
+    annotations = annotations[cols.device[annotations] >= 0]
+    if annotations.size and code_mask(cols.name[annotations], cols.names, is_xla_collective).any():
+        return None
+    name, is_kernel = ops["name"], ops["is_kernel"]
+    lookup = np.full(len(cols.names) + 1, "", dtype=object)  # code -1 picks the last slot
+    for i in names_in_use(name, len(cols.names)):  # a loop over distinct names, not rows
+        lookup[i] = collective_type(str(cols.names[i])) or ""
+    is_collective = (lookup != "")[name]
+    is_collective &= is_kernel  # a copy's or memset's name has no type
+    return is_collective, lookup[name[np.flatnonzero(is_collective)]]
+
+
+def _gpu_rows(cols: Any) -> np.ndarray:
+    """The event rows of the GPU ops (kernels, copies, memsets with a device), as the launch pairs hold them."""
+    return np.flatnonzero(cols.of_kind(*GPU_ACTIVITY_KINDS) & (cols.device >= 0))
+
+
 def communication_report(trace: Trace) -> dict[str, Any]:
-    """The ``communication`` block: per device with GPU activity, its collectives and time breakdown."""
+    """The ``communication`` block: per device with GPU activity, its collectives and time breakdown.
+
+    The GPU ops' columns are the launch pairs' (one row per GPU op, shared with the other sections): no mask of
+    the whole table, no gather of the ops' times; a device without collectives reads its unions straight from
+    them (:func:`device_without_collectives`)."""
     cols = event_columns(trace)
-    on_device = cols.device >= 0
-    kernel = cols.of_kind(KERNEL) & on_device
-    rows = np.flatnonzero(kernel | (cols.of_kind(MEMCPY, MEMSET) & on_device))
-    types, is_collective, is_kernel = _collective_types(cols, rows, kernel, on_device)
-    coll = np.flatnonzero(is_collective)
+    ops = launch_pairs(trace)
+    is_kernel, devices, starts, ends = ops["is_kernel"], ops["device"], ops["start"], ops["end"]
+    typed = _kernel_collectives(cols, ops)
+    rows = None
+    if typed is None:  # XLA collective ops: every op of the device decides which kernels it holds
+        on_device = cols.device >= 0
+        kernel = cols.of_kind(KERNEL) & on_device
+        rows = _gpu_rows(cols)
+        types, is_collective, _ = _collective_types(cols, rows, kernel, on_device)
+        del kernel, on_device
+        coll = np.flatnonzero(is_collective)
+        coll_types = types[coll]
+        del types
+    else:
+        is_collective, coll_types = typed
+        coll = np.flatnonzero(is_collective)
     msgs = pd.DataFrame(columns=MESSAGE_COLUMNS)
-    # Message sizes and factors per GPU row, read at collectives only: none allocated for a trace without one.
-    nbytes = factor = np.zeros(0)
+    # Message sizes and factors, read at collectives only: none allocated for a trace without one.
+    coll_bytes = coll_factor = np.zeros(0)
     if coll.size:
-        nbytes, factor = np.full(rows.size, np.nan), np.full(rows.size, np.nan)
-        ranges, kinds = nccl_ranges_of(trace, cols, rows[coll])
-        msgs = _messages(trace, cols, rows[coll], [_external_id_ops(cols, rows[coll]), ranges])
+        coll_rows = (_gpu_rows(cols) if rows is None else rows)[coll]
+        ranges, kinds = nccl_ranges_of(trace, cols, coll_rows)
+        msgs = _messages(trace, cols, coll_rows, [_external_id_ops(cols, coll_rows), ranges])
         # The recorded Collective name first; a generic NCCL kernel (ncclDevKernel_Generic) without one takes
         # the type of the API call that launched it.
         recorded = _recorded_types(msgs)
-        types[coll] = np.where(recorded != "", recorded, types[coll])
-        generic = (types[coll] == "other") & (kinds != "")
-        types[coll[generic]] = kinds[generic]
-        nbytes[coll], factor[coll] = _message_sizes(msgs, types[coll])
-    devices = cols.device[rows]
-    # At the GPU rows only: the whole stream column, or a whole-table duration, is a value per event row.
+        coll_types = np.where(recorded != "", recorded, coll_types)
+        generic = (coll_types == "other") & (kinds != "")
+        coll_types[generic] = kinds[generic]
+        coll_bytes, coll_factor = _message_sizes(msgs, coll_types)
+    del rows
     # (read only where some collective may share a stream with computation)
-    streams = cols.at("stream", rows).astype(np.int64) if coll.size else None
-    starts, ends = cols.start[rows], cols.end[rows]
+    streams = ops["stream"] if coll.size else None
     duration = ends[coll] - starts[coll]
+    coll_devices = devices[coll]
     out = []
     for device in np.unique(devices):  # a loop over devices
         sel = devices == device
-        collective_here = is_collective[sel]
-        # types, sizes and factors are read at the collectives only: none gathered for a device without one
-        some = bool(collective_here.any())
-        entry = device_communication(
-            starts[sel],
-            ends[sel],
-            collective_here,
-            is_kernel[sel],
-            types[sel] if some else types[:0],
-            nbytes[sel] if some else nbytes[:0],
-            factor[sel] if some else factor[:0],
-        )
-        mine = devices[coll] == device
-        shared_count = shared_ns = 0
-        if streams is not None and mine.any():  # no collective on the device: none on a compute stream
-            shared = compute_stream_collectives(streams[sel], is_collective[sel], is_kernel[sel])
+        mine = coll_devices == device
+        if not mine.any():
+            entry = device_without_collectives(starts, ends, sel, is_kernel)
+            shared_count = shared_ns = 0
+        else:
+            collective_here = is_collective[sel]
+            # types, sizes and factors written at the device's collectives, "" and NaN elsewhere
+            types = np.empty(collective_here.size, dtype=object)
+            types[:] = ""
+            nbytes, factor = np.full(collective_here.size, np.nan), np.full(collective_here.size, np.nan)
+            here = np.flatnonzero(collective_here)
+            types[here], nbytes[here], factor[here] = coll_types[mine], coll_bytes[mine], coll_factor[mine]
+            entry = device_communication(
+                starts[sel], ends[sel], collective_here, is_kernel[sel], types, nbytes, factor
+            )
+            assert streams is not None
+            shared = compute_stream_collectives(streams[sel], collective_here, is_kernel[sel])
             shared_count, shared_ns = int(shared.sum()), int((ends[sel] - starts[sel])[shared].sum())
         entry.update(
             on_compute_stream_count=shared_count,

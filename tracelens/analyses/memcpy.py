@@ -21,9 +21,11 @@ import pyarrow.compute as pc
 
 from .. import intervals
 from ..gpu_specs import device_links
-from ..trace import KERNEL, MEMCPY, Trace
+from ..trace import ALL_KINDS, DRIVER, MEMCPY, RUNTIME, Trace
 from ..values import is_member
-from .columns import api_calls, device_busy, event_columns
+from .blocks import rows_of_kind_at
+from .columns import device_busy, event_columns, memo
+from .launch import launch_pairs
 from .names import code_map, is_graph_launch, is_sync_copy
 
 SMALL_COPY_BYTES = 64 * 1024
@@ -121,6 +123,8 @@ DENSE_IDS_MIN = 1 << 20
 # value not wanted lands on a flagged slot about once in this many), at most 2^MAX_HASH_BITS slots.
 HASH_SLOTS_PER_ID = 32
 MAX_HASH_BITS = 24
+# Values tested at once (their int64 copy or low bits: 8 MB, not one per call of a training export).
+MEMBER_BLOCK = 1 << 20
 
 
 def member_ids(values: np.ndarray, wanted: np.ndarray) -> np.ndarray:
@@ -138,17 +142,38 @@ def member_ids(values: np.ndarray, wanted: np.ndarray) -> np.ndarray:
         mask = (1 << bits) - 1
         flagged = np.zeros(mask + 1, bool)
         flagged[wanted & mask] = True
-        candidates = np.flatnonzero(flagged[values & mask])
         out = np.zeros(values.shape, bool)
-        out[candidates] = is_member(values[candidates], wanted)
+        for start in range(0, values.size, MEMBER_BLOCK):  # blocks of values: no low bits of them all at once
+            part = values[start : start + MEMBER_BLOCK]
+            candidates = np.flatnonzero(flagged[part & mask])
+            out[candidates + start] = is_member(part[candidates], wanted)
         return out
     # slot 0 and the last: the values below and above the range, never wanted
     table = np.zeros(hi - lo + 3, bool)
     table[wanted.astype(np.int64) - (lo - 1)] = True
-    at = values.astype(np.int64)
-    at -= lo - 1
-    np.clip(at, 0, hi - lo + 2, out=at)
-    return table[at]
+    out = np.empty(values.shape, bool)
+    for start in range(0, values.size, MEMBER_BLOCK):  # blocks of values: no int64 copy of them all
+        at = values[start : start + MEMBER_BLOCK].astype(np.int64)
+        at -= lo - 1
+        np.clip(at, 0, hi - lo + 2, out=at)
+        out[start : start + MEMBER_BLOCK] = table[at]
+    return out
+
+
+_CALL_CODES = tuple(sorted(ALL_KINDS.index(k) for k in (RUNTIME, DRIVER)))
+
+
+def api_correlation(trace: Trace) -> np.ndarray:
+    """The correlation ids of the runtime and driver calls in row order (``columns.api_calls``' shared value, -1
+    where none), without the calls' row array where the value is held already (the launch pairs compute it)."""
+    cols = event_columns(trace)
+
+    def compute() -> np.ndarray:
+        ids = cols.at("correlation_id", np.flatnonzero(cols.of_kind(RUNTIME, DRIVER)))
+        ids.flags.writeable = False  # shared: read only
+        return ids
+
+    return memo(trace, "api_correlation", compute)
 
 
 def _launch_mode_codes(trace: Trace, copies: pd.DataFrame) -> np.ndarray:
@@ -158,10 +183,13 @@ def _launch_mode_codes(trace: Trace, copies: pd.DataFrame) -> np.ndarray:
     if not corr.notna().any():
         return out
     cols = event_columns(trace)
-    calls, call_corr = api_calls(trace)
-    # Only the calls that launched a copy: a training trace has millions of other calls.
-    launched = member_ids(call_corr, corr.dropna().to_numpy(np.int64))
-    calls, call_corr = calls[launched], call_corr[launched].astype(np.int64)
+    call_corr = api_correlation(trace)
+    # Only the calls that launched a copy: a training trace has millions of other calls. Their rows are found
+    # at their positions among the calls, a block of the table at a time (no row array of every call).
+    launched = np.flatnonzero(member_ids(call_corr, corr.dropna().to_numpy(np.int64)))
+    calls = rows_of_kind_at(cols.kind, _CALL_CODES, launched)
+    call_corr = call_corr[launched].astype(np.int64)
+    del launched
     if calls.size == 0:
         return out
     # The joins on plain integer columns (pid 0 where unknown, with a flag; the mode as its index in MODES): the
@@ -177,8 +205,13 @@ def _launch_mode_codes(trace: Trace, copies: pd.DataFrame) -> np.ndarray:
             "mode": mode.astype(np.int8),
         }
     )
+    del calls, call_corr, call_pid, mode  # in the frame now
     # A copy API beats any other call on the same correlation id (driver rows under a runtime call).
-    host = host.iloc[np.argsort(host["mode"].to_numpy() == modes.index(UNKNOWN), kind="stable")]
+    # (no reordered copy where they come in that order already: copy calls only, as in an Nsight export)
+    other_call = host["mode"].to_numpy() == modes.index(UNKNOWN)
+    if bool((other_call[1:] < other_call[:-1]).any()):
+        host = host.iloc[np.argsort(other_call, kind="stable")]
+    del other_call
     with_pid = copies["pid"].notna().to_numpy()
     with_corr = corr.notna().to_numpy()
     left = pd.DataFrame(
@@ -189,12 +222,18 @@ def _launch_mode_codes(trace: Trace, copies: pd.DataFrame) -> np.ndarray:
             "correlation_id": np.where(with_corr, corr.fillna(0).to_numpy(np.int64), np.iinfo(np.int64).min),
         }
     )
-    m1 = _join_on_pid(left[with_pid], host[host["has_pid"]])
+    # (the frames themselves where every row is selected: no copies of a million rows)
+    has_pid = host["has_pid"].to_numpy()
+    m1 = _join_on_pid(left if with_pid.all() else left[with_pid], host if has_pid.all() else host[has_pid])
     # Without a pid on one side, the correlation id alone decides (never across two known, different pids).
     no_pid_copies = left[~with_pid & with_corr].drop(columns="pid")
-    m2 = no_pid_copies.merge(
-        host.drop_duplicates(["correlation_id"])[["correlation_id", "mode"]], on="correlation_id", how="inner"
-    )
+    m2 = pd.DataFrame({"row": np.zeros(0, np.int64), "mode": np.zeros(0, np.int8)})
+    if len(no_pid_copies):
+        m2 = no_pid_copies.merge(
+            host.drop_duplicates(["correlation_id"])[["correlation_id", "mode"]],
+            on="correlation_id",
+            how="inner",
+        )
     # left["row"] is each copy's position: the copies m1 matched flagged by position, not a hash of the rows
     in_m1 = np.zeros(len(copies), bool)
     in_m1[m1["row"].to_numpy()] = True
@@ -224,10 +263,12 @@ def _join_on_pid(copies: pd.DataFrame, calls: pd.DataFrame) -> pd.DataFrame:
         return copies.merge(
             by_pid[["pid", "correlation_id", "mode"]], on=["pid", "correlation_id"], how="inner"
         )
+    del values
     keys, first = np.unique(h_pid * width + h_corr, return_index=True)  # each pair's first call
     if keys.size == 0:
         return pd.DataFrame({"row": np.zeros(0, np.int64), "mode": np.zeros(0, np.int8)})
     copy_key = c_pid * width + c_corr
+    del c_pid, c_corr
     at = np.minimum(intervals.search_sorted(keys, copy_key), keys.size - 1)
     hit = np.flatnonzero(keys[at] == copy_key)
     return pd.DataFrame(
@@ -277,6 +318,51 @@ def _bandwidth_stats(nbytes: np.ndarray, duration: np.ndarray) -> dict[str, Any]
 
 def _merged(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return intervals.merge(starts, ends)
+
+
+# GPU ops read at once by _kernel_union (a few small masks and the kernels' times among them).
+UNION_BLOCK_OPS = 1 << 20
+
+
+def _kernel_union(
+    device: np.ndarray, is_kernel: np.ndarray, starts: np.ndarray, ends: np.ndarray, dev: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """``intervals.merge`` of the kernels of device ``dev`` among the GPU ops (their device, kernel flag and
+    times), a block of ops at a time where the kernels come in start order: each block's union less its last
+    interval is final (every later kernel starts at or after that last interval's start, past the others' ends),
+    the last is merged with the next block. Out of order: one merge of them all."""
+    count = 0
+    for lo in range(0, device.size, UNION_BLOCK_OPS):  # a loop over blocks of ops
+        mine = device[lo : lo + UNION_BLOCK_OPS] == dev
+        mine &= is_kernel[lo : lo + UNION_BLOCK_OPS]
+        count += int(np.count_nonzero(mine))
+    out_s, out_e = np.empty(count, np.int64), np.empty(count, np.int64)
+    done = 0
+    carry: tuple[int, int] | None = None  # the last interval so far (it may still grow)
+    for lo in range(0, device.size, UNION_BLOCK_OPS):  # a loop over blocks of ops
+        at = slice(lo, lo + UNION_BLOCK_OPS)
+        mine = device[at] == dev
+        mine &= is_kernel[at]
+        s, e = starts[at][mine], ends[at][mine]
+        del mine
+        if not s.size:
+            continue
+        if (s[1:] < s[:-1]).any() or (carry is not None and s[0] < carry[0]):
+            every = (device == dev) & is_kernel
+            return intervals.merge(starts[every], ends[every])
+        if carry is not None:
+            s, e = np.concatenate([[carry[0]], s]), np.concatenate([[carry[1]], e])
+        us, ue = intervals.merge(s, e)
+        del s, e
+        out_s[done : done + us.size - 1], out_e[done : done + us.size - 1] = us[:-1], ue[:-1]
+        done += us.size - 1
+        carry = (int(us[-1]), int(ue[-1]))
+    if carry is not None:
+        out_s[done], out_e[done] = carry
+        done += 1
+    if done < count // 2:  # much overlap: the union's own arrays, not views of the larger ones
+        return out_s[:done].copy(), out_e[:done].copy()
+    return out_s[:done], out_e[:done]
 
 
 def _exposed(
@@ -352,8 +438,8 @@ def _bursts(device: np.ndarray, starts: np.ndarray, ends: np.ndarray, nbytes: np
 def memcpy_report(trace: Trace) -> dict[str, Any]:
     """The ``memcpy`` block (see docs/memcpy.md)."""
     cols = event_columns(trace)
-    on_device = cols.device >= 0
-    copy_rows = np.flatnonzero(cols.of_kind(MEMCPY) & on_device)
+    copy_rows = np.flatnonzero(cols.kind == ALL_KINDS.index(MEMCPY))
+    copy_rows = copy_rows[cols.device[copy_rows] >= 0]
     # The times and devices from the shared columns (set on every GPU op); the others, nullable, as pandas.
     copies = trace.frame(
         copy_rows,
@@ -366,8 +452,11 @@ def memcpy_report(trace: Trace) -> dict[str, Any]:
             "dst_kind",
         ],
     )
-    kernel_rows = np.flatnonzero(cols.of_kind(KERNEL) & on_device)
-    del on_device
+    # The kernels' times from the launch pairs' columns (one row per GPU op, shared): no row array of them.
+    ops = launch_pairs(trace)
+    op_device, op_is_kernel, op_start, op_end = ops["device"], ops["is_kernel"], ops["start"], ops["end"]
+    # The launch mode first, its joins the biggest step: the per-copy arrays below are not yet held then.
+    mode = _launch_mode_codes(trace, copies)
     labels, kind_code = _kind_codes(copies["copy_kind"])
     device = cols.device[copy_rows].astype(np.int64)
     starts = cols.start[copy_rows].astype(np.int64, copy=False)
@@ -376,7 +465,8 @@ def memcpy_report(trace: Trace) -> dict[str, Any]:
     duration = ends - starts
     nbytes = copies["bytes"].astype("Float64").to_numpy(dtype=np.float64, na_value=np.nan)
     memory = _host_memory_codes(copies["src_kind"], copies["dst_kind"])
-    mode = _launch_mode_codes(trace, copies)
+    copy_count = len(copies)
+    del copies  # read whole above: the frame's columns go before the per-device unions
     small = np.isfinite(nbytes) & (nbytes < SMALL_COPY_BYTES)
     # Each class as a mask once: the tables below count dozens of combinations over a million copies.
     is_mem = {c: memory == i for i, c in enumerate(MEMORY_CLASSES)}
@@ -419,12 +509,11 @@ def memcpy_report(trace: Trace) -> dict[str, Any]:
     busy_devices = device_busy(trace)
     for dev, device_activity in sorted(busy_devices.items()):
         busy, span = device_activity.busy_ns, device_activity.span_ns  # all GPU rows of the device
-        mine = kernel_rows[cols.device[kernel_rows] == dev]
-        ks, ke = cols.start[mine], cols.end[mine]
         dm = device == dev
         if not dm.any():
             continue
-        kernel_busy = _merged(ks, ke)  # once per device, for every kind of copy
+        # once per device, for every kind of copy
+        kernel_busy = _kernel_union(op_device, op_is_kernel, op_start, op_end, dev)
         union, exposed = _exposed(starts[dm], ends[dm], kernel_busy)
         kernel_union[dev] = int((kernel_busy[1] - kernel_busy[0]).sum())
         info = trace.device_info(dev)
@@ -484,6 +573,7 @@ def memcpy_report(trace: Trace) -> dict[str, Any]:
                 "by_kind": dev_kinds,
             }
         )
+        del kernel_busy  # before the next device's union is built
 
     host_copies = np.isin(kind_code, [i for i, k in enumerate(labels) if k in ("HtoD", "DtoH", "HtoH")])
     host_memory = {
@@ -517,7 +607,7 @@ def memcpy_report(trace: Trace) -> dict[str, Any]:
     small_block.update(_bursts(device[small], starts[small], ends[small], nbytes[small]))
 
     doc = {
-        "count": int(len(copies)),
+        "count": int(copy_count),
         "bytes": int(np.nansum(nbytes)),
         "duration_ns": int(duration.sum()),
         # Device-means over the GPUs with activity (a GPU without copies counts 0): a sum over GPUs could

@@ -18,11 +18,12 @@ import numpy as np
 import pandas as pd
 
 from .. import intervals
-from ..trace import ANNOTATION, Trace
+from ..trace import ALL_KINDS, ANNOTATION, Trace
 from ..values import distinct
 from . import columns
+from .blocks import count_of_kind
 from .columns import EventColumns, device_busy, event_columns, thread_key, thread_time_positions
-from .grouping import rows_by_thread, sum_per_slot
+from .grouping import cut_in_chunks, rows_by_thread, sum_per_slot, thread_chunks
 from .launch import launch_pairs
 from .names import name_template
 
@@ -66,6 +67,18 @@ def _per_launch(trace: Trace) -> dict[str, np.ndarray]:
         "dev_max": np.maximum.reduceat(dev, group),
         "ops": np.diff(np.r_[group, cid.size]),
     }
+
+
+def _one_op_launches(pairs: Any) -> np.ndarray | None:
+    """The positions of the matched GPU ops in the launch pairs, sorted by correlation id (stable), where no two
+    share a launch call (one op per call: no graph launch); None otherwise."""
+    matched = np.flatnonzero(pairs["matched"])
+    cid = pairs["correlation_id"][matched]
+    order = np.argsort(cid, kind="stable")
+    cid = cid[order]
+    if cid.size > 1 and bool((cid[1:] == cid[:-1]).any()):
+        return None
+    return matched[order]
 
 
 def _slice_reduce(
@@ -142,6 +155,9 @@ LAUNCH_STEPS = 2
 CHUNK_RANGES = 1 << 20
 
 
+COVER_CHUNK = 1 << 18  # launches whose covered times are found at once (a dozen int64 intermediates each)
+
+
 class _Launches:
     """Launch calls sorted by (thread, time), with running sums, shared by every chunk of ranges.
 
@@ -150,29 +166,46 @@ class _Launches:
     (about 1e4 threads over 5 days) takes thread_time_positions' rank path for every range at once.
     """
 
-    def __init__(self, trace: Trace, rows: np.ndarray) -> None:
+    def __init__(self, trace: Trace, rows: np.ndarray | None) -> None:
+        """``rows``: the ranges' event rows, in the order they are measured; None where they come a chunk at a
+        time (:meth:`run_bounds`), which needs ``packed`` (else nothing is built past it: give the rows)."""
         cols = event_columns(trace)
-        launches = _per_launch(trace)
+        pairs = launch_pairs(trace)
+        # One op per launch call (no graph launches): the launches are the matched GPU ops, read from the pairs'
+        # columns at their positions once sorted (no per-launch copy of every column first, no op count of 1
+        # each); otherwise each launch call's ops reduced (_per_launch).
+        one_op = _one_op_launches(pairs)
+        launches: dict[str, np.ndarray] = {}
+        if one_op is None:
+            launches = _per_launch(trace)
+            launch_keys = thread_key(launches["pid"], launches["tid"])
+            launch_t = launches["t"].astype(np.int64)  # a copy: shifted in place below
+        else:
+            launch_keys = thread_key(pairs["pid"][one_op], pairs["tid"][one_op])
+            launch_t = pairs["launch_start"][one_op].astype(np.int64, copy=False)
         self.rows = rows
         self._covered_cache: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
-        self.empty = launches["t"].size == 0 or rows.size == 0
+        self.empty = launch_t.size == 0 or (rows is not None and rows.size == 0)
         if self.empty:
             return
-        launch_keys = thread_key(launches["pid"], launches["tid"])
-        launch_t = launches["t"].astype(np.int64, copy=False)
         self.threads = np.sort(distinct(launch_keys))
         # Bounds of every time packed (launches, range starts and ends): the whole table's earliest start and
         # latest end hold the ranges' (one pass each over a column, no gather of every range's times).
         self.lo = min(int(launch_t.min()), int(cols.start.min()), int(cols.end.min()))
         self.width = max(int(launch_t.max()), int(cols.end.max()), int(cols.start.max())) - self.lo + 2
         self.packed = len(self.threads) * self.width < columns.PACKED_KEY_LIMIT
+        if rows is None and not self.packed:
+            return
         if self.packed:
-            self.key = np.searchsorted(self.threads, launch_keys) * self.width + (launch_t - self.lo)
+            self.key = np.searchsorted(self.threads, launch_keys)
+            self.key *= self.width
+            launch_t -= self.lo  # a fresh array here (gathered above)
+            self.key += launch_t
         else:
             self.key, self.range_start, self.range_end = thread_time_positions(
                 [
                     (launch_keys, [launch_t]),
-                    (thread_key(cols.pid[rows], cols.tid[rows]), [cols.start[rows], cols.end[rows]]),
+                    (thread_key(cols.pid[rows], cols.tid[rows]), [cols.start[rows], cols.end[rows]]),  # type: ignore[index]
                 ]
             )
         del launch_keys, launch_t
@@ -182,26 +215,43 @@ class _Launches:
         self.key_end[:-1] = self.key[order]
         self.key_end[-1] = np.iinfo(np.int64).max
         self.key = self.key_end[:-1]
+        count = np.int32 if order.size < 2**31 else np.int64
         # the columns read from here on (the thread and launch time are in the key); devices in their own small
         # integers, running counts in int32 where they fit
-        launches = {
-            k: launches[k][order].astype(np.int64, copy=False) for k in ("op_ns", "ops", "first", "last")
-        } | {k: launches[k][order] for k in ("dev_min", "dev_max")}
-        count = np.int32 if order.size < 2**31 else np.int64
-        del order
-        self.csum_ns = np.concatenate([[0], np.cumsum(launches["op_ns"])])
-        self.csum_ops = np.concatenate([[0], np.cumsum(launches["ops"])])
-        self.first = launches["first"]
-        self.last = launches["last"]
-        self.dev_min = launches["dev_min"]
-        # A range's launches are all on one device when none of them spans several and none after the first
-        # changes device: two running counts instead of a min and a max over each range's launches.
-        self.dev_max = launches["dev_max"]
-        del launches
-        self.csum_multi = np.zeros(self.first.size + 1, count)
-        np.cumsum(self.dev_min != self.dev_max, dtype=count, out=self.csum_multi[1:])
+        self.csum_ns = np.zeros(order.size + 1, np.int64)
+        if one_op is not None:
+            at = one_op[order]
+            del order, one_op
+            self.first = pairs["start"][at].astype(np.int64, copy=False)
+            self.last = pairs["end"][at].astype(np.int64, copy=False)
+            # every launch on one device, and one op each: no running count of either
+            self.dev_min = self.dev_max = pairs["device"][at]
+            del at
+            np.cumsum(self.last - self.first, out=self.csum_ns[1:])
+            self.csum_ops: np.ndarray | None = None
+            self.csum_multi: np.ndarray | None = None
+        else:
+            launches = {
+                k: launches[k][order].astype(np.int64, copy=False) for k in ("op_ns", "ops", "first", "last")
+            } | {k: launches[k][order] for k in ("dev_min", "dev_max")}
+            del order
+            np.cumsum(launches["op_ns"], out=self.csum_ns[1:])
+            self.csum_ops = np.concatenate([[0], np.cumsum(launches["ops"])])
+            self.first = launches["first"]
+            self.last = launches["last"]
+            self.dev_min = launches["dev_min"]
+            # A range's launches are all on one device when none of them spans several and none after the first
+            # changes device: two running counts instead of a min and a max over each range's launches.
+            self.dev_max = launches["dev_max"]
+            del launches
+            self.csum_multi = np.zeros(self.first.size + 1, count)
+            np.cumsum(self.dev_min != self.dev_max, dtype=count, out=self.csum_multi[1:])
         self.csum_change = np.zeros(self.first.size + 1, count)
         np.cumsum(self.dev_min[1:] != self.dev_min[:-1], dtype=count, out=self.csum_change[2:])
+
+    def op_counts(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        """The GPU ops of the launches [lo, hi) (one per launch call without graph launches)."""
+        return hi - lo if self.csum_ops is None else self.csum_ops[hi] - self.csum_ops[lo]
 
     def _positions(self, cols: EventColumns, at: slice) -> tuple[np.ndarray, np.ndarray]:
         """Packed (thread, start) and (thread, end) of the ranges ``at``; -1 for both on a thread that launched
@@ -222,7 +272,7 @@ class _Launches:
     def measure(self, trace: Trace, at: slice) -> dict[str, np.ndarray]:
         """ops, gpu_op_ns, proj_start, proj_end, gpu_idle_ns of the ranges ``at`` (positions in ``rows``)."""
         lo, hi = self.bounds(trace, at)
-        out = {"ops": self.csum_ops[hi] - self.csum_ops[lo], "gpu_op_ns": self.csum_ns[hi] - self.csum_ns[lo]}
+        out = {"ops": self.op_counts(lo, hi), "gpu_op_ns": self.csum_ns[hi] - self.csum_ns[lo]}
         launching, span = self.spans(trace, lo, hi)
         for key, values in span.items():
             out[key] = np.zeros(lo.size, np.int64)
@@ -234,12 +284,18 @@ class _Launches:
         return self._bounds_of(*self._positions(event_columns(trace), at))
 
     def run_bounds(
-        self, start: np.ndarray, end: np.ndarray, run_keys: np.ndarray, run_lengths: np.ndarray, at: slice
+        self,
+        start: np.ndarray,
+        end: np.ndarray,
+        run_keys: np.ndarray,
+        run_lengths: np.ndarray,
+        at: slice | None,
     ) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`bounds` of the ranges ``at`` when they are in thread order: ``start`` and ``end`` their times
         (fresh arrays, packed in place), ``run_lengths`` how many of them each thread of ``run_keys`` holds. The
         thread's place is found once per thread, not per range."""
         if not self.packed:
+            assert at is not None  # the rows were given: their packed times are held
             return self._bounds_of(self.range_start[at], self.range_end[at])
         code = np.searchsorted(self.threads, run_keys)
         known = self.threads[np.minimum(code, self.threads.size - 1)] == run_keys
@@ -300,20 +356,28 @@ class _Launches:
         ranges' idle time is 0, as the op times themselves then cancel) keeps its own times."""
         if self._covered_cache is None:
             cover_first, cover_last = self.first.copy(), self.last.copy()
-            one_device = np.flatnonzero(self.dev_min == self.dev_max)
-            device = self.dev_min[one_device]
+            # a launch on one device (every launch, without graph launches: the same array twice) takes its
+            # device's covered times, a chunk of the device's launches at a time
+            single = self.dev_min is self.dev_max or bool((self.dev_min == self.dev_max).all())
             for dev, b in device_busy(trace).items():  # a loop over devices
-                sel = one_device[device == dev]
-                cover_first[sel], cover_last[sel] = _covered_before_pair(
-                    self.first[sel], self.last[sel], b.busy_starts, b.busy_ends
-                )
-            del one_device, device
+                on_dev = self.dev_min == dev
+                if not single:
+                    on_dev &= self.dev_min == self.dev_max
+                sel = np.flatnonzero(on_dev)
+                del on_dev
+                prefix = _union_prefix(b.busy_starts, b.busy_ends)
+                for at in range(0, sel.size, COVER_CHUNK):  # a loop over chunks of launches
+                    part = sel[at : at + COVER_CHUNK]
+                    cover_first[part], cover_last[part] = _covered_before_pair(
+                        self.first[part], self.last[part], b.busy_starts, b.busy_ends, prefix
+                    )
+                del sel, prefix
             # Launches in thread and launch order mostly run their ops in that order: where a range's launches'
             # first and last op times never step back, its earliest start is its first launch's and its latest
             # end its last launch's (and so for the covered times on one device).
             step_back = self.first[1:] < self.first[:-1]
             step_back |= self.last[1:] < self.last[:-1]
-            steps = np.zeros(self.first.size, self.csum_multi.dtype)
+            steps = np.zeros(self.first.size, self.csum_change.dtype)
             np.cumsum(step_back, dtype=steps.dtype, out=steps[1:])
             self._covered_cache = (cover_first, cover_last, steps)
         return self._covered_cache
@@ -349,8 +413,9 @@ class _Launches:
                 out[unordered] = values
             del u_lo, u_hi, reduced
         n = self.dev_min.size
-        one_device = self.csum_multi[hi] == self.csum_multi[lo]
-        one_device &= self.csum_change[hi] == self.csum_change[np.minimum(lo + 1, n)]
+        one_device = self.csum_change[hi] == self.csum_change[np.minimum(lo + 1, n)]
+        if self.csum_multi is not None:  # some launch spans several devices
+            one_device &= self.csum_multi[hi] == self.csum_multi[lo]
         idle = last - first
         busy_last -= busy_first
         idle -= busy_last
@@ -366,22 +431,32 @@ class _Launches:
         return {"proj_start": first, "proj_end": last, "gpu_idle_ns": idle}
 
 
-def _covered_before_pair(
-    first: np.ndarray, last: np.ndarray, union_starts: np.ndarray, union_ends: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """``intervals.covered_before`` of ``first`` and of ``last`` (each launch's first op start and last op end)
-    in one union, searching the union once for most launches: where no union interval starts in (first, last]
-    (a launch's ops inside one busy interval, as a single op always is), last has first's union intervals."""
-    if union_starts.size == 0:
-        return np.zeros(first.size, np.int64), np.zeros(last.size, np.int64)
-    first, last = first.astype(np.int64, copy=False), last.astype(np.int64, copy=False)
-    # cum[i]: the length of the first i union intervals; last_end[i]: the end of the i-th (below every time for
-    # i = 0)
+def _union_prefix(union_starts: np.ndarray, union_ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(cum, last_end) of a union: cum[i] the length of its first i intervals; last_end[i] the end of the i-th
+    (below every time for i = 0)."""
     cum = np.zeros(union_starts.size + 1, np.int64)
     np.cumsum(union_ends - union_starts, out=cum[1:])
     last_end = np.empty(union_ends.size + 1, np.int64)
     last_end[0] = np.iinfo(np.int64).min
     last_end[1:] = union_ends
+    return cum, last_end
+
+
+def _covered_before_pair(
+    first: np.ndarray,
+    last: np.ndarray,
+    union_starts: np.ndarray,
+    union_ends: np.ndarray,
+    prefix: tuple[np.ndarray, np.ndarray] | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """``intervals.covered_before`` of ``first`` and of ``last`` (each launch's first op start and last op end)
+    in one union, searching the union once for most launches: where no union interval starts in (first, last]
+    (a launch's ops inside one busy interval, as a single op always is), last has first's union intervals.
+    ``prefix``: the union's :func:`_union_prefix`, where the caller holds it for several calls."""
+    if union_starts.size == 0:
+        return np.zeros(first.size, np.int64), np.zeros(last.size, np.int64)
+    first, last = first.astype(np.int64, copy=False), last.astype(np.int64, copy=False)
+    cum, last_end = _union_prefix(union_starts, union_ends) if prefix is None else prefix
     # the union intervals starting at or before (the launches in thread and time order: ascending runs, one per
     # thread, each searched from the previous answer)
     i = intervals.search_near(union_starts, first, side="right")
@@ -441,21 +516,27 @@ def range_instances(trace: Trace) -> pd.DataFrame:
 
 def range_summary(trace: Trace, limit: int = NAME_LIMIT) -> dict[str, Any]:
     cols = event_columns(trace)
-    is_range = cols.of_kind(ANNOTATION)
-    # By thread, then start (the table's order): each chunk of ranges then covers one window of the launches.
-    rows, run_keys, run_lengths = rows_by_thread(cols, is_range)
-    del is_range
-    if rows.size == 0:
+    code = ALL_KINDS.index(ANNOTATION)
+    count = count_of_kind(cols.kind, code)
+    if count == 0:
         return {"count": 0, "names": 0, "texts": 0, "ranges": []}
-    run_edges = np.concatenate([[0], np.cumsum(run_lengths)])
-    launches = _Launches(trace, rows)
+    # By thread, then start (the table's order): each chunk of ranges then covers one window of the launches.
+    # Where the (thread, time) pairs pack, the chunks come from a scan of the table a block at a time
+    # (grouping.thread_chunks: no row array of every range); otherwise every range's packed times are built
+    # first, from the rows in thread order.
+    launches = _Launches(trace, None)
+    if launches.empty or launches.packed:
+        chunks = thread_chunks(cols, code, count, CHUNK_RANGES)
+    else:
+        rows, run_keys, run_lengths = rows_by_thread(cols, cols.kind == code)
+        launches = _Launches(trace, rows)
+        chunks = cut_in_chunks(rows, run_keys, run_lengths, CHUNK_RANGES)
+        del rows
     # Sums per name code (slot 0: the null name), added a chunk at a time.
     fields = ("n", "cpu_ns", "ops", "gpu_op_ns", "projected_ns", "gpu_idle_ns", "with_gpu")
     size = len(cols.names) + 1
     totals = {field: np.zeros(size, np.int64) for field in fields}
-    for chunk in range(0, rows.size, CHUNK_RANGES):  # a loop over chunks of ranges
-        at = slice(chunk, chunk + CHUNK_RANGES)
-        mine = rows[at].astype(np.intp, copy=False)  # the gathers' own index type: no conversion in each
+    for mine, run_keys, in_chunk, at in chunks:  # a loop over chunks of ranges
         # intp, as np.bincount reads it: no cast in each count below
         slot = np.add(cols.name[mine], 1, dtype=np.intp)
         totals["n"] += np.bincount(slot, minlength=size)
@@ -464,8 +545,6 @@ def range_summary(trace: Trace, limit: int = NAME_LIMIT) -> dict[str, Any]:
         totals["cpu_ns"] += sum_per_slot(slot, end - start, size)
         if launches.empty:
             continue
-        stop = min(chunk + CHUNK_RANGES, rows.size)
-        in_chunk = np.clip(run_edges[1:], chunk, stop) - np.clip(run_edges[:-1], chunk, stop)
         lo, hi = launches.run_bounds(start, end, run_keys, in_chunk, at)
         del start, end
         # Only the ranges with hi != lo add GPU figures (most ranges of a training export launch nothing): the
@@ -474,7 +553,7 @@ def range_summary(trace: Trace, limit: int = NAME_LIMIT) -> dict[str, Any]:
         moved = np.flatnonzero(hi != lo)
         lo, hi, slot = lo[moved], hi[moved], slot[moved]
         del moved
-        totals["ops"] += sum_per_slot(slot, launches.csum_ops[hi] - launches.csum_ops[lo], size)
+        totals["ops"] += sum_per_slot(slot, launches.op_counts(lo, hi), size)
         totals["gpu_op_ns"] += sum_per_slot(slot, launches.csum_ns[hi] - launches.csum_ns[lo], size)
         # Every launch call has at least one op: the ranges that launch something are those with ops > 0.
         launching = np.flatnonzero(hi > lo)
@@ -513,7 +592,7 @@ def range_summary(trace: Trace, limit: int = NAME_LIMIT) -> dict[str, Any]:
         }
         for r in agg.head(limit).itertuples(index=False)
     ]
-    return {"count": int(rows.size), "names": int(len(agg)), "texts": int(len(texts)), "ranges": out}
+    return {"count": count, "names": int(len(agg)), "texts": int(len(texts)), "ranges": out}
 
 
 def section(trace: Trace, done: dict[str, Any]) -> dict[str, Any]:
