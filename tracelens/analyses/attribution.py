@@ -69,7 +69,7 @@ def host_rows(trace: Trace) -> HostRows:
     def compute() -> HostRows:
         cols = event_columns(trace)
         category = host_categories(trace).copy()
-        category[one_time_work(trace).mask] = HOST_CATEGORY_PRIORITY.index(STARTUP)
+        category[one_time_work(trace).rows] = HOST_CATEGORY_PRIORITY.index(STARTUP)
         keep = np.flatnonzero(category >= 0)
         pid, tid = cols.pid[keep], cols.tid[keep]
         codes, uniques = dense_codes(thread_key(pid, tid))

@@ -38,7 +38,7 @@ Rules (docs/analyses.md, "startup"), each a reason code on the rows it flags:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import InitVar, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -89,9 +89,13 @@ _FIRST_STEP_KINDS = (RUNTIME, DRIVER, CPU_OP, PYTHON, ANNOTATION)
 
 @dataclass
 class OneTime:
-    """Rows flagged as one-time work and why (arrays over the whole event table)."""
+    """Rows flagged as one-time work and why.
 
-    reason: np.ndarray  # int8 per event row: index into REASONS, -1 = not one-time
+    Built from ``reason_per_row`` (int8 per event row: index into REASONS, -1 = not one-time), kept as the
+    flagged rows and their reasons (few rows: not a byte per event row held from the attribution to the
+    diagnosis); ``reason`` and ``mask`` give the arrays over the whole event table again."""
+
+    reason_per_row: InitVar[np.ndarray]
     first_call_rows: np.ndarray  # sorted event rows of first calls (few: not an array over every row)
     first_call_medians: np.ndarray  # the median of each one's later instances
     first_step_ns: int | None  # duration of the first step (None with fewer than 2 steps)
@@ -101,10 +105,28 @@ class OneTime:
     first_api_rows: np.ndarray  # sorted event rows of first API calls with one-time work inside (first_api)
     first_api_excess: np.ndarray  # each one's duration - the median of its name's later calls (ns)
     first_api_medians: np.ndarray  # that median
+    rows: np.ndarray = field(init=False)  # the flagged event rows, ascending
+    reasons: np.ndarray = field(init=False)  # int8: each one's index into REASONS
+    event_rows: int = field(init=False)  # the number of event rows
+
+    def __post_init__(self, reason_per_row: np.ndarray) -> None:
+        self.rows = np.flatnonzero(reason_per_row >= 0)
+        self.reasons = reason_per_row[self.rows]
+        self.event_rows = int(reason_per_row.size)
+
+    @property
+    def reason(self) -> np.ndarray:
+        """int8 per event row: index into REASONS, -1 = not one-time (a new array on each read)."""
+        out = np.full(self.event_rows, -1, np.int8)
+        out[self.rows] = self.reasons
+        return out
 
     @property
     def mask(self) -> np.ndarray:
-        return self.reason >= 0
+        """Per event row: one-time work (a new array on each read)."""
+        out = np.zeros(self.event_rows, bool)
+        out[self.rows] = True
+        return out
 
     def later_median_ns(self, rows: np.ndarray) -> np.ndarray:
         """The median of later instances at each of ``rows`` (NaN where the row is not a first call or a first
@@ -499,7 +521,8 @@ def device_items(
     can cover the same instants (an op and the call inside it).
     """
     work = one_time_work(trace)
-    rows = np.flatnonzero(work.mask & thread_mask)
+    on_threads = thread_mask[work.rows]  # the flagged rows (few) tested, not every row
+    rows, reasons = work.rows[on_threads], work.reasons[on_threads]
     if rows.size == 0:
         return []
     cols = event_columns(trace)
@@ -508,7 +531,7 @@ def device_items(
         {
             "row": rows,
             "name": cols.name[rows],
-            "reason": work.reason[rows],
+            "reason": reasons,
             "idle": summed,
             "host": cols.end[rows] - cols.start[rows],
             "median": work.later_median_ns(rows),
