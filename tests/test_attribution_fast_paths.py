@@ -327,3 +327,17 @@ def test_cut_and_union_equal_the_previous_code(case: tuple) -> None:
         assert [g.tolist() for g in got] == [w.tolist() for w in want]
     for x, y in ((a, b), (b, a), (a, a)):
         assert [g.tolist() for g in window_split.union(x, y)] == [w.tolist() for w in reference_union(x, y)]
+
+
+@settings(max_examples=100, deadline=None, database=None, derandomize=True)
+@given(case=windows_and_unions(), chunk=st.integers(1, 4))
+def test_cut_compared_a_few_intervals_at_a_time_equals_the_previous_code(case: tuple, chunk: int) -> None:
+    # window_split.cut compares the intervals with their windows a chunk at a time: chunks of 1-4 intervals here
+    ws, we, (u1, _) = case
+    saved = window_split._CHUNK
+    window_split._CHUNK = chunk
+    try:
+        got = window_split.cut(*u1, ws, we)
+    finally:
+        window_split._CHUNK = saved
+    assert [g.tolist() for g in got] == [w.tolist() for w in reference_cut(*u1, ws, we)]

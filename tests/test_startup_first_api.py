@@ -244,3 +244,48 @@ def test_first_api_calls_equal_the_reference_with_the_thresholds_off(
         startup.FIRST_CALL_FACTOR, startup.FIRST_API_MIN_NS, startup._idle_share = saved
     for g, w in zip(got, want, strict=True):
         assert g.dtype == w.dtype and np.array_equal(g, w)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    calls=st.lists(
+        st.tuples(
+            st.integers(0, 2),  # pid
+            st.sampled_from(["cudaLaunchKernel", "cudaMalloc", "cudaDeviceSynchronize", "cudaMemcpy", None]),
+            st.integers(0, 50),  # start (ties on purpose)
+            st.integers(0, 20),  # duration
+            st.sampled_from([1, -1]),  # tid (-1: not on a thread)
+        ),
+        min_size=1,
+        max_size=40,
+    )
+)
+def test_first_api_candidates_picked_by_the_caller_equal_the_rule_s_own_pick(
+    calls: list[tuple[int, str | None, int, int, int]],
+) -> None:
+    # one_time_work picks the calls that take part (_api_candidates: named, on a thread, not blocking) and hands
+    # _first_api_calls those only; the same rows, excess and medians as the rule's own pick from every API call
+    # and a mask of the blocking ones
+    from tracelens.analyses.names import HOST_CATEGORY_PRIORITY, SYNC
+
+    rows = [
+        {"kind": RUNTIME, "name": name, "start_ns": s, "end_ns": s + d, "pid": p, "tid": tid}
+        for p, name, s, d, tid in calls
+    ]
+    trace = Trace.from_rows(rows)
+    cols = event_columns(trace)
+    api = np.flatnonzero(cols.of_kind(RUNTIME, DRIVER))
+    base = startup.host_categories(trace)
+    blocking = base == HOST_CATEGORY_PRIORITY.index(SYNC)
+    saved = startup.FIRST_CALL_FACTOR, startup.FIRST_API_MIN_NS, startup._idle_share
+    startup.FIRST_CALL_FACTOR, startup.FIRST_API_MIN_NS = 0.0, -(10**18)  # every first call with later ones
+    startup._idle_share = lambda _trace, s, e: np.ones(s.size)
+    try:
+        want = startup._first_api_calls(trace, api, blocking, cols.name[api])
+        picked, names = startup._api_candidates(trace, api, cols.name[api], base)
+        got = startup._first_api_calls(trace, picked, None, names)
+    finally:
+        startup.FIRST_CALL_FACTOR, startup.FIRST_API_MIN_NS, startup._idle_share = saved
+    assert blocking[api].any() or not any(n == "cudaDeviceSynchronize" for _, n, _, _, _ in calls)
+    for g, w in zip(got, want, strict=True):
+        assert g.dtype == w.dtype and np.array_equal(g, w)

@@ -181,7 +181,7 @@ class KernelOccupancy:
         self.rows = launches.rows.astype(np.int64)
         kernels = _Rows(trace, self.rows)
         self.duration = kernels.int64("end_ns") - kernels.int64("start_ns")
-        self.reported = _float_column(kernels, "reported_occupancy")
+        self._trace = trace  # for the reported occupancy, read when asked (``reported``, ``reported_at``)
         # per configuration
         device, threads, grid = launches.device, launches.threads, launches.grid
         registers, shared = launches.registers, launches.shared
@@ -246,6 +246,20 @@ class KernelOccupancy:
             "grid_fill": grid_fill,  # min(1, grid blocks / SMs)
             "shape": shape,  # occupancy the block shape alone allows
         }
+
+    @property
+    def reported(self) -> np.ndarray:
+        """The occupancy the trace reports per launch (float64, NaN where none): read on first use, then kept."""
+        if "_reported" not in self.__dict__:
+            self._reported = _float_column(_Rows(self._trace, self.rows), "reported_occupancy")
+        return self._reported
+
+    def reported_at(self, at: np.ndarray) -> np.ndarray:
+        """``reported[at]`` (``at``: ascending launch positions) without the whole column (a section reading one
+        device's launches at a time)."""
+        if "_reported" in self.__dict__:
+            return self._reported[at]
+        return _float_column(_Rows(self._trace, self.rows[at]), "reported_occupancy")
 
     device = _PerLaunch()
     threads = _PerLaunch()

@@ -50,7 +50,7 @@ class HostRows:
     cols: EventColumns
     row: np.ndarray  # event rows
     category: np.ndarray  # int8 index into HOST_CATEGORY_PRIORITY
-    thread: np.ndarray  # int32 code into `threads`
+    thread: np.ndarray  # code into `threads`: int8 for fewer than 128 threads, else int16, int32 or int64
     sync_copy: np.ndarray  # bool: a synchronous memcpy call
     threads: pd.DataFrame  # columns pid, tid; index = thread code
 
@@ -69,7 +69,7 @@ def host_rows(trace: Trace) -> HostRows:
     def compute() -> HostRows:
         cols = event_columns(trace)
         category = host_categories(trace).copy()
-        category[one_time_work(trace).mask] = HOST_CATEGORY_PRIORITY.index(STARTUP)
+        category[one_time_work(trace).rows] = HOST_CATEGORY_PRIORITY.index(STARTUP)
         keep = np.flatnonzero(category >= 0)
         pid, tid = cols.pid[keep], cols.tid[keep]
         codes, uniques = dense_codes(thread_key(pid, tid))
@@ -86,12 +86,21 @@ def host_rows(trace: Trace) -> HostRows:
             cols=cols,
             row=keep.astype(np.int32) if cols.start.size < 2**31 else keep,
             category=cat,
-            thread=np.asarray(codes, np.int32 if len(uniques) < 2**31 else np.int64),
+            thread=np.asarray(codes, _narrowest_code_type(len(uniques))),
             sync_copy=sync_copy,
             threads=pd.DataFrame({"pid": pid[first], "tid": tid[first]}),
         )
 
     return memo(trace, "host_rows", compute)
+
+
+def _narrowest_code_type(count: int) -> type:
+    """The narrowest signed integer type holding codes 0..count-1 (the thread codes of the host rows, held from
+    the attribution to the diagnosis: a byte a row for a handful of threads, not four)."""
+    for dtype in (np.int8, np.int16, np.int32):
+        if count <= np.iinfo(dtype).max + 1:
+            return dtype
+    return np.int64
 
 
 def thread_codes(rows: HostRows, pids: np.ndarray, tids: np.ndarray) -> np.ndarray:

@@ -51,19 +51,22 @@ def device_utilization(trace: Trace) -> list[DeviceUtilization]:
     cols = event_columns(trace)
     busy_by_device = device_busy(trace)
     gpu = np.flatnonzero(cols.of_kind(*GPU_ACTIVITY_KINDS) & (cols.device >= 0))  # gathers by index: faster
-    device, kind, start, end = cols.device[gpu], cols.kind[gpu], cols.start[gpu], cols.end[gpu]
-    duration = end - start
+    gpu_device = cols.device[gpu]
     out: list[DeviceUtilization] = []
     for dev, busy in sorted(busy_by_device.items()):
-        on_device = device == dev
+        # one device's GPU rows read at a time: not every GPU op's kind, times and duration at once
+        rows = gpu[gpu_device == dev]
+        kind, start, end = cols.kind[rows], cols.start[rows], cols.end[rows]
+        del rows
+        duration = end - start
         per_kind = {}
         for k in GPU_ACTIVITY_KINDS:
-            sel = on_device & (kind == ALL_KINDS.index(k))
+            sel = kind == ALL_KINDS.index(k)
             per_kind[k] = (int(sel.sum()), int(duration[sel].sum()))
+        del duration, sel
         span = busy.span_ns
-        kernel_union, copies_only, memsets_only = busy_by_kind(
-            start[on_device], end[on_device], kind[on_device]
-        )
+        kernel_union, copies_only, memsets_only = busy_by_kind(start, end, kind)
+        del kind, start, end
         out.append(
             DeviceUtilization(
                 id=dev,

@@ -243,6 +243,8 @@ def group_codes(outer: np.ndarray, inner: np.ndarray) -> tuple[np.ndarray, int]:
         present = np.zeros(int(key.max()) + 1, bool)
         present[key] = True
         number = np.cumsum(present) - 1
+        if number[-1] < 2**31:  # int32 numbers: the rows' codes half as wide (8.8M API calls)
+            number = number.astype(np.int32)
         return number[key], int(number[-1]) + 1
     code, uniques = pd.factorize(key)
     return code.astype(np.int64), int(uniques.size)

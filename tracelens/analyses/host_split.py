@@ -84,10 +84,41 @@ def _thread_rows(
     chosen = np.zeros(len(rows.threads), bool)
     chosen[thread_set] = True
     if chosen.all():  # every thread (a single-GPU trace's feeding threads): no selection to copy
-        return rows.category, rows.starts(), rows.ends(), rows.sync_copy
-    mine = np.flatnonzero(chosen[rows.thread])
-    at = rows.row[mine]  # their event rows, read once for both times
-    return rows.category[mine], rows.cols.start[at], rows.cols.end[at], rows.sync_copy[mine]
+        return (
+            rows.category,
+            gather(rows.cols.start, rows.row),
+            gather(rows.cols.end, rows.row),
+            rows.sync_copy,
+        )
+    codes = np.flatnonzero(chosen)
+    if codes.size <= _FEW_THREADS:  # a comparison per thread: no intp copy of every row's thread code
+        mine = rows.thread == codes[0]
+        for code in codes[1:]:  # a loop over a few threads
+            mine |= rows.thread == code
+    else:
+        mine = chosen[rows.thread]
+    del codes
+    # boolean selections (no index array of the rows picked), their event rows read once for both times
+    at = rows.row[mine]
+    return rows.category[mine], gather(rows.cols.start, at), gather(rows.cols.end, at), rows.sync_copy[mine]
+
+
+# _thread_rows tests each row's thread against the chosen ones by comparisons up to this many of them.
+_FEW_THREADS = 8
+
+# gather reads this many positions at a time.
+GATHER_CHUNK = 1 << 20
+
+
+def gather(values: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """``values[at]``, the positions (int32, the host rows' event rows) converted to numpy's index type a chunk at a
+    time: not an int64 copy of millions of positions beside the result."""
+    if at.dtype == np.intp or at.size <= GATHER_CHUNK:
+        return values[at]
+    out = np.empty(at.size, values.dtype)
+    for lo in range(0, at.size, GATHER_CHUNK):  # a loop over chunks of positions
+        out[lo : lo + GATHER_CHUNK] = values[at[lo : lo + GATHER_CHUNK]]
+    return out
 
 
 def split_disjoint_windows(
@@ -103,7 +134,7 @@ def split_disjoint_windows(
     ``copy``: category, start, end, synchronous copy; ends not before starts) cut into the windows once."""
     n = starts.size
     out, sync_copy, starts_in_sync, unexplained = _split_disjoint(
-        starts, ends, cat, s, e, copy, busy, lambda pieces: window_split.coverage(pieces, n), ends - starts
+        starts, ends, [cat, s, e, copy], busy, lambda pieces: window_split.coverage(pieces, n), ends - starts
     )
     extra: dict[str, Any] = {"sync_copy": sync_copy, "starts_in_sync": starts_in_sync}
     if unexplained is not None:
@@ -135,7 +166,9 @@ def split_gaps(
     ``which`` (the largest), without its per-gap matrix: on sorted disjoint gaps each step's covered length is
     summed over the union's pieces (and read at the chosen gaps), not spread over every gap (millions of them,
     most with no host activity at all in a GPU-bound trace)."""
-    return split_gap_rows(starts, ends, *_thread_rows(rows, thread_set), busy, which)
+    # the threads' rows handed over in a list the split empties once it has cut them into the gaps: they are let
+    # go before the unions of the pieces are built (the host rows of a device's threads: millions)
+    return _split_gap_rows(starts, ends, list(_thread_rows(rows, thread_set)), busy, which)
 
 
 def split_gap_rows(
@@ -150,26 +183,38 @@ def split_gap_rows(
 ) -> GapSplit:
     """:func:`split_gaps` on the threads' host rows (``cat``, ``s``, ``e``, ``copy``: category, start, end,
     synchronous copy, as :func:`split_any_windows` takes them)."""
+    return _split_gap_rows(starts, ends, [cat, s, e, copy], busy, which)
+
+
+def _split_gap_rows(
+    starts: np.ndarray,
+    ends: np.ndarray,
+    thread_rows: list[np.ndarray],
+    busy: tuple[np.ndarray, np.ndarray],
+    which: np.ndarray,
+) -> GapSplit:
+    """:func:`split_gap_rows` of the rows in ``thread_rows`` ([category, start, end, synchronous copy]), which
+    it empties (the caller's references to them dropped: freed once split)."""
     starts = np.asarray(starts, np.int64)
     ends = np.asarray(ends, np.int64)
     which = np.asarray(which, np.int64)
-    if window_split.disjoint_windows(starts, ends) and bool((e >= s).all()):
+    s, e = thread_rows[1], thread_rows[2]
+    in_order = bool((e >= s).all())
+    del s, e
+    if window_split.disjoint_windows(starts, ends) and in_order:
         lengths = ends - starts
         window_measure = np.concatenate([[lengths.sum()], lengths[which]])
         out, sync_copy, starts_in_sync, unexplained = _split_disjoint(
             starts,
             ends,
-            cat,
-            s,
-            e,
-            copy,
+            thread_rows,
             busy,
             lambda pieces: window_split.totals(pieces, which),
             window_measure,
         )
         assert unexplained is not None
         return GapSplit(out[0], out[1:], int(sync_copy[0]), starts_in_sync, unexplained)
-    split, extra = split_any_windows(starts, ends, cat, s, e, copy, busy)
+    split, extra = split_any_windows(starts, ends, *thread_rows, busy)
     return GapSplit(
         split.sum(axis=0),
         split[which],
@@ -182,10 +227,7 @@ def split_gap_rows(
 def _split_disjoint(
     starts: np.ndarray,
     ends: np.ndarray,
-    cat: np.ndarray,
-    s: np.ndarray,
-    e: np.ndarray,
-    copy: np.ndarray,
+    thread_rows: list[np.ndarray],
     busy: tuple[np.ndarray, np.ndarray] | None,
     measure: Callable[[window_split.Pieces], np.ndarray],
     window_measure: np.ndarray,
@@ -193,7 +235,11 @@ def _split_disjoint(
     """The split of sorted disjoint windows, each union's covered length taken by ``measure`` (a vector: per window
     for :func:`split_disjoint_windows`, summed and at a few windows for :func:`split_gaps`; ``window_measure``:
     the windows' own lengths so taken). Returns (matrix of shape (len(window_measure), len(CAUSES)), sync_copy,
-    starts_in_sync per window, the `nothing` intervals with ``busy``, else None)."""
+    starts_in_sync per window, the `nothing` intervals with ``busy``, else None). ``thread_rows``: [category, start,
+    end, synchronous copy] of the host rows (ends not before starts), emptied here: once cut into the windows
+    only the sync rows' times are kept, and the rows are freed where the caller holds them no longer."""
+    cat, s, e, copy = thread_rows
+    thread_rows.clear()
     n = starts.size
     m = window_measure.size
     levels = len(HOST_CATEGORY_PRIORITY)
@@ -220,11 +266,16 @@ def _split_disjoint(
         del rows_of_level
         level_pieces.append(window_split.cut(*merged, starts, ends))
         del merged
+    # the sync rows' times (few) are all that is read of the rows from here
     sync_copies = copy[sync_rows]
+    sync_starts, sync_ends = s[sync_rows], e[sync_rows]
+    del cat, s, e, copy
     covered_before = np.zeros(m, np.int64)
     echo_copy = np.zeros(m, np.int64)
     union = before_sync = window_split.empty()
     covered_through_sync = covered_before
+    host_work = echo = window_split.empty()
+    eligible = intervals.merge(np.zeros(0, np.int64), np.zeros(0, np.int64))
     for level, pieces in enumerate(level_pieces):
         if level == sync_level:
             before_sync = union
@@ -244,8 +295,10 @@ def _split_disjoint(
             # in them: far fewer of it than of them)
             eligible = intervals.intersect(*host_work[:2], *window_split.holes(union))
             for copies in (False, True):
-                pick = sync_rows[sync_copies == copies]
-                echo = window_split.intersect(host_work, *_sync_echo(s[pick], e[pick], busy, eligible))
+                pick = sync_copies == copies
+                echo = window_split.intersect(
+                    host_work, *_sync_echo(sync_starts[pick], sync_ends[pick], busy, eligible)
+                )
                 if echo[0].size == 0:  # nothing changes
                     continue
                 union = window_split.union(union, echo)
@@ -256,16 +309,22 @@ def _split_disjoint(
                     echo_copy = gained
                 covered_before = covered
     out[:, -1] = window_measure - covered_before
+    # only the sync level's pieces are read from here: the other levels' (the launch level's: millions) and the
+    # echo's inputs let go before the complement of the union is built
+    sync_pieces = level_pieces[sync_level]
+    level_pieces.clear()
+    del pieces, host_work, echo, eligible
     if sync_copies.any():
-        other_sync = sync_rows[~sync_copies]
+        other_sync = ~sync_copies
         not_copies = window_split.union(
-            before_sync, window_split.cut(*intervals.merge(s[other_sync], e[other_sync]), starts, ends)
+            before_sync,
+            window_split.cut(*intervals.merge(sync_starts[other_sync], sync_ends[other_sync]), starts, ends),
         )
         sync_copy = covered_through_sync - measure(not_copies) + echo_copy
     else:  # the other syncs cover all the sync level covers, and no copy leaves an echo
         sync_copy = np.zeros(m, np.int64)
     # a window starts in a sync where a sync piece of it begins at its start
-    sync_s, _, sync_w = level_pieces[sync_level]
+    sync_s, _, sync_w = sync_pieces
     starts_in_sync = np.zeros(n, bool)
     starts_in_sync[sync_w[sync_s == starts[sync_w]]] = True
     starts_in_sync &= ends > starts

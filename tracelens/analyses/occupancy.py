@@ -33,31 +33,58 @@ LOW_OCCUPANCY = 0.5
 TOP_KERNELS = 10
 
 
+# What a launch's grid the user does not choose: the per-launch codes of _KernelOccupancy.excluded_as
+NOT_EXCLUDED, COLLECTIVE, LIBRARY = 0, 1, 2
+
+
 class _KernelOccupancy(KernelOccupancy):
     """The calculator's results (:class:`tracelens.enrich.KernelOccupancy`) plus which launches' grids the user
-    does not choose (collectives, vendor-library kernels)."""
+    does not choose (collectives, vendor-library kernels).
+
+    The section reads the per-configuration values (``per_config``) and gathers them to the launches of one
+    device, or of the few launches it lists, at a time: not the ~15 per-launch float64 arrays at once (a
+    gigabyte at the 5M kernels of the 41M-event benchmark export)."""
 
     def __init__(self, trace: Trace) -> None:
         super().__init__(trace)
         # the name codes of the shared event columns (no Arrow take of the kernels' names, no re-encoding)
         cols = event_columns(trace)
         codes = cols.name[self.rows]
-        self.collective = code_mask(codes, cols.names, is_collective_kernel)
-        self.library = code_mask(codes, cols.names, is_library_kernel) & ~self.collective
-        # the grid fill with unknown (NaN) as 1, read by each sm_fill
-        self._grid_fill_or_one = np.nan_to_num(self.grid_fill, nan=1.0)
+        collective = code_mask(codes, cols.names, is_collective_kernel)
+        library = code_mask(codes, cols.names, is_library_kernel)
+        del codes
+        # one byte per launch: COLLECTIVE, else LIBRARY, else NOT_EXCLUDED
+        self.excluded_as = np.where(
+            collective, np.int8(COLLECTIVE), np.where(library, np.int8(LIBRARY), np.int8(0))
+        )
+
+    @property
+    def collective(self) -> np.ndarray:
+        return self.excluded_as == COLLECTIVE
+
+    @property
+    def library(self) -> np.ndarray:
+        return self.excluded_as == LIBRARY
+
+    @property
+    def per_config(self) -> dict[str, np.ndarray]:
+        """Each configuration's calculator inputs and results (``config``: each launch's configuration)."""
+        return self._per_config
+
+    @property
+    def config(self) -> np.ndarray:
+        return self._config
 
     @property
     def shape_limited(self) -> np.ndarray:
         """Launches whose block shape holds them below LOW_OCCUPANCY (registers and shared memory allow more,
         or are not recorded)."""
-        by_shape = (self.limiter == LIMIT_WARPS) | (self.limiter == LIMIT_BLOCKS) | (self.limiter < 0)
-        return ~self.excluded & by_shape & (self.shape < LOW_OCCUPANCY)
+        return ~self.excluded & _shape_limited_config(self._per_config)[self._config]
 
     @property
     def excluded(self) -> np.ndarray:
         """Launches whose grid and block shape the user does not choose: collectives and vendor-library kernels."""
-        return self.collective | self.library
+        return self.excluded_as != NOT_EXCLUDED
 
     def sm_fill(self, with_shape: bool = True) -> np.ndarray:
         """Share of the GPU's SMs (times their thread slots, for shape-limited launches) a launch can fill.
@@ -65,10 +92,27 @@ class _KernelOccupancy(KernelOccupancy):
         1 where unknown (a kernel without a grid or SM count is not counted as leaving SMs empty) and for the
         excluded launches: they hold the GPU, and what they leave empty is not the user's to win back.
         """
-        fill = np.where(self.excluded, 1.0, self._grid_fill_or_one)
-        if with_shape:
-            fill = fill * np.where(self.shape_limited, self.shape, 1.0)
-        return fill
+        return _fill_table(self._per_config, with_shape)[self._config, self.excluded.view(np.int8)]
+
+
+def _shape_limited_config(per_config: dict[str, np.ndarray]) -> np.ndarray:
+    """Per configuration: its block shape holds it below LOW_OCCUPANCY (its launches not excluded)."""
+    limiter = per_config["limiter"]
+    by_shape = (limiter == LIMIT_WARPS) | (limiter == LIMIT_BLOCKS) | (limiter < 0)
+    return by_shape & (per_config["shape"] < LOW_OCCUPANCY)
+
+
+def _fill_table(per_config: dict[str, np.ndarray], with_shape: bool = True) -> np.ndarray:
+    """The SM fill (``sm_fill``) per (configuration, excluded): shape (configurations, 2), column 1 the excluded
+    launches' (1). The same elementwise products as per launch, so gathering it gives the same values."""
+    grid_fill_or_one = np.nan_to_num(per_config["grid_fill"], nan=1.0)
+    fill = np.stack([grid_fill_or_one, np.ones_like(grid_fill_or_one)], axis=1)
+    if with_shape:
+        shape_limited = _shape_limited_config(per_config)
+        fill = fill * np.stack(
+            [np.where(shape_limited, per_config["shape"], 1.0), np.ones_like(grid_fill_or_one)], axis=1
+        )
+    return fill
 
 
 def empty_sm_ns(starts: np.ndarray, ends: np.ndarray, fill: np.ndarray) -> float:
@@ -146,30 +190,39 @@ def _json_float(x: Any) -> float | None:
 
 
 def _top_kernels(
-    trace: Trace, occ: _KernelOccupancy, occupancy: np.ndarray, lost: np.ndarray
+    trace: Trace, occ: _KernelOccupancy, keep: np.ndarray, lost: np.ndarray
 ) -> list[dict[str, Any]]:
     """Launch configurations (name, device, threads, registers, shared) that leave the most SM time empty,
-    each launch counted as if it ran alone."""
-    keep = np.flatnonzero(lost > 0)
+    each launch counted as if it ran alone. ``keep``: the launches that leave some (positions ascending),
+    ``lost``: what each of them leaves."""
     if keep.size == 0:
         return []
+    per_config = occ.per_config
+    config = occ.config[keep]
+    excluded = occ.excluded_as[keep] != NOT_EXCLUDED
+
+    def at_keep(name: str) -> np.ndarray:  # a per-configuration value at the kept launches
+        return per_config[name][config]
+
     codes, dictionary = dictionary_codes(trace.take("name", occ.rows[keep]))
     # Grouped by name code, not by name string: millions of launches would each become a Python string.
     # Codes are made canonical over the labels (a null name and "" are one label, as before).
     labels = pd.Series(list(dictionary) + [""], dtype=object).fillna("").to_numpy(dtype=object)
     canonical, label_of = pd.factorize(labels)
-    duration = occ.duration[keep].astype(np.float64)
+    kept_duration = occ.duration[keep]
+    duration = kept_duration.astype(np.float64)
     # Launch configurations numbered by a groupby over the five keys only; each sum is a bincount over the
     # numpy columns (a 16-column frame of millions of launches cost ~0.7 GB more at peak).
     keys = pd.DataFrame(
         {
             "name": canonical[codes],
-            "device": occ.device[keep],
-            "threads": occ.threads[keep],
-            "registers": occ.registers[keep],
-            "shared": occ.shared[keep],
+            "device": at_keep("device"),
+            "threads": at_keep("threads"),
+            "registers": at_keep("registers"),
+            "shared": at_keep("shared"),
         }
     )
+    del codes
     group = keys.groupby(list(keys.columns), sort=False, dropna=False).ngroup().to_numpy()
     groups = int(group.max()) + 1
     first = np.full(groups, keep.size, np.int64)
@@ -180,19 +233,25 @@ def _top_kernels(
     def summed(values: np.ndarray) -> np.ndarray:  # NaN (not computed) adds nothing, as pandas' sum
         return np.bincount(group, weights=np.nan_to_num(values), minlength=groups)
 
+    estimated, theoretical = at_keep("estimated"), at_keep("theoretical")
+    occupancy = np.where(np.isfinite(estimated), estimated, theoretical)
+    del estimated
     summary["count"] = np.bincount(group, minlength=groups)
     summary["total_ns"] = summed(duration)
-    summary["lost_ns"] = summed(lost[keep])
-    summary["occ_x_dur"] = summed((occupancy * occ.duration)[keep])
-    summary["theo_x_dur"] = summed((occ.theoretical * occ.duration)[keep])
-    summary["waves_x_dur"] = summed((occ.waves * occ.duration)[keep])
-    summary["fill_x_dur"] = summed(occ.sm_fill()[keep] * duration)
-    summary["grid_x_dur"] = summed(occ.grid[keep] * duration)
-    summary["under_count"] = np.bincount(group, weights=(occ.blocks_per_sm < 1)[keep], minlength=groups)
+    summary["lost_ns"] = summed(lost)
+    summary["occ_x_dur"] = summed(occupancy * kept_duration)
+    del occupancy
+    summary["theo_x_dur"] = summed(theoretical * kept_duration)
+    del theoretical
+    summary["waves_x_dur"] = summed(at_keep("waves") * kept_duration)
+    summary["fill_x_dur"] = summed(_fill_table(per_config)[config, excluded.view(np.int8)] * duration)
+    summary["grid_x_dur"] = summed(at_keep("grid") * duration)
+    summary["under_count"] = np.bincount(group, weights=at_keep("blocks_per_sm") < 1, minlength=groups)
     # one configuration on one device: same shape, same limit (the first launch's values)
-    summary["shape_limited"] = occ.shape_limited[keep][first]
-    summary["shape"] = occ.shape[keep][first]
-    summary["limiter"] = occ.limiter[keep][first]
+    first_config = config[first]
+    summary["shape_limited"] = ~excluded[first] & _shape_limited_config(per_config)[first_config]
+    summary["shape"] = per_config["shape"][first_config]
+    summary["limiter"] = per_config["limiter"][first_config]
     summary["name"] = np.asarray(label_of, dtype=object)[summary["name"].to_numpy()]
     summary = summary.sort_values(["lost_ns", "name"], ascending=[False, True]).head(TOP_KERNELS)
     out = []
@@ -225,67 +284,98 @@ def _top_kernels(
 def occupancy_report(trace: Trace) -> dict[str, Any]:
     """The ``occupancy`` block (see docs/occupancy.md)."""
     occ = _KernelOccupancy(trace)
-    # Basis: estimated achieved where the SM count makes it computable, otherwise theoretical.
-    occupancy = np.where(np.isfinite(occ.estimated), occ.estimated, occ.theoretical)
+    per_config = occ.per_config
+    # Per configuration (a few hundred): the basis is the estimated achieved occupancy where the SM count makes
+    # it computable, otherwise the theoretical; its launches are gathered one device at a time below.
+    occupancy = np.where(
+        np.isfinite(per_config["estimated"]), per_config["estimated"], per_config["theoretical"]
+    )
     computed = np.isfinite(occupancy)
-    under = occ.blocks_per_sm < 1  # NaN compares False: unknown SM count never counts as under-filled
+    under = (
+        per_config["blocks_per_sm"] < 1
+    )  # NaN compares False: unknown SM count never counts as under-filled
     low = computed & (occupancy < LOW_OCCUPANCY)
-    fill = occ.sm_fill()
-    grid_fill = occ.sm_fill(with_shape=False)
-    standalone_lost = occ.duration * (1.0 - fill)  # 0 for excluded launches (fill 1)
-    starts = event_columns(trace).start[occ.rows]
-    ends = starts + occ.duration
+    shape_limited_config = _shape_limited_config(per_config)
+    # the SM fill per (configuration, excluded), read by a flat index: configuration x 2 + excluded
+    fill = _fill_table(per_config).ravel()
+    grid_fill = _fill_table(per_config, with_shape=False).ravel()
+    launches_of_config = np.bincount(occ.config, minlength=occupancy.size)
+    start = event_columns(trace).start
 
     per_device = []
     not_computed = []
     for dev, note in sorted(occ.device_notes.items()):
-        mask = occ.device == dev
-        dur = occ.duration[mask]
-        c = computed[mask]
+        on = np.flatnonzero((per_config["device"] == dev)[occ.config])  # this device's launches
+        config = occ.config[on]
+        dur = occ.duration[on]
+        excluded_as = occ.excluded_as[on]
+        excluded = excluded_as != NOT_EXCLUDED
+        c = computed[config]
         limits = note["limits"]
-        limiter = occ.limiter[mask]
+        limiter = per_config["limiter"][config]
         limiter_ns = {name: int(dur[limiter == code].sum()) for code, name in enumerate(LIMITER_NAMES)}
-        run = mask  # excluded launches take part with fill 1: they keep the SMs they share with others
-        lost, under_lost = empty_sm_ns_each(starts[run], ends[run], [fill[run], grid_fill[run]])
-        shape_limited = occ.shape_limited[mask]
+        del limiter
+        # excluded launches take part with fill 1: they keep the SMs they share with others
+        starts = start[occ.rows[on]]
+        ends = starts + dur
+        at = config * 2 + excluded
+        lost, under_lost = empty_sm_ns_each(starts, ends, [fill[at], grid_fill[at]])
+        del starts, ends, at
+        shape_limited = ~excluded & shape_limited_config[config]
+        low_here = low[config]
+        under_here = under[config]
         entry = {
             "device": dev,
             "name": note["name"],
             "compute_capability": f"{limits.compute_major}.{limits.compute_minor}" if limits else None,
             "sm_count": int(note["sm_count"]) if note["sm_count"] else None,
             "limits_source": sorted(set(limits.sources.values())) if limits else [],
-            "kernel_count": int(mask.sum()),
+            "kernel_count": int(on.size),
             "kernel_ns": int(dur.sum()),
             "computed_count": int(c.sum()),
             "computed_kernel_ns": int(dur[c].sum()),
             "not_computed_reason": note["reason"] or (None if c.all() else _lacking(int((~c).sum()))),
-            "basis": "estimated_achieved" if np.isfinite(occ.estimated[mask]).any() else "theoretical",
-            "time_weighted_theoretical": _weighted(occ.theoretical[mask], dur),
-            "time_weighted_estimated_achieved": _weighted(occ.estimated[mask], dur),
-            "time_weighted_reported": _weighted(occ.reported[mask], dur),
-            "low_count": int(low[mask].sum()),
-            "low_ns": int(dur[low[mask]].sum()),
-            "under_filled_count": int((under & run).sum()),
-            "under_filled_ns": int(occ.duration[under & run].sum()),
+            "basis": "estimated_achieved"
+            if np.isfinite(per_config["estimated"][config]).any()
+            else "theoretical",
+            "time_weighted_theoretical": _weighted(per_config["theoretical"][config], dur),
+            "time_weighted_estimated_achieved": _weighted(per_config["estimated"][config], dur),
+            "time_weighted_reported": _weighted(occ.reported_at(on), dur),
+            "low_count": int(low_here.sum()),
+            "low_ns": int(dur[low_here].sum()),
+            "under_filled_count": int(under_here.sum()),
+            "under_filled_ns": int(dur[under_here].sum()),
             "block_shape_limited_count": int(shape_limited.sum()),
             "block_shape_limited_ns": int(dur[shape_limited].sum()),
             "register_or_shared_limited_ns": limiter_ns["registers"] + limiter_ns["shared_memory"],
-            "collective_kernel_ns": int(dur[occ.collective[mask]].sum()),
-            "library_kernel_ns": int(dur[occ.library[mask]].sum()),
-            "library_under_filled_ns": int(occ.duration[under & occ.library & mask].sum()),
+            "collective_kernel_ns": int(dur[excluded_as == COLLECTIVE].sum()),
+            "library_kernel_ns": int(dur[excluded_as == LIBRARY].sum()),
+            "library_under_filled_ns": int(dur[under_here & (excluded_as == LIBRARY)].sum()),
             "lost_ns": int(round(lost)),
             "under_filled_lost_ns": int(round(under_lost)),
             "block_shape_lost_ns": int(round(lost)) - int(round(under_lost)),
             "limiter_ns": limiter_ns,
         }
+        del on, config, dur, excluded_as, excluded, c, shape_limited, low_here, under_here
         per_device.append(entry)
         if note["reason"]:
-            not_computed.append({"device": dev, "reason": note["reason"], "kernel_count": int(mask.sum())})
-    computed_count = int(computed.sum())
-    del starts, ends, fill, grid_fill, computed, under, low  # before the top configurations' own arrays
-    no_device = int(np.isnan(occ.device).sum())
+            not_computed.append(
+                {"device": dev, "reason": note["reason"], "kernel_count": entry["kernel_count"]}
+            )
+    computed_count = int(launches_of_config[computed].sum())
+    no_device = int(launches_of_config[np.isnan(per_config["device"])].sum())
     if no_device:
         not_computed.append({"device": None, "reason": "kernel has no device id", "kernel_count": no_device})
+    # The launches that, run alone, leave SMs empty: duration x (1 - fill) > 0 where the duration is positive
+    # and the fill below 1 (a fill is never above 1 nor NaN), found without that product for every launch.
+    leaves_some = occ.excluded_as == NOT_EXCLUDED  # excluded launches fill 1
+    leaves_some &= (_fill_table(per_config)[:, 0] < 1)[occ.config]
+    leaves_some &= occ.duration > 0
+    keep = np.flatnonzero(leaves_some)
+    del leaves_some
+    kept = occ.config[keep] * 2 + (occ.excluded_as[keep] != NOT_EXCLUDED)
+    standalone_lost = occ.duration[keep] * (1.0 - fill[kept])  # as duration x (1 - fill) at every launch
+    del kept
     return {
         "low_threshold": LOW_OCCUPANCY,
         "kernel_count": int(occ.rows.size),
@@ -295,7 +385,7 @@ def occupancy_report(trace: Trace) -> dict[str, Any]:
         "block_shape_lost_ns": sum(d["block_shape_lost_ns"] for d in per_device),
         "per_device": per_device,
         "not_computed": not_computed,
-        "top_low_occupancy_kernels": _top_kernels(trace, occ, occupancy, standalone_lost),
+        "top_low_occupancy_kernels": _top_kernels(trace, occ, keep, standalone_lost),
     }
 
 

@@ -38,7 +38,7 @@ Rules (docs/analyses.md, "startup"), each a reason code on the rows it flags:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import InitVar, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -89,9 +89,13 @@ _FIRST_STEP_KINDS = (RUNTIME, DRIVER, CPU_OP, PYTHON, ANNOTATION)
 
 @dataclass
 class OneTime:
-    """Rows flagged as one-time work and why (arrays over the whole event table)."""
+    """Rows flagged as one-time work and why.
 
-    reason: np.ndarray  # int8 per event row: index into REASONS, -1 = not one-time
+    Built from ``reason_per_row`` (int8 per event row: index into REASONS, -1 = not one-time), kept as the
+    flagged rows and their reasons (few rows: not a byte per event row held from the attribution to the
+    diagnosis); ``reason`` and ``mask`` give the arrays over the whole event table again."""
+
+    reason_per_row: InitVar[np.ndarray]
     first_call_rows: np.ndarray  # sorted event rows of first calls (few: not an array over every row)
     first_call_medians: np.ndarray  # the median of each one's later instances
     first_step_ns: int | None  # duration of the first step (None with fewer than 2 steps)
@@ -101,10 +105,28 @@ class OneTime:
     first_api_rows: np.ndarray  # sorted event rows of first API calls with one-time work inside (first_api)
     first_api_excess: np.ndarray  # each one's duration - the median of its name's later calls (ns)
     first_api_medians: np.ndarray  # that median
+    rows: np.ndarray = field(init=False)  # the flagged event rows, ascending
+    reasons: np.ndarray = field(init=False)  # int8: each one's index into REASONS
+    event_rows: int = field(init=False)  # the number of event rows
+
+    def __post_init__(self, reason_per_row: np.ndarray) -> None:
+        self.rows = np.flatnonzero(reason_per_row >= 0)
+        self.reasons = reason_per_row[self.rows]
+        self.event_rows = int(reason_per_row.size)
+
+    @property
+    def reason(self) -> np.ndarray:
+        """int8 per event row: index into REASONS, -1 = not one-time (a new array on each read)."""
+        out = np.full(self.event_rows, -1, np.int8)
+        out[self.rows] = self.reasons
+        return out
 
     @property
     def mask(self) -> np.ndarray:
-        return self.reason >= 0
+        """Per event row: one-time work (a new array on each read)."""
+        out = np.zeros(self.event_rows, bool)
+        out[self.rows] = True
+        return out
 
     def later_median_ns(self, rows: np.ndarray) -> np.ndarray:
         """The median of later instances at each of ``rows`` (NaN where the row is not a first call or a first
@@ -268,26 +290,42 @@ def _long_first_calls(
 
 
 def _first_api_calls(
-    trace: Trace, api: np.ndarray, blocking: np.ndarray, api_names: np.ndarray | None = None
+    trace: Trace, api: np.ndarray, blocking: np.ndarray | None, api_names: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(rows, excess over the later median, that median) of the first API calls that hold one-time work (rule
     first_api), by row. ``api``: the runtime and driver calls (a boolean per row, or their rows ascending);
-    ``blocking``: a boolean per row, read at those rows (blocking calls are left out); ``api_names``: the name
-    codes at the rows of ``api`` where the caller has them."""
+    ``blocking``: a boolean per row, read at those rows (blocking calls are left out), or None where the caller
+    gives the calls that take part only (:func:`_api_candidates`); ``api_names``: the name codes at the rows of
+    ``api`` where the caller has them."""
     cols = event_columns(trace)
     rows = np.flatnonzero(api) if api.dtype == bool else api  # the other tests at the API rows only
     name = cols.name[rows] if api_names is None else api_names
-    keep = ~blocking[rows] & (name >= 0) & (cols.tid[rows] >= 0)
-    rows, name = np.compress(keep, rows), np.compress(keep, name)  # np.compress: faster than a mask index
+    if blocking is not None:
+        keep = ~blocking[rows] & (name >= 0) & (cols.tid[rows] >= 0)
+        rows, name = np.compress(keep, rows), np.compress(keep, name)  # np.compress: faster than a mask index
+        del keep
     if rows.size == 0:
         return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0)
     start = cols.start[rows]
-    at, median = _long_first_calls(cols.pid[rows], name, start, cols.end[rows] - start)
+    duration = cols.end[rows]
+    duration -= start  # in place: one array of the calls' durations, not two
+    at, median = _long_first_calls(cols.pid[rows], name, start, duration)
+    del start, duration
     found = rows[at]
     # a call the GPU kept busy may be waiting for it (an implicit sync, a full launch queue): not one-time work
     idle = _idle_share(trace, cols.start[found], cols.end[found]) >= 0.5
     excess = np.round(cols.end[found] - cols.start[found] - median).astype(np.int64)
     return found[idle], excess[idle], median[idle]
+
+
+def _api_candidates(
+    trace: Trace, rows: np.ndarray, names: np.ndarray, base: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The API calls (``rows`` ascending, their name codes ``names``) the first_api rule looks at: named, on a
+    thread, and not blocking (host category ``base`` sync), as :func:`_first_api_calls` picks them."""
+    cols = event_columns(trace)
+    keep = (base[rows] != HOST_CATEGORY_PRIORITY.index(SYNC)) & (names >= 0) & (cols.tid[rows] >= 0)
+    return np.compress(keep, rows), np.compress(keep, names)
 
 
 def _first_calls(trace: Trace, candidates: np.ndarray, base: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -448,10 +486,12 @@ def one_time_work(trace: Trace) -> OneTime:
         ]
         reason[first_of_name[reason[first_of_name] < 0]] = ALLOCATION
         # first_api takes API calls but blocking ones: at API rows the sync category is the blocking-sync name
-        # test (host_category_codes gives it to exactly those)
-        blocking = base == HOST_CATEGORY_PRIORITY.index(SYNC)
-        api_rows, api_excess, api_medians = _first_api_calls(trace, api_rows, blocking, api_names)
-        del blocking
+        # test (host_category_codes gives it to exactly those). The calls that take part are picked here, their
+        # rows and names replacing all the calls' (no table-long mask of the blocking calls, and the 8.8M calls of
+        # a training export not held twice).
+        api_rows, api_names = _api_candidates(trace, api_rows, api_names, base)
+        api_rows, api_excess, api_medians = _first_api_calls(trace, api_rows, None, api_names)
+        del api_names
         unflagged = reason[api_rows] < 0  # a row another rule flagged is one-time as a whole
         api_rows, api_excess, api_medians = api_rows[unflagged], api_excess[unflagged], api_medians[unflagged]
         reason[api_rows] = FIRST_API
@@ -481,7 +521,8 @@ def device_items(
     can cover the same instants (an op and the call inside it).
     """
     work = one_time_work(trace)
-    rows = np.flatnonzero(work.mask & thread_mask)
+    on_threads = thread_mask[work.rows]  # the flagged rows (few) tested, not every row
+    rows, reasons = work.rows[on_threads], work.reasons[on_threads]
     if rows.size == 0:
         return []
     cols = event_columns(trace)
@@ -490,7 +531,7 @@ def device_items(
         {
             "row": rows,
             "name": cols.name[rows],
-            "reason": work.reason[rows],
+            "reason": reasons,
             "idle": summed,
             "host": cols.end[rows] - cols.start[rows],
             "median": work.later_median_ns(rows),

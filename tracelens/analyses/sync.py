@@ -24,6 +24,7 @@ import pyarrow.compute as pc
 from .. import intervals
 from ..event_names import strip_api_suffix
 from ..trace import CPU_OP, DRIVER, GPU_SYNC, RUNTIME, Trace
+from ..values import dense_codes
 from .columns import Table, event_columns, step_windows, thread_key, thread_time_positions
 from .kinds import kind_mask
 from .launch import launch_pairs
@@ -36,26 +37,41 @@ TOP_N = 10
 _STREAM_WAIT = re.compile(r"^(cuda|hip|cu)StreamWaitEvent$")
 
 
-def _api_calls(trace: Trace) -> Table:
+def _api_calls(trace: Trace) -> tuple[Table, np.ndarray]:
+    """(the runtime and driver calls: name code, start, event row, thread code, blocking, stream wait; the thread
+    keys (sorted) the thread codes index)."""
     cols = event_columns(trace)
-    # Row positions, not the mask: five gathers by index cost ~1/3 of five by a table-long mask (41M rows).
+    # Row positions, not the mask: gathers by index cost ~1/3 of gathers by a table-long mask (41M rows).
     api = np.flatnonzero(kind_mask(cols.kind, (RUNTIME, DRIVER)))  # one run of kind codes: one pass
     name = cols.name[api]
     # both tests from one look at the names in use and one gather
     blocking, stream_wait = code_masks(
         name, cols.names, (is_blocking_sync, lambda n: bool(_STREAM_WAIT.match(strip_api_suffix(n))))
     )
-    return Table(
+    # one code per (pid, tid), as narrow as the threads allow: what the item pattern reads of them (a byte a call
+    # for a handful of threads, not an int64 key)
+    codes, thread_keys = dense_codes(thread_key(cols.pid[api], cols.tid[api]))
+    thread = codes.astype(
+        np.int8 if thread_keys.size <= 128 else np.int32 if thread_keys.size < 2**31 else np.int64
+    )
+    del codes
+    table = Table(
         {
             "name": name,
             "start": cols.start[api],
-            "end": cols.end[api],
-            # one key per (pid, tid): what the item pattern reads of them (made once, not beside them)
-            "thread": thread_key(cols.pid[api], cols.tid[api]),
+            # the event rows (int32 below 2^31): the ends are read at the few calls that need them
+            "row": api.astype(np.int32) if cols.kind.size < 2**31 else api,
+            "thread": thread,
             "blocking": blocking,
             "stream_wait": stream_wait,
         }
     )
+    return table, thread_keys
+
+
+def _ends(trace: Trace, calls: Table) -> np.ndarray:
+    """The end of each of the (selected) calls."""
+    return event_columns(trace).end[calls["row"]]
 
 
 def _step_index(starts: np.ndarray, windows: pd.DataFrame) -> np.ndarray:
@@ -67,7 +83,7 @@ def _step_index(starts: np.ndarray, windows: pd.DataFrame) -> np.ndarray:
     )
 
 
-def item_pattern(trace: Trace, calls: Table) -> dict[str, Any]:
+def item_pattern(trace: Trace, calls: Table, thread_keys: np.ndarray) -> dict[str, Any]:
     cols = event_columns(trace)
     pairs = launch_pairs(trace)
     small = pairs[
@@ -83,25 +99,15 @@ def item_pattern(trace: Trace, calls: Table) -> dict[str, Any]:
     }
     if small.empty:
         return empty
-    # The next runtime/driver call on the thread that starts at or after the copy's launch call ends: a binary
-    # search in the calls sorted by (thread, start) (a merge_asof copied and sorted every call of the trace).
-    call_key = calls["thread"]
+    # The next runtime/driver call on the thread that starts at or after the copy's launch call ends.
     copy_key = thread_key(small["pid"], small["tid"])
-    call_pos, copy_pos = thread_time_positions(
-        [(call_key, [calls["start"]]), (copy_key, [small["launch_end"]])]
-    )
-    by_position = _by_position(call_key, call_pos, calls["start"])
-    call_pos = call_pos[by_position]  # in (thread, start) order; the unordered positions let go
-    at = np.searchsorted(call_pos, copy_pos, side="left")
-    del call_pos, copy_pos
-    found = at < by_position.size
-    call = by_position[np.minimum(at, max(by_position.size - 1, 0))] if by_position.size else at
-    found &= (call_key[call] == copy_key) if by_position.size else found
-    followed = found & (calls["blocking"][call] if by_position.size else found)
+    call, found = _next_calls(calls, thread_keys, copy_key, small["launch_end"])
+    followed = found.copy()
+    followed[found] = calls["blocking"][call[found]]
     self_sync = code_mask(small["launch_name"], cols.names, is_sync_copy)
     hit = small[followed | self_sync]
     waited = np.unique(call[followed])
-    wait_ns = int((calls["end"][waited] - calls["start"][waited]).sum())
+    wait_ns = int((_ends(trace, calls[waited]) - calls["start"][waited]).sum())
     # Self-synchronous copies: the launch call itself is the wait (one call may move several copies).
     self_rows = np.flatnonzero(self_sync)
     _, first = np.unique(small["correlation_id"][self_rows], return_index=True)
@@ -118,6 +124,58 @@ def item_pattern(trace: Trace, calls: Table) -> dict[str, Any]:
         "top_ops": top,
         "per_step": [int(x) for x in per_step[:STEP_LIMIT]],
     }
+
+
+def _next_calls(
+    calls: Table, thread_keys: np.ndarray, copy_key: np.ndarray, after: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(call, found) per copy: the first call (in start order, ties in row order) on the copy's thread (its key in
+    ``copy_key``) starting at or after ``after``; found is False where there is none (call is then meaningless).
+
+    The calls of the few threads that launch such copies are searched one thread at a time: no (thread, time)
+    position and order of every call of the trace (8.8M calls of a training export: ~0.3 GB at once)."""
+    copy_threads = np.flatnonzero(np.isin(thread_keys, copy_key))
+    if copy_threads.size > _FEW_THREADS:  # many threads: one search of every call by (thread, start) position
+        return _next_calls_by_position(calls, thread_keys, copy_key, after)
+    call_thread, call_start = calls["thread"], calls["start"]
+    in_order = call_start.size < 2 or bool((call_start[1:] >= call_start[:-1]).all())
+    call = np.zeros(copy_key.size, np.int64)
+    found = np.zeros(copy_key.size, bool)
+    for code in copy_threads:  # a loop over a few threads
+        mine = np.flatnonzero(call_thread == code)  # the thread's calls, in row order
+        starts = call_start[mine]
+        if not in_order:  # by start, ties in row order
+            order = np.argsort(starts, kind="stable")
+            mine, starts = mine[order], starts[order]
+            del order
+        copies = np.flatnonzero(copy_key == thread_keys[code])
+        at = np.searchsorted(starts, after[copies], side="left")
+        hit = at < mine.size
+        found[copies] = hit
+        call[copies[hit]] = mine[at[hit]]
+        del mine, starts
+    return call, found
+
+
+# _next_calls searches the calls thread by thread up to this many threads with copies.
+_FEW_THREADS = 16
+
+
+def _next_calls_by_position(
+    calls: Table, thread_keys: np.ndarray, copy_key: np.ndarray, after: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_next_calls` by a binary search in the calls sorted by (thread, start) (a merge_asof copied and
+    sorted every call of the trace)."""
+    call_key = thread_keys[calls["thread"]]
+    call_pos, copy_pos = thread_time_positions([(call_key, [calls["start"]]), (copy_key, [after])])
+    by_position = _by_position(call_key, call_pos, calls["start"])
+    call_pos = call_pos[by_position]  # in (thread, start) order; the unordered positions let go
+    at = np.searchsorted(call_pos, copy_pos, side="left")
+    del call_pos, copy_pos
+    found = at < by_position.size
+    call = by_position[np.minimum(at, max(by_position.size - 1, 0))] if by_position.size else at
+    found &= (call_key[call] == copy_key) if by_position.size else found
+    return call, found
 
 
 def _by_position(key: np.ndarray, positions: np.ndarray, starts: np.ndarray) -> np.ndarray:
@@ -152,9 +210,9 @@ def _op_names_by_external_id(trace: Trace, external_ids: np.ndarray) -> list[dic
 
 
 def sync_stats(trace: Trace) -> dict[str, Any]:
-    calls = _api_calls(trace)
+    calls, thread_keys = _api_calls(trace)
     blocking = calls[calls["blocking"]]
-    dur = blocking["end"] - blocking["start"]
+    dur = _ends(trace, blocking) - blocking["start"]
     names = event_columns(trace).names
     by_name = (
         pd.DataFrame({"name": names[blocking["name"]] if len(blocking) else [], "dur": dur})
@@ -200,7 +258,7 @@ def sync_stats(trace: Trace) -> dict[str, Any]:
             if len(steps)
             else None
         ),
-        "item_pattern": item_pattern(trace, calls),
+        "item_pattern": item_pattern(trace, calls, thread_keys),
         "gpu_waits": [
             {"sync_kind": k, "count": int(r["count"]), "total_ns": int(r["sum"])}
             for k, r in gpu_waits.iterrows()

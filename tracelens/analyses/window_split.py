@@ -45,7 +45,10 @@ def cut(union_starts: np.ndarray, union_ends: np.ndarray, ws: np.ndarray, we: np
     # into later windows too if it ends after that one (a long sync spanning many gaps)
     first = intervals.search_sorted(we, union_starts, side="right")
     np.minimum(first, n - 1, out=first)
-    reaches = ws[first] < union_ends
+    # compared a chunk at a time: no gathered copy of a window start per interval (millions of launch calls)
+    reaches = np.empty(first.size, bool)
+    for lo in range(0, first.size, _CHUNK):  # a loop over chunks of intervals
+        np.less(ws[first[lo : lo + _CHUNK]], union_ends[lo : lo + _CHUNK], out=reaches[lo : lo + _CHUNK])
     # that window ends after the interval's start, but past the last window (the intervals starting at or after
     # its end: the last of the sorted intervals) there is none
     reaches[np.searchsorted(union_starts, we[-1], side="left") :] = False
@@ -68,6 +71,10 @@ def cut(union_starts: np.ndarray, union_ends: np.ndarray, ws: np.ndarray, we: np
     if not keep.all():
         return s[keep], e[keep], window[keep]
     return s, e, window
+
+
+# cut compares the intervals with their windows this many at a time.
+_CHUNK = 1 << 20
 
 
 def union(a: Pieces, b: Pieces) -> Pieces:
