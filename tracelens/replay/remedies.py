@@ -464,7 +464,7 @@ def startup(ctx: Context) -> tuple[Graph | None, str]:
     g = ctx.graph
     one_time = one_time_work(ctx.trace)
     # a first API call holding one-time work (first_api) loses only its excess over the name's later median
-    rows = np.flatnonzero(one_time.mask & (one_time.reason != FIRST_API))
+    rows = one_time.rows[one_time.reasons != FIRST_API]  # ascending, as the flagged rows are
     if rows.size == 0 and one_time.first_api_rows.size == 0:
         return None, ""
     removed = ctx.host_overlap(rows)
@@ -485,7 +485,8 @@ def startup(ctx: Context) -> tuple[Graph | None, str]:
     inside = removed[starts] > 0
     if launched.size:
         call_rows = g.call_row[g.op_launch_call[launched]]
-        inside |= one_time.mask[call_rows] & ~np.isin(one_time.reason[call_rows], (LONG_LAUNCH, FIRST_API))
+        reason = one_time.reason[call_rows]
+        inside |= (reason >= 0) & ~np.isin(reason, (LONG_LAUNCH, FIRST_API))
     gone = launched[inside]
     lag[g.op_end[gone]] = 0
     lag[g.op_start[gone]] = 0

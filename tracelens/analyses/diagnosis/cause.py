@@ -178,10 +178,11 @@ def category_rows(trace: Trace, category: str) -> Iterator[np.ndarray]:
     where its category is that one, from the host categories and the one-time work (a one-time row is
     ``startup``) without the host rows, which the diagnosis would compute again (analyses.RECOMPUTED)."""
     code = HOST_CATEGORY_PRIORITY.index(category)
-    categories, reason = host_categories(trace), one_time_work(trace).reason
+    categories, flagged = host_categories(trace), one_time_work(trace).rows
     for lo in range(0, categories.size, ROW_CHUNK):  # a loop over chunks of rows
         mask = categories[lo : lo + ROW_CHUNK] == code
-        one_time = reason[lo : lo + ROW_CHUNK] >= 0
+        one_time = np.zeros(mask.size, bool)  # the one-time rows in this chunk (flagged: ascending event rows)
+        one_time[flagged[np.searchsorted(flagged, lo) : np.searchsorted(flagged, lo + mask.size)] - lo] = True
         if category == STARTUP:
             mask |= one_time
         else:

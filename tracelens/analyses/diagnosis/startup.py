@@ -50,7 +50,7 @@ def device_lost(ctx: Context, device: int) -> int:
 def evidence(ctx: Context) -> Evidence:
     work = one_time.one_time_work(ctx.trace)
     items: list[dict[str, Any]] = []
-    one_time_rows = np.flatnonzero(work.mask)  # device_items reads the thread mask at these rows only
+    one_time_rows = work.rows  # device_items reads the thread mask at these rows only
     for device, busy in ctx.busy.items():
         on_threads = on_feeding_threads(ctx, device, one_time_rows)
         for item in one_time.device_items(ctx.trace, busy, on_threads):
