@@ -86,6 +86,16 @@ class Table:
     def empty(self) -> bool:
         return len(self) == 0
 
+    def held_bytes(self) -> int:
+        """Bytes of the arrays the whole table holds (its columns, and what its lazy columns keep; each array once,
+        views of one value none)."""
+        arrays = {}
+        for column in self._columns.values():
+            for array in column.held if isinstance(column, LazyColumn) else (column,):
+                if isinstance(array, np.ndarray) and array.strides != (0,):
+                    arrays[id(array)] = array.nbytes
+        return sum(arrays.values())
+
 
 def thread_key(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
     """One int64 per (pid, tid) pair."""

@@ -377,7 +377,11 @@ KEY_LIMIT = 2**62
 
 def queue_depth(pairs: Table) -> list[dict[str, Any]]:
     """Outstanding launched-but-unfinished ops per (device, stream): max and time-weighted mean."""
-    m = pairs[pairs["matched"]]
+    return _matched_queue_depth(pairs[pairs["matched"]])
+
+
+def _matched_queue_depth(m: Table) -> list[dict[str, Any]]:
+    """:func:`queue_depth` of the matched ops ``m``."""
     if m.empty:
         return []
     codes, uniques = pd.factorize(
@@ -385,7 +389,7 @@ def queue_depth(pairs: Table) -> list[dict[str, Any]]:
     )
     launch_end = m["launch_end"]
     gpu_end = np.maximum(m["end"], launch_end)
-    del m  # and the columns it gathered (device, stream, end)
+    del m  # and the columns it gathered (device, stream, end), where no caller holds it
     streams = len(uniques)
     # Each op adds 1 to its stream's depth for (gpu_end - launch_end): the depth's integral is their sum.
     outstanding = np.bincount(codes, weights=gpu_end - launch_end, minlength=streams)
@@ -467,7 +471,8 @@ def _stream_of(key: int) -> int:
 
 def launch_stats(trace: Trace) -> dict[str, Any]:
     # Each figure's arrays (row selections of the 6.6M GPU ops of the x1512 benchmark export, and the columns
-    # they gather) are let go once it is computed, before the next figure's: a few of them live at once, not all.
+    # they gather) are let go once it is computed, before the next figure's: a few of them live at once, not all;
+    # but the matched ops' columns, read by several, are gathered once (launch_pairs: held lean, gathered on read).
     pairs = launch_pairs(trace)
     matched = pairs[pairs["matched"]]
     matched_ops = len(matched)
@@ -478,8 +483,9 @@ def launch_stats(trace: Trace) -> dict[str, Any]:
     # carries its call's times), so the calls themselves need not be kept.
     calls = int(sorted_distinct(matched["correlation_id"]).size)
     issue_span = int(matched["launch_end"].max() - matched["launch_start"].min()) if calls else 0
+    short_kernels, small_kernels = _kernel_figures(pairs, matched)
+    depth = _matched_queue_depth(matched)
     del matched
-    short_kernels, small_kernels = _kernel_figures(pairs)
     busy = device_busy(trace)
     total_busy = sum(b.busy_ns for b in busy.values())
     issue_rate = calls / (issue_span / 1e9) if issue_span > 0 else None
@@ -517,7 +523,7 @@ def launch_stats(trace: Trace) -> dict[str, Any]:
             "execution_per_s": exec_rate,
             "issue_to_execution": (issue_rate / exec_rate) if issue_rate and exec_rate else None,
         },
-        "queue_depth": queue_depth(pairs),
+        "queue_depth": depth,
         "cuda_graphs": {
             "in_use": bool(graph_calls or graph_ops),
             "graph_launch_calls": graph_calls,
@@ -526,15 +532,15 @@ def launch_stats(trace: Trace) -> dict[str, Any]:
     }
 
 
-def _kernel_figures(pairs: Table) -> tuple[dict[str, Any], dict[str, Any]]:
-    """launch_stats' ``short_kernels`` and ``small_kernels``."""
+def _kernel_figures(pairs: Table, matched: Table) -> tuple[dict[str, Any], dict[str, Any]]:
+    """launch_stats' ``short_kernels`` and ``small_kernels`` (``matched``: the matched ops of ``pairs``)."""
     kernels = pairs[pairs["is_kernel"]]
     k_dur = kernels["end"] - kernels["start"]
-    km = kernels[kernels["matched"]]
     del kernels
-    km_dur = km["end"] - km["start"]
-    call_dur = km["launch_end"] - km["launch_start"]
-    del km
+    is_kernel = matched["is_kernel"]  # the matched kernels, in row order as among the kernels
+    km_dur = (matched["end"] - matched["start"])[is_kernel]
+    call_dur = (matched["launch_end"] - matched["launch_start"])[is_kernel]
+    del is_kernel
     short = km_dur < call_dur
     del call_dur
     short_kernels = {
