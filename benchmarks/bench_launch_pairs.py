@@ -6,7 +6,7 @@ reference_call_rows: table-long kind masks, ``columns.api_calls`` and ``EventCol
 rows carrying each column, a stable argsort of the calls' ids). Each side runs ``--rounds`` times, alternately,
 timed in process CPU seconds, with the shared values it computes (launch_pairs, call_ids_unique, the api ids)
 dropped before each run. The two sides' columns are checked equal once. Also prints the bytes the pairs table
-holds for the whole analysis.
+holds for the whole analysis (now and materialized) and the CPU time of one read of each of its columns.
 
 Run:  flock /tmp/tracelens-bench.lock python3 benchmarks/bench_launch_pairs.py benchmarks/data/nsys_x400.sqlite
       [--rounds 5]
@@ -65,10 +65,20 @@ def main() -> int:
     before, now = pieces["launch_pairs"][0](), pieces["launch_pairs"][1]()
     for name in PAIRS_COLUMNS:
         assert before[name].dtype == now[name].dtype and np.array_equal(before[name], now[name]), name
-    held = sum(0 if now[name].strides == (0,) else now[name].nbytes for name in PAIRS_COLUMNS)  # views: none
     print(
-        f"{len(now):,} GPU ops, {int(now['matched'].sum()):,} matched; the pairs hold {held / 2**20:.0f} MiB"
+        f"{len(now):,} GPU ops, {int(now['matched'].sum()):,} matched; the pairs hold "
+        f"{now.held_bytes() / 2**20:.0f} MiB (materialized: {before.held_bytes() / 2**20:.0f} MiB)"
     )
+    # what a read of each column of the whole table costs now (gathered, widened or set anew where it is not held)
+    reads: dict[str, list[float]] = {}
+    for _ in range(opts.rounds):
+        for name in PAIRS_COLUMNS:
+            t = time.process_time()
+            now[name]
+            reads.setdefault(name, []).append(time.process_time() - t)
+    print("| column | read CPU ms (median) |\n|---|---:|")
+    for name in PAIRS_COLUMNS:
+        print(f"| {name} | {1000 * statistics.median(reads[name]):.1f} |")
     del before, now
     times: dict[tuple[str, str], list[float]] = {}
     for _ in range(opts.rounds):  # alternating: before, now, per piece

@@ -332,6 +332,7 @@ def test_launch_pairs_equal_the_table_long_masks_and_stable_argsort(
     for name in PAIRS_COLUMNS:
         assert got[name].dtype == want[name].dtype, name
         assert np.array_equal(got[name], want[name]), name
+    _assert_selections_equal(got, want)
     assert got_unique == want_unique
     assert got_calls[2] == want_calls[2]
     for mine, theirs in zip(got_calls[:2], want_calls[:2], strict=True):
@@ -343,3 +344,66 @@ def test_launch_pairs_equal_the_table_long_masks_and_stable_argsort(
     table = launch.launch_calls(build())
     assert np.array_equal(table["correlation_id"], want_calls[0])
     assert np.array_equal(table["row"], want_calls[1])
+
+
+def _assert_selections_equal(got: Table, want: Table) -> None:
+    """The lean pairs read as the materialized ones: each column read again (a gathered column anew, not changed by
+    a reader writing into the array of the previous read), and at row selections (a mask, positions out of order
+    and repeated, none), read straight at the selected rows."""
+    size = len(want)
+    assert len(got) == size
+    rng = np.random.default_rng(size)
+    selections = [
+        rng.random(size) < 0.5,
+        rng.integers(0, size, 2 * size) if size else np.zeros(0, np.int64),
+        np.zeros(0, np.int64),
+        want["matched"],
+    ]
+    for name in PAIRS_COLUMNS:
+        first = got[name]
+        if first is not got[name] and first.flags.writeable and first.size:  # a new array on each read
+            first[:] = first[::-1].copy()  # a reader's in-place work on the array it was given
+        again = got[name]
+        assert again.dtype == want[name].dtype and np.array_equal(again, want[name]), name
+        for rows in selections:
+            picked, expected = got[rows], want[rows]
+            assert len(picked) == len(expected)
+            assert picked[name].dtype == expected[name].dtype, name
+            assert np.array_equal(picked[name], expected[name]), name
+            # a selection of a selection
+            half = picked[np.arange(len(picked))[::2]]
+            assert np.array_equal(half[name], expected[name][::2]), name
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.sampled_from([np.int8, np.int16, np.int32, np.int64, np.uint16]),
+    st.sampled_from([None, np.int32, np.int64]),
+    st.lists(st.integers(-(2**63), 2**63 - 1), max_size=30),
+    st.integers(-(2**63), 2**63 - 1),
+    st.sampled_from([0, 1, 255, 256, 2**16, 2**32 - 1, 2**32]),
+)
+def test_narrowed_columns_read_as_the_values(
+    values_type: Any, out_type: Any, raw: list[int], base: int, spread: int
+) -> None:
+    """lean_columns.narrowed (offsets from the least value in 1, 2 or 4 bytes) reads as ``values.astype(dtype)``,
+    whole and at rows, for values near the type's ends and spans at the edges of each offset type."""
+    from tracelens.analyses.columns import LazyColumn
+    from tracelens.analyses.lean_columns import narrowed
+
+    info = np.iinfo(values_type)
+    lo = min(max(base, info.min), info.max)
+    hi = min(lo + spread, info.max)
+    values = np.array([lo + (r % (hi - lo + 1)) for r in raw] + [lo, hi], values_type)
+    dtype = np.dtype(values_type if out_type is None else out_type)
+    if dtype.itemsize < values.itemsize or (dtype.kind == "i" and values.dtype.kind == "u"):
+        return  # not a widening: the readers never ask for one
+    want = values.astype(dtype)
+    got = narrowed(values, out_type)
+    table = Table({"v": got})
+    assert table["v"].dtype == dtype and np.array_equal(table["v"], want)
+    rows = np.array([r % values.size for r in raw], np.int64)[::-1]
+    assert table[rows]["v"].dtype == dtype and np.array_equal(table[rows]["v"], want[rows])
+    if isinstance(got, LazyColumn):
+        (offsets,) = got.held
+        assert offsets.itemsize < dtype.itemsize

@@ -135,7 +135,7 @@ def _late_launch(trace: Trace, busy: DeviceBusy) -> np.ndarray:
     on_device = np.flatnonzero(pairs["device"] == busy.device)
     if on_device.size == 0:
         return np.zeros(busy.gap_ends.size, bool)
-    op_start = pairs["start"][on_device]
+    op_start = pairs[on_device]["start"]  # gathered at those ops only (launch_pairs: held lean)
     if (op_start[1:] < op_start[:-1]).any():
         order = np.argsort(op_start, kind="stable")
         op_start = op_start[order]
@@ -145,7 +145,8 @@ def _late_launch(trace: Trace, busy: DeviceBusy) -> np.ndarray:
     idx = intervals.search_sorted(op_start, busy.gap_ends, side="left")
     np.minimum(idx, op_start.size - 1, out=idx)
     op = on_device[idx]
-    return pairs["matched"][op] & (pairs["launch_end"][op] > busy.gap_starts)
+    at = pairs[op]
+    return at["matched"] & (at["launch_end"] > busy.gap_starts)
 
 
 def device_attribution(trace: Trace, busy: DeviceBusy, largest: int = LARGEST_GAPS) -> dict[str, Any]:

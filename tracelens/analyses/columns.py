@@ -7,6 +7,7 @@ one busy-union merge instead of each converting the table again.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,24 +32,46 @@ from ..values import dense_codes
 from .derived import memo  # noqa: F401 (the store lives in .derived; sections import memo from here)
 
 
+class LazyColumn:
+    """A :class:`Table` column not held but gathered on each read: ``read(rows)`` gives its values at the table's
+    rows ``rows`` (int64 positions, in any order, repeats allowed; None: every row, in order), read from arrays
+    held elsewhere (the event columns) by way of the small ones it keeps, ``held`` (named for the memory
+    benchmarks' count of what a shared value holds)."""
+
+    def __init__(
+        self, size: int, read: Callable[[np.ndarray | None], np.ndarray], held: tuple[Any, ...] = ()
+    ) -> None:
+        self.size = size
+        self.read = read
+        self.held = held
+
+    def __len__(self) -> int:
+        return self.size
+
+
 class Table:
     """Equal-length named numpy columns. ``t["col"]`` is a column; ``t[mask]`` / ``t[indices]`` select rows.
 
     Row selections are lazy: a column is gathered when first read, so selecting rows of a wide table to
-    read two of its columns costs two gathers, not one per column.
+    read two of its columns costs two gathers, not one per column. A column may be a :class:`LazyColumn`,
+    gathered from its sources on every read of the whole table (a new array each time: read it once), and once per
+    row selection, straight at the selected rows.
     """
 
-    def __init__(self, columns: dict[str, np.ndarray], rows: np.ndarray | None = None) -> None:
+    def __init__(self, columns: Mapping[str, np.ndarray | LazyColumn], rows: np.ndarray | None = None) -> None:
         self._columns = columns
         self._rows = rows  # int64 row indices into the columns, or None for all rows
         self._gathered: dict[str, np.ndarray] = {}
 
     def __getitem__(self, key: Any) -> Any:
         if isinstance(key, str):
+            column = self._columns[key]
             if self._rows is None:
-                return self._columns[key]
+                return column.read(None) if isinstance(column, LazyColumn) else column
             if key not in self._gathered:
-                self._gathered[key] = self._columns[key][self._rows]
+                self._gathered[key] = (
+                    column.read(self._rows) if isinstance(column, LazyColumn) else column[self._rows]
+                )
             return self._gathered[key]
         key = np.asarray(key)
         picked = np.flatnonzero(key) if key.dtype == bool else key.astype(np.int64)
@@ -62,6 +85,16 @@ class Table:
     @property
     def empty(self) -> bool:
         return len(self) == 0
+
+    def held_bytes(self) -> int:
+        """Bytes of the arrays the whole table holds (its columns, and what its lazy columns keep; each array once,
+        views of one value none)."""
+        arrays = {}
+        for column in self._columns.values():
+            for array in column.held if isinstance(column, LazyColumn) else (column,):
+                if isinstance(array, np.ndarray) and array.strides != (0,):
+                    arrays[id(array)] = array.nbytes
+        return sum(arrays.values())
 
 
 def thread_key(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:

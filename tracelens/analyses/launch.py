@@ -29,6 +29,7 @@ from ..trace import ALL_KINDS, DRIVER, GPU_ACTIVITY_KINDS, KERNEL, RUNTIME, Spar
 from ..values import sorted_distinct
 from .columns import (
     EventColumns,
+    LazyColumn,
     Table,
     api_calls,
     device_busy,
@@ -37,6 +38,7 @@ from .columns import (
     int_type,
     memo,
 )
+from .lean_columns import gathered, gathered_where, narrowed, scattered
 from .names import is_graph_launch, names_in_use
 
 SMALL_KERNEL_NS = 10_000
@@ -201,6 +203,13 @@ def launch_pairs(trace: Trace) -> Table:
     Columns: is_kernel, name (code), device, stream, start, end, graph_id, bytes, is_dtoh, correlation_id,
     matched, and from the launch call: launch_start, launch_end, pid, tid, launch_name (code), external_id,
     launch_row (0 or -1 where unmatched: read them only where ``matched``).
+
+    Held for most of the analysis, so held lean (:mod:`.lean_columns`): the GPU ops' event rows and their launch
+    calls' (int32 where the table's rows fit), matched, is_kernel and device as arrays; the columns read from the
+    event columns at those rows (name, start, end and the launch call's) gathered again on each read of the whole
+    table, as are bytes and is_dtoh (set at the copies only); stream and correlation_id held in fewer bytes and
+    widened on each read. A reader reads each column of the whole table once (a new array each time), or selects
+    rows first (``pairs[rows]["start"]``: one gather at those rows).
     """
 
     def compute() -> Table:
@@ -217,39 +226,44 @@ def launch_pairs(trace: Trace) -> Table:
             (op_corr >= 0) & (call_corr.size > 0) & (call_corr[idx] == op_corr if call_corr.size else False)
         )
         on = np.flatnonzero(matched)
-        launch_row = call_rows[idx[on]]
-        del call_corr, call_rows, idx
+        row_type = np.int32 if cols.start.size < 2**31 else np.int64
+        launch_row = _rows_or(gpu.size, on, call_rows[idx[on]], row_type)
+        del call_corr, call_rows, idx, on
 
-        def from_calls(column: np.ndarray, fill: int) -> np.ndarray:
-            out = np.full(gpu.size, fill, column.dtype)
-            out[on] = column[launch_row]
-            return out
+        def from_calls(name: str, fill: int) -> LazyColumn:
+            return gathered_where(cols, name, launch_row, matched, fill)
 
         gpu_kind = cols.kind[gpu]
+        is_kernel = gpu_kind == ALL_KINDS.index(KERNEL)
+        stream, graph_id, copy_bytes, is_dtoh = (
+            _at_gpu_ops(cols, name, gpu, gpu_kind, on_device) for name in ("stream", "graph_id", "bytes", "is_dtoh")
+        )
+        del gpu_kind, on_device
+        op_row = gpu.astype(row_type)
+        device = cols.device[gpu]
+        del gpu
         return Table(
             {
-                "is_kernel": gpu_kind == ALL_KINDS.index(KERNEL),
-                "name": cols.name[gpu],
-                "device": cols.device[gpu],
-                "stream": _at_gpu_ops(cols, "stream", gpu, gpu_kind, on_device),
-                "start": cols.start[gpu],
-                "end": cols.end[gpu],
-                "graph_id": _at_gpu_ops(cols, "graph_id", gpu, gpu_kind, on_device),
-                "bytes": _at_gpu_ops(cols, "bytes", gpu, gpu_kind, on_device),
-                "is_dtoh": _at_gpu_ops(cols, "is_dtoh", gpu, gpu_kind, on_device),
-                "correlation_id": op_corr,
+                "is_kernel": is_kernel,
+                "name": gathered(cols, "name", op_row),
+                "device": device,
+                "stream": stream,
+                "start": gathered(cols, "start", op_row),
+                "end": gathered(cols, "end", op_row),
+                "graph_id": graph_id,
+                "bytes": copy_bytes,
+                "is_dtoh": is_dtoh,
+                "correlation_id": narrowed(op_corr),
                 "matched": matched,
-                "launch_start": from_calls(cols.start, 0),
-                "launch_end": from_calls(cols.end, 0),
-                "pid": from_calls(cols.pid, -1),
-                "tid": from_calls(cols.tid, -1),
-                "launch_name": from_calls(cols.name, -1),
+                "launch_start": from_calls("start", 0),
+                "launch_end": from_calls("end", 0),
+                "pid": from_calls("pid", -1),
+                "tid": from_calls("tid", -1),
+                "launch_name": from_calls("name", -1),
                 "external_id": (
-                    from_calls(cols.external_id, -1) if _carried(cols, "external_id") else _none(gpu.size)
+                    from_calls("external_id", -1) if _carried(cols, "external_id") else _none(op_row.size)
                 ),
-                "launch_row": _rows_or(
-                    gpu.size, on, launch_row, np.int32 if cols.start.size < 2**31 else np.int64
-                ),
+                "launch_row": launch_row,
             }
         )
 
@@ -258,12 +272,13 @@ def launch_pairs(trace: Trace) -> Table:
 
 def _at_gpu_ops(
     cols: EventColumns, name: str, gpu: np.ndarray, gpu_kind: np.ndarray, on_device: np.ndarray | None
-) -> np.ndarray:
+) -> np.ndarray | LazyColumn:
     """``cols.at(name, gpu)`` (an integer column, or is_dtoh) without matching the GPU ops against the rows that
     carry the column (a mark per table row) where it is stored sparse at rows found more cheaply: the very rows
     that carry a device (an Nsight export's stream: read at ``on_device``, the GPU ops' positions among them,
     from :func:`_gpu_rows`), or exactly the GPU ops of the kinds found at its rows (the copies' bytes and copy
-    kinds: found by ``gpu_kind``, the GPU ops' kind codes)."""
+    kinds: found by ``gpu_kind``, the GPU ops' kind codes). Held lean (:mod:`.lean_columns`): narrowed, or
+    set at the carrying rows on each read."""
     store = cols.store
     key = "copy_kind" if name == "is_dtoh" else name
     stored = store.columns.get(key) if store is not None else None
@@ -271,7 +286,7 @@ def _at_gpu_ops(
     if not _carried(cols, key) or (isinstance(stored, SparseColumn) and stored.rows.size == 0):
         return _none(gpu.size, np.False_ if name == "is_dtoh" else np.int32(-1))
     if not isinstance(stored, SparseColumn):
-        return cols.at(name, gpu)
+        return narrowed(cols.at(name, gpu))
     device = store.columns.get("device") if store is not None else None
     if (
         on_device is not None
@@ -283,7 +298,7 @@ def _at_gpu_ops(
     else:
         mine = _positions_by_kind(cols, gpu, gpu_kind, stored.rows)
         if mine is None:
-            return cols.at(name, gpu)
+            return narrowed(cols.at(name, gpu))
         at = None
     if name == "is_dtoh":
         codes, dictionary = dictionary_codes(stored.values)
@@ -295,10 +310,9 @@ def _at_gpu_ops(
         fill = -1
     dtype = bool if name == "is_dtoh" else int_type(stored)
     if at is not None:
-        return values[at].astype(dtype, copy=False)
-    out: np.ndarray = np.full(gpu.size, fill, dtype)
-    out[mine] = values
-    return out
+        return narrowed(values[at], dtype)
+    assert mine is not None
+    return scattered(gpu.size, mine.astype(np.int32) if gpu.size < 2**31 else mine, values, fill, dtype)
 
 
 def _carried(cols: EventColumns, name: str) -> bool:
@@ -363,7 +377,11 @@ KEY_LIMIT = 2**62
 
 def queue_depth(pairs: Table) -> list[dict[str, Any]]:
     """Outstanding launched-but-unfinished ops per (device, stream): max and time-weighted mean."""
-    m = pairs[pairs["matched"]]
+    return _matched_queue_depth(pairs[pairs["matched"]])
+
+
+def _matched_queue_depth(m: Table) -> list[dict[str, Any]]:
+    """:func:`queue_depth` of the matched ops ``m``."""
     if m.empty:
         return []
     codes, uniques = pd.factorize(
@@ -371,7 +389,7 @@ def queue_depth(pairs: Table) -> list[dict[str, Any]]:
     )
     launch_end = m["launch_end"]
     gpu_end = np.maximum(m["end"], launch_end)
-    del m  # and the columns it gathered (device, stream, end)
+    del m  # and the columns it gathered (device, stream, end), where no caller holds it
     streams = len(uniques)
     # Each op adds 1 to its stream's depth for (gpu_end - launch_end): the depth's integral is their sum.
     outstanding = np.bincount(codes, weights=gpu_end - launch_end, minlength=streams)
@@ -453,7 +471,8 @@ def _stream_of(key: int) -> int:
 
 def launch_stats(trace: Trace) -> dict[str, Any]:
     # Each figure's arrays (row selections of the 6.6M GPU ops of the x1512 benchmark export, and the columns
-    # they gather) are let go once it is computed, before the next figure's: a few of them live at once, not all.
+    # they gather) are let go once it is computed, before the next figure's: a few of them live at once, not all;
+    # but the matched ops' columns, read by several, are gathered once (launch_pairs: held lean, gathered on read).
     pairs = launch_pairs(trace)
     matched = pairs[pairs["matched"]]
     matched_ops = len(matched)
@@ -464,8 +483,9 @@ def launch_stats(trace: Trace) -> dict[str, Any]:
     # carries its call's times), so the calls themselves need not be kept.
     calls = int(sorted_distinct(matched["correlation_id"]).size)
     issue_span = int(matched["launch_end"].max() - matched["launch_start"].min()) if calls else 0
+    short_kernels, small_kernels = _kernel_figures(pairs, matched)
+    depth = _matched_queue_depth(matched)
     del matched
-    short_kernels, small_kernels = _kernel_figures(pairs)
     busy = device_busy(trace)
     total_busy = sum(b.busy_ns for b in busy.values())
     issue_rate = calls / (issue_span / 1e9) if issue_span > 0 else None
@@ -503,7 +523,7 @@ def launch_stats(trace: Trace) -> dict[str, Any]:
             "execution_per_s": exec_rate,
             "issue_to_execution": (issue_rate / exec_rate) if issue_rate and exec_rate else None,
         },
-        "queue_depth": queue_depth(pairs),
+        "queue_depth": depth,
         "cuda_graphs": {
             "in_use": bool(graph_calls or graph_ops),
             "graph_launch_calls": graph_calls,
@@ -512,15 +532,15 @@ def launch_stats(trace: Trace) -> dict[str, Any]:
     }
 
 
-def _kernel_figures(pairs: Table) -> tuple[dict[str, Any], dict[str, Any]]:
-    """launch_stats' ``short_kernels`` and ``small_kernels``."""
+def _kernel_figures(pairs: Table, matched: Table) -> tuple[dict[str, Any], dict[str, Any]]:
+    """launch_stats' ``short_kernels`` and ``small_kernels`` (``matched``: the matched ops of ``pairs``)."""
     kernels = pairs[pairs["is_kernel"]]
     k_dur = kernels["end"] - kernels["start"]
-    km = kernels[kernels["matched"]]
     del kernels
-    km_dur = km["end"] - km["start"]
-    call_dur = km["launch_end"] - km["launch_start"]
-    del km
+    is_kernel = matched["is_kernel"]  # the matched kernels, in row order as among the kernels
+    km_dur = (matched["end"] - matched["start"])[is_kernel]
+    call_dur = (matched["launch_end"] - matched["launch_start"])[is_kernel]
+    del is_kernel
     short = km_dur < call_dur
     del call_dur
     short_kernels = {

@@ -184,10 +184,11 @@ def gap_ops(trace: Trace, limit: int = TOP_EVIDENCE_OPS) -> list[dict[str, Any]]
         np.flatnonzero(is_member(pairs["end"], start)),
         np.flatnonzero(is_member(pairs["start"], end)),
     )
+    ending_at, starting_at = pairs[ending], pairs[starting]  # each column gathered once, at those ops
     out = []
     for d, s, e in zip(device, start, end, strict=True):  # a loop over the few gaps reported
-        before = ending[(pairs["device"][ending] == d) & (pairs["end"][ending] == s)]
-        after = starting[(pairs["device"][starting] == d) & (pairs["start"][starting] == e)]
+        before = ending[(ending_at["device"] == d) & (ending_at["end"] == s)]
+        after = starting[(starting_at["device"] == d) & (starting_at["start"] == e)]
         out.append(
             {
                 "device": int(d),

@@ -216,14 +216,16 @@ def _compute_op_tree(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     # The launches by thread, each thread's against that thread's ops.
     matched = np.flatnonzero(pairs["matched"])
     threads = thread_key(cols.pid[rows[bounds[:-1]]], cols.tid[rows[bounds[:-1]]])  # ascending
-    key = thread_key(pairs["pid"][matched], pairs["tid"][matched])
+    launched = pairs[matched]  # the launch columns gathered at the matched ops only (launch_pairs: held lean)
+    key = thread_key(launched["pid"], launched["tid"])
     code = np.minimum(np.searchsorted(threads, key), threads.size - 1)
     code[threads[code] != key] = -1
     del key
     by_thread = grouped(code)[0] if code.size else np.zeros(0, np.int64)  # launches on a few threads
     edges = np.searchsorted(code[by_thread], np.arange(-1, threads.size) + 0.5)
     del code
-    launch_start = pairs["launch_start"][matched]
+    launch_start = launched["launch_start"]
+    del launched
     if _compiled is not None:
         launches = by_thread[edges[0] : edges[-1]]  # the launches of threads with ops, by thread
         outer = np.zeros(rows.size, np.uint8)
