@@ -13,14 +13,15 @@ from conftest import shared_traces
 
 import tracelens
 import tracelens.analyses as analyses
-from tracelens.analyses import MEMO_READERS, REGISTRY, RECOMPUTED, column_release, whatif
+from tests.goldens import FIXTURE_TRACES, fixture_name
+from tracelens.analyses import MEMO_READERS, RECOMPUTED, REGISTRY, column_release, columns, whatif
 from tracelens.analyses.column_release import COLUMN_READERS, KERNEL_LAUNCHES, ColumnRelease
 from tracelens.analyses.columns import event_columns, release_columns
 from tracelens.analyses.derived import memo_family, reading_as
+from tracelens.cli import main
 from tracelens.reads import ColumnReleasedError, recording_column_reads
 from tracelens.report import render
 from tracelens.trace import EVENT_COLUMNS
-from tests.goldens import FIXTURE_TRACES, fixture_name
 
 ROOT = Path(__file__).resolve().parent.parent
 TRACES = [
@@ -45,7 +46,9 @@ def _undeclared(log: list[tuple[str | None, str | None, str]], readers: dict[str
     return out
 
 
-@pytest.mark.parametrize("path", TRACES, ids=[fixture_name(p) if "fixtures" in str(p) else p.name for p in TRACES])
+@pytest.mark.parametrize(
+    "path", TRACES, ids=[fixture_name(p) if "fixtures" in str(p) else p.name for p in TRACES]
+)
 def test_released_columns_leave_the_document_unchanged_and_every_read_is_declared(path: Path) -> None:
     want = render(tracelens.analyze(tracelens.load(path)), "json")
     trace = tracelens.load(path)
@@ -87,6 +90,24 @@ def test_analyze_leaves_a_callers_trace_whole_unless_asked() -> None:
     assert "grid_x" in trace.store.released
 
 
+def test_the_cli_releases_the_columns_of_the_trace_it_loaded_with_the_same_output(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    released: list[str] = []
+    release = columns.release_columns
+
+    def noted(trace: tracelens.Trace, names: list[str], after: str) -> None:
+        released.extend(names)
+        release(trace, names, after)
+
+    monkeypatch.setattr(columns, "release_columns", noted)
+    out = tmp_path / "doc.json"
+    assert main(["analyze", str(NSYS), "--format", "json", "-o", str(out)]) == 0
+    assert "grid_x" in released
+    want = render(tracelens.analyze(tracelens.load(NSYS)), "json")
+    assert out.read_text(encoding="utf-8").strip() == want.strip()
+
+
 def test_a_read_of_a_released_column_raises_naming_the_column_and_the_reader() -> None:
     trace = tracelens.load(NSYS)
     cols = event_columns(trace)
@@ -118,7 +139,7 @@ def test_event_columns_built_after_a_release_leave_the_released_out() -> None:
     cols = event_columns(trace)
     assert cols.pid.size == trace.num_events
     with reading_as("ranges"), pytest.raises(ColumnReleasedError, match="'tid'.*'host'"):
-        cols.tid
+        _ = cols.tid
 
 
 def test_column_release_names_each_column_once_after_its_last_reader() -> None:

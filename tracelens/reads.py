@@ -35,8 +35,8 @@ def released_error(column: str, released_after: str) -> ColumnReleasedError:
     computing = COMPUTING.get()
     through = f" (computing the shared value {computing!r})" if computing else ""
     return ColumnReleasedError(
-        f"internal error: section {READER.get()!r}{through} read the event column {column!r}, released after "
-        f"its last declared reader finished ({released_after!r}): add the reader to analyses.COLUMN_READERS"
+        f"section {READER.get()!r}{through} read the event column {column!r}, released after its last declared "
+        f"reader ({released_after!r}): analyses.column_release.COLUMN_READERS misses this reader"
     )
 
 
