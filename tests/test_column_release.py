@@ -19,15 +19,28 @@ from tracelens.analyses.column_release import COLUMN_READERS, KERNEL_LAUNCHES, C
 from tracelens.analyses.columns import event_columns, release_columns
 from tracelens.analyses.derived import memo_family, reading_as
 from tracelens.cli import main
+from tracelens.errors import TracelensError
 from tracelens.reads import ColumnReleasedError, recording_column_reads
 from tracelens.report import render
 from tracelens.trace import EVENT_COLUMNS
 
 ROOT = Path(__file__).resolve().parent.parent
+# every trace the project produces (the goldens' and the hand-built cases': completeness/, causes/, robust/), and
+# real ones
 TRACES = [
-    *FIXTURE_TRACES,
+    *sorted(
+        {
+            *FIXTURE_TRACES,
+            *(
+                p
+                for p in (ROOT / "fixtures").rglob("*")
+                if p.is_file() and p.name.endswith((".json", ".json.gz", ".sqlite", ".pb"))
+            ),
+        }
+    ),
     *shared_traces("nsys", "*.sqlite"),
-    *shared_traces("pytorch", "*.json.gz")[:4],
+    *shared_traces("pytorch", "*.json.gz"),
+    *shared_traces("tf", "*.pb"),
 ]
 NSYS = ROOT / "fixtures" / "nsys" / "handmade_nsys2026.sqlite"
 
@@ -50,8 +63,11 @@ def _undeclared(log: list[tuple[str | None, str | None, str]], readers: dict[str
     "path", TRACES, ids=[fixture_name(p) if "fixtures" in str(p) else p.name for p in TRACES]
 )
 def test_released_columns_leave_the_document_unchanged_and_every_read_is_declared(path: Path) -> None:
+    try:
+        trace = tracelens.load(path)
+    except TracelensError:
+        pytest.skip("bad input (refused at load: nothing to analyze)")
     want = render(tracelens.analyze(tracelens.load(path)), "json")
-    trace = tracelens.load(path)
     with recording_column_reads() as log:
         got = render(analyses.analyze(trace, release_columns=True), "json")
     assert got == want

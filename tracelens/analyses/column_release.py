@@ -60,6 +60,10 @@ COLUMN_READERS: dict[str, frozenset[str]] = {
             "device_busy",
             "launch_pairs",
             "op_names",  # the GPU ops' own recorded op (xplane), per device
+            # the threads feeding a device where no launch call is matched to its ops (attribution.feeding_threads)
+            "attribution",
+            "unexplained_intervals",
+            "diagnosis",
         ),
         "bytes": ("memcpy", "launch_pairs"),
         "copy_kind": ("memcpy", "whatif", "launch_pairs"),
