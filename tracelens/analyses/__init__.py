@@ -291,9 +291,10 @@ def analyze(
         release_free_memory()  # what the section freed goes back to the OS
         return value
 
-    release(None)
     independent = run_order(keys)  # the sections that read no other first, in priority order
     with threads_limit(threads), reusing_array_pages():
+        # the columns no section of this run reads (kernel launch geometry: the load kept what it gives)
+        release(None)
         done.update(
             run_sections(
                 independent,
