@@ -17,11 +17,14 @@ samples VmRSS every 20 ms, each section's start and end is logged, and the table
 that ran at once, the highest RSS seen while they ran (the peak of analyze is the first row), then the sections'
 start and end times, with the MiB of shared values held at each: which pairs a schedule can afford at this size.
 
+With ``--timeline --release-columns`` analyze runs as the CLI runs it (``release_columns=True``: each event column
+dropped after its last reader, ``tracelens/analyses/column_release.py``), and a third table says when each went.
+
 With ``--memo-costs`` it times computing each big shared value alone (CPU and wall seconds), each after the
 values it derives from: what dropping one and computing it again later would cost.
 
 Run:  flock /tmp/tracelens-bench.lock python3 benchmarks/bench_section_peaks.py TRACE [--tree DIR]
-      [--timeline | --memo-costs]
+      [--timeline [--release-columns] | --memo-costs]
 """
 
 from __future__ import annotations
