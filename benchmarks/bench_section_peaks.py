@@ -17,11 +17,14 @@ samples VmRSS every 20 ms, each section's start and end is logged, and the table
 that ran at once, the highest RSS seen while they ran (the peak of analyze is the first row), then the sections'
 start and end times, with the MiB of shared values held at each: which pairs a schedule can afford at this size.
 
+With ``--timeline --release-columns`` analyze runs as the CLI runs it (``release_columns=True``: each event column
+dropped after its last reader, ``tracelens/analyses/column_release.py``), and a third table says when each went.
+
 With ``--memo-costs`` it times computing each big shared value alone (CPU and wall seconds), each after the
 values it derives from: what dropping one and computing it again later would cost.
 
 Run:  flock /tmp/tracelens-bench.lock python3 benchmarks/bench_section_peaks.py TRACE [--tree DIR]
-      [--timeline | --memo-costs]
+      [--timeline [--release-columns] | --memo-costs]
 """
 
 from __future__ import annotations
@@ -161,9 +164,23 @@ def logged(self):
     return section
 
 A.Section.compute = property(logged)
+released = []
+options = {}
+if "--release-columns" in sys.argv[2:]:  # as the CLI runs it: each event column dropped after its last reader
+    from tracelens.analyses import columns as C
+    release = C.release_columns
+
+    def logged_release(trace, names, after):
+        kept = [n for n in names if n in dict.keys(trace.store.columns)]
+        if kept:
+            released.append((time.perf_counter() - t0, after, kept))
+        release(trace, names, after)
+
+    C.release_columns = logged_release
+    options = {"release_columns": True}
 sampler = threading.Thread(target=sample, daemon=True)
 sampler.start()
-tracelens.analyze(trace)
+tracelens.analyze(trace, **options)
 stop.set()
 sampler.join()
 peaks = {}
@@ -176,7 +193,7 @@ for t, value in samples:
     name = " + ".join(sorted(running)) or "(none)"
     peaks[name] = max(peaks.get(name, 0), value)
 print(json.dumps({"events": trace.num_events, "file": os.path.getsize(path), "peaks": peaks,
-                  "log": events}))
+                  "log": events, "released": released}))
 """
 
 
@@ -220,6 +237,10 @@ def timeline(result: dict) -> None:
     print("|---:|---|---:|")
     for t, starts, key, held in result["log"]:
         print(f"| {t:.2f} | {'start' if starts else 'end'} {key} | {held / mib:,.0f} |")
+    if result.get("released"):
+        print("\n| s after load | event columns released (after the section) |\n|---:|---|")
+        for t, after, names in result["released"]:
+            print(f"| {t:.2f} | {', '.join(names)} (after {after}) |")
 
 
 def main() -> int:
@@ -229,6 +250,12 @@ def main() -> int:
     parser.add_argument("--timeline", action="store_true", help="run analyze as is; peak RSS per running set")
     parser.add_argument(
         "--memo-costs", action="store_true", help="CPU seconds of each big shared value alone"
+    )
+    parser.add_argument(
+        "--release-columns",
+        action="store_true",
+        help="with --timeline: analyze(release_columns=True), as the CLI runs it (event columns dropped after "
+        "their last reader), and when each went",
     )
     opts = parser.parse_args()
     trace = str(Path(opts.trace).resolve())
@@ -240,6 +267,7 @@ def main() -> int:
             if opts.memo_costs
             else (_TIMELINE if opts.timeline else _CHILD).replace("#OWNED_BYTES#", _OWNED_BYTES),
             trace,
+            *(["--release-columns"] if opts.release_columns else []),
         ],
         cwd=opts.tree,
         capture_output=True,

@@ -14,8 +14,7 @@ from tracelens.trace import ALL_KINDS
 
 def of_kind_reference(kind: np.ndarray, kinds: tuple[str, ...]) -> np.ndarray:
     """EventColumns.of_kind's own code (columns.py), run on the codes alone."""
-    cols = EventColumns.__new__(EventColumns)
-    object.__setattr__(cols, "kind", kind)
+    cols = EventColumns(kind, *[None] * 8)  # the kind codes only
     return EventColumns.of_kind(cols, *kinds)
 
 

@@ -215,7 +215,8 @@ def _analyze_one(path: str, *, run_name: str | None = None) -> Document:
     from .analyses import analyze as run_analyses
 
     options = {"run": run_name} if run_name else {}
-    return run_analyses(load(path, **options))
+    # the trace is this call's alone: its event columns go as soon as no section still to run reads them
+    return run_analyses(load(path, **options), release_columns=True)
 
 
 @cli.command()

@@ -148,6 +148,12 @@ class _Launches:
 _LAUNCHES: weakref.WeakKeyDictionary[Trace, _Launches] = weakref.WeakKeyDictionary()
 
 
+def launches_held(trace: Trace) -> bool:
+    """Whether the trace's kernel launches (rows, configurations and their calculator inputs) are held: then
+    :class:`KernelOccupancy` reads no event column of launch geometry (``analyze`` may release them)."""
+    return trace in _LAUNCHES
+
+
 def _launches_of(trace: Trace) -> _Launches:
     launches = _LAUNCHES.get(trace)
     if launches is None:

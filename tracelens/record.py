@@ -131,7 +131,7 @@ def record_and_analyze(command: list[str], out_dir: Path) -> str:
     from .analyses import analyze
     from .report import render
 
-    text = render(analyze(load(sqlite)), "terminal")
+    text = render(analyze(load(sqlite), release_columns=True), "terminal")  # the trace is ours alone
     notes = [f"report: {report}", f"SQLite export: {sqlite}"]
     if profiled.returncode != 0:
         notes.append(f"note: the profiled command exited with status {profiled.returncode}")

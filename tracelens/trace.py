@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import intervals
+from .reads import log_column_read, released_error
 from .values import dense_codes
 
 if TYPE_CHECKING:  # pandas is imported where a frame is asked for: a load alone never needs it
@@ -215,6 +216,40 @@ class DeferredColumn:
     compute: Callable[[EventStore], pa.Array | SparseColumn]
 
 
+@dataclass(frozen=True)
+class ReleasedColumn:
+    """A column the store no longer holds: ``analyze``, on a trace it owns, released it after the last section that
+    reads it (``released_after``); a read of it raises."""
+
+    released_after: str
+
+
+class StoredColumns(dict[str, Any]):
+    """The store's columns by name, each read noted (:func:`.reads.log_column_read`: how ``analyze``'s table of
+    each column's readers is checked); a read of a :class:`ReleasedColumn` raises
+    :class:`~tracelens.reads.ColumnReleasedError`, naming the column and the reader."""
+
+    def get(self, name: str, default: Any = None) -> Any:
+        log_column_read(name)
+        value = dict.get(self, name, default)
+        if type(value) is ReleasedColumn:
+            raise released_error(name, value.released_after)
+        return value
+
+    def __getitem__(self, name: str) -> Any:
+        log_column_read(name)
+        value = dict.__getitem__(self, name)
+        if type(value) is ReleasedColumn:
+            raise released_error(name, value.released_after)
+        return value
+
+    def __contains__(self, name: object) -> bool:
+        if not isinstance(name, str) or not dict.__contains__(self, name):
+            return False
+        self.get(name)  # noted, and a released column raises
+        return True
+
+
 class EventStore:
     """The event table held column by column, each column as cheaply as its rows allow.
 
@@ -236,7 +271,7 @@ class EventStore:
         self.num_rows = num_rows
         # A DeferredColumn is replaced by what it computes on first read (_stored): read columns through the
         # methods below, not this dict.
-        self.columns: dict[str, pa.Array | SparseColumn | DeferredColumn] = dict(columns)
+        self.columns: dict[str, pa.Array | SparseColumn | DeferredColumn] = StoredColumns(columns)
         # Dense integer columns whose null slots hold -1 (with_sentinel_nulls): numpy(name) reads them without
         # a copy.
         self.sentinel = frozenset(sentinel) & {
@@ -345,6 +380,22 @@ class EventStore:
         values = stored.values if isinstance(stored, SparseColumn) else stored
         return pc.unique(values.drop_null()).to_pylist()
 
+    def release(self, names: Sequence[str], after: str) -> None:
+        """Stop holding the columns ``names`` (their memory goes once no one else holds their arrays): ``analyze``
+        on a trace it owns, after ``after``, the last section that reads them. A later read raises."""
+        for name in names:
+            if dict.__contains__(self.columns, name):
+                dict.__setitem__(self.columns, name, ReleasedColumn(after))
+
+    @property
+    def released(self) -> dict[str, str]:
+        """The columns :meth:`release` released, each with the section after which it was."""
+        return {
+            name: stored.released_after
+            for name, stored in dict.items(self.columns)
+            if type(stored) is ReleasedColumn
+        }
+
     def table(self) -> pa.Table:
         """The documented event table (:data:`EVENT_SCHEMA`)."""
         arrays = [self.column(f.name) for f in EVENT_SCHEMA]
@@ -359,9 +410,9 @@ class EventStore:
         """Bytes held by the stored columns (positions included, once where sparse columns share them)."""
         total = 0
         positions: set[int] = set()
-        for stored in self.columns.values():
-            if isinstance(stored, DeferredColumn):
-                continue  # nothing held until computed
+        for stored in dict.values(self.columns):
+            if isinstance(stored, (DeferredColumn, ReleasedColumn)):
+                continue  # nothing held (until computed, or any longer)
             if isinstance(stored, SparseColumn):
                 total += stored.values.nbytes + (0 if id(stored.rows) in positions else stored.rows.nbytes)
                 positions.add(id(stored.rows))

@@ -22,6 +22,7 @@ from typing import Any, cast
 from ..document import Document, summarize
 from ..memory import release_free_memory, reusing_array_pages
 from ..trace import Trace
+from .column_release import ColumnRelease, run_readers, value_held
 from .derived import forget, reading_as
 from .schedule import LastReaders, run_sections, threads_limit, usable_threads
 
@@ -249,13 +250,24 @@ def with_needs(sections: list[str]) -> list[str]:
     return [key for key in SECTIONS if key in wanted]
 
 
-def analyze(trace: Trace, *, sections: list[str] | None = None, threads: int | None = None) -> Document:
+def analyze(
+    trace: Trace,
+    *,
+    sections: list[str] | None = None,
+    threads: int | None = None,
+    release_columns: bool = False,
+) -> Document:
     """Run every analysis section (or those in ``sections``, after the sections they need) and return the
     result document, its ``summary`` (the headline figures) computed once from the sections and placed after
     ``source``. The document holds the sections asked for; the ones computed only as inputs are left out.
 
     The sections that read no other section run on ``threads`` threads (default: two where the process may
-    use two cores; see :mod:`.schedule`), the others after them; the document is the same either way."""
+    use two cores; see :mod:`.schedule`), the others after them; the document is the same either way.
+
+    ``release_columns``: the caller owns ``trace`` and reads nothing of it afterwards (the CLI): each event column
+    is released once the last section that reads it has finished (:mod:`.column_release`), so that its memory
+    goes back to the OS before the sections that follow; the trace cannot be analyzed again. Off by default: a
+    caller's trace is left as it was given."""
     meta = trace.metadata
     doc: dict[str, Any] = {
         "schema_version": JSON_SCHEMA_VERSION,
@@ -277,16 +289,30 @@ def analyze(trace: Trace, *, sections: list[str] | None = None, threads: int | N
     done: dict[str, Any] = {}
 
     last_readers = LastReaders(MEMO_READERS, keys)
+    columns = None
+    if release_columns:
+        columns = ColumnRelease(*run_readers(trace, keys, MEMO_READERS), keys, RECOMPUTED)
+
+    def release(after: str | None) -> None:
+        """Release the event columns no section still to run reads (where the trace is analyze's to release)."""
+        if columns is not None:
+            from .columns import release_columns as release_event_columns  # imports pandas: not at import
+
+            due = columns.due(after, lambda value: value_held(trace, value))
+            release_event_columns(trace, due, after or "none: no section of this run reads it")
 
     def compute(name: str) -> Any:
         with reading_as(name):
             value = BY_KEY[name].compute(trace, {**doc, **done})
         forget(trace, last_readers.finished(name))  # the shared values no section still to run reads
+        release(name)
         release_free_memory()  # what the section freed goes back to the OS
         return value
 
     independent = run_order(keys)  # the sections that read no other first, in priority order
     with threads_limit(threads), reusing_array_pages():
+        # the columns no section of this run reads (kernel launch geometry: the load kept what it gives)
+        release(None)
         done.update(
             run_sections(
                 independent,

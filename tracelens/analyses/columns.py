@@ -7,8 +7,8 @@ one busy-union merge instead of each converting the table again.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import intervals
+from ..reads import log_column_read, released_error, untracked
 from ..trace import (
     ALL_KINDS,
     DRIVER,
@@ -29,72 +30,11 @@ from ..trace import (
     Trace,
 )
 from ..values import dense_codes
-from .derived import memo  # noqa: F401 (the store lives in .derived; sections import memo from here)
-
-
-class LazyColumn:
-    """A :class:`Table` column not held but gathered on each read: ``read(rows)`` gives its values at the table's
-    rows ``rows`` (int64 positions, in any order, repeats allowed; None: every row, in order), read from arrays
-    held elsewhere (the event columns) by way of the small ones it keeps, ``held`` (named for the memory
-    benchmarks' count of what a shared value holds)."""
-
-    def __init__(
-        self, size: int, read: Callable[[np.ndarray | None], np.ndarray], held: tuple[Any, ...] = ()
-    ) -> None:
-        self.size = size
-        self.read = read
-        self.held = held
-
-    def __len__(self) -> int:
-        return self.size
-
-
-class Table:
-    """Equal-length named numpy columns. ``t["col"]`` is a column; ``t[mask]`` / ``t[indices]`` select rows.
-
-    Row selections are lazy: a column is gathered when first read, so selecting rows of a wide table to
-    read two of its columns costs two gathers, not one per column. A column may be a :class:`LazyColumn`,
-    gathered from its sources on every read of the whole table (a new array each time: read it once), and once per
-    row selection, straight at the selected rows.
-    """
-
-    def __init__(self, columns: Mapping[str, np.ndarray | LazyColumn], rows: np.ndarray | None = None) -> None:
-        self._columns = columns
-        self._rows = rows  # int64 row indices into the columns, or None for all rows
-        self._gathered: dict[str, np.ndarray] = {}
-
-    def __getitem__(self, key: Any) -> Any:
-        if isinstance(key, str):
-            column = self._columns[key]
-            if self._rows is None:
-                return column.read(None) if isinstance(column, LazyColumn) else column
-            if key not in self._gathered:
-                self._gathered[key] = (
-                    column.read(self._rows) if isinstance(column, LazyColumn) else column[self._rows]
-                )
-            return self._gathered[key]
-        key = np.asarray(key)
-        picked = np.flatnonzero(key) if key.dtype == bool else key.astype(np.int64)
-        return Table(self._columns, picked if self._rows is None else self._rows[picked])
-
-    def __len__(self) -> int:
-        if self._rows is not None:
-            return int(self._rows.size)
-        return len(next(iter(self._columns.values()))) if self._columns else 0
-
-    @property
-    def empty(self) -> bool:
-        return len(self) == 0
-
-    def held_bytes(self) -> int:
-        """Bytes of the arrays the whole table holds (its columns, and what its lazy columns keep; each array once,
-        views of one value none)."""
-        arrays = {}
-        for column in self._columns.values():
-            for array in column.held if isinstance(column, LazyColumn) else (column,):
-                if isinstance(array, np.ndarray) and array.strides != (0,):
-                    arrays[id(array)] = array.nbytes
-        return sum(arrays.values())
+from .derived import (
+    held,
+    memo,  # noqa: F401 (the store lives in .derived; sections import memo from here)
+)
+from .table import LazyColumn, Table  # noqa: F401 (sections import them from here)
 
 
 def thread_key(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
@@ -190,53 +130,111 @@ def range_running_at(
     return find(start_pos, end_pos, t_pos)
 
 
-@dataclass
+# The event column each field of :class:`EventColumns` holds (its numpy form), and the one each column it reads
+# on demand comes from.
+FIELD_COLUMNS = {
+    "kind": "kind",
+    "name": "name",
+    "names": "name",
+    "start": "start_ns",
+    "end": "end_ns",
+    "device": "device",
+    "pid": "pid",
+    "tid": "tid",
+    "external_id": "external_id",
+}
+ON_DEMAND_COLUMNS = {
+    "correlation_id": "correlation_id",
+    "stream": "stream",
+    "graph_id": "graph_id",
+    "bytes": "bytes",
+    "step": "step",
+    "is_dtoh": "copy_kind",
+}
+
+
 class EventColumns:
     """The event table as plain numpy arrays (nulls as -1), read once from Arrow and shared by the sections.
 
     ``kind`` indexes :data:`ALL_KINDS`; ``name`` indexes ``names`` (the name dictionary, -1 for null).
+    correlation_id, stream, graph_id, bytes, step and is_dtoh: fewer than half the rows carry them (runtime calls
+    and GPU ops, copies, step markers), so they are read at the rows asked for (``at``), or as whole columns on
+    first access. Each read is noted (:func:`tracelens.reads.log_column_read`), and :meth:`release` drops the
+    arrays of columns ``analyze`` releases (a later read raises, naming the column and the reader).
     """
 
-    kind: np.ndarray
-    name: np.ndarray
-    names: np.ndarray
-    start: np.ndarray
-    end: np.ndarray
-    device: np.ndarray
-    pid: np.ndarray
-    tid: np.ndarray
-    external_id: np.ndarray
-    # correlation_id, stream, graph_id, bytes, step and is_dtoh: fewer than half the rows carry them (runtime
-    # calls and GPU ops, copies, step markers), so they are read at the rows asked for (``at``), or as whole
-    # columns on first access.
-    store: EventStore | None = field(default=None, repr=False)
-    _whole: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+    def __init__(
+        self,
+        kind: np.ndarray | None,  # each None where its column was released before this view was built
+        name: np.ndarray | None,
+        names: np.ndarray | None,
+        start: np.ndarray | None,
+        end: np.ndarray | None,
+        device: np.ndarray | None,
+        pid: np.ndarray | None,
+        tid: np.ndarray | None,
+        external_id: np.ndarray | None,
+        store: EventStore | None = None,
+    ) -> None:
+        self._fields: dict[str, np.ndarray | None] = {
+            "kind": kind,
+            "name": name,
+            "names": names,
+            "start": start,
+            "end": end,
+            "device": device,
+            "pid": pid,
+            "tid": tid,
+            "external_id": external_id,
+        }
+        self.store = store
+        self._whole: dict[str, np.ndarray] = {}
+        self._released: dict[str, str] = {}  # column -> the section after which it was released
 
-    @property
-    def correlation_id(self) -> np.ndarray:
-        return self._column("correlation_id")
+    def _field(self, key: str) -> np.ndarray:
+        column = FIELD_COLUMNS[key]
+        log_column_read(column)
+        value = self._fields[key]
+        if value is None:
+            raise released_error(column, self._released[column])
+        return value
 
-    @property
-    def stream(self) -> np.ndarray:
-        return self._column("stream")
+    def release(self, columns: Collection[str], after: str) -> None:
+        """Drop the arrays of the event ``columns`` (released by ``analyze`` after section ``after``)."""
+        for key, column in FIELD_COLUMNS.items():
+            if column in columns:
+                self._fields[key] = None
+        for key, column in ON_DEMAND_COLUMNS.items():
+            if column in columns:
+                self._whole.pop(key, None)
+        self._released.update((column, after) for column in columns)
 
-    @property
-    def graph_id(self) -> np.ndarray:
-        return self._column("graph_id")
+    # The fields, each read noted (and refused once released); the on-demand columns read whole on first access.
+    kind = property(lambda self: self._field("kind"))
+    name = property(lambda self: self._field("name"))
+    names = property(lambda self: self._field("names"))
+    start = property(lambda self: self._field("start"))
+    end = property(lambda self: self._field("end"))
+    device = property(lambda self: self._field("device"))
+    pid = property(lambda self: self._field("pid"))
+    tid = property(lambda self: self._field("tid"))
+    external_id = property(lambda self: self._field("external_id"))
+    correlation_id = property(lambda self: self._column("correlation_id"))
+    stream = property(lambda self: self._column("stream"))
+    graph_id = property(lambda self: self._column("graph_id"))
+    bytes = property(lambda self: self._column("bytes"))
+    step = property(lambda self: self._column("step"))
+    is_dtoh = property(lambda self: self._column("is_dtoh"))
 
-    @property
-    def bytes(self) -> np.ndarray:
-        return self._column("bytes")
-
-    @property
-    def step(self) -> np.ndarray:
-        return self._column("step")
-
-    @property
-    def is_dtoh(self) -> np.ndarray:
-        return self._column("is_dtoh")
+    def _noted(self, name: str) -> None:
+        """Note a read of the on-demand column ``name``; raise where it was released."""
+        column = ON_DEMAND_COLUMNS.get(name, name)
+        log_column_read(column)
+        if column in self._released:
+            raise released_error(column, self._released[column])
 
     def _column(self, name: str) -> np.ndarray:
+        self._noted(name)
         if name not in self._whole:
             assert self.store is not None
             self._whole[name] = (
@@ -248,6 +246,7 @@ class EventColumns:
         """One of those columns at the given rows (ascending positions), as ``getattr(self,
         name)[rows]`` reads it but without building the whole column: a 41M-row array of -1 for the 6.6M GPU
         ops (stream), 1.4M copies (bytes) or no row at all (graph_id) of a training export."""
+        self._noted(name)
         rows = np.asarray(rows)
         if rows.dtype == bool:
             rows = np.flatnonzero(rows)
@@ -389,22 +388,43 @@ def _matches(rows: np.ndarray, carried: np.ndarray) -> tuple[np.ndarray, np.ndar
 def event_columns(trace: Trace) -> EventColumns:
     def compute() -> EventColumns:
         store = trace.store
-        name_codes, name_values = _codes(store, "name")
-        return EventColumns(
-            kind=kind_positions(store),
-            name=name_codes,
-            names=np.array(name_values, dtype=object),
-            start=store.numpy("start_ns"),
-            end=store.numpy("end_ns"),
-            device=_small_ints(store, "device"),
-            pid=_ints(store, "pid"),
-            tid=_ints(store, "tid"),
-            # a join key: int32 below 2^30 as the others (the one sort key built from them widens first)
-            external_id=_ints(store, "external_id"),
-            store=store,
-        )
+        released = store.released  # columns analyze released before this view was first built: left out
+
+        def read(column: str, how: Callable[[], Any]) -> Any:
+            return None if column in released else how()
+
+        with untracked():  # the sections' reads are noted where they read this view
+            name = read("name", lambda: _codes(store, "name"))  # (codes, values)
+            cols = EventColumns(
+                kind=read("kind", lambda: kind_positions(store)),
+                name=None if name is None else name[0],
+                names=None if name is None else np.array(name[1], dtype=object),
+                start=read("start_ns", lambda: store.numpy("start_ns")),
+                end=read("end_ns", lambda: store.numpy("end_ns")),
+                device=read("device", lambda: _small_ints(store, "device")),
+                pid=read("pid", lambda: _ints(store, "pid")),
+                tid=read("tid", lambda: _ints(store, "tid")),
+                # a join key: int32 below 2^30 as the others (the one sort key built from them widens first)
+                external_id=read("external_id", lambda: _ints(store, "external_id")),
+                store=store,
+            )
+        for column, after in released.items():
+            cols.release([column], after)
+        return cols
 
     return memo(trace, "event_columns", compute)
+
+
+def release_columns(trace: Trace, columns: Collection[str], after: str) -> None:
+    """Stop holding the event ``columns`` of ``trace`` (``analyze``, on a trace it owns, after ``after``, their
+    last reader): the store's arrays and the numpy views of them in :func:`event_columns`. A later read of one
+    raises :class:`~tracelens.reads.ColumnReleasedError`."""
+    if not columns:
+        return
+    cols = held(trace, "event_columns")
+    if isinstance(cols, EventColumns):
+        cols.release(columns, after)
+    trace.store.release(list(columns), after)
 
 
 def kind_positions(store: EventStore) -> np.ndarray:

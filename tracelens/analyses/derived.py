@@ -12,6 +12,7 @@ import weakref
 from collections.abc import Callable, Collection, Iterator
 from typing import Any, TypeVar, cast
 
+from ..reads import COMPUTING, READER
 from ..trace import Trace
 
 T = TypeVar("T")
@@ -27,7 +28,7 @@ _DERIVED_LOCK = threading.Lock()  # guards _DERIVED and each entry's locks
 # The section whose work asks for derived values on this thread (set by ``analyze`` around each section), and
 # while :func:`recording_reads` runs, a log of (section, key, computed) per ask: how the table of each value's
 # readers (``analyses.MEMO_READERS``) is checked.
-_READER: contextvars.ContextVar[str | None] = contextvars.ContextVar("tracelens_memo_reader", default=None)
+_READER: contextvars.ContextVar[str | None] = READER  # shared with the event columns' reads (tracelens.reads)
 _READ_LOGS: list[list[tuple[str | None, str, bool]]] = []
 
 
@@ -62,7 +63,11 @@ def memo(trace: Trace, key: str, compute: Callable[[], T]) -> T:
         value = derived.values.get(key, _MISSING)
         computed = value is _MISSING
         if computed:
-            derived.values[key] = value = compute()
+            token = COMPUTING.set(key)
+            try:
+                derived.values[key] = value = compute()
+            finally:
+                COMPUTING.reset(token)
     _log_read(key, computed)
     return cast(T, value)
 
@@ -93,6 +98,12 @@ def forget(trace: Trace, families: Collection[str]) -> None:
     # One pop per key, no lock: an ask that finds the key gone computes it again (under the key's lock).
     for key in [k for k in list(derived.values) if memo_family(k) in families]:
         derived.values.pop(key, None)
+
+
+def held(trace: Trace, key: str) -> Any:
+    """The trace's derived value ``key`` if held now, else None (never computes it)."""
+    derived = _DERIVED.get(id(trace))
+    return None if derived is None else derived.values.get(key)
 
 
 def memo_keys(trace: Trace) -> list[str]:
