@@ -214,7 +214,9 @@ def _split_gap_rows(
         )
         assert unexplained is not None
         return GapSplit(out[0], out[1:], int(sync_copy[0]), starts_in_sync, unexplained)
-    split, extra = split_any_windows(starts, ends, *thread_rows, busy)
+    cat, s, e, copy = thread_rows
+    thread_rows.clear()
+    split, extra = split_any_windows(starts, ends, cat, s, e, copy, busy)
     return GapSplit(
         split.sum(axis=0),
         split[which],

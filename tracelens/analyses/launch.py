@@ -236,7 +236,8 @@ def launch_pairs(trace: Trace) -> Table:
         gpu_kind = cols.kind[gpu]
         is_kernel = gpu_kind == ALL_KINDS.index(KERNEL)
         stream, graph_id, copy_bytes, is_dtoh = (
-            _at_gpu_ops(cols, name, gpu, gpu_kind, on_device) for name in ("stream", "graph_id", "bytes", "is_dtoh")
+            _at_gpu_ops(cols, name, gpu, gpu_kind, on_device)
+            for name in ("stream", "graph_id", "bytes", "is_dtoh")
         )
         del gpu_kind, on_device
         op_row = gpu.astype(row_type)

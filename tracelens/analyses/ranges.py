@@ -205,7 +205,7 @@ class _Launches:
             self.key, self.range_start, self.range_end = thread_time_positions(
                 [
                     (launch_keys, [launch_t]),
-                    (thread_key(cols.pid[rows], cols.tid[rows]), [cols.start[rows], cols.end[rows]]),  # type: ignore[index]
+                    (thread_key(cols.pid[rows], cols.tid[rows]), [cols.start[rows], cols.end[rows]]),
                 ]
             )
         del launch_keys, launch_t
@@ -258,7 +258,7 @@ class _Launches:
         nothing (no launch lies between)."""
         if not self.packed:
             return self.range_start[at], self.range_end[at]
-        mine = self.rows[at]
+        mine = self.rows[at]  # type: ignore[index]  # packed: the ranges were picked
         keys = thread_key(cols.pid[mine], cols.tid[mine])
         code = np.minimum(np.searchsorted(self.threads, keys), self.threads.size - 1)
         known = self.threads[code] == keys

@@ -35,7 +35,9 @@ class Table:
     row selection, straight at the selected rows.
     """
 
-    def __init__(self, columns: Mapping[str, np.ndarray | LazyColumn], rows: np.ndarray | None = None) -> None:
+    def __init__(
+        self, columns: Mapping[str, np.ndarray | LazyColumn], rows: np.ndarray | None = None
+    ) -> None:
         self._columns = columns
         self._rows = rows  # int64 row indices into the columns, or None for all rows
         self._gathered: dict[str, np.ndarray] = {}

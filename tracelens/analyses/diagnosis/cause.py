@@ -181,7 +181,9 @@ def category_rows(trace: Trace, category: str) -> Iterator[np.ndarray]:
     categories, flagged = host_categories(trace), one_time_work(trace).rows
     for lo in range(0, categories.size, ROW_CHUNK):  # a loop over chunks of rows
         mask = categories[lo : lo + ROW_CHUNK] == code
-        one_time = np.zeros(mask.size, bool)  # the one-time rows in this chunk (flagged: ascending event rows)
+        one_time = np.zeros(
+            mask.size, bool
+        )  # the one-time rows in this chunk (flagged: ascending event rows)
         one_time[flagged[np.searchsorted(flagged, lo) : np.searchsorted(flagged, lo + mask.size)] - lo] = True
         if category == STARTUP:
             mask |= one_time
