@@ -15,11 +15,9 @@ Run:  flock /tmp/tracelens-bench.lock python3 benchmarks/bench_column_release.py
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
+
+from common import run_child
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -83,15 +81,9 @@ def main() -> int:
     released = []
     for _ in range(opts.runs):
         for mode in ("off", "on"):
-            proc = subprocess.run(
-                [sys.executable, "-c", _CHILD, trace, mode, str(opts.threads)],
-                cwd=opts.tree,
-                capture_output=True,
-                text=True,
-                check=True,
-                env={**os.environ, "PYTHONPATH": opts.tree},
+            r = run_child(
+                _CHILD, Path(opts.tree), trace, mode, str(opts.threads), env={"PYTHONPATH": opts.tree}
             )
-            r = json.loads(proc.stdout.strip().splitlines()[-1])
             print(
                 f"| {mode} | {r['before'] / mib:,.0f} | {r['peak'] / mib:,.0f} | {r['after'] / mib:,.0f} "
                 f"| {r['cpu']:.1f} | {r['wall']:.1f} |",
