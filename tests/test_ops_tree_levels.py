@@ -148,6 +148,62 @@ def test_compiled_pass_matches_reference(threads: list[tuple[list[tuple[int, int
         assert np.array_equal(outer[bounds[i] : bounds[i + 1]].view(bool), ~enclosed)
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(ops, times), min_size=1, max_size=4),
+    st.integers(0, 2**32 - 1),
+    st.sampled_from([np.int32, np.int64]),
+)
+def test_compiled_pass_reads_ends_through_rows(
+    threads: list[tuple[list[tuple[int, int]], list[int]]], seed: int, row_type: type
+) -> None:
+    """The C pass given the whole end column and each op's row (its optional last argument) writes what it
+    writes given the ops' gathered ends: the same outermost flags and outermost/innermost ops."""
+    from tracelens.analyses import ops as _ops  # noqa: F401  (the package imports tree)
+    from tracelens.analyses.ops import tree
+
+    if tree._compiled is None or not getattr(tree._compiled, "OP_TREE_ROWS", 0):
+        return
+    starts: list[int] = []
+    ends: list[int] = []
+    times_all: list[int] = []
+    bounds, edges = [0], [0]
+    for spans, ts in threads:
+        spans = sorted(((s, s + d) for s, d in spans), key=lambda p: (p[0], p[0] - p[1]))
+        starts += [s for s, _ in spans]
+        ends += [e for _, e in spans]
+        times_all += ts
+        bounds.append(len(starts))
+        edges.append(len(times_all))
+    start, end = np.array(starts, np.int64), np.array(ends, np.int64)
+    rnd = np.random.default_rng(seed)
+    column = rnd.integers(-50, 50, start.size * 3 + 2)  # the whole end column: other rows hold other values
+    rows = np.sort(rnd.choice(column.size, start.size, replace=False)).astype(row_type)
+    column[rows] = end
+    fixed = (np.array(bounds, np.int64), np.array(times_all, np.int64), np.array(edges, np.int64))
+    results = []
+    for args in ((end,), (column, rows)):
+        outer = np.zeros(start.size, np.uint8)
+        out, inn = np.full(len(times_all), -9, np.int64), np.full(len(times_all), -9, np.int64)
+        tail = (*fixed, outer, out, inn)
+        done = tree._compiled.op_tree(start, args[0], *tail, *args[1:])
+        results.append((done, outer.tolist(), out.tolist(), inn.tolist()))
+    assert results[0] == results[1]
+
+
+def test_compiled_pass_refuses_a_row_outside_the_end_column() -> None:
+    from tracelens.analyses.ops import tree
+
+    if tree._compiled is None or not getattr(tree._compiled, "OP_TREE_ROWS", 0):
+        return
+    outer, out, inn = np.zeros(1, np.uint8), np.empty(0, np.int64), np.empty(0, np.int64)
+    tail = (np.array([0, 1], np.int64), np.empty(0, np.int64), np.array([0, 0], np.int64), outer, out, inn)
+    with pytest.raises(ValueError, match="outside the end column"):
+        tree._compiled.op_tree(
+            np.array([0], np.int64), np.array([5], np.int64), *tail, np.array([1], np.int32)
+        )
+
+
 def test_compiled_pass_declines_an_op_ending_before_its_start() -> None:
     from tracelens.analyses.ops import tree
 

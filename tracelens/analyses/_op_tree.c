@@ -15,7 +15,9 @@
  * op_tree(start, end, bounds, t, edges, outer, outermost, innermost): start/end int64 (the ops in thread
  * order), bounds int64 (threads + 1: each thread's ops), t int64 (launch times grouped by thread), edges int64
  * (threads + 1: each thread's launches), outer uint8 (ops), outermost/innermost int64 (launches; positions into
- * the ops, -1: none). Returns False, having written nothing, where an op ends before it starts (the readers
+ * the ops, -1: none). With ``rows`` (int32 or int64, one per op), ``end`` is the whole end column and an op's end
+ * is read at its row: no gathered copy of the ops' ends (tens of millions of int64 on an emit_nvtx export).
+ * Returns False, having written nothing, where an op ends before it starts (the readers
  * clamp those; tree.py's numpy path counts them its own way). The GIL is released while it runs.
  *
  * group_rows(pid, tid, start, rows, candidates, rows_out, start_out, bounds): the op rows grouped by thread ahead of
@@ -93,9 +95,15 @@ static void sort_by_key(const int64_t *key, int64_t *order, int64_t *tmp, int64_
 }
 
 /* One thread: ops [0, n), launches [0, m). Returns -1 when out of memory. */
-static int one_thread(const int64_t *start, const int64_t *end, int64_t n, const int64_t *t, int64_t m,
-                      uint8_t *outer, int64_t *outermost, int64_t *innermost, int64_t base, int64_t *heap,
-                      int16_t *level, int64_t *last, int64_t *order, int64_t *tmp) {
+/* An op's end: end[i], or, with rows (int32 where rows4, else int64), the end column at the op's row. */
+static inline int64_t end_of(const int64_t *end, const void *rows, int rows4, int64_t i) {
+    if (rows == NULL) return end[i];
+    return end[rows4 ? (int64_t)((const int32_t *)rows)[i] : ((const int64_t *)rows)[i]];
+}
+
+static int one_thread(const int64_t *start, const int64_t *end, const void *rows, int rows4, int64_t n,
+                      const int64_t *t, int64_t m, uint8_t *outer, int64_t *outermost, int64_t *innermost,
+                      int64_t base, int64_t *heap, int16_t *level, int64_t *last, int64_t *order, int64_t *tmp) {
     int64_t size = 0, top = 0;
     for (int64_t i = 0; i < n; i++) {
         while (size > 0 && heap[0] <= start[i]) heap_pop(heap, &size);
@@ -103,7 +111,7 @@ static int one_thread(const int64_t *start, const int64_t *end, int64_t n, const
         level[i] = (int16_t)depth;
         outer[i] = depth == 0;
         if (depth > top) top = depth;
-        heap_push(heap, &size, end[i]);
+        heap_push(heap, &size, end_of(end, rows, rows4, i));
     }
     if (m == 0) return 0;
     sort_by_key(t, order, tmp, m);
@@ -112,9 +120,9 @@ static int one_thread(const int64_t *start, const int64_t *end, int64_t n, const
     for (int64_t j = 0; j < m; j++) {
         int64_t at = order[j], time = t[at];
         for (; k < n && start[k] <= time; k++) last[level[k]] = k;
-        int64_t out = last[0] >= 0 && time < end[last[0]] ? last[0] : -1, in = out;
+        int64_t out = last[0] >= 0 && time < end_of(end, rows, rows4, last[0]) ? last[0] : -1, in = out;
         for (int64_t l = top; l >= 1; l--) {
-            if (last[l] >= 0 && time < end[last[l]]) {
+            if (last[l] >= 0 && time < end_of(end, rows, rows4, last[l])) {
                 in = last[l];
                 break;
             }
@@ -127,22 +135,32 @@ static int one_thread(const int64_t *start, const int64_t *end, int64_t n, const
 
 static PyObject *op_tree(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *objs[8];
-    if (!PyArg_ParseTuple(args, "OOOOOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5], &objs[6],
-                          &objs[7]))
+    PyObject *objs[9] = {NULL};
+    if (!PyArg_ParseTuple(args, "OOOOOOOO|O", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5], &objs[6],
+                          &objs[7], &objs[8]))
         return NULL;
     static const char *names[8] = {"start", "end", "bounds", "t", "edges", "outer", "outermost", "innermost"};
     static const Py_ssize_t sizes[8] = {8, 8, 8, 8, 8, 1, 8, 8};
-    Py_buffer v[8];
-    int got = 0;
+    Py_buffer v[9];
+    int got = 0, with_rows = objs[8] != NULL && objs[8] != Py_None;
     for (; got < 8; got++)
         if (get(objs[got], &v[got], got >= 5, sizes[got], names[got]) < 0) break;
     PyObject *result = NULL;
     if (got < 8) goto done;
-    int64_t n = v[0].len / 8, threads = v[2].len / 8 - 1, m = v[3].len / 8;
+    if (with_rows) {
+        if (PyObject_GetBuffer(objs[8], &v[8], PyBUF_C_CONTIGUOUS) < 0) goto done;
+        got = 9;
+        if (v[8].len != 0 && v[8].itemsize != 4 && v[8].itemsize != 8) {
+            PyErr_SetString(PyExc_TypeError, "rows: items of 4 or 8 bytes expected");
+            goto done;
+        }
+    }
+    const void *rows = with_rows ? v[8].buf : NULL;
+    int rows4 = with_rows && v[8].itemsize == 4;
+    int64_t n = v[0].len / 8, threads = v[2].len / 8 - 1, m = v[3].len / 8, ends = v[1].len / 8;
     const int64_t *bounds = v[2].buf, *edges = v[4].buf;
-    if (v[1].len / 8 != n || v[5].len != n || v[4].len / 8 != threads + 1 || v[6].len / 8 != m ||
-        v[7].len / 8 != m || threads < 0) {
+    if ((with_rows ? v[8].len / (rows4 ? 4 : 8) : ends) != n || v[5].len != n || v[4].len / 8 != threads + 1 ||
+        v[6].len / 8 != m || v[7].len / 8 != m || threads < 0) {
         PyErr_SetString(PyExc_ValueError, "op_tree: inconsistent sizes");
         goto done;
     }
@@ -158,7 +176,12 @@ static PyObject *op_tree(PyObject *self, PyObject *args) {
     }
     const int64_t *start_all = v[0].buf, *end_all = v[1].buf;
     for (int64_t i = 0; i < n; i++) {
-        if (end_all[i] < start_all[i]) { /* the depth of tree.py counts such ops differently: its path serves */
+        int64_t row = rows == NULL ? i : rows4 ? (int64_t)((const int32_t *)rows)[i] : ((const int64_t *)rows)[i];
+        if (row < 0 || row >= ends) {
+            PyErr_SetString(PyExc_ValueError, "op_tree: a row outside the end column");
+            goto done;
+        }
+        if (end_all[row] < start_all[i]) { /* the depth of tree.py counts such ops differently: its path serves */
             result = Py_False;
             Py_INCREF(result);
             goto done;
@@ -177,8 +200,11 @@ static PyObject *op_tree(PyObject *self, PyObject *args) {
         int64_t *outermost = v[6].buf, *innermost = v[7].buf;
         Py_BEGIN_ALLOW_THREADS for (int64_t i = 0; i < threads; i++) {
             int64_t lo = bounds[i], hi = bounds[i + 1], a = edges[i], b = edges[i + 1];
-            one_thread(start + lo, end + lo, hi - lo, t + a, b - a, outer + lo, outermost + a, innermost + a, lo,
-                       heap, level, last, order, tmp);
+            const void *r = rows == NULL ? NULL
+                            : rows4      ? (const void *)((const int32_t *)rows + lo)
+                                         : (const void *)((const int64_t *)rows + lo);
+            one_thread(start + lo, rows == NULL ? end + lo : end, r, rows4, hi - lo, t + a, b - a, outer + lo,
+                       outermost + a, innermost + a, lo, heap, level, last, order, tmp);
         }
         Py_END_ALLOW_THREADS result = Py_True;
         Py_INCREF(result);
@@ -338,7 +364,8 @@ done:
 }
 
 static PyMethodDef methods[] = {
-    {"op_tree", op_tree, METH_VARARGS, "op_tree(start, end, bounds, t, edges, outer, outermost, innermost)"},
+    {"op_tree", op_tree, METH_VARARGS,
+     "op_tree(start, end, bounds, t, edges, outer, outermost, innermost[, rows])"},
     {"names_of_kind", names_of_kind, METH_VARARGS, "names_of_kind(kind, name, code, seen)"},
     {"group_rows", group_rows, METH_VARARGS,
      "group_rows(pid, tid, start, rows, candidates, rows_out, start_out, bounds)"},
@@ -347,4 +374,12 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_op_tree", NULL, -1, methods, NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__op_tree(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__op_tree(void) {
+    PyObject *m = PyModule_Create(&module);
+    /* op_tree reads ends through rows (its optional last argument): tree.py asks before passing them */
+    if (m != NULL && PyModule_AddIntConstant(m, "OP_TREE_ROWS", 1) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

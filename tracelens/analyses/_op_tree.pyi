@@ -2,8 +2,18 @@
 # time, then ops/tree.py searches with numpy).
 from typing import Any
 
+OP_TREE_ROWS: int
+
 def op_tree(
-    start: Any, end: Any, bounds: Any, t: Any, edges: Any, outer: Any, outermost: Any, innermost: Any
+    start: Any,
+    end: Any,
+    bounds: Any,
+    t: Any,
+    edges: Any,
+    outer: Any,
+    outermost: Any,
+    innermost: Any,
+    rows: Any = ...,
 ) -> bool: ...
 def group_rows(
     pid: Any, tid: Any, start: Any, rows: Any, candidates: Any, rows_out: Any, start_out: Any, bounds: Any

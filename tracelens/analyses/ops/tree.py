@@ -230,9 +230,21 @@ def _compute_op_tree(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         launches = by_thread[edges[0] : edges[-1]]  # the launches of threads with ops, by thread
         outer = np.zeros(rows.size, np.uint8)
         out, inn = np.empty(launches.size, np.int64), np.empty(launches.size, np.int64)
-        start, end = start.astype(np.int64, copy=False), cols.end[rows].astype(np.int64, copy=False)
-        t = launch_start[launches].astype(np.int64, copy=False)
-        if _compiled.op_tree(start, end, bounds.astype(np.int64), t, edges - edges[0], outer, out, inn):
+        start, t = start.astype(np.int64, copy=False), launch_start[launches].astype(np.int64, copy=False)
+        tail = (bounds.astype(np.int64), t, edges - edges[0], outer, out, inn)
+        end = cols.end
+        if (
+            getattr(_compiled, "OP_TREE_ROWS", 0)
+            and end.dtype == np.int64
+            and rows.dtype in (np.int32, np.int64)
+            and end.flags.c_contiguous
+            and rows.flags.c_contiguous
+        ):
+            done = _compiled.op_tree(start, end, *tail, rows)  # the ends read at the rows: no gathered copy
+        else:  # a build from before it read ends through rows
+            done = _compiled.op_tree(start, end[rows].astype(np.int64, copy=False), *tail)
+        del tail
+        if done:
             del start, end, t
             at = matched[launches]
             outermost[at] = np.where(out >= 0, rows[np.maximum(out, 0)], -1)
