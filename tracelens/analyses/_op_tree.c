@@ -95,13 +95,16 @@ static void sort_by_key(const int64_t *key, int64_t *order, int64_t *tmp, int64_
 }
 
 /* One thread: ops [0, n), launches [0, m). Returns -1 when out of memory. */
-/* An op's end: end[i], or, with rows (int32 where rows4, else int64), the end column at the op's row. */
-static inline int64_t end_of(const int64_t *end, const void *rows, int rows4, int64_t i) {
-    if (rows == NULL) return end[i];
-    return end[rows4 ? (int64_t)((const int32_t *)rows)[i] : ((const int64_t *)rows)[i]];
+static inline int64_t read_int(const void *buf, Py_ssize_t size, int64_t i) {
+    return size == 4 ? (int64_t)((const int32_t *)buf)[i] : ((const int64_t *)buf)[i];
 }
 
-static int one_thread(const int64_t *start, const int64_t *end, const void *rows, int rows4, int64_t n,
+/* An op's end: end[i], or, with rows (items of rows_size bytes), the end column at the op's row. */
+static inline int64_t end_of(const int64_t *end, const void *rows, Py_ssize_t rows_size, int64_t i) {
+    return rows == NULL ? end[i] : end[read_int(rows, rows_size, i)];
+}
+
+static int one_thread(const int64_t *start, const int64_t *end, const void *rows, Py_ssize_t rows_size, int64_t n,
                       const int64_t *t, int64_t m, uint8_t *outer, int64_t *outermost, int64_t *innermost,
                       int64_t base, int64_t *heap, int16_t *level, int64_t *last, int64_t *order, int64_t *tmp) {
     int64_t size = 0, top = 0;
@@ -111,7 +114,7 @@ static int one_thread(const int64_t *start, const int64_t *end, const void *rows
         level[i] = (int16_t)depth;
         outer[i] = depth == 0;
         if (depth > top) top = depth;
-        heap_push(heap, &size, end_of(end, rows, rows4, i));
+        heap_push(heap, &size, end_of(end, rows, rows_size, i));
     }
     if (m == 0) return 0;
     sort_by_key(t, order, tmp, m);
@@ -120,9 +123,9 @@ static int one_thread(const int64_t *start, const int64_t *end, const void *rows
     for (int64_t j = 0; j < m; j++) {
         int64_t at = order[j], time = t[at];
         for (; k < n && start[k] <= time; k++) last[level[k]] = k;
-        int64_t out = last[0] >= 0 && time < end_of(end, rows, rows4, last[0]) ? last[0] : -1, in = out;
+        int64_t out = last[0] >= 0 && time < end_of(end, rows, rows_size, last[0]) ? last[0] : -1, in = out;
         for (int64_t l = top; l >= 1; l--) {
-            if (last[l] >= 0 && time < end_of(end, rows, rows4, last[l])) {
+            if (last[l] >= 0 && time < end_of(end, rows, rows_size, last[l])) {
                 in = last[l];
                 break;
             }
@@ -156,10 +159,10 @@ static PyObject *op_tree(PyObject *self, PyObject *args) {
         }
     }
     const void *rows = with_rows ? v[8].buf : NULL;
-    int rows4 = with_rows && v[8].itemsize == 4;
+    Py_ssize_t rows_size = with_rows ? v[8].itemsize : 8;
     int64_t n = v[0].len / 8, threads = v[2].len / 8 - 1, m = v[3].len / 8, ends = v[1].len / 8;
     const int64_t *bounds = v[2].buf, *edges = v[4].buf;
-    if ((with_rows ? v[8].len / (rows4 ? 4 : 8) : ends) != n || v[5].len != n || v[4].len / 8 != threads + 1 ||
+    if ((with_rows ? v[8].len / rows_size : ends) != n || v[5].len != n || v[4].len / 8 != threads + 1 ||
         v[6].len / 8 != m || v[7].len / 8 != m || threads < 0) {
         PyErr_SetString(PyExc_ValueError, "op_tree: inconsistent sizes");
         goto done;
@@ -176,7 +179,7 @@ static PyObject *op_tree(PyObject *self, PyObject *args) {
     }
     const int64_t *start_all = v[0].buf, *end_all = v[1].buf;
     for (int64_t i = 0; i < n; i++) {
-        int64_t row = rows == NULL ? i : rows4 ? (int64_t)((const int32_t *)rows)[i] : ((const int64_t *)rows)[i];
+        int64_t row = rows == NULL ? i : read_int(rows, rows_size, i);
         if (row < 0 || row >= ends) {
             PyErr_SetString(PyExc_ValueError, "op_tree: a row outside the end column");
             goto done;
@@ -200,10 +203,8 @@ static PyObject *op_tree(PyObject *self, PyObject *args) {
         int64_t *outermost = v[6].buf, *innermost = v[7].buf;
         Py_BEGIN_ALLOW_THREADS for (int64_t i = 0; i < threads; i++) {
             int64_t lo = bounds[i], hi = bounds[i + 1], a = edges[i], b = edges[i + 1];
-            const void *r = rows == NULL ? NULL
-                            : rows4      ? (const void *)((const int32_t *)rows + lo)
-                                         : (const void *)((const int64_t *)rows + lo);
-            one_thread(start + lo, rows == NULL ? end + lo : end, r, rows4, hi - lo, t + a, b - a, outer + lo,
+            const void *r = rows == NULL ? NULL : (const char *)rows + lo * rows_size;
+            one_thread(start + lo, rows == NULL ? end + lo : end, r, rows_size, hi - lo, t + a, b - a, outer + lo,
                        outermost + a, innermost + a, lo, heap, level, last, order, tmp);
         }
         Py_END_ALLOW_THREADS result = Py_True;
@@ -217,10 +218,6 @@ static PyObject *op_tree(PyObject *self, PyObject *args) {
 done:
     for (int i = 0; i < got; i++) PyBuffer_Release(&v[i]);
     return result;
-}
-
-static inline int64_t read_int(const void *buf, Py_ssize_t size, int64_t i) {
-    return size == 4 ? (int64_t)((const int32_t *)buf)[i] : ((const int64_t *)buf)[i];
 }
 
 /* Pass 1 over rows of type T: each row's candidate (linear: a handful of threads; the last one found tried first),
