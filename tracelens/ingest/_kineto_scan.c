@@ -802,6 +802,21 @@ static inline ALWAYS_INLINE int scan_number(Scanner *s, double *value, int *is_i
 
 static int skip_value(Scanner *s, int depth);
 
+/* Past the run of ASCII digits at p: eight bytes a step where words load little-endian (the first byte that
+ * is no digit found as digit_run finds it, without a branch a digit), then byte by byte. */
+static inline ALWAYS_INLINE const unsigned char *skip_digits(const unsigned char *p, const unsigned char *end) {
+#ifdef HAVE_LITTLE_ENDIAN_LOADS
+    while (end - p >= 8) {
+        uint64_t t = load_64(p) - UINT64_C(0x3030303030303030);
+        uint64_t not_digit = ((t + UINT64_C(0x7676767676767676)) | t) & UINT64_C(0x8080808080808080);
+        if (not_digit) return p + (__builtin_ctzll(not_digit) >> 3);
+        p += 8;
+    }
+#endif
+    while (p < end && is_digit(*p)) p++;
+    return p;
+}
+
 /* A JSON number at s->p, its syntax checked and skipped (what scan_number checks with value NULL, without
  * computing the value). */
 static inline ALWAYS_INLINE int skip_number(Scanner *s) {
@@ -819,13 +834,13 @@ static inline ALWAYS_INLINE int skip_number(Scanner *s) {
     if (p < end && *p == '.') {
         p++;
         if (p >= end || !is_digit(*p)) return DECLINE;
-        while (p < end && is_digit(*p)) p++;
+        p = skip_digits(p, end);
     }
     if (p < end && (*p == 'e' || *p == 'E')) {
         p++;
         if (p < end && (*p == '+' || *p == '-')) p++;
         if (p >= end || !is_digit(*p)) return DECLINE;
-        while (p < end && is_digit(*p)) p++;
+        p = skip_digits(p, end);
     }
     s->p = p;
     return OK;
@@ -1167,6 +1182,41 @@ static inline ALWAYS_INLINE int begin_args_member(Scanner *s, Span *key, int *wh
     return s->p < s->end ? OK : DECLINE;
 }
 
+/* The 8 bytes at p as one word, and the word of an 8-byte literal (folded at compile time). */
+static inline ALWAYS_INLINE uint64_t load_word(const unsigned char *p) { return load_64(p); }
+static inline ALWAYS_INLINE uint64_t word_of(const char *literal) {
+    uint64_t word;
+    memcpy(&word, literal, 8);
+    return word;
+}
+
+/* Whether the bytes at s->p are the n of `literal` (then skipped). */
+static inline ALWAYS_INLINE int expect_bytes(Scanner *s, const char *literal, size_t n) {
+    if ((size_t)(s->end - s->p) < n || !same_bytes(s->p, literal, n)) return 0;
+    s->p += n;
+    return 1;
+}
+
+/* After a key's colon: the value's first byte, past any whitespace, as begin_event_member leaves it. */
+static inline ALWAYS_INLINE int value_start(Scanner *s) {
+    if (s->p < s->end && *s->p > ' ') return OK;
+    skip_space(s);
+    return s->p < s->end ? OK : DECLINE;
+}
+
+/* The value of a member of scan_args's expected sequence, its key matched: read as the loop reads it. */
+#define ARGS_MEMBER_VALUE(read)                                              \
+    do {                                                                     \
+        if ((rc = value_start(s)) != OK || (rc = (read)) != OK) return rc;  \
+    } while (0)
+/* One member of scan_args's expected sequence: its key (the comma before it, the quotes and the colon),
+ * else on to the member loop, after the last value read; then its value. */
+#define ARGS_MEMBER(literal, read)                                           \
+    do {                                                                     \
+        if (!expect_bytes(s, literal, sizeof(literal) - 1)) goto after_value; \
+        ARGS_MEMBER_VALUE(read);                                             \
+    } while (0)
+
 /* Which kinds of fields an event's args may have set (scan_event makes an op or sparse record only then). */
 #define KEYS_OP 1     /* a key of an op field was read: add_op looks for the op record's fields */
 #define KEYS_SPARSE 2 /* a key that may be a sparse field's: add_sparse looks for the record's fields */
@@ -1179,6 +1229,50 @@ static int scan_args(Scanner *s, double *f, Span *strings, Span *stream_text, in
     s->p++; /* '{' */
     skip_space(s);
     if (s->p < s->end && *s->p == '}') { s->p++; return OK; }
+    /* The members in the orders Kineto writes them (CPU ops: External id, Ev Idx; runtime calls: External id,
+     * cbid, correlation; kernels: External id, queued, device, context, stream, correlation, registers,
+     * shared memory, blocks and warps per SM, grid, block, occupancy), read in sequence as scan_event reads
+     * its own members: a key each, with the comma before it, in word compares, where the loop below takes
+     * two jumps on the key (begin_args_member's and its own) that the branch predictor often misses. At the
+     * first member that is not the one expected, the loop takes over after the last value read: both read
+     * every member alike (the same readers, the same depth for a value skipped), in the order written. */
+    if (expect_bytes(s, "\"External id\":", 14)) {
+        if ((rc = value_start(s)) != OK || (rc = read_float(s, f, F_EXTERNAL_ID)) != OK) return rc;
+        if (expect_bytes(s, ",\"Ev Idx\":", 10)) {
+            ARGS_MEMBER_VALUE(skip_member_value(s, 2));
+            goto after_value;
+        }
+        if (expect_bytes(s, ",\"Sequence number\":", 19)) {
+            ARGS_MEMBER_VALUE(skip_member_value(s, 2));
+            ARGS_MEMBER(",\"Fwd thread id\":", skip_member_value(s, 2));
+            ARGS_MEMBER(",\"Ev Idx\":", skip_member_value(s, 2));
+            goto after_value;
+        }
+        if (expect_bytes(s, ",\"cbid\":", 8)) {
+            ARGS_MEMBER_VALUE(skip_member_value(s, 2));
+            ARGS_MEMBER(",\"correlation\":", read_float(s, f, F_CORRELATION));
+            goto after_value;
+        }
+        if (expect_bytes(s, ",\"queued\":", 10)) ARGS_MEMBER_VALUE(skip_member_value(s, 2)); /* not on copies */
+        *keys |= KEYS_SPARSE;
+        ARGS_MEMBER(",\"device\":", read_float(s, f, F_DEVICE));
+        ARGS_MEMBER(",\"context\":", skip_member_value(s, 2));
+        ARGS_MEMBER(",\"stream\":", read_float_or_text(s, f, F_STREAM, stream_text));
+        ARGS_MEMBER(",\"correlation\":", read_float(s, f, F_CORRELATION));
+        if (expect_bytes(s, ",\"bytes\":", 9)) { /* copies and sets */
+            ARGS_MEMBER_VALUE(read_float(s, f, F_BYTES));
+            ARGS_MEMBER(",\"memory bandwidth (GB/s)\":", skip_member_value(s, 2));
+            goto after_value;
+        }
+        ARGS_MEMBER(",\"registers per thread\":", read_float(s, f, F_REGISTERS));
+        ARGS_MEMBER(",\"shared memory\":", read_float(s, f, F_SHARED_MEMORY));
+        ARGS_MEMBER(",\"blocks per SM\":", skip_member_value(s, 2));
+        ARGS_MEMBER(",\"warps per SM\":", skip_member_value(s, 2));
+        ARGS_MEMBER(",\"grid\":", read_triple_or_null(s, &f[F_GRID_X]));
+        ARGS_MEMBER(",\"block\":", read_triple_or_null(s, &f[F_BLOCK_X]));
+        ARGS_MEMBER(",\"est. achieved occupancy %\":", read_float(s, f, F_OCCUPANCY_PCT));
+        goto after_value;
+    }
     do {
         int which;
         if ((rc = begin_args_member(s, &key, &which)) != OK) return rc;
@@ -1255,23 +1349,27 @@ static int scan_args(Scanner *s, double *f, Span *strings, Span *stream_text, in
         *keys |= (which == AK_OTHER || which >= AK_DEVICE) ? KEYS_SPARSE : 0;
         if (rc == -1) rc = skip_member_value(s, 2); /* a key not read */
         if (rc != OK) return rc;
+    after_value:
         more = after_item(s, '}');
         if (more < 0) return DECLINE;
     } while (more);
     return OK;
 }
 
-static int phase_of(Span span) {
-    unsigned char c;
-    if (span.length != 1) return PH_OTHER;
-    c = span.text[0];
-    switch (c) {
-    case 'X': return PH_COMPLETE;
-    case 's': case 'f': case 't': return PH_FLOW;
-    case 'i': case 'I': return PH_INSTANT;
-    case 'M': return PH_METADATA;
-    default: return PH_OTHER;
-    }
+/* The PH_* of each one-byte phase (filled once, at import: phase_table_init), read without a jump table
+ * (its indirect jump, a phase an event, was often mispredicted). */
+static unsigned char PHASE_OF_BYTE[256];
+
+static void phase_table_init(void) {
+    memset(PHASE_OF_BYTE, PH_OTHER, sizeof PHASE_OF_BYTE);
+    PHASE_OF_BYTE['X'] = PH_COMPLETE;
+    PHASE_OF_BYTE['s'] = PHASE_OF_BYTE['f'] = PHASE_OF_BYTE['t'] = PH_FLOW;
+    PHASE_OF_BYTE['i'] = PHASE_OF_BYTE['I'] = PH_INSTANT;
+    PHASE_OF_BYTE['M'] = PH_METADATA;
+}
+
+static inline ALWAYS_INLINE int phase_of(Span span) {
+    return span.length == 1 ? PHASE_OF_BYTE[span.text[0]] : PH_OTHER;
 }
 
 /* Room for `capacity` rows (the columns' contents kept). */
@@ -1409,28 +1507,6 @@ static int other_event_member(Scanner *s, Span key, double *f, Span *strings, Sp
     return rc;
 }
 
-/* The 8 bytes at p as one word, and the word of an 8-byte literal (folded at compile time). */
-static inline ALWAYS_INLINE uint64_t load_word(const unsigned char *p) { return load_64(p); }
-static inline ALWAYS_INLINE uint64_t word_of(const char *literal) {
-    uint64_t word;
-    memcpy(&word, literal, 8);
-    return word;
-}
-
-/* Whether the bytes at s->p are the n of `literal` (then skipped). */
-static inline ALWAYS_INLINE int expect_bytes(Scanner *s, const char *literal, size_t n) {
-    if ((size_t)(s->end - s->p) < n || !same_bytes(s->p, literal, n)) return 0;
-    s->p += n;
-    return 1;
-}
-
-/* After a key's colon: the value's first byte, past any whitespace, as begin_event_member leaves it. */
-static inline ALWAYS_INLINE int value_start(Scanner *s) {
-    if (s->p < s->end && *s->p > ' ') return OK;
-    skip_space(s);
-    return s->p < s->end ? OK : DECLINE;
-}
-
 /* Whether a category is the text "Trace" as Kineto writes it (no escape): its profiler span's. */
 static inline ALWAYS_INLINE int is_profiler_span(Span category) {
     return (category.flags & (SPAN_PRESENT | SPAN_ESCAPED)) == SPAN_PRESENT && KEY_IS(category, "Trace");
@@ -1493,6 +1569,7 @@ static int scan_event(Scanner *s) {
             KINETO_MEMBER(",\"ts\":", read_float(s, f, F_TS));
             KINETO_MEMBER(",\"cat\":", read_text_or_null(s, &strings[S_CAT]));
             KINETO_MEMBER(",\"name\":", read_text_or_null(s, &strings[S_NAME]));
+            KINETO_MEMBER(",\"bp\":", skip_member_value(s, 1));
             goto after_value;
         }
     }
@@ -2180,6 +2257,7 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC PyInit__kineto_scan(void) {
     PyObject *m;
     if (PyType_Ready(&BufferType) < 0) return NULL;
+    phase_table_init();
     m = PyModule_Create(&module);
     if (m == NULL) return NULL;
     if (PyModule_AddIntConstant(m, "N_FLOATS", N_FLOATS) < 0 ||
