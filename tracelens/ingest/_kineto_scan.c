@@ -63,11 +63,15 @@
 #define HAVE_DOUBLE_ROUNDING_FREE_ARITHMETIC 1
 #endif
 
-/* For the few small functions every member of every event goes through: GCC's inliner leaves them calls. */
+/* For the few small functions every member of every event goes through: GCC's inliner leaves them calls.
+ * NOINLINE: for the general paths behind them, kept out of the many places they are inlined into (the
+ * scanner's hot code then fits the instruction caches). */
 #if defined(__GNUC__)
 #define ALWAYS_INLINE __attribute__((always_inline))
+#define NOINLINE __attribute__((noinline))
 #else
 #define ALWAYS_INLINE
+#define NOINLINE
 #endif
 
 /* Runs of up to eight digits read as one little-endian word (scan_number, GCC and Clang); elsewhere digit by
@@ -619,6 +623,12 @@ static inline ALWAYS_INLINE uint64_t digits_value(uint64_t t, int n) {
     return (uint32_t)t;
 }
 
+#ifdef HAVE_DOUBLE_ROUNDING_FREE_ARITHMETIC
+/* d / 10 for each digit d, as the division rounds it (constants the compiler divides, correctly rounded). */
+static const double TENTHS[10] = {0.0 / 10, 1.0 / 10, 2.0 / 10, 3.0 / 10, 4.0 / 10,
+                                  5.0 / 10, 6.0 / 10, 7.0 / 10, 8.0 / 10, 9.0 / 10};
+#endif
+
 /* The end of a Kineto number (integer part of `n` digits at p, then, when `fraction` > 0, a point and that
  * many digits; mantissa and run their values, the integer part of at most 16 digits, n + fraction <= 19)
  * converted as scan_number converts it: 1 with s->p, *value and s->path set, or 0 to leave the number to
@@ -644,7 +654,9 @@ static inline ALWAYS_INLINE int kineto_number_value(Scanner *s, const unsigned c
      * (10^k <= I < 2^(e+1)): the division's rounding never carries it across one. */
     if (mantissa >= POW10_INTEGER[fraction] && mantissa < (UINT64_C(1) << 53) &&
         mantissa * POW10_INTEGER[fraction] + run > (UINT64_C(1) << 53)) {
-        double sum = (double)mantissa + (double)run / POW10[fraction];
+        /* one digit (Kineto's timestamps): its quotient by ten from a table of the ten correctly rounded ones
+         * (division is slow) */
+        double sum = (double)mantissa + (fraction == 1 ? TENTHS[run] : (double)run / POW10[fraction]);
         *value = negative ? -sum : sum;
         s->path = PATH_INTEGER_AND_FRACTION;
         s->p = p;
@@ -705,14 +717,11 @@ static inline ALWAYS_INLINE int scan_kineto_number(Scanner *s, double *value, in
 /* A JSON number at s->p. *is_integer: no fraction and no exponent, and the value fits int64 (*integer).
  * value NULL: only checked (a skipped member). OK with *value set, DEFER (*value NaN, the text in s->number)
  * or DECLINE. */
-static inline ALWAYS_INLINE int scan_number(Scanner *s, double *value, int *is_integer, int64_t *integer) {
+static NOINLINE int scan_number_general(Scanner *s, double *value, int *is_integer, int64_t *integer) {
     const unsigned char *start = s->p, *p = s->p, *end = s->end;
     int negative = 0, exact = 1, has_fraction = 0, has_exponent = 0, digits = 0;
     uint64_t mantissa = 0;
     int64_t exponent = 0;
-#ifdef HAVE_LITTLE_ENDIAN_LOADS
-    if (value != NULL && end - p >= KINETO_NUMBER_BYTES && scan_kineto_number(s, value, is_integer, integer)) return OK;
-#endif
     if (p < end && *p == '-') { negative = 1; p++; }
     if (p >= end) return DECLINE;
     if (*p == '0') {
@@ -798,6 +807,16 @@ static inline ALWAYS_INLINE int scan_number(Scanner *s, double *value, int *is_i
     s->number.length = (int32_t)(p - start);
     s->number.flags = SPAN_PRESENT | SPAN_NUMBER;
     return DEFER;
+}
+
+/* scan_number: Kineto's numbers by scan_kineto_number where 32 bytes follow, any other by the general reader
+ * (out of line). */
+static inline ALWAYS_INLINE int scan_number(Scanner *s, double *value, int *is_integer, int64_t *integer) {
+#ifdef HAVE_LITTLE_ENDIAN_LOADS
+    if (value != NULL && s->end - s->p >= KINETO_NUMBER_BYTES && scan_kineto_number(s, value, is_integer, integer))
+        return OK;
+#endif
+    return scan_number_general(s, value, is_integer, integer);
 }
 
 static int skip_value(Scanner *s, int depth);
@@ -933,12 +952,12 @@ static int replace_deferred(Scanner *s, int field) {
     return add_text(s, -1, field, s->deferred_text[field]);
 }
 
-/* float: a JSON number, nothing else, into f[field]. A deferred number is noted for the event. */
-static inline ALWAYS_INLINE int read_float(Scanner *s, double *f, int field) {
+/* read_float's general path: any JSON number (or a decline), out of line. */
+static NOINLINE int read_float_general(Scanner *s, double *f, int field) {
     int is_integer, rc, deferred;
     int64_t integer;
     if (s->p >= s->end || !(*s->p == '-' || is_digit(*s->p))) return DECLINE;
-    rc = scan_number(s, &f[field], &is_integer, &integer);
+    rc = scan_number_general(s, &f[field], &is_integer, &integer);
     if (rc == DECLINE) return DECLINE;
     deferred = rc == DEFER;
     if ((rc = replace_deferred(s, field)) != OK) return rc;
@@ -949,11 +968,60 @@ static inline ALWAYS_INLINE int read_float(Scanner *s, double *f, int field) {
     return OK;
 }
 
+/* float: a JSON number, nothing else, into f[field]. A deferred number is noted for the event. Kineto's
+ * numbers inline (scan_kineto_number: no deferred number, no decline), any other by read_float_general. */
+static inline ALWAYS_INLINE int read_float(Scanner *s, double *f, int field) {
+#ifdef HAVE_LITTLE_ENDIAN_LOADS
+    int is_integer;
+    int64_t integer;
+    if (s->end - s->p >= KINETO_NUMBER_BYTES && scan_kineto_number(s, &f[field], &is_integer, &integer))
+        return (s->deferred & (UINT32_C(1) << field)) ? replace_deferred(s, field) : OK;
+#endif
+    return read_float_general(s, f, field);
+}
+
+/* read_float out of line: for the members read on few events (kernels' and copies' fields) and the general
+ * member loops, which then do not each hold a copy of the number reader. */
+static NOINLINE int read_float_cold(Scanner *s, double *f, int field) { return read_float(s, f, field); }
+
 /* A JSON string that msgspec decodes into a str field: it must be valid UTF-8, or msgspec raises. */
 static inline ALWAYS_INLINE int read_typed_text(Scanner *s, Span *out) {
     int rc = scan_string(s, out);
     if (rc == OK && (out->flags & SPAN_NON_ASCII) && !valid_utf8(out->text, out->length)) return DECLINE;
     return rc;
+}
+
+#ifdef HAVE_LITTLE_ENDIAN_LOADS
+/* Whether the 8 bytes of a word are all ASCII digits (digit_run's test, for a whole word). */
+static inline ALWAYS_INLINE int all_digits(uint64_t word) {
+    uint64_t t = word - UINT64_C(0x3030303030303030);
+    return (((t + UINT64_C(0x7676767676767676)) | t) & UINT64_C(0x8080808080808080)) == 0;
+}
+#endif
+
+/* "ts": read_float, with Kineto's own shape of it first (16 digits, a point and one digit:
+ * 1712195504612945.5) recognized by its bytes: then the end is known without waiting for the digits'
+ * lengths (the branch is taken on nearly every event), and the value converted from the two words as
+ * scan_kineto_number converts it (the same mantissa, fraction and path). */
+static inline ALWAYS_INLINE int read_timestamp(Scanner *s, double *f) {
+#ifdef HAVE_LITTLE_ENDIAN_LOADS
+    const unsigned char *p = s->p;
+    if (s->end - p >= 32 && !(s->deferred & (UINT32_C(1) << F_TS))) {
+        uint64_t high = load_64(p), low = load_64(p + 8);
+        if (all_digits(high) && all_digits(low) && p[0] != '0' && p[16] == '.' && is_digit(p[17]) &&
+            !is_digit(p[18]) && (p[18] | 0x20) != 'e') {
+            int is_integer;
+            int64_t integer;
+            uint64_t mantissa = digits_value(high - UINT64_C(0x3030303030303030), 8) * 100000000 +
+                                digits_value(low - UINT64_C(0x3030303030303030), 8);
+            if (kineto_number_value(s, p + 18, 0, mantissa, 1, (uint64_t)(p[17] - '0'), &f[F_TS], &is_integer,
+                                    &integer))
+                return OK;
+            s->p = p;
+        }
+    }
+#endif
+    return read_float(s, f, F_TS);
 }
 
 static inline ALWAYS_INLINE int read_float_or_text(Scanner *s, double *f, int field, Span *text) { /* float | str */
@@ -1213,7 +1281,7 @@ static inline ALWAYS_INLINE int value_start(Scanner *s) {
  * else on to the member loop, after the last value read; then its value. */
 #define ARGS_MEMBER(literal, read)                                           \
     do {                                                                     \
-        if (!expect_bytes(s, literal, sizeof(literal) - 1)) goto after_value; \
+        if (!expect_bytes(s, literal, sizeof(literal) - 1)) goto rest;      \
         ARGS_MEMBER_VALUE(read);                                             \
     } while (0)
 
@@ -1221,73 +1289,27 @@ static inline ALWAYS_INLINE int value_start(Scanner *s) {
 #define KEYS_OP 1     /* a key of an op field was read: add_op looks for the op record's fields */
 #define KEYS_SPARSE 2 /* a key that may be a sparse field's: add_sparse looks for the record's fields */
 
-/* An event's args object at s->p. *keys gets KEYS_OP when a key of an op field was read, KEYS_SPARSE when
- * any key other than those of the row fields or those skipped was (most events have neither). */
-static int scan_args(Scanner *s, double *f, Span *strings, Span *stream_text, int *keys) {
+/* The members of an args object from the one at s->p (first), or after a value read (!first): the general
+ * loop of scan_args, out of line (Kineto's own members are read by scan_args's sequences). */
+static NOINLINE int args_members(Scanner *s, double *f, Span *strings, Span *stream_text, int *keys, int first) {
     int rc, more;
     Span key;
-    s->p++; /* '{' */
-    skip_space(s);
-    if (s->p < s->end && *s->p == '}') { s->p++; return OK; }
-    /* The members in the orders Kineto writes them (CPU ops: External id, Ev Idx; runtime calls: External id,
-     * cbid, correlation; kernels: External id, queued, device, context, stream, correlation, registers,
-     * shared memory, blocks and warps per SM, grid, block, occupancy), read in sequence as scan_event reads
-     * its own members: a key each, with the comma before it, in word compares, where the loop below takes
-     * two jumps on the key (begin_args_member's and its own) that the branch predictor often misses. At the
-     * first member that is not the one expected, the loop takes over after the last value read: both read
-     * every member alike (the same readers, the same depth for a value skipped), in the order written. */
-    if (expect_bytes(s, "\"External id\":", 14)) {
-        if ((rc = value_start(s)) != OK || (rc = read_float(s, f, F_EXTERNAL_ID)) != OK) return rc;
-        if (expect_bytes(s, ",\"Ev Idx\":", 10)) {
-            ARGS_MEMBER_VALUE(skip_member_value(s, 2));
-            goto after_value;
-        }
-        if (expect_bytes(s, ",\"Sequence number\":", 19)) {
-            ARGS_MEMBER_VALUE(skip_member_value(s, 2));
-            ARGS_MEMBER(",\"Fwd thread id\":", skip_member_value(s, 2));
-            ARGS_MEMBER(",\"Ev Idx\":", skip_member_value(s, 2));
-            goto after_value;
-        }
-        if (expect_bytes(s, ",\"cbid\":", 8)) {
-            ARGS_MEMBER_VALUE(skip_member_value(s, 2));
-            ARGS_MEMBER(",\"correlation\":", read_float(s, f, F_CORRELATION));
-            goto after_value;
-        }
-        if (expect_bytes(s, ",\"queued\":", 10)) ARGS_MEMBER_VALUE(skip_member_value(s, 2)); /* not on copies */
-        *keys |= KEYS_SPARSE;
-        ARGS_MEMBER(",\"device\":", read_float(s, f, F_DEVICE));
-        ARGS_MEMBER(",\"context\":", skip_member_value(s, 2));
-        ARGS_MEMBER(",\"stream\":", read_float_or_text(s, f, F_STREAM, stream_text));
-        ARGS_MEMBER(",\"correlation\":", read_float(s, f, F_CORRELATION));
-        if (expect_bytes(s, ",\"bytes\":", 9)) { /* copies and sets */
-            ARGS_MEMBER_VALUE(read_float(s, f, F_BYTES));
-            ARGS_MEMBER(",\"memory bandwidth (GB/s)\":", skip_member_value(s, 2));
-            goto after_value;
-        }
-        ARGS_MEMBER(",\"registers per thread\":", read_float(s, f, F_REGISTERS));
-        ARGS_MEMBER(",\"shared memory\":", read_float(s, f, F_SHARED_MEMORY));
-        ARGS_MEMBER(",\"blocks per SM\":", skip_member_value(s, 2));
-        ARGS_MEMBER(",\"warps per SM\":", skip_member_value(s, 2));
-        ARGS_MEMBER(",\"grid\":", read_triple_or_null(s, &f[F_GRID_X]));
-        ARGS_MEMBER(",\"block\":", read_triple_or_null(s, &f[F_BLOCK_X]));
-        ARGS_MEMBER(",\"est. achieved occupancy %\":", read_float(s, f, F_OCCUPANCY_PCT));
-        goto after_value;
-    }
+    if (!first) goto after_value;
     do {
         int which;
         if ((rc = begin_args_member(s, &key, &which)) != OK) return rc;
         rc = -1;
         switch (which) { /* the keys begin_args_member recognized; any other by its text */
         case AK_SKIPPED: break;
-        case AK_EXTERNAL_ID: rc = read_float(s, f, F_EXTERNAL_ID); break;
-        case AK_CORRELATION: rc = read_float(s, f, F_CORRELATION); break;
-        case AK_DEVICE: rc = read_float(s, f, F_DEVICE); break;
+        case AK_EXTERNAL_ID: rc = read_float_cold(s, f, F_EXTERNAL_ID); break;
+        case AK_CORRELATION: rc = read_float_cold(s, f, F_CORRELATION); break;
+        case AK_DEVICE: rc = read_float_cold(s, f, F_DEVICE); break;
         case AK_STREAM: rc = read_float_or_text(s, f, F_STREAM, stream_text); break;
         case AK_GRID: rc = read_triple_or_null(s, &f[F_GRID_X]); break;
         case AK_BLOCK: rc = read_triple_or_null(s, &f[F_BLOCK_X]); break;
-        case AK_REGISTERS: rc = read_float(s, f, F_REGISTERS); break;
-        case AK_SHARED_MEMORY: rc = read_float(s, f, F_SHARED_MEMORY); break;
-        case AK_OCCUPANCY: rc = read_float(s, f, F_OCCUPANCY_PCT); break;
+        case AK_REGISTERS: rc = read_float_cold(s, f, F_REGISTERS); break;
+        case AK_SHARED_MEMORY: rc = read_float_cold(s, f, F_SHARED_MEMORY); break;
+        case AK_OCCUPANCY: rc = read_float_cold(s, f, F_OCCUPANCY_PCT); break;
         default:
             /* By the key's length first: most keys of an event's args are not read, and each is then skipped
              * after one jump and at most a few comparisons instead of one per field read. */
@@ -1296,33 +1318,33 @@ static int scan_args(Scanner *s, double *f, Span *strings, Span *stream_text, in
                 if (KEY_IS(key, "grid")) rc = read_triple_or_null(s, &f[F_GRID_X]);
                 break;
             case 5:
-                if (KEY_IS(key, "bytes")) rc = read_float(s, f, F_BYTES);
+                if (KEY_IS(key, "bytes")) rc = read_float_cold(s, f, F_BYTES);
                 else if (KEY_IS(key, "block")) rc = read_triple_or_null(s, &f[F_BLOCK_X]);
-                else if (KEY_IS(key, "flops")) rc = read_float(s, f, OP_F(OF_FLOPS)), *keys |= KEYS_OP;
+                else if (KEY_IS(key, "flops")) rc = read_float_cold(s, f, OP_F(OF_FLOPS)), *keys |= KEYS_OP;
                 else if (KEY_IS(key, "dtype")) rc = read_text_or_null(s, &strings[OP_S(OS_MSG_DTYPE)]), *keys |= KEYS_OP;
                 break;
             case 6:
-                if (KEY_IS(key, "device")) rc = read_float(s, f, F_DEVICE);
+                if (KEY_IS(key, "device")) rc = read_float_cold(s, f, F_DEVICE);
                 else if (KEY_IS(key, "stream")) rc = read_float_or_text(s, f, F_STREAM, stream_text);
                 break;
             case 10:
                 if (KEY_IS(key, "Input Dims")) rc = read_json(s, &strings[OP_S(OS_INPUT_DIMS)]), *keys |= KEYS_OP;
                 else if (KEY_IS(key, "Input dims")) rc = read_json(s, &strings[OP_S(OS_INPUT_DIMS_OLD)]), *keys |= KEYS_OP;
                 else if (KEY_IS(key, "Input type")) rc = read_json(s, &strings[OP_S(OS_INPUT_TYPES)]), *keys |= KEYS_OP;
-                else if (KEY_IS(key, "Group size")) rc = read_float(s, f, OP_F(OF_GROUP_SIZE)), *keys |= KEYS_OP;
+                else if (KEY_IS(key, "Group size")) rc = read_float_cold(s, f, OP_F(OF_GROUP_SIZE)), *keys |= KEYS_OP;
                 break;
             case 11:
-                if (KEY_IS(key, "correlation")) rc = read_float(s, f, F_CORRELATION);
-                else if (KEY_IS(key, "External id")) rc = read_float(s, f, F_EXTERNAL_ID);
-                else if (KEY_IS(key, "external id")) rc = read_float(s, f, F_EXTERNAL_ID_OLD);
+                if (KEY_IS(key, "correlation")) rc = read_float_cold(s, f, F_CORRELATION);
+                else if (KEY_IS(key, "External id")) rc = read_float_cold(s, f, F_EXTERNAL_ID);
+                else if (KEY_IS(key, "external id")) rc = read_float_cold(s, f, F_EXTERNAL_ID_OLD);
                 break;
             case 13:
-                if (KEY_IS(key, "shared memory")) rc = read_float(s, f, F_SHARED_MEMORY);
-                else if (KEY_IS(key, "In msg nelems")) rc = read_float(s, f, OP_F(OF_MSG_IN_ELEMS)), *keys |= KEYS_OP;
+                if (KEY_IS(key, "shared memory")) rc = read_float_cold(s, f, F_SHARED_MEMORY);
+                else if (KEY_IS(key, "In msg nelems")) rc = read_float_cold(s, f, OP_F(OF_MSG_IN_ELEMS)), *keys |= KEYS_OP;
                 break;
             case 14:
                 if (KEY_IS(key, "cuda_sync_kind")) rc = read_text_or_null(s, &strings[S_SYNC_KIND]);
-                else if (KEY_IS(key, "Out msg nelems")) rc = read_float(s, f, OP_F(OF_MSG_OUT_ELEMS)), *keys |= KEYS_OP;
+                else if (KEY_IS(key, "Out msg nelems")) rc = read_float_cold(s, f, OP_F(OF_MSG_OUT_ELEMS)), *keys |= KEYS_OP;
                 break;
             case 15:
                 if (KEY_IS(key, "Concrete Inputs")) rc = read_json(s, &strings[OP_S(OS_CONCRETE_INPUTS)]), *keys |= KEYS_OP;
@@ -1335,10 +1357,10 @@ static int scan_args(Scanner *s, double *f, Span *strings, Span *stream_text, in
                 if (KEY_IS(key, "Process Group Ranks")) rc = read_text_or_null(s, &strings[OP_S(OS_GROUP_RANKS)]), *keys |= KEYS_OP;
                 break;
             case 20:
-                if (KEY_IS(key, "registers per thread")) rc = read_float(s, f, F_REGISTERS);
+                if (KEY_IS(key, "registers per thread")) rc = read_float_cold(s, f, F_REGISTERS);
                 break;
             case 25:
-                if (KEY_IS(key, "est. achieved occupancy %")) rc = read_float(s, f, F_OCCUPANCY_PCT);
+                if (KEY_IS(key, "est. achieved occupancy %")) rc = read_float_cold(s, f, F_OCCUPANCY_PCT);
                 break;
             default:
                 break;
@@ -1354,6 +1376,63 @@ static int scan_args(Scanner *s, double *f, Span *strings, Span *stream_text, in
         if (more < 0) return DECLINE;
     } while (more);
     return OK;
+}
+
+
+/* An event's args object at s->p. *keys gets KEYS_OP when a key of an op field was read, KEYS_SPARSE when
+ * any key other than those of the row fields or those skipped was (most events have neither). */
+static int scan_args(Scanner *s, double *f, Span *strings, Span *stream_text, int *keys) {
+    int rc;
+    s->p++; /* '{' */
+    skip_space(s);
+    if (s->p < s->end && *s->p == '}') { s->p++; return OK; }
+    /* The members in the orders Kineto writes them (CPU ops: External id, Ev Idx; runtime calls: External id,
+     * cbid, correlation; kernels: External id, queued, device, context, stream, correlation, registers,
+     * shared memory, blocks and warps per SM, grid, block, occupancy), read in sequence as scan_event reads
+     * its own members: a key each, with the comma before it, in word compares, where the loop below takes
+     * two jumps on the key (begin_args_member's and its own) that the branch predictor often misses. At the
+     * first member that is not the one expected, the loop takes over after the last value read: both read
+     * every member alike (the same readers, the same depth for a value skipped), in the order written. */
+    if (expect_bytes(s, "\"External id\":", 14)) {
+        if ((rc = value_start(s)) != OK || (rc = read_float(s, f, F_EXTERNAL_ID)) != OK) return rc;
+        if (expect_bytes(s, ",\"Ev Idx\":", 10)) {
+            ARGS_MEMBER_VALUE(skip_member_value(s, 2));
+            goto rest;
+        }
+        if (expect_bytes(s, ",\"Sequence number\":", 19)) {
+            ARGS_MEMBER_VALUE(skip_member_value(s, 2));
+            ARGS_MEMBER(",\"Fwd thread id\":", skip_member_value(s, 2));
+            ARGS_MEMBER(",\"Ev Idx\":", skip_member_value(s, 2));
+            goto rest;
+        }
+        if (expect_bytes(s, ",\"cbid\":", 8)) {
+            ARGS_MEMBER_VALUE(skip_member_value(s, 2));
+            ARGS_MEMBER(",\"correlation\":", read_float(s, f, F_CORRELATION));
+            goto rest;
+        }
+        if (expect_bytes(s, ",\"queued\":", 10)) ARGS_MEMBER_VALUE(skip_member_value(s, 2)); /* not on copies */
+        *keys |= KEYS_SPARSE;
+        ARGS_MEMBER(",\"device\":", read_float_cold(s, f, F_DEVICE));
+        ARGS_MEMBER(",\"context\":", skip_member_value(s, 2));
+        ARGS_MEMBER(",\"stream\":", read_float_or_text(s, f, F_STREAM, stream_text));
+        ARGS_MEMBER(",\"correlation\":", read_float(s, f, F_CORRELATION));
+        if (expect_bytes(s, ",\"bytes\":", 9)) { /* copies and sets */
+            ARGS_MEMBER_VALUE(read_float_cold(s, f, F_BYTES));
+            ARGS_MEMBER(",\"memory bandwidth (GB/s)\":", skip_member_value(s, 2));
+            goto rest;
+        }
+        ARGS_MEMBER(",\"registers per thread\":", read_float_cold(s, f, F_REGISTERS));
+        ARGS_MEMBER(",\"shared memory\":", read_float_cold(s, f, F_SHARED_MEMORY));
+        ARGS_MEMBER(",\"blocks per SM\":", skip_member_value(s, 2));
+        ARGS_MEMBER(",\"warps per SM\":", skip_member_value(s, 2));
+        ARGS_MEMBER(",\"grid\":", read_triple_or_null(s, &f[F_GRID_X]));
+        ARGS_MEMBER(",\"block\":", read_triple_or_null(s, &f[F_BLOCK_X]));
+        ARGS_MEMBER(",\"est. achieved occupancy %\":", read_float_cold(s, f, F_OCCUPANCY_PCT));
+        goto rest;
+    }
+    return args_members(s, f, strings, stream_text, keys, 1);
+rest:
+    return args_members(s, f, strings, stream_text, keys, 0);
 }
 
 /* The PH_* of each one-byte phase (filled once, at import: phase_table_init), read without a jump table
@@ -1500,8 +1579,8 @@ static int other_event_member(Scanner *s, Span key, double *f, Span *strings, Sp
     else if (KEY_IS(key, "name")) rc = read_text_or_null(s, &strings[S_NAME]);
     else if (KEY_IS(key, "pid")) rc = read_float_or_text(s, f, F_PID, pid_text);
     else if (KEY_IS(key, "tid")) rc = read_float_or_text(s, f, F_TID, tid_text);
-    else if (KEY_IS(key, "ts")) rc = read_float(s, f, F_TS);
-    else if (KEY_IS(key, "dur")) rc = read_float(s, f, F_DUR);
+    else if (KEY_IS(key, "ts")) rc = read_float_cold(s, f, F_TS);
+    else if (KEY_IS(key, "dur")) rc = read_float_cold(s, f, F_DUR);
     else if (KEY_IS(key, "args")) rc = *s->p == '{' ? scan_args(s, f, strings, stream_text, keys) : DECLINE;
     else rc = skip_member_value(s, 1);
     return rc;
@@ -1555,7 +1634,7 @@ static int scan_event(Scanner *s) {
             KINETO_MEMBER(",\"name\":", read_text_or_null(s, &strings[S_NAME]));
             KINETO_MEMBER(",\"pid\":", read_float_or_text(s, f, F_PID, &pid_text));
             KINETO_MEMBER(",\"tid\":", read_float_or_text(s, f, F_TID, &tid_text));
-            KINETO_MEMBER(",\"ts\":", read_float(s, f, F_TS));
+            KINETO_MEMBER(",\"ts\":", read_timestamp(s, f));
             KINETO_MEMBER(",\"dur\":", read_float(s, f, F_DUR));
             KINETO_MEMBER(",\"args\":", *s->p == '{' ? scan_args(s, f, strings, &stream_text, &keys) : DECLINE);
             goto after_value;
@@ -1566,7 +1645,7 @@ static int scan_event(Scanner *s) {
             KINETO_MEMBER(",\"id\":", skip_member_value(s, 1));
             KINETO_MEMBER(",\"pid\":", read_float_or_text(s, f, F_PID, &pid_text));
             KINETO_MEMBER(",\"tid\":", read_float_or_text(s, f, F_TID, &tid_text));
-            KINETO_MEMBER(",\"ts\":", read_float(s, f, F_TS));
+            KINETO_MEMBER(",\"ts\":", read_timestamp(s, f));
             KINETO_MEMBER(",\"cat\":", read_text_or_null(s, &strings[S_CAT]));
             KINETO_MEMBER(",\"name\":", read_text_or_null(s, &strings[S_NAME]));
             KINETO_MEMBER(",\"bp\":", skip_member_value(s, 1));
@@ -1582,8 +1661,8 @@ static int scan_event(Scanner *s) {
         case EK_NAME: rc = read_text_or_null(s, &strings[S_NAME]); break;
         case EK_PID: rc = read_float_or_text(s, f, F_PID, &pid_text); break;
         case EK_TID: rc = read_float_or_text(s, f, F_TID, &tid_text); break;
-        case EK_TS: rc = read_float(s, f, F_TS); break;
-        case EK_DUR: rc = read_float(s, f, F_DUR); break;
+        case EK_TS: rc = read_float_cold(s, f, F_TS); break;
+        case EK_DUR: rc = read_float_cold(s, f, F_DUR); break;
         case EK_ARGS: rc = *s->p == '{' ? scan_args(s, f, strings, &stream_text, &keys) : DECLINE; break;
         case EK_SKIPPED: rc = skip_member_value(s, 1); break;
         default:
