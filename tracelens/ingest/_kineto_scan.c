@@ -194,6 +194,17 @@ static uint64_t hash_bytes(const unsigned char *p, int32_t n) {
 /* Whether the n bytes at a and b are equal: words compared inline (memcmp is a library call on every
  * string a table looks up). */
 static inline ALWAYS_INLINE int same_text(const unsigned char *a, const unsigned char *b, int32_t n) {
+#ifdef HAVE_SSE2
+    if (n >= 16) { /* sixteen bytes a step, the last sixteen overlapping */
+        int32_t i = 0;
+        for (; i + 16 < n; i += 16)
+            if (_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(a + i)),
+                                                 _mm_loadu_si128((const __m128i *)(b + i)))) != 0xFFFF)
+                return 0;
+        return _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(a + n - 16)),
+                                                _mm_loadu_si128((const __m128i *)(b + n - 16)))) == 0xFFFF;
+    }
+#endif
     if (n >= 8) {
         int32_t i = 0;
         for (; i + 8 < n; i += 8)
@@ -268,6 +279,8 @@ typedef struct {
     int path;          /* PATH_*: how scan_number decided its last number */
     uint32_t deferred; /* bit per float field of the event being scanned whose number was deferred */
     Span deferred_text[N_EVENT_FLOATS];
+    unsigned char lengths[N_EVENT_FLOATS]; /* read_id: the digits of each field's last integer (1-8; 0: none) */
+    unsigned char skipped_lengths[3];      /* skip_id: the same for the ids skipped (SKIP_*) */
 } Scanner;
 
 static inline int is_space(unsigned char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
@@ -1034,6 +1047,42 @@ static inline ALWAYS_INLINE int read_float_or_text(Scanner *s, double *f, int fi
     return read_float(s, f, field);
 }
 
+/* read_float for the ids Kineto writes (pid, tid, External id, correlation): an integer of as many digits as
+ * the field's previous one (its length predicted: the end of the number is then known without waiting for
+ * its digits to be found, on a branch nearly always taken), checked as JSON (digits only, no leading zero,
+ * then a byte that ends a number) and converted as scan_kineto_number converts it; any other number, or
+ * one of another length, by read_float, which then notes its length. */
+static inline ALWAYS_INLINE int read_id(Scanner *s, double *f, int field) {
+    int rc;
+    const unsigned char *p = s->p;
+#ifdef HAVE_LITTLE_ENDIAN_LOADS
+    int length = s->lengths[field];
+    if (length != 0 && s->end - p >= 16 && !(s->deferred & (UINT32_C(1) << field))) {
+        uint64_t t = load_64(p) - UINT64_C(0x3030303030303030);
+        uint64_t not_digit = ((t + UINT64_C(0x7676767676767676)) | t) & UINT64_C(0x8080808080808080);
+        uint64_t digits = length == 8 ? ~UINT64_C(0) : (UINT64_C(1) << (8 * length)) - 1;
+        unsigned char next = p[length];
+        if ((not_digit & digits) == 0 && !is_digit(next) && next != '.' && (next | 0x20) != 'e' &&
+            (p[0] != '0' || length == 1)) {
+            f[field] = (double)(int64_t)digits_value(t, length);
+            s->path = PATH_INTEGER;
+            s->p = p + length;
+            return OK;
+        }
+    }
+#endif
+    rc = read_float(s, f, field);
+    if (rc == OK) s->lengths[field] = s->p - p <= 8 && is_digit(p[0]) ? (unsigned char)(s->p - p) : 0;
+    return rc;
+}
+
+/* read_float_or_text with read_id for a number. */
+static inline ALWAYS_INLINE int read_id_or_text(Scanner *s, double *f, int field, Span *text) {
+    if (s->p < s->end && *s->p == '"') return read_float_or_text(s, f, field, text);
+    text->flags = 0;
+    return read_id(s, f, field);
+}
+
 static inline ALWAYS_INLINE int read_text_or_null(Scanner *s, Span *out) { /* str | None */
     if (s->p < s->end && *s->p == '"') return read_typed_text(s, out);
     out->flags = 0;
@@ -1272,6 +1321,62 @@ static inline ALWAYS_INLINE int value_start(Scanner *s) {
     return s->p < s->end ? OK : DECLINE;
 }
 
+/* The integers skip_id skips, by the slot of their last length. */
+enum { SKIP_FLOW_ID, SKIP_EV_IDX, SKIP_CBID };
+
+/* skip_member_value for an id that is not read (a flow's "id", "Ev Idx", "cbid"): an integer of as many
+ * digits as the last one of its kind recognized as read_id recognizes it, else skip_member_value, which
+ * then notes its length. */
+static inline ALWAYS_INLINE int skip_id(Scanner *s, int kind, int depth) {
+    int rc;
+    const unsigned char *p = s->p;
+#ifdef HAVE_LITTLE_ENDIAN_LOADS
+    int length = s->skipped_lengths[kind];
+    if (length != 0 && s->end - p >= 16) {
+        uint64_t t = load_64(p) - UINT64_C(0x3030303030303030);
+        uint64_t not_digit = ((t + UINT64_C(0x7676767676767676)) | t) & UINT64_C(0x8080808080808080);
+        uint64_t digits = length == 8 ? ~UINT64_C(0) : (UINT64_C(1) << (8 * length)) - 1;
+        unsigned char next = p[length];
+        if ((not_digit & digits) == 0 && !is_digit(next) && next != '.' && (next | 0x20) != 'e' &&
+            (p[0] != '0' || length == 1)) {
+            s->p = p + length;
+            return OK;
+        }
+    }
+#endif
+    rc = skip_member_value(s, depth);
+    if (rc == OK) s->skipped_lengths[kind] = s->p - p <= 8 && is_digit(p[0]) ? (unsigned char)(s->p - p) : 0;
+    return rc;
+}
+
+/* read_text_or_null for a category (and a flow's name, its category again): the ones Kineto writes most
+ * (cpu_op, cuda_runtime, kernel, gpu_memcpy; ac2g and fwdbwd on flows) recognized with their quotes in word
+ * compares, where the string scan's end depends on its bytes; any other text, or null, by read_text_or_null.
+ * The span is the one it gives. */
+static inline ALWAYS_INLINE int read_category(Scanner *s, Span *out) {
+#ifdef HAVE_LITTLE_ENDIAN_LOADS
+    const unsigned char *p = s->p;
+    if (s->end - p >= 16) {
+        uint64_t w = load_64(p);
+        int32_t n = 0;
+        if (w == word_of("\"cpu_op\"")) n = 6;
+        else if (word_starts_with(w, "\"ac2g\"", 6)) n = 4;
+        else if (w == word_of("\"cuda_ru") && load_64(p + 6) == word_of("runtime\"")) n = 12;
+        else if (w == word_of("\"kernel\"")) n = 6;
+        else if (w == word_of("\"fwdbwd\"")) n = 6;
+        else if (w == word_of("\"gpu_mem") && load_32(p + 8) == load_32((const unsigned char *)"cpy\"")) n = 10;
+        if (n) {
+            out->text = p + 1;
+            out->length = n;
+            out->flags = SPAN_PRESENT;
+            s->p = p + n + 2;
+            return OK;
+        }
+    }
+#endif
+    return read_text_or_null(s, out);
+}
+
 /* The value of a member of scan_args's expected sequence, its key matched: read as the loop reads it. */
 #define ARGS_MEMBER_VALUE(read)                                              \
     do {                                                                     \
@@ -1394,20 +1499,20 @@ static int scan_args(Scanner *s, double *f, Span *strings, Span *stream_text, in
      * first member that is not the one expected, the loop takes over after the last value read: both read
      * every member alike (the same readers, the same depth for a value skipped), in the order written. */
     if (expect_bytes(s, "\"External id\":", 14)) {
-        if ((rc = value_start(s)) != OK || (rc = read_float(s, f, F_EXTERNAL_ID)) != OK) return rc;
+        if ((rc = value_start(s)) != OK || (rc = read_id(s, f, F_EXTERNAL_ID)) != OK) return rc;
         if (expect_bytes(s, ",\"Ev Idx\":", 10)) {
-            ARGS_MEMBER_VALUE(skip_member_value(s, 2));
+            ARGS_MEMBER_VALUE(skip_id(s, SKIP_EV_IDX, 2));
             goto rest;
         }
         if (expect_bytes(s, ",\"Sequence number\":", 19)) {
             ARGS_MEMBER_VALUE(skip_member_value(s, 2));
             ARGS_MEMBER(",\"Fwd thread id\":", skip_member_value(s, 2));
-            ARGS_MEMBER(",\"Ev Idx\":", skip_member_value(s, 2));
+            ARGS_MEMBER(",\"Ev Idx\":", skip_id(s, SKIP_EV_IDX, 2));
             goto rest;
         }
         if (expect_bytes(s, ",\"cbid\":", 8)) {
-            ARGS_MEMBER_VALUE(skip_member_value(s, 2));
-            ARGS_MEMBER(",\"correlation\":", read_float(s, f, F_CORRELATION));
+            ARGS_MEMBER_VALUE(skip_id(s, SKIP_CBID, 2));
+            ARGS_MEMBER(",\"correlation\":", read_id(s, f, F_CORRELATION));
             goto rest;
         }
         if (expect_bytes(s, ",\"queued\":", 10)) ARGS_MEMBER_VALUE(skip_member_value(s, 2)); /* not on copies */
@@ -1415,7 +1520,7 @@ static int scan_args(Scanner *s, double *f, Span *strings, Span *stream_text, in
         ARGS_MEMBER(",\"device\":", read_float_cold(s, f, F_DEVICE));
         ARGS_MEMBER(",\"context\":", skip_member_value(s, 2));
         ARGS_MEMBER(",\"stream\":", read_float_or_text(s, f, F_STREAM, stream_text));
-        ARGS_MEMBER(",\"correlation\":", read_float(s, f, F_CORRELATION));
+        ARGS_MEMBER(",\"correlation\":", read_id(s, f, F_CORRELATION));
         if (expect_bytes(s, ",\"bytes\":", 9)) { /* copies and sets */
             ARGS_MEMBER_VALUE(read_float_cold(s, f, F_BYTES));
             ARGS_MEMBER(",\"memory bandwidth (GB/s)\":", skip_member_value(s, 2));
@@ -1630,10 +1735,10 @@ static int scan_event(Scanner *s) {
         if (w == word_of("\"ph\":\"X\"")) {
             phase_text.text = s->p + 6, phase_text.length = 1, phase_text.flags = SPAN_PRESENT;
             s->p += 8;
-            KINETO_MEMBER(",\"cat\":", read_text_or_null(s, &strings[S_CAT]));
+            KINETO_MEMBER(",\"cat\":", read_category(s, &strings[S_CAT]));
             KINETO_MEMBER(",\"name\":", read_text_or_null(s, &strings[S_NAME]));
-            KINETO_MEMBER(",\"pid\":", read_float_or_text(s, f, F_PID, &pid_text));
-            KINETO_MEMBER(",\"tid\":", read_float_or_text(s, f, F_TID, &tid_text));
+            KINETO_MEMBER(",\"pid\":", read_id_or_text(s, f, F_PID, &pid_text));
+            KINETO_MEMBER(",\"tid\":", read_id_or_text(s, f, F_TID, &tid_text));
             KINETO_MEMBER(",\"ts\":", read_timestamp(s, f));
             KINETO_MEMBER(",\"dur\":", read_float(s, f, F_DUR));
             KINETO_MEMBER(",\"args\":", *s->p == '{' ? scan_args(s, f, strings, &stream_text, &keys) : DECLINE);
@@ -1642,12 +1747,12 @@ static int scan_event(Scanner *s) {
         if (w == word_of("\"ph\":\"f\"") || w == word_of("\"ph\":\"s\"")) { /* flow events */
             phase_text.text = s->p + 6, phase_text.length = 1, phase_text.flags = SPAN_PRESENT;
             s->p += 8;
-            KINETO_MEMBER(",\"id\":", skip_member_value(s, 1));
-            KINETO_MEMBER(",\"pid\":", read_float_or_text(s, f, F_PID, &pid_text));
-            KINETO_MEMBER(",\"tid\":", read_float_or_text(s, f, F_TID, &tid_text));
+            KINETO_MEMBER(",\"id\":", skip_id(s, SKIP_FLOW_ID, 1));
+            KINETO_MEMBER(",\"pid\":", read_id_or_text(s, f, F_PID, &pid_text));
+            KINETO_MEMBER(",\"tid\":", read_id_or_text(s, f, F_TID, &tid_text));
             KINETO_MEMBER(",\"ts\":", read_timestamp(s, f));
-            KINETO_MEMBER(",\"cat\":", read_text_or_null(s, &strings[S_CAT]));
-            KINETO_MEMBER(",\"name\":", read_text_or_null(s, &strings[S_NAME]));
+            KINETO_MEMBER(",\"cat\":", read_category(s, &strings[S_CAT]));
+            KINETO_MEMBER(",\"name\":", read_category(s, &strings[S_NAME])); /* "ac2g", "fwdbwd" as their category */
             KINETO_MEMBER(",\"bp\":", skip_member_value(s, 1));
             goto after_value;
         }
