@@ -24,6 +24,14 @@
  * float(). That number alone leaves the fast path; its block is never declined for it.
  *
  * Every read is bounds-checked against the end of the buffer; nesting deeper than MAX_DEPTH declines.
+ *
+ * Speed: phase one is bound less by its instructions than by the chain through s->p, where each token's end
+ * waits for the bytes just loaded (a string's quote, a number's last digit). So Kineto's own bytes are
+ * recognized where they are fixed (the layout between events, the keys in Kineto's member orders, its
+ * categories, its timestamps' shape) or predictable (an id as long as the same field's last one), each by a
+ * compare on a branch nearly always taken, after which s->p moves by a constant; every other byte goes
+ * through the general readers (out of line), which read it as msgspec would. benchmarks/bench_kineto_scan.py
+ * times it; benchmarks/results/kineto_scan_kscan7.md has the measures behind each of these choices.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
