@@ -24,6 +24,14 @@
  * float(). That number alone leaves the fast path; its block is never declined for it.
  *
  * Every read is bounds-checked against the end of the buffer; nesting deeper than MAX_DEPTH declines.
+ *
+ * Speed: phase one is bound less by its instructions than by the chain through s->p, where each token's end
+ * waits for the bytes just loaded (a string's quote, a number's last digit). So Kineto's own bytes are
+ * recognized where they are fixed (the layout between events, the keys in Kineto's member orders, its
+ * categories, its timestamps' shape) or predictable (an id as long as the same field's last one), each by a
+ * compare on a branch nearly always taken, after which s->p moves by a constant; every other byte goes
+ * through the general readers (out of line), which read it as msgspec would. benchmarks/bench_kineto_scan.py
+ * times it; benchmarks/results/kineto_scan_kscan7.md has the measures behind each of these choices.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -63,11 +71,15 @@
 #define HAVE_DOUBLE_ROUNDING_FREE_ARITHMETIC 1
 #endif
 
-/* For the few small functions every member of every event goes through: GCC's inliner leaves them calls. */
+/* For the few small functions every member of every event goes through: GCC's inliner leaves them calls.
+ * NOINLINE: for the general paths behind them, kept out of the many places they are inlined into (the
+ * scanner's hot code then fits the instruction caches). */
 #if defined(__GNUC__)
 #define ALWAYS_INLINE __attribute__((always_inline))
+#define NOINLINE __attribute__((noinline))
 #else
 #define ALWAYS_INLINE
+#define NOINLINE
 #endif
 
 /* Runs of up to eight digits read as one little-endian word (scan_number, GCC and Clang); elsewhere digit by
@@ -190,6 +202,17 @@ static uint64_t hash_bytes(const unsigned char *p, int32_t n) {
 /* Whether the n bytes at a and b are equal: words compared inline (memcmp is a library call on every
  * string a table looks up). */
 static inline ALWAYS_INLINE int same_text(const unsigned char *a, const unsigned char *b, int32_t n) {
+#ifdef HAVE_SSE2
+    if (n >= 16) { /* sixteen bytes a step, the last sixteen overlapping */
+        int32_t i = 0;
+        for (; i + 16 < n; i += 16)
+            if (_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(a + i)),
+                                                 _mm_loadu_si128((const __m128i *)(b + i)))) != 0xFFFF)
+                return 0;
+        return _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(a + n - 16)),
+                                                _mm_loadu_si128((const __m128i *)(b + n - 16)))) == 0xFFFF;
+    }
+#endif
     if (n >= 8) {
         int32_t i = 0;
         for (; i + 8 < n; i += 8)
@@ -264,6 +287,8 @@ typedef struct {
     int path;          /* PATH_*: how scan_number decided its last number */
     uint32_t deferred; /* bit per float field of the event being scanned whose number was deferred */
     Span deferred_text[N_EVENT_FLOATS];
+    unsigned char lengths[N_EVENT_FLOATS]; /* read_id: the digits of each field's last integer (1-8; 0: none) */
+    unsigned char skipped_lengths[3];      /* skip_id: the same for the ids skipped (SKIP_*) */
 } Scanner;
 
 static inline int is_space(unsigned char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
@@ -607,33 +632,32 @@ static inline ALWAYS_INLINE int digit_run(const unsigned char *p, uint64_t *valu
 
 
 #ifdef HAVE_LITTLE_ENDIAN_LOADS
-/* The numbers Kineto writes (an integer of up to 16 digits, or one with a fraction of up to 8 digits: ids,
- * "ts": 1712195499980147.5, "dur": 0.358), with 32 bytes or more left after s->p: read in two or three digit
- * runs without a bounds check each, and converted as scan_number converts them (the same digits, mantissa
- * and exponent: every value, path and end are the ones scan_number gives). 0 when the number is of another
- * shape, or the conversion would defer it: scan_number then reads it from its first byte. */
-static inline ALWAYS_INLINE int scan_kineto_number(Scanner *s, double *value, int *is_integer, int64_t *integer) {
-    const unsigned char *p = s->p;
-    int negative = *p == '-', n, fraction;
-    uint64_t mantissa = 0, run = 0; /* digit_run leaves run as it is when it finds no digit */
-    p += negative;
-    if (*p == '0') {
-        p++;
-        n = 0;
-    } else {
-        n = digit_run(p, &mantissa);
-        if (n == 0) return 0; /* not a digit: scan_number declines it */
-        p += n;
-        if (n == 8) {
-            int more = digit_run(p, &run);
-            if (more == 8 && is_digit(p[8])) return 0; /* 17 integer digits or more */
-            mantissa = mantissa * POW10_INTEGER[more] + run;
-            p += more;
-            n += more;
-        }
-    }
-    if (*p != '.') {
-        if (*p == 'e' || *p == 'E') return 0;
+/* The value of the eight digits of a little-endian word of which the first n (1 to 8) bytes are digits, less
+ * '0' (t: the word less 0x30 in every byte): the digits moved to the top bytes, zeros below, then combined in
+ * three multiplies (digit_run's conversion; the bytes after the digits are shifted out, and the borrow of a
+ * byte below '0' only ever runs towards them). */
+static inline ALWAYS_INLINE uint64_t digits_value(uint64_t t, int n) {
+    t <<= 8 * (8 - n);
+    t = t * 10 + (t >> 8);
+    t = ((t & UINT64_C(0x000000FF000000FF)) * UINT64_C(0x000F424000000064) +
+         ((t >> 16) & UINT64_C(0x000000FF000000FF)) * UINT64_C(0x0000271000000001)) >> 32;
+    return (uint32_t)t;
+}
+
+#ifdef HAVE_DOUBLE_ROUNDING_FREE_ARITHMETIC
+/* d / 10 for each digit d, as the division rounds it (constants the compiler divides, correctly rounded). */
+static const double TENTHS[10] = {0.0 / 10, 1.0 / 10, 2.0 / 10, 3.0 / 10, 4.0 / 10,
+                                  5.0 / 10, 6.0 / 10, 7.0 / 10, 8.0 / 10, 9.0 / 10};
+#endif
+
+/* The end of a Kineto number (integer part of `n` digits at p, then, when `fraction` > 0, a point and that
+ * many digits; mantissa and run their values, the integer part of at most 16 digits, n + fraction <= 19)
+ * converted as scan_number converts it: 1 with s->p, *value and s->path set, or 0 to leave the number to
+ * scan_number. `digits`: n, or 0 for a lone integer digit 0 (scan_number counts no digits there). */
+static inline ALWAYS_INLINE int kineto_number_value(Scanner *s, const unsigned char *p, int negative,
+                                                    uint64_t mantissa, int fraction, uint64_t run, double *value,
+                                                    int *is_integer, int64_t *integer) {
+    if (fraction == 0) {
         s->p = p;
         *is_integer = 1; /* at most 16 digits: fits int64 */
         *integer = negative ? (int64_t)(0 - mantissa) : (int64_t)mantissa;
@@ -641,11 +665,6 @@ static inline ALWAYS_INLINE int scan_kineto_number(Scanner *s, double *value, in
         s->path = PATH_INTEGER;
         return 1;
     }
-    p++;
-    fraction = digit_run(p, &run);
-    if (fraction == 0 || (fraction == 8 && is_digit(p[8])) || n + fraction > 19) return 0;
-    p += fraction;
-    if (*p == 'e' || *p == 'E') return 0;
     *is_integer = 0;
 #ifdef HAVE_DOUBLE_ROUNDING_FREE_ARITHMETIC
     /* Kineto's absolute timestamps (1712195499980147.5: 17 digits, past Clinger's 2^53) as integer part I plus
@@ -656,7 +675,9 @@ static inline ALWAYS_INLINE int scan_kineto_number(Scanner *s, double *value, in
      * (10^k <= I < 2^(e+1)): the division's rounding never carries it across one. */
     if (mantissa >= POW10_INTEGER[fraction] && mantissa < (UINT64_C(1) << 53) &&
         mantissa * POW10_INTEGER[fraction] + run > (UINT64_C(1) << 53)) {
-        double sum = (double)mantissa + (double)run / POW10[fraction];
+        /* one digit (Kineto's timestamps): its quotient by ten from a table of the ten correctly rounded ones
+         * (division is slow) */
+        double sum = (double)mantissa + (fraction == 1 ? TENTHS[run] : (double)run / POW10[fraction]);
         *value = negative ? -sum : sum;
         s->path = PATH_INTEGER_AND_FRACTION;
         s->p = p;
@@ -675,19 +696,53 @@ static inline ALWAYS_INLINE int scan_kineto_number(Scanner *s, double *value, in
     s->p = p;
     return 1;
 }
+
+#define KINETO_NUMBER_BYTES 32
+
+/* The numbers Kineto writes (an integer of up to 16 digits, or one with a fraction of up to 8 digits: ids,
+ * "ts": 1712195499980147.5, "dur": 0.358), with 32 bytes or more left after s->p: read in two or three digit
+ * runs without a bounds check each, and converted as scan_number converts them (the same digits, mantissa
+ * and exponent: every value, path and end are the ones scan_number gives). 0 when the number is of another
+ * shape, or the conversion would defer it: scan_number then reads it from its first byte. */
+static inline ALWAYS_INLINE int scan_kineto_number(Scanner *s, double *value, int *is_integer, int64_t *integer) {
+    const unsigned char *p = s->p;
+    int negative = *p == '-', n, fraction = 0;
+    uint64_t mantissa = 0, run = 0; /* digit_run leaves run as it is when it finds no digit */
+    p += negative;
+    if (*p == '0') {
+        p++;
+        n = 0;
+    } else {
+        n = digit_run(p, &mantissa);
+        if (n == 0) return 0; /* not a digit: scan_number declines it */
+        p += n;
+        if (n == 8) {
+            int more = digit_run(p, &run);
+            if (more == 8 && is_digit(p[8])) return 0; /* 17 integer digits or more */
+            mantissa = mantissa * POW10_INTEGER[more] + run;
+            p += more;
+            n += more;
+        }
+    }
+    if (*p == '.') {
+        p++;
+        fraction = digit_run(p, &run);
+        if (fraction == 0 || (fraction == 8 && is_digit(p[8])) || n + fraction > 19) return 0;
+        p += fraction;
+    }
+    if (*p == 'e' || *p == 'E') return 0;
+    return kineto_number_value(s, p, negative, mantissa, fraction, run, value, is_integer, integer);
+}
 #endif
 
 /* A JSON number at s->p. *is_integer: no fraction and no exponent, and the value fits int64 (*integer).
  * value NULL: only checked (a skipped member). OK with *value set, DEFER (*value NaN, the text in s->number)
  * or DECLINE. */
-static inline ALWAYS_INLINE int scan_number(Scanner *s, double *value, int *is_integer, int64_t *integer) {
+static NOINLINE int scan_number_general(Scanner *s, double *value, int *is_integer, int64_t *integer) {
     const unsigned char *start = s->p, *p = s->p, *end = s->end;
     int negative = 0, exact = 1, has_fraction = 0, has_exponent = 0, digits = 0;
     uint64_t mantissa = 0;
     int64_t exponent = 0;
-#ifdef HAVE_LITTLE_ENDIAN_LOADS
-    if (value != NULL && end - p >= 32 && scan_kineto_number(s, value, is_integer, integer)) return OK;
-#endif
     if (p < end && *p == '-') { negative = 1; p++; }
     if (p >= end) return DECLINE;
     if (*p == '0') {
@@ -775,7 +830,32 @@ static inline ALWAYS_INLINE int scan_number(Scanner *s, double *value, int *is_i
     return DEFER;
 }
 
+/* scan_number: Kineto's numbers by scan_kineto_number where 32 bytes follow, any other by the general reader
+ * (out of line). */
+static inline ALWAYS_INLINE int scan_number(Scanner *s, double *value, int *is_integer, int64_t *integer) {
+#ifdef HAVE_LITTLE_ENDIAN_LOADS
+    if (value != NULL && s->end - s->p >= KINETO_NUMBER_BYTES && scan_kineto_number(s, value, is_integer, integer))
+        return OK;
+#endif
+    return scan_number_general(s, value, is_integer, integer);
+}
+
 static int skip_value(Scanner *s, int depth);
+
+/* Past the run of ASCII digits at p: eight bytes a step where words load little-endian (the first byte that
+ * is no digit found as digit_run finds it, without a branch a digit), then byte by byte. */
+static inline ALWAYS_INLINE const unsigned char *skip_digits(const unsigned char *p, const unsigned char *end) {
+#ifdef HAVE_LITTLE_ENDIAN_LOADS
+    while (end - p >= 8) {
+        uint64_t t = load_64(p) - UINT64_C(0x3030303030303030);
+        uint64_t not_digit = ((t + UINT64_C(0x7676767676767676)) | t) & UINT64_C(0x8080808080808080);
+        if (not_digit) return p + (__builtin_ctzll(not_digit) >> 3);
+        p += 8;
+    }
+#endif
+    while (p < end && is_digit(*p)) p++;
+    return p;
+}
 
 /* A JSON number at s->p, its syntax checked and skipped (what scan_number checks with value NULL, without
  * computing the value). */
@@ -794,13 +874,13 @@ static inline ALWAYS_INLINE int skip_number(Scanner *s) {
     if (p < end && *p == '.') {
         p++;
         if (p >= end || !is_digit(*p)) return DECLINE;
-        while (p < end && is_digit(*p)) p++;
+        p = skip_digits(p, end);
     }
     if (p < end && (*p == 'e' || *p == 'E')) {
         p++;
         if (p < end && (*p == '+' || *p == '-')) p++;
         if (p >= end || !is_digit(*p)) return DECLINE;
-        while (p < end && is_digit(*p)) p++;
+        p = skip_digits(p, end);
     }
     s->p = p;
     return OK;
@@ -821,6 +901,11 @@ static inline ALWAYS_INLINE int skip_member_value(Scanner *s, int depth) {
 /* After a member or element: 1 when the container goes on (','), 0 when it ended (close), -1 otherwise. */
 static inline ALWAYS_INLINE int after_item(Scanner *s, unsigned char close) {
     if (s->p < s->end && *s->p == ',') { s->p++; return 1; } /* Kineto's layout: the comma right after */
+    /* An event's end as Kineto writes it (a line of its own, indented by two): one word compare */
+    if (close == '}' && s->end - s->p >= 4 && load_32(s->p) == load_32((const unsigned char *)"\n  }")) {
+        s->p += 4;
+        return 0;
+    }
     skip_space(s);
     if (s->p >= s->end) return -1;
     if (*s->p == ',') { s->p++; return 1; }
@@ -888,12 +973,12 @@ static int replace_deferred(Scanner *s, int field) {
     return add_text(s, -1, field, s->deferred_text[field]);
 }
 
-/* float: a JSON number, nothing else, into f[field]. A deferred number is noted for the event. */
-static inline ALWAYS_INLINE int read_float(Scanner *s, double *f, int field) {
+/* read_float's general path: any JSON number (or a decline), out of line. */
+static NOINLINE int read_float_general(Scanner *s, double *f, int field) {
     int is_integer, rc, deferred;
     int64_t integer;
     if (s->p >= s->end || !(*s->p == '-' || is_digit(*s->p))) return DECLINE;
-    rc = scan_number(s, &f[field], &is_integer, &integer);
+    rc = scan_number_general(s, &f[field], &is_integer, &integer);
     if (rc == DECLINE) return DECLINE;
     deferred = rc == DEFER;
     if ((rc = replace_deferred(s, field)) != OK) return rc;
@@ -904,11 +989,60 @@ static inline ALWAYS_INLINE int read_float(Scanner *s, double *f, int field) {
     return OK;
 }
 
+/* float: a JSON number, nothing else, into f[field]. A deferred number is noted for the event. Kineto's
+ * numbers inline (scan_kineto_number: no deferred number, no decline), any other by read_float_general. */
+static inline ALWAYS_INLINE int read_float(Scanner *s, double *f, int field) {
+#ifdef HAVE_LITTLE_ENDIAN_LOADS
+    int is_integer;
+    int64_t integer;
+    if (s->end - s->p >= KINETO_NUMBER_BYTES && scan_kineto_number(s, &f[field], &is_integer, &integer))
+        return (s->deferred & (UINT32_C(1) << field)) ? replace_deferred(s, field) : OK;
+#endif
+    return read_float_general(s, f, field);
+}
+
+/* read_float out of line: for the members read on few events (kernels' and copies' fields) and the general
+ * member loops, which then do not each hold a copy of the number reader. */
+static NOINLINE int read_float_cold(Scanner *s, double *f, int field) { return read_float(s, f, field); }
+
 /* A JSON string that msgspec decodes into a str field: it must be valid UTF-8, or msgspec raises. */
 static inline ALWAYS_INLINE int read_typed_text(Scanner *s, Span *out) {
     int rc = scan_string(s, out);
     if (rc == OK && (out->flags & SPAN_NON_ASCII) && !valid_utf8(out->text, out->length)) return DECLINE;
     return rc;
+}
+
+#ifdef HAVE_LITTLE_ENDIAN_LOADS
+/* Whether the 8 bytes of a word are all ASCII digits (digit_run's test, for a whole word). */
+static inline ALWAYS_INLINE int all_digits(uint64_t word) {
+    uint64_t t = word - UINT64_C(0x3030303030303030);
+    return (((t + UINT64_C(0x7676767676767676)) | t) & UINT64_C(0x8080808080808080)) == 0;
+}
+#endif
+
+/* "ts": read_float, with Kineto's own shape of it first (16 digits, a point and one digit:
+ * 1712195504612945.5) recognized by its bytes: then the end is known without waiting for the digits'
+ * lengths (the branch is taken on nearly every event), and the value converted from the two words as
+ * scan_kineto_number converts it (the same mantissa, fraction and path). */
+static inline ALWAYS_INLINE int read_timestamp(Scanner *s, double *f) {
+#ifdef HAVE_LITTLE_ENDIAN_LOADS
+    const unsigned char *p = s->p;
+    if (s->end - p >= 32 && !(s->deferred & (UINT32_C(1) << F_TS))) {
+        uint64_t high = load_64(p), low = load_64(p + 8);
+        if (all_digits(high) && all_digits(low) && p[0] != '0' && p[16] == '.' && is_digit(p[17]) &&
+            !is_digit(p[18]) && (p[18] | 0x20) != 'e') {
+            int is_integer;
+            int64_t integer;
+            uint64_t mantissa = digits_value(high - UINT64_C(0x3030303030303030), 8) * 100000000 +
+                                digits_value(low - UINT64_C(0x3030303030303030), 8);
+            if (kineto_number_value(s, p + 18, 0, mantissa, 1, (uint64_t)(p[17] - '0'), &f[F_TS], &is_integer,
+                                    &integer))
+                return OK;
+            s->p = p;
+        }
+    }
+#endif
+    return read_float(s, f, F_TS);
 }
 
 static inline ALWAYS_INLINE int read_float_or_text(Scanner *s, double *f, int field, Span *text) { /* float | str */
@@ -919,6 +1053,42 @@ static inline ALWAYS_INLINE int read_float_or_text(Scanner *s, double *f, int fi
     }
     text->flags = 0;
     return read_float(s, f, field);
+}
+
+/* read_float for the ids Kineto writes (pid, tid, External id, correlation): an integer of as many digits as
+ * the field's previous one (its length predicted: the end of the number is then known without waiting for
+ * its digits to be found, on a branch nearly always taken), checked as JSON (digits only, no leading zero,
+ * then a byte that ends a number) and converted as scan_kineto_number converts it; any other number, or
+ * one of another length, by read_float, which then notes its length. */
+static inline ALWAYS_INLINE int read_id(Scanner *s, double *f, int field) {
+    int rc;
+    const unsigned char *p = s->p;
+#ifdef HAVE_LITTLE_ENDIAN_LOADS
+    int length = s->lengths[field];
+    if (length != 0 && s->end - p >= 16 && !(s->deferred & (UINT32_C(1) << field))) {
+        uint64_t t = load_64(p) - UINT64_C(0x3030303030303030);
+        uint64_t not_digit = ((t + UINT64_C(0x7676767676767676)) | t) & UINT64_C(0x8080808080808080);
+        uint64_t digits = length == 8 ? ~UINT64_C(0) : (UINT64_C(1) << (8 * length)) - 1;
+        unsigned char next = p[length];
+        if ((not_digit & digits) == 0 && !is_digit(next) && next != '.' && (next | 0x20) != 'e' &&
+            (p[0] != '0' || length == 1)) {
+            f[field] = (double)(int64_t)digits_value(t, length);
+            s->path = PATH_INTEGER;
+            s->p = p + length;
+            return OK;
+        }
+    }
+#endif
+    rc = read_float(s, f, field);
+    if (rc == OK) s->lengths[field] = s->p - p <= 8 && is_digit(p[0]) ? (unsigned char)(s->p - p) : 0;
+    return rc;
+}
+
+/* read_float_or_text with read_id for a number. */
+static inline ALWAYS_INLINE int read_id_or_text(Scanner *s, double *f, int field, Span *text) {
+    if (s->p < s->end && *s->p == '"') return read_float_or_text(s, f, field, text);
+    text->flags = 0;
+    return read_id(s, f, field);
 }
 
 static inline ALWAYS_INLINE int read_text_or_null(Scanner *s, Span *out) { /* str | None */
@@ -1137,29 +1307,122 @@ static inline ALWAYS_INLINE int begin_args_member(Scanner *s, Span *key, int *wh
     return s->p < s->end ? OK : DECLINE;
 }
 
-/* An event's args object at s->p. *op_keys is set when a key of an op field was read (add_op then looks for
- * the op record's fields; most events have none). */
-static int scan_args(Scanner *s, double *f, Span *strings, Span *stream_text, int *op_keys) {
+/* The 8 bytes at p as one word, and the word of an 8-byte literal (folded at compile time). */
+static inline ALWAYS_INLINE uint64_t load_word(const unsigned char *p) { return load_64(p); }
+static inline ALWAYS_INLINE uint64_t word_of(const char *literal) {
+    uint64_t word;
+    memcpy(&word, literal, 8);
+    return word;
+}
+
+/* Whether the bytes at s->p are the n of `literal` (then skipped). */
+static inline ALWAYS_INLINE int expect_bytes(Scanner *s, const char *literal, size_t n) {
+    if ((size_t)(s->end - s->p) < n || !same_bytes(s->p, literal, n)) return 0;
+    s->p += n;
+    return 1;
+}
+
+/* After a key's colon: the value's first byte, past any whitespace, as begin_event_member leaves it. */
+static inline ALWAYS_INLINE int value_start(Scanner *s) {
+    if (s->p < s->end && *s->p > ' ') return OK;
+    skip_space(s);
+    return s->p < s->end ? OK : DECLINE;
+}
+
+/* The integers skip_id skips, by the slot of their last length. */
+enum { SKIP_FLOW_ID, SKIP_EV_IDX, SKIP_CBID };
+
+/* skip_member_value for an id that is not read (a flow's "id", "Ev Idx", "cbid"): an integer of as many
+ * digits as the last one of its kind recognized as read_id recognizes it, else skip_member_value, which
+ * then notes its length. */
+static inline ALWAYS_INLINE int skip_id(Scanner *s, int kind, int depth) {
+    int rc;
+    const unsigned char *p = s->p;
+#ifdef HAVE_LITTLE_ENDIAN_LOADS
+    int length = s->skipped_lengths[kind];
+    if (length != 0 && s->end - p >= 16) {
+        uint64_t t = load_64(p) - UINT64_C(0x3030303030303030);
+        uint64_t not_digit = ((t + UINT64_C(0x7676767676767676)) | t) & UINT64_C(0x8080808080808080);
+        uint64_t digits = length == 8 ? ~UINT64_C(0) : (UINT64_C(1) << (8 * length)) - 1;
+        unsigned char next = p[length];
+        if ((not_digit & digits) == 0 && !is_digit(next) && next != '.' && (next | 0x20) != 'e' &&
+            (p[0] != '0' || length == 1)) {
+            s->p = p + length;
+            return OK;
+        }
+    }
+#endif
+    rc = skip_member_value(s, depth);
+    if (rc == OK) s->skipped_lengths[kind] = s->p - p <= 8 && is_digit(p[0]) ? (unsigned char)(s->p - p) : 0;
+    return rc;
+}
+
+/* read_text_or_null for a category (and a flow's name, its category again): the ones Kineto writes most
+ * (cpu_op, cuda_runtime, kernel, gpu_memcpy; ac2g and fwdbwd on flows) recognized with their quotes in word
+ * compares, where the string scan's end depends on its bytes; any other text, or null, by read_text_or_null.
+ * The span is the one it gives. */
+static inline ALWAYS_INLINE int read_category(Scanner *s, Span *out) {
+#ifdef HAVE_LITTLE_ENDIAN_LOADS
+    const unsigned char *p = s->p;
+    if (s->end - p >= 16) {
+        uint64_t w = load_64(p);
+        int32_t n = 0;
+        if (w == word_of("\"cpu_op\"")) n = 6;
+        else if (word_starts_with(w, "\"ac2g\"", 6)) n = 4;
+        else if (w == word_of("\"cuda_ru") && load_64(p + 6) == word_of("runtime\"")) n = 12;
+        else if (w == word_of("\"kernel\"")) n = 6;
+        else if (w == word_of("\"fwdbwd\"")) n = 6;
+        else if (w == word_of("\"gpu_mem") && load_32(p + 8) == load_32((const unsigned char *)"cpy\"")) n = 10;
+        if (n) {
+            out->text = p + 1;
+            out->length = n;
+            out->flags = SPAN_PRESENT;
+            s->p = p + n + 2;
+            return OK;
+        }
+    }
+#endif
+    return read_text_or_null(s, out);
+}
+
+/* The value of a member of scan_args's expected sequence, its key matched: read as the loop reads it. */
+#define ARGS_MEMBER_VALUE(read)                                              \
+    do {                                                                     \
+        if ((rc = value_start(s)) != OK || (rc = (read)) != OK) return rc;  \
+    } while (0)
+/* One member of scan_args's expected sequence: its key (the comma before it, the quotes and the colon),
+ * else on to the member loop, after the last value read; then its value. */
+#define ARGS_MEMBER(literal, read)                                           \
+    do {                                                                     \
+        if (!expect_bytes(s, literal, sizeof(literal) - 1)) goto rest;      \
+        ARGS_MEMBER_VALUE(read);                                             \
+    } while (0)
+
+/* Which kinds of fields an event's args may have set (scan_event makes an op or sparse record only then). */
+#define KEYS_OP 1     /* a key of an op field was read: add_op looks for the op record's fields */
+#define KEYS_SPARSE 2 /* a key that may be a sparse field's: add_sparse looks for the record's fields */
+
+/* The members of an args object from the one at s->p (first), or after a value read (!first): the general
+ * loop of scan_args, out of line (Kineto's own members are read by scan_args's sequences). */
+static NOINLINE int args_members(Scanner *s, double *f, Span *strings, Span *stream_text, int *keys, int first) {
     int rc, more;
     Span key;
-    s->p++; /* '{' */
-    skip_space(s);
-    if (s->p < s->end && *s->p == '}') { s->p++; return OK; }
+    if (!first) goto after_value;
     do {
         int which;
         if ((rc = begin_args_member(s, &key, &which)) != OK) return rc;
         rc = -1;
         switch (which) { /* the keys begin_args_member recognized; any other by its text */
         case AK_SKIPPED: break;
-        case AK_EXTERNAL_ID: rc = read_float(s, f, F_EXTERNAL_ID); break;
-        case AK_CORRELATION: rc = read_float(s, f, F_CORRELATION); break;
-        case AK_DEVICE: rc = read_float(s, f, F_DEVICE); break;
+        case AK_EXTERNAL_ID: rc = read_float_cold(s, f, F_EXTERNAL_ID); break;
+        case AK_CORRELATION: rc = read_float_cold(s, f, F_CORRELATION); break;
+        case AK_DEVICE: rc = read_float_cold(s, f, F_DEVICE); break;
         case AK_STREAM: rc = read_float_or_text(s, f, F_STREAM, stream_text); break;
         case AK_GRID: rc = read_triple_or_null(s, &f[F_GRID_X]); break;
         case AK_BLOCK: rc = read_triple_or_null(s, &f[F_BLOCK_X]); break;
-        case AK_REGISTERS: rc = read_float(s, f, F_REGISTERS); break;
-        case AK_SHARED_MEMORY: rc = read_float(s, f, F_SHARED_MEMORY); break;
-        case AK_OCCUPANCY: rc = read_float(s, f, F_OCCUPANCY_PCT); break;
+        case AK_REGISTERS: rc = read_float_cold(s, f, F_REGISTERS); break;
+        case AK_SHARED_MEMORY: rc = read_float_cold(s, f, F_SHARED_MEMORY); break;
+        case AK_OCCUPANCY: rc = read_float_cold(s, f, F_OCCUPANCY_PCT); break;
         default:
             /* By the key's length first: most keys of an event's args are not read, and each is then skipped
              * after one jump and at most a few comparisons instead of one per field read. */
@@ -1168,74 +1431,137 @@ static int scan_args(Scanner *s, double *f, Span *strings, Span *stream_text, in
                 if (KEY_IS(key, "grid")) rc = read_triple_or_null(s, &f[F_GRID_X]);
                 break;
             case 5:
-                if (KEY_IS(key, "bytes")) rc = read_float(s, f, F_BYTES);
+                if (KEY_IS(key, "bytes")) rc = read_float_cold(s, f, F_BYTES);
                 else if (KEY_IS(key, "block")) rc = read_triple_or_null(s, &f[F_BLOCK_X]);
-                else if (KEY_IS(key, "flops")) rc = read_float(s, f, OP_F(OF_FLOPS)), *op_keys = 1;
-                else if (KEY_IS(key, "dtype")) rc = read_text_or_null(s, &strings[OP_S(OS_MSG_DTYPE)]), *op_keys = 1;
+                else if (KEY_IS(key, "flops")) rc = read_float_cold(s, f, OP_F(OF_FLOPS)), *keys |= KEYS_OP;
+                else if (KEY_IS(key, "dtype")) rc = read_text_or_null(s, &strings[OP_S(OS_MSG_DTYPE)]), *keys |= KEYS_OP;
                 break;
             case 6:
-                if (KEY_IS(key, "device")) rc = read_float(s, f, F_DEVICE);
+                if (KEY_IS(key, "device")) rc = read_float_cold(s, f, F_DEVICE);
                 else if (KEY_IS(key, "stream")) rc = read_float_or_text(s, f, F_STREAM, stream_text);
                 break;
             case 10:
-                if (KEY_IS(key, "Input Dims")) rc = read_json(s, &strings[OP_S(OS_INPUT_DIMS)]), *op_keys = 1;
-                else if (KEY_IS(key, "Input dims")) rc = read_json(s, &strings[OP_S(OS_INPUT_DIMS_OLD)]), *op_keys = 1;
-                else if (KEY_IS(key, "Input type")) rc = read_json(s, &strings[OP_S(OS_INPUT_TYPES)]), *op_keys = 1;
-                else if (KEY_IS(key, "Group size")) rc = read_float(s, f, OP_F(OF_GROUP_SIZE)), *op_keys = 1;
+                if (KEY_IS(key, "Input Dims")) rc = read_json(s, &strings[OP_S(OS_INPUT_DIMS)]), *keys |= KEYS_OP;
+                else if (KEY_IS(key, "Input dims")) rc = read_json(s, &strings[OP_S(OS_INPUT_DIMS_OLD)]), *keys |= KEYS_OP;
+                else if (KEY_IS(key, "Input type")) rc = read_json(s, &strings[OP_S(OS_INPUT_TYPES)]), *keys |= KEYS_OP;
+                else if (KEY_IS(key, "Group size")) rc = read_float_cold(s, f, OP_F(OF_GROUP_SIZE)), *keys |= KEYS_OP;
                 break;
             case 11:
-                if (KEY_IS(key, "correlation")) rc = read_float(s, f, F_CORRELATION);
-                else if (KEY_IS(key, "External id")) rc = read_float(s, f, F_EXTERNAL_ID);
-                else if (KEY_IS(key, "external id")) rc = read_float(s, f, F_EXTERNAL_ID_OLD);
+                if (KEY_IS(key, "correlation")) rc = read_float_cold(s, f, F_CORRELATION);
+                else if (KEY_IS(key, "External id")) rc = read_float_cold(s, f, F_EXTERNAL_ID);
+                else if (KEY_IS(key, "external id")) rc = read_float_cold(s, f, F_EXTERNAL_ID_OLD);
                 break;
             case 13:
-                if (KEY_IS(key, "shared memory")) rc = read_float(s, f, F_SHARED_MEMORY);
-                else if (KEY_IS(key, "In msg nelems")) rc = read_float(s, f, OP_F(OF_MSG_IN_ELEMS)), *op_keys = 1;
+                if (KEY_IS(key, "shared memory")) rc = read_float_cold(s, f, F_SHARED_MEMORY);
+                else if (KEY_IS(key, "In msg nelems")) rc = read_float_cold(s, f, OP_F(OF_MSG_IN_ELEMS)), *keys |= KEYS_OP;
                 break;
             case 14:
                 if (KEY_IS(key, "cuda_sync_kind")) rc = read_text_or_null(s, &strings[S_SYNC_KIND]);
-                else if (KEY_IS(key, "Out msg nelems")) rc = read_float(s, f, OP_F(OF_MSG_OUT_ELEMS)), *op_keys = 1;
+                else if (KEY_IS(key, "Out msg nelems")) rc = read_float_cold(s, f, OP_F(OF_MSG_OUT_ELEMS)), *keys |= KEYS_OP;
                 break;
             case 15:
-                if (KEY_IS(key, "Concrete Inputs")) rc = read_json(s, &strings[OP_S(OS_CONCRETE_INPUTS)]), *op_keys = 1;
-                else if (KEY_IS(key, "Collective name")) rc = read_text_or_null(s, &strings[OP_S(OS_COLLECTIVE_NAME)]), *op_keys = 1;
+                if (KEY_IS(key, "Concrete Inputs")) rc = read_json(s, &strings[OP_S(OS_CONCRETE_INPUTS)]), *keys |= KEYS_OP;
+                else if (KEY_IS(key, "Collective name")) rc = read_text_or_null(s, &strings[OP_S(OS_COLLECTIVE_NAME)]), *keys |= KEYS_OP;
                 break;
             case 18:
-                if (KEY_IS(key, "Process Group Name")) rc = read_text_or_null(s, &strings[OP_S(OS_PROCESS_GROUP)]), *op_keys = 1;
+                if (KEY_IS(key, "Process Group Name")) rc = read_text_or_null(s, &strings[OP_S(OS_PROCESS_GROUP)]), *keys |= KEYS_OP;
                 break;
             case 19:
-                if (KEY_IS(key, "Process Group Ranks")) rc = read_text_or_null(s, &strings[OP_S(OS_GROUP_RANKS)]), *op_keys = 1;
+                if (KEY_IS(key, "Process Group Ranks")) rc = read_text_or_null(s, &strings[OP_S(OS_GROUP_RANKS)]), *keys |= KEYS_OP;
                 break;
             case 20:
-                if (KEY_IS(key, "registers per thread")) rc = read_float(s, f, F_REGISTERS);
+                if (KEY_IS(key, "registers per thread")) rc = read_float_cold(s, f, F_REGISTERS);
                 break;
             case 25:
-                if (KEY_IS(key, "est. achieved occupancy %")) rc = read_float(s, f, F_OCCUPANCY_PCT);
+                if (KEY_IS(key, "est. achieved occupancy %")) rc = read_float_cold(s, f, F_OCCUPANCY_PCT);
                 break;
             default:
                 break;
             }
             break;
         }
+        /* AK_OTHER (any key by its text: conservatively) or a sparse field's key (AK_DEVICE on) */
+        *keys |= (which == AK_OTHER || which >= AK_DEVICE) ? KEYS_SPARSE : 0;
         if (rc == -1) rc = skip_member_value(s, 2); /* a key not read */
         if (rc != OK) return rc;
+    after_value:
         more = after_item(s, '}');
         if (more < 0) return DECLINE;
     } while (more);
     return OK;
 }
 
-static int phase_of(Span span) {
-    unsigned char c;
-    if (span.length != 1) return PH_OTHER;
-    c = span.text[0];
-    switch (c) {
-    case 'X': return PH_COMPLETE;
-    case 's': case 'f': case 't': return PH_FLOW;
-    case 'i': case 'I': return PH_INSTANT;
-    case 'M': return PH_METADATA;
-    default: return PH_OTHER;
+
+/* An event's args object at s->p. *keys gets KEYS_OP when a key of an op field was read, KEYS_SPARSE when
+ * any key other than those of the row fields or those skipped was (most events have neither). */
+static int scan_args(Scanner *s, double *f, Span *strings, Span *stream_text, int *keys) {
+    int rc;
+    s->p++; /* '{' */
+    skip_space(s);
+    if (s->p < s->end && *s->p == '}') { s->p++; return OK; }
+    /* The members in the orders Kineto writes them (CPU ops: External id, Ev Idx; runtime calls: External id,
+     * cbid, correlation; kernels: External id, queued, device, context, stream, correlation, registers,
+     * shared memory, blocks and warps per SM, grid, block, occupancy), read in sequence as scan_event reads
+     * its own members: a key each, with the comma before it, in word compares, where the loop below takes
+     * two jumps on the key (begin_args_member's and its own) that the branch predictor often misses. At the
+     * first member that is not the one expected, the loop takes over after the last value read: both read
+     * every member alike (the same readers, the same depth for a value skipped), in the order written. */
+    if (expect_bytes(s, "\"External id\":", 14)) {
+        if ((rc = value_start(s)) != OK || (rc = read_id(s, f, F_EXTERNAL_ID)) != OK) return rc;
+        if (expect_bytes(s, ",\"Ev Idx\":", 10)) {
+            ARGS_MEMBER_VALUE(skip_id(s, SKIP_EV_IDX, 2));
+            goto rest;
+        }
+        if (expect_bytes(s, ",\"Sequence number\":", 19)) {
+            ARGS_MEMBER_VALUE(skip_member_value(s, 2));
+            ARGS_MEMBER(",\"Fwd thread id\":", skip_member_value(s, 2));
+            ARGS_MEMBER(",\"Ev Idx\":", skip_id(s, SKIP_EV_IDX, 2));
+            goto rest;
+        }
+        if (expect_bytes(s, ",\"cbid\":", 8)) {
+            ARGS_MEMBER_VALUE(skip_id(s, SKIP_CBID, 2));
+            ARGS_MEMBER(",\"correlation\":", read_id(s, f, F_CORRELATION));
+            goto rest;
+        }
+        if (expect_bytes(s, ",\"queued\":", 10)) ARGS_MEMBER_VALUE(skip_member_value(s, 2)); /* not on copies */
+        *keys |= KEYS_SPARSE;
+        ARGS_MEMBER(",\"device\":", read_float_cold(s, f, F_DEVICE));
+        ARGS_MEMBER(",\"context\":", skip_member_value(s, 2));
+        ARGS_MEMBER(",\"stream\":", read_float_or_text(s, f, F_STREAM, stream_text));
+        ARGS_MEMBER(",\"correlation\":", read_id(s, f, F_CORRELATION));
+        if (expect_bytes(s, ",\"bytes\":", 9)) { /* copies and sets */
+            ARGS_MEMBER_VALUE(read_float_cold(s, f, F_BYTES));
+            ARGS_MEMBER(",\"memory bandwidth (GB/s)\":", skip_member_value(s, 2));
+            goto rest;
+        }
+        ARGS_MEMBER(",\"registers per thread\":", read_float_cold(s, f, F_REGISTERS));
+        ARGS_MEMBER(",\"shared memory\":", read_float_cold(s, f, F_SHARED_MEMORY));
+        ARGS_MEMBER(",\"blocks per SM\":", skip_member_value(s, 2));
+        ARGS_MEMBER(",\"warps per SM\":", skip_member_value(s, 2));
+        ARGS_MEMBER(",\"grid\":", read_triple_or_null(s, &f[F_GRID_X]));
+        ARGS_MEMBER(",\"block\":", read_triple_or_null(s, &f[F_BLOCK_X]));
+        ARGS_MEMBER(",\"est. achieved occupancy %\":", read_float_cold(s, f, F_OCCUPANCY_PCT));
+        goto rest;
     }
+    return args_members(s, f, strings, stream_text, keys, 1);
+rest:
+    return args_members(s, f, strings, stream_text, keys, 0);
+}
+
+/* The PH_* of each one-byte phase (filled once, at import: phase_table_init), read without a jump table
+ * (its indirect jump, a phase an event, was often mispredicted). */
+static unsigned char PHASE_OF_BYTE[256];
+
+static void phase_table_init(void) {
+    memset(PHASE_OF_BYTE, PH_OTHER, sizeof PHASE_OF_BYTE);
+    PHASE_OF_BYTE['X'] = PH_COMPLETE;
+    PHASE_OF_BYTE['s'] = PHASE_OF_BYTE['f'] = PHASE_OF_BYTE['t'] = PH_FLOW;
+    PHASE_OF_BYTE['i'] = PHASE_OF_BYTE['I'] = PH_INSTANT;
+    PHASE_OF_BYTE['M'] = PH_METADATA;
+}
+
+static inline ALWAYS_INLINE int phase_of(Span span) {
+    return span.length == 1 ? PHASE_OF_BYTE[span.text[0]] : PH_OTHER;
 }
 
 /* Room for `capacity` rows (the columns' contents kept). */
@@ -1359,40 +1685,18 @@ static inline ALWAYS_INLINE int read_phase(Scanner *s, Span *phase_text) {
  * its colon, or a key the event loop does not read): dispatched on the key's text. Out of line: Kineto's
  * own members never come here. */
 static int other_event_member(Scanner *s, Span key, double *f, Span *strings, Span *phase_text, Span *pid_text,
-                              Span *tid_text, Span *stream_text, int *op_keys) {
+                              Span *tid_text, Span *stream_text, int *keys) {
     int rc;
     if (KEY_IS(key, "ph")) rc = read_phase(s, phase_text);
     else if (KEY_IS(key, "cat")) rc = read_text_or_null(s, &strings[S_CAT]);
     else if (KEY_IS(key, "name")) rc = read_text_or_null(s, &strings[S_NAME]);
     else if (KEY_IS(key, "pid")) rc = read_float_or_text(s, f, F_PID, pid_text);
     else if (KEY_IS(key, "tid")) rc = read_float_or_text(s, f, F_TID, tid_text);
-    else if (KEY_IS(key, "ts")) rc = read_float(s, f, F_TS);
-    else if (KEY_IS(key, "dur")) rc = read_float(s, f, F_DUR);
-    else if (KEY_IS(key, "args")) rc = *s->p == '{' ? scan_args(s, f, strings, stream_text, op_keys) : DECLINE;
+    else if (KEY_IS(key, "ts")) rc = read_float_cold(s, f, F_TS);
+    else if (KEY_IS(key, "dur")) rc = read_float_cold(s, f, F_DUR);
+    else if (KEY_IS(key, "args")) rc = *s->p == '{' ? scan_args(s, f, strings, stream_text, keys) : DECLINE;
     else rc = skip_member_value(s, 1);
     return rc;
-}
-
-/* The 8 bytes at p as one word, and the word of an 8-byte literal (folded at compile time). */
-static inline ALWAYS_INLINE uint64_t load_word(const unsigned char *p) { return load_64(p); }
-static inline ALWAYS_INLINE uint64_t word_of(const char *literal) {
-    uint64_t word;
-    memcpy(&word, literal, 8);
-    return word;
-}
-
-/* Whether the bytes at s->p are the n of `literal` (then skipped). */
-static inline ALWAYS_INLINE int expect_bytes(Scanner *s, const char *literal, size_t n) {
-    if ((size_t)(s->end - s->p) < n || !same_bytes(s->p, literal, n)) return 0;
-    s->p += n;
-    return 1;
-}
-
-/* After a key's colon: the value's first byte, past any whitespace, as begin_event_member leaves it. */
-static inline ALWAYS_INLINE int value_start(Scanner *s) {
-    if (s->p < s->end && *s->p > ' ') return OK;
-    skip_space(s);
-    return s->p < s->end ? OK : DECLINE;
 }
 
 /* Whether a category is the text "Trace" as Kineto writes it (no escape): its profiler span's. */
@@ -1412,7 +1716,7 @@ static int scan_event(Scanner *s) {
     double f[N_EVENT_FLOATS];
     Span strings[N_EVENT_STRINGS]; /* only a present span's text and length are read */
     Span phase_text = {0}, pid_text = {0}, tid_text = {0}, stream_text = {0}, key;
-    int rc, more, phase, op_keys = 0;
+    int rc, more, phase, keys = 0;
     int64_t row, op = -1, sparse = -1;
     /* Flags alone, in plain stores: zeroing the whole array compiled to a `rep stos`, a fifth of the
      * event's time. */
@@ -1421,7 +1725,9 @@ static int scan_event(Scanner *s) {
     f[F_DUR] = 0.0; /* dur's default in kineto/fields.py */
     s->deferred = 0;
     s->p++;          /* '{' */
-    skip_space(s);
+    /* Kineto's layout: the first member on the next line, indented by four (one word compare) */
+    if (s->end - s->p >= 8 && load_64(s->p) == word_of("\n    \"ph")) s->p += 5;
+    else skip_space(s);
     if (s->p < s->end && *s->p == '}') {
         s->p++;
         goto members_done;
@@ -1437,24 +1743,25 @@ static int scan_event(Scanner *s) {
         if (w == word_of("\"ph\":\"X\"")) {
             phase_text.text = s->p + 6, phase_text.length = 1, phase_text.flags = SPAN_PRESENT;
             s->p += 8;
-            KINETO_MEMBER(",\"cat\":", read_text_or_null(s, &strings[S_CAT]));
+            KINETO_MEMBER(",\"cat\":", read_category(s, &strings[S_CAT]));
             KINETO_MEMBER(",\"name\":", read_text_or_null(s, &strings[S_NAME]));
-            KINETO_MEMBER(",\"pid\":", read_float_or_text(s, f, F_PID, &pid_text));
-            KINETO_MEMBER(",\"tid\":", read_float_or_text(s, f, F_TID, &tid_text));
-            KINETO_MEMBER(",\"ts\":", read_float(s, f, F_TS));
+            KINETO_MEMBER(",\"pid\":", read_id_or_text(s, f, F_PID, &pid_text));
+            KINETO_MEMBER(",\"tid\":", read_id_or_text(s, f, F_TID, &tid_text));
+            KINETO_MEMBER(",\"ts\":", read_timestamp(s, f));
             KINETO_MEMBER(",\"dur\":", read_float(s, f, F_DUR));
-            KINETO_MEMBER(",\"args\":", *s->p == '{' ? scan_args(s, f, strings, &stream_text, &op_keys) : DECLINE);
+            KINETO_MEMBER(",\"args\":", *s->p == '{' ? scan_args(s, f, strings, &stream_text, &keys) : DECLINE);
             goto after_value;
         }
         if (w == word_of("\"ph\":\"f\"") || w == word_of("\"ph\":\"s\"")) { /* flow events */
             phase_text.text = s->p + 6, phase_text.length = 1, phase_text.flags = SPAN_PRESENT;
             s->p += 8;
-            KINETO_MEMBER(",\"id\":", skip_member_value(s, 1));
-            KINETO_MEMBER(",\"pid\":", read_float_or_text(s, f, F_PID, &pid_text));
-            KINETO_MEMBER(",\"tid\":", read_float_or_text(s, f, F_TID, &tid_text));
-            KINETO_MEMBER(",\"ts\":", read_float(s, f, F_TS));
-            KINETO_MEMBER(",\"cat\":", read_text_or_null(s, &strings[S_CAT]));
-            KINETO_MEMBER(",\"name\":", read_text_or_null(s, &strings[S_NAME]));
+            KINETO_MEMBER(",\"id\":", skip_id(s, SKIP_FLOW_ID, 1));
+            KINETO_MEMBER(",\"pid\":", read_id_or_text(s, f, F_PID, &pid_text));
+            KINETO_MEMBER(",\"tid\":", read_id_or_text(s, f, F_TID, &tid_text));
+            KINETO_MEMBER(",\"ts\":", read_timestamp(s, f));
+            KINETO_MEMBER(",\"cat\":", read_category(s, &strings[S_CAT]));
+            KINETO_MEMBER(",\"name\":", read_category(s, &strings[S_NAME])); /* "ac2g", "fwdbwd" as their category */
+            KINETO_MEMBER(",\"bp\":", skip_member_value(s, 1));
             goto after_value;
         }
     }
@@ -1467,12 +1774,12 @@ static int scan_event(Scanner *s) {
         case EK_NAME: rc = read_text_or_null(s, &strings[S_NAME]); break;
         case EK_PID: rc = read_float_or_text(s, f, F_PID, &pid_text); break;
         case EK_TID: rc = read_float_or_text(s, f, F_TID, &tid_text); break;
-        case EK_TS: rc = read_float(s, f, F_TS); break;
-        case EK_DUR: rc = read_float(s, f, F_DUR); break;
-        case EK_ARGS: rc = *s->p == '{' ? scan_args(s, f, strings, &stream_text, &op_keys) : DECLINE; break;
+        case EK_TS: rc = read_float_cold(s, f, F_TS); break;
+        case EK_DUR: rc = read_float_cold(s, f, F_DUR); break;
+        case EK_ARGS: rc = *s->p == '{' ? scan_args(s, f, strings, &stream_text, &keys) : DECLINE; break;
         case EK_SKIPPED: rc = skip_member_value(s, 1); break;
         default:
-            rc = other_event_member(s, key, f, strings, &phase_text, &pid_text, &tid_text, &stream_text, &op_keys);
+            rc = other_event_member(s, key, f, strings, &phase_text, &pid_text, &tid_text, &stream_text, &keys);
             break;
         }
         if (rc != OK) return rc;
@@ -1490,8 +1797,8 @@ members_done:
      * event of) is not kept either: the reader would drop its row, and with it gathering every other row of
      * the block (any other spelling of the category is left to it). */
     row = phase == PH_COMPLETE && !is_profiler_span(strings[S_CAT]) ? (int64_t)s->rows : -1;
-    if (row >= 0 && op_keys && (rc = add_op(s, f, strings, row, &op)) != OK) return rc;
-    if (row >= 0 && (rc = add_sparse(s, f, &stream_text, row, &sparse)) != OK) return rc;
+    if (row >= 0 && (keys & KEYS_OP) && (rc = add_op(s, f, strings, row, &op)) != OK) return rc;
+    if (row >= 0 && (keys & KEYS_SPARSE) && (rc = add_sparse(s, f, &stream_text, row, &sparse)) != OK) return rc;
     /* a deferred number's slot: its row's (row fields), its sparse or op record's (-1: only checked) */
     for (int k = 0; s->deferred != 0 && k < N_EVENT_FLOATS; k++)
         if ((s->deferred & (UINT32_C(1) << k)) &&
@@ -1519,6 +1826,16 @@ members_done:
     return OK;
 }
 
+/* After an event: the comma and the next event's '{' as Kineto writes them (",\n  {"), s->p then at the '{':
+ * one word compare instead of two whitespace scans. 0 (s->p unchanged) for any other bytes. */
+static inline ALWAYS_INLINE int next_event(Scanner *s) {
+    if (s->end - s->p >= 8 && load_32(s->p) == load_32((const unsigned char *)",\n  ") && s->p[4] == '{') {
+        s->p += 4;
+        return 1;
+    }
+    return 0;
+}
+
 /* A JSON list of event objects at s->p, up to and including its ']'. */
 static int scan_list(Scanner *s) {
     int rc, more;
@@ -1530,6 +1847,7 @@ static int scan_list(Scanner *s) {
         skip_space(s);
         if (s->p >= s->end || *s->p != '{') return DECLINE; /* an event that is not an object */
         if ((rc = scan_event(s)) != OK) return rc;
+        if (next_event(s)) continue;
         if ((more = after_item(s, ']')) <= 0) return more == 0 ? OK : DECLINE;
     }
 }
@@ -1547,6 +1865,7 @@ static int scan_piece(Scanner *s) {
             skip_space(s);
             if (s->p >= s->end || *s->p != '{') return DECLINE;
             if ((rc = scan_event(s)) != OK) return rc;
+            if (next_event(s)) continue;
             skip_space(s);
             if (s->p >= s->end) return OK;
             if (*s->p != ',') return DECLINE;
@@ -2130,6 +2449,7 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC PyInit__kineto_scan(void) {
     PyObject *m;
     if (PyType_Ready(&BufferType) < 0) return NULL;
+    phase_table_init();
     m = PyModule_Create(&module);
     if (m == NULL) return NULL;
     if (PyModule_AddIntConstant(m, "N_FLOATS", N_FLOATS) < 0 ||
