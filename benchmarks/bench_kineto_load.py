@@ -17,8 +17,13 @@ on the worker threads in a real load), adding them to the table (string merges,
 each block's start times), the table build, enrichment (each block scanned in this thread as it is cut: a
 sum of CPU times, not the overlapped wall time of a real load).
 
+``--imports`` adds, per tree, what a fresh ``tracelens.load`` of the file imports (``python -X importtime``,
+``--rounds`` fresh processes): the sum over modules of each one's smallest self time (the import work itself,
+less swayed by a busy machine than one run's total), the modules that cost most, and whether pyarrow.compute
+and pandas were imported.
+
 Run:  flock /tmp/tracelens-bench.lock python3 benchmarks/bench_kineto_load.py [FILE.json.gz] [--rounds 3]
-      [--tree /path/to/other/checkout] [--parts]
+      [--tree /path/to/other/checkout] [--parts] [--imports]
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -164,12 +170,36 @@ def run(tree: Path, code: str, path: Path, *args: str) -> dict:
     }
 
 
+IMPORT_LINE = re.compile(r"import time:\s+(\d+) \|\s+\d+ \| +(\S+)")
+
+
+def import_costs(tree: Path, path: Path, rounds: int) -> dict[str, int]:
+    """Per module imported by a fresh ``tracelens.load(path)`` in ``tree``: its smallest self time (us) over
+    ``rounds`` processes."""
+    ensure_bytecode(tree)
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    best: dict[str, int] = {}
+    for _ in range(rounds):
+        err = subprocess.run(
+            [sys.executable, "-X", "importtime", "-c", LOAD, str(path)],
+            cwd=tree,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stderr
+        for self_us, name in IMPORT_LINE.findall(err):
+            best[name] = min(best.get(name, 1 << 62), int(self_us))
+    return best
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("path", nargs="?", type=Path)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--tree", type=Path, action="append", default=[])
     parser.add_argument("--parts", action="store_true")
+    parser.add_argument("--imports", action="store_true")
     parser.add_argument("--no-analyze", action="store_true")
     parser.add_argument("--write", action="store_true", help="write benchmarks/results/kineto_load.md")
     opts = parser.parse_args()
@@ -234,6 +264,22 @@ def main() -> int:
         lines += ["| part | CPU |", "|---|---|"]
         lines += [f"| {name} | {seconds:.2f} s |" for name, seconds in parts.items()]
         lines.append(f"| total | {sum(parts.values()):.2f} s |")
+    if opts.imports:
+        lines += [
+            "",
+            f"Imports of a fresh `tracelens.load` (`-X importtime`, {opts.rounds} processes per tree; per module "
+            "its smallest self time):",
+            "",
+            "| tree | sum of self times | pyarrow.compute | pandas | costliest modules (ms) |",
+            "|---|---|---|---|---|",
+        ]
+        for tree in trees:
+            costs = import_costs(tree, path, opts.rounds)
+            top = sorted(costs.items(), key=lambda item: -item[1])[:6]
+            lines.append(
+                f"| {tree.name} | {sum(costs.values()) / 1000:.0f} ms | {'pyarrow.compute' in costs} | "
+                f"{'pandas' in costs} | {', '.join(f'{name} {us / 1000:.1f}' for name, us in top)} |"
+            )
     text = "\n".join(lines) + "\n"
     print("\n" + text)
     if opts.write:

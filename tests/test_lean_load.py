@@ -42,6 +42,20 @@ def test_kineto_load_imports_no_pandas() -> None:
     assert _modules_after(code)["pandas"] is False
 
 
+def test_kineto_load_imports_no_pyarrow_compute_nor_ctypes_util() -> None:
+    """pyarrow.compute (~30 ms to import) and ctypes.util (which imports subprocess) are not needed to load a
+    Kineto trace with kernels (the enrich step's occupancy included)."""
+    code = (
+        f"import sys, tracelens; t = tracelens.load({str(DEMO)!r}); "
+        "assert t.store.has('theoretical_occupancy'); "
+        "print('pyarrow.compute' in sys.modules, 'ctypes.util' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert out == ["False", "False"]
+
+
 @pytest.mark.parametrize("enabled", [True, False])
 def test_gc_state_restored_after_read(enabled: bool) -> None:
     was = gc.isenabled()

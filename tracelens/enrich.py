@@ -12,7 +12,6 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from . import occupancy_calc
 from .occupancy_calc import LimitsUnavailable
@@ -55,11 +54,38 @@ class _Rows:
 
     def column(self, name: str) -> np.ndarray:
         stored = self.trace.store.columns.get(name)
+        values = stored.values if isinstance(stored, SparseColumn) else stored
+        if values is None or (isinstance(values, pa.Array) and _exact_in_float64(values.type)):
+            # read with numpy (the same float64s as the Arrow take and cast below), so that a load does not
+            # import pyarrow.compute (~30 ms) for them
+            return self._numpy_column(stored)
+        import pyarrow.compute as pc  # other types (none that a reader stores for these columns)
+
         if isinstance(stored, SparseColumn) and stored.rows.size != self.rows.size:
             at = self._positions_in(stored.rows)
             if at is not None:  # every row carries it: its values at those positions, no null
                 return arrow_numpy(pc.cast(stored.values.take(numpy_array(at, pa.int64())), pa.float64()))
         return arrow_numpy(pc.cast(self.trace.take(name, self.rows), pa.float64()))
+
+    def _numpy_column(self, stored: pa.Array | SparseColumn | None) -> np.ndarray:
+        """:meth:`column` of a stored column whose values float64 holds exactly: gathered from a numpy view (NaN
+        at nulls, as arrow_numpy reads them)."""
+        if stored is None:  # no row carries it
+            return np.full(self.rows.size, np.nan)
+        if not isinstance(stored, SparseColumn):
+            return arrow_numpy(stored)[self.rows].astype(np.float64)
+        values = arrow_numpy(stored.values)
+        if stored.rows.size == self.rows.size and np.array_equal(stored.rows, self.rows):
+            return values.astype(np.float64)  # exactly the rows that carry it (the kernels' geometry)
+        at = self._positions_in(stored.rows)
+        if at is not None:  # every row carries it: its values at those positions
+            return values[at].astype(np.float64)
+        out = np.full(self.rows.size, np.nan)
+        if stored.rows.size:
+            at = np.minimum(np.searchsorted(stored.rows, self.rows), stored.rows.size - 1)
+            hit = stored.rows[at] == self.rows
+            out[hit] = values[at[hit]]
+        return out
 
     def _positions_in(self, carried: np.ndarray) -> np.ndarray | None:
         """Where the rows sit in a sparse column's ascending rows ``carried``, if all of them do (the kernels in
@@ -110,19 +136,45 @@ def _configurations(inputs: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     for values in inputs[1:]:
         key *= _MIX
         key += values.view(np.int64)
-    # numpy_array, not pa.array: pa.array imports pandas (0.5 s), which a load leaves unimported
-    config = arrow_numpy(pc.dictionary_encode(numpy_array(key, pa.int64())).indices).astype(
-        np.int32, copy=False
-    )
+    config, first = first_appearance_codes(key)
     del key
-    # Arrow numbers the keys in order of first appearance: a configuration's first launch is where the running
-    # maximum of the numbers steps up.
-    first = np.flatnonzero(np.diff(np.maximum.accumulate(config), prepend=-1))
     for values in inputs:
         bits = values.view(np.int64)
         if not np.array_equal(bits[first][config], bits):
             return np.arange(n, dtype=np.int32 if n < 2**31 else np.int64), np.arange(n)
     return config, first
+
+
+def first_appearance_codes(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct values of int64 ``key`` numbered in order of first appearance (as Arrow's dictionary_encode
+    numbers them), as int32 codes per element, and the position of each value's first appearance. With numpy
+    sorts, not Arrow's hash: a load then leaves pyarrow.compute unimported (~30 ms of a fresh process)."""
+    n = key.size
+    if n == 0:
+        return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.intp)
+    order = np.argsort(key)  # any order among equal keys: only the groups and their smallest position count
+    ordered = key[order]
+    starts = np.empty(n, dtype=bool)
+    starts[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=starts[1:])
+    del ordered
+    group = np.cumsum(starts, dtype=np.intp)
+    group -= 1
+    codes = np.empty(n, dtype=np.intp)
+    codes[order] = group
+    del order, group, starts
+    distinct = int(codes.max()) + 1
+    first = np.full(distinct, n, dtype=np.intp)
+    np.minimum.at(first, codes, np.arange(n))
+    by_first = np.argsort(first)
+    renumber = np.empty(distinct, dtype=np.int32)
+    renumber[by_first] = np.arange(distinct, dtype=np.int32)
+    return renumber[codes], first[by_first]
+
+
+def _exact_in_float64(typ: pa.DataType) -> bool:
+    """Whether float64 holds every value of ``typ`` (integers of up to 32 bits, floats)."""
+    return (pa.types.is_integer(typ) and typ.bit_width <= 32) or pa.types.is_float32(typ) or pa.types.is_float64(typ)
 
 
 class _Launches:

@@ -22,11 +22,22 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from . import intervals
 from .reads import log_column_read, released_error
 from .values import dense_codes
+
+
+class _Compute:
+    """``pyarrow.compute``, imported on first use: a Kineto load needs none of it (~30 ms of a fresh process)."""
+
+    def __getattr__(self, name: str) -> Any:
+        import pyarrow.compute
+
+        return getattr(pyarrow.compute, name)
+
+
+pc: Any = _Compute()
 
 if TYPE_CHECKING:  # pandas is imported where a frame is asked for: a load alone never needs it
     import pandas as pd

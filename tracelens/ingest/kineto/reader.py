@@ -87,20 +87,35 @@ def _read(path: Path, options: dict[str, Any]) -> Trace:
             elif kind == "header":
                 document.update(decode_header(payload, path, shift))
             else:  # the rest: last events and any keys after them, or a whole document
-                for block in decoder.drain():
-                    columns.add(block)
-                scanned = scan_document(payload) if engine == "native" else None
-                if scanned is None:
-                    events, meta = decode_rest(payload, path, shift)
-                    block = block_columns(events)
-                    del events
-                    if engine == "native":
-                        block["counts"]["msgspec_blocks"] = 1
-                else:
-                    block, meta = scanned
+                # Read here while the workers finish the blocks in flight (the scanner releases the GIL), not
+                # after them, when the other core would be idle; added after them, in file order. Where the
+                # rest is broken, a broken block before it is reported first, as when read in order.
+                try:
+                    block, meta = _rest(payload, path, shift, engine)
+                except InputError:
+                    for block in decoder.drain():
+                        columns.add(block)
+                    raise
+                for done in decoder.drain():
+                    columns.add(done)
                 columns.add(block)
                 document.update(meta)
     return columns.finish(document)
+
+
+def _rest(payload: bytes, path: Path, shift: int, engine: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The last piece of the document (see :func:`split_stream`): its block columns, made ready
+    (prepare_block), and the document's other fields."""
+    scanned = scan_document(payload) if engine == "native" else None
+    if scanned is None:
+        events, meta = decode_rest(payload, path, shift)
+        block = block_columns(events)
+        del events
+        if engine == "native":
+            block["counts"]["msgspec_blocks"] = 1
+    else:
+        block, meta = scanned
+    return prepare_block(block), meta
 
 
 def choose_engine(requested: str) -> str:

@@ -6,13 +6,13 @@ be filtered back to those rows."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TypeAlias
 
 import numpy as np
 import pyarrow as pa
 
-from ...trace import EVENT_SCHEMA, SparseColumn, string_array
+from ...trace import EVENT_SCHEMA, EventStore, SparseColumn, string_array
 
 # A column as an EventStore holds it: a full-length array, a SparseColumn, or None (no row has a value).
 Stored: TypeAlias = "pa.Array | SparseColumn | None"
@@ -144,3 +144,15 @@ def sparse_column(values: np.ndarray, rows: np.ndarray, n: int, column: str) -> 
 def from_buffers(typ: pa.DataType, data: np.ndarray, valid: np.ndarray | None, nulls: int) -> pa.Array:
     bitmap = pa.py_buffer(np.packbits(valid, bitorder="little")) if nulls and valid is not None else None
     return pa.Array.from_buffers(typ, data.size, [bitmap, pa.py_buffer(data)], null_count=nulls)
+
+
+def store_columns(n: int, columns: Mapping[str, pa.Array | None]) -> EventStore:
+    """``build_store(columns, sort=False, derive_depth=False)`` for full-length Arrow arrays of ``n`` rows whose
+    end is already at least their start (None: no value): each cast to its schema type where it is not (the
+    reader builds them in it), then stored dense or sparse by EventStore.from_columns, in schema order."""
+    arrays = {}
+    for field in EVENT_SCHEMA:
+        array = columns.get(field.name)
+        if array is not None:
+            arrays[field.name] = array if array.type == field.type else array.cast(field.type)
+    return EventStore.from_columns(n, arrays)

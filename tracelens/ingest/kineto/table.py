@@ -30,7 +30,6 @@ from ...trace import (
     Trace,
     TraceMetadata,
     build_devices,
-    build_store,
     depth_column,
     numpy_array,
     string_array,
@@ -63,6 +62,7 @@ from .stored import (
     int_column,
     op_text_column,
     sparse_column,
+    store_columns,
     unrepresentable,
 )
 from .threads import executor, thread_budget
@@ -292,6 +292,7 @@ class Columns:
         at_op, op = op_records.result()
         dur = joined.pop("duration").result()
         end = rel_start + dur
+        np.maximum(end, rel_start, out=end)  # an end before the start is the start (as build_store clamps it)
 
         def sparse(values: np.ndarray, field: str, rows: np.ndarray | None = None) -> Future[Stored]:
             """A column that is null except on GPU rows (``rows``: a mask over them), built in the background."""
@@ -401,14 +402,15 @@ class Columns:
         del parts
         built = {k: v.result() if isinstance(v, Future) else v for k, v in columns.items()}
         # The columns few rows carry come stored already (SparseColumn, as EventStore.from_columns would
-        # store them): only the others go through build_store, which would make them full-length to store
-        # them sparse again.
+        # store them); the others are stored as build_store(sort=False) stores them: every column is built in
+        # its schema's type (store_columns casts any that is not) and the end is clamped above, so only
+        # from_columns' choice between dense and sparse is left (no pyarrow.compute pass over the ends).
         held: dict[str, SparseColumn | DeferredColumn] = {
             k: v for k, v in built.items() if isinstance(v, SparseColumn)
         }
         if isinstance(depth, DeferredColumn):
             held["depth"] = depth
-        dense = build_store({k: v for k, v in built.items() if k not in held}, sort=False, derive_depth=False)
+        dense = store_columns(len(kind), {k: v for k, v in built.items() if k not in held})
         del built
         events = EventStore(
             dense.num_rows,
