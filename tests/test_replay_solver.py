@@ -256,3 +256,52 @@ def test_schedule_keys_stop_on_a_cycle() -> None:
     shared = engine.plan(graph)
     assert shared.e_stale.any()
     np.testing.assert_array_equal(engine.solve(graph, shared), engine.solve_by_batches(graph, shared))
+
+
+def assert_same_plan(graph: Graph) -> None:
+    """The compiled plan (keys, points by key, edges by target) equals the numpy one, array for array."""
+    reference, native_plan = engine.plan_by_numpy(graph), engine.plan_natively(graph)
+    np.testing.assert_array_equal(engine.native_schedule_keys(graph), engine.schedule_keys(graph))
+    for name in ("order", "e_order", "e_pos", "e_src", "e_ptr", "e_stale"):
+        a, b = getattr(native_plan, name), getattr(reference, name)
+        assert a.dtype == b.dtype, name
+        np.testing.assert_array_equal(a, b, err_msg=name)
+    np.testing.assert_array_equal(engine.solve(graph, native_plan), engine.solve_by_batches(graph, reference))
+
+
+@native
+@settings(max_examples=80, deadline=None)
+@given(**GRAPH_PARAMETERS)
+def test_compiled_plan_equals_the_numpy_plan(
+    seed: int, n_chains: int, max_len: int, edge_share: float, skew_share: float
+) -> None:
+    assert_same_plan(random_graph(seed, n_chains, max_len, edge_share, skew_share))
+
+
+@native
+@pytest.mark.parametrize("steps", [1, 2, 50, 200])
+def test_compiled_plan_equals_the_numpy_plan_past_the_minimum_rounds_and_on_a_cycle(steps: int) -> None:
+    graph = staircase_graph(steps)  # 200: more rounds than MAX_KEY_ROUNDS
+    assert_same_plan(graph)
+    if steps > 1:  # closed into a cycle: the rounds stop at the ceiling, the same edges read as recorded
+        cycle = Graph(
+            **{
+                **graph.__dict__,
+                "edge_src": np.append(graph.edge_src, 0),
+                "edge_dst": np.append(graph.edge_dst, steps - 1),
+                "edge_lag": np.append(graph.edge_lag, 3),
+                "edge_is_wait": np.append(graph.edge_is_wait, True),
+                "edge_is_wake": np.append(graph.edge_is_wake, False),
+                "edge_is_collective": np.append(graph.edge_is_collective, False),
+                "edge_typical": np.append(graph.edge_typical, 3),
+            }
+        )
+        assert_same_plan(cycle)
+
+
+@native
+def test_compiled_plan_equals_the_numpy_plan_on_a_large_graph_and_wide_keys(monkeypatch: Any) -> None:
+    graph = random_graph(5, 12, 3000, 0.3, 0.02)
+    assert_same_plan(graph)
+    monkeypatch.setattr(engine, "COUNTING_SPAN_PER_POINT", -1)  # every key span through numpy's stable sort
+    assert_same_plan(graph)

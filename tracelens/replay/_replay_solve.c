@@ -110,10 +110,340 @@ done:
     return result;
 }
 
+/* ---- the plan (engine.plan): each point's batch key, the points in key order, the edges by target ----------
+ *
+ * The same integers as engine.schedule_keys / engine.plan_by_numpy compute with numpy (tests compare them):
+ *
+ * schedule_keys(time, gpu, chain_first, boundary_time, boundary_point, edge_src, edge_dst, key, min_rounds,
+ *               rounds): key[p] = 3 x (boundary times before time[p]) + gpu[p], each boundary point 3 x its rank + 2,
+ *   then a running max along each chain; then rounds in which every edge whose target's key is not above its
+ *   source's raises it to the source's + 1 (all of a round's raises read the keys as the round began, as
+ *   numpy's maximum.at does), each followed by the chain running max, until no edge is late, ``rounds`` rounds
+ *   were made, or (from round ``min_rounds`` on) a raise passes the highest first key + n (a cycle). Returns the
+ *   rounds that raised something.
+ * order_by_key(key, low, span, order, position): the points by key, then by index (a stable counting sort of
+ *   keys in [low, low + span)), and each point's position in that order.
+ * edges_by_target(position, key, edge_src, edge_dst, e_ptr, e_order, e_pos, e_src, e_stale): the edges by their
+ *   target's position (stable), e_ptr[i] .. e_ptr[i + 1] - 1 the edges into position i, each edge's source and
+ *   whether it is read as recorded (key[src] >= key[dst]).
+ */
+
+/* the first ``count`` arguments' buffers (those from ``writable_from`` on writable); released again on failure */
+static int get_all(PyObject *args, int count, PyObject **objs, Py_buffer *views, const Py_ssize_t *sizes,
+                   const char *const *names, int writable_from) {
+    if (PyTuple_GET_SIZE(args) < count) {
+        PyErr_SetString(PyExc_TypeError, "too few arguments");
+        return -1;
+    }
+    int got = 0;
+    for (; got < count; got++) {
+        objs[got] = PyTuple_GET_ITEM(args, got);
+        if (get(objs[got], &views[got], got >= writable_from, sizes[got], names[got]) < 0) {
+            for (int i = 0; i < got; i++) {
+                PyBuffer_Release(&views[i]);
+            }
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void release_all(Py_buffer *views, int count) {
+    for (int i = 0; i < count; i++) {
+        PyBuffer_Release(&views[i]);
+    }
+}
+
+/* the running max of key along each chain, from point ``lo`` on (the points before it already are) */
+static void chain_cummax(int64_t *key, const unsigned char *first, Py_ssize_t lo, Py_ssize_t n) {
+    if (lo >= n) {
+        return;
+    }
+    int64_t run = (lo > 0 && !first[lo]) ? key[lo - 1] : key[lo];
+    for (Py_ssize_t p = lo; p < n; p++) {
+        if (first[p]) {
+            run = key[p];
+        } else if (key[p] > run) {
+            run = key[p];
+        } else {
+            key[p] = run;
+        }
+    }
+}
+
+static PyObject *schedule_keys(PyObject *self, PyObject *args) {
+    (void)self;
+    enum { COUNT = 8 };
+    PyObject *objs[COUNT];
+    Py_buffer views[COUNT];
+    static const char *const names[COUNT] = {"time",          "gpu",      "chain_first", "boundary_time",
+                                             "boundary_point", "edge_src", "edge_dst",    "key"};
+    static const Py_ssize_t sizes[COUNT] = {8, 1, 1, 8, 8, 8, 8, 8};
+    if (PyTuple_GET_SIZE(args) != COUNT + 2) {
+        PyErr_SetString(PyExc_TypeError, "schedule_keys: 10 arguments expected");
+        return NULL;
+    }
+    long long min_rounds = PyLong_AsLongLong(PyTuple_GET_ITEM(args, COUNT));
+    long long rounds = PyLong_AsLongLong(PyTuple_GET_ITEM(args, COUNT + 1));
+    if (PyErr_Occurred()) {
+        return NULL;
+    }
+    if (get_all(args, COUNT, objs, views, sizes, names, COUNT - 1) < 0) {
+        return NULL;
+    }
+    Py_ssize_t n = views[0].len / 8, n_bounds = views[3].len / 8, n_edges = views[5].len / 8;
+    if (views[1].len != n || views[2].len != n || views[4].len / 8 != n_bounds || views[6].len / 8 != n_edges ||
+        views[7].len / 8 != n) {
+        release_all(views, COUNT);
+        PyErr_SetString(PyExc_ValueError, "schedule_keys: array lengths disagree");
+        return NULL;
+    }
+    const int64_t *time = views[0].buf, *bt = views[3].buf, *bp = views[4].buf;
+    const int64_t *src = views[5].buf, *dst = views[6].buf;
+    const unsigned char *gpu = views[1].buf, *first = views[2].buf;
+    int64_t *key = views[7].buf;
+    int bad = 0;
+    long long done = 0;
+    int64_t *late_dst = NULL, *late_need = NULL;
+    if (n_edges > 0) {
+        late_dst = PyMem_RawMalloc((size_t)n_edges * sizeof(int64_t));
+        late_need = PyMem_RawMalloc((size_t)n_edges * sizeof(int64_t));
+        if (late_dst == NULL || late_need == NULL) {
+            PyMem_RawFree(late_dst);
+            PyMem_RawFree(late_need);
+            release_all(views, COUNT);
+            return PyErr_NoMemory();
+        }
+    }
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t k = 0; k < n_bounds; k++) {
+        if (bp[k] < 0 || bp[k] >= n) {
+            bad = 1;
+        }
+    }
+    for (Py_ssize_t k = 0; k < n_edges && !bad; k++) {
+        if (src[k] < 0 || src[k] >= n || dst[k] < 0 || dst[k] >= n) {
+            bad = 1;
+        }
+    }
+    if (!bad && n > 0) {
+        /* the boundary times before each point's (searchsorted, side left): consecutive points mostly share
+         * one segment, so the last answer is tried first */
+        Py_ssize_t j = 0;
+        for (Py_ssize_t p = 0; p < n; p++) {
+            int64_t t = time[p];
+            if (!((j == 0 || bt[j - 1] < t) && (j == n_bounds || bt[j] >= t))) {
+                Py_ssize_t lo = 0, hi = n_bounds;
+                while (lo < hi) {
+                    Py_ssize_t mid = lo + (hi - lo) / 2;
+                    if (bt[mid] < t) {
+                        lo = mid + 1;
+                    } else {
+                        hi = mid;
+                    }
+                }
+                j = lo;
+            }
+            key[p] = 3 * (int64_t)j + (gpu[p] ? 1 : 0);
+        }
+        for (Py_ssize_t k = 0; k < n_bounds; k++) {
+            key[bp[k]] = 3 * (int64_t)k + 2;
+        }
+        chain_cummax(key, first, 0, n);
+        int64_t ceiling = key[0];
+        for (Py_ssize_t p = 1; p < n; p++) {
+            if (key[p] > ceiling) {
+                ceiling = key[p];
+            }
+        }
+        ceiling += (int64_t)n;
+        for (long long r = 0; r < rounds; r++) {
+            Py_ssize_t count = 0;
+            int64_t most = 0;
+            for (Py_ssize_t k = 0; k < n_edges; k++) {
+                int64_t need = key[src[k]] + 1;
+                if (need > key[dst[k]]) {
+                    late_dst[count] = dst[k];
+                    late_need[count] = need;
+                    if (count == 0 || need > most) {
+                        most = need;
+                    }
+                    count++;
+                }
+            }
+            if (count == 0) {
+                break;
+            }
+            if (r >= min_rounds && most > ceiling) {
+                break;
+            }
+            Py_ssize_t lowest = n;
+            for (Py_ssize_t i = 0; i < count; i++) {
+                int64_t d = late_dst[i];
+                if (late_need[i] > key[d]) {
+                    key[d] = late_need[i];
+                    if (d < lowest) {
+                        lowest = d;
+                    }
+                }
+            }
+            chain_cummax(key, first, lowest, n);
+            done++;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    PyMem_RawFree(late_dst);
+    PyMem_RawFree(late_need);
+    release_all(views, COUNT);
+    if (bad) {
+        PyErr_SetString(PyExc_ValueError, "schedule_keys: an index out of range");
+        return NULL;
+    }
+    return PyLong_FromLongLong(done);
+}
+
+static PyObject *order_by_key(PyObject *self, PyObject *args) {
+    (void)self;
+    enum { COUNT = 3 };
+    PyObject *objs[COUNT];
+    Py_buffer views[COUNT];
+    static const char *const names[COUNT] = {"key", "order", "position"};
+    static const Py_ssize_t sizes[COUNT] = {8, 8, 8};
+    PyObject *key_obj, *order_obj, *position_obj;
+    long long low, span;
+    if (!PyArg_ParseTuple(args, "OLLOO", &key_obj, &low, &span, &order_obj, &position_obj)) {
+        return NULL;
+    }
+    PyObject *packed = PyTuple_Pack(3, key_obj, order_obj, position_obj);
+    if (packed == NULL) {
+        return NULL;
+    }
+    int failed = get_all(packed, COUNT, objs, views, sizes, names, 1);
+    Py_DECREF(packed);
+    if (failed < 0) {
+        return NULL;
+    }
+    Py_ssize_t n = views[0].len / 8;
+    if (views[1].len / 8 != n || views[2].len / 8 != n || span < 1) {
+        release_all(views, COUNT);
+        PyErr_SetString(PyExc_ValueError, "order_by_key: array lengths disagree");
+        return NULL;
+    }
+    int64_t *count = PyMem_RawCalloc((size_t)span + 1, sizeof(int64_t));
+    if (count == NULL) {
+        release_all(views, COUNT);
+        return PyErr_NoMemory();
+    }
+    const int64_t *key = views[0].buf;
+    int64_t *order = views[1].buf, *position = views[2].buf;
+    int bad = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t p = 0; p < n; p++) {
+        int64_t k = key[p] - low;
+        if (k < 0 || k >= span) {
+            bad = 1;
+            break;
+        }
+        count[k + 1]++;
+    }
+    if (!bad) {
+        for (long long k = 0; k < span; k++) {
+            count[k + 1] += count[k];
+        }
+        for (Py_ssize_t p = 0; p < n; p++) {
+            int64_t at = count[key[p] - low]++;
+            order[at] = p;
+            position[p] = at;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    PyMem_RawFree(count);
+    release_all(views, COUNT);
+    if (bad) {
+        PyErr_SetString(PyExc_ValueError, "order_by_key: a key outside [low, low + span)");
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *edges_by_target(PyObject *self, PyObject *args) {
+    (void)self;
+    enum { COUNT = 9 };
+    PyObject *objs[COUNT];
+    Py_buffer views[COUNT];
+    static const char *const names[COUNT] = {"position", "key",     "edge_src", "edge_dst", "e_ptr",
+                                             "e_order",  "e_pos", "e_src",    "e_stale"};
+    static const Py_ssize_t sizes[COUNT] = {8, 8, 8, 8, 8, 8, 8, 8, 1};
+    if (PyTuple_GET_SIZE(args) != COUNT) {
+        PyErr_SetString(PyExc_TypeError, "edges_by_target: 9 arguments expected");
+        return NULL;
+    }
+    if (get_all(args, COUNT, objs, views, sizes, names, 4) < 0) {
+        return NULL;
+    }
+    Py_ssize_t n = views[0].len / 8, n_edges = views[2].len / 8;
+    if (views[1].len / 8 != n || views[3].len / 8 != n_edges || views[4].len / 8 != n + 1 ||
+        views[5].len / 8 != n_edges || views[6].len / 8 != n_edges || views[7].len / 8 != n_edges ||
+        views[8].len != n_edges) {
+        release_all(views, COUNT);
+        PyErr_SetString(PyExc_ValueError, "edges_by_target: array lengths disagree");
+        return NULL;
+    }
+    const int64_t *position = views[0].buf, *key = views[1].buf, *src = views[2].buf, *dst = views[3].buf;
+    int64_t *e_ptr = views[4].buf, *e_order = views[5].buf, *e_pos = views[6].buf, *e_src = views[7].buf;
+    unsigned char *e_stale = views[8].buf;
+    int bad = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i <= n; i++) {
+        e_ptr[i] = 0;
+    }
+    for (Py_ssize_t k = 0; k < n_edges; k++) {
+        if (src[k] < 0 || src[k] >= n || dst[k] < 0 || dst[k] >= n || position[dst[k]] < 0 ||
+            position[dst[k]] >= n) {
+            bad = 1;
+            break;
+        }
+        e_ptr[position[dst[k]] + 1]++;
+    }
+    if (!bad) {
+        for (Py_ssize_t i = 0; i < n; i++) {
+            e_ptr[i + 1] += e_ptr[i];
+        }
+        /* e_ptr[i] is the next free slot of position i while the edges are placed, then moved back */
+        for (Py_ssize_t k = 0; k < n_edges; k++) {
+            int64_t at = position[dst[k]];
+            int64_t slot = e_ptr[at]++;
+            e_order[slot] = k;
+            e_pos[slot] = at;
+            e_src[slot] = src[k];
+            e_stale[slot] = key[src[k]] >= key[dst[k]];
+        }
+        for (Py_ssize_t i = n; i > 0; i--) {
+            e_ptr[i] = e_ptr[i - 1];
+        }
+        e_ptr[0] = 0;
+    }
+    Py_END_ALLOW_THREADS
+    release_all(views, COUNT);
+    if (bad) {
+        PyErr_SetString(PyExc_ValueError, "edges_by_target: an index out of range");
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"solve_in_order", solve_in_order, METH_VARARGS,
      "solve_in_order(order, chain_first, lag, anchor, recorded, e_ptr, e_src, e_lag, e_stale, out): the replayed "
      "time of every point, written into out (see tracelens/replay/_replay_solve.c)."},
+    {"schedule_keys", schedule_keys, METH_VARARGS,
+     "schedule_keys(time, gpu, chain_first, boundary_time, boundary_point, edge_src, edge_dst, key, min_rounds, "
+     "rounds): each point's batch key, written into key; returns the rounds that raised keys."},
+    {"order_by_key", order_by_key, METH_VARARGS,
+     "order_by_key(key, low, span, order, position): the points in (key, index) order and their positions."},
+    {"edges_by_target", edges_by_target, METH_VARARGS,
+     "edges_by_target(position, key, edge_src, edge_dst, e_ptr, e_order, e_pos, e_src, e_stale): the edges by "
+     "their target's position."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -14,3 +14,27 @@ def solve_in_order(
     e_stale: Any,
     out: Any,
 ) -> None: ...
+def schedule_keys(
+    time: Any,
+    gpu: Any,
+    chain_first: Any,
+    boundary_time: Any,
+    boundary_point: Any,
+    edge_src: Any,
+    edge_dst: Any,
+    key: Any,
+    min_rounds: int,
+    rounds: int,
+) -> int: ...
+def order_by_key(key: Any, low: int, span: int, order: Any, position: Any) -> None: ...
+def edges_by_target(
+    position: Any,
+    key: Any,
+    edge_src: Any,
+    edge_dst: Any,
+    e_ptr: Any,
+    e_order: Any,
+    e_pos: Any,
+    e_src: Any,
+    e_stale: Any,
+) -> None: ...

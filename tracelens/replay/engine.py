@@ -222,7 +222,16 @@ class _Batches:
 
 
 def plan(graph: Graph) -> Plan:
-    """The solving order of ``graph`` (see :func:`schedule_keys`) and its edges, computed once per structure."""
+    """The solving order of ``graph`` (see :func:`schedule_keys`) and its edges, computed once per structure: by
+    the compiled helper where it was built (:func:`plan_natively`), else with numpy (:func:`plan_by_numpy`); both
+    give the same arrays."""
+    if _replay_solve is None:
+        return plan_by_numpy(graph)
+    return plan_natively(graph)
+
+
+def plan_by_numpy(graph: Graph) -> Plan:
+    """:func:`plan` with numpy: the path without the compiled helper, and its reference."""
     n = graph.size
     key = schedule_keys(graph)
     order = np.argsort(key, kind="stable")  # by batch, then by point (stable)
@@ -242,6 +251,80 @@ def plan(graph: Graph) -> Plan:
         e_src=e_src,
         e_ptr=e_ptr,
         e_stale=key[e_src] >= key[graph.edge_dst[e_order]],
+    )
+
+
+# Keys spanning up to this many values per point are put in order by counting (one pass, no sort; the keys of an
+# acyclic graph span at most 4 per point: 3 per boundary, + 1 per round); wider ones by numpy's stable sort.
+COUNTING_SPAN_PER_POINT = 8
+
+
+def native_schedule_keys(graph: Graph) -> np.ndarray:
+    """:func:`schedule_keys` by the compiled helper (_replay_solve.c): the same keys, the rounds' edge passes and
+    running maxima in one loop each instead of a dozen numpy passes."""
+    assert _replay_solve is not None
+    time = np.ascontiguousarray(graph.time, np.int64)
+    coupling = graph.edge_is_wait | graph.edge_is_wake | graph.edge_is_collective
+    boundaries = sorted_distinct(graph.edge_dst[coupling]).astype(np.int64, copy=False)
+    boundary_sorted = boundaries[np.lexsort((boundaries, time[boundaries]))]
+    src = np.ascontiguousarray(graph.edge_src, np.int64)
+    dst = np.ascontiguousarray(graph.edge_dst, np.int64)
+    key = np.empty(time.size, np.int64)
+    rounds = max(MAX_KEY_ROUNDS, MAX_KEY_WORK // max(key.size + src.size, 1))
+    _replay_solve.schedule_keys(
+        time,
+        np.ascontiguousarray(graph.kind >= FIRST_GPU_KIND).view(np.uint8),
+        np.ascontiguousarray(graph.chain_first, dtype=bool).view(np.uint8),
+        np.ascontiguousarray(time[boundary_sorted]),
+        np.ascontiguousarray(boundary_sorted),
+        src,
+        dst,
+        key,
+        MAX_KEY_ROUNDS,
+        rounds,
+    )
+    return key
+
+
+def plan_natively(graph: Graph) -> Plan:
+    """:func:`plan` by the compiled helper: the keys (:func:`native_schedule_keys`), the points put in key order
+    by counting and the edges by target position by counting (no sorts)."""
+    assert _replay_solve is not None
+    n = graph.size
+    key = native_schedule_keys(graph)
+    order = np.empty(n, np.int64)
+    position = np.empty(n, np.int64)
+    low = int(key.min()) if n else 0
+    span = (int(key.max()) - low + 1) if n else 1
+    if span <= COUNTING_SPAN_PER_POINT * n + 1024:
+        _replay_solve.order_by_key(key, low, span, order, position)
+    else:  # keys spread wide (a cycle's rounds): a stable sort
+        order = np.argsort(key, kind="stable")
+        position[order] = np.arange(n)
+    n_edges = graph.edge_src.size
+    e_ptr = np.empty(n + 1, np.int64)
+    e_order, e_pos, e_src = (np.empty(n_edges, np.int64) for _ in range(3))
+    e_stale = np.empty(n_edges, bool)
+    _replay_solve.edges_by_target(
+        position,
+        key,
+        np.ascontiguousarray(graph.edge_src, np.int64),
+        np.ascontiguousarray(graph.edge_dst, np.int64),
+        e_ptr,
+        e_order,
+        e_pos,
+        e_src,
+        e_stale.view(np.uint8),
+    )
+    return Plan(
+        sources=tuple(getattr(graph, name) for name in _PLAN_SOURCES),
+        key=None,
+        order=order,
+        e_order=e_order,
+        e_pos=e_pos,
+        e_src=e_src,
+        e_ptr=e_ptr,
+        e_stale=e_stale,
     )
 
 
