@@ -432,6 +432,193 @@ static PyObject *edges_by_target(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* ---- the critical path's walk (critical.path_points) ---------------------------------------------------------
+ *
+ * critical_walk(t, lag, chain_first, edge_src, edge_dst, edge_lag, start, bottoms, tops, head_sources): from point
+ * ``start`` back through what set each point's time, as engine.setters names it (the binding cross edge, the last
+ * of equal ones, where one reaches the point's time; else the chain predecessor where it does; else none), one
+ * stretch of a chain at a time: each stretch's lowest and highest point and what set its lowest point (-1: none)
+ * written in walk order (the last stretch first), at most n stretches. Only the points walked through are read.
+ * Returns the stretches written.
+ */
+
+static PyObject *critical_walk(PyObject *self, PyObject *args) {
+    (void)self;
+    enum { COUNT = 9 };
+    PyObject *objs[COUNT];
+    Py_buffer views[COUNT];
+    static const char *const names[COUNT] = {"t",     "lag",     "chain_first", "edge_src",    "edge_dst",
+                                             "edge_lag", "bottoms", "tops",        "head_sources"};
+    static const Py_ssize_t sizes[COUNT] = {8, 8, 1, 8, 8, 8, 8, 8, 8};
+    PyObject *items[COUNT];
+    PyObject *t_obj, *lag_obj, *first_obj, *src_obj, *dst_obj, *elag_obj, *bottoms_obj, *tops_obj, *heads_obj;
+    long long start;
+    if (!PyArg_ParseTuple(args, "OOOOOOLOOO", &t_obj, &lag_obj, &first_obj, &src_obj, &dst_obj, &elag_obj, &start,
+                          &bottoms_obj, &tops_obj, &heads_obj)) {
+        return NULL;
+    }
+    items[0] = t_obj, items[1] = lag_obj, items[2] = first_obj, items[3] = src_obj, items[4] = dst_obj;
+    items[5] = elag_obj, items[6] = bottoms_obj, items[7] = tops_obj, items[8] = heads_obj;
+    PyObject *packed = PyTuple_New(COUNT);
+    if (packed == NULL) {
+        return NULL;
+    }
+    for (int i = 0; i < COUNT; i++) {
+        Py_INCREF(items[i]);
+        PyTuple_SET_ITEM(packed, i, items[i]);
+    }
+    int failed = get_all(packed, COUNT, objs, views, sizes, names, 6);
+    Py_DECREF(packed);
+    if (failed < 0) {
+        return NULL;
+    }
+    Py_ssize_t n = views[0].len / 8, n_edges = views[3].len / 8;
+    if (views[1].len / 8 != n || views[2].len != n || views[4].len / 8 != n_edges || views[5].len / 8 != n_edges ||
+        views[6].len / 8 != n || views[7].len / 8 != n || views[8].len / 8 != n || start < 0 || start >= n) {
+        release_all(views, COUNT);
+        PyErr_SetString(PyExc_ValueError, "critical_walk: array lengths disagree");
+        return NULL;
+    }
+    const int64_t *t = views[0].buf, *lag = views[1].buf, *src = views[3].buf, *dst = views[4].buf;
+    const int64_t *elag = views[5].buf;
+    const unsigned char *first = views[2].buf;
+    int64_t *bottoms = views[6].buf, *tops = views[7].buf, *heads = views[8].buf;
+    int64_t *ptr = PyMem_RawCalloc((size_t)n + 1, sizeof(int64_t));
+    int64_t *into = PyMem_RawMalloc(((size_t)n_edges + 1) * sizeof(int64_t));
+    if (ptr == NULL || into == NULL) {
+        PyMem_RawFree(ptr);
+        PyMem_RawFree(into);
+        release_all(views, COUNT);
+        return PyErr_NoMemory();
+    }
+    int bad = 0;
+    Py_ssize_t count = 0;
+    Py_BEGIN_ALLOW_THREADS
+    /* the edges into each point, in edge order: into[ptr[p]] .. into[ptr[p + 1] - 1] */
+    for (Py_ssize_t k = 0; k < n_edges; k++) {
+        if (src[k] < 0 || src[k] >= n || dst[k] < 0 || dst[k] >= n) {
+            bad = 1;
+            break;
+        }
+        ptr[dst[k] + 1]++;
+    }
+    if (!bad) {
+        for (Py_ssize_t p = 0; p < n; p++) {
+            ptr[p + 1] += ptr[p];
+        }
+        for (Py_ssize_t k = 0; k < n_edges; k++) {
+            into[ptr[dst[k]]++] = k;
+        }
+        for (Py_ssize_t p = n; p > 0; p--) {
+            ptr[p] = ptr[p - 1];
+        }
+        ptr[0] = 0;
+        int64_t p = start;
+        while (count < n) {
+            int64_t h = p, source;
+            for (;;) {
+                /* what set h: the binding edge (the latest source + lag, the last of equal ones), where it reaches
+                 * t[h]; else the chain predecessor where it reaches t[h]; else none */
+                int64_t reach = NONE_TIME, chosen = -1;
+                for (int64_t j = ptr[h]; j < ptr[h + 1]; j++) {
+                    int64_t k = into[j];
+                    int64_t ready = t[src[k]] + elag[k];
+                    if (ready >= reach) {
+                        if (ready > reach) {
+                            reach = ready;
+                        }
+                        chosen = k;
+                    }
+                }
+                if (chosen >= 0 && reach >= t[h] && reach > NONE_TIME / 2) {
+                    source = src[chosen];
+                } else if (h > 0 && !first[h] && t[h - 1] + lag[h] >= t[h]) {
+                    source = h - 1;
+                } else {
+                    source = -1;
+                }
+                if (source != h - 1 || h == 0) {
+                    break;
+                }
+                h--;
+            }
+            bottoms[count] = h;
+            tops[count] = p;
+            heads[count] = source;
+            count++;
+            if (source < 0 || source == h) {
+                break;
+            }
+            p = source;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    PyMem_RawFree(ptr);
+    PyMem_RawFree(into);
+    release_all(views, COUNT);
+    if (bad) {
+        PyErr_SetString(PyExc_ValueError, "critical_walk: an index out of range");
+        return NULL;
+    }
+    return PyLong_FromSsize_t(count);
+}
+
+/* ---- the range running at each time (intervals.running_at), for times that mostly ascend -----------------------
+ *
+ * running_at(starts, ends, t, out): out[i] = the last range (starts ascending) starting at or before t[i] if
+ * t[i] < its end, else -1; each time searched from the previous one's answer first (the host points of a thread
+ * come in time order), a binary search where that misses.
+ */
+
+static PyObject *running_at(PyObject *self, PyObject *args) {
+    (void)self;
+    enum { COUNT = 4 };
+    PyObject *objs[COUNT];
+    Py_buffer views[COUNT];
+    static const char *const names[COUNT] = {"starts", "ends", "t", "out"};
+    static const Py_ssize_t sizes[COUNT] = {8, 8, 8, 8};
+    if (PyTuple_GET_SIZE(args) != COUNT) {
+        PyErr_SetString(PyExc_TypeError, "running_at: 4 arguments expected");
+        return NULL;
+    }
+    if (get_all(args, COUNT, objs, views, sizes, names, 3) < 0) {
+        return NULL;
+    }
+    Py_ssize_t m = views[0].len / 8, n = views[2].len / 8;
+    if (views[1].len / 8 != m || views[3].len / 8 != n) {
+        release_all(views, COUNT);
+        PyErr_SetString(PyExc_ValueError, "running_at: array lengths disagree");
+        return NULL;
+    }
+    const int64_t *starts = views[0].buf, *ends = views[1].buf, *t = views[2].buf;
+    int64_t *out = views[3].buf;
+    Py_BEGIN_ALLOW_THREADS
+    Py_ssize_t j = 0; /* the ranges starting at or before the last time */
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t v = t[i];
+        if (!((j == 0 || starts[j - 1] <= v) && (j == m || starts[j] > v))) {
+            if (j < m && starts[j] <= v && (j + 1 == m || starts[j + 1] > v)) {
+                j++; /* the next range */
+            } else {
+                Py_ssize_t lo = 0, hi = m;
+                while (lo < hi) {
+                    Py_ssize_t mid = lo + (hi - lo) / 2;
+                    if (starts[mid] <= v) {
+                        lo = mid + 1;
+                    } else {
+                        hi = mid;
+                    }
+                }
+                j = lo;
+            }
+        }
+        out[i] = (j > 0 && v < ends[j - 1]) ? (int64_t)(j - 1) : -1;
+    }
+    Py_END_ALLOW_THREADS
+    release_all(views, COUNT);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"solve_in_order", solve_in_order, METH_VARARGS,
      "solve_in_order(order, chain_first, lag, anchor, recorded, e_ptr, e_src, e_lag, e_stale, out): the replayed "
@@ -444,6 +631,11 @@ static PyMethodDef methods[] = {
     {"edges_by_target", edges_by_target, METH_VARARGS,
      "edges_by_target(position, key, edge_src, edge_dst, e_ptr, e_order, e_pos, e_src, e_stale): the edges by "
      "their target's position."},
+    {"critical_walk", critical_walk, METH_VARARGS,
+     "critical_walk(t, lag, chain_first, edge_src, edge_dst, edge_lag, start, bottoms, tops, head_sources): the "
+     "critical path's stretches from point start back; returns how many were written."},
+    {"running_at", running_at, METH_VARARGS,
+     "running_at(starts, ends, t, out): the range running at each time (-1: none), as intervals.running_at."},
     {NULL, NULL, 0, NULL},
 };
 

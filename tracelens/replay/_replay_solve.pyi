@@ -38,3 +38,16 @@ def edges_by_target(
     e_src: Any,
     e_stale: Any,
 ) -> None: ...
+def critical_walk(
+    t: Any,
+    lag: Any,
+    chain_first: Any,
+    edge_src: Any,
+    edge_dst: Any,
+    edge_lag: Any,
+    start: int,
+    bottoms: Any,
+    tops: Any,
+    head_sources: Any,
+) -> int: ...
+def running_at(starts: Any, ends: Any, t: Any, out: Any) -> None: ...

@@ -24,6 +24,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from .. import intervals
 from ..values import sorted_distinct
 from .graph import GPU_END, GPU_START, NONE, Graph
 
@@ -128,6 +129,23 @@ def cut_count(graph: Graph) -> int:
 def native_solver() -> object | None:
     """The compiled one-pass solver in use, or None (then the numpy batches solve)."""
     return _replay_solve
+
+
+def running_at(starts: np.ndarray, ends: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """:func:`tracelens.intervals.running_at` (the range [start, end) running at each time, ``starts`` ascending;
+    -1: none) by the compiled helper where it was built: each time searched from the previous one's answer first,
+    one step for times that mostly ascend (a thread's host points against the steps) instead of a binary search
+    each; the same indices."""
+    if _replay_solve is None or t.size == 0:
+        return intervals.running_at(starts, ends, t)
+    out = np.empty(t.size, np.int64)
+    _replay_solve.running_at(
+        np.ascontiguousarray(starts, np.int64),
+        np.ascontiguousarray(ends, np.int64),
+        np.ascontiguousarray(t, np.int64),
+        out,
+    )
+    return out
 
 
 def _chain_heads(chain_first: np.ndarray) -> np.ndarray | None:

@@ -29,7 +29,7 @@ from ..gpu_specs import device_links
 from ..trace import ANNOTATION, CPU_OP, DRIVER, PYTHON, RUNTIME, STEP, Trace
 from ..values import sorted_distinct
 from .collectives import overlap_collectives
-from .engine import Plan, plan, solve
+from .engine import Plan, plan, running_at, solve
 from .graph import GPU_END, GPU_START, HOST_END, HOST_START, NONE, Graph, build, lower_is, text_mask
 from .occupancy_model import kernel_model
 
@@ -83,13 +83,13 @@ class Context:
             # step: searched once, not again per op), unlaunched ones by their own time
             # a step runs until the next one starts (the last until its end), that instant included
             host = 2 * g.call_start.size  # the host points come first
-            step_of[:host] = intervals.running_at(starts, limit + 1, g.time[:host])
+            step_of[:host] = running_at(starts, limit + 1, g.time[:host])
             launched = g.op_launch_call >= 0
             at_call = step_of[g.call_start[g.op_launch_call[launched]]]
             step_of[g.op_start[launched]] = at_call
             step_of[g.op_end[launched]] = at_call
             alone = np.concatenate([g.op_start[~launched], g.op_end[~launched]])
-            step_of[alone] = intervals.running_at(starts, limit + 1, g.time[alone])
+            step_of[alone] = running_at(starts, limit + 1, g.time[alone])
         return step_of
 
     def outcome(self, graph: Graph | None = None, times: np.ndarray | None = None) -> Outcome:
