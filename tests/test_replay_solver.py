@@ -302,6 +302,30 @@ def test_compiled_plan_equals_the_numpy_plan_past_the_minimum_rounds_and_on_a_cy
 @native
 def test_compiled_plan_equals_the_numpy_plan_on_a_large_graph_and_wide_keys(monkeypatch: Any) -> None:
     graph = random_graph(5, 12, 3000, 0.3, 0.02)
+    assert_same_plan(graph)  # the chains merged
+    monkeypatch.setattr(engine, "MERGE_CHAINS", 0)  # by counting
     assert_same_plan(graph)
     monkeypatch.setattr(engine, "COUNTING_SPAN_PER_POINT", -1)  # every key span through numpy's stable sort
     assert_same_plan(graph)
+
+
+@native
+@settings(max_examples=40, deadline=None)
+@given(**GRAPH_PARAMETERS)
+def test_compiled_plan_by_counting_equals_the_numpy_plan(
+    seed: int, n_chains: int, max_len: int, edge_share: float, skew_share: float
+) -> None:
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(engine, "MERGE_CHAINS", 0)
+        assert_same_plan(random_graph(seed, n_chains, max_len, edge_share, skew_share))
+
+
+@native
+def test_merging_the_chains_refuses_keys_that_step_down() -> None:
+    key = np.array([0, 2, 1, 0, 5], np.int64)  # chain 0: points 0-2 (2 then 1: down), chain 1: points 3-4
+    order, position = np.empty(5, np.int64), np.empty(5, np.int64)
+    assert engine._replay_solve.order_by_chains(key, np.array([0, 3, 5]), order, position) == -1
+    key[2] = 2
+    assert engine._replay_solve.order_by_chains(key, np.array([0, 3, 5]), order, position) == 0
+    np.testing.assert_array_equal(order, np.argsort(key, kind="stable"))
+    np.testing.assert_array_equal(position[order], np.arange(5))

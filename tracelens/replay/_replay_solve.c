@@ -114,8 +114,9 @@ done:
  *
  * The same integers as engine.schedule_keys / engine.plan_by_numpy compute with numpy (tests compare them):
  *
- * schedule_keys(time, gpu, chain_first, boundary_time, boundary_point, edge_src, edge_dst, key, min_rounds,
- *               rounds): key[p] = 3 x (boundary times before time[p]) + gpu[p], each boundary point 3 x its rank + 2,
+ * schedule_keys(time, gpu, chain_first, boundary_time, boundary_point, boundary_rank, edge_src, edge_dst, key,
+ *               min_rounds, rounds): key[p] = 3 x (boundary times before time[p], ascending) + gpu[p], each boundary
+ *   point (ascending) 3 x its rank among the boundary times + 2,
  *   then a running max along each chain; then rounds in which every edge whose target's key is not above its
  *   source's raises it to the source's + 1 (all of a round's raises read the keys as the round began, as
  *   numpy's maximum.at does), each followed by the chain running max, until no edge is late, ``rounds`` rounds
@@ -154,33 +155,17 @@ static void release_all(Py_buffer *views, int count) {
     }
 }
 
-/* the running max of key along each chain, from point ``lo`` on (the points before it already are) */
-static void chain_cummax(int64_t *key, const unsigned char *first, Py_ssize_t lo, Py_ssize_t n) {
-    if (lo >= n) {
-        return;
-    }
-    int64_t run = (lo > 0 && !first[lo]) ? key[lo - 1] : key[lo];
-    for (Py_ssize_t p = lo; p < n; p++) {
-        if (first[p]) {
-            run = key[p];
-        } else if (key[p] > run) {
-            run = key[p];
-        } else {
-            key[p] = run;
-        }
-    }
-}
-
 static PyObject *schedule_keys(PyObject *self, PyObject *args) {
     (void)self;
-    enum { COUNT = 8 };
+    enum { COUNT = 9 };
     PyObject *objs[COUNT];
     Py_buffer views[COUNT];
-    static const char *const names[COUNT] = {"time",          "gpu",      "chain_first", "boundary_time",
-                                             "boundary_point", "edge_src", "edge_dst",    "key"};
-    static const Py_ssize_t sizes[COUNT] = {8, 1, 1, 8, 8, 8, 8, 8};
+    static const char *const names[COUNT] = {"time",          "gpu",           "chain_first", "boundary_time",
+                                             "boundary_point", "boundary_rank", "edge_src",    "edge_dst",
+                                             "key"};
+    static const Py_ssize_t sizes[COUNT] = {8, 1, 1, 8, 8, 8, 8, 8, 8};
     if (PyTuple_GET_SIZE(args) != COUNT + 2) {
-        PyErr_SetString(PyExc_TypeError, "schedule_keys: 10 arguments expected");
+        PyErr_SetString(PyExc_TypeError, "schedule_keys: 11 arguments expected");
         return NULL;
     }
     long long min_rounds = PyLong_AsLongLong(PyTuple_GET_ITEM(args, COUNT));
@@ -191,17 +176,17 @@ static PyObject *schedule_keys(PyObject *self, PyObject *args) {
     if (get_all(args, COUNT, objs, views, sizes, names, COUNT - 1) < 0) {
         return NULL;
     }
-    Py_ssize_t n = views[0].len / 8, n_bounds = views[3].len / 8, n_edges = views[5].len / 8;
-    if (views[1].len != n || views[2].len != n || views[4].len / 8 != n_bounds || views[6].len / 8 != n_edges ||
-        views[7].len / 8 != n) {
+    Py_ssize_t n = views[0].len / 8, n_bounds = views[3].len / 8, n_edges = views[6].len / 8;
+    if (views[1].len != n || views[2].len != n || views[4].len / 8 != n_bounds || views[5].len / 8 != n_bounds ||
+        views[7].len / 8 != n_edges || views[8].len / 8 != n) {
         release_all(views, COUNT);
         PyErr_SetString(PyExc_ValueError, "schedule_keys: array lengths disagree");
         return NULL;
     }
-    const int64_t *time = views[0].buf, *bt = views[3].buf, *bp = views[4].buf;
-    const int64_t *src = views[5].buf, *dst = views[6].buf;
+    const int64_t *time = views[0].buf, *bt = views[3].buf, *bp = views[4].buf, *rank = views[5].buf;
+    const int64_t *src = views[6].buf, *dst = views[7].buf;
     const unsigned char *gpu = views[1].buf, *first = views[2].buf;
-    int64_t *key = views[7].buf;
+    int64_t *key = views[8].buf;
     int bad = 0;
     long long done = 0;
     int64_t *late_dst = NULL, *late_need = NULL;
@@ -217,7 +202,8 @@ static PyObject *schedule_keys(PyObject *self, PyObject *args) {
     }
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t k = 0; k < n_bounds; k++) {
-        if (bp[k] < 0 || bp[k] >= n) {
+        /* ascending points, ranks among the boundaries */
+        if (bp[k] < 0 || bp[k] >= n || (k > 0 && bp[k] <= bp[k - 1]) || rank[k] < 0 || rank[k] >= n_bounds) {
             bad = 1;
         }
     }
@@ -227,33 +213,38 @@ static PyObject *schedule_keys(PyObject *self, PyObject *args) {
         }
     }
     if (!bad && n > 0) {
-        /* the boundary times before each point's (searchsorted, side left): consecutive points mostly share
-         * one segment, so the last answer is tried first */
-        Py_ssize_t j = 0;
+        /* one pass: each point's 3 x (boundary times before its time: searchsorted, side left; consecutive points
+         * mostly share one segment, so the last answer is tried first) + its phase, a boundary's 3 x its rank + 2,
+         * the running max along its chain, and the highest key */
+        Py_ssize_t j = 0, b = 0;
+        int64_t run = 0, ceiling = 0;
         for (Py_ssize_t p = 0; p < n; p++) {
-            int64_t t = time[p];
-            if (!((j == 0 || bt[j - 1] < t) && (j == n_bounds || bt[j] >= t))) {
-                Py_ssize_t lo = 0, hi = n_bounds;
-                while (lo < hi) {
-                    Py_ssize_t mid = lo + (hi - lo) / 2;
-                    if (bt[mid] < t) {
-                        lo = mid + 1;
-                    } else {
-                        hi = mid;
+            int64_t value;
+            if (b < n_bounds && bp[b] == p) {
+                value = 3 * rank[b] + 2;
+                b++;
+            } else {
+                int64_t t = time[p];
+                if (!((j == 0 || bt[j - 1] < t) && (j == n_bounds || bt[j] >= t))) {
+                    Py_ssize_t lo = 0, hi = n_bounds;
+                    while (lo < hi) {
+                        Py_ssize_t mid = lo + (hi - lo) / 2;
+                        if (bt[mid] < t) {
+                            lo = mid + 1;
+                        } else {
+                            hi = mid;
+                        }
                     }
+                    j = lo;
                 }
-                j = lo;
+                value = 3 * (int64_t)j + (gpu[p] ? 1 : 0);
             }
-            key[p] = 3 * (int64_t)j + (gpu[p] ? 1 : 0);
-        }
-        for (Py_ssize_t k = 0; k < n_bounds; k++) {
-            key[bp[k]] = 3 * (int64_t)k + 2;
-        }
-        chain_cummax(key, first, 0, n);
-        int64_t ceiling = key[0];
-        for (Py_ssize_t p = 1; p < n; p++) {
-            if (key[p] > ceiling) {
-                ceiling = key[p];
+            if (p == 0 || first[p] || value > run) {
+                run = value;
+            }
+            key[p] = run;
+            if (p == 0 || run > ceiling) {
+                ceiling = run;
             }
         }
         ceiling += (int64_t)n;
@@ -277,17 +268,19 @@ static PyObject *schedule_keys(PyObject *self, PyObject *args) {
             if (r >= min_rounds && most > ceiling) {
                 break;
             }
-            Py_ssize_t lowest = n;
             for (Py_ssize_t i = 0; i < count; i++) {
-                int64_t d = late_dst[i];
-                if (late_need[i] > key[d]) {
-                    key[d] = late_need[i];
-                    if (d < lowest) {
-                        lowest = d;
-                    }
+                if (late_need[i] > key[late_dst[i]]) {
+                    key[late_dst[i]] = late_need[i];
                 }
             }
-            chain_cummax(key, first, lowest, n);
+            /* the running max along each chain again: the keys were one before the raises, so each raised key
+             * carries forward only until a key at least as high */
+            for (Py_ssize_t i = 0; i < count; i++) {
+                int64_t d = late_dst[i], carried = key[d];
+                for (int64_t q = d + 1; q < n && !first[q] && key[q] < carried; q++) {
+                    key[q] = carried;
+                }
+            }
             done++;
         }
     }
@@ -364,6 +357,93 @@ static PyObject *order_by_key(PyObject *self, PyObject *args) {
         return NULL;
     }
     Py_RETURN_NONE;
+}
+
+/* order_by_chains(key, heads, order, position): what order_by_key gives, for keys that ascend along each chain
+ * (chains stored one after another, ``heads``: each one's first point, then n): the chains merged, a stretch at
+ * a time (the points of the chain with the lowest (key, chain) up to the next chain's key), each point read and
+ * written once. Returns 0, or -1 where a chain's keys step down (nothing usable written). */
+static PyObject *order_by_chains(PyObject *self, PyObject *args) {
+    (void)self;
+    enum { COUNT = 4 };
+    PyObject *objs[COUNT];
+    Py_buffer views[COUNT];
+    static const char *const names[COUNT] = {"key", "heads", "order", "position"};
+    static const Py_ssize_t sizes[COUNT] = {8, 8, 8, 8};
+    if (PyTuple_GET_SIZE(args) != COUNT) {
+        PyErr_SetString(PyExc_TypeError, "order_by_chains: 4 arguments expected");
+        return NULL;
+    }
+    if (get_all(args, COUNT, objs, views, sizes, names, 2) < 0) {
+        return NULL;
+    }
+    Py_ssize_t n = views[0].len / 8, chains = views[1].len / 8 - 1;
+    const int64_t *key = views[0].buf, *heads = views[1].buf;
+    int64_t *order = views[2].buf, *position = views[3].buf;
+    int bad = chains < 0 || views[2].len / 8 != n || views[3].len / 8 != n;
+    for (Py_ssize_t c = 0; c <= chains && !bad; c++) {
+        if (heads[c] < 0 || heads[c] > n || (c > 0 && heads[c] < heads[c - 1]) || (c == chains && heads[c] != n) ||
+            (c == 0 && heads[c] != 0)) {
+            bad = 1;
+        }
+    }
+    if (bad) {
+        release_all(views, COUNT);
+        PyErr_SetString(PyExc_ValueError, "order_by_chains: bad chain heads or array lengths");
+        return NULL;
+    }
+    int64_t *cur = PyMem_RawMalloc(((size_t)chains + 1) * sizeof(int64_t));
+    if (cur == NULL) {
+        release_all(views, COUNT);
+        return PyErr_NoMemory();
+    }
+    int stepped_down = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t c = 0; c < chains; c++) {
+        cur[c] = heads[c];
+    }
+    int64_t at = 0;
+    for (;;) {
+        /* the chain holding the lowest (key, chain), and the next lowest of the others */
+        Py_ssize_t best = -1, second = -1;
+        for (Py_ssize_t c = 0; c < chains; c++) {
+            if (cur[c] >= heads[c + 1]) {
+                continue;
+            }
+            if (best < 0 || key[cur[c]] < key[cur[best]]) {
+                second = best;
+                best = c;
+            } else if (second < 0 || key[cur[c]] < key[cur[second]]) {
+                second = c;
+            }
+        }
+        if (best < 0) {
+            break;
+        }
+        int64_t stop = heads[best + 1], p = cur[best];
+        int64_t limit = second >= 0 ? key[cur[second]] : 0;
+        int64_t last = key[p];
+        /* (key, chain) below the other chain's: a lower key, or the same key on an earlier chain */
+        while (p < stop && (second < 0 || key[p] < limit || (key[p] == limit && best < second))) {
+            if (key[p] < last) {
+                stepped_down = 1;
+                break;
+            }
+            last = key[p];
+            order[at] = p;
+            position[p] = at;
+            at++;
+            p++;
+        }
+        if (stepped_down) {
+            break;
+        }
+        cur[best] = p;
+    }
+    Py_END_ALLOW_THREADS
+    PyMem_RawFree(cur);
+    release_all(views, COUNT);
+    return PyLong_FromLong(stepped_down ? -1 : 0);
 }
 
 static PyObject *edges_by_target(PyObject *self, PyObject *args) {
@@ -624,10 +704,13 @@ static PyMethodDef methods[] = {
      "solve_in_order(order, chain_first, lag, anchor, recorded, e_ptr, e_src, e_lag, e_stale, out): the replayed "
      "time of every point, written into out (see tracelens/replay/_replay_solve.c)."},
     {"schedule_keys", schedule_keys, METH_VARARGS,
-     "schedule_keys(time, gpu, chain_first, boundary_time, boundary_point, edge_src, edge_dst, key, min_rounds, "
-     "rounds): each point's batch key, written into key; returns the rounds that raised keys."},
+     "schedule_keys(time, gpu, chain_first, boundary_time, boundary_point, boundary_rank, edge_src, edge_dst, "
+     "key, min_rounds, rounds): each point's batch key, written into key; returns the rounds that raised keys."},
     {"order_by_key", order_by_key, METH_VARARGS,
      "order_by_key(key, low, span, order, position): the points in (key, index) order and their positions."},
+    {"order_by_chains", order_by_chains, METH_VARARGS,
+     "order_by_chains(key, heads, order, position): order_by_key for keys ascending along each chain; -1 where "
+     "they do not."},
     {"edges_by_target", edges_by_target, METH_VARARGS,
      "edges_by_target(position, key, edge_src, edge_dst, e_ptr, e_order, e_pos, e_src, e_stale): the edges by "
      "their target's position."},

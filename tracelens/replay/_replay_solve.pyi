@@ -20,6 +20,7 @@ def schedule_keys(
     chain_first: Any,
     boundary_time: Any,
     boundary_point: Any,
+    boundary_rank: Any,
     edge_src: Any,
     edge_dst: Any,
     key: Any,
@@ -51,3 +52,4 @@ def critical_walk(
     head_sources: Any,
 ) -> int: ...
 def running_at(starts: Any, ends: Any, t: Any, out: Any) -> None: ...
+def order_by_chains(key: Any, heads: Any, order: Any, position: Any) -> int: ...

@@ -275,6 +275,9 @@ def plan_by_numpy(graph: Graph) -> Plan:
 # Keys spanning up to this many values per point are put in order by counting (one pass, no sort; the keys of an
 # acyclic graph span at most 4 per point: 3 per boundary, + 1 per round); wider ones by numpy's stable sort.
 COUNTING_SPAN_PER_POINT = 8
+# Graphs of up to this many chains have their points put in key order by merging the chains (the keys ascend along
+# each): a stretch of one chain at a time, each point read and written once (a scan of the chains per stretch).
+MERGE_CHAINS = 16
 
 
 def native_schedule_keys(graph: Graph) -> np.ndarray:
@@ -285,6 +288,7 @@ def native_schedule_keys(graph: Graph) -> np.ndarray:
     coupling = graph.edge_is_wait | graph.edge_is_wake | graph.edge_is_collective
     boundaries = sorted_distinct(graph.edge_dst[coupling]).astype(np.int64, copy=False)
     boundary_sorted = boundaries[np.lexsort((boundaries, time[boundaries]))]
+    rank = np.argsort(boundary_sorted)  # each boundary point (ascending) -> its rank by time
     src = np.ascontiguousarray(graph.edge_src, np.int64)
     dst = np.ascontiguousarray(graph.edge_dst, np.int64)
     key = np.empty(time.size, np.int64)
@@ -294,7 +298,8 @@ def native_schedule_keys(graph: Graph) -> np.ndarray:
         np.ascontiguousarray(graph.kind >= FIRST_GPU_KIND).view(np.uint8),
         np.ascontiguousarray(graph.chain_first, dtype=bool).view(np.uint8),
         np.ascontiguousarray(time[boundary_sorted]),
-        np.ascontiguousarray(boundary_sorted),
+        np.ascontiguousarray(boundary_sorted[rank]),
+        np.ascontiguousarray(rank, np.int64),
         src,
         dst,
         key,
@@ -306,15 +311,24 @@ def native_schedule_keys(graph: Graph) -> np.ndarray:
 
 def plan_natively(graph: Graph) -> Plan:
     """:func:`plan` by the compiled helper: the keys (:func:`native_schedule_keys`), the points put in key order
-    by counting and the edges by target position by counting (no sorts)."""
+    (the chains merged where they are few, else by counting) and the edges by target position by counting (no
+    sorts)."""
     assert _replay_solve is not None
     n = graph.size
     key = native_schedule_keys(graph)
     order = np.empty(n, np.int64)
     position = np.empty(n, np.int64)
-    low = int(key.min()) if n else 0
-    span = (int(key.max()) - low + 1) if n else 1
-    if span <= COUNTING_SPAN_PER_POINT * n + 1024:
+    heads = np.flatnonzero(graph.chain_first)
+    merged = (
+        0 < heads.size <= MERGE_CHAINS
+        and heads[0] == 0
+        and _replay_solve.order_by_chains(key, np.append(heads, n), order, position) == 0
+    )
+    low = int(key.min()) if n and not merged else 0
+    span = (int(key.max()) - low + 1) if n and not merged else 1
+    if merged or n == 0:
+        pass
+    elif span <= COUNTING_SPAN_PER_POINT * n + 1024:
         _replay_solve.order_by_key(key, low, span, order, position)
     else:  # keys spread wide (a cycle's rounds): a stable sort
         order = np.argsort(key, kind="stable")
