@@ -1,9 +1,13 @@
 """The replay's compiled walks give exactly what the numpy paths they replace give (those are kept as the fallback
 where no C compiler was found, and as the reference here): the critical path's walk (critical.path_points against
 path_points_by_numpy, which reads every point's setter), on generated graphs with their replayed times and with
-arbitrary times full of ties (edges and chain predecessors reaching a point together), and on real traces."""
+arbitrary times full of ties (edges and chain predecessors reaching a point together), and on real traces; the
+step of each point (engine.running_at against intervals.running_at); a thread's idle gaps' coverage by its own rows
+in one pass (graph._covered_by_rows against intervals.merge and overlap_with_union)."""
 
 from __future__ import annotations
+
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -15,6 +19,7 @@ from tests.conftest import FIXTURES
 from tests.test_replay_solver import GRAPH_PARAMETERS, random_graph
 from tracelens import intervals
 from tracelens.replay import critical, engine
+from tracelens.replay import graph as graph_module
 from tracelens.replay.remedies import Context
 
 native = pytest.mark.skipif(engine._replay_solve is None, reason="_replay_solve not built (no C compiler)")
@@ -75,3 +80,33 @@ def test_running_at_equals_the_intervals_reference(
     e = s + np.array(lengths[: s.size], np.int64)
     t = np.array(sorted(times) if ascending else times, np.int64)
     np.testing.assert_array_equal(engine.running_at(s, e, t), intervals.running_at(s, e, t))
+
+
+@native
+@settings(max_examples=80, deadline=None)
+@given(
+    rows=st.lists(st.tuples(st.integers(0, 300), st.integers(0, 60), st.booleans()), max_size=60),
+    gaps=st.lists(st.tuples(st.integers(0, 40), st.integers(1, 60)), max_size=12),
+    in_start_order=st.booleans(),
+)
+def test_gap_coverage_equals_the_merged_union_reference(
+    rows: list[tuple[int, int, bool]], gaps: list[tuple[int, int]], in_start_order: bool
+) -> None:
+    # a thread's idle gaps (in order, touching or apart) against the union of its own rows (masked among others;
+    # overlapping, nested, touching, of length 0; in start order as the event table is, or not: the fallback)
+    if in_start_order:
+        rows = sorted(rows)
+    start = np.array([r[0] for r in rows], np.int64)
+    end = start + np.array([r[1] for r in rows], np.int64)
+    mask = np.array([r[2] for r in rows], bool)
+    lo, hi, at = [], [], 0
+    for skip, width in gaps:
+        lo.append(at + skip)
+        hi.append(at + skip + width)
+        at = hi[-1]
+    lo_a, hi_a = np.array(lo, np.int64), np.array(hi, np.int64)
+    cols = SimpleNamespace(start=start, end=end)
+    mine = np.flatnonzero(mask)
+    us, ue = intervals.merge(start[mine], end[mine])
+    expected = intervals.overlap_with_union(lo_a, hi_a, us, ue)
+    np.testing.assert_array_equal(graph_module._covered_by_rows(cols, mask, lo_a, hi_a), expected)

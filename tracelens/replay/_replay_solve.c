@@ -699,6 +699,89 @@ static PyObject *running_at(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* ---- a thread's idle gaps against its own rows (graph._wake_edges) ---------------------------------------------
+ *
+ * union_overlap(mask, start, end, lo, hi, out): out[i] = how much of [lo[i], hi[i]) the union of the rows where
+ * mask is set covers (intervals.merge, then intervals.overlap_with_union), in one pass over the rows: the union
+ * grown row by row, each merged interval added to the gaps it meets. Needs the masked rows in start order and the
+ * gaps in order, each at or after the one before (returns -1, nothing usable written, where not); else 0.
+ */
+
+static void add_union_interval(int64_t us, int64_t ue, const int64_t *lo, const int64_t *hi, int64_t *out,
+                               Py_ssize_t n_gaps, Py_ssize_t *q) {
+    while (*q < n_gaps && hi[*q] <= us) {
+        (*q)++;
+    }
+    for (Py_ssize_t i = *q; i < n_gaps && lo[i] < ue; i++) {
+        int64_t a = lo[i] > us ? lo[i] : us, b = hi[i] < ue ? hi[i] : ue;
+        if (b > a) {
+            out[i] += b - a;
+        }
+    }
+}
+
+static PyObject *union_overlap(PyObject *self, PyObject *args) {
+    (void)self;
+    enum { COUNT = 6 };
+    PyObject *objs[COUNT];
+    Py_buffer views[COUNT];
+    static const char *const names[COUNT] = {"mask", "start", "end", "lo", "hi", "out"};
+    static const Py_ssize_t sizes[COUNT] = {1, 8, 8, 8, 8, 8};
+    if (PyTuple_GET_SIZE(args) != COUNT) {
+        PyErr_SetString(PyExc_TypeError, "union_overlap: 6 arguments expected");
+        return NULL;
+    }
+    if (get_all(args, COUNT, objs, views, sizes, names, 5) < 0) {
+        return NULL;
+    }
+    Py_ssize_t rows = views[0].len, n_gaps = views[3].len / 8;
+    if (views[1].len / 8 != rows || views[2].len / 8 != rows || views[4].len / 8 != n_gaps ||
+        views[5].len / 8 != n_gaps) {
+        release_all(views, COUNT);
+        PyErr_SetString(PyExc_ValueError, "union_overlap: array lengths disagree");
+        return NULL;
+    }
+    const unsigned char *mask = views[0].buf;
+    const int64_t *start = views[1].buf, *end = views[2].buf, *lo = views[3].buf, *hi = views[4].buf;
+    int64_t *out = views[5].buf;
+    int unordered = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n_gaps; i++) {
+        out[i] = 0;
+        if (hi[i] < lo[i] || (i > 0 && lo[i] < hi[i - 1])) {
+            unordered = 1;
+        }
+    }
+    Py_ssize_t q = 0;
+    int open = 0;
+    int64_t us = 0, ue = 0, last_start = 0;
+    for (Py_ssize_t r = 0; r < rows && !unordered; r++) {
+        if (!mask[r]) {
+            continue;
+        }
+        int64_t s = start[r], e = end[r];
+        if (open && s < last_start) {
+            unordered = 1;
+            break;
+        }
+        last_start = s;
+        if (!open) {
+            us = s, ue = e, open = 1;
+        } else if (s > ue) { /* past every end so far: the merged interval closes (touching ones join) */
+            add_union_interval(us, ue, lo, hi, out, n_gaps, &q);
+            us = s, ue = e;
+        } else if (e > ue) {
+            ue = e;
+        }
+    }
+    if (open && !unordered) {
+        add_union_interval(us, ue, lo, hi, out, n_gaps, &q);
+    }
+    Py_END_ALLOW_THREADS
+    release_all(views, COUNT);
+    return PyLong_FromLong(unordered ? -1 : 0);
+}
+
 static PyMethodDef methods[] = {
     {"solve_in_order", solve_in_order, METH_VARARGS,
      "solve_in_order(order, chain_first, lag, anchor, recorded, e_ptr, e_src, e_lag, e_stale, out): the replayed "
@@ -719,6 +802,9 @@ static PyMethodDef methods[] = {
      "critical path's stretches from point start back; returns how many were written."},
     {"running_at", running_at, METH_VARARGS,
      "running_at(starts, ends, t, out): the range running at each time (-1: none), as intervals.running_at."},
+    {"union_overlap", union_overlap, METH_VARARGS,
+     "union_overlap(mask, start, end, lo, hi, out): how much of each gap the union of the masked rows covers; -1 "
+     "where the rows or gaps are out of order."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -234,8 +234,10 @@ def build(trace: Trace) -> Graph:
     key = thread_key(cols.pid[api], cols.tid[api])
     thread, thread_keys = dense_codes(key)
     marker = cols.kind[api] == ALL_KINDS.index(STEP)
-    s, e = cols.start[api], np.where(marker, cols.start[api], cols.end[api])
+    s = cols.start[api]
+    e = np.where(marker, s, cols.end[api])
     order = _thread_time_order(thread, s, e)
+    api_by_row = api  # ascending, as the event rows are
     api, thread, s, e, marker = api[order], thread[order], s[order], e[order], marker[order]
     head = _run_heads(thread)
     prev_end = np.full(api.size, NONE, np.int64)
@@ -263,11 +265,12 @@ def build(trace: Trace) -> Graph:
     # the rows were ascending before the (thread, time) order: that order's inverse sorts them back, no argsort
     api_sorted = np.empty(order.size, np.int64)
     api_sorted[order] = np.arange(order.size)
-    at = np.searchsorted(api[api_sorted], launch_row) if api.size else np.zeros(n_ops, np.int64)
+    # (launch rows mostly ascend: intervals.search_sorted walks them where its compiled helper is built)
+    at = intervals.search_sorted(api_by_row, launch_row) if api.size else np.zeros(n_ops, np.int64)
     at = np.minimum(at, max(api.size - 1, 0))
     found = (launch_row >= 0) & (api.size > 0)
     if api.size:
-        found &= api[api_sorted[at]] == launch_row
+        found &= api_by_row[at] == launch_row
     api_pos = np.where(found, api_sorted[at] if api.size else 0, -1)
     found &= _plausible_launch(cols, op_row, pairs, found, oe)
     api_pos = np.where(found, api_pos, -1)
@@ -299,7 +302,7 @@ def build(trace: Trace) -> Graph:
     call_is_marker = marker[calls]
     # the per-row arrays of the host calls end here: dropped before the points (the build's peak) are made
     del api, key, thread, marker, s, e, order, head, prev_end, nested, outer, outer_index, row_to_call_api
-    del api_offset, api_sorted, at, found, api_pos, launch_row
+    del api_offset, api_sorted, api_by_row, at, found, api_pos, launch_row
 
     # --- points: host chains first (thread order), then stream chains ((device, stream) order). Each point
     # array is made whole here and its host and GPU parts written into it through views (``host_*``, ``gpu_*``):
@@ -709,10 +712,9 @@ def _wake_edges(
             # comparison per column (no key per row)
             halves = _thread_key_halves(cols)
             for key in waiting:  # a loop over threads
-                mine = np.flatnonzero(_of_thread_key(halves, is_own, int(key)))
+                own = _of_thread_key(halves, is_own, int(key))
                 at = keys == key
-                us, ue = intervals.merge(cols.start[mine], cols.end[mine])
-                covered[at] = intervals.overlap_with_union(prev_end[middle[at]], cs[middle[at]], us, ue)
+                covered[at] = _covered_by_rows(cols, own, prev_end[middle[at]], cs[middle[at]])
         else:
             own = np.flatnonzero(is_own)
             own_keys = thread_key(cols.pid[own], cols.tid[own])
@@ -745,6 +747,33 @@ def _wake_edges(
         (2 * candidates).astype(np.int64),
         (cs[candidates] - latest).astype(np.int64),
     )
+
+
+def _covered_by_rows(cols: EventColumns, rows: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """How much of each gap [lo, hi) (in time order, one thread's) the union of the event rows of the mask ``rows``
+    covers: in one pass over the rows by the compiled helper where it was built and the rows are in start order
+    (the event table is), else by :func:`intervals.merge` and :func:`intervals.overlap_with_union`; the same."""
+    # imported here: engine imports this module (and tests swap the helper by its name there)
+    from .engine import native_solver
+
+    solver = native_solver()
+    if solver is not None and cols.start.dtype == np.int64 and cols.end.dtype == np.int64:
+        out = np.empty(lo.size, np.int64)
+        if (
+            solver.union_overlap(  # type: ignore[attr-defined]
+                np.ascontiguousarray(rows, dtype=bool).view(np.uint8),
+                np.ascontiguousarray(cols.start),
+                np.ascontiguousarray(cols.end),
+                np.ascontiguousarray(lo, np.int64),
+                np.ascontiguousarray(hi, np.int64),
+                out,
+            )
+            == 0
+        ):
+            return out
+    mine = np.flatnonzero(rows)
+    us, ue = intervals.merge(cols.start[mine], cols.end[mine])
+    return intervals.overlap_with_union(lo, hi, us, ue)
 
 
 def _thread_key_halves(cols: EventColumns) -> list[tuple[np.ndarray, int, bool]]:
