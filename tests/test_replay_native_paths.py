@@ -3,7 +3,8 @@ where no C compiler was found, and as the reference here): the critical path's w
 path_points_by_numpy, which reads every point's setter), on generated graphs with their replayed times and with
 arbitrary times full of ties (edges and chain predecessors reaching a point together), and on real traces; the
 step of each point (engine.running_at against intervals.running_at); a thread's idle gaps' coverage by its own rows
-in one pass (graph._covered_by_rows against intervals.merge and overlap_with_union)."""
+in one pass (graph._covered_by_rows against intervals.merge and overlap_with_union); the CUDA graph remedy's
+regions found by one stable sort of a packed key (remedies._region_heads against the lexsort it replaces)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ import tracelens
 from tests.conftest import FIXTURES
 from tests.test_replay_solver import GRAPH_PARAMETERS, random_graph
 from tracelens import intervals
-from tracelens.replay import critical, engine
+from tracelens.replay import critical, engine, remedies
 from tracelens.replay import graph as graph_module
 from tracelens.replay.remedies import Context
 
@@ -110,3 +111,28 @@ def test_gap_coverage_equals_the_merged_union_reference(
     us, ue = intervals.merge(start[mine], end[mine])
     expected = intervals.overlap_with_union(lo_a, hi_a, us, ue)
     np.testing.assert_array_equal(graph_module._covered_by_rows(cols, mask, lo_a, hi_a), expected)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    calls=st.lists(
+        st.tuples(st.integers(0, 3), st.integers(0, 6), st.integers(-1, 4), st.integers(0, 5)), max_size=60
+    ),
+    wide=st.booleans(),
+)
+def test_graph_regions_equal_the_lexsort_reference(calls: list[tuple[int, int, int, int]], wide: bool) -> None:
+    # launching calls in (thread, time) order (times tied or not) with any step (-1: none) and blocking-call count:
+    # the first of each (thread, step, blocking calls before) region, by the packed stable sort (or the lexsort
+    # where the three do not fit in an int64) against the lexsort by the four and the comparison of the three
+    calls = sorted(calls, key=lambda c: (c[0], c[1]))
+    thread = np.array([c[0] for c in calls], np.int64)
+    time = np.array([c[1] for c in calls], np.int64)
+    step = np.array([c[2] for c in calls], np.int64)
+    blocking = np.array([c[3] for c in calls], np.int64) + (2**61 if wide else 0)
+    points = 2 * np.arange(thread.size, dtype=np.int64) + 10
+    order = np.lexsort((time, blocking, step, thread))
+    key = np.stack([thread[order], step[order], blocking[order]])
+    head = np.ones(order.size, bool)
+    head[1:] = (key[:, 1:] != key[:, :-1]).any(axis=0)
+    expected = points[order][head]
+    np.testing.assert_array_equal(remedies._region_heads(points, time, thread, step, blocking), expected)

@@ -43,6 +43,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -367,6 +368,7 @@ def build(trace: Trace) -> Graph:
     rank[op_order] = np.arange(n_ops)
     # the name rules of the calls, each distinct name tested once for all four: explicit syncs, synchronous
     # copies (wait edges below), stream waits and event records (event edges)
+    launches = _LaunchOrder(op_launch_call, os_, op_launch_start, stream_code)
     call_names = cols.name[call_row]
     call_bits = code_bits(
         call_names, names, (_is_sync_call, is_sync_copy, _is_stream_wait, _is_event_record)
@@ -382,9 +384,7 @@ def build(trace: Trace) -> Graph:
         op_launch_call,
         op_dev,
         op_stream,
-        stream_code,
-        os_,
-        op_launch_start,
+        launches,
     )
     e_src, e_dst = rank[e_src_op], rank[e_dst_op]
     event_ready = np.full(n_ops, NONE, np.int64)
@@ -476,10 +476,7 @@ def build(trace: Trace) -> Graph:
     # explicit syncs: the device of the last launch on the same thread before the call
     sync_calls = np.flatnonzero(is_sync)
     if sync_calls.size and n_ops:
-        launch_ops = np.flatnonzero(op_launch_call >= 0)
-        lc = op_launch_call[launch_ops]
-        order_l = np.argsort(lc, kind="stable")
-        lc_sorted, lo_sorted = lc[order_l], launch_ops[order_l]
+        lc_sorted, lo_sorted = launches.by_call
         # latest launching call at or before each sync on its thread: calls are numbered in (thread, time)
         j = np.searchsorted(lc_sorted, sync_calls, side="right") - 1
         ok = j >= 0
@@ -491,12 +488,8 @@ def build(trace: Trace) -> Graph:
             cols, call_row[sync_calls], cs[sync_calls], ce[sync_calls]
         )
         sync_dev = np.where(recorded_dev >= 0, recorded_dev, sync_dev)
-        issue = np.where(op_launch_start > NONE, op_launch_start, os_)
-        for dev_stream in unique_ints(stream_code):  # a loop over streams
-            members = np.flatnonzero(stream_code == dev_stream)
+        for members, issued in launches.streams:  # a loop over streams
             dev, stream = op_dev[members[0]], op_stream[members[0]]
-            members = members[np.argsort(os_[members], kind="stable")]
-            issued = np.maximum.accumulate(issue[members])
             mine = np.flatnonzero((sync_dev == dev) & ((recorded_stream < 0) | (recorded_stream == stream)))
             k = np.searchsorted(issued, cs[sync_calls[mine]], side="left") - 1
             good = k >= 0
@@ -832,6 +825,37 @@ def _latest_point_before(
     return best_time, best_index
 
 
+class _LaunchOrder:
+    """What the event waits and the synchronizations both read, found once on first use: the launching ops by
+    launch call (a stable sort), and each stream's ops by start with the running latest time they were issued
+    (their launch call's start, an unlaunched op's own start)."""
+
+    def __init__(
+        self, op_launch_call: np.ndarray, op_start: np.ndarray, op_launch_start: np.ndarray, stream_code: np.ndarray
+    ) -> None:
+        self.op_launch_call, self.op_start = op_launch_call, op_start
+        self.op_launch_start, self.stream_code = op_launch_start, stream_code
+
+    @cached_property
+    def by_call(self) -> tuple[np.ndarray, np.ndarray]:
+        """(launch calls ascending, their ops): the launching ops by launch call, in op order within a call."""
+        launching = np.flatnonzero(self.op_launch_call >= 0)
+        calls = self.op_launch_call[launching]
+        order = np.argsort(calls, kind="stable")
+        return calls[order], launching[order]
+
+    @cached_property
+    def streams(self) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per stream (by code): (its ops by start, the running max of their issue times)."""
+        issue = np.where(self.op_launch_start > NONE, self.op_launch_start, self.op_start)
+        out = []
+        for code in unique_ints(self.stream_code):  # a loop over streams
+            members = np.flatnonzero(self.stream_code == code)
+            members = members[np.argsort(self.op_start[members], kind="stable")]
+            out.append((members, np.maximum.accumulate(issue[members])))
+        return out
+
+
 def _event_waits(
     cols: EventColumns,
     is_wait: np.ndarray,
@@ -843,9 +867,7 @@ def _event_waits(
     op_launch_call: np.ndarray,
     op_dev: np.ndarray,
     op_stream: np.ndarray,
-    stream_code: np.ndarray,
-    op_start: np.ndarray,
-    op_launch_start: np.ndarray,
+    launches: _LaunchOrder,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(event op, waiting op) per cudaStreamWaitEvent call that both resolve for (op indices). The event is the
     one the latest event-record call before the wait on the same thread recorded; its op, the last op that
@@ -857,15 +879,15 @@ def _event_waits(
         return empty, empty
     waits = np.flatnonzero(is_wait)
     records = np.flatnonzero(is_record)
-    launching = np.flatnonzero(op_launch_call >= 0)
-    if waits.size == 0 or records.size == 0 or launching.size == 0:
+    if waits.size == 0 or records.size == 0:
+        return empty, empty
+    lc_sorted, lo_sorted = launches.by_call
+    if lc_sorted.size == 0:
         return empty, empty
     j = np.searchsorted(records, waits) - 1  # calls are numbered in (thread, time) order
     ok = j >= 0
     rec = records[np.maximum(j, 0)]
     ok &= call_thread[rec] == call_thread[waits]
-    order_l = np.argsort(op_launch_call[launching], kind="stable")
-    lc_sorted, lo_sorted = op_launch_call[launching][order_l], launching[order_l]
     k = np.searchsorted(lc_sorted, rec, side="right") - 1
     ok &= k >= 0
     src = lo_sorted[np.maximum(k, 0)]
@@ -881,15 +903,11 @@ def _event_waits(
     stream = np.where(recorded_stream >= 0, recorded_stream, np.where(has_next, op_stream[nxt], -1))
     device = op_dev[src]
     ok &= (stream >= 0) & ~((op_stream[src] == stream) & (op_dev[src] == device))
-    issue = np.where(op_launch_start > NONE, op_launch_start, op_start)
     dst = np.full(waits.size, -1, np.int64)
-    for code in unique_ints(stream_code):  # a loop over streams
-        members = np.flatnonzero(stream_code == code)
-        members = members[np.argsort(op_start[members], kind="stable")]
+    for members, issued in launches.streams:  # a loop over streams
         mine = np.flatnonzero(ok & (device == op_dev[members[0]]) & (stream == op_stream[members[0]]))
         if mine.size == 0:
             continue
-        issued = np.maximum.accumulate(issue[members])
         at = np.searchsorted(issued, cs[waits[mine]], side="left")
         inside = at < members.size
         dst[mine[inside]] = members[at[inside]]
