@@ -134,6 +134,9 @@ def check(graph: Graph, monkeypatch: Any) -> None:
     np.testing.assert_array_equal(fast, batches)
     np.testing.assert_array_equal(numpy_only, batches)
     np.testing.assert_array_equal(literal, batches)
+    times, span = engine.solve_with_span(graph, shared)  # the span the compiled pass finds as it goes
+    np.testing.assert_array_equal(times, batches)
+    assert span == (int(batches.max() - batches.min()) if batches.size else 0)
     # lags changed, structure kept: the plan is shared and still gives the batches' times
     lag = np.maximum(graph.lag - 7, 0)
     changed = graph.with_changes(lag=lag, edge_lag=graph.edge_lag // 2)

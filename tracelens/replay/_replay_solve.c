@@ -14,7 +14,8 @@
  *
  * solve_in_order(order, chain_first, lag, anchor, recorded, e_ptr, e_src, e_lag, e_stale, out): all int64
  * buffers but chain_first and e_stale (one byte each); the edges into the point at position i of ``order`` are
- * e_ptr[i] .. e_ptr[i + 1] - 1. ``out`` (n int64) receives the times. The GIL is released while it runs.
+ * e_ptr[i] .. e_ptr[i + 1] - 1. ``out`` (n int64) receives the times; returns (earliest, latest) of them (() for no
+ * point). The GIL is released while it runs.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -65,6 +66,7 @@ static PyObject *solve_in_order(PyObject *self, PyObject *args) {
     const int64_t *e_ptr = views[5].buf, *e_src = views[6].buf, *e_lag = views[7].buf;
     const unsigned char *first = views[1].buf, *stale = views[8].buf;
     int64_t *t = views[9].buf;
+    int64_t lowest = 0, highest = 0; /* the replay's earliest and latest time (its span) */
     /* every index is checked before it is read: a bad plan raises instead of reading out of bounds */
     int bad = 0;
     Py_BEGIN_ALLOW_THREADS
@@ -95,14 +97,19 @@ static PyObject *solve_in_order(PyObject *self, PyObject *args) {
             }
         }
         t[p] = best;
+        if (i == 0 || best < lowest) {
+            lowest = best;
+        }
+        if (i == 0 || best > highest) {
+            highest = best;
+        }
     }
     Py_END_ALLOW_THREADS
     if (bad) {
         PyErr_SetString(PyExc_ValueError, "solve_in_order: an index out of range");
         goto done;
     }
-    Py_INCREF(Py_None);
-    result = Py_None;
+    result = n > 0 ? Py_BuildValue("(LL)", (long long)lowest, (long long)highest) : Py_BuildValue("()");
 done:
     for (int i = 0; i < got; i++) {
         PyBuffer_Release(&views[i]);
@@ -785,7 +792,7 @@ static PyObject *union_overlap(PyObject *self, PyObject *args) {
 static PyMethodDef methods[] = {
     {"solve_in_order", solve_in_order, METH_VARARGS,
      "solve_in_order(order, chain_first, lag, anchor, recorded, e_ptr, e_src, e_lag, e_stale, out): the replayed "
-     "time of every point, written into out (see tracelens/replay/_replay_solve.c)."},
+     "time of every point, written into out; returns (earliest, latest) of them (see tracelens/replay/_replay_solve.c)."},
     {"schedule_keys", schedule_keys, METH_VARARGS,
      "schedule_keys(time, gpu, chain_first, boundary_time, boundary_point, boundary_rank, edge_src, edge_dst, "
      "key, min_rounds, rounds): each point's batch key, written into key; returns the rounds that raised keys."},

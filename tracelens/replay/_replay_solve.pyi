@@ -13,7 +13,7 @@ def solve_in_order(
     e_lag: Any,
     e_stale: Any,
     out: Any,
-) -> None: ...
+) -> tuple[int, ...]: ...
 def schedule_keys(
     time: Any,
     gpu: Any,

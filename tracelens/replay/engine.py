@@ -396,14 +396,21 @@ def solve(graph: Graph, shared: Plan | None = None) -> np.ndarray:
     """Replayed time of every point (``shared``: a plan made for a graph of the same structure, reused when it
     fits): one pass in the plan's order by the compiled helper where it was built (_replay_solve.c), else the
     numpy batches (:func:`solve_by_batches`); both give the same integers."""
+    return solve_with_span(graph, shared)[0]
+
+
+def solve_with_span(graph: Graph, shared: Plan | None = None) -> tuple[np.ndarray, int]:
+    """:func:`solve`, and the replay's span (its latest time - its earliest; 0 without points): found by the
+    compiled pass as it writes the times, no second and third pass over them."""
     n = graph.size
     if n == 0:
-        return graph.time.copy()
+        return graph.time.copy(), 0
     ordered = shared if shared is not None and shared.fits(graph) else plan(graph)
     if _replay_solve is None:
-        return solve_by_batches(graph, ordered)
+        t = solve_by_batches(graph, ordered)
+        return t, int(t.max() - t.min())
     t = np.empty(n, np.int64)
-    _replay_solve.solve_in_order(
+    lowest, highest = _replay_solve.solve_in_order(
         ordered.order,
         np.ascontiguousarray(graph.chain_first, dtype=bool).view(np.uint8),
         np.ascontiguousarray(graph.lag, np.int64),
@@ -415,7 +422,7 @@ def solve(graph: Graph, shared: Plan | None = None) -> np.ndarray:
         np.ascontiguousarray(ordered.e_stale, dtype=bool).view(np.uint8),
         t,
     )
-    return t
+    return t, int(highest) - int(lowest)
 
 
 def solve_by_batches(graph: Graph, shared: Plan | None = None) -> np.ndarray:

@@ -29,7 +29,7 @@ from ..gpu_specs import device_links
 from ..trace import ANNOTATION, CPU_OP, DRIVER, PYTHON, RUNTIME, STEP, Trace
 from ..values import sorted_distinct
 from .collectives import overlap_collectives
-from .engine import Plan, plan, running_at, solve
+from .engine import Plan, plan, running_at, solve_with_span
 from .graph import GPU_END, GPU_START, HOST_END, HOST_START, NONE, Graph, build, lower_is, text_mask
 from .occupancy_model import kernel_model
 
@@ -94,8 +94,10 @@ class Context:
 
     def outcome(self, graph: Graph | None = None, times: np.ndarray | None = None) -> Outcome:
         g = graph or self.graph
-        t = solve(g, self.plan) if times is None else times
-        span = int(t.max() - t.min()) if t.size else 0
+        if times is None:
+            t, span = solve_with_span(g, self.plan)
+        else:
+            t, span = times, int(times.max() - times.min()) if times.size else 0
         return Outcome(t, span, *self._step_ns(t))
 
     def _step_ns(self, t: np.ndarray) -> tuple[float | None, int]:
