@@ -63,6 +63,9 @@ def test_critical_walk_of_traces_equals_the_numpy_path(name: str) -> None:
         pytest.skip(f"{name} absent")
     ctx = Context(tracelens.load(path))
     assert_same_path(ctx.graph, ctx.base.times)
+    # the host points by one comparison (the host kinds are the lowest) against the two kinds tested
+    kind = ctx.graph.kind
+    np.testing.assert_array_equal(ctx.is_host, (kind == graph_module.HOST_START) | (kind == graph_module.HOST_END))
 
 
 @native

@@ -118,6 +118,14 @@ def path_categories(
     graph: Graph, t: np.ndarray, trace: Any, path: np.ndarray, setter: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """(each path point's category, an index into CATEGORIES; the time it owns: its time - its setter's)."""
+    category, seg, _, _ = _path_facts(graph, t, trace, path, setter)
+    return category, seg
+
+
+def _path_facts(
+    graph: Graph, t: np.ndarray, trace: Any, path: np.ndarray, setter: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`path_categories`, and each path point's kind and whether its row is a kernel (read once for both)."""
     seg = np.where(setter >= 0, t[path] - t[np.maximum(setter, 0)], 0)
     kind = graph.kind[path]
     cols = event_columns(trace)
@@ -133,7 +141,7 @@ def path_categories(
     category[gpu & ~launched] = 2
     category[gpu & ~launched & ~is_kernel] = 3
     category[gpu & ~launched & collective] = 4
-    return category, seg
+    return category, seg, kind, is_kernel
 
 
 def critical_path(
@@ -144,11 +152,9 @@ def critical_path(
     path, setter = path_points(graph, t)
     if path.size == 0:
         return None
-    category, seg = path_categories(graph, t, trace, path, setter)
-    kind = graph.kind[path]
+    category, seg, kind, is_kernel = _path_facts(graph, t, trace, path, setter)
     cols = event_columns(trace)
     rows = graph.row[path]
-    is_kernel = cols.kind[rows] == ALL_KINDS.index(KERNEL)
     total = int(seg.sum())
     by = np.bincount(category, weights=seg, minlength=len(CATEGORIES))
     shares = {name: (float(by[i]) / total if total else None) for i, name in enumerate(CATEGORIES)}

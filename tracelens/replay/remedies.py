@@ -64,7 +64,7 @@ class Context:
         self.trace = trace
         self.graph = build(trace)
         g = self.graph
-        self.is_host = (g.kind == HOST_START) | (g.kind == HOST_END)
+        self.is_host = g.kind <= max(HOST_START, HOST_END)  # the host kinds are the lowest (graph.py)
         self.is_marker = np.zeros(g.size, bool)  # the points of step markers (zero-length, not work)
         self.is_marker[g.call_start[g.call_is_marker]] = True
         self.is_marker[g.call_end[g.call_is_marker]] = True
