@@ -369,6 +369,7 @@ def build(trace: Trace) -> Graph:
     # the name rules of the calls, each distinct name tested once for all four: explicit syncs, synchronous
     # copies (wait edges below), stream waits and event records (event edges)
     launches = _LaunchOrder(op_launch_call, os_, op_launch_start, stream_code)
+    syncs = _SyncRows(cols)
     call_names = cols.name[call_row]
     call_bits = code_bits(
         call_names, names, (_is_sync_call, is_sync_copy, _is_stream_wait, _is_event_record)
@@ -385,6 +386,7 @@ def build(trace: Trace) -> Graph:
         op_dev,
         op_stream,
         launches,
+        syncs,
     )
     e_src, e_dst = rank[e_src_op], rank[e_dst_op]
     event_ready = np.full(n_ops, NONE, np.int64)
@@ -485,7 +487,7 @@ def build(trace: Trace) -> Graph:
         # where the trace records the synchronization itself (Kineto cuda_sync, Nsight SYNCHRONIZATION rows
         # sharing the call's correlation id) a stream sync waits for that stream only
         recorded_dev, recorded_stream = _recorded_sync_targets(
-            cols, call_row[sync_calls], cs[sync_calls], ce[sync_calls]
+            cols, call_row[sync_calls], cs[sync_calls], ce[sync_calls], syncs=syncs
         )
         sync_dev = np.where(recorded_dev >= 0, recorded_dev, sync_dev)
         for members, issued in launches.streams:  # a loop over streams
@@ -868,6 +870,7 @@ def _event_waits(
     op_dev: np.ndarray,
     op_stream: np.ndarray,
     launches: _LaunchOrder,
+    syncs: _SyncRows,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(event op, waiting op) per cudaStreamWaitEvent call that both resolve for (op indices). The event is the
     one the latest event-record call before the wait on the same thread recorded; its op, the last op that
@@ -894,7 +897,7 @@ def _event_waits(
     ok &= call_thread[lc_sorted[np.maximum(k, 0)]] == call_thread[waits]
     # the waiting stream: recorded, else the next op this thread launches
     _, recorded_stream = _recorded_sync_targets(
-        cols, call_row[waits], cs[waits], cs[waits], kinds=("stream_wait_event",)
+        cols, call_row[waits], cs[waits], cs[waits], kinds=("stream_wait_event",), syncs=syncs
     )
     n = np.searchsorted(lc_sorted, waits, side="left")
     has_next = n < lc_sorted.size
@@ -915,25 +918,44 @@ def _event_waits(
     return src[ok].astype(np.int64), dst[ok]
 
 
+class _SyncRows:
+    """The trace's recorded synchronizations (gpu_sync rows with a correlation id), by correlation id: found once
+    on first use, for the event waits and the synchronize calls both."""
+
+    def __init__(self, cols: EventColumns) -> None:
+        self.cols = cols
+
+    @cached_property
+    def by_correlation(self) -> tuple[np.ndarray, np.ndarray]:
+        """(rows, their correlation ids), by correlation id (stable)."""
+        cols = self.cols
+        rows = np.flatnonzero(cols.of_kind(GPU_SYNC))
+        if rows.size == 0:
+            return rows, np.zeros(0, np.int64)
+        sync_corr = cols.at("correlation_id", rows).astype(np.int64)
+        keep = sync_corr >= 0
+        rows, sync_corr = rows[keep], sync_corr[keep]
+        order = np.argsort(sync_corr, kind="stable")
+        return rows[order], sync_corr[order]
+
+
 def _recorded_sync_targets(
     cols: EventColumns,
     call_rows: np.ndarray,
     call_start: np.ndarray,
     call_end: np.ndarray,
     kinds: tuple[str, ...] = ("stream_sync", "stream synchronize"),
+    syncs: _SyncRows | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(device, stream) each synchronize call waited for, from the gpu_sync row with its correlation id that
     overlaps it (stream -1: not a stream sync, or none recorded; device -1: none recorded)."""
     device = np.full(call_rows.size, -1, np.int64)
     stream = np.full(call_rows.size, -1, np.int64)
-    rows = np.flatnonzero(cols.of_kind(GPU_SYNC))
-    if rows.size == 0 or call_rows.size == 0:
+    if call_rows.size == 0:
         return device, stream
-    sync_corr = cols.at("correlation_id", rows).astype(np.int64)
-    keep = sync_corr >= 0
-    rows, sync_corr = rows[keep], sync_corr[keep]
-    order = np.argsort(sync_corr, kind="stable")
-    rows, sync_corr = rows[order], sync_corr[order]
+    rows, sync_corr = (syncs or _SyncRows(cols)).by_correlation
+    if rows.size == 0:  # (none with a correlation id: every call's targets stay unknown, as below)
+        return device, stream
     call_corr = cols.at("correlation_id", np.sort(call_rows))
     call_corr = call_corr[np.argsort(np.argsort(call_rows))].astype(np.int64)  # back in the calls' order
     at = np.minimum(np.searchsorted(sync_corr, call_corr), max(sync_corr.size - 1, 0))
