@@ -139,3 +139,9 @@ def test_graph_regions_equal_the_lexsort_reference(calls: list[tuple[int, int, i
     head[1:] = (key[:, 1:] != key[:, :-1]).any(axis=0)
     expected = points[order][head]
     np.testing.assert_array_equal(remedies._region_heads(points, time, thread, step, blocking), expected)
+
+
+@native
+def test_the_built_helper_has_every_function_the_engine_calls() -> None:
+    # a build from an older _replay_solve.c lacks some and is set aside (engine.NATIVE_FUNCTIONS): this one has them
+    assert all(hasattr(engine._replay_solve, name) for name in engine.NATIVE_FUNCTIONS)

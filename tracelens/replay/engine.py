@@ -34,6 +34,20 @@ try:
     from . import _replay_solve
 except ImportError:  # pragma: no cover - no compiler at install time
     _replay_solve = None  # type: ignore[assignment]
+# What this module calls in it: an extension built from an older _replay_solve.c (a tree updated without rebuilding)
+# lacks some, and is not used (the numpy paths instead) rather than failing at the first call.
+NATIVE_FUNCTIONS = (
+    "solve_in_order",
+    "schedule_keys",
+    "order_by_chains",
+    "order_by_key",
+    "edges_by_target",
+    "critical_walk",
+    "running_at",
+    "union_overlap",
+)
+if _replay_solve is not None and not all(hasattr(_replay_solve, name) for name in NATIVE_FUNCTIONS):
+    _replay_solve = None  # type: ignore[assignment]  # pragma: no cover - a stale build
 
 HOST_PHASE, GPU_PHASE, WAIT_PHASE = 0, 1, 2
 SMALL_BATCH = 32  # batches up to this many points are solved point by point (see solve)
