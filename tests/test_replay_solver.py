@@ -134,6 +134,9 @@ def check(graph: Graph, monkeypatch: Any) -> None:
     np.testing.assert_array_equal(fast, batches)
     np.testing.assert_array_equal(numpy_only, batches)
     np.testing.assert_array_equal(literal, batches)
+    times, span = engine.solve_with_span(graph, shared)  # the span the compiled pass finds as it goes
+    np.testing.assert_array_equal(times, batches)
+    assert span == (int(batches.max() - batches.min()) if batches.size else 0)
     # lags changed, structure kept: the plan is shared and still gives the batches' times
     lag = np.maximum(graph.lag - 7, 0)
     changed = graph.with_changes(lag=lag, edge_lag=graph.edge_lag // 2)
@@ -256,3 +259,76 @@ def test_schedule_keys_stop_on_a_cycle() -> None:
     shared = engine.plan(graph)
     assert shared.e_stale.any()
     np.testing.assert_array_equal(engine.solve(graph, shared), engine.solve_by_batches(graph, shared))
+
+
+def assert_same_plan(graph: Graph) -> None:
+    """The compiled plan (keys, points by key, edges by target) equals the numpy one, array for array."""
+    reference, native_plan = engine.plan_by_numpy(graph), engine.plan_natively(graph)
+    np.testing.assert_array_equal(engine.native_schedule_keys(graph), engine.schedule_keys(graph))
+    for name in ("order", "e_order", "e_pos", "e_src", "e_ptr", "e_stale"):
+        a, b = getattr(native_plan, name), getattr(reference, name)
+        assert a.dtype == b.dtype, name
+        np.testing.assert_array_equal(a, b, err_msg=name)
+    np.testing.assert_array_equal(engine.solve(graph, native_plan), engine.solve_by_batches(graph, reference))
+
+
+@native
+@settings(max_examples=80, deadline=None)
+@given(**GRAPH_PARAMETERS)
+def test_compiled_plan_equals_the_numpy_plan(
+    seed: int, n_chains: int, max_len: int, edge_share: float, skew_share: float
+) -> None:
+    assert_same_plan(random_graph(seed, n_chains, max_len, edge_share, skew_share))
+
+
+@native
+@pytest.mark.parametrize("steps", [1, 2, 50, 200])
+def test_compiled_plan_equals_the_numpy_plan_past_the_minimum_rounds_and_on_a_cycle(steps: int) -> None:
+    graph = staircase_graph(steps)  # 200: more rounds than MAX_KEY_ROUNDS
+    assert_same_plan(graph)
+    if steps > 1:  # closed into a cycle: the rounds stop at the ceiling, the same edges read as recorded
+        cycle = Graph(
+            **{
+                **graph.__dict__,
+                "edge_src": np.append(graph.edge_src, 0),
+                "edge_dst": np.append(graph.edge_dst, steps - 1),
+                "edge_lag": np.append(graph.edge_lag, 3),
+                "edge_is_wait": np.append(graph.edge_is_wait, True),
+                "edge_is_wake": np.append(graph.edge_is_wake, False),
+                "edge_is_collective": np.append(graph.edge_is_collective, False),
+                "edge_typical": np.append(graph.edge_typical, 3),
+            }
+        )
+        assert_same_plan(cycle)
+
+
+@native
+def test_compiled_plan_equals_the_numpy_plan_on_a_large_graph_and_wide_keys(monkeypatch: Any) -> None:
+    graph = random_graph(5, 12, 3000, 0.3, 0.02)
+    assert_same_plan(graph)  # the chains merged
+    monkeypatch.setattr(engine, "MERGE_CHAINS", 0)  # by counting
+    assert_same_plan(graph)
+    monkeypatch.setattr(engine, "COUNTING_SPAN_PER_POINT", -1)  # every key span through numpy's stable sort
+    assert_same_plan(graph)
+
+
+@native
+@settings(max_examples=40, deadline=None)
+@given(**GRAPH_PARAMETERS)
+def test_compiled_plan_by_counting_equals_the_numpy_plan(
+    seed: int, n_chains: int, max_len: int, edge_share: float, skew_share: float
+) -> None:
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(engine, "MERGE_CHAINS", 0)
+        assert_same_plan(random_graph(seed, n_chains, max_len, edge_share, skew_share))
+
+
+@native
+def test_merging_the_chains_refuses_keys_that_step_down() -> None:
+    key = np.array([0, 2, 1, 0, 5], np.int64)  # chain 0: points 0-2 (2 then 1: down), chain 1: points 3-4
+    order, position = np.empty(5, np.int64), np.empty(5, np.int64)
+    assert engine._replay_solve.order_by_chains(key, np.array([0, 3, 5]), order, position) == -1
+    key[2] = 2
+    assert engine._replay_solve.order_by_chains(key, np.array([0, 3, 5]), order, position) == 0
+    np.testing.assert_array_equal(order, np.argsort(key, kind="stable"))
+    np.testing.assert_array_equal(position[order], np.arange(5))

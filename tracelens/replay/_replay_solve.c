@@ -14,7 +14,8 @@
  *
  * solve_in_order(order, chain_first, lag, anchor, recorded, e_ptr, e_src, e_lag, e_stale, out): all int64
  * buffers but chain_first and e_stale (one byte each); the edges into the point at position i of ``order`` are
- * e_ptr[i] .. e_ptr[i + 1] - 1. ``out`` (n int64) receives the times. The GIL is released while it runs.
+ * e_ptr[i] .. e_ptr[i + 1] - 1. ``out`` (n int64) receives the times; returns (earliest, latest) of them (() for no
+ * point). The GIL is released while it runs.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -65,6 +66,7 @@ static PyObject *solve_in_order(PyObject *self, PyObject *args) {
     const int64_t *e_ptr = views[5].buf, *e_src = views[6].buf, *e_lag = views[7].buf;
     const unsigned char *first = views[1].buf, *stale = views[8].buf;
     int64_t *t = views[9].buf;
+    int64_t lowest = 0, highest = 0; /* the replay's earliest and latest time (its span) */
     /* every index is checked before it is read: a bad plan raises instead of reading out of bounds */
     int bad = 0;
     Py_BEGIN_ALLOW_THREADS
@@ -95,14 +97,19 @@ static PyObject *solve_in_order(PyObject *self, PyObject *args) {
             }
         }
         t[p] = best;
+        if (i == 0 || best < lowest) {
+            lowest = best;
+        }
+        if (i == 0 || best > highest) {
+            highest = best;
+        }
     }
     Py_END_ALLOW_THREADS
     if (bad) {
         PyErr_SetString(PyExc_ValueError, "solve_in_order: an index out of range");
         goto done;
     }
-    Py_INCREF(Py_None);
-    result = Py_None;
+    result = n > 0 ? Py_BuildValue("(LL)", (long long)lowest, (long long)highest) : Py_BuildValue("()");
 done:
     for (int i = 0; i < got; i++) {
         PyBuffer_Release(&views[i]);
@@ -110,10 +117,701 @@ done:
     return result;
 }
 
+/* ---- the plan (engine.plan): each point's batch key, the points in key order, the edges by target ----------
+ *
+ * The same integers as engine.schedule_keys / engine.plan_by_numpy compute with numpy (tests compare them):
+ *
+ * schedule_keys(time, gpu, chain_first, boundary_time, boundary_point, boundary_rank, edge_src, edge_dst, key,
+ *               min_rounds, rounds): key[p] = 3 x (boundary times before time[p], ascending) + gpu[p], each boundary
+ *   point (ascending) 3 x its rank among the boundary times + 2,
+ *   then a running max along each chain; then rounds in which every edge whose target's key is not above its
+ *   source's raises it to the source's + 1 (all of a round's raises read the keys as the round began, as
+ *   numpy's maximum.at does), each followed by the chain running max, until no edge is late, ``rounds`` rounds
+ *   were made, or (from round ``min_rounds`` on) a raise passes the highest first key + n (a cycle). Returns the
+ *   rounds that raised something.
+ * order_by_key(key, low, span, order, position): the points by key, then by index (a stable counting sort of
+ *   keys in [low, low + span)), and each point's position in that order.
+ * edges_by_target(position, key, edge_src, edge_dst, e_ptr, e_order, e_pos, e_src, e_stale): the edges by their
+ *   target's position (stable), e_ptr[i] .. e_ptr[i + 1] - 1 the edges into position i, each edge's source and
+ *   whether it is read as recorded (key[src] >= key[dst]).
+ */
+
+/* the first ``count`` arguments' buffers (those from ``writable_from`` on writable); released again on failure */
+static int get_all(PyObject *args, int count, PyObject **objs, Py_buffer *views, const Py_ssize_t *sizes,
+                   const char *const *names, int writable_from) {
+    if (PyTuple_GET_SIZE(args) < count) {
+        PyErr_SetString(PyExc_TypeError, "too few arguments");
+        return -1;
+    }
+    int got = 0;
+    for (; got < count; got++) {
+        objs[got] = PyTuple_GET_ITEM(args, got);
+        if (get(objs[got], &views[got], got >= writable_from, sizes[got], names[got]) < 0) {
+            for (int i = 0; i < got; i++) {
+                PyBuffer_Release(&views[i]);
+            }
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void release_all(Py_buffer *views, int count) {
+    for (int i = 0; i < count; i++) {
+        PyBuffer_Release(&views[i]);
+    }
+}
+
+static PyObject *schedule_keys(PyObject *self, PyObject *args) {
+    (void)self;
+    enum { COUNT = 9 };
+    PyObject *objs[COUNT];
+    Py_buffer views[COUNT];
+    static const char *const names[COUNT] = {"time",          "gpu",           "chain_first", "boundary_time",
+                                             "boundary_point", "boundary_rank", "edge_src",    "edge_dst",
+                                             "key"};
+    static const Py_ssize_t sizes[COUNT] = {8, 1, 1, 8, 8, 8, 8, 8, 8};
+    if (PyTuple_GET_SIZE(args) != COUNT + 2) {
+        PyErr_SetString(PyExc_TypeError, "schedule_keys: 11 arguments expected");
+        return NULL;
+    }
+    long long min_rounds = PyLong_AsLongLong(PyTuple_GET_ITEM(args, COUNT));
+    long long rounds = PyLong_AsLongLong(PyTuple_GET_ITEM(args, COUNT + 1));
+    if (PyErr_Occurred()) {
+        return NULL;
+    }
+    if (get_all(args, COUNT, objs, views, sizes, names, COUNT - 1) < 0) {
+        return NULL;
+    }
+    Py_ssize_t n = views[0].len / 8, n_bounds = views[3].len / 8, n_edges = views[6].len / 8;
+    if (views[1].len != n || views[2].len != n || views[4].len / 8 != n_bounds || views[5].len / 8 != n_bounds ||
+        views[7].len / 8 != n_edges || views[8].len / 8 != n) {
+        release_all(views, COUNT);
+        PyErr_SetString(PyExc_ValueError, "schedule_keys: array lengths disagree");
+        return NULL;
+    }
+    const int64_t *time = views[0].buf, *bt = views[3].buf, *bp = views[4].buf, *rank = views[5].buf;
+    const int64_t *src = views[6].buf, *dst = views[7].buf;
+    const unsigned char *gpu = views[1].buf, *first = views[2].buf;
+    int64_t *key = views[8].buf;
+    int bad = 0;
+    long long done = 0;
+    int64_t *late_dst = NULL, *late_need = NULL;
+    if (n_edges > 0) {
+        late_dst = PyMem_RawMalloc((size_t)n_edges * sizeof(int64_t));
+        late_need = PyMem_RawMalloc((size_t)n_edges * sizeof(int64_t));
+        if (late_dst == NULL || late_need == NULL) {
+            PyMem_RawFree(late_dst);
+            PyMem_RawFree(late_need);
+            release_all(views, COUNT);
+            return PyErr_NoMemory();
+        }
+    }
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t k = 0; k < n_bounds; k++) {
+        /* ascending points, ranks among the boundaries */
+        if (bp[k] < 0 || bp[k] >= n || (k > 0 && bp[k] <= bp[k - 1]) || rank[k] < 0 || rank[k] >= n_bounds) {
+            bad = 1;
+        }
+    }
+    for (Py_ssize_t k = 0; k < n_edges && !bad; k++) {
+        if (src[k] < 0 || src[k] >= n || dst[k] < 0 || dst[k] >= n) {
+            bad = 1;
+        }
+    }
+    if (!bad && n > 0) {
+        /* one pass: each point's 3 x (boundary times before its time: searchsorted, side left; consecutive points
+         * mostly share one segment, so the last answer is tried first) + its phase, a boundary's 3 x its rank + 2,
+         * the running max along its chain, and the highest key */
+        Py_ssize_t j = 0, b = 0;
+        int64_t run = 0, ceiling = 0;
+        for (Py_ssize_t p = 0; p < n; p++) {
+            int64_t value;
+            if (b < n_bounds && bp[b] == p) {
+                value = 3 * rank[b] + 2;
+                b++;
+            } else {
+                int64_t t = time[p];
+                if (!((j == 0 || bt[j - 1] < t) && (j == n_bounds || bt[j] >= t))) {
+                    Py_ssize_t lo = 0, hi = n_bounds;
+                    while (lo < hi) {
+                        Py_ssize_t mid = lo + (hi - lo) / 2;
+                        if (bt[mid] < t) {
+                            lo = mid + 1;
+                        } else {
+                            hi = mid;
+                        }
+                    }
+                    j = lo;
+                }
+                value = 3 * (int64_t)j + (gpu[p] ? 1 : 0);
+            }
+            if (p == 0 || first[p] || value > run) {
+                run = value;
+            }
+            key[p] = run;
+            if (p == 0 || run > ceiling) {
+                ceiling = run;
+            }
+        }
+        ceiling += (int64_t)n;
+        for (long long r = 0; r < rounds; r++) {
+            Py_ssize_t count = 0;
+            int64_t most = 0;
+            for (Py_ssize_t k = 0; k < n_edges; k++) {
+                int64_t need = key[src[k]] + 1;
+                if (need > key[dst[k]]) {
+                    late_dst[count] = dst[k];
+                    late_need[count] = need;
+                    if (count == 0 || need > most) {
+                        most = need;
+                    }
+                    count++;
+                }
+            }
+            if (count == 0) {
+                break;
+            }
+            if (r >= min_rounds && most > ceiling) {
+                break;
+            }
+            for (Py_ssize_t i = 0; i < count; i++) {
+                if (late_need[i] > key[late_dst[i]]) {
+                    key[late_dst[i]] = late_need[i];
+                }
+            }
+            /* the running max along each chain again: the keys were one before the raises, so each raised key
+             * carries forward only until a key at least as high */
+            for (Py_ssize_t i = 0; i < count; i++) {
+                int64_t d = late_dst[i], carried = key[d];
+                for (int64_t q = d + 1; q < n && !first[q] && key[q] < carried; q++) {
+                    key[q] = carried;
+                }
+            }
+            done++;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    PyMem_RawFree(late_dst);
+    PyMem_RawFree(late_need);
+    release_all(views, COUNT);
+    if (bad) {
+        PyErr_SetString(PyExc_ValueError, "schedule_keys: an index out of range");
+        return NULL;
+    }
+    return PyLong_FromLongLong(done);
+}
+
+static PyObject *order_by_key(PyObject *self, PyObject *args) {
+    (void)self;
+    enum { COUNT = 3 };
+    PyObject *objs[COUNT];
+    Py_buffer views[COUNT];
+    static const char *const names[COUNT] = {"key", "order", "position"};
+    static const Py_ssize_t sizes[COUNT] = {8, 8, 8};
+    PyObject *key_obj, *order_obj, *position_obj;
+    long long low, span;
+    if (!PyArg_ParseTuple(args, "OLLOO", &key_obj, &low, &span, &order_obj, &position_obj)) {
+        return NULL;
+    }
+    PyObject *packed = PyTuple_Pack(3, key_obj, order_obj, position_obj);
+    if (packed == NULL) {
+        return NULL;
+    }
+    int failed = get_all(packed, COUNT, objs, views, sizes, names, 1);
+    Py_DECREF(packed);
+    if (failed < 0) {
+        return NULL;
+    }
+    Py_ssize_t n = views[0].len / 8;
+    if (views[1].len / 8 != n || views[2].len / 8 != n || span < 1) {
+        release_all(views, COUNT);
+        PyErr_SetString(PyExc_ValueError, "order_by_key: array lengths disagree");
+        return NULL;
+    }
+    int64_t *count = PyMem_RawCalloc((size_t)span + 1, sizeof(int64_t));
+    if (count == NULL) {
+        release_all(views, COUNT);
+        return PyErr_NoMemory();
+    }
+    const int64_t *key = views[0].buf;
+    int64_t *order = views[1].buf, *position = views[2].buf;
+    int bad = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t p = 0; p < n; p++) {
+        int64_t k = key[p] - low;
+        if (k < 0 || k >= span) {
+            bad = 1;
+            break;
+        }
+        count[k + 1]++;
+    }
+    if (!bad) {
+        for (long long k = 0; k < span; k++) {
+            count[k + 1] += count[k];
+        }
+        for (Py_ssize_t p = 0; p < n; p++) {
+            int64_t at = count[key[p] - low]++;
+            order[at] = p;
+            position[p] = at;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    PyMem_RawFree(count);
+    release_all(views, COUNT);
+    if (bad) {
+        PyErr_SetString(PyExc_ValueError, "order_by_key: a key outside [low, low + span)");
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+/* order_by_chains(key, heads, order, position): what order_by_key gives, for keys that ascend along each chain
+ * (chains stored one after another, ``heads``: each one's first point, then n): the chains merged, a stretch at
+ * a time (the points of the chain with the lowest (key, chain) up to the next chain's key), each point read and
+ * written once. Returns 0, or -1 where a chain's keys step down (nothing usable written). */
+static PyObject *order_by_chains(PyObject *self, PyObject *args) {
+    (void)self;
+    enum { COUNT = 4 };
+    PyObject *objs[COUNT];
+    Py_buffer views[COUNT];
+    static const char *const names[COUNT] = {"key", "heads", "order", "position"};
+    static const Py_ssize_t sizes[COUNT] = {8, 8, 8, 8};
+    if (PyTuple_GET_SIZE(args) != COUNT) {
+        PyErr_SetString(PyExc_TypeError, "order_by_chains: 4 arguments expected");
+        return NULL;
+    }
+    if (get_all(args, COUNT, objs, views, sizes, names, 2) < 0) {
+        return NULL;
+    }
+    Py_ssize_t n = views[0].len / 8, chains = views[1].len / 8 - 1;
+    const int64_t *key = views[0].buf, *heads = views[1].buf;
+    int64_t *order = views[2].buf, *position = views[3].buf;
+    int bad = chains < 0 || views[2].len / 8 != n || views[3].len / 8 != n;
+    for (Py_ssize_t c = 0; c <= chains && !bad; c++) {
+        if (heads[c] < 0 || heads[c] > n || (c > 0 && heads[c] < heads[c - 1]) || (c == chains && heads[c] != n) ||
+            (c == 0 && heads[c] != 0)) {
+            bad = 1;
+        }
+    }
+    if (bad) {
+        release_all(views, COUNT);
+        PyErr_SetString(PyExc_ValueError, "order_by_chains: bad chain heads or array lengths");
+        return NULL;
+    }
+    int64_t *cur = PyMem_RawMalloc(((size_t)chains + 1) * sizeof(int64_t));
+    if (cur == NULL) {
+        release_all(views, COUNT);
+        return PyErr_NoMemory();
+    }
+    int stepped_down = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t c = 0; c < chains; c++) {
+        cur[c] = heads[c];
+    }
+    int64_t at = 0;
+    for (;;) {
+        /* the chain holding the lowest (key, chain), and the next lowest of the others */
+        Py_ssize_t best = -1, second = -1;
+        for (Py_ssize_t c = 0; c < chains; c++) {
+            if (cur[c] >= heads[c + 1]) {
+                continue;
+            }
+            if (best < 0 || key[cur[c]] < key[cur[best]]) {
+                second = best;
+                best = c;
+            } else if (second < 0 || key[cur[c]] < key[cur[second]]) {
+                second = c;
+            }
+        }
+        if (best < 0) {
+            break;
+        }
+        int64_t stop = heads[best + 1], p = cur[best];
+        int64_t limit = second >= 0 ? key[cur[second]] : 0;
+        int64_t last = key[p];
+        /* (key, chain) below the other chain's: a lower key, or the same key on an earlier chain */
+        while (p < stop && (second < 0 || key[p] < limit || (key[p] == limit && best < second))) {
+            if (key[p] < last) {
+                stepped_down = 1;
+                break;
+            }
+            last = key[p];
+            order[at] = p;
+            position[p] = at;
+            at++;
+            p++;
+        }
+        if (stepped_down) {
+            break;
+        }
+        cur[best] = p;
+    }
+    Py_END_ALLOW_THREADS
+    PyMem_RawFree(cur);
+    release_all(views, COUNT);
+    return PyLong_FromLong(stepped_down ? -1 : 0);
+}
+
+static PyObject *edges_by_target(PyObject *self, PyObject *args) {
+    (void)self;
+    enum { COUNT = 9 };
+    PyObject *objs[COUNT];
+    Py_buffer views[COUNT];
+    static const char *const names[COUNT] = {"position", "key",     "edge_src", "edge_dst", "e_ptr",
+                                             "e_order",  "e_pos", "e_src",    "e_stale"};
+    static const Py_ssize_t sizes[COUNT] = {8, 8, 8, 8, 8, 8, 8, 8, 1};
+    if (PyTuple_GET_SIZE(args) != COUNT) {
+        PyErr_SetString(PyExc_TypeError, "edges_by_target: 9 arguments expected");
+        return NULL;
+    }
+    if (get_all(args, COUNT, objs, views, sizes, names, 4) < 0) {
+        return NULL;
+    }
+    Py_ssize_t n = views[0].len / 8, n_edges = views[2].len / 8;
+    if (views[1].len / 8 != n || views[3].len / 8 != n_edges || views[4].len / 8 != n + 1 ||
+        views[5].len / 8 != n_edges || views[6].len / 8 != n_edges || views[7].len / 8 != n_edges ||
+        views[8].len != n_edges) {
+        release_all(views, COUNT);
+        PyErr_SetString(PyExc_ValueError, "edges_by_target: array lengths disagree");
+        return NULL;
+    }
+    const int64_t *position = views[0].buf, *key = views[1].buf, *src = views[2].buf, *dst = views[3].buf;
+    int64_t *e_ptr = views[4].buf, *e_order = views[5].buf, *e_pos = views[6].buf, *e_src = views[7].buf;
+    unsigned char *e_stale = views[8].buf;
+    int bad = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i <= n; i++) {
+        e_ptr[i] = 0;
+    }
+    for (Py_ssize_t k = 0; k < n_edges; k++) {
+        if (src[k] < 0 || src[k] >= n || dst[k] < 0 || dst[k] >= n || position[dst[k]] < 0 ||
+            position[dst[k]] >= n) {
+            bad = 1;
+            break;
+        }
+        e_ptr[position[dst[k]] + 1]++;
+    }
+    if (!bad) {
+        for (Py_ssize_t i = 0; i < n; i++) {
+            e_ptr[i + 1] += e_ptr[i];
+        }
+        /* e_ptr[i] is the next free slot of position i while the edges are placed, then moved back */
+        for (Py_ssize_t k = 0; k < n_edges; k++) {
+            int64_t at = position[dst[k]];
+            int64_t slot = e_ptr[at]++;
+            e_order[slot] = k;
+            e_pos[slot] = at;
+            e_src[slot] = src[k];
+            e_stale[slot] = key[src[k]] >= key[dst[k]];
+        }
+        for (Py_ssize_t i = n; i > 0; i--) {
+            e_ptr[i] = e_ptr[i - 1];
+        }
+        e_ptr[0] = 0;
+    }
+    Py_END_ALLOW_THREADS
+    release_all(views, COUNT);
+    if (bad) {
+        PyErr_SetString(PyExc_ValueError, "edges_by_target: an index out of range");
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+/* ---- the critical path's walk (critical.path_points) ---------------------------------------------------------
+ *
+ * critical_walk(t, lag, chain_first, edge_src, edge_dst, edge_lag, start, bottoms, tops, head_sources): from point
+ * ``start`` back through what set each point's time, as engine.setters names it (the binding cross edge, the last
+ * of equal ones, where one reaches the point's time; else the chain predecessor where it does; else none), one
+ * stretch of a chain at a time: each stretch's lowest and highest point and what set its lowest point (-1: none)
+ * written in walk order (the last stretch first), at most n stretches. Only the points walked through are read.
+ * Returns the stretches written.
+ */
+
+static PyObject *critical_walk(PyObject *self, PyObject *args) {
+    (void)self;
+    enum { COUNT = 9 };
+    PyObject *objs[COUNT];
+    Py_buffer views[COUNT];
+    static const char *const names[COUNT] = {"t",     "lag",     "chain_first", "edge_src",    "edge_dst",
+                                             "edge_lag", "bottoms", "tops",        "head_sources"};
+    static const Py_ssize_t sizes[COUNT] = {8, 8, 1, 8, 8, 8, 8, 8, 8};
+    PyObject *items[COUNT];
+    PyObject *t_obj, *lag_obj, *first_obj, *src_obj, *dst_obj, *elag_obj, *bottoms_obj, *tops_obj, *heads_obj;
+    long long start;
+    if (!PyArg_ParseTuple(args, "OOOOOOLOOO", &t_obj, &lag_obj, &first_obj, &src_obj, &dst_obj, &elag_obj, &start,
+                          &bottoms_obj, &tops_obj, &heads_obj)) {
+        return NULL;
+    }
+    items[0] = t_obj, items[1] = lag_obj, items[2] = first_obj, items[3] = src_obj, items[4] = dst_obj;
+    items[5] = elag_obj, items[6] = bottoms_obj, items[7] = tops_obj, items[8] = heads_obj;
+    PyObject *packed = PyTuple_New(COUNT);
+    if (packed == NULL) {
+        return NULL;
+    }
+    for (int i = 0; i < COUNT; i++) {
+        Py_INCREF(items[i]);
+        PyTuple_SET_ITEM(packed, i, items[i]);
+    }
+    int failed = get_all(packed, COUNT, objs, views, sizes, names, 6);
+    Py_DECREF(packed);
+    if (failed < 0) {
+        return NULL;
+    }
+    Py_ssize_t n = views[0].len / 8, n_edges = views[3].len / 8;
+    if (views[1].len / 8 != n || views[2].len != n || views[4].len / 8 != n_edges || views[5].len / 8 != n_edges ||
+        views[6].len / 8 != n || views[7].len / 8 != n || views[8].len / 8 != n || start < 0 || start >= n) {
+        release_all(views, COUNT);
+        PyErr_SetString(PyExc_ValueError, "critical_walk: array lengths disagree");
+        return NULL;
+    }
+    const int64_t *t = views[0].buf, *lag = views[1].buf, *src = views[3].buf, *dst = views[4].buf;
+    const int64_t *elag = views[5].buf;
+    const unsigned char *first = views[2].buf;
+    int64_t *bottoms = views[6].buf, *tops = views[7].buf, *heads = views[8].buf;
+    int64_t *ptr = PyMem_RawCalloc((size_t)n + 1, sizeof(int64_t));
+    int64_t *into = PyMem_RawMalloc(((size_t)n_edges + 1) * sizeof(int64_t));
+    if (ptr == NULL || into == NULL) {
+        PyMem_RawFree(ptr);
+        PyMem_RawFree(into);
+        release_all(views, COUNT);
+        return PyErr_NoMemory();
+    }
+    int bad = 0;
+    Py_ssize_t count = 0;
+    Py_BEGIN_ALLOW_THREADS
+    /* the edges into each point, in edge order: into[ptr[p]] .. into[ptr[p + 1] - 1] */
+    for (Py_ssize_t k = 0; k < n_edges; k++) {
+        if (src[k] < 0 || src[k] >= n || dst[k] < 0 || dst[k] >= n) {
+            bad = 1;
+            break;
+        }
+        ptr[dst[k] + 1]++;
+    }
+    if (!bad) {
+        for (Py_ssize_t p = 0; p < n; p++) {
+            ptr[p + 1] += ptr[p];
+        }
+        for (Py_ssize_t k = 0; k < n_edges; k++) {
+            into[ptr[dst[k]]++] = k;
+        }
+        for (Py_ssize_t p = n; p > 0; p--) {
+            ptr[p] = ptr[p - 1];
+        }
+        ptr[0] = 0;
+        int64_t p = start;
+        while (count < n) {
+            int64_t h = p, source;
+            for (;;) {
+                /* what set h: the binding edge (the latest source + lag, the last of equal ones), where it reaches
+                 * t[h]; else the chain predecessor where it reaches t[h]; else none */
+                int64_t reach = NONE_TIME, chosen = -1;
+                for (int64_t j = ptr[h]; j < ptr[h + 1]; j++) {
+                    int64_t k = into[j];
+                    int64_t ready = t[src[k]] + elag[k];
+                    if (ready >= reach) {
+                        if (ready > reach) {
+                            reach = ready;
+                        }
+                        chosen = k;
+                    }
+                }
+                if (chosen >= 0 && reach >= t[h] && reach > NONE_TIME / 2) {
+                    source = src[chosen];
+                } else if (h > 0 && !first[h] && t[h - 1] + lag[h] >= t[h]) {
+                    source = h - 1;
+                } else {
+                    source = -1;
+                }
+                if (source != h - 1 || h == 0) {
+                    break;
+                }
+                h--;
+            }
+            bottoms[count] = h;
+            tops[count] = p;
+            heads[count] = source;
+            count++;
+            if (source < 0 || source == h) {
+                break;
+            }
+            p = source;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    PyMem_RawFree(ptr);
+    PyMem_RawFree(into);
+    release_all(views, COUNT);
+    if (bad) {
+        PyErr_SetString(PyExc_ValueError, "critical_walk: an index out of range");
+        return NULL;
+    }
+    return PyLong_FromSsize_t(count);
+}
+
+/* ---- the range running at each time (intervals.running_at), for times that mostly ascend -----------------------
+ *
+ * running_at(starts, ends, t, out): out[i] = the last range (starts ascending) starting at or before t[i] if
+ * t[i] < its end, else -1; each time searched from the previous one's answer first (the host points of a thread
+ * come in time order), a binary search where that misses.
+ */
+
+static PyObject *running_at(PyObject *self, PyObject *args) {
+    (void)self;
+    enum { COUNT = 4 };
+    PyObject *objs[COUNT];
+    Py_buffer views[COUNT];
+    static const char *const names[COUNT] = {"starts", "ends", "t", "out"};
+    static const Py_ssize_t sizes[COUNT] = {8, 8, 8, 8};
+    if (PyTuple_GET_SIZE(args) != COUNT) {
+        PyErr_SetString(PyExc_TypeError, "running_at: 4 arguments expected");
+        return NULL;
+    }
+    if (get_all(args, COUNT, objs, views, sizes, names, 3) < 0) {
+        return NULL;
+    }
+    Py_ssize_t m = views[0].len / 8, n = views[2].len / 8;
+    if (views[1].len / 8 != m || views[3].len / 8 != n) {
+        release_all(views, COUNT);
+        PyErr_SetString(PyExc_ValueError, "running_at: array lengths disagree");
+        return NULL;
+    }
+    const int64_t *starts = views[0].buf, *ends = views[1].buf, *t = views[2].buf;
+    int64_t *out = views[3].buf;
+    Py_BEGIN_ALLOW_THREADS
+    Py_ssize_t j = 0; /* the ranges starting at or before the last time */
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t v = t[i];
+        if (!((j == 0 || starts[j - 1] <= v) && (j == m || starts[j] > v))) {
+            if (j < m && starts[j] <= v && (j + 1 == m || starts[j + 1] > v)) {
+                j++; /* the next range */
+            } else {
+                Py_ssize_t lo = 0, hi = m;
+                while (lo < hi) {
+                    Py_ssize_t mid = lo + (hi - lo) / 2;
+                    if (starts[mid] <= v) {
+                        lo = mid + 1;
+                    } else {
+                        hi = mid;
+                    }
+                }
+                j = lo;
+            }
+        }
+        out[i] = (j > 0 && v < ends[j - 1]) ? (int64_t)(j - 1) : -1;
+    }
+    Py_END_ALLOW_THREADS
+    release_all(views, COUNT);
+    Py_RETURN_NONE;
+}
+
+/* ---- a thread's idle gaps against its own rows (graph._wake_edges) ---------------------------------------------
+ *
+ * union_overlap(mask, start, end, lo, hi, out): out[i] = how much of [lo[i], hi[i]) the union of the rows where
+ * mask is set covers (intervals.merge, then intervals.overlap_with_union), in one pass over the rows: the union
+ * grown row by row, each merged interval added to the gaps it meets. Needs the masked rows in start order and the
+ * gaps in order, each at or after the one before (returns -1, nothing usable written, where not); else 0.
+ */
+
+static void add_union_interval(int64_t us, int64_t ue, const int64_t *lo, const int64_t *hi, int64_t *out,
+                               Py_ssize_t n_gaps, Py_ssize_t *q) {
+    while (*q < n_gaps && hi[*q] <= us) {
+        (*q)++;
+    }
+    for (Py_ssize_t i = *q; i < n_gaps && lo[i] < ue; i++) {
+        int64_t a = lo[i] > us ? lo[i] : us, b = hi[i] < ue ? hi[i] : ue;
+        if (b > a) {
+            out[i] += b - a;
+        }
+    }
+}
+
+static PyObject *union_overlap(PyObject *self, PyObject *args) {
+    (void)self;
+    enum { COUNT = 6 };
+    PyObject *objs[COUNT];
+    Py_buffer views[COUNT];
+    static const char *const names[COUNT] = {"mask", "start", "end", "lo", "hi", "out"};
+    static const Py_ssize_t sizes[COUNT] = {1, 8, 8, 8, 8, 8};
+    if (PyTuple_GET_SIZE(args) != COUNT) {
+        PyErr_SetString(PyExc_TypeError, "union_overlap: 6 arguments expected");
+        return NULL;
+    }
+    if (get_all(args, COUNT, objs, views, sizes, names, 5) < 0) {
+        return NULL;
+    }
+    Py_ssize_t rows = views[0].len, n_gaps = views[3].len / 8;
+    if (views[1].len / 8 != rows || views[2].len / 8 != rows || views[4].len / 8 != n_gaps ||
+        views[5].len / 8 != n_gaps) {
+        release_all(views, COUNT);
+        PyErr_SetString(PyExc_ValueError, "union_overlap: array lengths disagree");
+        return NULL;
+    }
+    const unsigned char *mask = views[0].buf;
+    const int64_t *start = views[1].buf, *end = views[2].buf, *lo = views[3].buf, *hi = views[4].buf;
+    int64_t *out = views[5].buf;
+    int unordered = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n_gaps; i++) {
+        out[i] = 0;
+        if (hi[i] < lo[i] || (i > 0 && lo[i] < hi[i - 1])) {
+            unordered = 1;
+        }
+    }
+    Py_ssize_t q = 0;
+    int open = 0;
+    int64_t us = 0, ue = 0, last_start = 0;
+    for (Py_ssize_t r = 0; r < rows && !unordered; r++) {
+        if (!mask[r]) {
+            continue;
+        }
+        int64_t s = start[r], e = end[r];
+        if (open && s < last_start) {
+            unordered = 1;
+            break;
+        }
+        last_start = s;
+        if (!open) {
+            us = s, ue = e, open = 1;
+        } else if (s > ue) { /* past every end so far: the merged interval closes (touching ones join) */
+            add_union_interval(us, ue, lo, hi, out, n_gaps, &q);
+            us = s, ue = e;
+        } else if (e > ue) {
+            ue = e;
+        }
+    }
+    if (open && !unordered) {
+        add_union_interval(us, ue, lo, hi, out, n_gaps, &q);
+    }
+    Py_END_ALLOW_THREADS
+    release_all(views, COUNT);
+    return PyLong_FromLong(unordered ? -1 : 0);
+}
+
 static PyMethodDef methods[] = {
     {"solve_in_order", solve_in_order, METH_VARARGS,
      "solve_in_order(order, chain_first, lag, anchor, recorded, e_ptr, e_src, e_lag, e_stale, out): the replayed "
-     "time of every point, written into out (see tracelens/replay/_replay_solve.c)."},
+     "time of every point, written into out; returns (earliest, latest) of them (see tracelens/replay/_replay_solve.c)."},
+    {"schedule_keys", schedule_keys, METH_VARARGS,
+     "schedule_keys(time, gpu, chain_first, boundary_time, boundary_point, boundary_rank, edge_src, edge_dst, "
+     "key, min_rounds, rounds): each point's batch key, written into key; returns the rounds that raised keys."},
+    {"order_by_key", order_by_key, METH_VARARGS,
+     "order_by_key(key, low, span, order, position): the points in (key, index) order and their positions."},
+    {"order_by_chains", order_by_chains, METH_VARARGS,
+     "order_by_chains(key, heads, order, position): order_by_key for keys ascending along each chain; -1 where "
+     "they do not."},
+    {"edges_by_target", edges_by_target, METH_VARARGS,
+     "edges_by_target(position, key, edge_src, edge_dst, e_ptr, e_order, e_pos, e_src, e_stale): the edges by "
+     "their target's position."},
+    {"critical_walk", critical_walk, METH_VARARGS,
+     "critical_walk(t, lag, chain_first, edge_src, edge_dst, edge_lag, start, bottoms, tops, head_sources): the "
+     "critical path's stretches from point start back; returns how many were written."},
+    {"running_at", running_at, METH_VARARGS,
+     "running_at(starts, ends, t, out): the range running at each time (-1: none), as intervals.running_at."},
+    {"union_overlap", union_overlap, METH_VARARGS,
+     "union_overlap(mask, start, end, lo, hi, out): how much of each gap the union of the masked rows covers; -1 "
+     "where the rows or gaps are out of order."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -13,4 +13,44 @@ def solve_in_order(
     e_lag: Any,
     e_stale: Any,
     out: Any,
+) -> tuple[int, ...]: ...
+def schedule_keys(
+    time: Any,
+    gpu: Any,
+    chain_first: Any,
+    boundary_time: Any,
+    boundary_point: Any,
+    boundary_rank: Any,
+    edge_src: Any,
+    edge_dst: Any,
+    key: Any,
+    min_rounds: int,
+    rounds: int,
+) -> int: ...
+def order_by_key(key: Any, low: int, span: int, order: Any, position: Any) -> None: ...
+def edges_by_target(
+    position: Any,
+    key: Any,
+    edge_src: Any,
+    edge_dst: Any,
+    e_ptr: Any,
+    e_order: Any,
+    e_pos: Any,
+    e_src: Any,
+    e_stale: Any,
 ) -> None: ...
+def critical_walk(
+    t: Any,
+    lag: Any,
+    chain_first: Any,
+    edge_src: Any,
+    edge_dst: Any,
+    edge_lag: Any,
+    start: int,
+    bottoms: Any,
+    tops: Any,
+    head_sources: Any,
+) -> int: ...
+def running_at(starts: Any, ends: Any, t: Any, out: Any) -> None: ...
+def order_by_chains(key: Any, heads: Any, order: Any, position: Any) -> int: ...
+def union_overlap(mask: Any, start: Any, end: Any, lo: Any, hi: Any, out: Any) -> int: ...

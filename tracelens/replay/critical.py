@@ -18,7 +18,7 @@ import numpy as np
 from ..analyses.columns import event_columns
 from ..analyses.names import code_mask, is_collective_kernel
 from ..trace import ALL_KINDS, KERNEL
-from .engine import setters
+from .engine import native_solver, setters
 from .graph import GPU_END, GPU_START, HOST_END, HOST_START, Graph, unique_ints
 
 CATEGORIES = ("host", "sync_waits", "kernels", "copies", "communication")
@@ -47,7 +47,40 @@ def bound_of(ns_by_category: np.ndarray) -> str | None:
 
 
 def path_points(graph: Graph, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(points on the critical path, ending at the last point, in path order from the start; each one's setter)."""
+    """(points on the critical path, ending at the last point, in path order from the start; each one's setter):
+    walked by the compiled helper where it was built (reading what set only the points it walks through), else
+    :func:`path_points_by_numpy`; both give the same arrays."""
+    solver = native_solver()
+    if solver is None or graph.size == 0:
+        return path_points_by_numpy(graph, t)
+    n = graph.size
+    bottoms, tops, head_sources = (np.empty(n, np.int64) for _ in range(3))
+    count = solver.critical_walk(  # type: ignore[attr-defined]
+        np.ascontiguousarray(t, np.int64),
+        np.ascontiguousarray(graph.lag, np.int64),
+        np.ascontiguousarray(graph.chain_first, dtype=bool).view(np.uint8),
+        np.ascontiguousarray(graph.edge_src, np.int64),
+        np.ascontiguousarray(graph.edge_dst, np.int64),
+        np.ascontiguousarray(graph.edge_lag, np.int64),
+        int(np.argmax(t)),
+        bottoms,
+        tops,
+        head_sources,
+    )
+    # the stretches bottom..top, first switch last: one index array; inside a stretch each point's setter is the
+    # point before it, at its bottom what the walk found
+    lo = bottoms[:count][::-1]
+    lengths = tops[:count][::-1] - lo + 1
+    starts = np.cumsum(lengths) - lengths
+    path = np.arange(int(lengths.sum()), dtype=np.int64) + np.repeat(lo - starts, lengths)
+    setter = path - 1
+    setter[starts] = head_sources[:count][::-1]
+    return path, setter
+
+
+def path_points_by_numpy(graph: Graph, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`path_points` from every point's setter (:func:`engine.setters`): the path without the compiled
+    helper, and its reference."""
     source, _ = setters(graph, t)
     n = graph.size
     if n == 0:
@@ -85,6 +118,14 @@ def path_categories(
     graph: Graph, t: np.ndarray, trace: Any, path: np.ndarray, setter: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """(each path point's category, an index into CATEGORIES; the time it owns: its time - its setter's)."""
+    category, seg, _, _ = _path_facts(graph, t, trace, path, setter)
+    return category, seg
+
+
+def _path_facts(
+    graph: Graph, t: np.ndarray, trace: Any, path: np.ndarray, setter: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`path_categories`, and each path point's kind and whether its row is a kernel (read once for both)."""
     seg = np.where(setter >= 0, t[path] - t[np.maximum(setter, 0)], 0)
     kind = graph.kind[path]
     cols = event_columns(trace)
@@ -100,7 +141,7 @@ def path_categories(
     category[gpu & ~launched] = 2
     category[gpu & ~launched & ~is_kernel] = 3
     category[gpu & ~launched & collective] = 4
-    return category, seg
+    return category, seg, kind, is_kernel
 
 
 def critical_path(
@@ -111,11 +152,9 @@ def critical_path(
     path, setter = path_points(graph, t)
     if path.size == 0:
         return None
-    category, seg = path_categories(graph, t, trace, path, setter)
-    kind = graph.kind[path]
+    category, seg, kind, is_kernel = _path_facts(graph, t, trace, path, setter)
     cols = event_columns(trace)
     rows = graph.row[path]
-    is_kernel = cols.kind[rows] == ALL_KINDS.index(KERNEL)
     total = int(seg.sum())
     by = np.bincount(category, weights=seg, minlength=len(CATEGORIES))
     shares = {name: (float(by[i]) / total if total else None) for i, name in enumerate(CATEGORIES)}

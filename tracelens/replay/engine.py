@@ -24,6 +24,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from .. import intervals
 from ..values import sorted_distinct
 from .graph import GPU_END, GPU_START, NONE, Graph
 
@@ -33,6 +34,20 @@ try:
     from . import _replay_solve
 except ImportError:  # pragma: no cover - no compiler at install time
     _replay_solve = None  # type: ignore[assignment]
+# What this module calls in it: an extension built from an older _replay_solve.c (a tree updated without rebuilding)
+# lacks some, and is not used (the numpy paths instead) rather than failing at the first call.
+NATIVE_FUNCTIONS = (
+    "solve_in_order",
+    "schedule_keys",
+    "order_by_chains",
+    "order_by_key",
+    "edges_by_target",
+    "critical_walk",
+    "running_at",
+    "union_overlap",
+)
+if _replay_solve is not None and not all(hasattr(_replay_solve, name) for name in NATIVE_FUNCTIONS):
+    _replay_solve = None  # type: ignore[assignment]  # pragma: no cover - a stale build
 
 HOST_PHASE, GPU_PHASE, WAIT_PHASE = 0, 1, 2
 SMALL_BATCH = 32  # batches up to this many points are solved point by point (see solve)
@@ -130,6 +145,23 @@ def native_solver() -> object | None:
     return _replay_solve
 
 
+def running_at(starts: np.ndarray, ends: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """:func:`tracelens.intervals.running_at` (the range [start, end) running at each time, ``starts`` ascending;
+    -1: none) by the compiled helper where it was built: each time searched from the previous one's answer first,
+    one step for times that mostly ascend (a thread's host points against the steps) instead of a binary search
+    each; the same indices."""
+    if _replay_solve is None or t.size == 0:
+        return intervals.running_at(starts, ends, t)
+    out = np.empty(t.size, np.int64)
+    _replay_solve.running_at(
+        np.ascontiguousarray(starts, np.int64),
+        np.ascontiguousarray(ends, np.int64),
+        np.ascontiguousarray(t, np.int64),
+        out,
+    )
+    return out
+
+
 def _chain_heads(chain_first: np.ndarray) -> np.ndarray | None:
     """Positions where each chain starts (with the end appended), where the chains are few enough
     (FEW_CHAINS) to be handled one slice each; else None."""
@@ -222,7 +254,16 @@ class _Batches:
 
 
 def plan(graph: Graph) -> Plan:
-    """The solving order of ``graph`` (see :func:`schedule_keys`) and its edges, computed once per structure."""
+    """The solving order of ``graph`` (see :func:`schedule_keys`) and its edges, computed once per structure: by
+    the compiled helper where it was built (:func:`plan_natively`), else with numpy (:func:`plan_by_numpy`); both
+    give the same arrays."""
+    if _replay_solve is None:
+        return plan_by_numpy(graph)
+    return plan_natively(graph)
+
+
+def plan_by_numpy(graph: Graph) -> Plan:
+    """:func:`plan` with numpy: the path without the compiled helper, and its reference."""
     n = graph.size
     key = schedule_keys(graph)
     order = np.argsort(key, kind="stable")  # by batch, then by point (stable)
@@ -242,6 +283,94 @@ def plan(graph: Graph) -> Plan:
         e_src=e_src,
         e_ptr=e_ptr,
         e_stale=key[e_src] >= key[graph.edge_dst[e_order]],
+    )
+
+
+# Keys spanning up to this many values per point are put in order by counting (one pass, no sort; the keys of an
+# acyclic graph span at most 4 per point: 3 per boundary, + 1 per round); wider ones by numpy's stable sort.
+COUNTING_SPAN_PER_POINT = 8
+# Graphs of up to this many chains have their points put in key order by merging the chains (the keys ascend along
+# each): a stretch of one chain at a time, each point read and written once (a scan of the chains per stretch).
+MERGE_CHAINS = 16
+
+
+def native_schedule_keys(graph: Graph) -> np.ndarray:
+    """:func:`schedule_keys` by the compiled helper (_replay_solve.c): the same keys, the rounds' edge passes and
+    running maxima in one loop each instead of a dozen numpy passes."""
+    assert _replay_solve is not None
+    time = np.ascontiguousarray(graph.time, np.int64)
+    coupling = graph.edge_is_wait | graph.edge_is_wake | graph.edge_is_collective
+    boundaries = sorted_distinct(graph.edge_dst[coupling]).astype(np.int64, copy=False)
+    boundary_sorted = boundaries[np.lexsort((boundaries, time[boundaries]))]
+    rank = np.argsort(boundary_sorted)  # each boundary point (ascending) -> its rank by time
+    src = np.ascontiguousarray(graph.edge_src, np.int64)
+    dst = np.ascontiguousarray(graph.edge_dst, np.int64)
+    key = np.empty(time.size, np.int64)
+    rounds = max(MAX_KEY_ROUNDS, MAX_KEY_WORK // max(key.size + src.size, 1))
+    _replay_solve.schedule_keys(
+        time,
+        np.ascontiguousarray(graph.kind >= FIRST_GPU_KIND).view(np.uint8),
+        np.ascontiguousarray(graph.chain_first, dtype=bool).view(np.uint8),
+        np.ascontiguousarray(time[boundary_sorted]),
+        np.ascontiguousarray(boundary_sorted[rank]),
+        np.ascontiguousarray(rank, np.int64),
+        src,
+        dst,
+        key,
+        MAX_KEY_ROUNDS,
+        rounds,
+    )
+    return key
+
+
+def plan_natively(graph: Graph) -> Plan:
+    """:func:`plan` by the compiled helper: the keys (:func:`native_schedule_keys`), the points put in key order
+    (the chains merged where they are few, else by counting) and the edges by target position by counting (no
+    sorts)."""
+    assert _replay_solve is not None
+    n = graph.size
+    key = native_schedule_keys(graph)
+    order = np.empty(n, np.int64)
+    position = np.empty(n, np.int64)
+    heads = np.flatnonzero(graph.chain_first)
+    merged = (
+        0 < heads.size <= MERGE_CHAINS
+        and heads[0] == 0
+        and _replay_solve.order_by_chains(key, np.append(heads, n), order, position) == 0
+    )
+    low = int(key.min()) if n and not merged else 0
+    span = (int(key.max()) - low + 1) if n and not merged else 1
+    if merged or n == 0:
+        pass
+    elif span <= COUNTING_SPAN_PER_POINT * n + 1024:
+        _replay_solve.order_by_key(key, low, span, order, position)
+    else:  # keys spread wide (a cycle's rounds): a stable sort
+        order = np.argsort(key, kind="stable")
+        position[order] = np.arange(n)
+    n_edges = graph.edge_src.size
+    e_ptr = np.empty(n + 1, np.int64)
+    e_order, e_pos, e_src = (np.empty(n_edges, np.int64) for _ in range(3))
+    e_stale = np.empty(n_edges, bool)
+    _replay_solve.edges_by_target(
+        position,
+        key,
+        np.ascontiguousarray(graph.edge_src, np.int64),
+        np.ascontiguousarray(graph.edge_dst, np.int64),
+        e_ptr,
+        e_order,
+        e_pos,
+        e_src,
+        e_stale.view(np.uint8),
+    )
+    return Plan(
+        sources=tuple(getattr(graph, name) for name in _PLAN_SOURCES),
+        key=None,
+        order=order,
+        e_order=e_order,
+        e_pos=e_pos,
+        e_src=e_src,
+        e_ptr=e_ptr,
+        e_stale=e_stale,
     )
 
 
@@ -281,14 +410,21 @@ def solve(graph: Graph, shared: Plan | None = None) -> np.ndarray:
     """Replayed time of every point (``shared``: a plan made for a graph of the same structure, reused when it
     fits): one pass in the plan's order by the compiled helper where it was built (_replay_solve.c), else the
     numpy batches (:func:`solve_by_batches`); both give the same integers."""
+    return solve_with_span(graph, shared)[0]
+
+
+def solve_with_span(graph: Graph, shared: Plan | None = None) -> tuple[np.ndarray, int]:
+    """:func:`solve`, and the replay's span (its latest time - its earliest; 0 without points): found by the
+    compiled pass as it writes the times, no second and third pass over them."""
     n = graph.size
     if n == 0:
-        return graph.time.copy()
+        return graph.time.copy(), 0
     ordered = shared if shared is not None and shared.fits(graph) else plan(graph)
     if _replay_solve is None:
-        return solve_by_batches(graph, ordered)
+        t = solve_by_batches(graph, ordered)
+        return t, int(t.max() - t.min())
     t = np.empty(n, np.int64)
-    _replay_solve.solve_in_order(
+    lowest, highest = _replay_solve.solve_in_order(
         ordered.order,
         np.ascontiguousarray(graph.chain_first, dtype=bool).view(np.uint8),
         np.ascontiguousarray(graph.lag, np.int64),
@@ -300,7 +436,7 @@ def solve(graph: Graph, shared: Plan | None = None) -> np.ndarray:
         np.ascontiguousarray(ordered.e_stale, dtype=bool).view(np.uint8),
         t,
     )
-    return t
+    return t, int(highest) - int(lowest)
 
 
 def solve_by_batches(graph: Graph, shared: Plan | None = None) -> np.ndarray:

@@ -43,6 +43,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -234,8 +235,10 @@ def build(trace: Trace) -> Graph:
     key = thread_key(cols.pid[api], cols.tid[api])
     thread, thread_keys = dense_codes(key)
     marker = cols.kind[api] == ALL_KINDS.index(STEP)
-    s, e = cols.start[api], np.where(marker, cols.start[api], cols.end[api])
+    s = cols.start[api]
+    e = np.where(marker, s, cols.end[api])
     order = _thread_time_order(thread, s, e)
+    api_by_row = api  # ascending, as the event rows are
     api, thread, s, e, marker = api[order], thread[order], s[order], e[order], marker[order]
     head = _run_heads(thread)
     prev_end = np.full(api.size, NONE, np.int64)
@@ -263,11 +266,12 @@ def build(trace: Trace) -> Graph:
     # the rows were ascending before the (thread, time) order: that order's inverse sorts them back, no argsort
     api_sorted = np.empty(order.size, np.int64)
     api_sorted[order] = np.arange(order.size)
-    at = np.searchsorted(api[api_sorted], launch_row) if api.size else np.zeros(n_ops, np.int64)
+    # (launch rows mostly ascend: intervals.search_sorted walks them where its compiled helper is built)
+    at = intervals.search_sorted(api_by_row, launch_row) if api.size else np.zeros(n_ops, np.int64)
     at = np.minimum(at, max(api.size - 1, 0))
     found = (launch_row >= 0) & (api.size > 0)
     if api.size:
-        found &= api[api_sorted[at]] == launch_row
+        found &= api_by_row[at] == launch_row
     api_pos = np.where(found, api_sorted[at] if api.size else 0, -1)
     found &= _plausible_launch(cols, op_row, pairs, found, oe)
     api_pos = np.where(found, api_pos, -1)
@@ -299,7 +303,7 @@ def build(trace: Trace) -> Graph:
     call_is_marker = marker[calls]
     # the per-row arrays of the host calls end here: dropped before the points (the build's peak) are made
     del api, key, thread, marker, s, e, order, head, prev_end, nested, outer, outer_index, row_to_call_api
-    del api_offset, api_sorted, at, found, api_pos, launch_row
+    del api_offset, api_sorted, api_by_row, at, found, api_pos, launch_row
 
     # --- points: host chains first (thread order), then stream chains ((device, stream) order). Each point
     # array is made whole here and its host and GPU parts written into it through views (``host_*``, ``gpu_*``):
@@ -364,6 +368,8 @@ def build(trace: Trace) -> Graph:
     rank[op_order] = np.arange(n_ops)
     # the name rules of the calls, each distinct name tested once for all four: explicit syncs, synchronous
     # copies (wait edges below), stream waits and event records (event edges)
+    launches = _LaunchOrder(op_launch_call, os_, op_launch_start, stream_code)
+    syncs = _SyncRows(cols)
     call_names = cols.name[call_row]
     call_bits = code_bits(
         call_names, names, (_is_sync_call, is_sync_copy, _is_stream_wait, _is_event_record)
@@ -379,9 +385,8 @@ def build(trace: Trace) -> Graph:
         op_launch_call,
         op_dev,
         op_stream,
-        stream_code,
-        os_,
-        op_launch_start,
+        launches,
+        syncs,
     )
     e_src, e_dst = rank[e_src_op], rank[e_dst_op]
     event_ready = np.full(n_ops, NONE, np.int64)
@@ -473,10 +478,7 @@ def build(trace: Trace) -> Graph:
     # explicit syncs: the device of the last launch on the same thread before the call
     sync_calls = np.flatnonzero(is_sync)
     if sync_calls.size and n_ops:
-        launch_ops = np.flatnonzero(op_launch_call >= 0)
-        lc = op_launch_call[launch_ops]
-        order_l = np.argsort(lc, kind="stable")
-        lc_sorted, lo_sorted = lc[order_l], launch_ops[order_l]
+        lc_sorted, lo_sorted = launches.by_call
         # latest launching call at or before each sync on its thread: calls are numbered in (thread, time)
         j = np.searchsorted(lc_sorted, sync_calls, side="right") - 1
         ok = j >= 0
@@ -485,15 +487,11 @@ def build(trace: Trace) -> Graph:
         # where the trace records the synchronization itself (Kineto cuda_sync, Nsight SYNCHRONIZATION rows
         # sharing the call's correlation id) a stream sync waits for that stream only
         recorded_dev, recorded_stream = _recorded_sync_targets(
-            cols, call_row[sync_calls], cs[sync_calls], ce[sync_calls]
+            cols, call_row[sync_calls], cs[sync_calls], ce[sync_calls], syncs=syncs
         )
         sync_dev = np.where(recorded_dev >= 0, recorded_dev, sync_dev)
-        issue = np.where(op_launch_start > NONE, op_launch_start, os_)
-        for dev_stream in unique_ints(stream_code):  # a loop over streams
-            members = np.flatnonzero(stream_code == dev_stream)
+        for members, issued in launches.streams:  # a loop over streams
             dev, stream = op_dev[members[0]], op_stream[members[0]]
-            members = members[np.argsort(os_[members], kind="stable")]
-            issued = np.maximum.accumulate(issue[members])
             mine = np.flatnonzero((sync_dev == dev) & ((recorded_stream < 0) | (recorded_stream == stream)))
             k = np.searchsorted(issued, cs[sync_calls[mine]], side="left") - 1
             good = k >= 0
@@ -709,10 +707,9 @@ def _wake_edges(
             # comparison per column (no key per row)
             halves = _thread_key_halves(cols)
             for key in waiting:  # a loop over threads
-                mine = np.flatnonzero(_of_thread_key(halves, is_own, int(key)))
+                own = _of_thread_key(halves, is_own, int(key))
                 at = keys == key
-                us, ue = intervals.merge(cols.start[mine], cols.end[mine])
-                covered[at] = intervals.overlap_with_union(prev_end[middle[at]], cs[middle[at]], us, ue)
+                covered[at] = _covered_by_rows(cols, own, prev_end[middle[at]], cs[middle[at]])
         else:
             own = np.flatnonzero(is_own)
             own_keys = thread_key(cols.pid[own], cols.tid[own])
@@ -745,6 +742,33 @@ def _wake_edges(
         (2 * candidates).astype(np.int64),
         (cs[candidates] - latest).astype(np.int64),
     )
+
+
+def _covered_by_rows(cols: EventColumns, rows: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """How much of each gap [lo, hi) (in time order, one thread's) the union of the event rows of the mask ``rows``
+    covers: in one pass over the rows by the compiled helper where it was built and the rows are in start order
+    (the event table is), else by :func:`intervals.merge` and :func:`intervals.overlap_with_union`; the same."""
+    # imported here: engine imports this module (and tests swap the helper by its name there)
+    from .engine import native_solver
+
+    solver = native_solver()
+    if solver is not None and cols.start.dtype == np.int64 and cols.end.dtype == np.int64:
+        out = np.empty(lo.size, np.int64)
+        if (
+            solver.union_overlap(  # type: ignore[attr-defined]
+                np.ascontiguousarray(rows, dtype=bool).view(np.uint8),
+                np.ascontiguousarray(cols.start),
+                np.ascontiguousarray(cols.end),
+                np.ascontiguousarray(lo, np.int64),
+                np.ascontiguousarray(hi, np.int64),
+                out,
+            )
+            == 0
+        ):
+            return out
+    mine = np.flatnonzero(rows)
+    us, ue = intervals.merge(cols.start[mine], cols.end[mine])
+    return intervals.overlap_with_union(lo, hi, us, ue)
 
 
 def _thread_key_halves(cols: EventColumns) -> list[tuple[np.ndarray, int, bool]]:
@@ -803,6 +827,37 @@ def _latest_point_before(
     return best_time, best_index
 
 
+class _LaunchOrder:
+    """What the event waits and the synchronizations both read, found once on first use: the launching ops by
+    launch call (a stable sort), and each stream's ops by start with the running latest time they were issued
+    (their launch call's start, an unlaunched op's own start)."""
+
+    def __init__(
+        self, op_launch_call: np.ndarray, op_start: np.ndarray, op_launch_start: np.ndarray, stream_code: np.ndarray
+    ) -> None:
+        self.op_launch_call, self.op_start = op_launch_call, op_start
+        self.op_launch_start, self.stream_code = op_launch_start, stream_code
+
+    @cached_property
+    def by_call(self) -> tuple[np.ndarray, np.ndarray]:
+        """(launch calls ascending, their ops): the launching ops by launch call, in op order within a call."""
+        launching = np.flatnonzero(self.op_launch_call >= 0)
+        calls = self.op_launch_call[launching]
+        order = np.argsort(calls, kind="stable")
+        return calls[order], launching[order]
+
+    @cached_property
+    def streams(self) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per stream (by code): (its ops by start, the running max of their issue times)."""
+        issue = np.where(self.op_launch_start > NONE, self.op_launch_start, self.op_start)
+        out = []
+        for code in unique_ints(self.stream_code):  # a loop over streams
+            members = np.flatnonzero(self.stream_code == code)
+            members = members[np.argsort(self.op_start[members], kind="stable")]
+            out.append((members, np.maximum.accumulate(issue[members])))
+        return out
+
+
 def _event_waits(
     cols: EventColumns,
     is_wait: np.ndarray,
@@ -814,9 +869,8 @@ def _event_waits(
     op_launch_call: np.ndarray,
     op_dev: np.ndarray,
     op_stream: np.ndarray,
-    stream_code: np.ndarray,
-    op_start: np.ndarray,
-    op_launch_start: np.ndarray,
+    launches: _LaunchOrder,
+    syncs: _SyncRows,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(event op, waiting op) per cudaStreamWaitEvent call that both resolve for (op indices). The event is the
     one the latest event-record call before the wait on the same thread recorded; its op, the last op that
@@ -828,22 +882,22 @@ def _event_waits(
         return empty, empty
     waits = np.flatnonzero(is_wait)
     records = np.flatnonzero(is_record)
-    launching = np.flatnonzero(op_launch_call >= 0)
-    if waits.size == 0 or records.size == 0 or launching.size == 0:
+    if waits.size == 0 or records.size == 0:
+        return empty, empty
+    lc_sorted, lo_sorted = launches.by_call
+    if lc_sorted.size == 0:
         return empty, empty
     j = np.searchsorted(records, waits) - 1  # calls are numbered in (thread, time) order
     ok = j >= 0
     rec = records[np.maximum(j, 0)]
     ok &= call_thread[rec] == call_thread[waits]
-    order_l = np.argsort(op_launch_call[launching], kind="stable")
-    lc_sorted, lo_sorted = op_launch_call[launching][order_l], launching[order_l]
     k = np.searchsorted(lc_sorted, rec, side="right") - 1
     ok &= k >= 0
     src = lo_sorted[np.maximum(k, 0)]
     ok &= call_thread[lc_sorted[np.maximum(k, 0)]] == call_thread[waits]
     # the waiting stream: recorded, else the next op this thread launches
     _, recorded_stream = _recorded_sync_targets(
-        cols, call_row[waits], cs[waits], cs[waits], kinds=("stream_wait_event",)
+        cols, call_row[waits], cs[waits], cs[waits], kinds=("stream_wait_event",), syncs=syncs
     )
     n = np.searchsorted(lc_sorted, waits, side="left")
     has_next = n < lc_sorted.size
@@ -852,20 +906,37 @@ def _event_waits(
     stream = np.where(recorded_stream >= 0, recorded_stream, np.where(has_next, op_stream[nxt], -1))
     device = op_dev[src]
     ok &= (stream >= 0) & ~((op_stream[src] == stream) & (op_dev[src] == device))
-    issue = np.where(op_launch_start > NONE, op_launch_start, op_start)
     dst = np.full(waits.size, -1, np.int64)
-    for code in unique_ints(stream_code):  # a loop over streams
-        members = np.flatnonzero(stream_code == code)
-        members = members[np.argsort(op_start[members], kind="stable")]
+    for members, issued in launches.streams:  # a loop over streams
         mine = np.flatnonzero(ok & (device == op_dev[members[0]]) & (stream == op_stream[members[0]]))
         if mine.size == 0:
             continue
-        issued = np.maximum.accumulate(issue[members])
         at = np.searchsorted(issued, cs[waits[mine]], side="left")
         inside = at < members.size
         dst[mine[inside]] = members[at[inside]]
     ok &= dst >= 0
     return src[ok].astype(np.int64), dst[ok]
+
+
+class _SyncRows:
+    """The trace's recorded synchronizations (gpu_sync rows with a correlation id), by correlation id: found once
+    on first use, for the event waits and the synchronize calls both."""
+
+    def __init__(self, cols: EventColumns) -> None:
+        self.cols = cols
+
+    @cached_property
+    def by_correlation(self) -> tuple[np.ndarray, np.ndarray]:
+        """(rows, their correlation ids), by correlation id (stable)."""
+        cols = self.cols
+        rows = np.flatnonzero(cols.of_kind(GPU_SYNC))
+        if rows.size == 0:
+            return rows, np.zeros(0, np.int64)
+        sync_corr = cols.at("correlation_id", rows).astype(np.int64)
+        keep = sync_corr >= 0
+        rows, sync_corr = rows[keep], sync_corr[keep]
+        order = np.argsort(sync_corr, kind="stable")
+        return rows[order], sync_corr[order]
 
 
 def _recorded_sync_targets(
@@ -874,19 +945,17 @@ def _recorded_sync_targets(
     call_start: np.ndarray,
     call_end: np.ndarray,
     kinds: tuple[str, ...] = ("stream_sync", "stream synchronize"),
+    syncs: _SyncRows | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(device, stream) each synchronize call waited for, from the gpu_sync row with its correlation id that
     overlaps it (stream -1: not a stream sync, or none recorded; device -1: none recorded)."""
     device = np.full(call_rows.size, -1, np.int64)
     stream = np.full(call_rows.size, -1, np.int64)
-    rows = np.flatnonzero(cols.of_kind(GPU_SYNC))
-    if rows.size == 0 or call_rows.size == 0:
+    if call_rows.size == 0:
         return device, stream
-    sync_corr = cols.at("correlation_id", rows).astype(np.int64)
-    keep = sync_corr >= 0
-    rows, sync_corr = rows[keep], sync_corr[keep]
-    order = np.argsort(sync_corr, kind="stable")
-    rows, sync_corr = rows[order], sync_corr[order]
+    rows, sync_corr = (syncs or _SyncRows(cols)).by_correlation
+    if rows.size == 0:  # (none with a correlation id: every call's targets stay unknown, as below)
+        return device, stream
     call_corr = cols.at("correlation_id", np.sort(call_rows))
     call_corr = call_corr[np.argsort(np.argsort(call_rows))].astype(np.int64)  # back in the calls' order
     at = np.minimum(np.searchsorted(sync_corr, call_corr), max(sync_corr.size - 1, 0))

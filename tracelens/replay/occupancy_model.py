@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import flop_model
+from .. import flop_model, intervals
 from ..analyses.columns import dictionary_codes, event_columns
 from ..analyses.names import code_mask, is_collective_kernel, is_library_kernel
 from ..analyses.occupancy import LOW_OCCUPANCY
@@ -76,7 +76,8 @@ def kernel_model(trace: Trace, g: Graph) -> tuple[np.ndarray, np.ndarray, dict[s
     sm_fill = np.nan_to_num(occ.grid_fill, nan=1.0) * shape  # the occupancy section's SM fill
     per_kernel = np.where(np.isfinite(quantized), quantized * shape, sm_fill)
     per_kernel = np.where(excluded, 1.0, per_kernel)
-    at = np.minimum(np.searchsorted(occ.rows, g.op_row), occ.rows.size - 1)
+    # (the ops' rows ascend, as the kernels' do: intervals.search_sorted walks both where its helper is built)
+    at = np.minimum(intervals.search_sorted(occ.rows, g.op_row), occ.rows.size - 1)
     hit = occ.rows[at] == g.op_row
     fill = np.where(hit, per_kernel[at], 1.0)
     how = {

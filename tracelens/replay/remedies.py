@@ -29,7 +29,7 @@ from ..gpu_specs import device_links
 from ..trace import ANNOTATION, CPU_OP, DRIVER, PYTHON, RUNTIME, STEP, Trace
 from ..values import sorted_distinct
 from .collectives import overlap_collectives
-from .engine import Plan, plan, solve
+from .engine import Plan, plan, running_at, solve_with_span
 from .graph import GPU_END, GPU_START, HOST_END, HOST_START, NONE, Graph, build, lower_is, text_mask
 from .occupancy_model import kernel_model
 
@@ -64,7 +64,7 @@ class Context:
         self.trace = trace
         self.graph = build(trace)
         g = self.graph
-        self.is_host = (g.kind == HOST_START) | (g.kind == HOST_END)
+        self.is_host = g.kind <= max(HOST_START, HOST_END)  # the host kinds are the lowest (graph.py)
         self.is_marker = np.zeros(g.size, bool)  # the points of step markers (zero-length, not work)
         self.is_marker[g.call_start[g.call_is_marker]] = True
         self.is_marker[g.call_end[g.call_is_marker]] = True
@@ -83,19 +83,21 @@ class Context:
             # step: searched once, not again per op), unlaunched ones by their own time
             # a step runs until the next one starts (the last until its end), that instant included
             host = 2 * g.call_start.size  # the host points come first
-            step_of[:host] = intervals.running_at(starts, limit + 1, g.time[:host])
+            step_of[:host] = running_at(starts, limit + 1, g.time[:host])
             launched = g.op_launch_call >= 0
             at_call = step_of[g.call_start[g.op_launch_call[launched]]]
             step_of[g.op_start[launched]] = at_call
             step_of[g.op_end[launched]] = at_call
             alone = np.concatenate([g.op_start[~launched], g.op_end[~launched]])
-            step_of[alone] = intervals.running_at(starts, limit + 1, g.time[alone])
+            step_of[alone] = running_at(starts, limit + 1, g.time[alone])
         return step_of
 
     def outcome(self, graph: Graph | None = None, times: np.ndarray | None = None) -> Outcome:
         g = graph or self.graph
-        t = solve(g, self.plan) if times is None else times
-        span = int(t.max() - t.min()) if t.size else 0
+        if times is None:
+            t, span = solve_with_span(g, self.plan)
+        else:
+            t, span = times, int(times.max() - times.min()) if times.size else 0
         return Outcome(t, span, *self._step_ns(t))
 
     def _step_ns(self, t: np.ndarray) -> tuple[float | None, int]:
@@ -300,12 +302,8 @@ def host_launch_overhead(ctx: Context) -> tuple[Graph | None, str]:
     first_points = g.call_start[callers]
     blocking_before = (np.cumsum(g.call_waits) - g.call_waits)[callers]  # calls are in (thread, time) order
     step, thread = ctx.step_of[first_points], g.chain[first_points]
-    order = np.lexsort((g.time[first_points], blocking_before, step, thread))
-    pts = first_points[order]
-    key = np.stack([thread[order], step[order], blocking_before[order]])
-    head = np.ones(pts.size, bool)
-    head[1:] = (key[:, 1:] != key[:, :-1]).any(axis=0)
-    lag[pts[head]] += cost
+    head_points = _region_heads(first_points, g.time[first_points], thread, step, blocking_before)
+    lag[head_points] += cost
     # queued ops run back to back, at the gap measured between graph ops (else a measured default)
     starts = g.op_start[launched]
     lag[starts] = np.minimum(lag[starts], gap if gap is not None else DEFAULT_GRAPH_GAP_NS)
@@ -320,12 +318,41 @@ def host_launch_overhead(ctx: Context) -> tuple[Graph | None, str]:
     region_text = "step" if (ctx.step_of >= 0).any() else "trace window (no steps)"
     return g.with_changes(lag=lag, edge_lag=edge_lag), (
         f"The launches of each {region_text} between two blocking calls (a graph cannot hold a host wait) are "
-        f"captured in one CUDA graph ({int(head.sum()):,} graphs): the host's framework and launch work (everything "
+        f"captured in one CUDA graph ({head_points.size:,} graphs): the host's framework and launch work (everything "
         f"but input waits and blocking waits, host time with nothing recorded and one-time work included) is "
         f"replaced by one graph launch each, costing {how}; the GPU runs the same ops with the same durations, back "
         f"to back with {gap_how}; a thread woken by another (the autograd thread) is woken at once. Syncs and input "
         f"waits stay."
     )
+
+
+def _region_heads(
+    points: np.ndarray, time: np.ndarray, thread: np.ndarray, step: np.ndarray, blocking_before: np.ndarray
+) -> np.ndarray:
+    """The first of ``points`` (by time, then position) of each (thread, step, blocking calls before) region.
+    ``points`` are calls' starts in (thread, time) order, so within a region their order is already the time
+    order: one stable sort by the three packed into an int64 where they fit (an almost sorted array), else the
+    lexsort by the four."""
+    if points.size == 0:
+        return points
+    steps = int(step.max()) + 2  # step -1 (none) packed as 0
+    blocks = int(blocking_before.max()) + 1
+    threads = int(thread.max()) + 1
+    if int(thread.min()) >= 0 and int(blocking_before.min()) >= 0 and int(step.min()) >= -1 and (
+        threads * steps * blocks < 2**62
+    ):
+        key = (thread.astype(np.int64) * steps + (step + 1)) * blocks + blocking_before
+        order = np.argsort(key, kind="stable")
+        key = key[order]
+    else:
+        order = np.lexsort((time, blocking_before, step, thread))
+        key = np.stack([thread[order], step[order], blocking_before[order]])
+    head = np.ones(points.size, bool)
+    if key.ndim == 1:
+        head[1:] = key[1:] != key[:-1]
+    else:
+        head[1:] = (key[:, 1:] != key[:, :-1]).any(axis=0)
+    return points[order[head]]
 
 
 def _blocking_calls(ctx: Context) -> tuple[np.ndarray, np.ndarray]:
