@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import tracelens
 from tests.conftest import FIXTURES
 from tracelens.analyses import host
+from tracelens.analyses.columns import thread_key
 from tracelens.trace import GPU_ACTIVITY_KINDS, GPU_ANNOTATION, GPU_SYNC
 
 TRACES = [
@@ -43,3 +46,30 @@ def test_by_kind_equals_a_groupby_of_the_host_rows(name: str, monkeypatch: pytes
     assert len(expected) >= 2, "the trace has host rows of several kinds"
     monkeypatch.setattr(host, "_count_every_slot", lambda slots, rows: False)
     assert host.host_summary(trace) == dense
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(-1, 3), st.integers(-1, 40), st.sampled_from([0, 10**6, 2**31 - 2]), st.booleans()
+        ),
+        max_size=40,
+    ),
+    st.integers(1, 7),
+    st.sampled_from([np.int32, np.int64]),
+)
+def test_thread_count_equals_the_distinct_thread_keys(
+    rows: list[tuple[int, int, int, bool]], chunk: int, tid_type: type
+) -> None:
+    """The host rows' threads counted a chunk at a time (the thread ids of one process hashed, else their keys)
+    equal the distinct thread keys of the host rows with both ids known, counted at once."""
+    pid = np.array([p for p, _, _, _ in rows], np.int32)
+    tid = np.array([t + big if t >= 0 else t for _, t, big, _ in rows], np.int64).astype(tid_type)
+    is_host = np.array([h for _, _, _, h in rows], bool)
+    known = is_host & (pid >= 0) & (tid >= 0)
+    expected = np.unique(thread_key(pid[known], tid[known])).size
+    threads = host._Threads()
+    for lo in range(0, pid.size, chunk):
+        threads.add(pid[lo : lo + chunk], tid[lo : lo + chunk], is_host[lo : lo + chunk])
+    assert threads.count() == expected
