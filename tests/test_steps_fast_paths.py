@@ -29,20 +29,15 @@ ROW = st.tuples(
 WINDOW = st.tuples(st.integers(-20, 450), st.integers(-10, 200))
 
 
-def host_rows_of(rows: list, sort: bool, others: list | None = None) -> HostRows:
-    """The host rows ``rows`` in a table of their own, or among the ``others`` (start, length): rows of the event
-    table that are not host rows (GPU ops), all in start order where ``sort``."""
-    table = [(r[0], r[1], i) for i, r in enumerate(rows)] + [(s, n, -1) for s, n in others or []]
+def host_rows_of(rows: list, sort: bool) -> HostRows:
     if sort:
-        table.sort(key=lambda r: r[0])
-    start = np.array([r[0] for r in table], np.int64)
-    end = start + np.array([r[1] for r in table], np.int64)
-    at = [k for k, r in enumerate(table) if r[2] >= 0]
-    rows = [rows[table[k][2]] for k in at]
+        rows = sorted(rows, key=lambda r: r[0])
+    start = np.array([r[0] for r in rows], np.int64)
+    end = start + np.array([r[1] for r in rows], np.int64)
     threads = sorted({r[3] for r in rows})
     return HostRows(
         cols=SimpleNamespace(start=start, end=end),  # type: ignore[arg-type]
-        row=np.array(at, dtype=np.int32),
+        row=np.arange(len(rows), dtype=np.int32),
         category=np.array([r[2] for r in rows], np.int8),
         thread=np.array([threads.index(r[3]) for r in rows], np.int32),
         sync_copy=np.array([r[4] for r in rows], bool),
@@ -57,16 +52,13 @@ def host_rows_of(rows: list, sort: bool, others: list | None = None) -> HostRows
     st.booleans(),
     st.booleans(),
     st.data(),
-    st.lists(st.tuples(st.integers(0, 400), st.integers(-2, 120)), max_size=12),
 )
 def test_step_split_equals_priority_split(
-    rows: list, windows: list, sort: bool, wellformed: bool, data, others: list
+    rows: list, windows: list, sort: bool, wellformed: bool, data
 ) -> None:
-    # the host rows alone in the table, or among other rows (GPU ops: the unions over the whole table skip them)
     if wellformed:
         rows = [(s, abs(n), c, t, k) for s, n, c, t, k in rows]
-        others = [(s, abs(n)) for s, n in others]
-    host = host_rows_of(rows, sort, others)
+    host = host_rows_of(rows, sort)
     n_threads = len(host.threads)
     if n_threads:
         chosen = data.draw(st.sets(st.integers(0, n_threads - 1), min_size=1))

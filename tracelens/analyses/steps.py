@@ -87,22 +87,12 @@ def step_split(starts: np.ndarray, ends: np.ndarray, rows: HostRows, thread_set:
     no sort of the levels' unions joined, no gathered copy of the chosen threads' rows. Where the rows are not in
     start order, or a row ends before it starts, ``priority_split`` itself (the union of such rows depends on how
     they are grouped)."""
-    levels = len(HOST_CATEGORY_PRIORITY)
-    # Where the whole event table is in start order and no row ends before it starts (the usual case), the unions
-    # are taken over every row of the table, the rows that are not host rows past the last level (no gathered
-    # copy of the host rows' times: they are most of the table); else over the host rows' times, gathered.
-    table_start, table_end = rows.cols.start, rows.cols.end
-    whole_table = not (
-        bool((table_start[1:] < table_start[:-1]).any()) or bool((table_end < table_start).any())
-    )
-    if whole_table:
-        s, e = table_start, table_end
-    else:
-        s, e = rows.starts(), rows.ends()
-        if s.size and (bool((s[1:] < s[:-1]).any()) or bool((e < s).any())):
-            return priority_split(starts, ends, rows, thread_set)[0]
+    s, e = rows.starts(), rows.ends()
+    if s.size and (bool((s[1:] < s[:-1]).any()) or bool((e < s).any())):
+        return priority_split(starts, ends, rows, thread_set)[0]
     starts = np.asarray(starts, np.int64)
     ends = np.asarray(ends, np.int64)
+    levels = len(HOST_CATEGORY_PRIORITY)
     chosen = np.zeros(len(rows.threads), bool)
     chosen[thread_set] = True
     # each row's level, rows of other threads past the last level
@@ -110,11 +100,6 @@ def step_split(starts: np.ndarray, ends: np.ndarray, rows: HostRows, thread_set:
     if not chosen.all():
         level_of[~chosen[rows.thread]] = levels
     through = np.cumsum(np.bincount(level_of, minlength=levels + 1)[:levels])  # rows at or before each level
-    if whole_table:
-        at_rows = level_of
-        level_of = np.full(table_start.size, levels, np.int8)
-        level_of[rows.row] = at_rows
-        del at_rows
     out = np.zeros((starts.size, len(CAUSES)), np.int64)
     covered_before = np.zeros(starts.size, np.int64)
     for level in range(levels):
