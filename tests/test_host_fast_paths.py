@@ -51,25 +51,19 @@ def test_by_kind_equals_a_groupby_of_the_host_rows(name: str, monkeypatch: pytes
 @settings(max_examples=80, deadline=None)
 @given(
     st.lists(
-        st.tuples(
-            st.integers(-1, 3), st.integers(-1, 40), st.sampled_from([0, 10**6, 2**31 - 2]), st.booleans()
-        ),
+        st.tuples(st.integers(-1, 3), st.integers(-1, 40), st.sampled_from([0, 10**6, 2**31 - 2])),
         max_size=40,
     ),
-    st.integers(1, 7),
     st.sampled_from([np.int32, np.int64]),
 )
-def test_thread_count_equals_the_distinct_thread_keys(
-    rows: list[tuple[int, int, int, bool]], chunk: int, tid_type: type
+def test_chunk_threads_equal_the_distinct_thread_keys(
+    rows: list[tuple[int, int, int]], tid_type: type
 ) -> None:
-    """The host rows' threads counted a chunk at a time (the thread ids of one process hashed, else their keys)
-    equal the distinct thread keys of the host rows with both ids known, counted at once."""
-    pid = np.array([p for p, _, _, _ in rows], np.int32)
-    tid = np.array([t + big if t >= 0 else t for _, t, big, _ in rows], np.int64).astype(tid_type)
-    is_host = np.array([h for _, _, _, h in rows], bool)
-    known = is_host & (pid >= 0) & (tid >= 0)
-    expected = np.unique(thread_key(pid[known], tid[known])).size
-    threads = host._Threads()
-    for lo in range(0, pid.size, chunk):
-        threads.add(pid[lo : lo + chunk], tid[lo : lo + chunk], is_host[lo : lo + chunk])
-    assert threads.count() == expected
+    """The distinct thread keys of a chunk's rows (one process: from the thread ids alone) equal the distinct thread
+    keys of its rows with both ids known."""
+    pid = np.array([p for p, _, _ in rows], np.int32)
+    tid = np.array([t + big if t >= 0 else t for _, t, big in rows], np.int64).astype(tid_type)
+    known = (pid >= 0) & (tid >= 0)
+    expected = set(np.unique(thread_key(pid[known], tid[known])).tolist())
+    got = host._chunk_threads(pid, tid)
+    assert got.size == len(expected) and set(got.tolist()) == expected

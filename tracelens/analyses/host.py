@@ -55,60 +55,36 @@ def host_summary(trace: Trace, top_n: int = TOP_N) -> dict[str, Any]:
     dense = _count_every_slot(len(ALL_KINDS) * width, host_count)
     kind_count = np.zeros(len(ALL_KINDS), np.int64)
     kind_total = np.zeros(len(ALL_KINDS), np.int64)
-    # dense: a slot for every (kind, name) pair, kinds shifted by one so that an unknown kind (-1) has its own
-    # row of slots; every row of a chunk is counted in place (no gather of the host rows), the slots of kinds
-    # that are not the host's dropped after the loop
-    slot_count = np.zeros((len(ALL_KINDS) + 1) * width if dense else 0, np.int64)
+    slot_count = np.zeros(len(ALL_KINDS) * width if dense else 0, np.int64)
     slot_total = np.zeros_like(slot_count)
-    partials: list[pd.Series] = []
-    threads = _Threads()
+    partials, threads = [], []
     first, last = np.iinfo(np.int64).max, np.iinfo(np.int64).min
     # The table a chunk of rows at a time, its host rows picked in each: no table-long mask or index array of the
     # host rows (263 MB for the 33M host rows of a training export). The integer sums add up exactly whatever
     # the chunks, and the pairs keep their order of first appearance.
     for lo in range(0, table_rows, CHUNK_ROWS):  # a loop over chunks of rows
-        hi = min(lo + CHUNK_ROWS, table_rows)
-        kind = cols.kind[lo:hi]
-        host = kind_mask(kind, host_kinds)
-        if not host.any():
+        rows = np.flatnonzero(kind_mask(cols.kind[lo : lo + CHUNK_ROWS], host_kinds))
+        if rows.size == 0:
             continue
-        start, end = cols.start[lo:hi], cols.end[lo:hi]
-        first = min(first, int(np.min(start, where=host, initial=first)))
-        last = max(last, int(np.max(end, where=host, initial=last)))
-        if dense:
-            # every row of the chunk into its slot: a slot's sums are those of its rows alone (the integer
-            # counts exact, the float sums of the same values in the same order), so the host kinds' slots hold
-            # what the host rows alone would give
-            key = kind.astype(np.int64)
-            key *= width
-            key += cols.name[lo:hi]
-            key += width + 1  # (kind + 1) x width + name + 1
-            duration = end - start
+        rows += lo
+        kind, start, end = cols.kind[rows].astype(np.int64), cols.start[rows], cols.end[rows]
+        duration = end - start
+        first, last = min(first, int(start.min())), max(last, int(end.max()))
+        del start, end
+        key = kind * width + (cols.name[rows] + 1)
+        if dense:  # the kinds' sums are their slots' sums (read after the loop)
             slot_count += np.bincount(key, minlength=slot_count.size)
             slot_total += _exact_sums(key, duration, slot_count.size)
-            del key, duration
         else:
-            rows = np.flatnonzero(host)
-            picked = kind[rows].astype(np.int64)
-            duration = end[rows] - start[rows]
-            key = picked * width + (cols.name[lo:hi][rows] + 1)
-            kind_count += np.bincount(picked, minlength=len(ALL_KINDS))
-            kind_total += _exact_sums(picked, duration, len(ALL_KINDS))
+            kind_count += np.bincount(kind, minlength=len(ALL_KINDS))
+            kind_total += _exact_sums(kind, duration, len(ALL_KINDS))
             partials.append(pd.Series(duration).groupby(key, sort=False).agg(["sum", "size"]))
-            del rows, picked, duration, key
-        threads.add(cols.pid[lo:hi], cols.tid[lo:hi], host)
-        del host, start, end
+        del key, kind, duration
+        threads.append(_chunk_threads(cols.pid[rows], cols.tid[rows]))
     if dense:
-        # the host kinds' rows of slots (the others' are zeroed, the unknown kind's dropped); a kind's slots are one
-        # row of the (kind, name) table; their integer sums add up exactly
-        not_host_kind = np.array([k not in host_kinds for k in ALL_KINDS])
-        slot_count = slot_count.reshape(len(ALL_KINDS) + 1, width)[1:]
-        slot_total = slot_total.reshape(len(ALL_KINDS) + 1, width)[1:]
-        slot_count[not_host_kind] = 0
-        slot_total[not_host_kind] = 0
-        kind_count = slot_count.sum(axis=1)
-        kind_total = slot_total.sum(axis=1)
-        slot_count, slot_total = slot_count.ravel(), slot_total.ravel()
+        # a kind's slots are one row of the (kind, name) table; their integer sums add up exactly
+        kind_count = slot_count.reshape(len(ALL_KINDS), width).sum(axis=1)
+        kind_total = slot_total.reshape(len(ALL_KINDS), width).sum(axis=1)
         pairs = np.flatnonzero(slot_count)
         totals, counts = slot_total[pairs], slot_count[pairs]
     else:
@@ -127,7 +103,7 @@ def host_summary(trace: Trace, top_n: int = TOP_N) -> dict[str, Any]:
     top, folded = _top_by_template(pair_kind, labels, totals, counts, top_n)
     return {
         "span_ns": int(last - first),
-        "threads": threads.count(),
+        "threads": int(distinct(np.concatenate(threads)).size),
         "by_kind": by_kind,
         "top": top,
         "thread_bootstrap_rows": folded,
@@ -177,37 +153,16 @@ def _labels(names: np.ndarray, codes: np.ndarray) -> np.ndarray:
     return labels
 
 
-class _Threads:
-    """The distinct (pid, tid) pairs of the host rows, both known, a chunk of rows at a time. Where a chunk's host
-    rows are of one process (a PyTorch profile's), their thread ids alone are hashed, in place (no gathered copy
-    of the host rows' ids, no thread key per row); else their thread keys (``values.distinct``)."""
-
-    def __init__(self) -> None:
-        self.pairs: set[tuple[int, int]] = set()
-        self.keys: list[np.ndarray] = []
-
-    def add(self, pid: np.ndarray, tid: np.ndarray, host: np.ndarray) -> None:
-        """Count the threads of the rows ``host`` marks (a boolean per row of ``pid`` and ``tid``)."""
-        known = host & (pid >= 0)
-        known &= tid >= 0
-        process = np.where(known, pid, -1)
-        high = int(process.max(initial=-1))
-        if high < 0:
-            return
-        if int(np.where(process >= 0, process, high).min()) == high:  # one process
-            del process
-            threads = distinct(np.where(known, tid, -1))
-            self.pairs.update((high, int(t)) for t in threads if t >= 0)  # the few threads
-        else:
-            del process
-            self.keys.append(distinct(thread_key(np.compress(known, pid), np.compress(known, tid))))
-
-    def count(self) -> int:
-        """How many distinct pairs were added."""
-        if self.keys:
-            keys = distinct(np.concatenate(self.keys))
-            self.pairs.update((int(k) >> 32, int(k) & 0xFFFFFFFF) for k in keys)  # the few threads
-        return len(self.pairs)
+def _chunk_threads(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
+    """The distinct thread keys (``thread_key``) of the (pid, tid) pairs with both known. Where they are of one
+    process (a PyTorch profile's host rows), the thread ids alone are hashed and the few distinct ones made keys:
+    no thread key built for every row."""
+    known = (pid >= 0) & (tid >= 0)
+    pid, tid = pid[known], tid[known]
+    if pid.size and int(pid.min()) == int(pid.max()):
+        ids = distinct(tid)
+        return thread_key(np.full(ids.size, pid[0], pid.dtype), ids)
+    return distinct(thread_key(pid, tid))
 
 
 def _count_every_slot(slots: int, rows: int) -> bool:
