@@ -141,9 +141,9 @@ def test_long_first_calls_equal_pandas(rows: list[tuple[int, int, int, int]], in
 def test_first_rows_equal_pandas(
     rows: list[tuple[int, int, int, int]], in_start_order: bool, min_first: int
 ) -> None:
-    # startup._first_rows (each group's first row lasting >= min_first with later rows, and their median; the
+    # startup_first.long_first_rows (each group's first row lasting >= min_first with later rows, and their median; the
     # first_call and first_api rules' common step) against pandas over every group.
-    from tracelens.analyses.startup import _first_rows
+    from tracelens.analyses.startup_first import long_first_rows
 
     outer, name, start, duration, firsts, medians = _pandas_first_rows(rows, in_start_order)
     expected = sorted(
@@ -151,5 +151,5 @@ def test_first_rows_equal_pandas(
         for _, r in firsts.iterrows()
         if r["duration"] >= min_first and (r["outer"], r["name"]) in medians.index
     )
-    positions, got = _first_rows(outer, name, start, duration, min_first)
+    positions, got = long_first_rows(outer, name, start, duration, min_first)
     assert list(zip(positions.tolist(), got.tolist(), strict=True)) == expected

@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tracelens import intervals
-from tracelens.analyses import grouping, startup
+from tracelens.analyses import grouping, startup, startup_first
 from tracelens.analyses.columns import (
     DeviceBusy,
     device_busy,
@@ -66,8 +66,8 @@ from tracelens.analyses.startup import (
     SLOW_FIRST_STEP,
     OneTime,
     _first_api_calls,
-    _first_rows,
 )
+from tracelens.analyses.startup_first import grouped_first_rows
 from tracelens.trace import (
     ALL_KINDS,
     ANNOTATION,
@@ -135,7 +135,7 @@ def ref_first_calls(trace: Trace, candidates: np.ndarray, sync_rows: np.ndarray)
     thread = thread_key(cols.pid[rows], cols.tid[rows])
     start = cols.start[rows]
     duration = cols.end[rows] - start
-    firsts, medians = _first_rows(thread, cols.name[rows], start, duration, FIRST_CALL_MIN_NS)
+    firsts, medians = grouped_first_rows(thread, cols.name[rows], start, duration, FIRST_CALL_MIN_NS)
     if firsts.size == 0:
         return np.empty(0, np.int64), np.empty(0)
     first_rows = rows[firsts]
@@ -402,10 +402,17 @@ def _same(a, b) -> bool:
 
 
 @settings(max_examples=150, deadline=None, database=None)
-@given(traces())
-def test_one_time_work_equals_the_reference(rows: list[dict]) -> None:
+@given(traces(), st.sampled_from([(0.0, 5), (0.0, 1 << 22), (2.0, 1 << 22)]))
+def test_one_time_work_equals_the_reference(rows: list[dict], lasting_path: tuple[float, int]) -> None:
+    # the long rows of the first_call rule found from every row's duration (in chunks of 5 rows, or at once) or
+    # from the candidate rows' (a share above 1: never the whole table)
     trace = Trace.from_rows(rows)
-    got = startup.one_time_work(trace)
+    saved = startup_first._WHOLE_TABLE_SHARE, startup_first._CHUNK_ROWS
+    startup_first._WHOLE_TABLE_SHARE, startup_first._CHUNK_ROWS = lasting_path
+    try:
+        got = startup.one_time_work(trace)
+    finally:
+        startup_first._WHOLE_TABLE_SHARE, startup_first._CHUNK_ROWS = saved
     want = ref_one_time_work(Trace.from_rows(rows))
     assert got.reason.dtype == want.reason.dtype
     assert _same(got.reason, want.reason)

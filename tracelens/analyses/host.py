@@ -80,9 +80,7 @@ def host_summary(trace: Trace, top_n: int = TOP_N) -> dict[str, Any]:
             kind_total += _exact_sums(kind, duration, len(ALL_KINDS))
             partials.append(pd.Series(duration).groupby(key, sort=False).agg(["sum", "size"]))
         del key, kind, duration
-        pid, tid = cols.pid[rows], cols.tid[rows]
-        known = (pid >= 0) & (tid >= 0)
-        threads.append(distinct(thread_key(pid[known], tid[known])))
+        threads.append(_chunk_threads(cols.pid[rows], cols.tid[rows]))
     if dense:
         # a kind's slots are one row of the (kind, name) table; their integer sums add up exactly
         kind_count = slot_count.reshape(len(ALL_KINDS), width).sum(axis=1)
@@ -153,6 +151,18 @@ def _labels(names: np.ndarray, codes: np.ndarray) -> np.ndarray:
     labels[known] = names[codes[known]]
     labels[~known] = ""
     return labels
+
+
+def _chunk_threads(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
+    """The distinct thread keys (``thread_key``) of the (pid, tid) pairs with both known. Where they are of one
+    process (a PyTorch profile's host rows), the thread ids alone are hashed and the few distinct ones made keys:
+    no thread key built for every row."""
+    known = (pid >= 0) & (tid >= 0)
+    pid, tid = pid[known], tid[known]
+    if pid.size and int(pid.min()) == int(pid.max()):
+        ids = distinct(tid)
+        return thread_key(np.full(ids.size, pid[0], pid.dtype), ids)
+    return distinct(thread_key(pid, tid))
 
 
 def _count_every_slot(slots: int, rows: int) -> bool:

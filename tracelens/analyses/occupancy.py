@@ -27,7 +27,7 @@ from ..occupancy_calc import LIMIT_BLOCKS, LIMIT_WARPS, LIMITER_NAMES
 from ..trace import Trace
 from ..values import int_or_none
 from .columns import dictionary_codes, event_columns
-from .names import code_mask, is_collective_kernel, is_library_kernel
+from .names import code_bits, is_collective_kernel, is_library_kernel
 
 LOW_OCCUPANCY = 0.5
 TOP_KERNELS = 10
@@ -50,13 +50,14 @@ class _KernelOccupancy(KernelOccupancy):
         # the name codes of the shared event columns (no Arrow take of the kernels' names, no re-encoding)
         cols = event_columns(trace)
         codes = cols.name[self.rows]
-        collective = code_mask(codes, cols.names, is_collective_kernel)
-        library = code_mask(codes, cols.names, is_library_kernel)
+        # one byte per launch: COLLECTIVE, else LIBRARY, else NOT_EXCLUDED; each name used tested once for both
+        # and the launches' codes read once through a table of that byte per name (code -1: the last slot, 0)
+        bits = code_bits(codes, cols.names, (is_collective_kernel, is_library_kernel))
+        as_name = np.where(
+            bits & 1, np.int8(COLLECTIVE), np.where(bits & 2, np.int8(LIBRARY), np.int8(NOT_EXCLUDED))
+        ).astype(np.int8)
+        self.excluded_as = as_name[codes]
         del codes
-        # one byte per launch: COLLECTIVE, else LIBRARY, else NOT_EXCLUDED
-        self.excluded_as = np.where(
-            collective, np.int8(COLLECTIVE), np.where(library, np.int8(LIBRARY), np.int8(0))
-        )
 
     @property
     def collective(self) -> np.ndarray:

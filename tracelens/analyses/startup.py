@@ -47,7 +47,6 @@ import pandas as pd
 from .. import intervals
 from ..trace import ALL_KINDS, ANNOTATION, CPU_OP, DRIVER, OVERHEAD, PYTHON, RUNTIME, STEP, Trace
 from .columns import DeviceBusy, device_busy, event_columns, memo, step_windows, thread_key
-from .grouping import group_codes, group_firsts, group_medians, medians_of
 from .kinds import kind_mask
 from .launch import launch_pairs
 from .names import (
@@ -66,6 +65,7 @@ from .names import (
     is_warmup_name,
     rows_named,
 )
+from .startup_first import long_first_rows, names_lasting
 
 LONG_LAUNCH_NS = 1_000_000
 FIRST_CALL_MIN_NS = 1_000_000
@@ -232,48 +232,6 @@ def _busy_overlap(busy: list[DeviceBusy], start: np.ndarray, end: np.ndarray) ->
     return intervals.overlap_with_union(start, end, union_starts, union_ends)
 
 
-def _first_rows(
-    outer: np.ndarray, inner: np.ndarray, start: np.ndarray, duration: np.ndarray, min_first: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """(positions ascending, medians): the rows that are the first of their (outer, inner) group (in start order,
-    ties in row order), last >= ``min_first`` and have later rows, with the median of the later rows' durations.
-
-    On rows in start order (API calls and ops are), each group's first row is found by one scatter over dense
-    group numbers (no sort of all the rows by group), and only the groups whose first row is long enough (few)
-    have their later rows' median taken."""
-    if start.size > 1 and bool((start[1:] >= start[:-1]).all()):
-        code, groups = group_codes(outer, inner)
-        first_at = np.empty(groups, np.int64)
-        first_at[code[::-1]] = np.arange(code.size)[::-1]  # the last write, the smallest position, stays
-        firsts = np.sort(first_at[duration[first_at] >= min_first])
-        if firsts.size == 0:
-            return firsts, np.empty(0)
-        # each candidate group's number among the candidates (-1: not one), as narrow as they fit: one gather
-        # gives every row's, read for both the later rows and their groups
-        wanted = np.full(groups, -1, np.int8 if firsts.size < 2**7 else np.int64)
-        wanted[code[firsts]] = np.arange(firsts.size)
-        member = wanted[code]
-        del code
-        is_later = member >= 0
-        is_later[firsts] = False
-        later = np.flatnonzero(is_later)
-        del is_later
-        medians, counts = medians_of(member[later], duration[later], firsts.size)
-        has_later = counts > 0  # a name seen once has no baseline
-        return firsts[has_later], medians[has_later]
-    order, first, group = group_firsts(outer, inner, start)
-    ordered = duration[order]
-    at = np.flatnonzero(first & (ordered >= min_first))
-    wanted_group = np.zeros(int(group[-1]) + 1, bool)
-    wanted_group[group[at]] = True
-    later = ~first & wanted_group[group]
-    medians, counts = group_medians(group[later], ordered[later], wanted_group.size)
-    at = at[counts[group[at]] > 0]
-    firsts, median = order[at], medians[group[at]]
-    by_position = np.argsort(firsts)
-    return firsts[by_position], median[by_position]
-
-
 def _long_first_calls(
     outer: np.ndarray, inner: np.ndarray, start: np.ndarray, duration: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -284,7 +242,7 @@ def _long_first_calls(
     A first row under FIRST_API_MIN_NS cannot exceed a median of durations (never negative) by that much, so only
     the groups whose first row is that long (usually none) have their later rows' median taken."""
     min_first = FIRST_API_MIN_NS if duration.size and int(duration.min()) >= 0 else np.iinfo(np.int64).min
-    firsts, median = _first_rows(outer, inner, start, duration, min_first)
+    firsts, median = long_first_rows(outer, inner, start, duration, min_first)
     long = (duration[firsts] >= FIRST_CALL_FACTOR * median) & (duration[firsts] - median >= FIRST_API_MIN_NS)
     return firsts[long], median[long]
 
@@ -333,7 +291,18 @@ def _first_calls(trace: Trace, candidates: np.ndarray, base: np.ndarray) -> tupl
     whose sync code marks the blocking syncs discounted)."""
     cols = event_columns(trace)
     rows = np.flatnonzero(candidates)
-    name, tid = cols.name[rows], cols.tid[rows]  # each read once at the rows
+    name = cols.name[rows]
+    # only the names with a row lasting FIRST_CALL_MIN_NS can have a first call that long (as in long_first_rows):
+    # the rows of the other names (most, often all) dropped before their threads and times are read
+    lasting = names_lasting(cols, candidates, rows, FIRST_CALL_MIN_NS)
+    if not lasting.any():
+        return np.empty(0, np.int64), np.empty(0)
+    picked = rows_named(name, lasting)
+    assert picked is not None
+    if not picked.all():
+        rows, name = np.compress(picked, rows), np.compress(picked, name)
+    del picked
+    tid = cols.tid[rows]  # read once at the rows
     keep = (name >= 0) & (tid >= 0)
     if not keep.all():
         rows, name, tid = np.compress(keep, rows), np.compress(keep, name), np.compress(keep, tid)
@@ -347,7 +316,7 @@ def _first_calls(trace: Trace, candidates: np.ndarray, base: np.ndarray) -> tupl
     start = cols.start[rows]
     duration = cols.end[rows] - start
     # the later instances of the names whose first call is long enough only (few groups): their medians
-    firsts, medians = _first_rows(thread, name, start, duration, FIRST_CALL_MIN_NS)
+    firsts, medians = long_first_rows(thread, name, start, duration, FIRST_CALL_MIN_NS)
     if firsts.size == 0:
         return np.empty(0, np.int64), np.empty(0)
     first_rows = rows[firsts]

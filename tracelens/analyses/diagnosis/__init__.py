@@ -31,7 +31,7 @@ import numpy as np
 
 from ... import intervals
 from ...trace import Trace
-from .. import BY_KEY
+from .. import BY_KEY, EXCLUSIVE_MIN_EVENTS
 from .. import completeness as completeness_check
 from ..columns import device_busy
 from ..names import NOTHING
@@ -52,6 +52,9 @@ from . import (
 )
 from .cause import Cause, Context, Sentence, Verdict
 from .none import HEALTHY_MIN_BUSY, NONE_THRESHOLD
+
+# The task name of the completeness judge among the causes' findings (no cause is named so).
+COMPLETENESS = "completeness"
 
 # Every cause, in tie-break order (equal lost time: the earlier one ranks first).
 CAUSES: tuple[Cause, ...] = (
@@ -79,6 +82,7 @@ __all__ = [
     "BY_NAME",
     "CAUSES",
     "CAUSE_NAMES",
+    "COMPLETENESS",
     "HEALTHY_MIN_BUSY",
     "INCOMPLETE_TRACE",
     "NEEDS",
@@ -154,14 +158,21 @@ def diagnose(
         span = gpu_span(trace)
         attribution = {a["device"]: a for a in (done["attribution"] or {}).get("devices") or []}
         ctx = Context(trace, done, span, framework, busy, attribution, CAUSES, imbalance)
-        # Each cause's finding reads the trace and the sections only, so they run on two threads too.
+        # Each cause's finding reads the trace and the sections only, so they run on two threads too; so does the
+        # completeness judge (first: the longest), below EXCLUSIVE_MIN_EVENTS events (above, its working arrays
+        # are kept from the causes', as the big sections' are from each other's)
+        beside = trace.num_events < EXCLUSIVE_MIN_EVENTS
         found = run_sections(
-            [cause.name for cause in CAUSES],
-            lambda name: BY_NAME[name].finding(ctx),
+            [COMPLETENESS] * beside + [cause.name for cause in CAUSES],
+            lambda name: (
+                completeness_check.judge(trace) if name == COMPLETENESS else BY_NAME[name].finding(ctx)
+            ),
             threads=usable_threads(),
         )
+        judged = found.pop(COMPLETENESS, None)
         causes = [c for c in found.values() if c is not None]
     else:
+        judged = None
         causes, span = input_pipeline.host_view(trace, done, framework)
     whatif = done["whatif"]
     ranked = sorted(
@@ -170,7 +181,7 @@ def diagnose(
     )
     utilization = busy_share(trace)
     starved = utilization is not None and utilization < none.HEALTHY_MIN_BUSY
-    completeness = completeness_check.judge(trace)
+    completeness = judged if judged is not None else completeness_check.judge(trace)
     if not completeness["answerable"]:
         primary = {**incomplete_trace.primary(completeness, ranked), **ranking.NO_GAIN}
     elif ranked and (ranked[0]["rank_share"] > none.NONE_THRESHOLD or starved):

@@ -198,16 +198,21 @@ def top_host_names(trace: Trace, category: str, limit: int = TOP_NAMES) -> list[
     names = cols.names
     # Counted by name code (no sort of the rows), a chunk of the category's rows at a time (the sums are of
     # integers: exact in float64, in any order); the codes in use, ascending, as np.unique would give them.
-    count = np.zeros(len(names), np.int64)
-    total = np.zeros(len(names))
+    # Slot 0 takes the rows without a name, slot 1 + code each name's: no selection of the named rows.
+    count = np.zeros(len(names) + 1, np.int64)
+    total = np.zeros(len(names) + 1)
     for picked in category_rows(trace, category):
-        used = cols.name[picked]
-        named = used >= 0
-        if not named.all():  # those with a name kept
-            picked, used = picked[named], used[named]
-        if used.size:
-            count += np.bincount(used, minlength=len(names))
-            total += np.bincount(used, weights=cols.end[picked] - cols.start[picked], minlength=len(names))
+        # the slots as the index type bincount reads (not converted by each of its two calls); np.take, not an
+        # index: faster on these rows in order
+        slot = np.take(cols.name, picked).astype(np.intp)
+        slot += 1
+        duration = np.take(cols.end, picked)
+        duration -= np.take(cols.start, picked)
+        del picked
+        count += np.bincount(slot, minlength=count.size)
+        total += np.bincount(slot, weights=duration, minlength=total.size)
+        del slot, duration
+    count, total = count[1:], total[1:]
     codes = np.flatnonzero(count)
     if codes.size == 0:
         return []

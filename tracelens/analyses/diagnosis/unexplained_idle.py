@@ -20,7 +20,7 @@ from .. import ops
 from ..attribution import unexplained_intervals
 from ..columns import EventColumns, event_columns
 from ..kinds import kind_mask
-from ..names import NOTHING, code_mask
+from ..names import NOTHING, rows_named
 from .cause import TOP_NAMES, Cause, Context, Evidence
 from .wording import gpu, mean_note, quote, worst
 
@@ -80,7 +80,12 @@ def evidence(ctx: Context) -> Evidence:
     # the names that wait for other ranks first (none, on most traces): the table's names tested only if some
     is_wait_name = np.fromiter((is_rank_wait(str(n)) for n in cols.names), bool, len(cols.names))
     if is_wait_name.any():
-        waits = np.flatnonzero(host_mask & code_mask(cols.name, cols.names, is_rank_wait))
+        # the rows of those names, by the names' table already tested (no second pass to find the names in use)
+        named = rows_named(cols.name, np.append(is_wait_name, False))
+        assert named is not None  # some name is a wait
+        named &= host_mask
+        waits = np.flatnonzero(named)
+        del named
     else:
         waits = np.zeros(0, np.int64)
     overhead = np.flatnonzero(host_mask & (cols.kind == ALL_KINDS.index(OVERHEAD)))
