@@ -65,7 +65,9 @@ def test_critical_walk_of_traces_equals_the_numpy_path(name: str) -> None:
     assert_same_path(ctx.graph, ctx.base.times)
     # the host points by one comparison (the host kinds are the lowest) against the two kinds tested
     kind = ctx.graph.kind
-    np.testing.assert_array_equal(ctx.is_host, (kind == graph_module.HOST_START) | (kind == graph_module.HOST_END))
+    np.testing.assert_array_equal(
+        ctx.is_host, (kind == graph_module.HOST_START) | (kind == graph_module.HOST_END)
+    )
 
 
 @native
@@ -123,7 +125,9 @@ def test_gap_coverage_equals_the_merged_union_reference(
     ),
     wide=st.booleans(),
 )
-def test_graph_regions_equal_the_lexsort_reference(calls: list[tuple[int, int, int, int]], wide: bool) -> None:
+def test_graph_regions_equal_the_lexsort_reference(
+    calls: list[tuple[int, int, int, int]], wide: bool
+) -> None:
     # launching calls in (thread, time) order (times tied or not) with any step (-1: none) and blocking-call count:
     # the first of each (thread, step, blocking calls before) region, by the packed stable sort (or the lexsort
     # where the three do not fit in an int64) against the lexsort by the four and the comparison of the three

@@ -174,7 +174,11 @@ def first_appearance_codes(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _exact_in_float64(typ: pa.DataType) -> bool:
     """Whether float64 holds every value of ``typ`` (integers of up to 32 bits, floats)."""
-    return (pa.types.is_integer(typ) and typ.bit_width <= 32) or pa.types.is_float32(typ) or pa.types.is_float64(typ)
+    return (
+        (pa.types.is_integer(typ) and typ.bit_width <= 32)
+        or pa.types.is_float32(typ)
+        or pa.types.is_float64(typ)
+    )
 
 
 class _Launches:

@@ -833,7 +833,11 @@ class _LaunchOrder:
     (their launch call's start, an unlaunched op's own start)."""
 
     def __init__(
-        self, op_launch_call: np.ndarray, op_start: np.ndarray, op_launch_start: np.ndarray, stream_code: np.ndarray
+        self,
+        op_launch_call: np.ndarray,
+        op_start: np.ndarray,
+        op_launch_start: np.ndarray,
+        stream_code: np.ndarray,
     ) -> None:
         self.op_launch_call, self.op_start = op_launch_call, op_start
         self.op_launch_start, self.stream_code = op_launch_start, stream_code

@@ -338,8 +338,11 @@ def _region_heads(
     steps = int(step.max()) + 2  # step -1 (none) packed as 0
     blocks = int(blocking_before.max()) + 1
     threads = int(thread.max()) + 1
-    if int(thread.min()) >= 0 and int(blocking_before.min()) >= 0 and int(step.min()) >= -1 and (
-        threads * steps * blocks < 2**62
+    if (
+        int(thread.min()) >= 0
+        and int(blocking_before.min()) >= 0
+        and int(step.min()) >= -1
+        and (threads * steps * blocks < 2**62)
     ):
         key = (thread.astype(np.int64) * steps + (step + 1)) * blocks + blocking_before
         order = np.argsort(key, kind="stable")
