@@ -24,6 +24,7 @@ from ...trace import (
     with_sentinel_nulls,
 )
 from .columns import Part, int64_numpy, narrowest, storage_type
+from .threads import thread_columns
 
 
 def assemble(parts: list[Part]) -> tuple[int, EventStore]:
@@ -66,6 +67,10 @@ def assemble(parts: list[Part]) -> tuple[int, EventStore]:
     del start
     columns["end_ns"] = pa.array(end)
     del end
+    threads = thread_columns(parts, rank, offsets, total)  # pid and tid: one small code a row per thread
+    if threads is not None:
+        columns["pid"], columns["tid"] = threads
+        del threads
     sentinel = _gather_columns(parts, columns, rank, offsets, total)
     if any(p.host for p in parts):
         columns["depth"] = DeferredColumn(_HostDepth(open_ended))
