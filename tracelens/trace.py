@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
 import pyarrow as pa
@@ -231,6 +231,10 @@ def code_lookup(table: np.ndarray, codes: np.ndarray) -> np.ndarray:
 _LOOKUP_BLOCK = 1 << 20
 
 
+# A column as an EventStore holds it once computed.
+Stored: TypeAlias = "pa.Array | SparseColumn | CodedColumn"
+
+
 @dataclass(frozen=True)
 class DeferredColumn:
     """A column the store computes from its other columns on first use, then keeps: a reader's work that the
@@ -278,7 +282,8 @@ class EventStore:
     """The event table held column by column, each column as cheaply as its rows allow.
 
     A column most rows carry is one dense Arrow array; a column few rows carry (kernel launch geometry on a
-    trace that is mostly NVTX ranges) is a :class:`SparseColumn`; a column no row carries is not stored.
+    trace that is mostly NVTX ranges) is a :class:`SparseColumn`; a column of a few distinct values may be a
+    :class:`CodedColumn` (Nsight's pid and tid); a column no row carries is not stored.
     The documented table (:meth:`table`) is built from it on demand. On a 41M-row Nsight export that is mostly
     NVTX this holds the events in about half the memory of the dense table (docs/schema.md, "Storage").
     """
@@ -286,7 +291,7 @@ class EventStore:
     def __init__(
         self,
         num_rows: int,
-        columns: Mapping[str, pa.Array | SparseColumn | CodedColumn],
+        columns: Mapping[str, Stored],
         sentinel: frozenset[str] = frozenset(),
     ) -> None:
         unknown = set(columns) - set(EVENT_COLUMNS)
@@ -295,7 +300,7 @@ class EventStore:
         self.num_rows = num_rows
         # A DeferredColumn is replaced by what it computes on first read (_stored): read columns through the
         # methods below, not this dict.
-        self.columns: dict[str, pa.Array | SparseColumn | CodedColumn | DeferredColumn] = StoredColumns(columns)
+        self.columns: dict[str, Stored | DeferredColumn] = StoredColumns(columns)
         # Dense integer columns whose null slots hold -1 (with_sentinel_nulls): numpy(name) reads them without
         # a copy.
         self.sentinel = frozenset(sentinel) & {
@@ -337,7 +342,7 @@ class EventStore:
     def __len__(self) -> int:
         return self.num_rows
 
-    def _stored(self, name: str) -> pa.Array | SparseColumn | CodedColumn | None:
+    def _stored(self, name: str) -> Stored | None:
         """The stored column (None when no row carries it), a deferred one computed now."""
         stored = self.columns.get(name)
         if isinstance(stored, DeferredColumn):
@@ -434,7 +439,7 @@ class EventStore:
         arrays = [self.column(f.name) for f in EVENT_SCHEMA]
         return pa.Table.from_arrays(arrays, schema=EVENT_SCHEMA)
 
-    def with_columns(self, updates: Mapping[str, pa.Array | SparseColumn | CodedColumn]) -> EventStore:
+    def with_columns(self, updates: Mapping[str, Stored]) -> EventStore:
         """A new store with ``updates`` replacing those columns (the others shared, not copied)."""
         return EventStore(self.num_rows, {**self.columns, **updates}, self.sentinel - set(updates))
 

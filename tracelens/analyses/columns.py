@@ -42,7 +42,8 @@ from .table import LazyColumn, Table  # noqa: F401 (sections import them from he
 def thread_key(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
     """One int64 per (pid, tid) pair."""
     if isinstance(pid, CodedInts) and isinstance(tid, CodedInts) and pid.codes is tid.codes:
-        return coded_lookup(thread_key(pid.table, tid.table), pid.codes)  # a key per thread, read at the codes
+        # held as thread codes (.coded): a key per thread, read at the rows' codes
+        return coded_lookup(thread_key(pid.table, tid.table), pid.codes)
     # Thread ids fit in 32 bits on every platform seen (Linux tids, nsys 24-bit ids); -1 stays distinct.
     pid, tid = np.asarray(pid), np.asarray(tid)
     if (

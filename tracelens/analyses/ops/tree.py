@@ -354,7 +354,8 @@ def _grouped_compiled(cols: Any, rows: np.ndarray) -> tuple[np.ndarray, np.ndarr
     candidates miss, rows not in start order: then :func:`_by_thread` sorts)."""
     pid, tid, start = cols.pid, cols.tid, cols.start
     if isinstance(pid, CodedInts) and isinstance(tid, CodedInts) and pid.codes is tid.codes:
-        pid = tid = pid.codes  # thread codes (an Nsight export's store), in the threads' key order: grouped as those
+        # thread codes (an Nsight export's store), in the threads' key order: rows grouped by code are grouped by key
+        pid = tid = pid.codes
     if (
         not hasattr(_compiled, "group_rows")  # none built, or one built before it had this function
         or pid.dtype not in (np.int8, np.int16, np.int32, np.int64)
