@@ -249,3 +249,80 @@ def test_export_loaded_with_thread_codes_equals_the_dense_columns(
         assert got.dtype == want.dtype
     if trace.store.has("pid"):
         assert isinstance(trace.store.columns["pid"], CodedColumn)
+
+
+def _correlated_rows(base: int) -> list[dict]:
+    """Launch calls, kernels and copies joined by correlation ids from ``base`` (past 2^31 where it is), among NVTX
+    ranges that carry none (the ids then stored sparse)."""
+    rows: list[dict] = []
+    for i in range(12):
+        t = 1000 * i
+        corr = base + 7 * i
+        rows.append(
+            {"kind": "annotation", "name": f"step{i}", "start_ns": t, "end_ns": t + 900, "pid": 1, "tid": 2}
+        )
+        rows.append(
+            {"kind": "annotation", "name": "inner", "start_ns": t + 5, "end_ns": t + 800, "pid": 1, "tid": 2}
+        )
+        rows.append(
+            {"kind": "annotation", "name": "more", "start_ns": t + 6, "end_ns": t + 700, "pid": 1, "tid": 2}
+        )
+        call = "cudaLaunchKernel" if i % 3 else "cudaMemcpyAsync"
+        rows.append(
+            {
+                "kind": "runtime",
+                "name": call,
+                "start_ns": t + 10,
+                "end_ns": t + 30,
+                "pid": 1,
+                "tid": 2,
+                "correlation_id": corr,
+            }
+        )
+        gpu = (
+            {"kind": "kernel", "name": f"k{i % 4}"}
+            if i % 3
+            else {"kind": "memcpy", "name": "copy", "bytes": 4096, "copy_kind": "HtoD"}
+        )
+        rows.append(
+            {
+                **gpu,
+                "start_ns": t + 40,
+                "end_ns": t + 300,
+                "device": 0,
+                "stream": 7,
+                "pid": 1,
+                "correlation_id": corr,
+            }
+        )
+    return rows
+
+
+@pytest.mark.parametrize("base", [1, 2**31 + 5, 2**32 - 200])
+def test_correlation_ids_stored_unsigned_read_as_the_int64_ones(base: int) -> None:
+    """The assembly's uint32 sparse ids (assembly._UNSIGNED_IDS) vs the same ids as int64: the store's reads, the
+    section's reads of them, and the analysis document."""
+    from tracelens.analyses import analyze
+    from tracelens.trace import SparseColumn, Trace
+
+    wide, narrow = Trace.from_rows(_correlated_rows(base)), Trace.from_rows(_correlated_rows(base))
+    stored = wide.store.columns["correlation_id"]
+    assert isinstance(stored, SparseColumn)
+    placement = assembly._Placement(stored.rows.copy())
+    unsigned = assembly._sparse(placement, pa.chunked_array([stored.values.cast(pa.int64())]), True)
+    assert (unsigned.values.type == pa.uint32()) == (base > 2**31)
+    dict.__setitem__(narrow.store.columns, "correlation_id", unsigned)
+    rows = np.arange(len(wide.store))
+    assert narrow.store.column("correlation_id").equals(wide.store.column("correlation_id"))
+    assert narrow.store.take("correlation_id", rows[::-1]).equals(
+        wide.store.take("correlation_id", rows[::-1])
+    )
+    np.testing.assert_array_equal(narrow.store.numpy("correlation_id"), wide.store.numpy("correlation_id"))
+    assert narrow.store.unique("correlation_id") == wide.store.unique("correlation_id")
+    got, want = (
+        event_columns(narrow).at("correlation_id", rows),
+        event_columns(wide).at("correlation_id", rows),
+    )
+    np.testing.assert_array_equal(got, want)
+    assert got.dtype == want.dtype
+    assert analyze(narrow) == analyze(wide)
