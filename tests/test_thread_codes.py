@@ -86,7 +86,7 @@ def test_coded_ints_read_as_the_plain_array(size: int, values: list[int], rnd) -
 
 @settings(max_examples=40, deadline=None)
 @given(
-    st.lists(st.booleans(), min_size=1, max_size=4), st.integers(0, 200), st.randoms(use_true_random=False)
+    st.lists(st.booleans(), min_size=1, max_size=10), st.integers(0, 200), st.randoms(use_true_random=False)
 )
 def test_coded_lookup_of_a_boolean_table(table: list[bool], size: int, rnd) -> None:
     codes = np.array([rnd.randrange(len(table)) for _ in range(size)], np.int8)

@@ -79,10 +79,14 @@ class CodedInts(np.lib.mixins.NDArrayOperatorsMixin):
         return getattr(ufunc, method)(*plain, **kwargs)
 
 
+# Up to this many codes a boolean table is read by comparisons (at most half of them), not by a gather.
+_FEW_CODES = 8
+
+
 def coded_lookup(table: np.ndarray, codes: np.ndarray) -> np.ndarray:
     """``table[codes]``; for a boolean table by a comparison of the codes per code on the rarer side (one pass
     over a byte a row each for the usual two or three threads, faster than a gather)."""
-    if table.dtype != np.bool_ or table.size > 4:
+    if table.dtype != np.bool_ or table.size > _FEW_CODES:
         return code_lookup(table, codes)
     code = codes.dtype.type  # compared in the codes' own type: no widened copy of them
     true = np.flatnonzero(table)
