@@ -58,7 +58,9 @@ def test_coded_ints_read_as_the_plain_array(size: int, values: list[int], rnd) -
         (coded[rows], plain[rows]),
         (coded[rows.astype(np.int32)], plain[rows.astype(np.int32)]),
         (coded[mask], plain[mask]),
-        (coded[::3], plain[::3]),
+        (np.asarray(coded[::3]), plain[::3]),
+        (coded[2:5] == values[0], plain[2:5] == values[0]),
+        (coded[1:] != values[-1], plain[1:] != values[-1]),
         (np.asarray(coded), plain),
         (coded >= 0, plain >= 0),
         (coded == values[0], plain == values[0]),
@@ -78,6 +80,8 @@ def test_coded_ints_read_as_the_plain_array(size: int, values: list[int], rnd) -
         len(plain),
     )
     assert coded.min() == plain.min() and coded.max() == plain.max()
+    assert coded[2:4].min() == plain[2:4].min() and coded[1:3].max() == plain[1:3].max()  # some codes absent
+    assert isinstance(coded[1:3], CodedInts) and coded[1:3][1] == plain[2]
     tid_codes, tid_table = codes, np.array([rnd.randrange(-1, 2**31) for _ in values], np.int32)
     np.testing.assert_array_equal(
         thread_key(coded, CodedInts(tid_codes, tid_table)), thread_key(plain, tid_table[tid_codes])

@@ -4,8 +4,9 @@ four bytes a row each (280 MiB less through the whole analysis at 41M rows).
 
 :class:`CodedInts` answers what the sections ask of such a column (``cols.pid[rows]``, ``cols.tid >= 0``,
 ``cols.pid == p``, ``.size``, ``.dtype``, ``np.asarray(cols.pid)``) with the values the plain array would give:
-a gather reads the codes at the rows and then their values; an elementwise operation with scalars runs on the few
-values and is read at every row's code; anything else reads the whole column into a plain array first.
+a gather reads the codes at the rows and then their values (a slice is a CodedInts view of the codes, as numpy's
+is a view); an elementwise operation with scalars runs on the few values and is read at every row's code; anything
+else reads the whole column into a plain array first.
 """
 
 from __future__ import annotations
@@ -21,9 +22,10 @@ class CodedInts(np.lib.mixins.NDArrayOperatorsMixin):
     """``table[codes]`` (one value per row), without holding it: ``codes`` int8/int16 positions in ``table``, each
     position occurring in some row (as a CodedColumn's do: ``table`` is the column's distinct values)."""
 
-    def __init__(self, codes: np.ndarray, table: np.ndarray) -> None:
+    def __init__(self, codes: np.ndarray, table: np.ndarray, complete: bool = True) -> None:
         self.codes = codes
         self.table = table
+        self.complete = complete  # every position in ``table`` occurs in ``codes`` (a slice: maybe not)
 
     @property
     def dtype(self) -> np.dtype[Any]:
@@ -54,16 +56,18 @@ class CodedInts(np.lib.mixins.NDArrayOperatorsMixin):
         return values if dtype is None else values.astype(dtype, copy=False)
 
     def __getitem__(self, key: Any) -> Any:
+        if isinstance(key, slice):  # a view, as numpy's slice is (a block of rows compared to a thread's pid)
+            return CodedInts(self.codes[key], self.table, complete=False)
         picked = self.codes[key]
         if np.ndim(picked) == 0:
             return self.table[picked]
         return code_lookup(self.table, picked)
 
     def min(self) -> Any:
-        return self.table.min() if self.size else np.asarray(self).min()
+        return self.table.min() if self.size and self.complete else np.asarray(self).min()
 
     def max(self) -> Any:
-        return self.table.max() if self.size else np.asarray(self).max()
+        return self.table.max() if self.size and self.complete else np.asarray(self).max()
 
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
         if (
