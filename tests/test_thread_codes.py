@@ -330,3 +330,11 @@ def test_correlation_ids_stored_unsigned_read_as_the_int64_ones(base: int) -> No
     np.testing.assert_array_equal(got, want)
     assert got.dtype == want.dtype
     assert analyze(narrow) == analyze(wide)
+
+
+def test_code_lookup_across_blocks() -> None:
+    rng = np.random.default_rng(1)
+    for dtype, k in ((np.int8, 5), (np.int16, 300)):
+        codes = rng.integers(0, k, 3 * (1 << 16) + 17).astype(dtype)
+        table = rng.integers(-(2**40), 2**40, k)
+        np.testing.assert_array_equal(code_lookup(table, codes), table[codes])
