@@ -371,7 +371,10 @@ def _grouped_compiled(cols: Any, rows: np.ndarray) -> tuple[np.ndarray, np.ndarr
         return None
     rows_out, start_out = np.empty_like(rows), np.empty(rows.size, np.int64)
     bounds = np.empty(candidates.size + 1, np.int64)
-    if _compiled.group_rows(pid, tid, start, rows, candidates, rows_out, start_out, bounds) != 0:
+    try:
+        if _compiled.group_rows(pid, tid, start, rows, candidates, rows_out, start_out, bounds) != 0:
+            return None
+    except TypeError:  # a build from before group_rows took 1- and 2-byte thread codes: numpy groups them
         return None
     return rows_out, bounds, start_out
 
