@@ -25,7 +25,8 @@
  * (columns.thread_key: pid in the high 32 bits, tid in the low), the keys in the order of ``candidates`` (int64,
  * ascending, distinct, at most 255), written with each row's start. Two passes over the rows (each row's pid, tid
  * and start read, its candidate found, the counts; then each row and start written to its place) instead of a
- * gather of each column, a comparison and a gather per thread. pid, tid: int32 or int64 columns; start: int64;
+ * gather of each column, a comparison and a gather per thread. pid, tid: int32 or int64 columns (or int8/int16:
+ * the store's thread codes, passed as both, which order as their threads' keys do); start: int64;
  * rows and rows_out: int32 or int64; start_out: int64; bounds: int64, candidates + 1. Returns 0; or 1 where a key
  * is not among the candidates, 2 where the rows' starts are not ascending (the outputs then unspecified: tree.py
  * sorts instead). The GIL is released while it runs.
@@ -97,6 +98,13 @@ static void sort_by_key(const int64_t *key, int64_t *order, int64_t *tmp, int64_
 /* One thread: ops [0, n), launches [0, m). Returns -1 when out of memory. */
 static inline int64_t read_int(const void *buf, Py_ssize_t size, int64_t i) {
     return size == 4 ? (int64_t)((const int32_t *)buf)[i] : ((const int64_t *)buf)[i];
+}
+
+/* A pid or tid: read_int, or (items of 1 or 2 bytes) a thread's code, as an Nsight export's store holds them. */
+static inline int64_t read_id(const void *buf, Py_ssize_t size, int64_t i) {
+    if (size == 1) return ((const int8_t *)buf)[i];
+    if (size == 2) return ((const int16_t *)buf)[i];
+    return read_int(buf, size, i);
 }
 
 /* An op's end: end[i], or, with rows (items of rows_size bytes), the end column at the op's row. */
@@ -228,8 +236,8 @@ done:
         int64_t j = 0, previous = INT64_MIN;                                                                       \
         for (int64_t i = 0; i < n && !status; i++) {                                                               \
             int64_t row = (int64_t)r[i], begin = start[row];                                                       \
-            int64_t value = (int64_t)(((uint64_t)(uint32_t)read_int(pid, pid_size, row) << 32) |                   \
-                                      (uint64_t)(uint32_t)read_int(tid, tid_size, row));                           \
+            int64_t value = (int64_t)(((uint64_t)(uint32_t)read_id(pid, pid_size, row) << 32) |                    \
+                                      (uint64_t)(uint32_t)read_id(tid, tid_size, row));                            \
             if (begin < previous) status = 2;                                                                      \
             previous = begin;                                                                                      \
             if (cand[j] != value) {                                                                                \
@@ -270,7 +278,8 @@ static PyObject *group_rows(PyObject *self, PyObject *args) {
     if (got < 8) goto done;
     Py_ssize_t row_size = v[3].itemsize, pid_size = v[0].itemsize, tid_size = v[1].itemsize;
     int64_t table = v[2].len / 8, n = v[3].len / (row_size ? row_size : 1), k = v[4].len / 8;
-    if ((pid_size != 4 && pid_size != 8) || (tid_size != 4 && tid_size != 8) || v[2].itemsize != 8 ||
+    if ((pid_size != 1 && pid_size != 2 && pid_size != 4 && pid_size != 8) ||
+        (tid_size != 1 && tid_size != 2 && tid_size != 4 && tid_size != 8) || v[2].itemsize != 8 ||
         (row_size != 4 && row_size != 8) ||
         v[4].itemsize != 8 || v[5].itemsize != row_size || v[6].itemsize != 8 || v[7].itemsize != 8) {
         PyErr_SetString(PyExc_TypeError, "group_rows: unexpected item sizes");

@@ -24,12 +24,14 @@ from ..trace import (
     GPU_ACTIVITY_KINDS,
     RUNTIME,
     STEP,
+    CodedColumn,
     DeferredColumn,
     EventStore,
     SparseColumn,
     Trace,
 )
 from ..values import dense_codes
+from .coded import CodedInts, coded_lookup
 from .derived import (
     held,
     memo,  # noqa: F401 (the store lives in .derived; sections import memo from here)
@@ -39,6 +41,9 @@ from .table import LazyColumn, Table  # noqa: F401 (sections import them from he
 
 def thread_key(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
     """One int64 per (pid, tid) pair."""
+    if isinstance(pid, CodedInts) and isinstance(tid, CodedInts) and pid.codes is tid.codes:
+        # held as thread codes (.coded): a key per thread, read at the rows' codes
+        return coded_lookup(thread_key(pid.table, tid.table), pid.codes)
     # Thread ids fit in 32 bits on every platform seen (Linux tids, nsys 24-bit ids); -1 stays distinct.
     pid, tid = np.asarray(pid), np.asarray(tid)
     if (
@@ -171,12 +176,12 @@ class EventColumns:
         start: np.ndarray | None,
         end: np.ndarray | None,
         device: np.ndarray | None,
-        pid: np.ndarray | None,
-        tid: np.ndarray | None,
+        pid: np.ndarray | CodedInts | None,  # CodedInts: the store's codes, read as an array (.coded)
+        tid: np.ndarray | CodedInts | None,
         external_id: np.ndarray | None,
         store: EventStore | None = None,
     ) -> None:
-        self._fields: dict[str, np.ndarray | None] = {
+        self._fields: dict[str, Any] = {  # arrays (pid, tid: maybe CodedInts), None once released
             "kind": kind,
             "name": name,
             "names": names,
@@ -297,10 +302,20 @@ def _ints(store: EventStore, name: str, narrow: bool = True) -> np.ndarray:
     return store.numpy(name, -1, int_type(stored, narrow))
 
 
-def int_type(stored: pa.Array | SparseColumn, narrow: bool = True) -> type:
+def _thread_ints(store: EventStore, name: str) -> np.ndarray | CodedInts:
+    """``_ints(store, name)``, held as the store's codes where it holds the column so (pid and tid of an Nsight
+    export: :class:`.coded.CodedInts`)."""
+    stored = store.columns.get(name)
+    if not isinstance(stored, CodedColumn):
+        return _ints(store, name)
+    table = pc.fill_null(stored.values, -1).to_numpy(zero_copy_only=False).astype(int_type(stored))
+    return CodedInts(stored.codes, table)
+
+
+def int_type(stored: pa.Array | SparseColumn | CodedColumn, narrow: bool = True) -> type:
     """The numpy integer type a stored integer column is read as: int32 where ``narrow`` and every value lies in
     [-1, 2^30) (_NARROW_MAX) (-1 standing for null), int64 otherwise."""
-    values = stored.values if isinstance(stored, SparseColumn) else stored
+    values = stored.values if isinstance(stored, (SparseColumn, CodedColumn)) else stored
     bounds = pc.min_max(values)
     lo, hi = bounds["min"].as_py(), bounds["max"].as_py()
     fits = narrow and (lo is None or (lo >= -1 and hi < _NARROW_MAX))
@@ -402,8 +417,9 @@ def event_columns(trace: Trace) -> EventColumns:
                 start=read("start_ns", lambda: store.numpy("start_ns")),
                 end=read("end_ns", lambda: store.numpy("end_ns")),
                 device=read("device", lambda: _small_ints(store, "device")),
-                pid=read("pid", lambda: _ints(store, "pid")),
-                tid=read("tid", lambda: _ints(store, "tid")),
+                # the store's codes where it holds them so (an Nsight export's): read as arrays, not held as such
+                pid=read("pid", lambda: _thread_ints(store, "pid")),
+                tid=read("tid", lambda: _thread_ints(store, "tid")),
                 # a join key: int32 below 2^30 as the others (the one sort key built from them widens first)
                 external_id=read("external_id", lambda: _ints(store, "external_id")),
                 store=store,
@@ -447,7 +463,7 @@ def kind_positions(store: EventStore) -> np.ndarray:
 def _codes(store: EventStore, name: str) -> tuple[np.ndarray, list[Any]]:
     """A dense dictionary column's indices (null -> -1; int32, no copy when nothing is null) and values."""
     stored = store.columns.get(name)
-    if stored is None or isinstance(stored, (SparseColumn, DeferredColumn)):
+    if stored is None or isinstance(stored, (SparseColumn, CodedColumn, DeferredColumn)):
         return dictionary_codes(store.column(name))
     array = stored if pa.types.is_dictionary(stored.type) else pc.dictionary_encode(stored)
     indices = array.indices

@@ -12,6 +12,7 @@ import pandas as pd
 from ... import intervals
 from ...trace import ALL_KINDS, ANNOTATION, CPU_OP, GPU_ACTIVITY_KINDS, Trace
 from ...values import dense_codes
+from ..coded import CodedInts
 from ..columns import dictionary_codes, event_columns, memo, range_running_at, thread_key
 from ..launch import launch_pairs
 from ..names import EMIT_NVTX_PATTERN
@@ -327,7 +328,10 @@ def _by_thread(cols: Any, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.
         if (start[1:] < start[:-1]).any():  # a table not in start order: by start first (stable)
             order = np.argsort(start, kind="stable")
             rows, start = rows[order], start[order]
-        order, bounds = grouped(_thread_order_key(cols.pid[rows], cols.tid[rows]))
+        pid, tid = cols.pid, cols.tid
+        # held as thread codes (an Nsight export's store): the codes, which follow thread_key's order
+        coded = isinstance(pid, CodedInts) and isinstance(tid, CodedInts) and pid.codes is tid.codes
+        order, bounds = grouped(pid.codes[rows] if coded else _thread_order_key(pid[rows], tid[rows]))
         rows, start = rows[order], start[order]
         del order
     # Ops of a thread starting together: longest first, then in row order.
@@ -349,13 +353,16 @@ def _grouped_compiled(cols: Any, rows: np.ndarray) -> tuple[np.ndarray, np.ndarr
     where it does not apply (no compiled helper, other column types, more than 255 threads, a thread the sampled
     candidates miss, rows not in start order: then :func:`_by_thread` sorts)."""
     pid, tid, start = cols.pid, cols.tid, cols.start
+    if isinstance(pid, CodedInts) and isinstance(tid, CodedInts) and pid.codes is tid.codes:
+        # thread codes (an Nsight export's store), in the threads' key order: rows grouped by code are grouped by key
+        pid = tid = pid.codes
     if (
         not hasattr(_compiled, "group_rows")  # none built, or one built before it had this function
-        or pid.dtype not in (np.int32, np.int64)
-        or tid.dtype not in (np.int32, np.int64)
+        or pid.dtype not in (np.int8, np.int16, np.int32, np.int64)
+        or tid.dtype not in (np.int8, np.int16, np.int32, np.int64)
         or start.dtype != np.int64
         or rows.dtype not in (np.int32, np.int64)
-        or not all(a.flags.c_contiguous for a in (pid, tid, start, rows))
+        or not all(isinstance(a, np.ndarray) and a.flags.c_contiguous for a in (pid, tid, start, rows))
     ):
         return None
     sample = rows[:: max(1, rows.size // KEY_SAMPLE)]
@@ -364,7 +371,10 @@ def _grouped_compiled(cols: Any, rows: np.ndarray) -> tuple[np.ndarray, np.ndarr
         return None
     rows_out, start_out = np.empty_like(rows), np.empty(rows.size, np.int64)
     bounds = np.empty(candidates.size + 1, np.int64)
-    if _compiled.group_rows(pid, tid, start, rows, candidates, rows_out, start_out, bounds) != 0:
+    try:
+        if _compiled.group_rows(pid, tid, start, rows, candidates, rows_out, start_out, bounds) != 0:
+            return None
+    except TypeError:  # a build from before group_rows took 1- and 2-byte thread codes: numpy groups them
         return None
     return rows_out, bounds, start_out
 

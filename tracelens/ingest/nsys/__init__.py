@@ -18,6 +18,7 @@ One job per module:
 - :mod:`.mappers` (CUPTI and host tables) and :mod:`.nvtx` (NVTX_EVENTS, chunked): rows as a
   :class:`.columns.Part`; :mod:`.nvtx_payload`: NCCL's message sizes from NVTX payloads;
 - :mod:`.assembly`: the parts -> one sorted event store, and the host rows' nesting depth;
+- :mod:`.threads`: the pid and tid columns as one small code a row per thread (for the assembly);
 - :mod:`.metadata`: export metadata and checks, devices, framework, ``metadata.extra``;
 - :mod:`.reader`: :func:`read` and :class:`NsysReader`, which run the steps above in order;
 - :mod:`.rep`: ``.nsys-rep`` reports exported once to a cached SQLite file.
