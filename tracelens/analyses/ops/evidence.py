@@ -168,14 +168,7 @@ def gap_ops(trace: Trace, limit: int = TOP_EVIDENCE_OPS) -> list[dict[str, Any]]
     busy = device_busy(trace)
     if not busy or not any(b.gap_starts.size for b in busy.values()):
         return []
-    # Concatenated per device (a loop over devices).
-    device = np.concatenate([np.full(b.gap_starts.size, d, np.int64) for d, b in busy.items()])
-    start = np.concatenate([b.gap_starts for b in busy.values()]).astype(np.int64)
-    end = np.concatenate([b.gap_ends for b in busy.values()]).astype(np.int64)
-    length = end - start
-    if length.size > limit:  # the gaps at least as long as the limit-th longest (ties included), then ordered
-        keep = np.flatnonzero(length >= np.partition(length, length.size - limit)[length.size - limit])
-        device, start, end, length = device[keep], start[keep], end[keep], length[keep]
+    device, start, end, length = _longest_gaps(busy, limit)
     longest = np.lexsort((start, device, -length))[:limit]
     device, start, end = device[longest], start[longest], end[longest]
     pairs = launch_pairs(trace)
@@ -199,6 +192,36 @@ def gap_ops(trace: Trace, limit: int = TOP_EVIDENCE_OPS) -> list[dict[str, Any]]
             }
         )
     return out
+
+
+def _longest_gaps(busy: dict[int, Any], limit: int) -> tuple[np.ndarray, ...]:
+    """(device, start, end, length) of the gaps at least as long as the ``limit``-th longest over all devices
+    (ties included; every gap where there are at most ``limit``), in device order, then gap order. Each device's
+    own such gaps first, a device at a time (a loop over devices): the longest over all are among them (a gap
+    shorter than its device's ``limit``-th longest has ``limit`` longer ones), with no int64 copies of every
+    device's gaps at once."""
+    picked = []
+    total = 0
+    for d, b in busy.items():  # a loop over devices
+        length = (b.gap_ends - b.gap_starts).astype(np.int64, copy=False)
+        total += length.size
+        keep = np.arange(length.size)
+        if length.size > limit:
+            keep = np.flatnonzero(length >= np.partition(length, length.size - limit)[length.size - limit])
+        picked.append(
+            (
+                np.full(keep.size, d, np.int64),
+                b.gap_starts[keep].astype(np.int64),
+                b.gap_ends[keep].astype(np.int64),
+            )
+        )
+        del length
+    device, start, end = (np.concatenate(column) for column in zip(*picked, strict=True))
+    length = end - start
+    if total > limit:  # the gaps at least as long as the limit-th longest (ties included)
+        keep = np.flatnonzero(length >= np.partition(length, length.size - limit)[length.size - limit])
+        device, start, end, length = device[keep], start[keep], end[keep], length[keep]
+    return device, start, end, length
 
 
 def _op_name(trace: Trace, gpu_ops: np.ndarray) -> str | None:

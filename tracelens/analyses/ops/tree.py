@@ -12,7 +12,9 @@ import pandas as pd
 from ... import intervals
 from ...trace import ALL_KINDS, ANNOTATION, CPU_OP, GPU_ACTIVITY_KINDS, Trace
 from ...values import dense_codes
+from ..blocks import BLOCK_ROWS
 from ..columns import dictionary_codes, event_columns, memo, range_running_at, thread_key
+from ..grouping import tied_positions
 from ..launch import launch_pairs
 from ..names import EMIT_NVTX_PATTERN
 
@@ -152,11 +154,23 @@ def emit_nvtx_rows(trace: Trace) -> np.ndarray:
     def compute() -> np.ndarray:
         cols = event_columns(trace)
         names = op_names(trace)
-        mask = cols.of_kind(ANNOTATION)
-        if not names.all_annotations_nvtx:  # (else every annotation is an op range: no gather of the names)
-            mask &= names.nvtx[cols.name]
-        mask &= cols.tid >= 0
-        return _narrow_rows(np.flatnonzero(mask), cols.start.size)
+        code, size = ALL_KINDS.index(ANNOTATION), cols.start.size
+        kind, tid, name = cols.kind, cols.tid, cols.name
+        # A block of the table at a time, each block's rows narrowed as found: no mask of the whole table and no
+        # int64 positions of the tens of millions of op ranges of an emit_nvtx export.
+        parts = []
+        for lo in range(0, size, BLOCK_ROWS):  # a loop over blocks of rows
+            hi = lo + BLOCK_ROWS
+            mask = kind[lo:hi] == code
+            # (where every annotation is an op range: no gather of the names)
+            if not names.all_annotations_nvtx:
+                mask &= names.nvtx[name[lo:hi]]
+            mask &= tid[lo:hi] >= 0
+            found = np.flatnonzero(mask)
+            found += lo
+            parts.append(_narrow_rows(found, size))
+            del mask, found
+        return np.concatenate(parts) if parts else _narrow_rows(np.zeros(0, np.int64), size)
 
     return memo(trace, "emit_nvtx_rows", compute)
 
@@ -164,7 +178,12 @@ def emit_nvtx_rows(trace: Trace) -> np.ndarray:
 def _narrow_rows(rows: np.ndarray, table_rows: int) -> np.ndarray:
     """Event rows (or -1) kept for the whole analysis as int32 where the table allows: half the memory of the
     tens of millions of op ranges of an emit_nvtx export."""
-    return rows.astype(np.int32) if table_rows < 2**31 else rows
+    return rows.astype(np.int32, copy=False) if table_rows < 2**31 else rows
+
+
+def _no_rows(count: int, table_rows: int) -> np.ndarray:
+    """``count`` event rows of -1, in the type :func:`_narrow_rows` gives rows of a table of ``table_rows``."""
+    return np.full(count, -1, np.int32 if table_rows < 2**31 else np.int64)
 
 
 def framework_op_rows(trace: Trace) -> np.ndarray:
@@ -209,10 +228,12 @@ def _op_tree(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def _compute_op_tree(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     cols = event_columns(trace)
     pairs = launch_pairs(trace)
-    outermost, innermost = np.full(len(pairs), -1, np.int64), np.full(len(pairs), -1, np.int64)
-    rows, bounds, start = _by_thread(cols, framework_op_rows(trace))
+    size = cols.start.size
+    # (each GPU op's outermost and innermost op are made once the pass below has run: not held through it)
+    # the compiled pass reads the ops' starts at their rows where it can: no gathered copy of them
+    rows, bounds, start = _by_thread(cols, framework_op_rows(trace), with_starts=not _starts_by_row(cols))
     if rows.size == 0:
-        return rows, _narrow_rows(outermost, cols.start.size), _narrow_rows(innermost, cols.start.size)
+        return rows, _no_rows(len(pairs), size), _no_rows(len(pairs), size)
     # The launches by thread, each thread's against that thread's ops.
     matched = np.flatnonzero(pairs["matched"])
     threads = thread_key(cols.pid[rows[bounds[:-1]]], cols.tid[rows[bounds[:-1]]])  # ascending
@@ -230,31 +251,26 @@ def _compute_op_tree(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         launches = by_thread[edges[0] : edges[-1]]  # the launches of threads with ops, by thread
         outer = np.zeros(rows.size, np.uint8)
         out, inn = np.empty(launches.size, np.int64), np.empty(launches.size, np.int64)
-        start, t = start.astype(np.int64, copy=False), launch_start[launches].astype(np.int64, copy=False)
+        t = launch_start[launches].astype(np.int64, copy=False)
         tail = (bounds.astype(np.int64), t, edges - edges[0], outer, out, inn)
         end = cols.end
-        if (
-            getattr(_compiled, "OP_TREE_ROWS", 0)
-            and end.dtype == np.int64
-            and rows.dtype in (np.int32, np.int64)
-            and end.flags.c_contiguous
-            and rows.flags.c_contiguous
-        ):
-            done = _compiled.op_tree(start, end, *tail, rows)  # the ends read at the rows: no gathered copy
+        if start is None:  # _starts_by_row: both read at the rows
+            done = _compiled.op_tree(cols.start, end, *tail, rows, True)
+        elif _ends_by_row(cols, rows):  # a build from before it read starts through rows
+            done = _compiled.op_tree(start.astype(np.int64, copy=False), end, *tail, rows)
         else:  # a build from before it read ends through rows
-            done = _compiled.op_tree(start, end[rows].astype(np.int64, copy=False), *tail)
+            done = _compiled.op_tree(
+                start.astype(np.int64, copy=False), end[rows].astype(np.int64, copy=False), *tail
+            )
         del tail
         if done:
             del start, end, t
             at = matched[launches]
+            outermost, innermost = _no_rows(len(pairs), size), _no_rows(len(pairs), size)
             outermost[at] = np.where(out >= 0, rows[np.maximum(out, 0)], -1)
             innermost[at] = np.where(inn >= 0, rows[np.maximum(inn, 0)], -1)
-            size = cols.start.size
-            return (
-                _narrow_rows(np.compress(outer.view(bool), rows), size),
-                _narrow_rows(outermost, size),
-                _narrow_rows(innermost, size),
-            )
+            return _narrow_rows(np.compress(outer.view(bool), rows), size), outermost, innermost
+    outermost, innermost = _no_rows(len(pairs), size), _no_rows(len(pairs), size)
     keep = np.zeros(rows.size, bool)
     for i, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:], strict=True)):  # a loop over threads
         thread_rows = rows[lo:hi]
@@ -276,8 +292,31 @@ def _compute_op_tree(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             # means enclosed).
             outer[0] = True
             outer[1:] = start[1:] >= np.maximum.accumulate(end)[:-1]
-    size = cols.start.size
-    return _narrow_rows(rows[keep], size), _narrow_rows(outermost, size), _narrow_rows(innermost, size)
+    return _narrow_rows(rows[keep], size), outermost, innermost
+
+
+def _ends_by_row(cols: Any, rows: np.ndarray) -> bool:
+    """Whether the compiled pass can read the ops' ends at their rows in the end column (OP_TREE_ROWS)."""
+    end = cols.end
+    return bool(
+        getattr(_compiled, "OP_TREE_ROWS", 0)
+        and end.dtype == np.int64
+        and rows.dtype in (np.int32, np.int64)
+        and end.flags.c_contiguous
+        and rows.flags.c_contiguous
+    )
+
+
+def _starts_by_row(cols: Any) -> bool:
+    """Whether the compiled pass can read the ops' starts at their rows too (OP_TREE_START_ROWS; the framework
+    op rows are int32 or int64, C-contiguous, as :func:`framework_op_rows` makes them)."""
+    start = cols.start
+    return bool(
+        getattr(_compiled, "OP_TREE_START_ROWS", 0)
+        and start.dtype == np.int64
+        and start.flags.c_contiguous
+        and _ends_by_row(cols, _no_rows(0, start.size))
+    )
 
 
 def _running(
@@ -312,14 +351,18 @@ def ops_by_thread(cols: Any, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
     The event table is in start order, so this is a stable grouping by thread (:func:`grouped`) plus a sort of
     the rows that tie on (thread, start), not a three-key sort of an export's tens of millions of op ranges."""
-    return _by_thread(cols, rows)[:2]
+    return _by_thread(cols, rows, with_starts=False)[:2]
 
 
-def _by_thread(cols: Any, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`ops_by_thread` and the ordered rows' starts (the op tree's pass reads them)."""
+def _by_thread(
+    cols: Any, rows: np.ndarray, with_starts: bool = True
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """:func:`ops_by_thread` and the ordered rows' starts (the op tree's pass reads them); without
+    ``with_starts``, None for the starts (none gathered: the compiled pass reads them at the rows)."""
     if rows.size == 0:
-        return rows, np.zeros(1, np.int64), cols.start[rows]
-    fused = _grouped_compiled(cols, rows)
+        return rows, np.zeros(1, np.int64), cols.start[rows] if with_starts else None
+    fused = _grouped_compiled(cols, rows, with_starts)
+    start: np.ndarray | None
     if fused is not None:
         rows, bounds, start = fused
     else:
@@ -331,23 +374,28 @@ def _by_thread(cols: Any, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.
         rows, start = rows[order], start[order]
         del order
     # Ops of a thread starting together: longest first, then in row order.
-    tie = start[1:] == start[:-1]
-    tie[bounds[1:-1] - 1] = False  # the last op of a thread and the first of the next: different threads
-    if tie.any():
-        at = np.flatnonzero(np.r_[tie, False] | np.r_[False, tie])
-        group = np.cumsum(np.r_[True, ~tie[at[:-1]]])  # consecutive tied rows share a (thread, start)
+    tie = np.flatnonzero(start[1:] == start[:-1]) if start is not None else tied_positions(cols.start, rows)
+    # the last op of a thread and the first of the next: different threads
+    tie = tie[np.isin(tie, bounds[1:-1] - 1, invert=True)]
+    if tie.size:
+        at = np.union1d(tie, tie + 1)
+        # consecutive tied rows share a (thread, start): at[k] ties with at[k] + 1, the next of ``at``
+        group = np.cumsum(np.r_[True, ~np.isin(at[:-1], tie)])
         tied = rows[at]
         # reordered among rows of one start: ``start`` stays the rows' starts
         rows[at] = tied[np.lexsort((tied, cols.start[tied] - cols.end[tied], group))]
-    return rows, bounds, start
+    return rows, bounds, start if with_starts else None
 
 
-def _grouped_compiled(cols: Any, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+def _grouped_compiled(
+    cols: Any, rows: np.ndarray, with_starts: bool = True
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None] | None:
     """(``rows`` grouped by thread as :func:`grouped` orders their ``thread_key``, the bounds, their starts) by the
     compiled counting sort (_op_tree.c ``group_rows``: two passes over the rows, each row's pid, tid and start read
     there, no gathered column and no comparison and gather per thread), where the rows are in start order; None
     where it does not apply (no compiled helper, other column types, more than 255 threads, a thread the sampled
-    candidates miss, rows not in start order: then :func:`_by_thread` sorts)."""
+    candidates miss, rows not in start order: then :func:`_by_thread` sorts). Without ``with_starts``, where the
+    build can (OP_TREE_START_ROWS), no starts are written (None for them)."""
     pid, tid, start = cols.pid, cols.tid, cols.start
     if (
         not hasattr(_compiled, "group_rows")  # none built, or one built before it had this function
@@ -362,11 +410,12 @@ def _grouped_compiled(cols: Any, rows: np.ndarray) -> tuple[np.ndarray, np.ndarr
     candidates = np.unique(thread_key(pid[sample], tid[sample]))
     if candidates.size > 255:
         return None
-    rows_out, start_out = np.empty_like(rows), np.empty(rows.size, np.int64)
+    starts = with_starts or not getattr(_compiled, "OP_TREE_START_ROWS", 0)  # (an older build writes them)
+    rows_out, start_out = np.empty_like(rows), np.empty(rows.size if starts else 0, np.int64)
     bounds = np.empty(candidates.size + 1, np.int64)
     if _compiled.group_rows(pid, tid, start, rows, candidates, rows_out, start_out, bounds) != 0:
         return None
-    return rows_out, bounds, start_out
+    return rows_out, bounds, start_out if starts else None
 
 
 def _thread_order_key(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
