@@ -9,6 +9,9 @@ gave (memory lives in benchmarks/results/section_memory_nsec7.md):
   the compiled pass against the numpy path;
 - tree.emit_nvtx_rows a block of the table at a time vs one mask of the whole table (the earlier code, kept here
   as the reference), blocks of a few rows;
+- ops.sums_by_code_in_blocks (a block of rows at a time, the blocks' sums added) vs sums_by_code of every row,
+  with sums that wrap around int64; the ops block (by name, by innermost op, the kernel and copy totals) and the
+  launching ops computed a few GPU ops at a time vs in one block;
 - evidence._longest_gaps (each device's longest gaps first) vs every device's gaps concatenated and cut (the
   earlier code, kept here as the reference).
 """
@@ -18,13 +21,14 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tracelens.analyses import grouping
+from tracelens.analyses import grouping, ops
 from tracelens.analyses.columns import event_columns
-from tracelens.analyses.ops import evidence, tree
+from tracelens.analyses.ops import evidence, sums, tree
 from tracelens.trace import ALL_KINDS, ANNOTATION, Trace
 
 SPANS = st.lists(st.tuples(st.integers(0, 60), st.integers(0, 30)), max_size=25)
@@ -241,3 +245,44 @@ def test_longest_gaps_equal_the_concatenated_cut(devices: list[list[int]], limit
     expected = _reference_longest_gaps(busy, limit)
     for a, b in zip(got, expected, strict=True):
         assert a.tolist() == b.tolist()
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(st.integers(-1, 12), max_size=120),
+    st.sampled_from([10, 2**40, 2**62]),
+    st.integers(1, 9),
+    st.integers(0, 2**32 - 1),
+)
+def test_sums_by_code_in_blocks_equal_one_pass(codes: list[int], scale: int, block: int, seed: int) -> None:
+    rnd = np.random.default_rng(seed)
+    code = np.array(codes, np.int64)
+    a = rnd.integers(-scale, scale, code.size, dtype=np.int64)
+    b = rnd.integers(0, scale, code.size, dtype=np.int64)
+    expected = sums.sums_by_code(code, a=a, b=b)
+    original = sums.SUM_BLOCK
+    sums.SUM_BLOCK = block
+    try:
+        got = sums.sums_by_code_in_blocks(
+            code.size, lambda lo, hi: (code[lo:hi], {"a": a[lo:hi], "b": b[lo:hi]})
+        )
+    finally:
+        sums.SUM_BLOCK = original
+    if code.size == 0:
+        assert got.empty and expected.empty
+        return
+    pd.testing.assert_frame_equal(got, expected)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.booleans(), st.integers(1, 5))
+def test_ops_report_and_launching_ops_by_blocks_equal_one_block(seed: int, plain: bool, block: int) -> None:
+    rows = _op_trace(np.random.default_rng(seed), plain)
+    expected = (ops.ops_report(Trace.from_rows(rows)), evidence.launching_ops(Trace.from_rows(rows)))
+    original = sums.SUM_BLOCK
+    sums.SUM_BLOCK = evidence.SUM_BLOCK = block
+    try:
+        got = (ops.ops_report(Trace.from_rows(rows)), evidence.launching_ops(Trace.from_rows(rows)))
+    finally:
+        sums.SUM_BLOCK = evidence.SUM_BLOCK = original
+    assert got == expected

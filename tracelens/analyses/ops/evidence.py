@@ -18,6 +18,7 @@ from ...values import is_member, sorted_distinct
 from ..columns import device_busy, event_columns, memo, thread_key
 from ..launch import launch_pairs
 from ..names import code_mask, is_blocking_sync
+from .sums import SUM_BLOCK, gpu_durations
 from .tree import (
     framework_op_rows,
     gpu_op_name_codes,
@@ -26,7 +27,6 @@ from .tree import (
     op_of_gpu_ops,
     outermost_op_at,
     recorded_launches,
-    recorded_op_codes,
     thread_range_at,
 )
 
@@ -68,21 +68,34 @@ def launching_ops(trace: Trace, limit: int = TOP_EVIDENCE_OPS) -> list[dict[str,
     A kernel with an op recorded on it (xplane) counts for that op, whose instances are its launches."""
     pairs = launch_pairs(trace)
     op_row = op_of_gpu_ops(trace)
-    recorded = recorded_op_codes(trace)
-    joined = pairs["is_kernel"] & (op_row >= 0) & (recorded < 0)
-    by_record = pairs["is_kernel"] & (recorded >= 0)
+    recorded = op_names(trace).recorded  # (None: none recorded, no column of -1)
+    joined = pairs["is_kernel"] & (op_row >= 0)
+    if recorded is not None:
+        joined &= recorded < 0
+    by_record = pairs["is_kernel"] & (recorded >= 0) if recorded is not None else np.zeros(joined.size, bool)
     if not (joined.any() or by_record.any()):
         return []
     names = op_names(trace).names
-    op = op_row[joined]
     # Per op-name code (slot = code + 1, slot 0 the null name): kernels, their time, and the distinct ops (an op
-    # has one name, so its instances are the distinct ops of that name).
-    slot = np.r_[op_name_codes(trace, op), recorded[by_record]] + 1
-    kernels = np.bincount(slot, minlength=len(names) + 1)
+    # has one name, so its instances are the distinct ops of that name); a block of GPU ops at a time (int64 sums
+    # wrap as numpy's, in any order).
+    kernels = np.zeros(len(names) + 1, np.int64)
     kernel_ns = np.zeros(len(names) + 1, np.int64)
-    duration = (pairs["end"] - pairs["start"]).astype(np.int64)
-    np.add.at(kernel_ns, slot, np.r_[duration[joined], duration[by_record]])
-    del slot
+    for lo in range(0, joined.size, SUM_BLOCK):  # a loop over blocks of GPU ops
+        mine, theirs = (
+            np.flatnonzero(joined[lo : lo + SUM_BLOCK]),
+            np.flatnonzero(by_record[lo : lo + SUM_BLOCK]),
+        )
+        mine += lo
+        theirs += lo
+        slot, duration = op_name_codes(trace, op_row[mine]), gpu_durations(pairs, mine)
+        if recorded is not None:
+            slot, duration = np.r_[slot, recorded[theirs]], np.r_[duration, gpu_durations(pairs, theirs)]
+        slot += 1
+        kernels += np.bincount(slot, minlength=len(names) + 1)
+        np.add.at(kernel_ns, slot, duration)
+        del slot, duration, mine, theirs
+    op = op_row[joined]
     instances = np.bincount(op_name_codes(trace, sorted_distinct(op)) + 1, minlength=len(names) + 1)
     if by_record.any():
         launches = recorded_launches(trace)

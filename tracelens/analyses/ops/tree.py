@@ -137,13 +137,17 @@ def gpu_op_name_codes(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
     return memo(trace, "gpu_op_name_codes", lambda: with_recorded_ops(trace, op_of_gpu_ops(trace)))
 
 
-def with_recorded_ops(trace: Trace, op_row: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per row of ``launch_pairs``, given the op row the host join found for it (-1: none): whether it has an
-    op, and the name code of the op recorded on it if any, else of the joined op's (-1: none, or no name)."""
-    recorded = recorded_op_codes(trace)
+def with_recorded_ops(trace: Trace, op_row: np.ndarray, lo: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of ``launch_pairs`` (its rows [lo, lo + op_row.size)), given the op row the host join found for it
+    (-1: none): whether it has an op, and the name code of the op recorded on it if any, else of the joined op's
+    (-1: none, or no name)."""
+    recorded = op_names(trace).recorded
     code = np.full(op_row.size, -1, np.int64)
     joined = op_row >= 0
     code[joined] = op_name_codes(trace, op_row[joined])
+    if recorded is None:  # no op recorded on a GPU op (no column of -1 to test)
+        return joined, code
+    recorded = recorded[lo : lo + op_row.size]
     code = np.where(recorded >= 0, recorded, code)
     return joined | (recorded >= 0), code
 
