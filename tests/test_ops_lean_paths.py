@@ -12,6 +12,8 @@ gave (memory lives in benchmarks/results/section_memory_nsec7.md):
 - ops.sums_by_code_in_blocks (a block of rows at a time, the blocks' sums added) vs sums_by_code of every row,
   with sums that wrap around int64; the ops block (by name, by innermost op, the kernel and copy totals) and the
   launching ops computed a few GPU ops at a time vs in one block;
+- tree.thread_range_at (the ranges' threads found a block of rows at a time, each thread's starts and ends gathered
+  only where asked) vs running_on_thread_at given every range's key, start and end;
 - evidence._longest_gaps (each device's longest gaps first) vs every device's gaps concatenated and cut (the
   earlier code, kept here as the reference).
 """
@@ -27,7 +29,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tracelens.analyses import grouping, ops
-from tracelens.analyses.columns import event_columns
+from tracelens.analyses.columns import event_columns, thread_key
 from tracelens.analyses.ops import evidence, sums, tree
 from tracelens.trace import ALL_KINDS, ANNOTATION, Trace
 
@@ -286,3 +288,44 @@ def test_ops_report_and_launching_ops_by_blocks_equal_one_block(seed: int, plain
     finally:
         sums.SUM_BLOCK = evidence.SUM_BLOCK = original
     assert got == expected
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(1, 4), st.integers(0, 8)), min_size=0, max_size=60),
+    st.lists(st.tuples(st.integers(0, 5), st.integers(-2, 200)), max_size=20),
+    st.integers(1, 7),
+    st.integers(1, 70),
+)
+def test_thread_range_at_equals_the_search_of_every_range(
+    threads: list[tuple[int, int]], asks: list[tuple[int, int]], block: int, few: int
+) -> None:
+    # ranges disjoint on each thread, sorted by thread key then start; rows of a table of them in another order
+    by_thread: dict[int, int] = {}
+    ranges = []
+    for tid, gap in sorted(threads):
+        begin = by_thread.get(tid, 0) + gap
+        ranges.append((tid, begin, begin + gap % 3 + 1))
+        by_thread[tid] = begin + gap % 3 + 1
+    size = len(ranges)
+    order = np.arange(size)[::-1].copy()
+    cols = SimpleNamespace(
+        pid=np.full(size, 2, np.int32),
+        tid=np.array([ranges[i][0] for i in order], np.int32),
+        start=np.array([ranges[i][1] for i in order], np.int64),
+        end=np.array([ranges[i][2] for i in order], np.int64),
+    )
+    rows = np.argsort(order)  # rows[i]: the table row of range i
+    pid = np.full(len(asks), 2, np.int32)
+    tid = np.array([a for a, _ in asks], np.int32)
+    t = np.array([b for _, b in asks], np.int64)
+    keys = thread_key(cols.pid[rows], cols.tid[rows])
+    expected = tree.running_on_thread_at(keys, cols.start[rows], cols.end[rows], thread_key(pid, tid), t)
+    saved = grouping.TIE_BLOCK, tree.FEW_THREADS
+    grouping.TIE_BLOCK, tree.FEW_THREADS = block, few
+    try:
+        got = tree.thread_range_at(cols, rows, pid, tid, t)
+        reference = tree.running_on_thread_at(keys, cols.start[rows], cols.end[rows], thread_key(pid, tid), t)
+    finally:
+        grouping.TIE_BLOCK, tree.FEW_THREADS = saved
+    assert got.tolist() == expected.tolist() == reference.tolist()

@@ -285,3 +285,27 @@ def tied_positions(start: np.ndarray, rows: np.ndarray) -> np.ndarray:
         parts.append(found)
         del block
     return np.concatenate(parts)
+
+
+def runs_on_threads(
+    pid: np.ndarray, tid: np.ndarray, rows: np.ndarray, most: int
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """(the thread key of each run of rows on one thread, in order; where each run begins, and the last ends) of
+    ``rows`` (non-empty) as ``thread_key(pid[rows], tid[rows])`` changes along them, found a block of rows at a
+    time (no thread key of every row at once); None where the key changes ``most`` times or more."""
+    change: list[int] = []
+    previous = None
+    for lo in range(0, rows.size, TIE_BLOCK):  # a loop over blocks of rows
+        block = rows[lo : lo + TIE_BLOCK]
+        key = thread_key(pid[block], tid[block])
+        if previous is not None and key[0] != previous:
+            change.append(lo)
+        found = np.flatnonzero(key[1:] != key[:-1])
+        found += lo + 1
+        change.extend(found[:most].tolist())
+        if len(change) >= most:
+            return None
+        previous = key[-1]
+        del block, key
+    first = rows[np.r_[0, change].astype(np.int64)]
+    return thread_key(pid[first], tid[first]), np.r_[0, change, rows.size].astype(np.int64)

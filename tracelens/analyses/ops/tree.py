@@ -14,7 +14,7 @@ from ...trace import ALL_KINDS, ANNOTATION, CPU_OP, GPU_ACTIVITY_KINDS, Trace
 from ...values import dense_codes
 from ..blocks import BLOCK_ROWS
 from ..columns import dictionary_codes, event_columns, memo, range_running_at, thread_key
-from ..grouping import tied_positions
+from ..grouping import runs_on_threads, tied_positions
 from ..launch import launch_pairs
 from ..names import EMIT_NVTX_PATTERN
 
@@ -506,7 +506,22 @@ def thread_range_at(
     cols: Any, ranges: np.ndarray, pid: np.ndarray, tid: np.ndarray, t: np.ndarray
 ) -> np.ndarray:
     """For each (thread, time), the index into ``ranges`` (sorted by thread and start, disjoint on a thread) of
-    the range running then (start <= t < end); -1 when none."""
+    the range running then (start <= t < end); -1 when none. Where the ranges lie on a few threads, as
+    :func:`running_on_thread_at` searches them, each thread's starts and ends gathered only for a thread asked
+    about (no thread key, start and end of every range at once: the outermost ops of an emit_nvtx export)."""
+    runs = runs_on_threads(cols.pid, cols.tid, ranges, FEW_THREADS) if ranges.size and len(t) else None
+    if runs is not None and bool((runs[0][1:] > runs[0][:-1]).all()):
+        keys, t = thread_key(pid, tid), np.asarray(t, dtype=np.int64)
+        out = np.full(t.size, -1, np.int64)
+        for i, key in enumerate(runs[0]):  # a loop over the few threads
+            mine = np.flatnonzero(keys == key)
+            if mine.size:
+                lo, rows = int(runs[1][i]), ranges[runs[1][i] : runs[1][i + 1]]
+                start, end = cols.start[rows].astype(np.int64), cols.end[rows].astype(np.int64)
+                at = intervals.running_at(start, end, t[mine])
+                found = at >= 0
+                out[mine[found]] = at[found] + lo
+        return out
     return running_on_thread_at(
         thread_key(cols.pid[ranges], cols.tid[ranges]),
         cols.start[ranges],
