@@ -14,6 +14,8 @@ gave (memory lives in benchmarks/results/section_memory_nsec7.md):
   launching ops computed a few GPU ops at a time vs in one block;
 - tree.thread_range_at (the ranges' threads found a block of rows at a time, each thread's starts and ends gathered
   only where asked) vs running_on_thread_at given every range's key, start and end;
+- evidence._blocking_calls (the blocking sync calls a block of the table at a time) and evidence._ops_at (the GPU
+  ops ending or starting at given times, a block of GPU ops at a time) vs the earlier code's masks and searches;
 - evidence._longest_gaps (each device's longest gaps first) vs every device's gaps concatenated and cut (the
   earlier code, kept here as the reference).
 """
@@ -30,8 +32,9 @@ from hypothesis import strategies as st
 
 from tracelens.analyses import grouping, ops
 from tracelens.analyses.columns import event_columns, thread_key
+from tracelens.analyses.names import code_mask, is_blocking_sync
 from tracelens.analyses.ops import evidence, sums, tree
-from tracelens.trace import ALL_KINDS, ANNOTATION, Trace
+from tracelens.trace import ALL_KINDS, ANNOTATION, DRIVER, RUNTIME, Trace
 
 SPANS = st.lists(st.tuples(st.integers(0, 60), st.integers(0, 30)), max_size=25)
 TIMES = st.lists(st.integers(-5, 100), max_size=12)
@@ -329,3 +332,61 @@ def test_thread_range_at_equals_the_search_of_every_range(
     finally:
         grouping.TIE_BLOCK, tree.FEW_THREADS = saved
     assert got.tolist() == expected.tolist() == reference.tolist()
+
+
+_CALL_NAMES = np.array(
+    [
+        "cudaLaunchKernel",
+        "cudaDeviceSynchronize",
+        "cudaStreamSynchronize",
+        "cudaMemcpy",
+        "x",
+        "cudaEventSynchronize",
+    ],
+    dtype=object,
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(-1, len(ALL_KINDS) - 1), st.integers(-1, 3), st.integers(-1, len(_CALL_NAMES) - 1)
+        ),
+        max_size=80,
+    ),
+    st.integers(1, 9),
+)
+def test_blocking_calls_by_blocks_equal_the_masked_calls(rows: list, block: int) -> None:
+    kind = np.array([k for k, _, _ in rows], np.int8)
+    tid = np.array([t for _, t, _ in rows], np.int32)
+    name = np.array([n for _, _, n in rows], np.int32)
+    cols = SimpleNamespace(kind=kind, tid=tid, name=name, names=_CALL_NAMES)
+    api_kinds = (kind == ALL_KINDS.index(RUNTIME)) | (kind == ALL_KINDS.index(DRIVER))
+    api = np.flatnonzero(api_kinds & (tid >= 0))
+    expected = api[code_mask(name[api], _CALL_NAMES, is_blocking_sync)]  # the earlier code
+    original = evidence.BLOCK_ROWS
+    evidence.BLOCK_ROWS = block
+    try:
+        got = evidence._blocking_calls(cols)
+    finally:
+        evidence.BLOCK_ROWS = original
+    assert got.dtype == np.int64 and got.tolist() == expected.tolist()
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 30), max_size=60), st.lists(st.integers(0, 30), max_size=5), st.integers(1, 9))
+def test_ops_at_by_blocks_equal_is_member(values: list[int], times: list[int], block: int) -> None:
+    from tracelens.analyses.columns import Table
+    from tracelens.values import is_member
+
+    pairs = Table({"end": np.array(values, np.int64)})
+    wanted = np.array(times, np.int64)
+    expected = np.flatnonzero(is_member(pairs["end"], wanted))
+    original = evidence.SUM_BLOCK
+    evidence.SUM_BLOCK = block
+    try:
+        got = evidence._ops_at(pairs, "end", wanted)
+    finally:
+        evidence.SUM_BLOCK = original
+    assert got.tolist() == expected.tolist()

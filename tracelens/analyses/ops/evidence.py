@@ -15,9 +15,10 @@ import pyarrow.compute as pc
 
 from ...trace import ALL_KINDS, ANNOTATION, CPU_OP, DRIVER, RUNTIME, Trace
 from ...values import is_member, sorted_distinct
+from ..blocks import BLOCK_ROWS, kind_mask
 from ..columns import device_busy, event_columns, memo, thread_key
 from ..launch import launch_pairs
-from ..names import code_mask, is_blocking_sync
+from ..names import is_blocking_sync
 from .sums import SUM_BLOCK, gpu_durations
 from .tree import (
     framework_op_rows,
@@ -158,8 +159,7 @@ def sync_ops(trace: Trace, limit: int = TOP_EVIDENCE_OPS) -> list[dict[str, Any]
     """The outermost ops inside which blocking synchronization calls run (``aten::item``, ``aten::nonzero``,
     ...), by summed wait: name, calls, wait_ns."""
     cols = event_columns(trace)
-    api = np.flatnonzero(cols.of_kind(RUNTIME, DRIVER) & (cols.tid >= 0))
-    calls = api[code_mask(cols.name[api], cols.names, is_blocking_sync)]
+    calls = _blocking_calls(cols)
     op = outermost_op_at(trace, cols.pid[calls], cols.tid[calls], cols.start[calls])
     found = op >= 0
     if not found.any():
@@ -175,6 +175,42 @@ def sync_ops(trace: Trace, limit: int = TOP_EVIDENCE_OPS) -> list[dict[str, Any]
     ]
 
 
+def _blocking_calls(cols: Any) -> np.ndarray:
+    """Event rows (int64, ascending) of the runtime and driver calls on threads whose name is a blocking sync
+    (``names.is_blocking_sync``, tested once per name the calls use), the table read a block of rows at a time:
+    no mask of the whole table, and the calls' rows held as int32 (8.8M calls on the x1512 export) until the
+    names pick a few."""
+    kinds = (ALL_KINDS.index(RUNTIME), ALL_KINDS.index(DRIVER))
+    kind, tid, name, size = cols.kind, cols.tid, cols.name, cols.kind.size
+    seen = np.zeros(len(cols.names) + 1, bool)  # the names the calls use (the last slot: no name)
+    parts = []
+    for lo in range(0, size, BLOCK_ROWS):  # a loop over blocks of rows
+        mask = kind_mask(kind[lo : lo + BLOCK_ROWS], kinds)
+        mask &= tid[lo : lo + BLOCK_ROWS] >= 0
+        part = np.flatnonzero(mask)
+        part += lo
+        parts.append(part.astype(np.int32) if size < 2**31 else part)
+        seen[name[parts[-1]]] = True
+        del mask, part
+    used = np.flatnonzero(seen[:-1])
+    blocking = np.zeros(len(cols.names) + 1, bool)
+    blocking[used] = np.fromiter((is_blocking_sync(str(cols.names[i])) for i in used), bool, count=used.size)
+    return np.concatenate([np.zeros(0, np.int64), *(p[blocking[name[p]]] for p in parts)]).astype(np.int64)
+
+
+def _ops_at(pairs: Any, column: str, times: np.ndarray) -> np.ndarray:
+    """``np.flatnonzero(is_member(pairs[column], times))``, a block of GPU ops at a time (no column of every GPU
+    op gathered and searched at once)."""
+    parts = [np.zeros(0, np.int64)]
+    for lo in range(0, len(pairs), SUM_BLOCK):  # a loop over blocks of GPU ops
+        found = np.flatnonzero(
+            is_member(pairs[np.arange(lo, min(lo + SUM_BLOCK, len(pairs)))][column], times)
+        )
+        found += lo
+        parts.append(found)
+    return np.concatenate(parts)
+
+
 def gap_ops(trace: Trace, limit: int = TOP_EVIDENCE_OPS) -> list[dict[str, Any]]:
     """The longest GPU idle gaps (over all devices) with the outermost op that launched the GPU work just
     before each (``op_before``: the GPU op ending at the gap's start) and just after it (``op_after``)."""
@@ -186,10 +222,7 @@ def gap_ops(trace: Trace, limit: int = TOP_EVIDENCE_OPS) -> list[dict[str, Any]]
     device, start, end = device[longest], start[longest], end[longest]
     pairs = launch_pairs(trace)
     # The GPU ops ending at some gap's start or starting at some gap's end: one pass over the ops, not one a gap.
-    ending, starting = (
-        np.flatnonzero(is_member(pairs["end"], start)),
-        np.flatnonzero(is_member(pairs["start"], end)),
-    )
+    ending, starting = _ops_at(pairs, "end", start), _ops_at(pairs, "start", end)
     ending_at, starting_at = pairs[ending], pairs[starting]  # each column gathered once, at those ops
     out = []
     for d, s, e in zip(device, start, end, strict=True):  # a loop over the few gaps reported

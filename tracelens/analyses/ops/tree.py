@@ -233,9 +233,9 @@ def _compute_op_tree(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     cols = event_columns(trace)
     pairs = launch_pairs(trace)
     size = cols.start.size
-    # (each GPU op's outermost and innermost op are made once the pass below has run: not held through it)
-    # the compiled pass reads the ops' starts at their rows where it can: no gathered copy of them
-    rows, bounds, start = _by_thread(cols, framework_op_rows(trace), with_starts=not _starts_by_row(cols))
+    # (each GPU op's outermost and innermost op are made after the pass; it reads starts at rows where it can)
+    by_row = _ends_by_row(cols, _no_rows(0, size), "OP_TREE_START_ROWS")
+    rows, bounds, start = _by_thread(cols, framework_op_rows(trace), with_starts=not by_row)
     if rows.size == 0:
         return rows, _no_rows(len(pairs), size), _no_rows(len(pairs), size)
     # The launches by thread, each thread's against that thread's ops.
@@ -249,16 +249,15 @@ def _compute_op_tree(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     by_thread = grouped(code)[0] if code.size else np.zeros(0, np.int64)  # launches on a few threads
     edges = np.searchsorted(code[by_thread], np.arange(-1, threads.size) + 0.5)
     del code
-    launch_start = launched["launch_start"]
-    del launched
     if _compiled is not None:
         launches = by_thread[edges[0] : edges[-1]]  # the launches of threads with ops, by thread
+        t = launched["launch_start"][launches].astype(np.int64, copy=False)
+        del launched  # (its launch times not held through the pass)
         outer = np.zeros(rows.size, np.uint8)
         out, inn = np.empty(launches.size, np.int64), np.empty(launches.size, np.int64)
-        t = launch_start[launches].astype(np.int64, copy=False)
         tail = (bounds.astype(np.int64), t, edges - edges[0], outer, out, inn)
         end = cols.end
-        if start is None:  # _starts_by_row: both read at the rows
+        if start is None:  # (OP_TREE_START_ROWS) both read at the rows
             done = _compiled.op_tree(cols.start, end, *tail, rows, True)
         elif _ends_by_row(cols, rows):  # a build from before it read starts through rows
             done = _compiled.op_tree(start.astype(np.int64, copy=False), end, *tail, rows)
@@ -270,10 +269,18 @@ def _compute_op_tree(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         if done:
             del start, end, t
             at = matched[launches]
+            del matched, launches, by_thread  # (each let go once read: the pass's arrays are launch-sized)
             outermost, innermost = _no_rows(len(pairs), size), _no_rows(len(pairs), size)
-            outermost[at] = np.where(out >= 0, rows[np.maximum(out, 0)], -1)
-            innermost[at] = np.where(inn >= 0, rows[np.maximum(inn, 0)], -1)
+            hit = out >= 0  # (the others stay -1)
+            outermost[at[hit]] = rows[out[hit]]
+            del out
+            hit = inn >= 0
+            innermost[at[hit]] = rows[inn[hit]]
+            del inn, hit, at
             return _narrow_rows(np.compress(outer.view(bool), rows), size), outermost, innermost
+        launched = pairs[matched]
+    launch_start = launched["launch_start"]
+    del launched
     outermost, innermost = _no_rows(len(pairs), size), _no_rows(len(pairs), size)
     keep = np.zeros(rows.size, bool)
     for i, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:], strict=True)):  # a loop over threads
@@ -299,27 +306,17 @@ def _compute_op_tree(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return _narrow_rows(rows[keep], size), outermost, innermost
 
 
-def _ends_by_row(cols: Any, rows: np.ndarray) -> bool:
-    """Whether the compiled pass can read the ops' ends at their rows in the end column (OP_TREE_ROWS)."""
-    end = cols.end
+def _ends_by_row(cols: Any, rows: np.ndarray, flag: str = "OP_TREE_ROWS") -> bool:
+    """Whether the compiled pass can read the ops' ends at their rows in the end column (OP_TREE_ROWS); with
+    ``flag`` OP_TREE_START_ROWS, their starts too (the start column int64 and contiguous as well)."""
+    end, start = cols.end, cols.start if flag == "OP_TREE_START_ROWS" else cols.end
     return bool(
-        getattr(_compiled, "OP_TREE_ROWS", 0)
-        and end.dtype == np.int64
+        getattr(_compiled, flag, 0)
+        and end.dtype == start.dtype == np.int64
         and rows.dtype in (np.int32, np.int64)
         and end.flags.c_contiguous
-        and rows.flags.c_contiguous
-    )
-
-
-def _starts_by_row(cols: Any) -> bool:
-    """Whether the compiled pass can read the ops' starts at their rows too (OP_TREE_START_ROWS; the framework
-    op rows are int32 or int64, C-contiguous, as :func:`framework_op_rows` makes them)."""
-    start = cols.start
-    return bool(
-        getattr(_compiled, "OP_TREE_START_ROWS", 0)
-        and start.dtype == np.int64
         and start.flags.c_contiguous
-        and _ends_by_row(cols, _no_rows(0, start.size))
+        and rows.flags.c_contiguous
     )
 
 
