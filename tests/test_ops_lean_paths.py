@@ -390,3 +390,24 @@ def test_ops_at_by_blocks_equal_is_member(values: list[int], times: list[int], b
     finally:
         evidence.SUM_BLOCK = original
     assert got.tolist() == expected.tolist()
+
+
+def test_op_tree_with_a_build_from_before_starts_by_row() -> None:
+    """A build without OP_TREE_START_ROWS (group_rows writing the starts, op_tree given them gathered) gives the
+    same tree as this one."""
+    if tree._compiled is None or not getattr(tree._compiled, "OP_TREE_START_ROWS", 0):
+        return
+    built = tree._compiled
+    older = SimpleNamespace(
+        op_tree=built.op_tree, group_rows=built.group_rows, names_of_kind=built.names_of_kind, OP_TREE_ROWS=1
+    )
+    for seed in range(12):
+        rows = _op_trace(np.random.default_rng(seed), bool(seed % 2))
+        now = tree._compute_op_tree(Trace.from_rows(rows))
+        tree._compiled = older  # type: ignore[assignment]
+        try:
+            before = tree._compute_op_tree(Trace.from_rows(rows))
+        finally:
+            tree._compiled = built
+        for a, b in zip(now, before, strict=True):
+            assert a.dtype == b.dtype and a.tolist() == b.tolist()
