@@ -24,6 +24,7 @@ The modules, one job each:
     nn_modules    ``nn.Module`` paths and time by module (``ops.by_module``)
     roofline      each op name against its GPU's roofline (``ops.roofline``)
     evidence      the ops the diagnosis names in its evidence (launching ops, optimizer step, sync ops, gaps)
+    sums          sums by op-name code (``sums_by_code``), a block of GPU ops at a time (``sums_by_code_in_blocks``)
 This module assembles the section (``by_name``, ``by_innermost`` and the blocks above).
 """
 
