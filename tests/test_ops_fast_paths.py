@@ -117,7 +117,7 @@ def _columns(
 
 def _numpy_by_thread(cols: SimpleNamespace, rows: np.ndarray) -> tuple[np.ndarray, ...]:
     original = tree._grouped_compiled
-    tree._grouped_compiled = lambda c, r: None  # type: ignore[assignment]
+    tree._grouped_compiled = lambda c, r, *more: None  # type: ignore[assignment]
     try:
         return tree._by_thread(cols, rows)
     finally:

@@ -253,22 +253,22 @@ def test_op_tree_same_with_and_without_the_compiled_pass(monkeypatch: pytest.Mon
 def test_grouped_is_stable_argsort(keys: list[int], few: int, dtype: type) -> None:
     """grouped (sampled candidate keys, a comparison each, up to FEW_GROUPS of them; a sort beyond, or where the
     sample missed a key) against np.argsort(stable): the same order, and bounds at each key's run."""
-    from tracelens.analyses.ops import tree
+    from tracelens.analyses import grouping
 
     key = np.array(keys, dtype)
     expected = np.argsort(key, kind="stable")
     ordered = key[expected]
     runs = np.r_[0, np.flatnonzero(ordered[1:] != ordered[:-1]) + 1, key.size]
-    saved = tree.FEW_GROUPS, tree.KEY_SAMPLE
-    tree.FEW_GROUPS = few
+    saved = grouping.FEW_GROUPS, grouping.KEY_SAMPLE
+    grouping.FEW_GROUPS = few
     try:
         for sample in (1, 3, 1 << 16):  # candidates from one key, a few (some keys missed), every key
-            tree.KEY_SAMPLE = sample
-            order, bounds = tree.grouped(key)
+            grouping.KEY_SAMPLE = sample
+            order, bounds = grouping.grouped(key)
             assert order.tolist() == expected.tolist()
             assert bounds.tolist() == runs.tolist()
     finally:
-        tree.FEW_GROUPS, tree.KEY_SAMPLE = saved
+        grouping.FEW_GROUPS, grouping.KEY_SAMPLE = saved
 
 
 @settings(max_examples=200, deadline=None)

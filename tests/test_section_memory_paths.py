@@ -261,7 +261,7 @@ def test_kernel_union_is_the_merge_of_the_device_kernels(ops: list, block: int, 
         mine = (device == dev) & is_kernel
         expected = intervals.merge(starts[mine], ends[mine])
         with mock.patch.object(memcpy, "UNION_BLOCK_OPS", block):
-            got = memcpy._kernel_union(device, is_kernel, starts, ends, dev)
+            got = memcpy._kernel_union(device, is_kernel, lambda at: (starts[at], ends[at]), dev)
         assert got[0].tolist() == expected[0].tolist()
         assert got[1].tolist() == expected[1].tolist()
 

@@ -220,7 +220,7 @@ def test_grouping_by_thread_codes_equals_the_plain_columns(size: int, pairs, com
     rows = np.flatnonzero(np.array([rnd.random() < 0.8 for _ in range(size)])).astype(np.int32)
     original = tree._grouped_compiled
     try:
-        tree._grouped_compiled = lambda c, r: None  # type: ignore[assignment]
+        tree._grouped_compiled = lambda c, r, *more: None  # type: ignore[assignment]
         expected = tree._by_thread(plain, rows)
         if not compiled:
             got = tree._by_thread(coded, rows)

@@ -16,7 +16,9 @@
  * order), bounds int64 (threads + 1: each thread's ops), t int64 (launch times grouped by thread), edges int64
  * (threads + 1: each thread's launches), outer uint8 (ops), outermost/innermost int64 (launches; positions into
  * the ops, -1: none). With ``rows`` (int32 or int64, one per op), ``end`` is the whole end column and an op's end
- * is read at its row: no gathered copy of the ops' ends (tens of millions of int64 on an emit_nvtx export).
+ * is read at its row: no gathered copy of the ops' ends (tens of millions of int64 on an emit_nvtx export). With
+ * ``rows`` and a true ``starts_by_row`` (an optional last argument: OP_TREE_START_ROWS), ``start`` is the whole
+ * start column too, each op's start read at its row: no gathered copy of the starts either.
  * Returns False, having written nothing, where an op ends before it starts (the readers
  * clamp those; tree.py's numpy path counts them its own way). The GIL is released while it runs.
  *
@@ -29,7 +31,8 @@
  * the store's thread codes, passed as both, which order as their threads' keys do); start: int64;
  * rows and rows_out: int32 or int64; start_out: int64; bounds: int64, candidates + 1. Returns 0; or 1 where a key
  * is not among the candidates, 2 where the rows' starts are not ascending (the outputs then unspecified: tree.py
- * sorts instead). The GIL is released while it runs.
+ * sorts instead). An empty ``start_out`` (OP_TREE_START_ROWS) asks for no starts: op_tree reads them at the rows.
+ * The GIL is released while it runs.
  *
  * names_of_kind(kind, name, code, seen): the names the rows of one kind take (tree.py's op names: the annotations'),
  * in one pass over the kind and name columns instead of a compressed copy of the names and a count of it. kind:
@@ -112,12 +115,19 @@ static inline int64_t end_of(const int64_t *end, const void *rows, Py_ssize_t ro
     return rows == NULL ? end[i] : end[read_int(rows, rows_size, i)];
 }
 
-static int one_thread(const int64_t *start, const int64_t *end, const void *rows, Py_ssize_t rows_size, int64_t n,
-                      const int64_t *t, int64_t m, uint8_t *outer, int64_t *outermost, int64_t *innermost,
-                      int64_t base, int64_t *heap, int16_t *level, int64_t *last, int64_t *order, int64_t *tmp) {
+/* An op's start: start[i], or, with start_rows (the rows, items of rows_size bytes), the start column at its row. */
+static inline int64_t start_of(const int64_t *start, const void *start_rows, Py_ssize_t rows_size, int64_t i) {
+    return start_rows == NULL ? start[i] : start[read_int(start_rows, rows_size, i)];
+}
+
+static int one_thread(const int64_t *start, const void *start_rows, const int64_t *end, const void *rows,
+                      Py_ssize_t rows_size, int64_t n, const int64_t *t, int64_t m, uint8_t *outer, int64_t *outermost,
+                      int64_t *innermost, int64_t base, int64_t *heap, int16_t *level, int64_t *last, int64_t *order,
+                      int64_t *tmp) {
     int64_t size = 0, top = 0;
     for (int64_t i = 0; i < n; i++) {
-        while (size > 0 && heap[0] <= start[i]) heap_pop(heap, &size);
+        int64_t begin = start_of(start, start_rows, rows_size, i);
+        while (size > 0 && heap[0] <= begin) heap_pop(heap, &size);
         int64_t depth = size < MAX_LEVEL ? size : MAX_LEVEL;
         level[i] = (int16_t)depth;
         outer[i] = depth == 0;
@@ -130,7 +140,7 @@ static int one_thread(const int64_t *start, const int64_t *end, const void *rows
     int64_t k = 0;
     for (int64_t j = 0; j < m; j++) {
         int64_t at = order[j], time = t[at];
-        for (; k < n && start[k] <= time; k++) last[level[k]] = k;
+        for (; k < n && start_of(start, start_rows, rows_size, k) <= time; k++) last[level[k]] = k;
         int64_t out = last[0] >= 0 && time < end_of(end, rows, rows_size, last[0]) ? last[0] : -1, in = out;
         for (int64_t l = top; l >= 1; l--) {
             if (last[l] >= 0 && time < end_of(end, rows, rows_size, last[l])) {
@@ -147,8 +157,9 @@ static int one_thread(const int64_t *start, const int64_t *end, const void *rows
 static PyObject *op_tree(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *objs[9] = {NULL};
-    if (!PyArg_ParseTuple(args, "OOOOOOOO|O", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5], &objs[6],
-                          &objs[7], &objs[8]))
+    int starts_by_row = 0;
+    if (!PyArg_ParseTuple(args, "OOOOOOOO|Op", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5], &objs[6],
+                          &objs[7], &objs[8], &starts_by_row))
         return NULL;
     static const char *names[8] = {"start", "end", "bounds", "t", "edges", "outer", "outermost", "innermost"};
     static const Py_ssize_t sizes[8] = {8, 8, 8, 8, 8, 1, 8, 8};
@@ -168,10 +179,13 @@ static PyObject *op_tree(PyObject *self, PyObject *args) {
     }
     const void *rows = with_rows ? v[8].buf : NULL;
     Py_ssize_t rows_size = with_rows ? v[8].itemsize : 8;
-    int64_t n = v[0].len / 8, threads = v[2].len / 8 - 1, m = v[3].len / 8, ends = v[1].len / 8;
+    starts_by_row = starts_by_row && with_rows;
+    const void *start_rows = starts_by_row ? rows : NULL;
+    int64_t starts = v[0].len / 8, threads = v[2].len / 8 - 1, m = v[3].len / 8, ends = v[1].len / 8;
+    int64_t n = with_rows ? v[8].len / rows_size : starts;
     const int64_t *bounds = v[2].buf, *edges = v[4].buf;
-    if ((with_rows ? v[8].len / rows_size : ends) != n || v[5].len != n || v[4].len / 8 != threads + 1 ||
-        v[6].len / 8 != m || v[7].len / 8 != m || threads < 0) {
+    if ((!with_rows && ends != n) || (!starts_by_row && starts != n) || v[5].len != n ||
+        v[4].len / 8 != threads + 1 || v[6].len / 8 != m || v[7].len / 8 != m || threads < 0) {
         PyErr_SetString(PyExc_ValueError, "op_tree: inconsistent sizes");
         goto done;
     }
@@ -188,11 +202,11 @@ static PyObject *op_tree(PyObject *self, PyObject *args) {
     const int64_t *start_all = v[0].buf, *end_all = v[1].buf;
     for (int64_t i = 0; i < n; i++) {
         int64_t row = rows == NULL ? i : read_int(rows, rows_size, i);
-        if (row < 0 || row >= ends) {
+        if (row < 0 || row >= ends || (starts_by_row && row >= starts)) {
             PyErr_SetString(PyExc_ValueError, "op_tree: a row outside the end column");
             goto done;
         }
-        if (end_all[row] < start_all[i]) { /* the depth of tree.py counts such ops differently: its path serves */
+        if (end_all[row] < start_all[starts_by_row ? row : i]) { /* the depth of tree.py counts such ops differently: its path serves */
             result = Py_False;
             Py_INCREF(result);
             goto done;
@@ -212,8 +226,9 @@ static PyObject *op_tree(PyObject *self, PyObject *args) {
         Py_BEGIN_ALLOW_THREADS for (int64_t i = 0; i < threads; i++) {
             int64_t lo = bounds[i], hi = bounds[i + 1], a = edges[i], b = edges[i + 1];
             const void *r = rows == NULL ? NULL : (const char *)rows + lo * rows_size;
-            one_thread(start + lo, rows == NULL ? end + lo : end, r, rows_size, hi - lo, t + a, b - a, outer + lo,
-                       outermost + a, innermost + a, lo, heap, level, last, order, tmp);
+            one_thread(start_rows == NULL ? start + lo : start, start_rows == NULL ? NULL : r,
+                       rows == NULL ? end + lo : end, r, rows_size, hi - lo, t + a, b - a, outer + lo, outermost + a,
+                       innermost + a, lo, heap, level, last, order, tmp);
         }
         Py_END_ALLOW_THREADS result = Py_True;
         Py_INCREF(result);
@@ -258,7 +273,7 @@ done:
         for (int64_t i = 0; i < n; i++) {                                                                          \
             int64_t at = next[code[i]]++;                                                                          \
             out[at] = in[i];                                                                                       \
-            start_out[at] = start[(int64_t)in[i]];                                                                 \
+            if (with_starts) start_out[at] = start[(int64_t)in[i]];                                                \
         }                                                                                                          \
     } while (0)
 
@@ -285,8 +300,9 @@ static PyObject *group_rows(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_TypeError, "group_rows: unexpected item sizes");
         goto done;
     }
+    int with_starts = v[6].len != 0;
     if (k < 1 || k > 255 || v[0].len / pid_size != table || v[1].len / tid_size != table || v[5].len / row_size != n ||
-        v[6].len / 8 != n || v[7].len / 8 != k + 1) {
+        (with_starts && v[6].len / 8 != n) || v[7].len / 8 != k + 1) {
         PyErr_SetString(PyExc_ValueError, "group_rows: inconsistent sizes");
         goto done;
     }
@@ -371,7 +387,7 @@ done:
 
 static PyMethodDef methods[] = {
     {"op_tree", op_tree, METH_VARARGS,
-     "op_tree(start, end, bounds, t, edges, outer, outermost, innermost[, rows])"},
+     "op_tree(start, end, bounds, t, edges, outer, outermost, innermost[, rows[, starts_by_row]])"},
     {"names_of_kind", names_of_kind, METH_VARARGS, "names_of_kind(kind, name, code, seen)"},
     {"group_rows", group_rows, METH_VARARGS,
      "group_rows(pid, tid, start, rows, candidates, rows_out, start_out, bounds)"},
@@ -384,6 +400,11 @@ PyMODINIT_FUNC PyInit__op_tree(void) {
     PyObject *m = PyModule_Create(&module);
     /* op_tree reads ends through rows (its optional last argument): tree.py asks before passing them */
     if (m != NULL && PyModule_AddIntConstant(m, "OP_TREE_ROWS", 1) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    /* op_tree reads starts through rows too (starts_by_row), group_rows writes no starts given an empty start_out */
+    if (m != NULL && PyModule_AddIntConstant(m, "OP_TREE_START_ROWS", 1) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -3,6 +3,7 @@
 from typing import Any
 
 OP_TREE_ROWS: int
+OP_TREE_START_ROWS: int
 
 def op_tree(
     start: Any,
@@ -14,6 +15,7 @@ def op_tree(
     outermost: Any,
     innermost: Any,
     rows: Any = ...,
+    starts_by_row: bool = ...,
 ) -> bool: ...
 def group_rows(
     pid: Any, tid: Any, start: Any, rows: Any, candidates: Any, rows_out: Any, start_out: Any, bounds: Any

@@ -28,7 +28,6 @@ import pandas as pd
 
 from .. import intervals
 from ..trace import GPU_ACTIVITY_KINDS, Trace
-from ..values import dense_codes
 from .columns import DeviceBusy, EventColumns, device_busy, event_columns, memo, thread_key
 from .host_split import split_gaps
 from .launch import launch_pairs
@@ -70,13 +69,9 @@ def host_rows(trace: Trace) -> HostRows:
         cols = event_columns(trace)
         category = host_categories(trace).copy()
         category[one_time_work(trace).rows] = HOST_CATEGORY_PRIORITY.index(STARTUP)
-        keep = np.flatnonzero(category >= 0)
-        pid, tid = cols.pid[keep], cols.tid[keep]
-        codes, uniques = dense_codes(thread_key(pid, tid))
-        first = np.zeros(len(uniques), np.int64)
-        first[codes[::-1]] = np.arange(codes.size)[::-1]  # any row of each thread gives its pid/tid
-        cat = category[keep]
+        keep, cat = _kept_rows(category, np.int32 if cols.start.size < 2**31 else np.int64)
         del category
+        codes, first = _thread_codes(cols, keep)  # (any row of each thread gives its pid/tid: its first)
         # The name test at the sync rows only (a few of the host rows).
         sync_rows = np.flatnonzero(cat == HOST_CATEGORY_PRIORITY.index(SYNC))
         sync_copy = np.zeros(cat.size, bool)
@@ -84,14 +79,65 @@ def host_rows(trace: Trace) -> HostRows:
         del sync_rows
         return HostRows(
             cols=cols,
-            row=keep.astype(np.int32) if cols.start.size < 2**31 else keep,
+            row=keep,
             category=cat,
-            thread=np.asarray(codes, _narrowest_code_type(len(uniques))),
+            thread=codes,
             sync_copy=sync_copy,
-            threads=pd.DataFrame({"pid": pid[first], "tid": tid[first]}),
+            threads=pd.DataFrame({"pid": cols.pid[keep[first]], "tid": cols.tid[keep[first]]}),
         )
 
     return memo(trace, "host_rows", compute)
+
+
+# Host rows handled at once by _kept_rows and _thread_codes (a few MiB of temporaries each).
+HOST_BLOCK = 1 << 21
+
+
+def _kept_rows(category: np.ndarray, row_type: type) -> tuple[np.ndarray, np.ndarray]:
+    """(``np.flatnonzero(category >= 0)`` as ``row_type``, the categories there), a block of rows at a time: no
+    int64 positions of every host row (12.8M on the x1512 export)."""
+    count = sum(
+        int(np.count_nonzero(category[lo : lo + HOST_BLOCK] >= 0))
+        for lo in range(0, category.size, HOST_BLOCK)
+    )
+    rows: np.ndarray = np.empty(count, row_type)
+    cat, at = np.empty(count, category.dtype), 0
+    for lo in range(0, category.size, HOST_BLOCK):  # a loop over blocks of rows
+        block = category[lo : lo + HOST_BLOCK]
+        found = np.flatnonzero(block >= 0)
+        cat[at : at + found.size] = block[found]
+        found += lo
+        rows[at : at + found.size] = found
+        at += found.size
+        del found
+    return rows, cat
+
+
+def _thread_codes(cols: EventColumns, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(each row's thread code: ``dense_codes(thread_key(pid, tid))``'s codes at the rows, in the narrowest type;
+    per code, the position of its first row), a block of rows at a time: each block's keys numbered by hashing,
+    then those numbers mapped to the sorted distinct keys (no int64 key and intp code of every row at once)."""
+    local = np.empty(rows.size, np.int32)
+    uniques = []
+    for lo in range(0, rows.size, HOST_BLOCK):  # a loop over blocks of rows
+        block = rows[lo : lo + HOST_BLOCK]
+        code, seen = pd.factorize(thread_key(cols.pid[block], cols.tid[block]))
+        local[lo : lo + block.size] = code
+        uniques.append(np.asarray(seen, np.int64))
+        del block, code
+    keys = np.sort(np.unique(np.concatenate([np.zeros(0, np.int64), *uniques])))
+    codes: np.ndarray = np.empty(rows.size, _narrowest_code_type(keys.size))
+    first = np.full(keys.size, -1, np.int64)
+    for i, lo in enumerate(range(0, rows.size, HOST_BLOCK)):  # the blocks again: their numbers mapped
+        block = np.searchsorted(keys, uniques[i])[local[lo : lo + HOST_BLOCK]]
+        codes[lo : lo + block.size] = block
+        here = np.full(keys.size, -1, np.int64)
+        here[block[::-1]] = np.arange(
+            lo + block.size - 1, lo - 1, -1
+        )  # the last write: each code's first row
+        first = np.where(first >= 0, first, here)
+        del block
+    return codes, first
 
 
 def _narrowest_code_type(count: int) -> type:

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import numpy as np
 import pandas as pd
 
-from ..values import distinct
+from ..values import dense_codes, distinct
 from .columns import EventColumns, thread_key
 
 # Up to this many threads, ranges are put in thread order by one comparison pass per thread instead of a code
@@ -259,11 +259,88 @@ def medians_of(group: np.ndarray, values: np.ndarray, groups: int) -> tuple[np.n
     medians = np.full(groups, np.nan)
     for g in np.flatnonzero(counts):  # a loop over the few groups
         # np.compress, not values[mask]: 3x faster where the groups interleave
-        mine = np.compress(group == g, values) if groups > 1 else values
-        lo, hi = (mine.size - 1) // 2, mine.size // 2
+        middle = np.compress(group == g, values) if groups > 1 else values.copy()
+        lo, hi = (middle.size - 1) // 2, middle.size // 2
         # one selection, not two (5x cheaper): the element at hi in place, and everything before it no larger, so
-        # the one at lo (hi - 1 where the count is even) is the largest of those
-        middle = np.partition(mine, hi)
+        # the one at lo (hi - 1 where the count is even) is the largest of those; in place in the group's own copy
+        # (np.partition's copy of it: another array of its size)
+        middle.partition(hi)
         low = middle[hi] if lo == hi else middle[:hi].max()
         medians[g] = (float(low) + float(middle[hi])) / 2
     return medians, counts
+
+
+# Rows whose starts :func:`tied_positions` gathers at once (8 MiB of int64).
+TIE_BLOCK = 1 << 20
+
+
+def tied_positions(start: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``np.flatnonzero(start[rows][1:] == start[rows][:-1])``: the positions i (ascending, int64) where ``rows[i]``
+    starts when ``rows[i + 1]`` does, the start column read a block of rows at a time (no gathered copy of the
+    starts of tens of millions of op ranges)."""
+    parts = [np.zeros(0, np.int64)]
+    for lo in range(0, rows.size - 1, TIE_BLOCK):  # a loop over blocks of rows
+        block = start[rows[lo : lo + TIE_BLOCK + 1]]
+        found = np.flatnonzero(block[1:] == block[:-1])
+        found += lo
+        parts.append(found)
+        del block
+    return np.concatenate(parts)
+
+
+def runs_on_threads(
+    pid: np.ndarray, tid: np.ndarray, rows: np.ndarray, most: int
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """(the thread key of each run of rows on one thread, in order; where each run begins, and the last ends) of
+    ``rows`` (non-empty) as ``thread_key(pid[rows], tid[rows])`` changes along them, found a block of rows at a
+    time (no thread key of every row at once); None where the key changes ``most`` times or more."""
+    change: list[int] = []
+    previous = None
+    for lo in range(0, rows.size, TIE_BLOCK):  # a loop over blocks of rows
+        block = rows[lo : lo + TIE_BLOCK]
+        key = thread_key(pid[block], tid[block])
+        if previous is not None and key[0] != previous:
+            change.append(lo)
+        found = np.flatnonzero(key[1:] != key[:-1])
+        found += lo + 1
+        change.extend(found[:most].tolist())
+        if len(change) >= most:
+            return None
+        previous = key[-1]
+        del block, key
+    first = rows[np.r_[0, change].astype(np.int64)]
+    return thread_key(pid[first], tid[first]), np.r_[0, change, rows.size].astype(np.int64)
+
+
+# Up to this many distinct keys, :func:`grouped` finds each key's positions by a comparison; above, by a sort.
+FEW_GROUPS = 8
+KEY_SAMPLE = 1 << 16  # about this many keys, evenly spaced, name the candidate keys
+
+
+def grouped(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(order, bounds): the positions of ``key`` (non-empty) ordered by key, stably (``np.argsort(key,
+    kind="stable")``), and where each key's run begins and the last ends (``order[bounds[i]:bounds[i + 1]]``
+    holds one key's positions, ascending).
+
+    Op ranges lie on a handful of threads: evenly spaced keys name the candidates, each one's positions are
+    found by one comparison, in ascending key order, and where they account for every position that is the
+    order (a few passes per thread instead of factorizing and sorting tens of millions of keys). Beyond
+    :data:`FEW_GROUPS` candidates, or where some key was not sampled: codes and one stable sort."""
+    candidates = np.unique(key[:: max(1, key.size // KEY_SAMPLE)])
+    if candidates.size <= FEW_GROUPS:
+        # each key's positions written in place, not concatenated: one order array at a time
+        order = np.empty(key.size, np.intp)
+        bounds = [0]
+        for k in candidates:  # a loop over a few keys (distinct: their positions never exceed the keys')
+            part = np.flatnonzero(key == k)
+            order[bounds[-1] : bounds[-1] + part.size] = part
+            bounds.append(bounds[-1] + part.size)
+            del part
+        if bounds[-1] == key.size:
+            return order, np.array(bounds, np.int64)
+        del order
+    code = dense_codes(key)[0]
+    code = code.astype(np.int16) if code.max() < np.iinfo(np.int16).max else code
+    order = np.argsort(code, kind="stable")
+    code = code[order]
+    return order, np.r_[0, np.flatnonzero(code[1:] != code[:-1]) + 1, code.size].astype(np.int64)

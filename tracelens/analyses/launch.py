@@ -161,8 +161,10 @@ def _join_ids(
     return op_ids, ids, rows, is_driver
 
 
-# Calls are sorted as one packed int64 each, (id, driver flag, row) in this many bits, where they fit.
+# Calls are sorted as one packed int64 each, (id, driver flag, row) in this many bits, where they fit; packed and
+# unpacked this many calls at a time.
 _PACKED_BITS = 63
+_PACK_BLOCK = 1 << 20
 
 
 def _sorted_calls(
@@ -178,11 +180,15 @@ def _sorted_calls(
     if ids.size and int(ids.max()).bit_length() + shift <= _PACKED_BITS:
         key = ids.astype(np.int64)
         key <<= shift
-        if driver:
-            key |= is_driver.astype(np.int64) << row_bits
-        key |= rows
+        for lo in range(0, key.size, _PACK_BLOCK):  # a block at a time: no int64 temporaries of every call
+            part = key[lo : lo + _PACK_BLOCK]
+            if driver:
+                part |= is_driver[lo : lo + _PACK_BLOCK].astype(np.int64) << row_bits
+            part |= rows[lo : lo + _PACK_BLOCK]
         key.sort()
-        ids = (key >> shift).astype(ids.dtype)
+        ids = np.empty(key.size, ids.dtype)
+        for lo in range(0, key.size, _PACK_BLOCK):
+            ids[lo : lo + _PACK_BLOCK] = key[lo : lo + _PACK_BLOCK] >> shift
         key &= (1 << row_bits) - 1
         rows = key
     else:

@@ -13,6 +13,7 @@ codes), which split modules would pass around or rebuild.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -325,12 +326,16 @@ UNION_BLOCK_OPS = 1 << 20
 
 
 def _kernel_union(
-    device: np.ndarray, is_kernel: np.ndarray, starts: np.ndarray, ends: np.ndarray, dev: int
+    device: np.ndarray,
+    is_kernel: np.ndarray,
+    times: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]],
+    dev: int,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``intervals.merge`` of the kernels of device ``dev`` among the GPU ops (their device, kernel flag and
-    times), a block of ops at a time where the kernels come in start order: each block's union less its last
-    interval is final (every later kernel starts at or after that last interval's start, past the others' ends),
-    the last is merged with the next block. Out of order: one merge of them all."""
+    """``intervals.merge`` of the kernels of device ``dev`` among the GPU ops (their device, kernel flag, and
+    ``times(at)``: the starts and ends of the GPU ops at positions ``at``, gathered there only), a block of ops at
+    a time where the kernels come in start order: each block's union less its last interval is final (every later
+    kernel starts at or after that last interval's start, past the others' ends), the last is merged with the next
+    block. Out of order: one merge of them all."""
     count = 0
     for lo in range(0, device.size, UNION_BLOCK_OPS):  # a loop over blocks of ops
         mine = device[lo : lo + UNION_BLOCK_OPS] == dev
@@ -343,13 +348,14 @@ def _kernel_union(
         at = slice(lo, lo + UNION_BLOCK_OPS)
         mine = device[at] == dev
         mine &= is_kernel[at]
-        s, e = starts[at][mine], ends[at][mine]
-        del mine
+        picked = np.flatnonzero(mine)
+        picked += lo
+        s, e = times(picked)
+        del mine, picked
         if not s.size:
             continue
         if (s[1:] < s[:-1]).any() or (carry is not None and s[0] < carry[0]):
-            every = (device == dev) & is_kernel
-            return intervals.merge(starts[every], ends[every])
+            return intervals.merge(*times(np.flatnonzero((device == dev) & is_kernel)))
         if carry is not None:
             s, e = np.concatenate([[carry[0]], s]), np.concatenate([[carry[1]], e])
         us, ue = intervals.merge(s, e)
@@ -454,7 +460,14 @@ def memcpy_report(trace: Trace) -> dict[str, Any]:
     )
     # The kernels' times from the launch pairs' columns (one row per GPU op, shared): no row array of them.
     ops = launch_pairs(trace)
-    op_device, op_is_kernel, op_start, op_end = ops["device"], ops["is_kernel"], ops["start"], ops["end"]
+    op_device, op_is_kernel = ops["device"], ops["is_kernel"]
+
+    def op_times(at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The GPU ops' starts and ends at ``at`` (launch_pairs' columns gathered there only: no start and end
+        column of every GPU op held through the section)."""
+        picked = ops[at]
+        return picked["start"], picked["end"]
+
     # The launch mode first, its joins the biggest step: the per-copy arrays below are not yet held then.
     mode = _launch_mode_codes(trace, copies)
     labels, kind_code = _kind_codes(copies["copy_kind"])
@@ -513,7 +526,7 @@ def memcpy_report(trace: Trace) -> dict[str, Any]:
         if not dm.any():
             continue
         # once per device, for every kind of copy
-        kernel_busy = _kernel_union(op_device, op_is_kernel, op_start, op_end, dev)
+        kernel_busy = _kernel_union(op_device, op_is_kernel, op_times, dev)
         union, exposed = _exposed(starts[dm], ends[dm], kernel_busy)
         kernel_union[dev] = int((kernel_busy[1] - kernel_busy[0]).sum())
         info = trace.device_info(dev)

@@ -435,7 +435,8 @@ def _union_prefix(union_starts: np.ndarray, union_ends: np.ndarray) -> tuple[np.
     """(cum, last_end) of a union: cum[i] the length of its first i intervals; last_end[i] the end of the i-th
     (below every time for i = 0)."""
     cum = np.zeros(union_starts.size + 1, np.int64)
-    np.cumsum(union_ends - union_starts, out=cum[1:])
+    np.subtract(union_ends, union_starts, out=cum[1:])  # in place: no temporary of the union's lengths
+    np.cumsum(cum[1:], out=cum[1:])
     last_end = np.empty(union_ends.size + 1, np.int64)
     last_end[0] = np.iinfo(np.int64).min
     last_end[1:] = union_ends

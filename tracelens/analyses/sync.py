@@ -26,10 +26,10 @@ from ..event_names import strip_api_suffix
 from ..trace import CPU_OP, DRIVER, GPU_SYNC, RUNTIME, Trace
 from ..values import dense_codes
 from .columns import Table, event_columns, step_windows, thread_key, thread_time_positions
+from .grouping import grouped
 from .kinds import kind_mask
 from .launch import launch_pairs
 from .names import code_mask, code_masks, is_blocking_sync, is_sync_copy
-from .ops.tree import grouped
 from .steps import STEP_LIMIT
 
 ITEM_MAX_BYTES = 64 * 1024

@@ -24,6 +24,7 @@ The modules, one job each:
     nn_modules    ``nn.Module`` paths and time by module (``ops.by_module``)
     roofline      each op name against its GPU's roofline (``ops.roofline``)
     evidence      the ops the diagnosis names in its evidence (launching ops, optimizer step, sync ops, gaps)
+    sums          sums by op-name code (``sums_by_code``), a block of GPU ops at a time (``sums_by_code_in_blocks``)
 This module assembles the section (``by_name``, ``by_innermost`` and the blocks above).
 """
 
@@ -50,6 +51,7 @@ from .evidence import (
 from .flops import MFU_COVERAGE, FlopOps, compute_report, flop_coverage, flop_ops
 from .nn_modules import Modules, by_module, module_at, modules
 from .roofline import TOP_ROOFLINE
+from .sums import EXACT_BITS, gpu_durations, sums_by_code, sums_by_code_in_blocks
 from .tree import (
     TOP_OPS,
     UNATTRIBUTED,
@@ -68,6 +70,7 @@ from .tree import (
 )
 
 __all__ = [
+    "EXACT_BITS",
     "MFU_COVERAGE",
     "TOP_EVIDENCE_OPS",
     "TOP_OPS",
@@ -107,15 +110,25 @@ def ops_report(trace: Trace, limit: int = TOP_OPS) -> dict[str, Any]:
     cols = event_columns(trace)
     pairs = launch_pairs(trace)
     ops = outermost_ops(trace)
-    duration = (pairs["end"] - pairs["start"]).astype(np.int64)
     kernel = pairs["is_kernel"]
     attributed, op_code = gpu_op_name_codes(trace)
-    gpu = sums_by_code(
-        op_code[attributed],
-        gpu=np.where(kernel[attributed], duration[attributed], 0),
-        copy=np.where(kernel[attributed], 0, duration[attributed]),
-    ).drop(columns="size")
-    cpu = sums_by_code(op_name_codes(trace, ops), sum=cols.end[ops] - cols.start[ops])
+    # kernel_ns, attributed_kernel_ns, copy_ns, attributed_copy_ns: int64 sums (wrapping as numpy's), a block of
+    # GPU ops at a time with the sums by op name (no duration and selections of every GPU op held at once)
+    totals = np.zeros(4, np.int64)
+
+    def gpu_block(lo: int, hi: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        duration, k, a = gpu_durations(pairs, np.arange(lo, hi)), kernel[lo:hi], attributed[lo:hi]
+        totals[:] += [duration[k].sum(), duration[k & a].sum(), duration[~k].sum(), duration[~k & a].sum()]
+        k, duration = k[a], duration[a]
+        return op_code[lo:hi][a], {"gpu": np.where(k, duration, 0), "copy": np.where(k, 0, duration)}
+
+    gpu = sums_by_code_in_blocks(len(pairs), gpu_block).drop(columns="size")
+
+    def cpu_block(lo: int, hi: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        rows = ops[lo:hi]
+        return op_name_codes(trace, rows), {"sum": cols.end[rows] - cols.start[rows]}
+
+    cpu = sums_by_code_in_blocks(ops.size, cpu_block)
     # Names only recorded on GPU ops (no host op rows): their launches as the count, no host time.
     table = cpu.join(gpu, how="outer")
     gpu_only = table["size"].isna().to_numpy()
@@ -161,10 +174,10 @@ def ops_report(trace: Trace, limit: int = TOP_OPS) -> dict[str, Any]:
     return {
         "op_count": int(ops.size),
         "names": int(n_names),
-        "kernel_ns": int(duration[kernel].sum()),
-        "attributed_kernel_ns": int(duration[kernel & attributed].sum()),
-        "copy_ns": int(duration[~kernel].sum()),
-        "attributed_copy_ns": int(duration[~kernel & attributed].sum()),
+        "kernel_ns": int(totals[0]),
+        "attributed_kernel_ns": int(totals[1]),
+        "copy_ns": int(totals[2]),
+        "attributed_copy_ns": int(totals[3]),
         "unattributed_count": int((~attributed).sum()),
         "by_name": rows,
         "by_innermost": by_innermost(trace, limit),
@@ -178,21 +191,21 @@ def by_innermost(trace: Trace, limit: int = TOP_OPS) -> list[dict[str, Any]]:
     """Kernel and copy time by the innermost framework op around the launch call, most kernel time first."""
     pairs = launch_pairs(trace)
     op_row = innermost_op_of_gpu_ops(trace)
-    found, code = with_recorded_ops(trace, op_row)  # an op recorded on the GPU op itself is its innermost op
-    if not found.any():
+    is_kernel = pairs["is_kernel"]
+
+    def block(lo: int, hi: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        # an op recorded on the GPU op itself is its innermost op
+        found, code = with_recorded_ops(trace, op_row[lo:hi], lo)
+        at = np.flatnonzero(found)
+        at += lo
+        duration, kernel = gpu_durations(pairs, at), is_kernel[at]
+        columns = {"kernels": kernel.astype(np.int64), "gpu": np.where(kernel, duration, 0)}
+        return code[found], {**columns, "copy": np.where(kernel, 0, duration)}
+
+    table = sums_by_code_in_blocks(len(pairs), block)
+    if table.empty:  # no GPU op with an innermost op
         return []
-    duration = (pairs["end"] - pairs["start"])[found].astype(np.int64)
-    kernel = pairs["is_kernel"][found]
-    table = (
-        sums_by_code(
-            code[found],
-            kernels=kernel.astype(np.int64),
-            gpu=np.where(kernel, duration, 0),
-            copy=np.where(kernel, 0, duration),
-        )
-        .drop(columns="size")
-        .reset_index()
-    )
+    table = table.drop(columns="size").reset_index()
     table = table.sort_values(["gpu", "copy", "name"], ascending=[False, False, True]).head(limit)
     return [
         {
@@ -203,50 +216,6 @@ def by_innermost(trace: Trace, limit: int = TOP_OPS) -> list[dict[str, Any]]:
         }
         for r in table.itertuples(index=False)
     ]
-
-
-# sums_by_code adds an int64 column by a float64 bincount where every partial sum stays within float64's 53-bit
-# integers (|values| x rows < 2**53: durations in ns, up to ~10^9 rows of 100 days each); else in two parts, the
-# low EXACT_BITS bits and the rest, each part's sums exact in that way (checked; otherwise pandas adds them)
-EXACT_BITS = 24
-FLOAT_EXACT = 2**53
-
-
-def _largest(values: np.ndarray) -> int:
-    return max(abs(int(values.min())), abs(int(values.max()))) if values.size else 0
-
-
-def sums_by_code(code: np.ndarray, **columns: np.ndarray) -> pd.DataFrame:
-    """``pd.DataFrame({"name": code, **columns}).groupby("name")`` with each group's ``size`` and each int64
-    column's ``sum`` (the columns in that order, indexed by ``name``, ascending), for codes of at least -1 (op-name
-    codes, -1: no name): bincounts over the codes (no factorizing, no sort). Sums are int64 with its wrap-around,
-    as pandas adds them."""
-    code = np.asarray(code, np.int64)
-    values = {name: np.asarray(v, np.int64) for name, v in columns.items()}
-    n = code.size
-    split = {name for name, v in values.items() if _largest(v) * n >= FLOAT_EXACT}
-    exact = n < FLOAT_EXACT >> EXACT_BITS and all(
-        _largest(values[k] >> EXACT_BITS) * n < FLOAT_EXACT for k in split
-    )
-    if n == 0 or int(code.min()) < -1 or not exact:
-        frame = pd.DataFrame({"name": code, **values}).groupby("name")
-        return frame.size().rename("size").to_frame().join(frame[list(values)].sum())
-    slot = code + 1  # code -1 (no name) in slot 0
-    counts = np.bincount(slot)
-    present = np.flatnonzero(counts)
-    out: dict[str, np.ndarray] = {"size": counts[present].astype(np.int64)}
-
-    def total(weights: np.ndarray) -> np.ndarray:
-        return np.bincount(slot, weights=weights, minlength=counts.size)[present].astype(np.int64)
-
-    for name, v in values.items():
-        if name not in split:
-            out[name] = total(v)
-            continue
-        high, low = total(v >> EXACT_BITS), total(v & ((1 << EXACT_BITS) - 1))
-        with np.errstate(over="ignore"):
-            out[name] = (high << EXACT_BITS) + low  # int64 arithmetic: wraps as pandas' sum does
-    return pd.DataFrame(out, index=pd.Index(present - 1, name="name"))
 
 
 def section(trace: Trace, done: dict[str, Any]) -> dict[str, Any]:

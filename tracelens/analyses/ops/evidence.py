@@ -15,9 +15,11 @@ import pyarrow.compute as pc
 
 from ...trace import ALL_KINDS, ANNOTATION, CPU_OP, DRIVER, RUNTIME, Trace
 from ...values import is_member, sorted_distinct
+from ..blocks import BLOCK_ROWS, kind_mask
 from ..columns import device_busy, event_columns, memo, thread_key
 from ..launch import launch_pairs
-from ..names import code_mask, is_blocking_sync
+from ..names import is_blocking_sync
+from .sums import SUM_BLOCK, gpu_durations
 from .tree import (
     framework_op_rows,
     gpu_op_name_codes,
@@ -26,7 +28,6 @@ from .tree import (
     op_of_gpu_ops,
     outermost_op_at,
     recorded_launches,
-    recorded_op_codes,
     thread_range_at,
 )
 
@@ -68,21 +69,34 @@ def launching_ops(trace: Trace, limit: int = TOP_EVIDENCE_OPS) -> list[dict[str,
     A kernel with an op recorded on it (xplane) counts for that op, whose instances are its launches."""
     pairs = launch_pairs(trace)
     op_row = op_of_gpu_ops(trace)
-    recorded = recorded_op_codes(trace)
-    joined = pairs["is_kernel"] & (op_row >= 0) & (recorded < 0)
-    by_record = pairs["is_kernel"] & (recorded >= 0)
+    recorded = op_names(trace).recorded  # (None: none recorded, no column of -1)
+    joined = pairs["is_kernel"] & (op_row >= 0)
+    if recorded is not None:
+        joined &= recorded < 0
+    by_record = pairs["is_kernel"] & (recorded >= 0) if recorded is not None else np.zeros(joined.size, bool)
     if not (joined.any() or by_record.any()):
         return []
     names = op_names(trace).names
-    op = op_row[joined]
     # Per op-name code (slot = code + 1, slot 0 the null name): kernels, their time, and the distinct ops (an op
-    # has one name, so its instances are the distinct ops of that name).
-    slot = np.r_[op_name_codes(trace, op), recorded[by_record]] + 1
-    kernels = np.bincount(slot, minlength=len(names) + 1)
+    # has one name, so its instances are the distinct ops of that name); a block of GPU ops at a time (int64 sums
+    # wrap as numpy's, in any order).
+    kernels = np.zeros(len(names) + 1, np.int64)
     kernel_ns = np.zeros(len(names) + 1, np.int64)
-    duration = (pairs["end"] - pairs["start"]).astype(np.int64)
-    np.add.at(kernel_ns, slot, np.r_[duration[joined], duration[by_record]])
-    del slot
+    for lo in range(0, joined.size, SUM_BLOCK):  # a loop over blocks of GPU ops
+        mine, theirs = (
+            np.flatnonzero(joined[lo : lo + SUM_BLOCK]),
+            np.flatnonzero(by_record[lo : lo + SUM_BLOCK]),
+        )
+        mine += lo
+        theirs += lo
+        slot, duration = op_name_codes(trace, op_row[mine]), gpu_durations(pairs, mine)
+        if recorded is not None:
+            slot, duration = np.r_[slot, recorded[theirs]], np.r_[duration, gpu_durations(pairs, theirs)]
+        slot += 1
+        kernels += np.bincount(slot, minlength=len(names) + 1)
+        np.add.at(kernel_ns, slot, duration)
+        del slot, duration, mine, theirs
+    op = op_row[joined]
     instances = np.bincount(op_name_codes(trace, sorted_distinct(op)) + 1, minlength=len(names) + 1)
     if by_record.any():
         launches = recorded_launches(trace)
@@ -145,8 +159,7 @@ def sync_ops(trace: Trace, limit: int = TOP_EVIDENCE_OPS) -> list[dict[str, Any]
     """The outermost ops inside which blocking synchronization calls run (``aten::item``, ``aten::nonzero``,
     ...), by summed wait: name, calls, wait_ns."""
     cols = event_columns(trace)
-    api = np.flatnonzero(cols.of_kind(RUNTIME, DRIVER) & (cols.tid >= 0))
-    calls = api[code_mask(cols.name[api], cols.names, is_blocking_sync)]
+    calls = _blocking_calls(cols)
     op = outermost_op_at(trace, cols.pid[calls], cols.tid[calls], cols.start[calls])
     found = op >= 0
     if not found.any():
@@ -162,28 +175,54 @@ def sync_ops(trace: Trace, limit: int = TOP_EVIDENCE_OPS) -> list[dict[str, Any]
     ]
 
 
+def _blocking_calls(cols: Any) -> np.ndarray:
+    """Event rows (int64, ascending) of the runtime and driver calls on threads whose name is a blocking sync
+    (``names.is_blocking_sync``, tested once per name the calls use), the table read a block of rows at a time:
+    no mask of the whole table, and the calls' rows held as int32 (8.8M calls on the x1512 export) until the
+    names pick a few."""
+    kinds = (ALL_KINDS.index(RUNTIME), ALL_KINDS.index(DRIVER))
+    kind, tid, name, size = cols.kind, cols.tid, cols.name, cols.kind.size
+    seen = np.zeros(len(cols.names) + 1, bool)  # the names the calls use (the last slot: no name)
+    parts = []
+    for lo in range(0, size, BLOCK_ROWS):  # a loop over blocks of rows
+        mask = kind_mask(kind[lo : lo + BLOCK_ROWS], kinds)
+        mask &= tid[lo : lo + BLOCK_ROWS] >= 0
+        part = np.flatnonzero(mask)
+        part += lo
+        parts.append(part.astype(np.int32) if size < 2**31 else part)
+        seen[name[parts[-1]]] = True
+        del mask, part
+    used = np.flatnonzero(seen[:-1])
+    blocking = np.zeros(len(cols.names) + 1, bool)
+    blocking[used] = np.fromiter((is_blocking_sync(str(cols.names[i])) for i in used), bool, count=used.size)
+    return np.concatenate([np.zeros(0, np.int64), *(p[blocking[name[p]]] for p in parts)]).astype(np.int64)
+
+
+def _ops_at(pairs: Any, column: str, times: np.ndarray) -> np.ndarray:
+    """``np.flatnonzero(is_member(pairs[column], times))``, a block of GPU ops at a time (no column of every GPU
+    op gathered and searched at once)."""
+    parts = [np.zeros(0, np.int64)]
+    for lo in range(0, len(pairs), SUM_BLOCK):  # a loop over blocks of GPU ops
+        found = np.flatnonzero(
+            is_member(pairs[np.arange(lo, min(lo + SUM_BLOCK, len(pairs)))][column], times)
+        )
+        found += lo
+        parts.append(found)
+    return np.concatenate(parts)
+
+
 def gap_ops(trace: Trace, limit: int = TOP_EVIDENCE_OPS) -> list[dict[str, Any]]:
     """The longest GPU idle gaps (over all devices) with the outermost op that launched the GPU work just
     before each (``op_before``: the GPU op ending at the gap's start) and just after it (``op_after``)."""
     busy = device_busy(trace)
     if not busy or not any(b.gap_starts.size for b in busy.values()):
         return []
-    # Concatenated per device (a loop over devices).
-    device = np.concatenate([np.full(b.gap_starts.size, d, np.int64) for d, b in busy.items()])
-    start = np.concatenate([b.gap_starts for b in busy.values()]).astype(np.int64)
-    end = np.concatenate([b.gap_ends for b in busy.values()]).astype(np.int64)
-    length = end - start
-    if length.size > limit:  # the gaps at least as long as the limit-th longest (ties included), then ordered
-        keep = np.flatnonzero(length >= np.partition(length, length.size - limit)[length.size - limit])
-        device, start, end, length = device[keep], start[keep], end[keep], length[keep]
+    device, start, end, length = _longest_gaps(busy, limit)
     longest = np.lexsort((start, device, -length))[:limit]
     device, start, end = device[longest], start[longest], end[longest]
     pairs = launch_pairs(trace)
     # The GPU ops ending at some gap's start or starting at some gap's end: one pass over the ops, not one a gap.
-    ending, starting = (
-        np.flatnonzero(is_member(pairs["end"], start)),
-        np.flatnonzero(is_member(pairs["start"], end)),
-    )
+    ending, starting = _ops_at(pairs, "end", start), _ops_at(pairs, "start", end)
     ending_at, starting_at = pairs[ending], pairs[starting]  # each column gathered once, at those ops
     out = []
     for d, s, e in zip(device, start, end, strict=True):  # a loop over the few gaps reported
@@ -199,6 +238,36 @@ def gap_ops(trace: Trace, limit: int = TOP_EVIDENCE_OPS) -> list[dict[str, Any]]
             }
         )
     return out
+
+
+def _longest_gaps(busy: dict[int, Any], limit: int) -> tuple[np.ndarray, ...]:
+    """(device, start, end, length) of the gaps at least as long as the ``limit``-th longest over all devices
+    (ties included; every gap where there are at most ``limit``), in device order, then gap order. Each device's
+    own such gaps first, a device at a time (a loop over devices): the longest over all are among them (a gap
+    shorter than its device's ``limit``-th longest has ``limit`` longer ones), with no int64 copies of every
+    device's gaps at once."""
+    picked = []
+    total = 0
+    for d, b in busy.items():  # a loop over devices
+        length = (b.gap_ends - b.gap_starts).astype(np.int64, copy=False)
+        total += length.size
+        keep = np.arange(length.size)
+        if length.size > limit:
+            keep = np.flatnonzero(length >= np.partition(length, length.size - limit)[length.size - limit])
+        picked.append(
+            (
+                np.full(keep.size, d, np.int64),
+                b.gap_starts[keep].astype(np.int64),
+                b.gap_ends[keep].astype(np.int64),
+            )
+        )
+        del length
+    device, start, end = (np.concatenate(column) for column in zip(*picked, strict=True))
+    length = end - start
+    if total > limit:  # the gaps at least as long as the limit-th longest (ties included)
+        keep = np.flatnonzero(length >= np.partition(length, length.size - limit)[length.size - limit])
+        device, start, end, length = device[keep], start[keep], end[keep], length[keep]
+    return device, start, end, length
 
 
 def _op_name(trace: Trace, gpu_ops: np.ndarray) -> str | None:

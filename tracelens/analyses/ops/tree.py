@@ -11,9 +11,10 @@ import pandas as pd
 
 from ... import intervals
 from ...trace import ALL_KINDS, ANNOTATION, CPU_OP, GPU_ACTIVITY_KINDS, Trace
-from ...values import dense_codes
+from ..blocks import BLOCK_ROWS
 from ..coded import CodedInts
 from ..columns import dictionary_codes, event_columns, memo, range_running_at, thread_key
+from ..grouping import KEY_SAMPLE, grouped, runs_on_threads, tied_positions
 from ..launch import launch_pairs
 from ..names import EMIT_NVTX_PATTERN
 
@@ -136,13 +137,17 @@ def gpu_op_name_codes(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
     return memo(trace, "gpu_op_name_codes", lambda: with_recorded_ops(trace, op_of_gpu_ops(trace)))
 
 
-def with_recorded_ops(trace: Trace, op_row: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per row of ``launch_pairs``, given the op row the host join found for it (-1: none): whether it has an
-    op, and the name code of the op recorded on it if any, else of the joined op's (-1: none, or no name)."""
-    recorded = recorded_op_codes(trace)
+def with_recorded_ops(trace: Trace, op_row: np.ndarray, lo: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of ``launch_pairs`` (its rows [lo, lo + op_row.size)), given the op row the host join found for it
+    (-1: none): whether it has an op, and the name code of the op recorded on it if any, else of the joined op's
+    (-1: none, or no name)."""
+    recorded = op_names(trace).recorded
     code = np.full(op_row.size, -1, np.int64)
     joined = op_row >= 0
     code[joined] = op_name_codes(trace, op_row[joined])
+    if recorded is None:  # no op recorded on a GPU op (no column of -1 to test)
+        return joined, code
+    recorded = recorded[lo : lo + op_row.size]
     code = np.where(recorded >= 0, recorded, code)
     return joined | (recorded >= 0), code
 
@@ -153,11 +158,23 @@ def emit_nvtx_rows(trace: Trace) -> np.ndarray:
     def compute() -> np.ndarray:
         cols = event_columns(trace)
         names = op_names(trace)
-        mask = cols.of_kind(ANNOTATION)
-        if not names.all_annotations_nvtx:  # (else every annotation is an op range: no gather of the names)
-            mask &= names.nvtx[cols.name]
-        mask &= cols.tid >= 0
-        return _narrow_rows(np.flatnonzero(mask), cols.start.size)
+        code, size = ALL_KINDS.index(ANNOTATION), cols.start.size
+        kind, tid, name = cols.kind, cols.tid, cols.name
+        # A block of the table at a time, each block's rows narrowed as found: no mask of the whole table and no
+        # int64 positions of the tens of millions of op ranges of an emit_nvtx export.
+        parts = []
+        for lo in range(0, size, BLOCK_ROWS):  # a loop over blocks of rows
+            hi = lo + BLOCK_ROWS
+            mask = kind[lo:hi] == code
+            # (where every annotation is an op range: no gather of the names)
+            if not names.all_annotations_nvtx:
+                mask &= names.nvtx[name[lo:hi]]
+            mask &= tid[lo:hi] >= 0
+            found = np.flatnonzero(mask)
+            found += lo
+            parts.append(_narrow_rows(found, size))
+            del mask, found
+        return np.concatenate(parts) if parts else _narrow_rows(np.zeros(0, np.int64), size)
 
     return memo(trace, "emit_nvtx_rows", compute)
 
@@ -165,7 +182,12 @@ def emit_nvtx_rows(trace: Trace) -> np.ndarray:
 def _narrow_rows(rows: np.ndarray, table_rows: int) -> np.ndarray:
     """Event rows (or -1) kept for the whole analysis as int32 where the table allows: half the memory of the
     tens of millions of op ranges of an emit_nvtx export."""
-    return rows.astype(np.int32) if table_rows < 2**31 else rows
+    return rows.astype(np.int32, copy=False) if table_rows < 2**31 else rows
+
+
+def _no_rows(count: int, table_rows: int) -> np.ndarray:
+    """``count`` event rows of -1, in the type :func:`_narrow_rows` gives rows of a table of ``table_rows``."""
+    return np.full(count, -1, np.int32 if table_rows < 2**31 else np.int64)
 
 
 def framework_op_rows(trace: Trace) -> np.ndarray:
@@ -210,10 +232,12 @@ def _op_tree(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def _compute_op_tree(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     cols = event_columns(trace)
     pairs = launch_pairs(trace)
-    outermost, innermost = np.full(len(pairs), -1, np.int64), np.full(len(pairs), -1, np.int64)
-    rows, bounds, start = _by_thread(cols, framework_op_rows(trace))
+    size = cols.start.size
+    # (each GPU op's outermost and innermost op are made after the pass; it reads starts at rows where it can)
+    by_row = _ends_by_row(cols, _no_rows(0, size), "OP_TREE_START_ROWS")
+    rows, bounds, start = _by_thread(cols, framework_op_rows(trace), with_starts=not by_row)
     if rows.size == 0:
-        return rows, _narrow_rows(outermost, cols.start.size), _narrow_rows(innermost, cols.start.size)
+        return rows, _no_rows(len(pairs), size), _no_rows(len(pairs), size)
     # The launches by thread, each thread's against that thread's ops.
     matched = np.flatnonzero(pairs["matched"])
     threads = thread_key(cols.pid[rows[bounds[:-1]]], cols.tid[rows[bounds[:-1]]])  # ascending
@@ -225,37 +249,39 @@ def _compute_op_tree(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     by_thread = grouped(code)[0] if code.size else np.zeros(0, np.int64)  # launches on a few threads
     edges = np.searchsorted(code[by_thread], np.arange(-1, threads.size) + 0.5)
     del code
-    launch_start = launched["launch_start"]
-    del launched
     if _compiled is not None:
         launches = by_thread[edges[0] : edges[-1]]  # the launches of threads with ops, by thread
+        t = launched["launch_start"][launches].astype(np.int64, copy=False)
+        del launched  # (its launch times not held through the pass)
         outer = np.zeros(rows.size, np.uint8)
         out, inn = np.empty(launches.size, np.int64), np.empty(launches.size, np.int64)
-        start, t = start.astype(np.int64, copy=False), launch_start[launches].astype(np.int64, copy=False)
         tail = (bounds.astype(np.int64), t, edges - edges[0], outer, out, inn)
         end = cols.end
-        if (
-            getattr(_compiled, "OP_TREE_ROWS", 0)
-            and end.dtype == np.int64
-            and rows.dtype in (np.int32, np.int64)
-            and end.flags.c_contiguous
-            and rows.flags.c_contiguous
-        ):
-            done = _compiled.op_tree(start, end, *tail, rows)  # the ends read at the rows: no gathered copy
+        if start is None:  # (OP_TREE_START_ROWS) both read at the rows
+            done = _compiled.op_tree(cols.start, end, *tail, rows, True)
+        elif _ends_by_row(cols, rows):  # a build from before it read starts through rows
+            done = _compiled.op_tree(start.astype(np.int64, copy=False), end, *tail, rows)
         else:  # a build from before it read ends through rows
-            done = _compiled.op_tree(start, end[rows].astype(np.int64, copy=False), *tail)
+            done = _compiled.op_tree(
+                start.astype(np.int64, copy=False), end[rows].astype(np.int64, copy=False), *tail
+            )
         del tail
         if done:
             del start, end, t
             at = matched[launches]
-            outermost[at] = np.where(out >= 0, rows[np.maximum(out, 0)], -1)
-            innermost[at] = np.where(inn >= 0, rows[np.maximum(inn, 0)], -1)
-            size = cols.start.size
-            return (
-                _narrow_rows(np.compress(outer.view(bool), rows), size),
-                _narrow_rows(outermost, size),
-                _narrow_rows(innermost, size),
-            )
+            del matched, launches, by_thread  # (each let go once read: the pass's arrays are launch-sized)
+            outermost, innermost = _no_rows(len(pairs), size), _no_rows(len(pairs), size)
+            hit = out >= 0  # (the others stay -1)
+            outermost[at[hit]] = rows[out[hit]]
+            del out
+            hit = inn >= 0
+            innermost[at[hit]] = rows[inn[hit]]
+            del inn, hit, at
+            return _narrow_rows(np.compress(outer.view(bool), rows), size), outermost, innermost
+        launched = pairs[matched]
+    launch_start = launched["launch_start"]
+    del launched
+    outermost, innermost = _no_rows(len(pairs), size), _no_rows(len(pairs), size)
     keep = np.zeros(rows.size, bool)
     for i, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:], strict=True)):  # a loop over threads
         thread_rows = rows[lo:hi]
@@ -277,8 +303,21 @@ def _compute_op_tree(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             # means enclosed).
             outer[0] = True
             outer[1:] = start[1:] >= np.maximum.accumulate(end)[:-1]
-    size = cols.start.size
-    return _narrow_rows(rows[keep], size), _narrow_rows(outermost, size), _narrow_rows(innermost, size)
+    return _narrow_rows(rows[keep], size), outermost, innermost
+
+
+def _ends_by_row(cols: Any, rows: np.ndarray, flag: str = "OP_TREE_ROWS") -> bool:
+    """Whether the compiled pass can read the ops' ends at their rows in the end column (OP_TREE_ROWS); with
+    ``flag`` OP_TREE_START_ROWS, their starts too (the start column int64 and contiguous as well)."""
+    end, start = cols.end, cols.start if flag == "OP_TREE_START_ROWS" else cols.end
+    return bool(
+        getattr(_compiled, flag, 0)
+        and end.dtype == start.dtype == np.int64
+        and rows.dtype in (np.int32, np.int64)
+        and end.flags.c_contiguous
+        and start.flags.c_contiguous
+        and rows.flags.c_contiguous
+    )
 
 
 def _running(
@@ -313,14 +352,18 @@ def ops_by_thread(cols: Any, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
     The event table is in start order, so this is a stable grouping by thread (:func:`grouped`) plus a sort of
     the rows that tie on (thread, start), not a three-key sort of an export's tens of millions of op ranges."""
-    return _by_thread(cols, rows)[:2]
+    return _by_thread(cols, rows, with_starts=False)[:2]
 
 
-def _by_thread(cols: Any, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`ops_by_thread` and the ordered rows' starts (the op tree's pass reads them)."""
+def _by_thread(
+    cols: Any, rows: np.ndarray, with_starts: bool = True
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """:func:`ops_by_thread` and the ordered rows' starts (the op tree's pass reads them); without
+    ``with_starts``, None for the starts (none gathered: the compiled pass reads them at the rows)."""
     if rows.size == 0:
-        return rows, np.zeros(1, np.int64), cols.start[rows]
-    fused = _grouped_compiled(cols, rows)
+        return rows, np.zeros(1, np.int64), cols.start[rows] if with_starts else None
+    fused = _grouped_compiled(cols, rows, with_starts)
+    start: np.ndarray | None
     if fused is not None:
         rows, bounds, start = fused
     else:
@@ -335,23 +378,28 @@ def _by_thread(cols: Any, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.
         rows, start = rows[order], start[order]
         del order
     # Ops of a thread starting together: longest first, then in row order.
-    tie = start[1:] == start[:-1]
-    tie[bounds[1:-1] - 1] = False  # the last op of a thread and the first of the next: different threads
-    if tie.any():
-        at = np.flatnonzero(np.r_[tie, False] | np.r_[False, tie])
-        group = np.cumsum(np.r_[True, ~tie[at[:-1]]])  # consecutive tied rows share a (thread, start)
+    tie = np.flatnonzero(start[1:] == start[:-1]) if start is not None else tied_positions(cols.start, rows)
+    # the last op of a thread and the first of the next: different threads
+    tie = tie[np.isin(tie, bounds[1:-1] - 1, invert=True)]
+    if tie.size:
+        at = np.union1d(tie, tie + 1)
+        # consecutive tied rows share a (thread, start): at[k] ties with at[k] + 1, the next of ``at``
+        group = np.cumsum(np.r_[True, ~np.isin(at[:-1], tie)])
         tied = rows[at]
         # reordered among rows of one start: ``start`` stays the rows' starts
         rows[at] = tied[np.lexsort((tied, cols.start[tied] - cols.end[tied], group))]
-    return rows, bounds, start
+    return rows, bounds, start if with_starts else None
 
 
-def _grouped_compiled(cols: Any, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+def _grouped_compiled(
+    cols: Any, rows: np.ndarray, with_starts: bool = True
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None] | None:
     """(``rows`` grouped by thread as :func:`grouped` orders their ``thread_key``, the bounds, their starts) by the
     compiled counting sort (_op_tree.c ``group_rows``: two passes over the rows, each row's pid, tid and start read
     there, no gathered column and no comparison and gather per thread), where the rows are in start order; None
     where it does not apply (no compiled helper, other column types, more than 255 threads, a thread the sampled
-    candidates miss, rows not in start order: then :func:`_by_thread` sorts)."""
+    candidates miss, rows not in start order: then :func:`_by_thread` sorts). Without ``with_starts``, where the
+    build can (OP_TREE_START_ROWS), no starts are written (None for them)."""
     pid, tid, start = cols.pid, cols.tid, cols.start
     if isinstance(pid, CodedInts) and isinstance(tid, CodedInts) and pid.codes is tid.codes:
         # thread codes (an Nsight export's store), in the threads' key order: rows grouped by code are grouped by key
@@ -369,14 +417,15 @@ def _grouped_compiled(cols: Any, rows: np.ndarray) -> tuple[np.ndarray, np.ndarr
     candidates = np.unique(thread_key(pid[sample], tid[sample]))
     if candidates.size > 255:
         return None
-    rows_out, start_out = np.empty_like(rows), np.empty(rows.size, np.int64)
+    starts = with_starts or not getattr(_compiled, "OP_TREE_START_ROWS", 0)  # (an older build writes them)
+    rows_out, start_out = np.empty_like(rows), np.empty(rows.size if starts else 0, np.int64)
     bounds = np.empty(candidates.size + 1, np.int64)
     try:
         if _compiled.group_rows(pid, tid, start, rows, candidates, rows_out, start_out, bounds) != 0:
             return None
     except TypeError:  # a build from before group_rows took 1- and 2-byte thread codes: numpy groups them
         return None
-    return rows_out, bounds, start_out
+    return rows_out, bounds, start_out if starts else None
 
 
 def _thread_order_key(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
@@ -385,40 +434,6 @@ def _thread_order_key(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
     if tid.dtype == np.int32 and pid.size and pid.min() == pid.max():
         return tid.view(np.uint32)
     return thread_key(pid, tid)
-
-
-# Up to this many distinct keys, :func:`grouped` finds each key's positions by a comparison; above, by a sort.
-FEW_GROUPS = 8
-KEY_SAMPLE = 1 << 16  # about this many keys, evenly spaced, name the candidate keys
-
-
-def grouped(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(order, bounds): the positions of ``key`` (non-empty) ordered by key, stably (``np.argsort(key,
-    kind="stable")``), and where each key's run begins and the last ends (``order[bounds[i]:bounds[i + 1]]``
-    holds one key's positions, ascending).
-
-    Op ranges lie on a handful of threads: evenly spaced keys name the candidates, each one's positions are
-    found by one comparison, in ascending key order, and where they account for every position that is the
-    order (a few passes per thread instead of factorizing and sorting tens of millions of keys). Beyond
-    :data:`FEW_GROUPS` candidates, or where some key was not sampled: codes and one stable sort."""
-    candidates = np.unique(key[:: max(1, key.size // KEY_SAMPLE)])
-    if candidates.size <= FEW_GROUPS:
-        # each key's positions written in place, not concatenated: one order array at a time
-        order = np.empty(key.size, np.intp)
-        bounds = [0]
-        for k in candidates:  # a loop over a few keys (distinct: their positions never exceed the keys')
-            part = np.flatnonzero(key == k)
-            order[bounds[-1] : bounds[-1] + part.size] = part
-            bounds.append(bounds[-1] + part.size)
-            del part
-        if bounds[-1] == key.size:
-            return order, np.array(bounds, np.int64)
-        del order
-    code = dense_codes(key)[0]
-    code = code.astype(np.int16) if code.max() < np.iinfo(np.int16).max else code
-    order = np.argsort(code, kind="stable")
-    code = code[order]
-    return order, np.r_[0, np.flatnonzero(code[1:] != code[:-1]) + 1, code.size].astype(np.int64)
 
 
 def op_of_gpu_ops(trace: Trace) -> np.ndarray:
@@ -463,7 +478,22 @@ def thread_range_at(
     cols: Any, ranges: np.ndarray, pid: np.ndarray, tid: np.ndarray, t: np.ndarray
 ) -> np.ndarray:
     """For each (thread, time), the index into ``ranges`` (sorted by thread and start, disjoint on a thread) of
-    the range running then (start <= t < end); -1 when none."""
+    the range running then (start <= t < end); -1 when none. Where the ranges lie on a few threads, as
+    :func:`running_on_thread_at` searches them, each thread's starts and ends gathered only for a thread asked
+    about (no thread key, start and end of every range at once: the outermost ops of an emit_nvtx export)."""
+    runs = runs_on_threads(cols.pid, cols.tid, ranges, FEW_THREADS) if ranges.size and len(t) else None
+    if runs is not None and bool((runs[0][1:] > runs[0][:-1]).all()):
+        keys, t = thread_key(pid, tid), np.asarray(t, dtype=np.int64)
+        out = np.full(t.size, -1, np.int64)
+        for i, key in enumerate(runs[0]):  # a loop over the few threads
+            mine = np.flatnonzero(keys == key)
+            if mine.size:
+                lo, rows = int(runs[1][i]), ranges[runs[1][i] : runs[1][i + 1]]
+                start, end = cols.start[rows].astype(np.int64), cols.end[rows].astype(np.int64)
+                at = intervals.running_at(start, end, t[mine])
+                found = at >= 0
+                out[mine[found]] = at[found] + lo
+        return out
     return running_on_thread_at(
         thread_key(cols.pid[ranges], cols.tid[ranges]),
         cols.start[ranges],

@@ -1,0 +1,55 @@
+"""attribution.host_rows built a block of rows at a time (_kept_rows, _thread_codes: each block's thread keys
+numbered by hashing, then mapped to the sorted distinct keys) equals the whole-table build it replaced (kept here
+as the reference), on generated host rows: several processes and threads (a tid past 32 bits sharing its thread
+key with its low 32 bits, the first row's tid kept), rows without a category, blocks of a few rows."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tracelens.analyses import attribution
+from tracelens.analyses.columns import thread_key
+from tracelens.values import dense_codes
+
+THREADS = [(1, 5), (1, 6), (2, 5), (3, 2**33 + 5), (3, 5), (7, -1)]
+
+
+def _reference(pid: np.ndarray, tid: np.ndarray, category: np.ndarray) -> tuple:
+    keep = np.flatnonzero(category >= 0)
+    p, t = pid[keep], tid[keep]
+    codes, uniques = dense_codes(thread_key(p, t))
+    first = np.zeros(len(uniques), np.int64)
+    first[codes[::-1]] = np.arange(codes.size)[::-1]
+    return (
+        keep.astype(np.int32),
+        category[keep],
+        np.asarray(codes, attribution._narrowest_code_type(len(uniques))),
+        pd.DataFrame({"pid": p[first], "tid": t[first]}),
+    )
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, len(THREADS) - 1), st.integers(-1, 4)), max_size=80),
+    st.integers(1, 9),
+)
+def test_host_rows_by_blocks_equal_the_whole_table(rows: list[tuple[int, int]], block: int) -> None:
+    pid = np.array([THREADS[i][0] for i, _ in rows], np.int32)
+    tid = np.array([THREADS[i][1] for i, _ in rows], np.int64)
+    category = np.array([c for _, c in rows], np.int8)
+    cols = type("Cols", (), {"pid": pid, "tid": tid})()
+    expected = _reference(pid, tid, category)
+    original = attribution.HOST_BLOCK
+    attribution.HOST_BLOCK = block
+    try:
+        keep, cat = attribution._kept_rows(category, np.int32)
+        codes, first = attribution._thread_codes(cols, keep)
+    finally:
+        attribution.HOST_BLOCK = original
+    threads = pd.DataFrame({"pid": pid[keep[first]], "tid": tid[keep[first]]})
+    for got, want in zip((keep, cat, codes), expected[:3], strict=True):
+        assert got.dtype == want.dtype and got.tolist() == want.tolist()
+    pd.testing.assert_frame_equal(threads, expected[3])
