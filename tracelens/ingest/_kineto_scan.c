@@ -1055,6 +1055,21 @@ static inline ALWAYS_INLINE int read_float_or_text(Scanner *s, double *f, int fi
     return read_float(s, f, field);
 }
 
+#ifdef HAVE_LITTLE_ENDIAN_LOADS
+/* Whether the 8 bytes at p (at least 16 readable) begin with a JSON integer of exactly `length` (1-8) digits:
+ * digits only, no leading zero, then a byte that ends a number. *t gets the bytes less '0' each, for
+ * digits_value. Shared by read_id and skip_id. */
+static inline ALWAYS_INLINE int integer_of_length(const unsigned char *p, int length, uint64_t *t) {
+    uint64_t v = load_64(p) - UINT64_C(0x3030303030303030);
+    uint64_t not_digit = ((v + UINT64_C(0x7676767676767676)) | v) & UINT64_C(0x8080808080808080);
+    uint64_t digits = length == 8 ? ~UINT64_C(0) : (UINT64_C(1) << (8 * length)) - 1;
+    unsigned char next = p[length];
+    *t = v;
+    return (not_digit & digits) == 0 && !is_digit(next) && next != '.' && (next | 0x20) != 'e' &&
+           (p[0] != '0' || length == 1);
+}
+#endif
+
 /* read_float for the ids Kineto writes (pid, tid, External id, correlation): an integer of as many digits as
  * the field's previous one (its length predicted: the end of the number is then known without waiting for
  * its digits to be found, on a branch nearly always taken), checked as JSON (digits only, no leading zero,
@@ -1066,12 +1081,8 @@ static inline ALWAYS_INLINE int read_id(Scanner *s, double *f, int field) {
 #ifdef HAVE_LITTLE_ENDIAN_LOADS
     int length = s->lengths[field];
     if (length != 0 && s->end - p >= 16 && !(s->deferred & (UINT32_C(1) << field))) {
-        uint64_t t = load_64(p) - UINT64_C(0x3030303030303030);
-        uint64_t not_digit = ((t + UINT64_C(0x7676767676767676)) | t) & UINT64_C(0x8080808080808080);
-        uint64_t digits = length == 8 ? ~UINT64_C(0) : (UINT64_C(1) << (8 * length)) - 1;
-        unsigned char next = p[length];
-        if ((not_digit & digits) == 0 && !is_digit(next) && next != '.' && (next | 0x20) != 'e' &&
-            (p[0] != '0' || length == 1)) {
+        uint64_t t;
+        if (integer_of_length(p, length, &t)) {
             f[field] = (double)(int64_t)digits_value(t, length);
             s->path = PATH_INTEGER;
             s->p = p + length;
@@ -1341,12 +1352,8 @@ static inline ALWAYS_INLINE int skip_id(Scanner *s, int kind, int depth) {
 #ifdef HAVE_LITTLE_ENDIAN_LOADS
     int length = s->skipped_lengths[kind];
     if (length != 0 && s->end - p >= 16) {
-        uint64_t t = load_64(p) - UINT64_C(0x3030303030303030);
-        uint64_t not_digit = ((t + UINT64_C(0x7676767676767676)) | t) & UINT64_C(0x8080808080808080);
-        uint64_t digits = length == 8 ? ~UINT64_C(0) : (UINT64_C(1) << (8 * length)) - 1;
-        unsigned char next = p[length];
-        if ((not_digit & digits) == 0 && !is_digit(next) && next != '.' && (next | 0x20) != 'e' &&
-            (p[0] != '0' || length == 1)) {
+        uint64_t t;
+        if (integer_of_length(p, length, &t)) {
             s->p = p + length;
             return OK;
         }
