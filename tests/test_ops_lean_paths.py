@@ -30,6 +30,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.test_ops_tree_levels import threads_layout
 from tracelens.analyses import grouping, ops
 from tracelens.analyses.columns import event_columns, thread_key
 from tracelens.analyses.names import code_mask, is_blocking_sync
@@ -49,28 +50,17 @@ TIMES = st.lists(st.integers(-5, 100), max_size=12)
 def test_compiled_pass_reads_starts_through_rows(threads, seed: int, row_type: type) -> None:
     if tree._compiled is None or not getattr(tree._compiled, "OP_TREE_START_ROWS", 0):
         return
-    starts: list[int] = []
-    ends: list[int] = []
-    times: list[int] = []
-    bounds, edges = [0], [0]
-    for spans, ts in threads:
-        spans = sorted(((s, s + d) for s, d in spans), key=lambda p: (p[0], p[0] - p[1]))
-        starts += [s for s, _ in spans]
-        ends += [e for _, e in spans]
-        times += ts
-        bounds.append(len(starts))
-        edges.append(len(times))
-    start, end = np.array(starts, np.int64), np.array(ends, np.int64)
+    start, end, fixed = threads_layout(threads)
     rnd = np.random.default_rng(seed)
     size = start.size * 3 + 2
     rows = np.sort(rnd.choice(size, start.size, replace=False)).astype(row_type)
     start_column, end_column = rnd.integers(-50, 50, size), rnd.integers(-50, 50, size)
     start_column[rows], end_column[rows] = start, end
-    fixed = (np.array(bounds, np.int64), np.array(times, np.int64), np.array(edges, np.int64))
+    launches = fixed[1].size
     results = []
     for args in ((start, end), (start, end_column, rows), (start_column, end_column, rows, True)):
         outer = np.zeros(start.size, np.uint8)
-        out, inn = np.full(len(times), -9, np.int64), np.full(len(times), -9, np.int64)
+        out, inn = np.full(launches, -9, np.int64), np.full(launches, -9, np.int64)
         done = tree._compiled.op_tree(args[0], args[1], *fixed, outer, out, inn, *args[2:])
         results.append((done, outer.tolist(), out.tolist(), inn.tolist()))
     assert results[0] == results[1] == results[2]

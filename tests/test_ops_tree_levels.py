@@ -148,6 +148,27 @@ def test_compiled_pass_matches_reference(threads: list[tuple[list[tuple[int, int
         assert np.array_equal(outer[bounds[i] : bounds[i + 1]].view(bool), ~enclosed)
 
 
+def threads_layout(
+    threads: list[tuple[list[tuple[int, int]], list[int]]],
+) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """The C pass's inputs for ops given as (start, duration) per thread with each thread's launch times: the ops'
+    starts and ends (each thread's in start order, longer first at a tie), then (bounds, times, edges): where each
+    thread's ops and times begin."""
+    starts: list[int] = []
+    ends: list[int] = []
+    times_all: list[int] = []
+    bounds, edges = [0], [0]
+    for spans, ts in threads:
+        spans = sorted(((s, s + d) for s, d in spans), key=lambda p: (p[0], p[0] - p[1]))
+        starts += [s for s, _ in spans]
+        ends += [e for _, e in spans]
+        times_all += ts
+        bounds.append(len(starts))
+        edges.append(len(times_all))
+    fixed = (np.array(bounds, np.int64), np.array(times_all, np.int64), np.array(edges, np.int64))
+    return np.array(starts, np.int64), np.array(ends, np.int64), fixed
+
+
 @settings(max_examples=200, deadline=None)
 @given(
     st.lists(st.tuples(ops, times), min_size=1, max_size=4),
@@ -164,27 +185,16 @@ def test_compiled_pass_reads_ends_through_rows(
 
     if tree._compiled is None or not getattr(tree._compiled, "OP_TREE_ROWS", 0):
         return
-    starts: list[int] = []
-    ends: list[int] = []
-    times_all: list[int] = []
-    bounds, edges = [0], [0]
-    for spans, ts in threads:
-        spans = sorted(((s, s + d) for s, d in spans), key=lambda p: (p[0], p[0] - p[1]))
-        starts += [s for s, _ in spans]
-        ends += [e for _, e in spans]
-        times_all += ts
-        bounds.append(len(starts))
-        edges.append(len(times_all))
-    start, end = np.array(starts, np.int64), np.array(ends, np.int64)
+    start, end, fixed = threads_layout(threads)
     rnd = np.random.default_rng(seed)
     column = rnd.integers(-50, 50, start.size * 3 + 2)  # the whole end column: other rows hold other values
     rows = np.sort(rnd.choice(column.size, start.size, replace=False)).astype(row_type)
     column[rows] = end
-    fixed = (np.array(bounds, np.int64), np.array(times_all, np.int64), np.array(edges, np.int64))
+    launches = fixed[1].size
     results = []
     for args in ((end,), (column, rows)):
         outer = np.zeros(start.size, np.uint8)
-        out, inn = np.full(len(times_all), -9, np.int64), np.full(len(times_all), -9, np.int64)
+        out, inn = np.full(launches, -9, np.int64), np.full(launches, -9, np.int64)
         tail = (*fixed, outer, out, inn)
         done = tree._compiled.op_tree(start, args[0], *tail, *args[1:])
         results.append((done, outer.tolist(), out.tolist(), inn.tolist()))
