@@ -29,15 +29,26 @@ def _length(starts: np.ndarray, ends: np.ndarray) -> int:
     return int((ends - starts).sum())
 
 
-def busy_by_kind(starts: np.ndarray, ends: np.ndarray, kind: np.ndarray) -> tuple[int, int, int]:
+def busy_by_kind(
+    starts: np.ndarray, ends: np.ndarray, kind: np.ndarray, busy_ns: int | None = None
+) -> tuple[int, int, int]:
     """One device's busy union split as (kernel union, copies only, memsets only), from its GPU rows'
-    intervals and kind codes: each part is the kind's union less the unions of the kinds before it."""
+    intervals and kind codes: each part is the kind's union less the unions of the kinds before it.
+    ``busy_ns``: the length of the union of all the rows, where the caller holds it (``device_busy``)."""
 
     def union(k: str) -> tuple[np.ndarray, np.ndarray]:
         sel = kind == ALL_KINDS.index(k)
         return intervals.merge(starts[sel], ends[sel])
 
-    kernels, copies, memsets = union(KERNEL), union(MEMCPY), union(MEMSET)
+    kernels, copies = union(KERNEL), union(MEMCPY)
+    if busy_ns is not None and bool((ends >= starts).all()):
+        # Proper intervals: |C \ K| = |C| - |C n K| (each copy union interval's overlap with the kernel union,
+        # a search per copy), and the three parts add up to the busy union, so |M \ (K u C)| = busy - |K| -
+        # |C \ K|: no subtraction, and no merge of the kernels and copies together (0.3 s a device at x1512).
+        kernel_ns = _length(*kernels)
+        copies_ns = _length(*copies) - int(intervals.overlap_with_union(*copies, *kernels).sum())
+        return kernel_ns, copies_ns, busy_ns - kernel_ns - copies_ns
+    memsets = union(MEMSET)
     copies_only = intervals.subtract(*copies, *kernels)
     kernels_or_copies = intervals.merge(
         np.concatenate([kernels[0], copies[0]]), np.concatenate([kernels[1], copies[1]])
@@ -65,7 +76,7 @@ def device_utilization(trace: Trace) -> list[DeviceUtilization]:
             per_kind[k] = (int(sel.sum()), int(duration[sel].sum()))
         del duration, sel
         span = busy.span_ns
-        kernel_union, copies_only, memsets_only = busy_by_kind(start, end, kind)
+        kernel_union, copies_only, memsets_only = busy_by_kind(start, end, kind, busy.busy_ns)
         del kind, start, end
         out.append(
             DeviceUtilization(

@@ -15,6 +15,7 @@ from ..values import distinct
 from .columns import event_columns, thread_key
 from .kinds import kind_mask
 from .names import is_thread_bootstrap, name_template
+from .thread_codes import codes_seen, shared_thread_codes
 
 TOP_N = 10
 
@@ -58,6 +59,13 @@ def host_summary(trace: Trace, top_n: int = TOP_N) -> dict[str, Any]:
     slot_count = np.zeros(len(ALL_KINDS) * width if dense else 0, np.int64)
     slot_total = np.zeros_like(slot_count)
     partials, threads = [], []
+    # (kind, name) slot of a row: its kind's base slot read from a table by the int8 kind code, plus its name
+    # code + 1 (no int64 copy of the kinds, no multiplication per row)
+    kind_base = np.arange(len(ALL_KINDS), dtype=np.int64) * width
+    # pid and tid held as one array of thread codes (an Nsight export's): the codes seen flagged, a thread key
+    # built per code at the end (no pid, tid or key gathered per row)
+    codes = shared_thread_codes(cols.pid, cols.tid)
+    seen = np.zeros(0 if codes is None else cols.pid.table.size, bool)
     first, last = np.iinfo(np.int64).max, np.iinfo(np.int64).min
     # The table a chunk of rows at a time, its host rows picked in each: no table-long mask or index array of the
     # host rows (263 MB for the 33M host rows of a training export). The integer sums add up exactly whatever
@@ -67,11 +75,13 @@ def host_summary(trace: Trace, top_n: int = TOP_N) -> dict[str, Any]:
         if rows.size == 0:
             continue
         rows += lo
-        kind, start, end = cols.kind[rows].astype(np.int64), cols.start[rows], cols.end[rows]
+        kind, start, end = cols.kind[rows], cols.start[rows], cols.end[rows]
         duration = end - start
         first, last = min(first, int(start.min())), max(last, int(end.max()))
         del start, end
-        key = kind * width + (cols.name[rows] + 1)
+        key = kind_base[kind]
+        key += cols.name[rows]
+        key += 1
         if dense:  # the kinds' sums are their slots' sums (read after the loop)
             slot_count += np.bincount(key, minlength=slot_count.size)
             slot_total += _exact_sums(key, duration, slot_count.size)
@@ -80,7 +90,13 @@ def host_summary(trace: Trace, top_n: int = TOP_N) -> dict[str, Any]:
             kind_total += _exact_sums(kind, duration, len(ALL_KINDS))
             partials.append(pd.Series(duration).groupby(key, sort=False).agg(["sum", "size"]))
         del key, kind, duration
-        threads.append(_chunk_threads(cols.pid[rows], cols.tid[rows]))
+        if codes is None:
+            threads.append(_chunk_threads(cols.pid[rows], cols.tid[rows]))
+        else:
+            codes_seen(codes, rows, seen.size, seen)
+    if codes is not None:
+        picked = np.flatnonzero(seen)
+        threads.append(_chunk_threads(cols.pid.table[picked], cols.tid.table[picked]))
     if dense:
         # a kind's slots are one row of the (kind, name) table; their integer sums add up exactly
         kind_count = slot_count.reshape(len(ALL_KINDS), width).sum(axis=1)

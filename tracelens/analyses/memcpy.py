@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 from .. import intervals
 from ..gpu_specs import device_links
 from ..trace import ALL_KINDS, DRIVER, MEMCPY, RUNTIME, Trace
-from ..values import is_member
+from ..values import is_member, sorted_distinct
 from .blocks import rows_of_kind_at
 from .columns import device_busy, event_columns, memo
 from .launch import launch_pairs
@@ -139,6 +139,7 @@ def member_ids(values: np.ndarray, wanted: np.ndarray) -> np.ndarray:
         return is_member(values, wanted)
     lo, hi = int(wanted.min()), int(wanted.max())
     if hi - lo > max(DENSE_IDS_PER_VALUE * values.size, DENSE_IDS_MIN):
+        wanted = sorted_distinct(wanted)  # once: is_member's own sort of sorted ids below is one linear pass
         bits = min(MAX_HASH_BITS, max(16, int(wanted.size * HASH_SLOTS_PER_ID).bit_length()))
         mask = (1 << bits) - 1
         flagged = np.zeros(mask + 1, bool)

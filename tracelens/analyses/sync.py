@@ -31,6 +31,7 @@ from .kinds import kind_mask
 from .launch import launch_pairs
 from .names import code_mask, code_masks, is_blocking_sync, is_sync_copy
 from .steps import STEP_LIMIT
+from .thread_codes import dense_thread_codes
 
 ITEM_MAX_BYTES = 64 * 1024
 TOP_N = 10
@@ -50,11 +51,12 @@ def _api_calls(trace: Trace) -> tuple[Table, np.ndarray]:
     )
     # one code per (pid, tid), as narrow as the threads allow: what the item pattern reads of them (a byte a call
     # for a handful of threads, not an int64 key)
-    codes, thread_keys = dense_codes(thread_key(cols.pid[api], cols.tid[api]))
+    coded = dense_thread_codes(cols.pid, cols.tid, api)  # from the thread codes where held (Nsight)
+    codes, thread_keys = dense_codes(thread_key(cols.pid[api], cols.tid[api])) if coded is None else coded
     thread = codes.astype(
-        np.int8 if thread_keys.size <= 128 else np.int32 if thread_keys.size < 2**31 else np.int64
+        np.int8 if thread_keys.size <= 128 else np.int32 if thread_keys.size < 2**31 else np.int64, copy=False
     )
-    del codes
+    del codes, coded
     table = Table(
         {
             "name": name,

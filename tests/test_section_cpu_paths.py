@@ -1,0 +1,112 @@
+"""Issue 28 (CPU of the mid-sized sections): each shortcut against the computation it replaces.
+
+- dense_thread_codes (threads read from an Nsight export's thread codes) vs values.dense_codes of the rows'
+  thread keys; host's thread count from the codes seen vs the keys of every row;
+- devices.busy_by_kind given the busy union's length (copies only by overlap, memsets only as the remainder) vs
+  the subtractions and merge it skips, on proper intervals with ties, touching and zero-length ones, and rows
+  ending before they start (which take the subtractions);
+- memcpy.member_ids (wanted ids sorted once) vs np.isin.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tracelens import intervals
+from tracelens.analyses import memcpy
+from tracelens.analyses.coded import CodedInts
+from tracelens.analyses.columns import thread_key
+from tracelens.analyses.devices import busy_by_kind
+from tracelens.analyses.host import _chunk_threads
+from tracelens.analyses.thread_codes import codes_seen, dense_thread_codes, shared_thread_codes
+from tracelens.trace import ALL_KINDS, KERNEL, MEMCPY, MEMSET
+from tracelens.values import dense_codes, distinct
+
+
+def _coded(rng: np.random.Generator, threads: int, rows: int) -> tuple[CodedInts, CodedInts]:
+    pid = rng.integers(-1, 4, threads).astype(np.int32)
+    tid = rng.integers(-1, 9, threads).astype(np.int32)
+    codes = rng.integers(0, threads, rows).astype(np.int8 if threads <= 127 else np.int16)
+    return CodedInts(codes, pid), CodedInts(codes, tid)
+
+
+@pytest.mark.parametrize("threads", [1, 2, 5, 200])
+@pytest.mark.parametrize("rows", [0, 1, 7, 1000])
+def test_dense_thread_codes_equal_dense_codes_of_keys(threads: int, rows: int) -> None:
+    rng = np.random.default_rng(threads * 1000 + rows)
+    pid, tid = _coded(rng, threads, rows)
+    for picked in (np.arange(rows), np.flatnonzero(rng.random(rows) < 0.3), np.zeros(0, np.int64)):
+        got = dense_thread_codes(pid, tid, picked)
+        assert got is not None
+        want_codes, want_keys = dense_codes(thread_key(np.asarray(pid)[picked], np.asarray(tid)[picked]))
+        np.testing.assert_array_equal(got[1], want_keys)
+        np.testing.assert_array_equal(got[0], want_codes)
+
+
+def test_dense_thread_codes_only_for_shared_codes() -> None:
+    rng = np.random.default_rng(3)
+    pid, tid = _coded(rng, 3, 10)
+    assert dense_thread_codes(np.asarray(pid), np.asarray(tid), np.arange(10)) is None
+    other = CodedInts(pid.codes.copy(), tid.table)  # equal codes, another array: not one thread column
+    assert shared_thread_codes(pid, other) is None
+    assert shared_thread_codes(pid, tid) is pid.codes
+
+
+@pytest.mark.parametrize("threads", [1, 3, 40])
+def test_host_threads_from_codes_seen(threads: int) -> None:
+    rng = np.random.default_rng(threads)
+    pid, tid = _coded(rng, threads, 5000)
+    chunks = [np.flatnonzero(rng.random(5000) < 0.2) for _ in range(3)]
+    seen = np.zeros(threads, bool)
+    for rows in chunks:
+        codes_seen(pid.codes, rows, threads, seen)
+    picked = np.flatnonzero(seen)
+    got = _chunk_threads(pid.table[picked], tid.table[picked])
+    rows = np.concatenate(chunks)
+    p, t = np.asarray(pid)[rows], np.asarray(tid)[rows]
+    known = (p >= 0) & (t >= 0)
+    want = distinct(thread_key(p[known], t[known]))
+    assert sorted(got.tolist()) == sorted(want.tolist())
+
+
+def _busy_ns(starts: np.ndarray, ends: np.ndarray) -> int:
+    s, e = intervals.merge(starts, ends)
+    return int((e - s).sum())
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_busy_by_kind_with_busy_union_equals_subtractions(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(0, 80))
+    starts = rng.integers(0, 120, n)
+    ends = starts + rng.integers(0, 12, n)  # zero-length, touching and tied intervals
+    improper = seed % 5 == 4 and n > 0
+    if improper:  # a row ending before it starts: the subtractions decide
+        ends[0] = starts[0] - 3
+    codes = np.array([ALL_KINDS.index(k) for k in (KERNEL, MEMCPY, MEMSET)])[rng.integers(0, 3, n)]
+    want = busy_by_kind(starts, ends, codes)
+    assert busy_by_kind(starts, ends, codes, _busy_ns(starts, ends)) == want
+    if not improper:
+        kernel = codes == ALL_KINDS.index(KERNEL)
+        assert want[0] == _busy_ns(starts[kernel], ends[kernel])
+        assert sum(want) == _busy_ns(starts, ends)
+
+
+def test_busy_by_kind_one_kind_and_empty() -> None:
+    empty = np.zeros(0, np.int64)
+    assert busy_by_kind(empty, empty, empty.astype(np.int8), 0) == (0, 0, 0)
+    s, e = np.array([5, 5, 9]), np.array([8, 7, 9])
+    for k in (KERNEL, MEMCPY, MEMSET):
+        codes = np.full(3, ALL_KINDS.index(k))
+        assert busy_by_kind(s, e, codes, 3) == busy_by_kind(s, e, codes)
+
+
+@pytest.mark.parametrize("spread", [10, 10**9])  # the dense table and the hashed low bits
+def test_member_ids_equal_isin(spread: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(spread % 97)
+    monkeypatch.setattr(memcpy, "MEMBER_BLOCK", 64)  # several blocks
+    values = rng.integers(0, spread, 1000)
+    wanted = np.concatenate([rng.choice(values, 300), rng.integers(0, spread, 50), rng.choice(values, 20)])
+    for v, w in ((values, wanted), (values[:1], wanted), (values, wanted[:1]), (values, wanted[:0])):
+        np.testing.assert_array_equal(memcpy.member_ids(v, w), np.isin(v, w))

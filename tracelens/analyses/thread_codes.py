@@ -1,0 +1,44 @@
+"""Threads read from their codes: an Nsight export holds pid and tid as one array of thread codes
+(:class:`.coded.CodedInts` sharing ``codes``: ``pid.table[code]``, ``tid.table[code]`` a thread's pair), so the
+threads of some rows are found from the codes at those rows (a byte each) and a key per code, not from a pid, a
+tid and an int64 key gathered or built per row."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..values import distinct
+from .coded import CodedInts
+from .columns import thread_key
+
+
+def shared_thread_codes(pid: Any, tid: Any) -> np.ndarray | None:
+    """The rows' thread codes where ``pid`` and ``tid`` are held as one array of them; None otherwise."""
+    if isinstance(pid, CodedInts) and isinstance(tid, CodedInts) and pid.codes is tid.codes:
+        return pid.codes
+    return None
+
+
+def codes_seen(codes: np.ndarray, rows: np.ndarray, size: int, seen: np.ndarray | None = None) -> np.ndarray:
+    """Flags per thread code (``size`` of them): the codes of ``rows``, added to ``seen`` where given."""
+    if seen is None:
+        seen = np.zeros(size, bool)
+    seen[codes[rows]] = True
+    return seen
+
+
+def dense_thread_codes(pid: Any, tid: Any, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """``values.dense_codes(thread_key(pid[rows], tid[rows]))`` (each row's position among the sorted distinct
+    thread keys of the rows, and those keys) where pid and tid share thread codes, in the narrowest integer type
+    that holds the positions; None otherwise (the caller builds the keys)."""
+    codes = shared_thread_codes(pid, tid)
+    if codes is None:
+        return None
+    keys = thread_key(pid.table, tid.table)  # one key per code
+    present = codes_seen(codes, rows, keys.size)
+    uniques = np.sort(distinct(keys[present]))
+    position = np.searchsorted(uniques, keys)  # read only at the codes present: each finds its own key
+    narrow = np.int8 if uniques.size <= 128 else np.int32 if uniques.size < 2**31 else np.int64
+    return position.astype(narrow)[codes[rows]], uniques
