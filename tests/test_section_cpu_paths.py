@@ -5,7 +5,10 @@
 - devices.busy_by_kind given the busy union's length (copies only by overlap, memsets only as the remainder) vs
   the subtractions and merge it skips, on proper intervals with ties, touching and zero-length ones, and rows
   ending before they start (which take the subtractions);
-- memcpy.member_ids (wanted ids sorted once) vs np.isin.
+- memcpy.member_ids (wanted ids sorted once) vs np.isin;
+- communication.device_without_collectives given the busy union's length vs its unions of kernels and of copies;
+- occupancy.empty_sm_ns_at (empty shares per table entry, then gathered) vs empty_sm_ns_each of the gathered fills
+  (the per-slot counts and sums of occupancy_report are checked by the golden outputs).
 """
 
 from __future__ import annotations
@@ -110,3 +113,45 @@ def test_member_ids_equal_isin(spread: int, monkeypatch: pytest.MonkeyPatch) -> 
     wanted = np.concatenate([rng.choice(values, 300), rng.integers(0, spread, 50), rng.choice(values, 20)])
     for v, w in ((values, wanted), (values[:1], wanted), (values, wanted[:1]), (values, wanted[:0])):
         np.testing.assert_array_equal(memcpy.member_ids(v, w), np.isin(v, w))
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_device_without_collectives_from_busy_union_equals_unions(seed: int) -> None:
+    from tracelens.analyses.communication import device_without_collectives
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(0, 60))
+    starts = rng.integers(0, 100, n)
+    ends = starts + rng.integers(0, 10, n)
+    if seed % 6 == 5 and n:  # a row ending before it starts: the unions decide
+        ends[-1] = starts[-1] - 2
+    device = rng.integers(0, 2, n)
+    is_kernel = rng.random(n) < 0.6
+    for dev in (0, 1):
+        on = device == dev
+        busy = _busy_ns(starts[on], ends[on])
+        want = device_without_collectives(starts, ends, on.copy(), is_kernel)
+        assert device_without_collectives(starts, ends, on.copy(), is_kernel, busy) == want
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_empty_sm_ns_at_equals_per_launch_fills(seed: int) -> None:
+    from tracelens.analyses.occupancy import empty_sm_ns_at, empty_sm_ns_each
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(0, 50))
+    if seed % 2:  # one at a time (the shortcut's case)
+        gaps = rng.integers(1, 5, n)
+        lengths = rng.integers(0, 9, n)
+        starts = np.cumsum(gaps + np.r_[0, lengths[:-1]]) if n else np.zeros(0, np.int64)
+        ends = starts + lengths
+    else:  # overlapping
+        starts = rng.integers(0, 60, n)
+        ends = starts + rng.integers(0, 20, n)
+    tables = [rng.random(8) * 1.4 - 0.1, rng.random(8) / 3 + 1e-10]
+    if seed % 5 == 3:
+        tables[1][2] = np.nan
+    at = rng.integers(0, 8, n)
+    want = empty_sm_ns_each(starts, ends, [t[at] for t in tables])
+    got = empty_sm_ns_at(starts, ends, tables, at)
+    assert [x.hex() if x == x else "nan" for x in got] == [x.hex() if x == x else "nan" for x in want]

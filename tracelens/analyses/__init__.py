@@ -185,6 +185,7 @@ MEMO_READERS: dict[str, frozenset[str]] = {
             "launch",
             "ranges",
             "memcpy",
+            "communication",
             "ops",
             "whatif",
             "diagnosis",

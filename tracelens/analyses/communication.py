@@ -44,7 +44,7 @@ import pandas as pd
 
 from .. import intervals
 from ..trace import ALL_KINDS, ANNOTATION, CPU_OP, GPU_ACTIVITY_KINDS, GPU_ANNOTATION, KERNEL, Trace
-from .columns import event_columns, range_running_at, thread_key
+from .columns import device_busy, event_columns, range_running_at, thread_key
 from .launch import launch_pairs
 from .names import code_map, code_mask, is_collective_kernel, names_in_use
 
@@ -390,17 +390,19 @@ def _breakdown(
 
 
 def device_without_collectives(
-    starts: np.ndarray, ends: np.ndarray, on_device: np.ndarray, is_kernel: np.ndarray
+    starts: np.ndarray,
+    ends: np.ndarray,
+    on_device: np.ndarray,
+    is_kernel: np.ndarray,
+    busy_ns: int | None = None,
 ) -> dict[str, Any]:
     """:func:`device_communication` of a device without collectives, read from the columns of every GPU op
     (``on_device``: the device's rows among them): each union gathered from the columns by one mask, not the
-    device's rows gathered first and each union's rows from those."""
+    device's rows gathered first and each union's rows from those. ``busy_ns``: the length of the union of all
+    the device's rows, where the caller holds it (``device_busy``)."""
     empty = np.zeros(0, np.int64)
     kernels = on_device & is_kernel
     k = intervals.merge(starts[kernels], ends[kernels])
-    np.logical_xor(kernels, on_device, out=kernels)  # the device's copies and memsets
-    m = intervals.merge(starts[kernels], ends[kernels])
-    del kernels
     count = int(np.count_nonzero(on_device))
     span = 0
     proper = True
@@ -408,6 +410,23 @@ def device_without_collectives(
         first = int(np.min(starts, where=on_device, initial=np.iinfo(np.int64).max))
         span = int(np.max(ends, where=on_device, initial=np.iinfo(np.int64).min)) - first
         proper = bool(np.all(ends >= starts, where=on_device))
+    if busy_ns is not None and proper:
+        # The busy union is K u M (kernels, copies and memsets): |M \ K| = busy - |K|, and everything is busy;
+        # no union of the copies and memsets nor its overlap with K (what _breakdown computes, with C empty).
+        kernel_ns = _union_ns(*k)
+        breakdown = {
+            "span_ns": span,
+            "computation_only_ns": kernel_ns,
+            "communication_overlapped_ns": 0,
+            "communication_exposed_ns": 0,
+            "memcpy_exposed_ns": busy_ns - kernel_ns,
+            "idle_ns": span - busy_ns,
+        }
+        out = {"collective_ns": 0, "exposed_ns": 0, "overlap_share": None, "breakdown": breakdown}
+        return {"collective_count": 0, **out, "by_type": []}
+    np.logical_xor(kernels, on_device, out=kernels)  # the device's copies and memsets
+    m = intervals.merge(starts[kernels], ends[kernels])
+    del kernels
     out = _breakdown(
         (empty, empty), k, m, proper, span, lambda: intervals.union_length(starts[on_device], ends[on_device])
     )
@@ -672,7 +691,11 @@ def communication_report(trace: Trace) -> dict[str, Any]:
         sel = devices == device
         mine = coll_devices == device
         if not mine.any():
-            entry = device_without_collectives(starts, ends, sel, is_kernel)
+            # the device's busy union (shared: device_busy) gives its copies' and memsets' exposed time
+            busy = device_busy(trace).get(int(device))
+            entry = device_without_collectives(
+                starts, ends, sel, is_kernel, None if busy is None else busy.busy_ns
+            )
             shared_count = shared_ns = 0
         else:
             collective_here = is_collective[sel]

@@ -27,6 +27,7 @@ from ..occupancy_calc import LIMIT_BLOCKS, LIMIT_WARPS, LIMITER_NAMES
 from ..trace import Trace
 from ..values import int_or_none
 from .columns import dictionary_codes, event_columns
+from .grouping import sum_per_slot
 from .names import code_bits, is_collective_kernel, is_library_kernel
 
 LOW_OCCUPANCY = 0.5
@@ -153,6 +154,27 @@ def empty_sm_ns_each(starts: np.ndarray, ends: np.ndarray, fills: list[np.ndarra
         filled *= length
         out.append(float(filled.sum()))
     return out
+
+
+def empty_sm_ns_at(
+    starts: np.ndarray, ends: np.ndarray, tables: list[np.ndarray], at: np.ndarray
+) -> list[float]:
+    """``empty_sm_ns_each(starts, ends, [table[at] for table in tables])``. Launches that run one at a time with
+    finite tables: each table's empty share (1 - its fill, rounded and clipped) computed once per entry and then
+    gathered, not per launch (the same elementwise steps on the same values, so the same products and sums)."""
+    if starts.size and all(bool(np.isfinite(t).all()) for t in tables) and _one_at_a_time(starts, ends):
+        length = (ends - starts).astype(np.float64)
+        out = []
+        for table in tables:  # a loop over the few fills
+            share = np.array(table, np.float64)
+            np.round(share, 9, out=share)
+            np.clip(share, 0.0, 1.0, out=share)
+            np.subtract(1.0, share, out=share)
+            filled = share[at]
+            filled *= length
+            out.append(float(filled.sum()))
+        return out
+    return empty_sm_ns_each(starts, ends, [table[at] for table in tables])
 
 
 def _one_at_a_time(starts: np.ndarray, ends: np.ndarray) -> bool:
@@ -302,6 +324,15 @@ def occupancy_report(trace: Trace) -> dict[str, Any]:
     grid_fill = _fill_table(per_config, with_shape=False).ravel()
     launches_of_config = np.bincount(occ.config, minlength=occupancy.size)
     start = event_columns(trace).start
+    # per (configuration, excluded_as) slot, configuration x 3 + excluded_as: what each launch's figures read
+    slots = occupancy.size * 3
+    slot_config = np.repeat(np.arange(occupancy.size), 3)
+    slot_excluded_as = np.tile(np.array([NOT_EXCLUDED, COLLECTIVE, LIBRARY]), occupancy.size)
+    slot_limiter = per_config["limiter"][slot_config]
+    slot_computed = computed[slot_config]
+    slot_estimated = np.isfinite(per_config["estimated"])[slot_config]
+    slot_shape_limited = (slot_excluded_as == NOT_EXCLUDED) & shape_limited_config[slot_config]
+    slot_low, slot_under = low[slot_config], under[slot_config]
 
     per_device = []
     not_computed = []
@@ -310,21 +341,29 @@ def occupancy_report(trace: Trace) -> dict[str, Any]:
         config = occ.config[on]
         dur = occ.duration[on]
         excluded_as = occ.excluded_as[on]
-        excluded = excluded_as != NOT_EXCLUDED
-        c = computed[config]
+        # The launches' counts and summed durations per (configuration, excluded_as) slot, once: each count and
+        # sum below is of the launches of some configurations and exclusions, read from the few slots, not a mask
+        # and a pass over the device's millions of launches each.
+        slot = config * 3
+        slot += excluded_as
+        slot_count = np.bincount(slot, minlength=slots)
+        slot_ns = sum_per_slot(slot, dur, slots)
+        del slot
         limits = note["limits"]
-        limiter = per_config["limiter"][config]
-        limiter_ns = {name: int(dur[limiter == code].sum()) for code, name in enumerate(LIMITER_NAMES)}
-        del limiter
+        limiter_ns = {
+            name: int(slot_ns[slot_limiter == code].sum()) for code, name in enumerate(LIMITER_NAMES)
+        }
         # excluded launches take part with fill 1: they keep the SMs they share with others
         starts = start[occ.rows[on]]
         ends = starts + dur
-        at = config * 2 + excluded
-        lost, under_lost = empty_sm_ns_each(starts, ends, [fill[at], grid_fill[at]])
+        at = config * 2
+        at += excluded_as != NOT_EXCLUDED
+        lost, under_lost = empty_sm_ns_at(starts, ends, [fill, grid_fill], at)
         del starts, ends, at
-        shape_limited = ~excluded & shape_limited_config[config]
-        low_here = low[config]
-        under_here = under[config]
+        c = slot_computed
+        shape_limited = slot_shape_limited
+        low_here = slot_low
+        under_here = slot_under
         entry = {
             "device": dev,
             "name": note["name"],
@@ -332,32 +371,31 @@ def occupancy_report(trace: Trace) -> dict[str, Any]:
             "sm_count": int(note["sm_count"]) if note["sm_count"] else None,
             "limits_source": sorted(set(limits.sources.values())) if limits else [],
             "kernel_count": int(on.size),
-            "kernel_ns": int(dur.sum()),
-            "computed_count": int(c.sum()),
-            "computed_kernel_ns": int(dur[c].sum()),
-            "not_computed_reason": note["reason"] or (None if c.all() else _lacking(int((~c).sum()))),
-            "basis": "estimated_achieved"
-            if np.isfinite(per_config["estimated"][config]).any()
-            else "theoretical",
+            "kernel_ns": int(slot_ns.sum()),
+            "computed_count": int(slot_count[c].sum()),
+            "computed_kernel_ns": int(slot_ns[c].sum()),
+            "not_computed_reason": note["reason"]
+            or (None if not slot_count[~c].any() else _lacking(int(slot_count[~c].sum()))),
+            "basis": "estimated_achieved" if (slot_estimated & (slot_count > 0)).any() else "theoretical",
             "time_weighted_theoretical": _weighted(per_config["theoretical"][config], dur),
             "time_weighted_estimated_achieved": _weighted(per_config["estimated"][config], dur),
             "time_weighted_reported": _weighted(occ.reported_at(on), dur),
-            "low_count": int(low_here.sum()),
-            "low_ns": int(dur[low_here].sum()),
-            "under_filled_count": int(under_here.sum()),
-            "under_filled_ns": int(dur[under_here].sum()),
-            "block_shape_limited_count": int(shape_limited.sum()),
-            "block_shape_limited_ns": int(dur[shape_limited].sum()),
+            "low_count": int(slot_count[low_here].sum()),
+            "low_ns": int(slot_ns[low_here].sum()),
+            "under_filled_count": int(slot_count[under_here].sum()),
+            "under_filled_ns": int(slot_ns[under_here].sum()),
+            "block_shape_limited_count": int(slot_count[shape_limited].sum()),
+            "block_shape_limited_ns": int(slot_ns[shape_limited].sum()),
             "register_or_shared_limited_ns": limiter_ns["registers"] + limiter_ns["shared_memory"],
-            "collective_kernel_ns": int(dur[excluded_as == COLLECTIVE].sum()),
-            "library_kernel_ns": int(dur[excluded_as == LIBRARY].sum()),
-            "library_under_filled_ns": int(dur[under_here & (excluded_as == LIBRARY)].sum()),
+            "collective_kernel_ns": int(slot_ns[slot_excluded_as == COLLECTIVE].sum()),
+            "library_kernel_ns": int(slot_ns[slot_excluded_as == LIBRARY].sum()),
+            "library_under_filled_ns": int(slot_ns[under_here & (slot_excluded_as == LIBRARY)].sum()),
             "lost_ns": int(round(lost)),
             "under_filled_lost_ns": int(round(under_lost)),
             "block_shape_lost_ns": int(round(lost)) - int(round(under_lost)),
             "limiter_ns": limiter_ns,
         }
-        del on, config, dur, excluded_as, excluded, c, shape_limited, low_here, under_here
+        del on, config, dur, excluded_as, slot_count, slot_ns
         per_device.append(entry)
         if note["reason"]:
             not_computed.append(
