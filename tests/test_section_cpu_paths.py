@@ -1,14 +1,16 @@
 """Issue 28 (CPU of the mid-sized sections): each shortcut against the computation it replaces.
 
 - dense_thread_codes (threads read from an Nsight export's thread codes) vs values.dense_codes of the rows'
-  thread keys; host's thread count from the codes seen vs the keys of every row;
+  thread keys; host's thread count from the codes seen (a comparison per code not seen yet, or a scatter) vs the
+  keys of every row;
 - devices.busy_by_kind given the busy union's length (copies only by overlap, memsets only as the remainder) vs
   the subtractions and merge it skips, on proper intervals with ties, touching and zero-length ones, and rows
   ending before they start (which take the subtractions);
 - memcpy.member_ids (wanted ids sorted once) vs np.isin;
 - communication.device_without_collectives given the busy union's length vs its unions of kernels and of copies;
 - occupancy.empty_sm_ns_at (empty shares per table entry, then gathered) vs empty_sm_ns_each of the gathered fills
-  (the per-slot counts and sums of occupancy_report are checked by the golden outputs).
+  (the per-slot counts and sums of occupancy_report are checked by the golden outputs);
+- sync's GPU waits per sync kind by dictionary codes vs the pandas groupby of the kinds as strings.
 """
 
 from __future__ import annotations
@@ -22,7 +24,12 @@ from tracelens.analyses.coded import CodedInts
 from tracelens.analyses.columns import thread_key
 from tracelens.analyses.devices import busy_by_kind
 from tracelens.analyses.host import _chunk_threads
-from tracelens.analyses.thread_codes import codes_seen, dense_thread_codes, shared_thread_codes
+from tracelens.analyses.thread_codes import (
+    codes_seen,
+    dense_thread_codes,
+    mark_codes_where,
+    shared_thread_codes,
+)
 from tracelens.trace import ALL_KINDS, KERNEL, MEMCPY, MEMSET
 from tracelens.values import dense_codes, distinct
 
@@ -56,7 +63,7 @@ def test_dense_thread_codes_only_for_shared_codes() -> None:
     assert shared_thread_codes(pid, tid) is pid.codes
 
 
-@pytest.mark.parametrize("threads", [1, 3, 40])
+@pytest.mark.parametrize("threads", [1, 3, 16, 17, 40])
 def test_host_threads_from_codes_seen(threads: int) -> None:
     rng = np.random.default_rng(threads)
     pid, tid = _coded(rng, threads, 5000)
@@ -64,6 +71,12 @@ def test_host_threads_from_codes_seen(threads: int) -> None:
     seen = np.zeros(threads, bool)
     for rows in chunks:
         codes_seen(pid.codes, rows, threads, seen)
+    marked = np.zeros(threads, bool)
+    for rows in chunks:  # by masks of the whole column, as host_summary's chunks give them
+        mask = np.zeros(5000, bool)
+        mask[rows] = True
+        mark_codes_where(pid.codes, mask, marked)
+    np.testing.assert_array_equal(marked, seen)
     picked = np.flatnonzero(seen)
     got = _chunk_threads(pid.table[picked], tid.table[picked])
     rows = np.concatenate(chunks)
@@ -155,3 +168,37 @@ def test_empty_sm_ns_at_equals_per_launch_fills(seed: int) -> None:
     want = empty_sm_ns_each(starts, ends, [t[at] for t in tables])
     got = empty_sm_ns_at(starts, ends, tables, at)
     assert [x.hex() if x == x else "nan" for x in got] == [x.hex() if x == x else "nan" for x in want]
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "fixtures/nsys/handmade_nsys2026.sqlite",
+        "fixtures/kineto/bare_list.json",
+        "fixtures/demo.pt.trace.json.gz",
+    ],
+)
+def test_gpu_waits_by_codes_equal_groupby_of_kind_strings(path: str) -> None:
+    from pathlib import Path
+
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    import tracelens
+    from tracelens.analyses.columns import event_columns
+    from tracelens.analyses.sync import _gpu_waits
+    from tracelens.trace import GPU_SYNC
+
+    trace = tracelens.load(Path(__file__).resolve().parents[1] / path)
+    cols = event_columns(trace)
+    rows = np.flatnonzero(cols.of_kind(GPU_SYNC))
+    kinds = pc.fill_null(pc.cast(trace.take("sync_kind", rows), pa.string()), "unknown").to_pylist()
+    duration = cols.end[rows] - cols.start[rows]
+    grouped = pd.DataFrame({"kind": np.array(kinds, dtype=object), "dur": duration}).groupby("kind")["dur"]
+    want = [
+        {"sync_kind": k, "count": int(r["count"]), "total_ns": int(r["sum"])}
+        for k, r in grouped.agg(["count", "sum"]).iterrows()
+    ]
+    assert _gpu_waits(trace, rows) == want
+    assert _gpu_waits(trace, rows[:0]) == []

@@ -15,7 +15,7 @@ from ..values import distinct
 from .columns import event_columns, thread_key
 from .kinds import kind_mask
 from .names import is_thread_bootstrap, name_template
-from .thread_codes import codes_seen, shared_thread_codes
+from .thread_codes import mark_codes_where, shared_thread_codes
 
 TOP_N = 10
 
@@ -71,7 +71,8 @@ def host_summary(trace: Trace, top_n: int = TOP_N) -> dict[str, Any]:
     # host rows (263 MB for the 33M host rows of a training export). The integer sums add up exactly whatever
     # the chunks, and the pairs keep their order of first appearance.
     for lo in range(0, table_rows, CHUNK_ROWS):  # a loop over chunks of rows
-        rows = np.flatnonzero(kind_mask(cols.kind[lo : lo + CHUNK_ROWS], host_kinds))
+        in_host = kind_mask(cols.kind[lo : lo + CHUNK_ROWS], host_kinds)
+        rows = np.flatnonzero(in_host)
         if rows.size == 0:
             continue
         rows += lo
@@ -93,7 +94,8 @@ def host_summary(trace: Trace, top_n: int = TOP_N) -> dict[str, Any]:
         if codes is None:
             threads.append(_chunk_threads(cols.pid[rows], cols.tid[rows]))
         else:
-            codes_seen(codes, rows, seen.size, seen)
+            mark_codes_where(codes[lo : lo + CHUNK_ROWS], in_host, seen)
+        del in_host
     if codes is not None:
         picked = np.flatnonzero(seen)
         threads.append(_chunk_threads(cols.pid.table[picked], cols.tid.table[picked]))

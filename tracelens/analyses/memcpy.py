@@ -139,7 +139,7 @@ def member_ids(values: np.ndarray, wanted: np.ndarray) -> np.ndarray:
         return is_member(values, wanted)
     lo, hi = int(wanted.min()), int(wanted.max())
     if hi - lo > max(DENSE_IDS_PER_VALUE * values.size, DENSE_IDS_MIN):
-        wanted = sorted_distinct(wanted)  # once: is_member's own sort of sorted ids below is one linear pass
+        wanted = sorted_distinct(wanted)  # once, not once per block (as is_member would)
         bits = min(MAX_HASH_BITS, max(16, int(wanted.size * HASH_SLOTS_PER_ID).bit_length()))
         mask = (1 << bits) - 1
         flagged = np.zeros(mask + 1, bool)
@@ -148,7 +148,11 @@ def member_ids(values: np.ndarray, wanted: np.ndarray) -> np.ndarray:
         for start in range(0, values.size, MEMBER_BLOCK):  # blocks of values: no low bits of them all at once
             part = values[start : start + MEMBER_BLOCK]
             candidates = np.flatnonzero(flagged[part & mask])
-            out[candidates + start] = is_member(part[candidates], wanted)
+            found = part[candidates]
+            # is_member's search in the sorted ids (the candidates in row order mostly ascend: a walk where built)
+            at = intervals.search_sorted(wanted, found)
+            at[at == wanted.size] = 0
+            out[candidates + start] = wanted[at] == found
         return out
     # slot 0 and the last: the values below and above the range, never wanted
     table = np.zeros(hi - lo + 3, bool)

@@ -25,8 +25,8 @@ from .. import intervals
 from ..event_names import strip_api_suffix
 from ..trace import CPU_OP, DRIVER, GPU_SYNC, RUNTIME, Trace
 from ..values import dense_codes
-from .columns import Table, event_columns, step_windows, thread_key, thread_time_positions
-from .grouping import grouped
+from .columns import Table, dictionary_codes, event_columns, step_windows, thread_key, thread_time_positions
+from .grouping import grouped, sum_per_slot
 from .kinds import kind_mask
 from .launch import launch_pairs
 from .names import code_mask, code_masks, is_blocking_sync, is_sync_copy
@@ -228,17 +228,7 @@ def sync_stats(trace: Trace) -> dict[str, Any]:
     per_step_count = np.bincount(idx + 1, minlength=len(steps) + 1)[1:]
     per_step_ns = np.bincount(idx + 1, weights=dur, minlength=len(steps) + 1)[1:]
     cols = event_columns(trace)
-    gsync = np.flatnonzero(cols.of_kind(GPU_SYNC))
-    gkind = np.array(
-        pc.fill_null(pc.cast(trace.take("sync_kind", gsync), pa.string()), "unknown").to_pylist(),
-        dtype=object,
-    )
-    gdur = cols.end[gsync] - cols.start[gsync]
-    gpu_waits = (
-        pd.DataFrame({"kind": gkind, "dur": gdur}).groupby("kind")["dur"].agg(["count", "sum"])
-        if gsync.size
-        else pd.DataFrame(columns=["count", "sum"])
-    )
+    gpu_waits = _gpu_waits(trace, np.flatnonzero(cols.of_kind(GPU_SYNC)))
     stream_wait_calls = int(calls["stream_wait"].sum())
     return {
         "blocking": {
@@ -261,12 +251,26 @@ def sync_stats(trace: Trace) -> dict[str, Any]:
             else None
         ),
         "item_pattern": item_pattern(trace, calls, thread_keys),
-        "gpu_waits": [
-            {"sync_kind": k, "count": int(r["count"]), "total_ns": int(r["sum"])}
-            for k, r in gpu_waits.iterrows()
-        ],
+        "gpu_waits": gpu_waits,
         "stream_wait_event_calls": stream_wait_calls,
     }
+
+
+def _gpu_waits(trace: Trace, rows: np.ndarray) -> list[dict[str, Any]]:
+    """Count and summed duration of the GPU sync rows ``rows`` per sync kind ("unknown" where none), in kind order:
+    the kinds as dictionary codes, counted and summed per code (no Python string per row, no groupby)."""
+    if rows.size == 0:
+        return []
+    cols = event_columns(trace)
+    kinds = pc.fill_null(pc.cast(trace.take("sync_kind", rows), pa.string()), "unknown")
+    codes, values = dictionary_codes(kinds)  # no null left: every code >= 0, each value once
+    duration = cols.end[rows] - cols.start[rows]
+    count = np.bincount(codes, minlength=len(values))
+    total = sum_per_slot(codes, duration, len(values))
+    return [
+        {"sync_kind": values[i], "count": int(count[i]), "total_ns": int(total[i])}
+        for i in sorted(np.flatnonzero(count), key=lambda i: values[i])  # a loop over the few kinds
+    ]
 
 
 def section(trace: Trace, done: dict[str, Any]) -> dict[str, Any]:

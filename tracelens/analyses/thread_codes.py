@@ -29,6 +29,24 @@ def codes_seen(codes: np.ndarray, rows: np.ndarray, size: int, seen: np.ndarray 
     return seen
 
 
+# Up to this many thread codes, the codes where a mask holds are found by a comparison per code not seen yet.
+FEW_CODES = 16
+
+
+def mark_codes_where(codes: np.ndarray, mask: np.ndarray, seen: np.ndarray) -> None:
+    """Flag in ``seen`` (one flag per code) the codes where ``mask`` holds (``codes`` and ``mask`` of the same rows).
+    A handful of codes (the threads of a training export): a comparison per code not yet flagged, a byte a row
+    each and none once every code is flagged; otherwise the codes gathered where the mask holds."""
+    if seen.size > FEW_CODES:
+        seen[codes[mask]] = True
+        return
+    code = codes.dtype.type
+    for c in np.flatnonzero(~seen):  # a loop over the few codes not seen yet
+        hit = codes == code(c)
+        hit &= mask
+        seen[c] = bool(hit.any())
+
+
 def dense_thread_codes(pid: Any, tid: Any, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     """``values.dense_codes(thread_key(pid[rows], tid[rows]))`` (each row's position among the sorted distinct
     thread keys of the rows, and those keys) where pid and tid share thread codes, in the narrowest integer type
