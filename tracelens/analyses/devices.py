@@ -21,6 +21,7 @@ from .. import intervals
 from ..document import DeviceUtilization
 from ..trace import ALL_KINDS, GPU_ACTIVITY_KINDS, KERNEL, MEMCPY, MEMSET, Trace
 from .columns import device_busy, event_columns
+from .kinds import kind_mask
 
 __all__ = ["DeviceUtilization", "busy_by_kind", "device_utilization", "section"]
 
@@ -61,7 +62,10 @@ def device_utilization(trace: Trace) -> list[DeviceUtilization]:
     """Busy/span/utilization and per-kind counts and summed durations for every GPU with activity."""
     cols = event_columns(trace)
     busy_by_device = device_busy(trace)
-    gpu = np.flatnonzero(cols.of_kind(*GPU_ACTIVITY_KINDS) & (cols.device >= 0))  # gathers by index: faster
+    on = kind_mask(cols.kind, GPU_ACTIVITY_KINDS)  # one pass over the run of GPU kind codes
+    on &= cols.device >= 0
+    gpu = np.flatnonzero(on)  # gathers by index: faster
+    del on
     gpu_device = cols.device[gpu]
     out: list[DeviceUtilization] = []
     for dev, busy in sorted(busy_by_device.items()):
