@@ -7,7 +7,8 @@
   the subtractions and merge it skips, on proper intervals with ties, touching and zero-length ones, and rows
   ending before they start (which take the subtractions);
 - memcpy.member_ids (wanted ids sorted once) vs np.isin;
-- communication.device_without_collectives given the busy union's length vs its unions of kernels and of copies;
+- communication.device_without_collectives given the busy union's length (and span) vs its unions of kernels and of
+  copies;
 - occupancy.empty_sm_ns_at (empty shares per table entry, then gathered) vs empty_sm_ns_each of the gathered fills
   (the per-slot counts and sums of occupancy_report are checked by the golden outputs);
 - sync's GPU waits per sync kind by dictionary codes vs the pandas groupby of the kinds as strings.
@@ -145,6 +146,11 @@ def test_device_without_collectives_from_busy_union_equals_unions(seed: int) -> 
         busy = _busy_ns(starts[on], ends[on])
         want = device_without_collectives(starts, ends, on.copy(), is_kernel)
         assert device_without_collectives(starts, ends, on.copy(), is_kernel, busy) == want
+        if on.any():  # the span and properness given, as device_busy and one pass over every op give them
+            span = int(ends[on].max()) - int(starts[on].min())
+            proper = True if bool((ends >= starts).all()) else None
+            got = device_without_collectives(starts, ends, on.copy(), is_kernel, busy, span, proper)
+            assert got == want
 
 
 @pytest.mark.parametrize("seed", range(20))

@@ -395,21 +395,27 @@ def device_without_collectives(
     on_device: np.ndarray,
     is_kernel: np.ndarray,
     busy_ns: int | None = None,
+    span_ns: int | None = None,
+    proper: bool | None = None,
 ) -> dict[str, Any]:
     """:func:`device_communication` of a device without collectives, read from the columns of every GPU op
     (``on_device``: the device's rows among them): each union gathered from the columns by one mask, not the
-    device's rows gathered first and each union's rows from those. ``busy_ns``: the length of the union of all
-    the device's rows, where the caller holds it (``device_busy``)."""
+    device's rows gathered first and each union's rows from those. Where the caller holds them (``device_busy``),
+    ``busy_ns`` and ``span_ns``: the length of the union of all the device's rows and their span; ``proper``: True
+    where no row of the device ends before it starts (None: found here)."""
     empty = np.zeros(0, np.int64)
     kernels = on_device & is_kernel
     k = intervals.merge(starts[kernels], ends[kernels])
-    count = int(np.count_nonzero(on_device))
-    span = 0
-    proper = True
-    if count:
-        first = int(np.min(starts, where=on_device, initial=np.iinfo(np.int64).max))
-        span = int(np.max(ends, where=on_device, initial=np.iinfo(np.int64).min)) - first
-        proper = bool(np.all(ends >= starts, where=on_device))
+    if span_ns is not None and proper is not None:
+        span = span_ns
+    else:
+        count = int(np.count_nonzero(on_device))
+        span = 0
+        proper = True
+        if count:
+            first = int(np.min(starts, where=on_device, initial=np.iinfo(np.int64).max))
+            span = int(np.max(ends, where=on_device, initial=np.iinfo(np.int64).min)) - first
+            proper = bool(np.all(ends >= starts, where=on_device))
     if busy_ns is not None and proper:
         # The busy union is K u M (kernels, copies and memsets): |M \ K| = busy - |K|, and everything is busy;
         # no union of the copies and memsets nor its overlap with K (what _breakdown computes, with C empty).
@@ -687,15 +693,21 @@ def communication_report(trace: Trace) -> dict[str, Any]:
     duration = ends[coll] - starts[coll]
     coll_devices = devices[coll]
     out = []
+    every_proper: bool | None = None
     for device in np.unique(devices):  # a loop over devices
         sel = devices == device
         mine = coll_devices == device
         if not mine.any():
-            # the device's busy union (shared: device_busy) gives its copies' and memsets' exposed time
+            # the device's busy union (shared: device_busy) gives its copies' and memsets' exposed time and its span
             busy = device_busy(trace).get(int(device))
-            entry = device_without_collectives(
-                starts, ends, sel, is_kernel, None if busy is None else busy.busy_ns
-            )
+            if busy is None:
+                entry = device_without_collectives(starts, ends, sel, is_kernel)
+            else:
+                if every_proper is None:  # one pass over every GPU op, not one per device
+                    every_proper = bool((ends >= starts).all())
+                entry = device_without_collectives(
+                    starts, ends, sel, is_kernel, busy.busy_ns, busy.span_ns, True if every_proper else None
+                )
             shared_count = shared_ns = 0
         else:
             collective_here = is_collective[sel]

@@ -38,21 +38,9 @@ def kernel_summary(trace: Trace) -> dict[str, Any]:
     chunk = np.zeros(int(code.max()) + 2, np.uint8)  # per slot (code + 1): its range
     for i, (lo, hi) in enumerate(ranges):  # a loop over a few ranges
         chunk[lo + 1 : hi + 1] = i
-    if len(ranges) > 1:
-        # the kernels grouped by range, each range's in their order (a stable sort of one byte each: radix), so
-        # that each range is a slice, not a mask and two compressions of every kernel per range
-        of_kernel = chunk[code + 1]
-        edges = np.concatenate([[0], np.cumsum(np.bincount(of_kernel, minlength=len(ranges)))])
-        order = np.argsort(of_kernel, kind="stable")
-        del of_kernel
-        by_range = code[order], duration[order]
-        del order
-        parts = [_stats(*(v[edges[i] : edges[i + 1]] for v in by_range)) for i in range(len(ranges))]
-        del by_range
-    else:
-        parts = [_stats(code, duration)]
-    stats = pd.concat(parts, ignore_index=True)
-    del parts
+    of_kernel = chunk[code + 1] if len(ranges) > 1 else None
+    stats = pd.concat([_stats(code, duration, of_kernel, i) for i in range(len(ranges))], ignore_index=True)
+    del of_kernel
     if len(stats) > 1:  # the names in order of their first kernel, as one groupby(sort=False) gives them
         first = _first_positions(code)
         stats = stats.iloc[np.argsort(first[stats["code"].to_numpy() + 1], kind="stable")]
@@ -116,10 +104,18 @@ def _code_ranges(code: np.ndarray) -> list[tuple[int, int]]:
     return [(lo - 1, hi - 1) for lo, hi in zip(bounds[:-1], bounds[1:], strict=True) if hi > lo]
 
 
-def _stats(code: np.ndarray, duration: np.ndarray) -> pd.DataFrame:
-    """Each name's count, sum, min, max, median and std of durations, for the kernels given (a range of codes), in
-    order of each name's first kernel (pandas' groupby, over those kernels in their order)."""
-    frame = pd.DataFrame({"code": code, "dur": duration}, copy=False)
+def _stats(code: np.ndarray, duration: np.ndarray, of_kernel: np.ndarray | None, i: int) -> pd.DataFrame:
+    """Each name's count, sum, min, max, median and std of durations, for the kernels of the i-th code range
+    (``of_kernel``: each kernel's range; None: one range), in order of each name's first kernel (pandas'
+    groupby, over those kernels in their order)."""
+    if of_kernel is None:
+        frame = pd.DataFrame({"code": code, "dur": duration}, copy=False)
+    else:
+        mine = of_kernel == i
+        frame = pd.DataFrame(
+            {"code": np.compress(mine, code), "dur": np.compress(mine, duration)}, copy=False
+        )
+        del mine
     grouped = frame.groupby("code", sort=False)["dur"]
     return grouped.agg(["count", "sum", "min", "max", "median", "std"]).reset_index()
 
