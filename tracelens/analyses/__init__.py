@@ -194,6 +194,7 @@ MEMO_READERS: dict[str, frozenset[str]] = {
         "api_correlation": _PAIRS_READERS,
         "call_ids_unique": _PAIRS_READERS,
         "launch_pairs": _PAIRS_READERS,
+        "kernel_union": ("memcpy", "communication"),  # one value per device (kernel_union/0, ...)
         "step_windows": ("steps", "attribution", "sync", "whatif"),
         "host_categories": ("steps", "attribution", "whatif", "diagnosis"),
         "one_time_work": ("steps", "attribution", "whatif", "diagnosis"),

@@ -46,6 +46,7 @@ from .. import intervals
 from ..trace import ALL_KINDS, ANNOTATION, CPU_OP, GPU_ACTIVITY_KINDS, GPU_ANNOTATION, KERNEL, Trace
 from .columns import device_busy, event_columns, range_running_at, thread_key
 from .launch import launch_pairs
+from .memcpy import device_kernel_union
 from .names import code_map, code_mask, is_collective_kernel, names_in_use
 
 # Collective types, in report order. NCCL kernel names carry the type in CamelCase after the prefix; XLA op
@@ -397,15 +398,17 @@ def device_without_collectives(
     busy_ns: int | None = None,
     span_ns: int | None = None,
     proper: bool | None = None,
+    kernels_union: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> dict[str, Any]:
     """:func:`device_communication` of a device without collectives, read from the columns of every GPU op
     (``on_device``: the device's rows among them): each union gathered from the columns by one mask, not the
     device's rows gathered first and each union's rows from those. Where the caller holds them (``device_busy``),
     ``busy_ns`` and ``span_ns``: the length of the union of all the device's rows and their span; ``proper``: True
-    where no row of the device ends before it starts (None: found here)."""
+    where no row of the device ends before it starts (None: found here); ``kernels_union``: the union of its
+    kernels (None: merged here)."""
     empty = np.zeros(0, np.int64)
     kernels = on_device & is_kernel
-    k = intervals.merge(starts[kernels], ends[kernels])
+    k = intervals.merge(starts[kernels], ends[kernels]) if kernels_union is None else kernels_union
     if span_ns is not None and proper is not None:
         span = span_ns
     else:
@@ -705,8 +708,16 @@ def communication_report(trace: Trace) -> dict[str, Any]:
             else:
                 if every_proper is None:  # one pass over every GPU op, not one per device
                     every_proper = bool((ends >= starts).all())
+                # and the kernels' union is memcpy's (shared: device_kernel_union)
                 entry = device_without_collectives(
-                    starts, ends, sel, is_kernel, busy.busy_ns, busy.span_ns, True if every_proper else None
+                    starts,
+                    ends,
+                    sel,
+                    is_kernel,
+                    busy.busy_ns,
+                    busy.span_ns,
+                    True if every_proper else None,
+                    device_kernel_union(trace, int(device)),
                 )
             shared_count = shared_ns = 0
         else:

@@ -376,6 +376,24 @@ def _kernel_union(
     return out_s[:done], out_e[:done]
 
 
+def device_kernel_union(trace: Trace, dev: int) -> tuple[np.ndarray, np.ndarray]:
+    """The union of device ``dev``'s kernels (``intervals.merge`` of them), from the launch pairs' columns (one row
+    per GPU op, shared: no row array of the kernels); shared by memcpy and communication (each device's once)."""
+
+    def compute() -> tuple[np.ndarray, np.ndarray]:
+        ops = launch_pairs(trace)
+
+        def op_times(at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            """The GPU ops' starts and ends at ``at`` (launch_pairs' columns gathered there only: no start and end
+            column of every GPU op held)."""
+            picked = ops[at]
+            return picked["start"], picked["end"]
+
+        return _kernel_union(ops["device"], ops["is_kernel"], op_times, dev)
+
+    return memo(trace, f"kernel_union/{dev}", compute)
+
+
 def _exposed(
     copy_s: np.ndarray, copy_e: np.ndarray, kernels: tuple[np.ndarray, np.ndarray]
 ) -> tuple[int, int]:
@@ -463,16 +481,6 @@ def memcpy_report(trace: Trace) -> dict[str, Any]:
             "dst_kind",
         ],
     )
-    # The kernels' times from the launch pairs' columns (one row per GPU op, shared): no row array of them.
-    ops = launch_pairs(trace)
-    op_device, op_is_kernel = ops["device"], ops["is_kernel"]
-
-    def op_times(at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The GPU ops' starts and ends at ``at`` (launch_pairs' columns gathered there only: no start and end
-        column of every GPU op held through the section)."""
-        picked = ops[at]
-        return picked["start"], picked["end"]
-
     # The launch mode first, its joins the biggest step: the per-copy arrays below are not yet held then.
     mode = _launch_mode_codes(trace, copies)
     labels, kind_code = _kind_codes(copies["copy_kind"])
@@ -531,7 +539,7 @@ def memcpy_report(trace: Trace) -> dict[str, Any]:
         if not dm.any():
             continue
         # once per device, for every kind of copy
-        kernel_busy = _kernel_union(op_device, op_is_kernel, op_times, dev)
+        kernel_busy = device_kernel_union(trace, dev)
         union, exposed = _exposed(starts[dm], ends[dm], kernel_busy)
         kernel_union[dev] = int((kernel_busy[1] - kernel_busy[0]).sum())
         info = trace.device_info(dev)
