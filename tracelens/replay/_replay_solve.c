@@ -789,6 +789,154 @@ static PyObject *union_overlap(PyObject *self, PyObject *args) {
     return PyLong_FromLong(unordered ? -1 : 0);
 }
 
+/* ---- the host calls of the graph (graph._host_calls): outermost rows per thread in time order -----------------
+ *
+ * host_calls(rows, thread, start, end, kind, call_of, offset, call_row, call_thread, call_start, call_end,
+ * marker_kind, n_threads): ``rows`` (n ascending event rows: the host API rows and step markers), ``thread`` (each
+ * one's thread code in [0, n_threads)); ``start``, ``end`` and ``kind`` (int8) the whole event columns, read at the
+ * rows (a step marker, kind ``marker_kind``, ends where it starts). In (thread, start, longest first, row) order
+ * (np.lexsort((-end, start, thread))), a row is *outer* unless an earlier row of its thread ends at or after its
+ * end (then it is nested in the last outer row before it). Per row (in ``rows`` order): call_of, the index of its
+ * outer call (calls numbered in that order), and offset, its start - that call's start; per call: its event row,
+ * thread, start and end (the first ``returned`` items written). The rows' starts must ascend (the event table's
+ * order): a counting sort by thread, equal starts of a thread ordered by a few comparisons; returns -1, nothing
+ * usable written, where they do not ascend or a thread has more than HOST_TIES rows at one start (then numpy).
+ */
+
+#define HOST_TIES 64
+
+/* a before b in the calls' order among rows of one thread and start: the longer first, then the lower row */
+static int host_before(int64_t end_a, int64_t row_a, int64_t end_b, int64_t row_b) {
+    return end_a > end_b || (end_a == end_b && row_a < row_b);
+}
+
+static PyObject *host_calls(PyObject *self, PyObject *args) {
+    (void)self;
+    enum { COUNT = 11, INPUTS = 5 };
+    PyObject *objs[COUNT];
+    Py_buffer views[COUNT];
+    static const char *const names[COUNT] = {"rows",    "thread",      "start",      "end",     "kind",
+                                             "call_of", "offset",      "call_row",   "call_thread",
+                                             "call_start", "call_end"};
+    static const Py_ssize_t sizes[COUNT] = {8, 8, 8, 8, 1, 8, 8, 8, 8, 8, 8};
+    if (PyTuple_GET_SIZE(args) != COUNT + 2) {
+        PyErr_SetString(PyExc_TypeError, "host_calls: 13 arguments expected");
+        return NULL;
+    }
+    long long marker_kind = PyLong_AsLongLong(PyTuple_GET_ITEM(args, COUNT));
+    Py_ssize_t n_threads = PyLong_AsSsize_t(PyTuple_GET_ITEM(args, COUNT + 1));
+    if (PyErr_Occurred()) {
+        return NULL;
+    }
+    if (get_all(args, COUNT, objs, views, sizes, names, INPUTS) < 0) {
+        return NULL;
+    }
+    Py_buffer *in = views, *out = views + INPUTS;
+    Py_ssize_t n = in[0].len / 8, n_rows = in[2].len / 8;
+    int bad = in[1].len / 8 != n || in[3].len / 8 != n_rows || in[4].len != n_rows || n_threads < 0;
+    for (int i = 0; i < 6; i++) {
+        bad |= out[i].len / 8 != n;
+    }
+    if (bad) {
+        release_all(views, COUNT);
+        PyErr_SetString(PyExc_ValueError, "host_calls: array lengths disagree");
+        return NULL;
+    }
+    const int64_t *rows = in[0].buf, *thread = in[1].buf, *start = in[2].buf, *end = in[3].buf;
+    const signed char *kind = in[4].buf;
+    int64_t *call_of = out[0].buf, *offset = out[1].buf, *call_row = out[2].buf, *call_thread = out[3].buf;
+    int64_t *call_start = out[4].buf, *call_end = out[5].buf;
+    int64_t *order = PyMem_RawMalloc((size_t)(n > 0 ? n : 1) * sizeof(int64_t));
+    int64_t *next = PyMem_RawCalloc((size_t)n_threads + 1, sizeof(int64_t));
+    if (order == NULL || next == NULL) {
+        PyMem_RawFree(order);
+        PyMem_RawFree(next);
+        release_all(views, COUNT);
+        return PyErr_NoMemory();
+    }
+    Py_ssize_t n_calls = 0;
+    int status = 0; /* 1: out of range, -1: not usable here (numpy) */
+    Py_BEGIN_ALLOW_THREADS
+    /* the checks, and the rows per thread */
+    for (Py_ssize_t i = 0; i < n && !status; i++) {
+        if (rows[i] < 0 || rows[i] >= n_rows || thread[i] < 0 || thread[i] >= n_threads) {
+            status = 1;
+        } else if (i > 0 && (rows[i] <= rows[i - 1] || start[rows[i]] < start[rows[i - 1]])) {
+            status = -1;
+        } else {
+            next[thread[i] + 1]++;
+        }
+    }
+    if (!status) {
+        for (Py_ssize_t k = 0; k < n_threads; k++) {
+            next[k + 1] += next[k];
+        }
+        for (Py_ssize_t i = 0; i < n; i++) { /* stable: each thread's rows stay in start order */
+            order[next[thread[i]]++] = i;
+        }
+    }
+    /* equal starts of a thread (adjacent now): the longest first, then the lower row (insertion sort) */
+    for (Py_ssize_t a = 0; a < n && !status;) {
+        Py_ssize_t b = a + 1;
+        int64_t s = start[rows[order[a]]];
+        while (b < n && thread[order[b]] == thread[order[a]] && start[rows[order[b]]] == s) {
+            b++;
+        }
+        if (b - a > HOST_TIES) {
+            status = -1;
+            break;
+        }
+        for (Py_ssize_t i = a + 1; i < b; i++) {
+            int64_t item = order[i];
+            int64_t r = rows[item];
+            int64_t e = kind[r] == marker_kind ? start[r] : end[r];
+            Py_ssize_t j = i;
+            while (j > a) {
+                int64_t other = order[j - 1], q = rows[other];
+                int64_t f = kind[q] == marker_kind ? start[q] : end[q];
+                if (!host_before(e, r, f, q)) {
+                    break;
+                }
+                order[j] = other;
+                j--;
+            }
+            order[j] = item;
+        }
+        a = b;
+    }
+    /* one walk: a row inside the running latest end of its thread's rows before it is nested */
+    int64_t run_end = NONE_TIME, outer_start = 0;
+    for (Py_ssize_t i = 0; i < n && !status; i++) {
+        int64_t item = order[i], r = rows[item];
+        int64_t s = start[r], e = kind[r] == marker_kind ? s : end[r];
+        if (i == 0 || thread[item] != thread[order[i - 1]]) {
+            run_end = NONE_TIME;
+        }
+        if (!(run_end >= e)) {
+            call_row[n_calls] = r;
+            call_thread[n_calls] = thread[item];
+            call_start[n_calls] = s;
+            call_end[n_calls] = e;
+            outer_start = s;
+            n_calls++;
+        }
+        call_of[item] = (int64_t)n_calls - 1;
+        offset[item] = s - outer_start;
+        if (e > run_end) {
+            run_end = e;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    PyMem_RawFree(order);
+    PyMem_RawFree(next);
+    release_all(views, COUNT);
+    if (status > 0) {
+        PyErr_SetString(PyExc_ValueError, "host_calls: an index out of range");
+        return NULL;
+    }
+    return PyLong_FromSsize_t(status < 0 ? -1 : n_calls);
+}
+
 static PyMethodDef methods[] = {
     {"solve_in_order", solve_in_order, METH_VARARGS,
      "solve_in_order(order, chain_first, lag, anchor, recorded, e_ptr, e_src, e_lag, e_stale, out): the replayed "
@@ -812,6 +960,10 @@ static PyMethodDef methods[] = {
     {"union_overlap", union_overlap, METH_VARARGS,
      "union_overlap(mask, start, end, lo, hi, out): how much of each gap the union of the masked rows covers; -1 "
      "where the rows or gaps are out of order."},
+    {"host_calls", host_calls, METH_VARARGS,
+     "host_calls(rows, thread, start, end, kind, call_of, offset, call_row, call_thread, call_start, call_end, "
+     "marker_kind, n_threads): the outer host calls per thread in time order; -1 where the rows' starts do not "
+     "ascend."},
     {NULL, NULL, 0, NULL},
 };
 

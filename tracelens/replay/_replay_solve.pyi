@@ -54,3 +54,18 @@ def critical_walk(
 def running_at(starts: Any, ends: Any, t: Any, out: Any) -> None: ...
 def order_by_chains(key: Any, heads: Any, order: Any, position: Any) -> int: ...
 def union_overlap(mask: Any, start: Any, end: Any, lo: Any, hi: Any, out: Any) -> int: ...
+def host_calls(
+    rows: Any,
+    thread: Any,
+    start: Any,
+    end: Any,
+    kind: Any,
+    call_of: Any,
+    offset: Any,
+    call_row: Any,
+    call_thread: Any,
+    call_start: Any,
+    call_end: Any,
+    marker_kind: int,
+    n_threads: int,
+) -> int: ...

@@ -223,6 +223,89 @@ def _median_by(device: np.ndarray, values: np.ndarray, default: int) -> dict[int
     return out
 
 
+@dataclass
+class HostCalls:
+    """The host calls of a graph: the outermost of the host API rows and step markers on each thread (a row is
+    nested where an earlier row of its thread, in (thread, start, longest first, row) order, ends at or after its
+    end). Per row (in the rows' order): ``call_of``, its outer call's index (calls numbered thread by thread in
+    time order), ``offset``, its start - that call's start; per call: its event row, thread code, start and end
+    (a step marker ends where it starts)."""
+
+    call_of: np.ndarray
+    offset: np.ndarray
+    call_row: np.ndarray
+    call_thread: np.ndarray
+    call_start: np.ndarray
+    call_end: np.ndarray
+
+
+def host_calls(cols: EventColumns, api: np.ndarray, thread: np.ndarray, n_threads: int) -> HostCalls:
+    """:class:`HostCalls` of the event rows ``api`` (ascending) on threads ``thread`` (codes below ``n_threads``):
+    in one pass by the compiled helper where it was built and the rows' starts ascend (the event table's order),
+    else :func:`host_calls_by_numpy`; the same arrays."""
+    from .engine import native_solver  # imported here: engine imports this module
+
+    solver = native_solver()
+    n = api.size
+    if (
+        solver is not None
+        and n
+        and cols.start.dtype == np.int64
+        and cols.end.dtype == np.int64
+        and cols.kind.dtype == np.int8
+    ):
+        call_of, offset, call_row, call_thread, call_start, call_end = (
+            np.empty(n, np.int64) for _ in range(6)
+        )
+        n_calls = solver.host_calls(  # type: ignore[attr-defined]
+            np.ascontiguousarray(api, np.int64),
+            np.ascontiguousarray(thread, np.int64),
+            np.ascontiguousarray(cols.start),
+            np.ascontiguousarray(cols.end),
+            np.ascontiguousarray(cols.kind).view(np.uint8),
+            call_of,
+            offset,
+            call_row,
+            call_thread,
+            call_start,
+            call_end,
+            _kind_code(STEP),
+            n_threads,
+        )
+        if n_calls >= 0:
+            # (every row an outer call, as in most traces: the arrays as they are, no copies)
+            per_call = (call_row, call_thread, call_start, call_end)
+            return HostCalls(call_of, offset, *(a if n_calls == n else a[:n_calls].copy() for a in per_call))
+    return host_calls_by_numpy(cols, api, thread)
+
+
+def host_calls_by_numpy(cols: EventColumns, api: np.ndarray, thread: np.ndarray) -> HostCalls:
+    """:func:`host_calls` with numpy: the path without the compiled helper, and its reference."""
+    marker = cols.kind[api] == _kind_code(STEP)
+    s = cols.start[api]
+    e = np.where(marker, s, cols.end[api])
+    order = _thread_time_order(thread, s, e)
+    thread, s, e = thread[order], s[order], e[order]
+    head = _run_heads(thread)
+    prev_end = np.full(api.size, NONE, np.int64)
+    if api.size:
+        # running max of ends within each thread, shifted by one: what the call starts inside of
+        run_end = _segmented_max_accumulate(e, head)
+        prev_end[1:] = run_end[:-1]
+        prev_end[head == np.arange(api.size)] = NONE
+    outer = ~(prev_end >= e)  # not inside an earlier call on the thread
+    # the outer call each nested one lies in: the last outer call at or before it on its thread
+    outer_index = np.cumsum(outer) - 1
+    calls = np.flatnonzero(outer)
+    cs = s[calls]
+    call_of = np.empty(api.size, np.int64)
+    call_of[order] = outer_index
+    offset = np.zeros(api.size, np.int64)
+    if calls.size:
+        offset[order] = s - cs[np.maximum(outer_index, 0)]
+    return HostCalls(call_of, offset, api[order[calls]], thread[calls].astype(np.int64), cs, e[calls])
+
+
 def build(trace: Trace) -> Graph:
     """The dependency graph of a trace (see the module docstring)."""
     cols = event_columns(trace)
@@ -234,28 +317,11 @@ def build(trace: Trace) -> Graph:
     api = np.flatnonzero(cols.of_kind(RUNTIME, DRIVER, STEP) & (cols.tid >= 0))
     key = thread_key(cols.pid[api], cols.tid[api])
     thread, thread_keys = dense_codes(key)
-    marker = cols.kind[api] == ALL_KINDS.index(STEP)
-    s = cols.start[api]
-    e = np.where(marker, s, cols.end[api])
-    order = _thread_time_order(thread, s, e)
-    api_by_row = api  # ascending, as the event rows are
-    api, thread, s, e, marker = api[order], thread[order], s[order], e[order], marker[order]
-    head = _run_heads(thread)
-    prev_end = np.full(api.size, NONE, np.int64)
-    if api.size:
-        # running max of ends within each thread, shifted by one: what the call starts inside of
-        run_end = _segmented_max_accumulate(e, head)
-        prev_end[1:] = run_end[:-1]
-        prev_end[head == np.arange(api.size)] = NONE
-    nested = prev_end >= e  # inside an earlier call on the thread
-    outer = ~nested
-    # the outer call each nested one lies in: the last outer call at or before it on its thread
-    outer_index = np.cumsum(outer) - 1
-    calls = np.flatnonzero(outer)
-    n_calls = calls.size
-    call_row, call_thread, cs, ce = api[calls], thread[calls], s[calls], e[calls]
-    row_to_call_api = outer_index  # nested rows map to their container
-    api_offset = s - cs[np.maximum(outer_index, 0)] if n_calls else np.zeros(api.size, np.int64)
+    del key
+    hosts = host_calls(cols, api, thread, int(thread_keys.size))
+    del thread
+    call_row, call_thread, cs, ce = hosts.call_row, hosts.call_thread, hosts.call_start, hosts.call_end
+    n_calls = call_row.size
 
     # --- GPU ops (launch_pairs order), launches resolved to outer calls
     n_ops = len(pairs)
@@ -263,21 +329,17 @@ def build(trace: Trace) -> Graph:
     op_dev, op_stream = pairs["device"].astype(np.int64), pairs["stream"].astype(np.int64)
     os_, oe = pairs["start"].astype(np.int64), pairs["end"].astype(np.int64)
     launch_row = pairs["launch_row"]
-    # the rows were ascending before the (thread, time) order: that order's inverse sorts them back, no argsort
-    api_sorted = np.empty(order.size, np.int64)
-    api_sorted[order] = np.arange(order.size)
     # (launch rows mostly ascend: intervals.search_sorted walks them where its compiled helper is built)
-    at = intervals.search_sorted(api_by_row, launch_row) if api.size else np.zeros(n_ops, np.int64)
+    at = intervals.search_sorted(api, launch_row) if api.size else np.zeros(n_ops, np.int64)
     at = np.minimum(at, max(api.size - 1, 0))
     found = (launch_row >= 0) & (api.size > 0)
     if api.size:
-        found &= api_by_row[at] == launch_row
-    api_pos = np.where(found, api_sorted[at] if api.size else 0, -1)
+        found &= api[at] == launch_row
     found &= _plausible_launch(cols, op_row, pairs, found, oe)
-    api_pos = np.where(found, api_pos, -1)
-    op_launch_call = np.where(found, row_to_call_api[np.maximum(api_pos, 0)] if api.size else -1, -1)
-    op_offset = np.where(found, api_offset[np.maximum(api_pos, 0)] if api.size else 0, 0)
-    op_launch_start = np.where(found, s[np.maximum(api_pos, 0)] if api.size else 0, NONE)
+    op_launch_call = np.where(found, hosts.call_of[at] if api.size else -1, -1)
+    op_offset = np.where(found, hosts.offset[at] if api.size else 0, 0)
+    # a launch call's start: its own row's (found: the api row at ``at`` is the launch row)
+    op_launch_start = np.where(found, cols.start[api[at]] if api.size else 0, NONE)
     names = cols.names
     op_graph = found & code_mask(pairs["launch_name"], names, is_graph_launch)
     op_is_copy = np.zeros(n_ops, bool)
@@ -300,10 +362,9 @@ def build(trace: Trace) -> Graph:
         else np.zeros(n_ops, bool)
     )
     del one_time
-    call_is_marker = marker[calls]
+    call_is_marker = cols.kind[call_row] == _kind_code(STEP)
     # the per-row arrays of the host calls end here: dropped before the points (the build's peak) are made
-    del api, key, thread, marker, s, e, order, head, prev_end, nested, outer, outer_index, row_to_call_api
-    del api_offset, api_sorted, api_by_row, at, found, api_pos, launch_row
+    del api, hosts, at, found, launch_row
 
     # --- points: host chains first (thread order), then stream chains ((device, stream) order). Each point
     # array is made whole here and its host and GPU parts written into it through views (``host_*``, ``gpu_*``):
@@ -543,9 +604,9 @@ def build(trace: Trace) -> Graph:
         anchor=anchor,
         row=row,
         chain_first=chain_first,
-        edge_src=np.concatenate([l_src, v_src, w_src, k_src, c_src]).astype(np.int64),
-        edge_dst=np.concatenate([l_dst, v_dst, w_dst, k_dst, c_dst]).astype(np.int64),
-        edge_lag=np.concatenate([l_lag, v_lag, w_lag, k_lag, c_lag]).astype(np.int64),
+        edge_src=np.concatenate([l_src, v_src, w_src, k_src, c_src]).astype(np.int64, copy=False),
+        edge_dst=np.concatenate([l_dst, v_dst, w_dst, k_dst, c_dst]).astype(np.int64, copy=False),
+        edge_lag=np.concatenate([l_lag, v_lag, w_lag, k_lag, c_lag]).astype(np.int64, copy=False),
         edge_is_wait=np.concatenate(
             [
                 np.zeros(l_src.size + v_src.size, bool),
@@ -565,11 +626,11 @@ def build(trace: Trace) -> Graph:
         ),
         edge_typical=np.concatenate(
             [l_typical, typ_stream[e_dst], np.full(w_src.size, wake_typ, np.int64), k_lag, c_lag]
-        ).astype(np.int64),
+        ).astype(np.int64, copy=False),
         call_start=2 * np.arange(n_calls, dtype=np.int64),
         call_end=2 * np.arange(n_calls, dtype=np.int64) + 1,
-        call_row=call_row.astype(np.int64),
-        call_thread=call_thread.astype(np.int64),
+        call_row=call_row.astype(np.int64, copy=False),
+        call_thread=call_thread.astype(np.int64, copy=False),
         call_name=call_names,
         call_waits=call_waits,
         call_waited=call_waited,

@@ -1,0 +1,136 @@
+"""The replay graph's host calls (graph.host_calls: the outermost host API rows and step markers per thread, each
+row's call and offset in it) by the compiled one-pass helper equal the numpy path (kept as the fallback without a C
+compiler) and a plain-Python reference: rows in start order (the event table's) with ties, nesting, zero-length rows
+and step markers; rows out of start order and more ties at one start than the helper sorts (it declines, numpy
+answers); and whole graphs of real traces built both ways."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import tracelens
+from tests.conftest import FIXTURES
+from tracelens.replay import engine
+from tracelens.replay import graph as graph_module
+from tracelens.trace import ALL_KINDS, RUNTIME, STEP
+
+native = pytest.mark.skipif(engine._replay_solve is None, reason="_replay_solve not built (no C compiler)")
+
+CALL, MARKER, OTHER = ALL_KINDS.index(RUNTIME), ALL_KINDS.index(STEP), ALL_KINDS.index(STEP) + 1
+FIELDS = ("call_of", "offset", "call_row", "call_thread", "call_start", "call_end")
+
+
+def reference(
+    start: np.ndarray, end: np.ndarray, kind: np.ndarray, api: np.ndarray, thread: np.ndarray
+) -> dict:
+    """The host calls in plain Python: rows by (thread, start, longest first, row); a row is nested where an earlier
+    row of its thread ends at or after its end."""
+    ends = {int(r): int(start[r] if kind[r] == MARKER else end[r]) for r in api}
+    by_time = sorted(range(api.size), key=lambda i: (thread[i], start[api[i]], -ends[int(api[i])], api[i]))
+    call_of, offset = [0] * api.size, [0] * api.size
+    calls: list[tuple[int, int, int, int]] = []
+    latest: dict[int, int] = {}
+    for i in by_time:
+        r, t = int(api[i]), int(thread[i])
+        if t not in latest or latest[t] < ends[r]:
+            calls.append((r, t, int(start[r]), ends[r]))
+        latest[t] = max(latest.get(t, ends[r]), ends[r])
+        call_of[i], offset[i] = len(calls) - 1, int(start[r]) - calls[-1][2]
+    columns = list(zip(*calls, strict=True)) if calls else [[], [], [], []]
+    return dict(zip(FIELDS, [call_of, offset, *columns], strict=True))
+
+
+def assert_same(got: graph_module.HostCalls, expected: Any) -> None:
+    for name in FIELDS:
+        value = getattr(got, name)
+        want = getattr(expected, name) if isinstance(expected, graph_module.HostCalls) else expected[name]
+        assert value.dtype == np.int64, name
+        np.testing.assert_array_equal(value, np.asarray(want, np.int64), err_msg=name)
+
+
+def table(rows: list[tuple[int, int, int, int]], in_start_order: bool) -> tuple[SimpleNamespace, Any, Any]:
+    """Event columns of rows (thread, start, length, kind) and the host rows among them with their thread codes."""
+    if in_start_order:
+        rows = sorted(rows, key=lambda r: r[1])
+    thread_of = np.array([r[0] for r in rows], np.int64)
+    start = np.array([r[1] for r in rows], np.int64)
+    end = start + np.array([r[2] for r in rows], np.int64)
+    kind = np.array([r[3] for r in rows], np.int8)
+    cols = SimpleNamespace(start=start, end=end, kind=kind)
+    api = np.flatnonzero(kind != OTHER)
+    return cols, api, thread_of[api]
+
+
+ROWS = st.lists(
+    st.tuples(
+        st.integers(0, 3),
+        st.integers(0, 12),
+        st.integers(0, 8),
+        st.sampled_from([CALL, CALL, CALL, MARKER, OTHER]),
+    ),
+    max_size=80,
+)
+
+
+@native
+@settings(max_examples=150, deadline=None)
+@given(rows=ROWS, in_start_order=st.booleans())
+def test_host_calls_equal_the_numpy_path_and_the_reference(
+    rows: list[tuple[int, int, int, int]], in_start_order: bool
+) -> None:
+    cols, api, thread = table(rows, in_start_order)
+    got = graph_module.host_calls(cols, api, thread, 4)  # type: ignore[arg-type]
+    assert_same(got, graph_module.host_calls_by_numpy(cols, api, thread))  # type: ignore[arg-type]
+    assert_same(got, reference(cols.start, cols.end, cols.kind, api, thread))
+
+
+@native
+@pytest.mark.parametrize("ties", [1, 64, 65, 200])
+def test_many_rows_at_one_start(ties: int) -> None:
+    # up to HOST_TIES rows of a thread at one start are ordered by the helper, more by numpy: the same calls
+    rows = [(0, 5, length % 7, CALL) for length in range(ties)] + [(1, 5, 3, CALL), (0, 9, 0, MARKER)]
+    cols, api, thread = table(rows, True)
+    got = graph_module.host_calls(cols, api, thread, 2)  # type: ignore[arg-type]
+    assert_same(got, graph_module.host_calls_by_numpy(cols, api, thread))  # type: ignore[arg-type]
+    assert_same(got, reference(cols.start, cols.end, cols.kind, api, thread))
+
+
+@pytest.mark.parametrize("rows", [[], [(0, 3, 2, CALL)], [(0, 3, 0, MARKER)], [(1, 3, 2, OTHER)]])
+def test_no_row_and_one_row(rows: list[tuple[int, int, int, int]]) -> None:
+    cols, api, thread = table(rows, True)
+    got = graph_module.host_calls(cols, api, thread, 2)  # type: ignore[arg-type]
+    assert_same(got, reference(cols.start, cols.end, cols.kind, api, thread))
+    assert_same(graph_module.host_calls_by_numpy(cols, api, thread), got)  # type: ignore[arg-type]
+
+
+@native
+@pytest.mark.parametrize(
+    "name",
+    [
+        "gpu/pytorch_slow-input_cuda.pt.trace.json.gz",
+        "gpu/resnet18_train_cuda.pt.trace.json.gz",
+        "nsys/handmade_nsys2026.sqlite",
+        "demo.pt.trace.json.gz",
+    ],
+)
+def test_graphs_of_traces_equal_without_the_helper(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = FIXTURES / name
+    if not path.exists():
+        pytest.skip(f"{name} absent")
+    trace = tracelens.load(path)
+    native_graph = graph_module.build(trace)
+    monkeypatch.setattr(engine, "_replay_solve", None)
+    numpy_graph = graph_module.build(trace)
+    for name_, value in vars(native_graph).items():
+        other = getattr(numpy_graph, name_)
+        if isinstance(value, np.ndarray):
+            assert value.dtype == other.dtype, name_
+            np.testing.assert_array_equal(value, other, err_msg=name_)
+        else:
+            assert value == other, name_
