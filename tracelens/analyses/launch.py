@@ -90,7 +90,7 @@ def _gpu_kind(kind: np.ndarray) -> np.ndarray:
 
 
 def _gpu_rows(cols: EventColumns) -> tuple[np.ndarray, np.ndarray | None]:
-    """(the GPU ops' event rows, ascending, int64: kernel/memcpy/memset rows with a device; where the device
+    """(the GPU ops' event rows, ascending (int32 or int64): kernel/memcpy/memset rows with a device; where the device
     column is stored sparse, their positions among the rows carrying it, else None).
 
     Where few rows carry a device (the GPU ops of an Nsight export, a sixth of its rows), the kinds are read at
@@ -102,7 +102,7 @@ def _gpu_rows(cols: EventColumns) -> tuple[np.ndarray, np.ndarray | None]:
     device = stored.values if stored.values.null_count == 0 else pc.fill_null(stored.values, -1)
     on &= device.to_numpy(zero_copy_only=False) >= 0  # the column's own values: no gather
     at = np.flatnonzero(on)
-    return stored.rows[at].astype(np.int64), at
+    return stored.rows[at], at  # in the stored rows' type (int32): read by Arrow's take below, not widened
 
 
 def _kinds_at(cols: EventColumns, rows: np.ndarray) -> np.ndarray:
@@ -111,11 +111,24 @@ def _kinds_at(cols: EventColumns, rows: np.ndarray) -> np.ndarray:
     return pc.take(pa.array(cols.kind), pa.array(rows)).to_numpy(zero_copy_only=False)
 
 
+def _take(values: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``values[rows]`` of a plain numeric array (read only where Arrow's take is used): Arrow's take for int32
+    ``rows`` (numpy would widen them to int64 first), numpy's gather otherwise."""
+    if (
+        rows.dtype != np.int32
+        or not isinstance(values, np.ndarray)
+        or values.dtype.kind not in "iu"
+        or not values.flags.c_contiguous
+    ):
+        return np.asarray(values[rows])
+    return pc.take(pa.array(values), pa.array(rows)).to_numpy(zero_copy_only=False)
+
+
 def _join_ids(
     trace: Trace, cols: EventColumns, gpu: np.ndarray | None
 ) -> tuple[np.ndarray | None, np.ndarray, np.ndarray, np.ndarray]:
     """(the correlation ids of the GPU ops ``gpu`` (from :func:`_gpu_rows`; None without them); the ids, event
-    rows (int64) and driver flags of the runtime and driver calls that carry one, in row order).
+    rows (int32 or int64) and driver flags of the runtime and driver calls that carry one, in row order).
 
     Where the id column is stored sparse (only calls and GPU ops carry one), the calls and the GPU ops are told
     apart by the kinds at the carrying rows: one gather of the kinds, not a table-long mask and a match against
@@ -148,7 +161,7 @@ def _join_ids(
     is_call = kind == _RUNTIME_CODE
     is_call |= kind == _DRIVER_CODE
     ids = ids_at[is_call].astype(dtype, copy=False)
-    rows = stored.rows[is_call].astype(np.int64)
+    rows = stored.rows[is_call]  # int32 where stored so: match_calls packs them as they are
     is_driver = kind[is_call] == _DRIVER_CODE
     del kind, is_call
     if ids.size == np.count_nonzero(cols.kind == _RUNTIME_CODE) + np.count_nonzero(cols.kind == _DRIVER_CODE):
@@ -203,6 +216,65 @@ def _sorted_calls(
     return ids[first], rows[first], False
 
 
+def match_calls(
+    op_corr: np.ndarray, ids: np.ndarray, rows: np.ndarray, is_driver: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, bool]:
+    """(per GPU op of id ``op_corr``, whether a call carries its id; the event row (int64) of each matched op's
+    launch call: the first call of the id by (driver after runtime, row); whether every call id was once), for
+    the calls (``ids`` >= 0, their ``rows`` ascending, ``is_driver``) as :func:`_sorted_calls` orders them.
+
+    Where the ids, the driver flag and the rows fit in 63 bits together, the packed keys are sorted and the ops
+    searched among them as they are (``id << shift``: the first key of the id): no unpacking of the sorted ids
+    and rows into two arrays of every call (8.8M on the x1512 export), only the matched ops' rows read out."""
+    driver = bool(is_driver.any())
+    row_bits = max(int(rows[-1]).bit_length(), 1) if rows.size else 1
+    shift = row_bits + 1 if driver else row_bits
+    top = int(ids.max()) + 1 if ids.size else 0  # an op id above every call's: searched as this one
+    if ids.size == 0 or top.bit_length() + shift > _PACKED_BITS:
+        call_corr, call_rows, unique = _sorted_calls(ids, rows, is_driver)
+        # the ops' ids mostly ascend (ops in start order): each searched from the previous one's place
+        idx = np.minimum(intervals.search_near(call_corr, op_corr), max(call_corr.size - 1, 0))
+        matched = (
+            (op_corr >= 0) & (call_corr.size > 0) & (call_corr[idx] == op_corr if call_corr.size else False)
+        )
+        return matched, call_rows[idx[matched]], unique
+    key = np.left_shift(ids, shift, dtype=np.int64)
+    for lo in range(0, key.size, _PACK_BLOCK):  # a block at a time: no int64 temporaries of every call
+        part = key[lo : lo + _PACK_BLOCK]
+        if driver:
+            part |= is_driver[lo : lo + _PACK_BLOCK].astype(np.int64) << row_bits
+        part |= rows[lo : lo + _PACK_BLOCK]
+    key.sort()
+    # two neighbours share an id where their keys differ in the row and driver bits only
+    unique = True
+    for lo in range(0, key.size - 1, _PACK_BLOCK):
+        stop = min(lo + _PACK_BLOCK, key.size - 1)
+        differ = key[lo:stop] ^ key[lo + 1 : stop + 1]
+        differ >>= shift
+        if not differ.all():
+            unique = False
+            break
+    if not unique:  # the first call of each id only (not on an Nsight export)
+        first = np.ones(key.size, bool)
+        first[1:] = (key[1:] ^ key[:-1]) >> shift != 0
+        key = key[first]
+        del first
+    # the ops' ids mostly ascend (ops in start order): each searched from the previous one's place
+    needle = np.minimum(op_corr, top, dtype=np.int64)
+    needle <<= shift
+    idx = intervals.search_near(key, needle)
+    del needle
+    np.minimum(idx, key.size - 1, out=idx)
+    found = key[idx]
+    found >>= shift
+    matched = found == op_corr
+    matched &= op_corr >= 0
+    del found
+    call_rows = key[idx[matched]]
+    call_rows &= (1 << row_bits) - 1
+    return matched, call_rows, unique
+
+
 def launch_pairs(trace: Trace) -> Table:
     """One row per GPU op (kernel/memcpy/memset with a device) joined to its launch call where one exists.
 
@@ -223,31 +295,25 @@ def launch_pairs(trace: Trace) -> Table:
         gpu, on_device = _gpu_rows(cols)
         op_corr, ids, rows, is_driver = _join_ids(trace, cols, gpu)
         assert op_corr is not None
-        call_corr, call_rows, unique = _sorted_calls(ids, rows, is_driver)
+        matched, call_rows, unique = match_calls(op_corr, ids, rows, is_driver)
         del ids, rows, is_driver
         memo(trace, "call_ids_unique", lambda: unique)
-        # the ops' ids mostly ascend (ops in start order): each searched from the previous one's place
-        idx = np.minimum(intervals.search_near(call_corr, op_corr), max(call_corr.size - 1, 0))
-        matched = (
-            (op_corr >= 0) & (call_corr.size > 0) & (call_corr[idx] == op_corr if call_corr.size else False)
-        )
-        on = np.flatnonzero(matched)
         row_type = np.int32 if cols.start.size < 2**31 else np.int64
-        launch_row = _rows_or(gpu.size, on, call_rows[idx[on]], row_type)
-        del call_corr, call_rows, idx, on
+        launch_row = _rows_or(gpu.size, np.flatnonzero(matched), call_rows, row_type)
+        del call_rows
 
         def from_calls(name: str, fill: int) -> LazyColumn:
             return gathered_where(cols, name, launch_row, matched, fill)
 
-        gpu_kind = cols.kind[gpu]
+        gpu_kind = _take(cols.kind, gpu)
         is_kernel = gpu_kind == ALL_KINDS.index(KERNEL)
         stream, graph_id, copy_bytes, is_dtoh = (
             _at_gpu_ops(cols, name, gpu, gpu_kind, on_device)
             for name in ("stream", "graph_id", "bytes", "is_dtoh")
         )
         del gpu_kind, on_device
-        op_row = gpu.astype(row_type)
-        device = cols.device[gpu]
+        op_row = gpu.astype(row_type, copy=False)
+        device = _take(cols.device, gpu)
         del gpu
         return Table(
             {
