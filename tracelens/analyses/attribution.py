@@ -67,10 +67,11 @@ class HostRows:
 def host_rows(trace: Trace) -> HostRows:
     def compute() -> HostRows:
         cols = event_columns(trace)
-        category = host_categories(trace).copy()
-        category[one_time_work(trace).rows] = HOST_CATEGORY_PRIORITY.index(STARTUP)
-        keep, cat = _kept_rows(category, np.int32 if cols.start.size < 2**31 else np.int64)
-        del category
+        keep, cat = _kept_rows(
+            host_categories(trace),
+            one_time_work(trace).rows,
+            np.int32 if cols.start.size < 2**31 else np.int64,
+        )
         codes, first = _thread_codes(cols, keep)  # (any row of each thread gives its pid/tid: its first)
         # The name test at the sync rows only (a few of the host rows).
         sync_rows = np.flatnonzero(cat == HOST_CATEGORY_PRIORITY.index(SYNC))
@@ -93,17 +94,28 @@ def host_rows(trace: Trace) -> HostRows:
 HOST_BLOCK = 1 << 21
 
 
-def _kept_rows(category: np.ndarray, row_type: type) -> tuple[np.ndarray, np.ndarray]:
-    """(``np.flatnonzero(category >= 0)`` as ``row_type``, the categories there), a block of rows at a time: no
-    int64 positions of every host row (12.8M on the x1512 export)."""
-    count = sum(
-        int(np.count_nonzero(category[lo : lo + HOST_BLOCK] >= 0))
-        for lo in range(0, category.size, HOST_BLOCK)
-    )
+def _kept_rows(base: np.ndarray, startup_rows: np.ndarray, row_type: type) -> tuple[np.ndarray, np.ndarray]:
+    """(``np.flatnonzero(category >= 0)`` as ``row_type``, the categories there) of ``category``: the host
+    categories ``base`` with STARTUP at the one-time rows ``startup_rows`` (ascending), a block of rows at a time:
+    no int64 positions of every host row (12.8M on the x1512 export), and no copy of ``base`` (a byte per event
+    row) to set the one-time rows' category in: each block's own copy, where it holds some."""
+    # where each block's one-time rows begin among them
+    bounds = np.searchsorted(startup_rows, np.arange(0, base.size + HOST_BLOCK, HOST_BLOCK))
+    startup = base.dtype.type(HOST_CATEGORY_PRIORITY.index(STARTUP))
+
+    def category(i: int, lo: int) -> np.ndarray:
+        block = base[lo : lo + HOST_BLOCK]
+        if bounds[i + 1] > bounds[i]:
+            block = block.copy()
+            block[startup_rows[bounds[i] : bounds[i + 1]] - lo] = startup
+        return block
+
+    blocks = range(0, base.size, HOST_BLOCK)
+    count = sum(int(np.count_nonzero(category(i, lo) >= 0)) for i, lo in enumerate(blocks))
     rows: np.ndarray = np.empty(count, row_type)
-    cat, at = np.empty(count, category.dtype), 0
-    for lo in range(0, category.size, HOST_BLOCK):  # a loop over blocks of rows
-        block = category[lo : lo + HOST_BLOCK]
+    cat, at = np.empty(count, base.dtype), 0
+    for i, lo in enumerate(blocks):  # a loop over blocks of rows
+        block = category(i, lo)
         found = np.flatnonzero(block >= 0)
         cat[at : at + found.size] = block[found]
         found += lo
