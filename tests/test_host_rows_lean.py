@@ -1,7 +1,7 @@
 """attribution.host_rows built a block of rows at a time (_kept_rows, _thread_codes: each block's thread keys
 numbered by hashing, then mapped to the sorted distinct keys) equals the whole-table build it replaced (kept here
 as the reference), on generated host rows: several processes and threads (a tid past 32 bits sharing its thread
-key with its low 32 bits, the first row's tid kept), rows without a category, one-time rows (given the startup
+key with its low 32 bits, the first row's tid kept), rows without a category, pid and tid as plain arrays or held as one set of thread codes, one-time rows (given the startup
 category in each block's copy, not in a copy of the whole table: with or without a category of their own), blocks
 of a few rows."""
 
@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tracelens.analyses import attribution
+from tracelens.analyses.coded import CodedInts
 from tracelens.analyses.columns import thread_key
 from tracelens.analyses.names import HOST_CATEGORY_PRIORITY, STARTUP
 from tracelens.values import dense_codes
@@ -39,9 +40,10 @@ def _reference(pid: np.ndarray, tid: np.ndarray, category: np.ndarray) -> tuple:
     st.lists(st.tuples(st.integers(0, len(THREADS) - 1), st.integers(-1, 4)), max_size=80),
     st.integers(1, 9),
     st.sets(st.integers(0, 79)),
+    st.booleans(),
 )
 def test_host_rows_by_blocks_equal_the_whole_table(
-    rows: list[tuple[int, int]], block: int, one_time: set[int]
+    rows: list[tuple[int, int]], block: int, one_time: set[int], coded: bool
 ) -> None:
     pid = np.array([THREADS[i][0] for i, _ in rows], np.int32)
     tid = np.array([THREADS[i][1] for i, _ in rows], np.int64)
@@ -51,6 +53,11 @@ def test_host_rows_by_blocks_equal_the_whole_table(
     category[startup_rows] = HOST_CATEGORY_PRIORITY.index(STARTUP)
     base.flags.writeable = False  # as host_categories gives it
     cols = type("Cols", (), {"pid": pid, "tid": tid})()
+    if coded:  # pid and tid held as one set of thread codes (an Nsight export's): _coded_thread_codes
+        codes = np.array([i for i, _ in rows], np.int8)
+        pid_table = np.array([p for p, _ in THREADS], np.int32)
+        tid_table = np.array([t for _, t in THREADS], np.int64)
+        cols = type("Cols", (), {"pid": CodedInts(codes, pid_table), "tid": CodedInts(codes, tid_table)})()
     expected = _reference(pid, tid, category)
     original = attribution.HOST_BLOCK
     attribution.HOST_BLOCK = block

@@ -157,14 +157,17 @@ def _join_ids(
         else:
             op_ids = cols.at("correlation_id", gpu)
         del is_op, op_rows
-    # boolean selections, not positions and gathers by them: one pass each
+    # boolean selections, not positions and gathers by them: one pass each; no driver call in the table (an Nsight
+    # export's runtime calls only): no test of the calls' kinds
+    drivers = np.count_nonzero(cols.kind == _DRIVER_CODE)
     is_call = kind == _RUNTIME_CODE
-    is_call |= kind == _DRIVER_CODE
+    if drivers:
+        is_call |= kind == _DRIVER_CODE
     ids = ids_at[is_call].astype(dtype, copy=False)
     rows = stored.rows[is_call]  # int32 where stored so: match_calls packs them as they are
-    is_driver = kind[is_call] == _DRIVER_CODE
+    is_driver = kind[is_call] == _DRIVER_CODE if drivers else np.zeros(ids.size, bool)
     del kind, is_call
-    if ids.size == np.count_nonzero(cols.kind == _RUNTIME_CODE) + np.count_nonzero(cols.kind == _DRIVER_CODE):
+    if ids.size == np.count_nonzero(cols.kind == _RUNTIME_CODE) + drivers:
         ids.flags.writeable = False  # shared: read only
         shared = ids
         memo(trace, "api_correlation", lambda: shared)
