@@ -263,8 +263,11 @@ def match_calls(
         key = key[first]
         del first
     # the ops' ids mostly ascend (ops in start order): each searched from the previous one's place
-    needle = np.minimum(op_corr, top, dtype=np.int64)
-    needle <<= shift
+    if op_corr.size and (int(op_corr.max()) + 1).bit_length() + shift <= _PACKED_BITS:
+        needle = np.left_shift(op_corr, shift, dtype=np.int64)  # (no id so wide that it overflows: one pass)
+    else:
+        needle = np.minimum(op_corr, top, dtype=np.int64)
+        needle <<= shift
     idx = intervals.search_near(key, needle)
     del needle
     np.minimum(idx, key.size - 1, out=idx)
