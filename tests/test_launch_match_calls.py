@@ -1,4 +1,4 @@
-"""launch.match_calls (the packed call keys searched as they are, no unpacking of the sorted ids and rows) equals
+"""call_join.match_calls (the packed call keys searched as they are, no unpacking of the sorted ids and rows) equals
 the join it replaces: the calls sorted by (id, driver after runtime, row) by a stable argsort, the first per id,
 each op's id searched among them; on generated ids with repeats, driver and runtime calls, ops without an id or
 with ids no call has (above every call's too), no calls, ids too wide to pack (the argsort path), blocks of a few
@@ -10,7 +10,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tracelens.analyses import launch
+from tracelens.analyses import call_join
 
 
 def _reference(
@@ -43,12 +43,12 @@ def test_match_calls_equals_the_sorted_join(
     rows = np.cumsum(np.arange(1, ids.size + 1)).astype(row_type)  # ascending
     op_corr = np.array([c if c < 0 else c + id_offset for c in ops], np.int64)
     want_matched, want_rows, want_unique = _reference(op_corr, ids, rows, is_driver)
-    original = launch._PACK_BLOCK
-    launch._PACK_BLOCK = block
+    original = call_join.PACK_BLOCK
+    call_join.PACK_BLOCK = block
     try:
-        matched, call_rows, unique = launch.match_calls(op_corr, ids, rows.copy(), is_driver)
+        matched, call_rows, unique = call_join.match_calls(op_corr, ids, rows.copy(), is_driver)
     finally:
-        launch._PACK_BLOCK = original
+        call_join.PACK_BLOCK = original
     assert matched.dtype == bool and matched.tolist() == want_matched
     assert call_rows.dtype == np.int64 and call_rows.tolist() == want_rows
     assert unique == want_unique
@@ -56,9 +56,9 @@ def test_match_calls_equals_the_sorted_join(
 
 def test_match_calls_without_calls_or_ops() -> None:
     none = np.zeros(0, np.int64)
-    matched, call_rows, unique = launch.match_calls(np.array([-1, 3]), none, none, np.zeros(0, bool))
+    matched, call_rows, unique = call_join.match_calls(np.array([-1, 3]), none, none, np.zeros(0, bool))
     assert matched.tolist() == [False, False] and call_rows.size == 0 and unique
-    matched, call_rows, unique = launch.match_calls(
+    matched, call_rows, unique = call_join.match_calls(
         none, np.array([5, 5]), np.array([1, 2]), np.zeros(2, bool)
     )
     assert matched.size == 0 and call_rows.size == 0 and not unique
