@@ -102,9 +102,10 @@ def match_calls(
         needle = np.minimum(op_corr, top, dtype=np.int64)
         needle <<= shift
     idx = intervals.search_near(key, needle)
-    del needle
     np.minimum(idx, key.size - 1, out=idx)
-    found = key[idx]
+    # the keys found, into the search keys' array (read no more): no other int64 array of the ops
+    found = np.take(key, idx, out=needle)
+    del needle
     found >>= shift
     matched = found == op_corr
     matched &= op_corr >= 0
