@@ -18,7 +18,7 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tracelens.analyses import launch
+from tracelens.analyses import call_join, launch
 from tracelens.analyses.columns import Table, api_calls, event_columns
 from tracelens.trace import ALL_KINDS, DRIVER, GPU_ACTIVITY_KINDS, KERNEL, EventStore, SparseColumn, Trace
 
@@ -319,16 +319,16 @@ def test_launch_pairs_equal_the_table_long_masks_and_stable_argsort(
     want_calls = reference_call_rows(build())
     reference = build()
     want_api = api_calls(reference)[1]
-    saved = launch._PACKED_BITS
+    saved = call_join.PACKED_BITS
     if not packed:
-        launch._PACKED_BITS = 0  # no key fits: the stable argsort
+        call_join.PACKED_BITS = 0  # no key fits: the stable argsort
     try:
         trace = build()
         got = launch.launch_pairs(trace)
         got_calls = launch._call_rows(build())
         got_unique = launch.call_ids_unique(trace)
     finally:
-        launch._PACKED_BITS = saved
+        call_join.PACKED_BITS = saved
     for name in PAIRS_COLUMNS:
         assert got[name].dtype == want[name].dtype, name
         assert np.array_equal(got[name], want[name]), name

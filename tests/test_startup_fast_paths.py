@@ -153,3 +153,36 @@ def test_first_rows_equal_pandas(
     )
     positions, got = long_first_rows(outer, name, start, duration, min_first)
     assert list(zip(positions.tolist(), got.tolist(), strict=True)) == expected
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 2), st.integers(0, 4), st.integers(0, 300_000)), max_size=60),
+    st.booleans(),
+    st.integers(0, 2**16),
+)
+def test_long_first_rows_keep_test_before_medians_equals_after(
+    rows: list[tuple[int, int, int]], in_start_order: bool, seed: int
+) -> None:
+    # startup_first.long_first_rows with ``keep`` (a test of the first rows made before their medians are taken:
+    # the first_api rule's idle GPU) equals its answer without it, filtered by the same test after
+    from tracelens.analyses.startup_first import long_first_rows
+
+    outer = np.array([r[0] for r in rows], np.int64)
+    name = np.array([r[1] for r in rows], np.int64)
+    duration = np.array([r[2] for r in rows], np.int64)
+    start = (
+        np.arange(outer.size, dtype=np.int64)
+        if in_start_order
+        else np.random.default_rng(seed).permutation(outer.size)
+    )
+    picked = np.random.default_rng(seed).random(outer.size) < 0.5  # the test: a fixed choice per row
+
+    def keep(at: np.ndarray) -> np.ndarray:
+        out: np.ndarray = picked[at]
+        return out
+
+    positions, medians = long_first_rows(outer, name, start, duration, 100_000)
+    got, got_medians = long_first_rows(outer, name, start, duration, 100_000, keep)
+    assert got.tolist() == positions[picked[positions]].tolist()
+    assert got_medians.tolist() == medians[picked[positions]].tolist()

@@ -28,6 +28,7 @@ import pandas as pd
 
 from .. import intervals
 from ..trace import GPU_ACTIVITY_KINDS, Trace
+from .coded import CodedInts
 from .columns import DeviceBusy, EventColumns, device_busy, event_columns, memo, thread_key
 from .host_split import split_gaps
 from .launch import launch_pairs
@@ -67,10 +68,11 @@ class HostRows:
 def host_rows(trace: Trace) -> HostRows:
     def compute() -> HostRows:
         cols = event_columns(trace)
-        category = host_categories(trace).copy()
-        category[one_time_work(trace).rows] = HOST_CATEGORY_PRIORITY.index(STARTUP)
-        keep, cat = _kept_rows(category, np.int32 if cols.start.size < 2**31 else np.int64)
-        del category
+        keep, cat = _kept_rows(
+            host_categories(trace),
+            one_time_work(trace).rows,
+            np.int32 if cols.start.size < 2**31 else np.int64,
+        )
         codes, first = _thread_codes(cols, keep)  # (any row of each thread gives its pid/tid: its first)
         # The name test at the sync rows only (a few of the host rows).
         sync_rows = np.flatnonzero(cat == HOST_CATEGORY_PRIORITY.index(SYNC))
@@ -93,17 +95,28 @@ def host_rows(trace: Trace) -> HostRows:
 HOST_BLOCK = 1 << 21
 
 
-def _kept_rows(category: np.ndarray, row_type: type) -> tuple[np.ndarray, np.ndarray]:
-    """(``np.flatnonzero(category >= 0)`` as ``row_type``, the categories there), a block of rows at a time: no
-    int64 positions of every host row (12.8M on the x1512 export)."""
-    count = sum(
-        int(np.count_nonzero(category[lo : lo + HOST_BLOCK] >= 0))
-        for lo in range(0, category.size, HOST_BLOCK)
-    )
+def _kept_rows(base: np.ndarray, startup_rows: np.ndarray, row_type: type) -> tuple[np.ndarray, np.ndarray]:
+    """(``np.flatnonzero(category >= 0)`` as ``row_type``, the categories there) of ``category``: the host
+    categories ``base`` with STARTUP at the one-time rows ``startup_rows`` (ascending), a block of rows at a time:
+    no int64 positions of every host row (12.8M on the x1512 export), and no copy of ``base`` (a byte per event
+    row) to set the one-time rows' category in: each block's own copy, where it holds some."""
+    # where each block's one-time rows begin among them
+    bounds = np.searchsorted(startup_rows, np.arange(0, base.size + HOST_BLOCK, HOST_BLOCK))
+    startup = base.dtype.type(HOST_CATEGORY_PRIORITY.index(STARTUP))
+
+    def category(i: int, lo: int) -> np.ndarray:
+        block = base[lo : lo + HOST_BLOCK]
+        if bounds[i + 1] > bounds[i]:
+            block = block.copy()
+            block[startup_rows[bounds[i] : bounds[i + 1]] - lo] = startup
+        return block
+
+    blocks = range(0, base.size, HOST_BLOCK)
+    count = sum(int(np.count_nonzero(category(i, lo) >= 0)) for i, lo in enumerate(blocks))
     rows: np.ndarray = np.empty(count, row_type)
-    cat, at = np.empty(count, category.dtype), 0
-    for lo in range(0, category.size, HOST_BLOCK):  # a loop over blocks of rows
-        block = category[lo : lo + HOST_BLOCK]
+    cat, at = np.empty(count, base.dtype), 0
+    for i, lo in enumerate(blocks):  # a loop over blocks of rows
+        block = category(i, lo)
         found = np.flatnonzero(block >= 0)
         cat[at : at + found.size] = block[found]
         found += lo
@@ -116,7 +129,15 @@ def _kept_rows(category: np.ndarray, row_type: type) -> tuple[np.ndarray, np.nda
 def _thread_codes(cols: EventColumns, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(each row's thread code: ``dense_codes(thread_key(pid, tid))``'s codes at the rows, in the narrowest type;
     per code, the position of its first row), a block of rows at a time: each block's keys numbered by hashing,
-    then those numbers mapped to the sorted distinct keys (no int64 key and intp code of every row at once)."""
+    then those numbers mapped to the sorted distinct keys (no int64 key and intp code of every row at once); where
+    pid and tid are held as one set of thread codes (an Nsight export's), by those codes (:func:`_coded_thread_codes`).
+    """
+    if (
+        isinstance(cols.pid, CodedInts)
+        and isinstance(cols.tid, CodedInts)
+        and cols.pid.codes is cols.tid.codes
+    ):
+        return _coded_thread_codes(cols.pid, cols.tid, rows)
     local = np.empty(rows.size, np.int32)
     uniques = []
     for lo in range(0, rows.size, HOST_BLOCK):  # a loop over blocks of rows
@@ -137,6 +158,35 @@ def _thread_codes(cols: EventColumns, rows: np.ndarray) -> tuple[np.ndarray, np.
         )  # the last write: each code's first row
         first = np.where(first >= 0, first, here)
         del block
+    return codes, first
+
+
+def _coded_thread_codes(pid: CodedInts, tid: CodedInts, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_thread_codes` where pid and tid are held as the same thread codes into their tables: each row's code
+    read (a byte or two), the keys built per table entry (a handful of threads), not per row, and no hashing;
+    codes mapped to the sorted distinct keys of the threads the rows are on through a table."""
+    table_keys = thread_key(np.asarray(pid.table), np.asarray(tid.table))  # one per thread code
+    local = np.empty(rows.size, pid.codes.dtype)
+    present = np.zeros(table_keys.size, bool)
+    for lo in range(0, rows.size, HOST_BLOCK):  # a loop over blocks of rows
+        block = pid.codes[rows[lo : lo + HOST_BLOCK]]
+        local[lo : lo + block.size] = block
+        present[block] = True
+        del block
+    keys = np.unique(table_keys[present])  # sorted (two thread codes may share a key: then one code)
+    to_code = np.searchsorted(keys, table_keys)
+    np.minimum(to_code, max(keys.size - 1, 0), out=to_code)  # (the codes of no row: any code, never read)
+    to_code = to_code.astype(_narrowest_code_type(keys.size))
+    codes: np.ndarray = to_code[local]
+    del local
+    first = np.full(keys.size, -1, np.int64)
+    for lo in range(0, rows.size, HOST_BLOCK):  # each code's first row, a block at a time
+        block = codes[lo : lo + HOST_BLOCK]
+        here = np.full(keys.size, -1, np.int64)
+        here[block[::-1]] = np.arange(
+            lo + block.size - 1, lo - 1, -1
+        )  # the last write: the block's first row
+        first = np.where(first >= 0, first, here)
     return codes, first
 
 

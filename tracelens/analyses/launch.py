@@ -24,9 +24,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .. import intervals
 from ..trace import ALL_KINDS, DRIVER, GPU_ACTIVITY_KINDS, KERNEL, RUNTIME, SparseColumn, Trace
 from ..values import sorted_distinct
+from .call_join import match_calls, sorted_calls
 from .columns import (
     EventColumns,
     LazyColumn,
@@ -74,7 +74,7 @@ def _call_rows(trace: Trace) -> tuple[np.ndarray, np.ndarray, bool]:
     id): the rows of :func:`launch_calls` without gathering their columns (8.8M calls on a training export, of
     which the GPU ops read a few)."""
     _, ids, rows, is_driver = _join_ids(trace, event_columns(trace), None)
-    return _sorted_calls(ids, rows, is_driver)
+    return sorted_calls(ids, rows, is_driver)
 
 
 _RUNTIME_CODE, _DRIVER_CODE = ALL_KINDS.index(RUNTIME), ALL_KINDS.index(DRIVER)
@@ -90,7 +90,7 @@ def _gpu_kind(kind: np.ndarray) -> np.ndarray:
 
 
 def _gpu_rows(cols: EventColumns) -> tuple[np.ndarray, np.ndarray | None]:
-    """(the GPU ops' event rows, ascending, int64: kernel/memcpy/memset rows with a device; where the device
+    """(the GPU ops' event rows, ascending (int32 or int64): kernel/memcpy/memset rows with a device; where the device
     column is stored sparse, their positions among the rows carrying it, else None).
 
     Where few rows carry a device (the GPU ops of an Nsight export, a sixth of its rows), the kinds are read at
@@ -102,7 +102,7 @@ def _gpu_rows(cols: EventColumns) -> tuple[np.ndarray, np.ndarray | None]:
     device = stored.values if stored.values.null_count == 0 else pc.fill_null(stored.values, -1)
     on &= device.to_numpy(zero_copy_only=False) >= 0  # the column's own values: no gather
     at = np.flatnonzero(on)
-    return stored.rows[at].astype(np.int64), at
+    return stored.rows[at], at  # in the stored rows' type (int32): read by Arrow's take below, not widened
 
 
 def _kinds_at(cols: EventColumns, rows: np.ndarray) -> np.ndarray:
@@ -111,11 +111,24 @@ def _kinds_at(cols: EventColumns, rows: np.ndarray) -> np.ndarray:
     return pc.take(pa.array(cols.kind), pa.array(rows)).to_numpy(zero_copy_only=False)
 
 
+def _take(values: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``values[rows]`` of a plain numeric array (read only where Arrow's take is used): Arrow's take for int32
+    ``rows`` (numpy would widen them to int64 first), numpy's gather otherwise."""
+    if (
+        rows.dtype != np.int32
+        or not isinstance(values, np.ndarray)
+        or values.dtype.kind not in "iu"
+        or not values.flags.c_contiguous
+    ):
+        return np.asarray(values[rows])
+    return pc.take(pa.array(values), pa.array(rows)).to_numpy(zero_copy_only=False)
+
+
 def _join_ids(
     trace: Trace, cols: EventColumns, gpu: np.ndarray | None
 ) -> tuple[np.ndarray | None, np.ndarray, np.ndarray, np.ndarray]:
     """(the correlation ids of the GPU ops ``gpu`` (from :func:`_gpu_rows`; None without them); the ids, event
-    rows (int64) and driver flags of the runtime and driver calls that carry one, in row order).
+    rows (int32 or int64) and driver flags of the runtime and driver calls that carry one, in row order).
 
     Where the id column is stored sparse (only calls and GPU ops carry one), the calls and the GPU ops are told
     apart by the kinds at the carrying rows: one gather of the kinds, not a table-long mask and a match against
@@ -144,14 +157,17 @@ def _join_ids(
         else:
             op_ids = cols.at("correlation_id", gpu)
         del is_op, op_rows
-    # boolean selections, not positions and gathers by them: one pass each
+    # boolean selections, not positions and gathers by them: one pass each; no driver call in the table (an Nsight
+    # export's runtime calls only): no test of the calls' kinds
+    drivers = np.count_nonzero(cols.kind == _DRIVER_CODE)
     is_call = kind == _RUNTIME_CODE
-    is_call |= kind == _DRIVER_CODE
+    if drivers:
+        is_call |= kind == _DRIVER_CODE
     ids = ids_at[is_call].astype(dtype, copy=False)
-    rows = stored.rows[is_call].astype(np.int64)
-    is_driver = kind[is_call] == _DRIVER_CODE
+    rows = stored.rows[is_call]  # int32 where stored so: match_calls packs them as they are
+    is_driver = kind[is_call] == _DRIVER_CODE if drivers else np.zeros(ids.size, bool)
     del kind, is_call
-    if ids.size == np.count_nonzero(cols.kind == _RUNTIME_CODE) + np.count_nonzero(cols.kind == _DRIVER_CODE):
+    if ids.size == np.count_nonzero(cols.kind == _RUNTIME_CODE) + drivers:
         ids.flags.writeable = False  # shared: read only
         shared = ids
         memo(trace, "api_correlation", lambda: shared)
@@ -159,48 +175,6 @@ def _join_ids(
     if not with_id.all():
         ids, rows, is_driver = ids[with_id], rows[with_id], is_driver[with_id]
     return op_ids, ids, rows, is_driver
-
-
-# Calls are sorted as one packed int64 each, (id, driver flag, row) in this many bits, where they fit; packed and
-# unpacked this many calls at a time.
-_PACKED_BITS = 63
-_PACK_BLOCK = 1 << 20
-
-
-def _sorted_calls(
-    ids: np.ndarray, rows: np.ndarray, is_driver: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, bool]:
-    """The calls (ids >= 0, rows ascending) sorted by (id, driver after runtime, row), one per id: (ids, rows
-    (int64), whether every id was once). Where the ids, the driver flag and the rows fit in 63 bits together (the
-    rows take only the bits their count needs: 26 for the 41M rows of a training export, whose ids pass 2^31), they
-    are sorted as one packed int64 each (np.sort, not a stable argsort and two gathers by its order)."""
-    driver = bool(is_driver.any())
-    row_bits = max(int(rows[-1]).bit_length(), 1) if rows.size else 1
-    shift = row_bits + 1 if driver else row_bits
-    if ids.size and int(ids.max()).bit_length() + shift <= _PACKED_BITS:
-        key = ids.astype(np.int64)
-        key <<= shift
-        for lo in range(0, key.size, _PACK_BLOCK):  # a block at a time: no int64 temporaries of every call
-            part = key[lo : lo + _PACK_BLOCK]
-            if driver:
-                part |= is_driver[lo : lo + _PACK_BLOCK].astype(np.int64) << row_bits
-            part |= rows[lo : lo + _PACK_BLOCK]
-        key.sort()
-        ids = np.empty(key.size, ids.dtype)
-        for lo in range(0, key.size, _PACK_BLOCK):
-            ids[lo : lo + _PACK_BLOCK] = key[lo : lo + _PACK_BLOCK] >> shift
-        key &= (1 << row_bits) - 1
-        rows = key
-    else:
-        # Rows are in start order, so a stable sort on (corr, is_driver) keeps the earliest first (no driver call:
-        # on corr alone).
-        order = np.argsort(ids.astype(np.int64) * 2 + is_driver if driver else ids, kind="stable")
-        ids, rows = ids[order], rows[order].astype(np.int64, copy=False)
-    first = np.ones(ids.size, bool)
-    first[1:] = ids[1:] != ids[:-1]
-    if first.all():  # every id once (an Nsight export): no selection of the 8.8M calls
-        return ids, rows, True
-    return ids[first], rows[first], False
 
 
 def launch_pairs(trace: Trace) -> Table:
@@ -223,31 +197,25 @@ def launch_pairs(trace: Trace) -> Table:
         gpu, on_device = _gpu_rows(cols)
         op_corr, ids, rows, is_driver = _join_ids(trace, cols, gpu)
         assert op_corr is not None
-        call_corr, call_rows, unique = _sorted_calls(ids, rows, is_driver)
+        matched, call_rows, unique = match_calls(op_corr, ids, rows, is_driver)
         del ids, rows, is_driver
         memo(trace, "call_ids_unique", lambda: unique)
-        # the ops' ids mostly ascend (ops in start order): each searched from the previous one's place
-        idx = np.minimum(intervals.search_near(call_corr, op_corr), max(call_corr.size - 1, 0))
-        matched = (
-            (op_corr >= 0) & (call_corr.size > 0) & (call_corr[idx] == op_corr if call_corr.size else False)
-        )
-        on = np.flatnonzero(matched)
         row_type = np.int32 if cols.start.size < 2**31 else np.int64
-        launch_row = _rows_or(gpu.size, on, call_rows[idx[on]], row_type)
-        del call_corr, call_rows, idx, on
+        launch_row = _rows_or(gpu.size, np.flatnonzero(matched), call_rows, row_type)
+        del call_rows
 
         def from_calls(name: str, fill: int) -> LazyColumn:
             return gathered_where(cols, name, launch_row, matched, fill)
 
-        gpu_kind = cols.kind[gpu]
+        gpu_kind = _take(cols.kind, gpu)
         is_kernel = gpu_kind == ALL_KINDS.index(KERNEL)
         stream, graph_id, copy_bytes, is_dtoh = (
             _at_gpu_ops(cols, name, gpu, gpu_kind, on_device)
             for name in ("stream", "graph_id", "bytes", "is_dtoh")
         )
         del gpu_kind, on_device
-        op_row = gpu.astype(row_type)
-        device = cols.device[gpu]
+        op_row = gpu.astype(row_type, copy=False)
+        device = _take(cols.device, gpu)
         del gpu
         return Table(
             {

@@ -8,17 +8,30 @@ the table, their long rows are found from every row's duration a chunk at a time
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from .columns import EventColumns
 from .grouping import group_codes, group_firsts, group_medians, medians_of
 
+# A test of first rows by their positions (a bool each), made before their groups' medians are taken.
+FirstRowTest = Callable[[np.ndarray], np.ndarray]
+
 
 def long_first_rows(
-    outer: np.ndarray, inner: np.ndarray, start: np.ndarray, duration: np.ndarray, min_first: int
+    outer: np.ndarray,
+    inner: np.ndarray,
+    start: np.ndarray,
+    duration: np.ndarray,
+    min_first: int,
+    keep: FirstRowTest | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(positions ascending, medians): the rows that are the first of their (outer, inner) group (in start order,
-    ties in row order), last >= ``min_first`` and have later rows, with the median of the later rows' durations.
+    ties in row order), last >= ``min_first``, pass ``keep`` (given) and have later rows, with the median of the
+    later rows' durations. ``keep``: a test of the first rows that does not read the medians (the first_api rule's
+    idle GPU), made before the medians are taken, so that the groups it drops (often all) take none: their later
+    rows are most of the 8.8M API calls of the x1512 export.
 
     None lasts ``min_first`` when no row does (often, for the first calls of names): then nothing is grouped. The
     rows are not narrowed to the names with a long row here: on the 8.8M API calls of the x1512 export the copies
@@ -26,11 +39,16 @@ def long_first_rows(
     candidates before their columns are read, where that copies nothing)."""
     if not bool((duration >= min_first).any()):
         return np.empty(0, np.int64), np.empty(0)
-    return grouped_first_rows(outer, inner, start, duration, min_first)
+    return grouped_first_rows(outer, inner, start, duration, min_first, keep)
 
 
 def grouped_first_rows(
-    outer: np.ndarray, inner: np.ndarray, start: np.ndarray, duration: np.ndarray, min_first: int
+    outer: np.ndarray,
+    inner: np.ndarray,
+    start: np.ndarray,
+    duration: np.ndarray,
+    min_first: int,
+    keep: FirstRowTest | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`long_first_rows` of every row given, grouped.
 
@@ -42,6 +60,8 @@ def grouped_first_rows(
         first_at = np.empty(groups, np.int64)
         first_at[code[::-1]] = np.arange(code.size)[::-1]  # the last write, the smallest position, stays
         firsts = np.sort(first_at[duration[first_at] >= min_first])
+        if keep is not None and firsts.size:
+            firsts = firsts[keep(firsts)]
         if firsts.size == 0:
             return firsts, np.empty(0)
         # each candidate group's number among the candidates (-1: not one), as narrow as they fit: one gather
@@ -60,6 +80,8 @@ def grouped_first_rows(
     order, first, group = group_firsts(outer, inner, start)
     ordered = duration[order]
     at = np.flatnonzero(first & (ordered >= min_first))
+    if keep is not None and at.size:
+        at = at[keep(order[at])]
     wanted_group = np.zeros(int(group[-1]) + 1, bool)
     wanted_group[group[at]] = True
     later = ~first & wanted_group[group]
