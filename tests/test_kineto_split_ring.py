@@ -75,3 +75,27 @@ def test_without_isals_raw_reader_the_gzip_file_fills_the_ring(monkeypatch: pyte
     fresh = _pieces(DEMO, 4096, 0)
     monkeypatch.setattr(compression, "_RAW_READER", None)  # an isal without it: the GzipFile's readinto
     assert _pieces(DEMO, 4096, 3) == fresh
+
+
+@pytest.mark.parametrize("block_bytes", [333, 4096, 1 << 20])
+def test_huge_page_buffers_give_the_pieces_of_fresh_blocks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, block_bytes: int
+) -> None:
+    """The ring's buffers as anonymous mappings (split._block_buffer, used from 2 MiB up) at every block size:
+    the same pieces as from fresh bytes blocks, in every layout (their find, rfind and slices cut them)."""
+    from tracelens.ingest.kineto import split
+
+    monkeypatch.setattr(split, "_HUGE_PAGE", 1)
+    for path in _layouts(tmp_path):
+        assert _pieces(path, block_bytes, 3) == _pieces(path, block_bytes, 0), path.name
+
+
+def test_block_buffers_are_zeroed_and_sized() -> None:
+    from tracelens.ingest.kineto import split
+
+    for size in (100, 3 << 20):
+        buffer = split._block_buffer(size)
+        assert len(buffer) == size and bytes(buffer[:64]) == bytes(64) and buffer[-1] == 0
+        with memoryview(buffer) as view:
+            view[:3] = b"abc"
+        assert buffer.rfind(b"bc", 0) == 1 and buffer.find(b"c", 0, 10) == 2 and buffer[:2] == b"ab"

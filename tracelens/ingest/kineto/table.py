@@ -13,6 +13,7 @@ import pyarrow as pa
 
 from ...errors import InputError
 from ...event_names import step_number, strip_api_suffix
+from ...memory import reusing_array_pages
 from ...trace import (
     ANNOTATION,
     CPU_OP,
@@ -188,8 +189,11 @@ class Columns:
         # built on it while this thread builds others (numpy's sorts, gathers, casts and ufuncs release the
         # GIL), so the second core is not idle after the scan.
         background = executor(min(2, thread_budget()))
+        # The build's big temporaries (joined columns before their gather, masks) are freed as others are
+        # made: within, a new big array takes freed pages instead of fresh ones the kernel faults in and zeroes.
         try:
-            return self._finish(document, background)
+            with reusing_array_pages():
+                return self._finish(document, background)
         finally:
             background.shutdown(wait=True)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextvars
 import os
 from collections.abc import Callable
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
@@ -28,5 +29,13 @@ class Inline(Executor):
         return future
 
 
+class _ContextPool(ThreadPoolExecutor):
+    """A thread pool whose tasks run in a copy of the submitting thread's context (taken at submit): numpy's
+    memory handler (memory.reusing_array_pages) holds in them too."""
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        return super().submit(contextvars.copy_context().run, fn, *args, **kwargs)
+
+
 def executor(threads: int) -> Executor:
-    return ThreadPoolExecutor(threads) if threads > 1 else Inline()
+    return _ContextPool(threads) if threads > 1 else Inline()
