@@ -8,10 +8,11 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 from tracelens.ingest.nsys import assembly
-from tracelens.ingest.nsys.columns import Part
+from tracelens.ingest.nsys.columns import Part, narrowest
 
 compiled: Any = assembly._compiled
 needs_compiled = pytest.mark.skipif(compiled is None, reason="no C compiler at install time")
@@ -147,3 +148,40 @@ def test_assembly_without_the_compiled_merge_is_the_same(monkeypatch: pytest.Mon
     assert origin == origin_sorted
     for name in ("start_ns", "end_ns"):
         assert with_merge.numpy(name).tolist() == with_sort.numpy(name).tolist()
+
+
+def _sparse_reference(
+    positions: np.ndarray, values: pa.ChunkedArray, unsigned: bool
+) -> tuple[np.ndarray, pa.Array]:
+    """Gathered first, then narrowed: the values at their rows in row order, in the narrowest type."""
+    joined = values.combine_chunks()
+    valid = joined.is_valid().to_numpy(zero_copy_only=False)
+    kept = positions[valid]
+    order = np.argsort(kept, kind="stable")
+    stored = narrowest(joined.filter(pa.array(valid)).take(pa.array(order)))
+    if unsigned and stored.type == pa.int64() and len(stored):
+        low, high = pc.min(stored).as_py(), pc.max(stored).as_py()
+        if low >= 0 and high < 2**32:
+            stored = stored.cast(pa.uint32())
+    return kept[order], stored
+
+
+@pytest.mark.parametrize("unsigned", [False, True])
+def test_sparse_columns_narrowed_before_the_gather_equal_narrowed_after(unsigned: bool) -> None:
+    rng = np.random.default_rng(2)
+    for trial in range(300):
+        n = int(rng.integers(0, 60))
+        high = [2, 200, 40_000, 3_000_000_000, 2**40][trial % 5]
+        low = -5 if trial % 2 else 0
+        mask = rng.random(n) < [0, 0.3, 1.0][trial % 3]  # no nulls, some, all
+        column = pa.array(rng.integers(low, high, n), pa.int64(), mask=mask)
+        cuts = [0, *sorted(rng.integers(0, n + 1, 2)), n]
+        values = pa.chunked_array(
+            [column.slice(a, b - a) for a, b in zip(cuts[:-1], cuts[1:], strict=True)], pa.int64()
+        )
+        positions = rng.permutation(2 * n)[:n].astype(np.int32)
+        rows, stored = _sparse_reference(positions, values, unsigned)
+        got = assembly._sparse(assembly._Placement(positions), values, unsigned)
+        assert np.array_equal(got.rows, rows)
+        assert got.values.type == stored.type
+        assert got.values.equals(stored)

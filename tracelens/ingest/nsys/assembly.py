@@ -23,7 +23,7 @@ from ...trace import (
     nesting_depth,
     with_sentinel_nulls,
 )
-from .columns import Part, int64_numpy, narrowest, storage_type
+from .columns import Part, int64_numpy, narrow_type, storage_type
 from .threads import thread_columns
 
 try:  # the merge of sorted runs in C (optional: built at install time where a C compiler is there)
@@ -425,8 +425,14 @@ _UNSIGNED_IDS = frozenset({"correlation_id"})
 def _sparse(placement: _Placement, values: pa.ChunkedArray, unsigned: bool = False) -> SparseColumn:
     """A column's non-null values at their table rows (``placement``, one per value), in row order, as the
     narrowest integer type that holds them (an int64 id column whose ids are below 2^31, block sizes); with
-    ``unsigned``, int64 values in [0, 2^32) as uint32."""
-    values = values.combine_chunks()
+    ``unsigned``, int64 values in [0, 2^32) as uint32. Narrowed before they are gathered (their range is the same
+    before as after: the gather only reorders them, leaving out the nulls): the copies are of the narrow values."""
+    typ = narrow_type(values)
+    if unsigned and typ == pa.int64() and len(values) > values.null_count:
+        bounds = pc.min_max(values)
+        if bounds["min"].as_py() >= 0 and bounds["max"].as_py() < 2**32:
+            typ = pa.uint32()
+    values = (values.cast(typ) if typ != values.type else values).combine_chunks()
     if values.null_count:
         valid = values.is_valid()
         positions = placement.positions[valid.to_numpy(zero_copy_only=False)]
@@ -435,11 +441,7 @@ def _sparse(placement: _Placement, values: pa.ChunkedArray, unsigned: bool = Fal
         rows, take = positions[order], pa.array(order)
     else:
         rows, take = placement.sorted()
-    stored = narrowest(values.take(take))
-    if unsigned and stored.type == pa.int64() and stored.null_count == 0 and len(stored):
-        bounds = pc.min_max(stored)
-        if bounds["min"].as_py() >= 0 and bounds["max"].as_py() < 2**32:
-            stored = stored.cast(pa.uint32())
+    stored = values.take(take)
     column = SparseColumn(rows, stored)
     del stored
     del values, take
