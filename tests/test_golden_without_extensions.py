@@ -1,7 +1,8 @@
 """The JSON goldens again, with every optional C extension turned off: the Kineto scanner (then msgspec reads the
-blocks), the SQLite page reader (then SQLite's own queries), the replay solver, the op tree, the merge search and
-the array-page cache. The goldens are written by the full build, so each fixture's document must come out the
-same through the numpy and msgspec paths an install without a C compiler takes.
+blocks), the SQLite page reader (then SQLite's own queries), the replay solver, the op tree, the merge search (and
+the Nsight assembly's merge of sorted runs) and the array-page cache. The goldens are written by the full build, so
+each fixture's document must come out the same through the numpy and msgspec paths an install without a C compiler
+takes.
 
 The fast-path tests compare each extension with its fallback on generated inputs; this compares whole documents
 on the recorded and hand-built traces, the way a user without the extensions meets them. On 2026-11-27 the same
@@ -17,6 +18,7 @@ import pytest
 
 import tracelens.analyses.ops.tree as op_tree
 import tracelens.ingest.kineto as kineto
+import tracelens.ingest.nsys.assembly as nsys_assembly
 import tracelens.ingest.nsys.pages as nsys_pages
 import tracelens.intervals as intervals
 import tracelens.memory as memory
@@ -30,6 +32,7 @@ EXTENSION_SLOTS = (
     (replay_engine, "_replay_solve"),
     (op_tree, "_compiled"),
     (intervals, "_compiled"),
+    (nsys_assembly, "_compiled"),
     (memory, "_ARRAY_PAGES"),
 )
 

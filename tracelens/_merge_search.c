@@ -11,11 +11,22 @@
  * needles ascending), out int64 (as long as needles): out[i] = np.searchsorted(haystack, needles[i], side="right" if
  * right else "left"). search_near(haystack, needles, out, right): the same for needles in any order, each searched
  * from the previous one's answer. The GIL is released while they run.
+ *
+ * merge_runs(values, positions, bases, out_values, out_rank, out_base, origin): the stable merge of sorted runs
+ * (tracelens/ingest/nsys/assembly.py: an Nsight export's tables, each sorted by start, into one time order).
+ * values: int64 runs, each ascending; positions: per run None (its rows are bases[i], bases[i] + 1, ...) or an
+ * int64 array (each value's row). Rows are ordered by (value, row): the order of a stable argsort of the rows.
+ * Writes out_values[o] = the o-th value - origin and out_rank[row] = out_base + o (out_rank int32 or int64, indexed
+ * by row). The runs are merged two at a time, the two shortest first (a Huffman tree: each value is moved about
+ * log2(runs) times weighted by size, not once per run), with one branch-free comparison per value moved; the GIL
+ * is released while they merge (two threads merge two ranges of values at once).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 static int get(PyObject *obj, Py_buffer *view, int writable, const char *name) {
     if (PyObject_GetBuffer(obj, view, writable ? (PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) : PyBUF_C_CONTIGUOUS) < 0)
@@ -159,9 +170,184 @@ static PyObject *search_ascending(PyObject *self, PyObject *args) { return searc
 
 static PyObject *search_near(PyObject *self, PyObject *args) { return search(args, 1); }
 
+
+/* One sorted run of the merge: values ascending, rows either listed (row) or implicit (base + i). */
+typedef struct {
+    const int64_t *value;
+    const int64_t *row; /* NULL: row i is base + i */
+    int64_t base, n;
+    int64_t *own;       /* the merge's own buffer (values then rows), freed once merged */
+} run_t;
+
+#define ROW(r, i) ((r).row ? (r).row[i] : (r).base + (i))
+
+/* Merges runs a and b: by (value, row), rows unique. Into vals/rows (an intermediate run) when rank is NULL, else
+ * the final output: vals[o] = value - origin, rank[row] = out_base + o. */
+#define MERGE2(NAME, RT)                                                                                     \
+    static void NAME(run_t a, run_t b, int64_t *vals, int64_t *rows, RT *rank, int64_t out_base,             \
+                     int64_t origin) {                                                                       \
+        int64_t i = 0, j = 0, o = 0;                                                                         \
+        while (i < a.n && j < b.n) {                                                                         \
+            int64_t va = a.value[i], vb = b.value[j], ra = ROW(a, i), rb = ROW(b, j);                        \
+            int take_b = (vb < va) | ((vb == va) & (rb < ra));                                               \
+            int64_t v = take_b ? vb : va, r = take_b ? rb : ra;                                              \
+            if (rank) {                                                                                      \
+                vals[o] = v - origin;                                                                        \
+                rank[r] = (RT)(out_base + o);                                                                \
+            } else {                                                                                         \
+                vals[o] = v;                                                                                 \
+                rows[o] = r;                                                                                 \
+            }                                                                                                \
+            o++;                                                                                             \
+            i += !take_b;                                                                                    \
+            j += take_b;                                                                                     \
+        }                                                                                                    \
+        for (int pass = 0; pass < 2; pass++) {                                                               \
+            run_t rest = pass ? b : a;                                                                       \
+            for (int64_t k = pass ? j : i; k < rest.n; k++, o++) {                                           \
+                if (rank) {                                                                                  \
+                    vals[o] = rest.value[k] - origin;                                                        \
+                    rank[ROW(rest, k)] = (RT)(out_base + o);                                                 \
+                } else {                                                                                     \
+                    vals[o] = rest.value[k];                                                                 \
+                    rows[o] = ROW(rest, k);                                                                  \
+                }                                                                                            \
+            }                                                                                                \
+        }                                                                                                    \
+    }
+
+MERGE2(merge2_32, int32_t)
+MERGE2(merge2_64, int64_t)
+
+/* Merges every run into the output; 0, or -1 when out of memory (runs' own buffers freed either way). */
+static int merge_all(run_t *runs, int64_t k, int64_t *out_values, void *rank, int wide, int64_t out_base,
+                     int64_t origin) {
+    static const run_t empty = {NULL, NULL, 0, 0, NULL};
+    int status = 0;
+    if (k == 0) return 0;
+    if (k == 1) { /* merged with an empty run: copied out */
+        runs[1] = empty;
+        k = 2;
+    }
+    while (k > 2) {
+        /* the two shortest runs: swapped to the end, merged into one, which takes their place */
+        for (int end = 1; end <= 2; end++) {
+            int64_t m = 0;
+            for (int64_t x = 1; x <= k - end; x++)
+                if (runs[x].n < runs[m].n) m = x;
+            run_t t = runs[m];
+            runs[m] = runs[k - end];
+            runs[k - end] = t;
+        }
+        run_t a = runs[k - 2], b = runs[k - 1];
+        int64_t n = a.n + b.n;
+        int64_t *buf = malloc((size_t)(n > 0 ? n : 1) * 2 * sizeof(int64_t));
+        if (!buf) {
+            status = -1;
+            break;
+        }
+        if (wide) merge2_64(a, b, buf, buf + n, NULL, 0, 0);
+        else merge2_32(a, b, buf, buf + n, NULL, 0, 0);
+        free(a.own);
+        free(b.own);
+        run_t merged = {buf, buf + n, 0, n, buf};
+        runs[k - 2] = merged;
+        k--;
+    }
+    if (status == 0) {
+        if (wide) merge2_64(runs[0], runs[1], out_values, NULL, rank, out_base, origin);
+        else merge2_32(runs[0], runs[1], out_values, NULL, rank, out_base, origin);
+    }
+    for (int64_t x = 0; x < k; x++) free(runs[x].own);
+    return status;
+}
+
+static PyObject *merge_runs(PyObject *self, PyObject *args) {
+    PyObject *values, *positions, *bases, *out_values_obj, *rank_obj;
+    long long out_base, origin;
+    if (!PyArg_ParseTuple(args, "OOOOOLL", &values, &positions, &bases, &out_values_obj, &rank_obj, &out_base,
+                          &origin))
+        return NULL;
+    if (!PyList_Check(values) || !PyList_Check(positions) || !PyList_Check(bases) ||
+        PyList_GET_SIZE(positions) != PyList_GET_SIZE(values) || PyList_GET_SIZE(bases) != PyList_GET_SIZE(values)) {
+        PyErr_SetString(PyExc_TypeError, "values, positions and bases: lists of the same length expected");
+        return NULL;
+    }
+    Py_ssize_t k = PyList_GET_SIZE(values);
+    Py_buffer *views = PyMem_Calloc((size_t)(2 * k + 2), sizeof(Py_buffer));
+    run_t *runs = PyMem_Calloc((size_t)(k + 2), sizeof(run_t));
+    Py_ssize_t got = 0; /* views[0 .. got) are held */
+    PyObject *result = NULL;
+    if (!views || !runs) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int64_t total = 0;
+    for (Py_ssize_t i = 0; i < k; i++) {
+        if (get(PyList_GET_ITEM(values, i), &views[got], 0, "values") < 0) goto done;
+        Py_buffer *v = &views[got++];
+        if (v->len && v->itemsize != 8) {
+            PyErr_SetString(PyExc_TypeError, "values: int64 runs expected");
+            goto done;
+        }
+        runs[i].value = v->buf;
+        runs[i].n = v->len / 8;
+        runs[i].base = PyLong_AsLongLong(PyList_GET_ITEM(bases, i));
+        if (runs[i].base == -1 && PyErr_Occurred()) goto done;
+        PyObject *pos = PyList_GET_ITEM(positions, i);
+        if (pos != Py_None) {
+            if (get(pos, &views[got], 0, "positions") < 0) goto done;
+            Py_buffer *p = &views[got++];
+            if (p->len != v->len) {
+                PyErr_SetString(PyExc_ValueError, "positions: int64, as long as their values expected");
+                goto done;
+            }
+            runs[i].row = p->buf;
+        }
+        total += runs[i].n;
+    }
+    if (get(out_values_obj, &views[got], 1, "out_values") < 0) goto done;
+    Py_buffer *out = &views[got++];
+    if (PyObject_GetBuffer(rank_obj, &views[got], PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) goto done;
+    Py_buffer *rank = &views[got++];
+    if (out->len / 8 != total || (rank->itemsize != 4 && rank->itemsize != 8)) {
+        PyErr_SetString(PyExc_ValueError, "out_values: as long as the runs; out_rank: int32 or int64 expected");
+        goto done;
+    }
+    /* every row must index out_rank: checked before the merge writes there */
+    int64_t rows = rank->len / rank->itemsize;
+    for (Py_ssize_t i = 0; i < k; i++) {
+        const run_t *r = &runs[i];
+        for (int64_t j = 0; j < r->n; j += r->row ? 1 : (r->n > 1 ? r->n - 1 : 1)) {
+            int64_t row = ROW(*r, j);
+            if (row < 0 || row >= rows) {
+                PyErr_SetString(PyExc_IndexError, "merge_runs: a row outside out_rank");
+                goto done;
+            }
+        }
+    }
+    int status;
+    Py_BEGIN_ALLOW_THREADS
+    status = merge_all(runs, k, out->buf, rank->buf, rank->itemsize == 8, out_base, origin);
+    Py_END_ALLOW_THREADS
+    if (status < 0) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    for (Py_ssize_t i = 0; i < got; i++) PyBuffer_Release(&views[i]);
+    PyMem_Free(views);
+    PyMem_Free(runs);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"search_ascending", search_ascending, METH_VARARGS, "search_ascending(haystack, needles, out, right)"},
     {"search_near", search_near, METH_VARARGS, "search_near(haystack, needles, out, right)"},
+    {"merge_runs", merge_runs, METH_VARARGS,
+     "merge_runs(values, positions, bases, out_values, out_rank, out_base, origin)"},
     {NULL, NULL, 0, NULL},
 };
 

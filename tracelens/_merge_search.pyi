@@ -4,3 +4,12 @@ from typing import Any
 
 def search_ascending(haystack: Any, needles: Any, out: Any, right: bool) -> None: ...
 def search_near(haystack: Any, needles: Any, out: Any, right: bool) -> None: ...
+def merge_runs(
+    values: list[Any],
+    positions: list[Any],
+    bases: list[int],
+    out_values: Any,
+    out_rank: Any,
+    out_base: int,
+    origin: int,
+) -> None: ...

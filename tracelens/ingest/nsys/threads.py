@@ -46,7 +46,10 @@ def thread_columns(
             hi = min(lo + _BLOCK, p.n)
             key = _keys(pid, lo, hi) << 32
             key ^= _keys(tid, lo, hi) & 0xFFFFFFFF
-            distinct = pc.unique(pa.array(key)).to_numpy()
+            # one hash pass: each row's index among the block's distinct keys, and those keys
+            encoded = pc.dictionary_encode(pa.array(key))
+            del key
+            distinct = encoded.dictionary.to_numpy()
             new = distinct[~np.isin(distinct, known)]
             if new.size:
                 known = np.concatenate([known, np.sort(new)])
@@ -54,8 +57,11 @@ def thread_columns(
                     return None
                 if known.size > np.iinfo(np.int8).max and codes.dtype == np.int8:
                     codes = codes.astype(np.int16)
-            codes[rank[offsets[i] + lo : offsets[i] + hi]] = _codes_of(key, known)
-            del key
+            code_of_distinct = _codes_of(distinct, known).astype(codes.dtype, copy=False)
+            indices = encoded.indices.to_numpy()
+            del encoded
+            codes[rank[offsets[i] + lo : offsets[i] + hi]] = code_of_distinct[indices]
+            del indices
     for p in parts:
         p.columns.pop("pid", None)
         p.columns.pop("tid", None)
@@ -88,7 +94,9 @@ def _keys(values: pa.Array | pa.ChunkedArray | None, lo: int, hi: int) -> np.nda
     block = values.slice(lo, hi - lo)
     if isinstance(block, pa.ChunkedArray):
         block = block.combine_chunks()
-    return block.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+    if block.null_count:
+        block = block.fill_null(-1)
+    return block.to_numpy(zero_copy_only=False).astype(np.int64)
 
 
 def _codes_of(key: np.ndarray, known: np.ndarray) -> np.ndarray:
