@@ -201,3 +201,85 @@ def test_blocking_calls_from_the_host_categories_equal_the_block_pass() -> None:
         assert got.dtype == expected.dtype == np.int64
         found += got.size
     assert found
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.integers(0, 300),
+    st.booleans(),
+    st.booleans(),
+    st.sampled_from([np.int32, np.int64]),
+    st.randoms(use_true_random=False),
+)
+def test_kind_rows_equal_the_masks(size: int, coded: bool, every_name: bool, name_type, rnd) -> None:
+    """The compiled pass picking one kind's rows on a thread with a name the table takes vs the masks of the kind,
+    the name table and the thread (int32 rows), with thread codes (an Nsight export's) or plain tids, unnamed rows,
+    and every name taken (no table); a name outside the table: not applied (None)."""
+    from tracelens.analyses.coded import CodedInts
+    from tracelens.analyses.ops.kind_rows import kind_rows
+
+    if tree._compiled is None:
+        return
+    names = 7
+    kind = np.array([rnd.randrange(4) for _ in range(size)], np.int8)
+    name = np.array([rnd.randrange(-1, names) for _ in range(size)], name_type)
+    threads = np.array([-3, 5, 2**31 - 1, -1], np.int32)
+    codes = np.array([rnd.randrange(threads.size) for _ in range(size)], np.int8)
+    tid = CodedInts(codes, threads) if coded else threads[codes]
+    nvtx = None if every_name else np.array([rnd.random() < 0.5 for _ in range(names)] + [False])
+    cols = SimpleNamespace(kind=kind, name=name, tid=tid)
+    mask = (kind == 2) & (threads[codes] >= 0)
+    if nvtx is not None:
+        mask &= nvtx[name]
+    got = kind_rows(cols, 2, nvtx)
+    assert got is not None and got.dtype == np.int32
+    np.testing.assert_array_equal(got, np.flatnonzero(mask))
+    if nvtx is not None and (kind == 2).any():
+        name[np.flatnonzero(kind == 2)[0]] = names  # a name past the table's end: the numpy blocks serve
+        assert kind_rows(cols, 2, nvtx) is None
+
+
+def test_emit_nvtx_rows_same_with_and_without_the_compiled_pass(monkeypatch) -> None:
+    """emit_nvtx_rows on a hand-made trace (emit_nvtx ranges and other annotations, one off any thread, an unnamed
+    one, cpu ops) through kind_rows vs the numpy blocks, and framework_op_rows with them."""
+    from tracelens.analyses.derived import forget
+    from tracelens.trace import Trace
+
+    rows = [
+        {
+            "kind": "annotation",
+            "name": "aten::mm, seq = 1, op_id = 2",
+            "start_ns": 0,
+            "end_ns": 9,
+            "pid": 1,
+            "tid": 2,
+        },
+        {"kind": "annotation", "name": "my range", "start_ns": 1, "end_ns": 8, "pid": 1, "tid": 2},
+        {
+            "kind": "annotation",
+            "name": "aten::add, op_id = 3",
+            "start_ns": 2,
+            "end_ns": 5,
+            "pid": 1,
+            "tid": -1,
+        },
+        {"kind": "annotation", "start_ns": 3, "end_ns": 4, "pid": 1, "tid": 2},
+        {"kind": "cpu_op", "name": "aten::relu", "start_ns": 4, "end_ns": 6, "pid": 1, "tid": 3},
+        {
+            "kind": "annotation",
+            "name": "aten::add, op_id = 4",
+            "start_ns": 5,
+            "end_ns": 7,
+            "pid": 1,
+            "tid": 3,
+        },
+    ]
+    trace = Trace.from_rows(rows)
+    compiled = tree.emit_nvtx_rows(trace), tree.framework_op_rows(trace)
+    forget(trace, {"emit_nvtx_rows", "framework_op_rows"})
+    monkeypatch.setattr(tree, "kind_rows", lambda *args: None)
+    reference = tree.emit_nvtx_rows(trace), tree.framework_op_rows(trace)
+    for a, b in zip(compiled, reference, strict=True):
+        np.testing.assert_array_equal(a, b)
+        assert a.dtype == b.dtype
+    assert compiled[0].tolist() == [0, 5]

@@ -417,10 +417,106 @@ done:
     return result;
 }
 
+/* kind_rows' pass over names of type NT and threads of type TT: branch-free per row (the kinds interleave: a branch
+ * per row mispredicts), every row's name and thread read, the tables read at a clamped slot (a row outside them
+ * sets ``bad`` where it is of the kind); each row's position written, the count advanced where it is taken. */
+#define KIND_ROWS(NT, TT)                                                                                          \
+    do {                                                                                                           \
+        const NT *names_ = name;                                                                                   \
+        const TT *threads_ = tid;                                                                                  \
+        for (int64_t i = 0; i < n; i++) {                                                                          \
+            int64_t take = kind[i] == code;                                                                        \
+            if (named) {                                                                                           \
+                int64_t value = (int64_t)names_[i], slot = value < 0 ? table - 1 : value;                          \
+                int64_t inside = value >= -1 && value < table - 1;                                                 \
+                bad |= take & !inside;                                                                             \
+                take &= nvtx[inside ? slot : 0];                                                                   \
+            }                                                                                                      \
+            int64_t thread = (int64_t)threads_[i];                                                                 \
+            if (coded) {                                                                                           \
+                int64_t inside = thread >= 0 && thread < codes;                                                    \
+                bad |= take & !inside;                                                                             \
+                take &= tid_ok[inside ? thread : 0];                                                               \
+            } else {                                                                                               \
+                take &= thread >= 0;                                                                               \
+            }                                                                                                      \
+            if (room > 0) {                                                                                        \
+                if (count >= room) { /* more rows than room: stopped (the caller sees the count differ) */         \
+                    count += take;                                                                                 \
+                    if (take) break;                                                                               \
+                    continue;                                                                                      \
+                }                                                                                                  \
+                if (out_size == 4)                                                                                 \
+                    ((int32_t *)out)[count] = (int32_t)i;                                                          \
+                else                                                                                               \
+                    ((int64_t *)out)[count] = i;                                                                   \
+            }                                                                                                      \
+            count += take;                                                                                         \
+        }                                                                                                          \
+    } while (0)
+
+/* kind_rows(kind, name, tid, tid_ok, code, nvtx, out): the rows of one kind on a thread whose name an optional table
+ * picks (tree.py's emit_nvtx op ranges), in one pass over the kind, name and thread columns: no mask of the whole
+ * table, no block of positions to narrow and join. kind: int8; name: int32 or int64 codes (-1: none); tid: int8 or
+ * int16 thread codes with ``tid_ok`` (bool, a slot per code: whether its tid is >= 0), or an int32/int64 tid with
+ * an empty ``tid_ok`` (tid >= 0 tested); nvtx: bool, the dictionary's size + 1 (the last slot: no name), or empty
+ * (every name taken); out: int32 or int64, or empty. With an empty ``out``, returns the number of such rows (a pass
+ * that counts them); else writes them there in row order and returns how many it wrote, or more than its size where
+ * there are more (then stopped); -1 where a name or a thread code of such a row is outside its table. The GIL is
+ * released while it runs. */
+static PyObject *kind_rows(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *objs[6];
+    long code;
+    if (!PyArg_ParseTuple(args, "OOOOlOO", &objs[0], &objs[1], &objs[2], &objs[3], &code, &objs[4], &objs[5]))
+        return NULL;
+    Py_buffer v[6];
+    int got = 0;
+    for (; got < 6; got++) {
+        int flags = got == 5 ? (PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) : (PyBUF_C_CONTIGUOUS | PyBUF_FORMAT);
+        if (PyObject_GetBuffer(objs[got], &v[got], flags) < 0) break;
+    }
+    PyObject *result = NULL;
+    if (got < 6) goto done;
+    Py_ssize_t name_size = v[1].itemsize, tid_size = v[2].itemsize, out_size = v[5].itemsize;
+    int64_t n = v[0].len, codes = v[3].len, table = v[4].len, room = v[5].len / (out_size ? out_size : 1);
+    int coded = codes > 0, named = table > 0;
+    if (v[0].itemsize != 1 || (name_size != 4 && name_size != 8) || v[1].len / name_size != n ||
+        v[2].len / (tid_size ? tid_size : 1) != n || (coded && tid_size != 1 && tid_size != 2) ||
+        (!coded && tid_size != 4 && tid_size != 8) || v[3].itemsize != 1 || v[4].itemsize != 1 ||
+        (out_size != 4 && out_size != 8) || (out_size == 4 && n > INT32_MAX)) {
+        PyErr_SetString(PyExc_ValueError, "kind_rows: unexpected sizes");
+        goto done;
+    }
+    const int8_t *kind = v[0].buf;
+    const void *name = v[1].buf, *tid = v[2].buf;
+    const uint8_t *tid_ok = v[3].buf, *nvtx = v[4].buf;
+    void *out = v[5].buf;
+    int64_t count = 0, bad = 0;
+    Py_BEGIN_ALLOW_THREADS;
+    if (name_size == 4) {
+        if (tid_size == 1) KIND_ROWS(int32_t, int8_t);
+        else if (tid_size == 2) KIND_ROWS(int32_t, int16_t);
+        else if (tid_size == 4) KIND_ROWS(int32_t, int32_t);
+        else KIND_ROWS(int32_t, int64_t);
+    } else {
+        if (tid_size == 1) KIND_ROWS(int64_t, int8_t);
+        else if (tid_size == 2) KIND_ROWS(int64_t, int16_t);
+        else if (tid_size == 4) KIND_ROWS(int64_t, int32_t);
+        else KIND_ROWS(int64_t, int64_t);
+    }
+    Py_END_ALLOW_THREADS;
+    result = PyLong_FromLongLong(bad ? -1 : count);
+done:
+    for (int i = 0; i < got; i++) PyBuffer_Release(&v[i]);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"op_tree", op_tree, METH_VARARGS,
      "op_tree(start, end, bounds, t, edges, outer, outermost, innermost[, rows[, starts_by_row]])"},
     {"names_of_kind", names_of_kind, METH_VARARGS, "names_of_kind(kind, name, code, seen)"},
+    {"kind_rows", kind_rows, METH_VARARGS, "kind_rows(kind, name, tid, tid_ok, code, nvtx, out)"},
     {"group_rows", group_rows, METH_VARARGS,
      "group_rows(pid, tid, start, rows, candidates, rows_out, start_out, bounds[, ties])"},
     {NULL, NULL, 0, NULL},

@@ -24,6 +24,7 @@ from ..grouping import (
 )
 from ..launch import launch_pairs
 from ..names import EMIT_NVTX_PATTERN
+from .kind_rows import kind_rows
 
 try:  # the per-thread pass in C (optional: built at install time where a C compiler is there)
     from .. import _op_tree as _compiled
@@ -167,6 +168,9 @@ def emit_nvtx_rows(trace: Trace) -> np.ndarray:
         names = op_names(trace)
         code, size = ALL_KINDS.index(ANNOTATION), cols.start.size
         kind, tid, name = cols.kind, cols.tid, cols.name
+        found = kind_rows(cols, code, None if names.all_annotations_nvtx else names.nvtx)
+        if found is not None:
+            return found
         # A block of the table at a time, each block's rows narrowed as found: no mask of the whole table and no
         # int64 positions of the tens of millions of op ranges of an emit_nvtx export.
         parts = []
@@ -202,7 +206,8 @@ def framework_op_rows(trace: Trace) -> np.ndarray:
 
     def compute() -> np.ndarray:
         cols = event_columns(trace)
-        cpu, nvtx = np.flatnonzero(cols.of_kind(CPU_OP) & (cols.tid >= 0)), emit_nvtx_rows(trace)
+        cpu, nvtx = np.flatnonzero(cols.of_kind(CPU_OP)), emit_nvtx_rows(trace)
+        cpu = cpu[cols.tid[cpu] >= 0]  # the thread read at the cpu ops only (none, in an Nsight export)
         return np.union1d(cpu, nvtx) if cpu.size and nvtx.size else (nvtx if nvtx.size else cpu)
 
     return memo(trace, "framework_op_rows", compute)
