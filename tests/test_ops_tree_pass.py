@@ -283,3 +283,48 @@ def test_emit_nvtx_rows_same_with_and_without_the_compiled_pass(monkeypatch) -> 
         np.testing.assert_array_equal(a, b)
         assert a.dtype == b.dtype
     assert compiled[0].tolist() == [0, 5]
+
+
+def test_op_tree_with_thread_codes_equals_the_dense_columns(monkeypatch) -> None:
+    """The op tree of the Nsight fixtures and real exports loaded with thread codes (each launch's thread found by
+    its call's code, ops.kind_rows.launch_threads) vs loaded with dense pid and tid columns (by thread keys)."""
+    from pathlib import Path
+
+    from tests.conftest import shared_traces
+    from tracelens import load
+    from tracelens.ingest.nsys import assembly
+
+    paths = sorted((Path(__file__).parent.parent / "fixtures" / "nsys").glob("*.sqlite"))
+    for path in [*paths, *shared_traces("nsys", "*.sqlite")]:
+        coded = tree._compute_op_tree(load(path))
+        with monkeypatch.context() as patch:
+            patch.setattr(assembly, "thread_columns", lambda *args: None)
+            dense = tree._compute_op_tree(load(path))
+        for a, b in zip(coded, dense, strict=True):
+            np.testing.assert_array_equal(a, b)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(1, 200), st.integers(1, 6), st.randoms(use_true_random=False))
+def test_launch_threads_by_code_equal_by_key(size: int, among: int, rnd) -> None:
+    """Each launch's thread position among the op threads read at its call's thread code vs found by its thread
+    key, with calls on threads that have no op (-1) and negative tids."""
+    from tracelens.analyses.coded import CodedInts
+    from tracelens.analyses.columns import thread_key
+    from tracelens.analyses.ops.kind_rows import launch_threads
+    from tracelens.analyses.table import Table
+
+    pids = np.array([3, 3, 3, 9, 9, 4], np.int32)
+    tids = np.array([1, -2, 7, 1, 2**31 - 1, 5], np.int32)
+    codes = np.array([rnd.randrange(pids.size) for _ in range(size)], np.int8)
+    keys = np.unique(thread_key(pids, tids))
+    threads = np.sort(np.array(rnd.sample(list(keys), min(among, keys.size)), np.int64))
+    launch_row = np.array([rnd.randrange(size) for _ in range(size)], np.int32)
+    matched = np.flatnonzero(np.array([rnd.random() < 0.8 for _ in range(size)]))
+    coded = SimpleNamespace(pid=CodedInts(codes, pids), tid=CodedInts(codes, tids))
+    pairs = Table({"launch_row": launch_row, "pid": pids[codes][launch_row], "tid": tids[codes][launch_row]})
+    got = launch_threads(coded, threads, pairs, matched, pairs[matched])
+    dense = SimpleNamespace(pid=pids[codes], tid=tids[codes])
+    expected = launch_threads(dense, threads, pairs, matched, pairs[matched])
+    np.testing.assert_array_equal(got, expected)
+    assert got.dtype == expected.dtype

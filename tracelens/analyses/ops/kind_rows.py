@@ -1,5 +1,7 @@
-"""The event rows of one kind on a thread whose name a table picks, by the compiled pass (_op_tree.c ``kind_rows``):
-the op tree's emit_nvtx op ranges (:func:`.tree.emit_nvtx_rows`), tens of millions of an Nsight export's rows."""
+"""Two steps of the op tree over the event columns, kept beside :mod:`.tree`: the event rows of one kind on a thread
+whose name a table picks, by the compiled pass (_op_tree.c ``kind_rows``: the emit_nvtx op ranges of
+:func:`.tree.emit_nvtx_rows`, tens of millions of an Nsight export's rows), and each launch's thread among the op
+threads (:func:`launch_threads`)."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..coded import CodedInts
+from ..columns import thread_key
 
 try:  # optional: built at install time where a C compiler is there
     from .. import _op_tree as _compiled
@@ -45,3 +48,22 @@ def kind_rows(cols: Any, code: int, nvtx: np.ndarray | None) -> np.ndarray | Non
     if count and _compiled.kind_rows(kind, name, tid, tid_ok, code, table, out) != count:
         return None
     return out
+
+
+def launch_threads(
+    cols: Any, threads: np.ndarray, pairs: Any, matched: np.ndarray, launched: Any
+) -> np.ndarray:
+    """Per matched launch (``launched``: ``pairs[matched]``), the position of its call's thread among ``threads``
+    (thread keys, ascending), -1 where none. Where the threads are held as codes (an Nsight export's store), each
+    code's position is found once and read at the calls' codes: a byte gathered per launch, no thread key built and
+    searched per launch."""
+    pid, tid = cols.pid, cols.tid
+    if isinstance(pid, CodedInts) and isinstance(tid, CodedInts) and pid.codes is tid.codes:
+        keys = thread_key(pid.table, tid.table)  # each code's thread key
+        at = np.minimum(np.searchsorted(threads, keys), threads.size - 1)
+        at[threads[at] != keys] = -1
+        return at[pid.codes[pairs["launch_row"][matched]]]
+    key = thread_key(launched["pid"], launched["tid"])
+    code = np.minimum(np.searchsorted(threads, key), threads.size - 1)
+    code[threads[code] != key] = -1
+    return code

@@ -24,7 +24,7 @@ from ..grouping import (
 )
 from ..launch import launch_pairs
 from ..names import EMIT_NVTX_PATTERN
-from .kind_rows import kind_rows
+from .kind_rows import kind_rows, launch_threads
 
 try:  # the per-thread pass in C (optional: built at install time where a C compiler is there)
     from .. import _op_tree as _compiled
@@ -254,10 +254,7 @@ def _compute_op_tree(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     matched = np.flatnonzero(pairs["matched"])
     threads = thread_key(cols.pid[rows[bounds[:-1]]], cols.tid[rows[bounds[:-1]]])  # ascending
     launched = pairs[matched]  # the launch columns gathered at the matched ops only (launch_pairs: held lean)
-    key = thread_key(launched["pid"], launched["tid"])
-    code = np.minimum(np.searchsorted(threads, key), threads.size - 1)
-    code[threads[code] != key] = -1
-    del key
+    code = launch_threads(cols, threads, pairs, matched, launched)
     by_thread = grouped(code)[0] if code.size else np.zeros(0, np.int64)  # launches on a few threads
     edges = np.searchsorted(code[by_thread], np.arange(-1, threads.size) + 0.5)
     del code
