@@ -6,7 +6,7 @@ lost_ns = device-mean of ``attribution.devices[].by_cause.nothing``.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -103,10 +103,9 @@ def evidence(ctx: Context) -> Evidence:
     every_start = np.concatenate([us for us, _ in unexplained]) if unexplained else np.zeros(0, np.int64)
     every_end = np.concatenate([ue for _, ue in unexplained]) if unexplained else np.zeros(0, np.int64)
     union_start, union_end = intervals.merge(every_start, every_end)
-    summed_overlap = _summed_overlap(unexplained, every_start, every_end)  # built once for every chunk
-    del every_start, every_end
+    coverage = intervals.Coverage(every_start, every_end)  # built once for every chunk
     for mine in _reaching_rows(cols, host_mask, union_start, union_end):
-        overlap = summed_overlap(cols.start[mine], cols.end[mine])
+        overlap = coverage.overlap(cols.start[mine], cols.end[mine])
         seen = overlap > 0
         mine = mine[seen]
         partials.append(
@@ -166,58 +165,6 @@ def evidence(ctx: Context) -> Evidence:
     lost = ctx.lost(NAME)
     ev["remedy"] = "ranks" if lost > 0 and rank_wait_ns >= RANK_WAIT_SHARE * lost else "untraced"
     return ev
-
-
-# Up to this many devices, a row's overlap with every device's unexplained intervals is summed device by device
-# (each device's running length of them read at the row's two ends), not read from one count of all the devices'
-# intervals covering each instant (intervals.Coverage: a sort and several passes over every edge): 0.2 s against
-# 0.5 s for the 2M intervals of the x1512 export's 2 devices, a search per end and device.
-FEW_DEVICES = 4
-
-
-def _summed_overlap(
-    unexplained: list[tuple[np.ndarray, np.ndarray]], every_start: np.ndarray, every_end: np.ndarray
-) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
-    """``intervals.Coverage(every_start, every_end).overlap``: each interval's overlap with every device's
-    unexplained intervals (``unexplained``; ``every_start``/``every_end`` all of them), summed; on a few devices
-    whose intervals are sorted and disjoint (as attribution.unexplained_intervals gives them), device by device."""
-    if len(unexplained) > FEW_DEVICES or not all(_sorted_disjoint(us, ue) for us, ue in unexplained):
-        return intervals.Coverage(every_start, every_end).overlap
-    # per device: its starts, the ends before each start (slot 0: none), and the lengths of the intervals before it
-    devices = [
-        (
-            us.astype(np.int64, copy=False),
-            np.r_[0, ue].astype(np.int64),
-            np.r_[0, np.cumsum(ue - us, dtype=np.int64)],
-        )
-        for us, ue in unexplained
-    ]
-
-    def running_length(t: np.ndarray) -> np.ndarray:
-        """The devices' unexplained time before each t, summed: per device, the intervals starting at or before t
-        whole, less the part of the last of them after t."""
-        total = np.zeros(t.size, np.int64)
-        for starts, ends_before, lengths in devices:  # a loop over a few devices
-            k = intervals.search_sorted(starts, t, side="right")
-            after = ends_before[k] - t
-            after[k == 0] = 0  # no interval starts at or before t
-            np.maximum(after, 0, out=after)
-            total += lengths[k]
-            total -= after
-        return total
-
-    def overlap(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-        ends = np.asarray(ends, np.int64)
-        out = running_length(ends)
-        out -= running_length(np.asarray(starts, np.int64))
-        return out
-
-    return overlap
-
-
-def _sorted_disjoint(starts: np.ndarray, ends: np.ndarray) -> bool:
-    """Whether intervals are sorted and disjoint (each ends at or after its start, and at or before the next)."""
-    return bool((ends >= starts).all() and (starts[1:] >= ends[:-1]).all())
 
 
 # Up to this many processes are checked by a pass each; beyond, the pids are hashed.
