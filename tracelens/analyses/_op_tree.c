@@ -3,12 +3,13 @@
  * The numpy path sorts each thread's ends and searches them (the nesting depth), then searches each nesting
  * level's ops once per level for the launches (the outermost and the deepest op holding each launch): several
  * passes over tens of millions of op ranges at an emit_nvtx export's size. This gives the same three results
- * in one pass over the ops and one over the launches of each thread:
+ * in one walk per thread over its ops, its launches (sorted by time first) visited within it:
  *
  *   depth[i]  = how many ops ordered before op i (by start, longest first) end after op i's start, capped at
  *               32767 (tree.py's _sorted_depth): a min-heap of the earlier ops' ends, popped down to the start;
  *   outer     = whether depth[i] == 0 (the outermost ops);
- *   at each launch time t (its thread's launches visited in time order, the ops swept in step): per nesting
+ *   at each launch time t (answered once the walk has passed every op starting at or before t, before the next
+ *   op: each op's start and end read once, not again in a sweep of its own): per nesting
  *   level the last op started at or before t (intervals.running_at per level), the outermost op the level-0
  *   one if t < its end, the innermost the deepest level's that still runs at t, else the outermost.
  *
@@ -19,8 +20,9 @@
  * is read at its row: no gathered copy of the ops' ends (tens of millions of int64 on an emit_nvtx export). With
  * ``rows`` and a true ``starts_by_row`` (an optional last argument: OP_TREE_START_ROWS), ``start`` is the whole
  * start column too, each op's start read at its row: no gathered copy of the starts either.
- * Returns False, having written nothing, where an op ends before it starts (the readers
- * clamp those; tree.py's numpy path counts them its own way). The GIL is released while it runs.
+ * Returns False where an op ends before it starts (the readers clamp those; tree.py's numpy path counts them its
+ * own way, and reads none of the outputs, which are then partly written: each op is checked as the pass reads it,
+ * not in a pass of its own over the ops' starts and ends). The GIL is released while it runs.
  *
  * group_rows(pid, tid, start, rows, candidates, rows_out, start_out, bounds): the op rows grouped by thread ahead of
  * that pass (tree.py's _by_thread): a stable counting sort of the event ``rows`` (ascending) by their thread's key
@@ -32,6 +34,9 @@
  * rows and rows_out: int32 or int64; start_out: int64; bounds: int64, candidates + 1. Returns 0; or 1 where a key
  * is not among the candidates, 2 where the rows' starts are not ascending (the outputs then unspecified: tree.py
  * sorts instead). An empty ``start_out`` (OP_TREE_START_ROWS) asks for no starts: op_tree reads them at the rows.
+ * With an optional ``ties`` (int64, one item: GROUP_ROWS_TIES), writes there how many rows start when the previous
+ * row of their thread does (0: no tie for tree.py to order, and no pass of its own over the rows' starts to find
+ * them).
  * The GIL is released while it runs.
  *
  * names_of_kind(kind, name, code, seen): the names the rows of one kind take (tree.py's op names: the annotations'),
@@ -83,22 +88,38 @@ static void heap_pop(int64_t *heap, int64_t *size) {
     if (n > 0) heap[i] = last;
 }
 
-/* order[0..n) := 0..n-1 sorted by key (stable), using tmp (n) as scratch: a bottom-up merge sort. */
+/* order[0..n) := 0..n-1 sorted by key (stable), using tmp (n) as scratch: a natural merge sort. A thread's launch
+ * times come nearly in order (a few descents a step), so each pass merges the runs already in order pairwise (no
+ * pass at all where they are sorted): log2(runs) passes, not log2(n). */
 static void sort_by_key(const int64_t *key, int64_t *order, int64_t *tmp, int64_t n) {
     for (int64_t i = 0; i < n; i++) order[i] = i;
-    for (int64_t width = 1; width < n; width *= 2) {
-        for (int64_t lo = 0; lo < n; lo += 2 * width) {
-            int64_t mid = lo + width < n ? lo + width : n, hi = lo + 2 * width < n ? lo + 2 * width : n;
+    int64_t *src = order, *dst = tmp;
+    for (;;) {
+        int64_t lo = 0, merged = 0;
+        while (lo < n) {
+            int64_t mid = lo + 1;
+            while (mid < n && key[src[mid]] >= key[src[mid - 1]]) mid++;
+            if (mid >= n) { /* the last run has no partner this pass */
+                if (merged) memcpy(dst + lo, src + lo, (size_t)(n - lo) * sizeof *dst);
+                break;
+            }
+            int64_t hi = mid + 1;
+            while (hi < n && key[src[hi]] >= key[src[hi - 1]]) hi++;
             int64_t a = lo, b = mid, k = lo;
-            while (a < mid && b < hi) tmp[k++] = key[order[b]] < key[order[a]] ? order[b++] : order[a++];
-            while (a < mid) tmp[k++] = order[a++];
-            while (b < hi) tmp[k++] = order[b++];
+            while (a < mid && b < hi) dst[k++] = key[src[b]] < key[src[a]] ? src[b++] : src[a++];
+            while (a < mid) dst[k++] = src[a++];
+            while (b < hi) dst[k++] = src[b++];
+            merged++;
+            lo = hi;
         }
-        memcpy(order, tmp, (size_t)n * sizeof *order);
+        if (!merged) break; /* one run: src is in order */
+        int64_t *swap = src;
+        src = dst;
+        dst = swap;
     }
+    if (src != order) memcpy(order, src, (size_t)n * sizeof *order);
 }
 
-/* One thread: ops [0, n), launches [0, m). Returns -1 when out of memory. */
 static inline int64_t read_int(const void *buf, Py_ssize_t size, int64_t i) {
     return size == 4 ? (int64_t)((const int32_t *)buf)[i] : ((const int64_t *)buf)[i];
 }
@@ -120,37 +141,51 @@ static inline int64_t start_of(const int64_t *start, const void *start_rows, Py_
     return start_rows == NULL ? start[i] : start[read_int(start_rows, rows_size, i)];
 }
 
+/* A launch at ``time``, once every op starting at or before it has been passed: the outermost op the last one of
+ * level 0 where it still runs then, the innermost the deepest level's last one that still runs then (else the
+ * outermost). */
+static inline void answer(const int64_t *end, const void *rows, Py_ssize_t rows_size, const int64_t *last,
+                          int64_t top, int64_t time, int64_t base, int64_t *outermost, int64_t *innermost) {
+    int64_t out = last[0] >= 0 && time < end_of(end, rows, rows_size, last[0]) ? last[0] : -1, in = out;
+    for (int64_t l = top; l >= 1; l--) {
+        if (last[l] >= 0 && time < end_of(end, rows, rows_size, last[l])) {
+            in = last[l];
+            break;
+        }
+    }
+    *outermost = out >= 0 ? base + out : -1;
+    *innermost = in >= 0 ? base + in : -1;
+}
+
+/* One thread: ops [0, n), launches [0, m); ``starts`` and ``ends``: the columns' sizes, where read at rows. The
+ * launches are visited in time order within the one walk over the ops (each launch answered before the first op
+ * starting after it): each op's start and end read once. Returns 0; 1 where an op ends before it starts, 2 where
+ * a row is outside a column (then stopped, its outputs partly written; the launches before that op answered). */
 static int one_thread(const int64_t *start, const void *start_rows, const int64_t *end, const void *rows,
-                      Py_ssize_t rows_size, int64_t n, const int64_t *t, int64_t m, uint8_t *outer, int64_t *outermost,
-                      int64_t *innermost, int64_t base, int64_t *heap, int16_t *level, int64_t *last, int64_t *order,
-                      int64_t *tmp) {
-    int64_t size = 0, top = 0;
+                      Py_ssize_t rows_size, int64_t starts, int64_t ends, int64_t n, const int64_t *t, int64_t m,
+                      uint8_t *outer, int64_t *outermost, int64_t *innermost, int64_t base, int64_t *heap,
+                      int64_t *last, int64_t *order, int64_t *tmp) {
+    int64_t size = 0, top = 0, j = 0;
+    if (m > 0) sort_by_key(t, order, tmp, m);
+    last[0] = -1; /* last[l]: the last op passed at nesting level l (-1: none yet), for l <= top */
     for (int64_t i = 0; i < n; i++) {
-        int64_t begin = start_of(start, start_rows, rows_size, i);
+        if (rows != NULL) { /* every row inside the columns read at it (checked here: one read of each op) */
+            int64_t row = read_int(rows, rows_size, i);
+            if (row < 0 || row >= ends || (start_rows != NULL && row >= starts)) return 2;
+        }
+        int64_t begin = start_of(start, start_rows, rows_size, i), finish = end_of(end, rows, rows_size, i);
+        if (finish < begin) return 1; /* the depth of tree.py counts such ops differently: its path serves */
+        for (; j < m && t[order[j]] < begin; j++)
+            answer(end, rows, rows_size, last, top, t[order[j]], base, outermost + order[j], innermost + order[j]);
         while (size > 0 && heap[0] <= begin) heap_pop(heap, &size);
         int64_t depth = size < MAX_LEVEL ? size : MAX_LEVEL;
-        level[i] = (int16_t)depth;
         outer[i] = depth == 0;
-        if (depth > top) top = depth;
-        heap_push(heap, &size, end_of(end, rows, rows_size, i));
+        for (; top < depth; top++) last[top + 1] = -1;
+        last[depth] = i;
+        heap_push(heap, &size, finish);
     }
-    if (m == 0) return 0;
-    sort_by_key(t, order, tmp, m);
-    for (int64_t l = 0; l <= top; l++) last[l] = -1;
-    int64_t k = 0;
-    for (int64_t j = 0; j < m; j++) {
-        int64_t at = order[j], time = t[at];
-        for (; k < n && start_of(start, start_rows, rows_size, k) <= time; k++) last[level[k]] = k;
-        int64_t out = last[0] >= 0 && time < end_of(end, rows, rows_size, last[0]) ? last[0] : -1, in = out;
-        for (int64_t l = top; l >= 1; l--) {
-            if (last[l] >= 0 && time < end_of(end, rows, rows_size, last[l])) {
-                in = last[l];
-                break;
-            }
-        }
-        outermost[at] = out >= 0 ? base + out : -1;
-        innermost[at] = in >= 0 ? base + in : -1;
-    }
+    for (; j < m; j++)
+        answer(end, rows, rows_size, last, top, t[order[j]], base, outermost + order[j], innermost + order[j]);
     return 0;
 }
 
@@ -199,42 +234,33 @@ static PyObject *op_tree(PyObject *self, PyObject *args) {
         if (bounds[i + 1] - bounds[i] > longest) longest = bounds[i + 1] - bounds[i];
         if (edges[i + 1] - edges[i] > most) most = edges[i + 1] - edges[i];
     }
-    const int64_t *start_all = v[0].buf, *end_all = v[1].buf;
-    for (int64_t i = 0; i < n; i++) {
-        int64_t row = rows == NULL ? i : read_int(rows, rows_size, i);
-        if (row < 0 || row >= ends || (starts_by_row && row >= starts)) {
-            PyErr_SetString(PyExc_ValueError, "op_tree: a row outside the end column");
-            goto done;
-        }
-        if (end_all[row] < start_all[starts_by_row ? row : i]) { /* the depth of tree.py counts such ops differently: its path serves */
-            result = Py_False;
-            Py_INCREF(result);
-            goto done;
-        }
-    }
     int64_t *heap = malloc((size_t)(longest + 1) * sizeof *heap);
-    int16_t *level = malloc((size_t)(longest + 1) * sizeof *level);
     int64_t *last = malloc((MAX_LEVEL + 1) * sizeof *last);
     int64_t *order = malloc((size_t)(most + 1) * sizeof *order);
     int64_t *tmp = malloc((size_t)(most + 1) * sizeof *tmp);
-    if (!heap || !level || !last || !order || !tmp) {
+    if (!heap || !last || !order || !tmp) {
         PyErr_NoMemory();
     } else {
         const int64_t *start = v[0].buf, *end = v[1].buf, *t = v[3].buf;
         uint8_t *outer = v[5].buf;
         int64_t *outermost = v[6].buf, *innermost = v[7].buf;
-        Py_BEGIN_ALLOW_THREADS for (int64_t i = 0; i < threads; i++) {
+        int status = 0;
+        Py_BEGIN_ALLOW_THREADS for (int64_t i = 0; i < threads && !status; i++) {
             int64_t lo = bounds[i], hi = bounds[i + 1], a = edges[i], b = edges[i + 1];
             const void *r = rows == NULL ? NULL : (const char *)rows + lo * rows_size;
-            one_thread(start_rows == NULL ? start + lo : start, start_rows == NULL ? NULL : r,
-                       rows == NULL ? end + lo : end, r, rows_size, hi - lo, t + a, b - a, outer + lo, outermost + a,
-                       innermost + a, lo, heap, level, last, order, tmp);
+            status = one_thread(start_rows == NULL ? start + lo : start, start_rows == NULL ? NULL : r,
+                                rows == NULL ? end + lo : end, r, rows_size, starts, ends, hi - lo, t + a, b - a,
+                                outer + lo, outermost + a, innermost + a, lo, heap, last, order, tmp);
         }
-        Py_END_ALLOW_THREADS result = Py_True;
-        Py_INCREF(result);
+        Py_END_ALLOW_THREADS;
+        if (status == 2) {
+            PyErr_SetString(PyExc_ValueError, "op_tree: a row outside the end column");
+        } else {
+            result = status ? Py_False : Py_True;
+            Py_INCREF(result);
+        }
     }
     free(heap);
-    free(level);
     free(last);
     free(order);
     free(tmp);
@@ -244,7 +270,7 @@ done:
 }
 
 /* Pass 1 over rows of type T: each row's candidate (linear: a handful of threads; the last one found tried first),
- * the counts, the starts' order checked. */
+ * the counts, the starts' order checked, the rows starting with the previous row of their thread counted. */
 #define CLASSIFY(T)                                                                                                \
     do {                                                                                                           \
         const T *r = rows;                                                                                         \
@@ -261,6 +287,8 @@ done:
                 if (j == k) status = 1;                                                                            \
             }                                                                                                      \
             code[i] = (uint8_t)j;                                                                                  \
+            ties += counts[j] > 0 && latest[j] == begin; /* the thread's previous row starts with this one */     \
+            latest[j] = begin;                                                                                     \
             counts[j]++;                                                                                           \
         }                                                                                                          \
     } while (0)
@@ -279,18 +307,18 @@ done:
 
 static PyObject *group_rows(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *objs[8];
-    if (!PyArg_ParseTuple(args, "OOOOOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5], &objs[6],
-                          &objs[7]))
+    PyObject *objs[9] = {NULL};
+    if (!PyArg_ParseTuple(args, "OOOOOOOO|O", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5], &objs[6],
+                          &objs[7], &objs[8]))
         return NULL;
-    Py_buffer v[8];
-    int got = 0;
-    for (; got < 8; got++) {
+    Py_buffer v[9];
+    int got = 0, wanted = objs[8] != NULL && objs[8] != Py_None ? 9 : 8;
+    for (; got < wanted; got++) {
         int flags = got >= 5 ? (PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) : (PyBUF_C_CONTIGUOUS | PyBUF_FORMAT);
         if (PyObject_GetBuffer(objs[got], &v[got], flags) < 0) break;
     }
     PyObject *result = NULL;
-    if (got < 8) goto done;
+    if (got < wanted) goto done;
     Py_ssize_t row_size = v[3].itemsize, pid_size = v[0].itemsize, tid_size = v[1].itemsize;
     int64_t table = v[2].len / 8, n = v[3].len / (row_size ? row_size : 1), k = v[4].len / 8;
     if ((pid_size != 1 && pid_size != 2 && pid_size != 4 && pid_size != 8) ||
@@ -302,7 +330,8 @@ static PyObject *group_rows(PyObject *self, PyObject *args) {
     }
     int with_starts = v[6].len != 0;
     if (k < 1 || k > 255 || v[0].len / pid_size != table || v[1].len / tid_size != table || v[5].len / row_size != n ||
-        (with_starts && v[6].len / 8 != n) || v[7].len / 8 != k + 1) {
+        (with_starts && v[6].len / 8 != n) || v[7].len / 8 != k + 1 ||
+        (wanted == 9 && (v[8].itemsize != 8 || v[8].len != 8))) {
         PyErr_SetString(PyExc_ValueError, "group_rows: inconsistent sizes");
         goto done;
     }
@@ -315,7 +344,8 @@ static PyObject *group_rows(PyObject *self, PyObject *args) {
     }
     uint8_t *code = malloc((size_t)(n + 1));
     int64_t *counts = calloc((size_t)k + 1, sizeof *counts), *next = malloc(((size_t)k + 1) * sizeof *next);
-    if (!code || !counts || !next) {
+    int64_t *latest = malloc(((size_t)k + 1) * sizeof *latest), ties = 0; /* each thread's last start seen */
+    if (!code || !counts || !next || !latest) {
         PyErr_NoMemory();
     } else {
         const void *pid = v[0].buf, *tid = v[1].buf;
@@ -336,10 +366,12 @@ static PyObject *group_rows(PyObject *self, PyObject *args) {
                 SCATTER(int64_t);
         }
         Py_END_ALLOW_THREADS result = PyLong_FromLong(status);
+        if (wanted == 9) *(int64_t *)v[8].buf = ties;
     }
     free(code);
     free(counts);
     free(next);
+    free(latest);
 done:
     for (int i = 0; i < got; i++) PyBuffer_Release(&v[i]);
     return result;
@@ -385,12 +417,108 @@ done:
     return result;
 }
 
+/* kind_rows' pass over names of type NT and threads of type TT: branch-free per row (the kinds interleave: a branch
+ * per row mispredicts), every row's name and thread read, the tables read at a clamped slot (a row outside them
+ * sets ``bad`` where it is of the kind); each row's position written, the count advanced where it is taken. */
+#define KIND_ROWS(NT, TT)                                                                                          \
+    do {                                                                                                           \
+        const NT *names_ = name;                                                                                   \
+        const TT *threads_ = tid;                                                                                  \
+        for (int64_t i = 0; i < n; i++) {                                                                          \
+            int64_t take = kind[i] == code;                                                                        \
+            if (named) {                                                                                           \
+                int64_t value = (int64_t)names_[i], slot = value < 0 ? table - 1 : value;                          \
+                int64_t inside = value >= -1 && value < table - 1;                                                 \
+                bad |= take & !inside;                                                                             \
+                take &= nvtx[inside ? slot : 0];                                                                   \
+            }                                                                                                      \
+            int64_t thread = (int64_t)threads_[i];                                                                 \
+            if (coded) {                                                                                           \
+                int64_t inside = thread >= 0 && thread < codes;                                                    \
+                bad |= take & !inside;                                                                             \
+                take &= tid_ok[inside ? thread : 0];                                                               \
+            } else {                                                                                               \
+                take &= thread >= 0;                                                                               \
+            }                                                                                                      \
+            if (room > 0) {                                                                                        \
+                if (count >= room) { /* more rows than room: stopped (the caller sees the count differ) */         \
+                    count += take;                                                                                 \
+                    if (take) break;                                                                               \
+                    continue;                                                                                      \
+                }                                                                                                  \
+                if (out_size == 4)                                                                                 \
+                    ((int32_t *)out)[count] = (int32_t)i;                                                          \
+                else                                                                                               \
+                    ((int64_t *)out)[count] = i;                                                                   \
+            }                                                                                                      \
+            count += take;                                                                                         \
+        }                                                                                                          \
+    } while (0)
+
+/* kind_rows(kind, name, tid, tid_ok, code, nvtx, out): the rows of one kind on a thread whose name an optional table
+ * picks (tree.py's emit_nvtx op ranges), in one pass over the kind, name and thread columns: no mask of the whole
+ * table, no block of positions to narrow and join. kind: int8; name: int32 or int64 codes (-1: none); tid: int8 or
+ * int16 thread codes with ``tid_ok`` (bool, a slot per code: whether its tid is >= 0), or an int32/int64 tid with
+ * an empty ``tid_ok`` (tid >= 0 tested); nvtx: bool, the dictionary's size + 1 (the last slot: no name), or empty
+ * (every name taken); out: int32 or int64, or empty. With an empty ``out``, returns the number of such rows (a pass
+ * that counts them); else writes them there in row order and returns how many it wrote, or more than its size where
+ * there are more (then stopped); -1 where a name or a thread code of such a row is outside its table. The GIL is
+ * released while it runs. */
+static PyObject *kind_rows(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *objs[6];
+    long code;
+    if (!PyArg_ParseTuple(args, "OOOOlOO", &objs[0], &objs[1], &objs[2], &objs[3], &code, &objs[4], &objs[5]))
+        return NULL;
+    Py_buffer v[6];
+    int got = 0;
+    for (; got < 6; got++) {
+        int flags = got == 5 ? (PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) : (PyBUF_C_CONTIGUOUS | PyBUF_FORMAT);
+        if (PyObject_GetBuffer(objs[got], &v[got], flags) < 0) break;
+    }
+    PyObject *result = NULL;
+    if (got < 6) goto done;
+    Py_ssize_t name_size = v[1].itemsize, tid_size = v[2].itemsize, out_size = v[5].itemsize;
+    int64_t n = v[0].len, codes = v[3].len, table = v[4].len, room = v[5].len / (out_size ? out_size : 1);
+    int coded = codes > 0, named = table > 0;
+    if (v[0].itemsize != 1 || (name_size != 4 && name_size != 8) || v[1].len / name_size != n ||
+        v[2].len / (tid_size ? tid_size : 1) != n || (coded && tid_size != 1 && tid_size != 2) ||
+        (!coded && tid_size != 4 && tid_size != 8) || v[3].itemsize != 1 || v[4].itemsize != 1 ||
+        (out_size != 4 && out_size != 8) || (out_size == 4 && n > INT32_MAX)) {
+        PyErr_SetString(PyExc_ValueError, "kind_rows: unexpected sizes");
+        goto done;
+    }
+    const int8_t *kind = v[0].buf;
+    const void *name = v[1].buf, *tid = v[2].buf;
+    const uint8_t *tid_ok = v[3].buf, *nvtx = v[4].buf;
+    void *out = v[5].buf;
+    int64_t count = 0, bad = 0;
+    Py_BEGIN_ALLOW_THREADS;
+    if (name_size == 4) {
+        if (tid_size == 1) KIND_ROWS(int32_t, int8_t);
+        else if (tid_size == 2) KIND_ROWS(int32_t, int16_t);
+        else if (tid_size == 4) KIND_ROWS(int32_t, int32_t);
+        else KIND_ROWS(int32_t, int64_t);
+    } else {
+        if (tid_size == 1) KIND_ROWS(int64_t, int8_t);
+        else if (tid_size == 2) KIND_ROWS(int64_t, int16_t);
+        else if (tid_size == 4) KIND_ROWS(int64_t, int32_t);
+        else KIND_ROWS(int64_t, int64_t);
+    }
+    Py_END_ALLOW_THREADS;
+    result = PyLong_FromLongLong(bad ? -1 : count);
+done:
+    for (int i = 0; i < got; i++) PyBuffer_Release(&v[i]);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"op_tree", op_tree, METH_VARARGS,
      "op_tree(start, end, bounds, t, edges, outer, outermost, innermost[, rows[, starts_by_row]])"},
     {"names_of_kind", names_of_kind, METH_VARARGS, "names_of_kind(kind, name, code, seen)"},
+    {"kind_rows", kind_rows, METH_VARARGS, "kind_rows(kind, name, tid, tid_ok, code, nvtx, out)"},
     {"group_rows", group_rows, METH_VARARGS,
-     "group_rows(pid, tid, start, rows, candidates, rows_out, start_out, bounds)"},
+     "group_rows(pid, tid, start, rows, candidates, rows_out, start_out, bounds[, ties])"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -405,6 +533,11 @@ PyMODINIT_FUNC PyInit__op_tree(void) {
     }
     /* op_tree reads starts through rows too (starts_by_row), group_rows writes no starts given an empty start_out */
     if (m != NULL && PyModule_AddIntConstant(m, "OP_TREE_START_ROWS", 1) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    /* group_rows counts the rows tied with their thread's previous one (its optional ``ties``) */
+    if (m != NULL && PyModule_AddIntConstant(m, "GROUP_ROWS_TIES", 1) < 0) {
         Py_DECREF(m);
         return NULL;
     }

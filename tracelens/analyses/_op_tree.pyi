@@ -4,6 +4,7 @@ from typing import Any
 
 OP_TREE_ROWS: int
 OP_TREE_START_ROWS: int
+GROUP_ROWS_TIES: int
 
 def op_tree(
     start: Any,
@@ -18,6 +19,15 @@ def op_tree(
     starts_by_row: bool = ...,
 ) -> bool: ...
 def group_rows(
-    pid: Any, tid: Any, start: Any, rows: Any, candidates: Any, rows_out: Any, start_out: Any, bounds: Any
+    pid: Any,
+    tid: Any,
+    start: Any,
+    rows: Any,
+    candidates: Any,
+    rows_out: Any,
+    start_out: Any,
+    bounds: Any,
+    ties: Any = ...,
 ) -> int: ...
 def names_of_kind(kind: Any, name: Any, code: int, seen: Any) -> bool: ...
+def kind_rows(kind: Any, name: Any, tid: Any, tid_ok: Any, code: int, nvtx: Any, out: Any) -> int: ...

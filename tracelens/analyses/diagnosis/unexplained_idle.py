@@ -18,6 +18,7 @@ from ...units import fmt_ns, fmt_pct
 from ...values import distinct
 from .. import ops
 from ..attribution import unexplained_intervals
+from ..coded import CodedInts
 from ..columns import EventColumns, event_columns
 from ..kinds import kind_mask
 from ..names import NOTHING, rows_named
@@ -172,14 +173,19 @@ FEW_PROCESSES = 16
 PID_SAMPLE = 1 << 16  # about this many rows, evenly spaced, name the candidate processes
 
 
-def _process_count(pid: np.ndarray, host_mask: np.ndarray) -> int:
+def _process_count(pid: np.ndarray | CodedInts, host_mask: np.ndarray) -> int:
     """How many distinct pids (>= 0) the rows where ``host_mask`` is set carry. A trace has a few processes: the
     pids of evenly spaced rows name them, and a pass per candidate confirms that no host row has another (two
     comparisons a candidate instead of gathering and hashing the pids of tens of millions of host rows); where
-    one has, or beyond FEW_PROCESSES candidates, the host rows' pids are hashed a chunk at a time."""
+    one has, or beyond FEW_PROCESSES candidates, the host rows' pids are hashed a chunk at a time. A column held as
+    codes (:class:`~tracelens.analyses.coded.CodedInts`) whose table holds no other pid needs no pass at all."""
     step = max(1, pid.size // PID_SAMPLE)
     sample = pid[::step][host_mask[::step]]
     candidates = distinct(sample[sample >= 0])
+    if isinstance(pid, CodedInts) and not bool(((pid.table >= 0) & ~np.isin(pid.table, candidates)).any()):
+        # held as codes (an Nsight export's threads): no code's pid is a process the sample missed, so no row's is
+        # (each candidate is some host row's pid): no pass over the rows
+        return int(candidates.size)
     if candidates.size <= FEW_PROCESSES:
         other = host_mask & (pid >= 0)  # the host rows whose pid is none of the candidates
         for candidate in candidates:  # a loop over a few processes

@@ -38,6 +38,7 @@ import pandas as pd
 from ...trace import Trace
 from ..columns import device_busy, event_columns
 from ..launch import launch_pairs
+from ..schedule import run_sections, usable_threads
 from . import roofline
 from .evidence import (
     TOP_EVIDENCE_OPS,
@@ -219,8 +220,16 @@ def by_innermost(trace: Trace, limit: int = TOP_OPS) -> list[dict[str, Any]]:
 
 
 def section(trace: Trace, done: dict[str, Any]) -> dict[str, Any]:
-    report = ops_report(trace)
-    # The ops the diagnosis names (on traces with GPU activity), found while the op tree is held.
-    if device_busy(trace):
-        diagnosis_ops(trace)
+    if not device_busy(trace):
+        return ops_report(trace)
+    # The ops the diagnosis names (on traces with GPU activity), found while the op tree is held, on the other
+    # thread beside the section's own tables once the tree they both read is built (on a big trace this section
+    # runs alone: the sections beside it are done, the exclusive ones kept apart).
+    outermost_ops(trace)
+    found = run_sections(
+        ["report", "evidence"],
+        lambda key: ops_report(trace) if key == "report" else diagnosis_ops(trace),
+        threads=usable_threads(),
+    )
+    report: dict[str, Any] = found["report"]
     return report

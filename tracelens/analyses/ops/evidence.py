@@ -17,8 +17,9 @@ from ...trace import ALL_KINDS, ANNOTATION, CPU_OP, DRIVER, RUNTIME, Trace
 from ...values import is_member, sorted_distinct
 from ..blocks import BLOCK_ROWS, kind_mask
 from ..columns import device_busy, event_columns, memo, thread_key
+from ..derived import held
 from ..launch import launch_pairs
-from ..names import is_blocking_sync
+from ..names import HOST_CATEGORY_PRIORITY, SYNC, is_blocking_sync
 from .sums import SUM_BLOCK, gpu_durations
 from .tree import (
     framework_op_rows,
@@ -159,7 +160,7 @@ def sync_ops(trace: Trace, limit: int = TOP_EVIDENCE_OPS) -> list[dict[str, Any]
     """The outermost ops inside which blocking synchronization calls run (``aten::item``, ``aten::nonzero``,
     ...), by summed wait: name, calls, wait_ns."""
     cols = event_columns(trace)
-    calls = _blocking_calls(cols)
+    calls = _blocking_calls(cols, held(trace, "host_categories"))
     op = outermost_op_at(trace, cols.pid[calls], cols.tid[calls], cols.start[calls])
     found = op >= 0
     if not found.any():
@@ -175,11 +176,16 @@ def sync_ops(trace: Trace, limit: int = TOP_EVIDENCE_OPS) -> list[dict[str, Any]
     ]
 
 
-def _blocking_calls(cols: Any) -> np.ndarray:
+def _blocking_calls(cols: Any, categories: np.ndarray | None = None) -> np.ndarray:
     """Event rows (int64, ascending) of the runtime and driver calls on threads whose name is a blocking sync
     (``names.is_blocking_sync``, tested once per name the calls use), the table read a block of rows at a time:
     no mask of the whole table, and the calls' rows held as int32 (8.8M calls on the x1512 export) until the
-    names pick a few."""
+    names pick a few. Given the host categories (``startup.host_categories``, where held: the diagnosis reads
+    them after this), the rows of category ``sync`` (the same calls, on threads or not) instead: one pass over a
+    byte a row, no kind, thread and name read at every row (0.17 -> 0.03 s at x1512)."""
+    if categories is not None:
+        calls = np.flatnonzero(categories == HOST_CATEGORY_PRIORITY.index(SYNC))
+        return calls[cols.tid[calls] >= 0]
     kinds = (ALL_KINDS.index(RUNTIME), ALL_KINDS.index(DRIVER))
     kind, tid, name, size = cols.kind, cols.tid, cols.name, cols.kind.size
     seen = np.zeros(len(cols.names) + 1, bool)  # the names the calls use (the last slot: no name)

@@ -14,9 +14,17 @@ from ...trace import ALL_KINDS, ANNOTATION, CPU_OP, GPU_ACTIVITY_KINDS, Trace
 from ..blocks import BLOCK_ROWS
 from ..coded import CodedInts
 from ..columns import dictionary_codes, event_columns, memo, range_running_at, thread_key
-from ..grouping import KEY_SAMPLE, grouped, runs_on_threads, tied_positions
+from ..grouping import (
+    FEW_TIMES_PER_RANGE,
+    KEY_SAMPLE,
+    few_times_range_at,
+    grouped,
+    runs_on_threads,
+    tied_positions,
+)
 from ..launch import launch_pairs
 from ..names import EMIT_NVTX_PATTERN
+from .kind_rows import kind_rows, launch_threads
 
 try:  # the per-thread pass in C (optional: built at install time where a C compiler is there)
     from .. import _op_tree as _compiled
@@ -160,6 +168,9 @@ def emit_nvtx_rows(trace: Trace) -> np.ndarray:
         names = op_names(trace)
         code, size = ALL_KINDS.index(ANNOTATION), cols.start.size
         kind, tid, name = cols.kind, cols.tid, cols.name
+        found = kind_rows(cols, code, None if names.all_annotations_nvtx else names.nvtx)
+        if found is not None:
+            return found
         # A block of the table at a time, each block's rows narrowed as found: no mask of the whole table and no
         # int64 positions of the tens of millions of op ranges of an emit_nvtx export.
         parts = []
@@ -195,7 +206,8 @@ def framework_op_rows(trace: Trace) -> np.ndarray:
 
     def compute() -> np.ndarray:
         cols = event_columns(trace)
-        cpu, nvtx = np.flatnonzero(cols.of_kind(CPU_OP) & (cols.tid >= 0)), emit_nvtx_rows(trace)
+        cpu, nvtx = np.flatnonzero(cols.of_kind(CPU_OP)), emit_nvtx_rows(trace)
+        cpu = cpu[cols.tid[cpu] >= 0]  # the thread read at the cpu ops only (none, in an Nsight export)
         return np.union1d(cpu, nvtx) if cpu.size and nvtx.size else (nvtx if nvtx.size else cpu)
 
     return memo(trace, "framework_op_rows", compute)
@@ -242,10 +254,7 @@ def _compute_op_tree(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     matched = np.flatnonzero(pairs["matched"])
     threads = thread_key(cols.pid[rows[bounds[:-1]]], cols.tid[rows[bounds[:-1]]])  # ascending
     launched = pairs[matched]  # the launch columns gathered at the matched ops only (launch_pairs: held lean)
-    key = thread_key(launched["pid"], launched["tid"])
-    code = np.minimum(np.searchsorted(threads, key), threads.size - 1)
-    code[threads[code] != key] = -1
-    del key
+    code = launch_threads(cols, threads, pairs, matched, launched)
     by_thread = grouped(code)[0] if code.size else np.zeros(0, np.int64)  # launches on a few threads
     edges = np.searchsorted(code[by_thread], np.arange(-1, threads.size) + 0.5)
     del code
@@ -364,8 +373,9 @@ def _by_thread(
         return rows, np.zeros(1, np.int64), cols.start[rows] if with_starts else None
     fused = _grouped_compiled(cols, rows, with_starts)
     start: np.ndarray | None
+    ties: int | None = None  # how many rows start with the previous one of their thread (None: not counted)
     if fused is not None:
-        rows, bounds, start = fused
+        rows, bounds, start, ties = fused
     else:
         start = cols.start[rows]
         if (start[1:] < start[:-1]).any():  # a table not in start order: by start first (stable)
@@ -377,7 +387,9 @@ def _by_thread(
         order, bounds = grouped(pid.codes[rows] if coded else _thread_order_key(pid[rows], tid[rows]))
         rows, start = rows[order], start[order]
         del order
-    # Ops of a thread starting together: longest first, then in row order.
+    # Ops of a thread starting together: longest first, then in row order (none where the grouping counted none).
+    if ties == 0:
+        return rows, bounds, start if with_starts else None
     tie = np.flatnonzero(start[1:] == start[:-1]) if start is not None else tied_positions(cols.start, rows)
     # the last op of a thread and the first of the next: different threads
     tie = tie[np.isin(tie, bounds[1:-1] - 1, invert=True)]
@@ -393,13 +405,14 @@ def _by_thread(
 
 def _grouped_compiled(
     cols: Any, rows: np.ndarray, with_starts: bool = True
-) -> tuple[np.ndarray, np.ndarray, np.ndarray | None] | None:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, int | None] | None:
     """(``rows`` grouped by thread as :func:`grouped` orders their ``thread_key``, the bounds, their starts) by the
     compiled counting sort (_op_tree.c ``group_rows``: two passes over the rows, each row's pid, tid and start read
     there, no gathered column and no comparison and gather per thread), where the rows are in start order; None
     where it does not apply (no compiled helper, other column types, more than 255 threads, a thread the sampled
     candidates miss, rows not in start order: then :func:`_by_thread` sorts). Without ``with_starts``, where the
-    build can (OP_TREE_START_ROWS), no starts are written (None for them)."""
+    build can (OP_TREE_START_ROWS), no starts are written (None for them). Last, how many rows start when the
+    previous row of their thread does (GROUP_ROWS_TIES: counted in its first pass; None from a build without it)."""
     pid, tid, start = cols.pid, cols.tid, cols.start
     if isinstance(pid, CodedInts) and isinstance(tid, CodedInts) and pid.codes is tid.codes:
         # thread codes (an Nsight export's store), in the threads' key order: rows grouped by code are grouped by key
@@ -420,12 +433,16 @@ def _grouped_compiled(
     starts = with_starts or not getattr(_compiled, "OP_TREE_START_ROWS", 0)  # (an older build writes them)
     rows_out, start_out = np.empty_like(rows), np.empty(rows.size if starts else 0, np.int64)
     bounds = np.empty(candidates.size + 1, np.int64)
+    ties = np.full(1, -1, np.int64)
+    counted = getattr(_compiled, "GROUP_ROWS_TIES", 0)
     try:
-        if _compiled.group_rows(pid, tid, start, rows, candidates, rows_out, start_out, bounds) != 0:
+        if _compiled.group_rows(
+            pid, tid, start, rows, candidates, rows_out, start_out, bounds, *[ties][:counted]
+        ):
             return None
     except TypeError:  # a build from before group_rows took 1- and 2-byte thread codes: numpy groups them
         return None
-    return rows_out, bounds, start_out if starts else None
+    return rows_out, bounds, start_out if starts else None, int(ties[0]) if counted else None
 
 
 def _thread_order_key(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
@@ -481,6 +498,8 @@ def thread_range_at(
     the range running then (start <= t < end); -1 when none. Where the ranges lie on a few threads, as
     :func:`running_on_thread_at` searches them, each thread's starts and ends gathered only for a thread asked
     about (no thread key, start and end of every range at once: the outermost ops of an emit_nvtx export)."""
+    if len(t) * FEW_TIMES_PER_RANGE <= ranges.size:  # a few times: searched where the ranges lie
+        return few_times_range_at(cols, ranges, thread_key(pid, tid), t)
     runs = runs_on_threads(cols.pid, cols.tid, ranges, FEW_THREADS) if ranges.size and len(t) else None
     if runs is not None and bool((runs[0][1:] > runs[0][:-1]).all()):
         keys, t = thread_key(pid, tid), np.asarray(t, dtype=np.int64)
