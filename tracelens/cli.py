@@ -213,10 +213,12 @@ def _analyze_one(path: str, *, run_name: str | None = None) -> Document:
         return load_document(path)
     from . import load
     from .analyses import analyze as run_analyses
+    from .memory import small_pages
 
     options = {"run": run_name} if run_name else {}
     # the trace is this call's alone: its event columns go as soon as no section still to run reads them
-    return run_analyses(load(path, **options), release_columns=True)
+    with small_pages():  # the analyses' buffers too (memory.small_pages)
+        return run_analyses(load(path, **options), release_columns=True)
 
 
 @cli.command()

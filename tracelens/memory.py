@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import glob
 import os
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import Any
@@ -30,21 +32,90 @@ def release_free_memory() -> None:
         arrow.default_memory_pool().release_unused()
 
 
-def _malloc_trim() -> Callable[[int], int] | None:
+def _libc() -> ctypes.CDLL | None:
     try:
         # glibc by its soname first: ctypes.util.find_library imports subprocess (~5 ms of every load)
-        libc = ctypes.CDLL("libc.so.6")
+        return ctypes.CDLL("libc.so.6")
     except OSError:
         from ctypes.util import find_library
 
         try:
-            libc = ctypes.CDLL(find_library("c") or "libc.so.6")
+            return ctypes.CDLL(find_library("c") or "libc.so.6")
         except OSError:
             return None
-    return getattr(libc, "malloc_trim", None)
 
 
-_MALLOC_TRIM = _malloc_trim()
+_LIBC = _libc()
+_MALLOC_TRIM: Callable[[int], int] | None = getattr(_LIBC, "malloc_trim", None)
+
+
+@contextlib.contextmanager
+def small_pages() -> Iterator[None]:
+    """Within: the process's new memory comes in 4 KiB pages, not transparent huge pages, where the machine is a
+    virtual machine that hands free huge pages back to its host (virtio-balloon free page reporting).
+
+    Why: such a host takes back every free 2 MiB block the guest reports, so a fresh huge page is faulted in
+    twice, by the guest and by the host: 2.0 s of system time per GiB here, against 0.33 s in 4 KiB pages (0.13 s
+    for a huge page not yet reported). A load or an analysis maps and unmaps event-sized buffers again and again
+    (numpy, Arrow's pool): the 41M-row benchmark export's analyze took 14-16 GiB of fresh huge pages.
+
+    Process-wide while the outermost scope is open (Linux's PR_SET_THP_DISABLE, put back after): memory
+    already mapped keeps its pages. A no-op elsewhere, without such a host, or with ``TRACELENS_HUGE_PAGES=1``;
+    ``TRACELENS_HUGE_PAGES=0`` forces small pages."""
+    global _thp_scopes, _thp_before
+    with _thp_lock:
+        if _thp_scopes == 0:
+            _thp_before = _disable_huge_pages() if _small_pages_pay() else None
+        _thp_scopes += 1
+    try:
+        yield
+    finally:
+        with _thp_lock:
+            _thp_scopes -= 1
+            if _thp_scopes == 0 and _thp_before is not None and _prctl is not None:
+                _prctl(_PR_SET_THP_DISABLE, _thp_before, 0, 0, 0)
+                _thp_before = None
+
+
+_PR_SET_THP_DISABLE, _PR_GET_THP_DISABLE = 41, 42
+_prctl: Callable[..., int] | None = (
+    getattr(_LIBC, "prctl", None) if sys.platform.startswith("linux") else None
+)
+if _prctl is not None:  # int option, then four unsigned longs: the kernel refuses garbage in unused ones
+    _prctl.argtypes = [ctypes.c_int] + [ctypes.c_ulong] * 4  # type: ignore[attr-defined]
+    _prctl.restype = ctypes.c_int  # type: ignore[attr-defined]
+_thp_lock = threading.Lock()
+_thp_scopes = 0
+_thp_before: int | None = None  # the process's flag before the outermost scope, None when not changed
+
+
+def _disable_huge_pages() -> int | None:
+    """Sets the process's no-huge-pages flag; returns the one before, or None when it could not be set."""
+    if _prctl is None:
+        return None
+    before = _prctl(_PR_GET_THP_DISABLE, 0, 0, 0, 0)
+    if before < 0 or _prctl(_PR_SET_THP_DISABLE, 1, 0, 0, 0) != 0:
+        return None
+    return before
+
+
+def _small_pages_pay() -> bool:
+    forced = os.environ.get("TRACELENS_HUGE_PAGES")
+    if forced in ("0", "1"):
+        return forced == "0"
+    return host_reclaims_free_pages()
+
+
+def host_reclaims_free_pages() -> bool:
+    """Whether a virtio balloon reports this machine's free memory to its host (feature bit 5, REPORTING)."""
+    for path in glob.glob("/sys/bus/virtio/drivers/virtio_balloon/virtio*/features"):
+        try:
+            with open(path) as fh:
+                if fh.read(6)[5:6] == "1":  # one character per feature bit, bit 0 first
+                    return True
+        except OSError:
+            continue
+    return False
 
 
 @contextlib.contextmanager

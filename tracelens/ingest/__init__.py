@@ -115,10 +115,13 @@ def load(path: str | os.PathLike[str], **options: Any) -> Trace:
     """Read any supported trace into a :class:`Trace`, with derived per-kernel columns filled in."""
     fmt = detect_format(path)
     module = importlib.import_module(f"{__name__}.{READERS[fmt]}")
-    trace: Trace = module.read(Path(path), fmt=fmt, **options)
     from ..enrich import enrich
-    from ..memory import release_free_memory
+    from ..memory import release_free_memory, reusing_array_pages, small_pages
 
-    trace = enrich(trace)
+    # A read maps and frees event-sized buffers again and again: big numpy arrays take the pages of those freed
+    # before, and new pages come small where fresh huge pages are dear (memory.py).
+    with small_pages(), reusing_array_pages():
+        trace: Trace = module.read(Path(path), fmt=fmt, **options)
+        trace = enrich(trace)
     release_free_memory()  # what the read freed in its threads' heaps (hundreds of MB), before analyses allocate
     return trace
