@@ -19,8 +19,8 @@ import pytest
 
 import tracelens
 from tracelens.analyses.columns import kind_positions
-from tracelens.ingest.nsys.assembly import assemble, narrowest
-from tracelens.ingest.nsys.columns import Part, kind_const
+from tracelens.ingest.nsys.assembly import assemble
+from tracelens.ingest.nsys.columns import Part, kind_const, narrowest
 from tracelens.trace import ALL_KINDS, EVENT_SCHEMA, KERNEL, RUNTIME, EventStore
 
 ROOT = Path(__file__).resolve().parent.parent
