@@ -38,7 +38,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #define MODE_INT 0
@@ -91,21 +90,6 @@ typedef struct {
     size_t len, cap;
 } Vec;
 
-/* Buffers of this size or more are advised for transparent huge pages (as numpy advises its big arrays): a
- * column of millions of rows is then faulted in 2 MiB at a time instead of 4 KiB. */
-#define HUGE_ADVICE_MIN ((size_t)4 << 20)
-
-static void advise_huge(char *p, size_t size) {
-#ifdef MADV_HUGEPAGE
-    if (size < HUGE_ADVICE_MIN) return;
-    uintptr_t start = ((uintptr_t)p + 4095) & ~(uintptr_t)4095, stop = ((uintptr_t)p + size) & ~(uintptr_t)4095;
-    if (stop > start) madvise((void *)start, stop - start, MADV_HUGEPAGE);
-#else
-    (void)p;
-    (void)size;
-#endif
-}
-
 static int vec_reserve(Vec *v, size_t extra) {
     if (v->len + extra <= v->cap) return 0;
     size_t cap = v->cap ? v->cap : 4096;
@@ -114,7 +98,6 @@ static int vec_reserve(Vec *v, size_t extra) {
     if (!p) return -1;
     v->data = p;
     v->cap = cap;
-    advise_huge(p, cap);
     return 0;
 }
 
