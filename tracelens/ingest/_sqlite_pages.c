@@ -137,6 +137,7 @@ typedef struct {
     int has_lo, has_hi;
     int64_t lo, hi;
     int64_t rows;
+    size_t hint; /* the rows the caller expects (the buffers' first size) */
     uint64_t visited;
     int done;
     /* per-row scratch: serial type and offset of each record column up to max_index */
@@ -144,9 +145,10 @@ typedef struct {
     uint64_t *offsets;
 } Scan;
 
-/* Page pgno into `into`, through a read-ahead block of up to BLOCK_BYTES of consecutive pages (one pread
- * serves the run of consecutive leaf pages a table is mostly made of, instead of one pread a page). */
-static int read_page(Scan *s, uint32_t pgno, unsigned char *into) {
+/* Page pgno in the read-ahead block of up to BLOCK_BYTES of consecutive pages, read there when it is not (one
+ * pread serves the run of consecutive leaf pages a table is mostly made of, instead of one pread a page). The
+ * pointer holds until the next block is read. */
+static int block_page(Scan *s, uint32_t pgno, const unsigned char **out) {
     if (pgno < 1 || pgno > s->page_count) return ST_CORRUPT;
     if (pgno < s->block_first || pgno - s->block_first >= s->block_pages) {
         uint32_t want = s->block_cap_pages;
@@ -167,13 +169,51 @@ static int read_page(Scan *s, uint32_t pgno, unsigned char *into) {
         s->block_pages = (uint32_t)(got / s->page_size);
         if (s->block_pages == 0) return ST_CORRUPT; /* short file */
     }
-    memcpy(into, s->block + (size_t)(pgno - s->block_first) * s->page_size, s->page_size);
+    *out = s->block + (size_t)(pgno - s->block_first) * s->page_size;
+    return ST_OK;
+}
+
+/* Overflow page pgno: in the block when it is there, else read alone into s->overflow_page, so that the block
+ * (which holds the leaf page of the cell being read) stays as it is. */
+static int overflow_page(Scan *s, uint32_t pgno, const unsigned char **out) {
+    if (pgno < 1 || pgno > s->page_count) return ST_CORRUPT;
+    if (pgno >= s->block_first && pgno - s->block_first < s->block_pages) {
+        *out = s->block + (size_t)(pgno - s->block_first) * s->page_size;
+        return ST_OK;
+    }
+    size_t got = 0;
+    off_t at = (off_t)(pgno - 1) * s->page_size;
+    while (got < s->page_size) {
+        ssize_t n = pread(s->fd, s->overflow_page + got, s->page_size - got, at + (off_t)got);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return ST_IO;
+        }
+        if (n == 0) return ST_CORRUPT; /* short file */
+        got += (size_t)n;
+    }
+    *out = s->overflow_page;
     return ST_OK;
 }
 
 /* SQLite varint at p (at most 9 bytes, not past end): bytes used, 0 when it runs past end. */
 static inline int get_varint(const unsigned char *p, const unsigned char *end, uint64_t *out) {
+    if (p < end && p[0] < 0x80) { /* one byte: most payload sizes and serial types */
+        *out = p[0];
+        return 1;
+    }
     uint64_t v = 0;
+    if (end - p >= 9) { /* all nine bytes readable: no bound check per byte */
+        for (int i = 0; i < 8; i++) {
+            v = (v << 7) | (p[i] & 0x7f);
+            if (!(p[i] & 0x80)) {
+                *out = v;
+                return i + 1;
+            }
+        }
+        *out = (v << 8) | p[8];
+        return 9;
+    }
     for (int i = 0; i < 8; i++) {
         if (p + i >= end) return 0;
         v = (v << 7) | (p[i] & 0x7f);
@@ -199,54 +239,77 @@ static inline uint64_t serial_size(uint64_t t) {
     return (t - 12) / 2;
 }
 
-static inline int64_t read_int(const unsigned char *p, uint64_t t) {
-    switch (t) {
-    case 8: return 0;
-    case 9: return 1;
-    case 1: return (int8_t)p[0];
-    case 2: return (int16_t)(((uint16_t)p[0] << 8) | p[1]);
-    case 3: {
-        int32_t v = ((int32_t)p[0] << 16) | ((int32_t)p[1] << 8) | p[2];
-        if (v & 0x800000) v -= 0x1000000;
-        return v;
-    }
-    case 4: return (int32_t)get_u32(p);
-    case 5: {
-        int64_t v = ((int64_t)get_u16(p) << 32) | get_u32(p + 2);
-        if (v & ((int64_t)1 << 47)) v -= (int64_t)1 << 48;
-        return v;
-    }
-    default: return (int64_t)(((uint64_t)get_u32(p) << 32) | get_u32(p + 4));
-    }
+/* Serial types below 128 (one header byte: every type but TEXT and BLOB values over 57 bytes): the value's
+ * size, BAD_TYPE for 10 and 11 (reserved, never written). */
+#define BAD_TYPE 0xFF
+static uint8_t small_sizes[128];
+
+static void init_small_sizes(void) {
+    for (int t = 0; t < 128; t++) small_sizes[t] = t == 10 || t == 11 ? BAD_TYPE : (uint8_t)serial_size((uint64_t)t);
 }
 
-static inline int set_valid(Column *c, int64_t row, int valid) {
-    if ((row & 7) == 0) {
-        if (vec_reserve(&c->validity, 1)) return ST_NOMEM;
-        c->validity.data[c->validity.len++] = 0;
-    }
-    if (valid)
-        c->validity.data[row >> 3] |= (char)(1u << (row & 7));
-    else
-        c->nulls++;
+/* Pages and payloads are read from buffers with READ_SLACK bytes after their end, so that an integer of 1 to 8
+ * bytes is read with one 8-byte load whatever its place. */
+#define READ_SLACK 8
+
+/* The integer of serial type 1-6 (1, 2, 3, 4, 6 or 8 big-endian two's-complement bytes) at p: one 8-byte load,
+ * byte-swapped, then an arithmetic shift that drops the bytes after the value and extends its sign. */
+static inline int64_t read_be_int(const unsigned char *p, uint64_t t) {
+    uint64_t w;
+    memcpy(&w, p, 8);
+    w = __builtin_bswap64(w);
+    return (int64_t)w >> (64 - 8 * small_sizes[t]);
+}
+
+/* A NULL at `row` of a column: its validity bitmap is made on the first NULL (all rows before it valid), so
+ * that columns without NULLs (most) never write one. */
+static int grow_validity(Column *c, int64_t row, size_t hint_rows) {
+    size_t need = (size_t)(row >> 3) + 1, want = need - c->validity.len;
+    if (!c->validity.data && hint_rows / 8 + 1 > want) want = hint_rows / 8 + 1; /* once, not regrown */
+    if (vec_reserve(&c->validity, want)) return ST_NOMEM;
+    memset(c->validity.data + c->validity.len, 0xFF, need - c->validity.len);
+    c->validity.len = need;
     return ST_OK;
 }
 
-/* Hash of a value's bytes (eight at a time, then a final mix); only ever compared within one scan. */
+static inline int mark_null(Column *c, int64_t row, size_t hint_rows) {
+    if (c->validity.len <= (size_t)(row >> 3)) {
+        int st = grow_validity(c, row, hint_rows);
+        if (st) return st;
+    }
+    c->validity.data[row >> 3] &= (char)~(1u << (row & 7));
+    c->nulls++;
+    return ST_OK;
+}
+
+static inline uint64_t load_u64(const unsigned char *p) {
+    uint64_t w;
+    memcpy(&w, p, 8);
+    return w;
+}
+
+static inline uint64_t load_u32(const unsigned char *p) {
+    uint32_t w;
+    memcpy(&w, p, 4);
+    return w;
+}
+
+/* Hash of a value's bytes (eight at a time, the last eight overlapping; shorter values by two overlapping
+ * loads, never a byte-wise copy), then a final mix; only ever compared within one scan. */
 static inline uint64_t hash_bytes(const unsigned char *p, uint64_t n) {
     uint64_t h = 0x9E3779B97F4A7C15ull ^ (n * 0xff51afd7ed558ccdull);
-    while (n >= 8) {
-        uint64_t w;
-        memcpy(&w, p, 8);
-        h = (h ^ w) * 0xbf58476d1ce4e5b9ull;
-        h ^= h >> 31;
-        p += 8;
-        n -= 8;
-    }
-    if (n) {
-        uint64_t w = 0;
-        memcpy(&w, p, n);
-        h = (h ^ w) * 0x94d049bb133111ebull;
+    if (n >= 8) {
+        const unsigned char *last = p + n - 8;
+        while (p < last) {
+            h = (h ^ load_u64(p)) * 0xbf58476d1ce4e5b9ull;
+            h ^= h >> 31;
+            p += 8;
+        }
+        h = (h ^ load_u64(last)) * 0x94d049bb133111ebull;
+    } else if (n >= 4) {
+        h = (h ^ (load_u32(p) | (load_u32(p + n - 4) << 32))) * 0x94d049bb133111ebull;
+    } else if (n) {
+        h = (h ^ ((uint64_t)p[0] | ((uint64_t)p[n / 2] << 8) | ((uint64_t)p[n - 1] << 16))) * 0x94d049bb133111ebull;
     }
     h ^= h >> 33;
     h *= 0xff51afd7ed558ccdull;
@@ -317,7 +380,9 @@ static int dict_index(Column *c, const unsigned char *v, uint64_t len, int32_t *
     return ST_OK;
 }
 
-/* Decode one row's record (payload of `size` bytes at p) into the columns. */
+/* Decode one row's record (payload of `size` bytes at p, READ_SLACK readable bytes after it) into the
+ * columns. Their fixed-width buffers have room for the row (reserve_rows, once a leaf page): written at the
+ * row's place, their lengths set once a page. */
 static int decode_record(Scan *s, const unsigned char *p, uint64_t size, int64_t rowid) {
     const unsigned char *end = p + size;
     uint64_t header_size;
@@ -325,80 +390,100 @@ static int decode_record(Scan *s, const unsigned char *p, uint64_t size, int64_t
     if (!n || header_size > size || header_size < (uint64_t)n) return ST_CORRUPT;
     const unsigned char *h = p + n, *hend = p + header_size;
     uint64_t offset = header_size;
-    long count = 0;
-    while (h < hend && count <= s->max_index) {
-        uint64_t t;
-        int k = get_varint(h, hend, &t);
-        if (!k) return ST_CORRUPT;
-        h += k;
-        if (t == 10 || t == 11) return ST_CORRUPT;
-        uint64_t len = serial_size(t);
-        if (len > size || offset > size - len) return ST_CORRUPT;
-        s->types[count] = t;
-        s->offsets[count] = offset;
-        offset += len;
+    long count = 0, wanted = s->max_index + 1;
+    uint64_t *types = s->types, *offsets = s->offsets;
+    while (h < hend && count < wanted) {
+        uint64_t t = *h, len;
+        if (t < 0x80) { /* one-byte serial type: its size from the table */
+            h++;
+            len = small_sizes[t];
+            if (len == BAD_TYPE) return ST_CORRUPT;
+        } else {
+            int k = get_varint(h, hend, &t);
+            if (!k) return ST_CORRUPT;
+            h += k;
+            len = serial_size(t); /* t >= 128: TEXT or BLOB */
+            if (len > size) return ST_CORRUPT;
+        }
+        types[count] = t;
+        offsets[count] = offset;
+        offset += len; /* at most 32768 columns of at most 2^30 bytes: no overflow */
         count++;
     }
+    if (offset > size) return ST_CORRUPT; /* a value read runs past the payload */
     int64_t row = s->rows;
     for (Py_ssize_t i = 0; i < s->ncols; i++) {
         Column *c = &s->cols[i];
         int st;
         if (c->mode == MODE_ROWID) {
-            if (vec_reserve(&c->values, 8)) return ST_NOMEM;
-            memcpy(c->values.data + c->values.len, &rowid, 8);
-            c->values.len += 8;
-            if ((st = set_valid(c, row, 1))) return st;
+            memcpy(c->values.data + (size_t)row * 8, &rowid, 8);
             continue;
         }
         uint64_t t = 0;
-        const unsigned char *v = NULL;
+        const unsigned char *v = p;
         if (c->rec_index < count) {
-            t = s->types[c->rec_index];
-            v = p + s->offsets[c->rec_index];
+            t = types[c->rec_index];
+            v = p + offsets[c->rec_index];
         } else if (c->must_present) {
             return ST_DECLINE;
         }
         if (c->mode == MODE_INT) {
-            int64_t x = 0;
-            if (t == 7 || t >= 12) return ST_DECLINE;
-            if (t != 0) x = read_int(v, t);
-            if (vec_reserve(&c->values, 8)) return ST_NOMEM;
-            memcpy(c->values.data + c->values.len, &x, 8);
-            c->values.len += 8;
-            if ((st = set_valid(c, row, t != 0))) return st;
-        } else {
-            uint64_t len = 0;
-            if (t >= 12) {
-                len = serial_size(t);
-                if (t & 1)
-                    c->saw_text = 1;
-                else
-                    c->saw_blob = 1;
-            } else if (t != 0) {
-                return ST_DECLINE; /* a number in a text column: SQLite's CAST would give its text */
+            int64_t x;
+            if (t - 1 < 6) {
+                x = read_be_int(v, t);
+            } else if (t == 8 || t == 9) {
+                x = (int64_t)t - 8;
+            } else if (t == 0) {
+                x = 0;
+                if ((st = mark_null(c, row, s->hint))) return st;
+            } else {
+                return ST_DECLINE; /* a REAL, a TEXT or a BLOB */
             }
-            if (c->mode == MODE_DICT) { /* NULL reads as b'' (len 0), as in MODE_CAST */
-                int32_t index;
-                if ((st = dict_index(c, v, len, &index))) return st;
-                if (vec_reserve(&c->values, 4)) return ST_NOMEM;
-                memcpy(c->values.data + c->values.len, &index, 4);
-                c->values.len += 4;
-                continue;
-            }
-            if (c->data.len + len > INT32_MAX) return ST_DECLINE;
-            if (len) {
-                if (vec_reserve(&c->data, len)) return ST_NOMEM;
-                memcpy(c->data.data + c->data.len, v, len);
-                c->data.len += len;
-            }
-            if (vec_reserve(&c->values, 4)) return ST_NOMEM;
-            int32_t end_offset = (int32_t)c->data.len;
-            memcpy(c->values.data + c->values.len, &end_offset, 4);
-            c->values.len += 4;
-            if (c->mode == MODE_TEXT && (st = set_valid(c, row, t != 0))) return st;
+            memcpy(c->values.data + (size_t)row * 8, &x, 8);
+            continue;
         }
+        uint64_t len = 0;
+        if (t >= 12) {
+            len = (t - 12) / 2;
+            if (t & 1)
+                c->saw_text = 1;
+            else
+                c->saw_blob = 1;
+        } else if (t != 0) {
+            return ST_DECLINE; /* a number in a text column: SQLite's CAST would give its text */
+        }
+        if (c->mode == MODE_DICT) { /* NULL reads as b'' (len 0), as in MODE_CAST */
+            int32_t index;
+            if ((st = dict_index(c, v, len, &index))) return st;
+            memcpy(c->values.data + (size_t)row * 4, &index, 4);
+            continue;
+        }
+        if (c->data.len + len > INT32_MAX) return ST_DECLINE;
+        if (len) {
+            if (vec_reserve(&c->data, len)) return ST_NOMEM;
+            memcpy(c->data.data + c->data.len, v, len);
+            c->data.len += len;
+        }
+        int32_t end_offset = (int32_t)c->data.len;
+        memcpy(c->values.data + (size_t)(row + 1) * 4, &end_offset, 4);
+        if (c->mode == MODE_TEXT && t == 0 && (st = mark_null(c, row, s->hint))) return st;
     }
     s->rows++;
+    return ST_OK;
+}
+
+/* Bytes a row of a column's values buffer takes, and the bytes before the first row's (the offsets' 0). */
+static inline size_t value_width(const Column *c) { return c->mode == MODE_INT || c->mode == MODE_ROWID ? 8 : 4; }
+static inline size_t value_lead(const Column *c) { return c->mode == MODE_TEXT || c->mode == MODE_CAST ? 4 : 0; }
+
+/* Every column's values buffer: its length set to the rows read, and room for `extra` more rows. */
+static int reserve_rows(Scan *s, size_t extra) {
+    for (Py_ssize_t i = 0; i < s->ncols; i++) {
+        Column *c = &s->cols[i];
+        size_t width = value_width(c);
+        c->values.len = (size_t)s->rows * width + value_lead(c);
+        if (vec_reserve(&c->values, extra * width)) return ST_NOMEM;
+    }
     return ST_OK;
 }
 
@@ -432,8 +517,9 @@ static int leaf_cell(Scan *s, const unsigned char *page, uint32_t at) {
     uint64_t pages_needed = (payload - local + per_page - 1) / per_page, pages_read = 0;
     if (pages_needed >= s->page_count) return ST_CORRUPT; /* more overflow pages than the file holds */
     if (payload > s->payload_cap) {
-        unsigned char *grown = realloc(s->payload, payload);
+        unsigned char *grown = realloc(s->payload, payload + READ_SLACK);
         if (!grown) return ST_NOMEM;
+        memset(grown + payload, 0, READ_SLACK);
         s->payload = grown;
         s->payload_cap = payload;
     }
@@ -442,26 +528,32 @@ static int leaf_cell(Scan *s, const unsigned char *page, uint32_t at) {
     uint32_t next = get_u32(p + local);
     while (have < payload) {
         if (next == 0 || ++pages_read > pages_needed) return ST_CORRUPT;
-        int st = read_page(s, next, s->overflow_page);
+        const unsigned char *page_of_chain;
+        int st = overflow_page(s, next, &page_of_chain);
         if (st) return st;
         uint64_t take = payload - have < per_page ? payload - have : per_page;
-        memcpy(s->payload + have, s->overflow_page + 4, take);
+        memcpy(s->payload + have, page_of_chain + 4, take);
         have += take;
-        next = get_u32(s->overflow_page);
+        next = get_u32(page_of_chain);
     }
     if (next != 0) return ST_CORRUPT; /* the last page of a chain links nowhere: a cycle or a longer chain */
     return decode_record(s, s->payload, payload, rowid);
 }
 
-/* Walk the subtree at pgno (depth: index of the page buffer to read it into). */
+/* Walk the subtree at pgno (depth: index of the page buffer an interior page is copied into; a leaf page is
+ * read where it lies in the read-ahead block). */
 static int walk(Scan *s, uint32_t pgno, int depth) {
     if (depth > MAX_DEPTH) return ST_CORRUPT;
     if (++s->visited > s->page_count) return ST_CORRUPT; /* a cycle, or a page shared by two parents */
-    unsigned char *page = s->pages[depth];
-    int st = read_page(s, pgno, page);
+    const unsigned char *page;
+    int st = block_page(s, pgno, &page);
     if (st) return st;
     uint32_t hdr = pgno == 1 ? 100 : 0;
     unsigned char type = page[hdr];
+    if (type == 0x05) { /* its children are read into the block after it: a copy of its own */
+        memcpy(s->pages[depth], page, s->page_size);
+        page = s->pages[depth];
+    }
     uint32_t ncells = get_u16(page + hdr + 3);
     uint32_t header_len = type == 0x05 ? 12 : 8;
     if (type != 0x05 && type != 0x0D) return ST_CORRUPT;
@@ -469,6 +561,7 @@ static int walk(Scan *s, uint32_t pgno, int depth) {
     const unsigned char *cells = page + hdr + header_len;
     uint32_t min_cell = hdr + header_len + 2 * ncells;
     if (type == 0x0D) {
+        if ((st = reserve_rows(s, ncells))) return st;
         for (uint32_t i = 0; i < ncells && !s->done; i++) {
             uint32_t at = get_u16(cells + 2 * i);
             if (at < min_cell || at >= s->usable) return ST_CORRUPT;
@@ -491,6 +584,25 @@ static int walk(Scan *s, uint32_t pgno, int depth) {
         if (s->has_hi && (s->hi == INT64_MIN || key >= s->hi - 1)) s->done = 1;
     }
     if (!s->done) return walk(s, right, depth + 1);
+    return ST_OK;
+}
+
+/* After the walk: each values buffer's length set to the rows read; each validity bitmap (made on a column's
+ * first NULL) covering every row, its bits past the last row cleared. */
+static int finish_columns(Scan *s) {
+    int st = reserve_rows(s, 0);
+    if (st) return st;
+    size_t bytes = (size_t)(s->rows + 7) / 8;
+    for (Py_ssize_t i = 0; i < s->ncols; i++) {
+        Column *c = &s->cols[i];
+        if (!c->nulls) continue;
+        if (c->validity.len < bytes) {
+            if (vec_reserve(&c->validity, bytes - c->validity.len)) return ST_NOMEM;
+            memset(c->validity.data + c->validity.len, 0xFF, bytes - c->validity.len);
+            c->validity.len = bytes;
+        }
+        if (s->rows & 7) c->validity.data[bytes - 1] &= (char)((1u << (s->rows & 7)) - 1);
+    }
     return ST_OK;
 }
 
@@ -573,24 +685,23 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         if (c->mode != MODE_ROWID && c->rec_index > s.max_index) s.max_index = c->rec_index;
     }
     for (int i = 0; i <= MAX_DEPTH; i++)
-        if (!(s.pages[i] = malloc(s.page_size))) goto nomem;
-    if (!(s.overflow_page = malloc(s.page_size))) goto nomem;
+        if (!(s.pages[i] = calloc(1, s.page_size + READ_SLACK))) goto nomem;
+    if (!(s.overflow_page = calloc(1, s.page_size + READ_SLACK))) goto nomem;
     s.block_cap_pages = BLOCK_BYTES / s.page_size ? BLOCK_BYTES / s.page_size : 1;
-    if (!(s.block = malloc((size_t)s.block_cap_pages * s.page_size))) goto nomem;
+    if (!(s.block = calloc(1, (size_t)s.block_cap_pages * s.page_size + READ_SLACK))) goto nomem;
     s.types = malloc(sizeof(uint64_t) * (size_t)(s.max_index + 2));
     s.offsets = malloc(sizeof(uint64_t) * (size_t)(s.max_index + 2));
     if (!s.types || !s.offsets) goto nomem;
     size_t hint = capacity > 0 ? (size_t)capacity : 0;
+    s.hint = hint;
     for (Py_ssize_t i = 0; i < s.ncols; i++) {
         Column *c = &s.cols[i];
         size_t width = c->mode == MODE_INT || c->mode == MODE_ROWID ? 8 : 4;
         /* the hint is only a hint: where that much cannot be reserved, the buffers grow as rows come */
-        if (vec_reserve(&c->values, width * (hint + 1)) || vec_reserve(&c->validity, hint / 8 + 1)) {
+        if (vec_reserve(&c->values, width * (hint + 1))) {
             free(c->values.data);
-            free(c->validity.data);
             memset(&c->values, 0, sizeof c->values);
-            memset(&c->validity, 0, sizeof c->validity);
-            if (vec_reserve(&c->values, 4096) || vec_reserve(&c->validity, 4096)) goto nomem;
+            if (vec_reserve(&c->values, 4096)) goto nomem;
         }
         if (c->mode == MODE_TEXT || c->mode == MODE_CAST) {
             int32_t zero = 0; /* offsets start with 0 */
@@ -616,6 +727,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
 #endif
         status = walk(&s, (uint32_t)root, 0);
     }
+    if (status == ST_OK) status = finish_columns(&s);
     Py_END_ALLOW_THREADS
     /* out of memory mid-walk: the buffers are freed and SQLite gets its chance (it may need less) */
     if (status == ST_NOMEM) status = ST_DECLINE;
@@ -688,6 +800,7 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_sqlite_pages", NULL
 
 PyMODINIT_FUNC PyInit__sqlite_pages(void) {
     if (PyType_Ready(&BufType) < 0) return NULL;
+    init_small_sizes();
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
     if (PyModule_AddIntConstant(m, "MODE_INT", MODE_INT) || PyModule_AddIntConstant(m, "MODE_TEXT", MODE_TEXT) ||

@@ -9,13 +9,13 @@ import numpy as np
 import pyarrow as pa
 
 from ...trace import DRIVER, GPU_SYNC, KERNEL, MEMCPY, MEMSET, RUNTIME
+from . import pages
 from .columns import (
     KIND_INDEX,
     Part,
     const_dict,
     decode_pid,
     decode_tid,
-    detach,
     dict_array,
     id_numpy,
     int64_numpy,
@@ -34,13 +34,26 @@ _BACKTRACE_CLASSES = (67, 68, 69)
 
 def _gpu_common(t: pa.Table) -> dict[str, Any]:
     return {
-        "start_ns": t.column("start"),
-        "end_ns": t.column("end"),
         "device": t.column("deviceId"),
         "stream": t.column("streamId"),
         "correlation_id": t.column("correlationId"),
         "pid": decode_pid(t.column("globalPid")),
     }
+
+
+def _times(t: pa.Table) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """start_ns and end_ns, and which of them the part may keep as fetched (its ``owned``): an int64 column of a
+    table whose columns hold buffers of their own (the page reader's) is kept without the copy a column of
+    ADBC's batch needs (which would keep the whole batch alive)."""
+    times = {"start_ns": t.column("start"), "end_ns": t.column("end")}
+    if not pages.owns_buffers(t):
+        return times, ()
+    owned = []
+    for name, column in times.items():
+        if column.type == pa.int64() and column.num_chunks == 1:
+            times[name] = column.chunk(0)
+            owned.append(name)
+    return times, tuple(owned)
 
 
 def kernel_rows(t: pa.Table, strings: Strings) -> tuple[Part, dict[str, str]]:
@@ -56,7 +69,8 @@ def kernel_rows(t: pa.Table, strings: Strings) -> tuple[Part, dict[str, str]]:
         missing_id = np.where(name == MISSING, id_numpy(t.column("demangledName")), id_numpy(short_ids))
         name = np.where(name >= 0, name, fallback).astype(np.int32)
         name, values = strings.placeholders(name, missing_id, values)
-    cols = _gpu_common(t)
+    cols, owned = _times(t)
+    cols.update(_gpu_common(t))
     cols.update(
         {
             "kind": kind_const(t.num_rows, KERNEL),
@@ -85,7 +99,7 @@ def kernel_rows(t: pa.Table, strings: Strings) -> tuple[Part, dict[str, str]]:
         for d, s in zip(named, short, strict=True)
         if s >= 0 and d != s
     }
-    return Part(t.num_rows, cols), short_names
+    return Part(t.num_rows, cols, owned=owned), short_names
 
 
 def memcpy_rows(t: pa.Table, db: Database) -> Part:
@@ -94,7 +108,8 @@ def memcpy_rows(t: pa.Table, db: Database) -> Part:
     mem_kinds = mem_labels(db)
     copy_kind = coded_column(t.column("copyKind"), copy_kinds)
     names = {k: f"[CUDA memcpy {v}]" for k, v in copy_kinds.items() if v}
-    cols = _gpu_common(t)
+    cols, owned = _times(t)
+    cols.update(_gpu_common(t))
     cols.update(
         {
             "kind": kind_const(t.num_rows, MEMCPY),
@@ -105,12 +120,13 @@ def memcpy_rows(t: pa.Table, db: Database) -> Part:
             "dst_kind": coded_column(t.column("dstKind"), mem_kinds),
         }
     )
-    return Part(t.num_rows, cols)
+    return Part(t.num_rows, cols, owned=owned)
 
 
 def memset_rows(t: pa.Table, db: Database) -> Part:
     """CUPTI_ACTIVITY_KIND_MEMSET: the memsets."""
-    cols = _gpu_common(t)
+    cols, owned = _times(t)
+    cols.update(_gpu_common(t))
     cols.update(
         {
             "kind": kind_const(t.num_rows, MEMSET),
@@ -119,14 +135,15 @@ def memset_rows(t: pa.Table, db: Database) -> Part:
             "dst_kind": coded_column(t.column("memKind"), mem_labels(db)),
         }
     )
-    return Part(t.num_rows, cols)
+    return Part(t.num_rows, cols, owned=owned)
 
 
 def sync_rows(t: pa.Table, db: Database) -> Part:
     """CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: the GPU-side syncs, named ``[CUDA sync stream_sync]`` etc."""
     labels = sync_labels(db)
     sync_kind = coded_column(t.column("syncType"), labels)
-    cols = _gpu_common(t)
+    cols, owned = _times(t)
+    cols.update(_gpu_common(t))
     cols.update(
         {
             "kind": kind_const(t.num_rows, GPU_SYNC),
@@ -138,7 +155,7 @@ def sync_rows(t: pa.Table, db: Database) -> Part:
             "sync_kind": sync_kind,
         }
     )
-    return Part(t.num_rows, cols)
+    return Part(t.num_rows, cols, owned=owned)
 
 
 def runtime_rows(t: pa.Table, strings: Strings) -> Part:
@@ -163,27 +180,27 @@ def runtime_rows(t: pa.Table, strings: Strings) -> Part:
             event_class = event_class[keep]
     kinds = np.where(np.isin(event_class, _DRIVER_CLASSES), KIND_INDEX[DRIVER], KIND_INDEX[RUNTIME])
     gtid = t.column("globalTid")
+    times, owned = _times(t)  # the part copies the rest (narrowing them where it can)
     cols = {
         "kind": kind_column(kinds),
         "name": strings.api_names(t.column("nameId")),
-        "start_ns": detach(t.column("start")),
-        "end_ns": detach(t.column("end")),
+        **times,
         "pid": decode_pid(gtid),
         "tid": decode_tid(gtid),
-        "correlation_id": detach(t.column("correlationId")),
+        "correlation_id": t.column("correlationId"),
     }
-    return Part(t.num_rows, cols)
+    return Part(t.num_rows, cols, owned=owned)
 
 
 def host_named_rows(t: pa.Table, strings: Strings, kind: str) -> Part:
     """A host table of named calls (OSRT_API, the overhead tables) as rows of ``kind``."""
     gtid = t.column("globalTid")
+    times, owned = _times(t)
     cols = {
         "kind": kind_const(t.num_rows, kind),
         "name": strings.names(t.column("nameId")),
-        "start_ns": detach(t.column("start")),
-        "end_ns": detach(t.column("end")),
+        **times,
         "pid": decode_pid(gtid),
         "tid": decode_tid(gtid),
     }
-    return Part(t.num_rows, cols)
+    return Part(t.num_rows, cols, owned=owned)

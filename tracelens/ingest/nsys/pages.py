@@ -37,6 +37,10 @@ except ImportError:  # no C compiler at install time: SQLite reads every table
 ENGINE_ENV = "TRACELENS_NSYS_ENGINE"
 ENGINE = "pages"
 
+# Schema metadata of the tables read off the pages: each column holds buffers of its own (not one shared batch,
+# as ADBC's columns do), so that keeping one column keeps no other alive (:func:`owns_buffers`).
+OWN_BUFFERS = {b"tracelens.own_buffers": b"1"}
+
 _COLUMN = r'"[^"]+"'
 _EXPR = rf"(?:{_COLUMN}|NULL|ifnull\(CAST\({_COLUMN} AS BLOB\), X''\))"
 _SELECT = re.compile(
@@ -250,11 +254,19 @@ def _read_locked(
                 null_count=nulls,
             )
         )
-    return pa.Table.from_arrays(arrays, names=names)
+    return pa.Table.from_arrays(arrays, names=names, metadata=OWN_BUFFERS)
 
 
 # Column buffers reserved up front at most for this many rows (a sparse rowid range grows them as needed).
 _MAX_CAPACITY = 1 << 28
+
+
+def owns_buffers(table: pa.Table) -> bool:
+    """Whether each column of ``table`` holds buffers of its own (a table :func:`read` gave, or one derived from
+    it keeping its schema's metadata, as ``filter`` and ``combine_chunks`` do): a column kept from it needs no
+    copy to let the rest of the table go."""
+    metadata = table.schema.metadata
+    return bool(metadata) and metadata.get(b"tracelens.own_buffers") == b"1"
 
 
 def _rowid_span(conn: sqlite3.Connection, table: str, lo: int | None, hi: int | None) -> int:
