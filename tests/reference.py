@@ -5,7 +5,9 @@ Deliberately independent of ``tracelens.intervals`` (no numpy, no shared code): 
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterable
+from pathlib import Path
 
 
 def union_length(intervals: Iterable[tuple[int, int]]) -> int:
@@ -23,3 +25,14 @@ def union_length(intervals: Iterable[tuple[int, int]]) -> int:
     if cur_e is not None:
         total += cur_e - cur_s
     return total
+
+
+def sqlite_rows(path: Path, sql: str) -> list[tuple]:
+    """``sql`` run on the SQLite file ``path`` by the standard library's sqlite3 (read-only), text as its bytes:
+    the reference the page walker's tables are checked against."""
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    conn.text_factory = bytes
+    try:
+        return conn.execute(sql).fetchall()
+    finally:
+        conn.close()

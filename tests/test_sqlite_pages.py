@@ -21,6 +21,7 @@ import pytest
 from conftest import copy_shared_trace, shared_traces
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from reference import sqlite_rows
 
 from tracelens.ingest import load
 from tracelens.ingest.nsys import database as nsys_database
@@ -48,16 +49,6 @@ def _pages_engine(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _adbc(path: Path, sql: str, names: list[str]) -> pa.Table:
     return nsys_database._adbc_query(nsys_database.sqlite_uri(path), sql).rename_columns(names)
-
-
-def _reference_rows(path: Path, sql: str) -> list[tuple]:
-    """The SELECT through the stdlib sqlite3, text as its bytes."""
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    conn.text_factory = bytes
-    try:
-        return conn.execute(sql).fetchall()
-    finally:
-        conn.close()
 
 
 def _rows(table: pa.Table) -> list[tuple]:
@@ -169,10 +160,10 @@ def test_generated_databases_read_as_sqlite_and_adbc_do(
         sql += f" WHERE rowid >= {spec['range'][0]} AND rowid < {spec['range'][1]}"
     names = [f"c{i}" for i in range(len(exprs))]
     table = _read(path, sql, names)
-    reference = _reference_rows(path, sql)
+    reference = sqlite_rows(path, sql)
     where = "" if spec["range"] is None else f"AND rowid >= {spec['range'][0]} AND rowid < {spec['range'][1]}"
     # a REAL or a TEXT among integers, a number among texts: SQLite's own read is needed (declined)
-    odd = _reference_rows(
+    odd = sqlite_rows(
         path,
         "SELECT count(*) FROM \"T\" WHERE (typeof(a) NOT IN ('integer', 'null') "
         f"OR typeof(t) NOT IN ('text', 'blob', 'null')) {where}",
@@ -181,7 +172,7 @@ def test_generated_databases_read_as_sqlite_and_adbc_do(
     half = len(spec["rows"]) * spec["repeat"] // 2
     defaulted = (
         spec["add_column"] == "7"
-        and _reference_rows(path, f'SELECT count(*) FROM "T" WHERE rowid <= {half} {where}')[0][0]
+        and sqlite_rows(path, f'SELECT count(*) FROM "T" WHERE rowid <= {half} {where}')[0][0]
     )
     if odd or defaulted:
         assert table is None

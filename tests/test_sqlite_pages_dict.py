@@ -19,6 +19,7 @@ import pytest
 from conftest import shared_traces
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from reference import sqlite_rows
 
 from tracelens.ingest.nsys import database as nsys_database
 from tracelens.ingest.nsys import nvtx, pages
@@ -87,15 +88,6 @@ def _where(spec: dict) -> str:
     )
 
 
-def _sqlite(path: Path, sql: str) -> list[tuple]:
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    conn.text_factory = bytes
-    try:
-        return conn.execute(sql).fetchall()
-    finally:
-        conn.close()
-
-
 def _first_appearance(values: list[bytes]) -> tuple[list[int], list[str]]:
     """The stdlib reference of decode_dictionary: -1 for b'', else the slot of the value's text (invalid UTF-8
     replaced) in order of first appearance; '' holds the slot of the first empty value."""
@@ -117,8 +109,8 @@ def test_dictionary_mode_against_sqlite(tmp_path_factory: pytest.TempPathFactory
     sql = f'SELECT "a", {CAST}, {CAST} FROM "T"{where}'
     names = ["a", "t", "t_plain"]
     table = pages.read(SimpleNamespace(path=path), sql, names, dictionary=("t",))  # type: ignore[arg-type]
-    reference = _sqlite(path, sql)
-    odd = _sqlite(
+    reference = sqlite_rows(path, sql)
+    odd = sqlite_rows(
         path,
         f"SELECT count(*) FROM (SELECT t FROM \"T\"{where}) WHERE typeof(t) NOT IN ('text', 'blob', 'null')",
     )[0][0]
@@ -138,7 +130,7 @@ def test_dictionary_mode_against_sqlite(tmp_path_factory: pytest.TempPathFactory
     # decoded to (indices, strings) as decode_dictionary decodes the raw column (NULLs kept), and as the
     # stdlib reference does
     indices, strings = decode_encoded(encoded.indices.to_numpy(), encoded.dictionary)
-    raw = _sqlite(path, f'SELECT "t" FROM "T"{where}')
+    raw = sqlite_rows(path, f'SELECT "t" FROM "T"{where}')
     ref_indices, ref_strings = decode_dictionary(pa.array([r[0] for r in raw], pa.binary()))
     assert indices.dtype == np.int32 and indices.tolist() == ref_indices.tolist()
     assert strings.type == pa.string() and strings.equals(ref_strings)

@@ -13,6 +13,7 @@ from types import SimpleNamespace
 
 import pyarrow as pa
 import pytest
+from reference import sqlite_rows
 
 from tracelens.ingest.nsys import database as nsys_database
 from tracelens.ingest.nsys import pages
@@ -36,15 +37,6 @@ def _make(path: Path, rows: list[tuple], page_size: int = 4096) -> None:
     conn.close()
 
 
-def _sqlite(path: Path, sql: str) -> list[tuple]:
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    conn.text_factory = bytes
-    try:
-        return conn.execute(sql).fetchall()
-    finally:
-        conn.close()
-
-
 def _read(path: Path, sql: str, names: list[str], dictionary: tuple[str, ...] = ()) -> pa.Table:
     table = pages.read(SimpleNamespace(path=path), sql, names, dictionary=dictionary)  # type: ignore[arg-type]
     assert table is not None
@@ -56,7 +48,7 @@ def _check(path: Path) -> pa.Table:
     sql = 'SELECT "a", "b", "t" FROM "T"'
     table = _read(path, sql, ["a", "b", "t"])
     columns = [(c.cast(pa.binary()) if pa.types.is_string(c.type) else c).to_pylist() for c in table.columns]
-    assert list(zip(*columns, strict=True)) == _sqlite(path, sql)
+    assert list(zip(*columns, strict=True)) == sqlite_rows(path, sql)
     adbc = nsys_database._adbc_query(nsys_database.sqlite_uri(path), sql).rename_columns(["a", "b", "t"])
     assert table.equals(adbc)
     for column in table.columns:  # the validity bitmap agrees with the null count (no stray bits)
@@ -119,7 +111,7 @@ def test_dictionary_values_of_every_length(tmp_path: Path) -> None:
     sql = f'SELECT "a", {CAST_T} FROM "T"'
     table = _read(path, sql, ["a", "t"], dictionary=("t",))
     encoded = table.column("t").combine_chunks()
-    expected = [row[1] for row in _sqlite(path, sql)]
+    expected = [row[1] for row in sqlite_rows(path, sql)]
     assert encoded.dictionary.take(encoded.indices).to_pylist() == expected
     assert encoded.dictionary.to_pylist() == list(dict.fromkeys(expected))
 

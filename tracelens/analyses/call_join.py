@@ -16,6 +16,21 @@ PACKED_BITS = 63
 PACK_BLOCK = 1 << 20
 
 
+def _sorted_keys(
+    ids: np.ndarray, rows: np.ndarray, is_driver: np.ndarray | None, row_bits: int, shift: int
+) -> np.ndarray:
+    """The calls' packed keys ``id << shift | driver << row_bits | row``, sorted (``is_driver`` None: no driver
+    call, no driver bit)."""
+    key = np.left_shift(ids, shift, dtype=np.int64)
+    for lo in range(0, key.size, PACK_BLOCK):  # a block at a time: no int64 temporaries of every call
+        part = key[lo : lo + PACK_BLOCK]
+        if is_driver is not None:
+            part |= is_driver[lo : lo + PACK_BLOCK].astype(np.int64) << row_bits
+        part |= rows[lo : lo + PACK_BLOCK]
+    key.sort()
+    return key
+
+
 def sorted_calls(
     ids: np.ndarray, rows: np.ndarray, is_driver: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, bool]:
@@ -27,14 +42,7 @@ def sorted_calls(
     row_bits = max(int(rows[-1]).bit_length(), 1) if rows.size else 1
     shift = row_bits + 1 if driver else row_bits
     if ids.size and int(ids.max()).bit_length() + shift <= PACKED_BITS:
-        key = ids.astype(np.int64)
-        key <<= shift
-        for lo in range(0, key.size, PACK_BLOCK):  # a block at a time: no int64 temporaries of every call
-            part = key[lo : lo + PACK_BLOCK]
-            if driver:
-                part |= is_driver[lo : lo + PACK_BLOCK].astype(np.int64) << row_bits
-            part |= rows[lo : lo + PACK_BLOCK]
-        key.sort()
+        key = _sorted_keys(ids, rows, is_driver if driver else None, row_bits, shift)
         ids = np.empty(key.size, ids.dtype)
         for lo in range(0, key.size, PACK_BLOCK):
             ids[lo : lo + PACK_BLOCK] = key[lo : lo + PACK_BLOCK] >> shift
@@ -74,13 +82,7 @@ def match_calls(
             (op_corr >= 0) & (call_corr.size > 0) & (call_corr[idx] == op_corr if call_corr.size else False)
         )
         return matched, call_rows[idx[matched]], unique
-    key = np.left_shift(ids, shift, dtype=np.int64)
-    for lo in range(0, key.size, PACK_BLOCK):  # a block at a time: no int64 temporaries of every call
-        part = key[lo : lo + PACK_BLOCK]
-        if driver:
-            part |= is_driver[lo : lo + PACK_BLOCK].astype(np.int64) << row_bits
-        part |= rows[lo : lo + PACK_BLOCK]
-    key.sort()
+    key = _sorted_keys(ids, rows, is_driver if driver else None, row_bits, shift)
     # two neighbours share an id where their keys differ in the row and driver bits only
     unique = True
     for lo in range(0, key.size - 1, PACK_BLOCK):
