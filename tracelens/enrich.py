@@ -158,18 +158,18 @@ def first_appearance_codes(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     starts[0] = True
     np.not_equal(ordered[1:], ordered[:-1], out=starts[1:])
     del ordered
-    group = np.cumsum(starts, dtype=np.intp)
+    group_at = np.flatnonzero(starts)
+    # each value's first position: the smallest of its run of ``order`` (one reduceat, not a minimum.at scatter)
+    first = np.minimum.reduceat(order, group_at)
+    group = np.cumsum(starts, dtype=np.int32)
     group -= 1
-    codes = np.empty(n, dtype=np.intp)
-    codes[order] = group
-    del order, group, starts
-    distinct = int(codes.max()) + 1
-    first = np.full(distinct, n, dtype=np.intp)
-    np.minimum.at(first, codes, np.arange(n))
+    del starts
     by_first = np.argsort(first)
-    renumber = np.empty(distinct, dtype=np.int32)
-    renumber[by_first] = np.arange(distinct, dtype=np.int32)
-    return renumber[codes], first[by_first]
+    renumber = np.empty(group_at.size, dtype=np.int32)
+    renumber[by_first] = np.arange(group_at.size, dtype=np.int32)
+    codes = np.empty(n, dtype=np.int32)
+    codes[order] = renumber[group]
+    return codes, first[by_first]
 
 
 def _exact_in_float64(typ: pa.DataType) -> bool:
