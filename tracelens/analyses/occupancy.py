@@ -166,15 +166,20 @@ def empty_sm_ns_at(
         length = (ends - starts).astype(np.float64)
         out = []
         for table in tables:  # a loop over the few fills
-            share = np.array(table, np.float64)
-            np.round(share, 9, out=share)
-            np.clip(share, 0.0, 1.0, out=share)
-            np.subtract(1.0, share, out=share)
-            filled = share[at]
+            filled = _empty_share(table)[at]
             filled *= length
             out.append(float(filled.sum()))
         return out
     return empty_sm_ns_each(starts, ends, [table[at] for table in tables])
+
+
+def _empty_share(fill: np.ndarray) -> np.ndarray:
+    """Each fill's empty share as a new float64 array: 1 - the fill rounded to 9 places and clipped to [0, 1]."""
+    share = np.array(fill, np.float64)
+    np.round(share, 9, out=share)
+    np.clip(share, 0.0, 1.0, out=share)
+    np.subtract(1.0, share, out=share)
+    return share
 
 
 def _one_at_a_time(starts: np.ndarray, ends: np.ndarray) -> bool:
@@ -191,10 +196,7 @@ def _empty_sm_ns_serial(starts: np.ndarray, ends: np.ndarray, fills: list[np.nda
     length = (ends - starts).astype(np.float64)
     out = []
     for fill in fills:  # a loop over the few fills
-        filled = np.array(fill, np.float64)
-        np.round(filled, 9, out=filled)
-        np.clip(filled, 0.0, 1.0, out=filled)
-        np.subtract(1.0, filled, out=filled)
+        filled = _empty_share(fill)
         filled *= length
         out.append(float(filled.sum()))
     return out
