@@ -32,13 +32,16 @@ _DRIVER_CLASSES = (1, 13)
 _BACKTRACE_CLASSES = (67, 68, 69)
 
 
-def _gpu_common(t: pa.Table) -> dict[str, Any]:
+def _gpu_common(t: pa.Table) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """A GPU table's times (:func:`_times`), device, stream and correlation id, and which columns the part owns."""
+    cols, owned = _times(t)
     return {
+        **cols,
         "device": t.column("deviceId"),
         "stream": t.column("streamId"),
         "correlation_id": t.column("correlationId"),
         "pid": decode_pid(t.column("globalPid")),
-    }
+    }, owned
 
 
 def _times(t: pa.Table) -> tuple[dict[str, Any], tuple[str, ...]]:
@@ -69,8 +72,7 @@ def kernel_rows(t: pa.Table, strings: Strings) -> tuple[Part, dict[str, str]]:
         missing_id = np.where(name == MISSING, id_numpy(t.column("demangledName")), id_numpy(short_ids))
         name = np.where(name >= 0, name, fallback).astype(np.int32)
         name, values = strings.placeholders(name, missing_id, values)
-    cols, owned = _times(t)
-    cols.update(_gpu_common(t))
+    cols, owned = _gpu_common(t)
     cols.update(
         {
             "kind": kind_const(t.num_rows, KERNEL),
@@ -108,8 +110,7 @@ def memcpy_rows(t: pa.Table, db: Database) -> Part:
     mem_kinds = mem_labels(db)
     copy_kind = coded_column(t.column("copyKind"), copy_kinds)
     names = {k: f"[CUDA memcpy {v}]" for k, v in copy_kinds.items() if v}
-    cols, owned = _times(t)
-    cols.update(_gpu_common(t))
+    cols, owned = _gpu_common(t)
     cols.update(
         {
             "kind": kind_const(t.num_rows, MEMCPY),
@@ -125,8 +126,7 @@ def memcpy_rows(t: pa.Table, db: Database) -> Part:
 
 def memset_rows(t: pa.Table, db: Database) -> Part:
     """CUPTI_ACTIVITY_KIND_MEMSET: the memsets."""
-    cols, owned = _times(t)
-    cols.update(_gpu_common(t))
+    cols, owned = _gpu_common(t)
     cols.update(
         {
             "kind": kind_const(t.num_rows, MEMSET),
@@ -142,8 +142,7 @@ def sync_rows(t: pa.Table, db: Database) -> Part:
     """CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: the GPU-side syncs, named ``[CUDA sync stream_sync]`` etc."""
     labels = sync_labels(db)
     sync_kind = coded_column(t.column("syncType"), labels)
-    cols, owned = _times(t)
-    cols.update(_gpu_common(t))
+    cols, owned = _gpu_common(t)
     cols.update(
         {
             "kind": kind_const(t.num_rows, GPU_SYNC),
