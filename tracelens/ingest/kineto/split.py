@@ -204,22 +204,23 @@ def split_stream(
             held.append(bytes(block))  # kept to the end: not a view of a reused buffer
             continue
         if mode is None:
-            tail += block  # everything so far, from the first byte of the file
-            found = _events_array_start(tail, path)
-            if found is None:
-                if len(tail) > _HEADER_LIMIT:
+            # Everything so far, from the first byte of the file: the block itself (read in place, not copied)
+            # when the start of the event list is in the first block, as in every Kineto file.
+            if tail:
+                block = tail = tail + block
+            found = _events_array_start(block, path)
+            if found is None or found[0] == "whole":
+                tail = bytes(block)  # kept: not a view of a reused buffer
+                if found is not None or len(tail) > _HEADER_LIMIT:
                     mode, held, tail = "whole", [tail], b""
                 continue
             mode, offset = found
-            if mode == "whole":
-                held, tail = [tail], b""
-                continue
             if mode == "object":
-                yield "header", tail[:offset] + b'"traceEvents": []}', 0
-                start = tail.index(b"[", offset) + 1
+                yield "header", bytes(block[:offset]) + b'"traceEvents": []}', 0
+                start = block.find(b"[", offset) + 1
             else:
                 start = offset
-            block, origin, tail = tail, 0, b""  # the whole file so far; its events begin at `start`
+            origin, tail = 0, b""  # block: the whole file so far; its events begin at `start`
         cut = block.rfind(_EVENT_SEPARATOR, start) if kineto_layout else -1
         if cut < 0 and cut_any_layout:
             data = tail + memoryview(block)[start:]
