@@ -77,25 +77,45 @@ def test_without_isals_raw_reader_the_gzip_file_fills_the_ring(monkeypatch: pyte
     assert _pieces(DEMO, 4096, 3) == fresh
 
 
+@pytest.mark.parametrize("huge_pages", ["1", "0"])
 @pytest.mark.parametrize("block_bytes", [333, 4096, 1 << 20])
-def test_huge_page_buffers_give_the_pieces_of_fresh_blocks(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, block_bytes: int
+def test_mapped_buffers_give_the_pieces_of_fresh_blocks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, block_bytes: int, huge_pages: str
 ) -> None:
-    """The ring's buffers as anonymous mappings (split._block_buffer, used from 2 MiB up) at every block size:
-    the same pieces as from fresh bytes blocks, in every layout (their find, rfind and slices cut them)."""
-    from tracelens.ingest.kineto import split
+    """The ring's buffers as anonymous mappings (memory.page_buffer, used from 2 MiB up), in huge pages or in
+    4 KiB pages as the page policy says, at every block size: the same pieces as from fresh bytes blocks, in
+    every layout (their find, rfind and slices cut them)."""
+    from tracelens import memory
 
-    monkeypatch.setattr(split, "_HUGE_PAGE", 1)
+    monkeypatch.setattr(memory, "_HUGE_PAGE", 1)
+    monkeypatch.setenv("TRACELENS_HUGE_PAGES", huge_pages)
     for path in _layouts(tmp_path):
         assert _pieces(path, block_bytes, 3) == _pieces(path, block_bytes, 0), path.name
 
 
-def test_block_buffers_are_zeroed_and_sized() -> None:
-    from tracelens.ingest.kineto import split
+@pytest.mark.parametrize("huge", [True, False])
+def test_block_buffers_are_zeroed_and_sized(huge: bool) -> None:
+    from tracelens import memory
 
     for size in (100, 3 << 20):
-        buffer = split._block_buffer(size)
+        buffer = memory.page_buffer(size, huge)
         assert len(buffer) == size and bytes(buffer[:64]) == bytes(64) and buffer[-1] == 0
         with memoryview(buffer) as view:
             view[:3] = b"abc"
         assert buffer.rfind(b"bc", 0) == 1 and buffer.find(b"c", 0, 10) == 2 and buffer[:2] == b"ab"
+
+
+def test_the_ring_asks_the_page_policy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The ring's buffers follow memory.huge_pages_pay (asked once per ring), not a choice of their own."""
+    from tracelens.ingest.kineto import split
+
+    asked: list[tuple[int, bool]] = []
+    monkeypatch.setattr(split, "huge_pages_pay", lambda: False)
+
+    def recording_buffer(size: int, huge: bool) -> bytearray:
+        asked.append((size, huge))
+        return bytearray(size)
+
+    monkeypatch.setattr(split, "page_buffer", recording_buffer)
+    assert _pieces(DEMO, 4096, 3) == _pieces(DEMO, 4096, 0)
+    assert asked == [(4096, False)] * 3

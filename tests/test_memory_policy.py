@@ -140,3 +140,57 @@ def test_a_load_reads_the_same_trace_with_and_without_the_policy(
             module.set_min_big(4 << 20)
     assert with_policy.events.equals(without.events)
     assert with_policy.metadata == without.metadata
+
+
+@pytest.mark.parametrize(
+    ("forced", "balloon", "expected"),
+    [
+        (None, False, True),  # huge pages pay by default
+        (None, True, False),  # not where the host takes reported free pages back
+        ("1", True, True),  # the environment forces them on
+        ("0", False, False),  # or off
+        ("", True, False),  # another value: the host decides
+        ("yes", False, True),
+    ],
+)
+def test_the_page_policy(
+    monkeypatch: pytest.MonkeyPatch, forced: str | None, balloon: bool, expected: bool
+) -> None:
+    if forced is None:
+        monkeypatch.delenv("TRACELENS_HUGE_PAGES", raising=False)
+    else:
+        monkeypatch.setenv("TRACELENS_HUGE_PAGES", forced)
+    monkeypatch.setattr(memory, "host_reclaims_free_pages", lambda: balloon)
+    assert memory.huge_pages_pay() is expected
+    # small_pages applies the same answer to the whole process
+    called: list[int] = []
+    monkeypatch.setattr(memory, "_disable_huge_pages", lambda: called.append(1))
+    with memory.small_pages():
+        pass
+    assert called == ([] if expected else [1])
+
+
+def _vm_flags(address: int) -> list[str]:
+    """The VmFlags of the mapping holding ``address`` (/proc/self/smaps)."""
+    flags: list[str] = []
+    inside = False
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        head = line.split()[0]
+        if "-" in head and not head.endswith(":"):
+            low, high = (int(x, 16) for x in head.split("-"))
+            inside = low <= address < high
+        elif inside and line.startswith("VmFlags:"):
+            flags = line.split()[1:]
+    return flags
+
+
+@linux_only
+@pytest.mark.parametrize("huge", [True, False])
+def test_page_buffers_ask_huge_pages_only_where_they_pay(huge: bool) -> None:
+    buffer = memory.page_buffer(4 << 20, huge)
+    address = ctypes.addressof(ctypes.c_char.from_buffer(buffer))
+    flags = _vm_flags(address)
+    assert flags, "the buffer is an anonymous mapping"
+    assert ("hg" in flags) is huge  # MADV_HUGEPAGE
+    assert bytes(buffer[:16]) == bytes(16)
+    assert isinstance(memory.page_buffer(1 << 20, huge), bytearray)  # below 2 MiB: a heap buffer

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import InputError
+from ...memory import huge_pages_pay, page_buffer
 from ..compression import GZIP_ERRORS, gzip_inflater, gzip_reader
 from . import native
 
@@ -28,41 +29,22 @@ class _Ring:
     """Buffers that blocks are inflated into, reused in turn: a block that a yielded events piece refers to
     keeps its buffer (:meth:`keep`) until ``count - 1`` more have been kept; any other block's buffer is read
     into again at once (its bytes were copied). A buffer has find/rfind, slicing and the buffer interface the
-    cutting needs: an anonymous mapping in transparent huge pages where the kernel offers them
-    (:func:`_block_buffer`), else a bytearray."""
+    cutting needs (:func:`memory.page_buffer`: in huge pages where the page policy says they pay)."""
 
     def __init__(self, count: int, size: int) -> None:
         self.count, self.size = count, size
         self.buffers: list[bytearray | mmap.mmap] = []
         self.turn = 0
+        self.huge_pages = huge_pages_pay()
 
     def next(self) -> bytearray | mmap.mmap:
         slot = self.turn % self.count
         if slot == len(self.buffers):
-            self.buffers.append(_block_buffer(self.size))
+            self.buffers.append(page_buffer(self.size, self.huge_pages))
         return self.buffers[slot]
 
     def keep(self) -> None:
         self.turn += 1
-
-
-def _block_buffer(size: int) -> bytearray | mmap.mmap:
-    """A zeroed buffer of ``size`` bytes that blocks are inflated into. The ring's buffers (5 x 16 MiB at 406 MB)
-    are first written by the inflate: in 4 KiB pages that is ~20k page faults per read (~40 ms of the main
-    thread's CPU, measured at 406 MB), in 2 MiB pages a few dozen. The mapping is freed with its last
-    reference, as a bytearray is."""
-    advise = getattr(mmap, "MADV_HUGEPAGE", None)
-    if advise is None or size < _HUGE_PAGE:
-        return bytearray(size)
-    try:
-        buffer = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)  # private: not shmem
-        buffer.madvise(advise)
-    except (OSError, ValueError):  # no anonymous mappings or no madvise here: a heap buffer
-        return bytearray(size)
-    return buffer
-
-
-_HUGE_PAGE = 2 * 2**20
 
 
 def _blocks(path: Path, progress: Any, block_bytes: int, ring: _Ring | None) -> Iterator[Any]:
