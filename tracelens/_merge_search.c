@@ -343,14 +343,292 @@ done:
     return result;
 }
 
+/* cut_levels / take_pieces: defined at the end of the file (the host rows' level unions cut into windows). */
+static PyObject *cut_levels(PyObject *self, PyObject *args);
+static PyObject *take_pieces(PyObject *self, PyObject *args);
+
 static PyMethodDef methods[] = {
     {"search_ascending", search_ascending, METH_VARARGS, "search_ascending(haystack, needles, out, right)"},
     {"search_near", search_near, METH_VARARGS, "search_near(haystack, needles, out, right)"},
     {"merge_runs", merge_runs, METH_VARARGS,
      "merge_runs(values, positions, bases, out_values, out_rank, out_base, origin)"},
+    {"cut_levels", cut_levels, METH_VARARGS,
+     "cut_levels(start, end, rows, category, thread, chosen, levels, window_starts, window_ends)"},
+    {"take_pieces", take_pieces, METH_VARARGS, "take_pieces(cut, level, out_starts, out_ends, out_windows)"},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_merge_search", NULL, -1, methods, NULL, NULL, NULL, NULL};
 
 PyMODINIT_FUNC PyInit__merge_search(void) { return PyModule_Create(&module); }
+
+
+/* ---- The host rows' per-level unions cut into sorted disjoint windows (tracelens/analyses/level_cut.py) ----
+ *
+ * cut_levels(start, end, rows, category, thread, chosen, levels, window_starts, window_ends): for each level
+ * 0..levels-1, the union of the host rows of that category (rows[i]: event row into start/end, int32 or int64;
+ * category[i]: int8; thread[i]: a thread code, 1, 2, 4 or 8 bytes; only the rows whose chosen[thread[i]] is true,
+ * every row where chosen is None) cut into the windows (int64, sorted, disjoint, none ending before it starts):
+ * the same pieces as window_split.cut(*intervals.merge(s, e), ws, we) (nonempty parts, each with its window).
+ * One pass over the rows, each level's rows merged as they come (touching rows joined), each merged interval cut
+ * into the windows from the first one ending after its start. Returns (cut, counts): counts the pieces per level,
+ * cut a capsule holding them until take_pieces copies each level's out (int64 starts, ends, window indices);
+ * None where a chosen row ends before it starts or a level's rows are not in start order (the caller's general
+ * path then). The GIL is released during the pass. */
+
+typedef struct {
+    int64_t *s, *e, *w;
+    int64_t n, cap;
+} piece_buf_t;
+
+typedef struct {
+    int levels;
+    piece_buf_t *buf;
+} level_cut_t;
+
+static void level_cut_free(level_cut_t *cut) {
+    if (!cut) return;
+    for (int i = 0; cut->buf && i < cut->levels; i++) {
+        free(cut->buf[i].s);
+        free(cut->buf[i].e);
+        free(cut->buf[i].w);
+    }
+    free(cut->buf);
+    free(cut);
+}
+
+static void level_cut_capsule_free(PyObject *capsule) {
+    level_cut_free(PyCapsule_GetPointer(capsule, "tracelens.level_cut"));
+}
+
+static int piece_push(piece_buf_t *b, int64_t s, int64_t e, int64_t w) {
+    if (b->n == b->cap) {
+        int64_t cap = b->cap ? 2 * b->cap : 4096;
+        int64_t *ns = realloc(b->s, cap * sizeof(int64_t));
+        if (ns) b->s = ns;
+        int64_t *ne = realloc(b->e, cap * sizeof(int64_t));
+        if (ne) b->e = ne;
+        int64_t *nw = realloc(b->w, cap * sizeof(int64_t));
+        if (nw) b->w = nw;
+        if (!ns || !ne || !nw) return -1;
+        b->cap = cap;
+    }
+    b->s[b->n] = s;
+    b->e[b->n] = e;
+    b->w[b->n] = w;
+    b->n++;
+    return 0;
+}
+
+/* A level's merge in progress: the current merged interval [gs, ge), the first window that may hold a piece of
+ * it (all windows before end at or before its start), the start of the level's last row (order check). */
+typedef struct {
+    int64_t gs, ge, window, last_start;
+    int open;
+} level_state_t;
+
+/* The pieces of the merged interval [gs, ge) in the windows: from the first window ending after gs while the
+ * windows start before ge. */
+static int level_emit(level_state_t *st, piece_buf_t *b, const int64_t *ws, const int64_t *we, int64_t nw) {
+    int64_t gs = st->gs, ge = st->ge, j = st->window;
+    while (j < nw && we[j] <= gs) j++;
+    st->window = j;
+    for (; j < nw && ws[j] < ge; j++) {
+        int64_t ps = gs > ws[j] ? gs : ws[j], pe = ge < we[j] ? ge : we[j];
+        if (pe > ps && piece_push(b, ps, pe, j) < 0) return -1;
+    }
+    return 0;
+}
+
+static inline int64_t read_code(const void *p, int size, int64_t i) {
+    switch (size) {
+    case 1: return ((const int8_t *)p)[i];
+    case 2: return ((const int16_t *)p)[i];
+    case 4: return ((const int32_t *)p)[i];
+    default: return ((const int64_t *)p)[i];
+    }
+}
+
+/* 0: cut; 1: rows that do not fit (a row ending before it starts, a level out of start order); -1: no memory;
+ * -2: a row outside the event columns or a thread code outside chosen. */
+static int level_cut_pass(const int64_t *start, const int64_t *end, int64_t events, const void *rows, int row_size,
+                          const int8_t *category, const void *thread, int thread_size, const uint8_t *chosen,
+                          int64_t threads, int64_t n, int levels, const int64_t *ws, const int64_t *we, int64_t nw,
+                          level_cut_t *cut) {
+    level_state_t *state = calloc(levels, sizeof(level_state_t));
+    if (!state) return -1;
+    int status = 0;
+    for (int64_t i = 0; i < n && status == 0; i++) {
+        int c = category[i];
+        if (c < 0 || c >= levels) continue;
+        if (chosen) {
+            int64_t t = read_code(thread, thread_size, i);
+            if (t < 0 || t >= threads) {
+                status = -2;
+                break;
+            }
+            if (!chosen[t]) continue;
+        }
+        int64_t r = row_size == 4 ? ((const int32_t *)rows)[i] : ((const int64_t *)rows)[i];
+        if (r < 0 || r >= events) {
+            status = -2;
+            break;
+        }
+        int64_t s = start[r], e = end[r];
+        level_state_t *st = &state[c];
+        if (e < s || (st->open && s < st->last_start)) {
+            status = 1;
+            break;
+        }
+        st->last_start = s;
+        if (!st->open) {
+            st->gs = s;
+            st->ge = e;
+            st->open = 1;
+        } else if (s > st->ge) {
+            if (level_emit(st, &cut->buf[c], ws, we, nw) < 0) status = -1;
+            st->gs = s;
+            st->ge = e;
+        } else if (e > st->ge) {
+            st->ge = e;
+        }
+    }
+    for (int c = 0; c < levels && status == 0; c++) {
+        if (state[c].open && level_emit(&state[c], &cut->buf[c], ws, we, nw) < 0) status = -1;
+    }
+    free(state);
+    return status;
+}
+
+static int get_ints(PyObject *obj, Py_buffer *view, const char *name, int sizes) {
+    /* sizes: a bit per accepted item size (1, 2, 4, 8 bytes: bits 0..3) */
+    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS) < 0) return -1;
+    int size = (int)view->itemsize;
+    int bit = size == 1 ? 1 : size == 2 ? 2 : size == 4 ? 4 : size == 8 ? 8 : 0;
+    if (!(bit & sizes)) {
+        PyErr_Format(PyExc_TypeError, "%s: integers of another width expected", name);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *cut_levels(PyObject *self, PyObject *args) {
+    PyObject *objs[8];
+    int levels;
+    if (!PyArg_ParseTuple(args, "OOOOOOiOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5], &levels,
+                          &objs[6], &objs[7]))
+        return NULL;
+    static const char *names[8] = {"start", "end", "rows", "category", "thread", "chosen", "window_starts",
+                                   "window_ends"};
+    static const int sizes[8] = {8, 8, 4 | 8, 1, 1 | 2 | 4 | 8, 1, 8, 8};
+    Py_buffer v[8];
+    int held[8] = {0};
+    PyObject *result = NULL;
+    level_cut_t *cut = NULL;
+    for (int k = 0; k < 8; k++) {
+        if (k == 5 && objs[k] == Py_None) continue;
+        if (get_ints(objs[k], &v[k], names[k], sizes[k]) < 0) goto done;
+        held[k] = 1;
+    }
+    if (levels < 0 || levels > 127) {
+        PyErr_SetString(PyExc_ValueError, "levels: 0 to 127 expected");
+        goto done;
+    }
+    int64_t events = v[0].len / 8, n = v[3].len;
+    int64_t nw = v[6].len / 8;
+    if (v[1].len / 8 != events || v[2].len / v[2].itemsize != n || v[4].len / v[4].itemsize != n ||
+        v[7].len / 8 != nw) {
+        PyErr_SetString(PyExc_ValueError, "cut_levels: start/end, rows/category/thread, windows: equal lengths");
+        goto done;
+    }
+    cut = calloc(1, sizeof(level_cut_t));
+    if (cut) cut->buf = calloc(levels ? levels : 1, sizeof(piece_buf_t));
+    if (!cut || !cut->buf) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    cut->levels = levels;
+    int status;
+    Py_BEGIN_ALLOW_THREADS
+    status = level_cut_pass(v[0].buf, v[1].buf, events, v[2].buf, (int)v[2].itemsize, v[3].buf, v[4].buf,
+                            (int)v[4].itemsize, held[5] ? v[5].buf : NULL, held[5] ? v[5].len : 0, n, levels,
+                            v[6].buf, v[7].buf, nw, cut);
+    Py_END_ALLOW_THREADS
+    if (status == -1) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (status == -2) {
+        PyErr_SetString(PyExc_IndexError, "cut_levels: a row outside the event columns or a thread outside chosen");
+        goto done;
+    }
+    if (status == 1) {
+        result = Py_None;
+        Py_INCREF(result);
+        goto done;
+    }
+    PyObject *counts = PyTuple_New(levels);
+    if (!counts) goto done;
+    for (int c = 0; c < levels; c++) {
+        PyObject *count = PyLong_FromLongLong(cut->buf[c].n);
+        if (!count) {
+            Py_DECREF(counts);
+            goto done;
+        }
+        PyTuple_SET_ITEM(counts, c, count);
+    }
+    PyObject *capsule = PyCapsule_New(cut, "tracelens.level_cut", level_cut_capsule_free);
+    if (!capsule) {
+        Py_DECREF(counts);
+        goto done;
+    }
+    cut = NULL; /* the capsule's now */
+    result = Py_BuildValue("(NN)", capsule, counts);
+done:
+    level_cut_free(cut);
+    for (int k = 0; k < 8; k++)
+        if (held[k]) PyBuffer_Release(&v[k]);
+    return result;
+}
+
+/* take_pieces(cut, level, out_starts, out_ends, out_windows): copies the level's pieces into the int64 arrays (as
+ * long as its count) and frees them in the capsule. */
+static PyObject *take_pieces(PyObject *self, PyObject *args) {
+    PyObject *capsule, *objs[3];
+    int level;
+    if (!PyArg_ParseTuple(args, "OiOOO", &capsule, &level, &objs[0], &objs[1], &objs[2])) return NULL;
+    level_cut_t *cut = PyCapsule_GetPointer(capsule, "tracelens.level_cut");
+    if (!cut) return NULL;
+    if (level < 0 || level >= cut->levels) {
+        PyErr_SetString(PyExc_IndexError, "take_pieces: no such level");
+        return NULL;
+    }
+    piece_buf_t *b = &cut->buf[level];
+    Py_buffer v[3];
+    int got = 0;
+    PyObject *result = NULL;
+    for (; got < 3; got++) {
+        if (get(objs[got], &v[got], 1, "out") < 0) goto done;
+        if (v[got].len / 8 != b->n) {
+            got++;
+            PyErr_SetString(PyExc_ValueError, "take_pieces: int64 arrays as long as the level's pieces expected");
+            goto done;
+        }
+    }
+    if (b->n) {
+        memcpy(v[0].buf, b->s, b->n * sizeof(int64_t));
+        memcpy(v[1].buf, b->e, b->n * sizeof(int64_t));
+        memcpy(v[2].buf, b->w, b->n * sizeof(int64_t));
+    }
+    free(b->s);
+    free(b->e);
+    free(b->w);
+    b->s = b->e = b->w = NULL;
+    b->n = b->cap = 0;
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    for (int i = 0; i < got; i++) PyBuffer_Release(&v[i]);
+    return result;
+}

@@ -13,3 +13,15 @@ def merge_runs(
     out_base: int,
     origin: int,
 ) -> None: ...
+def cut_levels(
+    start: Any,
+    end: Any,
+    rows: Any,
+    category: Any,
+    thread: Any,
+    chosen: Any,
+    levels: int,
+    window_starts: Any,
+    window_ends: Any,
+) -> tuple[Any, tuple[int, ...]] | None: ...
+def take_pieces(cut: Any, level: int, out_starts: Any, out_ends: Any, out_windows: Any) -> None: ...
