@@ -157,3 +157,56 @@ def test_declines_rows_it_cannot_merge_as_they_come() -> None:
     if rows.cols.start[rows.row[3]] != rows.cols.start[rows.row[4]]:
         assert level_cut.cut_thread_levels(ws, we, rows, np.arange(1)) is None  # type: ignore[arg-type]
     _assert_same(_split(rows, np.arange(1), ws, we, True), _split(rows, np.arange(1), ws, we, False))
+
+
+def _pieces(rng: np.random.Generator, count: int, span: int, ws: np.ndarray, we: np.ndarray) -> tuple:
+    s = rng.integers(0, span, count)
+    return window_split.cut(*intervals.merge(s, s + rng.integers(0, span // 8 + 1, count)), ws, we)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    a=st.integers(0, 60),
+    b=st.integers(0, 60),
+    gaps=st.integers(0, 30),
+    span=st.sampled_from([40, 1000]),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_union_and_complement_equal_window_split(a: int, b: int, gaps: int, span: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    ws, we = _gaps(rng, gaps, span + span // 4)
+    pa, pb = _pieces(rng, a, span, ws, we), _pieces(rng, b, span, ws, we)
+    got, want = level_cut.union(pa, pb), window_split.union(pa, pb)
+    assert all(x.dtype == np.int64 and np.array_equal(x, y) for x, y in zip(got, want, strict=True))
+    for p in (pa, got):
+        holes = level_cut.complement(p, ws, we)
+        assert all(
+            np.array_equal(x, y) for x, y in zip(holes, window_split.complement(p, ws, we), strict=True)
+        )
+
+
+def test_union_and_complement_edge_cases() -> None:
+    empty = window_split.empty()
+    one = (np.array([5]), np.array([9]), np.array([0]))
+    touching = (np.array([9]), np.array([10]), np.array([0]))  # touches `one` in the same window: joined
+    next_window = (
+        np.array([10]),
+        np.array([12]),
+        np.array([1]),
+    )  # touches across two touching windows: kept apart
+    ws, we = np.array([0, 10]), np.array([10, 20])
+    for a, b in [
+        (empty, one),
+        (one, empty),
+        (one, one),
+        (one, touching),
+        (touching, one),
+        (one, next_window),
+    ]:
+        got, want = level_cut.union(a, b), window_split.union(a, b)
+        assert all(np.array_equal(x, y) for x, y in zip(got, want, strict=True))
+    for p in (empty, one, window_split.union(one, next_window)):
+        got = level_cut.complement(p, ws, we)
+        assert all(np.array_equal(x, y) for x, y in zip(got, window_split.complement(p, ws, we), strict=True))
+    zero = np.zeros(0, np.int64)
+    assert all(x.size == 0 for x in level_cut.complement(empty, zero, zero))

@@ -346,6 +346,8 @@ done:
 /* cut_levels / take_pieces: defined at the end of the file (the host rows' level unions cut into windows). */
 static PyObject *cut_levels(PyObject *self, PyObject *args);
 static PyObject *take_pieces(PyObject *self, PyObject *args);
+static PyObject *union_pieces(PyObject *self, PyObject *args);
+static PyObject *complement_pieces(PyObject *self, PyObject *args);
 
 static PyMethodDef methods[] = {
     {"search_ascending", search_ascending, METH_VARARGS, "search_ascending(haystack, needles, out, right)"},
@@ -355,6 +357,10 @@ static PyMethodDef methods[] = {
     {"cut_levels", cut_levels, METH_VARARGS,
      "cut_levels(start, end, rows, category, thread, chosen, levels, window_starts, window_ends)"},
     {"take_pieces", take_pieces, METH_VARARGS, "take_pieces(cut, level, out_starts, out_ends, out_windows)"},
+    {"union_pieces", union_pieces, METH_VARARGS, "union_pieces(a_starts, a_ends, a_windows, b_starts, b_ends, "
+     "b_windows, out_starts, out_ends, out_windows) -> count"},
+    {"complement_pieces", complement_pieces, METH_VARARGS,
+     "complement_pieces(starts, ends, windows, window_starts, window_ends, out_starts, out_ends) -> count"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -630,5 +636,187 @@ static PyObject *take_pieces(PyObject *self, PyObject *args) {
     Py_INCREF(result);
 done:
     for (int i = 0; i < got; i++) PyBuffer_Release(&v[i]);
+    return result;
+}
+
+/* union_pieces(a_starts, a_ends, a_windows, b_starts, b_ends, b_windows, out_starts, out_ends, out_windows): the
+ * union of two piece lists (window_split.union: each int64, sorted by start, pieces inside their windows, not
+ * overlapping within a list), merged inside each window: the lists merged by start (a's first on ties), a piece
+ * joined to the one before where it starts at or before that one's end in the same window. Returns the count of
+ * pieces; writes them where the outs are given (int64, as long as that count), else only counts them.
+ *
+ * complement_pieces(starts, ends, windows, window_starts, window_ends, out_starts, out_ends): the parts of the
+ * sorted disjoint windows that no piece covers (window_split.complement; the pieces merged inside each window):
+ * per window, from its start to its first piece, between its pieces, from its last piece to its end, the
+ * nonempty ones. Returns their count; writes them where the outs are given.
+ *
+ * Both one pass (no temporaries), the GIL released. */
+
+static int64_t union_pass(const int64_t *as, const int64_t *ae, const int64_t *aw, int64_t na, const int64_t *bs,
+                          const int64_t *be, const int64_t *bw, int64_t nb, int64_t *os, int64_t *oe, int64_t *ow) {
+    int64_t i = 0, j = 0, o = 0, cs = 0, ce = 0, cw = 0;
+    int open = 0;
+    while (i < na || j < nb) {
+        int64_t s, e, w;
+        if (j >= nb || (i < na && as[i] <= bs[j])) {
+            s = as[i];
+            e = ae[i];
+            w = aw[i];
+            i++;
+        } else {
+            s = bs[j];
+            e = be[j];
+            w = bw[j];
+            j++;
+        }
+        if (open && w == cw && s <= ce) {
+            if (e > ce) ce = e;
+            continue;
+        }
+        if (open) {
+            if (os) {
+                os[o] = cs;
+                oe[o] = ce;
+                ow[o] = cw;
+            }
+            o++;
+        }
+        cs = s;
+        ce = e;
+        cw = w;
+        open = 1;
+    }
+    if (open) {
+        if (os) {
+            os[o] = cs;
+            oe[o] = ce;
+            ow[o] = cw;
+        }
+        o++;
+    }
+    return o;
+}
+
+static int64_t complement_pass(const int64_t *s, const int64_t *e, const int64_t *w, int64_t n, const int64_t *ws,
+                               const int64_t *we, int64_t nw, int64_t *os, int64_t *oe) {
+    int64_t p = 0, o = 0;
+    for (int64_t j = 0; j < nw; j++) {
+        int64_t at = ws[j];
+        for (; p < n && w[p] == j; p++) {
+            if (s[p] > at) {
+                if (os) {
+                    os[o] = at;
+                    oe[o] = s[p];
+                }
+                o++;
+            }
+            at = e[p];
+        }
+        if (we[j] > at) {
+            if (os) {
+                os[o] = at;
+                oe[o] = we[j];
+            }
+            o++;
+        }
+    }
+    return o;
+}
+
+/* The buffers of objs[0..count-1] (int64, C-contiguous; writable from `first_out` on); outs all None leave
+ * those views unset (*outs 0). */
+static int get_int64s(PyObject **objs, Py_buffer *v, int count, int first_out, int *held, int *outs) {
+    *outs = 1;
+    for (int k = 0; k < count; k++) {
+        if (k >= first_out && objs[k] == Py_None) {
+            *outs = 0;
+            continue;
+        }
+        if (k >= first_out && !*outs) {
+            PyErr_SetString(PyExc_TypeError, "outs: all None or all arrays expected");
+            return -1;
+        }
+        if (get(objs[k], &v[k], k >= first_out, "pieces") < 0) return -1;
+        held[k] = 1;
+        if (v[k].len && v[k].itemsize != 8) {
+            PyErr_SetString(PyExc_TypeError, "pieces: int64 expected");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static PyObject *union_pieces(PyObject *self, PyObject *args) {
+    PyObject *objs[9];
+    if (!PyArg_ParseTuple(args, "OOOOOOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5], &objs[6],
+                          &objs[7], &objs[8]))
+        return NULL;
+    Py_buffer v[9];
+    int held[9] = {0}, outs;
+    PyObject *result = NULL;
+    if (get_int64s(objs, v, 9, 6, held, &outs) < 0) goto done;
+    int64_t na = v[0].len / 8, nb = v[3].len / 8;
+    if (v[1].len / 8 != na || v[2].len / 8 != na || v[4].len / 8 != nb || v[5].len / 8 != nb) {
+        PyErr_SetString(PyExc_ValueError, "union_pieces: each list's arrays of equal length expected");
+        goto done;
+    }
+    int64_t count;
+    Py_BEGIN_ALLOW_THREADS
+    count = union_pass(v[0].buf, v[1].buf, v[2].buf, na, v[3].buf, v[4].buf, v[5].buf, nb, NULL, NULL, NULL);
+    Py_END_ALLOW_THREADS
+    if (outs) {
+        if (v[6].len / 8 != count || v[7].len / 8 != count || v[8].len / 8 != count) {
+            PyErr_SetString(PyExc_ValueError, "union_pieces: outs as long as the union expected");
+            goto done;
+        }
+        Py_BEGIN_ALLOW_THREADS
+        union_pass(v[0].buf, v[1].buf, v[2].buf, na, v[3].buf, v[4].buf, v[5].buf, nb, v[6].buf, v[7].buf, v[8].buf);
+        Py_END_ALLOW_THREADS
+    }
+    result = PyLong_FromLongLong(count);
+done:
+    for (int k = 0; k < 9; k++)
+        if (held[k]) PyBuffer_Release(&v[k]);
+    return result;
+}
+
+static PyObject *complement_pieces(PyObject *self, PyObject *args) {
+    PyObject *objs[7];
+    if (!PyArg_ParseTuple(args, "OOOOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5], &objs[6]))
+        return NULL;
+    Py_buffer v[7];
+    int held[7] = {0}, outs;
+    PyObject *result = NULL;
+    if (get_int64s(objs, v, 7, 5, held, &outs) < 0) goto done;
+    int64_t n = v[0].len / 8, nw = v[3].len / 8;
+    if (v[1].len / 8 != n || v[2].len / 8 != n || v[4].len / 8 != nw) {
+        PyErr_SetString(PyExc_ValueError, "complement_pieces: pieces, windows: arrays of equal length expected");
+        goto done;
+    }
+    /* every piece's window must be one of the windows, in order (the pass reads them by it) */
+    const int64_t *w = v[2].buf;
+    for (int64_t p = 0; p < n; p++) {
+        if (w[p] < 0 || w[p] >= nw || (p && w[p] < w[p - 1])) {
+            PyErr_SetString(PyExc_ValueError, "complement_pieces: windows ascending, inside the windows expected");
+            goto done;
+        }
+    }
+    int64_t count;
+    Py_BEGIN_ALLOW_THREADS
+    count = complement_pass(v[0].buf, v[1].buf, v[2].buf, n, v[3].buf, v[4].buf, nw, NULL, NULL);
+    Py_END_ALLOW_THREADS
+    if (outs) {
+        if (v[5].len / 8 != count || v[6].len / 8 != count) {
+            PyErr_SetString(PyExc_ValueError, "complement_pieces: outs as long as the holes expected");
+            goto done;
+        }
+        Py_BEGIN_ALLOW_THREADS
+        complement_pass(v[0].buf, v[1].buf, v[2].buf, n, v[3].buf, v[4].buf, nw, v[5].buf, v[6].buf);
+        Py_END_ALLOW_THREADS
+    }
+    result = PyLong_FromLongLong(count);
+done:
+    for (int k = 0; k < 7; k++)
+        if (held[k]) PyBuffer_Release(&v[k]);
     return result;
 }

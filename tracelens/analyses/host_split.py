@@ -317,7 +317,7 @@ def _split_pieces(
         if level == sync_level:
             before_sync = union
         if pieces[0].size:
-            union = window_split.union(union, pieces)
+            union = level_cut.union(union, pieces)
             covered = measure(union)
         else:
             covered = covered_before
@@ -338,7 +338,7 @@ def _split_pieces(
                 )
                 if echo[0].size == 0:  # nothing changes
                     continue
-                union = window_split.union(union, echo)
+                union = level_cut.union(union, echo)
                 covered = measure(union)
                 gained = covered - covered_before
                 out[:, sync_level] += gained
@@ -353,7 +353,7 @@ def _split_pieces(
     del pieces, host_work, echo, eligible
     if sync_copies.any():
         other_sync = ~sync_copies
-        not_copies = window_split.union(
+        not_copies = level_cut.union(
             before_sync,
             window_split.cut(*intervals.merge(sync_starts[other_sync], sync_ends[other_sync]), starts, ends),
         )
@@ -370,7 +370,7 @@ def _split_pieces(
         # the echoes lie inside later levels' rows, so the final union is the threads' whole activity
         # (without any activity, the windows as they are: intervals.subtract's answer)
         unexplained = (
-            _join_touching(*window_split.complement(union, starts, ends))
+            _join_touching(*level_cut.complement(union, starts, ends))
             if union[0].size
             else (starts.copy(), ends.copy())
         )
@@ -433,7 +433,7 @@ def _join_touching(s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray
 def union_of(pieces: list[window_split.Pieces]) -> window_split.Pieces:
     out = window_split.empty()
     for p in pieces:
-        out = window_split.union(out, p)
+        out = level_cut.union(out, p)
     return out
 
 

@@ -91,3 +91,34 @@ def cut_thread_levels(
         sync = sync[chosen[rows.thread[sync]]]
     at = rows.row[sync]
     return LevelCut(pieces, start[at], end[at], rows.sync_copy[sync])
+
+
+def _int64(a: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(a, np.int64)
+
+
+def union(a: window_split.Pieces, b: window_split.Pieces) -> window_split.Pieces:
+    """``window_split.union(a, b)`` by one compiled merge of the two lists (the numpy one interleaves them by
+    searches and masks, then marks and gathers the merged pieces: a dozen temporaries as long as both)."""
+    if a[0].size == 0:
+        return b
+    if b[0].size == 0:
+        return a
+    if not available():
+        return window_split.union(a, b)
+    inputs = [_int64(x) for x in (*a, *b)]
+    count = _compiled.union_pieces(*inputs, None, None, None)
+    out = (np.empty(count, np.int64), np.empty(count, np.int64), np.empty(count, np.int64))
+    _compiled.union_pieces(*inputs, *out)
+    return out
+
+
+def complement(pieces: window_split.Pieces, ws: np.ndarray, we: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``window_split.complement(pieces, ws, we)`` by one compiled pass over the windows and the pieces."""
+    if not available():
+        return window_split.complement(pieces, ws, we)
+    inputs = [_int64(x) for x in (*pieces, ws, we)]
+    count = _compiled.complement_pieces(*inputs, None, None)
+    out = (np.empty(count, np.int64), np.empty(count, np.int64))
+    _compiled.complement_pieces(*inputs, *out)
+    return out
