@@ -106,10 +106,10 @@ def union(a: window_split.Pieces, b: window_split.Pieces) -> window_split.Pieces
         return a
     if not available():
         return window_split.union(a, b)
-    inputs = [_int64(x) for x in (*a, *b)]
-    count = _compiled.union_pieces(*inputs, None, None, None)
+    a_s, a_e, a_w, b_s, b_e, b_w = (_int64(x) for x in (*a, *b))
+    count = _compiled.union_pieces(a_s, a_e, a_w, b_s, b_e, b_w, None, None, None)
     out = (np.empty(count, np.int64), np.empty(count, np.int64), np.empty(count, np.int64))
-    _compiled.union_pieces(*inputs, *out)
+    _compiled.union_pieces(a_s, a_e, a_w, b_s, b_e, b_w, *out)
     return out
 
 
@@ -117,8 +117,8 @@ def complement(pieces: window_split.Pieces, ws: np.ndarray, we: np.ndarray) -> t
     """``window_split.complement(pieces, ws, we)`` by one compiled pass over the windows and the pieces."""
     if not available():
         return window_split.complement(pieces, ws, we)
-    inputs = [_int64(x) for x in (*pieces, ws, we)]
-    count = _compiled.complement_pieces(*inputs, None, None)
+    s, e, w, window_starts, window_ends = (_int64(x) for x in (*pieces, ws, we))
+    count = _compiled.complement_pieces(s, e, w, window_starts, window_ends, None, None)
     out = (np.empty(count, np.int64), np.empty(count, np.int64))
-    _compiled.complement_pieces(*inputs, *out)
+    _compiled.complement_pieces(s, e, w, window_starts, window_ends, *out)
     return out
