@@ -41,3 +41,30 @@ def test_launching_threads_equal_every_ops_threads(path: Path) -> None:
         )
     nothing = np.zeros(len(pairs), bool)
     assert _keys(*attribution.launching_threads(trace, nothing)) == []
+
+
+def _late_launch_reference(trace: tracelens.Trace, busy) -> np.ndarray:  # type: ignore[no-untyped-def]
+    """attribution._late_launch as it read the launch ends before: through a row selection of the pairs."""
+    pairs = launch_pairs(trace)
+    on_device = np.flatnonzero(pairs["device"] == busy.device)
+    if on_device.size == 0:
+        return np.zeros(busy.gap_ends.size, bool)
+    op_start = pairs[on_device]["start"]
+    order = np.argsort(op_start, kind="stable")
+    op_start, on_device = op_start[order], on_device[order]
+    idx = np.minimum(np.searchsorted(op_start, busy.gap_ends, side="left"), op_start.size - 1)
+    at = pairs[on_device[idx]]
+    return at["matched"] & (at["launch_end"] > busy.gap_starts)
+
+
+@pytest.mark.parametrize(
+    "path",
+    shared_params("nsys", "*")
+    + shared_params("pytorch", "a100_nccl*", "a100_alexnet_cuda_sync*")
+    + [FIXTURES / "gpu" / "pytorch_slow-input_cuda.pt.trace.json.gz"]
+    + sorted((FIXTURES / "nsys").glob("*.sqlite")),
+)
+def test_late_launch_equals_the_row_selection(path: Path) -> None:
+    trace = tracelens.load(path)
+    for busy in device_busy(trace).values():
+        assert np.array_equal(attribution._late_launch(trace, busy), _late_launch_reference(trace, busy))

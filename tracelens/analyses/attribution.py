@@ -258,8 +258,12 @@ def _late_launch(trace: Trace, busy: DeviceBusy) -> np.ndarray:
     idx = intervals.search_sorted(op_start, busy.gap_ends, side="left")
     np.minimum(idx, op_start.size - 1, out=idx)
     op = on_device[idx]
-    at = pairs[op]
-    return at["matched"] & (at["launch_end"] > busy.gap_starts)
+    del on_device, idx
+    # the calls' ends read straight at their event rows (launch_row): no row selection of the table copied, and
+    # no fill of the unmatched ops' ends (their row is 0 or -1, any end, and `matched` is False there)
+    late = pairs["matched"][op]
+    late &= event_columns(trace).end[pairs["launch_row"][op]] > busy.gap_starts
+    return late
 
 
 def device_attribution(trace: Trace, busy: DeviceBusy, largest: int = LARGEST_GAPS) -> dict[str, Any]:
