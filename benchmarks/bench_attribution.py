@@ -26,7 +26,7 @@ _CHILD = r"""
 import json, resource, sys, time
 sys.path.insert(0, ".")
 import tracelens
-from tracelens.analyses import columns
+from tracelens.analyses import derived
 from tracelens.analyses.attribution import gap_attribution, host_rows
 from tracelens.analyses.columns import device_busy, event_columns, step_windows
 from tracelens.analyses.launch import launch_pairs
@@ -54,7 +54,7 @@ for label, step in (("event columns", event_columns), ("launch pairs", launch_pa
         ("host categories", host_categories), ("device busy", device_busy), ("step windows", step_windows),
         ("one-time work", one_time_work), ("host rows", host_rows)):
     timed(label, lambda: step(trace))
-kept = columns._DERIVED[id(trace)].values
+kept = derived._DERIVED[id(trace)].values
 def forget():
     for key in [k for k in kept if k.startswith("unexplained")]:
         del kept[key]

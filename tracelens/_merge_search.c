@@ -343,14 +343,493 @@ done:
     return result;
 }
 
+/* cut_levels / take_pieces: defined at the end of the file (the host rows' level unions cut into windows). */
+static PyObject *cut_levels(PyObject *self, PyObject *args);
+static PyObject *take_pieces(PyObject *self, PyObject *args);
+static PyObject *union_pieces(PyObject *self, PyObject *args);
+static PyObject *complement_pieces(PyObject *self, PyObject *args);
+
 static PyMethodDef methods[] = {
     {"search_ascending", search_ascending, METH_VARARGS, "search_ascending(haystack, needles, out, right)"},
     {"search_near", search_near, METH_VARARGS, "search_near(haystack, needles, out, right)"},
     {"merge_runs", merge_runs, METH_VARARGS,
      "merge_runs(values, positions, bases, out_values, out_rank, out_base, origin)"},
+    {"cut_levels", cut_levels, METH_VARARGS,
+     "cut_levels(start, end, rows, category, thread, chosen, levels, window_starts, window_ends)"},
+    {"take_pieces", take_pieces, METH_VARARGS, "take_pieces(cut, level, out_starts, out_ends, out_windows)"},
+    {"union_pieces", union_pieces, METH_VARARGS, "union_pieces(a_starts, a_ends, a_windows, b_starts, b_ends, "
+     "b_windows, out_starts, out_ends, out_windows) -> count"},
+    {"complement_pieces", complement_pieces, METH_VARARGS,
+     "complement_pieces(starts, ends, windows, window_starts, window_ends, out_starts, out_ends) -> count"},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_merge_search", NULL, -1, methods, NULL, NULL, NULL, NULL};
 
 PyMODINIT_FUNC PyInit__merge_search(void) { return PyModule_Create(&module); }
+
+
+/* ---- The host rows' per-level unions cut into sorted disjoint windows (tracelens/analyses/level_cut.py) ----
+ *
+ * cut_levels(start, end, rows, category, thread, chosen, levels, window_starts, window_ends): for each level
+ * 0..levels-1, the union of the host rows of that category (rows[i]: event row into start/end, int32 or int64;
+ * category[i]: int8; thread[i]: a thread code, 1, 2, 4 or 8 bytes; only the rows whose chosen[thread[i]] is true,
+ * every row where chosen is None) cut into the windows (int64, sorted, disjoint, none ending before it starts):
+ * the same pieces as window_split.cut(*intervals.merge(s, e), ws, we) (nonempty parts, each with its window).
+ * One pass over the rows, each level's rows merged as they come (touching rows joined), each merged interval cut
+ * into the windows from the first one ending after its start. Returns (cut, counts): counts the pieces per level,
+ * cut a capsule holding them until take_pieces copies each level's out (int64 starts, ends, window indices);
+ * None where a chosen row ends before it starts or a level's rows are not in start order (the caller's general
+ * path then). The GIL is released during the pass. */
+
+typedef struct {
+    int64_t *s, *e, *w;
+    int64_t n, cap;
+} piece_buf_t;
+
+typedef struct {
+    int levels;
+    piece_buf_t *buf;
+} level_cut_t;
+
+static void level_cut_free(level_cut_t *cut) {
+    if (!cut) return;
+    for (int i = 0; cut->buf && i < cut->levels; i++) {
+        free(cut->buf[i].s);
+        free(cut->buf[i].e);
+        free(cut->buf[i].w);
+    }
+    free(cut->buf);
+    free(cut);
+}
+
+static void level_cut_capsule_free(PyObject *capsule) {
+    level_cut_free(PyCapsule_GetPointer(capsule, "tracelens.level_cut"));
+}
+
+static int piece_push(piece_buf_t *b, int64_t s, int64_t e, int64_t w) {
+    if (b->n == b->cap) {
+        int64_t cap = b->cap ? 2 * b->cap : 4096;
+        int64_t *ns = realloc(b->s, cap * sizeof(int64_t));
+        if (ns) b->s = ns;
+        int64_t *ne = realloc(b->e, cap * sizeof(int64_t));
+        if (ne) b->e = ne;
+        int64_t *nw = realloc(b->w, cap * sizeof(int64_t));
+        if (nw) b->w = nw;
+        if (!ns || !ne || !nw) return -1;
+        b->cap = cap;
+    }
+    b->s[b->n] = s;
+    b->e[b->n] = e;
+    b->w[b->n] = w;
+    b->n++;
+    return 0;
+}
+
+/* A level's merge in progress: the current merged interval [gs, ge), the first window that may hold a piece of
+ * it (all windows before end at or before its start), the start of the level's last row (order check). */
+typedef struct {
+    int64_t gs, ge, window, last_start;
+    int open;
+} level_state_t;
+
+/* The pieces of the merged interval [gs, ge) in the windows: from the first window ending after gs while the
+ * windows start before ge. */
+static int level_emit(level_state_t *st, piece_buf_t *b, const int64_t *ws, const int64_t *we, int64_t nw) {
+    int64_t gs = st->gs, ge = st->ge, j = st->window;
+    while (j < nw && we[j] <= gs) j++;
+    st->window = j;
+    for (; j < nw && ws[j] < ge; j++) {
+        int64_t ps = gs > ws[j] ? gs : ws[j], pe = ge < we[j] ? ge : we[j];
+        if (pe > ps && piece_push(b, ps, pe, j) < 0) return -1;
+    }
+    return 0;
+}
+
+static inline int64_t read_code(const void *p, int size, int64_t i) {
+    switch (size) {
+    case 1: return ((const int8_t *)p)[i];
+    case 2: return ((const int16_t *)p)[i];
+    case 4: return ((const int32_t *)p)[i];
+    default: return ((const int64_t *)p)[i];
+    }
+}
+
+#define ROW_AT(i) (row_size == 4 ? (int64_t)((const int32_t *)rows)[i] : ((const int64_t *)rows)[i])
+/* rows read ahead: their times prefetched this many rows before they are read */
+#define CUT_PREFETCH 32
+
+/* 0: cut; 1: rows that do not fit (a row ending before it starts, a level out of start order); -1: no memory;
+ * -2: a row outside the event columns or a thread code outside chosen. */
+static int level_cut_pass(const int64_t *start, const int64_t *end, int64_t events, const void *rows, int row_size,
+                          const int8_t *category, const void *thread, int thread_size, const uint8_t *chosen,
+                          int64_t threads, int64_t n, int levels, const int64_t *ws, const int64_t *we, int64_t nw,
+                          level_cut_t *cut) {
+    level_state_t *state = calloc(levels, sizeof(level_state_t));
+    if (!state) return -1;
+    int status = 0;
+    for (int64_t i = 0; i < n && status == 0; i++) {
+        /* the times of the row CUT_PREFETCH ahead asked for now: the pass waits on these loads (rows spread over
+         * the event columns), not on its own work */
+        if (i + CUT_PREFETCH < n) {
+            int64_t ahead = ROW_AT(i + CUT_PREFETCH);
+            if (ahead >= 0 && ahead < events) {
+                __builtin_prefetch(start + ahead);
+                __builtin_prefetch(end + ahead);
+            }
+        }
+        int c = category[i];
+        if (c < 0 || c >= levels) continue;
+        if (chosen) {
+            int64_t t = read_code(thread, thread_size, i);
+            if (t < 0 || t >= threads) {
+                status = -2;
+                break;
+            }
+            if (!chosen[t]) continue;
+        }
+        int64_t r = ROW_AT(i);
+        if (r < 0 || r >= events) {
+            status = -2;
+            break;
+        }
+        int64_t s = start[r], e = end[r];
+        level_state_t *st = &state[c];
+        if (e < s || (st->open && s < st->last_start)) {
+            status = 1;
+            break;
+        }
+        st->last_start = s;
+        if (!st->open) {
+            st->gs = s;
+            st->ge = e;
+            st->open = 1;
+        } else if (s > st->ge) {
+            if (level_emit(st, &cut->buf[c], ws, we, nw) < 0) status = -1;
+            st->gs = s;
+            st->ge = e;
+        } else if (e > st->ge) {
+            st->ge = e;
+        }
+    }
+    for (int c = 0; c < levels && status == 0; c++) {
+        if (state[c].open && level_emit(&state[c], &cut->buf[c], ws, we, nw) < 0) status = -1;
+    }
+    free(state);
+    return status;
+}
+
+static int get_ints(PyObject *obj, Py_buffer *view, const char *name, int sizes) {
+    /* sizes: a bit per accepted item size (1, 2, 4, 8 bytes: bits 0..3) */
+    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS) < 0) return -1;
+    int size = (int)view->itemsize;
+    int bit = size == 1 ? 1 : size == 2 ? 2 : size == 4 ? 4 : size == 8 ? 8 : 0;
+    if (!(bit & sizes)) {
+        PyErr_Format(PyExc_TypeError, "%s: integers of another width expected", name);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *cut_levels(PyObject *self, PyObject *args) {
+    PyObject *objs[8];
+    int levels;
+    if (!PyArg_ParseTuple(args, "OOOOOOiOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5], &levels,
+                          &objs[6], &objs[7]))
+        return NULL;
+    static const char *names[8] = {"start", "end", "rows", "category", "thread", "chosen", "window_starts",
+                                   "window_ends"};
+    static const int sizes[8] = {8, 8, 4 | 8, 1, 1 | 2 | 4 | 8, 1, 8, 8};
+    Py_buffer v[8];
+    int held[8] = {0};
+    PyObject *result = NULL;
+    level_cut_t *cut = NULL;
+    for (int k = 0; k < 8; k++) {
+        if (k == 5 && objs[k] == Py_None) continue;
+        if (get_ints(objs[k], &v[k], names[k], sizes[k]) < 0) goto done;
+        held[k] = 1;
+    }
+    if (levels < 0 || levels > 127) {
+        PyErr_SetString(PyExc_ValueError, "levels: 0 to 127 expected");
+        goto done;
+    }
+    int64_t events = v[0].len / 8, n = v[3].len;
+    int64_t nw = v[6].len / 8;
+    if (v[1].len / 8 != events || v[2].len / v[2].itemsize != n || v[4].len / v[4].itemsize != n ||
+        v[7].len / 8 != nw) {
+        PyErr_SetString(PyExc_ValueError, "cut_levels: start/end, rows/category/thread, windows: equal lengths");
+        goto done;
+    }
+    cut = calloc(1, sizeof(level_cut_t));
+    if (cut) cut->buf = calloc(levels ? levels : 1, sizeof(piece_buf_t));
+    if (!cut || !cut->buf) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    cut->levels = levels;
+    int status;
+    Py_BEGIN_ALLOW_THREADS
+    status = level_cut_pass(v[0].buf, v[1].buf, events, v[2].buf, (int)v[2].itemsize, v[3].buf, v[4].buf,
+                            (int)v[4].itemsize, held[5] ? v[5].buf : NULL, held[5] ? v[5].len : 0, n, levels,
+                            v[6].buf, v[7].buf, nw, cut);
+    Py_END_ALLOW_THREADS
+    if (status == -1) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (status == -2) {
+        PyErr_SetString(PyExc_IndexError, "cut_levels: a row outside the event columns or a thread outside chosen");
+        goto done;
+    }
+    if (status == 1) {
+        result = Py_None;
+        Py_INCREF(result);
+        goto done;
+    }
+    PyObject *counts = PyTuple_New(levels);
+    if (!counts) goto done;
+    for (int c = 0; c < levels; c++) {
+        PyObject *count = PyLong_FromLongLong(cut->buf[c].n);
+        if (!count) {
+            Py_DECREF(counts);
+            goto done;
+        }
+        PyTuple_SET_ITEM(counts, c, count);
+    }
+    PyObject *capsule = PyCapsule_New(cut, "tracelens.level_cut", level_cut_capsule_free);
+    if (!capsule) {
+        Py_DECREF(counts);
+        goto done;
+    }
+    cut = NULL; /* the capsule's now */
+    result = Py_BuildValue("(NN)", capsule, counts);
+done:
+    level_cut_free(cut);
+    for (int k = 0; k < 8; k++)
+        if (held[k]) PyBuffer_Release(&v[k]);
+    return result;
+}
+
+/* take_pieces(cut, level, out_starts, out_ends, out_windows): copies the level's pieces into the int64 arrays (as
+ * long as its count) and frees them in the capsule. */
+static PyObject *take_pieces(PyObject *self, PyObject *args) {
+    PyObject *capsule, *objs[3];
+    int level;
+    if (!PyArg_ParseTuple(args, "OiOOO", &capsule, &level, &objs[0], &objs[1], &objs[2])) return NULL;
+    level_cut_t *cut = PyCapsule_GetPointer(capsule, "tracelens.level_cut");
+    if (!cut) return NULL;
+    if (level < 0 || level >= cut->levels) {
+        PyErr_SetString(PyExc_IndexError, "take_pieces: no such level");
+        return NULL;
+    }
+    piece_buf_t *b = &cut->buf[level];
+    Py_buffer v[3];
+    int got = 0;
+    PyObject *result = NULL;
+    for (; got < 3; got++) {
+        if (get(objs[got], &v[got], 1, "out") < 0) goto done;
+        if (v[got].len / 8 != b->n) {
+            got++;
+            PyErr_SetString(PyExc_ValueError, "take_pieces: int64 arrays as long as the level's pieces expected");
+            goto done;
+        }
+    }
+    if (b->n) {
+        memcpy(v[0].buf, b->s, b->n * sizeof(int64_t));
+        memcpy(v[1].buf, b->e, b->n * sizeof(int64_t));
+        memcpy(v[2].buf, b->w, b->n * sizeof(int64_t));
+    }
+    free(b->s);
+    free(b->e);
+    free(b->w);
+    b->s = b->e = b->w = NULL;
+    b->n = b->cap = 0;
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    for (int i = 0; i < got; i++) PyBuffer_Release(&v[i]);
+    return result;
+}
+
+/* union_pieces(a_starts, a_ends, a_windows, b_starts, b_ends, b_windows, out_starts, out_ends, out_windows): the
+ * union of two piece lists (window_split.union: each int64, sorted by start, pieces inside their windows, not
+ * overlapping within a list), merged inside each window: the lists merged by start (a's first on ties), a piece
+ * joined to the one before where it starts at or before that one's end in the same window. Returns the count of
+ * pieces; writes them where the outs are given (int64, as long as that count), else only counts them.
+ *
+ * complement_pieces(starts, ends, windows, window_starts, window_ends, out_starts, out_ends): the parts of the
+ * sorted disjoint windows that no piece covers (window_split.complement; the pieces merged inside each window):
+ * per window, from its start to its first piece, between its pieces, from its last piece to its end, the
+ * nonempty ones. Returns their count; writes them where the outs are given.
+ *
+ * Both one pass (no temporaries), the GIL released. */
+
+static int64_t union_pass(const int64_t *as, const int64_t *ae, const int64_t *aw, int64_t na, const int64_t *bs,
+                          const int64_t *be, const int64_t *bw, int64_t nb, int64_t *os, int64_t *oe, int64_t *ow) {
+    int64_t i = 0, j = 0, o = 0, cs = 0, ce = 0, cw = 0;
+    int open = 0;
+    while (i < na || j < nb) {
+        int64_t s, e, w;
+        if (j >= nb || (i < na && as[i] <= bs[j])) {
+            s = as[i];
+            e = ae[i];
+            w = aw[i];
+            i++;
+        } else {
+            s = bs[j];
+            e = be[j];
+            w = bw[j];
+            j++;
+        }
+        if (open && w == cw && s <= ce) {
+            if (e > ce) ce = e;
+            continue;
+        }
+        if (open) {
+            if (os) {
+                os[o] = cs;
+                oe[o] = ce;
+                ow[o] = cw;
+            }
+            o++;
+        }
+        cs = s;
+        ce = e;
+        cw = w;
+        open = 1;
+    }
+    if (open) {
+        if (os) {
+            os[o] = cs;
+            oe[o] = ce;
+            ow[o] = cw;
+        }
+        o++;
+    }
+    return o;
+}
+
+static int64_t complement_pass(const int64_t *s, const int64_t *e, const int64_t *w, int64_t n, const int64_t *ws,
+                               const int64_t *we, int64_t nw, int64_t *os, int64_t *oe) {
+    int64_t p = 0, o = 0;
+    for (int64_t j = 0; j < nw; j++) {
+        int64_t at = ws[j];
+        for (; p < n && w[p] == j; p++) {
+            if (s[p] > at) {
+                if (os) {
+                    os[o] = at;
+                    oe[o] = s[p];
+                }
+                o++;
+            }
+            at = e[p];
+        }
+        if (we[j] > at) {
+            if (os) {
+                os[o] = at;
+                oe[o] = we[j];
+            }
+            o++;
+        }
+    }
+    return o;
+}
+
+/* The buffers of objs[0..count-1] (int64, C-contiguous; writable from `first_out` on); outs all None leave
+ * those views unset (*outs 0). */
+static int get_int64s(PyObject **objs, Py_buffer *v, int count, int first_out, int *held, int *outs) {
+    *outs = 1;
+    for (int k = 0; k < count; k++) {
+        if (k >= first_out && objs[k] == Py_None) {
+            *outs = 0;
+            continue;
+        }
+        if (k >= first_out && !*outs) {
+            PyErr_SetString(PyExc_TypeError, "outs: all None or all arrays expected");
+            return -1;
+        }
+        if (get(objs[k], &v[k], k >= first_out, "pieces") < 0) return -1;
+        held[k] = 1;
+        if (v[k].len && v[k].itemsize != 8) {
+            PyErr_SetString(PyExc_TypeError, "pieces: int64 expected");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static PyObject *union_pieces(PyObject *self, PyObject *args) {
+    PyObject *objs[9];
+    if (!PyArg_ParseTuple(args, "OOOOOOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5], &objs[6],
+                          &objs[7], &objs[8]))
+        return NULL;
+    Py_buffer v[9];
+    int held[9] = {0}, outs;
+    PyObject *result = NULL;
+    if (get_int64s(objs, v, 9, 6, held, &outs) < 0) goto done;
+    int64_t na = v[0].len / 8, nb = v[3].len / 8;
+    if (v[1].len / 8 != na || v[2].len / 8 != na || v[4].len / 8 != nb || v[5].len / 8 != nb) {
+        PyErr_SetString(PyExc_ValueError, "union_pieces: each list's arrays of equal length expected");
+        goto done;
+    }
+    int64_t count;
+    Py_BEGIN_ALLOW_THREADS
+    count = union_pass(v[0].buf, v[1].buf, v[2].buf, na, v[3].buf, v[4].buf, v[5].buf, nb, NULL, NULL, NULL);
+    Py_END_ALLOW_THREADS
+    if (outs) {
+        if (v[6].len / 8 != count || v[7].len / 8 != count || v[8].len / 8 != count) {
+            PyErr_SetString(PyExc_ValueError, "union_pieces: outs as long as the union expected");
+            goto done;
+        }
+        Py_BEGIN_ALLOW_THREADS
+        union_pass(v[0].buf, v[1].buf, v[2].buf, na, v[3].buf, v[4].buf, v[5].buf, nb, v[6].buf, v[7].buf, v[8].buf);
+        Py_END_ALLOW_THREADS
+    }
+    result = PyLong_FromLongLong(count);
+done:
+    for (int k = 0; k < 9; k++)
+        if (held[k]) PyBuffer_Release(&v[k]);
+    return result;
+}
+
+static PyObject *complement_pieces(PyObject *self, PyObject *args) {
+    PyObject *objs[7];
+    if (!PyArg_ParseTuple(args, "OOOOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5], &objs[6]))
+        return NULL;
+    Py_buffer v[7];
+    int held[7] = {0}, outs;
+    PyObject *result = NULL;
+    if (get_int64s(objs, v, 7, 5, held, &outs) < 0) goto done;
+    int64_t n = v[0].len / 8, nw = v[3].len / 8;
+    if (v[1].len / 8 != n || v[2].len / 8 != n || v[4].len / 8 != nw) {
+        PyErr_SetString(PyExc_ValueError, "complement_pieces: pieces, windows: arrays of equal length expected");
+        goto done;
+    }
+    /* every piece's window must be one of the windows, in order (the pass reads them by it) */
+    const int64_t *w = v[2].buf;
+    for (int64_t p = 0; p < n; p++) {
+        if (w[p] < 0 || w[p] >= nw || (p && w[p] < w[p - 1])) {
+            PyErr_SetString(PyExc_ValueError, "complement_pieces: windows ascending, inside the windows expected");
+            goto done;
+        }
+    }
+    int64_t count;
+    Py_BEGIN_ALLOW_THREADS
+    count = complement_pass(v[0].buf, v[1].buf, v[2].buf, n, v[3].buf, v[4].buf, nw, NULL, NULL);
+    Py_END_ALLOW_THREADS
+    if (outs) {
+        if (v[5].len / 8 != count || v[6].len / 8 != count) {
+            PyErr_SetString(PyExc_ValueError, "complement_pieces: outs as long as the holes expected");
+            goto done;
+        }
+        Py_BEGIN_ALLOW_THREADS
+        complement_pass(v[0].buf, v[1].buf, v[2].buf, n, v[3].buf, v[4].buf, nw, v[5].buf, v[6].buf);
+        Py_END_ALLOW_THREADS
+    }
+    result = PyLong_FromLongLong(count);
+done:
+    for (int k = 0; k < 7; k++)
+        if (held[k]) PyBuffer_Release(&v[k]);
+    return result;
+}

@@ -13,3 +13,35 @@ def merge_runs(
     out_base: int,
     origin: int,
 ) -> None: ...
+def cut_levels(
+    start: Any,
+    end: Any,
+    rows: Any,
+    category: Any,
+    thread: Any,
+    chosen: Any,
+    levels: int,
+    window_starts: Any,
+    window_ends: Any,
+) -> tuple[Any, tuple[int, ...]] | None: ...
+def take_pieces(cut: Any, level: int, out_starts: Any, out_ends: Any, out_windows: Any) -> None: ...
+def union_pieces(
+    a_starts: Any,
+    a_ends: Any,
+    a_windows: Any,
+    b_starts: Any,
+    b_ends: Any,
+    b_windows: Any,
+    out_starts: Any,
+    out_ends: Any,
+    out_windows: Any,
+) -> int: ...
+def complement_pieces(
+    starts: Any,
+    ends: Any,
+    windows: Any,
+    window_starts: Any,
+    window_ends: Any,
+    out_starts: Any,
+    out_ends: Any,
+) -> int: ...

@@ -209,9 +209,9 @@ def feeding_threads(trace: Trace, device: int) -> tuple[np.ndarray, str]:
     """Thread codes feeding ``device`` and how they were found: "correlation", "process" or "all"."""
     rows = host_rows(trace)
     pairs = launch_pairs(trace)
-    on_device = pairs[(pairs["device"] == device) & pairs["matched"]]
-    if len(on_device):
-        codes = thread_codes(rows, on_device["pid"], on_device["tid"])
+    on_device = (pairs["device"] == device) & pairs["matched"]
+    if on_device.any():
+        codes = thread_codes(rows, *launching_threads(trace, on_device))
         if codes.size:
             return codes, "correlation"
     cols = event_columns(trace)
@@ -223,6 +223,23 @@ def feeding_threads(trace: Trace, device: int) -> tuple[np.ndarray, str]:
         if codes.size:
             return codes, "process"
     return np.arange(len(rows.threads)), "all"
+
+
+def launching_threads(trace: Trace, ops: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(pids, tids) of the launch calls of the GPU ops ``ops`` (a mask over ``launch_pairs``, matched ops only):
+    what :func:`thread_codes` reads of them. Where pid and tid are held as the same thread codes (an Nsight
+    export's), each thread once: the calls' codes read (a byte or two each) and marked, not two values gathered
+    and a key hashed per op (millions per device at x1512); else every op's."""
+    pairs = launch_pairs(trace)
+    cols = event_columns(trace)
+    pid, tid = cols.pid, cols.tid
+    if isinstance(pid, CodedInts) and isinstance(tid, CodedInts) and pid.codes is tid.codes:
+        present = np.zeros(pid.table.size, bool)
+        present[pid.codes[pairs["launch_row"][ops]]] = True
+        used = np.flatnonzero(present)
+        return np.asarray(pid.table)[used], np.asarray(tid.table)[used]
+    picked = pairs[ops]
+    return picked["pid"], picked["tid"]
 
 
 def _late_launch(trace: Trace, busy: DeviceBusy) -> np.ndarray:
@@ -241,8 +258,12 @@ def _late_launch(trace: Trace, busy: DeviceBusy) -> np.ndarray:
     idx = intervals.search_sorted(op_start, busy.gap_ends, side="left")
     np.minimum(idx, op_start.size - 1, out=idx)
     op = on_device[idx]
-    at = pairs[op]
-    return at["matched"] & (at["launch_end"] > busy.gap_starts)
+    del on_device, idx
+    # the calls' ends read straight at their event rows (launch_row): no row selection of the table copied, and
+    # no fill of the unmatched ops' ends (their row is 0 or -1, any end, and `matched` is False there)
+    late = pairs["matched"][op]
+    late &= event_columns(trace).end[pairs["launch_row"][op]] > busy.gap_starts
+    return late
 
 
 def device_attribution(trace: Trace, busy: DeviceBusy, largest: int = LARGEST_GAPS) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import intervals
-from . import window_split
+from . import level_cut, window_split
 from .names import CAUSES, HOST_CATEGORY_PRIORITY, INPUT, SYNC
 
 if TYPE_CHECKING:
@@ -166,6 +166,14 @@ def split_gaps(
     ``which`` (the largest), without its per-gap matrix: on sorted disjoint gaps each step's covered length is
     summed over the union's pieces (and read at the chosen gaps), not spread over every gap (millions of them,
     most with no host activity at all in a GPU-bound trace)."""
+    starts = np.asarray(starts, np.int64)
+    ends = np.asarray(ends, np.int64)
+    if window_split.disjoint_windows(starts, ends):
+        # the rows' times read where they stand, each category merged and cut into the gaps in one compiled pass
+        # (level_cut): no gathered copy of the rows' times, no full-length temporaries per category
+        cut = level_cut.cut_thread_levels(starts, ends, rows, thread_set)
+        if cut is not None:
+            return _gap_split(starts, ends, cut, busy, np.asarray(which, np.int64))
     # the threads' rows handed over in a list the split empties once it has cut them into the gaps: they are let
     # go before the unions of the pieces are built (the host rows of a device's threads: millions)
     return _split_gap_rows(starts, ends, list(_thread_rows(rows, thread_set)), busy, which)
@@ -202,18 +210,7 @@ def _split_gap_rows(
     in_order = bool((e >= s).all())
     del s, e
     if window_split.disjoint_windows(starts, ends) and in_order:
-        lengths = ends - starts
-        window_measure = np.concatenate([[lengths.sum()], lengths[which]])
-        out, sync_copy, starts_in_sync, unexplained = _split_disjoint(
-            starts,
-            ends,
-            thread_rows,
-            busy,
-            lambda pieces: window_split.totals(pieces, which),
-            window_measure,
-        )
-        assert unexplained is not None
-        return GapSplit(out[0], out[1:], int(sync_copy[0]), starts_in_sync, unexplained)
+        return _gap_split(starts, ends, _cut_rows(starts, ends, thread_rows), busy, which)
     cat, s, e, copy = thread_rows
     thread_rows.clear()
     split, extra = split_any_windows(starts, ends, cat, s, e, copy, busy)
@@ -224,6 +221,24 @@ def _split_gap_rows(
         extra["starts_in_sync"],
         extra["unexplained"],
     )
+
+
+def _gap_split(
+    starts: np.ndarray,
+    ends: np.ndarray,
+    cut: level_cut.LevelCut,
+    busy: tuple[np.ndarray, np.ndarray],
+    which: np.ndarray,
+) -> GapSplit:
+    """:func:`split_gaps` of the rows cut into the sorted disjoint gaps (``cut``)."""
+    lengths = ends - starts
+    window_measure = np.concatenate([[lengths.sum()], lengths[which]])
+    del lengths
+    out, sync_copy, starts_in_sync, unexplained = _split_pieces(
+        starts, ends, cut, busy, lambda pieces: window_split.totals(pieces, which), window_measure
+    )
+    assert unexplained is not None
+    return GapSplit(out[0], out[1:], int(sync_copy[0]), starts_in_sync, unexplained)
 
 
 def _split_disjoint(
@@ -240,15 +255,16 @@ def _split_disjoint(
     starts_in_sync per window, the `nothing` intervals with ``busy``, else None). ``thread_rows``: [category, start,
     end, synchronous copy] of the host rows (ends not before starts), emptied here: once cut into the windows
     only the sync rows' times are kept, and the rows are freed where the caller holds them no longer."""
+    return _split_pieces(starts, ends, _cut_rows(starts, ends, thread_rows), busy, measure, window_measure)
+
+
+def _cut_rows(starts: np.ndarray, ends: np.ndarray, thread_rows: list[np.ndarray]) -> level_cut.LevelCut:
+    """The host rows ``thread_rows`` ([category, start, end, synchronous copy], ends not before starts; emptied
+    here) cut into the sorted disjoint windows per category, as :func:`.level_cut.cut_thread_levels` gives them."""
     cat, s, e, copy = thread_rows
     thread_rows.clear()
-    n = starts.size
-    m = window_measure.size
     levels = len(HOST_CATEGORY_PRIORITY)
     sync_level = HOST_CATEGORY_PRIORITY.index(SYNC)
-    input_level = HOST_CATEGORY_PRIORITY.index(INPUT)
-    # column-major: each column is written, and summed by the caller, in one contiguous pass
-    out = np.zeros((len(CAUSES), m), np.int64).T
     level_pieces = []
     in_start_order = s.size < 2 or bool((s[1:] >= s[:-1]).all())
     for level in range(levels):
@@ -269,9 +285,28 @@ def _split_disjoint(
         level_pieces.append(window_split.cut(*merged, starts, ends))
         del merged
     # the sync rows' times (few) are all that is read of the rows from here
-    sync_copies = copy[sync_rows]
-    sync_starts, sync_ends = s[sync_rows], e[sync_rows]
-    del cat, s, e, copy
+    return level_cut.LevelCut(level_pieces, s[sync_rows], e[sync_rows], copy[sync_rows])
+
+
+def _split_pieces(
+    starts: np.ndarray,
+    ends: np.ndarray,
+    cut: level_cut.LevelCut,
+    busy: tuple[np.ndarray, np.ndarray] | None,
+    measure: Callable[[window_split.Pieces], np.ndarray],
+    window_measure: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray] | None]:
+    """:func:`_split_disjoint` of the rows cut into the windows (``cut``; its list of pieces emptied once read, the
+    launch level's millions let go before the complement of the union is built)."""
+    level_pieces = cut.pieces
+    sync_starts, sync_ends, sync_copies = cut.sync_starts, cut.sync_ends, cut.sync_copies
+    del cut
+    n = starts.size
+    m = window_measure.size
+    sync_level = HOST_CATEGORY_PRIORITY.index(SYNC)
+    input_level = HOST_CATEGORY_PRIORITY.index(INPUT)
+    # column-major: each column is written, and summed by the caller, in one contiguous pass
+    out = np.zeros((len(CAUSES), m), np.int64).T
     covered_before = np.zeros(m, np.int64)
     echo_copy = np.zeros(m, np.int64)
     union = before_sync = window_split.empty()
@@ -282,7 +317,7 @@ def _split_disjoint(
         if level == sync_level:
             before_sync = union
         if pieces[0].size:
-            union = window_split.union(union, pieces)
+            union = level_cut.union(union, pieces)
             covered = measure(union)
         else:
             covered = covered_before
@@ -290,7 +325,7 @@ def _split_disjoint(
         covered_before = covered
         if level == sync_level:
             covered_through_sync = covered
-        if level == input_level and busy is not None and sync_rows.size:
+        if level == input_level and busy is not None and sync_starts.size:
             # as in split_any_windows: the echo claims only launch and cpu rows' time
             host_work = union_of(level_pieces[level + 1 :])
             # host work inside the windows less the union: its parts in the union's holes (host work searched
@@ -303,7 +338,7 @@ def _split_disjoint(
                 )
                 if echo[0].size == 0:  # nothing changes
                     continue
-                union = window_split.union(union, echo)
+                union = level_cut.union(union, echo)
                 covered = measure(union)
                 gained = covered - covered_before
                 out[:, sync_level] += gained
@@ -318,7 +353,7 @@ def _split_disjoint(
     del pieces, host_work, echo, eligible
     if sync_copies.any():
         other_sync = ~sync_copies
-        not_copies = window_split.union(
+        not_copies = level_cut.union(
             before_sync,
             window_split.cut(*intervals.merge(sync_starts[other_sync], sync_ends[other_sync]), starts, ends),
         )
@@ -335,7 +370,7 @@ def _split_disjoint(
         # the echoes lie inside later levels' rows, so the final union is the threads' whole activity
         # (without any activity, the windows as they are: intervals.subtract's answer)
         unexplained = (
-            _join_touching(*window_split.complement(union, starts, ends))
+            _join_touching(*level_cut.complement(union, starts, ends))
             if union[0].size
             else (starts.copy(), ends.copy())
         )
@@ -398,7 +433,7 @@ def _join_touching(s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray
 def union_of(pieces: list[window_split.Pieces]) -> window_split.Pieces:
     out = window_split.empty()
     for p in pieces:
-        out = window_split.union(out, p)
+        out = level_cut.union(out, p)
     return out
 
 

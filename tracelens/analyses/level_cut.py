@@ -1,0 +1,124 @@
+"""The host rows of some threads, each category's union cut into a device's gaps, in one compiled pass over the
+rows (``_merge_search.cut_levels``) for :func:`.host_split.split_gaps`.
+
+The numpy path (``host_split``) first gathers every chosen row's start and end from the event columns (two int64
+arrays of the 8.8M host rows of the x1512 export, for each device), then per category selects its rows, merges
+them and cuts the union into the gaps, each step a full-length temporary. The pass here reads each row's times
+where it stands, merges every category's rows as they come and cuts each merged interval into the gaps at once:
+only the pieces inside the gaps are written (most host rows of a GPU-bound trace lie outside them). The pieces
+are those of ``window_split.cut(*intervals.merge(s, e), starts, ends)``: the same figures; where a row ends
+before it starts or a category's rows are not in start order, the pass declines and the numpy path runs.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, NamedTuple
+
+import numpy as np
+
+from . import window_split
+from .names import HOST_CATEGORY_PRIORITY, SYNC
+
+if TYPE_CHECKING:
+    from .attribution import HostRows
+
+try:  # the compiled pass (optional: built at install time where a C compiler is there)
+    from .. import _merge_search as _compiled
+except ImportError:
+    _compiled = None  # type: ignore[assignment]
+
+
+class LevelCut(NamedTuple):
+    """Each host category's union cut into the windows (HOST_CATEGORY_PRIORITY order), and the chosen threads'
+    sync rows: start, end, whether a synchronous copy (few)."""
+
+    pieces: list[window_split.Pieces]
+    sync_starts: np.ndarray
+    sync_ends: np.ndarray
+    sync_copies: np.ndarray
+
+
+def available() -> bool:
+    """Whether the compiled pass is built."""
+    return _compiled is not None and hasattr(_compiled, "cut_levels")
+
+
+def cut_thread_levels(
+    starts: np.ndarray, ends: np.ndarray, rows: HostRows, thread_set: np.ndarray
+) -> LevelCut | None:
+    """The threads' (codes ``thread_set``) host rows cut into the sorted disjoint windows [starts, ends) per
+    category, or None where the compiled pass is absent, the event times are not plain int64 arrays, a chosen row
+    ends before it starts, or a category's rows are not in start order."""
+    if not available():
+        return None
+    start, end = rows.cols.start, rows.cols.end
+    if not all(
+        isinstance(a, np.ndarray) and a.dtype == np.int64 and a.flags.c_contiguous for a in (start, end)
+    ):
+        return None
+    chosen = np.zeros(len(rows.threads), bool)
+    chosen[thread_set] = True
+    every = bool(chosen.all())
+    levels = len(HOST_CATEGORY_PRIORITY)
+    starts = np.ascontiguousarray(starts, np.int64)
+    ends = np.ascontiguousarray(ends, np.int64)
+    found = _compiled.cut_levels(
+        start,
+        end,
+        np.ascontiguousarray(rows.row),
+        np.ascontiguousarray(rows.category, np.int8),
+        np.ascontiguousarray(rows.thread),
+        None if every else chosen,
+        levels,
+        starts,
+        ends,
+    )
+    if found is None:
+        return None
+    cut, counts = found
+    pieces: list[window_split.Pieces] = []
+    for level, count in enumerate(counts):
+        if count == 0:
+            pieces.append(window_split.empty())
+            continue
+        level_pieces = (np.empty(count, np.int64), np.empty(count, np.int64), np.empty(count, np.int64))
+        _compiled.take_pieces(cut, level, *level_pieces)
+        pieces.append(level_pieces)
+    del cut
+    # the sync rows (a few of the host rows): found by their category, then their thread
+    sync = np.flatnonzero(rows.category == HOST_CATEGORY_PRIORITY.index(SYNC))
+    if not every:
+        sync = sync[chosen[rows.thread[sync]]]
+    at = rows.row[sync]
+    return LevelCut(pieces, start[at], end[at], rows.sync_copy[sync])
+
+
+def _int64(a: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(a, np.int64)
+
+
+def union(a: window_split.Pieces, b: window_split.Pieces) -> window_split.Pieces:
+    """``window_split.union(a, b)`` by one compiled merge of the two lists (the numpy one interleaves them by
+    searches and masks, then marks and gathers the merged pieces: a dozen temporaries as long as both)."""
+    if a[0].size == 0:
+        return b
+    if b[0].size == 0:
+        return a
+    if not available():
+        return window_split.union(a, b)
+    a_s, a_e, a_w, b_s, b_e, b_w = (_int64(x) for x in (*a, *b))
+    count = _compiled.union_pieces(a_s, a_e, a_w, b_s, b_e, b_w, None, None, None)
+    out = (np.empty(count, np.int64), np.empty(count, np.int64), np.empty(count, np.int64))
+    _compiled.union_pieces(a_s, a_e, a_w, b_s, b_e, b_w, *out)
+    return out
+
+
+def complement(pieces: window_split.Pieces, ws: np.ndarray, we: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``window_split.complement(pieces, ws, we)`` by one compiled pass over the windows and the pieces."""
+    if not available():
+        return window_split.complement(pieces, ws, we)
+    s, e, w, window_starts, window_ends = (_int64(x) for x in (*pieces, ws, we))
+    count = _compiled.complement_pieces(s, e, w, window_starts, window_ends, None, None)
+    out = (np.empty(count, np.int64), np.empty(count, np.int64))
+    _compiled.complement_pieces(s, e, w, window_starts, window_ends, *out)
+    return out
