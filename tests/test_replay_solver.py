@@ -168,26 +168,26 @@ def test_bad_plan_raises_instead_of_reading_out_of_bounds() -> None:
     bad_src[0] = graph.size + 5
     out = np.empty(graph.size, np.int64)
     with pytest.raises(ValueError, match="out of range"):
-        engine._replay_solve.solve_in_order(
+        engine._replay_solve.solve_sorted_edges(
             shared.order,
             graph.chain_first.view(np.uint8),
             graph.lag,
             graph.anchor,
             graph.time,
-            shared.e_ptr,
+            shared.e_pos,
             bad_src,
             graph.edge_lag[shared.e_order],
             shared.e_stale.view(np.uint8),
             out,
         )
     with pytest.raises(ValueError, match="lengths"):
-        engine._replay_solve.solve_in_order(
+        engine._replay_solve.solve_sorted_edges(
             shared.order[:-1],
             graph.chain_first.view(np.uint8),
             graph.lag,
             graph.anchor,
             graph.time,
-            shared.e_ptr,
+            shared.e_pos,
             shared.e_src,
             graph.edge_lag[shared.e_order],
             shared.e_stale.view(np.uint8),
@@ -310,6 +310,57 @@ def test_compiled_plan_equals_the_numpy_plan_on_a_large_graph_and_wide_keys(monk
     assert_same_plan(graph)
     monkeypatch.setattr(engine, "COUNTING_SPAN_PER_POINT", -1)  # every key span through numpy's stable sort
     assert_same_plan(graph)
+
+
+@native
+def test_compiled_plan_equals_the_numpy_plan_past_one_radix_digit() -> None:
+    # over 2**16 points: the edges sorted by target position in two radix passes (an even count: the sorted
+    # pairs end in the output buffers; one pass, an odd count, in every smaller graph above)
+    graph = random_graph(7, 4, 60_000, 0.05, 0.01)
+    assert graph.size > 2**16
+    assert_same_plan(graph)
+
+
+@native
+def test_edges_sorted_by_position_break_ties_by_edge_index() -> None:
+    position = np.array([2, 0, 1, 3], np.int64)  # point -> its position in the order
+    key = np.array([0, 1, 2, 3], np.int64)
+    src = np.array([0, 1, 0, 2, 1], np.int64)
+    dst = np.array([3, 2, 2, 1, 3], np.int64)  # positions 3, 1, 1, 0, 3
+    e_order, e_pos, e_src = (np.empty(5, np.int64) for _ in range(3))
+    e_stale = np.empty(5, bool)
+    engine._replay_solve.edges_by_position(
+        position, key, src, dst, e_order, e_pos, e_src, e_stale.view(np.uint8)
+    )
+    np.testing.assert_array_equal(e_order, [3, 1, 2, 0, 4])
+    np.testing.assert_array_equal(e_pos, [0, 1, 1, 3, 3])
+    np.testing.assert_array_equal(e_src, src[[3, 1, 2, 0, 4]])
+    np.testing.assert_array_equal(e_stale, key[src[[3, 1, 2, 0, 4]]] >= key[dst[[3, 1, 2, 0, 4]]])
+
+
+@native
+def test_solve_refuses_edge_positions_out_of_order() -> None:
+    graph = random_graph(3, 4, 200, 0.3, 0.0)
+    shared = engine.plan(graph)
+    assert shared.e_pos.size >= 2 and shared.e_pos[0] < shared.e_pos[-1]
+    out = np.empty(graph.size, np.int64)
+    for e_pos in (
+        shared.e_pos[::-1].copy(),
+        np.append(shared.e_pos[:-1], graph.size),
+    ):  # descending; past the end
+        with pytest.raises(ValueError, match="out of range"):
+            engine._replay_solve.solve_sorted_edges(
+                shared.order,
+                graph.chain_first.view(np.uint8),
+                graph.lag,
+                graph.anchor,
+                graph.time,
+                e_pos,
+                shared.e_src,
+                graph.edge_lag[shared.e_order],
+                shared.e_stale.view(np.uint8),
+                out,
+            )
 
 
 @native

@@ -37,11 +37,11 @@ except ImportError:  # pragma: no cover - no compiler at install time
 # What this module calls in it: an extension built from an older _replay_solve.c (a tree updated without rebuilding)
 # lacks some, and is not used (the numpy paths instead) rather than failing at the first call.
 NATIVE_FUNCTIONS = (
-    "solve_in_order",
+    "solve_sorted_edges",
     "schedule_keys",
     "order_by_chains",
     "order_by_key",
-    "edges_by_target",
+    "edges_by_position",
     "critical_walk",
     "running_at",
     "union_overlap",
@@ -218,13 +218,20 @@ class Plan:
     e_order: np.ndarray
     e_pos: np.ndarray
     e_src: np.ndarray
-    e_ptr: np.ndarray  # edges into the point at position i of ``order``: e_ptr[i] .. e_ptr[i + 1] - 1
     e_stale: np.ndarray
 
     def fits(self, graph: Graph) -> bool:
         return all(
             getattr(graph, name) is array for name, array in zip(_PLAN_SOURCES, self.sources, strict=True)
         )
+
+    @cached_property
+    def e_ptr(self) -> np.ndarray:
+        """The edges into the point at position i of ``order``: e_ptr[i] .. e_ptr[i + 1] - 1 (tests read it; the
+        solvers walk ``e_pos`` itself, no array of the points' size)."""
+        e_ptr = np.zeros(self.order.size + 1, np.int64)
+        np.cumsum(np.bincount(self.e_pos, minlength=self.order.size), out=e_ptr[1:])
+        return e_ptr
 
     @cached_property
     def batches(self) -> _Batches:
@@ -273,8 +280,6 @@ def plan_by_numpy(graph: Graph) -> Plan:
     e_pos = position[graph.edge_dst]
     e_order = np.argsort(e_pos, kind="stable")
     e_pos, e_src = e_pos[e_order], graph.edge_src[e_order].astype(np.int64, copy=False)
-    e_ptr = np.zeros(n + 1, np.int64)
-    np.cumsum(np.bincount(e_pos, minlength=n), out=e_ptr[1:])
     return Plan(
         sources=tuple(getattr(graph, name) for name in _PLAN_SOURCES),
         key=key if _replay_solve is None else None,
@@ -282,7 +287,6 @@ def plan_by_numpy(graph: Graph) -> Plan:
         e_order=e_order,
         e_pos=e_pos,
         e_src=e_src,
-        e_ptr=e_ptr,
         e_stale=key[e_src] >= key[graph.edge_dst[e_order]],
     )
 
@@ -349,15 +353,13 @@ def plan_natively(graph: Graph) -> Plan:
         order = np.argsort(key, kind="stable")
         position[order] = np.arange(n)
     n_edges = graph.edge_src.size
-    e_ptr = np.empty(n + 1, np.int64)
     e_order, e_pos, e_src = (np.empty(n_edges, np.int64) for _ in range(3))
     e_stale = np.empty(n_edges, bool)
-    _replay_solve.edges_by_target(
+    _replay_solve.edges_by_position(
         position,
         key,
         np.ascontiguousarray(graph.edge_src, np.int64),
         np.ascontiguousarray(graph.edge_dst, np.int64),
-        e_ptr,
         e_order,
         e_pos,
         e_src,
@@ -370,7 +372,6 @@ def plan_natively(graph: Graph) -> Plan:
         e_order=e_order,
         e_pos=e_pos,
         e_src=e_src,
-        e_ptr=e_ptr,
         e_stale=e_stale,
     )
 
@@ -425,13 +426,13 @@ def solve_with_span(graph: Graph, shared: Plan | None = None) -> tuple[np.ndarra
         t = solve_by_batches(graph, ordered)
         return t, int(t.max() - t.min())
     t = np.empty(n, np.int64)
-    lowest, highest = _replay_solve.solve_in_order(
+    lowest, highest = _replay_solve.solve_sorted_edges(
         ordered.order,
         np.ascontiguousarray(graph.chain_first, dtype=bool).view(np.uint8),
         np.ascontiguousarray(graph.lag, np.int64),
         np.ascontiguousarray(graph.anchor, np.int64),
         np.ascontiguousarray(graph.time, np.int64),
-        ordered.e_ptr,
+        ordered.e_pos,
         ordered.e_src,
         graph.edge_lag[ordered.e_order].astype(np.int64, copy=False),
         np.ascontiguousarray(ordered.e_stale, dtype=bool).view(np.uint8),
