@@ -383,3 +383,73 @@ def test_merging_the_chains_refuses_keys_that_step_down() -> None:
     assert engine._replay_solve.order_by_chains(key, np.array([0, 3, 5]), order, position) == 0
     np.testing.assert_array_equal(order, np.argsort(key, kind="stable"))
     np.testing.assert_array_equal(position[order], np.arange(5))
+
+
+def without_edges(graph: Graph, keep: np.ndarray) -> Graph:
+    """``graph`` with only the edges ``keep`` (as remedies.Context.without_edges makes it)."""
+    names = (
+        "edge_src",
+        "edge_dst",
+        "edge_lag",
+        "edge_is_wait",
+        "edge_is_wake",
+        "edge_is_collective",
+        "edge_typical",
+    )
+    return graph.with_changes(**{name: getattr(graph, name)[keep] for name in names})
+
+
+def assert_plan_without_edges_solves_as_a_new_plan(
+    graph: Graph, keep: np.ndarray
+) -> tuple[engine.Plan, engine.Plan]:
+    """The plan of ``graph`` and the one derived from it for ``graph`` with only the edges ``keep``, whose solve
+    equals the numpy reference's with the reduced graph's own plan."""
+    shared = engine.plan(graph)
+    reduced = without_edges(graph, keep)
+    derived = engine.plan_without_edges(shared, reduced, keep)
+    assert derived.fits(reduced)
+    expected = engine.solve_by_batches(reduced, engine.plan_by_numpy(reduced))  # the reference, its own plan
+    t, span = engine.solve_with_span(reduced, derived)
+    np.testing.assert_array_equal(t, expected)
+    assert span == (int(expected.max() - expected.min()) if expected.size else 0)
+    np.testing.assert_array_equal(engine.solve(reduced), expected)  # the compiled path's own plan
+    return shared, derived
+
+
+@settings(max_examples=80, deadline=None)
+@given(**GRAPH_PARAMETERS, drop_share=st.sampled_from([0.0, 0.2, 0.7, 1.0]))
+def test_a_plan_without_some_edges_solves_as_the_graphs_own_plan(
+    seed: int, n_chains: int, max_len: int, edge_share: float, skew_share: float, drop_share: float
+) -> None:
+    graph = random_graph(seed, n_chains, max_len, edge_share, skew_share)
+    keep = np.random.default_rng(seed + 1).random(graph.edge_src.size) >= drop_share
+    assert_plan_without_edges_solves_as_a_new_plan(graph, keep)
+
+
+@native
+def test_a_plan_without_some_edges_keeps_the_order_only_where_no_edge_is_read_as_recorded() -> None:
+    graph = random_graph(5, 6, 400, 0.3, 0.0)  # every edge forward in the recording: no stale edge
+    keep = np.random.default_rng(0).random(graph.edge_src.size) >= 0.3
+    shared, derived = assert_plan_without_edges_solves_as_a_new_plan(graph, keep)
+    assert not shared.e_stale.any()
+    assert derived.order is shared.order and derived.e_order.size == int(keep.sum())
+    # a cycle (each edge against the recorded order, closed): its edges read as recorded, so a new plan
+    steps = 50
+    stairs = staircase_graph(steps)
+    cycle = stairs.with_changes(
+        edge_src=np.append(stairs.edge_src, 0),
+        edge_dst=np.append(stairs.edge_dst, steps - 1),
+        edge_lag=np.append(stairs.edge_lag, 3),
+        edge_is_wait=np.append(stairs.edge_is_wait, True),
+        edge_is_wake=np.append(stairs.edge_is_wake, False),
+        edge_is_collective=np.append(stairs.edge_is_collective, False),
+        edge_typical=np.append(stairs.edge_typical, 3),
+    )
+    assert engine.plan(cycle).e_stale.any()
+    for keep in (np.ones(cycle.edge_src.size, bool), np.arange(cycle.edge_src.size) != 0):
+        shared, derived = assert_plan_without_edges_solves_as_a_new_plan(cycle, keep)
+        assert derived.order is not shared.order
+    # no edge kept; no point
+    assert_plan_without_edges_solves_as_a_new_plan(graph, np.zeros(graph.edge_src.size, bool))
+    empty = random_graph(1, 1, 1, 0.0, 0.0)
+    assert_plan_without_edges_solves_as_a_new_plan(empty, np.zeros(empty.edge_src.size, bool))

@@ -328,13 +328,14 @@ def native_schedule_keys(graph: Graph) -> np.ndarray:
     return key
 
 
-def plan_natively(graph: Graph) -> Plan:
-    """:func:`plan` by the compiled helper: the keys (:func:`native_schedule_keys`), the points put in key order
-    (the chains merged where they are few, else by counting) and the edges by target position by counting (no
-    sorts)."""
+def plan_natively(graph: Graph, key: np.ndarray | None = None) -> Plan:
+    """:func:`plan` by the compiled helper: the keys (:func:`native_schedule_keys`, unless given), the points put
+    in key order (the chains merged where they are few, else by counting) and the edges by target position by a
+    radix sort (no comparison sorts)."""
     assert _replay_solve is not None
     n = graph.size
-    key = native_schedule_keys(graph)
+    if key is None:
+        key = native_schedule_keys(graph)
     order = np.empty(n, np.int64)
     position = np.empty(n, np.int64)
     heads = np.flatnonzero(graph.chain_first)
@@ -373,6 +374,34 @@ def plan_natively(graph: Graph) -> Plan:
         e_pos=e_pos,
         e_src=e_src,
         e_stale=e_stale,
+    )
+
+
+def plan_without_edges(shared: Plan, graph: Graph, keep: np.ndarray) -> Plan:
+    """The plan of ``graph``: the graph ``shared`` was made for with only its edges ``keep`` (bool per edge, in
+    their order) left, as a remedy that drops waits makes it. Where neither plan reads an edge as recorded (no
+    edge of ``shared`` that is kept is stale, and ``graph``'s own keys leave none stale), both orders are
+    topological orders of ``graph`` and a solve with either gives the one solution of the recurrence: then
+    ``shared``'s order is kept with the kept edges (no new order of the points, no point-sized array but the
+    keys), else :func:`plan` (and always without the compiled helper, whose batches need the graph's own keys)."""
+    if _replay_solve is None or shared.key is not None or graph.size != shared.order.size:
+        return plan(graph)
+    key = native_schedule_keys(graph)
+    kept_slots = keep[shared.e_order]  # per edge slot of ``shared`` (by target position): kept or not
+    if shared.e_stale[kept_slots].any() or bool((key[graph.edge_src] >= key[graph.edge_dst]).any()):
+        return plan_natively(graph, key)
+    del key
+    renumber = (
+        np.cumsum(keep, dtype=np.int64) - 1
+    )  # an edge of ``shared``'s graph -> its index among the kept
+    return Plan(
+        sources=tuple(getattr(graph, name) for name in _PLAN_SOURCES),
+        key=None,
+        order=shared.order,
+        e_order=renumber[shared.e_order[kept_slots]],
+        e_pos=shared.e_pos[kept_slots],
+        e_src=shared.e_src[kept_slots],
+        e_stale=np.zeros(int(np.count_nonzero(kept_slots)), bool),
     )
 
 
