@@ -433,6 +433,13 @@ def test_a_plan_without_some_edges_keeps_the_order_only_where_no_edge_is_read_as
     shared, derived = assert_plan_without_edges_solves_as_a_new_plan(graph, keep)
     assert not shared.e_stale.any()
     assert derived.order is shared.order and derived.e_order.size == int(keep.sum())
+    # points not those of the plan's graph (another time array): a plan of its own
+    moved = without_edges(graph, keep).with_changes(time=graph.time + 1)
+    own = engine.plan_without_edges(shared, moved, keep)
+    assert own.order is not shared.order and own.fits(moved)
+    np.testing.assert_array_equal(
+        engine.solve(moved, own), engine.solve_by_batches(moved, engine.plan_by_numpy(moved))
+    )
     # a cycle (each edge against the recorded order, closed): its edges read as recorded, so a new plan
     steps = 50
     stairs = staircase_graph(steps)

@@ -384,7 +384,12 @@ def plan_without_edges(shared: Plan, graph: Graph, keep: np.ndarray) -> Plan:
     topological orders of ``graph`` and a solve with either gives the one solution of the recurrence: then
     ``shared``'s order is kept with the kept edges (no new order of the points, no point-sized array but the
     keys), else :func:`plan` (and always without the compiled helper, whose batches need the graph's own keys)."""
-    if _replay_solve is None or shared.key is not None or graph.size != shared.order.size:
+    same_points = all(
+        getattr(graph, name) is array
+        for name, array in zip(_PLAN_SOURCES, shared.sources, strict=True)
+        if not name.startswith("edge_")
+    )
+    if _replay_solve is None or shared.key is not None or not same_points:
         return plan(graph)
     key = native_schedule_keys(graph)
     kept_slots = keep[shared.e_order]  # per edge slot of ``shared`` (by target position): kept or not
