@@ -157,3 +157,28 @@ def test_thread_time_order_equals_the_lexsort(rows: list, in_start_order: bool) 
     end = start + length
     want = np.lexsort((-end, start, thread))
     assert _thread_time_order(thread, start, end).tolist() == want.tolist()
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "gpu/pytorch_pageable-copies_cuda.pt.trace.json.gz",  # synchronization and memcpy drop waits
+        "gpu/pytorch_sync-every-step_cuda.pt.trace.json.gz",
+        "kineto/old_format.json",
+    ],
+)
+def test_remedies_that_drop_waits_replay_as_with_their_graphs_own_plan(name: str) -> None:
+    """The remedies that drop waits replay with the unchanged graph's order where it serves
+    (engine.plan_without_edges): the times equal the numpy batches' with the changed graph's own plan."""
+    ctx = Context(tracelens.load(FIXTURES / name))
+    dropped = 0
+    for cause in ("synchronization", "memcpy"):
+        changed, _ = REMEDIES[cause][1](ctx)
+        if changed is None:
+            continue
+        dropped += 1
+        expected = engine.solve_by_batches(changed, engine.plan_by_numpy(changed))
+        outcome = ctx.outcome(changed)
+        np.testing.assert_array_equal(outcome.times, expected)
+        assert outcome.span_ns == int(expected.max() - expected.min())
+    assert dropped

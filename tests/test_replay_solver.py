@@ -168,26 +168,26 @@ def test_bad_plan_raises_instead_of_reading_out_of_bounds() -> None:
     bad_src[0] = graph.size + 5
     out = np.empty(graph.size, np.int64)
     with pytest.raises(ValueError, match="out of range"):
-        engine._replay_solve.solve_in_order(
+        engine._replay_solve.solve_sorted_edges(
             shared.order,
             graph.chain_first.view(np.uint8),
             graph.lag,
             graph.anchor,
             graph.time,
-            shared.e_ptr,
+            shared.e_pos,
             bad_src,
             graph.edge_lag[shared.e_order],
             shared.e_stale.view(np.uint8),
             out,
         )
     with pytest.raises(ValueError, match="lengths"):
-        engine._replay_solve.solve_in_order(
+        engine._replay_solve.solve_sorted_edges(
             shared.order[:-1],
             graph.chain_first.view(np.uint8),
             graph.lag,
             graph.anchor,
             graph.time,
-            shared.e_ptr,
+            shared.e_pos,
             shared.e_src,
             graph.edge_lag[shared.e_order],
             shared.e_stale.view(np.uint8),
@@ -313,6 +313,57 @@ def test_compiled_plan_equals_the_numpy_plan_on_a_large_graph_and_wide_keys(monk
 
 
 @native
+def test_compiled_plan_equals_the_numpy_plan_past_one_radix_digit() -> None:
+    # over 2**16 points: the edges sorted by target position in two radix passes (an even count: the sorted
+    # pairs end in the output buffers; one pass, an odd count, in every smaller graph above)
+    graph = random_graph(7, 4, 60_000, 0.05, 0.01)
+    assert graph.size > 2**16
+    assert_same_plan(graph)
+
+
+@native
+def test_edges_sorted_by_position_break_ties_by_edge_index() -> None:
+    position = np.array([2, 0, 1, 3], np.int64)  # point -> its position in the order
+    key = np.array([0, 1, 2, 3], np.int64)
+    src = np.array([0, 1, 0, 2, 1], np.int64)
+    dst = np.array([3, 2, 2, 1, 3], np.int64)  # positions 3, 1, 1, 0, 3
+    e_order, e_pos, e_src = (np.empty(5, np.int64) for _ in range(3))
+    e_stale = np.empty(5, bool)
+    engine._replay_solve.edges_by_position(
+        position, key, src, dst, e_order, e_pos, e_src, e_stale.view(np.uint8)
+    )
+    np.testing.assert_array_equal(e_order, [3, 1, 2, 0, 4])
+    np.testing.assert_array_equal(e_pos, [0, 1, 1, 3, 3])
+    np.testing.assert_array_equal(e_src, src[[3, 1, 2, 0, 4]])
+    np.testing.assert_array_equal(e_stale, key[src[[3, 1, 2, 0, 4]]] >= key[dst[[3, 1, 2, 0, 4]]])
+
+
+@native
+def test_solve_refuses_edge_positions_out_of_order() -> None:
+    graph = random_graph(3, 4, 200, 0.3, 0.0)
+    shared = engine.plan(graph)
+    assert shared.e_pos.size >= 2 and shared.e_pos[0] < shared.e_pos[-1]
+    out = np.empty(graph.size, np.int64)
+    for e_pos in (
+        shared.e_pos[::-1].copy(),
+        np.append(shared.e_pos[:-1], graph.size),
+    ):  # descending; past the end
+        with pytest.raises(ValueError, match="out of range"):
+            engine._replay_solve.solve_sorted_edges(
+                shared.order,
+                graph.chain_first.view(np.uint8),
+                graph.lag,
+                graph.anchor,
+                graph.time,
+                e_pos,
+                shared.e_src,
+                graph.edge_lag[shared.e_order],
+                shared.e_stale.view(np.uint8),
+                out,
+            )
+
+
+@native
 @settings(max_examples=40, deadline=None)
 @given(**GRAPH_PARAMETERS)
 def test_compiled_plan_by_counting_equals_the_numpy_plan(
@@ -332,3 +383,80 @@ def test_merging_the_chains_refuses_keys_that_step_down() -> None:
     assert engine._replay_solve.order_by_chains(key, np.array([0, 3, 5]), order, position) == 0
     np.testing.assert_array_equal(order, np.argsort(key, kind="stable"))
     np.testing.assert_array_equal(position[order], np.arange(5))
+
+
+def without_edges(graph: Graph, keep: np.ndarray) -> Graph:
+    """``graph`` with only the edges ``keep`` (as remedies.Context.without_edges makes it)."""
+    names = (
+        "edge_src",
+        "edge_dst",
+        "edge_lag",
+        "edge_is_wait",
+        "edge_is_wake",
+        "edge_is_collective",
+        "edge_typical",
+    )
+    return graph.with_changes(**{name: getattr(graph, name)[keep] for name in names})
+
+
+def assert_plan_without_edges_solves_as_a_new_plan(
+    graph: Graph, keep: np.ndarray
+) -> tuple[engine.Plan, engine.Plan]:
+    """The plan of ``graph`` and the one derived from it for ``graph`` with only the edges ``keep``, whose solve
+    equals the numpy reference's with the reduced graph's own plan."""
+    shared = engine.plan(graph)
+    reduced = without_edges(graph, keep)
+    derived = engine.plan_without_edges(shared, reduced, keep)
+    assert derived.fits(reduced)
+    expected = engine.solve_by_batches(reduced, engine.plan_by_numpy(reduced))  # the reference, its own plan
+    t, span = engine.solve_with_span(reduced, derived)
+    np.testing.assert_array_equal(t, expected)
+    assert span == (int(expected.max() - expected.min()) if expected.size else 0)
+    np.testing.assert_array_equal(engine.solve(reduced), expected)  # the compiled path's own plan
+    return shared, derived
+
+
+@settings(max_examples=80, deadline=None)
+@given(**GRAPH_PARAMETERS, drop_share=st.sampled_from([0.0, 0.2, 0.7, 1.0]))
+def test_a_plan_without_some_edges_solves_as_the_graphs_own_plan(
+    seed: int, n_chains: int, max_len: int, edge_share: float, skew_share: float, drop_share: float
+) -> None:
+    graph = random_graph(seed, n_chains, max_len, edge_share, skew_share)
+    keep = np.random.default_rng(seed + 1).random(graph.edge_src.size) >= drop_share
+    assert_plan_without_edges_solves_as_a_new_plan(graph, keep)
+
+
+@native
+def test_a_plan_without_some_edges_keeps_the_order_only_where_no_edge_is_read_as_recorded() -> None:
+    graph = random_graph(5, 6, 400, 0.3, 0.0)  # every edge forward in the recording: no stale edge
+    keep = np.random.default_rng(0).random(graph.edge_src.size) >= 0.3
+    shared, derived = assert_plan_without_edges_solves_as_a_new_plan(graph, keep)
+    assert not shared.e_stale.any()
+    assert derived.order is shared.order and derived.e_order.size == int(keep.sum())
+    # points not those of the plan's graph (another time array): a plan of its own
+    moved = without_edges(graph, keep).with_changes(time=graph.time + 1)
+    own = engine.plan_without_edges(shared, moved, keep)
+    assert own.order is not shared.order and own.fits(moved)
+    np.testing.assert_array_equal(
+        engine.solve(moved, own), engine.solve_by_batches(moved, engine.plan_by_numpy(moved))
+    )
+    # a cycle (each edge against the recorded order, closed): its edges read as recorded, so a new plan
+    steps = 50
+    stairs = staircase_graph(steps)
+    cycle = stairs.with_changes(
+        edge_src=np.append(stairs.edge_src, 0),
+        edge_dst=np.append(stairs.edge_dst, steps - 1),
+        edge_lag=np.append(stairs.edge_lag, 3),
+        edge_is_wait=np.append(stairs.edge_is_wait, True),
+        edge_is_wake=np.append(stairs.edge_is_wake, False),
+        edge_is_collective=np.append(stairs.edge_is_collective, False),
+        edge_typical=np.append(stairs.edge_typical, 3),
+    )
+    assert engine.plan(cycle).e_stale.any()
+    for keep in (np.ones(cycle.edge_src.size, bool), np.arange(cycle.edge_src.size) != 0):
+        shared, derived = assert_plan_without_edges_solves_as_a_new_plan(cycle, keep)
+        assert derived.order is not shared.order
+    # no edge kept; no point
+    assert_plan_without_edges_solves_as_a_new_plan(graph, np.zeros(graph.edge_src.size, bool))
+    empty = random_graph(1, 1, 1, 0.0, 0.0)
+    assert_plan_without_edges_solves_as_a_new_plan(empty, np.zeros(empty.edge_src.size, bool))

@@ -12,15 +12,17 @@
  * src_time(k) is the source's replayed time, or its recorded time where the edge is ``stale`` (its source is
  * not scheduled before its target: a cycle from inconsistent clocks, which the batches read as recorded too).
  *
- * solve_in_order(order, chain_first, lag, anchor, recorded, e_ptr, e_src, e_lag, e_stale, out): all int64
- * buffers but chain_first and e_stale (one byte each); the edges into the point at position i of ``order`` are
- * e_ptr[i] .. e_ptr[i + 1] - 1. ``out`` (n int64) receives the times; returns (earliest, latest) of them (() for no
- * point). The GIL is released while it runs.
+ * solve_sorted_edges(order, chain_first, lag, anchor, recorded, e_pos, e_src, e_lag, e_stale, out): all int64
+ * buffers but chain_first and e_stale (one byte each); the edges sorted by their target's position in ``order``
+ * (``e_pos``, ascending): the edges into the point at position i are the run of e_pos equal to i, read by one
+ * cursor (no per-point index array of n + 1: the edges are a few per cent of the points). ``out`` (n int64)
+ * receives the times; returns (earliest, latest) of them (() for no point). The GIL is released while it runs.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
 #include <stdint.h>
+#include <string.h>
 
 #define NONE_TIME (-(((int64_t)1) << 62))
 
@@ -36,11 +38,11 @@ static int get(PyObject *obj, Py_buffer *view, int writable, Py_ssize_t itemsize
     return 0;
 }
 
-static PyObject *solve_in_order(PyObject *self, PyObject *args) {
+static PyObject *solve_sorted_edges(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *objs[10];
     static const char *names[10] = {"order", "chain_first", "lag", "anchor", "recorded",
-                                    "e_ptr", "e_src", "e_lag", "e_stale", "out"};
+                                    "e_pos", "e_src", "e_lag", "e_stale", "out"};
     static const Py_ssize_t sizes[10] = {8, 1, 8, 8, 8, 8, 8, 8, 1, 8};
     Py_buffer views[10];
     int got = 0;
@@ -57,18 +59,20 @@ static PyObject *solve_in_order(PyObject *self, PyObject *args) {
     Py_ssize_t n = views[0].len / 8;
     Py_ssize_t n_edges = views[6].len / 8;
     if (views[1].len != n || views[2].len / 8 != n || views[3].len / 8 != n || views[4].len / 8 != n ||
-        views[5].len / 8 != n + 1 || views[7].len / 8 != n_edges || views[8].len != n_edges ||
+        views[5].len / 8 != n_edges || views[7].len / 8 != n_edges || views[8].len != n_edges ||
         views[9].len / 8 != n) {
-        PyErr_SetString(PyExc_ValueError, "solve_in_order: array lengths disagree");
+        PyErr_SetString(PyExc_ValueError, "solve_sorted_edges: array lengths disagree");
         goto done;
     }
     const int64_t *order = views[0].buf, *lag = views[2].buf, *anchor = views[3].buf, *recorded = views[4].buf;
-    const int64_t *e_ptr = views[5].buf, *e_src = views[6].buf, *e_lag = views[7].buf;
+    const int64_t *e_pos = views[5].buf, *e_src = views[6].buf, *e_lag = views[7].buf;
     const unsigned char *first = views[1].buf, *stale = views[8].buf;
     int64_t *t = views[9].buf;
     int64_t lowest = 0, highest = 0; /* the replay's earliest and latest time (its span) */
-    /* every index is checked before it is read: a bad plan raises instead of reading out of bounds */
+    /* every index is checked before it is read: a bad plan raises instead of reading out of bounds; edges whose
+     * positions do not ascend, or lie past the last point, are left unread and raise too */
     int bad = 0;
+    Py_ssize_t k = 0;
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t i = 0; i < n && !bad; i++) {
         int64_t p = order[i];
@@ -80,12 +84,7 @@ static PyObject *solve_in_order(PyObject *self, PyObject *args) {
         if (anchor[p] > best) {
             best = anchor[p];
         }
-        int64_t lo = e_ptr[i], hi = e_ptr[i + 1];
-        if (lo < 0 || hi > n_edges || lo > hi) {
-            bad = 1;
-            break;
-        }
-        for (int64_t k = lo; k < hi; k++) {
+        for (; k < n_edges && e_pos[k] == i; k++) {
             int64_t s = e_src[k];
             if (s < 0 || s >= n) {
                 bad = 1;
@@ -96,6 +95,10 @@ static PyObject *solve_in_order(PyObject *self, PyObject *args) {
                 best = ready;
             }
         }
+        if (k < n_edges && e_pos[k] <= i) {
+            bad = 1;
+            break;
+        }
         t[p] = best;
         if (i == 0 || best < lowest) {
             lowest = best;
@@ -104,9 +107,12 @@ static PyObject *solve_in_order(PyObject *self, PyObject *args) {
             highest = best;
         }
     }
+    if (k != n_edges) {
+        bad = 1;
+    }
     Py_END_ALLOW_THREADS
     if (bad) {
-        PyErr_SetString(PyExc_ValueError, "solve_in_order: an index out of range");
+        PyErr_SetString(PyExc_ValueError, "solve_sorted_edges: an index out of range");
         goto done;
     }
     result = n > 0 ? Py_BuildValue("(LL)", (long long)lowest, (long long)highest) : Py_BuildValue("()");
@@ -131,8 +137,9 @@ done:
  *   rounds that raised something.
  * order_by_key(key, low, span, order, position): the points by key, then by index (a stable counting sort of
  *   keys in [low, low + span)), and each point's position in that order.
- * edges_by_target(position, key, edge_src, edge_dst, e_ptr, e_order, e_pos, e_src, e_stale): the edges by their
- *   target's position (stable), e_ptr[i] .. e_ptr[i + 1] - 1 the edges into position i, each edge's source and
+ * edges_by_position(position, key, edge_src, edge_dst, e_order, e_pos, e_src, e_stale): the edges by their
+ *   target's position (stable: a least-significant-digit radix sort of the positions, 16 bits a pass, whose
+ *   buffers are the edges' own, nothing of the points' size), each edge's source and
  *   whether it is read as recorded (key[src] >= key[dst]).
  */
 
@@ -453,67 +460,99 @@ static PyObject *order_by_chains(PyObject *self, PyObject *args) {
     return PyLong_FromLong(stepped_down ? -1 : 0);
 }
 
-static PyObject *edges_by_target(PyObject *self, PyObject *args) {
+#define RADIX_BITS 16
+#define RADIX_SIZE (((Py_ssize_t)1) << RADIX_BITS)
+
+static PyObject *edges_by_position(PyObject *self, PyObject *args) {
     (void)self;
-    enum { COUNT = 9 };
+    enum { COUNT = 8 };
     PyObject *objs[COUNT];
     Py_buffer views[COUNT];
-    static const char *const names[COUNT] = {"position", "key",     "edge_src", "edge_dst", "e_ptr",
+    static const char *const names[COUNT] = {"position", "key", "edge_src", "edge_dst",
                                              "e_order",  "e_pos", "e_src",    "e_stale"};
-    static const Py_ssize_t sizes[COUNT] = {8, 8, 8, 8, 8, 8, 8, 8, 1};
+    static const Py_ssize_t sizes[COUNT] = {8, 8, 8, 8, 8, 8, 8, 1};
     if (PyTuple_GET_SIZE(args) != COUNT) {
-        PyErr_SetString(PyExc_TypeError, "edges_by_target: 9 arguments expected");
+        PyErr_SetString(PyExc_TypeError, "edges_by_position: 8 arguments expected");
         return NULL;
     }
     if (get_all(args, COUNT, objs, views, sizes, names, 4) < 0) {
         return NULL;
     }
     Py_ssize_t n = views[0].len / 8, n_edges = views[2].len / 8;
-    if (views[1].len / 8 != n || views[3].len / 8 != n_edges || views[4].len / 8 != n + 1 ||
-        views[5].len / 8 != n_edges || views[6].len / 8 != n_edges || views[7].len / 8 != n_edges ||
-        views[8].len != n_edges) {
+    if (views[1].len / 8 != n || views[3].len / 8 != n_edges || views[4].len / 8 != n_edges ||
+        views[5].len / 8 != n_edges || views[6].len / 8 != n_edges || views[7].len != n_edges) {
         release_all(views, COUNT);
-        PyErr_SetString(PyExc_ValueError, "edges_by_target: array lengths disagree");
+        PyErr_SetString(PyExc_ValueError, "edges_by_position: array lengths disagree");
         return NULL;
     }
     const int64_t *position = views[0].buf, *key = views[1].buf, *src = views[2].buf, *dst = views[3].buf;
-    int64_t *e_ptr = views[4].buf, *e_order = views[5].buf, *e_pos = views[6].buf, *e_src = views[7].buf;
-    unsigned char *e_stale = views[8].buf;
+    int64_t *e_order = views[4].buf, *e_pos = views[5].buf, *e_src = views[6].buf;
+    unsigned char *e_stale = views[7].buf;
+    /* the other half of each radix pass's (position, edge) pairs, and a digit's counts */
+    int64_t *spare = n_edges ? PyMem_RawMalloc((size_t)n_edges * 2 * sizeof(int64_t)) : NULL;
+    Py_ssize_t *count = PyMem_RawMalloc((size_t)(RADIX_SIZE + 1) * sizeof(Py_ssize_t));
+    if ((n_edges && spare == NULL) || count == NULL) {
+        PyMem_RawFree(spare);
+        PyMem_RawFree(count);
+        release_all(views, COUNT);
+        return PyErr_NoMemory();
+    }
     int bad = 0;
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t i = 0; i <= n; i++) {
-        e_ptr[i] = 0;
-    }
+    int64_t highest = 0;
     for (Py_ssize_t k = 0; k < n_edges; k++) {
         if (src[k] < 0 || src[k] >= n || dst[k] < 0 || dst[k] >= n || position[dst[k]] < 0 ||
             position[dst[k]] >= n) {
             bad = 1;
             break;
         }
-        e_ptr[position[dst[k]] + 1]++;
+        e_pos[k] = position[dst[k]];
+        e_order[k] = k;
+        if (e_pos[k] > highest) {
+            highest = e_pos[k];
+        }
     }
     if (!bad) {
-        for (Py_ssize_t i = 0; i < n; i++) {
-            e_ptr[i + 1] += e_ptr[i];
+        /* stable passes from the lowest digit up: equal positions keep their edges in index order */
+        int64_t *pos_in = e_pos, *edge_in = e_order, *pos_out = spare, *edge_out = spare + n_edges;
+        for (int shift = 0; shift < 64 && (highest >> shift) > 0; shift += RADIX_BITS) {
+            for (Py_ssize_t d = 0; d <= RADIX_SIZE; d++) {
+                count[d] = 0;
+            }
+            for (Py_ssize_t k = 0; k < n_edges; k++) {
+                count[((pos_in[k] >> shift) & (RADIX_SIZE - 1)) + 1]++;
+            }
+            for (Py_ssize_t d = 0; d < RADIX_SIZE; d++) {
+                count[d + 1] += count[d];
+            }
+            for (Py_ssize_t k = 0; k < n_edges; k++) {
+                Py_ssize_t at = count[(pos_in[k] >> shift) & (RADIX_SIZE - 1)]++;
+                pos_out[at] = pos_in[k];
+                edge_out[at] = edge_in[k];
+            }
+            int64_t *swap = pos_in;
+            pos_in = pos_out;
+            pos_out = swap;
+            swap = edge_in;
+            edge_in = edge_out;
+            edge_out = swap;
         }
-        /* e_ptr[i] is the next free slot of position i while the edges are placed, then moved back */
-        for (Py_ssize_t k = 0; k < n_edges; k++) {
-            int64_t at = position[dst[k]];
-            int64_t slot = e_ptr[at]++;
-            e_order[slot] = k;
-            e_pos[slot] = at;
-            e_src[slot] = src[k];
-            e_stale[slot] = key[src[k]] >= key[dst[k]];
+        if (pos_in != e_pos) { /* an odd number of passes: the sorted pairs are in the spare buffer */
+            memcpy(e_pos, pos_in, (size_t)n_edges * sizeof(int64_t));
+            memcpy(e_order, edge_in, (size_t)n_edges * sizeof(int64_t));
         }
-        for (Py_ssize_t i = n; i > 0; i--) {
-            e_ptr[i] = e_ptr[i - 1];
+        for (Py_ssize_t j = 0; j < n_edges; j++) {
+            int64_t k = e_order[j];
+            e_src[j] = src[k];
+            e_stale[j] = key[src[k]] >= key[dst[k]];
         }
-        e_ptr[0] = 0;
     }
     Py_END_ALLOW_THREADS
+    PyMem_RawFree(spare);
+    PyMem_RawFree(count);
     release_all(views, COUNT);
     if (bad) {
-        PyErr_SetString(PyExc_ValueError, "edges_by_target: an index out of range");
+        PyErr_SetString(PyExc_ValueError, "edges_by_position: an index out of range");
         return NULL;
     }
     Py_RETURN_NONE;
@@ -938,9 +977,10 @@ static PyObject *host_calls(PyObject *self, PyObject *args) {
 }
 
 static PyMethodDef methods[] = {
-    {"solve_in_order", solve_in_order, METH_VARARGS,
-     "solve_in_order(order, chain_first, lag, anchor, recorded, e_ptr, e_src, e_lag, e_stale, out): the replayed "
-     "time of every point, written into out; returns (earliest, latest) of them (see tracelens/replay/_replay_solve.c)."},
+    {"solve_sorted_edges", solve_sorted_edges, METH_VARARGS,
+     "solve_sorted_edges(order, chain_first, lag, anchor, recorded, e_pos, e_src, e_lag, e_stale, out): the "
+     "replayed time of every point, written into out; returns (earliest, latest) of them (see "
+     "tracelens/replay/_replay_solve.c)."},
     {"schedule_keys", schedule_keys, METH_VARARGS,
      "schedule_keys(time, gpu, chain_first, boundary_time, boundary_point, boundary_rank, edge_src, edge_dst, "
      "key, min_rounds, rounds): each point's batch key, written into key; returns the rounds that raised keys."},
@@ -949,9 +989,9 @@ static PyMethodDef methods[] = {
     {"order_by_chains", order_by_chains, METH_VARARGS,
      "order_by_chains(key, heads, order, position): order_by_key for keys ascending along each chain; -1 where "
      "they do not."},
-    {"edges_by_target", edges_by_target, METH_VARARGS,
-     "edges_by_target(position, key, edge_src, edge_dst, e_ptr, e_order, e_pos, e_src, e_stale): the edges by "
-     "their target's position."},
+    {"edges_by_position", edges_by_position, METH_VARARGS,
+     "edges_by_position(position, key, edge_src, edge_dst, e_order, e_pos, e_src, e_stale): the edges by "
+     "their target's position (stable)."},
     {"critical_walk", critical_walk, METH_VARARGS,
      "critical_walk(t, lag, chain_first, edge_src, edge_dst, edge_lag, start, bottoms, tops, head_sources): the "
      "critical path's stretches from point start back; returns how many were written."},

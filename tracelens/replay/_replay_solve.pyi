@@ -2,13 +2,13 @@
 # install time, then engine.solve uses the numpy batches).
 from typing import Any
 
-def solve_in_order(
+def solve_sorted_edges(
     order: Any,
     chain_first: Any,
     lag: Any,
     anchor: Any,
     recorded: Any,
-    e_ptr: Any,
+    e_pos: Any,
     e_src: Any,
     e_lag: Any,
     e_stale: Any,
@@ -28,12 +28,11 @@ def schedule_keys(
     rounds: int,
 ) -> int: ...
 def order_by_key(key: Any, low: int, span: int, order: Any, position: Any) -> None: ...
-def edges_by_target(
+def edges_by_position(
     position: Any,
     key: Any,
     edge_src: Any,
     edge_dst: Any,
-    e_ptr: Any,
     e_order: Any,
     e_pos: Any,
     e_src: Any,

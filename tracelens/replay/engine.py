@@ -37,11 +37,11 @@ except ImportError:  # pragma: no cover - no compiler at install time
 # What this module calls in it: an extension built from an older _replay_solve.c (a tree updated without rebuilding)
 # lacks some, and is not used (the numpy paths instead) rather than failing at the first call.
 NATIVE_FUNCTIONS = (
-    "solve_in_order",
+    "solve_sorted_edges",
     "schedule_keys",
     "order_by_chains",
     "order_by_key",
-    "edges_by_target",
+    "edges_by_position",
     "critical_walk",
     "running_at",
     "union_overlap",
@@ -218,13 +218,20 @@ class Plan:
     e_order: np.ndarray
     e_pos: np.ndarray
     e_src: np.ndarray
-    e_ptr: np.ndarray  # edges into the point at position i of ``order``: e_ptr[i] .. e_ptr[i + 1] - 1
     e_stale: np.ndarray
 
     def fits(self, graph: Graph) -> bool:
         return all(
             getattr(graph, name) is array for name, array in zip(_PLAN_SOURCES, self.sources, strict=True)
         )
+
+    @cached_property
+    def e_ptr(self) -> np.ndarray:
+        """The edges into the point at position i of ``order``: e_ptr[i] .. e_ptr[i + 1] - 1 (tests read it; the
+        solvers walk ``e_pos`` itself, no array of the points' size)."""
+        e_ptr = np.zeros(self.order.size + 1, np.int64)
+        np.cumsum(np.bincount(self.e_pos, minlength=self.order.size), out=e_ptr[1:])
+        return e_ptr
 
     @cached_property
     def batches(self) -> _Batches:
@@ -273,8 +280,6 @@ def plan_by_numpy(graph: Graph) -> Plan:
     e_pos = position[graph.edge_dst]
     e_order = np.argsort(e_pos, kind="stable")
     e_pos, e_src = e_pos[e_order], graph.edge_src[e_order].astype(np.int64, copy=False)
-    e_ptr = np.zeros(n + 1, np.int64)
-    np.cumsum(np.bincount(e_pos, minlength=n), out=e_ptr[1:])
     return Plan(
         sources=tuple(getattr(graph, name) for name in _PLAN_SOURCES),
         key=key if _replay_solve is None else None,
@@ -282,7 +287,6 @@ def plan_by_numpy(graph: Graph) -> Plan:
         e_order=e_order,
         e_pos=e_pos,
         e_src=e_src,
-        e_ptr=e_ptr,
         e_stale=key[e_src] >= key[graph.edge_dst[e_order]],
     )
 
@@ -324,13 +328,14 @@ def native_schedule_keys(graph: Graph) -> np.ndarray:
     return key
 
 
-def plan_natively(graph: Graph) -> Plan:
-    """:func:`plan` by the compiled helper: the keys (:func:`native_schedule_keys`), the points put in key order
-    (the chains merged where they are few, else by counting) and the edges by target position by counting (no
-    sorts)."""
+def plan_natively(graph: Graph, key: np.ndarray | None = None) -> Plan:
+    """:func:`plan` by the compiled helper: the keys (:func:`native_schedule_keys`, unless given), the points put
+    in key order (the chains merged where they are few, else by counting) and the edges by target position by a
+    radix sort (no comparison sorts)."""
     assert _replay_solve is not None
     n = graph.size
-    key = native_schedule_keys(graph)
+    if key is None:
+        key = native_schedule_keys(graph)
     order = np.empty(n, np.int64)
     position = np.empty(n, np.int64)
     heads = np.flatnonzero(graph.chain_first)
@@ -349,15 +354,13 @@ def plan_natively(graph: Graph) -> Plan:
         order = np.argsort(key, kind="stable")
         position[order] = np.arange(n)
     n_edges = graph.edge_src.size
-    e_ptr = np.empty(n + 1, np.int64)
     e_order, e_pos, e_src = (np.empty(n_edges, np.int64) for _ in range(3))
     e_stale = np.empty(n_edges, bool)
-    _replay_solve.edges_by_target(
+    _replay_solve.edges_by_position(
         position,
         key,
         np.ascontiguousarray(graph.edge_src, np.int64),
         np.ascontiguousarray(graph.edge_dst, np.int64),
-        e_ptr,
         e_order,
         e_pos,
         e_src,
@@ -370,8 +373,40 @@ def plan_natively(graph: Graph) -> Plan:
         e_order=e_order,
         e_pos=e_pos,
         e_src=e_src,
-        e_ptr=e_ptr,
         e_stale=e_stale,
+    )
+
+
+def plan_without_edges(shared: Plan, graph: Graph, keep: np.ndarray) -> Plan:
+    """The plan of ``graph``: the graph ``shared`` was made for with only its edges ``keep`` (bool per edge, in
+    their order) left, as a remedy that drops waits makes it. Where neither plan reads an edge as recorded (no
+    edge of ``shared`` that is kept is stale, and ``graph``'s own keys leave none stale), both orders are
+    topological orders of ``graph`` and a solve with either gives the one solution of the recurrence: then
+    ``shared``'s order is kept with the kept edges (no new order of the points, no point-sized array but the
+    keys), else :func:`plan` (and always without the compiled helper, whose batches need the graph's own keys)."""
+    same_points = all(
+        getattr(graph, name) is array
+        for name, array in zip(_PLAN_SOURCES, shared.sources, strict=True)
+        if not name.startswith("edge_")
+    )
+    if _replay_solve is None or shared.key is not None or not same_points:
+        return plan(graph)
+    key = native_schedule_keys(graph)
+    kept_slots = keep[shared.e_order]  # per edge slot of ``shared`` (by target position): kept or not
+    if shared.e_stale[kept_slots].any() or bool((key[graph.edge_src] >= key[graph.edge_dst]).any()):
+        return plan_natively(graph, key)
+    del key
+    renumber = (
+        np.cumsum(keep, dtype=np.int64) - 1
+    )  # an edge of ``shared``'s graph -> its index among the kept
+    return Plan(
+        sources=tuple(getattr(graph, name) for name in _PLAN_SOURCES),
+        key=None,
+        order=shared.order,
+        e_order=renumber[shared.e_order[kept_slots]],
+        e_pos=shared.e_pos[kept_slots],
+        e_src=shared.e_src[kept_slots],
+        e_stale=np.zeros(int(np.count_nonzero(kept_slots)), bool),
     )
 
 
@@ -425,13 +460,13 @@ def solve_with_span(graph: Graph, shared: Plan | None = None) -> tuple[np.ndarra
         t = solve_by_batches(graph, ordered)
         return t, int(t.max() - t.min())
     t = np.empty(n, np.int64)
-    lowest, highest = _replay_solve.solve_in_order(
+    lowest, highest = _replay_solve.solve_sorted_edges(
         ordered.order,
         np.ascontiguousarray(graph.chain_first, dtype=bool).view(np.uint8),
         np.ascontiguousarray(graph.lag, np.int64),
         np.ascontiguousarray(graph.anchor, np.int64),
         np.ascontiguousarray(graph.time, np.int64),
-        ordered.e_ptr,
+        ordered.e_pos,
         ordered.e_src,
         graph.edge_lag[ordered.e_order].astype(np.int64, copy=False),
         np.ascontiguousarray(ordered.e_stale, dtype=bool).view(np.uint8),

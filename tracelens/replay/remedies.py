@@ -29,7 +29,7 @@ from ..gpu_specs import device_links
 from ..trace import ANNOTATION, CPU_OP, DRIVER, PYTHON, RUNTIME, STEP, Trace
 from ..values import sorted_distinct
 from .collectives import overlap_collectives
-from .engine import Plan, plan, running_at, solve_with_span
+from .engine import Plan, plan, plan_without_edges, running_at, solve_with_span
 from .graph import GPU_END, GPU_START, HOST_END, HOST_START, NONE, Graph, build, lower_is, text_mask
 from .occupancy_model import kernel_model
 
@@ -69,6 +69,9 @@ class Context:
         self.is_marker[g.call_start[g.call_is_marker]] = True
         self.is_marker[g.call_end[g.call_is_marker]] = True
         self.windows = step_windows(trace)
+        # graphs made from this one by dropping edges (remedies that drop waits): their edge_src array's id ->
+        # (that array, which of this graph's edges they keep), so their replay reuses this graph's order
+        self._edge_subsets: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
     @cached_property
     def step_of(self) -> np.ndarray:
@@ -92,10 +95,37 @@ class Context:
             step_of[alone] = running_at(starts, limit + 1, g.time[alone])
         return step_of
 
+    def without_edges(self, keep: np.ndarray, **arrays: np.ndarray) -> Graph:
+        """The graph with only the edges ``keep`` (bool per edge) and ``arrays`` replaced: its replay reuses this
+        graph's plan where it can (:func:`engine.plan_without_edges`)."""
+        g = self.graph
+        changed = g.with_changes(
+            edge_src=g.edge_src[keep],
+            edge_dst=g.edge_dst[keep],
+            edge_lag=g.edge_lag[keep],
+            edge_is_wait=g.edge_is_wait[keep],
+            edge_is_wake=g.edge_is_wake[keep],
+            edge_is_collective=g.edge_is_collective[keep],
+            edge_typical=g.edge_typical[keep],
+            **arrays,
+        )
+        self._edge_subsets[id(changed.edge_src)] = (changed.edge_src, keep)
+        return changed
+
+    def _plan_for(self, graph: Graph) -> Plan | None:
+        """The plan to solve ``graph`` with: this graph's where it fits, one derived from it for a graph of
+        :meth:`without_edges`, else None (the solve makes one)."""
+        if self.plan.fits(graph):
+            return self.plan
+        subset = self._edge_subsets.get(id(graph.edge_src))
+        if subset is not None and subset[0] is graph.edge_src:
+            return plan_without_edges(self.plan, graph, subset[1])
+        return None
+
     def outcome(self, graph: Graph | None = None, times: np.ndarray | None = None) -> Outcome:
         g = graph or self.graph
         if times is None:
-            t, span = solve_with_span(g, self.plan)
+            t, span = solve_with_span(g, self._plan_for(g))
         else:
             t, span = times, int(times.max() - times.min()) if times.size else 0
         return Outcome(t, span, *self._step_ns(t))
@@ -382,8 +412,9 @@ def _blocking_calls(ctx: Context) -> tuple[np.ndarray, np.ndarray]:
     return sync_side, copy_side
 
 
-def _drop_waits(g: Graph, calls: np.ndarray, lag: np.ndarray | None = None) -> Graph:
+def _drop_waits(ctx: Context, calls: np.ndarray, lag: np.ndarray | None = None) -> Graph:
     """The graph with the wait edges of ``calls`` (bool mask) removed and their ends at their own cost."""
+    g = ctx.graph
     dst_call = np.where(g.edge_is_wait, (g.edge_dst - 1) // 2, 0)
     drop = g.edge_is_wait & calls[dst_call]
     keep = ~drop
@@ -391,16 +422,7 @@ def _drop_waits(g: Graph, calls: np.ndarray, lag: np.ndarray | None = None) -> G
     own = g.typical["sync_own"][-1]
     ends = g.call_end[calls]
     lag[ends] = np.minimum(lag[ends], own)
-    return g.with_changes(
-        edge_src=g.edge_src[keep],
-        edge_dst=g.edge_dst[keep],
-        edge_lag=g.edge_lag[keep],
-        edge_is_wait=g.edge_is_wait[keep],
-        edge_is_wake=g.edge_is_wake[keep],
-        edge_is_collective=g.edge_is_collective[keep],
-        edge_typical=g.edge_typical[keep],
-        lag=lag,
-    )
+    return ctx.without_edges(keep, lag=lag)
 
 
 def synchronization(ctx: Context) -> tuple[Graph | None, str]:
@@ -411,7 +433,7 @@ def synchronization(ctx: Context) -> tuple[Graph | None, str]:
     own = g.typical["sync_own"][-1]
     measured = (g.call_waits & ~g.call_waited).any()
     own_how = "the median of this trace's syncs that found nothing to wait for" if measured else "default"
-    return _drop_waits(g, sync_side), (
+    return _drop_waits(ctx, sync_side), (
         "The host no longer waits: explicit synchronizations and small device-to-host read-backs (.item(), "
         f"< {ITEM_MAX_BYTES // 1024} KiB) return at the cost of a call that finds nothing to wait for "
         f"({own / 1e3:.1f} µs, {own_how}); the copies still run on the GPU, and the host's later work does not need "
@@ -434,7 +456,7 @@ def memcpy(ctx: Context) -> tuple[Graph | None, str]:
             sel = ops[text_mask(kind, direction.__eq__) & (g.op_bytes[ops] > 0)]
             ends = g.op_end[sel]
             lag[ends] = np.minimum(lag[ends], np.ceil(g.op_bytes[sel] / bps * 1e9).astype(np.int64))
-    return _drop_waits(g, copy_side, lag), (
+    return _drop_waits(ctx, copy_side, lag), (
         "Copies from or to pageable memory, and synchronous copy calls, become pinned asynchronous copies: the "
         f"host continues after the call (its later work does not wait for the copied data), and each host<->device "
         f"copy moves at the pinned bandwidth, never slower than recorded ({how or 'unknown: durations kept'}). "
