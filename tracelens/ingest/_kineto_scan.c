@@ -2421,7 +2421,122 @@ static PyObject *parse_number_py(PyObject *module, PyObject *args) {
     return Py_BuildValue("(ds)", value, paths[s.path]);
 }
 
+/* --- prepare_rows: a block's per-row steps (kineto/prepare.py) in one pass ---------------------------------- */
+
+/* Flags of a kind code (kineto/prepare.py KIND_FLAGS): which rows keep their correlation (device and launch
+ * rows), which are launches, which are not host rows (pid and tid dropped), which nest on a thread. */
+#define KIND_DEVICE 1
+#define KIND_LAUNCH 2
+#define KIND_NOT_HOST 4
+#define KIND_NESTED 8
+#define TWO_63 9223372036854775808.0
+
+/* An id as its int64 column stores it (prepare.int_parts): the value truncated, valid when |v| < 2**63 (NaN
+ * is not), 0 where not valid. Returns whether the stored value, read back as float64, is v (NaN counts). */
+static inline ALWAYS_INLINE int id_parts(double v, int64_t *data, unsigned char *valid) {
+    int ok = fabs(v) < TWO_63;
+    int64_t d = ok ? (int64_t)v : 0;
+    *data = d;
+    *valid = (unsigned char)ok;
+    return isnan(v) || (double)d == v;
+}
+
+/* Float microseconds as int64 ns (prepare.microseconds_to_ns): whole microseconds times 1000 plus the
+ * rounded fraction. prepare_block passes times on the timeline only (|ts| < max_time_us); any other is 0
+ * here (numpy's formula gives 0 for those not finite, and no defined value for the others). */
+static inline ALWAYS_INLINE int64_t us_to_ns(double ts, double max_time_us) {
+    if (!(fabs(ts) < max_time_us)) return 0;
+    double whole = floor(ts);
+    double fraction = (ts - whole) * 1000.0;
+    return (int64_t)whole * 1000 + (int64_t)rint(fraction);
+}
+
+enum { PR_KIND, PR_TS, PR_DUR, PR_PID, PR_TID, PR_CORRELATION, PR_EXTERNAL_ID, PR_FLAGS, PR_START, PR_DURATION,
+       PR_PID_DATA, PR_PID_VALID, PR_TID_DATA, PR_TID_VALID, PR_CORRELATION_DATA, PR_CORRELATION_VALID,
+       PR_EXTERNAL_DATA, PR_EXTERNAL_VALID, PR_LAUNCHES, N_PR };
+/* Each buffer's item size (0: any, the kind flags) and whether it is written. */
+static const int PR_ITEM[N_PR] = {1, 8, 8, 8, 8, 8, 8, 0, 8, 8, 8, 1, 8, 1, 8, 1, 8, 1, 8};
+
+static PyObject *prepare_rows_py(PyObject *module, PyObject *args) {
+    Py_buffer views[N_PR];
+    int held = 0, pid_exact = 1, tid_exact = 1, nested = 0, bad_kind = 0;
+    Py_ssize_t n = 0, launches = 0, n_flags = 0;
+    PyObject *result = NULL;
+    double max_time_us;
+    (void)module;
+    if (PyTuple_GET_SIZE(args) != N_PR + 1) {
+        PyErr_Format(PyExc_TypeError, "prepare_rows takes %d buffers and max_time_us", N_PR);
+        return NULL;
+    }
+    max_time_us = PyFloat_AsDouble(PyTuple_GET_ITEM(args, N_PR));
+    if (max_time_us == -1.0 && PyErr_Occurred()) return NULL;
+    for (; held < N_PR; held++) {
+        int writable = held >= PR_START;
+        if (PyObject_GetBuffer(PyTuple_GET_ITEM(args, held), &views[held],
+                               (writable ? PyBUF_WRITABLE : 0) | PyBUF_C_CONTIGUOUS) < 0)
+            goto done;
+    }
+    n = views[PR_KIND].len;
+    n_flags = views[PR_FLAGS].len;
+    for (int k = 0; k < N_PR; k++) {
+        if (PR_ITEM[k] != 0 && views[k].len != n * PR_ITEM[k]) {
+            PyErr_Format(PyExc_ValueError, "prepare_rows: buffer %d holds %zd bytes, not %zd", k, views[k].len,
+                         n * PR_ITEM[k]);
+            goto done;
+        }
+    }
+    Py_BEGIN_ALLOW_THREADS
+    {
+        const int8_t *kind = views[PR_KIND].buf;
+        const double *ts = views[PR_TS].buf, *dur = views[PR_DUR].buf, *pid = views[PR_PID].buf,
+                     *tid = views[PR_TID].buf, *correlation = views[PR_CORRELATION].buf,
+                     *external = views[PR_EXTERNAL_ID].buf;
+        const unsigned char *flags_of = views[PR_FLAGS].buf;
+        int64_t *start = views[PR_START].buf, *duration = views[PR_DURATION].buf,
+                *pid_data = views[PR_PID_DATA].buf, *tid_data = views[PR_TID_DATA].buf,
+                *correlation_data = views[PR_CORRELATION_DATA].buf, *external_data = views[PR_EXTERNAL_DATA].buf,
+                *launch_rows = views[PR_LAUNCHES].buf;
+        unsigned char *pid_valid = views[PR_PID_VALID].buf, *tid_valid = views[PR_TID_VALID].buf,
+                      *correlation_valid = views[PR_CORRELATION_VALID].buf,
+                      *external_valid = views[PR_EXTERNAL_VALID].buf;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            int k = kind[i];
+            if (k < 0 || k >= n_flags) {
+                bad_kind = 1;
+                break;
+            }
+            unsigned flags = flags_of[k];
+            double d = dur[i];
+            start[i] = us_to_ns(ts[i], max_time_us);
+            /* blocks.placeable: finite and within max_time_us (NaN fails the compare) */
+            duration[i] = fabs(d) < max_time_us ? (int64_t)rint(d * 1000.0) : 0;
+            double c = (flags & (KIND_DEVICE | KIND_LAUNCH)) ? correlation[i] : NAN;
+            double p = (flags & KIND_NOT_HOST) ? NAN : pid[i];
+            double t = (flags & KIND_NOT_HOST) ? NAN : tid[i];
+            if ((flags & KIND_LAUNCH) && !isnan(c) && !isnan(pid[i])) launch_rows[launches++] = (int64_t)i;
+            nested |= (flags & KIND_NESTED) && !isnan(t);
+            pid_exact &= id_parts(p, &pid_data[i], &pid_valid[i]);
+            tid_exact &= id_parts(t, &tid_data[i], &tid_valid[i]);
+            id_parts(c, &correlation_data[i], &correlation_valid[i]);
+            id_parts(external[i], &external_data[i], &external_valid[i]);
+        }
+    }
+    Py_END_ALLOW_THREADS
+    if (bad_kind) PyErr_SetString(PyExc_ValueError, "prepare_rows: a kind code outside the flags table");
+    else result = Py_BuildValue("(nOOO)", launches, pid_exact ? Py_True : Py_False, tid_exact ? Py_True : Py_False,
+                                nested ? Py_True : Py_False);
+done:
+    for (int k = 0; k < held; k++) PyBuffer_Release(&views[k]);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"prepare_rows", prepare_rows_py, METH_VARARGS,
+     "prepare_rows(kind, ts, dur, pid, tid, correlation, external_id, kind_flags, start, duration, pid_data,\n"
+     "             pid_valid, tid_data, tid_valid, correlation_data, correlation_valid, external_data,\n"
+     "             external_valid, launch_rows, max_time_us) -> (launches, pid_exact, tid_exact, nested)\n\n"
+     "A block's per-row steps of kineto/prepare.py in one pass, into the given output buffers (for the\n"
+     "kept rows: every kind a code of kind_flags)."},
     {"scan_events", scan_events, METH_VARARGS,
      "scan_events(pieces, to_number, decode_string) -> dict | None\n\n"
      "The complete events of a tuple of pieces (buffers holding a JSON list of Kineto events, or a bare\n"

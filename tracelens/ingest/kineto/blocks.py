@@ -119,12 +119,12 @@ def used_codes(codes: np.ndarray, values: list[str], rows: np.ndarray) -> tuple[
 
 # trace.MAX_TIME_NS in Kineto's microseconds (up to the year 2116 for absolute Unix µs). A ts beyond counts
 # as missing (the row is dropped), a dur beyond as 0.
-_MAX_TIME_US = MAX_TIME_NS / 1000
+MAX_TIME_US = MAX_TIME_NS / 1000
 
 
 def placeable(microseconds: np.ndarray) -> np.ndarray:
-    """Finite times within :data:`_MAX_TIME_US` (NaN and infinities are not)."""
-    return np.abs(microseconds) < _MAX_TIME_US
+    """Finite times within :data:`MAX_TIME_US` (NaN and infinities are not)."""
+    return np.abs(microseconds) < MAX_TIME_US
 
 
 def op_columns(
