@@ -2052,6 +2052,7 @@ typedef struct {
     PyObject_HEAD
     void *data;
     Py_ssize_t size;
+    int readonly; /* the scanner's columns are read-only; prepare_scanned's new columns are the caller's */
 } Buffer;
 
 static void Buffer_dealloc(Buffer *self) {
@@ -2060,7 +2061,7 @@ static void Buffer_dealloc(Buffer *self) {
 }
 
 static int Buffer_getbuffer(Buffer *self, Py_buffer *view, int flags) {
-    return PyBuffer_FillInfo(view, (PyObject *)self, self->data, self->size, 1, flags);
+    return PyBuffer_FillInfo(view, (PyObject *)self, self->data, self->size, self->readonly, flags);
 }
 
 static PyBufferProcs Buffer_as_buffer = {(getbufferproc)Buffer_getbuffer, NULL};
@@ -2072,7 +2073,7 @@ static PyTypeObject BufferType = {
     .tp_dealloc = (destructor)Buffer_dealloc,
     .tp_as_buffer = &Buffer_as_buffer,
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Read-only bytes owned by the scanner's result.",
+    .tp_doc = "Bytes owned by the scanner's result (read-only, but prepare_scanned's columns).",
 };
 
 static PyObject *wrap_buffer(void *data, Py_ssize_t size) {
@@ -2083,6 +2084,7 @@ static PyObject *wrap_buffer(void *data, Py_ssize_t size) {
     }
     buffer->data = data;
     buffer->size = size;
+    buffer->readonly = 1;
     return (PyObject *)buffer;
 }
 
@@ -2530,7 +2532,191 @@ done:
     return result;
 }
 
+/* --- prepare_scanned: scan_events' columns as the reader's prepared block, in one pass ------------------- */
+
+/* The outputs of prepare_scanned, in the order it returns them (kineto/native.py _PREPARED lists the same):
+ * a value per row, then per GPU row (gpu_rows: the rows of kind flag KIND_NOT_HOST), then per launch. */
+enum { P_KIND, P_NAME, P_START, P_DURATION, P_PID, P_PID_VALID, P_TID, P_TID_VALID, P_CORRELATION,
+       P_CORRELATION_VALID, P_EXTERNAL_ID, P_EXTERNAL_ID_VALID, P_GPU_ROWS, P_GPU_CORRELATION, P_GPU_PID,
+       P_GPU_TID, P_GPU_SYNC_KIND, P_DEVICE, P_STREAM, P_BYTES, P_REGISTERS, P_SHARED_MEMORY, P_OCCUPANCY_PCT,
+       P_GRID, P_BLOCK, P_LAUNCH_ROWS, P_LAUNCH_CORRELATION, P_LAUNCH_PID, N_PREPARED };
+#define P_FIRST_GPU P_GPU_ROWS
+#define P_FIRST_LAUNCH P_LAUNCH_ROWS
+/* bytes per item (grid and block: three floats per GPU row) */
+static const int P_ITEM[N_PREPARED] = {1, 4, 8, 8, 8, 1, 8, 1, 8, 1, 8, 1, 8, 8, 8, 8, 4, 8, 8, 8, 8, 8, 8,
+                                       24, 24, 8, 8, 8};
+typedef char prepared_device_fields_follow_the_sparse_floats[
+    P_OCCUPANCY_PCT - P_DEVICE == F_OCCUPANCY_PCT - F_DEVICE && F_DEVICE == F_EXTERNAL_ID_OLD + 1 &&
+    F_GRID_X == F_OCCUPANCY_PCT + 1 && F_BLOCK_X == F_GRID_X + 3 ? 1 : -1];
+
+/* scan_events' row columns (floats, codes), its sparse records, each category code's kind (kind_table: the
+ * code -1 takes the last entry, as numpy's take does; -1: not a timeline event) and each kind's flags:
+ * the block that kineto/native.py's block columns and prepare.prepare_block make of them (the same values),
+ * in one pass with the GIL released. None when a row is not kept (not a timeline event, or a ts off the
+ * timeline): the caller then takes the numpy steps, which drop rows. */
+static PyObject *prepare_scanned_py(PyObject *module, PyObject *args) {
+    PyObject *floats, *codes, *sparse_rows_object, *sparse_floats_object, *table_object, *flags_object;
+    PyObject *result = NULL;
+    Py_buffer in[N_ROW_FLOATS + N_STRINGS + 4];
+    int held = 0, declined = 0, bad_code = 0, pid_exact = 1, tid_exact = 1, nested = 0;
+    void *out[N_PREPARED] = {0};
+    Py_ssize_t n = 0, m = 0, n_table = 0, n_flags = 0, n_gpu = 0, n_launches = 0;
+    double max_time_us;
+    (void)module;
+    if (!PyArg_ParseTuple(args, "O!O!OOOOd:prepare_scanned", &PyTuple_Type, &floats, &PyTuple_Type, &codes,
+                          &sparse_rows_object, &sparse_floats_object, &table_object, &flags_object, &max_time_us))
+        return NULL;
+    if (PyTuple_GET_SIZE(floats) != N_ROW_FLOATS || PyTuple_GET_SIZE(codes) != N_STRINGS) {
+        PyErr_SetString(PyExc_ValueError, "prepare_scanned: scan_events' floats and codes");
+        return NULL;
+    }
+    {
+        PyObject *objects[N_ROW_FLOATS + N_STRINGS + 4];
+        for (int k = 0; k < N_ROW_FLOATS; k++) objects[k] = PyTuple_GET_ITEM(floats, k);
+        for (int k = 0; k < N_STRINGS; k++) objects[N_ROW_FLOATS + k] = PyTuple_GET_ITEM(codes, k);
+        objects[N_ROW_FLOATS + N_STRINGS] = sparse_rows_object;
+        objects[N_ROW_FLOATS + N_STRINGS + 1] = sparse_floats_object;
+        objects[N_ROW_FLOATS + N_STRINGS + 2] = table_object;
+        objects[N_ROW_FLOATS + N_STRINGS + 3] = flags_object;
+        for (; held < N_ROW_FLOATS + N_STRINGS + 4; held++)
+            if (PyObject_GetBuffer(objects[held], &in[held], PyBUF_C_CONTIGUOUS) < 0) goto done;
+    }
+    n = in[0].len / (Py_ssize_t)sizeof(double);
+    m = in[N_ROW_FLOATS + N_STRINGS].len / (Py_ssize_t)sizeof(int64_t);
+    n_table = in[N_ROW_FLOATS + N_STRINGS + 2].len;
+    n_flags = in[N_ROW_FLOATS + N_STRINGS + 3].len;
+    for (int k = 0; k < N_ROW_FLOATS; k++)
+        if (in[k].len != n * (Py_ssize_t)sizeof(double)) goto sizes;
+    for (int k = 0; k < N_STRINGS; k++)
+        if (in[N_ROW_FLOATS + k].len != n * (Py_ssize_t)sizeof(int32_t)) goto sizes;
+    if (in[N_ROW_FLOATS + N_STRINGS + 1].len != m * N_SPARSE_FLOATS * (Py_ssize_t)sizeof(double) || n_table < 1)
+        goto sizes;
+    for (int k = 0; k < N_PREPARED; k++) {
+        out[k] = PyMem_RawMalloc((size_t)(n ? n : 1) * (size_t)P_ITEM[k]); /* GPU rows and launches: at most n */
+        if (out[k] == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
+    }
+    Py_BEGIN_ALLOW_THREADS
+    {
+        const double *ts = in[F_TS].buf, *dur = in[F_DUR].buf, *pid = in[F_PID].buf, *tid = in[F_TID].buf,
+                     *correlation = in[F_CORRELATION].buf, *external = in[F_EXTERNAL_ID].buf;
+        const int32_t *category = in[N_ROW_FLOATS + S_CAT].buf, *name = in[N_ROW_FLOATS + S_NAME].buf,
+                      *sync_kind = in[N_ROW_FLOATS + S_SYNC_KIND].buf;
+        const int64_t *sparse_rows = in[N_ROW_FLOATS + N_STRINGS].buf;
+        const double *sparse = in[N_ROW_FLOATS + N_STRINGS + 1].buf;
+        const int8_t *kind_of = in[N_ROW_FLOATS + N_STRINGS + 2].buf;
+        const unsigned char *flags_of = in[N_ROW_FLOATS + N_STRINGS + 3].buf;
+        int8_t *kind = out[P_KIND];
+        int32_t *names = out[P_NAME], *gpu_sync = out[P_GPU_SYNC_KIND];
+        int64_t *start = out[P_START], *duration = out[P_DURATION], *pid_data = out[P_PID],
+                *tid_data = out[P_TID], *correlation_data = out[P_CORRELATION], *external_data = out[P_EXTERNAL_ID],
+                *gpu_rows = out[P_GPU_ROWS], *launch_rows = out[P_LAUNCH_ROWS];
+        unsigned char *pid_valid = out[P_PID_VALID], *tid_valid = out[P_TID_VALID],
+                      *correlation_valid = out[P_CORRELATION_VALID], *external_valid = out[P_EXTERNAL_ID_VALID];
+        double *gpu_correlation = out[P_GPU_CORRELATION], *gpu_pid = out[P_GPU_PID], *gpu_tid = out[P_GPU_TID],
+               *grid = out[P_GRID], *block = out[P_BLOCK], *launch_correlation = out[P_LAUNCH_CORRELATION],
+               *launch_pid = out[P_LAUNCH_PID];
+        Py_ssize_t record = 0; /* the first sparse record not before row i (both ascending) */
+        for (Py_ssize_t i = 0; i < n; i++) {
+            int32_t code = category[i];
+            if (code < -1 || code >= n_table - 1) {
+                bad_code = 1;
+                break;
+            }
+            int k = kind_of[code < 0 ? n_table - 1 : code];
+            if (k < 0 || !(fabs(ts[i]) < max_time_us)) { /* a row the numpy steps drop */
+                declined = 1;
+                break;
+            }
+            if (k >= n_flags) {
+                bad_code = 1;
+                break;
+            }
+            unsigned flags = flags_of[k];
+            while (record < m && sparse_rows[record] < i) record++;
+            const double *fields = record < m && sparse_rows[record] == i ? sparse + record * N_SPARSE_FLOATS : NULL;
+            double d = dur[i], e = external[i];
+            double c = (flags & (KIND_DEVICE | KIND_LAUNCH)) ? correlation[i] : NAN;
+            double p = (flags & KIND_NOT_HOST) ? NAN : pid[i];
+            double t = (flags & KIND_NOT_HOST) ? NAN : tid[i];
+            if (isnan(e) && fields != NULL) e = fields[0]; /* external_id_old, the 2021 key */
+            kind[i] = (int8_t)k;
+            names[i] = name[i];
+            start[i] = us_to_ns(ts[i], max_time_us);
+            duration[i] = fabs(d) < max_time_us ? (int64_t)rint(d * 1000.0) : 0;
+            nested |= (flags & KIND_NESTED) && !isnan(t);
+            pid_exact &= id_parts(p, &pid_data[i], &pid_valid[i]);
+            tid_exact &= id_parts(t, &tid_data[i], &tid_valid[i]);
+            id_parts(c, &correlation_data[i], &correlation_valid[i]);
+            id_parts(e, &external_data[i], &external_valid[i]);
+            if (flags & KIND_NOT_HOST) {
+                Py_ssize_t g = n_gpu++;
+                gpu_rows[g] = (int64_t)i;
+                gpu_correlation[g] = c;
+                gpu_pid[g] = pid[i];
+                gpu_tid[g] = tid[i];
+                gpu_sync[g] = sync_kind[i];
+                for (int f = 0; f <= P_OCCUPANCY_PCT - P_DEVICE; f++)
+                    ((double *)out[P_DEVICE + f])[g] = fields != NULL ? fields[F_DEVICE - N_ROW_FLOATS + f] : NAN;
+                for (int a = 0; a < 3; a++) {
+                    grid[3 * g + a] = fields != NULL ? fields[F_GRID_X - N_ROW_FLOATS + a] : NAN;
+                    block[3 * g + a] = fields != NULL ? fields[F_BLOCK_X - N_ROW_FLOATS + a] : NAN;
+                }
+            }
+            if ((flags & KIND_LAUNCH) && !isnan(c) && !isnan(pid[i])) {
+                launch_rows[n_launches] = (int64_t)i;
+                launch_correlation[n_launches] = c;
+                launch_pid[n_launches++] = pid[i];
+            }
+        }
+    }
+    Py_END_ALLOW_THREADS
+    if (bad_code) {
+        PyErr_SetString(PyExc_ValueError, "prepare_scanned: a category code or kind outside its table");
+        goto done;
+    }
+    if (declined) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    result = PyTuple_New(N_PREPARED + 3);
+    if (result == NULL) goto done;
+    for (int k = 0; k < N_PREPARED; k++) {
+        Py_ssize_t items = k >= P_FIRST_LAUNCH ? n_launches : k >= P_FIRST_GPU ? n_gpu : n;
+        void *column = out[k];
+        if (items < n) { /* give the slack back (pages never written were never touched) */
+            void *shrunk = PyMem_RawRealloc(column, (size_t)(items ? items : 1) * (size_t)P_ITEM[k]);
+            if (shrunk != NULL) column = shrunk;
+        }
+        out[k] = NULL;
+        PyObject *buffer = wrap_buffer(column, items * P_ITEM[k]); /* frees the column if it fails */
+        if (buffer == NULL) {
+            Py_CLEAR(result);
+            goto done;
+        }
+        ((Buffer *)buffer)->readonly = 0;
+        PyTuple_SET_ITEM(result, k, buffer);
+    }
+    PyTuple_SET_ITEM(result, N_PREPARED, Py_NewRef(pid_exact ? Py_True : Py_False));
+    PyTuple_SET_ITEM(result, N_PREPARED + 1, Py_NewRef(tid_exact ? Py_True : Py_False));
+    PyTuple_SET_ITEM(result, N_PREPARED + 2, Py_NewRef(nested ? Py_True : Py_False));
+    goto done;
+sizes:
+    PyErr_SetString(PyExc_ValueError, "prepare_scanned: columns of different lengths");
+done:
+    for (int k = 0; k < N_PREPARED; k++) PyMem_RawFree(out[k]);
+    for (int k = 0; k < held; k++) PyBuffer_Release(&in[k]);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"prepare_scanned", prepare_scanned_py, METH_VARARGS,
+     "prepare_scanned(floats, codes, sparse_rows, sparse_floats, kind_table, kind_flags, max_time_us)\n"
+     "    -> tuple | None\n\n"
+     "scan_events' columns made the reader's prepared block in one pass (kineto/native.py): the new columns\n"
+     "(writable buffers) and pid_exact, tid_exact, nested; None when a row would be dropped."},
     {"prepare_rows", prepare_rows_py, METH_VARARGS,
      "prepare_rows(kind, ts, dur, pid, tid, correlation, external_id, kind_flags, start, duration, pid_data,\n"
      "             pid_valid, tid_data, tid_valid, correlation_data, correlation_valid, external_data,\n"

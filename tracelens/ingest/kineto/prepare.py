@@ -9,9 +9,8 @@ from typing import Any
 import numpy as np
 
 from ...trace import EVENT_SCHEMA, GPU_ANNOTATION
-from .blocks import DEVICE_SIDE, KIND_CODE, LAUNCH_SIDE, MAX_TIME_US, NESTED_KIND, SKIP, placeable
+from .blocks import DEVICE_SIDE, KIND_CODE, LAUNCH_SIDE, MAX_TIME_US, NESTED_KIND, SKIP, placeable, scanner
 from .fields import DEVICE_FIELDS, OP_NUMBERS, OP_TEXTS
-from .native import scanner
 
 
 def prepare_block(block: dict[str, Any]) -> dict[str, Any]:
@@ -91,7 +90,7 @@ KIND_FLAGS = (
     | (DEVICE_SIDE | (np.arange(DEVICE_SIDE.size) == KIND_CODE[GPU_ANNOTATION])) * 4
     | NESTED_KIND * 8
 ).astype(np.uint8)
-_NOT_HOST = (KIND_FLAGS & 4) != 0
+NOT_HOST = (KIND_FLAGS & 4) != 0  # the GPU rows (device rows and GPU annotations)
 _KEEPS_CORRELATION = (KIND_FLAGS & 3) != 0
 
 
@@ -135,7 +134,7 @@ def _native_row_steps(block: dict[str, Any], ts: np.ndarray, prepare_rows: Calla
         block[key], block[f"{key}_valid"] = parts[key]
         block[f"{key}_exact"] = exact
         if not exact:
-            block[f"{key}_float"] = np.where(np.take(_NOT_HOST, kind), np.nan, kineto)
+            block[f"{key}_float"] = np.where(np.take(NOT_HOST, kind), np.nan, kineto)
     for key in ("correlation", "external_id"):
         block[key], block[f"{key}_valid"] = parts[key]
 
