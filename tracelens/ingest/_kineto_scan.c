@@ -1590,9 +1590,9 @@ static int reserve(Scanner *s, size_t capacity) {
 static int grow(Scanner *s) { return reserve(s, s->capacity ? s->capacity * 2 : 1024); }
 
 /* The rows to make room for before scanning `bytes` of JSON: Kineto's events take 150 to 300 bytes, so one
- * row per 128 bytes is seldom outgrown and the columns are not copied by realloc as they grow (build_result
- * gives the slack back; pages never written are never touched). A whole document in one piece starts with
- * at most a million rows and grows from there. */
+ * row per 128 bytes is seldom outgrown and the columns are not copied by realloc as they grow (pages never
+ * written are never touched; see column_buffers). A whole document in one piece starts with at most a
+ * million rows and grows from there. */
 static size_t first_capacity(size_t bytes) {
     size_t rows = bytes / 128 + 16;
     return rows < ((size_t)1 << 20) ? rows : (size_t)1 << 20;
@@ -1653,7 +1653,10 @@ static inline ALWAYS_INLINE int add_sparse(Scanner *s, const double *f, const Sp
     *index = -1;
     if (!found) return OK;
     if (s->n_sparse == s->sparse_capacity) {
-        size_t capacity = s->sparse_capacity ? s->sparse_capacity * 2 : 256;
+        /* first room for a quarter of the rows' (GPU events are one in ten to one in four): the records are
+         * then seldom copied by realloc as they grow, and each block's are the size the next block's ask for */
+        size_t first = s->capacity / 4 > 256 ? s->capacity / 4 : 256;
+        size_t capacity = s->sparse_capacity ? s->sparse_capacity * 2 : first;
         int64_t *rows = PyMem_RawRealloc(s->sparse_rows, capacity * sizeof(int64_t));
         if (rows == NULL) return NO_MEMORY;
         s->sparse_rows = rows;
@@ -2106,8 +2109,11 @@ static void scanner_free(Scanner *s) {
 }
 
 /* A tuple of the n columns (taken over: freed here on failure), each a buffer of exactly `rows` items of
- * `size` bytes, the growth slack given back (the reader keeps the columns). */
-static PyObject *column_buffers(void **columns, int n, size_t rows, size_t capacity, size_t size) {
+ * `size` bytes. The slack is not given back: the reader makes its own columns of these (kineto/native.py,
+ * prepare.py) and lets them go, so each block's columns are freed at the size the next block's ask for and
+ * are reused. (Shrunk, they left holes the next block's columns did not fit, and every block's columns took
+ * fresh pages: some 860 page faults a block of the 406 MB tile, a sixth of the scan's time.) */
+static PyObject *column_buffers(void **columns, int n, size_t rows, size_t size) {
     PyObject *tuple = PyTuple_New(n);
     int k = 0;
     for (; tuple != NULL && k < n; k++) {
@@ -2118,10 +2124,6 @@ static PyObject *column_buffers(void **columns, int n, size_t rows, size_t capac
             PyErr_NoMemory();
             k++;
             break;
-        }
-        if (column != NULL && rows < capacity) {
-            void *shrunk = PyMem_RawRealloc(column, (rows ? rows : 1) * size);
-            if (shrunk != NULL) column = shrunk;
         }
         buffer = wrap_buffer(column, (Py_ssize_t)(rows * size)); /* frees the column if it fails */
         if (buffer == NULL) {
@@ -2200,12 +2202,11 @@ static PyObject *build_result(Scanner *s, PyObject *to_number, PyObject *decode_
         for (int k = 0; k < N_STRINGS; k++) code_columns[k] = s->codes[k], s->codes[k] = NULL;
         for (int k = 0; k < N_ROW_FLOATS; k++) float_columns[k] = s->floats[k], s->floats[k] = NULL;
         s->sparse_rows = NULL, s->sparse_floats = NULL;
-        codes_object = column_buffers(code_columns, N_STRINGS, rows, s->capacity, sizeof(int32_t));
-        floats_object = column_buffers(float_columns, N_ROW_FLOATS, rows, s->capacity, sizeof(double));
+        codes_object = column_buffers(code_columns, N_STRINGS, rows, sizeof(int32_t));
+        floats_object = column_buffers(float_columns, N_ROW_FLOATS, rows, sizeof(double));
         /* the records as two buffers: their rows, and their fields (N_SPARSE_FLOATS per record) */
-        sparse_rows = column_buffers(sparse_columns, 1, sparse, s->sparse_capacity, sizeof(int64_t));
-        sparse_floats = column_buffers(sparse_columns + 1, 1, sparse * N_SPARSE_FLOATS,
-                                       s->sparse_capacity * N_SPARSE_FLOATS, sizeof(double));
+        sparse_rows = column_buffers(sparse_columns, 1, sparse, sizeof(int64_t));
+        sparse_floats = column_buffers(sparse_columns + 1, 1, sparse * N_SPARSE_FLOATS, sizeof(double));
         if (codes_object == NULL || floats_object == NULL || sparse_rows == NULL || sparse_floats == NULL) goto fail;
     }
     op_strings = PyList_New(N_OP_STRINGS); /* each op string field's distinct strings, by OS_* */
