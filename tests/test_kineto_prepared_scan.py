@@ -22,7 +22,7 @@ from tracelens.ingest.kineto import native, prepare, split
 from tracelens.ingest.kineto.fields import DEVICE_FIELDS, NATIVE_SPARSE_FLOATS
 
 pytestmark = pytest.mark.skipif(
-    getattr(kineto._kineto_scan, "prepare_scanned", None) is None, reason="the native scanner is not built"
+    getattr(kineto._kineto_scan, "prepared_sizes", None) is None, reason="the native scanner is not built"
 )
 
 
@@ -149,7 +149,7 @@ def test_rows_to_drop_are_left_to_the_numpy_steps(monkeypatch: pytest.MonkeyPatc
         text = b",".join(json.dumps(e).encode() for e in (events[0], dropped))
         scanned = _scanned(text)
         assert scanned is not None
-        made = native.scanner().prepare_scanned(
+        sizes = native.scanner().prepared_sizes(
             scanned["floats"],
             scanned["codes"],
             scanned["sparse_rows"],
@@ -158,7 +158,7 @@ def test_rows_to_drop_are_left_to_the_numpy_steps(monkeypatch: pytest.MonkeyPatc
             prepare.KIND_FLAGS,
             native.MAX_TIME_US,
         )
-        assert made is None
+        assert sizes is None
         _check(text, monkeypatch)
 
 
@@ -202,3 +202,28 @@ def test_real_traces_blocks(path: Path, monkeypatch: pytest.MonkeyPatch) -> None
         want = _numpy_steps(scanned, monkeypatch)
         again = native.scanner().scan_events(payload.pieces(), native.to_number, msgspec.json.decode)
         assert_same_prepared(native._prepared_columns(again), want)
+
+
+def test_columns_of_other_sizes_are_refused() -> None:
+    text = b",".join(json.dumps(e).encode() for e in _events(8))
+    scanned = _scanned(text)
+    assert scanned is not None
+    sources = (
+        scanned["floats"],
+        scanned["codes"],
+        scanned["sparse_rows"],
+        scanned["sparse_floats"],
+        native.kind_table(scanned["categories"]),
+        prepare.KIND_FLAGS,
+        native.MAX_TIME_US,
+    )
+    n_gpu, n_launches = native.scanner().prepared_sizes(*sources)
+    counts = {"row": 8, "gpu": n_gpu + 1, "launch": n_launches}  # one GPU row too many
+    columns = tuple(
+        np.empty((counts[per], 3) if key in ("grid", "block") else counts[per], dtype=dtype)
+        for key, dtype, per in native._PREPARED
+    )
+    with pytest.raises(ValueError, match="sizes"):
+        native.scanner().prepare_scanned(*sources, columns)
+    with pytest.raises(ValueError, match="columns"):
+        native.scanner().prepare_scanned(*sources, columns[:-1])

@@ -2055,7 +2055,6 @@ typedef struct {
     PyObject_HEAD
     void *data;
     Py_ssize_t size;
-    int readonly; /* the scanner's columns are read-only; prepare_scanned's new columns are the caller's */
 } Buffer;
 
 static void Buffer_dealloc(Buffer *self) {
@@ -2064,7 +2063,7 @@ static void Buffer_dealloc(Buffer *self) {
 }
 
 static int Buffer_getbuffer(Buffer *self, Py_buffer *view, int flags) {
-    return PyBuffer_FillInfo(view, (PyObject *)self, self->data, self->size, self->readonly, flags);
+    return PyBuffer_FillInfo(view, (PyObject *)self, self->data, self->size, 1, flags);
 }
 
 static PyBufferProcs Buffer_as_buffer = {(getbufferproc)Buffer_getbuffer, NULL};
@@ -2076,7 +2075,7 @@ static PyTypeObject BufferType = {
     .tp_dealloc = (destructor)Buffer_dealloc,
     .tp_as_buffer = &Buffer_as_buffer,
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Bytes owned by the scanner's result (read-only, but prepare_scanned's columns).",
+    .tp_doc = "Read-only bytes owned by the scanner's result.",
 };
 
 static PyObject *wrap_buffer(void *data, Py_ssize_t size) {
@@ -2087,7 +2086,6 @@ static PyObject *wrap_buffer(void *data, Py_ssize_t size) {
     }
     buffer->data = data;
     buffer->size = size;
-    buffer->readonly = 1;
     return (PyObject *)buffer;
 }
 
@@ -2535,7 +2533,7 @@ done:
 
 /* --- prepare_scanned: scan_events' columns as the reader's prepared block, in one pass ------------------- */
 
-/* The outputs of prepare_scanned, in the order it returns them (kineto/native.py _PREPARED lists the same):
+/* The columns prepare_scanned writes, in the order it takes them (kineto/native.py _PREPARED lists the same):
  * a value per row, then per GPU row (gpu_rows: the rows of kind flag KIND_NOT_HOST), then per launch. */
 enum { P_KIND, P_NAME, P_START, P_DURATION, P_PID, P_PID_VALID, P_TID, P_TID_VALID, P_CORRELATION,
        P_CORRELATION_VALID, P_EXTERNAL_ID, P_EXTERNAL_ID_VALID, P_GPU_ROWS, P_GPU_CORRELATION, P_GPU_PID,
@@ -2550,65 +2548,156 @@ typedef char prepared_device_fields_follow_the_sparse_floats[
     P_OCCUPANCY_PCT - P_DEVICE == F_OCCUPANCY_PCT - F_DEVICE && F_DEVICE == F_EXTERNAL_ID_OLD + 1 &&
     F_GRID_X == F_OCCUPANCY_PCT + 1 && F_BLOCK_X == F_GRID_X + 3 ? 1 : -1];
 
-/* scan_events' row columns (floats, codes), its sparse records, each category code's kind (kind_table: the
- * code -1 takes the last entry, as numpy's take does; -1: not a timeline event) and each kind's flags:
- * the block that kineto/native.py's block columns and prepare.prepare_block make of them (the same values),
- * in one pass with the GIL released. None when a row is not kept (not a timeline event, or a ts off the
- * timeline): the caller then takes the numpy steps, which drop rows. */
+/* scan_events' row columns and sparse records, and the tables of both calls, as buffers. */
+enum { IN_CODES = N_ROW_FLOATS, IN_SPARSE_ROWS = N_ROW_FLOATS + N_STRINGS, IN_SPARSE_FLOATS, IN_KIND_TABLE,
+       IN_KIND_FLAGS, N_IN };
+
+typedef struct {
+    Py_buffer in[N_IN];
+    int held;
+    Py_ssize_t n, m, n_table, n_flags;
+} Inputs;
+
+static void inputs_release(Inputs *x) {
+    for (int k = 0; k < x->held; k++) PyBuffer_Release(&x->in[k]);
+    x->held = 0;
+}
+
+/* -1 with an exception set (released then) */
+static int inputs_get(Inputs *x, PyObject *floats, PyObject *codes, PyObject *sparse_rows, PyObject *sparse_floats,
+                      PyObject *kind_table, PyObject *kind_flags) {
+    PyObject *objects[N_IN];
+    x->held = 0;
+    if (!PyTuple_Check(floats) || !PyTuple_Check(codes) || PyTuple_GET_SIZE(floats) != N_ROW_FLOATS ||
+        PyTuple_GET_SIZE(codes) != N_STRINGS) {
+        PyErr_SetString(PyExc_ValueError, "scan_events' floats and codes expected");
+        return -1;
+    }
+    for (int k = 0; k < N_ROW_FLOATS; k++) objects[k] = PyTuple_GET_ITEM(floats, k);
+    for (int k = 0; k < N_STRINGS; k++) objects[IN_CODES + k] = PyTuple_GET_ITEM(codes, k);
+    objects[IN_SPARSE_ROWS] = sparse_rows;
+    objects[IN_SPARSE_FLOATS] = sparse_floats;
+    objects[IN_KIND_TABLE] = kind_table;
+    objects[IN_KIND_FLAGS] = kind_flags;
+    for (; x->held < N_IN; x->held++)
+        if (PyObject_GetBuffer(objects[x->held], &x->in[x->held], PyBUF_C_CONTIGUOUS) < 0) {
+            inputs_release(x);
+            return -1;
+        }
+    x->n = x->in[F_TS].len / (Py_ssize_t)sizeof(double);
+    x->m = x->in[IN_SPARSE_ROWS].len / (Py_ssize_t)sizeof(int64_t);
+    x->n_table = x->in[IN_KIND_TABLE].len;
+    x->n_flags = x->in[IN_KIND_FLAGS].len;
+    int sized = x->n_table >= 1 &&
+                x->in[IN_SPARSE_FLOATS].len == x->m * N_SPARSE_FLOATS * (Py_ssize_t)sizeof(double);
+    for (int k = 0; k < N_ROW_FLOATS; k++) sized &= x->in[k].len == x->n * (Py_ssize_t)sizeof(double);
+    for (int k = 0; k < N_STRINGS; k++) sized &= x->in[IN_CODES + k].len == x->n * (Py_ssize_t)sizeof(int32_t);
+    if (!sized) {
+        inputs_release(x);
+        PyErr_SetString(PyExc_ValueError, "scan_events' columns of different lengths");
+        return -1;
+    }
+    return 0;
+}
+
+/* A row's kind flags (>= 0), -1: a row the numpy steps drop (not a timeline event, or a ts off the
+ * timeline), -2: a category code or kind outside its table. */
+static inline ALWAYS_INLINE int row_flags(const Inputs *x, Py_ssize_t i, double max_time_us) {
+    int32_t code = ((const int32_t *)x->in[IN_CODES + S_CAT].buf)[i];
+    if (code < -1 || code >= x->n_table - 1) return -2;
+    int k = ((const int8_t *)x->in[IN_KIND_TABLE].buf)[code < 0 ? x->n_table - 1 : code]; /* -1: the last */
+    if (k < 0 || !(fabs(((const double *)x->in[F_TS].buf)[i]) < max_time_us)) return -1;
+    if (k >= x->n_flags) return -2;
+    return ((const unsigned char *)x->in[IN_KIND_FLAGS].buf)[k];
+}
+
+static inline ALWAYS_INLINE int is_launch(const Inputs *x, Py_ssize_t i, int flags) {
+    return (flags & KIND_LAUNCH) && !isnan(((const double *)x->in[F_CORRELATION].buf)[i]) &&
+           !isnan(((const double *)x->in[F_PID].buf)[i]);
+}
+
+/* prepared_sizes(floats, codes, sparse_rows, sparse_floats, kind_table, kind_flags, max_time_us):
+ * (gpu rows, launches) of the block prepare_scanned makes, or None where a row is dropped. */
+static PyObject *prepared_sizes_py(PyObject *module, PyObject *args) {
+    PyObject *floats, *codes, *sparse_rows, *sparse_floats, *kind_table, *kind_flags;
+    Inputs x;
+    double max_time_us;
+    Py_ssize_t n_gpu = 0, n_launches = 0;
+    int outcome = 0;
+    (void)module;
+    if (!PyArg_ParseTuple(args, "OOOOOOd:prepared_sizes", &floats, &codes, &sparse_rows, &sparse_floats,
+                          &kind_table, &kind_flags, &max_time_us))
+        return NULL;
+    if (inputs_get(&x, floats, codes, sparse_rows, sparse_floats, kind_table, kind_flags) < 0) return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < x.n; i++) {
+        int flags = row_flags(&x, i, max_time_us);
+        if (flags < 0) {
+            outcome = flags;
+            break;
+        }
+        n_gpu += (flags & KIND_NOT_HOST) != 0;
+        n_launches += is_launch(&x, i, flags);
+    }
+    Py_END_ALLOW_THREADS
+    inputs_release(&x);
+    if (outcome == -2) {
+        PyErr_SetString(PyExc_ValueError, "prepared_sizes: a category code or kind outside its table");
+        return NULL;
+    }
+    if (outcome == -1) Py_RETURN_NONE;
+    return Py_BuildValue("(nn)", n_gpu, n_launches);
+}
+
+/* prepare_scanned(floats, codes, sparse_rows, sparse_floats, kind_table, kind_flags, max_time_us, columns):
+ * scan_events' columns (each category code's kind from kind_table, the code -1 taking the last entry as
+ * numpy's take does; each kind's flags from kind_flags) made the block that kineto/native.py's block columns
+ * and prepare.prepare_block make of them (the same values), in one pass with the GIL released, into
+ * `columns`: N_PREPARED writable buffers sized by prepared_sizes. Returns (pid_exact, tid_exact, nested). */
 static PyObject *prepare_scanned_py(PyObject *module, PyObject *args) {
-    PyObject *floats, *codes, *sparse_rows_object, *sparse_floats_object, *table_object, *flags_object;
+    PyObject *floats, *codes, *sparse_rows_object, *sparse_floats_object, *table_object, *flags_object, *columns;
     PyObject *result = NULL;
-    Py_buffer in[N_ROW_FLOATS + N_STRINGS + 4];
-    int held = 0, declined = 0, bad_code = 0, pid_exact = 1, tid_exact = 1, nested = 0;
-    void *out[N_PREPARED] = {0};
-    Py_ssize_t n = 0, m = 0, n_table = 0, n_flags = 0, n_gpu = 0, n_launches = 0;
+    Inputs x;
+    Py_buffer out_views[N_PREPARED];
+    void *out[N_PREPARED];
+    int outs = 0, failed = 0, pid_exact = 1, tid_exact = 1, nested = 0;
+    Py_ssize_t n_gpu = 0, n_launches = 0, want_gpu, want_launches;
     double max_time_us;
     (void)module;
-    if (!PyArg_ParseTuple(args, "O!O!OOOOd:prepare_scanned", &PyTuple_Type, &floats, &PyTuple_Type, &codes,
-                          &sparse_rows_object, &sparse_floats_object, &table_object, &flags_object, &max_time_us))
+    if (!PyArg_ParseTuple(args, "OOOOOOdO!:prepare_scanned", &floats, &codes, &sparse_rows_object,
+                          &sparse_floats_object, &table_object, &flags_object, &max_time_us, &PyTuple_Type, &columns))
         return NULL;
-    if (PyTuple_GET_SIZE(floats) != N_ROW_FLOATS || PyTuple_GET_SIZE(codes) != N_STRINGS) {
-        PyErr_SetString(PyExc_ValueError, "prepare_scanned: scan_events' floats and codes");
+    if (PyTuple_GET_SIZE(columns) != N_PREPARED) {
+        PyErr_Format(PyExc_ValueError, "prepare_scanned takes %d columns", N_PREPARED);
         return NULL;
     }
-    {
-        PyObject *objects[N_ROW_FLOATS + N_STRINGS + 4];
-        for (int k = 0; k < N_ROW_FLOATS; k++) objects[k] = PyTuple_GET_ITEM(floats, k);
-        for (int k = 0; k < N_STRINGS; k++) objects[N_ROW_FLOATS + k] = PyTuple_GET_ITEM(codes, k);
-        objects[N_ROW_FLOATS + N_STRINGS] = sparse_rows_object;
-        objects[N_ROW_FLOATS + N_STRINGS + 1] = sparse_floats_object;
-        objects[N_ROW_FLOATS + N_STRINGS + 2] = table_object;
-        objects[N_ROW_FLOATS + N_STRINGS + 3] = flags_object;
-        for (; held < N_ROW_FLOATS + N_STRINGS + 4; held++)
-            if (PyObject_GetBuffer(objects[held], &in[held], PyBUF_C_CONTIGUOUS) < 0) goto done;
+    if (inputs_get(&x, floats, codes, sparse_rows_object, sparse_floats_object, table_object, flags_object) < 0)
+        return NULL;
+    for (; outs < N_PREPARED; outs++) {
+        if (PyObject_GetBuffer(PyTuple_GET_ITEM(columns, outs), &out_views[outs],
+                               PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0)
+            goto done;
+        out[outs] = out_views[outs].buf;
     }
-    n = in[0].len / (Py_ssize_t)sizeof(double);
-    m = in[N_ROW_FLOATS + N_STRINGS].len / (Py_ssize_t)sizeof(int64_t);
-    n_table = in[N_ROW_FLOATS + N_STRINGS + 2].len;
-    n_flags = in[N_ROW_FLOATS + N_STRINGS + 3].len;
-    for (int k = 0; k < N_ROW_FLOATS; k++)
-        if (in[k].len != n * (Py_ssize_t)sizeof(double)) goto sizes;
-    for (int k = 0; k < N_STRINGS; k++)
-        if (in[N_ROW_FLOATS + k].len != n * (Py_ssize_t)sizeof(int32_t)) goto sizes;
-    if (in[N_ROW_FLOATS + N_STRINGS + 1].len != m * N_SPARSE_FLOATS * (Py_ssize_t)sizeof(double) || n_table < 1)
-        goto sizes;
+    want_gpu = out_views[P_GPU_ROWS].len / 8;
+    want_launches = out_views[P_LAUNCH_ROWS].len / 8;
     for (int k = 0; k < N_PREPARED; k++) {
-        out[k] = PyMem_RawMalloc((size_t)(n ? n : 1) * (size_t)P_ITEM[k]); /* GPU rows and launches: at most n */
-        if (out[k] == NULL) {
-            PyErr_NoMemory();
+        Py_ssize_t items = k >= P_FIRST_LAUNCH ? want_launches : k >= P_FIRST_GPU ? want_gpu : x.n;
+        if (out_views[k].len != items * P_ITEM[k]) {
+            PyErr_Format(PyExc_ValueError, "prepare_scanned: column %d holds %zd bytes, not %zd", k,
+                         out_views[k].len, items * P_ITEM[k]);
             goto done;
         }
     }
     Py_BEGIN_ALLOW_THREADS
     {
-        const double *ts = in[F_TS].buf, *dur = in[F_DUR].buf, *pid = in[F_PID].buf, *tid = in[F_TID].buf,
-                     *correlation = in[F_CORRELATION].buf, *external = in[F_EXTERNAL_ID].buf;
-        const int32_t *category = in[N_ROW_FLOATS + S_CAT].buf, *name = in[N_ROW_FLOATS + S_NAME].buf,
-                      *sync_kind = in[N_ROW_FLOATS + S_SYNC_KIND].buf;
-        const int64_t *sparse_rows = in[N_ROW_FLOATS + N_STRINGS].buf;
-        const double *sparse = in[N_ROW_FLOATS + N_STRINGS + 1].buf;
-        const int8_t *kind_of = in[N_ROW_FLOATS + N_STRINGS + 2].buf;
-        const unsigned char *flags_of = in[N_ROW_FLOATS + N_STRINGS + 3].buf;
+        const Inputs *const in = &x;
+        const double *ts = in->in[F_TS].buf, *dur = in->in[F_DUR].buf, *pid = in->in[F_PID].buf,
+                     *tid = in->in[F_TID].buf, *correlation = in->in[F_CORRELATION].buf,
+                     *external = in->in[F_EXTERNAL_ID].buf;
+        const int32_t *name = in->in[IN_CODES + S_NAME].buf, *sync_kind = in->in[IN_CODES + S_SYNC_KIND].buf;
+        const int64_t *sparse_rows = in->in[IN_SPARSE_ROWS].buf;
+        const double *sparse = in->in[IN_SPARSE_FLOATS].buf;
         int8_t *kind = out[P_KIND];
         int32_t *names = out[P_NAME], *gpu_sync = out[P_GPU_SYNC_KIND];
         int64_t *start = out[P_START], *duration = out[P_DURATION], *pid_data = out[P_PID],
@@ -2620,30 +2709,23 @@ static PyObject *prepare_scanned_py(PyObject *module, PyObject *args) {
                *grid = out[P_GRID], *block = out[P_BLOCK], *launch_correlation = out[P_LAUNCH_CORRELATION],
                *launch_pid = out[P_LAUNCH_PID];
         Py_ssize_t record = 0; /* the first sparse record not before row i (both ascending) */
-        for (Py_ssize_t i = 0; i < n; i++) {
-            int32_t code = category[i];
-            if (code < -1 || code >= n_table - 1) {
-                bad_code = 1;
+        for (Py_ssize_t i = 0; i < in->n; i++) {
+            int flags = row_flags(in, i, max_time_us);
+            if (flags < 0) { /* prepared_sizes said none */
+                failed = 1;
                 break;
             }
-            int k = kind_of[code < 0 ? n_table - 1 : code];
-            if (k < 0 || !(fabs(ts[i]) < max_time_us)) { /* a row the numpy steps drop */
-                declined = 1;
-                break;
-            }
-            if (k >= n_flags) {
-                bad_code = 1;
-                break;
-            }
-            unsigned flags = flags_of[k];
-            while (record < m && sparse_rows[record] < i) record++;
-            const double *fields = record < m && sparse_rows[record] == i ? sparse + record * N_SPARSE_FLOATS : NULL;
+            while (record < in->m && sparse_rows[record] < i) record++;
+            const double *fields =
+                record < in->m && sparse_rows[record] == i ? sparse + record * N_SPARSE_FLOATS : NULL;
             double d = dur[i], e = external[i];
             double c = (flags & (KIND_DEVICE | KIND_LAUNCH)) ? correlation[i] : NAN;
             double p = (flags & KIND_NOT_HOST) ? NAN : pid[i];
             double t = (flags & KIND_NOT_HOST) ? NAN : tid[i];
             if (isnan(e) && fields != NULL) e = fields[0]; /* external_id_old, the 2021 key */
-            kind[i] = (int8_t)k;
+            kind[i] = ((const int8_t *)in->in[IN_KIND_TABLE].buf)[
+                ((const int32_t *)in->in[IN_CODES + S_CAT].buf)[i] < 0
+                    ? in->n_table - 1 : ((const int32_t *)in->in[IN_CODES + S_CAT].buf)[i]];
             names[i] = name[i];
             start[i] = us_to_ns(ts[i], max_time_us);
             duration[i] = fabs(d) < max_time_us ? (int64_t)rint(d * 1000.0) : 0;
@@ -2653,6 +2735,10 @@ static PyObject *prepare_scanned_py(PyObject *module, PyObject *args) {
             id_parts(c, &correlation_data[i], &correlation_valid[i]);
             id_parts(e, &external_data[i], &external_valid[i]);
             if (flags & KIND_NOT_HOST) {
+                if (n_gpu == want_gpu) {
+                    failed = 1;
+                    break;
+                }
                 Py_ssize_t g = n_gpu++;
                 gpu_rows[g] = (int64_t)i;
                 gpu_correlation[g] = c;
@@ -2666,7 +2752,11 @@ static PyObject *prepare_scanned_py(PyObject *module, PyObject *args) {
                     block[3 * g + a] = fields != NULL ? fields[F_BLOCK_X - N_ROW_FLOATS + a] : NAN;
                 }
             }
-            if ((flags & KIND_LAUNCH) && !isnan(c) && !isnan(pid[i])) {
+            if (is_launch(in, i, flags)) {
+                if (n_launches == want_launches) {
+                    failed = 1;
+                    break;
+                }
                 launch_rows[n_launches] = (int64_t)i;
                 launch_correlation[n_launches] = c;
                 launch_pid[n_launches++] = pid[i];
@@ -2674,50 +2764,28 @@ static PyObject *prepare_scanned_py(PyObject *module, PyObject *args) {
         }
     }
     Py_END_ALLOW_THREADS
-    if (bad_code) {
-        PyErr_SetString(PyExc_ValueError, "prepare_scanned: a category code or kind outside its table");
-        goto done;
-    }
-    if (declined) {
-        result = Py_NewRef(Py_None);
-        goto done;
-    }
-    result = PyTuple_New(N_PREPARED + 3);
-    if (result == NULL) goto done;
-    for (int k = 0; k < N_PREPARED; k++) {
-        Py_ssize_t items = k >= P_FIRST_LAUNCH ? n_launches : k >= P_FIRST_GPU ? n_gpu : n;
-        void *column = out[k];
-        if (items < n) { /* give the slack back (pages never written were never touched) */
-            void *shrunk = PyMem_RawRealloc(column, (size_t)(items ? items : 1) * (size_t)P_ITEM[k]);
-            if (shrunk != NULL) column = shrunk;
-        }
-        out[k] = NULL;
-        PyObject *buffer = wrap_buffer(column, items * P_ITEM[k]); /* frees the column if it fails */
-        if (buffer == NULL) {
-            Py_CLEAR(result);
-            goto done;
-        }
-        ((Buffer *)buffer)->readonly = 0;
-        PyTuple_SET_ITEM(result, k, buffer);
-    }
-    PyTuple_SET_ITEM(result, N_PREPARED, Py_NewRef(pid_exact ? Py_True : Py_False));
-    PyTuple_SET_ITEM(result, N_PREPARED + 1, Py_NewRef(tid_exact ? Py_True : Py_False));
-    PyTuple_SET_ITEM(result, N_PREPARED + 2, Py_NewRef(nested ? Py_True : Py_False));
-    goto done;
-sizes:
-    PyErr_SetString(PyExc_ValueError, "prepare_scanned: columns of different lengths");
+    if (failed || n_gpu != want_gpu || n_launches != want_launches)
+        PyErr_SetString(PyExc_ValueError, "prepare_scanned: columns not of the sizes prepared_sizes gives");
+    else
+        result = Py_BuildValue("(OOO)", pid_exact ? Py_True : Py_False, tid_exact ? Py_True : Py_False,
+                               nested ? Py_True : Py_False);
 done:
-    for (int k = 0; k < N_PREPARED; k++) PyMem_RawFree(out[k]);
-    for (int k = 0; k < held; k++) PyBuffer_Release(&in[k]);
+    for (int k = 0; k < outs; k++) PyBuffer_Release(&out_views[k]);
+    inputs_release(&x);
     return result;
 }
 
 static PyMethodDef methods[] = {
+    {"prepared_sizes", prepared_sizes_py, METH_VARARGS,
+     "prepared_sizes(floats, codes, sparse_rows, sparse_floats, kind_table, kind_flags, max_time_us)\n"
+     "    -> (gpu_rows, launches) | None\n\n"
+     "The sizes of the GPU-row and launch columns of prepare_scanned's block; None where the numpy steps\n"
+     "would drop a row of scan_events' columns (the caller then takes them)."},
     {"prepare_scanned", prepare_scanned_py, METH_VARARGS,
-     "prepare_scanned(floats, codes, sparse_rows, sparse_floats, kind_table, kind_flags, max_time_us)\n"
-     "    -> tuple | None\n\n"
-     "scan_events' columns made the reader's prepared block in one pass (kineto/native.py): the new columns\n"
-     "(writable buffers) and pid_exact, tid_exact, nested; None when a row would be dropped."},
+     "prepare_scanned(floats, codes, sparse_rows, sparse_floats, kind_table, kind_flags, max_time_us, columns)\n"
+     "    -> (pid_exact, tid_exact, nested)\n\n"
+     "scan_events' columns made the reader's prepared block in one pass (kineto/native.py), written into\n"
+     "columns (writable buffers of the sizes prepared_sizes gives)."},
     {"prepare_rows", prepare_rows_py, METH_VARARGS,
      "prepare_rows(kind, ts, dur, pid, tid, correlation, external_id, kind_flags, start, duration, pid_data,\n"
      "             pid_valid, tid_data, tid_valid, correlation_data, correlation_valid, external_data,\n"

@@ -186,60 +186,62 @@ def _op_columns(rows: np.ndarray, scanned: dict[str, Any]) -> dict[str, Any]:
     )
 
 
-# The columns of the scanner's prepare_scanned (_kineto_scan.c P_*), in its order, with their dtypes: a value
-# per row, then per GPU row, then per launch (the rows as int64, intp where the block holds them).
+# The columns the scanner's prepare_scanned writes (_kineto_scan.c P_*), in its order: each one's dtype and
+# whether it holds a value per row, per GPU row or per launch (the rows as int64, intp where the block holds
+# them; grid and block three floats per GPU row).
 _PREPARED = (
-    ("kind", np.int8),
-    ("name", np.int32),
-    ("start", np.int64),
-    ("duration", np.int64),
-    ("pid", np.int64),
-    ("pid_valid", np.bool_),
-    ("tid", np.int64),
-    ("tid_valid", np.bool_),
-    ("correlation", np.int64),
-    ("correlation_valid", np.bool_),
-    ("external_id", np.int64),
-    ("external_id_valid", np.bool_),
-    ("gpu_rows", np.int64),
-    ("gpu_correlation", np.float64),
-    ("gpu_pid", np.float64),
-    ("gpu_tid", np.float64),
-    ("sync_kind", np.int32),
-    *((field, np.float64) for field in DEVICE_FIELDS),  # the sparse floats after external_id_old, in order
-    ("grid", np.float64),
-    ("block", np.float64),
-    ("launch_rows", np.int64),
-    ("launch_correlation", np.float64),
-    ("launch_pid", np.float64),
+    ("kind", np.int8, "row"),
+    ("name", np.int32, "row"),
+    ("start", np.int64, "row"),
+    ("duration", np.int64, "row"),
+    ("pid", np.int64, "row"),
+    ("pid_valid", np.bool_, "row"),
+    ("tid", np.int64, "row"),
+    ("tid_valid", np.bool_, "row"),
+    ("correlation", np.int64, "row"),
+    ("correlation_valid", np.bool_, "row"),
+    ("external_id", np.int64, "row"),
+    ("external_id_valid", np.bool_, "row"),
+    ("gpu_rows", np.int64, "gpu"),
+    ("gpu_correlation", np.float64, "gpu"),
+    ("gpu_pid", np.float64, "gpu"),
+    ("gpu_tid", np.float64, "gpu"),
+    ("sync_kind", np.int32, "gpu"),
+    *((field, np.float64, "gpu") for field in DEVICE_FIELDS),  # the sparse floats after external_id_old
+    ("grid", np.float64, "gpu"),
+    ("block", np.float64, "gpu"),
+    ("launch_rows", np.int64, "launch"),
+    ("launch_correlation", np.float64, "launch"),
+    ("launch_pid", np.float64, "launch"),
 )
 
 
 def _prepared_columns(scanned: dict[str, Any]) -> dict[str, Any]:
     """The block prepare_block makes of :func:`_scanned_columns`' (the same keys and values, in the same
-    order), made by the scanner's prepare_scanned in one pass over the rows (C, no numpy temporaries) where
-    every row is kept; else by those two steps."""
-    prepare_scanned = getattr(scanner(), "prepare_scanned", None)
+    order), written by the scanner's prepare_scanned in one pass over the rows (C, no numpy temporaries) into
+    numpy columns (numpy's memory, as the block's columns always were), where every row is kept; else by those
+    two steps."""
+    module = scanner()
     n = scanned["rows"]
-    made = None
-    if prepare_scanned is not None and n > 0:
-        made = prepare_scanned(
-            scanned["floats"],
-            scanned["codes"],
-            scanned["sparse_rows"],
-            scanned["sparse_floats"],
-            kind_table(scanned["categories"]),
-            KIND_FLAGS,
-            MAX_TIME_US,
-        )
-    if made is None:  # a row to drop (or no scanner function): the numpy steps
+    sources = (
+        scanned["floats"],
+        scanned["codes"],
+        scanned["sparse_rows"],
+        scanned["sparse_floats"],
+        kind_table(scanned["categories"]),
+        KIND_FLAGS,
+        MAX_TIME_US,
+    )
+    sizes = module.prepared_sizes(*sources) if n > 0 and hasattr(module, "prepared_sizes") else None
+    if sizes is None:  # a row to drop (or no scanner function): the numpy steps
         return prepare_block(_scanned_columns(scanned))
-    made_columns: dict[str, np.ndarray] = {
-        key: np.frombuffer(buffer, dtype=dtype)
-        for (key, dtype), buffer in zip(_PREPARED, made[: len(_PREPARED)], strict=True)
+    counts = {"row": n, "gpu": sizes[0], "launch": sizes[1]}
+    made = {
+        key: np.empty((counts[per], 3) if key in ("grid", "block") else counts[per], dtype=dtype)
+        for key, dtype, per in _PREPARED
     }
-    pid_exact, tid_exact, nested = made[len(_PREPARED) :]
-    column = made_columns.pop
+    pid_exact, tid_exact, nested = module.prepare_scanned(*sources, tuple(made.values()))
+    column = made.pop
     block = _counted(scanned)
     block.update({field: column(field) for field in DEVICE_FIELDS})
     gpu_rows = column("gpu_rows").astype(np.intp, copy=False)
@@ -250,8 +252,8 @@ def _prepared_columns(scanned: dict[str, Any]) -> dict[str, Any]:
             # every row kept: each of the block's names is some row's (the scanner codes the kept rows' only)
             "name": (column("name"), scanned["names"]),
             "gpu_rows": gpu_rows,
-            "grid": column("grid").reshape(-1, 3),
-            "block": column("block").reshape(-1, 3),
+            "grid": column("grid"),
+            "block": column("block"),
             "sync_kind": used_codes(column("sync_kind"), scanned["sync_kinds"], np.arange(gpu_rows.size)),
         }
     )
