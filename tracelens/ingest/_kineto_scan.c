@@ -25,6 +25,10 @@
  *
  * Every read is bounds-checked against the end of the buffer; nesting deeper than MAX_DEPTH declines.
  *
+ * prepared_sizes and prepare_scanned then make scan_events' columns the block the reader keeps (the columns
+ * of kineto/native.py and the per-row steps of kineto/prepare.py, the same values) in one pass over the rows,
+ * into numpy columns the caller allocates; prepare_rows does prepare.py's per-row steps for the other blocks.
+ *
  * Speed: phase one is bound less by its instructions than by the chain through s->p, where each token's end
  * waits for the bytes just loaded (a string's quote, a number's last digit). So Kineto's own bytes are
  * recognized where they are fixed (the layout between events, the keys in Kineto's member orders, its

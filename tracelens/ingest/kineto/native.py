@@ -1,5 +1,6 @@
 """The native engine: the columnar scanner ``tracelens/ingest/_kineto_scan.c`` (GIL released), its float
-columns' layout, and its output turned into block columns."""
+columns' layout, and its output turned into block columns: for the reader, straight into the block
+:func:`.prepare.prepare_block` makes of them, by the scanner's one pass over the rows (prepare_scanned)."""
 
 from __future__ import annotations
 
