@@ -13,7 +13,7 @@ there) measured in the same rounds: before/after in one run, on the same machine
 
 ``--parts`` adds one in-process breakdown of the load's CPU time in this tree: imports, decompression and
 cutting into blocks, the native scanner, the blocks' numpy columns, their per-block steps (kineto/prepare.py,
-on the worker threads in a real load), adding them to the table (string merges,
+on the worker threads in a real load; one part where the scanner makes the prepared block, native.py), adding them to the table (string merges,
 each block's start times), the table build, enrichment (each block scanned in this thread as it is cut: a
 sum of CPU times, not the overlapped wall time of a real load).
 
@@ -125,9 +125,12 @@ while (piece := timed("decompress + cut", next, stream, None)) is not None:
     if kind == "events":
         scanned = timed("scan (C)", native.scanner().scan_events, payload.pieces(), native.to_number,
                         msgspec.json.decode)
-        block = timed("block columns", native._scanned_columns, scanned)
-        if prepare_block is not None:
-            block = timed("block prep", prepare_block, block)
+        if hasattr(native, "_prepared_columns"):  # a tree whose scanner makes the prepared block in one pass
+            block = timed("block columns + prep", native._prepared_columns, scanned)
+        else:
+            block = timed("block columns", native._scanned_columns, scanned)
+            if prepare_block is not None:
+                block = timed("block prep", prepare_block, block)
     elif kind == "header":
         document.update(decode_header(payload, path, shift))
         continue

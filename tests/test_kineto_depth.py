@@ -12,7 +12,7 @@ import pytest
 from conftest import shared_params
 
 import tracelens
-from tracelens.ingest.kineto import prepare
+from tracelens.ingest.kineto import native, prepare
 from tracelens.trace import DeferredColumn
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -34,6 +34,11 @@ def _eager_depth(path: Path, monkeypatch: pytest.MonkeyPatch) -> np.ndarray | No
     """The depth column as the reader computes it at load (its float ids taken as not int64-exact)."""
     with monkeypatch.context() as patch:
         patch.setattr(prepare, "stored_exactly", lambda ids, data=None: False)
+        # the numpy steps (the scanner's prepared blocks decide exactness in C)
+        patch.setattr(prepare, "scanner", lambda: None)
+        patch.setattr(
+            native, "_prepared_columns", lambda s: prepare.prepare_block(native._scanned_columns(s))
+        )
         store = tracelens.load(path).store
     assert not isinstance(store.columns.get("depth"), DeferredColumn)
     return store.column("depth").to_numpy(zero_copy_only=False) if store.has("depth") else None

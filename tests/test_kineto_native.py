@@ -41,7 +41,7 @@ needs_scanner = pytest.mark.skipif(
 
 def native(text: str | bytes) -> dict | None:
     data = text.encode() if isinstance(text, str) else text
-    return native_engine.scan_block((data,))
+    return native_engine.scan_block_columns((data,))
 
 
 def reference(text: str | bytes) -> dict:
@@ -198,9 +198,9 @@ def test_the_same_events_as_a_bare_sequence_and_in_several_pieces() -> None:
     events = READ_NATIVELY["kernel and launch"] + READ_NATIVELY["phases other than X"]
     want = reference(event_list(*events))
     bare = ",\n".join(events).encode()
-    assert_same_block(native_engine.scan_block((bare,)), want)
+    assert_same_block(native_engine.scan_block_columns((bare,)), want)
     cut = bare.index(b",\n", len(events[0]) + 5)  # a piece boundary between two events, as split_stream makes
-    assert_same_block(native_engine.scan_block((bare[:cut], memoryview(bare)[cut + 1 :])), want)
+    assert_same_block(native_engine.scan_block_columns((bare[:cut], memoryview(bare)[cut + 1 :])), want)
 
 
 def _named_events(count: int) -> list[str]:
@@ -243,7 +243,7 @@ def test_many_distinct_names_and_categories_equal_msgspec() -> None:
     bare = ",\n".join(events).encode()
     cuts = [bare.index(b"},\n{", at) + 1 for at in (len(bare) // 3, 2 * len(bare) // 3)]
     pieces = (bare[: cuts[0]], memoryview(bare)[cuts[0] + 2 : cuts[1]], memoryview(bare)[cuts[1] + 2 :])
-    in_pieces = native_engine.scan_block(pieces)
+    in_pieces = native_engine.scan_block_columns(pieces)
     assert_same_block(in_pieces, want)
     # One code per distinct JSON text, whichever piece holds it: the escaped twin of "é名 raw" is the one
     # string that two texts give.
@@ -300,7 +300,7 @@ DECLINED = {
 def test_what_msgspec_would_not_read_typed_is_declined(case: str) -> None:
     event = DECLINED[case]
     text = b"[" + (event.encode() if isinstance(event, str) else event) + b"]"
-    assert native_engine.scan_block((text,)) is None
+    assert native_engine.scan_block_columns((text,)) is None
     try:  # msgspec's typed decoder rejects it too (the reader then goes lenient or reports the error)
         msgspec_engine.EVENTS_DECODER.decode(text)
     except (msgspec.ValidationError, msgspec.DecodeError):
@@ -311,7 +311,7 @@ def test_what_msgspec_would_not_read_typed_is_declined(case: str) -> None:
 @needs_scanner
 @pytest.mark.parametrize("text", ["[1] 2", "[{}] ]", "[{},]", "[{}", "", "   ", "{} {}", "[{}]x"])
 def test_lists_with_anything_after_or_missing_are_declined(text: str) -> None:
-    assert native_engine.scan_block((text.encode(),)) is None
+    assert native_engine.scan_block_columns((text.encode(),)) is None
 
 
 def _kineto_layout(events: list[str]) -> str:
@@ -340,7 +340,7 @@ LEFT_TO_MSGSPEC = {
 def test_rare_shapes_are_left_to_msgspec(case: str, tmp_path: Path) -> None:
     event = LEFT_TO_MSGSPEC[case]
     event = event.decode("latin-1") if isinstance(event, bytes) else event
-    assert native_engine.scan_block((("[" + event + "]").encode("latin-1"),)) is None
+    assert native_engine.scan_block_columns((("[" + event + "]").encode("latin-1"),)) is None
     path = tmp_path / "rare.json"
     path.write_bytes(_kineto_layout([KERNEL, event, LAUNCH]).encode("latin-1"))
     trace = kineto.read(path, engine="native")
@@ -777,7 +777,7 @@ def test_mutated_blocks_never_crash_and_what_is_read_equals_msgspec() -> None:
     text = event_list(*events).encode()
     read = 0
     for mutated in _mutations(text, seed=11, count=3000):
-        got = native_engine.scan_block((mutated,))
+        got = native_engine.scan_block_columns((mutated,))
         if got is None:
             continue
         read += 1
@@ -792,7 +792,7 @@ def test_mutated_numbers_never_crash_and_what_is_read_equals_msgspec() -> None:
     text = event_list(*events).encode()
     read = 0
     for mutated in _mutations(text, seed=23, count=3000):
-        got = native_engine.scan_block((mutated,))
+        got = native_engine.scan_block_columns((mutated,))
         if got is None:
             continue
         read += 1

@@ -104,7 +104,7 @@ def test_rows_dropped_by_prepare_block_leave_the_table_of_the_other_rows(dropped
 
     def block_of(evs: list[dict]) -> dict:
         text = b",".join(json.dumps(e).encode() for e in evs)
-        block = native.scan_block((text,))
+        block = native.scan_block_columns((text,))
         assert block is not None
         return block
 

@@ -25,6 +25,10 @@
  *
  * Every read is bounds-checked against the end of the buffer; nesting deeper than MAX_DEPTH declines.
  *
+ * prepared_sizes and prepare_scanned then make scan_events' columns the block the reader keeps (the columns
+ * of kineto/native.py and the per-row steps of kineto/prepare.py, the same values) in one pass over the rows,
+ * into numpy columns the caller allocates; prepare_rows does prepare.py's per-row steps for the other blocks.
+ *
  * Speed: phase one is bound less by its instructions than by the chain through s->p, where each token's end
  * waits for the bytes just loaded (a string's quote, a number's last digit). So Kineto's own bytes are
  * recognized where they are fixed (the layout between events, the keys in Kineto's member orders, its
@@ -1590,9 +1594,9 @@ static int reserve(Scanner *s, size_t capacity) {
 static int grow(Scanner *s) { return reserve(s, s->capacity ? s->capacity * 2 : 1024); }
 
 /* The rows to make room for before scanning `bytes` of JSON: Kineto's events take 150 to 300 bytes, so one
- * row per 128 bytes is seldom outgrown and the columns are not copied by realloc as they grow (build_result
- * gives the slack back; pages never written are never touched). A whole document in one piece starts with
- * at most a million rows and grows from there. */
+ * row per 128 bytes is seldom outgrown and the columns are not copied by realloc as they grow (pages never
+ * written are never touched; see column_buffers). A whole document in one piece starts with at most a
+ * million rows and grows from there. */
 static size_t first_capacity(size_t bytes) {
     size_t rows = bytes / 128 + 16;
     return rows < ((size_t)1 << 20) ? rows : (size_t)1 << 20;
@@ -1653,7 +1657,10 @@ static inline ALWAYS_INLINE int add_sparse(Scanner *s, const double *f, const Sp
     *index = -1;
     if (!found) return OK;
     if (s->n_sparse == s->sparse_capacity) {
-        size_t capacity = s->sparse_capacity ? s->sparse_capacity * 2 : 256;
+        /* first room for a quarter of the rows' (GPU events are one in ten to one in four): the records are
+         * then seldom copied by realloc as they grow, and each block's are the size the next block's ask for */
+        size_t first = s->capacity / 4 > 256 ? s->capacity / 4 : 256;
+        size_t capacity = s->sparse_capacity ? s->sparse_capacity * 2 : first;
         int64_t *rows = PyMem_RawRealloc(s->sparse_rows, capacity * sizeof(int64_t));
         if (rows == NULL) return NO_MEMORY;
         s->sparse_rows = rows;
@@ -2104,8 +2111,11 @@ static void scanner_free(Scanner *s) {
 }
 
 /* A tuple of the n columns (taken over: freed here on failure), each a buffer of exactly `rows` items of
- * `size` bytes, the growth slack given back (the reader keeps the columns). */
-static PyObject *column_buffers(void **columns, int n, size_t rows, size_t capacity, size_t size) {
+ * `size` bytes. The slack is not given back: the reader makes its own columns of these (kineto/native.py,
+ * prepare.py) and lets them go, so each block's columns are freed at the size the next block's ask for and
+ * are reused. (Shrunk, they left holes the next block's columns did not fit, and every block's columns took
+ * fresh pages: some 860 page faults a block of the 406 MB tile, a sixth of the scan's time.) */
+static PyObject *column_buffers(void **columns, int n, size_t rows, size_t size) {
     PyObject *tuple = PyTuple_New(n);
     int k = 0;
     for (; tuple != NULL && k < n; k++) {
@@ -2116,10 +2126,6 @@ static PyObject *column_buffers(void **columns, int n, size_t rows, size_t capac
             PyErr_NoMemory();
             k++;
             break;
-        }
-        if (column != NULL && rows < capacity) {
-            void *shrunk = PyMem_RawRealloc(column, (rows ? rows : 1) * size);
-            if (shrunk != NULL) column = shrunk;
         }
         buffer = wrap_buffer(column, (Py_ssize_t)(rows * size)); /* frees the column if it fails */
         if (buffer == NULL) {
@@ -2198,12 +2204,11 @@ static PyObject *build_result(Scanner *s, PyObject *to_number, PyObject *decode_
         for (int k = 0; k < N_STRINGS; k++) code_columns[k] = s->codes[k], s->codes[k] = NULL;
         for (int k = 0; k < N_ROW_FLOATS; k++) float_columns[k] = s->floats[k], s->floats[k] = NULL;
         s->sparse_rows = NULL, s->sparse_floats = NULL;
-        codes_object = column_buffers(code_columns, N_STRINGS, rows, s->capacity, sizeof(int32_t));
-        floats_object = column_buffers(float_columns, N_ROW_FLOATS, rows, s->capacity, sizeof(double));
+        codes_object = column_buffers(code_columns, N_STRINGS, rows, sizeof(int32_t));
+        floats_object = column_buffers(float_columns, N_ROW_FLOATS, rows, sizeof(double));
         /* the records as two buffers: their rows, and their fields (N_SPARSE_FLOATS per record) */
-        sparse_rows = column_buffers(sparse_columns, 1, sparse, s->sparse_capacity, sizeof(int64_t));
-        sparse_floats = column_buffers(sparse_columns + 1, 1, sparse * N_SPARSE_FLOATS,
-                                       s->sparse_capacity * N_SPARSE_FLOATS, sizeof(double));
+        sparse_rows = column_buffers(sparse_columns, 1, sparse, sizeof(int64_t));
+        sparse_floats = column_buffers(sparse_columns + 1, 1, sparse * N_SPARSE_FLOATS, sizeof(double));
         if (codes_object == NULL || floats_object == NULL || sparse_rows == NULL || sparse_floats == NULL) goto fail;
     }
     op_strings = PyList_New(N_OP_STRINGS); /* each op string field's distinct strings, by OS_* */
@@ -2421,7 +2426,376 @@ static PyObject *parse_number_py(PyObject *module, PyObject *args) {
     return Py_BuildValue("(ds)", value, paths[s.path]);
 }
 
+/* --- prepare_rows: a block's per-row steps (kineto/prepare.py) in one pass ---------------------------------- */
+
+/* Flags of a kind code (kineto/prepare.py KIND_FLAGS): which rows keep their correlation (device and launch
+ * rows), which are launches, which are not host rows (pid and tid dropped), which nest on a thread. */
+#define KIND_DEVICE 1
+#define KIND_LAUNCH 2
+#define KIND_NOT_HOST 4
+#define KIND_NESTED 8
+#define TWO_63 9223372036854775808.0
+
+/* An id as its int64 column stores it (prepare.int_parts): the value truncated, valid when |v| < 2**63 (NaN
+ * is not), 0 where not valid. Returns whether the stored value, read back as float64, is v (NaN counts). */
+static inline ALWAYS_INLINE int id_parts(double v, int64_t *data, unsigned char *valid) {
+    int ok = fabs(v) < TWO_63;
+    int64_t d = ok ? (int64_t)v : 0;
+    *data = d;
+    *valid = (unsigned char)ok;
+    return isnan(v) || (double)d == v;
+}
+
+/* Float microseconds as int64 ns (prepare.microseconds_to_ns): whole microseconds times 1000 plus the
+ * rounded fraction. prepare_block passes times on the timeline only (|ts| < max_time_us); any other is 0
+ * here (numpy's formula gives 0 for those not finite, and no defined value for the others). */
+static inline ALWAYS_INLINE int64_t us_to_ns(double ts, double max_time_us) {
+    if (!(fabs(ts) < max_time_us)) return 0;
+    double whole = floor(ts);
+    double fraction = (ts - whole) * 1000.0;
+    return (int64_t)whole * 1000 + (int64_t)rint(fraction);
+}
+
+enum { PR_KIND, PR_TS, PR_DUR, PR_PID, PR_TID, PR_CORRELATION, PR_EXTERNAL_ID, PR_FLAGS, PR_START, PR_DURATION,
+       PR_PID_DATA, PR_PID_VALID, PR_TID_DATA, PR_TID_VALID, PR_CORRELATION_DATA, PR_CORRELATION_VALID,
+       PR_EXTERNAL_DATA, PR_EXTERNAL_VALID, PR_LAUNCHES, N_PR };
+/* Each buffer's item size (0: any, the kind flags) and whether it is written. */
+static const int PR_ITEM[N_PR] = {1, 8, 8, 8, 8, 8, 8, 0, 8, 8, 8, 1, 8, 1, 8, 1, 8, 1, 8};
+
+static PyObject *prepare_rows_py(PyObject *module, PyObject *args) {
+    Py_buffer views[N_PR];
+    int held = 0, pid_exact = 1, tid_exact = 1, nested = 0, bad_kind = 0;
+    Py_ssize_t n = 0, launches = 0, n_flags = 0;
+    PyObject *result = NULL;
+    double max_time_us;
+    (void)module;
+    if (PyTuple_GET_SIZE(args) != N_PR + 1) {
+        PyErr_Format(PyExc_TypeError, "prepare_rows takes %d buffers and max_time_us", N_PR);
+        return NULL;
+    }
+    max_time_us = PyFloat_AsDouble(PyTuple_GET_ITEM(args, N_PR));
+    if (max_time_us == -1.0 && PyErr_Occurred()) return NULL;
+    for (; held < N_PR; held++) {
+        int writable = held >= PR_START;
+        if (PyObject_GetBuffer(PyTuple_GET_ITEM(args, held), &views[held],
+                               (writable ? PyBUF_WRITABLE : 0) | PyBUF_C_CONTIGUOUS) < 0)
+            goto done;
+    }
+    n = views[PR_KIND].len;
+    n_flags = views[PR_FLAGS].len;
+    for (int k = 0; k < N_PR; k++) {
+        if (PR_ITEM[k] != 0 && views[k].len != n * PR_ITEM[k]) {
+            PyErr_Format(PyExc_ValueError, "prepare_rows: buffer %d holds %zd bytes, not %zd", k, views[k].len,
+                         n * PR_ITEM[k]);
+            goto done;
+        }
+    }
+    Py_BEGIN_ALLOW_THREADS
+    {
+        const int8_t *kind = views[PR_KIND].buf;
+        const double *ts = views[PR_TS].buf, *dur = views[PR_DUR].buf, *pid = views[PR_PID].buf,
+                     *tid = views[PR_TID].buf, *correlation = views[PR_CORRELATION].buf,
+                     *external = views[PR_EXTERNAL_ID].buf;
+        const unsigned char *flags_of = views[PR_FLAGS].buf;
+        int64_t *start = views[PR_START].buf, *duration = views[PR_DURATION].buf,
+                *pid_data = views[PR_PID_DATA].buf, *tid_data = views[PR_TID_DATA].buf,
+                *correlation_data = views[PR_CORRELATION_DATA].buf, *external_data = views[PR_EXTERNAL_DATA].buf,
+                *launch_rows = views[PR_LAUNCHES].buf;
+        unsigned char *pid_valid = views[PR_PID_VALID].buf, *tid_valid = views[PR_TID_VALID].buf,
+                      *correlation_valid = views[PR_CORRELATION_VALID].buf,
+                      *external_valid = views[PR_EXTERNAL_VALID].buf;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            int k = kind[i];
+            if (k < 0 || k >= n_flags) {
+                bad_kind = 1;
+                break;
+            }
+            unsigned flags = flags_of[k];
+            double d = dur[i];
+            start[i] = us_to_ns(ts[i], max_time_us);
+            /* blocks.placeable: finite and within max_time_us (NaN fails the compare) */
+            duration[i] = fabs(d) < max_time_us ? (int64_t)rint(d * 1000.0) : 0;
+            double c = (flags & (KIND_DEVICE | KIND_LAUNCH)) ? correlation[i] : NAN;
+            double p = (flags & KIND_NOT_HOST) ? NAN : pid[i];
+            double t = (flags & KIND_NOT_HOST) ? NAN : tid[i];
+            if ((flags & KIND_LAUNCH) && !isnan(c) && !isnan(pid[i])) launch_rows[launches++] = (int64_t)i;
+            nested |= (flags & KIND_NESTED) && !isnan(t);
+            pid_exact &= id_parts(p, &pid_data[i], &pid_valid[i]);
+            tid_exact &= id_parts(t, &tid_data[i], &tid_valid[i]);
+            id_parts(c, &correlation_data[i], &correlation_valid[i]);
+            id_parts(external[i], &external_data[i], &external_valid[i]);
+        }
+    }
+    Py_END_ALLOW_THREADS
+    if (bad_kind) PyErr_SetString(PyExc_ValueError, "prepare_rows: a kind code outside the flags table");
+    else result = Py_BuildValue("(nOOO)", launches, pid_exact ? Py_True : Py_False, tid_exact ? Py_True : Py_False,
+                                nested ? Py_True : Py_False);
+done:
+    for (int k = 0; k < held; k++) PyBuffer_Release(&views[k]);
+    return result;
+}
+
+/* --- prepare_scanned: scan_events' columns as the reader's prepared block, in one pass ------------------- */
+
+/* The columns prepare_scanned writes, in the order it takes them (kineto/native.py _PREPARED lists the same):
+ * a value per row, then per GPU row (gpu_rows: the rows of kind flag KIND_NOT_HOST), then per launch. */
+enum { P_KIND, P_NAME, P_START, P_DURATION, P_PID, P_PID_VALID, P_TID, P_TID_VALID, P_CORRELATION,
+       P_CORRELATION_VALID, P_EXTERNAL_ID, P_EXTERNAL_ID_VALID, P_GPU_ROWS, P_GPU_CORRELATION, P_GPU_PID,
+       P_GPU_TID, P_GPU_SYNC_KIND, P_DEVICE, P_STREAM, P_BYTES, P_REGISTERS, P_SHARED_MEMORY, P_OCCUPANCY_PCT,
+       P_GRID, P_BLOCK, P_LAUNCH_ROWS, P_LAUNCH_CORRELATION, P_LAUNCH_PID, N_PREPARED };
+#define P_FIRST_GPU P_GPU_ROWS
+#define P_FIRST_LAUNCH P_LAUNCH_ROWS
+/* bytes per item (grid and block: three floats per GPU row) */
+static const int P_ITEM[N_PREPARED] = {1, 4, 8, 8, 8, 1, 8, 1, 8, 1, 8, 1, 8, 8, 8, 8, 4, 8, 8, 8, 8, 8, 8,
+                                       24, 24, 8, 8, 8};
+typedef char prepared_device_fields_follow_the_sparse_floats[
+    P_OCCUPANCY_PCT - P_DEVICE == F_OCCUPANCY_PCT - F_DEVICE && F_DEVICE == F_EXTERNAL_ID_OLD + 1 &&
+    F_GRID_X == F_OCCUPANCY_PCT + 1 && F_BLOCK_X == F_GRID_X + 3 ? 1 : -1];
+
+/* scan_events' row columns and sparse records, and the tables of both calls, as buffers. */
+enum { IN_CODES = N_ROW_FLOATS, IN_SPARSE_ROWS = N_ROW_FLOATS + N_STRINGS, IN_SPARSE_FLOATS, IN_KIND_TABLE,
+       IN_KIND_FLAGS, N_IN };
+
+typedef struct {
+    Py_buffer in[N_IN];
+    int held;
+    Py_ssize_t n, m, n_table, n_flags;
+} Inputs;
+
+static void inputs_release(Inputs *x) {
+    for (int k = 0; k < x->held; k++) PyBuffer_Release(&x->in[k]);
+    x->held = 0;
+}
+
+/* -1 with an exception set (released then) */
+static int inputs_get(Inputs *x, PyObject *floats, PyObject *codes, PyObject *sparse_rows, PyObject *sparse_floats,
+                      PyObject *kind_table, PyObject *kind_flags) {
+    PyObject *objects[N_IN];
+    x->held = 0;
+    if (!PyTuple_Check(floats) || !PyTuple_Check(codes) || PyTuple_GET_SIZE(floats) != N_ROW_FLOATS ||
+        PyTuple_GET_SIZE(codes) != N_STRINGS) {
+        PyErr_SetString(PyExc_ValueError, "scan_events' floats and codes expected");
+        return -1;
+    }
+    for (int k = 0; k < N_ROW_FLOATS; k++) objects[k] = PyTuple_GET_ITEM(floats, k);
+    for (int k = 0; k < N_STRINGS; k++) objects[IN_CODES + k] = PyTuple_GET_ITEM(codes, k);
+    objects[IN_SPARSE_ROWS] = sparse_rows;
+    objects[IN_SPARSE_FLOATS] = sparse_floats;
+    objects[IN_KIND_TABLE] = kind_table;
+    objects[IN_KIND_FLAGS] = kind_flags;
+    for (; x->held < N_IN; x->held++)
+        if (PyObject_GetBuffer(objects[x->held], &x->in[x->held], PyBUF_C_CONTIGUOUS) < 0) {
+            inputs_release(x);
+            return -1;
+        }
+    x->n = x->in[F_TS].len / (Py_ssize_t)sizeof(double);
+    x->m = x->in[IN_SPARSE_ROWS].len / (Py_ssize_t)sizeof(int64_t);
+    x->n_table = x->in[IN_KIND_TABLE].len;
+    x->n_flags = x->in[IN_KIND_FLAGS].len;
+    int sized = x->n_table >= 1 &&
+                x->in[IN_SPARSE_FLOATS].len == x->m * N_SPARSE_FLOATS * (Py_ssize_t)sizeof(double);
+    for (int k = 0; k < N_ROW_FLOATS; k++) sized &= x->in[k].len == x->n * (Py_ssize_t)sizeof(double);
+    for (int k = 0; k < N_STRINGS; k++) sized &= x->in[IN_CODES + k].len == x->n * (Py_ssize_t)sizeof(int32_t);
+    if (!sized) {
+        inputs_release(x);
+        PyErr_SetString(PyExc_ValueError, "scan_events' columns of different lengths");
+        return -1;
+    }
+    return 0;
+}
+
+/* A row's kind flags (>= 0), -1: a row the numpy steps drop (not a timeline event, or a ts off the
+ * timeline), -2: a category code or kind outside its table. */
+static inline ALWAYS_INLINE int row_flags(const Inputs *x, Py_ssize_t i, double max_time_us) {
+    int32_t code = ((const int32_t *)x->in[IN_CODES + S_CAT].buf)[i];
+    if (code < -1 || code >= x->n_table - 1) return -2;
+    int k = ((const int8_t *)x->in[IN_KIND_TABLE].buf)[code < 0 ? x->n_table - 1 : code]; /* -1: the last */
+    if (k < 0 || !(fabs(((const double *)x->in[F_TS].buf)[i]) < max_time_us)) return -1;
+    if (k >= x->n_flags) return -2;
+    return ((const unsigned char *)x->in[IN_KIND_FLAGS].buf)[k];
+}
+
+static inline ALWAYS_INLINE int is_launch(const Inputs *x, Py_ssize_t i, int flags) {
+    return (flags & KIND_LAUNCH) && !isnan(((const double *)x->in[F_CORRELATION].buf)[i]) &&
+           !isnan(((const double *)x->in[F_PID].buf)[i]);
+}
+
+/* prepared_sizes(floats, codes, sparse_rows, sparse_floats, kind_table, kind_flags, max_time_us):
+ * (gpu rows, launches) of the block prepare_scanned makes, or None where a row is dropped. */
+static PyObject *prepared_sizes_py(PyObject *module, PyObject *args) {
+    PyObject *floats, *codes, *sparse_rows, *sparse_floats, *kind_table, *kind_flags;
+    Inputs x;
+    double max_time_us;
+    Py_ssize_t n_gpu = 0, n_launches = 0;
+    int outcome = 0;
+    (void)module;
+    if (!PyArg_ParseTuple(args, "OOOOOOd:prepared_sizes", &floats, &codes, &sparse_rows, &sparse_floats,
+                          &kind_table, &kind_flags, &max_time_us))
+        return NULL;
+    if (inputs_get(&x, floats, codes, sparse_rows, sparse_floats, kind_table, kind_flags) < 0) return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < x.n; i++) {
+        int flags = row_flags(&x, i, max_time_us);
+        if (flags < 0) {
+            outcome = flags;
+            break;
+        }
+        n_gpu += (flags & KIND_NOT_HOST) != 0;
+        n_launches += is_launch(&x, i, flags);
+    }
+    Py_END_ALLOW_THREADS
+    inputs_release(&x);
+    if (outcome == -2) {
+        PyErr_SetString(PyExc_ValueError, "prepared_sizes: a category code or kind outside its table");
+        return NULL;
+    }
+    if (outcome == -1) Py_RETURN_NONE;
+    return Py_BuildValue("(nn)", n_gpu, n_launches);
+}
+
+/* prepare_scanned(floats, codes, sparse_rows, sparse_floats, kind_table, kind_flags, max_time_us, columns):
+ * scan_events' columns (each category code's kind from kind_table, the code -1 taking the last entry as
+ * numpy's take does; each kind's flags from kind_flags) made the block that kineto/native.py's block columns
+ * and prepare.prepare_block make of them (the same values), in one pass with the GIL released, into
+ * `columns`: N_PREPARED writable buffers sized by prepared_sizes. Returns (pid_exact, tid_exact, nested). */
+static PyObject *prepare_scanned_py(PyObject *module, PyObject *args) {
+    PyObject *floats, *codes, *sparse_rows_object, *sparse_floats_object, *table_object, *flags_object, *columns;
+    PyObject *result = NULL;
+    Inputs x;
+    Py_buffer out_views[N_PREPARED];
+    void *out[N_PREPARED];
+    int outs = 0, failed = 0, pid_exact = 1, tid_exact = 1, nested = 0;
+    Py_ssize_t n_gpu = 0, n_launches = 0, want_gpu, want_launches;
+    double max_time_us;
+    (void)module;
+    if (!PyArg_ParseTuple(args, "OOOOOOdO!:prepare_scanned", &floats, &codes, &sparse_rows_object,
+                          &sparse_floats_object, &table_object, &flags_object, &max_time_us, &PyTuple_Type, &columns))
+        return NULL;
+    if (PyTuple_GET_SIZE(columns) != N_PREPARED) {
+        PyErr_Format(PyExc_ValueError, "prepare_scanned takes %d columns", N_PREPARED);
+        return NULL;
+    }
+    if (inputs_get(&x, floats, codes, sparse_rows_object, sparse_floats_object, table_object, flags_object) < 0)
+        return NULL;
+    for (; outs < N_PREPARED; outs++) {
+        if (PyObject_GetBuffer(PyTuple_GET_ITEM(columns, outs), &out_views[outs],
+                               PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0)
+            goto done;
+        out[outs] = out_views[outs].buf;
+    }
+    want_gpu = out_views[P_GPU_ROWS].len / 8;
+    want_launches = out_views[P_LAUNCH_ROWS].len / 8;
+    for (int k = 0; k < N_PREPARED; k++) {
+        Py_ssize_t items = k >= P_FIRST_LAUNCH ? want_launches : k >= P_FIRST_GPU ? want_gpu : x.n;
+        if (out_views[k].len != items * P_ITEM[k]) {
+            PyErr_Format(PyExc_ValueError, "prepare_scanned: column %d holds %zd bytes, not %zd", k,
+                         out_views[k].len, items * P_ITEM[k]);
+            goto done;
+        }
+    }
+    Py_BEGIN_ALLOW_THREADS
+    {
+        const Inputs *const in = &x;
+        const double *ts = in->in[F_TS].buf, *dur = in->in[F_DUR].buf, *pid = in->in[F_PID].buf,
+                     *tid = in->in[F_TID].buf, *correlation = in->in[F_CORRELATION].buf,
+                     *external = in->in[F_EXTERNAL_ID].buf;
+        const int32_t *name = in->in[IN_CODES + S_NAME].buf, *sync_kind = in->in[IN_CODES + S_SYNC_KIND].buf;
+        const int64_t *sparse_rows = in->in[IN_SPARSE_ROWS].buf;
+        const double *sparse = in->in[IN_SPARSE_FLOATS].buf;
+        int8_t *kind = out[P_KIND];
+        int32_t *names = out[P_NAME], *gpu_sync = out[P_GPU_SYNC_KIND];
+        int64_t *start = out[P_START], *duration = out[P_DURATION], *pid_data = out[P_PID],
+                *tid_data = out[P_TID], *correlation_data = out[P_CORRELATION], *external_data = out[P_EXTERNAL_ID],
+                *gpu_rows = out[P_GPU_ROWS], *launch_rows = out[P_LAUNCH_ROWS];
+        unsigned char *pid_valid = out[P_PID_VALID], *tid_valid = out[P_TID_VALID],
+                      *correlation_valid = out[P_CORRELATION_VALID], *external_valid = out[P_EXTERNAL_ID_VALID];
+        double *gpu_correlation = out[P_GPU_CORRELATION], *gpu_pid = out[P_GPU_PID], *gpu_tid = out[P_GPU_TID],
+               *grid = out[P_GRID], *block = out[P_BLOCK], *launch_correlation = out[P_LAUNCH_CORRELATION],
+               *launch_pid = out[P_LAUNCH_PID];
+        Py_ssize_t record = 0; /* the first sparse record not before row i (both ascending) */
+        for (Py_ssize_t i = 0; i < in->n; i++) {
+            int flags = row_flags(in, i, max_time_us);
+            if (flags < 0) { /* prepared_sizes said none */
+                failed = 1;
+                break;
+            }
+            while (record < in->m && sparse_rows[record] < i) record++;
+            const double *fields =
+                record < in->m && sparse_rows[record] == i ? sparse + record * N_SPARSE_FLOATS : NULL;
+            double d = dur[i], e = external[i];
+            double c = (flags & (KIND_DEVICE | KIND_LAUNCH)) ? correlation[i] : NAN;
+            double p = (flags & KIND_NOT_HOST) ? NAN : pid[i];
+            double t = (flags & KIND_NOT_HOST) ? NAN : tid[i];
+            if (isnan(e) && fields != NULL) e = fields[0]; /* external_id_old, the 2021 key */
+            kind[i] = ((const int8_t *)in->in[IN_KIND_TABLE].buf)[
+                ((const int32_t *)in->in[IN_CODES + S_CAT].buf)[i] < 0
+                    ? in->n_table - 1 : ((const int32_t *)in->in[IN_CODES + S_CAT].buf)[i]];
+            names[i] = name[i];
+            start[i] = us_to_ns(ts[i], max_time_us);
+            duration[i] = fabs(d) < max_time_us ? (int64_t)rint(d * 1000.0) : 0;
+            nested |= (flags & KIND_NESTED) && !isnan(t);
+            pid_exact &= id_parts(p, &pid_data[i], &pid_valid[i]);
+            tid_exact &= id_parts(t, &tid_data[i], &tid_valid[i]);
+            id_parts(c, &correlation_data[i], &correlation_valid[i]);
+            id_parts(e, &external_data[i], &external_valid[i]);
+            if (flags & KIND_NOT_HOST) {
+                if (n_gpu == want_gpu) {
+                    failed = 1;
+                    break;
+                }
+                Py_ssize_t g = n_gpu++;
+                gpu_rows[g] = (int64_t)i;
+                gpu_correlation[g] = c;
+                gpu_pid[g] = pid[i];
+                gpu_tid[g] = tid[i];
+                gpu_sync[g] = sync_kind[i];
+                for (int f = 0; f <= P_OCCUPANCY_PCT - P_DEVICE; f++)
+                    ((double *)out[P_DEVICE + f])[g] = fields != NULL ? fields[F_DEVICE - N_ROW_FLOATS + f] : NAN;
+                for (int a = 0; a < 3; a++) {
+                    grid[3 * g + a] = fields != NULL ? fields[F_GRID_X - N_ROW_FLOATS + a] : NAN;
+                    block[3 * g + a] = fields != NULL ? fields[F_BLOCK_X - N_ROW_FLOATS + a] : NAN;
+                }
+            }
+            if (is_launch(in, i, flags)) {
+                if (n_launches == want_launches) {
+                    failed = 1;
+                    break;
+                }
+                launch_rows[n_launches] = (int64_t)i;
+                launch_correlation[n_launches] = c;
+                launch_pid[n_launches++] = pid[i];
+            }
+        }
+    }
+    Py_END_ALLOW_THREADS
+    if (failed || n_gpu != want_gpu || n_launches != want_launches)
+        PyErr_SetString(PyExc_ValueError, "prepare_scanned: columns not of the sizes prepared_sizes gives");
+    else
+        result = Py_BuildValue("(OOO)", pid_exact ? Py_True : Py_False, tid_exact ? Py_True : Py_False,
+                               nested ? Py_True : Py_False);
+done:
+    for (int k = 0; k < outs; k++) PyBuffer_Release(&out_views[k]);
+    inputs_release(&x);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"prepared_sizes", prepared_sizes_py, METH_VARARGS,
+     "prepared_sizes(floats, codes, sparse_rows, sparse_floats, kind_table, kind_flags, max_time_us)\n"
+     "    -> (gpu_rows, launches) | None\n\n"
+     "The sizes of the GPU-row and launch columns of prepare_scanned's block; None where the numpy steps\n"
+     "would drop a row of scan_events' columns (the caller then takes them)."},
+    {"prepare_scanned", prepare_scanned_py, METH_VARARGS,
+     "prepare_scanned(floats, codes, sparse_rows, sparse_floats, kind_table, kind_flags, max_time_us, columns)\n"
+     "    -> (pid_exact, tid_exact, nested)\n\n"
+     "scan_events' columns made the reader's prepared block in one pass (kineto/native.py), written into\n"
+     "columns (writable buffers of the sizes prepared_sizes gives)."},
+    {"prepare_rows", prepare_rows_py, METH_VARARGS,
+     "prepare_rows(kind, ts, dur, pid, tid, correlation, external_id, kind_flags, start, duration, pid_data,\n"
+     "             pid_valid, tid_data, tid_valid, correlation_data, correlation_valid, external_data,\n"
+     "             external_valid, launch_rows, max_time_us) -> (launches, pid_exact, tid_exact, nested)\n\n"
+     "A block's per-row steps of kineto/prepare.py in one pass, into the given output buffers (for the\n"
+     "kept rows: every kind a code of kind_flags)."},
     {"scan_events", scan_events, METH_VARARGS,
      "scan_events(pieces, to_number, decode_string) -> dict | None\n\n"
      "The complete events of a tuple of pieces (buffers holding a JSON list of Kineto events, or a bare\n"

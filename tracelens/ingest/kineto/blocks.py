@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -70,6 +71,12 @@ LAUNCH_SIDE = np.array([k in (RUNTIME, DRIVER) for k in KINDS])
 NESTED_KIND = np.array([k not in NOT_NESTED_KINDS for k in KINDS])
 
 
+def scanner() -> Any:
+    """The scanner module in use, or None where it was not built: the package's ``_kineto_scan``, which tests
+    and benchmarks replace with other builds."""
+    return sys.modules[__package__]._kineto_scan
+
+
 _TRAILING_INTEGER = re.compile(r"(-?\d+)\s*$")
 
 
@@ -99,11 +106,17 @@ PHASE_COUNTER: dict[str | None, str | None] = {
 }
 
 
-def kinds(category_codes: np.ndarray, categories: list[str]) -> np.ndarray:
-    """Each row's kind code from its category's code (-1, no category: other; SKIP: not a timeline event)."""
+def kind_table(categories: list[str]) -> np.ndarray:
+    """Each category's kind code (SKIP: not a timeline event), and a last entry for rows without one (other):
+    the table a category code (-1: none, the last) takes its kind from."""
     kind_of_category = [_KIND_OF_CATEGORY.get(c.lower(), OTHER) for c in categories]
     table = [SKIP if k is None else KIND_CODE[k] for k in kind_of_category] + [KIND_CODE[OTHER]]
-    return np.take(np.array(table, dtype=np.int8), category_codes)  # -1 (no category) takes the last
+    return np.array(table, dtype=np.int8)
+
+
+def kinds(category_codes: np.ndarray, categories: list[str]) -> np.ndarray:
+    """Each row's kind code from its category's code (-1, no category: other; SKIP: not a timeline event)."""
+    return np.take(kind_table(categories), category_codes)  # -1 (no category) takes the last
 
 
 def used_codes(codes: np.ndarray, values: list[str], rows: np.ndarray) -> tuple[np.ndarray, list[str]]:
@@ -119,12 +132,12 @@ def used_codes(codes: np.ndarray, values: list[str], rows: np.ndarray) -> tuple[
 
 # trace.MAX_TIME_NS in Kineto's microseconds (up to the year 2116 for absolute Unix µs). A ts beyond counts
 # as missing (the row is dropped), a dur beyond as 0.
-_MAX_TIME_US = MAX_TIME_NS / 1000
+MAX_TIME_US = MAX_TIME_NS / 1000
 
 
 def placeable(microseconds: np.ndarray) -> np.ndarray:
-    """Finite times within :data:`_MAX_TIME_US` (NaN and infinities are not)."""
-    return np.abs(microseconds) < _MAX_TIME_US
+    """Finite times within :data:`MAX_TIME_US` (NaN and infinities are not)."""
+    return np.abs(microseconds) < MAX_TIME_US
 
 
 def op_columns(

@@ -1,9 +1,9 @@
 """The native engine: the columnar scanner ``tracelens/ingest/_kineto_scan.c`` (GIL released), its float
-columns' layout, and its output turned into block columns."""
+columns' layout, and its output turned into block columns: for the reader, straight into the block
+:func:`.prepare.prepare_block` makes of them, by the scanner's one pass over the rows (prepare_scanned)."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -14,10 +14,13 @@ from ...trace import GPU_ANNOTATION
 from .blocks import (
     DEVICE_SIDE,
     KIND_CODE,
+    MAX_TIME_US,
     SKIP,
+    kind_table,
     kinds,
     op_columns,
     placeable,
+    scanner,
     to_number,
     used_codes,
 )
@@ -32,12 +35,9 @@ from .fields import (
     canonical_json,
 )
 from .msgspec_engine import DECODE_ERRORS, LOOSE_DOCUMENT_DECODER, document_fields
+from .prepare import KIND_FLAGS, NOT_HOST, prepare_block
 
-
-def scanner() -> Any:
-    """The scanner module in use, or None where it was not built: the package's ``_kineto_scan``, which tests
-    and benchmarks replace with other builds."""
-    return sys.modules[__package__]._kineto_scan
+__all__ = ["scan_block", "scan_block_columns", "scan_document", "scanner"]
 
 
 # Which of the scanner's float columns, sparse record fields and string code columns holds each field
@@ -48,6 +48,13 @@ _STRING_AT = {field: i for i, field in enumerate(NATIVE_STRINGS)}
 
 
 def scan_block(pieces: tuple[bytes | memoryview, ...]) -> dict[str, Any] | None:
+    """A block read by the native scanner, made ready for the table as :func:`.prepare.prepare_block` makes
+    the columns of :func:`scan_block_columns` (None: the scanner declined the block)."""
+    scanned = scanner().scan_events(pieces, to_number, msgspec.json.decode)
+    return None if scanned is None else _prepared_columns(scanned)
+
+
+def scan_block_columns(pieces: tuple[bytes | memoryview, ...]) -> dict[str, Any] | None:
     """The columns :func:`block_columns` makes, from the native scanner (None: it declined the block)."""
     scanned = scanner().scan_events(pieces, to_number, msgspec.json.decode)
     return None if scanned is None else _scanned_columns(scanned)
@@ -73,6 +80,14 @@ def scan_document(payload: bytes) -> tuple[dict[str, Any], dict[str, Any]] | Non
 
 
 def _scanned_columns(scanned: dict[str, Any]) -> dict[str, Any]:
+    block = _counted(scanned)
+    n = scanned["rows"]
+    if n == 0:
+        return block
+    return _row_columns(scanned, block)
+
+
+def _counted(scanned: dict[str, Any]) -> dict[str, Any]:
     counts = {
         "events": sum(scanned[k] for k in ("complete", "flow", "instant", "metadata", "other_phase")),
         "flow": scanned["flow"],
@@ -81,10 +96,11 @@ def _scanned_columns(scanned: dict[str, Any]) -> dict[str, Any]:
         "other_phase": scanned["other_phase"],
         "lenient_blocks": 0,
     }
-    block: dict[str, Any] = {"counts": counts}
+    return {"counts": counts}
+
+
+def _row_columns(scanned: dict[str, Any], block: dict[str, Any]) -> dict[str, Any]:
     n = scanned["rows"]
-    if n == 0:
-        return block
     # The scanner gives a buffer per row float column and per string code column: a column of kept rows is
     # the buffer itself when every row is kept (no copy), else gathered from one contiguous column. The
     # sparse fields (GPU-side ones, external_id_old) come in records of the rows holding one (sparse_at).
@@ -169,3 +185,92 @@ def _op_columns(rows: np.ndarray, scanned: dict[str, Any]) -> dict[str, Any]:
     return op_columns(
         local[records], {name: floats[records, i] for i, name in enumerate(NATIVE_OP_FLOATS)}, texts
     )
+
+
+# The columns the scanner's prepare_scanned writes (_kineto_scan.c P_*), in its order: each one's dtype and
+# whether it holds a value per row, per GPU row or per launch (the rows as int64, intp where the block holds
+# them; grid and block three floats per GPU row).
+_PREPARED = (
+    ("kind", np.int8, "row"),
+    ("name", np.int32, "row"),
+    ("start", np.int64, "row"),
+    ("duration", np.int64, "row"),
+    ("pid", np.int64, "row"),
+    ("pid_valid", np.bool_, "row"),
+    ("tid", np.int64, "row"),
+    ("tid_valid", np.bool_, "row"),
+    ("correlation", np.int64, "row"),
+    ("correlation_valid", np.bool_, "row"),
+    ("external_id", np.int64, "row"),
+    ("external_id_valid", np.bool_, "row"),
+    ("gpu_rows", np.int64, "gpu"),
+    ("gpu_correlation", np.float64, "gpu"),
+    ("gpu_pid", np.float64, "gpu"),
+    ("gpu_tid", np.float64, "gpu"),
+    ("sync_kind", np.int32, "gpu"),
+    *((field, np.float64, "gpu") for field in DEVICE_FIELDS),  # the sparse floats after external_id_old
+    ("grid", np.float64, "gpu"),
+    ("block", np.float64, "gpu"),
+    ("launch_rows", np.int64, "launch"),
+    ("launch_correlation", np.float64, "launch"),
+    ("launch_pid", np.float64, "launch"),
+)
+
+
+def _prepared_columns(scanned: dict[str, Any]) -> dict[str, Any]:
+    """The block prepare_block makes of :func:`_scanned_columns`' (the same keys and values, in the same
+    order), written by the scanner's prepare_scanned in one pass over the rows (C, no numpy temporaries) into
+    numpy columns (numpy's memory, as the block's columns always were), where every row is kept; else by those
+    two steps."""
+    module = scanner()
+    n = scanned["rows"]
+    sources = (
+        scanned["floats"],
+        scanned["codes"],
+        scanned["sparse_rows"],
+        scanned["sparse_floats"],
+        kind_table(scanned["categories"]),
+        KIND_FLAGS,
+        MAX_TIME_US,
+    )
+    sizes = module.prepared_sizes(*sources) if n > 0 and hasattr(module, "prepared_sizes") else None
+    if sizes is None:  # a row to drop (or no scanner function): the numpy steps
+        return prepare_block(_scanned_columns(scanned))
+    counts = {"row": n, "gpu": sizes[0], "launch": sizes[1]}
+    made = {
+        key: np.empty((counts[per], 3) if key in ("grid", "block") else counts[per], dtype=dtype)
+        for key, dtype, per in _PREPARED
+    }
+    pid_exact, tid_exact, nested = module.prepare_scanned(*sources, tuple(made.values()))
+    column = made.pop
+    block = _counted(scanned)
+    block.update({field: column(field) for field in DEVICE_FIELDS})
+    gpu_rows = column("gpu_rows").astype(np.intp, copy=False)
+    kind = column("kind")
+    block.update(
+        {
+            "kind": kind,
+            # every row kept: each of the block's names is some row's (the scanner codes the kept rows' only)
+            "name": (column("name"), scanned["names"]),
+            "gpu_rows": gpu_rows,
+            "grid": column("grid"),
+            "block": column("block"),
+            "sync_kind": used_codes(column("sync_kind"), scanned["sync_kinds"], np.arange(gpu_rows.size)),
+        }
+    )
+    block.update(_op_columns(np.arange(n), scanned))
+    for key in ("start", "duration", "gpu_correlation", "gpu_pid", "gpu_tid"):
+        block[key] = column(key)
+    block["launch_rows"] = column("launch_rows").astype(np.intp, copy=False)
+    for key in ("launch_correlation", "launch_pid"):
+        block[key] = column(key)
+    block["nested"] = nested
+    for key, exact in (("pid", pid_exact), ("tid", tid_exact)):
+        block[key], block[f"{key}_valid"] = column(key), column(f"{key}_valid")
+        block[f"{key}_exact"] = exact
+        if not exact:  # the floats as the numpy steps keep them (host rows' only)
+            kineto = np.frombuffer(scanned["floats"][_AT[key]], dtype=np.float64)
+            block[f"{key}_float"] = np.where(np.take(NOT_HOST, kind), np.nan, kineto)
+    for key in ("correlation", "external_id"):
+        block[key], block[f"{key}_valid"] = column(key), column(f"{key}_valid")
+    return block

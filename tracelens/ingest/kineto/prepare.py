@@ -3,12 +3,13 @@ the steps that go row by row within a block, so that less is left to do after th
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from ...trace import EVENT_SCHEMA, GPU_ANNOTATION
-from .blocks import DEVICE_SIDE, KIND_CODE, LAUNCH_SIDE, NESTED_KIND, SKIP, placeable
+from .blocks import DEVICE_SIDE, KIND_CODE, LAUNCH_SIDE, MAX_TIME_US, NESTED_KIND, SKIP, placeable, scanner
 from .fields import DEVICE_FIELDS, OP_NUMBERS, OP_TEXTS
 
 
@@ -35,6 +36,17 @@ def prepare_block(block: dict[str, Any]) -> dict[str, Any]:
         ts, kind = ts[keep], block["kind"]
         if kind.size == 0:
             return {k: v for k, v in block.items() if k in ("counts", "problem")}
+    prepare_rows = getattr(scanner(), "prepare_rows", None)
+    if prepare_rows is None:  # no scanner built (or an older build): the same steps in numpy
+        _row_steps(block, ts)
+    else:
+        _native_row_steps(block, ts, prepare_rows)
+    return block
+
+
+def _row_steps(block: dict[str, Any], ts: np.ndarray) -> None:
+    """prepare_block's per-row steps in numpy (the reference of :func:`_native_row_steps`)."""
+    kind = block["kind"]
     block["start"] = microseconds_to_ns(ts)
     del ts
     dur = block.pop("dur")
@@ -68,7 +80,66 @@ def prepare_block(block: dict[str, Any]) -> dict[str, Any]:
             block[f"{key}_exact"] = exact = stored_exactly(values, block[key])
             if not exact:
                 block[f"{key}_float"] = values
-    return block
+
+
+# Each kind's flags for the scanner's prepare_rows (_kineto_scan.c KIND_*): keeps its correlation (device and
+# launch rows), is a launch, is not a host row (its pid and tid dropped), nests on a thread.
+KIND_FLAGS = (
+    DEVICE_SIDE * 1
+    | LAUNCH_SIDE * 2
+    | (DEVICE_SIDE | (np.arange(DEVICE_SIDE.size) == KIND_CODE[GPU_ANNOTATION])) * 4
+    | NESTED_KIND * 8
+).astype(np.uint8)
+NOT_HOST = (KIND_FLAGS & 4) != 0  # the GPU rows (device rows and GPU annotations)
+_KEEPS_CORRELATION = (KIND_FLAGS & 3) != 0
+
+
+def _native_row_steps(block: dict[str, Any], ts: np.ndarray, prepare_rows: Callable[..., Any]) -> None:
+    """The steps of :func:`_row_steps` (the same columns) by the scanner's one pass over the rows (C), with no
+    temporaries: the int parts, validity, exactness, launches and nesting at once."""
+    kind = np.ascontiguousarray(block["kind"], dtype=np.int8)
+    n = kind.size
+    floats = [
+        np.ascontiguousarray(block.pop(key), dtype=np.float64)
+        for key in ("dur", "pid", "tid", "correlation", "external_id")
+    ]
+    dur, kineto_pid, kineto_tid, correlation, external = floats
+    start, duration = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+    parts = {key: (np.empty(n, dtype=np.int64), np.empty(n, dtype=bool)) for key in _ID_KEYS}
+    launch_rows = np.empty(n, dtype=np.int64)
+    launches, pid_exact, tid_exact, nested = prepare_rows(
+        kind,
+        np.ascontiguousarray(ts, dtype=np.float64),
+        *floats,
+        KIND_FLAGS,
+        start,
+        duration,
+        *(part for key in _ID_KEYS for part in parts[key]),
+        launch_rows,
+        MAX_TIME_US,
+    )
+    block["start"], block["duration"] = start, duration
+    gpu_rows = block["gpu_rows"]
+    block["gpu_correlation"] = np.where(
+        np.take(_KEEPS_CORRELATION, np.take(kind, gpu_rows)), np.take(correlation, gpu_rows), np.nan
+    )
+    block["gpu_pid"] = np.take(kineto_pid, gpu_rows)
+    block["gpu_tid"] = np.take(kineto_tid, gpu_rows)
+    launches = launch_rows[:launches].astype(np.intp)  # a copy: the n-row buffer is let go
+    block["launch_rows"] = launches
+    block["launch_correlation"] = np.take(correlation, launches)
+    block["launch_pid"] = np.take(kineto_pid, launches)
+    block["nested"] = nested
+    for key, exact, kineto in (("pid", pid_exact, kineto_pid), ("tid", tid_exact, kineto_tid)):
+        block[key], block[f"{key}_valid"] = parts[key]
+        block[f"{key}_exact"] = exact
+        if not exact:
+            block[f"{key}_float"] = np.where(np.take(NOT_HOST, kind), np.nan, kineto)
+    for key in ("correlation", "external_id"):
+        block[key], block[f"{key}_valid"] = parts[key]
+
+
+_ID_KEYS = ("pid", "tid", "correlation", "external_id")
 
 
 _ROW_COLUMNS = ("kind", "dur", "pid", "tid", "correlation", "external_id", "name")
