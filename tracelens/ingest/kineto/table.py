@@ -48,11 +48,14 @@ from .fields import DEVICE_FIELDS, OP_NUMBERS, OP_TEXTS
 from .placing import (
     joined_floats,
     joined_in_order,
-    launch_index,
     launch_pid,
+    launches_by_id,
     placed,
+    placed_sets,
     record_slots,
-    records_in_table_order,
+    records_taken,
+    shared_slots,
+    sorted_launches,
 )
 from .prepare import int_parts, prepare_block
 from .stored import (
@@ -226,26 +229,26 @@ class Columns:
         launch_rows = np.concatenate(
             [p.pop("launch_rows") + off for p, off in zip(parts, offsets, strict=True)]
         )
-        # The op fields and the launches (runtime and driver calls with a correlation id and a pid), each on
-        # the few rows that have them, put in table order in the background (they wait there for the order);
-        # the launches indexed by correlation id, for the device rows' pid below.
-        op_records = background.submit(
-            records_in_table_order, parts, op_rows, ordering, m, (*OP_NUMBERS, *OP_TEXTS)
-        )
-        launches = background.submit(launch_index, parts, launch_rows, ordering, m)
-        del op_rows, launch_rows
-        # Device-side fields stay compact (GPU rows only), placed by this thread once the order is known.
-        gpu_slot = record_slots(gpu_rows, m)
-        gpu_records = {
-            k: np.concatenate([p.pop(k) for p in parts])
-            for k in (*DEVICE_FIELDS, "grid", "block", "sync_kind", "gpu_correlation", "gpu_pid", "gpu_tid")
+        # The launches (runtime and driver calls with a correlation id and a pid) indexed by correlation id in
+        # the background while the order is computed, where no two share an id (else once they are placed).
+        launch_records = {
+            k: np.concatenate([p.pop(k) for p in parts]) for k in ("launch_correlation", "launch_pid")
         }
-        del gpu_rows
+        by_id = background.submit(launches_by_id, *launch_records.values())
+        # The GPU rows and the op rows (each few rows) marked in one array while the order is computed, so that
+        # one gather in table order places both (else each set is placed by itself).
+        row_sets = [gpu_rows, op_rows]
+        slot = shared_slots(row_sets, m)
+        sizes = [rows.size for rows in row_sets]
+        slots = [slot] if slot is not None else [record_slots(rows, m) for rows in row_sets]
+        del gpu_rows, op_rows, row_sets
         # Whether the int64 pid and tid columns hold the ids exactly (a device row's pid is its launch's, a
         # host row's pid); where not (fractional or huge ids), the depth is computed now, from the floats.
         ids_exactly = all(p.pop("pid_exact") for p in parts) & all(p.pop("tid_exact") for p in parts)
         nested_any = any(p.pop("nested") for p in parts)
         order: np.ndarray = ordering.result()
+        # the sets placed in table order (`at`: their table rows, ascending; `kept`: their index in the set)
+        placing = background.submit(_placed_sets, slots, order, sizes)
         floats = (
             None
             if ids_exactly or not nested_any
@@ -263,40 +266,52 @@ class Columns:
                 "tid_valid",
                 "correlation",
                 "correlation_valid",
+                "external_id",
+                "external_id_valid",
             )
         }
-        external = background.submit(joined_in_order, parts, order, "external_id")
-        external_valid = background.submit(joined_in_order, parts, order, "external_id_valid")
         kind = np.take(kind, order)
         start = np.take(start, order)
+        origin = int(start[0])  # the table is in start order
+        rel_start = start
+        rel_start -= origin
+        del start
         name_code = np.take(name_code, order)
+        (kept_gpu, at), (kept_op, at_op) = placing.result()
+        op = records_taken(parts, kept_op, (*OP_NUMBERS, *OP_TEXTS))
+        # the launches indexed by correlation id, for the device rows' pid below (launches with a shared id: the
+        # first in table order of each id, found once they are placed)
+        launches = by_id.result() or sorted_launches(
+            {k: np.take(v, placed(record_slots(launch_rows, m), order)[0]) for k, v in launch_records.items()}
+        )
+        del launch_records, launch_rows
         # `at`: where each GPU row lands in the sorted table, in table order (the rows of every GPU-only column
         # are then ascending, as a SparseColumn holds them).
-        kept_gpu, at = placed(gpu_slot, order)
-        del gpu_slot
-        gpu = {k: np.take(v, kept_gpu, axis=0) for k, v in gpu_records.items()}
-        del gpu_records, kept_gpu
+        gpu = records_taken(
+            parts,
+            kept_gpu,
+            (*DEVICE_FIELDS, "grid", "block", "sync_kind", "gpu_correlation", "gpu_pid", "gpu_tid"),
+        )
+        del kept_gpu, kept_op
 
         gpu_kind = kind[at]
         gpu_is_kernel = gpu_kind == KIND_CODE[KERNEL]
-        origin = int(start.min())
         base = int_or_none(document.get("baseTimeNanoseconds")) or 0
-        rel_start = start - origin
-        del start
         # Kineto's GPU "pid" is the device index and its "tid" the stream: fallbacks when args lack them.
         device_values = np.where(np.isnan(gpu["device"]), gpu["gpu_pid"], gpu["device"])
         stream_values = np.where(np.isnan(gpu["stream"]), gpu["gpu_tid"], gpu["stream"])
         # The host pid of device rows: their launch's, by correlation id (GPU annotations: none).
         device_rows = np.flatnonzero(DEVICE_SIDE[gpu_kind])
-        device_pid = launch_pid(launches.result(), gpu["gpu_correlation"][device_rows])
+        device_pid = launch_pid(launches, gpu["gpu_correlation"][device_rows])
         # the devices of the GPU rows (the device column holds no other value), found in the background
         devices = background.submit(
             _device_rows, document.get("deviceProperties"), device_values, names, name_code, kind
         )
-        at_op, op = op_records.result()
-        dur = joined.pop("duration").result()
-        end = rel_start + dur
-        np.maximum(end, rel_start, out=end)  # an end before the start is the start (as build_store clamps it)
+        # the end in the duration's array (not needed after): start + duration, an end before the start being
+        # the start (as build_store clamps it); = start + max(duration, 0)
+        end = joined.pop("duration").result()
+        end += rel_start
+        np.maximum(end, rel_start, out=end)
 
         def sparse(values: np.ndarray, field: str, rows: np.ndarray | None = None) -> Future[Stored]:
             """A column that is null except on GPU rows (``rows``: a mask over them), built in the background."""
@@ -358,7 +373,10 @@ class Columns:
                 "correlation_id",
             ),
             "external_id": background.submit(
-                int_column, external.result(), external_valid.result(), "external_id"
+                int_column,
+                joined.pop("external_id").result(),
+                joined.pop("external_id_valid").result(),
+                "external_id",
             ),
             "bytes": sparse(gpu["bytes"], "bytes", DEVICE_SIDE[gpu_kind]),
             "copy_kind": copy_kind,
@@ -398,9 +416,7 @@ class Columns:
             pid_float, tid_float = floats
             pid_float[at[device_rows]] = device_pid
             nested = NESTED_KIND[kind] & ~np.isnan(tid_float)
-            depth = background.submit(
-                depth_column, nested, pid_float, tid_float, rel_start, rel_start + np.maximum(dur, 0)
-            )
+            depth = background.submit(depth_column, nested, pid_float, tid_float, rel_start, end)
         columns["depth"] = depth if isinstance(depth, Future) else None
         background.shutdown(wait=True)
         del parts
@@ -455,6 +471,16 @@ class Columns:
             extra=extra,
         )
         return Trace(events=events, devices=devices.result(), metadata=metadata)
+
+
+def _placed_sets(
+    slots: list[np.ndarray], order: np.ndarray, sizes: list[int]
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The row sets of ``slots`` (one :func:`shared_slots` array, or one :func:`record_slots` array per set)
+    placed in table order."""
+    if len(slots) == 1:
+        return placed_sets(slots[0], order, sizes)
+    return [placed(slot, order) for slot in slots]
 
 
 def _host_depth(store: EventStore) -> pa.Array | SparseColumn:
