@@ -4,24 +4,28 @@ several sets), and the launch lookup by correlation id, against direct computati
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tracelens.ingest.kineto import placing
+from tracelens.ingest.kineto.appended import Appended
 
 
-def _parts(sizes: list[int], rows: list[int], values: np.ndarray) -> tuple[list[dict], np.ndarray]:
-    """Blocks of ``sizes`` rows, with one record (``values`` in order) per listed joined row; the listed
-    joined rows in block order."""
-    parts, offset, listed = [], 0, []
+def _parts(sizes: list[int], rows: list[int], values: np.ndarray) -> tuple[Appended, np.ndarray]:
+    """Blocks of ``sizes`` rows, with one record (``values`` in order) per listed joined row, appended; the
+    listed joined rows in block order (appended as the blocks' own row numbers shifted)."""
+    parts, offset = Appended(), 0
     chosen = set(rows)
     for size in sizes:
-        local = [r - offset for r in range(offset, offset + size) if r in chosen]
-        listed += [offset + r for r in local]
-        value = values[len(listed) - len(local) : len(listed)]
-        parts.append({"value": value, "pair": np.column_stack([value, -value])})
+        local = np.array([r - offset for r in range(offset, offset + size) if r in chosen], dtype=np.int64)
+        first = parts.joined("rows").size if offset else 0
+        value = values[first : first + local.size]
+        parts.add("value", value)
+        parts.add("pair", np.column_stack([value, -value]).reshape(-1, 2))
+        parts.add("rows", local, offset)
         offset += size
-    return parts, np.array(listed, dtype=np.int64)
+    return parts, parts.pop("rows")
 
 
 def _direct_placement(order: np.ndarray, listed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -73,7 +77,9 @@ def test_records_taken_in_table_order_equal_a_direct_placement(sizes: list[int],
     np.testing.assert_array_equal(at, want_at)
     np.testing.assert_array_equal(records["value"], values[by_table_row])
     np.testing.assert_array_equal(records["pair"], np.column_stack([values, -values])[by_table_row])
-    assert all("value" not in p and "pair" not in p for p in parts)  # each block's arrays dropped
+    for key in ("value", "pair"):  # each joined array dropped
+        with pytest.raises(KeyError):
+            parts.joined(key)
 
 
 _IDS = st.sampled_from([1.0, 2.0, 3.0, 0.0, -0.0, -4.0, 2.5, 2.0**62, 2.0**63, 1e300, -np.inf, np.nan])

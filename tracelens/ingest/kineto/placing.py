@@ -3,16 +3,15 @@ gathered, and the records that only some rows have (GPU, op and launch fields) p
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from ...intervals import search_sorted
+from .appended import Appended
 
 
-def joined_in_order(parts: list[dict[str, Any]], order: np.ndarray, key: str) -> np.ndarray:
-    """Column ``key`` of all blocks, joined (each block's array dropped) and taken in ``order``."""
-    return np.take(np.concatenate([p.pop(key) for p in parts]), order)
+def joined_in_order(parts: Appended, order: np.ndarray, key: str) -> np.ndarray:
+    """Column ``key`` of all blocks (dropped from ``parts``) taken in ``order``."""
+    return np.take(parts.pop(key), order)
 
 
 def launch_pid(index: tuple[np.ndarray, np.ndarray], correlation: np.ndarray) -> np.ndarray:
@@ -97,11 +96,9 @@ def placed_sets(slot: np.ndarray, order: np.ndarray, sizes: list[int]) -> list[t
     return out
 
 
-def records_taken(
-    parts: list[dict[str, Any]], kept: np.ndarray, keys: tuple[str, ...]
-) -> dict[str, np.ndarray]:
-    """The blocks' record arrays ``keys`` (each dropped from its block), joined and taken at ``kept``."""
-    return {k: np.take(np.concatenate([p.pop(k) for p in parts]), kept, axis=0) for k in keys}
+def records_taken(parts: Appended, kept: np.ndarray, keys: tuple[str, ...]) -> dict[str, np.ndarray]:
+    """The blocks' record arrays ``keys`` (each dropped from ``parts``) taken at ``kept``."""
+    return {k: np.take(parts.pop(k), kept, axis=0) for k in keys}
 
 
 def launches_by_id(correlation: np.ndarray, pid: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
@@ -123,13 +120,13 @@ def sorted_launches(records: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndar
     return records["launch_correlation"][by_id], records["launch_pid"][by_id]
 
 
-def joined_floats(parts: list[dict[str, Any]], order: np.ndarray, key: str) -> np.ndarray:
-    """A pid or tid column as float64 (NaN: missing), in table order: from the blocks' floats where they kept
-    them (ids the int64 column cannot hold), else from the int64 data (which then holds them exactly)."""
-    floats = []
-    for p in parts:
-        kept = p.get(f"{key}_float")
-        if kept is None:
-            kept = np.where(p[f"{key}_valid"], p[key].astype(np.float64), np.nan)
-        floats.append(kept)
-    return np.take(np.concatenate(floats), order)
+def joined_floats(
+    parts: Appended, floats: list[tuple[int, np.ndarray]], order: np.ndarray, key: str
+) -> np.ndarray:
+    """A pid or tid column as float64 (NaN: missing), in table order: the blocks' floats where they kept them
+    (``floats``: each such block's first joined row and floats: ids the int64 column cannot hold), else from the
+    int64 data (which then holds them exactly)."""
+    joined = np.where(parts.joined(f"{key}_valid"), parts.joined(key).astype(np.float64), np.nan)
+    for first, kept in floats:  # a loop over the blocks that kept floats
+        joined[first : first + kept.size] = kept
+    return np.take(joined, order)

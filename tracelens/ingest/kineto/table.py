@@ -30,13 +30,13 @@ from ...trace import (
     SparseColumn,
     Trace,
     TraceMetadata,
-    build_devices,
     depth_column,
     numpy_array,
     string_array,
 )
 from ...values import int_or_none
 from ..profiler_log import kineto_log_lines, profiler_drops
+from .appended import Appended
 from .blocks import (
     DEVICE_SIDE,
     KIND_CODE,
@@ -44,6 +44,7 @@ from .blocks import (
     LAUNCH_SIDE,
     NESTED_KIND,
 )
+from .devices import device_table
 from .fields import DEVICE_FIELDS, OP_NUMBERS, OP_TEXTS
 from .placing import (
     joined_floats,
@@ -67,11 +68,38 @@ from .stored import (
     op_text_column,
     sparse_column,
     store_columns,
-    unrepresentable,
 )
 from .threads import executor, thread_budget
 
 _DRIVER_NAME = re.compile(r"^cu[A-Z]")
+# A block's arrays that finish reads joined: a value per row, then a record per GPU row, op row or launch.
+_ROW_KEYS = (
+    "start",
+    "kind",
+    "name",
+    "duration",
+    "pid",
+    "pid_valid",
+    "tid",
+    "tid_valid",
+    "correlation",
+    "correlation_valid",
+    "external_id",
+    "external_id_valid",
+)
+_RECORD_KEYS = (
+    *DEVICE_FIELDS,
+    "grid",
+    "block",
+    "sync_kind",
+    "gpu_correlation",
+    "gpu_pid",
+    "gpu_tid",
+    *OP_NUMBERS,
+    *OP_TEXTS,
+    "launch_correlation",
+    "launch_pid",
+)
 
 
 _MEMCPY_NAME = re.compile(r"^Memcpy (\w+) \((\w+) -> (\w+)\)")
@@ -129,7 +157,16 @@ class Columns:
         self.driver_name = np.zeros(1, dtype=bool)
         self.sync_kinds = _Interner()
         self.op_texts = {name: _Interner() for name in OP_TEXTS}
-        self.parts: list[dict[str, np.ndarray]] = []
+        # The blocks' arrays appended as they come (joined-block rows: rows of all blocks in file order), and
+        # what finish needs of the rest: whether all pid and tid values are held exactly by the int64 columns
+        # (else each block's floats, by its first joined row), whether some host row nests on a thread, and
+        # which names launch-side rows carry (per raw name code).
+        self.appended = Appended()
+        self.rows = 0
+        self.ids_exactly = True
+        self.floats: dict[str, list[tuple[int, np.ndarray]]] = {"pid": [], "tid": []}
+        self.nested_any = False
+        self.launch_name = np.zeros(0, dtype=bool)
         self.counts = {
             "events": 0,
             "flow": 0,
@@ -165,7 +202,28 @@ class Columns:
         block["sync_kind"] = self.sync_kinds.merge(*block["sync_kind"])
         for text, interner in self.op_texts.items():
             block[text] = interner.merge(*block[text])
-        self.parts.append(block)
+        # the names of launch-side rows, for the devices' vendor
+        seen = np.bincount(
+            name[np.take(LAUNCH_SIDE, block["kind"]) & (name >= 0)], minlength=len(self.names.values)
+        )
+        self.launch_name = np.concatenate(
+            [self.launch_name, np.zeros(seen.size - self.launch_name.size, bool)]
+        )
+        self.launch_name |= seen > 0
+        self._append(block)
+
+    def _append(self, block: dict[str, Any]) -> None:
+        """The block's arrays appended to the joined ones (its row numbers made joined-block rows)."""
+        for key in _ROW_KEYS + _RECORD_KEYS:
+            self.appended.add(key, block[key])
+        for key in ("gpu_rows", "op_rows", "launch_rows"):
+            self.appended.add(key, block[key].astype(np.int64, copy=False), self.rows)
+        self.ids_exactly &= bool(block["pid_exact"]) & bool(block["tid_exact"])
+        for key in ("pid", "tid"):
+            if f"{key}_float" in block:
+                self.floats[key].append((self.rows, block[f"{key}_float"]))
+        self.nested_any |= bool(block["nested"])
+        self.rows += len(block["kind"])
 
     def _name_flags(self) -> None:
         """The step and driver flags of the names interned since the last block (once per distinct name)."""
@@ -201,20 +259,18 @@ class Columns:
             background.shutdown(wait=True)
 
     def _finish(self, document: dict[str, Any], background: Executor) -> Trace:
-        if not self.parts:
+        if not self.rows:
             if self.counts["events"] == 0:
                 raise InputError("trace has no events", path=self.path)
             raise self._no_timed_events()
-        parts, self.parts = self.parts, []
-        sizes = [len(p["kind"]) for p in parts]
-        offsets = np.cumsum([0, *sizes[:-1]])
-        m = int(sum(sizes))
+        parts, self.appended = self.appended, Appended()
+        m = self.rows
         # Every row of a block is kept (prepare_block); ts decides the row order, and the row columns are
-        # joined and put in that order in one step each (below).
-        start = np.concatenate([p.pop("start") for p in parts])
+        # put in that order in one step each (below).
+        start = parts.pop("start")
         ordering = background.submit(np.argsort, start, kind="stable")
-        raw_name = np.concatenate([p.pop("name") for p in parts])
-        kind = np.concatenate([p.pop("kind") for p in parts])
+        raw_name = parts.pop("name")
+        kind = parts.pop("kind")
         # "cudaLaunchKernel_v7000" and "cudaLaunchKernel" are one name: merge codes after dropping suffixes.
         stripped = [strip_api_suffix(n) for n in self.names.values]
         names = sorted(set(stripped))
@@ -224,16 +280,10 @@ class Columns:
         step_of_name[name_of_raw[:-1]] = self.step_of_name[:-1]
         name_code: np.ndarray = np.take(name_of_raw, raw_name)  # in file order, while the sort runs
         del raw_name
-        gpu_rows = np.concatenate([p.pop("gpu_rows") + off for p, off in zip(parts, offsets, strict=True)])
-        op_rows = np.concatenate([p.pop("op_rows") + off for p, off in zip(parts, offsets, strict=True)])
-        launch_rows = np.concatenate(
-            [p.pop("launch_rows") + off for p, off in zip(parts, offsets, strict=True)]
-        )
+        gpu_rows, op_rows, launch_rows = (parts.pop(k) for k in ("gpu_rows", "op_rows", "launch_rows"))
         # The launches (runtime and driver calls with a correlation id and a pid) indexed by correlation id in
         # the background while the order is computed, where no two share an id (else once they are placed).
-        launch_records = {
-            k: np.concatenate([p.pop(k) for p in parts]) for k in ("launch_correlation", "launch_pid")
-        }
+        launch_records = {k: parts.pop(k) for k in ("launch_correlation", "launch_pid")}
         by_id = background.submit(launches_by_id, *launch_records.values())
         # The GPU rows and the op rows (each few rows) marked in one array while the order is computed, so that
         # one gather in table order places both (else each set is placed by itself).
@@ -244,15 +294,14 @@ class Columns:
         del gpu_rows, op_rows, row_sets
         # Whether the int64 pid and tid columns hold the ids exactly (a device row's pid is its launch's, a
         # host row's pid); where not (fractional or huge ids), the depth is computed now, from the floats.
-        ids_exactly = all(p.pop("pid_exact") for p in parts) & all(p.pop("tid_exact") for p in parts)
-        nested_any = any(p.pop("nested") for p in parts)
+        ids_exactly, nested_any = self.ids_exactly, self.nested_any
         order: np.ndarray = ordering.result()
         # the sets placed in table order (`at`: their table rows, ascending; `kept`: their index in the set)
         placing = background.submit(_placed_sets, slots, order, sizes)
         floats = (
             None
             if ids_exactly or not nested_any
-            else [joined_floats(parts, order, k) for k in ("pid", "tid")]
+            else [joined_floats(parts, self.floats[k], order, k) for k in ("pid", "tid")]
         )
         # Joined and ordered in the background (numpy copies and gathers without holding the GIL) while this
         # thread orders the others and places the GPU rows.
@@ -304,9 +353,11 @@ class Columns:
         device_rows = np.flatnonzero(DEVICE_SIDE[gpu_kind])
         device_pid = launch_pid(launches, gpu["gpu_correlation"][device_rows])
         # the devices of the GPU rows (the device column holds no other value), found in the background
-        devices = background.submit(
-            _device_rows, document.get("deviceProperties"), device_values, names, name_code, kind
+        launch_codes = np.bincount(
+            np.take(name_of_raw, np.flatnonzero(self.launch_name)), minlength=len(names)
         )
+        api_names = [names[c] for c in np.flatnonzero(launch_codes)]  # distinct, in name order
+        devices = background.submit(device_table, document.get("deviceProperties"), device_values, api_names)
         # the end in the duration's array (not needed after): start + duration, an end before the start being
         # the start (as build_store clamps it); = start + max(duration, 0)
         end = joined.pop("duration").result()
@@ -532,68 +583,3 @@ def _with_device_rows(
     pid[at_device] = data
     valid[at_device] = device_valid
     return int_column(pid, valid, "pid")
-
-
-def _vendor(device_names: list[str], api_names: list[str]) -> str:
-    text = " ".join(device_names).lower()
-    if any(w in text for w in ("amd", "radeon", "instinct", "gfx")) or any(
-        n.startswith("hip") for n in api_names
-    ):
-        return "amd"
-    return "nvidia"
-
-
-def _device_rows(
-    properties: Any, device: np.ndarray, names: list[str], name_code: np.ndarray, kind: np.ndarray
-) -> pa.Table:
-    """Devices seen in the event table, with deviceProperties where the trace has them."""
-    # the distinct values of a sorted copy, not np.unique: that imports numpy.ma (~7 ms of a first load)
-    values = np.sort(device[~unrepresentable(device, np.dtype(np.int32))])
-    first = np.ones(values.size, dtype=bool)
-    first[1:] = values[1:] != values[:-1]
-    seen = sorted({int(d) for d in values[first]})
-    listed = properties if isinstance(properties, list) else []
-    props = {int(p["id"]): p for p in listed if isinstance(p, dict) and isinstance(p.get("id"), int)}
-    api_codes = np.flatnonzero(  # the distinct codes, ascending: a count per name, not a sort of the rows
-        np.bincount(name_code[np.take(LAUNCH_SIDE, kind) & (name_code >= 0)], minlength=len(names))
-    )
-    api_names = [names[c] for c in api_codes]
-    vendor = _vendor([str(p.get("name", "")) for p in props.values()], api_names)
-    rows = []
-    for dev in seen:
-        p = props.get(dev, {})
-        rows.append(
-            {
-                "id": dev,
-                "name": p.get("name"),
-                "vendor": vendor,
-                "sm_count": p.get("numSms"),
-                "compute_major": p.get("computeMajor"),
-                "compute_minor": p.get("computeMinor"),
-                "warp_size": p.get("warpSize"),
-                "max_threads_per_sm": p.get("maxThreadsPerMultiprocessor"),
-                "max_threads_per_block": p.get("maxThreadsPerBlock"),
-                "max_blocks_per_sm": p.get("maxBlocksPerMultiprocessor"),
-                "regs_per_sm": p.get("regsPerMultiprocessor"),
-                "regs_per_block": p.get("regsPerBlock"),
-                "shared_mem_per_sm": p.get(
-                    "sharedMemPerMultiprocessor", p.get("maxSharedMemoryPerMultiProcessor")
-                ),
-                "shared_mem_per_block": p.get("sharedMemPerBlock"),
-                "shared_mem_per_block_optin": p.get("sharedMemPerBlockOptin"),
-                "total_memory_bytes": p.get("totalGlobalMem"),
-                "clock_rate_khz": p.get("clockRate"),
-            }
-        )
-    clean = [{k: (v if not isinstance(v, (dict, list)) else None) for k, v in r.items()} for r in rows]
-    try:
-        return build_devices(clean)
-    except (
-        pa.ArrowInvalid,
-        pa.ArrowTypeError,
-        TypeError,
-        OverflowError,
-    ):  # odd property types: ids and names
-        return build_devices(
-            [{"id": r["id"], "name": str(r["name"]) if r["name"] else None, "vendor": vendor} for r in rows]
-        )
