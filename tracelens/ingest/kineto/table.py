@@ -30,9 +30,9 @@ from ...trace import (
     SparseColumn,
     Trace,
     TraceMetadata,
+    code_lookup,
     depth_column,
     numpy_array,
-    string_array,
 )
 from ...values import int_or_none
 from ..profiler_log import kineto_log_lines, profiler_drops
@@ -61,9 +61,9 @@ from .placing import (
 from .prepare import int_parts, prepare_block
 from .stored import (
     Stored,
+    dictionary_array,
     dictionary_column,
     dictionary_column_at,
-    dictionary_indices,
     int_column,
     op_text_column,
     sparse_column,
@@ -278,7 +278,8 @@ class Columns:
         name_of_raw = np.array([index[n] for n in stripped] + [-1], dtype=np.int32)
         step_of_name = np.full(len(names) + 1, math.nan)
         step_of_name[name_of_raw[:-1]] = self.step_of_name[:-1]
-        name_code: np.ndarray = np.take(name_of_raw, raw_name)  # in file order, while the sort runs
+        # in file order, while the sort runs; -1 (no name) takes the trailing -1 (code_lookup wraps around)
+        name_code: np.ndarray = code_lookup(name_of_raw, raw_name)
         del raw_name
         gpu_rows, op_rows, launch_rows = (parts.pop(k) for k in ("gpu_rows", "op_rows", "launch_rows"))
         # The launches (runtime and driver calls with a correlation id and a pid) indexed by correlation id in
@@ -364,11 +365,19 @@ class Columns:
         end += rel_start
         np.maximum(end, rel_start, out=end)
 
-        def sparse(values: np.ndarray, field: str, rows: np.ndarray | None = None) -> Future[Stored]:
-            """A column that is null except on GPU rows (``rows``: a mask over them), built in the background."""
+        # the device-side and kernel rows among the GPU rows, and their table rows (each found once)
+        at_device = at[device_rows]
+        kernels = np.flatnonzero(gpu_is_kernel)
+        kernel_rows = (kernels, at[kernels])
+
+        def sparse(
+            values: np.ndarray, field: str, rows: tuple[np.ndarray, np.ndarray] | None = None
+        ) -> Future[Stored]:
+            """A column that is null except on GPU rows (``rows``: some of them, and their table rows), built
+            in the background (each field's values at those rows taken there)."""
             if rows is None:
                 return background.submit(sparse_column, values, at, m, field)
-            return background.submit(sparse_column, values[rows], at[rows], m, field)
+            return background.submit(_sparse_at, values, *rows, m, field)
 
         # Copies and syncs are GPU rows: their columns are looked up at those rows (`at`, ascending) only.
         memcpy_rows = at[gpu_kind == KIND_CODE[MEMCPY]]
@@ -404,11 +413,11 @@ class Columns:
             joined.pop("pid").result(),
             joined.pop("pid_valid").result(),
             device_pid,
-            at[device_rows],
+            at_device,
         )
         columns: dict[str, Any] = {
-            "kind": pa.DictionaryArray.from_arrays(dictionary_indices(kind), string_array(KINDS)),
-            "name": pa.DictionaryArray.from_arrays(dictionary_indices(name_code), string_array(names)),
+            "kind": dictionary_array(kind, KINDS),
+            "name": dictionary_array(name_code, names),  # shares name_code's memory (not written after)
             "start_ns": numpy_array(rel_start, pa.int64()),
             "end_ns": numpy_array(end, pa.int64()),
             "device": sparse_column(device_values, at, m, "device"),
@@ -429,26 +438,26 @@ class Columns:
                 joined.pop("external_id_valid").result(),
                 "external_id",
             ),
-            "bytes": sparse(gpu["bytes"], "bytes", DEVICE_SIDE[gpu_kind]),
+            "bytes": sparse(gpu["bytes"], "bytes", (device_rows, at_device)),
             "copy_kind": copy_kind,
             "src_kind": src_kind,
             "dst_kind": dst_kind,
             "sync_kind": sync_text,
             "domain": domain,
-            "grid_x": sparse(gpu["grid"][:, 0], "grid_x", gpu_is_kernel),
-            "grid_y": sparse(gpu["grid"][:, 1], "grid_y", gpu_is_kernel),
-            "grid_z": sparse(gpu["grid"][:, 2], "grid_z", gpu_is_kernel),
-            "block_x": sparse(gpu["block"][:, 0], "block_x", gpu_is_kernel),
-            "block_y": sparse(gpu["block"][:, 1], "block_y", gpu_is_kernel),
-            "block_z": sparse(gpu["block"][:, 2], "block_z", gpu_is_kernel),
-            "registers_per_thread": sparse(gpu["registers"], "registers_per_thread", gpu_is_kernel),
+            "grid_x": sparse(gpu["grid"][:, 0], "grid_x", kernel_rows),
+            "grid_y": sparse(gpu["grid"][:, 1], "grid_y", kernel_rows),
+            "grid_z": sparse(gpu["grid"][:, 2], "grid_z", kernel_rows),
+            "block_x": sparse(gpu["block"][:, 0], "block_x", kernel_rows),
+            "block_y": sparse(gpu["block"][:, 1], "block_y", kernel_rows),
+            "block_z": sparse(gpu["block"][:, 2], "block_z", kernel_rows),
+            "registers_per_thread": sparse(gpu["registers"], "registers_per_thread", kernel_rows),
             # Kineto writes only static + dynamic shared memory; the sum is what occupancy needs.
-            "static_shared_bytes": sparse(shared_total, "static_shared_bytes", gpu_is_kernel),
+            "static_shared_bytes": sparse(shared_total, "static_shared_bytes", kernel_rows),
             "dynamic_shared_bytes": sparse(
-                np.where(np.isnan(shared_total), np.nan, 0.0), "dynamic_shared_bytes", gpu_is_kernel
+                np.where(np.isnan(shared_total), np.nan, 0.0), "dynamic_shared_bytes", kernel_rows
             ),
             "step": sparse_column(step_of_name[name_code[step_rows]], step_rows, m, "step"),
-            "reported_occupancy": sparse(gpu["occupancy_pct"] / 100.0, "reported_occupancy", gpu_is_kernel),
+            "reported_occupancy": sparse(gpu["occupancy_pct"] / 100.0, "reported_occupancy", kernel_rows),
             **{
                 name: background.submit(sparse_column, op[name], at_op, m, name)
                 for name in OP_NUMBERS
@@ -465,7 +474,7 @@ class Columns:
             depth = DeferredColumn(_host_depth)
         else:  # fractional or huge ids, which the int64 columns cannot hold: computed now from the floats
             pid_float, tid_float = floats
-            pid_float[at[device_rows]] = device_pid
+            pid_float[at_device] = device_pid
             nested = NESTED_KIND[kind] & ~np.isnan(tid_float)
             depth = background.submit(depth_column, nested, pid_float, tid_float, rel_start, end)
         columns["depth"] = depth if isinstance(depth, Future) else None
@@ -572,6 +581,12 @@ def _memcpy_kinds(names: list[str], name_code: np.ndarray, rows: np.ndarray, m: 
     src = [_MEMORY_KINDS.get(m.group(2).lower(), m.group(2).lower()) if m else None for m in parsed]
     dst = [_MEMORY_KINDS.get(m.group(3).lower(), m.group(3).lower()) if m else None for m in parsed]
     return tuple(dictionary_column_at(name_code, v, rows, m) for v in (copy, src, dst))
+
+
+def _sparse_at(values: np.ndarray, rows: np.ndarray, at_rows: np.ndarray, n: int, column: str) -> Stored:
+    """:func:`sparse_column` of ``values`` (a value per GPU row) at some GPU ``rows`` (their table rows
+    ``at_rows``)."""
+    return sparse_column(np.take(values, rows), at_rows, n, column)
 
 
 def _with_device_rows(
