@@ -1,5 +1,5 @@
-"""kineto/appended.py: the blocks' arrays appended as they come equal np.concatenate of them (values, dtype
-promotion, record shapes, row numbers shifted), also past the first room (the arrays copied into larger ones)."""
+"""kineto/appended.py: the blocks' arrays joined equal np.concatenate of them (values, dtype promotion, record
+shapes, row numbers shifted), read once or more."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tracelens.ingest.kineto import appended
 from tracelens.ingest.kineto.appended import Appended
 
 _DTYPES = st.sampled_from([np.bool_, np.int8, np.int32, np.int64, np.float64])
@@ -23,17 +22,15 @@ def _block(dtype: type, size: int, seed: int, width: int) -> np.ndarray:
 @given(
     st.lists(st.tuples(_DTYPES, st.integers(0, 9)), min_size=1, max_size=7),
     st.sampled_from([0, 3]),
-    st.sampled_from([1, 4, 1 << 22]),
 )
-def test_appended_equals_concatenate(blocks: list[tuple[type, int]], width: int, room: int) -> None:
+def test_appended_equals_concatenate(blocks: list[tuple[type, int]], width: int) -> None:
     arrays = [_block(dtype, size, i, width) for i, (dtype, size) in enumerate(blocks)]
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(appended, "ROOM_ROWS", room)  # a small room: the growth copies
-        joined = Appended()
-        for values in arrays:
-            joined.add("x", values)
-        got = joined.pop("x")
+    joined = Appended()
+    for values in arrays:
+        joined.add("x", values)
     want = np.concatenate(arrays)
+    np.testing.assert_array_equal(joined.joined("x"), want)  # read twice: joined once
+    got = joined.pop("x")
     assert got.dtype == want.dtype
     np.testing.assert_array_equal(got, want)
     with pytest.raises(KeyError):
@@ -41,17 +38,15 @@ def test_appended_equals_concatenate(blocks: list[tuple[type, int]], width: int,
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.integers(0, 6), min_size=1, max_size=6), st.sampled_from([2, 1 << 22]))
-def test_appended_row_numbers_are_shifted_to_joined_rows(sizes: list[int], room: int) -> None:
+@given(st.lists(st.integers(0, 6), min_size=1, max_size=6))
+def test_appended_row_numbers_are_shifted_to_joined_rows(sizes: list[int]) -> None:
     """Each block's row numbers plus its first joined row, as the table joined them (rows + offset)."""
     blocks = [np.arange(size, dtype=np.int64)[::2] for size in sizes]
     offsets = np.cumsum([0, *sizes[:-1]])
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(appended, "ROOM_ROWS", room)
-        joined = Appended()
-        for rows, offset in zip(blocks, offsets, strict=True):
-            joined.add("rows", rows, int(offset))
-        got = joined.joined("rows")
+    joined = Appended()
+    for rows, offset in zip(blocks, offsets, strict=True):
+        joined.add("rows", rows, int(offset))
+    got = joined.joined("rows")
     np.testing.assert_array_equal(got, np.concatenate([r + o for r, o in zip(blocks, offsets, strict=True)]))
 
 

@@ -157,7 +157,7 @@ class Columns:
         self.driver_name = np.zeros(1, dtype=bool)
         self.sync_kinds = _Interner()
         self.op_texts = {name: _Interner() for name in OP_TEXTS}
-        # The blocks' arrays appended as they come (joined-block rows: rows of all blocks in file order), and
+        # The blocks' arrays by key (joined-block rows: rows of all blocks in file order; joined when read), and
         # what finish needs of the rest: whether all pid and tid values are held exactly by the int64 columns
         # (else each block's floats, by its first joined row), whether some host row nests on a thread, and
         # which names launch-side rows carry (per raw name code).
@@ -213,7 +213,7 @@ class Columns:
         self._append(block)
 
     def _append(self, block: dict[str, Any]) -> None:
-        """The block's arrays appended to the joined ones (its row numbers made joined-block rows)."""
+        """The block's arrays added to the others' (its row numbers made joined-block rows)."""
         for key in _ROW_KEYS + _RECORD_KEYS:
             self.appended.add(key, block[key])
         for key in ("gpu_rows", "op_rows", "launch_rows"):
