@@ -73,13 +73,21 @@ def op_text_column(codes: np.ndarray, rows: np.ndarray, n: int, values: list[str
 
 
 def dictionary_indices(codes: np.ndarray) -> pa.Array:
-    """int32 dictionary indices, null where ``codes`` < 0, built from buffers."""
+    """int32 dictionary indices, null where ``codes`` < 0, built from buffers. int32 codes with no null are
+    used as they are (the array shares their memory: not to be written after)."""
+    if codes.size == 0 or codes.min() >= 0:  # no null (a kind or name on every row): no mask to make
+        return from_buffers(pa.int32(), codes.astype(np.int32, copy=False), None, 0)
     missing = codes < 0
     nulls = int(np.count_nonzero(missing))
     data = codes.astype(np.int32)
-    if nulls:
-        data[missing] = 0
+    data[missing] = 0
     return from_buffers(pa.int32(), data, ~missing, nulls)
+
+
+def dictionary_array(codes: np.ndarray, values: Sequence[str | None]) -> pa.DictionaryArray:
+    """``values[codes]`` dictionary-encoded (null where ``codes`` < 0; every other code indexes ``values``):
+    :func:`dictionary_indices` with the dictionary, whose indices are not checked again (a pass over them)."""
+    return pa.DictionaryArray.from_arrays(dictionary_indices(codes), string_array(values), safe=False)
 
 
 def unrepresentable(values: np.ndarray, dtype: np.dtype) -> np.ndarray:

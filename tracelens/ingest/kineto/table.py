@@ -30,13 +30,13 @@ from ...trace import (
     SparseColumn,
     Trace,
     TraceMetadata,
-    build_devices,
+    code_lookup,
     depth_column,
     numpy_array,
-    string_array,
 )
 from ...values import int_or_none
 from ..profiler_log import kineto_log_lines, profiler_drops
+from .appended import Appended
 from .blocks import (
     DEVICE_SIDE,
     KIND_CODE,
@@ -44,31 +44,62 @@ from .blocks import (
     LAUNCH_SIDE,
     NESTED_KIND,
 )
+from .devices import device_table
 from .fields import DEVICE_FIELDS, OP_NUMBERS, OP_TEXTS
 from .placing import (
     joined_floats,
     joined_in_order,
-    launch_index,
     launch_pid,
+    launches_by_id,
     placed,
+    placed_sets,
     record_slots,
-    records_in_table_order,
+    records_taken,
+    shared_slots,
+    sorted_launches,
 )
 from .prepare import int_parts, prepare_block
 from .stored import (
     Stored,
+    dictionary_array,
     dictionary_column,
     dictionary_column_at,
-    dictionary_indices,
     int_column,
     op_text_column,
     sparse_column,
     store_columns,
-    unrepresentable,
 )
 from .threads import executor, thread_budget
 
 _DRIVER_NAME = re.compile(r"^cu[A-Z]")
+# A block's arrays that finish reads joined: a value per row, then a record per GPU row, op row or launch.
+_ROW_KEYS = (
+    "start",
+    "kind",
+    "name",
+    "duration",
+    "pid",
+    "pid_valid",
+    "tid",
+    "tid_valid",
+    "correlation",
+    "correlation_valid",
+    "external_id",
+    "external_id_valid",
+)
+_RECORD_KEYS = (
+    *DEVICE_FIELDS,
+    "grid",
+    "block",
+    "sync_kind",
+    "gpu_correlation",
+    "gpu_pid",
+    "gpu_tid",
+    *OP_NUMBERS,
+    *OP_TEXTS,
+    "launch_correlation",
+    "launch_pid",
+)
 
 
 _MEMCPY_NAME = re.compile(r"^Memcpy (\w+) \((\w+) -> (\w+)\)")
@@ -126,7 +157,16 @@ class Columns:
         self.driver_name = np.zeros(1, dtype=bool)
         self.sync_kinds = _Interner()
         self.op_texts = {name: _Interner() for name in OP_TEXTS}
-        self.parts: list[dict[str, np.ndarray]] = []
+        # The blocks' arrays by key (joined-block rows: rows of all blocks in file order; joined when read), and
+        # what finish needs of the rest: whether all pid and tid values are held exactly by the int64 columns
+        # (else each block's floats, by its first joined row), whether some host row nests on a thread, and
+        # which names launch-side rows carry (per raw name code).
+        self.appended = Appended()
+        self.rows = 0
+        self.ids_exactly = True
+        self.floats: dict[str, list[tuple[int, np.ndarray]]] = {"pid": [], "tid": []}
+        self.nested_any = False
+        self.launch_name = np.zeros(0, dtype=bool)
         self.counts = {
             "events": 0,
             "flow": 0,
@@ -162,7 +202,28 @@ class Columns:
         block["sync_kind"] = self.sync_kinds.merge(*block["sync_kind"])
         for text, interner in self.op_texts.items():
             block[text] = interner.merge(*block[text])
-        self.parts.append(block)
+        # the names of launch-side rows, for the devices' vendor
+        seen = np.bincount(
+            name[np.take(LAUNCH_SIDE, block["kind"]) & (name >= 0)], minlength=len(self.names.values)
+        )
+        self.launch_name = np.concatenate(
+            [self.launch_name, np.zeros(seen.size - self.launch_name.size, bool)]
+        )
+        self.launch_name |= seen > 0
+        self._append(block)
+
+    def _append(self, block: dict[str, Any]) -> None:
+        """The block's arrays added to the others' (its row numbers made joined-block rows)."""
+        for key in _ROW_KEYS + _RECORD_KEYS:
+            self.appended.add(key, block[key])
+        for key in ("gpu_rows", "op_rows", "launch_rows"):
+            self.appended.add(key, block[key].astype(np.int64, copy=False), self.rows)
+        self.ids_exactly &= bool(block["pid_exact"]) & bool(block["tid_exact"])
+        for key in ("pid", "tid"):
+            if f"{key}_float" in block:
+                self.floats[key].append((self.rows, block[f"{key}_float"]))
+        self.nested_any |= bool(block["nested"])
+        self.rows += len(block["kind"])
 
     def _name_flags(self) -> None:
         """The step and driver flags of the names interned since the last block (once per distinct name)."""
@@ -198,20 +259,18 @@ class Columns:
             background.shutdown(wait=True)
 
     def _finish(self, document: dict[str, Any], background: Executor) -> Trace:
-        if not self.parts:
+        if not self.rows:
             if self.counts["events"] == 0:
                 raise InputError("trace has no events", path=self.path)
             raise self._no_timed_events()
-        parts, self.parts = self.parts, []
-        sizes = [len(p["kind"]) for p in parts]
-        offsets = np.cumsum([0, *sizes[:-1]])
-        m = int(sum(sizes))
+        parts, self.appended = self.appended, Appended()
+        m = self.rows
         # Every row of a block is kept (prepare_block); ts decides the row order, and the row columns are
-        # joined and put in that order in one step each (below).
-        start = np.concatenate([p.pop("start") for p in parts])
+        # put in that order in one step each (below).
+        start = parts.pop("start")
         ordering = background.submit(np.argsort, start, kind="stable")
-        raw_name = np.concatenate([p.pop("name") for p in parts])
-        kind = np.concatenate([p.pop("kind") for p in parts])
+        raw_name = parts.pop("name")
+        kind = parts.pop("kind")
         # "cudaLaunchKernel_v7000" and "cudaLaunchKernel" are one name: merge codes after dropping suffixes.
         stripped = [strip_api_suffix(n) for n in self.names.values]
         names = sorted(set(stripped))
@@ -219,37 +278,31 @@ class Columns:
         name_of_raw = np.array([index[n] for n in stripped] + [-1], dtype=np.int32)
         step_of_name = np.full(len(names) + 1, math.nan)
         step_of_name[name_of_raw[:-1]] = self.step_of_name[:-1]
-        name_code: np.ndarray = np.take(name_of_raw, raw_name)  # in file order, while the sort runs
+        # in file order, while the sort runs; -1 (no name) takes the trailing -1 (code_lookup wraps around)
+        name_code: np.ndarray = code_lookup(name_of_raw, raw_name)
         del raw_name
-        gpu_rows = np.concatenate([p.pop("gpu_rows") + off for p, off in zip(parts, offsets, strict=True)])
-        op_rows = np.concatenate([p.pop("op_rows") + off for p, off in zip(parts, offsets, strict=True)])
-        launch_rows = np.concatenate(
-            [p.pop("launch_rows") + off for p, off in zip(parts, offsets, strict=True)]
-        )
-        # The op fields and the launches (runtime and driver calls with a correlation id and a pid), each on
-        # the few rows that have them, put in table order in the background (they wait there for the order);
-        # the launches indexed by correlation id, for the device rows' pid below.
-        op_records = background.submit(
-            records_in_table_order, parts, op_rows, ordering, m, (*OP_NUMBERS, *OP_TEXTS)
-        )
-        launches = background.submit(launch_index, parts, launch_rows, ordering, m)
-        del op_rows, launch_rows
-        # Device-side fields stay compact (GPU rows only), placed by this thread once the order is known.
-        gpu_slot = record_slots(gpu_rows, m)
-        gpu_records = {
-            k: np.concatenate([p.pop(k) for p in parts])
-            for k in (*DEVICE_FIELDS, "grid", "block", "sync_kind", "gpu_correlation", "gpu_pid", "gpu_tid")
-        }
-        del gpu_rows
+        gpu_rows, op_rows, launch_rows = (parts.pop(k) for k in ("gpu_rows", "op_rows", "launch_rows"))
+        # The launches (runtime and driver calls with a correlation id and a pid) indexed by correlation id in
+        # the background while the order is computed, where no two share an id (else once they are placed).
+        launch_records = {k: parts.pop(k) for k in ("launch_correlation", "launch_pid")}
+        by_id = background.submit(launches_by_id, *launch_records.values())
+        # The GPU rows and the op rows (each few rows) marked in one array while the order is computed, so that
+        # one gather in table order places both (else each set is placed by itself).
+        row_sets = [gpu_rows, op_rows]
+        slot = shared_slots(row_sets, m)
+        sizes = [rows.size for rows in row_sets]
+        slots = [slot] if slot is not None else [record_slots(rows, m) for rows in row_sets]
+        del gpu_rows, op_rows, row_sets
         # Whether the int64 pid and tid columns hold the ids exactly (a device row's pid is its launch's, a
         # host row's pid); where not (fractional or huge ids), the depth is computed now, from the floats.
-        ids_exactly = all(p.pop("pid_exact") for p in parts) & all(p.pop("tid_exact") for p in parts)
-        nested_any = any(p.pop("nested") for p in parts)
+        ids_exactly, nested_any = self.ids_exactly, self.nested_any
         order: np.ndarray = ordering.result()
+        # the sets placed in table order (`at`: their table rows, ascending; `kept`: their index in the set)
+        placing = background.submit(_placed_sets, slots, order, sizes)
         floats = (
             None
             if ids_exactly or not nested_any
-            else [joined_floats(parts, order, k) for k in ("pid", "tid")]
+            else [joined_floats(parts, self.floats[k], order, k) for k in ("pid", "tid")]
         )
         # Joined and ordered in the background (numpy copies and gathers without holding the GIL) while this
         # thread orders the others and places the GPU rows.
@@ -263,46 +316,68 @@ class Columns:
                 "tid_valid",
                 "correlation",
                 "correlation_valid",
+                "external_id",
+                "external_id_valid",
             )
         }
-        external = background.submit(joined_in_order, parts, order, "external_id")
-        external_valid = background.submit(joined_in_order, parts, order, "external_id_valid")
         kind = np.take(kind, order)
         start = np.take(start, order)
+        origin = int(start[0])  # the table is in start order
+        rel_start = start
+        rel_start -= origin
+        del start
         name_code = np.take(name_code, order)
+        (kept_gpu, at), (kept_op, at_op) = placing.result()
+        op = records_taken(parts, kept_op, (*OP_NUMBERS, *OP_TEXTS))
+        # the launches indexed by correlation id, for the device rows' pid below (launches with a shared id: the
+        # first in table order of each id, found once they are placed)
+        launches = by_id.result() or sorted_launches(
+            {k: np.take(v, placed(record_slots(launch_rows, m), order)[0]) for k, v in launch_records.items()}
+        )
+        del launch_records, launch_rows
         # `at`: where each GPU row lands in the sorted table, in table order (the rows of every GPU-only column
         # are then ascending, as a SparseColumn holds them).
-        kept_gpu, at = placed(gpu_slot, order)
-        del gpu_slot
-        gpu = {k: np.take(v, kept_gpu, axis=0) for k, v in gpu_records.items()}
-        del gpu_records, kept_gpu
+        gpu = records_taken(
+            parts,
+            kept_gpu,
+            (*DEVICE_FIELDS, "grid", "block", "sync_kind", "gpu_correlation", "gpu_pid", "gpu_tid"),
+        )
+        del kept_gpu, kept_op
 
         gpu_kind = kind[at]
         gpu_is_kernel = gpu_kind == KIND_CODE[KERNEL]
-        origin = int(start.min())
         base = int_or_none(document.get("baseTimeNanoseconds")) or 0
-        rel_start = start - origin
-        del start
         # Kineto's GPU "pid" is the device index and its "tid" the stream: fallbacks when args lack them.
         device_values = np.where(np.isnan(gpu["device"]), gpu["gpu_pid"], gpu["device"])
         stream_values = np.where(np.isnan(gpu["stream"]), gpu["gpu_tid"], gpu["stream"])
         # The host pid of device rows: their launch's, by correlation id (GPU annotations: none).
         device_rows = np.flatnonzero(DEVICE_SIDE[gpu_kind])
-        device_pid = launch_pid(launches.result(), gpu["gpu_correlation"][device_rows])
+        device_pid = launch_pid(launches, gpu["gpu_correlation"][device_rows])
         # the devices of the GPU rows (the device column holds no other value), found in the background
-        devices = background.submit(
-            _device_rows, document.get("deviceProperties"), device_values, names, name_code, kind
+        launch_codes = np.bincount(
+            np.take(name_of_raw, np.flatnonzero(self.launch_name)), minlength=len(names)
         )
-        at_op, op = op_records.result()
-        dur = joined.pop("duration").result()
-        end = rel_start + dur
-        np.maximum(end, rel_start, out=end)  # an end before the start is the start (as build_store clamps it)
+        api_names = [names[c] for c in np.flatnonzero(launch_codes)]  # distinct, in name order
+        devices = background.submit(device_table, document.get("deviceProperties"), device_values, api_names)
+        # the end in the duration's array (not needed after): start + duration, an end before the start being
+        # the start (as build_store clamps it); = start + max(duration, 0)
+        end = joined.pop("duration").result()
+        end += rel_start
+        np.maximum(end, rel_start, out=end)
 
-        def sparse(values: np.ndarray, field: str, rows: np.ndarray | None = None) -> Future[Stored]:
-            """A column that is null except on GPU rows (``rows``: a mask over them), built in the background."""
+        # the device-side and kernel rows among the GPU rows, and their table rows (each found once)
+        at_device = at[device_rows]
+        kernels = np.flatnonzero(gpu_is_kernel)
+        kernel_rows = (kernels, at[kernels])
+
+        def sparse(
+            values: np.ndarray, field: str, rows: tuple[np.ndarray, np.ndarray] | None = None
+        ) -> Future[Stored]:
+            """A column that is null except on GPU rows (``rows``: some of them, and their table rows), built
+            in the background (each field's values at those rows taken there)."""
             if rows is None:
                 return background.submit(sparse_column, values, at, m, field)
-            return background.submit(sparse_column, values[rows], at[rows], m, field)
+            return background.submit(_sparse_at, values, *rows, m, field)
 
         # Copies and syncs are GPU rows: their columns are looked up at those rows (`at`, ascending) only.
         memcpy_rows = at[gpu_kind == KIND_CODE[MEMCPY]]
@@ -338,11 +413,11 @@ class Columns:
             joined.pop("pid").result(),
             joined.pop("pid_valid").result(),
             device_pid,
-            at[device_rows],
+            at_device,
         )
         columns: dict[str, Any] = {
-            "kind": pa.DictionaryArray.from_arrays(dictionary_indices(kind), string_array(KINDS)),
-            "name": pa.DictionaryArray.from_arrays(dictionary_indices(name_code), string_array(names)),
+            "kind": dictionary_array(kind, KINDS),
+            "name": dictionary_array(name_code, names),  # shares name_code's memory (not written after)
             "start_ns": numpy_array(rel_start, pa.int64()),
             "end_ns": numpy_array(end, pa.int64()),
             "device": sparse_column(device_values, at, m, "device"),
@@ -358,28 +433,31 @@ class Columns:
                 "correlation_id",
             ),
             "external_id": background.submit(
-                int_column, external.result(), external_valid.result(), "external_id"
+                int_column,
+                joined.pop("external_id").result(),
+                joined.pop("external_id_valid").result(),
+                "external_id",
             ),
-            "bytes": sparse(gpu["bytes"], "bytes", DEVICE_SIDE[gpu_kind]),
+            "bytes": sparse(gpu["bytes"], "bytes", (device_rows, at_device)),
             "copy_kind": copy_kind,
             "src_kind": src_kind,
             "dst_kind": dst_kind,
             "sync_kind": sync_text,
             "domain": domain,
-            "grid_x": sparse(gpu["grid"][:, 0], "grid_x", gpu_is_kernel),
-            "grid_y": sparse(gpu["grid"][:, 1], "grid_y", gpu_is_kernel),
-            "grid_z": sparse(gpu["grid"][:, 2], "grid_z", gpu_is_kernel),
-            "block_x": sparse(gpu["block"][:, 0], "block_x", gpu_is_kernel),
-            "block_y": sparse(gpu["block"][:, 1], "block_y", gpu_is_kernel),
-            "block_z": sparse(gpu["block"][:, 2], "block_z", gpu_is_kernel),
-            "registers_per_thread": sparse(gpu["registers"], "registers_per_thread", gpu_is_kernel),
+            "grid_x": sparse(gpu["grid"][:, 0], "grid_x", kernel_rows),
+            "grid_y": sparse(gpu["grid"][:, 1], "grid_y", kernel_rows),
+            "grid_z": sparse(gpu["grid"][:, 2], "grid_z", kernel_rows),
+            "block_x": sparse(gpu["block"][:, 0], "block_x", kernel_rows),
+            "block_y": sparse(gpu["block"][:, 1], "block_y", kernel_rows),
+            "block_z": sparse(gpu["block"][:, 2], "block_z", kernel_rows),
+            "registers_per_thread": sparse(gpu["registers"], "registers_per_thread", kernel_rows),
             # Kineto writes only static + dynamic shared memory; the sum is what occupancy needs.
-            "static_shared_bytes": sparse(shared_total, "static_shared_bytes", gpu_is_kernel),
+            "static_shared_bytes": sparse(shared_total, "static_shared_bytes", kernel_rows),
             "dynamic_shared_bytes": sparse(
-                np.where(np.isnan(shared_total), np.nan, 0.0), "dynamic_shared_bytes", gpu_is_kernel
+                np.where(np.isnan(shared_total), np.nan, 0.0), "dynamic_shared_bytes", kernel_rows
             ),
             "step": sparse_column(step_of_name[name_code[step_rows]], step_rows, m, "step"),
-            "reported_occupancy": sparse(gpu["occupancy_pct"] / 100.0, "reported_occupancy", gpu_is_kernel),
+            "reported_occupancy": sparse(gpu["occupancy_pct"] / 100.0, "reported_occupancy", kernel_rows),
             **{
                 name: background.submit(sparse_column, op[name], at_op, m, name)
                 for name in OP_NUMBERS
@@ -396,11 +474,9 @@ class Columns:
             depth = DeferredColumn(_host_depth)
         else:  # fractional or huge ids, which the int64 columns cannot hold: computed now from the floats
             pid_float, tid_float = floats
-            pid_float[at[device_rows]] = device_pid
+            pid_float[at_device] = device_pid
             nested = NESTED_KIND[kind] & ~np.isnan(tid_float)
-            depth = background.submit(
-                depth_column, nested, pid_float, tid_float, rel_start, rel_start + np.maximum(dur, 0)
-            )
+            depth = background.submit(depth_column, nested, pid_float, tid_float, rel_start, end)
         columns["depth"] = depth if isinstance(depth, Future) else None
         background.shutdown(wait=True)
         del parts
@@ -457,6 +533,16 @@ class Columns:
         return Trace(events=events, devices=devices.result(), metadata=metadata)
 
 
+def _placed_sets(
+    slots: list[np.ndarray], order: np.ndarray, sizes: list[int]
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The row sets of ``slots`` (one :func:`shared_slots` array, or one :func:`record_slots` array per set)
+    placed in table order."""
+    if len(slots) == 1:
+        return placed_sets(slots[0], order, sizes)
+    return [placed(slot, order) for slot in slots]
+
+
 def _host_depth(store: EventStore) -> pa.Array | SparseColumn:
     """The ``depth`` column of a Kineto trace's store, computed on first read: the nesting depth of the host
     rows (kinds in NESTED_KIND) that have a tid, on their (pid, tid) thread, with end = start + max(dur, 0).
@@ -497,6 +583,12 @@ def _memcpy_kinds(names: list[str], name_code: np.ndarray, rows: np.ndarray, m: 
     return tuple(dictionary_column_at(name_code, v, rows, m) for v in (copy, src, dst))
 
 
+def _sparse_at(values: np.ndarray, rows: np.ndarray, at_rows: np.ndarray, n: int, column: str) -> Stored:
+    """:func:`sparse_column` of ``values`` (a value per GPU row) at some GPU ``rows`` (their table rows
+    ``at_rows``)."""
+    return sparse_column(np.take(values, rows), at_rows, n, column)
+
+
 def _with_device_rows(
     pid: np.ndarray, valid: np.ndarray, device_pid: np.ndarray, at_device: np.ndarray
 ) -> Stored:
@@ -506,68 +598,3 @@ def _with_device_rows(
     pid[at_device] = data
     valid[at_device] = device_valid
     return int_column(pid, valid, "pid")
-
-
-def _vendor(device_names: list[str], api_names: list[str]) -> str:
-    text = " ".join(device_names).lower()
-    if any(w in text for w in ("amd", "radeon", "instinct", "gfx")) or any(
-        n.startswith("hip") for n in api_names
-    ):
-        return "amd"
-    return "nvidia"
-
-
-def _device_rows(
-    properties: Any, device: np.ndarray, names: list[str], name_code: np.ndarray, kind: np.ndarray
-) -> pa.Table:
-    """Devices seen in the event table, with deviceProperties where the trace has them."""
-    # the distinct values of a sorted copy, not np.unique: that imports numpy.ma (~7 ms of a first load)
-    values = np.sort(device[~unrepresentable(device, np.dtype(np.int32))])
-    first = np.ones(values.size, dtype=bool)
-    first[1:] = values[1:] != values[:-1]
-    seen = sorted({int(d) for d in values[first]})
-    listed = properties if isinstance(properties, list) else []
-    props = {int(p["id"]): p for p in listed if isinstance(p, dict) and isinstance(p.get("id"), int)}
-    api_codes = np.flatnonzero(  # the distinct codes, ascending: a count per name, not a sort of the rows
-        np.bincount(name_code[np.take(LAUNCH_SIDE, kind) & (name_code >= 0)], minlength=len(names))
-    )
-    api_names = [names[c] for c in api_codes]
-    vendor = _vendor([str(p.get("name", "")) for p in props.values()], api_names)
-    rows = []
-    for dev in seen:
-        p = props.get(dev, {})
-        rows.append(
-            {
-                "id": dev,
-                "name": p.get("name"),
-                "vendor": vendor,
-                "sm_count": p.get("numSms"),
-                "compute_major": p.get("computeMajor"),
-                "compute_minor": p.get("computeMinor"),
-                "warp_size": p.get("warpSize"),
-                "max_threads_per_sm": p.get("maxThreadsPerMultiprocessor"),
-                "max_threads_per_block": p.get("maxThreadsPerBlock"),
-                "max_blocks_per_sm": p.get("maxBlocksPerMultiprocessor"),
-                "regs_per_sm": p.get("regsPerMultiprocessor"),
-                "regs_per_block": p.get("regsPerBlock"),
-                "shared_mem_per_sm": p.get(
-                    "sharedMemPerMultiprocessor", p.get("maxSharedMemoryPerMultiProcessor")
-                ),
-                "shared_mem_per_block": p.get("sharedMemPerBlock"),
-                "shared_mem_per_block_optin": p.get("sharedMemPerBlockOptin"),
-                "total_memory_bytes": p.get("totalGlobalMem"),
-                "clock_rate_khz": p.get("clockRate"),
-            }
-        )
-    clean = [{k: (v if not isinstance(v, (dict, list)) else None) for k, v in r.items()} for r in rows]
-    try:
-        return build_devices(clean)
-    except (
-        pa.ArrowInvalid,
-        pa.ArrowTypeError,
-        TypeError,
-        OverflowError,
-    ):  # odd property types: ids and names
-        return build_devices(
-            [{"id": r["id"], "name": str(r["name"]) if r["name"] else None, "vendor": vendor} for r in rows]
-        )

@@ -1,0 +1,35 @@
+"""The blocks' arrays held per key as they come (:class:`.table.Columns`), joined when the table build reads them.
+
+Joined then, not as each block comes: copied into growing arrays on the inflating thread, the blocks cost that
+thread as much as the join saved after the last block (the new arrays' pages faulted in there instead), and the
+blocks phase is the longer part of a load (measured at the 406 MB tile: load CPU the same, finish 0.19 -> 0.16 s
+CPU, add 0.03 -> 0.10 s on the main thread)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class Appended:
+    """Arrays of the same key from successive blocks; :meth:`joined` gives a key's rows from every block (np.concatenate
+    of them, made once)."""
+
+    def __init__(self) -> None:
+        self._blocks: dict[str, list[np.ndarray]] = {}
+
+    def add(self, key: str, values: np.ndarray, shift: int = 0) -> None:
+        """Add a block's ``values`` (plus ``shift``: a block's row numbers made joined-block rows) to ``key``'s."""
+        self._blocks.setdefault(key, []).append(values + shift if shift else values)
+
+    def joined(self, key: str) -> np.ndarray:
+        """``key``'s rows from every block, in block order."""
+        blocks = self._blocks[key]
+        if len(blocks) != 1:
+            blocks[:] = [np.concatenate(blocks)]
+        return blocks[0]
+
+    def pop(self, key: str) -> np.ndarray:
+        """:meth:`joined`, no longer held here."""
+        joined = self.joined(key)
+        del self._blocks[key]
+        return joined
