@@ -18,6 +18,7 @@ why the GPU idles, so its primary cause is ``incomplete_trace`` and ``diff --fai
 
 from __future__ import annotations
 
+import copy
 import re
 from typing import Any
 
@@ -28,7 +29,7 @@ from ..event_names import strip_api_suffix
 from ..trace import ALL_KINDS, DRIVER, GPU_ACTIVITY_KINDS, HOST_KINDS, OVERHEAD, PYTHON, RUNTIME, Trace
 from ..values import sorted_distinct
 from .columns import EventColumns, device_busy, event_columns
-from .derived import starts_ascending
+from .derived import memo, starts_ascending
 from .kinds import kind_mask
 from .launch import call_ids_unique, launch_pairs
 from .memcpy import api_correlation
@@ -291,6 +292,19 @@ def judge(trace: Trace) -> dict[str, Any]:
     }
 
 
+def judged(trace: Trace) -> dict[str, Any]:
+    """:func:`judge`, computed once per trace (a fresh copy each call): analyze finds it ahead of the diagnosis,
+    on a core the sections leave idle (``diagnosis.prepare``)."""
+    return copy.deepcopy(memo(trace, "completeness", lambda: judge(trace)))
+
+
+def python_events(trace: Trace) -> int:
+    """How many Python-call rows the trace has (the judge's overhead problem and host_launch_overhead read it):
+    counted once per trace."""
+    cols = event_columns(trace)
+    return memo(trace, "python_events", lambda: int(np.count_nonzero(cols.kind == ALL_KINDS.index(PYTHON))))
+
+
 def _gpu_window(trace: Trace, cols: EventColumns, gpu: np.ndarray | None) -> tuple[int, int]:
     """(first start, last end) of the GPU ops (``gpu``: their rows; None where every GPU op has a device: then the
     devices' own first start and last end, ``device_busy``, which covers exactly those rows)."""
@@ -335,5 +349,5 @@ def _overhead(trace: Trace, window: tuple[int, int] | None, host: np.ndarray | N
         "window_ns": hi - lo,
         "window": "gpu" if window is not None else "host",
         "share": overhead_ns / (hi - lo) if hi > lo else None,
-        "python_events": int(np.count_nonzero(cols.kind == ALL_KINDS.index(PYTHON))),
+        "python_events": python_events(trace),
     }

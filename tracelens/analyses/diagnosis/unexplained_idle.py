@@ -7,20 +7,21 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from ... import intervals
-from ...trace import ALL_KINDS, ANNOTATION, CPU_OP, DRIVER, OSRT, OVERHEAD, PYTHON, RUNTIME
+from ...trace import ALL_KINDS, ANNOTATION, CPU_OP, DRIVER, OSRT, OVERHEAD, PYTHON, RUNTIME, Trace
 from ...units import fmt_ns, fmt_pct
 from ...values import distinct
 from .. import ops
 from ..attribution import unexplained_intervals
 from ..coded import CodedInts
-from ..columns import EventColumns, event_columns
-from ..derived import starts_ascending
+from ..columns import EventColumns, device_busy, event_columns
+from ..derived import memo, starts_ascending
 from ..kinds import kind_mask
 from ..names import NOTHING, rows_named
 from .cause import TOP_NAMES, Cause, Context, Evidence
@@ -74,6 +75,59 @@ def evidence(ctx: Context) -> Evidence:
     trace = ctx.trace
     cols = event_columns(trace)
     idle = ctx.idle(NOTHING)
+    activity = host_activity(trace)
+    top = [
+        {
+            "name": str(cols.names[name]),
+            "kind": ALL_KINDS[kind],
+            "tid": int(tid),
+            "overlap_ns": int(round(overlap / ctx.n)),
+        }
+        for name, kind, tid, overlap in activity.top
+    ]
+    feeding = {a["feeding_threads_from"] for a in ctx.attribution.values()}
+    rank_wait_ns = int(round(activity.rank_wait / ctx.n))
+    ev: Evidence = {
+        "idle_by_device": idle,
+        "share_of_idle": ctx.mean(idle) / ctx.idle_total() if ctx.idle_total() else None,
+        "top_activity": top,
+        "rank_wait_ns": rank_wait_ns,
+        "profiler_overhead_ns": int(round(activity.profiler_overhead / ctx.n)),
+        "host_tracing": dict(activity.host_tracing),
+        "feeding_threads_from": sorted(feeding),
+        "processes": activity.processes,
+        "world_size": trace.metadata.world_size,
+        "long_gaps": ops.diagnosis_ops(trace).gap_ops,  # where in the code the longest idle gaps fall
+    }
+    lost = ctx.lost(NAME)
+    ev["remedy"] = "ranks" if lost > 0 and rank_wait_ns >= RANK_WAIT_SHARE * lost else "untraced"
+    return ev
+
+
+@dataclass(frozen=True)
+class HostActivity:
+    """What the host did while the GPUs idled unexplained, from the trace alone (no section): the evidence's
+    heavy part, computed once per trace (:func:`host_activity`). ``top``: (name code, kind code, tid, overlap summed
+    over the devices) of the TOP_NAMES host rows' (name, kind, thread) with the most overlap; ``rank_wait`` and
+    ``profiler_overhead``: the unexplained idle, summed over the devices, that rank waits and profiler overhead
+    cover; ``processes``: the host rows' distinct pids; ``host_tracing``: which host kinds the trace records."""
+
+    top: tuple[tuple[Any, Any, Any, Any], ...]
+    rank_wait: int
+    profiler_overhead: int
+    processes: int
+    host_tracing: dict[str, bool]
+
+
+def host_activity(trace: Trace) -> HostActivity:
+    """:class:`HostActivity` of the trace, computed once: analyze finds it ahead of the diagnosis, on a core the
+    sections leave idle (``diagnosis.prepare``)."""
+    return memo(trace, "unexplained_activity", lambda: _host_activity(trace))
+
+
+def _host_activity(trace: Trace) -> HostActivity:
+    cols = event_columns(trace)
+    busy = device_busy(trace)
     # The host rows as a mask, read a chunk of rows at a time below: their positions and names gathered whole
     # held ~0.5 GB at once for the 34M host rows of a training export (the diagnosis's peak).
     host_mask = kind_mask(cols.kind, ACTIVITY_KINDS)
@@ -92,7 +146,7 @@ def evidence(ctx: Context) -> Evidence:
         waits = np.zeros(0, np.int64)
     overhead = np.flatnonzero(host_mask & (cols.kind == ALL_KINDS.index(OVERHEAD)))
     rank_wait = profiler_overhead = 0
-    unexplained = [unexplained_intervals(trace, busy) for busy in ctx.busy.values()]
+    unexplained = [unexplained_intervals(trace, b) for b in busy.values()]
     wait_union = intervals.merge(cols.start[waits], cols.end[waits])  # the same for every device
     overhead_union = intervals.merge(cols.start[overhead], cols.end[overhead])
     for us, ue in unexplained:  # a loop over devices
@@ -135,38 +189,19 @@ def evidence(ctx: Context) -> Evidence:
         .sort_values(["overlap", "name"], ascending=[False, True])
         .head(TOP_NAMES)
     )
-    top = [
-        {
-            "name": str(cols.names[r.name]),
-            "kind": ALL_KINDS[r.kind],
-            "tid": int(r.tid),
-            "overlap_ns": int(round(r.overlap / ctx.n)),
-        }
-        for r in top_rows.itertuples(index=False)
-    ]
-    feeding = {a["feeding_threads_from"] for a in ctx.attribution.values()}
     processes = _process_count(cols.pid, host_mask)
-    rank_wait_ns = int(round(rank_wait / ctx.n))
-    ev: Evidence = {
-        "idle_by_device": idle,
-        "share_of_idle": ctx.mean(idle) / ctx.idle_total() if ctx.idle_total() else None,
-        "top_activity": top,
-        "rank_wait_ns": rank_wait_ns,
-        "profiler_overhead_ns": int(round(profiler_overhead / ctx.n)),
-        "host_tracing": {
+    return HostActivity(
+        top=tuple(tuple(r) for r in top_rows[["name", "kind", "tid", "overlap"]].itertuples(index=False)),
+        rank_wait=rank_wait,
+        profiler_overhead=profiler_overhead,
+        processes=processes,
+        host_tracing={
             "api_calls": _has_kind(cols, RUNTIME, DRIVER),
             "framework_ops": _has_kind(cols, CPU_OP),
             "python": _has_kind(cols, PYTHON),
             "os_runtime": _has_kind(cols, OSRT),
         },
-        "feeding_threads_from": sorted(feeding),
-        "processes": processes,
-        "world_size": trace.metadata.world_size,
-        "long_gaps": ops.diagnosis_ops(trace).gap_ops,  # where in the code the longest idle gaps fall
-    }
-    lost = ctx.lost(NAME)
-    ev["remedy"] = "ranks" if lost > 0 and rank_wait_ns >= RANK_WAIT_SHARE * lost else "untraced"
-    return ev
+    )
 
 
 # Up to this many processes are checked by a pass each; beyond, the pids are hashed.
