@@ -105,7 +105,11 @@ def test_summed_overlap_equals_coverage(devices, rows) -> None:
     every_start = np.concatenate([s for s, _ in unions]) if unions else np.zeros(0, np.int64)
     every_end = np.concatenate([e for _, e in unions]) if unions else np.zeros(0, np.int64)
     want = intervals.Coverage(every_start, every_end).overlap(starts, ends)
-    assert unexplained_idle._summed_overlap(starts, ends, unions).tolist() == want.tolist()
+    got = unexplained_idle._summed_overlap(starts, ends, unexplained_idle._covered_tables(unions))
+    assert got.tolist() == want.tolist()
+    # an interval ending before it starts: negated, as Coverage gives it
+    back = unexplained_idle._summed_overlap(ends, starts, unexplained_idle._covered_tables(unions))
+    assert back.tolist() == intervals.Coverage(every_start, every_end).overlap(ends, starts).tolist()
 
 
 @pytest.mark.parametrize(

@@ -160,8 +160,9 @@ def _host_activity(trace: Trace) -> HostActivity:
     every_end = np.concatenate([ue for _, ue in unexplained]) if unexplained else np.zeros(0, np.int64)
     union_start, union_end = intervals.merge(every_start, every_end)
     ascending = starts_ascending(trace, cols.start)
+    tables = _covered_tables(unexplained)
     for mine in _reaching_rows(cols, host_mask, union_start, union_end, ascending):
-        overlap = _summed_overlap(cols.start[mine], cols.end[mine], unexplained)
+        overlap = _summed_overlap(cols.start[mine], cols.end[mine], tables)
         seen = overlap > 0
         mine = mine[seen]
         partials.append(
@@ -248,15 +249,46 @@ def _has_kind(cols: EventColumns, *kinds: str) -> bool:
     return False
 
 
+def _covered_tables(
+    unions: list[tuple[np.ndarray, np.ndarray]],
+) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Per device (a disjoint sorted union of intervals): its starts, the length of its first k intervals (k = 0..m)
+    and the end of the k-th (k >= 1; below every time for k = 0): built once, read by :func:`_summed_overlap` for
+    every chunk of rows (``intervals.overlap_with_union`` builds them again on each call)."""
+    tables = []
+    for union_starts, union_ends in unions:  # a loop over devices
+        covered = np.zeros(union_starts.size + 1, np.int64)
+        np.cumsum(union_ends - union_starts, out=covered[1:])
+        last_end = np.empty(union_ends.size + 1, np.int64)
+        last_end[0] = np.iinfo(np.int64).min
+        last_end[1:] = union_ends
+        tables.append((np.asarray(union_starts, np.int64), covered, last_end))
+    return tables
+
+
+def _covered_before(table: tuple[np.ndarray, np.ndarray, np.ndarray], times: np.ndarray) -> np.ndarray:
+    """The length of a device's union before each time: its intervals starting at or before it, less the part of
+    the last of them at or after it."""
+    union_starts, covered, last_end = table
+    at = intervals.search_sorted(union_starts, times, side="right")
+    out = covered[at]
+    above = np.maximum(last_end[at], times)  # never below the time: no overflow from the sentinel
+    above -= times
+    out -= above
+    return out
+
+
 def _summed_overlap(
-    starts: np.ndarray, ends: np.ndarray, unions: list[tuple[np.ndarray, np.ndarray]]
+    starts: np.ndarray, ends: np.ndarray, tables: list[tuple[np.ndarray, np.ndarray, np.ndarray]]
 ) -> np.ndarray:
     """Each interval's overlap with every device's unexplained intervals, summed over the devices
-    (``intervals.summed_overlap``): by device, each a disjoint sorted union read at the rows' ascending starts, with
-    no table of every device's edges sorted together (0.1 s a call at x1512, built on the critical path)."""
+    (``intervals.summed_overlap``; negative where it ends before it starts, as there): each device's union length
+    read at both ends (``tables``: :func:`_covered_tables`), with no table of every device's edges sorted
+    together (intervals.Coverage: 0.12 s to build at x1512)."""
     out = np.zeros(starts.size, np.int64)
-    for union_starts, union_ends in unions:  # a loop over devices
-        out += intervals.overlap_with_union(starts, ends, union_starts, union_ends)
+    for table in tables:  # a loop over devices
+        out += _covered_before(table, ends)
+        out -= _covered_before(table, starts)
     return out
 
 
