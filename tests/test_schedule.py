@@ -205,5 +205,6 @@ def test_analyze_keeps_exclusive_sections_apart_from_the_threshold_on() -> None:
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(tracelens.analyses, "EXCLUSIVE_MIN_EVENTS", 0)
         kept_apart, document_apart = _exclusive_passed(patch, path)
-    assert set(kept_apart) == set(EXCLUSIVE_ORDER) & set(SECTIONS)
+    # and the diagnosis's work found ahead, which runs only beside the sections after attribution (AHEAD_PAIRS)
+    assert set(kept_apart) == set(EXCLUSIVE_ORDER) & set(SECTIONS) | {tracelens.analyses.DIAGNOSIS_AHEAD}
     assert document_apart == document == _document(path, 1)

@@ -130,6 +130,16 @@ EXCLUSIVE_PAIRS: frozenset[frozenset[str]] = frozenset(
     for pair in (("ranges", "memcpy"), ("ranges", "communication"), ("memcpy", "communication"))
 )
 
+# The diagnosis's work that reads the trace alone (diagnosis.prepare: the completeness judge, unexplained_idle's host
+# activity, the top host names; 1.3 s of CPU at x1512), a task of the two threads where the diagnosis is in the
+# run: last in priority, and from EXCLUSIVE_MIN_EVENTS events on, only beside the sections after attribution (it reads
+# the values attribution computes): on the core the serial chain of big sections leaves idle, not after them.
+DIAGNOSIS_AHEAD = "diagnosis (ahead)"
+AHEAD_PAIRS = frozenset(
+    frozenset((DIAGNOSIS_AHEAD, key))
+    for key in ("ranges", "memcpy", "communication", "launch", "ops", "whatif")
+)
+
 # Below this many events the exclusive sections run beside each other like the rest: their working arrays are
 # then small next to what the load and the what-if graph already take, so pairing them raised no peak, and
 # keeping them apart left a core idle through the serial chain. Measured with both rules in turn (same
@@ -304,6 +314,11 @@ def analyze(
             release_event_columns(trace, due, after or "none: no section of this run reads it")
 
     def compute(name: str) -> Any:
+        if (
+            name == DIAGNOSIS_AHEAD
+        ):  # not a section: memoizes what the diagnosis reads, nothing to release after it
+            with reading_as("diagnosis"):
+                return importlib.import_module(f"{__name__}.diagnosis").prepare(trace)
         with reading_as(name):
             value = BY_KEY[name].compute(trace, {**doc, **done})
         forget(trace, last_readers.finished(name))  # the shared values no section still to run reads
@@ -312,18 +327,21 @@ def analyze(
         return value
 
     independent = run_order(keys)  # the sections that read no other first, in priority order
+    exclusive = exclusive_keys(independent, trace.num_events)
+    ahead = [DIAGNOSIS_AHEAD] if "diagnosis" in keys else []
     with threads_limit(threads), reusing_array_pages():
         # the columns no section of this run reads (kernel launch geometry: the load kept what it gives)
         release(None)
         done.update(
             run_sections(
-                independent,
+                independent + ahead,
                 compute,
                 threads=usable_threads(),
-                exclusive=exclusive_keys(independent, trace.num_events),
-                pairs=EXCLUSIVE_PAIRS,
+                exclusive=exclusive + ahead if exclusive else [],
+                pairs=EXCLUSIVE_PAIRS | AHEAD_PAIRS,
             )
         )
+        done.pop(DIAGNOSIS_AHEAD, None)
         for name in keys:  # the sections that read others (diagnosis), in document order
             if name not in done:
                 done[name] = compute(name)

@@ -18,6 +18,7 @@ why the GPU idles, so its primary cause is ``incomplete_trace`` and ``diff --fai
 
 from __future__ import annotations
 
+import copy
 import re
 from typing import Any
 
@@ -25,11 +26,13 @@ import numpy as np
 
 from .. import intervals
 from ..event_names import strip_api_suffix
-from ..trace import GPU_ACTIVITY_KINDS, HOST_KINDS, OVERHEAD, PYTHON, Trace
+from ..trace import ALL_KINDS, DRIVER, GPU_ACTIVITY_KINDS, HOST_KINDS, OVERHEAD, PYTHON, RUNTIME, Trace
 from ..values import sorted_distinct
-from .columns import api_calls, event_columns
+from .columns import EventColumns, device_busy, event_columns
+from .derived import memo, starts_ascending
 from .kinds import kind_mask
 from .launch import call_ids_unique, launch_pairs
+from .memcpy import api_correlation
 from .names import code_mask, is_kernel_launch
 
 LOST_SHARE = 0.10  # launch calls after the GPU side ends: reported from this share of the launch calls
@@ -158,89 +161,106 @@ def judge(trace: Trace) -> dict[str, Any]:
     """``{complete, answerable, problems[]}``: ``complete`` when no problem, ``answerable`` when none blocks."""
     cols = event_columns(trace)
     who = recorder(trace)
-    gpu = np.flatnonzero(kind_mask(cols.kind, GPU_ACTIVITY_KINDS))
-    api, api_ids = api_calls(trace)
-    is_launch = code_mask(cols.name[api], cols.names, _is_launch_call)
-    launch = np.compress(is_launch, api)  # as api[is_launch], in half the time
+    gpu_mask = kind_mask(cols.kind, GPU_ACTIVITY_KINDS)
+    gpu_count = int(np.count_nonzero(gpu_mask))
+    # where every GPU op has a device, launch_pairs' rows are these, in row order, joined to the calls by id; their
+    # window and last end are then the devices' (device_busy): no GPU row gathered at all
+    pairs = launch_pairs(trace) if gpu_count else None
+    joined = pairs is not None and len(pairs) == gpu_count
+    gpu = None if joined else np.flatnonzero(gpu_mask)
+    del gpu_mask
+    # The API calls as a mask and their names compressed out of it: no row positions (8.8M int64 on a training
+    # export); the launch calls as a mask over the calls, counted, not compressed (two copies before)
+    api_mask = cols.of_kind(RUNTIME, DRIVER)
+    api_ids = api_correlation(trace)  # shared with the launch pairs (held): no rows found again
+    is_launch = code_mask(np.compress(api_mask, cols.name), cols.names, _is_launch_call)
+    launch_count = int(np.count_nonzero(is_launch))
+    has_call_id = api_ids >= 0
+    with_id_count = int(np.count_nonzero(is_launch & has_call_id))  # the launch calls with an id
     # A mask, not the rows, and only without GPU ops, where it is read (34M rows, 270 MB, on a training export)
-    host = kind_mask(cols.kind, HOST_KINDS) if gpu.size == 0 else None
-    # where every GPU op has a device, launch_pairs' rows are these, in row order, joined to the calls by id
-    pairs = launch_pairs(trace) if gpu.size else None
-    joined = pairs is not None and len(pairs) == gpu.size
-    gpu_ids = pairs["correlation_id"] if pairs is not None and joined else cols.at("correlation_id", gpu)
-    launch_ids = np.compress(is_launch, api_ids)  # the launch calls are API calls
+    host = kind_mask(cols.kind, HOST_KINDS) if gpu_count == 0 else None
+    gpu_ids = None
+    if pairs is not None and joined:
+        gpu_ids = pairs["correlation_id"]
+    elif gpu is not None and gpu.size:
+        gpu_ids = cols.at("correlation_id", gpu)
+    window = _gpu_window(trace, cols, gpu) if gpu_count else None
     problems: list[dict[str, Any]] = []
     evidence: dict[str, Any]
 
-    if gpu.size == 0 and launch.size == 0:
+    if gpu_count == 0 and launch_count == 0:
         evidence = {
             "host_events": int(host.sum()) if host is not None else 0,
-            "api_calls": int(api.size),
+            "api_calls": int(api_ids.size),
             "framework_ops": int(cols.of_kind("cpu_op").sum()),
             "annotations": int(cols.of_kind("annotation").sum()),
         }
         problems.append(_problem("no_gpu_activity", True, evidence, _fix(GPU_SIDE_FIX, who) + CPU_ONLY_NOTE))
-    elif launch.size:
-        # (launch_pairs holds the GPU ops' ends where its rows are the GPU ops)
-        gpu_end = pairs["end"] if pairs is not None and joined else cols.end[gpu]
-        last_gpu_end = int(gpu_end.max()) if gpu.size else None
+    elif launch_count:
+        last_gpu_end = window[1] if window is not None else None
         after = (
-            int((cols.start[launch] >= last_gpu_end).sum()) if last_gpu_end is not None else int(launch.size)
+            _launches_from(trace, cols, api_mask, is_launch, last_gpu_end)
+            if last_gpu_end is not None
+            else launch_count
         )
-        share = after / launch.size
-        with_id = launch_ids >= 0
-        if not with_id.any():
+        share = after / launch_count
+        if not with_id_count:
             unmatched = None
         elif joined and pairs is not None and call_ids_unique(trace):
             # each call's id its own: a launch call's id is some GPU op's where a matched op's launch call is it
             called = sorted_distinct(pairs["launch_row"][pairs["matched"]])
             called_launches = int(code_mask(cols.name[called], cols.names, _is_launch_call).sum())
-            unmatched = int(with_id.sum()) - called_launches
+            unmatched = with_id_count - called_launches
         else:
-            unmatched = int((~_member(launch_ids[with_id], gpu_ids[gpu_ids >= 0])).sum())
-        if gpu.size == 0 or share >= LOST_SHARE:
+            assert gpu_ids is not None or gpu_count == 0
+            op_ids = gpu_ids[gpu_ids >= 0] if gpu_ids is not None else np.zeros(0, np.int64)
+            unmatched = int((~_member(api_ids[is_launch & has_call_id], op_ids)).sum())
+        if gpu_count == 0 or share >= LOST_SHARE:
+            launch = np.flatnonzero(api_mask)[is_launch]
             evidence = {
-                "launch_calls": int(launch.size),
-                "gpu_ops": int(gpu.size),
+                "launch_calls": launch_count,
+                "gpu_ops": gpu_count,
                 "after_last_gpu_op": after,
                 "share": share,
                 "last_gpu_op_end_ns": last_gpu_end,
                 "host_end_ns": int(cols.end[launch].max()),
                 "unmatched_launch_calls": unmatched,
             }
-            blocking = gpu.size == 0 or share >= BLOCKING_SHARE
+            blocking = gpu_count == 0 or share >= BLOCKING_SHARE
             problems.append(
                 _problem("launches_without_gpu_activity", blocking, evidence, _fix(GPU_SIDE_FIX, who))
             )
+    del api_mask
 
-    if gpu.size:
+    if gpu_ids is not None:
         has_id = gpu_ids >= 0
+        with_op_id = int(np.count_nonzero(has_id))
         if pairs is not None and joined:
-            unmatched_gpu = int((has_id & ~pairs["matched"]).sum())
+            unmatched_gpu = int(np.count_nonzero(has_id & ~pairs["matched"]))
         else:
-            unmatched_gpu = int((~_member(gpu_ids[has_id], api_ids[api_ids >= 0])).sum())
-        unmatched_share = unmatched_gpu / int(has_id.sum()) if has_id.any() else None
-        if api.size == 0 or (unmatched_share is not None and unmatched_share >= UNMATCHED_SHARE):
+            unmatched_gpu = int((~_member(gpu_ids[has_id], api_ids[has_call_id])).sum())
+        unmatched_share = unmatched_gpu / with_op_id if with_op_id else None
+        if api_ids.size == 0 or (unmatched_share is not None and unmatched_share >= UNMATCHED_SHARE):
             evidence = {
-                "gpu_ops": int(gpu.size),
-                "api_calls": int(api.size),
-                "gpu_ops_with_id": int(has_id.sum()),
+                "gpu_ops": gpu_count,
+                "api_calls": int(api_ids.size),
+                "gpu_ops_with_id": with_op_id,
                 "unmatched_gpu_ops": unmatched_gpu,
-                "share": unmatched_share if api.size else 1.0,
+                "share": unmatched_share if api_ids.size else 1.0,
             }
             problems.append(
                 _problem("gpu_activity_without_launches", False, evidence, _fix(HOST_SIDE_FIX, who))
             )
-        missing_gpu = int((~has_id).sum())
-        missing_launch = int((launch_ids < 0).sum())
-        gpu_share = missing_gpu / gpu.size
-        launch_share = missing_launch / launch.size if launch.size else 0.0
+        missing_gpu = gpu_count - with_op_id
+        missing_launch = launch_count - with_id_count
+        gpu_share = missing_gpu / gpu_count
+        launch_share = missing_launch / launch_count if launch_count else 0.0
         if gpu_share >= MISSING_ID_SHARE or launch_share >= MISSING_ID_SHARE:
             evidence = {
-                "gpu_ops": int(gpu.size),
+                "gpu_ops": gpu_count,
                 "gpu_ops_without_id": missing_gpu,
                 "gpu_share": gpu_share,
-                "launch_calls": int(launch.size),
+                "launch_calls": launch_count,
                 "launch_calls_without_id": missing_launch,
                 "launch_share": launch_share,
             }
@@ -256,8 +276,8 @@ def judge(trace: Trace) -> dict[str, Any]:
         }
         problems.append(_problem("dropped_events", False, evidence, _fix(DROPPED_FIX, who)))
 
-    overhead = _overhead(trace, gpu, host)
-    python_per_op = overhead["python_events"] / max(int(gpu.size), 1)
+    overhead = _overhead(trace, window, host)
+    python_per_op = overhead["python_events"] / max(gpu_count, 1)
     overhead["python_events_per_gpu_op"] = python_per_op
     if (overhead["share"] or 0.0) >= OVERHEAD_SHARE or (
         overhead["python_events"] and python_per_op >= PYTHON_PER_GPU_OP
@@ -272,22 +292,62 @@ def judge(trace: Trace) -> dict[str, Any]:
     }
 
 
-def _overhead(trace: Trace, gpu: np.ndarray, host: np.ndarray | None) -> dict[str, Any]:
-    """Profiler-overhead time inside the analysed window (the GPU window, else the host span) and Python rows
-    (``host``: the host rows' mask, given where there are no GPU ops)."""
+def judged(trace: Trace) -> dict[str, Any]:
+    """:func:`judge`, computed once per trace (a fresh copy each call): analyze finds it ahead of the diagnosis,
+    on a core the sections leave idle (``diagnosis.prepare``)."""
+    return copy.deepcopy(memo(trace, "completeness", lambda: judge(trace)))
+
+
+def python_events(trace: Trace) -> int:
+    """How many Python-call rows the trace has (the judge's overhead problem and host_launch_overhead read it):
+    counted once per trace."""
+    cols = event_columns(trace)
+    return memo(trace, "python_events", lambda: int(np.count_nonzero(cols.kind == ALL_KINDS.index(PYTHON))))
+
+
+def _gpu_window(trace: Trace, cols: EventColumns, gpu: np.ndarray | None) -> tuple[int, int]:
+    """(first start, last end) of the GPU ops (``gpu``: their rows; None where every GPU op has a device: then the
+    devices' own first start and last end, ``device_busy``, which covers exactly those rows)."""
+    if gpu is None:
+        busy = device_busy(trace).values()
+        return min(b.first_start_ns for b in busy), max(b.last_end_ns for b in busy)
+    return int(cols.start[gpu].min()), int(cols.end[gpu].max())
+
+
+def _launches_from(
+    trace: Trace, cols: EventColumns, api_mask: np.ndarray, is_launch: np.ndarray, time: int
+) -> int:
+    """How many launch calls (``is_launch`` over the API calls, ``api_mask`` over the rows) start at or after
+    ``time``: in a table in start order, those after the first row starting there (a binary search, a count of the
+    mask before it); else by their starts."""
+    if starts_ascending(trace, cols.start):
+        first_row = int(np.searchsorted(cols.start, time, side="left"))
+        first_call = int(np.count_nonzero(api_mask[:first_row]))
+        return int(np.count_nonzero(is_launch[first_call:]))
+    launch = np.flatnonzero(api_mask)[is_launch]
+    return int(np.count_nonzero(cols.start[launch] >= time))
+
+
+def _overhead(trace: Trace, window: tuple[int, int] | None, host: np.ndarray | None) -> dict[str, Any]:
+    """Profiler-overhead time inside the analysed window (``window``: the GPU ops' first start and last end; None
+    without GPU ops: the host span) and Python rows (``host``: the host rows' mask, given where there are no GPU
+    ops)."""
     cols = event_columns(trace)
     rows = np.flatnonzero(cols.of_kind(OVERHEAD))
     rows = rows[code_mask(cols.name[rows], cols.names, _is_profiler_overhead)]
-    window_rows = gpu if gpu.size or host is None else np.flatnonzero(host)
-    lo = int(cols.start[window_rows].min()) if window_rows.size else 0
-    hi = int(cols.end[window_rows].max()) if window_rows.size else 0
+    if window is None:
+        host_rows = np.flatnonzero(host) if host is not None else np.zeros(0, np.int64)
+        lo = int(cols.start[host_rows].min()) if host_rows.size else 0
+        hi = int(cols.end[host_rows].max()) if host_rows.size else 0
+    else:
+        lo, hi = window
     starts, ends = intervals.merge(np.clip(cols.start[rows], lo, hi), np.clip(cols.end[rows], lo, hi))
     overhead_ns = int((ends - starts).sum())
     return {
         "overhead_rows": int(rows.size),
         "overhead_ns": overhead_ns,
         "window_ns": hi - lo,
-        "window": "gpu" if gpu.size else "host",
+        "window": "gpu" if window is not None else "host",
         "share": overhead_ns / (hi - lo) if hi > lo else None,
-        "python_events": int(cols.of_kind(PYTHON).sum()),
+        "python_events": python_events(trace),
     }

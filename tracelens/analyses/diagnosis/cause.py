@@ -18,6 +18,7 @@ import numpy as np
 from ...document.types import AttributionDevice, Launch, Memcpy, Sync
 from ...trace import Trace
 from ..columns import DeviceBusy, event_columns
+from ..derived import memo
 from ..names import HOST_CATEGORY_PRIORITY, STARTUP
 from ..startup import host_categories, one_time_work
 
@@ -193,7 +194,13 @@ def category_rows(trace: Trace, category: str) -> Iterator[np.ndarray]:
 
 
 def top_host_names(trace: Trace, category: str, limit: int = TOP_NAMES) -> list[dict[str, Any]]:
-    """The host names with the most summed time in a category (evidence)."""
+    """The host names with the most summed time in a category (evidence): computed once per trace (a fresh list
+    each call), so that analyze can find them ahead of the diagnosis (``diagnosis.prepare``)."""
+    found = memo(trace, f"top_host_names/{category}/{limit}", lambda: _top_host_names(trace, category, limit))
+    return [dict(entry) for entry in found]
+
+
+def _top_host_names(trace: Trace, category: str, limit: int) -> list[dict[str, Any]]:
     cols = event_columns(trace)
     names = cols.names
     # Counted by name code (no sort of the rows), a chunk of the category's rows at a time (the sums are of

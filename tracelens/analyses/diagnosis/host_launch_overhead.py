@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...trace import PYTHON
+from ...trace import Trace
 from ...units import fmt_ns, fmt_pct
 from .. import ops
-from ..columns import event_columns
+from ..completeness import python_events
 from ..launch import SMALL_KERNEL_NS
 from ..names import CPU, LAUNCH
 from .cause import Cause, Context, Evidence, top_host_names
@@ -96,7 +96,7 @@ def evidence(ctx: Context) -> Evidence:
         "cuda_graphs": graphs.get("in_use"),
         "ops_outside_graphs": ops_outside,
         "top_cpu_ops": top_host_names(ctx.trace, CPU),
-        "top_launch_calls": top_host_names(ctx.trace, LAUNCH),
+        "top_launch_calls": top_host_names(ctx.trace, LAUNCH),  # both memoized: found ahead (top_names)
         # Which op's kernels the host spends its launches on (an unfused optimizer step: thousands).
         "launching_ops": ops.diagnosis_ops(ctx.trace).launching_ops,
         "optimizer_step": ops.diagnosis_ops(ctx.trace).optimizer_step,
@@ -104,8 +104,14 @@ def evidence(ctx: Context) -> Evidence:
     ev["remedy"] = remedy(ctx, bool(graphs.get("in_use")), idle_launch, idle_cpu, small.get("count_share"))
     # A Python tracer (torch.profiler's with_stack, JAX's python tracer) records every Python call, which slows
     # the host: the launch overhead it shows may be partly the profiler's own.
-    ev["python_events"] = int(event_columns(ctx.trace).of_kind(PYTHON).sum())
+    ev["python_events"] = python_events(ctx.trace)
     return ev
+
+
+def top_names(trace: Trace) -> None:
+    """Find (memoize) the top host names the evidence reads, ahead of the diagnosis (``diagnosis.prepare``)."""
+    top_host_names(trace, CPU)
+    top_host_names(trace, LAUNCH)
 
 
 def adjust_fix(ev: Evidence, text: str) -> str:
