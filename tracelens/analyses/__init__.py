@@ -139,6 +139,15 @@ EXCLUSIVE_PAIRS: frozenset[frozenset[str]] = frozenset(
 EXCLUSIVE_MIN_EVENTS = 16_000_000
 
 
+# Below this many events analyze does not hand what each section freed back to the OS (numpy's big-array page
+# cache, glibc's heaps, Arrow's pool) before the next: the memory so kept is then a few event columns' worth
+# (tens of MiB), while handing it back made every section fault in and zero fresh pages again: a quarter of
+# analyze's CPU was the kernel's. Measured on the 406 MB Kineto trace (1.5M events): analyze 1.61 -> 1.39 s CPU
+# (sys 0.45 -> 0.22 s), peak +60-90 MiB (benchmarks/results/kan9.md). From this many events on, the freed memory
+# is returned after each section as before (the peaks of the big exports are what the release keeps down).
+RELEASE_EACH_MIN_EVENTS = 2_000_000
+
+
 def exclusive_keys(keys: list[str], num_events: int) -> list[str]:
     """The sections of ``keys`` that must not run beside each other on a trace of ``num_events`` events: the
     ``exclusive`` ones from :data:`EXCLUSIVE_MIN_EVENTS` events on, else none."""
@@ -308,9 +317,11 @@ def analyze(
             value = BY_KEY[name].compute(trace, {**doc, **done})
         forget(trace, last_readers.finished(name))  # the shared values no section still to run reads
         release(name)
-        release_free_memory()  # what the section freed goes back to the OS
+        if release_each:
+            release_free_memory()  # what the section freed goes back to the OS
         return value
 
+    release_each = trace.num_events >= RELEASE_EACH_MIN_EVENTS
     independent = run_order(keys)  # the sections that read no other first, in priority order
     with threads_limit(threads), reusing_array_pages():
         # the columns no section of this run reads (kernel launch geometry: the load kept what it gives)
