@@ -156,14 +156,24 @@ def exclusive_keys(keys: list[str], num_events: int) -> list[str]:
     return [key for key in keys if BY_KEY[key].exclusive]
 
 
-def run_order(keys: list[str]) -> list[str]:
+# On traces below EXCLUSIVE_MIN_EVENTS, where no section waits for another, the what-if replay (the longest section
+# there) starts first, beside the early occupancy, and the other thread works through the rest meanwhile; last in
+# EXCLUSIVE_ORDER it started after them and ran alone at the end. Measured on the 406 MB Kineto trace (1.5M events):
+# the sections 1.27 -> 0.9-1.0 s wall, same documents (benchmarks/results/kan9.md).
+SMALL_TRACE_FIRST: tuple[str, ...] = ("whatif",)
+
+
+def run_order(keys: list[str], num_events: int | None = None) -> list[str]:
     """The sections of ``keys`` that read no other, in the priority the two threads take them: ``early`` ones,
     then the exclusive ones (the longest work, which the other thread's small sections run beside) in
-    :data:`EXCLUSIVE_ORDER`, then the rest in document order."""
+    :data:`EXCLUSIVE_ORDER`, then the rest in document order. On a trace of ``num_events`` events below
+    :data:`EXCLUSIVE_MIN_EVENTS`, :data:`SMALL_TRACE_FIRST` come right after the ``early`` ones."""
+    first = SMALL_TRACE_FIRST if num_events is not None and num_events < EXCLUSIVE_MIN_EVENTS else ()
     return sorted(
         (key for key in keys if not BY_KEY[key].needs),
         key=lambda key: (
             not BY_KEY[key].early,
+            key not in first,
             not BY_KEY[key].exclusive,
             EXCLUSIVE_ORDER.index(key) if key in EXCLUSIVE_ORDER else 0,
         ),
@@ -220,6 +230,23 @@ MEMO_READERS: dict[str, frozenset[str]] = {
         "modules": ("ops",),
     }.items()
 }
+
+
+# The values the op tree (ops.tree) is derived from: the sections of SMALL_TRACE_FIRST (the what-if replay) compute
+# it, and read them, where they run before the ops section (:func:`memo_readers`).
+OP_TREE_INPUTS = ("op_names", "emit_nvtx_rows", "framework_op_rows")
+
+
+def memo_readers(num_events: int) -> dict[str, frozenset[str]]:
+    """:data:`MEMO_READERS` for a trace of ``num_events`` events: below :data:`EXCLUSIVE_MIN_EVENTS` the sections of
+    :data:`SMALL_TRACE_FIRST` run before the ops section (:func:`run_order`) and read the op tree's inputs too."""
+    if num_events >= EXCLUSIVE_MIN_EVENTS:
+        return MEMO_READERS
+    first = frozenset(SMALL_TRACE_FIRST)
+    return {
+        family: readers | first if family in OP_TREE_INPUTS else readers
+        for family, readers in MEMO_READERS.items()
+    }
 
 
 # Values a section reads but computes again rather than have them held until it runs: the host rows (163 MiB on
@@ -299,10 +326,11 @@ def analyze(
     keys = with_needs(wanted)
     done: dict[str, Any] = {}
 
-    last_readers = LastReaders(MEMO_READERS, keys)
+    readers = memo_readers(trace.num_events)
+    last_readers = LastReaders(readers, keys)
     columns = None
     if release_columns:
-        columns = ColumnRelease(*run_readers(trace, keys, MEMO_READERS), keys, RECOMPUTED)
+        columns = ColumnRelease(*run_readers(trace, keys, readers), keys, RECOMPUTED)
 
     def release(after: str | None) -> None:
         """Release the event columns no section still to run reads (where the trace is analyze's to release)."""
@@ -322,7 +350,9 @@ def analyze(
         return value
 
     release_each = trace.num_events >= RELEASE_EACH_MIN_EVENTS
-    independent = run_order(keys)  # the sections that read no other first, in priority order
+    independent = run_order(
+        keys, trace.num_events
+    )  # the sections that read no other first, in priority order
     with threads_limit(threads), reusing_array_pages():
         # the columns no section of this run reads (kernel launch geometry: the load kept what it gives)
         release(None)
