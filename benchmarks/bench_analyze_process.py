@@ -47,13 +47,13 @@ def main() -> int:
     for r in range(opts.rounds):
         for i, tree in enumerate(trees if r % 2 == 0 else list(reversed(trees))):
             results[tree].append(run_once(tree, trace, f"/tmp/bench_analyze_process_{os.getpid()}_{i}.json"))
-    print("| tree | wall s (median, all) | CPU s (median, all) | peak MiB |")
+    print("| tree | wall s (median, all) | CPU s (median, all) | peak MiB (all) |")
     print("|---|---|---|---|")
     for tree, runs in results.items():
         walls, cpus, peaks = zip(*runs, strict=True)
         print(
             f"| {tree} | {statistics.median(walls):.2f} ({', '.join(f'{w:.2f}' for w in walls)}) | "
-            f"{statistics.median(cpus):.2f} ({', '.join(f'{c:.2f}' for c in cpus)}) | {max(peaks):.0f} |"
+            f"{statistics.median(cpus):.2f} ({', '.join(f'{c:.2f}' for c in cpus)}) | {', '.join(f'{p:.0f}' for p in peaks)} |"
         )
     return 0
 

@@ -139,13 +139,16 @@ EXCLUSIVE_PAIRS: frozenset[frozenset[str]] = frozenset(
 EXCLUSIVE_MIN_EVENTS = 16_000_000
 
 
-# Below this many events analyze does not hand what each section freed back to the OS (numpy's big-array page
-# cache, glibc's heaps, Arrow's pool) before the next: the memory so kept is then a few event columns' worth
-# (tens of MiB), while handing it back made every section fault in and zero fresh pages again: a quarter of
-# analyze's CPU was the kernel's. Measured on the 406 MB Kineto trace (1.5M events): analyze 1.61 -> 1.39 s CPU
-# (sys 0.45 -> 0.22 s), peak +60-90 MiB (benchmarks/results/kan9.md). From this many events on, the freed memory
-# is returned after each section as before (the peaks of the big exports are what the release keeps down).
+# Below this many events analyze hands what a section freed back to the OS (numpy's big-array page cache, glibc's
+# heaps, Arrow's pool) only after the sections of RELEASE_AFTER, not after each: the memory so kept between the
+# others is a few event columns' worth, while handing it back made every section fault in and zero fresh pages
+# again (a quarter of analyze's CPU was the kernel's). The what-if replay's graph and the attribution's splits are
+# the big frees: releasing after them keeps the peak where it was. Measured on the 406 MB Kineto trace (1.5M
+# events), whole process: 2.72-2.81 -> 2.58-2.59 s CPU, peak 608-670 -> 617-643 MiB (after none: 2.58 s, but
+# 650-750 MiB; benchmarks/results/kan9.md). From this many events on, after each section as before (the peaks of
+# the big exports are what the release keeps down).
 RELEASE_EACH_MIN_EVENTS = 2_000_000
+RELEASE_AFTER: frozenset[str] = frozenset({"attribution", "whatif"})
 
 
 def exclusive_keys(keys: list[str], num_events: int) -> list[str]:
@@ -345,7 +348,7 @@ def analyze(
             value = BY_KEY[name].compute(trace, {**doc, **done})
         forget(trace, last_readers.finished(name))  # the shared values no section still to run reads
         release(name)
-        if release_each:
+        if release_each or name in RELEASE_AFTER:
             release_free_memory()  # what the section freed goes back to the OS
         return value
 
