@@ -133,8 +133,8 @@ def test_dropping_values_leaves_the_document_unchanged(path: Path, monkeypatch: 
 
 
 def test_the_small_traces_table_adds_only_the_op_tree_inputs_readers() -> None:
-    assert memo_readers(analyses.EXCLUSIVE_MIN_EVENTS) is MEMO_READERS  # the big traces' table is unchanged
-    small = memo_readers(analyses.EXCLUSIVE_MIN_EVENTS - 1)
+    assert memo_readers(analyses.SMALL_TRACE_MAX_EVENTS) is MEMO_READERS  # the big traces' table is unchanged
+    small = memo_readers(analyses.SMALL_TRACE_MAX_EVENTS - 1)
     assert set(small) == set(MEMO_READERS)
     for family, readers in MEMO_READERS.items():
         added = small[family] - readers

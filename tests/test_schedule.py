@@ -20,6 +20,7 @@ from tracelens.analyses import (
     EXCLUSIVE_PAIRS,
     SECTIONS,
     SMALL_TRACE_FIRST,
+    SMALL_TRACE_MAX_EVENTS,
     columns,
     exclusive_keys,
     run_order,
@@ -231,9 +232,10 @@ def test_freed_memory_goes_back_after_each_section_only_on_big_traces() -> None:
 
 
 def test_small_traces_start_the_whatif_replay_first() -> None:
-    big = run_order(SECTIONS, EXCLUSIVE_MIN_EVENTS)
-    assert big == run_order(SECTIONS)  # the big traces' order is unchanged
-    small = run_order(SECTIONS, EXCLUSIVE_MIN_EVENTS - 1)
+    assert SMALL_TRACE_MAX_EVENTS <= EXCLUSIVE_MIN_EVENTS  # only where no section waits for another
+    big = run_order(SECTIONS, SMALL_TRACE_MAX_EVENTS)
+    assert big == run_order(SECTIONS) == run_order(SECTIONS, EXCLUSIVE_MIN_EVENTS)  # the big traces' order
+    small = run_order(SECTIONS, SMALL_TRACE_MAX_EVENTS - 1)
     early = [key for key in SECTIONS if BY_KEY[key].early]
     assert small[: len(early) + len(SMALL_TRACE_FIRST)] == early + list(SMALL_TRACE_FIRST)
     assert sorted(small) == sorted(big)

@@ -159,19 +159,28 @@ def exclusive_keys(keys: list[str], num_events: int) -> list[str]:
     return [key for key in keys if BY_KEY[key].exclusive]
 
 
-# On traces below EXCLUSIVE_MIN_EVENTS, where no section waits for another, the what-if replay (the longest section
-# there) starts first, beside the early occupancy, and the other thread works through the rest meanwhile; last in
-# EXCLUSIVE_ORDER it started after them and ran alone at the end. Measured on the 406 MB Kineto trace (1.5M events):
-# the sections 1.27 -> 0.9-1.0 s wall, same documents (benchmarks/results/kan9.md).
+# On traces below SMALL_TRACE_MAX_EVENTS (no section waits for another there: under EXCLUSIVE_MIN_EVENTS), the
+# what-if replay (the longest section there) starts first, beside the early occupancy, and the other thread works
+# through the rest meanwhile; last in EXCLUSIVE_ORDER it started after them and ran alone at the end. Measured on the
+# 406 MB Kineto trace (1.5M events): the sections 1.27 -> 0.9-1.0 s wall, same documents; on the x100 Nsight export
+# (2.7M events) no gain (+2-4% CPU, within noise on a loaded machine), so not from there on
+# (benchmarks/results/kan9.md).
 SMALL_TRACE_FIRST: tuple[str, ...] = ("whatif",)
+SMALL_TRACE_MAX_EVENTS = 2_000_000
+
+
+def starts_first(num_events: int | None) -> tuple[str, ...]:
+    """The sections that start right after the ``early`` ones on a trace of ``num_events`` events (None: none)."""
+    small = num_events is not None and num_events < min(SMALL_TRACE_MAX_EVENTS, EXCLUSIVE_MIN_EVENTS)
+    return SMALL_TRACE_FIRST if small else ()
 
 
 def run_order(keys: list[str], num_events: int | None = None) -> list[str]:
     """The sections of ``keys`` that read no other, in the priority the two threads take them: ``early`` ones,
     then the exclusive ones (the longest work, which the other thread's small sections run beside) in
-    :data:`EXCLUSIVE_ORDER`, then the rest in document order. On a trace of ``num_events`` events below
-    :data:`EXCLUSIVE_MIN_EVENTS`, :data:`SMALL_TRACE_FIRST` come right after the ``early`` ones."""
-    first = SMALL_TRACE_FIRST if num_events is not None and num_events < EXCLUSIVE_MIN_EVENTS else ()
+    :data:`EXCLUSIVE_ORDER`, then the rest in document order; :func:`starts_first` of ``num_events`` right after
+    the ``early`` ones."""
+    first = starts_first(num_events)
     return sorted(
         (key for key in keys if not BY_KEY[key].needs),
         key=lambda key: (
@@ -235,17 +244,17 @@ MEMO_READERS: dict[str, frozenset[str]] = {
 }
 
 
-# The values the op tree (ops.tree) is derived from: the sections of SMALL_TRACE_FIRST (the what-if replay) compute
+# The values the op tree (ops.tree) is derived from: the sections that start first (the what-if replay) compute
 # it, and read them, where they run before the ops section (:func:`memo_readers`).
 OP_TREE_INPUTS = ("op_names", "emit_nvtx_rows", "framework_op_rows")
 
 
 def memo_readers(num_events: int) -> dict[str, frozenset[str]]:
-    """:data:`MEMO_READERS` for a trace of ``num_events`` events: below :data:`EXCLUSIVE_MIN_EVENTS` the sections of
-    :data:`SMALL_TRACE_FIRST` run before the ops section (:func:`run_order`) and read the op tree's inputs too."""
-    if num_events >= EXCLUSIVE_MIN_EVENTS:
+    """:data:`MEMO_READERS` for a trace of ``num_events`` events: the sections that start first there
+    (:func:`starts_first`) run before the ops section and read the op tree's inputs too."""
+    first = frozenset(starts_first(num_events))
+    if not first:
         return MEMO_READERS
-    first = frozenset(SMALL_TRACE_FIRST)
     return {
         family: readers | first if family in OP_TREE_INPUTS else readers
         for family, readers in MEMO_READERS.items()
