@@ -16,7 +16,7 @@ from conftest import shared_traces
 
 import tracelens
 import tracelens.analyses as analyses
-from tracelens.analyses import MEMO_READERS, OP_TREE_INPUTS, RECOMPUTED, SECTIONS, derived, memo_readers
+from tracelens.analyses import MEMO_READERS, RECOMPUTED, SECTIONS, derived
 from tracelens.analyses.launch import launch_pairs
 from tracelens.analyses.schedule import LastReaders
 
@@ -110,14 +110,13 @@ def test_the_readers_table_names_every_reader(path: Path, threads: int) -> None:
     # computed again only by a section that chose to (RECOMPUTED), once
     assert all(s in RECOMPUTED.get(derived.memo_family(k), ()) for s, k in again), again
     assert len(again) == len(set(again)), again
-    readers = memo_readers(trace.num_events)  # the table of this trace's run
     for section, key, _ in log:
         family = derived.memo_family(key)
-        if family in readers and not key.startswith("test-"):
-            assert section in readers[family] | RECOMPUTED.get(family, frozenset()), (section, key)
+        if family in MEMO_READERS and not key.startswith("test-"):
+            assert section in MEMO_READERS[family] | RECOMPUTED.get(family, frozenset()), (section, key)
     held = {derived.memo_family(key) for key in derived.memo_keys(trace)}
-    for family in held & set(readers):
-        assert "diagnosis" in readers[family] | RECOMPUTED.get(family, frozenset()), family
+    for family in held & set(MEMO_READERS):
+        assert "diagnosis" in MEMO_READERS[family] | RECOMPUTED.get(family, frozenset()), family
 
 
 def test_every_reader_is_a_section() -> None:
@@ -130,12 +129,3 @@ def test_dropping_values_leaves_the_document_unchanged(path: Path, monkeypatch: 
     dropping = json.dumps(tracelens.analyze(tracelens.load(path)))
     monkeypatch.setattr(analyses, "MEMO_READERS", {})
     assert json.dumps(tracelens.analyze(tracelens.load(path))) == dropping
-
-
-def test_the_small_traces_table_adds_only_the_op_tree_inputs_readers() -> None:
-    assert memo_readers(analyses.SMALL_TRACE_MAX_EVENTS) is MEMO_READERS  # the big traces' table is unchanged
-    small = memo_readers(analyses.SMALL_TRACE_MAX_EVENTS - 1)
-    assert set(small) == set(MEMO_READERS)
-    for family, readers in MEMO_READERS.items():
-        added = small[family] - readers
-        assert added == (set(analyses.SMALL_TRACE_FIRST) if family in OP_TREE_INPUTS else set()), family

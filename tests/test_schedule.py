@@ -19,8 +19,6 @@ from tracelens.analyses import (
     EXCLUSIVE_ORDER,
     EXCLUSIVE_PAIRS,
     SECTIONS,
-    SMALL_TRACE_FIRST,
-    SMALL_TRACE_MAX_EVENTS,
     columns,
     exclusive_keys,
     run_order,
@@ -229,16 +227,3 @@ def test_freed_memory_goes_back_after_each_section_only_on_big_traces() -> None:
         each, document_each = _releases_and_document(patch, path)
     assert each == len(SECTIONS)
     assert document_each == document
-
-
-def test_small_traces_start_the_whatif_replay_first() -> None:
-    assert SMALL_TRACE_MAX_EVENTS <= EXCLUSIVE_MIN_EVENTS  # only where no section waits for another
-    big = run_order(SECTIONS, SMALL_TRACE_MAX_EVENTS)
-    assert big == run_order(SECTIONS) == run_order(SECTIONS, EXCLUSIVE_MIN_EVENTS)  # the big traces' order
-    small = run_order(SECTIONS, SMALL_TRACE_MAX_EVENTS - 1)
-    early = [key for key in SECTIONS if BY_KEY[key].early]
-    assert small[: len(early) + len(SMALL_TRACE_FIRST)] == early + list(SMALL_TRACE_FIRST)
-    assert sorted(small) == sorted(big)
-    assert [key for key in small if key not in SMALL_TRACE_FIRST] == [
-        key for key in big if key not in SMALL_TRACE_FIRST
-    ]

@@ -143,10 +143,10 @@ EXCLUSIVE_MIN_EVENTS = 16_000_000
 # heaps, Arrow's pool) only after the sections of RELEASE_AFTER, not after each: the memory so kept between the
 # others is a few event columns' worth, while handing it back made every section fault in and zero fresh pages
 # again (a quarter of analyze's CPU was the kernel's). The what-if replay's graph and the attribution's splits are
-# the big frees: releasing after them keeps the peak where it was. Measured on the 406 MB Kineto trace (1.5M
-# events), whole process: 2.72-2.81 -> 2.58-2.59 s CPU, peak 608-670 -> 617-643 MiB (after none: 2.58 s, but
-# 650-750 MiB; benchmarks/results/kan9.md). From this many events on, after each section as before (the peaks of
-# the big exports are what the release keeps down).
+# the big frees: releasing after them keeps most of the peak down. Measured on the 406 MB Kineto trace (1.5M
+# events), whole process: 2.83 -> 2.57 s CPU, 1.79 -> 1.67 s wall, peak 537-637 -> 621-624 MiB (after none: the
+# same CPU, 650-750 MiB; benchmarks/results/kan9.md). From this many events on, after each section as before (the
+# peaks of the big exports are what the release keeps down).
 RELEASE_EACH_MIN_EVENTS = 2_000_000
 RELEASE_AFTER: frozenset[str] = frozenset({"attribution", "whatif"})
 
@@ -159,33 +159,14 @@ def exclusive_keys(keys: list[str], num_events: int) -> list[str]:
     return [key for key in keys if BY_KEY[key].exclusive]
 
 
-# On traces below SMALL_TRACE_MAX_EVENTS (no section waits for another there: under EXCLUSIVE_MIN_EVENTS), the
-# what-if replay (the longest section there) starts first, beside the early occupancy, and the other thread works
-# through the rest meanwhile; last in EXCLUSIVE_ORDER it started after them and ran alone at the end. Measured on the
-# 406 MB Kineto trace (1.5M events): the sections 1.27 -> 0.9-1.0 s wall, same documents; on the x100 Nsight export
-# (2.7M events) no gain (+2-4% CPU, within noise on a loaded machine), so not from there on
-# (benchmarks/results/kan9.md).
-SMALL_TRACE_FIRST: tuple[str, ...] = ("whatif",)
-SMALL_TRACE_MAX_EVENTS = 2_000_000
-
-
-def starts_first(num_events: int | None) -> tuple[str, ...]:
-    """The sections that start right after the ``early`` ones on a trace of ``num_events`` events (None: none)."""
-    small = num_events is not None and num_events < min(SMALL_TRACE_MAX_EVENTS, EXCLUSIVE_MIN_EVENTS)
-    return SMALL_TRACE_FIRST if small else ()
-
-
-def run_order(keys: list[str], num_events: int | None = None) -> list[str]:
+def run_order(keys: list[str]) -> list[str]:
     """The sections of ``keys`` that read no other, in the priority the two threads take them: ``early`` ones,
     then the exclusive ones (the longest work, which the other thread's small sections run beside) in
-    :data:`EXCLUSIVE_ORDER`, then the rest in document order; :func:`starts_first` of ``num_events`` right after
-    the ``early`` ones."""
-    first = starts_first(num_events)
+    :data:`EXCLUSIVE_ORDER`, then the rest in document order."""
     return sorted(
         (key for key in keys if not BY_KEY[key].needs),
         key=lambda key: (
             not BY_KEY[key].early,
-            key not in first,
             not BY_KEY[key].exclusive,
             EXCLUSIVE_ORDER.index(key) if key in EXCLUSIVE_ORDER else 0,
         ),
@@ -242,23 +223,6 @@ MEMO_READERS: dict[str, frozenset[str]] = {
         "modules": ("ops",),
     }.items()
 }
-
-
-# The values the op tree (ops.tree) is derived from: the sections that start first (the what-if replay) compute
-# it, and read them, where they run before the ops section (:func:`memo_readers`).
-OP_TREE_INPUTS = ("op_names", "emit_nvtx_rows", "framework_op_rows")
-
-
-def memo_readers(num_events: int) -> dict[str, frozenset[str]]:
-    """:data:`MEMO_READERS` for a trace of ``num_events`` events: the sections that start first there
-    (:func:`starts_first`) run before the ops section and read the op tree's inputs too."""
-    first = frozenset(starts_first(num_events))
-    if not first:
-        return MEMO_READERS
-    return {
-        family: readers | first if family in OP_TREE_INPUTS else readers
-        for family, readers in MEMO_READERS.items()
-    }
 
 
 # Values a section reads but computes again rather than have them held until it runs: the host rows (163 MiB on
@@ -338,11 +302,10 @@ def analyze(
     keys = with_needs(wanted)
     done: dict[str, Any] = {}
 
-    readers = memo_readers(trace.num_events)
-    last_readers = LastReaders(readers, keys)
+    last_readers = LastReaders(MEMO_READERS, keys)
     columns = None
     if release_columns:
-        columns = ColumnRelease(*run_readers(trace, keys, readers), keys, RECOMPUTED)
+        columns = ColumnRelease(*run_readers(trace, keys, MEMO_READERS), keys, RECOMPUTED)
 
     def release(after: str | None) -> None:
         """Release the event columns no section still to run reads (where the trace is analyze's to release)."""
@@ -362,9 +325,7 @@ def analyze(
         return value
 
     release_each = trace.num_events >= RELEASE_EACH_MIN_EVENTS
-    independent = run_order(
-        keys, trace.num_events
-    )  # the sections that read no other first, in priority order
+    independent = run_order(keys)  # the sections that read no other first, in priority order
     with threads_limit(threads), reusing_array_pages():
         # the columns no section of this run reads (kernel launch geometry: the load kept what it gives)
         release(None)
