@@ -208,3 +208,23 @@ def test_analyze_keeps_exclusive_sections_apart_from_the_threshold_on() -> None:
     # and the diagnosis's work found ahead, which runs only beside the sections after attribution (AHEAD_PAIRS)
     assert set(kept_apart) == set(EXCLUSIVE_ORDER) & set(SECTIONS) | {tracelens.analyses.DIAGNOSIS_AHEAD}
     assert document_apart == document == _document(path, 1)
+
+
+def _releases_and_document(patch: pytest.MonkeyPatch, path: Path) -> tuple[int, str]:
+    """How many times analyze handed freed memory back to the OS for ``path``, and the document it made."""
+    calls = []
+    patch.setattr(tracelens.analyses, "release_free_memory", lambda: calls.append(1))
+    document = _document(path, 2)
+    return len(calls), document
+
+
+def test_freed_memory_goes_back_after_each_section_only_on_big_traces() -> None:
+    path = ROOT / "fixtures" / "demo.pt.trace.json.gz"
+    with pytest.MonkeyPatch.context() as patch:
+        small, document = _releases_and_document(patch, path)
+    assert small == len(tracelens.analyses.RELEASE_AFTER & set(SECTIONS))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(tracelens.analyses, "RELEASE_EACH_MIN_EVENTS", 0)
+        each, document_each = _releases_and_document(patch, path)
+    assert each == len(SECTIONS)
+    assert document_each == document

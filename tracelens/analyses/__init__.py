@@ -149,6 +149,18 @@ AHEAD_PAIRS = frozenset(
 EXCLUSIVE_MIN_EVENTS = 16_000_000
 
 
+# Below this many events analyze hands what a section freed back to the OS (numpy's big-array page cache, glibc's
+# heaps, Arrow's pool) only after the sections of RELEASE_AFTER, not after each: the memory so kept between the
+# others is a few event columns' worth, while handing it back made every section fault in and zero fresh pages
+# again (a quarter of analyze's CPU was the kernel's). The what-if replay's graph and the attribution's splits are
+# the big frees: releasing after them keeps most of the peak down. Measured on the 406 MB Kineto trace (1.5M
+# events), whole process: 2.83 -> 2.57 s CPU, 1.79 -> 1.67 s wall, peak 537-637 -> 621-624 MiB (after none: the
+# same CPU, 650-750 MiB; benchmarks/results/kan9.md). From this many events on, after each section as before (the
+# peaks of the big exports are what the release keeps down).
+RELEASE_EACH_MIN_EVENTS = 2_000_000
+RELEASE_AFTER: frozenset[str] = frozenset({"attribution", "whatif"})
+
+
 def exclusive_keys(keys: list[str], num_events: int) -> list[str]:
     """The sections of ``keys`` that must not run beside each other on a trace of ``num_events`` events: the
     ``exclusive`` ones from :data:`EXCLUSIVE_MIN_EVENTS` events on, else none."""
@@ -323,9 +335,11 @@ def analyze(
             value = BY_KEY[name].compute(trace, {**doc, **done})
         forget(trace, last_readers.finished(name))  # the shared values no section still to run reads
         release(name)
-        release_free_memory()  # what the section freed goes back to the OS
+        if release_each or name in RELEASE_AFTER:
+            release_free_memory()  # what the section freed goes back to the OS
         return value
 
+    release_each = trace.num_events >= RELEASE_EACH_MIN_EVENTS
     independent = run_order(keys)  # the sections that read no other first, in priority order
     exclusive = exclusive_keys(independent, trace.num_events)
     ahead = [DIAGNOSIS_AHEAD] if "diagnosis" in keys else []
