@@ -152,13 +152,15 @@ EXCLUSIVE_MIN_EVENTS = 16_000_000
 # Below this many events analyze hands what a section freed back to the OS (numpy's big-array page cache, glibc's
 # heaps, Arrow's pool) only after the sections of RELEASE_AFTER, not after each: the memory so kept between the
 # others is a few event columns' worth, while handing it back made every section fault in and zero fresh pages
-# again (a quarter of analyze's CPU was the kernel's). The what-if replay's graph and the attribution's splits are
-# the big frees: releasing after them keeps most of the peak down. Measured on the 406 MB Kineto trace (1.5M
-# events), whole process: 2.83 -> 2.57 s CPU, 1.79 -> 1.67 s wall, peak 537-637 -> 621-624 MiB (after none: the
-# same CPU, 650-750 MiB; benchmarks/results/kan9.md). From this many events on, after each section as before (the
-# peaks of the big exports are what the release keeps down).
+# again (a quarter of analyze's CPU was the kernel's). The sections with big frees are released after: the what-if
+# replay's graph, the attribution's splits, and occupancy, host, steps and ops (the shared values they build). Measured
+# on the 406 MB Kineto trace (1.5M events), whole process, releasing after attribution and whatif only: 2.83 -> 2.57 s
+# CPU, 1.79 -> 1.67 s wall (benchmarks/results/kan9.md); but on the 526 MiB tile (1.9M events) that raised the peak
+# 666-720 -> 808-864 MiB (+22%), and adding occupancy, host, steps and ops brought it back to 700-725 MiB for about
+# half the CPU saved (3.2-3.7 s after each, 3.0-3.3 s so; lead's runs, 14:45 UTC). From this many events on, after
+# each section as before (the peaks of the big exports are what the release keeps down).
 RELEASE_EACH_MIN_EVENTS = 2_000_000
-RELEASE_AFTER: frozenset[str] = frozenset({"attribution", "whatif"})
+RELEASE_AFTER: frozenset[str] = frozenset({"occupancy", "host", "steps", "attribution", "ops", "whatif"})
 
 
 def exclusive_keys(keys: list[str], num_events: int) -> list[str]:
