@@ -665,6 +665,16 @@ done:
  *
  * Both one pass (no temporaries), the GIL released. */
 
+/* One finished piece: written at o where the outs are given (else only counted); the next free slot. */
+static inline int64_t put_piece(int64_t *os, int64_t *oe, int64_t *ow, int64_t o, int64_t s, int64_t e, int64_t w) {
+    if (os) {
+        os[o] = s;
+        oe[o] = e;
+        ow[o] = w;
+    }
+    return o + 1;
+}
+
 static int64_t union_pass(const int64_t *as, const int64_t *ae, const int64_t *aw, int64_t na, const int64_t *bs,
                           const int64_t *be, const int64_t *bw, int64_t nb, int64_t *os, int64_t *oe, int64_t *ow) {
     int64_t i = 0, j = 0, o = 0, cs = 0, ce = 0, cw = 0;
@@ -686,27 +696,13 @@ static int64_t union_pass(const int64_t *as, const int64_t *ae, const int64_t *a
             if (e > ce) ce = e;
             continue;
         }
-        if (open) {
-            if (os) {
-                os[o] = cs;
-                oe[o] = ce;
-                ow[o] = cw;
-            }
-            o++;
-        }
+        if (open) o = put_piece(os, oe, ow, o, cs, ce, cw);
         cs = s;
         ce = e;
         cw = w;
         open = 1;
     }
-    if (open) {
-        if (os) {
-            os[o] = cs;
-            oe[o] = ce;
-            ow[o] = cw;
-        }
-        o++;
-    }
+    if (open) o = put_piece(os, oe, ow, o, cs, ce, cw);
     return o;
 }
 

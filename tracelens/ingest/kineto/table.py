@@ -308,17 +308,7 @@ class Columns:
         # thread orders the others and places the GPU rows.
         joined = {
             key: background.submit(joined_in_order, parts, order, key)
-            for key in (
-                "duration",
-                "pid",
-                "pid_valid",
-                "tid",
-                "tid_valid",
-                "correlation",
-                "correlation_valid",
-                "external_id",
-                "external_id_valid",
-            )
+            for key in _ROW_KEYS[3:]  # all but start, kind and name (ordered on this thread)
         }
         kind = np.take(kind, order)
         start = np.take(start, order)
