@@ -149,15 +149,7 @@ def test_rows_to_drop_are_left_to_the_numpy_steps(monkeypatch: pytest.MonkeyPatc
         text = b",".join(json.dumps(e).encode() for e in (events[0], dropped))
         scanned = _scanned(text)
         assert scanned is not None
-        sizes = native.scanner().prepared_sizes(
-            scanned["floats"],
-            scanned["codes"],
-            scanned["sparse_rows"],
-            scanned["sparse_floats"],
-            native.kind_table(scanned["categories"]),
-            prepare.KIND_FLAGS,
-            native.MAX_TIME_US,
-        )
+        sizes = native.scanner().prepared_sizes(*_size_sources(scanned))
         assert sizes is None
         _check(text, monkeypatch)
 
@@ -204,11 +196,9 @@ def test_real_traces_blocks(path: Path, monkeypatch: pytest.MonkeyPatch) -> None
         assert_same_prepared(native._prepared_columns(again), want)
 
 
-def test_columns_of_other_sizes_are_refused() -> None:
-    text = b",".join(json.dumps(e).encode() for e in _events(8))
-    scanned = _scanned(text)
-    assert scanned is not None
-    sources = (
+def _size_sources(scanned: dict) -> tuple:
+    """The arguments of the scanner's ``prepared_sizes`` for one scanned block."""
+    return (
         scanned["floats"],
         scanned["codes"],
         scanned["sparse_rows"],
@@ -217,6 +207,13 @@ def test_columns_of_other_sizes_are_refused() -> None:
         prepare.KIND_FLAGS,
         native.MAX_TIME_US,
     )
+
+
+def test_columns_of_other_sizes_are_refused() -> None:
+    text = b",".join(json.dumps(e).encode() for e in _events(8))
+    scanned = _scanned(text)
+    assert scanned is not None
+    sources = _size_sources(scanned)
     n_gpu, n_launches = native.scanner().prepared_sizes(*sources)
     counts = {"row": 8, "gpu": n_gpu + 1, "launch": n_launches}  # one GPU row too many
     columns = tuple(
