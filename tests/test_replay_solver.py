@@ -158,6 +158,24 @@ def test_one_pass_equals_the_batches_on_a_large_graph(monkeypatch: Any) -> None:
     check(random_graph(11, 12, 3000, 0.2, 0.01), monkeypatch)
 
 
+def _solve_sorted(graph: Graph, shared: Any, out: np.ndarray, **changed: np.ndarray) -> None:
+    """The compiled solve over ``shared``'s plan of ``graph``, with the plan arrays named in ``changed`` replaced
+    (order, e_pos, e_src): how the tests below hand it a broken plan."""
+    plan = {"order": shared.order, "e_pos": shared.e_pos, "e_src": shared.e_src, **changed}
+    engine._replay_solve.solve_sorted_edges(
+        plan["order"],
+        graph.chain_first.view(np.uint8),
+        graph.lag,
+        graph.anchor,
+        graph.time,
+        plan["e_pos"],
+        plan["e_src"],
+        graph.edge_lag[shared.e_order],
+        shared.e_stale.view(np.uint8),
+        out,
+    )
+
+
 @native
 def test_bad_plan_raises_instead_of_reading_out_of_bounds() -> None:
     graph = random_graph(3, 3, 20, 0.3, 0.0)
@@ -168,31 +186,9 @@ def test_bad_plan_raises_instead_of_reading_out_of_bounds() -> None:
     bad_src[0] = graph.size + 5
     out = np.empty(graph.size, np.int64)
     with pytest.raises(ValueError, match="out of range"):
-        engine._replay_solve.solve_sorted_edges(
-            shared.order,
-            graph.chain_first.view(np.uint8),
-            graph.lag,
-            graph.anchor,
-            graph.time,
-            shared.e_pos,
-            bad_src,
-            graph.edge_lag[shared.e_order],
-            shared.e_stale.view(np.uint8),
-            out,
-        )
+        _solve_sorted(graph, shared, out, e_src=bad_src)
     with pytest.raises(ValueError, match="lengths"):
-        engine._replay_solve.solve_sorted_edges(
-            shared.order[:-1],
-            graph.chain_first.view(np.uint8),
-            graph.lag,
-            graph.anchor,
-            graph.time,
-            shared.e_pos,
-            shared.e_src,
-            graph.edge_lag[shared.e_order],
-            shared.e_stale.view(np.uint8),
-            out,
-        )
+        _solve_sorted(graph, shared, out, order=shared.order[:-1])
 
 
 def staircase_graph(steps: int) -> Graph:
@@ -349,18 +345,7 @@ def test_solve_refuses_edge_positions_out_of_order() -> None:
         np.append(shared.e_pos[:-1], graph.size),
     ):  # descending; past the end
         with pytest.raises(ValueError, match="out of range"):
-            engine._replay_solve.solve_sorted_edges(
-                shared.order,
-                graph.chain_first.view(np.uint8),
-                graph.lag,
-                graph.anchor,
-                graph.time,
-                e_pos,
-                shared.e_src,
-                graph.edge_lag[shared.e_order],
-                shared.e_stale.view(np.uint8),
-                out,
-            )
+            _solve_sorted(graph, shared, out, e_pos=e_pos)
 
 
 @native
