@@ -328,9 +328,8 @@ def analyze(
             release_event_columns(trace, due, after or "none: no section of this run reads it")
 
     def compute(name: str) -> Any:
-        if (
-            name == DIAGNOSIS_AHEAD
-        ):  # not a section: memoizes what the diagnosis reads, nothing to release after it
+        # not a section: memoizes what the diagnosis reads, nothing to release after it
+        if name == DIAGNOSIS_AHEAD:
             with reading_as("diagnosis"):
                 return importlib.import_module(f"{__name__}.diagnosis").prepare(trace)
         with reading_as(name):
