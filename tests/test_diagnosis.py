@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+import tracelens
 from tracelens.analyses import SECTIONS, analyze
 from tracelens.analyses.diagnosis import diagnose
 from tracelens.analyses.diagnosis.host_launch_overhead import FIXES as LAUNCH_FIX
@@ -14,10 +15,15 @@ from tracelens.analyses.diagnosis.input_pipeline import FIXES as INPUT_FIX
 from tracelens.analyses.diagnosis.low_occupancy import FIXES as OCCUPANCY_FIX
 from tracelens.analyses.diagnosis.memcpy import FIXES as MEMCPY_FIX
 from tracelens.analyses.diagnosis.memcpy import check_fix
+from tracelens.analyses.diagnosis.none import FIX as NONE_FIX
+from tracelens.analyses.diagnosis.none import FIX_BOUND_UP
+from tracelens.analyses.diagnosis.none import sentence as none_sentence
 from tracelens.analyses.diagnosis.startup import FIX as STARTUP_FIX
 from tracelens.analyses.diagnosis.synchronization import FIXES as SYNC_FIX
 from tracelens.analyses.diagnosis.unexplained_idle import FIXES as UNEXPLAINED_FIX
 from tracelens.trace import Trace, TraceMetadata
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
 CAUSES_DIR = Path(__file__).resolve().parent.parent / "fixtures" / "causes"
 
@@ -95,6 +101,40 @@ def test_none_below_threshold():
     ]
     assert diag["primary"]["evidence"]["largest_share"] == pytest.approx(40 / 1900)
     assert diag["unexplained_idle_ns"] == 10
+
+
+def test_none_sentence_says_nothing_loses_more_only_when_true():
+    diag = analyze(load_case("none"))["diagnosis"]
+    # the largest lost time is host_launch_overhead's 40 ns of 1900, below the threshold
+    assert diag["primary"]["evidence"]["most_lost_cause"] == "host_launch_overhead"
+    assert diag["primary"]["evidence"]["most_lost_share"] == pytest.approx(40 / 1900)
+    assert diag["primary"]["fix"] == NONE_FIX
+    assert none_sentence(diag["primary"], diag).startswith("No cause loses more than 10.0% of the span")
+
+
+def test_none_sentence_names_a_cause_that_loses_more_than_its_fix_saves():
+    # The H200 sync pair's after-run: one stream synchronize per step, after which the GPU idles 15% of the span;
+    # the replay predicts dropping it saves 4% of the step (the host's launches follow it): below the threshold.
+    doc = analyze(tracelens.load(FIXTURES / "gpu" / "pairs" / "sync_after.pt.trace.json.gz"))
+    diag = doc["diagnosis"]
+    assert diag["primary"]["cause"] == "none"
+    # the cause with the most lost time, found here from the causes list
+    most = max(diag["causes"], key=lambda c: c["lost_ns"])
+    assert most["cause"] == "synchronization"
+    assert most["lost_ns"] / diag["span_ns"] > 0.10 > most["rank_share"]
+    evidence = diag["primary"]["evidence"]
+    assert (evidence["most_lost_cause"], evidence["most_lost_share"], evidence["most_lost_rank_share"]) == (
+        "synchronization",
+        pytest.approx(most["lost_ns"] / diag["span_ns"]),
+        most["rank_share"],
+    )
+    assert diag["primary"]["fix"] == FIX_BOUND_UP
+    text = none_sentence(diag["primary"], diag)
+    assert text.startswith(
+        "No fix is predicted to save more than 10.0% of the span: synchronization loses 15.0%"
+    )
+    assert f"its fix alone saves {100 * most['rank_share']:.1f}%" in text
+    assert "No cause loses" not in text
 
 
 def test_memcpy_without_memcpy_section_counts_only_sync_copy_idle():
