@@ -1,6 +1,7 @@
 """Before/after pairs recorded on one GPU by fixtures/gpu/record_pairs.py (torch 2.11): the same model work with
 and without one cause, on an H200 (fixtures/gpu/pairs, what the replay's models were written against) and on an
-H100 (fixtures/gpu/pairs_h100, recorded afterwards: held out). The what-if replay of each "before" trace predicts
+H100 (fixtures/gpu/pairs_h100, recorded afterwards: held out), and on a second H200 in a VM with a slower host
+(fixtures/gpu/pairs_h200_vm, held out; three known misses). The what-if replay of each "before" trace predicts
 the "after" step time; the after-trace and the CUDA events recorded in the same runs (pairs.facts.json) are the
 measurement."""
 
@@ -15,7 +16,11 @@ import tracelens
 from tests.conftest import FIXTURES
 from tracelens.analyses.whatif import whatif
 
-RECORDINGS = {"h200": FIXTURES / "gpu" / "pairs", "h100": FIXTURES / "gpu" / "pairs_h100"}
+RECORDINGS = {
+    "h200": FIXTURES / "gpu" / "pairs",
+    "h100": FIXTURES / "gpu" / "pairs_h100",
+    "h200_vm": FIXTURES / "gpu" / "pairs_h200_vm",
+}
 CAUSE = {
     "input": "input_pipeline",
     "launch": "host_launch_overhead",
@@ -28,6 +33,35 @@ CAUSE = {
 # wave) allows 8.25x for the scan, its floor (64 MiB read at 4.8 TB/s, 14 us) does not bind: the step is
 # predicted 2.9% fast (the SM-fill model before it, 2.1x, was 17% slow).
 TOLERANCE = {"input": 0.15, "launch": 0.15, "sync": 0.15, "memcpy": 0.15, "occupancy": 0.15}
+# Held out on a second H200 (2026-11-27, a VM whose host ran the same script ~1.6x slower): predictions outside the
+# tolerance, each a strict xfail (it fails the day the prediction comes within it). docs/analyses.md has the figures.
+SYNC_MISS = (
+    "+45%: the host ran every op ~30% slower while it synchronized after each product; the replay keeps each "
+    "recorded host time, so dropping the syncs leaves the step host-paced"
+)
+INPUT_MISS = (
+    "+22%: the before-run's GPU work spans 3.7 ms per step against 3.3 ms in the after-run (the same kernels), and "
+    "the replay keeps the before-run's times; why they spread out there is not established"
+)
+MEMCPY_MISS = (
+    "+15.2%: the pinned copies run at the same bandwidth in both runs (54-55 GB/s for 8 and 64 MiB); where the "
+    "predicted step's other 0.3 ms comes from is not established"
+)
+KNOWN_MISSES = {
+    ("sync", "h200_vm"): SYNC_MISS,
+    ("input", "h200_vm"): INPUT_MISS,
+    ("memcpy", "h200_vm"): MEMCPY_MISS,
+}
+
+
+def _prediction_cases() -> list:
+    return [
+        pytest.param(name, gpu, marks=pytest.mark.xfail(strict=True, reason=KNOWN_MISSES[name, gpu]))
+        if (name, gpu) in KNOWN_MISSES
+        else (name, gpu)
+        for gpu in sorted(RECORDINGS)
+        for name in sorted(CAUSE)
+    ]
 
 
 def _facts(pairs: Path) -> dict:
@@ -53,8 +87,7 @@ def test_step_time_matches_cuda_events(name: str, gpu: str) -> None:
         assert abs(error["span_error"]) < 0.001
 
 
-@pytest.mark.parametrize("gpu", sorted(RECORDINGS))
-@pytest.mark.parametrize("name", sorted(CAUSE))
+@pytest.mark.parametrize(("name", "gpu"), _prediction_cases())
 def test_prediction_within_tolerance(name: str, gpu: str) -> None:
     pairs = RECORDINGS[gpu]
     before = whatif(tracelens.load(pairs / f"{name}_before.pt.trace.json.gz"))

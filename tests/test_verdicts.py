@@ -254,6 +254,45 @@ FIXTURE_VERDICTS = {
             ("occupancy_after.pt.trace.json.gz", ("none", "As on the H200.")),
         )
     },
+    # The same script on a second H200 (2026-11-27), a VM whose host ran it ~1.6x slower (held out).
+    **{
+        f"gpu/pairs_h200_vm/{name}": verdict
+        for name, verdict in (
+            ("input_before.pt.trace.json.gz", ("input_pipeline", "As on the first H200.")),
+            ("input_after.pt.trace.json.gz", ("none", "As on the first H200.")),
+            ("launch_before.pt.trace.json.gz", ("host_launch_overhead", "As on the first H200.")),
+            ("launch_after.pt.trace.json.gz", ("low_occupancy", "As on the first H200.")),
+            (
+                "sync_before.pt.trace.json.gz",
+                (
+                    "synchronization",
+                    "32 products per step, each read back with .item(); on this host every op between the "
+                    "syncs ran ~30% slower than the same op in the after-run (aten::sum 35 against 25 us), so "
+                    "the step looks host-paced and the replay, which keeps each recorded host time, predicts "
+                    "dropping the syncs saves 2%; the after-run was 33% faster. tracelens says none: a known "
+                    "miss (KNOWN_MISSES).",
+                ),
+            ),
+            (
+                "sync_after.pt.trace.json.gz",
+                (
+                    "host_launch_overhead",
+                    "The after-run on this slower host is host-paced: 64 aten::sum calls take 1.6 ms of host "
+                    "time in a 2.6 ms step around 2.0 ms of kernels; the GPU waits on launches 12% of the span.",
+                ),
+            ),
+            ("memcpy_before.pt.trace.json.gz", ("memcpy", "As on the first H200.")),
+            ("memcpy_after.pt.trace.json.gz", ("memcpy", "As on the first H200.")),
+            ("occupancy_before.pt.trace.json.gz", ("low_occupancy", "As on the first H200.")),
+            ("occupancy_after.pt.trace.json.gz", ("none", "As on the first H200.")),
+        )
+    },
+}
+# Verdicts tracelens is known to get wrong, with why: each runs as a strict xfail, so it fails the day the
+# verdict comes right (then move it out of here).
+KNOWN_MISSES = {
+    "gpu/pairs_h200_vm/sync_before.pt.trace.json.gz": "the host's slow-down while it synchronizes after every "
+    "op is not in the trace (the replay keeps each host op's recorded time): none instead of synchronization",
 }
 
 # Hand-built causes (fixtures/causes/, derivations in make_causes.py; lost times in tests/test_diagnosis.py).
@@ -300,7 +339,15 @@ def test_shared_trace_verdict(name: str) -> None:
     assert _diagnosis(path)["primary"]["cause"] == SHARED_VERDICTS[name][0]
 
 
-@pytest.mark.parametrize("name", sorted(FIXTURE_VERDICTS))
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=KNOWN_MISSES[n]))
+        if n in KNOWN_MISSES
+        else n
+        for n in sorted(FIXTURE_VERDICTS)
+    ],
+)
 def test_fixture_verdict(name: str) -> None:
     assert _diagnosis(FIXTURES / name)["primary"]["cause"] == FIXTURE_VERDICTS[name][0]
 
