@@ -212,13 +212,19 @@ def _analyze_one(path: str, *, run_name: str | None = None) -> Document:
     if looks_like_document(path):
         return load_document(path)
     from . import load
+    from .analyses import SECTIONS
     from .analyses import analyze as run_analyses
     from .memory import small_pages
+    from .preload import imported_ahead
 
     options = {"run": run_name} if run_name else {}
+    trace = load(path, **options)
+    # pandas and the sections imported without the collections their objects set off, and the collections
+    # while the sections run kept off those objects and the trace's (tracelens.preload)
+    sections = ["pandas", *(f"{run_analyses.__module__}.{key}" for key in SECTIONS)]
     # the trace is this call's alone: its event columns go as soon as no section still to run reads them
-    with small_pages():  # the analyses' buffers too (memory.small_pages)
-        return run_analyses(load(path, **options), release_columns=True)
+    with imported_ahead(sections), small_pages():  # the analyses' buffers too (memory.small_pages)
+        return run_analyses(trace, release_columns=True)
 
 
 @cli.command()
