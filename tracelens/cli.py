@@ -6,6 +6,7 @@ Errors are caught in one place, :func:`main`, which prints one line and returns 
 
 from __future__ import annotations
 
+import gc
 import glob
 import os
 import sys
@@ -437,5 +438,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+def entry() -> int:
+    """The program's entry (``python -m tracelens``): :func:`main`, whose exit status it returns for the process to
+    exit with, then what is still alive frozen out of the garbage collector's reach. The interpreter's exit runs
+    full collections over every object left (the modules of numpy, pyarrow, pandas and tracelens: ~60 ms of an
+    analyze of the 406 MB Kineto trace); nothing left then needs the collector to be freed or finalized (tracelens's
+    files are closed and its output written; the interpreter flushes stdout whatever the collector does)."""
+    status = main()
+    gc.freeze()
+    return status
+
+
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    sys.exit(entry())
