@@ -219,13 +219,14 @@ def _analyze_one(path: str, *, run_name: str | None = None) -> Document:
     from .preload import imported_ahead
 
     options = {"run": run_name} if run_name else {}
-    trace = load(path, **options)
-    # pandas and the sections imported without the collections their objects set off, and the collections
-    # while the sections run kept off those objects and the trace's (tracelens.preload)
     sections = ["pandas", *(f"{run_analyses.__module__}.{key}" for key in SECTIONS)]
-    # the trace is this call's alone: its event columns go as soon as no section still to run reads them
-    with imported_ahead(sections), small_pages():  # the analyses' buffers too (memory.small_pages)
-        return run_analyses(trace, release_columns=True)
+    with small_pages():  # the load's and the analyses' buffers, and the imports' heap (memory.small_pages)
+        trace = load(path, **options)
+        # pandas and the sections imported without the collections their objects set off, and the collections
+        # while the sections run kept off those objects and the trace's (tracelens.preload); the trace is this
+        # call's alone: its event columns go as soon as no section still to run reads them
+        with imported_ahead(sections):
+            return run_analyses(trace, release_columns=True)
 
 
 @cli.command()
