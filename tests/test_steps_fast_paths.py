@@ -85,3 +85,72 @@ def test_union_of_masked_equals_merge_of_the_selected_rows(rows: list) -> None:
         expected = merge(s[m], e[m])
         np.testing.assert_array_equal(got[0], expected[0])
         np.testing.assert_array_equal(got[1], expected[1])
+
+
+def _disjoint_windows(draws: list) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted windows that do not overlap (they may touch or be empty) from (gap, length) draws."""
+    starts, ends, at = [], [], -20
+    for gap, length in draws:
+        at += gap
+        starts.append(at)
+        ends.append(at + length)
+        at += length
+    return np.array(starts, np.int64), np.array(ends, np.int64)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(ROW, max_size=40),
+    st.lists(st.tuples(st.integers(0, 120), st.integers(0, 150)), max_size=6),
+    st.booleans(),
+    st.booleans(),
+    st.data(),
+)
+def test_compiled_step_coverage_equals_the_numpy_split(
+    rows: list, gaps: list, sort: bool, wellformed: bool, data
+) -> None:
+    """On sorted disjoint windows (the compiled pass's case; rows out of order or ending before they start: it
+    declines), the split equals priority_split's and the numpy path's (the compiled module hidden)."""
+    import tracelens.analyses.steps as steps
+
+    if wellformed:
+        rows = [(s, abs(n), c, t, k) for s, n, c, t, k in rows]
+    host = host_rows_of(rows, sort)
+    n_threads = len(host.threads)
+    if n_threads:
+        chosen = data.draw(st.sets(st.integers(0, n_threads - 1), min_size=1))
+        thread_set = np.array(sorted(chosen), np.int64)
+    else:
+        thread_set = np.zeros(0, np.int64)
+    starts, ends = _disjoint_windows(gaps)
+    expected = priority_split(starts, ends, host, thread_set)[0]
+    got = step_split(starts, ends, host, thread_set)
+    compiled = steps._compiled
+    steps._compiled = None  # type: ignore[assignment]
+    try:
+        numpy_path = step_split(starts, ends, host, thread_set)
+    finally:
+        steps._compiled = compiled  # type: ignore[assignment]
+    assert got.dtype == expected.dtype
+    np.testing.assert_array_equal(got, expected)
+    np.testing.assert_array_equal(got, numpy_path)
+
+
+def test_compiled_step_coverage_declines_rows_out_of_order() -> None:
+    """Rows out of start order or ending before they start: the pass gives None (the numpy path then)."""
+    import tracelens.analyses.steps as steps
+
+    if steps._compiled is None:
+        return
+    starts, ends = np.array([0, 50], np.int64), np.array([40, 90], np.int64)
+    every = np.arange(1, dtype=np.int64)
+    unordered = host_rows_of([(30, 5, 1, 0, False), (10, 5, 3, 0, False)], sort=False)
+    assert steps._compiled_coverage(starts, ends, unordered, every) is None
+    backwards = host_rows_of([(10, -5, 1, 0, False)], sort=False)
+    assert steps._compiled_coverage(starts, ends, backwards, every) is None
+    ordered = host_rows_of([(10, 5, 3, 0, False), (30, 25, 1, 0, False)], sort=False)
+    covered = steps._compiled_coverage(starts, ends, ordered, every)
+    assert covered is not None
+    # level 1 (sync): [30, 55) -> 10 in the first window, 5 in the second; through level 3 the row [10, 15) too
+    np.testing.assert_array_equal(covered[1], [10, 5])
+    np.testing.assert_array_equal(covered[3], [15, 5])

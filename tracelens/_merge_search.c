@@ -348,6 +348,7 @@ static PyObject *cut_levels(PyObject *self, PyObject *args);
 static PyObject *take_pieces(PyObject *self, PyObject *args);
 static PyObject *union_pieces(PyObject *self, PyObject *args);
 static PyObject *complement_pieces(PyObject *self, PyObject *args);
+static PyObject *level_coverage(PyObject *self, PyObject *args);
 
 static PyMethodDef methods[] = {
     {"search_ascending", search_ascending, METH_VARARGS, "search_ascending(haystack, needles, out, right)"},
@@ -361,6 +362,8 @@ static PyMethodDef methods[] = {
      "b_windows, out_starts, out_ends, out_windows) -> count"},
     {"complement_pieces", complement_pieces, METH_VARARGS,
      "complement_pieces(starts, ends, windows, window_starts, window_ends, out_starts, out_ends) -> count"},
+    {"level_coverage", level_coverage, METH_VARARGS,
+     "level_coverage(start, end, rows, category, thread, chosen, levels, window_starts, window_ends, out) -> bool"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -826,6 +829,160 @@ static PyObject *complement_pieces(PyObject *self, PyObject *args) {
     result = PyLong_FromLongLong(count);
 done:
     for (int k = 0; k < 7; k++)
+        if (held[k]) PyBuffer_Release(&v[k]);
+    return result;
+}
+
+
+/* ---- Each window's time covered by the union of the host rows through each level (tracelens/analyses/steps.py) --
+ *
+ * level_coverage(start, end, rows, category, thread, chosen, levels, window_starts, window_ends, out): the rows as
+ * cut_levels takes them; out int64 of levels x len(windows), row-major: out[k, w] = the time of window w covered by
+ * the union of the chosen rows of the categories 0..k (intervals.overlap_with_union(ws, we, *intervals.merge(s, e))
+ * of those rows). One pass over the rows: a row of category c extends the merged interval of every level k >= c,
+ * and a merged interval, once closed, adds its overlap with the windows from the first one ending after its start;
+ * no pieces written, no union built. Returns True, or False where a chosen row ends before it starts or the rows
+ * of the categories through some level are not in start order (nothing then is written to out: the caller's general
+ * path). The GIL is released during the pass. */
+
+static void coverage_add(level_state_t *st, int64_t *out, const int64_t *ws, const int64_t *we, int64_t nw) {
+    int64_t gs = st->gs, ge = st->ge, j = st->window;
+    while (j < nw && we[j] <= gs) j++;
+    st->window = j;
+    for (; j < nw && ws[j] < ge; j++) {
+        int64_t ps = gs > ws[j] ? gs : ws[j], pe = ge < we[j] ? ge : we[j];
+        if (pe > ps) out[j] += pe - ps;
+    }
+}
+
+/* 0: done; 1: rows that do not fit; -1: no memory; -2: a row outside the event columns or a thread outside chosen */
+static int level_coverage_pass(const int64_t *start, const int64_t *end, int64_t events, const void *rows,
+                               int row_size, const int8_t *category, const void *thread, int thread_size,
+                               const uint8_t *chosen, int64_t threads, int64_t n, int levels, const int64_t *ws,
+                               const int64_t *we, int64_t nw, int64_t *out) {
+    level_state_t *state = calloc(levels ? levels : 1, sizeof(level_state_t));
+    if (!state) return -1;
+    int status = 0;
+    for (int64_t i = 0; i < n && status == 0; i++) {
+        if (i + CUT_PREFETCH < n) {
+            int64_t ahead = ROW_AT(i + CUT_PREFETCH);
+            if (ahead >= 0 && ahead < events) {
+                __builtin_prefetch(start + ahead);
+                __builtin_prefetch(end + ahead);
+            }
+        }
+        int c = category[i];
+        if (c < 0 || c >= levels) continue;
+        if (chosen) {
+            int64_t t = read_code(thread, thread_size, i);
+            if (t < 0 || t >= threads) {
+                status = -2;
+                break;
+            }
+            if (!chosen[t]) continue;
+        }
+        int64_t r = ROW_AT(i);
+        if (r < 0 || r >= events) {
+            status = -2;
+            break;
+        }
+        int64_t s = start[r], e = end[r];
+        if (e < s) {
+            status = 1;
+            break;
+        }
+        for (int k = c; k < levels; k++) { /* the unions through level c and every later one */
+            level_state_t *st = &state[k];
+            if (st->open && s < st->last_start) {
+                status = 1;
+                break;
+            }
+            st->last_start = s;
+            if (!st->open) {
+                st->gs = s;
+                st->ge = e;
+                st->open = 1;
+            } else if (s > st->ge) {
+                coverage_add(st, out + (int64_t)k * nw, ws, we, nw);
+                st->gs = s;
+                st->ge = e;
+            } else if (e > st->ge) {
+                st->ge = e;
+            }
+        }
+    }
+    for (int k = 0; k < levels && status == 0; k++) {
+        if (state[k].open) coverage_add(&state[k], out + (int64_t)k * nw, ws, we, nw);
+    }
+    free(state);
+    return status;
+}
+
+static PyObject *level_coverage(PyObject *self, PyObject *args) {
+    PyObject *objs[9];
+    int levels;
+    if (!PyArg_ParseTuple(args, "OOOOOOiOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5], &levels,
+                          &objs[6], &objs[7], &objs[8]))
+        return NULL;
+    static const char *names[9] = {"start", "end", "rows", "category", "thread", "chosen", "window_starts",
+                                   "window_ends", "out"};
+    static const int sizes[9] = {8, 8, 4 | 8, 1, 1 | 2 | 4 | 8, 1, 8, 8, 8};
+    Py_buffer v[9];
+    int held[9] = {0};
+    PyObject *result = NULL;
+    int64_t *scratch = NULL;
+    for (int k = 0; k < 9; k++) {
+        if (k == 5 && objs[k] == Py_None) continue;
+        if (k == 8) {
+            if (PyObject_GetBuffer(objs[k], &v[k], PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) goto done;
+            held[k] = 1;
+            if (v[k].itemsize != 8) {
+                PyErr_SetString(PyExc_TypeError, "out: int64 expected");
+                goto done;
+            }
+            continue;
+        }
+        if (get_ints(objs[k], &v[k], names[k], sizes[k]) < 0) goto done;
+        held[k] = 1;
+    }
+    if (levels < 0 || levels > 127) {
+        PyErr_SetString(PyExc_ValueError, "levels: 0 to 127 expected");
+        goto done;
+    }
+    int64_t events = v[0].len / 8, n = v[3].len;
+    int64_t nw = v[6].len / 8;
+    if (v[1].len / 8 != events || v[2].len / v[2].itemsize != n || v[4].len / v[4].itemsize != n ||
+        v[7].len / 8 != nw || v[8].len / 8 != (int64_t)levels * nw) {
+        PyErr_SetString(PyExc_ValueError,
+                        "level_coverage: start/end, rows/category/thread, windows: equal lengths; out levels x windows");
+        goto done;
+    }
+    /* the sums built in a scratch copy: out is written only where the pass completes */
+    scratch = calloc((int64_t)levels * nw > 0 ? (size_t)((int64_t)levels * nw) : 1, sizeof(int64_t));
+    if (!scratch) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int status;
+    Py_BEGIN_ALLOW_THREADS
+    status = level_coverage_pass(v[0].buf, v[1].buf, events, v[2].buf, (int)v[2].itemsize, v[3].buf, v[4].buf,
+                                 (int)v[4].itemsize, held[5] ? v[5].buf : NULL, held[5] ? v[5].len : 0, n, levels,
+                                 v[6].buf, v[7].buf, nw, scratch);
+    Py_END_ALLOW_THREADS
+    if (status == -1) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (status == -2) {
+        PyErr_SetString(PyExc_IndexError,
+                        "level_coverage: a row outside the event columns or a thread outside chosen");
+        goto done;
+    }
+    if (status == 0) memcpy(v[8].buf, scratch, (size_t)(levels * nw) * sizeof(int64_t));
+    result = PyBool_FromLong(status == 0);
+done:
+    free(scratch);
+    for (int k = 0; k < 9; k++)
         if (held[k]) PyBuffer_Release(&v[k]);
     return result;
 }

@@ -45,3 +45,15 @@ def complement_pieces(
     out_starts: Any,
     out_ends: Any,
 ) -> int: ...
+def level_coverage(
+    start: Any,
+    end: Any,
+    rows: Any,
+    category: Any,
+    thread: Any,
+    chosen: Any,
+    levels: int,
+    window_starts: Any,
+    window_ends: Any,
+    out: Any,
+) -> bool: ...

@@ -9,21 +9,33 @@ gather of 6.6M values: 20-50 ms), it keeps a fifth of that (benchmarks/results/l
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from .columns import EventColumns, LazyColumn
 
+# Tables of at most this many rows keep each gathered column once read (a few MiB each): the 207K GPU ops of the
+# 406 MB Kineto tile had their columns gathered ~50 times over the analysis (62 ms); an Nsight export's millions
+# are gathered on each read, as before (their memory is what the lean table saves).
+CACHED_ROWS = 1 << 19
+
+
+# Tables of at most this many rows keep each gathered column once read (a few MiB each): the 207K GPU ops of the
+# 406 MB Kineto tile had their columns gathered ~50 times over the analysis (62 ms); an Nsight export's millions
+# are gathered on each read, as before (their memory is what the lean table saves).
+CACHED_ROWS = 1 << 19
+
 
 def gathered(cols: EventColumns, name: str, rows: np.ndarray) -> LazyColumn:
     """``getattr(cols, name)[rows]``, gathered on each read (``rows``: event rows, held)."""
 
-    def read(at: np.ndarray | None) -> np.ndarray:
-        values: np.ndarray = getattr(cols, name)[rows if at is None else rows[at]]
-        return values
+    def gather(values: np.ndarray, at: np.ndarray | None) -> np.ndarray:
+        out: np.ndarray = values[rows if at is None else rows[at]]
+        return out
 
-    return LazyColumn(rows.size, read, (rows,))
+    return LazyColumn(rows.size, _reader(cols, name, rows.size, gather), (rows,))
 
 
 def gathered_where(cols: EventColumns, name: str, rows: np.ndarray, on: np.ndarray, fill: Any) -> LazyColumn:
@@ -31,12 +43,32 @@ def gathered_where(cols: EventColumns, name: str, rows: np.ndarray, on: np.ndarr
     each read (``rows``, ``on``: held; ``rows`` elsewhere than ``on`` is any event row or -1, read and
     overwritten)."""
 
-    def read(at: np.ndarray | None) -> np.ndarray:
-        values: np.ndarray = getattr(cols, name)[rows if at is None else rows[at]]
-        np.putmask(values, ~(on if at is None else on[at]), fill)
-        return values
+    def gather(values: np.ndarray, at: np.ndarray | None) -> np.ndarray:
+        out: np.ndarray = values[rows if at is None else rows[at]]
+        np.putmask(out, ~(on if at is None else on[at]), fill)
+        return out
 
-    return LazyColumn(rows.size, read, (rows, on))
+    return LazyColumn(rows.size, _reader(cols, name, rows.size, gather), (rows, on))
+
+
+def _reader(
+    cols: EventColumns, name: str, size: int, gather: Callable[[np.ndarray, np.ndarray | None], np.ndarray]
+) -> Callable[[np.ndarray | None], np.ndarray]:
+    """A lazy column's ``read``: ``gather(event column, at)``, a new array each time. The event column is asked
+    for on every read (the read noted, refused once released); a table of at most CACHED_ROWS rows keeps its whole
+    column from the first read and copies it, or gathers from it at the rows asked for."""
+    kept: list[np.ndarray] = []
+
+    def read(at: np.ndarray | None) -> np.ndarray:
+        source = getattr(cols, name)
+        if size > CACHED_ROWS:
+            return gather(source, at)
+        if not kept:  # (two threads may both gather it: the same values)
+            kept[:] = [gather(source, None)]
+        whole = kept[0]
+        return whole.copy() if at is None else whole[at]
+
+    return read
 
 
 def scattered(size: int, positions: np.ndarray, values: np.ndarray, fill: Any, dtype: Any) -> LazyColumn:

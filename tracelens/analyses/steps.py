@@ -24,6 +24,12 @@ from .columns import device_busy, event_columns, step_windows
 from .host_split import priority_split
 from .launch import launch_pairs
 from .names import CAUSES, HOST_CATEGORY_PRIORITY, NOTHING
+from .window_split import disjoint_windows
+
+try:  # the compiled pass (optional: built at install time where a C compiler is there)
+    from .. import _merge_search as _compiled
+except ImportError:
+    _compiled = None  # type: ignore[assignment]
 
 STEP_LIMIT = 2000  # steps listed one by one; the summary covers all
 HOST_KEYS = {c: ("other" if c == NOTHING else c) for c in CAUSES}
@@ -86,12 +92,19 @@ def step_split(starts: np.ndarray, ends: np.ndarray, rows: HostRows, thread_set:
     union through each priority level is one masked pass over them (``_union_of_masked``), with no per-level merge,
     no sort of the levels' unions joined, no gathered copy of the chosen threads' rows. Where the rows are not in
     start order, or a row ends before it starts, ``priority_split`` itself (the union of such rows depends on how
-    they are grouped)."""
+    they are grouped). Sorted disjoint windows (the usual steps) take one compiled pass over the host rows instead
+    (``_compiled_coverage``)."""
+    starts = np.asarray(starts, np.int64)
+    ends = np.asarray(ends, np.int64)
+    covered = _compiled_coverage(starts, ends, rows, thread_set)
+    if covered is not None:
+        out = np.zeros((starts.size, len(CAUSES)), np.int64)
+        out[:, : covered.shape[0]] = np.diff(covered, axis=0, prepend=0).T
+        out[:, -1] = (ends - starts) - covered[-1]
+        return out
     s, e = rows.starts(), rows.ends()
     if s.size and (bool((s[1:] < s[:-1]).any()) or bool((e < s).any())):
         return priority_split(starts, ends, rows, thread_set)[0]
-    starts = np.asarray(starts, np.int64)
-    ends = np.asarray(ends, np.int64)
     levels = len(HOST_CATEGORY_PRIORITY)
     chosen = np.zeros(len(rows.threads), bool)
     chosen[thread_set] = True
@@ -111,6 +124,40 @@ def step_split(starts: np.ndarray, ends: np.ndarray, rows: HostRows, thread_set:
         covered_before = covered
     out[:, -1] = (ends - starts) - covered_before
     return out
+
+
+def _compiled_coverage(
+    starts: np.ndarray, ends: np.ndarray, rows: HostRows, thread_set: np.ndarray
+) -> np.ndarray | None:
+    """Per level (HOST_CATEGORY_PRIORITY order) and window, the window's time covered by the union of the chosen
+    threads' rows of that level and the earlier ones, by one compiled pass over the host rows reading their times
+    where they stand (``_merge_search.level_coverage``: no gathered copy of the rows' times, no masked pass per
+    level); None where the pass is not built, the windows overlap or are not sorted, the event times are not plain
+    int64 arrays, a row ends before it starts or the rows are not in start order (the numpy path then)."""
+    if _compiled is None or not hasattr(_compiled, "level_coverage") or not disjoint_windows(starts, ends):
+        return None
+    start, end = rows.cols.start, rows.cols.end
+    if not all(
+        isinstance(a, np.ndarray) and a.dtype == np.int64 and a.flags.c_contiguous for a in (start, end)
+    ):
+        return None
+    chosen = np.zeros(len(rows.threads), bool)
+    chosen[thread_set] = True
+    levels = len(HOST_CATEGORY_PRIORITY)
+    covered = np.zeros((levels, starts.size), np.int64)
+    done = _compiled.level_coverage(
+        start,
+        end,
+        np.ascontiguousarray(rows.row),
+        np.ascontiguousarray(rows.category, np.int8),
+        np.ascontiguousarray(rows.thread),
+        None if chosen.all() else chosen,
+        levels,
+        np.ascontiguousarray(starts),
+        np.ascontiguousarray(ends),
+        covered,
+    )
+    return covered if done else None
 
 
 def step_breakdown(trace: Trace) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from ...document.types import AttributionDevice, Launch, Memcpy, Sync
 from ...trace import Trace
 from ..columns import DeviceBusy, event_columns
 from ..derived import memo
-from ..names import HOST_CATEGORY_PRIORITY, STARTUP
+from ..names import CPU, HOST_CATEGORY_PRIORITY, INPUT, LAUNCH, STARTUP
 from ..startup import host_categories, one_time_work
 
 TOP_NAMES = 5  # evidence lists of top offenders: enough to act on, short enough to read
@@ -195,9 +195,70 @@ def category_rows(trace: Trace, category: str) -> Iterator[np.ndarray]:
 
 def top_host_names(trace: Trace, category: str, limit: int = TOP_NAMES) -> list[dict[str, Any]]:
     """The host names with the most summed time in a category (evidence): computed once per trace (a fresh list
-    each call), so that analyze can find them ahead of the diagnosis (``diagnosis.prepare``)."""
-    found = memo(trace, f"top_host_names/{category}/{limit}", lambda: _top_host_names(trace, category, limit))
+    each call), so that analyze can find them ahead of the diagnosis (``diagnosis.prepare``). The categories the
+    diagnosis reads (SUMMED_TOGETHER) are summed together, in one pass over the event rows."""
+    cols = event_columns(trace)
+    if category in SUMMED_TOGETHER and _sum_together(cols.start.size, len(cols.names)):
+        found = memo(
+            trace, f"top_host_names/{limit}", lambda: _top_host_names_of(trace, SUMMED_TOGETHER, limit)
+        )[category]
+    else:
+        found = memo(
+            trace,
+            f"top_host_names/{category}/{limit}",
+            lambda: _top_host_names(trace, category, limit),
+        )
     return [dict(entry) for entry in found]
+
+
+# The host categories whose top names the diagnosis reads (input_pipeline, host_launch_overhead), summed in one
+# pass over a table of at most TOGETHER_ROWS rows whose slots (a category's: one per name) number at most
+# TOGETHER_SLOTS (a few MiB of sums). A bigger table (an Nsight export's 41M rows, millions of NVTX names): each
+# category's rows picked and summed when it is asked for (INPUT only where that finding applies).
+SUMMED_TOGETHER = (INPUT, CPU, LAUNCH)
+TOGETHER_ROWS = 1 << 23
+TOGETHER_SLOTS = 1 << 20
+
+
+def _sum_together(rows: int, names: int) -> bool:
+    return rows <= TOGETHER_ROWS and (len(SUMMED_TOGETHER) + 1) * (names + 1) <= TOGETHER_SLOTS
+
+
+def _top_host_names_of(
+    trace: Trace, categories: tuple[str, ...], limit: int
+) -> dict[str, list[dict[str, Any]]]:
+    """``_top_host_names`` of each of ``categories`` (not STARTUP), from one pass over the event table a chunk at a
+    time: each row's (category, name) slot and duration read where the rows stand (no category's rows picked and
+    their names and times gathered, per category); the rows of other categories and the one-time rows (those are
+    ``startup``) in a block of slots past the categories', dropped. Each slot's rows are added in row order, in the
+    same chunks, as ``_top_host_names`` adds them: the same float sums."""
+    cols = event_columns(trace)
+    names = cols.names
+    width = len(names) + 1  # slot 0 of a category: its rows without a name
+    categories_of, flagged = host_categories(trace), one_time_work(trace).rows
+    other = len(categories) * width  # the dropped block
+    base = np.full(
+        len(HOST_CATEGORY_PRIORITY) + 1, other, np.intp
+    )  # (the last entry: category -1, no host row)
+    for i, category in enumerate(categories):
+        base[HOST_CATEGORY_PRIORITY.index(category)] = i * width
+    count = np.zeros(other + width, np.int64)
+    total = np.zeros(other + width)
+    for lo in range(0, categories_of.size, ROW_CHUNK):  # a loop over chunks of rows
+        slot = base[categories_of[lo : lo + ROW_CHUNK]]
+        slot[flagged[np.searchsorted(flagged, lo) : np.searchsorted(flagged, lo + slot.size)] - lo] = other
+        slot += cols.name[lo : lo + ROW_CHUNK]
+        slot += 1
+        duration = cols.end[lo : lo + ROW_CHUNK] - cols.start[lo : lo + ROW_CHUNK]
+        count += np.bincount(slot, minlength=count.size)
+        total += np.bincount(slot, weights=duration, minlength=total.size)
+        del slot, duration
+    return {
+        category: _top_of(
+            names, count[i * width + 1 : (i + 1) * width], total[i * width + 1 : (i + 1) * width], limit
+        )
+        for i, category in enumerate(categories)
+    }
 
 
 def _top_host_names(trace: Trace, category: str, limit: int) -> list[dict[str, Any]]:
@@ -219,7 +280,11 @@ def _top_host_names(trace: Trace, category: str, limit: int) -> list[dict[str, A
         count += np.bincount(slot, minlength=count.size)
         total += np.bincount(slot, weights=duration, minlength=total.size)
         del slot, duration
-    count, total = count[1:], total[1:]
+    return _top_of(names, count[1:], total[1:], limit)
+
+
+def _top_of(names: np.ndarray, count: np.ndarray, total: np.ndarray, limit: int) -> list[dict[str, Any]]:
+    """The names with the most summed time (``count``, ``total``: per name code), most first, ties by code."""
     codes = np.flatnonzero(count)
     if codes.size == 0:
         return []

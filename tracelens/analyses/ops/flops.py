@@ -85,6 +85,10 @@ def _flop_ops(trace: Trace) -> FlopOps:
     )
     if cpu.size == 0 and nvtx.size == 0:
         return _device_flop_ops(trace) or none
+    if not (trace.store.has("input_dims") or trace.store.has("flops") or pd.notna(dims_by_code).any()):
+        # no row carries either column (a Kineto trace recorded without shapes): every op's are null, no frame of
+        # the 0.8M ops' nulls built to find that out
+        return _device_flop_ops(trace) or none
     recorded = trace.frame(cpu, ["input_dims", "flops"])
     if not (
         recorded["input_dims"].notna().any()
