@@ -72,20 +72,14 @@ from .threads import executor, thread_budget
 
 _DRIVER_NAME = re.compile(r"^cu[A-Z]")
 # A block's arrays that finish reads joined: a value per row, then a record per GPU row, op row or launch.
-_ROW_KEYS = (
-    "start",
-    "kind",
-    "name",
-    "duration",
-    "pid",
-    "pid_valid",
-    "tid",
-    "tid_valid",
-    "correlation",
-    "correlation_valid",
-    "external_id",
-    "external_id_valid",
-)
+# ``kind_valid``: each row's kind code and whether each id column (_ID_KEYS) has a value, in one byte (the kind
+# in the low bits, an id's validity in bit _VALID_BIT[id]): one join and one gather for the five.
+_ROW_KEYS = ("start", "kind_valid", "name", "duration", "pid", "tid", "correlation", "external_id")
+_ID_KEYS = ("pid", "tid", "correlation", "external_id")
+_KIND_MASK = 0x0F
+_VALID_BIT = {key: 1 << bit for bit, key in enumerate(_ID_KEYS, start=4)}
+if len(KINDS) > _KIND_MASK + 1:  # pragma: no cover - a guard for whoever adds kinds
+    raise ImportError("kind codes no longer fit below the validity bits of kind_valid")
 _RECORD_KEYS = (
     *DEVICE_FIELDS,
     "grid",
@@ -213,8 +207,14 @@ class Columns:
 
     def _append(self, block: dict[str, Any]) -> None:
         """The block's arrays added to the others' (its row numbers made joined-block rows)."""
+        kind_valid = block["kind"].astype(np.uint8)
+        for key, bit in _VALID_BIT.items():
+            kind_valid |= block[f"{key}_valid"].view(np.uint8) * np.uint8(bit)
+        block["kind_valid"] = kind_valid
         for key in _ROW_KEYS + _RECORD_KEYS:
             self.appended.add(key, block[key])
+        for key in ("pid", "tid"):  # read apart only where the depth is computed from the floats
+            self.appended.add(f"{key}_valid", block[f"{key}_valid"])
         for key in ("gpu_rows", "op_rows", "launch_rows"):
             self.appended.add(key, block[key].astype(np.int64, copy=False), self.rows)
         self.ids_exactly &= bool(block["pid_exact"]) & bool(block["tid_exact"])
@@ -269,7 +269,7 @@ class Columns:
         start = parts.pop("start")
         ordering = background.submit(np.argsort, start, kind="stable")
         raw_name = parts.pop("name")
-        kind = parts.pop("kind")
+        kind_valid = parts.pop("kind_valid")
         # "cudaLaunchKernel_v7000" and "cudaLaunchKernel" are one name: merge codes after dropping suffixes.
         stripped = [strip_api_suffix(n) for n in self.names.values]
         names = sorted(set(stripped))
@@ -296,13 +296,16 @@ class Columns:
             if ids_exactly or not nested_any
             else [joined_floats(parts, self.floats[k], order, k) for k in ("pid", "tid")]
         )
+        for key in ("pid_valid", "tid_valid"):  # (in kind_valid, the one read below)
+            parts.discard(key)
         # Joined and ordered in the background (numpy copies and gathers without holding the GIL) while this
         # thread orders the others and places the GPU rows.
         joined = {
             key: background.submit(joined_in_order, parts, order, key)
-            for key in _ROW_KEYS[3:]  # all but start, kind and name (ordered on this thread)
+            for key in _ROW_KEYS[3:]  # all but start, kind_valid and name (ordered on this thread)
         }
-        kind = np.take(kind, order)
+        kind_valid = np.take(kind_valid, order)
+        kind = np.bitwise_and(kind_valid, _KIND_MASK).view(np.int8)
         # The GPU rows placed in table order in the background (`at`: their table rows, ascending; `kept_gpu`:
         # the index of each into the GPU rows in file order): they are the rows of the GPU kinds, found in the
         # sorted kinds, so no table-long array is gathered to place them.
@@ -391,7 +394,7 @@ class Columns:
         pid = background.submit(
             _with_device_rows,
             joined.pop("pid").result(),
-            joined.pop("pid_valid").result(),
+            kind_valid,
             device_pid,
             at_device,
         )
@@ -403,20 +406,12 @@ class Columns:
             "device": sparse_column(device_values, at, m, "device"),
             "stream": background.submit(stream_column, parts, kept_gpu, at, m),
             "pid": pid,
-            "tid": background.submit(
-                int_column, joined.pop("tid").result(), joined.pop("tid_valid").result(), "tid"
-            ),
+            "tid": background.submit(_id_column, joined.pop("tid").result(), kind_valid, "tid", "tid"),
             "correlation_id": background.submit(
-                int_column,
-                joined.pop("correlation").result(),
-                joined.pop("correlation_valid").result(),
-                "correlation_id",
+                _id_column, joined.pop("correlation").result(), kind_valid, "correlation", "correlation_id"
             ),
             "external_id": background.submit(
-                int_column,
-                joined.pop("external_id").result(),
-                joined.pop("external_id_valid").result(),
-                "external_id",
+                _id_column, joined.pop("external_id").result(), kind_valid, "external_id", "external_id"
             ),
             # each null except on some GPU rows, taken at those rows (from the GPU rows in file order) there
             "bytes": background.submit(field_at, parts, "bytes", kept_device, at_device, m, "bytes"),
@@ -552,11 +547,22 @@ def _memcpy_kinds(names: list[str], name_code: np.ndarray, rows: np.ndarray, m: 
     return tuple(dictionary_column_at(name_code, v, rows, m) for v in (copy, src, dst))
 
 
+def _valid(kind_valid: np.ndarray, key: str) -> np.ndarray:
+    """Whether each row of the id column ``key`` has a value, from the rows' ``kind_valid`` bytes."""
+    return np.bitwise_and(kind_valid, _VALID_BIT[key]).astype(bool)
+
+
+def _id_column(data: np.ndarray, kind_valid: np.ndarray, key: str, column: str) -> Stored:
+    """:func:`int_column` of the id ``key`` (int64 data in table order; its validity in ``kind_valid``)."""
+    return int_column(data, _valid(kind_valid, key), column)
+
+
 def _with_device_rows(
-    pid: np.ndarray, valid: np.ndarray, device_pid: np.ndarray, at_device: np.ndarray
+    pid: np.ndarray, kind_valid: np.ndarray, device_pid: np.ndarray, at_device: np.ndarray
 ) -> Stored:
-    """The pid column: the host rows' pids (int64 data and validity, table order) with the device rows' (at
-    ``at_device``: their launch's, NaN when none) set."""
+    """The pid column: the host rows' pids (int64 data, their validity in ``kind_valid``; table order) with the
+    device rows' (at ``at_device``: their launch's, NaN when none) set."""
+    valid = _valid(kind_valid, "pid")
     data, device_valid = int_parts(device_pid, "pid")
     pid[at_device] = data
     valid[at_device] = device_valid
