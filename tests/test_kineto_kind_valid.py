@@ -12,7 +12,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tracelens.ingest.kineto import msgspec_engine, table
+from tracelens.ingest.kineto import msgspec_engine, stored, table
+from tracelens.trace import SparseColumn
 
 _ROOT = Path("made.json")
 _KIND = {
@@ -34,7 +35,7 @@ def _event(draw: st.DrawFn) -> dict:
         "name": f"op{draw(st.integers(0, 3))}",
         "ts": draw(st.integers(0, 6)),
     }
-    event["dur"] = 1
+    event["dur"] = draw(st.integers(-3, 3))  # a negative one ends at its start
     args = {}
     for key, into in (("pid", event), ("tid", event), ("correlation", args), ("External id", args)):
         value = draw(_ID)
@@ -72,3 +73,31 @@ def test_kind_and_ids_equal_the_events_in_start_order(events: list[dict], cuts: 
     want = [_id(e["args"].get("correlation")) if e["cat"] == "cuda_runtime" else None for e in ordered]
     assert store.column("correlation_id").to_pylist() == want
     assert store.column("external_id").to_pylist() == [_id(e["args"].get("External id")) for e in ordered]
+    origin = ordered[0]["ts"]
+    assert store.column("start_ns").to_pylist() == [(e["ts"] - origin) * 1000 for e in ordered]
+    assert store.column("end_ns").to_pylist() == [
+        (e["ts"] + max(e["dur"], 0) - origin) * 1000 for e in ordered
+    ]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.one_of(st.none(), st.integers(-(2**63), 2**63 - 1)), max_size=20))
+def test_an_id_column_taken_at_its_rows_equals_one_taken_whole(values: list[int | None]) -> None:
+    """The sparse path of _id_column_in_order (the rows with a value gathered alone) against int_column of the
+    whole column in table order, for ids on few, half or most rows."""
+    n = len(values)
+    data = np.array([v or 0 for v in values], dtype=np.int64)
+    order = np.random.default_rng(n).permutation(n)
+    bit = table._VALID_BIT["correlation"]
+    kind_valid = np.array([bit if v is not None else 0 for v in values], dtype=np.uint8)[order]
+    parts = table.Appended()
+    parts.add("correlation", data)
+    got = table._id_column_in_order(parts, order, kind_valid, "correlation", "correlation_id")
+    want = stored.int_column(data[order], kind_valid.astype(bool), "correlation_id")
+    assert type(got) is type(want)
+    if isinstance(want, SparseColumn):
+        np.testing.assert_array_equal(got.rows, want.rows)
+        assert got.rows.dtype == want.rows.dtype
+        assert got.values.equals(want.values)
+    elif want is not None:
+        assert got.equals(want)

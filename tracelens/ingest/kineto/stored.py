@@ -116,6 +116,15 @@ def int_column(data: np.ndarray, valid: np.ndarray, column: str) -> Stored:
     return from_buffers(typ, data, valid, nulls)
 
 
+def int_column_at(data: np.ndarray, rows: np.ndarray, n: int, column: str) -> Stored:
+    """:func:`int_column` of ``n`` rows that have a value at ``rows`` only (ascending, fewer than half of them;
+    ``data``: the values there): None where no row has one, else a SparseColumn."""
+    if rows.size == 0:
+        return None
+    typ = EVENT_SCHEMA.field(column).type
+    return SparseColumn(_row_positions(rows, n), from_buffers(typ, data, None, 0))
+
+
 def _sparse(valid: int, n: int) -> bool:
     """Whether a column with ``valid`` values in ``n`` rows is stored sparse (EventStore.from_columns' rule)."""
     return valid * 2 < n

@@ -64,6 +64,7 @@ from .stored import (
     dictionary_column,
     dictionary_column_at,
     int_column,
+    int_column_at,
     op_text_column,
     sparse_column,
     store_columns,
@@ -211,6 +212,8 @@ class Columns:
         for key, bit in _VALID_BIT.items():
             kind_valid |= block[f"{key}_valid"].view(np.uint8) * np.uint8(bit)
         block["kind_valid"] = kind_valid
+        # a negative duration as 0: the end is then the start plus it (finish), never before the start
+        block["duration"] = np.maximum(block["duration"], 0)
         for key in _ROW_KEYS + _RECORD_KEYS:
             self.appended.add(key, block[key])
         for key in ("pid", "tid"):  # read apart only where the depth is computed from the floats
@@ -303,6 +306,7 @@ class Columns:
         joined = {
             key: background.submit(joined_in_order, parts, order, key)
             for key in _ROW_KEYS[3:]  # all but start, kind_valid and name (ordered on this thread)
+            if key != "correlation"  # (put in order with its validity known: below)
         }
         kind_valid = np.take(kind_valid, order)
         kind = np.bitwise_and(kind_valid, _KIND_MASK).view(np.int8)
@@ -348,11 +352,10 @@ class Columns:
         )
         api_names = [names[c] for c in np.flatnonzero(launch_codes)]  # distinct, in name order
         devices = background.submit(device_table, document.get("deviceProperties"), device_values, api_names)
-        # the end in the duration's array (not needed after): start + duration, an end before the start being
-        # the start (as build_store clamps it); = start + max(duration, 0)
+        # the end in the duration's array (not needed after): start + max(duration, 0), an end before the start
+        # being the start (as build_store clamps it)
         end = joined.pop("duration").result()
-        end += rel_start
-        np.maximum(end, rel_start, out=end)
+        end += rel_start  # (the durations clamped at 0 in add)
 
         # the device-side and kernel rows among the GPU rows: their table rows and their index into the GPU
         # rows in file order (each found once)
@@ -408,7 +411,7 @@ class Columns:
             "pid": pid,
             "tid": background.submit(_id_column, joined.pop("tid").result(), kind_valid, "tid", "tid"),
             "correlation_id": background.submit(
-                _id_column, joined.pop("correlation").result(), kind_valid, "correlation", "correlation_id"
+                _id_column_in_order, parts, order, kind_valid, "correlation", "correlation_id"
             ),
             "external_id": background.submit(
                 _id_column, joined.pop("external_id").result(), kind_valid, "external_id", "external_id"
@@ -555,6 +558,19 @@ def _valid(kind_valid: np.ndarray, key: str) -> np.ndarray:
 def _id_column(data: np.ndarray, kind_valid: np.ndarray, key: str, column: str) -> Stored:
     """:func:`int_column` of the id ``key`` (int64 data in table order; its validity in ``kind_valid``)."""
     return int_column(data, _valid(kind_valid, key), column)
+
+
+def _id_column_in_order(
+    parts: Appended, order: np.ndarray, kind_valid: np.ndarray, key: str, column: str
+) -> Stored:
+    """:func:`_id_column` of the id ``key`` joined (dropped from ``parts``) and put in table ``order``; where
+    fewer than half the rows have a value (a SparseColumn: correlation ids, on launches and device rows only),
+    taken at those rows only."""
+    valid = _valid(kind_valid, key)
+    if int(np.count_nonzero(valid)) * 2 >= valid.size:
+        return int_column(np.take(parts.pop(key), order), valid, column)
+    rows = np.flatnonzero(valid)
+    return int_column_at(np.take(parts.pop(key), np.take(order, rows)), rows, valid.size, column)
 
 
 def _with_device_rows(
