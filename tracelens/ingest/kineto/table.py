@@ -212,8 +212,10 @@ class Columns:
         for key, bit in _VALID_BIT.items():
             kind_valid |= block[f"{key}_valid"].view(np.uint8) * np.uint8(bit)
         block["kind_valid"] = kind_valid
-        # a negative duration as 0: the end is then the start plus it (finish), never before the start
-        block["duration"] = np.maximum(block["duration"], 0)
+        # a negative duration as 0: the end is then the start plus it (finish), never before the start (in
+        # place: a new array would be new pages on this thread for every block)
+        duration = block["duration"]
+        block["duration"] = np.maximum(duration, 0, out=duration if duration.flags.writeable else None)
         for key in _ROW_KEYS + _RECORD_KEYS:
             self.appended.add(key, block[key])
         for key in ("pid", "tid"):  # read apart only where the depth is computed from the floats
