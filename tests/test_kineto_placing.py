@@ -1,5 +1,5 @@
-"""kineto/placing.py: the records of some rows (GPU, op fields) put in table order (one shared mark array for
-several sets), and the launch lookup by correlation id, against direct computations."""
+"""kineto/placing.py: the records of some rows (GPU, op fields) put in table order (GPU rows as the rows of
+their kinds, op rows by their starts), and the launch lookup by correlation id, against direct computations."""
 
 from __future__ import annotations
 
@@ -37,29 +37,49 @@ def _direct_placement(order: np.ndarray, listed: np.ndarray) -> tuple[np.ndarray
     return by_table_row, position[listed][by_table_row]
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=120, deadline=None)
 @given(st.integers(0, 30), st.data())
-def test_shared_slots_place_each_set_as_its_own_slots_would(m: int, data: st.DataObject) -> None:
-    starts = np.array(data.draw(st.lists(st.integers(0, 5), min_size=m, max_size=m)), dtype=np.int64)
+def test_rows_of_kinds_and_rows_by_start_are_placed_as_a_full_inverse_places_them(
+    m: int, data: st.DataObject
+) -> None:
+    """The GPU rows (the rows of some kinds) found in the sorted kinds, and a few rows found by bisection among
+    equal starts (ties in most draws), against the rows' table rows from a full inverse permutation."""
+    starts = np.array(data.draw(st.lists(st.integers(0, 4), min_size=m, max_size=m)), dtype=np.int64)
     order = np.argsort(starts, kind="stable")
-    owner = data.draw(st.lists(st.integers(0, 2), min_size=m, max_size=m))  # 0: no set; 1, 2: a set
-    sets = [np.array([r for r in range(m) if owner[r] == k], dtype=np.int64) for k in (1, 2)]
-    slot = placing.shared_slots(sets, m)
-    assert slot is not None
-    placed = placing.placed_sets(slot, order, [rows.size for rows in sets])
-    for rows, (kept, at) in zip(sets, placed, strict=True):
-        want_kept, want_at = _direct_placement(order, rows)
-        np.testing.assert_array_equal(kept, want_kept)
-        np.testing.assert_array_equal(at, want_at)
-        np.testing.assert_array_equal((kept, at), placing.placed(placing.record_slots(rows, m), order))
+    of_kind = np.array(data.draw(st.lists(st.booleans(), min_size=m, max_size=m)), dtype=bool)
+    rows = np.flatnonzero(of_kind).astype(np.int64)
+    placed = placing.rows_of_kinds_placed(np.flatnonzero(of_kind[order]), order, rows)
+    assert placed is not None
+    want_kept, want_at = _direct_placement(order, rows)
+    np.testing.assert_array_equal(placed[0], want_kept)
+    np.testing.assert_array_equal(placed[1], want_at)
+    np.testing.assert_array_equal(placed, placing.in_table_order(rows, order, m))
+    few = np.array(sorted(data.draw(st.sets(st.integers(0, max(m - 1, 0)), max_size=m))), dtype=np.int64)
+    kept, at = placing.placed_rows(few, starts[few], starts[order], order)
+    want_kept, want_at = _direct_placement(order, few)
+    np.testing.assert_array_equal(kept, want_kept)
+    np.testing.assert_array_equal(at, want_at)
 
 
-def test_shared_slots_decline_sets_that_share_a_row() -> None:
-    assert placing.shared_slots([np.array([0, 2]), np.array([1, 2])], 4) is None
-    assert placing.shared_slots([np.array([], dtype=np.int64), np.array([1, 2])], 4) is not None
-    one = placing.shared_slots([np.array([3, 1])], 4)
-    assert one is not None
-    np.testing.assert_array_equal(one, [0, 2, 0, 1])
+def test_rows_of_kinds_decline_rows_that_are_not_the_kinds_rows() -> None:
+    order = np.array([2, 0, 1, 3])
+    at = np.array([0, 3])  # the table rows of the kinds: joined rows 2 and 3
+    assert placing.rows_of_kinds_placed(at, order, np.array([2, 3])) is not None
+    assert placing.rows_of_kinds_placed(at, order, np.array([1, 3])) is None  # another row
+    assert placing.rows_of_kinds_placed(at, order, np.array([3])) is None  # fewer rows
+    assert placing.rows_of_kinds_placed(at, order, np.array([0, 1])) is None  # each below the rows searched
+
+
+def test_rows_by_start_among_many_equal_starts() -> None:
+    """One long run of equal starts (every row ties): each row found in as many halvings as the run needs."""
+    m = 5000
+    starts = np.zeros(m, dtype=np.int64)
+    starts[::3] = 7
+    order = np.argsort(starts, kind="stable")
+    few = np.array([0, 1, 2, 2999, 3000, 4998, 4999], dtype=np.int64)
+    np.testing.assert_array_equal(
+        placing.placed_rows(few, starts[few], starts[order], order), _direct_placement(order, few)
+    )
 
 
 @settings(max_examples=60, deadline=None)
@@ -129,3 +149,32 @@ def test_launch_pid_walks_many_ascending_integer_ids() -> None:
     pos = np.clip(np.searchsorted(ids, needles), 0, ids.size - 1)
     want = np.where(ids[pos] == needles, pids[pos], np.nan)
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize(
+    "ids",
+    [
+        [],
+        [0.0],
+        [1.0, 2.0, -3.0],
+        [-0.0, 5.0],
+        [1.5],
+        [np.nan],
+        [2.0**62, 2.0**63 - 1024],
+        [2.0**63],
+        [-(2.0**63)],
+        [1e300],
+        [-np.inf],
+    ],
+)
+def test_integer_ids_are_the_ids_int64_holds_exactly(ids: list[float]) -> None:
+    values = np.array(ids, dtype=np.float64)
+    got = placing.integer_ids(values)
+    exact = all(v == int(v) and -(2**63) <= int(v) < 2**63 for v in ids if np.isfinite(v)) and all(
+        np.isfinite(ids)
+    )
+    if not exact:
+        assert got is None
+    else:
+        assert got is not None
+        assert got.tolist() == [int(v) for v in ids]

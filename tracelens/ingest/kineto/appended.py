@@ -33,3 +33,7 @@ class Appended:
         joined = self.joined(key)
         del self._blocks[key]
         return joined
+
+    def discard(self, key: str) -> None:
+        """Drop ``key``'s arrays unread (none held: nothing to do)."""
+        self._blocks.pop(key, None)

@@ -8,36 +8,50 @@ import numpy as np
 from ...intervals import search_sorted
 from .appended import Appended
 
+# A launch index (:func:`sorted_launches`, :func:`launches_by_id`): the launches' correlation ids ascending, their
+# pids, and the ids as int64 where they are all integers that int64 holds exactly (else None), made once where the
+# index is built (in the background) instead of at the lookup.
+LaunchIndex = tuple[np.ndarray, np.ndarray, np.ndarray | None]
+
 
 def joined_in_order(parts: Appended, order: np.ndarray, key: str) -> np.ndarray:
     """Column ``key`` of all blocks (dropped from ``parts``) taken in ``order``."""
     return np.take(parts.pop(key), order)
 
 
-def launch_pid(index: tuple[np.ndarray, np.ndarray], correlation: np.ndarray) -> np.ndarray:
+def launch_pid(index: LaunchIndex | tuple[np.ndarray, np.ndarray], correlation: np.ndarray) -> np.ndarray:
     """For each ``correlation`` id, the pid of the launch (runtime or driver call) with that id in ``index``
     (:func:`sorted_launches` or :func:`launches_by_id`): the first in table order where several have it; NaN where none has it or the id
     is NaN."""
-    corr, pids = index
+    corr, pids = index[0], index[1]
+    ints = index[2] if len(index) == 3 else integer_ids(corr)
     out = np.full(correlation.size, np.nan)
     if corr.size == 0:
         return out
     rows = np.flatnonzero(~np.isnan(correlation))
-    pos = _search_left(corr, correlation[rows])
+    pos = _search_left(corr, ints, correlation[rows])
     pos_clipped = np.minimum(pos, corr.size - 1)
     hit = corr[pos_clipped] == correlation[rows]
     out[rows[hit]] = pids[pos_clipped[hit]]
     return out
 
 
-def _search_left(haystack: np.ndarray, needles: np.ndarray) -> np.ndarray:
+def integer_ids(ids: np.ndarray) -> np.ndarray | None:
+    """``ids`` (floats) as int64 where each is an integer that int64 holds exactly, else None. One cast and one
+    comparison: NaN, fractions and values beyond int64 (whatever the cast makes of them) compare unequal."""
+    with np.errstate(invalid="ignore"):
+        ints = ids.astype(np.int64)
+    return ints if np.array_equal(ints, ids) else None
+
+
+def _search_left(haystack: np.ndarray, ints: np.ndarray | None, needles: np.ndarray) -> np.ndarray:
     """Where each needle would go in the sorted ``haystack`` (np.searchsorted, side left) as far as the lookup
     in :func:`launch_pid` needs it: exactly for the needles that equal some haystack value. Correlation ids are
     integers: then both are searched as int64 (intervals.search_sorted walks through ascending needles, as the
     device rows' ids come in table order); a needle that is not an integer (or beyond int64) equals no value,
-    so its position, from its truncated value, only has to lie in the haystack's range."""
-    ints = haystack.astype(np.int64) if haystack.size and np.abs(haystack).max() < 2.0**62 else None
-    if ints is None or not np.array_equal(ints, haystack):
+    so its position, from its truncated value, only has to lie in the haystack's range. ``ints``: the haystack
+    as int64 (:func:`integer_ids`), None where it is not all integers."""
+    if ints is None:
         return np.searchsorted(haystack, needles)
     with np.errstate(invalid="ignore"):  # NaN, infinite or beyond int64: some value, matched by no id
         keys = needles.astype(np.int64)
@@ -65,43 +79,12 @@ def placed(slot: np.ndarray, order: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     return taken[at] - 1, at
 
 
-def shared_slots(row_sets: list[np.ndarray], m: int) -> np.ndarray | None:
-    """:func:`record_slots` of several sets of joined-block rows in one array (each set distinct, numbered after
-    the sets before it), so that one gather in table order places them all (:func:`placed_sets`); None where
-    two sets share a row (each set is then placed by itself)."""
-    total = sum(rows.size for rows in row_sets)
-    slot = np.zeros(m, dtype=np.int32 if total < 2**31 - 1 else np.int64)
-    first = 1
-    for rows in row_sets:
-        if (
-            first > 1 and slot[rows].any()
-        ):  # a row listed before (the GPU and op rows are disjoint, as a rule)
-            return None
-        slot[rows] = np.arange(first, first + rows.size)
-        first += rows.size
-    return slot
-
-
-def placed_sets(slot: np.ndarray, order: np.ndarray, sizes: list[int]) -> list[tuple[np.ndarray, np.ndarray]]:
-    """:func:`placed` of each set in a :func:`shared_slots` array (``sizes``: the sets' sizes, in its order)."""
-    kept, at = placed(slot, order)
-    if len(sizes) == 1:
-        return [(kept, at)]
-    out = []
-    first = 0
-    for size in sizes:
-        ours = np.flatnonzero((kept >= first) & (kept < first + size))  # over the listed rows only
-        out.append((kept[ours] - first, at[ours]))
-        first += size
-    return out
-
-
 def records_taken(parts: Appended, kept: np.ndarray, keys: tuple[str, ...]) -> dict[str, np.ndarray]:
     """The blocks' record arrays ``keys`` (each dropped from ``parts``) taken at ``kept``."""
     return {k: np.take(parts.pop(k), kept, axis=0) for k in keys}
 
 
-def launches_by_id(correlation: np.ndarray, pid: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+def launches_by_id(correlation: np.ndarray, pid: np.ndarray) -> LaunchIndex | None:
     """:func:`sorted_launches` of the launches in file order where no two share a correlation id: the table
     order only decides the order among equal ids, so it is not waited for (and the launches are not placed);
     None where some share one."""
@@ -109,15 +92,16 @@ def launches_by_id(correlation: np.ndarray, pid: np.ndarray) -> tuple[np.ndarray
     ids = correlation[by_id]
     if ids.size > 1 and bool(np.any(ids[1:] == ids[:-1])):
         return None
-    return ids, pid[by_id]
+    return ids, pid[by_id], integer_ids(ids)
 
 
-def sorted_launches(records: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+def sorted_launches(records: dict[str, np.ndarray]) -> LaunchIndex:
     """The launches' records (``launch_correlation`` and ``launch_pid``, in table order) sorted by correlation
     id (stable: the first in table order comes first among equal ids): the correlation ids and pids
     :func:`launch_pid` looks up."""
     by_id = np.argsort(records["launch_correlation"], kind="stable")
-    return records["launch_correlation"][by_id], records["launch_pid"][by_id]
+    ids = records["launch_correlation"][by_id]
+    return ids, records["launch_pid"][by_id], integer_ids(ids)
 
 
 def joined_floats(
@@ -130,3 +114,47 @@ def joined_floats(
     for first, kept in floats:  # a loop over the blocks that kept floats
         joined[first : first + kept.size] = kept
     return np.take(joined, order)
+
+
+def rows_of_kinds_placed(
+    at: np.ndarray, order: np.ndarray, rows: np.ndarray
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """:func:`in_table_order` of ``rows`` (ascending joined-block rows) where they are the rows of some kinds
+    (GPU rows) and ``at`` the table rows of those kinds (ascending): each table row's index into ``rows`` is
+    found by a search of its joined-block row (``order[at]``, ascending but where the order goes back), with no
+    table-long mark array or gather. None where the two sets are not the same rows (then place ``rows`` by
+    :func:`in_table_order`)."""
+    if at.size != rows.size:
+        return None
+    joined_rows = np.take(order, at)
+    kept = search_sorted(rows, joined_rows)
+    if kept.size and (int(kept.max()) >= rows.size or not np.array_equal(np.take(rows, kept), joined_rows)):
+        return None
+    return kept, at
+
+
+def table_rows(rows: np.ndarray, keys: np.ndarray, sorted_keys: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """Where each of ``rows`` (joined-block rows, their sort keys ``keys``) lands in the table sorted stably by
+    key (``sorted_keys``: the keys in table order, ``order``: the joined-block row of each table row), without
+    the inverse permutation: among the table rows of an equal key, which the stable sort keeps in joined-block
+    order, the row is found by bisection (a step for each halving of the longest run of equal keys; for the few
+    op rows)."""
+    lo = np.searchsorted(sorted_keys, keys, side="left")
+    hi = np.searchsorted(sorted_keys, keys, side="right")
+    while True:  # a loop over halvings, each over all rows
+        open_ = np.flatnonzero(lo < hi)
+        if open_.size == 0:
+            return lo
+        mid = (lo[open_] + hi[open_]) // 2
+        before = np.take(order, mid) < rows[open_]
+        lo[open_[before]] = mid[before] + 1
+        hi[open_[~before]] = mid[~before]
+
+
+def placed_rows(
+    rows: np.ndarray, keys: np.ndarray, sorted_keys: np.ndarray, order: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`in_table_order` of a few ``rows`` by :func:`table_rows`."""
+    at = table_rows(rows, keys, sorted_keys, order)
+    kept = np.argsort(at, kind="stable")
+    return kept, at[kept]

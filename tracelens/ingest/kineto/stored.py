@@ -92,8 +92,13 @@ def dictionary_array(codes: np.ndarray, values: Sequence[str | None]) -> pa.Dict
 
 def unrepresentable(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
     """NaN, infinite, or outside ``dtype``'s range: such values become nulls, never wrapped-around numbers."""
+    return ~representable(values, dtype)
+
+
+def representable(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """Not :func:`unrepresentable`: the values a column of ``dtype`` holds (finite, in its range)."""
     bound = 2.0 ** (8 * dtype.itemsize - 1) if dtype.kind in "iu" else np.finfo(dtype).max
-    return ~(np.abs(values) < bound)
+    return np.abs(values) < bound
 
 
 def int_column(data: np.ndarray, valid: np.ndarray, column: str) -> Stored:
@@ -109,6 +114,15 @@ def int_column(data: np.ndarray, valid: np.ndarray, column: str) -> Stored:
         rows = np.flatnonzero(valid)
         return SparseColumn(_row_positions(rows, valid.size), from_buffers(typ, data[rows], None, 0))
     return from_buffers(typ, data, valid, nulls)
+
+
+def int_column_at(data: np.ndarray, rows: np.ndarray, n: int, column: str) -> Stored:
+    """:func:`int_column` of ``n`` rows that have a value at ``rows`` only (ascending, fewer than half of them;
+    ``data``: the values there): None where no row has one, else a SparseColumn."""
+    if rows.size == 0:
+        return None
+    typ = EVENT_SCHEMA.field(column).type
+    return SparseColumn(_row_positions(rows, n), from_buffers(typ, data, None, 0))
 
 
 def _sparse(valid: int, n: int) -> bool:
@@ -135,15 +149,16 @@ def sparse_column(values: np.ndarray, rows: np.ndarray, n: int, column: str) -> 
     one) when fewer than half do, else a full-length array."""
     typ = EVENT_SCHEMA.field(column).type
     dtype = np.dtype(typ.to_pandas_dtype())
-    present = ~unrepresentable(values, dtype)
-    rows = rows[present]
+    present = representable(values, dtype)
+    if not present.all():  # (else every row keeps its value: no selection to copy)
+        rows, values = rows[present], values[present]
     if rows.size == 0:
         return None
     if _sparse(rows.size, n):
-        at, kept = _in_row_order(rows, values[present])
+        at, kept = _in_row_order(rows, values)
         return SparseColumn(_row_positions(at, n), from_buffers(typ, kept.astype(dtype), None, 0))
     data = np.zeros(n, dtype=dtype)
-    data[rows] = values[present]
+    data[rows] = values
     valid = np.zeros(n, dtype=bool)
     valid[rows] = True
     return from_buffers(typ, data, valid, n - rows.size)

@@ -46,16 +46,15 @@ from .blocks import (
 )
 from .devices import device_table
 from .fields import DEVICE_FIELDS, OP_NUMBERS, OP_TEXTS
+from .gpu_columns import field_at, geometry, gpu_placed, shared_memory, stream_column, with_fallback
 from .placing import (
+    in_table_order,
     joined_floats,
     joined_in_order,
     launch_pid,
     launches_by_id,
-    placed,
-    placed_sets,
-    record_slots,
+    placed_rows,
     records_taken,
-    shared_slots,
     sorted_launches,
 )
 from .prepare import int_parts, prepare_block
@@ -65,6 +64,7 @@ from .stored import (
     dictionary_column,
     dictionary_column_at,
     int_column,
+    int_column_at,
     op_text_column,
     sparse_column,
     store_columns,
@@ -73,20 +73,14 @@ from .threads import executor, thread_budget
 
 _DRIVER_NAME = re.compile(r"^cu[A-Z]")
 # A block's arrays that finish reads joined: a value per row, then a record per GPU row, op row or launch.
-_ROW_KEYS = (
-    "start",
-    "kind",
-    "name",
-    "duration",
-    "pid",
-    "pid_valid",
-    "tid",
-    "tid_valid",
-    "correlation",
-    "correlation_valid",
-    "external_id",
-    "external_id_valid",
-)
+# ``kind_valid``: each row's kind code and whether each id column (_ID_KEYS) has a value, in one byte (the kind
+# in the low bits, an id's validity in bit _VALID_BIT[id]): one join and one gather for the five.
+_ROW_KEYS = ("start", "kind_valid", "name", "duration", "pid", "tid", "correlation", "external_id")
+_ID_KEYS = ("pid", "tid", "correlation", "external_id")
+_KIND_MASK = 0x0F
+_VALID_BIT = {key: 1 << bit for bit, key in enumerate(_ID_KEYS, start=4)}
+if len(KINDS) > _KIND_MASK + 1:  # pragma: no cover - a guard for whoever adds kinds
+    raise ImportError("kind codes no longer fit below the validity bits of kind_valid")
 _RECORD_KEYS = (
     *DEVICE_FIELDS,
     "grid",
@@ -214,8 +208,18 @@ class Columns:
 
     def _append(self, block: dict[str, Any]) -> None:
         """The block's arrays added to the others' (its row numbers made joined-block rows)."""
+        kind_valid = block["kind"].astype(np.uint8)
+        for key, bit in _VALID_BIT.items():
+            kind_valid |= block[f"{key}_valid"].view(np.uint8) * np.uint8(bit)
+        block["kind_valid"] = kind_valid
+        # a negative duration as 0: the end is then the start plus it (finish), never before the start (in
+        # place: a new array would be new pages on this thread for every block)
+        duration = block["duration"]
+        block["duration"] = np.maximum(duration, 0, out=duration if duration.flags.writeable else None)
         for key in _ROW_KEYS + _RECORD_KEYS:
             self.appended.add(key, block[key])
+        for key in ("pid", "tid"):  # read apart only where the depth is computed from the floats
+            self.appended.add(f"{key}_valid", block[f"{key}_valid"])
         for key in ("gpu_rows", "op_rows", "launch_rows"):
             self.appended.add(key, block[key].astype(np.int64, copy=False), self.rows)
         self.ids_exactly &= bool(block["pid_exact"]) & bool(block["tid_exact"])
@@ -270,7 +274,7 @@ class Columns:
         start = parts.pop("start")
         ordering = background.submit(np.argsort, start, kind="stable")
         raw_name = parts.pop("name")
-        kind = parts.pop("kind")
+        kind_valid = parts.pop("kind_valid")
         # "cudaLaunchKernel_v7000" and "cudaLaunchKernel" are one name: merge codes after dropping suffixes.
         stripped = [strip_api_suffix(n) for n in self.names.values]
         names = sorted(set(stripped))
@@ -286,88 +290,80 @@ class Columns:
         # the background while the order is computed, where no two share an id (else once they are placed).
         launch_records = {k: parts.pop(k) for k in ("launch_correlation", "launch_pid")}
         by_id = background.submit(launches_by_id, *launch_records.values())
-        # The GPU rows and the op rows (each few rows) marked in one array while the order is computed, so that
-        # one gather in table order places both (else each set is placed by itself).
-        row_sets = [gpu_rows, op_rows]
-        slot = shared_slots(row_sets, m)
-        sizes = [rows.size for rows in row_sets]
-        slots = [slot] if slot is not None else [record_slots(rows, m) for rows in row_sets]
-        del gpu_rows, op_rows, row_sets
+        # the op rows' starts (few), to place them once the starts are sorted
+        op_starts = np.take(start, op_rows)
         # Whether the int64 pid and tid columns hold the ids exactly (a device row's pid is its launch's, a
         # host row's pid); where not (fractional or huge ids), the depth is computed now, from the floats.
         ids_exactly, nested_any = self.ids_exactly, self.nested_any
         order: np.ndarray = ordering.result()
-        # the sets placed in table order (`at`: their table rows, ascending; `kept`: their index in the set)
-        placing = background.submit(_placed_sets, slots, order, sizes)
         floats = (
             None
             if ids_exactly or not nested_any
             else [joined_floats(parts, self.floats[k], order, k) for k in ("pid", "tid")]
         )
+        for key in ("pid_valid", "tid_valid"):  # (in kind_valid, the one read below)
+            parts.discard(key)
         # Joined and ordered in the background (numpy copies and gathers without holding the GIL) while this
         # thread orders the others and places the GPU rows.
         joined = {
             key: background.submit(joined_in_order, parts, order, key)
-            for key in _ROW_KEYS[3:]  # all but start, kind and name (ordered on this thread)
+            for key in _ROW_KEYS[3:]  # all but start, kind_valid and name (ordered on this thread)
+            if key != "correlation"  # (put in order with its validity known: below)
         }
-        kind = np.take(kind, order)
+        kind_valid = np.take(kind_valid, order)
+        kind = np.bitwise_and(kind_valid, _KIND_MASK).view(np.int8)
+        # The GPU rows placed in table order in the background (`at`: their table rows, ascending; `kept_gpu`:
+        # the index of each into the GPU rows in file order): they are the rows of the GPU kinds, found in the
+        # sorted kinds, so no table-long array is gathered to place them.
+        placing = background.submit(gpu_placed, kind, order, gpu_rows, m)
         start = np.take(start, order)
+        # the op rows (few) placed by their starts among the sorted starts
+        kept_op, at_op = placed_rows(op_rows, op_starts, start, order)
+        del op_rows, op_starts
         origin = int(start[0])  # the table is in start order
         rel_start = start
         rel_start -= origin
         del start
         name_code = np.take(name_code, order)
-        (kept_gpu, at), (kept_op, at_op) = placing.result()
+        kept_gpu, at = placing.result()
+        del gpu_rows
         op = records_taken(parts, kept_op, (*OP_NUMBERS, *OP_TEXTS))
         # the launches indexed by correlation id, for the device rows' pid below (launches with a shared id: the
         # first in table order of each id, found once they are placed)
         launches = by_id.result() or sorted_launches(
-            {k: np.take(v, placed(record_slots(launch_rows, m), order)[0]) for k, v in launch_records.items()}
+            {k: np.take(v, in_table_order(launch_rows, order, m)[0]) for k, v in launch_records.items()}
         )
-        del launch_records, launch_rows
-        # `at`: where each GPU row lands in the sorted table, in table order (the rows of every GPU-only column
-        # are then ascending, as a SparseColumn holds them).
-        gpu = records_taken(
-            parts,
-            kept_gpu,
-            (*DEVICE_FIELDS, "grid", "block", "sync_kind", "gpu_correlation", "gpu_pid", "gpu_tid"),
-        )
-        del kept_gpu, kept_op
+        del launch_records, launch_rows, kept_op
 
+        # `at`: where each GPU row lands in the sorted table, in table order (the rows of every GPU-only column
+        # are then ascending, as a SparseColumn holds them). Each GPU field is taken (from the GPU rows in file
+        # order) at the GPU rows that use it only: all of them, the device-side rows, the kernels or the syncs.
         gpu_kind = kind[at]
         gpu_is_kernel = gpu_kind == KIND_CODE[KERNEL]
         base = int_or_none(document.get("baseTimeNanoseconds")) or 0
-        # Kineto's GPU "pid" is the device index and its "tid" the stream: fallbacks when args lack them.
-        device_values = np.where(np.isnan(gpu["device"]), gpu["gpu_pid"], gpu["device"])
-        stream_values = np.where(np.isnan(gpu["stream"]), gpu["gpu_tid"], gpu["stream"])
+        # Kineto's GPU "pid" is the device index and its "tid" the stream: fallbacks when args lack them (chosen
+        # in file order, then put in table order: one gather each).
+        device_values = np.take(with_fallback(parts, "device", "gpu_pid"), kept_gpu)
         # The host pid of device rows: their launch's, by correlation id (GPU annotations: none).
         device_rows = np.flatnonzero(DEVICE_SIDE[gpu_kind])
-        device_pid = launch_pid(launches, gpu["gpu_correlation"][device_rows])
+        kept_device = np.take(kept_gpu, device_rows)
+        device_pid = launch_pid(launches, np.take(parts.pop("gpu_correlation"), kept_device))
         # the devices of the GPU rows (the device column holds no other value), found in the background
         launch_codes = np.bincount(
             np.take(name_of_raw, np.flatnonzero(self.launch_name)), minlength=len(names)
         )
         api_names = [names[c] for c in np.flatnonzero(launch_codes)]  # distinct, in name order
         devices = background.submit(device_table, document.get("deviceProperties"), device_values, api_names)
-        # the end in the duration's array (not needed after): start + duration, an end before the start being
-        # the start (as build_store clamps it); = start + max(duration, 0)
+        # the end in the duration's array (not needed after): start + max(duration, 0), an end before the start
+        # being the start (as build_store clamps it)
         end = joined.pop("duration").result()
-        end += rel_start
-        np.maximum(end, rel_start, out=end)
+        end += rel_start  # (the durations clamped at 0 in add)
 
-        # the device-side and kernel rows among the GPU rows, and their table rows (each found once)
+        # the device-side and kernel rows among the GPU rows: their table rows and their index into the GPU
+        # rows in file order (each found once)
         at_device = at[device_rows]
         kernels = np.flatnonzero(gpu_is_kernel)
-        kernel_rows = (kernels, at[kernels])
-
-        def sparse(
-            values: np.ndarray, field: str, rows: tuple[np.ndarray, np.ndarray] | None = None
-        ) -> Future[Stored]:
-            """A column that is null except on GPU rows (``rows``: some of them, and their table rows), built
-            in the background (each field's values at those rows taken there)."""
-            if rows is None:
-                return background.submit(sparse_column, values, at, m, field)
-            return background.submit(_sparse_at, values, *rows, m, field)
+        kernel_rows = (np.take(kept_gpu, kernels), at[kernels])
 
         # Copies and syncs are GPU rows: their columns are looked up at those rows (`at`, ascending) only.
         memcpy_rows = at[gpu_kind == KIND_CODE[MEMCPY]]
@@ -380,7 +376,7 @@ class Columns:
         name_labels = [_SYNC_KINDS.get(n.lower(), n.lower().replace(" ", "_")) for n in names]
         syncs = gpu_kind == KIND_CODE[GPU_SYNC]
         sync_rows = at[syncs]
-        sync_code = gpu["sync_kind"][syncs].astype(np.int64)
+        sync_code = np.take(parts.pop("sync_kind"), kept_gpu[syncs]).astype(np.int64)
         sync_name = np.take(name_code, sync_rows)
         # a row with neither a cuda_sync_kind nor a name stays null (-1: the lookup's null slot), not the last label
         sync_code = np.where(
@@ -397,11 +393,13 @@ class Columns:
                 name_code, domains, (kind == KIND_CODE[ANNOTATION]) | (kind == KIND_CODE[STEP])
             )
         )
-        shared_total = gpu["shared_memory"]
+        shared = background.submit(shared_memory, parts, *kernel_rows, m)
+        grid = background.submit(geometry, parts, "grid", *kernel_rows, m)
+        block = background.submit(geometry, parts, "block", *kernel_rows, m)
         pid = background.submit(
             _with_device_rows,
             joined.pop("pid").result(),
-            joined.pop("pid_valid").result(),
+            kind_valid,
             device_pid,
             at_device,
         )
@@ -411,43 +409,29 @@ class Columns:
             "start_ns": numpy_array(rel_start, pa.int64()),
             "end_ns": numpy_array(end, pa.int64()),
             "device": sparse_column(device_values, at, m, "device"),
-            "stream": sparse(stream_values, "stream"),
+            "stream": background.submit(stream_column, parts, kept_gpu, at, m),
             "pid": pid,
-            "tid": background.submit(
-                int_column, joined.pop("tid").result(), joined.pop("tid_valid").result(), "tid"
-            ),
+            "tid": background.submit(_id_column, joined.pop("tid").result(), kind_valid, "tid", "tid"),
             "correlation_id": background.submit(
-                int_column,
-                joined.pop("correlation").result(),
-                joined.pop("correlation_valid").result(),
-                "correlation_id",
+                _id_column_in_order, parts, order, kind_valid, "correlation", "correlation_id"
             ),
             "external_id": background.submit(
-                int_column,
-                joined.pop("external_id").result(),
-                joined.pop("external_id_valid").result(),
-                "external_id",
+                _id_column, joined.pop("external_id").result(), kind_valid, "external_id", "external_id"
             ),
-            "bytes": sparse(gpu["bytes"], "bytes", (device_rows, at_device)),
+            # each null except on some GPU rows, taken at those rows (from the GPU rows in file order) there
+            "bytes": background.submit(field_at, parts, "bytes", kept_device, at_device, m, "bytes"),
             "copy_kind": copy_kind,
             "src_kind": src_kind,
             "dst_kind": dst_kind,
             "sync_kind": sync_text,
             "domain": domain,
-            "grid_x": sparse(gpu["grid"][:, 0], "grid_x", kernel_rows),
-            "grid_y": sparse(gpu["grid"][:, 1], "grid_y", kernel_rows),
-            "grid_z": sparse(gpu["grid"][:, 2], "grid_z", kernel_rows),
-            "block_x": sparse(gpu["block"][:, 0], "block_x", kernel_rows),
-            "block_y": sparse(gpu["block"][:, 1], "block_y", kernel_rows),
-            "block_z": sparse(gpu["block"][:, 2], "block_z", kernel_rows),
-            "registers_per_thread": sparse(gpu["registers"], "registers_per_thread", kernel_rows),
-            # Kineto writes only static + dynamic shared memory; the sum is what occupancy needs.
-            "static_shared_bytes": sparse(shared_total, "static_shared_bytes", kernel_rows),
-            "dynamic_shared_bytes": sparse(
-                np.where(np.isnan(shared_total), np.nan, 0.0), "dynamic_shared_bytes", kernel_rows
+            "registers_per_thread": background.submit(
+                field_at, parts, "registers", *kernel_rows, m, "registers_per_thread"
             ),
             "step": sparse_column(step_of_name[name_code[step_rows]], step_rows, m, "step"),
-            "reported_occupancy": sparse(gpu["occupancy_pct"] / 100.0, "reported_occupancy", kernel_rows),
+            "reported_occupancy": background.submit(
+                field_at, parts, "occupancy_pct", *kernel_rows, m, "reported_occupancy", 100.0
+            ),
             **{
                 name: background.submit(sparse_column, op[name], at_op, m, name)
                 for name in OP_NUMBERS
@@ -470,6 +454,11 @@ class Columns:
         columns["depth"] = depth if isinstance(depth, Future) else None
         background.shutdown(wait=True)
         del parts
+        # the columns built in twos and threes (one gather of their field each)
+        columns["grid_x"], columns["grid_y"], columns["grid_z"] = grid.result()
+        columns["block_x"], columns["block_y"], columns["block_z"] = block.result()
+        # Kineto writes only static + dynamic shared memory; the sum is what occupancy needs.
+        columns["static_shared_bytes"], columns["dynamic_shared_bytes"] = shared.result()
         built = {k: v.result() if isinstance(v, Future) else v for k, v in columns.items()}
         # The columns few rows carry come stored already (SparseColumn, as EventStore.from_columns would
         # store them); the others are stored as build_store(sort=False) stores them: every column is built in
@@ -523,16 +512,6 @@ class Columns:
         return Trace(events=events, devices=devices.result(), metadata=metadata)
 
 
-def _placed_sets(
-    slots: list[np.ndarray], order: np.ndarray, sizes: list[int]
-) -> list[tuple[np.ndarray, np.ndarray]]:
-    """The row sets of ``slots`` (one :func:`shared_slots` array, or one :func:`record_slots` array per set)
-    placed in table order."""
-    if len(slots) == 1:
-        return placed_sets(slots[0], order, sizes)
-    return [placed(slot, order) for slot in slots]
-
-
 def _host_depth(store: EventStore) -> pa.Array | SparseColumn:
     """The ``depth`` column of a Kineto trace's store, computed on first read: the nesting depth of the host
     rows (kinds in NESTED_KIND) that have a tid, on their (pid, tid) thread, with end = start + max(dur, 0).
@@ -573,17 +552,35 @@ def _memcpy_kinds(names: list[str], name_code: np.ndarray, rows: np.ndarray, m: 
     return tuple(dictionary_column_at(name_code, v, rows, m) for v in (copy, src, dst))
 
 
-def _sparse_at(values: np.ndarray, rows: np.ndarray, at_rows: np.ndarray, n: int, column: str) -> Stored:
-    """:func:`sparse_column` of ``values`` (a value per GPU row) at some GPU ``rows`` (their table rows
-    ``at_rows``)."""
-    return sparse_column(np.take(values, rows), at_rows, n, column)
+def _valid(kind_valid: np.ndarray, key: str) -> np.ndarray:
+    """Whether each row of the id column ``key`` has a value, from the rows' ``kind_valid`` bytes."""
+    return np.bitwise_and(kind_valid, _VALID_BIT[key]).astype(bool)
+
+
+def _id_column(data: np.ndarray, kind_valid: np.ndarray, key: str, column: str) -> Stored:
+    """:func:`int_column` of the id ``key`` (int64 data in table order; its validity in ``kind_valid``)."""
+    return int_column(data, _valid(kind_valid, key), column)
+
+
+def _id_column_in_order(
+    parts: Appended, order: np.ndarray, kind_valid: np.ndarray, key: str, column: str
+) -> Stored:
+    """:func:`_id_column` of the id ``key`` joined (dropped from ``parts``) and put in table ``order``; where
+    fewer than half the rows have a value (a SparseColumn: correlation ids, on launches and device rows only),
+    taken at those rows only."""
+    valid = _valid(kind_valid, key)
+    if int(np.count_nonzero(valid)) * 2 >= valid.size:
+        return int_column(np.take(parts.pop(key), order), valid, column)
+    rows = np.flatnonzero(valid)
+    return int_column_at(np.take(parts.pop(key), np.take(order, rows)), rows, valid.size, column)
 
 
 def _with_device_rows(
-    pid: np.ndarray, valid: np.ndarray, device_pid: np.ndarray, at_device: np.ndarray
+    pid: np.ndarray, kind_valid: np.ndarray, device_pid: np.ndarray, at_device: np.ndarray
 ) -> Stored:
-    """The pid column: the host rows' pids (int64 data and validity, table order) with the device rows' (at
-    ``at_device``: their launch's, NaN when none) set."""
+    """The pid column: the host rows' pids (int64 data, their validity in ``kind_valid``; table order) with the
+    device rows' (at ``at_device``: their launch's, NaN when none) set."""
+    valid = _valid(kind_valid, "pid")
     data, device_valid = int_parts(device_pid, "pid")
     pid[at_device] = data
     valid[at_device] = device_valid
