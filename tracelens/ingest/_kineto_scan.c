@@ -293,6 +293,8 @@ typedef struct {
     Span deferred_text[N_EVENT_FLOATS];
     unsigned char lengths[N_EVENT_FLOATS]; /* read_id: the digits of each field's last integer (1-8; 0: none) */
     unsigned char skipped_lengths[3];      /* skip_id: the same for the ids skipped (SKIP_*) */
+    uint64_t length_masks[N_EVENT_FLOATS]; /* each length's digit bytes as a mask (length_mask), kept with it */
+    uint64_t skipped_masks[3];
 } Scanner;
 
 static inline int is_space(unsigned char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
@@ -1059,18 +1061,24 @@ static inline ALWAYS_INLINE int read_float_or_text(Scanner *s, double *f, int fi
     return read_float(s, f, field);
 }
 
+/* The bytes of the first `length` (0-8) of a word as a mask: kept with each predicted length (a variable shift
+ * and a test for 8 an id otherwise). */
+static inline uint64_t length_mask(int length) {
+    return length >= 8 ? ~UINT64_C(0) : (UINT64_C(1) << (8 * length)) - 1;
+}
+
 #ifdef HAVE_LITTLE_ENDIAN_LOADS
-/* Whether the 8 bytes at p (at least 16 readable) begin with a JSON integer of exactly `length` (1-8) digits:
- * digits only, no leading zero, then a byte that ends a number. *t gets the bytes less '0' each, for
- * digits_value. Shared by read_id and skip_id. */
-static inline ALWAYS_INLINE int integer_of_length(const unsigned char *p, int length, uint64_t *t) {
+/* Whether the 8 bytes at p (at least 16 readable) begin with a JSON integer of exactly `length` (1-8) digits
+ * (`digits`: length_mask(length)): digits only, no leading zero, then a byte that ends a number. *t gets the
+ * bytes less '0' each, for digits_value. Shared by read_id and skip_id. */
+static inline ALWAYS_INLINE int integer_of_length(const unsigned char *p, int length, uint64_t digits, uint64_t *t) {
     uint64_t v = load_64(p) - UINT64_C(0x3030303030303030);
     uint64_t not_digit = ((v + UINT64_C(0x7676767676767676)) | v) & UINT64_C(0x8080808080808080);
-    uint64_t digits = length == 8 ? ~UINT64_C(0) : (UINT64_C(1) << (8 * length)) - 1;
     unsigned char next = p[length];
     *t = v;
-    return (not_digit & digits) == 0 && !is_digit(next) && next != '.' && (next | 0x20) != 'e' &&
-           (p[0] != '0' || length == 1);
+    if ((not_digit & digits) != 0 || (p[0] == '0' && length != 1)) return 0;
+    /* the byte after: a comma where Kineto writes the id (one compare), else any that ends a number */
+    return next == ',' || (!is_digit(next) && next != '.' && (next | 0x20) != 'e');
 }
 #endif
 
@@ -1086,7 +1094,7 @@ static inline ALWAYS_INLINE int read_id(Scanner *s, double *f, int field) {
     int length = s->lengths[field];
     if (length != 0 && s->end - p >= 16 && !(s->deferred & (UINT32_C(1) << field))) {
         uint64_t t;
-        if (integer_of_length(p, length, &t)) {
+        if (integer_of_length(p, length, s->length_masks[field], &t)) {
             f[field] = (double)(int64_t)digits_value(t, length);
             s->path = PATH_INTEGER;
             s->p = p + length;
@@ -1095,7 +1103,10 @@ static inline ALWAYS_INLINE int read_id(Scanner *s, double *f, int field) {
     }
 #endif
     rc = read_float(s, f, field);
-    if (rc == OK) s->lengths[field] = s->p - p <= 8 && is_digit(p[0]) ? (unsigned char)(s->p - p) : 0;
+    if (rc == OK) {
+        s->lengths[field] = s->p - p <= 8 && is_digit(p[0]) ? (unsigned char)(s->p - p) : 0;
+        s->length_masks[field] = length_mask(s->lengths[field]);
+    }
     return rc;
 }
 
@@ -1335,16 +1346,19 @@ static inline ALWAYS_INLINE uint64_t word_of(const char *literal) {
     return word;
 }
 
-/* Whether the bytes at s->p are the n of `literal` (then skipped). */
+/* Whether the bytes at s->p are the n of `literal`, a key with its colon, and a byte follows them (then
+ * the key is skipped; where none follows the general loop takes the member and declines: a value is
+ * missing). Every use is followed by value_start, which then needs no bounds check. */
 static inline ALWAYS_INLINE int expect_bytes(Scanner *s, const char *literal, size_t n) {
-    if ((size_t)(s->end - s->p) < n || !same_bytes(s->p, literal, n)) return 0;
+    if ((size_t)(s->end - s->p) <= n || !same_bytes(s->p, literal, n)) return 0;
     s->p += n;
     return 1;
 }
 
-/* After a key's colon: the value's first byte, past any whitespace, as begin_event_member leaves it. */
+/* After a key's colon matched by expect_bytes (a byte follows): the value's first byte, past any
+ * whitespace, as begin_event_member leaves it. */
 static inline ALWAYS_INLINE int value_start(Scanner *s) {
-    if (s->p < s->end && *s->p > ' ') return OK;
+    if (*s->p > ' ') return OK;
     skip_space(s);
     return s->p < s->end ? OK : DECLINE;
 }
@@ -1362,14 +1376,17 @@ static inline ALWAYS_INLINE int skip_id(Scanner *s, int kind, int depth) {
     int length = s->skipped_lengths[kind];
     if (length != 0 && s->end - p >= 16) {
         uint64_t t;
-        if (integer_of_length(p, length, &t)) {
+        if (integer_of_length(p, length, s->skipped_masks[kind], &t)) {
             s->p = p + length;
             return OK;
         }
     }
 #endif
     rc = skip_member_value(s, depth);
-    if (rc == OK) s->skipped_lengths[kind] = s->p - p <= 8 && is_digit(p[0]) ? (unsigned char)(s->p - p) : 0;
+    if (rc == OK) {
+        s->skipped_lengths[kind] = s->p - p <= 8 && is_digit(p[0]) ? (unsigned char)(s->p - p) : 0;
+        s->skipped_masks[kind] = length_mask(s->skipped_lengths[kind]);
+    }
     return rc;
 }
 
