@@ -270,6 +270,9 @@ static int32_t span_code(SpanTable *t, Span span) {
 /* How scan_number decided the value of its last number (reported by _parse_number, for tests). */
 enum { PATH_INTEGER, PATH_ZERO, PATH_CLINGER, PATH_EISEL_LEMIRE, PATH_DEFERRED, PATH_INTEGER_AND_FRACTION };
 
+/* The categories read_category recognizes by their bytes. */
+enum { KNOWN_NONE, KNOWN_CPU_OP, KNOWN_AC2G, KNOWN_CUDA_RUNTIME, KNOWN_KERNEL, KNOWN_FWDBWD, KNOWN_GPU_MEMCPY, N_KNOWN };
+
 typedef struct {
     const unsigned char *p, *end;
     double *floats[N_ROW_FLOATS]; /* a column per row float field, one value per complete event: the reader
@@ -295,6 +298,8 @@ typedef struct {
     unsigned char skipped_lengths[3];      /* skip_id: the same for the ids skipped (SKIP_*) */
     uint64_t length_masks[N_EVENT_FLOATS]; /* each length's digit bytes as a mask (length_mask), kept with it */
     uint64_t skipped_masks[3];
+    int32_t known_categories[N_KNOWN]; /* each recognized category's code + 1 (0: none yet) */
+    int convert_all; /* scan_event reads an event again: no flow sequence (CHECKED_ONLY) */
 } Scanner;
 
 static inline int is_space(unsigned char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
@@ -694,6 +699,13 @@ static inline ALWAYS_INLINE int kineto_number_value(Scanner *s, const unsigned c
     if (mantissa == 0) {
         *value = negative ? -0.0 : 0.0;
         s->path = PATH_ZERO;
+#ifdef HAVE_DOUBLE_ROUNDING_FREE_ARITHMETIC
+    } else if (mantissa <= (UINT64_C(1) << 53)) {
+        /* decimal_to_double's first path (Clinger's; fraction <= 8 here) inline, without its call (a "dur") */
+        double m = (double)mantissa / POW10[fraction];
+        *value = negative ? -m : m;
+        s->path = PATH_CLINGER;
+#endif
     } else {
         int path = decimal_to_double(mantissa, -(int64_t)fraction, 1, negative, value);
         if (path == PATH_DEFERRED) return 0;
@@ -1030,13 +1042,17 @@ static inline ALWAYS_INLINE int all_digits(uint64_t word) {
  * 1712195504612945.5) recognized by its bytes: then the end is known without waiting for the digits'
  * lengths (the branch is taken on nearly every event), and the value converted from the two words as
  * scan_kineto_number converts it (the same mantissa, fraction and path). */
-static inline ALWAYS_INLINE int read_timestamp(Scanner *s, double *f) {
+static inline ALWAYS_INLINE int read_timestamp(Scanner *s, double *f, int convert) {
 #ifdef HAVE_LITTLE_ENDIAN_LOADS
     const unsigned char *p = s->p;
     if (s->end - p >= 32 && !(s->deferred & (UINT32_C(1) << F_TS))) {
         uint64_t high = load_64(p), low = load_64(p + 8);
         if (all_digits(high) && all_digits(low) && p[0] != '0' && p[16] == '.' && is_digit(p[17]) &&
             !is_digit(p[18]) && (p[18] | 0x20) != 'e') {
+            if (!convert) { /* checked only (CHECKED_ONLY): any number of this shape is a double in range */
+                s->p = p + 18;
+                return OK;
+            }
             int is_integer;
             int64_t integer;
             uint64_t mantissa = digits_value(high - UINT64_C(0x3030303030303030), 8) * 100000000 +
@@ -1087,7 +1103,7 @@ static inline ALWAYS_INLINE int integer_of_length(const unsigned char *p, int le
  * its digits to be found, on a branch nearly always taken), checked as JSON (digits only, no leading zero,
  * then a byte that ends a number) and converted as scan_kineto_number converts it; any other number, or
  * one of another length, by read_float, which then notes its length. */
-static inline ALWAYS_INLINE int read_id(Scanner *s, double *f, int field) {
+static inline ALWAYS_INLINE int read_id_as(Scanner *s, double *f, int field, int convert) {
     int rc;
     const unsigned char *p = s->p;
 #ifdef HAVE_LITTLE_ENDIAN_LOADS
@@ -1095,8 +1111,10 @@ static inline ALWAYS_INLINE int read_id(Scanner *s, double *f, int field) {
     if (length != 0 && s->end - p >= 16 && !(s->deferred & (UINT32_C(1) << field))) {
         uint64_t t;
         if (integer_of_length(p, length, s->length_masks[field], &t)) {
-            f[field] = (double)(int64_t)digits_value(t, length);
-            s->path = PATH_INTEGER;
+            if (convert) { /* (else checked only: see CHECKED_ONLY) */
+                f[field] = (double)(int64_t)digits_value(t, length);
+                s->path = PATH_INTEGER;
+            }
             s->p = p + length;
             return OK;
         }
@@ -1111,10 +1129,16 @@ static inline ALWAYS_INLINE int read_id(Scanner *s, double *f, int field) {
 }
 
 /* read_float_or_text with read_id for a number. */
-static inline ALWAYS_INLINE int read_id_or_text(Scanner *s, double *f, int field, Span *text) {
+static inline ALWAYS_INLINE int read_id(Scanner *s, double *f, int field) { return read_id_as(s, f, field, 1); }
+
+static inline ALWAYS_INLINE int read_id_or_text_as(Scanner *s, double *f, int field, Span *text, int convert) {
     if (s->p < s->end && *s->p == '"') return read_float_or_text(s, f, field, text);
     text->flags = 0;
-    return read_id(s, f, field);
+    return read_id_as(s, f, field, convert);
+}
+
+static inline ALWAYS_INLINE int read_id_or_text(Scanner *s, double *f, int field, Span *text) {
+    return read_id_or_text_as(s, f, field, text, 1);
 }
 
 static inline ALWAYS_INLINE int read_text_or_null(Scanner *s, Span *out) { /* str | None */
@@ -1393,19 +1417,21 @@ static inline ALWAYS_INLINE int skip_id(Scanner *s, int kind, int depth) {
 /* read_text_or_null for a category (and a flow's name, its category again): the ones Kineto writes most
  * (cpu_op, cuda_runtime, kernel, gpu_memcpy; ac2g and fwdbwd on flows) recognized with their quotes in word
  * compares, where the string scan's end depends on its bytes; any other text, or null, by read_text_or_null.
- * The span is the one it gives. */
-static inline ALWAYS_INLINE int read_category(Scanner *s, Span *out) {
+ * The span is the one it gives; *known the KNOWN_* of a text recognized (left as it is for any other). */
+static inline ALWAYS_INLINE int read_category(Scanner *s, Span *out, int *known) {
 #ifdef HAVE_LITTLE_ENDIAN_LOADS
     const unsigned char *p = s->p;
     if (s->end - p >= 16) {
         uint64_t w = load_64(p);
         int32_t n = 0;
-        if (w == word_of("\"cpu_op\"")) n = 6;
-        else if (WORD_STARTS_WITH(w, "\"ac2g\"", 6)) n = 4;
-        else if (w == word_of("\"cuda_ru") && load_64(p + 6) == word_of("runtime\"")) n = 12;
-        else if (w == word_of("\"kernel\"")) n = 6;
-        else if (w == word_of("\"fwdbwd\"")) n = 6;
-        else if (w == word_of("\"gpu_mem") && load_32(p + 8) == load_32((const unsigned char *)"cpy\"")) n = 10;
+        if (w == word_of("\"cpu_op\"")) n = 6, *known = KNOWN_CPU_OP;
+        else if (WORD_STARTS_WITH(w, "\"ac2g\"", 6)) n = 4, *known = KNOWN_AC2G;
+        else if (w == word_of("\"cuda_ru") && load_64(p + 6) == word_of("runtime\"")) n = 12, *known = KNOWN_CUDA_RUNTIME;
+        else if (w == word_of("\"kernel\"")) n = 6, *known = KNOWN_KERNEL;
+        else if (w == word_of("\"fwdbwd\"")) n = 6, *known = KNOWN_FWDBWD;
+        else if (w == word_of("\"gpu_mem") && load_32(p + 8) == load_32((const unsigned char *)"cpy\"")) {
+            n = 10, *known = KNOWN_GPU_MEMCPY;
+        }
         if (n) {
             out->text = p + 1;
             out->length = n;
@@ -1578,6 +1604,12 @@ static int scan_args(Scanner *s, double *f, Span *strings, Span *stream_text, in
     }
     return args_members(s, f, strings, stream_text, keys, 1);
 rest:
+    /* the args' end right after the last value read (Kineto's layout): what args_members' loop would read
+     * there, without its call */
+    if (s->p < s->end && *s->p == '}') {
+        s->p++;
+        return OK;
+    }
     return args_members(s, f, strings, stream_text, keys, 0);
 }
 
@@ -1752,7 +1784,12 @@ static int scan_event(Scanner *s) {
     double f[N_EVENT_FLOATS];
     Span strings[N_EVENT_STRINGS]; /* only a present span's text and length are read */
     Span phase_text = {0}, pid_text = {0}, tid_text = {0}, stream_text = {0}, key;
-    int rc, more, phase, keys = 0;
+    int rc, more, phase, keys = 0, checked_only = 0;
+    const unsigned char *event_start = s->p;
+    /* a category read_category recognized (KNOWN_*), and where its text is: the row's category while the
+     * span is still that one (a later "cat" member replaces it) */
+    int category = KNOWN_NONE, unused = KNOWN_NONE;
+    const unsigned char *category_text = NULL;
     int64_t row, op = -1, sparse = -1;
     /* Flags alone, in plain stores: zeroing the whole array compiled to a `rep stos`, a fifth of the
      * event's time. */
@@ -1779,24 +1816,29 @@ static int scan_event(Scanner *s) {
         if (w == word_of("\"ph\":\"X\"")) {
             phase_text.text = s->p + 6, phase_text.length = 1, phase_text.flags = SPAN_PRESENT;
             s->p += 8;
-            KINETO_MEMBER(",\"cat\":", read_category(s, &strings[S_CAT]));
+            KINETO_MEMBER(",\"cat\":", read_category(s, &strings[S_CAT], &category));
+            category_text = strings[S_CAT].text;
             KINETO_MEMBER(",\"name\":", read_text_or_null(s, &strings[S_NAME]));
             KINETO_MEMBER(",\"pid\":", read_id_or_text(s, f, F_PID, &pid_text));
             KINETO_MEMBER(",\"tid\":", read_id_or_text(s, f, F_TID, &tid_text));
-            KINETO_MEMBER(",\"ts\":", read_timestamp(s, f));
+            KINETO_MEMBER(",\"ts\":", read_timestamp(s, f, 1));
             KINETO_MEMBER(",\"dur\":", read_float(s, f, F_DUR));
             KINETO_MEMBER(",\"args\":", *s->p == '{' ? scan_args(s, f, strings, &stream_text, &keys) : DECLINE);
             goto after_value;
         }
-        if (w == word_of("\"ph\":\"f\"") || w == word_of("\"ph\":\"s\"")) { /* flow events */
+        if ((w == word_of("\"ph\":\"f\"") || w == word_of("\"ph\":\"s\"")) && !s->convert_all) { /* flow events */
             phase_text.text = s->p + 6, phase_text.length = 1, phase_text.flags = SPAN_PRESENT;
             s->p += 8;
+            /* CHECKED_ONLY: a flow is no row, so its ids and time of Kineto's shapes are checked, not
+             * converted (any other shape is read as always: a number deferred is still checked); should a
+             * later "ph" member make the event a complete one, it is read again, converting all */
+            checked_only = 1;
             KINETO_MEMBER(",\"id\":", skip_id(s, SKIP_FLOW_ID, 1));
-            KINETO_MEMBER(",\"pid\":", read_id_or_text(s, f, F_PID, &pid_text));
-            KINETO_MEMBER(",\"tid\":", read_id_or_text(s, f, F_TID, &tid_text));
-            KINETO_MEMBER(",\"ts\":", read_timestamp(s, f));
-            KINETO_MEMBER(",\"cat\":", read_category(s, &strings[S_CAT]));
-            KINETO_MEMBER(",\"name\":", read_category(s, &strings[S_NAME])); /* "ac2g", "fwdbwd" as their category */
+            KINETO_MEMBER(",\"pid\":", read_id_or_text_as(s, f, F_PID, &pid_text, 0));
+            KINETO_MEMBER(",\"tid\":", read_id_or_text_as(s, f, F_TID, &tid_text, 0));
+            KINETO_MEMBER(",\"ts\":", read_timestamp(s, f, 0));
+            KINETO_MEMBER(",\"cat\":", read_category(s, &strings[S_CAT], &unused));
+            KINETO_MEMBER(",\"name\":", read_category(s, &strings[S_NAME], &unused)); /* "ac2g", "fwdbwd" as their category */
             KINETO_MEMBER(",\"bp\":", skip_member_value(s, 1));
             goto after_value;
         }
@@ -1826,6 +1868,13 @@ static int scan_event(Scanner *s) {
     }
 members_done:
     phase = (phase_text.flags & SPAN_PRESENT) ? phase_of(phase_text) : PH_OTHER; /* ph "" by default */
+    if (checked_only && phase == PH_COMPLETE) { /* a row after all: read again, every number converted */
+        s->p = event_start;
+        s->convert_all = 1;
+        rc = scan_event(s);
+        s->convert_all = 0;
+        return rc;
+    }
     s->counts[phase]++;
     /* Deferred numbers are parsed in phase two: into the row, or, for an event not kept (row -1), only to
      * decline the block if one is out of range, as msgspec's typed decoder then fails. A complete event of
@@ -1849,11 +1898,18 @@ members_done:
 #pragma GCC unroll 32
 #endif
         for (int k = 0; k < N_ROW_FLOATS; k++) floats[k][r] = f[k];
+        /* a recognized category's code, kept from its first row: no hash and probe for it */
+        int recognized = category != KNOWN_NONE && (strings[S_CAT].flags & SPAN_PRESENT) &&
+                         strings[S_CAT].text == category_text;
         for (int k = 0; k < N_STRINGS; k++) {
             int32_t code = -1;
-            if ((strings[k].flags & SPAN_PRESENT) && (code = span_code(&s->tables[k], strings[k])) < 0) return NO_MEMORY;
+            if (k == S_CAT && recognized && s->known_categories[category] != 0)
+                code = s->known_categories[category] - 1;
+            else if ((strings[k].flags & SPAN_PRESENT) && (code = span_code(&s->tables[k], strings[k])) < 0)
+                return NO_MEMORY;
             s->codes[k][r] = code;
         }
+        if (recognized) s->known_categories[category] = s->codes[S_CAT][r] + 1;
     }
     if ((rc = add_text(s, row, F_PID, pid_text)) != OK) return rc;
     if ((rc = add_text(s, row, F_TID, tid_text)) != OK) return rc;
