@@ -1791,11 +1791,16 @@ static int scan_event(Scanner *s) {
     int category = KNOWN_NONE, unused = KNOWN_NONE;
     const unsigned char *category_text = NULL;
     int64_t row, op = -1, sparse = -1;
-    /* Flags alone, in plain stores: zeroing the whole array compiled to a `rep stos`, a fifth of the
-     * event's time. */
-    for (int k = 0; k < N_EVENT_STRINGS; k++) strings[k].flags = 0;
-    for (int k = 0; k < N_EVENT_FLOATS; k++) f[k] = NAN;
-    f[F_DUR] = 0.0; /* dur's default in kineto/fields.py */
+    /* The fields absent until read (EVENT_FIELDS_ABSENT), for a complete event: the flow sequence does not
+     * set them, nor an empty event (only a complete event's fields are read after its members, and a flow
+     * read again as one sets them then). Flags alone, in plain stores: zeroing the whole array compiled to a
+     * `rep stos`, a fifth of the event's time. */
+#define EVENT_FIELDS_ABSENT()                                                  \
+    do {                                                                       \
+        for (int k = 0; k < N_EVENT_STRINGS; k++) strings[k].flags = 0;        \
+        for (int k = 0; k < N_EVENT_FLOATS; k++) f[k] = NAN;                   \
+        f[F_DUR] = 0.0; /* dur's default in kineto/fields.py */               \
+    } while (0)
     s->deferred = 0;
     s->p++;          /* '{' */
     /* Kineto's layout: the first member on the next line, indented by four (one word compare) */
@@ -1814,6 +1819,7 @@ static int scan_event(Scanner *s) {
     if (s->end - s->p >= 8 && s->p[0] == '"' && s->p[1] == 'p') {
         uint64_t w = load_word(s->p);
         if (w == word_of("\"ph\":\"X\"")) {
+            EVENT_FIELDS_ABSENT();
             phase_text.text = s->p + 6, phase_text.length = 1, phase_text.flags = SPAN_PRESENT;
             s->p += 8;
             KINETO_MEMBER(",\"cat\":", read_category(s, &strings[S_CAT], &category));
@@ -1843,6 +1849,7 @@ static int scan_event(Scanner *s) {
             goto after_value;
         }
     }
+    EVENT_FIELDS_ABSENT();
     for (;;) {
         int which;
         if ((rc = begin_event_member(s, &key, &which)) != OK) return rc;
@@ -1917,6 +1924,8 @@ members_done:
     s->rows++;
     return OK;
 }
+
+#undef EVENT_FIELDS_ABSENT
 
 /* After an event: the comma and the next event's '{' as Kineto writes them (",\n  {"), s->p then at the '{':
  * one word compare instead of two whitespace scans. 0 (s->p unchanged) for any other bytes. */
