@@ -849,11 +849,19 @@ static NOINLINE int scan_number_general(Scanner *s, double *value, int *is_integ
 }
 
 /* scan_number: Kineto's numbers by scan_kineto_number where 32 bytes follow, any other by the general reader
- * (out of line). */
+ * (out of line). value NULL (only checked, *is_integer and *integer wanted: a grid or block's three
+ * integers): Kineto's integers too, their value put aside (any other shape goes to the general reader, which
+ * alone says what the check of a number not converted accepts). */
 static inline ALWAYS_INLINE int scan_number(Scanner *s, double *value, int *is_integer, int64_t *integer) {
 #ifdef HAVE_LITTLE_ENDIAN_LOADS
-    if (value != NULL && s->end - s->p >= KINETO_NUMBER_BYTES && scan_kineto_number(s, value, is_integer, integer))
-        return OK;
+    double unused;
+    if (s->end - s->p >= KINETO_NUMBER_BYTES) {
+        const unsigned char *start = s->p;
+        if (scan_kineto_number(s, value != NULL ? value : &unused, is_integer, integer)) {
+            if (value != NULL || *is_integer) return OK;
+            s->p = start; /* a fraction, only checked: as the general reader checks it */
+        }
+    }
 #endif
     return scan_number_general(s, value, is_integer, integer);
 }
