@@ -35,7 +35,8 @@
  * categories, its timestamps' shape) or predictable (an id as long as the same field's last one), each by a
  * compare on a branch nearly always taken, after which s->p moves by a constant; every other byte goes
  * through the general readers (out of line), which read it as msgspec would. benchmarks/bench_kineto_scan.py
- * times it; benchmarks/results/kineto_scan_kscan7.md has the measures behind each of these choices.
+ * times it; benchmarks/results/kineto_scan_kscan7.md and kscn10.md have the measures behind each of these
+ * choices (kscn10.md: those counted in instructions, and the wider SIMD string stops tried and dropped).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
