@@ -124,3 +124,41 @@ def test_id_columns_are_int64() -> None:
     # prepare_rows writes int64 data for each id (prepare.int_parts takes the column's dtype from the schema)
     for column in ("pid", "tid", "correlation_id", "external_id"):
         assert EVENT_SCHEMA.field(column).type.to_pandas_dtype() == np.int64
+
+
+# us_to_ns's floor (truncation less one below a negative fraction) and its rounding of the fraction and of
+# durations (one conversion to nearest, ties to even): at the values where those could part from numpy's
+# floor and rint (negative fractions, the edge of exact fractions at 2**52, halves of a nanosecond), all on
+# the timeline (prepare_rows is given those only).
+_ROUNDING_EDGES = [
+    -1.5,
+    -0.25,
+    -1e-9,
+    -(2.0**52) + 0.5,
+    2.0**52 - 0.5,
+    2.0**52,
+    2.0**52 + 2,
+    -(2.0**52) - 2,
+    -1712195495519689.5,
+    1712195495519689.047,
+    0.0005,
+    0.0015,
+    0.0025,
+    1.0005,
+    -1.0005,
+    -0.0025,
+    2.5e-3,
+    0.4999999999999999,
+    -0.4999999999999999,
+    7.0,
+    -7.0,
+    _LIMIT,
+    -_LIMIT,
+]
+
+
+@pytest.mark.parametrize("value", _ROUNDING_EDGES)
+def test_rounding_edges_equal_numpy(value: float) -> None:
+    n = 2
+    block = _block([KIND_CODE[KERNEL], KIND_CODE[CPU_OP]], {key: [value] * n for key in _FIELDS})
+    _assert_same(*_both(block))

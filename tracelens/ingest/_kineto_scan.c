@@ -35,7 +35,8 @@
  * categories, its timestamps' shape) or predictable (an id as long as the same field's last one), each by a
  * compare on a branch nearly always taken, after which s->p moves by a constant; every other byte goes
  * through the general readers (out of line), which read it as msgspec would. benchmarks/bench_kineto_scan.py
- * times it; benchmarks/results/kineto_scan_kscan7.md has the measures behind each of these choices.
+ * times it; benchmarks/results/kineto_scan_kscan7.md and kscn10.md have the measures behind each of these
+ * choices (kscn10.md: those counted in instructions, and the wider SIMD string stops tried and dropped).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -270,6 +271,9 @@ static int32_t span_code(SpanTable *t, Span span) {
 /* How scan_number decided the value of its last number (reported by _parse_number, for tests). */
 enum { PATH_INTEGER, PATH_ZERO, PATH_CLINGER, PATH_EISEL_LEMIRE, PATH_DEFERRED, PATH_INTEGER_AND_FRACTION };
 
+/* The categories read_category recognizes by their bytes. */
+enum { KNOWN_NONE, KNOWN_CPU_OP, KNOWN_AC2G, KNOWN_CUDA_RUNTIME, KNOWN_KERNEL, KNOWN_FWDBWD, KNOWN_GPU_MEMCPY, N_KNOWN };
+
 typedef struct {
     const unsigned char *p, *end;
     double *floats[N_ROW_FLOATS]; /* a column per row float field, one value per complete event: the reader
@@ -293,6 +297,10 @@ typedef struct {
     Span deferred_text[N_EVENT_FLOATS];
     unsigned char lengths[N_EVENT_FLOATS]; /* read_id: the digits of each field's last integer (1-8; 0: none) */
     unsigned char skipped_lengths[3];      /* skip_id: the same for the ids skipped (SKIP_*) */
+    uint64_t length_masks[N_EVENT_FLOATS]; /* each length's digit bytes as a mask (length_mask), kept with it */
+    uint64_t skipped_masks[3];
+    int32_t known_categories[N_KNOWN]; /* each recognized category's code + 1 (0: none yet) */
+    int convert_all; /* scan_event reads an event again: no flow sequence (CHECKED_ONLY) */
 } Scanner;
 
 static inline int is_space(unsigned char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
@@ -692,6 +700,13 @@ static inline ALWAYS_INLINE int kineto_number_value(Scanner *s, const unsigned c
     if (mantissa == 0) {
         *value = negative ? -0.0 : 0.0;
         s->path = PATH_ZERO;
+#ifdef HAVE_DOUBLE_ROUNDING_FREE_ARITHMETIC
+    } else if (mantissa <= (UINT64_C(1) << 53)) {
+        /* decimal_to_double's first path (Clinger's; fraction <= 8 here) inline, without its call (a "dur") */
+        double m = (double)mantissa / POW10[fraction];
+        *value = negative ? -m : m;
+        s->path = PATH_CLINGER;
+#endif
     } else {
         int path = decimal_to_double(mantissa, -(int64_t)fraction, 1, negative, value);
         if (path == PATH_DEFERRED) return 0;
@@ -835,11 +850,19 @@ static NOINLINE int scan_number_general(Scanner *s, double *value, int *is_integ
 }
 
 /* scan_number: Kineto's numbers by scan_kineto_number where 32 bytes follow, any other by the general reader
- * (out of line). */
+ * (out of line). value NULL (only checked, *is_integer and *integer wanted: a grid or block's three
+ * integers): Kineto's integers too, their value put aside (any other shape goes to the general reader, which
+ * alone says what the check of a number not converted accepts). */
 static inline ALWAYS_INLINE int scan_number(Scanner *s, double *value, int *is_integer, int64_t *integer) {
 #ifdef HAVE_LITTLE_ENDIAN_LOADS
-    if (value != NULL && s->end - s->p >= KINETO_NUMBER_BYTES && scan_kineto_number(s, value, is_integer, integer))
-        return OK;
+    double unused;
+    if (s->end - s->p >= KINETO_NUMBER_BYTES) {
+        const unsigned char *start = s->p;
+        if (scan_kineto_number(s, value != NULL ? value : &unused, is_integer, integer)) {
+            if (value != NULL || *is_integer) return OK;
+            s->p = start; /* a fraction, only checked: as the general reader checks it */
+        }
+    }
 #endif
     return scan_number_general(s, value, is_integer, integer);
 }
@@ -1028,13 +1051,17 @@ static inline ALWAYS_INLINE int all_digits(uint64_t word) {
  * 1712195504612945.5) recognized by its bytes: then the end is known without waiting for the digits'
  * lengths (the branch is taken on nearly every event), and the value converted from the two words as
  * scan_kineto_number converts it (the same mantissa, fraction and path). */
-static inline ALWAYS_INLINE int read_timestamp(Scanner *s, double *f) {
+static inline ALWAYS_INLINE int read_timestamp(Scanner *s, double *f, int convert) {
 #ifdef HAVE_LITTLE_ENDIAN_LOADS
     const unsigned char *p = s->p;
     if (s->end - p >= 32 && !(s->deferred & (UINT32_C(1) << F_TS))) {
         uint64_t high = load_64(p), low = load_64(p + 8);
         if (all_digits(high) && all_digits(low) && p[0] != '0' && p[16] == '.' && is_digit(p[17]) &&
             !is_digit(p[18]) && (p[18] | 0x20) != 'e') {
+            if (!convert) { /* checked only (CHECKED_ONLY): any number of this shape is a double in range */
+                s->p = p + 18;
+                return OK;
+            }
             int is_integer;
             int64_t integer;
             uint64_t mantissa = digits_value(high - UINT64_C(0x3030303030303030), 8) * 100000000 +
@@ -1059,18 +1086,24 @@ static inline ALWAYS_INLINE int read_float_or_text(Scanner *s, double *f, int fi
     return read_float(s, f, field);
 }
 
+/* The bytes of the first `length` (0-8) of a word as a mask: kept with each predicted length (a variable shift
+ * and a test for 8 an id otherwise). */
+static inline uint64_t length_mask(int length) {
+    return length >= 8 ? ~UINT64_C(0) : (UINT64_C(1) << (8 * length)) - 1;
+}
+
 #ifdef HAVE_LITTLE_ENDIAN_LOADS
-/* Whether the 8 bytes at p (at least 16 readable) begin with a JSON integer of exactly `length` (1-8) digits:
- * digits only, no leading zero, then a byte that ends a number. *t gets the bytes less '0' each, for
- * digits_value. Shared by read_id and skip_id. */
-static inline ALWAYS_INLINE int integer_of_length(const unsigned char *p, int length, uint64_t *t) {
+/* Whether the 8 bytes at p (at least 16 readable) begin with a JSON integer of exactly `length` (1-8) digits
+ * (`digits`: length_mask(length)): digits only, no leading zero, then a byte that ends a number. *t gets the
+ * bytes less '0' each, for digits_value. Shared by read_id and skip_id. */
+static inline ALWAYS_INLINE int integer_of_length(const unsigned char *p, int length, uint64_t digits, uint64_t *t) {
     uint64_t v = load_64(p) - UINT64_C(0x3030303030303030);
     uint64_t not_digit = ((v + UINT64_C(0x7676767676767676)) | v) & UINT64_C(0x8080808080808080);
-    uint64_t digits = length == 8 ? ~UINT64_C(0) : (UINT64_C(1) << (8 * length)) - 1;
     unsigned char next = p[length];
     *t = v;
-    return (not_digit & digits) == 0 && !is_digit(next) && next != '.' && (next | 0x20) != 'e' &&
-           (p[0] != '0' || length == 1);
+    if ((not_digit & digits) != 0 || (p[0] == '0' && length != 1)) return 0;
+    /* the byte after: a comma where Kineto writes the id (one compare), else any that ends a number */
+    return next == ',' || (!is_digit(next) && next != '.' && (next | 0x20) != 'e');
 }
 #endif
 
@@ -1079,31 +1112,42 @@ static inline ALWAYS_INLINE int integer_of_length(const unsigned char *p, int le
  * its digits to be found, on a branch nearly always taken), checked as JSON (digits only, no leading zero,
  * then a byte that ends a number) and converted as scan_kineto_number converts it; any other number, or
  * one of another length, by read_float, which then notes its length. */
-static inline ALWAYS_INLINE int read_id(Scanner *s, double *f, int field) {
+static inline ALWAYS_INLINE int read_id_as(Scanner *s, double *f, int field, int convert) {
     int rc;
     const unsigned char *p = s->p;
 #ifdef HAVE_LITTLE_ENDIAN_LOADS
     int length = s->lengths[field];
     if (length != 0 && s->end - p >= 16 && !(s->deferred & (UINT32_C(1) << field))) {
         uint64_t t;
-        if (integer_of_length(p, length, &t)) {
-            f[field] = (double)(int64_t)digits_value(t, length);
-            s->path = PATH_INTEGER;
+        if (integer_of_length(p, length, s->length_masks[field], &t)) {
+            if (convert) { /* (else checked only: see CHECKED_ONLY) */
+                f[field] = (double)(int64_t)digits_value(t, length);
+                s->path = PATH_INTEGER;
+            }
             s->p = p + length;
             return OK;
         }
     }
 #endif
     rc = read_float(s, f, field);
-    if (rc == OK) s->lengths[field] = s->p - p <= 8 && is_digit(p[0]) ? (unsigned char)(s->p - p) : 0;
+    if (rc == OK) {
+        s->lengths[field] = s->p - p <= 8 && is_digit(p[0]) ? (unsigned char)(s->p - p) : 0;
+        s->length_masks[field] = length_mask(s->lengths[field]);
+    }
     return rc;
 }
 
 /* read_float_or_text with read_id for a number. */
-static inline ALWAYS_INLINE int read_id_or_text(Scanner *s, double *f, int field, Span *text) {
+static inline ALWAYS_INLINE int read_id(Scanner *s, double *f, int field) { return read_id_as(s, f, field, 1); }
+
+static inline ALWAYS_INLINE int read_id_or_text_as(Scanner *s, double *f, int field, Span *text, int convert) {
     if (s->p < s->end && *s->p == '"') return read_float_or_text(s, f, field, text);
     text->flags = 0;
-    return read_id(s, f, field);
+    return read_id_as(s, f, field, convert);
+}
+
+static inline ALWAYS_INLINE int read_id_or_text(Scanner *s, double *f, int field, Span *text) {
+    return read_id_or_text_as(s, f, field, text, 1);
 }
 
 static inline ALWAYS_INLINE int read_text_or_null(Scanner *s, Span *out) { /* str | None */
@@ -1217,13 +1261,18 @@ static inline ALWAYS_INLINE int begin_member(Scanner *s, Span *key) {
 /* The event members the event loop reads, by key (EK_OTHER: any other key). */
 enum { EK_OTHER, EK_PH, EK_CAT, EK_NAME, EK_PID, EK_TID, EK_TS, EK_DUR, EK_ARGS, EK_SKIPPED /* id, bp: not read */ };
 
-/* Whether the first n (<= 8) bytes of the word w, loaded little-endian, are those of b: one AND and one
- * compare (b is a constant where it is inlined, its word folded at compile time). */
-static inline ALWAYS_INLINE int word_starts_with(uint64_t w, const char *b, size_t n) {
-    uint64_t y = 0;
-    memcpy(&y, b, n);
+/* Whether the first n (<= 8) bytes of the word w, loaded little-endian, are those of a literal: one AND and
+ * one compare. The literal comes padded to eight bytes (WORD_STARTS_WITH), so its word is one 8-byte copy
+ * that folds at compile time. (A copy of n bytes into a zeroed word did not fold: GCC stored the literal's
+ * bytes on the stack and read them back as a word, a store-forwarding stall on every flow's category and
+ * name, a tenth of scan_event's samples.) */
+static inline ALWAYS_INLINE int word_starts_with(uint64_t w, const char *padded, size_t n) {
+    uint64_t y;
+    memcpy(&y, padded, 8);
+    if (n < 8) y &= (UINT64_C(1) << (8 * n)) - 1;
     return (n == 8 ? w : (w & ((UINT64_C(1) << (8 * n)) - 1))) == y;
 }
+#define WORD_STARTS_WITH(w, literal, n) word_starts_with(w, literal "\0\0\0\0\0\0\0\0", n)
 
 /* begin_member for an event's own members: the keys Kineto writes there, with their quotes and the colon
  * (no escape can hide in those bytes), are recognized in one word compare or two, without the string scan,
@@ -1241,7 +1290,7 @@ static inline ALWAYS_INLINE int begin_event_member(Scanner *s, Span *key, int *w
          * key's quotes and colon */
 #ifdef HAVE_LITTLE_ENDIAN_LOADS
         uint64_t w = load_64(p);
-#define EVENT_KEY_IS(text, len) word_starts_with(w, text, len)
+#define EVENT_KEY_IS(text, len) WORD_STARTS_WITH(w, text, len)
 #else
 #define EVENT_KEY_IS(text, len) same_bytes(p, text, len)
 #endif
@@ -1330,16 +1379,19 @@ static inline ALWAYS_INLINE uint64_t word_of(const char *literal) {
     return word;
 }
 
-/* Whether the bytes at s->p are the n of `literal` (then skipped). */
+/* Whether the bytes at s->p are the n of `literal`, a key with its colon, and a byte follows them (then
+ * the key is skipped; where none follows the general loop takes the member and declines: a value is
+ * missing). Every use is followed by value_start, which then needs no bounds check. */
 static inline ALWAYS_INLINE int expect_bytes(Scanner *s, const char *literal, size_t n) {
-    if ((size_t)(s->end - s->p) < n || !same_bytes(s->p, literal, n)) return 0;
+    if ((size_t)(s->end - s->p) <= n || !same_bytes(s->p, literal, n)) return 0;
     s->p += n;
     return 1;
 }
 
-/* After a key's colon: the value's first byte, past any whitespace, as begin_event_member leaves it. */
+/* After a key's colon matched by expect_bytes (a byte follows): the value's first byte, past any
+ * whitespace, as begin_event_member leaves it. */
 static inline ALWAYS_INLINE int value_start(Scanner *s) {
-    if (s->p < s->end && *s->p > ' ') return OK;
+    if (*s->p > ' ') return OK;
     skip_space(s);
     return s->p < s->end ? OK : DECLINE;
 }
@@ -1357,33 +1409,38 @@ static inline ALWAYS_INLINE int skip_id(Scanner *s, int kind, int depth) {
     int length = s->skipped_lengths[kind];
     if (length != 0 && s->end - p >= 16) {
         uint64_t t;
-        if (integer_of_length(p, length, &t)) {
+        if (integer_of_length(p, length, s->skipped_masks[kind], &t)) {
             s->p = p + length;
             return OK;
         }
     }
 #endif
     rc = skip_member_value(s, depth);
-    if (rc == OK) s->skipped_lengths[kind] = s->p - p <= 8 && is_digit(p[0]) ? (unsigned char)(s->p - p) : 0;
+    if (rc == OK) {
+        s->skipped_lengths[kind] = s->p - p <= 8 && is_digit(p[0]) ? (unsigned char)(s->p - p) : 0;
+        s->skipped_masks[kind] = length_mask(s->skipped_lengths[kind]);
+    }
     return rc;
 }
 
 /* read_text_or_null for a category (and a flow's name, its category again): the ones Kineto writes most
  * (cpu_op, cuda_runtime, kernel, gpu_memcpy; ac2g and fwdbwd on flows) recognized with their quotes in word
  * compares, where the string scan's end depends on its bytes; any other text, or null, by read_text_or_null.
- * The span is the one it gives. */
-static inline ALWAYS_INLINE int read_category(Scanner *s, Span *out) {
+ * The span is the one it gives; *known the KNOWN_* of a text recognized (left as it is for any other). */
+static inline ALWAYS_INLINE int read_category(Scanner *s, Span *out, int *known) {
 #ifdef HAVE_LITTLE_ENDIAN_LOADS
     const unsigned char *p = s->p;
     if (s->end - p >= 16) {
         uint64_t w = load_64(p);
         int32_t n = 0;
-        if (w == word_of("\"cpu_op\"")) n = 6;
-        else if (word_starts_with(w, "\"ac2g\"", 6)) n = 4;
-        else if (w == word_of("\"cuda_ru") && load_64(p + 6) == word_of("runtime\"")) n = 12;
-        else if (w == word_of("\"kernel\"")) n = 6;
-        else if (w == word_of("\"fwdbwd\"")) n = 6;
-        else if (w == word_of("\"gpu_mem") && load_32(p + 8) == load_32((const unsigned char *)"cpy\"")) n = 10;
+        if (w == word_of("\"cpu_op\"")) n = 6, *known = KNOWN_CPU_OP;
+        else if (WORD_STARTS_WITH(w, "\"ac2g\"", 6)) n = 4, *known = KNOWN_AC2G;
+        else if (w == word_of("\"cuda_ru") && load_64(p + 6) == word_of("runtime\"")) n = 12, *known = KNOWN_CUDA_RUNTIME;
+        else if (w == word_of("\"kernel\"")) n = 6, *known = KNOWN_KERNEL;
+        else if (w == word_of("\"fwdbwd\"")) n = 6, *known = KNOWN_FWDBWD;
+        else if (w == word_of("\"gpu_mem") && load_32(p + 8) == load_32((const unsigned char *)"cpy\"")) {
+            n = 10, *known = KNOWN_GPU_MEMCPY;
+        }
         if (n) {
             out->text = p + 1;
             out->length = n;
@@ -1556,6 +1613,12 @@ static int scan_args(Scanner *s, double *f, Span *strings, Span *stream_text, in
     }
     return args_members(s, f, strings, stream_text, keys, 1);
 rest:
+    /* the args' end right after the last value read (Kineto's layout): what args_members' loop would read
+     * there, without its call */
+    if (s->p < s->end && *s->p == '}') {
+        s->p++;
+        return OK;
+    }
     return args_members(s, f, strings, stream_text, keys, 0);
 }
 
@@ -1730,13 +1793,23 @@ static int scan_event(Scanner *s) {
     double f[N_EVENT_FLOATS];
     Span strings[N_EVENT_STRINGS]; /* only a present span's text and length are read */
     Span phase_text = {0}, pid_text = {0}, tid_text = {0}, stream_text = {0}, key;
-    int rc, more, phase, keys = 0;
+    int rc, more, phase, keys = 0, checked_only = 0;
+    const unsigned char *event_start = s->p;
+    /* a category read_category recognized (KNOWN_*), and where its text is: the row's category while the
+     * span is still that one (a later "cat" member replaces it) */
+    int category = KNOWN_NONE, unused = KNOWN_NONE;
+    const unsigned char *category_text = NULL;
     int64_t row, op = -1, sparse = -1;
-    /* Flags alone, in plain stores: zeroing the whole array compiled to a `rep stos`, a fifth of the
-     * event's time. */
-    for (int k = 0; k < N_EVENT_STRINGS; k++) strings[k].flags = 0;
-    for (int k = 0; k < N_EVENT_FLOATS; k++) f[k] = NAN;
-    f[F_DUR] = 0.0; /* dur's default in kineto/fields.py */
+    /* The fields absent until read (EVENT_FIELDS_ABSENT), for a complete event: the flow sequence does not
+     * set them, nor an empty event (only a complete event's fields are read after its members, and a flow
+     * read again as one sets them then). Flags alone, in plain stores: zeroing the whole array compiled to a
+     * `rep stos`, a fifth of the event's time. */
+#define EVENT_FIELDS_ABSENT()                                                  \
+    do {                                                                       \
+        for (int k = 0; k < N_EVENT_STRINGS; k++) strings[k].flags = 0;        \
+        for (int k = 0; k < N_EVENT_FLOATS; k++) f[k] = NAN;                   \
+        f[F_DUR] = 0.0; /* dur's default in kineto/fields.py */               \
+    } while (0)
     s->deferred = 0;
     s->p++;          /* '{' */
     /* Kineto's layout: the first member on the next line, indented by four (one word compare) */
@@ -1755,30 +1828,37 @@ static int scan_event(Scanner *s) {
     if (s->end - s->p >= 8 && s->p[0] == '"' && s->p[1] == 'p') {
         uint64_t w = load_word(s->p);
         if (w == word_of("\"ph\":\"X\"")) {
+            EVENT_FIELDS_ABSENT();
             phase_text.text = s->p + 6, phase_text.length = 1, phase_text.flags = SPAN_PRESENT;
             s->p += 8;
-            KINETO_MEMBER(",\"cat\":", read_category(s, &strings[S_CAT]));
+            KINETO_MEMBER(",\"cat\":", read_category(s, &strings[S_CAT], &category));
+            category_text = strings[S_CAT].text;
             KINETO_MEMBER(",\"name\":", read_text_or_null(s, &strings[S_NAME]));
             KINETO_MEMBER(",\"pid\":", read_id_or_text(s, f, F_PID, &pid_text));
             KINETO_MEMBER(",\"tid\":", read_id_or_text(s, f, F_TID, &tid_text));
-            KINETO_MEMBER(",\"ts\":", read_timestamp(s, f));
+            KINETO_MEMBER(",\"ts\":", read_timestamp(s, f, 1));
             KINETO_MEMBER(",\"dur\":", read_float(s, f, F_DUR));
             KINETO_MEMBER(",\"args\":", *s->p == '{' ? scan_args(s, f, strings, &stream_text, &keys) : DECLINE);
             goto after_value;
         }
-        if (w == word_of("\"ph\":\"f\"") || w == word_of("\"ph\":\"s\"")) { /* flow events */
+        if ((w == word_of("\"ph\":\"f\"") || w == word_of("\"ph\":\"s\"")) && !s->convert_all) { /* flow events */
             phase_text.text = s->p + 6, phase_text.length = 1, phase_text.flags = SPAN_PRESENT;
             s->p += 8;
+            /* CHECKED_ONLY: a flow is no row, so its ids and time of Kineto's shapes are checked, not
+             * converted (any other shape is read as always: a number deferred is still checked); should a
+             * later "ph" member make the event a complete one, it is read again, converting all */
+            checked_only = 1;
             KINETO_MEMBER(",\"id\":", skip_id(s, SKIP_FLOW_ID, 1));
-            KINETO_MEMBER(",\"pid\":", read_id_or_text(s, f, F_PID, &pid_text));
-            KINETO_MEMBER(",\"tid\":", read_id_or_text(s, f, F_TID, &tid_text));
-            KINETO_MEMBER(",\"ts\":", read_timestamp(s, f));
-            KINETO_MEMBER(",\"cat\":", read_category(s, &strings[S_CAT]));
-            KINETO_MEMBER(",\"name\":", read_category(s, &strings[S_NAME])); /* "ac2g", "fwdbwd" as their category */
+            KINETO_MEMBER(",\"pid\":", read_id_or_text_as(s, f, F_PID, &pid_text, 0));
+            KINETO_MEMBER(",\"tid\":", read_id_or_text_as(s, f, F_TID, &tid_text, 0));
+            KINETO_MEMBER(",\"ts\":", read_timestamp(s, f, 0));
+            KINETO_MEMBER(",\"cat\":", read_category(s, &strings[S_CAT], &unused));
+            KINETO_MEMBER(",\"name\":", read_category(s, &strings[S_NAME], &unused)); /* "ac2g", "fwdbwd" as their category */
             KINETO_MEMBER(",\"bp\":", skip_member_value(s, 1));
             goto after_value;
         }
     }
+    EVENT_FIELDS_ABSENT();
     for (;;) {
         int which;
         if ((rc = begin_event_member(s, &key, &which)) != OK) return rc;
@@ -1804,6 +1884,13 @@ static int scan_event(Scanner *s) {
     }
 members_done:
     phase = (phase_text.flags & SPAN_PRESENT) ? phase_of(phase_text) : PH_OTHER; /* ph "" by default */
+    if (checked_only && phase == PH_COMPLETE) { /* a row after all: read again, every number converted */
+        s->p = event_start;
+        s->convert_all = 1;
+        rc = scan_event(s);
+        s->convert_all = 0;
+        return rc;
+    }
     s->counts[phase]++;
     /* Deferred numbers are parsed in phase two: into the row, or, for an event not kept (row -1), only to
      * decline the block if one is out of range, as msgspec's typed decoder then fails. A complete event of
@@ -1827,11 +1914,18 @@ members_done:
 #pragma GCC unroll 32
 #endif
         for (int k = 0; k < N_ROW_FLOATS; k++) floats[k][r] = f[k];
+        /* a recognized category's code, kept from its first row: no hash and probe for it */
+        int recognized = category != KNOWN_NONE && (strings[S_CAT].flags & SPAN_PRESENT) &&
+                         strings[S_CAT].text == category_text;
         for (int k = 0; k < N_STRINGS; k++) {
             int32_t code = -1;
-            if ((strings[k].flags & SPAN_PRESENT) && (code = span_code(&s->tables[k], strings[k])) < 0) return NO_MEMORY;
+            if (k == S_CAT && recognized && s->known_categories[category] != 0)
+                code = s->known_categories[category] - 1;
+            else if ((strings[k].flags & SPAN_PRESENT) && (code = span_code(&s->tables[k], strings[k])) < 0)
+                return NO_MEMORY;
             s->codes[k][r] = code;
         }
+        if (recognized) s->known_categories[category] = s->codes[S_CAT][r] + 1;
     }
     if ((rc = add_text(s, row, F_PID, pid_text)) != OK) return rc;
     if ((rc = add_text(s, row, F_TID, tid_text)) != OK) return rc;
@@ -1839,6 +1933,8 @@ members_done:
     s->rows++;
     return OK;
 }
+
+#undef EVENT_FIELDS_ABSENT
 
 /* After an event: the comma and the next event's '{' as Kineto writes them (",\n  {"), s->p then at the '{':
  * one word compare instead of two whitespace scans. 0 (s->p unchanged) for any other bytes. */
