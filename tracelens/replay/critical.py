@@ -131,16 +131,17 @@ def _path_facts(
     cols = event_columns(trace)
     rows = graph.row[path]
     is_kernel = cols.kind[rows] == ALL_KINDS.index(KERNEL)
-    collective = code_mask(cols.name[rows], cols.names, is_collective_kernel)
     waited = np.zeros(graph.size, bool)
     waited[graph.call_end[graph.call_waited]] = True
     category = np.full(path.size, 0, np.int64)  # host
     category[(kind == HOST_END) & waited[path]] = 1
     gpu = (kind == GPU_START) | (kind == GPU_END)
     launched = (kind == GPU_START) & (setter >= 0) & (graph.kind[np.maximum(setter, 0)] == HOST_START)
-    category[gpu & ~launched] = 2
-    category[gpu & ~launched & ~is_kernel] = 3
-    category[gpu & ~launched & collective] = 4
+    on_gpu = np.flatnonzero(gpu & ~launched)
+    category[on_gpu] = 2
+    category[on_gpu[~is_kernel[on_gpu]]] = 3
+    # the collective kernels' names tested at those points only (the path's host points are most of it)
+    category[on_gpu[code_mask(cols.name[rows[on_gpu]], cols.names, is_collective_kernel)]] = 4
     return category, seg, kind, is_kernel
 
 

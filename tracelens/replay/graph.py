@@ -308,15 +308,24 @@ def host_calls_by_numpy(cols: EventColumns, api: np.ndarray, thread: np.ndarray)
     return HostCalls(call_of, offset, api[order[calls]], thread[calls].astype(np.int64), cs, e[calls])
 
 
-def build(trace: Trace) -> Graph:
-    """The dependency graph of a trace (see the module docstring)."""
+def point_rows(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
+    """The event rows the graph's points come from, ascending: (the host API rows and step markers on a known
+    thread, nested rows included; the GPU ops with a device, in launch_pairs' order), two points each at most."""
+    cols = event_columns(trace)
+    return np.flatnonzero(cols.of_kind(RUNTIME, DRIVER, STEP) & (cols.tid >= 0)), _gpu_rows(trace)
+
+
+def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Graph:
+    """The dependency graph of a trace (see the module docstring); ``rows``: its :func:`point_rows` where the
+    caller found them already."""
     cols = event_columns(trace)
     pairs = launch_pairs(trace)
 
     # --- host calls: outermost runtime/driver rows on a known thread, per thread in time order
     # Step markers join their thread's chain as zero-length points at their start, so that a step's start
     # moves with the host work before its first call (an input wait before it, say).
-    api = np.flatnonzero(cols.of_kind(RUNTIME, DRIVER, STEP) & (cols.tid >= 0))
+    api, op_row = point_rows(trace) if rows is None else rows
+    del rows
     key = thread_key(cols.pid[api], cols.tid[api])
     thread, thread_keys = dense_codes(key)
     del key
@@ -327,7 +336,6 @@ def build(trace: Trace) -> Graph:
 
     # --- GPU ops (launch_pairs order), launches resolved to outer calls
     n_ops = len(pairs)
-    op_row = _gpu_rows(trace)
     op_dev, op_stream = pairs["device"].astype(np.int64), pairs["stream"].astype(np.int64)
     os_, oe = pairs["start"].astype(np.int64), pairs["end"].astype(np.int64)
     launch_row = pairs["launch_row"]
@@ -493,13 +501,15 @@ def build(trace: Trace) -> Graph:
     host_anchor[1::2] = NONE
 
     # --- collective edges (ordered op indices)
+    op_name = pairs["name"]  # gathered from the event rows on each read: read once
     op_collective = _collectives(
-        code_mask(pairs["name"], names, is_collective_kernel) & pairs["is_kernel"].astype(bool),
-        pairs["name"].astype(np.int64),
+        code_mask(op_name, names, is_collective_kernel) & pairs["is_kernel"].astype(bool),
+        op_name.astype(np.int64),
         op_dev,
         os_,
         oe,
     )
+    del op_name
     o_collective = op_collective[op_order]
     c_src_op, c_dst_op, c_transfer = _collective_edges(o_collective, o_s, o_e)
     c_src, c_dst = base + 2 * c_src_op, base + 2 * c_dst_op + 1
@@ -1096,4 +1106,4 @@ def _kind_code(kind: str) -> int:
 def _gpu_rows(trace: Trace) -> np.ndarray:
     """Event rows of the GPU ops, in launch_pairs' order (kernel/memcpy/memset rows with a device)."""
     cols = event_columns(trace)
-    return np.flatnonzero(cols.of_kind(*GPU_ACTIVITY_KINDS) & (cols.device >= 0)).astype(np.int64)
+    return np.flatnonzero(cols.of_kind(*GPU_ACTIVITY_KINDS) & (cols.device >= 0)).astype(np.int64, copy=False)
