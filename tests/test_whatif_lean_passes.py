@@ -1,0 +1,174 @@
+"""The what-if section's leaner passes give exactly what the code they replace gave (speed lives in benchmarks/).
+
+- graph.point_rows found once by the section and handed to the build vs the build finding them itself;
+- remedies.Context._step_reading: the first and last worked step by masked min/max, the markers cleared by index,
+  vs the copy of every worked point's step (the earlier code, kept here as the reference), markers-only steps,
+  no steps and one step included;
+- remedies.Context.has_input_waits: False only where input_overlap is 0 at every point;
+- critical._path_facts: the collective-name test at the path's unlaunched GPU points only vs at every path point;
+- engine.running_at(out=): the same indices written into the array given, compiled and numpy paths.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tracelens
+from tests.conftest import FIXTURES
+from tracelens.analyses.columns import event_columns
+from tracelens.analyses.names import code_mask, is_collective_kernel
+from tracelens.replay import critical, engine
+from tracelens.replay.graph import GPU_END, GPU_START, HOST_END, HOST_START, point_rows
+from tracelens.replay.remedies import Context
+from tracelens.trace import ALL_KINDS, KERNEL
+
+TRACES = [
+    "gpu/pytorch_slow-input_cuda.pt.trace.json.gz",
+    "gpu/pytorch_sync-every-step_cuda.pt.trace.json.gz",
+    "gpu/pytorch_pageable-copies_cuda.pt.trace.json.gz",
+    "gpu/resnet18_train_cuda.pt.trace.json.gz",
+    "nsys/handmade_nsys2026.sqlite",
+]
+
+
+def _graph_arrays(ctx: Context) -> dict[str, np.ndarray]:
+    g = ctx.graph
+    return {name: value for name, value in vars(g).items() if isinstance(value, np.ndarray)}
+
+
+@pytest.mark.parametrize("name", TRACES)
+def test_graph_from_rows_found_once_equals_the_build_alone(name: str) -> None:
+    trace = tracelens.load(FIXTURES / name)
+    alone, given = Context(trace), Context(trace, point_rows(trace))
+    a, b = _graph_arrays(alone), _graph_arrays(given)
+    assert a.keys() == b.keys()
+    for key in a:
+        assert a[key].dtype == b[key].dtype, key
+        assert np.array_equal(a[key], b[key]), key
+    assert alone.graph.typical == given.graph.typical
+
+
+def _step_reading_reference(ctx: Context) -> tuple | None:
+    """The earlier reading: every worked point's step copied, then its min and max."""
+    g = ctx.graph
+    is_marker = np.zeros(g.size, bool)
+    is_marker[g.call_start[g.call_is_marker]] = True
+    is_marker[g.call_end[g.call_is_marker]] = True
+    worked = (ctx.step_of >= 0) & ~is_marker
+    if not worked.any():
+        return None
+    stepped = ctx.step_of[worked]
+    first, last = int(stepped.min()), int(stepped.max())
+    last_points = np.flatnonzero(ctx.step_of == last)
+    if last > first:
+        return first, last, np.flatnonzero(ctx.step_of == first), last_points, -1, 0
+    host_first = np.flatnonzero(ctx.is_host & (ctx.step_of == first))
+    if host_first.size == 0:
+        return first, last, last_points, last_points, -1, 0
+    markers = g.call_start[g.call_is_marker]
+    markers = markers[ctx.step_of[markers] == first]
+    p = markers[np.argmin(g.time[markers])] if markers.size else host_first[np.argmin(g.time[host_first])]
+    lead = g.time[p] - int(ctx.windows["start"].iloc[first])
+    return first, last, last_points, last_points, int(p), int(lead)
+
+
+def _same_reading(found: tuple | None, expected: tuple | None) -> None:
+    assert (found is None) == (expected is None)
+    if found is None or expected is None:
+        return
+    assert len(found) == len(expected)
+    for x, y in zip(found, expected, strict=True):
+        if isinstance(y, np.ndarray):
+            assert np.array_equal(x, y)
+        else:
+            assert x == y
+
+
+@pytest.mark.parametrize("name", TRACES)
+def test_step_reading_equals_the_copied_steps(name: str) -> None:
+    ctx = Context(tracelens.load(FIXTURES / name))
+    _same_reading(ctx._step_reading, _step_reading_reference(ctx))
+
+
+@pytest.mark.parametrize(
+    "case", ["no steps", "one step", "first step markers only", "last step markers only"]
+)
+def test_step_reading_edge_cases_equal_the_copied_steps(case: str) -> None:
+    """Steps rewritten over a real graph: none, one, and a first or last step holding its markers only."""
+    ctx = Context(tracelens.load(FIXTURES / "gpu/pytorch_sync-every-step_cuda.pt.trace.json.gz"))
+    g = ctx.graph
+    step_of = ctx.step_of.copy()
+    markers = np.concatenate([g.call_start[g.call_is_marker], g.call_end[g.call_is_marker]])
+    assert markers.size >= 2 and step_of.max() >= 2
+    if case == "no steps":
+        step_of[:] = -1
+    elif case == "one step":
+        step_of[step_of >= 0] = 0
+    elif case == "first step markers only":
+        step_of[step_of == 0] = 1
+        step_of[markers[0]] = 0
+    else:
+        top = int(step_of.max())
+        step_of[step_of == top] = top - 1
+        step_of[markers[-1]] = top
+    ctx.__dict__["step_of"] = step_of  # the cached property, replaced
+    expected = _step_reading_reference(ctx)
+    _same_reading(ctx._step_reading, expected)
+
+
+@pytest.mark.parametrize("name", TRACES)
+def test_no_input_waits_means_no_input_overlap(name: str) -> None:
+    ctx = Context(tracelens.load(FIXTURES / name))
+    if not ctx.has_input_waits:
+        assert not ctx.input_overlap.any()
+    if "slow-input" in name:  # a trace with input waits: the full overlap is read
+        assert ctx.has_input_waits and ctx.input_overlap.any()
+
+
+def _path_facts_reference(graph, t, trace, path, setter):  # type: ignore[no-untyped-def]
+    """The earlier categories: the collective-name test at every path point."""
+    cols = event_columns(trace)
+    kind = graph.kind[path]
+    rows = graph.row[path]
+    is_kernel = cols.kind[rows] == ALL_KINDS.index(KERNEL)
+    collective = code_mask(cols.name[rows], cols.names, is_collective_kernel)
+    waited = np.zeros(graph.size, bool)
+    waited[graph.call_end[graph.call_waited]] = True
+    category = np.full(path.size, 0, np.int64)
+    category[(kind == HOST_END) & waited[path]] = 1
+    gpu = (kind == GPU_START) | (kind == GPU_END)
+    launched = (kind == GPU_START) & (setter >= 0) & (graph.kind[np.maximum(setter, 0)] == HOST_START)
+    category[gpu & ~launched] = 2
+    category[gpu & ~launched & ~is_kernel] = 3
+    category[gpu & ~launched & collective] = 4
+    return category
+
+
+@pytest.mark.parametrize("name", TRACES)
+def test_path_categories_equal_every_point_tested(name: str) -> None:
+    trace = tracelens.load(FIXTURES / name)
+    ctx = Context(trace)
+    t = ctx.base.times
+    path, setter = critical.path_points(ctx.graph, t)
+    category, _ = critical.path_categories(ctx.graph, t, trace, path, setter)
+    assert np.array_equal(category, _path_facts_reference(ctx.graph, t, trace, path, setter))
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+@pytest.mark.parametrize("size", [0, 1, 7, 200])
+def test_running_at_into_an_array_equals_the_new_array(
+    compiled: bool, size: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not compiled:
+        monkeypatch.setattr(engine, "_replay_solve", None)
+    rng = np.random.default_rng(size)
+    starts = np.sort(rng.integers(0, 1000, 6)).astype(np.int64)
+    ends = starts + rng.integers(0, 300, 6)
+    t = np.sort(rng.integers(-50, 1400, size)).astype(np.int64)
+    expected = engine.running_at(starts, ends, t)
+    out = np.full(size + 3, -7, np.int64)
+    written = engine.running_at(starts, ends, t, out=out[1 : size + 1])
+    assert np.array_equal(written, expected)
+    assert np.array_equal(out[1 : size + 1], expected)
+    assert (out[0] == -7) and (out[size + 1 :] == -7).all()  # nothing written outside it
