@@ -405,6 +405,8 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
     host_first[0::2] = first_call
     gap[first_call] = 0
     host_lag[0::2] = np.maximum(gap, 0)
+    # (each temporary below is let go once read: the arrays made after it take its memory, not fresh pages)
+    del gap
 
     n_threads = int(thread_keys.size)
     stream_code, _ = dense_codes(op_dev * (2**32) + (op_stream & 0xFFFFFFFF))
@@ -464,6 +466,7 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
     np.maximum.at(event_ready, e_dst, o_e[e_src])
     event_binds = (event_ready > np.where(launched, o_launch_start, NONE)) & (event_ready > stream_prev_end)
     launch_binds = launched & ~event_binds & (op_first | (o_launch_start >= stream_prev_end))
+    del rank, e_src_op, e_dst_op, stream_prev_end, o_launch_start
     o_dev = op_dev[op_order]
     # A launch from inside one-time work (a first launch that loads its module, analyses/startup.py) waits for
     # that work, not for the launch path: it keeps its recorded latency in the model replay and stays out of
@@ -480,6 +483,7 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
     # per op, its device's typical value (looked up per device, then spread over the ops)
     typ_launch = np.array([launch_typ[int(d)] for d in devices], np.int64)[o_dev_index.reshape(-1)]
     typ_stream = np.array([stream_typ[int(d)] for d in devices], np.int64)[o_dev_index.reshape(-1)]
+    del op_one_time, steady, queued, op_first, o_dev, o_dev_index
     gpu_lag[1::2] = o_e - o_s
     gpu_typical[0::2] = typ_stream
     gpu_typical[1::2] = 0
@@ -488,14 +492,17 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
         np.minimum(typ_stream, np.maximum(stream_res, 0)),
         np.maximum(stream_res, 0),
     )
+    del stream_res
     # event edges: the binding one keeps its recorded delay, the others a queued gap at most
     event_res = o_s[e_dst] - o_e[e_src]
     binds_here = event_binds[e_dst] & (o_e[e_src] == event_ready[e_dst])
     v_lag = np.where(binds_here, np.maximum(event_res, 0), np.clip(event_res, 0, typ_stream[e_dst]))
     v_src, v_dst = base + 2 * e_src + 1, base + 2 * e_dst
+    del event_ready, event_binds, event_res, binds_here
     # anchors: unlaunched ops keep their recorded start
     gpu_anchor[0::2] = np.where(launched, NONE, o_s)
     gpu_anchor[1::2] = NONE
+    del launched
 
     host_anchor[0::2] = np.where(first_call, cs, NONE)
     host_anchor[1::2] = NONE
@@ -509,7 +516,7 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
         os_,
         oe,
     )
-    del op_name
+    del op_name, oe
     o_collective = op_collective[op_order]
     c_src_op, c_dst_op, c_transfer = _collective_edges(o_collective, o_s, o_e)
     c_src, c_dst = base + 2 * c_src_op, base + 2 * c_dst_op + 1
@@ -519,6 +526,7 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
         np.maximum.at(last_start, o_collective[members], o_s[members])
         gpu_lag[2 * members + 1] = o_e[members] - last_start[o_collective[members]]
     c_lag = c_transfer
+    del o_s, o_e, o_collective
 
     # --- launch edges
     o_call = op_launch_call[op_order]
@@ -532,6 +540,7 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
         np.minimum(typ_launch[has], np.maximum(launch_res[has], 0)),
     )
     l_typical = np.where(o_one_time[has], l_lag, o_offset[has] + typ_launch[has])
+    del op_order, op_offset, o_call, o_offset, has, launch_binds, launch_res, o_one_time, typ_launch
 
     # --- wait edges: explicit syncs -> last op launched before on each stream of the device; blocking copies
     # -> their own copy
@@ -572,6 +581,7 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
             w_dst_parts.append(2 * sync_calls[mine[good]] + 1)
     w_src = np.concatenate(w_src_parts).astype(np.int64) if w_src_parts else np.zeros(0, np.int64)
     w_dst = np.concatenate(w_dst_parts).astype(np.int64) if w_dst_parts else np.zeros(0, np.int64)
+    del launches, w_src_parts, w_dst_parts, pageable, blocking_copy
 
     # --- wake edges: a host thread that sat idle (no framework op or Python frame of its own) resumes after
     # the latest point another thread recorded in that time (PyTorch's autograd thread after the main thread)
