@@ -5,7 +5,8 @@
   vs the copy of every worked point's step (the earlier code, kept here as the reference), markers-only steps,
   no steps and one step included;
 - remedies.Context.has_input_waits: False only where input_overlap is 0 at every point;
-- critical._path_facts: the collective-name test at the path's unlaunched GPU points only vs at every path point;
+- critical._path_facts: the collective-name test at the path's unlaunched GPU points only vs at every path point,
+  and each point's time since its setter computed in place;
 - engine.running_at(out=): the same indices written into the array given, compiled and numpy paths.
 """
 
@@ -142,7 +143,8 @@ def _path_facts_reference(graph, t, trace, path, setter):  # type: ignore[no-unt
     category[gpu & ~launched] = 2
     category[gpu & ~launched & ~is_kernel] = 3
     category[gpu & ~launched & collective] = 4
-    return category
+    seg = np.where(setter >= 0, t[path] - t[np.maximum(setter, 0)], 0)
+    return category, seg
 
 
 @pytest.mark.parametrize("name", TRACES)
@@ -151,8 +153,10 @@ def test_path_categories_equal_every_point_tested(name: str) -> None:
     ctx = Context(trace)
     t = ctx.base.times
     path, setter = critical.path_points(ctx.graph, t)
-    category, _ = critical.path_categories(ctx.graph, t, trace, path, setter)
-    assert np.array_equal(category, _path_facts_reference(ctx.graph, t, trace, path, setter))
+    category, seg = critical.path_categories(ctx.graph, t, trace, path, setter)
+    expected_category, expected_seg = _path_facts_reference(ctx.graph, t, trace, path, setter)
+    assert np.array_equal(category, expected_category)
+    assert np.array_equal(seg, expected_seg) and seg.dtype == expected_seg.dtype
 
 
 @pytest.mark.parametrize("compiled", [True, False])

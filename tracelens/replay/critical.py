@@ -118,15 +118,18 @@ def path_categories(
     graph: Graph, t: np.ndarray, trace: Any, path: np.ndarray, setter: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """(each path point's category, an index into CATEGORIES; the time it owns: its time - its setter's)."""
-    category, seg, _, _ = _path_facts(graph, t, trace, path, setter)
+    category, seg, _, _, _ = _path_facts(graph, t, trace, path, setter)
     return category, seg
 
 
 def _path_facts(
     graph: Graph, t: np.ndarray, trace: Any, path: np.ndarray, setter: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`path_categories`, and each path point's kind and whether its row is a kernel (read once for both)."""
-    seg = np.where(setter >= 0, t[path] - t[np.maximum(setter, 0)], 0)
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`path_categories`, and each path point's kind, whether its row is a kernel and its row (read once)."""
+    set_by = np.maximum(setter, 0)  # (read at -1: masked below)
+    seg = t[path]
+    seg -= t[set_by]  # in place: no second and third path-sized array
+    seg[setter < 0] = 0
     kind = graph.kind[path]
     cols = event_columns(trace)
     rows = graph.row[path]
@@ -136,13 +139,14 @@ def _path_facts(
     category = np.full(path.size, 0, np.int64)  # host
     category[(kind == HOST_END) & waited[path]] = 1
     gpu = (kind == GPU_START) | (kind == GPU_END)
-    launched = (kind == GPU_START) & (setter >= 0) & (graph.kind[np.maximum(setter, 0)] == HOST_START)
+    launched = (kind == GPU_START) & (setter >= 0) & (graph.kind[set_by] == HOST_START)
+    del set_by
     on_gpu = np.flatnonzero(gpu & ~launched)
     category[on_gpu] = 2
     category[on_gpu[~is_kernel[on_gpu]]] = 3
-    # the collective kernels' names tested at those points only (the path's host points are most of it)
+    # the collective kernels' names tested at those points only, not at every point of the path
     category[on_gpu[code_mask(cols.name[rows[on_gpu]], cols.names, is_collective_kernel)]] = 4
-    return category, seg, kind, is_kernel
+    return category, seg, kind, is_kernel, rows
 
 
 def critical_path(
@@ -153,9 +157,8 @@ def critical_path(
     path, setter = path_points(graph, t)
     if path.size == 0:
         return None
-    category, seg, kind, is_kernel = _path_facts(graph, t, trace, path, setter)
+    category, seg, kind, is_kernel, rows = _path_facts(graph, t, trace, path, setter)
     cols = event_columns(trace)
-    rows = graph.row[path]
     total = int(seg.sum())
     by = np.bincount(category, weights=seg, minlength=len(CATEGORIES))
     shares = {name: (float(by[i]) / total if total else None) for i, name in enumerate(CATEGORIES)}

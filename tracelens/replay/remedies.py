@@ -65,9 +65,6 @@ class Context:
         self.graph = build(trace, rows)  # rows: the graph's point_rows where the caller found them
         g = self.graph
         self.is_host = g.kind <= max(HOST_START, HOST_END)  # the host kinds are the lowest (graph.py)
-        self.is_marker = np.zeros(g.size, bool)  # the points of step markers (zero-length, not work)
-        self.is_marker[g.call_start[g.call_is_marker]] = True
-        self.is_marker[g.call_end[g.call_is_marker]] = True
         self.windows = step_windows(trace)
         # graphs made from this one by dropping edges (remedies that drop waits): their edge_src array's id ->
         # (that array, which of this graph's edges they keep), so their replay reuses this graph's order
@@ -326,10 +323,8 @@ def host_launch_overhead(ctx: Context) -> tuple[Graph | None, str]:
         return None, ""
     keep = ctx.input_overlap if ctx.has_input_waits else 0  # input time stays: a graph does not load data
     lag = g.lag.copy()
-    host = ctx.is_host & ~g.chain_first
-    waited_end = np.zeros(g.size, bool)
-    waited_end[g.call_end[g.call_waited]] = True
-    collapse = host & ~waited_end
+    collapse = ctx.is_host & ~g.chain_first  # the host points but chain heads and waited calls' ends
+    collapse[g.call_end[g.call_waited]] = False
     np.minimum(lag, keep, out=lag, where=collapse)  # in place at those points: no masked copies
     # one graph launch per captured region: the launches of a step (or of the whole window) on one host thread
     # between two blocking calls (a graph cannot hold a host wait); its cost at the region's first launching call
