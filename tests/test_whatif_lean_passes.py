@@ -176,3 +176,27 @@ def test_running_at_into_an_array_equals_the_new_array(
     assert np.array_equal(written, expected)
     assert np.array_equal(out[1 : size + 1], expected)
     assert (out[0] == -7) and (out[size + 1 :] == -7).all()  # nothing written outside it
+
+
+@pytest.mark.parametrize(
+    "tids",
+    [
+        [1102, 1262, -1, -247463936],  # a Kineto trace's tids, held as int64
+        [2**31 - 1, -(2**31), 0],  # the int32 limits
+        [2**31, 5, -(2**31) - 1],  # beyond them: left as they are
+        [7],
+    ],
+)
+def test_thread_keys_of_narrowed_ids_equal_the_wide_keys(tids: list) -> None:
+    from types import SimpleNamespace
+
+    from tracelens.analyses.columns import thread_key
+    from tracelens.replay.graph import _thread_keys_at
+
+    tid = np.array(tids * 3, np.int64)
+    for pid in (np.full(tid.size, 1102, np.int32), np.arange(tid.size, dtype=np.int64) - 4):
+        cols = SimpleNamespace(pid=pid, tid=tid)
+        rows = np.arange(tid.size)[::-1].copy()
+        expected = thread_key(pid[rows].astype(np.int64), tid[rows])
+        found = _thread_keys_at(cols, rows)  # type: ignore[arg-type]
+        assert found.dtype == np.int64 and np.array_equal(found, expected)

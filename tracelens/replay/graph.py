@@ -190,6 +190,24 @@ def _thread_time_order(thread: np.ndarray, start: np.ndarray, end: np.ndarray) -
     return np.lexsort((-end, start, thread))
 
 
+def _thread_keys_at(cols: EventColumns, rows: np.ndarray) -> np.ndarray:
+    """``thread_key(cols.pid[rows], cols.tid[rows])``: ids held as int64 whose values fit in 32 bits (a Kineto trace's
+    tids) narrowed first, so that thread_key packs two int32 halves (one array) instead of shifting int64 copies."""
+    pid, tid = cols.pid[rows], cols.tid[rows]
+    if isinstance(pid, np.ndarray) and isinstance(tid, np.ndarray) and pid.size:
+        pid, tid = (_narrowed(ids) for ids in (pid, tid))
+    return thread_key(pid, tid)
+
+
+def _narrowed(ids: np.ndarray) -> np.ndarray:
+    """Signed integer ids as int32 where every value fits (the same values), else as they are."""
+    if ids.dtype.kind != "i" or ids.dtype.itemsize <= 4:
+        return ids
+    if -(2**31) <= int(ids.min()) and int(ids.max()) < 2**31:
+        return ids.astype(np.int32)
+    return ids
+
+
 def _run_heads(keys: np.ndarray) -> np.ndarray:
     """First index of each run of equal consecutive keys, per element."""
     new = np.ones(keys.size, bool)
@@ -326,7 +344,7 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
     # moves with the host work before its first call (an input wait before it, say).
     api, op_row = point_rows(trace) if rows is None else rows
     del rows
-    key = thread_key(cols.pid[api], cols.tid[api])
+    key = _thread_keys_at(cols, api)
     thread, thread_keys = dense_codes(key)
     del key
     hosts = host_calls(cols, api, thread, int(thread_keys.size))
@@ -500,12 +518,14 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
     v_src, v_dst = base + 2 * e_src + 1, base + 2 * e_dst
     del event_ready, event_binds, event_res, binds_here
     # anchors: unlaunched ops keep their recorded start
-    gpu_anchor[0::2] = np.where(launched, NONE, o_s)
+    # (written in place: no op- or call-sized array from np.where)
+    gpu_anchor[0::2] = o_s
+    np.copyto(gpu_anchor[0::2], NONE, where=launched)
     gpu_anchor[1::2] = NONE
     del launched
 
-    host_anchor[0::2] = np.where(first_call, cs, NONE)
-    host_anchor[1::2] = NONE
+    host_anchor[:] = NONE
+    np.copyto(host_anchor[0::2], cs, where=first_call)
 
     # --- collective edges (ordered op indices)
     op_name = pairs["name"]  # gathered from the event rows on each read: read once
@@ -649,8 +669,8 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
         edge_typical=np.concatenate(
             [l_typical, typ_stream[e_dst], np.full(w_src.size, wake_typ, np.int64), k_lag, c_lag]
         ).astype(np.int64, copy=False),
-        call_start=2 * np.arange(n_calls, dtype=np.int64),
-        call_end=2 * np.arange(n_calls, dtype=np.int64) + 1,
+        call_start=np.arange(0, 2 * n_calls, 2, dtype=np.int64),
+        call_end=np.arange(1, 2 * n_calls, 2, dtype=np.int64),
         call_row=call_row.astype(np.int64, copy=False),
         call_thread=call_thread.astype(np.int64, copy=False),
         call_name=call_names,
