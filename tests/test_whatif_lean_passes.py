@@ -200,3 +200,32 @@ def test_thread_keys_of_narrowed_ids_equal_the_wide_keys(tids: list) -> None:
         expected = thread_key(pid[rows].astype(np.int64), tid[rows])
         found = _thread_keys_at(cols, rows)  # type: ignore[arg-type]
         assert found.dtype == np.int64 and np.array_equal(found, expected)
+
+
+@pytest.mark.parametrize("room", [1, 2, 1 << 16])
+@pytest.mark.parametrize("name", TRACES)
+def test_critical_walk_with_little_room_equals_the_numpy_path(
+    name: str, room: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The compiled walk's room for stretches: too little (the walk asked again with room for every point), or
+    enough; either way the numpy path's points and setters."""
+    if engine.native_solver() is None:
+        pytest.skip("compiled solver not built")
+    monkeypatch.setattr(critical, "WALK_ROOM", room)
+    monkeypatch.setattr(critical, "WALK_ROOM_SHARE", 1 << 40)
+    walks = []
+    native_walk = engine.native_solver().critical_walk  # type: ignore[union-attr]
+
+    def counted(*args: object) -> int:
+        walks.append(native_walk(*args))
+        return walks[-1]
+
+    monkeypatch.setattr(engine.native_solver(), "critical_walk", counted)
+    ctx = Context(tracelens.load(FIXTURES / name))
+    t = ctx.base.times
+    path, setter = critical.path_points(ctx.graph, t)
+    ref_path, ref_setter = critical.path_points_by_numpy(ctx.graph, t)
+    np.testing.assert_array_equal(path, ref_path)
+    np.testing.assert_array_equal(setter, ref_setter)
+    if room == 1 and path.size > 1 and (np.diff(path) != 1).any():  # more than one stretch: asked again
+        assert walks[0] == -1 and walks[-1] > 1

@@ -46,6 +46,10 @@ def bound_of(ns_by_category: np.ndarray) -> str | None:
     return "mixed"
 
 
+# The critical walk's first room for stretches (chain switches): 64k, or a 32nd of the points where more.
+WALK_ROOM, WALK_ROOM_SHARE = 1 << 16, 32
+
+
 def path_points(graph: Graph, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(points on the critical path, ending at the last point, in path order from the start; each one's setter):
     walked by the compiled helper where it was built (reading what set only the points it walks through), else
@@ -54,19 +58,26 @@ def path_points(graph: Graph, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if solver is None or graph.size == 0:
         return path_points_by_numpy(graph, t)
     n = graph.size
-    bottoms, tops, head_sources = (np.empty(n, np.int64) for _ in range(3))
-    count = solver.critical_walk(  # type: ignore[attr-defined]
-        np.ascontiguousarray(t, np.int64),
-        np.ascontiguousarray(graph.lag, np.int64),
-        np.ascontiguousarray(graph.chain_first, dtype=bool).view(np.uint8),
-        np.ascontiguousarray(graph.edge_src, np.int64),
-        np.ascontiguousarray(graph.edge_dst, np.int64),
-        np.ascontiguousarray(graph.edge_lag, np.int64),
-        int(np.argmax(t)),
-        bottoms,
-        tops,
-        head_sources,
-    )
+    # room for the few stretches of most walks (small arrays, not three point-sized ones left mostly unwritten,
+    # whose untouched pages the arrays allocated after them would fault in); again with room for n where more
+    room = min(n, max(WALK_ROOM, n // WALK_ROOM_SHARE))
+    while True:
+        bottoms, tops, head_sources = (np.empty(room, np.int64) for _ in range(3))
+        count = solver.critical_walk(  # type: ignore[attr-defined]
+            np.ascontiguousarray(t, np.int64),
+            np.ascontiguousarray(graph.lag, np.int64),
+            np.ascontiguousarray(graph.chain_first, dtype=bool).view(np.uint8),
+            np.ascontiguousarray(graph.edge_src, np.int64),
+            np.ascontiguousarray(graph.edge_dst, np.int64),
+            np.ascontiguousarray(graph.edge_lag, np.int64),
+            int(np.argmax(t)),
+            bottoms,
+            tops,
+            head_sources,
+        )
+        if count >= 0 or room == n:
+            break
+        room = n
     # the stretches bottom..top, first switch last: one index array; inside a stretch each point's setter is the
     # point before it, at its bottom what the walk found
     lo = bottoms[:count][::-1]
