@@ -75,21 +75,24 @@ class Context:
         """The step each point belongs to (-1: none); computed on first use, so that in the what-if section the
         remedies' tasks find it on whichever thread first needs it, not before the first of them starts."""
         g, windows = self.graph, self.windows
-        step_of = np.full(g.size, -1, np.int64)
-        if len(windows) and g.size:
-            starts = windows["start"].to_numpy(np.int64)
-            limit = np.append(starts[1:], windows["end"].to_numpy(np.int64)[-1])
-            # host points by their own recorded time; GPU points by their launch call's start (its start point's
-            # step: searched once, not again per op), unlaunched ones by their own time
-            # a step runs until the next one starts (the last until its end), that instant included
-            host = 2 * g.call_start.size  # the host points come first
-            running_at(starts, limit + 1, g.time[:host], out=step_of[:host])  # written in place: no copy
-            launched = g.op_launch_call >= 0
-            at_call = step_of[g.call_start[g.op_launch_call[launched]]]
-            step_of[g.op_start[launched]] = at_call
-            step_of[g.op_end[launched]] = at_call
-            alone = np.concatenate([g.op_start[~launched], g.op_end[~launched]])
-            step_of[alone] = running_at(starts, limit + 1, g.time[alone])
+        if not (len(windows) and g.size):
+            return np.full(g.size, -1, np.int64)
+        # host points by their own recorded time (written over the array's host part whole: no fill of it first);
+        # GPU points by their launch call's start (its start point's step: searched once, not again per op),
+        # unlaunched ones by their own time; a step runs until the next one starts (the last until its end),
+        # that instant included
+        host = 2 * g.call_start.size  # the host points come first
+        step_of = np.empty(g.size, np.int64)
+        step_of[host:] = -1
+        starts = windows["start"].to_numpy(np.int64)
+        limit = np.append(starts[1:], windows["end"].to_numpy(np.int64)[-1])
+        running_at(starts, limit + 1, g.time[:host], out=step_of[:host])
+        launched = g.op_launch_call >= 0
+        at_call = step_of[g.call_start[g.op_launch_call[launched]]]
+        step_of[g.op_start[launched]] = at_call
+        step_of[g.op_end[launched]] = at_call
+        alone = np.concatenate([g.op_start[~launched], g.op_end[~launched]])
+        step_of[alone] = running_at(starts, limit + 1, g.time[alone])
         return step_of
 
     def without_edges(self, keep: np.ndarray, **arrays: np.ndarray) -> Graph:
