@@ -214,7 +214,7 @@ def test_critical_walk_with_little_room_equals_the_numpy_path(
     monkeypatch.setattr(critical, "WALK_ROOM", room)
     monkeypatch.setattr(critical, "WALK_ROOM_SHARE", 1 << 40)
     walks = []
-    native_walk = engine.native_solver().critical_walk  # type: ignore[union-attr]
+    native_walk = engine.native_solver().critical_walk  # type: ignore[attr-defined]
 
     def counted(*args: object) -> int:
         walks.append(native_walk(*args))
@@ -229,3 +229,21 @@ def test_critical_walk_with_little_room_equals_the_numpy_path(
     np.testing.assert_array_equal(setter, ref_setter)
     if room == 1 and path.size > 1 and (np.diff(path) != 1).any():  # more than one stretch: asked again
         assert walks[0] == -1 and walks[-1] > 1
+
+
+@pytest.mark.parametrize("name", TRACES)
+def test_kernel_names_by_event_codes_equal_the_names_read_again(name: str) -> None:
+    """occupancy_model.kernel_model tests the kernels' names by the event columns' codes: each kernel row's name
+    there is the one its own read of the trace's name column gives (the earlier way), so the same rules hold."""
+    from tracelens.analyses.columns import dictionary_codes
+    from tracelens.replay.occupancy_model import KernelOccupancy
+
+    trace = tracelens.load(FIXTURES / name)
+    rows = KernelOccupancy(trace).rows
+    codes, values = dictionary_codes(trace.take("name", rows))
+    expected = [None if c < 0 else str(values[c]) for c in codes.tolist()]
+    cols = event_columns(trace)
+    found = [None if c < 0 else str(cols.names[c]) for c in cols.name[rows].tolist()]
+    assert found == expected
+    if "resnet18" in name:
+        assert rows.size  # a trace with kernels: the names compared
