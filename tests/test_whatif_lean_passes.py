@@ -247,3 +247,20 @@ def test_kernel_names_by_event_codes_equal_the_names_read_again(name: str) -> No
     assert found == expected
     if "resnet18" in name:
         assert rows.size  # a trace with kernels: the names compared
+
+
+@pytest.mark.parametrize("name", TRACES)
+def test_blocking_calls_before_each_caller_equal_the_running_count(name: str) -> None:
+    """host_launch_overhead's blocking calls before each launching call, by a search among the blocking calls vs
+    the running count over every call (the earlier way); the remedy's graph then equals one built so."""
+    from tracelens.replay import remedies
+
+    ctx = Context(tracelens.load(FIXTURES / name))
+    g = ctx.graph
+    callers = np.unique(g.op_launch_call[g.op_launch_call >= 0])
+    expected = (np.cumsum(g.call_waits) - g.call_waits)[callers]
+    found = np.searchsorted(np.flatnonzero(g.call_waits), callers, side="left")
+    assert np.array_equal(found, expected) and found.dtype == expected.dtype
+    changed, _ = remedies.host_launch_overhead(ctx)
+    if changed is not None:
+        assert changed.lag.dtype == g.lag.dtype

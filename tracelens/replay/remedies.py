@@ -334,8 +334,8 @@ def host_launch_overhead(ctx: Context) -> tuple[Graph | None, str]:
     cost, how, gap = _graph_costs(ctx)
     callers = sorted_distinct(g.op_launch_call[launched])
     first_points = g.call_start[callers]
-    # calls are in (thread, time) order: the blocking calls before each caller
-    blocking_before = np.cumsum(g.call_waits)[callers] - g.call_waits[callers]
+    # calls are in (thread, time) order: the blocking calls before each caller (a search among the few of them)
+    blocking_before = np.searchsorted(np.flatnonzero(g.call_waits), callers, side="left")
     step, thread = ctx.step_of[first_points], g.chain[first_points]
     head_points = _region_heads(first_points, g.time[first_points], thread, step, blocking_before)
     lag[head_points] += cost
