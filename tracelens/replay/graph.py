@@ -793,11 +793,12 @@ def _wake_edges(
     n = cs.size
     if n == 0 or thread_keys.size < 2:
         return empty, empty, empty
-    prev_end = np.full(n, NONE, np.int64)
-    prev_end[1:] = ce[:-1]
-    prev_end[first_call] = NONE
-    gap = cs - prev_end
-    middle = np.flatnonzero(~first_call & (gap >= IDLE_GAP_NS))
+    # the calls after a long gap on their thread (a thread's first call has none); the previous call's end read at
+    # those calls only (no call-sized array of previous ends and gaps)
+    after = np.flatnonzero(cs[1:] - ce[:-1] >= IDLE_GAP_NS) + 1
+    middle = after[~first_call[after]]
+    del after
+    middle_prev_end = ce[middle - 1]
     covered = np.zeros(middle.size, np.int64)
     if middle.size:
         is_own = cols.of_kind(CPU_OP, PYTHON)
@@ -812,25 +813,26 @@ def _wake_edges(
             for key in waiting:  # a loop over threads
                 own = _of_thread_key(halves, is_own, int(key))
                 at = keys == key
-                covered[at] = _covered_by_rows(cols, own, prev_end[middle[at]], cs[middle[at]])
+                covered[at] = _covered_by_rows(cols, own, middle_prev_end[at], cs[middle[at]])
         else:
             own = np.flatnonzero(is_own)
             own_keys = thread_key(cols.pid[own], cols.tid[own])
             lo, hi, os_, oe = thread_time_positions(
-                [(keys, [prev_end[middle], cs[middle]]), (own_keys, [cols.start[own], cols.end[own]])]
+                [(keys, [middle_prev_end, cs[middle]]), (own_keys, [cols.start[own], cols.end[own]])]
             )
             us, ue = intervals.merge(os_, oe)
             covered = intervals.overlap_with_union(lo, hi, us, ue)
-        idle = covered < IDLE_COVERED * gap[middle]
-        middle, covered = middle[idle], covered[idle]
+        idle = covered < IDLE_COVERED * (cs[middle] - middle_prev_end)
+        middle, covered, middle_prev_end = middle[idle], covered[idle], middle_prev_end[idle]
     heads = np.flatnonzero(first_call)
     candidates = np.concatenate([middle, heads])
+    prev_end = np.concatenate([middle_prev_end, np.full(heads.size, NONE, np.int64)])  # per candidate
     covered = np.concatenate([covered, np.zeros(heads.size, np.int64)])
     # the latest host point (call start or end) before each candidate's start, over all threads; of points at
     # one time, the last of [every start..., every end...] (the order of a stable sort of those times)
     latest, index = _latest_point_before(cs, ce, heads, cs[candidates])
     owner = np.where(index >= n, index - n, np.maximum(index, 0))
-    ok = (index >= 0) & (latest > prev_end[candidates]) & (call_thread[owner] != call_thread[candidates])
+    ok = (index >= 0) & (latest > prev_end) & (call_thread[owner] != call_thread[candidates])
     candidates, covered, latest, owner, index = (
         candidates[ok],
         covered[ok],
