@@ -20,7 +20,7 @@ import numpy as np
 
 from ..replay import engine
 from ..replay.critical import critical_path
-from ..replay.graph import GPU_START, Graph
+from ..replay.graph import GPU_START, Graph, point_rows
 from ..replay.remedies import NOT_MODELED, NOT_MODELED_REASONS, REMEDIES, Context, Outcome
 from ..trace import DRIVER, GPU_ACTIVITY_KINDS, RUNTIME, STEP, Trace
 from .columns import event_columns
@@ -192,10 +192,17 @@ def graph_points(trace: Trace) -> int:
 
 
 def whatif(trace: Trace) -> dict[str, Any]:
-    points = graph_points(trace)
+    rows = None
+    if 2 * event_columns(trace).kind.size <= MAX_POINTS:
+        # it fits whatever its rows: they are found once, for the count and the graph (no masks made twice)
+        rows = point_rows(trace)
+        points = 2 * (rows[0].size + rows[1].size)
+    else:
+        points = graph_points(trace)
     if points > MAX_POINTS:
         return _skipped(f"the trace is too large to replay: {points:,} graph points (limit {MAX_POINTS:,})")
-    ctx = Context(trace)
+    ctx = Context(trace, rows)
+    del rows
     g = ctx.graph
     if g.op_row.size == 0:
         return _skipped("no GPU activity: the replay models how host calls and GPU ops wait on each other")

@@ -565,7 +565,8 @@ static PyObject *edges_by_position(PyObject *self, PyObject *args) {
  * of equal ones, where one reaches the point's time; else the chain predecessor where it does; else none), one
  * stretch of a chain at a time: each stretch's lowest and highest point and what set its lowest point (-1: none)
  * written in walk order (the last stretch first), at most n stretches. Only the points walked through are read.
- * Returns the stretches written.
+ * Returns the stretches written, or -1 where they are more than bottoms, tops and head_sources hold (each of the
+ * same length, 1 to n: the caller sizes them for the few stretches of most walks and asks again with n).
  */
 
 static PyObject *critical_walk(PyObject *self, PyObject *args) {
@@ -600,7 +601,8 @@ static PyObject *critical_walk(PyObject *self, PyObject *args) {
     }
     Py_ssize_t n = views[0].len / 8, n_edges = views[3].len / 8;
     if (views[1].len / 8 != n || views[2].len != n || views[4].len / 8 != n_edges || views[5].len / 8 != n_edges ||
-        views[6].len / 8 != n || views[7].len / 8 != n || views[8].len / 8 != n || start < 0 || start >= n) {
+        views[6].len / 8 < 1 || views[6].len / 8 > n || views[7].len != views[6].len || views[8].len != views[6].len ||
+        start < 0 || start >= n) {
         release_all(views, COUNT);
         PyErr_SetString(PyExc_ValueError, "critical_walk: array lengths disagree");
         return NULL;
@@ -617,8 +619,8 @@ static PyObject *critical_walk(PyObject *self, PyObject *args) {
         release_all(views, COUNT);
         return PyErr_NoMemory();
     }
-    int bad = 0;
-    Py_ssize_t count = 0;
+    int bad = 0, full = 0;
+    Py_ssize_t count = 0, room = views[6].len / 8;
     Py_BEGIN_ALLOW_THREADS
     /* the edges into each point, in edge order: into[ptr[p]] .. into[ptr[p + 1] - 1] */
     for (Py_ssize_t k = 0; k < n_edges; k++) {
@@ -668,6 +670,10 @@ static PyObject *critical_walk(PyObject *self, PyObject *args) {
                 }
                 h--;
             }
+            if (count == room) {
+                full = 1;
+                break;
+            }
             bottoms[count] = h;
             tops[count] = p;
             heads[count] = source;
@@ -686,7 +692,7 @@ static PyObject *critical_walk(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "critical_walk: an index out of range");
         return NULL;
     }
-    return PyLong_FromSsize_t(count);
+    return PyLong_FromSsize_t(full ? -1 : count);
 }
 
 /* ---- the range running at each time (intervals.running_at), for times that mostly ascend -----------------------

@@ -46,6 +46,10 @@ def bound_of(ns_by_category: np.ndarray) -> str | None:
     return "mixed"
 
 
+# The critical walk's first room for stretches (chain switches): 64k, or a 32nd of the points where more.
+WALK_ROOM, WALK_ROOM_SHARE = 1 << 16, 32
+
+
 def path_points(graph: Graph, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(points on the critical path, ending at the last point, in path order from the start; each one's setter):
     walked by the compiled helper where it was built (reading what set only the points it walks through), else
@@ -54,19 +58,26 @@ def path_points(graph: Graph, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if solver is None or graph.size == 0:
         return path_points_by_numpy(graph, t)
     n = graph.size
-    bottoms, tops, head_sources = (np.empty(n, np.int64) for _ in range(3))
-    count = solver.critical_walk(  # type: ignore[attr-defined]
-        np.ascontiguousarray(t, np.int64),
-        np.ascontiguousarray(graph.lag, np.int64),
-        np.ascontiguousarray(graph.chain_first, dtype=bool).view(np.uint8),
-        np.ascontiguousarray(graph.edge_src, np.int64),
-        np.ascontiguousarray(graph.edge_dst, np.int64),
-        np.ascontiguousarray(graph.edge_lag, np.int64),
-        int(np.argmax(t)),
-        bottoms,
-        tops,
-        head_sources,
-    )
+    # room for the few stretches of most walks (small arrays, not three point-sized ones left mostly unwritten,
+    # whose untouched pages the arrays allocated after them would fault in); again with room for n where more
+    room = min(n, max(WALK_ROOM, n // WALK_ROOM_SHARE))
+    while True:
+        bottoms, tops, head_sources = (np.empty(room, np.int64) for _ in range(3))
+        count = solver.critical_walk(  # type: ignore[attr-defined]
+            np.ascontiguousarray(t, np.int64),
+            np.ascontiguousarray(graph.lag, np.int64),
+            np.ascontiguousarray(graph.chain_first, dtype=bool).view(np.uint8),
+            np.ascontiguousarray(graph.edge_src, np.int64),
+            np.ascontiguousarray(graph.edge_dst, np.int64),
+            np.ascontiguousarray(graph.edge_lag, np.int64),
+            int(np.argmax(t)),
+            bottoms,
+            tops,
+            head_sources,
+        )
+        if count >= 0 or room == n:
+            break
+        room = n
     # the stretches bottom..top, first switch last: one index array; inside a stretch each point's setter is the
     # point before it, at its bottom what the walk found
     lo = bottoms[:count][::-1]
@@ -118,30 +129,35 @@ def path_categories(
     graph: Graph, t: np.ndarray, trace: Any, path: np.ndarray, setter: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """(each path point's category, an index into CATEGORIES; the time it owns: its time - its setter's)."""
-    category, seg, _, _ = _path_facts(graph, t, trace, path, setter)
+    category, seg, _, _, _ = _path_facts(graph, t, trace, path, setter)
     return category, seg
 
 
 def _path_facts(
     graph: Graph, t: np.ndarray, trace: Any, path: np.ndarray, setter: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`path_categories`, and each path point's kind and whether its row is a kernel (read once for both)."""
-    seg = np.where(setter >= 0, t[path] - t[np.maximum(setter, 0)], 0)
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`path_categories`, and each path point's kind, whether its row is a kernel and its row (read once)."""
+    set_by = np.maximum(setter, 0)  # (read at -1: masked below)
+    seg = t[path]
+    seg -= t[set_by]  # in place: no second and third path-sized array
+    seg[setter < 0] = 0
     kind = graph.kind[path]
     cols = event_columns(trace)
     rows = graph.row[path]
     is_kernel = cols.kind[rows] == ALL_KINDS.index(KERNEL)
-    collective = code_mask(cols.name[rows], cols.names, is_collective_kernel)
     waited = np.zeros(graph.size, bool)
     waited[graph.call_end[graph.call_waited]] = True
     category = np.full(path.size, 0, np.int64)  # host
     category[(kind == HOST_END) & waited[path]] = 1
     gpu = (kind == GPU_START) | (kind == GPU_END)
-    launched = (kind == GPU_START) & (setter >= 0) & (graph.kind[np.maximum(setter, 0)] == HOST_START)
-    category[gpu & ~launched] = 2
-    category[gpu & ~launched & ~is_kernel] = 3
-    category[gpu & ~launched & collective] = 4
-    return category, seg, kind, is_kernel
+    launched = (kind == GPU_START) & (setter >= 0) & (graph.kind[set_by] == HOST_START)
+    del set_by
+    on_gpu = np.flatnonzero(gpu & ~launched)
+    category[on_gpu] = 2
+    category[on_gpu[~is_kernel[on_gpu]]] = 3
+    # the collective kernels' names tested at those points only, not at every point of the path
+    category[on_gpu[code_mask(cols.name[rows[on_gpu]], cols.names, is_collective_kernel)]] = 4
+    return category, seg, kind, is_kernel, rows
 
 
 def critical_path(
@@ -152,9 +168,8 @@ def critical_path(
     path, setter = path_points(graph, t)
     if path.size == 0:
         return None
-    category, seg, kind, is_kernel = _path_facts(graph, t, trace, path, setter)
+    category, seg, kind, is_kernel, rows = _path_facts(graph, t, trace, path, setter)
     cols = event_columns(trace)
-    rows = graph.row[path]
     total = int(seg.sum())
     by = np.bincount(category, weights=seg, minlength=len(CATEGORIES))
     shares = {name: (float(by[i]) / total if total else None) for i, name in enumerate(CATEGORIES)}

@@ -146,14 +146,21 @@ def native_solver() -> object | None:
     return _replay_solve
 
 
-def running_at(starts: np.ndarray, ends: np.ndarray, t: np.ndarray) -> np.ndarray:
+def running_at(
+    starts: np.ndarray, ends: np.ndarray, t: np.ndarray, out: np.ndarray | None = None
+) -> np.ndarray:
     """:func:`tracelens.intervals.running_at` (the range [start, end) running at each time, ``starts`` ascending;
     -1: none) by the compiled helper where it was built: each time searched from the previous one's answer first,
     one step for times that mostly ascend (a thread's host points against the steps) instead of a binary search
-    each; the same indices."""
-    if _replay_solve is None or t.size == 0:
-        return intervals.running_at(starts, ends, t)
-    out = np.empty(t.size, np.int64)
+    each; the same indices. ``out``: an int64 array of ``t``'s size to write them into (returned)."""
+    if _replay_solve is None or t.size == 0 or (out is not None and not out.flags.c_contiguous):
+        found = intervals.running_at(starts, ends, t)
+        if out is None:
+            return found
+        out[...] = found
+        return out
+    if out is None:
+        out = np.empty(t.size, np.int64)
     _replay_solve.running_at(
         np.ascontiguousarray(starts, np.int64),
         np.ascontiguousarray(ends, np.int64),

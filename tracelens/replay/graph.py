@@ -190,6 +190,24 @@ def _thread_time_order(thread: np.ndarray, start: np.ndarray, end: np.ndarray) -
     return np.lexsort((-end, start, thread))
 
 
+def _thread_keys_at(cols: EventColumns, rows: np.ndarray) -> np.ndarray:
+    """``thread_key(cols.pid[rows], cols.tid[rows])``: ids held as int64 whose values fit in 32 bits (a Kineto trace's
+    tids) narrowed first, so that thread_key packs two int32 halves (one array) instead of shifting int64 copies."""
+    pid, tid = cols.pid[rows], cols.tid[rows]
+    if isinstance(pid, np.ndarray) and isinstance(tid, np.ndarray) and pid.size:
+        pid, tid = (_narrowed(ids) for ids in (pid, tid))
+    return thread_key(pid, tid)
+
+
+def _narrowed(ids: np.ndarray) -> np.ndarray:
+    """Signed integer ids as int32 where every value fits (the same values), else as they are."""
+    if ids.dtype.kind != "i" or ids.dtype.itemsize <= 4:
+        return ids
+    if -(2**31) <= int(ids.min()) and int(ids.max()) < 2**31:
+        return ids.astype(np.int32)
+    return ids
+
+
 def _run_heads(keys: np.ndarray) -> np.ndarray:
     """First index of each run of equal consecutive keys, per element."""
     new = np.ones(keys.size, bool)
@@ -308,16 +326,25 @@ def host_calls_by_numpy(cols: EventColumns, api: np.ndarray, thread: np.ndarray)
     return HostCalls(call_of, offset, api[order[calls]], thread[calls].astype(np.int64), cs, e[calls])
 
 
-def build(trace: Trace) -> Graph:
-    """The dependency graph of a trace (see the module docstring)."""
+def point_rows(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
+    """The event rows the graph's points come from, ascending: (the host API rows and step markers on a known
+    thread, nested rows included; the GPU ops with a device, in launch_pairs' order), two points each at most."""
+    cols = event_columns(trace)
+    return np.flatnonzero(cols.of_kind(RUNTIME, DRIVER, STEP) & (cols.tid >= 0)), _gpu_rows(trace)
+
+
+def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Graph:
+    """The dependency graph of a trace (see the module docstring); ``rows``: its :func:`point_rows` where the
+    caller found them already."""
     cols = event_columns(trace)
     pairs = launch_pairs(trace)
 
     # --- host calls: outermost runtime/driver rows on a known thread, per thread in time order
     # Step markers join their thread's chain as zero-length points at their start, so that a step's start
     # moves with the host work before its first call (an input wait before it, say).
-    api = np.flatnonzero(cols.of_kind(RUNTIME, DRIVER, STEP) & (cols.tid >= 0))
-    key = thread_key(cols.pid[api], cols.tid[api])
+    api, op_row = point_rows(trace) if rows is None else rows
+    del rows
+    key = _thread_keys_at(cols, api)
     thread, thread_keys = dense_codes(key)
     del key
     hosts = host_calls(cols, api, thread, int(thread_keys.size))
@@ -327,7 +354,6 @@ def build(trace: Trace) -> Graph:
 
     # --- GPU ops (launch_pairs order), launches resolved to outer calls
     n_ops = len(pairs)
-    op_row = _gpu_rows(trace)
     op_dev, op_stream = pairs["device"].astype(np.int64), pairs["stream"].astype(np.int64)
     os_, oe = pairs["start"].astype(np.int64), pairs["end"].astype(np.int64)
     launch_row = pairs["launch_row"]
@@ -397,6 +423,8 @@ def build(trace: Trace) -> Graph:
     host_first[0::2] = first_call
     gap[first_call] = 0
     host_lag[0::2] = np.maximum(gap, 0)
+    # (each temporary below is let go once read: the arrays made after it take its memory, not fresh pages)
+    del gap
 
     n_threads = int(thread_keys.size)
     stream_code, _ = dense_codes(op_dev * (2**32) + (op_stream & 0xFFFFFFFF))
@@ -456,6 +484,7 @@ def build(trace: Trace) -> Graph:
     np.maximum.at(event_ready, e_dst, o_e[e_src])
     event_binds = (event_ready > np.where(launched, o_launch_start, NONE)) & (event_ready > stream_prev_end)
     launch_binds = launched & ~event_binds & (op_first | (o_launch_start >= stream_prev_end))
+    del rank, e_src_op, e_dst_op, stream_prev_end, o_launch_start
     o_dev = op_dev[op_order]
     # A launch from inside one-time work (a first launch that loads its module, analyses/startup.py) waits for
     # that work, not for the launch path: it keeps its recorded latency in the model replay and stays out of
@@ -472,6 +501,7 @@ def build(trace: Trace) -> Graph:
     # per op, its device's typical value (looked up per device, then spread over the ops)
     typ_launch = np.array([launch_typ[int(d)] for d in devices], np.int64)[o_dev_index.reshape(-1)]
     typ_stream = np.array([stream_typ[int(d)] for d in devices], np.int64)[o_dev_index.reshape(-1)]
+    del op_one_time, steady, queued, op_first, o_dev, o_dev_index
     gpu_lag[1::2] = o_e - o_s
     gpu_typical[0::2] = typ_stream
     gpu_typical[1::2] = 0
@@ -480,26 +510,33 @@ def build(trace: Trace) -> Graph:
         np.minimum(typ_stream, np.maximum(stream_res, 0)),
         np.maximum(stream_res, 0),
     )
+    del stream_res
     # event edges: the binding one keeps its recorded delay, the others a queued gap at most
     event_res = o_s[e_dst] - o_e[e_src]
     binds_here = event_binds[e_dst] & (o_e[e_src] == event_ready[e_dst])
     v_lag = np.where(binds_here, np.maximum(event_res, 0), np.clip(event_res, 0, typ_stream[e_dst]))
     v_src, v_dst = base + 2 * e_src + 1, base + 2 * e_dst
+    del event_ready, event_binds, event_res, binds_here
     # anchors: unlaunched ops keep their recorded start
-    gpu_anchor[0::2] = np.where(launched, NONE, o_s)
+    # (written in place: no op- or call-sized array from np.where)
+    gpu_anchor[0::2] = o_s
+    np.copyto(gpu_anchor[0::2], NONE, where=launched)
     gpu_anchor[1::2] = NONE
+    del launched
 
-    host_anchor[0::2] = np.where(first_call, cs, NONE)
-    host_anchor[1::2] = NONE
+    host_anchor[:] = NONE
+    np.copyto(host_anchor[0::2], cs, where=first_call)
 
     # --- collective edges (ordered op indices)
+    op_name = pairs["name"]  # gathered from the event rows on each read: read once
     op_collective = _collectives(
-        code_mask(pairs["name"], names, is_collective_kernel) & pairs["is_kernel"].astype(bool),
-        pairs["name"].astype(np.int64),
+        code_mask(op_name, names, is_collective_kernel) & pairs["is_kernel"].astype(bool),
+        op_name.astype(np.int64),
         op_dev,
         os_,
         oe,
     )
+    del op_name, oe
     o_collective = op_collective[op_order]
     c_src_op, c_dst_op, c_transfer = _collective_edges(o_collective, o_s, o_e)
     c_src, c_dst = base + 2 * c_src_op, base + 2 * c_dst_op + 1
@@ -509,6 +546,7 @@ def build(trace: Trace) -> Graph:
         np.maximum.at(last_start, o_collective[members], o_s[members])
         gpu_lag[2 * members + 1] = o_e[members] - last_start[o_collective[members]]
     c_lag = c_transfer
+    del o_s, o_e, o_collective
 
     # --- launch edges
     o_call = op_launch_call[op_order]
@@ -522,6 +560,7 @@ def build(trace: Trace) -> Graph:
         np.minimum(typ_launch[has], np.maximum(launch_res[has], 0)),
     )
     l_typical = np.where(o_one_time[has], l_lag, o_offset[has] + typ_launch[has])
+    del op_order, op_offset, o_call, o_offset, has, launch_binds, launch_res, o_one_time, typ_launch
 
     # --- wait edges: explicit syncs -> last op launched before on each stream of the device; blocking copies
     # -> their own copy
@@ -562,6 +601,7 @@ def build(trace: Trace) -> Graph:
             w_dst_parts.append(2 * sync_calls[mine[good]] + 1)
     w_src = np.concatenate(w_src_parts).astype(np.int64) if w_src_parts else np.zeros(0, np.int64)
     w_dst = np.concatenate(w_dst_parts).astype(np.int64) if w_dst_parts else np.zeros(0, np.int64)
+    del launches, w_src_parts, w_dst_parts, pageable, blocking_copy
 
     # --- wake edges: a host thread that sat idle (no framework op or Python frame of its own) resumes after
     # the latest point another thread recorded in that time (PyTorch's autograd thread after the main thread)
@@ -629,8 +669,8 @@ def build(trace: Trace) -> Graph:
         edge_typical=np.concatenate(
             [l_typical, typ_stream[e_dst], np.full(w_src.size, wake_typ, np.int64), k_lag, c_lag]
         ).astype(np.int64, copy=False),
-        call_start=2 * np.arange(n_calls, dtype=np.int64),
-        call_end=2 * np.arange(n_calls, dtype=np.int64) + 1,
+        call_start=np.arange(0, 2 * n_calls, 2, dtype=np.int64),
+        call_end=np.arange(1, 2 * n_calls, 2, dtype=np.int64),
         call_row=call_row.astype(np.int64, copy=False),
         call_thread=call_thread.astype(np.int64, copy=False),
         call_name=call_names,
@@ -753,11 +793,12 @@ def _wake_edges(
     n = cs.size
     if n == 0 or thread_keys.size < 2:
         return empty, empty, empty
-    prev_end = np.full(n, NONE, np.int64)
-    prev_end[1:] = ce[:-1]
-    prev_end[first_call] = NONE
-    gap = cs - prev_end
-    middle = np.flatnonzero(~first_call & (gap >= IDLE_GAP_NS))
+    # the calls after a long gap on their thread (a thread's first call has none); the previous call's end read at
+    # those calls only (no call-sized array of previous ends and gaps)
+    after = np.flatnonzero(cs[1:] - ce[:-1] >= IDLE_GAP_NS) + 1
+    middle = after[~first_call[after]]
+    del after
+    middle_prev_end = ce[middle - 1]
     covered = np.zeros(middle.size, np.int64)
     if middle.size:
         is_own = cols.of_kind(CPU_OP, PYTHON)
@@ -772,25 +813,26 @@ def _wake_edges(
             for key in waiting:  # a loop over threads
                 own = _of_thread_key(halves, is_own, int(key))
                 at = keys == key
-                covered[at] = _covered_by_rows(cols, own, prev_end[middle[at]], cs[middle[at]])
+                covered[at] = _covered_by_rows(cols, own, middle_prev_end[at], cs[middle[at]])
         else:
             own = np.flatnonzero(is_own)
             own_keys = thread_key(cols.pid[own], cols.tid[own])
             lo, hi, os_, oe = thread_time_positions(
-                [(keys, [prev_end[middle], cs[middle]]), (own_keys, [cols.start[own], cols.end[own]])]
+                [(keys, [middle_prev_end, cs[middle]]), (own_keys, [cols.start[own], cols.end[own]])]
             )
             us, ue = intervals.merge(os_, oe)
             covered = intervals.overlap_with_union(lo, hi, us, ue)
-        idle = covered < IDLE_COVERED * gap[middle]
-        middle, covered = middle[idle], covered[idle]
+        idle = covered < IDLE_COVERED * (cs[middle] - middle_prev_end)
+        middle, covered, middle_prev_end = middle[idle], covered[idle], middle_prev_end[idle]
     heads = np.flatnonzero(first_call)
     candidates = np.concatenate([middle, heads])
+    prev_end = np.concatenate([middle_prev_end, np.full(heads.size, NONE, np.int64)])  # per candidate
     covered = np.concatenate([covered, np.zeros(heads.size, np.int64)])
     # the latest host point (call start or end) before each candidate's start, over all threads; of points at
     # one time, the last of [every start..., every end...] (the order of a stable sort of those times)
     latest, index = _latest_point_before(cs, ce, heads, cs[candidates])
     owner = np.where(index >= n, index - n, np.maximum(index, 0))
-    ok = (index >= 0) & (latest > prev_end[candidates]) & (call_thread[owner] != call_thread[candidates])
+    ok = (index >= 0) & (latest > prev_end) & (call_thread[owner] != call_thread[candidates])
     candidates, covered, latest, owner, index = (
         candidates[ok],
         covered[ok],
@@ -1096,4 +1138,4 @@ def _kind_code(kind: str) -> int:
 def _gpu_rows(trace: Trace) -> np.ndarray:
     """Event rows of the GPU ops, in launch_pairs' order (kernel/memcpy/memset rows with a device)."""
     cols = event_columns(trace)
-    return np.flatnonzero(cols.of_kind(*GPU_ACTIVITY_KINDS) & (cols.device >= 0)).astype(np.int64)
+    return np.flatnonzero(cols.of_kind(*GPU_ACTIVITY_KINDS) & (cols.device >= 0)).astype(np.int64, copy=False)

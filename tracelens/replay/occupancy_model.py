@@ -60,10 +60,11 @@ def kernel_model(trace: Trace, g: Graph) -> tuple[np.ndarray, np.ndarray, dict[s
         return fill, floor, {}
     # as the occupancy section counts them: collectives and vendor-library kernels are not the user's to re-grid;
     # a block shape below LOW_OCCUPANCY limited by warps or blocks per SM (or an unknown limiter) limits the fill
-    codes, values = dictionary_codes(trace.take("name", occ.rows))
-    dictionary = np.asarray(values, dtype=object)
-    excluded = code_mask(codes, dictionary, is_collective_kernel) | code_mask(
-        codes, dictionary, is_library_kernel
+    # the kernels' names by the event columns' codes (the names in use tested once each; no column read again)
+    cols = event_columns(trace)
+    codes = cols.name[occ.rows]
+    excluded = code_mask(codes, cols.names, is_collective_kernel) | code_mask(
+        codes, cols.names, is_library_kernel
     )
     by_shape = (occ.limiter == LIMIT_WARPS) | (occ.limiter == LIMIT_BLOCKS) | (occ.limiter < 0)
     shape_limited = ~excluded & by_shape & (occ.shape < LOW_OCCUPANCY)

@@ -60,14 +60,11 @@ class Outcome:
 class Context:
     """A trace, its graph and the step each point belongs to (shared by the remedies)."""
 
-    def __init__(self, trace: Trace) -> None:
+    def __init__(self, trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> None:
         self.trace = trace
-        self.graph = build(trace)
+        self.graph = build(trace, rows)  # rows: the graph's point_rows where the caller found them
         g = self.graph
         self.is_host = g.kind <= max(HOST_START, HOST_END)  # the host kinds are the lowest (graph.py)
-        self.is_marker = np.zeros(g.size, bool)  # the points of step markers (zero-length, not work)
-        self.is_marker[g.call_start[g.call_is_marker]] = True
-        self.is_marker[g.call_end[g.call_is_marker]] = True
         self.windows = step_windows(trace)
         # graphs made from this one by dropping edges (remedies that drop waits): their edge_src array's id ->
         # (that array, which of this graph's edges they keep), so their replay reuses this graph's order
@@ -78,21 +75,24 @@ class Context:
         """The step each point belongs to (-1: none); computed on first use, so that in the what-if section the
         remedies' tasks find it on whichever thread first needs it, not before the first of them starts."""
         g, windows = self.graph, self.windows
-        step_of = np.full(g.size, -1, np.int64)
-        if len(windows) and g.size:
-            starts = windows["start"].to_numpy(np.int64)
-            limit = np.append(starts[1:], windows["end"].to_numpy(np.int64)[-1])
-            # host points by their own recorded time; GPU points by their launch call's start (its start point's
-            # step: searched once, not again per op), unlaunched ones by their own time
-            # a step runs until the next one starts (the last until its end), that instant included
-            host = 2 * g.call_start.size  # the host points come first
-            step_of[:host] = running_at(starts, limit + 1, g.time[:host])
-            launched = g.op_launch_call >= 0
-            at_call = step_of[g.call_start[g.op_launch_call[launched]]]
-            step_of[g.op_start[launched]] = at_call
-            step_of[g.op_end[launched]] = at_call
-            alone = np.concatenate([g.op_start[~launched], g.op_end[~launched]])
-            step_of[alone] = running_at(starts, limit + 1, g.time[alone])
+        if not (len(windows) and g.size):
+            return np.full(g.size, -1, np.int64)
+        # host points by their own recorded time (written over the array's host part whole: no fill of it first);
+        # GPU points by their launch call's start (its start point's step: searched once, not again per op),
+        # unlaunched ones by their own time; a step runs until the next one starts (the last until its end),
+        # that instant included
+        host = 2 * g.call_start.size  # the host points come first
+        step_of = np.empty(g.size, np.int64)
+        step_of[host:] = -1
+        starts = windows["start"].to_numpy(np.int64)
+        limit = np.append(starts[1:], windows["end"].to_numpy(np.int64)[-1])
+        running_at(starts, limit + 1, g.time[:host], out=step_of[:host])
+        launched = g.op_launch_call >= 0
+        at_call = step_of[g.call_start[g.op_launch_call[launched]]]
+        step_of[g.op_start[launched]] = at_call
+        step_of[g.op_end[launched]] = at_call
+        alone = np.concatenate([g.op_start[~launched], g.op_end[~launched]])
+        step_of[alone] = running_at(starts, limit + 1, g.time[alone])
         return step_of
 
     def without_edges(self, keep: np.ndarray, **arrays: np.ndarray) -> Graph:
@@ -153,19 +153,19 @@ class Context:
         """What :meth:`_step_ns` reads, the same for every replay of the graph: (first and last step with work, the
         points of each, the point a single step's start is read at (-1: none) and its recorded lead); None
         without a step holding work. Found once, not once per remedy (a pass over every point each)."""
-        in_step = self.step_of >= 0
+        g = self.graph
         # a step holding nothing but its marker (the profiler stopped as it began) has no work to end: its
         # marker's time would read the host gap after the previous step's work as a period
-        worked = in_step & ~self.is_marker
-        if not worked.any():
+        worked = self.step_of >= 0
+        worked[g.call_start[g.call_is_marker]] = False  # the markers' points by index: no pass over a mask
+        worked[g.call_end[g.call_is_marker]] = False
+        last = int(np.max(self.step_of, where=worked, initial=-1))  # read in place: no copy of the steps
+        if last < 0:
             return None
-        stepped = self.step_of[worked]
-        first, last = int(stepped.min()), int(stepped.max())
-        del worked, stepped
+        first = int(np.min(self.step_of, where=worked, initial=last))
         last_points = np.flatnonzero(self.step_of == last)
         if last > first:
             return first, last, np.flatnonzero(self.step_of == first), last_points, -1, 0
-        g = self.graph
         host_first = np.flatnonzero(self.is_host & (self.step_of == first))
         if host_first.size == 0:
             return first, last, last_points, last_points, -1, 0
@@ -196,8 +196,7 @@ class Context:
         out = np.zeros(g.size, np.int64)
         cols = event_columns(self.trace)
         rows = rows[cols.tid[rows] >= 0]
-        points = np.flatnonzero(self.is_host & ~g.chain_first)
-        if rows.size == 0 or points.size == 0:
+        if rows.size == 0 or (points := np.flatnonzero(self.is_host & ~g.chain_first)).size == 0:
             return out
         point_keys = g.thread_keys[g.chain[points]]
         row_keys = thread_key(cols.pid[rows], cols.tid[rows])
@@ -218,6 +217,11 @@ class Context:
         out = self.host_overlap(self.input_rows)
         out.flags.writeable = False
         return out
+
+    @cached_property
+    def has_input_waits(self) -> bool:
+        """Whether an input row lies on a known host thread (else :attr:`input_overlap` is 0 at every point)."""
+        return bool((event_columns(self.trace).tid[self.input_rows] >= 0).any())
 
     @cached_property
     def input_rows(self) -> np.ndarray:
@@ -285,6 +289,8 @@ def _host_lag_minus(ctx: Context, removed: np.ndarray) -> np.ndarray:
 
 
 def input_pipeline(ctx: Context) -> tuple[Graph | None, str]:
+    if not ctx.has_input_waits:  # input_overlap is 0 everywhere: nothing removed
+        return None, ""
     removed = ctx.input_overlap
     if removed.sum() <= 0:
         return None, ""
@@ -318,19 +324,18 @@ def host_launch_overhead(ctx: Context) -> tuple[Graph | None, str]:
     launched = g.op_launch_call >= 0
     if not launched.any():
         return None, ""
-    keep = ctx.input_overlap  # input time stays: a graph does not load data
+    keep = ctx.input_overlap if ctx.has_input_waits else 0  # input time stays: a graph does not load data
     lag = g.lag.copy()
-    host = ctx.is_host & ~g.chain_first
-    waited_end = np.zeros(g.size, bool)
-    waited_end[g.call_end[g.call_waited]] = True
-    collapse = host & ~waited_end
+    collapse = ctx.is_host & ~g.chain_first  # the host points but chain heads and waited calls' ends
+    collapse[g.call_end[g.call_waited]] = False
     np.minimum(lag, keep, out=lag, where=collapse)  # in place at those points: no masked copies
     # one graph launch per captured region: the launches of a step (or of the whole window) on one host thread
     # between two blocking calls (a graph cannot hold a host wait); its cost at the region's first launching call
     cost, how, gap = _graph_costs(ctx)
     callers = sorted_distinct(g.op_launch_call[launched])
     first_points = g.call_start[callers]
-    blocking_before = (np.cumsum(g.call_waits) - g.call_waits)[callers]  # calls are in (thread, time) order
+    # calls are in (thread, time) order: the blocking calls before each caller (a search among the few of them)
+    blocking_before = np.searchsorted(np.flatnonzero(g.call_waits), callers, side="left")
     step, thread = ctx.step_of[first_points], g.chain[first_points]
     head_points = _region_heads(first_points, g.time[first_points], thread, step, blocking_before)
     lag[head_points] += cost
@@ -345,7 +350,7 @@ def host_launch_overhead(ctx: Context) -> tuple[Graph | None, str]:
     # a thread woken by another (the autograd thread by the main thread) is woken at once: no host work between
     edge_lag = g.edge_lag.copy()
     edge_lag[g.edge_is_wake] = 0
-    region_text = "step" if (ctx.step_of >= 0).any() else "trace window (no steps)"
+    region_text = "step" if int(ctx.step_of.max(initial=-1)) >= 0 else "trace window (no steps)"
     return g.with_changes(lag=lag, edge_lag=edge_lag), (
         f"The launches of each {region_text} between two blocking calls (a graph cannot hold a host wait) are "
         f"captured in one CUDA graph ({head_points.size:,} graphs): the host's framework and launch work (everything "
