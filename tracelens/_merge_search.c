@@ -461,6 +461,33 @@ static inline int64_t read_code(const void *p, int size, int64_t i) {
 #define ROW_AT(i) (row_size == 4 ? (int64_t)((const int32_t *)rows)[i] : ((const int64_t *)rows)[i])
 /* rows read ahead: their times prefetched this many rows before they are read */
 #define CUT_PREFETCH 32
+#define SKIP_ROW (-1)
+#define BAD_ROW (-2)
+
+/* The event row of the level passes' i-th candidate: SKIP_ROW where its category is outside the levels or its thread
+ * is not chosen, BAD_ROW where the row is outside the event columns or its thread code outside chosen. The times of
+ * the row CUT_PREFETCH ahead are asked for now: the passes wait on these loads (rows spread over the event columns),
+ * not on their own work. */
+static inline int64_t level_row(const int64_t *start, const int64_t *end, int64_t events, const void *rows,
+                                int row_size, const int8_t *category, const void *thread, int thread_size,
+                                const uint8_t *chosen, int64_t threads, int64_t n, int levels, int64_t i) {
+    if (i + CUT_PREFETCH < n) {
+        int64_t ahead = ROW_AT(i + CUT_PREFETCH);
+        if (ahead >= 0 && ahead < events) {
+            __builtin_prefetch(start + ahead);
+            __builtin_prefetch(end + ahead);
+        }
+    }
+    int c = category[i];
+    if (c < 0 || c >= levels) return SKIP_ROW;
+    if (chosen) {
+        int64_t t = read_code(thread, thread_size, i);
+        if (t < 0 || t >= threads) return BAD_ROW;
+        if (!chosen[t]) return SKIP_ROW;
+    }
+    int64_t r = ROW_AT(i);
+    return r < 0 || r >= events ? BAD_ROW : r;
+}
 
 /* 0: cut; 1: rows that do not fit (a row ending before it starts, a level out of start order); -1: no memory;
  * -2: a row outside the event columns or a thread code outside chosen. */
@@ -472,30 +499,14 @@ static int level_cut_pass(const int64_t *start, const int64_t *end, int64_t even
     if (!state) return -1;
     int status = 0;
     for (int64_t i = 0; i < n && status == 0; i++) {
-        /* the times of the row CUT_PREFETCH ahead asked for now: the pass waits on these loads (rows spread over
-         * the event columns), not on its own work */
-        if (i + CUT_PREFETCH < n) {
-            int64_t ahead = ROW_AT(i + CUT_PREFETCH);
-            if (ahead >= 0 && ahead < events) {
-                __builtin_prefetch(start + ahead);
-                __builtin_prefetch(end + ahead);
-            }
-        }
-        int c = category[i];
-        if (c < 0 || c >= levels) continue;
-        if (chosen) {
-            int64_t t = read_code(thread, thread_size, i);
-            if (t < 0 || t >= threads) {
-                status = -2;
-                break;
-            }
-            if (!chosen[t]) continue;
-        }
-        int64_t r = ROW_AT(i);
-        if (r < 0 || r >= events) {
+        int64_t r = level_row(start, end, events, rows, row_size, category, thread, thread_size, chosen, threads,
+                              n, levels, i);
+        if (r == SKIP_ROW) continue;
+        if (r == BAD_ROW) {
             status = -2;
             break;
         }
+        int c = category[i];
         int64_t s = start[r], e = end[r];
         level_state_t *st = &state[c];
         if (e < s || (st->open && s < st->last_start)) {
@@ -864,28 +875,14 @@ static int level_coverage_pass(const int64_t *start, const int64_t *end, int64_t
     if (!state) return -1;
     int status = 0;
     for (int64_t i = 0; i < n && status == 0; i++) {
-        if (i + CUT_PREFETCH < n) {
-            int64_t ahead = ROW_AT(i + CUT_PREFETCH);
-            if (ahead >= 0 && ahead < events) {
-                __builtin_prefetch(start + ahead);
-                __builtin_prefetch(end + ahead);
-            }
-        }
-        int c = category[i];
-        if (c < 0 || c >= levels) continue;
-        if (chosen) {
-            int64_t t = read_code(thread, thread_size, i);
-            if (t < 0 || t >= threads) {
-                status = -2;
-                break;
-            }
-            if (!chosen[t]) continue;
-        }
-        int64_t r = ROW_AT(i);
-        if (r < 0 || r >= events) {
+        int64_t r = level_row(start, end, events, rows, row_size, category, thread, thread_size, chosen, threads,
+                              n, levels, i);
+        if (r == SKIP_ROW) continue;
+        if (r == BAD_ROW) {
             status = -2;
             break;
         }
+        int c = category[i];
         int64_t s = start[r], e = end[r];
         if (e < s) {
             status = 1;

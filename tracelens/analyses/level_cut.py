@@ -38,6 +38,41 @@ class LevelCut(NamedTuple):
     sync_copies: np.ndarray
 
 
+class RowPass(NamedTuple):
+    """The host rows' arguments of the compiled level passes (``cut_levels``, ``level_coverage``), in their order:
+    the event times (read where they stand), the rows, their categories and thread codes, the chosen threads (None:
+    every thread) and the number of levels."""
+
+    start: np.ndarray
+    end: np.ndarray
+    row: np.ndarray
+    category: np.ndarray
+    thread: np.ndarray
+    chosen: np.ndarray | None
+    levels: int
+
+
+def row_pass(rows: HostRows, thread_set: np.ndarray) -> RowPass | None:
+    """The arguments of a level pass over the threads' (codes ``thread_set``) host rows; None where the event
+    times are not plain int64 arrays (the numpy paths then)."""
+    start, end = rows.cols.start, rows.cols.end
+    if not all(
+        isinstance(a, np.ndarray) and a.dtype == np.int64 and a.flags.c_contiguous for a in (start, end)
+    ):
+        return None
+    chosen = np.zeros(len(rows.threads), bool)
+    chosen[thread_set] = True
+    return RowPass(
+        start,
+        end,
+        np.ascontiguousarray(rows.row),
+        np.ascontiguousarray(rows.category, np.int8),
+        np.ascontiguousarray(rows.thread),
+        None if chosen.all() else chosen,
+        len(HOST_CATEGORY_PRIORITY),
+    )
+
+
 def available() -> bool:
     """Whether the compiled pass is built."""
     return _compiled is not None and hasattr(_compiled, "cut_levels")
@@ -49,29 +84,11 @@ def cut_thread_levels(
     """The threads' (codes ``thread_set``) host rows cut into the sorted disjoint windows [starts, ends) per
     category, or None where the compiled pass is absent, the event times are not plain int64 arrays, a chosen row
     ends before it starts, or a category's rows are not in start order."""
-    if not available():
+    args = row_pass(rows, thread_set) if available() else None
+    if args is None:
         return None
-    start, end = rows.cols.start, rows.cols.end
-    if not all(
-        isinstance(a, np.ndarray) and a.dtype == np.int64 and a.flags.c_contiguous for a in (start, end)
-    ):
-        return None
-    chosen = np.zeros(len(rows.threads), bool)
-    chosen[thread_set] = True
-    every = bool(chosen.all())
-    levels = len(HOST_CATEGORY_PRIORITY)
-    starts = np.ascontiguousarray(starts, np.int64)
-    ends = np.ascontiguousarray(ends, np.int64)
     found = _compiled.cut_levels(
-        start,
-        end,
-        np.ascontiguousarray(rows.row),
-        np.ascontiguousarray(rows.category, np.int8),
-        np.ascontiguousarray(rows.thread),
-        None if every else chosen,
-        levels,
-        starts,
-        ends,
+        *args, np.ascontiguousarray(starts, np.int64), np.ascontiguousarray(ends, np.int64)
     )
     if found is None:
         return None
@@ -87,10 +104,10 @@ def cut_thread_levels(
     del cut
     # the sync rows (a few of the host rows): found by their category, then their thread
     sync = np.flatnonzero(rows.category == HOST_CATEGORY_PRIORITY.index(SYNC))
-    if not every:
-        sync = sync[chosen[rows.thread[sync]]]
+    if args.chosen is not None:
+        sync = sync[args.chosen[rows.thread[sync]]]
     at = rows.row[sync]
-    return LevelCut(pieces, start[at], end[at], rows.sync_copy[sync])
+    return LevelCut(pieces, args.start[at], args.end[at], rows.sync_copy[sync])
 
 
 def _int64(a: np.ndarray) -> np.ndarray:

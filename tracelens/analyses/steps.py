@@ -23,6 +23,7 @@ from .attribution import HostRows, host_rows, thread_codes
 from .columns import device_busy, event_columns, step_windows
 from .host_split import priority_split
 from .launch import launch_pairs
+from .level_cut import row_pass
 from .names import CAUSES, HOST_CATEGORY_PRIORITY, NOTHING
 from .window_split import disjoint_windows
 
@@ -136,27 +137,11 @@ def _compiled_coverage(
     int64 arrays, a row ends before it starts or the rows are not in start order (the numpy path then)."""
     if _compiled is None or not hasattr(_compiled, "level_coverage") or not disjoint_windows(starts, ends):
         return None
-    start, end = rows.cols.start, rows.cols.end
-    if not all(
-        isinstance(a, np.ndarray) and a.dtype == np.int64 and a.flags.c_contiguous for a in (start, end)
-    ):
+    args = row_pass(rows, thread_set)
+    if args is None:
         return None
-    chosen = np.zeros(len(rows.threads), bool)
-    chosen[thread_set] = True
-    levels = len(HOST_CATEGORY_PRIORITY)
-    covered = np.zeros((levels, starts.size), np.int64)
-    done = _compiled.level_coverage(
-        start,
-        end,
-        np.ascontiguousarray(rows.row),
-        np.ascontiguousarray(rows.category, np.int8),
-        np.ascontiguousarray(rows.thread),
-        None if chosen.all() else chosen,
-        levels,
-        np.ascontiguousarray(starts),
-        np.ascontiguousarray(ends),
-        covered,
-    )
+    covered = np.zeros((args.levels, starts.size), np.int64)
+    done = _compiled.level_coverage(*args, np.ascontiguousarray(starts), np.ascontiguousarray(ends), covered)
     return covered if done else None
 
 
