@@ -489,6 +489,26 @@ static inline int64_t level_row(const int64_t *start, const int64_t *end, int64_
     return r < 0 || r >= events ? BAD_ROW : r;
 }
 
+#define LEVEL_CLOSED 1
+#define LEVEL_OUT_OF_ORDER 2
+
+/* Row [s, e) into a level's merged interval (its rows in start order): LEVEL_OUT_OF_ORDER where it starts before the
+ * level's last row; LEVEL_CLOSED where it starts after the open interval's end, which is then closed: the caller
+ * takes that interval (gs, ge) and opens [s, e) in its place; else 0 (the interval opened or extended). */
+static inline int level_add(level_state_t *st, int64_t s, int64_t e) {
+    if (st->open && s < st->last_start) return LEVEL_OUT_OF_ORDER;
+    st->last_start = s;
+    if (!st->open) {
+        st->gs = s;
+        st->ge = e;
+        st->open = 1;
+        return 0;
+    }
+    if (s > st->ge) return LEVEL_CLOSED;
+    if (e > st->ge) st->ge = e;
+    return 0;
+}
+
 /* 0: cut; 1: rows that do not fit (a row ending before it starts, a level out of start order); -1: no memory;
  * -2: a row outside the event columns or a thread code outside chosen. */
 static int level_cut_pass(const int64_t *start, const int64_t *end, int64_t events, const void *rows, int row_size,
@@ -509,20 +529,14 @@ static int level_cut_pass(const int64_t *start, const int64_t *end, int64_t even
         int c = category[i];
         int64_t s = start[r], e = end[r];
         level_state_t *st = &state[c];
-        if (e < s || (st->open && s < st->last_start)) {
+        int added = e < s ? LEVEL_OUT_OF_ORDER : level_add(st, s, e);
+        if (added == LEVEL_OUT_OF_ORDER) {
             status = 1;
             break;
         }
-        st->last_start = s;
-        if (!st->open) {
-            st->gs = s;
-            st->ge = e;
-            st->open = 1;
-        } else if (s > st->ge) {
+        if (added == LEVEL_CLOSED) {
             if (level_emit(st, &cut->buf[c], ws, we, nw) < 0) status = -1;
             st->gs = s;
-            st->ge = e;
-        } else if (e > st->ge) {
             st->ge = e;
         }
     }
@@ -890,20 +904,14 @@ static int level_coverage_pass(const int64_t *start, const int64_t *end, int64_t
         }
         for (int k = c; k < levels; k++) { /* the unions through level c and every later one */
             level_state_t *st = &state[k];
-            if (st->open && s < st->last_start) {
+            int added = level_add(st, s, e);
+            if (added == LEVEL_OUT_OF_ORDER) {
                 status = 1;
                 break;
             }
-            st->last_start = s;
-            if (!st->open) {
-                st->gs = s;
-                st->ge = e;
-                st->open = 1;
-            } else if (s > st->ge) {
+            if (added == LEVEL_CLOSED) {
                 coverage_add(st, out + (int64_t)k * nw, ws, we, nw);
                 st->gs = s;
-                st->ge = e;
-            } else if (e > st->ge) {
                 st->ge = e;
             }
         }
