@@ -23,7 +23,7 @@ from tracelens.analyses import (
     exclusive_keys,
     run_order,
 )
-from tracelens.analyses.schedule import run_sections, usable_threads
+from tracelens.analyses.schedule import run_beside, run_sections, threads_limit, usable_threads
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -113,6 +113,60 @@ def test_the_error_of_the_first_failing_key_in_order_is_raised() -> None:
     with pytest.raises(ValueError, match="^a$"):
         run_sections(["a", "b", "c", "d"], compute, threads=2)
     assert sorted(started) == ["a", "b"]  # nothing starts after a failure
+
+
+def test_run_beside_outside_a_run_is_run_sections() -> None:
+    rec = Recorder({})
+    with threads_limit(1):
+        assert run_beside(["b", "a", "c"], rec) == {"b": "B", "a": "A", "c": "C"}
+    assert rec.started == ["b", "a", "c"] and rec.threads == {threading.get_ident()}
+    meet = threading.Barrier(2, timeout=10)  # two threads where two are usable, as run_sections gives
+    with threads_limit(2):
+        assert run_beside(["a", "b"], lambda key: meet.wait() >= 0) == {"a": True, "b": True}
+
+
+def test_run_beside_takes_the_other_worker_only_once_it_is_idle() -> None:
+    tasks = [f"t{i}" for i in range(8)]
+    ran: dict[str, int] = {}
+    small_done = threading.Event()
+    small_thread: list[int] = []
+    before_small_done: set[int] = set()
+
+    def task(key: str) -> str:
+        ran[key] = threading.get_ident()
+        if not small_done.is_set():
+            before_small_done.add(threading.get_ident())
+        time.sleep(0.03)
+        return key.upper()
+
+    def compute(key: str) -> object:
+        if key == "small":
+            small_thread.append(threading.get_ident())
+            time.sleep(0.1)
+            small_done.set()
+            return None
+        return (run_beside(tasks, task), threading.get_ident())
+
+    with threads_limit(2):
+        result = run_sections(["big", "small"], compute, threads=2)
+    values, big_thread = result["big"]  # type: ignore[misc]
+    assert list(values) == tasks and values == {k: k.upper() for k in tasks}
+    assert before_small_done == {big_thread}  # the other worker took none while busy with its own key
+    assert set(ran.values()) == {big_thread, small_thread[0]}  # and some once idle
+
+
+def test_run_beside_raises_the_error_of_the_first_failing_task_in_order() -> None:
+    def task(key: str) -> str:
+        if key in ("b", "c"):
+            raise ValueError(key)
+        return key
+
+    def compute(key: str) -> object:
+        return run_beside(["a", "b", "c", "d"], task) if key == "big" else time.sleep(0.05)
+
+    with pytest.raises(ValueError, match="^b$"):
+        run_sections(["big", "small"], compute, threads=2)
+    assert run_sections(["x"], lambda key: run_beside(["a"], str.upper), threads=2) == {"x": {"a": "A"}}
 
 
 def test_usable_threads_is_one_or_two() -> None:

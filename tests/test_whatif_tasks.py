@@ -1,5 +1,5 @@
 """The what-if section's replays as tasks on two threads (analyses/whatif.py: the critical path, each remedy and
-the model replay run by schedule.run_sections) give the block that one task at a time gives, in the same order
+the model replay run by schedule.run_beside: on a second thread, or on analyze's other worker once idle) give the block that one task at a time gives, in the same order
 (the remedies' order ties are broken by REMEDIES' order, whichever thread finished first), and the graph size
 limit above which the tasks run one at a time holds. The Context's values computed on first use (step_of, the
 recorded outcome) are what the eager computation gave."""
@@ -44,19 +44,24 @@ def test_two_threads_give_the_block_of_one(name: str) -> None:
 
 def test_large_graphs_run_their_tasks_one_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
     trace = tracelens.load(str(FIXTURES / TRACES[1]))
-    seen: list[int] = []
-    original = whatif_module.run_sections
+    seen: list[str] = []
+    one_at_a_time, beside = whatif_module.run_sections, whatif_module.run_beside
 
-    def recording(order: list[str], compute: object, *, threads: int) -> dict[str, object]:
-        seen.append(threads)
-        return original(order, compute, threads=threads)  # type: ignore[arg-type]
+    def recording_one(order: list[str], compute: object, *, threads: int) -> dict[str, object]:
+        seen.append(f"threads={threads}")
+        return one_at_a_time(order, compute, threads=threads)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(whatif_module, "run_sections", recording)
+    def recording_beside(order: list[str], compute: object) -> dict[str, object]:
+        seen.append("beside")
+        return beside(order, compute)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(whatif_module, "run_sections", recording_one)
+    monkeypatch.setattr(whatif_module, "run_beside", recording_beside)
     with threads_limit(2):
         small = whatif_module.whatif(trace)
         monkeypatch.setattr(whatif_module, "TWO_THREADS_MAX_POINTS", 0)
         large = whatif_module.whatif(trace)
-    assert seen == [2, 1]
+    assert seen == ["beside", "threads=1"]
     assert json.dumps(small) == json.dumps(large)
 
 

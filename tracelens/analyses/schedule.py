@@ -10,6 +10,10 @@ that safe and the document unchanged:
   never runs beside another exclusive one, so analyze's peak memory is that of one big section plus a small
   one, not two big ones; except the pairs named (``analyses.EXCLUSIVE_PAIRS``), whose peak together was
   measured to fit.
+
+A key may split its own work into tasks (:func:`run_beside`): the calling thread runs them in order, and the run's
+other worker takes them only once it has no key of its own to start, so the split adds no thread beside two busy
+ones.
 """
 
 from __future__ import annotations
@@ -18,7 +22,9 @@ import contextlib
 import contextvars
 import os
 import threading
+from collections import deque
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 # More threads would add a section's working arrays to the peak memory each, for little more speed: the
@@ -52,6 +58,21 @@ def threads_limit(threads: int | None) -> Iterator[None]:
     finally:
         if token is not None:
             _THREADS.reset(token)
+
+
+class _IdleWorkers:
+    """Work offered to the workers of a :func:`run_sections` that have nothing of their own to start: the tasks of
+    :func:`run_beside` calls made by the keys running on the other workers (each entry a no-argument callable)."""
+
+    def __init__(self, changed: threading.Condition) -> None:
+        self.changed = changed  # the run's condition: guards ``offered`` too
+        self.offered: deque[Callable[[], object]] = deque()
+
+
+# The idle workers of the run_sections whose worker computes the current key (None outside one).
+_IDLE: contextvars.ContextVar[_IdleWorkers | None] = contextvars.ContextVar(
+    "tracelens_idle_workers", default=None
+)
 
 
 class LastReaders:
@@ -110,6 +131,7 @@ def run_sections(
     results: dict[str, Any] = {}
     errors: dict[str, BaseException] = {}
     changed = threading.Condition()
+    idle = _IdleWorkers(changed)
 
     def next_key() -> str | None:
         """The key to start now (called holding ``changed``); None: nothing may start yet."""
@@ -120,17 +142,30 @@ def run_sections(
         return None
 
     def worker() -> None:
+        _IDLE.set(
+            idle
+        )  # this thread's context (a copy): the keys it computes may offer their tasks (run_beside)
         while True:
             with changed:
                 while True:
-                    if not pending or errors:
+                    if errors:
                         return
-                    key = next_key()
+                    key = next_key() if pending else None
                     if key is not None:
                         break
+                    if idle.offered:  # nothing of the run may start now: a task another key offered
+                        break
+                    if not pending and not running:
+                        return
                     changed.wait()
-                pending.remove(key)
-                running.add(key)
+                if key is None:
+                    task = idle.offered.popleft()
+                else:
+                    pending.remove(key)
+                    running.add(key)
+            if key is None:
+                task()  # records its own outcome (run_beside)
+                continue
             try:
                 value = compute(key)
             except BaseException as err:  # handed to the calling thread, which raises it
@@ -156,6 +191,63 @@ def run_sections(
         thread.start()
     for thread in workers:
         thread.join()
+    if errors:
+        raise errors[next(key for key in order if key in errors)]
+    return {key: results[key] for key in order}
+
+
+def run_beside(order: Sequence[str], compute: Callable[[str], Any]) -> dict[str, Any]:
+    """``{key: compute(key)}`` for every key of ``order``, taken in order by the calling thread and, inside a key of
+    :func:`run_sections`, by the run's workers that have nothing of their own to start (each task in a copy of the
+    caller's context); outside one, on :func:`usable_threads` threads as :func:`run_sections` runs them.
+
+    Why: a key that splits its work into tasks for a second thread paid for it (each thread's working arrays in
+    fresh pages, both competing for memory bandwidth) while the run's other worker kept the second core busy with
+    keys of its own; so the second core takes the tasks only once it is idle. If tasks fail, no new task starts,
+    the running ones finish, and the error of the failed key that comes first in ``order`` is raised."""
+    idle = _IDLE.get()
+    if idle is None or len(order) <= 1:
+        return run_sections(order, compute, threads=usable_threads())
+    todo = deque(order)
+    results: dict[str, Any] = {}
+    errors: dict[str, BaseException] = {}
+    done = threading.Condition()
+    running = 0
+
+    def run_next() -> bool:
+        """Computes the next key not yet started; False when none is left (or a task failed)."""
+        nonlocal running
+        with done:
+            if not todo or errors:
+                return False
+            key = todo.popleft()
+            running += 1
+        try:
+            value = compute(key)
+        except BaseException as err:  # raised by the calling thread
+            with done:
+                errors[key] = err
+        else:
+            with done:
+                results[key] = value
+        finally:
+            with done:
+                running -= 1
+                done.notify_all()
+        return True
+
+    offered = [partial(contextvars.copy_context().run, run_next) for _ in range(len(order) - 1)]
+    with idle.changed:
+        idle.offered.extend(offered)
+        idle.changed.notify_all()
+    while run_next():
+        pass
+    with idle.changed:  # the offers no idle worker took: nothing left for them
+        mine = set(map(id, offered))
+        idle.offered = deque(task for task in idle.offered if id(task) not in mine)
+    with done:
+        while running:
+            done.wait()
     if errors:
         raise errors[next(key for key in order if key in errors)]
     return {key: results[key] for key in order}

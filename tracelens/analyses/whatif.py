@@ -24,7 +24,7 @@ from ..replay.graph import GPU_START, Graph, point_rows
 from ..replay.remedies import NOT_MODELED, NOT_MODELED_REASONS, REMEDIES, Context, Outcome
 from ..trace import DRIVER, GPU_ACTIVITY_KINDS, RUNTIME, STEP, Trace
 from .columns import event_columns
-from .schedule import run_sections, usable_threads
+from .schedule import run_beside, run_sections
 
 
 def relative(replayed: float | None, recorded: float | None) -> float | None:
@@ -214,16 +214,20 @@ def whatif(trace: Trace) -> dict[str, Any]:
                 f"compiled solver: {cuts:,} (limit {MAX_CUTS_WITHOUT_SOLVER:,})"
             )
     # the replays after the graph: each remedy (its model and its replay), the model replay and the critical
-    # path read the context only, so they run as tasks on two threads where the graph is small enough that a
-    # second task's working arrays beside the first's are cheap (TWO_THREADS_MAX_POINTS); one at a time in this
-    # order otherwise (each task keeps what its entry says, not its replay's times)
+    # path read the context only, so they run as tasks on a second thread too where the graph is small enough that
+    # a second task's working arrays beside the first's are cheap (TWO_THREADS_MAX_POINTS): within analyze, only on
+    # its other worker once that has no section of its own to run (schedule.run_beside: two threads while the other
+    # worker ran sections cost ~3% of the process's CPU on the 406 MB Kineto trace for no wall time); one at a time
+    # in this order otherwise (each task keeps what its entry says, not its replay's times)
     tasks: dict[str, Callable[[], Any]] = {
         CRITICAL_TASK: lambda: critical_path(g, ctx.base.times, trace, ctx.step_of),
         **{cause: partial(_remedy_task, ctx, cause) for cause in REMEDIES},
         MODEL_TASK: lambda: _model_replay(ctx),
     }
-    threads = usable_threads() if g.size <= TWO_THREADS_MAX_POINTS else 1
-    done = run_sections(list(tasks), lambda key: tasks[key](), threads=threads)
+    if g.size <= TWO_THREADS_MAX_POINTS:
+        done = run_beside(list(tasks), lambda key: tasks[key]())
+    else:
+        done = run_sections(list(tasks), lambda key: tasks[key](), threads=1)
     remedies: list[dict[str, Any]] = [done[cause] for cause in REMEDIES if done[cause] is not None]
     # largest gain first: by the step time where the trace has steps (the steady state), else by the span
     remedies.sort(key=lambda r: (float(r["predicted_step_ns"] or 0.0), -int(r["gain_ns"])))
