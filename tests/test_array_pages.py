@@ -117,6 +117,40 @@ def test_an_array_outliving_the_scope_is_unmapped_when_freed() -> None:
     assert after["unmapped_bytes"] - before["unmapped_bytes"] == 6 * MiB
 
 
+def test_a_donated_mapping_s_pages_serve_the_next_arrays() -> None:
+    """memory.donate_pages: a page_buffer's pages move into the cache (whole 2 MiB multiples, only while a scope
+    is open); the buffer stays usable (zero pages); arrays that take them hold what numpy promises."""
+    import mmap
+
+    assert memory.donate_pages(bytearray(8 * MiB)) == 0  # not a mapping
+    outside = memory.page_buffer(8 * MiB, False)
+    assert memory.donate_pages(outside) == 0  # no scope open: nothing moves
+    start = counters()
+    with memory.reusing_array_pages():
+        ring = memory.page_buffer(9 * MiB, False)
+        assert isinstance(ring, mmap.mmap)
+        ring[:] = b"x" * len(ring)
+        assert memory.donate_pages(ring) == 8 * MiB  # the 2 MiB multiple; the last MiB stays
+        assert ring[: 8 * MiB].count(b"\0") == 8 * MiB and ring[8 * MiB :] == b"x" * MiB
+        ring[:4] = b"abcd"  # still the buffer's own memory
+        assert ring[:4] == b"abcd"
+        assert counters()["cached_bytes"] == 8 * MiB
+        zeros = np.zeros(6 * MiB, np.uint8)  # the donated pages, cleared
+        taken = np.empty(2 * MiB, np.uint8)
+        assert not zeros.any()
+        taken[:] = 7
+        zeros[:] = 3
+        assert taken.min() == 7 and zeros.max() == 3
+        after = counters()
+        assert after["fresh_bytes"] == start["fresh_bytes"]
+        assert after["donated_bytes"] - start["donated_bytes"] == 8 * MiB
+        ring.close()
+        assert taken.min() == 7 and zeros.max() == 3  # unmapping the buffer leaves the moved pages
+        del zeros, taken
+    assert counters()["cached_bytes"] == 0
+    outside.close()
+
+
 def test_release_free_memory_unmaps_the_cache() -> None:
     with memory.reusing_array_pages():
         freed = np.ones(10 * MiB, np.uint8)

@@ -119,3 +119,20 @@ def test_the_ring_asks_the_page_policy(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(split, "page_buffer", recording_buffer)
     assert _pieces(DEMO, 4096, 3) == _pieces(DEMO, 4096, 0)
     assert asked == [(4096, False)] * 3
+
+
+def test_the_ring_s_pages_go_to_the_arrays_once_the_stream_ends(monkeypatch: pytest.MonkeyPatch) -> None:
+    """After the rest is yielded and the caller asks for more (every events piece done), the ring's buffers are
+    handed to the page cache (memory.donate_pages), not before: no piece is read after its pages left."""
+    from tracelens.ingest.kineto import split
+
+    donated: list[object] = []
+    monkeypatch.setattr(split, "donate_pages", donated.append)
+    stream = split_stream(DEMO, _NoProgress(), 4096, 3)
+    for kind, _payload, _shift in stream:
+        assert not donated
+        if kind == "rest":
+            break
+    assert not donated
+    assert next(stream, None) is None
+    assert len(donated) == 3

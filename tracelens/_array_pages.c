@@ -77,7 +77,7 @@ static size_t *live_cap;
 static size_t live_slots, live_used;
 
 static struct {
-    unsigned long long allocations, reused_bytes, fresh_bytes, fresh_while_cached, moves, splits, unmapped;
+    unsigned long long allocations, reused_bytes, fresh_bytes, fresh_while_cached, moves, splits, unmapped, donated;
 } stats;
 
 static size_t slot_of(uintptr_t key) {
@@ -365,6 +365,41 @@ static size_t flush_cache(void) {
 
 static void set_min_big_here(size_t n) { min_big = n ? n : 1; }
 
+/* Moves the pages of [p, p + size) (page aligned, a private anonymous mapping its owner unmaps later) into the
+ * cache while a scope is open: the whole 2 MiB multiple of its size, if at least MIN_BIG. MREMAP_DONTUNMAP
+ * leaves the owner's range mapped (empty: zero pages if touched again), so its own munmap stays its own.
+ * The bytes moved; 0 when nothing was (no scope, too small, or a kernel without MREMAP_DONTUNMAP). */
+static size_t donate_here(char *p, size_t size) {
+#ifdef MREMAP_DONTUNMAP
+    size_t n = size & ~(HUGE_PAGE - 1);
+    if (n < MIN_BIG || ((uintptr_t)p & 4095)) return 0;
+    pthread_mutex_lock(&lock);
+    long open = scopes;
+    pthread_mutex_unlock(&lock);
+    if (!open) return 0;
+    char *dest = map_aligned(n, PROT_NONE);
+    if (!dest) return 0;
+    if (mremap(p, n, n, MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP, dest) == MAP_FAILED) {
+        munmap(dest, n);
+        return 0;
+    }
+    pthread_mutex_lock(&lock);
+    if (scopes > 0) {
+        cache_add(dest, n);
+        stats.donated += n;
+    } else {
+        munmap(dest, n);
+        n = 0;
+    }
+    pthread_mutex_unlock(&lock);
+    return n;
+#else
+    (void)p;
+    (void)size;
+    return 0;
+#endif
+}
+
 static long set_scopes(long delta) {
     pthread_mutex_lock(&lock);
     scopes += delta;
@@ -381,7 +416,7 @@ static DataAllocator small;
 static PyObject *small_capsule;
 static int small_ready;
 static struct {
-    unsigned long long allocations, reused_bytes, fresh_bytes, fresh_while_cached, moves, splits, unmapped;
+    unsigned long long allocations, reused_bytes, fresh_bytes, fresh_while_cached, moves, splits, unmapped, donated;
 } stats;
 static size_t cached_bytes;
 static int available_here(void) { return 0; }
@@ -389,6 +424,11 @@ static void prepare_fork_safety(void) {}
 static size_t flush_cache(void) { return 0; }
 static long set_scopes(long delta) { (void)delta; return 0; }
 static void set_min_big_here(size_t n) { (void)n; }
+static size_t donate_here(char *p, size_t size) {
+    (void)p;
+    (void)size;
+    return 0;
+}
 
 #endif
 
@@ -490,13 +530,25 @@ static PyObject *flush(PyObject *self, PyObject *unused) {
     Py_END_ALLOW_THREADS return PyLong_FromSize_t(released);
 }
 
+/* donate(buffer): the pages of a writable buffer that is a private anonymous mapping (an mmap.mmap), moved
+ * into the cache (donate_here); returns the bytes moved. The buffer's contents are gone after (zero pages). */
+static PyObject *donate(PyObject *self, PyObject *arg) {
+    (void)self;
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_WRITABLE) < 0) return NULL;
+    size_t moved;
+    Py_BEGIN_ALLOW_THREADS moved = donate_here((char *)view.buf, (size_t)view.len);
+    Py_END_ALLOW_THREADS PyBuffer_Release(&view);
+    return PyLong_FromSize_t(moved);
+}
+
 static PyObject *counters(PyObject *self, PyObject *unused) {
     (void)self;
     (void)unused;
-    return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:n}", "allocations", stats.allocations, "reused_bytes",
+    return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:n}", "allocations", stats.allocations, "reused_bytes",
                          stats.reused_bytes, "fresh_bytes", stats.fresh_bytes, "fresh_while_cached",
                          stats.fresh_while_cached, "moves", stats.moves, "splits", stats.splits, "unmapped_bytes",
-                         stats.unmapped, "cached_bytes", (Py_ssize_t)cached_bytes);
+                         stats.unmapped, "donated_bytes", stats.donated, "cached_bytes", (Py_ssize_t)cached_bytes);
 }
 
 static PyObject *available(PyObject *self, PyObject *unused) {
@@ -511,6 +563,7 @@ static PyMethodDef methods[] = {
     {"enable", enable, METH_O, "enable(+1/-1): open or close a reusing scope (the last closing flushes)"},
     {"set_min_big", set_min_big, METH_O, "set_min_big(bytes): the smallest array served here (tests)"},
     {"flush", flush, METH_NOARGS, "unmap the cached pages; returns their bytes"},
+    {"donate", donate, METH_O, "donate(mmap): move a mapping's pages into the cache; returns the bytes moved"},
     {"counters", counters, METH_NOARGS, "allocation counters"},
     {"available", available, METH_NOARGS, "whether this platform supports the handler"},
     {NULL, NULL, 0, NULL},

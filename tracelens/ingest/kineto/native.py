@@ -11,6 +11,7 @@ import msgspec
 import numpy as np
 
 from ...trace import GPU_ANNOTATION
+from . import row_chunks
 from .blocks import (
     DEVICE_SIDE,
     KIND_CODE,
@@ -237,8 +238,11 @@ def _prepared_columns(scanned: dict[str, Any]) -> dict[str, Any]:
     if sizes is None:  # a row to drop (or no scanner function): the numpy steps
         return prepare_block(_scanned_columns(scanned))
     counts = {"row": n, "gpu": sizes[0], "launch": sizes[1]}
+    chunks = row_chunks.current()  # the int64 row columns from shared chunks, for big traces (row_chunks.py)
     made = {
-        key: np.empty((counts[per], 3) if key in ("grid", "block") else counts[per], dtype=dtype)
+        key: chunks.column(key, n)
+        if chunks is not None and key in row_chunks.CHUNKED_KEYS
+        else np.empty((counts[per], 3) if key in ("grid", "block") else counts[per], dtype=dtype)
         for key, dtype, per in _PREPARED
     }
     pid_exact, tid_exact, nested = module.prepare_scanned(*sources, tuple(made.values()))

@@ -19,6 +19,7 @@ from . import native
 from .msgspec_engine import block_columns, decode_events, decode_header, decode_rest
 from .native import scan_block, scan_document
 from .prepare import prepare_block
+from .row_chunks import row_chunks
 from .split import EventsText, split_stream
 from .table import Columns
 from .threads import executor, thread_budget
@@ -82,6 +83,7 @@ def _read(path: Path, options: dict[str, Any]) -> Trace:
     document: dict[str, Any] = {}
     with (
         progress_bar(f"reading {path.name}", total=size) as progress,
+        row_chunks(json_bytes),  # (set before the workers start: their tasks run in copies of this context)
         _BlockDecoder(path, engine, workers) as decoder,
     ):
         # The blocks are inflated into a ring of buffers one longer than the blocks in flight: a block's buffer

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import InputError
-from ...memory import huge_pages_pay, page_buffer
+from ...memory import donate_pages, huge_pages_pay, page_buffer
 from ..compression import GZIP_ERRORS, gzip_inflater, gzip_reader
 from . import native
 
@@ -45,6 +45,13 @@ class _Ring:
 
     def keep(self) -> None:
         self.turn += 1
+
+    def donate(self) -> None:
+        """Once no piece refers to the buffers any more: their pages go to the big arrays the table build
+        maps next (:func:`memory.donate_pages`), not back to the kernel."""
+        for buffer in self.buffers:
+            donate_pages(buffer)
+        self.buffers = []
 
 
 def _blocks(path: Path, progress: Any, block_bytes: int, ring: _Ring | None) -> Iterator[Any]:
@@ -230,3 +237,5 @@ def split_stream(
     else:
         held.append(tail)
         yield "rest", b"".join(held), 0
+    if ring is not None:  # the caller asked for more after the rest: it is done with every events piece
+        ring.donate()
