@@ -129,13 +129,19 @@ def test_run_beside_takes_the_other_worker_only_once_it_is_idle() -> None:
     tasks = [f"t{i}" for i in range(8)]
     ran: dict[str, int] = {}
     small_done = threading.Event()
+    other_took_one = threading.Event()
     small_thread: list[int] = []
+    big_thread: list[int] = []
     before_small_done: set[int] = set()
 
     def task(key: str) -> str:
         ran[key] = threading.get_ident()
         if not small_done.is_set():
             before_small_done.add(threading.get_ident())
+        elif threading.get_ident() != big_thread[0]:
+            other_took_one.set()
+        else:  # idle now, the other worker must take a task: this one waits for that (not on timing)
+            other_took_one.wait(5)
         time.sleep(0.03)
         return key.upper()
 
@@ -145,14 +151,16 @@ def test_run_beside_takes_the_other_worker_only_once_it_is_idle() -> None:
             time.sleep(0.1)
             small_done.set()
             return None
+        big_thread.append(threading.get_ident())
         return (run_beside(tasks, task), threading.get_ident())
 
     with threads_limit(2):
         result = run_sections(["big", "small"], compute, threads=2)
-    values, big_thread = result["big"]  # type: ignore[misc]
+    values, ident = result["big"]  # type: ignore[misc]
+    assert ident == big_thread[0]
     assert list(values) == tasks and values == {k: k.upper() for k in tasks}
-    assert before_small_done == {big_thread}  # the other worker took none while busy with its own key
-    assert set(ran.values()) == {big_thread, small_thread[0]}  # and some once idle
+    assert before_small_done == {ident}  # the other worker took none while busy with its own key
+    assert other_took_one.is_set() and set(ran.values()) == {ident, small_thread[0]}  # and some once idle
 
 
 def test_run_beside_raises_the_error_of_the_first_failing_task_in_order() -> None:
