@@ -36,8 +36,9 @@ TOLERANCE = {"input": 0.15, "launch": 0.15, "sync": 0.15, "memcpy": 0.15, "occup
 # Held out on a second H200 (2026-11-27, a VM whose host ran the same script ~1.6x slower): predictions outside the
 # tolerance, each a strict xfail (it fails the day the prediction comes within it). docs/analyses.md has the figures.
 SYNC_MISS = (
-    "+45%: the host ran every op ~30% slower while it synchronized after each product; the replay keeps each "
-    "recorded host time, so dropping the syncs leaves the step host-paced"
+    "+45%: the host ran every op ~30% slower while it synchronized after each product (under the profiler: without "
+    "it, fixtures/gpu/probe_wake_up.py sees no slow-down after .item()); the replay keeps each recorded host time, so "
+    "dropping the syncs leaves the step host-paced"
 )
 INPUT_MISS = (
     "+22%: the before-run's GPU work spans 3.7 ms per step against 3.3 ms in the after-run (the same kernels), and "
@@ -45,8 +46,8 @@ INPUT_MISS = (
 )
 MEMCPY_MISS = (
     "+15.2%: the host ops right after each 10 ms blocking pageable copy ran 4-8x slower than the same ops in the "
-    "after-run (aten::mm 265 against 31 us, aten::sum 107 against 28 us; the pinned bandwidth is 54-55 GB/s in both), "
-    "and the replay keeps those host times on its critical path"
+    "after-run (aten::mm 265 against 31 us, aten::sum 107 against 28 us; the pinned bandwidth is 54-55 GB/s in both; "
+    "fixtures/gpu/probe_wake_up.py sees the same without the profiler), and the replay keeps those host times"
 )
 KNOWN_MISSES = {
     ("sync", "h200_vm"): SYNC_MISS,
