@@ -142,9 +142,8 @@ def run_sections(
         return None
 
     def worker() -> None:
-        _IDLE.set(
-            idle
-        )  # this thread's context (a copy): the keys it computes may offer their tasks (run_beside)
+        # this thread's context (a copy): the keys it computes may offer their tasks (run_beside)
+        _IDLE.set(idle)
         while True:
             with changed:
                 while True:
