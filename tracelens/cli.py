@@ -221,8 +221,7 @@ def _analyze_one(path: str, *, run_name: str | None = None) -> Document:
 
         if looks_like_document(path):
             return load_document(path)
-        import_ahead(["tracelens.ingest", "tracelens.analyses", "tracelens.memory", "tracelens.enrich"])
-        import_ahead(_reader_module(path))
+        import_ahead(["tracelens.ingest", "tracelens.analyses", "tracelens.memory"])
         from . import load
         from .analyses import SECTIONS
         from .analyses import analyze as run_analyses
@@ -230,8 +229,9 @@ def _analyze_one(path: str, *, run_name: str | None = None) -> Document:
 
         options = {"run": run_name} if run_name else {}
         sections = ["pandas", *(f"{run_analyses.__module__}.{key}" for key in SECTIONS)]
-        # the load's and the analyses' buffers, and the imports' heap (memory.small_pages)
+        # the load's and the analyses' buffers, and the reader's and the sections' imports' heap (memory.small_pages)
         with small_pages():
+            import_ahead(_reader_module(path))
             trace = load(path, **options)
             import_ahead(sections)
             # the trace is this call's alone: its event columns go as soon as no section still to run reads them
