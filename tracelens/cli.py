@@ -477,8 +477,8 @@ def entry() -> int:
 def _exit_at_once(status: int) -> None:
     """End the process with ``status`` now: the exit functions run (``atexit``: coverage, logging, finalizers) and
     stdout and stderr flushed first, then ``os._exit``, which skips the interpreter's teardown: freeing every module
-    and object one by one, 25-30 ms of an analyze of the 406 MB Kineto trace (~15% of the demo trace's) that the
-    OS does at once by dropping the process's memory. tracelens has closed its files by then. Returns (the normal
+    and object one by one, 25-30 ms of wall and CPU whatever the trace (~5% of the demo trace's whole process),
+    where the OS drops the process's memory at once. tracelens has closed its files by then. Returns (the normal
     exit follows) where a thread other than this one is alive (the interpreter would wait for it) or a flush
     fails (a closed pipe: the normal exit reports it as before)."""
     if threading.active_count() > 1:
