@@ -15,7 +15,7 @@ import pytest
 import tracelens
 from tracelens.cli import main
 from tracelens.document import dumps
-from tracelens.preload import imported_ahead
+from tracelens.preload import frozen_imports, imported_ahead
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "demo.pt.trace.json.gz"
 
@@ -67,6 +67,37 @@ def test_someone_elses_freeze_is_not_undone():
     with imported_ahead(["json"]):
         pass
     assert gc.get_freeze_count() >= before > 0
+
+
+def test_each_import_ahead_freezes_what_it_imported_until_the_block_ends():
+    gc.enable()
+    with frozen_imports() as import_ahead:
+        import_ahead(["json"])
+        first = gc.get_freeze_count()
+        assert first > 0 and gc.isenabled()
+        held = [[] for _ in range(100)]  # objects made between the calls are frozen by the next one
+        import_ahead([])
+        assert gc.get_freeze_count() >= first + len(held)
+        assert gc.isenabled()
+    assert gc.get_freeze_count() == 0 and gc.isenabled()
+
+
+def test_frozen_imports_leave_someone_elses_freeze_and_a_paused_collector():
+    gc.freeze()
+    before = gc.get_freeze_count()
+    gc.disable()
+    with frozen_imports() as import_ahead:
+        import_ahead(["json"])
+        assert not gc.isenabled()
+    assert gc.get_freeze_count() >= before > 0 and not gc.isenabled()
+
+
+def test_an_error_in_a_frozen_imports_block_unfreezes():
+    gc.enable()
+    with pytest.raises(RuntimeError), frozen_imports() as import_ahead:
+        import_ahead(["tracelens.no_such_module_here"])
+        raise RuntimeError("read failed")
+    assert gc.get_freeze_count() == 0 and gc.isenabled()
 
 
 def test_cli_document_is_the_librarys(tmp_path):
