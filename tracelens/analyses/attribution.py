@@ -142,7 +142,7 @@ def _thread_codes(cols: EventColumns, rows: np.ndarray) -> tuple[np.ndarray, np.
     uniques, local_firsts = [], []
     for lo in range(0, rows.size, HOST_BLOCK):  # a loop over blocks of rows
         block = rows[lo : lo + HOST_BLOCK]
-        code, seen, at = first_seen_codes(thread_key(cols.pid[block], cols.tid[block]))
+        code, seen, at = pair_first_seen_codes(cols.pid[block], cols.tid[block])
         local[lo : lo + block.size] = code
         uniques.append(np.asarray(seen, np.int64))
         local_firsts.append(at + lo)
@@ -186,11 +186,37 @@ def first_seen_codes(key: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarra
     run_starts[0] = 0
     np.add(change, 1, out=run_starts[1:])
     del change
-    run_code, seen = pd.factorize(key[run_starts])
+    return _run_codes(key[run_starts], run_starts, key.size)
+
+
+def _run_codes(
+    run_keys: np.ndarray, run_starts: np.ndarray, size: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`first_seen_codes` of ``size`` keys constant over each run (``run_starts``: int64, the first 0,
+    ascending; ``run_keys``: each run's key): the runs' keys hashed, their codes repeated over the runs."""
+    run_code, seen = pd.factorize(run_keys)
     at = np.empty(len(seen), np.int64)
-    at[run_code[::-1]] = run_starts[::-1]
+    at[run_code[::-1]] = run_starts[::-1]  # the last write, each code's first run, stays
     # int32 codes (a thread count fits): the repeat writes half the bytes of intp codes
-    return np.repeat(run_code.astype(np.int32), np.diff(run_starts, append=key.size)), seen, at
+    return np.repeat(run_code.astype(np.int32), np.diff(run_starts, append=size)), seen, at
+
+
+def pair_first_seen_codes(pid: np.ndarray, tid: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``first_seen_codes(thread_key(pid, tid))``, with the key built at each run's first row only: the runs found
+    by comparing pid and tid themselves (two comparisons a row, not a key of every row built first: 1.3M host rows
+    in 2,243 runs on the 406 MB Kineto tile). Runs of equal (pid, tid) split the runs of equal keys at most
+    further (two pairs can share a key), which changes neither the codes nor the first positions."""
+    if pid.size == 0:
+        return first_seen_codes(thread_key(pid, tid))
+    change = tid[1:] != tid[:-1]
+    change |= pid[1:] != pid[:-1]
+    if np.count_nonzero(change) > _RUNS_SHARE * pid.size:  # keys that change often: hashed one by one
+        return first_seen_codes(thread_key(pid, tid))
+    run_starts = np.flatnonzero(change).astype(np.int64)
+    del change
+    run_starts += 1
+    run_starts = np.concatenate([np.zeros(1, np.int64), run_starts])
+    return _run_codes(thread_key(pid[run_starts], tid[run_starts]), run_starts, pid.size)
 
 
 def _coded_thread_codes(pid: CodedInts, tid: CodedInts, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
