@@ -348,6 +348,7 @@ static PyObject *cut_levels(PyObject *self, PyObject *args);
 static PyObject *take_pieces(PyObject *self, PyObject *args);
 static PyObject *union_pieces(PyObject *self, PyObject *args);
 static PyObject *complement_pieces(PyObject *self, PyObject *args);
+static PyObject *intersect_pieces(PyObject *self, PyObject *args);
 static PyObject *level_coverage(PyObject *self, PyObject *args);
 
 static PyMethodDef methods[] = {
@@ -362,6 +363,8 @@ static PyMethodDef methods[] = {
      "b_windows, out_starts, out_ends, out_windows) -> count"},
     {"complement_pieces", complement_pieces, METH_VARARGS,
      "complement_pieces(starts, ends, windows, window_starts, window_ends, out_starts, out_ends) -> count"},
+    {"intersect_pieces", intersect_pieces, METH_VARARGS,
+     "intersect_pieces(starts, ends, windows, other_starts, other_ends, out_starts, out_ends, out_windows) -> count"},
     {"level_coverage", level_coverage, METH_VARARGS,
      "level_coverage(start, end, rows, category, thread, chosen, levels, window_starts, window_ends, out) -> bool"},
     {NULL, NULL, 0, NULL},
@@ -858,6 +861,78 @@ done:
     return result;
 }
 
+
+/* ---- The parts of pieces inside a union of sorted disjoint intervals (tracelens/analyses/level_cut.py) ----
+ *
+ * intersect_pieces(starts, ends, windows, other_starts, other_ends, out_starts, out_ends, out_windows): for each
+ * piece [starts[i], ends[i]) in order, its overlap with each of the other intervals it meets, in their order, where
+ * nonempty, with the piece's window: window_split.intersect's (and intervals.intersect's) answer, which pairs each
+ * piece with the others from the first ending after its start to the last starting before its end (two binary
+ * searches a piece, then repeats and gathers of every pair). Here one walk: the pieces' starts ascend, so the first
+ * other interval ending after a piece's start only moves forward. Returns the count (outs None: counted only), or
+ * -1 where the pieces' starts or the other starts or ends do not ascend (the caller's numpy path then). */
+
+static int ascending(const int64_t *x, int64_t n) {
+    for (int64_t i = 1; i < n; i++)
+        if (x[i] < x[i - 1]) return 0;
+    return 1;
+}
+
+static int64_t intersect_pass(const int64_t *as, const int64_t *ae, const int64_t *aw, int64_t na, const int64_t *bs,
+                              const int64_t *be, int64_t nb, int64_t *os, int64_t *oe, int64_t *ow) {
+    int64_t first = 0, o = 0;
+    for (int64_t i = 0; i < na; i++) {
+        int64_t s = as[i], e = ae[i];
+        while (first < nb && be[first] <= s) first++;
+        for (int64_t j = first; j < nb && bs[j] < e; j++) {
+            int64_t ps = s > bs[j] ? s : bs[j], pe = e < be[j] ? e : be[j];
+            if (pe > ps) {
+                if (os) {
+                    os[o] = ps;
+                    oe[o] = pe;
+                    ow[o] = aw[i];
+                }
+                o++;
+            }
+        }
+    }
+    return o;
+}
+
+static PyObject *intersect_pieces(PyObject *self, PyObject *args) {
+    PyObject *objs[8];
+    if (!PyArg_ParseTuple(args, "OOOOOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5], &objs[6],
+                          &objs[7]))
+        return NULL;
+    Py_buffer v[8];
+    int held[8] = {0}, outs;
+    PyObject *result = NULL;
+    if (get_int64s(objs, v, 8, 5, held, &outs) < 0) goto done;
+    int64_t na = v[0].len / 8, nb = v[3].len / 8;
+    if (v[1].len / 8 != na || v[2].len / 8 != na || v[4].len / 8 != nb) {
+        PyErr_SetString(PyExc_ValueError, "intersect_pieces: each list's arrays of equal length expected");
+        goto done;
+    }
+    int64_t count = -1;
+    Py_BEGIN_ALLOW_THREADS
+    if (ascending(v[0].buf, na) && ascending(v[3].buf, nb) && ascending(v[4].buf, nb))
+        count = intersect_pass(v[0].buf, v[1].buf, v[2].buf, na, v[3].buf, v[4].buf, nb, NULL, NULL, NULL);
+    Py_END_ALLOW_THREADS
+    if (outs && count >= 0) {
+        if (v[5].len / 8 != count || v[6].len / 8 != count || v[7].len / 8 != count) {
+            PyErr_SetString(PyExc_ValueError, "intersect_pieces: outs as long as the intersection expected");
+            goto done;
+        }
+        Py_BEGIN_ALLOW_THREADS
+        intersect_pass(v[0].buf, v[1].buf, v[2].buf, na, v[3].buf, v[4].buf, nb, v[5].buf, v[6].buf, v[7].buf);
+        Py_END_ALLOW_THREADS
+    }
+    result = PyLong_FromLongLong(count);
+done:
+    for (int k = 0; k < 8; k++)
+        if (held[k]) PyBuffer_Release(&v[k]);
+    return result;
+}
 
 /* ---- Each window's time covered by the union of the host rows through each level (tracelens/analyses/steps.py) --
  *
