@@ -349,6 +349,7 @@ static PyObject *take_pieces(PyObject *self, PyObject *args);
 static PyObject *union_pieces(PyObject *self, PyObject *args);
 static PyObject *complement_pieces(PyObject *self, PyObject *args);
 static PyObject *intersect_pieces(PyObject *self, PyObject *args);
+static PyObject *kept_thread_runs(PyObject *self, PyObject *args);
 static PyObject *level_coverage(PyObject *self, PyObject *args);
 
 static PyMethodDef methods[] = {
@@ -365,6 +366,8 @@ static PyMethodDef methods[] = {
      "complement_pieces(starts, ends, windows, window_starts, window_ends, out_starts, out_ends) -> count"},
     {"intersect_pieces", intersect_pieces, METH_VARARGS,
      "intersect_pieces(starts, ends, windows, other_starts, other_ends, out_starts, out_ends, out_windows) -> count"},
+    {"kept_thread_runs", kept_thread_runs, METH_VARARGS,
+     "kept_thread_runs(category, startup_rows, startup, pid, tid, out_rows, out_category, out_runs) -> (kept, runs)"},
     {"level_coverage", level_coverage, METH_VARARGS,
      "level_coverage(start, end, rows, category, thread, chosen, levels, window_starts, window_ends, out) -> bool"},
     {NULL, NULL, 0, NULL},
@@ -1063,6 +1066,122 @@ static PyObject *level_coverage(PyObject *self, PyObject *args) {
 done:
     free(scratch);
     for (int k = 0; k < 9; k++)
+        if (held[k]) PyBuffer_Release(&v[k]);
+    return result;
+}
+
+
+/* ---- The host rows, their categories and their runs of one thread, in one pass (tracelens/analyses/kept_runs.py) --
+ *
+ * kept_thread_runs(category, startup_rows, startup, pid, tid, out_rows, out_category, out_runs): the event rows
+ * whose category (int8 per event row; `startup` instead at the ascending int64 rows startup_rows) is >= 0, in
+ * order, written to out_rows (int32 or int64) with that category (out_category, int8), and the positions among them
+ * (int64, into out_runs) where a run of rows of one (pid, tid) begins (pid, tid: 4 or 8 bytes per event row): the
+ * first kept row, then each kept row whose pid or tid differs from the kept row before it. What attribution.host_rows
+ * did by a flatnonzero of the categories, gathers of pid and tid at the 1.3M rows found (406 MB Kineto tile) and
+ * comparisons of them; here each event row is read where it stands, once. outs None: nothing written, the rows
+ * only counted. Returns (kept rows, runs); runs -1 where out_runs is too short for them (the rows are still all
+ * written: the caller hashes their threads then). The GIL is released during the pass. */
+
+static int64_t kept_runs_pass(const int8_t *category, int64_t n, const int64_t *startup_rows, int64_t ns, int8_t startup,
+                              const void *pid, int pid_size, const void *tid, int tid_size, void *out_rows,
+                              int row_size, int8_t *out_category, int64_t *out_runs, int64_t runs_cap,
+                              int64_t *runs) {
+    int64_t k = 0, r = 0, p = 0, last_pid = 0, last_tid = 0;
+    for (int64_t i = 0; i < n; i++) {
+        int8_t c = category[i];
+        if (p < ns && startup_rows[p] == i) {
+            c = startup;
+            while (p < ns && startup_rows[p] == i) p++;
+        }
+        if (c < 0) continue;
+        if (out_rows) {
+            if (row_size == 4)
+                ((int32_t *)out_rows)[k] = (int32_t)i;
+            else
+                ((int64_t *)out_rows)[k] = i;
+            out_category[k] = c;
+            int64_t a = read_code(pid, pid_size, i), b = read_code(tid, tid_size, i);
+            if (k == 0 || a != last_pid || b != last_tid) {
+                if (r < runs_cap) out_runs[r] = k;
+                r++;
+                last_pid = a;
+                last_tid = b;
+            }
+        }
+        k++;
+    }
+    *runs = r;
+    return k;
+}
+
+static PyObject *kept_thread_runs(PyObject *self, PyObject *args) {
+    PyObject *objs[7];
+    int startup;
+    if (!PyArg_ParseTuple(args, "OOiOOOOO", &objs[0], &objs[1], &startup, &objs[2], &objs[3], &objs[4], &objs[5],
+                          &objs[6]))
+        return NULL;
+    static const char *names[7] = {"category", "startup_rows", "pid", "tid", "out_rows", "out_category", "out_runs"};
+    static const int sizes[7] = {1, 8, 4 | 8, 4 | 8, 4 | 8, 1, 8};
+    Py_buffer v[7];
+    int held[7] = {0};
+    PyObject *result = NULL;
+    int outs = objs[4] != Py_None;
+    for (int k = 0; k < 7; k++) {
+        if (k >= 4 && !outs) continue;
+        if (get_ints(objs[k], &v[k], names[k], sizes[k]) < 0) goto done;
+        held[k] = 1;
+        if (k >= 4 && v[k].readonly) {
+            PyErr_Format(PyExc_TypeError, "%s: a writable array expected", names[k]);
+            goto done;
+        }
+    }
+    if (startup < -128 || startup > 127) {
+        PyErr_SetString(PyExc_ValueError, "startup: an int8 expected");
+        goto done;
+    }
+    int64_t n = v[0].len, ns = v[1].len / 8;
+    if (v[2].len / v[2].itemsize != n || v[3].len / v[3].itemsize != n) {
+        PyErr_SetString(PyExc_ValueError, "kept_thread_runs: category, pid, tid: one value per event row expected");
+        goto done;
+    }
+    const int64_t *startup_rows = v[1].buf;
+    for (int64_t q = 1; q < ns; q++) {
+        if (startup_rows[q] < startup_rows[q - 1]) {
+            PyErr_SetString(PyExc_ValueError, "kept_thread_runs: startup rows ascending expected");
+            goto done;
+        }
+    }
+    int64_t kept, runs;
+    if (!outs) {
+        Py_BEGIN_ALLOW_THREADS
+        kept = kept_runs_pass(v[0].buf, n, startup_rows, ns, (int8_t)startup, v[2].buf, (int)v[2].itemsize, v[3].buf,
+                              (int)v[3].itemsize, NULL, 4, NULL, NULL, 0, &runs);
+        Py_END_ALLOW_THREADS
+        result = Py_BuildValue("(LL)", (long long)kept, (long long)0);
+        goto done;
+    }
+    int64_t cap = v[4].len / v[4].itemsize;
+    if (v[5].len != cap) {
+        PyErr_SetString(PyExc_ValueError, "kept_thread_runs: out_rows and out_category of one length expected");
+        goto done;
+    }
+    /* the rows are counted first: the outs must hold exactly that many */
+    Py_BEGIN_ALLOW_THREADS
+    kept = kept_runs_pass(v[0].buf, n, startup_rows, ns, (int8_t)startup, v[2].buf, (int)v[2].itemsize, v[3].buf,
+                          (int)v[3].itemsize, NULL, 4, NULL, NULL, 0, &runs);
+    Py_END_ALLOW_THREADS
+    if (kept != cap) {
+        PyErr_SetString(PyExc_ValueError, "kept_thread_runs: outs as long as the kept rows expected");
+        goto done;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    kept = kept_runs_pass(v[0].buf, n, startup_rows, ns, (int8_t)startup, v[2].buf, (int)v[2].itemsize, v[3].buf,
+                          (int)v[3].itemsize, v[4].buf, (int)v[4].itemsize, v[5].buf, v[6].buf, v[6].len / 8, &runs);
+    Py_END_ALLOW_THREADS
+    result = Py_BuildValue("(LL)", (long long)kept, (long long)(runs > v[6].len / 8 ? -1 : runs));
+done:
+    for (int k = 0; k < 7; k++)
         if (held[k]) PyBuffer_Release(&v[k]);
     return result;
 }

@@ -31,6 +31,7 @@ from ..trace import GPU_ACTIVITY_KINDS, Trace
 from .coded import CodedInts
 from .columns import DeviceBusy, EventColumns, device_busy, event_columns, memo, thread_key
 from .host_split import split_gaps
+from .kept_runs import kept_thread_runs
 from .launch import launch_pairs
 from .names import CAUSES, HOST_CATEGORY_PRIORITY, STARTUP, SYNC, code_mask, is_sync_copy
 from .startup import host_categories, one_time_work
@@ -68,12 +69,21 @@ class HostRows:
 def host_rows(trace: Trace) -> HostRows:
     def compute() -> HostRows:
         cols = event_columns(trace)
-        keep, cat = _kept_rows(
-            host_categories(trace),
-            one_time_work(trace).rows,
-            np.int32 if cols.start.size < 2**31 else np.int64,
+        base, startup_rows = host_categories(trace), one_time_work(trace).rows
+        row_type = np.int32 if cols.start.size < 2**31 else np.int64
+        # the rows, their categories and their threads' runs in one compiled pass over the event rows (no gathers of
+        # pid and tid at every host row), where built and the columns are plain arrays (not Nsight's thread codes)
+        passed = kept_thread_runs(
+            base, startup_rows, HOST_CATEGORY_PRIORITY.index(STARTUP), cols.pid, cols.tid, row_type
         )
-        codes, first = _thread_codes(cols, keep)  # (any row of each thread gives its pid/tid: its first)
+        if passed is None:
+            keep, cat = _kept_rows(base, startup_rows, row_type)
+            runs = None
+        else:
+            keep, cat, runs = passed
+        del base, startup_rows, passed
+        # (any row of each thread gives its pid/tid: its first)
+        codes, first = _thread_codes(cols, keep) if runs is None else _run_thread_codes(cols, keep, runs)
         # The name test at the sync rows only (a few of the host rows).
         sync_rows = np.flatnonzero(cat == HOST_CATEGORY_PRIORITY.index(SYNC))
         sync_copy = np.zeros(cat.size, bool)
@@ -162,6 +172,29 @@ def _thread_codes(cols: EventColumns, rows: np.ndarray) -> tuple[np.ndarray, np.
         here = np.full(keys.size, -1, np.int64)
         here[to_key] = local_firsts[i]  # each key's first row in the block (a key once per block)
         first = np.where(first >= 0, first, here)
+    return codes, first
+
+
+def _run_thread_codes(
+    cols: EventColumns, rows: np.ndarray, runs: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_thread_codes` of the rows from where their runs of one thread begin (``runs``, positions ascending,
+    the first 0: :func:`.kept_runs.kept_thread_runs`): a key built at each run's first row, the runs' keys hashed,
+    their codes into the sorted distinct keys repeated over the runs."""
+    at = rows[runs]
+    run_code, seen = pd.factorize(thread_key(cols.pid[at], cols.tid[at]))
+    del at
+    seen = np.asarray(seen, np.int64)
+    keys = np.sort(seen)  # (distinct already)
+    to_key = np.searchsorted(keys, seen)
+    first = np.full(keys.size, -1, np.int64)
+    first_run = np.empty(seen.size, np.int64)
+    first_run[run_code[::-1]] = runs[::-1]  # the last write, each key's first run, stays
+    first[to_key] = first_run
+    # the few keys' codes narrowed first: the repeat writes the rows' narrow codes
+    codes = np.repeat(
+        to_key.astype(_narrowest_code_type(keys.size))[run_code], np.diff(runs, append=rows.size)
+    )
     return codes, first
 
 
