@@ -348,6 +348,8 @@ static PyObject *cut_levels(PyObject *self, PyObject *args);
 static PyObject *take_pieces(PyObject *self, PyObject *args);
 static PyObject *union_pieces(PyObject *self, PyObject *args);
 static PyObject *complement_pieces(PyObject *self, PyObject *args);
+static PyObject *intersect_pieces(PyObject *self, PyObject *args);
+static PyObject *kept_thread_runs(PyObject *self, PyObject *args);
 static PyObject *level_coverage(PyObject *self, PyObject *args);
 
 static PyMethodDef methods[] = {
@@ -362,6 +364,10 @@ static PyMethodDef methods[] = {
      "b_windows, out_starts, out_ends, out_windows) -> count"},
     {"complement_pieces", complement_pieces, METH_VARARGS,
      "complement_pieces(starts, ends, windows, window_starts, window_ends, out_starts, out_ends) -> count"},
+    {"intersect_pieces", intersect_pieces, METH_VARARGS,
+     "intersect_pieces(starts, ends, windows, other_starts, other_ends, out_starts, out_ends, out_windows) -> count"},
+    {"kept_thread_runs", kept_thread_runs, METH_VARARGS,
+     "kept_thread_runs(category, startup_rows, startup, pid, tid, out_rows, out_category, out_runs) -> (kept, runs)"},
     {"level_coverage", level_coverage, METH_VARARGS,
      "level_coverage(start, end, rows, category, thread, chosen, levels, window_starts, window_ends, out) -> bool"},
     {NULL, NULL, 0, NULL},
@@ -859,6 +865,78 @@ done:
 }
 
 
+/* ---- The parts of pieces inside a union of sorted disjoint intervals (tracelens/analyses/level_cut.py) ----
+ *
+ * intersect_pieces(starts, ends, windows, other_starts, other_ends, out_starts, out_ends, out_windows): for each
+ * piece [starts[i], ends[i]) in order, its overlap with each of the other intervals it meets, in their order, where
+ * nonempty, with the piece's window: window_split.intersect's (and intervals.intersect's) answer, which pairs each
+ * piece with the others from the first ending after its start to the last starting before its end (two binary
+ * searches a piece, then repeats and gathers of every pair). Here one walk: the pieces' starts ascend, so the first
+ * other interval ending after a piece's start only moves forward. Returns the count (outs None: counted only), or
+ * -1 where the pieces' starts or the other starts or ends do not ascend (the caller's numpy path then). */
+
+static int ascending(const int64_t *x, int64_t n) {
+    for (int64_t i = 1; i < n; i++)
+        if (x[i] < x[i - 1]) return 0;
+    return 1;
+}
+
+static int64_t intersect_pass(const int64_t *as, const int64_t *ae, const int64_t *aw, int64_t na, const int64_t *bs,
+                              const int64_t *be, int64_t nb, int64_t *os, int64_t *oe, int64_t *ow) {
+    int64_t first = 0, o = 0;
+    for (int64_t i = 0; i < na; i++) {
+        int64_t s = as[i], e = ae[i];
+        while (first < nb && be[first] <= s) first++;
+        for (int64_t j = first; j < nb && bs[j] < e; j++) {
+            int64_t ps = s > bs[j] ? s : bs[j], pe = e < be[j] ? e : be[j];
+            if (pe > ps) {
+                if (os) {
+                    os[o] = ps;
+                    oe[o] = pe;
+                    ow[o] = aw[i];
+                }
+                o++;
+            }
+        }
+    }
+    return o;
+}
+
+static PyObject *intersect_pieces(PyObject *self, PyObject *args) {
+    PyObject *objs[8];
+    if (!PyArg_ParseTuple(args, "OOOOOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5], &objs[6],
+                          &objs[7]))
+        return NULL;
+    Py_buffer v[8];
+    int held[8] = {0}, outs;
+    PyObject *result = NULL;
+    if (get_int64s(objs, v, 8, 5, held, &outs) < 0) goto done;
+    int64_t na = v[0].len / 8, nb = v[3].len / 8;
+    if (v[1].len / 8 != na || v[2].len / 8 != na || v[4].len / 8 != nb) {
+        PyErr_SetString(PyExc_ValueError, "intersect_pieces: each list's arrays of equal length expected");
+        goto done;
+    }
+    int64_t count = -1;
+    Py_BEGIN_ALLOW_THREADS
+    if (ascending(v[0].buf, na) && ascending(v[3].buf, nb) && ascending(v[4].buf, nb))
+        count = intersect_pass(v[0].buf, v[1].buf, v[2].buf, na, v[3].buf, v[4].buf, nb, NULL, NULL, NULL);
+    Py_END_ALLOW_THREADS
+    if (outs && count >= 0) {
+        if (v[5].len / 8 != count || v[6].len / 8 != count || v[7].len / 8 != count) {
+            PyErr_SetString(PyExc_ValueError, "intersect_pieces: outs as long as the intersection expected");
+            goto done;
+        }
+        Py_BEGIN_ALLOW_THREADS
+        intersect_pass(v[0].buf, v[1].buf, v[2].buf, na, v[3].buf, v[4].buf, nb, v[5].buf, v[6].buf, v[7].buf);
+        Py_END_ALLOW_THREADS
+    }
+    result = PyLong_FromLongLong(count);
+done:
+    for (int k = 0; k < 8; k++)
+        if (held[k]) PyBuffer_Release(&v[k]);
+    return result;
+}
+
 /* ---- Each window's time covered by the union of the host rows through each level (tracelens/analyses/steps.py) --
  *
  * level_coverage(start, end, rows, category, thread, chosen, levels, window_starts, window_ends, out): the rows as
@@ -988,6 +1066,122 @@ static PyObject *level_coverage(PyObject *self, PyObject *args) {
 done:
     free(scratch);
     for (int k = 0; k < 9; k++)
+        if (held[k]) PyBuffer_Release(&v[k]);
+    return result;
+}
+
+
+/* ---- The host rows, their categories and their runs of one thread, in one pass (tracelens/analyses/kept_runs.py) --
+ *
+ * kept_thread_runs(category, startup_rows, startup, pid, tid, out_rows, out_category, out_runs): the event rows
+ * whose category (int8 per event row; `startup` instead at the ascending int64 rows startup_rows) is >= 0, in
+ * order, written to out_rows (int32 or int64) with that category (out_category, int8), and the positions among them
+ * (int64, into out_runs) where a run of rows of one (pid, tid) begins (pid, tid: 4 or 8 bytes per event row): the
+ * first kept row, then each kept row whose pid or tid differs from the kept row before it. What attribution.host_rows
+ * did by a flatnonzero of the categories, gathers of pid and tid at the 1.3M rows found (406 MB Kineto tile) and
+ * comparisons of them; here each event row is read where it stands, once. outs None: nothing written, the rows
+ * only counted. Returns (kept rows, runs); runs -1 where out_runs is too short for them (the rows are still all
+ * written: the caller hashes their threads then). The GIL is released during the pass. */
+
+static int64_t kept_runs_pass(const int8_t *category, int64_t n, const int64_t *startup_rows, int64_t ns, int8_t startup,
+                              const void *pid, int pid_size, const void *tid, int tid_size, void *out_rows,
+                              int row_size, int8_t *out_category, int64_t *out_runs, int64_t runs_cap,
+                              int64_t *runs) {
+    int64_t k = 0, r = 0, p = 0, last_pid = 0, last_tid = 0;
+    for (int64_t i = 0; i < n; i++) {
+        int8_t c = category[i];
+        if (p < ns && startup_rows[p] == i) {
+            c = startup;
+            while (p < ns && startup_rows[p] == i) p++;
+        }
+        if (c < 0) continue;
+        if (out_rows) {
+            if (row_size == 4)
+                ((int32_t *)out_rows)[k] = (int32_t)i;
+            else
+                ((int64_t *)out_rows)[k] = i;
+            out_category[k] = c;
+            int64_t a = read_code(pid, pid_size, i), b = read_code(tid, tid_size, i);
+            if (k == 0 || a != last_pid || b != last_tid) {
+                if (r < runs_cap) out_runs[r] = k;
+                r++;
+                last_pid = a;
+                last_tid = b;
+            }
+        }
+        k++;
+    }
+    *runs = r;
+    return k;
+}
+
+static PyObject *kept_thread_runs(PyObject *self, PyObject *args) {
+    PyObject *objs[7];
+    int startup;
+    if (!PyArg_ParseTuple(args, "OOiOOOOO", &objs[0], &objs[1], &startup, &objs[2], &objs[3], &objs[4], &objs[5],
+                          &objs[6]))
+        return NULL;
+    static const char *names[7] = {"category", "startup_rows", "pid", "tid", "out_rows", "out_category", "out_runs"};
+    static const int sizes[7] = {1, 8, 4 | 8, 4 | 8, 4 | 8, 1, 8};
+    Py_buffer v[7];
+    int held[7] = {0};
+    PyObject *result = NULL;
+    int outs = objs[4] != Py_None;
+    for (int k = 0; k < 7; k++) {
+        if (k >= 4 && !outs) continue;
+        if (get_ints(objs[k], &v[k], names[k], sizes[k]) < 0) goto done;
+        held[k] = 1;
+        if (k >= 4 && v[k].readonly) {
+            PyErr_Format(PyExc_TypeError, "%s: a writable array expected", names[k]);
+            goto done;
+        }
+    }
+    if (startup < -128 || startup > 127) {
+        PyErr_SetString(PyExc_ValueError, "startup: an int8 expected");
+        goto done;
+    }
+    int64_t n = v[0].len, ns = v[1].len / 8;
+    if (v[2].len / v[2].itemsize != n || v[3].len / v[3].itemsize != n) {
+        PyErr_SetString(PyExc_ValueError, "kept_thread_runs: category, pid, tid: one value per event row expected");
+        goto done;
+    }
+    const int64_t *startup_rows = v[1].buf;
+    for (int64_t q = 1; q < ns; q++) {
+        if (startup_rows[q] < startup_rows[q - 1]) {
+            PyErr_SetString(PyExc_ValueError, "kept_thread_runs: startup rows ascending expected");
+            goto done;
+        }
+    }
+    int64_t kept, runs;
+    if (!outs) {
+        Py_BEGIN_ALLOW_THREADS
+        kept = kept_runs_pass(v[0].buf, n, startup_rows, ns, (int8_t)startup, v[2].buf, (int)v[2].itemsize, v[3].buf,
+                              (int)v[3].itemsize, NULL, 4, NULL, NULL, 0, &runs);
+        Py_END_ALLOW_THREADS
+        result = Py_BuildValue("(LL)", (long long)kept, (long long)0);
+        goto done;
+    }
+    int64_t cap = v[4].len / v[4].itemsize;
+    if (v[5].len != cap) {
+        PyErr_SetString(PyExc_ValueError, "kept_thread_runs: out_rows and out_category of one length expected");
+        goto done;
+    }
+    /* the rows are counted first: the outs must hold exactly that many */
+    Py_BEGIN_ALLOW_THREADS
+    kept = kept_runs_pass(v[0].buf, n, startup_rows, ns, (int8_t)startup, v[2].buf, (int)v[2].itemsize, v[3].buf,
+                          (int)v[3].itemsize, NULL, 4, NULL, NULL, 0, &runs);
+    Py_END_ALLOW_THREADS
+    if (kept != cap) {
+        PyErr_SetString(PyExc_ValueError, "kept_thread_runs: outs as long as the kept rows expected");
+        goto done;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    kept = kept_runs_pass(v[0].buf, n, startup_rows, ns, (int8_t)startup, v[2].buf, (int)v[2].itemsize, v[3].buf,
+                          (int)v[3].itemsize, v[4].buf, (int)v[4].itemsize, v[5].buf, v[6].buf, v[6].len / 8, &runs);
+    Py_END_ALLOW_THREADS
+    result = Py_BuildValue("(LL)", (long long)kept, (long long)(runs > v[6].len / 8 ? -1 : runs));
+done:
+    for (int k = 0; k < 7; k++)
         if (held[k]) PyBuffer_Release(&v[k]);
     return result;
 }

@@ -330,12 +330,10 @@ def _split_pieces(
             host_work = union_of(level_pieces[level + 1 :])
             # host work inside the windows less the union: its parts in the union's holes (host work searched
             # in them: far fewer of it than of them)
-            eligible = intervals.intersect(*host_work[:2], *window_split.holes(union))
+            eligible = _intersect_holes(host_work, union)
             for copies in (False, True):
                 pick = sync_copies == copies
-                echo = window_split.intersect(
-                    host_work, *_sync_echo(sync_starts[pick], sync_ends[pick], busy, eligible)
-                )
+                echo = _intersect(host_work, *_sync_echo(sync_starts[pick], sync_ends[pick], busy, eligible))
                 if echo[0].size == 0:  # nothing changes
                     continue
                 union = level_cut.union(union, echo)
@@ -375,6 +373,20 @@ def _split_pieces(
             else (starts.copy(), ends.copy())
         )
     return out, sync_copy, starts_in_sync, unexplained
+
+
+def _intersect(a: window_split.Pieces, b_starts: np.ndarray, b_ends: np.ndarray) -> window_split.Pieces:
+    """``window_split.intersect``, by the compiled walk where built (:func:`.level_cut.intersect`)."""
+    found = level_cut.intersect(a, b_starts, b_ends)
+    return window_split.intersect(a, b_starts, b_ends) if found is None else found
+
+
+def _intersect_holes(a: window_split.Pieces, union: window_split.Pieces) -> tuple[np.ndarray, np.ndarray]:
+    """The parts of the pieces ``a`` in the holes of ``union`` (``intervals.intersect`` of their times with
+    ``window_split.holes(union)``), by the compiled walk where built."""
+    holes = window_split.holes(union)
+    found = level_cut.intersect(a, *holes)
+    return intervals.intersect(*a[:2], *holes) if found is None else found[:2]
 
 
 def _merge_rows(s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -139,3 +139,19 @@ def complement(pieces: window_split.Pieces, ws: np.ndarray, we: np.ndarray) -> t
     out = (np.empty(count, np.int64), np.empty(count, np.int64))
     _compiled.complement_pieces(s, e, w, window_starts, window_ends, *out)
     return out
+
+
+def intersect(a: window_split.Pieces, b_starts: np.ndarray, b_ends: np.ndarray) -> window_split.Pieces | None:
+    """``window_split.intersect(a, b_starts, b_ends)`` (the pieces' parts inside sorted disjoint intervals) by one
+    compiled walk through both lists (the numpy one searches twice per piece, then repeats and gathers every pair:
+    the launch and cpu work of the 406 MB Kineto tile's gaps, 160K pieces, against the holes of the union before
+    them); None where the pass is absent or the pieces' starts or the intervals do not ascend."""
+    if not available() or not hasattr(_compiled, "intersect_pieces"):
+        return None
+    s, e, w, other_s, other_e = (_int64(x) for x in (*a, b_starts, b_ends))
+    count = _compiled.intersect_pieces(s, e, w, other_s, other_e, None, None, None)
+    if count < 0:
+        return None
+    out = (np.empty(count, np.int64), np.empty(count, np.int64), np.empty(count, np.int64))
+    _compiled.intersect_pieces(s, e, w, other_s, other_e, *out)
+    return out
