@@ -16,10 +16,11 @@ from typing import Any
 import numpy as np
 
 from ..analyses.columns import event_columns
-from ..analyses.names import code_mask, is_collective_kernel
+from ..analyses.names import is_collective_kernel
 from ..trace import ALL_KINDS, KERNEL
 from .engine import native_solver, setters
 from .graph import GPU_END, GPU_START, HOST_END, HOST_START, Graph, unique_ints
+from .name_tests import names_mask
 
 CATEGORIES = ("host", "sync_waits", "kernels", "copies", "communication")
 TOP = 5
@@ -156,7 +157,9 @@ def _path_facts(
     category[on_gpu] = 2
     category[on_gpu[~is_kernel[on_gpu]]] = 3
     # the collective kernels' names tested at those points only, not at every point of the path
-    category[on_gpu[code_mask(cols.name[rows[on_gpu]], cols.names, is_collective_kernel)]] = 4
+    category[
+        on_gpu[names_mask(lambda: cols.name[rows[on_gpu]], on_gpu.size, cols.names, is_collective_kernel)]
+    ] = 4
     return category, seg, kind, is_kernel, rows
 
 

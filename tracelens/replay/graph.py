@@ -57,7 +57,6 @@ from ..analyses.columns import EventColumns, Table, event_columns, thread_key, t
 from ..analyses.launch import launch_pairs
 from ..analyses.names import (
     code_bits,
-    code_mask,
     is_blocking_sync,
     is_collective_kernel,
     is_graph_launch,
@@ -78,6 +77,7 @@ from ..trace import (
     Trace,
 )
 from ..values import dense_codes
+from .name_tests import names_mask
 
 NONE = -(2**62)  # "no constraint" for a time (below every real time, safe to add lags to)
 
@@ -130,7 +130,6 @@ class Graph:
     edge_typical: (
         np.ndarray
     )  # the edge's lag at its kind's typical value (model replay; wake edges: as recorded)
-    stream_typical: np.ndarray  # per point: the typical stream gap of a GPU start's device (0 elsewhere)
     # host calls
     call_start: np.ndarray
     call_end: np.ndarray
@@ -153,6 +152,8 @@ class Graph:
     op_graph: np.ndarray  # bool: launched by a graph launch
     op_bytes: np.ndarray
     op_collective: np.ndarray  # per op: its matched collective's id (-1: not a collective, or unmatched)
+    # per op: the typical stream gap of its device (held per op, not per point: read at the ops' starts only)
+    op_stream_typical: np.ndarray
     # typical lags per device (dict device -> ns), for remedies that change which edge binds
     typical: dict[str, dict[int, int]] = field(default_factory=dict)
 
@@ -163,10 +164,15 @@ class Graph:
     def at_typical_lags(self) -> Graph:
         """The graph with every launch latency, stream gap and wake-up at its device's typical (median) value
         instead of each one's recorded delay: the model replay that ``replay_error.model_*`` checks."""
+        return replace(self, lag=self.lag_at_typical_stream_gaps(), edge_lag=self.edge_typical.copy())
+
+    def lag_at_typical_stream_gaps(self) -> np.ndarray:
+        """A copy of ``lag`` with each queued op's start (a GPU start that is not its chain's first point) at its
+        device's typical stream gap: written at the ops' starts only, no pass over every point."""
         lag = self.lag.copy()
-        gpu_start = (self.kind == GPU_START) & ~self.chain_first
-        np.copyto(lag, self.stream_typical, where=gpu_start)  # one pass, no masked copies
-        return replace(self, lag=lag, edge_lag=self.edge_typical.copy())
+        queued = ~self.chain_first[self.op_start]
+        lag[self.op_start[queued]] = self.op_stream_typical[queued]
+        return lag
 
     def with_changes(self, **arrays: Any) -> Graph:
         """A copy with some arrays replaced (the others shared: remedies never write in place)."""
@@ -369,7 +375,7 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
     # a launch call's start: its own row's (found: the api row at ``at`` is the launch row)
     op_launch_start = np.where(found, cols.start[api[at]] if api.size else 0, NONE)
     names = cols.names
-    op_graph = found & code_mask(pairs["launch_name"], names, is_graph_launch)
+    op_graph = found & names_mask(lambda: pairs["launch_name"], n_ops, names, is_graph_launch)
     op_is_copy = np.zeros(n_ops, bool)
     copy_rows = cols.kind[op_row] == _kind_code(MEMCPY)
     op_is_copy[copy_rows] = True
@@ -399,7 +405,7 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
     # no parts joined into a copy at the end.
     n_host = 2 * n_calls
     n_points = n_host + 2 * n_ops
-    time, chain, lag, anchor, row, stream_typical = (np.empty(n_points, np.int64) for _ in range(6))
+    time, chain, lag, anchor, row = (np.empty(n_points, np.int64) for _ in range(5))
     kind = np.empty(n_points, np.int8)
     chain_first = np.zeros(n_points, bool)
     host_time, gpu_time = time[:n_host], time[n_host:]
@@ -408,8 +414,6 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
     host_anchor, gpu_anchor = anchor[:n_host], anchor[n_host:]
     host_row, gpu_row = row[:n_host], row[n_host:]
     host_first, gpu_first = chain_first[:n_host], chain_first[n_host:]
-    gpu_typical = stream_typical[n_host:]
-    stream_typical[:n_host] = 0
     host_time[0::2], host_time[1::2] = cs, ce
     host_chain[0::2], host_chain[1::2] = call_thread, call_thread
     kind[:n_host:2], kind[1:n_host:2] = HOST_START, HOST_END
@@ -503,8 +507,8 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
     typ_stream = np.array([stream_typ[int(d)] for d in devices], np.int64)[o_dev_index.reshape(-1)]
     del op_one_time, steady, queued, op_first, o_dev, o_dev_index
     gpu_lag[1::2] = o_e - o_s
-    gpu_typical[0::2] = typ_stream
-    gpu_typical[1::2] = 0
+    op_stream_typical = np.empty(n_ops, np.int64)
+    op_stream_typical[op_order] = typ_stream
     gpu_lag[0::2] = np.where(
         launch_binds | event_binds,
         np.minimum(typ_stream, np.maximum(stream_res, 0)),
@@ -528,15 +532,16 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
     np.copyto(host_anchor[0::2], cs, where=first_call)
 
     # --- collective edges (ordered op indices)
-    op_name = pairs["name"]  # gathered from the event rows on each read: read once
-    op_collective = _collectives(
-        code_mask(op_name, names, is_collective_kernel) & pairs["is_kernel"].astype(bool),
-        op_name.astype(np.int64),
-        op_dev,
-        os_,
-        oe,
+    # (the ops' names gathered from the event rows only where some name of the trace is a collective kernel's)
+    is_collective = names_mask(lambda: pairs["name"], n_ops, names, is_collective_kernel)
+    if is_collective.any():
+        is_collective &= pairs["is_kernel"].astype(bool)
+    op_collective = (
+        _collectives(is_collective, pairs["name"].astype(np.int64), op_dev, os_, oe)
+        if is_collective.any()
+        else np.full(n_ops, -1, np.int64)
     )
-    del op_name, oe
+    del is_collective, oe
     o_collective = op_collective[op_order]
     c_src_op, c_dst_op, c_transfer = _collective_edges(o_collective, o_s, o_e)
     c_src, c_dst = base + 2 * c_src_op, base + 2 * c_dst_op + 1
@@ -639,7 +644,6 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
 
     graph = Graph(
         time=time,
-        stream_typical=stream_typical,
         chain=chain,
         kind=kind,
         lag=lag,
@@ -689,6 +693,7 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
         op_graph=op_graph,
         op_bytes=op_bytes,
         op_collective=op_collective,
+        op_stream_typical=op_stream_typical,
         typical={
             "launch": launch_typ,
             "stream": stream_typ,

@@ -39,6 +39,7 @@ from ..occupancy_calc import LIMIT_BLOCKS, LIMIT_WARPS
 from ..trace import Trace
 from ..values import dense_codes
 from .graph import Graph, unique_ints
+from .name_tests import name_lookup
 
 
 def wave_fill(grid: np.ndarray, sm_count: np.ndarray, active: np.ndarray) -> np.ndarray:
@@ -62,10 +63,15 @@ def kernel_model(trace: Trace, g: Graph) -> tuple[np.ndarray, np.ndarray, dict[s
     # a block shape below LOW_OCCUPANCY limited by warps or blocks per SM (or an unknown limiter) limits the fill
     # the kernels' names by the event columns' codes (the names in use tested once each; no column read again)
     cols = event_columns(trace)
-    codes = cols.name[occ.rows]
-    excluded = code_mask(codes, cols.names, is_collective_kernel) | code_mask(
-        codes, cols.names, is_library_kernel
-    )
+    collective = name_lookup(cols.names, is_collective_kernel)
+    library = name_lookup(cols.names, is_library_kernel)
+    if collective is not None and library is not None:  # one gather of the rows' names, through both rules
+        excluded = (collective | library)[cols.name[occ.rows]]
+    else:
+        codes = cols.name[occ.rows]
+        excluded = code_mask(codes, cols.names, is_collective_kernel) | code_mask(
+            codes, cols.names, is_library_kernel
+        )
     by_shape = (occ.limiter == LIMIT_WARPS) | (occ.limiter == LIMIT_BLOCKS) | (occ.limiter < 0)
     shape_limited = ~excluded & by_shape & (occ.shape < LOW_OCCUPANCY)
     sm_count = np.full(occ.rows.size, np.nan)

@@ -31,6 +31,7 @@ from ..values import sorted_distinct
 from .collectives import overlap_collectives
 from .engine import Plan, plan, plan_without_edges, running_at, solve_with_span
 from .graph import GPU_END, GPU_START, HOST_END, HOST_START, NONE, Graph, build, lower_is, text_mask
+from .name_tests import names_mask
 from .occupancy_model import kernel_model
 
 ITEM_MAX_BYTES = 64 * 1024  # a device-to-host read-back this small is a value read (sync.py's item pattern)
@@ -40,9 +41,8 @@ ITEM_MAX_BYTES = 64 * 1024  # a device-to-host read-back this small is a value r
 DEFAULT_GRAPH_LAUNCH_NS = 40_000
 DEFAULT_GRAPH_GAP_NS = 400
 MIN_GRAPH_OPS = 10  # graph ops needed to measure their gaps
-PINNED_LINK_FRACTION = (
-    0.8  # pinned copies reach this share of the link's theoretical bandwidth (no pinned copy to measure)
-)
+# pinned copies reach this share of the link's theoretical bandwidth (no pinned copy to measure)
+PINNED_LINK_FRACTION = 0.8
 PINNED_MIN_BYTES = 1024 * 1024  # pinned copies at least this big measure the pinned bandwidth
 _INPUT_KINDS = (RUNTIME, DRIVER, CPU_OP, PYTHON, ANNOTATION, STEP)
 
@@ -305,7 +305,7 @@ def input_pipeline(ctx: Context) -> tuple[Graph | None, str]:
 def _graph_costs(ctx: Context) -> tuple[int, str, int | None]:
     """(host cost of one graph launch, where it comes from, gap between queued graph ops or None)."""
     g, cols = ctx.graph, event_columns(ctx.trace)
-    launches = code_mask(g.call_name, cols.names, is_graph_launch)
+    launches = names_mask(lambda: g.call_name, g.call_name.size, cols.names, is_graph_launch)
     if launches.any():
         cost = int(np.median(g.time[g.call_end[launches]] - g.time[g.call_start[launches]]))
         how = f"{cost / 1e3:.1f} µs, the median of this trace's {int(launches.sum())} graph launches"
@@ -498,7 +498,9 @@ def low_occupancy(ctx: Context) -> tuple[Graph | None, str]:
 def communication(ctx: Context) -> tuple[Graph | None, str]:
     g = ctx.graph
     cols = event_columns(ctx.trace)
-    is_collective = g.op_is_kernel & code_mask(cols.name[g.op_row], cols.names, is_collective_kernel)
+    is_collective = g.op_is_kernel & names_mask(
+        lambda: cols.name[g.op_row], g.op_row.size, cols.names, is_collective_kernel
+    )
     if not is_collective.any():
         return None, ""
     changed, placeholders, events = overlap_collectives(g, is_collective)

@@ -1,0 +1,70 @@
+"""The what-if replay's name rules tested once per dictionary (replay/name_tests.py) give code_mask's booleans."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tracelens.analyses.names import code_mask, is_collective_kernel, is_graph_launch, is_library_kernel
+from tracelens.replay import name_tests
+from tracelens.replay.name_tests import name_lookup, names_mask
+
+NAMES = np.array(
+    [
+        "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)",
+        "volta_sgemm_128x64_nn",
+        "void at::native::vectorized_elementwise_kernel<4>",
+        "cudaGraphLaunch",
+        "cudaLaunchKernel",
+        "",
+    ],
+    dtype=object,
+)
+
+
+@pytest.mark.parametrize("predicate", [is_collective_kernel, is_library_kernel, is_graph_launch])
+@pytest.mark.parametrize(
+    "codes",
+    [
+        np.zeros(0, np.int32),  # no rows
+        np.array([2], np.int32),  # one row
+        np.array([-1, 0, 1, 2, 3, 4, 5, -1, 3, 3], np.int32),  # nulls, repeats
+        np.random.default_rng(0).integers(-1, 6, 1000).astype(np.int32),
+    ],
+)
+def test_names_mask_equals_code_mask(predicate, codes) -> None:
+    expected = code_mask(codes, NAMES, predicate)
+    got = names_mask(lambda: codes, codes.size, NAMES, predicate)
+    np.testing.assert_array_equal(got, expected)
+    assert got.dtype == bool and got.shape == codes.shape
+
+
+def test_names_mask_reads_no_row_where_no_name_passes() -> None:
+    def never(name: str) -> bool:
+        return False
+
+    def codes() -> np.ndarray:
+        raise AssertionError("read the rows")
+
+    np.testing.assert_array_equal(names_mask(codes, 3, NAMES, never), np.zeros(3, bool))
+
+
+def test_lookup_is_kept_per_dictionary_and_read_only() -> None:
+    first = name_lookup(NAMES, is_library_kernel)
+    assert first is not None and not first.flags.writeable
+    assert name_lookup(NAMES, is_library_kernel) is first  # the same answer, not tested again
+    other = NAMES.copy()
+    other[1] = "not a library kernel"
+    again = name_lookup(other, is_library_kernel)  # another dictionary: its own answer
+    assert again is not None and not again[1] and first[1]
+    assert not first[-1] and not again[-1]  # code -1 (null) is never a name that passes
+
+
+def test_large_dictionary_falls_back_to_code_mask(monkeypatch) -> None:
+    monkeypatch.setattr(name_tests, "SMALL_DICTIONARY", 2)
+    assert name_lookup(NAMES, is_library_kernel) is None
+    codes = np.array([1, 0, -1, 2], np.int32)
+    np.testing.assert_array_equal(
+        names_mask(lambda: codes, codes.size, NAMES, is_library_kernel),
+        code_mask(codes, NAMES, is_library_kernel),
+    )
