@@ -68,3 +68,20 @@ def test_large_dictionary_falls_back_to_code_mask(monkeypatch) -> None:
         names_mask(lambda: codes, codes.size, NAMES, is_library_kernel),
         code_mask(codes, NAMES, is_library_kernel),
     )
+
+
+@pytest.mark.parametrize(
+    "values, query",
+    [
+        (np.zeros(0, np.int64), np.array([0, 5, -1], np.int64)),  # no one-time rows
+        (np.array([3], np.int64), np.zeros(0, np.int64)),  # no rows asked
+        (np.array([0], np.int64), np.array([0, 0, 1], np.int64)),  # one row, asked twice
+        (np.array([2, 5, 9], np.int64), np.array([9, 10, 0, 2, 5, 5, 4, 100], np.int64)),  # past the last
+    ],
+)
+def test_in_sorted_equals_a_mask_gathered(values: np.ndarray, query: np.ndarray) -> None:
+    from tracelens.replay.graph import _in_sorted
+
+    mask = np.zeros(int(max(query.max(initial=0), values.max(initial=0))) + 1, bool)
+    mask[values] = True  # the mask of every row the build read before
+    np.testing.assert_array_equal(_in_sorted(values, query), mask[query])

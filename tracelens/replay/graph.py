@@ -105,7 +105,7 @@ class Graph:
 
     Per point: ``time`` (recorded), ``chain``, ``kind``, ``lag`` (after the chain predecessor; ignored on a
     chain's first point), ``anchor`` (a lower bound that is not an edge: the recorded time of anchored points,
-    else NONE), ``row`` (the event row). Points of a chain are stored contiguously in chain order, chains one
+    else NONE), ``row`` (the event row; ``chain`` and ``row`` int32 where they fit). Points of a chain are stored contiguously in chain order, chains one
     after another. Cross edges: ``edge_src`` -> ``edge_dst`` with ``edge_lag``, ``edge_is_wait`` (a blocking
     call's end on what it waits for; else a launch).
     Per host call ``c`` (``call_*``): its start point is ``2c`` of the host points, i.e. ``call_start[c]``.
@@ -212,6 +212,15 @@ def _narrowed(ids: np.ndarray) -> np.ndarray:
     if -(2**31) <= int(ids.min()) and int(ids.max()) < 2**31:
         return ids.astype(np.int32)
     return ids
+
+
+def _in_sorted(sorted_values: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """Per value of ``query``: whether it is one of ``sorted_values`` (ascending, distinct)."""
+    if sorted_values.size == 0:
+        return np.zeros(query.shape, bool)
+    at = np.searchsorted(sorted_values, query)
+    np.minimum(at, sorted_values.size - 1, out=at)
+    return sorted_values[at] == query
 
 
 def _run_heads(keys: np.ndarray) -> np.ndarray:
@@ -389,10 +398,15 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
         )
 
     # a launch from inside one-time work (see o_one_time below), read while the launch rows are at hand
-    one_time = one_time_work(trace).mask
+    # (by a search among the one-time rows, ascending and few: no mask of every event row made and gathered)
+    one_time = one_time_work(trace).rows
     op_one_time = (
-        found & (one_time[np.maximum(launch_row, 0)] | one_time[call_row[np.maximum(op_launch_call, 0)]])
-        if n_calls
+        found
+        & (
+            _in_sorted(one_time, np.maximum(launch_row, 0))
+            | _in_sorted(one_time, call_row[np.maximum(op_launch_call, 0)])
+        )
+        if n_calls and one_time.size
         else np.zeros(n_ops, bool)
     )
     del one_time
@@ -405,7 +419,10 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
     # no parts joined into a copy at the end.
     n_host = 2 * n_calls
     n_points = n_host + 2 * n_ops
-    time, chain, lag, anchor, row = (np.empty(n_points, np.int64) for _ in range(5))
+    time, lag, anchor = (np.empty(n_points, np.int64) for _ in range(3))
+    # chains and event rows as int32 where every event row fits (the chains are fewer): 8 bytes a point less
+    index_type = np.int32 if cols.kind.size < 2**31 else np.int64
+    chain, row = np.empty(n_points, index_type), np.empty(n_points, index_type)
     kind = np.empty(n_points, np.int8)
     chain_first = np.zeros(n_points, bool)
     host_time, gpu_time = time[:n_host], time[n_host:]

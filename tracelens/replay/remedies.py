@@ -218,6 +218,9 @@ class Context:
         out.flags.writeable = False
         return out
 
+    # the synchronization and memcpy remedies' calls (:func:`_blocking_calls`), found once for both
+    blocking_calls = cached_property(lambda self: _blocking_calls(self))
+
     @cached_property
     def has_input_waits(self) -> bool:
         """Whether an input row lies on a known host thread (else :attr:`input_overlap` is 0 at every point)."""
@@ -284,17 +287,13 @@ class Context:
 Remedy = Callable[[Context], tuple[Graph | None, str]]
 
 
-def _host_lag_minus(ctx: Context, removed: np.ndarray) -> np.ndarray:
-    return np.maximum(ctx.graph.lag - removed, 0)
-
-
 def input_pipeline(ctx: Context) -> tuple[Graph | None, str]:
     if not ctx.has_input_waits:  # input_overlap is 0 everywhere: nothing removed
         return None, ""
     removed = ctx.input_overlap
     if removed.sum() <= 0:
         return None, ""
-    return ctx.graph.with_changes(lag=_host_lag_minus(ctx, removed)), (
+    return ctx.graph.with_changes(lag=np.maximum(ctx.graph.lag - removed, 0)), (
         "The input waits on the host threads (DataLoader next, tf.data iterator, tracelens/data ranges) take no "
         "time: batches are ready when the step asks (prefetching workers that keep up, whose own work on other "
         "threads or processes does not slow this one; the dequeue cost is taken as 0). Everything else keeps its "
@@ -395,7 +394,7 @@ def _region_heads(
 
 def _blocking_calls(ctx: Context) -> tuple[np.ndarray, np.ndarray]:
     """(explicit syncs and small read-backs: the synchronization remedy's calls; other blocking copies: the
-    memcpy remedy's), as bool masks over calls."""
+    memcpy remedy's), as bool masks over calls (read only: :attr:`Context.blocking_calls`, found once)."""
     g = ctx.graph
     n = g.call_row.size
     readback = np.zeros(n, bool)
@@ -414,6 +413,7 @@ def _blocking_calls(ctx: Context) -> tuple[np.ndarray, np.ndarray]:
         big_copy[calls[~(dtoh & small)]] = True
     sync_side = is_blocking & (g.call_is_sync | readback)
     copy_side = is_blocking & big_copy & ~sync_side
+    sync_side.flags.writeable = copy_side.flags.writeable = False
     return sync_side, copy_side
 
 
@@ -431,7 +431,7 @@ def _drop_waits(ctx: Context, calls: np.ndarray, lag: np.ndarray | None = None) 
 
 
 def synchronization(ctx: Context) -> tuple[Graph | None, str]:
-    sync_side, _ = _blocking_calls(ctx)
+    sync_side, _ = ctx.blocking_calls
     if not (sync_side & ctx.graph.call_waited).any():
         return None, ""
     g = ctx.graph
@@ -448,7 +448,7 @@ def synchronization(ctx: Context) -> tuple[Graph | None, str]:
 
 def memcpy(ctx: Context) -> tuple[Graph | None, str]:
     g = ctx.graph
-    _, copy_side = _blocking_calls(ctx)
+    _, copy_side = ctx.blocking_calls
     if not copy_side.any():
         return None, ""
     bandwidth, how = ctx.pinned_bandwidth()
