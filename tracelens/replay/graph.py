@@ -97,6 +97,9 @@ IDLE_GAP_NS = 50_000  # a host thread's gap this long with
 IDLE_COVERED = 0.1  # less than this share covered by its own ops/frames was a wait for another thread
 WAKE_THREAD_LOOP = 16  # threads with idle gaps up to which each one's coverage is found on its own
 FEW_RUNS = 64  # runs (threads) up to which a segmented running max is one accumulate per run
+RUNS_SHARE = (
+    0.25  # the host rows' thread codes are found per run of one thread where runs are at most this share
+)
 
 
 @dataclass
@@ -203,6 +206,26 @@ def _thread_keys_at(cols: EventColumns, rows: np.ndarray) -> np.ndarray:
     if isinstance(pid, np.ndarray) and isinstance(tid, np.ndarray) and pid.size:
         pid, tid = (_narrowed(ids) for ids in (pid, tid))
     return thread_key(pid, tid)
+
+
+def _thread_codes_at(cols: EventColumns, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``dense_codes(_thread_keys_at(cols, rows))`` (each row's rank among the rows' sorted distinct thread keys, as
+    int64; those keys). Rows in time order come in long runs on one thread: where the runs are few, the keys are
+    built and ranked at each run's first row only and the codes repeated over the runs (no key per row)."""
+    pid, tid = cols.pid[rows], cols.tid[rows]
+    if isinstance(pid, np.ndarray) and isinstance(tid, np.ndarray) and rows.size > 1:
+        change = pid[1:] != pid[:-1]
+        change |= tid[1:] != tid[:-1]
+        del pid, tid
+        if np.count_nonzero(change) <= RUNS_SHARE * rows.size:
+            heads = np.flatnonzero(change)
+            del change
+            heads += 1
+            heads = np.concatenate([np.zeros(1, heads.dtype), heads])
+            codes, keys = dense_codes(_thread_keys_at(cols, rows[heads]))
+            return np.repeat(codes.astype(np.int64), np.diff(heads, append=rows.size)), keys
+    codes, keys = dense_codes(_thread_keys_at(cols, rows))
+    return codes.astype(np.int64, copy=False), keys
 
 
 def _narrowed(ids: np.ndarray) -> np.ndarray:
@@ -359,9 +382,7 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
     # moves with the host work before its first call (an input wait before it, say).
     api, op_row = point_rows(trace) if rows is None else rows
     del rows
-    key = _thread_keys_at(cols, api)
-    thread, thread_keys = dense_codes(key)
-    del key
+    thread, thread_keys = _thread_codes_at(cols, api)
     hosts = host_calls(cols, api, thread, int(thread_keys.size))
     del thread
     call_row, call_thread, cs, ce = hosts.call_row, hosts.call_thread, hosts.call_start, hosts.call_end

@@ -1,4 +1,5 @@
-"""The what-if replay's name rules tested once per dictionary (replay/name_tests.py) give code_mask's booleans."""
+"""The what-if replay's passes shared or skipped (name rules once per dictionary, one-time rows by search, thread
+codes by runs) give the arrays of the passes they replace."""
 
 from __future__ import annotations
 
@@ -85,3 +86,25 @@ def test_in_sorted_equals_a_mask_gathered(values: np.ndarray, query: np.ndarray)
     mask = np.zeros(int(max(query.max(initial=0), values.max(initial=0))) + 1, bool)
     mask[values] = True  # the mask of every row the build read before
     np.testing.assert_array_equal(_in_sorted(values, query), mask[query])
+
+
+@pytest.mark.parametrize(
+    "threads, run_length, size", [(1, 1, 0), (1, 1, 1), (2, 5000, 20000), (3, 1, 2000), (5, 40, 999)]
+)
+def test_thread_codes_by_runs_equal_the_codes_of_every_row(threads: int, run_length: int, size: int) -> None:
+    from types import SimpleNamespace
+
+    from tracelens.replay.graph import _thread_codes_at, _thread_keys_at
+    from tracelens.values import dense_codes
+
+    rng = np.random.default_rng(threads * 7 + size)
+    which = np.repeat(rng.integers(0, threads, size // run_length + 1), run_length)[:size]
+    pids = np.array([7, 7, 9, 2**40, 9][:threads], np.int64)
+    tids = np.array([100, 2**33, 100, 5, -3][:threads], np.int64)
+    cols = SimpleNamespace(pid=pids[which], tid=tids[which])
+    rows = np.flatnonzero(rng.random(size) < 0.7)
+    codes, keys = _thread_codes_at(cols, rows)  # type: ignore[arg-type]
+    expected_codes, expected_keys = dense_codes(_thread_keys_at(cols, rows))  # type: ignore[arg-type]
+    np.testing.assert_array_equal(keys, expected_keys)
+    np.testing.assert_array_equal(codes, expected_codes)
+    assert codes.dtype == np.int64
