@@ -108,3 +108,43 @@ def test_thread_codes_by_runs_equal_the_codes_of_every_row(threads: int, run_len
     np.testing.assert_array_equal(keys, expected_keys)
     np.testing.assert_array_equal(codes, expected_codes)
     assert codes.dtype == np.int64
+
+
+TRACES = [
+    "gpu/pytorch_slow-input_cuda.pt.trace.json.gz",
+    "gpu/resnet18_train_cuda.pt.trace.json.gz",
+    "nsys/handmade_nsys2026.sqlite",
+]
+
+
+@pytest.mark.parametrize("name", TRACES)
+def test_critical_path_top_lists_by_dictionary_equal_by_distinct_codes(name: str, monkeypatch) -> None:
+    from pathlib import Path
+
+    import tracelens
+    from tracelens.replay import critical
+    from tracelens.replay.remedies import Context
+
+    path = Path(__file__).resolve().parents[1] / "fixtures" / name
+    if not path.exists():
+        pytest.skip(f"{name} absent")
+    ctx = Context(tracelens.load(path))
+    fast = critical.critical_path(ctx.graph, ctx.base.times, ctx.trace, ctx.step_of)
+    monkeypatch.setattr(critical, "TOP_BY_DICTIONARY", -1)  # the sums over the distinct codes the path uses
+    monkeypatch.setattr(critical.np, "bincount", _bincount_no_minlength_over(critical.np.bincount, ctx))
+    reference = critical.critical_path(ctx.graph, ctx.base.times, ctx.trace, ctx.step_of)
+    assert fast == reference
+    assert fast is not None and (fast["top_kernels"] or fast["top_host_calls"])
+
+
+def _bincount_no_minlength_over(bincount, ctx):  # type: ignore[no-untyped-def]
+    """np.bincount, refusing a count over the whole name dictionary (the reference must not take that path)."""
+    from tracelens.analyses.columns import event_columns
+
+    size = len(event_columns(ctx.trace).names) + 1
+
+    def guarded(*args, **kwargs):  # type: ignore[no-untyped-def]
+        assert kwargs.get("minlength") != size, "summed over the dictionary"
+        return bincount(*args, **kwargs)
+
+    return guarded

@@ -24,6 +24,7 @@ from .name_tests import names_mask
 
 CATEGORIES = ("host", "sync_waits", "kernels", "copies", "communication")
 TOP = 5
+TOP_BY_DICTIONARY = 4096  # name dictionaries up to this size: the top lists summed over the whole dictionary
 ON_HOST_SHARE = 0.5
 # ``bound``: which side sets the pace. The host side is the path's host and sync_waits time (the host's own work
 # and its waits' own cost), the GPU side its kernels, copies and communication. At least BOUND_SHARE of the path on
@@ -206,11 +207,18 @@ def critical_path(
         if codes.size == 0:
             return []
         weights = seg[mask]
-        uniq, inverse = unique_ints(codes, return_inverse=True)
-        sums = np.bincount(inverse, weights=weights)
+        if len(cols.names) <= TOP_BY_DICTIONARY:
+            # summed per name code + 1 (code -1, no name, at 0) over the whole dictionary: no distinct codes found
+            # first; each sum adds its points in path order as before, and the names no point uses sum to 0, which
+            # the list leaves out (ties: the lower code first, as among the distinct codes)
+            sums = np.bincount(codes + 1, weights=weights, minlength=len(cols.names) + 1)
+            code = np.arange(-1, len(cols.names))
+        else:
+            code, inverse = unique_ints(codes, return_inverse=True)
+            sums = np.bincount(inverse, weights=weights)
         order = np.argsort(-sums, kind="stable")[:TOP]
         return [
-            {"name": str(cols.names[uniq[i]]) if uniq[i] >= 0 else None, "ns": int(sums[i])}
+            {"name": str(cols.names[code[i]]) if code[i] >= 0 else None, "ns": int(sums[i])}
             for i in order
             if sums[i] > 0
         ]

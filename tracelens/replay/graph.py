@@ -275,7 +275,10 @@ def unique_ints(values: np.ndarray, return_inverse: bool = False) -> Any:
 
 def _median_by(device: np.ndarray, values: np.ndarray, default: int) -> dict[int, int]:
     out: dict[int, int] = {}
-    for d in unique_ints(device):  # a loop over devices
+    devices = unique_ints(device)
+    if devices.size == 1:  # one device (a rank's trace): its values are all of them, no mask and copy
+        return {int(devices[0]): int(np.median(values))}
+    for d in devices:  # a loop over devices
         v = values[device == d]
         out[int(d)] = int(np.median(v)) if v.size else default
     return out
@@ -456,15 +459,18 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
     host_chain[0::2], host_chain[1::2] = call_thread, call_thread
     kind[:n_host:2], kind[1:n_host:2] = HOST_START, HOST_END
     host_row[0::2], host_row[1::2] = call_row, call_row
-    host_lag[1::2] = ce - cs
-    gap = np.zeros(n_calls, np.int64)
+    # the lags written in place (no call-sized temporaries): a call's duration, and the host gap before it (its
+    # start - the previous call's end, 0 at a thread's first call, never negative)
+    np.subtract(ce, cs, out=host_lag[1::2])
+    gap = host_lag[0::2]
     if n_calls:
-        gap[1:] = cs[1:] - ce[:-1]
+        gap[0] = 0
+        np.subtract(cs[1:], ce[:-1], out=gap[1:])
     first_call = np.ones(n_calls, bool)
     first_call[1:] = call_thread[1:] != call_thread[:-1]
     host_first[0::2] = first_call
     gap[first_call] = 0
-    host_lag[0::2] = np.maximum(gap, 0)
+    np.maximum(gap, 0, out=gap)
     # (each temporary below is let go once read: the arrays made after it take its memory, not fresh pages)
     del gap
 
@@ -544,7 +550,7 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
     typ_launch = np.array([launch_typ[int(d)] for d in devices], np.int64)[o_dev_index.reshape(-1)]
     typ_stream = np.array([stream_typ[int(d)] for d in devices], np.int64)[o_dev_index.reshape(-1)]
     del op_one_time, steady, queued, op_first, o_dev, o_dev_index
-    gpu_lag[1::2] = o_e - o_s
+    np.subtract(o_e, o_s, out=gpu_lag[1::2])
     op_stream_typical = np.empty(n_ops, np.int64)
     op_stream_typical[op_order] = typ_stream
     gpu_lag[0::2] = np.where(

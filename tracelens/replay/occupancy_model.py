@@ -24,6 +24,7 @@ holds it to what the memory can deliver. Vendor-library and collective kernels k
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -142,10 +143,19 @@ def _input_bytes(trace: Trace, rows: np.ndarray) -> np.ndarray:
     cols = event_columns(trace)
     decoded: list[tuple[np.ndarray, list[Any]]] = [(cols.name[rows], [])]
     decoded += [dictionary_codes(trace.take(column, rows)) for column in SIGNATURE_COLUMNS]
+    widths = [int(codes.max(initial=-1)) + 2 for codes, _ in decoded]
     signature = np.zeros(rows.size, np.int64)
-    for codes, _ in decoded:  # a loop over the four columns: (signature so far, this code) renumbered densely
-        width = int(codes.max(initial=-1)) + 2
-        signature, _ = dense_codes(signature * width + (codes.astype(np.int64) + 1))
+    if math.prod(widths) < 2**62:  # the four codes packed into one number, ranked once (the same ranks)
+        for (codes, _), width in zip(decoded, widths, strict=True):  # a loop over the four columns
+            signature *= width
+            signature += codes
+            signature += 1
+        signature, _ = dense_codes(signature)
+    else:
+        for (codes, _), width in zip(
+            decoded, widths, strict=True
+        ):  # (signature so far, this code) renumbered
+            signature, _ = dense_codes(signature * width + (codes.astype(np.int64) + 1))
     groups = int(signature.max(initial=-1)) + 1
     first = np.empty(groups, np.int64)
     first[signature[::-1]] = np.arange(rows.size)[::-1]  # a row of each signature
