@@ -394,7 +394,8 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
     # --- GPU ops (launch_pairs order), launches resolved to outer calls
     n_ops = len(pairs)
     op_dev, op_stream = pairs["device"].astype(np.int64), pairs["stream"].astype(np.int64)
-    os_, oe = pairs["start"].astype(np.int64), pairs["end"].astype(np.int64)
+    # (gathered anew on each read: no copy of them where they are int64 already)
+    os_, oe = pairs["start"].astype(np.int64, copy=False), pairs["end"].astype(np.int64, copy=False)
     launch_row = pairs["launch_row"]
     # (launch rows mostly ascend: intervals.search_sorted walks them where its compiled helper is built)
     at = intervals.search_sorted(api, launch_row) if api.size else np.zeros(n_ops, np.int64)
@@ -717,8 +718,9 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
         edge_typical=np.concatenate(
             [l_typical, typ_stream[e_dst], np.full(w_src.size, wake_typ, np.int64), k_lag, c_lag]
         ).astype(np.int64, copy=False),
-        call_start=np.arange(0, 2 * n_calls, 2, dtype=np.int64),
-        call_end=np.arange(1, 2 * n_calls, 2, dtype=np.int64),
+        # (point indices: int32 where the host points fit, as the chains and rows)
+        call_start=np.arange(0, n_host, 2, dtype=np.int32 if n_host < 2**31 else np.int64),
+        call_end=np.arange(1, n_host, 2, dtype=np.int32 if n_host < 2**31 else np.int64),
         call_row=call_row.astype(np.int64, copy=False),
         call_thread=call_thread.astype(np.int64, copy=False),
         call_name=call_names,
