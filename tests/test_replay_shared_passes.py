@@ -148,3 +148,46 @@ def _bincount_no_minlength_over(bincount, ctx):  # type: ignore[no-untyped-def]
         return bincount(*args, **kwargs)
 
     return guarded
+
+
+@pytest.mark.parametrize("wide", [False, True])
+@pytest.mark.parametrize("name", TRACES[:2])
+def test_wake_edges_leave_out_rows_of_no_thread(name: str, wide: bool) -> None:
+    """Framework rows with a negative tid (no thread) cover no idle gap, whether the rows of each waiting thread are
+    found by its tid alone (a tid column that fits in 32 bits) or not (a wide one, where a negative tid's low 32
+    bits may equal a thread's tid)."""
+    from pathlib import Path
+
+    import tracelens
+    from tests.test_whatif_lean_passes import _wake_edges_reference
+    from tracelens.analyses.columns import event_columns
+    from tracelens.replay import graph as G
+    from tracelens.replay.remedies import Context
+    from tracelens.trace import ALL_KINDS, CPU_OP
+
+    path = Path(__file__).resolve().parents[1] / "fixtures" / name
+    if not path.exists():
+        pytest.skip(f"{name} absent")
+    trace = tracelens.load(path)
+    g = Context(trace).graph
+    cols = event_columns(trace)
+    own = np.flatnonzero(cols.kind == ALL_KINDS.index(CPU_OP))
+    tid = cols.tid.astype(np.int64)  # held as int64 (a Kineto trace's), where a tid may not fit in 32 bits
+    cols._fields["tid"] = tid
+    thread_tid = int(tid[g.call_row[0]])
+    tid[own[::3]] = -1  # every third framework row on no thread
+    if wide:
+        tid[own[1::7]] = thread_tid - (1 << 32)  # negative, with a thread's tid in its low 32 bits
+        tid[own[-1]] = 1 << 40  # the column no longer fits in 32 bits
+    n = g.call_row.size
+    cs, ce = g.time[g.call_start], g.time[g.call_end]
+    first_call = np.ones(n, bool)
+    first_call[1:] = g.call_thread[1:] != g.call_thread[:-1]
+    lag_a = np.zeros(2 * n, np.int64)
+    lag_a[0::2] = np.arange(n)
+    lag_b = lag_a.copy()
+    found = G._wake_edges(cols, cs, ce, g.call_thread, g.thread_keys, first_call, lag_a)
+    expected = _wake_edges_reference(cols, cs, ce, g.call_thread, g.thread_keys, first_call, lag_b)
+    for x, y in zip(found, expected, strict=True):
+        np.testing.assert_array_equal(x, y)
+    np.testing.assert_array_equal(lag_a, lag_b)

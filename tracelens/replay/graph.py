@@ -853,14 +853,17 @@ def _wake_edges(
     covered = np.zeros(middle.size, np.int64)
     if middle.size:
         is_own = cols.of_kind(CPU_OP, PYTHON)
-        is_own &= cols.tid >= 0
         keys = thread_keys[call_thread[middle]]
         waiting = np.unique(keys)
+        halves = _thread_key_halves(cols) if waiting.size <= WAKE_THREAD_LOOP else []
+        # rows on a known thread only (tid >= 0): implied where each thread's rows are found by its tid itself (a
+        # tid column whose values fit in 32 bits, compared as they are, and the threads' tids not negative)
+        if not (halves and halves[0][2] and all(_low_half(int(key)) >= 0 for key in waiting)):
+            is_own &= cols.tid >= 0
         if waiting.size <= WAKE_THREAD_LOOP:
             # a few threads with idle gaps: each one's own rows are in time order already, so their union needs
             # no sort (the join of every thread's rows below sorts them all); each thread's rows found by a
             # comparison per column (no key per row)
-            halves = _thread_key_halves(cols)
             for key in waiting:  # a loop over threads
                 own = _of_thread_key(halves, is_own, int(key))
                 at = keys == key
@@ -939,6 +942,12 @@ def _thread_key_halves(cols: EventColumns) -> list[tuple[np.ndarray, int, bool]]
         )
         out.append((column, shift, fits))
     return out
+
+
+def _low_half(key: int) -> int:
+    """The tid a :func:`thread_key` holds in its low 32 bits, read as signed (as a 32-bit tid column holds it)."""
+    half = key & 0xFFFFFFFF
+    return half - (1 << 32) if half >= 1 << 31 else half
 
 
 def _of_thread_key(halves: list[tuple[np.ndarray, int, bool]], among: np.ndarray, key: int) -> np.ndarray:
