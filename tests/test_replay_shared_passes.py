@@ -191,3 +191,33 @@ def test_wake_edges_leave_out_rows_of_no_thread(name: str, wide: bool) -> None:
     for x, y in zip(found, expected, strict=True):
         np.testing.assert_array_equal(x, y)
     np.testing.assert_array_equal(lag_a, lag_b)
+
+
+@pytest.mark.parametrize(
+    "steps",
+    [
+        [0],
+        [-1, -1, 0, 0, 1, 3, 3, -1],  # unknown steps, a step with no point (2)
+        [-1, -1],  # no known step
+        [5, 5, 4, 7, -1, 4],  # out of order
+        list(np.random.default_rng(3).integers(-1, 40, 3000)),
+    ],
+)
+def test_per_step_sums_equal_the_sums_over_distinct_steps(steps: list) -> None:
+    from tracelens.replay.critical import CATEGORIES, _per_step_sums
+    from tracelens.replay.graph import unique_ints
+
+    rng = np.random.default_rng(len(steps))
+    steps_arr = np.array(steps, np.int64)
+    category = rng.integers(0, len(CATEGORIES), steps_arr.size).astype(np.int64)
+    seg = rng.integers(-5, 10**9, steps_arr.size).astype(np.int64)
+    # the reference: the known points' steps ranked, one bincount over (rank, category)
+    known = steps_arr >= 0
+    listed, at = unique_ints(steps_arr[known], return_inverse=True)
+    width = len(CATEGORIES)
+    expected = np.bincount(
+        at.reshape(-1) * width + category[known], weights=seg[known], minlength=listed.size * width
+    ).reshape(listed.size, width)
+    got_listed, got = _per_step_sums(steps_arr.copy(), category, seg)
+    np.testing.assert_array_equal(got_listed, listed)
+    np.testing.assert_array_equal(got, expected)  # the same float sums: each bin adds in the same order

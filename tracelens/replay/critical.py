@@ -85,7 +85,13 @@ def path_points(graph: Graph, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     lo = bottoms[:count][::-1]
     lengths = tops[:count][::-1] - lo + 1
     starts = np.cumsum(lengths) - lengths
-    path = np.arange(int(lengths.sum()), dtype=np.int64) + np.repeat(lo - starts, lengths)
+    # one path-sized array: steps of 1, each stretch's first point a jump from the last point of the stretch before
+    # (the first one's from 0), summed in place
+    path = np.ones(int(lengths.sum()), np.int64)
+    jumps = lo.copy()
+    jumps[1:] -= lo[:-1] + lengths[:-1] - 1
+    path[starts] = jumps
+    np.cumsum(path, out=path)
     setter = path - 1
     setter[starts] = head_sources[:count][::-1]
     return path, setter
@@ -164,6 +170,29 @@ def _path_facts(
     return category, seg, kind, is_kernel, rows
 
 
+def _per_step_sums(steps: np.ndarray, category: np.ndarray, seg: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the steps of the path's points, ascending, -1 (none) left out; per step the time of its points per category):
+    every step's sums in one bincount, each bin adding its points in path order (as one bincount per step did).
+    ``steps`` (a fresh int64 array: overwritten) -> bin (step + 1) x categories + category, in place, where the
+    steps are few (window indices), the unknown step's bins read by none; else over the known points' ranks."""
+    width = len(CATEGORIES)
+    span = int(steps.max(initial=-1)) + 2
+    if steps.size and int(steps.min()) >= -1 and span <= 4 * steps.size + 1024:
+        steps += 1
+        steps *= width
+        steps += category
+        sums = np.bincount(steps, weights=seg, minlength=span * width).reshape(span, width)
+        present = np.bincount(steps, minlength=span * width).reshape(span, width).any(axis=1)
+        listed = np.flatnonzero(present[1:])
+        return listed, sums[1:][present[1:]]
+    known = steps >= 0
+    listed, at = unique_ints(steps[known], return_inverse=True)
+    by_step = np.bincount(
+        at.reshape(-1) * width + category[known], weights=seg[known], minlength=listed.size * width
+    ).reshape(listed.size, width)
+    return listed, by_step
+
+
 def critical_path(
     graph: Graph, t: np.ndarray, trace: Any, step_of: np.ndarray | None = None
 ) -> dict[str, Any] | None:
@@ -180,16 +209,7 @@ def critical_path(
     ns = {name: int(by[i]) for i, name in enumerate(CATEGORIES)}
     per_step: list[dict[str, Any]] = []
     if step_of is not None:
-        steps = step_of[path]
-        known = steps >= 0
-        listed, at = unique_ints(steps[known], return_inverse=True)
-        # every step's sums per category in one bincount (each bin adds its points in path order, as one
-        # bincount per step did), then a loop over the listed steps' rows
-        by_step = np.bincount(
-            at.reshape(-1) * len(CATEGORIES) + category[known],
-            weights=seg[known],
-            minlength=listed.size * len(CATEGORIES),
-        ).reshape(listed.size, len(CATEGORIES))
+        listed, by_step = _per_step_sums(step_of[path], category, seg)
         for step, sums in zip(listed[:STEP_LIMIT], by_step[:STEP_LIMIT], strict=True):  # a loop over steps
             length = float(sums.sum())
             per_step.append(
