@@ -182,9 +182,9 @@ def _per_step_sums(steps: np.ndarray, category: np.ndarray, seg: np.ndarray) -> 
         steps *= width
         steps += category
         sums = np.bincount(steps, weights=seg, minlength=span * width).reshape(span, width)
-        present = np.bincount(steps, minlength=span * width).reshape(span, width).any(axis=1)
-        listed = np.flatnonzero(present[1:])
-        return listed, sums[1:][present[1:]]
+        counts = np.bincount(steps, minlength=span * width).reshape(span, width)
+        present = np.asarray(counts[1:].any(axis=1))  # the known steps with a point on the path
+        return np.flatnonzero(present), sums[1:][present]
     known = steps >= 0
     listed, at = unique_ints(steps[known], return_inverse=True)
     by_step = np.bincount(
