@@ -78,7 +78,6 @@ def random_graph(seed: int, n_chains: int, max_len: int, edge_share: float, skew
         edge_is_wake=edge_kind == 2,
         edge_is_collective=edge_kind == 3,
         edge_typical=e_lag.astype(np.int64),
-        stream_typical=np.zeros(n, np.int64),
         call_start=zeros,
         call_end=zeros,
         call_row=zeros,
@@ -99,6 +98,7 @@ def random_graph(seed: int, n_chains: int, max_len: int, edge_share: float, skew
         op_graph=np.zeros(0, bool),
         op_bytes=zeros,
         op_collective=zeros,
+        op_stream_typical=zeros,
     )
 
 
@@ -217,7 +217,6 @@ def staircase_graph(steps: int) -> Graph:
             "edge_is_wake": np.zeros(n - 1, bool),
             "edge_is_collective": np.zeros(n - 1, bool),
             "edge_typical": np.full(n - 1, 30, np.int64),
-            "stream_typical": zeros.copy(),
         }
     )
 

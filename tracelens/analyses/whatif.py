@@ -20,7 +20,7 @@ import numpy as np
 
 from ..replay import engine
 from ..replay.critical import critical_path
-from ..replay.graph import GPU_START, Graph, point_rows
+from ..replay.graph import Graph, point_rows
 from ..replay.remedies import NOT_MODELED, NOT_MODELED_REASONS, REMEDIES, Context, Outcome
 from ..trace import DRIVER, GPU_ACTIVITY_KINDS, RUNTIME, STEP, Trace
 from .columns import event_columns
@@ -129,9 +129,7 @@ def _model_error_by_lag(ctx: Context, recorded: Outcome) -> dict[str, dict[str, 
     plain = ~(g.edge_is_wait | g.edge_is_wake | g.edge_is_collective)
     launch_edges = plain & ctx.is_host[g.edge_src]
     event_edges = plain & ~ctx.is_host[g.edge_src]
-    queued = (g.kind == GPU_START) & ~g.chain_first
-    lag = g.lag.copy()
-    lag[queued] = g.stream_typical[queued]
+    lag = g.lag_at_typical_stream_gaps()
 
     def typical(edges: np.ndarray) -> np.ndarray:
         return np.where(edges, g.edge_typical, g.edge_lag)

@@ -68,11 +68,15 @@ static PyObject *solve_sorted_edges(PyObject *self, PyObject *args) {
     const int64_t *e_pos = views[5].buf, *e_src = views[6].buf, *e_lag = views[7].buf;
     const unsigned char *first = views[1].buf, *stale = views[8].buf;
     int64_t *t = views[9].buf;
-    int64_t lowest = 0, highest = 0; /* the replay's earliest and latest time (its span) */
+    /* the replay's earliest and latest time (its span); read only where n > 0 */
+    int64_t lowest = INT64_MAX, highest = INT64_MIN;
     /* every index is checked before it is read: a bad plan raises instead of reading out of bounds; edges whose
      * positions do not ascend, or lie past the last point, are left unread and raise too */
     int bad = 0;
     Py_ssize_t k = 0;
+    /* the point solved just before and its time: a chain's stretch is solved point after point, so the chain
+     * predecessor's time is mostly this one, kept in a register rather than read back from t */
+    int64_t last_p = -2, last_t = 0;
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t i = 0; i < n && !bad; i++) {
         int64_t p = order[i];
@@ -80,7 +84,8 @@ static PyObject *solve_sorted_edges(PyObject *self, PyObject *args) {
             bad = 1;
             break;
         }
-        int64_t best = (first[p] ? NONE_TIME : t[p - 1]) + lag[p];
+        int64_t before = first[p] ? NONE_TIME : (p == last_p + 1 ? last_t : t[p - 1]);
+        int64_t best = before + lag[p];
         if (anchor[p] > best) {
             best = anchor[p];
         }
@@ -100,12 +105,10 @@ static PyObject *solve_sorted_edges(PyObject *self, PyObject *args) {
             break;
         }
         t[p] = best;
-        if (i == 0 || best < lowest) {
-            lowest = best;
-        }
-        if (i == 0 || best > highest) {
-            highest = best;
-        }
+        last_p = p;
+        last_t = best;
+        lowest = best < lowest ? best : lowest;
+        highest = best > highest ? best : highest;
     }
     if (k != n_edges) {
         bad = 1;

@@ -16,13 +16,15 @@ from typing import Any
 import numpy as np
 
 from ..analyses.columns import event_columns
-from ..analyses.names import code_mask, is_collective_kernel
+from ..analyses.names import is_collective_kernel
 from ..trace import ALL_KINDS, KERNEL
 from .engine import native_solver, setters
 from .graph import GPU_END, GPU_START, HOST_END, HOST_START, Graph, unique_ints
+from .name_tests import names_mask
 
 CATEGORIES = ("host", "sync_waits", "kernels", "copies", "communication")
 TOP = 5
+TOP_BY_DICTIONARY = 4096  # name dictionaries up to this size: the top lists summed over the whole dictionary
 ON_HOST_SHARE = 0.5
 # ``bound``: which side sets the pace. The host side is the path's host and sync_waits time (the host's own work
 # and its waits' own cost), the GPU side its kernels, copies and communication. At least BOUND_SHARE of the path on
@@ -83,7 +85,13 @@ def path_points(graph: Graph, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     lo = bottoms[:count][::-1]
     lengths = tops[:count][::-1] - lo + 1
     starts = np.cumsum(lengths) - lengths
-    path = np.arange(int(lengths.sum()), dtype=np.int64) + np.repeat(lo - starts, lengths)
+    # one path-sized array: steps of 1, each stretch's first point a jump from the last point of the stretch before
+    # (the first one's from 0), summed in place
+    path = np.ones(int(lengths.sum()), np.int64)
+    jumps = lo.copy()
+    jumps[1:] -= lo[:-1] + lengths[:-1] - 1
+    path[starts] = jumps
+    np.cumsum(path, out=path)
     setter = path - 1
     setter[starts] = head_sources[:count][::-1]
     return path, setter
@@ -156,8 +164,33 @@ def _path_facts(
     category[on_gpu] = 2
     category[on_gpu[~is_kernel[on_gpu]]] = 3
     # the collective kernels' names tested at those points only, not at every point of the path
-    category[on_gpu[code_mask(cols.name[rows[on_gpu]], cols.names, is_collective_kernel)]] = 4
+    category[
+        on_gpu[names_mask(lambda: cols.name[rows[on_gpu]], on_gpu.size, cols.names, is_collective_kernel)]
+    ] = 4
     return category, seg, kind, is_kernel, rows
+
+
+def _per_step_sums(steps: np.ndarray, category: np.ndarray, seg: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the steps of the path's points, ascending, -1 (none) left out; per step the time of its points per category):
+    every step's sums in one bincount, each bin adding its points in path order (as one bincount per step did).
+    ``steps`` (a fresh int64 array: overwritten) -> bin (step + 1) x categories + category, in place, where the
+    steps are few (window indices), the unknown step's bins read by none; else over the known points' ranks."""
+    width = len(CATEGORIES)
+    span = int(steps.max(initial=-1)) + 2
+    if steps.size and int(steps.min()) >= -1 and span <= 4 * steps.size + 1024:
+        steps += 1
+        steps *= width
+        steps += category
+        sums = np.bincount(steps, weights=seg, minlength=span * width).reshape(span, width)
+        counts = np.bincount(steps, minlength=span * width).reshape(span, width)
+        present = np.asarray(counts[1:].any(axis=1))  # the known steps with a point on the path
+        return np.flatnonzero(present), sums[1:][present]
+    known = steps >= 0
+    listed, at = unique_ints(steps[known], return_inverse=True)
+    by_step = np.bincount(
+        at.reshape(-1) * width + category[known], weights=seg[known], minlength=listed.size * width
+    ).reshape(listed.size, width)
+    return listed, by_step
 
 
 def critical_path(
@@ -176,16 +209,7 @@ def critical_path(
     ns = {name: int(by[i]) for i, name in enumerate(CATEGORIES)}
     per_step: list[dict[str, Any]] = []
     if step_of is not None:
-        steps = step_of[path]
-        known = steps >= 0
-        listed, at = unique_ints(steps[known], return_inverse=True)
-        # every step's sums per category in one bincount (each bin adds its points in path order, as one
-        # bincount per step did), then a loop over the listed steps' rows
-        by_step = np.bincount(
-            at.reshape(-1) * len(CATEGORIES) + category[known],
-            weights=seg[known],
-            minlength=listed.size * len(CATEGORIES),
-        ).reshape(listed.size, len(CATEGORIES))
+        listed, by_step = _per_step_sums(step_of[path], category, seg)
         for step, sums in zip(listed[:STEP_LIMIT], by_step[:STEP_LIMIT], strict=True):  # a loop over steps
             length = float(sums.sum())
             per_step.append(
@@ -203,11 +227,18 @@ def critical_path(
         if codes.size == 0:
             return []
         weights = seg[mask]
-        uniq, inverse = unique_ints(codes, return_inverse=True)
-        sums = np.bincount(inverse, weights=weights)
+        if len(cols.names) <= TOP_BY_DICTIONARY:
+            # summed per name code + 1 (code -1, no name, at 0) over the whole dictionary: no distinct codes found
+            # first; each sum adds its points in path order as before, and the names no point uses sum to 0, which
+            # the list leaves out (ties: the lower code first, as among the distinct codes)
+            sums = np.bincount(codes + 1, weights=weights, minlength=len(cols.names) + 1)
+            code = np.arange(-1, len(cols.names))
+        else:
+            code, inverse = unique_ints(codes, return_inverse=True)
+            sums = np.bincount(inverse, weights=weights)
         order = np.argsort(-sums, kind="stable")[:TOP]
         return [
-            {"name": str(cols.names[uniq[i]]) if uniq[i] >= 0 else None, "ns": int(sums[i])}
+            {"name": str(cols.names[code[i]]) if code[i] >= 0 else None, "ns": int(sums[i])}
             for i in order
             if sums[i] > 0
         ]

@@ -57,7 +57,6 @@ from ..analyses.columns import EventColumns, Table, event_columns, thread_key, t
 from ..analyses.launch import launch_pairs
 from ..analyses.names import (
     code_bits,
-    code_mask,
     is_blocking_sync,
     is_collective_kernel,
     is_graph_launch,
@@ -78,6 +77,7 @@ from ..trace import (
     Trace,
 )
 from ..values import dense_codes
+from .name_tests import names_mask
 
 NONE = -(2**62)  # "no constraint" for a time (below every real time, safe to add lags to)
 
@@ -97,6 +97,9 @@ IDLE_GAP_NS = 50_000  # a host thread's gap this long with
 IDLE_COVERED = 0.1  # less than this share covered by its own ops/frames was a wait for another thread
 WAKE_THREAD_LOOP = 16  # threads with idle gaps up to which each one's coverage is found on its own
 FEW_RUNS = 64  # runs (threads) up to which a segmented running max is one accumulate per run
+RUNS_SHARE = (
+    0.25  # the host rows' thread codes are found per run of one thread where runs are at most this share
+)
 
 
 @dataclass
@@ -105,7 +108,7 @@ class Graph:
 
     Per point: ``time`` (recorded), ``chain``, ``kind``, ``lag`` (after the chain predecessor; ignored on a
     chain's first point), ``anchor`` (a lower bound that is not an edge: the recorded time of anchored points,
-    else NONE), ``row`` (the event row). Points of a chain are stored contiguously in chain order, chains one
+    else NONE), ``row`` (the event row; ``chain`` and ``row`` int32 where they fit). Points of a chain are stored contiguously in chain order, chains one
     after another. Cross edges: ``edge_src`` -> ``edge_dst`` with ``edge_lag``, ``edge_is_wait`` (a blocking
     call's end on what it waits for; else a launch).
     Per host call ``c`` (``call_*``): its start point is ``2c`` of the host points, i.e. ``call_start[c]``.
@@ -130,7 +133,6 @@ class Graph:
     edge_typical: (
         np.ndarray
     )  # the edge's lag at its kind's typical value (model replay; wake edges: as recorded)
-    stream_typical: np.ndarray  # per point: the typical stream gap of a GPU start's device (0 elsewhere)
     # host calls
     call_start: np.ndarray
     call_end: np.ndarray
@@ -153,6 +155,8 @@ class Graph:
     op_graph: np.ndarray  # bool: launched by a graph launch
     op_bytes: np.ndarray
     op_collective: np.ndarray  # per op: its matched collective's id (-1: not a collective, or unmatched)
+    # per op: the typical stream gap of its device (held per op, not per point: read at the ops' starts only)
+    op_stream_typical: np.ndarray
     # typical lags per device (dict device -> ns), for remedies that change which edge binds
     typical: dict[str, dict[int, int]] = field(default_factory=dict)
 
@@ -163,10 +167,15 @@ class Graph:
     def at_typical_lags(self) -> Graph:
         """The graph with every launch latency, stream gap and wake-up at its device's typical (median) value
         instead of each one's recorded delay: the model replay that ``replay_error.model_*`` checks."""
+        return replace(self, lag=self.lag_at_typical_stream_gaps(), edge_lag=self.edge_typical.copy())
+
+    def lag_at_typical_stream_gaps(self) -> np.ndarray:
+        """A copy of ``lag`` with each queued op's start (a GPU start that is not its chain's first point) at its
+        device's typical stream gap: written at the ops' starts only, no pass over every point."""
         lag = self.lag.copy()
-        gpu_start = (self.kind == GPU_START) & ~self.chain_first
-        np.copyto(lag, self.stream_typical, where=gpu_start)  # one pass, no masked copies
-        return replace(self, lag=lag, edge_lag=self.edge_typical.copy())
+        queued = ~self.chain_first[self.op_start]
+        lag[self.op_start[queued]] = self.op_stream_typical[queued]
+        return lag
 
     def with_changes(self, **arrays: Any) -> Graph:
         """A copy with some arrays replaced (the others shared: remedies never write in place)."""
@@ -199,6 +208,26 @@ def _thread_keys_at(cols: EventColumns, rows: np.ndarray) -> np.ndarray:
     return thread_key(pid, tid)
 
 
+def _thread_codes_at(cols: EventColumns, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``dense_codes(_thread_keys_at(cols, rows))`` (each row's rank among the rows' sorted distinct thread keys, as
+    int64; those keys). Rows in time order come in long runs on one thread: where the runs are few, the keys are
+    built and ranked at each run's first row only and the codes repeated over the runs (no key per row)."""
+    pid, tid = cols.pid[rows], cols.tid[rows]
+    if isinstance(pid, np.ndarray) and isinstance(tid, np.ndarray) and rows.size > 1:
+        change = pid[1:] != pid[:-1]
+        change |= tid[1:] != tid[:-1]
+        del pid, tid
+        if np.count_nonzero(change) <= RUNS_SHARE * rows.size:
+            heads = np.flatnonzero(change)
+            del change
+            heads += 1
+            heads = np.concatenate([np.zeros(1, heads.dtype), heads])
+            codes, keys = dense_codes(_thread_keys_at(cols, rows[heads]))
+            return np.repeat(codes.astype(np.int64), np.diff(heads, append=rows.size)), keys
+    codes, keys = dense_codes(_thread_keys_at(cols, rows))
+    return codes.astype(np.int64, copy=False), keys
+
+
 def _narrowed(ids: np.ndarray) -> np.ndarray:
     """Signed integer ids as int32 where every value fits (the same values), else as they are."""
     if ids.dtype.kind != "i" or ids.dtype.itemsize <= 4:
@@ -206,6 +235,15 @@ def _narrowed(ids: np.ndarray) -> np.ndarray:
     if -(2**31) <= int(ids.min()) and int(ids.max()) < 2**31:
         return ids.astype(np.int32)
     return ids
+
+
+def _in_sorted(sorted_values: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """Per value of ``query``: whether it is one of ``sorted_values`` (ascending, distinct)."""
+    if sorted_values.size == 0:
+        return np.zeros(query.shape, bool)
+    at = np.searchsorted(sorted_values, query)
+    np.minimum(at, sorted_values.size - 1, out=at)
+    return sorted_values[at] == query
 
 
 def _run_heads(keys: np.ndarray) -> np.ndarray:
@@ -237,7 +275,10 @@ def unique_ints(values: np.ndarray, return_inverse: bool = False) -> Any:
 
 def _median_by(device: np.ndarray, values: np.ndarray, default: int) -> dict[int, int]:
     out: dict[int, int] = {}
-    for d in unique_ints(device):  # a loop over devices
+    devices = unique_ints(device)
+    if devices.size == 1:  # one device (a rank's trace): its values are all of them, no mask and copy
+        return {int(devices[0]): int(np.median(values))}
+    for d in devices:  # a loop over devices
         v = values[device == d]
         out[int(d)] = int(np.median(v)) if v.size else default
     return out
@@ -344,9 +385,7 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
     # moves with the host work before its first call (an input wait before it, say).
     api, op_row = point_rows(trace) if rows is None else rows
     del rows
-    key = _thread_keys_at(cols, api)
-    thread, thread_keys = dense_codes(key)
-    del key
+    thread, thread_keys = _thread_codes_at(cols, api)
     hosts = host_calls(cols, api, thread, int(thread_keys.size))
     del thread
     call_row, call_thread, cs, ce = hosts.call_row, hosts.call_thread, hosts.call_start, hosts.call_end
@@ -355,7 +394,8 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
     # --- GPU ops (launch_pairs order), launches resolved to outer calls
     n_ops = len(pairs)
     op_dev, op_stream = pairs["device"].astype(np.int64), pairs["stream"].astype(np.int64)
-    os_, oe = pairs["start"].astype(np.int64), pairs["end"].astype(np.int64)
+    # (gathered anew on each read: no copy of them where they are int64 already)
+    os_, oe = pairs["start"].astype(np.int64, copy=False), pairs["end"].astype(np.int64, copy=False)
     launch_row = pairs["launch_row"]
     # (launch rows mostly ascend: intervals.search_sorted walks them where its compiled helper is built)
     at = intervals.search_sorted(api, launch_row) if api.size else np.zeros(n_ops, np.int64)
@@ -369,7 +409,7 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
     # a launch call's start: its own row's (found: the api row at ``at`` is the launch row)
     op_launch_start = np.where(found, cols.start[api[at]] if api.size else 0, NONE)
     names = cols.names
-    op_graph = found & code_mask(pairs["launch_name"], names, is_graph_launch)
+    op_graph = found & names_mask(lambda: pairs["launch_name"], n_ops, names, is_graph_launch)
     op_is_copy = np.zeros(n_ops, bool)
     copy_rows = cols.kind[op_row] == _kind_code(MEMCPY)
     op_is_copy[copy_rows] = True
@@ -383,10 +423,15 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
         )
 
     # a launch from inside one-time work (see o_one_time below), read while the launch rows are at hand
-    one_time = one_time_work(trace).mask
+    # (by a search among the one-time rows, ascending and few: no mask of every event row made and gathered)
+    one_time = one_time_work(trace).rows
     op_one_time = (
-        found & (one_time[np.maximum(launch_row, 0)] | one_time[call_row[np.maximum(op_launch_call, 0)]])
-        if n_calls
+        found
+        & (
+            _in_sorted(one_time, np.maximum(launch_row, 0))
+            | _in_sorted(one_time, call_row[np.maximum(op_launch_call, 0)])
+        )
+        if n_calls and one_time.size
         else np.zeros(n_ops, bool)
     )
     del one_time
@@ -399,7 +444,10 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
     # no parts joined into a copy at the end.
     n_host = 2 * n_calls
     n_points = n_host + 2 * n_ops
-    time, chain, lag, anchor, row, stream_typical = (np.empty(n_points, np.int64) for _ in range(6))
+    time, lag, anchor = (np.empty(n_points, np.int64) for _ in range(3))
+    # chains and event rows as int32 where every event row fits (the chains are fewer): 8 bytes a point less
+    index_type = np.int32 if cols.kind.size < 2**31 else np.int64
+    chain, row = np.empty(n_points, index_type), np.empty(n_points, index_type)
     kind = np.empty(n_points, np.int8)
     chain_first = np.zeros(n_points, bool)
     host_time, gpu_time = time[:n_host], time[n_host:]
@@ -408,21 +456,22 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
     host_anchor, gpu_anchor = anchor[:n_host], anchor[n_host:]
     host_row, gpu_row = row[:n_host], row[n_host:]
     host_first, gpu_first = chain_first[:n_host], chain_first[n_host:]
-    gpu_typical = stream_typical[n_host:]
-    stream_typical[:n_host] = 0
     host_time[0::2], host_time[1::2] = cs, ce
     host_chain[0::2], host_chain[1::2] = call_thread, call_thread
     kind[:n_host:2], kind[1:n_host:2] = HOST_START, HOST_END
     host_row[0::2], host_row[1::2] = call_row, call_row
-    host_lag[1::2] = ce - cs
-    gap = np.zeros(n_calls, np.int64)
+    # the lags written in place (no call-sized temporaries): a call's duration, and the host gap before it (its
+    # start - the previous call's end, 0 at a thread's first call, never negative)
+    np.subtract(ce, cs, out=host_lag[1::2])
+    gap = host_lag[0::2]
     if n_calls:
-        gap[1:] = cs[1:] - ce[:-1]
+        gap[0] = 0
+        np.subtract(cs[1:], ce[:-1], out=gap[1:])
     first_call = np.ones(n_calls, bool)
     first_call[1:] = call_thread[1:] != call_thread[:-1]
     host_first[0::2] = first_call
     gap[first_call] = 0
-    host_lag[0::2] = np.maximum(gap, 0)
+    np.maximum(gap, 0, out=gap)
     # (each temporary below is let go once read: the arrays made after it take its memory, not fresh pages)
     del gap
 
@@ -502,9 +551,9 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
     typ_launch = np.array([launch_typ[int(d)] for d in devices], np.int64)[o_dev_index.reshape(-1)]
     typ_stream = np.array([stream_typ[int(d)] for d in devices], np.int64)[o_dev_index.reshape(-1)]
     del op_one_time, steady, queued, op_first, o_dev, o_dev_index
-    gpu_lag[1::2] = o_e - o_s
-    gpu_typical[0::2] = typ_stream
-    gpu_typical[1::2] = 0
+    np.subtract(o_e, o_s, out=gpu_lag[1::2])
+    op_stream_typical = np.empty(n_ops, np.int64)
+    op_stream_typical[op_order] = typ_stream
     gpu_lag[0::2] = np.where(
         launch_binds | event_binds,
         np.minimum(typ_stream, np.maximum(stream_res, 0)),
@@ -528,15 +577,16 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
     np.copyto(host_anchor[0::2], cs, where=first_call)
 
     # --- collective edges (ordered op indices)
-    op_name = pairs["name"]  # gathered from the event rows on each read: read once
-    op_collective = _collectives(
-        code_mask(op_name, names, is_collective_kernel) & pairs["is_kernel"].astype(bool),
-        op_name.astype(np.int64),
-        op_dev,
-        os_,
-        oe,
+    # (the ops' names gathered from the event rows only where some name of the trace is a collective kernel's)
+    is_collective = names_mask(lambda: pairs["name"], n_ops, names, is_collective_kernel)
+    if is_collective.any():
+        is_collective &= pairs["is_kernel"].astype(bool)
+    op_collective = (
+        _collectives(is_collective, pairs["name"].astype(np.int64), op_dev, os_, oe)
+        if is_collective.any()
+        else np.full(n_ops, -1, np.int64)
     )
-    del op_name, oe
+    del is_collective, oe
     o_collective = op_collective[op_order]
     c_src_op, c_dst_op, c_transfer = _collective_edges(o_collective, o_s, o_e)
     c_src, c_dst = base + 2 * c_src_op, base + 2 * c_dst_op + 1
@@ -639,7 +689,6 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
 
     graph = Graph(
         time=time,
-        stream_typical=stream_typical,
         chain=chain,
         kind=kind,
         lag=lag,
@@ -669,8 +718,9 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
         edge_typical=np.concatenate(
             [l_typical, typ_stream[e_dst], np.full(w_src.size, wake_typ, np.int64), k_lag, c_lag]
         ).astype(np.int64, copy=False),
-        call_start=np.arange(0, 2 * n_calls, 2, dtype=np.int64),
-        call_end=np.arange(1, 2 * n_calls, 2, dtype=np.int64),
+        # (point indices: int32 where the host points fit, as the chains and rows)
+        call_start=np.arange(0, n_host, 2, dtype=np.int32 if n_host < 2**31 else np.int64),
+        call_end=np.arange(1, n_host, 2, dtype=np.int32 if n_host < 2**31 else np.int64),
         call_row=call_row.astype(np.int64, copy=False),
         call_thread=call_thread.astype(np.int64, copy=False),
         call_name=call_names,
@@ -689,6 +739,7 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
         op_graph=op_graph,
         op_bytes=op_bytes,
         op_collective=op_collective,
+        op_stream_typical=op_stream_typical,
         typical={
             "launch": launch_typ,
             "stream": stream_typ,
@@ -802,14 +853,17 @@ def _wake_edges(
     covered = np.zeros(middle.size, np.int64)
     if middle.size:
         is_own = cols.of_kind(CPU_OP, PYTHON)
-        is_own &= cols.tid >= 0
         keys = thread_keys[call_thread[middle]]
         waiting = np.unique(keys)
+        halves = _thread_key_halves(cols) if waiting.size <= WAKE_THREAD_LOOP else []
+        # rows on a known thread only (tid >= 0): implied where each thread's rows are found by its tid itself (a
+        # tid column whose values fit in 32 bits, compared as they are, and the threads' tids not negative)
+        if not (halves and halves[0][2] and all(_low_half(int(key)) >= 0 for key in waiting)):
+            is_own &= cols.tid >= 0
         if waiting.size <= WAKE_THREAD_LOOP:
             # a few threads with idle gaps: each one's own rows are in time order already, so their union needs
             # no sort (the join of every thread's rows below sorts them all); each thread's rows found by a
             # comparison per column (no key per row)
-            halves = _thread_key_halves(cols)
             for key in waiting:  # a loop over threads
                 own = _of_thread_key(halves, is_own, int(key))
                 at = keys == key
@@ -888,6 +942,12 @@ def _thread_key_halves(cols: EventColumns) -> list[tuple[np.ndarray, int, bool]]
         )
         out.append((column, shift, fits))
     return out
+
+
+def _low_half(key: int) -> int:
+    """The tid a :func:`thread_key` holds in its low 32 bits, read as signed (as a 32-bit tid column holds it)."""
+    half = key & 0xFFFFFFFF
+    return half - (1 << 32) if half >= 1 << 31 else half
 
 
 def _of_thread_key(halves: list[tuple[np.ndarray, int, bool]], among: np.ndarray, key: int) -> np.ndarray:

@@ -24,6 +24,7 @@ holds it to what the memory can deliver. Vendor-library and collective kernels k
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -39,6 +40,7 @@ from ..occupancy_calc import LIMIT_BLOCKS, LIMIT_WARPS
 from ..trace import Trace
 from ..values import dense_codes
 from .graph import Graph, unique_ints
+from .name_tests import name_lookup
 
 
 def wave_fill(grid: np.ndarray, sm_count: np.ndarray, active: np.ndarray) -> np.ndarray:
@@ -62,10 +64,15 @@ def kernel_model(trace: Trace, g: Graph) -> tuple[np.ndarray, np.ndarray, dict[s
     # a block shape below LOW_OCCUPANCY limited by warps or blocks per SM (or an unknown limiter) limits the fill
     # the kernels' names by the event columns' codes (the names in use tested once each; no column read again)
     cols = event_columns(trace)
-    codes = cols.name[occ.rows]
-    excluded = code_mask(codes, cols.names, is_collective_kernel) | code_mask(
-        codes, cols.names, is_library_kernel
-    )
+    collective = name_lookup(cols.names, is_collective_kernel)
+    library = name_lookup(cols.names, is_library_kernel)
+    if collective is not None and library is not None:  # one gather of the rows' names, through both rules
+        excluded = (collective | library)[cols.name[occ.rows]]
+    else:
+        codes = cols.name[occ.rows]
+        excluded = code_mask(codes, cols.names, is_collective_kernel) | code_mask(
+            codes, cols.names, is_library_kernel
+        )
     by_shape = (occ.limiter == LIMIT_WARPS) | (occ.limiter == LIMIT_BLOCKS) | (occ.limiter < 0)
     shape_limited = ~excluded & by_shape & (occ.shape < LOW_OCCUPANCY)
     sm_count = np.full(occ.rows.size, np.nan)
@@ -136,10 +143,19 @@ def _input_bytes(trace: Trace, rows: np.ndarray) -> np.ndarray:
     cols = event_columns(trace)
     decoded: list[tuple[np.ndarray, list[Any]]] = [(cols.name[rows], [])]
     decoded += [dictionary_codes(trace.take(column, rows)) for column in SIGNATURE_COLUMNS]
+    widths = [int(codes.max(initial=-1)) + 2 for codes, _ in decoded]
     signature = np.zeros(rows.size, np.int64)
-    for codes, _ in decoded:  # a loop over the four columns: (signature so far, this code) renumbered densely
-        width = int(codes.max(initial=-1)) + 2
-        signature, _ = dense_codes(signature * width + (codes.astype(np.int64) + 1))
+    if math.prod(widths) < 2**62:  # the four codes packed into one number, ranked once (the same ranks)
+        for (codes, _), width in zip(decoded, widths, strict=True):  # a loop over the four columns
+            signature *= width
+            signature += codes
+            signature += 1
+        signature, _ = dense_codes(signature)
+    else:
+        for (codes, _), width in zip(
+            decoded, widths, strict=True
+        ):  # (signature so far, this code) renumbered
+            signature, _ = dense_codes(signature * width + (codes.astype(np.int64) + 1))
     groups = int(signature.max(initial=-1)) + 1
     first = np.empty(groups, np.int64)
     first[signature[::-1]] = np.arange(rows.size)[::-1]  # a row of each signature

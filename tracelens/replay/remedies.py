@@ -31,6 +31,7 @@ from ..values import sorted_distinct
 from .collectives import overlap_collectives
 from .engine import Plan, plan, plan_without_edges, running_at, solve_with_span
 from .graph import GPU_END, GPU_START, HOST_END, HOST_START, NONE, Graph, build, lower_is, text_mask
+from .name_tests import names_mask
 from .occupancy_model import kernel_model
 
 ITEM_MAX_BYTES = 64 * 1024  # a device-to-host read-back this small is a value read (sync.py's item pattern)
@@ -40,9 +41,8 @@ ITEM_MAX_BYTES = 64 * 1024  # a device-to-host read-back this small is a value r
 DEFAULT_GRAPH_LAUNCH_NS = 40_000
 DEFAULT_GRAPH_GAP_NS = 400
 MIN_GRAPH_OPS = 10  # graph ops needed to measure their gaps
-PINNED_LINK_FRACTION = (
-    0.8  # pinned copies reach this share of the link's theoretical bandwidth (no pinned copy to measure)
-)
+# pinned copies reach this share of the link's theoretical bandwidth (no pinned copy to measure)
+PINNED_LINK_FRACTION = 0.8
 PINNED_MIN_BYTES = 1024 * 1024  # pinned copies at least this big measure the pinned bandwidth
 _INPUT_KINDS = (RUNTIME, DRIVER, CPU_OP, PYTHON, ANNOTATION, STEP)
 
@@ -218,6 +218,9 @@ class Context:
         out.flags.writeable = False
         return out
 
+    # the synchronization and memcpy remedies' calls (:func:`_blocking_calls`), found once for both
+    blocking_calls = cached_property(lambda self: _blocking_calls(self))
+
     @cached_property
     def has_input_waits(self) -> bool:
         """Whether an input row lies on a known host thread (else :attr:`input_overlap` is 0 at every point)."""
@@ -284,17 +287,13 @@ class Context:
 Remedy = Callable[[Context], tuple[Graph | None, str]]
 
 
-def _host_lag_minus(ctx: Context, removed: np.ndarray) -> np.ndarray:
-    return np.maximum(ctx.graph.lag - removed, 0)
-
-
 def input_pipeline(ctx: Context) -> tuple[Graph | None, str]:
     if not ctx.has_input_waits:  # input_overlap is 0 everywhere: nothing removed
         return None, ""
     removed = ctx.input_overlap
     if removed.sum() <= 0:
         return None, ""
-    return ctx.graph.with_changes(lag=_host_lag_minus(ctx, removed)), (
+    return ctx.graph.with_changes(lag=np.maximum(ctx.graph.lag - removed, 0)), (
         "The input waits on the host threads (DataLoader next, tf.data iterator, tracelens/data ranges) take no "
         "time: batches are ready when the step asks (prefetching workers that keep up, whose own work on other "
         "threads or processes does not slow this one; the dequeue cost is taken as 0). Everything else keeps its "
@@ -305,7 +304,7 @@ def input_pipeline(ctx: Context) -> tuple[Graph | None, str]:
 def _graph_costs(ctx: Context) -> tuple[int, str, int | None]:
     """(host cost of one graph launch, where it comes from, gap between queued graph ops or None)."""
     g, cols = ctx.graph, event_columns(ctx.trace)
-    launches = code_mask(g.call_name, cols.names, is_graph_launch)
+    launches = names_mask(lambda: g.call_name, g.call_name.size, cols.names, is_graph_launch)
     if launches.any():
         cost = int(np.median(g.time[g.call_end[launches]] - g.time[g.call_start[launches]]))
         how = f"{cost / 1e3:.1f} µs, the median of this trace's {int(launches.sum())} graph launches"
@@ -380,8 +379,8 @@ def _region_heads(
         and (threads * steps * blocks < 2**62)
     ):
         key = (thread.astype(np.int64) * steps + (step + 1)) * blocks + blocking_before
-        order = np.argsort(key, kind="stable")
-        key = key[order]
+        order = np.arange(key.size) if bool((key[1:] >= key[:-1]).all()) else np.argsort(key, kind="stable")
+        key = key[order]  # (keys mostly sorted already: then the stable sort's identity, no sort)
     else:
         order = np.lexsort((time, blocking_before, step, thread))
         key = np.stack([thread[order], step[order], blocking_before[order]])
@@ -395,7 +394,7 @@ def _region_heads(
 
 def _blocking_calls(ctx: Context) -> tuple[np.ndarray, np.ndarray]:
     """(explicit syncs and small read-backs: the synchronization remedy's calls; other blocking copies: the
-    memcpy remedy's), as bool masks over calls."""
+    memcpy remedy's), as bool masks over calls (read only: :attr:`Context.blocking_calls`, found once)."""
     g = ctx.graph
     n = g.call_row.size
     readback = np.zeros(n, bool)
@@ -414,6 +413,7 @@ def _blocking_calls(ctx: Context) -> tuple[np.ndarray, np.ndarray]:
         big_copy[calls[~(dtoh & small)]] = True
     sync_side = is_blocking & (g.call_is_sync | readback)
     copy_side = is_blocking & big_copy & ~sync_side
+    sync_side.flags.writeable = copy_side.flags.writeable = False
     return sync_side, copy_side
 
 
@@ -431,7 +431,7 @@ def _drop_waits(ctx: Context, calls: np.ndarray, lag: np.ndarray | None = None) 
 
 
 def synchronization(ctx: Context) -> tuple[Graph | None, str]:
-    sync_side, _ = _blocking_calls(ctx)
+    sync_side, _ = ctx.blocking_calls
     if not (sync_side & ctx.graph.call_waited).any():
         return None, ""
     g = ctx.graph
@@ -448,7 +448,7 @@ def synchronization(ctx: Context) -> tuple[Graph | None, str]:
 
 def memcpy(ctx: Context) -> tuple[Graph | None, str]:
     g = ctx.graph
-    _, copy_side = _blocking_calls(ctx)
+    _, copy_side = ctx.blocking_calls
     if not copy_side.any():
         return None, ""
     bandwidth, how = ctx.pinned_bandwidth()
@@ -498,7 +498,9 @@ def low_occupancy(ctx: Context) -> tuple[Graph | None, str]:
 def communication(ctx: Context) -> tuple[Graph | None, str]:
     g = ctx.graph
     cols = event_columns(ctx.trace)
-    is_collective = g.op_is_kernel & code_mask(cols.name[g.op_row], cols.names, is_collective_kernel)
+    is_collective = g.op_is_kernel & names_mask(
+        lambda: cols.name[g.op_row], g.op_row.size, cols.names, is_collective_kernel
+    )
     if not is_collective.any():
         return None, ""
     changed, placeholders, events = overlap_collectives(g, is_collective)

@@ -47,7 +47,6 @@ _FIXED = (
     "kind",
     "row",
     "chain_first",
-    "stream_typical",
     "call_start",
     "call_end",
     "call_row",
@@ -68,6 +67,7 @@ _FIXED = (
     "op_graph",
     "op_bytes",
     "op_collective",
+    "op_stream_typical",
 )
 
 
@@ -254,7 +254,6 @@ class RunReplay:
                 "kind": np.concatenate([cat("kind"), np.full(n_b, BARRIER, np.int8)]),
                 "row": np.concatenate([cat("row"), np.full(n_b, -1, np.int64)]),
                 "chain_first": np.concatenate([cat("chain_first"), np.ones(n_b, bool)]),
-                "stream_typical": np.concatenate([cat("stream_typical"), np.zeros(n_b, np.int64)]),
                 "call_start": cat("call_start", p_off),
                 "call_end": cat("call_end", p_off),
                 "call_row": cat("call_row"),
@@ -275,6 +274,7 @@ class RunReplay:
                 "op_graph": cat("op_graph"),
                 "op_bytes": cat("op_bytes"),
                 "op_collective": self.op_collective,
+                "op_stream_typical": cat("op_stream_typical"),
             }
             anchor = None
         if anchor is None:
