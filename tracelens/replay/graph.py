@@ -97,20 +97,19 @@ IDLE_GAP_NS = 50_000  # a host thread's gap this long with
 IDLE_COVERED = 0.1  # less than this share covered by its own ops/frames was a wait for another thread
 WAKE_THREAD_LOOP = 16  # threads with idle gaps up to which each one's coverage is found on its own
 FEW_RUNS = 64  # runs (threads) up to which a segmented running max is one accumulate per run
-RUNS_SHARE = (
-    0.25  # the host rows' thread codes are found per run of one thread where runs are at most this share
-)
+# The host rows' thread codes are found per run of one thread where runs are at most this share of the rows.
+RUNS_SHARE = 0.25
 
 
 @dataclass
 class Graph:
     """Points (arrays indexed by point), chains and cross edges; see the module docstring.
 
-    Per point: ``time`` (recorded), ``chain``, ``kind``, ``lag`` (after the chain predecessor; ignored on a
-    chain's first point), ``anchor`` (a lower bound that is not an edge: the recorded time of anchored points,
-    else NONE), ``row`` (the event row; ``chain`` and ``row`` int32 where they fit). Points of a chain are stored contiguously in chain order, chains one
-    after another. Cross edges: ``edge_src`` -> ``edge_dst`` with ``edge_lag``, ``edge_is_wait`` (a blocking
-    call's end on what it waits for; else a launch).
+    Per point: ``time`` (recorded), ``chain``, ``kind``, ``lag`` (after the chain predecessor; ignored on a chain's
+    first point), ``anchor`` (a lower bound that is not an edge: the recorded time of anchored points, else NONE),
+    ``row`` (the event row; ``chain`` and ``row`` int32 where they fit). Points of a chain are stored contiguously
+    in chain order, chains one after another. Cross edges: ``edge_src`` -> ``edge_dst`` with ``edge_lag``,
+    ``edge_is_wait`` (a blocking call's end on what it waits for; else a launch).
     Per host call ``c`` (``call_*``): its start point is ``2c`` of the host points, i.e. ``call_start[c]``.
     Per GPU op ``o`` (``op_*``): start/end points, ``op_launch_call`` (-1 unlaunched), duration, copy facts.
     """
@@ -127,12 +126,10 @@ class Graph:
     edge_lag: np.ndarray
     edge_is_wait: np.ndarray
     edge_is_wake: np.ndarray  # host -> host: an idle thread resumes after another thread's point
-    edge_is_collective: (
-        np.ndarray
-    )  # GPU start -> GPU end: a collective's participant ends after the others start
-    edge_typical: (
-        np.ndarray
-    )  # the edge's lag at its kind's typical value (model replay; wake edges: as recorded)
+    # GPU start -> GPU end: a collective's participant ends after the others start
+    edge_is_collective: np.ndarray
+    # the edge's lag at its kind's typical value (model replay; wake edges: as recorded)
+    edge_typical: np.ndarray
     # host calls
     call_start: np.ndarray
     call_end: np.ndarray
