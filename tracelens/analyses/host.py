@@ -84,7 +84,8 @@ def host_summary(trace: Trace, top_n: int = TOP_N) -> dict[str, Any]:
             first = min(first, int(start.min(where=in_host, initial=first)))
             last = max(last, int(end.max(where=in_host, initial=last)))
             duration = end - start
-            key = slot_base[cols.kind[lo : lo + CHUNK_ROWS]]
+            # np.take, not an index: the int8 codes not converted to intp first (~1 ms less on the tile)
+            key = np.take(slot_base, cols.kind[lo : lo + CHUNK_ROWS])
             key += cols.name[lo : lo + CHUNK_ROWS]
             key += 1
             slot_count += np.bincount(key, minlength=every_slot)[: slot_count.size]
