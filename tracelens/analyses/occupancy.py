@@ -240,9 +240,11 @@ def config_groups(
     width = int(config_group.max()) + 1 if config_group.size else 1
     key = name.astype(np.int64) * width + config_group[config]
     group = pd.factorize(key)[0]
-    first = np.full(int(group.max()) + 1 if group.size else 0, group.size, np.int64)
-    np.minimum.at(first, group, np.arange(group.size))
-    return group, first
+    # groups numbered in order of first appearance: a group's first launch is where the running maximum rises
+    # (no unbuffered minimum.at per launch)
+    running = np.maximum.accumulate(group)
+    first = np.flatnonzero(np.concatenate([[True], running[1:] > running[:-1]])) if group.size else group
+    return group, first.astype(np.int64)
 
 
 def _json_float(x: Any) -> float | None:
