@@ -220,7 +220,9 @@ def _name_labels(codes: np.ndarray, names: np.ndarray) -> tuple[np.ndarray, np.n
     in_use = np.zeros(len(names) + 1, bool)
     in_use[codes] = True  # code -1: the last slot
     used = np.flatnonzero(in_use)
-    texts = np.append(np.asarray(names, dtype=object), None)[used]
+    texts = np.full(used.size, None, dtype=object)  # the last slot (a null name) stays None
+    named = used < len(names)
+    texts[named] = np.asarray(names, dtype=object)[used[named]]
     labels = pd.Series(texts, dtype=object).fillna("").to_numpy(dtype=object)
     canonical, label_of = pd.factorize(labels)
     code_of = np.zeros(in_use.size, np.int64)
