@@ -84,7 +84,8 @@ def host_summary(trace: Trace, top_n: int = TOP_N) -> dict[str, Any]:
             first = min(first, int(start.min(where=in_host, initial=first)))
             last = max(last, int(end.max(where=in_host, initial=last)))
             duration = end - start
-            key = slot_base[cols.kind[lo : lo + CHUNK_ROWS]]
+            # np.take, not an index: the int8 codes not converted to intp first (~1 ms less on the tile)
+            key = np.take(slot_base, cols.kind[lo : lo + CHUNK_ROWS])
             key += cols.name[lo : lo + CHUNK_ROWS]
             key += 1
             slot_count += np.bincount(key, minlength=every_slot)[: slot_count.size]
@@ -92,10 +93,7 @@ def host_summary(trace: Trace, top_n: int = TOP_N) -> dict[str, Any]:
             del start, end, duration, key
             if codes is None:
                 threads.append(
-                    _chunk_threads(
-                        np.compress(in_host, cols.pid[lo : lo + CHUNK_ROWS]),
-                        np.compress(in_host, cols.tid[lo : lo + CHUNK_ROWS]),
-                    )
+                    _host_threads(cols.pid[lo : lo + CHUNK_ROWS], cols.tid[lo : lo + CHUNK_ROWS], in_host)
                 )
             else:
                 mark_codes_where(codes[lo : lo + CHUNK_ROWS], in_host, seen)
@@ -223,6 +221,21 @@ def _chunk_threads(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
         ids = distinct(tid)
         return thread_key(np.full(ids.size, pid[0], pid.dtype), ids)
     return distinct(thread_key(pid, tid))
+
+
+def _host_threads(pid: Any, tid: Any, in_host: np.ndarray) -> np.ndarray:
+    """:func:`_chunk_threads` of the rows where ``in_host`` is set: from the first row of each run of rows of one
+    (pid, tid, in_host), where pid and tid are arrays (no compress of every host row's pid and tid: 12 -> 5 ms
+    for the 1.3M host rows of the 406 MB Kineto tile, on ~2K runs)."""
+    if not (isinstance(pid, np.ndarray) and isinstance(tid, np.ndarray)) or pid.size < 2:
+        return _chunk_threads(np.compress(in_host, pid), np.compress(in_host, tid))
+    change = pid[1:] != pid[:-1]
+    change |= tid[1:] != tid[:-1]
+    change |= in_host[1:] != in_host[:-1]
+    starts = np.flatnonzero(np.concatenate([[True], change]))
+    del change
+    starts = starts[in_host[starts]]
+    return _chunk_threads(pid[starts], tid[starts])
 
 
 # _chunk_threads keeps one row of each run of a thread's rows where the runs are at most this share of the rows.

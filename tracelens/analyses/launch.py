@@ -406,7 +406,11 @@ def _depth_by_sorted_keys(
     del base
     key <<= 1
     key[codes.size :] |= 1  # a launch (+1) after an end (-1) at the same time
-    key.sort()
+    # two ascending runs (one stream, its ops in order: a PyTorch profile's): merged by the stable sort (timsort
+    # finds the runs: ~6x faster than the quicksort here); else the quicksort (equal keys are equal: the same)
+    n = codes.size
+    presorted = n > 1 and bool((key[1:n] >= key[: n - 1]).all() and (key[n + 1 :] >= key[n:-1]).all())
+    key.sort(kind="stable" if presorted else "quicksort")
     depth = np.bitwise_and(key, 1)  # +1 a launch, -1 an end, summed in place: one array beside the keys
     depth <<= 1
     depth -= 1

@@ -232,9 +232,12 @@ def _launch_mode_codes(trace: Trace, copies: pd.DataFrame) -> np.ndarray:
     has_pid = host["has_pid"].to_numpy()
     m1 = _join_on_pid(left if with_pid.all() else left[with_pid], host if has_pid.all() else host[has_pid])
     # Without a pid on one side, the correlation id alone decides (never across two known, different pids).
-    no_pid_copies = left[~with_pid & with_corr].drop(columns="pid")
-    m2 = pd.DataFrame({"row": np.zeros(0, np.int64), "mode": np.zeros(0, np.int8)})
-    if len(no_pid_copies):
+    # (the frames of the matches 2 and 3 built only where they can match: the copies of a Kineto trace all have
+    # a pid, and so do their calls; an empty merge is ~5 ms of pandas)
+    no_pid = ~with_pid & with_corr
+    m2 = m3 = pd.DataFrame({"row": np.zeros(0, np.int64), "mode": np.zeros(0, np.int8)})
+    if no_pid.any():
+        no_pid_copies = left[no_pid].drop(columns="pid")
         m2 = no_pid_copies.merge(
             host.drop_duplicates(["correlation_id"])[["correlation_id", "mode"]],
             on="correlation_id",
@@ -243,9 +246,10 @@ def _launch_mode_codes(trace: Trace, copies: pd.DataFrame) -> np.ndarray:
     # left["row"] is each copy's position: the copies m1 matched flagged by position, not a hash of the rows
     in_m1 = np.zeros(len(copies), bool)
     in_m1[m1["row"].to_numpy()] = True
-    unmatched = left[with_pid & ~in_m1].drop(columns="pid")
-    pidless_host = host[~host["has_pid"]].drop_duplicates(["correlation_id"])
-    m3 = unmatched.merge(pidless_host[["correlation_id", "mode"]], on="correlation_id", how="inner")
+    if not has_pid.all():
+        unmatched = left[with_pid & ~in_m1].drop(columns="pid")
+        pidless_host = host[~host["has_pid"]].drop_duplicates(["correlation_id"])
+        m3 = unmatched.merge(pidless_host[["correlation_id", "mode"]], on="correlation_id", how="inner")
     for matched in (m1, m2, m3):
         out[matched["row"].to_numpy()] = matched["mode"].to_numpy()
     return out

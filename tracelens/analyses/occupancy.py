@@ -26,7 +26,7 @@ from ..enrich import KernelOccupancy
 from ..occupancy_calc import LIMIT_BLOCKS, LIMIT_WARPS, LIMITER_NAMES
 from ..trace import Trace
 from ..values import int_or_none
-from .columns import dictionary_codes, event_columns
+from .columns import event_columns
 from .grouping import sum_per_slot
 from .names import code_bits, is_collective_kernel, is_library_kernel
 
@@ -210,6 +210,45 @@ def _weighted(values: np.ndarray, weights: np.ndarray) -> float | None:
     return float((values[ok] * weights[ok]).sum() / total)
 
 
+# A launch configuration of the top kernels' table, with the kernel's name.
+CONFIG_KEYS = ("device", "threads", "registers", "shared")
+
+
+def _name_labels(codes: np.ndarray, names: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(each launch's label code, the labels) for name codes into ``names`` (-1: null): a null name and "" are one
+    label. Only the names in use are read (not a dictionary of millions of NVTX texts)."""
+    in_use = np.zeros(len(names) + 1, bool)
+    in_use[codes] = True  # code -1: the last slot
+    used = np.flatnonzero(in_use)
+    texts = np.full(used.size, None, dtype=object)  # the last slot (a null name) stays None
+    named = used < len(names)
+    texts[named] = np.asarray(names, dtype=object)[used[named]]
+    labels = pd.Series(texts, dtype=object).fillna("").to_numpy(dtype=object)
+    canonical, label_of = pd.factorize(labels)
+    code_of = np.zeros(in_use.size, np.int64)
+    code_of[used] = canonical
+    return code_of[codes], np.asarray(label_of, dtype=object)
+
+
+def config_groups(
+    name: np.ndarray, config: np.ndarray, per_config: dict[str, np.ndarray]
+) -> tuple[np.ndarray, np.ndarray]:
+    """(each launch's group, each group's first launch): the launches grouped by (name, device, threads, registers,
+    shared), numbered in order of first appearance as ``groupby(..., sort=False, dropna=False).ngroup()`` does.
+    The four configuration keys are grouped once per configuration (``config``: each launch's), then the launches
+    by one int64 key of (name, that group): no five-column groupby of every launch."""
+    keys = pd.DataFrame({k: per_config[k] for k in CONFIG_KEYS})
+    config_group = keys.groupby(list(CONFIG_KEYS), sort=False, dropna=False).ngroup().to_numpy(np.int64)
+    width = int(config_group.max()) + 1 if config_group.size else 1
+    key = name.astype(np.int64) * width + config_group[config]
+    group = pd.factorize(key)[0]
+    # groups numbered in order of first appearance: a group's first launch is where the running maximum rises
+    # (no unbuffered minimum.at per launch)
+    running = np.maximum.accumulate(group)
+    first = np.flatnonzero(np.concatenate([[True], running[1:] > running[:-1]])) if group.size else group
+    return group, first.astype(np.int64)
+
+
 def _json_float(x: Any) -> float | None:
     return float(x) if x is not None and np.isfinite(x) else None
 
@@ -229,31 +268,14 @@ def _top_kernels(
     def at_keep(name: str) -> np.ndarray:  # a per-configuration value at the kept launches
         return per_config[name][config]
 
-    codes, dictionary = dictionary_codes(trace.take("name", occ.rows[keep]))
-    # Grouped by name code, not by name string: millions of launches would each become a Python string.
-    # Codes are made canonical over the labels (a null name and "" are one label, as before).
-    labels = pd.Series(list(dictionary) + [""], dtype=object).fillna("").to_numpy(dtype=object)
-    canonical, label_of = pd.factorize(labels)
+    cols = event_columns(trace)
+    name, label_of = _name_labels(cols.name[occ.rows[keep]], cols.names)
     kept_duration = occ.duration[keep]
     duration = kept_duration.astype(np.float64)
-    # Launch configurations numbered by a groupby over the five keys only; each sum is a bincount over the
-    # numpy columns (a 16-column frame of millions of launches cost ~0.7 GB more at peak).
-    keys = pd.DataFrame(
-        {
-            "name": canonical[codes],
-            "device": at_keep("device"),
-            "threads": at_keep("threads"),
-            "registers": at_keep("registers"),
-            "shared": at_keep("shared"),
-        }
-    )
-    del codes
-    group = keys.groupby(list(keys.columns), sort=False, dropna=False).ngroup().to_numpy()
-    groups = int(group.max()) + 1
-    first = np.full(groups, keep.size, np.int64)
-    np.minimum.at(first, group, np.arange(keep.size))
-    summary = keys.iloc[first].reset_index(drop=True)
-    del keys
+    group, first = config_groups(name, config, per_config)
+    groups = first.size
+    summary = pd.DataFrame({"name": name[first], **{k: per_config[k][config[first]] for k in CONFIG_KEYS}})
+    del name
 
     def summed(values: np.ndarray) -> np.ndarray:  # NaN (not computed) adds nothing, as pandas' sum
         return np.bincount(group, weights=np.nan_to_num(values), minlength=groups)

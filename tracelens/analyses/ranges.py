@@ -24,6 +24,7 @@ from . import columns
 from .blocks import count_of_kind
 from .columns import EventColumns, device_busy, event_columns, thread_key, thread_time_positions
 from .grouping import cut_in_chunks, rows_by_thread, sum_per_slot, thread_chunks
+from .label_sums import largest_first, sums_by_label
 from .launch import launch_pairs
 from .names import name_template
 
@@ -569,31 +570,25 @@ def range_summary(trace: Trace, limit: int = NAME_LIMIT) -> dict[str, Any]:
         del span, slot
     names = cols.names
     used = np.flatnonzero(totals["n"])
-    texts = pd.DataFrame({field: values[used] for field, values in totals.items()})
     # Instances of one thing share a template name (emit_nvtx's "aten::mm, op_id = 5", "ProfilerStep#3"):
     # one row per template, with the number of distinct texts it groups. A loop over distinct names.
-    texts["label"] = [name_template(str(names[c - 1])) if c > 0 else "" for c in used]
-    agg = (
-        texts.groupby("label", sort=False)
-        .agg(**{f: (f, "sum") for f in fields}, texts=("n", "size"))
-        .reset_index()
-    )
-    agg = agg.sort_values(["cpu_ns", "label"], ascending=[False, True], kind="stable")
+    labels = [name_template(str(names[c - 1])) if c > 0 else "" for c in used]
+    label, agg = sums_by_label(labels, {field: values[used] for field, values in totals.items()})
     out = [
         {
-            "name": r.label,
-            "count": int(r.n),
-            "texts": int(r.texts),
-            "cpu_ns": int(r.cpu_ns),
-            "gpu_ops": int(r.ops),
-            "gpu_op_ns": int(r.gpu_op_ns),
-            "projected_ns": int(r.projected_ns),
-            "gpu_idle_ns": int(r.gpu_idle_ns),
-            "instances_with_gpu": int(r.with_gpu),
+            "name": label[r],
+            "count": int(agg["n"][r]),
+            "texts": int(agg["texts"][r]),
+            "cpu_ns": int(agg["cpu_ns"][r]),
+            "gpu_ops": int(agg["ops"][r]),
+            "gpu_op_ns": int(agg["gpu_op_ns"][r]),
+            "projected_ns": int(agg["projected_ns"][r]),
+            "gpu_idle_ns": int(agg["gpu_idle_ns"][r]),
+            "instances_with_gpu": int(agg["with_gpu"][r]),
         }
-        for r in agg.head(limit).itertuples(index=False)
+        for r in largest_first(agg["cpu_ns"], label)[:limit]
     ]
-    return {"count": count, "names": int(len(agg)), "texts": int(len(texts)), "ranges": out}
+    return {"count": count, "names": int(label.size), "texts": int(used.size), "ranges": out}
 
 
 def section(trace: Trace, done: dict[str, Any]) -> dict[str, Any]:

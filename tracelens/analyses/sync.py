@@ -38,6 +38,26 @@ TOP_N = 10
 _STREAM_WAIT = re.compile(r"^(cuda|hip|cu)StreamWaitEvent$")
 
 
+def _run_thread_codes(pid: np.ndarray, tid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``dense_codes(thread_key(pid, tid))``. Calls in time order come in runs on one thread (1,768 runs in the
+    521K calls of the 406 MB Kineto tile): the key of each run's first call coded and the codes repeated over
+    the runs, not a key built and searched per call; calls that change thread often are coded one by one."""
+    if pid.size < 2:
+        return dense_codes(thread_key(pid, tid))
+    change = pid[1:] != pid[:-1]
+    change |= tid[1:] != tid[:-1]
+    starts = np.flatnonzero(np.concatenate([[True], change]))
+    del change
+    if starts.size > _RUNS_SHARE * pid.size:
+        return dense_codes(thread_key(pid, tid))
+    codes, keys = dense_codes(thread_key(pid[starts], tid[starts]))
+    return np.repeat(codes, np.diff(starts, append=pid.size)), keys
+
+
+# _run_thread_codes codes one call per run where the runs are at most this share of the calls.
+_RUNS_SHARE = 0.25
+
+
 def _api_calls(trace: Trace) -> tuple[Table, np.ndarray]:
     """(the runtime and driver calls: name code, start, event row, thread code, blocking, stream wait; the thread
     keys (sorted) the thread codes index)."""
@@ -52,7 +72,7 @@ def _api_calls(trace: Trace) -> tuple[Table, np.ndarray]:
     # one code per (pid, tid), as narrow as the threads allow: what the item pattern reads of them (a byte a call
     # for a handful of threads, not an int64 key)
     coded = dense_thread_codes(cols.pid, cols.tid, api)  # from the thread codes where held (Nsight)
-    codes, thread_keys = dense_codes(thread_key(cols.pid[api], cols.tid[api])) if coded is None else coded
+    codes, thread_keys = _run_thread_codes(cols.pid[api], cols.tid[api]) if coded is None else coded
     thread = codes.astype(
         np.int8 if thread_keys.size <= 128 else np.int32 if thread_keys.size < 2**31 else np.int64, copy=False
     )

@@ -245,7 +245,8 @@ def _top_host_names_of(
     count = np.zeros(other + width, np.int64)
     total = np.zeros(other + width)
     for lo in range(0, categories_of.size, ROW_CHUNK):  # a loop over chunks of rows
-        slot = base[categories_of[lo : lo + ROW_CHUNK]]
+        # np.take, not an index: the int8 codes not converted to intp first (~1.5 ms less on the tile)
+        slot = np.take(base, categories_of[lo : lo + ROW_CHUNK])
         slot[flagged[np.searchsorted(flagged, lo) : np.searchsorted(flagged, lo + slot.size)] - lo] = other
         slot += cols.name[lo : lo + ROW_CHUNK]
         slot += 1

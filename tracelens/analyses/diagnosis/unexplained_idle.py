@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from ... import intervals
 from ...trace import ALL_KINDS, ANNOTATION, CPU_OP, DRIVER, OSRT, OVERHEAD, PYTHON, RUNTIME, Trace
@@ -25,6 +24,7 @@ from ..derived import memo, starts_ascending
 from ..kinds import kind_mask
 from ..names import NOTHING, rows_named
 from .cause import TOP_NAMES, Cause, Context, Evidence
+from .top_rows import Summed, summed_by_row_key, top_by_row_key
 from .wording import gpu, mean_note, quote, worst
 
 NAME = "unexplained_idle"
@@ -152,7 +152,7 @@ def _host_activity(trace: Trace) -> HostActivity:
     for us, ue in unexplained:  # a loop over devices
         rank_wait += int(intervals.overlap_with_union(us, ue, *wait_union).sum())
         profiler_overhead += int(intervals.overlap_with_union(us, ue, *overhead_union).sum())
-    partials = []
+    partials: list[Summed] = []
     # A row's overlap summed over the devices' unexplained intervals, for the rows that reach into their union
     # (the first union interval ending after the row's start begins before its end): a few percent of the host
     # rows.
@@ -165,34 +165,11 @@ def _host_activity(trace: Trace) -> HostActivity:
         overlap = _summed_overlap(cols.start[mine], cols.end[mine], tables)
         seen = overlap > 0
         mine = mine[seen]
-        partials.append(
-            pd.DataFrame(
-                {
-                    "name": cols.name[mine],
-                    "kind": cols.kind[mine],
-                    "tid": cols.tid[mine],
-                    "overlap": overlap[seen],
-                }
-            )
-            .groupby(["name", "kind", "tid"], sort=False)["overlap"]
-            .sum()
-        )
-    summed = (
-        pd.concat(partials).groupby(level=[0, 1, 2], sort=False).sum()
-        if partials
-        else pd.Series(
-            [], dtype=np.int64, index=pd.MultiIndex.from_arrays([[], [], []], names=["name", "kind", "tid"])
-        )
-    )
-    top_rows = (
-        summed.rename("overlap")
-        .reset_index()
-        .sort_values(["overlap", "name"], ascending=[False, True])
-        .head(TOP_NAMES)
-    )
+        partials.append(summed_by_row_key(cols.name[mine], cols.kind[mine], cols.tid[mine], overlap[seen]))
+    top = top_by_row_key(partials, TOP_NAMES)
     processes = _process_count(cols.pid, host_mask)
     return HostActivity(
-        top=tuple(tuple(r) for r in top_rows[["name", "kind", "tid", "overlap"]].itertuples(index=False)),
+        top=top,
         rank_wait=rank_wait,
         profiler_overhead=profiler_overhead,
         processes=processes,

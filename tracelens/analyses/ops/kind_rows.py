@@ -1,7 +1,7 @@
 """Two steps of the op tree over the event columns, kept beside :mod:`.tree`: the event rows of one kind on a thread
 whose name a table picks, by the compiled pass (_op_tree.c ``kind_rows``: the emit_nvtx op ranges of
 :func:`.tree.emit_nvtx_rows`, tens of millions of an Nsight export's rows), and each launch's thread among the op
-threads (:func:`launch_threads`)."""
+threads (:func:`launch_threads`), and the cpu ops' rows on a thread (:func:`cpu_op_rows`)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from ...trace import CPU_OP
 from ..coded import CodedInts
 from ..columns import thread_key
 
@@ -16,6 +17,10 @@ try:  # optional: built at install time where a C compiler is there
     from .. import _op_tree as _compiled
 except ImportError:
     _compiled = None  # type: ignore[assignment]
+
+# cpu_op_rows tests the thread in a table-long mask up to this many rows (beyond: a gather at the cpu ops, no
+# second table-long temporary)
+MASKED_TID_ROWS = 1 << 23
 
 
 def kind_rows(cols: Any, code: int, nvtx: np.ndarray | None) -> np.ndarray | None:
@@ -48,6 +53,19 @@ def kind_rows(cols: Any, code: int, nvtx: np.ndarray | None) -> np.ndarray | Non
     if count and _compiled.kind_rows(kind, name, tid, tid_ok, code, table, out) != count:
         return None
     return out
+
+
+def cpu_op_rows(cols: Any) -> np.ndarray:
+    """The rows of the cpu ops on a thread (tid >= 0), ascending (int64 positions)."""
+    is_cpu = cols.of_kind(CPU_OP)
+    if isinstance(cols.tid, np.ndarray) and cols.tid.shape == is_cpu.shape and is_cpu.size <= MASKED_TID_ROWS:
+        # (a Kineto table, half of whose rows are cpu ops) the thread tested in the mask: a compare per row is
+        # cheaper than a gather of the tid at each cpu op
+        is_cpu &= cols.tid >= 0
+        return np.flatnonzero(is_cpu)
+    cpu = np.flatnonzero(is_cpu)
+    del is_cpu
+    return cpu[cols.tid[cpu] >= 0]  # the thread read at the cpu ops only (none, in an Nsight export)
 
 
 def launch_threads(

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ... import intervals
-from ...trace import ALL_KINDS, ANNOTATION, CPU_OP, GPU_ACTIVITY_KINDS, Trace
+from ...trace import ALL_KINDS, ANNOTATION, GPU_ACTIVITY_KINDS, Trace
 from ..blocks import BLOCK_ROWS
 from ..coded import CodedInts
 from ..columns import dictionary_codes, event_columns, memo, range_running_at, thread_key
@@ -24,7 +24,7 @@ from ..grouping import (
 )
 from ..launch import launch_pairs
 from ..names import EMIT_NVTX_PATTERN
-from .kind_rows import kind_rows, launch_threads
+from .kind_rows import cpu_op_rows, kind_rows, launch_threads
 
 try:  # the per-thread pass in C (optional: built at install time where a C compiler is there)
     from .. import _op_tree as _compiled
@@ -168,6 +168,10 @@ def emit_nvtx_rows(trace: Trace) -> np.ndarray:
         names = op_names(trace)
         code, size = ALL_KINDS.index(ANNOTATION), cols.start.size
         kind, tid, name = cols.kind, cols.tid, cols.name
+        if not names.all_annotations_nvtx and not names.nvtx.any():
+            # no name of the dictionary has the emit_nvtx form (a Kineto trace's annotations): no such row, and
+            # no pass over the table's kinds, names and threads to find none
+            return _narrow_rows(np.zeros(0, np.int64), size)
         found = kind_rows(cols, code, None if names.all_annotations_nvtx else names.nvtx)
         if found is not None:
             return found
@@ -206,8 +210,7 @@ def framework_op_rows(trace: Trace) -> np.ndarray:
 
     def compute() -> np.ndarray:
         cols = event_columns(trace)
-        cpu, nvtx = np.flatnonzero(cols.of_kind(CPU_OP)), emit_nvtx_rows(trace)
-        cpu = cpu[cols.tid[cpu] >= 0]  # the thread read at the cpu ops only (none, in an Nsight export)
+        cpu, nvtx = cpu_op_rows(cols), emit_nvtx_rows(trace)
         return np.union1d(cpu, nvtx) if cpu.size and nvtx.size else (nvtx if nvtx.size else cpu)
 
     return memo(trace, "framework_op_rows", compute)
