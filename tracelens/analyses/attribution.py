@@ -29,12 +29,20 @@ import pandas as pd
 from .. import intervals
 from ..trace import GPU_ACTIVITY_KINDS, Trace
 from .coded import CodedInts
-from .columns import DeviceBusy, EventColumns, device_busy, event_columns, memo, thread_key
+from .columns import (
+    DeviceBusy,
+    EventColumns,
+    device_busy,
+    event_columns,
+    memo,
+    thread_key,
+)
 from .host_split import split_gaps
 from .kept_runs import kept_thread_runs
 from .launch import launch_pairs
 from .names import CAUSES, HOST_CATEGORY_PRIORITY, STARTUP, SYNC, code_mask, is_sync_copy
 from .startup import host_categories, one_time_work
+from .thread_codes import THREAD_RUNS_SHARE, thread_run_heads
 from .topk import largest_first
 
 LARGEST_GAPS = 10
@@ -198,10 +206,6 @@ def _run_thread_codes(
     return codes, first
 
 
-# first_seen_codes hashes every key where the runs of equal keys are more than this share of them.
-_RUNS_SHARE = 0.25
-
-
 def first_seen_codes(key: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(``pd.factorize(key)``'s codes and distinct keys, in order of first appearance; each distinct key's first
     position). Host rows in time order come in long runs on one thread (2,243 runs in the 1.3M host rows of the
@@ -210,7 +214,7 @@ def first_seen_codes(key: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarra
     if key.size == 0:
         return np.zeros(0, np.intp), np.zeros(0, key.dtype), np.zeros(0, np.int64)
     change = np.flatnonzero(key[1:] != key[:-1])
-    if change.size > _RUNS_SHARE * key.size:
+    if change.size > THREAD_RUNS_SHARE * key.size:  # keys that change often: hashed one by one
         code, seen = pd.factorize(key)
         at = np.empty(len(seen), np.int64)
         at[code[::-1]] = np.arange(key.size - 1, -1, -1)  # the last write, each code's first position, stays
@@ -241,14 +245,9 @@ def pair_first_seen_codes(pid: np.ndarray, tid: np.ndarray) -> tuple[np.ndarray,
     further (two pairs can share a key), which changes neither the codes nor the first positions."""
     if pid.size == 0:
         return first_seen_codes(thread_key(pid, tid))
-    change = tid[1:] != tid[:-1]
-    change |= pid[1:] != pid[:-1]
-    if np.count_nonzero(change) > _RUNS_SHARE * pid.size:  # keys that change often: hashed one by one
+    run_starts = thread_run_heads(pid, tid)
+    if run_starts.size > THREAD_RUNS_SHARE * pid.size:  # keys that change often: hashed one by one
         return first_seen_codes(thread_key(pid, tid))
-    run_starts = np.flatnonzero(change).astype(np.int64)
-    del change
-    run_starts += 1
-    run_starts = np.concatenate([np.zeros(1, np.int64), run_starts])
     return _run_codes(thread_key(pid[run_starts], tid[run_starts]), run_starts, pid.size)
 
 

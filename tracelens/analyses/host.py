@@ -15,7 +15,7 @@ from ..values import distinct
 from .columns import event_columns, thread_key
 from .kinds import kind_mask
 from .names import is_thread_bootstrap, name_template
-from .thread_codes import mark_codes_where, shared_thread_codes
+from .thread_codes import THREAD_RUNS_SHARE, mark_codes_where, shared_thread_codes, thread_run_heads
 
 TOP_N = 10
 
@@ -209,12 +209,10 @@ def _chunk_threads(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
     no thread key built for every row."""
     if pid.size > 1:
         # host rows in time order come in long runs on one thread: one row of each run kept (the same distinct keys)
-        change = pid[1:] != pid[:-1]
-        change |= tid[1:] != tid[:-1]
-        if np.count_nonzero(change) <= _RUNS_SHARE * pid.size:
-            runs = np.flatnonzero(np.concatenate([[True], change]))
+        runs = thread_run_heads(pid, tid)
+        if runs.size <= THREAD_RUNS_SHARE * pid.size:
             pid, tid = pid[runs], tid[runs]
-        del change
+        del runs
     known = (pid >= 0) & (tid >= 0)
     pid, tid = pid[known], tid[known]
     if pid.size and int(pid.min()) == int(pid.max()):
@@ -229,17 +227,9 @@ def _host_threads(pid: Any, tid: Any, in_host: np.ndarray) -> np.ndarray:
     for the 1.3M host rows of the 406 MB Kineto tile, on ~2K runs)."""
     if not (isinstance(pid, np.ndarray) and isinstance(tid, np.ndarray)) or pid.size < 2:
         return _chunk_threads(np.compress(in_host, pid), np.compress(in_host, tid))
-    change = pid[1:] != pid[:-1]
-    change |= tid[1:] != tid[:-1]
-    change |= in_host[1:] != in_host[:-1]
-    starts = np.flatnonzero(np.concatenate([[True], change]))
-    del change
+    starts = thread_run_heads(pid, tid, in_host)
     starts = starts[in_host[starts]]
     return _chunk_threads(pid[starts], tid[starts])
-
-
-# _chunk_threads keeps one row of each run of a thread's rows where the runs are at most this share of the rows.
-_RUNS_SHARE = 0.25
 
 
 def _count_every_slot(slots: int, rows: int) -> bool:

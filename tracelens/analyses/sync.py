@@ -25,13 +25,20 @@ from .. import intervals
 from ..event_names import strip_api_suffix
 from ..trace import CPU_OP, DRIVER, GPU_SYNC, RUNTIME, Trace
 from ..values import dense_codes
-from .columns import Table, dictionary_codes, event_columns, step_windows, thread_key, thread_time_positions
+from .columns import (
+    Table,
+    dictionary_codes,
+    event_columns,
+    step_windows,
+    thread_key,
+    thread_time_positions,
+)
 from .grouping import grouped, sum_per_slot
 from .kinds import kind_mask
 from .launch import launch_pairs
 from .names import code_mask, code_masks, is_blocking_sync, is_sync_copy
 from .steps import STEP_LIMIT
-from .thread_codes import dense_thread_codes
+from .thread_codes import THREAD_RUNS_SHARE, dense_thread_codes, thread_run_heads
 
 ITEM_MAX_BYTES = 64 * 1024
 TOP_N = 10
@@ -44,18 +51,11 @@ def _run_thread_codes(pid: np.ndarray, tid: np.ndarray) -> tuple[np.ndarray, np.
     the runs, not a key built and searched per call; calls that change thread often are coded one by one."""
     if pid.size < 2:
         return dense_codes(thread_key(pid, tid))
-    change = pid[1:] != pid[:-1]
-    change |= tid[1:] != tid[:-1]
-    starts = np.flatnonzero(np.concatenate([[True], change]))
-    del change
-    if starts.size > _RUNS_SHARE * pid.size:
+    starts = thread_run_heads(pid, tid)
+    if starts.size > THREAD_RUNS_SHARE * pid.size:
         return dense_codes(thread_key(pid, tid))
     codes, keys = dense_codes(thread_key(pid[starts], tid[starts]))
     return np.repeat(codes, np.diff(starts, append=pid.size)), keys
-
-
-# _run_thread_codes codes one call per run where the runs are at most this share of the calls.
-_RUNS_SHARE = 0.25
 
 
 def _api_calls(trace: Trace) -> tuple[Table, np.ndarray]:

@@ -60,3 +60,25 @@ def dense_thread_codes(pid: Any, tid: Any, rows: np.ndarray) -> tuple[np.ndarray
     position = np.searchsorted(uniques, keys)  # read only at the codes present: each finds its own key
     narrow = np.int8 if uniques.size <= 128 else np.int32 if uniques.size < 2**31 else np.int64
     return position.astype(narrow)[codes[rows]], uniques
+
+
+# Rows in time order come in long runs on one thread (2,243 runs in the 1.3M host rows of the 406 MB Kineto tile):
+# where the runs are at most this share of the rows, the threads' keys are built at each run's first row only.
+THREAD_RUNS_SHARE = 0.25
+
+
+def thread_run_heads(pid: np.ndarray, tid: np.ndarray, *also: np.ndarray) -> np.ndarray:
+    """The first row of each run of rows on one (pid, tid), and of one value of each ``also`` array: int64
+    positions, the first 0 (none without rows)."""
+    if pid.size == 0:
+        return np.zeros(0, np.int64)
+    change = pid[1:] != pid[:-1]
+    change |= tid[1:] != tid[:-1]
+    for values in also:
+        change |= values[1:] != values[:-1]
+    at = np.flatnonzero(change)
+    del change
+    heads = np.empty(at.size + 1, np.int64)
+    heads[0] = 0
+    np.add(at, 1, out=heads[1:])
+    return heads

@@ -53,7 +53,13 @@ import pandas as pd
 import pyarrow as pa
 
 from .. import intervals
-from ..analyses.columns import EventColumns, Table, event_columns, thread_key, thread_time_positions
+from ..analyses.columns import (
+    EventColumns,
+    Table,
+    event_columns,
+    thread_key,
+    thread_time_positions,
+)
 from ..analyses.launch import launch_pairs
 from ..analyses.names import (
     code_bits,
@@ -63,6 +69,7 @@ from ..analyses.names import (
     is_sync_copy,
 )
 from ..analyses.startup import one_time_work
+from ..analyses.thread_codes import THREAD_RUNS_SHARE, thread_run_heads
 from ..event_names import strip_api_suffix
 from ..trace import (
     ALL_KINDS,
@@ -97,8 +104,6 @@ IDLE_GAP_NS = 50_000  # a host thread's gap this long with
 IDLE_COVERED = 0.1  # less than this share covered by its own ops/frames was a wait for another thread
 WAKE_THREAD_LOOP = 16  # threads with idle gaps up to which each one's coverage is found on its own
 FEW_RUNS = 64  # runs (threads) up to which a segmented running max is one accumulate per run
-# The host rows' thread codes are found per run of one thread where runs are at most this share of the rows.
-RUNS_SHARE = 0.25
 
 
 @dataclass
@@ -211,14 +216,9 @@ def _thread_codes_at(cols: EventColumns, rows: np.ndarray) -> tuple[np.ndarray, 
     built and ranked at each run's first row only and the codes repeated over the runs (no key per row)."""
     pid, tid = cols.pid[rows], cols.tid[rows]
     if isinstance(pid, np.ndarray) and isinstance(tid, np.ndarray) and rows.size > 1:
-        change = pid[1:] != pid[:-1]
-        change |= tid[1:] != tid[:-1]
+        heads = thread_run_heads(pid, tid)
         del pid, tid
-        if np.count_nonzero(change) <= RUNS_SHARE * rows.size:
-            heads = np.flatnonzero(change)
-            del change
-            heads += 1
-            heads = np.concatenate([np.zeros(1, heads.dtype), heads])
+        if heads.size <= THREAD_RUNS_SHARE * rows.size:
             codes, keys = dense_codes(_thread_keys_at(cols, rows[heads]))
             return np.repeat(codes.astype(np.int64), np.diff(heads, append=rows.size)), keys
     codes, keys = dense_codes(_thread_keys_at(cols, rows))
