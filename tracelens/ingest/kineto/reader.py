@@ -17,6 +17,7 @@ from ...progress import progress_bar
 from ...trace import Trace
 from . import native
 from .msgspec_engine import block_columns, decode_events, decode_header, decode_rest
+from .named_kinds import NameFlags, ready_block
 from .native import scan_block, scan_document
 from .prepare import prepare_block
 from .row_chunks import row_chunks
@@ -84,7 +85,7 @@ def _read(path: Path, options: dict[str, Any]) -> Trace:
     with (
         progress_bar(f"reading {path.name}", total=size) as progress,
         row_chunks(json_bytes),  # (set before the workers start: their tasks run in copies of this context)
-        _BlockDecoder(path, engine, workers) as decoder,
+        _BlockDecoder(path, engine, workers, columns.name_flags) as decoder,
     ):
         # The blocks are inflated into a ring of buffers one longer than the blocks in flight: a block's buffer
         # is read into again only after its scan is done (the decoder holds at most `in_flight` blocks).
@@ -160,8 +161,9 @@ class _BlockDecoder:
     reads anything. With the msgspec engine each block is decoded by msgspec as it comes.
     """
 
-    def __init__(self, path: Path, engine: str, workers: int) -> None:
+    def __init__(self, path: Path, engine: str, workers: int, flags: NameFlags | None = None) -> None:
         self.path = path
+        self.flags = flags  # (the names' flags of the table the blocks go to: see _decode)
         self.engine = engine
         self.workers = workers
         # Up to twice as many blocks queued as workers run: this thread keeps inflating the next blocks while
@@ -205,5 +207,7 @@ class _BlockDecoder:
         block = scan_block(payload.pieces())
         # A block the scanner declines (invalid JSON, a field of another type) goes to msgspec, which
         # reads anything or says where the JSON is broken. Its row columns are made ready here, on this
-        # worker thread (prepare.prepare_block), while the other blocks are read.
-        return prepare_block(self._msgspec(payload, shift) if block is None else block)
+        # worker thread (prepare.prepare_block, then the steps its names decide: named_kinds.ready_block),
+        # while the other blocks are read.
+        block = prepare_block(self._msgspec(payload, shift) if block is None else block)
+        return block if self.flags is None else ready_block(block, self.flags)

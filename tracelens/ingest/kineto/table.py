@@ -12,25 +12,21 @@ import numpy as np
 import pyarrow as pa
 
 from ...errors import InputError
-from ...event_names import step_number, strip_api_suffix
+from ...event_names import strip_api_suffix
 from ...memory import reusing_array_pages
 from ...trace import (
     ANNOTATION,
-    CPU_OP,
-    DRIVER,
     EVENT_COLUMNS,
     GPU_SYNC,
     KERNEL,
     MEMCPY,
     NOT_NESTED_KINDS,
-    RUNTIME,
     STEP,
     DeferredColumn,
     EventStore,
     SparseColumn,
     Trace,
     TraceMetadata,
-    code_lookup,
     depth_column,
     numpy_array,
 )
@@ -41,13 +37,14 @@ from .blocks import (
     DEVICE_SIDE,
     KIND_CODE,
     KINDS,
-    LAUNCH_SIDE,
     NESTED_KIND,
 )
 from .devices import device_table
 from .fields import DEVICE_FIELDS, OP_NUMBERS, OP_TEXTS
 from .gpu_columns import field_at, geometry, gpu_placed, shared_memory, stream_column, with_fallback
+from .named_kinds import KIND_MASK, VALID_BIT, NameFlags, ready_block
 from .placing import (
+    LaunchIndex,
     in_table_order,
     joined_floats,
     joined_in_order,
@@ -71,16 +68,9 @@ from .stored import (
 )
 from .threads import executor, thread_budget
 
-_DRIVER_NAME = re.compile(r"^cu[A-Z]")
 # A block's arrays that finish reads joined: a value per row, then a record per GPU row, op row or launch.
-# ``kind_valid``: each row's kind code and whether each id column (_ID_KEYS) has a value, in one byte (the kind
-# in the low bits, an id's validity in bit _VALID_BIT[id]): one join and one gather for the five.
+# (``name``: the block's own string codes, looked up per block in finish; ``kind_valid``: named_kinds.)
 _ROW_KEYS = ("start", "kind_valid", "name", "duration", "pid", "tid", "correlation", "external_id")
-_ID_KEYS = ("pid", "tid", "correlation", "external_id")
-_KIND_MASK = 0x0F
-_VALID_BIT = {key: 1 << bit for bit, key in enumerate(_ID_KEYS, start=4)}
-if len(KINDS) > _KIND_MASK + 1:  # pragma: no cover - a guard for whoever adds kinds
-    raise ImportError("kind codes no longer fit below the validity bits of kind_valid")
 _RECORD_KEYS = (
     *DEVICE_FIELDS,
     "grid",
@@ -122,13 +112,16 @@ class _Interner:
 
     def merge(self, codes: np.ndarray, uniques: list[str]) -> np.ndarray:
         """A block's local codes as global codes."""
+        return np.take(self.mapping(uniques), codes)  # -1 (missing) takes the trailing -1
+
+    def mapping(self, uniques: list[str]) -> np.ndarray:
+        """The global codes of a block's strings (int32), with a trailing -1 for its missing code (-1)."""
         # Looked up in one pass (most of a block's strings were seen in earlier blocks); only the new ones
         # are added, in the block's order. This runs on the thread that inflates the file, once per block.
         found = list(map(self.codes.get, uniques))
         if None in found:
             found = [self._code(u) if c is None else c for u, c in zip(uniques, found, strict=True)]
-        mapping = np.array(found + [-1], dtype=np.int32)
-        return np.take(mapping, codes)  # -1 (missing) takes the trailing -1
+        return np.array(found + [-1], dtype=np.int32)
 
     def _code(self, value: str) -> int:
         code = self.codes.get(value)
@@ -145,10 +138,10 @@ class Columns:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.names = _Interner()
-        # Per interned name (its API suffix dropped): the step it marks (NaN: none) and whether it is a driver
-        # call, each with a trailing slot for rows without a name (code -1).
-        self.step_of_name = np.full(1, np.nan)
-        self.driver_name = np.zeros(1, dtype=bool)
+        # Each block's name codes as global codes (the blocks' "name" arrays keep their own codes: looked up once,
+        # in finish), and the flags names give kinds (shared with the threads that make blocks ready).
+        self.name_maps: list[np.ndarray] = []
+        self.name_flags = NameFlags()
         self.sync_kinds = _Interner()
         self.op_texts = {name: _Interner() for name in OP_TEXTS}
         # The blocks' arrays by key (joined-block rows: rows of all blocks in file order; joined when read), and
@@ -173,49 +166,30 @@ class Columns:
         self.problem: str | None = None  # the first field of an unexpected type, with an example event
 
     def add(self, block: dict[str, Any]) -> None:
-        block = prepare_block(block)
+        # (names' kinds, kind_valid and the clamped durations: done by the worker that scanned the block, else here)
+        block = ready_block(prepare_block(block), self.name_flags)
         for key, value in block.pop("counts").items():
             self.counts[key] += value
         problem = block.pop("problem", None)
         self.problem = self.problem or problem
         if "kind" not in block:
             return
-        name = block["name"] = self.names.merge(*block["name"])
-        self._name_flags()
-        # Names decide steps (host annotations and ops) and driver calls: the block's kinds set here, per block
-        # (elementwise, so the same as over the joined columns), while the other blocks are being scanned.
-        kind = block["kind"]
-        host_marker = (kind == KIND_CODE[ANNOTATION]) | (kind == KIND_CODE[CPU_OP])
-        kind = np.where(
-            host_marker & ~np.isnan(np.take(self.step_of_name, name)), KIND_CODE[STEP], kind
-        ).astype(np.int8)
-        kind = np.where(
-            (kind == KIND_CODE[RUNTIME]) & np.take(self.driver_name, name), KIND_CODE[DRIVER], kind
-        )
-        block["kind"] = kind.astype(np.int8)
+        codes, uniques = block["name"]
+        mapping = self.names.mapping(uniques)  # the block's names interned in file order, here
+        self.name_maps.append(mapping)
+        block["name"] = codes
         block["sync_kind"] = self.sync_kinds.merge(*block["sync_kind"])
         for text, interner in self.op_texts.items():
             block[text] = interner.merge(*block[text])
         # the names of launch-side rows, for the devices' vendor
-        seen = np.bincount(
-            name[np.take(LAUNCH_SIDE, block["kind"]) & (name >= 0)], minlength=len(self.names.values)
-        )
         self.launch_name = np.concatenate(
-            [self.launch_name, np.zeros(seen.size - self.launch_name.size, bool)]
+            [self.launch_name, np.zeros(len(self.names.values) - self.launch_name.size, bool)]
         )
-        self.launch_name |= seen > 0
+        self.launch_name[mapping[:-1][block["launch_names"]]] = True
         self._append(block)
 
     def _append(self, block: dict[str, Any]) -> None:
         """The block's arrays added to the others' (its row numbers made joined-block rows)."""
-        kind_valid = block["kind"].astype(np.uint8)
-        for key, bit in _VALID_BIT.items():
-            kind_valid |= block[f"{key}_valid"].view(np.uint8) * np.uint8(bit)
-        block["kind_valid"] = kind_valid
-        # a negative duration as 0: the end is then the start plus it (finish), never before the start (in
-        # place: a new array would be new pages on this thread for every block)
-        duration = block["duration"]
-        block["duration"] = np.maximum(duration, 0, out=duration if duration.flags.writeable else None)
         for key in _ROW_KEYS + _RECORD_KEYS:
             self.appended.add(key, block[key])
         for key in ("pid", "tid"):  # read apart only where the depth is computed from the floats
@@ -228,18 +202,6 @@ class Columns:
                 self.floats[key].append((self.rows, block[f"{key}_float"]))
         self.nested_any |= bool(block["nested"])
         self.rows += len(block["kind"])
-
-    def _name_flags(self) -> None:
-        """The step and driver flags of the names interned since the last block (once per distinct name)."""
-        known = self.step_of_name.size - 1
-        new = self.names.values[known:]
-        if not new:
-            return
-        stripped = [strip_api_suffix(n) for n in new]
-        steps = np.array([_step_number(n) for n in stripped], dtype=np.float64)
-        drivers = np.array([bool(_DRIVER_NAME.match(n)) for n in stripped], dtype=bool)
-        self.step_of_name = np.concatenate([self.step_of_name[:known], steps, [math.nan]])
-        self.driver_name = np.concatenate([self.driver_name[:known], drivers, [False]])
 
     def _no_timed_events(self) -> InputError:
         return InputError(
@@ -273,7 +235,11 @@ class Columns:
         # put in that order in one step each (below).
         start = parts.pop("start")
         ordering = background.submit(np.argsort, start, kind="stable")
-        raw_name = parts.pop("name")
+        # The launches (runtime and driver calls with a correlation id and a pid) indexed by correlation id on
+        # the other thread while the order is computed, where no two share an id (else once they are placed).
+        launch_records = {k: parts.pop(k) for k in ("launch_correlation", "launch_pid")}
+        by_id = background.submit(launches_by_id, *launch_records.values())
+        name_blocks = parts.pop_blocks("name")
         kind_valid = parts.pop("kind_valid")
         # "cudaLaunchKernel_v7000" and "cudaLaunchKernel" are one name: merge codes after dropping suffixes.
         stripped = [strip_api_suffix(n) for n in self.names.values]
@@ -281,17 +247,30 @@ class Columns:
         index = {n: i for i, n in enumerate(names)}
         name_of_raw = np.array([index[n] for n in stripped] + [-1], dtype=np.int32)
         step_of_name = np.full(len(names) + 1, math.nan)
-        step_of_name[name_of_raw[:-1]] = self.step_of_name[:-1]
-        # in file order, while the sort runs; -1 (no name) takes the trailing -1 (code_lookup wraps around)
-        name_code: np.ndarray = code_lookup(name_of_raw, raw_name)
-        del raw_name
+        step_of_name[name_of_raw[:-1]] = self.name_flags.of(self.names.values)[0][:-1]
+        # in file order, while the sort runs, block by block (no join of the blocks' codes): each block's codes
+        # through its names' codes here; -1 (no name) takes the trailing -1 of both lookups
+        name_code = np.empty(m, np.int32)
+        first = 0
+        for codes, mapping in zip(name_blocks, self.name_maps, strict=True):  # a loop over blocks
+            rows = name_code[first : first + codes.size]
+            np.take(np.take(name_of_raw, mapping), codes, out=rows, mode="wrap")
+            first += codes.size
+        del name_blocks
         gpu_rows, op_rows, launch_rows = (parts.pop(k) for k in ("gpu_rows", "op_rows", "launch_rows"))
-        # The launches (runtime and driver calls with a correlation id and a pid) indexed by correlation id in
-        # the background while the order is computed, where no two share an id (else once they are placed).
-        launch_records = {k: parts.pop(k) for k in ("launch_correlation", "launch_pid")}
-        by_id = background.submit(launches_by_id, *launch_records.values())
         # the op rows' starts (few), to place them once the starts are sorted
         op_starts = np.take(start, op_rows)
+        # What needs no order, joined while the sort runs: the GPU rows' device (Kineto's GPU "pid" is the device
+        # index: the fallback where args lack it; chosen in file order), correlation ids and sync kinds, and the
+        # names of launch-side rows (for the devices' vendor).
+        gpu_device = with_fallback(parts, "device", "gpu_pid")
+        gpu_correlation, gpu_sync_kind = parts.pop("gpu_correlation"), parts.pop("sync_kind")
+        for key in (*OP_NUMBERS, *OP_TEXTS):
+            parts.joined(key)
+        launch_codes = np.bincount(
+            np.take(name_of_raw, np.flatnonzero(self.launch_name)), minlength=len(names)
+        )
+        api_names = [names[c] for c in np.flatnonzero(launch_codes)]  # distinct, in name order
         # Whether the int64 pid and tid columns hold the ids exactly (a device row's pid is its launch's, a
         # host row's pid); where not (fractional or huge ids), the depth is computed now, from the floats.
         ids_exactly, nested_any = self.ids_exactly, self.nested_any
@@ -303,19 +282,26 @@ class Columns:
         )
         for key in ("pid_valid", "tid_valid"):  # (in kind_valid, the one read below)
             parts.discard(key)
-        # Joined and ordered in the background (numpy copies and gathers without holding the GIL) while this
-        # thread orders the others and places the GPU rows.
-        joined = {
-            key: background.submit(joined_in_order, parts, order, key)
-            for key in _ROW_KEYS[3:]  # all but start, kind_valid and name (ordered on this thread)
-            if key != "correlation"  # (put in order with its validity known: below)
-        }
         kind_valid = np.take(kind_valid, order)
-        kind = np.bitwise_and(kind_valid, _KIND_MASK).view(np.int8)
+        kind = np.bitwise_and(kind_valid, KIND_MASK).view(np.int8)
         # The GPU rows placed in table order in the background (`at`: their table rows, ascending; `kept_gpu`:
         # the index of each into the GPU rows in file order): they are the rows of the GPU kinds, found in the
         # sorted kinds, so no table-long array is gathered to place them.
         placing = background.submit(gpu_placed, kind, order, gpu_rows, m)
+        # The row columns joined and ordered in the background (numpy copies and gathers without holding the
+        # GIL) while this thread orders the others and places the GPU rows; the id columns made there as soon as
+        # their rows are in order (each needs only its validity in kind_valid), in the order this thread needs
+        # them: the pool's two threads have work queued while this one builds the other columns.
+        duration = background.submit(joined_in_order, parts, order, "duration")
+        joined_pid = background.submit(joined_in_order, parts, order, "pid")
+        ids = {
+            column: background.submit(_id_column_in_order, parts, order, kind_valid, key, column)
+            for key, column in (
+                ("tid", "tid"),
+                ("correlation", "correlation_id"),
+                ("external_id", "external_id"),
+            )
+        }
         start = np.take(start, order)
         # the op rows (few) placed by their starts among the sorted starts
         kept_op, at_op = placed_rows(op_rows, op_starts, start, order)
@@ -327,43 +313,50 @@ class Columns:
         name_code = np.take(name_code, order)
         kept_gpu, at = placing.result()
         del gpu_rows
-        op = records_taken(parts, kept_op, (*OP_NUMBERS, *OP_TEXTS))
-        # the launches indexed by correlation id, for the device rows' pid below (launches with a shared id: the
-        # first in table order of each id, found once they are placed)
-        launches = by_id.result() or sorted_launches(
-            {k: np.take(v, in_table_order(launch_rows, order, m)[0]) for k, v in launch_records.items()}
-        )
-        del launch_records, launch_rows, kept_op
-
         # `at`: where each GPU row lands in the sorted table, in table order (the rows of every GPU-only column
         # are then ascending, as a SparseColumn holds them). Each GPU field is taken (from the GPU rows in file
-        # order) at the GPU rows that use it only: all of them, the device-side rows, the kernels or the syncs.
+        # order) at the GPU rows that use it only: all of them, the device-side rows, the kernels or the syncs;
+        # those of the kernels and the device-side rows in the background from here.
         gpu_kind = kind[at]
-        gpu_is_kernel = gpu_kind == KIND_CODE[KERNEL]
-        base = int_or_none(document.get("baseTimeNanoseconds")) or 0
-        # Kineto's GPU "pid" is the device index and its "tid" the stream: fallbacks when args lack them (chosen
-        # in file order, then put in table order: one gather each).
-        device_values = np.take(with_fallback(parts, "device", "gpu_pid"), kept_gpu)
-        # The host pid of device rows: their launch's, by correlation id (GPU annotations: none).
         device_rows = np.flatnonzero(DEVICE_SIDE[gpu_kind])
-        kept_device = np.take(kept_gpu, device_rows)
-        device_pid = launch_pid(launches, np.take(parts.pop("gpu_correlation"), kept_device))
-        # the devices of the GPU rows (the device column holds no other value), found in the background
-        launch_codes = np.bincount(
-            np.take(name_of_raw, np.flatnonzero(self.launch_name)), minlength=len(names)
+        kept_device, at_device = np.take(kept_gpu, device_rows), at[device_rows]
+        kernels = np.flatnonzero(gpu_kind == KIND_CODE[KERNEL])
+        kernel_rows = (np.take(kept_gpu, kernels), at[kernels])
+        gpu_fields = {
+            "stream": background.submit(stream_column, parts, kept_gpu, at, m),
+            "bytes": background.submit(field_at, parts, "bytes", kept_device, at_device, m, "bytes"),
+            "registers_per_thread": background.submit(
+                field_at, parts, "registers", *kernel_rows, m, "registers_per_thread"
+            ),
+            "reported_occupancy": background.submit(
+                field_at, parts, "occupancy_pct", *kernel_rows, m, "reported_occupancy", 100.0
+            ),
+        }
+        shared = background.submit(shared_memory, parts, *kernel_rows, m)
+        grid = background.submit(geometry, parts, "grid", *kernel_rows, m)
+        block = background.submit(geometry, parts, "block", *kernel_rows, m)
+        # The pid column in the background: the host rows' pids with the device rows' set to their launch's, by
+        # correlation id (GPU annotations: none).
+        pid_and_device_pid = background.submit(
+            _pid_column,
+            joined_pid,
+            kind_valid,
+            (by_id, launch_records, launch_rows, order),
+            np.take(gpu_correlation, kept_device),
+            at_device,
         )
-        api_names = [names[c] for c in np.flatnonzero(launch_codes)]  # distinct, in name order
+        del gpu_correlation
+        op = records_taken(parts, kept_op, (*OP_NUMBERS, *OP_TEXTS))
+        del kept_op
+        base = int_or_none(document.get("baseTimeNanoseconds")) or 0
+        # each GPU row's device, in table order
+        device_values = np.take(gpu_device, kept_gpu)
+        # the devices of the GPU rows (the device column holds no other value), found in the background
         devices = background.submit(device_table, document.get("deviceProperties"), device_values, api_names)
         # the end in the duration's array (not needed after): start + max(duration, 0), an end before the start
         # being the start (as build_store clamps it)
-        end = joined.pop("duration").result()
+        end = duration.result()
         end += rel_start  # (the durations clamped at 0 in add)
-
-        # the device-side and kernel rows among the GPU rows: their table rows and their index into the GPU
-        # rows in file order (each found once)
-        at_device = at[device_rows]
-        kernels = np.flatnonzero(gpu_is_kernel)
-        kernel_rows = (np.take(kept_gpu, kernels), at[kernels])
 
         # Copies and syncs are GPU rows: their columns are looked up at those rows (`at`, ascending) only.
         memcpy_rows = at[gpu_kind == KIND_CODE[MEMCPY]]
@@ -376,7 +369,7 @@ class Columns:
         name_labels = [_SYNC_KINDS.get(n.lower(), n.lower().replace(" ", "_")) for n in names]
         syncs = gpu_kind == KIND_CODE[GPU_SYNC]
         sync_rows = at[syncs]
-        sync_code = np.take(parts.pop("sync_kind"), kept_gpu[syncs]).astype(np.int64)
+        sync_code = np.take(gpu_sync_kind, kept_gpu[syncs]).astype(np.int64)
         sync_name = np.take(name_code, sync_rows)
         # a row with neither a cuda_sync_kind nor a name stays null (-1: the lookup's null slot), not the last label
         sync_code = np.where(
@@ -393,45 +386,25 @@ class Columns:
                 name_code, domains, (kind == KIND_CODE[ANNOTATION]) | (kind == KIND_CODE[STEP])
             )
         )
-        shared = background.submit(shared_memory, parts, *kernel_rows, m)
-        grid = background.submit(geometry, parts, "grid", *kernel_rows, m)
-        block = background.submit(geometry, parts, "block", *kernel_rows, m)
-        pid = background.submit(
-            _with_device_rows,
-            joined.pop("pid").result(),
-            kind_valid,
-            device_pid,
-            at_device,
-        )
         columns: dict[str, Any] = {
             "kind": dictionary_array(kind, KINDS),
             "name": dictionary_array(name_code, names),  # shares name_code's memory (not written after)
             "start_ns": numpy_array(rel_start, pa.int64()),
             "end_ns": numpy_array(end, pa.int64()),
             "device": sparse_column(device_values, at, m, "device"),
-            "stream": background.submit(stream_column, parts, kept_gpu, at, m),
-            "pid": pid,
-            "tid": background.submit(_id_column, joined.pop("tid").result(), kind_valid, "tid", "tid"),
-            "correlation_id": background.submit(
-                _id_column_in_order, parts, order, kind_valid, "correlation", "correlation_id"
-            ),
-            "external_id": background.submit(
-                _id_column, joined.pop("external_id").result(), kind_valid, "external_id", "external_id"
-            ),
+            "stream": gpu_fields["stream"],
+            "pid": pid_and_device_pid,
+            **ids,
             # each null except on some GPU rows, taken at those rows (from the GPU rows in file order) there
-            "bytes": background.submit(field_at, parts, "bytes", kept_device, at_device, m, "bytes"),
+            "bytes": gpu_fields["bytes"],
             "copy_kind": copy_kind,
             "src_kind": src_kind,
             "dst_kind": dst_kind,
             "sync_kind": sync_text,
             "domain": domain,
-            "registers_per_thread": background.submit(
-                field_at, parts, "registers", *kernel_rows, m, "registers_per_thread"
-            ),
+            "registers_per_thread": gpu_fields["registers_per_thread"],
             "step": sparse_column(step_of_name[name_code[step_rows]], step_rows, m, "step"),
-            "reported_occupancy": background.submit(
-                field_at, parts, "occupancy_pct", *kernel_rows, m, "reported_occupancy", 100.0
-            ),
+            "reported_occupancy": gpu_fields["reported_occupancy"],
             **{
                 name: background.submit(sparse_column, op[name], at_op, m, name)
                 for name in OP_NUMBERS
@@ -448,7 +421,7 @@ class Columns:
             depth = DeferredColumn(_host_depth)
         else:  # fractional or huge ids, which the int64 columns cannot hold: computed now from the floats
             pid_float, tid_float = floats
-            pid_float[at_device] = device_pid
+            pid_float[at_device] = pid_and_device_pid.result()[1]
             nested = NESTED_KIND[kind] & ~np.isnan(tid_float)
             depth = background.submit(depth_column, nested, pid_float, tid_float, rel_start, end)
         columns["depth"] = depth if isinstance(depth, Future) else None
@@ -459,6 +432,7 @@ class Columns:
         columns["block_x"], columns["block_y"], columns["block_z"] = block.result()
         # Kineto writes only static + dynamic shared memory; the sum is what occupancy needs.
         columns["static_shared_bytes"], columns["dynamic_shared_bytes"] = shared.result()
+        columns["pid"] = pid_and_device_pid.result()[0]
         built = {k: v.result() if isinstance(v, Future) else v for k, v in columns.items()}
         # The columns few rows carry come stored already (SparseColumn, as EventStore.from_columns would
         # store them); the others are stored as build_store(sort=False) stores them: every column is built in
@@ -538,11 +512,6 @@ def _host_depth(store: EventStore) -> pa.Array | SparseColumn:
     return EventStore.from_columns(store.num_rows, {"depth": values}).columns["depth"]
 
 
-def _step_number(name: str) -> float:
-    number = step_number(name)
-    return math.nan if number is None else float(number)
-
-
 def _memcpy_kinds(names: list[str], name_code: np.ndarray, rows: np.ndarray, m: int) -> tuple[Stored, ...]:
     """The copy, source and destination kinds of the memcpy ``rows`` (ascending; ``name_code`` at them)."""
     parsed = [_MEMCPY_NAME.match(n) for n in names]
@@ -554,25 +523,40 @@ def _memcpy_kinds(names: list[str], name_code: np.ndarray, rows: np.ndarray, m: 
 
 def _valid(kind_valid: np.ndarray, key: str) -> np.ndarray:
     """Whether each row of the id column ``key`` has a value, from the rows' ``kind_valid`` bytes."""
-    return np.bitwise_and(kind_valid, _VALID_BIT[key]).astype(bool)
-
-
-def _id_column(data: np.ndarray, kind_valid: np.ndarray, key: str, column: str) -> Stored:
-    """:func:`int_column` of the id ``key`` (int64 data in table order; its validity in ``kind_valid``)."""
-    return int_column(data, _valid(kind_valid, key), column)
+    return np.bitwise_and(kind_valid, VALID_BIT[key]).astype(bool)
 
 
 def _id_column_in_order(
     parts: Appended, order: np.ndarray, kind_valid: np.ndarray, key: str, column: str
 ) -> Stored:
-    """:func:`_id_column` of the id ``key`` joined (dropped from ``parts``) and put in table ``order``; where
-    fewer than half the rows have a value (a SparseColumn: correlation ids, on launches and device rows only),
-    taken at those rows only."""
+    """:func:`int_column` of the id ``key`` joined (dropped from ``parts``) and put in table ``order`` (its
+    validity in ``kind_valid``, in table order); where
+    fewer than half the rows have a value (a SparseColumn: e.g. correlation ids, on launches and device rows
+    only), taken at those rows only."""
     valid = _valid(kind_valid, key)
     if int(np.count_nonzero(valid)) * 2 >= valid.size:
         return int_column(np.take(parts.pop(key), order), valid, column)
     rows = np.flatnonzero(valid)
     return int_column_at(np.take(parts.pop(key), np.take(order, rows)), rows, valid.size, column)
+
+
+def _pid_column(
+    joined_pid: Future[np.ndarray],
+    kind_valid: np.ndarray,
+    launched: tuple[Future[LaunchIndex | None], dict[str, np.ndarray], np.ndarray, np.ndarray],
+    device_correlation: np.ndarray,
+    at_device: np.ndarray,
+) -> tuple[Stored, np.ndarray]:
+    """The pid column (:func:`_with_device_rows`) and the device rows' pids: their launch's, looked up by their
+    ``device_correlation`` among the launches (``launched``: the index by id where no two share one, else the
+    launch records, their joined rows and the table order to place them: the first in table order of each id).
+    (Run on the finish's pool after ``joined_pid`` and the index were queued: it waits for both.)"""
+    by_id, records, rows, order = launched
+    launches = by_id.result() or sorted_launches(
+        {k: np.take(v, in_table_order(rows, order, order.size)[0]) for k, v in records.items()}
+    )
+    device_pid = launch_pid(launches, device_correlation)
+    return _with_device_rows(joined_pid.result(), kind_valid, device_pid, at_device), device_pid
 
 
 def _with_device_rows(
