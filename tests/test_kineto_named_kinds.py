@@ -16,7 +16,14 @@ from hypothesis import strategies as st
 
 from tracelens.ingest.kineto import msgspec_engine, table
 from tracelens.ingest.kineto.blocks import KINDS
-from tracelens.ingest.kineto.named_kinds import KIND_MASK, VALID_BIT, NameFlags, ready_block
+from tracelens.ingest.kineto.named_kinds import (
+    DRIVER_CALL,
+    KIND_MASK,
+    STEP_MARKER,
+    VALID_BIT,
+    NameFlags,
+    ready_block,
+)
 from tracelens.ingest.kineto.prepare import prepare_block
 from tracelens.trace import ANNOTATION, CPU_OP, DRIVER, PYTHON, RUNTIME, STEP
 
@@ -112,21 +119,22 @@ def test_name_flags_shared_by_threads_agree() -> None:
     names = [n for n in _NAMES if n is not None] * 50
 
     def work() -> None:
-        seen.append(flags.of(names))
+        seen.append((flags.bits(names), flags.steps(names)))
 
     threads = [threading.Thread(target=work) for _ in range(4)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    steps, drivers = seen[0]
-    want_steps = [3.0, 12.0, 0.0] + [np.nan] * 6
-    np.testing.assert_array_equal(steps[:9], want_steps)
-    assert np.isnan(steps[-1]) and not drivers[-1]  # the slot of rows without a name
-    assert drivers[:9].tolist() == [False, False, False, True, True, False, False, False, False]
-    for other_steps, other_drivers in seen[1:]:
+    bits, steps = seen[0]
+    assert (
+        bits.dtype == np.uint8 and bits.size == len(names) + 1 and bits[-1] == 0
+    )  # the slot of rows without a name
+    assert bits[:9].tolist() == [STEP_MARKER] * 3 + [DRIVER_CALL] * 2 + [0] * 4
+    np.testing.assert_array_equal(steps[:9], [3.0, 12.0, 0.0] + [np.nan] * 6)
+    for other_bits, other_steps in seen[1:]:
+        np.testing.assert_array_equal(other_bits, bits)
         np.testing.assert_array_equal(other_steps, steps)
-        np.testing.assert_array_equal(other_drivers, drivers)
 
 
 @settings(max_examples=40, deadline=None)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import re
 import threading
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
@@ -32,33 +32,42 @@ if len(KINDS) > KIND_MASK + 1:  # pragma: no cover - a guard for whoever adds ki
 _DRIVER_NAME = re.compile(r"^cu[A-Z]")
 
 
+# a name's bits (NameFlags.bits): it marks a step, it is a driver call
+STEP_MARKER, DRIVER_CALL = 1, 2
+
+
 class NameFlags:
     """Each name's step number (NaN: it marks no step) and whether it is a driver call (both of the name without
     its API suffix), worked out once per distinct name and shared by the threads of one read."""
 
     def __init__(self) -> None:
-        self._known: dict[str, tuple[float, bool]] = {}
+        self._bits: dict[str, int] = {}
+        self._steps: dict[str, float] = {}
         self._lock = threading.Lock()
 
-    def of(self, names: list[str]) -> tuple[np.ndarray, np.ndarray]:
-        """The step numbers (float64) and driver flags (bool) of ``names``, each with a trailing slot for rows
-        without a name (code -1): NaN and False."""
-        known = list(map(self._known.get, names))
-        found = (
-            [self._flags(n) if f is None else f for n, f in zip(names, known, strict=True)]
-            if None in known
-            else cast("list[tuple[float, bool]]", known)
-        )
-        steps = np.array([f[0] for f in found] + [math.nan], dtype=np.float64)
-        drivers = np.array([f[1] for f in found] + [False], dtype=bool)
-        return steps, drivers
+    def bits(self, names: list[str]) -> np.ndarray:
+        """The bits of ``names`` (uint8: STEP_MARKER, DRIVER_CALL), with a trailing 0 for rows without a name
+        (code -1). (Once per block: a list lookup, no per-name Python step where all are known.)"""
+        known = list(map(self._bits.get, names))
+        if None in known:
+            known = [self._learn(n) if b is None else b for n, b in zip(names, known, strict=True)]
+        known.append(0)
+        return np.array(known, dtype=np.uint8)
 
-    def _flags(self, name: str) -> tuple[float, bool]:
+    def steps(self, names: list[str]) -> np.ndarray:
+        """The step numbers (float64, NaN: none) of ``names``."""
+        for name in names:
+            if name not in self._steps:
+                self._learn(name)
+        return np.array([self._steps[n] for n in names], dtype=np.float64)
+
+    def _learn(self, name: str) -> int:
         stripped = strip_api_suffix(name)
         number = step_number(stripped)
-        flags = (math.nan if number is None else float(number), bool(_DRIVER_NAME.match(stripped)))
+        bits = (number is not None) * STEP_MARKER | bool(_DRIVER_NAME.match(stripped)) * DRIVER_CALL
         with self._lock:
-            return self._known.setdefault(name, flags)
+            self._steps[name] = math.nan if number is None else float(number)
+            return self._bits.setdefault(name, bits)
 
 
 def ready_block(block: dict[str, Any], flags: NameFlags) -> dict[str, Any]:
@@ -69,12 +78,13 @@ def ready_block(block: dict[str, Any], flags: NameFlags) -> dict[str, Any]:
     if "kind" not in block or "kind_valid" in block:
         return block
     codes, names = block["name"]
-    steps, drivers = flags.of(names)
+    name_bits = flags.bits(names)
     kind = block["kind"]
     # Host annotations and ops whose name marks a step are steps; runtime calls of a driver name are driver calls.
     host_marker = (kind == KIND_CODE[ANNOTATION]) | (kind == KIND_CODE[CPU_OP])
-    kind = np.where(host_marker & ~np.isnan(np.take(steps, codes)), KIND_CODE[STEP], kind).astype(np.int8)
-    kind = np.where((kind == KIND_CODE[RUNTIME]) & np.take(drivers, codes), KIND_CODE[DRIVER], kind)
+    bits = np.take(name_bits, codes)  # -1 (no name) takes the trailing 0
+    kind = np.where(host_marker & (bits & STEP_MARKER > 0), KIND_CODE[STEP], kind).astype(np.int8)
+    kind = np.where((kind == KIND_CODE[RUNTIME]) & (bits & DRIVER_CALL > 0), KIND_CODE[DRIVER], kind)
     kind = block["kind"] = kind.astype(np.int8)
     # the names of launch-side rows, for the devices' vendor
     used = codes[np.take(LAUNCH_SIDE, kind) & (codes >= 0)]

@@ -247,7 +247,7 @@ class Columns:
         index = {n: i for i, n in enumerate(names)}
         name_of_raw = np.array([index[n] for n in stripped] + [-1], dtype=np.int32)
         step_of_name = np.full(len(names) + 1, math.nan)
-        step_of_name[name_of_raw[:-1]] = self.name_flags.of(self.names.values)[0][:-1]
+        step_of_name[name_of_raw[:-1]] = self.name_flags.steps(self.names.values)
         # in file order, while the sort runs, block by block (no join of the blocks' codes): each block's codes
         # through its names' codes here; -1 (no name) takes the trailing -1 of both lookups
         name_code = np.empty(m, np.int32)
