@@ -44,7 +44,6 @@ from .fields import DEVICE_FIELDS, OP_NUMBERS, OP_TEXTS
 from .gpu_columns import field_at, geometry, gpu_placed, shared_memory, stream_column, with_fallback
 from .named_kinds import KIND_MASK, VALID_BIT, NameFlags, ready_block
 from .placing import (
-    LaunchIndex,
     in_table_order,
     joined_floats,
     joined_in_order,
@@ -235,10 +234,6 @@ class Columns:
         # put in that order in one step each (below).
         start = parts.pop("start")
         ordering = background.submit(np.argsort, start, kind="stable")
-        # The launches (runtime and driver calls with a correlation id and a pid) indexed by correlation id on
-        # the other thread while the order is computed, where no two share an id (else once they are placed).
-        launch_records = {k: parts.pop(k) for k in ("launch_correlation", "launch_pid")}
-        by_id = background.submit(launches_by_id, *launch_records.values())
         name_blocks = parts.pop_blocks("name")
         kind_valid = parts.pop("kind_valid")
         # "cudaLaunchKernel_v7000" and "cudaLaunchKernel" are one name: merge codes after dropping suffixes.
@@ -258,19 +253,12 @@ class Columns:
             first += codes.size
         del name_blocks
         gpu_rows, op_rows, launch_rows = (parts.pop(k) for k in ("gpu_rows", "op_rows", "launch_rows"))
+        # The launches (runtime and driver calls with a correlation id and a pid) indexed by correlation id in
+        # the background while the order is computed, where no two share an id (else once they are placed).
+        launch_records = {k: parts.pop(k) for k in ("launch_correlation", "launch_pid")}
+        by_id = background.submit(launches_by_id, *launch_records.values())
         # the op rows' starts (few), to place them once the starts are sorted
         op_starts = np.take(start, op_rows)
-        # What needs no order, joined while the sort runs: the GPU rows' device (Kineto's GPU "pid" is the device
-        # index: the fallback where args lack it; chosen in file order), correlation ids and sync kinds, and the
-        # names of launch-side rows (for the devices' vendor).
-        gpu_device = with_fallback(parts, "device", "gpu_pid")
-        gpu_correlation, gpu_sync_kind = parts.pop("gpu_correlation"), parts.pop("sync_kind")
-        for key in (*OP_NUMBERS, *OP_TEXTS):
-            parts.joined(key)
-        launch_codes = np.bincount(
-            np.take(name_of_raw, np.flatnonzero(self.launch_name)), minlength=len(names)
-        )
-        api_names = [names[c] for c in np.flatnonzero(launch_codes)]  # distinct, in name order
         # Whether the int64 pid and tid columns hold the ids exactly (a device row's pid is its launch's, a
         # host row's pid); where not (fractional or huge ids), the depth is computed now, from the floats.
         ids_exactly, nested_any = self.ids_exactly, self.nested_any
@@ -282,26 +270,19 @@ class Columns:
         )
         for key in ("pid_valid", "tid_valid"):  # (in kind_valid, the one read below)
             parts.discard(key)
+        # Joined and ordered in the background (numpy copies and gathers without holding the GIL) while this
+        # thread orders the others and places the GPU rows.
+        joined = {
+            key: background.submit(joined_in_order, parts, order, key)
+            for key in _ROW_KEYS[3:]  # all but start, kind_valid and name (ordered on this thread)
+            if key != "correlation"  # (put in order with its validity known: below)
+        }
         kind_valid = np.take(kind_valid, order)
         kind = np.bitwise_and(kind_valid, KIND_MASK).view(np.int8)
         # The GPU rows placed in table order in the background (`at`: their table rows, ascending; `kept_gpu`:
         # the index of each into the GPU rows in file order): they are the rows of the GPU kinds, found in the
         # sorted kinds, so no table-long array is gathered to place them.
         placing = background.submit(gpu_placed, kind, order, gpu_rows, m)
-        # The row columns joined and ordered in the background (numpy copies and gathers without holding the
-        # GIL) while this thread orders the others and places the GPU rows; the id columns made there as soon as
-        # their rows are in order (each needs only its validity in kind_valid), in the order this thread needs
-        # them: the pool's two threads have work queued while this one builds the other columns.
-        duration = background.submit(joined_in_order, parts, order, "duration")
-        joined_pid = background.submit(joined_in_order, parts, order, "pid")
-        ids = {
-            column: background.submit(_id_column_in_order, parts, order, kind_valid, key, column)
-            for key, column in (
-                ("tid", "tid"),
-                ("correlation", "correlation_id"),
-                ("external_id", "external_id"),
-            )
-        }
         start = np.take(start, order)
         # the op rows (few) placed by their starts among the sorted starts
         kept_op, at_op = placed_rows(op_rows, op_starts, start, order)
@@ -313,50 +294,43 @@ class Columns:
         name_code = np.take(name_code, order)
         kept_gpu, at = placing.result()
         del gpu_rows
+        op = records_taken(parts, kept_op, (*OP_NUMBERS, *OP_TEXTS))
+        # the launches indexed by correlation id, for the device rows' pid below (launches with a shared id: the
+        # first in table order of each id, found once they are placed)
+        launches = by_id.result() or sorted_launches(
+            {k: np.take(v, in_table_order(launch_rows, order, m)[0]) for k, v in launch_records.items()}
+        )
+        del launch_records, launch_rows, kept_op
+
         # `at`: where each GPU row lands in the sorted table, in table order (the rows of every GPU-only column
         # are then ascending, as a SparseColumn holds them). Each GPU field is taken (from the GPU rows in file
-        # order) at the GPU rows that use it only: all of them, the device-side rows, the kernels or the syncs;
-        # those of the kernels and the device-side rows in the background from here.
+        # order) at the GPU rows that use it only: all of them, the device-side rows, the kernels or the syncs.
         gpu_kind = kind[at]
-        device_rows = np.flatnonzero(DEVICE_SIDE[gpu_kind])
-        kept_device, at_device = np.take(kept_gpu, device_rows), at[device_rows]
-        kernels = np.flatnonzero(gpu_kind == KIND_CODE[KERNEL])
-        kernel_rows = (np.take(kept_gpu, kernels), at[kernels])
-        gpu_fields = {
-            "stream": background.submit(stream_column, parts, kept_gpu, at, m),
-            "bytes": background.submit(field_at, parts, "bytes", kept_device, at_device, m, "bytes"),
-            "registers_per_thread": background.submit(
-                field_at, parts, "registers", *kernel_rows, m, "registers_per_thread"
-            ),
-            "reported_occupancy": background.submit(
-                field_at, parts, "occupancy_pct", *kernel_rows, m, "reported_occupancy", 100.0
-            ),
-        }
-        shared = background.submit(shared_memory, parts, *kernel_rows, m)
-        grid = background.submit(geometry, parts, "grid", *kernel_rows, m)
-        block = background.submit(geometry, parts, "block", *kernel_rows, m)
-        # The pid column in the background: the host rows' pids with the device rows' set to their launch's, by
-        # correlation id (GPU annotations: none).
-        pid_and_device_pid = background.submit(
-            _pid_column,
-            joined_pid,
-            kind_valid,
-            (by_id, launch_records, launch_rows, order),
-            np.take(gpu_correlation, kept_device),
-            at_device,
-        )
-        del gpu_correlation
-        op = records_taken(parts, kept_op, (*OP_NUMBERS, *OP_TEXTS))
-        del kept_op
+        gpu_is_kernel = gpu_kind == KIND_CODE[KERNEL]
         base = int_or_none(document.get("baseTimeNanoseconds")) or 0
-        # each GPU row's device, in table order
-        device_values = np.take(gpu_device, kept_gpu)
+        # Kineto's GPU "pid" is the device index and its "tid" the stream: fallbacks when args lack them (chosen
+        # in file order, then put in table order: one gather each).
+        device_values = np.take(with_fallback(parts, "device", "gpu_pid"), kept_gpu)
+        # The host pid of device rows: their launch's, by correlation id (GPU annotations: none).
+        device_rows = np.flatnonzero(DEVICE_SIDE[gpu_kind])
+        kept_device = np.take(kept_gpu, device_rows)
+        device_pid = launch_pid(launches, np.take(parts.pop("gpu_correlation"), kept_device))
         # the devices of the GPU rows (the device column holds no other value), found in the background
+        launch_codes = np.bincount(
+            np.take(name_of_raw, np.flatnonzero(self.launch_name)), minlength=len(names)
+        )
+        api_names = [names[c] for c in np.flatnonzero(launch_codes)]  # distinct, in name order
         devices = background.submit(device_table, document.get("deviceProperties"), device_values, api_names)
         # the end in the duration's array (not needed after): start + max(duration, 0), an end before the start
         # being the start (as build_store clamps it)
-        end = duration.result()
+        end = joined.pop("duration").result()
         end += rel_start  # (the durations clamped at 0 in add)
+
+        # the device-side and kernel rows among the GPU rows: their table rows and their index into the GPU
+        # rows in file order (each found once)
+        at_device = at[device_rows]
+        kernels = np.flatnonzero(gpu_is_kernel)
+        kernel_rows = (np.take(kept_gpu, kernels), at[kernels])
 
         # Copies and syncs are GPU rows: their columns are looked up at those rows (`at`, ascending) only.
         memcpy_rows = at[gpu_kind == KIND_CODE[MEMCPY]]
@@ -369,7 +343,7 @@ class Columns:
         name_labels = [_SYNC_KINDS.get(n.lower(), n.lower().replace(" ", "_")) for n in names]
         syncs = gpu_kind == KIND_CODE[GPU_SYNC]
         sync_rows = at[syncs]
-        sync_code = np.take(gpu_sync_kind, kept_gpu[syncs]).astype(np.int64)
+        sync_code = np.take(parts.pop("sync_kind"), kept_gpu[syncs]).astype(np.int64)
         sync_name = np.take(name_code, sync_rows)
         # a row with neither a cuda_sync_kind nor a name stays null (-1: the lookup's null slot), not the last label
         sync_code = np.where(
@@ -386,25 +360,45 @@ class Columns:
                 name_code, domains, (kind == KIND_CODE[ANNOTATION]) | (kind == KIND_CODE[STEP])
             )
         )
+        shared = background.submit(shared_memory, parts, *kernel_rows, m)
+        grid = background.submit(geometry, parts, "grid", *kernel_rows, m)
+        block = background.submit(geometry, parts, "block", *kernel_rows, m)
+        pid = background.submit(
+            _with_device_rows,
+            joined.pop("pid").result(),
+            kind_valid,
+            device_pid,
+            at_device,
+        )
         columns: dict[str, Any] = {
             "kind": dictionary_array(kind, KINDS),
             "name": dictionary_array(name_code, names),  # shares name_code's memory (not written after)
             "start_ns": numpy_array(rel_start, pa.int64()),
             "end_ns": numpy_array(end, pa.int64()),
             "device": sparse_column(device_values, at, m, "device"),
-            "stream": gpu_fields["stream"],
-            "pid": pid_and_device_pid,
-            **ids,
+            "stream": background.submit(stream_column, parts, kept_gpu, at, m),
+            "pid": pid,
+            "tid": background.submit(_id_column, joined.pop("tid").result(), kind_valid, "tid", "tid"),
+            "correlation_id": background.submit(
+                _id_column_in_order, parts, order, kind_valid, "correlation", "correlation_id"
+            ),
+            "external_id": background.submit(
+                _id_column, joined.pop("external_id").result(), kind_valid, "external_id", "external_id"
+            ),
             # each null except on some GPU rows, taken at those rows (from the GPU rows in file order) there
-            "bytes": gpu_fields["bytes"],
+            "bytes": background.submit(field_at, parts, "bytes", kept_device, at_device, m, "bytes"),
             "copy_kind": copy_kind,
             "src_kind": src_kind,
             "dst_kind": dst_kind,
             "sync_kind": sync_text,
             "domain": domain,
-            "registers_per_thread": gpu_fields["registers_per_thread"],
+            "registers_per_thread": background.submit(
+                field_at, parts, "registers", *kernel_rows, m, "registers_per_thread"
+            ),
             "step": sparse_column(step_of_name[name_code[step_rows]], step_rows, m, "step"),
-            "reported_occupancy": gpu_fields["reported_occupancy"],
+            "reported_occupancy": background.submit(
+                field_at, parts, "occupancy_pct", *kernel_rows, m, "reported_occupancy", 100.0
+            ),
             **{
                 name: background.submit(sparse_column, op[name], at_op, m, name)
                 for name in OP_NUMBERS
@@ -421,7 +415,7 @@ class Columns:
             depth = DeferredColumn(_host_depth)
         else:  # fractional or huge ids, which the int64 columns cannot hold: computed now from the floats
             pid_float, tid_float = floats
-            pid_float[at_device] = pid_and_device_pid.result()[1]
+            pid_float[at_device] = device_pid
             nested = NESTED_KIND[kind] & ~np.isnan(tid_float)
             depth = background.submit(depth_column, nested, pid_float, tid_float, rel_start, end)
         columns["depth"] = depth if isinstance(depth, Future) else None
@@ -432,7 +426,6 @@ class Columns:
         columns["block_x"], columns["block_y"], columns["block_z"] = block.result()
         # Kineto writes only static + dynamic shared memory; the sum is what occupancy needs.
         columns["static_shared_bytes"], columns["dynamic_shared_bytes"] = shared.result()
-        columns["pid"] = pid_and_device_pid.result()[0]
         built = {k: v.result() if isinstance(v, Future) else v for k, v in columns.items()}
         # The columns few rows carry come stored already (SparseColumn, as EventStore.from_columns would
         # store them); the others are stored as build_store(sort=False) stores them: every column is built in
@@ -526,37 +519,22 @@ def _valid(kind_valid: np.ndarray, key: str) -> np.ndarray:
     return np.bitwise_and(kind_valid, VALID_BIT[key]).astype(bool)
 
 
+def _id_column(data: np.ndarray, kind_valid: np.ndarray, key: str, column: str) -> Stored:
+    """:func:`int_column` of the id ``key`` (int64 data in table order; its validity in ``kind_valid``)."""
+    return int_column(data, _valid(kind_valid, key), column)
+
+
 def _id_column_in_order(
     parts: Appended, order: np.ndarray, kind_valid: np.ndarray, key: str, column: str
 ) -> Stored:
-    """:func:`int_column` of the id ``key`` joined (dropped from ``parts``) and put in table ``order`` (its
-    validity in ``kind_valid``, in table order); where
-    fewer than half the rows have a value (a SparseColumn: e.g. correlation ids, on launches and device rows
-    only), taken at those rows only."""
+    """:func:`_id_column` of the id ``key`` joined (dropped from ``parts``) and put in table ``order``; where
+    fewer than half the rows have a value (a SparseColumn: correlation ids, on launches and device rows only),
+    taken at those rows only."""
     valid = _valid(kind_valid, key)
     if int(np.count_nonzero(valid)) * 2 >= valid.size:
         return int_column(np.take(parts.pop(key), order), valid, column)
     rows = np.flatnonzero(valid)
     return int_column_at(np.take(parts.pop(key), np.take(order, rows)), rows, valid.size, column)
-
-
-def _pid_column(
-    joined_pid: Future[np.ndarray],
-    kind_valid: np.ndarray,
-    launched: tuple[Future[LaunchIndex | None], dict[str, np.ndarray], np.ndarray, np.ndarray],
-    device_correlation: np.ndarray,
-    at_device: np.ndarray,
-) -> tuple[Stored, np.ndarray]:
-    """The pid column (:func:`_with_device_rows`) and the device rows' pids: their launch's, looked up by their
-    ``device_correlation`` among the launches (``launched``: the index by id where no two share one, else the
-    launch records, their joined rows and the table order to place them: the first in table order of each id).
-    (Run on the finish's pool after ``joined_pid`` and the index were queued: it waits for both.)"""
-    by_id, records, rows, order = launched
-    launches = by_id.result() or sorted_launches(
-        {k: np.take(v, in_table_order(rows, order, order.size)[0]) for k, v in records.items()}
-    )
-    device_pid = launch_pid(launches, device_correlation)
-    return _with_device_rows(joined_pid.result(), kind_valid, device_pid, at_device), device_pid
 
 
 def _with_device_rows(
