@@ -11,10 +11,11 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-from hypothesis import given, settings
+import pytest
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tracelens.ingest.kineto import msgspec_engine, table
+from tracelens.ingest.kineto import msgspec_engine, named_kinds, table
 from tracelens.ingest.kineto.blocks import KINDS
 from tracelens.ingest.kineto.named_kinds import (
     DRIVER_CALL,
@@ -83,9 +84,19 @@ def _kind(event: dict) -> str:
     return kind
 
 
-@settings(max_examples=80, deadline=None)
+@pytest.fixture(params=["native", "numpy"])
+def path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """ready_block by the compiled pass (where built) or by its numpy steps."""
+    if request.param == "numpy":
+        monkeypatch.setattr(named_kinds, "scanner", lambda: None)
+    elif getattr(named_kinds.scanner(), "name_kinds", None) is None:
+        pytest.skip("the native scanner was not built")
+    return str(request.param)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(_event(), min_size=1, max_size=25))
-def test_ready_block_equals_the_events_read_directly(events: list[dict]) -> None:
+def test_ready_block_equals_the_events_read_directly(path: str, events: list[dict]) -> None:
     block = ready_block(_block(events), NameFlags())
     assert [KINDS[k] for k in block["kind"]] == [_kind(e) for e in events]
     kind_valid = block["kind_valid"]
@@ -101,7 +112,7 @@ def test_ready_block_equals_the_events_read_directly(events: list[dict]) -> None
     assert launched == want
 
 
-def test_ready_block_runs_once_and_leaves_empty_blocks() -> None:
+def test_ready_block_runs_once_and_leaves_empty_blocks(path: str) -> None:
     flags = NameFlags()
     block = ready_block(
         _block([{"ph": "X", "cat": "cuda_runtime", "name": "cuInit", "ts": 1, "dur": -2}]), flags
@@ -156,3 +167,44 @@ def test_blocks_made_ready_before_add_give_the_same_table(events: list[dict], cu
     (events_a, devices_a), (events_b, devices_b) = tables
     assert isinstance(events_a, pa.Table)
     assert events_a.equals(events_b) and devices_a.equals(devices_b)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(_event(), min_size=0, max_size=40))
+def test_the_compiled_pass_equals_the_numpy_steps(events: list[dict]) -> None:
+    if getattr(named_kinds.scanner(), "name_kinds", None) is None:
+        pytest.skip("the native scanner was not built")
+    if not events:  # an empty block has no rows to ready
+        return
+    native = ready_block(_block(events), NameFlags())
+    reference = _block(events)
+    original = named_kinds.scanner
+    named_kinds.scanner = lambda: None  # type: ignore[assignment]
+    try:
+        reference = ready_block(reference, NameFlags())
+    finally:
+        named_kinds.scanner = original  # type: ignore[assignment]
+    for key in ("kind", "kind_valid", "launch_names", "duration"):
+        assert native[key].dtype == reference[key].dtype, key
+        np.testing.assert_array_equal(native[key], reference[key], err_msg=key)
+
+
+def test_the_compiled_pass_refuses_codes_outside_its_tables() -> None:
+    native = getattr(named_kinds.scanner(), "name_kinds", None)
+    if native is None:
+        pytest.skip("the native scanner was not built")
+    kind = _block([{"ph": "X", "cat": "cpu_op", "name": "a", "ts": 1, "dur": 1}])["kind"]
+    valid = [np.ones(1, bool)] * 4
+    kinds = np.arange(len(KINDS), dtype=np.int8)
+    tables = (np.zeros(2, np.uint8), kinds, kinds, np.zeros(len(KINDS), np.uint8))
+    for codes in (np.array([1], np.int32), np.array([-2], np.int32)):
+        with pytest.raises(ValueError, match="outside its table"):
+            native(
+                kind.copy(),
+                codes,
+                *tables,
+                *valid,
+                np.zeros(1, np.int64),
+                np.empty(1, np.uint8),
+                np.zeros(1, bool),
+            )

@@ -19,7 +19,7 @@ import numpy as np
 
 from ...event_names import step_number, strip_api_suffix
 from ...trace import ANNOTATION, CPU_OP, DRIVER, RUNTIME, STEP
-from .blocks import KIND_CODE, KINDS, LAUNCH_SIDE
+from .blocks import KIND_CODE, KINDS, LAUNCH_SIDE, scanner
 
 # ``kind_valid``: each row's kind code and whether each id column (ID_KEYS) has a value, in one byte (the kind in
 # the low bits, an id's validity in bit VALID_BIT[id]): the table joins and orders the five in one array.
@@ -79,6 +79,10 @@ def ready_block(block: dict[str, Any], flags: NameFlags) -> dict[str, Any]:
         return block
     codes, names = block["name"]
     name_bits = flags.bits(names)
+    native = getattr(scanner(), "name_kinds", None)
+    if native is not None:  # one pass in C (the worker's share is the blocks phase's longer one); the numpy
+        _native_name_kinds(block, native, codes, name_bits)  # steps below are its reference and fallback
+        return block
     kind = block["kind"]
     # Host annotations and ops whose name marks a step are steps; runtime calls of a driver name are driver calls.
     host_marker = (kind == KIND_CODE[ANNOTATION]) | (kind == KIND_CODE[CPU_OP])
@@ -97,3 +101,38 @@ def ready_block(block: dict[str, Any], flags: NameFlags) -> dict[str, Any]:
     duration = block["duration"]
     block["duration"] = np.maximum(duration, 0, out=duration if duration.flags.writeable else None)
     return block
+
+
+# The kinds a name changes, as tables by kind code (for the compiled pass): a step-marker name makes host
+# annotations and ops steps, a driver name makes runtime calls driver calls; every other kind stays.
+_STEP_KIND = np.arange(len(KINDS), dtype=np.int8)
+_STEP_KIND[[KIND_CODE[ANNOTATION], KIND_CODE[CPU_OP]]] = KIND_CODE[STEP]
+_DRIVER_KIND = np.arange(len(KINDS), dtype=np.int8)
+_DRIVER_KIND[KIND_CODE[RUNTIME]] = KIND_CODE[DRIVER]
+_LAUNCH_SIDE = LAUNCH_SIDE.astype(np.uint8)
+
+
+def _native_name_kinds(block: dict[str, Any], native: Any, codes: np.ndarray, name_bits: np.ndarray) -> None:
+    """:func:`ready_block`'s steps by ``_kineto_scan.name_kinds`` (kind and duration changed in place: copied
+    first where they are not writable int8 / int64 arrays of their own)."""
+    kind = block["kind"]
+    if kind.dtype != np.int8 or not kind.flags.writeable or not kind.flags.c_contiguous:
+        kind = block["kind"] = np.array(kind, dtype=np.int8)
+    duration = block["duration"]
+    if duration.dtype != np.int64 or not duration.flags.writeable or not duration.flags.c_contiguous:
+        duration = block["duration"] = np.array(duration, dtype=np.int64)
+    kind_valid = np.empty(kind.size, dtype=np.uint8)
+    launch_names = np.zeros(name_bits.size - 1, dtype=bool)
+    native(
+        kind,
+        np.ascontiguousarray(codes, dtype=np.int32),
+        name_bits,
+        _STEP_KIND,
+        _DRIVER_KIND,
+        _LAUNCH_SIDE,
+        *(np.ascontiguousarray(block[f"{key}_valid"], dtype=bool) for key in ID_KEYS),
+        duration,
+        kind_valid,
+        launch_names,
+    )
+    block["kind_valid"], block["launch_names"] = kind_valid, launch_names
