@@ -12,7 +12,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tracelens.ingest.kineto import msgspec_engine, stored, table
+from tracelens.ingest.kineto import msgspec_engine, named_kinds, stored, table
 from tracelens.trace import SparseColumn
 
 _ROOT = Path("made.json")
@@ -88,7 +88,7 @@ def test_an_id_column_taken_at_its_rows_equals_one_taken_whole(values: list[int 
     n = len(values)
     data = np.array([v or 0 for v in values], dtype=np.int64)
     order = np.random.default_rng(n).permutation(n)
-    bit = table._VALID_BIT["correlation"]
+    bit = named_kinds.VALID_BIT["correlation"]
     kind_valid = np.array([bit if v is not None else 0 for v in values], dtype=np.uint8)[order]
     parts = table.Appended()
     parts.add("correlation", data)

@@ -2631,6 +2631,86 @@ done:
     return result;
 }
 
+/* --- name_kinds: the steps a prepared block's names decide (kineto/named_kinds.py) in one pass ------------- */
+
+enum { NK_KIND, NK_CODES, NK_NAME_BITS, NK_STEP_KIND, NK_DRIVER_KIND, NK_LAUNCH_SIDE, NK_PID_VALID, NK_TID_VALID,
+       NK_CORRELATION_VALID, NK_EXTERNAL_VALID, NK_DURATION, NK_KIND_VALID, NK_LAUNCH_NAMES, N_NK };
+/* Each buffer's item size (0: a table of any length) and whether it is written (kind and duration in place). */
+static const int NK_ITEM[N_NK] = {1, 4, 0, 0, 0, 0, 1, 1, 1, 1, 8, 1, 0};
+static const int NK_WRITTEN[N_NK] = {1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1};
+
+static PyObject *name_kinds_py(PyObject *module, PyObject *args) {
+    Py_buffer views[N_NK];
+    int held = 0, bad = 0;
+    Py_ssize_t n = 0, names = 0, kinds = 0;
+    PyObject *result = NULL;
+    (void)module;
+    if (PyTuple_GET_SIZE(args) != N_NK) {
+        PyErr_Format(PyExc_TypeError, "name_kinds takes %d buffers", N_NK);
+        return NULL;
+    }
+    for (; held < N_NK; held++) {
+        if (PyObject_GetBuffer(PyTuple_GET_ITEM(args, held), &views[held],
+                               (NK_WRITTEN[held] ? PyBUF_WRITABLE : 0) | PyBUF_C_CONTIGUOUS) < 0)
+            goto done;
+    }
+    n = views[NK_KIND].len;
+    names = views[NK_LAUNCH_NAMES].len;
+    kinds = views[NK_STEP_KIND].len;
+    for (int k = 0; k < N_NK; k++) {
+        if (NK_ITEM[k] != 0 && views[k].len != n * NK_ITEM[k]) {
+            PyErr_Format(PyExc_ValueError, "name_kinds: buffer %d holds %zd bytes, not %zd", k, views[k].len,
+                         n * NK_ITEM[k]);
+            goto done;
+        }
+    }
+    if (views[NK_NAME_BITS].len != names + 1 || views[NK_DRIVER_KIND].len != kinds ||
+        views[NK_LAUNCH_SIDE].len != kinds) {
+        PyErr_SetString(PyExc_ValueError, "name_kinds: tables of different lengths");
+        goto done;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    {
+        int8_t *kind = views[NK_KIND].buf;
+        const int32_t *codes = views[NK_CODES].buf;
+        const unsigned char *name_bits = views[NK_NAME_BITS].buf, *launch_side = views[NK_LAUNCH_SIDE].buf,
+                            *pid_valid = views[NK_PID_VALID].buf, *tid_valid = views[NK_TID_VALID].buf,
+                            *correlation_valid = views[NK_CORRELATION_VALID].buf,
+                            *external_valid = views[NK_EXTERNAL_VALID].buf;
+        const int8_t *step_kind = views[NK_STEP_KIND].buf, *driver_kind = views[NK_DRIVER_KIND].buf;
+        int64_t *duration = views[NK_DURATION].buf;
+        unsigned char *kind_valid = views[NK_KIND_VALID].buf, *launch_names = views[NK_LAUNCH_NAMES].buf;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            int k = kind[i];
+            int32_t c = codes[i];
+            if (k < 0 || k >= kinds || c < -1 || c >= names) {
+                bad = 1;
+                break;
+            }
+            unsigned bits = name_bits[c < 0 ? names : c];
+            /* a step-marker name (bit 1) makes host annotations and ops steps; a driver name (bit 2), runtime
+             * calls driver calls (the tables map every other kind to itself) */
+            if (bits & 1) k = step_kind[k];
+            if (bits & 2) k = driver_kind[k];
+            if (k < 0 || k >= kinds) {
+                bad = 1;
+                break;
+            }
+            kind[i] = (int8_t)k;
+            if (launch_side[k] && c >= 0) launch_names[c] = 1;
+            kind_valid[i] = (unsigned char)(k | (pid_valid[i] != 0) << 4 | (tid_valid[i] != 0) << 5 |
+                                            (correlation_valid[i] != 0) << 6 | (external_valid[i] != 0) << 7);
+            if (duration[i] < 0) duration[i] = 0;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    if (bad) PyErr_SetString(PyExc_ValueError, "name_kinds: a kind or name code outside its table");
+    else result = Py_NewRef(Py_None);
+done:
+    for (int k = 0; k < held; k++) PyBuffer_Release(&views[k]);
+    return result;
+}
+
 /* --- prepare_scanned: scan_events' columns as the reader's prepared block, in one pass ------------------- */
 
 /* The columns prepare_scanned writes, in the order it takes them (kineto/native.py _PREPARED lists the same):
@@ -2886,6 +2966,12 @@ static PyMethodDef methods[] = {
      "    -> (pid_exact, tid_exact, nested)\n\n"
      "scan_events' columns made the reader's prepared block in one pass (kineto/native.py), written into\n"
      "columns (writable buffers of the sizes prepared_sizes gives)."},
+    {"name_kinds", name_kinds_py, METH_VARARGS,
+     "name_kinds(kind, codes, name_bits, step_kind, driver_kind, launch_side, pid_valid, tid_valid,\n"
+     "           correlation_valid, external_valid, duration, kind_valid, launch_names) -> None\n\n"
+     "The steps a prepared block's names decide (kineto/named_kinds.py) in one pass: kind set in place from\n"
+     "each row's name bits (1: a step marker, 2: a driver call; the last entry for rows without a name),\n"
+     "kind_valid and launch_names written, duration clamped at 0 in place."},
     {"prepare_rows", prepare_rows_py, METH_VARARGS,
      "prepare_rows(kind, ts, dur, pid, tid, correlation, external_id, kind_flags, start, duration, pid_data,\n"
      "             pid_valid, tid_data, tid_valid, correlation_data, correlation_valid, external_data,\n"

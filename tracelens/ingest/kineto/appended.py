@@ -34,6 +34,10 @@ class Appended:
         del self._blocks[key]
         return joined
 
+    def pop_blocks(self, key: str) -> list[np.ndarray]:
+        """``key``'s arrays as added (not joined), no longer held here."""
+        return self._blocks.pop(key)
+
     def discard(self, key: str) -> None:
         """Drop ``key``'s arrays unread (none held: nothing to do)."""
         self._blocks.pop(key, None)

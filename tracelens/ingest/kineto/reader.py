@@ -17,14 +17,15 @@ from ...progress import progress_bar
 from ...trace import Trace
 from . import native
 from .msgspec_engine import block_columns, decode_events, decode_header, decode_rest
+from .named_kinds import NameFlags, ready_block
 from .native import scan_block, scan_document
 from .prepare import prepare_block
 from .row_chunks import row_chunks
 from .split import EventsText, split_stream
 from .table import Columns
-from .threads import executor, thread_budget
+from .threads import executor, pool, thread_budget
 
-# The largest block: the ring the main thread inflates into holds in-flight + 1 blocks (5 on 2 cores), and a ring
+# The largest block: the ring the main thread inflates into holds in-flight + 1 blocks (3 on 2 cores), and a ring
 # that stays in the cache is written (inflate) and read (scan) faster and faults in fewer pages. Measured on the
 # 406 MB tile, 2 cores (in-process loads, medians): 16 MiB blocks (80 MiB ring) 0.88 s CPU, of it 0.22 s the
 # main thread's inflate + cut; 8 MiB 0.85 s and 0.20 s; 6 MiB the same as 8; below 6 MiB the blocks' fixed
@@ -37,6 +38,14 @@ BLOCK_BYTES = 8 * 2**20
 # Blocks are scanned by this many threads at once, and a trace smaller than workers x BLOCK_BYTES is cut in
 # smaller blocks so that every worker has several.
 MAX_WORKERS = 4
+# The cores left to the main thread where it inflates a gzipped file (serial, ~80% of the blocks phase busy): with
+# as many scan workers as cores, three threads shared 2 cores and the main thread got ~2/3 of one while the
+# workers waited for its blocks. Measured on the 406 MB tile, 2 cores, same process, loads alternating (8 each,
+# four runs): one worker 0.385-0.426 s wall / 0.599-0.660 s CPU against two workers' 0.392-0.433 / 0.638-0.696 s;
+# on a busy machine 0.570 / 0.664 against 0.653 / 0.680 s; 35 MB tile 0.057 / 0.079 against 0.061 / 0.086 s.
+# (Fewer blocks in flight too: the ring is 3 buffers instead of 5, 16 MiB less to map.) Not for a plain JSON
+# file, which the main thread only reads: there two workers (520 MB tile: 0.51 s against one worker's 0.63 s).
+SCAN_THREADS_SPARE = 1
 MIN_BLOCK_BYTES = 2 * 2**20
 NATIVE_BLOCKS_PER_WORKER = 4
 
@@ -73,18 +82,23 @@ def _read(path: Path, options: dict[str, Any]) -> Trace:
         raise InputError("file is empty", path=path)
     json_bytes = _json_size(path, size)
     engine = choose_engine(options.get("engine", "auto"))
-    workers = min(MAX_WORKERS, thread_budget()) if engine == "native" else 1
-    # Blocks small enough that every worker gets several: the first scan starts after a short inflate, and
+    threads = min(MAX_WORKERS, thread_budget()) if engine == "native" else 1
+    # Blocks small enough that every thread gets several: the first scan starts after a short inflate, and
     # the last block's scan (the part nothing overlaps) is short. Measured at 15 MiB on 2 cores, ~2 MiB
     # blocks were the fastest of 1, 2, 4 and 8 blocks.
-    per_block = json_bytes // (NATIVE_BLOCKS_PER_WORKER * workers) + 1
-    block_bytes = min(BLOCK_BYTES, max(MIN_BLOCK_BYTES, per_block)) if workers > 1 else BLOCK_BYTES
+    per_block = json_bytes // (NATIVE_BLOCKS_PER_WORKER * threads) + 1
+    block_bytes = min(BLOCK_BYTES, max(MIN_BLOCK_BYTES, per_block)) if threads > 1 else BLOCK_BYTES
+    # Where this thread inflates the file, the scan workers leave it a core of its own (SCAN_THREADS_SPARE); a
+    # plain JSON file is only read here, and the scan is all the work. With a budget of one thread the blocks
+    # are scanned in this one (0 workers).
+    spare = SCAN_THREADS_SPARE if _gzipped(path) else 0
+    workers = max(1, threads - spare) if threads > 1 else 0
     columns = Columns(path)
     document: dict[str, Any] = {}
     with (
         progress_bar(f"reading {path.name}", total=size) as progress,
         row_chunks(json_bytes),  # (set before the workers start: their tasks run in copies of this context)
-        _BlockDecoder(path, engine, workers) as decoder,
+        _BlockDecoder(path, engine, workers, columns.name_flags) as decoder,
     ):
         # The blocks are inflated into a ring of buffers one longer than the blocks in flight: a block's buffer
         # is read into again only after its scan is done (the decoder holds at most `in_flight` blocks).
@@ -141,6 +155,11 @@ def choose_engine(requested: str) -> str:
     return requested
 
 
+def _gzipped(path: Path) -> bool:
+    with open(path, "rb") as raw:
+        return raw.read(2) == b"\x1f\x8b"
+
+
 def _json_size(path: Path, size: int) -> int:
     """The trace's uncompressed size: the file's, or for gzip the trailer's ISIZE (the size modulo 2**32,
     so at least the compressed size). Only used to choose a block size."""
@@ -160,17 +179,20 @@ class _BlockDecoder:
     reads anything. With the msgspec engine each block is decoded by msgspec as it comes.
     """
 
-    def __init__(self, path: Path, engine: str, workers: int) -> None:
+    def __init__(self, path: Path, engine: str, workers: int, flags: NameFlags | None = None) -> None:
         self.path = path
+        self.flags = flags  # (the names' flags of the table the blocks go to: see _decode)
         self.engine = engine
-        self.workers = workers
+        self.workers = workers  # scan threads (0: blocks scanned in this thread)
         # Up to twice as many blocks queued as workers run: this thread keeps inflating the next blocks while
         # the workers scan instead of waiting on the oldest (measured at 15 MiB on 2 cores: ~5 ms of ~65).
-        self.in_flight = 2 * workers  # also bounds the blocks not yet done (their buffers are reused after)
+        self.in_flight = 2 * max(
+            1, workers
+        )  # also bounds the blocks not yet done (their buffers are reused after)
         self.pending: deque[Future[dict[str, Any]]] = deque()
         self.pool: Executor | None = None
         if engine != "msgspec":
-            self.pool = executor(workers)
+            self.pool = pool(workers) if workers else executor(1)
 
     def __enter__(self) -> _BlockDecoder:
         return self
@@ -203,5 +225,7 @@ class _BlockDecoder:
         block = scan_block(payload.pieces())
         # A block the scanner declines (invalid JSON, a field of another type) goes to msgspec, which
         # reads anything or says where the JSON is broken. Its row columns are made ready here, on this
-        # worker thread (prepare.prepare_block), while the other blocks are read.
-        return prepare_block(self._msgspec(payload, shift) if block is None else block)
+        # worker thread (prepare.prepare_block, then the steps its names decide: named_kinds.ready_block),
+        # while the other blocks are read.
+        block = prepare_block(self._msgspec(payload, shift) if block is None else block)
+        return block if self.flags is None else ready_block(block, self.flags)

@@ -12,25 +12,21 @@ import numpy as np
 import pyarrow as pa
 
 from ...errors import InputError
-from ...event_names import step_number, strip_api_suffix
+from ...event_names import strip_api_suffix
 from ...memory import reusing_array_pages
 from ...trace import (
     ANNOTATION,
-    CPU_OP,
-    DRIVER,
     EVENT_COLUMNS,
     GPU_SYNC,
     KERNEL,
     MEMCPY,
     NOT_NESTED_KINDS,
-    RUNTIME,
     STEP,
     DeferredColumn,
     EventStore,
     SparseColumn,
     Trace,
     TraceMetadata,
-    code_lookup,
     depth_column,
     numpy_array,
 )
@@ -41,12 +37,12 @@ from .blocks import (
     DEVICE_SIDE,
     KIND_CODE,
     KINDS,
-    LAUNCH_SIDE,
     NESTED_KIND,
 )
 from .devices import device_table
 from .fields import DEVICE_FIELDS, OP_NUMBERS, OP_TEXTS
 from .gpu_columns import field_at, geometry, gpu_placed, shared_memory, stream_column, with_fallback
+from .named_kinds import KIND_MASK, VALID_BIT, NameFlags, ready_block
 from .placing import (
     in_table_order,
     joined_floats,
@@ -71,16 +67,9 @@ from .stored import (
 )
 from .threads import executor, thread_budget
 
-_DRIVER_NAME = re.compile(r"^cu[A-Z]")
 # A block's arrays that finish reads joined: a value per row, then a record per GPU row, op row or launch.
-# ``kind_valid``: each row's kind code and whether each id column (_ID_KEYS) has a value, in one byte (the kind
-# in the low bits, an id's validity in bit _VALID_BIT[id]): one join and one gather for the five.
+# (``name``: the block's own string codes, looked up per block in finish; ``kind_valid``: named_kinds.)
 _ROW_KEYS = ("start", "kind_valid", "name", "duration", "pid", "tid", "correlation", "external_id")
-_ID_KEYS = ("pid", "tid", "correlation", "external_id")
-_KIND_MASK = 0x0F
-_VALID_BIT = {key: 1 << bit for bit, key in enumerate(_ID_KEYS, start=4)}
-if len(KINDS) > _KIND_MASK + 1:  # pragma: no cover - a guard for whoever adds kinds
-    raise ImportError("kind codes no longer fit below the validity bits of kind_valid")
 _RECORD_KEYS = (
     *DEVICE_FIELDS,
     "grid",
@@ -122,13 +111,16 @@ class _Interner:
 
     def merge(self, codes: np.ndarray, uniques: list[str]) -> np.ndarray:
         """A block's local codes as global codes."""
+        return np.take(self.mapping(uniques), codes)  # -1 (missing) takes the trailing -1
+
+    def mapping(self, uniques: list[str]) -> np.ndarray:
+        """The global codes of a block's strings (int32), with a trailing -1 for its missing code (-1)."""
         # Looked up in one pass (most of a block's strings were seen in earlier blocks); only the new ones
         # are added, in the block's order. This runs on the thread that inflates the file, once per block.
         found = list(map(self.codes.get, uniques))
         if None in found:
             found = [self._code(u) if c is None else c for u, c in zip(uniques, found, strict=True)]
-        mapping = np.array(found + [-1], dtype=np.int32)
-        return np.take(mapping, codes)  # -1 (missing) takes the trailing -1
+        return np.array(found + [-1], dtype=np.int32)
 
     def _code(self, value: str) -> int:
         code = self.codes.get(value)
@@ -145,10 +137,10 @@ class Columns:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.names = _Interner()
-        # Per interned name (its API suffix dropped): the step it marks (NaN: none) and whether it is a driver
-        # call, each with a trailing slot for rows without a name (code -1).
-        self.step_of_name = np.full(1, np.nan)
-        self.driver_name = np.zeros(1, dtype=bool)
+        # Each block's name codes as global codes (the blocks' "name" arrays keep their own codes: looked up once,
+        # in finish), and the flags names give kinds (shared with the threads that make blocks ready).
+        self.name_maps: list[np.ndarray] = []
+        self.name_flags = NameFlags()
         self.sync_kinds = _Interner()
         self.op_texts = {name: _Interner() for name in OP_TEXTS}
         # The blocks' arrays by key (joined-block rows: rows of all blocks in file order; joined when read), and
@@ -173,49 +165,30 @@ class Columns:
         self.problem: str | None = None  # the first field of an unexpected type, with an example event
 
     def add(self, block: dict[str, Any]) -> None:
-        block = prepare_block(block)
+        # (names' kinds, kind_valid and the clamped durations: done by the worker that scanned the block, else here)
+        block = ready_block(prepare_block(block), self.name_flags)
         for key, value in block.pop("counts").items():
             self.counts[key] += value
         problem = block.pop("problem", None)
         self.problem = self.problem or problem
         if "kind" not in block:
             return
-        name = block["name"] = self.names.merge(*block["name"])
-        self._name_flags()
-        # Names decide steps (host annotations and ops) and driver calls: the block's kinds set here, per block
-        # (elementwise, so the same as over the joined columns), while the other blocks are being scanned.
-        kind = block["kind"]
-        host_marker = (kind == KIND_CODE[ANNOTATION]) | (kind == KIND_CODE[CPU_OP])
-        kind = np.where(
-            host_marker & ~np.isnan(np.take(self.step_of_name, name)), KIND_CODE[STEP], kind
-        ).astype(np.int8)
-        kind = np.where(
-            (kind == KIND_CODE[RUNTIME]) & np.take(self.driver_name, name), KIND_CODE[DRIVER], kind
-        )
-        block["kind"] = kind.astype(np.int8)
+        codes, uniques = block["name"]
+        mapping = self.names.mapping(uniques)  # the block's names interned in file order, here
+        self.name_maps.append(mapping)
+        block["name"] = codes
         block["sync_kind"] = self.sync_kinds.merge(*block["sync_kind"])
         for text, interner in self.op_texts.items():
             block[text] = interner.merge(*block[text])
         # the names of launch-side rows, for the devices' vendor
-        seen = np.bincount(
-            name[np.take(LAUNCH_SIDE, block["kind"]) & (name >= 0)], minlength=len(self.names.values)
-        )
         self.launch_name = np.concatenate(
-            [self.launch_name, np.zeros(seen.size - self.launch_name.size, bool)]
+            [self.launch_name, np.zeros(len(self.names.values) - self.launch_name.size, bool)]
         )
-        self.launch_name |= seen > 0
+        self.launch_name[mapping[:-1][block["launch_names"]]] = True
         self._append(block)
 
     def _append(self, block: dict[str, Any]) -> None:
         """The block's arrays added to the others' (its row numbers made joined-block rows)."""
-        kind_valid = block["kind"].astype(np.uint8)
-        for key, bit in _VALID_BIT.items():
-            kind_valid |= block[f"{key}_valid"].view(np.uint8) * np.uint8(bit)
-        block["kind_valid"] = kind_valid
-        # a negative duration as 0: the end is then the start plus it (finish), never before the start (in
-        # place: a new array would be new pages on this thread for every block)
-        duration = block["duration"]
-        block["duration"] = np.maximum(duration, 0, out=duration if duration.flags.writeable else None)
         for key in _ROW_KEYS + _RECORD_KEYS:
             self.appended.add(key, block[key])
         for key in ("pid", "tid"):  # read apart only where the depth is computed from the floats
@@ -228,18 +201,6 @@ class Columns:
                 self.floats[key].append((self.rows, block[f"{key}_float"]))
         self.nested_any |= bool(block["nested"])
         self.rows += len(block["kind"])
-
-    def _name_flags(self) -> None:
-        """The step and driver flags of the names interned since the last block (once per distinct name)."""
-        known = self.step_of_name.size - 1
-        new = self.names.values[known:]
-        if not new:
-            return
-        stripped = [strip_api_suffix(n) for n in new]
-        steps = np.array([_step_number(n) for n in stripped], dtype=np.float64)
-        drivers = np.array([bool(_DRIVER_NAME.match(n)) for n in stripped], dtype=bool)
-        self.step_of_name = np.concatenate([self.step_of_name[:known], steps, [math.nan]])
-        self.driver_name = np.concatenate([self.driver_name[:known], drivers, [False]])
 
     def _no_timed_events(self) -> InputError:
         return InputError(
@@ -273,7 +234,7 @@ class Columns:
         # put in that order in one step each (below).
         start = parts.pop("start")
         ordering = background.submit(np.argsort, start, kind="stable")
-        raw_name = parts.pop("name")
+        name_blocks = parts.pop_blocks("name")
         kind_valid = parts.pop("kind_valid")
         # "cudaLaunchKernel_v7000" and "cudaLaunchKernel" are one name: merge codes after dropping suffixes.
         stripped = [strip_api_suffix(n) for n in self.names.values]
@@ -281,10 +242,16 @@ class Columns:
         index = {n: i for i, n in enumerate(names)}
         name_of_raw = np.array([index[n] for n in stripped] + [-1], dtype=np.int32)
         step_of_name = np.full(len(names) + 1, math.nan)
-        step_of_name[name_of_raw[:-1]] = self.step_of_name[:-1]
-        # in file order, while the sort runs; -1 (no name) takes the trailing -1 (code_lookup wraps around)
-        name_code: np.ndarray = code_lookup(name_of_raw, raw_name)
-        del raw_name
+        step_of_name[name_of_raw[:-1]] = self.name_flags.steps(self.names.values)
+        # in file order, while the sort runs, block by block (no join of the blocks' codes): each block's codes
+        # through its names' codes here; -1 (no name) takes the trailing -1 of both lookups
+        name_code = np.empty(m, np.int32)
+        first = 0
+        for codes, mapping in zip(name_blocks, self.name_maps, strict=True):  # a loop over blocks
+            rows = name_code[first : first + codes.size]
+            np.take(np.take(name_of_raw, mapping), codes, out=rows, mode="wrap")
+            first += codes.size
+        del name_blocks
         gpu_rows, op_rows, launch_rows = (parts.pop(k) for k in ("gpu_rows", "op_rows", "launch_rows"))
         # The launches (runtime and driver calls with a correlation id and a pid) indexed by correlation id in
         # the background while the order is computed, where no two share an id (else once they are placed).
@@ -311,7 +278,7 @@ class Columns:
             if key != "correlation"  # (put in order with its validity known: below)
         }
         kind_valid = np.take(kind_valid, order)
-        kind = np.bitwise_and(kind_valid, _KIND_MASK).view(np.int8)
+        kind = np.bitwise_and(kind_valid, KIND_MASK).view(np.int8)
         # The GPU rows placed in table order in the background (`at`: their table rows, ascending; `kept_gpu`:
         # the index of each into the GPU rows in file order): they are the rows of the GPU kinds, found in the
         # sorted kinds, so no table-long array is gathered to place them.
@@ -538,11 +505,6 @@ def _host_depth(store: EventStore) -> pa.Array | SparseColumn:
     return EventStore.from_columns(store.num_rows, {"depth": values}).columns["depth"]
 
 
-def _step_number(name: str) -> float:
-    number = step_number(name)
-    return math.nan if number is None else float(number)
-
-
 def _memcpy_kinds(names: list[str], name_code: np.ndarray, rows: np.ndarray, m: int) -> tuple[Stored, ...]:
     """The copy, source and destination kinds of the memcpy ``rows`` (ascending; ``name_code`` at them)."""
     parsed = [_MEMCPY_NAME.match(n) for n in names]
@@ -554,7 +516,7 @@ def _memcpy_kinds(names: list[str], name_code: np.ndarray, rows: np.ndarray, m: 
 
 def _valid(kind_valid: np.ndarray, key: str) -> np.ndarray:
     """Whether each row of the id column ``key`` has a value, from the rows' ``kind_valid`` bytes."""
-    return np.bitwise_and(kind_valid, _VALID_BIT[key]).astype(bool)
+    return np.bitwise_and(kind_valid, VALID_BIT[key]).astype(bool)
 
 
 def _id_column(data: np.ndarray, kind_valid: np.ndarray, key: str, column: str) -> Stored:

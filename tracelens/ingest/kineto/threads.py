@@ -39,3 +39,8 @@ class _ContextPool(ThreadPoolExecutor):
 
 def executor(threads: int) -> Executor:
     return _ContextPool(threads) if threads > 1 else Inline()
+
+
+def pool(threads: int) -> Executor:
+    """A pool of ``threads`` threads, one included (beside the submitting thread, which has other work)."""
+    return _ContextPool(threads)
