@@ -22,9 +22,9 @@ from ..coded import CodedInts
 from ..columns import EventColumns, device_busy, event_columns
 from ..derived import memo, starts_ascending
 from ..kinds import kind_mask
+from ..label_sums import Summed, summed_by_row_key, top_by_row_key
 from ..names import NOTHING, rows_named
 from .cause import TOP_NAMES, Cause, Context, Evidence
-from .top_rows import Summed, summed_by_row_key, top_by_row_key
 from .wording import gpu, mean_note, quote, worst
 
 NAME = "unexplained_idle"

@@ -1,5 +1,6 @@
-"""diagnosis.top_rows (the unexplained-idle top host rows grouped and ordered in numpy) against the pandas
-groupby / concat / regroup / sort_values chain it replaces: chunks, ties of overlap and name, one row, none."""
+"""label_sums.summed_by_row_key and top_by_row_key (the unexplained-idle top host rows grouped and ordered in numpy)
+against the pandas groupby / concat / regroup / sort_values chain they replace: chunks, ties of overlap and name, one
+row, none."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tracelens.analyses.diagnosis.top_rows import summed_by_row_key, top_by_row_key
+from tracelens.analyses.label_sums import summed_by_row_key, top_by_row_key
 
 
 def _frame(rows: list) -> dict[str, np.ndarray]:
