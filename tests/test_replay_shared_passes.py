@@ -159,9 +159,8 @@ def test_wake_edges_leave_out_rows_of_no_thread(name: str, wide: bool) -> None:
     from pathlib import Path
 
     import tracelens
-    from tests.test_whatif_lean_passes import _wake_edges_reference
+    from tests.test_whatif_lean_passes import assert_wake_edges_match_reference
     from tracelens.analyses.columns import event_columns
-    from tracelens.replay import graph as G
     from tracelens.replay.remedies import Context
     from tracelens.trace import ALL_KINDS, CPU_OP
 
@@ -179,18 +178,7 @@ def test_wake_edges_leave_out_rows_of_no_thread(name: str, wide: bool) -> None:
     if wide:
         tid[own[1::7]] = thread_tid - (1 << 32)  # negative, with a thread's tid in its low 32 bits
         tid[own[-1]] = 1 << 40  # the column no longer fits in 32 bits
-    n = g.call_row.size
-    cs, ce = g.time[g.call_start], g.time[g.call_end]
-    first_call = np.ones(n, bool)
-    first_call[1:] = g.call_thread[1:] != g.call_thread[:-1]
-    lag_a = np.zeros(2 * n, np.int64)
-    lag_a[0::2] = np.arange(n)
-    lag_b = lag_a.copy()
-    found = G._wake_edges(cols, cs, ce, g.call_thread, g.thread_keys, first_call, lag_a)
-    expected = _wake_edges_reference(cols, cs, ce, g.call_thread, g.thread_keys, first_call, lag_b)
-    for x, y in zip(found, expected, strict=True):
-        np.testing.assert_array_equal(x, y)
-    np.testing.assert_array_equal(lag_a, lag_b)
+    assert_wake_edges_match_reference(cols, g)
 
 
 @pytest.mark.parametrize(
