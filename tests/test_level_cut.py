@@ -164,7 +164,7 @@ def _pieces(rng: np.random.Generator, count: int, span: int, ws: np.ndarray, we:
     return window_split.cut(*intervals.merge(s, s + rng.integers(0, span // 8 + 1, count)), ws, we)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(
     a=st.integers(0, 60),
     b=st.integers(0, 60),
@@ -172,7 +172,9 @@ def _pieces(rng: np.random.Generator, count: int, span: int, ws: np.ndarray, we:
     span=st.sampled_from([40, 1000]),
     seed=st.integers(0, 2**32 - 1),
 )
-def test_union_and_complement_equal_window_split(a: int, b: int, gaps: int, span: int, seed: int) -> None:
+def test_union_complement_and_intersect_equal_window_split(
+    a: int, b: int, gaps: int, span: int, seed: int
+) -> None:
     rng = np.random.default_rng(seed)
     ws, we = _gaps(rng, gaps, span + span // 4)
     pa, pb = _pieces(rng, a, span, ws, we), _pieces(rng, b, span, ws, we)
@@ -183,6 +185,9 @@ def test_union_and_complement_equal_window_split(a: int, b: int, gaps: int, span
         assert all(
             np.array_equal(x, y) for x, y in zip(holes, window_split.complement(p, ws, we), strict=True)
         )
+    _check_intersect(pa, *intervals.merge(pb[0], pb[1]))  # against a union's intervals
+    _check_intersect(pa, *window_split.holes(pb))  # a union's holes (unbounded ends, empty where touching)
+    _check_intersect(pa, *intervals.merge(*_gaps(rng, b, span)))
 
 
 def test_union_and_complement_edge_cases() -> None:
@@ -224,25 +229,6 @@ def _check_intersect(a: tuple, b_starts: np.ndarray, b_ends: np.ndarray) -> None
     assert all(x.dtype == np.int64 and np.array_equal(x, y) for x, y in zip(got, want, strict=True))
     times = intervals.intersect(a[0], a[1], b_starts, b_ends)
     assert all(np.array_equal(x, y) for x, y in zip(got[:2], times, strict=True))
-
-
-@settings(max_examples=150, deadline=None)
-@given(
-    a=st.integers(0, 60),
-    b=st.integers(0, 60),
-    gaps=st.integers(0, 30),
-    span=st.sampled_from([40, 1000]),
-    seed=st.integers(0, 2**32 - 1),
-)
-def test_intersect_equals_window_split(a: int, b: int, gaps: int, span: int, seed: int) -> None:
-    rng = np.random.default_rng(seed)
-    ws, we = _gaps(rng, gaps, span + span // 4)
-    pa, pb = _pieces(rng, a, span, ws, we), _pieces(rng, b, span, ws, we)
-    _check_intersect(pa, *intervals.merge(pb[0], pb[1]))  # against a union's intervals
-    _check_intersect(
-        pa, *window_split.holes(pb)
-    )  # against a union's holes (unbounded ends, empty where touching)
-    _check_intersect(pa, *intervals.merge(*_gaps(rng, b, span)))
 
 
 def test_intersect_edge_cases() -> None:
