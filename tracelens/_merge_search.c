@@ -470,29 +470,66 @@ static inline int64_t read_code(const void *p, int size, int64_t i) {
 #define SKIP_ROW (-1)
 #define BAD_ROW (-2)
 
+/* The level passes' inputs: the event columns' times, the candidates (their event rows, categories and thread codes),
+ * the chosen threads (NULL: every thread), the levels and the windows. */
+typedef struct {
+    const int64_t *start, *end;
+    int64_t events;
+    const void *rows;
+    int row_size;
+    const int8_t *category;
+    const void *thread;
+    int thread_size;
+    const uint8_t *chosen;
+    int64_t threads, n;
+    int levels;
+    const int64_t *ws, *we;
+    int64_t nw;
+} level_input_t;
+
 /* The event row of the level passes' i-th candidate: SKIP_ROW where its category is outside the levels or its thread
  * is not chosen, BAD_ROW where the row is outside the event columns or its thread code outside chosen. The times of
  * the row CUT_PREFETCH ahead are asked for now: the passes wait on these loads (rows spread over the event columns),
  * not on their own work. */
-static inline int64_t level_row(const int64_t *start, const int64_t *end, int64_t events, const void *rows,
-                                int row_size, const int8_t *category, const void *thread, int thread_size,
-                                const uint8_t *chosen, int64_t threads, int64_t n, int levels, int64_t i) {
-    if (i + CUT_PREFETCH < n) {
+static inline int64_t level_row(const level_input_t *in, int64_t i) {
+    const void *rows = in->rows;
+    int row_size = in->row_size;
+    if (i + CUT_PREFETCH < in->n) {
         int64_t ahead = ROW_AT(i + CUT_PREFETCH);
-        if (ahead >= 0 && ahead < events) {
-            __builtin_prefetch(start + ahead);
-            __builtin_prefetch(end + ahead);
+        if (ahead >= 0 && ahead < in->events) {
+            __builtin_prefetch(in->start + ahead);
+            __builtin_prefetch(in->end + ahead);
         }
     }
-    int c = category[i];
-    if (c < 0 || c >= levels) return SKIP_ROW;
-    if (chosen) {
-        int64_t t = read_code(thread, thread_size, i);
-        if (t < 0 || t >= threads) return BAD_ROW;
-        if (!chosen[t]) return SKIP_ROW;
+    int c = in->category[i];
+    if (c < 0 || c >= in->levels) return SKIP_ROW;
+    if (in->chosen) {
+        int64_t t = read_code(in->thread, in->thread_size, i);
+        if (t < 0 || t >= in->threads) return BAD_ROW;
+        if (!in->chosen[t]) return SKIP_ROW;
     }
     int64_t r = ROW_AT(i);
-    return r < 0 || r >= events ? BAD_ROW : r;
+    return r < 0 || r >= in->events ? BAD_ROW : r;
+}
+
+#define LEVEL_ROW_FOUND 0
+#define LEVEL_ROWS_DONE 3
+
+/* The next chosen candidate from *i on (*i is then the one after it): its category and times in *c, *s, *e.
+ * LEVEL_ROW_FOUND; LEVEL_ROWS_DONE where none is left; else the passes' status: 1 where the row ends before it
+ * starts (rows that do not fit), -2 where a row is outside the event columns or a thread code outside chosen. */
+static inline int level_next(const level_input_t *in, int64_t *i, int *c, int64_t *s, int64_t *e) {
+    for (; *i < in->n; (*i)++) {
+        int64_t r = level_row(in, *i);
+        if (r == SKIP_ROW) continue;
+        if (r == BAD_ROW) return -2;
+        *c = in->category[*i];
+        *s = in->start[r];
+        *e = in->end[r];
+        (*i)++;
+        return *e < *s ? 1 : LEVEL_ROW_FOUND;
+    }
+    return LEVEL_ROWS_DONE;
 }
 
 #define LEVEL_CLOSED 1
@@ -517,37 +554,30 @@ static inline int level_add(level_state_t *st, int64_t s, int64_t e) {
 
 /* 0: cut; 1: rows that do not fit (a row ending before it starts, a level out of start order); -1: no memory;
  * -2: a row outside the event columns or a thread code outside chosen. */
-static int level_cut_pass(const int64_t *start, const int64_t *end, int64_t events, const void *rows, int row_size,
-                          const int8_t *category, const void *thread, int thread_size, const uint8_t *chosen,
-                          int64_t threads, int64_t n, int levels, const int64_t *ws, const int64_t *we, int64_t nw,
-                          level_cut_t *cut) {
-    level_state_t *state = calloc(levels, sizeof(level_state_t));
+static int level_cut_pass(const level_input_t *in, level_cut_t *cut) {
+    level_state_t *state = calloc(in->levels ? in->levels : 1, sizeof(level_state_t));
     if (!state) return -1;
-    int status = 0;
-    for (int64_t i = 0; i < n && status == 0; i++) {
-        int64_t r = level_row(start, end, events, rows, row_size, category, thread, thread_size, chosen, threads,
-                              n, levels, i);
-        if (r == SKIP_ROW) continue;
-        if (r == BAD_ROW) {
-            status = -2;
-            break;
-        }
-        int c = category[i];
-        int64_t s = start[r], e = end[r];
+    int status, c = 0;
+    int64_t i = 0, s = 0, e = 0;
+    while ((status = level_next(in, &i, &c, &s, &e)) == LEVEL_ROW_FOUND) {
         level_state_t *st = &state[c];
-        int added = e < s ? LEVEL_OUT_OF_ORDER : level_add(st, s, e);
+        int added = level_add(st, s, e);
         if (added == LEVEL_OUT_OF_ORDER) {
             status = 1;
             break;
         }
         if (added == LEVEL_CLOSED) {
-            if (level_emit(st, &cut->buf[c], ws, we, nw) < 0) status = -1;
+            if (level_emit(st, &cut->buf[c], in->ws, in->we, in->nw) < 0) {
+                status = -1;
+                break;
+            }
             st->gs = s;
             st->ge = e;
         }
     }
-    for (int c = 0; c < levels && status == 0; c++) {
-        if (state[c].open && level_emit(&state[c], &cut->buf[c], ws, we, nw) < 0) status = -1;
+    if (status == LEVEL_ROWS_DONE) status = 0;
+    for (int k = 0; k < in->levels && status == 0; k++) {
+        if (state[k].open && level_emit(&state[k], &cut->buf[k], in->ws, in->we, in->nw) < 0) status = -1;
     }
     free(state);
     return status;
@@ -566,35 +596,47 @@ static int get_ints(PyObject *obj, Py_buffer *view, const char *name, int sizes)
     return 0;
 }
 
+/* The level passes' first eight arguments (start, end, rows, category, thread, chosen or None, window_starts,
+ * window_ends) held in v (held[k] set for each one held: the caller releases them) and read into *in with levels.
+ * -1 with an exception set where one is not the integers expected, levels is outside 0..127 or the lengths
+ * disagree. */
+static int level_input(PyObject **objs, int levels, const char *fname, Py_buffer *v, int *held, level_input_t *in) {
+    static const char *names[8] = {"start", "end", "rows", "category", "thread", "chosen", "window_starts",
+                                   "window_ends"};
+    static const int sizes[8] = {8, 8, 4 | 8, 1, 1 | 2 | 4 | 8, 1, 8, 8};
+    for (int k = 0; k < 8; k++) {
+        if (k == 5 && objs[k] == Py_None) continue;
+        if (get_ints(objs[k], &v[k], names[k], sizes[k]) < 0) return -1;
+        held[k] = 1;
+    }
+    if (levels < 0 || levels > 127) {
+        PyErr_SetString(PyExc_ValueError, "levels: 0 to 127 expected");
+        return -1;
+    }
+    int64_t events = v[0].len / 8, n = v[3].len, nw = v[6].len / 8;
+    if (v[1].len / 8 != events || v[2].len / v[2].itemsize != n || v[4].len / v[4].itemsize != n ||
+        v[7].len / 8 != nw) {
+        PyErr_Format(PyExc_ValueError, "%s: start/end, rows/category/thread, windows: equal lengths", fname);
+        return -1;
+    }
+    *in = (level_input_t){v[0].buf, v[1].buf, events, v[2].buf, (int)v[2].itemsize, v[3].buf, v[4].buf,
+                          (int)v[4].itemsize, held[5] ? v[5].buf : NULL, held[5] ? v[5].len : 0, n, levels,
+                          v[6].buf, v[7].buf, nw};
+    return 0;
+}
+
 static PyObject *cut_levels(PyObject *self, PyObject *args) {
     PyObject *objs[8];
     int levels;
     if (!PyArg_ParseTuple(args, "OOOOOOiOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5], &levels,
                           &objs[6], &objs[7]))
         return NULL;
-    static const char *names[8] = {"start", "end", "rows", "category", "thread", "chosen", "window_starts",
-                                   "window_ends"};
-    static const int sizes[8] = {8, 8, 4 | 8, 1, 1 | 2 | 4 | 8, 1, 8, 8};
     Py_buffer v[8];
     int held[8] = {0};
     PyObject *result = NULL;
     level_cut_t *cut = NULL;
-    for (int k = 0; k < 8; k++) {
-        if (k == 5 && objs[k] == Py_None) continue;
-        if (get_ints(objs[k], &v[k], names[k], sizes[k]) < 0) goto done;
-        held[k] = 1;
-    }
-    if (levels < 0 || levels > 127) {
-        PyErr_SetString(PyExc_ValueError, "levels: 0 to 127 expected");
-        goto done;
-    }
-    int64_t events = v[0].len / 8, n = v[3].len;
-    int64_t nw = v[6].len / 8;
-    if (v[1].len / 8 != events || v[2].len / v[2].itemsize != n || v[4].len / v[4].itemsize != n ||
-        v[7].len / 8 != nw) {
-        PyErr_SetString(PyExc_ValueError, "cut_levels: start/end, rows/category/thread, windows: equal lengths");
-        goto done;
-    }
+    level_input_t in;
+    if (level_input(objs, levels, "cut_levels", v, held, &in) < 0) goto done;
     cut = calloc(1, sizeof(level_cut_t));
     if (cut) cut->buf = calloc(levels ? levels : 1, sizeof(piece_buf_t));
     if (!cut || !cut->buf) {
@@ -604,9 +646,7 @@ static PyObject *cut_levels(PyObject *self, PyObject *args) {
     cut->levels = levels;
     int status;
     Py_BEGIN_ALLOW_THREADS
-    status = level_cut_pass(v[0].buf, v[1].buf, events, v[2].buf, (int)v[2].itemsize, v[3].buf, v[4].buf,
-                            (int)v[4].itemsize, held[5] ? v[5].buf : NULL, held[5] ? v[5].len : 0, n, levels,
-                            v[6].buf, v[7].buf, nw, cut);
+    status = level_cut_pass(&in, cut);
     Py_END_ALLOW_THREADS
     if (status == -1) {
         PyErr_NoMemory();
@@ -959,43 +999,27 @@ static void coverage_add(level_state_t *st, int64_t *out, const int64_t *ws, con
 }
 
 /* 0: done; 1: rows that do not fit; -1: no memory; -2: a row outside the event columns or a thread outside chosen */
-static int level_coverage_pass(const int64_t *start, const int64_t *end, int64_t events, const void *rows,
-                               int row_size, const int8_t *category, const void *thread, int thread_size,
-                               const uint8_t *chosen, int64_t threads, int64_t n, int levels, const int64_t *ws,
-                               const int64_t *we, int64_t nw, int64_t *out) {
-    level_state_t *state = calloc(levels ? levels : 1, sizeof(level_state_t));
+static int level_coverage_pass(const level_input_t *in, int64_t *out) {
+    level_state_t *state = calloc(in->levels ? in->levels : 1, sizeof(level_state_t));
     if (!state) return -1;
-    int status = 0;
-    for (int64_t i = 0; i < n && status == 0; i++) {
-        int64_t r = level_row(start, end, events, rows, row_size, category, thread, thread_size, chosen, threads,
-                              n, levels, i);
-        if (r == SKIP_ROW) continue;
-        if (r == BAD_ROW) {
-            status = -2;
-            break;
-        }
-        int c = category[i];
-        int64_t s = start[r], e = end[r];
-        if (e < s) {
-            status = 1;
-            break;
-        }
-        for (int k = c; k < levels; k++) { /* the unions through level c and every later one */
+    int status, c = 0;
+    int64_t i = 0, s = 0, e = 0;
+    while ((status = level_next(in, &i, &c, &s, &e)) == LEVEL_ROW_FOUND) {
+        for (int k = c; k < in->levels && status == LEVEL_ROW_FOUND; k++) { /* the unions through level c and later */
             level_state_t *st = &state[k];
             int added = level_add(st, s, e);
-            if (added == LEVEL_OUT_OF_ORDER) {
-                status = 1;
-                break;
-            }
+            if (added == LEVEL_OUT_OF_ORDER) status = 1;
             if (added == LEVEL_CLOSED) {
-                coverage_add(st, out + (int64_t)k * nw, ws, we, nw);
+                coverage_add(st, out + (int64_t)k * in->nw, in->ws, in->we, in->nw);
                 st->gs = s;
                 st->ge = e;
             }
         }
+        if (status != LEVEL_ROW_FOUND) break;
     }
-    for (int k = 0; k < levels && status == 0; k++) {
-        if (state[k].open) coverage_add(&state[k], out + (int64_t)k * nw, ws, we, nw);
+    if (status == LEVEL_ROWS_DONE) status = 0;
+    for (int k = 0; k < in->levels && status == 0; k++) {
+        if (state[k].open) coverage_add(&state[k], out + (int64_t)k * in->nw, in->ws, in->we, in->nw);
     }
     free(state);
     return status;
@@ -1007,37 +1031,21 @@ static PyObject *level_coverage(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OOOOOOiOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5], &levels,
                           &objs[6], &objs[7], &objs[8]))
         return NULL;
-    static const char *names[9] = {"start", "end", "rows", "category", "thread", "chosen", "window_starts",
-                                   "window_ends", "out"};
-    static const int sizes[9] = {8, 8, 4 | 8, 1, 1 | 2 | 4 | 8, 1, 8, 8, 8};
     Py_buffer v[9];
     int held[9] = {0};
     PyObject *result = NULL;
     int64_t *scratch = NULL;
-    for (int k = 0; k < 9; k++) {
-        if (k == 5 && objs[k] == Py_None) continue;
-        if (k == 8) {
-            if (PyObject_GetBuffer(objs[k], &v[k], PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) goto done;
-            held[k] = 1;
-            if (v[k].itemsize != 8) {
-                PyErr_SetString(PyExc_TypeError, "out: int64 expected");
-                goto done;
-            }
-            continue;
-        }
-        if (get_ints(objs[k], &v[k], names[k], sizes[k]) < 0) goto done;
-        held[k] = 1;
-    }
-    if (levels < 0 || levels > 127) {
-        PyErr_SetString(PyExc_ValueError, "levels: 0 to 127 expected");
+    level_input_t in;
+    if (level_input(objs, levels, "level_coverage", v, held, &in) < 0) goto done;
+    if (PyObject_GetBuffer(objs[8], &v[8], PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) goto done;
+    held[8] = 1;
+    if (v[8].itemsize != 8) {
+        PyErr_SetString(PyExc_TypeError, "out: int64 expected");
         goto done;
     }
-    int64_t events = v[0].len / 8, n = v[3].len;
-    int64_t nw = v[6].len / 8;
-    if (v[1].len / 8 != events || v[2].len / v[2].itemsize != n || v[4].len / v[4].itemsize != n ||
-        v[7].len / 8 != nw || v[8].len / 8 != (int64_t)levels * nw) {
-        PyErr_SetString(PyExc_ValueError,
-                        "level_coverage: start/end, rows/category/thread, windows: equal lengths; out levels x windows");
+    int64_t nw = in.nw;
+    if (v[8].len / 8 != (int64_t)levels * nw) {
+        PyErr_SetString(PyExc_ValueError, "level_coverage: out levels x windows expected");
         goto done;
     }
     /* the sums built in a scratch copy: out is written only where the pass completes */
@@ -1048,9 +1056,7 @@ static PyObject *level_coverage(PyObject *self, PyObject *args) {
     }
     int status;
     Py_BEGIN_ALLOW_THREADS
-    status = level_coverage_pass(v[0].buf, v[1].buf, events, v[2].buf, (int)v[2].itemsize, v[3].buf, v[4].buf,
-                                 (int)v[4].itemsize, held[5] ? v[5].buf : NULL, held[5] ? v[5].len : 0, n, levels,
-                                 v[6].buf, v[7].buf, nw, scratch);
+    status = level_coverage_pass(&in, scratch);
     Py_END_ALLOW_THREADS
     if (status == -1) {
         PyErr_NoMemory();
