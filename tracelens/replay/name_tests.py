@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..analyses.names import code_mask
+from ..analyses.names import code_mask, rows_named
 
 # Dictionaries of up to this many names are tested whole (a Kineto trace's: a few hundred); larger ones (an Nsight
 # export's, with every NVTX text) per call, at the names the rows use (code_mask).
@@ -54,10 +54,10 @@ def names_mask(
     codes: Callable[[], np.ndarray], size: int, names: np.ndarray, predicate: Callable[[str], bool]
 ) -> np.ndarray:
     """``code_mask(codes(), names, predicate)`` for ``size`` rows; ``codes`` is called only where some name of the
-    dictionary passes (else every row is False: no row read)."""
+    dictionary passes (else every row is False: no row read), and read as :func:`.names.rows_named` reads a table by
+    code (a comparison per code where the names that pass are few)."""
     lookup = name_lookup(names, predicate)
     if lookup is None:
         return code_mask(codes(), names, predicate)
-    if not lookup.any():
-        return np.zeros(size, bool)
-    return lookup[codes()]
+    mask = rows_named(codes(), lookup) if lookup.any() else None
+    return np.zeros(size, bool) if mask is None else mask
