@@ -42,6 +42,15 @@ def is_step_marker(name: str) -> bool:
     return _STEP_MARKER.match(name) is not None
 
 
+_DRIVER_NAME = re.compile(r"^cu[A-Z]")
+
+
+def is_driver_call(name: str) -> bool:
+    """Whether ``name`` is a CUDA driver API call (``cuLaunchKernel``, ``cuMemcpyHtoDAsync``; runtime calls begin
+    ``cuda``)."""
+    return _DRIVER_NAME.match(name) is not None
+
+
 def strip_api_suffix(name: str) -> str:
     """A CUDA/HIP API name without its version and per-thread-stream suffixes (other names unchanged)."""
     return _API_SUFFIX.sub(API_SUFFIX_REPLACEMENT, name)

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import InputError
-from ..event_names import is_step_marker
+from ..event_names import is_driver_call, is_step_marker
 from ..trace import ANNOTATION, CPU_OP, DRIVER, OTHER, PYTHON, RUNTIME, STEP
 
 # Files old TF wrote next to (or instead of) the xplane; their presence alone means "no raw trace".
@@ -45,7 +45,6 @@ _COPY_KIND_BY_NAME = {
     "HTOH": "HtoH",
 }
 _RUNTIME_NAME = re.compile(r"^(cuda|hip)[A-Z]")
-_DRIVER_NAME = re.compile(r"^cu[A-Z]")
 
 
 # ---------------------------------------------------------------------------------------- discovery
@@ -111,7 +110,7 @@ def classify_host_name(name: str) -> str:
     """The event kind of a host (``/host:CPU``) event from its name alone."""
     if _RUNTIME_NAME.match(name):
         return RUNTIME
-    if _DRIVER_NAME.match(name):
+    if is_driver_call(name):
         return DRIVER
     if name.startswith("$"):
         return PYTHON  # the Python tracer's frames: "$file.py:line function"

@@ -11,13 +11,12 @@ gives names across blocks, so the worker can do them; ``add`` then only merges t
 from __future__ import annotations
 
 import math
-import re
 import threading
 from typing import Any
 
 import numpy as np
 
-from ...event_names import step_number, strip_api_suffix
+from ...event_names import is_driver_call, step_number, strip_api_suffix
 from ...trace import ANNOTATION, CPU_OP, DRIVER, RUNTIME, STEP
 from .blocks import KIND_CODE, KINDS, LAUNCH_SIDE, scanner
 
@@ -28,8 +27,6 @@ KIND_MASK = 0x0F
 VALID_BIT = {key: 1 << bit for bit, key in enumerate(ID_KEYS, start=4)}
 if len(KINDS) > KIND_MASK + 1:  # pragma: no cover - a guard for whoever adds kinds
     raise ImportError("kind codes no longer fit below the validity bits of kind_valid")
-
-_DRIVER_NAME = re.compile(r"^cu[A-Z]")
 
 
 # a name's bits (NameFlags.bits): it marks a step, it is a driver call
@@ -64,7 +61,7 @@ class NameFlags:
     def _learn(self, name: str) -> int:
         stripped = strip_api_suffix(name)
         number = step_number(stripped)
-        bits = (number is not None) * STEP_MARKER | bool(_DRIVER_NAME.match(stripped)) * DRIVER_CALL
+        bits = (number is not None) * STEP_MARKER | is_driver_call(stripped) * DRIVER_CALL
         with self._lock:
             self._steps[name] = math.nan if number is None else float(number)
             return self._bits.setdefault(name, bits)
