@@ -1,6 +1,4 @@
-"""attribution.first_seen_codes (keys hashed once per run of equal keys) gives pd.factorize's codes and distinct
-keys, and each key's first position, whether the keys come in long runs (host rows in time order) or change at
-every row (every key hashed)."""
+"""values.first_seen_codes and values.distinct (pandas-free) against pd.factorize and pd.unique."""
 
 from __future__ import annotations
 
@@ -9,36 +7,50 @@ import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tracelens.analyses.attribution import first_seen_codes
+from tracelens.values import distinct, first_seen_codes
+
+INTS = st.lists(st.integers(-(2**40), 2**40) | st.sampled_from([0, 1, 2, -1]), max_size=60)
+FLOATS = st.lists(st.sampled_from([0.0, -0.0, 1.5, -2.0, np.nan, np.inf, -np.inf, 3.25]), max_size=60)
+OBJECTS = st.lists(st.sampled_from(["a", "b", "", "gemm", None, np.nan]), max_size=60)
 
 
-def check(key: np.ndarray) -> None:
-    code, seen, at = first_seen_codes(key)
-    expected_code, expected_seen = pd.factorize(key)
-    np.testing.assert_array_equal(code, expected_code)
-    np.testing.assert_array_equal(np.asarray(seen), np.asarray(expected_seen))
-    first = [int(np.flatnonzero(key == value)[0]) for value in np.asarray(expected_seen)]
-    np.testing.assert_array_equal(at, first)
-
-
-@settings(max_examples=300, deadline=None)
-@given(st.lists(st.tuples(st.integers(-3, 3), st.integers(1, 30)), max_size=40))
-def test_runs_of_keys(runs: list) -> None:
-    key = np.repeat(
-        np.array([v << 32 for v, _ in runs], np.int64), np.array([n for _, n in runs], np.int64)
-    ).astype(np.int64)
-    check(key)
+def _same(values: np.ndarray) -> None:
+    want_codes, want_uniques = pd.factorize(values)
+    codes, uniques = first_seen_codes(values)
+    assert codes.dtype == np.intp and codes.tolist() == want_codes.tolist()
+    assert uniques.dtype == np.asarray(want_uniques).dtype
+    assert [str(v) for v in uniques] == [
+        str(v) for v in np.asarray(want_uniques)
+    ]  # str: -0.0 vs 0.0 kept apart
+    want = pd.unique(values)
+    assert [str(v) for v in distinct(values)] == [str(v) for v in want]
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.integers(-(2**40), 2**40), max_size=60))
-def test_keys_changing_at_most_rows(values: list) -> None:
-    check(np.array(values, np.int64))
+@given(INTS, st.sampled_from([np.int64, np.int32, np.int16]))
+def test_integers_match_pandas(values: list[int], dtype: type) -> None:
+    info = np.iinfo(dtype)
+    _same(np.array([min(max(v, info.min), info.max) for v in values], dtype))
 
 
-def test_edges() -> None:
-    check(np.zeros(0, np.int64))
-    check(np.array([7], np.int64))
-    check(np.array([5, 5, 5, 5], np.int64))
-    check(np.array([1, 2, 1, 2, 1], np.int64))
-    check(np.array([-1, -1, 4, 4, -1, 9, 9, 9, 4], np.int64))
+@settings(max_examples=200, deadline=None)
+@given(FLOATS)
+def test_floats_match_pandas_nan_and_signed_zero(values: list[float]) -> None:
+    _same(np.array(values, np.float64))
+
+
+@settings(max_examples=200, deadline=None)
+@given(OBJECTS)
+def test_objects_match_pandas(values: list) -> None:
+    array = np.empty(len(values), object)
+    array[:] = values
+    want_codes, want_uniques = pd.factorize(array)
+    codes, uniques = first_seen_codes(array)
+    assert codes.tolist() == want_codes.tolist() and list(uniques) == list(want_uniques)
+
+
+def test_strings_and_booleans_and_empty() -> None:
+    _same(np.array(["b", "a", "b", "c"]))
+    _same(np.array([True, False, True]))
+    _same(np.zeros(0, np.int64))
+    _same(np.array([np.nan, np.nan]))

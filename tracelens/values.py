@@ -32,16 +32,67 @@ def int_or_none(value: Any) -> int | None:
     return None
 
 
-def distinct(values: np.ndarray, chunk: int = 1 << 22) -> np.ndarray:
-    """The distinct values, in order of first appearance, hashed a chunk at a time: pandas sizes its hash
-    table by the input's length, ~1 GB for the 34M host rows of a training export with a handful of threads."""
-    import pandas as pd  # here, not at module level: `import tracelens` and a load leave pandas unimported
+def first_seen_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``pd.factorize(values)`` without pandas: each value's code (intp) in the order the distinct values first
+    appear, and those values in that order; NaN and None code -1 and are not among them (a float array's -0.0
+    and 0.0 are one value, the first seen kept). One-dimensional arrays; object arrays of hashable values."""
+    values = np.asarray(values)
+    if values.dtype == object:
+        return _object_codes(values)
+    if values.dtype.kind == "f":
+        missing = np.isnan(values)
+        if missing.any():
+            codes = np.full(values.size, -1, np.intp)
+            codes[~missing], uniques = first_seen_codes(values[~missing])
+            return codes, uniques
+    if values.size == 0:
+        return np.zeros(0, np.intp), values.copy()
+    order = np.argsort(values, kind="stable")  # stable: each run of equal values starts at its first row
+    ordered = values[order]
+    head = np.empty(ordered.size, bool)
+    head[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=head[1:])
+    first_rows = order[head]  # per distinct value (ascending), its first row
+    by_first = np.argsort(first_rows)  # distinct values only
+    rank = np.empty(by_first.size, np.intp)
+    rank[by_first] = np.arange(by_first.size)
+    codes = np.empty(values.size, np.intp)
+    codes[order] = rank[np.cumsum(head) - 1]
+    return codes, ordered[head][by_first]
 
-    if values.size <= chunk:
-        return pd.unique(values)
-    return pd.unique(
-        np.concatenate([pd.unique(values[lo : lo + chunk]) for lo in range(0, values.size, chunk)])
-    )
+
+def _object_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """first_seen_codes of an object array: a dict keeps the first appearance order (the loops below run in C,
+    over the values, and in Python over the distinct ones only)."""
+    seen = dict.fromkeys(values.tolist())
+    missing = [v for v in seen if v is None or (isinstance(v, float) and v != v)]
+    for value in missing:
+        del seen[value]
+    code_of = {value: code for code, value in enumerate(seen)}
+    code_of.update(dict.fromkeys(missing, -1))
+    codes = np.fromiter(map(code_of.__getitem__, values.tolist()), np.intp, values.size)
+    uniques = np.empty(len(seen), object)
+    uniques[:] = list(seen)
+    return codes, uniques
+
+
+def distinct(values: np.ndarray) -> np.ndarray:
+    """``pd.unique(values)`` without pandas: the distinct values in order of first appearance, a float array's NaN
+    among them (once, where it first appears)."""
+    values = np.asarray(values)
+    if values.dtype == object:  # None and NaN kept, as pandas does
+        seen = list(dict.fromkeys(values.tolist()))
+        uniques = np.empty(len(seen), object)
+        uniques[:] = seen
+        return uniques
+    codes, uniques = first_seen_codes(values)
+    if values.dtype.kind != "f":
+        return uniques
+    missing = np.flatnonzero(codes < 0)
+    if missing.size == 0:
+        return uniques
+    before = int(codes[: missing[0]].max()) + 1 if missing[0] else 0  # codes count up in appearance order
+    return np.insert(uniques, before, np.nan)
 
 
 def dense_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
