@@ -21,10 +21,9 @@ Definitions (docs/analyses.md, "attribution"):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from .. import intervals
 from ..trace import GPU_ACTIVITY_KINDS, Trace
@@ -44,6 +43,9 @@ from .names import CAUSES, HOST_CATEGORY_PRIORITY, STARTUP, SYNC, code_mask, is_
 from .startup import host_categories, one_time_work
 from .thread_codes import THREAD_RUNS_SHARE, thread_run_heads
 from .topk import largest_first
+
+if TYPE_CHECKING:  # imported where a function needs it: analyze's path runs without pandas
+    import pandas as pd
 
 LARGEST_GAPS = 10
 
@@ -76,6 +78,8 @@ class HostRows:
 
 def host_rows(trace: Trace) -> HostRows:
     def compute() -> HostRows:
+        import pandas as pd
+
         cols = event_columns(trace)
         base, startup_rows = host_categories(trace), one_time_work(trace).rows
         row_type = np.int32 if cols.start.size < 2**31 else np.int64
@@ -189,6 +193,8 @@ def _run_thread_codes(
     """:func:`_thread_codes` of the rows from where their runs of one thread begin (``runs``, positions ascending,
     the first 0: :func:`.kept_runs.kept_thread_runs`): a key built at each run's first row, the runs' keys hashed,
     their codes into the sorted distinct keys repeated over the runs."""
+    import pandas as pd
+
     at = rows[runs]
     run_code, seen = pd.factorize(thread_key(cols.pid[at], cols.tid[at]))
     del at
@@ -211,6 +217,8 @@ def first_seen_codes(key: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarra
     position). Host rows in time order come in long runs on one thread (2,243 runs in the 1.3M host rows of the
     406 MB Kineto tile): only each run's key is hashed and the codes repeated over the runs, not a hash of every
     row's key; keys that change often are hashed one by one."""
+    import pandas as pd
+
     if key.size == 0:
         return np.zeros(0, np.intp), np.zeros(0, key.dtype), np.zeros(0, np.int64)
     change = np.flatnonzero(key[1:] != key[:-1])
@@ -231,6 +239,8 @@ def _run_codes(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`first_seen_codes` of ``size`` keys constant over each run (``run_starts``: int64, the first 0,
     ascending; ``run_keys``: each run's key): the runs' keys hashed, their codes repeated over the runs."""
+    import pandas as pd
+
     run_code, seen = pd.factorize(run_keys)
     at = np.empty(len(seen), np.int64)
     at[run_code[::-1]] = run_starts[::-1]  # the last write, each code's first run, stays
@@ -291,6 +301,8 @@ def _narrowest_code_type(count: int) -> type:
 
 def thread_codes(rows: HostRows, pids: np.ndarray, tids: np.ndarray) -> np.ndarray:
     """Codes of the given (pid, tid) pairs among the host rows' threads (threads without rows are dropped)."""
+    import pandas as pd
+
     known = thread_key(rows.threads["pid"].to_numpy(), rows.threads["tid"].to_numpy())
     return np.flatnonzero(np.isin(known, pd.unique(thread_key(pids, tids))))
 

@@ -9,10 +9,9 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -37,6 +36,9 @@ from .derived import (
     memo,  # noqa: F401 (the store lives in .derived; sections import memo from here)
 )
 from .table import LazyColumn, Table  # noqa: F401 (sections import them from here)
+
+if TYPE_CHECKING:  # imported where a function needs it: analyze's path runs without pandas
+    import pandas as pd
 
 
 def thread_key(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
@@ -566,6 +568,8 @@ def step_windows(trace: Trace) -> pd.DataFrame:
     """One row per step number: step, start, end (sorted by start)."""
 
     def compute() -> pd.DataFrame:
+        import pandas as pd
+
         cols = event_columns(trace)
         rows = cols.of_kind(STEP)
         number = cols.at("step", rows).copy()

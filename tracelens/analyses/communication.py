@@ -37,10 +37,9 @@ Over 600 lines, one module on purpose: the typing, message and breakdown steps s
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from .. import intervals
 from ..trace import ALL_KINDS, ANNOTATION, CPU_OP, GPU_ACTIVITY_KINDS, GPU_ANNOTATION, KERNEL, Trace
@@ -48,6 +47,9 @@ from .columns import device_busy, event_columns, range_running_at, thread_key
 from .launch import launch_pairs
 from .memcpy import device_kernel_union
 from .names import code_map, code_mask, is_collective_kernel, names_in_use
+
+if TYPE_CHECKING:  # imported where a function needs it: analyze's path runs without pandas
+    import pandas as pd
 
 # Collective types, in report order. NCCL kernel names carry the type in CamelCase after the prefix; XLA op
 # names in kebab-case.
@@ -512,6 +514,8 @@ def _external_id_ops(cols: Any, rows: np.ndarray) -> np.ndarray:
 def _messages(trace: Trace, cols: Any, rows: np.ndarray, linked: list[np.ndarray]) -> pd.DataFrame:
     """The message columns of the collective ``rows`` (indices), positionally. A row without a message takes
     the one of its first ``linked`` row (arrays of row indices, -1 for none, tried in order) that has one."""
+    import pandas as pd
+
     own = trace.frame(rows, MESSAGE_COLUMNS).reset_index(drop=True).astype(object)
     for link in linked:  # a loop over the few sources (framework op, NVTX range)
         missing = (
@@ -533,6 +537,8 @@ def _messages(trace: Trace, cols: Any, rows: np.ndarray, linked: list[np.ndarray
 def _message_sizes(msgs: pd.DataFrame, types: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per collective (the rows of ``msgs``, from :func:`_messages`): S in bytes and the bus-bandwidth factor
     (NaN where unknown)."""
+    import pandas as pd
+
     dtype = msgs["msg_dtype"]
     elem = dtype.where(dtype.notna(), "").astype(str).str.lower().map(DTYPE_BYTES).astype(float).to_numpy()
     group = pd.to_numeric(msgs["group_size"], errors="coerce").to_numpy(float)
@@ -548,6 +554,8 @@ def _message_sizes(msgs: pd.DataFrame, types: np.ndarray) -> tuple[np.ndarray, n
 
 def _recorded_types(msgs: pd.DataFrame) -> np.ndarray:
     """Per collective, the type of its recorded ``Collective name`` ("" where none, or not a collective's)."""
+    import pandas as pd
+
     names = msgs["collective_name"]
     codes, distinct = pd.factorize(names.where(names.notna(), None), use_na_sentinel=True)
     mapped = np.array([*(recorded_collective_type(str(n)) or "" for n in distinct), ""], dtype=object)
@@ -557,6 +565,8 @@ def _recorded_types(msgs: pd.DataFrame) -> np.ndarray:
 def process_groups(msgs: pd.DataFrame, duration: np.ndarray) -> list[dict[str, Any]]:
     """The collectives by recorded process group (name, ranks, size): count and summed time, most time first;
     empty when no collective records a process group."""
+    import pandas as pd
+
     frame = pd.DataFrame(
         {
             "name": msgs["process_group"].to_numpy(object),
@@ -659,6 +669,8 @@ def communication_report(trace: Trace) -> dict[str, Any]:
     The GPU ops' columns are the launch pairs' (one row per GPU op, shared with the other sections): no mask of
     the whole table, no gather of the ops' times; a device without collectives reads its unions straight from
     them (:func:`device_without_collectives`)."""
+    import pandas as pd
+
     cols = event_columns(trace)
     ops = launch_pairs(trace)
     is_kernel, devices, starts, ends = ops["is_kernel"], ops["device"], ops["start"], ops["end"]

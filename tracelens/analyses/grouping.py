@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 import numpy as np
-import pandas as pd
 
 from ..values import dense_codes, distinct
 from .columns import EventColumns, thread_key
@@ -184,6 +183,8 @@ def group_firsts(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Rows grouped by (outer, inner), each group in start order (ties in row order): (the order, whether each
     ordered row is its group's first, each ordered row's group number). Groups come in no particular order."""
+    import pandas as pd
+
     if start.size > 1 and bool((start[1:] >= start[:-1]).all()):
         # rows in start order already (host rows are): a stable sort by group alone keeps that order within each
         # group; groups numbered by hashing (few: names x threads), sorted by radix where they fit 16 bits
@@ -228,6 +229,8 @@ def group_codes(outer: np.ndarray, inner: np.ndarray) -> tuple[np.ndarray, int]:
     """(dense group number of each row's (outer, inner) pair, number of groups); numbers in no particular order.
     Pairs of ints in a small range (names x processes) are numbered through a table of the range, others by
     hashing."""
+    import pandas as pd
+
     limit = max(4 * outer.size, 1 << 16)
     inner_lo, inner_span = int(inner.min()), int(inner.max()) - int(inner.min()) + 1
     outer_lo, outer_span = int(outer.min()), int(outer.max()) - int(outer.min()) + 1

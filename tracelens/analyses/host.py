@@ -8,7 +8,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from ..trace import ALL_KINDS, GPU_ACTIVITY_KINDS, GPU_ANNOTATION, GPU_SYNC, Trace
 from ..values import distinct
@@ -26,6 +25,8 @@ CHUNK_ROWS = 1 << 21
 
 def host_summary(trace: Trace, top_n: int = TOP_N) -> dict[str, Any]:
     """Count and summed duration per host event kind, the host span, and the top names by summed time."""
+    import pandas as pd
+
     cols = event_columns(trace)
     # every known kind but the GPU's: two runs of kind codes, two passes
     not_host = (*GPU_ACTIVITY_KINDS, GPU_SYNC, GPU_ANNOTATION)
@@ -157,6 +158,8 @@ def _top_by_template(
     """The top (kind, template name) pairs by summed time, each with the number of distinct names it groups
     (``ProfilerStep#0``, ``ProfilerStep#1`` -> ``ProfilerStep#N``; ``aten::mm, op_id = 5`` -> ``aten::mm``);
     Python thread-bootstrap frames are left out (they span their thread's life) and counted."""
+    import pandas as pd
+
     text = pd.Series(labels, dtype=object).astype(str)
     distinct_names = pd.unique(text)
     template = dict(zip(distinct_names, (name_template(n) for n in distinct_names), strict=True))  # per name

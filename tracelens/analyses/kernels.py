@@ -13,14 +13,16 @@ Names are sorted by total_ns descending, then name. ``by_name`` lists every name
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from ..trace import ALL_KINDS, KERNEL, Trace
 from .blocks import BLOCK_ROWS, count_of_kind
 from .columns import event_columns
+
+if TYPE_CHECKING:  # imported where a function needs it: analyze's path runs without pandas
+    import pandas as pd
 
 # Kernels whose (name code, duration) a block of the table gives at once, and about how many a groupby takes.
 KERNEL_CHUNK = 1 << 20
@@ -28,6 +30,8 @@ KERNEL_CHUNK = 1 << 20
 
 def kernel_summary(trace: Trace) -> dict[str, Any]:
     """Count, summed time and the per-name statistics of every kernel in the trace."""
+    import pandas as pd
+
     cols = event_columns(trace)
     code, duration = _kernel_codes_and_durations(cols)
     if not code.size:
@@ -108,6 +112,8 @@ def _stats(code: np.ndarray, duration: np.ndarray, of_kernel: np.ndarray | None,
     """Each name's count, sum, min, max, median and std of durations, for the kernels of the i-th code range
     (``of_kernel``: each kernel's range; None: one range), in order of each name's first kernel (pandas'
     groupby, over those kernels in their order)."""
+    import pandas as pd
+
     if of_kernel is None:
         frame = pd.DataFrame({"code": code, "dur": duration}, copy=False)
     else:

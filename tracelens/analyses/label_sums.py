@@ -6,7 +6,6 @@ slots by template label, and the unexplained-idle evidence's top host rows by (n
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 
 def sums_by_label(
@@ -15,6 +14,8 @@ def sums_by_label(
     """(the distinct labels in order of first appearance, each int64 column's sum per label plus ``texts``: the
     rows per label): ``pd.DataFrame({**columns, "label": labels}).groupby("label", sort=False)`` with ``sum`` of
     each column and ``size``. The sums are int64 and wrap as pandas' do."""
+    import pandas as pd
+
     code, uniques = pd.factorize(np.asarray(labels, dtype=object))
     out: dict[str, np.ndarray] = {}
     for name, values in columns.items():  # a loop over the few columns
@@ -42,6 +43,8 @@ def summed_by_row_key(name: np.ndarray, kind: np.ndarray, tid: np.ndarray, overl
     """``pd.DataFrame(...).groupby(["name", "kind", "tid"], sort=False)["overlap"].sum()`` as arrays: the groups
     in order of first appearance, numbered by one int64 key of the three columns' factorized codes; int64 sums
     wrap as pandas' do."""
+    import pandas as pd
+
     if name.size == 0:
         return name, kind, tid, overlap.astype(np.int64)
     codes = [pd.factorize(column)[0] for column in (name, kind, tid)]

@@ -20,7 +20,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -357,6 +356,8 @@ def queue_depth(pairs: Table) -> list[dict[str, Any]]:
 
 def _matched_queue_depth(m: Table) -> list[dict[str, Any]]:
     """:func:`queue_depth` of the matched ops ``m``."""
+    import pandas as pd
+
     if m.empty:
         return []
     codes, uniques = pd.factorize(

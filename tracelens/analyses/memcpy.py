@@ -14,10 +14,9 @@ codes), which split modules would pass around or rebuild.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 import pyarrow.compute as pc
 
 from .. import intervals
@@ -28,6 +27,9 @@ from .blocks import rows_of_kind_at
 from .columns import device_busy, event_columns, memo
 from .launch import launch_pairs
 from .names import code_map, is_graph_launch, is_sync_copy
+
+if TYPE_CHECKING:  # imported where a function needs it: analyze's path runs without pandas
+    import pandas as pd
 
 SMALL_COPY_BYTES = 64 * 1024
 BURST_MAX_GAP_NS = 100_000  # small copies closer than this (end to next start) belong to one run
@@ -60,6 +62,8 @@ def _host_memory(src: pd.Series, dst: pd.Series) -> np.ndarray:
 
 def _host_memory_codes(src: pd.Series, dst: pd.Series) -> np.ndarray:
     """:func:`_host_memory` as positions in MEMORY_CLASSES (int8)."""
+    import pandas as pd
+
     # Classified once per distinct (source, destination) pair: a million copies have a handful.
     s_code, s_values = pd.factorize(src, use_na_sentinel=True)
     d_code, d_values = pd.factorize(dst, use_na_sentinel=True)
@@ -184,6 +188,8 @@ def api_correlation(trace: Trace) -> np.ndarray:
 
 def _launch_mode_codes(trace: Trace, copies: pd.DataFrame) -> np.ndarray:
     """:func:`_launch_mode` as positions in LAUNCH_MODES (int8)."""
+    import pandas as pd
+
     out = np.full(len(copies), LAUNCH_MODES.index(UNKNOWN), dtype=np.int8)
     corr = copies["correlation_id"]
     if not corr.notna().any():
@@ -260,6 +266,8 @@ def _join_on_pid(copies: pd.DataFrame, calls: pd.DataFrame) -> pd.DataFrame:
     both columns, the first such call deciding: ``copies.merge(calls.drop_duplicates([pid, correlation_id]))``,
     by one sorted search of the pairs packed into one int64 where they fit (a training export's million copies),
     the merge itself otherwise."""
+    import pandas as pd
+
     no_id = np.iinfo(np.int64).min  # a copy's unknown id: matches no call
     c_corr = copies["correlation_id"].to_numpy(np.int64)
     mine = np.flatnonzero(c_corr != no_id)
@@ -289,6 +297,8 @@ def _join_on_pid(copies: pd.DataFrame, calls: pd.DataFrame) -> pd.DataFrame:
 def _kind_codes(column: pd.Series) -> tuple[list[str], np.ndarray]:
     """The copy kinds as (distinct labels, each copy's position among them): a null kind is UNKNOWN; the labels
     are the column's values as strings (``astype("string")``), found once per distinct value."""
+    import pandas as pd
+
     if isinstance(column.dtype, pd.CategoricalDtype):
         codes, values = column.cat.codes.to_numpy(), column.cat.categories
     else:

@@ -10,16 +10,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..event_names import strip_api_suffix
 from ..trace import ALL_KINDS, ANNOTATION, CPU_OP, DRIVER, PYTHON, RUNTIME, STEP
 from .kinds import kind_mask
+
+if TYPE_CHECKING:  # imported where a function needs it: analyze's path runs without pandas
+    import pandas as pd
 
 # Host categories used by gap attribution and the step breakdown, in priority order: when host activity
 # of several categories overlaps an instant, the instant goes to the first one listed. `startup` (one-time
@@ -217,6 +219,8 @@ def is_graph_launch(name: str) -> bool:
 
 def name_mask(names: pd.Series, predicate: Callable[[str], bool]) -> np.ndarray:
     """Boolean array: ``predicate(name)`` per row, evaluated once per distinct name."""
+    import pandas as pd
+
     if isinstance(names.dtype, pd.CategoricalDtype):
         categories = names.cat.categories
         lookup = np.fromiter((bool(predicate(str(c))) for c in categories), dtype=bool, count=len(categories))

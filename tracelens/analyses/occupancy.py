@@ -20,7 +20,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from ..enrich import KernelOccupancy
 from ..occupancy_calc import LIMIT_BLOCKS, LIMIT_WARPS, LIMITER_NAMES
@@ -217,6 +216,8 @@ CONFIG_KEYS = ("device", "threads", "registers", "shared")
 def _name_labels(codes: np.ndarray, names: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(each launch's label code, the labels) for name codes into ``names`` (-1: null): a null name and "" are one
     label. Only the names in use are read (not a dictionary of millions of NVTX texts)."""
+    import pandas as pd
+
     in_use = np.zeros(len(names) + 1, bool)
     in_use[codes] = True  # code -1: the last slot
     used = np.flatnonzero(in_use)
@@ -237,6 +238,8 @@ def config_groups(
     shared), numbered in order of first appearance as ``groupby(..., sort=False, dropna=False).ngroup()`` does.
     The four configuration keys are grouped once per configuration (``config``: each launch's), then the launches
     by one int64 key of (name, that group): no five-column groupby of every launch."""
+    import pandas as pd
+
     keys = pd.DataFrame({k: per_config[k] for k in CONFIG_KEYS})
     config_group = keys.groupby(list(CONFIG_KEYS), sort=False, dropna=False).ngroup().to_numpy(np.int64)
     width = int(config_group.max()) + 1 if config_group.size else 1
@@ -259,6 +262,8 @@ def _top_kernels(
     """Launch configurations (name, device, threads, registers, shared) that leave the most SM time empty,
     each launch counted as if it ran alone. ``keep``: the launches that leave some (positions ascending),
     ``lost``: what each of them leaves."""
+    import pandas as pd
+
     if keep.size == 0:
         return []
     per_config = occ.per_config

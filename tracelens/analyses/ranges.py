@@ -12,10 +12,9 @@ Definitions (docs/analyses.md, "ranges"), per range instance (a row of kind `ann
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from .. import intervals
 from ..trace import ALL_KINDS, ANNOTATION, Trace
@@ -27,6 +26,9 @@ from .grouping import cut_in_chunks, rows_by_thread, sum_per_slot, thread_chunks
 from .label_sums import largest_first, sums_by_label
 from .launch import launch_pairs
 from .names import name_template
+
+if TYPE_CHECKING:  # imported where a function needs it: analyze's path runs without pandas
+    import pandas as pd
 
 NAME_LIMIT = 200
 
@@ -498,6 +500,8 @@ def _zero_measures(n: int) -> dict[str, np.ndarray]:
 
 def range_instances(trace: Trace) -> pd.DataFrame:
     """Every annotation row with its launched GPU work and projected span."""
+    import pandas as pd
+
     cols = event_columns(trace)
     rows = np.flatnonzero(cols.of_kind(ANNOTATION))
     out = pd.DataFrame(

@@ -42,7 +42,6 @@ from dataclasses import InitVar, dataclass, field
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from .. import intervals
 from ..trace import ALL_KINDS, ANNOTATION, CPU_OP, DRIVER, OVERHEAD, PYTHON, RUNTIME, STEP, Trace
@@ -501,6 +500,8 @@ def device_items(
     the device's gap time inside the union of its rows (nested rows of one name count once); different groups
     can cover the same instants (an op and the call inside it).
     """
+    import pandas as pd
+
     work = one_time_work(trace)
     on_threads = thread_mask[work.rows]  # the flagged rows (few) tested, not every row
     rows, reasons = work.rows[on_threads], work.reasons[on_threads]

@@ -14,10 +14,9 @@ Definitions (docs/analyses.md, "sync"):
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -39,6 +38,9 @@ from .launch import launch_pairs
 from .names import code_mask, code_masks, is_blocking_sync, is_sync_copy
 from .steps import STEP_LIMIT
 from .thread_codes import THREAD_RUNS_SHARE, dense_thread_codes, thread_run_heads
+
+if TYPE_CHECKING:  # imported where a function needs it: analyze's path runs without pandas
+    import pandas as pd
 
 ITEM_MAX_BYTES = 64 * 1024
 TOP_N = 10
@@ -232,6 +234,8 @@ def _op_names_by_external_id(trace: Trace, external_ids: np.ndarray) -> list[dic
 
 
 def sync_stats(trace: Trace) -> dict[str, Any]:
+    import pandas as pd
+
     calls, thread_keys = _api_calls(trace)
     blocking = calls[calls["blocking"]]
     dur = _ends(trace, blocking) - blocking["start"]

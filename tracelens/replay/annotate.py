@@ -25,11 +25,10 @@ from __future__ import annotations
 
 import gzip
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 import numpy as np
-import pandas as pd
 
 from ..analyses.columns import event_columns
 from ..report.whatif_text import remedy_lines
@@ -52,6 +51,9 @@ from ..trace import (
 )
 from .critical import CATEGORIES, path_categories, path_points
 from .remedies import Context
+
+if TYPE_CHECKING:  # imported where a function needs it: analyze's path runs without pandas
+    import pandas as pd
 
 ANNOTATION_PID = 999_999_999
 STEPS_TID, PATH_TID, WHATIF_TID, GAPS_TID = 1, 2, 10, 100
@@ -85,6 +87,8 @@ def _json_strings(values: np.ndarray) -> np.ndarray:
 
 def _us(ns: np.ndarray) -> pd.Series:
     """Nanoseconds as microsecond text with three decimals (exact: Kineto readers round ts x 1000)."""
+    import pandas as pd
+
     ns = np.asarray(ns, np.int64)
     sign = np.where(ns < 0, "-", "")
     a = np.abs(ns)
@@ -102,6 +106,8 @@ def _trace_events(
     """The trace's events as Chrome JSON objects (text), built column-wise. ``rank_pid``: run mode (every event
     in that process, GPU streams on GPU_TID_BASE + k, named by metadata events, devices numbered from
     ``device_base``: see the module docstring); times + ``shift_ns``."""
+    import pandas as pd
+
     cols = event_columns(trace)
     out: list[str] = []
     gpu_rows = np.flatnonzero(cols.of_kind(*_GPU_KINDS))

@@ -18,7 +18,6 @@ placeholders of consecutive collectives on one stream do not queue behind each o
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 from .graph import GPU_END, GPU_START, Graph
 
@@ -26,6 +25,8 @@ from .graph import GPU_END, GPU_START, Graph
 def overlap_collectives(g: Graph, is_collective: np.ndarray) -> tuple[Graph | None, int, int]:
     """(the changed graph or None when nothing changes, collectives made placeholders, event waits dropped);
     ``is_collective``: per GPU op, a collective kernel."""
+    import pandas as pd
+
     op_chain = g.chain[g.op_start]
     nxt = np.minimum(g.op_end + 1, g.size - 1)
     has_successor = (g.op_end + 1 < g.size) & (g.chain[nxt] == op_chain) & ~g.chain_first[nxt]

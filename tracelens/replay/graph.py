@@ -49,7 +49,6 @@ from functools import cached_property
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 
 from .. import intervals
@@ -754,6 +753,8 @@ def _collectives(
     name and one ordinal among that name's kernels on each device (by start), matched when every device that runs
     the name has that ordinal (a device missing it, or a single device, leaves it unmatched), and every
     participant's end at or after every participant's start (else the devices' clocks disagree: unmatched)."""
+    import pandas as pd
+
     out = np.full(is_collective.size, -1, np.int64)
     ops = np.flatnonzero(is_collective)
     if ops.size == 0:
@@ -783,6 +784,8 @@ def _collective_edges(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(source op, target op, lag) per ordered pair of distinct participants of each collective: the target ends
     after the source starts by its own transfer time (its recorded end - the collective's last start)."""
+    import pandas as pd
+
     members = np.flatnonzero(collective >= 0)
     empty = np.zeros(0, np.int64)
     if members.size == 0:

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
-import pandas as pd
 
 from .. import intervals
 from ..analyses.columns import event_columns, step_windows, thread_key, thread_time_positions
@@ -30,7 +29,7 @@ from ..trace import ANNOTATION, CPU_OP, DRIVER, PYTHON, RUNTIME, STEP, Trace
 from ..values import sorted_distinct
 from .collectives import overlap_collectives
 from .engine import Plan, plan, plan_without_edges, running_at, solve_with_span
-from .graph import GPU_END, GPU_START, HOST_END, HOST_START, NONE, Graph, build, lower_is, text_mask
+from .graph import HOST_END, HOST_START, Graph, build, lower_is, text_mask
 from .name_tests import names_mask
 from .occupancy_model import kernel_model
 
@@ -579,22 +578,3 @@ NOT_MODELED_REASONS = {
     "unexplained_idle": "no recorded cause: nothing in the graph to change",
 }
 NOT_MODELED = tuple(NOT_MODELED_REASONS)
-
-
-def point_frame(ctx: Context, times: np.ndarray) -> pd.DataFrame:
-    """Points with their recorded and replayed times (debugging and tests)."""
-    g = ctx.graph
-    return pd.DataFrame(
-        {
-            "kind": g.kind,
-            "chain": g.chain,
-            "row": g.row,
-            "recorded": g.time,
-            "replayed": times,
-            "step": ctx.step_of,
-            "lag": g.lag,
-            "first": g.chain_first,
-            "anchor": g.anchor > NONE,
-            "gpu": (g.kind == GPU_START) | (g.kind == GPU_END),
-        }
-    )

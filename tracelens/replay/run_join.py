@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
-import pandas as pd
 
 from ..analyses.columns import event_columns
 from ..analyses.names import code_mask, is_collective_kernel
@@ -357,6 +356,8 @@ class RunReplay:
         """Each participant's (rank, GPU) work between two consecutive joined collectives at the mean over the
         participants (docs/analyses.md, "whatif of a run"). ``compute``: per joined op, work that can move (GPU ops
         other than NCCL kernels). (graph or None, participants, segments)."""
+        import pandas as pd
+
         g = self.graph
         joined = g.op_collective >= 0
         participant = self.op_rank.astype(np.int64) * (2**32) + (g.op_device & 0xFFFFFFFF)

@@ -30,10 +30,9 @@ This module assembles the section (``by_name``, ``by_innermost`` and the blocks 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from ...trace import Trace
 from ..columns import device_busy, event_columns
@@ -69,6 +68,9 @@ from .tree import (
     recorded_launches,
     with_recorded_ops,
 )
+
+if TYPE_CHECKING:  # imported where a function needs it: analyze's path runs without pandas
+    import pandas as pd
 
 __all__ = [
     "EXACT_BITS",
@@ -108,6 +110,8 @@ __all__ = [
 
 def ops_report(trace: Trace, limit: int = TOP_OPS) -> dict[str, Any]:
     """The ``ops`` block (see the module docstring)."""
+    import pandas as pd
+
     cols = event_columns(trace)
     pairs = launch_pairs(trace)
     ops = outermost_ops(trace)

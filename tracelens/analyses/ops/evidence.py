@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -159,6 +158,8 @@ def optimizer_step(trace: Trace) -> dict[str, Any] | None:
 def sync_ops(trace: Trace, limit: int = TOP_EVIDENCE_OPS) -> list[dict[str, Any]]:
     """The outermost ops inside which blocking synchronization calls run (``aten::item``, ``aten::nonzero``,
     ...), by summed wait: name, calls, wait_ns."""
+    import pandas as pd
+
     cols = event_columns(trace)
     calls = _blocking_calls(cols, held(trace, "host_categories"))
     op = outermost_op_at(trace, cols.pid[calls], cols.tid[calls], cols.start[calls])

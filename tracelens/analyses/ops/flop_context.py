@@ -16,20 +16,24 @@ Pure functions of the event columns; the counted ops (``flops.flop_ops``) calls 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from ... import flop_model
 from ..columns import range_running_at, thread_key
 from ..names import code_map
+
+if TYPE_CHECKING:  # imported where a function needs it: analyze's path runs without pandas
+    import pandas as pd
 
 
 def _parsed(dims: np.ndarray) -> pd.DataFrame:
     """Per row of ``dims`` (Input Dims JSON texts, None where none), parsed once per distinct text: ``n``,
     ``c``, ``rank`` and ``shape`` (JSON text) of the first input where it is a shape of rank >= 3 (else n = -1),
     and ``c_out``, the second input's first dim (a convolution's weight: its output channels; -1 if none)."""
+    import pandas as pd
+
     codes, texts = pd.factorize(pd.Series(dims, dtype=object), use_na_sentinel=True)
     table = pd.DataFrame(
         [_first_two(t) for t in texts], columns=["n", "c", "rank", "shape", "c_out"]
@@ -62,6 +66,8 @@ def conv_outputs(
     """For each forward convolution row in ``convs`` (with its Input Dims ``conv_dims``), the shape its
     consumer recorded (JSON text ``[N,C,H,W]``) or None; ``rows``/``dims``: every framework op row that
     records input shapes, and its Input Dims."""
+    import pandas as pd
+
     out = np.full(convs.size, None, dtype=object)
     if convs.size == 0 or rows.size == 0:
         return out
@@ -112,6 +118,8 @@ def backward_passes(
     WEIGHT_GRAD) whose ops ran inside it, as an object array (None: none did). ``rows``: every framework op row
     (``code_of[cols.name[row]]`` its op-name code into ``names``). A pass op counts for the innermost backward
     op around it; the outer copies of one op (the 2021 format records some ops twice, nested) get None."""
+    import pandas as pd
+
     out = np.full(backward.size, None, dtype=object)
     if backward.size == 0:
         return out

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
-import pandas as pd
 
 from ... import flop_model, peaks
 from ...trace import CPU_OP, GPU_ANNOTATION, Trace
@@ -30,6 +29,9 @@ from .tree import (
     op_names,
     thread_range_at,
 )
+
+if TYPE_CHECKING:  # imported where a function needs it: analyze's path runs without pandas
+    import pandas as pd
 
 
 @dataclass(frozen=True)
@@ -75,6 +77,8 @@ def _nvtx_dims_by_code(trace: Trace, nvtx: np.ndarray) -> np.ndarray:
 
 
 def _flop_ops(trace: Trace) -> FlopOps:
+    import pandas as pd
+
     cols = event_columns(trace)
     cpu = np.flatnonzero(cols.of_kind(CPU_OP))
     # emit_nvtx op ranges: their shapes are the ``sizes = [...]`` of their text (no dtypes, no flops).
@@ -176,6 +180,8 @@ def _add_conv_context(
     """``output`` (a forward convolution's consumer's shape) and ``passes`` (the gradient ops a convolution
     backward op called) columns of the candidates' ``frame``, in place (:mod:`.flop_context`); ``rows``/``dims``:
     every framework op row and its Input Dims."""
+    import pandas as pd
+
     cols = event_columns(trace)
     names = op_names(trace)
     text = names.names
@@ -203,6 +209,8 @@ def _device_flop_ops(trace: Trace) -> FlopOps | None:
     """FLOPs recorded on the device (xplane: the XLA op rows' ``flops``, where any has one, else the GPU ops'),
     one counted op per such row, classed by its HLO op and kernel names (:func:`flop_model.hlo_op_class`); the
     dtype is not recorded. None when no device row has flops."""
+    import pandas as pd
+
     if trace.store.columns.get("flops") is None:
         return None
     cols = event_columns(trace)
@@ -296,6 +304,8 @@ def compute_report(trace: Trace) -> dict[str, Any]:
                            dtypes of (flops_d / peak_d), so that the ideal time is each dtype's FLOPs at its peak;
     mfu                  = flops / (span x peak_flops_per_s). Null with ``reason`` where a figure is unknown.
     """
+    import pandas as pd
+
     counted = flop_ops(trace)
     out: dict[str, Any] = {
         "flops": None,

@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from ...trace import PYTHON, Trace, nesting_depth
 from ..columns import event_columns, memo, thread_key
@@ -79,6 +78,8 @@ def by_module(trace: Trace, limit: int = TOP_OPS) -> list[dict[str, Any]] | None
     """Kernel, copy time and FLOPs by the innermost ``nn.Module`` running on the launching thread at the
     launch (self time: a parent module gets only what launches outside its children); None when the trace
     records no modules."""
+    import pandas as pd
+
     mods = modules(trace)
     if mods.rows.size == 0:
         return None

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from ... import gpu_specs
 from ...trace import Trace
 from ..columns import device_busy
 from .tree import op_names
+
+if TYPE_CHECKING:  # imported where a function needs it: analyze's path runs without pandas
+    import pandas as pd
 
 TOP_ROOFLINE = 10
 
@@ -28,6 +30,8 @@ def roofline(
     min(peak, intensity x memory bandwidth), and the names losing the most kernel time to the gap,
     ``gpu_ns x (1 - achieved / attainable)``. None when the peak (``compute``) or the bandwidth is unknown or
     no op has FLOPs and bytes."""
+    import pandas as pd
+
     if (
         flops is None
         or nbytes is None

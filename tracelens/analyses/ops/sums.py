@@ -4,10 +4,12 @@ durations they add."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:  # imported where a function needs it: analyze's path runs without pandas
+    import pandas as pd
 
 # sums_by_code adds an int64 column by a float64 bincount where every partial sum stays within float64's 53-bit
 # integers (|values| x rows < 2**53: durations in ns, up to ~10^9 rows of 100 days each); else in two parts, the
@@ -25,6 +27,8 @@ def sums_by_code(code: np.ndarray, **columns: np.ndarray) -> pd.DataFrame:
     column's ``sum`` (the columns in that order, indexed by ``name``, ascending), for codes of at least -1 (op-name
     codes, -1: no name): bincounts over the codes (no factorizing, no sort). Sums are int64 with its wrap-around,
     as pandas adds them."""
+    import pandas as pd
+
     code = np.asarray(code, np.int64)
     values = {name: np.asarray(v, np.int64) for name, v in columns.items()}
     n = code.size
@@ -63,6 +67,8 @@ def sums_by_code_in_blocks(
     """:func:`sums_by_code` of ``size`` rows given a block at a time: ``block(lo, hi)`` gives the codes and columns
     of rows [lo, hi), so that no column of every row is held at once. The same frame: each block's int64 sums are
     exact modulo 2**64 (as pandas adds them), and so are their int64 totals."""
+    import pandas as pd
+
     parts = []
     for lo in range(0, max(size, 1), SUM_BLOCK):  # a loop over blocks of rows
         code, columns = block(lo, min(lo + SUM_BLOCK, size))

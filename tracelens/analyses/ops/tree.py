@@ -4,10 +4,9 @@ and which op runs on a thread at a time (definitions: :mod:`tracelens.analyses.o
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from ... import intervals
 from ...trace import ALL_KINDS, ANNOTATION, GPU_ACTIVITY_KINDS, Trace
@@ -25,6 +24,9 @@ from ..grouping import (
 from ..launch import launch_pairs
 from ..names import EMIT_NVTX_PATTERN
 from .kind_rows import cpu_op_rows, kind_rows, launch_threads
+
+if TYPE_CHECKING:  # imported where a function needs it: analyze's path runs without pandas
+    import pandas as pd
 
 try:  # the per-thread pass in C (optional: built at install time where a C compiler is there)
     from .. import _op_tree as _compiled
@@ -107,6 +109,8 @@ def _annotation_names(cols: Any, size: int) -> tuple[np.ndarray, bool]:
 def _codes_of(names: np.ndarray, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
     """Each text's code among ``names`` where it is there already, else a new code after them; and the names
     with the new texts appended."""
+    import pandas as pd
+
     wanted = pd.Index(texts)
     index = pd.Index(names)
     existing = index.get_indexer(wanted) if index.is_unique else np.full(len(wanted), -1)
@@ -583,6 +587,8 @@ UNATTRIBUTED = -2
 def recorded_launches(trace: Trace) -> pd.Series:
     """Per op-name code recorded on GPU ops, the launches of its GPU ops: distinct (device, correlation id),
     a GPU op without a correlation id counting as one launch."""
+    import pandas as pd
+
     pairs = launch_pairs(trace)
     recorded = recorded_op_codes(trace)
     rec = np.flatnonzero(recorded >= 0)
