@@ -4,14 +4,26 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tracelens import values as V
 from tracelens.values import distinct, first_seen_codes
 
 INTS = st.lists(st.integers(-(2**40), 2**40) | st.sampled_from([0, 1, 2, -1]), max_size=60)
 FLOATS = st.lists(st.sampled_from([0.0, -0.0, 1.5, -2.0, np.nan, np.inf, -np.inf, 3.25]), max_size=60)
 OBJECTS = st.lists(st.sampled_from(["a", "b", "", "gemm", None, np.nan]), max_size=60)
+
+
+@pytest.fixture(params=["compiled", "sort"], autouse=True)
+def path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each test runs through the compiled hash pass (where built) and through the sort-based fallback."""
+    if request.param == "compiled" and V._compiled is None:
+        pytest.skip("the compiled helper is not built")
+    if request.param == "sort":
+        monkeypatch.setattr(V, "_compiled", None)
+    return str(request.param)
 
 
 def _same(values: np.ndarray) -> None:
@@ -54,3 +66,15 @@ def test_strings_and_booleans_and_empty() -> None:
     _same(np.array([True, False, True]))
     _same(np.zeros(0, np.int64))
     _same(np.array([np.nan, np.nan]))
+
+
+def test_many_distinct_keys_grow_the_table() -> None:
+    rng = np.random.default_rng(7)
+    for distinct_count, dtype in (
+        (50_000, np.int64),
+        (3_000, np.int32),
+        (70_000, np.uint64),
+        (20_000, np.float64),
+    ):
+        pool = rng.integers(-(2**62), 2**62, distinct_count).astype(dtype)
+        _same(pool[rng.integers(0, distinct_count, 200_000)])

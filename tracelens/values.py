@@ -10,6 +10,11 @@ import numpy as np
 
 from . import intervals
 
+try:  # the hash pass of first_seen_codes (optional: built at install time where a C compiler is there)
+    from . import _merge_search as _compiled
+except ImportError:
+    _compiled = None  # type: ignore[assignment]
+
 
 def int_or_none(value: Any) -> int | None:
     """``value`` as an int, or None where it holds no integer.
@@ -47,6 +52,12 @@ def first_seen_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             return codes, uniques
     if values.size == 0:
         return np.zeros(0, np.intp), values.copy()
+    keys = _hash_keys(values)
+    if keys is not None and _compiled is not None:
+        codes = np.empty(values.size, np.int64)
+        first_rows = np.empty(values.size, np.int64)
+        count = _compiled.first_seen(keys, codes, first_rows)
+        return codes.view(np.intp), values[first_rows[:count]]
     order = np.argsort(values, kind="stable")  # stable: each run of equal values starts at its first row
     ordered = values[order]
     head = np.empty(ordered.size, bool)
@@ -59,6 +70,19 @@ def first_seen_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     codes = np.empty(values.size, np.intp)
     codes[order] = rank[np.cumsum(head) - 1]
     return codes, ordered[head][by_first]
+
+
+def _hash_keys(values: np.ndarray) -> np.ndarray | None:
+    """``values`` as the int32 or int64 keys of the compiled hash pass, equal exactly where the values are (a float
+    by its bits, -0.0 made 0.0 first; NaN is not passed); None for other dtypes (strings, dates)."""
+    kind, size = values.dtype.kind, values.dtype.itemsize
+    if kind in "iu" and size in (4, 8):
+        return np.ascontiguousarray(values).view(np.int32 if size == 4 else np.int64)
+    if kind in "iub":
+        return values.astype(np.int32)
+    if kind == "f":
+        return (values.astype(np.float64) + 0.0).view(np.int64)  # + 0.0: -0.0 becomes 0.0, the same key
+    return None
 
 
 def _object_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
