@@ -311,7 +311,7 @@ def _thread_ints(store: EventStore, name: str) -> np.ndarray | CodedInts:
     stored = store.columns.get(name)
     if not isinstance(stored, CodedColumn):
         return _ints(store, name)
-    table = arrow_filled(stored.values, -1).astype(int_type(stored))
+    table: np.ndarray = arrow_filled(stored.values, -1).astype(int_type(stored))
     return CodedInts(stored.codes, table)
 
 

@@ -143,8 +143,13 @@ def _frame_stats(code: np.ndarray, duration: np.ndarray) -> NameStats:
         stats = stats.iloc[np.argsort(first[stats["code"].to_numpy() + 1], kind="stable")]
         stats = stats.reset_index(drop=True)
     return NameStats(
-        *(stats[column].to_numpy() for column in ("code", "count", "sum", "min", "max", "median")),
-        stats["std"].fillna(0.0).to_numpy(),  # a single launch has no spread
+        code=stats["code"].to_numpy(),
+        count=stats["count"].to_numpy(),
+        total=stats["sum"].to_numpy(),
+        lo=stats["min"].to_numpy(),
+        hi=stats["max"].to_numpy(),
+        median=stats["median"].to_numpy(),
+        std=stats["std"].fillna(0.0).to_numpy(),  # a single launch has no spread
     )
 
 
