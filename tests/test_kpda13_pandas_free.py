@@ -105,6 +105,8 @@ def test_name_stats_one_kernel_and_large_values() -> None:
         (np.array([3], np.int32), np.array([5], np.int64)),
         (np.array([0, 0, 1, 0], np.int32), np.array([2**60, 2**60 + 3, -4, 2**53 + 1], np.int64)),
         (np.zeros(10_000, np.int32), np.random.default_rng(3).integers(0, 10**9, 10_000)),
+        # durations spread past what one (slot, duration) key holds: the medians by a two-key sort
+        (np.array([1, 0, 1, 1, 0], np.int32), np.array([-(2**62), 2**62, 5, 5, 7], np.int64)),
     ]:
         _assert_same_stats(kernels._name_stats(code, duration), kernels._frame_stats(code, duration))
 

@@ -108,19 +108,30 @@ def _name_stats(code: np.ndarray, duration: np.ndarray) -> NameStats:
 
 
 def _medians(slot: np.ndarray, duration: np.ndarray, slots: int) -> np.ndarray:
-    """Per slot, the median of its durations among these kernels (all of its kernels; 0 where it has none here): the middle value, or the mean of the middle two in float64, as pandas' median gives it."""
+    """Per slot, the median of its durations among these kernels (all of its kernels; 0 where it has none here):
+    the middle value, or the mean of the middle two in float64, as pandas' median gives it. The kernels sorted by
+    (slot, duration) as one int64 key where it fits (a sort of one array: 9 ms for 1M kernels, a two-key lexsort
+    160 ms)."""
     out = np.zeros(slots, np.float64)
     if slot.size == 0:
         return out
-    order = np.lexsort((duration, slot))
-    ordered = duration[order]
-    del order
+    lo = int(duration.min())
+    span = int(duration.max()) - lo + 1
     here = np.bincount(slot, minlength=slots)
     begin = np.cumsum(here) - here
     has = np.flatnonzero(here)
     n = here[has]
-    upper = ordered[begin[has] + n // 2].astype(np.float64)
-    lower = ordered[begin[has] + (n - 1) // 2].astype(np.float64)
+    middle = (begin[has] + n // 2, begin[has] + (n - 1) // 2)  # positions of the upper and lower middle
+    if slots * span < 2**63:  # slot * span + (duration - lo) fits an int64
+        key = slot * np.int64(span)
+        key += duration
+        key -= lo
+        key.sort()
+        base = has * np.int64(span) - lo  # a key less this is the duration
+        upper, lower = ((key[at] - base).astype(np.float64) for at in middle)
+    else:  # durations spread past what a key holds (damaged timestamps): a two-key sort
+        ordered = duration[np.lexsort((duration, slot))]
+        upper, lower = (ordered[at].astype(np.float64) for at in middle)
     out[has] = np.where(n % 2 == 1, upper, (upper + lower) / 2)
     return out
 
