@@ -280,3 +280,36 @@ def test_kernel_summary_without_the_compiled_pass(path: str, monkeypatch: pytest
     compiled = kernels.kernel_summary(tracelens.load(path))
     monkeypatch.setattr(kernels, "_compiled", None)
     assert kernels.kernel_summary(tracelens.load(path)) == compiled
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "fixtures/gpu/pytorch_pageable-copies_cuda.pt.trace.json.gz",
+        "fixtures/gpu/pytorch_sync-every-step_cuda.pt.trace.json.gz",
+        "fixtures/demo.pt.trace.json.gz",
+        "fixtures/nsys/handmade_nsys2026.sqlite",  # coded pid/tid, sparse columns
+    ],
+)
+def test_trace_arrays_hold_the_frames_values(path: str) -> None:
+    """Trace.arrays (numpy, no pandas) gives the values Trace.frame gives, every column of the schema, at some rows
+    (nulls: NaN for numbers, None otherwise)."""
+    from tracelens.trace import EVENT_SCHEMA
+
+    trace = tracelens.load(path)
+    rows = np.arange(0, trace.num_events, 3)
+    columns = list(EVENT_SCHEMA.names)
+    got, frame = trace.arrays(rows, columns), trace.frame(rows, columns)
+    for column in columns:
+        values, expected = got[column], frame[column]
+        assert values.size == len(expected), column
+        if values.dtype == object:
+            as_objects = expected.astype(object)
+            assert values.tolist() == as_objects.where(expected.notna(), None).tolist(), column
+        elif values.dtype.kind == "f":
+            np.testing.assert_array_equal(
+                values, expected.to_numpy(np.float64, na_value=np.nan), err_msg=column
+            )
+        else:
+            assert not expected.isna().any(), column
+            np.testing.assert_array_equal(values, expected.to_numpy(values.dtype), err_msg=column)

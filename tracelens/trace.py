@@ -554,6 +554,14 @@ class Trace:
         frame.index = indices
         return frame
 
+    def arrays(self, rows: np.ndarray, columns: list[str]) -> dict[str, np.ndarray]:
+        """:meth:`frame`'s selection as numpy arrays, without pandas (whose import costs an analyze 0.17 s): each
+        column as :func:`arrow_values` gives it (integers with nulls as float64 with NaN there, dictionary and
+        string columns as object arrays with None)."""
+        rows = np.asarray(rows)
+        indices = np.flatnonzero(rows) if rows.dtype == bool else rows.astype(np.int64)
+        return {column: arrow_values(self.store.take(column, indices)) for column in columns}
+
     def take(self, column: str, rows: np.ndarray) -> pa.Array:
         """One column's values at the given row positions (Arrow, the schema's type)."""
         return self.store.take(column, rows)
@@ -715,6 +723,22 @@ def _values_and_validity(array: pa.Array) -> tuple[np.ndarray, np.ndarray | None
         return values, None
     bits = np.unpackbits(np.frombuffer(validity, np.uint8), count=offset + n, bitorder="little")[offset:]
     return values, bits.view(bool)
+
+
+def arrow_values(array: pa.Array) -> np.ndarray:
+    """An Arrow column as numpy without pyarrow's pandas layer: integers and floats as :func:`arrow_numpy` gives
+    them (a view without nulls; float64 with NaN at the nulls of integers), dictionary columns as an object array of
+    their values, every other type as an object array of ``to_pylist()``'s values (None at nulls)."""
+    typ = array.type
+    if pa.types.is_dictionary(typ):
+        table = np.empty(len(array.dictionary) + 1, object)
+        table[:-1] = array.dictionary.to_pylist()  # the last slot (None) for a null's code, -1
+        return table[arrow_filled(array.indices, -1)]
+    if pa.types.is_integer(typ) or pa.types.is_float32(typ) or pa.types.is_float64(typ):
+        return arrow_numpy(array)
+    out = np.empty(len(array), object)
+    out[:] = array.to_pylist()
+    return out
 
 
 def arrow_numpy(array: pa.Array) -> np.ndarray:
