@@ -701,7 +701,8 @@ def arrow_filled(array: pa.Array, fill: int | float) -> np.ndarray:
     view of its values where it has no nulls, a copy with ``fill`` at the nulls otherwise."""
     typ = array.type
     if not (pa.types.is_integer(typ) or pa.types.is_float32(typ) or pa.types.is_float64(typ)):
-        return pc.fill_null(array, fill).to_numpy(zero_copy_only=False)
+        filled = array if array.null_count == 0 else pc.fill_null(array, fill)
+        return filled.to_numpy(zero_copy_only=False)
     values, valid = _values_and_validity(array)
     if valid is None:
         return values
