@@ -720,6 +720,7 @@ def _values_and_validity(array: pa.Array) -> tuple[np.ndarray, np.ndarray | None
         return np.zeros(0, dtype), None
     validity, data = array.buffers()[:2]
     values = np.frombuffer(data, dtype=dtype, count=offset + n)[offset:]
+    values.flags.writeable = False  # Arrow's memory, read only (as to_numpy gives it)
     if array.null_count == 0:
         return values, None
     bits = np.unpackbits(np.frombuffer(validity, np.uint8), count=offset + n, bitorder="little")[offset:]
