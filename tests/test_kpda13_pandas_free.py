@@ -49,7 +49,8 @@ def test_arrow_filled_equals_fill_null_to_numpy(
     got = arrow_filled(array, fill)
     assert got.dtype == expected.dtype
     np.testing.assert_array_equal(got, expected)
-    assert not len(array) or got.flags.writeable == (array.null_count > 0)  # a view of Arrow's memory: read only
+    # without nulls a view of Arrow's memory: read only, as to_numpy gives it
+    assert not len(array) or got.flags.writeable == (array.null_count > 0)
 
 
 @settings(max_examples=150, deadline=None)
