@@ -128,7 +128,7 @@ def test_rows_on_listed_threads_are_the_rows_of_those_host_row_threads(path: Pat
     trace = tracelens.load(path)
     rows = host_rows(trace)
     among = np.sort(rows.row.astype(np.int64))
-    threads = rows.threads[["pid", "tid"]].to_numpy()
+    threads = np.column_stack([rows.threads.pid, rows.threads.tid])
     for code in range(min(len(threads), 8)):
         listed = [[int(p), int(t)] for p, t in threads[[code]]]
         alone: dict[int, Any] = {0: {"feeding_threads": listed, "feeding_thread_count": 1}}

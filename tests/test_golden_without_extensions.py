@@ -1,5 +1,5 @@
 """The JSON goldens again, with every optional C extension turned off: the Kineto scanner (then msgspec reads the
-blocks), the SQLite page reader (then SQLite's own queries), the replay solver, the op tree, the merge search (and
+blocks), the SQLite page reader (then SQLite's own queries), the replay solver, the op tree, the kernels' moments, the merge search (and
 the Nsight assembly's merge of sorted runs) and the array-page cache. The goldens are written by the full build, so
 each fixture's document must come out the same through the numpy and msgspec paths an install without a C compiler
 takes.
@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+import tracelens.analyses.kernels as kernels
 import tracelens.analyses.ops.tree as op_tree
 import tracelens.ingest.kineto as kineto
 import tracelens.ingest.nsys.assembly as nsys_assembly
@@ -31,6 +32,7 @@ EXTENSION_SLOTS = (
     (nsys_pages, "_native"),
     (replay_engine, "_replay_solve"),
     (op_tree, "_compiled"),
+    (kernels, "_compiled"),
     (intervals, "_compiled"),
     (nsys_assembly, "_compiled"),
     (memory, "_ARRAY_PAGES"),

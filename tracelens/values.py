@@ -158,3 +158,16 @@ def sorted_distinct(values: np.ndarray) -> np.ndarray:
     if out.size > 1:
         out = out[np.r_[True, out[1:] != out[:-1]]]
     return out
+
+
+def first_seen_sums(keys: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``pd.Series(values).groupby(keys, sort=False).agg(["sum", "size"])`` of integers without pandas: the
+    distinct keys in order of first appearance, each one's sum of ``values`` (int64, wrapping as pandas' does:
+    no float64 weights, which lose integers past 2**53) and its number of rows. NaN keys are left out."""
+    codes, uniques = first_seen_codes(keys)
+    known = codes >= 0
+    if not known.all():
+        codes, values = codes[known], np.asarray(values)[known]
+    sums = np.zeros(uniques.size, np.int64)
+    np.add.at(sums, codes, np.asarray(values, np.int64))
+    return uniques, sums, np.bincount(codes, minlength=uniques.size).astype(np.int64)

@@ -21,11 +21,11 @@ Definitions (docs/analyses.md, "attribution"):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from .. import intervals
+from .. import intervals, values
 from ..trace import GPU_ACTIVITY_KINDS, Trace
 from .coded import CodedInts
 from .columns import (
@@ -44,10 +44,18 @@ from .startup import host_categories, one_time_work
 from .thread_codes import THREAD_RUNS_SHARE, thread_run_heads
 from .topk import largest_first
 
-if TYPE_CHECKING:  # imported where a function needs it: analyze's path runs without pandas
-    import pandas as pd
-
 LARGEST_GAPS = 10
+
+
+@dataclass(frozen=True)
+class ThreadTable:
+    """The host rows' threads, one per thread code (numpy, not a frame: the analysis runs without pandas)."""
+
+    pid: np.ndarray
+    tid: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.pid.size)
 
 
 @dataclass
@@ -63,7 +71,7 @@ class HostRows:
     category: np.ndarray  # int8 index into HOST_CATEGORY_PRIORITY
     thread: np.ndarray  # code into `threads`: int8 for fewer than 128 threads, else int16, int32 or int64
     sync_copy: np.ndarray  # bool: a synchronous memcpy call
-    threads: pd.DataFrame  # columns pid, tid; index = thread code
+    threads: ThreadTable  # pid and tid per thread code
 
     def starts(self, mask: np.ndarray | None = None) -> np.ndarray:
         return self.cols.start[self.row if mask is None else self.row[mask]]
@@ -78,8 +86,6 @@ class HostRows:
 
 def host_rows(trace: Trace) -> HostRows:
     def compute() -> HostRows:
-        import pandas as pd
-
         cols = event_columns(trace)
         base, startup_rows = host_categories(trace), one_time_work(trace).rows
         row_type = np.int32 if cols.start.size < 2**31 else np.int64
@@ -107,7 +113,7 @@ def host_rows(trace: Trace) -> HostRows:
             category=cat,
             thread=codes,
             sync_copy=sync_copy,
-            threads=pd.DataFrame({"pid": cols.pid[keep[first]], "tid": cols.tid[keep[first]]}),
+            threads=ThreadTable(cols.pid[keep[first]], cols.tid[keep[first]]),
         )
 
     return memo(trace, "host_rows", compute)
@@ -193,10 +199,8 @@ def _run_thread_codes(
     """:func:`_thread_codes` of the rows from where their runs of one thread begin (``runs``, positions ascending,
     the first 0: :func:`.kept_runs.kept_thread_runs`): a key built at each run's first row, the runs' keys hashed,
     their codes into the sorted distinct keys repeated over the runs."""
-    import pandas as pd
-
     at = rows[runs]
-    run_code, seen = pd.factorize(thread_key(cols.pid[at], cols.tid[at]))
+    run_code, seen = values.first_seen_codes(thread_key(cols.pid[at], cols.tid[at]))
     del at
     seen = np.asarray(seen, np.int64)
     keys = np.sort(seen)  # (distinct already)
@@ -217,13 +221,11 @@ def first_seen_codes(key: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarra
     position). Host rows in time order come in long runs on one thread (2,243 runs in the 1.3M host rows of the
     406 MB Kineto tile): only each run's key is hashed and the codes repeated over the runs, not a hash of every
     row's key; keys that change often are hashed one by one."""
-    import pandas as pd
-
     if key.size == 0:
         return np.zeros(0, np.intp), np.zeros(0, key.dtype), np.zeros(0, np.int64)
     change = np.flatnonzero(key[1:] != key[:-1])
     if change.size > THREAD_RUNS_SHARE * key.size:  # keys that change often: hashed one by one
-        code, seen = pd.factorize(key)
+        code, seen = values.first_seen_codes(key)
         at = np.empty(len(seen), np.int64)
         at[code[::-1]] = np.arange(key.size - 1, -1, -1)  # the last write, each code's first position, stays
         return code, seen, at
@@ -239,9 +241,7 @@ def _run_codes(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`first_seen_codes` of ``size`` keys constant over each run (``run_starts``: int64, the first 0,
     ascending; ``run_keys``: each run's key): the runs' keys hashed, their codes repeated over the runs."""
-    import pandas as pd
-
-    run_code, seen = pd.factorize(run_keys)
+    run_code, seen = values.first_seen_codes(run_keys)
     at = np.empty(len(seen), np.int64)
     at[run_code[::-1]] = run_starts[::-1]  # the last write, each code's first run, stays
     # int32 codes (a thread count fits): the repeat writes half the bytes of intp codes
@@ -301,10 +301,8 @@ def _narrowest_code_type(count: int) -> type:
 
 def thread_codes(rows: HostRows, pids: np.ndarray, tids: np.ndarray) -> np.ndarray:
     """Codes of the given (pid, tid) pairs among the host rows' threads (threads without rows are dropped)."""
-    import pandas as pd
-
-    known = thread_key(rows.threads["pid"].to_numpy(), rows.threads["tid"].to_numpy())
-    return np.flatnonzero(np.isin(known, pd.unique(thread_key(pids, tids))))
+    known = thread_key(rows.threads.pid, rows.threads.tid)
+    return np.flatnonzero(np.isin(known, values.distinct(thread_key(pids, tids))))
 
 
 def feeding_threads(trace: Trace, device: int) -> tuple[np.ndarray, str]:
@@ -321,7 +319,7 @@ def feeding_threads(trace: Trace, device: int) -> tuple[np.ndarray, str]:
     pids = np.unique(cols.pid[gpu])
     pids = pids[pids >= 0]
     if pids.size:
-        codes = np.flatnonzero(rows.threads["pid"].isin(pids).to_numpy())
+        codes = np.flatnonzero(np.isin(rows.threads.pid, pids))
         if codes.size:
             return codes, "process"
     return np.arange(len(rows.threads)), "all"
@@ -383,7 +381,8 @@ def device_attribution(trace: Trace, busy: DeviceBusy, largest: int = LARGEST_GA
         "idle_ns": int(lengths.sum()),
         "gap_count": int(lengths.size),
         "feeding_threads": [
-            [int(p), int(t)] for p, t in rows.threads.iloc[threads][["pid", "tid"]].to_numpy()
+            [int(p), int(t)]
+            for p, t in zip(rows.threads.pid[threads], rows.threads.tid[threads], strict=True)
         ][:64],
         "feeding_thread_count": int(threads.size),
         "feeding_threads_from": source,
@@ -411,8 +410,7 @@ def thread_row_mask(trace: Trace, threads: np.ndarray, among: np.ndarray | None 
     every row of the trace."""
     rows = host_rows(trace)
     cols = event_columns(trace)
-    picked = rows.threads.iloc[threads]
-    keys = thread_key(picked["pid"].to_numpy(), picked["tid"].to_numpy())
+    keys = thread_key(rows.threads.pid[threads], rows.threads.tid[threads])
     if among is None:
         return np.isin(thread_key(cols.pid, cols.tid), keys)
     out = np.zeros(cols.pid.size, bool)

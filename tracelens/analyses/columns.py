@@ -22,12 +22,13 @@ from ..trace import (
     DRIVER,
     GPU_ACTIVITY_KINDS,
     RUNTIME,
-    STEP,
     CodedColumn,
     DeferredColumn,
     EventStore,
     SparseColumn,
     Trace,
+    arrow_filled,
+    numpy_array,
 )
 from ..values import dense_codes
 from .coded import CodedInts, coded_lookup
@@ -287,7 +288,7 @@ def dictionary_codes(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, li
     array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
     if not pa.types.is_dictionary(array.type):
         array = pc.dictionary_encode(array)
-    codes = pc.fill_null(array.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+    codes = arrow_filled(array.indices, -1).astype(np.int64)
     return codes, array.dictionary.to_pylist()
 
 
@@ -310,7 +311,7 @@ def _thread_ints(store: EventStore, name: str) -> np.ndarray | CodedInts:
     stored = store.columns.get(name)
     if not isinstance(stored, CodedColumn):
         return _ints(store, name)
-    table = pc.fill_null(stored.values, -1).to_numpy(zero_copy_only=False).astype(int_type(stored))
+    table: np.ndarray = arrow_filled(stored.values, -1).astype(int_type(stored))
     return CodedInts(stored.codes, table)
 
 
@@ -351,10 +352,12 @@ def _ints_at(store: EventStore, name: str, rows: np.ndarray) -> np.ndarray:
     mine, theirs = _matches(rows, stored.rows)
     if stored.values.null_count:
         out: np.ndarray = np.full(rows.size, -1, dtype)
-        out[mine] = pc.fill_null(stored.values.take(pa.array(theirs)), -1).to_numpy(zero_copy_only=False)
+        out[mine] = arrow_filled(
+            stored.values.take(numpy_array(theirs, pa.from_numpy_dtype(theirs.dtype))), -1
+        )
         return out
     # no nulls: the stored values read in place (no copy) and gathered by numpy, not by an Arrow take and a copy
-    values = stored.values.to_numpy(zero_copy_only=False)
+    values = arrow_filled(stored.values, -1)
     if mine.size == rows.size:  # every row carries it (the GPU ops' correlation ids and streams): no fill
         return values[theirs].astype(dtype, copy=False)
     out = np.full(rows.size, -1, dtype)
@@ -456,7 +459,7 @@ def kind_positions(store: EventStore) -> np.ndarray:
         and stored.null_count == 0
         and stored.dictionary.to_pylist() == list(ALL_KINDS[: len(stored.dictionary)])
     ):
-        return stored.indices.to_numpy()
+        return arrow_filled(stored.indices, -1)
     kind_codes, kind_values = _codes(store, "kind")
     kind_map = np.array([ALL_KINDS.index(k) if k in ALL_KINDS else -1 for k in kind_values] + [-1], np.int8)
     return kind_map[kind_codes]  # a null code (-1) picks the trailing -1
@@ -470,10 +473,8 @@ def _codes(store: EventStore, name: str) -> tuple[np.ndarray, list[Any]]:
     array = stored if pa.types.is_dictionary(stored.type) else pc.dictionary_encode(stored)
     indices = array.indices
     if indices.null_count == 0 and indices.type == pa.int32():
-        return indices.to_numpy(), array.dictionary.to_pylist()
-    return pc.fill_null(indices, -1).to_numpy(zero_copy_only=False).astype(
-        np.int32
-    ), array.dictionary.to_pylist()
+        return arrow_filled(indices, -1), array.dictionary.to_pylist()
+    return arrow_filled(indices, -1).astype(np.int32), array.dictionary.to_pylist()
 
 
 def _equals_at(store: EventStore, name: str, value: str, rows: np.ndarray) -> np.ndarray:
@@ -565,23 +566,10 @@ def device_busy(trace: Trace) -> dict[int, DeviceBusy]:
 
 
 def step_windows(trace: Trace) -> pd.DataFrame:
-    """One row per step number: step, start, end (sorted by start)."""
+    """One row per step number: step, start, end (sorted by start); a frame of :func:`step_window_arrays`."""
+    import pandas as pd
 
-    def compute() -> pd.DataFrame:
-        import pandas as pd
+    from .step_arrays import step_window_arrays
 
-        cols = event_columns(trace)
-        rows = cols.of_kind(STEP)
-        number = cols.at("step", rows).copy()
-        missing = number < 0
-        if missing.any():
-            # Unnumbered markers: number them after the highest known one, in time order.
-            base = number.max() + 1 if (~missing).any() else 0
-            number[missing] = base + np.arange(missing.sum())
-        frame = pd.DataFrame({"step": number, "start": cols.start[rows], "end": cols.end[rows]})
-        merged = (
-            frame.groupby("step", sort=False).agg(start=("start", "min"), end=("end", "max")).reset_index()
-        )
-        return merged.sort_values(["start", "step"], kind="stable").reset_index(drop=True)
-
-    return memo(trace, "step_windows", compute)
+    windows = step_window_arrays(trace)
+    return pd.DataFrame({"step": windows.step, "start": windows.start, "end": windows.end})

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..trace import ALL_KINDS, GPU_ACTIVITY_KINDS, GPU_ANNOTATION, GPU_SYNC, Trace
-from ..values import distinct
+from ..values import distinct, first_seen_codes, first_seen_sums
 from .columns import event_columns, thread_key
 from .kinds import kind_mask
 from .names import is_thread_bootstrap, name_template
@@ -25,8 +25,6 @@ CHUNK_ROWS = 1 << 21
 
 def host_summary(trace: Trace, top_n: int = TOP_N) -> dict[str, Any]:
     """Count and summed duration per host event kind, the host span, and the top names by summed time."""
-    import pandas as pd
-
     cols = event_columns(trace)
     # every known kind but the GPU's: two runs of kind codes, two passes
     not_host = (*GPU_ACTIVITY_KINDS, GPU_SYNC, GPU_ANNOTATION)
@@ -112,7 +110,7 @@ def host_summary(trace: Trace, top_n: int = TOP_N) -> dict[str, Any]:
         key += 1
         kind_count += np.bincount(kind, minlength=len(ALL_KINDS))
         kind_total += _exact_sums(kind, duration, len(ALL_KINDS))
-        partials.append(pd.Series(duration).groupby(key, sort=False).agg(["sum", "size"]))
+        partials.append(first_seen_sums(key, duration))
         del key, kind, duration
         if codes is None:
             threads.append(_chunk_threads(cols.pid[rows], cols.tid[rows]))
@@ -129,12 +127,11 @@ def host_summary(trace: Trace, top_n: int = TOP_N) -> dict[str, Any]:
         pairs = np.flatnonzero(slot_count)
         totals, counts = slot_total[pairs], slot_count[pairs]
     else:
-        summed = pd.concat(partials).groupby(level=0, sort=False).sum()
-        pairs, totals, counts = (
-            summed.index.to_numpy(np.int64),
-            summed["sum"].to_numpy(np.int64),
-            summed["size"].to_numpy(np.int64),
-        )
+        # the chunks' pairs in their order (each chunk's in order of first appearance), summed again: the pairs in
+        # order of first appearance over all rows, as pd.concat(...).groupby(level=0, sort=False).sum() gives them
+        chunk_pairs = np.concatenate([pairs for pairs, _, _ in partials])
+        pairs, totals, _ = first_seen_sums(chunk_pairs, np.concatenate([sums for _, sums, _ in partials]))
+        _, counts, _ = first_seen_sums(chunk_pairs, np.concatenate([sizes for _, _, sizes in partials]))
     by_kind = [
         {"kind": ALL_KINDS[k], "count": int(kind_count[k]), "total_ns": int(kind_total[k])}
         for k in sorted(np.flatnonzero(kind_count), key=lambda k: ALL_KINDS[k])
@@ -158,19 +155,20 @@ def _top_by_template(
     """The top (kind, template name) pairs by summed time, each with the number of distinct names it groups
     (``ProfilerStep#0``, ``ProfilerStep#1`` -> ``ProfilerStep#N``; ``aten::mm, op_id = 5`` -> ``aten::mm``);
     Python thread-bootstrap frames are left out (they span their thread's life) and counted."""
-    import pandas as pd
-
-    text = pd.Series(labels, dtype=object).astype(str)
-    distinct_names = pd.unique(text)
+    names = [str(label) for label in labels.tolist()]  # a loop over the few thousand pairs
+    distinct_names = list(dict.fromkeys(names))
     template = dict(zip(distinct_names, (name_template(n) for n in distinct_names), strict=True))  # per name
-    bootstrap = text.map({n: is_thread_bootstrap(n) for n in distinct_names}).to_numpy(bool)
+    is_bootstrap = {n: is_thread_bootstrap(n) for n in distinct_names}
+    bootstrap = np.fromiter(map(is_bootstrap.__getitem__, names), bool, len(names))
     # grouped by (kind, template) in order of first appearance, then the largest totals first (ties by template,
     # then that order): numpy on the few thousand pairs, not a pandas groupby and sort (half the section's time)
     keep = ~bootstrap
-    templates = text.map(template).to_numpy(object)[keep]
+    templates = np.empty(len(names), object)
+    templates[:] = [template[n] for n in names]
+    templates = templates[keep]
     kind, totals_kept, counts_kept = np.asarray(kind, np.int64)[keep], totals[keep], counts[keep]
-    template_code, template_values = pd.factorize(templates)
-    group, group_keys = pd.factorize(kind * max(len(template_values), 1) + template_code)
+    template_code, template_values = first_seen_codes(templates)
+    group, group_keys = first_seen_codes(kind * max(len(template_values), 1) + template_code)
     groups = len(group_keys)
     group_total = np.zeros(groups, np.int64)
     np.add.at(group_total, group, totals_kept)

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..values import first_seen_codes
+
 
 def sums_by_label(
     labels: list[str], columns: dict[str, np.ndarray]
@@ -14,9 +16,7 @@ def sums_by_label(
     """(the distinct labels in order of first appearance, each int64 column's sum per label plus ``texts``: the
     rows per label): ``pd.DataFrame({**columns, "label": labels}).groupby("label", sort=False)`` with ``sum`` of
     each column and ``size``. The sums are int64 and wrap as pandas' do."""
-    import pandas as pd
-
-    code, uniques = pd.factorize(np.asarray(labels, dtype=object))
+    code, uniques = first_seen_codes(np.asarray(labels, dtype=object))
     out: dict[str, np.ndarray] = {}
     for name, values in columns.items():  # a loop over the few columns
         total = np.zeros(len(uniques), np.int64)
@@ -43,14 +43,12 @@ def summed_by_row_key(name: np.ndarray, kind: np.ndarray, tid: np.ndarray, overl
     """``pd.DataFrame(...).groupby(["name", "kind", "tid"], sort=False)["overlap"].sum()`` as arrays: the groups
     in order of first appearance, numbered by one int64 key of the three columns' factorized codes; int64 sums
     wrap as pandas' do."""
-    import pandas as pd
-
     if name.size == 0:
         return name, kind, tid, overlap.astype(np.int64)
-    codes = [pd.factorize(column)[0] for column in (name, kind, tid)]
+    codes = [first_seen_codes(column)[0] for column in (name, kind, tid)]
     sizes = [int(code.max()) + 1 for code in codes]  # each at most the rows: the key packs below 2**63
     key = (codes[0] * sizes[1] + codes[1]) * sizes[2] + codes[2]
-    group, _ = pd.factorize(key)
+    group, _ = first_seen_codes(key)
     groups = int(group.max()) + 1
     first = np.full(groups, group.size, np.int64)
     np.minimum.at(first, group, np.arange(group.size))

@@ -23,8 +23,19 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..trace import ALL_KINDS, DRIVER, GPU_ACTIVITY_KINDS, KERNEL, RUNTIME, SparseColumn, Trace
-from ..values import sorted_distinct
+from ..trace import (
+    ALL_KINDS,
+    DRIVER,
+    GPU_ACTIVITY_KINDS,
+    KERNEL,
+    RUNTIME,
+    SparseColumn,
+    Trace,
+    arrow_filled,
+    arrow_numpy,
+    numpy_array,
+)
+from ..values import first_seen_codes, sorted_distinct
 from .call_join import match_calls, sorted_calls
 from .columns import (
     EventColumns,
@@ -98,8 +109,7 @@ def _gpu_rows(cols: EventColumns) -> tuple[np.ndarray, np.ndarray | None]:
     if not isinstance(stored, SparseColumn):
         return np.flatnonzero(cols.of_kind(*GPU_ACTIVITY_KINDS) & (cols.device >= 0)), None
     on = _gpu_kind(_kinds_at(cols, stored.rows))
-    device = stored.values if stored.values.null_count == 0 else pc.fill_null(stored.values, -1)
-    on &= device.to_numpy(zero_copy_only=False) >= 0  # the column's own values: no gather
+    on &= arrow_filled(stored.values, -1) >= 0  # the column's own values: no gather
     at = np.flatnonzero(on)
     return stored.rows[at], at  # in the stored rows' type (int32): read by Arrow's take below, not widened
 
@@ -107,7 +117,7 @@ def _gpu_rows(cols: EventColumns) -> tuple[np.ndarray, np.ndarray | None]:
 def _kinds_at(cols: EventColumns, rows: np.ndarray) -> np.ndarray:
     """``cols.kind[rows]`` (read only) by Arrow's take: numpy converts int32 positions to int64 before its gather
     and gathers bytes slower (4.2M rows carrying an id at x400: 14 -> 5 ms)."""
-    return pc.take(pa.array(cols.kind), pa.array(rows)).to_numpy(zero_copy_only=False)
+    return _arrow_take(cols.kind, rows)
 
 
 def _take(values: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -120,7 +130,18 @@ def _take(values: np.ndarray, rows: np.ndarray) -> np.ndarray:
         or not values.flags.c_contiguous
     ):
         return np.asarray(values[rows])
-    return pc.take(pa.array(values), pa.array(rows)).to_numpy(zero_copy_only=False)
+    return _arrow_take(values, rows)
+
+
+def _arrow_take(values: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``values[rows]`` (read only) by Arrow's take, the arrays wrapped without ``pa.array`` and read back without
+    ``to_numpy`` (both import pandas)."""
+    taken = pc.take(_as_arrow(values), _as_arrow(rows))
+    return arrow_numpy(taken)
+
+
+def _as_arrow(values: np.ndarray) -> pa.Array:
+    return numpy_array(values, pa.from_numpy_dtype(values.dtype))
 
 
 def _join_ids(
@@ -142,8 +163,7 @@ def _join_ids(
         is_driver = cols.kind[api] == _DRIVER_CODE
         return (None if gpu is None else cols.at("correlation_id", gpu)), corr, api, is_driver
     dtype = int_type(stored)
-    values = stored.values if stored.values.null_count == 0 else pc.fill_null(stored.values, -1)
-    ids_at = values.to_numpy(zero_copy_only=False)
+    ids_at = arrow_filled(stored.values, -1)
     kind = _kinds_at(cols, stored.rows)
     op_ids = None
     if gpu is not None:
@@ -279,8 +299,7 @@ def _at_gpu_ops(
         values: np.ndarray = np.array([v == "DtoH" for v in dictionary] + [False], bool)[codes]
         fill: Any = False
     else:
-        array = stored.values if stored.values.null_count == 0 else pc.fill_null(stored.values, -1)
-        values = array.to_numpy(zero_copy_only=False)
+        values = arrow_filled(stored.values, -1)
         fill = -1
     dtype = bool if name == "is_dtoh" else int_type(stored)
     if at is not None:
@@ -356,11 +375,9 @@ def queue_depth(pairs: Table) -> list[dict[str, Any]]:
 
 def _matched_queue_depth(m: Table) -> list[dict[str, Any]]:
     """:func:`queue_depth` of the matched ops ``m``."""
-    import pandas as pd
-
     if m.empty:
         return []
-    codes, uniques = pd.factorize(
+    codes, uniques = first_seen_codes(
         m["device"].astype(np.int64) * (1 << 32) + (m["stream"].astype(np.int64) & 0xFFFFFFFF)
     )
     launch_end = m["launch_end"]

@@ -20,11 +20,13 @@ import numpy as np
 from .. import intervals
 from ..trace import STEP, Trace
 from .attribution import HostRows, host_rows, thread_codes
-from .columns import device_busy, event_columns, step_windows
+from .columns import device_busy, event_columns
+from .columns import step_windows as step_windows  # re-exported: read from here
 from .host_split import priority_split
 from .launch import launch_pairs
 from .level_cut import row_pass
 from .names import CAUSES, HOST_CATEGORY_PRIORITY, NOTHING
+from .step_arrays import step_window_arrays
 from .window_split import disjoint_windows
 
 try:  # the compiled pass (optional: built at install time where a C compiler is there)
@@ -51,7 +53,7 @@ def step_threads(trace: Trace) -> np.ndarray:
         step_pids = np.unique(cols.pid[steps])
         step_pids = step_pids[step_pids >= 0]
         if step_pids.size:
-            codes = np.flatnonzero(rows.threads["pid"].isin(step_pids).to_numpy())
+            codes = np.flatnonzero(np.isin(rows.threads.pid, step_pids))
     return codes if codes.size else np.arange(len(rows.threads))
 
 
@@ -146,18 +148,17 @@ def _compiled_coverage(
 
 
 def step_breakdown(trace: Trace) -> dict[str, Any]:
-    windows = step_windows(trace)
-    if windows.empty:
+    windows = step_window_arrays(trace)
+    if len(windows) == 0:
         return {"count": 0, "steps": [], "summary": None}
-    starts = windows["start"].to_numpy(np.int64)
-    ends = windows["end"].to_numpy(np.int64)
+    starts, ends = windows.start, windows.end
     durations = ends - starts
     split = step_split(starts, ends, host_rows(trace), step_threads(trace))
     busy = device_busy(trace)
     gpu = {d: intervals.overlap_with_union(starts, ends, b.busy_starts, b.busy_ends) for d, b in busy.items()}
     total = int(durations.sum())
     listed = []
-    numbers = windows["step"].to_numpy()[:STEP_LIMIT].tolist()  # not .iat per step: ~0.1 ms each
+    numbers = windows.step[:STEP_LIMIT].tolist()  # not .iat per step: ~0.1 ms each
     for i in range(min(len(windows), STEP_LIMIT)):
         listed.append(
             {
