@@ -83,8 +83,9 @@ class Context:
         host = 2 * g.call_start.size  # the host points come first
         step_of = np.empty(g.size, np.int64)
         step_of[host:] = -1
-        starts = windows["start"].to_numpy(np.int64)
-        limit = np.append(starts[1:], windows["end"].to_numpy(np.int64)[-1])
+        # (np.asarray: the windows' columns read alike from a pandas frame or a table of arrays)
+        starts = np.asarray(windows["start"], np.int64)
+        limit = np.append(starts[1:], np.asarray(windows["end"], np.int64)[-1])
         running_at(starts, limit + 1, g.time[:host], out=step_of[:host])
         launched = g.op_launch_call >= 0
         at_call = step_of[g.call_start[g.op_launch_call[launched]]]
@@ -171,7 +172,7 @@ class Context:
         markers = g.call_start[g.call_is_marker]
         markers = markers[self.step_of[markers] == first]
         p = markers[np.argmin(g.time[markers])] if markers.size else host_first[np.argmin(g.time[host_first])]
-        lead = g.time[p] - int(self.windows["start"].iloc[first])
+        lead = g.time[p] - int(np.asarray(self.windows["start"])[first])
         return first, last, last_points, last_points, int(p), int(lead)
 
     @cached_property
