@@ -837,6 +837,136 @@ static PyObject *union_overlap(PyObject *self, PyObject *args) {
     return PyLong_FromLong(unordered ? -1 : 0);
 }
 
+/* ---- idle-gap coverage of several threads at once (graph._wake_edges) -----------------------------------------
+ *
+ * thread_union_overlap(kind, own_kind, tid, pid, start, end, keys, gap_from, lo, hi, out): union_overlap for each
+ * of the threads ``keys`` (K thread keys, (pid << 32) ^ (tid & 0xFFFFFFFF) as analyses.columns.thread_key packs
+ * them), in one pass over the event rows instead of a mask and a pass per thread: a row counts for thread k where
+ * own_kind[its kind as a byte] is set, its tid is not negative and its (pid, tid) key is keys[k]. Thread k's gaps
+ * are lo/hi[gap_from[k] .. gap_from[k + 1]) (each at or after the one before); out receives each gap's covered
+ * ns. tid and pid: 4- or 8-byte integers. Returns 0, or -1 (nothing usable written) where a thread's rows do not
+ * come in start order or its gaps are out of order.
+ */
+static int64_t int_at(const char *buf, Py_ssize_t i, Py_ssize_t size) {
+    return size == 4 ? (int64_t)((const int32_t *)buf)[i] : ((const int64_t *)buf)[i];
+}
+
+static PyObject *thread_union_overlap(PyObject *self, PyObject *args) {
+    (void)self;
+    enum { COUNT = 11 };
+    PyObject *objs[COUNT];
+    Py_buffer views[COUNT];
+    static const char *const names[COUNT] = {"kind", "own_kind", "tid", "pid", "start", "end",
+                                             "keys", "gap_from", "lo", "hi",  "out"};
+    if (PyTuple_GET_SIZE(args) != COUNT) {
+        PyErr_SetString(PyExc_TypeError, "thread_union_overlap: 11 arguments expected");
+        return NULL;
+    }
+    /* tid and pid: their own item size (4 or 8), checked below */
+    Py_ssize_t sizes[COUNT] = {1, 1, 0, 0, 8, 8, 8, 8, 8, 8, 8};
+    for (int i = 2; i < 4; i++) {
+        Py_buffer probe;
+        if (PyObject_GetBuffer(PyTuple_GET_ITEM(args, i), &probe, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+            return NULL;
+        }
+        sizes[i] = probe.itemsize;
+        PyBuffer_Release(&probe);
+        if (sizes[i] != 4 && sizes[i] != 8) {
+            PyErr_Format(PyExc_TypeError, "%s: items of 4 or 8 bytes expected", names[i]);
+            return NULL;
+        }
+    }
+    if (get_all(args, COUNT, objs, views, sizes, names, COUNT - 1) < 0) {
+        return NULL;
+    }
+    Py_ssize_t n = views[0].len, k_threads = views[6].len / 8, n_gaps = views[8].len / 8;
+    if (views[1].len != 256 || views[2].len / sizes[2] != n || views[3].len / sizes[3] != n ||
+        views[4].len / 8 != n || views[5].len / 8 != n || views[7].len / 8 != k_threads + 1 ||
+        views[9].len / 8 != n_gaps || views[10].len / 8 != n_gaps) {
+        release_all(views, COUNT);
+        PyErr_SetString(PyExc_ValueError, "thread_union_overlap: array lengths disagree");
+        return NULL;
+    }
+    const signed char *kind = views[0].buf;
+    const unsigned char *own = views[1].buf;
+    const char *tid = views[2].buf, *pid = views[3].buf;
+    Py_ssize_t tid_size = sizes[2], pid_size = sizes[3];
+    const int64_t *start = views[4].buf, *end = views[5].buf, *keys = views[6].buf, *from = views[7].buf;
+    const int64_t *lo = views[8].buf, *hi = views[9].buf;
+    int64_t *out = views[10].buf;
+    int bad = 0;
+    for (Py_ssize_t k = 0; k < k_threads && !bad; k++) {
+        bad = from[k] < 0 || from[k + 1] < from[k] || from[k + 1] > n_gaps || (k == 0 && from[k] != 0);
+    }
+    bad |= k_threads > 0 && from[k_threads] != n_gaps;
+    int64_t *state = bad ? NULL : PyMem_RawCalloc((size_t)(k_threads > 0 ? k_threads : 1), 5 * sizeof(int64_t));
+    if (bad || state == NULL) {
+        release_all(views, COUNT);
+        if (bad) {
+            PyErr_SetString(PyExc_ValueError, "thread_union_overlap: bad gap offsets");
+            return NULL;
+        }
+        return PyErr_NoMemory();
+    }
+    /* per thread: open, us, ue, last_start, q (its gap cursor, from its first gap) */
+    int64_t *open = state, *us = state + k_threads, *ue = state + 2 * k_threads;
+    int64_t *last_start = state + 3 * k_threads, *q = state + 4 * k_threads;
+    int unordered = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t k = 0; k < k_threads; k++) {
+        q[k] = from[k];
+        for (Py_ssize_t i = from[k]; i < from[k + 1]; i++) {
+            out[i] = 0;
+            if (hi[i] < lo[i] || (i > from[k] && lo[i] < hi[i - 1])) {
+                unordered = 1;
+            }
+        }
+    }
+    for (Py_ssize_t r = 0; r < n && !unordered; r++) {
+        if (!own[(unsigned char)kind[r]]) {
+            continue;
+        }
+        int64_t t = int_at(tid, r, tid_size);
+        if (t < 0) {
+            continue;
+        }
+        int64_t key = (int64_t)(((uint64_t)int_at(pid, r, pid_size) << 32) ^ ((uint64_t)t & 0xFFFFFFFFu));
+        Py_ssize_t k = 0;
+        while (k < k_threads && keys[k] != key) {
+            k++;
+        }
+        if (k == k_threads) {
+            continue;
+        }
+        int64_t s = start[r], e = end[r];
+        if (open[k] && s < last_start[k]) {
+            unordered = 1;
+            break;
+        }
+        last_start[k] = s;
+        if (!open[k]) {
+            us[k] = s, ue[k] = e, open[k] = 1;
+        } else if (s > ue[k]) { /* past every end so far: the merged interval closes (touching ones join) */
+            Py_ssize_t cursor = (Py_ssize_t)q[k];
+            add_union_interval(us[k], ue[k], lo, hi, out, (Py_ssize_t)from[k + 1], &cursor);
+            q[k] = cursor;
+            us[k] = s, ue[k] = e;
+        } else if (e > ue[k]) {
+            ue[k] = e;
+        }
+    }
+    for (Py_ssize_t k = 0; k < k_threads && !unordered; k++) {
+        if (open[k]) {
+            Py_ssize_t cursor = (Py_ssize_t)q[k];
+            add_union_interval(us[k], ue[k], lo, hi, out, (Py_ssize_t)from[k + 1], &cursor);
+        }
+    }
+    Py_END_ALLOW_THREADS
+    PyMem_RawFree(state);
+    release_all(views, COUNT);
+    return PyLong_FromLong(unordered ? -1 : 0);
+}
+
 /* ---- the host calls of the graph (graph._host_calls): outermost rows per thread in time order -----------------
  *
  * host_calls(rows, thread, start, end, kind, call_of, offset, call_row, call_thread, call_start, call_end,
@@ -1009,6 +1139,10 @@ static PyMethodDef methods[] = {
     {"union_overlap", union_overlap, METH_VARARGS,
      "union_overlap(mask, start, end, lo, hi, out): how much of each gap the union of the masked rows covers; -1 "
      "where the rows or gaps are out of order."},
+    {"thread_union_overlap", thread_union_overlap, METH_VARARGS,
+     "thread_union_overlap(kind, own_kind, tid, pid, start, end, keys, gap_from, lo, hi, out): union_overlap of "
+     "several threads' own rows in one pass over the rows; returns 0, or -1 where not usable (see "
+     "tracelens/replay/_replay_solve.c)."},
     {"host_calls", host_calls, METH_VARARGS,
      "host_calls(rows, thread, start, end, kind, call_of, offset, call_row, call_thread, call_start, call_end, "
      "marker_kind, n_threads): the outer host calls per thread in time order; -1 where the rows' starts do not "

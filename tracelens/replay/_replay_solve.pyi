@@ -68,3 +68,16 @@ def host_calls(
     marker_kind: int,
     n_threads: int,
 ) -> int: ...
+def thread_union_overlap(
+    kind: Any,
+    own_kind: Any,
+    tid: Any,
+    pid: Any,
+    start: Any,
+    end: Any,
+    keys: Any,
+    gap_from: Any,
+    lo: Any,
+    hi: Any,
+    out: Any,
+) -> int: ...

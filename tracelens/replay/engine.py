@@ -46,6 +46,7 @@ NATIVE_FUNCTIONS = (
     "running_at",
     "union_overlap",
     "host_calls",
+    "thread_union_overlap",
 )
 if _replay_solve is not None and not all(hasattr(_replay_solve, name) for name in NATIVE_FUNCTIONS):
     _replay_solve = None  # type: ignore[assignment]  # pragma: no cover - a stale build

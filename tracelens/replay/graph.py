@@ -855,10 +855,18 @@ def _wake_edges(
     del after
     middle_prev_end = ce[middle - 1]
     covered = np.zeros(middle.size, np.int64)
-    if middle.size:
+    keys = thread_keys[call_thread[middle]]
+    waiting = np.unique(keys)
+    # a few threads with idle gaps: all their coverage in one pass over the rows by the compiled helper
+    found = (
+        _covered_natively(cols, waiting, keys, middle_prev_end, cs[middle])
+        if middle.size and waiting.size <= WAKE_THREAD_LOOP
+        else None
+    )
+    if found is not None:
+        covered = found
+    elif middle.size:
         is_own = cols.of_kind(CPU_OP, PYTHON)
-        keys = thread_keys[call_thread[middle]]
-        waiting = np.unique(keys)
         halves = _thread_key_halves(cols) if waiting.size <= WAKE_THREAD_LOOP else []
         # rows on a known thread only (tid >= 0): implied where each thread's rows are found by its tid itself (a
         # tid column whose values fit in 32 bits, compared as they are, and the threads' tids not negative)
@@ -880,6 +888,7 @@ def _wake_edges(
             )
             us, ue = intervals.merge(os_, oe)
             covered = intervals.overlap_with_union(lo, hi, us, ue)
+    if middle.size:
         idle = covered < IDLE_COVERED * (cs[middle] - middle_prev_end)
         middle, covered, middle_prev_end = middle[idle], covered[idle], middle_prev_end[idle]
     heads = np.flatnonzero(first_call)
@@ -905,6 +914,60 @@ def _wake_edges(
         (2 * candidates).astype(np.int64),
         (cs[candidates] - latest).astype(np.int64),
     )
+
+
+def _covered_natively(
+    cols: EventColumns, waiting: np.ndarray, keys: np.ndarray, lo: np.ndarray, hi: np.ndarray
+) -> np.ndarray | None:
+    """How much of each idle gap [lo, hi) (of the thread whose key is in ``keys``; ``waiting``: those keys, sorted
+    and distinct) the thread's own framework ops and Python frames (rows on a known thread) cover: for every thread
+    in one pass over the rows by the compiled helper; None where it was not built or the columns are not plain
+    integer arrays (then a mask and a pass per thread, the reference)."""
+    from .engine import native_solver  # imported here: engine imports this module
+
+    solver = native_solver()
+    pid, tid = cols.pid, cols.tid
+    if not (
+        solver is not None
+        and isinstance(pid, np.ndarray)
+        and isinstance(tid, np.ndarray)
+        and pid.dtype.kind == "i"
+        and tid.dtype.kind == "i"
+        and pid.itemsize in (4, 8)
+        and tid.itemsize in (4, 8)
+        and cols.kind.dtype == np.int8
+        and cols.start.dtype == np.int64
+        and cols.end.dtype == np.int64
+    ):
+        return None
+    own_kind = np.zeros(256, np.uint8)
+    own_kind[[_kind_code(CPU_OP), _kind_code(PYTHON)]] = 1
+    # the gaps thread by thread (the calls are in (thread, time) order: already so, the sort keeps them)
+    thread = np.searchsorted(waiting, keys)
+    order = np.argsort(thread, kind="stable")
+    gap_from = np.zeros(waiting.size + 1, np.int64)
+    np.cumsum(np.bincount(thread, minlength=waiting.size), out=gap_from[1:])
+    out = np.empty(keys.size, np.int64)
+    if (
+        solver.thread_union_overlap(  # type: ignore[attr-defined]
+            np.ascontiguousarray(cols.kind),
+            own_kind,
+            np.ascontiguousarray(tid),
+            np.ascontiguousarray(pid),
+            np.ascontiguousarray(cols.start),
+            np.ascontiguousarray(cols.end),
+            np.ascontiguousarray(waiting, np.int64),
+            gap_from,
+            np.ascontiguousarray(lo[order], np.int64),
+            np.ascontiguousarray(hi[order], np.int64),
+            out,
+        )
+        != 0
+    ):
+        return None
+    covered = np.empty(keys.size, np.int64)
+    covered[order] = out
+    return covered
 
 
 def _covered_by_rows(cols: EventColumns, rows: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
