@@ -837,6 +837,140 @@ static PyObject *union_overlap(PyObject *self, PyObject *args) {
     return PyLong_FromLong(unordered ? -1 : 0);
 }
 
+/* ---- the steps of the points (remedies.Context.step_of, _step_reading) -----------------------------------------
+ *
+ * launched_steps(step_of, op_launch_call, call_start, op_start, op_end): each launched op's start and end point
+ * (op_launch_call >= 0) take the step of its launch call's start point (step_of int64, written in place; the
+ * unlaunched ops' points are left as they are). Returns the ops written.
+ * worked_step_span(step_of, skip): the lowest and highest step (>= 0) of the points not in ``skip`` (ascending
+ * point indices: the step markers' points); (-1, -1) where no such point has a step.
+ */
+static PyObject *launched_steps(PyObject *self, PyObject *args) {
+    (void)self;
+    enum { COUNT = 5 };
+    PyObject *objs[COUNT];
+    Py_buffer views[COUNT];
+    static const char *const names[COUNT] = {"step_of", "op_launch_call", "call_start", "op_start", "op_end"};
+    Py_ssize_t sizes[COUNT] = {8, 8, 0, 8, 8};
+    if (PyTuple_GET_SIZE(args) != COUNT) {
+        PyErr_SetString(PyExc_TypeError, "launched_steps: 5 arguments expected");
+        return NULL;
+    }
+    /* call_start: 4- or 8-byte point indices (the graph's are int32 where the points fit) */
+    Py_buffer probe;
+    if (PyObject_GetBuffer(PyTuple_GET_ITEM(args, 2), &probe, PyBUF_C_CONTIGUOUS) < 0) {
+        return NULL;
+    }
+    sizes[2] = probe.itemsize;
+    PyBuffer_Release(&probe);
+    if (sizes[2] != 4 && sizes[2] != 8) {
+        PyErr_SetString(PyExc_TypeError, "call_start: items of 4 or 8 bytes expected");
+        return NULL;
+    }
+    /* step_of first, the one written: get_all's writable ones come last, so it is asked for on its own */
+    if (get(PyTuple_GET_ITEM(args, 0), &views[0], 1, 8, names[0]) < 0) {
+        return NULL;
+    }
+    PyObject *rest = PyTuple_GetSlice(args, 1, COUNT);
+    if (rest == NULL) {
+        PyBuffer_Release(&views[0]);
+        return NULL;
+    }
+    int failed = get_all(rest, COUNT - 1, objs + 1, views + 1, sizes + 1, names + 1, COUNT);
+    Py_DECREF(rest);
+    if (failed < 0) {
+        PyBuffer_Release(&views[0]);
+        return NULL;
+    }
+    Py_ssize_t n = views[0].len / 8, n_ops = views[1].len / 8, n_calls = views[2].len / sizes[2];
+    if (views[3].len / 8 != n_ops || views[4].len / 8 != n_ops) {
+        release_all(views, COUNT);
+        PyErr_SetString(PyExc_ValueError, "launched_steps: array lengths disagree");
+        return NULL;
+    }
+    int64_t *step = views[0].buf;
+    const int64_t *call = views[1].buf, *start = views[3].buf, *end = views[4].buf;
+    const char *call_start = views[2].buf;
+    Py_ssize_t call_size = sizes[2], written = 0;
+    int bad = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t o = 0; o < n_ops; o++) {
+        int64_t c = call[o];
+        if (c < 0) {
+            continue;
+        }
+        if (c >= n_calls || start[o] < 0 || start[o] >= n || end[o] < 0 || end[o] >= n) {
+            bad = 1;
+            break;
+        }
+        int64_t p = call_size == 4 ? (int64_t)((const int32_t *)call_start)[c] : ((const int64_t *)call_start)[c];
+        if (p < 0 || p >= n) {
+            bad = 1;
+            break;
+        }
+        step[start[o]] = step[end[o]] = step[p];
+        written++;
+    }
+    Py_END_ALLOW_THREADS
+    release_all(views, COUNT);
+    if (bad) {
+        PyErr_SetString(PyExc_ValueError, "launched_steps: an index out of range");
+        return NULL;
+    }
+    return PyLong_FromSsize_t(written);
+}
+
+static PyObject *worked_step_span(PyObject *self, PyObject *args) {
+    (void)self;
+    enum { COUNT = 2 };
+    PyObject *objs[COUNT];
+    Py_buffer views[COUNT];
+    static const char *const names[COUNT] = {"step_of", "skip"};
+    static const Py_ssize_t sizes[COUNT] = {8, 8};
+    if (PyTuple_GET_SIZE(args) != COUNT) {
+        PyErr_SetString(PyExc_TypeError, "worked_step_span: 2 arguments expected");
+        return NULL;
+    }
+    if (get_all(args, COUNT, objs, views, sizes, names, COUNT) < 0) {
+        return NULL;
+    }
+    Py_ssize_t n = views[0].len / 8, n_skip = views[1].len / 8;
+    const int64_t *step = views[0].buf, *skip = views[1].buf;
+    int64_t lowest = -1, highest = -1;
+    int unordered = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t k = 1; k < n_skip; k++) {
+        unordered |= skip[k] < skip[k - 1];
+    }
+    /* the stretches between the skipped points, each a tight min/max loop */
+    int64_t low = INT64_MAX, high = -1;
+    Py_ssize_t p = 0;
+    for (Py_ssize_t k = 0; k <= n_skip && !unordered; k++) {
+        Py_ssize_t stop = k < n_skip ? (skip[k] < 0 ? 0 : (skip[k] < n ? (Py_ssize_t)skip[k] : n)) : n;
+        for (; p < stop; p++) {
+            int64_t s = step[p];
+            if (s >= 0) {
+                low = s < low ? s : low;
+                high = s > high ? s : high;
+            }
+        }
+        if (k < n_skip && skip[k] >= p && skip[k] < n) {
+            p = (Py_ssize_t)skip[k] + 1;
+        }
+    }
+    if (high >= 0) {
+        lowest = low;
+        highest = high;
+    }
+    Py_END_ALLOW_THREADS
+    release_all(views, COUNT);
+    if (unordered) {
+        PyErr_SetString(PyExc_ValueError, "worked_step_span: skip must ascend");
+        return NULL;
+    }
+    return Py_BuildValue("(LL)", (long long)lowest, (long long)highest);
+}
+
 /* ---- idle-gap coverage of several threads at once (graph._wake_edges) -----------------------------------------
  *
  * thread_union_overlap(kind, own_kind, tid, pid, start, end, keys, gap_from, lo, hi, out): union_overlap for each
@@ -1143,6 +1277,11 @@ static PyMethodDef methods[] = {
      "thread_union_overlap(kind, own_kind, tid, pid, start, end, keys, gap_from, lo, hi, out): union_overlap of "
      "several threads' own rows in one pass over the rows; returns 0, or -1 where not usable (see "
      "tracelens/replay/_replay_solve.c)."},
+    {"launched_steps", launched_steps, METH_VARARGS,
+     "launched_steps(step_of, op_launch_call, call_start, op_start, op_end): each launched op's points take its "
+     "launch call's step, in place; returns the ops written (see tracelens/replay/_replay_solve.c)."},
+    {"worked_step_span", worked_step_span, METH_VARARGS,
+     "worked_step_span(step_of, skip): (lowest, highest) step >= 0 of the points not in skip; (-1, -1) where none."},
     {"host_calls", host_calls, METH_VARARGS,
      "host_calls(rows, thread, start, end, kind, call_of, offset, call_row, call_thread, call_start, call_end, "
      "marker_kind, n_threads): the outer host calls per thread in time order; -1 where the rows' starts do not "

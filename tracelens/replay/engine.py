@@ -47,6 +47,8 @@ NATIVE_FUNCTIONS = (
     "union_overlap",
     "host_calls",
     "thread_union_overlap",
+    "launched_steps",
+    "worked_step_span",
 )
 if _replay_solve is not None and not all(hasattr(_replay_solve, name) for name in NATIVE_FUNCTIONS):
     _replay_solve = None  # type: ignore[assignment]  # pragma: no cover - a stale build
