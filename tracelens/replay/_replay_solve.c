@@ -13,7 +13,7 @@
  * not scheduled before its target: a cycle from inconsistent clocks, which the batches read as recorded too).
  *
  * solve_sorted_edges(order, chain_first, lag, anchor, recorded, e_pos, e_src, e_lag, e_stale, out): all int64
- * buffers but chain_first and e_stale (one byte each); the edges sorted by their target's position in ``order``
+ * buffers but order (int32 or int64) and chain_first and e_stale (one byte each); the edges sorted by their target's position in ``order``
  * (``e_pos``, ascending): the edges into the point at position i are the run of e_pos equal to i, read by one
  * cursor (no per-point index array of n + 1: the edges are a few per cent of the points). ``out`` (n int64)
  * receives the times; returns (earliest, latest) of them (() for no point). The GIL is released while it runs.
@@ -26,16 +26,38 @@
 
 #define NONE_TIME (-(((int64_t)1) << 62))
 
+/* an item size of INDEX_ITEMS: point indices as 4- or 8-byte integers (a plan's order and positions are int32 where
+ * the points fit: half the bytes each solve reads), read and written through index_at / index_put */
+#define INDEX_ITEMS ((Py_ssize_t)-8)
+
 static int get(PyObject *obj, Py_buffer *view, int writable, Py_ssize_t itemsize, const char *name) {
     if (PyObject_GetBuffer(obj, view, writable ? (PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) : PyBUF_C_CONTIGUOUS) < 0) {
         return -1;
     }
-    if (view->itemsize != itemsize && !(view->len == 0)) {
-        PyErr_Format(PyExc_TypeError, "%s: items of %zd bytes expected", name, itemsize);
+    int fits = itemsize == INDEX_ITEMS ? (view->itemsize == 4 || view->itemsize == 8) : view->itemsize == itemsize;
+    if (!fits && !(view->len == 0)) {
+        PyErr_Format(PyExc_TypeError, "%s: items of %zd bytes expected", name, itemsize == INDEX_ITEMS ? 8 : itemsize);
         PyBuffer_Release(view);
         return -1;
     }
     return 0;
+}
+
+/* the items of an INDEX_ITEMS buffer: their count, the i-th, writing the i-th */
+static Py_ssize_t index_count(const Py_buffer *view) {
+    return view->len / (view->itemsize == 4 ? 4 : 8);
+}
+
+static int64_t index_at(const Py_buffer *view, Py_ssize_t i) {
+    return view->itemsize == 4 ? (int64_t)((const int32_t *)view->buf)[i] : ((const int64_t *)view->buf)[i];
+}
+
+static void index_put(Py_buffer *view, Py_ssize_t i, int64_t value) {
+    if (view->itemsize == 4) {
+        ((int32_t *)view->buf)[i] = (int32_t)value;
+    } else {
+        ((int64_t *)view->buf)[i] = value;
+    }
 }
 
 static PyObject *solve_sorted_edges(PyObject *self, PyObject *args) {
@@ -43,7 +65,7 @@ static PyObject *solve_sorted_edges(PyObject *self, PyObject *args) {
     PyObject *objs[10];
     static const char *names[10] = {"order", "chain_first", "lag", "anchor", "recorded",
                                     "e_pos", "e_src", "e_lag", "e_stale", "out"};
-    static const Py_ssize_t sizes[10] = {8, 1, 8, 8, 8, 8, 8, 8, 1, 8};
+    static const Py_ssize_t sizes[10] = {INDEX_ITEMS, 1, 8, 8, 8, 8, 8, 8, 1, 8};
     Py_buffer views[10];
     int got = 0;
     PyObject *result = NULL;
@@ -56,7 +78,7 @@ static PyObject *solve_sorted_edges(PyObject *self, PyObject *args) {
             goto done;
         }
     }
-    Py_ssize_t n = views[0].len / 8;
+    Py_ssize_t n = index_count(&views[0]);
     Py_ssize_t n_edges = views[6].len / 8;
     if (views[1].len != n || views[2].len / 8 != n || views[3].len / 8 != n || views[4].len / 8 != n ||
         views[5].len / 8 != n_edges || views[7].len / 8 != n_edges || views[8].len != n_edges ||
@@ -64,7 +86,10 @@ static PyObject *solve_sorted_edges(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "solve_sorted_edges: array lengths disagree");
         goto done;
     }
-    const int64_t *order = views[0].buf, *lag = views[2].buf, *anchor = views[3].buf, *recorded = views[4].buf;
+    /* the order as it is held: int32 (the points fit) or int64 */
+    const int32_t *order32 = views[0].itemsize == 4 ? views[0].buf : NULL;
+    const int64_t *order64 = views[0].itemsize == 4 ? NULL : views[0].buf;
+    const int64_t *lag = views[2].buf, *anchor = views[3].buf, *recorded = views[4].buf;
     const int64_t *e_pos = views[5].buf, *e_src = views[6].buf, *e_lag = views[7].buf;
     const unsigned char *first = views[1].buf, *stale = views[8].buf;
     int64_t *t = views[9].buf;
@@ -79,7 +104,7 @@ static PyObject *solve_sorted_edges(PyObject *self, PyObject *args) {
     int64_t last_p = -2, last_t = 0;
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t i = 0; i < n && !bad; i++) {
-        int64_t p = order[i];
+        int64_t p = order32 != NULL ? (int64_t)order32[i] : order64[i];
         if (p < 0 || p >= n || (!first[p] && p == 0)) {
             bad = 1;
             break;
@@ -318,7 +343,7 @@ static PyObject *order_by_key(PyObject *self, PyObject *args) {
     PyObject *objs[COUNT];
     Py_buffer views[COUNT];
     static const char *const names[COUNT] = {"key", "order", "position"};
-    static const Py_ssize_t sizes[COUNT] = {8, 8, 8};
+    static const Py_ssize_t sizes[COUNT] = {8, INDEX_ITEMS, INDEX_ITEMS};
     PyObject *key_obj, *order_obj, *position_obj;
     long long low, span;
     if (!PyArg_ParseTuple(args, "OLLOO", &key_obj, &low, &span, &order_obj, &position_obj)) {
@@ -334,7 +359,7 @@ static PyObject *order_by_key(PyObject *self, PyObject *args) {
         return NULL;
     }
     Py_ssize_t n = views[0].len / 8;
-    if (views[1].len / 8 != n || views[2].len / 8 != n || span < 1) {
+    if (index_count(&views[1]) != n || index_count(&views[2]) != n || span < 1) {
         release_all(views, COUNT);
         PyErr_SetString(PyExc_ValueError, "order_by_key: array lengths disagree");
         return NULL;
@@ -345,7 +370,7 @@ static PyObject *order_by_key(PyObject *self, PyObject *args) {
         return PyErr_NoMemory();
     }
     const int64_t *key = views[0].buf;
-    int64_t *order = views[1].buf, *position = views[2].buf;
+    Py_buffer *order = &views[1], *position = &views[2];
     int bad = 0;
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t p = 0; p < n; p++) {
@@ -362,8 +387,8 @@ static PyObject *order_by_key(PyObject *self, PyObject *args) {
         }
         for (Py_ssize_t p = 0; p < n; p++) {
             int64_t at = count[key[p] - low]++;
-            order[at] = p;
-            position[p] = at;
+            index_put(order, at, p);
+            index_put(position, p, at);
         }
     }
     Py_END_ALLOW_THREADS
@@ -386,7 +411,7 @@ static PyObject *order_by_chains(PyObject *self, PyObject *args) {
     PyObject *objs[COUNT];
     Py_buffer views[COUNT];
     static const char *const names[COUNT] = {"key", "heads", "order", "position"};
-    static const Py_ssize_t sizes[COUNT] = {8, 8, 8, 8};
+    static const Py_ssize_t sizes[COUNT] = {8, 8, INDEX_ITEMS, INDEX_ITEMS};
     if (PyTuple_GET_SIZE(args) != COUNT) {
         PyErr_SetString(PyExc_TypeError, "order_by_chains: 4 arguments expected");
         return NULL;
@@ -396,8 +421,8 @@ static PyObject *order_by_chains(PyObject *self, PyObject *args) {
     }
     Py_ssize_t n = views[0].len / 8, chains = views[1].len / 8 - 1;
     const int64_t *key = views[0].buf, *heads = views[1].buf;
-    int64_t *order = views[2].buf, *position = views[3].buf;
-    int bad = chains < 0 || views[2].len / 8 != n || views[3].len / 8 != n;
+    Py_buffer *order = &views[2], *position = &views[3];
+    int bad = chains < 0 || index_count(order) != n || index_count(position) != n;
     for (Py_ssize_t c = 0; c <= chains && !bad; c++) {
         if (heads[c] < 0 || heads[c] > n || (c > 0 && heads[c] < heads[c - 1]) || (c == chains && heads[c] != n) ||
             (c == 0 && heads[c] != 0)) {
@@ -447,8 +472,8 @@ static PyObject *order_by_chains(PyObject *self, PyObject *args) {
                 break;
             }
             last = key[p];
-            order[at] = p;
-            position[p] = at;
+            index_put(order, at, p);
+            index_put(position, p, at);
             at++;
             p++;
         }
@@ -473,7 +498,7 @@ static PyObject *edges_by_position(PyObject *self, PyObject *args) {
     Py_buffer views[COUNT];
     static const char *const names[COUNT] = {"position", "key", "edge_src", "edge_dst",
                                              "e_order",  "e_pos", "e_src",    "e_stale"};
-    static const Py_ssize_t sizes[COUNT] = {8, 8, 8, 8, 8, 8, 8, 1};
+    static const Py_ssize_t sizes[COUNT] = {INDEX_ITEMS, 8, 8, 8, 8, 8, 8, 1};
     if (PyTuple_GET_SIZE(args) != COUNT) {
         PyErr_SetString(PyExc_TypeError, "edges_by_position: 8 arguments expected");
         return NULL;
@@ -481,14 +506,15 @@ static PyObject *edges_by_position(PyObject *self, PyObject *args) {
     if (get_all(args, COUNT, objs, views, sizes, names, 4) < 0) {
         return NULL;
     }
-    Py_ssize_t n = views[0].len / 8, n_edges = views[2].len / 8;
+    Py_ssize_t n = index_count(&views[0]), n_edges = views[2].len / 8;
     if (views[1].len / 8 != n || views[3].len / 8 != n_edges || views[4].len / 8 != n_edges ||
         views[5].len / 8 != n_edges || views[6].len / 8 != n_edges || views[7].len != n_edges) {
         release_all(views, COUNT);
         PyErr_SetString(PyExc_ValueError, "edges_by_position: array lengths disagree");
         return NULL;
     }
-    const int64_t *position = views[0].buf, *key = views[1].buf, *src = views[2].buf, *dst = views[3].buf;
+    const Py_buffer *position = &views[0];
+    const int64_t *key = views[1].buf, *src = views[2].buf, *dst = views[3].buf;
     int64_t *e_order = views[4].buf, *e_pos = views[5].buf, *e_src = views[6].buf;
     unsigned char *e_stale = views[7].buf;
     /* the other half of each radix pass's (position, edge) pairs, and a digit's counts */
@@ -504,12 +530,16 @@ static PyObject *edges_by_position(PyObject *self, PyObject *args) {
     Py_BEGIN_ALLOW_THREADS
     int64_t highest = 0;
     for (Py_ssize_t k = 0; k < n_edges; k++) {
-        if (src[k] < 0 || src[k] >= n || dst[k] < 0 || dst[k] >= n || position[dst[k]] < 0 ||
-            position[dst[k]] >= n) {
+        if (src[k] < 0 || src[k] >= n || dst[k] < 0 || dst[k] >= n) {
             bad = 1;
             break;
         }
-        e_pos[k] = position[dst[k]];
+        int64_t at = index_at(position, dst[k]);
+        if (at < 0 || at >= n) {
+            bad = 1;
+            break;
+        }
+        e_pos[k] = at;
         e_order[k] = k;
         if (e_pos[k] > highest) {
             highest = e_pos[k];

@@ -106,6 +106,12 @@ WAKE_THREAD_LOOP = 16  # threads with idle gaps up to which each one's coverage 
 FEW_RUNS = 64  # runs (threads) up to which a segmented running max is one accumulate per run
 
 
+def point_index_type(n: int) -> type[np.signedinteger]:
+    """The integer type point indices of a graph of ``n`` points (or event rows of a table of ``n``) are held in:
+    int32 where they fit (half the bytes each pass reads), else int64."""
+    return np.int32 if n < 2**31 else np.int64
+
+
 @dataclass
 class Graph:
     """Points (arrays indexed by point), chains and cross edges; see the module docstring.
