@@ -62,3 +62,19 @@ def test_steps_of_traces_equal_without_the_helper(name: str, monkeypatch: pytest
     if reading is not None and other is not None:
         for a, b in zip(reading, other, strict=True):
             np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_only_gpu_op_equals_the_count_per_owner(seed: int) -> None:
+    from tracelens.replay.occupancy_model import only_gpu_op
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(0, 30))
+    owner = rng.integers(-1, 8, n)
+    if seed % 2:  # ascending owners (the usual case), unowned ops among them
+        owner = np.where(owner < 0, -1, np.sort(np.maximum(owner, 0)))
+    owner = owner.astype(np.int32)
+    owned = owner[owner >= 0]
+    counts = np.bincount(owned) if owned.size else np.zeros(0, np.int64)
+    expected = np.array([o >= 0 and counts[o] == 1 for o in owner.tolist()], bool)
+    np.testing.assert_array_equal(only_gpu_op(owner), expected)
