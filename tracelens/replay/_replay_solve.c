@@ -13,7 +13,7 @@
  * not scheduled before its target: a cycle from inconsistent clocks, which the batches read as recorded too).
  *
  * solve_sorted_edges(order, chain_first, lag, anchor, recorded, e_pos, e_src, e_lag, e_stale, out): all int64
- * buffers but chain_first and e_stale (one byte each); the edges sorted by their target's position in ``order``
+ * buffers but order (int32 or int64) and chain_first and e_stale (one byte each); the edges sorted by their target's position in ``order``
  * (``e_pos``, ascending): the edges into the point at position i are the run of e_pos equal to i, read by one
  * cursor (no per-point index array of n + 1: the edges are a few per cent of the points). ``out`` (n int64)
  * receives the times; returns (earliest, latest) of them (() for no point). The GIL is released while it runs.
@@ -26,16 +26,38 @@
 
 #define NONE_TIME (-(((int64_t)1) << 62))
 
+/* an item size of INDEX_ITEMS: point indices as 4- or 8-byte integers (a plan's order and positions are int32 where
+ * the points fit: half the bytes each solve reads), read and written through index_at / index_put */
+#define INDEX_ITEMS ((Py_ssize_t)-8)
+
 static int get(PyObject *obj, Py_buffer *view, int writable, Py_ssize_t itemsize, const char *name) {
     if (PyObject_GetBuffer(obj, view, writable ? (PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) : PyBUF_C_CONTIGUOUS) < 0) {
         return -1;
     }
-    if (view->itemsize != itemsize && !(view->len == 0)) {
-        PyErr_Format(PyExc_TypeError, "%s: items of %zd bytes expected", name, itemsize);
+    int fits = itemsize == INDEX_ITEMS ? (view->itemsize == 4 || view->itemsize == 8) : view->itemsize == itemsize;
+    if (!fits && !(view->len == 0)) {
+        PyErr_Format(PyExc_TypeError, "%s: items of %zd bytes expected", name, itemsize == INDEX_ITEMS ? 8 : itemsize);
         PyBuffer_Release(view);
         return -1;
     }
     return 0;
+}
+
+/* the items of an INDEX_ITEMS buffer: their count, the i-th, writing the i-th */
+static Py_ssize_t index_count(const Py_buffer *view) {
+    return view->len / (view->itemsize == 4 ? 4 : 8);
+}
+
+static int64_t index_at(const Py_buffer *view, Py_ssize_t i) {
+    return view->itemsize == 4 ? (int64_t)((const int32_t *)view->buf)[i] : ((const int64_t *)view->buf)[i];
+}
+
+static void index_put(Py_buffer *view, Py_ssize_t i, int64_t value) {
+    if (view->itemsize == 4) {
+        ((int32_t *)view->buf)[i] = (int32_t)value;
+    } else {
+        ((int64_t *)view->buf)[i] = value;
+    }
 }
 
 static PyObject *solve_sorted_edges(PyObject *self, PyObject *args) {
@@ -43,7 +65,7 @@ static PyObject *solve_sorted_edges(PyObject *self, PyObject *args) {
     PyObject *objs[10];
     static const char *names[10] = {"order", "chain_first", "lag", "anchor", "recorded",
                                     "e_pos", "e_src", "e_lag", "e_stale", "out"};
-    static const Py_ssize_t sizes[10] = {8, 1, 8, 8, 8, 8, 8, 8, 1, 8};
+    static const Py_ssize_t sizes[10] = {INDEX_ITEMS, 1, 8, 8, 8, 8, 8, 8, 1, 8};
     Py_buffer views[10];
     int got = 0;
     PyObject *result = NULL;
@@ -56,7 +78,7 @@ static PyObject *solve_sorted_edges(PyObject *self, PyObject *args) {
             goto done;
         }
     }
-    Py_ssize_t n = views[0].len / 8;
+    Py_ssize_t n = index_count(&views[0]);
     Py_ssize_t n_edges = views[6].len / 8;
     if (views[1].len != n || views[2].len / 8 != n || views[3].len / 8 != n || views[4].len / 8 != n ||
         views[5].len / 8 != n_edges || views[7].len / 8 != n_edges || views[8].len != n_edges ||
@@ -64,7 +86,10 @@ static PyObject *solve_sorted_edges(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "solve_sorted_edges: array lengths disagree");
         goto done;
     }
-    const int64_t *order = views[0].buf, *lag = views[2].buf, *anchor = views[3].buf, *recorded = views[4].buf;
+    /* the order as it is held: int32 (the points fit) or int64 */
+    const int32_t *order32 = views[0].itemsize == 4 ? views[0].buf : NULL;
+    const int64_t *order64 = views[0].itemsize == 4 ? NULL : views[0].buf;
+    const int64_t *lag = views[2].buf, *anchor = views[3].buf, *recorded = views[4].buf;
     const int64_t *e_pos = views[5].buf, *e_src = views[6].buf, *e_lag = views[7].buf;
     const unsigned char *first = views[1].buf, *stale = views[8].buf;
     int64_t *t = views[9].buf;
@@ -79,7 +104,7 @@ static PyObject *solve_sorted_edges(PyObject *self, PyObject *args) {
     int64_t last_p = -2, last_t = 0;
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t i = 0; i < n && !bad; i++) {
-        int64_t p = order[i];
+        int64_t p = order32 != NULL ? (int64_t)order32[i] : order64[i];
         if (p < 0 || p >= n || (!first[p] && p == 0)) {
             bad = 1;
             break;
@@ -318,7 +343,7 @@ static PyObject *order_by_key(PyObject *self, PyObject *args) {
     PyObject *objs[COUNT];
     Py_buffer views[COUNT];
     static const char *const names[COUNT] = {"key", "order", "position"};
-    static const Py_ssize_t sizes[COUNT] = {8, 8, 8};
+    static const Py_ssize_t sizes[COUNT] = {8, INDEX_ITEMS, INDEX_ITEMS};
     PyObject *key_obj, *order_obj, *position_obj;
     long long low, span;
     if (!PyArg_ParseTuple(args, "OLLOO", &key_obj, &low, &span, &order_obj, &position_obj)) {
@@ -334,7 +359,7 @@ static PyObject *order_by_key(PyObject *self, PyObject *args) {
         return NULL;
     }
     Py_ssize_t n = views[0].len / 8;
-    if (views[1].len / 8 != n || views[2].len / 8 != n || span < 1) {
+    if (index_count(&views[1]) != n || index_count(&views[2]) != n || span < 1) {
         release_all(views, COUNT);
         PyErr_SetString(PyExc_ValueError, "order_by_key: array lengths disagree");
         return NULL;
@@ -345,7 +370,7 @@ static PyObject *order_by_key(PyObject *self, PyObject *args) {
         return PyErr_NoMemory();
     }
     const int64_t *key = views[0].buf;
-    int64_t *order = views[1].buf, *position = views[2].buf;
+    Py_buffer *order = &views[1], *position = &views[2];
     int bad = 0;
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t p = 0; p < n; p++) {
@@ -362,8 +387,8 @@ static PyObject *order_by_key(PyObject *self, PyObject *args) {
         }
         for (Py_ssize_t p = 0; p < n; p++) {
             int64_t at = count[key[p] - low]++;
-            order[at] = p;
-            position[p] = at;
+            index_put(order, at, p);
+            index_put(position, p, at);
         }
     }
     Py_END_ALLOW_THREADS
@@ -386,7 +411,7 @@ static PyObject *order_by_chains(PyObject *self, PyObject *args) {
     PyObject *objs[COUNT];
     Py_buffer views[COUNT];
     static const char *const names[COUNT] = {"key", "heads", "order", "position"};
-    static const Py_ssize_t sizes[COUNT] = {8, 8, 8, 8};
+    static const Py_ssize_t sizes[COUNT] = {8, 8, INDEX_ITEMS, INDEX_ITEMS};
     if (PyTuple_GET_SIZE(args) != COUNT) {
         PyErr_SetString(PyExc_TypeError, "order_by_chains: 4 arguments expected");
         return NULL;
@@ -396,8 +421,8 @@ static PyObject *order_by_chains(PyObject *self, PyObject *args) {
     }
     Py_ssize_t n = views[0].len / 8, chains = views[1].len / 8 - 1;
     const int64_t *key = views[0].buf, *heads = views[1].buf;
-    int64_t *order = views[2].buf, *position = views[3].buf;
-    int bad = chains < 0 || views[2].len / 8 != n || views[3].len / 8 != n;
+    Py_buffer *order = &views[2], *position = &views[3];
+    int bad = chains < 0 || index_count(order) != n || index_count(position) != n;
     for (Py_ssize_t c = 0; c <= chains && !bad; c++) {
         if (heads[c] < 0 || heads[c] > n || (c > 0 && heads[c] < heads[c - 1]) || (c == chains && heads[c] != n) ||
             (c == 0 && heads[c] != 0)) {
@@ -447,8 +472,8 @@ static PyObject *order_by_chains(PyObject *self, PyObject *args) {
                 break;
             }
             last = key[p];
-            order[at] = p;
-            position[p] = at;
+            index_put(order, at, p);
+            index_put(position, p, at);
             at++;
             p++;
         }
@@ -473,7 +498,7 @@ static PyObject *edges_by_position(PyObject *self, PyObject *args) {
     Py_buffer views[COUNT];
     static const char *const names[COUNT] = {"position", "key", "edge_src", "edge_dst",
                                              "e_order",  "e_pos", "e_src",    "e_stale"};
-    static const Py_ssize_t sizes[COUNT] = {8, 8, 8, 8, 8, 8, 8, 1};
+    static const Py_ssize_t sizes[COUNT] = {INDEX_ITEMS, 8, 8, 8, 8, 8, 8, 1};
     if (PyTuple_GET_SIZE(args) != COUNT) {
         PyErr_SetString(PyExc_TypeError, "edges_by_position: 8 arguments expected");
         return NULL;
@@ -481,14 +506,15 @@ static PyObject *edges_by_position(PyObject *self, PyObject *args) {
     if (get_all(args, COUNT, objs, views, sizes, names, 4) < 0) {
         return NULL;
     }
-    Py_ssize_t n = views[0].len / 8, n_edges = views[2].len / 8;
+    Py_ssize_t n = index_count(&views[0]), n_edges = views[2].len / 8;
     if (views[1].len / 8 != n || views[3].len / 8 != n_edges || views[4].len / 8 != n_edges ||
         views[5].len / 8 != n_edges || views[6].len / 8 != n_edges || views[7].len != n_edges) {
         release_all(views, COUNT);
         PyErr_SetString(PyExc_ValueError, "edges_by_position: array lengths disagree");
         return NULL;
     }
-    const int64_t *position = views[0].buf, *key = views[1].buf, *src = views[2].buf, *dst = views[3].buf;
+    const Py_buffer *position = &views[0];
+    const int64_t *key = views[1].buf, *src = views[2].buf, *dst = views[3].buf;
     int64_t *e_order = views[4].buf, *e_pos = views[5].buf, *e_src = views[6].buf;
     unsigned char *e_stale = views[7].buf;
     /* the other half of each radix pass's (position, edge) pairs, and a digit's counts */
@@ -504,12 +530,16 @@ static PyObject *edges_by_position(PyObject *self, PyObject *args) {
     Py_BEGIN_ALLOW_THREADS
     int64_t highest = 0;
     for (Py_ssize_t k = 0; k < n_edges; k++) {
-        if (src[k] < 0 || src[k] >= n || dst[k] < 0 || dst[k] >= n || position[dst[k]] < 0 ||
-            position[dst[k]] >= n) {
+        if (src[k] < 0 || src[k] >= n || dst[k] < 0 || dst[k] >= n) {
             bad = 1;
             break;
         }
-        e_pos[k] = position[dst[k]];
+        int64_t at = index_at(position, dst[k]);
+        if (at < 0 || at >= n) {
+            bad = 1;
+            break;
+        }
+        e_pos[k] = at;
         e_order[k] = k;
         if (e_pos[k] > highest) {
             highest = e_pos[k];
@@ -837,6 +867,270 @@ static PyObject *union_overlap(PyObject *self, PyObject *args) {
     return PyLong_FromLong(unordered ? -1 : 0);
 }
 
+/* ---- the steps of the points (remedies.Context.step_of, _step_reading) -----------------------------------------
+ *
+ * launched_steps(step_of, op_launch_call, call_start, op_start, op_end): each launched op's start and end point
+ * (op_launch_call >= 0) take the step of its launch call's start point (step_of int64, written in place; the
+ * unlaunched ops' points are left as they are). Returns the ops written.
+ * worked_step_span(step_of, skip): the lowest and highest step (>= 0) of the points not in ``skip`` (ascending
+ * point indices: the step markers' points); (-1, -1) where no such point has a step.
+ */
+static PyObject *launched_steps(PyObject *self, PyObject *args) {
+    (void)self;
+    enum { COUNT = 5 };
+    PyObject *objs[COUNT];
+    Py_buffer views[COUNT];
+    static const char *const names[COUNT] = {"step_of", "op_launch_call", "call_start", "op_start", "op_end"};
+    Py_ssize_t sizes[COUNT] = {8, 8, 0, 8, 8};
+    if (PyTuple_GET_SIZE(args) != COUNT) {
+        PyErr_SetString(PyExc_TypeError, "launched_steps: 5 arguments expected");
+        return NULL;
+    }
+    /* call_start: 4- or 8-byte point indices (the graph's are int32 where the points fit) */
+    Py_buffer probe;
+    if (PyObject_GetBuffer(PyTuple_GET_ITEM(args, 2), &probe, PyBUF_C_CONTIGUOUS) < 0) {
+        return NULL;
+    }
+    sizes[2] = probe.itemsize;
+    PyBuffer_Release(&probe);
+    if (sizes[2] != 4 && sizes[2] != 8) {
+        PyErr_SetString(PyExc_TypeError, "call_start: items of 4 or 8 bytes expected");
+        return NULL;
+    }
+    /* step_of first, the one written: get_all's writable ones come last, so it is asked for on its own */
+    if (get(PyTuple_GET_ITEM(args, 0), &views[0], 1, 8, names[0]) < 0) {
+        return NULL;
+    }
+    PyObject *rest = PyTuple_GetSlice(args, 1, COUNT);
+    if (rest == NULL) {
+        PyBuffer_Release(&views[0]);
+        return NULL;
+    }
+    int failed = get_all(rest, COUNT - 1, objs + 1, views + 1, sizes + 1, names + 1, COUNT);
+    Py_DECREF(rest);
+    if (failed < 0) {
+        PyBuffer_Release(&views[0]);
+        return NULL;
+    }
+    Py_ssize_t n = views[0].len / 8, n_ops = views[1].len / 8, n_calls = views[2].len / sizes[2];
+    if (views[3].len / 8 != n_ops || views[4].len / 8 != n_ops) {
+        release_all(views, COUNT);
+        PyErr_SetString(PyExc_ValueError, "launched_steps: array lengths disagree");
+        return NULL;
+    }
+    int64_t *step = views[0].buf;
+    const int64_t *call = views[1].buf, *start = views[3].buf, *end = views[4].buf;
+    const char *call_start = views[2].buf;
+    Py_ssize_t call_size = sizes[2], written = 0;
+    int bad = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t o = 0; o < n_ops; o++) {
+        int64_t c = call[o];
+        if (c < 0) {
+            continue;
+        }
+        if (c >= n_calls || start[o] < 0 || start[o] >= n || end[o] < 0 || end[o] >= n) {
+            bad = 1;
+            break;
+        }
+        int64_t p = call_size == 4 ? (int64_t)((const int32_t *)call_start)[c] : ((const int64_t *)call_start)[c];
+        if (p < 0 || p >= n) {
+            bad = 1;
+            break;
+        }
+        step[start[o]] = step[end[o]] = step[p];
+        written++;
+    }
+    Py_END_ALLOW_THREADS
+    release_all(views, COUNT);
+    if (bad) {
+        PyErr_SetString(PyExc_ValueError, "launched_steps: an index out of range");
+        return NULL;
+    }
+    return PyLong_FromSsize_t(written);
+}
+
+static PyObject *worked_step_span(PyObject *self, PyObject *args) {
+    (void)self;
+    enum { COUNT = 2 };
+    PyObject *objs[COUNT];
+    Py_buffer views[COUNT];
+    static const char *const names[COUNT] = {"step_of", "skip"};
+    static const Py_ssize_t sizes[COUNT] = {8, 8};
+    if (PyTuple_GET_SIZE(args) != COUNT) {
+        PyErr_SetString(PyExc_TypeError, "worked_step_span: 2 arguments expected");
+        return NULL;
+    }
+    if (get_all(args, COUNT, objs, views, sizes, names, COUNT) < 0) {
+        return NULL;
+    }
+    Py_ssize_t n = views[0].len / 8, n_skip = views[1].len / 8;
+    const int64_t *step = views[0].buf, *skip = views[1].buf;
+    int64_t lowest = -1, highest = -1;
+    int unordered = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t k = 1; k < n_skip; k++) {
+        unordered |= skip[k] < skip[k - 1];
+    }
+    /* the stretches between the skipped points, each a tight min/max loop */
+    int64_t low = INT64_MAX, high = -1;
+    Py_ssize_t p = 0;
+    for (Py_ssize_t k = 0; k <= n_skip && !unordered; k++) {
+        Py_ssize_t stop = k < n_skip ? (skip[k] < 0 ? 0 : (skip[k] < n ? (Py_ssize_t)skip[k] : n)) : n;
+        for (; p < stop; p++) {
+            int64_t s = step[p];
+            if (s >= 0) {
+                low = s < low ? s : low;
+                high = s > high ? s : high;
+            }
+        }
+        if (k < n_skip && skip[k] >= p && skip[k] < n) {
+            p = (Py_ssize_t)skip[k] + 1;
+        }
+    }
+    if (high >= 0) {
+        lowest = low;
+        highest = high;
+    }
+    Py_END_ALLOW_THREADS
+    release_all(views, COUNT);
+    if (unordered) {
+        PyErr_SetString(PyExc_ValueError, "worked_step_span: skip must ascend");
+        return NULL;
+    }
+    return Py_BuildValue("(LL)", (long long)lowest, (long long)highest);
+}
+
+/* ---- idle-gap coverage of several threads at once (graph._wake_edges) -----------------------------------------
+ *
+ * thread_union_overlap(kind, own_kind, tid, pid, start, end, keys, gap_from, lo, hi, out): union_overlap for each
+ * of the threads ``keys`` (K thread keys, (pid << 32) ^ (tid & 0xFFFFFFFF) as analyses.columns.thread_key packs
+ * them), in one pass over the event rows instead of a mask and a pass per thread: a row counts for thread k where
+ * own_kind[its kind as a byte] is set, its tid is not negative and its (pid, tid) key is keys[k]. Thread k's gaps
+ * are lo/hi[gap_from[k] .. gap_from[k + 1]) (each at or after the one before); out receives each gap's covered
+ * ns. tid and pid: 4- or 8-byte integers. Returns 0, or -1 (nothing usable written) where a thread's rows do not
+ * come in start order or its gaps are out of order.
+ */
+static int64_t int_at(const char *buf, Py_ssize_t i, Py_ssize_t size) {
+    return size == 4 ? (int64_t)((const int32_t *)buf)[i] : ((const int64_t *)buf)[i];
+}
+
+static PyObject *thread_union_overlap(PyObject *self, PyObject *args) {
+    (void)self;
+    enum { COUNT = 11 };
+    PyObject *objs[COUNT];
+    Py_buffer views[COUNT];
+    static const char *const names[COUNT] = {"kind", "own_kind", "tid", "pid", "start", "end",
+                                             "keys", "gap_from", "lo", "hi",  "out"};
+    if (PyTuple_GET_SIZE(args) != COUNT) {
+        PyErr_SetString(PyExc_TypeError, "thread_union_overlap: 11 arguments expected");
+        return NULL;
+    }
+    /* tid and pid: their own item size (4 or 8), checked below */
+    Py_ssize_t sizes[COUNT] = {1, 1, 0, 0, 8, 8, 8, 8, 8, 8, 8};
+    for (int i = 2; i < 4; i++) {
+        Py_buffer probe;
+        if (PyObject_GetBuffer(PyTuple_GET_ITEM(args, i), &probe, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+            return NULL;
+        }
+        sizes[i] = probe.itemsize;
+        PyBuffer_Release(&probe);
+        if (sizes[i] != 4 && sizes[i] != 8) {
+            PyErr_Format(PyExc_TypeError, "%s: items of 4 or 8 bytes expected", names[i]);
+            return NULL;
+        }
+    }
+    if (get_all(args, COUNT, objs, views, sizes, names, COUNT - 1) < 0) {
+        return NULL;
+    }
+    Py_ssize_t n = views[0].len, k_threads = views[6].len / 8, n_gaps = views[8].len / 8;
+    if (views[1].len != 256 || views[2].len / sizes[2] != n || views[3].len / sizes[3] != n ||
+        views[4].len / 8 != n || views[5].len / 8 != n || views[7].len / 8 != k_threads + 1 ||
+        views[9].len / 8 != n_gaps || views[10].len / 8 != n_gaps) {
+        release_all(views, COUNT);
+        PyErr_SetString(PyExc_ValueError, "thread_union_overlap: array lengths disagree");
+        return NULL;
+    }
+    const signed char *kind = views[0].buf;
+    const unsigned char *own = views[1].buf;
+    const char *tid = views[2].buf, *pid = views[3].buf;
+    Py_ssize_t tid_size = sizes[2], pid_size = sizes[3];
+    const int64_t *start = views[4].buf, *end = views[5].buf, *keys = views[6].buf, *from = views[7].buf;
+    const int64_t *lo = views[8].buf, *hi = views[9].buf;
+    int64_t *out = views[10].buf;
+    int bad = 0;
+    for (Py_ssize_t k = 0; k < k_threads && !bad; k++) {
+        bad = from[k] < 0 || from[k + 1] < from[k] || from[k + 1] > n_gaps || (k == 0 && from[k] != 0);
+    }
+    bad |= k_threads > 0 && from[k_threads] != n_gaps;
+    int64_t *state = bad ? NULL : PyMem_RawCalloc((size_t)(k_threads > 0 ? k_threads : 1), 5 * sizeof(int64_t));
+    if (bad || state == NULL) {
+        release_all(views, COUNT);
+        if (bad) {
+            PyErr_SetString(PyExc_ValueError, "thread_union_overlap: bad gap offsets");
+            return NULL;
+        }
+        return PyErr_NoMemory();
+    }
+    /* per thread: open, us, ue, last_start, q (its gap cursor, from its first gap) */
+    int64_t *open = state, *us = state + k_threads, *ue = state + 2 * k_threads;
+    int64_t *last_start = state + 3 * k_threads, *q = state + 4 * k_threads;
+    int unordered = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t k = 0; k < k_threads; k++) {
+        q[k] = from[k];
+        for (Py_ssize_t i = from[k]; i < from[k + 1]; i++) {
+            out[i] = 0;
+            if (hi[i] < lo[i] || (i > from[k] && lo[i] < hi[i - 1])) {
+                unordered = 1;
+            }
+        }
+    }
+    for (Py_ssize_t r = 0; r < n && !unordered; r++) {
+        if (!own[(unsigned char)kind[r]]) {
+            continue;
+        }
+        int64_t t = int_at(tid, r, tid_size);
+        if (t < 0) {
+            continue;
+        }
+        int64_t key = (int64_t)(((uint64_t)int_at(pid, r, pid_size) << 32) ^ ((uint64_t)t & 0xFFFFFFFFu));
+        Py_ssize_t k = 0;
+        while (k < k_threads && keys[k] != key) {
+            k++;
+        }
+        if (k == k_threads) {
+            continue;
+        }
+        int64_t s = start[r], e = end[r];
+        if (open[k] && s < last_start[k]) {
+            unordered = 1;
+            break;
+        }
+        last_start[k] = s;
+        if (!open[k]) {
+            us[k] = s, ue[k] = e, open[k] = 1;
+        } else if (s > ue[k]) { /* past every end so far: the merged interval closes (touching ones join) */
+            Py_ssize_t cursor = (Py_ssize_t)q[k];
+            add_union_interval(us[k], ue[k], lo, hi, out, (Py_ssize_t)from[k + 1], &cursor);
+            q[k] = cursor;
+            us[k] = s, ue[k] = e;
+        } else if (e > ue[k]) {
+            ue[k] = e;
+        }
+    }
+    for (Py_ssize_t k = 0; k < k_threads && !unordered; k++) {
+        if (open[k]) {
+            Py_ssize_t cursor = (Py_ssize_t)q[k];
+            add_union_interval(us[k], ue[k], lo, hi, out, (Py_ssize_t)from[k + 1], &cursor);
+        }
+    }
+    Py_END_ALLOW_THREADS
+    PyMem_RawFree(state);
+    release_all(views, COUNT);
+    return PyLong_FromLong(unordered ? -1 : 0);
+}
+
 /* ---- the host calls of the graph (graph._host_calls): outermost rows per thread in time order -----------------
  *
  * host_calls(rows, thread, start, end, kind, call_of, offset, call_row, call_thread, call_start, call_end,
@@ -1009,6 +1303,15 @@ static PyMethodDef methods[] = {
     {"union_overlap", union_overlap, METH_VARARGS,
      "union_overlap(mask, start, end, lo, hi, out): how much of each gap the union of the masked rows covers; -1 "
      "where the rows or gaps are out of order."},
+    {"thread_union_overlap", thread_union_overlap, METH_VARARGS,
+     "thread_union_overlap(kind, own_kind, tid, pid, start, end, keys, gap_from, lo, hi, out): union_overlap of "
+     "several threads' own rows in one pass over the rows; returns 0, or -1 where not usable (see "
+     "tracelens/replay/_replay_solve.c)."},
+    {"launched_steps", launched_steps, METH_VARARGS,
+     "launched_steps(step_of, op_launch_call, call_start, op_start, op_end): each launched op's points take its "
+     "launch call's step, in place; returns the ops written (see tracelens/replay/_replay_solve.c)."},
+    {"worked_step_span", worked_step_span, METH_VARARGS,
+     "worked_step_span(step_of, skip): (lowest, highest) step >= 0 of the points not in skip; (-1, -1) where none."},
     {"host_calls", host_calls, METH_VARARGS,
      "host_calls(rows, thread, start, end, kind, call_of, offset, call_row, call_thread, call_start, call_end, "
      "marker_kind, n_threads): the outer host calls per thread in time order; -1 where the rows' starts do not "

@@ -68,3 +68,18 @@ def host_calls(
     marker_kind: int,
     n_threads: int,
 ) -> int: ...
+def thread_union_overlap(
+    kind: Any,
+    own_kind: Any,
+    tid: Any,
+    pid: Any,
+    start: Any,
+    end: Any,
+    keys: Any,
+    gap_from: Any,
+    lo: Any,
+    hi: Any,
+    out: Any,
+) -> int: ...
+def launched_steps(step_of: Any, op_launch_call: Any, call_start: Any, op_start: Any, op_end: Any) -> int: ...
+def worked_step_span(step_of: Any, skip: Any) -> tuple[int, int]: ...

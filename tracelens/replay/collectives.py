@@ -20,13 +20,12 @@ from __future__ import annotations
 import numpy as np
 
 from .graph import GPU_END, GPU_START, Graph
+from .joins import inner_join
 
 
 def overlap_collectives(g: Graph, is_collective: np.ndarray) -> tuple[Graph | None, int, int]:
     """(the changed graph or None when nothing changes, collectives made placeholders, event waits dropped);
     ``is_collective``: per GPU op, a collective kernel."""
-    import pandas as pd
-
     op_chain = g.chain[g.op_start]
     nxt = np.minimum(g.op_end + 1, g.size - 1)
     has_successor = (g.op_end + 1 < g.size) & (g.chain[nxt] == op_chain) & ~g.chain_first[nxt]
@@ -44,13 +43,9 @@ def overlap_collectives(g: Graph, is_collective: np.ndarray) -> tuple[Graph | No
     # each placeholder's completion sources: (its own start, its transfer), (each participant's start, the
     # transfer its collective edge carries)
     into = np.isin(g.edge_dst, ph_end) & g.edge_is_collective
-    sources = pd.DataFrame(
-        {
-            "end": np.concatenate([ph_end, g.edge_dst[into]]),
-            "src": np.concatenate([g.op_start[ph], g.edge_src[into]]),
-            "lag": np.concatenate([g.lag[ph_end], g.edge_lag[into]]),
-        }
-    )
+    source_end = np.concatenate([ph_end, g.edge_dst[into]])
+    source_src = np.concatenate([g.op_start[ph], g.edge_src[into]])
+    source_lag = np.concatenate([g.lag[ph_end], g.edge_lag[into]])
     # what waits for each placeholder's completion: the host waits on it, and the first host wait on a later op
     # of its stream (points of a stream are stored in stream order)
     waits = np.flatnonzero(g.edge_is_wait)
@@ -63,34 +58,30 @@ def overlap_collectives(g: Graph, is_collective: np.ndarray) -> tuple[Graph | No
         np.where(at_ok, w_src[np.minimum(at, w_src.size - 1)], -1) if w_src.size else np.full(ph.size, -1)
     )
     same_stream = at_ok & (g.chain[np.maximum(first_src, 0)] == g.chain[ph_end])
-    waiters = pd.DataFrame({"end": ph_end[same_stream], "w_src": first_src[same_stream]})
-    wait_edges = pd.DataFrame(
-        {
-            "w_src": g.edge_src[waits],
-            "dst": g.edge_dst[waits],
-            "w_lag": g.edge_lag[waits],
-            "w_typ": g.edge_typical[waits],
-        }
-    )
-    targets = waiters.merge(wait_edges, on="w_src")[["end", "dst", "w_lag", "w_typ"]]
-    new = sources.merge(targets, on="end")
+    # (waiter, its wait edge) per pair with the same wait source; then (source, target) per pair with the same
+    # placeholder end: the rows and the order of pandas' inner merges
+    waiter, wait = inner_join(first_src[same_stream], g.edge_src[waits])
+    target_end, target_wait = ph_end[same_stream][waiter], waits[wait]
+    source, target = inner_join(source_end, target_end)
+    new_wait = target_wait[target]
     moved = g.edge_is_wait & np.isin(g.edge_src, ph_end)  # waits on a placeholder itself: re-sourced below
     drop = drop_event | moved | into
     keep = ~drop
-    n_new = len(new)
+    n_new = source.size
     lag = g.lag.copy()
     lag[ph_end] = 0
-    new_src = new["src"].to_numpy(np.int64)
-    new_dst = new["dst"].to_numpy(np.int64)
+    new_src = source_src[source].astype(np.int64, copy=False)
+    new_dst = g.edge_dst[new_wait].astype(np.int64, copy=False)
+    new_lag = source_lag[source]
     zeros = np.zeros(n_new, bool)
     return (
         g.with_changes(
             lag=lag,
             edge_src=np.concatenate([g.edge_src[keep], new_src]),
             edge_dst=np.concatenate([g.edge_dst[keep], new_dst]),
-            edge_lag=np.concatenate([g.edge_lag[keep], (new["lag"] + new["w_lag"]).to_numpy(np.int64)]),
+            edge_lag=np.concatenate([g.edge_lag[keep], (new_lag + g.edge_lag[new_wait]).astype(np.int64)]),
             edge_typical=np.concatenate(
-                [g.edge_typical[keep], (new["lag"] + new["w_typ"]).to_numpy(np.int64)]
+                [g.edge_typical[keep], (new_lag + g.edge_typical[new_wait]).astype(np.int64)]
             ),
             edge_is_wait=np.concatenate([g.edge_is_wait[keep], np.ones(n_new, bool)]),
             edge_is_wake=np.concatenate([g.edge_is_wake[keep], zeros]),

@@ -26,7 +26,7 @@ import numpy as np
 
 from .. import intervals
 from ..values import sorted_distinct
-from .graph import GPU_END, GPU_START, NONE, Graph
+from .graph import GPU_END, GPU_START, NONE, Graph, point_index_type
 
 # The one-pass solver (_replay_solve.c), built at install time where a C compiler is there; None without it
 # (then the numpy batches solve: the same integers, slower where batches are many). Tests swap it by this name.
@@ -46,6 +46,9 @@ NATIVE_FUNCTIONS = (
     "running_at",
     "union_overlap",
     "host_calls",
+    "thread_union_overlap",
+    "launched_steps",
+    "worked_step_span",
 )
 if _replay_solve is not None and not all(hasattr(_replay_solve, name) for name in NATIVE_FUNCTIONS):
     _replay_solve = None  # type: ignore[assignment]  # pragma: no cover - a stale build
@@ -281,7 +284,8 @@ def plan_by_numpy(graph: Graph) -> Plan:
     """:func:`plan` with numpy: the path without the compiled helper, and its reference."""
     n = graph.size
     key = schedule_keys(graph)
-    order = np.argsort(key, kind="stable")  # by batch, then by point (stable)
+    # by batch, then by point (stable); point indices as int32 where they fit, as plan_natively holds them
+    order = np.argsort(key, kind="stable").astype(point_index_type(n), copy=False)
     position = np.empty(n, np.int64)
     position[order] = np.arange(n)
     e_pos = position[graph.edge_dst]
@@ -343,8 +347,9 @@ def plan_natively(graph: Graph, key: np.ndarray | None = None) -> Plan:
     n = graph.size
     if key is None:
         key = native_schedule_keys(graph)
-    order = np.empty(n, np.int64)
-    position = np.empty(n, np.int64)
+    # the order (read by every solve) and the positions as int32 where the points fit: half the bytes
+    order = np.empty(n, point_index_type(n))
+    position = np.empty(n, point_index_type(n))
     heads = np.flatnonzero(graph.chain_first)
     merged = (
         0 < heads.size <= MERGE_CHAINS
@@ -358,7 +363,7 @@ def plan_natively(graph: Graph, key: np.ndarray | None = None) -> Plan:
     elif span <= COUNTING_SPAN_PER_POINT * n + 1024:
         _replay_solve.order_by_key(key, low, span, order, position)
     else:  # keys spread wide (a cycle's rounds): a stable sort
-        order = np.argsort(key, kind="stable")
+        order = np.argsort(key, kind="stable").astype(point_index_type(n), copy=False)
         position[order] = np.arange(n)
     n_edges = graph.edge_src.size
     e_order, e_pos, e_src = (np.empty(n_edges, np.int64) for _ in range(3))

@@ -83,6 +83,7 @@ from ..trace import (
     Trace,
 )
 from ..values import dense_codes
+from .joins import cumcount, inner_join, run_heads, run_ids
 from .name_tests import names_mask
 
 NONE = -(2**62)  # "no constraint" for a time (below every real time, safe to add lags to)
@@ -103,6 +104,12 @@ IDLE_GAP_NS = 50_000  # a host thread's gap this long with
 IDLE_COVERED = 0.1  # less than this share covered by its own ops/frames was a wait for another thread
 WAKE_THREAD_LOOP = 16  # threads with idle gaps up to which each one's coverage is found on its own
 FEW_RUNS = 64  # runs (threads) up to which a segmented running max is one accumulate per run
+
+
+def point_index_type(n: int) -> type[np.signedinteger]:
+    """The integer type point indices of a graph of ``n`` points (or event rows of a table of ``n``) are held in:
+    int32 where they fit (half the bytes each pass reads), else int64."""
+    return np.int32 if n < 2**31 else np.int64
 
 
 @dataclass
@@ -752,30 +759,35 @@ def _collectives(
     """Per op, the id of the collective it takes part in (-1: none). A collective: the collective kernels with one
     name and one ordinal among that name's kernels on each device (by start), matched when every device that runs
     the name has that ordinal (a device missing it, or a single device, leaves it unmatched), and every
-    participant's end at or after every participant's start (else the devices' clocks disagree: unmatched)."""
-    import pandas as pd
-
+    participant's end at or after every participant's start (else the devices' clocks disagree: unmatched). Ids
+    number the matched collectives by (name, ordinal)."""
     out = np.full(is_collective.size, -1, np.int64)
     ops = np.flatnonzero(is_collective)
     if ops.size == 0:
         return out
-    frame = pd.DataFrame(
-        {"op": ops, "name": name[ops], "device": device[ops], "start": start[ops], "end": end[ops]}
-    )
-    frame = frame.sort_values(["name", "device", "start", "end"], kind="stable")
-    frame["ordinal"] = frame.groupby(["name", "device"]).cumcount()
-    frame["devices"] = frame.groupby("name")["device"].transform("nunique")
-    grouped = frame.groupby(["name", "ordinal"])
-    frame["count"] = grouped["device"].transform("size")
-    frame["last_start"] = grouped["start"].transform("max")
-    frame["first_end"] = grouped["end"].transform("min")
-    matched = frame[
-        (frame["devices"] >= 2)
-        & (frame["count"] == frame["devices"])
-        & (frame["first_end"] >= frame["last_start"])
-    ]
-    ids = matched.groupby(["name", "ordinal"]).ngroup().to_numpy(np.int64)
-    out[matched["op"].to_numpy(np.int64)] = ids
+    # by (name, device, start, end), ties in op order: each kernel's ordinal among its name's on its device
+    order = np.lexsort((end[ops], start[ops], device[ops], name[ops]))
+    ops = ops[order]
+    nm, dev, st, en = name[ops], device[ops], start[ops], end[ops]
+    ordinal = cumcount(nm, dev)
+    # the devices that run each name: the (name, device) runs within its run
+    devices = np.bincount(run_ids(nm), weights=run_heads(nm, dev)).astype(np.int64)[run_ids(nm)]
+    # per (name, ordinal), in that order: how many take part, the last start, the first end
+    by_pair = np.lexsort((ordinal, nm))
+    pair = np.empty(ops.size, np.int64)
+    pair[by_pair] = run_ids(nm[by_pair], ordinal[by_pair])
+    n_pairs = int(pair.max()) + 1
+    count = np.bincount(pair, minlength=n_pairs)
+    last_start = np.full(n_pairs, NONE, np.int64)
+    np.maximum.at(last_start, pair, st)
+    first_end = np.full(n_pairs, np.iinfo(np.int64).max, np.int64)
+    np.minimum.at(first_end, pair, en)
+    matched = (devices >= 2) & (count[pair] == devices) & (first_end[pair] >= last_start[pair])
+    # ids among the matched pairs only, in (name, ordinal) order (every participant of a pair matches or none)
+    pair_matched = np.zeros(n_pairs, bool)
+    pair_matched[pair[matched]] = True
+    ids = np.cumsum(pair_matched) - 1
+    out[ops[matched]] = ids[pair[matched]]
     return out
 
 
@@ -784,21 +796,19 @@ def _collective_edges(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(source op, target op, lag) per ordered pair of distinct participants of each collective: the target ends
     after the source starts by its own transfer time (its recorded end - the collective's last start)."""
-    import pandas as pd
-
     members = np.flatnonzero(collective >= 0)
     empty = np.zeros(0, np.int64)
     if members.size == 0:
         return empty, empty, empty
     members = members[np.argsort(collective[members], kind="stable")]
     group = collective[members]
-    frame = pd.DataFrame({"op": members, "group": group})
-    pairs = frame.merge(frame, on="group", suffixes=("_src", "_dst"))
-    pairs = pairs[pairs["op_src"] != pairs["op_dst"]]
-    src, dst = pairs["op_src"].to_numpy(np.int64), pairs["op_dst"].to_numpy(np.int64)
+    # every pair of one collective's participants, by source, then target, in the participants' order
+    src_at, dst_at = inner_join(group, group)
+    distinct = src_at != dst_at
+    src, dst = members[src_at[distinct]], members[dst_at[distinct]]
     last_start = np.full(int(group.max()) + 1, NONE, np.int64)
     np.maximum.at(last_start, group, start[members])
-    return src, dst, end[dst] - last_start[collective[dst]]
+    return src.astype(np.int64), dst.astype(np.int64), end[dst] - last_start[collective[dst]]
 
 
 def _segmented_max_accumulate(values: np.ndarray, head: np.ndarray) -> np.ndarray:
@@ -851,10 +861,18 @@ def _wake_edges(
     del after
     middle_prev_end = ce[middle - 1]
     covered = np.zeros(middle.size, np.int64)
-    if middle.size:
+    keys = thread_keys[call_thread[middle]]
+    waiting = np.unique(keys)
+    # a few threads with idle gaps: all their coverage in one pass over the rows by the compiled helper
+    found = (
+        _covered_natively(cols, waiting, keys, middle_prev_end, cs[middle])
+        if middle.size and waiting.size <= WAKE_THREAD_LOOP
+        else None
+    )
+    if found is not None:
+        covered = found
+    elif middle.size:
         is_own = cols.of_kind(CPU_OP, PYTHON)
-        keys = thread_keys[call_thread[middle]]
-        waiting = np.unique(keys)
         halves = _thread_key_halves(cols) if waiting.size <= WAKE_THREAD_LOOP else []
         # rows on a known thread only (tid >= 0): implied where each thread's rows are found by its tid itself (a
         # tid column whose values fit in 32 bits, compared as they are, and the threads' tids not negative)
@@ -876,6 +894,7 @@ def _wake_edges(
             )
             us, ue = intervals.merge(os_, oe)
             covered = intervals.overlap_with_union(lo, hi, us, ue)
+    if middle.size:
         idle = covered < IDLE_COVERED * (cs[middle] - middle_prev_end)
         middle, covered, middle_prev_end = middle[idle], covered[idle], middle_prev_end[idle]
     heads = np.flatnonzero(first_call)
@@ -901,6 +920,60 @@ def _wake_edges(
         (2 * candidates).astype(np.int64),
         (cs[candidates] - latest).astype(np.int64),
     )
+
+
+def _covered_natively(
+    cols: EventColumns, waiting: np.ndarray, keys: np.ndarray, lo: np.ndarray, hi: np.ndarray
+) -> np.ndarray | None:
+    """How much of each idle gap [lo, hi) (of the thread whose key is in ``keys``; ``waiting``: those keys, sorted
+    and distinct) the thread's own framework ops and Python frames (rows on a known thread) cover: for every thread
+    in one pass over the rows by the compiled helper; None where it was not built or the columns are not plain
+    integer arrays (then a mask and a pass per thread, the reference)."""
+    from .engine import native_solver  # imported here: engine imports this module
+
+    solver = native_solver()
+    pid, tid = cols.pid, cols.tid
+    if not (
+        solver is not None
+        and isinstance(pid, np.ndarray)
+        and isinstance(tid, np.ndarray)
+        and pid.dtype.kind == "i"
+        and tid.dtype.kind == "i"
+        and pid.itemsize in (4, 8)
+        and tid.itemsize in (4, 8)
+        and cols.kind.dtype == np.int8
+        and cols.start.dtype == np.int64
+        and cols.end.dtype == np.int64
+    ):
+        return None
+    own_kind = np.zeros(256, np.uint8)
+    own_kind[[_kind_code(CPU_OP), _kind_code(PYTHON)]] = 1
+    # the gaps thread by thread (the calls are in (thread, time) order: already so, the sort keeps them)
+    thread = np.searchsorted(waiting, keys)
+    order = np.argsort(thread, kind="stable")
+    gap_from = np.zeros(waiting.size + 1, np.int64)
+    np.cumsum(np.bincount(thread, minlength=waiting.size), out=gap_from[1:])
+    out = np.empty(keys.size, np.int64)
+    if (
+        solver.thread_union_overlap(  # type: ignore[attr-defined]
+            np.ascontiguousarray(cols.kind),
+            own_kind,
+            np.ascontiguousarray(tid),
+            np.ascontiguousarray(pid),
+            np.ascontiguousarray(cols.start),
+            np.ascontiguousarray(cols.end),
+            np.ascontiguousarray(waiting, np.int64),
+            gap_from,
+            np.ascontiguousarray(lo[order], np.int64),
+            np.ascontiguousarray(hi[order], np.int64),
+            out,
+        )
+        != 0
+    ):
+        return None
+    covered = np.empty(keys.size, np.int64)
+    covered[order] = out
+    return covered
 
 
 def _covered_by_rows(cols: EventColumns, rows: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:

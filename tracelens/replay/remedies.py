@@ -32,6 +32,7 @@ from .engine import Plan, plan, plan_without_edges, running_at, solve_with_span
 from .graph import HOST_END, HOST_START, Graph, build, lower_is, text_mask
 from .name_tests import names_mask
 from .occupancy_model import kernel_model
+from .steps import worked_step_span, write_launched_steps
 
 ITEM_MAX_BYTES = 64 * 1024  # a device-to-host read-back this small is a value read (sync.py's item pattern)
 # Where the trace has no graph launch to measure: the host cost of one (median cudaGraphLaunch in
@@ -83,13 +84,11 @@ class Context:
         host = 2 * g.call_start.size  # the host points come first
         step_of = np.empty(g.size, np.int64)
         step_of[host:] = -1
-        starts = windows["start"].to_numpy(np.int64)
-        limit = np.append(starts[1:], windows["end"].to_numpy(np.int64)[-1])
+        # (np.asarray: the windows' columns read alike from a pandas frame or a table of arrays)
+        starts = np.asarray(windows["start"], np.int64)
+        limit = np.append(starts[1:], np.asarray(windows["end"], np.int64)[-1])
         running_at(starts, limit + 1, g.time[:host], out=step_of[:host])
-        launched = g.op_launch_call >= 0
-        at_call = step_of[g.call_start[g.op_launch_call[launched]]]
-        step_of[g.op_start[launched]] = at_call
-        step_of[g.op_end[launched]] = at_call
+        launched = write_launched_steps(step_of, g)
         alone = np.concatenate([g.op_start[~launched], g.op_end[~launched]])
         step_of[alone] = running_at(starts, limit + 1, g.time[alone])
         return step_of
@@ -155,13 +154,10 @@ class Context:
         g = self.graph
         # a step holding nothing but its marker (the profiler stopped as it began) has no work to end: its
         # marker's time would read the host gap after the previous step's work as a period
-        worked = self.step_of >= 0
-        worked[g.call_start[g.call_is_marker]] = False  # the markers' points by index: no pass over a mask
-        worked[g.call_end[g.call_is_marker]] = False
-        last = int(np.max(self.step_of, where=worked, initial=-1))  # read in place: no copy of the steps
+        markers = np.concatenate([g.call_start[g.call_is_marker], g.call_end[g.call_is_marker]])
+        first, last = worked_step_span(self.step_of, markers)
         if last < 0:
             return None
-        first = int(np.min(self.step_of, where=worked, initial=last))
         last_points = np.flatnonzero(self.step_of == last)
         if last > first:
             return first, last, np.flatnonzero(self.step_of == first), last_points, -1, 0
@@ -171,7 +167,7 @@ class Context:
         markers = g.call_start[g.call_is_marker]
         markers = markers[self.step_of[markers] == first]
         p = markers[np.argmin(g.time[markers])] if markers.size else host_first[np.argmin(g.time[host_first])]
-        lead = g.time[p] - int(self.windows["start"].iloc[first])
+        lead = g.time[p] - int(np.asarray(self.windows["start"])[first])
         return first, last, last_points, last_points, int(p), int(lead)
 
     @cached_property
