@@ -669,8 +669,6 @@ def communication_report(trace: Trace) -> dict[str, Any]:
     The GPU ops' columns are the launch pairs' (one row per GPU op, shared with the other sections): no mask of
     the whole table, no gather of the ops' times; a device without collectives reads its unions straight from
     them (:func:`device_without_collectives`)."""
-    import pandas as pd
-
     cols = event_columns(trace)
     ops = launch_pairs(trace)
     is_kernel, devices, starts, ends = ops["is_kernel"], ops["device"], ops["start"], ops["end"]
@@ -688,7 +686,7 @@ def communication_report(trace: Trace) -> dict[str, Any]:
     else:
         is_collective, coll_types = typed
         coll = np.flatnonzero(is_collective)
-    msgs = pd.DataFrame(columns=MESSAGE_COLUMNS)
+    msgs = None  # the collectives' messages (a frame): built only where there are collectives
     # Message sizes and factors, read at collectives only: none allocated for a trace without one.
     coll_bytes = coll_factor = np.zeros(0)
     if coll.size:
@@ -749,7 +747,12 @@ def communication_report(trace: Trace) -> dict[str, Any]:
         entry.update(
             on_compute_stream_count=shared_count,
             on_compute_stream_ns=shared_ns,
-            process_groups=process_groups(msgs[mine].reset_index(drop=True), duration[mine]),
+            # (a device without collectives has no process group: no frame to build)
+            process_groups=(
+                process_groups(msgs[mine].reset_index(drop=True), duration[mine])
+                if msgs is not None and mine.any()
+                else []
+            ),
         )
         out.append({"device": int(device), **entry})
     total = sum(d["collective_count"] for d in out)

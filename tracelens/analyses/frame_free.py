@@ -88,3 +88,34 @@ def _number(value: Any) -> float:
         except ValueError:
             return math.nan
     return math.nan
+
+
+def sort_values_order(values: np.ndarray, ascending: bool = True) -> np.ndarray:
+    """The row order of ``pd.Series(values).sort_values(ascending=...)`` (and of a frame's ``sort_values`` by one
+    column): pandas' ``nargsort`` step by step, quicksort included, so that ties come out in the same order;
+    missing values last."""
+    values = np.asarray(values)
+    missing = is_missing(values)
+    index = np.arange(values.size)
+    present, present_index = values[~missing], index[~missing]
+    if not ascending:
+        present, present_index = present[::-1], present_index[::-1]
+    order = present_index[present.argsort(kind="quicksort")]
+    if not ascending:
+        order = order[::-1]
+    return np.concatenate([order, np.flatnonzero(missing)])
+
+
+def text_groups(codes: np.ndarray, texts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(each row's group, the groups' texts ascending) for rows naming ``texts[codes]``: ``groupby`` on those
+    texts with sort=True; rows whose text is missing get group -1 (dropped, as groupby drops them). The texts
+    are read once per distinct code."""
+    if codes.size == 0:
+        return np.zeros(0, np.int64), np.zeros(0, object)
+    used, at = np.unique(codes, return_inverse=True)
+    labels = np.asarray(texts, dtype=object)[used]
+    missing = is_missing(labels)
+    group_of = np.full(used.size, -1, np.int64)
+    names, inverse = np.unique(labels[~missing], return_inverse=True)
+    group_of[~missing] = inverse.reshape(-1)
+    return group_of[at.reshape(-1)], names

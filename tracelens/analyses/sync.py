@@ -32,6 +32,7 @@ from .columns import (
     thread_key,
     thread_time_positions,
 )
+from .frame_free import sort_values_order, text_groups
 from .grouping import grouped, sum_per_slot
 from .kinds import kind_mask
 from .launch import launch_pairs
@@ -100,10 +101,10 @@ def _ends(trace: Trace, calls: Table) -> np.ndarray:
 
 def _step_index(starts: np.ndarray, windows: pd.DataFrame) -> np.ndarray:
     """Index of the step containing each time (-1 when none); steps sorted by start."""
-    if windows.empty:
+    if len(windows) == 0:
         return np.full(starts.size, -1)
     return intervals.running_at(
-        windows["start"].to_numpy(np.int64), windows["end"].to_numpy(np.int64), starts
+        np.asarray(windows["start"], dtype=np.int64), np.asarray(windows["end"], dtype=np.int64), starts
     )
 
 
@@ -234,19 +235,16 @@ def _op_names_by_external_id(trace: Trace, external_ids: np.ndarray) -> list[dic
 
 
 def sync_stats(trace: Trace) -> dict[str, Any]:
-    import pandas as pd
-
     calls, thread_keys = _api_calls(trace)
     blocking = calls[calls["blocking"]]
     dur = _ends(trace, blocking) - blocking["start"]
     names = event_columns(trace).names
-    by_name = (
-        pd.DataFrame({"name": names[blocking["name"]] if len(blocking) else [], "dur": dur})
-        .groupby("name")["dur"]
-        .agg(["count", "sum"])
-        .sort_values("sum", ascending=False)
-        .head(TOP_N)
-    )
+    # groupby("name")["dur"].agg(["count", "sum"]).sort_values("sum", ascending=False).head(TOP_N)
+    group, by_name = text_groups(np.asarray(blocking["name"]), names)
+    named = group >= 0
+    name_count = np.bincount(group[named], minlength=by_name.size)
+    name_sum = sum_per_slot(group[named], dur[named].astype(np.int64), by_name.size)
+    top = sort_values_order(name_sum, ascending=False)[:TOP_N]
     steps = step_windows(trace)
     idx = _step_index(blocking["start"], steps)
     per_step_count = np.bincount(idx + 1, minlength=len(steps) + 1)[1:]
@@ -259,14 +257,13 @@ def sync_stats(trace: Trace) -> dict[str, Any]:
             "count": int(len(blocking)),
             "total_ns": int(dur.sum()),
             "by_name": [
-                {"name": n, "count": int(r["count"]), "total_ns": int(r["sum"])}
-                for n, r in by_name.iterrows()
+                {"name": by_name[i], "count": int(name_count[i]), "total_ns": int(name_sum[i])} for i in top
             ],
         },
         "per_step": [
             {"step": int(s), "count": int(c), "total_ns": int(round(t))}
             for s, c, t in zip(
-                steps["step"].to_numpy()[:STEP_LIMIT], per_step_count, per_step_ns, strict=False
+                np.asarray(steps["step"])[:STEP_LIMIT], per_step_count, per_step_ns, strict=False
             )
         ],
         "per_step_mean": (
