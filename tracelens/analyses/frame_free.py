@@ -182,3 +182,18 @@ def arrow_codes(array: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, list[Any
     codes, valid = arrow_ints(array.indices)
     codes[~valid] = -1
     return codes, array.dictionary.to_pylist()
+
+
+def arrow_bools(array: pa.Array | pa.ChunkedArray, fill: bool) -> np.ndarray:
+    """``array.fill_null(fill).to_numpy(zero_copy_only=False)`` of a boolean Arrow array."""
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    n, offset = len(array), array.offset
+    if n == 0:
+        return np.zeros(0, bool)
+    data = array.buffers()[1]
+    bits = np.unpackbits(np.frombuffer(data, np.uint8), count=offset + n, bitorder="little")[offset:]
+    out = bits.astype(bool)
+    if array.null_count:
+        out[~arrow_valid(array)] = fill
+    return out

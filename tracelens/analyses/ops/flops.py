@@ -17,6 +17,7 @@ import numpy as np
 from ... import flop_model, peaks
 from ...trace import CPU_OP, GPU_ANNOTATION, Trace
 from ..columns import device_busy, event_columns, memo, range_running_at, thread_key, thread_time_positions
+from ..frame_free import arrow_floats, group_numbers, is_missing
 from ..launch import launch_pairs
 from ..names import code_mask, names_in_use
 from . import flop_context
@@ -77,8 +78,6 @@ def _nvtx_dims_by_code(trace: Trace, nvtx: np.ndarray) -> np.ndarray:
 
 
 def _flop_ops(trace: Trace) -> FlopOps:
-    import pandas as pd
-
     cols = event_columns(trace)
     cpu = np.flatnonzero(cols.of_kind(CPU_OP))
     # emit_nvtx op ranges: their shapes are the ``sizes = [...]`` of their text (no dtypes, no flops).
@@ -89,16 +88,15 @@ def _flop_ops(trace: Trace) -> FlopOps:
     )
     if cpu.size == 0 and nvtx.size == 0:
         return _device_flop_ops(trace) or none
-    if not (trace.store.has("input_dims") or trace.store.has("flops") or pd.notna(dims_by_code).any()):
+    nvtx_dims = not is_missing(dims_by_code).all()  # pd.notna(dims_by_code).any()
+    if not (trace.store.has("input_dims") or trace.store.has("flops") or nvtx_dims):
         # no row carries either column (a Kineto trace recorded without shapes): every op's are null, no frame of
         # the 0.8M ops' nulls built to find that out
         return _device_flop_ops(trace) or none
+    import pandas as pd  # the recorded shapes' frames (a trace recorded with shapes)
+
     recorded = trace.frame(cpu, ["input_dims", "flops"])
-    if not (
-        recorded["input_dims"].notna().any()
-        or recorded["flops"].notna().any()
-        or pd.notna(dims_by_code).any()
-    ):
+    if not (recorded["input_dims"].notna().any() or recorded["flops"].notna().any() or nvtx_dims):
         return _device_flop_ops(trace) or none
     # Candidates: a formula for the op name (evaluated once per name the ops use) or a recorded flops value.
     names = op_names(trace)
@@ -209,8 +207,6 @@ def _device_flop_ops(trace: Trace) -> FlopOps | None:
     """FLOPs recorded on the device (xplane: the XLA op rows' ``flops``, where any has one, else the GPU ops'),
     one counted op per such row, classed by its HLO op and kernel names (:func:`flop_model.hlo_op_class`); the
     dtype is not recorded. None when no device row has flops."""
-    import pandas as pd
-
     if trace.store.columns.get("flops") is None:
         return None
     cols = event_columns(trace)
@@ -236,10 +232,12 @@ def _device_flop_ops(trace: Trace) -> FlopOps | None:
     own = np.where(cols.name[rows] >= 0, cols.names[cols.name[rows]], "").astype(object)
     op_text = np.where(code >= 0, names[np.maximum(code, 0)], "").astype(object)
     # Classed once per distinct (row name, op name, kernel name), not per row.
-    keys = pd.MultiIndex.from_arrays([own, op_text, kernel_name])
-    distinct = keys.unique()
-    classes = pd.Series([flop_model.hlo_op_class(f"{a} {b}", str(k)) for a, b, k in distinct], index=distinct)
-    op_class = classes.reindex(keys).to_numpy(object)
+    group = group_numbers([own, op_text, kernel_name])
+    first = np.unique(group, return_index=True)[1]  # each distinct triple's first row
+    op_class = np.array(
+        [flop_model.hlo_op_class(f"{own[i]} {op_text[i]}", str(kernel_name[i])) for i in first.tolist()],
+        dtype=object,
+    )[group]
     order = np.argsort(rows, kind="stable")
     return FlopOps(
         rows[order],
@@ -254,7 +252,7 @@ def _device_flop_ops(trace: Trace) -> FlopOps | None:
 
 def _floats(trace: Trace, rows: np.ndarray) -> np.ndarray:
     """The ``flops`` column at ``rows`` as float, NaN where null."""
-    return trace.take("flops", rows).to_numpy(zero_copy_only=False).astype(float)
+    return arrow_floats(trace.take("flops", rows))
 
 
 def _first_gpu_op_in(trace: Trace, rows: np.ndarray) -> np.ndarray:
@@ -304,8 +302,6 @@ def compute_report(trace: Trace) -> dict[str, Any]:
                            dtypes of (flops_d / peak_d), so that the ideal time is each dtype's FLOPs at its peak;
     mfu                  = flops / (span x peak_flops_per_s). Null with ``reason`` where a figure is unknown.
     """
-    import pandas as pd
-
     counted = flop_ops(trace)
     out: dict[str, Any] = {
         "flops": None,
@@ -328,6 +324,8 @@ def compute_report(trace: Trace) -> dict[str, Any]:
             else "the trace records no input shapes or flops (profile with record_shapes=True)"
         )
         return out
+    import pandas as pd  # the FLOPs by class and dtype (a trace recorded with shapes)
+
     total = float(counted.flops.sum())
     by_class = pd.Series(counted.flops).groupby(counted.op_class).sum()
     dtype = np.where(pd.isna(counted.dtype), "unknown", counted.dtype).astype(str)

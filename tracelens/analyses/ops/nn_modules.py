@@ -10,9 +10,11 @@ import numpy as np
 
 from ...trace import PYTHON, Trace, nesting_depth
 from ..columns import event_columns, memo, thread_key
+from ..frame_free import sort_order, text_groups
+from ..grouping import sum_per_slot
 from ..launch import launch_pairs
 from ..names import code_mask
-from .flops import flop_ops
+from .flops import FlopOps, flop_ops
 from .tree import TOP_OPS, thread_range_at
 
 _MODULE_PREFIX = "nn.Module: "
@@ -78,8 +80,6 @@ def by_module(trace: Trace, limit: int = TOP_OPS) -> list[dict[str, Any]] | None
     """Kernel, copy time and FLOPs by the innermost ``nn.Module`` running on the launching thread at the
     launch (self time: a parent module gets only what launches outside its children); None when the trace
     records no modules."""
-    import pandas as pd
-
     mods = modules(trace)
     if mods.rows.size == 0:
         return None
@@ -89,23 +89,42 @@ def by_module(trace: Trace, limit: int = TOP_OPS) -> list[dict[str, Any]] | None
     found = module >= 0
     duration = (pairs["end"] - pairs["start"])[matched[found]].astype(np.int64)
     kernel = pairs["is_kernel"][matched[found]]
-    frame = pd.DataFrame(
-        {
-            "path": mods.path[module[found]],
-            "kernels": kernel.astype(np.int64),
-            "gpu": np.where(kernel, duration, 0),
-            "copy": np.where(kernel, 0, duration),
-        }
-    )
-    table = frame.groupby("path")[["kernels", "gpu", "copy"]].sum()
+    gpu = np.where(kernel, duration, 0)
+    columns = {"kernels": kernel.astype(np.int64), "gpu": gpu, "copy": np.where(kernel, 0, duration)}
     counted = flop_ops(trace)
-    flops = None
-    if counted.recorded:
-        cols = event_columns(trace)
-        at = module_at(trace, cols.pid[counted.rows], cols.tid[counted.rows], cols.start[counted.rows])
-        flops = pd.Series(counted.flops[at >= 0]).groupby(mods.path[at[at >= 0]]).sum().rename_axis("path")
-        # Named index on both sides: with no launch inside a module (a CUDA-graph capture) the join keeps it.
-        table = table.join(flops.rename("flops"), how="outer").fillna(0)
+    if counted.recorded:  # FLOPs per module too: the frames' join (a trace recorded with shapes)
+        return _by_module_with_flops(trace, mods.path[module[found]], columns, counted, limit)
+    # frame.groupby("path")[["kernels", "gpu", "copy"]].sum(), then sort_values(["gpu", "path"], [False, True])
+    group, paths = text_groups(module[found], mods.path)
+    named = group >= 0
+    sums = {key: sum_per_slot(group[named], values[named], paths.size) for key, values in columns.items()}
+    top = sort_order([sums["gpu"], np.arange(paths.size)], [False, True])[:limit]  # paths ascending already
+    return [
+        {
+            "path": str(paths[i]),
+            "kernels": int(sums["kernels"][i]),
+            "gpu_ns": int(sums["gpu"][i]),
+            "copy_ns": int(sums["copy"][i]),
+            "flops": None,
+        }
+        for i in top.tolist()
+    ]
+
+
+def _by_module_with_flops(
+    trace: Trace, path: np.ndarray, columns: dict[str, np.ndarray], counted: FlopOps, limit: int
+) -> list[dict[str, Any]]:
+    """:func:`by_module`'s rows where FLOPs are counted: the modules' sums joined with their FLOPs."""
+    import pandas as pd
+
+    mods = modules(trace)
+    frame = pd.DataFrame({"path": path, **columns})
+    table = frame.groupby("path")[["kernels", "gpu", "copy"]].sum()
+    cols = event_columns(trace)
+    at = module_at(trace, cols.pid[counted.rows], cols.tid[counted.rows], cols.start[counted.rows])
+    flops = pd.Series(counted.flops[at >= 0]).groupby(mods.path[at[at >= 0]]).sum().rename_axis("path")
+    # Named index on both sides: with no launch inside a module (a CUDA-graph capture) the join keeps it.
+    table = table.join(flops.rename("flops"), how="outer").fillna(0)
     table = table.reset_index().sort_values(["gpu", "path"], ascending=[False, True]).head(limit)
     return [
         {
@@ -113,7 +132,7 @@ def by_module(trace: Trace, limit: int = TOP_OPS) -> list[dict[str, Any]] | None
             "kernels": int(r.kernels),
             "gpu_ns": int(r.gpu),
             "copy_ns": int(r.copy),
-            "flops": float(r.flops) if flops is not None else None,
+            "flops": float(r.flops),
         }
         for r in table.itertuples(index=False)
     ]

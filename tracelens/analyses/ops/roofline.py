@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from ... import gpu_specs
 from ...trace import Trace
 from ..columns import device_busy
+from .sums import OpValues
 from .tree import op_names
-
-if TYPE_CHECKING:  # imported where a function needs it: analyze's path runs without pandas
-    import pandas as pd
 
 TOP_ROOFLINE = 10
 
@@ -20,9 +18,9 @@ TOP_ROOFLINE = 10
 def roofline(
     trace: Trace,
     compute: dict[str, Any],
-    gpu_ns: pd.Series,
-    flops: pd.Series | None,
-    nbytes: pd.Series | None,
+    gpu_ns: OpValues,
+    flops: OpValues | None,
+    nbytes: OpValues | None,
     limit: int = TOP_ROOFLINE,
 ) -> dict[str, Any] | None:
     """Each outermost op name against the roofline of its GPU: achieved FLOP/s over its attributed kernel
@@ -30,8 +28,6 @@ def roofline(
     min(peak, intensity x memory bandwidth), and the names losing the most kernel time to the gap,
     ``gpu_ns x (1 - achieved / attainable)``. None when the peak (``compute``) or the bandwidth is unknown or
     no op has FLOPs and bytes."""
-    import pandas as pd
-
     if (
         flops is None
         or nbytes is None
@@ -48,7 +44,9 @@ def roofline(
         return None
     peak = compute["peak_flops_per_s"] / len(devices)  # one device's (kernels of an op run on one)
     bandwidth = float(links.memory_bytes_per_s)
-    table = pd.DataFrame({"gpu": gpu_ns, "flops": flops, "bytes": nbytes}).dropna()
+    import pandas as pd  # (FLOPs counted: a trace recorded with shapes)
+
+    table = pd.DataFrame({"gpu": gpu_ns.series(), "flops": flops.series(), "bytes": nbytes.series()}).dropna()
     table = table[(table["gpu"] > 0) & (table["flops"] > 0) & (table["bytes"] > 0)]
     if table.empty:
         return None

@@ -584,6 +584,27 @@ def enclosing_outermost(trace: Trace, ops: np.ndarray, rows: np.ndarray) -> np.n
 UNATTRIBUTED = -2
 
 
+def recorded_launches_of(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
+    """(the op-name codes recorded on GPU ops, ascending; the launches of each one's GPU ops: distinct (device,
+    correlation id), a GPU op without a correlation id counting as one launch): :func:`recorded_launches` as
+    arrays."""
+    pairs = launch_pairs(trace)
+    recorded = recorded_op_codes(trace)
+    rec = np.flatnonzero(recorded >= 0)
+    corr = pairs["correlation_id"][rec].astype(np.int64)
+    keys = np.stack(
+        [
+            recorded[rec].astype(np.int64),
+            np.asarray(pairs["device"][rec], np.int64),
+            np.where(corr >= 0, corr, -1 - rec),
+        ],
+        axis=1,
+    )
+    distinct = np.unique(keys, axis=0) if rec.size else keys  # drop_duplicates
+    codes, launches = np.unique(distinct[:, 0], return_counts=True)  # groupby("name").size()
+    return codes, launches.astype(np.int64)
+
+
 def recorded_launches(trace: Trace) -> pd.Series:
     """Per op-name code recorded on GPU ops, the launches of its GPU ops: distinct (device, correlation id),
     a GPU op without a correlation id counting as one launch."""
