@@ -17,8 +17,6 @@ import re
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 
 from .. import intervals
 from ..event_names import strip_api_suffix
@@ -26,13 +24,12 @@ from ..trace import CPU_OP, DRIVER, GPU_SYNC, RUNTIME, Trace
 from ..values import dense_codes
 from .columns import (
     Table,
-    dictionary_codes,
     event_columns,
     step_windows,
     thread_key,
     thread_time_positions,
 )
-from .frame_free import sort_values_order, text_groups
+from .frame_free import arrow_codes, sort_values_order, text_groups
 from .grouping import grouped, sum_per_slot
 from .kinds import kind_mask
 from .launch import launch_pairs
@@ -283,14 +280,17 @@ def _gpu_waits(trace: Trace, rows: np.ndarray) -> list[dict[str, Any]]:
     if rows.size == 0:
         return []
     cols = event_columns(trace)
-    kinds = pc.fill_null(pc.cast(trace.take("sync_kind", rows), pa.string()), "unknown")
-    codes, values = dictionary_codes(kinds)  # no null left: every code >= 0, each value once
+    # the kinds as text, "unknown" where null (a cast to string and fill_null), one label per distinct text
+    codes, values = arrow_codes(trace.take("sync_kind", rows))
+    texts = [*("unknown" if v is None else str(v) for v in values), "unknown"]  # the last: code -1 (null)
+    labels = list(dict.fromkeys(texts))
+    codes = np.array([labels.index(t) for t in texts], np.int64)[codes]
     duration = cols.end[rows] - cols.start[rows]
-    count = np.bincount(codes, minlength=len(values))
-    total = sum_per_slot(codes, duration, len(values))
+    count = np.bincount(codes, minlength=len(labels))
+    total = sum_per_slot(codes, duration, len(labels))
     return [
-        {"sync_kind": values[i], "count": int(count[i]), "total_ns": int(total[i])}
-        for i in sorted(np.flatnonzero(count), key=lambda i: values[i])  # a loop over the few kinds
+        {"sync_kind": labels[i], "count": int(count[i]), "total_ns": int(total[i])}
+        for i in sorted(np.flatnonzero(count), key=lambda i: labels[i])  # a loop over the few kinds
     ]
 
 
