@@ -4,7 +4,6 @@ call it equals; tests/test_kpdb13_frame_free.py checks them against pandas on ge
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -28,8 +27,9 @@ def group_numbers(columns: Sequence[np.ndarray]) -> np.ndarray:
         return np.zeros(0 if not columns else columns[0].size, np.int64)
     key = _codes_with_missing(columns[0])
     for column in columns[1:]:
-        # renumbered after each column: the combined key stays below rows^2
-        key = first_seen_codes(key * (int(key.max()) + 1) + _codes_with_missing(column))[0].astype(np.int64)
+        # (key, code) packed as key x (codes' size) + code, renumbered after each column: below rows^2
+        code = _codes_with_missing(column)
+        key = first_seen_codes(key * (int(code.max()) + 1) + code)[0].astype(np.int64)
     if len(columns) == 1:
         key = first_seen_codes(key)[0].astype(np.int64)
     return key
@@ -68,28 +68,6 @@ def sort_order(keys: Sequence[np.ndarray], ascending: Sequence[bool]) -> np.ndar
         else:
             columns.append(key if up else -key.astype(np.int64))
     return np.lexsort(columns)
-
-
-def to_numeric(values: np.ndarray) -> np.ndarray:
-    """``pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").to_numpy(float)`` for an object array of
-    numbers, numeric strings and missing values: float64, NaN where a value is no number."""
-    out = np.empty(values.size, np.float64)
-    for i, value in enumerate(values.tolist()):  # message fields of the collectives: few rows
-        out[i] = _number(value)
-    return out
-
-
-def _number(value: Any) -> float:
-    if value is None or isinstance(value, bool):
-        return math.nan if value is None else float(value)
-    if isinstance(value, (int, float, np.integer, np.floating)):
-        return float(value)
-    if isinstance(value, str):
-        try:
-            return float(value)
-        except ValueError:
-            return math.nan
-    return math.nan
 
 
 def sort_values_order(values: np.ndarray, ascending: bool = True) -> np.ndarray:
