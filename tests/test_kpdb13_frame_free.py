@@ -263,3 +263,27 @@ def test_device_items_grouping_equals_pandas(rows: list) -> None:
     grouped = grouped.reset_index().sort_values(["summed", "name"], ascending=[False, True])
     got = [(int(name[first[g]]), int(reason[first[g]]), int(np.sum(group == g)), int(summed[g])) for g in top]
     assert got == [(int(r.name), int(r.reason), int(r.count), int(r.summed)) for r in grouped.itertuples()]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 2), st.integers(0, 6)), max_size=12),
+    st.lists(st.tuples(st.integers(0, 2), st.integers(0, 6)), max_size=15),
+)
+def test_forward_match_is_merge_asof_forward(left: list, right: list) -> None:
+    # flop_context's convolution consumers: pd.merge_asof(by=..., direction="forward") on stably sorted rows,
+    # ties in time going to the first right row
+    from tracelens.analyses.ops.flop_context import forward_match
+
+    lg = np.array([g for g, _ in left], np.int64)
+    lt = np.array([t for _, t in left], np.int64)
+    rg = np.array([g for g, _ in right], np.int64)
+    rt = np.array([t for _, t in right], np.int64)
+    got = forward_match(lg, lt, rg, rt)
+    asked = pd.DataFrame({"g": lg, "t": lt, "at": np.arange(lg.size)}).sort_values("t", kind="stable")
+    rows = pd.DataFrame({"g": rg, "rt": rt, "row": np.arange(rg.size)}).sort_values("rt", kind="stable")
+    found = pd.merge_asof(asked, rows, left_on="t", right_on="rt", by="g", direction="forward")
+    expected = np.full(lg.size, -1)
+    hit = found["row"].notna().to_numpy()
+    expected[found["at"].to_numpy()[hit]] = found["row"].to_numpy()[hit].astype(np.int64)
+    assert got.tolist() == expected.tolist()
