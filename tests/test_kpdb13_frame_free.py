@@ -287,3 +287,61 @@ def test_forward_match_is_merge_asof_forward(left: list, right: list) -> None:
     hit = found["row"].notna().to_numpy()
     expected[found["at"].to_numpy()[hit]] = found["row"].to_numpy()[hit].astype(np.int64)
     assert got.tolist() == expected.tolist()
+
+
+def _process_groups_with_pandas(msgs: dict, duration: np.ndarray) -> list[dict]:
+    """communication.process_groups as it was (frames), the reference."""
+    frame = pd.DataFrame(
+        {
+            "name": msgs["process_group"],
+            "ranks": msgs["group_ranks"],
+            "group": pd.to_numeric(pd.Series(msgs["group_size"]), errors="coerce").to_numpy(float),
+            "ns": duration,
+        }
+    )
+    frame = frame[frame["name"].notna() | frame["ranks"].notna()]
+    if frame.empty:
+        return []
+    keys = ["name", "ranks", "group"]
+    table = (
+        frame.fillna({"name": "", "ranks": "", "group": -1})
+        .groupby(keys)["ns"]
+        .agg(["size", "sum"])
+        .reset_index()
+    )
+    table.columns = [*keys, "count", "time_ns"]
+    table = table.sort_values(["time_ns", "name"], ascending=[False, True])
+    return [
+        {
+            "name": r.name or None,
+            "ranks": r.ranks or None,
+            "group_size": int(r.group) if r.group >= 0 else None,
+            "count": int(r.count),
+            "time_ns": int(r.time_ns),
+        }
+        for r in table.itertuples(index=False)
+    ]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from([None, "pg0", "pg1", ""]),
+            st.sampled_from([None, "[0,1]", "[0]"]),
+            st.sampled_from([np.nan, 2.0, 4.0]),
+            st.integers(0, 5),
+        ),
+        max_size=25,
+    )
+)
+def test_process_groups_equal_the_frames(rows: list) -> None:
+    from tracelens.analyses.communication import process_groups
+
+    msgs = {
+        "process_group": np.array([r[0] for r in rows] + [None], dtype=object)[:-1],
+        "group_ranks": np.array([r[1] for r in rows] + [None], dtype=object)[:-1],
+        "group_size": np.array([r[2] for r in rows], float),
+    }
+    duration = np.array([r[3] for r in rows], np.int64)
+    assert process_groups(msgs, duration) == _process_groups_with_pandas(msgs, duration)

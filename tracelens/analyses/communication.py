@@ -44,8 +44,9 @@ import pyarrow as pa
 
 from .. import intervals
 from ..trace import ALL_KINDS, ANNOTATION, CPU_OP, GPU_ACTIVITY_KINDS, GPU_ANNOTATION, KERNEL, Trace
+from ..values import first_seen_codes
 from .columns import device_busy, event_columns, range_running_at, thread_key
-from .frame_free import arrow_codes, arrow_ints, is_missing, sort_order, text_rank
+from .frame_free import arrow_codes, arrow_floats, is_missing, sort_order, text_rank
 from .grouping import sum_per_slot
 from .launch import launch_pairs
 from .memcpy import device_kernel_union
@@ -512,14 +513,14 @@ def _external_id_ops(cols: Any, rows: np.ndarray) -> np.ndarray:
     return np.where((ext >= 0) & (ids[at] == ext), ops[first][at], -1)
 
 
-Messages = dict[
-    str, np.ndarray
-]  # MESSAGE_COLUMNS, each an object array (None: not recorded), a row per collective
+# MESSAGE_COLUMNS, a row per collective: the texts as object arrays (None: not recorded), the counts as float64
+# (NaN: not recorded; every reader takes them as floats: pd.to_numeric(...).to_numpy(float))
+Messages = dict[str, np.ndarray]
 
 
 def _message_columns(trace: Trace, rows: np.ndarray) -> Messages:
-    """The message columns at ``rows`` as object arrays, None where null (the ints as Python ints, the texts as
-    strings): ``trace.frame(rows, MESSAGE_COLUMNS).astype(object)`` without the frame."""
+    """The message columns at ``rows``: the texts as object arrays (None where null), the counts as float64 (NaN
+    where null): ``trace.frame(rows, MESSAGE_COLUMNS)`` without the frame."""
     out: Messages = {}
     for column in MESSAGE_COLUMNS:  # a loop over the seven columns
         array = trace.take(column, rows)
@@ -527,10 +528,7 @@ def _message_columns(trace: Trace, rows: np.ndarray) -> Messages:
             codes, texts = arrow_codes(array)
             out[column] = np.array([*texts, None], dtype=object)[codes]
         else:
-            values, valid = arrow_ints(array)
-            column_values = values.astype(object)
-            column_values[~valid] = None
-            out[column] = column_values
+            out[column] = arrow_floats(array)
     return out
 
 
@@ -556,33 +554,30 @@ def _messages(trace: Trace, cols: Any, rows: np.ndarray, linked: list[np.ndarray
     return own
 
 
-def _numbers(values: np.ndarray) -> np.ndarray:
-    """``pd.to_numeric(values, errors="coerce").to_numpy(float)`` of a message column (ints, None)."""
-    return np.array([np.nan if v is None else float(v) for v in values.tolist()], np.float64)
-
-
 def _message_sizes(msgs: Messages, types: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per collective (the rows of ``msgs``, from :func:`_messages`): S in bytes and the bus-bandwidth factor
     (NaN where unknown)."""
     # dtype.where(notna, "").astype(str).str.lower().map(DTYPE_BYTES): once per distinct dtype text
-    per_text = {
-        d: DTYPE_BYTES.get("" if d is None else str(d).lower(), np.nan)
-        for d in set(msgs["msg_dtype"].tolist())
-    }
-    elem = np.array([per_text[d] for d in msgs["msg_dtype"].tolist()], np.float64)
-    group = _numbers(msgs["group_size"])
-    nbytes = message_bytes(
-        types, _numbers(msgs["msg_in_elems"]), _numbers(msgs["msg_out_elems"]), elem, group
-    )
+    code, texts = first_seen_codes(msgs["msg_dtype"])
+    per_text = [DTYPE_BYTES.get(str(d).lower(), np.nan) for d in texts.tolist()]
+    elem = np.array([*per_text, DTYPE_BYTES.get("", np.nan)], np.float64)[code]  # code -1: no dtype
+    group = msgs["group_size"]
+    nbytes = message_bytes(types, msgs["msg_in_elems"], msgs["msg_out_elems"], elem, group)
     return nbytes, bus_factor(types, group)
 
 
 def _recorded_types(msgs: Messages) -> np.ndarray:
     """Per collective, the type of its recorded ``Collective name`` ("" where none, or not a collective's)."""
-    names = msgs["collective_name"]
-    per_name = {n: recorded_collective_type(str(n)) or "" for n in set(names.tolist()) if n is not None}
-    out = np.empty(names.size, dtype=object)
-    out[:] = [per_name.get(n, "") if n is not None else "" for n in names.tolist()]
+    code, names = first_seen_codes(msgs["collective_name"])
+    return np.array([*(recorded_collective_type(str(n)) or "" for n in names.tolist()), ""], dtype=object)[
+        code
+    ]
+
+
+def _none_as_empty(texts: np.ndarray) -> np.ndarray:
+    """``fillna("")`` of a text column."""
+    out = texts.copy()
+    out[is_missing(out)] = ""
     return out
 
 
@@ -594,23 +589,22 @@ def process_groups(msgs: Messages, duration: np.ndarray) -> list[dict[str, Any]]
     if not kept.any():
         return []
     # fillna({"name": "", "ranks": "", "group": -1}).groupby(["name", "ranks", "group"])["ns"].agg(size, sum):
-    # the groups sorted by their keys, then sort_values(["time_ns", "name"], ascending=[False, True])
-    group = _numbers(msgs["group_size"])[kept]
+    # the groups sorted by their keys (each key column as its rank among its sorted values), then
+    # sort_values(["time_ns", "name"], ascending=[False, True])
+    names = _none_as_empty(name[kept])
+    rankss = _none_as_empty(ranks[kept])
+    group = msgs["group_size"][kept]
     group = np.where(np.isnan(group), -1.0, group)
-    keys = list(
-        zip(
-            ["" if v is None else v for v in name[kept].tolist()],
-            ["" if v is None else v for v in ranks[kept].tolist()],
-            group.tolist(),
-            strict=True,
-        )
-    )
-    distinct = sorted(set(keys))  # a few process groups
-    number = {key: i for i, key in enumerate(distinct)}
-    slot = np.array([number[key] for key in keys], np.int64)
-    count = np.bincount(slot, minlength=len(distinct))
-    time_ns = sum_per_slot(slot, np.asarray(duration, np.int64)[kept], len(distinct))
-    order = sort_order([time_ns, text_rank(np.array([k[0] for k in distinct], dtype=object))], [False, True])
+    key = np.zeros(names.size, np.int64)
+    for column in (names, rankss, group):  # a loop over the three keys
+        distinct_values, rank = np.unique(column, return_inverse=True)
+        key = key * distinct_values.size + rank.reshape(-1)
+    keys, first, slot = np.unique(key, return_index=True, return_inverse=True)
+    slot = slot.reshape(-1)
+    count = np.bincount(slot, minlength=keys.size)
+    time_ns = sum_per_slot(slot, np.asarray(duration, np.int64)[kept], keys.size)
+    distinct = list(zip(names[first].tolist(), rankss[first].tolist(), group[first].tolist(), strict=True))
+    order = sort_order([time_ns, text_rank(names[first])], [False, True])
     return [
         {
             "name": distinct[i][0] or None,
