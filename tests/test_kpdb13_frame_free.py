@@ -345,3 +345,25 @@ def test_process_groups_equal_the_frames(rows: list) -> None:
     }
     duration = np.array([r[3] for r in rows], np.int64)
     assert process_groups(msgs, duration) == _process_groups_with_pandas(msgs, duration)
+
+
+def test_recorded_launches_of_equal_the_frames_count() -> None:
+    # ops.tree.recorded_launches_of against the frame it replaced: distinct (name, device, launch) rows per name
+    from pathlib import Path
+
+    import tracelens
+    from tracelens.analyses.launch import launch_pairs
+    from tracelens.analyses.ops.tree import recorded_launches_of, recorded_op_codes
+
+    trace = tracelens.load(Path(__file__).resolve().parent.parent / "fixtures/gpu/jax_mlp_cuda.xplane.pb")
+    pairs = launch_pairs(trace)
+    recorded = recorded_op_codes(trace)
+    rec = np.flatnonzero(recorded >= 0)
+    corr = pairs["correlation_id"][rec].astype(np.int64)
+    frame = pd.DataFrame(
+        {"name": recorded[rec], "device": pairs["device"][rec], "launch": np.where(corr >= 0, corr, -1 - rec)}
+    )
+    expected = frame.drop_duplicates().groupby("name").size()
+    codes, launches = recorded_launches_of(trace)
+    assert codes.tolist() == expected.index.tolist() and launches.tolist() == expected.tolist()
+    assert codes.size > 0

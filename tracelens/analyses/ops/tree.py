@@ -4,7 +4,7 @@ and which op runs on a thread at a time (definitions: :mod:`tracelens.analyses.o
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -24,9 +24,6 @@ from ..grouping import (
 from ..launch import launch_pairs
 from ..names import EMIT_NVTX_PATTERN
 from .kind_rows import cpu_op_rows, kind_rows, launch_threads
-
-if TYPE_CHECKING:  # imported where a function needs it: analyze's path runs without pandas
-    import pandas as pd
 
 try:  # the per-thread pass in C (optional: built at install time where a C compiler is there)
     from .. import _op_tree as _compiled
@@ -586,35 +583,15 @@ UNATTRIBUTED = -2
 
 def recorded_launches_of(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
     """(the op-name codes recorded on GPU ops, ascending; the launches of each one's GPU ops: distinct (device,
-    correlation id), a GPU op without a correlation id counting as one launch): :func:`recorded_launches` as
-    arrays."""
+    correlation id), a GPU op without a correlation id counting as one launch)."""
     pairs = launch_pairs(trace)
     recorded = recorded_op_codes(trace)
     rec = np.flatnonzero(recorded >= 0)
     corr = pairs["correlation_id"][rec].astype(np.int64)
+    launch = np.where(corr >= 0, corr, -1 - rec)
     keys = np.stack(
-        [
-            recorded[rec].astype(np.int64),
-            np.asarray(pairs["device"][rec], np.int64),
-            np.where(corr >= 0, corr, -1 - rec),
-        ],
-        axis=1,
+        [recorded[rec].astype(np.int64), np.asarray(pairs["device"][rec], np.int64), launch], axis=1
     )
     distinct = np.unique(keys, axis=0) if rec.size else keys  # drop_duplicates
     codes, launches = np.unique(distinct[:, 0], return_counts=True)  # groupby("name").size()
     return codes, launches.astype(np.int64)
-
-
-def recorded_launches(trace: Trace) -> pd.Series:
-    """Per op-name code recorded on GPU ops, the launches of its GPU ops: distinct (device, correlation id),
-    a GPU op without a correlation id counting as one launch."""
-    import pandas as pd
-
-    pairs = launch_pairs(trace)
-    recorded = recorded_op_codes(trace)
-    rec = np.flatnonzero(recorded >= 0)
-    corr = pairs["correlation_id"][rec].astype(np.int64)
-    frame = pd.DataFrame(
-        {"name": recorded[rec], "device": pairs["device"][rec], "launch": np.where(corr >= 0, corr, -1 - rec)}
-    )
-    return frame.drop_duplicates().groupby("name").size()
