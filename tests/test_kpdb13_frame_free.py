@@ -367,3 +367,22 @@ def test_recorded_launches_of_equal_the_frames_count() -> None:
     codes, launches = recorded_launches_of(trace)
     assert codes.tolist() == expected.index.tolist() and launches.tolist() == expected.tolist()
     assert codes.size > 0
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.sampled_from(["a", "b", "c", None]), max_size=6),
+    st.lists(st.sampled_from(["a", "b", "d", "e"]), max_size=8),
+)
+def test_codes_of_is_the_index_lookup(names: list, texts: list) -> None:
+    # ops.tree._codes_of against pd.Index.get_indexer, as it was written with pandas
+    from tracelens.analyses.ops.tree import _codes_of
+
+    array = np.array([*names, None], dtype=object)[:-1]
+    index, wanted = pd.Index(array), pd.Index(texts, dtype=object)
+    existing = index.get_indexer(wanted) if index.is_unique else np.full(len(wanted), -1)
+    new = pd.Index(wanted[existing < 0].unique())
+    expected = np.where(existing >= 0, existing, len(array) + new.get_indexer(wanted))
+    target, extended = _codes_of(array, texts)
+    assert target.tolist() == expected.astype(np.int64).tolist()
+    assert extended.tolist() == [*names, *new.tolist()]

@@ -13,6 +13,7 @@ from ...trace import ALL_KINDS, ANNOTATION, GPU_ACTIVITY_KINDS, Trace
 from ..blocks import BLOCK_ROWS
 from ..coded import CodedInts
 from ..columns import dictionary_codes, event_columns, memo, range_running_at, thread_key
+from ..frame_free import is_missing
 from ..grouping import (
     FEW_TIMES_PER_RANGE,
     KEY_SAMPLE,
@@ -105,15 +106,17 @@ def _annotation_names(cols: Any, size: int) -> tuple[np.ndarray, bool]:
 
 def _codes_of(names: np.ndarray, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
     """Each text's code among ``names`` where it is there already, else a new code after them; and the names
-    with the new texts appended."""
-    import pandas as pd
-
-    wanted = pd.Index(texts)
-    index = pd.Index(names)
-    existing = index.get_indexer(wanted) if index.is_unique else np.full(len(wanted), -1)
-    new = pd.Index(wanted[existing < 0].unique())
-    target = np.where(existing >= 0, existing, len(names) + new.get_indexer(wanted))
-    return target.astype(np.int64), np.r_[names, np.asarray(new, dtype=object)]
+    with the new texts appended (``pd.Index(names).get_indexer(texts)`` by a dict)."""
+    listed = names.tolist()
+    position = dict(zip(listed, range(len(listed)), strict=True))
+    if (
+        len(position) < len(listed) or int(is_missing(names).sum()) > 1
+    ):  # not unique: no text is there already
+        position = {}
+    new = {text: None for text in texts if text not in position}  # first appearance order
+    new_at = {text: len(listed) + at for at, text in enumerate(new)}
+    target = np.array([position[t] if t in position else new_at[t] for t in texts], np.int64)
+    return target, np.r_[names, np.array([*new, None], dtype=object)[:-1]]
 
 
 def gpu_rows(trace: Trace) -> np.ndarray:
