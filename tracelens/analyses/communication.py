@@ -37,19 +37,20 @@ Over 600 lines, one module on purpose: the typing, message and breakdown steps s
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from .. import intervals
 from ..trace import ALL_KINDS, ANNOTATION, CPU_OP, GPU_ACTIVITY_KINDS, GPU_ANNOTATION, KERNEL, Trace
+from ..values import first_seen_codes
 from .columns import device_busy, event_columns, range_running_at, thread_key
+from .frame_free import arrow_codes, arrow_floats, is_missing, sort_order, text_rank
+from .grouping import sum_per_slot
 from .launch import launch_pairs
 from .memcpy import device_kernel_union
 from .names import code_map, code_mask, is_collective_kernel, names_in_use
-
-if TYPE_CHECKING:  # imported where a function needs it: analyze's path runs without pandas
-    import pandas as pd
 
 # Collective types, in report order. NCCL kernel names carry the type in CamelCase after the prefix; XLA op
 # names in kebab-case.
@@ -477,7 +478,8 @@ def nccl_ranges_of(trace: Trace, cols: Any, rows: np.ndarray) -> tuple[np.ndarra
     )
     if not named.size:
         return none
-    domain = trace.frame(named, ["domain"])["domain"].astype(object).to_numpy()
+    domain_code, domains = arrow_codes(trace.take("domain", named))
+    domain = np.array([*domains, None], dtype=object)[domain_code]
     ranges = named[domain == NCCL_DOMAIN]
     pairs = launch_pairs(trace)
     at = np.searchsorted(
@@ -511,91 +513,107 @@ def _external_id_ops(cols: Any, rows: np.ndarray) -> np.ndarray:
     return np.where((ext >= 0) & (ids[at] == ext), ops[first][at], -1)
 
 
-def _messages(trace: Trace, cols: Any, rows: np.ndarray, linked: list[np.ndarray]) -> pd.DataFrame:
+# MESSAGE_COLUMNS, a row per collective: the texts as object arrays (None: not recorded), the counts as float64
+# (NaN: not recorded; every reader takes them as floats: pd.to_numeric(...).to_numpy(float))
+Messages = dict[str, np.ndarray]
+
+
+def _message_columns(trace: Trace, rows: np.ndarray) -> Messages:
+    """The message columns at ``rows``: the texts as object arrays (None where null), the counts as float64 (NaN
+    where null): ``trace.frame(rows, MESSAGE_COLUMNS)`` without the frame."""
+    out: Messages = {}
+    for column in MESSAGE_COLUMNS:  # a loop over the seven columns
+        array = trace.take(column, rows)
+        if pa.types.is_dictionary(array.type):
+            codes, texts = arrow_codes(array)
+            out[column] = np.array([*texts, None], dtype=object)[codes]
+        else:
+            out[column] = arrow_floats(array)
+    return out
+
+
+def _messages(trace: Trace, cols: Any, rows: np.ndarray, linked: list[np.ndarray]) -> Messages:
     """The message columns of the collective ``rows`` (indices), positionally. A row without a message takes
     the one of its first ``linked`` row (arrays of row indices, -1 for none, tried in order) that has one."""
-    import pandas as pd
-
-    own = trace.frame(rows, MESSAGE_COLUMNS).reset_index(drop=True).astype(object)
+    own = _message_columns(trace, rows)
     for link in linked:  # a loop over the few sources (framework op, NVTX range)
         missing = (
-            (own["msg_in_elems"].isna() & own["msg_out_elems"].isna()) | own["collective_name"].isna()
-        ).to_numpy() & (link >= 0)
+            (is_missing(own["msg_in_elems"]) & is_missing(own["msg_out_elems"]))
+            | is_missing(own["collective_name"])
+        ) & (link >= 0)
         if not missing.any():
             continue
-        other = trace.frame(link[missing], MESSAGE_COLUMNS).reset_index(drop=True).astype(object)
+        other = _message_columns(trace, link[missing])
         at = np.flatnonzero(missing)
-        for column in MESSAGE_COLUMNS:  # a loop over four columns
-            values = np.array(own[column].to_numpy(), dtype=object)  # a writable copy
-            fill = other[column].to_numpy()
-            take = pd.isna(values[at])
+        for column in MESSAGE_COLUMNS:  # a loop over the columns
+            values = own[column].copy()
+            fill = other[column]
+            take = is_missing(values[at])
             values[at[take]] = fill[take]
             own[column] = values
     return own
 
 
-def _message_sizes(msgs: pd.DataFrame, types: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _message_sizes(msgs: Messages, types: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per collective (the rows of ``msgs``, from :func:`_messages`): S in bytes and the bus-bandwidth factor
     (NaN where unknown)."""
-    import pandas as pd
-
-    dtype = msgs["msg_dtype"]
-    elem = dtype.where(dtype.notna(), "").astype(str).str.lower().map(DTYPE_BYTES).astype(float).to_numpy()
-    group = pd.to_numeric(msgs["group_size"], errors="coerce").to_numpy(float)
-    nbytes = message_bytes(
-        types,
-        pd.to_numeric(msgs["msg_in_elems"], errors="coerce").to_numpy(float),
-        pd.to_numeric(msgs["msg_out_elems"], errors="coerce").to_numpy(float),
-        elem,
-        group,
-    )
+    # dtype.where(notna, "").astype(str).str.lower().map(DTYPE_BYTES): once per distinct dtype text
+    code, texts = first_seen_codes(msgs["msg_dtype"])
+    per_text = [DTYPE_BYTES.get(str(d).lower(), np.nan) for d in texts.tolist()]
+    elem = np.array([*per_text, DTYPE_BYTES.get("", np.nan)], np.float64)[code]  # code -1: no dtype
+    group = msgs["group_size"]
+    nbytes = message_bytes(types, msgs["msg_in_elems"], msgs["msg_out_elems"], elem, group)
     return nbytes, bus_factor(types, group)
 
 
-def _recorded_types(msgs: pd.DataFrame) -> np.ndarray:
+def _recorded_types(msgs: Messages) -> np.ndarray:
     """Per collective, the type of its recorded ``Collective name`` ("" where none, or not a collective's)."""
-    import pandas as pd
-
-    names = msgs["collective_name"]
-    codes, distinct = pd.factorize(names.where(names.notna(), None), use_na_sentinel=True)
-    mapped = np.array([*(recorded_collective_type(str(n)) or "" for n in distinct), ""], dtype=object)
-    return mapped[np.where(codes >= 0, codes, len(distinct))]
+    code, names = first_seen_codes(msgs["collective_name"])
+    return np.array([*(recorded_collective_type(str(n)) or "" for n in names.tolist()), ""], dtype=object)[
+        code
+    ]
 
 
-def process_groups(msgs: pd.DataFrame, duration: np.ndarray) -> list[dict[str, Any]]:
+def _none_as_empty(texts: np.ndarray) -> np.ndarray:
+    """``fillna("")`` of a text column."""
+    out = texts.copy()
+    out[is_missing(out)] = ""
+    return out
+
+
+def process_groups(msgs: Messages, duration: np.ndarray) -> list[dict[str, Any]]:
     """The collectives by recorded process group (name, ranks, size): count and summed time, most time first;
     empty when no collective records a process group."""
-    import pandas as pd
-
-    frame = pd.DataFrame(
-        {
-            "name": msgs["process_group"].to_numpy(object),
-            "ranks": msgs["group_ranks"].to_numpy(object),
-            "group": pd.to_numeric(msgs["group_size"], errors="coerce").to_numpy(float),
-            "ns": duration,
-        }
-    )
-    frame = frame[frame["name"].notna() | frame["ranks"].notna()]
-    if frame.empty:
+    name, ranks = msgs["process_group"], msgs["group_ranks"]
+    kept = ~(is_missing(name) & is_missing(ranks))
+    if not kept.any():
         return []
-    keys = ["name", "ranks", "group"]
-    table = (
-        frame.fillna({"name": "", "ranks": "", "group": -1})
-        .groupby(keys)["ns"]
-        .agg(["size", "sum"])
-        .reset_index()
-    )
-    table.columns = [*keys, "count", "time_ns"]
-    table = table.sort_values(["time_ns", "name"], ascending=[False, True])
+    # fillna({"name": "", "ranks": "", "group": -1}).groupby(["name", "ranks", "group"])["ns"].agg(size, sum):
+    # the groups sorted by their keys (each key column as its rank among its sorted values), then
+    # sort_values(["time_ns", "name"], ascending=[False, True])
+    names = _none_as_empty(name[kept])
+    rankss = _none_as_empty(ranks[kept])
+    group = msgs["group_size"][kept]
+    group = np.where(np.isnan(group), -1.0, group)
+    key = np.zeros(names.size, np.int64)
+    for column in (names, rankss, group):  # a loop over the three keys
+        distinct_values, rank = np.unique(column, return_inverse=True)
+        key = key * distinct_values.size + rank.reshape(-1)
+    keys, first, slot = np.unique(key, return_index=True, return_inverse=True)
+    slot = slot.reshape(-1)
+    count = np.bincount(slot, minlength=keys.size)
+    time_ns = sum_per_slot(slot, np.asarray(duration, np.int64)[kept], keys.size)
+    distinct = list(zip(names[first].tolist(), rankss[first].tolist(), group[first].tolist(), strict=True))
+    order = sort_order([time_ns, text_rank(names[first])], [False, True])
     return [
         {
-            "name": r.name or None,
-            "ranks": r.ranks or None,
-            "group_size": int(r.group) if r.group >= 0 else None,
-            "count": int(r.count),
-            "time_ns": int(r.time_ns),
+            "name": distinct[i][0] or None,
+            "ranks": distinct[i][1] or None,
+            "group_size": int(distinct[i][2]) if distinct[i][2] >= 0 else None,
+            "count": int(count[i]),
+            "time_ns": int(time_ns[i]),
         }
-        for r in table.itertuples(index=False)
+        for i in order.tolist()
     ]
 
 
@@ -669,8 +687,6 @@ def communication_report(trace: Trace) -> dict[str, Any]:
     The GPU ops' columns are the launch pairs' (one row per GPU op, shared with the other sections): no mask of
     the whole table, no gather of the ops' times; a device without collectives reads its unions straight from
     them (:func:`device_without_collectives`)."""
-    import pandas as pd
-
     cols = event_columns(trace)
     ops = launch_pairs(trace)
     is_kernel, devices, starts, ends = ops["is_kernel"], ops["device"], ops["start"], ops["end"]
@@ -688,7 +704,7 @@ def communication_report(trace: Trace) -> dict[str, Any]:
     else:
         is_collective, coll_types = typed
         coll = np.flatnonzero(is_collective)
-    msgs = pd.DataFrame(columns=MESSAGE_COLUMNS)
+    msgs: Messages | None = None  # the collectives' messages: read only where there are collectives
     # Message sizes and factors, read at collectives only: none allocated for a trace without one.
     coll_bytes = coll_factor = np.zeros(0)
     if coll.size:
@@ -749,7 +765,12 @@ def communication_report(trace: Trace) -> dict[str, Any]:
         entry.update(
             on_compute_stream_count=shared_count,
             on_compute_stream_ns=shared_ns,
-            process_groups=process_groups(msgs[mine].reset_index(drop=True), duration[mine]),
+            # (a device without collectives has no process group: no frame to build)
+            process_groups=(
+                process_groups({column: values[mine] for column, values in msgs.items()}, duration[mine])
+                if msgs is not None and mine.any()
+                else []
+            ),
         )
         out.append({"device": int(device), **entry})
     total = sum(d["collective_count"] for d in out)

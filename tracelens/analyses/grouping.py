@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
-from ..values import dense_codes, distinct
+from ..values import dense_codes, distinct, first_seen_codes
 from .columns import EventColumns, thread_key
 
 # Up to this many threads, ranges are put in thread order by one comparison pass per thread instead of a code
@@ -183,13 +183,11 @@ def group_firsts(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Rows grouped by (outer, inner), each group in start order (ties in row order): (the order, whether each
     ordered row is its group's first, each ordered row's group number). Groups come in no particular order."""
-    import pandas as pd
-
     if start.size > 1 and bool((start[1:] >= start[:-1]).all()):
         # rows in start order already (host rows are): a stable sort by group alone keeps that order within each
         # group; groups numbered by hashing (few: names x threads), sorted by radix where they fit 16 bits
-        outer_code = pd.factorize(outer)[0].astype(np.int64)
-        code, uniques = pd.factorize(outer_code * (int(inner.max()) + 1) + inner)
+        outer_code = first_seen_codes(outer)[0].astype(np.int64)
+        code, uniques = first_seen_codes(outer_code * (int(inner.max()) + 1) + inner)
         order = np.argsort(code.astype(np.uint16) if uniques.size < 2**16 else code, kind="stable")
         ordered = code[order]
     else:
@@ -229,8 +227,6 @@ def group_codes(outer: np.ndarray, inner: np.ndarray) -> tuple[np.ndarray, int]:
     """(dense group number of each row's (outer, inner) pair, number of groups); numbers in no particular order.
     Pairs of ints in a small range (names x processes) are numbered through a table of the range, others by
     hashing."""
-    import pandas as pd
-
     limit = max(4 * outer.size, 1 << 16)
     inner_lo, inner_span = int(inner.min()), int(inner.max()) - int(inner.min()) + 1
     outer_lo, outer_span = int(outer.min()), int(outer.max()) - int(outer.min()) + 1
@@ -238,7 +234,7 @@ def group_codes(outer: np.ndarray, inner: np.ndarray) -> tuple[np.ndarray, int]:
         key = outer.astype(np.int64)
         key -= outer_lo
     else:
-        key = pd.factorize(outer)[0].astype(np.int64)
+        key = first_seen_codes(outer)[0].astype(np.int64)
     key *= inner_span
     key += inner
     key -= inner_lo
@@ -249,7 +245,7 @@ def group_codes(outer: np.ndarray, inner: np.ndarray) -> tuple[np.ndarray, int]:
         if number[-1] < 2**31:  # int32 numbers: the rows' codes half as wide (8.8M API calls)
             number = number.astype(np.int32)
         return number[key], int(number[-1]) + 1
-    code, uniques = pd.factorize(key)
+    code, uniques = first_seen_codes(key)
     return code.astype(np.int64), int(uniques.size)
 
 

@@ -17,7 +17,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pyarrow.compute as pc
 
 from .. import intervals
 from ..gpu_specs import device_links
@@ -25,6 +24,7 @@ from ..trace import ALL_KINDS, DRIVER, MEMCPY, RUNTIME, Trace
 from ..values import is_member, sorted_distinct
 from .blocks import rows_of_kind_at
 from .columns import device_busy, event_columns, memo
+from .frame_free import arrow_codes, arrow_floats, arrow_ints
 from .launch import launch_pairs
 from .names import code_map, is_graph_launch, is_sync_copy
 
@@ -61,19 +61,47 @@ def _host_memory(src: pd.Series, dst: pd.Series) -> np.ndarray:
 
 
 def _host_memory_codes(src: pd.Series, dst: pd.Series) -> np.ndarray:
-    """:func:`_host_memory` as positions in MEMORY_CLASSES (int8)."""
+    """:func:`_host_memory` as positions in MEMORY_CLASSES (int8), of two frame columns."""
     import pandas as pd
 
-    # Classified once per distinct (source, destination) pair: a million copies have a handful.
     s_code, s_values = pd.factorize(src, use_na_sentinel=True)
     d_code, d_values = pd.factorize(dst, use_na_sentinel=True)
+    return host_memory_codes(s_code, list(s_values), d_code, list(d_values))
+
+
+def host_memory_codes(
+    s_code: np.ndarray, s_values: list[Any], d_code: np.ndarray, d_values: list[Any]
+) -> np.ndarray:
+    """:func:`_host_memory` as positions in MEMORY_CLASSES (int8), of the source and destination kinds as codes
+    (-1: null) into their distinct values."""
+    # Classified once per distinct (source, destination) pair: a million copies have a handful.
     pair = (s_code.astype(np.int64) + 1) * (len(d_values) + 1) + (d_code + 1)
     pairs, inverse = _distinct_small(pair, (len(s_values) + 1) * (len(d_values) + 1))
-    s_of = np.r_[None, np.asarray(s_values, dtype=object)][pairs // (len(d_values) + 1)]
-    d_of = np.r_[None, np.asarray(d_values, dtype=object)][pairs % (len(d_values) + 1)]
-    classes = _host_memory_of(pd.Series(s_of, dtype=object), pd.Series(d_of, dtype=object))
-    codes = np.array([MEMORY_CLASSES.index(c) for c in classes], np.int8)  # one per distinct pair
+    s_of = [None, *s_values]
+    d_of = [None, *d_values]
+    codes = np.array(
+        [
+            MEMORY_CLASSES.index(_memory_class(s_of[p // (len(d_values) + 1)], d_of[p % (len(d_values) + 1)]))
+            for p in pairs.tolist()  # a loop over the distinct pairs
+        ],
+        np.int8,
+    )
     return codes[inverse.reshape(-1)]
+
+
+def _memory_class(src: Any, dst: Any) -> str:
+    """:func:`_host_memory_of` of one pair (``astype("string").fillna("").str.lower()`` of each side)."""
+    s = "" if src is None else str(src).lower()
+    d = "" if dst is None else str(dst).lower()
+    if "pageable" in (s, d):
+        return PAGEABLE
+    if "pinned" in (s, d):
+        return PINNED
+    if "managed" in (s, d):
+        return MANAGED
+    if s in ("device", "array") and d in ("device", "array"):
+        return DEVICE_ONLY
+    return UNKNOWN
 
 
 def _distinct_small(values: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
@@ -115,7 +143,15 @@ def _launch_mode(trace: Trace, copies: pd.DataFrame) -> np.ndarray:
     The call is the host row with the same correlation_id (and pid when both sides know it); duplicate host
     rows for one correlation id (nsys backtrace rows) are collapsed first.
     """
-    return np.array(LAUNCH_MODES, dtype=object)[_launch_mode_codes(trace, copies)]
+    pid, corr = copies["pid"], copies["correlation_id"]
+    codes = launch_mode_codes(
+        trace,
+        pid.fillna(0).to_numpy(np.int64),
+        pid.notna().to_numpy(bool),
+        corr.fillna(0).to_numpy(np.int64),
+        corr.notna().to_numpy(bool),
+    )
+    return np.array(LAUNCH_MODES, dtype=object)[codes]
 
 
 # A table of every id between the smallest and the largest wanted one replaces the binary search where it has at
@@ -186,125 +222,150 @@ def api_correlation(trace: Trace) -> np.ndarray:
     return memo(trace, "api_correlation", compute)
 
 
-def _launch_mode_codes(trace: Trace, copies: pd.DataFrame) -> np.ndarray:
-    """:func:`_launch_mode` as positions in LAUNCH_MODES (int8)."""
-    import pandas as pd
-
-    out = np.full(len(copies), LAUNCH_MODES.index(UNKNOWN), dtype=np.int8)
-    corr = copies["correlation_id"]
-    if not corr.notna().any():
+def launch_mode_codes(
+    trace: Trace, pid: np.ndarray, has_pid: np.ndarray, corr: np.ndarray, has_corr: np.ndarray
+) -> np.ndarray:
+    """:func:`_launch_mode` as positions in LAUNCH_MODES (int8), of the copies' pids and correlation ids (int64,
+    with whether each is set)."""
+    unknown = LAUNCH_MODES.index(UNKNOWN)
+    out = np.full(corr.size, unknown, dtype=np.int8)
+    if not has_corr.any():
         return out
     cols = event_columns(trace)
     call_corr = api_correlation(trace)
     # Only the calls that launched a copy: a training trace has millions of other calls. Their rows are found
     # at their positions among the calls, a block of the table at a time (no row array of every call).
-    launched = np.flatnonzero(member_ids(call_corr, corr.dropna().to_numpy(np.int64)))
+    launched = np.flatnonzero(member_ids(call_corr, corr[has_corr]))
     calls = rows_of_kind_at(cols.kind, _CALL_CODES, launched)
     call_corr = call_corr[launched].astype(np.int64)
     del launched
     if calls.size == 0:
         return out
-    # The joins on plain integer columns (pid 0 where unknown, with a flag; the mode as its index in MODES): the
-    # calls' names are classified once per distinct name.
-    call_pid = trace.take("pid", calls)
+    # Plain integer columns (pid 0 where unknown, with a flag; the mode as its index in MODES): the calls'
+    # names are classified once per distinct name.
+    call_pid, call_has_pid = arrow_ints(trace.take("pid", calls))
     modes = LAUNCH_MODES
-    mode = code_map(cols.name[calls], cols.names, lambda n: modes.index(_api_class(n)), modes.index(UNKNOWN))
-    host = pd.DataFrame(
-        {
-            "pid": pc.fill_null(call_pid, 0).to_numpy(zero_copy_only=False).astype(np.int64),
-            "has_pid": call_pid.is_valid().to_numpy(zero_copy_only=False),
-            "correlation_id": call_corr,
-            "mode": mode.astype(np.int8),
-        }
+    mode = code_map(cols.name[calls], cols.names, lambda n: modes.index(_api_class(n)), unknown).astype(
+        np.int8
     )
-    del calls, call_corr, call_pid, mode  # in the frame now
+    del calls
     # A copy API beats any other call on the same correlation id (driver rows under a runtime call).
     # (no reordered copy where they come in that order already: copy calls only, as in an Nsight export)
-    other_call = host["mode"].to_numpy() == modes.index(UNKNOWN)
+    other_call = mode == unknown
     if bool((other_call[1:] < other_call[:-1]).any()):
-        host = host.iloc[np.argsort(other_call, kind="stable")]
-    del other_call
-    with_pid = copies["pid"].notna().to_numpy()
-    with_corr = corr.notna().to_numpy()
-    left = pd.DataFrame(
-        {
-            "row": np.arange(len(copies)),
-            "pid": copies["pid"].fillna(0).to_numpy(np.int64),
-            # an unknown id matches no call (the calls' ids are copies' known ones)
-            "correlation_id": np.where(with_corr, corr.fillna(0).to_numpy(np.int64), np.iinfo(np.int64).min),
-        }
-    )
-    # (the frames themselves where every row is selected: no copies of a million rows)
-    has_pid = host["has_pid"].to_numpy()
-    m1 = _join_on_pid(left if with_pid.all() else left[with_pid], host if has_pid.all() else host[has_pid])
-    # Without a pid on one side, the correlation id alone decides (never across two known, different pids).
-    # (the frames of the matches 2 and 3 built only where they can match: the copies of a Kineto trace all have
-    # a pid, and so do their calls; an empty merge is ~5 ms of pandas)
-    no_pid = ~with_pid & with_corr
-    m2 = m3 = pd.DataFrame({"row": np.zeros(0, np.int64), "mode": np.zeros(0, np.int8)})
-    if no_pid.any():
-        no_pid_copies = left[no_pid].drop(columns="pid")
-        m2 = no_pid_copies.merge(
-            host.drop_duplicates(["correlation_id"])[["correlation_id", "mode"]],
-            on="correlation_id",
-            how="inner",
+        order = np.argsort(other_call, kind="stable")
+        call_pid, call_has_pid, call_corr, mode = (
+            call_pid[order],
+            call_has_pid[order],
+            call_corr[order],
+            mode[order],
         )
-    # left["row"] is each copy's position: the copies m1 matched flagged by position, not a hash of the rows
-    in_m1 = np.zeros(len(copies), bool)
-    in_m1[m1["row"].to_numpy()] = True
-    if not has_pid.all():
-        unmatched = left[with_pid & ~in_m1].drop(columns="pid")
-        pidless_host = host[~host["has_pid"]].drop_duplicates(["correlation_id"])
-        m3 = unmatched.merge(pidless_host[["correlation_id", "mode"]], on="correlation_id", how="inner")
-    for matched in (m1, m2, m3):
-        out[matched["row"].to_numpy()] = matched["mode"].to_numpy()
+    del other_call
+    # an unknown id matches no call (the calls' ids are copies' known ones)
+    corr = np.where(has_corr, corr, np.iinfo(np.int64).min)
+    row = np.arange(corr.size)
+    m1 = _join_on_pid_arrays(
+        row[has_pid],
+        pid[has_pid],
+        corr[has_pid],
+        call_pid[call_has_pid],
+        call_corr[call_has_pid],
+        mode[call_has_pid],
+    )
+    # Without a pid on one side, the correlation id alone decides (never across two known, different pids).
+    in_m1 = np.zeros(corr.size, bool)
+    in_m1[m1[0]] = True
+    out[m1[0]] = m1[1]
+    no_pid = np.flatnonzero(~has_pid & has_corr)
+    if no_pid.size:  # the first call with the copy's id
+        hit, at = _first_match(call_corr, corr[no_pid])
+        out[no_pid[hit]] = mode[at]
+    if not call_has_pid.all():  # a copy with a pid no call with its id has: the first call without a pid
+        unmatched = np.flatnonzero(has_pid & ~in_m1)
+        pidless = np.flatnonzero(~call_has_pid)
+        hit, at = _first_match(call_corr[pidless], corr[unmatched])
+        out[unmatched[hit]] = mode[pidless[at]]
     return out
 
 
+def _first_match(keys: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the positions of the ``values`` found among ``keys``, each one's first position in ``keys``): an inner
+    merge with ``keys`` deduplicated on their first occurrence."""
+    distinct, first = np.unique(keys, return_index=True)
+    if distinct.size == 0 or values.size == 0:
+        return np.zeros(0, np.intp), np.zeros(0, np.intp)
+    at = np.minimum(np.searchsorted(distinct, values), distinct.size - 1)
+    hit = np.flatnonzero(distinct[at] == values)
+    return hit, first[at[hit]]
+
+
 def _join_on_pid(copies: pd.DataFrame, calls: pd.DataFrame) -> pd.DataFrame:
-    """(row, mode) of the ``copies`` (row, pid, correlation_id) that match a call (pid, correlation_id, mode) on
-    both columns, the first such call deciding: ``copies.merge(calls.drop_duplicates([pid, correlation_id]))``,
-    by one sorted search of the pairs packed into one int64 where they fit (a training export's million copies),
-    the merge itself otherwise."""
+    """:func:`_join_on_pid_arrays` of frames: (row, mode) of the ``copies`` (row, pid, correlation_id) that match
+    a call (pid, correlation_id, mode)."""
     import pandas as pd
 
+    row, mode = _join_on_pid_arrays(
+        copies["row"].to_numpy(),
+        copies["pid"].to_numpy(np.int64),
+        copies["correlation_id"].to_numpy(np.int64),
+        calls["pid"].to_numpy(np.int64),
+        calls["correlation_id"].to_numpy(np.int64),
+        calls["mode"].to_numpy(),
+    )
+    return pd.DataFrame({"row": row, "mode": mode})
+
+
+def _join_on_pid_arrays(
+    row: np.ndarray,
+    c_pid: np.ndarray,
+    c_corr: np.ndarray,
+    h_pid: np.ndarray,
+    h_corr: np.ndarray,
+    h_mode: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(row, mode) of the copies (row, pid, correlation_id) that match a call (pid, correlation_id, mode) on
+    both columns, the first such call deciding (``copies.merge(calls.drop_duplicates([pid, correlation_id]))``),
+    by one sorted search of the pairs packed into one int64: as they are where they fit (a training export's
+    million copies), as their dense codes otherwise."""
     no_id = np.iinfo(np.int64).min  # a copy's unknown id: matches no call
-    c_corr = copies["correlation_id"].to_numpy(np.int64)
     mine = np.flatnonzero(c_corr != no_id)
-    c_pid, c_corr = copies["pid"].to_numpy(np.int64)[mine], c_corr[mine]
-    h_pid, h_corr = calls["pid"].to_numpy(np.int64), calls["correlation_id"].to_numpy(np.int64)
+    c_pid, c_corr = c_pid[mine], c_corr[mine]
     values = [a for a in (c_pid, c_corr, h_pid, h_corr) if a.size]
     width = max([int(a.max()) for a in (c_corr, h_corr) if a.size] + [0]) + 1
     pid_top = max([int(a.max()) for a in (c_pid, h_pid) if a.size] + [0])
     if min([int(a.min()) for a in values] + [0]) < 0 or (pid_top + 1) * width >= 2**62:
-        by_pid = calls.drop_duplicates(["pid", "correlation_id"])
-        return copies.merge(
-            by_pid[["pid", "correlation_id", "mode"]], on=["pid", "correlation_id"], how="inner"
-        )
+        # negative or wide ids: each column as dense codes of the two sides' values (the pairs then pack)
+        pids, pid_code = np.unique(np.concatenate([c_pid, h_pid]), return_inverse=True)
+        ids, id_code = np.unique(np.concatenate([c_corr, h_corr]), return_inverse=True)
+        c_pid, h_pid = np.split(pid_code.reshape(-1).astype(np.int64), [c_pid.size])
+        c_corr, h_corr = np.split(id_code.reshape(-1).astype(np.int64), [c_corr.size])
+        width = max(ids.size, 1)
+        del pids
     del values
     keys, first = np.unique(h_pid * width + h_corr, return_index=True)  # each pair's first call
     if keys.size == 0:
-        return pd.DataFrame({"row": np.zeros(0, np.int64), "mode": np.zeros(0, np.int8)})
+        return np.zeros(0, np.int64), np.zeros(0, np.int8)
     copy_key = c_pid * width + c_corr
     del c_pid, c_corr
     at = np.minimum(intervals.search_sorted(keys, copy_key), keys.size - 1)
     hit = np.flatnonzero(keys[at] == copy_key)
-    return pd.DataFrame(
-        {"row": copies["row"].to_numpy()[mine[hit]], "mode": calls["mode"].to_numpy()[first[at[hit]]]}
-    )
+    return row[mine[hit]], h_mode[first[at[hit]]]
 
 
 def _kind_codes(column: pd.Series) -> tuple[list[str], np.ndarray]:
-    """The copy kinds as (distinct labels, each copy's position among them): a null kind is UNKNOWN; the labels
-    are the column's values as strings (``astype("string")``), found once per distinct value."""
+    """:func:`kind_codes` of a frame column (categorical or not)."""
     import pandas as pd
 
     if isinstance(column.dtype, pd.CategoricalDtype):
-        codes, values = column.cat.codes.to_numpy(), column.cat.categories
-    else:
-        codes, values = pd.factorize(column, use_na_sentinel=True)
-    as_text = pd.Series(np.asarray(values, dtype=object), dtype=object).astype("string").fillna(UNKNOWN)
-    texts = [*as_text, UNKNOWN]
+        return kind_codes(column.cat.codes.to_numpy(), list(column.cat.categories))
+    codes, values = pd.factorize(column, use_na_sentinel=True)
+    return kind_codes(codes, list(values))
+
+
+def kind_codes(codes: np.ndarray, values: list[Any]) -> tuple[list[str], np.ndarray]:
+    """The copy kinds (codes into ``values``, -1: null) as (distinct labels, each copy's position among them): a
+    null kind is UNKNOWN; the labels are the values as strings (``astype("string")``), found once per value."""
+    texts = [*(UNKNOWN if v is None else str(v) for v in values), UNKNOWN]
     labels = list(dict.fromkeys(texts))
     lookup = np.array([labels.index(t) for t in texts], np.int16)
     return labels, lookup[codes]  # code -1 (null) picks the trailing UNKNOWN
@@ -483,30 +544,24 @@ def memcpy_report(trace: Trace) -> dict[str, Any]:
     cols = event_columns(trace)
     copy_rows = np.flatnonzero(cols.kind == ALL_KINDS.index(MEMCPY))
     copy_rows = copy_rows[cols.device[copy_rows] >= 0]
-    # The times and devices from the shared columns (set on every GPU op); the others, nullable, as pandas.
-    copies = trace.frame(
-        copy_rows,
-        [
-            "pid",
-            "correlation_id",
-            "bytes",
-            "copy_kind",
-            "src_kind",
-            "dst_kind",
-        ],
-    )
+    # The times and devices from the shared columns (set on every GPU op); the others, nullable, read from their
+    # Arrow buffers (no frame: analyze runs without pandas).
+    pid, has_pid = arrow_ints(trace.take("pid", copy_rows))
+    corr, has_corr = arrow_ints(trace.take("correlation_id", copy_rows))
     # The launch mode first, its joins the biggest step: the per-copy arrays below are not yet held then.
-    mode = _launch_mode_codes(trace, copies)
-    labels, kind_code = _kind_codes(copies["copy_kind"])
+    mode = launch_mode_codes(trace, pid, has_pid, corr, has_corr)
+    del pid, has_pid, corr, has_corr
+    labels, kind_code = kind_codes(*arrow_codes(trace.take("copy_kind", copy_rows)))
+    nbytes = arrow_floats(trace.take("bytes", copy_rows))
+    memory = host_memory_codes(
+        *arrow_codes(trace.take("src_kind", copy_rows)), *arrow_codes(trace.take("dst_kind", copy_rows))
+    )
+    copy_count = int(copy_rows.size)
     device = cols.device[copy_rows].astype(np.int64)
     starts = cols.start[copy_rows].astype(np.int64, copy=False)
     ends = cols.end[copy_rows].astype(np.int64, copy=False)
     del copy_rows
     duration = ends - starts
-    nbytes = copies["bytes"].astype("Float64").to_numpy(dtype=np.float64, na_value=np.nan)
-    memory = _host_memory_codes(copies["src_kind"], copies["dst_kind"])
-    copy_count = len(copies)
-    del copies  # read whole above: the frame's columns go before the per-device unions
     small = np.isfinite(nbytes) & (nbytes < SMALL_COPY_BYTES)
     # Each class as a mask once: the tables below count dozens of combinations over a million copies.
     is_mem = {c: memory == i for i, c in enumerate(MEMORY_CLASSES)}

@@ -17,7 +17,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..event_names import strip_api_suffix
-from ..trace import ALL_KINDS, ANNOTATION, CPU_OP, DRIVER, PYTHON, RUNTIME, STEP
+from ..trace import ALL_KINDS, ANNOTATION, CPU_OP, DRIVER, PYTHON, RUNTIME, STEP, string_array
+from .frame_free import arrow_bools
 from .kinds import kind_mask
 
 if TYPE_CHECKING:  # imported where a function needs it: analyze's path runs without pandas
@@ -304,14 +305,14 @@ _FEW_CODES = 4
 def candidate_names(names: np.ndarray) -> np.ndarray:
     """Dictionary positions of the names a predicate of this module may accept (a superset: _NAME_HINTS)."""
     try:
-        text = pa.array(names, type=pa.string())
+        text = string_array(list(names))  # (pa.array imports pandas)
     except (pa.ArrowInvalid, pa.ArrowTypeError):  # not all strings: every name is tested, as str(name)
         return np.arange(len(names))
     maybe = pc.invert(pc.string_is_ascii(text))
     for prefix in _NAME_PREFIXES:
         maybe = pc.or_(maybe, pc.starts_with(text, prefix))
     maybe = pc.or_(maybe, pc.match_substring_regex(pc.ascii_lower(text), _HINTS_PATTERN))  # one pass for all
-    return np.flatnonzero(pc.fill_null(maybe, True).to_numpy(zero_copy_only=False))  # null: tested as "None"
+    return np.flatnonzero(arrow_bools(maybe, True))  # null: tested as "None"
 
 
 def dictionary_bits(names: np.ndarray, predicates: tuple[Callable[[str], bool], ...]) -> np.ndarray:

@@ -17,6 +17,7 @@ convolution) run there on purpose, and the user's code does not choose it.
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -24,8 +25,9 @@ import numpy as np
 from ..enrich import KernelOccupancy
 from ..occupancy_calc import LIMIT_BLOCKS, LIMIT_WARPS, LIMITER_NAMES
 from ..trace import Trace
-from ..values import int_or_none
+from ..values import first_seen_codes, int_or_none
 from .columns import event_columns
+from .frame_free import group_numbers, is_missing, sort_order, text_rank
 from .grouping import sum_per_slot
 from .names import code_bits, is_collective_kernel, is_library_kernel
 
@@ -216,16 +218,14 @@ CONFIG_KEYS = ("device", "threads", "registers", "shared")
 def _name_labels(codes: np.ndarray, names: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(each launch's label code, the labels) for name codes into ``names`` (-1: null): a null name and "" are one
     label. Only the names in use are read (not a dictionary of millions of NVTX texts)."""
-    import pandas as pd
-
     in_use = np.zeros(len(names) + 1, bool)
     in_use[codes] = True  # code -1: the last slot
     used = np.flatnonzero(in_use)
     texts = np.full(used.size, None, dtype=object)  # the last slot (a null name) stays None
     named = used < len(names)
     texts[named] = np.asarray(names, dtype=object)[used[named]]
-    labels = pd.Series(texts, dtype=object).fillna("").to_numpy(dtype=object)
-    canonical, label_of = pd.factorize(labels)
+    texts[is_missing(texts)] = ""  # fillna(""): a null name is the label ""
+    canonical, label_of = first_seen_codes(texts)
     code_of = np.zeros(in_use.size, np.int64)
     code_of[used] = canonical
     return code_of[codes], np.asarray(label_of, dtype=object)
@@ -238,13 +238,10 @@ def config_groups(
     shared), numbered in order of first appearance as ``groupby(..., sort=False, dropna=False).ngroup()`` does.
     The four configuration keys are grouped once per configuration (``config``: each launch's), then the launches
     by one int64 key of (name, that group): no five-column groupby of every launch."""
-    import pandas as pd
-
-    keys = pd.DataFrame({k: per_config[k] for k in CONFIG_KEYS})
-    config_group = keys.groupby(list(CONFIG_KEYS), sort=False, dropna=False).ngroup().to_numpy(np.int64)
+    config_group = group_numbers([per_config[k] for k in CONFIG_KEYS])
     width = int(config_group.max()) + 1 if config_group.size else 1
     key = name.astype(np.int64) * width + config_group[config]
-    group = pd.factorize(key)[0]
+    group = first_seen_codes(key)[0]
     # groups numbered in order of first appearance: a group's first launch is where the running maximum rises
     # (no unbuffered minimum.at per launch)
     running = np.maximum.accumulate(group)
@@ -262,8 +259,6 @@ def _top_kernels(
     """Launch configurations (name, device, threads, registers, shared) that leave the most SM time empty,
     each launch counted as if it ran alone. ``keep``: the launches that leave some (positions ascending),
     ``lost``: what each of them leaves."""
-    import pandas as pd
-
     if keep.size == 0:
         return []
     per_config = occ.per_config
@@ -279,7 +274,11 @@ def _top_kernels(
     duration = kept_duration.astype(np.float64)
     group, first = config_groups(name, config, per_config)
     groups = first.size
-    summary = pd.DataFrame({"name": name[first], **{k: per_config[k][config[first]] for k in CONFIG_KEYS}})
+    # the groups' table as columns (one value per group), sorted below as sort_values would
+    summary: dict[str, np.ndarray] = {
+        "name": name[first],
+        **{k: per_config[k][config[first]] for k in CONFIG_KEYS},
+    }
     del name
 
     def summed(values: np.ndarray) -> np.ndarray:  # NaN (not computed) adds nothing, as pandas' sum
@@ -304,10 +303,16 @@ def _top_kernels(
     summary["shape_limited"] = ~excluded[first] & _shape_limited_config(per_config)[first_config]
     summary["shape"] = per_config["shape"][first_config]
     summary["limiter"] = per_config["limiter"][first_config]
-    summary["name"] = np.asarray(label_of, dtype=object)[summary["name"].to_numpy()]
-    summary = summary.sort_values(["lost_ns", "name"], ascending=[False, True]).head(TOP_KERNELS)
+    summary["name"] = np.asarray(label_of, dtype=object)[summary["name"]]
+    # sort_values(["lost_ns", "name"], ascending=[False, True]).head(TOP_KERNELS), as Python values (itertuples)
+    top = sort_order([summary["lost_ns"], text_rank(summary["name"])], [False, True])[:TOP_KERNELS]
+    fields = {key: column[top].tolist() for key, column in summary.items()}
+    rows = [
+        SimpleNamespace(**dict(zip(fields, values, strict=True)))
+        for values in zip(*fields.values(), strict=True)
+    ]
     out = []
-    for row in summary.itertuples(index=False):  # at most TOP_KERNELS rows
+    for row in rows:  # at most TOP_KERNELS rows
         total = row.total_ns
         out.append(
             {

@@ -46,6 +46,8 @@ import numpy as np
 from .. import intervals
 from ..trace import ALL_KINDS, ANNOTATION, CPU_OP, DRIVER, OVERHEAD, PYTHON, RUNTIME, STEP, Trace
 from .columns import DeviceBusy, device_busy, event_columns, memo, step_windows, thread_key
+from .frame_free import group_numbers, sort_order
+from .grouping import sum_per_slot
 from .kinds import kind_mask
 from .launch import launch_pairs
 from .names import (
@@ -434,8 +436,9 @@ def one_time_work(trace: Trace) -> OneTime:
         slow_first = False
         warmup_end = None
         if len(steps) >= 3:
-            durations = (steps["end"] - steps["start"]).to_numpy(np.int64)
-            step_start, step_end = int(steps["start"].iat[0]), int(steps["end"].iat[0])
+            step_starts, step_ends = np.asarray(steps["start"], np.int64), np.asarray(steps["end"], np.int64)
+            durations = step_ends - step_starts
+            step_start, step_end = int(step_starts[0]), int(step_ends[0])
             first_step_ns = int(durations[0])
             later_step_median = float(np.median(durations[1:-1]))
             slow_first = (
@@ -500,8 +503,6 @@ def device_items(
     the device's gap time inside the union of its rows (nested rows of one name count once); different groups
     can cover the same instants (an op and the call inside it).
     """
-    import pandas as pd
-
     work = one_time_work(trace)
     on_threads = thread_mask[work.rows]  # the flagged rows (few) tested, not every row
     rows, reasons = work.rows[on_threads], work.reasons[on_threads]
@@ -509,41 +510,41 @@ def device_items(
         return []
     cols = event_columns(trace)
     summed = intervals.overlap_with_union(cols.start[rows], cols.end[rows], busy.gap_starts, busy.gap_ends)
-    frame = pd.DataFrame(
-        {
-            "row": rows,
-            "name": cols.name[rows],
-            "reason": reasons,
-            "idle": summed,
-            "host": cols.end[rows] - cols.start[rows],
-            "median": work.later_median_ns(rows),
-        }
-    )
-    frame = frame[frame["idle"] > 0]
-    if frame.empty:
+    idle = np.flatnonzero(summed > 0)
+    if idle.size == 0:
         return []
-    grouped = frame.groupby(["name", "reason"], sort=False).agg(
-        count=("idle", "size"),
-        summed=("idle", "sum"),
-        host_ns=("host", "sum"),
-        later_median_ns=("median", "max"),
-    )
+    rows, reasons, summed = rows[idle], reasons[idle], summed[idle]
+    names = cols.name[rows]
+    host = (cols.end[rows] - cols.start[rows]).astype(np.int64)
+    median = work.later_median_ns(rows)
+    # groupby(["name", "reason"], sort=False).agg(count, summed, host_ns, later_median_ns=max): groups in order of
+    # first appearance
+    group = group_numbers([names, reasons])
+    groups = int(group.max()) + 1
+    first = np.unique(group, return_index=True)[1]
+    count = np.bincount(group, minlength=groups)
+    summed_by = sum_per_slot(group, summed.astype(np.int64), groups)
+    host_by = sum_per_slot(group, host, groups)
+    known = ~np.isnan(median)
+    later = np.full(groups, -np.inf)
+    np.maximum.at(later, group[known], median[known])  # max skipping NaN: NaN where the group has none
+    later[np.bincount(group[known], minlength=groups) == 0] = np.nan
     # The summed overlap bounds the union's from above: exact unions for the largest groups only.
-    grouped = grouped.reset_index().sort_values(["summed", "name"], ascending=[False, True]).head(3 * limit)
-    members = frame.groupby(["name", "reason"], sort=False)["row"]
+    # (sort_values(["summed", "name"], ascending=[False, True]).head(3 * limit))
+    top = sort_order([summed_by, names[first]], [False, True])[: 3 * limit]
     out: list[dict[str, Any]] = []
-    for r in grouped.itertuples(index=False):  # at most 3 x limit groups
-        group = members.get_group((r.name, r.reason)).to_numpy()
-        union = intervals.merge(cols.start[group], cols.end[group])
-        idle = int(intervals.overlap_with_union(*union, busy.gap_starts, busy.gap_ends).sum())
+    for g in top.tolist():  # at most 3 x limit groups
+        members = rows[group == g]
+        union = intervals.merge(cols.start[members], cols.end[members])
+        idle_ns = int(intervals.overlap_with_union(*union, busy.gap_starts, busy.gap_ends).sum())
         out.append(
             {
-                "name": str(cols.names[r.name]),
-                "reason": REASONS[r.reason],
-                "count": int(r.count),
-                "host_ns": int(r.host_ns),
-                "idle_ns": idle,
-                "later_median_ns": None if np.isnan(r.later_median_ns) else float(r.later_median_ns),
+                "name": str(cols.names[names[first[g]]]),
+                "reason": REASONS[reasons[first[g]]],
+                "count": int(count[g]),
+                "host_ns": int(host_by[g]),
+                "idle_ns": idle_ns,
+                "later_median_ns": None if np.isnan(later[g]) else float(later[g]),
             }
         )
     out.sort(key=lambda item: (-item["idle_ns"], item["name"]))

@@ -17,8 +17,6 @@ import re
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 
 from .. import intervals
 from ..event_names import strip_api_suffix
@@ -26,12 +24,12 @@ from ..trace import CPU_OP, DRIVER, GPU_SYNC, RUNTIME, Trace
 from ..values import dense_codes
 from .columns import (
     Table,
-    dictionary_codes,
     event_columns,
     step_windows,
     thread_key,
     thread_time_positions,
 )
+from .frame_free import arrow_codes, sort_values_order, text_groups
 from .grouping import grouped, sum_per_slot
 from .kinds import kind_mask
 from .launch import launch_pairs
@@ -100,10 +98,10 @@ def _ends(trace: Trace, calls: Table) -> np.ndarray:
 
 def _step_index(starts: np.ndarray, windows: pd.DataFrame) -> np.ndarray:
     """Index of the step containing each time (-1 when none); steps sorted by start."""
-    if windows.empty:
+    if len(windows) == 0:
         return np.full(starts.size, -1)
     return intervals.running_at(
-        windows["start"].to_numpy(np.int64), windows["end"].to_numpy(np.int64), starts
+        np.asarray(windows["start"], dtype=np.int64), np.asarray(windows["end"], dtype=np.int64), starts
     )
 
 
@@ -234,19 +232,16 @@ def _op_names_by_external_id(trace: Trace, external_ids: np.ndarray) -> list[dic
 
 
 def sync_stats(trace: Trace) -> dict[str, Any]:
-    import pandas as pd
-
     calls, thread_keys = _api_calls(trace)
     blocking = calls[calls["blocking"]]
     dur = _ends(trace, blocking) - blocking["start"]
     names = event_columns(trace).names
-    by_name = (
-        pd.DataFrame({"name": names[blocking["name"]] if len(blocking) else [], "dur": dur})
-        .groupby("name")["dur"]
-        .agg(["count", "sum"])
-        .sort_values("sum", ascending=False)
-        .head(TOP_N)
-    )
+    # groupby("name")["dur"].agg(["count", "sum"]).sort_values("sum", ascending=False).head(TOP_N)
+    group, by_name = text_groups(np.asarray(blocking["name"]), names)
+    named = group >= 0
+    name_count = np.bincount(group[named], minlength=by_name.size)
+    name_sum = sum_per_slot(group[named], dur[named].astype(np.int64), by_name.size)
+    top = sort_values_order(name_sum, ascending=False)[:TOP_N]
     steps = step_windows(trace)
     idx = _step_index(blocking["start"], steps)
     per_step_count = np.bincount(idx + 1, minlength=len(steps) + 1)[1:]
@@ -259,14 +254,13 @@ def sync_stats(trace: Trace) -> dict[str, Any]:
             "count": int(len(blocking)),
             "total_ns": int(dur.sum()),
             "by_name": [
-                {"name": n, "count": int(r["count"]), "total_ns": int(r["sum"])}
-                for n, r in by_name.iterrows()
+                {"name": by_name[i], "count": int(name_count[i]), "total_ns": int(name_sum[i])} for i in top
             ],
         },
         "per_step": [
             {"step": int(s), "count": int(c), "total_ns": int(round(t))}
             for s, c, t in zip(
-                steps["step"].to_numpy()[:STEP_LIMIT], per_step_count, per_step_ns, strict=False
+                np.asarray(steps["step"])[:STEP_LIMIT], per_step_count, per_step_ns, strict=False
             )
         ],
         "per_step_mean": (
@@ -286,14 +280,17 @@ def _gpu_waits(trace: Trace, rows: np.ndarray) -> list[dict[str, Any]]:
     if rows.size == 0:
         return []
     cols = event_columns(trace)
-    kinds = pc.fill_null(pc.cast(trace.take("sync_kind", rows), pa.string()), "unknown")
-    codes, values = dictionary_codes(kinds)  # no null left: every code >= 0, each value once
+    # the kinds as text, "unknown" where null (a cast to string and fill_null), one label per distinct text
+    codes, values = arrow_codes(trace.take("sync_kind", rows))
+    texts = [*("unknown" if v is None else str(v) for v in values), "unknown"]  # the last: code -1 (null)
+    labels = list(dict.fromkeys(texts))
+    codes = np.array([labels.index(t) for t in texts], np.int64)[codes]
     duration = cols.end[rows] - cols.start[rows]
-    count = np.bincount(codes, minlength=len(values))
-    total = sum_per_slot(codes, duration, len(values))
+    count = np.bincount(codes, minlength=len(labels))
+    total = sum_per_slot(codes, duration, len(labels))
     return [
-        {"sync_kind": values[i], "count": int(count[i]), "total_ns": int(total[i])}
-        for i in sorted(np.flatnonzero(count), key=lambda i: values[i])  # a loop over the few kinds
+        {"sync_kind": labels[i], "count": int(count[i]), "total_ns": int(total[i])}
+        for i in sorted(np.flatnonzero(count), key=lambda i: labels[i])  # a loop over the few kinds
     ]
 
 

@@ -30,12 +30,14 @@ This module assembles the section (``by_name``, ``by_innermost`` and the blocks 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
 
 from ...trace import Trace
 from ..columns import device_busy, event_columns
+from ..frame_free import sort_order
 from ..launch import launch_pairs
 from ..schedule import run_sections, usable_threads
 from . import roofline
@@ -51,7 +53,15 @@ from .evidence import (
 from .flops import MFU_COVERAGE, FlopOps, compute_report, flop_coverage, flop_ops
 from .nn_modules import Modules, by_module, module_at, modules
 from .roofline import TOP_ROOFLINE
-from .sums import EXACT_BITS, gpu_durations, sums_by_code, sums_by_code_in_blocks
+from .sums import (
+    EXACT_BITS,
+    CodeSums,
+    OpValues,
+    code_sums_in_blocks,
+    float_sums,
+    gpu_durations,
+    sums_by_code,
+)
 from .tree import (
     TOP_OPS,
     UNATTRIBUTED,
@@ -65,12 +75,9 @@ from .tree import (
     op_of_gpu_ops,
     outermost_op_at,
     outermost_ops,
-    recorded_launches,
+    recorded_launches_of,
     with_recorded_ops,
 )
-
-if TYPE_CHECKING:  # imported where a function needs it: analyze's path runs without pandas
-    import pandas as pd
 
 __all__ = [
     "EXACT_BITS",
@@ -108,10 +115,26 @@ __all__ = [
 ]
 
 
+def outer_join(left: CodeSums, right: CodeSums) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """``left.frame().join(right.frame(), how="outer")`` as (the codes of either, ascending; each column at them):
+    a column that lacks some code becomes float64 with NaN there, as the frame's does."""
+    index = np.union1d(left.index, right.index).astype(np.int64)
+    columns: dict[str, np.ndarray] = {}
+    for side in (left, right):  # a loop over the two sides, then their few columns
+        at = np.searchsorted(index, side.index)
+        whole = side.index.size == index.size
+        for name, values in side.columns.items():
+            if whole:
+                columns[name] = values.copy()
+            else:
+                column = np.full(index.size, np.nan)
+                column[at] = values
+                columns[name] = column
+    return index, columns
+
+
 def ops_report(trace: Trace, limit: int = TOP_OPS) -> dict[str, Any]:
     """The ``ops`` block (see the module docstring)."""
-    import pandas as pd
-
     cols = event_columns(trace)
     pairs = launch_pairs(trace)
     ops = outermost_ops(trace)
@@ -127,27 +150,39 @@ def ops_report(trace: Trace, limit: int = TOP_OPS) -> dict[str, Any]:
         k, duration = k[a], duration[a]
         return op_code[lo:hi][a], {"gpu": np.where(k, duration, 0), "copy": np.where(k, 0, duration)}
 
-    gpu = sums_by_code_in_blocks(len(pairs), gpu_block).drop(columns="size")
+    gpu = code_sums_in_blocks(len(pairs), gpu_block)
+    del gpu.columns["size"]
 
     def cpu_block(lo: int, hi: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         rows = ops[lo:hi]
         return op_name_codes(trace, rows), {"sum": cols.end[rows] - cols.start[rows]}
 
-    cpu = sums_by_code_in_blocks(ops.size, cpu_block)
+    cpu = code_sums_in_blocks(ops.size, cpu_block)
     # Names only recorded on GPU ops (no host op rows): their launches as the count, no host time.
-    table = cpu.join(gpu, how="outer")
-    gpu_only = table["size"].isna().to_numpy()
+    # (cpu.join(gpu, how="outer"): a column missing at some name becomes float64, as the frame's did)
+    index, columns = outer_join(cpu, gpu)
+    gpu_only = np.isnan(columns["size"]) if columns["size"].dtype.kind == "f" else np.zeros(index.size, bool)
     if gpu_only.any():
-        table.loc[gpu_only, "size"] = (
-            recorded_launches(trace).reindex(table.index[gpu_only]).fillna(0).to_numpy()
+        launched, launches = recorded_launches_of(trace)
+        at = np.minimum(np.searchsorted(launched, index[gpu_only]), max(launched.size - 1, 0))
+        found = launched[at] == index[gpu_only] if launched.size else np.zeros(at.size, bool)
+        columns["size"][gpu_only] = np.where(found, launches[at] if launched.size else 0, 0)
+    for values in columns.values():  # fillna(0)
+        if values.dtype.kind == "f":
+            values[np.isnan(values)] = 0
+    n_names = int(index.size)
+    # sort_values(["gpu", "sum", "name"], ascending=[False, False, True]).head(limit)
+    top = sort_order([columns["gpu"], columns["sum"], index], [False, False, True])[:limit]
+    table = [
+        SimpleNamespace(name=name, **dict(zip(columns, values, strict=True)))
+        for name, *values in zip(
+            index[top].tolist(), *(v[top].tolist() for v in columns.values()), strict=True
         )
-    table = table.fillna(0).reset_index()
-    n_names = len(table)
-    table = table.sort_values(["gpu", "sum", "name"], ascending=[False, False, True]).head(limit)
+    ]
     names = op_names(trace).names
     counted = flop_ops(trace)
-    flops_by_name: pd.Series | None = None
-    bytes_by_name: pd.Series | None = None
+    flops_by_name: OpValues | None = None
+    bytes_by_name: OpValues | None = None
     if counted.recorded:
         code: np.ndarray
         if counted.op_code is not None:  # FLOPs recorded on the device: the op of the GPU ops they cover
@@ -158,10 +193,9 @@ def ops_report(trace: Trace, limit: int = TOP_OPS) -> dict[str, Any]:
             code[outer >= 0] = op_name_codes(trace, outer[outer >= 0])
             code[outer < 0] = UNATTRIBUTED
         found = code != UNATTRIBUTED
-        flops_by_name = pd.Series(counted.flops[found]).groupby(code[found]).sum()
+        flops_by_name = float_sums(code[found], counted.flops[found])
         # An op name's bytes only where every counted op in it has a byte count (else unknown).
-        known = pd.Series(counted.bytes[found]).groupby(code[found])
-        bytes_by_name = known.sum().where(known.count() == known.size())
+        bytes_by_name = float_sums(code[found], counted.bytes[found], all_known=True)
     # A name none of whose instances holds a counted op: null (not modelled), not 0.
     rows = [
         {
@@ -170,11 +204,9 @@ def ops_report(trace: Trace, limit: int = TOP_OPS) -> dict[str, Any]:
             "gpu_ns": int(r.gpu),
             "copy_ns": int(r.copy),
             "cpu_ns": int(r.sum),
-            "flops": None
-            if flops_by_name is None or r.name not in flops_by_name.index
-            else float(flops_by_name[r.name]),
+            "flops": None if flops_by_name is None else flops_by_name.get(r.name),
         }
-        for r in table.itertuples(index=False)
+        for r in table
     ]
     return {
         "op_count": int(ops.size),
@@ -188,7 +220,9 @@ def ops_report(trace: Trace, limit: int = TOP_OPS) -> dict[str, Any]:
         "by_innermost": by_innermost(trace, limit),
         "by_module": by_module(trace, limit),
         "compute": (compute := compute_report(trace)),
-        "roofline": roofline.roofline(trace, compute, gpu["gpu"], flops_by_name, bytes_by_name),
+        "roofline": roofline.roofline(
+            trace, compute, OpValues(gpu.index, gpu.columns["gpu"]), flops_by_name, bytes_by_name
+        ),
     }
 
 
@@ -207,19 +241,27 @@ def by_innermost(trace: Trace, limit: int = TOP_OPS) -> list[dict[str, Any]]:
         columns = {"kernels": kernel.astype(np.int64), "gpu": np.where(kernel, duration, 0)}
         return code[found], {**columns, "copy": np.where(kernel, 0, duration)}
 
-    table = sums_by_code_in_blocks(len(pairs), block)
-    if table.empty:  # no GPU op with an innermost op
+    table = code_sums_in_blocks(len(pairs), block)
+    if len(table) == 0:  # no GPU op with an innermost op
         return []
-    table = table.drop(columns="size").reset_index()
-    table = table.sort_values(["gpu", "copy", "name"], ascending=[False, False, True]).head(limit)
+    columns = table.columns
+    # sort_values(["gpu", "copy", "name"], ascending=[False, False, True]).head(limit)
+    top = sort_order([columns["gpu"], columns["copy"], table.index], [False, False, True])[:limit]
+    names = op_names(trace).names
     return [
         {
-            "name": str(op_names(trace).names[r.name]) if r.name >= 0 else "",
-            "kernels": int(r.kernels),
-            "gpu_ns": int(r.gpu),
-            "copy_ns": int(r.copy),
+            "name": str(names[name]) if name >= 0 else "",
+            "kernels": int(kernels),
+            "gpu_ns": int(gpu),
+            "copy_ns": int(copy),
         }
-        for r in table.itertuples(index=False)
+        for name, kernels, gpu, copy in zip(
+            table.index[top].tolist(),
+            columns["kernels"][top].tolist(),
+            columns["gpu"][top].tolist(),
+            columns["copy"][top].tolist(),
+            strict=True,
+        )
     ]
 
 

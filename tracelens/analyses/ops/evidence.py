@@ -12,14 +12,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ...trace import ALL_KINDS, ANNOTATION, CPU_OP, DRIVER, RUNTIME, Trace
+from ...trace import ALL_KINDS, ANNOTATION, CPU_OP, DRIVER, RUNTIME, Trace, string_array
 from ...values import is_member, sorted_distinct
 from ..blocks import BLOCK_ROWS, kind_mask
 from ..columns import device_busy, event_columns, memo, thread_key
 from ..derived import held
+from ..frame_free import arrow_bools, sort_order
 from ..launch import launch_pairs
 from ..names import HOST_CATEGORY_PRIORITY, SYNC, is_blocking_sync
-from .sums import SUM_BLOCK, gpu_durations
+from .sums import SUM_BLOCK, code_sums, gpu_durations
 from .tree import (
     framework_op_rows,
     gpu_op_name_codes,
@@ -27,7 +28,7 @@ from .tree import (
     op_names,
     op_of_gpu_ops,
     outermost_op_at,
-    recorded_launches,
+    recorded_launches_of,
     thread_range_at,
 )
 
@@ -99,8 +100,8 @@ def launching_ops(trace: Trace, limit: int = TOP_EVIDENCE_OPS) -> list[dict[str,
     op = op_row[joined]
     instances = np.bincount(op_name_codes(trace, sorted_distinct(op)) + 1, minlength=len(names) + 1)
     if by_record.any():
-        launches = recorded_launches(trace)
-        instances[launches.index.to_numpy() + 1] += launches.to_numpy()
+        launched, launches = recorded_launches_of(trace)
+        instances[launched + 1] += launches
     used = np.flatnonzero(kernels)
     top = used[np.lexsort((used, -kernel_ns[used], -kernels[used]))][:limit]
     return [
@@ -158,22 +159,22 @@ def optimizer_step(trace: Trace) -> dict[str, Any] | None:
 def sync_ops(trace: Trace, limit: int = TOP_EVIDENCE_OPS) -> list[dict[str, Any]]:
     """The outermost ops inside which blocking synchronization calls run (``aten::item``, ``aten::nonzero``,
     ...), by summed wait: name, calls, wait_ns."""
-    import pandas as pd
-
     cols = event_columns(trace)
     calls = _blocking_calls(cols, held(trace, "host_categories"))
     op = outermost_op_at(trace, cols.pid[calls], cols.tid[calls], cols.start[calls])
     found = op >= 0
     if not found.any():
         return []
-    frame = pd.DataFrame(
-        {"name": op_name_codes(trace, op[found]), "ns": cols.end[calls[found]] - cols.start[calls[found]]}
-    )
-    table = frame.groupby("name")["ns"].agg(["size", "sum"]).reset_index()
-    table = table.sort_values(["sum", "name"], ascending=[False, True]).head(limit)
+    # groupby("name")["ns"].agg(["size", "sum"]).sort_values(["sum", "name"], ascending=[False, True])
+    table = code_sums(op_name_codes(trace, op[found]), ns=cols.end[calls[found]] - cols.start[calls[found]])
+    size, total = table.columns["size"], table.columns["ns"]
+    top = sort_order([total, table.index], [False, True])[:limit]
+    names = op_names(trace).names
     return [
-        {"name": str(op_names(trace).names[r.name]), "calls": int(r.size), "wait_ns": int(r.sum)}
-        for r in table.itertuples(index=False)
+        {"name": str(names[code]), "calls": int(calls_), "wait_ns": int(ns)}
+        for code, calls_, ns in zip(
+            table.index[top].tolist(), size[top].tolist(), total[top].tolist(), strict=True
+        )
     ]
 
 
@@ -290,8 +291,10 @@ def _name_matches(names: np.ndarray, pattern: re.Pattern[str]) -> np.ndarray:
     """``pattern.search`` of each dictionary name as a boolean lookup, with a last slot (False) for the null code
     -1: by Arrow's regex kernel over the dictionary (the patterns here mean the same in RE2)."""
     try:
-        found = pc.match_substring_regex(pa.array(names, type=pa.string()), pattern.pattern)
-        hits = found.fill_null(False).to_numpy(zero_copy_only=False)
+        found = pc.match_substring_regex(
+            string_array(list(names)), pattern.pattern
+        )  # (pa.array imports pandas)
+        hits = arrow_bools(found, False)
     except (pa.ArrowInvalid, pa.ArrowTypeError):  # a name that is not a string: Python's regex, name by name
         hits = np.fromiter((bool(pattern.search(str(n))) for n in names), bool, count=len(names))
     return np.r_[hits.astype(bool), False]

@@ -16,30 +16,55 @@ Pure functions of the event columns; the counted ops (``flops.flop_ops``) calls 
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from ... import flop_model
+from ...values import first_seen_codes
 from ..columns import range_running_at, thread_key
+from ..frame_free import group_numbers
 from ..names import code_map
 
-if TYPE_CHECKING:  # imported where a function needs it: analyze's path runs without pandas
-    import pandas as pd
 
-
-def _parsed(dims: np.ndarray) -> pd.DataFrame:
+def _parsed(dims: np.ndarray) -> dict[str, np.ndarray]:
     """Per row of ``dims`` (Input Dims JSON texts, None where none), parsed once per distinct text: ``n``,
     ``c``, ``rank`` and ``shape`` (JSON text) of the first input where it is a shape of rank >= 3 (else n = -1),
     and ``c_out``, the second input's first dim (a convolution's weight: its output channels; -1 if none)."""
-    import pandas as pd
+    codes, texts = first_seen_codes(np.asarray(dims, dtype=object))
+    table = [*(_first_two(t) for t in texts.tolist()), (-1, -1, -1, None, -1)]  # the last: a missing text
+    at = np.where(codes >= 0, codes, len(texts))
+    out = {}
+    for i, name in enumerate(("n", "c", "rank", "c_out")):
+        out[name] = np.array([row[i if i < 3 else 4] for row in table], np.int64)[at]
+    shapes = np.empty(len(table), dtype=object)
+    shapes[:] = [row[3] for row in table]
+    out["shape"] = shapes[at]
+    return out
 
-    codes, texts = pd.factorize(pd.Series(dims, dtype=object), use_na_sentinel=True)
-    table = pd.DataFrame(
-        [_first_two(t) for t in texts], columns=["n", "c", "rank", "shape", "c_out"]
-    )  # per text
-    table.loc[len(table)] = (-1, -1, -1, None, -1)  # the slot of a missing text
-    return table.iloc[np.where(codes >= 0, codes, len(texts))].reset_index(drop=True)
+
+def forward_match(
+    left_group: np.ndarray, left_t: np.ndarray, right_group: np.ndarray, right_t: np.ndarray
+) -> np.ndarray:
+    """For each left row, the right row of its group with the smallest ``right_t >= left_t`` (ties: the first
+    right row), -1 where none: ``pd.merge_asof(left, right.sort_values(t, kind="stable"), by=group,
+    direction="forward")``, by one sort of both sides together (a left row before the right rows of its time)."""
+    n_left = left_t.size
+    group = np.r_[left_group, right_group]
+    time = np.r_[left_t, right_t]
+    side = np.r_[np.zeros(n_left, np.int8), np.ones(right_t.size, np.int8)]
+    order = np.lexsort((np.arange(group.size), side, time, group))  # stable: the right rows in their order
+    is_right = side[order] == 1
+    # the next position holding a right row, at or after each position: a running minimum from the end
+    position = np.where(is_right, np.arange(order.size), order.size)
+    nxt = np.minimum.accumulate(position[::-1])[::-1] if order.size else position
+    found = np.full(n_left, -1, np.int64)
+    left_at = np.flatnonzero(~is_right)
+    ok = nxt[left_at] < order.size
+    hit = order[nxt[left_at[ok]]] - n_left  # the right rows found
+    same = right_group[hit] == left_group[order[left_at[ok]]]
+    found[order[left_at[ok]][same]] = hit[same]
+    return found
 
 
 def _first_two(text: Any) -> tuple[int, int, int, str | None, int]:
@@ -66,48 +91,37 @@ def conv_outputs(
     """For each forward convolution row in ``convs`` (with its Input Dims ``conv_dims``), the shape its
     consumer recorded (JSON text ``[N,C,H,W]``) or None; ``rows``/``dims``: every framework op row that
     records input shapes, and its Input Dims."""
-    import pandas as pd
-
     out = np.full(convs.size, None, dtype=object)
     if convs.size == 0 or rows.size == 0:
         return out
     conv = _parsed(conv_dims)
-    want = np.flatnonzero((conv["n"] >= 0).to_numpy() & (conv["c_out"] >= 0).to_numpy())
+    want = np.flatnonzero((conv["n"] >= 0) & (conv["c_out"] >= 0))
     if want.size == 0:
         return out
     # The next convolution on the thread starting at or after each one's end bounds its consumer.
     conv_key = thread_key(cols.pid[convs], cols.tid[convs])
-    starts = pd.DataFrame({"key": conv_key, "next_start": cols.start[convs]}).sort_values("next_start")
-    asked = pd.DataFrame(
-        {
-            "key": conv_key[want],
-            "t": cols.end[convs[want]],
-            "at": want,
-            "n": conv["n"].to_numpy()[want],
-            "c": conv["c_out"].to_numpy()[want],
-            "rank": conv["rank"].to_numpy()[want],
-        }
-    ).sort_values("t", kind="stable")
-    asked = pd.merge_asof(asked, starts, left_on="t", right_on="next_start", by="key", direction="forward")
+    conv_start, t = cols.start[convs].astype(np.int64), cols.end[convs[want]].astype(np.int64)
+    bound = forward_match(conv_key[want], t, conv_key, conv_start)
     ops = _parsed(dims)
-    has = np.flatnonzero((ops["n"] >= 0).to_numpy())
-    consumers = pd.DataFrame(
-        {
-            "key": thread_key(cols.pid[rows[has]], cols.tid[rows[has]]),
-            "start": cols.start[rows[has]],
-            "n": ops["n"].to_numpy()[has],
-            "c": ops["c"].to_numpy()[has],
-            "rank": ops["rank"].to_numpy()[has],
-            "shape": ops["shape"].to_numpy()[has],
-        }
-    ).sort_values("start", kind="stable")
-    found = pd.merge_asof(
-        asked, consumers, left_on="t", right_on="start", by=["key", "n", "c", "rank"], direction="forward"
+    has = np.flatnonzero(ops["n"] >= 0)
+    consumer_rows = rows[has]
+    # the consumer: the first op of the thread with the convolution's (N, C_out, rank) starting at or after its end
+    by = [
+        np.r_[conv_key[want], thread_key(cols.pid[consumer_rows], cols.tid[consumer_rows])],
+        np.r_[conv["n"][want], ops["n"][has]],
+        np.r_[conv["c_out"][want], ops["c"][has]],
+        np.r_[conv["rank"][want], ops["rank"][has]],
+    ]
+    group = group_numbers(by)
+    found = forward_match(
+        group[: want.size], t, group[want.size :], cols.start[consumer_rows].astype(np.int64)
     )
-    ok = found["start"].notna().to_numpy() & ~(
-        found["start"].to_numpy(float) >= found["next_start"].to_numpy(float)
+    ok = found >= 0
+    # (before the next convolution starts, where there is one)
+    ok[ok] = ~(
+        (bound[ok] >= 0) & (cols.start[consumer_rows[found[ok]]] >= conv_start[np.maximum(bound[ok], 0)])
     )
-    out[found["at"].to_numpy()[ok]] = found["shape"].to_numpy()[ok]
+    out[want[ok]] = ops["shape"][has][found[ok]]
     return out
 
 
@@ -118,8 +132,6 @@ def backward_passes(
     WEIGHT_GRAD) whose ops ran inside it, as an object array (None: none did). ``rows``: every framework op row
     (``code_of[cols.name[row]]`` its op-name code into ``names``). A pass op counts for the innermost backward
     op around it; the outer copies of one op (the 2021 format records some ops twice, nested) get None."""
-    import pandas as pd
-
     out = np.full(backward.size, None, dtype=object)
     if backward.size == 0:
         return out
@@ -142,8 +154,12 @@ def backward_passes(
     held = at >= 0
     if not held.any():
         return out
-    per_range = pd.Series(bits[bits > 0][held]).groupby(order[at[held]]).agg(np.bitwise_or.reduce)
-    out[per_range.index.to_numpy()] = per_range.to_numpy().astype(np.int64).tolist()
+    # groupby(range).agg(np.bitwise_or.reduce): each range's passes or-ed together
+    ranges = order[at[held]]
+    union = np.zeros(backward.size, np.int64)
+    np.bitwise_or.at(union, ranges, bits[bits > 0][held])
+    present = np.unique(ranges)
+    out[present] = union[present].tolist()
     return out
 
 

@@ -17,9 +17,11 @@ import numpy as np
 from ... import flop_model, peaks
 from ...trace import CPU_OP, GPU_ANNOTATION, Trace
 from ..columns import device_busy, event_columns, memo, range_running_at, thread_key, thread_time_positions
+from ..frame_free import arrow_codes, arrow_floats, group_numbers, is_missing
 from ..launch import launch_pairs
 from ..names import code_mask, names_in_use
 from . import flop_context
+from .sums import float_sums
 from .tree import (
     UNATTRIBUTED,
     emit_nvtx_rows,
@@ -31,7 +33,7 @@ from .tree import (
 )
 
 if TYPE_CHECKING:  # imported where a function needs it: analyze's path runs without pandas
-    import pandas as pd
+    pass
 
 
 @dataclass(frozen=True)
@@ -77,8 +79,6 @@ def _nvtx_dims_by_code(trace: Trace, nvtx: np.ndarray) -> np.ndarray:
 
 
 def _flop_ops(trace: Trace) -> FlopOps:
-    import pandas as pd
-
     cols = event_columns(trace)
     cpu = np.flatnonzero(cols.of_kind(CPU_OP))
     # emit_nvtx op ranges: their shapes are the ``sizes = [...]`` of their text (no dtypes, no flops).
@@ -89,17 +89,18 @@ def _flop_ops(trace: Trace) -> FlopOps:
     )
     if cpu.size == 0 and nvtx.size == 0:
         return _device_flop_ops(trace) or none
-    if not (trace.store.has("input_dims") or trace.store.has("flops") or pd.notna(dims_by_code).any()):
+    nvtx_dims = not is_missing(dims_by_code).all()  # pd.notna(dims_by_code).any()
+    if not (trace.store.has("input_dims") or trace.store.has("flops") or nvtx_dims):
         # no row carries either column (a Kineto trace recorded without shapes): every op's are null, no frame of
         # the 0.8M ops' nulls built to find that out
         return _device_flop_ops(trace) or none
-    recorded = trace.frame(cpu, ["input_dims", "flops"])
-    if not (
-        recorded["input_dims"].notna().any()
-        or recorded["flops"].notna().any()
-        or pd.notna(dims_by_code).any()
-    ):
+    # The recorded columns as arrays (no frame): Input Dims as text (None: not recorded), flops (NaN: none).
+    dims_code, dims_text = arrow_codes(trace.take("input_dims", cpu))
+    recorded_flops = arrow_floats(trace.take("flops", cpu))
+    if not ((dims_code >= 0).any() or (~np.isnan(recorded_flops)).any() or nvtx_dims):
         return _device_flop_ops(trace) or none
+    # every op's Input Dims as its frame column gave them: text, NaN where not recorded
+    recorded_dims = np.array([*dims_text, np.nan], dtype=object)[dims_code]
     # Candidates: a formula for the op name (evaluated once per name the ops use) or a recorded flops value.
     names = op_names(trace)
     rows = np.r_[cpu, nvtx]
@@ -107,61 +108,51 @@ def _flop_ops(trace: Trace) -> FlopOps:
     used = np.unique(code)
     formula = np.zeros(len(names.names) + 1, bool)  # the last slot: name -1 (null)
     formula[used[used >= 0]] = [flop_model.modelled(str(names.names[c])) for c in used[used >= 0]]
-    pick = formula[code] | np.r_[recorded["flops"].notna().to_numpy(bool), np.zeros(nvtx.size, bool)]
+    pick = formula[code] | np.r_[~np.isnan(recorded_flops), np.zeros(nvtx.size, bool)]
     candidates = rows[pick]
-    inputs = ["input_dims", "input_types", "concrete_inputs", "flops"]
-    frame = pd.concat(
-        [
-            trace.frame(cpu[pick[: cpu.size]], inputs).reset_index(drop=True).astype(object),
-            pd.DataFrame(
-                {
-                    "input_dims": dims_by_code[cols.name[nvtx[pick[cpu.size :]]]],
-                    "input_types": None,
-                    "concrete_inputs": None,
-                    "flops": None,
-                },
-                dtype=object,
-            ),
-        ],
-        ignore_index=True,
-    )
-    frame["name"] = code[pick]
+    picked_cpu, picked_nvtx = cpu[pick[: cpu.size]], nvtx[pick[cpu.size :]]
+    # The candidates' inputs (the host ops' recorded ones, then the emit_nvtx ranges' sizes): object columns,
+    # None where missing, as the signature keys of the frame were
+    frame: dict[str, np.ndarray] = {
+        "input_dims": np.r_[recorded_dims[pick[: cpu.size]], dims_by_code[cols.name[picked_nvtx]]],
+        "name": code[pick],
+    }
+    for column in ("input_types", "concrete_inputs"):
+        column_code, column_text = arrow_codes(trace.take(column, picked_cpu))
+        frame[column] = np.r_[
+            np.array([*column_text, None], dtype=object)[column_code], [None] * picked_nvtx.size
+        ]
+    flops_column = np.r_[recorded_flops[pick[: cpu.size]], np.full(picked_nvtx.size, np.nan)]
     _add_conv_context(
-        trace,
-        frame,
-        candidates,
-        np.r_[cpu, nvtx],
-        np.r_[recorded["input_dims"].to_numpy(object), dims_by_code[cols.name[nvtx]]],
+        trace, frame, candidates, np.r_[cpu, nvtx], np.r_[recorded_dims, dims_by_code[cols.name[nvtx]]]
     )
     keys = ["name", "input_dims", "input_types", "concrete_inputs", "output", "passes"]
-    # One FLOP formula evaluation per distinct signature (name, recorded inputs, context), not per op.
-    signatures = frame[keys].astype(object).where(frame[keys].notna(), None).drop_duplicates()
-    modelled = pd.DataFrame(
-        [
-            flop_model.op_flops(
-                str(names.names[s.name]),
-                s.input_dims,
-                s.input_types,
-                s.concrete_inputs,
-                json.loads(s.output) if s.output else None,
-                None if s.passes is None else int(s.passes),
-            ).__dict__
-            for s in signatures.itertuples()
-        ],
-        index=signatures.index,
-        columns=["flops", "op_class", "dtype", "bytes"],
-    )
-    signatures = signatures.join(modelled)
-    per_op = (
-        frame[keys].astype(object).where(frame[keys].notna(), None).merge(signatures, on=keys, how="left")
-    )
+    signature = {key: _none_where_missing(frame[key]) for key in keys}
+    # One FLOP formula evaluation per distinct signature (name, recorded inputs, context), not per op: the
+    # signatures numbered in order of first appearance (drop_duplicates), each evaluated at its first op.
+    group = group_numbers([signature[key] for key in keys])
+    first = np.unique(group, return_index=True)[1] if group.size else group
+    modelled = [
+        flop_model.op_flops(
+            str(names.names[signature["name"][i]]),
+            signature["input_dims"][i],
+            signature["input_types"][i],
+            signature["concrete_inputs"][i],
+            json.loads(signature["output"][i]) if signature["output"][i] else None,
+            None if signature["passes"][i] is None else int(signature["passes"][i]),
+        )
+        for i in first.tolist()
+    ]
+    per_flops = np.array([_float_or_nan(m.flops) for m in modelled], np.float64)
+    per_bytes = np.array([_float_or_nan(m.bytes) for m in modelled], np.float64)
+    per_class = np.array([m.op_class for m in modelled] + [None], dtype=object)[:-1]
+    per_dtype = np.array([m.dtype for m in modelled] + [None], dtype=object)[:-1]
     # The producer's own count where it recorded one, else the formula's.
-    value = pd.to_numeric(frame["flops"], errors="coerce").to_numpy(float, na_value=np.nan)
-    value = np.where(np.isnan(value), per_op["flops"].astype(float).to_numpy(), value)
+    value = np.where(np.isnan(flops_column), per_flops[group] if group.size else flops_column, flops_column)
     has = ~np.isnan(value)
     rows, value = candidates[has], value[has]
-    op_class, dtype = per_op["op_class"].to_numpy(object)[has], per_op["dtype"].to_numpy(object)[has]
-    nbytes = pd.to_numeric(per_op["bytes"], errors="coerce").to_numpy(float)[has]
+    op_class, dtype = per_class[group][has], per_dtype[group][has]
+    nbytes = per_bytes[group][has]
     keep = _innermost(cols, rows)
     order = np.argsort(rows[keep], kind="stable")
     return FlopOps(
@@ -174,33 +165,61 @@ def _flop_ops(trace: Trace) -> FlopOps:
     )
 
 
+def label_sums(labels: np.ndarray, values: np.ndarray) -> dict[Any, float]:
+    """``pd.Series(values).groupby(labels).sum()`` as a dict in label order (missing labels dropped): the sums
+    by :func:`.sums.float_sums` (pandas' Kahan sums, exact where they can be)."""
+    labels = np.asarray(labels, dtype=object)
+    named = ~is_missing(labels)
+    if not named.any():
+        return {}
+    distinct, code = np.unique(labels[named], return_inverse=True)
+    summed = float_sums(code.reshape(-1), np.asarray(values, np.float64)[named])
+    return dict(zip(distinct[summed.index].tolist(), summed.values.tolist(), strict=True))
+
+
+def _none_where_missing(values: np.ndarray) -> np.ndarray:
+    """An object copy of ``values`` with None where a value is missing (``where(notna(), None)``)."""
+    out = np.asarray(values).astype(object)
+    out[is_missing(out)] = None
+    return out
+
+
+def _float_or_nan(value: Any) -> float:
+    """A modelled count as float64 (``astype(float)`` / ``pd.to_numeric(errors="coerce")`` of its column): NaN
+    where None."""
+    if value is None:
+        return np.nan
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return np.nan
+
+
 def _add_conv_context(
-    trace: Trace, frame: pd.DataFrame, candidates: np.ndarray, rows: np.ndarray, dims: np.ndarray
+    trace: Trace, frame: dict[str, np.ndarray], candidates: np.ndarray, rows: np.ndarray, dims: np.ndarray
 ) -> None:
     """``output`` (a forward convolution's consumer's shape) and ``passes`` (the gradient ops a convolution
-    backward op called) columns of the candidates' ``frame``, in place (:mod:`.flop_context`); ``rows``/``dims``:
-    every framework op row and its Input Dims."""
-    import pandas as pd
-
+    backward op called) columns of the candidates' ``frame`` (object arrays), in place (:mod:`.flop_context`);
+    ``rows``/``dims``: every framework op row and its Input Dims."""
     cols = event_columns(trace)
     names = op_names(trace)
     text = names.names
-    codes = frame["name"].to_numpy(np.int64)
+    codes = frame["name"].astype(np.int64)
     forward = code_mask(codes, text, flop_model.is_conv_forward)
     backward = code_mask(codes, text, flop_model.is_conv_backward)
-    frame["output"] = None
-    frame["passes"] = None
+    frame["output"] = np.full(codes.size, None, dtype=object)
+    frame["passes"] = np.full(codes.size, None, dtype=object)
     if forward.any():
-        with_dims = pd.notna(dims)
-        frame.loc[forward, "output"] = flop_context.conv_outputs(
+        with_dims = ~is_missing(dims)
+        frame["output"][forward] = flop_context.conv_outputs(
             cols,
             rows[with_dims],
             dims[with_dims],
             candidates[forward],
-            frame["input_dims"].to_numpy(object)[forward],
+            frame["input_dims"][forward],
         )
     if backward.any():
-        frame.loc[backward, "passes"] = flop_context.backward_passes(
+        frame["passes"][backward] = flop_context.backward_passes(
             cols, text, names.code, rows, candidates[backward]
         )
 
@@ -209,8 +228,6 @@ def _device_flop_ops(trace: Trace) -> FlopOps | None:
     """FLOPs recorded on the device (xplane: the XLA op rows' ``flops``, where any has one, else the GPU ops'),
     one counted op per such row, classed by its HLO op and kernel names (:func:`flop_model.hlo_op_class`); the
     dtype is not recorded. None when no device row has flops."""
-    import pandas as pd
-
     if trace.store.columns.get("flops") is None:
         return None
     cols = event_columns(trace)
@@ -236,10 +253,12 @@ def _device_flop_ops(trace: Trace) -> FlopOps | None:
     own = np.where(cols.name[rows] >= 0, cols.names[cols.name[rows]], "").astype(object)
     op_text = np.where(code >= 0, names[np.maximum(code, 0)], "").astype(object)
     # Classed once per distinct (row name, op name, kernel name), not per row.
-    keys = pd.MultiIndex.from_arrays([own, op_text, kernel_name])
-    distinct = keys.unique()
-    classes = pd.Series([flop_model.hlo_op_class(f"{a} {b}", str(k)) for a, b, k in distinct], index=distinct)
-    op_class = classes.reindex(keys).to_numpy(object)
+    group = group_numbers([own, op_text, kernel_name])
+    first = np.unique(group, return_index=True)[1]  # each distinct triple's first row
+    op_class = np.array(
+        [flop_model.hlo_op_class(f"{own[i]} {op_text[i]}", str(kernel_name[i])) for i in first.tolist()],
+        dtype=object,
+    )[group]
     order = np.argsort(rows, kind="stable")
     return FlopOps(
         rows[order],
@@ -254,7 +273,7 @@ def _device_flop_ops(trace: Trace) -> FlopOps | None:
 
 def _floats(trace: Trace, rows: np.ndarray) -> np.ndarray:
     """The ``flops`` column at ``rows`` as float, NaN where null."""
-    return trace.take("flops", rows).to_numpy(zero_copy_only=False).astype(float)
+    return arrow_floats(trace.take("flops", rows))
 
 
 def _first_gpu_op_in(trace: Trace, rows: np.ndarray) -> np.ndarray:
@@ -304,8 +323,6 @@ def compute_report(trace: Trace) -> dict[str, Any]:
                            dtypes of (flops_d / peak_d), so that the ideal time is each dtype's FLOPs at its peak;
     mfu                  = flops / (span x peak_flops_per_s). Null with ``reason`` where a figure is unknown.
     """
-    import pandas as pd
-
     counted = flop_ops(trace)
     out: dict[str, Any] = {
         "flops": None,
@@ -329,9 +346,9 @@ def compute_report(trace: Trace) -> dict[str, Any]:
         )
         return out
     total = float(counted.flops.sum())
-    by_class = pd.Series(counted.flops).groupby(counted.op_class).sum()
-    dtype = np.where(pd.isna(counted.dtype), "unknown", counted.dtype).astype(str)
-    by_dtype = pd.Series(counted.flops).groupby(dtype).sum()
+    by_class = label_sums(counted.op_class, counted.flops)
+    dtype = np.where(is_missing(counted.dtype), "unknown", counted.dtype).astype(str)
+    by_dtype = label_sums(dtype, counted.flops)
     out.update(
         flops=total,
         flops_by_class={c: float(by_class.get(c, 0.0)) for c in flop_model.CLASSES},

@@ -10,9 +10,11 @@ import numpy as np
 
 from ...trace import PYTHON, Trace, nesting_depth
 from ..columns import event_columns, memo, thread_key
+from ..frame_free import sort_order, text_groups
+from ..grouping import sum_per_slot
 from ..launch import launch_pairs
 from ..names import code_mask
-from .flops import flop_ops
+from .flops import flop_ops, label_sums
 from .tree import TOP_OPS, thread_range_at
 
 _MODULE_PREFIX = "nn.Module: "
@@ -78,8 +80,6 @@ def by_module(trace: Trace, limit: int = TOP_OPS) -> list[dict[str, Any]] | None
     """Kernel, copy time and FLOPs by the innermost ``nn.Module`` running on the launching thread at the
     launch (self time: a parent module gets only what launches outside its children); None when the trace
     records no modules."""
-    import pandas as pd
-
     mods = modules(trace)
     if mods.rows.size == 0:
         return None
@@ -89,31 +89,36 @@ def by_module(trace: Trace, limit: int = TOP_OPS) -> list[dict[str, Any]] | None
     found = module >= 0
     duration = (pairs["end"] - pairs["start"])[matched[found]].astype(np.int64)
     kernel = pairs["is_kernel"][matched[found]]
-    frame = pd.DataFrame(
-        {
-            "path": mods.path[module[found]],
-            "kernels": kernel.astype(np.int64),
-            "gpu": np.where(kernel, duration, 0),
-            "copy": np.where(kernel, 0, duration),
-        }
-    )
-    table = frame.groupby("path")[["kernels", "gpu", "copy"]].sum()
+    gpu = np.where(kernel, duration, 0)
+    columns = {"kernels": kernel.astype(np.int64), "gpu": gpu, "copy": np.where(kernel, 0, duration)}
+    # frame.groupby("path")[["kernels", "gpu", "copy"]].sum()
+    group, paths = text_groups(module[found], mods.path)
+    named = group >= 0
+    sums = {key: sum_per_slot(group[named], values[named], paths.size) for key, values in columns.items()}
+    flops: np.ndarray | None = None
     counted = flop_ops(trace)
-    flops = None
-    if counted.recorded:
+    if counted.recorded:  # FLOPs per module too (a trace recorded with shapes)
         cols = event_columns(trace)
         at = module_at(trace, cols.pid[counted.rows], cols.tid[counted.rows], cols.start[counted.rows])
-        flops = pd.Series(counted.flops[at >= 0]).groupby(mods.path[at[at >= 0]]).sum().rename_axis("path")
-        # Named index on both sides: with no launch inside a module (a CUDA-graph capture) the join keeps it.
-        table = table.join(flops.rename("flops"), how="outer").fillna(0)
-    table = table.reset_index().sort_values(["gpu", "path"], ascending=[False, True]).head(limit)
+        by_path = label_sums(mods.path[at[at >= 0]], counted.flops[at >= 0])
+        # table.join(flops, how="outer").fillna(0): a module with FLOPs and no launch (a CUDA-graph capture) kept
+        every = np.array(sorted(set(paths.tolist()) | set(by_path)) + [""], dtype=object)[:-1]
+        at_path = np.searchsorted(every, paths) if paths.size else np.zeros(0, np.intp)
+        for key, values in sums.items():
+            widened = np.zeros(every.size, np.int64)
+            widened[at_path] = values
+            sums[key] = widened
+        flops = np.array([by_path.get(p, 0.0) for p in every.tolist()], np.float64)
+        paths = every
+    # sort_values(["gpu", "path"], ascending=[False, True]).head(limit): the paths are ascending already
+    top = sort_order([sums["gpu"], np.arange(paths.size)], [False, True])[:limit]
     return [
         {
-            "path": str(r.path),
-            "kernels": int(r.kernels),
-            "gpu_ns": int(r.gpu),
-            "copy_ns": int(r.copy),
-            "flops": float(r.flops) if flops is not None else None,
+            "path": str(paths[i]),
+            "kernels": int(sums["kernels"][i]),
+            "gpu_ns": int(sums["gpu"][i]),
+            "copy_ns": int(sums["copy"][i]),
+            "flops": None if flops is None else float(flops[i]),
         }
-        for r in table.itertuples(index=False)
+        for i in top.tolist()
     ]

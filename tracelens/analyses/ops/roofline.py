@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
 
 from ... import gpu_specs
 from ...trace import Trace
 from ..columns import device_busy
+from ..frame_free import sort_order, text_rank
+from .sums import OpValues
 from .tree import op_names
-
-if TYPE_CHECKING:  # imported where a function needs it: analyze's path runs without pandas
-    import pandas as pd
 
 TOP_ROOFLINE = 10
 
@@ -20,9 +20,9 @@ TOP_ROOFLINE = 10
 def roofline(
     trace: Trace,
     compute: dict[str, Any],
-    gpu_ns: pd.Series,
-    flops: pd.Series | None,
-    nbytes: pd.Series | None,
+    gpu_ns: OpValues,
+    flops: OpValues | None,
+    nbytes: OpValues | None,
     limit: int = TOP_ROOFLINE,
 ) -> dict[str, Any] | None:
     """Each outermost op name against the roofline of its GPU: achieved FLOP/s over its attributed kernel
@@ -30,8 +30,6 @@ def roofline(
     min(peak, intensity x memory bandwidth), and the names losing the most kernel time to the gap,
     ``gpu_ns x (1 - achieved / attainable)``. None when the peak (``compute``) or the bandwidth is unknown or
     no op has FLOPs and bytes."""
-    import pandas as pd
-
     if (
         flops is None
         or nbytes is None
@@ -48,18 +46,48 @@ def roofline(
         return None
     peak = compute["peak_flops_per_s"] / len(devices)  # one device's (kernels of an op run on one)
     bandwidth = float(links.memory_bytes_per_s)
-    table = pd.DataFrame({"gpu": gpu_ns, "flops": flops, "bytes": nbytes}).dropna()
-    table = table[(table["gpu"] > 0) & (table["flops"] > 0) & (table["bytes"] > 0)]
-    if table.empty:
+    # pd.DataFrame({"gpu": ..., "flops": ..., "bytes": ...}).dropna(): the op names with all three, ascending
+    index = np.intersect1d(
+        np.intersect1d(gpu_ns.index, flops.index[~np.isnan(flops.values)]),
+        nbytes.index[~np.isnan(nbytes.values)],
+    )
+    gpu = gpu_ns.values[np.searchsorted(gpu_ns.index, index)]
+    flop = flops.values[np.searchsorted(flops.index, index)]
+    moved = nbytes.values[np.searchsorted(nbytes.index, index)]
+    kept = (gpu > 0) & (flop > 0) & (moved > 0)
+    if not kept.any():
         return None
-    table["achieved"] = table["flops"] / (table["gpu"] / 1e9)
-    table["intensity"] = table["flops"] / table["bytes"]
-    table["attainable"] = np.minimum(peak, table["intensity"] * bandwidth)
-    table["efficiency"] = table["achieved"] / table["attainable"]
-    table["lost"] = table["gpu"] * np.clip(1 - table["efficiency"], 0, None)
+    index, gpu, flop, moved = index[kept], gpu[kept], flop[kept], moved[kept]
+    achieved = flop / (gpu / 1e9)
+    intensity = flop / moved
+    attainable = np.minimum(peak, intensity * bandwidth)
+    efficiency = achieved / attainable
+    lost = gpu * np.clip(1 - efficiency, 0, None)
     names = op_names(trace).names
-    table["label"] = [str(names[c]) for c in table.index]
-    table = table.sort_values(["lost", "label"], ascending=[False, True]).head(limit)
+    label = np.array([str(names[c]) for c in index.tolist()] + [""], dtype=object)[:-1]
+    # sort_values(["lost", "label"], ascending=[False, True]).head(limit)
+    top = sort_order([lost, text_rank(label)], [False, True])[:limit]
+    rows = [
+        SimpleNamespace(
+            label=label[i],
+            gpu=g,
+            flops=f,
+            bytes=m,
+            achieved=a,
+            intensity=n,
+            attainable=t,
+            efficiency=e,
+            lost=x,
+        )
+        for i, g, f, m, a, n, t, e, x in zip(
+            top.tolist(),
+            *(
+                column[top].tolist()
+                for column in (gpu, flop, moved, achieved, intensity, attainable, efficiency, lost)
+            ),
+            strict=True,
+        )
+    ]
     ridge = peak / bandwidth
     return {
         "peak_flops_per_s": peak,
@@ -79,6 +107,6 @@ def roofline(
                 "efficiency": float(r.efficiency),
                 "lost_ns": int(round(r.lost)),
             }
-            for r in table.itertuples()
+            for r in rows
         ],
     }

@@ -4,6 +4,7 @@ durations they add."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -22,13 +23,30 @@ def _largest(values: np.ndarray) -> int:
     return max(abs(int(values.min())), abs(int(values.max()))) if values.size else 0
 
 
-def sums_by_code(code: np.ndarray, **columns: np.ndarray) -> pd.DataFrame:
+@dataclass
+class CodeSums:
+    """Sums by op-name code as arrays: ``index`` the codes (int64, ascending), ``columns`` each column's values
+    per code (``size`` first, then the summed columns in their order). The frame of :func:`sums_by_code`
+    without pandas."""
+
+    index: np.ndarray
+    columns: dict[str, np.ndarray]
+
+    def __len__(self) -> int:
+        return int(self.index.size)
+
+    def frame(self) -> pd.DataFrame:
+        import pandas as pd
+
+        return pd.DataFrame(self.columns, index=pd.Index(self.index, name="name"))
+
+
+def code_sums(code: np.ndarray, **columns: np.ndarray) -> CodeSums:
     """``pd.DataFrame({"name": code, **columns}).groupby("name")`` with each group's ``size`` and each int64
     column's ``sum`` (the columns in that order, indexed by ``name``, ascending), for codes of at least -1 (op-name
-    codes, -1: no name): bincounts over the codes (no factorizing, no sort). Sums are int64 with its wrap-around,
-    as pandas adds them."""
-    import pandas as pd
-
+    codes, -1: no name): bincounts over the codes (no factorizing, no sort); other codes, or sums a float64
+    bincount would round, by sorted codes and int64 adds. Sums are int64 with its wrap-around, as pandas adds
+    them."""
     code = np.asarray(code, np.int64)
     values = {name: np.asarray(v, np.int64) for name, v in columns.items()}
     n = code.size
@@ -37,12 +55,18 @@ def sums_by_code(code: np.ndarray, **columns: np.ndarray) -> pd.DataFrame:
         _largest(values[k] >> EXACT_BITS) * n < FLOAT_EXACT for k in split
     )
     if n == 0 or int(code.min()) < -1 or not exact:
-        frame = pd.DataFrame({"name": code, **values}).groupby("name")
-        return frame.size().rename("size").to_frame().join(frame[list(values)].sum())
+        index, group = np.unique(code, return_inverse=True)
+        group = group.reshape(-1)
+        out = {"size": np.bincount(group, minlength=index.size).astype(np.int64)}
+        for name, v in values.items():
+            acc = np.zeros(index.size, np.int64)
+            np.add.at(acc, group, v)  # int64 adds: wrap as pandas' sum does
+            out[name] = acc
+        return CodeSums(index.astype(np.int64), out)
     slot = code + 1  # code -1 (no name) in slot 0
     counts = np.bincount(slot)
     present = np.flatnonzero(counts)
-    out: dict[str, np.ndarray] = {"size": counts[present].astype(np.int64)}
+    out = {"size": counts[present].astype(np.int64)}
 
     def total(weights: np.ndarray) -> np.ndarray:
         return np.bincount(slot, weights=weights, minlength=counts.size)[present].astype(np.int64)
@@ -54,38 +78,47 @@ def sums_by_code(code: np.ndarray, **columns: np.ndarray) -> pd.DataFrame:
         high, low = total(v >> EXACT_BITS), total(v & ((1 << EXACT_BITS) - 1))
         with np.errstate(over="ignore"):
             out[name] = (high << EXACT_BITS) + low  # int64 arithmetic: wraps as pandas' sum does
-    return pd.DataFrame(out, index=pd.Index(present - 1, name="name"))
+    return CodeSums((present - 1).astype(np.int64), out)
+
+
+def sums_by_code(code: np.ndarray, **columns: np.ndarray) -> pd.DataFrame:
+    """:func:`code_sums` as the frame ``pd.DataFrame({"name": code, **columns}).groupby("name")`` gives: each
+    group's ``size`` and each int64 column's ``sum``, indexed by ``name``."""
+    return code_sums(code, **columns).frame()
 
 
 # GPU ops (or ops) whose columns :func:`sums_by_code_in_blocks` has at once.
 SUM_BLOCK = 1 << 20
 
 
-def sums_by_code_in_blocks(
+def code_sums_in_blocks(
     size: int, block: Callable[[int, int], tuple[np.ndarray, dict[str, np.ndarray]]]
-) -> pd.DataFrame:
-    """:func:`sums_by_code` of ``size`` rows given a block at a time: ``block(lo, hi)`` gives the codes and columns
-    of rows [lo, hi), so that no column of every row is held at once. The same frame: each block's int64 sums are
+) -> CodeSums:
+    """:func:`code_sums` of ``size`` rows given a block at a time: ``block(lo, hi)`` gives the codes and columns
+    of rows [lo, hi), so that no column of every row is held at once. The same sums: each block's int64 sums are
     exact modulo 2**64 (as pandas adds them), and so are their int64 totals."""
-    import pandas as pd
-
     parts = []
     for lo in range(0, max(size, 1), SUM_BLOCK):  # a loop over blocks of rows
         code, columns = block(lo, min(lo + SUM_BLOCK, size))
-        parts.append(sums_by_code(code, **columns))
+        parts.append(code_sums(code, **columns))
         del code, columns
     if len(parts) == 1:
         return parts[0]
-    index = np.unique(np.concatenate([part.index.to_numpy(np.int64) for part in parts]))
+    index = np.unique(np.concatenate([part.index for part in parts]))
     out: dict[str, np.ndarray] = {}
     for name in parts[0].columns:  # a loop over the few columns, then the blocks
         total = np.zeros(index.size, np.int64)
         for part in parts:
-            np.add.at(
-                total, np.searchsorted(index, part.index.to_numpy(np.int64)), part[name].to_numpy(np.int64)
-            )
+            np.add.at(total, np.searchsorted(index, part.index), part.columns[name])
         out[name] = total
-    return pd.DataFrame(out, index=pd.Index(index, name="name"))
+    return CodeSums(index, out)
+
+
+def sums_by_code_in_blocks(
+    size: int, block: Callable[[int, int], tuple[np.ndarray, dict[str, np.ndarray]]]
+) -> pd.DataFrame:
+    """:func:`code_sums_in_blocks` as the frame of :func:`sums_by_code`."""
+    return code_sums_in_blocks(size, block).frame()
 
 
 def gpu_durations(pairs: Any, at: np.ndarray) -> np.ndarray:
@@ -93,3 +126,53 @@ def gpu_durations(pairs: Any, at: np.ndarray) -> np.ndarray:
     picked = pairs[at]
     duration: np.ndarray = (picked["end"] - picked["start"]).astype(np.int64)
     return duration
+
+
+@dataclass
+class OpValues:
+    """One value per op-name code: ``index`` the codes (ascending), ``values`` theirs. A ``pd.Series`` indexed
+    by code without pandas."""
+
+    index: np.ndarray
+    values: np.ndarray
+
+    def get(self, code: int) -> float | None:
+        """``float(series[code])`` where the code is there, else None."""
+        at = int(np.searchsorted(self.index, code))
+        if at < self.index.size and self.index[at] == code:
+            return float(self.values[at])
+        return None
+
+    def series(self) -> pd.Series:
+        import pandas as pd
+
+        return pd.Series(self.values, index=self.index)
+
+
+def float_sums(code: np.ndarray, values: np.ndarray, all_known: bool = False) -> OpValues:
+    """``pd.Series(values).groupby(code).sum()`` of float64 values (NaN adds nothing; codes ascending), and
+    with ``all_known`` NaN for a code where some value is NaN (``sum().where(count() == size())``). pandas adds
+    with Kahan's compensation: the bincount here gives its result where every partial sum is exact (integral
+    values whose magnitudes add below 2**53, as FLOP and byte counts do); pandas adds them otherwise."""
+    values = np.asarray(values, np.float64)
+    missing = np.isnan(values)
+    known = np.where(missing, 0.0, values)
+    exact = (
+        bool(np.isfinite(known).all())
+        and bool(np.abs(known).sum() < FLOAT_EXACT)
+        and bool((known == np.round(known)).all())
+    )
+    if not exact:
+        import pandas as pd
+
+        grouped = pd.Series(values).groupby(np.asarray(code))
+        sums = grouped.sum()
+        if all_known:
+            sums = sums.where(grouped.count() == grouped.size())
+        return OpValues(sums.index.to_numpy(np.int64), sums.to_numpy(np.float64))
+    index, group = np.unique(np.asarray(code, np.int64), return_inverse=True)
+    group = group.reshape(-1)
+    out = np.bincount(group, weights=known, minlength=index.size).astype(np.float64)  # (an empty one is int)
+    if all_known:
+        out[np.bincount(group, weights=missing, minlength=index.size) > 0] = np.nan
+    return OpValues(index, out)

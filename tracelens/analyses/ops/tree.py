@@ -4,7 +4,7 @@ and which op runs on a thread at a time (definitions: :mod:`tracelens.analyses.o
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -13,6 +13,7 @@ from ...trace import ALL_KINDS, ANNOTATION, GPU_ACTIVITY_KINDS, Trace
 from ..blocks import BLOCK_ROWS
 from ..coded import CodedInts
 from ..columns import dictionary_codes, event_columns, memo, range_running_at, thread_key
+from ..frame_free import is_missing
 from ..grouping import (
     FEW_TIMES_PER_RANGE,
     KEY_SAMPLE,
@@ -24,9 +25,6 @@ from ..grouping import (
 from ..launch import launch_pairs
 from ..names import EMIT_NVTX_PATTERN
 from .kind_rows import cpu_op_rows, kind_rows, launch_threads
-
-if TYPE_CHECKING:  # imported where a function needs it: analyze's path runs without pandas
-    import pandas as pd
 
 try:  # the per-thread pass in C (optional: built at install time where a C compiler is there)
     from .. import _op_tree as _compiled
@@ -108,15 +106,17 @@ def _annotation_names(cols: Any, size: int) -> tuple[np.ndarray, bool]:
 
 def _codes_of(names: np.ndarray, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
     """Each text's code among ``names`` where it is there already, else a new code after them; and the names
-    with the new texts appended."""
-    import pandas as pd
-
-    wanted = pd.Index(texts)
-    index = pd.Index(names)
-    existing = index.get_indexer(wanted) if index.is_unique else np.full(len(wanted), -1)
-    new = pd.Index(wanted[existing < 0].unique())
-    target = np.where(existing >= 0, existing, len(names) + new.get_indexer(wanted))
-    return target.astype(np.int64), np.r_[names, np.asarray(new, dtype=object)]
+    with the new texts appended (``pd.Index(names).get_indexer(texts)`` by a dict)."""
+    listed = names.tolist()
+    position = dict(zip(listed, range(len(listed)), strict=True))
+    if (
+        len(position) < len(listed) or int(is_missing(names).sum()) > 1
+    ):  # not unique: no text is there already
+        position = {}
+    new = {text: None for text in texts if text not in position}  # first appearance order
+    new_at = {text: len(listed) + at for at, text in enumerate(new)}
+    target = np.array([position[t] if t in position else new_at[t] for t in texts], np.int64)
+    return target, np.r_[names, np.array([*new, None], dtype=object)[:-1]]
 
 
 def gpu_rows(trace: Trace) -> np.ndarray:
@@ -584,16 +584,17 @@ def enclosing_outermost(trace: Trace, ops: np.ndarray, rows: np.ndarray) -> np.n
 UNATTRIBUTED = -2
 
 
-def recorded_launches(trace: Trace) -> pd.Series:
-    """Per op-name code recorded on GPU ops, the launches of its GPU ops: distinct (device, correlation id),
-    a GPU op without a correlation id counting as one launch."""
-    import pandas as pd
-
+def recorded_launches_of(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
+    """(the op-name codes recorded on GPU ops, ascending; the launches of each one's GPU ops: distinct (device,
+    correlation id), a GPU op without a correlation id counting as one launch)."""
     pairs = launch_pairs(trace)
     recorded = recorded_op_codes(trace)
     rec = np.flatnonzero(recorded >= 0)
     corr = pairs["correlation_id"][rec].astype(np.int64)
-    frame = pd.DataFrame(
-        {"name": recorded[rec], "device": pairs["device"][rec], "launch": np.where(corr >= 0, corr, -1 - rec)}
+    launch = np.where(corr >= 0, corr, -1 - rec)
+    keys = np.stack(
+        [recorded[rec].astype(np.int64), np.asarray(pairs["device"][rec], np.int64), launch], axis=1
     )
-    return frame.drop_duplicates().groupby("name").size()
+    distinct = np.unique(keys, axis=0) if rec.size else keys  # drop_duplicates
+    codes, launches = np.unique(distinct[:, 0], return_counts=True)  # groupby("name").size()
+    return codes, launches.astype(np.int64)
