@@ -45,7 +45,7 @@ import numpy as np
 
 from .. import intervals
 from ..trace import ALL_KINDS, ANNOTATION, CPU_OP, DRIVER, OVERHEAD, PYTHON, RUNTIME, STEP, Trace
-from .columns import DeviceBusy, device_busy, event_columns, memo, step_windows, thread_key
+from .columns import DeviceBusy, device_busy, event_columns, memo, thread_key
 from .frame_free import group_numbers, sort_order
 from .grouping import sum_per_slot
 from .kinds import kind_mask
@@ -67,6 +67,7 @@ from .names import (
     rows_named,
 )
 from .startup_first import FirstRowTest, long_first_rows, names_lasting
+from .step_arrays import step_window_arrays
 
 LONG_LAUNCH_NS = 1_000_000
 FIRST_CALL_MIN_NS = 1_000_000
@@ -431,12 +432,12 @@ def one_time_work(trace: Trace) -> OneTime:
         by_row = np.argsort(first_rows)
         reason[first_rows[reason[first_rows] < 0]] = FIRST_CALL
 
-        steps = step_windows(trace)
+        steps = step_window_arrays(trace)
         first_step_ns = later_step_median = None
         slow_first = False
         warmup_end = None
         if len(steps) >= 3:
-            step_starts, step_ends = np.asarray(steps["start"], np.int64), np.asarray(steps["end"], np.int64)
+            step_starts, step_ends = steps.start, steps.end
             durations = step_ends - step_starts
             step_start, step_end = int(step_starts[0]), int(step_ends[0])
             first_step_ns = int(durations[0])
@@ -447,7 +448,7 @@ def one_time_work(trace: Trace) -> OneTime:
             )
             if slow_first:
                 in_first = (cols.start >= step_start) & (cols.start < step_end)
-                in_later = cols.start >= int(steps["start"].iat[1])
+                in_later = cols.start >= int(steps.start[1])
                 seen_later = np.zeros(len(names) + 1, bool)
                 seen_later[cols.name[in_later & (cols.name >= 0)]] = True
                 only_first = (

@@ -25,7 +25,6 @@ from ..values import dense_codes
 from .columns import (
     Table,
     event_columns,
-    step_windows,
     thread_key,
     thread_time_positions,
 )
@@ -34,11 +33,12 @@ from .grouping import grouped, sum_per_slot
 from .kinds import kind_mask
 from .launch import launch_pairs
 from .names import code_mask, code_masks, is_blocking_sync, is_sync_copy
+from .step_arrays import StepWindows, step_window_arrays
 from .steps import STEP_LIMIT
 from .thread_codes import THREAD_RUNS_SHARE, dense_thread_codes, thread_run_heads
 
 if TYPE_CHECKING:  # imported where a function needs it: analyze's path runs without pandas
-    import pandas as pd
+    pass
 
 ITEM_MAX_BYTES = 64 * 1024
 TOP_N = 10
@@ -96,13 +96,11 @@ def _ends(trace: Trace, calls: Table) -> np.ndarray:
     return event_columns(trace).end[calls["row"]]
 
 
-def _step_index(starts: np.ndarray, windows: pd.DataFrame) -> np.ndarray:
+def _step_index(starts: np.ndarray, windows: StepWindows) -> np.ndarray:
     """Index of the step containing each time (-1 when none); steps sorted by start."""
     if len(windows) == 0:
         return np.full(starts.size, -1)
-    return intervals.running_at(
-        np.asarray(windows["start"], dtype=np.int64), np.asarray(windows["end"], dtype=np.int64), starts
-    )
+    return intervals.running_at(windows.start, windows.end, starts)
 
 
 def item_pattern(trace: Trace, calls: Table, thread_keys: np.ndarray) -> dict[str, Any]:
@@ -136,7 +134,7 @@ def item_pattern(trace: Trace, calls: Table, thread_keys: np.ndarray) -> dict[st
     self_calls = small[self_rows[first]]
     wait_ns += int((self_calls["launch_end"] - self_calls["launch_start"]).sum())
     top = _op_names_by_external_id(trace, hit["external_id"])
-    steps = step_windows(trace)
+    steps = step_window_arrays(trace)
     per_step = np.bincount(_step_index(hit["start"], steps) + 1, minlength=len(steps) + 1)[1:]
     return {
         "count": int(len(hit)),
@@ -242,7 +240,7 @@ def sync_stats(trace: Trace) -> dict[str, Any]:
     name_count = np.bincount(group[named], minlength=by_name.size)
     name_sum = sum_per_slot(group[named], dur[named].astype(np.int64), by_name.size)
     top = sort_values_order(name_sum, ascending=False)[:TOP_N]
-    steps = step_windows(trace)
+    steps = step_window_arrays(trace)
     idx = _step_index(blocking["start"], steps)
     per_step_count = np.bincount(idx + 1, minlength=len(steps) + 1)[1:]
     per_step_ns = np.bincount(idx + 1, weights=dur, minlength=len(steps) + 1)[1:]
@@ -259,9 +257,7 @@ def sync_stats(trace: Trace) -> dict[str, Any]:
         },
         "per_step": [
             {"step": int(s), "count": int(c), "total_ns": int(round(t))}
-            for s, c, t in zip(
-                np.asarray(steps["step"])[:STEP_LIMIT], per_step_count, per_step_ns, strict=False
-            )
+            for s, c, t in zip(steps.step[:STEP_LIMIT], per_step_count, per_step_ns, strict=False)
         ],
         "per_step_mean": (
             {"count": float(per_step_count.mean()), "total_ns": float(per_step_ns.mean())}

@@ -13,7 +13,7 @@ from functools import cached_property
 import numpy as np
 
 from .. import intervals
-from ..analyses.columns import event_columns, step_windows, thread_key, thread_time_positions
+from ..analyses.columns import event_columns, thread_key, thread_time_positions
 from ..analyses.names import (
     HOST_CATEGORY_PRIORITY,
     INPUT,
@@ -24,6 +24,7 @@ from ..analyses.names import (
     is_input,
 )
 from ..analyses.startup import FIRST_API, LONG_LAUNCH, host_categories, one_time_work
+from ..analyses.step_arrays import step_window_arrays
 from ..gpu_specs import device_links
 from ..trace import ANNOTATION, CPU_OP, DRIVER, PYTHON, RUNTIME, STEP, Trace
 from ..values import sorted_distinct
@@ -65,7 +66,7 @@ class Context:
         self.graph = build(trace, rows)  # rows: the graph's point_rows where the caller found them
         g = self.graph
         self.is_host = g.kind <= max(HOST_START, HOST_END)  # the host kinds are the lowest (graph.py)
-        self.windows = step_windows(trace)
+        self.windows = step_window_arrays(trace)
         # graphs made from this one by dropping edges (remedies that drop waits): their edge_src array's id ->
         # (that array, which of this graph's edges they keep), so their replay reuses this graph's order
         self._edge_subsets: dict[int, tuple[np.ndarray, np.ndarray]] = {}
@@ -85,8 +86,8 @@ class Context:
         step_of = np.empty(g.size, np.int64)
         step_of[host:] = -1
         # (np.asarray: the windows' columns read alike from a pandas frame or a table of arrays)
-        starts = np.asarray(windows["start"], np.int64)
-        limit = np.append(starts[1:], np.asarray(windows["end"], np.int64)[-1])
+        starts = windows.start
+        limit = np.append(starts[1:], windows.end[-1])
         running_at(starts, limit + 1, g.time[:host], out=step_of[:host])
         launched = write_launched_steps(step_of, g)
         alone = np.concatenate([g.op_start[~launched], g.op_end[~launched]])
@@ -167,7 +168,7 @@ class Context:
         markers = g.call_start[g.call_is_marker]
         markers = markers[self.step_of[markers] == first]
         p = markers[np.argmin(g.time[markers])] if markers.size else host_first[np.argmin(g.time[host_first])]
-        lead = g.time[p] - int(np.asarray(self.windows["start"])[first])
+        lead = g.time[p] - int(self.windows.start[first])
         return first, last, last_points, last_points, int(p), int(lead)
 
     @cached_property
