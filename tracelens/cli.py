@@ -228,7 +228,8 @@ def _analyze_one(path: str, *, run_name: str | None = None) -> Document:
         from .memory import small_pages
 
         options = {"run": run_name} if run_name else {}
-        sections = [f"{run_analyses.__module__}.{key}" for key in SECTIONS]  # pandas only where a section needs it
+        # not pandas: a section imports it only where it needs a frame (none on a Kineto trace)
+        sections = [f"{run_analyses.__module__}.{key}" for key in SECTIONS]
         # the load's and the analyses' buffers, and the reader's and the sections' imports' heap (memory.small_pages)
         with small_pages():
             import_ahead(_reader_module(path))
