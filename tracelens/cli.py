@@ -212,9 +212,9 @@ def _analyze_one(path: str, *, run_name: str | None = None) -> Document:
     """The analysis document of a trace, or the one a ``--format json`` file saved (detected by content)."""
     from .preload import frozen_imports
 
-    # The imports before the read (numpy, pyarrow, tracelens, the trace's reader) and after it (pandas, the
-    # sections) each done without the collections their objects set off, and the collections while the read and
-    # the sections run kept off those objects (tracelens.preload)
+    # The imports before the read (numpy, pyarrow, tracelens, the trace's reader) and after it (the sections) each
+    # done without the collections their objects set off, and the collections while the read and the sections run
+    # kept off those objects (tracelens.preload)
     with frozen_imports() as import_ahead:
         import_ahead(["tracelens.document"])
         from .document import load_document, looks_like_document
@@ -228,7 +228,8 @@ def _analyze_one(path: str, *, run_name: str | None = None) -> Document:
         from .memory import small_pages
 
         options = {"run": run_name} if run_name else {}
-        sections = ["pandas", *(f"{run_analyses.__module__}.{key}" for key in SECTIONS)]
+        # not pandas: a section imports it only where it needs a frame (none on a Kineto trace)
+        sections = [f"{run_analyses.__module__}.{key}" for key in SECTIONS]
         # the load's and the analyses' buffers, and the reader's and the sections' imports' heap (memory.small_pages)
         with small_pages():
             import_ahead(_reader_module(path))
