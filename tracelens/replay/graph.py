@@ -81,6 +81,7 @@ from ..trace import (
     RUNTIME,
     STEP,
     Trace,
+    arrow_filled,
 )
 from ..values import dense_codes
 from .joins import cumcount, inner_join, run_heads, run_ids
@@ -1229,8 +1230,7 @@ def text_mask(values: pa.Array | pa.ChunkedArray, predicate: Callable[[str], boo
         return np.array([predicate(str(v)) for v in values.to_pylist()], bool)  # not the schema's type: rare
     words = values.dictionary.to_pylist()
     hit = np.array([predicate(str(w)) for w in words] + [predicate(str(None))], bool)
-    codes = values.indices.fill_null(len(words)) if values.null_count else values.indices
-    return hit[np.asarray(codes).astype(np.int64)]
+    return hit[arrow_filled(values.indices, len(words)).astype(np.int64)]  # a null reads as "None", the last
 
 
 def lower_is(text: str) -> Callable[[str], bool]:
