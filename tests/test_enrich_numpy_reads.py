@@ -11,8 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tracelens import enrich
+from tracelens.arrow_read import arrow_numpy
 from tracelens.enrich import first_appearance_codes
-from tracelens.trace import Trace, TraceMetadata, arrow_numpy, build_store, numpy_array, string_array
+from tracelens.trace import Trace, TraceMetadata, build_store, numpy_array, string_array
 
 
 def _arrow_codes(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

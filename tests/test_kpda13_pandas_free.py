@@ -26,7 +26,7 @@ import tracelens
 from tracelens.analyses import host, kernels
 from tracelens.analyses.label_sums import summed_by_row_key, sums_by_label
 from tracelens.analyses.step_arrays import step_window_arrays
-from tracelens.trace import arrow_filled
+from tracelens.arrow_read import arrow_filled
 from tracelens.values import first_seen_sums
 
 INT_TYPES = [pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.uint8(), pa.float32(), pa.float64()]

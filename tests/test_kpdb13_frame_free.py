@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tracelens import arrow_read as ar
 from tracelens.analyses import frame_free as ff
 from tracelens.analyses.ops import outer_join
 from tracelens.analyses.ops.sums import CodeSums, code_sums, float_sums
@@ -102,20 +103,20 @@ def test_arrow_ints_and_floats_equal_pyarrows_conversions(
     info = np.iinfo(typ.to_pandas_dtype())
     values = [None if v is None else int(np.clip(v, info.min, info.max)) for v in values]
     array = pa.array(values, typ).slice(min(offset, len(values)))  # sliced: a nonzero offset
-    ints, valid = ff.arrow_ints(array)
+    ints, valid = ar.arrow_ints(array)
     assert valid.tolist() == array.is_valid().to_numpy(zero_copy_only=False).tolist()
     assert ints.tolist() == [0 if v is None else v for v in array.to_pylist()]
-    floats = ff.arrow_floats(array)
+    floats = ar.arrow_floats(array)
     expected = pd.Series(array.to_pylist(), dtype="Int64").astype("Float64").to_numpy(float, na_value=np.nan)
     np.testing.assert_array_equal(floats, expected)
     chunked = pa.chunked_array([array, array])
-    assert ff.arrow_ints(chunked)[0].tolist() == ints.tolist() * 2
+    assert ar.arrow_ints(chunked)[0].tolist() == ints.tolist() * 2
 
 
 def test_arrow_floats_of_a_float_column() -> None:
     array = pa.array([1.5, None, -0.0, 3.0], pa.float64()).slice(1)
-    np.testing.assert_array_equal(ff.arrow_floats(array), np.array([np.nan, -0.0, 3.0]))
-    assert ff.arrow_floats(pa.array([], pa.float64())).size == 0
+    np.testing.assert_array_equal(ar.arrow_floats(array), np.array([np.nan, -0.0, 3.0]))
+    assert ar.arrow_floats(pa.array([], pa.float64())).size == 0
 
 
 @settings(max_examples=150, deadline=None)
@@ -124,7 +125,7 @@ def test_arrow_codes_are_the_frames_categorical_codes(values: list, dictionary: 
     array = pa.array(values, pa.string())
     if dictionary:
         array = array.dictionary_encode()
-    codes, distinct = ff.arrow_codes(array)
+    codes, distinct = ar.arrow_codes(array)
     assert [None if c < 0 else distinct[c] for c in codes] == values
     if dictionary:  # the frame's categorical (how trace.frame gave these columns)
         column = pa.table({"c": array}).to_pandas()["c"]
@@ -137,7 +138,7 @@ def test_arrow_codes_are_the_frames_categorical_codes(values: list, dictionary: 
 def test_arrow_bools_is_fill_null_to_numpy(values: list, offset: int, fill: bool) -> None:
     array = pa.array(values, pa.bool_()).slice(min(offset, len(values)))
     expected = array.fill_null(fill).to_numpy(zero_copy_only=False)
-    assert ff.arrow_bools(array, fill).tolist() == expected.tolist()
+    assert ar.arrow_bools(array, fill).tolist() == expected.tolist()
 
 
 @settings(max_examples=150, deadline=None)

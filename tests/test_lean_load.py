@@ -17,8 +17,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tracelens
+from tracelens.arrow_read import arrow_numpy
 from tracelens.errors import InputError
-from tracelens.trace import DEVICE_SCHEMA, arrow_numpy, build_devices, numpy_array, string_array
+from tracelens.trace import DEVICE_SCHEMA, build_devices, numpy_array, string_array
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "fixtures" / "demo.pt.trace.json.gz"

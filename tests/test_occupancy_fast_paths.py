@@ -16,9 +16,10 @@ from tracelens import enrich, occupancy_calc
 from tracelens.analyses import occupancy
 from tracelens.analyses.columns import dictionary_codes
 from tracelens.analyses.names import code_mask, is_collective_kernel, is_library_kernel
+from tracelens.arrow_read import arrow_numpy
 from tracelens.enrich import KernelOccupancy, annotate_occupancy
 from tracelens.occupancy_calc import LimitsUnavailable
-from tracelens.trace import KERNEL, Trace, arrow_numpy
+from tracelens.trace import KERNEL, Trace
 
 ARRAYS = (
     "rows",

@@ -14,8 +14,9 @@ import numpy as np
 import pyarrow as pa
 
 from . import occupancy_calc
+from .arrow_read import arrow_numpy
 from .occupancy_calc import LimitsUnavailable
-from .trace import KERNEL, SparseColumn, Trace, arrow_numpy, numpy_array
+from .trace import KERNEL, SparseColumn, Trace, numpy_array
 
 
 def enrich(trace: Trace) -> Trace:

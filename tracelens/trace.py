@@ -24,6 +24,7 @@ import numpy as np
 import pyarrow as pa
 
 from . import intervals
+from .arrow_read import arrow_filled, arrow_values
 from .reads import log_column_read, released_error
 from .values import dense_codes
 
@@ -693,74 +694,6 @@ def string_array(values: Sequence[str | None]) -> pa.Array:
     bitmap = pa.py_buffer(np.packbits(valid, bitorder="little")) if nulls else None
     buffers = [bitmap, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))]
     return pa.Array.from_buffers(pa.string(), len(encoded), buffers, null_count=nulls)
-
-
-def arrow_filled(array: pa.Array, fill: int | float) -> np.ndarray:
-    """``pc.fill_null(array, fill).to_numpy(zero_copy_only=False)`` for an integer or float array, without
-    pyarrow's conversion layer (which imports pandas, as ``pa.scalar`` for a Python ``fill`` does): a read-only
-    view of its values where it has no nulls, a copy with ``fill`` at the nulls otherwise."""
-    typ = array.type
-    if not (pa.types.is_integer(typ) or pa.types.is_float32(typ) or pa.types.is_float64(typ)):
-        filled = array if array.null_count == 0 else pc.fill_null(array, fill)
-        return filled.to_numpy(zero_copy_only=False)
-    values, valid = _values_and_validity(array)
-    if valid is None:
-        return values
-    out = values.copy()
-    out[~valid] = np.array(fill).astype(out.dtype)  # as pa.scalar(fill, typ) makes it
-    return out
-
-
-def _values_and_validity(array: pa.Array) -> tuple[np.ndarray, np.ndarray | None]:
-    """A fixed-width Arrow array's values as a numpy view (its nulls' slots as stored) and where it has nulls,
-    which rows are valid (bool)."""
-    n, offset = len(array), array.offset
-    dtype = np.dtype(array.type.to_pandas_dtype())
-    if n == 0:
-        return np.zeros(0, dtype), None
-    validity, data = array.buffers()[:2]
-    values = np.frombuffer(data, dtype=dtype, count=offset + n)[offset:]
-    values.flags.writeable = False  # Arrow's memory, read only (as to_numpy gives it)
-    if array.null_count == 0:
-        return values, None
-    bits = np.unpackbits(np.frombuffer(validity, np.uint8), count=offset + n, bitorder="little")[offset:]
-    return values, bits.view(bool)
-
-
-def arrow_values(array: pa.Array) -> np.ndarray:
-    """An Arrow column as numpy without pyarrow's pandas layer: integers and floats as :func:`arrow_numpy` gives
-    them (a view without nulls; float64 with NaN at the nulls of integers), dictionary columns as an object array of
-    their values, every other type as an object array of ``to_pylist()``'s values (None at nulls)."""
-    typ = array.type
-    if pa.types.is_dictionary(typ):
-        table = np.empty(len(array.dictionary) + 1, object)
-        table[:-1] = array.dictionary.to_pylist()  # the last slot (None) for a null's code, -1
-        return table[arrow_filled(array.indices, -1)]
-    if pa.types.is_integer(typ) or pa.types.is_float32(typ) or pa.types.is_float64(typ):
-        return arrow_numpy(array)
-    out = np.empty(len(array), object)
-    out[:] = array.to_pylist()
-    return out
-
-
-def arrow_numpy(array: pa.Array) -> np.ndarray:
-    """``array.to_numpy(zero_copy_only=False)`` for an integer or float array, without pyarrow's conversion
-    layer (which imports pandas): a view of its values, or where it has nulls a copy with NaN there (float64
-    for integers, as to_numpy makes it)."""
-    typ = array.type
-    if not (pa.types.is_integer(typ) or pa.types.is_float32(typ) or pa.types.is_float64(typ)) or not len(
-        array
-    ):
-        return array.to_numpy(zero_copy_only=False)
-    n, offset = len(array), array.offset
-    validity, data = array.buffers()[:2]
-    values = np.frombuffer(data, dtype=np.dtype(typ.to_pandas_dtype()), count=offset + n)[offset:]
-    if array.null_count == 0:
-        return values
-    bits = np.unpackbits(np.frombuffer(validity, np.uint8), count=offset + n, bitorder="little")[offset:]
-    out = values.astype(np.float64 if values.dtype.kind in "iu" else values.dtype)
-    out[bits == 0] = np.nan
-    return out
 
 
 def _as_array(values: Any, typ: pa.DataType, n: int) -> pa.Array:

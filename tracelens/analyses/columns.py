@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import intervals
+from ..arrow_read import arrow_filled
 from ..reads import log_column_read, released_error, untracked
 from ..trace import (
     ALL_KINDS,
@@ -27,7 +28,6 @@ from ..trace import (
     EventStore,
     SparseColumn,
     Trace,
-    arrow_filled,
     numpy_array,
 )
 from ..values import dense_codes

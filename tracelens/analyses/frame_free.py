@@ -5,11 +5,8 @@ call it equals; tests/test_kpdb13_frame_free.py checks them against pandas on ge
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 
 from ..values import first_seen_codes
 
@@ -99,79 +96,3 @@ def text_groups(codes: np.ndarray, texts: np.ndarray) -> tuple[np.ndarray, np.nd
     names, inverse = np.unique(labels[~missing], return_inverse=True)
     group_of[~missing] = inverse.reshape(-1)
     return group_of[at.reshape(-1)], names
-
-
-# Arrow arrays read from their buffers: pyarrow's to_numpy (and any Python scalar it is handed) imports pandas.
-def arrow_valid(array: pa.Array) -> np.ndarray:
-    """``array.is_valid()`` as a numpy bool array."""
-    n, offset = len(array), array.offset
-    validity = array.buffers()[0]
-    if array.null_count == 0 or validity is None:
-        return np.ones(n, bool)
-    bits = np.unpackbits(np.frombuffer(validity, np.uint8), count=offset + n, bitorder="little")[offset:]
-    return bits.astype(bool)
-
-
-def arrow_ints(array: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
-    """(the values as int64, 0 where null; whether each is set) of an integer Arrow array: the columns a frame
-    holds as ``Int64`` (``fillna(0)``, ``notna()``)."""
-    if isinstance(array, pa.ChunkedArray):
-        array = array.combine_chunks()
-    if not pa.types.is_integer(array.type):
-        raise TypeError(f"an integer column, not {array.type}")
-    n, offset = len(array), array.offset
-    if n == 0:
-        return np.zeros(0, np.int64), np.zeros(0, bool)
-    data = array.buffers()[1]
-    values = np.frombuffer(data, np.dtype(array.type.to_pandas_dtype()), count=offset + n)[offset:]
-    valid = arrow_valid(array)
-    out = values.astype(np.int64)
-    out[~valid] = 0
-    return out, valid
-
-
-def arrow_floats(array: pa.Array | pa.ChunkedArray) -> np.ndarray:
-    """An integer or float Arrow array as float64, NaN where null: ``astype("Float64").to_numpy(float,
-    na_value=np.nan)`` of its frame column."""
-    if isinstance(array, pa.ChunkedArray):
-        array = array.combine_chunks()
-    if pa.types.is_integer(array.type):
-        values, valid = arrow_ints(array)
-        out = values.astype(np.float64)
-    else:
-        array = array.cast(pa.float64())
-        n, offset = len(array), array.offset
-        if n == 0:
-            return np.zeros(0, np.float64)
-        out = np.frombuffer(array.buffers()[1], np.float64, count=offset + n)[offset:].copy()
-        valid = arrow_valid(array)
-    out[~valid] = np.nan
-    return out
-
-
-def arrow_codes(array: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, list[Any]]:
-    """(each row's code, -1 where null; the distinct values) of a dictionary or string Arrow array: the
-    frame's categorical codes and categories (a plain column dictionary-encoded first)."""
-    if isinstance(array, pa.ChunkedArray):
-        array = array.unify_dictionaries() if pa.types.is_dictionary(array.type) else array
-        array = array.combine_chunks()
-    if not pa.types.is_dictionary(array.type):
-        array = pc.dictionary_encode(array)
-    codes, valid = arrow_ints(array.indices)
-    codes[~valid] = -1
-    return codes, array.dictionary.to_pylist()
-
-
-def arrow_bools(array: pa.Array | pa.ChunkedArray, fill: bool) -> np.ndarray:
-    """``array.fill_null(fill).to_numpy(zero_copy_only=False)`` of a boolean Arrow array."""
-    if isinstance(array, pa.ChunkedArray):
-        array = array.combine_chunks()
-    n, offset = len(array), array.offset
-    if n == 0:
-        return np.zeros(0, bool)
-    data = array.buffers()[1]
-    bits = np.unpackbits(np.frombuffer(data, np.uint8), count=offset + n, bitorder="little")[offset:]
-    out = bits.astype(bool)
-    if array.null_count:
-        out[~arrow_valid(array)] = fill
-    return out

@@ -23,18 +23,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..trace import (
-    ALL_KINDS,
-    DRIVER,
-    GPU_ACTIVITY_KINDS,
-    KERNEL,
-    RUNTIME,
-    SparseColumn,
-    Trace,
-    arrow_filled,
-    arrow_numpy,
-    numpy_array,
-)
+from ..arrow_read import arrow_filled, arrow_numpy
+from ..trace import ALL_KINDS, DRIVER, GPU_ACTIVITY_KINDS, KERNEL, RUNTIME, SparseColumn, Trace, numpy_array
 from ..values import first_seen_codes, sorted_distinct
 from .call_join import match_calls, sorted_calls
 from .columns import (

@@ -19,12 +19,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import intervals
+from ..arrow_read import arrow_codes, arrow_floats, arrow_ints
 from ..gpu_specs import device_links
 from ..trace import ALL_KINDS, DRIVER, MEMCPY, RUNTIME, Trace
 from ..values import is_member, sorted_distinct
 from .blocks import rows_of_kind_at
 from .columns import device_busy, event_columns, memo
-from .frame_free import arrow_codes, arrow_floats, arrow_ints
 from .launch import launch_pairs
 from .names import code_map, is_graph_launch, is_sync_copy
 

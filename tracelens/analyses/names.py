@@ -16,9 +16,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..arrow_read import arrow_bools
 from ..event_names import strip_api_suffix
 from ..trace import ALL_KINDS, ANNOTATION, CPU_OP, DRIVER, PYTHON, RUNTIME, STEP, string_array
-from .frame_free import arrow_bools
 from .kinds import kind_mask
 
 if TYPE_CHECKING:  # imported where a function needs it: analyze's path runs without pandas

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import intervals
+from ..arrow_read import arrow_codes
 from ..event_names import strip_api_suffix
 from ..trace import CPU_OP, DRIVER, GPU_SYNC, RUNTIME, Trace
 from ..values import dense_codes
@@ -28,7 +29,7 @@ from .columns import (
     thread_key,
     thread_time_positions,
 )
-from .frame_free import arrow_codes, sort_values_order, text_groups
+from .frame_free import sort_values_order, text_groups
 from .grouping import grouped, sum_per_slot
 from .kinds import kind_mask
 from .launch import launch_pairs

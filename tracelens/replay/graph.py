@@ -69,6 +69,7 @@ from ..analyses.names import (
 )
 from ..analyses.startup import one_time_work
 from ..analyses.thread_codes import THREAD_RUNS_SHARE, thread_run_heads
+from ..arrow_read import arrow_filled
 from ..event_names import strip_api_suffix
 from ..trace import (
     ALL_KINDS,
@@ -81,7 +82,6 @@ from ..trace import (
     RUNTIME,
     STEP,
     Trace,
-    arrow_filled,
 )
 from ..values import dense_codes
 from .joins import cumcount, inner_join, run_heads, run_ids

@@ -12,12 +12,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ...arrow_read import arrow_bools
 from ...trace import ALL_KINDS, ANNOTATION, CPU_OP, DRIVER, RUNTIME, Trace, string_array
 from ...values import is_member, sorted_distinct
 from ..blocks import BLOCK_ROWS, kind_mask
 from ..columns import device_busy, event_columns, memo, thread_key
 from ..derived import held
-from ..frame_free import arrow_bools, sort_order
+from ..frame_free import sort_order
 from ..launch import launch_pairs
 from ..names import HOST_CATEGORY_PRIORITY, SYNC, is_blocking_sync
 from .sums import SUM_BLOCK, code_sums, gpu_durations
