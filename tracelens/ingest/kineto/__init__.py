@@ -5,9 +5,10 @@ rounding rule and the engines' figures: ``docs/formats/kineto.md``.
 
 How: the file is decompressed in blocks (:mod:`.split`). Kineto writes each event at a fixed indentation, so
 every block is cut after its last complete event (in other layouts, after the last top-level comma the
-scanner finds), and the block's events become numpy columns (:mod:`.blocks`), made ready row by row on the
-thread that read them (:mod:`.prepare`), before the next block is read, so peak memory is the columns plus the
-few blocks in flight. Two engines make a block's columns, the same
+scanner finds), and the block's events become numpy columns (:mod:`.blocks`), made ready row by row
+(:mod:`.prepare`) on whichever thread is free first (:mod:`.shared_steps`: the worker that scanned the block or
+the thread that inflates), while the next blocks are read, so peak memory is the columns plus the few blocks in
+flight. Two engines make a block's columns, the same
 columns (tested on every real trace and fixture):
 
 - native (:mod:`.native`, the default wherever ``pip install`` could compile ``_kineto_scan.c``): a

@@ -38,7 +38,7 @@ from .fields import (
 from .msgspec_engine import DECODE_ERRORS, LOOSE_DOCUMENT_DECODER, document_fields
 from .prepare import KIND_FLAGS, NOT_HOST, prepare_block
 
-__all__ = ["scan_block", "scan_block_columns", "scan_document", "scanner"]
+__all__ = ["prepared_block", "scan_block", "scan_block_columns", "scan_document", "scan_raw", "scanner"]
 
 
 # Which of the scanner's float columns, sparse record fields and string code columns holds each field
@@ -51,8 +51,21 @@ _STRING_AT = {field: i for i, field in enumerate(NATIVE_STRINGS)}
 def scan_block(pieces: tuple[bytes | memoryview, ...]) -> dict[str, Any] | None:
     """A block read by the native scanner, made ready for the table as :func:`.prepare.prepare_block` makes
     the columns of :func:`scan_block_columns` (None: the scanner declined the block)."""
-    scanned = scanner().scan_events(pieces, to_number, msgspec.json.decode)
-    return None if scanned is None else _prepared_columns(scanned)
+    scanned = scan_raw(pieces)
+    return None if scanned is None else prepared_block(scanned)
+
+
+def scan_raw(pieces: tuple[bytes | memoryview, ...]) -> dict[str, Any] | None:
+    """The scanner's output for a block (None: it declined the block): the first of :func:`scan_block`'s two
+    steps, the one that reads the block's text."""
+    scanned: dict[str, Any] | None = scanner().scan_events(pieces, to_number, msgspec.json.decode)
+    return scanned
+
+
+def prepared_block(scanned: dict[str, Any]) -> dict[str, Any]:
+    """The second of :func:`scan_block`'s steps: the block of :func:`scan_raw`'s output (which holds no reference
+    to the block's text)."""
+    return _prepared_columns(scanned)
 
 
 def scan_block_columns(pieces: tuple[bytes | memoryview, ...]) -> dict[str, Any] | None:

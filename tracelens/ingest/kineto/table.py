@@ -44,6 +44,7 @@ from .fields import DEVICE_FIELDS, OP_NUMBERS, OP_TEXTS
 from .gpu_columns import field_at, geometry, gpu_placed, shared_memory, stream_column, with_fallback
 from .named_kinds import KIND_MASK, VALID_BIT, NameFlags, ready_block
 from .placing import (
+    LaunchIndex,
     in_table_order,
     joined_floats,
     joined_in_order,
@@ -272,17 +273,25 @@ class Columns:
             parts.discard(key)
         # Joined and ordered in the background (numpy copies and gathers without holding the GIL) while this
         # thread orders the others and places the GPU rows.
-        joined = {
-            key: background.submit(joined_in_order, parts, order, key)
-            for key in _ROW_KEYS[3:]  # all but start, kind_valid and name (ordered on this thread)
-            if key != "correlation"  # (put in order with its validity known: below)
-        }
+        joined = {key: background.submit(joined_in_order, parts, order, key) for key in ("duration", "pid")}
         kind_valid = np.take(kind_valid, order)
         kind = np.bitwise_and(kind_valid, KIND_MASK).view(np.int8)
         # The GPU rows placed in table order in the background (`at`: their table rows, ascending; `kept_gpu`:
         # the index of each into the GPU rows in file order): they are the rows of the GPU kinds, found in the
         # sorted kinds, so no table-long array is gathered to place them.
         placing = background.submit(gpu_placed, kind, order, gpu_rows, m)
+        # The id columns that need only the order and the validities: queued now, so that the pool builds them
+        # while this thread places rows and looks up launches (it waited for this thread there, both threads
+        # idle ~15 ms, and built the correlation ids last, alone, after the other columns).
+        ids = {
+            "tid": background.submit(_id_column_joined, parts, order, kind_valid, "tid", "tid"),
+            "correlation_id": background.submit(
+                _id_column_in_order, parts, order, kind_valid, "correlation", "correlation_id"
+            ),
+            "external_id": background.submit(
+                _id_column_joined, parts, order, kind_valid, "external_id", "external_id"
+            ),
+        }
         start = np.take(start, order)
         # the op rows (few) placed by their starts among the sorted starts
         kept_op, at_op = placed_rows(op_rows, op_starts, start, order)
@@ -314,7 +323,17 @@ class Columns:
         # The host pid of device rows: their launch's, by correlation id (GPU annotations: none).
         device_rows = np.flatnonzero(DEVICE_SIDE[gpu_kind])
         kept_device = np.take(kept_gpu, device_rows)
-        device_pid = launch_pid(launches, np.take(parts.pop("gpu_correlation"), kept_device))
+        device_correlation = np.take(parts.pop("gpu_correlation"), kept_device)
+        at_device = at[device_rows]
+        # the pid column with the device rows' looked up on the pool (here where the depth needs them now)
+        device_pid = None if floats is None else launch_pid(launches, device_correlation)
+        pid = background.submit(
+            _with_device_rows,
+            joined.pop("pid"),
+            kind_valid,
+            (launches, device_correlation) if device_pid is None else device_pid,
+            at_device,
+        )
         # the devices of the GPU rows (the device column holds no other value), found in the background
         launch_codes = np.bincount(
             np.take(name_of_raw, np.flatnonzero(self.launch_name)), minlength=len(names)
@@ -328,7 +347,6 @@ class Columns:
 
         # the device-side and kernel rows among the GPU rows: their table rows and their index into the GPU
         # rows in file order (each found once)
-        at_device = at[device_rows]
         kernels = np.flatnonzero(gpu_is_kernel)
         kernel_rows = (np.take(kept_gpu, kernels), at[kernels])
 
@@ -363,13 +381,6 @@ class Columns:
         shared = background.submit(shared_memory, parts, *kernel_rows, m)
         grid = background.submit(geometry, parts, "grid", *kernel_rows, m)
         block = background.submit(geometry, parts, "block", *kernel_rows, m)
-        pid = background.submit(
-            _with_device_rows,
-            joined.pop("pid").result(),
-            kind_valid,
-            device_pid,
-            at_device,
-        )
         columns: dict[str, Any] = {
             "kind": dictionary_array(kind, KINDS),
             "name": dictionary_array(name_code, names),  # shares name_code's memory (not written after)
@@ -378,13 +389,7 @@ class Columns:
             "device": sparse_column(device_values, at, m, "device"),
             "stream": background.submit(stream_column, parts, kept_gpu, at, m),
             "pid": pid,
-            "tid": background.submit(_id_column, joined.pop("tid").result(), kind_valid, "tid", "tid"),
-            "correlation_id": background.submit(
-                _id_column_in_order, parts, order, kind_valid, "correlation", "correlation_id"
-            ),
-            "external_id": background.submit(
-                _id_column, joined.pop("external_id").result(), kind_valid, "external_id", "external_id"
-            ),
+            **ids,
             # each null except on some GPU rows, taken at those rows (from the GPU rows in file order) there
             "bytes": background.submit(field_at, parts, "bytes", kept_device, at_device, m, "bytes"),
             "copy_kind": copy_kind,
@@ -524,6 +529,13 @@ def _id_column(data: np.ndarray, kind_valid: np.ndarray, key: str, column: str) 
     return int_column(data, _valid(kind_valid, key), column)
 
 
+def _id_column_joined(
+    parts: Appended, order: np.ndarray, kind_valid: np.ndarray, key: str, column: str
+) -> Stored:
+    """:func:`_id_column` of the id ``key`` joined (dropped from ``parts``) and put in table ``order``."""
+    return _id_column(joined_in_order(parts, order, key), kind_valid, key, column)
+
+
 def _id_column_in_order(
     parts: Appended, order: np.ndarray, kind_valid: np.ndarray, key: str, column: str
 ) -> Stored:
@@ -538,10 +550,17 @@ def _id_column_in_order(
 
 
 def _with_device_rows(
-    pid: np.ndarray, kind_valid: np.ndarray, device_pid: np.ndarray, at_device: np.ndarray
+    joined_pid: Future[np.ndarray],
+    kind_valid: np.ndarray,
+    device_pid: np.ndarray | tuple[LaunchIndex, np.ndarray],
+    at_device: np.ndarray,
 ) -> Stored:
-    """The pid column: the host rows' pids (int64 data, their validity in ``kind_valid``; table order) with the
-    device rows' (at ``at_device``: their launch's, NaN when none) set."""
+    """The pid column: the host rows' pids (``joined_pid``'s int64 data, their validity in ``kind_valid``; table
+    order) with the device rows' (at ``at_device``: their launch's, NaN when none; or the launches and the device
+    rows' correlation ids to look them up by: launch_pid) set."""
+    if isinstance(device_pid, tuple):
+        device_pid = launch_pid(*device_pid)
+    pid = joined_pid.result()  # (queued before this task: done or running)
     valid = _valid(kind_valid, "pid")
     data, device_valid = int_parts(device_pid, "pid")
     pid[at_device] = data
