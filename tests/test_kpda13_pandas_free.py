@@ -113,26 +113,33 @@ def test_name_stats_one_kernel_and_large_values() -> None:
         _assert_same_stats(kernels._name_stats(code, duration), kernels._frame_stats(code, duration))
 
 
-def _frame_step_windows(trace: tracelens.Trace) -> Any:
-    """The frame computation step_window_arrays replaced (columns.step_windows before it)."""
+def _plain_step_windows(trace: tracelens.Trace) -> dict[str, list[int]]:
+    """The step windows by plain Python over the step markers in table order: an unnumbered marker takes the next
+    number after the highest recorded one; per number the first start and the last end; by start, then number."""
     from tracelens.analyses.columns import event_columns
     from tracelens.trace import STEP
 
     cols = event_columns(trace)
-    rows = cols.of_kind(STEP)
-    number = cols.at("step", rows).copy()
-    missing = number < 0
-    if missing.any():
-        base = number.max() + 1 if (~missing).any() else 0
-        number[missing] = base + np.arange(missing.sum())
-    frame = pd.DataFrame({"step": number, "start": cols.start[rows], "end": cols.end[rows]})
-    merged = frame.groupby("step", sort=False).agg(start=("start", "min"), end=("end", "max")).reset_index()
-    return merged.sort_values(["start", "step"], kind="stable").reset_index(drop=True)
+    rows = np.flatnonzero(cols.of_kind(STEP))
+    numbers = cols.at("step", rows).tolist()
+    next_number = max([n for n in numbers if n >= 0], default=-1) + 1
+    windows: dict[int, list[int]] = {}
+    for number, start, end in zip(numbers, cols.start[rows].tolist(), cols.end[rows].tolist(), strict=True):
+        if number < 0:
+            number, next_number = next_number, next_number + 1
+        window = windows.setdefault(number, [start, end])
+        window[0], window[1] = min(window[0], start), max(window[1], end)
+    ordered = sorted(windows.items(), key=lambda item: (item[1][0], item[0]))
+    return {
+        "step": [n for n, _ in ordered],
+        "start": [w[0] for _, w in ordered],
+        "end": [w[1] for _, w in ordered],
+    }
 
 
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.tuples(st.integers(-1, 5), st.integers(0, 50), st.integers(0, 30)), max_size=25))
-def test_step_window_arrays_equal_the_frame(marks: list[tuple[int, int, int]]) -> None:
+def test_step_window_arrays_equal_plain_python(marks: list[tuple[int, int, int]]) -> None:
     rows = [
         {
             "kind": "step",
@@ -147,53 +154,40 @@ def test_step_window_arrays_equal_the_frame(marks: list[tuple[int, int, int]]) -
     ]
     rows.append({"kind": "cpu_op", "name": "aten::mm", "start_ns": 0, "end_ns": 1, "pid": 1, "tid": 1})
     trace = tracelens.Trace.from_rows(rows)
-    got, expected = step_window_arrays(trace), _frame_step_windows(trace)
-    assert len(got) == len(expected)
-    for column in ("step", "start", "end"):
-        np.testing.assert_array_equal(getattr(got, column), expected[column].to_numpy())
+    got, expected = step_window_arrays(trace), _plain_step_windows(trace)
+    assert len(got) == len(expected["step"])
     frame = tracelens.analyses.columns.step_windows(trace)
-    pd.testing.assert_frame_equal(frame, expected.astype(frame.dtypes.to_dict()), check_index_type=False)
+    for column in ("step", "start", "end"):
+        assert getattr(got, column).tolist() == expected[column]
+        assert frame[column].tolist() == expected[column]
 
 
-def _pandas_top_by_template(
+def _plain_top_by_template(
     kind: np.ndarray, labels: np.ndarray, totals: np.ndarray, counts: np.ndarray, top_n: int
 ) -> tuple[list[dict[str, Any]], int]:
-    """host._top_by_template as it was, with pandas."""
+    """host._top_by_template by plain Python: groups by (kind, template) in first-appearance order, bootstrap
+    frames left out and counted, the top groups by total time, then template text, then first appearance."""
     from tracelens.analyses.names import is_thread_bootstrap, name_template
     from tracelens.trace import ALL_KINDS
 
-    text = pd.Series(labels, dtype=object).astype(str)
-    distinct_names = pd.unique(text)
-    template = dict(zip(distinct_names, (name_template(n) for n in distinct_names), strict=True))
-    bootstrap = text.map({n: is_thread_bootstrap(n) for n in distinct_names}).to_numpy(bool)
-    keep = ~bootstrap
-    templates = text.map(template).to_numpy(object)[keep]
-    kind, totals_kept, counts_kept = np.asarray(kind, np.int64)[keep], totals[keep], counts[keep]
-    template_code, template_values = pd.factorize(templates)
-    group, group_keys = pd.factorize(kind * max(len(template_values), 1) + template_code)
-    groups = len(group_keys)
-    group_total = np.zeros(groups, np.int64)
-    np.add.at(group_total, group, totals_kept)
-    group_count = np.zeros(groups, np.int64)
-    np.add.at(group_count, group, counts_kept)
-    group_names = np.bincount(group, minlength=groups)
-    group_kind, group_template = np.divmod(group_keys, max(len(template_values), 1))
-    template_rank = np.empty(len(template_values), np.int64)
-    template_rank[sorted(range(len(template_values)), key=template_values.__getitem__)] = np.arange(
-        len(template_values)
-    )
-    order = np.lexsort((np.arange(groups), template_rank[group_template], -group_total))[:top_n]
+    groups: dict[tuple[int, str], list[int]] = {}  # total, count, names
+    bootstrap = 0
+    for k, label, total, count in zip(
+        kind.tolist(), labels.tolist(), totals.tolist(), counts.tolist(), strict=True
+    ):
+        if is_thread_bootstrap(str(label)):
+            bootstrap += count
+            continue
+        group = groups.setdefault((k, name_template(str(label))), [0, 0, 0])
+        group[0] += total
+        group[1] += count
+        group[2] += 1
+    ranked = sorted(enumerate(groups.items()), key=lambda e: (-e[1][1][0], e[1][0][1], e[0]))[:top_n]
     top = [
-        {
-            "kind": ALL_KINDS[int(group_kind[g])],
-            "name": str(template_values[group_template[g]]),
-            "count": int(group_count[g]),
-            "total_ns": int(group_total[g]),
-            "names": int(group_names[g]),
-        }
-        for g in order
+        {"kind": ALL_KINDS[k], "name": template, "count": count, "total_ns": total, "names": names}
+        for _, ((k, template), (total, count, names)) in ranked
     ]
-    return top, int(counts[bootstrap].sum())
+    return top, bootstrap
 
 
 NAMES = [
@@ -215,13 +209,13 @@ NAMES = [
     st.lists(st.tuples(st.integers(0, 3), st.sampled_from(NAMES), st.integers(0, 50)), max_size=30),
     st.integers(0, 6),
 )
-def test_top_by_template_equals_pandas(pairs: list[tuple[int, str, int]], top_n: int) -> None:
+def test_top_by_template_equals_plain_python(pairs: list[tuple[int, str, int]], top_n: int) -> None:
     kind = np.array([k for k, _, _ in pairs], np.int64)
     labels = np.empty(len(pairs), object)
     labels[:] = [n for _, n, _ in pairs]
     totals = np.array([t for _, _, t in pairs], np.int64)
     counts = totals % 7 + 1
-    assert host._top_by_template(kind, labels, totals, counts, top_n) == _pandas_top_by_template(
+    assert host._top_by_template(kind, labels, totals, counts, top_n) == _plain_top_by_template(
         kind, labels, totals, counts, top_n
     )
 

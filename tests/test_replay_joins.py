@@ -11,8 +11,8 @@ import pytest
 from tracelens.analyses.columns import event_columns
 from tracelens.replay import graph as graph_module
 from tracelens.replay import remedies
-from tracelens.replay.collectives import overlap_collectives
-from tracelens.replay.graph import GPU_END, GPU_START, NONE
+from tracelens.replay.collectives import overlap_collectives, placeholder_waits
+from tracelens.replay.graph import GPU_END, GPU_START
 from tracelens.replay.joins import cumcount, inner_join, run_heads, run_ids
 from tracelens.trace import Trace
 
@@ -86,19 +86,24 @@ def _collectives_reference(is_collective, name, device, start, end):
 
 
 def _collective_edges_reference(collective, start, end):
-    members = np.flatnonzero(collective >= 0)
-    empty = np.zeros(0, np.int64)
-    if members.size == 0:
-        return empty, empty, empty
-    members = members[np.argsort(collective[members], kind="stable")]
-    group = collective[members]
-    frame = pd.DataFrame({"op": members, "group": group})
-    pairs = frame.merge(frame, on="group", suffixes=("_src", "_dst"))
-    pairs = pairs[pairs["op_src"] != pairs["op_dst"]]
-    src, dst = pairs["op_src"].to_numpy(np.int64), pairs["op_dst"].to_numpy(np.int64)
-    last_start = np.full(int(group.max()) + 1, NONE, np.int64)
-    np.maximum.at(last_start, group, start[members])
-    return src, dst, end[dst] - last_start[collective[dst]]
+    """Every ordered pair of distinct participants of a collective, by plain Python: collectives in id order, each
+    source in op order with its targets in op order (pandas' self-merge order); the lag is the target's end - its
+    collective's last start."""
+    members: dict[int, list[int]] = {}
+    for op, group in enumerate(collective.tolist()):
+        if group >= 0:
+            members.setdefault(group, []).append(op)
+    src, dst, lag = [], [], []
+    for group in sorted(members):
+        ops = members[group]
+        last_start = max(int(start[o]) for o in ops)
+        for a in ops:
+            for b in ops:
+                if a != b:
+                    src.append(a)
+                    dst.append(b)
+                    lag.append(int(end[b]) - last_start)
+    return np.array(src, np.int64), np.array(dst, np.int64), np.array(lag, np.int64)
 
 
 @pytest.mark.parametrize("seed", range(60))
@@ -153,16 +158,7 @@ def _overlap_reference(g, is_collective):
             "lag": np.concatenate([g.lag[ph_end], g.edge_lag[into]]),
         }
     )
-    waits = np.flatnonzero(g.edge_is_wait)
-    w_src = g.edge_src[waits]
-    order = np.argsort(w_src, kind="stable")
-    waits, w_src = waits[order], w_src[order]
-    at = np.searchsorted(w_src, ph_end, side="left")
-    at_ok = at < w_src.size
-    first_src = (
-        np.where(at_ok, w_src[np.minimum(at, w_src.size - 1)], -1) if w_src.size else np.full(ph.size, -1)
-    )
-    same_stream = at_ok & (g.chain[np.maximum(first_src, 0)] == g.chain[ph_end])
+    waits, first_src, same_stream = placeholder_waits(g, ph_end)
     waiters = pd.DataFrame({"end": ph_end[same_stream], "w_src": first_src[same_stream]})
     wait_edges = pd.DataFrame(
         {

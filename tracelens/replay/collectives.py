@@ -46,18 +46,7 @@ def overlap_collectives(g: Graph, is_collective: np.ndarray) -> tuple[Graph | No
     source_end = np.concatenate([ph_end, g.edge_dst[into]])
     source_src = np.concatenate([g.op_start[ph], g.edge_src[into]])
     source_lag = np.concatenate([g.lag[ph_end], g.edge_lag[into]])
-    # what waits for each placeholder's completion: the host waits on it, and the first host wait on a later op
-    # of its stream (points of a stream are stored in stream order)
-    waits = np.flatnonzero(g.edge_is_wait)
-    w_src = g.edge_src[waits]
-    order = np.argsort(w_src, kind="stable")
-    waits, w_src = waits[order], w_src[order]
-    at = np.searchsorted(w_src, ph_end, side="left")
-    at_ok = at < w_src.size
-    first_src = (
-        np.where(at_ok, w_src[np.minimum(at, w_src.size - 1)], -1) if w_src.size else np.full(ph.size, -1)
-    )
-    same_stream = at_ok & (g.chain[np.maximum(first_src, 0)] == g.chain[ph_end])
+    waits, first_src, same_stream = placeholder_waits(g, ph_end)
     # (waiter, its wait edge) per pair with the same wait source; then (source, target) per pair with the same
     # placeholder end: the rows and the order of pandas' inner merges
     waiter, wait = inner_join(first_src[same_stream], g.edge_src[waits])
@@ -90,3 +79,20 @@ def overlap_collectives(g: Graph, is_collective: np.ndarray) -> tuple[Graph | No
         int(ph.size),
         int(drop_event.sum()),
     )
+
+
+def placeholder_waits(g: Graph, ph_end: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """What waits for each placeholder's completion: the host waits on it, and the first host wait on a later op of
+    its stream (points of a stream are stored in stream order). (the wait edges, sorted by source; per placeholder
+    end the first wait source at or after it, -1 where none; whether that source is on the placeholder's stream)."""
+    waits = np.flatnonzero(g.edge_is_wait)
+    w_src = g.edge_src[waits]
+    order = np.argsort(w_src, kind="stable")
+    waits, w_src = waits[order], w_src[order]
+    at = np.searchsorted(w_src, ph_end, side="left")
+    at_ok = at < w_src.size
+    first_src = (
+        np.where(at_ok, w_src[np.minimum(at, w_src.size - 1)], -1) if w_src.size else np.full(ph_end.size, -1)
+    )
+    same_stream = at_ok & (g.chain[np.maximum(first_src, 0)] == g.chain[ph_end])
+    return waits, first_src, same_stream
