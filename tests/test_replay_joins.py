@@ -11,8 +11,7 @@ import pytest
 from tracelens.analyses.columns import event_columns
 from tracelens.replay import graph as graph_module
 from tracelens.replay import remedies
-from tracelens.replay.collectives import overlap_collectives, placeholder_waits
-from tracelens.replay.graph import GPU_END, GPU_START
+from tracelens.replay.collectives import overlap_collectives, placeholder_waits, placeholders
 from tracelens.replay.joins import cumcount, inner_join, run_heads, run_ids
 from tracelens.trace import Trace
 
@@ -137,16 +136,7 @@ def test_collectives_one_op_and_none():
 def _overlap_reference(g, is_collective):
     """collectives.overlap_collectives' re-wiring as it was written with pandas: (changed graph, placeholders,
     event waits dropped)."""
-    op_chain = g.chain[g.op_start]
-    nxt = np.minimum(g.op_end + 1, g.size - 1)
-    has_successor = (g.op_end + 1 < g.size) & (g.chain[nxt] == op_chain) & ~g.chain_first[nxt]
-    compute_chains = np.unique(op_chain[~is_collective])
-    placeholder = is_collective & has_successor & np.isin(op_chain, compute_chains)
-    collective_end = np.zeros(g.size, bool)
-    collective_end[g.op_end[is_collective]] = True
-    is_event = (g.kind[g.edge_src] == GPU_END) & (g.kind[g.edge_dst] == GPU_START) & ~g.edge_is_collective
-    drop_event = is_event & collective_end[g.edge_src]
-    ph = np.flatnonzero(placeholder)
+    ph, drop_event = placeholders(g, is_collective)  # the same choice: only the joins differ
     if ph.size == 0 and not drop_event.any():
         return None, 0, 0
     ph_end = g.op_end[ph]

@@ -26,17 +26,7 @@ from .joins import inner_join
 def overlap_collectives(g: Graph, is_collective: np.ndarray) -> tuple[Graph | None, int, int]:
     """(the changed graph or None when nothing changes, collectives made placeholders, event waits dropped);
     ``is_collective``: per GPU op, a collective kernel."""
-    op_chain = g.chain[g.op_start]
-    nxt = np.minimum(g.op_end + 1, g.size - 1)
-    has_successor = (g.op_end + 1 < g.size) & (g.chain[nxt] == op_chain) & ~g.chain_first[nxt]
-    compute_chains = np.unique(op_chain[~is_collective])
-    placeholder = is_collective & has_successor & np.isin(op_chain, compute_chains)
-    src_kind, dst_kind = g.kind[g.edge_src], g.kind[g.edge_dst]
-    collective_end = np.zeros(g.size, bool)
-    collective_end[g.op_end[is_collective]] = True
-    is_event = (src_kind == GPU_END) & (dst_kind == GPU_START) & ~g.edge_is_collective
-    drop_event = is_event & collective_end[g.edge_src]
-    ph = np.flatnonzero(placeholder)
+    ph, drop_event = placeholders(g, is_collective)
     if ph.size == 0 and not drop_event.any():
         return None, 0, 0
     ph_end = g.op_end[ph]
@@ -79,6 +69,20 @@ def overlap_collectives(g: Graph, is_collective: np.ndarray) -> tuple[Graph | No
         int(ph.size),
         int(drop_event.sum()),
     )
+
+
+def placeholders(g: Graph, is_collective: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the collective ops made placeholders: those followed on their stream by more work, on a stream that also
+    computes; per edge, whether it is a GPU event wait on a collective's end, which the overlap drops)."""
+    op_chain = g.chain[g.op_start]
+    nxt = np.minimum(g.op_end + 1, g.size - 1)
+    has_successor = (g.op_end + 1 < g.size) & (g.chain[nxt] == op_chain) & ~g.chain_first[nxt]
+    compute_chains = np.unique(op_chain[~is_collective])
+    placeholder = is_collective & has_successor & np.isin(op_chain, compute_chains)
+    collective_end = np.zeros(g.size, bool)
+    collective_end[g.op_end[is_collective]] = True
+    is_event = (g.kind[g.edge_src] == GPU_END) & (g.kind[g.edge_dst] == GPU_START) & ~g.edge_is_collective
+    return np.flatnonzero(placeholder), is_event & collective_end[g.edge_src]
 
 
 def placeholder_waits(g: Graph, ph_end: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
