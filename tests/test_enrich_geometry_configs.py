@@ -67,6 +67,9 @@ def test_one_kernel_and_ties() -> None:
     a = {**one, "block_x": 2}
     b = {**one, "block_y": 2}
     _assert_same_configurations(_trace([one, a, b, a, one]))
+    # negative values (a column coded as its values less a negative minimum)
+    c = {**one, "registers_per_thread": -5, "grid_x": -(2**31)}
+    _assert_same_configurations(_trace([c, one, c, a]))
 
 
 def test_many_distinct_values_renumber_the_key() -> None:

@@ -269,16 +269,20 @@ def _numbered_by_geometry(trace: Trace, kernels: _Rows) -> tuple[np.ndarray, lis
     key: np.ndarray | None = None
     span = 1
     for name in _GEOMETRY:
-        codes, uniques = first_seen_codes(raw[name])
+        values, low, count = _exact_codes(raw[name])  # the codes: values - low
         if key is None:
-            key, span = codes.astype(np.int64), uniques.size
+            key, span = values.astype(np.int64), count
+            key -= low
             continue
-        if span * uniques.size >= 2**62:  # renumber the key so far: fewer distinct values than rows
+        if span * count >= 2**62:  # renumber the key so far: fewer distinct values than rows
             key, first_keys = first_seen_codes(key)
             span = first_keys.size
-        key *= uniques.size
-        key += codes
-        span *= uniques.size
+        # in place (the int32 values cast as they are added): no int64 copy of each column
+        key *= count
+        key += values
+        if low:
+            key -= low
+        span *= count
     assert key is not None
     geometry, _ = first_seen_codes(key)
     del key
@@ -313,6 +317,23 @@ def _int32_geometry(
         return values
     at = kernels._positions_in(stored.rows)
     return None if at is None else values[at]
+
+
+# A geometry column whose values span at most this many integers is coded by its values less their minimum.
+_NARROW_SPAN = 1 << 16
+
+
+def _exact_codes(values: np.ndarray) -> tuple[np.ndarray, int, int]:
+    """An int32 column's codes as (values, low, count): ``values - low`` in range(count), equal exactly where the
+    column's values are. The column itself less its minimum where its values span few integers (block sizes,
+    registers: two passes, no hash), else its first-seen codes (low 0)."""
+    if values.size == 0:
+        return values, 0, 1
+    low, high = int(values.min()), int(values.max())
+    if high - low < _NARROW_SPAN:
+        return values, low, high - low + 1
+    codes, uniques = first_seen_codes(values)
+    return codes, 0, uniques.size
 
 
 def _first_rows(codes: np.ndarray) -> np.ndarray:
@@ -367,8 +388,6 @@ class KernelOccupancy:
     def __init__(self, trace: Trace) -> None:
         launches = _launches_of(trace)
         self.rows = launches.rows.astype(np.int64)
-        kernels = _Rows(trace, self.rows)
-        self.duration = kernels.int64("end_ns") - kernels.int64("start_ns")
         self._trace = trace  # for the reported occupancy, read when asked (``reported``, ``reported_at``)
         # per configuration
         device, threads, grid = launches.device, launches.threads, launches.grid
@@ -434,6 +453,14 @@ class KernelOccupancy:
             "grid_fill": grid_fill,  # min(1, grid blocks / SMs)
             "shape": shape,  # occupancy the block shape alone allows
         }
+
+    @property
+    def duration(self) -> np.ndarray:
+        """Each launch's end minus start (int64): read on first use, then kept (the load's enrich needs none)."""
+        if "_duration" not in self.__dict__:
+            kernels = _Rows(self._trace, self.rows)
+            self._duration = kernels.int64("end_ns") - kernels.int64("start_ns")
+        return self._duration
 
     @property
     def reported(self) -> np.ndarray:
