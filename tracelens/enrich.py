@@ -8,7 +8,7 @@ the occupancy section (``analyses/occupancy.py``) builds on the same :class:`Ker
 from __future__ import annotations
 
 import weakref
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -17,6 +17,7 @@ from . import occupancy_calc
 from .arrow_read import arrow_numpy
 from .occupancy_calc import LimitsUnavailable
 from .trace import KERNEL, SparseColumn, Trace, numpy_array
+from .values import first_seen_codes
 
 
 def enrich(trace: Trace) -> Trace:
@@ -24,12 +25,16 @@ def enrich(trace: Trace) -> Trace:
     return annotate_occupancy(trace)
 
 
-def _float_column(rows: _Rows, name: str) -> np.ndarray:
+class _Columns(Protocol):
+    def column(self, name: str) -> np.ndarray: ...
+
+
+def _float_column(rows: _Columns, name: str) -> np.ndarray:
     """A numeric column of the rows as float64 with NaN for nulls."""
     return rows.column(name)
 
 
-def _product(table: _Rows, prefix: str) -> np.ndarray:
+def _product(table: _Columns, prefix: str) -> np.ndarray:
     """x*y*z of a launch dimension; missing y/z count as 1, missing x makes the product unknown (NaN)."""
     x = _float_column(table, f"{prefix}_x")
     y = np.nan_to_num(_float_column(table, f"{prefix}_y"), nan=1.0)
@@ -37,7 +42,7 @@ def _product(table: _Rows, prefix: str) -> np.ndarray:
     return x * y * z
 
 
-def _shared_bytes(table: _Rows) -> np.ndarray:
+def _shared_bytes(table: _Columns) -> np.ndarray:
     """static + dynamic shared memory; one missing counts as 0, both missing is unknown (NaN)."""
     static = _float_column(table, "static_shared_bytes")
     dynamic = _float_column(table, "dynamic_shared_bytes")
@@ -132,7 +137,15 @@ def _configurations(inputs: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
 
     One hash of a mixed key (Arrow's, no pandas at load); where two different inputs share a key (checked: every
     launch's inputs equal its configuration's), every launch is its own configuration."""
-    n = inputs[0].size
+    numbered = _numbered_by_mixed_key(inputs)
+    if numbered is None:
+        n = inputs[0].size
+        return np.arange(n, dtype=np.int32 if n < 2**31 else np.int64), np.arange(n)
+    return numbered
+
+
+def _numbered_by_mixed_key(inputs: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray] | None:
+    """:func:`_configurations`' numbering, None where two different inputs share a mixed key."""
     key = inputs[0].view(np.int64).copy()
     for values in inputs[1:]:
         key *= _MIX
@@ -142,7 +155,7 @@ def _configurations(inputs: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     for values in inputs:
         bits = values.view(np.int64)
         if not np.array_equal(bits[first][config], bits):
-            return np.arange(n, dtype=np.int32 if n < 2**31 else np.int64), np.arange(n)
+            return None
     return config, first
 
 
@@ -190,15 +203,148 @@ class _Launches:
     def __init__(self, trace: Trace) -> None:
         rows = _kind_rows(trace, KERNEL)
         kernels = _Rows(trace, rows)
-        device = _float_column(kernels, "device")
-        threads = _product(kernels, "block")
-        grid = _product(kernels, "grid")
-        registers = _float_column(kernels, "registers_per_thread")
-        shared = _shared_bytes(kernels)
         self.rows = rows.astype(np.int32) if trace.num_events < 2**31 else rows
-        self.config, first = _configurations([device, threads, grid, registers, shared])
-        self.device, self.threads, self.grid = device[first], threads[first], grid[first]
-        self.registers, self.shared = registers[first], shared[first]
+        numbered = _numbered_by_geometry(trace, kernels)
+        if numbered is None:
+            inputs = _calculator_inputs(kernels)
+            config, first = _configurations(inputs)
+            numbered = config, [values[first] for values in inputs]
+        self.config, (self.device, self.threads, self.grid, self.registers, self.shared) = numbered
+
+
+def _calculator_inputs(kernels: _Columns) -> list[np.ndarray]:
+    """The calculator's five inputs per row as float64: device, threads per block, grid blocks, registers per
+    thread, shared bytes per block."""
+    return [
+        _float_column(kernels, "device"),
+        _product(kernels, "block"),
+        _product(kernels, "grid"),
+        _float_column(kernels, "registers_per_thread"),
+        _shared_bytes(kernels),
+    ]
+
+
+# The integer columns the calculator's inputs are made of (each input an elementwise function of them).
+_GEOMETRY = (
+    "device",
+    "block_x",
+    "block_y",
+    "block_z",
+    "grid_x",
+    "grid_y",
+    "grid_z",
+    "registers_per_thread",
+    "static_shared_bytes",
+    "dynamic_shared_bytes",
+)
+
+
+class _Picked:
+    """Some of the launches' geometry columns, read as float64 (a :class:`_Rows` stand-in for the inputs)."""
+
+    def __init__(self, raw: dict[str, np.ndarray], at: np.ndarray) -> None:
+        self.raw, self.at = raw, at
+
+    def column(self, name: str) -> np.ndarray:
+        return self.raw[name][self.at].astype(np.float64)
+
+
+def _numbered_by_geometry(trace: Trace, kernels: _Rows) -> tuple[np.ndarray, list[np.ndarray]] | None:
+    """The launches' configuration numbers as :func:`_configurations` gives them and each configuration's
+    calculator inputs, made from the launches' integer geometry (a Kineto trace's: 32-bit, no null, carried by
+    every kernel row) without the five float64 inputs of every launch: the launches numbered first by their exact
+    geometry (each column's own codes, then their mixed-radix key: equal keys are equal columns, no collision),
+    the five inputs computed once per geometry, and the geometries numbered by those inputs as _configurations
+    numbers launches (in the same order: a configuration's first launch is the first launch of its first
+    geometry). None where a column is not such (the float64 path then) or the inputs' mixed keys collide."""
+    raw: dict[str, np.ndarray] = {}
+    on_kernels: list[
+        np.ndarray
+    ] = []  # stored row arrays found equal to the kernel rows (the reader shares one)
+    for name in _GEOMETRY:
+        values = _int32_geometry(trace, kernels, name, on_kernels)
+        if values is None:
+            return None
+        raw[name] = values
+    key: np.ndarray | None = None
+    span = 1
+    for name in _GEOMETRY:
+        values, low, count = _exact_codes(raw[name])  # the codes: values - low
+        if key is None:
+            key, span = values.astype(np.int64), count
+            key -= low
+            continue
+        if span * count >= 2**62:  # renumber the key so far: fewer distinct values than rows
+            key, first_keys = first_seen_codes(key)
+            span = first_keys.size
+        # in place (the int32 values cast as they are added): no int64 copy of each column
+        key *= count
+        key += values
+        if low:
+            key -= low
+        span *= count
+    assert key is not None
+    geometry, _ = first_seen_codes(key)
+    del key
+    geometry_first = _first_rows(geometry)
+    inputs = _calculator_inputs(_Picked(raw, geometry_first))
+    numbered = _numbered_by_mixed_key(inputs)
+    if numbered is None:
+        return None
+    config_of_geometry, first_geometry = numbered
+    config = config_of_geometry[geometry]
+    return config, [values[first_geometry] for values in inputs]
+
+
+def _int32_geometry(
+    trace: Trace, kernels: _Rows, name: str, on_kernels: list[np.ndarray]
+) -> np.ndarray | None:
+    """A geometry column's 32-bit values at the kernel rows, where it is stored sparse, with no null, on every
+    kernel row (a view where it is on the kernel rows only: their row array is then added to ``on_kernels``, and
+    one already there is not compared again); None otherwise."""
+    stored = trace.store.columns.get(name)
+    if not (
+        isinstance(stored, SparseColumn)
+        and stored.values.type == pa.int32()
+        and stored.values.null_count == 0
+    ):
+        return None
+    values = arrow_numpy(stored.values)
+    if any(stored.rows is rows for rows in on_kernels):
+        return values
+    if stored.rows.size == kernels.rows.size and np.array_equal(stored.rows, kernels.rows):
+        on_kernels.append(stored.rows)
+        return values
+    at = kernels._positions_in(stored.rows)
+    return None if at is None else values[at]
+
+
+# A geometry column whose values span at most this many integers is coded by its values less their minimum.
+_NARROW_SPAN = 1 << 16
+
+
+def _exact_codes(values: np.ndarray) -> tuple[np.ndarray, int, int]:
+    """An int32 column's codes as (values, low, count): ``values - low`` in range(count), equal exactly where the
+    column's values are. The column itself less its minimum where its values span few integers (block sizes,
+    registers: two passes, no hash), else its first-seen codes (low 0)."""
+    if values.size == 0:
+        return values, 0, 1
+    low, high = int(values.min()), int(values.max())
+    if high - low < _NARROW_SPAN:
+        return values, low, high - low + 1
+    codes, uniques = first_seen_codes(values)
+    return codes, 0, uniques.size
+
+
+def _first_rows(codes: np.ndarray) -> np.ndarray:
+    """Where each code of a first-appearance numbering (0, then each new code one more) first appears."""
+    if codes.size == 0:
+        return np.zeros(0, np.intp)
+    new = np.empty(codes.size, bool)
+    new[0] = True
+    running = np.maximum.accumulate(codes)
+    np.not_equal(running[1:], running[:-1], out=new[1:])
+    return np.flatnonzero(new)
 
 
 # Per trace (a load's result and the reader's trace it enriched share one): freed with the trace.
@@ -242,8 +388,6 @@ class KernelOccupancy:
     def __init__(self, trace: Trace) -> None:
         launches = _launches_of(trace)
         self.rows = launches.rows.astype(np.int64)
-        kernels = _Rows(trace, self.rows)
-        self.duration = kernels.int64("end_ns") - kernels.int64("start_ns")
         self._trace = trace  # for the reported occupancy, read when asked (``reported``, ``reported_at``)
         # per configuration
         device, threads, grid = launches.device, launches.threads, launches.grid
@@ -309,6 +453,14 @@ class KernelOccupancy:
             "grid_fill": grid_fill,  # min(1, grid blocks / SMs)
             "shape": shape,  # occupancy the block shape alone allows
         }
+
+    @property
+    def duration(self) -> np.ndarray:
+        """Each launch's end minus start (int64): read on first use, then kept (the load's enrich needs none)."""
+        if "_duration" not in self.__dict__:
+            kernels = _Rows(self._trace, self.rows)
+            self._duration = kernels.int64("end_ns") - kernels.int64("start_ns")
+        return self._duration
 
     @property
     def reported(self) -> np.ndarray:

@@ -131,8 +131,9 @@ def _sparse(valid: int, n: int) -> bool:
 
 
 def _row_positions(rows: np.ndarray, n: int) -> np.ndarray:
-    """A SparseColumn's row positions: int32 below 2**31 rows (as EventStore.from_columns stores them)."""
-    return rows.astype(np.int32 if n < 2**31 else np.int64)
+    """A SparseColumn's row positions: int32 below 2**31 rows (as EventStore.from_columns stores them); ``rows``
+    itself where it is of that type (columns of the same rows share it)."""
+    return rows.astype(np.int32 if n < 2**31 else np.int64, copy=False)
 
 
 def _in_row_order(rows: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

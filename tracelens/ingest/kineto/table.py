@@ -348,7 +348,8 @@ class Columns:
         # the device-side and kernel rows among the GPU rows: their table rows and their index into the GPU
         # rows in file order (each found once)
         kernels = np.flatnonzero(gpu_is_kernel)
-        kernel_rows = (np.take(kept_gpu, kernels), at[kernels])
+        # the kernels' table rows in their stored type once: the kernel columns' SparseColumns share one array
+        kernel_rows = (np.take(kept_gpu, kernels), at[kernels].astype(np.int32 if m < 2**31 else np.int64))
 
         # Copies and syncs are GPU rows: their columns are looked up at those rows (`at`, ascending) only.
         memcpy_rows = at[gpu_kind == KIND_CODE[MEMCPY]]
