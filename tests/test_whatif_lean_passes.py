@@ -73,7 +73,7 @@ def _step_reading_reference(ctx: Context) -> tuple | None:
     markers = g.call_start[g.call_is_marker]
     markers = markers[ctx.step_of[markers] == first]
     p = markers[np.argmin(g.time[markers])] if markers.size else host_first[np.argmin(g.time[host_first])]
-    lead = g.time[p] - int(ctx.windows["start"].iloc[first])
+    lead = g.time[p] - int(ctx.windows.start[first])
     return first, last, last_points, last_points, int(p), int(lead)
 
 

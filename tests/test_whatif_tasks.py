@@ -73,8 +73,8 @@ def test_lazy_context_values_match_an_eager_computation(name: str) -> None:
     # reference: every point searched by its own recorded time, then GPU points given their launch call's step
     expected = np.full(g.size, -1, np.int64)
     if len(ctx.windows):
-        starts = ctx.windows["start"].to_numpy(np.int64)
-        limit = np.append(starts[1:], ctx.windows["end"].to_numpy(np.int64)[-1])
+        starts = ctx.windows.start
+        limit = np.append(starts[1:], ctx.windows.end[-1])
         expected = intervals.running_at(starts, limit + 1, g.time)
         launched = g.op_launch_call >= 0
         at_call = expected[g.call_start[g.op_launch_call[launched]]]
