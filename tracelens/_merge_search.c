@@ -359,6 +359,7 @@ static PyObject *complement_pieces(PyObject *self, PyObject *args);
 static PyObject *intersect_pieces(PyObject *self, PyObject *args);
 static PyObject *kept_thread_runs(PyObject *self, PyObject *args);
 static PyObject *level_coverage(PyObject *self, PyObject *args);
+static PyObject *host_slots(PyObject *self, PyObject *args);
 
 typedef struct {
     int64_t key;
@@ -470,6 +471,8 @@ static PyMethodDef methods[] = {
      "kept_thread_runs(category, startup_rows, startup, pid, tid, out_rows, out_category, out_runs) -> (kept, runs)"},
     {"level_coverage", level_coverage, METH_VARARGS,
      "level_coverage(start, end, rows, category, thread, chosen, levels, window_starts, window_ends, out) -> bool"},
+    {"host_slots", host_slots, METH_VARARGS,
+     "host_slots(kind, name, start, end, pid, tid, slot_base, limit, counts, totals, heads) -> (first, last, heads)"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1288,6 +1291,103 @@ static PyObject *kept_thread_runs(PyObject *self, PyObject *args) {
     result = Py_BuildValue("(LL)", (long long)kept, (long long)(runs > v[6].len / 8 ? -1 : runs));
 done:
     for (int k = 0; k < 7; k++)
+        if (held[k]) PyBuffer_Release(&v[k]);
+    return result;
+}
+
+/* ---- The host rows' counts and summed durations per (kind, name) slot, in one pass (tracelens/analyses/host.py) ----
+ *
+ * host_slots(kind, name, start, end, pid, tid, slot_base, limit, counts, totals, heads) -> (first, last, heads): for
+ * every event row i, its slot slot_base[kind[i]] + name[i] + 1 (kind int8, -1 reading slot_base's last entry as
+ * np.take does; name int32 or int64); the rows whose kind's base is below limit (the host rows) add 1 to counts[slot]
+ * and end[i] - start[i] to totals[slot] (int64, limit long: exact integer sums), and their least start and largest
+ * end are returned (first, last: INT64_MAX and INT64_MIN without host rows). heads (int64): the host rows whose
+ * (pid, tid) (4 or 8 bytes each) differs from the host row before them, and the first: every thread of the host rows
+ * is at one of them; their count is returned, -1 where heads is too short (the caller finds the threads in numpy
+ * then). What host_summary did with a kind mask, a min and a max, a duration, a take and two adds per chunk, two
+ * bincounts (one in float64) and run heads over pid, tid and the mask: one pass, each row read where it stands.
+ * The GIL is released during the pass. */
+
+static inline __attribute__((always_inline)) int64_t host_slots_pass(
+    const int8_t *kind, const void *name, int name_size, const int64_t *start, const int64_t *end, const void *pid,
+    int pid_size, const void *tid, int tid_size, int64_t n, const int64_t *slot_base, int64_t kinds, int64_t limit,
+    int64_t *counts, int64_t *totals, int64_t *heads, int64_t cap, int64_t *first, int64_t *last, int *bad) {
+    int64_t h = 0, lo = INT64_MAX, hi = INT64_MIN, last_pid = 0, last_tid = 0;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t k = kind[i];
+        int64_t base = slot_base[k >= 0 && k < kinds ? k : kinds];
+        if (base >= limit) continue;
+        int64_t slot = base + (name_size == 4 ? (int64_t)((const int32_t *)name)[i] : ((const int64_t *)name)[i]) + 1;
+        if (slot < 0 || slot >= limit) {
+            *bad = 1;
+            return 0;
+        }
+        int64_t s = start[i], e = end[i];
+        counts[slot]++;
+        totals[slot] += e - s;
+        if (s < lo) lo = s;
+        if (e > hi) hi = e;
+        int64_t a = read_code(pid, pid_size, i), b = read_code(tid, tid_size, i);
+        if (h == 0 || a != last_pid || b != last_tid) {
+            if (h < cap) heads[h] = i;
+            h++;
+            last_pid = a;
+            last_tid = b;
+        }
+    }
+    *first = lo;
+    *last = hi;
+    return h;
+}
+
+static PyObject *host_slots(PyObject *self, PyObject *args) {
+    PyObject *objs[10];
+    long long limit;
+    if (!PyArg_ParseTuple(args, "OOOOOOOLOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5], &objs[6],
+                          &limit, &objs[7], &objs[8], &objs[9]))
+        return NULL;
+    static const char *names[10] = {"kind", "name", "start", "end", "pid", "tid", "slot_base", "counts", "totals",
+                                    "heads"};
+    static const int sizes[10] = {1, 4 | 8, 8, 8, 4 | 8, 4 | 8, 8, 8, 8, 8};
+    Py_buffer v[10];
+    int held[10] = {0};
+    PyObject *result = NULL;
+    for (int k = 0; k < 10; k++) {
+        if (get_ints(objs[k], &v[k], names[k], sizes[k]) < 0) goto done;
+        held[k] = 1;
+        if (k >= 7 && v[k].readonly) {
+            PyErr_Format(PyExc_TypeError, "%s: a writable array expected", names[k]);
+            goto done;
+        }
+    }
+    int64_t n = v[0].len, kinds = v[6].len / 8 - 1;
+    if (v[1].len / v[1].itemsize != n || v[2].len / 8 != n || v[3].len / 8 != n || v[4].len / v[4].itemsize != n ||
+        v[5].len / v[5].itemsize != n) {
+        PyErr_SetString(PyExc_ValueError, "host_slots: kind, name, start, end, pid, tid: one value per event row");
+        goto done;
+    }
+    if (kinds < 0 || limit < 0 || v[7].len / 8 != limit || v[8].len / 8 != limit) {
+        PyErr_SetString(PyExc_ValueError, "host_slots: slot_base of one entry or more, counts and totals limit long");
+        goto done;
+    }
+    int64_t first = 0, last = 0, h = 0;
+    int bad = 0;
+    Py_BEGIN_ALLOW_THREADS
+    if (v[1].itemsize == 4 && v[4].itemsize == 4 && v[5].itemsize == 8)
+        h = host_slots_pass(v[0].buf, v[1].buf, 4, v[2].buf, v[3].buf, v[4].buf, 4, v[5].buf, 8, n, v[6].buf, kinds,
+                            limit, v[7].buf, v[8].buf, v[9].buf, v[9].len / 8, &first, &last, &bad);
+    else
+        h = host_slots_pass(v[0].buf, v[1].buf, (int)v[1].itemsize, v[2].buf, v[3].buf, v[4].buf, (int)v[4].itemsize,
+                            v[5].buf, (int)v[5].itemsize, n, v[6].buf, kinds, limit, v[7].buf, v[8].buf, v[9].buf,
+                            v[9].len / 8, &first, &last, &bad);
+    Py_END_ALLOW_THREADS
+    if (bad) {
+        PyErr_SetString(PyExc_IndexError, "host_slots: a host row's slot outside counts");
+        goto done;
+    }
+    result = Py_BuildValue("(LLL)", (long long)first, (long long)last, (long long)(h > v[9].len / 8 ? -1 : h));
+done:
+    for (int k = 0; k < 10; k++)
         if (held[k]) PyBuffer_Release(&v[k]);
     return result;
 }

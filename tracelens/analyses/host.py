@@ -16,8 +16,16 @@ from .kinds import kind_mask
 from .names import is_thread_bootstrap, name_template
 from .thread_codes import THREAD_RUNS_SHARE, mark_codes_where, shared_thread_codes, thread_run_heads
 
+try:  # the compiled pass (optional: built at install time where a C compiler is there)
+    from .. import _merge_search as _compiled
+except ImportError:
+    _compiled = None  # type: ignore[assignment]
+
 TOP_N = 10
 
+
+# The compiled pass keeps the first rows of at least this many runs of one thread among the host rows.
+MIN_HEADS = 1024
 
 # Event rows read this many at a time (memory: a training export holds tens of millions of host rows).
 CHUNK_ROWS = 1 << 21
@@ -57,7 +65,8 @@ def host_summary(trace: Trace, top_n: int = TOP_N) -> dict[str, Any]:
     kind_total = np.zeros(len(ALL_KINDS), np.int64)
     slot_count = np.zeros(len(ALL_KINDS) * width if dense else 0, np.int64)
     slot_total = np.zeros_like(slot_count)
-    partials, threads = [], []
+    partials: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    threads: list[np.ndarray] = []
     # (kind, name) slot of a row: its kind's base slot read from a table by the int8 kind code, plus its name
     # code + 1 (no int64 copy of the kinds, no multiplication per row)
     kind_base = np.arange(len(ALL_KINDS), dtype=np.int64) * width
@@ -74,7 +83,15 @@ def host_summary(trace: Trace, top_n: int = TOP_N) -> dict[str, Any]:
     slot_base = np.append(kind_base, len(ALL_KINDS) * width)
     slot_base[[k for k in range(len(ALL_KINDS)) if ALL_KINDS[k] not in host_kinds]] = len(ALL_KINDS) * width
     every_slot = (len(ALL_KINDS) + 1) * width
-    for lo in range(0, table_rows, CHUNK_ROWS):  # a loop over chunks of rows
+    summed = (
+        _slots_compiled(cols, slot_base, slot_count, slot_total, host_count)
+        if dense and codes is None
+        else None
+    )
+    if summed is not None:
+        first, last, threads = summed
+    # (no chunk left where the compiled pass has summed them all)
+    for lo in range(0, 0 if summed is not None else table_rows, CHUNK_ROWS):  # a loop over chunks of rows
         in_host = kind_mask(cols.kind[lo : lo + CHUNK_ROWS], host_kinds)
         if dense:
             if not in_host.any():
@@ -231,6 +248,43 @@ def _host_threads(pid: Any, tid: Any, in_host: np.ndarray) -> np.ndarray:
     starts = thread_run_heads(pid, tid, in_host)
     starts = starts[in_host[starts]]
     return _chunk_threads(pid[starts], tid[starts])
+
+
+def _slots_compiled(
+    cols: Any, slot_base: np.ndarray, slot_count: np.ndarray, slot_total: np.ndarray, host_count: int
+) -> tuple[int, int, list[np.ndarray]] | None:
+    """The host rows' counts and summed durations added into ``slot_count`` and ``slot_total`` (each row's slot:
+    ``slot_base`` at its kind plus its name code + 1; the host kinds' bases below ``slot_count.size``), their least
+    start, largest end and distinct threads (:func:`_chunk_threads`), by one compiled pass over the event rows
+    (``_merge_search.host_slots``): no kind mask, durations, slots, bincounts and run heads per chunk. None where
+    the pass is not built or the columns are not plain arrays (an Nsight export's thread codes: the chunks then)."""
+    kind, name, start, end, pid, tid = cols.kind, cols.name, cols.start, cols.end, cols.pid, cols.tid
+    if (
+        not hasattr(_compiled, "host_slots")
+        or not all(
+            isinstance(a, np.ndarray) and a.flags.c_contiguous for a in (kind, name, start, end, pid, tid)
+        )
+        or kind.dtype != np.int8
+        or name.dtype not in (np.int32, np.int64)
+        or start.dtype != np.int64
+        or end.dtype != np.int64
+        or pid.dtype not in (np.int32, np.int64)
+        or tid.dtype not in (np.int32, np.int64)
+    ):
+        return None
+    # the runs of one thread among the host rows (2,243 in the 1.3M host rows of the 406 MB Kineto tile): their
+    # first rows, at most this many (more: the threads found from every host row's in numpy)
+    heads = np.empty(max(MIN_HEADS, int(THREAD_RUNS_SHARE * host_count)), np.int64)
+    first, last, found = _compiled.host_slots(
+        kind, name, start, end, pid, tid, slot_base, slot_count.size, slot_count, slot_total, heads
+    )
+    if found >= 0:
+        heads = heads[:found]
+        threads = [_chunk_threads(pid[heads], tid[heads])]
+    else:
+        host = kind_mask(kind, [k for i, k in enumerate(ALL_KINDS) if slot_base[i] < slot_count.size])
+        threads = [_host_threads(pid, tid, host)]
+    return first, last, threads
 
 
 def _count_every_slot(slots: int, rows: int) -> bool:
