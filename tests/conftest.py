@@ -35,6 +35,14 @@ SHARED_ABSENT_REASON = (
 )
 
 
+def fixture_path(name: str) -> Path:
+    """The bundled fixture ``name`` (a path under fixtures/); the calling test is skipped where it is absent."""
+    path = FIXTURES / name
+    if not path.exists():
+        pytest.skip(f"{name} absent")
+    return path
+
+
 def shared_traces(subdir: str, *patterns: str) -> list[Path]:
     """Real traces under ../shared/traces/<subdir> (empty when ../shared is absent)."""
     folder = SHARED_TRACES / subdir

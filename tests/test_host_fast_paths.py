@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tracelens
-from tests.conftest import FIXTURES
+from tests.conftest import fixture_path
 from tracelens.analyses import host
 from tracelens.analyses.columns import thread_key
 from tracelens.trace import GPU_ACTIVITY_KINDS, GPU_ANNOTATION, GPU_SYNC
@@ -25,9 +25,7 @@ TRACES = [
 
 @pytest.mark.parametrize("name", TRACES)
 def test_by_kind_equals_a_groupby_of_the_host_rows(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    path = FIXTURES / name
-    if not path.exists():
-        pytest.skip(f"{name} absent")
+    path = fixture_path(name)
     trace = tracelens.load(path)
     frame = trace.frame(np.arange(trace.num_events), ["kind", "start_ns", "end_ns"])
     rows = frame[frame["kind"].notna() & ~frame["kind"].isin([*GPU_ACTIVITY_KINDS, GPU_SYNC, GPU_ANNOTATION])]

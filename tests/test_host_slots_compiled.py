@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tracelens
-from tests.conftest import FIXTURES
+from tests.conftest import fixture_path
 from tracelens.analyses import host
 from tracelens.trace import ALL_KINDS, Trace
 
@@ -38,9 +38,7 @@ def _both(trace: Trace, monkeypatch: pytest.MonkeyPatch) -> tuple[dict[str, Any]
 
 @pytest.mark.parametrize("name", TRACES)
 def test_fixtures_equal_the_numpy_chunks(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    path = FIXTURES / name
-    if not path.exists():
-        pytest.skip(f"{name} absent")
+    path = fixture_path(name)
     compiled, reference = _both(tracelens.load(path), monkeypatch)
     assert compiled == reference
 

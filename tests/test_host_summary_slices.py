@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tracelens
-from tests.conftest import FIXTURES
+from tests.conftest import fixture_path
 from tracelens.analyses import host
 from tracelens.analyses.columns import thread_key
 from tracelens.analyses.names import is_thread_bootstrap, name_template
@@ -34,9 +34,7 @@ TRACES = [
 @pytest.mark.parametrize("chunk", [7, 1000, 1 << 21])
 @pytest.mark.parametrize("name", TRACES)
 def test_dense_slices_equal_the_hashed_path(name: str, chunk: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    path = FIXTURES / name
-    if not path.exists():
-        pytest.skip(f"{name} absent")
+    path = fixture_path(name)
     trace = tracelens.load(path)
     monkeypatch.setattr(host, "CHUNK_ROWS", chunk)
     dense = host.host_summary(trace)

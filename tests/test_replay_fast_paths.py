@@ -22,7 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tracelens
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, fixture_path
 from tracelens.analyses.completeness import _member
 from tracelens.replay import engine
 from tracelens.replay import graph as graph_module
@@ -50,9 +50,7 @@ def _graphs(ctx: Context) -> list:
 def test_small_batches_and_shared_plan_equal_the_numpy_path(
     name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    path = FIXTURES / name
-    if not path.exists():
-        pytest.skip(f"{name} absent")
+    path = fixture_path(name)
     ctx = Context(tracelens.load(path))
     graphs = _graphs(ctx)
     one_pass = [engine.solve(g, ctx.plan) for g in graphs]

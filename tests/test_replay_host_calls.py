@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tracelens
-from tests.conftest import FIXTURES
+from tests.conftest import fixture_path
 from tracelens.replay import engine
 from tracelens.replay import graph as graph_module
 from tracelens.trace import ALL_KINDS, RUNTIME, STEP
@@ -120,9 +120,7 @@ def test_no_row_and_one_row(rows: list[tuple[int, int, int, int]]) -> None:
     ],
 )
 def test_graphs_of_traces_equal_without_the_helper(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    path = FIXTURES / name
-    if not path.exists():
-        pytest.skip(f"{name} absent")
+    path = fixture_path(name)
     trace = tracelens.load(path)
     native_graph = graph_module.build(trace)
     monkeypatch.setattr(engine, "_replay_solve", None)

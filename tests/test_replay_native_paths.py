@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tracelens
-from tests.conftest import FIXTURES
+from tests.conftest import fixture_path
 from tests.test_replay_solver import GRAPH_PARAMETERS, random_graph
 from tracelens import intervals
 from tracelens.replay import critical, engine, remedies
@@ -58,9 +58,7 @@ def test_critical_walk_equals_the_numpy_path(
 @native
 @pytest.mark.parametrize("name", TRACES)
 def test_critical_walk_of_traces_equals_the_numpy_path(name: str) -> None:
-    path = FIXTURES / name
-    if not path.exists():
-        pytest.skip(f"{name} absent")
+    path = fixture_path(name)
     ctx = Context(tracelens.load(path))
     assert_same_path(ctx.graph, ctx.base.times)
     # the host points by one comparison (the host kinds are the lowest) against the two kinds tested

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import tracelens
-from tests.conftest import FIXTURES
+from tests.conftest import fixture_path
 from tracelens.replay import engine, remedies
 from tracelens.replay.steps import worked_step_span
 
@@ -48,9 +48,7 @@ TRACES = [
 @native
 @pytest.mark.parametrize("name", TRACES)
 def test_steps_of_traces_equal_without_the_helper(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    path = FIXTURES / name
-    if not path.exists():
-        pytest.skip(f"{name} absent")
+    path = fixture_path(name)
     trace = tracelens.load(path)
     native_ctx = remedies.Context(trace)
     step_of, reading = native_ctx.step_of, native_ctx._step_reading

@@ -29,7 +29,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tracelens
-from tests.conftest import FIXTURES
+from tests.conftest import fixture_path
 from tests.test_replay_solver import GRAPH_PARAMETERS, random_graph
 from tracelens import flop_model, intervals
 from tracelens.analyses.columns import event_columns, thread_key
@@ -104,9 +104,7 @@ def _input_bytes_reference(trace: tracelens.Trace, rows: np.ndarray) -> np.ndarr
 
 @pytest.mark.parametrize("name", TRACES)
 def test_input_bytes_equal_the_frame_reference(name: str) -> None:
-    path = FIXTURES / name
-    if not path.exists():
-        pytest.skip(f"{name} absent")
+    path = fixture_path(name)
     trace = tracelens.load(path)
     owner = op_of_gpu_ops(trace)
     # every framework op that launched GPU work (the floor reads a subset)
@@ -124,9 +122,7 @@ def test_input_bytes_equal_the_frame_reference(name: str) -> None:
 
 @pytest.mark.parametrize("name", TRACES)
 def test_step_of_equals_every_point_searched(name: str) -> None:
-    path = FIXTURES / name
-    if not path.exists():
-        pytest.skip(f"{name} absent")
+    path = fixture_path(name)
     trace = tracelens.load(path)
     ctx = Context(trace)
     g, windows = ctx.graph, step_windows(trace)
@@ -145,9 +141,7 @@ def test_step_of_equals_every_point_searched(name: str) -> None:
 
 @pytest.mark.parametrize("name", TRACES)
 def test_input_rows_equal_every_row_of_the_input_kinds_tested(name: str) -> None:
-    path = FIXTURES / name
-    if not path.exists():
-        pytest.skip(f"{name} absent")
+    path = fixture_path(name)
     trace = tracelens.load(path)
     cols = event_columns(trace)
     expected = np.flatnonzero(cols.of_kind(*_INPUT_KINDS) & code_mask(cols.name, cols.names, is_input))
@@ -205,9 +199,7 @@ def test_schedule_keys_equal_the_phase_array_reference(
 
 @pytest.mark.parametrize("name", TRACES)
 def test_schedule_keys_of_traces_equal_the_reference(name: str) -> None:
-    path = FIXTURES / name
-    if not path.exists():
-        pytest.skip(f"{name} absent")
+    path = fixture_path(name)
     ctx = Context(tracelens.load(path))
     graphs = [ctx.graph] + [g for g, _ in (model(ctx) for _, model in REMEDIES.values()) if g is not None]
     for graph in graphs:
@@ -277,9 +269,7 @@ def test_setters_equal_every_point_tested(
 
 @pytest.mark.parametrize("name", TRACES)
 def test_setters_of_traces_equal_the_reference(name: str) -> None:
-    path = FIXTURES / name
-    if not path.exists():
-        pytest.skip(f"{name} absent")
+    path = fixture_path(name)
     ctx = Context(tracelens.load(path))
     _check_setters(ctx.graph)
     _check_setters(ctx.graph.at_typical_lags())

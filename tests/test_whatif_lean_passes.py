@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import tracelens
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, fixture_path
 from tracelens.analyses.columns import event_columns
 from tracelens.analyses.names import code_mask, is_collective_kernel
 from tracelens.replay import critical, engine
@@ -348,9 +348,7 @@ def test_wake_edges_equal_every_previous_end_read(
 ) -> None:
     """The wake edges and the host lags they set, from previous ends read at the long gaps only vs every call's
     (both ways of finding the covered time: a loop over threads and the join)."""
-    path = FIXTURES / name
-    if not path.exists():
-        pytest.skip(f"{name} absent")
+    path = fixture_path(name)
     if not loop:
         monkeypatch.setattr(G, "WAKE_THREAD_LOOP", -1)
     trace = tracelens.load(path)
