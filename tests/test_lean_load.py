@@ -59,6 +59,21 @@ def test_kineto_analyze_imports_no_pandas(command: list[str]) -> None:
     assert _modules_after(code)["pandas"] is False
 
 
+@pytest.mark.parametrize("command", [["analyze", "--format", "json"], ["analyze"]])
+def test_kineto_analyze_imports_no_pyarrow_compute(command: list[str]) -> None:
+    """Nor pyarrow.compute (~25 ms to import, wrapping every Arrow kernel): the few kernels the analyses call go
+    through tracelens.arrow_calls."""
+    code = (
+        "import contextlib, io, sys\n"
+        "from tracelens.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    assert main({[*command, str(DEMO)]!r}) == 0\n"
+        "print('pyarrow.compute' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.split()[-1] == "False"
+
+
 def test_kineto_load_imports_no_pyarrow_compute_nor_ctypes_util() -> None:
     """pyarrow.compute (~30 ms to import) and ctypes.util (which imports subprocess) are not needed to load a
     Kineto trace with kernels (the enrich step's occupancy included)."""

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 import numpy as np
 import pyarrow as pa
 
-from . import intervals
+from . import arrow_calls, intervals
 from .arrow_read import arrow_filled, arrow_values
 from .reads import log_column_read, released_error
 from .values import dense_codes
@@ -378,10 +378,13 @@ class EventStore:
         if isinstance(stored, SparseColumn):
             index = np.full(self.num_rows, -1, np.int64)
             index[stored.rows] = np.arange(stored.rows.size)
-            return _cast(stored.values.take(numpy_array(index, pa.int64(), index >= 0)), typ)
+            return _cast(arrow_calls.take(stored.values, numpy_array(index, pa.int64(), index >= 0)), typ)
         if isinstance(stored, CodedColumn):
             return _cast(
-                stored.values.take(numpy_array(stored.codes, pa.from_numpy_dtype(stored.codes.dtype))), typ
+                arrow_calls.take(
+                    stored.values, numpy_array(stored.codes, pa.from_numpy_dtype(stored.codes.dtype))
+                ),
+                typ,
             )
         return _cast(stored, typ)
 
@@ -398,13 +401,17 @@ class EventStore:
             at = intervals.search_near(stored.rows, rows)  # rows mostly ascending: a walk where built
             hit = at < stored.rows.size
             hit[hit] = stored.rows[at[hit]] == rows[hit]
-            return _cast(stored.values.take(numpy_array(np.where(hit, at, 0), pa.int64(), hit)), typ)
+            return _cast(
+                arrow_calls.take(stored.values, numpy_array(np.where(hit, at, 0), pa.int64(), hit)), typ
+            )
         if isinstance(stored, CodedColumn):
             return _cast(
-                stored.values.take(numpy_array(stored.codes[rows], pa.from_numpy_dtype(stored.codes.dtype))),
+                arrow_calls.take(
+                    stored.values, numpy_array(stored.codes[rows], pa.from_numpy_dtype(stored.codes.dtype))
+                ),
                 typ,
             )
-        return _cast(stored.take(numpy_array(rows, pa.int64())), typ)
+        return _cast(arrow_calls.take(stored, numpy_array(rows, pa.int64())), typ)
 
     def numpy(self, name: str, fill: int = -1, dtype: Any = np.int64) -> np.ndarray:
         """An integer column as numpy, nulls as ``fill``; without a copy where the stored array allows it."""
@@ -502,7 +509,7 @@ def with_sentinel_nulls(array: pa.Array) -> pa.Array | None:
 def _cast(array: pa.Array, typ: pa.DataType) -> pa.Array:
     """A stored array in the schema's type (a reader may store narrower: pid and tid as int32, kind's
     dictionary with int8 indices)."""
-    return array if array.type == typ else array.cast(typ)
+    return array if array.type == typ else arrow_calls.cast(array, typ)
 
 
 def _positions(rows: np.ndarray, num_rows: int) -> np.ndarray:

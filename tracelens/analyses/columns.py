@@ -13,9 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from .. import intervals
+from .. import arrow_calls, intervals
 from ..arrow_read import arrow_filled, values_and_validity
 from ..reads import log_column_read, released_error, untracked
 from ..trace import (
@@ -287,7 +286,7 @@ def dictionary_codes(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, li
     """A dictionary (or plain string) column as int64 codes (null -> -1) and its dictionary values."""
     array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
     if not pa.types.is_dictionary(array.type):
-        array = pc.dictionary_encode(array)
+        array = arrow_calls.dictionary_encode(array)
     codes = arrow_filled(array.indices, -1).astype(np.int64)
     return codes, array.dictionary.to_pylist()
 
@@ -339,7 +338,7 @@ def int_type(stored: pa.Array | SparseColumn | CodedColumn, narrow: bool = True)
     """The numpy integer type a stored integer column is read as: int32 where ``narrow`` and every value lies in
     [-1, 2^30) (_NARROW_MAX) (-1 standing for null), int64 otherwise."""
     values = stored.values if isinstance(stored, (SparseColumn, CodedColumn)) else stored
-    bounds = pc.min_max(values)
+    bounds = arrow_calls.min_max(values)
     lo, hi = bounds["min"].as_py(), bounds["max"].as_py()
     fits = narrow and (lo is None or (lo >= -1 and hi < _NARROW_MAX))
     return np.int32 if fits else np.int64
@@ -353,7 +352,7 @@ def _small_ints(store: EventStore, name: str) -> np.ndarray:
     if stored is None:
         return np.broadcast_to(np.int8(-1), (store.num_rows,))
     values = stored.values if isinstance(stored, SparseColumn) else stored
-    bounds = pc.min_max(values)
+    bounds = arrow_calls.min_max(values)
     lo, hi = bounds["min"].as_py(), bounds["max"].as_py()
     for dtype, limit in ((np.int8, 2**6), (np.int16, 2**14)):
         if lo is None or (lo >= -1 and hi < limit):
@@ -373,7 +372,7 @@ def _ints_at(store: EventStore, name: str, rows: np.ndarray) -> np.ndarray:
     if stored.values.null_count:
         out: np.ndarray = np.full(rows.size, -1, dtype)
         out[mine] = arrow_filled(
-            stored.values.take(numpy_array(theirs, pa.from_numpy_dtype(theirs.dtype))), -1
+            arrow_calls.take(stored.values, numpy_array(theirs, pa.from_numpy_dtype(theirs.dtype))), -1
         )
         return out
     # no nulls: the stored values read in place (no copy) and gathered by numpy, not by an Arrow take and a copy
@@ -490,7 +489,7 @@ def _codes(store: EventStore, name: str) -> tuple[np.ndarray, list[Any]]:
     stored = store.columns.get(name)
     if stored is None or isinstance(stored, (SparseColumn, CodedColumn, DeferredColumn)):
         return dictionary_codes(store.column(name))
-    array = stored if pa.types.is_dictionary(stored.type) else pc.dictionary_encode(stored)
+    array = stored if pa.types.is_dictionary(stored.type) else arrow_calls.dictionary_encode(stored)
     indices = array.indices
     if indices.null_count == 0 and indices.type == pa.int32():
         return arrow_filled(indices, -1), array.dictionary.to_pylist()

@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from .. import arrow_calls
 from ..arrow_read import arrow_filled, arrow_numpy
 from ..trace import ALL_KINDS, DRIVER, GPU_ACTIVITY_KINDS, KERNEL, RUNTIME, SparseColumn, Trace, numpy_array
 from ..values import first_seen_codes, sorted_distinct
@@ -126,7 +126,7 @@ def _take(values: np.ndarray, rows: np.ndarray) -> np.ndarray:
 def _arrow_take(values: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """``values[rows]`` (read only) by Arrow's take, the arrays wrapped without ``pa.array`` and read back without
     ``to_numpy`` (both import pandas)."""
-    taken = pc.take(_as_arrow(values), _as_arrow(rows))
+    taken = arrow_calls.take(_as_arrow(values), _as_arrow(rows))
     return arrow_numpy(taken)
 
 

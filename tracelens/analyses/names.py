@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from ..arrow_calls import call, match_substring_regex, starts_with
 from ..arrow_read import arrow_bools
 from ..event_names import strip_api_suffix
 from ..trace import ALL_KINDS, ANNOTATION, CPU_OP, DRIVER, PYTHON, RUNTIME, STEP, string_array
@@ -308,10 +308,12 @@ def candidate_names(names: np.ndarray) -> np.ndarray:
         text = string_array(list(names))  # (pa.array imports pandas)
     except (pa.ArrowInvalid, pa.ArrowTypeError):  # not all strings: every name is tested, as str(name)
         return np.arange(len(names))
-    maybe = pc.invert(pc.string_is_ascii(text))
+    maybe = call("invert", call("string_is_ascii", text))
     for prefix in _NAME_PREFIXES:
-        maybe = pc.or_(maybe, pc.starts_with(text, prefix))
-    maybe = pc.or_(maybe, pc.match_substring_regex(pc.ascii_lower(text), _HINTS_PATTERN))  # one pass for all
+        maybe = call("or", maybe, starts_with(text, prefix))
+    maybe = call(
+        "or", maybe, match_substring_regex(call("ascii_lower", text), _HINTS_PATTERN)
+    )  # one pass for all
     return np.flatnonzero(arrow_bools(maybe, True))  # null: tested as "None"
 
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from ...arrow_calls import match_substring_regex
 from ...arrow_read import arrow_bools
 from ...trace import ALL_KINDS, ANNOTATION, CPU_OP, DRIVER, RUNTIME, Trace, string_array
 from ...values import is_member, sorted_distinct
@@ -292,9 +292,7 @@ def _name_matches(names: np.ndarray, pattern: re.Pattern[str]) -> np.ndarray:
     """``pattern.search`` of each dictionary name as a boolean lookup, with a last slot (False) for the null code
     -1: by Arrow's regex kernel over the dictionary (the patterns here mean the same in RE2)."""
     try:
-        found = pc.match_substring_regex(
-            string_array(list(names)), pattern.pattern
-        )  # (pa.array imports pandas)
+        found = match_substring_regex(string_array(list(names)), pattern.pattern)  # (pa.array imports pandas)
         hits = arrow_bools(found, False)
     except (pa.ArrowInvalid, pa.ArrowTypeError):  # a name that is not a string: Python's regex, name by name
         hits = np.fromiter((bool(pattern.search(str(n))) for n in names), bool, count=len(names))
