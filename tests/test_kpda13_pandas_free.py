@@ -156,10 +156,8 @@ def test_step_window_arrays_equal_plain_python(marks: list[tuple[int, int, int]]
     trace = tracelens.Trace.from_rows(rows)
     got, expected = step_window_arrays(trace), _plain_step_windows(trace)
     assert len(got) == len(expected["step"])
-    frame = tracelens.analyses.columns.step_windows(trace)
     for column in ("step", "start", "end"):
         assert getattr(got, column).tolist() == expected[column]
-        assert frame[column].tolist() == expected[column]
 
 
 def _plain_top_by_template(

@@ -24,7 +24,6 @@ from tracelens.analyses.columns import (
     DeviceBusy,
     device_busy,
     event_columns,
-    step_windows,
     thread_key,
 )
 from tracelens.analyses.launch import launch_pairs
@@ -68,6 +67,7 @@ from tracelens.analyses.startup import (
     _first_api_calls,
 )
 from tracelens.analyses.startup_first import grouped_first_rows
+from tracelens.analyses.step_arrays import step_window_arrays
 from tracelens.trace import (
     ALL_KINDS,
     ANNOTATION,
@@ -191,13 +191,13 @@ def ref_one_time_work(trace: Trace, base: np.ndarray | None = None) -> OneTime:
     by_row = np.argsort(first_rows)
     reason[first_rows[reason[first_rows] < 0]] = FIRST_CALL
 
-    steps = step_windows(trace)
+    steps = step_window_arrays(trace)
     first_step_ns = later_step_median = None
     slow_first = False
     warmup_end = None
     if len(steps) >= 3:
-        durations = (steps["end"] - steps["start"]).to_numpy(np.int64)
-        step_start, step_end = int(steps["start"].iat[0]), int(steps["end"].iat[0])
+        durations = steps.end - steps.start
+        step_start, step_end = int(steps.start[0]), int(steps.end[0])
         first_step_ns = int(durations[0])
         later_step_median = float(np.median(durations[1:-1]))
         slow_first = (
@@ -206,7 +206,7 @@ def ref_one_time_work(trace: Trace, base: np.ndarray | None = None) -> OneTime:
         )
         if slow_first:
             in_first = (cols.start >= step_start) & (cols.start < step_end)
-            in_later = cols.start >= int(steps["start"].iat[1])
+            in_later = cols.start >= int(steps.start[1])
             seen_later = np.zeros(len(names) + 1, bool)
             seen_later[cols.name[in_later & (cols.name >= 0)]] = True
             only_first = (

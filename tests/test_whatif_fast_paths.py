@@ -35,7 +35,7 @@ from tracelens import flop_model, intervals
 from tracelens.analyses.columns import event_columns, thread_key
 from tracelens.analyses.names import code_mask, is_input
 from tracelens.analyses.ops import op_of_gpu_ops
-from tracelens.analyses.steps import step_windows
+from tracelens.analyses.step_arrays import step_window_arrays
 from tracelens.replay import engine
 from tracelens.replay import graph as graph_module
 from tracelens.replay.occupancy_model import _input_bytes
@@ -125,11 +125,11 @@ def test_step_of_equals_every_point_searched(name: str) -> None:
     path = fixture_path(name)
     trace = tracelens.load(path)
     ctx = Context(trace)
-    g, windows = ctx.graph, step_windows(trace)
+    g, windows = ctx.graph, step_window_arrays(trace)
     expected = np.full(g.size, -1, np.int64)
     if len(windows) and g.size:
-        starts = windows["start"].to_numpy(np.int64)
-        limit = np.append(starts[1:], windows["end"].to_numpy(np.int64)[-1])
+        starts = windows.start
+        limit = np.append(starts[1:], windows.end[-1])
         when = g.time.copy()
         launched = g.op_launch_call >= 0
         when[g.op_start[launched]] = g.time[g.call_start[g.op_launch_call[launched]]]

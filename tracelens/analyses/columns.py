@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -36,9 +36,6 @@ from .derived import (
     memo,  # noqa: F401 (the store lives in .derived; sections import memo from here)
 )
 from .table import LazyColumn, Table  # noqa: F401 (sections import them from here)
-
-if TYPE_CHECKING:  # imported where a function needs it: analyze's path runs without pandas
-    import pandas as pd
 
 
 def thread_key(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
@@ -582,13 +579,3 @@ def device_busy(trace: Trace) -> dict[int, DeviceBusy]:
         return out
 
     return memo(trace, "device_busy", compute)
-
-
-def step_windows(trace: Trace) -> pd.DataFrame:
-    """One row per step number: step, start, end (sorted by start); a frame of :func:`step_window_arrays`."""
-    import pandas as pd
-
-    from .step_arrays import step_window_arrays
-
-    windows = step_window_arrays(trace)
-    return pd.DataFrame({"step": windows.step, "start": windows.start, "end": windows.end})

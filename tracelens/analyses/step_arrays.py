@@ -1,5 +1,5 @@
 """The step windows as numpy arrays: what the steps and attribution sections read of the step markers, without
-pandas (``columns.step_windows`` gives them as a frame)."""
+pandas."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from .columns import event_columns, memo
 @dataclass(frozen=True)
 class StepWindows:
     """One entry per step number, sorted by start (then step): its number and the first start and last end of its
-    markers (numpy arrays; ``columns.step_windows`` gives them as a frame)."""
+    markers (numpy arrays)."""
 
     step: np.ndarray
     start: np.ndarray  # int64

@@ -21,7 +21,6 @@ from .. import intervals
 from ..trace import STEP, Trace
 from .attribution import HostRows, host_rows, thread_codes
 from .columns import device_busy, event_columns
-from .columns import step_windows as step_windows  # re-exported: read from here
 from .host_split import priority_split
 from .launch import launch_pairs
 from .level_cut import row_pass

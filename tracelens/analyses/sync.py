@@ -14,7 +14,7 @@ Definitions (docs/analyses.md, "sync"):
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -37,9 +37,6 @@ from .names import code_mask, code_masks, is_blocking_sync, is_sync_copy
 from .step_arrays import StepWindows, step_window_arrays
 from .steps import STEP_LIMIT
 from .thread_codes import THREAD_RUNS_SHARE, dense_thread_codes, thread_run_heads
-
-if TYPE_CHECKING:  # imported where a function needs it: analyze's path runs without pandas
-    pass
 
 ITEM_MAX_BYTES = 64 * 1024
 TOP_N = 10

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 import numpy as np
 
@@ -32,9 +32,6 @@ from .tree import (
     op_names,
     thread_range_at,
 )
-
-if TYPE_CHECKING:  # imported where a function needs it: analyze's path runs without pandas
-    pass
 
 
 @dataclass(frozen=True)
