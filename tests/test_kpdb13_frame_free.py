@@ -14,6 +14,7 @@ from tracelens import arrow_read as ar
 from tracelens.analyses import frame_free as ff
 from tracelens.analyses.ops import outer_join
 from tracelens.analyses.ops.sums import CodeSums, code_sums, float_sums
+from tracelens.values import is_missing
 
 SMALL_FLOATS = st.one_of(st.sampled_from([0.0, -0.0, 1.0, 2.5, np.nan]), st.integers(-3, 3).map(float))
 
@@ -84,9 +85,9 @@ def test_text_groups_is_groupby_sorted_texts(codes: list, texts: list) -> None:
 
 def test_is_missing_and_text_rank() -> None:
     values = np.array([None, "a", np.nan, 1.0, "b"], object)
-    assert ff.is_missing(values).tolist() == pd.isna(values).tolist()
-    assert ff.is_missing(np.array([1.0, np.nan])).tolist() == [False, True]
-    assert ff.is_missing(np.array([1, 2])).tolist() == [False, False]
+    assert is_missing(values).tolist() == pd.isna(values).tolist()
+    assert is_missing(np.array([1.0, np.nan])).tolist() == [False, True]
+    assert is_missing(np.array([1, 2])).tolist() == [False, False]
     assert ff.text_rank(np.array(["b", "a", "b", "c"], object)).tolist() == [1, 0, 1, 2]
     assert ff.text_rank(np.zeros(0, object)).tolist() == []
 

@@ -85,11 +85,26 @@ def _hash_keys(values: np.ndarray) -> np.ndarray | None:
     return None
 
 
+def is_missing_value(value: object) -> bool:
+    """``pd.isna`` of one value: None or a float NaN."""
+    return value is None or (isinstance(value, float) and value != value)
+
+
+def is_missing(values: np.ndarray) -> np.ndarray:
+    """``pd.isna(values)`` of a one-dimensional array: None and NaN (float or in an object array)."""
+    values = np.asarray(values)
+    if values.dtype.kind == "f":
+        return np.isnan(values)
+    if values.dtype != object:
+        return np.zeros(values.size, bool)
+    return np.fromiter(map(is_missing_value, values.tolist()), bool, values.size)
+
+
 def _object_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """first_seen_codes of an object array: a dict keeps the first appearance order (the loops below run in C,
     over the values, and in Python over the distinct ones only)."""
     seen = dict.fromkeys(values.tolist())
-    missing = [v for v in seen if v is None or (isinstance(v, float) and v != v)]
+    missing = [v for v in seen if is_missing_value(v)]
     for value in missing:
         del seen[value]
     code_of = {value: code for code, value in enumerate(seen)}

@@ -45,9 +45,9 @@ import pyarrow as pa
 from .. import intervals
 from ..arrow_read import arrow_codes, arrow_floats
 from ..trace import ALL_KINDS, ANNOTATION, CPU_OP, GPU_ACTIVITY_KINDS, GPU_ANNOTATION, KERNEL, Trace
-from ..values import first_seen_codes
+from ..values import first_seen_codes, is_missing
 from .columns import device_busy, event_columns, range_running_at, thread_key
-from .frame_free import is_missing, sort_order, text_rank
+from .frame_free import sort_order, text_rank
 from .grouping import sum_per_slot
 from .launch import launch_pairs
 from .memcpy import device_kernel_union

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..values import first_seen_codes
+from ..values import first_seen_codes, is_missing
 
 
 def _codes_with_missing(values: np.ndarray) -> np.ndarray:
@@ -30,18 +30,6 @@ def group_numbers(columns: Sequence[np.ndarray]) -> np.ndarray:
     if len(columns) == 1:
         key = first_seen_codes(key)[0].astype(np.int64)
     return key
-
-
-def is_missing(values: np.ndarray) -> np.ndarray:
-    """``pd.isna(values)`` of a one-dimensional array: None and NaN (float or in an object array)."""
-    values = np.asarray(values)
-    if values.dtype.kind == "f":
-        return np.isnan(values)
-    if values.dtype != object:
-        return np.zeros(values.size, bool)
-    return np.fromiter(
-        (v is None or (isinstance(v, float) and v != v) for v in values.tolist()), bool, values.size
-    )
 
 
 def text_rank(texts: np.ndarray) -> np.ndarray:

@@ -25,9 +25,9 @@ import numpy as np
 from ..enrich import KernelOccupancy
 from ..occupancy_calc import LIMIT_BLOCKS, LIMIT_WARPS, LIMITER_NAMES
 from ..trace import Trace
-from ..values import first_seen_codes, int_or_none
+from ..values import first_seen_codes, int_or_none, is_missing
 from .columns import event_columns
-from .frame_free import group_numbers, is_missing, sort_order, text_rank
+from .frame_free import group_numbers, sort_order, text_rank
 from .grouping import sum_per_slot
 from .names import code_bits, is_collective_kernel, is_library_kernel
 

@@ -17,8 +17,9 @@ import numpy as np
 from ... import flop_model, peaks
 from ...arrow_read import arrow_codes, arrow_floats
 from ...trace import CPU_OP, GPU_ANNOTATION, Trace
+from ...values import is_missing
 from ..columns import device_busy, event_columns, memo, range_running_at, thread_key, thread_time_positions
-from ..frame_free import group_numbers, is_missing
+from ..frame_free import group_numbers
 from ..launch import launch_pairs
 from ..names import code_mask, names_in_use
 from . import flop_context

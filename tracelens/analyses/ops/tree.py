@@ -10,10 +10,10 @@ import numpy as np
 
 from ... import intervals
 from ...trace import ALL_KINDS, ANNOTATION, GPU_ACTIVITY_KINDS, Trace
+from ...values import is_missing
 from ..blocks import BLOCK_ROWS
 from ..coded import CodedInts
 from ..columns import dictionary_codes, event_columns, memo, range_running_at, thread_key
-from ..frame_free import is_missing
 from ..grouping import (
     FEW_TIMES_PER_RANGE,
     KEY_SAMPLE,
