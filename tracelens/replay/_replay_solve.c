@@ -1313,6 +1313,171 @@ static PyObject *host_calls(PyObject *self, PyObject *args) {
     return PyLong_FromSsize_t(status < 0 ? -1 : n_calls);
 }
 
+/* ---- what the critical path's points add up to (critical.critical_path), in one pass over its stretches --------
+ *
+ * path_sums(t, kind, row, waited, event_kind, event_name, collective, kinds, step_of, lo, hi, head, by, steps,
+ * step_counts, kernels, host_calls): the path is the stretches lo[i]..hi[i] (path order; each point's setter the
+ * point before it, the stretch's first one's head[i], -1: none). Per path point p with setter s: its time
+ * seg = t[p] - t[s] (0 without a setter) and its category (critical.CATEGORIES: host 0; sync_waits 1, a host end
+ * (kinds[1]) among ``waited`` (ascending); kernels 2, a GPU point (kinds[2], kinds[3]) not launched by a host start
+ * (kinds[0]) it is the start of; copies 3, such a point whose event row's kind is not kinds[4] (a kernel);
+ * communication 4, such a point whose row's name code passes ``collective`` (a byte per code and a last one for
+ * code -1; empty: none passes)). Summed as doubles in path order (numpy's bincount with weights adds so): by[category];
+ * steps[(step_of[p] + 1) * 5 + category] (and step_counts there +1) where step_of is given (not empty: its steps
+ * -1 up to steps' rows - 2); kernels[name + 1] over the GPU ends whose row is a kernel, host_calls[name + 1] over
+ * the host ends (name: the row's name code, -1 none). ``row`` and ``event_name`` as 4- or 8-byte integers.
+ * Returns the sum of seg (int64). The GIL is released while it runs.
+ */
+
+#define PATH_CATEGORIES 5
+
+static PyObject *path_sums(PyObject *self, PyObject *args) {
+    (void)self;
+    enum { COUNT = 17, INPUTS = 12 };
+    PyObject *objs[COUNT];
+    Py_buffer views[COUNT];
+    static const char *const names[COUNT] = {"t",    "kind",    "row",         "waited",  "event_kind", "event_name",
+                                             "collective", "kinds", "step_of", "lo",      "hi",         "head",
+                                             "by",   "steps",   "step_counts", "kernels", "host_calls"};
+    static const Py_ssize_t sizes[COUNT] = {8, 1, INDEX_ITEMS, 8, 1, INDEX_ITEMS, 1, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8};
+    if (PyTuple_GET_SIZE(args) != COUNT) {
+        PyErr_SetString(PyExc_TypeError, "path_sums: 17 arguments expected");
+        return NULL;
+    }
+    if (get_all(args, COUNT, objs, views, sizes, names, INPUTS) < 0) {
+        return NULL;
+    }
+    Py_ssize_t n = views[0].len / 8, n_waited = views[3].len / 8, n_rows = views[4].len;
+    Py_ssize_t n_codes = views[6].len, n_stretches = views[9].len / 8;
+    Py_ssize_t step_rows = views[13].len / 8 / PATH_CATEGORIES, n_names = views[15].len / 8 - 1;
+    int has_steps = views[8].len > 0;
+    int bad = views[1].len != n || index_count(&views[2]) != n || index_count(&views[5]) != n_rows ||
+              views[7].len / 8 != 5 || (has_steps && views[8].len / 8 != n) || views[10].len / 8 != n_stretches ||
+              views[11].len / 8 != n_stretches || views[12].len / 8 != PATH_CATEGORIES ||
+              views[13].len / 8 != step_rows * PATH_CATEGORIES || views[14].len != views[13].len ||
+              n_names < 0 || views[16].len != views[15].len || (n_codes != 0 && n_codes != n_names + 1);
+    if (bad) {
+        release_all(views, COUNT);
+        PyErr_SetString(PyExc_ValueError, "path_sums: array lengths disagree");
+        return NULL;
+    }
+    const int64_t *t = views[0].buf, *waited = views[3].buf, *kinds = views[7].buf, *step_of = views[8].buf;
+    const int64_t *lo = views[9].buf, *hi = views[10].buf, *head = views[11].buf;
+    const signed char *kind = views[1].buf, *event_kind = views[4].buf;
+    const unsigned char *collective = views[6].buf;
+    double *by = views[12].buf, *steps = views[13].buf, *kernels = views[15].buf, *host = views[16].buf;
+    int64_t *step_counts = views[14].buf;
+    const int64_t host_start = kinds[0], host_end = kinds[1], gpu_start = kinds[2], gpu_end = kinds[3];
+    const int64_t kernel_kind = kinds[4];
+    int64_t total = 0;
+    int out_of_range = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n_stretches && !out_of_range; i++) {
+        if (lo[i] < 0 || hi[i] >= n || lo[i] > hi[i] || head[i] >= n) {
+            out_of_range = 1;
+            break;
+        }
+        for (int64_t p = lo[i]; p <= hi[i]; p++) {
+            int64_t s = p == lo[i] ? head[i] : p - 1;
+            int64_t seg = s < 0 ? 0 : t[p] - t[s];
+            int64_t r = index_at(&views[2], p);
+            if (r < 0 || r >= n_rows) {
+                out_of_range = 1;
+                break;
+            }
+            int64_t code = index_at(&views[5], r);
+            if (code < -1 || code >= n_names) {
+                out_of_range = 1;
+                break;
+            }
+            int64_t k = kind[p];
+            int category = 0;
+            if (k == host_end && n_waited) {
+                Py_ssize_t a = 0, b = n_waited; /* p among the waited calls' ends: a binary search */
+                while (a < b) {
+                    Py_ssize_t m = a + (b - a) / 2;
+                    if (waited[m] < p) {
+                        a = m + 1;
+                    } else {
+                        b = m;
+                    }
+                }
+                category = a < n_waited && waited[a] == p;
+            } else if ((k == gpu_start || k == gpu_end) && !(k == gpu_start && s >= 0 && kind[s] == host_start)) {
+                category = event_kind[r] == kernel_kind ? 2 : 3;
+                if (n_codes && collective[code >= 0 ? code : n_names]) {
+                    category = 4;
+                }
+            }
+            total += seg;
+            by[category] += (double)seg;
+            if (has_steps) {
+                int64_t step = step_of[p];
+                if (step < -1 || step + 1 >= step_rows) {
+                    out_of_range = 1;
+                    break;
+                }
+                steps[(step + 1) * PATH_CATEGORIES + category] += (double)seg;
+                step_counts[(step + 1) * PATH_CATEGORIES + category]++;
+            }
+            if (k == gpu_end && event_kind[r] == kernel_kind) {
+                kernels[code + 1] += (double)seg;
+            } else if (k == host_end) {
+                host[code + 1] += (double)seg;
+            }
+        }
+    }
+    Py_END_ALLOW_THREADS
+    release_all(views, COUNT);
+    if (out_of_range) {
+        PyErr_SetString(PyExc_ValueError, "path_sums: an index out of range");
+        return NULL;
+    }
+    return PyLong_FromLongLong(total);
+}
+
+/* stretch_range(values, lo, hi): (lowest, highest) of values (int64) over the stretches lo[i]..hi[i]; (0, -1) for
+ * none */
+static PyObject *stretch_range(PyObject *self, PyObject *args) {
+    (void)self;
+    enum { COUNT = 3 };
+    PyObject *objs[COUNT];
+    Py_buffer views[COUNT];
+    static const char *const names[COUNT] = {"values", "lo", "hi"};
+    static const Py_ssize_t sizes[COUNT] = {8, 8, 8};
+    if (get_all(args, COUNT, objs, views, sizes, names, COUNT) < 0) {
+        return NULL;
+    }
+    Py_ssize_t n = views[0].len / 8, k = views[1].len / 8;
+    const int64_t *values = views[0].buf, *lo = views[1].buf, *hi = views[2].buf;
+    int bad = views[2].len / 8 != k;
+    for (Py_ssize_t i = 0; i < k && !bad; i++) {
+        bad = lo[i] < 0 || hi[i] >= n || lo[i] > hi[i];
+    }
+    int64_t low = 0, high = -1;
+    int any = 0;
+    if (!bad) {
+        for (Py_ssize_t i = 0; i < k; i++) {
+            for (int64_t p = lo[i]; p <= hi[i]; p++) {
+                int64_t v = values[p];
+                if (!any || v < low) {
+                    low = v;
+                }
+                if (!any || v > high) {
+                    high = v;
+                }
+                any = 1;
+            }
+        }
+    }
+    release_all(views, COUNT);
+    if (bad) {
+        PyErr_SetString(PyExc_ValueError, "stretch_range: an index out of range");
+        return NULL;
+    }
+    return Py_BuildValue("(LL)", (long long)low, (long long)high);
+}
+
 static PyMethodDef methods[] = {
     {"solve_sorted_edges", solve_sorted_edges, METH_VARARGS,
      "solve_sorted_edges(order, chain_first, lag, anchor, recorded, e_pos, e_src, e_lag, e_stale, out): the "
@@ -1350,6 +1515,12 @@ static PyMethodDef methods[] = {
      "host_calls(rows, thread, start, end, kind, call_of, offset, call_row, call_thread, call_start, call_end, "
      "marker_kind, n_threads): the outer host calls per thread in time order; -1 where the rows' starts do not "
      "ascend."},
+    {"path_sums", path_sums, METH_VARARGS,
+     "path_sums(t, kind, row, waited, event_kind, event_name, collective, kinds, step_of, lo, hi, head, by, "
+     "steps, step_counts, kernels, host_calls): the critical path's time per category, step and name; returns "
+     "its length (see tracelens/replay/_replay_solve.c)."},
+    {"stretch_range", stretch_range, METH_VARARGS,
+     "stretch_range(values, lo, hi): (lowest, highest) of values over the stretches lo..hi."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -83,3 +83,23 @@ def thread_union_overlap(
 ) -> int: ...
 def launched_steps(step_of: Any, op_launch_call: Any, call_start: Any, op_start: Any, op_end: Any) -> int: ...
 def worked_step_span(step_of: Any, skip: Any) -> tuple[int, int]: ...
+def path_sums(
+    t: Any,
+    kind: Any,
+    row: Any,
+    waited: Any,
+    event_kind: Any,
+    event_name: Any,
+    collective: Any,
+    kinds: Any,
+    step_of: Any,
+    lo: Any,
+    hi: Any,
+    head: Any,
+    by: Any,
+    steps: Any,
+    step_counts: Any,
+    kernels: Any,
+    host_calls: Any,
+) -> int: ...
+def stretch_range(values: Any, lo: Any, hi: Any) -> tuple[int, int]: ...

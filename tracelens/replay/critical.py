@@ -11,6 +11,7 @@ The walk loops over chain switches on the path (a stretch of one chain is taken 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -20,7 +21,7 @@ from ..analyses.names import is_collective_kernel
 from ..trace import ALL_KINDS, KERNEL
 from .engine import native_solver, setters
 from .graph import GPU_END, GPU_START, HOST_END, HOST_START, Graph, unique_ints
-from .name_tests import names_mask
+from .name_tests import name_lookup, names_mask
 
 CATEGORIES = ("host", "sync_waits", "kernels", "copies", "communication")
 TOP = 5
@@ -52,13 +53,13 @@ def bound_of(ns_by_category: np.ndarray) -> str | None:
 WALK_ROOM, WALK_ROOM_SHARE = 1 << 16, 32
 
 
-def path_points(graph: Graph, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(points on the critical path, ending at the last point, in path order from the start; each one's setter):
-    walked by the compiled helper where it was built (reading what set only the points it walks through), else
-    :func:`path_points_by_numpy`; both give the same arrays."""
+def path_stretches(graph: Graph, t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """The critical path as stretches of chains, in path order from the start: (each stretch's first point, its
+    last point, what set its first point (-1: none)); inside a stretch each point's setter is the point before it.
+    Walked by the compiled helper (reading what set only the points it walks through); None without it or points."""
     solver = native_solver()
     if solver is None or graph.size == 0:
-        return path_points_by_numpy(graph, t)
+        return None
     n = graph.size
     # room for the few stretches of most walks (small arrays, not three point-sized ones left mostly unwritten,
     # whose untouched pages the arrays allocated after them would fault in); again with room for n where more
@@ -80,10 +81,23 @@ def path_points(graph: Graph, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         if count >= 0 or room == n:
             break
         room = n
-    # the stretches bottom..top, first switch last: one index array; inside a stretch each point's setter is the
-    # point before it, at its bottom what the walk found
-    lo = bottoms[:count][::-1]
-    lengths = tops[:count][::-1] - lo + 1
+    # (the walk writes the last stretch first)
+    return bottoms[:count][::-1].copy(), tops[:count][::-1].copy(), head_sources[:count][::-1].copy()
+
+
+def path_points(graph: Graph, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(points on the critical path, ending at the last point, in path order from the start; each one's setter):
+    from :func:`path_stretches` where the compiled helper was built, else :func:`path_points_by_numpy`; both give
+    the same arrays."""
+    stretches = path_stretches(graph, t)
+    if stretches is None:
+        return path_points_by_numpy(graph, t)
+    return _points_of(*stretches)
+
+
+def _points_of(lo: np.ndarray, hi: np.ndarray, head_sources: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`path_points` of the stretches lo..hi (:func:`path_stretches`)."""
+    lengths = hi - lo + 1
     starts = np.cumsum(lengths) - lengths
     # one path-sized array: steps of 1, each stretch's first point a jump from the last point of the stretch before
     # (the first one's from 0), summed in place
@@ -93,7 +107,7 @@ def path_points(graph: Graph, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     path[starts] = jumps
     np.cumsum(path, out=path)
     setter = path - 1
-    setter[starts] = head_sources[:count][::-1]
+    setter[starts] = head_sources
     return path, setter
 
 
@@ -193,34 +207,39 @@ def _per_step_sums(steps: np.ndarray, category: np.ndarray, seg: np.ndarray) -> 
     return listed, by_step
 
 
-def critical_path(
-    graph: Graph, t: np.ndarray, trace: Any, step_of: np.ndarray | None = None
-) -> dict[str, Any] | None:
-    """The ``critical_path`` block of the whatif section (docs/json.md); ``step_of``: each point's step (-1
-    none), for the per-step breakdown."""
-    path, setter = path_points(graph, t)
-    if path.size == 0:
-        return None
+@dataclass
+class PathSums:
+    """What the critical path's points add up to: its length, time per category (CATEGORIES order, float sums
+    in path order as numpy's bincount adds them), the steps with a point on it (ascending) and their time per
+    category, and the top kernels and host calls by time ({name, ns})."""
+
+    total: int
+    by: np.ndarray
+    listed: np.ndarray
+    by_step: np.ndarray
+    top_kernels: list[dict[str, Any]]
+    top_host_calls: list[dict[str, Any]]
+
+
+def _top_by_dictionary(sums: np.ndarray, names: Any) -> list[dict[str, Any]]:
+    """The TOP names by ``sums`` (per name code + 1, code -1 (no name) at 0, over the whole dictionary): the
+    names no point uses sum to 0, which the list leaves out (ties: the lower code first)."""
+    order = np.argsort(-sums, kind="stable")[:TOP]
+    return [{"name": str(names[i - 1]) if i > 0 else None, "ns": int(sums[i])} for i in order if sums[i] > 0]
+
+
+def path_sums_by_numpy(
+    graph: Graph, t: np.ndarray, trace: Any, path: np.ndarray, setter: np.ndarray, step_of: np.ndarray | None
+) -> PathSums:
+    """:class:`PathSums` of the path ``path`` (its points' setters ``setter``) with numpy: the path without the
+    compiled helper, and the reference of :func:`path_sums_natively`."""
     category, seg, kind, is_kernel, rows = _path_facts(graph, t, trace, path, setter)
     cols = event_columns(trace)
-    total = int(seg.sum())
     by = np.bincount(category, weights=seg, minlength=len(CATEGORIES))
-    shares = {name: (float(by[i]) / total if total else None) for i, name in enumerate(CATEGORIES)}
-    ns = {name: int(by[i]) for i, name in enumerate(CATEGORIES)}
-    per_step: list[dict[str, Any]] = []
     if step_of is not None:
         listed, by_step = _per_step_sums(step_of[path], category, seg)
-        for step, sums in zip(listed[:STEP_LIMIT], by_step[:STEP_LIMIT], strict=True):  # a loop over steps
-            length = float(sums.sum())
-            per_step.append(
-                {
-                    "step": int(step),
-                    "length_ns": int(length),
-                    "ns": {name: int(sums[i]) for i, name in enumerate(CATEGORIES)},
-                    "on_host": bool(length and sums[0] / length > ON_HOST_SHARE),
-                    "bound": bound_of(sums),
-                }
-            )
+    else:
+        listed, by_step = np.zeros(0, np.int64), np.zeros((0, len(CATEGORIES)))
 
     def top(mask: np.ndarray) -> list[dict[str, Any]]:
         codes = cols.name[rows[mask]]
@@ -229,13 +248,12 @@ def critical_path(
         weights = seg[mask]
         if len(cols.names) <= TOP_BY_DICTIONARY:
             # summed per name code + 1 (code -1, no name, at 0) over the whole dictionary: no distinct codes found
-            # first; each sum adds its points in path order as before, and the names no point uses sum to 0, which
-            # the list leaves out (ties: the lower code first, as among the distinct codes)
-            sums = np.bincount(codes + 1, weights=weights, minlength=len(cols.names) + 1)
-            code = np.arange(-1, len(cols.names))
-        else:
-            code, inverse = unique_ints(codes, return_inverse=True)
-            sums = np.bincount(inverse, weights=weights)
+            # first; each sum adds its points in path order as before
+            return _top_by_dictionary(
+                np.bincount(codes + 1, weights=weights, minlength=len(cols.names) + 1), cols.names
+            )
+        code, inverse = unique_ints(codes, return_inverse=True)
+        sums = np.bincount(inverse, weights=weights)
         order = np.argsort(-sums, kind="stable")[:TOP]
         return [
             {"name": str(cols.names[code[i]]) if code[i] >= 0 else None, "ns": int(sums[i])}
@@ -243,6 +261,115 @@ def critical_path(
             if sums[i] > 0
         ]
 
+    return PathSums(
+        int(seg.sum()),
+        by,
+        listed,
+        by_step,
+        top((kind == GPU_END) & is_kernel),
+        top(kind == HOST_END),
+    )
+
+
+def path_sums_natively(
+    graph: Graph,
+    t: np.ndarray,
+    trace: Any,
+    stretches: tuple[np.ndarray, np.ndarray, np.ndarray],
+    step_of: np.ndarray | None,
+) -> PathSums | None:
+    """:func:`path_sums_by_numpy` of the path ``stretches`` (:func:`path_stretches`) in one compiled pass over its
+    points (no path-sized arrays: the categories, times and sums per step and name as the points are read); None
+    where it does not apply (no compiled helper, a name dictionary beyond TOP_BY_DICTIONARY, name codes or rows
+    of another type, steps beyond a few per path point: numpy then)."""
+    solver = native_solver()
+    cols = event_columns(trace)
+    names, name, event_kind = cols.names, cols.name, cols.kind
+    if (
+        solver is None
+        or len(names) > TOP_BY_DICTIONARY
+        or not all(
+            isinstance(a, np.ndarray) and a.dtype.kind == "i" and a.dtype.itemsize in (4, 8)
+            for a in (name, graph.row)
+        )
+        or not (isinstance(event_kind, np.ndarray) and event_kind.dtype == np.int8)
+        or graph.kind.dtype != np.int8
+    ):
+        return None
+    collective = name_lookup(names, is_collective_kernel)
+    if collective is None:
+        return None
+    lo, hi, head = stretches
+    width = len(CATEGORIES)
+    steps = np.zeros(0, np.int64)
+    span = 0
+    if step_of is not None:
+        steps = np.ascontiguousarray(step_of, np.int64)
+        low, high = solver.stretch_range(steps, lo, hi)  # type: ignore[attr-defined]
+        span = high + 2
+        if low < -1 or span > 4 * int((hi - lo + 1).sum()) + 1024:
+            return None  # (as _per_step_sums: bins for the steps while they are few)
+    by = np.zeros(width)
+    step_sums, step_counts = np.zeros(span * width), np.zeros(span * width, np.int64)
+    kernels, hosts = np.zeros(len(names) + 1), np.zeros(len(names) + 1)
+    waited = np.unique(graph.call_end[graph.call_waited]).astype(np.int64)
+    total = solver.path_sums(  # type: ignore[attr-defined]
+        np.ascontiguousarray(t, np.int64),
+        graph.kind,
+        np.ascontiguousarray(graph.row),
+        waited,
+        event_kind,
+        np.ascontiguousarray(name),
+        # (no byte where no name passes: the rule read for no point)
+        collective.view(np.uint8) if collective.any() else np.zeros(0, np.uint8),
+        np.array([HOST_START, HOST_END, GPU_START, GPU_END, ALL_KINDS.index(KERNEL)], np.int64),
+        steps,
+        lo,
+        hi,
+        head,
+        by,
+        step_sums,
+        step_counts,
+        kernels,
+        hosts,
+    )
+    listed, by_step = np.zeros(0, np.int64), np.zeros((0, width))
+    if step_of is not None:
+        present = np.asarray(step_counts.reshape(span, width)[1:].any(axis=1))
+        listed, by_step = np.flatnonzero(present), step_sums.reshape(span, width)[1:][present]
+    return PathSums(
+        int(total), by, listed, by_step, _top_by_dictionary(kernels, names), _top_by_dictionary(hosts, names)
+    )
+
+
+def critical_path(
+    graph: Graph, t: np.ndarray, trace: Any, step_of: np.ndarray | None = None
+) -> dict[str, Any] | None:
+    """The ``critical_path`` block of the whatif section (docs/json.md); ``step_of``: each point's step (-1
+    none), for the per-step breakdown."""
+    stretches = path_stretches(graph, t)
+    sums = None if stretches is None else path_sums_natively(graph, t, trace, stretches, step_of)
+    if sums is None:
+        path, setter = path_points(graph, t) if stretches is None else _points_of(*stretches)
+        if path.size == 0:
+            return None
+        sums = path_sums_by_numpy(graph, t, trace, path, setter, step_of)
+    total, by = sums.total, sums.by
+    shares = {name: (float(by[i]) / total if total else None) for i, name in enumerate(CATEGORIES)}
+    ns = {name: int(by[i]) for i, name in enumerate(CATEGORIES)}
+    per_step: list[dict[str, Any]] = []
+    if step_of is not None:
+        for step, step_sums in zip(sums.listed[:STEP_LIMIT], sums.by_step[:STEP_LIMIT], strict=True):
+            length = float(step_sums.sum())  # (a loop over steps)
+            per_step.append(
+                {
+                    "step": int(step),
+                    "length_ns": int(length),
+                    "ns": {name: int(step_sums[i]) for i, name in enumerate(CATEGORIES)},
+                    "on_host": bool(length and step_sums[0] / length > ON_HOST_SHARE),
+                    "bound": bound_of(step_sums),
+                }
+            )
     return {
         "length_ns": total,
         "ns": ns,
@@ -252,7 +379,7 @@ def critical_path(
             float(sum(by[CATEGORIES.index(c)] for c in HOST_SIDE)) / total if total else None
         ),
         "bound": bound_of(by),
-        "top_kernels": top((kind == GPU_END) & is_kernel),
-        "top_host_calls": top(kind == HOST_END),
+        "top_kernels": sums.top_kernels,
+        "top_host_calls": sums.top_host_calls,
         "per_step": per_step,
     }

@@ -34,8 +34,7 @@ try:
     from . import _replay_solve
 except ImportError:  # pragma: no cover - no compiler at install time
     _replay_solve = None  # type: ignore[assignment]
-# What this module calls in it: an extension built from an older _replay_solve.c (a tree updated without rebuilding)
-# lacks some, and is not used (the numpy paths instead) rather than failing at the first call.
+# What the replay calls in it: a stale build (an older _replay_solve.c) lacking one is not used (numpy paths then).
 NATIVE_FUNCTIONS = (
     "solve_sorted_edges",
     "schedule_keys",
@@ -49,6 +48,8 @@ NATIVE_FUNCTIONS = (
     "thread_union_overlap",
     "launched_steps",
     "worked_step_span",
+    "path_sums",
+    "stretch_range",
 )
 if _replay_solve is not None and not all(hasattr(_replay_solve, name) for name in NATIVE_FUNCTIONS):
     _replay_solve = None  # type: ignore[assignment]  # pragma: no cover - a stale build
