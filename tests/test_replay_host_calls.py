@@ -1,8 +1,9 @@
 """The replay graph's host calls (graph.host_calls: the outermost host API rows and step markers per thread, each
-row's call and offset in it) by the compiled one-pass helper equal the numpy path (kept as the fallback without a C
-compiler) and a plain-Python reference: rows in start order (the event table's) with ties, nesting, zero-length rows
-and step markers; rows out of start order and more ties at one start than the helper sorts (it declines, numpy
-answers); and whole graphs of real traces built both ways."""
+row's call) by the compiled one-pass helper equal the numpy path (kept as the fallback without a C compiler) and a
+plain-Python reference: rows in start order (the event table's) with ties, nesting, zero-length rows and step
+markers; rows out of start order and more ties at one start than the helper sorts (it declines, numpy answers); the
+same calls walked by runs of one thread (graph.host_calls_by_thread_runs: threads given per run, pid and tid read at
+the rows) against the row-by-row codes; and whole graphs of real traces built both ways."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from tracelens.trace import ALL_KINDS, RUNTIME, STEP
 native = pytest.mark.skipif(engine._replay_solve is None, reason="_replay_solve not built (no C compiler)")
 
 CALL, MARKER, OTHER = ALL_KINDS.index(RUNTIME), ALL_KINDS.index(STEP), ALL_KINDS.index(STEP) + 1
-FIELDS = ("call_of", "offset", "call_row", "call_thread", "call_start", "call_end")
+FIELDS = ("call_of", "call_row", "call_thread", "call_start", "call_end")
 
 
 def reference(
@@ -33,7 +34,7 @@ def reference(
     row of its thread ends at or after its end."""
     ends = {int(r): int(start[r] if kind[r] == MARKER else end[r]) for r in api}
     by_time = sorted(range(api.size), key=lambda i: (thread[i], start[api[i]], -ends[int(api[i])], api[i]))
-    call_of, offset = [0] * api.size, [0] * api.size
+    call_of = [0] * api.size
     calls: list[tuple[int, int, int, int]] = []
     latest: dict[int, int] = {}
     for i in by_time:
@@ -41,9 +42,9 @@ def reference(
         if t not in latest or latest[t] < ends[r]:
             calls.append((r, t, int(start[r]), ends[r]))
         latest[t] = max(latest.get(t, ends[r]), ends[r])
-        call_of[i], offset[i] = len(calls) - 1, int(start[r]) - calls[-1][2]
+        call_of[i] = len(calls) - 1
     columns = list(zip(*calls, strict=True)) if calls else [[], [], [], []]
-    return dict(zip(FIELDS, [call_of, offset, *columns], strict=True))
+    return dict(zip(FIELDS, [call_of, *columns], strict=True))
 
 
 def assert_same(got: graph_module.HostCalls, expected: Any) -> None:
@@ -99,6 +100,50 @@ def test_many_rows_at_one_start(ties: int) -> None:
     got = graph_module.host_calls(cols, api, thread, 2)  # type: ignore[arg-type]
     assert_same(got, graph_module.host_calls_by_numpy(cols, api, thread))  # type: ignore[arg-type]
     assert_same(got, reference(cols.start, cols.end, cols.kind, api, thread))
+    # and walked by runs of one thread (three runs): the same calls, more ties than it orders left to the rows' path
+    cols.pid, cols.tid = np.zeros(cols.kind.size, np.int32), np.zeros(cols.kind.size, np.int64)
+    cols.tid[api] = thread
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setattr(graph_module, "THREAD_RUNS_SHARE", 1.0)
+        by_runs = graph_module.host_calls_by_thread_runs(cols, api)  # type: ignore[arg-type]
+    assert by_runs is not None
+    assert_same(by_runs[0], got)
+
+
+@native
+@settings(max_examples=150, deadline=None)
+@given(rows=ROWS, in_start_order=st.booleans(), wide_pid=st.booleans())
+def test_host_calls_by_thread_runs_equal_the_row_by_row_path(
+    rows: list[tuple[int, int, int, int]],
+    in_start_order: bool,
+    wide_pid: bool,
+) -> None:
+    cols, api, thread = table(rows, in_start_order)
+    # threads as (pid, tid) columns of every row (4- or 8-byte pids), the rows' own thread codes from them
+    thread_of = np.zeros(cols.kind.size, np.int64)
+    thread_of[api] = thread
+    cols.pid = (100 + thread_of // 2).astype(np.int64 if wide_pid else np.int32)
+    cols.tid = (7 + thread_of % 2).astype(np.int64)
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setattr(graph_module, "THREAD_RUNS_SHARE", 1.0)  # the runs path whatever their number
+        got = graph_module.host_calls_by_thread_runs(cols, api)  # type: ignore[arg-type]
+    if api.size == 0:
+        assert got is None
+        return
+    assert got is not None
+    codes, keys = graph_module._thread_codes_at(cols, api)  # type: ignore[arg-type]
+    np.testing.assert_array_equal(got[1], keys)
+    assert_same(got[0], graph_module.host_calls_by_numpy(cols, api, codes))  # type: ignore[arg-type]
+    assert_same(got[0], reference(cols.start, cols.end, cols.kind, api, codes))
+
+
+@native
+def test_many_runs_go_row_by_row() -> None:
+    # threads alternating row by row: more runs than THREAD_RUNS_SHARE of the rows, so no runs path
+    rows = [(i % 2, i, 1, CALL) for i in range(40)]
+    cols, api, thread = table(rows, True)
+    cols.pid, cols.tid = np.zeros(api.size, np.int32), thread.astype(np.int64)
+    assert graph_module.host_calls_by_thread_runs(cols, api) is None  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("rows", [[], [(0, 3, 2, CALL)], [(0, 3, 0, MARKER)], [(1, 3, 2, OTHER)]])

@@ -1173,7 +1173,8 @@ static PyObject *thread_union_overlap(PyObject *self, PyObject *args) {
  * rows (a step marker, kind ``marker_kind``, ends where it starts). In (thread, start, longest first, row) order
  * (np.lexsort((-end, start, thread))), a row is *outer* unless an earlier row of its thread ends at or after its
  * end (then it is nested in the last outer row before it). Per row (in ``rows`` order): call_of, the index of its
- * outer call (calls numbered in that order), and offset, its start - that call's start; per call: its event row,
+ * outer call (calls numbered in that order), and offset, its start - that call's start (not written where offset
+ * is empty); per call: its event row,
  * thread, start and end (the first ``returned`` items written). The rows' starts must ascend (the event table's
  * order): a counting sort by thread, equal starts of a thread ordered by a few comparisons; returns -1, nothing
  * usable written, where they do not ascend or a thread has more than HOST_TIES rows at one start (then numpy).
@@ -1210,8 +1211,8 @@ static PyObject *host_calls(PyObject *self, PyObject *args) {
     Py_buffer *in = views, *out = views + INPUTS;
     Py_ssize_t n = in[0].len / 8, n_rows = in[2].len / 8;
     int bad = in[1].len / 8 != n || in[3].len / 8 != n_rows || in[4].len != n_rows || n_threads < 0;
-    for (int i = 0; i < 6; i++) {
-        bad |= out[i].len / 8 != n;
+    for (int i = 0; i < 6; i++) { /* (offset may be empty: not written) */
+        bad |= out[i].len / 8 != n && !(i == 1 && out[i].len == 0);
     }
     if (bad) {
         release_all(views, COUNT);
@@ -1220,7 +1221,8 @@ static PyObject *host_calls(PyObject *self, PyObject *args) {
     }
     const int64_t *rows = in[0].buf, *thread = in[1].buf, *start = in[2].buf, *end = in[3].buf;
     const signed char *kind = in[4].buf;
-    int64_t *call_of = out[0].buf, *offset = out[1].buf, *call_row = out[2].buf, *call_thread = out[3].buf;
+    int64_t *call_of = out[0].buf, *offset = out[1].len ? out[1].buf : NULL, *call_row = out[2].buf;
+    int64_t *call_thread = out[3].buf;
     int64_t *call_start = out[4].buf, *call_end = out[5].buf;
     int64_t *order = PyMem_RawMalloc((size_t)(n > 0 ? n : 1) * sizeof(int64_t));
     int64_t *next = PyMem_RawCalloc((size_t)n_threads + 1, sizeof(int64_t));
@@ -1297,7 +1299,9 @@ static PyObject *host_calls(PyObject *self, PyObject *args) {
             n_calls++;
         }
         call_of[item] = (int64_t)n_calls - 1;
-        offset[item] = s - outer_start;
+        if (offset != NULL) {
+            offset[item] = s - outer_start;
+        }
         if (e > run_end) {
             run_end = e;
         }
@@ -1311,6 +1315,221 @@ static PyObject *host_calls(PyObject *self, PyObject *args) {
         return NULL;
     }
     return PyLong_FromSsize_t(status < 0 ? -1 : n_calls);
+}
+
+/* ---- the host calls by runs of one thread (graph.build where the host rows come in few runs per thread) -------
+ *
+ * thread_runs_at(rows, pid, tid, heads): the first position of each run of rows[i] with one (pid[row], tid[row])
+ * (pid and tid 4- or 8-byte integers, read at the rows: no gathered copies); returns the runs written, or -1 where
+ * they are more than heads holds (the caller reads the rows one by one then).
+ *
+ * host_calls_by_runs(rows, heads, run_thread, start, end, kind, call_of, call_row, call_thread, call_start,
+ * call_end, marker_kind, n_threads): host_calls with each row's thread given per run (heads: the runs' first
+ * positions, ascending from 0; run_thread: each run's thread code in [0, n_threads)), and no offsets: the same
+ * calls and call_of. The threads are walked in code order through their runs (a counting sort of the runs, not of
+ * the rows: no per-row order or thread array); equal starts of a thread ordered as host_calls orders them. Returns
+ * the calls, or -1 (nothing usable written) where the rows' starts do not ascend or a thread has more than
+ * HOST_TIES rows at one start.
+ */
+
+static PyObject *thread_runs_at(PyObject *self, PyObject *args) {
+    (void)self;
+    enum { COUNT = 4 };
+    PyObject *objs[COUNT];
+    Py_buffer views[COUNT];
+    static const char *const names[COUNT] = {"rows", "pid", "tid", "heads"};
+    static const Py_ssize_t sizes[COUNT] = {8, INDEX_ITEMS, INDEX_ITEMS, 8};
+    if (get_all(args, COUNT, objs, views, sizes, names, 3) < 0) {
+        return NULL;
+    }
+    Py_ssize_t n = views[0].len / 8, n_rows = index_count(&views[1]), room = views[3].len / 8;
+    if (index_count(&views[2]) != n_rows) {
+        release_all(views, COUNT);
+        PyErr_SetString(PyExc_ValueError, "thread_runs_at: array lengths disagree");
+        return NULL;
+    }
+    const int64_t *rows = views[0].buf;
+    int64_t *heads = views[3].buf;
+    Py_ssize_t count = 0;
+    int status = 0; /* 1: out of range, -1: more runs than room */
+    Py_BEGIN_ALLOW_THREADS
+    int64_t last_pid = 0, last_tid = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t r = rows[i];
+        if (r < 0 || r >= n_rows) {
+            status = 1;
+            break;
+        }
+        int64_t p = index_at(&views[1], r), t = index_at(&views[2], r);
+        if (i == 0 || p != last_pid || t != last_tid) {
+            if (count == room) {
+                status = -1;
+                break;
+            }
+            heads[count++] = i;
+            last_pid = p;
+            last_tid = t;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    release_all(views, COUNT);
+    if (status > 0) {
+        PyErr_SetString(PyExc_ValueError, "thread_runs_at: an index out of range");
+        return NULL;
+    }
+    return PyLong_FromSsize_t(status < 0 ? -1 : count);
+}
+
+struct host_walk {
+    const int64_t *rows, *start, *end;
+    const signed char *kind;
+    long long marker_kind;
+    int64_t *call_of, *call_row, *call_thread, *call_start, *call_end;
+    Py_ssize_t n_calls;
+    int64_t run_end;
+};
+
+/* the walk's step for a group of rows of one thread at one start (positions ``group``): ordered the longest
+ * first, then the lower row (insertion sort), each then nested in the calls before it or a call of its own */
+static void host_walk_group(struct host_walk *w, int64_t *group, Py_ssize_t size, int64_t thread) {
+    for (Py_ssize_t i = 1; i < size; i++) {
+        int64_t item = group[i], r = w->rows[item];
+        int64_t e = w->kind[r] == w->marker_kind ? w->start[r] : w->end[r];
+        Py_ssize_t j = i;
+        while (j > 0) {
+            int64_t other = group[j - 1], q = w->rows[other];
+            int64_t f = w->kind[q] == w->marker_kind ? w->start[q] : w->end[q];
+            if (!host_before(e, r, f, q)) {
+                break;
+            }
+            group[j] = other;
+            j--;
+        }
+        group[j] = item;
+    }
+    for (Py_ssize_t i = 0; i < size; i++) {
+        int64_t item = group[i], r = w->rows[item];
+        int64_t s = w->start[r], e = w->kind[r] == w->marker_kind ? s : w->end[r];
+        if (!(w->run_end >= e)) {
+            w->call_row[w->n_calls] = r;
+            w->call_thread[w->n_calls] = thread;
+            w->call_start[w->n_calls] = s;
+            w->call_end[w->n_calls] = e;
+            w->n_calls++;
+        }
+        w->call_of[item] = (int64_t)w->n_calls - 1;
+        if (e > w->run_end) {
+            w->run_end = e;
+        }
+    }
+}
+
+static PyObject *host_calls_by_runs(PyObject *self, PyObject *args) {
+    (void)self;
+    enum { COUNT = 11, INPUTS = 6 };
+    PyObject *objs[COUNT];
+    Py_buffer views[COUNT];
+    static const char *const names[COUNT] = {"rows",    "heads",    "run_thread",  "start",      "end",     "kind",
+                                             "call_of", "call_row", "call_thread", "call_start", "call_end"};
+    static const Py_ssize_t sizes[COUNT] = {8, 8, 8, 8, 8, 1, 8, 8, 8, 8, 8};
+    if (PyTuple_GET_SIZE(args) != COUNT + 2) {
+        PyErr_SetString(PyExc_TypeError, "host_calls_by_runs: 13 arguments expected");
+        return NULL;
+    }
+    long long marker_kind = PyLong_AsLongLong(PyTuple_GET_ITEM(args, COUNT));
+    Py_ssize_t n_threads = PyLong_AsSsize_t(PyTuple_GET_ITEM(args, COUNT + 1));
+    if (PyErr_Occurred()) {
+        return NULL;
+    }
+    if (get_all(args, COUNT, objs, views, sizes, names, INPUTS) < 0) {
+        return NULL;
+    }
+    Py_buffer *in = views, *out = views + INPUTS;
+    Py_ssize_t n = in[0].len / 8, k = in[1].len / 8, n_rows = in[3].len / 8;
+    int bad = in[2].len / 8 != k || in[4].len / 8 != n_rows || in[5].len != n_rows || n_threads < 0 ||
+              (n > 0 && k == 0);
+    for (int i = 0; i < 5; i++) {
+        bad |= out[i].len / 8 != n;
+    }
+    if (bad) {
+        release_all(views, COUNT);
+        PyErr_SetString(PyExc_ValueError, "host_calls_by_runs: array lengths disagree");
+        return NULL;
+    }
+    const int64_t *rows = in[0].buf, *heads = in[1].buf, *run_thread = in[2].buf, *start = in[3].buf;
+    int64_t *run_order = PyMem_RawMalloc((size_t)(k > 0 ? k : 1) * sizeof(int64_t));
+    int64_t *next = PyMem_RawCalloc((size_t)n_threads + 1, sizeof(int64_t));
+    if (run_order == NULL || next == NULL) {
+        PyMem_RawFree(run_order);
+        PyMem_RawFree(next);
+        release_all(views, COUNT);
+        return PyErr_NoMemory();
+    }
+    struct host_walk w = {rows,      start,     in[4].buf, in[5].buf,  marker_kind, out[0].buf,
+                          out[1].buf, out[2].buf, out[3].buf, out[4].buf, 0,          NONE_TIME};
+    int status = 0; /* 1: out of range, -1: not usable here */
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t r = 0; r < k && !status; r++) {
+        if (run_thread[r] < 0 || run_thread[r] >= n_threads || heads[r] < 0 || heads[r] >= n ||
+            (r == 0 ? heads[r] != 0 : heads[r] <= heads[r - 1])) {
+            status = 1;
+        } else {
+            next[run_thread[r] + 1]++;
+        }
+    }
+    for (Py_ssize_t i = 0; i < n && !status; i++) {
+        if (rows[i] < 0 || rows[i] >= n_rows) {
+            status = 1;
+        } else if (i > 0 && (rows[i] <= rows[i - 1] || start[rows[i]] < start[rows[i - 1]])) {
+            status = -1;
+        }
+    }
+    if (!status) {
+        for (Py_ssize_t t = 0; t < n_threads; t++) {
+            next[t + 1] += next[t];
+        }
+        for (Py_ssize_t r = 0; r < k; r++) { /* stable: each thread's runs stay in row order */
+            run_order[next[run_thread[r]]++] = r;
+        }
+        int64_t group[HOST_TIES];
+        Py_ssize_t size = 0;
+        int64_t thread = -1, group_start = 0;
+        for (Py_ssize_t o = 0; o < k && !status; o++) {
+            Py_ssize_t r = (Py_ssize_t)run_order[o];
+            if (run_thread[r] != thread) { /* a thread's first run: the last thread's group walked, no call open */
+                host_walk_group(&w, group, size, thread);
+                size = 0;
+                thread = run_thread[r];
+                w.run_end = NONE_TIME;
+            }
+            Py_ssize_t stop = r + 1 < k ? (Py_ssize_t)heads[r + 1] : n;
+            for (Py_ssize_t i = (Py_ssize_t)heads[r]; i < stop; i++) {
+                int64_t s = start[rows[i]];
+                if (size > 0 && s != group_start) {
+                    host_walk_group(&w, group, size, thread);
+                    size = 0;
+                }
+                if (size == HOST_TIES) {
+                    status = -1;
+                    break;
+                }
+                group[size++] = i;
+                group_start = s;
+            }
+        }
+        if (!status) {
+            host_walk_group(&w, group, size, thread);
+        }
+    }
+    Py_END_ALLOW_THREADS
+    PyMem_RawFree(run_order);
+    PyMem_RawFree(next);
+    release_all(views, COUNT);
+    if (status > 0) {
+        PyErr_SetString(PyExc_ValueError, "host_calls_by_runs: an index out of range");
+        return NULL;
+    }
+    return PyLong_FromSsize_t(status < 0 ? -1 : w.n_calls);
 }
 
 /* ---- what the critical path's points add up to (critical.critical_path), in one pass over its stretches --------
@@ -1521,6 +1740,12 @@ static PyMethodDef methods[] = {
      "its length (see tracelens/replay/_replay_solve.c)."},
     {"stretch_range", stretch_range, METH_VARARGS,
      "stretch_range(values, lo, hi): (lowest, highest) of values over the stretches lo..hi."},
+    {"thread_runs_at", thread_runs_at, METH_VARARGS,
+     "thread_runs_at(rows, pid, tid, heads): the first position of each run of rows on one (pid, tid); -1 where "
+     "more than heads holds."},
+    {"host_calls_by_runs", host_calls_by_runs, METH_VARARGS,
+     "host_calls_by_runs(rows, heads, run_thread, start, end, kind, call_of, call_row, call_thread, call_start, "
+     "call_end, marker_kind, n_threads): host_calls with the threads given per run; -1 where not usable."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -293,11 +293,10 @@ class HostCalls:
     """The host calls of a graph: the outermost of the host API rows and step markers on each thread (a row is
     nested where an earlier row of its thread, in (thread, start, longest first, row) order, ends at or after its
     end). Per row (in the rows' order): ``call_of``, its outer call's index (calls numbered thread by thread in
-    time order), ``offset``, its start - that call's start; per call: its event row, thread code, start and end
-    (a step marker ends where it starts)."""
+    time order); per call: its event row, thread code, start and end (a step marker ends where it starts). (A
+    row's offset in its call, its start - the call's start, is read where needed: at the launch rows.)"""
 
     call_of: np.ndarray
-    offset: np.ndarray
     call_row: np.ndarray
     call_thread: np.ndarray
     call_start: np.ndarray
@@ -319,9 +318,7 @@ def host_calls(cols: EventColumns, api: np.ndarray, thread: np.ndarray, n_thread
         and cols.end.dtype == np.int64
         and cols.kind.dtype == np.int8
     ):
-        call_of, offset, call_row, call_thread, call_start, call_end = (
-            np.empty(n, np.int64) for _ in range(6)
-        )
+        call_of, call_row, call_thread, call_start, call_end = (np.empty(n, np.int64) for _ in range(5))
         n_calls = solver.host_calls(  # type: ignore[attr-defined]
             np.ascontiguousarray(api, np.int64),
             np.ascontiguousarray(thread, np.int64),
@@ -329,7 +326,7 @@ def host_calls(cols: EventColumns, api: np.ndarray, thread: np.ndarray, n_thread
             np.ascontiguousarray(cols.end),
             np.ascontiguousarray(cols.kind).view(np.uint8),
             call_of,
-            offset,
+            np.zeros(0, np.int64),  # (no offsets written)
             call_row,
             call_thread,
             call_start,
@@ -340,7 +337,7 @@ def host_calls(cols: EventColumns, api: np.ndarray, thread: np.ndarray, n_thread
         if n_calls >= 0:
             # (every row an outer call, as in most traces: the arrays as they are, no copies)
             per_call = (call_row, call_thread, call_start, call_end)
-            return HostCalls(call_of, offset, *(a if n_calls == n else a[:n_calls].copy() for a in per_call))
+            return HostCalls(call_of, *(a if n_calls == n else a[:n_calls].copy() for a in per_call))
     return host_calls_by_numpy(cols, api, thread)
 
 
@@ -365,10 +362,62 @@ def host_calls_by_numpy(cols: EventColumns, api: np.ndarray, thread: np.ndarray)
     cs = s[calls]
     call_of = np.empty(api.size, np.int64)
     call_of[order] = outer_index
-    offset = np.zeros(api.size, np.int64)
-    if calls.size:
-        offset[order] = s - cs[np.maximum(outer_index, 0)]
-    return HostCalls(call_of, offset, api[order[calls]], thread[calls].astype(np.int64), cs, e[calls])
+    return HostCalls(call_of, api[order[calls]], thread[calls].astype(np.int64), cs, e[calls])
+
+
+def host_calls_by_thread_runs(cols: EventColumns, api: np.ndarray) -> tuple[HostCalls, np.ndarray] | None:
+    """(:func:`host_calls` of the rows ``api`` (ascending) on their threads, the threads' keys: as
+    ``_thread_codes_at`` gives them) where the compiled helper was built and the rows come in few runs of one
+    thread (THREAD_RUNS_SHARE): the runs found by reading pid and tid at the rows, the keys built and ranked at each
+    run's first row, the calls walked thread by thread through the runs (no per-row thread codes, no gathered pid
+    and tid, no per-row order); None otherwise (then row by row)."""
+    from .engine import native_solver  # imported here: engine imports this module
+
+    solver = native_solver()
+    n, room = api.size, int(THREAD_RUNS_SHARE * api.size)
+    pid, tid = cols.pid, cols.tid
+    if (
+        solver is None
+        or room < 1
+        or not all(
+            isinstance(a, np.ndarray) and a.dtype.kind == "i" and a.dtype.itemsize in (4, 8)
+            for a in (pid, tid)
+        )
+        or cols.start.dtype != np.int64
+        or cols.end.dtype != np.int64
+        or cols.kind.dtype != np.int8
+    ):
+        return None
+    rows = np.ascontiguousarray(api, np.int64)
+    heads = np.empty(room, np.int64)
+    count = solver.thread_runs_at(  # type: ignore[attr-defined]
+        rows, np.ascontiguousarray(pid), np.ascontiguousarray(tid), heads
+    )
+    if count < 0:  # more runs than THREAD_RUNS_SHARE of the rows
+        return None
+    heads = heads[:count]
+    codes, keys = dense_codes(_thread_keys_at(cols, rows[heads]))
+    run_thread = codes.astype(np.int64)
+    call_of, call_row, call_thread, call_start, call_end = (np.empty(n, np.int64) for _ in range(5))
+    n_calls = solver.host_calls_by_runs(  # type: ignore[attr-defined]
+        rows,
+        heads,
+        run_thread,
+        np.ascontiguousarray(cols.start),
+        np.ascontiguousarray(cols.end),
+        np.ascontiguousarray(cols.kind).view(np.uint8),
+        call_of,
+        call_row,
+        call_thread,
+        call_start,
+        call_end,
+        _kind_code(STEP),
+        int(keys.size),
+    )
+    if n_calls < 0:  # starts out of order, or many rows of a thread at one start: row by row
+        return host_calls(cols, api, np.repeat(run_thread, np.diff(heads, append=n)), int(keys.size)), keys
+    per_call = (call_row, call_thread, call_start, call_end)
+    return HostCalls(call_of, *(a if n_calls == n else a[:n_calls].copy() for a in per_call)), keys
 
 
 def point_rows(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
@@ -389,9 +438,14 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
     # moves with the host work before its first call (an input wait before it, say).
     api, op_row = point_rows(trace) if rows is None else rows
     del rows
-    thread, thread_keys = _thread_codes_at(cols, api)
-    hosts = host_calls(cols, api, thread, int(thread_keys.size))
-    del thread
+    by_runs = host_calls_by_thread_runs(cols, api)
+    if by_runs is None:
+        thread, thread_keys = _thread_codes_at(cols, api)
+        hosts = host_calls(cols, api, thread, int(thread_keys.size))
+        del thread
+    else:
+        hosts, thread_keys = by_runs
+    del by_runs
     call_row, call_thread, cs, ce = hosts.call_row, hosts.call_thread, hosts.call_start, hosts.call_end
     n_calls = call_row.size
 
@@ -409,9 +463,14 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
         found &= api[at] == launch_row
     found &= _plausible_launch(cols, op_row, pairs, found, oe)
     op_launch_call = np.where(found, hosts.call_of[at] if api.size else -1, -1)
-    op_offset = np.where(found, hosts.offset[at] if api.size else 0, 0)
-    # a launch call's start: its own row's (found: the api row at ``at`` is the launch row)
+    # a launch call's start: its own row's (found: the api row at ``at`` is the launch row); its offset in its
+    # outer call, that start - the call's
     op_launch_start = np.where(found, cols.start[api[at]] if api.size else 0, NONE)
+    op_offset = (
+        np.where(found, op_launch_start - cs[np.maximum(op_launch_call, 0)], 0)
+        if n_calls
+        else np.zeros(n_ops, np.int64)
+    )
     names = cols.names
     op_graph = found & names_mask(lambda: pairs["launch_name"], n_ops, names, is_graph_launch)
     op_is_copy = np.zeros(n_ops, bool)
