@@ -103,3 +103,19 @@ def path_sums(
     host_calls: Any,
 ) -> int: ...
 def stretch_range(values: Any, lo: Any, hi: Any) -> tuple[int, int]: ...
+def thread_runs_at(rows: Any, pid: Any, tid: Any, heads: Any) -> int: ...
+def host_calls_by_runs(
+    rows: Any,
+    heads: Any,
+    run_thread: Any,
+    start: Any,
+    end: Any,
+    kind: Any,
+    call_of: Any,
+    call_row: Any,
+    call_thread: Any,
+    call_start: Any,
+    call_end: Any,
+    marker_kind: int,
+    n_threads: int,
+) -> int: ...

@@ -35,21 +35,12 @@ try:
 except ImportError:  # pragma: no cover - no compiler at install time
     _replay_solve = None  # type: ignore[assignment]
 # What the replay calls in it: a stale build (an older _replay_solve.c) lacking one is not used (numpy paths then).
-NATIVE_FUNCTIONS = (
-    "solve_sorted_edges",
-    "schedule_keys",
-    "order_by_chains",
-    "order_by_key",
-    "edges_by_position",
-    "critical_walk",
-    "running_at",
-    "union_overlap",
-    "host_calls",
-    "thread_union_overlap",
-    "launched_steps",
-    "worked_step_span",
-    "path_sums",
-    "stretch_range",
+NATIVE_FUNCTIONS = tuple(
+    (
+        "solve_sorted_edges schedule_keys order_by_chains order_by_key edges_by_position critical_walk "
+        "running_at union_overlap host_calls thread_union_overlap launched_steps worked_step_span path_sums "
+        "stretch_range thread_runs_at host_calls_by_runs"
+    ).split()
 )
 if _replay_solve is not None and not all(hasattr(_replay_solve, name) for name in NATIVE_FUNCTIONS):
     _replay_solve = None  # type: ignore[assignment]  # pragma: no cover - a stale build
