@@ -3,7 +3,8 @@ row's call) by the compiled one-pass helper equal the numpy path (kept as the fa
 plain-Python reference: rows in start order (the event table's) with ties, nesting, zero-length rows and step
 markers; rows out of start order and more ties at one start than the helper sorts (it declines, numpy answers); the
 same calls walked by runs of one thread (graph.host_calls_by_thread_runs: threads given per run, pid and tid read at
-the rows) against the row-by-row codes; and whole graphs of real traces built both ways."""
+the rows) against the row-by-row codes; the GPU ops' launch calls in one pass (graph.launch_calls) against numpy;
+and whole graphs of real traces built both ways."""
 
 from __future__ import annotations
 
@@ -177,3 +178,28 @@ def test_graphs_of_traces_equal_without_the_helper(name: str, monkeypatch: pytes
             np.testing.assert_array_equal(value, other, err_msg=name_)
         else:
             assert value == other, name_
+
+
+@native
+@settings(max_examples=100, deadline=None)
+@given(
+    n_ops=st.integers(0, 40),
+    n_rows=st.integers(1, 30),
+    seed=st.integers(0, 2**16),
+    narrow=st.booleans(),
+)
+def test_launch_calls_in_one_pass_equal_numpy(n_ops: int, n_rows: int, seed: int, narrow: bool) -> None:
+    # ops found or not (launch row -1 among the unfound), calls of several rows: the same three arrays
+    rng = np.random.default_rng(seed)
+    start = rng.integers(0, 1000, n_rows).astype(np.int64)
+    n_host = int(rng.integers(1, n_rows + 1))
+    call_of = np.sort(rng.integers(0, n_host, n_host)).astype(np.int64)
+    call_start = rng.integers(0, 1000, n_host).astype(np.int64)
+    found = rng.random(n_ops) < 0.7
+    at = rng.integers(0, n_host, n_ops).astype(np.int64)
+    launch_row = np.where(found, rng.integers(0, n_rows, n_ops), -1).astype(np.int32 if narrow else np.int64)
+    got = graph_module.launch_calls(found, at, launch_row, call_of, start, call_start)
+    expected = graph_module.launch_calls_by_numpy(found, at, launch_row, call_of, start, call_start)
+    for value, want in zip(got, expected, strict=True):
+        assert value.dtype == want.dtype == np.int64
+        np.testing.assert_array_equal(value, want)

@@ -1532,6 +1532,84 @@ static PyObject *host_calls_by_runs(PyObject *self, PyObject *args) {
     return PyLong_FromSsize_t(status < 0 ? -1 : w.n_calls);
 }
 
+/* ---- the GPU ops' launch calls (graph.build) in one pass over the ops ------------------------------------------
+ *
+ * launch_calls(found, at, launch_row, call_of, start, call_start, none, op_launch_call, op_launch_start,
+ * op_offset): per op i with found[i] (a byte): its launch call call_of[at[i]] (at: the launch row's position among
+ * the host rows), that row's start start[launch_row[i]] and its offset in the call (that start - call_start of the
+ * call); else -1, ``none`` and 0. launch_row as 4- or 8-byte integers, the rest int64.
+ */
+
+static PyObject *launch_calls(PyObject *self, PyObject *args) {
+    (void)self;
+    enum { COUNT = 9 };
+    PyObject *objs[COUNT];
+    Py_buffer views[COUNT];
+    static const char *const names[COUNT] = {"found",      "at",             "launch_row",      "call_of",  "start",
+                                             "call_start", "op_launch_call", "op_launch_start", "op_offset"};
+    static const Py_ssize_t sizes[COUNT] = {1, 8, INDEX_ITEMS, 8, 8, 8, 8, 8, 8};
+    if (PyTuple_GET_SIZE(args) != COUNT + 1) {
+        PyErr_SetString(PyExc_TypeError, "launch_calls: 10 arguments expected");
+        return NULL;
+    }
+    PyObject *packed = PyTuple_New(COUNT);
+    if (packed == NULL) {
+        return NULL;
+    }
+    for (int i = 0; i < COUNT; i++) { /* (the buffers without ``none``, the 7th argument) */
+        PyObject *item = PyTuple_GET_ITEM(args, i < 6 ? i : i + 1);
+        Py_INCREF(item);
+        PyTuple_SET_ITEM(packed, i, item);
+    }
+    long long none = PyLong_AsLongLong(PyTuple_GET_ITEM(args, 6));
+    if (PyErr_Occurred()) {
+        Py_DECREF(packed);
+        return NULL;
+    }
+    int failed = get_all(packed, COUNT, objs, views, sizes, names, 6);
+    Py_DECREF(packed);
+    if (failed < 0) {
+        return NULL;
+    }
+    Py_ssize_t n_ops = views[0].len, n_host = views[3].len / 8, n_rows = views[4].len / 8;
+    Py_ssize_t n_calls = views[5].len / 8;
+    if (views[1].len / 8 != n_ops || index_count(&views[2]) != n_ops || views[6].len / 8 != n_ops ||
+        views[7].len / 8 != n_ops || views[8].len / 8 != n_ops) {
+        release_all(views, COUNT);
+        PyErr_SetString(PyExc_ValueError, "launch_calls: array lengths disagree");
+        return NULL;
+    }
+    const unsigned char *found = views[0].buf;
+    const int64_t *at = views[1].buf, *call_of = views[3].buf, *start = views[4].buf, *call_start = views[5].buf;
+    int64_t *out_call = views[6].buf, *out_start = views[7].buf, *out_offset = views[8].buf;
+    int bad = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n_ops; i++) {
+        if (!found[i]) {
+            out_call[i] = -1;
+            out_start[i] = none;
+            out_offset[i] = 0;
+            continue;
+        }
+        int64_t a = at[i], r = index_at(&views[2], i);
+        if (a < 0 || a >= n_host || r < 0 || r >= n_rows || call_of[a] < 0 || call_of[a] >= n_calls) {
+            bad = 1;
+            break;
+        }
+        int64_t c = call_of[a], s = start[r];
+        out_call[i] = c;
+        out_start[i] = s;
+        out_offset[i] = s - call_start[c];
+    }
+    Py_END_ALLOW_THREADS
+    release_all(views, COUNT);
+    if (bad) {
+        PyErr_SetString(PyExc_ValueError, "launch_calls: an index out of range");
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
 /* ---- what the critical path's points add up to (critical.critical_path), in one pass over its stretches --------
  *
  * path_sums(t, kind, row, waited, event_kind, event_name, collective, kinds, step_of, lo, hi, head, by, steps,
@@ -1746,6 +1824,9 @@ static PyMethodDef methods[] = {
     {"host_calls_by_runs", host_calls_by_runs, METH_VARARGS,
      "host_calls_by_runs(rows, heads, run_thread, start, end, kind, call_of, call_row, call_thread, call_start, "
      "call_end, marker_kind, n_threads): host_calls with the threads given per run; -1 where not usable."},
+    {"launch_calls", launch_calls, METH_VARARGS,
+     "launch_calls(found, at, launch_row, call_of, start, call_start, none, op_launch_call, op_launch_start, "
+     "op_offset): each found op's launch call, its start and its offset in the call."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -119,3 +119,15 @@ def host_calls_by_runs(
     marker_kind: int,
     n_threads: int,
 ) -> int: ...
+def launch_calls(
+    found: Any,
+    at: Any,
+    launch_row: Any,
+    call_of: Any,
+    start: Any,
+    call_start: Any,
+    none: int,
+    op_launch_call: Any,
+    op_launch_start: Any,
+    op_offset: Any,
+) -> None: ...

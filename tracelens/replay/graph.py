@@ -420,6 +420,66 @@ def host_calls_by_thread_runs(cols: EventColumns, api: np.ndarray) -> tuple[Host
     return HostCalls(call_of, *(a if n_calls == n else a[:n_calls].copy() for a in per_call)), keys
 
 
+def launch_calls(
+    found: np.ndarray,
+    at: np.ndarray,
+    launch_row: np.ndarray,
+    call_of: np.ndarray,
+    start: np.ndarray,
+    call_start: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per GPU op: (its launch call, ``call_of[at]``, -1 where not ``found``; that call's start, the launch row's
+    ``start``, NONE where not found; its offset in the call, that start - ``call_start`` of the call, 0 where not
+    found). ``at``: each op's launch row's position among the host rows (found: that row is its launch row). In
+    one pass by the compiled helper where it was built (no gathers into op-sized temporaries), else numpy."""
+    from .engine import native_solver  # imported here: engine imports this module
+
+    solver = native_solver()
+    n = found.size
+    if (
+        solver is not None
+        and call_of.size
+        and start.dtype == np.int64
+        and launch_row.dtype.itemsize in (4, 8)
+    ):
+        op_launch_call, op_launch_start, op_offset = (np.empty(n, np.int64) for _ in range(3))
+        solver.launch_calls(  # type: ignore[attr-defined]
+            np.ascontiguousarray(found, bool).view(np.uint8),
+            np.ascontiguousarray(at, np.int64),
+            np.ascontiguousarray(launch_row),
+            np.ascontiguousarray(call_of, np.int64),
+            np.ascontiguousarray(start),
+            np.ascontiguousarray(call_start, np.int64),
+            NONE,
+            op_launch_call,
+            op_launch_start,
+            op_offset,
+        )
+        return op_launch_call, op_launch_start, op_offset
+    return launch_calls_by_numpy(found, at, launch_row, call_of, start, call_start)
+
+
+def launch_calls_by_numpy(
+    found: np.ndarray,
+    at: np.ndarray,
+    launch_row: np.ndarray,
+    call_of: np.ndarray,
+    start: np.ndarray,
+    call_start: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`launch_calls` with numpy: the path without the compiled helper, and its reference."""
+    if call_of.size == 0:  # no host row: nothing found
+        return (
+            np.full(found.size, -1, np.int64),
+            np.full(found.size, NONE, np.int64),
+            np.zeros(found.size, np.int64),
+        )
+    op_launch_call = np.where(found, call_of[at], -1)
+    op_launch_start = np.where(found, start[np.where(found, launch_row, 0)], NONE)
+    op_offset = np.where(found, op_launch_start - call_start[np.maximum(op_launch_call, 0)], 0)
+    return op_launch_call, op_launch_start, op_offset
+
+
 def point_rows(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
     """The event rows the graph's points come from, ascending: (the host API rows and step markers on a known
     thread, nested rows included; the GPU ops with a device, in launch_pairs' order), two points each at most."""
@@ -462,14 +522,10 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
     if api.size:
         found &= api[at] == launch_row
     found &= _plausible_launch(cols, op_row, pairs, found, oe)
-    op_launch_call = np.where(found, hosts.call_of[at] if api.size else -1, -1)
-    # a launch call's start: its own row's (found: the api row at ``at`` is the launch row); its offset in its
-    # outer call, that start - the call's
-    op_launch_start = np.where(found, cols.start[api[at]] if api.size else 0, NONE)
-    op_offset = (
-        np.where(found, op_launch_start - cs[np.maximum(op_launch_call, 0)], 0)
-        if n_calls
-        else np.zeros(n_ops, np.int64)
+    # each op's launch call, the call's start (its own row's: found, the api row at ``at`` is the launch row) and
+    # its offset in its outer call (that start - the call's)
+    op_launch_call, op_launch_start, op_offset = launch_calls(
+        found, at, launch_row, hosts.call_of, cols.start, cs
     )
     names = cols.names
     op_graph = found & names_mask(lambda: pairs["launch_name"], n_ops, names, is_graph_launch)
