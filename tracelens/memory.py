@@ -157,8 +157,9 @@ def host_reclaims_free_pages() -> bool:
 
 @contextlib.contextmanager
 def reusing_array_pages() -> Iterator[None]:
-    """Within: numpy arrays of 4 MiB or more allocated in this context (and in threads started from a copy of
-    it) take the pages of big arrays freed before, instead of fresh pages the kernel must fault in and zero.
+    """Within: numpy arrays of 1 MiB or more allocated in this context (and in threads started from a copy of
+    it) take the pages of big arrays freed before, instead of fresh pages the kernel must fault in and zero
+    (those of 1-4 MiB too: in glibc's per-thread heaps what one section thread freed could not serve the other).
 
     An analysis allocates and frees event-sized temporaries again and again; on the 41M-row benchmark export
     the kernel's page clearing was a fifth of analyze's CPU. Big arrays get fresh pages only once the cache is
