@@ -132,7 +132,8 @@ def test_a_load_reads_the_same_trace_with_and_without_the_policy(
     monkeypatch.setenv("TRACELENS_HUGE_PAGES", "0")
     monkeypatch.setenv("TRACELENS_ARRAY_PAGES", "1")
     module = memory._ARRAY_PAGES
-    before = module.set_min_big(64 * 1024) if module is not None else 0  # small arrays go through the handler too
+    # small arrays go through the handler too
+    before = module.set_min_big(64 * 1024) if module is not None else 0
     try:
         with_policy = load(path)
     finally:
