@@ -223,17 +223,22 @@ def _analyze_one(path: str, *, run_name: str | None = None) -> Document:
             return load_document(path)
         import_ahead(["tracelens.ingest", "tracelens.analyses", "tracelens.memory"])
         from . import load
-        from .analyses import SECTIONS
+        from .analyses import RELEASE_EACH_MIN_EVENTS, SECTIONS
         from .analyses import analyze as run_analyses
-        from .memory import small_pages
+        from .memory import release_free_memory, reusing_array_pages, small_pages
 
         options = {"run": run_name} if run_name else {}
         # not pandas: a section imports it only where it needs a frame (none on a Kineto trace)
         sections = [f"{run_analyses.__module__}.{key}" for key in SECTIONS]
-        # the load's and the analyses' buffers, and the reader's and the sections' imports' heap (memory.small_pages)
-        with small_pages():
+        # the load's and the analyses' buffers, and the reader's and the sections' imports' heap (memory.small_pages);
+        # the big arrays the read freed serve the sections' arrays (memory.reusing_array_pages: one scope across
+        # both), where analyze keeps freed memory between its sections (below RELEASE_EACH_MIN_EVENTS events): on
+        # the 406 MB Kineto trace 20K page faults fewer at the same peak (benchmarks/results/kflt15.md)
+        with small_pages(), reusing_array_pages():
             import_ahead(_reader_module(path))
             trace = load(path, **options)
+            if trace.num_events >= RELEASE_EACH_MIN_EVENTS:
+                release_free_memory()  # as the read's end did before: the big traces' peaks are kept down so
             import_ahead(sections)
             # the trace is this call's alone: its event columns go as soon as no section still to run reads them
             return run_analyses(trace, release_columns=True)

@@ -22,9 +22,12 @@ from types import ModuleType
 from typing import Any
 
 
-def release_free_memory() -> None:
-    """Return the memory the C library and Arrow's pool hold free to the OS (each a no-op where unavailable)."""
-    if _ARRAY_PAGES is not None:
+def release_free_memory(cached_pages: bool = True) -> None:
+    """Return the memory the C library and Arrow's pool hold free to the OS (each a no-op where unavailable), and
+    the pages of freed big arrays (:func:`reusing_array_pages`) unless ``cached_pages`` is False: those go back
+    anyway when the last reusing scope closes, and a caller that keeps one open across steps (the CLI, across the
+    read and the analysis) gives them to the next step's arrays instead of fresh pages."""
+    if cached_pages and _ARRAY_PAGES is not None:
         _ARRAY_PAGES.flush()  # first: the cache holds pages numpy freed
     if _MALLOC_TRIM is not None:
         _MALLOC_TRIM(0)
