@@ -1,5 +1,5 @@
 """The page cache's mid-size arrays and what a release keeps (memory.reusing_array_pages, memory.release_free_memory;
-benchmarks/results/kflt15.md): arrays from 1 MiB on are served by the cache, a split block's 2 MiB tail serves the
+benchmarks/results/kflt15.md): arrays from 1 MiB on are served by the cache for a trace of 1M rows or more, a split block's 2 MiB tail serves the
 next 1-2 MiB array, the cached pages survive a release that keeps them (the CLI's read end) and go with one that
 does not, and a 1-2 MiB array that takes dirty pages holds what numpy promises."""
 
@@ -21,8 +21,27 @@ def counters() -> dict[str, int]:
     return found
 
 
+@pytest.mark.parametrize(
+    ("rows", "smallest"),
+    [(memory.MID_ARRAYS_MIN_ROWS, MiB), (memory.MID_ARRAYS_MIN_ROWS - 1, 4 * MiB), (None, 4 * MiB)],
+)
+def test_the_smallest_array_served_follows_the_trace_s_rows(rows: int | None, smallest: int) -> None:
+    with memory.reusing_array_pages(rows):
+        start = counters()
+        below = np.ones(smallest - 1, np.uint8)
+        assert counters()["allocations"] == start["allocations"]  # numpy's default handler
+        served = np.ones(smallest, np.uint8)
+        assert counters()["allocations"] == start["allocations"] + 1
+        del below, served
+    with memory.reusing_array_pages():  # put back: 4 MiB
+        start = counters()
+        kept = np.ones(4 * MiB - 1, np.uint8)
+        assert counters()["allocations"] == start["allocations"]
+        del kept
+
+
 def test_arrays_from_one_mib_on_are_served_by_the_cache() -> None:
-    with memory.reusing_array_pages():
+    with memory.reusing_array_pages(memory.MID_ARRAYS_MIN_ROWS):
         start = counters()
         below = np.ones(MiB - 1, np.uint8)
         assert counters()["allocations"] == start["allocations"]  # numpy's default handler
@@ -33,7 +52,7 @@ def test_arrays_from_one_mib_on_are_served_by_the_cache() -> None:
 
 
 def test_a_split_tail_serves_the_next_mid_size_array_and_zeros_stay_zero() -> None:
-    with memory.reusing_array_pages():
+    with memory.reusing_array_pages(memory.MID_ARRAYS_MIN_ROWS):
         dirty = np.full(6 * MiB, 0xFF, np.uint8)
         del dirty
         start = counters()

@@ -4,7 +4,7 @@
  * Why: an analysis allocates and frees event-sized temporaries (hundreds of MB each at tens of millions of
  * events) again and again. numpy's default handler maps each from the OS and unmaps it when freed, so every
  * new array's pages are faulted in and zeroed by the kernel again: on the 41M-row benchmark export the kernel's
- * page clearing was a fifth of analyze's CPU. Here a freed array of 1 MiB or more keeps its pages in a cache,
+ * page clearing was a fifth of analyze's CPU. Here a freed array of 4 MiB or more keeps its pages in a cache,
  * and the next big array takes them: the best-fitting cached block (split when much bigger), else cached
  * blocks moved with mremap into one contiguous range (page tables move, no bytes are copied), with fresh
  * pages only for what the cache lacks.
@@ -14,12 +14,10 @@
  * resident. What other allocators take while it holds pages does add to the process (tracelens/memory.py).
  * flush() unmaps the cache; free() unmaps instead of caching while no scope is open (enable(0)).
  *
- * Why from 1 MiB (MIN_SERVED), not only the event-sized arrays: below it numpy's default handler takes them from
- * glibc's heaps, one per thread, where what one section thread frees cannot serve the other and glibc trims and
- * refaults its heap tops; the 1-4 MiB arrays (a byte per event at 1-4M events: the masks) were a sixth of a
- * 1.5M-event Kineto analyze's page faults, and served here its peak was lower (benchmarks/results/kflt15.md).
+ * From 1 MiB on where set_min_big says so (memory.reusing_array_pages, for an analysis of 1M events and more:
+ * the masks, a byte per event, then share the cache with the wider arrays instead of glibc's per-thread heaps).
  *
- * Small arrays (< 1 MiB) go to the handler that was current before (numpy's default, with its own small
+ * Smaller arrays go to the handler that was current before (numpy's default, with its own small
  * block cache). Big blocks are 2 MiB aligned and advised for transparent huge pages, as numpy's default
  * handler advises its big arrays. Linux only (mremap); elsewhere available() is False and nothing changes.
  *
@@ -58,7 +56,6 @@ typedef struct {
 
 #define HUGE_PAGE ((size_t)2 << 20)
 #define MIN_BIG ((size_t)4 << 20) /* numpy's default handler advises huge pages from this size on too */
-#define MIN_SERVED ((size_t)1 << 20) /* the smallest array served here (a 2 MiB block) */
 #define MAX_CACHED 1024
 
 typedef struct {
@@ -75,7 +72,7 @@ static Block cached[MAX_CACHED];
 static int n_cached;
 static size_t cached_bytes;
 static long scopes; /* open reusing scopes: 0 means free() unmaps */
-static size_t min_big = MIN_SERVED; /* set_min_big: the tests route small arrays here too */
+static size_t min_big = MIN_BIG; /* set_min_big: an analysis of many events, and the tests, lower it */
 
 /* Live big blocks: pointer -> capacity, open addressing with linear probing (backward-shift deletion). */
 static uintptr_t *live_key;

@@ -345,7 +345,7 @@ def analyze(
     independent = run_order(keys)  # the sections that read no other first, in priority order
     exclusive = exclusive_keys(independent, trace.num_events)
     ahead = [DIAGNOSIS_AHEAD] if "diagnosis" in keys else []
-    with threads_limit(threads), reusing_array_pages():
+    with threads_limit(threads), reusing_array_pages(trace.num_events):
         # the columns no section of this run reads (kernel launch geometry: the load kept what it gives)
         release(None)
         done.update(
