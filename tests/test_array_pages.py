@@ -34,11 +34,11 @@ def small_threshold() -> Iterator[None]:
     """Arrays from 64 KiB on go to the handler, so small tests exercise it."""
     module = memory._ARRAY_PAGES
     assert module is not None
-    module.set_min_big(64 * 1024)
+    before = module.set_min_big(64 * 1024)
     try:
         yield
     finally:
-        module.set_min_big(4 * MiB)
+        module.set_min_big(before)
 
 
 def counters() -> dict[str, int]:

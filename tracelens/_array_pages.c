@@ -10,11 +10,14 @@
  * pages only for what the cache lacks.
  *
  * Memory: fresh pages are mapped only once the cache is empty, so the big arrays never take more than their
- * live size (plus less than 4 MiB slack per reused block): the cache only holds pages that were already
+ * live size (rounded up to 2 MiB): the cache only holds pages that were already
  * resident. What other allocators take while it holds pages does add to the process (tracelens/memory.py).
  * flush() unmaps the cache; free() unmaps instead of caching while no scope is open (enable(0)).
  *
- * Small arrays (< 4 MiB) go to the handler that was current before (numpy's default, with its own small
+ * From 1 MiB on where set_min_big says so (memory.reusing_array_pages, for an analysis of 1M events and more:
+ * the masks, a byte per event, then share the cache with the wider arrays instead of glibc's per-thread heaps).
+ *
+ * Smaller arrays go to the handler that was current before (numpy's default, with its own small
  * block cache). Big blocks are 2 MiB aligned and advised for transparent huge pages, as numpy's default
  * handler advises its big arrays. Linux only (mremap); elsewhere available() is False and nothing changes.
  *
@@ -69,7 +72,7 @@ static Block cached[MAX_CACHED];
 static int n_cached;
 static size_t cached_bytes;
 static long scopes; /* open reusing scopes: 0 means free() unmaps */
-static size_t min_big = MIN_BIG; /* set_min_big: the tests route small arrays here too */
+static size_t min_big = MIN_BIG; /* set_min_big: an analysis of many events, and the tests, lower it */
 
 /* Live big blocks: pointer -> capacity, open addressing with linear probing (backward-shift deletion). */
 static uintptr_t *live_key;
@@ -196,7 +199,7 @@ static char *take(size_t need, size_t *cap_out, size_t *reused) {
         char *p = cached[best].p;
         size_t cap = cached[best].cap;
         cache_remove(best);
-        if (cap - need >= MIN_BIG) { /* keep the tail cached (less: slack, under 4 MiB) */
+        if (cap > need) { /* keep the tail cached (whole 2 MiB blocks: it serves the 1-2 MiB arrays) */
             cache_add(p + need, cap - need);
             cap = need;
             stats.splits++;
@@ -363,7 +366,11 @@ static size_t flush_cache(void) {
     return released;
 }
 
-static void set_min_big_here(size_t n) { min_big = n ? n : 1; }
+static size_t set_min_big_here(size_t n) {
+    size_t before = min_big;
+    min_big = n ? n : 1;
+    return before;
+}
 
 /* Moves the pages of [p, p + size) (page aligned, a private anonymous mapping its owner unmaps later) into the
  * cache while a scope is open: the whole 2 MiB multiple of its size, if at least MIN_BIG. MREMAP_DONTUNMAP
@@ -423,7 +430,10 @@ static int available_here(void) { return 0; }
 static void prepare_fork_safety(void) {}
 static size_t flush_cache(void) { return 0; }
 static long set_scopes(long delta) { (void)delta; return 0; }
-static void set_min_big_here(size_t n) { (void)n; }
+static size_t set_min_big_here(size_t n) {
+    (void)n;
+    return 0;
+}
 static size_t donate_here(char *p, size_t size) {
     (void)p;
     (void)size;
@@ -518,8 +528,7 @@ static PyObject *set_min_big(PyObject *self, PyObject *arg) {
     (void)self;
     size_t n = PyLong_AsSize_t(arg);
     if (n == (size_t)-1 && PyErr_Occurred()) return NULL;
-    set_min_big_here(n);
-    Py_RETURN_NONE;
+    return PyLong_FromSize_t(set_min_big_here(n));
 }
 
 static PyObject *flush(PyObject *self, PyObject *unused) {
@@ -561,7 +570,7 @@ static PyMethodDef methods[] = {
     {"swap", swap, METH_VARARGS, "swap(api, install): set this handler (True) or read the current name"},
     {"restore", restore, METH_VARARGS, "restore(api, handler): set a handler swap() returned"},
     {"enable", enable, METH_O, "enable(+1/-1): open or close a reusing scope (the last closing flushes)"},
-    {"set_min_big", set_min_big, METH_O, "set_min_big(bytes): the smallest array served here (tests)"},
+    {"set_min_big", set_min_big, METH_O, "set_min_big(bytes): the smallest array served here (tests); returns the one before"},
     {"flush", flush, METH_NOARGS, "unmap the cached pages; returns their bytes"},
     {"donate", donate, METH_O, "donate(mmap): move a mapping's pages into the cache; returns the bytes moved"},
     {"counters", counters, METH_NOARGS, "allocation counters"},

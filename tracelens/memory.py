@@ -22,9 +22,12 @@ from types import ModuleType
 from typing import Any
 
 
-def release_free_memory() -> None:
-    """Return the memory the C library and Arrow's pool hold free to the OS (each a no-op where unavailable)."""
-    if _ARRAY_PAGES is not None:
+def release_free_memory(cached_pages: bool = True) -> None:
+    """Return the memory the C library and Arrow's pool hold free to the OS (each a no-op where unavailable), and
+    the pages of freed big arrays (:func:`reusing_array_pages`) unless ``cached_pages`` is False: those go back
+    anyway when the last reusing scope closes, and a caller that keeps one open across steps (the CLI, across the
+    read and the analysis) gives them to the next step's arrays instead of fresh pages."""
+    if cached_pages and _ARRAY_PAGES is not None:
         _ARRAY_PAGES.flush()  # first: the cache holds pages numpy freed
     if _MALLOC_TRIM is not None:
         _MALLOC_TRIM(0)
@@ -155,10 +158,25 @@ def host_reclaims_free_pages() -> bool:
     return False
 
 
+# The smallest array the page cache serves within a scope given ``rows`` (reusing_array_pages): from 1 MiB where a
+# byte per row is that much (the masks: 1.5 MB at the 406 MB Kineto tile's 1.5M events), so that the masks and
+# every wider event-sized array share one cache that both section threads reuse; glibc's per-thread heaps held
+# them before, where what one thread freed could not serve the other, and glibc trimmed and refaulted its heap
+# tops (25K of that trace's 196K page faults, and its peak 34 MiB higher). On smaller traces the cache's boundary
+# would cut through the event-sized arrays (at 136K events the int64 columns, 1.04 MiB, in the cache, the masks
+# and int32 columns in glibc's heaps: each holds what the other could have reused, peak +6%), so there it stays
+# at 4 MiB, as in a read (whose scope does not say its rows; benchmarks/results/kflt15.md).
+MID_ARRAYS_MIN_ROWS = 1 << 20
+MID_ARRAY_BYTES = 1 << 20
+BIG_ARRAY_BYTES = 4 << 20
+
+
 @contextlib.contextmanager
-def reusing_array_pages() -> Iterator[None]:
+def reusing_array_pages(rows: int | None = None) -> Iterator[None]:
     """Within: numpy arrays of 4 MiB or more allocated in this context (and in threads started from a copy of
-    it) take the pages of big arrays freed before, instead of fresh pages the kernel must fault in and zero.
+    it) take the pages of big arrays freed before, instead of fresh pages the kernel must fault in and zero;
+    given the ``rows`` of the trace at work, from 1 MiB from :data:`MID_ARRAYS_MIN_ROWS` rows on (the size
+    before is put back at the scope's end).
 
     An analysis allocates and frees event-sized temporaries again and again; on the 41M-row benchmark export
     the kernel's page clearing was a fifth of analyze's CPU. Big arrays get fresh pages only once the cache is
@@ -177,9 +195,15 @@ def reusing_array_pages() -> Iterator[None]:
         yield
         return
     module.enable(1)
+    smallest = None
+    if rows is not None:
+        smallest = MID_ARRAY_BYTES if rows >= MID_ARRAYS_MIN_ROWS else BIG_ARRAY_BYTES
+        smallest = module.set_min_big(smallest)  # the one before, put back after
     try:
         yield
     finally:
+        if smallest is not None:
+            module.set_min_big(smallest)
         module.restore(api, replaced)
         module.enable(-1)
 

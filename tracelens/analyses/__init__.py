@@ -150,17 +150,18 @@ EXCLUSIVE_MIN_EVENTS = 16_000_000
 
 
 # Below this many events analyze hands what a section freed back to the OS (numpy's big-array page cache, glibc's
-# heaps, Arrow's pool) only after the sections of RELEASE_AFTER, not after each: the memory so kept between the
-# others is a few event columns' worth, while handing it back made every section fault in and zero fresh pages
-# again (a quarter of analyze's CPU was the kernel's). The sections with big frees are released after: the what-if
-# replay's graph, the attribution's splits, and occupancy, host, steps and ops (the shared values they build). Measured
-# on the 406 MB Kineto trace (1.5M events), whole process, releasing after attribution and whatif only: 2.83 -> 2.57 s
-# CPU, 1.79 -> 1.67 s wall (benchmarks/results/kan9.md); but on the 526 MiB tile (1.9M events) that raised the peak
-# 666-720 -> 808-864 MiB (+22%), and adding occupancy, host, steps and ops brought it back to 700-725 MiB for about
-# half the CPU saved (3.2-3.7 s after each, 3.0-3.3 s so; lead's runs, 14:45 UTC). From this many events on, after
-# each section as before (the peaks of the big exports are what the release keeps down).
+# heaps, Arrow's pool) only after the sections of RELEASE_AFTER (none now), not after each: the memory so kept
+# between the sections is a few event columns' worth, while handing it back made every section fault in and zero
+# fresh pages again (a quarter of analyze's CPU was the kernel's; benchmarks/results/kan9.md). The release after
+# occupancy, host, steps, attribution, ops and whatif kept the 526 MiB tile's (1.9M events) peak down while the
+# masks (1-4 MiB at these sizes) sat in glibc's per-thread heaps; since the page cache serves them too
+# (memory.reusing_array_pages, from 1 MiB) the two section threads reuse each other's freed arrays, and releasing
+# nowhere keeps the peak at what it was with those releases, for ~37K fewer page faults (fresh processes, 3-6
+# rounds: 406 MB tile 1.5M events, peak 422-439 MiB against 456 before the page-cache change; 526 MiB tile 547 MiB
+# against 548; benchmarks/results/kflt15.md). From this many events on, after each section as before (the peaks of
+# the big exports are what the release keeps down).
 RELEASE_EACH_MIN_EVENTS = 2_000_000
-RELEASE_AFTER: frozenset[str] = frozenset({"occupancy", "host", "steps", "attribution", "ops", "whatif"})
+RELEASE_AFTER: frozenset[str] = frozenset()
 
 
 def exclusive_keys(keys: list[str], num_events: int) -> list[str]:
@@ -344,7 +345,7 @@ def analyze(
     independent = run_order(keys)  # the sections that read no other first, in priority order
     exclusive = exclusive_keys(independent, trace.num_events)
     ahead = [DIAGNOSIS_AHEAD] if "diagnosis" in keys else []
-    with threads_limit(threads), reusing_array_pages():
+    with threads_limit(threads), reusing_array_pages(trace.num_events):
         # the columns no section of this run reads (kernel launch geometry: the load kept what it gives)
         release(None)
         done.update(

@@ -123,5 +123,7 @@ def load(path: str | os.PathLike[str], **options: Any) -> Trace:
     with small_pages(), reusing_array_pages():
         trace: Trace = module.read(Path(path), fmt=fmt, **options)
         trace = enrich(trace)
-    release_free_memory()  # what the read freed in its threads' heaps (hundreds of MB), before analyses allocate
+    # what the read freed in its threads' heaps (hundreds of MB), before analyses allocate; the big arrays' cached
+    # pages went back as the read's scope closed, unless the caller holds one open for what follows (the CLI)
+    release_free_memory(cached_pages=False)
     return trace
