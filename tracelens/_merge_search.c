@@ -360,6 +360,7 @@ static PyObject *intersect_pieces(PyObject *self, PyObject *args);
 static PyObject *kept_thread_runs(PyObject *self, PyObject *args);
 static PyObject *level_coverage(PyObject *self, PyObject *args);
 static PyObject *host_slots(PyObject *self, PyObject *args);
+static PyObject *long_group_firsts(PyObject *self, PyObject *args);
 
 typedef struct {
     int64_t key;
@@ -473,6 +474,9 @@ static PyMethodDef methods[] = {
      "level_coverage(start, end, rows, category, thread, chosen, levels, window_starts, window_ends, out) -> bool"},
     {"host_slots", host_slots, METH_VARARGS,
      "host_slots(kind, name, start, end, pid, tid, slot_base, limit, counts, totals, heads) -> (first, last, heads)"},
+    {"long_group_firsts", long_group_firsts, METH_VARARGS,
+     "long_group_firsts(rows, kind, category, name, pid, tid, start, end, allowed, categories, by_thread, min_first)"
+     " -> (firsts, least)"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1388,6 +1392,184 @@ static PyObject *host_slots(PyObject *self, PyObject *args) {
     result = Py_BuildValue("(LLL)", (long long)first, (long long)last, (long long)(h > v[9].len / 8 ? -1 : h));
 done:
     for (int k = 0; k < 10; k++)
+        if (held[k]) PyBuffer_Release(&v[k]);
+    return result;
+}
+
+/* ---- The long first rows of (outer, name) groups, in one pass (tracelens/analyses/first_scan.py) ----
+ *
+ * long_group_firsts(rows, kind, category, name, pid, tid, start, end, allowed, categories, by_thread, min_first)
+ * -> (firsts, least): the startup rules first_call and first_api look for the first row of each group of rows (a
+ * name on a thread, an API name in a process) that lasts long; usually none does, and the numpy path found that
+ * out by gathering every candidate's thread, name, start and end, numbering the groups by hashing and scattering
+ * their first rows. Here each candidate is read where it stands, once: the candidates are the event rows (rows:
+ * None, every event row; else int32 or int64 event rows, ascending) whose allowed[kind' * (categories + 1) +
+ * category + 1] is set (kind' = kind, or the table's last kind slot for a kind below 0; kind and category int8 per
+ * event row), whose name (int32 or int64) and tid (int32 or int64) are >= 0. A candidate's group: (pid, name)
+ * where by_thread is 0, (thread_key(pid, tid), name) else (the key's bits: pid's low 32 above tid's low 32, as
+ * columns.thread_key builds it). firsts: the event rows (ascending) of the candidates first in their group whose
+ * end - start >= min_first; least: the least end - start of the candidates (INT64_MAX without any). firsts is None
+ * where the candidates' starts do not ascend (the group's first row is then not its first in row order) or, by
+ * thread, a tid is 2^32 or more (thread_key would fold it onto another). The GIL is released during the pass. */
+
+typedef struct {
+    uint64_t outer;
+    int64_t inner;
+    int used;
+} group_slot_t;
+
+static inline uint64_t group_hash(uint64_t outer, int64_t inner) {
+    return (outer * 0x9E3779B97F4A7C15ULL) ^ ((uint64_t)inner * 0xC2B2AE3D27D4EB4FULL);
+}
+
+/* 0: done; 1: the starts do not ascend or a tid is too wide (no answer); -1: no memory; -2: a kind or category
+ * outside the table, or a row outside the event columns. */
+static int long_firsts_pass(const void *rows, int row_size, int64_t n_rows, int64_t events, const int8_t *kind,
+                            const int8_t *category, const void *name, int name_size, const void *pid, int pid_size,
+                            const void *tid, int tid_size, const int64_t *start, const int64_t *end,
+                            const uint8_t *allowed, int64_t kinds, int64_t categories, int by_thread,
+                            int64_t min_first, int64_t **firsts, int64_t *n_firsts, int64_t *least) {
+    int64_t size = 256, count = 0, cap = 0, found = 0, last_start = INT64_MIN, lo = INT64_MAX;
+    int shift = 64 - 8, status = 0;
+    int64_t *out = NULL;
+    group_slot_t *table = calloc((size_t)size, sizeof(group_slot_t));
+    if (!table) return -1;
+    int64_t n = rows ? n_rows : events;
+    for (int64_t j = 0; j < n; j++) {
+        int64_t i = rows ? (row_size == 4 ? (int64_t)((const int32_t *)rows)[j] : ((const int64_t *)rows)[j]) : j;
+        if (i < 0 || i >= events) {
+            status = -2;
+            break;
+        }
+        int64_t k = kind[i], c = category[i];
+        if (k >= kinds || c < -1 || c >= categories) {
+            status = -2;
+            break;
+        }
+        if (!allowed[(k < 0 ? kinds : k) * (categories + 1) + c + 1]) continue;
+        int64_t nm = read_code(name, name_size, i), t = read_code(tid, tid_size, i);
+        if (nm < 0 || t < 0) continue;
+        int64_t s = start[i], d = end[i] - s;
+        if (s < last_start || (by_thread && t > (int64_t)UINT32_MAX)) {
+            status = 1;
+            break;
+        }
+        last_start = s;
+        if (d < lo) lo = d;
+        int64_t p = read_code(pid, pid_size, i);
+        uint64_t outer = by_thread ? ((uint64_t)(uint32_t)p << 32) | (uint32_t)t : (uint64_t)p;
+        uint64_t mask = (uint64_t)(size - 1), at = group_hash(outer, nm) >> shift;
+        while (table[at].used && (table[at].outer != outer || table[at].inner != nm)) at = (at + 1) & mask;
+        if (table[at].used) continue; /* a later row of its group */
+        table[at] = (group_slot_t){outer, nm, 1};
+        if (d >= min_first) {
+            if (found == cap) {
+                int64_t grown_cap = cap ? 2 * cap : 64;
+                int64_t *bigger = realloc(out, (size_t)grown_cap * sizeof(int64_t));
+                if (!bigger) {
+                    status = -1;
+                    break;
+                }
+                out = bigger;
+                cap = grown_cap;
+            }
+            out[found++] = i;
+        }
+        if (2 * ++count > size) { /* doubled at half full */
+            group_slot_t *bigger = calloc((size_t)size * 2, sizeof(group_slot_t));
+            if (!bigger) {
+                status = -1;
+                break;
+            }
+            uint64_t big_mask = (uint64_t)(2 * size - 1);
+            for (int64_t q = 0; q < size; q++) {
+                if (!table[q].used) continue;
+                uint64_t to = group_hash(table[q].outer, table[q].inner) >> (shift - 1);
+                while (bigger[to].used) to = (to + 1) & big_mask;
+                bigger[to] = table[q];
+            }
+            free(table);
+            table = bigger;
+            size *= 2;
+            shift -= 1;
+        }
+    }
+    free(table);
+    if (status != 0) {
+        free(out);
+        return status;
+    }
+    *firsts = out;
+    *n_firsts = found;
+    *least = lo;
+    return 0;
+}
+
+static PyObject *long_group_firsts(PyObject *self, PyObject *args) {
+    PyObject *objs[9];
+    long long categories, min_first;
+    int by_thread;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOLiL", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5], &objs[6],
+                          &objs[7], &objs[8], &categories, &by_thread, &min_first))
+        return NULL;
+    static const char *names[9] = {"rows", "kind", "category", "name", "pid", "tid", "start", "end", "allowed"};
+    static const int sizes[9] = {4 | 8, 1, 1, 4 | 8, 4 | 8, 4 | 8, 8, 8, 1};
+    Py_buffer v[9];
+    int held[9] = {0};
+    PyObject *result = NULL;
+    int64_t *firsts = NULL;
+    for (int k = 0; k < 9; k++) {
+        if (k == 0 && objs[k] == Py_None) continue;
+        if (get_ints(objs[k], &v[k], names[k], sizes[k]) < 0) goto done;
+        held[k] = 1;
+    }
+    int64_t events = v[1].len;
+    if (v[2].len != events || v[3].len / v[3].itemsize != events || v[4].len / v[4].itemsize != events ||
+        v[5].len / v[5].itemsize != events || v[6].len / 8 != events || v[7].len / 8 != events) {
+        PyErr_SetString(PyExc_ValueError,
+                        "long_group_firsts: kind, category, name, pid, tid, start, end: one value per event row");
+        goto done;
+    }
+    if (categories < 0 || categories > 127 || v[8].len % (categories + 1) != 0 || v[8].len / (categories + 1) < 1) {
+        PyErr_SetString(PyExc_ValueError, "long_group_firsts: allowed: (kinds + 1) x (categories + 1) entries");
+        goto done;
+    }
+    int64_t kinds = v[8].len / (categories + 1) - 1, n_firsts = 0, least = INT64_MAX;
+    int status;
+    Py_BEGIN_ALLOW_THREADS
+    status = long_firsts_pass(held[0] ? v[0].buf : NULL, held[0] ? (int)v[0].itemsize : 8,
+                              held[0] ? v[0].len / v[0].itemsize : 0, events, v[1].buf, v[2].buf, v[3].buf,
+                              (int)v[3].itemsize, v[4].buf, (int)v[4].itemsize, v[5].buf, (int)v[5].itemsize, v[6].buf,
+                              v[7].buf, v[8].buf, kinds, categories, by_thread, min_first, &firsts, &n_firsts, &least);
+    Py_END_ALLOW_THREADS
+    if (status == -1) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (status == -2) {
+        PyErr_SetString(PyExc_IndexError, "long_group_firsts: a row, kind or category outside its table");
+        goto done;
+    }
+    PyObject *found;
+    if (status == 1) {
+        found = Py_None;
+        Py_INCREF(found);
+    } else {
+        found = PyList_New(n_firsts);
+        if (!found) goto done;
+        for (int64_t q = 0; q < n_firsts; q++) {
+            PyObject *row = PyLong_FromLongLong(firsts[q]);
+            if (!row) {
+                Py_DECREF(found);
+                goto done;
+            }
+            PyList_SET_ITEM(found, q, row);
+        }
+    }
+    result = Py_BuildValue("(NL)", found, (long long)least);
+done:
+    free(firsts);
+    for (int k = 0; k < 9; k++)
         if (held[k]) PyBuffer_Release(&v[k]);
     return result;
 }

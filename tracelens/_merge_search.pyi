@@ -58,3 +58,17 @@ def level_coverage(
     window_ends: Any,
     out: Any,
 ) -> bool: ...
+def long_group_firsts(
+    rows: Any,
+    kind: Any,
+    category: Any,
+    name: Any,
+    pid: Any,
+    tid: Any,
+    start: Any,
+    end: Any,
+    allowed: Any,
+    categories: int,
+    by_thread: int,
+    min_first: int,
+) -> tuple[list[int] | None, int]: ...
