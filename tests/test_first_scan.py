@@ -26,7 +26,7 @@ CATEGORIES = len(HOST_CATEGORY_PRIORITY)
 
 
 def reference(cols, category, allowed, by_thread, min_first, rows):
-    """Row by row, from the definition: (long first rows or None, least duration)."""
+    """Row by row, from the definition: (long first rows or None, least duration of the rows looked at)."""
     table = allowed.reshape(len(ALL_KINDS) + 1, CATEGORIES + 1)
     seen: set = set()
     firsts, least, last_start = [], 2**63 - 1, None
@@ -35,13 +35,14 @@ def reference(cols, category, allowed, by_thread, min_first, rows):
         if not table[k if k >= 0 else len(ALL_KINDS), c + 1]:
             continue
         name, tid, pid = int(cols.name[i]), int(cols.tid[i]), int(cols.pid[i])
-        if name < 0 or tid < 0:
-            continue
         start, duration = int(cols.start[i]), int(cols.end[i]) - int(cols.start[i])
+        # the rows looked at (candidates or not): in start order, thread ids below 2^32 by thread
         if (last_start is not None and start < last_start) or (by_thread and tid >= 2**32):
             return None
         last_start = start
         least = min(least, duration)
+        if name < 0 or tid < 0:
+            continue
         # thread_key's bits: pid's low 32 above tid's low 32
         outer = ((pid & 0xFFFFFFFF) << 32 | (tid & 0xFFFFFFFF)) if by_thread else pid
         if (outer, name) in seen:

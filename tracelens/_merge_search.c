@@ -361,6 +361,7 @@ static PyObject *kept_thread_runs(PyObject *self, PyObject *args);
 static PyObject *level_coverage(PyObject *self, PyObject *args);
 static PyObject *host_slots(PyObject *self, PyObject *args);
 static PyObject *long_group_firsts(PyObject *self, PyObject *args);
+static PyObject *id_rows(PyObject *self, PyObject *args);
 
 typedef struct {
     int64_t key;
@@ -477,6 +478,8 @@ static PyMethodDef methods[] = {
     {"long_group_firsts", long_group_firsts, METH_VARARGS,
      "long_group_firsts(rows, kind, category, name, pid, tid, start, end, allowed, categories, by_thread, min_first)"
      " -> (firsts, least)"},
+    {"id_rows", id_rows, METH_VARARGS,
+     "id_rows(rows, kind, ids, gpu_kinds, runtime, driver, gpu, out_op_ids, out_ids, out_rows, out_is_driver)"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1402,24 +1405,73 @@ done:
  * -> (firsts, least): the startup rules first_call and first_api look for the first row of each group of rows (a
  * name on a thread, an API name in a process) that lasts long; usually none does, and the numpy path found that
  * out by gathering every candidate's thread, name, start and end, numbering the groups by hashing and scattering
- * their first rows. Here each candidate is read where it stands, once: the candidates are the event rows (rows:
- * None, every event row; else int32 or int64 event rows, ascending) whose allowed[kind' * (categories + 1) +
- * category + 1] is set (kind' = kind, or the table's last kind slot for a kind below 0; kind and category int8 per
- * event row), whose name (int32 or int64) and tid (int32 or int64) are >= 0. A candidate's group: (pid, name)
- * where by_thread is 0, (thread_key(pid, tid), name) else (the key's bits: pid's low 32 above tid's low 32, as
- * columns.thread_key builds it). firsts: the event rows (ascending) of the candidates first in their group whose
- * end - start >= min_first; least: the least end - start of the candidates (INT64_MAX without any). firsts is None
- * where the candidates' starts do not ascend (the group's first row is then not its first in row order) or, by
- * thread, a tid is 2^32 or more (thread_key would fold it onto another). The GIL is released during the pass. */
+ * their first rows. The rows looked at are the event rows (rows: None, every event row; else int32 or int64 event
+ * rows, ascending) whose allowed[kind' * (categories + 1) + category + 1] is set (kind' = kind, or the table's last
+ * kind slot for a kind below 0; kind and category int8 per event row); the candidates among them are those whose
+ * name (int32 or int64) and tid (int32 or int64) are >= 0. A candidate's group: (pid, name) where by_thread is 0,
+ * (thread_key(pid, tid), name) else (the key's bits: pid's low 32 above tid's low 32, as columns.thread_key builds
+ * it). firsts: the event rows (ascending) of the candidates first in their group whose end - start >= min_first;
+ * least: the least end - start of the rows looked at (INT64_MAX without any). firsts is None where the starts of
+ * the rows looked at do not ascend (a group's first row in start order may then not be its first in row order) or,
+ * by thread, one of their tids is 2^32 or more (thread_key would fold it onto another).
+ *
+ * Two walks, no hashing of every candidate: the first reads each row's times (and tid) and collects the groups of
+ * the candidates lasting min_first (a group whose first row is long is one of them; usually few or none), the second
+ * finds those groups' first rows, testing only the rows of their names, and stops once each is found (first rows
+ * come early). The GIL is released during the walks. */
 
 typedef struct {
     uint64_t outer;
     int64_t inner;
-    int used;
+    int used, seen;
 } group_slot_t;
 
 static inline uint64_t group_hash(uint64_t outer, int64_t inner) {
     return (outer * 0x9E3779B97F4A7C15ULL) ^ ((uint64_t)inner * 0xC2B2AE3D27D4EB4FULL);
+}
+
+/* The long groups: an open-addressing set of (outer, name) pairs, doubled at half full. */
+typedef struct {
+    group_slot_t *slot;
+    int64_t size, count;
+    int shift;
+} group_set_t;
+
+static group_slot_t *group_find(group_set_t *g, uint64_t outer, int64_t inner) {
+    uint64_t mask = (uint64_t)(g->size - 1), at = group_hash(outer, inner) >> g->shift;
+    while (g->slot[at].used && (g->slot[at].outer != outer || g->slot[at].inner != inner)) at = (at + 1) & mask;
+    return &g->slot[at];
+}
+
+/* 0, or -1 (no memory). */
+static int group_add(group_set_t *g, uint64_t outer, int64_t inner) {
+    group_slot_t *at = group_find(g, outer, inner);
+    if (at->used) return 0;
+    *at = (group_slot_t){outer, inner, 1, 0};
+    if (2 * ++g->count <= g->size) return 0;
+    group_set_t bigger = {calloc((size_t)g->size * 2, sizeof(group_slot_t)), g->size * 2, 0, g->shift - 1};
+    if (!bigger.slot) return -1;
+    for (int64_t q = 0; q < g->size; q++)
+        if (g->slot[q].used) *group_find(&bigger, g->slot[q].outer, g->slot[q].inner) = g->slot[q];
+    bigger.count = g->count;
+    free(g->slot);
+    *g = bigger;
+    return 0;
+}
+
+/* The j-th row looked at's event row, or -1 where it is not one (outside the table, or its kind or category
+ * outside the table of allowed pairs: -2) or not allowed. */
+static inline int64_t allowed_row(const void *rows, int row_size, int64_t j, int64_t events, const int8_t *kind,
+                                  const int8_t *category, const uint8_t *allowed, int64_t kinds, int64_t categories) {
+    int64_t i = rows ? (row_size == 4 ? (int64_t)((const int32_t *)rows)[j] : ((const int64_t *)rows)[j]) : j;
+    if (i < 0 || i >= events) return -2;
+    int64_t k = kind[i], c = category[i];
+    if (k >= kinds || c < -1 || c >= categories) return -2;
+    return allowed[(k < 0 ? kinds : k) * (categories + 1) + c + 1] ? i : -1;
+}
+
+static inline uint64_t group_outer(int by_thread, int64_t pid, int64_t tid) {
+    return by_thread ? ((uint64_t)(uint32_t)pid << 32) | (uint32_t)tid : (uint64_t)pid;
 }
 
 /* 0: done; 1: the starts do not ascend or a tid is too wide (no answer); -1: no memory; -2: a kind or category
@@ -1429,72 +1481,56 @@ static int long_firsts_pass(const void *rows, int row_size, int64_t n_rows, int6
                             const void *tid, int tid_size, const int64_t *start, const int64_t *end,
                             const uint8_t *allowed, int64_t kinds, int64_t categories, int by_thread,
                             int64_t min_first, int64_t **firsts, int64_t *n_firsts, int64_t *least) {
-    int64_t size = 256, count = 0, cap = 0, found = 0, last_start = INT64_MIN, lo = INT64_MAX;
-    int shift = 64 - 8, status = 0;
-    int64_t *out = NULL;
-    group_slot_t *table = calloc((size_t)size, sizeof(group_slot_t));
-    if (!table) return -1;
-    int64_t n = rows ? n_rows : events;
-    for (int64_t j = 0; j < n; j++) {
-        int64_t i = rows ? (row_size == 4 ? (int64_t)((const int32_t *)rows)[j] : ((const int64_t *)rows)[j]) : j;
-        if (i < 0 || i >= events) {
+    int64_t n = rows ? n_rows : events, last_start = INT64_MIN, lo = INT64_MAX, top_name = -1;
+    int status = 0;
+    group_set_t long_groups = {calloc(64, sizeof(group_slot_t)), 64, 0, 64 - 6};
+    if (!long_groups.slot) return -1;
+    /* first walk: order, durations, thread ids; the groups of the long candidates */
+    for (int64_t j = 0; j < n && status == 0; j++) {
+        int64_t i = allowed_row(rows, row_size, j, events, kind, category, allowed, kinds, categories);
+        if (i == -1) continue;
+        if (i == -2) {
             status = -2;
             break;
         }
-        int64_t k = kind[i], c = category[i];
-        if (k >= kinds || c < -1 || c >= categories) {
-            status = -2;
-            break;
-        }
-        if (!allowed[(k < 0 ? kinds : k) * (categories + 1) + c + 1]) continue;
-        int64_t nm = read_code(name, name_size, i), t = read_code(tid, tid_size, i);
-        if (nm < 0 || t < 0) continue;
-        int64_t s = start[i], d = end[i] - s;
-        if (s < last_start || (by_thread && t > (int64_t)UINT32_MAX)) {
-            status = 1;
-            break;
-        }
+        int64_t s = start[i], d = end[i] - s, t = read_code(tid, tid_size, i);
+        if (s < last_start || (by_thread && t > (int64_t)UINT32_MAX)) status = 1;
         last_start = s;
         if (d < lo) lo = d;
-        int64_t p = read_code(pid, pid_size, i);
-        uint64_t outer = by_thread ? ((uint64_t)(uint32_t)p << 32) | (uint32_t)t : (uint64_t)p;
-        uint64_t mask = (uint64_t)(size - 1), at = group_hash(outer, nm) >> shift;
-        while (table[at].used && (table[at].outer != outer || table[at].inner != nm)) at = (at + 1) & mask;
-        if (table[at].used) continue; /* a later row of its group */
-        table[at] = (group_slot_t){outer, nm, 1};
-        if (d >= min_first) {
-            if (found == cap) {
-                int64_t grown_cap = cap ? 2 * cap : 64;
-                int64_t *bigger = realloc(out, (size_t)grown_cap * sizeof(int64_t));
-                if (!bigger) {
-                    status = -1;
-                    break;
-                }
-                out = bigger;
-                cap = grown_cap;
-            }
-            out[found++] = i;
-        }
-        if (2 * ++count > size) { /* doubled at half full */
-            group_slot_t *bigger = calloc((size_t)size * 2, sizeof(group_slot_t));
-            if (!bigger) {
-                status = -1;
-                break;
-            }
-            uint64_t big_mask = (uint64_t)(2 * size - 1);
-            for (int64_t q = 0; q < size; q++) {
-                if (!table[q].used) continue;
-                uint64_t to = group_hash(table[q].outer, table[q].inner) >> (shift - 1);
-                while (bigger[to].used) to = (to + 1) & big_mask;
-                bigger[to] = table[q];
-            }
-            free(table);
-            table = bigger;
-            size *= 2;
-            shift -= 1;
+        if (d < min_first || t < 0) continue;
+        int64_t nm = read_code(name, name_size, i);
+        if (nm < 0) continue;
+        if (group_add(&long_groups, group_outer(by_thread, read_code(pid, pid_size, i), t), nm) < 0) status = -1;
+        if (nm > top_name) top_name = nm;
+    }
+    int64_t *out = NULL, found = 0;
+    uint8_t *long_name = NULL;
+    if (status == 0 && long_groups.count) {
+        out = malloc((size_t)long_groups.count * sizeof(int64_t));
+        long_name = calloc((size_t)top_name + 1, 1);
+        if (!out || !long_name) status = -1;
+    }
+    if (status == 0 && long_groups.count) {
+        for (int64_t q = 0; q < long_groups.size; q++)
+            if (long_groups.slot[q].used) long_name[long_groups.slot[q].inner] = 1;
+        /* second walk: each long group's first row, the rows of other names passed over, until all are found */
+        int64_t seen = 0;
+        for (int64_t j = 0; j < n && seen < long_groups.count; j++) {
+            int64_t i = allowed_row(rows, row_size, j, events, kind, category, allowed, kinds, categories);
+            if (i < 0) continue;
+            int64_t nm = read_code(name, name_size, i);
+            if (nm < 0 || nm > top_name || !long_name[nm]) continue;
+            int64_t t = read_code(tid, tid_size, i);
+            if (t < 0) continue;
+            group_slot_t *g = group_find(&long_groups, group_outer(by_thread, read_code(pid, pid_size, i), t), nm);
+            if (!g->used || g->seen) continue;
+            g->seen = 1;
+            seen++;
+            if (end[i] - start[i] >= min_first) out[found++] = i;
         }
     }
-    free(table);
+    free(long_groups.slot);
+    free(long_name);
     if (status != 0) {
         free(out);
         return status;
@@ -1569,6 +1605,135 @@ static PyObject *long_group_firsts(PyObject *self, PyObject *args) {
     result = Py_BuildValue("(NL)", found, (long long)least);
 done:
     free(firsts);
+    for (int k = 0; k < 9; k++)
+        if (held[k]) PyBuffer_Release(&v[k]);
+    return result;
+}
+
+/* ---- The rows carrying a correlation id told apart: GPU ops and API calls (tracelens/analyses/id_split.py) ----
+ *
+ * id_rows(rows, kind, ids, gpu_kinds, runtime, driver, gpu, out_op_ids, out_ids, out_rows, out_is_driver): rows
+ * (int32 or int64, ascending) are the event rows carrying a correlation id, ids (int32 or int64) their ids (-1 where
+ * null), kind the event rows' kinds (int8). A carrying row is a GPU op where gpu_kinds[kind] is set (kind in 0..
+ * len(gpu_kinds) - 1), an API call where its kind is runtime or driver. What launch._join_ids did by a gather of
+ * the kinds at the carrying rows, comparisons, boolean selections of the rows, ids and kinds, and two table-long
+ * kind counts: one pass over the carrying rows (and one over the kinds).
+ * Outs None: returns (GPU ops, API calls among the carrying rows, runtime rows, driver rows of the table). Else
+ * (out_op_ids None where gpu is None; the outs as long as those counts): writes each GPU op's id (out_op_ids), each
+ * call's id, row and whether a driver call (out_ids, out_rows: int32 or int64; out_is_driver: a byte), in row order,
+ * and returns whether the GPU ops' rows are exactly gpu's (int32 or int64); out_op_ids is then written only where
+ * they are. The GIL is released during the passes. */
+
+static inline void put_int(void *p, int size, int64_t i, int64_t v) {
+    if (size == 4)
+        ((int32_t *)p)[i] = (int32_t)v;
+    else
+        ((int64_t *)p)[i] = v;
+}
+
+/* -2 where a carrying row is outside the table, -3 where (writing) the GPU ops or the calls outnumber their outs
+ * (op_cap, call_cap); else 0, *ops, *calls and *same set. */
+static int id_rows_pass(const void *rows, int row_size, int64_t n, const int8_t *kind, int64_t events, const void *ids,
+                        int id_size, const uint8_t *gpu_kinds, int64_t kinds, int runtime, int driver, const void *gpu,
+                        int gpu_size, int64_t n_gpu, void *op_ids, int op_size, int64_t op_cap, void *out_ids,
+                        int out_id_size, void *out_rows, int out_row_size, uint8_t *is_driver, int64_t call_cap,
+                        int64_t *ops, int64_t *calls, int *same) {
+    int64_t o = 0, c = 0;
+    int equal = 1;
+    for (int64_t j = 0; j < n; j++) {
+        int64_t r = read_code(rows, row_size, j);
+        if (r < 0 || r >= events) return -2;
+        int64_t k = kind[r];
+        if (k >= 0 && k < kinds && gpu_kinds[k]) {
+            if (gpu) {
+                if (o >= n_gpu || read_code(gpu, gpu_size, o) != r) equal = 0;
+                if (op_ids && o >= op_cap) return -3;
+                if (op_ids && equal) put_int(op_ids, op_size, o, read_code(ids, id_size, j));
+            }
+            o++;
+        } else if (k == runtime || k == driver) {
+            if (out_ids) {
+                if (c >= call_cap) return -3;
+                put_int(out_ids, out_id_size, c, read_code(ids, id_size, j));
+                put_int(out_rows, out_row_size, c, r);
+                is_driver[c] = k == driver;
+            }
+            c++;
+        }
+    }
+    *ops = o;
+    *calls = c;
+    *same = equal && o == n_gpu;
+    return 0;
+}
+
+static PyObject *id_rows(PyObject *self, PyObject *args) {
+    PyObject *objs[10];
+    int runtime, driver;
+    if (!PyArg_ParseTuple(args, "OOOOiiOOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &runtime, &driver, &objs[4],
+                          &objs[5], &objs[6], &objs[7], &objs[8]))
+        return NULL;
+    static const char *names[9] = {"rows", "kind", "ids", "gpu_kinds", "gpu", "out_op_ids", "out_ids", "out_rows",
+                                   "out_is_driver"};
+    static const int sizes[9] = {4 | 8, 1, 4 | 8, 1, 4 | 8, 4 | 8, 4 | 8, 4 | 8, 1};
+    Py_buffer v[9];
+    int held[9] = {0};
+    PyObject *result = NULL;
+    int write = objs[6] != Py_None;
+    for (int k = 0; k < 9; k++) {
+        if ((k == 4 || k == 5) && objs[k] == Py_None) continue;
+        if (k >= 6 && !write) continue;
+        if (get_ints(objs[k], &v[k], names[k], sizes[k]) < 0) goto done;
+        held[k] = 1;
+        if (k >= 5 && v[k].readonly) {
+            PyErr_Format(PyExc_TypeError, "%s: a writable array expected", names[k]);
+            goto done;
+        }
+    }
+    int64_t n = v[0].len / v[0].itemsize, events = v[1].len;
+    if (v[2].len / v[2].itemsize != n) {
+        PyErr_SetString(PyExc_ValueError, "id_rows: an id per carrying row expected");
+        goto done;
+    }
+    int64_t ops = 0, calls = 0, runtimes = 0, drivers = 0;
+    int same = 0, status;
+    if (!write) {
+        Py_BEGIN_ALLOW_THREADS
+        status = id_rows_pass(v[0].buf, (int)v[0].itemsize, n, v[1].buf, events, v[2].buf, (int)v[2].itemsize,
+                              v[3].buf, v[3].len, runtime, driver, NULL, 8, 0, NULL, 8, 0, NULL, 8, NULL, 8, NULL, 0,
+                              &ops, &calls, &same);
+        const int8_t *kind = v[1].buf;
+        for (int64_t i = 0; i < events; i++) {
+            runtimes += kind[i] == runtime;
+            drivers += kind[i] == driver;
+        }
+        Py_END_ALLOW_THREADS
+        if (status == -2) goto outside;
+        result = Py_BuildValue("(LLLL)", (long long)ops, (long long)calls, (long long)runtimes, (long long)drivers);
+        goto done;
+    }
+    int64_t call_cap = v[6].len / v[6].itemsize;
+    if (v[7].len / v[7].itemsize != call_cap || v[8].len != call_cap) {
+        PyErr_SetString(PyExc_ValueError, "id_rows: out_ids, out_rows, out_is_driver of one length expected");
+        goto done;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    status = id_rows_pass(v[0].buf, (int)v[0].itemsize, n, v[1].buf, events, v[2].buf, (int)v[2].itemsize, v[3].buf,
+                          v[3].len, runtime, driver, held[4] ? v[4].buf : NULL, held[4] ? (int)v[4].itemsize : 8,
+                          held[4] ? v[4].len / v[4].itemsize : 0, held[5] ? v[5].buf : NULL,
+                          held[5] ? (int)v[5].itemsize : 8, held[5] ? v[5].len / v[5].itemsize : 0, v[6].buf,
+                          (int)v[6].itemsize, v[7].buf, (int)v[7].itemsize, v[8].buf, call_cap, &ops, &calls, &same);
+    Py_END_ALLOW_THREADS
+    if (status == -2) goto outside;
+    if (status == -3 || calls != call_cap || (held[5] && v[5].len / v[5].itemsize != ops)) {
+        PyErr_SetString(PyExc_ValueError, "id_rows: outs as long as the GPU ops and the calls expected");
+        goto done;
+    }
+    result = PyBool_FromLong(same);
+    goto done;
+outside:
+    PyErr_SetString(PyExc_IndexError, "id_rows: a carrying row outside the table");
+done:
     for (int k = 0; k < 9; k++)
         if (held[k]) PyBuffer_Release(&v[k]);
     return result;

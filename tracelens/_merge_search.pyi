@@ -72,3 +72,16 @@ def long_group_firsts(
     by_thread: int,
     min_first: int,
 ) -> tuple[list[int] | None, int]: ...
+def id_rows(
+    rows: Any,
+    kind: Any,
+    ids: Any,
+    gpu_kinds: Any,
+    runtime: int,
+    driver: int,
+    gpu: Any,
+    out_op_ids: Any,
+    out_ids: Any,
+    out_rows: Any,
+    out_is_driver: Any,
+) -> Any: ...

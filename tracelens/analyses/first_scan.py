@@ -61,11 +61,12 @@ def long_group_firsts(
     rows: np.ndarray | None = None,
 ) -> tuple[np.ndarray, int] | None:
     """(the event rows, ascending, that are the first of their group and last ``min_first`` or more; the least
-    duration of the candidates, 2^63 - 1 without any) among the candidates: the event rows (``rows``: those only,
-    ascending) whose (kind, host ``category``) pair ``allowed`` sets (:func:`allowed_table`), named and on a thread
-    (name and tid >= 0); groups by (pid, name), or by (``thread_key(pid, tid)``, name) ``by_thread``. None where the
-    pass is absent, the columns are not plain arrays, the candidates' starts do not ascend (a group's first row in
-    start order is then not its first row) or, by thread, a thread id is 2^32 or more."""
+    duration of the rows looked at, 2^63 - 1 without any) among the candidates: the rows looked at are the event
+    rows (``rows``: those only, ascending) whose (kind, host ``category``) pair ``allowed`` sets
+    (:func:`allowed_table`), the candidates those of them named and on a thread (name and tid >= 0); groups by
+    (pid, name), or by (``thread_key(pid, tid)``, name) ``by_thread``. None where the pass is absent, the columns
+    are not plain arrays, the starts of the rows looked at do not ascend (a group's first row in start order may then
+    not be its first row) or, by thread, one of their thread ids is 2^32 or more."""
     if _compiled is None or not hasattr(_compiled, "long_group_firsts"):
         return None
     plain = (

@@ -316,7 +316,8 @@ _FIRST_API_TABLE = allowed_table(
 def _no_first_api(trace: Trace, api_rows: np.ndarray, base: np.ndarray) -> bool:
     """Whether the first_api rule flags no call, known from the compiled pass (first_scan): no process's first call
     of a name (calls as :func:`_api_candidates` picks them) lasts FIRST_API_MIN_NS with the GPUs idle for half of
-    it; False where the pass does not tell (absent, declined, a call ending before it starts)."""
+    it; False where the pass does not tell (absent, declined, an API call ending before it starts: the rule's
+    threshold is then another)."""
     cols = event_columns(trace)
     scanned = long_group_firsts(cols, base, _FIRST_API_TABLE, False, FIRST_API_MIN_NS, api_rows)
     if scanned is None or scanned[1] < 0:
