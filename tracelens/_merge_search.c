@@ -1619,7 +1619,7 @@ done:
  * the kinds at the carrying rows, comparisons, boolean selections of the rows, ids and kinds, and two table-long
  * kind counts: one pass over the carrying rows (and one over the kinds).
  * Outs None: returns (GPU ops, API calls among the carrying rows, runtime rows, driver rows of the table). Else
- * (out_op_ids None where gpu is None; the outs as long as those counts): writes each GPU op's id (out_op_ids), each
+ * (out_op_ids None where gpu is None; the outs a slot longer than those counts): writes each GPU op's id (out_op_ids), each
  * call's id, row and whether a driver call (out_ids, out_rows: int32 or int64; out_is_driver: a byte), in row order,
  * and returns whether the GPU ops' rows are exactly gpu's (int32 or int64); out_op_ids is then written only where
  * they are. The GIL is released during the passes. */
@@ -1632,38 +1632,46 @@ static inline void put_int(void *p, int size, int64_t i, int64_t v) {
 }
 
 /* -2 where a carrying row is outside the table, -3 where (writing) the GPU ops or the calls outnumber their outs
- * (op_cap, call_cap); else 0, *ops, *calls and *same set. */
+ * (op_cap, call_cap); else 0, *ops, *calls and *same set. Branch-free where writing: the GPU ops and the calls
+ * interleave, so each row is written to both outs' next slot and only its own count moves on (the outs hold one slot
+ * more than their counts: the last row's other write lands there). */
 static int id_rows_pass(const void *rows, int row_size, int64_t n, const int8_t *kind, int64_t events, const void *ids,
                         int id_size, const uint8_t *gpu_kinds, int64_t kinds, int runtime, int driver, const void *gpu,
                         int gpu_size, int64_t n_gpu, void *op_ids, int op_size, int64_t op_cap, void *out_ids,
                         int out_id_size, void *out_rows, int out_row_size, uint8_t *is_driver, int64_t call_cap,
                         int64_t *ops, int64_t *calls, int *same) {
     int64_t o = 0, c = 0;
-    int equal = 1;
+    int differ = 0;
+    uint8_t table[256];
+    /* per kind byte: 1 a GPU op, 2 a runtime call, 6 a driver call (bit 2: driver), 0 neither */
+    for (int k = 0; k < 256; k++) {
+        int8_t code = (int8_t)k;
+        table[k] = code >= 0 && code < kinds && gpu_kinds[code] ? 1 : code == runtime ? 2 : code == driver ? 6 : 0;
+    }
     for (int64_t j = 0; j < n; j++) {
         int64_t r = read_code(rows, row_size, j);
         if (r < 0 || r >= events) return -2;
-        int64_t k = kind[r];
-        if (k >= 0 && k < kinds && gpu_kinds[k]) {
+        int t = table[(uint8_t)kind[r]];
+        int64_t is_op = t & 1, is_call = (t >> 1) & 1;
+        if (out_ids) {
+            if ((op_ids && o > op_cap) || c > call_cap) return -3;
+            int64_t id = read_code(ids, id_size, j);
             if (gpu) {
-                if (o >= n_gpu || read_code(gpu, gpu_size, o) != r) equal = 0;
-                if (op_ids && o >= op_cap) return -3;
-                if (op_ids && equal) put_int(op_ids, op_size, o, read_code(ids, id_size, j));
+                int64_t want = o < n_gpu ? read_code(gpu, gpu_size, o) : -1;
+                differ |= (int)is_op & (want != r);
+                if (op_ids) put_int(op_ids, op_size, o, id);
             }
-            o++;
-        } else if (k == runtime || k == driver) {
-            if (out_ids) {
-                if (c >= call_cap) return -3;
-                put_int(out_ids, out_id_size, c, read_code(ids, id_size, j));
-                put_int(out_rows, out_row_size, c, r);
-                is_driver[c] = k == driver;
-            }
-            c++;
+            put_int(out_ids, out_id_size, c, id);
+            put_int(out_rows, out_row_size, c, r);
+            is_driver[c] = (uint8_t)(t >> 2);
         }
+        o += is_op;
+        c += is_call;
     }
+    if (out_ids && ((op_ids && o > op_cap) || c > call_cap)) return -3;
     *ops = o;
     *calls = c;
-    *same = equal && o == n_gpu;
+    *same = !differ && o == n_gpu;
     return 0;
 }
 
@@ -1712,8 +1720,10 @@ static PyObject *id_rows(PyObject *self, PyObject *args) {
         result = Py_BuildValue("(LLLL)", (long long)ops, (long long)calls, (long long)runtimes, (long long)drivers);
         goto done;
     }
-    int64_t call_cap = v[6].len / v[6].itemsize;
-    if (v[7].len / v[7].itemsize != call_cap || v[8].len != call_cap) {
+    /* the outs hold a slot more than the counts (the branch-free writes' last spare) */
+    int64_t call_cap = v[6].len / v[6].itemsize - 1;
+    if (call_cap < 0 || v[7].len / v[7].itemsize != call_cap + 1 || v[8].len != call_cap + 1 ||
+        (held[5] && v[5].len / v[5].itemsize < 1)) {
         PyErr_SetString(PyExc_ValueError, "id_rows: out_ids, out_rows, out_is_driver of one length expected");
         goto done;
     }
@@ -1721,11 +1731,11 @@ static PyObject *id_rows(PyObject *self, PyObject *args) {
     status = id_rows_pass(v[0].buf, (int)v[0].itemsize, n, v[1].buf, events, v[2].buf, (int)v[2].itemsize, v[3].buf,
                           v[3].len, runtime, driver, held[4] ? v[4].buf : NULL, held[4] ? (int)v[4].itemsize : 8,
                           held[4] ? v[4].len / v[4].itemsize : 0, held[5] ? v[5].buf : NULL,
-                          held[5] ? (int)v[5].itemsize : 8, held[5] ? v[5].len / v[5].itemsize : 0, v[6].buf,
+                          held[5] ? (int)v[5].itemsize : 8, held[5] ? v[5].len / v[5].itemsize - 1 : 0, v[6].buf,
                           (int)v[6].itemsize, v[7].buf, (int)v[7].itemsize, v[8].buf, call_cap, &ops, &calls, &same);
     Py_END_ALLOW_THREADS
     if (status == -2) goto outside;
-    if (status == -3 || calls != call_cap || (held[5] && v[5].len / v[5].itemsize != ops)) {
+    if (status == -3 || calls != call_cap || (held[5] && v[5].len / v[5].itemsize - 1 != ops)) {
         PyErr_SetString(PyExc_ValueError, "id_rows: outs as long as the GPU ops and the calls expected");
         goto done;
     }

@@ -68,13 +68,18 @@ def split_id_rows(
     ops, calls, runtimes, drivers = _compiled.id_rows(
         rows, kind, ids, _GPU_KINDS, runtime, driver, None, None, None, None, None
     )
-    op_ids = None if gpu is None else np.empty(ops, dtype)
-    call_ids, call_rows, is_driver = (
-        np.empty(calls, dtype),
-        np.empty(calls, rows.dtype),
-        np.empty(calls, bool),
-    )
+    # a slot more than the counts: the pass writes each row to both outs' next slot (no branch per row)
+    op_ids = None if gpu is None else np.empty(ops + 1, dtype)
+    call_ids, call_rows = np.empty(calls + 1, dtype), np.empty(calls + 1, rows.dtype)
+    is_driver = np.empty(calls + 1, bool)
     same = _compiled.id_rows(
         rows, kind, ids, _GPU_KINDS, runtime, driver, gpu, op_ids, call_ids, call_rows, is_driver
     )
-    return IdRows(op_ids if same else None, call_ids, call_rows, is_driver, runtimes, drivers)
+    return IdRows(
+        op_ids[:ops] if same and op_ids is not None else None,
+        call_ids[:calls],
+        call_rows[:calls],
+        is_driver[:calls],
+        runtimes,
+        drivers,
+    )
