@@ -362,6 +362,8 @@ static PyObject *level_coverage(PyObject *self, PyObject *args);
 static PyObject *host_slots(PyObject *self, PyObject *args);
 static PyObject *long_group_firsts(PyObject *self, PyObject *args);
 static PyObject *id_rows(PyObject *self, PyObject *args);
+static PyObject *busy_intervals(PyObject *self, PyObject *args);
+static PyObject *busy_take(PyObject *self, PyObject *args);
 
 typedef struct {
     int64_t key;
@@ -480,6 +482,8 @@ static PyMethodDef methods[] = {
      " -> (firsts, least)"},
     {"id_rows", id_rows, METH_VARARGS,
      "id_rows(rows, kind, ids, gpu_kinds, runtime, driver, gpu, out_op_ids, out_ids, out_rows, out_is_driver)"},
+    {"busy_intervals", busy_intervals, METH_VARARGS, "busy_intervals(kind, device, start, end, gpu_kinds)"},
+    {"busy_take", busy_take, METH_VARARGS, "busy_take(held, q, out_starts, out_ends)"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1746,5 +1750,202 @@ outside:
 done:
     for (int k = 0; k < 9; k++)
         if (held[k]) PyBuffer_Release(&v[k]);
+    return result;
+}
+
+/* ---- Each GPU's merged busy intervals, in one pass over the event rows (tracelens/analyses/busy_scan.py) ----
+ *
+ * busy_intervals(kind, device, start, end, gpu_kinds) -> (held, [(device, count, first_start, last_end), ...]) or
+ * None: the rows whose kind k (int8) has gpu_kinds[k] set (k in 0..len(gpu_kinds) - 1) and whose device (1, 2, 4
+ * or 8 bytes) is >= 0, each device's rows merged as intervals.merge merges them (rows in start order; a new merged
+ * interval where a row starts after every end before it: touching rows joined), devices in the order they first
+ * appear: count merged intervals, the least start, the largest end; held (a capsule) keeps each device's merged
+ * starts and ends until busy_take(held, q, out_starts, out_ends) copies the q-th device's into int64 arrays count
+ * long. What columns.device_busy did by a kind mask, a flatnonzero, three gathers, a np.unique and per device a
+ * selection and a merge: one pass (the GPU ops lie among the host rows: each pass over their times reads all of
+ * the columns' memory). None where a device's rows are not in start order (the merge would sort them: the caller's
+ * numpy path) or there are more than BUSY_DEVICES devices. The GIL is released during the pass. */
+
+#define BUSY_DEVICES 64
+/* rows whose kinds are read at once before their GPU rows are (a stack buffer of their offsets) */
+#define BUSY_BLOCK 4096
+
+typedef struct {
+    int64_t device, count, least, last_start, open_start, reach, cap;
+    int64_t *s, *e;
+} busy_state_t;
+
+typedef struct {
+    int devices;
+    busy_state_t st[BUSY_DEVICES];
+} busy_held_t;
+
+static void busy_free(busy_held_t *h) {
+    if (!h) return;
+    for (int q = 0; q < h->devices; q++) {
+        free(h->st[q].s);
+        free(h->st[q].e);
+    }
+    free(h);
+}
+
+static void busy_capsule_free(PyObject *capsule) { busy_free(PyCapsule_GetPointer(capsule, "tracelens.busy")); }
+
+/* The merged interval [s, e) appended to the device's lists: 0, or -1 (no memory). */
+static int busy_push(busy_state_t *b, int64_t s, int64_t e) {
+    if (b->count == b->cap) {
+        int64_t cap = b->cap ? 2 * b->cap : 4096;
+        int64_t *ns = realloc(b->s, (size_t)cap * sizeof(int64_t));
+        if (ns) b->s = ns;
+        int64_t *ne = realloc(b->e, (size_t)cap * sizeof(int64_t));
+        if (ne) b->e = ne;
+        if (!ns || !ne) return -1;
+        b->cap = cap;
+    }
+    b->s[b->count] = s;
+    b->e[b->count] = e;
+    b->count++;
+    return 0;
+}
+
+/* 0: done; 1: a device's rows out of start order, or too many devices; -1: no memory. Each device's open interval
+ * is [open_start, reach) while its rows come (count: the intervals closed so far). */
+static int busy_pass(const int8_t *kind, const void *device, int device_size, const int64_t *start, const int64_t *end,
+                     int64_t n, const uint8_t *gpu_kinds, int64_t kinds, busy_held_t *h) {
+    int last = -1;
+    uint8_t is_gpu[256];
+    for (int k = 0; k < 256; k++) is_gpu[k] = (int8_t)k >= 0 && (int8_t)k < kinds && gpu_kinds[(int8_t)k];
+    int32_t picked[BUSY_BLOCK];
+    for (int64_t lo = 0; lo < n; lo += BUSY_BLOCK) {
+        /* the block's GPU rows first, without a branch per row (they lie among the host rows at random: a branch
+         * on each row's kind mispredicts), then each of those few read */
+        int64_t hi = lo + BUSY_BLOCK < n ? lo + BUSY_BLOCK : n, m = 0;
+        for (int64_t i = lo; i < hi; i++) {
+            picked[m] = (int32_t)(i - lo);
+            m += is_gpu[(uint8_t)kind[i]];
+        }
+        for (int64_t p = 0; p < m; p++) {
+        int64_t i = lo + picked[p];
+        int64_t d = read_code(device, device_size, i);
+        if (d < 0) continue;
+        int at = last >= 0 && h->st[last].device == d ? last : -1;
+        for (int q = 0; at < 0 && q < h->devices; q++)
+            if (h->st[q].device == d) at = q;
+        int64_t s = start[i], e = end[i];
+        if (at < 0) { /* a new device: its first row opens its first interval */
+            if (h->devices == BUSY_DEVICES) return 1;
+            at = h->devices++;
+            h->st[at] = (busy_state_t){d, 0, s, s, s, e, 0, NULL, NULL};
+            last = at;
+            continue;
+        }
+        last = at;
+        busy_state_t *b = &h->st[at];
+        if (s < b->last_start) return 1;
+        b->last_start = s;
+        if (s > b->reach) { /* past every end so far: the open interval closes, this row opens the next */
+            if (busy_push(b, b->open_start, b->reach) < 0) return -1;
+            b->open_start = s;
+        }
+        if (e > b->reach) b->reach = e;
+        }
+    }
+    for (int q = 0; q < h->devices; q++)
+        if (busy_push(&h->st[q], h->st[q].open_start, h->st[q].reach) < 0) return -1;
+    return 0;
+}
+
+static PyObject *busy_intervals(PyObject *self, PyObject *args) {
+    PyObject *objs[5];
+    if (!PyArg_ParseTuple(args, "OOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4])) return NULL;
+    static const char *names[5] = {"kind", "device", "start", "end", "gpu_kinds"};
+    static const int sizes[5] = {1, 1 | 2 | 4 | 8, 8, 8, 1};
+    Py_buffer v[5];
+    int held[5] = {0};
+    PyObject *result = NULL;
+    busy_held_t *h = NULL;
+    for (int k = 0; k < 5; k++) {
+        if (get_ints(objs[k], &v[k], names[k], sizes[k]) < 0) goto done;
+        held[k] = 1;
+    }
+    int64_t n = v[0].len;
+    if (v[1].len / v[1].itemsize != n || v[2].len / 8 != n || v[3].len / 8 != n) {
+        PyErr_SetString(PyExc_ValueError, "busy_intervals: kind, device, start, end: one value per event row");
+        goto done;
+    }
+    h = calloc(1, sizeof(busy_held_t));
+    if (!h) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int status;
+    Py_BEGIN_ALLOW_THREADS
+    status = busy_pass(v[0].buf, v[1].buf, (int)v[1].itemsize, v[2].buf, v[3].buf, n, v[4].buf, v[4].len, h);
+    Py_END_ALLOW_THREADS
+    if (status == -1) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (status == 1) {
+        result = Py_None;
+        Py_INCREF(result);
+        goto done;
+    }
+    PyObject *found = PyList_New(h->devices);
+    if (!found) goto done;
+    for (int q = 0; q < h->devices; q++) {
+        PyObject *item = Py_BuildValue("(LLLL)", (long long)h->st[q].device, (long long)h->st[q].count,
+                                       (long long)h->st[q].least, (long long)h->st[q].reach);
+        if (!item) {
+            Py_DECREF(found);
+            goto done;
+        }
+        PyList_SET_ITEM(found, q, item);
+    }
+    PyObject *capsule = PyCapsule_New(h, "tracelens.busy", busy_capsule_free);
+    if (!capsule) {
+        Py_DECREF(found);
+        goto done;
+    }
+    h = NULL; /* the capsule's now */
+    result = Py_BuildValue("(NN)", capsule, found);
+done:
+    busy_free(h);
+    for (int k = 0; k < 5; k++)
+        if (held[k]) PyBuffer_Release(&v[k]);
+    return result;
+}
+
+/* busy_take(held, q, out_starts, out_ends): copies the q-th device's merged intervals into the int64 arrays (as
+ * long as its count). */
+static PyObject *busy_take(PyObject *self, PyObject *args) {
+    PyObject *capsule, *objs[2];
+    int q;
+    if (!PyArg_ParseTuple(args, "OiOO", &capsule, &q, &objs[0], &objs[1])) return NULL;
+    busy_held_t *h = PyCapsule_GetPointer(capsule, "tracelens.busy");
+    if (!h) return NULL;
+    if (q < 0 || q >= h->devices) {
+        PyErr_SetString(PyExc_IndexError, "busy_take: no such device");
+        return NULL;
+    }
+    Py_buffer v[2];
+    int got = 0;
+    PyObject *result = NULL;
+    for (; got < 2; got++)
+        if (get(objs[got], &v[got], 1, got ? "out_ends" : "out_starts") < 0) break;
+    if (got < 2) goto done;
+    int64_t count = h->st[q].count;
+    if (v[0].len / 8 != count || v[1].len / 8 != count) {
+        PyErr_SetString(PyExc_ValueError, "busy_take: outs as long as the device's count expected");
+        goto done;
+    }
+    if (count) {
+        memcpy(v[0].buf, h->st[q].s, (size_t)count * sizeof(int64_t));
+        memcpy(v[1].buf, h->st[q].e, (size_t)count * sizeof(int64_t));
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    for (int k = 0; k < got; k++) PyBuffer_Release(&v[k]);
     return result;
 }
