@@ -360,6 +360,10 @@ static PyObject *intersect_pieces(PyObject *self, PyObject *args);
 static PyObject *kept_thread_runs(PyObject *self, PyObject *args);
 static PyObject *level_coverage(PyObject *self, PyObject *args);
 static PyObject *host_slots(PyObject *self, PyObject *args);
+static PyObject *long_group_firsts(PyObject *self, PyObject *args);
+static PyObject *id_rows(PyObject *self, PyObject *args);
+static PyObject *busy_intervals(PyObject *self, PyObject *args);
+static PyObject *busy_take(PyObject *self, PyObject *args);
 
 typedef struct {
     int64_t key;
@@ -473,6 +477,13 @@ static PyMethodDef methods[] = {
      "level_coverage(start, end, rows, category, thread, chosen, levels, window_starts, window_ends, out) -> bool"},
     {"host_slots", host_slots, METH_VARARGS,
      "host_slots(kind, name, start, end, pid, tid, slot_base, limit, counts, totals, heads) -> (first, last, heads)"},
+    {"long_group_firsts", long_group_firsts, METH_VARARGS,
+     "long_group_firsts(rows, kind, category, name, pid, tid, start, end, allowed, categories, by_thread, min_first)"
+     " -> (firsts, least)"},
+    {"id_rows", id_rows, METH_VARARGS,
+     "id_rows(rows, kind, ids, gpu_kinds, runtime, driver, gpu, out_op_ids, out_ids, out_rows, out_is_driver)"},
+    {"busy_intervals", busy_intervals, METH_VARARGS, "busy_intervals(kind, device, start, end, gpu_kinds)"},
+    {"busy_take", busy_take, METH_VARARGS, "busy_take(held, q, out_starts, out_ends)"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1389,5 +1400,552 @@ static PyObject *host_slots(PyObject *self, PyObject *args) {
 done:
     for (int k = 0; k < 10; k++)
         if (held[k]) PyBuffer_Release(&v[k]);
+    return result;
+}
+
+/* ---- The long first rows of (outer, name) groups, in one pass (tracelens/analyses/first_scan.py) ----
+ *
+ * long_group_firsts(rows, kind, category, name, pid, tid, start, end, allowed, categories, by_thread, min_first)
+ * -> (firsts, least): the startup rules first_call and first_api look for the first row of each group of rows (a
+ * name on a thread, an API name in a process) that lasts long; usually none does, and the numpy path found that
+ * out by gathering every candidate's thread, name, start and end, numbering the groups by hashing and scattering
+ * their first rows. The rows looked at are the event rows (rows: None, every event row; else int32 or int64 event
+ * rows, ascending) whose allowed[kind' * (categories + 1) + category + 1] is set (kind' = kind, or the table's last
+ * kind slot for a kind below 0; kind and category int8 per event row); the candidates among them are those whose
+ * name (int32 or int64) and tid (int32 or int64) are >= 0. A candidate's group: (pid, name) where by_thread is 0,
+ * (thread_key(pid, tid), name) else (the key's bits: pid's low 32 above tid's low 32, as columns.thread_key builds
+ * it). firsts: the event rows (ascending) of the candidates first in their group whose end - start >= min_first;
+ * least: the least end - start of the rows looked at (INT64_MAX without any). firsts is None where the starts of
+ * the rows looked at do not ascend (a group's first row in start order may then not be its first in row order) or,
+ * by thread, one of their tids is 2^32 or more (thread_key would fold it onto another).
+ *
+ * Two walks, no hashing of every candidate: the first reads each row's times (and tid) and collects the groups of
+ * the candidates lasting min_first (a group whose first row is long is one of them; usually few or none), the second
+ * finds those groups' first rows, testing only the rows of their names, and stops once each is found (first rows
+ * come early). The GIL is released during the walks. */
+
+typedef struct {
+    uint64_t outer;
+    int64_t inner;
+    int used, seen;
+} group_slot_t;
+
+static inline uint64_t group_hash(uint64_t outer, int64_t inner) {
+    return (outer * 0x9E3779B97F4A7C15ULL) ^ ((uint64_t)inner * 0xC2B2AE3D27D4EB4FULL);
+}
+
+/* The long groups: an open-addressing set of (outer, name) pairs, doubled at half full. */
+typedef struct {
+    group_slot_t *slot;
+    int64_t size, count;
+    int shift;
+} group_set_t;
+
+static group_slot_t *group_find(group_set_t *g, uint64_t outer, int64_t inner) {
+    uint64_t mask = (uint64_t)(g->size - 1), at = group_hash(outer, inner) >> g->shift;
+    while (g->slot[at].used && (g->slot[at].outer != outer || g->slot[at].inner != inner)) at = (at + 1) & mask;
+    return &g->slot[at];
+}
+
+/* 0, or -1 (no memory). */
+static int group_add(group_set_t *g, uint64_t outer, int64_t inner) {
+    group_slot_t *at = group_find(g, outer, inner);
+    if (at->used) return 0;
+    *at = (group_slot_t){outer, inner, 1, 0};
+    if (2 * ++g->count <= g->size) return 0;
+    group_set_t bigger = {calloc((size_t)g->size * 2, sizeof(group_slot_t)), g->size * 2, 0, g->shift - 1};
+    if (!bigger.slot) return -1;
+    for (int64_t q = 0; q < g->size; q++)
+        if (g->slot[q].used) *group_find(&bigger, g->slot[q].outer, g->slot[q].inner) = g->slot[q];
+    bigger.count = g->count;
+    free(g->slot);
+    *g = bigger;
+    return 0;
+}
+
+/* The j-th row looked at's event row, or -1 where it is not one (outside the table, or its kind or category
+ * outside the table of allowed pairs: -2) or not allowed. */
+static inline int64_t allowed_row(const void *rows, int row_size, int64_t j, int64_t events, const int8_t *kind,
+                                  const int8_t *category, const uint8_t *allowed, int64_t kinds, int64_t categories) {
+    int64_t i = rows ? (row_size == 4 ? (int64_t)((const int32_t *)rows)[j] : ((const int64_t *)rows)[j]) : j;
+    if (i < 0 || i >= events) return -2;
+    int64_t k = kind[i], c = category[i];
+    if (k >= kinds || c < -1 || c >= categories) return -2;
+    return allowed[(k < 0 ? kinds : k) * (categories + 1) + c + 1] ? i : -1;
+}
+
+static inline uint64_t group_outer(int by_thread, int64_t pid, int64_t tid) {
+    return by_thread ? ((uint64_t)(uint32_t)pid << 32) | (uint32_t)tid : (uint64_t)pid;
+}
+
+/* 0: done; 1: the starts do not ascend or a tid is too wide (no answer); -1: no memory; -2: a kind or category
+ * outside the table, or a row outside the event columns. */
+static int long_firsts_pass(const void *rows, int row_size, int64_t n_rows, int64_t events, const int8_t *kind,
+                            const int8_t *category, const void *name, int name_size, const void *pid, int pid_size,
+                            const void *tid, int tid_size, const int64_t *start, const int64_t *end,
+                            const uint8_t *allowed, int64_t kinds, int64_t categories, int by_thread,
+                            int64_t min_first, int64_t **firsts, int64_t *n_firsts, int64_t *least) {
+    int64_t n = rows ? n_rows : events, last_start = INT64_MIN, lo = INT64_MAX, top_name = -1;
+    int status = 0;
+    group_set_t long_groups = {calloc(64, sizeof(group_slot_t)), 64, 0, 64 - 6};
+    if (!long_groups.slot) return -1;
+    /* first walk: order, durations, thread ids; the groups of the long candidates */
+    for (int64_t j = 0; j < n && status == 0; j++) {
+        int64_t i = allowed_row(rows, row_size, j, events, kind, category, allowed, kinds, categories);
+        if (i == -1) continue;
+        if (i == -2) {
+            status = -2;
+            break;
+        }
+        int64_t s = start[i], d = end[i] - s, t = read_code(tid, tid_size, i);
+        if (s < last_start || (by_thread && t > (int64_t)UINT32_MAX)) status = 1;
+        last_start = s;
+        if (d < lo) lo = d;
+        if (d < min_first || t < 0) continue;
+        int64_t nm = read_code(name, name_size, i);
+        if (nm < 0) continue;
+        if (group_add(&long_groups, group_outer(by_thread, read_code(pid, pid_size, i), t), nm) < 0) status = -1;
+        if (nm > top_name) top_name = nm;
+    }
+    int64_t *out = NULL, found = 0;
+    uint8_t *long_name = NULL;
+    if (status == 0 && long_groups.count) {
+        out = malloc((size_t)long_groups.count * sizeof(int64_t));
+        long_name = calloc((size_t)top_name + 1, 1);
+        if (!out || !long_name) status = -1;
+    }
+    if (status == 0 && long_groups.count) {
+        for (int64_t q = 0; q < long_groups.size; q++)
+            if (long_groups.slot[q].used) long_name[long_groups.slot[q].inner] = 1;
+        /* second walk: each long group's first row, the rows of other names passed over, until all are found */
+        int64_t seen = 0;
+        for (int64_t j = 0; j < n && seen < long_groups.count; j++) {
+            int64_t i = allowed_row(rows, row_size, j, events, kind, category, allowed, kinds, categories);
+            if (i < 0) continue;
+            int64_t nm = read_code(name, name_size, i);
+            if (nm < 0 || nm > top_name || !long_name[nm]) continue;
+            int64_t t = read_code(tid, tid_size, i);
+            if (t < 0) continue;
+            group_slot_t *g = group_find(&long_groups, group_outer(by_thread, read_code(pid, pid_size, i), t), nm);
+            if (!g->used || g->seen) continue;
+            g->seen = 1;
+            seen++;
+            if (end[i] - start[i] >= min_first) out[found++] = i;
+        }
+    }
+    free(long_groups.slot);
+    free(long_name);
+    if (status != 0) {
+        free(out);
+        return status;
+    }
+    *firsts = out;
+    *n_firsts = found;
+    *least = lo;
+    return 0;
+}
+
+static PyObject *long_group_firsts(PyObject *self, PyObject *args) {
+    PyObject *objs[9];
+    long long categories, min_first;
+    int by_thread;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOLiL", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5], &objs[6],
+                          &objs[7], &objs[8], &categories, &by_thread, &min_first))
+        return NULL;
+    static const char *names[9] = {"rows", "kind", "category", "name", "pid", "tid", "start", "end", "allowed"};
+    static const int sizes[9] = {4 | 8, 1, 1, 4 | 8, 4 | 8, 4 | 8, 8, 8, 1};
+    Py_buffer v[9];
+    int held[9] = {0};
+    PyObject *result = NULL;
+    int64_t *firsts = NULL;
+    for (int k = 0; k < 9; k++) {
+        if (k == 0 && objs[k] == Py_None) continue;
+        if (get_ints(objs[k], &v[k], names[k], sizes[k]) < 0) goto done;
+        held[k] = 1;
+    }
+    int64_t events = v[1].len;
+    if (v[2].len != events || v[3].len / v[3].itemsize != events || v[4].len / v[4].itemsize != events ||
+        v[5].len / v[5].itemsize != events || v[6].len / 8 != events || v[7].len / 8 != events) {
+        PyErr_SetString(PyExc_ValueError,
+                        "long_group_firsts: kind, category, name, pid, tid, start, end: one value per event row");
+        goto done;
+    }
+    if (categories < 0 || categories > 127 || v[8].len % (categories + 1) != 0 || v[8].len / (categories + 1) < 1) {
+        PyErr_SetString(PyExc_ValueError, "long_group_firsts: allowed: (kinds + 1) x (categories + 1) entries");
+        goto done;
+    }
+    int64_t kinds = v[8].len / (categories + 1) - 1, n_firsts = 0, least = INT64_MAX;
+    int status;
+    Py_BEGIN_ALLOW_THREADS
+    status = long_firsts_pass(held[0] ? v[0].buf : NULL, held[0] ? (int)v[0].itemsize : 8,
+                              held[0] ? v[0].len / v[0].itemsize : 0, events, v[1].buf, v[2].buf, v[3].buf,
+                              (int)v[3].itemsize, v[4].buf, (int)v[4].itemsize, v[5].buf, (int)v[5].itemsize, v[6].buf,
+                              v[7].buf, v[8].buf, kinds, categories, by_thread, min_first, &firsts, &n_firsts, &least);
+    Py_END_ALLOW_THREADS
+    if (status == -1) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (status == -2) {
+        PyErr_SetString(PyExc_IndexError, "long_group_firsts: a row, kind or category outside its table");
+        goto done;
+    }
+    PyObject *found;
+    if (status == 1) {
+        found = Py_None;
+        Py_INCREF(found);
+    } else {
+        found = PyList_New(n_firsts);
+        if (!found) goto done;
+        for (int64_t q = 0; q < n_firsts; q++) {
+            PyObject *row = PyLong_FromLongLong(firsts[q]);
+            if (!row) {
+                Py_DECREF(found);
+                goto done;
+            }
+            PyList_SET_ITEM(found, q, row);
+        }
+    }
+    result = Py_BuildValue("(NL)", found, (long long)least);
+done:
+    free(firsts);
+    for (int k = 0; k < 9; k++)
+        if (held[k]) PyBuffer_Release(&v[k]);
+    return result;
+}
+
+/* ---- The rows carrying a correlation id told apart: GPU ops and API calls (tracelens/analyses/id_split.py) ----
+ *
+ * id_rows(rows, kind, ids, gpu_kinds, runtime, driver, gpu, out_op_ids, out_ids, out_rows, out_is_driver): rows
+ * (int32 or int64, ascending) are the event rows carrying a correlation id, ids (int32 or int64) their ids (-1 where
+ * null), kind the event rows' kinds (int8). A carrying row is a GPU op where gpu_kinds[kind] is set (kind in 0..
+ * len(gpu_kinds) - 1), an API call where its kind is runtime or driver. What launch._join_ids did by a gather of
+ * the kinds at the carrying rows, comparisons, boolean selections of the rows, ids and kinds, and two table-long
+ * kind counts: one pass over the carrying rows (and one over the kinds).
+ * Outs None: returns (GPU ops, API calls among the carrying rows, runtime rows, driver rows of the table). Else
+ * (out_op_ids None where gpu is None; the outs a slot longer than those counts): writes each GPU op's id (out_op_ids), each
+ * call's id, row and whether a driver call (out_ids, out_rows: int32 or int64; out_is_driver: a byte), in row order,
+ * and returns whether the GPU ops' rows are exactly gpu's (int32 or int64); out_op_ids is then written only where
+ * they are. The GIL is released during the passes. */
+
+static inline void put_int(void *p, int size, int64_t i, int64_t v) {
+    if (size == 4)
+        ((int32_t *)p)[i] = (int32_t)v;
+    else
+        ((int64_t *)p)[i] = v;
+}
+
+/* -2 where a carrying row is outside the table, -3 where (writing) the GPU ops or the calls outnumber their outs
+ * (op_cap, call_cap); else 0, *ops, *calls and *same set. Branch-free where writing: the GPU ops and the calls
+ * interleave, so each row is written to both outs' next slot and only its own count moves on (the outs hold one slot
+ * more than their counts: the last row's other write lands there). */
+static int id_rows_pass(const void *rows, int row_size, int64_t n, const int8_t *kind, int64_t events, const void *ids,
+                        int id_size, const uint8_t *gpu_kinds, int64_t kinds, int runtime, int driver, const void *gpu,
+                        int gpu_size, int64_t n_gpu, void *op_ids, int op_size, int64_t op_cap, void *out_ids,
+                        int out_id_size, void *out_rows, int out_row_size, uint8_t *is_driver, int64_t call_cap,
+                        int64_t *ops, int64_t *calls, int *same) {
+    int64_t o = 0, c = 0;
+    int differ = 0;
+    uint8_t table[256];
+    /* per kind byte: 1 a GPU op, 2 a runtime call, 6 a driver call (bit 2: driver), 0 neither */
+    for (int k = 0; k < 256; k++) {
+        int8_t code = (int8_t)k;
+        table[k] = code >= 0 && code < kinds && gpu_kinds[code] ? 1 : code == runtime ? 2 : code == driver ? 6 : 0;
+    }
+    for (int64_t j = 0; j < n; j++) {
+        int64_t r = read_code(rows, row_size, j);
+        if (r < 0 || r >= events) return -2;
+        int t = table[(uint8_t)kind[r]];
+        int64_t is_op = t & 1, is_call = (t >> 1) & 1;
+        if (out_ids) {
+            if ((op_ids && o > op_cap) || c > call_cap) return -3;
+            int64_t id = read_code(ids, id_size, j);
+            if (gpu) {
+                int64_t want = o < n_gpu ? read_code(gpu, gpu_size, o) : -1;
+                differ |= (int)is_op & (want != r);
+                if (op_ids) put_int(op_ids, op_size, o, id);
+            }
+            put_int(out_ids, out_id_size, c, id);
+            put_int(out_rows, out_row_size, c, r);
+            is_driver[c] = (uint8_t)(t >> 2);
+        }
+        o += is_op;
+        c += is_call;
+    }
+    if (out_ids && ((op_ids && o > op_cap) || c > call_cap)) return -3;
+    *ops = o;
+    *calls = c;
+    *same = !differ && o == n_gpu;
+    return 0;
+}
+
+static PyObject *id_rows(PyObject *self, PyObject *args) {
+    PyObject *objs[10];
+    int runtime, driver;
+    if (!PyArg_ParseTuple(args, "OOOOiiOOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &runtime, &driver, &objs[4],
+                          &objs[5], &objs[6], &objs[7], &objs[8]))
+        return NULL;
+    static const char *names[9] = {"rows", "kind", "ids", "gpu_kinds", "gpu", "out_op_ids", "out_ids", "out_rows",
+                                   "out_is_driver"};
+    static const int sizes[9] = {4 | 8, 1, 4 | 8, 1, 4 | 8, 4 | 8, 4 | 8, 4 | 8, 1};
+    Py_buffer v[9];
+    int held[9] = {0};
+    PyObject *result = NULL;
+    int write = objs[6] != Py_None;
+    for (int k = 0; k < 9; k++) {
+        if ((k == 4 || k == 5) && objs[k] == Py_None) continue;
+        if (k >= 6 && !write) continue;
+        if (get_ints(objs[k], &v[k], names[k], sizes[k]) < 0) goto done;
+        held[k] = 1;
+        if (k >= 5 && v[k].readonly) {
+            PyErr_Format(PyExc_TypeError, "%s: a writable array expected", names[k]);
+            goto done;
+        }
+    }
+    int64_t n = v[0].len / v[0].itemsize, events = v[1].len;
+    if (v[2].len / v[2].itemsize != n) {
+        PyErr_SetString(PyExc_ValueError, "id_rows: an id per carrying row expected");
+        goto done;
+    }
+    int64_t ops = 0, calls = 0, runtimes = 0, drivers = 0;
+    int same = 0, status;
+    if (!write) {
+        Py_BEGIN_ALLOW_THREADS
+        status = id_rows_pass(v[0].buf, (int)v[0].itemsize, n, v[1].buf, events, v[2].buf, (int)v[2].itemsize,
+                              v[3].buf, v[3].len, runtime, driver, NULL, 8, 0, NULL, 8, 0, NULL, 8, NULL, 8, NULL, 0,
+                              &ops, &calls, &same);
+        const int8_t *kind = v[1].buf;
+        for (int64_t i = 0; i < events; i++) {
+            runtimes += kind[i] == runtime;
+            drivers += kind[i] == driver;
+        }
+        Py_END_ALLOW_THREADS
+        if (status == -2) goto outside;
+        result = Py_BuildValue("(LLLL)", (long long)ops, (long long)calls, (long long)runtimes, (long long)drivers);
+        goto done;
+    }
+    /* the outs hold a slot more than the counts (the branch-free writes' last spare) */
+    int64_t call_cap = v[6].len / v[6].itemsize - 1;
+    if (call_cap < 0 || v[7].len / v[7].itemsize != call_cap + 1 || v[8].len != call_cap + 1 ||
+        (held[5] && v[5].len / v[5].itemsize < 1)) {
+        PyErr_SetString(PyExc_ValueError, "id_rows: out_ids, out_rows, out_is_driver of one length expected");
+        goto done;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    status = id_rows_pass(v[0].buf, (int)v[0].itemsize, n, v[1].buf, events, v[2].buf, (int)v[2].itemsize, v[3].buf,
+                          v[3].len, runtime, driver, held[4] ? v[4].buf : NULL, held[4] ? (int)v[4].itemsize : 8,
+                          held[4] ? v[4].len / v[4].itemsize : 0, held[5] ? v[5].buf : NULL,
+                          held[5] ? (int)v[5].itemsize : 8, held[5] ? v[5].len / v[5].itemsize - 1 : 0, v[6].buf,
+                          (int)v[6].itemsize, v[7].buf, (int)v[7].itemsize, v[8].buf, call_cap, &ops, &calls, &same);
+    Py_END_ALLOW_THREADS
+    if (status == -2) goto outside;
+    if (status == -3 || calls != call_cap || (held[5] && v[5].len / v[5].itemsize - 1 != ops)) {
+        PyErr_SetString(PyExc_ValueError, "id_rows: outs as long as the GPU ops and the calls expected");
+        goto done;
+    }
+    result = PyBool_FromLong(same);
+    goto done;
+outside:
+    PyErr_SetString(PyExc_IndexError, "id_rows: a carrying row outside the table");
+done:
+    for (int k = 0; k < 9; k++)
+        if (held[k]) PyBuffer_Release(&v[k]);
+    return result;
+}
+
+/* ---- Each GPU's merged busy intervals, in one pass over the event rows (tracelens/analyses/busy_scan.py) ----
+ *
+ * busy_intervals(kind, device, start, end, gpu_kinds) -> (held, [(device, count, first_start, last_end), ...]) or
+ * None: the rows whose kind k (int8) has gpu_kinds[k] set (k in 0..len(gpu_kinds) - 1) and whose device (1, 2, 4
+ * or 8 bytes) is >= 0, each device's rows merged as intervals.merge merges them (rows in start order; a new merged
+ * interval where a row starts after every end before it: touching rows joined), devices in the order they first
+ * appear: count merged intervals, the least start, the largest end; held (a capsule) keeps each device's merged
+ * starts and ends until busy_take(held, q, out_starts, out_ends) copies the q-th device's into int64 arrays count
+ * long. What columns.device_busy did by a kind mask, a flatnonzero, three gathers, a np.unique and per device a
+ * selection and a merge: one pass (the GPU ops lie among the host rows: each pass over their times reads all of
+ * the columns' memory). None where a device's rows are not in start order (the merge would sort them: the caller's
+ * numpy path) or there are more than BUSY_DEVICES devices. The GIL is released during the pass. */
+
+#define BUSY_DEVICES 64
+/* rows whose kinds are read at once before their GPU rows are (a stack buffer of their offsets) */
+#define BUSY_BLOCK 4096
+
+typedef struct {
+    int64_t device, count, least, last_start, open_start, reach, cap;
+    int64_t *s, *e;
+} busy_state_t;
+
+typedef struct {
+    int devices;
+    busy_state_t st[BUSY_DEVICES];
+} busy_held_t;
+
+static void busy_free(busy_held_t *h) {
+    if (!h) return;
+    for (int q = 0; q < h->devices; q++) {
+        free(h->st[q].s);
+        free(h->st[q].e);
+    }
+    free(h);
+}
+
+static void busy_capsule_free(PyObject *capsule) { busy_free(PyCapsule_GetPointer(capsule, "tracelens.busy")); }
+
+/* The merged interval [s, e) appended to the device's lists: 0, or -1 (no memory). */
+static int busy_push(busy_state_t *b, int64_t s, int64_t e) {
+    if (b->count == b->cap) {
+        int64_t cap = b->cap ? 2 * b->cap : 4096;
+        int64_t *ns = realloc(b->s, (size_t)cap * sizeof(int64_t));
+        if (ns) b->s = ns;
+        int64_t *ne = realloc(b->e, (size_t)cap * sizeof(int64_t));
+        if (ne) b->e = ne;
+        if (!ns || !ne) return -1;
+        b->cap = cap;
+    }
+    b->s[b->count] = s;
+    b->e[b->count] = e;
+    b->count++;
+    return 0;
+}
+
+/* 0: done; 1: a device's rows out of start order, or too many devices; -1: no memory. Each device's open interval
+ * is [open_start, reach) while its rows come (count: the intervals closed so far). */
+static int busy_pass(const int8_t *kind, const void *device, int device_size, const int64_t *start, const int64_t *end,
+                     int64_t n, const uint8_t *gpu_kinds, int64_t kinds, busy_held_t *h) {
+    int last = -1;
+    uint8_t is_gpu[256];
+    for (int k = 0; k < 256; k++) is_gpu[k] = (int8_t)k >= 0 && (int8_t)k < kinds && gpu_kinds[(int8_t)k];
+    int32_t picked[BUSY_BLOCK];
+    for (int64_t lo = 0; lo < n; lo += BUSY_BLOCK) {
+        /* the block's GPU rows first, without a branch per row (they lie among the host rows at random: a branch
+         * on each row's kind mispredicts), then each of those few read */
+        int64_t hi = lo + BUSY_BLOCK < n ? lo + BUSY_BLOCK : n, m = 0;
+        for (int64_t i = lo; i < hi; i++) {
+            picked[m] = (int32_t)(i - lo);
+            m += is_gpu[(uint8_t)kind[i]];
+        }
+        for (int64_t p = 0; p < m; p++) {
+        int64_t i = lo + picked[p];
+        int64_t d = read_code(device, device_size, i);
+        if (d < 0) continue;
+        int at = last >= 0 && h->st[last].device == d ? last : -1;
+        for (int q = 0; at < 0 && q < h->devices; q++)
+            if (h->st[q].device == d) at = q;
+        int64_t s = start[i], e = end[i];
+        if (at < 0) { /* a new device: its first row opens its first interval */
+            if (h->devices == BUSY_DEVICES) return 1;
+            at = h->devices++;
+            h->st[at] = (busy_state_t){d, 0, s, s, s, e, 0, NULL, NULL};
+            last = at;
+            continue;
+        }
+        last = at;
+        busy_state_t *b = &h->st[at];
+        if (s < b->last_start) return 1;
+        b->last_start = s;
+        if (s > b->reach) { /* past every end so far: the open interval closes, this row opens the next */
+            if (busy_push(b, b->open_start, b->reach) < 0) return -1;
+            b->open_start = s;
+        }
+        if (e > b->reach) b->reach = e;
+        }
+    }
+    for (int q = 0; q < h->devices; q++)
+        if (busy_push(&h->st[q], h->st[q].open_start, h->st[q].reach) < 0) return -1;
+    return 0;
+}
+
+static PyObject *busy_intervals(PyObject *self, PyObject *args) {
+    PyObject *objs[5];
+    if (!PyArg_ParseTuple(args, "OOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4])) return NULL;
+    static const char *names[5] = {"kind", "device", "start", "end", "gpu_kinds"};
+    static const int sizes[5] = {1, 1 | 2 | 4 | 8, 8, 8, 1};
+    Py_buffer v[5];
+    int held[5] = {0};
+    PyObject *result = NULL;
+    busy_held_t *h = NULL;
+    for (int k = 0; k < 5; k++) {
+        if (get_ints(objs[k], &v[k], names[k], sizes[k]) < 0) goto done;
+        held[k] = 1;
+    }
+    int64_t n = v[0].len;
+    if (v[1].len / v[1].itemsize != n || v[2].len / 8 != n || v[3].len / 8 != n) {
+        PyErr_SetString(PyExc_ValueError, "busy_intervals: kind, device, start, end: one value per event row");
+        goto done;
+    }
+    h = calloc(1, sizeof(busy_held_t));
+    if (!h) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int status;
+    Py_BEGIN_ALLOW_THREADS
+    status = busy_pass(v[0].buf, v[1].buf, (int)v[1].itemsize, v[2].buf, v[3].buf, n, v[4].buf, v[4].len, h);
+    Py_END_ALLOW_THREADS
+    if (status == -1) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (status == 1) {
+        result = Py_None;
+        Py_INCREF(result);
+        goto done;
+    }
+    PyObject *found = PyList_New(h->devices);
+    if (!found) goto done;
+    for (int q = 0; q < h->devices; q++) {
+        PyObject *item = Py_BuildValue("(LLLL)", (long long)h->st[q].device, (long long)h->st[q].count,
+                                       (long long)h->st[q].least, (long long)h->st[q].reach);
+        if (!item) {
+            Py_DECREF(found);
+            goto done;
+        }
+        PyList_SET_ITEM(found, q, item);
+    }
+    PyObject *capsule = PyCapsule_New(h, "tracelens.busy", busy_capsule_free);
+    if (!capsule) {
+        Py_DECREF(found);
+        goto done;
+    }
+    h = NULL; /* the capsule's now */
+    result = Py_BuildValue("(NN)", capsule, found);
+done:
+    busy_free(h);
+    for (int k = 0; k < 5; k++)
+        if (held[k]) PyBuffer_Release(&v[k]);
+    return result;
+}
+
+/* busy_take(held, q, out_starts, out_ends): copies the q-th device's merged intervals into the int64 arrays (as
+ * long as its count). */
+static PyObject *busy_take(PyObject *self, PyObject *args) {
+    PyObject *capsule, *objs[2];
+    int q;
+    if (!PyArg_ParseTuple(args, "OiOO", &capsule, &q, &objs[0], &objs[1])) return NULL;
+    busy_held_t *h = PyCapsule_GetPointer(capsule, "tracelens.busy");
+    if (!h) return NULL;
+    if (q < 0 || q >= h->devices) {
+        PyErr_SetString(PyExc_IndexError, "busy_take: no such device");
+        return NULL;
+    }
+    Py_buffer v[2];
+    int got = 0;
+    PyObject *result = NULL;
+    for (; got < 2; got++)
+        if (get(objs[got], &v[got], 1, got ? "out_ends" : "out_starts") < 0) break;
+    if (got < 2) goto done;
+    int64_t count = h->st[q].count;
+    if (v[0].len / 8 != count || v[1].len / 8 != count) {
+        PyErr_SetString(PyExc_ValueError, "busy_take: outs as long as the device's count expected");
+        goto done;
+    }
+    if (count) {
+        memcpy(v[0].buf, h->st[q].s, (size_t)count * sizeof(int64_t));
+        memcpy(v[1].buf, h->st[q].e, (size_t)count * sizeof(int64_t));
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    for (int k = 0; k < got; k++) PyBuffer_Release(&v[k]);
     return result;
 }

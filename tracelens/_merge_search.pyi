@@ -58,3 +58,34 @@ def level_coverage(
     window_ends: Any,
     out: Any,
 ) -> bool: ...
+def long_group_firsts(
+    rows: Any,
+    kind: Any,
+    category: Any,
+    name: Any,
+    pid: Any,
+    tid: Any,
+    start: Any,
+    end: Any,
+    allowed: Any,
+    categories: int,
+    by_thread: int,
+    min_first: int,
+) -> tuple[list[int] | None, int]: ...
+def id_rows(
+    rows: Any,
+    kind: Any,
+    ids: Any,
+    gpu_kinds: Any,
+    runtime: int,
+    driver: int,
+    gpu: Any,
+    out_op_ids: Any,
+    out_ids: Any,
+    out_rows: Any,
+    out_is_driver: Any,
+) -> Any: ...
+def busy_intervals(
+    kind: Any, device: Any, start: Any, end: Any, gpu_kinds: Any
+) -> tuple[Any, list[Any]] | None: ...
+def busy_take(held: Any, q: int, out_starts: Any, out_ends: Any) -> None: ...

@@ -30,6 +30,7 @@ from ..trace import (
     numpy_array,
 )
 from ..values import dense_codes
+from .busy_scan import merged_busy
 from .coded import CodedInts, coded_lookup
 from .derived import (
     held,
@@ -566,6 +567,10 @@ def device_busy(trace: Trace) -> dict[int, DeviceBusy]:
 
     def compute() -> dict[int, DeviceBusy]:
         cols = event_columns(trace)
+        # one compiled pass over the event rows where it applies (busy_scan): the same merged intervals
+        scanned = merged_busy(cols.kind, cols.device, cols.start, cols.end)
+        if scanned is not None:
+            return {d: DeviceBusy(d, s, e, least, largest) for d, s, e, least, largest in scanned}
         gpu = np.flatnonzero(
             cols.of_kind(*GPU_ACTIVITY_KINDS) & (cols.device >= 0)
         )  # gathers by index: faster

@@ -38,6 +38,7 @@ from .columns import (
     int_type,
     memo,
 )
+from .id_split import split_id_rows
 from .lean_columns import gathered, gathered_where, narrowed, scattered
 from .names import is_graph_launch, names_in_use
 
@@ -154,6 +155,15 @@ def _join_ids(
         return (None if gpu is None else cols.at("correlation_id", gpu)), corr, api, is_driver
     dtype = int_type(stored)
     ids_at = arrow_filled(stored.values, -1)
+    # one compiled pass over the carrying rows where built (id_split): the same arrays as the steps below
+    split = split_id_rows(cols.kind, stored.rows, ids_at, gpu, dtype)
+    if split is not None:
+        op_ids = split.op_ids
+        if gpu is not None and op_ids is None:  # the GPU ops among the carrying rows are not exactly gpu's
+            op_ids = cols.at("correlation_id", gpu)
+        return _calls_with_id(
+            trace, op_ids, split.ids, split.rows, split.is_driver, split.runtimes + split.drivers
+        )
     kind = _kinds_at(cols, stored.rows)
     op_ids = None
     if gpu is not None:
@@ -176,7 +186,23 @@ def _join_ids(
     rows = stored.rows[is_call]  # int32 where stored so: match_calls packs them as they are
     is_driver = kind[is_call] == _DRIVER_CODE if drivers else np.zeros(ids.size, bool)
     del kind, is_call
-    if ids.size == np.count_nonzero(cols.kind == _RUNTIME_CODE) + drivers:
+    return _calls_with_id(
+        trace, op_ids, ids, rows, is_driver, int(np.count_nonzero(cols.kind == _RUNTIME_CODE)) + drivers
+    )
+
+
+def _calls_with_id(
+    trace: Trace,
+    op_ids: np.ndarray | None,
+    ids: np.ndarray,
+    rows: np.ndarray,
+    is_driver: np.ndarray,
+    api_rows: int,
+) -> tuple[np.ndarray | None, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_join_ids`' answer from the carrying calls' ids, rows and driver flags: the ids shared as
+    ``api_calls``' where every one of the table's ``api_rows`` runtime and driver calls carries one, then the calls
+    without an id (-1) dropped."""
+    if ids.size == api_rows:
         ids.flags.writeable = False  # shared: read only
         shared = ids
         memo(trace, "api_correlation", lambda: shared)

@@ -46,6 +46,7 @@ import numpy as np
 from .. import intervals
 from ..trace import ALL_KINDS, ANNOTATION, CPU_OP, DRIVER, OVERHEAD, PYTHON, RUNTIME, STEP, Trace
 from .columns import DeviceBusy, device_busy, event_columns, memo, thread_key
+from .first_scan import allowed_table, long_group_firsts
 from .frame_free import group_numbers, sort_order
 from .grouping import sum_per_slot
 from .kinds import kind_mask
@@ -300,6 +301,33 @@ def _api_candidates(
     return np.compress(keep, rows), np.compress(keep, names)
 
 
+# The first rules' candidates for the compiled pass (first_scan): framework ops and input-wait ranges (first_call);
+# API calls but blocking syncs (first_api)
+_FIRST_CALL_TABLE = allowed_table((CPU_OP, ANNOTATION), {ANNOTATION: (HOST_CATEGORY_PRIORITY.index(INPUT),)})
+_FIRST_API_TABLE = allowed_table(
+    (RUNTIME, DRIVER),
+    {
+        k: [c for c in range(-1, len(HOST_CATEGORY_PRIORITY)) if c != HOST_CATEGORY_PRIORITY.index(SYNC)]
+        for k in (RUNTIME, DRIVER)
+    },
+)
+
+
+def _no_first_api(trace: Trace, api_rows: np.ndarray, base: np.ndarray) -> bool:
+    """Whether the first_api rule flags no call, known from the compiled pass (first_scan): no process's first call
+    of a name (calls as :func:`_api_candidates` picks them) lasts FIRST_API_MIN_NS with the GPUs idle for half of
+    it; False where the pass does not tell (absent, declined, an API call ending before it starts: the rule's
+    threshold is then another)."""
+    cols = event_columns(trace)
+    scanned = long_group_firsts(cols, base, _FIRST_API_TABLE, False, FIRST_API_MIN_NS, api_rows)
+    if scanned is None or scanned[1] < 0:
+        return False
+    firsts = scanned[0]
+    return firsts.size == 0 or not bool(
+        (_idle_share(trace, cols.start[firsts], cols.end[firsts]) >= 0.5).any()
+    )
+
+
 def _first_calls(trace: Trace, candidates: np.ndarray, base: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(first-call rows, median of their later instances) among the candidate rows (``base``: host_categories,
     whose sync code marks the blocking syncs discounted)."""
@@ -425,10 +453,15 @@ def one_time_work(trace: Trace) -> OneTime:
         flag(_long_launches(trace), LONG_LAUNCH)
 
         base = host_categories(trace)
-        candidates = kind_mask(cols.kind, (CPU_OP,))
-        candidates |= kind_mask(cols.kind, (ANNOTATION,)) & (base == HOST_CATEGORY_PRIORITY.index(INPUT))
-        first_rows, medians = _first_calls(trace, candidates, base)
-        del candidates
+        # no group's first row long enough (usually): no first call, by one compiled pass (first_scan)
+        scanned = long_group_firsts(cols, base, _FIRST_CALL_TABLE, True, FIRST_CALL_MIN_NS)
+        if scanned is not None and scanned[0].size == 0:
+            first_rows, medians = np.empty(0, np.int64), np.empty(0)
+        else:
+            candidates = kind_mask(cols.kind, (CPU_OP,))
+            candidates |= kind_mask(cols.kind, (ANNOTATION,)) & (base == HOST_CATEGORY_PRIORITY.index(INPUT))
+            first_rows, medians = _first_calls(trace, candidates, base)
+            del candidates
         by_row = np.argsort(first_rows)
         reason[first_rows[reason[first_rows] < 0]] = FIRST_CALL
 
@@ -473,8 +506,11 @@ def one_time_work(trace: Trace) -> OneTime:
         # test (host_category_codes gives it to exactly those). The calls that take part are picked here, their
         # rows and names replacing all the calls' (no table-long mask of the blocking calls, and the 8.8M calls of
         # a training export not held twice).
-        api_rows, api_names = _api_candidates(trace, api_rows, api_names, base)
-        api_rows, api_excess, api_medians = _first_api_calls(trace, api_rows, None, api_names)
+        if _no_first_api(trace, api_rows, base):
+            api_rows, api_excess, api_medians = np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0)
+        else:
+            api_rows, api_names = _api_candidates(trace, api_rows, api_names, base)
+            api_rows, api_excess, api_medians = _first_api_calls(trace, api_rows, None, api_names)
         del api_names
         unflagged = reason[api_rows] < 0  # a row another rule flagged is one-time as a whole
         api_rows, api_excess, api_medians = api_rows[unflagged], api_excess[unflagged], api_medians[unflagged]
