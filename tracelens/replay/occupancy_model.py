@@ -104,16 +104,18 @@ def kernel_model(trace: Trace, g: Graph) -> tuple[np.ndarray, np.ndarray, dict[s
     under = np.flatnonzero(fill < 1.0)
     if under.size == 0:
         return fill, floor, how
-    floor[under] = _traffic_floor(trace, g, under)
-    how["floored"] = int(
-        (floor[under] > np.ceil((g.time[g.op_end[under]] - g.time[g.op_start[under]]) * fill[under])).sum()
-    )
+    recorded = (
+        g.time[g.op_end[under]] - g.time[g.op_start[under]]
+    )  # (read once: the floor's test reads it too)
+    floor[under] = _traffic_floor(trace, g, under, recorded)
+    how["floored"] = int((floor[under] > np.ceil(recorded * fill[under])).sum())
     return fill, floor, how
 
 
-def _traffic_floor(trace: Trace, g: Graph, ops: np.ndarray) -> np.ndarray:
+def _traffic_floor(trace: Trace, g: Graph, ops: np.ndarray, recorded: np.ndarray | None = None) -> np.ndarray:
     """Per op in ``ops``: its op's input bytes / peak memory bandwidth in ns, where it is the only GPU op of its
-    outermost framework op and the floor is below its recorded time; else 0."""
+    outermost framework op and the floor is below its recorded time (``recorded``: the ops' recorded times
+    where the caller has them); else 0."""
     out = np.zeros(ops.size, np.int64)
     owner = op_of_gpu_ops(trace)
     if owner.size != g.op_row.size:
@@ -125,7 +127,8 @@ def _traffic_floor(trace: Trace, g: Graph, ops: np.ndarray) -> np.ndarray:
     rows = mine[single]
     op_bytes = _input_bytes(trace, rows)
     bandwidth = np.full(rows.size, np.nan)
-    devices = g.op_device[ops[single]]
+    alone = ops[single]
+    devices = g.op_device[alone]
     for dev in unique_ints(devices):  # a loop over devices
         info = trace.device_info(int(dev))
         links = device_links(info.get("name"), info.get("compute_major"), info.get("memory_bytes_per_s"))
@@ -133,8 +136,11 @@ def _traffic_floor(trace: Trace, g: Graph, ops: np.ndarray) -> np.ndarray:
             bandwidth[devices == dev] = links.memory_bytes_per_s
     with np.errstate(invalid="ignore"):
         ns = np.ceil(op_bytes / bandwidth * 1e9)
-    recorded = (g.time[g.op_end[ops[single]]] - g.time[g.op_start[ops[single]]]).astype(float)
-    usable = np.isfinite(ns) & (ns <= recorded)
+    if recorded is None:
+        took = g.time[g.op_end[alone]] - g.time[g.op_start[alone]]
+    else:
+        took = recorded[single]
+    usable = np.isfinite(ns) & (ns <= took.astype(float))
     out[np.flatnonzero(single)[usable]] = ns[usable].astype(np.int64)
     return out
 
