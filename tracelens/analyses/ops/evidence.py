@@ -153,7 +153,8 @@ def optimizer_step(trace: Trace) -> dict[str, Any] | None:
     }
 
 
-# Op rows tested per block for a foreach / fused op inside an optimizer step (the test stops at the first found).
+# Op rows in the first block tested for a foreach / fused op inside an optimizer step (each next block twice as
+# many; the test stops at the first found).
 FUSED_BLOCK = 1 << 16
 
 
@@ -164,18 +165,18 @@ def _fused_in_steps(trace: Trace, steps: np.ndarray) -> bool:
     cols = event_columns(trace)
     cpu = framework_op_rows(trace)
     names = op_names(trace)
-    is_fused = _name_matches(names.names, _FOREACH_OR_FUSED)[
-        names.code
-    ]  # per event name code (-1: last slot)
+    # per event name code (-1: the last slot)
+    is_fused = _name_matches(names.names, _FOREACH_OR_FUSED)[names.code]
     if not is_fused.any():
         return False
-    for lo in range(0, cpu.size, FUSED_BLOCK):  # a loop over blocks of op rows, until one is found
-        rows = cpu[lo : lo + FUSED_BLOCK]
+    # blocks doubling in size: a few dozen at most over an export's tens of millions of op rows
+    lo, block = 0, FUSED_BLOCK
+    while lo < cpu.size:  # a loop over blocks of op rows, until one is found
+        rows = cpu[lo : lo + block]
         fused = rows[is_fused[cols.name[rows]]]
-        if fused.size and bool(
-            _inside(cols, steps, cols.pid[fused], cols.tid[fused], cols.start[fused]).any()
-        ):
+        if fused.size and _inside(cols, steps, cols.pid[fused], cols.tid[fused], cols.start[fused]).any():
             return True
+        lo, block = lo + block, 2 * block
     return False
 
 
