@@ -455,6 +455,17 @@ class KernelOccupancy:
         }
 
     @property
+    def per_config(self) -> dict[str, np.ndarray]:
+        """Each configuration's calculator inputs and results (``config``: each launch's configuration): a
+        per-launch value is ``per_config[name][config]``; readers that work per configuration (a few hundred)
+        gather only their result to the launches."""
+        return self._per_config
+
+    @property
+    def config(self) -> np.ndarray:
+        return self._config
+
+    @property
     def duration(self) -> np.ndarray:
         """Each launch's end minus start (int64): read on first use, then kept (the load's enrich needs none)."""
         if "_duration" not in self.__dict__:

@@ -70,15 +70,6 @@ class _KernelOccupancy(KernelOccupancy):
         return self.excluded_as == LIBRARY
 
     @property
-    def per_config(self) -> dict[str, np.ndarray]:
-        """Each configuration's calculator inputs and results (``config``: each launch's configuration)."""
-        return self._per_config
-
-    @property
-    def config(self) -> np.ndarray:
-        return self._config
-
-    @property
     def shape_limited(self) -> np.ndarray:
         """Launches whose block shape holds them below LOW_OCCUPANCY (registers and shared memory allow more,
         or are not recorded)."""

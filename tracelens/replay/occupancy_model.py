@@ -61,50 +61,61 @@ def kernel_model(trace: Trace, g: Graph) -> tuple[np.ndarray, np.ndarray, dict[s
     if occ.rows.size == 0 or n == 0:
         return fill, floor, {}
     # as the occupancy section counts them: collectives and vendor-library kernels are not the user's to re-grid;
-    # a block shape below LOW_OCCUPANCY limited by warps or blocks per SM (or an unknown limiter) limits the fill
-    # the kernels' names by the event columns' codes (the names in use tested once each; no column read again)
+    # a block shape below LOW_OCCUPANCY limited by warps or blocks per SM (or an unknown limiter) limits the fill.
+    # The fill of a launch not excluded depends only on its configuration (device, shape, grid: a few hundred):
+    # computed per configuration and gathered once to the graph's ops (the same elementwise operations as per
+    # launch, so the same values), no per-launch array of the calculator's values
+    per_config = occ.per_config
+    limiter, shape = per_config["limiter"], per_config["shape"]
+    by_shape = (limiter == LIMIT_WARPS) | (limiter == LIMIT_BLOCKS) | (limiter < 0)
+    shape_limited = by_shape & (shape < LOW_OCCUPANCY)
+    sm_count = np.full(limiter.size, np.nan)
+    for dev, note in occ.device_notes.items():  # a loop over devices
+        if note.get("sm_count"):
+            sm_count[per_config["device"] == dev] = float(note["sm_count"])
+    quantized = wave_fill(per_config["grid"], sm_count, per_config["active"].astype(float))
+    shape = np.where(shape_limited, shape, 1.0)
+    sm_fill = np.nan_to_num(per_config["grid_fill"], nan=1.0) * shape  # the occupancy section's SM fill
+    config_fill = np.where(np.isfinite(quantized), quantized * shape, sm_fill)
+    # (the ops' rows ascend, as the kernels' do: intervals.search_sorted walks both where its helper is built)
+    at = np.minimum(intervals.search_sorted(occ.rows, g.op_row), occ.rows.size - 1)
+    hit = occ.rows[at] == g.op_row
+    config = occ.config[at]
+    del at
+    # excluded, by the kernels' names: an op that is a kernel has the kernel's row, so its name (the names in use
+    # tested once each; no column read again)
     cols = event_columns(trace)
     collective = name_lookup(cols.names, is_collective_kernel)
     library = name_lookup(cols.names, is_library_kernel)
     if collective is not None and library is not None:  # one gather of the rows' names, through both rules
-        excluded = (collective | library)[cols.name[occ.rows]]
+        excluded = (collective | library)[cols.name[g.op_row]]
     else:
-        codes = cols.name[occ.rows]
+        codes = cols.name[g.op_row]
         excluded = code_mask(codes, cols.names, is_collective_kernel) | code_mask(
             codes, cols.names, is_library_kernel
         )
-    by_shape = (occ.limiter == LIMIT_WARPS) | (occ.limiter == LIMIT_BLOCKS) | (occ.limiter < 0)
-    shape_limited = ~excluded & by_shape & (occ.shape < LOW_OCCUPANCY)
-    sm_count = np.full(occ.rows.size, np.nan)
-    for dev, note in occ.device_notes.items():  # a loop over devices
-        if note.get("sm_count"):
-            sm_count[occ.device == dev] = float(note["sm_count"])
-    quantized = wave_fill(occ.grid, sm_count, occ.active.astype(float))
-    shape = np.where(shape_limited, occ.shape, 1.0)
-    sm_fill = np.nan_to_num(occ.grid_fill, nan=1.0) * shape  # the occupancy section's SM fill
-    per_kernel = np.where(np.isfinite(quantized), quantized * shape, sm_fill)
-    per_kernel = np.where(excluded, 1.0, per_kernel)
-    # (the ops' rows ascend, as the kernels' do: intervals.search_sorted walks both where its helper is built)
-    at = np.minimum(intervals.search_sorted(occ.rows, g.op_row), occ.rows.size - 1)
-    hit = occ.rows[at] == g.op_row
-    fill = np.where(hit, per_kernel[at], 1.0)
+    fill = np.where(hit & ~excluded, config_fill[config], 1.0)
+    finite = np.isfinite(quantized)[config]
+    lowered = hit & (fill < 1.0)
     how = {
-        "wave_quantized": int((hit & np.isfinite(quantized[at]) & (fill < 1.0)).sum()),
-        "sm_fill_only": int((hit & ~np.isfinite(quantized[at]) & (fill < 1.0)).sum()),
+        "wave_quantized": int((lowered & finite).sum()),
+        "sm_fill_only": int((lowered & ~finite).sum()),
     }
     under = np.flatnonzero(fill < 1.0)
     if under.size == 0:
         return fill, floor, how
-    floor[under] = _traffic_floor(trace, g, under)
-    how["floored"] = int(
-        (floor[under] > np.ceil((g.time[g.op_end[under]] - g.time[g.op_start[under]]) * fill[under])).sum()
-    )
+    recorded = (
+        g.time[g.op_end[under]] - g.time[g.op_start[under]]
+    )  # (read once: the floor's test reads it too)
+    floor[under] = _traffic_floor(trace, g, under, recorded)
+    how["floored"] = int((floor[under] > np.ceil(recorded * fill[under])).sum())
     return fill, floor, how
 
 
-def _traffic_floor(trace: Trace, g: Graph, ops: np.ndarray) -> np.ndarray:
+def _traffic_floor(trace: Trace, g: Graph, ops: np.ndarray, recorded: np.ndarray | None = None) -> np.ndarray:
     """Per op in ``ops``: its op's input bytes / peak memory bandwidth in ns, where it is the only GPU op of its
-    outermost framework op and the floor is below its recorded time; else 0."""
+    outermost framework op and the floor is below its recorded time (``recorded``: the ops' recorded times
+    where the caller has them); else 0."""
     out = np.zeros(ops.size, np.int64)
     owner = op_of_gpu_ops(trace)
     if owner.size != g.op_row.size:
@@ -116,7 +127,8 @@ def _traffic_floor(trace: Trace, g: Graph, ops: np.ndarray) -> np.ndarray:
     rows = mine[single]
     op_bytes = _input_bytes(trace, rows)
     bandwidth = np.full(rows.size, np.nan)
-    devices = g.op_device[ops[single]]
+    alone = ops[single]
+    devices = g.op_device[alone]
     for dev in unique_ints(devices):  # a loop over devices
         info = trace.device_info(int(dev))
         links = device_links(info.get("name"), info.get("compute_major"), info.get("memory_bytes_per_s"))
@@ -124,8 +136,11 @@ def _traffic_floor(trace: Trace, g: Graph, ops: np.ndarray) -> np.ndarray:
             bandwidth[devices == dev] = links.memory_bytes_per_s
     with np.errstate(invalid="ignore"):
         ns = np.ceil(op_bytes / bandwidth * 1e9)
-    recorded = (g.time[g.op_end[ops[single]]] - g.time[g.op_start[ops[single]]]).astype(float)
-    usable = np.isfinite(ns) & (ns <= recorded)
+    if recorded is None:
+        took = g.time[g.op_end[alone]] - g.time[g.op_start[alone]]
+    else:
+        took = recorded[single]
+    usable = np.isfinite(ns) & (ns <= took.astype(float))
     out[np.flatnonzero(single)[usable]] = ns[usable].astype(np.int64)
     return out
 

@@ -375,8 +375,12 @@ def _region_heads(
         and (threads * steps * blocks < 2**62)
     ):
         key = (thread.astype(np.int64) * steps + (step + 1)) * blocks + blocking_before
-        order = np.arange(key.size) if bool((key[1:] >= key[:-1]).all()) else np.argsort(key, kind="stable")
-        key = key[order]  # (keys mostly sorted already: then the stable sort's identity, no sort)
+        if bool((key[1:] >= key[:-1]).all()):  # (keys mostly sorted already: the stable sort's identity)
+            head = np.ones(points.size, bool)
+            np.not_equal(key[1:], key[:-1], out=head[1:])
+            return points[head]  # (no order, and no gather of the keys and points by it)
+        order = np.argsort(key, kind="stable")
+        key = key[order]
     else:
         order = np.lexsort((time, blocking_before, step, thread))
         key = np.stack([thread[order], step[order], blocking_before[order]])

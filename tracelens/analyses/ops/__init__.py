@@ -39,7 +39,7 @@ from ...trace import Trace
 from ..columns import device_busy, event_columns
 from ..frame_free import sort_order
 from ..launch import launch_pairs
-from ..schedule import run_sections, usable_threads
+from ..schedule import run_beside
 from . import roofline
 from .evidence import (
     TOP_EVIDENCE_OPS,
@@ -268,14 +268,15 @@ def by_innermost(trace: Trace, limit: int = TOP_OPS) -> list[dict[str, Any]]:
 def section(trace: Trace, done: dict[str, Any]) -> dict[str, Any]:
     if not device_busy(trace):
         return ops_report(trace)
-    # The ops the diagnosis names (on traces with GPU activity), found while the op tree is held, on the other
-    # thread beside the section's own tables once the tree they both read is built (on a big trace this section
-    # runs alone: the sections beside it are done, the exclusive ones kept apart).
+    # The ops the diagnosis names (on traces with GPU activity), found while the op tree is held, once the tree
+    # they both read is built: on the other worker where it has nothing of its own to run (schedule.run_beside: on
+    # a big trace this section runs alone, the sections beside it done, the exclusive ones kept apart), else after
+    # the section's own tables on this thread. (Two threads of their own beside the what-if section, on the 406 MB
+    # Kineto tile, were three busy threads on two cores: the section's thread sat in a join ~70 ms while the
+    # what-if section, the sections' critical path, lost its core to them.)
     outermost_ops(trace)
-    found = run_sections(
-        ["report", "evidence"],
-        lambda key: ops_report(trace) if key == "report" else diagnosis_ops(trace),
-        threads=usable_threads(),
+    found = run_beside(
+        ["report", "evidence"], lambda key: ops_report(trace) if key == "report" else diagnosis_ops(trace)
     )
     report: dict[str, Any] = found["report"]
     return report

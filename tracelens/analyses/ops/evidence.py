@@ -144,17 +144,40 @@ def optimizer_step(trace: Trace) -> dict[str, Any] | None:
     pairs = launch_pairs(trace)
     kernels = pairs["is_kernel"] & pairs["matched"]
     inside = _inside(cols, ann, pairs["pid"][kernels], pairs["tid"][kernels], pairs["launch_start"][kernels])
-    cpu = framework_op_rows(trace)
-    names = op_names(trace)
-    fused = cpu[_name_matches(names.names, _FOREACH_OR_FUSED)[names.code][cols.name[cpu]]]
-    in_step = _inside(cols, ann, cols.pid[fused], cols.tid[fused], cols.start[fused])
     total = int(kernels.sum())
     return {
         "steps": int(ann.size),
         "kernels": int(inside.sum()),
         "kernel_share": float(inside.sum() / total) if total else None,
-        "foreach_or_fused": bool(in_step.any()),
+        "foreach_or_fused": _fused_in_steps(trace, ann),
     }
+
+
+# Op rows in the first block tested for a foreach / fused op inside an optimizer step (each next block twice as
+# many; the test stops at the first found).
+FUSED_BLOCK = 1 << 16
+
+
+def _fused_in_steps(trace: Trace, steps: np.ndarray) -> bool:
+    """Whether a foreach / fused framework op starts inside one of ``steps`` (optimizer step rows, sorted by
+    thread and start): the op rows a block at a time, stopping at the first such op (no name gather over every
+    op row where one is found early, as in a training trace's first step)."""
+    cols = event_columns(trace)
+    cpu = framework_op_rows(trace)
+    names = op_names(trace)
+    # per event name code (-1: the last slot)
+    is_fused = _name_matches(names.names, _FOREACH_OR_FUSED)[names.code]
+    if not is_fused.any():
+        return False
+    # blocks doubling in size: a few dozen at most over an export's tens of millions of op rows
+    lo, block = 0, FUSED_BLOCK
+    while lo < cpu.size:  # a loop over blocks of op rows, until one is found
+        rows = cpu[lo : lo + block]
+        fused = rows[is_fused[cols.name[rows]]]
+        if fused.size and _inside(cols, steps, cols.pid[fused], cols.tid[fused], cols.start[fused]).any():
+            return True
+        lo, block = lo + block, 2 * block
+    return False
 
 
 def sync_ops(trace: Trace, limit: int = TOP_EVIDENCE_OPS) -> list[dict[str, Any]]:
