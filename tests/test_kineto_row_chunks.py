@@ -59,6 +59,13 @@ def test_a_read_with_chunks_gives_the_table_of_one_without(monkeypatch: pytest.M
         return real(self, key, rows)
 
     monkeypatch.setattr(row_chunks.RowChunks, "column", counting)
+    real_reserve = row_chunks.RowChunks.reserve
+
+    def counting_reserve(self: row_chunks.RowChunks, rows: int, text_bytes: int) -> dict[str, np.ndarray]:
+        taken.append(rows)  # (the slices the reader takes as each block's scan ends)
+        return real_reserve(self, rows, text_bytes)
+
+    monkeypatch.setattr(row_chunks.RowChunks, "reserve", counting_reserve)
     with_chunks = load(path, engine="native")
     assert taken  # the chunks were used
     assert with_chunks.events.equals(without.events) and with_chunks.devices.equals(without.devices)

@@ -25,7 +25,8 @@ class Appended:
         """``key``'s rows from every block, in block order."""
         blocks = self._blocks[key]
         if len(blocks) != 1:
-            blocks[:] = [np.concatenate(blocks)]
+            run = _one_run(blocks)
+            blocks[:] = [np.concatenate(blocks) if run is None else run]
         return blocks[0]
 
     def pop(self, key: str) -> np.ndarray:
@@ -41,3 +42,25 @@ class Appended:
     def discard(self, key: str) -> None:
         """Drop ``key``'s arrays unread (none held: nothing to do)."""
         self._blocks.pop(key, None)
+
+
+def _one_run(blocks: list[np.ndarray]) -> np.ndarray | None:
+    """The blocks' arrays joined as a view, where they are consecutive slices of one 1-D array (row_chunks.py: a
+    key's blocks written into one chunk in file order), else None (they are copied into a joined array)."""
+    filled = [values for values in blocks if values.size]
+    base = filled[0].base if filled else None
+    if not isinstance(base, np.ndarray) or base.ndim != 1 or not base.flags.c_contiguous:
+        return None
+    if any(values.dtype != base.dtype or values.ndim != 1 for values in blocks):
+        return None  # (np.concatenate would give another type or shape)
+    item, origin = base.itemsize, base.__array_interface__["data"][0]
+    begin = end = (filled[0].__array_interface__["data"][0] - origin) // item
+    for values in filled:  # (an empty slice adds nothing, wherever it points)
+        if (
+            values.base is not base
+            or not values.flags.c_contiguous
+            or values.__array_interface__["data"][0] != origin + end * item
+        ):
+            return None
+        end += values.size
+    return base[begin:end]

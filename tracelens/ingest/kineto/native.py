@@ -68,6 +68,16 @@ def prepared_block(scanned: dict[str, Any]) -> dict[str, Any]:
     return _prepared_columns(scanned)
 
 
+def reserve_rows(scanned: dict[str, Any], text_bytes: int) -> dict[str, Any]:
+    """The scanner's output (of ``text_bytes`` of JSON) with its block's int64 row columns' slices taken in the row
+    chunks (row_chunks.reserved; none without chunks or rows), which :func:`prepared_block` writes into."""
+    rows = scanned["rows"]
+    slots = row_chunks.reserved(rows, text_bytes) if rows > 0 else None
+    if slots is not None:
+        scanned["row_slots"] = slots
+    return scanned
+
+
 def scan_block_columns(pieces: tuple[bytes | memoryview, ...]) -> dict[str, Any] | None:
     """The columns :func:`block_columns` makes, from the native scanner (None: it declined the block)."""
     scanned = scanner().scan_events(pieces, to_number, msgspec.json.decode)
@@ -252,8 +262,12 @@ def _prepared_columns(scanned: dict[str, Any]) -> dict[str, Any]:
         return prepare_block(_scanned_columns(scanned))
     counts = {"row": n, "gpu": sizes[0], "launch": sizes[1]}
     chunks = row_chunks.current()  # the int64 row columns from shared chunks, for big traces (row_chunks.py)
+    # (the slices the reader took for this block as its scan ended, in file order: reserve_rows)
+    slots = scanned.get("row_slots")
     made = {
-        key: chunks.column(key, n)
+        key: slots[key]
+        if slots is not None and key in slots and slots[key].size == n
+        else chunks.column(key, n)
         if chunks is not None and key in row_chunks.CHUNKED_KEYS
         else np.empty((counts[per], 3) if key in ("grid", "block") else counts[per], dtype=dtype)
         for key, dtype, per in _PREPARED

@@ -1,11 +1,17 @@
-"""The blocks' int64 row columns (start, duration and the four ids) as slices of shared 4 MiB arrays, one set per
-key, instead of an array per block.
+"""The blocks' int64 row columns (start, duration and the four ids) as slices of shared arrays (chunks), one set
+per key, instead of an array per block.
 
 Why: the table build joins each key's block columns and frees them. Arrays per block (~240 KB each) are freed to
 the C heap, whose pages the build's big arrays cannot take, so it faulted in ~75 MiB of fresh pages while
 ~75 MiB of block columns were freed. A 4 MiB array is a big array (memory.reusing_array_pages): it is freed
 whole once its key is joined, and the build's next arrays take its pages (measured on the 406 MB tile:
 finish's fresh pages 74 -> 8 MiB, its CPU -15%; benchmarks/results/kpg11.md).
+
+A chunk is sized for the rest of the trace (its JSON size at the rows per byte of the blocks so far, a few percent
+over; pages are only mapped where rows are written), and the reader takes each block's slices in file order where it can (on the one scan worker
+of a gzipped file, as each block's scan ends): then a key's blocks are consecutive slices of one chunk, and the
+table build reads them joined as a view of it (appended.py) instead of copying them into a joined array (six
+12 MB copies at the 406 MB tile, on the build's critical path for the starts: benchmarks/results/kld15.md).
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ import contextlib
 import contextvars
 import threading
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 
@@ -24,25 +31,56 @@ CHUNK_ROWS = 2**19
 # Chunked only for traces whose columns fill chunks (below, a chunk mostly empty per key: where huge pages pay,
 # 2 MiB resident per key for a small trace): ~270 bytes of JSON a row, so ~250k rows from here.
 MIN_JSON_BYTES = 64 * 2**20
+# A chunk sized for the rows still to come holds this much more than their estimate (the rows per JSON byte of the
+# blocks so far): what is left unused at the end is a few percent of a key's pages, never written (not resident).
+ROWS_MARGIN = 1.08
 
 
 class RowChunks:
     """Hands out each key's block columns as consecutive slices of its current chunk (a new chunk when it is
-    full); thread-safe: the workers prepare blocks at once, in any order (the table joins them in block order)."""
+    full); thread-safe: the workers prepare blocks at once, in any order (the table joins them in block order).
 
-    def __init__(self) -> None:
+    ``json_bytes``: the trace's JSON size; blocks reserved with their JSON size (:meth:`reserve`) then size each
+    new chunk for the rows still to come (all of the trace's at the first block), else chunks are CHUNK_ROWS."""
+
+    def __init__(self, json_bytes: int = 0) -> None:
+        self.json_bytes = json_bytes
+        self.chunk_rows = CHUNK_ROWS  # a new chunk's rows
         self._lock = threading.Lock()
         self._current: dict[str, tuple[np.ndarray, int]] = {}
+        self._rows = self._text = 0  # the reserved blocks' rows and JSON bytes
 
     def column(self, key: str, rows: int) -> np.ndarray:
         """An uninitialized int64 column of ``rows`` rows for ``key``."""
-        if rows > CHUNK_ROWS // 4:  # a block this big is an array of its own (no chunk left mostly empty)
-            return np.empty(rows, np.int64)
         with self._lock:
-            chunk, used = self._current.get(key, (None, 0))
-            if chunk is None or used + rows > chunk.size:
-                chunk, used = np.empty(CHUNK_ROWS, np.int64), 0
-            self._current[key] = (chunk, used + rows)
+            return self._column(key, rows)
+
+    def reserve(self, rows: int, text_bytes: int) -> dict[str, np.ndarray]:
+        """Each chunked key's column for a block of ``rows`` rows and ``text_bytes`` bytes of JSON (:meth:`column`),
+        all taken at once."""
+        with self._lock:
+            self._rows += rows
+            self._text += text_bytes
+            if self.json_bytes > 0 and self._text > 0:  # the rows to come at the rows per byte so far
+                left = max(0, self.json_bytes - self._text) * self._rows / self._text
+                self.chunk_rows = max(CHUNK_ROWS, rows + int(left * ROWS_MARGIN))
+            return {key: self._column(key, rows) for key in sorted(CHUNKED_KEYS)}
+
+    def close(self) -> None:
+        """No more columns: the current chunks are no longer held here (the worker threads' contexts may keep this
+        object), so each is freed with its last slice, as the table build joins its key."""
+        with self._lock:
+            self._current.clear()
+
+    def _column(self, key: str, rows: int) -> np.ndarray:
+        if (
+            rows > self.chunk_rows // 4
+        ):  # a block this big is an array of its own (no chunk left mostly empty)
+            return np.empty(rows, np.int64)
+        chunk, used = self._current.get(key, (None, 0))
+        if chunk is None or used + rows > chunk.size:
+            chunk, used = np.empty(self.chunk_rows, np.int64), 0
+        self._current[key] = (chunk, used + rows)
         return chunk[used : used + rows]
 
 
@@ -59,8 +97,34 @@ def current() -> RowChunks | None:
 def row_chunks(json_bytes: int) -> Iterator[None]:
     """Within: blocks prepared take their int64 row columns from shared chunks, for a trace of ``json_bytes``
     of JSON big enough to fill them. The chunks are released with their last slice."""
-    token = _CURRENT.set(RowChunks() if json_bytes >= MIN_JSON_BYTES else None)
+    chunks = RowChunks(json_bytes) if json_bytes >= MIN_JSON_BYTES else None
+    token = _CURRENT.set(chunks)
     try:
         yield
     finally:
         _CURRENT.reset(token)
+        if chunks is not None:
+            chunks.close()
+
+
+def reserved(rows: int, text_bytes: int) -> dict[str, np.ndarray] | None:
+    """Each chunked key's slice for a block of ``rows`` rows (``text_bytes`` of JSON), taken now (None: no chunks
+    in this read). The reader takes them as each block's scan ends, in file order where one worker scans (the
+    block's columns are written into them later, by whichever thread makes them)."""
+    chunks = _CURRENT.get()
+    return None if chunks is None else chunks.reserve(rows, text_bytes)
+
+
+def in_chunks(block: dict[str, Any]) -> dict[str, Any]:
+    """``block``'s chunked row columns copied into the chunks' next slices (the document's rest, made after the
+    other blocks: its rows follow theirs in the chunks, so the keys' joined columns stay one view)."""
+    chunks = _CURRENT.get()
+    if chunks is None or "kind" not in block:
+        return block
+    for key in sorted(CHUNKED_KEYS):
+        values = block[key]
+        if values.dtype == np.int64 and values.ndim == 1:
+            slot = chunks.column(key, values.size)
+            slot[:] = values
+            block[key] = slot
+    return block
