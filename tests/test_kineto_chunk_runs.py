@@ -16,6 +16,7 @@ from tracelens import load
 from tracelens.ingest.kineto import appended, row_chunks
 from tracelens.ingest.kineto.appended import Appended
 from tracelens.ingest.kineto.blocks import scanner
+from tracelens.ingest.kineto.native import CHUNK_SLOTS
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
@@ -78,10 +79,10 @@ def test_reserved_slices_are_disjoint_in_order_and_sized_for_the_trace(
 ) -> None:
     monkeypatch.setattr(row_chunks, "CHUNK_ROWS", 16)
     chunks = row_chunks.RowChunks(json_bytes=10_000_000)
-    first = chunks.reserve(1000, 100_000)  # 100 bytes a row: ~100k rows to come
+    first = chunks.reserve({"row": 1000}, 100_000)  # 100 bytes a row: ~100k rows to come
     assert set(first) == row_chunks.CHUNKED_KEYS
     assert chunks.chunk_rows >= 100_000 and chunks.chunk_rows <= 100_000 * row_chunks.ROWS_MARGIN + 1000
-    second = chunks.reserve(500, 50_000)
+    second = chunks.reserve({"row": 500}, 50_000)
     for key in row_chunks.CHUNKED_KEYS:
         a, b = first[key], second[key]
         assert a.base is b.base and a.size == 1000 and b.size == 500
@@ -97,9 +98,9 @@ def test_a_trace_denser_than_its_first_block_goes_on_in_another_chunk(
 ) -> None:
     monkeypatch.setattr(row_chunks, "CHUNK_ROWS", 16)
     chunks = row_chunks.RowChunks(json_bytes=1_000_000)
-    first = chunks.reserve(1000, 500_000)  # 2,000 rows estimated
+    first = chunks.reserve({"row": 1000}, 500_000)  # 2,000 rows estimated
     size = chunks.chunk_rows
-    more = [chunks.reserve(10_000 // 8, 60_000)["start"] for _ in range(8)]
+    more = [chunks.reserve({"row": 10_000 // 8}, 60_000)["start"] for _ in range(8)]
     taken = [first["start"], *more]
     assert sum(c.size for c in taken) > size  # past the first chunk
     for value, column in enumerate(taken):
@@ -109,9 +110,36 @@ def test_a_trace_denser_than_its_first_block_goes_on_in_another_chunk(
     np.testing.assert_array_equal(_joined(taken), np.concatenate(taken))
 
 
+def test_slots_of_other_counts_types_and_widths(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(row_chunks, "CHUNK_ROWS", 16)
+    slots = (("start", np.int64, "row", 1), ("bytes", np.float64, "gpu", 1), ("grid", np.float64, "gpu", 3))
+    chunks = row_chunks.RowChunks(json_bytes=1_000_000)
+    blocks = [chunks.reserve({"row": 40, "gpu": n}, 10_000, slots) for n in (4, 0, 7)]
+    for value, block in enumerate(blocks):
+        assert block["start"].shape == (40,) and block["grid"].shape == (block["bytes"].size, 3)
+        assert block["grid"].dtype == np.float64 and block["start"].dtype == np.int64
+        for column in block.values():
+            column[...] = value
+    for key in ("start", "bytes", "grid"):
+        taken = [block[key] for block in blocks]
+        for value, column in enumerate(taken):
+            assert (column == value).all()
+        joined = _joined(taken)
+        np.testing.assert_array_equal(joined, np.concatenate(taken))
+        assert joined.base is blocks[0][key].base  # consecutive rows (of three for grid): one view
+    # a column copied in after them (the document's rest) follows them in the chunk; another type is left as is
+    rest = np.arange(6, dtype=np.float64).reshape(2, 3)
+    moved = chunks.taken("grid", rest, slots[2])
+    assert moved.base is blocks[0]["grid"].base
+    np.testing.assert_array_equal(moved, rest)
+    assert _joined([b["grid"] for b in blocks] + [moved]).base is moved.base
+    ints = np.arange(3, dtype=np.int32)
+    assert chunks.taken("bytes", ints, slots[1]) is ints
+
+
 def test_close_releases_the_current_chunks() -> None:
     chunks = row_chunks.RowChunks(json_bytes=row_chunks.MIN_JSON_BYTES)
-    column = chunks.reserve(10, 1000)["start"]
+    column = chunks.reserve({"row": 10}, 1000)["start"]
     chunks.close()
     assert chunks.column("start", 10).base is not column.base  # a new chunk after close
 
@@ -138,5 +166,5 @@ def test_a_read_with_chunks_joins_views_and_gives_the_table_of_one_without(
 
     monkeypatch.setattr(appended, "_one_run", recording)
     with_chunks = load(path, engine="native")
-    assert sum(runs) == len(row_chunks.CHUNKED_KEYS)  # each chunked key read as one view
+    assert sum(runs) == len(CHUNK_SLOTS)  # each chunked key read as one view
     assert with_chunks.events.equals(without.events) and with_chunks.devices.equals(without.devices)

@@ -5,6 +5,7 @@ as one without."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -61,9 +62,11 @@ def test_a_read_with_chunks_gives_the_table_of_one_without(monkeypatch: pytest.M
     monkeypatch.setattr(row_chunks.RowChunks, "column", counting)
     real_reserve = row_chunks.RowChunks.reserve
 
-    def counting_reserve(self: row_chunks.RowChunks, rows: int, text_bytes: int) -> dict[str, np.ndarray]:
-        taken.append(rows)  # (the slices the reader takes as each block's scan ends)
-        return real_reserve(self, rows, text_bytes)
+    def counting_reserve(
+        self: row_chunks.RowChunks, counts: dict[str, int], text_bytes: int, *slots: Any
+    ) -> dict[str, np.ndarray]:
+        taken.append(counts["row"])  # (the slices the reader takes as each block's scan ends)
+        return real_reserve(self, counts, text_bytes, *slots)
 
     monkeypatch.setattr(row_chunks.RowChunks, "reserve", counting_reserve)
     with_chunks = load(path, engine="native")

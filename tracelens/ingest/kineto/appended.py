@@ -45,22 +45,23 @@ class Appended:
 
 
 def _one_run(blocks: list[np.ndarray]) -> np.ndarray | None:
-    """The blocks' arrays joined as a view, where they are consecutive slices of one 1-D array (row_chunks.py: a
-    key's blocks written into one chunk in file order), else None (they are copied into a joined array)."""
+    """The blocks' arrays joined as a view, where they are consecutive slices (of whole rows) of one array
+    (row_chunks.py: a key's blocks written into one chunk in file order), else None (they are copied into a
+    joined array)."""
     filled = [values for values in blocks if values.size]
     base = filled[0].base if filled else None
-    if not isinstance(base, np.ndarray) or base.ndim != 1 or not base.flags.c_contiguous:
+    if not isinstance(base, np.ndarray) or base.ndim == 0 or not base.flags.c_contiguous:
         return None
-    if any(values.dtype != base.dtype or values.ndim != 1 for values in blocks):
+    if any(values.dtype != base.dtype or values.shape[1:] != base.shape[1:] for values in blocks):
         return None  # (np.concatenate would give another type or shape)
-    item, origin = base.itemsize, base.__array_interface__["data"][0]
-    begin = end = (filled[0].__array_interface__["data"][0] - origin) // item
+    step, origin = base.strides[0], base.__array_interface__["data"][0]
+    begin = end = (filled[0].__array_interface__["data"][0] - origin) // step
     for values in filled:  # (an empty slice adds nothing, wherever it points)
         if (
             values.base is not base
             or not values.flags.c_contiguous
-            or values.__array_interface__["data"][0] != origin + end * item
+            or values.__array_interface__["data"][0] != origin + end * step
         ):
             return None
-        end += values.size
+        end += values.shape[0]
     return base[begin:end]

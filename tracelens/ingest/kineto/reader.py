@@ -17,7 +17,7 @@ from ...trace import Trace
 from . import native
 from .msgspec_engine import block_columns, decode_events, decode_header, decode_rest
 from .named_kinds import NameFlags, ready_block
-from .native import prepared_block, reserve_rows, scan_document, scan_raw
+from .native import CHUNK_SLOTS, prepared_block, reserve_rows, scan_document, scan_raw
 from .prepare import prepare_block
 from .row_chunks import in_chunks, row_chunks
 from .shared_steps import SharedSteps
@@ -137,7 +137,9 @@ def _add_blocks(
                     raise
                 for done in decoder.drain():
                     columns.add(done)
-                columns.add(in_chunks(block))  # (its rows after the others' in the chunks: row_chunks.py)
+                columns.add(
+                    in_chunks(block, CHUNK_SLOTS)
+                )  # (after the others' rows in the chunks: row_chunks.py)
                 document.update(meta)
 
 

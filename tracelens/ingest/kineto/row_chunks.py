@@ -36,35 +36,64 @@ MIN_JSON_BYTES = 64 * 2**20
 ROWS_MARGIN = 1.08
 
 
+# A key the reader takes slices of for each block (reserve): its dtype, what it holds a value per ("row", "gpu":
+# per GPU row, "launch": per launch) and how many values per item (grid and block: 3).
+Slot = tuple[str, type, str, int]
+ROW_SLOTS: tuple[Slot, ...] = tuple((key, np.int64, "row", 1) for key in sorted(CHUNKED_KEYS))
+
+
 class RowChunks:
     """Hands out each key's block columns as consecutive slices of its current chunk (a new chunk when it is
     full); thread-safe: the workers prepare blocks at once, in any order (the table joins them in block order).
 
     ``json_bytes``: the trace's JSON size; blocks reserved with their JSON size (:meth:`reserve`) then size each
-    new chunk for the rows still to come (all of the trace's at the first block), else chunks are CHUNK_ROWS."""
+    new chunk for the items still to come (all of the trace's at the first block), else chunks are CHUNK_ROWS."""
 
     def __init__(self, json_bytes: int = 0) -> None:
         self.json_bytes = json_bytes
-        self.chunk_rows = CHUNK_ROWS  # a new chunk's rows
+        self.sizes: dict[
+            str, int
+        ] = {}  # a new chunk's items, by what its key counts ("row", "gpu", "launch")
         self._lock = threading.Lock()
         self._current: dict[str, tuple[np.ndarray, int]] = {}
-        self._rows = self._text = 0  # the reserved blocks' rows and JSON bytes
+        self._counts: dict[
+            str, int
+        ] = {}  # the reserved blocks' items by what they count, and their JSON bytes
+        self._text = 0
+
+    @property
+    def chunk_rows(self) -> int:
+        """A new row chunk's rows."""
+        return self.sizes.get("row", CHUNK_ROWS)
 
     def column(self, key: str, rows: int) -> np.ndarray:
         """An uninitialized int64 column of ``rows`` rows for ``key``."""
         with self._lock:
-            return self._column(key, rows)
+            return self._take(key, rows, np.int64, "row", 1)
 
-    def reserve(self, rows: int, text_bytes: int) -> dict[str, np.ndarray]:
-        """Each chunked key's column for a block of ``rows`` rows and ``text_bytes`` bytes of JSON (:meth:`column`),
-        all taken at once."""
+    def reserve(
+        self, counts: dict[str, int], text_bytes: int, slots: tuple[Slot, ...] = ROW_SLOTS
+    ) -> dict[str, np.ndarray]:
+        """Each of ``slots``' uninitialized column for a block of ``counts`` items (by what they count) and
+        ``text_bytes`` bytes of JSON, all taken at once."""
         with self._lock:
-            self._rows += rows
             self._text += text_bytes
-            if self.json_bytes > 0 and self._text > 0:  # the rows to come at the rows per byte so far
-                left = max(0, self.json_bytes - self._text) * self._rows / self._text
-                self.chunk_rows = max(CHUNK_ROWS, rows + int(left * ROWS_MARGIN))
-            return {key: self._column(key, rows) for key in sorted(CHUNKED_KEYS)}
+            for per, count in counts.items():
+                self._counts[per] = self._counts.get(per, 0) + count
+                if self.json_bytes > 0 and self._text > 0:  # the items to come at the items per byte so far
+                    left = max(0, self.json_bytes - self._text) * self._counts[per] / self._text
+                    self.sizes[per] = max(CHUNK_ROWS, count + int(left * ROWS_MARGIN))
+            return {key: self._take(key, counts[per], dtype, per, width) for key, dtype, per, width in slots}
+
+    def taken(self, key: str, values: np.ndarray, slot: Slot) -> np.ndarray:
+        """``values`` (a block's column of ``key``) copied into the key's next slice, where they fit its ``slot``."""
+        _, dtype, per, width = slot
+        if values.dtype != dtype or values.shape[1:] != (() if width == 1 else (width,)):
+            return values
+        with self._lock:
+            into = self._take(key, values.shape[0], dtype, per, width)
+        into[...] = values
+        return into
 
     def close(self) -> None:
         """No more columns: the current chunks are no longer held here (the worker threads' contexts may keep this
@@ -72,16 +101,16 @@ class RowChunks:
         with self._lock:
             self._current.clear()
 
-    def _column(self, key: str, rows: int) -> np.ndarray:
-        if (
-            rows > self.chunk_rows // 4
-        ):  # a block this big is an array of its own (no chunk left mostly empty)
-            return np.empty(rows, np.int64)
+    def _take(self, key: str, items: int, dtype: type, per: str, width: int) -> np.ndarray:
+        size = self.sizes.get(per, CHUNK_ROWS)
+        row = () if width == 1 else (width,)
+        if items > size // 4:  # a block this big is an array of its own (no chunk left mostly empty)
+            return np.empty((items, *row), dtype)
         chunk, used = self._current.get(key, (None, 0))
-        if chunk is None or used + rows > chunk.size:
-            chunk, used = np.empty(self.chunk_rows, np.int64), 0
-        self._current[key] = (chunk, used + rows)
-        return chunk[used : used + rows]
+        if chunk is None or used + items > chunk.shape[0]:
+            chunk, used = np.empty((size, *row), dtype), 0
+        self._current[key] = (chunk, used + items)
+        return chunk[used : used + items]
 
 
 _CURRENT: contextvars.ContextVar[RowChunks | None] = contextvars.ContextVar("row_chunks", default=None)
@@ -107,24 +136,24 @@ def row_chunks(json_bytes: int) -> Iterator[None]:
             chunks.close()
 
 
-def reserved(rows: int, text_bytes: int) -> dict[str, np.ndarray] | None:
-    """Each chunked key's slice for a block of ``rows`` rows (``text_bytes`` of JSON), taken now (None: no chunks
-    in this read). The reader takes them as each block's scan ends, in file order where one worker scans (the
-    block's columns are written into them later, by whichever thread makes them)."""
+def reserved(
+    counts: dict[str, int], text_bytes: int, slots: tuple[Slot, ...] = ROW_SLOTS
+) -> dict[str, np.ndarray] | None:
+    """Each of ``slots``' slice for a block of ``counts`` items (``text_bytes`` of JSON), taken now (None: no
+    chunks in this read). The reader takes them as each block's scan ends, in file order where one worker scans
+    (the block's columns are written into them later, by whichever thread makes them)."""
     chunks = _CURRENT.get()
-    return None if chunks is None else chunks.reserve(rows, text_bytes)
+    return None if chunks is None else chunks.reserve(counts, text_bytes, slots)
 
 
-def in_chunks(block: dict[str, Any]) -> dict[str, Any]:
-    """``block``'s chunked row columns copied into the chunks' next slices (the document's rest, made after the
-    other blocks: its rows follow theirs in the chunks, so the keys' joined columns stay one view)."""
+def in_chunks(block: dict[str, Any], slots: tuple[Slot, ...] = ROW_SLOTS) -> dict[str, Any]:
+    """``block``'s columns of ``slots`` copied into the chunks' next slices (the document's rest, made after the
+    other blocks: its items follow theirs in the chunks, so the keys' joined columns stay one view)."""
     chunks = _CURRENT.get()
     if chunks is None or "kind" not in block:
         return block
-    for key in sorted(CHUNKED_KEYS):
-        values = block[key]
-        if values.dtype == np.int64 and values.ndim == 1:
-            slot = chunks.column(key, values.size)
-            slot[:] = values
-            block[key] = slot
+    for slot in slots:
+        values = block.get(slot[0])
+        if isinstance(values, np.ndarray):
+            block[slot[0]] = chunks.taken(slot[0], values, slot)
     return block
