@@ -1,5 +1,5 @@
-"""The blocks' int64 row columns (start, duration and the four ids) as slices of shared arrays (chunks), one set
-per key, instead of an array per block.
+"""The blocks' int64 row columns (start, duration and the four ids), and the float columns of their GPU rows and
+launches, as slices of shared arrays (chunks), one per key, instead of an array per block.
 
 Why: the table build joins each key's block columns and frees them. Arrays per block (~240 KB each) are freed to
 the C heap, whose pages the build's big arrays cannot take, so it faulted in ~75 MiB of fresh pages while
@@ -7,11 +7,13 @@ the C heap, whose pages the build's big arrays cannot take, so it faulted in ~75
 whole once its key is joined, and the build's next arrays take its pages (measured on the 406 MB tile:
 finish's fresh pages 74 -> 8 MiB, its CPU -15%; benchmarks/results/kpg11.md).
 
-A chunk is sized for the rest of the trace (its JSON size at the rows per byte of the blocks so far, a few percent
-over; pages are only mapped where rows are written), and the reader takes each block's slices in file order where it can (on the one scan worker
-of a gzipped file, as each block's scan ends): then a key's blocks are consecutive slices of one chunk, and the
-table build reads them joined as a view of it (appended.py) instead of copying them into a joined array (six
-12 MB copies at the 406 MB tile, on the build's critical path for the starts: benchmarks/results/kld15.md).
+A chunk is sized for the rest of the trace (its JSON size at the items per byte of the blocks so far, a few
+percent over; pages are only mapped where items are written), and the reader takes each block's slices in file
+order where it can (on the one scan worker of a gzipped file, as each block's scan ends: :func:`reserved`): then
+a key's blocks are consecutive slices of one chunk, and the table build reads them joined as a view of it
+(appended.py) instead of copying them into a joined array (19 keys, ~16 ms of copies at the 406 MB tile, the
+starts' and the launches' on the build's critical path: benchmarks/results/kld15.md). Blocks in another order
+(several scan workers) or arrays of their own are still joined by a copy.
 """
 
 from __future__ import annotations
