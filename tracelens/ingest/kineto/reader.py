@@ -137,9 +137,8 @@ def _add_blocks(
                     raise
                 for done in decoder.drain():
                     columns.add(done)
-                columns.add(
-                    in_chunks(block, CHUNK_SLOTS)
-                )  # (after the others' rows in the chunks: row_chunks.py)
+                # (its rows after the others' in the chunks: row_chunks.py)
+                columns.add(in_chunks(block, CHUNK_SLOTS))
                 document.update(meta)
 
 

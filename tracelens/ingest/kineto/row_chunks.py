@@ -53,14 +53,12 @@ class RowChunks:
 
     def __init__(self, json_bytes: int = 0) -> None:
         self.json_bytes = json_bytes
-        self.sizes: dict[
-            str, int
-        ] = {}  # a new chunk's items, by what its key counts ("row", "gpu", "launch")
+        # a new chunk's items, by what its key counts ("row", "gpu", "launch")
+        self.sizes: dict[str, int] = {}
         self._lock = threading.Lock()
         self._current: dict[str, tuple[np.ndarray, int]] = {}
-        self._counts: dict[
-            str, int
-        ] = {}  # the reserved blocks' items by what they count, and their JSON bytes
+        # the reserved blocks' items by what they count, and their JSON bytes
+        self._counts: dict[str, int] = {}
         self._text = 0
 
     @property

@@ -235,9 +235,8 @@ class Columns:
         # put in that order in one step each (below).
         start = parts.pop("start")
         op_rows = parts.pop("op_rows")
-        op_starts = np.take(
-            start, op_rows
-        )  # the op rows' starts (few), to place them once the starts are sorted
+        # the op rows' starts (few), to place them once the starts are sorted
+        op_starts = np.take(start, op_rows)
         # The order and the starts in it, on the pool: the joined starts (a row chunk: row_chunks.py) are freed
         # there as soon as they are taken, so that the next big arrays (the other keys' gathers) take their pages.
         ordering = background.submit(_sorted_by_start, start)
