@@ -5,6 +5,7 @@ as one without."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -59,6 +60,15 @@ def test_a_read_with_chunks_gives_the_table_of_one_without(monkeypatch: pytest.M
         return real(self, key, rows)
 
     monkeypatch.setattr(row_chunks.RowChunks, "column", counting)
+    real_reserve = row_chunks.RowChunks.reserve
+
+    def counting_reserve(
+        self: row_chunks.RowChunks, counts: dict[str, int], text_bytes: int, *slots: Any
+    ) -> dict[str, np.ndarray]:
+        taken.append(counts["row"])  # (the slices the reader takes as each block's scan ends)
+        return real_reserve(self, counts, text_bytes, *slots)
+
+    monkeypatch.setattr(row_chunks.RowChunks, "reserve", counting_reserve)
     with_chunks = load(path, engine="native")
     assert taken  # the chunks were used
     assert with_chunks.events.equals(without.events) and with_chunks.devices.equals(without.devices)

@@ -68,6 +68,21 @@ def prepared_block(scanned: dict[str, Any]) -> dict[str, Any]:
     return _prepared_columns(scanned)
 
 
+def reserve_rows(scanned: dict[str, Any], text_bytes: int) -> dict[str, Any]:
+    """The scanner's output (of ``text_bytes`` of JSON) with the slices of its block's kept columns
+    (:data:`CHUNK_SLOTS`) taken in the row chunks (row_chunks.reserved; none without chunks, rows, or where the
+    block's rows are not all kept), which :func:`prepared_block` writes into; the prepared sizes it needs for them
+    are kept for that step."""
+    rows = scanned["rows"]
+    if rows == 0 or row_chunks.current() is None:
+        return scanned
+    sizes = scanned["prepared_sizes"] = _sizes(scanned)
+    if sizes is not None:
+        counts = {"row": rows, "gpu": sizes[0], "launch": sizes[1]}
+        scanned["row_slots"] = row_chunks.reserved(counts, text_bytes, CHUNK_SLOTS)
+    return scanned
+
+
 def scan_block_columns(pieces: tuple[bytes | memoryview, ...]) -> dict[str, Any] | None:
     """The columns :func:`block_columns` makes, from the native scanner (None: it declined the block)."""
     scanned = scanner().scan_events(pieces, to_number, msgspec.json.decode)
@@ -231,14 +246,19 @@ _PREPARED = (
 )
 
 
-def _prepared_columns(scanned: dict[str, Any]) -> dict[str, Any]:
-    """The block prepare_block makes of :func:`_scanned_columns`' (the same keys and values, in the same
-    order), written by the scanner's prepare_scanned in one pass over the rows (C, no numpy temporaries) into
-    numpy columns (numpy's memory, as the block's columns always were), where every row is kept; else by those
-    two steps."""
-    module = scanner()
-    n = scanned["rows"]
-    sources = (
+# The prepared columns the reader keeps in the row chunks (row_chunks.py): the int64 row columns, and the GPU
+# rows' and launches' float fields, which the table build reads joined (not the block's codes, validities or row
+# numbers, which it maps, drops or shifts per block).
+CHUNK_SLOTS: tuple[row_chunks.Slot, ...] = tuple(
+    (key, dtype, per, 3 if key in ("grid", "block") else 1)
+    for key, dtype, per in _PREPARED
+    if key in row_chunks.CHUNKED_KEYS or (dtype is np.float64 and per in ("gpu", "launch"))
+)
+
+
+def _sources(scanned: dict[str, Any]) -> tuple[Any, ...]:
+    """prepared_sizes' and prepare_scanned's inputs from the scanner's output."""
+    return (
         scanned["floats"],
         scanned["codes"],
         scanned["sparse_rows"],
@@ -247,13 +267,36 @@ def _prepared_columns(scanned: dict[str, Any]) -> dict[str, Any]:
         KIND_FLAGS,
         MAX_TIME_US,
     )
-    sizes = module.prepared_sizes(*sources) if n > 0 and hasattr(module, "prepared_sizes") else None
+
+
+def _sizes(scanned: dict[str, Any]) -> tuple[int, int] | None:
+    """The prepared block's GPU rows and launches (None: a row to drop, or no scanner function: numpy steps)."""
+    module = scanner()
+    if scanned["rows"] == 0 or not hasattr(module, "prepared_sizes"):
+        return None
+    sizes: tuple[int, int] | None = module.prepared_sizes(*_sources(scanned))
+    return sizes
+
+
+def _prepared_columns(scanned: dict[str, Any]) -> dict[str, Any]:
+    """The block prepare_block makes of :func:`_scanned_columns`' (the same keys and values, in the same
+    order), written by the scanner's prepare_scanned in one pass over the rows (C, no numpy temporaries) into
+    numpy columns (numpy's memory, as the block's columns always were), where every row is kept; else by those
+    two steps."""
+    module = scanner()
+    n = scanned["rows"]
+    sources = _sources(scanned)
+    sizes = scanned["prepared_sizes"] if "prepared_sizes" in scanned else _sizes(scanned)
     if sizes is None:  # a row to drop (or no scanner function): the numpy steps
         return prepare_block(_scanned_columns(scanned))
     counts = {"row": n, "gpu": sizes[0], "launch": sizes[1]}
     chunks = row_chunks.current()  # the int64 row columns from shared chunks, for big traces (row_chunks.py)
+    # (the slices the reader took for this block as its scan ended, in file order: reserve_rows)
+    slots = scanned.get("row_slots") or {}
     made = {
-        key: chunks.column(key, n)
+        key: slots[key]
+        if key in slots and slots[key].shape[0] == counts[per]
+        else chunks.column(key, n)
         if chunks is not None and key in row_chunks.CHUNKED_KEYS
         else np.empty((counts[per], 3) if key in ("grid", "block") else counts[per], dtype=dtype)
         for key, dtype, per in _PREPARED

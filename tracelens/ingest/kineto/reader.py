@@ -17,9 +17,9 @@ from ...trace import Trace
 from . import native
 from .msgspec_engine import block_columns, decode_events, decode_header, decode_rest
 from .named_kinds import NameFlags, ready_block
-from .native import prepared_block, scan_document, scan_raw
+from .native import CHUNK_SLOTS, prepared_block, reserve_rows, scan_document, scan_raw
 from .prepare import prepare_block
-from .row_chunks import row_chunks
+from .row_chunks import in_chunks, row_chunks
 from .shared_steps import SharedSteps
 from .split import EventsText, split_stream
 from .table import Columns
@@ -95,6 +95,22 @@ def _read(path: Path, options: dict[str, Any]) -> Trace:
     workers = max(1, threads - spare) if threads > 1 else 0
     columns = Columns(path)
     document: dict[str, Any] = {}
+    _add_blocks(columns, document, path, engine, json_bytes, size, block_bytes, workers)
+    return columns.finish(document)
+
+
+def _add_blocks(
+    columns: Columns,
+    document: dict[str, Any],
+    path: Path,
+    engine: str,
+    json_bytes: int,
+    size: int,
+    block_bytes: int,
+    workers: int,
+) -> None:
+    """The file's blocks read and added to ``columns``, its other fields to ``document``. (A function of its own:
+    the last blocks' columns it held are freed before the table build, with the chunks they are slices of.)"""
     with (
         progress_bar(f"reading {path.name}", total=size) as progress,
         row_chunks(json_bytes),  # (set before the workers start: their tasks run in copies of this context)
@@ -121,9 +137,9 @@ def _read(path: Path, options: dict[str, Any]) -> Trace:
                     raise
                 for done in decoder.drain():
                     columns.add(done)
-                columns.add(block)
+                # (its rows after the others' in the chunks: row_chunks.py)
+                columns.add(in_chunks(block, CHUNK_SLOTS))
                 document.update(meta)
-    return columns.finish(document)
 
 
 def _rest(payload: bytes, path: Path, shift: int, engine: str) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -236,7 +252,10 @@ class _BlockDecoder:
         anything or says where the JSON is broken."""
         payload, shift = piece
         scanned = scan_raw(payload.pieces())
-        return (False, self._msgspec(payload, shift)) if scanned is None else (True, scanned)
+        if scanned is None:
+            return False, self._msgspec(payload, shift)
+        # the block's row slots taken here, as its scan ends: in file order where one worker scans (row_chunks.py)
+        return True, reserve_rows(scanned, len(payload.tail) + payload.stop - payload.start)
 
     def _columns(self, read: tuple[bool, dict[str, Any]]) -> dict[str, Any]:
         """The second step: the block's row columns made ready (prepare.prepare_block, then the steps its names

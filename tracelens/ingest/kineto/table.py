@@ -234,7 +234,13 @@ class Columns:
         # Every row of a block is kept (prepare_block); ts decides the row order, and the row columns are
         # put in that order in one step each (below).
         start = parts.pop("start")
-        ordering = background.submit(np.argsort, start, kind="stable")
+        op_rows = parts.pop("op_rows")
+        # the op rows' starts (few), to place them once the starts are sorted
+        op_starts = np.take(start, op_rows)
+        # The order and the starts in it, on the pool: the joined starts (a row chunk: row_chunks.py) are freed
+        # there as soon as they are taken, so that the next big arrays (the other keys' gathers) take their pages.
+        ordering = background.submit(_sorted_by_start, start)
+        del start
         name_blocks = parts.pop_blocks("name")
         kind_valid = parts.pop("kind_valid")
         # "cudaLaunchKernel_v7000" and "cudaLaunchKernel" are one name: merge codes after dropping suffixes.
@@ -253,17 +259,15 @@ class Columns:
             np.take(np.take(name_of_raw, mapping), codes, out=rows, mode="wrap")
             first += codes.size
         del name_blocks
-        gpu_rows, op_rows, launch_rows = (parts.pop(k) for k in ("gpu_rows", "op_rows", "launch_rows"))
+        gpu_rows, launch_rows = (parts.pop(k) for k in ("gpu_rows", "launch_rows"))
         # The launches (runtime and driver calls with a correlation id and a pid) indexed by correlation id in
         # the background while the order is computed, where no two share an id (else once they are placed).
         launch_records = {k: parts.pop(k) for k in ("launch_correlation", "launch_pid")}
         by_id = background.submit(launches_by_id, *launch_records.values())
-        # the op rows' starts (few), to place them once the starts are sorted
-        op_starts = np.take(start, op_rows)
         # Whether the int64 pid and tid columns hold the ids exactly (a device row's pid is its launch's, a
         # host row's pid); where not (fractional or huge ids), the depth is computed now, from the floats.
         ids_exactly, nested_any = self.ids_exactly, self.nested_any
-        order: np.ndarray = ordering.result()
+        order, start = ordering.result()
         floats = (
             None
             if ids_exactly or not nested_any
@@ -292,7 +296,6 @@ class Columns:
                 _id_column_joined, parts, order, kind_valid, "external_id", "external_id"
             ),
         }
-        start = np.take(start, order)
         # the op rows (few) placed by their starts among the sorted starts
         kept_op, at_op = placed_rows(op_rows, op_starts, start, order)
         del op_rows, op_starts
@@ -483,6 +486,12 @@ class Columns:
             extra=extra,
         )
         return Trace(events=events, devices=devices.result(), metadata=metadata)
+
+
+def _sorted_by_start(start: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The rows' table order (the stable sort by ``start``) and the starts in it."""
+    order = np.argsort(start, kind="stable")
+    return order, np.take(start, order)
 
 
 def _host_depth(store: EventStore) -> pa.Array | SparseColumn:
