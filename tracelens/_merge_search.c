@@ -554,6 +554,8 @@ static int piece_push(piece_buf_t *b, int64_t s, int64_t e, int64_t w) {
 typedef struct {
     int64_t gs, ge, window, last_start;
     int open;
+    int64_t row_window; /* level_cut_pass: the first window ending after the level's last row's start */
+    int seen;           /* level_cut_pass: a row of the level was read */
 } level_state_t;
 
 /* The pieces of the merged interval [gs, ge) in the windows: from the first window ending after gs while the
@@ -673,8 +675,23 @@ static int level_cut_pass(const level_input_t *in, level_cut_t *cut) {
     if (!state) return -1;
     int status, c = 0;
     int64_t i = 0, s = 0, e = 0;
+    const int64_t *ws = in->ws, *we = in->we;
+    int64_t nw = in->nw;
     while ((status = level_next(in, &i, &c, &s, &e)) == LEVEL_ROW_FOUND) {
         level_state_t *st = &state[c];
+        /* A row meeting no window (inside a busy interval: most host rows of a GPU-bound trace) changes no
+         * level's pieces: the union's part inside the windows is that of the rows meeting them. Only its start
+         * is kept for the order check; the merge and the cut see the rows that meet a window. */
+        if (st->seen && s < st->last_start) {
+            status = 1;
+            break;
+        }
+        st->seen = 1;
+        st->last_start = s;
+        int64_t j = st->row_window;
+        while (j < nw && we[j] <= s) j++;
+        st->row_window = j;
+        if (j == nw || ws[j] >= e) continue;
         int added = level_add(st, s, e);
         if (added == LEVEL_OUT_OF_ORDER) {
             status = 1;
