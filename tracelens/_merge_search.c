@@ -534,9 +534,11 @@ static void level_cut_capsule_free(PyObject *capsule) {
     level_cut_free(PyCapsule_GetPointer(capsule, "tracelens.level_cut"));
 }
 
-static int piece_push(piece_buf_t *b, int64_t s, int64_t e, int64_t w) {
+/* first_cap: the first capacity (the count of windows: a level's pieces rarely pass it, so no regrowth copies; the
+ * pages past the pieces are never touched) */
+static int piece_push(piece_buf_t *b, int64_t s, int64_t e, int64_t w, int64_t first_cap) {
     if (b->n == b->cap) {
-        int64_t cap = b->cap ? 2 * b->cap : 4096;
+        int64_t cap = b->cap ? 2 * b->cap : (first_cap > 4096 ? first_cap : 4096);
         int64_t *ns = realloc(b->s, cap * sizeof(int64_t));
         if (ns) b->s = ns;
         int64_t *ne = realloc(b->e, cap * sizeof(int64_t));
@@ -570,7 +572,7 @@ static int level_emit(level_state_t *st, piece_buf_t *b, const int64_t *ws, cons
     st->window = j;
     for (; j < nw && ws[j] < ge; j++) {
         int64_t ps = gs > ws[j] ? gs : ws[j], pe = ge < we[j] ? ge : we[j];
-        if (pe > ps && piece_push(b, ps, pe, j) < 0) return -1;
+        if (pe > ps && piece_push(b, ps, pe, j, nw) < 0) return -1;
     }
     return 0;
 }
