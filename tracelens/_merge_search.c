@@ -364,6 +364,7 @@ static PyObject *long_group_firsts(PyObject *self, PyObject *args);
 static PyObject *id_rows(PyObject *self, PyObject *args);
 static PyObject *busy_intervals(PyObject *self, PyObject *args);
 static PyObject *busy_take(PyObject *self, PyObject *args);
+static PyObject *union_cover(PyObject *self, PyObject *args);
 
 typedef struct {
     int64_t key;
@@ -484,6 +485,9 @@ static PyMethodDef methods[] = {
      "id_rows(rows, kind, ids, gpu_kinds, runtime, driver, gpu, out_op_ids, out_ids, out_rows, out_is_driver)"},
     {"busy_intervals", busy_intervals, METH_VARARGS, "busy_intervals(kind, device, start, end, gpu_kinds)"},
     {"busy_take", busy_take, METH_VARARGS, "busy_take(held, q, out_starts, out_ends)"},
+    {"union_cover", union_cover, METH_VARARGS,
+     "union_cover(a_starts, a_ends, a_windows, b_starts, b_ends, b_windows, which, which_slot, totals, "
+     "window_starts, window_ends, out_starts, out_ends) -> count"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -530,9 +534,11 @@ static void level_cut_capsule_free(PyObject *capsule) {
     level_cut_free(PyCapsule_GetPointer(capsule, "tracelens.level_cut"));
 }
 
-static int piece_push(piece_buf_t *b, int64_t s, int64_t e, int64_t w) {
+/* first_cap: the first capacity (the count of windows: a level's pieces rarely pass it, so no regrowth copies; the
+ * pages past the pieces are never touched) */
+static int piece_push(piece_buf_t *b, int64_t s, int64_t e, int64_t w, int64_t first_cap) {
     if (b->n == b->cap) {
-        int64_t cap = b->cap ? 2 * b->cap : 4096;
+        int64_t cap = b->cap ? 2 * b->cap : (first_cap > 4096 ? first_cap : 4096);
         int64_t *ns = realloc(b->s, cap * sizeof(int64_t));
         if (ns) b->s = ns;
         int64_t *ne = realloc(b->e, cap * sizeof(int64_t));
@@ -554,6 +560,8 @@ static int piece_push(piece_buf_t *b, int64_t s, int64_t e, int64_t w) {
 typedef struct {
     int64_t gs, ge, window, last_start;
     int open;
+    int64_t row_window; /* level_cut_pass: the first window ending after the level's last row's start */
+    int seen;           /* level_cut_pass: a row of the level was read */
 } level_state_t;
 
 /* The pieces of the merged interval [gs, ge) in the windows: from the first window ending after gs while the
@@ -564,7 +572,7 @@ static int level_emit(level_state_t *st, piece_buf_t *b, const int64_t *ws, cons
     st->window = j;
     for (; j < nw && ws[j] < ge; j++) {
         int64_t ps = gs > ws[j] ? gs : ws[j], pe = ge < we[j] ? ge : we[j];
-        if (pe > ps && piece_push(b, ps, pe, j) < 0) return -1;
+        if (pe > ps && piece_push(b, ps, pe, j, nw) < 0) return -1;
     }
     return 0;
 }
@@ -673,8 +681,23 @@ static int level_cut_pass(const level_input_t *in, level_cut_t *cut) {
     if (!state) return -1;
     int status, c = 0;
     int64_t i = 0, s = 0, e = 0;
+    const int64_t *ws = in->ws, *we = in->we;
+    int64_t nw = in->nw;
     while ((status = level_next(in, &i, &c, &s, &e)) == LEVEL_ROW_FOUND) {
         level_state_t *st = &state[c];
+        /* A row meeting no window (inside a busy interval: most host rows of a GPU-bound trace) changes no
+         * level's pieces: the union's part inside the windows is that of the rows meeting them. Only its start
+         * is kept for the order check; the merge and the cut see the rows that meet a window. */
+        if (st->seen && s < st->last_start) {
+            status = 1;
+            break;
+        }
+        st->seen = 1;
+        st->last_start = s;
+        int64_t j = st->row_window;
+        while (j < nw && we[j] <= s) j++;
+        st->row_window = j;
+        if (j == nw || ws[j] >= e) continue;
         int added = level_add(st, s, e);
         if (added == LEVEL_OUT_OF_ORDER) {
             status = 1;
@@ -1947,5 +1970,147 @@ static PyObject *busy_take(PyObject *self, PyObject *args) {
     Py_INCREF(result);
 done:
     for (int k = 0; k < got; k++) PyBuffer_Release(&v[k]);
+    return result;
+}
+
+/* ---- A union of two piece lists measured, and its holes in the windows, without building it (level_cut.py) ----
+ *
+ * union_cover(a_starts, a_ends, a_windows, b_starts, b_ends, b_windows, which, which_slot, totals, window_starts,
+ * window_ends, out_starts, out_ends): the union of the two lists as union_pieces merges it (each int64, sorted by
+ * start, pieces inside their windows), not written: totals (int64, 1 + len(which)) gets window_split.totals' answer
+ * of it (totals[0]: the pieces' summed length; totals[1 + which_slot[k]]: the covered length of window which[k],
+ * which ascending int64, which_slot its positions in the caller's order); with the windows given (else None:
+ * returns 0), the union's holes in them as complement_pieces gives them, written where the outs are given (else
+ * counted). Returns the holes' count, or -1 where a piece's window is outside the windows or the windows descend
+ * (the caller's path then). One pass, the GIL released. */
+
+typedef struct {
+    const int64_t *which, *slot;
+    int64_t k, p;
+    int64_t *totals;
+    const int64_t *ws, *we;
+    int64_t nw, j, at, o;
+    int64_t *os, *oe, cap;
+    int bad;
+} cover_t;
+
+static inline void hole(cover_t *c, int64_t s, int64_t e) {
+    if (c->os && c->o < c->cap) {
+        c->os[c->o] = s;
+        c->oe[c->o] = e;
+    }
+    c->o++;
+}
+
+/* The windows before w closed (their last hole written), window w opened at its start. */
+static inline void cover_reach(cover_t *c, int64_t w) {
+    if (c->j < 0) {
+        c->j = 0;
+        c->at = c->ws[0];
+    }
+    while (c->j < w) {
+        if (c->we[c->j] > c->at) hole(c, c->at, c->we[c->j]);
+        c->j++;
+        c->at = c->ws[c->j];
+    }
+}
+
+static inline void cover_piece(cover_t *c, int64_t s, int64_t e, int64_t w) {
+    c->totals[0] += e - s;
+    while (c->p < c->k && c->which[c->p] < w) c->p++;
+    for (int64_t q = c->p; q < c->k && c->which[q] == w; q++) c->totals[1 + c->slot[q]] += e - s;
+    if (!c->ws) return;
+    if (w < c->j || w >= c->nw) {
+        c->bad = 1;
+        return;
+    }
+    cover_reach(c, w);
+    if (s > c->at) hole(c, c->at, s);
+    c->at = e;
+}
+
+static void cover_pass(const int64_t *as, const int64_t *ae, const int64_t *aw, int64_t na, const int64_t *bs,
+                       const int64_t *be, const int64_t *bw, int64_t nb, cover_t *c) {
+    int64_t i = 0, j = 0, cs = 0, ce = 0, cw = 0;
+    int open = 0;
+    while (i < na || j < nb) {
+        int64_t s, e, w;
+        if (j >= nb || (i < na && as[i] <= bs[j])) {
+            s = as[i];
+            e = ae[i];
+            w = aw[i];
+            i++;
+        } else {
+            s = bs[j];
+            e = be[j];
+            w = bw[j];
+            j++;
+        }
+        if (open && w == cw && s <= ce) {
+            if (e > ce) ce = e;
+            continue;
+        }
+        if (open) cover_piece(c, cs, ce, cw);
+        cs = s;
+        ce = e;
+        cw = w;
+        open = 1;
+    }
+    if (open) cover_piece(c, cs, ce, cw);
+    if (c->ws && c->nw && !c->bad) { /* the last windows closed */
+        cover_reach(c, c->nw - 1);
+        if (c->we[c->j] > c->at) hole(c, c->at, c->we[c->j]);
+    }
+}
+
+static PyObject *union_cover(PyObject *self, PyObject *args) {
+    PyObject *objs[13];
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5],
+                          &objs[6], &objs[7], &objs[8], &objs[9], &objs[10], &objs[11], &objs[12]))
+        return NULL;
+    Py_buffer v[13];
+    int held[13] = {0};
+    PyObject *result = NULL;
+    /* 0..7 read, 8 (totals) written, 9..10 read or None, 11..12 written or None */
+    for (int k = 0; k < 13; k++) {
+        if (k >= 9 && objs[k] == Py_None) continue;
+        if (get(objs[k], &v[k], k == 8 || k >= 11, "union_cover") < 0) goto done;
+        held[k] = 1;
+        if (v[k].len && v[k].itemsize != 8) {
+            PyErr_SetString(PyExc_TypeError, "union_cover: int64 expected");
+            goto done;
+        }
+    }
+    int64_t na = v[0].len / 8, nb = v[3].len / 8, k = v[6].len / 8;
+    if (v[1].len / 8 != na || v[2].len / 8 != na || v[4].len / 8 != nb || v[5].len / 8 != nb ||
+        v[7].len / 8 != k || v[8].len / 8 != 1 + k || held[9] != held[10] || held[11] != held[12] ||
+        (held[11] && !held[9]) || (held[9] && v[10].len != v[9].len)) {
+        PyErr_SetString(PyExc_ValueError, "union_cover: arrays of matching lengths expected");
+        goto done;
+    }
+    const int64_t *slot = v[7].buf;
+    for (int64_t q = 0; q < k; q++) {
+        if (slot[q] < 0 || slot[q] >= k || (q && ((const int64_t *)v[6].buf)[q] < ((const int64_t *)v[6].buf)[q - 1])) {
+            PyErr_SetString(PyExc_ValueError, "union_cover: which ascending, slots inside it expected");
+            goto done;
+        }
+    }
+    int64_t *totals = v[8].buf;
+    for (int64_t q = 0; q <= k; q++) totals[q] = 0;
+    cover_t c = {v[6].buf, slot, k, 0, totals, held[9] ? v[9].buf : NULL, held[9] ? v[10].buf : NULL,
+                 held[9] ? v[9].len / 8 : 0, -1, 0, 0, held[11] ? v[11].buf : NULL, held[11] ? v[12].buf : NULL,
+                 0, 0};
+    c.cap = held[11] ? v[11].len / 8 : 0;
+    Py_BEGIN_ALLOW_THREADS
+    cover_pass(v[0].buf, v[1].buf, v[2].buf, na, v[3].buf, v[4].buf, v[5].buf, nb, &c);
+    Py_END_ALLOW_THREADS
+    if (c.os && !c.bad && c.o != c.cap) {
+        PyErr_SetString(PyExc_ValueError, "union_cover: outs as long as the holes expected");
+        goto done;
+    }
+    result = PyLong_FromLongLong(c.bad ? -1 : c.o);
+done:
+    for (int q = 0; q < 13; q++)
+        if (held[q]) PyBuffer_Release(&v[q]);
     return result;
 }

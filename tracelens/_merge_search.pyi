@@ -89,3 +89,18 @@ def busy_intervals(
     kind: Any, device: Any, start: Any, end: Any, gpu_kinds: Any
 ) -> tuple[Any, list[Any]] | None: ...
 def busy_take(held: Any, q: int, out_starts: Any, out_ends: Any) -> None: ...
+def union_cover(
+    a_starts: Any,
+    a_ends: Any,
+    a_windows: Any,
+    b_starts: Any,
+    b_ends: Any,
+    b_windows: Any,
+    which: Any,
+    which_slot: Any,
+    totals: Any,
+    window_starts: Any,
+    window_ends: Any,
+    out_starts: Any,
+    out_ends: Any,
+) -> int: ...

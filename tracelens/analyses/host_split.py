@@ -235,7 +235,7 @@ def _gap_split(
     window_measure = np.concatenate([[lengths.sum()], lengths[which]])
     del lengths
     out, sync_copy, starts_in_sync, unexplained = _split_pieces(
-        starts, ends, cut, busy, lambda pieces: window_split.totals(pieces, which), window_measure
+        starts, ends, cut, busy, lambda pieces: window_split.totals(pieces, which), window_measure, which
     )
     assert unexplained is not None
     return GapSplit(out[0], out[1:], int(sync_copy[0]), starts_in_sync, unexplained)
@@ -295,9 +295,12 @@ def _split_pieces(
     busy: tuple[np.ndarray, np.ndarray] | None,
     measure: Callable[[window_split.Pieces], np.ndarray],
     window_measure: np.ndarray,
+    which: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray] | None]:
     """:func:`_split_disjoint` of the rows cut into the windows (``cut``; its list of pieces emptied once read, the
-    launch level's millions let go before the complement of the union is built)."""
+    launch level's millions let go before the complement of the union is built). With ``which`` (``measure`` is
+    then ``window_split.totals`` at those windows, and ``busy`` given) the last two levels' unions are measured by
+    the compiled pass, not built (:func:`.level_cut.union_cover`)."""
     level_pieces = cut.pieces
     sync_starts, sync_ends, sync_copies = cut.sync_starts, cut.sync_ends, cut.sync_copies
     del cut
@@ -311,9 +314,18 @@ def _split_pieces(
     echo_copy = np.zeros(m, np.int64)
     union = before_sync = window_split.empty()
     covered_through_sync = covered_before
-    host_work = echo = window_split.empty()
+    # fused: the union through launch only measured, the final one (the union through input and the echoes, with
+    # the host work: launch and cpu) measured and its holes taken, neither built (two unions of ~190K pieces on
+    # the 406 MB Kineto tile, written then read once)
+    fused = which is not None and len(level_pieces) == input_level + 3 and level_cut.union_cover_available()
+    echo = window_split.empty()
+    host_work = (
+        union_of(level_pieces[input_level + 1 :])
+        if fused or (busy is not None and sync_starts.size)
+        else echo
+    )
     eligible = intervals.merge(np.zeros(0, np.int64), np.zeros(0, np.int64))
-    for level, pieces in enumerate(level_pieces):
+    for level, pieces in enumerate(level_pieces[: input_level + 1] if fused else level_pieces):
         if level == sync_level:
             before_sync = union
         if pieces[0].size:
@@ -326,8 +338,7 @@ def _split_pieces(
         if level == sync_level:
             covered_through_sync = covered
         if level == input_level and busy is not None and sync_starts.size:
-            # as in split_any_windows: the echo claims only launch and cpu rows' time
-            host_work = union_of(level_pieces[level + 1 :])
+            # as in split_any_windows: the echo claims only launch and cpu rows' time (host_work)
             # host work inside the windows less the union: its parts in the union's holes (host work searched
             # in them: far fewer of it than of them)
             eligible = _intersect_holes(host_work, union)
@@ -343,6 +354,23 @@ def _split_pieces(
                 if copies:
                     echo_copy = gained
                 covered_before = covered
+    holes = None
+    if fused:
+        assert which is not None
+        launch_level = input_level + 1
+        if level_pieces[launch_level][0].size:
+            covered = _covered(level_cut.union_cover(union, level_pieces[launch_level], which))
+            np.subtract(covered, covered_before, out=out[:, launch_level])
+            covered_before = covered
+        found = level_cut.union_cover(union, host_work, which, (starts, ends))
+        if found is None:  # (pieces outside the windows) the union built
+            union = level_cut.union(union, host_work)
+            covered = measure(union)
+        else:
+            covered, holes = found
+        np.subtract(covered, covered_before, out=out[:, launch_level + 1])
+        covered_before = covered
+    final_empty = union[0].size == 0 and (holes is None or host_work[0].size == 0)
     out[:, -1] = window_measure - covered_before
     # only the sync level's pieces are read from here: the other levels' (the launch level's: millions) and the
     # echo's inputs let go before the complement of the union is built
@@ -368,11 +396,17 @@ def _split_pieces(
         # the echoes lie inside later levels' rows, so the final union is the threads' whole activity
         # (without any activity, the windows as they are: intervals.subtract's answer)
         unexplained = (
-            _join_touching(*level_cut.complement(union, starts, ends))
-            if union[0].size
-            else (starts.copy(), ends.copy())
+            (starts.copy(), ends.copy())
+            if final_empty
+            else _join_touching(*(level_cut.complement(union, starts, ends) if holes is None else holes))
         )
     return out, sync_copy, starts_in_sync, unexplained
+
+
+def _covered(found: tuple[np.ndarray, Any] | None) -> np.ndarray:
+    """The totals of :func:`.level_cut.union_cover` (found: the pass is built)."""
+    assert found is not None
+    return found[0]
 
 
 def _intersect(a: window_split.Pieces, b_starts: np.ndarray, b_ends: np.ndarray) -> window_split.Pieces:

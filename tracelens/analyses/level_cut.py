@@ -155,3 +155,41 @@ def intersect(a: window_split.Pieces, b_starts: np.ndarray, b_ends: np.ndarray) 
     out = (np.empty(count, np.int64), np.empty(count, np.int64), np.empty(count, np.int64))
     _compiled.intersect_pieces(s, e, w, other_s, other_e, *out)
     return out
+
+
+def union_cover_available() -> bool:
+    """Whether :func:`union_cover`'s compiled pass is built."""
+    return available() and hasattr(_compiled, "union_cover")
+
+
+def union_cover(
+    a: window_split.Pieces,
+    b: window_split.Pieces,
+    which: np.ndarray,
+    windows: tuple[np.ndarray, np.ndarray] | None = None,
+) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray] | None] | None:
+    """``window_split.totals(union(a, b), which)`` and, with ``windows`` (the sorted disjoint windows the pieces lie
+    in), ``complement(union(a, b), *windows)``, by the compiled pass without the union built (a device's gaps: the
+    union of the launch and cpu levels' 160K pieces, only measured and its holes taken). None where the pass is
+    absent or a piece's window is outside the windows (the caller builds the union then)."""
+    if not union_cover_available():
+        return None
+    which = np.asarray(which, np.int64)
+    order = np.argsort(which, kind="stable")
+    which_sorted, slots = _int64(which[order]), _int64(order)
+    a_s, a_e, a_w, b_s, b_e, b_w = (_int64(x) for x in (*a, *b))
+    totals = np.empty(1 + which.size, np.int64)
+    if windows is None:
+        _compiled.union_cover(
+            a_s, a_e, a_w, b_s, b_e, b_w, which_sorted, slots, totals, None, None, None, None
+        )
+        return totals, None
+    ws, we = _int64(windows[0]), _int64(windows[1])
+    count = _compiled.union_cover(
+        a_s, a_e, a_w, b_s, b_e, b_w, which_sorted, slots, totals, ws, we, None, None
+    )
+    if count < 0:
+        return None
+    holes = (np.empty(count, np.int64), np.empty(count, np.int64))
+    _compiled.union_cover(a_s, a_e, a_w, b_s, b_e, b_w, which_sorted, slots, totals, ws, we, *holes)
+    return totals, holes
