@@ -281,13 +281,20 @@ done:
                                       (uint64_t)(uint32_t)read_id(tid, tid_size, row));                            \
             if (begin < previous) status = 2;                                                                      \
             previous = begin;                                                                                      \
-            if (cand[j] != value) {                                                                                \
+            if (j >= k || cand[j] != value) {                                                                      \
                 for (j = 0; j < k && cand[j] != value; j++) {                                                      \
                 }                                                                                                  \
-                if (j == k) status = 1;                                                                            \
+                if (j == k) {                                                                                      \
+                    if (discover && k < 255)                                                                       \
+                        cand[k++] = value; /* a thread not seen before (group_rows_found) */                       \
+                    else                                                                                           \
+                        status = 1;                                                                                \
+                }                                                                                                  \
             }                                                                                                      \
             code[i] = (uint8_t)j;                                                                                  \
-            ties += counts[j] > 0 && latest[j] == begin; /* the thread's previous row starts with this one */     \
+            int64_t tie = counts[j] > 0 && latest[j] == begin; /* the thread's previous row starts with it */      \
+            if (tie_pos != NULL && tie) tie_pos[ties] = i; /* its input position, made an output one in pass 2 */  \
+            ties += tie;                                                                                           \
             latest[j] = begin;                                                                                     \
             counts[j]++;                                                                                           \
         }                                                                                                          \
@@ -298,10 +305,13 @@ done:
     do {                                                                                                           \
         const T *in = rows;                                                                                        \
         T *out = rows_out;                                                                                         \
+        int64_t tied_ = 0;                                                                                         \
         for (int64_t i = 0; i < n; i++) {                                                                          \
             int64_t at = next[code[i]]++;                                                                          \
             out[at] = in[i];                                                                                       \
             if (with_starts) start_out[at] = start[(int64_t)in[i]];                                                \
+            /* a row tied with its thread's previous one, written just before it: that one's position */           \
+            if (tie_pos != NULL && tied_ < ties && tie_pos[tied_] == i) tie_pos[tied_++] = at - 1;                 \
         }                                                                                                          \
     } while (0)
 
@@ -349,7 +359,9 @@ static PyObject *group_rows(PyObject *self, PyObject *args) {
         PyErr_NoMemory();
     } else {
         const void *pid = v[0].buf, *tid = v[1].buf;
-        const int64_t *start = v[2].buf, *cand = v[4].buf;
+        const int64_t *start = v[2].buf;
+        int64_t *cand = v[4].buf, *tie_pos = NULL; /* (not written here: no discovery, no tie positions) */
+        const int discover = 0;
         const void *rows = v[3].buf;
         void *rows_out = v[5].buf;
         int64_t *start_out = v[6].buf, *bounds = v[7].buf;
@@ -367,6 +379,102 @@ static PyObject *group_rows(PyObject *self, PyObject *args) {
         }
         Py_END_ALLOW_THREADS result = PyLong_FromLong(status);
         if (wanted == 9) *(int64_t *)v[8].buf = ties;
+    }
+    free(code);
+    free(counts);
+    free(next);
+    free(latest);
+done:
+    for (int i = 0; i < got; i++) PyBuffer_Release(&v[i]);
+    return result;
+}
+
+/* group_rows_found(pid, tid, start, rows, rows_out, start_out, keys, bounds, found, tie_positions): group_rows with
+ * the threads found by its first pass (no candidates sampled and sorted ahead of it) and the tied rows' positions.
+ * keys: int64, 255 items, and bounds: int64, 256 items, written with the threads' keys (ascending) and where each
+ * thread's rows begin (and the last end) in their first found[0] + 1 items; found: int64, 2 items, written with
+ * (threads, ties); tie_positions: int64, one per row, its first ``ties`` items written with each position p of
+ * rows_out whose row starts when the next row (the same thread's) does, ascending within each thread (the
+ * threads' interleaved). Returns 0; 1 where the rows have more than 255 threads, 2 where their starts are not
+ * ascending (the outputs then unspecified: tree.py sorts instead). The GIL is released while it runs. */
+static PyObject *group_rows_found(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *objs[10];
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5], &objs[6],
+                          &objs[7], &objs[8], &objs[9]))
+        return NULL;
+    Py_buffer v[10];
+    int got = 0;
+    for (; got < 10; got++) {
+        int flags = got >= 4 ? (PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) : (PyBUF_C_CONTIGUOUS | PyBUF_FORMAT);
+        if (PyObject_GetBuffer(objs[got], &v[got], flags) < 0) break;
+    }
+    PyObject *result = NULL;
+    if (got < 10) goto done;
+    Py_ssize_t row_size = v[3].itemsize, pid_size = v[0].itemsize, tid_size = v[1].itemsize;
+    int64_t table = v[2].len / 8, n = v[3].len / (row_size ? row_size : 1);
+    if ((pid_size != 1 && pid_size != 2 && pid_size != 4 && pid_size != 8) ||
+        (tid_size != 1 && tid_size != 2 && tid_size != 4 && tid_size != 8) || v[2].itemsize != 8 ||
+        (row_size != 4 && row_size != 8) || v[4].itemsize != row_size || v[5].itemsize != 8 || v[6].itemsize != 8 ||
+        v[7].itemsize != 8 || v[8].itemsize != 8 || v[9].itemsize != 8) {
+        PyErr_SetString(PyExc_TypeError, "group_rows_found: unexpected item sizes");
+        goto done;
+    }
+    int with_starts = v[5].len != 0;
+    if (v[0].len / pid_size != table || v[1].len / tid_size != table || v[4].len / row_size != n ||
+        (with_starts && v[5].len / 8 != n) || v[6].len != 255 * 8 || v[7].len != 256 * 8 || v[8].len != 2 * 8 ||
+        v[9].len / 8 != n) {
+        PyErr_SetString(PyExc_ValueError, "group_rows_found: inconsistent sizes");
+        goto done;
+    }
+    for (int64_t i = 0; i < n; i++) { /* every row inside the table (the reads below are not checked) */
+        int64_t row = row_size == 4 ? (int64_t)((const int32_t *)v[3].buf)[i] : ((const int64_t *)v[3].buf)[i];
+        if (row < 0 || row >= table) {
+            PyErr_SetString(PyExc_IndexError, "group_rows_found: a row outside the table");
+            goto done;
+        }
+    }
+    uint8_t *code = malloc((size_t)(n + 1));
+    int64_t *counts = calloc(256, sizeof *counts), *next = malloc(256 * sizeof *next);
+    int64_t *latest = malloc(256 * sizeof *latest), ties = 0, k = 0; /* each thread's last start seen */
+    int64_t cand[256] = {0};                                            /* the threads in order of first row */
+    if (!code || !counts || !next || !latest) {
+        PyErr_NoMemory();
+    } else {
+        const void *pid = v[0].buf, *tid = v[1].buf;
+        const int64_t *start = v[2].buf;
+        const int discover = 1;
+        const void *rows = v[3].buf;
+        void *rows_out = v[4].buf;
+        int64_t *start_out = v[5].buf, *keys = v[6].buf, *bounds = v[7].buf, *found = v[8].buf, *tie_pos = v[9].buf;
+        long status = 0;
+        Py_BEGIN_ALLOW_THREADS if (row_size == 4) CLASSIFY(int32_t);
+        else CLASSIFY(int64_t);
+        if (!status) {
+            /* the threads by key (insertion sort of at most 255), each one's rows placed in that order */
+            int64_t order[256];
+            for (int64_t j = 0; j < k; j++) {
+                int64_t at = j;
+                while (at > 0 && cand[order[at - 1]] > cand[j]) {
+                    order[at] = order[at - 1];
+                    at--;
+                }
+                order[at] = j;
+            }
+            bounds[0] = 0;
+            for (int64_t j = 0; j < k; j++) {
+                keys[j] = cand[order[j]];
+                next[order[j]] = bounds[j];
+                bounds[j + 1] = bounds[j] + counts[order[j]];
+            }
+            if (row_size == 4)
+                SCATTER(int32_t);
+            else
+                SCATTER(int64_t);
+            found[0] = k;
+            found[1] = ties;
+        }
+        Py_END_ALLOW_THREADS result = PyLong_FromLong(status);
     }
     free(code);
     free(counts);
@@ -519,6 +627,8 @@ static PyMethodDef methods[] = {
     {"kind_rows", kind_rows, METH_VARARGS, "kind_rows(kind, name, tid, tid_ok, code, nvtx, out)"},
     {"group_rows", group_rows, METH_VARARGS,
      "group_rows(pid, tid, start, rows, candidates, rows_out, start_out, bounds[, ties])"},
+    {"group_rows_found", group_rows_found, METH_VARARGS,
+     "group_rows_found(pid, tid, start, rows, rows_out, start_out, keys, bounds, found, tie_positions)"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -25,6 +25,7 @@ from ..grouping import (
 from ..launch import launch_pairs
 from ..names import EMIT_NVTX_PATTERN
 from .kind_rows import cpu_op_rows, kind_rows, launch_threads
+from .thread_groups import group_rows_found, thread_order_key
 
 try:  # the per-thread pass in C (optional: built at install time where a C compiler is there)
     from .. import _op_tree as _compiled
@@ -381,8 +382,10 @@ def _by_thread(
     fused = _grouped_compiled(cols, rows, with_starts)
     start: np.ndarray | None
     ties: int | None = None  # how many rows start with the previous one of their thread (None: not counted)
+    tie_at: np.ndarray | None = None  # the tied positions (where the compiled grouping found them)
     if fused is not None:
-        rows, bounds, start, ties = fused
+        rows, bounds, start, ties, *found = fused  # (a test's stand-in for an older build: four)
+        tie_at = found[0] if found else None
     else:
         start = cols.start[rows]
         if (start[1:] < start[:-1]).any():  # a table not in start order: by start first (stable)
@@ -391,15 +394,17 @@ def _by_thread(
         pid, tid = cols.pid, cols.tid
         # held as thread codes (an Nsight export's store): the codes, which follow thread_key's order
         coded = isinstance(pid, CodedInts) and isinstance(tid, CodedInts) and pid.codes is tid.codes
-        order, bounds = grouped(pid.codes[rows] if coded else _thread_order_key(pid[rows], tid[rows]))
+        order, bounds = grouped(pid.codes[rows] if coded else thread_order_key(pid[rows], tid[rows]))
         rows, start = rows[order], start[order]
         del order
     # Ops of a thread starting together: longest first, then in row order (none where the grouping counted none).
     if ties == 0:
         return rows, bounds, start if with_starts else None
-    tie = np.flatnonzero(start[1:] == start[:-1]) if start is not None else tied_positions(cols.start, rows)
-    # the last op of a thread and the first of the next: different threads
-    tie = tie[np.isin(tie, bounds[1:-1] - 1, invert=True)]
+    if (tie := tie_at) is None:  # (else the compiled grouping's: within threads)
+        tie = (
+            np.flatnonzero(start[1:] == start[:-1]) if start is not None else tied_positions(cols.start, rows)
+        )
+        tie = tie[np.isin(tie, bounds[1:-1] - 1, invert=True)]  # a thread's last op, the next's first: no tie
     if tie.size:
         at = np.union1d(tie, tie + 1)
         # consecutive tied rows share a (thread, start): at[k] ties with at[k] + 1, the next of ``at``
@@ -412,14 +417,15 @@ def _by_thread(
 
 def _grouped_compiled(
     cols: Any, rows: np.ndarray, with_starts: bool = True
-) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, int | None] | None:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, int | None, np.ndarray | None] | None:
     """(``rows`` grouped by thread as :func:`grouped` orders their ``thread_key``, the bounds, their starts) by the
     compiled counting sort (_op_tree.c ``group_rows``: two passes over the rows, each row's pid, tid and start read
     there, no gathered column and no comparison and gather per thread), where the rows are in start order; None
     where it does not apply (no compiled helper, other column types, more than 255 threads, a thread the sampled
     candidates miss, rows not in start order: then :func:`_by_thread` sorts). Without ``with_starts``, where the
     build can (OP_TREE_START_ROWS), no starts are written (None for them). Last, how many rows start when the
-    previous row of their thread does (GROUP_ROWS_TIES: counted in its first pass; None from a build without it)."""
+    previous row of their thread does (GROUP_ROWS_TIES: counted in its first pass; None from a build without it),
+    and where those rows are (:func:`.thread_groups.group_rows_found`; None from a build without it)."""
     pid, tid, start = cols.pid, cols.tid, cols.start
     if isinstance(pid, CodedInts) and isinstance(tid, CodedInts) and pid.codes is tid.codes:
         # thread codes (an Nsight export's store), in the threads' key order: rows grouped by code are grouped by key
@@ -433,12 +439,14 @@ def _grouped_compiled(
         or not all(isinstance(a, np.ndarray) and a.flags.c_contiguous for a in (pid, tid, start, rows))
     ):
         return None
+    starts = with_starts or not getattr(_compiled, "OP_TREE_START_ROWS", 0)  # (an older build writes them)
+    if hasattr(_compiled, "group_rows_found"):  # the pass finds the threads and the ties itself
+        return group_rows_found(_compiled, pid, tid, start, rows, starts)
+    rows_out, start_out = np.empty_like(rows), np.empty(rows.size if starts else 0, np.int64)
     sample = rows[:: max(1, rows.size // KEY_SAMPLE)]
     candidates = np.unique(thread_key(pid[sample], tid[sample]))
     if candidates.size > 255:
         return None
-    starts = with_starts or not getattr(_compiled, "OP_TREE_START_ROWS", 0)  # (an older build writes them)
-    rows_out, start_out = np.empty_like(rows), np.empty(rows.size if starts else 0, np.int64)
     bounds = np.empty(candidates.size + 1, np.int64)
     ties = np.full(1, -1, np.int64)
     counted = getattr(_compiled, "GROUP_ROWS_TIES", 0)
@@ -449,15 +457,7 @@ def _grouped_compiled(
             return None
     except TypeError:  # a build from before group_rows took 1- and 2-byte thread codes: numpy groups them
         return None
-    return rows_out, bounds, start_out if starts else None, int(ties[0]) if counted else None
-
-
-def _thread_order_key(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
-    """Keys ordered as ``thread_key(pid, tid)`` is: where every row has one pid (the usual case), the tids read as
-    unsigned (as thread_key's low half), without building the int64 keys."""
-    if tid.dtype == np.int32 and pid.size and pid.min() == pid.max():
-        return tid.view(np.uint32)
-    return thread_key(pid, tid)
+    return rows_out, bounds, start_out if starts else None, int(ties[0]) if counted else None, None
 
 
 def op_of_gpu_ops(trace: Trace) -> np.ndarray:
