@@ -1851,6 +1851,57 @@ static PyObject *slot_sums(PyObject *self, PyObject *args) {
     return PyLong_FromLong(bad ? -1 : 0);
 }
 
+/* ---- unexplained_idle's host rows reaching into the idle union (diagnosis/unexplained_idle.py _reaching_rows) --
+ *
+ * reaching_rows(start, end, mask, union_start, union_end, out): the rows i (start ascending) where mask[i] is set
+ * and the first union interval ending after start[i] (union_end ascending) begins before end[i], written into
+ * out in row order; returns how many, or -1 where the starts or the union's ends do not ascend (numpy then). One
+ * walk through the rows and the union together instead of the placing, the repeat and the mask.
+ */
+static PyObject *reaching_rows(PyObject *self, PyObject *args) {
+    (void)self;
+    enum { COUNT = 6 };
+    PyObject *objs[COUNT];
+    Py_buffer views[COUNT];
+    static const char *const names[COUNT] = {"start", "end", "mask", "union_start", "union_end", "out"};
+    static const Py_ssize_t sizes[COUNT] = {8, 8, 1, 8, 8, 8};
+    if (PyTuple_GET_SIZE(args) != COUNT) {
+        PyErr_SetString(PyExc_TypeError, "reaching_rows: 6 arguments expected");
+        return NULL;
+    }
+    if (get_all(args, COUNT, objs, views, sizes, names, COUNT - 1) < 0) {
+        return NULL;
+    }
+    const int64_t *start = views[0].buf, *end = views[1].buf, *u_start = views[3].buf, *u_end = views[4].buf;
+    const uint8_t *mask = views[2].buf;
+    int64_t *out = views[5].buf;
+    Py_ssize_t n = views[0].len / 8, m = views[4].len / 8;
+    int bad = views[1].len / 8 != n || views[2].len != n || views[3].len / 8 != m || views[5].len / 8 < n;
+    Py_ssize_t written = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t k = 1; k < m && !bad; k++) {
+        bad = u_end[k] < u_end[k - 1];
+    }
+    Py_ssize_t j = 0; /* the union intervals ending at or before the row's start */
+    for (Py_ssize_t i = 0; i < n && !bad; i++) {
+        int64_t s = start[i];
+        if (i > 0 && s < start[i - 1]) {
+            bad = 1;
+            break;
+        }
+        while (j < m && u_end[j] <= s) {
+            j++;
+        }
+        int64_t reach = j < m ? u_start[j] : INT64_MAX;
+        if (mask[i] && reach < end[i]) {
+            out[written++] = (int64_t)i;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    release_all(views, COUNT);
+    return PyLong_FromSsize_t(bad ? -1 : written);
+}
+
 static PyMethodDef methods[] = {
     {"solve_sorted_edges", solve_sorted_edges, METH_VARARGS,
      "solve_sorted_edges(order, chain_first, lag, anchor, recorded, e_pos, e_src, e_lag, e_stale, out): the "
@@ -1907,6 +1958,9 @@ static PyMethodDef methods[] = {
      "slot_sums(category, base, name, start, end, flagged, count, total, lo): per (category, name) slot the rows "
      "and their summed durations, added into count and total; -1 where not usable (see "
      "tracelens/replay/_replay_solve.c)."},
+    {"reaching_rows", reaching_rows, METH_VARARGS,
+     "reaching_rows(start, end, mask, union_start, union_end, out): the masked rows reaching into a union of "
+     "intervals, written into out; returns how many, -1 where not usable (see tracelens/replay/_replay_solve.c)."},
     {NULL, NULL, 0, NULL},
 };
 
