@@ -1775,6 +1775,133 @@ static PyObject *stretch_range(PyObject *self, PyObject *args) {
     return Py_BuildValue("(LL)", (long long)low, (long long)high);
 }
 
+/* ---- the diagnosis's top host names (diagnosis/cause.py _top_host_names_of) ---------------------------------
+ *
+ * slot_sums(category, base, name, start, end, flagged, count, total, lo): for each row i of a chunk (its first
+ * row lo in the table), slot = base[category[i]] (category -1: base's last entry, as np.take reads it), or
+ * base's last entry where row lo + i is one of ``flagged`` (ascending rows: the one-time rows), plus name[i] + 1;
+ * count[slot] += 1 and total[slot] += end[i] - start[i] (as a double, in row order: np.bincount's sums). One pass
+ * instead of the gathers, the durations and two bincounts. Returns 0, or -1 (count and total then partly
+ * written: not to be used) where a category, a slot or the flagged rows are out of range or order: numpy then.
+ */
+static PyObject *slot_sums(PyObject *self, PyObject *args) {
+    (void)self;
+    enum { COUNT = 6, OUT = 2 };
+    PyObject *objs[COUNT + OUT];
+    Py_buffer views[COUNT + OUT];
+    static const char *const names[COUNT + OUT] = {"category", "base", "name",  "start",
+                                                   "end",      "flagged", "count", "total"};
+    static const Py_ssize_t sizes[COUNT + OUT] = {1, 8, 4, 8, 8, 8, 8, 8};
+    if (PyTuple_GET_SIZE(args) != COUNT + OUT + 1) {
+        PyErr_SetString(PyExc_TypeError, "slot_sums: 9 arguments expected");
+        return NULL;
+    }
+    long long lo = PyLong_AsLongLong(PyTuple_GET_ITEM(args, COUNT + OUT));
+    if (PyErr_Occurred()) {
+        return NULL;
+    }
+    if (get_all(args, COUNT + OUT, objs, views, sizes, names, COUNT) < 0) {
+        return NULL;
+    }
+    const int8_t *category = views[0].buf;
+    const int64_t *base = views[1].buf, *start = views[3].buf, *end = views[4].buf, *flagged = views[5].buf;
+    const int32_t *name = views[2].buf;
+    int64_t *count = views[6].buf;
+    double *total = views[7].buf;
+    Py_ssize_t n = views[0].len, n_base = views[1].len / 8, n_flagged = views[5].len / 8;
+    Py_ssize_t slots = views[6].len / 8;
+    int bad = views[2].len / 4 != n || views[3].len / 8 != n || views[4].len / 8 != n || views[7].len / 8 != slots ||
+              n_base == 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t k = 1; k < n_flagged && !bad; k++) {
+        bad = flagged[k] < flagged[k - 1];
+    }
+    /* the flagged rows of this chunk: from the first at or past lo */
+    Py_ssize_t f = 0;
+    while (!bad && f < n_flagged && flagged[f] < lo) {
+        f++;
+    }
+    const int64_t other = bad ? 0 : base[n_base - 1];
+    for (Py_ssize_t i = 0; i < n && !bad; i++) {
+        int64_t c = category[i];
+        if (c < 0) {
+            c += n_base;
+        }
+        if (c < 0 || c >= n_base) {
+            bad = 1;
+            break;
+        }
+        int64_t slot = base[c];
+        while (f < n_flagged && flagged[f] < lo + i) { /* (repeated rows passed too) */
+            f++;
+        }
+        if (f < n_flagged && flagged[f] == lo + i) {
+            slot = other;
+        }
+        slot += (int64_t)name[i] + 1;
+        if (slot < 0 || slot >= slots) {
+            bad = 1;
+            break;
+        }
+        count[slot] += 1;
+        total[slot] += (double)(end[i] - start[i]);
+    }
+    Py_END_ALLOW_THREADS
+    release_all(views, COUNT + OUT);
+    return PyLong_FromLong(bad ? -1 : 0);
+}
+
+/* ---- unexplained_idle's host rows reaching into the idle union (diagnosis/unexplained_idle.py _reaching_rows) --
+ *
+ * reaching_rows(start, end, mask, union_start, union_end, out): the rows i (start ascending) where mask[i] is set
+ * and the first union interval ending after start[i] (union_end ascending) begins before end[i], written into
+ * out in row order; returns how many, or -1 where the starts or the union's ends do not ascend (numpy then). One
+ * walk through the rows and the union together instead of the placing, the repeat and the mask.
+ */
+static PyObject *reaching_rows(PyObject *self, PyObject *args) {
+    (void)self;
+    enum { COUNT = 6 };
+    PyObject *objs[COUNT];
+    Py_buffer views[COUNT];
+    static const char *const names[COUNT] = {"start", "end", "mask", "union_start", "union_end", "out"};
+    static const Py_ssize_t sizes[COUNT] = {8, 8, 1, 8, 8, 8};
+    if (PyTuple_GET_SIZE(args) != COUNT) {
+        PyErr_SetString(PyExc_TypeError, "reaching_rows: 6 arguments expected");
+        return NULL;
+    }
+    if (get_all(args, COUNT, objs, views, sizes, names, COUNT - 1) < 0) {
+        return NULL;
+    }
+    const int64_t *start = views[0].buf, *end = views[1].buf, *u_start = views[3].buf, *u_end = views[4].buf;
+    const uint8_t *mask = views[2].buf;
+    int64_t *out = views[5].buf;
+    Py_ssize_t n = views[0].len / 8, m = views[4].len / 8;
+    int bad = views[1].len / 8 != n || views[2].len != n || views[3].len / 8 != m || views[5].len / 8 < n;
+    Py_ssize_t written = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t k = 1; k < m && !bad; k++) {
+        bad = u_end[k] < u_end[k - 1];
+    }
+    Py_ssize_t j = 0; /* the union intervals ending at or before the row's start */
+    for (Py_ssize_t i = 0; i < n && !bad; i++) {
+        int64_t s = start[i];
+        if (i > 0 && s < start[i - 1]) {
+            bad = 1;
+            break;
+        }
+        while (j < m && u_end[j] <= s) {
+            j++;
+        }
+        int64_t reach = j < m ? u_start[j] : INT64_MAX;
+        if (mask[i] && reach < end[i]) {
+            out[written++] = (int64_t)i;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    release_all(views, COUNT);
+    return PyLong_FromSsize_t(bad ? -1 : written);
+}
+
 static PyMethodDef methods[] = {
     {"solve_sorted_edges", solve_sorted_edges, METH_VARARGS,
      "solve_sorted_edges(order, chain_first, lag, anchor, recorded, e_pos, e_src, e_lag, e_stale, out): the "
@@ -1827,6 +1954,13 @@ static PyMethodDef methods[] = {
     {"launch_calls", launch_calls, METH_VARARGS,
      "launch_calls(found, at, launch_row, call_of, start, call_start, none, op_launch_call, op_launch_start, "
      "op_offset): each found op's launch call, its start and its offset in the call."},
+    {"slot_sums", slot_sums, METH_VARARGS,
+     "slot_sums(category, base, name, start, end, flagged, count, total, lo): per (category, name) slot the rows "
+     "and their summed durations, added into count and total; -1 where not usable (see "
+     "tracelens/replay/_replay_solve.c)."},
+    {"reaching_rows", reaching_rows, METH_VARARGS,
+     "reaching_rows(start, end, mask, union_start, union_end, out): the masked rows reaching into a union of "
+     "intervals, written into out; returns how many, -1 where not usable (see tracelens/replay/_replay_solve.c)."},
     {NULL, NULL, 0, NULL},
 };
 

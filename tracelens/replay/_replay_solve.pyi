@@ -131,3 +131,15 @@ def launch_calls(
     op_launch_start: Any,
     op_offset: Any,
 ) -> None: ...
+def slot_sums(
+    category: Any,
+    base: Any,
+    name: Any,
+    start: Any,
+    end: Any,
+    flagged: Any,
+    count: Any,
+    total: Any,
+    lo: int,
+) -> int: ...
+def reaching_rows(start: Any, end: Any, mask: Any, union_start: Any, union_end: Any, out: Any) -> int: ...

@@ -16,6 +16,7 @@ from typing import Any, Literal, cast, overload
 import numpy as np
 
 from ...document.types import AttributionDevice, Launch, Memcpy, Sync
+from ...replay.engine import native_solver
 from ...trace import Trace
 from ..columns import DeviceBusy, event_columns
 from ..derived import memo
@@ -244,7 +245,11 @@ def _top_host_names_of(
         base[HOST_CATEGORY_PRIORITY.index(category)] = i * width
     count = np.zeros(other + width, np.int64)
     total = np.zeros(other + width)
-    for lo in range(0, categories_of.size, ROW_CHUNK):  # a loop over chunks of rows
+    native = native_slot_sums(categories_of, base, cols.name, cols.start, cols.end, flagged, count, total)
+    if not native:
+        count[:] = 0
+        total[:] = 0.0
+    for lo in range(0, 0 if native else categories_of.size, ROW_CHUNK):  # a loop over chunks of rows
         # np.take, not an index: the int8 codes not converted to intp first (~1.5 ms less on the tile)
         slot = np.take(base, categories_of[lo : lo + ROW_CHUNK])
         slot[flagged[np.searchsorted(flagged, lo) : np.searchsorted(flagged, lo + slot.size)] - lo] = other
@@ -260,6 +265,46 @@ def _top_host_names_of(
         )
         for i, category in enumerate(categories)
     }
+
+
+def native_slot_sums(
+    category: np.ndarray,
+    base: np.ndarray,
+    name: np.ndarray,
+    start: np.ndarray,
+    end: np.ndarray,
+    flagged: np.ndarray,
+    count: np.ndarray,
+    total: np.ndarray,
+) -> bool:
+    """``_top_host_names_of``'s chunk loop in one compiled pass per chunk (replay/_replay_solve.c slot_sums: no
+    gathers, durations or bincounts; ~25 ms less on the 406 MB tile): counts and sums added into ``count`` and
+    ``total``, each chunk's sums (from 0, in row order, as np.bincount's) then added to ``total`` as the loop adds
+    them. False (``count`` and ``total`` then not to be used) without the extension, where the columns' types are
+    not those it reads, or where it finds a value out of range."""
+    solver = cast(Any, native_solver())
+    arrays = (category, base, name, start, end, flagged)
+    types = (np.int8, np.int64, np.int32, np.int64, np.int64, np.int64)
+    if solver is None or any(
+        a.dtype != t or not a.flags.c_contiguous for a, t in zip(arrays, types, strict=True)
+    ):
+        return False
+    one_chunk = category.size <= ROW_CHUNK
+    chunk_total = total if one_chunk else np.empty_like(total)
+    for lo in range(0, category.size, ROW_CHUNK):
+        hi = lo + ROW_CHUNK
+        if not one_chunk:
+            chunk_total[:] = 0.0
+        if (
+            solver.slot_sums(
+                category[lo:hi], base, name[lo:hi], start[lo:hi], end[lo:hi], flagged, count, chunk_total, lo
+            )
+            < 0
+        ):
+            return False
+        if not one_chunk:
+            total += chunk_total
+    return True
 
 
 def _top_host_names(trace: Trace, category: str, limit: int) -> list[dict[str, Any]]:

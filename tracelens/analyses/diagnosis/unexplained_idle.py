@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from ... import intervals
+from ...replay.engine import native_solver
 from ...trace import ALL_KINDS, ANNOTATION, CPU_OP, DRIVER, OSRT, OVERHEAD, PYTHON, RUNTIME, Trace
 from ...units import fmt_ns, fmt_pct
 from ...values import distinct
@@ -283,6 +284,17 @@ def _reaching_rows(
     starts = cols.start
     if ascending is None:
         ascending = bool((starts[1:] >= starts[:-1]).all())
+    if starts.size and ascending and (solver := _native_reaching(cols, host_mask, union_start, union_end)):
+        out = np.empty(min(starts.size, HOST_CHUNK), np.int64)
+        for lo in range(0, starts.size, HOST_CHUNK):  # chunks of rows, as below
+            hi = lo + HOST_CHUNK
+            count = solver.reaching_rows(
+                starts[lo:hi], cols.end[lo:hi], host_mask[lo:hi].view(np.uint8), union_start, union_end, out
+            )
+            if count < 0:  # (the rows ascend, checked: not reached)
+                raise ValueError("unexplained_idle: the rows' starts do not ascend")
+            yield lo + out[:count]
+        return
     if starts.size and ascending:
         # rows in start order (the event table is): per row, the union intervals ending at or before its start are
         # counted by placing the union's ends among the rows' starts (a binary search per union interval, a
@@ -302,6 +314,24 @@ def _reaching_rows(
         mine = lo + np.flatnonzero(host_mask[lo : lo + HOST_CHUNK])
         ends = cols.end[mine]
         yield mine[next_start[np.searchsorted(union_end, cols.start[mine], side="right")] < ends]
+
+
+def _native_reaching(
+    cols: EventColumns, host_mask: np.ndarray, union_start: np.ndarray, union_end: np.ndarray
+) -> Any:
+    """The compiled helper whose ``reaching_rows`` walks the rows and the union together (one pass, the same rows
+    as the numpy placing below: ~10 ms less on the 406 MB tile), where it is built and the columns are the
+    arrays it reads; else None."""
+    solver = native_solver()
+    arrays = (cols.start, cols.end, union_start, union_end)
+    if (
+        solver is None
+        or not all(isinstance(a, np.ndarray) and a.dtype == np.int64 and a.flags.c_contiguous for a in arrays)
+        or host_mask.dtype != np.bool_
+        or not host_mask.flags.c_contiguous
+    ):
+        return None
+    return solver
 
 
 def sentence(cause: dict[str, Any], _: dict[str, Any]) -> str:
