@@ -186,3 +186,15 @@ def first_seen_sums(keys: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, n
     sums = np.zeros(uniques.size, np.int64)
     np.add.at(sums, codes, np.asarray(values, np.int64))
     return uniques, sums, np.bincount(codes, minlength=uniques.size).astype(np.int64)
+
+
+def plain_ints(a: object, sizes: tuple[int, ...]) -> bool:
+    """Whether ``a`` is a one-dimensional, C-contiguous numpy array of signed integers of one of the byte widths
+    ``sizes``: what the compiled passes read as they are (anything else goes to their numpy paths)."""
+    return (
+        isinstance(a, np.ndarray)
+        and a.ndim == 1
+        and a.dtype.kind == "i"
+        and a.itemsize in sizes
+        and a.flags.c_contiguous
+    )

@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..trace import ALL_KINDS, GPU_ACTIVITY_KINDS
+from ..values import plain_ints
 
 try:  # the compiled pass (optional: built at install time where a C compiler is there)
     from .. import _merge_search as _compiled
@@ -23,16 +24,6 @@ except ImportError:
 
 _GPU_KINDS = np.zeros(len(ALL_KINDS), np.uint8)
 _GPU_KINDS[[ALL_KINDS.index(k) for k in GPU_ACTIVITY_KINDS]] = 1
-
-
-def _plain(a: object, sizes: tuple[int, ...]) -> bool:
-    return (
-        isinstance(a, np.ndarray)
-        and a.ndim == 1
-        and a.dtype.kind == "i"
-        and a.itemsize in sizes
-        and a.flags.c_contiguous
-    )
 
 
 def merged_busy(
@@ -44,7 +35,10 @@ def merged_busy(
     if _compiled is None or not hasattr(_compiled, "busy_intervals"):
         return None
     if not (
-        _plain(kind, (1,)) and _plain(device, (1, 2, 4, 8)) and _plain(start, (8,)) and _plain(end, (8,))
+        plain_ints(kind, (1,))
+        and plain_ints(device, (1, 2, 4, 8))
+        and plain_ints(start, (8,))
+        and plain_ints(end, (8,))
     ):
         return None
     scanned = _compiled.busy_intervals(kind, device, start, end, _GPU_KINDS)

@@ -17,6 +17,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from ..trace import ALL_KINDS
+from ..values import plain_ints
 from .columns import EventColumns
 from .names import HOST_CATEGORY_PRIORITY
 
@@ -42,16 +43,6 @@ def allowed_table(kinds: Iterable[str], categories: dict[str, Iterable[int] | No
     return table.reshape(-1)
 
 
-def _plain(a: object, sizes: tuple[int, ...]) -> bool:
-    return (
-        isinstance(a, np.ndarray)
-        and a.ndim == 1
-        and a.dtype.kind == "i"
-        and a.itemsize in sizes
-        and a.flags.c_contiguous
-    )
-
-
 def long_group_firsts(
     cols: EventColumns,
     category: np.ndarray,
@@ -70,11 +61,11 @@ def long_group_firsts(
     if _compiled is None or not hasattr(_compiled, "long_group_firsts"):
         return None
     plain = (
-        _plain(cols.kind, (1,))
-        and _plain(category, (1,))
-        and all(_plain(a, (4, 8)) for a in (cols.name, cols.pid, cols.tid))
-        and all(_plain(a, (8,)) for a in (cols.start, cols.end))
-        and (rows is None or _plain(rows, (4, 8)))
+        plain_ints(cols.kind, (1,))
+        and plain_ints(category, (1,))
+        and all(plain_ints(a, (4, 8)) for a in (cols.name, cols.pid, cols.tid))
+        and all(plain_ints(a, (8,)) for a in (cols.start, cols.end))
+        and (rows is None or plain_ints(rows, (4, 8)))
     )
     if not plain:
         return None

@@ -15,6 +15,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..trace import ALL_KINDS, DRIVER, GPU_ACTIVITY_KINDS, RUNTIME
+from ..values import plain_ints
 
 try:  # the compiled pass (optional: built at install time where a C compiler is there)
     from .. import _merge_search as _compiled
@@ -38,16 +39,6 @@ class IdRows(NamedTuple):
     drivers: int
 
 
-def _plain(a: object, sizes: tuple[int, ...]) -> bool:
-    return (
-        isinstance(a, np.ndarray)
-        and a.ndim == 1
-        and a.dtype.kind == "i"
-        and a.itemsize in sizes
-        and a.flags.c_contiguous
-    )
-
-
 def split_id_rows(
     kind: np.ndarray, rows: np.ndarray, ids: np.ndarray, gpu: np.ndarray | None, dtype: type
 ) -> IdRows | None:
@@ -57,10 +48,10 @@ def split_id_rows(
     if _compiled is None or not hasattr(_compiled, "id_rows"):
         return None
     if not (
-        _plain(kind, (1,))
-        and _plain(rows, (4, 8))
-        and _plain(ids, (4, 8))
-        and (gpu is None or _plain(gpu, (4, 8)))
+        plain_ints(kind, (1,))
+        and plain_ints(rows, (4, 8))
+        and plain_ints(ids, (4, 8))
+        and (gpu is None or plain_ints(gpu, (4, 8)))
         and np.dtype(dtype) in (np.dtype(np.int32), np.dtype(np.int64))
     ):
         return None

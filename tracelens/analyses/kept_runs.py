@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..values import plain_ints
+
 try:  # the compiled pass (optional: built at install time where a C compiler is there)
     from .. import _merge_search as _compiled
 except ImportError:
@@ -20,16 +22,6 @@ except ImportError:
 
 # Runs are kept up to one per this many rows; past it the pass reports none (the threads are hashed row by row).
 RUNS_PER_ROWS = 4
-
-
-def _readable(a: object, sizes: tuple[int, ...]) -> bool:
-    return (
-        isinstance(a, np.ndarray)
-        and a.ndim == 1
-        and a.dtype.kind == "i"
-        and a.itemsize in sizes
-        and a.flags.c_contiguous
-    )
 
 
 def kept_thread_runs(
@@ -46,7 +38,7 @@ def kept_thread_runs(
     pass is absent or the categories, pid or tid are not plain arrays it reads."""
     if _compiled is None or not hasattr(_compiled, "kept_thread_runs"):
         return None
-    if not (_readable(category, (1,)) and _readable(pid, (4, 8)) and _readable(tid, (4, 8))):
+    if not (plain_ints(category, (1,)) and plain_ints(pid, (4, 8)) and plain_ints(tid, (4, 8))):
         return None
     if np.dtype(row_type) not in (np.dtype(np.int32), np.dtype(np.int64)):
         return None
