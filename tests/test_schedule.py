@@ -284,7 +284,7 @@ def test_freed_memory_goes_back_after_each_section_only_on_big_traces() -> None:
     path = ROOT / "fixtures" / "demo.pt.trace.json.gz"
     with pytest.MonkeyPatch.context() as patch:
         small, document = _releases_and_document(patch, path)
-    assert small == len(tracelens.analyses.RELEASE_AFTER & set(SECTIONS))
+    assert small == 0  # below RELEASE_EACH_MIN_EVENTS: after no section
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(tracelens.analyses, "RELEASE_EACH_MIN_EVENTS", 0)
         each, document_each = _releases_and_document(patch, path)

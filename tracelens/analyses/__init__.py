@@ -149,19 +149,17 @@ AHEAD_PAIRS = frozenset(
 EXCLUSIVE_MIN_EVENTS = 16_000_000
 
 
-# Below this many events analyze hands what a section freed back to the OS (numpy's big-array page cache, glibc's
-# heaps, Arrow's pool) only after the sections of RELEASE_AFTER (none now), not after each: the memory so kept
-# between the sections is a few event columns' worth, while handing it back made every section fault in and zero
-# fresh pages again (a quarter of analyze's CPU was the kernel's; benchmarks/results/kan9.md). The release after
-# occupancy, host, steps, attribution, ops and whatif kept the 526 MiB tile's (1.9M events) peak down while the
-# masks (1-4 MiB at these sizes) sat in glibc's per-thread heaps; since the page cache serves them too
-# (memory.reusing_array_pages, from 1 MiB) the two section threads reuse each other's freed arrays, and releasing
-# nowhere keeps the peak at what it was with those releases, for ~37K fewer page faults (fresh processes, 3-6
-# rounds: 406 MB tile 1.5M events, peak 422-439 MiB against 456 before the page-cache change; 526 MiB tile 547 MiB
-# against 548; benchmarks/results/kflt15.md). From this many events on, after each section as before (the peaks of
-# the big exports are what the release keeps down).
+# From this many events on analyze hands what a section freed back to the OS (numpy's big-array page cache, glibc's
+# heaps, Arrow's pool) after each section: the peaks of the big exports are what the release keeps down. Below it,
+# after none: the memory so kept between the sections is a few event columns' worth, while handing it back made
+# every section fault in and zero fresh pages again (a quarter of analyze's CPU was the kernel's;
+# benchmarks/results/kan9.md). Releases after occupancy, host, steps, attribution, ops and whatif had kept the 526
+# MiB tile's (1.9M events) peak down while the masks (1-4 MiB at these sizes) sat in glibc's per-thread heaps; since
+# the page cache serves them too (memory.reusing_array_pages, from 1 MiB) the two section threads reuse each other's
+# freed arrays, and releasing nowhere keeps the peak at what it was with those releases, for ~37K fewer page faults
+# (fresh processes, 3-6 rounds: 406 MB tile 1.5M events, peak 422-439 MiB against 456 before the page-cache change;
+# 526 MiB tile 547 MiB against 548; benchmarks/results/kflt15.md).
 RELEASE_EACH_MIN_EVENTS = 2_000_000
-RELEASE_AFTER: frozenset[str] = frozenset()
 
 
 def exclusive_keys(keys: list[str], num_events: int) -> list[str]:
@@ -337,7 +335,7 @@ def analyze(
             value = BY_KEY[name].compute(trace, {**doc, **done})
         forget(trace, last_readers.finished(name))  # the shared values no section still to run reads
         release(name)
-        if release_each or name in RELEASE_AFTER:
+        if release_each:
             release_free_memory()  # what the section freed goes back to the OS
         return value
 
