@@ -681,49 +681,96 @@ static inline int level_add(level_state_t *st, int64_t s, int64_t e) {
     return 0;
 }
 
-/* 0: cut; 1: rows that do not fit (a row ending before it starts, a level out of start order); -1: no memory;
- * -2: a row outside the event columns or a thread code outside chosen. */
-static int level_cut_pass(const level_input_t *in, level_cut_t *cut) {
-    level_state_t *state = calloc(in->levels ? in->levels : 1, sizeof(level_state_t));
-    if (!state) return -1;
-    int status, c = 0;
-    int64_t i = 0, s = 0, e = 0;
-    const int64_t *ws = in->ws, *we = in->we;
-    int64_t nw = in->nw;
-    while ((status = level_next(in, &i, &c, &s, &e)) == LEVEL_ROW_FOUND) {
-        level_state_t *st = &state[c];
-        /* A row meeting no window (inside a busy interval: most host rows of a GPU-bound trace) changes no
-         * level's pieces: the union's part inside the windows is that of the rows meeting them. Only its start
-         * is kept for the order check; the merge and the cut see the rows that meet a window. */
-        if (st->seen && s < st->last_start) {
-            status = 1;
-            break;
-        }
-        st->seen = 1;
-        st->last_start = s;
-        int64_t j = st->row_window;
-        while (j < nw && we[j] <= s) j++;
-        st->row_window = j;
-        if (j == nw || ws[j] >= e) continue;
-        int added = level_add(st, s, e);
-        if (added == LEVEL_OUT_OF_ORDER) {
-            status = 1;
-            break;
-        }
-        if (added == LEVEL_CLOSED) {
-            if (level_emit(st, &cut->buf[c], in->ws, in->we, in->nw) < 0) {
-                status = -1;
-                break;
+/* level_cut_pass' loop, inlined into copies with the argument widths and the thread choice fixed (row4: int32 rows,
+ * thread_size: the thread codes' width, has_chosen: some threads chosen; prefetch: the times read ahead, for rows
+ * spread over the event columns): no per-row tests of what does not change, each level's window and last start in
+ * arrays the loop keeps no pointer into. 0: cut; 1: rows that do not fit; -1: no memory; -2: a row outside the event
+ * columns or a thread code outside chosen. */
+static inline __attribute__((always_inline)) int level_cut_rows(const level_input_t *in, level_cut_t *cut,
+                                                                level_state_t *state, int64_t *last_start,
+                                                                int64_t *row_window, const int row4,
+                                                                const int thread_size, const int has_chosen,
+                                                                const int prefetch) {
+    const int64_t *start = in->start, *end = in->end, *ws = in->ws, *we = in->we;
+    const int8_t *category = in->category;
+    const uint8_t *chosen = in->chosen;
+    const void *rows = in->rows, *thread = in->thread;
+    const int64_t n = in->n, nw = in->nw, events = in->events, threads = in->threads;
+    const unsigned levels = (unsigned)in->levels;
+    for (int64_t i = 0; i < n; i++) {
+        if (prefetch && i + CUT_PREFETCH < n) {
+            int64_t ahead = row4 ? ((const int32_t *)rows)[i + CUT_PREFETCH] : ((const int64_t *)rows)[i + CUT_PREFETCH];
+            if (ahead >= 0 && ahead < events) {
+                __builtin_prefetch(start + ahead);
+                __builtin_prefetch(end + ahead);
             }
+        }
+        int c = category[i];
+        if ((unsigned)c >= levels) continue;
+        if (has_chosen) {
+            int64_t t = read_code(thread, thread_size, i);
+            if (t < 0 || t >= threads) return -2;
+            if (!chosen[t]) continue;
+        }
+        int64_t r = row4 ? ((const int32_t *)rows)[i] : ((const int64_t *)rows)[i];
+        if (r < 0 || r >= events) return -2;
+        int64_t s = start[r], e = end[r];
+        /* a row ending before it starts, or a level out of start order: rows that do not fit */
+        if (e < s || s < last_start[c]) return 1;
+        last_start[c] = s;
+        /* A row meeting no window (inside a busy interval: most host rows of a GPU-bound trace) changes no level's
+         * pieces: the union's part inside the windows is that of the rows meeting them. Only its start is kept for
+         * the order check; the merge and the cut see the rows that meet a window. */
+        int64_t j = row_window[c];
+        if (j < nw && we[j] <= s) {
+            do j++;
+            while (j < nw && we[j] <= s);
+            row_window[c] = j;
+        }
+        if (j == nw || ws[j] >= e) continue;
+        level_state_t *st = &state[c];
+        if (!st->open) {
             st->gs = s;
+            st->ge = e;
+            st->window = j; /* the first window ending after the interval's start: level_emit's first */
+            st->open = 1;
+        } else if (s > st->ge) { /* the merged interval closed: its pieces cut, the row's opened */
+            if (level_emit(st, &cut->buf[c], ws, we, nw) < 0) return -1;
+            st->gs = s;
+            st->ge = e;
+            st->window = j;
+        } else if (e > st->ge) {
             st->ge = e;
         }
     }
-    if (status == LEVEL_ROWS_DONE) status = 0;
+    return 0;
+}
+
+/* 0: cut; 1: rows that do not fit (a row ending before it starts, a level out of start order); -1: no memory;
+ * -2: a row outside the event columns or a thread code outside chosen. */
+static int level_cut_pass(const level_input_t *in, level_cut_t *cut) {
+    int levels = in->levels ? in->levels : 1;
+    level_state_t *state = calloc(levels, sizeof(level_state_t));
+    int64_t *last_start = malloc(levels * sizeof(int64_t)), *row_window = calloc(levels, sizeof(int64_t));
+    int status = -1;
+    if (state && last_start && row_window) {
+        for (int k = 0; k < levels; k++) last_start[k] = INT64_MIN;
+        /* the times read ahead only for rows spread over the event columns (Nsight's host rows among its kernels);
+         * the rows of most events (a Kineto trace's) are read in order: the hardware prefetch is ahead */
+        int prefetch = in->n < in->events / 2, row4 = in->row_size == 4, has_chosen = in->chosen != NULL;
+        if (row4 && in->thread_size == 1 && has_chosen && !prefetch)
+            status = level_cut_rows(in, cut, state, last_start, row_window, 1, 1, 1, 0);
+        else if (row4 && !has_chosen && !prefetch)
+            status = level_cut_rows(in, cut, state, last_start, row_window, 1, 1, 0, 0);
+        else
+            status = level_cut_rows(in, cut, state, last_start, row_window, row4, in->thread_size, has_chosen, 1);
+    }
     for (int k = 0; k < in->levels && status == 0; k++) {
         if (state[k].open && level_emit(&state[k], &cut->buf[k], in->ws, in->we, in->nw) < 0) status = -1;
     }
     free(state);
+    free(last_start);
+    free(row_window);
     return status;
 }
 
