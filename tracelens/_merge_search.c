@@ -351,9 +351,9 @@ done:
     return result;
 }
 
-/* cut_levels / take_pieces: defined at the end of the file (the host rows' level unions cut into windows). */
+/* cut_levels / take_level: defined at the end of the file (the host rows' level unions cut into windows). */
 static PyObject *cut_levels(PyObject *self, PyObject *args);
-static PyObject *take_pieces(PyObject *self, PyObject *args);
+static PyObject *take_level(PyObject *self, PyObject *args);
 static PyObject *union_pieces(PyObject *self, PyObject *args);
 static PyObject *complement_pieces(PyObject *self, PyObject *args);
 static PyObject *intersect_pieces(PyObject *self, PyObject *args);
@@ -467,7 +467,7 @@ static PyMethodDef methods[] = {
      "merge_runs(values, positions, bases, out_values, out_rank, out_base, origin)"},
     {"cut_levels", cut_levels, METH_VARARGS,
      "cut_levels(start, end, rows, category, thread, chosen, levels, window_starts, window_ends)"},
-    {"take_pieces", take_pieces, METH_VARARGS, "take_pieces(cut, level, out_starts, out_ends, out_windows)"},
+    {"take_level", take_level, METH_VARARGS, "take_level(cut, level) -> (starts, ends, windows)"},
     {"union_pieces", union_pieces, METH_VARARGS, "union_pieces(a_starts, a_ends, a_windows, b_starts, b_ends, "
      "b_windows, out_starts, out_ends, out_windows) -> count"},
     {"complement_pieces", complement_pieces, METH_VARARGS,
@@ -500,7 +500,12 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_merge_search", NULL, -1, methods, NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__merge_search(void) { return PyModule_Create(&module); }
+static PyTypeObject owned_type;
+
+PyMODINIT_FUNC PyInit__merge_search(void) {
+    if (PyType_Ready(&owned_type) < 0) return NULL;
+    return PyModule_Create(&module);
+}
 
 
 /* ---- The host rows' per-level unions cut into sorted disjoint windows (tracelens/analyses/level_cut.py) ----
@@ -512,7 +517,7 @@ PyMODINIT_FUNC PyInit__merge_search(void) { return PyModule_Create(&module); }
  * the same pieces as window_split.cut(*intervals.merge(s, e), ws, we) (nonempty parts, each with its window).
  * One pass over the rows, each level's rows merged as they come (touching rows joined), each merged interval cut
  * into the windows from the first one ending after its start. Returns (cut, counts): counts the pieces per level,
- * cut a capsule holding them until take_pieces copies each level's out (int64 starts, ends, window indices);
+ * cut a capsule holding them until take_level hands each level's over (int64 starts, ends, window indices);
  * None where a chosen row ends before it starts or a level's rows are not in start order (the caller's general
  * path then). The GIL is released during the pass. */
 
@@ -876,45 +881,72 @@ done:
     return result;
 }
 
-/* take_pieces(cut, level, out_starts, out_ends, out_windows): copies the level's pieces into the int64 arrays (as
- * long as its count) and frees them in the capsule. */
-static PyObject *take_pieces(PyObject *self, PyObject *args) {
-    PyObject *capsule, *objs[3];
+/* take_level(cut, level) -> (starts, ends, windows): the level's pieces handed over as they are, no copy: each of
+ * the three C arrays (shrunk to the count) becomes a buffer object that owns it (np.frombuffer reads it as int64;
+ * freed with the last array on it), and the capsule lets it go. */
+
+typedef struct {
+    PyObject_HEAD void *data;
+    Py_ssize_t len;
+} owned_t;
+
+static int owned_getbuffer(PyObject *self, Py_buffer *view, int flags) {
+    owned_t *o = (owned_t *)self;
+    return PyBuffer_FillInfo(view, self, o->data ? o->data : (void *)&o->len, o->len, 0, flags);
+}
+
+static void owned_dealloc(PyObject *self) {
+    free(((owned_t *)self)->data);
+    Py_TYPE(self)->tp_free(self);
+}
+
+static PyBufferProcs owned_as_buffer = {owned_getbuffer, NULL};
+
+static PyTypeObject owned_type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "tracelens._merge_search.OwnedBuffer",
+    .tp_basicsize = sizeof(owned_t),
+    .tp_dealloc = owned_dealloc,
+    .tp_as_buffer = &owned_as_buffer,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "int64 values a compiled pass wrote, owned until the last reader lets go",
+};
+
+/* A buffer object owning *data (n int64 values; shrunk to them, freed where n is 0): *data is then NULL. */
+static PyObject *owned(int64_t **data, int64_t n) {
+    owned_t *o = PyObject_New(owned_t, &owned_type);
+    if (!o) return NULL;
+    if (n == 0) {
+        free(*data);
+        o->data = NULL;
+    } else {
+        int64_t *shrunk = realloc(*data, (size_t)n * sizeof(int64_t));
+        o->data = shrunk ? shrunk : *data;
+    }
+    *data = NULL;
+    o->len = (Py_ssize_t)n * (Py_ssize_t)sizeof(int64_t);
+    return (PyObject *)o;
+}
+
+static PyObject *take_level(PyObject *self, PyObject *args) {
+    PyObject *capsule;
     int level;
-    if (!PyArg_ParseTuple(args, "OiOOO", &capsule, &level, &objs[0], &objs[1], &objs[2])) return NULL;
+    if (!PyArg_ParseTuple(args, "Oi", &capsule, &level)) return NULL;
     level_cut_t *cut = PyCapsule_GetPointer(capsule, "tracelens.level_cut");
     if (!cut) return NULL;
     if (level < 0 || level >= cut->levels) {
-        PyErr_SetString(PyExc_IndexError, "take_pieces: no such level");
+        PyErr_SetString(PyExc_IndexError, "take_level: no such level");
         return NULL;
     }
     piece_buf_t *b = &cut->buf[level];
-    Py_buffer v[3];
-    int got = 0;
-    PyObject *result = NULL;
-    for (; got < 3; got++) {
-        if (get(objs[got], &v[got], 1, "out") < 0) goto done;
-        if (v[got].len / 8 != b->n) {
-            got++;
-            PyErr_SetString(PyExc_ValueError, "take_pieces: int64 arrays as long as the level's pieces expected");
-            goto done;
-        }
-    }
-    if (b->n) {
-        memcpy(v[0].buf, b->s, b->n * sizeof(int64_t));
-        memcpy(v[1].buf, b->e, b->n * sizeof(int64_t));
-        memcpy(v[2].buf, b->w, b->n * sizeof(int64_t));
-    }
-    free(b->s);
-    free(b->e);
-    free(b->w);
-    b->s = b->e = b->w = NULL;
+    int64_t n = b->n;
+    PyObject *s = owned(&b->s, n), *e = s ? owned(&b->e, n) : NULL, *w = e ? owned(&b->w, n) : NULL;
     b->n = b->cap = 0;
-    result = Py_None;
-    Py_INCREF(result);
-done:
-    for (int i = 0; i < got; i++) PyBuffer_Release(&v[i]);
-    return result;
+    if (!w) {
+        Py_XDECREF(s);
+        Py_XDECREF(e);
+        return NULL;
+    }
+    return Py_BuildValue("(NNN)", s, e, w);
 }
 
 /* union_pieces(a_starts, a_ends, a_windows, b_starts, b_ends, b_windows, out_starts, out_ends, out_windows): the

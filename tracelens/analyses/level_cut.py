@@ -99,9 +99,9 @@ def cut_thread_levels(
         if count == 0:
             pieces.append(window_split.empty())
             continue
-        level_pieces = (np.empty(count, np.int64), np.empty(count, np.int64), np.empty(count, np.int64))
-        _compiled.take_pieces(cut, level, *level_pieces)
-        pieces.append(level_pieces)
+        # the pass's own arrays handed over (no copy of the ~300K pieces into fresh pages)
+        s, e, w = (np.frombuffer(b, np.int64) for b in _compiled.take_level(cut, level))
+        pieces.append((s, e, w))
     del cut
     # the sync rows (a few of the host rows): found by their category, then their thread
     sync = np.flatnonzero(rows.category == HOST_CATEGORY_PRIORITY.index(SYNC))
