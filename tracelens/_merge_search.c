@@ -365,8 +365,8 @@ static PyObject *id_rows(PyObject *self, PyObject *args);
 static PyObject *busy_intervals(PyObject *self, PyObject *args);
 static PyObject *busy_take(PyObject *self, PyObject *args);
 static PyObject *union_cover(PyObject *self, PyObject *args);
-static PyObject *echo_cover(PyObject *self, PyObject *args);
 static PyObject *measure_before(PyObject *self, PyObject *args);
+static PyObject *clipped_totals(PyObject *self, PyObject *args);
 
 typedef struct {
     int64_t key;
@@ -490,11 +490,11 @@ static PyMethodDef methods[] = {
     {"union_cover", union_cover, METH_VARARGS,
      "union_cover(a_starts, a_ends, a_windows, b_starts, b_ends, b_windows, which, which_slot, totals, "
      "window_starts, window_ends, out_starts, out_ends) -> count"},
-    {"echo_cover", echo_cover, METH_VARARGS,
-     "echo_cover(a_starts, a_ends, a_windows, b_starts, b_ends, b_windows, clip_starts, clip_ends, c_starts, c_ends, "
-     "c_windows, which, which_slot, totals) -> bool"},
     {"measure_before", measure_before, METH_VARARGS,
      "measure_before(starts, ends, minus_starts, minus_ends, queries, inverse, out) -> int"},
+    {"clipped_totals", clipped_totals, METH_VARARGS,
+     "clipped_totals(starts, ends, windows, minus_starts, minus_ends, clip_starts, clip_ends, inside, which, "
+     "which_slot, totals) -> bool"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -2203,139 +2203,14 @@ done:
 
 /* ---- The sync echo's figures without the echo built (tracelens/analyses/level_cut.py) ----
  *
- * echo_cover(a_starts, a_ends, a_windows, b_starts, b_ends, b_windows, clip_starts, clip_ends, c_starts, c_ends,
- * c_windows, which, which_slot, totals): union_cover's totals (no holes) of the union of three piece lists: a, the
- * parts of b inside the sorted disjoint intervals clip (window_split.intersect(b, clip_starts, clip_ends): the
- * nonempty ones, each keeping its piece's window), and c. Each list int64, sorted by start, pieces inside their
- * windows, not overlapping within a list. The three merged by start as they are read: the echo (the host work in
- * the echoes' spans) and its union with the levels before are measured, not written. Returns True, or False where
- * the clip intervals do not ascend or which/slots do not fit (nothing counted: the caller's path).
- *
  * measure_before(starts, ends, minus_starts, minus_ends, queries, inverse, out): over the union of the intervals
  * (starts, ends) less the union of (minus_starts, minus_ends) (each list sorted by start, none overlapping the next;
  * minus may be empty), for ascending queries: inverse false, out[k] = its length before queries[k]
  * (intervals.covered_before); inverse true, out[k] = the first instant by which queries[k] of it has passed, int64
  * max where it is shorter (intervals.time_covered). One walk through both lists as far as the last query, the
  * difference taken as it is read (no cumulative sums of the whole lists). Returns 1 where the difference is not
- * empty, 0 where it is, -1 where a list or the queries are out of order (nothing written). The GIL is released. */
-
-typedef struct {
-    const int64_t *s, *e, *w;
-    int64_t n, i;
-    const int64_t *clip_s, *clip_e; /* NULL: the pieces as they are */
-    int64_t nclip, k;
-    int64_t cs, ce, cw; /* the current piece */
-    int has;
-} piece_stream_t;
-
-/* The stream's next piece into cs, ce, cw (has 0 once none is left). */
-static inline void stream_next(piece_stream_t *p) {
-    if (!p->clip_s) {
-        p->has = p->i < p->n;
-        if (p->has) {
-            p->cs = p->s[p->i];
-            p->ce = p->e[p->i];
-            p->cw = p->w[p->i];
-            p->i++;
-        }
-        return;
-    }
-    while (p->i < p->n) {
-        int64_t s = p->s[p->i], e = p->e[p->i];
-        while (p->k < p->nclip && p->clip_e[p->k] <= s) p->k++;
-        if (p->k == p->nclip) break;
-        int64_t cs = p->clip_s[p->k], ce = p->clip_e[p->k];
-        if (cs >= e) {
-            p->i++;
-            continue;
-        }
-        int64_t ps = s > cs ? s : cs, pe = e < ce ? e : ce, w = p->w[p->i];
-        /* the piece goes on past this clip interval: its next part is in a later one */
-        if (ce < e)
-            p->k++;
-        else
-            p->i++;
-        if (pe > ps) {
-            p->cs = ps;
-            p->ce = pe;
-            p->cw = w;
-            p->has = 1;
-            return;
-        }
-    }
-    p->has = 0;
-}
-
-static void echo_cover_pass(piece_stream_t *st, int count, cover_t *c) {
-    for (int q = 0; q < count; q++) stream_next(&st[q]);
-    int64_t cs = 0, ce = 0, cw = 0;
-    int open = 0;
-    for (;;) {
-        int best = -1;
-        for (int q = 0; q < count; q++)
-            if (st[q].has && (best < 0 || st[q].cs < st[best].cs)) best = q;
-        if (best < 0) break;
-        int64_t s = st[best].cs, e = st[best].ce, w = st[best].cw;
-        stream_next(&st[best]);
-        if (open && w == cw && s <= ce) {
-            if (e > ce) ce = e;
-            continue;
-        }
-        if (open) cover_piece(c, cs, ce, cw);
-        cs = s;
-        ce = e;
-        cw = w;
-        open = 1;
-    }
-    if (open) cover_piece(c, cs, ce, cw);
-}
-
-static PyObject *echo_cover(PyObject *self, PyObject *args) {
-    PyObject *objs[14];
-    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5],
-                          &objs[6], &objs[7], &objs[8], &objs[9], &objs[10], &objs[11], &objs[12], &objs[13]))
-        return NULL;
-    Py_buffer v[14];
-    int held[14] = {0};
-    PyObject *result = NULL;
-    for (int k = 0; k < 14; k++) {
-        if (get(objs[k], &v[k], k == 13, "echo_cover") < 0) goto done;
-        held[k] = 1;
-        if (v[k].len && v[k].itemsize != 8) {
-            PyErr_SetString(PyExc_TypeError, "echo_cover: int64 expected");
-            goto done;
-        }
-    }
-    int64_t na = v[0].len / 8, nb = v[3].len / 8, nclip = v[6].len / 8, nc = v[8].len / 8, k = v[11].len / 8;
-    if (v[1].len / 8 != na || v[2].len / 8 != na || v[4].len / 8 != nb || v[5].len / 8 != nb ||
-        v[7].len / 8 != nclip || v[9].len / 8 != nc || v[10].len / 8 != nc || v[12].len / 8 != k ||
-        v[13].len / 8 != 1 + k) {
-        PyErr_SetString(PyExc_ValueError, "echo_cover: arrays of matching lengths expected");
-        goto done;
-    }
-    const int64_t *which = v[11].buf, *slot = v[12].buf, *clip_s = v[6].buf, *clip_e = v[7].buf;
-    int fits = 1;
-    for (int64_t q = 0; q < k && fits; q++) fits = slot[q] >= 0 && slot[q] < k && (!q || which[q] >= which[q - 1]);
-    for (int64_t q = 0; q < nclip && fits; q++) fits = clip_e[q] >= clip_s[q] && (!q || clip_s[q] >= clip_e[q - 1]);
-    if (fits) {
-        int64_t *totals = v[13].buf;
-        for (int64_t q = 0; q <= k; q++) totals[q] = 0;
-        cover_t c = {which, slot, k, 0, totals, NULL, NULL, 0, -1, 0, 0, NULL, NULL, 0, 0};
-        piece_stream_t st[3] = {
-            {v[0].buf, v[1].buf, v[2].buf, na, 0, NULL, NULL, 0, 0, 0, 0, 0, 0},
-            {v[3].buf, v[4].buf, v[5].buf, nb, 0, clip_s, clip_e, nclip, 0, 0, 0, 0, 0},
-            {v[8].buf, v[9].buf, v[10].buf, nc, 0, NULL, NULL, 0, 0, 0, 0, 0, 0},
-        };
-        Py_BEGIN_ALLOW_THREADS
-        echo_cover_pass(st, 3, &c);
-        Py_END_ALLOW_THREADS
-    }
-    result = PyBool_FromLong(fits);
-done:
-    for (int q = 0; q < 14; q++)
-        if (held[q]) PyBuffer_Release(&v[q]);
-    return result;
-}
+ * empty, 0 where it is, -1 where a list or the queries are out of order (nothing written). The GIL is released.
+ * clipped_totals: below. */
 
 /* The intervals less the minus intervals, a part at a time. */
 typedef struct {
@@ -2344,9 +2219,11 @@ typedef struct {
     int resumed; /* at: where the i-th interval's rest begins */
 } minus_stream_t;
 
-static inline int minus_next(minus_stream_t *m, int64_t *ps, int64_t *pe) {
+/* The next nonempty part into *ps, *pe (0 once none is left); *from: the interval it is a part of. */
+static inline int minus_next(minus_stream_t *m, int64_t *ps, int64_t *pe, int64_t *from) {
     while (m->i < m->n) {
         int64_t s = m->resumed ? m->at : m->s[m->i], e = m->e[m->i];
+        *from = m->i;
         while (m->k < m->nm && m->me[m->k] <= s) m->k++;
         if (m->k < m->nm && m->ms[m->k] <= s) { /* s inside a minus interval: the rest from its end */
             m->at = m->me[m->k];
@@ -2381,20 +2258,20 @@ static int disjoint_ascending(const int64_t *s, const int64_t *e, int64_t n) {
 }
 
 static int measure_pass(minus_stream_t *m, const int64_t *queries, int64_t nq, int inverse, int64_t *out) {
-    int64_t ps = 0, pe = 0, cum = 0; /* cum: the length of the parts before the current one [ps, pe) */
-    int has = minus_next(m, &ps, &pe), any = has;
+    int64_t ps = 0, pe = 0, from = 0, cum = 0; /* cum: the length of the parts before the current one [ps, pe) */
+    int has = minus_next(m, &ps, &pe, &from), any = has;
     for (int64_t q = 0; q < nq; q++) {
         int64_t t = queries[q];
         if (inverse) {
             while (has && cum + (pe - ps) < t) {
                 cum += pe - ps;
-                has = minus_next(m, &ps, &pe);
+                has = minus_next(m, &ps, &pe, &from);
             }
             out[q] = has ? ps + (t - cum) : INT64_MAX;
         } else {
             while (has && pe <= t) {
                 cum += pe - ps;
-                has = minus_next(m, &ps, &pe);
+                has = minus_next(m, &ps, &pe, &from);
             }
             out[q] = cum + (has && ps < t ? t - ps : 0);
         }
@@ -2434,6 +2311,78 @@ static PyObject *measure_before(PyObject *self, PyObject *args) {
     result = PyLong_FromLong(status);
 done:
     for (int q = 0; q < 6; q++)
+        if (held[q]) PyBuffer_Release(&v[q]);
+    return result;
+}
+
+/* clipped_totals(starts, ends, windows, minus_starts, minus_ends, clip_starts, clip_ends, inside, which, which_slot,
+ * totals): union_cover's totals (window_split.totals) of the pieces (int64, sorted by start, inside their windows,
+ * none overlapping the next) less the minus intervals, then inside the clip intervals (inside true) or outside them
+ * (false); minus and clip sorted, none overlapping the next. The sync echo's gains measured from what they add: the
+ * host work's time in the echoes' spans that the levels before do not cover, the launch level's time outside both.
+ * One walk through the three lists, nothing written but totals. Returns True, or False where a list is out of order
+ * or which/slots do not fit (nothing counted: the caller's path). The GIL is released. */
+
+static void clipped_pass(minus_stream_t *m, const int64_t *w, const int64_t *cs, const int64_t *ce, int64_t nc,
+                         int inside, cover_t *c) {
+    int64_t ps = 0, pe = 0, from = 0, k = 0;
+    while (minus_next(m, &ps, &pe, &from)) {
+        int64_t window = w[from];
+        while (k < nc && ce[k] <= ps) k++;
+        int64_t at = ps; /* outside: the part from here on not yet counted */
+        for (int64_t q = k; q < nc && cs[q] < pe; q++) {
+            if (inside) {
+                int64_t a = ps > cs[q] ? ps : cs[q], b = pe < ce[q] ? pe : ce[q];
+                if (b > a) cover_piece(c, a, b, window);
+            } else {
+                if (cs[q] > at) cover_piece(c, at, cs[q], window);
+                if (ce[q] > at) at = ce[q];
+            }
+        }
+        if (!inside && pe > at) cover_piece(c, at, pe, window);
+    }
+}
+
+static PyObject *clipped_totals(PyObject *self, PyObject *args) {
+    PyObject *objs[10];
+    int inside;
+    if (!PyArg_ParseTuple(args, "OOOOOOOpOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5], &objs[6],
+                          &inside, &objs[7], &objs[8], &objs[9]))
+        return NULL;
+    Py_buffer v[10];
+    int held[10] = {0};
+    PyObject *result = NULL;
+    for (int k = 0; k < 10; k++) {
+        if (get(objs[k], &v[k], k == 9, "clipped_totals") < 0) goto done;
+        held[k] = 1;
+        if (v[k].len && v[k].itemsize != 8) {
+            PyErr_SetString(PyExc_TypeError, "clipped_totals: int64 expected");
+            goto done;
+        }
+    }
+    int64_t n = v[0].len / 8, nm = v[3].len / 8, nc = v[5].len / 8, k = v[7].len / 8;
+    if (v[1].len / 8 != n || v[2].len / 8 != n || v[4].len / 8 != nm || v[6].len / 8 != nc || v[8].len / 8 != k ||
+        v[9].len / 8 != 1 + k) {
+        PyErr_SetString(PyExc_ValueError, "clipped_totals: arrays of matching lengths expected");
+        goto done;
+    }
+    const int64_t *which = v[7].buf, *slot = v[8].buf;
+    int fits = 1;
+    for (int64_t q = 0; q < k && fits; q++) fits = slot[q] >= 0 && slot[q] < k && (!q || which[q] >= which[q - 1]);
+    Py_BEGIN_ALLOW_THREADS
+    fits = fits && disjoint_ascending(v[0].buf, v[1].buf, n) && disjoint_ascending(v[3].buf, v[4].buf, nm) &&
+           disjoint_ascending(v[5].buf, v[6].buf, nc);
+    if (fits) {
+        int64_t *totals = v[9].buf;
+        for (int64_t q = 0; q <= k; q++) totals[q] = 0;
+        cover_t c = {which, slot, k, 0, totals, NULL, NULL, 0, -1, 0, 0, NULL, NULL, 0, 0};
+        minus_stream_t m = {v[0].buf, v[1].buf, v[3].buf, v[4].buf, n, nm, 0, 0, 0, 0};
+        clipped_pass(&m, v[2].buf, v[5].buf, v[6].buf, nc, inside, &c);
+    }
+    Py_END_ALLOW_THREADS
+    result = PyBool_FromLong(fits);
+done:
+    for (int q = 0; q < 10; q++)
         if (held[q]) PyBuffer_Release(&v[q]);
     return result;
 }

@@ -104,22 +104,19 @@ def union_cover(
     out_starts: Any,
     out_ends: Any,
 ) -> int: ...
-def echo_cover(
-    a_starts: Any,
-    a_ends: Any,
-    a_windows: Any,
-    b_starts: Any,
-    b_ends: Any,
-    b_windows: Any,
+def measure_before(
+    starts: Any, ends: Any, minus_starts: Any, minus_ends: Any, queries: Any, inverse: bool, out: Any
+) -> int: ...
+def clipped_totals(
+    starts: Any,
+    ends: Any,
+    windows: Any,
+    minus_starts: Any,
+    minus_ends: Any,
     clip_starts: Any,
     clip_ends: Any,
-    c_starts: Any,
-    c_ends: Any,
-    c_windows: Any,
+    inside: bool,
     which: Any,
     which_slot: Any,
     totals: Any,
 ) -> bool: ...
-def measure_before(
-    starts: Any, ends: Any, minus_starts: Any, minus_ends: Any, queries: Any, inverse: bool, out: Any
-) -> int: ...

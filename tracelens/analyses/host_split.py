@@ -369,10 +369,12 @@ def _split_pieces(
         assert which is not None
         launch_level = input_level + 1
         if level_pieces[launch_level][0].size:
-            covered = _covered(
-                level_cut.union_cover(union, level_pieces[launch_level], which)
+            # with echoes: the launch level adds its time outside the union before them and their spans
+            covered = (
+                _covered(level_cut.union_cover(union, level_pieces[launch_level], which))
                 if echo_clip is None
-                else level_cut.echo_totals(union, host_work, echo_clip, level_pieces[launch_level], which)
+                else covered_before
+                + level_cut.clipped(level_pieces[launch_level], union, echo_clip, False, which)
             )
             np.subtract(covered, covered_before, out=out[:, launch_level])
             covered_before = covered

@@ -196,32 +196,33 @@ def union_cover(
     return totals, holes
 
 
-def echo_cover_available() -> bool:
-    """Whether the compiled passes of the sync echo's figures (:func:`echo_cover`, :func:`echo_spans`) are built."""
-    return available() and hasattr(_compiled, "echo_cover")
+def echo_passes_available() -> bool:
+    """Whether the compiled passes of the sync echo's figures (:func:`echo_spans`, :func:`clipped_totals`) are
+    built."""
+    return available() and hasattr(_compiled, "clipped_totals")
 
 
-def echo_cover(
-    a: window_split.Pieces,
-    b: window_split.Pieces,
+def clipped_totals(
+    pieces: window_split.Pieces,
+    minus: window_split.Pieces,
     clip: tuple[np.ndarray, np.ndarray],
-    c: window_split.Pieces,
+    inside: bool,
     which: np.ndarray,
 ) -> np.ndarray | None:
-    """``window_split.totals(union(union(a, window_split.intersect(b, *clip)), c), which)`` by one compiled pass, no
-    list built: the levels before the echo (``a``), the echo (the host work ``b`` in the echoes' spans ``clip``,
-    sorted disjoint intervals) and a later level (``c``) merged as they are read. None where the pass is absent or
-    ``clip`` does not ascend."""
-    if not echo_cover_available():
+    """``window_split.totals`` of the pieces less the times of ``minus``, then inside the sorted disjoint intervals
+    ``clip`` (``inside``) or outside them, by one compiled walk, nothing built: what the echo (the host work in the
+    echoes' spans) adds to the levels before it, and what the launch level adds to both. None where the pass is
+    absent or a list is out of order."""
+    if not echo_passes_available():
         return None
     which = np.asarray(which, np.int64)
     order = np.argsort(which, kind="stable")
     totals = np.empty(1 + which.size, np.int64)
-    a_s, a_e, a_w, b_s, b_e, b_w, clip_s, clip_e, c_s, c_e, c_w, which_sorted, slots = (
-        _int64(x) for x in (*a, *b, *clip, *c, which[order], order)
+    s, e, w, minus_s, minus_e, clip_s, clip_e, which_sorted, slots = (
+        _int64(x) for x in (*pieces, *minus[:2], *clip, which[order], order)
     )
-    if not _compiled.echo_cover(
-        a_s, a_e, a_w, b_s, b_e, b_w, clip_s, clip_e, c_s, c_e, c_w, which_sorted, slots, totals
+    if not _compiled.clipped_totals(
+        s, e, w, minus_s, minus_e, clip_s, clip_e, inside, which_sorted, slots, totals
     ):
         return None
     return totals
@@ -258,7 +259,7 @@ def echo_spans(
     echo's rows are picked from them), by compiled walks through the busy intervals and the host work as far as the
     rows reach: no cumulative sums of the whole lists, no eligible list built. None where the passes are absent, a
     row ends before it starts, or a list is out of order (``_sync_echo`` then)."""
-    if not echo_cover_available() or not bool((sync_ends >= sync_starts).all()):
+    if not echo_passes_available() or not bool((sync_ends >= sync_starts).all()):
         return None
     n = sync_starts.size
     no_time = np.zeros(0, np.int64)
@@ -278,18 +279,18 @@ def echo_spans(
     return spent[0], (waited > 0) & (spent[0] > sync_ends)
 
 
-def echo_totals(
-    a: window_split.Pieces,
-    b: window_split.Pieces,
+def clipped(
+    pieces: window_split.Pieces,
+    minus: window_split.Pieces,
     clip: tuple[np.ndarray, np.ndarray],
-    c: window_split.Pieces,
+    inside: bool,
     which: np.ndarray,
-) -> tuple[np.ndarray, None]:
-    """:func:`echo_cover`'s totals where the pass is known built and ``clip`` ascends (merged spans), as
-    :func:`union_cover` gives them without windows."""
-    totals = echo_cover(a, b, clip, c, which)
+) -> np.ndarray:
+    """:func:`clipped_totals` where the pass is known built and the lists in order (canonical pieces, merged
+    spans)."""
+    totals = clipped_totals(pieces, minus, clip, inside, which)
     assert totals is not None
-    return totals, None
+    return totals
 
 
 def measured_echoes(
@@ -304,10 +305,12 @@ def measured_echoes(
 ) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray] | None]:
     """``host_split._split_pieces``' echo steps with the echoes measured, not built (the echo: the host work in the
     echoes' spans, ~155K pieces on the 406 MB Kineto tile, then its union with the levels ``before``): the spans
-    from :func:`echo_spans` (``spans``: each sync row's echo end and whether it has one), each union's totals at
-    ``which`` by :func:`echo_cover`. Adds the gains to ``sync_column``; returns (the covered totals, the synchronous
+    from :func:`echo_spans` (``spans``: each sync row's echo end and whether it has one); the union of ``before``
+    and the echo covers what ``before`` covers (``covered_before``) and the host work less ``before`` in the spans
+    (:func:`clipped_totals`). Adds the gains to ``sync_column``; returns (the covered totals, the synchronous
     copies' gain, the echoes' merged spans or None without any)."""
     spent, keep = spans
+    through_before = covered_before
     echo_copy = np.zeros_like(covered_before)
     clip_starts = clip_ends = None
     for copies in (False, True):  # the other blocking calls' echoes first, then the synchronous copies'
@@ -322,7 +325,7 @@ def measured_echoes(
                 np.concatenate([clip_ends, new_ends]),
             )
         clip_starts, clip_ends = intervals.merge(new_starts, new_ends)
-        covered, _ = echo_totals(before, host_work, (clip_starts, clip_ends), window_split.empty(), which)
+        covered = through_before + clipped(host_work, before, (clip_starts, clip_ends), True, which)
         gained = covered - covered_before
         sync_column += gained
         if copies:

@@ -1,8 +1,9 @@
-"""The sync echo measured without being built (``level_cut.echo_cover``, ``level_cut.echo_spans``:
-``_merge_search.echo_cover`` / ``measure_before``) against the numpy definitions: ``window_split.totals`` of the
-unions built with ``window_split.intersect``, and ``intervals.overlap_with_union`` / ``covered_before`` /
-``time_covered`` on the eligible time built by ``intervals.intersect`` with the holes of the levels before; empty
-lists, one piece, ties, touching pieces; and ``split_gaps`` with the passes against without them."""
+"""The sync echo measured without being built (``level_cut.clipped_totals``, ``level_cut.echo_spans``:
+``_merge_search.clipped_totals`` / ``measure_before``) against the numpy definitions: ``window_split.totals`` of the
+pieces built with ``window_split.intersect`` (less a list's times: in its holes; inside or outside the spans), and
+``intervals.overlap_with_union`` / ``covered_before`` / ``time_covered`` on the eligible time built by
+``intervals.intersect`` with the holes of the levels before; empty lists, one piece, ties, touching pieces; and
+``split_gaps`` with the passes against without them."""
 
 from __future__ import annotations
 
@@ -16,7 +17,9 @@ from hypothesis import strategies as st
 from tracelens import intervals
 from tracelens.analyses import host_split, level_cut, window_split
 
-pytestmark = pytest.mark.skipif(not level_cut.echo_cover_available(), reason="the compiled pass is not built")
+pytestmark = pytest.mark.skipif(
+    not level_cut.echo_passes_available(), reason="the compiled pass is not built"
+)
 
 
 def _windows(rng: np.random.Generator, count: int, span: int) -> tuple[np.ndarray, np.ndarray]:
@@ -34,10 +37,18 @@ def _int64(*arrays: object) -> tuple:
     return tuple(np.asarray(x, np.int64) for x in arrays)
 
 
-def _check_cover(a: tuple, b: tuple, clip: tuple, c: tuple, which: np.ndarray) -> None:
-    union = window_split.union(window_split.union(a, window_split.intersect(b, *clip)), c)
-    found = level_cut.echo_cover(a, b, clip, c, which)
-    assert found is not None and np.array_equal(found, window_split.totals(union, which))
+def _outside(clip: tuple) -> tuple:
+    """The holes of sorted disjoint intervals, over all time."""
+    low, high = np.iinfo(np.int64).min, np.iinfo(np.int64).max
+    return np.concatenate([[low], clip[1]]), np.concatenate([clip[0], [high]])
+
+
+def _check_cover(a: tuple, b: tuple, clip: tuple, which: np.ndarray) -> None:
+    less = window_split.intersect(b, *window_split.holes(a))
+    for inside in (True, False):
+        kept = window_split.intersect(less, *(clip if inside else _outside(clip)))
+        found = level_cut.clipped_totals(b, a, clip, inside, which)
+        assert found is not None and np.array_equal(found, window_split.totals(kept, which))
 
 
 def _reference_spans(
@@ -76,8 +87,8 @@ def test_echo_cover_and_spans_equal_numpy(
     a, b, c = (_pieces(rng, n, span, ws, we) for n in counts[:3])
     clip = intervals.merge(*_int64(*_windows(rng, counts[3], span)))
     which = rng.integers(0, max(windows, 1), int(rng.integers(0, 12))) if windows else np.zeros(0)
-    _check_cover(a, b, clip, c, which.astype(np.int64))
-    _check_cover(a, b, clip, window_split.empty(), which.astype(np.int64))
+    _check_cover(a, window_split.union(b, c), clip, which.astype(np.int64))
+    _check_cover(window_split.empty(), b, clip, which.astype(np.int64))
     s = rng.integers(0, span, counts[3] * 3).astype(np.int64)  # rows in any order, ties likely
     e = s + rng.integers(0, span // 3 + 1, s.size)
     busy = intervals.gaps(ws, we) if ws.size else _int64([], [])
@@ -95,10 +106,9 @@ def test_echo_cover_and_spans_edge_cases() -> None:
     lists = [none, one, touching, tied]
     for a in lists:
         for b in lists:
-            for c in lists:
-                for clip in clips:
-                    _check_cover(a, b, clip, c, which)
-                    _check_cover(a, b, clip, c, np.zeros(0, np.int64))
+            for clip in clips:
+                _check_cover(a, b, clip, which)
+                _check_cover(a, b, clip, np.zeros(0, np.int64))
     busy = _int64([0, 11, 20], [2, 16, 32])
     for hw in lists:
         for before in lists:
@@ -112,8 +122,9 @@ def test_echo_cover_and_spans_edge_cases() -> None:
                 rows = _int64(s, e)
                 _check_spans(hw, before, rows[0], rows[1], busy)
                 _check_spans(hw, before, rows[0], rows[1], _int64([], []))
-    # spans out of order: declined
-    assert level_cut.echo_cover(one, one, _int64([5, 1], [6, 2]), none, which) is None
+    # lists out of order: declined
+    assert level_cut.clipped_totals(one, one, _int64([5, 1], [6, 2]), True, which) is None
+    assert level_cut.clipped_totals(one, _int64([5, 1], [6, 2], [0, 0]), _int64([], []), True, which) is None
 
 
 def _split_both_ways(size: int, gaps: int, seed: int, copy_share: float) -> None:
@@ -138,7 +149,7 @@ def _split_both_ways(size: int, gaps: int, seed: int, copy_share: float) -> None
     for hidden in (False, True):
         with pytest.MonkeyPatch.context() as patch:
             if hidden:
-                patch.setattr(level_cut, "echo_cover_available", lambda: False)
+                patch.setattr(level_cut, "echo_passes_available", lambda: False)
             got = host_split.split_gaps(ws, we, rows, np.arange(2), busy, which)  # type: ignore[arg-type]
         answers.append([got.totals, got.chosen, got.sync_copy_ns, got.starts_in_sync, *got.unexplained])
     for x, y in zip(*answers, strict=True):
