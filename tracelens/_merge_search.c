@@ -354,7 +354,6 @@ done:
 /* cut_levels / take_level: defined at the end of the file (the host rows' level unions cut into windows). */
 static PyObject *cut_levels(PyObject *self, PyObject *args);
 static PyObject *take_level(PyObject *self, PyObject *args);
-static PyObject *union_pieces(PyObject *self, PyObject *args);
 static PyObject *complement_pieces(PyObject *self, PyObject *args);
 static PyObject *intersect_pieces(PyObject *self, PyObject *args);
 static PyObject *kept_thread_runs(PyObject *self, PyObject *args);
@@ -367,6 +366,7 @@ static PyObject *busy_take(PyObject *self, PyObject *args);
 static PyObject *union_cover(PyObject *self, PyObject *args);
 static PyObject *measure_before(PyObject *self, PyObject *args);
 static PyObject *clipped_totals(PyObject *self, PyObject *args);
+static PyObject *union_taken(PyObject *self, PyObject *args);
 
 typedef struct {
     int64_t key;
@@ -468,8 +468,8 @@ static PyMethodDef methods[] = {
     {"cut_levels", cut_levels, METH_VARARGS,
      "cut_levels(start, end, rows, category, thread, chosen, levels, window_starts, window_ends)"},
     {"take_level", take_level, METH_VARARGS, "take_level(cut, level) -> (starts, ends, windows)"},
-    {"union_pieces", union_pieces, METH_VARARGS, "union_pieces(a_starts, a_ends, a_windows, b_starts, b_ends, "
-     "b_windows, out_starts, out_ends, out_windows) -> count"},
+    {"union_taken", union_taken, METH_VARARGS,
+     "union_taken(a_starts, a_ends, a_windows, b_starts, b_ends, b_windows) -> (starts, ends, windows)"},
     {"complement_pieces", complement_pieces, METH_VARARGS,
      "complement_pieces(starts, ends, windows, window_starts, window_ends, out_starts, out_ends) -> count"},
     {"intersect_pieces", intersect_pieces, METH_VARARGS,
@@ -949,11 +949,10 @@ static PyObject *take_level(PyObject *self, PyObject *args) {
     return Py_BuildValue("(NNN)", s, e, w);
 }
 
-/* union_pieces(a_starts, a_ends, a_windows, b_starts, b_ends, b_windows, out_starts, out_ends, out_windows): the
- * union of two piece lists (window_split.union: each int64, sorted by start, pieces inside their windows, not
- * overlapping within a list), merged inside each window: the lists merged by start (a's first on ties), a piece
- * joined to the one before where it starts at or before that one's end in the same window. Returns the count of
- * pieces; writes them where the outs are given (int64, as long as that count), else only counts them.
+/* union_taken(a_starts, a_ends, a_windows, b_starts, b_ends, b_windows) -> (starts, ends, windows): the union of two
+ * piece lists (window_split.union: each int64, sorted by start, pieces inside their windows, not overlapping within
+ * a list), merged inside each window: the lists merged by start (a's first on ties), a piece joined to the one
+ * before where it starts at or before that one's end in the same window (union_pass).
  *
  * complement_pieces(starts, ends, windows, window_starts, window_ends, out_starts, out_ends): the parts of the
  * sorted disjoint windows that no piece covers (window_split.complement; the pieces merged inside each window):
@@ -1052,36 +1051,43 @@ static int get_int64s(PyObject **objs, Py_buffer *v, int count, int first_out, i
     return 0;
 }
 
-static PyObject *union_pieces(PyObject *self, PyObject *args) {
-    PyObject *objs[9];
-    if (!PyArg_ParseTuple(args, "OOOOOOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5], &objs[6],
-                          &objs[7], &objs[8]))
-        return NULL;
-    Py_buffer v[9];
-    int held[9] = {0}, outs;
+/* union_taken: the union written in one pass into C arrays as long as both lists, shrunk to the count and handed over
+ * as buffer objects (take_level's): no counting pass, no fresh numpy arrays. The GIL is released during the pass. */
+static PyObject *union_taken(PyObject *self, PyObject *args) {
+    PyObject *objs[6];
+    if (!PyArg_ParseTuple(args, "OOOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5])) return NULL;
+    Py_buffer v[6];
+    int held[6] = {0}, outs;
     PyObject *result = NULL;
-    if (get_int64s(objs, v, 9, 6, held, &outs) < 0) goto done;
+    int64_t *out[3] = {NULL, NULL, NULL};
+    if (get_int64s(objs, v, 6, 6, held, &outs) < 0) goto done;
     int64_t na = v[0].len / 8, nb = v[3].len / 8;
     if (v[1].len / 8 != na || v[2].len / 8 != na || v[4].len / 8 != nb || v[5].len / 8 != nb) {
-        PyErr_SetString(PyExc_ValueError, "union_pieces: each list's arrays of equal length expected");
+        PyErr_SetString(PyExc_ValueError, "union_taken: each list's arrays of equal length expected");
         goto done;
+    }
+    size_t cap = (size_t)(na + nb ? na + nb : 1) * sizeof(int64_t);
+    for (int k = 0; k < 3; k++) {
+        out[k] = malloc(cap);
+        if (!out[k]) {
+            PyErr_NoMemory();
+            goto done;
+        }
     }
     int64_t count;
     Py_BEGIN_ALLOW_THREADS
-    count = union_pass(v[0].buf, v[1].buf, v[2].buf, na, v[3].buf, v[4].buf, v[5].buf, nb, NULL, NULL, NULL);
+    count = union_pass(v[0].buf, v[1].buf, v[2].buf, na, v[3].buf, v[4].buf, v[5].buf, nb, out[0], out[1], out[2]);
     Py_END_ALLOW_THREADS
-    if (outs) {
-        if (v[6].len / 8 != count || v[7].len / 8 != count || v[8].len / 8 != count) {
-            PyErr_SetString(PyExc_ValueError, "union_pieces: outs as long as the union expected");
-            goto done;
-        }
-        Py_BEGIN_ALLOW_THREADS
-        union_pass(v[0].buf, v[1].buf, v[2].buf, na, v[3].buf, v[4].buf, v[5].buf, nb, v[6].buf, v[7].buf, v[8].buf);
-        Py_END_ALLOW_THREADS
+    PyObject *s = owned(&out[0], count), *e = s ? owned(&out[1], count) : NULL, *w = e ? owned(&out[2], count) : NULL;
+    if (!w) {
+        Py_XDECREF(s);
+        Py_XDECREF(e);
+        goto done;
     }
-    result = PyLong_FromLongLong(count);
+    result = Py_BuildValue("(NNN)", s, e, w);
 done:
-    for (int k = 0; k < 9; k++)
+    for (int k = 0; k < 3; k++) free(out[k]);
+    for (int k = 0; k < 6; k++)
         if (held[k]) PyBuffer_Release(&v[k]);
     return result;
 }
@@ -2062,7 +2068,7 @@ done:
 /* ---- A union of two piece lists measured, and its holes in the windows, without building it (level_cut.py) ----
  *
  * union_cover(a_starts, a_ends, a_windows, b_starts, b_ends, b_windows, which, which_slot, totals, window_starts,
- * window_ends, out_starts, out_ends): the union of the two lists as union_pieces merges it (each int64, sorted by
+ * window_ends, out_starts, out_ends): the union of the two lists as union_taken merges it (each int64, sorted by
  * start, pieces inside their windows), not written: totals (int64, 1 + len(which)) gets window_split.totals' answer
  * of it (totals[0]: the pieces' summed length; totals[1 + which_slot[k]]: the covered length of window which[k],
  * which ascending int64, which_slot its positions in the caller's order); with the windows given (else None:

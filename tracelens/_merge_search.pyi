@@ -26,17 +26,6 @@ def cut_levels(
     window_ends: Any,
 ) -> tuple[Any, tuple[int, ...]] | None: ...
 def take_level(cut: Any, level: int) -> tuple[Any, Any, Any]: ...
-def union_pieces(
-    a_starts: Any,
-    a_ends: Any,
-    a_windows: Any,
-    b_starts: Any,
-    b_ends: Any,
-    b_windows: Any,
-    out_starts: Any,
-    out_ends: Any,
-    out_windows: Any,
-) -> int: ...
 def complement_pieces(
     starts: Any,
     ends: Any,
@@ -120,3 +109,6 @@ def clipped_totals(
     which_slot: Any,
     totals: Any,
 ) -> bool: ...
+def union_taken(
+    a_starts: Any, a_ends: Any, a_windows: Any, b_starts: Any, b_ends: Any, b_windows: Any
+) -> tuple[Any, Any, Any]: ...

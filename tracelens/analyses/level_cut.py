@@ -125,10 +125,9 @@ def union(a: window_split.Pieces, b: window_split.Pieces) -> window_split.Pieces
     if not available():
         return window_split.union(a, b)
     a_s, a_e, a_w, b_s, b_e, b_w = (_int64(x) for x in (*a, *b))
-    count = _compiled.union_pieces(a_s, a_e, a_w, b_s, b_e, b_w, None, None, None)
-    out = (np.empty(count, np.int64), np.empty(count, np.int64), np.empty(count, np.int64))
-    _compiled.union_pieces(a_s, a_e, a_w, b_s, b_e, b_w, *out)
-    return out
+    # one pass into the pass's own arrays (as long as both lists, shrunk), handed over: no counting pass first
+    s, e, w = (np.frombuffer(x, np.int64) for x in _compiled.union_taken(a_s, a_e, a_w, b_s, b_e, b_w))
+    return s, e, w
 
 
 def complement(pieces: window_split.Pieces, ws: np.ndarray, we: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
