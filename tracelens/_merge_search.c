@@ -367,6 +367,7 @@ static PyObject *union_cover(PyObject *self, PyObject *args);
 static PyObject *measure_before(PyObject *self, PyObject *args);
 static PyObject *clipped_totals(PyObject *self, PyObject *args);
 static PyObject *union_taken(PyObject *self, PyObject *args);
+static PyObject *union_cover_taken(PyObject *self, PyObject *args);
 
 typedef struct {
     int64_t key;
@@ -490,6 +491,9 @@ static PyMethodDef methods[] = {
     {"union_cover", union_cover, METH_VARARGS,
      "union_cover(a_starts, a_ends, a_windows, b_starts, b_ends, b_windows, which, which_slot, totals, "
      "window_starts, window_ends, out_starts, out_ends) -> count"},
+    {"union_cover_taken", union_cover_taken, METH_VARARGS,
+     "union_cover_taken(a_starts, a_ends, a_windows, b_starts, b_ends, b_windows, which, which_slot, totals, "
+     "window_starts, window_ends) -> (hole_starts, hole_ends)"},
     {"measure_before", measure_before, METH_VARARGS,
      "measure_before(starts, ends, minus_starts, minus_ends, queries, inverse, out) -> int"},
     {"clipped_totals", clipped_totals, METH_VARARGS,
@@ -2389,6 +2393,78 @@ static PyObject *clipped_totals(PyObject *self, PyObject *args) {
     result = PyBool_FromLong(fits);
 done:
     for (int q = 0; q < 10; q++)
+        if (held[q]) PyBuffer_Release(&v[q]);
+    return result;
+}
+
+/* union_cover_taken(a_starts, a_ends, a_windows, b_starts, b_ends, b_windows, which, which_slot, totals,
+ * window_starts, window_ends) -> (hole_starts, hole_ends) or None: union_cover with the windows, the holes written in
+ * the same pass into C arrays as long as they can be (the pieces and the windows: a hole before each piece and at
+ * each window's end), shrunk and handed over as take_level's buffer objects (no counting pass first); None where a
+ * piece's window is outside the windows or the windows descend. */
+static PyObject *union_cover_taken(PyObject *self, PyObject *args) {
+    PyObject *objs[11];
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5], &objs[6],
+                          &objs[7], &objs[8], &objs[9], &objs[10]))
+        return NULL;
+    Py_buffer v[11];
+    int held[11] = {0};
+    PyObject *result = NULL;
+    int64_t *out[2] = {NULL, NULL};
+    for (int k = 0; k < 11; k++) {
+        if (get(objs[k], &v[k], k == 8, "union_cover_taken") < 0) goto done;
+        held[k] = 1;
+        if (v[k].len && v[k].itemsize != 8) {
+            PyErr_SetString(PyExc_TypeError, "union_cover_taken: int64 expected");
+            goto done;
+        }
+    }
+    int64_t na = v[0].len / 8, nb = v[3].len / 8, k = v[6].len / 8, nw = v[9].len / 8;
+    if (v[1].len / 8 != na || v[2].len / 8 != na || v[4].len / 8 != nb || v[5].len / 8 != nb ||
+        v[7].len / 8 != k || v[8].len / 8 != 1 + k || v[10].len / 8 != nw) {
+        PyErr_SetString(PyExc_ValueError, "union_cover_taken: arrays of matching lengths expected");
+        goto done;
+    }
+    const int64_t *slot = v[7].buf, *which = v[6].buf;
+    for (int64_t q = 0; q < k; q++) {
+        if (slot[q] < 0 || slot[q] >= k || (q && which[q] < which[q - 1])) {
+            PyErr_SetString(PyExc_ValueError, "union_cover_taken: which ascending, slots inside it expected");
+            goto done;
+        }
+    }
+    int64_t cap = na + nb + nw;
+    for (int q = 0; q < 2; q++) {
+        out[q] = malloc((size_t)(cap ? cap : 1) * sizeof(int64_t));
+        if (!out[q]) {
+            PyErr_NoMemory();
+            goto done;
+        }
+    }
+    int64_t *totals = v[8].buf;
+    for (int64_t q = 0; q <= k; q++) totals[q] = 0;
+    cover_t c = {which, slot, k, 0, totals, v[9].buf, v[10].buf, nw, -1, 0, 0, out[0], out[1], cap, 0};
+    Py_BEGIN_ALLOW_THREADS
+    cover_pass(v[0].buf, v[1].buf, v[2].buf, na, v[3].buf, v[4].buf, v[5].buf, nb, &c);
+    Py_END_ALLOW_THREADS
+    if (c.bad) {
+        result = Py_None;
+        Py_INCREF(result);
+        goto done;
+    }
+    if (c.o > cap) {
+        PyErr_SetString(PyExc_RuntimeError, "union_cover_taken: more holes than room");
+        goto done;
+    }
+    PyObject *s = owned(&out[0], c.o), *e = s ? owned(&out[1], c.o) : NULL;
+    if (!e) {
+        Py_XDECREF(s);
+        goto done;
+    }
+    result = Py_BuildValue("(NN)", s, e);
+done:
+    free(out[0]);
+    free(out[1]);
+    for (int q = 0; q < 11; q++)
         if (held[q]) PyBuffer_Release(&v[q]);
     return result;
 }

@@ -112,3 +112,16 @@ def clipped_totals(
 def union_taken(
     a_starts: Any, a_ends: Any, a_windows: Any, b_starts: Any, b_ends: Any, b_windows: Any
 ) -> tuple[Any, Any, Any]: ...
+def union_cover_taken(
+    a_starts: Any,
+    a_ends: Any,
+    a_windows: Any,
+    b_starts: Any,
+    b_ends: Any,
+    b_windows: Any,
+    which: Any,
+    which_slot: Any,
+    totals: Any,
+    window_starts: Any,
+    window_ends: Any,
+) -> tuple[Any, Any] | None: ...

@@ -185,14 +185,11 @@ def union_cover(
         )
         return totals, None
     ws, we = _int64(windows[0]), _int64(windows[1])
-    count = _compiled.union_cover(
-        a_s, a_e, a_w, b_s, b_e, b_w, which_sorted, slots, totals, ws, we, None, None
-    )
-    if count < 0:
+    # the holes written in the same pass into the pass's own arrays, handed over: no counting pass first
+    taken = _compiled.union_cover_taken(a_s, a_e, a_w, b_s, b_e, b_w, which_sorted, slots, totals, ws, we)
+    if taken is None:
         return None
-    holes = (np.empty(count, np.int64), np.empty(count, np.int64))
-    _compiled.union_cover(a_s, a_e, a_w, b_s, b_e, b_w, which_sorted, slots, totals, ws, we, *holes)
-    return totals, holes
+    return totals, (np.frombuffer(taken[0], np.int64), np.frombuffer(taken[1], np.int64))
 
 
 def echo_passes_available() -> bool:
