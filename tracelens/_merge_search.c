@@ -351,10 +351,9 @@ done:
     return result;
 }
 
-/* cut_levels / take_pieces: defined at the end of the file (the host rows' level unions cut into windows). */
+/* cut_levels / take_level: defined at the end of the file (the host rows' level unions cut into windows). */
 static PyObject *cut_levels(PyObject *self, PyObject *args);
-static PyObject *take_pieces(PyObject *self, PyObject *args);
-static PyObject *union_pieces(PyObject *self, PyObject *args);
+static PyObject *take_level(PyObject *self, PyObject *args);
 static PyObject *complement_pieces(PyObject *self, PyObject *args);
 static PyObject *intersect_pieces(PyObject *self, PyObject *args);
 static PyObject *kept_thread_runs(PyObject *self, PyObject *args);
@@ -365,6 +364,10 @@ static PyObject *id_rows(PyObject *self, PyObject *args);
 static PyObject *busy_intervals(PyObject *self, PyObject *args);
 static PyObject *busy_take(PyObject *self, PyObject *args);
 static PyObject *union_cover(PyObject *self, PyObject *args);
+static PyObject *measure_before(PyObject *self, PyObject *args);
+static PyObject *clipped_totals(PyObject *self, PyObject *args);
+static PyObject *union_taken(PyObject *self, PyObject *args);
+static PyObject *union_cover_taken(PyObject *self, PyObject *args);
 
 typedef struct {
     int64_t key;
@@ -465,9 +468,9 @@ static PyMethodDef methods[] = {
      "merge_runs(values, positions, bases, out_values, out_rank, out_base, origin)"},
     {"cut_levels", cut_levels, METH_VARARGS,
      "cut_levels(start, end, rows, category, thread, chosen, levels, window_starts, window_ends)"},
-    {"take_pieces", take_pieces, METH_VARARGS, "take_pieces(cut, level, out_starts, out_ends, out_windows)"},
-    {"union_pieces", union_pieces, METH_VARARGS, "union_pieces(a_starts, a_ends, a_windows, b_starts, b_ends, "
-     "b_windows, out_starts, out_ends, out_windows) -> count"},
+    {"take_level", take_level, METH_VARARGS, "take_level(cut, level) -> (starts, ends, windows)"},
+    {"union_taken", union_taken, METH_VARARGS,
+     "union_taken(a_starts, a_ends, a_windows, b_starts, b_ends, b_windows) -> (starts, ends, windows)"},
     {"complement_pieces", complement_pieces, METH_VARARGS,
      "complement_pieces(starts, ends, windows, window_starts, window_ends, out_starts, out_ends) -> count"},
     {"intersect_pieces", intersect_pieces, METH_VARARGS,
@@ -488,12 +491,25 @@ static PyMethodDef methods[] = {
     {"union_cover", union_cover, METH_VARARGS,
      "union_cover(a_starts, a_ends, a_windows, b_starts, b_ends, b_windows, which, which_slot, totals, "
      "window_starts, window_ends, out_starts, out_ends) -> count"},
+    {"union_cover_taken", union_cover_taken, METH_VARARGS,
+     "union_cover_taken(a_starts, a_ends, a_windows, b_starts, b_ends, b_windows, which, which_slot, totals, "
+     "window_starts, window_ends) -> (hole_starts, hole_ends)"},
+    {"measure_before", measure_before, METH_VARARGS,
+     "measure_before(starts, ends, minus_starts, minus_ends, queries, inverse, out) -> int"},
+    {"clipped_totals", clipped_totals, METH_VARARGS,
+     "clipped_totals(starts, ends, windows, minus_starts, minus_ends, clip_starts, clip_ends, inside, which, "
+     "which_slot, totals) -> bool"},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_merge_search", NULL, -1, methods, NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__merge_search(void) { return PyModule_Create(&module); }
+static PyTypeObject owned_type;
+
+PyMODINIT_FUNC PyInit__merge_search(void) {
+    if (PyType_Ready(&owned_type) < 0) return NULL;
+    return PyModule_Create(&module);
+}
 
 
 /* ---- The host rows' per-level unions cut into sorted disjoint windows (tracelens/analyses/level_cut.py) ----
@@ -505,7 +521,7 @@ PyMODINIT_FUNC PyInit__merge_search(void) { return PyModule_Create(&module); }
  * the same pieces as window_split.cut(*intervals.merge(s, e), ws, we) (nonempty parts, each with its window).
  * One pass over the rows, each level's rows merged as they come (touching rows joined), each merged interval cut
  * into the windows from the first one ending after its start. Returns (cut, counts): counts the pieces per level,
- * cut a capsule holding them until take_pieces copies each level's out (int64 starts, ends, window indices);
+ * cut a capsule holding them until take_level hands each level's over (int64 starts, ends, window indices);
  * None where a chosen row ends before it starts or a level's rows are not in start order (the caller's general
  * path then). The GIL is released during the pass. */
 
@@ -674,49 +690,96 @@ static inline int level_add(level_state_t *st, int64_t s, int64_t e) {
     return 0;
 }
 
-/* 0: cut; 1: rows that do not fit (a row ending before it starts, a level out of start order); -1: no memory;
- * -2: a row outside the event columns or a thread code outside chosen. */
-static int level_cut_pass(const level_input_t *in, level_cut_t *cut) {
-    level_state_t *state = calloc(in->levels ? in->levels : 1, sizeof(level_state_t));
-    if (!state) return -1;
-    int status, c = 0;
-    int64_t i = 0, s = 0, e = 0;
-    const int64_t *ws = in->ws, *we = in->we;
-    int64_t nw = in->nw;
-    while ((status = level_next(in, &i, &c, &s, &e)) == LEVEL_ROW_FOUND) {
-        level_state_t *st = &state[c];
-        /* A row meeting no window (inside a busy interval: most host rows of a GPU-bound trace) changes no
-         * level's pieces: the union's part inside the windows is that of the rows meeting them. Only its start
-         * is kept for the order check; the merge and the cut see the rows that meet a window. */
-        if (st->seen && s < st->last_start) {
-            status = 1;
-            break;
-        }
-        st->seen = 1;
-        st->last_start = s;
-        int64_t j = st->row_window;
-        while (j < nw && we[j] <= s) j++;
-        st->row_window = j;
-        if (j == nw || ws[j] >= e) continue;
-        int added = level_add(st, s, e);
-        if (added == LEVEL_OUT_OF_ORDER) {
-            status = 1;
-            break;
-        }
-        if (added == LEVEL_CLOSED) {
-            if (level_emit(st, &cut->buf[c], in->ws, in->we, in->nw) < 0) {
-                status = -1;
-                break;
+/* level_cut_pass' loop, inlined into copies with the argument widths and the thread choice fixed (row4: int32 rows,
+ * thread_size: the thread codes' width, has_chosen: some threads chosen; prefetch: the times read ahead, for rows
+ * spread over the event columns): no per-row tests of what does not change, each level's window and last start in
+ * arrays the loop keeps no pointer into. 0: cut; 1: rows that do not fit; -1: no memory; -2: a row outside the event
+ * columns or a thread code outside chosen. */
+static inline __attribute__((always_inline)) int level_cut_rows(const level_input_t *in, level_cut_t *cut,
+                                                                level_state_t *state, int64_t *last_start,
+                                                                int64_t *row_window, const int row4,
+                                                                const int thread_size, const int has_chosen,
+                                                                const int prefetch) {
+    const int64_t *start = in->start, *end = in->end, *ws = in->ws, *we = in->we;
+    const int8_t *category = in->category;
+    const uint8_t *chosen = in->chosen;
+    const void *rows = in->rows, *thread = in->thread;
+    const int64_t n = in->n, nw = in->nw, events = in->events, threads = in->threads;
+    const unsigned levels = (unsigned)in->levels;
+    for (int64_t i = 0; i < n; i++) {
+        if (prefetch && i + CUT_PREFETCH < n) {
+            int64_t ahead = row4 ? ((const int32_t *)rows)[i + CUT_PREFETCH] : ((const int64_t *)rows)[i + CUT_PREFETCH];
+            if (ahead >= 0 && ahead < events) {
+                __builtin_prefetch(start + ahead);
+                __builtin_prefetch(end + ahead);
             }
+        }
+        int c = category[i];
+        if ((unsigned)c >= levels) continue;
+        if (has_chosen) {
+            int64_t t = read_code(thread, thread_size, i);
+            if (t < 0 || t >= threads) return -2;
+            if (!chosen[t]) continue;
+        }
+        int64_t r = row4 ? ((const int32_t *)rows)[i] : ((const int64_t *)rows)[i];
+        if (r < 0 || r >= events) return -2;
+        int64_t s = start[r], e = end[r];
+        /* a row ending before it starts, or a level out of start order: rows that do not fit */
+        if (e < s || s < last_start[c]) return 1;
+        last_start[c] = s;
+        /* A row meeting no window (inside a busy interval: most host rows of a GPU-bound trace) changes no level's
+         * pieces: the union's part inside the windows is that of the rows meeting them. Only its start is kept for
+         * the order check; the merge and the cut see the rows that meet a window. */
+        int64_t j = row_window[c];
+        if (j < nw && we[j] <= s) {
+            do j++;
+            while (j < nw && we[j] <= s);
+            row_window[c] = j;
+        }
+        if (j == nw || ws[j] >= e) continue;
+        level_state_t *st = &state[c];
+        if (!st->open) {
             st->gs = s;
+            st->ge = e;
+            st->window = j; /* the first window ending after the interval's start: level_emit's first */
+            st->open = 1;
+        } else if (s > st->ge) { /* the merged interval closed: its pieces cut, the row's opened */
+            if (level_emit(st, &cut->buf[c], ws, we, nw) < 0) return -1;
+            st->gs = s;
+            st->ge = e;
+            st->window = j;
+        } else if (e > st->ge) {
             st->ge = e;
         }
     }
-    if (status == LEVEL_ROWS_DONE) status = 0;
+    return 0;
+}
+
+/* 0: cut; 1: rows that do not fit (a row ending before it starts, a level out of start order); -1: no memory;
+ * -2: a row outside the event columns or a thread code outside chosen. */
+static int level_cut_pass(const level_input_t *in, level_cut_t *cut) {
+    int levels = in->levels ? in->levels : 1;
+    level_state_t *state = calloc(levels, sizeof(level_state_t));
+    int64_t *last_start = malloc(levels * sizeof(int64_t)), *row_window = calloc(levels, sizeof(int64_t));
+    int status = -1;
+    if (state && last_start && row_window) {
+        for (int k = 0; k < levels; k++) last_start[k] = INT64_MIN;
+        /* the times read ahead only for rows spread over the event columns (Nsight's host rows among its kernels);
+         * the rows of most events (a Kineto trace's) are read in order: the hardware prefetch is ahead */
+        int prefetch = in->n < in->events / 2, row4 = in->row_size == 4, has_chosen = in->chosen != NULL;
+        if (row4 && in->thread_size == 1 && has_chosen && !prefetch)
+            status = level_cut_rows(in, cut, state, last_start, row_window, 1, 1, 1, 0);
+        else if (row4 && !has_chosen && !prefetch)
+            status = level_cut_rows(in, cut, state, last_start, row_window, 1, 1, 0, 0);
+        else
+            status = level_cut_rows(in, cut, state, last_start, row_window, row4, in->thread_size, has_chosen, 1);
+    }
     for (int k = 0; k < in->levels && status == 0; k++) {
         if (state[k].open && level_emit(&state[k], &cut->buf[k], in->ws, in->we, in->nw) < 0) status = -1;
     }
     free(state);
+    free(last_start);
+    free(row_window);
     return status;
 }
 
@@ -822,52 +885,78 @@ done:
     return result;
 }
 
-/* take_pieces(cut, level, out_starts, out_ends, out_windows): copies the level's pieces into the int64 arrays (as
- * long as its count) and frees them in the capsule. */
-static PyObject *take_pieces(PyObject *self, PyObject *args) {
-    PyObject *capsule, *objs[3];
+/* take_level(cut, level) -> (starts, ends, windows): the level's pieces handed over as they are, no copy: each of
+ * the three C arrays (shrunk to the count) becomes a buffer object that owns it (np.frombuffer reads it as int64;
+ * freed with the last array on it), and the capsule lets it go. */
+
+typedef struct {
+    PyObject_HEAD void *data;
+    Py_ssize_t len;
+} owned_t;
+
+static int owned_getbuffer(PyObject *self, Py_buffer *view, int flags) {
+    owned_t *o = (owned_t *)self;
+    return PyBuffer_FillInfo(view, self, o->data ? o->data : (void *)&o->len, o->len, 0, flags);
+}
+
+static void owned_dealloc(PyObject *self) {
+    free(((owned_t *)self)->data);
+    Py_TYPE(self)->tp_free(self);
+}
+
+static PyBufferProcs owned_as_buffer = {owned_getbuffer, NULL};
+
+static PyTypeObject owned_type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "tracelens._merge_search.OwnedBuffer",
+    .tp_basicsize = sizeof(owned_t),
+    .tp_dealloc = owned_dealloc,
+    .tp_as_buffer = &owned_as_buffer,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "int64 values a compiled pass wrote, owned until the last reader lets go",
+};
+
+/* A buffer object owning *data (n int64 values; shrunk to them, freed where n is 0): *data is then NULL. */
+static PyObject *owned(int64_t **data, int64_t n) {
+    owned_t *o = PyObject_New(owned_t, &owned_type);
+    if (!o) return NULL;
+    if (n == 0) {
+        free(*data);
+        o->data = NULL;
+    } else {
+        int64_t *shrunk = realloc(*data, (size_t)n * sizeof(int64_t));
+        o->data = shrunk ? shrunk : *data;
+    }
+    *data = NULL;
+    o->len = (Py_ssize_t)n * (Py_ssize_t)sizeof(int64_t);
+    return (PyObject *)o;
+}
+
+static PyObject *take_level(PyObject *self, PyObject *args) {
+    PyObject *capsule;
     int level;
-    if (!PyArg_ParseTuple(args, "OiOOO", &capsule, &level, &objs[0], &objs[1], &objs[2])) return NULL;
+    if (!PyArg_ParseTuple(args, "Oi", &capsule, &level)) return NULL;
     level_cut_t *cut = PyCapsule_GetPointer(capsule, "tracelens.level_cut");
     if (!cut) return NULL;
     if (level < 0 || level >= cut->levels) {
-        PyErr_SetString(PyExc_IndexError, "take_pieces: no such level");
+        PyErr_SetString(PyExc_IndexError, "take_level: no such level");
         return NULL;
     }
     piece_buf_t *b = &cut->buf[level];
-    Py_buffer v[3];
-    int got = 0;
-    PyObject *result = NULL;
-    for (; got < 3; got++) {
-        if (get(objs[got], &v[got], 1, "out") < 0) goto done;
-        if (v[got].len / 8 != b->n) {
-            got++;
-            PyErr_SetString(PyExc_ValueError, "take_pieces: int64 arrays as long as the level's pieces expected");
-            goto done;
-        }
-    }
-    if (b->n) {
-        memcpy(v[0].buf, b->s, b->n * sizeof(int64_t));
-        memcpy(v[1].buf, b->e, b->n * sizeof(int64_t));
-        memcpy(v[2].buf, b->w, b->n * sizeof(int64_t));
-    }
-    free(b->s);
-    free(b->e);
-    free(b->w);
-    b->s = b->e = b->w = NULL;
+    int64_t n = b->n;
+    PyObject *s = owned(&b->s, n), *e = s ? owned(&b->e, n) : NULL, *w = e ? owned(&b->w, n) : NULL;
     b->n = b->cap = 0;
-    result = Py_None;
-    Py_INCREF(result);
-done:
-    for (int i = 0; i < got; i++) PyBuffer_Release(&v[i]);
-    return result;
+    if (!w) {
+        Py_XDECREF(s);
+        Py_XDECREF(e);
+        return NULL;
+    }
+    return Py_BuildValue("(NNN)", s, e, w);
 }
 
-/* union_pieces(a_starts, a_ends, a_windows, b_starts, b_ends, b_windows, out_starts, out_ends, out_windows): the
- * union of two piece lists (window_split.union: each int64, sorted by start, pieces inside their windows, not
- * overlapping within a list), merged inside each window: the lists merged by start (a's first on ties), a piece
- * joined to the one before where it starts at or before that one's end in the same window. Returns the count of
- * pieces; writes them where the outs are given (int64, as long as that count), else only counts them.
+/* union_taken(a_starts, a_ends, a_windows, b_starts, b_ends, b_windows) -> (starts, ends, windows): the union of two
+ * piece lists (window_split.union: each int64, sorted by start, pieces inside their windows, not overlapping within
+ * a list), merged inside each window: the lists merged by start (a's first on ties), a piece joined to the one
+ * before where it starts at or before that one's end in the same window (union_pass).
  *
  * complement_pieces(starts, ends, windows, window_starts, window_ends, out_starts, out_ends): the parts of the
  * sorted disjoint windows that no piece covers (window_split.complement; the pieces merged inside each window):
@@ -966,36 +1055,43 @@ static int get_int64s(PyObject **objs, Py_buffer *v, int count, int first_out, i
     return 0;
 }
 
-static PyObject *union_pieces(PyObject *self, PyObject *args) {
-    PyObject *objs[9];
-    if (!PyArg_ParseTuple(args, "OOOOOOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5], &objs[6],
-                          &objs[7], &objs[8]))
-        return NULL;
-    Py_buffer v[9];
-    int held[9] = {0}, outs;
+/* union_taken: the union written in one pass into C arrays as long as both lists, shrunk to the count and handed over
+ * as buffer objects (take_level's): no counting pass, no fresh numpy arrays. The GIL is released during the pass. */
+static PyObject *union_taken(PyObject *self, PyObject *args) {
+    PyObject *objs[6];
+    if (!PyArg_ParseTuple(args, "OOOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5])) return NULL;
+    Py_buffer v[6];
+    int held[6] = {0}, outs;
     PyObject *result = NULL;
-    if (get_int64s(objs, v, 9, 6, held, &outs) < 0) goto done;
+    int64_t *out[3] = {NULL, NULL, NULL};
+    if (get_int64s(objs, v, 6, 6, held, &outs) < 0) goto done;
     int64_t na = v[0].len / 8, nb = v[3].len / 8;
     if (v[1].len / 8 != na || v[2].len / 8 != na || v[4].len / 8 != nb || v[5].len / 8 != nb) {
-        PyErr_SetString(PyExc_ValueError, "union_pieces: each list's arrays of equal length expected");
+        PyErr_SetString(PyExc_ValueError, "union_taken: each list's arrays of equal length expected");
         goto done;
+    }
+    size_t cap = (size_t)(na + nb ? na + nb : 1) * sizeof(int64_t);
+    for (int k = 0; k < 3; k++) {
+        out[k] = malloc(cap);
+        if (!out[k]) {
+            PyErr_NoMemory();
+            goto done;
+        }
     }
     int64_t count;
     Py_BEGIN_ALLOW_THREADS
-    count = union_pass(v[0].buf, v[1].buf, v[2].buf, na, v[3].buf, v[4].buf, v[5].buf, nb, NULL, NULL, NULL);
+    count = union_pass(v[0].buf, v[1].buf, v[2].buf, na, v[3].buf, v[4].buf, v[5].buf, nb, out[0], out[1], out[2]);
     Py_END_ALLOW_THREADS
-    if (outs) {
-        if (v[6].len / 8 != count || v[7].len / 8 != count || v[8].len / 8 != count) {
-            PyErr_SetString(PyExc_ValueError, "union_pieces: outs as long as the union expected");
-            goto done;
-        }
-        Py_BEGIN_ALLOW_THREADS
-        union_pass(v[0].buf, v[1].buf, v[2].buf, na, v[3].buf, v[4].buf, v[5].buf, nb, v[6].buf, v[7].buf, v[8].buf);
-        Py_END_ALLOW_THREADS
+    PyObject *s = owned(&out[0], count), *e = s ? owned(&out[1], count) : NULL, *w = e ? owned(&out[2], count) : NULL;
+    if (!w) {
+        Py_XDECREF(s);
+        Py_XDECREF(e);
+        goto done;
     }
-    result = PyLong_FromLongLong(count);
+    result = Py_BuildValue("(NNN)", s, e, w);
 done:
-    for (int k = 0; k < 9; k++)
+    for (int k = 0; k < 3; k++) free(out[k]);
+    for (int k = 0; k < 6; k++)
         if (held[k]) PyBuffer_Release(&v[k]);
     return result;
 }
@@ -1976,7 +2072,7 @@ done:
 /* ---- A union of two piece lists measured, and its holes in the windows, without building it (level_cut.py) ----
  *
  * union_cover(a_starts, a_ends, a_windows, b_starts, b_ends, b_windows, which, which_slot, totals, window_starts,
- * window_ends, out_starts, out_ends): the union of the two lists as union_pieces merges it (each int64, sorted by
+ * window_ends, out_starts, out_ends): the union of the two lists as union_taken merges it (each int64, sorted by
  * start, pieces inside their windows), not written: totals (int64, 1 + len(which)) gets window_split.totals' answer
  * of it (totals[0]: the pieces' summed length; totals[1 + which_slot[k]]: the covered length of window which[k],
  * which ascending int64, which_slot its positions in the caller's order); with the windows given (else None:
@@ -2111,6 +2207,264 @@ static PyObject *union_cover(PyObject *self, PyObject *args) {
     result = PyLong_FromLongLong(c.bad ? -1 : c.o);
 done:
     for (int q = 0; q < 13; q++)
+        if (held[q]) PyBuffer_Release(&v[q]);
+    return result;
+}
+
+/* ---- The sync echo's figures without the echo built (tracelens/analyses/level_cut.py) ----
+ *
+ * measure_before(starts, ends, minus_starts, minus_ends, queries, inverse, out): over the union of the intervals
+ * (starts, ends) less the union of (minus_starts, minus_ends) (each list sorted by start, none overlapping the next;
+ * minus may be empty), for ascending queries: inverse false, out[k] = its length before queries[k]
+ * (intervals.covered_before); inverse true, out[k] = the first instant by which queries[k] of it has passed, int64
+ * max where it is shorter (intervals.time_covered). One walk through both lists as far as the last query, the
+ * difference taken as it is read (no cumulative sums of the whole lists). Returns 1 where the difference is not
+ * empty, 0 where it is, -1 where a list or the queries are out of order (nothing written). The GIL is released.
+ * clipped_totals: below. */
+
+/* The intervals less the minus intervals, a part at a time. */
+typedef struct {
+    const int64_t *s, *e, *ms, *me;
+    int64_t n, nm, i, k, at;
+    int resumed; /* at: where the i-th interval's rest begins */
+} minus_stream_t;
+
+/* The next nonempty part into *ps, *pe (0 once none is left); *from: the interval it is a part of. */
+static inline int minus_next(minus_stream_t *m, int64_t *ps, int64_t *pe, int64_t *from) {
+    while (m->i < m->n) {
+        int64_t s = m->resumed ? m->at : m->s[m->i], e = m->e[m->i];
+        *from = m->i;
+        while (m->k < m->nm && m->me[m->k] <= s) m->k++;
+        if (m->k < m->nm && m->ms[m->k] <= s) { /* s inside a minus interval: the rest from its end */
+            m->at = m->me[m->k];
+            m->resumed = 1;
+            if (m->at >= e) {
+                m->i++;
+                m->resumed = 0;
+            }
+            continue;
+        }
+        int64_t stop = m->k < m->nm && m->ms[m->k] < e ? m->ms[m->k] : e;
+        if (stop < e) { /* the rest from that minus interval's start on */
+            m->at = stop;
+            m->resumed = 1;
+        } else {
+            m->i++;
+            m->resumed = 0;
+        }
+        if (stop > s) {
+            *ps = s;
+            *pe = stop;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int disjoint_ascending(const int64_t *s, const int64_t *e, int64_t n) {
+    for (int64_t i = 0; i < n; i++)
+        if (e[i] < s[i] || (i && s[i] < e[i - 1])) return 0;
+    return 1;
+}
+
+static int measure_pass(minus_stream_t *m, const int64_t *queries, int64_t nq, int inverse, int64_t *out) {
+    int64_t ps = 0, pe = 0, from = 0, cum = 0; /* cum: the length of the parts before the current one [ps, pe) */
+    int has = minus_next(m, &ps, &pe, &from), any = has;
+    for (int64_t q = 0; q < nq; q++) {
+        int64_t t = queries[q];
+        if (inverse) {
+            while (has && cum + (pe - ps) < t) {
+                cum += pe - ps;
+                has = minus_next(m, &ps, &pe, &from);
+            }
+            out[q] = has ? ps + (t - cum) : INT64_MAX;
+        } else {
+            while (has && pe <= t) {
+                cum += pe - ps;
+                has = minus_next(m, &ps, &pe, &from);
+            }
+            out[q] = cum + (has && ps < t ? t - ps : 0);
+        }
+    }
+    return any;
+}
+
+static PyObject *measure_before(PyObject *self, PyObject *args) {
+    PyObject *objs[6];
+    int inverse;
+    if (!PyArg_ParseTuple(args, "OOOOOpO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &inverse, &objs[5]))
+        return NULL;
+    Py_buffer v[6];
+    int held[6] = {0};
+    PyObject *result = NULL;
+    for (int k = 0; k < 6; k++) {
+        if (get(objs[k], &v[k], k == 5, "measure_before") < 0) goto done;
+        held[k] = 1;
+        if (v[k].len && v[k].itemsize != 8) {
+            PyErr_SetString(PyExc_TypeError, "measure_before: int64 expected");
+            goto done;
+        }
+    }
+    int64_t n = v[0].len / 8, nm = v[2].len / 8, nq = v[4].len / 8;
+    if (v[1].len / 8 != n || v[3].len / 8 != nm || v[5].len / 8 != nq) {
+        PyErr_SetString(PyExc_ValueError, "measure_before: arrays of matching lengths expected");
+        goto done;
+    }
+    int status = -1;
+    Py_BEGIN_ALLOW_THREADS
+    if (disjoint_ascending(v[0].buf, v[1].buf, n) && disjoint_ascending(v[2].buf, v[3].buf, nm) &&
+        ascending(v[4].buf, nq)) {
+        minus_stream_t m = {v[0].buf, v[1].buf, v[2].buf, v[3].buf, n, nm, 0, 0, 0, 0};
+        status = measure_pass(&m, v[4].buf, nq, inverse, v[5].buf);
+    }
+    Py_END_ALLOW_THREADS
+    result = PyLong_FromLong(status);
+done:
+    for (int q = 0; q < 6; q++)
+        if (held[q]) PyBuffer_Release(&v[q]);
+    return result;
+}
+
+/* clipped_totals(starts, ends, windows, minus_starts, minus_ends, clip_starts, clip_ends, inside, which, which_slot,
+ * totals): union_cover's totals (window_split.totals) of the pieces (int64, sorted by start, inside their windows,
+ * none overlapping the next) less the minus intervals, then inside the clip intervals (inside true) or outside them
+ * (false); minus and clip sorted, none overlapping the next. The sync echo's gains measured from what they add: the
+ * host work's time in the echoes' spans that the levels before do not cover, the launch level's time outside both.
+ * One walk through the three lists, nothing written but totals. Returns True, or False where a list is out of order
+ * or which/slots do not fit (nothing counted: the caller's path). The GIL is released. */
+
+static void clipped_pass(minus_stream_t *m, const int64_t *w, const int64_t *cs, const int64_t *ce, int64_t nc,
+                         int inside, cover_t *c) {
+    int64_t ps = 0, pe = 0, from = 0, k = 0;
+    while (minus_next(m, &ps, &pe, &from)) {
+        int64_t window = w[from];
+        while (k < nc && ce[k] <= ps) k++;
+        int64_t at = ps; /* outside: the part from here on not yet counted */
+        for (int64_t q = k; q < nc && cs[q] < pe; q++) {
+            if (inside) {
+                int64_t a = ps > cs[q] ? ps : cs[q], b = pe < ce[q] ? pe : ce[q];
+                if (b > a) cover_piece(c, a, b, window);
+            } else {
+                if (cs[q] > at) cover_piece(c, at, cs[q], window);
+                if (ce[q] > at) at = ce[q];
+            }
+        }
+        if (!inside && pe > at) cover_piece(c, at, pe, window);
+    }
+}
+
+static PyObject *clipped_totals(PyObject *self, PyObject *args) {
+    PyObject *objs[10];
+    int inside;
+    if (!PyArg_ParseTuple(args, "OOOOOOOpOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5], &objs[6],
+                          &inside, &objs[7], &objs[8], &objs[9]))
+        return NULL;
+    Py_buffer v[10];
+    int held[10] = {0};
+    PyObject *result = NULL;
+    for (int k = 0; k < 10; k++) {
+        if (get(objs[k], &v[k], k == 9, "clipped_totals") < 0) goto done;
+        held[k] = 1;
+        if (v[k].len && v[k].itemsize != 8) {
+            PyErr_SetString(PyExc_TypeError, "clipped_totals: int64 expected");
+            goto done;
+        }
+    }
+    int64_t n = v[0].len / 8, nm = v[3].len / 8, nc = v[5].len / 8, k = v[7].len / 8;
+    if (v[1].len / 8 != n || v[2].len / 8 != n || v[4].len / 8 != nm || v[6].len / 8 != nc || v[8].len / 8 != k ||
+        v[9].len / 8 != 1 + k) {
+        PyErr_SetString(PyExc_ValueError, "clipped_totals: arrays of matching lengths expected");
+        goto done;
+    }
+    const int64_t *which = v[7].buf, *slot = v[8].buf;
+    int fits = 1;
+    for (int64_t q = 0; q < k && fits; q++) fits = slot[q] >= 0 && slot[q] < k && (!q || which[q] >= which[q - 1]);
+    Py_BEGIN_ALLOW_THREADS
+    fits = fits && disjoint_ascending(v[0].buf, v[1].buf, n) && disjoint_ascending(v[3].buf, v[4].buf, nm) &&
+           disjoint_ascending(v[5].buf, v[6].buf, nc);
+    if (fits) {
+        int64_t *totals = v[9].buf;
+        for (int64_t q = 0; q <= k; q++) totals[q] = 0;
+        cover_t c = {which, slot, k, 0, totals, NULL, NULL, 0, -1, 0, 0, NULL, NULL, 0, 0};
+        minus_stream_t m = {v[0].buf, v[1].buf, v[3].buf, v[4].buf, n, nm, 0, 0, 0, 0};
+        clipped_pass(&m, v[2].buf, v[5].buf, v[6].buf, nc, inside, &c);
+    }
+    Py_END_ALLOW_THREADS
+    result = PyBool_FromLong(fits);
+done:
+    for (int q = 0; q < 10; q++)
+        if (held[q]) PyBuffer_Release(&v[q]);
+    return result;
+}
+
+/* union_cover_taken(a_starts, a_ends, a_windows, b_starts, b_ends, b_windows, which, which_slot, totals,
+ * window_starts, window_ends) -> (hole_starts, hole_ends) or None: union_cover with the windows, the holes written in
+ * the same pass into C arrays as long as they can be (the pieces and the windows: a hole before each piece and at
+ * each window's end), shrunk and handed over as take_level's buffer objects (no counting pass first); None where a
+ * piece's window is outside the windows or the windows descend. */
+static PyObject *union_cover_taken(PyObject *self, PyObject *args) {
+    PyObject *objs[11];
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5], &objs[6],
+                          &objs[7], &objs[8], &objs[9], &objs[10]))
+        return NULL;
+    Py_buffer v[11];
+    int held[11] = {0};
+    PyObject *result = NULL;
+    int64_t *out[2] = {NULL, NULL};
+    for (int k = 0; k < 11; k++) {
+        if (get(objs[k], &v[k], k == 8, "union_cover_taken") < 0) goto done;
+        held[k] = 1;
+        if (v[k].len && v[k].itemsize != 8) {
+            PyErr_SetString(PyExc_TypeError, "union_cover_taken: int64 expected");
+            goto done;
+        }
+    }
+    int64_t na = v[0].len / 8, nb = v[3].len / 8, k = v[6].len / 8, nw = v[9].len / 8;
+    if (v[1].len / 8 != na || v[2].len / 8 != na || v[4].len / 8 != nb || v[5].len / 8 != nb ||
+        v[7].len / 8 != k || v[8].len / 8 != 1 + k || v[10].len / 8 != nw) {
+        PyErr_SetString(PyExc_ValueError, "union_cover_taken: arrays of matching lengths expected");
+        goto done;
+    }
+    const int64_t *slot = v[7].buf, *which = v[6].buf;
+    for (int64_t q = 0; q < k; q++) {
+        if (slot[q] < 0 || slot[q] >= k || (q && which[q] < which[q - 1])) {
+            PyErr_SetString(PyExc_ValueError, "union_cover_taken: which ascending, slots inside it expected");
+            goto done;
+        }
+    }
+    int64_t cap = na + nb + nw;
+    for (int q = 0; q < 2; q++) {
+        out[q] = malloc((size_t)(cap ? cap : 1) * sizeof(int64_t));
+        if (!out[q]) {
+            PyErr_NoMemory();
+            goto done;
+        }
+    }
+    int64_t *totals = v[8].buf;
+    for (int64_t q = 0; q <= k; q++) totals[q] = 0;
+    cover_t c = {which, slot, k, 0, totals, v[9].buf, v[10].buf, nw, -1, 0, 0, out[0], out[1], cap, 0};
+    Py_BEGIN_ALLOW_THREADS
+    cover_pass(v[0].buf, v[1].buf, v[2].buf, na, v[3].buf, v[4].buf, v[5].buf, nb, &c);
+    Py_END_ALLOW_THREADS
+    if (c.bad) {
+        result = Py_None;
+        Py_INCREF(result);
+        goto done;
+    }
+    if (c.o > cap) {
+        PyErr_SetString(PyExc_RuntimeError, "union_cover_taken: more holes than room");
+        goto done;
+    }
+    PyObject *s = owned(&out[0], c.o), *e = s ? owned(&out[1], c.o) : NULL;
+    if (!e) {
+        Py_XDECREF(s);
+        goto done;
+    }
+    result = Py_BuildValue("(NN)", s, e);
+done:
+    free(out[0]);
+    free(out[1]);
+    for (int q = 0; q < 11; q++)
         if (held[q]) PyBuffer_Release(&v[q]);
     return result;
 }

@@ -25,18 +25,7 @@ def cut_levels(
     window_starts: Any,
     window_ends: Any,
 ) -> tuple[Any, tuple[int, ...]] | None: ...
-def take_pieces(cut: Any, level: int, out_starts: Any, out_ends: Any, out_windows: Any) -> None: ...
-def union_pieces(
-    a_starts: Any,
-    a_ends: Any,
-    a_windows: Any,
-    b_starts: Any,
-    b_ends: Any,
-    b_windows: Any,
-    out_starts: Any,
-    out_ends: Any,
-    out_windows: Any,
-) -> int: ...
+def take_level(cut: Any, level: int) -> tuple[Any, Any, Any]: ...
 def complement_pieces(
     starts: Any,
     ends: Any,
@@ -104,3 +93,35 @@ def union_cover(
     out_starts: Any,
     out_ends: Any,
 ) -> int: ...
+def measure_before(
+    starts: Any, ends: Any, minus_starts: Any, minus_ends: Any, queries: Any, inverse: bool, out: Any
+) -> int: ...
+def clipped_totals(
+    starts: Any,
+    ends: Any,
+    windows: Any,
+    minus_starts: Any,
+    minus_ends: Any,
+    clip_starts: Any,
+    clip_ends: Any,
+    inside: bool,
+    which: Any,
+    which_slot: Any,
+    totals: Any,
+) -> bool: ...
+def union_taken(
+    a_starts: Any, a_ends: Any, a_windows: Any, b_starts: Any, b_ends: Any, b_windows: Any
+) -> tuple[Any, Any, Any]: ...
+def union_cover_taken(
+    a_starts: Any,
+    a_ends: Any,
+    a_windows: Any,
+    b_starts: Any,
+    b_ends: Any,
+    b_windows: Any,
+    which: Any,
+    which_slot: Any,
+    totals: Any,
+    window_starts: Any,
+    window_ends: Any,
+) -> tuple[Any, Any] | None: ...

@@ -300,7 +300,8 @@ def _split_pieces(
     """:func:`_split_disjoint` of the rows cut into the windows (``cut``; its list of pieces emptied once read, the
     launch level's millions let go before the complement of the union is built). With ``which`` (``measure`` is
     then ``window_split.totals`` at those windows, and ``busy`` given) the last two levels' unions are measured by
-    the compiled pass, not built (:func:`.level_cut.union_cover`)."""
+    the compiled pass, not built (:func:`.level_cut.union_cover`), and so are the sync echoes and their unions
+    with the levels before (:func:`.level_cut.echo_spans`, :func:`.level_cut.measured_echoes`)."""
     level_pieces = cut.pieces
     sync_starts, sync_ends, sync_copies = cut.sync_starts, cut.sync_ends, cut.sync_copies
     del cut
@@ -325,6 +326,7 @@ def _split_pieces(
         else echo
     )
     eligible = intervals.merge(np.zeros(0, np.int64), np.zeros(0, np.int64))
+    echo_clip = None  # the echoes' spans, where their figures are measured and the echo not built
     for level, pieces in enumerate(level_pieces[: input_level + 1] if fused else level_pieces):
         if level == sync_level:
             before_sync = union
@@ -337,7 +339,15 @@ def _split_pieces(
         covered_before = covered
         if level == sync_level:
             covered_through_sync = covered
-        if level == input_level and busy is not None and sync_starts.size:
+        spans = None
+        if level == input_level and busy is not None and sync_starts.size and fused:
+            spans = level_cut.echo_spans(host_work, union, sync_starts, sync_ends, busy)
+        if spans is not None:
+            assert which is not None
+            covered_before, echo_copy, echo_clip = level_cut.measured_echoes(
+                union, host_work, spans, sync_ends, sync_copies, which, covered_before, out[:, sync_level]
+            )
+        elif level == input_level and busy is not None and sync_starts.size:
             # as in split_any_windows: the echo claims only launch and cpu rows' time (host_work)
             # host work inside the windows less the union: its parts in the union's holes (host work searched
             # in them: far fewer of it than of them)
@@ -359,7 +369,13 @@ def _split_pieces(
         assert which is not None
         launch_level = input_level + 1
         if level_pieces[launch_level][0].size:
-            covered = _covered(level_cut.union_cover(union, level_pieces[launch_level], which))
+            # with echoes: the launch level adds its time outside the union before them and their spans
+            covered = (
+                _covered(level_cut.union_cover(union, level_pieces[launch_level], which))
+                if echo_clip is None
+                else covered_before
+                + level_cut.clipped(level_pieces[launch_level], union, echo_clip, False, which)
+            )
             np.subtract(covered, covered_before, out=out[:, launch_level])
             covered_before = covered
         found = level_cut.union_cover(union, host_work, which, (starts, ends))

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
+from .. import intervals
 from . import window_split
 from .names import HOST_CATEGORY_PRIORITY, SYNC
 
@@ -98,9 +99,9 @@ def cut_thread_levels(
         if count == 0:
             pieces.append(window_split.empty())
             continue
-        level_pieces = (np.empty(count, np.int64), np.empty(count, np.int64), np.empty(count, np.int64))
-        _compiled.take_pieces(cut, level, *level_pieces)
-        pieces.append(level_pieces)
+        # the pass's own arrays handed over (no copy of the ~300K pieces into fresh pages)
+        s, e, w = (np.frombuffer(b, np.int64) for b in _compiled.take_level(cut, level))
+        pieces.append((s, e, w))
     del cut
     # the sync rows (a few of the host rows): found by their category, then their thread
     sync = np.flatnonzero(rows.category == HOST_CATEGORY_PRIORITY.index(SYNC))
@@ -124,10 +125,9 @@ def union(a: window_split.Pieces, b: window_split.Pieces) -> window_split.Pieces
     if not available():
         return window_split.union(a, b)
     a_s, a_e, a_w, b_s, b_e, b_w = (_int64(x) for x in (*a, *b))
-    count = _compiled.union_pieces(a_s, a_e, a_w, b_s, b_e, b_w, None, None, None)
-    out = (np.empty(count, np.int64), np.empty(count, np.int64), np.empty(count, np.int64))
-    _compiled.union_pieces(a_s, a_e, a_w, b_s, b_e, b_w, *out)
-    return out
+    # one pass into the pass's own arrays (as long as both lists, shrunk), handed over: no counting pass first
+    s, e, w = (np.frombuffer(x, np.int64) for x in _compiled.union_taken(a_s, a_e, a_w, b_s, b_e, b_w))
+    return s, e, w
 
 
 def complement(pieces: window_split.Pieces, ws: np.ndarray, we: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -185,11 +185,147 @@ def union_cover(
         )
         return totals, None
     ws, we = _int64(windows[0]), _int64(windows[1])
-    count = _compiled.union_cover(
-        a_s, a_e, a_w, b_s, b_e, b_w, which_sorted, slots, totals, ws, we, None, None
-    )
-    if count < 0:
+    # the holes written in the same pass into the pass's own arrays, handed over: no counting pass first
+    taken = _compiled.union_cover_taken(a_s, a_e, a_w, b_s, b_e, b_w, which_sorted, slots, totals, ws, we)
+    if taken is None:
         return None
-    holes = (np.empty(count, np.int64), np.empty(count, np.int64))
-    _compiled.union_cover(a_s, a_e, a_w, b_s, b_e, b_w, which_sorted, slots, totals, ws, we, *holes)
-    return totals, holes
+    return totals, (np.frombuffer(taken[0], np.int64), np.frombuffer(taken[1], np.int64))
+
+
+def echo_passes_available() -> bool:
+    """Whether the compiled passes of the sync echo's figures (:func:`echo_spans`, :func:`clipped_totals`) are
+    built."""
+    return available() and hasattr(_compiled, "clipped_totals")
+
+
+def clipped_totals(
+    pieces: window_split.Pieces,
+    minus: window_split.Pieces,
+    clip: tuple[np.ndarray, np.ndarray],
+    inside: bool,
+    which: np.ndarray,
+) -> np.ndarray | None:
+    """``window_split.totals`` of the pieces less the times of ``minus``, then inside the sorted disjoint intervals
+    ``clip`` (``inside``) or outside them, by one compiled walk, nothing built: what the echo (the host work in the
+    echoes' spans) adds to the levels before it, and what the launch level adds to both. None where the pass is
+    absent or a list is out of order."""
+    if not echo_passes_available():
+        return None
+    which = np.asarray(which, np.int64)
+    order = np.argsort(which, kind="stable")
+    totals = np.empty(1 + which.size, np.int64)
+    s, e, w, minus_s, minus_e, clip_s, clip_e, which_sorted, slots = (
+        _int64(x) for x in (*pieces, *minus[:2], *clip, which[order], order)
+    )
+    if not _compiled.clipped_totals(
+        s, e, w, minus_s, minus_e, clip_s, clip_e, inside, which_sorted, slots, totals
+    ):
+        return None
+    return totals
+
+
+def _measure_before(
+    union: tuple[np.ndarray, np.ndarray],
+    minus: tuple[np.ndarray, np.ndarray],
+    queries: np.ndarray,
+    inverse: bool,
+) -> tuple[np.ndarray, bool] | None:
+    """``_compiled.measure_before`` of queries in any order: (the answers, whether ``union`` less ``minus`` is not
+    empty), or None where a list is out of order."""
+    order = np.argsort(queries, kind="stable")
+    found = np.empty(queries.size, np.int64)
+    s, e, minus_s, minus_e, sorted_queries = (_int64(x) for x in (*union, *minus, queries[order]))
+    status = _compiled.measure_before(s, e, minus_s, minus_e, sorted_queries, inverse, found)
+    if status < 0:
+        return None
+    out = np.empty(queries.size, np.int64)
+    out[order] = found
+    return out, status > 0
+
+
+def echo_spans(
+    host_work: window_split.Pieces,
+    before: window_split.Pieces,
+    sync_starts: np.ndarray,
+    sync_ends: np.ndarray,
+    busy: tuple[np.ndarray, np.ndarray],
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """Per sync row: where its echo ends and whether it has one (``host_split._sync_echo``'s ``spent`` and ``keep``,
+    the eligible time being the host work less the levels ``before``), each row's figures once for all rows (the
+    echo's rows are picked from them), by compiled walks through the busy intervals and the host work as far as the
+    rows reach: no cumulative sums of the whole lists, no eligible list built. None where the passes are absent, a
+    row ends before it starts, or a list is out of order (``_sync_echo`` then)."""
+    if not echo_passes_available() or not bool((sync_ends >= sync_starts).all()):
+        return None
+    n = sync_starts.size
+    no_time = np.zeros(0, np.int64)
+    # the device's busy time in each row: measured before its end less before its start
+    busy_before = _measure_before(busy, (no_time, no_time), np.concatenate([sync_starts, sync_ends]), False)
+    if busy_before is None:
+        return None
+    waited = busy_before[0][n:] - busy_before[0][:n]
+    eligible = (host_work[0], host_work[1])
+    found = _measure_before(eligible, before[:2], sync_ends, False)
+    if found is None:
+        return None
+    if not found[1]:  # no eligible time: no echo
+        return sync_ends, np.zeros(n, bool)
+    spent = _measure_before(eligible, before[:2], found[0] + waited, True)
+    assert spent is not None
+    return spent[0], (waited > 0) & (spent[0] > sync_ends)
+
+
+def clipped(
+    pieces: window_split.Pieces,
+    minus: window_split.Pieces,
+    clip: tuple[np.ndarray, np.ndarray],
+    inside: bool,
+    which: np.ndarray,
+) -> np.ndarray:
+    """:func:`clipped_totals` where the pass is known built and the lists in order (canonical pieces, merged
+    spans)."""
+    totals = clipped_totals(pieces, minus, clip, inside, which)
+    assert totals is not None
+    return totals
+
+
+def measured_echoes(
+    before: window_split.Pieces,
+    host_work: window_split.Pieces,
+    spans: tuple[np.ndarray, np.ndarray],
+    sync_ends: np.ndarray,
+    sync_copies: np.ndarray,
+    which: np.ndarray,
+    covered_before: np.ndarray,
+    sync_column: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray] | None]:
+    """``host_split._split_pieces``' echo steps with the echoes measured, not built (the echo: the host work in the
+    echoes' spans, ~155K pieces on the 406 MB Kineto tile, then its union with the levels ``before``): the spans
+    from :func:`echo_spans` (``spans``: each sync row's echo end and whether it has one); the union of ``before``
+    and the echo covers what ``before`` covers (``covered_before``) and the host work less ``before`` in the spans
+    (:func:`clipped_totals`). Adds the gains to ``sync_column``; returns (the covered totals, the synchronous
+    copies' gain, the echoes' merged spans or None without any)."""
+    spent, keep = spans
+    through_before = covered_before
+    echo_copy = np.zeros_like(covered_before)
+    clip_starts = clip_ends = None
+    for copies in (False, True):  # the other blocking calls' echoes first, then the synchronous copies'
+        pick = keep & (sync_copies == copies)
+        if not pick.any():
+            continue
+        # the spans so far (a union: both kinds' echoes once the copies' are added)
+        new_starts, new_ends = sync_ends[pick], spent[pick]
+        if clip_starts is not None and clip_ends is not None:
+            new_starts, new_ends = (
+                np.concatenate([clip_starts, new_starts]),
+                np.concatenate([clip_ends, new_ends]),
+            )
+        clip_starts, clip_ends = intervals.merge(new_starts, new_ends)
+        covered = through_before + clipped(host_work, before, (clip_starts, clip_ends), True, which)
+        gained = covered - covered_before
+        sync_column += gained
+        if copies:
+            echo_copy = gained
+        covered_before = covered
+    clip = None if clip_starts is None or clip_ends is None else (clip_starts, clip_ends)
+    return covered_before, echo_copy, clip
