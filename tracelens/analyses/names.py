@@ -184,12 +184,31 @@ def is_one_time_overhead(name: str) -> bool:
     return bool(ONE_TIME_OVERHEAD_PATTERN.search(name))
 
 
+# The kernel-name rules' answers, by name: the occupancy section, the what-if model, its critical path and run_join
+# each test the same kernel names (C++ template names of hundreds of characters, where the regexes' searches are
+# the cost). An answer depends on the name's text alone, so a name's kept answer is never stale; at most
+# KEPT_ANSWERS names are kept per rule (then all are dropped: memory stays bounded on any number of traces).
+KEPT_ANSWERS = 1 << 14
+_collective_answers: dict[str, bool] = {}
+_library_answers: dict[str, bool] = {}
+
+
+def _kept_answer(answers: dict[str, bool], pattern: re.Pattern[str], name: str) -> bool:
+    found = answers.get(name)
+    if found is None:
+        found = bool(pattern.search(name))
+        if len(answers) >= KEPT_ANSWERS:
+            answers.clear()
+        answers[name] = found  # (two threads may both test a new name: the same answer)
+    return found
+
+
 def is_collective_kernel(name: str) -> bool:
-    return bool(COLLECTIVE_KERNEL_PATTERN.search(name))
+    return _kept_answer(_collective_answers, COLLECTIVE_KERNEL_PATTERN, name)
 
 
 def is_library_kernel(name: str) -> bool:
-    return bool(LIBRARY_KERNEL_PATTERN.search(name))
+    return _kept_answer(_library_answers, LIBRARY_KERNEL_PATTERN, name)
 
 
 # Every alternative of INPUT_PATTERN contains one of these: a name without them is not an input wait.
