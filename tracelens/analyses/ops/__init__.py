@@ -59,7 +59,7 @@ from .sums import (
     OpValues,
     code_sums_in_blocks,
     float_sums,
-    gpu_durations,
+    gpu_op_durations,
     sums_by_code,
 )
 from .tree import (
@@ -145,7 +145,7 @@ def ops_report(trace: Trace, limit: int = TOP_OPS) -> dict[str, Any]:
     totals = np.zeros(4, np.int64)
 
     def gpu_block(lo: int, hi: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-        duration, k, a = gpu_durations(pairs, np.arange(lo, hi)), kernel[lo:hi], attributed[lo:hi]
+        duration, k, a = gpu_op_durations(trace, slice(lo, hi)), kernel[lo:hi], attributed[lo:hi]
         totals[:] += [duration[k].sum(), duration[k & a].sum(), duration[~k].sum(), duration[~k & a].sum()]
         k, duration = k[a], duration[a]
         return op_code[lo:hi][a], {"gpu": np.where(k, duration, 0), "copy": np.where(k, 0, duration)}
@@ -237,7 +237,7 @@ def by_innermost(trace: Trace, limit: int = TOP_OPS) -> list[dict[str, Any]]:
         found, code = with_recorded_ops(trace, op_row[lo:hi], lo)
         at = np.flatnonzero(found)
         at += lo
-        duration, kernel = gpu_durations(pairs, at), is_kernel[at]
+        duration, kernel = gpu_op_durations(trace, at), is_kernel[at]
         columns = {"kernels": kernel.astype(np.int64), "gpu": np.where(kernel, duration, 0)}
         return code[found], {**columns, "copy": np.where(kernel, 0, duration)}
 

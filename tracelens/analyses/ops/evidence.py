@@ -21,7 +21,7 @@ from ..derived import held
 from ..frame_free import sort_order
 from ..launch import launch_pairs
 from ..names import HOST_CATEGORY_PRIORITY, SYNC, is_blocking_sync
-from .sums import SUM_BLOCK, code_sums, gpu_durations
+from .sums import SUM_BLOCK, code_sums, gpu_op_durations
 from .tree import (
     framework_op_rows,
     gpu_op_name_codes,
@@ -91,9 +91,9 @@ def launching_ops(trace: Trace, limit: int = TOP_EVIDENCE_OPS) -> list[dict[str,
         )
         mine += lo
         theirs += lo
-        slot, duration = op_name_codes(trace, op_row[mine]), gpu_durations(pairs, mine)
+        slot, duration = op_name_codes(trace, op_row[mine]), gpu_op_durations(trace, mine)
         if recorded is not None:
-            slot, duration = np.r_[slot, recorded[theirs]], np.r_[duration, gpu_durations(pairs, theirs)]
+            slot, duration = np.r_[slot, recorded[theirs]], np.r_[duration, gpu_op_durations(trace, theirs)]
         slot += 1
         kernels += np.bincount(slot, minlength=len(names) + 1)
         np.add.at(kernel_ns, slot, duration)

@@ -9,8 +9,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..columns import memo
+from ..launch import launch_pairs
+
 if TYPE_CHECKING:  # imported where a function needs it: analyze's path runs without pandas
     import pandas as pd
+
+    from ...trace import Trace
 
 # sums_by_code adds an int64 column by a float64 bincount where every partial sum stays within float64's 53-bit
 # integers (|values| x rows < 2**53: durations in ns, up to ~10^9 rows of 100 days each); else in two parts, the
@@ -126,6 +131,25 @@ def gpu_durations(pairs: Any, at: np.ndarray) -> np.ndarray:
     picked = pairs[at]
     duration: np.ndarray = (picked["end"] - picked["start"]).astype(np.int64)
     return duration
+
+
+def gpu_op_durations(trace: Trace, at: np.ndarray | slice) -> np.ndarray:
+    """``gpu_durations(launch_pairs(trace), at)`` (``at``: positions, or a slice of them). Where the GPU ops fit one
+    block (SUM_BLOCK) their durations are computed once per trace and read here (the report's table, its
+    innermost-op table and the diagnosis's launching ops each read them: the same elementwise values); beyond,
+    gathered at ``at`` on each call, so that no column of every GPU op is held."""
+    pairs = launch_pairs(trace)
+    if len(pairs) > SUM_BLOCK:
+        return gpu_durations(pairs, np.arange(len(pairs))[at] if isinstance(at, slice) else at)
+    whole = memo(
+        trace, "gpu_op_name_codes/durations", lambda: _read_only(gpu_durations(pairs, np.arange(len(pairs))))
+    )
+    return whole[at]
+
+
+def _read_only(values: np.ndarray) -> np.ndarray:
+    values.flags.writeable = False  # shared by the readers: none may change it
+    return values
 
 
 @dataclass
