@@ -10,7 +10,7 @@ import pytest
 import tracelens
 from tests.conftest import fixture_path
 from tracelens.analyses.launch import launch_pairs
-from tracelens.analyses.ops import sums
+from tracelens.analyses.ops import sums, tree
 
 TRACES = [
     "gpu/resnet18_train_cuda.pt.trace.json.gz",
@@ -48,3 +48,20 @@ def test_gpu_op_durations_equal_the_gathered_ones(
     if n and block == sums.SUM_BLOCK and n <= block:
         with pytest.raises(ValueError):
             sums.gpu_op_durations(trace, slice(0, n))[0] = 1  # the shared array is read only
+
+
+@pytest.mark.parametrize("path", TRACES)
+def test_gpu_op_name_codes_are_the_joined_ops_codes(path: str) -> None:
+    """evidence.launching_ops reads a joined GPU op's name code from gpu_op_name_codes where no op is recorded on
+    it: there it is op_name_codes of the joined op row."""
+    trace = tracelens.load(fixture_path(path))
+    op_row = tree.op_of_gpu_ops(trace)
+    recorded = tree.op_names(trace).recorded
+    joined = op_row >= 0
+    if recorded is not None:
+        joined &= recorded < 0
+    codes = tree.gpu_op_name_codes(trace)[1]
+    assert np.array_equal(codes[joined], tree.op_name_codes(trace, op_row[joined]))
+    assert np.all(
+        codes[op_row < 0] == (-1 if recorded is None else np.where(recorded >= 0, recorded, -1)[op_row < 0])
+    )
