@@ -11,6 +11,7 @@ import pytest
 import tracelens
 from tests.conftest import fixture_path
 from tracelens.analyses import names, occupancy
+from tracelens.analyses.columns import event_columns
 from tracelens.enrich import KernelOccupancy
 
 TRACES = [
@@ -164,3 +165,66 @@ def test_several_devices_take_the_gathered_path() -> None:
         assert np.array_equal(excluded_as, occ.excluded_as[on])
     doc = occupancy.occupancy_report(trace)
     assert [d["kernel_count"] for d in doc["per_device"]] == [3, 2]
+
+
+def _spellings(name: str) -> list[str]:
+    return [name, name.upper(), name.lower(), name.swapcase(), f"x_{name}_y", f"{name}::k"]
+
+
+LIBRARY_SPELLINGS = [
+    *(
+        "cuBLAS",
+        "nvjet_tst",
+        "splitKreduce_kernel",
+        "gemv2N_kernel",
+        "gemv2T",
+        "gemmSN_NN_kernel",
+        "gemmk1_kernel",
+    ),
+    *(
+        "maxwell_sgemm_128x64",
+        "turing_h1688gemm",
+        "sm90_xmma_fprop",
+        "sm80_dgrad_x",
+        "hopper_fmha_v2",
+        "ada_conv",
+    ),
+    *("sm100_wgrad", "cudnn::detail", "cask_cudnn", "xmma_new", "cutlass_tensorop", "flash_fwd_splitkv"),
+    *(
+        "flashattn",
+        "flash_attn_bwd",
+        "flash::compute",
+        "fmha_cutlassF",
+        "implicit_convolve_sgemm",
+        "winograd4x4",
+    ),
+    *("Cijk_Alik", "miopenSp3AsmConv", "rocblas_gemm", "hipblasLt", "ck::kernel_gemm", "ck_tile::FmhaFwd"),
+    *("ampere_x", "sm8_gemm", "xsm80_gemm", "flashy", "gem_m", "c_k::", "ckb::"),  # near misses
+    *("nccl", "ncclKernel", "rcclDevX", "xncclKernel", "_rccl_dev", "NCCLDEV", "nccl1Kernel", "ncc_l_kernel"),
+    *(
+        "cublaſ",
+        "ncclKERNEſ",
+        "ſm80_xmma_gemm",
+        "ⅽublas",
+        "flaſh_fwd",
+        "gemm\u00e9",
+    ),  # non-ASCII: always searched
+]
+
+
+def test_hint_prefilter_keeps_every_match(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The answers (an ASCII name without the patterns' hint texts skips the search) equal the patterns' own on
+    library, collective and other names in many spellings, and on every name of the test traces."""
+    monkeypatch.setattr(names, "_collective_answers", {})
+    monkeypatch.setattr(names, "_library_answers", {})
+    every = [s for name in [*LIBRARY_SPELLINGS, *KERNEL_NAMES] for s in _spellings(name)]
+    for path in TRACES:
+        every += [str(n) for n in event_columns(tracelens.load(fixture_path(path))).names]
+    hits = 0
+    for name in every:
+        library = bool(names.LIBRARY_KERNEL_PATTERN.search(name))
+        collective = bool(names.COLLECTIVE_KERNEL_PATTERN.search(name))
+        assert names.is_library_kernel(name) is library, name
+        assert names.is_collective_kernel(name) is collective, name
+        hits += library + collective
+    assert hits > 100  # the spellings do reach the patterns

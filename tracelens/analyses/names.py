@@ -191,12 +191,39 @@ def is_one_time_overhead(name: str) -> bool:
 KEPT_ANSWERS = 1 << 14
 _collective_answers: dict[str, bool] = {}
 _library_answers: dict[str, bool] = {}
+# Every match of each pattern in an ASCII name contains, lower-cased, one of these texts (a non-ASCII name is always
+# searched: the patterns' case folding reaches beyond ASCII): a name without them is no match, found by one search
+# of plain texts (5x faster than the library pattern's case-insensitive alternatives on a Kineto trace's names).
+_COLLECTIVE_HINTS = re.compile("nccl|rccl")
+_LIBRARY_HINTS = re.compile(
+    "|".join(
+        re.escape(hint)
+        for hint in (
+            *("cublas", "nvjet", "splitkreduce", "gemv2", "gemm", "conv", "fprop", "dgrad", "wgrad", "fmha"),
+            *(
+                "cudnn",
+                "cask_",
+                "xmma",
+                "cutlass",
+                "flash",
+                "winograd",
+                "cijk_",
+                "miopen",
+                "rocblas",
+                "hipblas",
+            ),
+            *("ck::", "ck_tile"),
+        )
+    )
+)
 
 
-def _kept_answer(answers: dict[str, bool], pattern: re.Pattern[str], name: str) -> bool:
+def _kept_answer(
+    answers: dict[str, bool], pattern: re.Pattern[str], hints: re.Pattern[str], name: str
+) -> bool:
     found = answers.get(name)
     if found is None:
-        found = bool(pattern.search(name))
+        found = (not name.isascii() or hints.search(name.lower()) is not None) and bool(pattern.search(name))
         if len(answers) >= KEPT_ANSWERS:
             answers.clear()
         answers[name] = found  # (two threads may both test a new name: the same answer)
@@ -204,11 +231,11 @@ def _kept_answer(answers: dict[str, bool], pattern: re.Pattern[str], name: str) 
 
 
 def is_collective_kernel(name: str) -> bool:
-    return _kept_answer(_collective_answers, COLLECTIVE_KERNEL_PATTERN, name)
+    return _kept_answer(_collective_answers, COLLECTIVE_KERNEL_PATTERN, _COLLECTIVE_HINTS, name)
 
 
 def is_library_kernel(name: str) -> bool:
-    return _kept_answer(_library_answers, LIBRARY_KERNEL_PATTERN, name)
+    return _kept_answer(_library_answers, LIBRARY_KERNEL_PATTERN, _LIBRARY_HINTS, name)
 
 
 # Every alternative of INPUT_PATTERN contains one of these: a name without them is not an input wait.
