@@ -113,3 +113,56 @@ def test_op_name_codes_equal_the_table_lookup(path: str | None) -> None:
     every = np.arange(trace.num_events)
     assert np.array_equal(tree.op_name_codes(trace, every), names.code[cols.name[every]])
     assert path is not None or names.nvtx.any()
+
+
+def _kernel_copy_reference(
+    code: np.ndarray, duration: np.ndarray, kernel: np.ndarray, kernels: bool
+) -> sums.CodeSums:
+    columns = {"kernels": kernel.astype(np.int64)} if kernels else {}
+    return sums.code_sums(
+        code, **columns, gpu=np.where(kernel, duration, 0), copy=np.where(kernel, 0, duration)
+    )
+
+
+def _same_sums(a: sums.CodeSums, b: sums.CodeSums) -> None:
+    assert a.index.dtype == b.index.dtype and np.array_equal(a.index, b.index)
+    assert list(a.columns) == list(b.columns)
+    for name in a.columns:
+        assert a.columns[name].dtype == b.columns[name].dtype, name
+        assert np.array_equal(a.columns[name], b.columns[name]), name
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_kernel_copy_sums_equal_code_sums(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    for n in (0, 1, 2, 17, 5000):
+        for high in (1, 10**6, 2**40, 2**62):  # 2**40 and up: past float64's exact sums, code_sums' own way
+            code = rng.integers(-1, 40, n)
+            duration = rng.integers(-high if seed % 2 else 0, high, n, dtype=np.int64)
+            for kernel in (rng.random(n) < 0.7, np.ones(n, bool), np.zeros(n, bool)):
+                for kernels in (False, True):
+                    got = sums.kernel_copy_sums(code, duration, kernel, kernels)
+                    _same_sums(got, _kernel_copy_reference(code, duration, kernel, kernels))
+    # codes below -1: code_sums' sorted way
+    code = np.array([-3, 5, 5, -1, 0])
+    duration = np.array([1, 2, 3, 4, 5], np.int64)
+    kernel = np.array([True, False, True, True, False])
+    _same_sums(
+        sums.kernel_copy_sums(code, duration, kernel), _kernel_copy_reference(code, duration, kernel, False)
+    )
+
+
+def test_blocks_of_kernel_copy_sums_add_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(9)
+    n = 1000
+    code, duration, kernel = (
+        rng.integers(-1, 30, n),
+        rng.integers(0, 10**9, n, dtype=np.int64),
+        rng.random(n) < 0.5,
+    )
+    whole = _kernel_copy_reference(code, duration, kernel, True)
+    monkeypatch.setattr(sums, "SUM_BLOCK", 64)
+    by_blocks = sums.code_sums_in_blocks(
+        n, lambda lo, hi: sums.kernel_copy_sums(code[lo:hi], duration[lo:hi], kernel[lo:hi], True)
+    )
+    _same_sums(by_blocks, whole)
