@@ -357,6 +357,13 @@ def launches_held(trace: Trace) -> bool:
     return trace in _LAUNCHES
 
 
+def held_kernel_rows(trace: Trace) -> np.ndarray | None:
+    """The trace's kernel rows (ascending; the rows whose kind is ``kernel``) where its launches are held (a
+    load's trace: :func:`launches_held`), else None (nothing is read to find them)."""
+    launches = _LAUNCHES.get(trace)
+    return None if launches is None else launches.rows
+
+
 def _launches_of(trace: Trace) -> _Launches:
     launches = _LAUNCHES.get(trace)
     if launches is None:

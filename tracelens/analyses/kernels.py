@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..enrich import held_kernel_rows
 from ..trace import ALL_KINDS, KERNEL, Trace
 from .blocks import BLOCK_ROWS, count_of_kind
 from .columns import event_columns
@@ -37,7 +38,7 @@ KERNEL_CHUNK = 1 << 20
 def kernel_summary(trace: Trace) -> dict[str, Any]:
     """Count, summed time and the per-name statistics of every kernel in the trace."""
     cols = event_columns(trace)
-    code, duration = _kernel_codes_and_durations(cols)
+    code, duration = _kernel_codes_and_durations(cols, held_kernel_rows(trace))
     if not code.size:
         return {"count": 0, "total_ns": 0, "distinct_names": 0, "by_name": []}
     stats = _name_stats(code, duration) if _compiled is not None else _frame_stats(code, duration)
@@ -164,9 +165,18 @@ def _frame_stats(code: np.ndarray, duration: np.ndarray) -> NameStats:
     )
 
 
-def _kernel_codes_and_durations(cols: Any) -> tuple[np.ndarray, np.ndarray]:
-    """The kernels' name codes and durations (end - start, int64), in row order, read a block of the table at a
-    time: no mask, row positions or gathered starts and ends of every kernel."""
+def _kernel_codes_and_durations(cols: Any, rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The kernels' name codes and durations (end - start, int64), in row order: gathered at ``rows`` (the kernel
+    rows the load found and holds, :func:`tracelens.enrich.held_kernel_rows`), else read a block of the table at a
+    time (no mask, row positions or gathered starts and ends of every kernel)."""
+    if rows is not None:  # no pass over the kind column to find them again
+        duration = np.empty(rows.size, np.int64)
+        start, end = cols.start, cols.end
+        # blocks of kernels: no gathered start and end of every kernel at once
+        for lo in range(0, rows.size, BLOCK_ROWS):
+            picked = rows[lo : lo + BLOCK_ROWS]
+            np.subtract(end[picked], start[picked], out=duration[lo : lo + picked.size])
+        return cols.name[rows], duration
     code_kind = ALL_KINDS.index(KERNEL)
     kind, name, start, end = cols.kind, cols.name, cols.start, cols.end
     count = count_of_kind(kind, code_kind)

@@ -21,6 +21,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from ..enrich import KernelOccupancy
 from ..occupancy_calc import LIMIT_BLOCKS, LIMIT_WARPS, LIMITER_NAMES
@@ -60,6 +61,12 @@ class _KernelOccupancy(KernelOccupancy):
         ).astype(np.int8)
         self.excluded_as = as_name[codes]
         del codes
+        # Each launch's start from the shared event columns, and its duration from them where they hold the stored
+        # int64 times as they are (no null): the same values as KernelOccupancy.duration's gathers from the store,
+        # read once here instead of both there and again for the start times in the report.
+        self.start = cols.start[self.rows]
+        if _plain_int64(trace, "start_ns") and _plain_int64(trace, "end_ns"):
+            self._duration = cols.end[self.rows] - self.start
 
     @property
     def collective(self) -> np.ndarray:
@@ -87,6 +94,24 @@ class _KernelOccupancy(KernelOccupancy):
         excluded launches: they hold the GPU, and what they leave empty is not the user's to win back.
         """
         return _fill_table(self._per_config, with_shape)[self._config, self.excluded.view(np.int8)]
+
+
+def _plain_int64(trace: Trace, column: str) -> bool:
+    """The store holds ``column`` as one int64 Arrow array without nulls (event_columns' array is then its values)."""
+    stored = trace.store.columns.get(column)
+    return isinstance(stored, pa.Array) and stored.type == pa.int64() and stored.null_count == 0
+
+
+def device_launches(
+    occ: _KernelOccupancy, on_config: np.ndarray, gather_all: bool = False
+) -> tuple[np.ndarray, ...]:
+    """(configuration, duration, excluded_as, start, reported occupancy) of the launches of the configurations
+    ``on_config`` marks (one device's), in launch order. Where it marks every configuration (a single-GPU trace)
+    the launch arrays themselves, no gather (``gather_all``: gathered anyway, for the tests)."""
+    if on_config.all() and not gather_all:
+        return occ.config, occ.duration, occ.excluded_as, occ.start, occ.reported
+    on = np.flatnonzero(on_config[occ.config])  # this device's launches
+    return occ.config[on], occ.duration[on], occ.excluded_as[on], occ.start[on], occ.reported_at(on)
 
 
 def _shape_limited_config(per_config: dict[str, np.ndarray]) -> np.ndarray:
@@ -196,6 +221,9 @@ def _empty_sm_ns_serial(starts: np.ndarray, ends: np.ndarray, fills: list[np.nda
 
 def _weighted(values: np.ndarray, weights: np.ndarray) -> float | None:
     ok = np.isfinite(values)
+    if values.size and ok.all():  # every value known (the usual case): no compression (the same arrays, sums)
+        total = weights.sum()
+        return None if total <= 0 else float((values * weights).sum() / total)
     total = weights[ok].sum()
     if not ok.any() or total <= 0:
         return None
@@ -348,7 +376,6 @@ def occupancy_report(trace: Trace) -> dict[str, Any]:
     fill = _fill_table(per_config).ravel()
     grid_fill = _fill_table(per_config, with_shape=False).ravel()
     launches_of_config = np.bincount(occ.config, minlength=occupancy.size)
-    start = event_columns(trace).start
     # per (configuration, excluded_as) slot, configuration x 3 + excluded_as: what each launch's figures read
     slots = occupancy.size * 3
     slot_config = np.repeat(np.arange(occupancy.size), 3)
@@ -362,10 +389,7 @@ def occupancy_report(trace: Trace) -> dict[str, Any]:
     per_device = []
     not_computed = []
     for dev, note in sorted(occ.device_notes.items()):
-        on = np.flatnonzero((per_config["device"] == dev)[occ.config])  # this device's launches
-        config = occ.config[on]
-        dur = occ.duration[on]
-        excluded_as = occ.excluded_as[on]
+        config, dur, excluded_as, starts, reported = device_launches(occ, per_config["device"] == dev)
         # The launches' counts and summed durations per (configuration, excluded_as) slot, once: each count and
         # sum below is of the launches of some configurations and exclusions, read from the few slots, not a mask
         # and a pass over the device's millions of launches each.
@@ -379,7 +403,6 @@ def occupancy_report(trace: Trace) -> dict[str, Any]:
             name: int(slot_ns[slot_limiter == code].sum()) for code, name in enumerate(LIMITER_NAMES)
         }
         # excluded launches take part with fill 1: they keep the SMs they share with others
-        starts = start[occ.rows[on]]
         ends = starts + dur
         at = config * 2
         at += excluded_as != NOT_EXCLUDED
@@ -395,7 +418,7 @@ def occupancy_report(trace: Trace) -> dict[str, Any]:
             "compute_capability": f"{limits.compute_major}.{limits.compute_minor}" if limits else None,
             "sm_count": int(note["sm_count"]) if note["sm_count"] else None,
             "limits_source": sorted(set(limits.sources.values())) if limits else [],
-            "kernel_count": int(on.size),
+            "kernel_count": int(config.size),
             "kernel_ns": int(slot_ns.sum()),
             "computed_count": int(slot_count[c].sum()),
             "computed_kernel_ns": int(slot_ns[c].sum()),
@@ -404,7 +427,7 @@ def occupancy_report(trace: Trace) -> dict[str, Any]:
             "basis": "estimated_achieved" if (slot_estimated & (slot_count > 0)).any() else "theoretical",
             "time_weighted_theoretical": _weighted(per_config["theoretical"][config], dur),
             "time_weighted_estimated_achieved": _weighted(per_config["estimated"][config], dur),
-            "time_weighted_reported": _weighted(occ.reported_at(on), dur),
+            "time_weighted_reported": _weighted(reported, dur),
             "low_count": int(slot_count[low_here].sum()),
             "low_ns": int(slot_ns[low_here].sum()),
             "under_filled_count": int(slot_count[under_here].sum()),
@@ -420,7 +443,7 @@ def occupancy_report(trace: Trace) -> dict[str, Any]:
             "block_shape_lost_ns": int(round(lost)) - int(round(under_lost)),
             "limiter_ns": limiter_ns,
         }
-        del on, config, dur, excluded_as, slot_count, slot_ns
+        del config, dur, excluded_as, reported, slot_count, slot_ns
         per_device.append(entry)
         if note["reason"]:
             not_computed.append(

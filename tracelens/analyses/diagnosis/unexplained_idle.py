@@ -201,12 +201,8 @@ def _process_count(pid: np.ndarray | CodedInts, host_mask: np.ndarray) -> int:
         # held as codes (an Nsight export's threads): no code's pid is a process the sample missed, so no row's is
         # (each candidate is some host row's pid): no pass over the rows
         return int(candidates.size)
-    if candidates.size <= FEW_PROCESSES:
-        other = host_mask & (pid >= 0)  # the host rows whose pid is none of the candidates
-        for candidate in candidates:  # a loop over a few processes
-            other &= pid != candidate
-        if not other.any():
-            return int(candidates.size)  # each candidate is some host row's pid
+    if candidates.size <= FEW_PROCESSES and only_pids(pid, host_mask, candidates):
+        return int(candidates.size)  # each candidate is some host row's pid
     # a hash of the few pids of each chunk, not a sort of every host row
     pids = [
         distinct(pid[lo + np.flatnonzero(host_mask[lo : lo + HOST_CHUNK])])
@@ -214,6 +210,36 @@ def _process_count(pid: np.ndarray | CodedInts, host_mask: np.ndarray) -> int:
     ]
     processes = distinct(np.concatenate(pids)) if pids else np.zeros(0, np.int64)
     return int((processes >= 0).sum())
+
+
+# Rows compared per block in only_pids: its masks stay in the CPU's cache (no table-long temporaries).
+PID_BLOCK = 1 << 16
+
+
+def only_pids(pid: np.ndarray | CodedInts, host_mask: np.ndarray, candidates: np.ndarray) -> bool:
+    """Whether every row where ``host_mask`` is set has a pid < 0 or among ``candidates`` (a few): compared a block
+    of rows at a time into two reused block-sized masks, stopping at the first block with another pid (a column
+    held as codes: compared whole, each comparison on its table)."""
+    if isinstance(pid, CodedInts):
+        other = host_mask & (pid >= 0)  # the host rows whose pid is none of the candidates
+        for candidate in candidates:  # a loop over a few processes
+            other &= pid != candidate
+        return not other.any()
+    other = np.empty(
+        min(PID_BLOCK, pid.size), bool
+    )  # the block's host rows whose pid is none of the candidates
+    differs = np.empty_like(other)
+    for lo in range(0, pid.size, PID_BLOCK):  # a loop over blocks of rows
+        block = pid[lo : lo + PID_BLOCK]
+        here, scratch = other[: block.size], differs[: block.size]
+        np.greater_equal(block, 0, out=here)
+        here &= host_mask[lo : lo + PID_BLOCK]
+        for candidate in candidates:  # a loop over a few processes
+            np.not_equal(block, candidate, out=scratch)
+            here &= scratch
+        if here.any():
+            return False
+    return True
 
 
 def _has_kind(cols: EventColumns, *kinds: str) -> bool:

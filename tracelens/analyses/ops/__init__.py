@@ -59,7 +59,8 @@ from .sums import (
     OpValues,
     code_sums_in_blocks,
     float_sums,
-    gpu_durations,
+    gpu_op_durations,
+    kernel_copy_sums,
     sums_by_code,
 )
 from .tree import (
@@ -144,11 +145,10 @@ def ops_report(trace: Trace, limit: int = TOP_OPS) -> dict[str, Any]:
     # GPU ops at a time with the sums by op name (no duration and selections of every GPU op held at once)
     totals = np.zeros(4, np.int64)
 
-    def gpu_block(lo: int, hi: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-        duration, k, a = gpu_durations(pairs, np.arange(lo, hi)), kernel[lo:hi], attributed[lo:hi]
+    def gpu_block(lo: int, hi: int) -> CodeSums:
+        duration, k, a = gpu_op_durations(trace, slice(lo, hi)), kernel[lo:hi], attributed[lo:hi]
         totals[:] += [duration[k].sum(), duration[k & a].sum(), duration[~k].sum(), duration[~k & a].sum()]
-        k, duration = k[a], duration[a]
-        return op_code[lo:hi][a], {"gpu": np.where(k, duration, 0), "copy": np.where(k, 0, duration)}
+        return kernel_copy_sums(op_code[lo:hi][a], duration[a], k[a])
 
     gpu = code_sums_in_blocks(len(pairs), gpu_block)
     del gpu.columns["size"]
@@ -232,14 +232,12 @@ def by_innermost(trace: Trace, limit: int = TOP_OPS) -> list[dict[str, Any]]:
     op_row = innermost_op_of_gpu_ops(trace)
     is_kernel = pairs["is_kernel"]
 
-    def block(lo: int, hi: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    def block(lo: int, hi: int) -> CodeSums:
         # an op recorded on the GPU op itself is its innermost op
         found, code = with_recorded_ops(trace, op_row[lo:hi], lo)
         at = np.flatnonzero(found)
         at += lo
-        duration, kernel = gpu_durations(pairs, at), is_kernel[at]
-        columns = {"kernels": kernel.astype(np.int64), "gpu": np.where(kernel, duration, 0)}
-        return code[found], {**columns, "copy": np.where(kernel, 0, duration)}
+        return kernel_copy_sums(code[found], gpu_op_durations(trace, at), is_kernel[at], kernels=True)
 
     table = code_sums_in_blocks(len(pairs), block)
     if len(table) == 0:  # no GPU op with an innermost op

@@ -21,7 +21,7 @@ from ..derived import held
 from ..frame_free import sort_order
 from ..launch import launch_pairs
 from ..names import HOST_CATEGORY_PRIORITY, SYNC, is_blocking_sync
-from .sums import SUM_BLOCK, code_sums, gpu_durations
+from .sums import SUM_BLOCK, code_sums, gpu_op_durations
 from .tree import (
     framework_op_rows,
     gpu_op_name_codes,
@@ -84,6 +84,7 @@ def launching_ops(trace: Trace, limit: int = TOP_EVIDENCE_OPS) -> list[dict[str,
     # wrap as numpy's, in any order).
     kernels = np.zeros(len(names) + 1, np.int64)
     kernel_ns = np.zeros(len(names) + 1, np.int64)
+    op_codes = gpu_op_name_codes(trace)[1]
     for lo in range(0, joined.size, SUM_BLOCK):  # a loop over blocks of GPU ops
         mine, theirs = (
             np.flatnonzero(joined[lo : lo + SUM_BLOCK]),
@@ -91,9 +92,10 @@ def launching_ops(trace: Trace, limit: int = TOP_EVIDENCE_OPS) -> list[dict[str,
         )
         mine += lo
         theirs += lo
-        slot, duration = op_name_codes(trace, op_row[mine]), gpu_durations(pairs, mine)
+        # (an op joined to a GPU op without an op recorded on it: its name code is the GPU op's, read from them)
+        slot, duration = op_codes[mine], gpu_op_durations(trace, mine)
         if recorded is not None:
-            slot, duration = np.r_[slot, recorded[theirs]], np.r_[duration, gpu_durations(pairs, theirs)]
+            slot, duration = np.r_[slot, recorded[theirs]], np.r_[duration, gpu_op_durations(trace, theirs)]
         slot += 1
         kernels += np.bincount(slot, minlength=len(names) + 1)
         np.add.at(kernel_ns, slot, duration)

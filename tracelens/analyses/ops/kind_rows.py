@@ -1,7 +1,8 @@
 """Two steps of the op tree over the event columns, kept beside :mod:`.tree`: the event rows of one kind on a thread
 whose name a table picks, by the compiled pass (_op_tree.c ``kind_rows``: the emit_nvtx op ranges of
 :func:`.tree.emit_nvtx_rows`, tens of millions of an Nsight export's rows), and each launch's thread among the op
-threads (:func:`launch_threads`), and the cpu ops' rows on a thread (:func:`cpu_op_rows`)."""
+threads (:func:`launch_threads`), and the cpu ops' rows on a thread (:func:`cpu_op_rows`); and the op-name codes of
+event rows (:func:`op_codes_at`, for :func:`.tree.op_name_codes`)."""
 
 from __future__ import annotations
 
@@ -85,3 +86,15 @@ def launch_threads(
     code = np.minimum(np.searchsorted(threads, key), threads.size - 1)
     code[threads[code] != key] = -1
     return code
+
+
+def op_codes_at(code: np.ndarray, renamed: np.ndarray, name: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``code[name[rows]]`` (int64): ``code`` the op-name code per event-name code (and -1 in a last slot, for the
+    null name), the identity except where ``renamed`` (an emit_nvtx op range's text names its op). Where nothing is
+    renamed (a Kineto trace) the rows' name codes are the op-name codes: widened, not looked up (a second gather,
+    with numpy's widened copy of the int32 index, at every op row)."""
+    picked = name[rows]
+    if not renamed.any():
+        return picked.astype(np.int64)
+    looked_up: np.ndarray = code[picked]
+    return looked_up

@@ -9,8 +9,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..columns import memo
+from ..launch import launch_pairs
+
 if TYPE_CHECKING:  # imported where a function needs it: analyze's path runs without pandas
     import pandas as pd
+
+    from ...trace import Trace
 
 # sums_by_code adds an int64 column by a float64 bincount where every partial sum stays within float64's 53-bit
 # integers (|values| x rows < 2**53: durations in ns, up to ~10^9 rows of 100 days each); else in two parts, the
@@ -91,17 +96,55 @@ def sums_by_code(code: np.ndarray, **columns: np.ndarray) -> pd.DataFrame:
 SUM_BLOCK = 1 << 20
 
 
+def kernel_copy_sums(
+    code: np.ndarray, duration: np.ndarray, kernel: np.ndarray, kernels: bool = False
+) -> CodeSums:
+    """``code_sums(code, [kernels=kernel as int64,] gpu=where(kernel, duration, 0), copy=where(kernel, 0,
+    duration))``: GPU ops' time by op-name code, kernels' and copies' apart. Where every partial sum is exact in
+    float64 (code_sums' bincount path) by one bincount of the durations over (code, kernel) slots, with no
+    selected-duration columns: each code's kernel (copy) sum adds the same values in the same order less the zeros
+    (x + 0.0 == x), so the same sums; else code_sums itself."""
+    code = np.asarray(code, np.int64)
+    duration = np.asarray(duration, np.int64)
+    n = code.size
+    if (
+        n == 0
+        or n >= FLOAT_EXACT >> EXACT_BITS
+        or int(code.min()) < -1
+        or _largest(duration) * n >= FLOAT_EXACT
+    ):
+        columns = {"kernels": kernel.astype(np.int64)} if kernels else {}
+        return code_sums(
+            code, **columns, gpu=np.where(kernel, duration, 0), copy=np.where(kernel, 0, duration)
+        )
+    slot = code + 1  # code -1 (no name) in slot 0; slot x 2 + 1 its kernels, slot x 2 its copies
+    slot *= 2
+    slot += kernel
+    counts = np.bincount(slot)
+    if counts.size % 2:
+        counts = np.append(counts, 0)
+    by_code = counts[0::2] + counts[1::2]
+    present = np.flatnonzero(by_code)
+    sums = np.bincount(slot, weights=duration, minlength=counts.size)
+    out = {"size": by_code[present].astype(np.int64)}
+    if kernels:
+        out["kernels"] = counts[1::2][present].astype(np.int64)
+    out["gpu"] = sums[1::2][present].astype(np.int64)
+    out["copy"] = sums[0::2][present].astype(np.int64)
+    return CodeSums((present - 1).astype(np.int64), out)
+
+
 def code_sums_in_blocks(
-    size: int, block: Callable[[int, int], tuple[np.ndarray, dict[str, np.ndarray]]]
+    size: int, block: Callable[[int, int], tuple[np.ndarray, dict[str, np.ndarray]] | CodeSums]
 ) -> CodeSums:
     """:func:`code_sums` of ``size`` rows given a block at a time: ``block(lo, hi)`` gives the codes and columns
-    of rows [lo, hi), so that no column of every row is held at once. The same sums: each block's int64 sums are
-    exact modulo 2**64 (as pandas adds them), and so are their int64 totals."""
+    of rows [lo, hi) (or their sums, a :class:`CodeSums`), so that no column of every row is held at once. The same
+    sums: each block's int64 sums are exact modulo 2**64 (as pandas adds them), and so are their int64 totals."""
     parts = []
     for lo in range(0, max(size, 1), SUM_BLOCK):  # a loop over blocks of rows
-        code, columns = block(lo, min(lo + SUM_BLOCK, size))
-        parts.append(code_sums(code, **columns))
-        del code, columns
+        found = block(lo, min(lo + SUM_BLOCK, size))
+        parts.append(found if isinstance(found, CodeSums) else code_sums(found[0], **found[1]))
+        del found
     if len(parts) == 1:
         return parts[0]
     index = np.unique(np.concatenate([part.index for part in parts]))
@@ -126,6 +169,25 @@ def gpu_durations(pairs: Any, at: np.ndarray) -> np.ndarray:
     picked = pairs[at]
     duration: np.ndarray = (picked["end"] - picked["start"]).astype(np.int64)
     return duration
+
+
+def gpu_op_durations(trace: Trace, at: np.ndarray | slice) -> np.ndarray:
+    """``gpu_durations(launch_pairs(trace), at)`` (``at``: positions, or a slice of them). Where the GPU ops fit one
+    block (SUM_BLOCK) their durations are computed once per trace and read here (the report's table, its
+    innermost-op table and the diagnosis's launching ops each read them: the same elementwise values); beyond,
+    gathered at ``at`` on each call, so that no column of every GPU op is held."""
+    pairs = launch_pairs(trace)
+    if len(pairs) > SUM_BLOCK:
+        return gpu_durations(pairs, np.arange(len(pairs))[at] if isinstance(at, slice) else at)
+    whole = memo(
+        trace, "gpu_op_name_codes/durations", lambda: _read_only(gpu_durations(pairs, np.arange(len(pairs))))
+    )
+    return whole[at]
+
+
+def _read_only(values: np.ndarray) -> np.ndarray:
+    values.flags.writeable = False  # shared by the readers: none may change it
+    return values
 
 
 @dataclass

@@ -24,7 +24,7 @@ from ..grouping import (
 )
 from ..launch import launch_pairs
 from ..names import EMIT_NVTX_PATTERN
-from .kind_rows import cpu_op_rows, kind_rows, launch_threads
+from .kind_rows import cpu_op_rows, kind_rows, launch_threads, op_codes_at
 from .thread_groups import group_rows_found, thread_order_key
 
 try:  # the per-thread pass in C (optional: built at install time where a C compiler is there)
@@ -234,7 +234,7 @@ def emit_nvtx_sizes(name: str) -> str | None:
 
 def op_name_codes(trace: Trace, rows: np.ndarray) -> np.ndarray:
     """The op-name code (into ``op_names(trace).names``) of each framework op row."""
-    return op_names(trace).code[event_columns(trace).name[rows]]
+    return op_codes_at((names := op_names(trace)).code, names.nvtx, event_columns(trace).name, rows)
 
 
 def outermost_ops(trace: Trace) -> np.ndarray:
