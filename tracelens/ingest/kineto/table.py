@@ -190,10 +190,10 @@ class Columns:
 
     def _append(self, block: dict[str, Any]) -> None:
         """The block's arrays added to the others' (its row numbers made joined-block rows)."""
+        # (the ids' validities are kept in kind_valid only: the block's own arrays are freed with it, their heap
+        # memory taken by the next block's)
         for key in _ROW_KEYS + _RECORD_KEYS:
             self.appended.add(key, block[key])
-        for key in ("pid", "tid"):  # read apart only where the depth is computed from the floats
-            self.appended.add(f"{key}_valid", block[f"{key}_valid"])
         for key in ("gpu_rows", "op_rows", "launch_rows"):
             self.appended.add(key, block[key].astype(np.int64, copy=False), self.rows)
         self.ids_exactly &= bool(block["pid_exact"]) & bool(block["tid_exact"])
@@ -271,10 +271,10 @@ class Columns:
         floats = (
             None
             if ids_exactly or not nested_any
-            else [joined_floats(parts, self.floats[k], order, k) for k in ("pid", "tid")]
+            else [
+                joined_floats(parts, self.floats[k], order, k, _valid(kind_valid, k)) for k in ("pid", "tid")
+            ]
         )
-        for key in ("pid_valid", "tid_valid"):  # (in kind_valid, the one read below)
-            parts.discard(key)
         # Joined and ordered in the background (numpy copies and gathers without holding the GIL) while this
         # thread orders the others and places the GPU rows.
         joined = {key: background.submit(joined_in_order, parts, order, key) for key in ("duration", "pid")}
