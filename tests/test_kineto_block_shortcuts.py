@@ -7,7 +7,9 @@ reference reader, over many blocks.
 - ``blocks.no_op_columns()`` (a block without op records) against the general path on no records;
 - ``blocks.used_codes(codes, values)`` (all rows) against ``used_codes(codes, values, np.arange(n))``;
 - the pid and tid validities read from ``kind_valid`` in the table build (the blocks no longer keep theirs);
-- the names' steps (named_kinds.ready_block) done in the scanner's prepare pass against ready_block after it.
+- the names' steps (named_kinds.ready_block) done in the scanner's prepare pass against ready_block after it;
+- a sparse id column (correlation ids) taken in one compiled pass (``_kineto_scan.rows_with_bit``) against the
+  numpy steps.
 """
 
 from __future__ import annotations
@@ -21,12 +23,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tracelens.ingest import kineto
-from tracelens.ingest.kineto import blocks, native, reader
+from tracelens.ingest.kineto import blocks, native, reader, table
 from tracelens.ingest.kineto.fields import NATIVE_OP_FLOATS, NATIVE_OP_STRINGS
-from tracelens.ingest.kineto.named_kinds import DRIVER_KIND, STEP_KIND, NameFlags, ready_block
+from tracelens.ingest.kineto.named_kinds import DRIVER_KIND, STEP_KIND, VALID_BIT, NameFlags, ready_block
 from tracelens.ingest.kineto.prepare import NOT_HOST, prepare_block
-from tracelens.trace import NOT_NESTED_KINDS, depth_column
+from tracelens.trace import NOT_NESTED_KINDS, SparseColumn, depth_column
 
+kineto_scan = blocks.scanner()
 needs_scanner = pytest.mark.skipif(
     not kineto.native_scanner_built(), reason="native scanner not built (no C compiler)"
 )
@@ -258,3 +261,58 @@ def test_the_kinds_names_change_stay_host_kinds() -> None:
     # use those before): the same rows, as no name moves a row between host and GPU kinds
     np.testing.assert_array_equal(NOT_HOST[STEP_KIND], NOT_HOST)
     np.testing.assert_array_equal(NOT_HOST[DRIVER_KIND], NOT_HOST)
+
+
+class _Parts:
+    """The one joined array _id_column_in_order pops (Appended's interface for it)."""
+
+    def __init__(self, key: str, values: np.ndarray) -> None:
+        self.values = {key: values}
+
+    def pop(self, key: str) -> np.ndarray:
+        return self.values.pop(key)
+
+
+@needs_scanner
+@settings(max_examples=80, deadline=None)
+@given(st.integers(0, 300), st.floats(0.0, 1.0), st.integers(0, 2**32 - 1))
+def test_sparse_correlation_ids_in_one_pass_equal_the_numpy_steps(rows: int, share: float, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    bit = VALID_BIT["correlation"]
+    kind_valid = (rng.integers(0, 16, rows) | np.where(rng.random(rows) < share, bit, 0)).astype(np.uint8)
+    kind_valid |= (rng.random(rows) < 0.5).astype(np.uint8) * np.uint8(VALID_BIT["external_id"])
+    order = rng.permutation(rows).astype(np.int64)
+    values = rng.integers(-(2**62), 2**62, rows, dtype=np.int64)
+    got = table._id_column_in_order(
+        _Parts("correlation", values), order, kind_valid, "correlation", "correlation_id"
+    )
+    with pytest.MonkeyPatch.context() as patch:  # the numpy steps: no compiled helper
+        patch.setattr(table, "scanner", lambda: None)
+        want = table._id_column_in_order(
+            _Parts("correlation", values), order, kind_valid, "correlation", "correlation_id"
+        )
+    if want is None:
+        assert got is None
+        return
+    assert type(got) is type(want)
+    if isinstance(want, SparseColumn):
+        assert got.rows.dtype == want.rows.dtype
+        np.testing.assert_array_equal(got.rows, want.rows)
+        assert got.values.equals(want.values)
+    else:
+        assert got.equals(want)
+
+
+@needs_scanner
+def test_rows_with_bit_checks_its_sizes() -> None:
+    helper = kineto_scan.rows_with_bit
+    flags = np.array([1, 0, 1], dtype=np.uint8)
+    order = np.array([2, 0, 1], dtype=np.int64)
+    values = np.array([10, 11, 12], dtype=np.int64)
+    rows, data = np.empty(2, dtype=np.int32), np.empty(2, dtype=np.int64)
+    helper(flags, 1, order, values, rows, data)
+    assert rows.tolist() == [0, 2] and data.tolist() == [12, 11]
+    with pytest.raises(ValueError):  # one row too many given
+        helper(flags, 1, order, values, np.empty(3, dtype=np.int32), np.empty(3, dtype=np.int64))
+    with pytest.raises(ValueError):  # an order entry outside the values
+        helper(flags, 1, np.array([5, 0, 1], dtype=np.int64), values, rows, data)

@@ -3012,6 +3012,61 @@ done:
     return result;
 }
 
+/* rows_with_bit(flags, bit, order, values, rows, data): the rows r of a table (flags: a byte per row, in table
+ * order) whose byte holds `bit`, ascending, into `rows` (int32 or int64 items), and values[order[r]] (int64) at
+ * them into `data`: the sparse column of an id that fewer than half the rows carry, in one pass, instead of a
+ * table-long validity mask, its nonzero rows, their joined rows (a take of the order) and a cast of the rows.
+ * `rows` and `data` hold exactly as many items as rows have the bit (ValueError otherwise, and where an order
+ * entry is outside `values`). */
+static PyObject *rows_with_bit_py(PyObject *module, PyObject *args) {
+    Py_buffer flags, order, values, rows, data;
+    int bit, held = 0, bad = 0;
+    PyObject *result = NULL;
+    Py_ssize_t n, n_values, want, item, k = 0;
+    (void)module;
+    if (!PyArg_ParseTuple(args, "y*iy*y*w*w*:rows_with_bit", &flags, &bit, &order, &values, &rows, &data))
+        return NULL;
+    held = 1;
+    n = flags.len;
+    n_values = values.len / 8;
+    want = data.len / 8;
+    item = want ? rows.len / want : 4;
+    if (order.len != n * 8 || values.len % 8 || data.len % 8 || (item != 4 && item != 8) || rows.len != want * item ||
+        bit < 0 || bit > 255) {
+        PyErr_SetString(PyExc_ValueError, "rows_with_bit: buffers of other sizes");
+        goto done;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    {
+        const unsigned char *f = flags.buf;
+        const int64_t *o = order.buf, *v = values.buf;
+        int64_t *d = data.buf;
+        for (Py_ssize_t r = 0; r < n; r++) {
+            if (!(f[r] & bit)) continue;
+            int64_t at = o[r];
+            if (k == want || at < 0 || at >= n_values) {
+                bad = 1;
+                break;
+            }
+            if (item == 4) ((int32_t *)rows.buf)[k] = (int32_t)r;
+            else ((int64_t *)rows.buf)[k] = (int64_t)r;
+            d[k++] = v[at];
+        }
+    }
+    Py_END_ALLOW_THREADS
+    if (bad || k != want) PyErr_SetString(PyExc_ValueError, "rows_with_bit: not as many rows as given");
+    else result = Py_NewRef(Py_None);
+done:
+    if (held) {
+        PyBuffer_Release(&flags);
+        PyBuffer_Release(&order);
+        PyBuffer_Release(&values);
+        PyBuffer_Release(&rows);
+        PyBuffer_Release(&data);
+    }
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"prepared_sizes", prepared_sizes_py, METH_VARARGS,
      "prepared_sizes(floats, codes, sparse_rows, sparse_floats, kind_table, kind_flags, max_time_us)\n"
@@ -3036,6 +3091,10 @@ static PyMethodDef methods[] = {
      "             external_valid, launch_rows, max_time_us) -> (launches, pid_exact, tid_exact, nested)\n\n"
      "A block's per-row steps of kineto/prepare.py in one pass, into the given output buffers (for the\n"
      "kept rows: every kind a code of kind_flags)."},
+    {"rows_with_bit", rows_with_bit_py, METH_VARARGS,
+     "rows_with_bit(flags, bit, order, values, rows, data) -> None\n\n"
+     "The table rows whose flags byte holds bit (ascending) into rows (int32 or int64), and values at their\n"
+     "order entries into data (int64); both sized for exactly those rows."},
     {"scan_events", scan_events, METH_VARARGS,
      "scan_events(pieces, to_number, decode_string) -> dict | None\n\n"
      "The complete events of a tuple of pieces (buffers holding a JSON list of Kineto events, or a bare\n"

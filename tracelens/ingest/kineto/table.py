@@ -38,6 +38,7 @@ from .blocks import (
     KIND_CODE,
     KINDS,
     NESTED_KIND,
+    scanner,
 )
 from .devices import device_table
 from .fields import DEVICE_FIELDS, OP_NUMBERS, OP_TEXTS
@@ -553,10 +554,22 @@ def _id_column_in_order(
     fewer than half the rows have a value (a SparseColumn: correlation ids, on launches and device rows only),
     taken at those rows only."""
     valid = _valid(kind_valid, key)
-    if int(np.count_nonzero(valid)) * 2 >= valid.size:
+    count = int(np.count_nonzero(valid))
+    if count * 2 >= valid.size:
         return int_column(np.take(parts.pop(key), order), valid, column)
+    values = parts.pop(key)
+    native = getattr(scanner(), "rows_with_bit", None)
+    if native is not None and values.dtype == np.int64 and order.dtype == np.int64:
+        # the rows and their values in one compiled pass (no row list, joined rows or cast of the rows to make)
+        del valid
+        rows = np.empty(count, dtype=np.int32 if kind_valid.size < 2**31 else np.int64)
+        data = np.empty(count, dtype=np.int64)
+        native(
+            np.ascontiguousarray(kind_valid), VALID_BIT[key], order, np.ascontiguousarray(values), rows, data
+        )
+        return int_column_at(data, rows, kind_valid.size, column)
     rows = np.flatnonzero(valid)
-    return int_column_at(np.take(parts.pop(key), np.take(order, rows)), rows, valid.size, column)
+    return int_column_at(np.take(values, np.take(order, rows)), rows, valid.size, column)
 
 
 def _with_device_rows(
