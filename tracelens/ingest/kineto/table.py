@@ -562,12 +562,12 @@ def _id_column_in_order(
     if native is not None and values.dtype == np.int64 and order.dtype == np.int64:
         # the rows and their values in one compiled pass (no row list, joined rows or cast of the rows to make)
         del valid
-        rows = np.empty(count, dtype=np.int32 if kind_valid.size < 2**31 else np.int64)
+        at = np.empty(count, dtype=np.int32 if kind_valid.size < 2**31 else np.int64)
         data = np.empty(count, dtype=np.int64)
         native(
-            np.ascontiguousarray(kind_valid), VALID_BIT[key], order, np.ascontiguousarray(values), rows, data
+            np.ascontiguousarray(kind_valid), VALID_BIT[key], order, np.ascontiguousarray(values), at, data
         )
-        return int_column_at(data, rows, kind_valid.size, column)
+        return int_column_at(data, at, kind_valid.size, column)
     rows = np.flatnonzero(valid)
     return int_column_at(np.take(values, np.take(order, rows)), rows, valid.size, column)
 
