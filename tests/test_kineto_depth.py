@@ -37,7 +37,9 @@ def _eager_depth(path: Path, monkeypatch: pytest.MonkeyPatch) -> np.ndarray | No
         # the numpy steps (the scanner's prepared blocks decide exactness in C)
         patch.setattr(prepare, "scanner", lambda: None)
         patch.setattr(
-            native, "_prepared_columns", lambda s: prepare.prepare_block(native._scanned_columns(s))
+            native,
+            "_prepared_columns",
+            lambda s, flags=None: prepare.prepare_block(native._scanned_columns(s)),
         )
         store = tracelens.load(path).store
     assert not isinstance(store.columns.get("depth"), DeferredColumn)

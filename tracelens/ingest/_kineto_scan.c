@@ -2829,26 +2829,43 @@ static PyObject *prepared_sizes_py(PyObject *module, PyObject *args) {
     return Py_BuildValue("(nn)", n_gpu, n_launches);
 }
 
-/* prepare_scanned(floats, codes, sparse_rows, sparse_floats, kind_table, kind_flags, max_time_us, columns):
+/* prepare_scanned's optional last argument: the steps a block's names decide (name_kinds), done in the same
+ * pass: each name's bits (and a last entry for rows without a name), the kind tables of a step-marker and of a
+ * driver name, which kinds are launch-side, and the outputs kind_valid (a byte per row) and launch_names (a
+ * byte per name). */
+enum { PN_NAME_BITS, PN_STEP_KIND, PN_DRIVER_KIND, PN_LAUNCH_SIDE, PN_KIND_VALID, PN_LAUNCH_NAMES, N_PN };
+static const int PN_WRITTEN[N_PN] = {0, 0, 0, 0, 1, 1};
+
+/* prepare_scanned(floats, codes, sparse_rows, sparse_floats, kind_table, kind_flags, max_time_us, columns
+ *                 [, names]):
  * scan_events' columns (each category code's kind from kind_table, the code -1 taking the last entry as
  * numpy's take does; each kind's flags from kind_flags) made the block that kineto/native.py's block columns
  * and prepare.prepare_block make of them (the same values), in one pass with the GIL released, into
- * `columns`: N_PREPARED writable buffers sized by prepared_sizes. Returns (pid_exact, tid_exact, nested). */
+ * `columns`: N_PREPARED writable buffers sized by prepared_sizes. With `names` (PN_*), also the block that
+ * named_kinds.ready_block then makes of it, in that same pass (the kinds the names change, kind_valid,
+ * launch_names, durations clamped at 0): one pass over the rows instead of two. Returns (pid_exact,
+ * tid_exact, nested). */
 static PyObject *prepare_scanned_py(PyObject *module, PyObject *args) {
     PyObject *floats, *codes, *sparse_rows_object, *sparse_floats_object, *table_object, *flags_object, *columns;
+    PyObject *names_object = Py_None;
     PyObject *result = NULL;
     Inputs x;
-    Py_buffer out_views[N_PREPARED];
+    Py_buffer out_views[N_PREPARED], name_views[N_PN];
     void *out[N_PREPARED];
-    int outs = 0, failed = 0, pid_exact = 1, tid_exact = 1, nested = 0;
-    Py_ssize_t n_gpu = 0, n_launches = 0, want_gpu, want_launches;
+    int outs = 0, named = 0, failed = 0, bad_name = 0, pid_exact = 1, tid_exact = 1, nested = 0;
+    Py_ssize_t n_gpu = 0, n_launches = 0, want_gpu, want_launches, n_names = 0, n_kinds = 0;
     double max_time_us;
     (void)module;
-    if (!PyArg_ParseTuple(args, "OOOOOOdO!:prepare_scanned", &floats, &codes, &sparse_rows_object,
-                          &sparse_floats_object, &table_object, &flags_object, &max_time_us, &PyTuple_Type, &columns))
+    if (!PyArg_ParseTuple(args, "OOOOOOdO!|O:prepare_scanned", &floats, &codes, &sparse_rows_object,
+                          &sparse_floats_object, &table_object, &flags_object, &max_time_us, &PyTuple_Type, &columns,
+                          &names_object))
         return NULL;
     if (PyTuple_GET_SIZE(columns) != N_PREPARED) {
         PyErr_Format(PyExc_ValueError, "prepare_scanned takes %d columns", N_PREPARED);
+        return NULL;
+    }
+    if (names_object != Py_None && (!PyTuple_Check(names_object) || PyTuple_GET_SIZE(names_object) != N_PN)) {
+        PyErr_Format(PyExc_ValueError, "prepare_scanned: names takes %d buffers", N_PN);
         return NULL;
     }
     if (inputs_get(&x, floats, codes, sparse_rows_object, sparse_floats_object, table_object, flags_object) < 0)
@@ -2858,6 +2875,19 @@ static PyObject *prepare_scanned_py(PyObject *module, PyObject *args) {
                                PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0)
             goto done;
         out[outs] = out_views[outs].buf;
+    }
+    if (names_object != Py_None) {
+        for (; named < N_PN; named++)
+            if (PyObject_GetBuffer(PyTuple_GET_ITEM(names_object, named), &name_views[named],
+                                   (PN_WRITTEN[named] ? PyBUF_WRITABLE : 0) | PyBUF_C_CONTIGUOUS) < 0)
+                goto done;
+        n_names = name_views[PN_LAUNCH_NAMES].len;
+        n_kinds = name_views[PN_STEP_KIND].len;
+        if (name_views[PN_NAME_BITS].len != n_names + 1 || name_views[PN_DRIVER_KIND].len != n_kinds ||
+            name_views[PN_LAUNCH_SIDE].len != n_kinds || name_views[PN_KIND_VALID].len != x.n) {
+            PyErr_SetString(PyExc_ValueError, "prepare_scanned: names' tables of other lengths");
+            goto done;
+        }
     }
     want_gpu = out_views[P_GPU_ROWS].len / 8;
     want_launches = out_views[P_LAUNCH_ROWS].len / 8;
@@ -2914,6 +2944,30 @@ static PyObject *prepare_scanned_py(PyObject *module, PyObject *args) {
             tid_exact &= id_parts(t, &tid_data[i], &tid_valid[i]);
             id_parts(c, &correlation_data[i], &correlation_valid[i]);
             id_parts(e, &external_data[i], &external_valid[i]);
+            if (named) { /* name_kinds' steps (the row's flags above are its kind's before them) */
+                const unsigned char *name_bits = name_views[PN_NAME_BITS].buf;
+                const int8_t *step_kind = name_views[PN_STEP_KIND].buf, *driver_kind = name_views[PN_DRIVER_KIND].buf;
+                int k = kind[i];
+                int32_t c = name[i];
+                if (k < 0 || k >= n_kinds || c < -1 || c >= n_names) {
+                    bad_name = 1;
+                    break;
+                }
+                unsigned bits = name_bits[c < 0 ? n_names : c];
+                if (bits & 1) k = step_kind[k];
+                if (bits & 2) k = driver_kind[k];
+                if (k < 0 || k >= n_kinds) {
+                    bad_name = 1;
+                    break;
+                }
+                kind[i] = (int8_t)k;
+                if (((const unsigned char *)name_views[PN_LAUNCH_SIDE].buf)[k] && c >= 0)
+                    ((unsigned char *)name_views[PN_LAUNCH_NAMES].buf)[c] = 1;
+                ((unsigned char *)name_views[PN_KIND_VALID].buf)[i] =
+                    (unsigned char)(k | (pid_valid[i] != 0) << 4 | (tid_valid[i] != 0) << 5 |
+                                    (correlation_valid[i] != 0) << 6 | (external_valid[i] != 0) << 7);
+                if (duration[i] < 0) duration[i] = 0;
+            }
             if (flags & KIND_NOT_HOST) {
                 if (n_gpu == want_gpu) {
                     failed = 1;
@@ -2944,14 +2998,72 @@ static PyObject *prepare_scanned_py(PyObject *module, PyObject *args) {
         }
     }
     Py_END_ALLOW_THREADS
-    if (failed || n_gpu != want_gpu || n_launches != want_launches)
+    if (bad_name)
+        PyErr_SetString(PyExc_ValueError, "prepare_scanned: a kind or name code outside its table");
+    else if (failed || n_gpu != want_gpu || n_launches != want_launches)
         PyErr_SetString(PyExc_ValueError, "prepare_scanned: columns not of the sizes prepared_sizes gives");
     else
         result = Py_BuildValue("(OOO)", pid_exact ? Py_True : Py_False, tid_exact ? Py_True : Py_False,
                                nested ? Py_True : Py_False);
 done:
     for (int k = 0; k < outs; k++) PyBuffer_Release(&out_views[k]);
+    for (int k = 0; k < named; k++) PyBuffer_Release(&name_views[k]);
     inputs_release(&x);
+    return result;
+}
+
+/* rows_with_bit(flags, bit, order, values, rows, data): the rows r of a table (flags: a byte per row, in table
+ * order) whose byte holds `bit`, ascending, into `rows` (int32 or int64 items), and values[order[r]] (int64) at
+ * them into `data`: the sparse column of an id that fewer than half the rows carry, in one pass, instead of a
+ * table-long validity mask, its nonzero rows, their joined rows (a take of the order) and a cast of the rows.
+ * `rows` and `data` hold exactly as many items as rows have the bit (ValueError otherwise, and where an order
+ * entry is outside `values`). */
+static PyObject *rows_with_bit_py(PyObject *module, PyObject *args) {
+    Py_buffer flags, order, values, rows, data;
+    int bit, held = 0, bad = 0;
+    PyObject *result = NULL;
+    Py_ssize_t n, n_values, want, item, k = 0;
+    (void)module;
+    if (!PyArg_ParseTuple(args, "y*iy*y*w*w*:rows_with_bit", &flags, &bit, &order, &values, &rows, &data))
+        return NULL;
+    held = 1;
+    n = flags.len;
+    n_values = values.len / 8;
+    want = data.len / 8;
+    item = want ? rows.len / want : 4;
+    if (order.len != n * 8 || values.len % 8 || data.len % 8 || (item != 4 && item != 8) || rows.len != want * item ||
+        bit < 0 || bit > 255) {
+        PyErr_SetString(PyExc_ValueError, "rows_with_bit: buffers of other sizes");
+        goto done;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    {
+        const unsigned char *f = flags.buf;
+        const int64_t *o = order.buf, *v = values.buf;
+        int64_t *d = data.buf;
+        for (Py_ssize_t r = 0; r < n; r++) {
+            if (!(f[r] & bit)) continue;
+            int64_t at = o[r];
+            if (k == want || at < 0 || at >= n_values) {
+                bad = 1;
+                break;
+            }
+            if (item == 4) ((int32_t *)rows.buf)[k] = (int32_t)r;
+            else ((int64_t *)rows.buf)[k] = (int64_t)r;
+            d[k++] = v[at];
+        }
+    }
+    Py_END_ALLOW_THREADS
+    if (bad || k != want) PyErr_SetString(PyExc_ValueError, "rows_with_bit: not as many rows as given");
+    else result = Py_NewRef(Py_None);
+done:
+    if (held) {
+        PyBuffer_Release(&flags);
+        PyBuffer_Release(&order);
+        PyBuffer_Release(&values);
+        PyBuffer_Release(&rows);
+        PyBuffer_Release(&data);
+    }
     return result;
 }
 
@@ -2962,10 +3074,11 @@ static PyMethodDef methods[] = {
      "The sizes of the GPU-row and launch columns of prepare_scanned's block; None where the numpy steps\n"
      "would drop a row of scan_events' columns (the caller then takes them)."},
     {"prepare_scanned", prepare_scanned_py, METH_VARARGS,
-     "prepare_scanned(floats, codes, sparse_rows, sparse_floats, kind_table, kind_flags, max_time_us, columns)\n"
-     "    -> (pid_exact, tid_exact, nested)\n\n"
+     "prepare_scanned(floats, codes, sparse_rows, sparse_floats, kind_table, kind_flags, max_time_us, columns\n"
+     "                [, names]) -> (pid_exact, tid_exact, nested)\n\n"
      "scan_events' columns made the reader's prepared block in one pass (kineto/native.py), written into\n"
-     "columns (writable buffers of the sizes prepared_sizes gives)."},
+     "columns (writable buffers of the sizes prepared_sizes gives); with names (name_bits, step_kind,\n"
+     "driver_kind, launch_side, kind_valid, launch_names), name_kinds' steps in the same pass."},
     {"name_kinds", name_kinds_py, METH_VARARGS,
      "name_kinds(kind, codes, name_bits, step_kind, driver_kind, launch_side, pid_valid, tid_valid,\n"
      "           correlation_valid, external_valid, duration, kind_valid, launch_names) -> None\n\n"
@@ -2978,6 +3091,10 @@ static PyMethodDef methods[] = {
      "             external_valid, launch_rows, max_time_us) -> (launches, pid_exact, tid_exact, nested)\n\n"
      "A block's per-row steps of kineto/prepare.py in one pass, into the given output buffers (for the\n"
      "kept rows: every kind a code of kind_flags)."},
+    {"rows_with_bit", rows_with_bit_py, METH_VARARGS,
+     "rows_with_bit(flags, bit, order, values, rows, data) -> None\n\n"
+     "The table rows whose flags byte holds bit (ascending) into rows (int32 or int64), and values at their\n"
+     "order entries into data (int64); both sized for exactly those rows."},
     {"scan_events", scan_events, METH_VARARGS,
      "scan_events(pieces, to_number, decode_string) -> dict | None\n\n"
      "The complete events of a tuple of pieces (buffers holding a JSON list of Kineto events, or a bare\n"

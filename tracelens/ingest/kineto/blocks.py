@@ -28,7 +28,7 @@ from ...trace import (
     RUNTIME,
     STEP,
 )
-from .fields import FILLS
+from .fields import FILLS, OP_NUMBERS, READ_OP_TEXTS
 
 # Kineto category (lower-cased) -> kind. Categories not listed become OTHER; None means "not an event".
 _KIND_OF_CATEGORY: dict[str, str | None] = {
@@ -106,6 +106,11 @@ PHASE_COUNTER: dict[str | None, str | None] = {
 }
 
 
+# A block's key holding the function that makes it (native.prepared_block: the scanner's output kept until the names'
+# flags are at hand, in named_kinds.ready_block, so that both steps are one pass), given those flags or None.
+PENDING = "pending"
+
+
 def kind_table(categories: list[str]) -> np.ndarray:
     """Each category's kind code (SKIP: not a timeline event), and a last entry for rows without one (other):
     the table a category code (-1: none, the last) takes its kind from."""
@@ -119,9 +124,13 @@ def kinds(category_codes: np.ndarray, categories: list[str]) -> np.ndarray:
     return np.take(kind_table(categories), category_codes)  # -1 (no category) takes the last
 
 
-def used_codes(codes: np.ndarray, values: list[str], rows: np.ndarray) -> tuple[np.ndarray, list[str]]:
-    """``codes[rows]`` re-coded to the values those rows use (the strings of the kept rows only)."""
-    codes = np.take(codes, rows)
+def used_codes(
+    codes: np.ndarray, values: list[str], rows: np.ndarray | None = None
+) -> tuple[np.ndarray, list[str]]:
+    """``codes[rows]`` re-coded to the values those rows use (the strings of the kept rows only); ``rows`` None:
+    all of them (``codes`` itself is returned where every value is used)."""
+    if rows is not None:
+        codes = np.take(codes, rows)
     used = np.flatnonzero(np.bincount(codes[codes >= 0], minlength=len(values)))
     if used.size == len(values):
         return codes, values
@@ -164,6 +173,17 @@ def op_columns(
         "op_rows": rows[keep],
         **{name: values[keep] for name, values in numbers.items()},
         **{name: (codes[keep], values) for name, (codes, values) in known.items()},
+    }
+
+
+def no_op_columns() -> dict[str, Any]:
+    """:func:`op_columns` of a block where no row holds an op field (no op record): the same keys in the same
+    order, each empty (op rows intp, numbers float64, texts int32 codes into no values)."""
+    texts = [name for name in READ_OP_TEXTS if name not in FILLS]  # (an older key fills its newer one)
+    return {
+        "op_rows": np.empty(0, dtype=np.intp),
+        **{name: np.empty(0, dtype=np.float64) for name in OP_NUMBERS},
+        **{name: (np.empty(0, dtype=np.int32), []) for name in texts},
     }
 
 

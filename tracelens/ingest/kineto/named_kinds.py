@@ -18,7 +18,7 @@ import numpy as np
 
 from ...event_names import is_driver_call, step_number, strip_api_suffix
 from ...trace import ANNOTATION, CPU_OP, DRIVER, RUNTIME, STEP
-from .blocks import KIND_CODE, KINDS, LAUNCH_SIDE, scanner
+from .blocks import KIND_CODE, KINDS, LAUNCH_SIDE, PENDING, scanner
 
 # ``kind_valid``: each row's kind code and whether each id column (ID_KEYS) has a value, in one byte (the kind in
 # the low bits, an id's validity in bit VALID_BIT[id]): the table joins and orders the five in one array.
@@ -72,6 +72,9 @@ def ready_block(block: dict[str, Any], flags: NameFlags) -> dict[str, Any]:
     rows is left as it is): ``kind`` with steps and driver calls set, ``launch_names`` (whether a launch-side row
     uses each of its names), ``kind_valid``, and ``duration`` clamped at 0 (so that the end is the start plus
     it, never before the start)."""
+    pending = block.pop(PENDING, None)
+    if pending is not None:  # a block native.prepared_block left to make here: both steps in one pass
+        block = pending(flags)
     if "kind" not in block or "kind_valid" in block:
         return block
     codes, names = block["name"]
@@ -100,13 +103,14 @@ def ready_block(block: dict[str, Any], flags: NameFlags) -> dict[str, Any]:
     return block
 
 
-# The kinds a name changes, as tables by kind code (for the compiled pass): a step-marker name makes host
-# annotations and ops steps, a driver name makes runtime calls driver calls; every other kind stays.
-_STEP_KIND = np.arange(len(KINDS), dtype=np.int8)
-_STEP_KIND[[KIND_CODE[ANNOTATION], KIND_CODE[CPU_OP]]] = KIND_CODE[STEP]
-_DRIVER_KIND = np.arange(len(KINDS), dtype=np.int8)
-_DRIVER_KIND[KIND_CODE[RUNTIME]] = KIND_CODE[DRIVER]
-_LAUNCH_SIDE = LAUNCH_SIDE.astype(np.uint8)
+# The kinds a name changes, as tables by kind code (for the compiled passes: name_kinds, and prepare_scanned's
+# names argument, native.py): a step-marker name makes host annotations and ops steps, a driver name makes
+# runtime calls driver calls; every other kind stays.
+STEP_KIND = np.arange(len(KINDS), dtype=np.int8)
+STEP_KIND[[KIND_CODE[ANNOTATION], KIND_CODE[CPU_OP]]] = KIND_CODE[STEP]
+DRIVER_KIND = np.arange(len(KINDS), dtype=np.int8)
+DRIVER_KIND[KIND_CODE[RUNTIME]] = KIND_CODE[DRIVER]
+LAUNCH_SIDE_BYTES = LAUNCH_SIDE.astype(np.uint8)
 
 
 def _native_name_kinds(block: dict[str, Any], native: Any, codes: np.ndarray, name_bits: np.ndarray) -> None:
@@ -124,9 +128,9 @@ def _native_name_kinds(block: dict[str, Any], native: Any, codes: np.ndarray, na
         kind,
         np.ascontiguousarray(codes, dtype=np.int32),
         name_bits,
-        _STEP_KIND,
-        _DRIVER_KIND,
-        _LAUNCH_SIDE,
+        STEP_KIND,
+        DRIVER_KIND,
+        LAUNCH_SIDE_BYTES,
         *(np.ascontiguousarray(block[f"{key}_valid"], dtype=bool) for key in ID_KEYS),
         duration,
         kind_valid,

@@ -105,12 +105,12 @@ def sorted_launches(records: dict[str, np.ndarray]) -> LaunchIndex:
 
 
 def joined_floats(
-    parts: Appended, floats: list[tuple[int, np.ndarray]], order: np.ndarray, key: str
+    parts: Appended, floats: list[tuple[int, np.ndarray]], order: np.ndarray, key: str, valid: np.ndarray
 ) -> np.ndarray:
     """A pid or tid column as float64 (NaN: missing), in table order: the blocks' floats where they kept them
     (``floats``: each such block's first joined row and floats: ids the int64 column cannot hold), else from the
-    int64 data (which then holds them exactly)."""
-    joined = np.where(parts.joined(f"{key}_valid"), parts.joined(key).astype(np.float64), np.nan)
+    int64 data (which then holds them exactly) where ``valid`` (joined-block rows)."""
+    joined = np.where(valid, parts.joined(key).astype(np.float64), np.nan)
     for first, kept in floats:  # a loop over the blocks that kept floats
         joined[first : first + kept.size] = kept
     return np.take(joined, order)

@@ -9,7 +9,17 @@ from typing import Any
 import numpy as np
 
 from ...trace import EVENT_SCHEMA, GPU_ANNOTATION
-from .blocks import DEVICE_SIDE, KIND_CODE, LAUNCH_SIDE, MAX_TIME_US, NESTED_KIND, SKIP, placeable, scanner
+from .blocks import (
+    DEVICE_SIDE,
+    KIND_CODE,
+    LAUNCH_SIDE,
+    MAX_TIME_US,
+    NESTED_KIND,
+    PENDING,
+    SKIP,
+    placeable,
+    scanner,
+)
 from .fields import DEVICE_FIELDS, OP_NUMBERS, OP_TEXTS
 
 
@@ -26,6 +36,9 @@ def prepare_block(block: dict[str, Any]) -> dict[str, Any]:
     thread; the launches (``launch_rows``, their correlation and pid) and each GPU row's correlation, Kineto
     pid and tid, to give device rows their launch's pid and their fallback device and stream.
     """
+    pending = block.pop(PENDING, None)
+    if pending is not None:  # native.prepared_block's, made now (without the names' steps: no flags here)
+        block = pending(None)
     if "kind" not in block or "start" in block:
         return block
     ts = block.pop("ts")

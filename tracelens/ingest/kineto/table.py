@@ -38,6 +38,7 @@ from .blocks import (
     KIND_CODE,
     KINDS,
     NESTED_KIND,
+    scanner,
 )
 from .devices import device_table
 from .fields import DEVICE_FIELDS, OP_NUMBERS, OP_TEXTS
@@ -190,10 +191,10 @@ class Columns:
 
     def _append(self, block: dict[str, Any]) -> None:
         """The block's arrays added to the others' (its row numbers made joined-block rows)."""
+        # (the ids' validities are kept in kind_valid only: the block's own arrays are freed with it, their heap
+        # memory taken by the next block's)
         for key in _ROW_KEYS + _RECORD_KEYS:
             self.appended.add(key, block[key])
-        for key in ("pid", "tid"):  # read apart only where the depth is computed from the floats
-            self.appended.add(f"{key}_valid", block[f"{key}_valid"])
         for key in ("gpu_rows", "op_rows", "launch_rows"):
             self.appended.add(key, block[key].astype(np.int64, copy=False), self.rows)
         self.ids_exactly &= bool(block["pid_exact"]) & bool(block["tid_exact"])
@@ -271,10 +272,10 @@ class Columns:
         floats = (
             None
             if ids_exactly or not nested_any
-            else [joined_floats(parts, self.floats[k], order, k) for k in ("pid", "tid")]
+            else [
+                joined_floats(parts, self.floats[k], order, k, _valid(kind_valid, k)) for k in ("pid", "tid")
+            ]
         )
-        for key in ("pid_valid", "tid_valid"):  # (in kind_valid, the one read below)
-            parts.discard(key)
         # Joined and ordered in the background (numpy copies and gathers without holding the GIL) while this
         # thread orders the others and places the GPU rows.
         joined = {key: background.submit(joined_in_order, parts, order, key) for key in ("duration", "pid")}
@@ -553,10 +554,22 @@ def _id_column_in_order(
     fewer than half the rows have a value (a SparseColumn: correlation ids, on launches and device rows only),
     taken at those rows only."""
     valid = _valid(kind_valid, key)
-    if int(np.count_nonzero(valid)) * 2 >= valid.size:
+    count = int(np.count_nonzero(valid))
+    if count * 2 >= valid.size:
         return int_column(np.take(parts.pop(key), order), valid, column)
+    values = parts.pop(key)
+    native = getattr(scanner(), "rows_with_bit", None)
+    if native is not None and values.dtype == np.int64 and order.dtype == np.int64:
+        # the rows and their values in one compiled pass (no row list, joined rows or cast of the rows to make)
+        del valid
+        at = np.empty(count, dtype=np.int32 if kind_valid.size < 2**31 else np.int64)
+        data = np.empty(count, dtype=np.int64)
+        native(
+            np.ascontiguousarray(kind_valid), VALID_BIT[key], order, np.ascontiguousarray(values), at, data
+        )
+        return int_column_at(data, at, kind_valid.size, column)
     rows = np.flatnonzero(valid)
-    return int_column_at(np.take(parts.pop(key), np.take(order, rows)), rows, valid.size, column)
+    return int_column_at(np.take(values, np.take(order, rows)), rows, valid.size, column)
 
 
 def _with_device_rows(
