@@ -1902,6 +1902,117 @@ static PyObject *reaching_rows(PyObject *self, PyObject *args) {
     return PyLong_FromSsize_t(bad ? -1 : written);
 }
 
+/* ---- the launch regions (remedies.host_launch_overhead): each region's first launching call ---------------------
+ *
+ * launch_regions(op_launch_call, call_start, chain, step_of, call_waits, seen, out, bounds): the calls launching an
+ * op (op_launch_call >= 0; each counted once: ``seen``, one zeroed byte per call, marks them), in call order, each
+ * at its start point: its thread (chain), its step (step_of) and the blocking calls before it (call_waits set at a
+ * lower call). A region is a run of equal (thread, step, blocking calls before); its first call's start point is
+ * written to ``out`` (one int64 slot per call at most). bounds (5 int64) receives the lowest and highest thread,
+ * the lowest and highest step, and the highest blocking count, for the caller's packing test. Returns the points
+ * written; -1 where the triples do not ascend in call order (the caller then sorts: remedies.region_heads_by_numpy).
+ * call_start and chain: 4- or 8-byte integers.
+ */
+static PyObject *launch_regions(PyObject *self, PyObject *args) {
+    (void)self;
+    enum { COUNT = 8 };
+    PyObject *objs[COUNT];
+    Py_buffer views[COUNT];
+    static const char *const names[COUNT] = {"op_launch_call", "call_start", "chain", "step_of",
+                                             "call_waits",     "seen",       "out",   "bounds"};
+    static const Py_ssize_t sizes[COUNT] = {8, INDEX_ITEMS, INDEX_ITEMS, 8, 1, 1, 8, 8};
+    if (PyTuple_GET_SIZE(args) != COUNT) {
+        PyErr_SetString(PyExc_TypeError, "launch_regions: 8 arguments expected");
+        return NULL;
+    }
+    if (get_all(args, COUNT, objs, views, sizes, names, 5) < 0) {
+        return NULL;
+    }
+    Py_ssize_t n_ops = views[0].len / 8, n_calls = index_count(&views[1]), n = views[3].len / 8;
+    if (index_count(&views[2]) != n || views[4].len != n_calls || views[5].len != n_calls ||
+        views[6].len / 8 < n_calls || views[7].len / 8 < 5) {
+        release_all(views, COUNT);
+        PyErr_SetString(PyExc_ValueError, "launch_regions: array lengths disagree");
+        return NULL;
+    }
+    const int64_t *call = views[0].buf, *step_of = views[3].buf;
+    const unsigned char *waits = views[4].buf;
+    unsigned char *seen = views[5].buf;
+    int64_t *out = views[6].buf, *bounds = views[7].buf;
+    int bad = 0, unsorted = 0;
+    Py_ssize_t written = 0;
+    int64_t lo_thread = 0, hi_thread = 0, lo_step = 0, hi_step = 0, hi_blocks = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t o = 0; o < n_ops; o++) {
+        int64_t c = call[o];
+        if (c >= n_calls) {
+            bad = 1;
+            break;
+        }
+        if (c >= 0) {
+            seen[c] = 1;
+        }
+    }
+    int64_t blocks = 0, last_thread = 0, last_step = 0, last_blocks = 0;
+    for (Py_ssize_t c = 0; c < n_calls && !bad && !unsorted; c++) {
+        if (seen[c]) {
+            int64_t p = index_at(&views[1], c);
+            if (p < 0 || p >= n) {
+                bad = 1;
+                break;
+            }
+            int64_t thread = index_at(&views[2], p), step = step_of[p];
+            int head = written == 0;
+            if (!head) {
+                /* (thread, step, blocks) against the call before: equal, or above it in that order */
+                if (thread != last_thread) {
+                    unsorted = thread < last_thread;
+                    head = 1;
+                } else if (step != last_step) {
+                    unsorted = step < last_step;
+                    head = 1;
+                } else if (blocks != last_blocks) {
+                    head = 1; /* blocks only grow with the call */
+                }
+            }
+            if (head) {
+                out[written++] = p;
+            }
+            if (written == 1 || thread < lo_thread) {
+                lo_thread = thread;
+            }
+            if (written == 1 || thread > hi_thread) {
+                hi_thread = thread;
+            }
+            if (written == 1 || step < lo_step) {
+                lo_step = step;
+            }
+            if (written == 1 || step > hi_step) {
+                hi_step = step;
+            }
+            hi_blocks = blocks;
+            last_thread = thread;
+            last_step = step;
+            last_blocks = blocks;
+        }
+        if (waits[c]) {
+            blocks++;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    bounds[0] = lo_thread;
+    bounds[1] = hi_thread;
+    bounds[2] = lo_step;
+    bounds[3] = hi_step;
+    bounds[4] = hi_blocks;
+    release_all(views, COUNT);
+    if (bad) {
+        PyErr_SetString(PyExc_ValueError, "launch_regions: an index out of range");
+        return NULL;
+    }
+    return PyLong_FromSsize_t(unsorted ? -1 : written);
+}
+
 static PyMethodDef methods[] = {
     {"solve_sorted_edges", solve_sorted_edges, METH_VARARGS,
      "solve_sorted_edges(order, chain_first, lag, anchor, recorded, e_pos, e_src, e_lag, e_stale, out): the "
@@ -1961,6 +2072,10 @@ static PyMethodDef methods[] = {
     {"reaching_rows", reaching_rows, METH_VARARGS,
      "reaching_rows(start, end, mask, union_start, union_end, out): the masked rows reaching into a union of "
      "intervals, written into out; returns how many, -1 where not usable (see tracelens/replay/_replay_solve.c)."},
+    {"launch_regions", launch_regions, METH_VARARGS,
+     "launch_regions(op_launch_call, call_start, chain, step_of, call_waits, seen, out, bounds): the first "
+     "launching call's start point of each (thread, step, blocking calls before) region; -1 where they do not "
+     "ascend (see tracelens/replay/_replay_solve.c)."},
     {NULL, NULL, 0, NULL},
 };
 

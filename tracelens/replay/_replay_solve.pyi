@@ -143,3 +143,13 @@ def slot_sums(
     lo: int,
 ) -> int: ...
 def reaching_rows(start: Any, end: Any, mask: Any, union_start: Any, union_end: Any, out: Any) -> int: ...
+def launch_regions(
+    op_launch_call: Any,
+    call_start: Any,
+    chain: Any,
+    step_of: Any,
+    call_waits: Any,
+    seen: Any,
+    out: Any,
+    bounds: Any,
+) -> int: ...
