@@ -181,6 +181,13 @@ class Context:
     def base(self) -> Outcome:
         return self.outcome()
 
+    def release_base_times(self) -> None:
+        """Keep of the unchanged replay only what the remedies' entries read (span, mean step): its times (8 bytes a
+        point) go once their last reader is done (the what-if section's critical path), so that the remedies'
+        replays take their pages instead of fresh ones the kernel must fault in."""
+        base = self.base
+        self.__dict__["base"] = Outcome(np.empty(0, np.int64), base.span_ns, base.step_ns, base.step_count)
+
     @cached_property
     def recorded(self) -> Outcome:
         """The recording itself, read as a replay's outcome (what the replays are measured against)."""

@@ -2,7 +2,8 @@
 reference (region_heads_by_numpy), in order and type-independent, on made-up calls: any launch calls per op (ops
 unlaunched, calls launching several ops or none), threads, steps (-1 included), blocking calls, calls whose regions
 do not ascend (the pass declines, numpy answers), and empty ones; and on real traces' graphs. Also engine's
-native_keys_settled: settled keys leave no edge stale."""
+native_keys_settled: settled keys leave no edge stale; and the what-if section's critical task, which releases the
+unchanged replay's times, leaves the remedies' entries as they were."""
 
 from __future__ import annotations
 
@@ -113,3 +114,24 @@ def test_settled_keys_leave_no_edge_stale(
     np.testing.assert_array_equal(key, engine.schedule_keys(graph))
     if settled:
         assert not (key[graph.edge_src] >= key[graph.edge_dst]).any()
+
+
+def test_release_base_times_keeps_what_the_entries_read() -> None:
+    # the what-if section's critical task drops the unchanged replay's times once the critical path is read: the
+    # span, mean step and step count the remedies' entries read stay, and a remedy's entry is the same either way
+    from tracelens.analyses import whatif
+
+    trace = tracelens.load(fixture_path("gpu/pytorch_sync-every-step_cuda.pt.trace.json.gz"))
+    kept, released = Context(trace), Context(trace)
+    before = kept.base
+    path = whatif._critical_task(released)
+    assert path == whatif.critical_path(kept.graph, kept.base.times, trace, kept.step_of)
+    after = released.base
+    assert after.times.size == 0
+    assert (after.span_ns, after.step_ns, after.step_count) == (
+        before.span_ns,
+        before.step_ns,
+        before.step_count,
+    )
+    for cause in ("synchronization", "host_launch_overhead", "low_occupancy"):
+        assert whatif._remedy_task(released, cause) == whatif._remedy_task(kept, cause)
