@@ -134,6 +134,24 @@ static PyObject *solve_sorted_edges(PyObject *self, PyObject *args) {
         last_t = best;
         lowest = best < lowest ? best : lowest;
         highest = best > highest ? best : highest;
+        /* then the run of points that follow it in both the order and its chain, up to the next position with
+         * edges: each is its predecessor's time + its lag, or its anchor (the step above without its tests: the
+         * same integers, in a loop of a few registers) */
+        Py_ssize_t stop = k < n_edges ? (Py_ssize_t)e_pos[k] : n;
+        stop = stop < n ? stop : n;
+        int64_t q = p + 1;
+        while (i + 1 < stop && q < n && !first[q] &&
+               (order32 != NULL ? (int64_t)order32[i + 1] : order64[i + 1]) == q) {
+            int64_t next = last_t + lag[q];
+            next = anchor[q] > next ? anchor[q] : next;
+            t[q] = next;
+            last_t = next;
+            lowest = next < lowest ? next : lowest;
+            highest = next > highest ? next : highest;
+            q++;
+            i++;
+        }
+        last_p = q - 1;
     }
     if (k != n_edges) {
         bad = 1;
