@@ -306,6 +306,25 @@ static PyObject *schedule_keys(PyObject *self, PyObject *args) {
             if (p == 0 || run > ceiling) {
                 ceiling = run;
             }
+            /* then the points after it up to the next boundary point whose time lies in this same segment: the
+             * step above without the search and the boundary test (the same keys, in a loop of a few registers) */
+            Py_ssize_t next_b = b < n_bounds ? (Py_ssize_t)bp[b] : n;
+            next_b = next_b < n ? next_b : n;
+            int64_t low_t = j > 0 ? bt[j - 1] : 0, high_t = j < n_bounds ? bt[j] : 0, base = 3 * (int64_t)j;
+            int has_low = j > 0, has_high = j < n_bounds;
+            while (p + 1 < next_b) {
+                int64_t t = time[p + 1];
+                if ((has_low && !(low_t < t)) || (has_high && !(high_t >= t))) {
+                    break;
+                }
+                int64_t value = base + (gpu[p + 1] ? 1 : 0);
+                if (first[p + 1] || value > run) {
+                    run = value;
+                }
+                key[p + 1] = run;
+                ceiling = run > ceiling ? run : ceiling;
+                p++;
+            }
         }
         ceiling += (int64_t)n;
         for (long long r = 0; r < rounds; r++) {
