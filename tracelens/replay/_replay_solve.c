@@ -2050,6 +2050,130 @@ static PyObject *launch_regions(PyObject *self, PyObject *args) {
     return PyLong_FromSsize_t(unsorted ? -1 : written);
 }
 
+/* ---- the kernels' fill (occupancy_model.kernel_model) -----------------------------------------------------------
+ *
+ * op_fill(op_row, kernel_rows, kernel_config, name, excluded, config_fill, config_finite, op_start, op_end, time,
+ *         fill, under, recorded, counts): per graph op, its kernel among ``kernel_rows`` (ascending event rows:
+ * np.searchsorted's left position, the last kernel past the end; a hit where that kernel's row is the op's) and its
+ * fill: config_fill of the kernel's configuration for a hit whose name (``name`` at the op's row: int32 dictionary
+ * codes, a negative one counted from the end as numpy indexes) is not ``excluded``, else 1. Writes fill (float64
+ * per op), the ops whose fill is below 1 (``under``, ascending) and their recorded time (time at the op's end
+ * point - at its start point), and counts: of those ops, with a finite (config_finite) and a not finite
+ * wave-quantized fill. Returns how many are under; -1 where an index is out of range (the caller then takes the
+ * numpy path). Each op's kernel is searched from the previous op's answer (the ops' rows mostly ascend): a gallop,
+ * not a binary search over all kernels per op.
+ */
+static Py_ssize_t lower_bound_from(const int64_t *a, Py_ssize_t m, int64_t x, Py_ssize_t hint) {
+    Py_ssize_t lo, hi;
+    if (hint > m) {
+        hint = m;
+    }
+    if (hint > 0 && a[hint - 1] >= x) {
+        lo = 0;
+        hi = hint - 1; /* a[hi] >= x: the answer is at most hi */
+    } else {
+        lo = hint; /* every a[k] < x for k < lo */
+        hi = lo;
+        Py_ssize_t step = 1;
+        while (hi < m && a[hi] < x) {
+            lo = hi + 1;
+            hi += step;
+            step *= 2;
+        }
+        if (hi > m) {
+            hi = m;
+        }
+    }
+    while (lo < hi) {
+        Py_ssize_t mid = lo + (hi - lo) / 2;
+        if (a[mid] < x) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    return lo;
+}
+
+static PyObject *op_fill(PyObject *self, PyObject *args) {
+    (void)self;
+    enum { COUNT = 14 };
+    PyObject *objs[COUNT];
+    Py_buffer views[COUNT];
+    static const char *const names[COUNT] = {
+        "op_row",   "kernel_rows", "kernel_config", "name", "excluded", "config_fill", "config_finite",
+        "op_start", "op_end",      "time",          "fill", "under",    "recorded",    "counts"};
+    static const Py_ssize_t sizes[COUNT] = {8, 8, 8, 4, 1, 8, 1, 8, 8, 8, 8, 8, 8, 8};
+    if (PyTuple_GET_SIZE(args) != COUNT) {
+        PyErr_SetString(PyExc_TypeError, "op_fill: 14 arguments expected");
+        return NULL;
+    }
+    if (get_all(args, COUNT, objs, views, sizes, names, 10) < 0) {
+        return NULL;
+    }
+    Py_ssize_t n = views[0].len / 8, m = views[1].len / 8, n_rows = views[3].len / 4, n_names = views[4].len;
+    Py_ssize_t n_configs = views[5].len / 8, n_points = views[9].len / 8;
+    if (views[2].len / 8 != m || views[6].len != n_configs || views[7].len / 8 != n || views[8].len / 8 != n ||
+        views[10].len / 8 != n || views[11].len / 8 != n || views[12].len / 8 != n || views[13].len / 8 < 2) {
+        release_all(views, COUNT);
+        PyErr_SetString(PyExc_ValueError, "op_fill: array lengths disagree");
+        return NULL;
+    }
+    const int64_t *op_row = views[0].buf, *rows = views[1].buf, *config = views[2].buf;
+    const int32_t *name = views[3].buf;
+    const unsigned char *excluded = views[4].buf, *finite = views[6].buf;
+    const double *config_fill = views[5].buf;
+    const int64_t *op_start = views[7].buf, *op_end = views[8].buf, *time = views[9].buf;
+    double *fill = views[10].buf;
+    int64_t *under = views[11].buf, *recorded = views[12].buf, *counts = views[13].buf;
+    Py_ssize_t written = 0, j = 0;
+    int64_t quantized = 0, sm_only = 0;
+    int bad = m == 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n && !bad; i++) {
+        int64_t r = op_row[i];
+        j = lower_bound_from(rows, m, r, j);
+        Py_ssize_t at = j < m ? j : m - 1;
+        double value = 1.0;
+        if (rows[at] == r) {
+            if (r < 0 || r >= n_rows) {
+                bad = 1;
+                break;
+            }
+            int64_t code = name[r];
+            code = code < 0 ? code + n_names : code;
+            int64_t c = config[at];
+            if (code < 0 || code >= n_names || c < 0 || c >= n_configs) {
+                bad = 1;
+                break;
+            }
+            if (!excluded[code]) {
+                value = config_fill[c];
+                if (value < 1.0) {
+                    int64_t s = op_start[i], e = op_end[i];
+                    if (s < 0 || s >= n_points || e < 0 || e >= n_points) {
+                        bad = 1;
+                        break;
+                    }
+                    recorded[written] = time[e] - time[s];
+                    under[written++] = (int64_t)i;
+                    if (finite[c]) {
+                        quantized++;
+                    } else {
+                        sm_only++;
+                    }
+                }
+            }
+        }
+        fill[i] = value;
+    }
+    Py_END_ALLOW_THREADS
+    counts[0] = quantized;
+    counts[1] = sm_only;
+    release_all(views, COUNT);
+    return PyLong_FromSsize_t(bad ? -1 : written);
+}
+
 static PyMethodDef methods[] = {
     {"solve_sorted_edges", solve_sorted_edges, METH_VARARGS,
      "solve_sorted_edges(order, chain_first, lag, anchor, recorded, e_pos, e_src, e_lag, e_stale, out): the "
@@ -2113,6 +2237,10 @@ static PyMethodDef methods[] = {
      "launch_regions(op_launch_call, call_start, chain, step_of, call_waits, seen, out, bounds): the first "
      "launching call's start point of each (thread, step, blocking calls before) region; -1 where they do not "
      "ascend (see tracelens/replay/_replay_solve.c)."},
+    {"op_fill", op_fill, METH_VARARGS,
+     "op_fill(op_row, kernel_rows, kernel_config, name, excluded, config_fill, config_finite, op_start, op_end, "
+     "time, fill, under, recorded, counts): each graph op's kernel fill, the ops under 1, their recorded times and "
+     "counts; -1 where not usable (see tracelens/replay/_replay_solve.c)."},
     {NULL, NULL, 0, NULL},
 };
 

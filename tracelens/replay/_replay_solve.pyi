@@ -153,3 +153,19 @@ def launch_regions(
     out: Any,
     bounds: Any,
 ) -> int: ...
+def op_fill(
+    op_row: Any,
+    kernel_rows: Any,
+    kernel_config: Any,
+    name: Any,
+    excluded: Any,
+    config_fill: Any,
+    config_finite: Any,
+    op_start: Any,
+    op_end: Any,
+    time: Any,
+    fill: Any,
+    under: Any,
+    recorded: Any,
+    counts: Any,
+) -> int: ...

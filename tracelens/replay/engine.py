@@ -39,7 +39,7 @@ NATIVE_FUNCTIONS = tuple(
     (
         "solve_sorted_edges schedule_keys order_by_chains order_by_key edges_by_position critical_walk "
         "running_at union_overlap host_calls thread_union_overlap launched_steps worked_step_span path_sums "
-        "stretch_range thread_runs_at host_calls_by_runs launch_calls slot_sums reaching_rows launch_regions"
+        "stretch_range thread_runs_at host_calls_by_runs launch_calls slot_sums reaching_rows launch_regions op_fill"
     ).split()
 )
 if _replay_solve is not None and not all(hasattr(_replay_solve, name) for name in NATIVE_FUNCTIONS):
