@@ -69,8 +69,13 @@ static PyObject *solve_sorted_edges(PyObject *self, PyObject *args) {
     Py_buffer views[10];
     int got = 0;
     PyObject *result = NULL;
-    if (!PyArg_ParseTuple(args, "OOOOOOOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5],
-                          &objs[6], &objs[7], &objs[8], &objs[9])) {
+    /* optional: e_order (int64 per edge slot): e_lag is then the graph's edge_lag, read at e_order[k] (no gather of
+     * it into the plan's order first) */
+    PyObject *order_obj = NULL;
+    Py_buffer order_view;
+    int got_order = 0;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOO|O", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5],
+                          &objs[6], &objs[7], &objs[8], &objs[9], &order_obj)) {
         return NULL;
     }
     for (; got < 10; got++) {
@@ -78,14 +83,21 @@ static PyObject *solve_sorted_edges(PyObject *self, PyObject *args) {
             goto done;
         }
     }
+    if (order_obj != NULL && order_obj != Py_None) {
+        if (get(order_obj, &order_view, 0, 8, "e_order") < 0) {
+            goto done;
+        }
+        got_order = 1;
+    }
     Py_ssize_t n = index_count(&views[0]);
     Py_ssize_t n_edges = views[6].len / 8;
     if (views[1].len != n || views[2].len / 8 != n || views[3].len / 8 != n || views[4].len / 8 != n ||
         views[5].len / 8 != n_edges || views[7].len / 8 != n_edges || views[8].len != n_edges ||
-        views[9].len / 8 != n) {
+        views[9].len / 8 != n || (got_order && order_view.len / 8 != n_edges)) {
         PyErr_SetString(PyExc_ValueError, "solve_sorted_edges: array lengths disagree");
         goto done;
     }
+    const int64_t *e_order = got_order ? order_view.buf : NULL;
     /* the order as it is held: int32 (the points fit) or int64 */
     const int32_t *order32 = views[0].itemsize == 4 ? views[0].buf : NULL;
     const int64_t *order64 = views[0].itemsize == 4 ? NULL : views[0].buf;
@@ -116,11 +128,12 @@ static PyObject *solve_sorted_edges(PyObject *self, PyObject *args) {
         }
         for (; k < n_edges && e_pos[k] == i; k++) {
             int64_t s = e_src[k];
-            if (s < 0 || s >= n) {
+            int64_t slot = e_order != NULL ? e_order[k] : (int64_t)k;
+            if (s < 0 || s >= n || slot < 0 || slot >= n_edges) {
                 bad = 1;
                 break;
             }
-            int64_t ready = (stale[k] ? recorded[s] : t[s]) + e_lag[k];
+            int64_t ready = (stale[k] ? recorded[s] : t[s]) + e_lag[slot];
             if (ready > best) {
                 best = ready;
             }
@@ -165,6 +178,9 @@ static PyObject *solve_sorted_edges(PyObject *self, PyObject *args) {
 done:
     for (int i = 0; i < got; i++) {
         PyBuffer_Release(&views[i]);
+    }
+    if (got_order) {
+        PyBuffer_Release(&order_view);
     }
     return result;
 }
@@ -2176,9 +2192,9 @@ static PyObject *op_fill(PyObject *self, PyObject *args) {
 
 static PyMethodDef methods[] = {
     {"solve_sorted_edges", solve_sorted_edges, METH_VARARGS,
-     "solve_sorted_edges(order, chain_first, lag, anchor, recorded, e_pos, e_src, e_lag, e_stale, out): the "
-     "replayed time of every point, written into out; returns (earliest, latest) of them (see "
-     "tracelens/replay/_replay_solve.c)."},
+     "solve_sorted_edges(order, chain_first, lag, anchor, recorded, e_pos, e_src, e_lag, e_stale, out[, e_order]): "
+     "the replayed time of every point, written into out (e_order given: e_lag read at e_order[k]); returns "
+     "(earliest, latest) of them (see tracelens/replay/_replay_solve.c)."},
     {"schedule_keys", schedule_keys, METH_VARARGS,
      "schedule_keys(time, gpu, chain_first, boundary_time, boundary_point, boundary_rank, edge_src, edge_dst, "
      "key, min_rounds, rounds): each point's batch key, written into key; returns the rounds that raised keys."},

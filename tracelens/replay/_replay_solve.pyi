@@ -13,6 +13,7 @@ def solve_sorted_edges(
     e_lag: Any,
     e_stale: Any,
     out: Any,
+    e_order: Any = ...,
 ) -> tuple[int, ...]: ...
 def schedule_keys(
     time: Any,

@@ -480,9 +480,10 @@ def solve_with_span(graph: Graph, shared: Plan | None = None) -> tuple[np.ndarra
         np.ascontiguousarray(graph.time, np.int64),
         ordered.e_pos,
         ordered.e_src,
-        graph.edge_lag[ordered.e_order].astype(np.int64, copy=False),
+        np.ascontiguousarray(graph.edge_lag, np.int64),  # read at e_order: no gather into the plan's order
         np.ascontiguousarray(ordered.e_stale, dtype=bool).view(np.uint8),
         t,
+        np.ascontiguousarray(ordered.e_order, np.int64),
     )
     return t, int(highest) - int(lowest)
 
