@@ -4,7 +4,7 @@ path_points_by_numpy, which reads every point's setter), on generated graphs wit
 arbitrary times full of ties (edges and chain predecessors reaching a point together), and on real traces; the
 step of each point (engine.running_at against intervals.running_at); a thread's idle gaps' coverage by its own rows
 in one pass (graph._covered_by_rows against intervals.merge and overlap_with_union); the CUDA graph remedy's
-regions found by one stable sort of a packed key (remedies._region_heads against the lexsort it replaces)."""
+regions found by one stable sort of a packed key (launch_regions.heads_of_regions against the lexsort it replaces)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ import tracelens
 from tests.conftest import fixture_path
 from tests.test_replay_solver import GRAPH_PARAMETERS, random_graph
 from tracelens import intervals
-from tracelens.replay import critical, engine, remedies
+from tracelens.replay import critical, engine, launch_regions
 from tracelens.replay import graph as graph_module
 from tracelens.replay.remedies import Context
 
@@ -140,7 +140,9 @@ def test_graph_regions_equal_the_lexsort_reference(
     head = np.ones(order.size, bool)
     head[1:] = (key[:, 1:] != key[:, :-1]).any(axis=0)
     expected = points[order][head]
-    np.testing.assert_array_equal(remedies._region_heads(points, time, thread, step, blocking), expected)
+    np.testing.assert_array_equal(
+        launch_regions.heads_of_regions(points, time, thread, step, blocking), expected
+    )
 
 
 @native

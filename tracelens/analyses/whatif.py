@@ -218,7 +218,7 @@ def whatif(trace: Trace) -> dict[str, Any]:
     # worker ran sections cost ~3% of the process's CPU on the 406 MB Kineto trace for no wall time); one at a time
     # in this order otherwise (each task keeps what its entry says, not its replay's times)
     tasks: dict[str, Callable[[], Any]] = {
-        CRITICAL_TASK: lambda: critical_path(g, ctx.base.times, trace, ctx.step_of),
+        CRITICAL_TASK: partial(_critical_task, ctx),
         **{cause: partial(_remedy_task, ctx, cause) for cause in remedy_task_order()},
         MODEL_TASK: lambda: _model_replay(ctx),
     }
@@ -260,6 +260,14 @@ def remedy_task_order() -> list[str]:
 # Graphs up to this many points replay their remedies two at a time (the Kineto 406 MB benchmark trace: 1.45M
 # points); a second task's arrays are ~50 bytes a point beside the graph's ~75.
 TWO_THREADS_MAX_POINTS = 4_000_000
+
+
+def _critical_task(ctx: Context) -> dict[str, Any] | None:
+    """``critical_path``; then the unchanged replay's times, which no other task reads, go (their pages serve the
+    remedies' replays)."""
+    path = critical_path(ctx.graph, ctx.base.times, ctx.trace, ctx.step_of)
+    ctx.release_base_times()
+    return path
 
 
 def _model_replay(ctx: Context) -> dict[str, Any]:

@@ -69,8 +69,13 @@ static PyObject *solve_sorted_edges(PyObject *self, PyObject *args) {
     Py_buffer views[10];
     int got = 0;
     PyObject *result = NULL;
-    if (!PyArg_ParseTuple(args, "OOOOOOOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5],
-                          &objs[6], &objs[7], &objs[8], &objs[9])) {
+    /* optional: e_order (int64 per edge slot): e_lag is then the graph's edge_lag, read at e_order[k] (no gather of
+     * it into the plan's order first) */
+    PyObject *order_obj = NULL;
+    Py_buffer order_view;
+    int got_order = 0;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOO|O", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5],
+                          &objs[6], &objs[7], &objs[8], &objs[9], &order_obj)) {
         return NULL;
     }
     for (; got < 10; got++) {
@@ -78,14 +83,21 @@ static PyObject *solve_sorted_edges(PyObject *self, PyObject *args) {
             goto done;
         }
     }
+    if (order_obj != NULL && order_obj != Py_None) {
+        if (get(order_obj, &order_view, 0, 8, "e_order") < 0) {
+            goto done;
+        }
+        got_order = 1;
+    }
     Py_ssize_t n = index_count(&views[0]);
     Py_ssize_t n_edges = views[6].len / 8;
     if (views[1].len != n || views[2].len / 8 != n || views[3].len / 8 != n || views[4].len / 8 != n ||
         views[5].len / 8 != n_edges || views[7].len / 8 != n_edges || views[8].len != n_edges ||
-        views[9].len / 8 != n) {
+        views[9].len / 8 != n || (got_order && order_view.len / 8 != n_edges)) {
         PyErr_SetString(PyExc_ValueError, "solve_sorted_edges: array lengths disagree");
         goto done;
     }
+    const int64_t *e_order = got_order ? order_view.buf : NULL;
     /* the order as it is held: int32 (the points fit) or int64 */
     const int32_t *order32 = views[0].itemsize == 4 ? views[0].buf : NULL;
     const int64_t *order64 = views[0].itemsize == 4 ? NULL : views[0].buf;
@@ -116,11 +128,12 @@ static PyObject *solve_sorted_edges(PyObject *self, PyObject *args) {
         }
         for (; k < n_edges && e_pos[k] == i; k++) {
             int64_t s = e_src[k];
-            if (s < 0 || s >= n) {
+            int64_t slot = e_order != NULL ? e_order[k] : (int64_t)k;
+            if (s < 0 || s >= n || slot < 0 || slot >= n_edges) {
                 bad = 1;
                 break;
             }
-            int64_t ready = (stale[k] ? recorded[s] : t[s]) + e_lag[k];
+            int64_t ready = (stale[k] ? recorded[s] : t[s]) + e_lag[slot];
             if (ready > best) {
                 best = ready;
             }
@@ -134,6 +147,24 @@ static PyObject *solve_sorted_edges(PyObject *self, PyObject *args) {
         last_t = best;
         lowest = best < lowest ? best : lowest;
         highest = best > highest ? best : highest;
+        /* then the run of points that follow it in both the order and its chain, up to the next position with
+         * edges: each is its predecessor's time + its lag, or its anchor (the step above without its tests: the
+         * same integers, in a loop of a few registers) */
+        Py_ssize_t stop = k < n_edges ? (Py_ssize_t)e_pos[k] : n;
+        stop = stop < n ? stop : n;
+        int64_t q = p + 1;
+        while (i + 1 < stop && q < n && !first[q] &&
+               (order32 != NULL ? (int64_t)order32[i + 1] : order64[i + 1]) == q) {
+            int64_t next = last_t + lag[q];
+            next = anchor[q] > next ? anchor[q] : next;
+            t[q] = next;
+            last_t = next;
+            lowest = next < lowest ? next : lowest;
+            highest = next > highest ? next : highest;
+            q++;
+            i++;
+        }
+        last_p = q - 1;
     }
     if (k != n_edges) {
         bad = 1;
@@ -147,6 +178,9 @@ static PyObject *solve_sorted_edges(PyObject *self, PyObject *args) {
 done:
     for (int i = 0; i < got; i++) {
         PyBuffer_Release(&views[i]);
+    }
+    if (got_order) {
+        PyBuffer_Release(&order_view);
     }
     return result;
 }
@@ -287,6 +321,25 @@ static PyObject *schedule_keys(PyObject *self, PyObject *args) {
             key[p] = run;
             if (p == 0 || run > ceiling) {
                 ceiling = run;
+            }
+            /* then the points after it up to the next boundary point whose time lies in this same segment: the
+             * step above without the search and the boundary test (the same keys, in a loop of a few registers) */
+            Py_ssize_t next_b = b < n_bounds ? (Py_ssize_t)bp[b] : n;
+            next_b = next_b < n ? next_b : n;
+            int64_t low_t = j > 0 ? bt[j - 1] : 0, high_t = j < n_bounds ? bt[j] : 0, base = 3 * (int64_t)j;
+            int has_low = j > 0, has_high = j < n_bounds;
+            while (p + 1 < next_b) {
+                int64_t t = time[p + 1];
+                if ((has_low && !(low_t < t)) || (has_high && !(high_t >= t))) {
+                    break;
+                }
+                int64_t value = base + (gpu[p + 1] ? 1 : 0);
+                if (first[p + 1] || value > run) {
+                    run = value;
+                }
+                key[p + 1] = run;
+                ceiling = run > ceiling ? run : ceiling;
+                p++;
             }
         }
         ceiling += (int64_t)n;
@@ -1902,11 +1955,246 @@ static PyObject *reaching_rows(PyObject *self, PyObject *args) {
     return PyLong_FromSsize_t(bad ? -1 : written);
 }
 
+/* ---- the launch regions (remedies.host_launch_overhead): each region's first launching call ---------------------
+ *
+ * launch_regions(op_launch_call, call_start, chain, step_of, call_waits, seen, out, bounds): the calls launching an
+ * op (op_launch_call >= 0; each counted once: ``seen``, one zeroed byte per call, marks them), in call order, each
+ * at its start point: its thread (chain), its step (step_of) and the blocking calls before it (call_waits set at a
+ * lower call). A region is a run of equal (thread, step, blocking calls before); its first call's start point is
+ * written to ``out`` (one int64 slot per call at most). bounds (5 int64) receives the lowest and highest thread,
+ * the lowest and highest step, and the highest blocking count, for the caller's packing test. Returns the points
+ * written; -1 where the triples do not ascend in call order (the caller then sorts: remedies.region_heads_by_numpy).
+ * call_start and chain: 4- or 8-byte integers.
+ */
+static PyObject *launch_regions(PyObject *self, PyObject *args) {
+    (void)self;
+    enum { COUNT = 8 };
+    PyObject *objs[COUNT];
+    Py_buffer views[COUNT];
+    static const char *const names[COUNT] = {"op_launch_call", "call_start", "chain", "step_of",
+                                             "call_waits",     "seen",       "out",   "bounds"};
+    static const Py_ssize_t sizes[COUNT] = {8, INDEX_ITEMS, INDEX_ITEMS, 8, 1, 1, 8, 8};
+    if (PyTuple_GET_SIZE(args) != COUNT) {
+        PyErr_SetString(PyExc_TypeError, "launch_regions: 8 arguments expected");
+        return NULL;
+    }
+    if (get_all(args, COUNT, objs, views, sizes, names, 5) < 0) {
+        return NULL;
+    }
+    Py_ssize_t n_ops = views[0].len / 8, n_calls = index_count(&views[1]), n = views[3].len / 8;
+    if (index_count(&views[2]) != n || views[4].len != n_calls || views[5].len != n_calls ||
+        views[6].len / 8 < n_calls || views[7].len / 8 < 5) {
+        release_all(views, COUNT);
+        PyErr_SetString(PyExc_ValueError, "launch_regions: array lengths disagree");
+        return NULL;
+    }
+    const int64_t *call = views[0].buf, *step_of = views[3].buf;
+    const unsigned char *waits = views[4].buf;
+    unsigned char *seen = views[5].buf;
+    int64_t *out = views[6].buf, *bounds = views[7].buf;
+    int bad = 0, unsorted = 0;
+    Py_ssize_t written = 0;
+    int64_t lo_thread = 0, hi_thread = 0, lo_step = 0, hi_step = 0, hi_blocks = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t o = 0; o < n_ops; o++) {
+        int64_t c = call[o];
+        if (c >= n_calls) {
+            bad = 1;
+            break;
+        }
+        if (c >= 0) {
+            seen[c] = 1;
+        }
+    }
+    int64_t blocks = 0, last_thread = 0, last_step = 0, last_blocks = 0;
+    for (Py_ssize_t c = 0; c < n_calls && !bad && !unsorted; c++) {
+        if (seen[c]) {
+            int64_t p = index_at(&views[1], c);
+            if (p < 0 || p >= n) {
+                bad = 1;
+                break;
+            }
+            int64_t thread = index_at(&views[2], p), step = step_of[p];
+            int head = written == 0;
+            if (!head) {
+                /* (thread, step, blocks) against the call before: equal, or above it in that order */
+                if (thread != last_thread) {
+                    unsorted = thread < last_thread;
+                    head = 1;
+                } else if (step != last_step) {
+                    unsorted = step < last_step;
+                    head = 1;
+                } else if (blocks != last_blocks) {
+                    head = 1; /* blocks only grow with the call */
+                }
+            }
+            if (head) {
+                out[written++] = p;
+            }
+            if (written == 1 || thread < lo_thread) {
+                lo_thread = thread;
+            }
+            if (written == 1 || thread > hi_thread) {
+                hi_thread = thread;
+            }
+            if (written == 1 || step < lo_step) {
+                lo_step = step;
+            }
+            if (written == 1 || step > hi_step) {
+                hi_step = step;
+            }
+            hi_blocks = blocks;
+            last_thread = thread;
+            last_step = step;
+            last_blocks = blocks;
+        }
+        if (waits[c]) {
+            blocks++;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    bounds[0] = lo_thread;
+    bounds[1] = hi_thread;
+    bounds[2] = lo_step;
+    bounds[3] = hi_step;
+    bounds[4] = hi_blocks;
+    release_all(views, COUNT);
+    if (bad) {
+        PyErr_SetString(PyExc_ValueError, "launch_regions: an index out of range");
+        return NULL;
+    }
+    return PyLong_FromSsize_t(unsorted ? -1 : written);
+}
+
+/* ---- the kernels' fill (occupancy_model.kernel_model) -----------------------------------------------------------
+ *
+ * op_fill(op_row, kernel_rows, kernel_config, name, excluded, config_fill, config_finite, op_start, op_end, time,
+ *         fill, under, recorded, counts): per graph op, its kernel among ``kernel_rows`` (ascending event rows:
+ * np.searchsorted's left position, the last kernel past the end; a hit where that kernel's row is the op's) and its
+ * fill: config_fill of the kernel's configuration for a hit whose name (``name`` at the op's row: int32 dictionary
+ * codes, a negative one counted from the end as numpy indexes) is not ``excluded``, else 1. Writes fill (float64
+ * per op), the ops whose fill is below 1 (``under``, ascending) and their recorded time (time at the op's end
+ * point - at its start point), and counts: of those ops, with a finite (config_finite) and a not finite
+ * wave-quantized fill. Returns how many are under; -1 where an index is out of range (the caller then takes the
+ * numpy path). Each op's kernel is searched from the previous op's answer (the ops' rows mostly ascend): a gallop,
+ * not a binary search over all kernels per op.
+ */
+static Py_ssize_t lower_bound_from(const int64_t *a, Py_ssize_t m, int64_t x, Py_ssize_t hint) {
+    Py_ssize_t lo, hi;
+    if (hint > m) {
+        hint = m;
+    }
+    if (hint > 0 && a[hint - 1] >= x) {
+        lo = 0;
+        hi = hint - 1; /* a[hi] >= x: the answer is at most hi */
+    } else {
+        lo = hint; /* every a[k] < x for k < lo */
+        hi = lo;
+        Py_ssize_t step = 1;
+        while (hi < m && a[hi] < x) {
+            lo = hi + 1;
+            hi += step;
+            step *= 2;
+        }
+        if (hi > m) {
+            hi = m;
+        }
+    }
+    while (lo < hi) {
+        Py_ssize_t mid = lo + (hi - lo) / 2;
+        if (a[mid] < x) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    return lo;
+}
+
+static PyObject *op_fill(PyObject *self, PyObject *args) {
+    (void)self;
+    enum { COUNT = 14 };
+    PyObject *objs[COUNT];
+    Py_buffer views[COUNT];
+    static const char *const names[COUNT] = {
+        "op_row",   "kernel_rows", "kernel_config", "name", "excluded", "config_fill", "config_finite",
+        "op_start", "op_end",      "time",          "fill", "under",    "recorded",    "counts"};
+    static const Py_ssize_t sizes[COUNT] = {8, 8, 8, 4, 1, 8, 1, 8, 8, 8, 8, 8, 8, 8};
+    if (PyTuple_GET_SIZE(args) != COUNT) {
+        PyErr_SetString(PyExc_TypeError, "op_fill: 14 arguments expected");
+        return NULL;
+    }
+    if (get_all(args, COUNT, objs, views, sizes, names, 10) < 0) {
+        return NULL;
+    }
+    Py_ssize_t n = views[0].len / 8, m = views[1].len / 8, n_rows = views[3].len / 4, n_names = views[4].len;
+    Py_ssize_t n_configs = views[5].len / 8, n_points = views[9].len / 8;
+    if (views[2].len / 8 != m || views[6].len != n_configs || views[7].len / 8 != n || views[8].len / 8 != n ||
+        views[10].len / 8 != n || views[11].len / 8 != n || views[12].len / 8 != n || views[13].len / 8 < 2) {
+        release_all(views, COUNT);
+        PyErr_SetString(PyExc_ValueError, "op_fill: array lengths disagree");
+        return NULL;
+    }
+    const int64_t *op_row = views[0].buf, *rows = views[1].buf, *config = views[2].buf;
+    const int32_t *name = views[3].buf;
+    const unsigned char *excluded = views[4].buf, *finite = views[6].buf;
+    const double *config_fill = views[5].buf;
+    const int64_t *op_start = views[7].buf, *op_end = views[8].buf, *time = views[9].buf;
+    double *fill = views[10].buf;
+    int64_t *under = views[11].buf, *recorded = views[12].buf, *counts = views[13].buf;
+    Py_ssize_t written = 0, j = 0;
+    int64_t quantized = 0, sm_only = 0;
+    int bad = m == 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n && !bad; i++) {
+        int64_t r = op_row[i];
+        j = lower_bound_from(rows, m, r, j);
+        Py_ssize_t at = j < m ? j : m - 1;
+        double value = 1.0;
+        if (rows[at] == r) {
+            if (r < 0 || r >= n_rows) {
+                bad = 1;
+                break;
+            }
+            int64_t code = name[r];
+            code = code < 0 ? code + n_names : code;
+            int64_t c = config[at];
+            if (code < 0 || code >= n_names || c < 0 || c >= n_configs) {
+                bad = 1;
+                break;
+            }
+            if (!excluded[code]) {
+                value = config_fill[c];
+                if (value < 1.0) {
+                    int64_t s = op_start[i], e = op_end[i];
+                    if (s < 0 || s >= n_points || e < 0 || e >= n_points) {
+                        bad = 1;
+                        break;
+                    }
+                    recorded[written] = time[e] - time[s];
+                    under[written++] = (int64_t)i;
+                    if (finite[c]) {
+                        quantized++;
+                    } else {
+                        sm_only++;
+                    }
+                }
+            }
+        }
+        fill[i] = value;
+    }
+    Py_END_ALLOW_THREADS
+    counts[0] = quantized;
+    counts[1] = sm_only;
+    release_all(views, COUNT);
+    return PyLong_FromSsize_t(bad ? -1 : written);
+}
+
 static PyMethodDef methods[] = {
     {"solve_sorted_edges", solve_sorted_edges, METH_VARARGS,
-     "solve_sorted_edges(order, chain_first, lag, anchor, recorded, e_pos, e_src, e_lag, e_stale, out): the "
-     "replayed time of every point, written into out; returns (earliest, latest) of them (see "
-     "tracelens/replay/_replay_solve.c)."},
+     "solve_sorted_edges(order, chain_first, lag, anchor, recorded, e_pos, e_src, e_lag, e_stale, out[, e_order]): "
+     "the replayed time of every point, written into out (e_order given: e_lag read at e_order[k]); returns "
+     "(earliest, latest) of them (see tracelens/replay/_replay_solve.c)."},
     {"schedule_keys", schedule_keys, METH_VARARGS,
      "schedule_keys(time, gpu, chain_first, boundary_time, boundary_point, boundary_rank, edge_src, edge_dst, "
      "key, min_rounds, rounds): each point's batch key, written into key; returns the rounds that raised keys."},
@@ -1961,6 +2249,14 @@ static PyMethodDef methods[] = {
     {"reaching_rows", reaching_rows, METH_VARARGS,
      "reaching_rows(start, end, mask, union_start, union_end, out): the masked rows reaching into a union of "
      "intervals, written into out; returns how many, -1 where not usable (see tracelens/replay/_replay_solve.c)."},
+    {"launch_regions", launch_regions, METH_VARARGS,
+     "launch_regions(op_launch_call, call_start, chain, step_of, call_waits, seen, out, bounds): the first "
+     "launching call's start point of each (thread, step, blocking calls before) region; -1 where they do not "
+     "ascend (see tracelens/replay/_replay_solve.c)."},
+    {"op_fill", op_fill, METH_VARARGS,
+     "op_fill(op_row, kernel_rows, kernel_config, name, excluded, config_fill, config_finite, op_start, op_end, "
+     "time, fill, under, recorded, counts): each graph op's kernel fill, the ops under 1, their recorded times and "
+     "counts; -1 where not usable (see tracelens/replay/_replay_solve.c)."},
     {NULL, NULL, 0, NULL},
 };
 

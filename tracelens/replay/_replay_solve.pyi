@@ -13,6 +13,7 @@ def solve_sorted_edges(
     e_lag: Any,
     e_stale: Any,
     out: Any,
+    e_order: Any = ...,
 ) -> tuple[int, ...]: ...
 def schedule_keys(
     time: Any,
@@ -143,3 +144,29 @@ def slot_sums(
     lo: int,
 ) -> int: ...
 def reaching_rows(start: Any, end: Any, mask: Any, union_start: Any, union_end: Any, out: Any) -> int: ...
+def launch_regions(
+    op_launch_call: Any,
+    call_start: Any,
+    chain: Any,
+    step_of: Any,
+    call_waits: Any,
+    seen: Any,
+    out: Any,
+    bounds: Any,
+) -> int: ...
+def op_fill(
+    op_row: Any,
+    kernel_rows: Any,
+    kernel_config: Any,
+    name: Any,
+    excluded: Any,
+    config_fill: Any,
+    config_finite: Any,
+    op_start: Any,
+    op_end: Any,
+    time: Any,
+    fill: Any,
+    under: Any,
+    recorded: Any,
+    counts: Any,
+) -> int: ...

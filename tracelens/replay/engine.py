@@ -39,7 +39,7 @@ NATIVE_FUNCTIONS = tuple(
     (
         "solve_sorted_edges schedule_keys order_by_chains order_by_key edges_by_position critical_walk "
         "running_at union_overlap host_calls thread_union_overlap launched_steps worked_step_span path_sums "
-        "stretch_range thread_runs_at host_calls_by_runs launch_calls slot_sums reaching_rows"
+        "stretch_range thread_runs_at host_calls_by_runs launch_calls slot_sums reaching_rows launch_regions op_fill"
     ).split()
 )
 if _replay_solve is not None and not all(hasattr(_replay_solve, name) for name in NATIVE_FUNCTIONS):
@@ -305,6 +305,12 @@ MERGE_CHAINS = 16
 def native_schedule_keys(graph: Graph) -> np.ndarray:
     """:func:`schedule_keys` by the compiled helper (_replay_solve.c): the same keys, the rounds' edge passes and
     running maxima in one loop each instead of a dozen numpy passes."""
+    return native_keys_settled(graph)[0]
+
+
+def native_keys_settled(graph: Graph) -> tuple[np.ndarray, bool]:
+    """(:func:`native_schedule_keys`, whether they are known to leave no edge stale: the rounds stopped before
+    MAX_KEY_ROUNDS, which only a round finding no late edge does (late is stale: key[src] + 1 > key[dst]))."""
     assert _replay_solve is not None
     time = np.ascontiguousarray(graph.time, np.int64)
     coupling = graph.edge_is_wait | graph.edge_is_wake | graph.edge_is_collective
@@ -315,7 +321,7 @@ def native_schedule_keys(graph: Graph) -> np.ndarray:
     dst = np.ascontiguousarray(graph.edge_dst, np.int64)
     key = np.empty(time.size, np.int64)
     rounds = max(MAX_KEY_ROUNDS, MAX_KEY_WORK // max(key.size + src.size, 1))
-    _replay_solve.schedule_keys(
+    done = _replay_solve.schedule_keys(
         time,
         np.ascontiguousarray(graph.kind >= FIRST_GPU_KIND).view(np.uint8),
         np.ascontiguousarray(graph.chain_first, dtype=bool).view(np.uint8),
@@ -328,7 +334,7 @@ def native_schedule_keys(graph: Graph) -> np.ndarray:
         MAX_KEY_ROUNDS,
         rounds,
     )
-    return key
+    return key, done < MAX_KEY_ROUNDS
 
 
 def plan_natively(graph: Graph, key: np.ndarray | None = None) -> Plan:
@@ -395,9 +401,11 @@ def plan_without_edges(shared: Plan, graph: Graph, keep: np.ndarray) -> Plan:
     )
     if _replay_solve is None or shared.key is not None or not same_points:
         return plan(graph)
-    key = native_schedule_keys(graph)
+    key, settled = native_keys_settled(graph)  # settled: no stale edge, no pass over the edges to test it
     kept_slots = keep[shared.e_order]  # per edge slot of ``shared`` (by target position): kept or not
-    if shared.e_stale[kept_slots].any() or bool((key[graph.edge_src] >= key[graph.edge_dst]).any()):
+    if shared.e_stale[kept_slots].any() or not (
+        settled or bool((key[graph.edge_src] < key[graph.edge_dst]).all())
+    ):
         return plan_natively(graph, key)
     del key
     renumber = (
@@ -472,9 +480,10 @@ def solve_with_span(graph: Graph, shared: Plan | None = None) -> tuple[np.ndarra
         np.ascontiguousarray(graph.time, np.int64),
         ordered.e_pos,
         ordered.e_src,
-        graph.edge_lag[ordered.e_order].astype(np.int64, copy=False),
+        np.ascontiguousarray(graph.edge_lag, np.int64),  # read at e_order: no gather into the plan's order
         np.ascontiguousarray(ordered.e_stale, dtype=bool).view(np.uint8),
         t,
+        np.ascontiguousarray(ordered.e_order, np.int64),
     )
     return t, int(highest) - int(lowest)
 

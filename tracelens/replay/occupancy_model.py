@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from .. import flop_model, intervals
-from ..analyses.columns import dictionary_codes, event_columns
+from ..analyses.columns import EventColumns, dictionary_codes, event_columns
 from ..analyses.names import code_mask, is_collective_kernel, is_library_kernel
 from ..analyses.occupancy import LOW_OCCUPANCY
 from ..analyses.ops import op_of_gpu_ops
@@ -39,6 +39,7 @@ from ..gpu_specs import device_links
 from ..occupancy_calc import LIMIT_BLOCKS, LIMIT_WARPS
 from ..trace import Trace
 from ..values import dense_codes
+from .engine import native_solver
 from .graph import Graph, unique_ints
 from .name_tests import name_lookup
 
@@ -55,11 +56,10 @@ def wave_fill(grid: np.ndarray, sm_count: np.ndarray, active: np.ndarray) -> np.
 def kernel_model(trace: Trace, g: Graph) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
     """(per graph op: fill (1 for non-kernels and excluded launches), floor in ns (0: none); counts of how)."""
     n = g.op_row.size
-    fill = np.ones(n)
     floor = np.zeros(n, np.int64)
     occ = KernelOccupancy(trace)
     if occ.rows.size == 0 or n == 0:
-        return fill, floor, {}
+        return np.ones(n), floor, {}
     # as the occupancy section counts them: collectives and vendor-library kernels are not the user's to re-grid;
     # a block shape below LOW_OCCUPANCY limited by warps or blocks per SM (or an unknown limiter) limits the fill.
     # The fill of a launch not excluded depends only on its configuration (device, shape, grid: a few hundred):
@@ -77,6 +77,70 @@ def kernel_model(trace: Trace, g: Graph) -> tuple[np.ndarray, np.ndarray, dict[s
     shape = np.where(shape_limited, shape, 1.0)
     sm_fill = np.nan_to_num(per_config["grid_fill"], nan=1.0) * shape  # the occupancy section's SM fill
     config_fill = np.where(np.isfinite(quantized), quantized * shape, sm_fill)
+    cols = event_columns(trace)
+    finite = np.isfinite(quantized)
+    found = _fill_natively(g, occ, cols, config_fill, finite)
+    fill, under, recorded, how = (
+        found if found is not None else fill_by_numpy(g, occ, cols, config_fill, finite)
+    )
+    if under.size == 0:
+        return fill, floor, how
+    floor[under] = _traffic_floor(trace, g, under, recorded)
+    how["floored"] = int((floor[under] > np.ceil(recorded * fill[under])).sum())
+    return fill, floor, how
+
+
+# (per graph op: its fill; the ops whose fill is below 1 and their recorded times; how many of those are wave
+# quantized, how many SM fill only)
+Fills = tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, int]]
+
+
+def _fill_natively(
+    g: Graph, occ: KernelOccupancy, cols: EventColumns, config_fill: np.ndarray, finite: np.ndarray
+) -> Fills | None:
+    """:func:`fill_by_numpy` in one compiled pass over the ops (_replay_solve.c ``op_fill``: each op's kernel
+    searched from the previous op's, its name's exclusion and its configuration's fill read there; no op-sized
+    temporaries), where the helper was built and the names' dictionary is small enough to test whole; else None."""
+    solver = native_solver()
+    collective = name_lookup(cols.names, is_collective_kernel)
+    library = name_lookup(cols.names, is_library_kernel)
+    name = cols.name
+    if solver is None or collective is None or library is None:
+        return None
+    if not (isinstance(name, np.ndarray) and name.dtype == np.int32):
+        return None
+    n = g.op_row.size
+    fill, under, recorded = np.empty(n), np.empty(n, np.int64), np.empty(n, np.int64)
+    counts = np.zeros(2, np.int64)
+    written = solver.op_fill(  # type: ignore[attr-defined]
+        np.ascontiguousarray(g.op_row, np.int64),
+        np.ascontiguousarray(occ.rows, np.int64),
+        np.ascontiguousarray(occ.config, np.int64),
+        np.ascontiguousarray(name),
+        (collective | library).view(np.uint8),
+        np.ascontiguousarray(config_fill, np.float64),
+        np.ascontiguousarray(finite, bool).view(np.uint8),
+        np.ascontiguousarray(g.op_start, np.int64),
+        np.ascontiguousarray(g.op_end, np.int64),
+        np.ascontiguousarray(g.time, np.int64),
+        fill,
+        under,
+        recorded,
+        counts,
+    )
+    if written < 0:
+        return None
+    how = {"wave_quantized": int(counts[0]), "sm_fill_only": int(counts[1])}
+    return fill, under[:written].copy(), recorded[:written].copy(), how
+
+
+def fill_by_numpy(
+    g: Graph, occ: KernelOccupancy, cols: EventColumns, config_fill: np.ndarray, finite_config: np.ndarray
+) -> Fills:
+    """Per graph op its fill: its kernel's configuration's (``config_fill``), 1 where it is no kernel of ``occ`` or
+    an excluded one (a collective or vendor-library kernel, by name); the ops under 1, their recorded times and
+    counts (``finite_config``: the configuration's wave-quantized fill is known). The path without the compiled
+    helper, and its reference."""
     # (the ops' rows ascend, as the kernels' do: intervals.search_sorted walks both where its helper is built)
     at = np.minimum(intervals.search_sorted(occ.rows, g.op_row), occ.rows.size - 1)
     hit = occ.rows[at] == g.op_row
@@ -84,7 +148,6 @@ def kernel_model(trace: Trace, g: Graph) -> tuple[np.ndarray, np.ndarray, dict[s
     del at
     # excluded, by the kernels' names: an op that is a kernel has the kernel's row, so its name (the names in use
     # tested once each; no column read again)
-    cols = event_columns(trace)
     collective = name_lookup(cols.names, is_collective_kernel)
     library = name_lookup(cols.names, is_library_kernel)
     if collective is not None and library is not None:  # one gather of the rows' names, through both rules
@@ -95,21 +158,17 @@ def kernel_model(trace: Trace, g: Graph) -> tuple[np.ndarray, np.ndarray, dict[s
             codes, cols.names, is_library_kernel
         )
     fill = np.where(hit & ~excluded, config_fill[config], 1.0)
-    finite = np.isfinite(quantized)[config]
+    finite = finite_config[config]
     lowered = hit & (fill < 1.0)
     how = {
         "wave_quantized": int((lowered & finite).sum()),
         "sm_fill_only": int((lowered & ~finite).sum()),
     }
     under = np.flatnonzero(fill < 1.0)
-    if under.size == 0:
-        return fill, floor, how
     recorded = (
         g.time[g.op_end[under]] - g.time[g.op_start[under]]
     )  # (read once: the floor's test reads it too)
-    floor[under] = _traffic_floor(trace, g, under, recorded)
-    how["floored"] = int((floor[under] > np.ceil(recorded * fill[under])).sum())
-    return fill, floor, how
+    return fill, under, recorded, how
 
 
 def _traffic_floor(trace: Trace, g: Graph, ops: np.ndarray, recorded: np.ndarray | None = None) -> np.ndarray:

@@ -31,6 +31,7 @@ from ..values import sorted_distinct
 from .collectives import overlap_collectives
 from .engine import Plan, plan, plan_without_edges, running_at, solve_with_span
 from .graph import HOST_END, HOST_START, Graph, build, lower_is, text_mask
+from .launch_regions import region_heads
 from .name_tests import names_mask
 from .occupancy_model import kernel_model
 from .steps import worked_step_span, write_launched_steps
@@ -180,6 +181,13 @@ class Context:
     def base(self) -> Outcome:
         return self.outcome()
 
+    def release_base_times(self) -> None:
+        """Keep of the unchanged replay only what the remedies' entries read (span, mean step): its times (8 bytes a
+        point) go once their last reader is done (the what-if section's critical path), so that the remedies'
+        replays take their pages instead of fresh ones the kernel must fault in."""
+        base = self.base
+        self.__dict__["base"] = Outcome(np.empty(0, np.int64), base.span_ns, base.step_ns, base.step_count)
+
     @cached_property
     def recorded(self) -> Outcome:
         """The recording itself, read as a replay's outcome (what the replays are measured against)."""
@@ -327,12 +335,7 @@ def host_launch_overhead(ctx: Context) -> tuple[Graph | None, str]:
     # one graph launch per captured region: the launches of a step (or of the whole window) on one host thread
     # between two blocking calls (a graph cannot hold a host wait); its cost at the region's first launching call
     cost, how, gap = _graph_costs(ctx)
-    callers = sorted_distinct(g.op_launch_call[launched])
-    first_points = g.call_start[callers]
-    # calls are in (thread, time) order: the blocking calls before each caller (a search among the few of them)
-    blocking_before = np.searchsorted(np.flatnonzero(g.call_waits), callers, side="left")
-    step, thread = ctx.step_of[first_points], g.chain[first_points]
-    head_points = _region_heads(first_points, g.time[first_points], thread, step, blocking_before)
+    head_points = region_heads(g, ctx.step_of, launched)
     lag[head_points] += cost
     # queued ops run back to back, at the gap measured between graph ops (else a measured default)
     starts = g.op_start[launched]
@@ -354,42 +357,6 @@ def host_launch_overhead(ctx: Context) -> tuple[Graph | None, str]:
         f"to back with {gap_how}; a thread woken by another (the autograd thread) is woken at once. Syncs and input "
         f"waits stay."
     )
-
-
-def _region_heads(
-    points: np.ndarray, time: np.ndarray, thread: np.ndarray, step: np.ndarray, blocking_before: np.ndarray
-) -> np.ndarray:
-    """The first of ``points`` (by time, then position) of each (thread, step, blocking calls before) region.
-    ``points`` are calls' starts in (thread, time) order, so within a region their order is already the time
-    order: one stable sort by the three packed into an int64 where they fit (an almost sorted array), else the
-    lexsort by the four."""
-    if points.size == 0:
-        return points
-    steps = int(step.max()) + 2  # step -1 (none) packed as 0
-    blocks = int(blocking_before.max()) + 1
-    threads = int(thread.max()) + 1
-    if (
-        int(thread.min()) >= 0
-        and int(blocking_before.min()) >= 0
-        and int(step.min()) >= -1
-        and (threads * steps * blocks < 2**62)
-    ):
-        key = (thread.astype(np.int64) * steps + (step + 1)) * blocks + blocking_before
-        if bool((key[1:] >= key[:-1]).all()):  # (keys mostly sorted already: the stable sort's identity)
-            head = np.ones(points.size, bool)
-            np.not_equal(key[1:], key[:-1], out=head[1:])
-            return points[head]  # (no order, and no gather of the keys and points by it)
-        order = np.argsort(key, kind="stable")
-        key = key[order]
-    else:
-        order = np.lexsort((time, blocking_before, step, thread))
-        key = np.stack([thread[order], step[order], blocking_before[order]])
-    head = np.ones(points.size, bool)
-    if key.ndim == 1:
-        head[1:] = key[1:] != key[:-1]
-    else:
-        head[1:] = (key[:, 1:] != key[:, :-1]).any(axis=0)
-    return points[order[head]]
 
 
 def _blocking_calls(ctx: Context) -> tuple[np.ndarray, np.ndarray]:

@@ -1,0 +1,93 @@
+"""The launch regions of the CUDA-graph remedy (remedies.host_launch_overhead): the launching calls of one host
+thread, in one step, between two blocking calls, are captured in one graph; the region's first launching call
+pays its launch.
+
+:func:`region_heads` finds each region's first call by one compiled pass over the calls (_replay_solve.c
+``launch_regions``) where it was built and the calls' (thread, step, blocking calls before) ascend in call order
+(the usual case: calls are stored by thread, then time); else :func:`region_heads_by_numpy`, the reference."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..values import sorted_distinct
+from .engine import native_solver
+from .graph import Graph
+
+
+def region_heads(g: Graph, step_of: np.ndarray, launched: np.ndarray) -> np.ndarray:
+    """The start point of the first launching call of each (thread, step, blocking calls before) region
+    (``launched``: per op, op_launch_call >= 0; ``step_of``: the step of each point): the points of
+    :func:`region_heads_by_numpy`, found in one pass over the calls (no sort of the callers, no gathers of their
+    thread, step and time, no packed keys) where the compiled helper was built and the regions ascend in call order."""
+    solver = native_solver()
+    n_calls = g.call_start.size
+    if solver is not None and step_of.dtype == np.int64 and n_calls:
+        out = np.empty(n_calls, np.int64)
+        bounds = np.zeros(5, np.int64)
+        written = solver.launch_regions(  # type: ignore[attr-defined]
+            np.ascontiguousarray(g.op_launch_call, np.int64),
+            np.ascontiguousarray(g.call_start),
+            np.ascontiguousarray(g.chain),
+            np.ascontiguousarray(step_of),
+            np.ascontiguousarray(g.call_waits, dtype=bool).view(np.uint8),
+            np.zeros(n_calls, np.uint8),
+            out,
+            bounds,
+        )
+        lo_thread, hi_thread, lo_step, hi_step, hi_blocks = bounds.tolist()
+        # the numpy path's packed-key test: where it holds, its stable sort of ascending keys keeps call order, so
+        # the first call of each region is the first in call order, as the pass found it
+        if written >= 0 and (written == 0 or _packs(lo_thread, hi_thread, lo_step, hi_step, hi_blocks)):
+            return out[:written].copy()
+    return region_heads_by_numpy(g, step_of, launched)
+
+
+def _packs(lo_thread: int, hi_thread: int, lo_step: int, hi_step: int, hi_blocks: int) -> bool:
+    return lo_thread >= 0 and lo_step >= -1 and (hi_thread + 1) * (hi_step + 2) * (hi_blocks + 1) < 2**62
+
+
+def region_heads_by_numpy(g: Graph, step_of: np.ndarray, launched: np.ndarray) -> np.ndarray:
+    """:func:`region_heads` with numpy: the path without the compiled helper, and its reference."""
+    callers = sorted_distinct(g.op_launch_call[launched])
+    first_points = g.call_start[callers]
+    # calls are in (thread, time) order: the blocking calls before each caller (a search among the few of them)
+    blocking_before = np.searchsorted(np.flatnonzero(g.call_waits), callers, side="left")
+    step, thread = step_of[first_points], g.chain[first_points]
+    return heads_of_regions(first_points, g.time[first_points], thread, step, blocking_before)
+
+
+def heads_of_regions(
+    points: np.ndarray, time: np.ndarray, thread: np.ndarray, step: np.ndarray, blocking_before: np.ndarray
+) -> np.ndarray:
+    """The first of ``points`` (by time, then position) of each (thread, step, blocking calls before) region.
+    ``points`` are calls' starts in (thread, time) order, so within a region their order is already the time
+    order: one stable sort by the three packed into an int64 where they fit (an almost sorted array), else the
+    lexsort by the four."""
+    if points.size == 0:
+        return points
+    steps = int(step.max()) + 2  # step -1 (none) packed as 0
+    blocks = int(blocking_before.max()) + 1
+    threads = int(thread.max()) + 1
+    if (
+        int(thread.min()) >= 0
+        and int(blocking_before.min()) >= 0
+        and int(step.min()) >= -1
+        and (threads * steps * blocks < 2**62)
+    ):
+        key = (thread.astype(np.int64) * steps + (step + 1)) * blocks + blocking_before
+        if bool((key[1:] >= key[:-1]).all()):  # (keys mostly sorted already: the stable sort's identity)
+            head = np.ones(points.size, bool)
+            np.not_equal(key[1:], key[:-1], out=head[1:])
+            return points[head]  # (no order, and no gather of the keys and points by it)
+        order = np.argsort(key, kind="stable")
+        key = key[order]
+    else:
+        order = np.lexsort((time, blocking_before, step, thread))
+        key = np.stack([thread[order], step[order], blocking_before[order]])
+    head = np.ones(points.size, bool)
+    if key.ndim == 1:
+        head[1:] = key[1:] != key[:-1]
+    else:
+        head[1:] = (key[:, 1:] != key[:, :-1]).any(axis=0)
+    return points[order[head]]
