@@ -9,6 +9,12 @@ from __future__ import annotations
 import numpy as np
 
 from .. import intervals
+from ..values import plain_ints
+
+try:  # the compiled packing and join (optional: built at install time where a C compiler is there)
+    from . import _kernel_stats as _compiled
+except ImportError:
+    _compiled = None  # type: ignore[assignment]
 
 # Calls are sorted as one packed int64 each, (id, driver flag, row) in this many bits, where they fit; packed and
 # unpacked this many calls at a time.
@@ -134,3 +140,57 @@ def match_calls(
     call_rows = key[idx[matched]]
     call_rows &= (1 << row_bits) - 1
     return matched, call_rows, unique
+
+
+def launch_rows(
+    op_corr: np.ndarray, ids: np.ndarray, rows: np.ndarray, is_driver: np.ndarray, row_type: type
+) -> tuple[np.ndarray, np.ndarray, bool]:
+    """(per GPU op of id ``op_corr``, whether a call carries its id; per GPU op, the event row (``row_type``) of its
+    launch call, -1 where unmatched; whether every call id was once): :func:`match_calls`' join with its matched
+    rows set in an array of every op.
+
+    Where built and the packed keys fit, by two compiled passes around numpy's sort (``_kernel_stats``): the keys
+    packed in one pass (their descents counted for the sort's choice), and one walk over the sorted keys (are two
+    neighbours of one id?) and one over the ops (each op's id searched from the previous op's place) writing the
+    matched flags and rows: on the 406 MB Kineto tile's 521K calls and 207K ops, for a dozen numpy passes and the
+    scatter of the matched rows (~11 -> ~3 ms). Else match_calls' numpy path (the reference)."""
+    joined = _compiled_launch_rows(op_corr, ids, rows, is_driver, row_type)
+    if joined is not None:
+        return joined
+    matched, call_rows, unique = match_calls(op_corr, ids, rows, is_driver)
+    out: np.ndarray = np.full(op_corr.size, -1, row_type)
+    out[np.flatnonzero(matched)] = call_rows
+    return matched, out, unique
+
+
+def _compiled_launch_rows(
+    op_corr: np.ndarray, ids: np.ndarray, rows: np.ndarray, is_driver: np.ndarray, row_type: type
+) -> tuple[np.ndarray, np.ndarray, bool] | None:
+    """:func:`launch_rows` by the compiled passes; None where they are absent, the arrays are not plain integers
+    (and bools) or the packed keys do not fit in PACKED_BITS."""
+    if _compiled is None or not hasattr(_compiled, "join_sorted_keys") or ids.size == 0:
+        return None
+    if not (
+        plain_ints(op_corr, (4, 8))
+        and plain_ints(ids, (4, 8))
+        and plain_ints(rows, (4, 8))
+        and isinstance(is_driver, np.ndarray)
+        and is_driver.dtype == bool
+        and is_driver.ndim == 1
+        and is_driver.flags.c_contiguous
+        and np.dtype(row_type) in (np.dtype(np.int32), np.dtype(np.int64))
+    ):
+        return None
+    driver = bool(is_driver.any())
+    row_bits = max(int(rows[-1]).bit_length(), 1)
+    shift = row_bits + 1 if driver else row_bits
+    if (int(ids.max()) + 1).bit_length() + shift > PACKED_BITS or int(ids.min()) < 0:
+        return None
+    key = np.empty(ids.size, np.int64)
+    descents = _compiled.pack_call_keys(ids, rows, is_driver if driver else None, row_bits, shift, key)
+    # mostly ascending (threads interleaving now and then): the stable sort (timsort) takes the runs as they are
+    key.sort(kind="stable" if descents <= key.size // _DESCENT_SHARE else None)
+    matched = np.empty(op_corr.size, bool)
+    launch_row: np.ndarray = np.empty(op_corr.size, row_type)
+    unique, _ = _compiled.join_sorted_keys(key, shift, row_bits, op_corr, matched, launch_row)
+    return matched, launch_row, bool(unique)

@@ -26,7 +26,7 @@ from .. import arrow_calls
 from ..arrow_read import arrow_filled, arrow_numpy
 from ..trace import ALL_KINDS, DRIVER, GPU_ACTIVITY_KINDS, KERNEL, RUNTIME, SparseColumn, Trace, numpy_array
 from ..values import first_seen_codes, sorted_distinct
-from .call_join import match_calls, sorted_calls
+from .call_join import launch_rows, sorted_calls
 from .columns import (
     EventColumns,
     LazyColumn,
@@ -232,12 +232,10 @@ def launch_pairs(trace: Trace) -> Table:
         gpu, on_device = _gpu_rows(cols)
         op_corr, ids, rows, is_driver = _join_ids(trace, cols, gpu)
         assert op_corr is not None
-        matched, call_rows, unique = match_calls(op_corr, ids, rows, is_driver)
+        row_type = np.int32 if cols.start.size < 2**31 else np.int64
+        matched, launch_row, unique = launch_rows(op_corr, ids, rows, is_driver, row_type)
         del ids, rows, is_driver
         memo(trace, "call_ids_unique", lambda: unique)
-        row_type = np.int32 if cols.start.size < 2**31 else np.int64
-        launch_row = _rows_or(gpu.size, np.flatnonzero(matched), call_rows, row_type)
-        del call_rows
 
         def from_calls(name: str, fill: int) -> LazyColumn:
             return gathered_where(cols, name, launch_row, matched, fill)
