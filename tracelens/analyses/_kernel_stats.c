@@ -14,6 +14,7 @@
 #include <Python.h>
 
 #include <stdint.h>
+#include <stdlib.h>
 
 /* No fused multiply-add: pandas' update rounds the product and the sum apart. */
 #if defined(__GNUC__) && !defined(__clang__)
@@ -289,6 +290,269 @@ done:
     return result;
 }
 
+/* ---- The startup rules' long first rows, both rules in one walk (tracelens/analyses/startup_first.py) ----
+ *
+ * first_rule_scans(kind, category, name, pid, tid, start, end, allowed, categories, min_call, min_api)
+ * -> ((firsts, least), (firsts, least)): what _merge_search.long_group_firsts gives for the first_call rule (rows
+ * whose allowed byte has bit 0, grouped by (thread_key(pid, tid), name), min_call) and for the first_api rule (bit
+ * 1, grouped by (pid, name), min_api), each over every event row: firsts the event rows (ascending) of the
+ * candidates (name and tid >= 0) first in their group that last the rule's minimum, least the least end - start of
+ * the rows the rule looks at (INT64_MAX without any); firsts None where those rows' starts do not ascend or (first
+ * calls) a thread id is 2^32 or more. allowed: a byte per (kind, category) pair as first_scan.allowed_table lays them
+ * out ((kinds + 1) x (categories + 1)); kind and category int8, name, pid and tid int32 or int64, start and end int64.
+ *
+ * long_group_firsts walks the table once per rule, each row behind a branch on its kind (interleaved ops, calls and
+ * frames: mispredicted often); here one walk reads every row's kind, category, times and thread id and keeps each
+ * rule's order check, least duration and last start by selects, branching only on the (few) long rows; a second walk
+ * finds the long groups' first rows (none without long rows) for both rules at once. The GIL is released. */
+
+typedef struct {
+    uint64_t outer;
+    int64_t inner;
+    int used, seen;
+} fr_slot_t;
+
+typedef struct {
+    fr_slot_t *slot;
+    int64_t size, count;
+    int shift;
+} fr_set_t;
+
+static inline uint64_t fr_hash(uint64_t outer, int64_t inner) {
+    return (outer * 0x9E3779B97F4A7C15ULL) ^ ((uint64_t)inner * 0xC2B2AE3D27D4EB4FULL);
+}
+
+static fr_slot_t *fr_find(fr_set_t *g, uint64_t outer, int64_t inner) {
+    uint64_t mask = (uint64_t)(g->size - 1), at = fr_hash(outer, inner) >> g->shift;
+    while (g->slot[at].used && (g->slot[at].outer != outer || g->slot[at].inner != inner)) at = (at + 1) & mask;
+    return &g->slot[at];
+}
+
+/* 0, or -1 (no memory); the set doubled at half full. */
+static int fr_add(fr_set_t *g, uint64_t outer, int64_t inner) {
+    fr_slot_t *at = fr_find(g, outer, inner);
+    if (at->used) return 0;
+    *at = (fr_slot_t){outer, inner, 1, 0};
+    if (2 * ++g->count <= g->size) return 0;
+    fr_set_t bigger = {calloc((size_t)g->size * 2, sizeof(fr_slot_t)), g->size * 2, 0, g->shift - 1};
+    if (!bigger.slot) return -1;
+    for (int64_t q = 0; q < g->size; q++)
+        if (g->slot[q].used) *fr_find(&bigger, g->slot[q].outer, g->slot[q].inner) = g->slot[q];
+    bigger.count = g->count;
+    free(g->slot);
+    *g = bigger;
+    return 0;
+}
+
+typedef struct {
+    int by_thread, bad;
+    int64_t min_first, last_start, least, top_name, found, seen;
+    fr_set_t groups;
+    uint8_t *long_name;
+    int64_t *out;
+} fr_rule_t;
+
+static inline uint64_t fr_outer(int by_thread, int64_t pid, int64_t tid) {
+    return by_thread ? ((uint64_t)(uint32_t)pid << 32) | (uint32_t)tid : (uint64_t)pid;
+}
+
+/* Whether the rule still looks for first rows in the second walk. */
+static inline int fr_open(const fr_rule_t *r) { return !r->bad && r->seen < r->groups.count; }
+
+/* A long row of a rule (long0, long1: for which) on thread t: its group added to the rule's long groups (a row
+ * without a name or a thread is no candidate). 0, or -1 (no memory). Out of the walk's loop: few rows come here. */
+static __attribute__((noinline)) int fr_long_row(fr_rule_t *rule, int64_t i, int long0, int long1, int64_t t,
+                                                 const void *name, int name_size, const void *pid, int pid_size) {
+    int64_t nm = int_at(name, name_size, i);
+    if (nm < 0 || t < 0) return 0;
+    int64_t p = int_at(pid, pid_size, i);
+    for (int r = 0; r < 2; r++) {
+        if (!(r ? long1 : long0)) continue;
+        if (fr_add(&rule[r].groups, fr_outer(rule[r].by_thread, p, t), nm) < 0) return -1;
+        if (nm > rule[r].top_name) rule[r].top_name = nm;
+    }
+    return 0;
+}
+
+/* The first walk: each rule's order check (and, by thread, thread ids below 2^32), least duration and long groups,
+ * the state in locals and kept by selects (no branch on the row's kind). `pair`: a byte per (kind byte, category
+ * byte) pair, both as unsigned: the rules' bits (1, 2), or 4 for a pair outside the allowed table. 0; -1: no
+ * memory; -2: a kind or category outside the table. */
+#define FIRST_WALK(NAME, TT)                                                                                           \
+    static int NAME(int64_t n, const int8_t *kind, const int8_t *category, const TT *tid, const int64_t *start,        \
+                    const int64_t *end, const uint8_t *pair, fr_rule_t *rule, const void *name, int name_size,         \
+                    const void *pid, int pid_size) {                                                                   \
+        const int64_t min0 = rule[0].min_first, min1 = rule[1].min_first;                                              \
+        int64_t last0 = INT64_MIN, last1 = INT64_MIN, least0 = INT64_MAX, least1 = INT64_MAX;                          \
+        unsigned flags = 0; /* bit 0: rule 0 has no answer, bit 1: rule 1 has none, bit 2: outside the table */        \
+        for (int64_t i = 0; i < n; i++) {                                                                              \
+            unsigned b = pair[(unsigned)(uint8_t)kind[i] << 8 | (uint8_t)category[i]];                                 \
+            int64_t s = start[i], d = end[i] - s, t = (int64_t)tid[i];                                                 \
+            unsigned on0 = b & 1, on1 = (b >> 1) & 1;                                                                  \
+            flags |= (b & 4) | (on0 & ((s < last0) | (t > (int64_t)UINT32_MAX))) | ((on1 & (s < last1)) << 1);        \
+            last0 = on0 ? s : last0;                                                                                   \
+            last1 = on1 ? s : last1;                                                                                   \
+            least0 = on0 & (d < least0) ? d : least0;                                                                  \
+            least1 = on1 & (d < least1) ? d : least1;                                                                  \
+            unsigned long0 = on0 & (d >= min0), long1 = on1 & (d >= min1);                                             \
+            if (__builtin_expect(long0 | long1, 0)) {                                                                  \
+                if (flags & 4) break;                                                                                  \
+                if (fr_long_row(rule, i, long0, long1, (int64_t)t, name, name_size, pid, pid_size) < 0) return -1;    \
+            }                                                                                                          \
+        }                                                                                                              \
+        rule[0].bad = flags & 1;                                                                                       \
+        rule[1].bad = (flags >> 1) & 1;                                                                                \
+        rule[0].least = least0;                                                                                        \
+        rule[1].least = least1;                                                                                        \
+        return flags & 4 ? -2 : 0;                                                                                     \
+    }
+
+FIRST_WALK(first_walk32, int32_t)
+FIRST_WALK(first_walk64, int64_t)
+
+/* 0: done; -1: no memory; -2: a kind or category outside the table. */
+static int first_rules_pass(int64_t n, const int8_t *kind, const int8_t *category, const void *name, int name_size,
+                            const void *pid, int pid_size, const void *tid, int tid_size, const int64_t *start,
+                            const int64_t *end, const uint8_t *allowed, int64_t kinds, int64_t categories,
+                            fr_rule_t *rule) {
+    const int64_t width = categories + 1;
+    /* the allowed table spread over every (kind byte, category byte) pair: no bounds test per row */
+    uint8_t *pair = malloc(1 << 16);
+    if (!pair) return -1;
+    for (int k = 0; k < 256; k++)
+        for (int c = 0; c < 256; c++) {
+            int64_t kk = (int8_t)k, cc = (int8_t)c;
+            int outside = kk >= kinds || cc < -1 || cc >= categories;
+            pair[k << 8 | c] = outside ? 4 : allowed[(kk < 0 ? kinds : kk) * width + cc + 1];
+        }
+    int status = tid_size == 4 ? first_walk32(n, kind, category, tid, start, end, pair, rule, name, name_size, pid,
+                                              pid_size)
+                               : first_walk64(n, kind, category, tid, start, end, pair, rule, name, name_size, pid,
+                                              pid_size);
+    free(pair);
+    if (status) return status;
+    for (int r = 0; r < 2; r++) {
+        if (rule[r].bad || !rule[r].groups.count) continue;
+        rule[r].out = malloc((size_t)rule[r].groups.count * sizeof(int64_t));
+        rule[r].long_name = calloc((size_t)rule[r].top_name + 1, 1);
+        if (!rule[r].out || !rule[r].long_name) return -1;
+        for (int64_t q = 0; q < rule[r].groups.size; q++)
+            if (rule[r].groups.slot[q].used) rule[r].long_name[rule[r].groups.slot[q].inner] = 1;
+    }
+    /* second walk: each long group's first row, the rows of other names passed over, until all are found */
+    for (int64_t i = 0; i < n && (fr_open(&rule[0]) || fr_open(&rule[1])); i++) {
+        unsigned b = allowed[(kind[i] < 0 ? kinds : kind[i]) * width + category[i] + 1];
+        if (!b) continue;
+        int64_t nm = int_at(name, name_size, i);
+        if (nm < 0) continue;
+        int want[2];
+        for (int r = 0; r < 2; r++)
+            want[r] = ((b >> r) & 1) && fr_open(&rule[r]) && nm <= rule[r].top_name && rule[r].long_name[nm];
+        if (!(want[0] | want[1])) continue;
+        int64_t t = int_at(tid, tid_size, i);
+        if (t < 0) continue;
+        int64_t p = int_at(pid, pid_size, i);
+        for (int r = 0; r < 2; r++) {
+            if (!want[r]) continue;
+            fr_slot_t *g = fr_find(&rule[r].groups, fr_outer(rule[r].by_thread, p, t), nm);
+            if (!g->used || g->seen) continue;
+            g->seen = 1;
+            rule[r].seen++;
+            if (end[i] - start[i] >= rule[r].min_first) rule[r].out[rule[r].found++] = i;
+        }
+    }
+    return 0;
+}
+
+/* (firsts or None, least) of one rule, as a new reference. */
+static PyObject *fr_answer(const fr_rule_t *r) {
+    PyObject *found;
+    if (r->bad) {
+        found = Py_None;
+        Py_INCREF(found);
+    } else {
+        found = PyList_New(r->found);
+        if (!found) return NULL;
+        for (int64_t q = 0; q < r->found; q++) {
+            PyObject *row = PyLong_FromLongLong(r->out[q]);
+            if (!row) {
+                Py_DECREF(found);
+                return NULL;
+            }
+            PyList_SET_ITEM(found, q, row);
+        }
+    }
+    return Py_BuildValue("(NL)", found, (long long)r->least);
+}
+
+static PyObject *first_rule_scans(PyObject *self, PyObject *args) {
+    PyObject *objs[8];
+    long long categories, min_call, min_api;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOLLL", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5], &objs[6],
+                          &objs[7], &categories, &min_call, &min_api))
+        return NULL;
+    static const char *names[8] = {"kind", "category", "name", "pid", "tid", "start", "end", "allowed"};
+    static const int sizes[8] = {1, 1, 4 | 8, 4 | 8, 4 | 8, 8, 8, 1};
+    Py_buffer v[8];
+    int held[8] = {0};
+    PyObject *result = NULL;
+    fr_rule_t rule[2] = {{1, 0, min_call, INT64_MIN, INT64_MAX, -1, 0, 0, {NULL, 64, 0, 64 - 6}, NULL, NULL},
+                         {0, 0, min_api, INT64_MIN, INT64_MAX, -1, 0, 0, {NULL, 64, 0, 64 - 6}, NULL, NULL}};
+    for (int k = 0; k < 8; k++) {
+        if (get_ints(objs[k], &v[k], names[k], sizes[k], 0) < 0) goto done;
+        held[k] = 1;
+    }
+    int64_t events = v[0].len;
+    if (v[1].len != events || v[2].len / v[2].itemsize != events || v[3].len / v[3].itemsize != events ||
+        v[4].len / v[4].itemsize != events || v[5].len / 8 != events || v[6].len / 8 != events) {
+        PyErr_SetString(PyExc_ValueError,
+                        "first_rule_scans: kind, category, name, pid, tid, start, end: one value per event row");
+        goto done;
+    }
+    if (categories < 0 || categories > 127 || v[7].len % (categories + 1) != 0 || v[7].len / (categories + 1) < 1) {
+        PyErr_SetString(PyExc_ValueError, "first_rule_scans: allowed: (kinds + 1) x (categories + 1) entries");
+        goto done;
+    }
+    for (int r = 0; r < 2; r++) {
+        rule[r].groups.slot = calloc(64, sizeof(fr_slot_t));
+        if (!rule[r].groups.slot) {
+            PyErr_NoMemory();
+            goto done;
+        }
+    }
+    int64_t kinds = v[7].len / (categories + 1) - 1;
+    int status;
+    Py_BEGIN_ALLOW_THREADS
+    status = first_rules_pass(events, v[0].buf, v[1].buf, v[2].buf, (int)v[2].itemsize, v[3].buf, (int)v[3].itemsize,
+                              v[4].buf, (int)v[4].itemsize, v[5].buf, v[6].buf, v[7].buf, kinds, categories, rule);
+    Py_END_ALLOW_THREADS
+    if (status == -1) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (status == -2) {
+        PyErr_SetString(PyExc_IndexError, "first_rule_scans: a kind or category outside the table");
+        goto done;
+    }
+    PyObject *call = fr_answer(&rule[0]);
+    if (!call) goto done;
+    PyObject *api = fr_answer(&rule[1]);
+    if (!api) {
+        Py_DECREF(call);
+        goto done;
+    }
+    result = Py_BuildValue("(NN)", call, api);
+done:
+    for (int r = 0; r < 2; r++) {
+        free(rule[r].groups.slot);
+        free(rule[r].long_name);
+        free(rule[r].out);
+    }
+    for (int k = 0; k < 8; k++)
+        if (held[k]) PyBuffer_Release(&v[k]);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"group_moments", group_moments, METH_VARARGS,
      "group_moments(codes, values, count, total, lo, hi, mean, m2): per slot (code + 1) count, sum, min, max, "
@@ -298,6 +562,9 @@ static PyMethodDef methods[] = {
     {"join_sorted_keys", join_sorted_keys, METH_VARARGS,
      "join_sorted_keys(key, shift, row_bits, op_ids, out_matched, out_rows) -> (unique, matched): each op's first "
      "call row"},
+    {"first_rule_scans", first_rule_scans, METH_VARARGS,
+     "first_rule_scans(kind, category, name, pid, tid, start, end, allowed, categories, min_call, min_api) -> "
+     "((firsts, least), (firsts, least)): the first_call and first_api rules' long first rows in one walk"},
     {NULL, NULL, 0, NULL},
 };
 

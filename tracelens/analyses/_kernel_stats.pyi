@@ -9,3 +9,16 @@ def pack_call_keys(ids: Any, rows: Any, is_driver: Any, row_bits: int, shift: in
 def join_sorted_keys(
     key: Any, shift: int, row_bits: int, op_ids: Any, out_matched: Any, out_rows: Any
 ) -> tuple[bool, int]: ...
+def first_rule_scans(
+    kind: Any,
+    category: Any,
+    name: Any,
+    pid: Any,
+    tid: Any,
+    start: Any,
+    end: Any,
+    allowed: Any,
+    categories: int,
+    min_call: int,
+    min_api: int,
+) -> tuple[tuple[list[int] | None, int], tuple[list[int] | None, int]]: ...

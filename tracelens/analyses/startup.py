@@ -46,7 +46,7 @@ import numpy as np
 from .. import intervals
 from ..trace import ALL_KINDS, ANNOTATION, CPU_OP, DRIVER, OVERHEAD, PYTHON, RUNTIME, STEP, Trace
 from .columns import DeviceBusy, device_busy, event_columns, memo, thread_key
-from .first_scan import allowed_table, long_group_firsts
+from .first_scan import allowed_table
 from .frame_free import group_numbers, sort_order
 from .grouping import sum_per_slot
 from .kinds import kind_mask
@@ -67,7 +67,7 @@ from .names import (
     is_warmup_name,
     rows_named,
 )
-from .startup_first import FirstRowTest, long_first_rows, names_lasting
+from .startup_first import FirstRowTest, Scan, first_rule_scans, long_first_rows, names_lasting
 from .step_arrays import step_window_arrays
 
 LONG_LAUNCH_NS = 1_000_000
@@ -313,13 +313,12 @@ _FIRST_API_TABLE = allowed_table(
 )
 
 
-def _no_first_api(trace: Trace, api_rows: np.ndarray, base: np.ndarray) -> bool:
-    """Whether the first_api rule flags no call, known from the compiled pass (first_scan): no process's first call
-    of a name (calls as :func:`_api_candidates` picks them) lasts FIRST_API_MIN_NS with the GPUs idle for half of
-    it; False where the pass does not tell (absent, declined, an API call ending before it starts: the rule's
-    threshold is then another)."""
+def _no_first_api(trace: Trace, scanned: Scan) -> bool:
+    """Whether the first_api rule flags no call, known from the compiled pass (``scanned``: first_rule_scans' answer
+    for it): no process's first call of a name (calls as :func:`_api_candidates` picks them) lasts FIRST_API_MIN_NS
+    with the GPUs idle for half of it; False where the pass does not tell (absent, declined, an API call ending
+    before it starts: the rule's threshold is then another)."""
     cols = event_columns(trace)
-    scanned = long_group_firsts(cols, base, _FIRST_API_TABLE, False, FIRST_API_MIN_NS, api_rows)
     if scanned is None or scanned[1] < 0:
         return False
     firsts = scanned[0]
@@ -453,8 +452,10 @@ def one_time_work(trace: Trace) -> OneTime:
         flag(_long_launches(trace), LONG_LAUNCH)
 
         base = host_categories(trace)
-        # no group's first row long enough (usually): no first call, by one compiled pass (first_scan)
-        scanned = long_group_firsts(cols, base, _FIRST_CALL_TABLE, True, FIRST_CALL_MIN_NS)
+        # no group's first row long enough (usually): no first call (nor first API call), by one compiled pass
+        scanned, api_scanned = first_rule_scans(
+            cols, base, _FIRST_CALL_TABLE, _FIRST_API_TABLE, FIRST_CALL_MIN_NS, FIRST_API_MIN_NS, api_rows
+        )
         if scanned is not None and scanned[0].size == 0:
             first_rows, medians = np.empty(0, np.int64), np.empty(0)
         else:
@@ -506,7 +507,7 @@ def one_time_work(trace: Trace) -> OneTime:
         # test (host_category_codes gives it to exactly those). The calls that take part are picked here, their
         # rows and names replacing all the calls' (no table-long mask of the blocking calls, and the 8.8M calls of
         # a training export not held twice).
-        if _no_first_api(trace, api_rows, base):
+        if _no_first_api(trace, api_scanned):
             api_rows, api_excess, api_medians = np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0)
         else:
             api_rows, api_names = _api_candidates(trace, api_rows, api_names, base)
