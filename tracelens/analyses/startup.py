@@ -319,7 +319,7 @@ def _no_first_api(trace: Trace, scanned: Scan) -> bool:
     with the GPUs idle for half of it; False where the pass does not tell (absent, declined, an API call ending
     before it starts: the rule's threshold is then another)."""
     cols = event_columns(trace)
-    if scanned is None or scanned[1] < 0:
+    if scanned is None or scanned[1]:
         return False
     firsts = scanned[0]
     return firsts.size == 0 or not bool(

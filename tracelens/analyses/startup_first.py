@@ -26,8 +26,9 @@ except ImportError:
 # A test of first rows by their positions (a bool each), made before their groups' medians are taken.
 FirstRowTest = Callable[[np.ndarray], np.ndarray]
 
-# first_scan.long_group_firsts' answer: (the long first rows, the least duration looked at), or None (no answer).
-Scan = tuple[np.ndarray, int] | None
+# A rule's scan: (the long first rows, whether a row looked at ends before it starts: first_scan.long_group_firsts'
+# least duration below 0), or None (no answer).
+Scan = tuple[np.ndarray, bool] | None
 
 
 def first_rule_scans(
@@ -39,19 +40,21 @@ def first_rule_scans(
     min_api: int,
     api_rows: np.ndarray,
 ) -> tuple[Scan, Scan]:
-    """(``long_group_firsts`` of the first_call rule: every event row, ``call_table``, by thread, ``min_call``; of
-    the first_api rule: the API calls ``api_rows``, ``api_table``, by process, ``min_api``), where ``api_rows`` are
-    every row of the kinds ``api_table`` allows (so that the second is the same over every event row).
+    """(the :data:`Scan` of the first_call rule: ``long_group_firsts`` of every event row, ``call_table``, by
+    thread, ``min_call``; of the first_api rule: of the API calls ``api_rows``, ``api_table``, by process,
+    ``min_api``), where ``api_rows`` are every row of the kinds ``api_table`` allows (so that the second is the
+    same over every event row).
 
-    Where built, by one compiled walk for both (``_kernel_stats.first_rule_scans``: every row's kind, category,
-    times and thread read once, selects in place of a branch per row; ~9.5 -> ~3 ms on the 406 MB Kineto tile's
-    1.5M rows); else (absent, or the columns not plain arrays) by long_group_firsts twice, as before."""
+    Where built, by one compiled walk for both (``_kernel_stats.first_rule_scans``: on a table in start order, a
+    walk over the times alone notes the rows lasting the lesser minimum, only those are looked up in the rules'
+    table; ~9.5-13 -> ~3 ms on the 406 MB Kineto tile's 1.5M rows); else (absent, or the columns not plain arrays)
+    by long_group_firsts twice, as before."""
     both = _compiled_scans(cols, category, call_table, api_table, min_call, min_api)
     if both is not None:
         return both
     return (
-        long_group_firsts(cols, category, call_table, True, min_call),
-        long_group_firsts(cols, category, api_table, False, min_api, api_rows),
+        _as_scan(long_group_firsts(cols, category, call_table, True, min_call)),
+        _as_scan(long_group_firsts(cols, category, api_table, False, min_api, api_rows)),
     )
 
 
@@ -89,11 +92,15 @@ def _compiled_scans(
         min_call,
         min_api,
     )
-    return _as_scan(call), _as_scan(api)
+    return (
+        None if call[0] is None else (np.array(call[0], np.int64), bool(call[1])),
+        None if api[0] is None else (np.array(api[0], np.int64), bool(api[1])),
+    )
 
 
-def _as_scan(answer: tuple[list[int] | None, int]) -> Scan:
-    return None if answer[0] is None else (np.array(answer[0], np.int64), int(answer[1]))
+def _as_scan(answer: tuple[np.ndarray, int] | None) -> Scan:
+    """long_group_firsts' answer as a :data:`Scan`."""
+    return None if answer is None else (answer[0], answer[1] < 0)
 
 
 def long_first_rows(
