@@ -291,6 +291,112 @@ done:
     return result;
 }
 
+/* split_call_keys(rows, kind, ids, gpu_kinds, runtime, driver, gpu, row_bits, shift, out_op_ids, out_call_ids,
+ * out_keys) -> (ops, calls, keyed, same, runtimes, drivers, descents) or None: the rows carrying a correlation id
+ * (rows: int32 or int64, ascending; ids: theirs, int32 or int64, -1 where null) told apart as
+ * _merge_search.id_rows does (a GPU op where gpu_kinds[kind] is set, a call where the kind is runtime or driver;
+ * kind int8 per event row), and the calls' packed keys written at once: per GPU op its id (out_op_ids, int32 or
+ * int64, gpu's length + 1), per call its id (out_call_ids, int32 or int64), per call with an id >= 0 its key
+ * id << shift | driver << row_bits | row (out_keys, int64; out_call_ids and out_keys as long, a slot more than the
+ * calls they hold). ops, calls: the GPU ops and calls among the carrying rows; keyed: the keys written; same:
+ * whether the GPU ops' rows are exactly gpu's (out_op_ids holds their ids only then); runtimes, drivers: the
+ * table's runtime and driver rows; descents: neighbour keys that descend. None where the calls outnumber the outs.
+ * What id_split's two passes (a count, then the split) and pack_call_keys did: one pass, branch-free (each row
+ * written to both outs' next slot, only its own count moving on). The GIL is released. */
+
+static PyObject *split_call_keys(PyObject *self, PyObject *args) {
+    PyObject *objs[8];
+    int runtime, driver, row_bits, shift;
+    if (!PyArg_ParseTuple(args, "OOOOiiOiiOOO", &objs[0], &objs[1], &objs[2], &objs[3], &runtime, &driver, &objs[4],
+                          &row_bits, &shift, &objs[5], &objs[6], &objs[7]))
+        return NULL;
+    static const char *names[8] = {"rows", "kind", "ids", "gpu_kinds", "gpu", "out_op_ids", "out_call_ids",
+                                   "out_keys"};
+    static const int sizes[8] = {4 | 8, 1, 4 | 8, 1, 4 | 8, 4 | 8, 4 | 8, 8};
+    Py_buffer v[8];
+    int held[8] = {0};
+    PyObject *result = NULL;
+    for (int k = 0; k < 8; k++) {
+        if (get_ints(objs[k], &v[k], names[k], sizes[k], k >= 5) < 0) goto done;
+        held[k] = 1;
+    }
+    int64_t n = v[0].len / v[0].itemsize, events = v[1].len, n_gpu = v[4].len / v[4].itemsize;
+    int64_t cap = v[6].len / v[6].itemsize - 1;
+    if (v[2].len / v[2].itemsize != n || v[5].len / v[5].itemsize != n_gpu + 1 || cap < 0 || v[7].len / 8 != cap + 1) {
+        PyErr_SetString(PyExc_ValueError, "split_call_keys: the outs' lengths do not fit the rows and GPU ops");
+        goto done;
+    }
+    if (row_bits < 0 || shift <= row_bits || shift > 62) {
+        PyErr_SetString(PyExc_ValueError, "split_call_keys: 0 <= row_bits < shift <= 62 expected");
+        goto done;
+    }
+    uint8_t table[256];
+    /* per kind byte: 1 a GPU op, 2 a runtime call, 6 a driver call (bit 2: driver), 0 neither */
+    for (int k = 0; k < 256; k++) {
+        int8_t code = (int8_t)k;
+        table[k] = code >= 0 && code < v[3].len && ((const uint8_t *)v[3].buf)[code] ? 1
+                   : code == runtime                                                 ? 2
+                   : code == driver                                                  ? 6
+                                                                                     : 0;
+    }
+    const void *rows = v[0].buf, *ids = v[2].buf, *gpu = v[4].buf;
+    const int8_t *kind = v[1].buf;
+    int row_size = (int)v[0].itemsize, id_size = (int)v[2].itemsize, gpu_size = (int)v[4].itemsize;
+    int op_size = (int)v[5].itemsize, call_size = (int)v[6].itemsize;
+    void *op_ids = v[5].buf, *call_ids = v[6].buf;
+    int64_t *keys = v[7].buf;
+    int64_t o = 0, c = 0, kc = 0, descents = 0, runtimes = 0, drivers = 0, prev = INT64_MIN;
+    int differ = 0, outside = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (int64_t j = 0; j < n; j++) {
+        int64_t r = int_at(rows, row_size, j);
+        if (r < 0 || r >= events) {
+            outside = 1;
+            break;
+        }
+        unsigned t = table[(uint8_t)kind[r]];
+        int64_t id = int_at(ids, id_size, j), is_op = t & 1, is_call = (t >> 1) & 1;
+        int64_t ow = o < n_gpu ? o : n_gpu, cw = c < cap ? c : cap, kw = kc < cap ? kc : cap;
+        int64_t want = n_gpu ? int_at(gpu, gpu_size, ow < n_gpu ? ow : n_gpu - 1) : -1;
+        differ |= (int)(is_op & ((ow == n_gpu) | (want != r)));
+        if (op_size == 4)
+            ((int32_t *)op_ids)[ow] = (int32_t)id;
+        else
+            ((int64_t *)op_ids)[ow] = id;
+        if (call_size == 4)
+            ((int32_t *)call_ids)[cw] = (int32_t)id;
+        else
+            ((int64_t *)call_ids)[cw] = id;
+        int64_t key = (int64_t)((uint64_t)id << shift) | (int64_t)(t >> 2) << row_bits | r, keyed = is_call & (id >= 0);
+        keys[kw] = key;
+        descents += keyed & (key < prev);
+        prev = keyed ? key : prev;
+        o += is_op;
+        c += is_call;
+        kc += keyed;
+    }
+    for (int64_t i = 0; i < events; i++) {
+        runtimes += kind[i] == runtime;
+        drivers += kind[i] == driver;
+    }
+    Py_END_ALLOW_THREADS
+    if (outside) {
+        PyErr_SetString(PyExc_IndexError, "split_call_keys: a carrying row outside the table");
+        goto done;
+    }
+    if (c > cap) {
+        result = Py_None;
+        Py_INCREF(result);
+        goto done;
+    }
+    result = Py_BuildValue("(LLLNLLL)", (long long)o, (long long)c, (long long)kc, PyBool_FromLong(!differ && o == n_gpu),
+                           (long long)runtimes, (long long)drivers, (long long)descents);
+done:
+    for (int k = 0; k < 8; k++)
+        if (held[k]) PyBuffer_Release(&v[k]);
+    return result;
+}
+
 /* ---- The startup rules' long first rows, both rules in one walk (tracelens/analyses/startup_first.py) ----
  *
  * first_rule_scans(kind, category, name, pid, tid, start, end, allowed, categories, min_call, min_api)
@@ -633,6 +739,10 @@ static PyMethodDef methods[] = {
     {"join_sorted_keys", join_sorted_keys, METH_VARARGS,
      "join_sorted_keys(key, shift, row_bits, op_ids, out_matched, out_rows) -> (unique, matched): each op's first "
      "call row"},
+    {"split_call_keys", split_call_keys, METH_VARARGS,
+     "split_call_keys(rows, kind, ids, gpu_kinds, runtime, driver, gpu, row_bits, shift, out_op_ids, out_call_ids, "
+     "out_keys) -> (ops, calls, keyed, same, runtimes, drivers, descents) or None: the carrying rows split, the calls "
+     "keyed"},
     {"first_rule_scans", first_rule_scans, METH_VARARGS,
      "first_rule_scans(kind, category, name, pid, tid, start, end, allowed, categories, min_call, min_api) -> "
      "((firsts, negative), (firsts, negative)): the first_call and first_api rules' long first rows in one walk"},

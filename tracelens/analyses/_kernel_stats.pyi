@@ -22,3 +22,17 @@ def first_rule_scans(
     min_call: int,
     min_api: int,
 ) -> tuple[tuple[list[int] | None, bool], tuple[list[int] | None, bool]]: ...
+def split_call_keys(
+    rows: Any,
+    kind: Any,
+    ids: Any,
+    gpu_kinds: Any,
+    runtime: int,
+    driver: int,
+    gpu: Any,
+    row_bits: int,
+    shift: int,
+    out_op_ids: Any,
+    out_call_ids: Any,
+    out_keys: Any,
+) -> tuple[int, int, int, bool, int, int, int] | None: ...

@@ -6,9 +6,12 @@ key: one ``np.sort`` of plain integers, and the ops searched among the sorted ke
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from .. import intervals
+from ..trace import ALL_KINDS, DRIVER, GPU_ACTIVITY_KINDS, RUNTIME
 from ..values import plain_ints
 
 try:  # the compiled packing and join (optional: built at install time where a C compiler is there)
@@ -194,3 +197,90 @@ def _compiled_launch_rows(
     launch_row: np.ndarray = np.empty(op_corr.size, row_type)
     unique, _ = _compiled.join_sorted_keys(key, shift, row_bits, op_corr, matched, launch_row)
     return matched, launch_row, bool(unique)
+
+
+_GPU_KINDS = np.zeros(len(ALL_KINDS), np.uint8)
+_GPU_KINDS[[ALL_KINDS.index(k) for k in GPU_ACTIVITY_KINDS]] = 1
+
+
+class KeyedCalls(NamedTuple):
+    """The rows carrying a correlation id split, the calls' keys packed and sorted (:func:`keyed_calls`)."""
+
+    op_ids: (
+        np.ndarray | None
+    )  # the GPU ops' ids; None where the GPU ops among the carrying rows are not exactly gpu's
+    call_ids: np.ndarray  # every carrying call's id (-1 where null), in row order
+    api_rows: int  # the table's runtime and driver rows
+    keys: np.ndarray  # the calls with an id: id << shift | driver << row_bits | row, sorted
+    shift: int
+    row_bits: int
+
+    def join(self, op_corr: np.ndarray, row_type: type) -> tuple[np.ndarray, np.ndarray, bool]:
+        """:func:`launch_rows` of the GPU ops of ids ``op_corr``, from the sorted keys."""
+        matched = np.empty(op_corr.size, bool)
+        launch_row: np.ndarray = np.empty(op_corr.size, row_type)
+        unique, _ = _compiled.join_sorted_keys(
+            self.keys, self.shift, self.row_bits, op_corr, matched, launch_row
+        )
+        return matched, launch_row, bool(unique)
+
+
+def keyed_calls(
+    kind: np.ndarray, carrying: np.ndarray, ids: np.ndarray, gpu: np.ndarray, id_type: type
+) -> KeyedCalls | None:
+    """The rows ``carrying`` a correlation id (ascending; ``ids`` theirs, -1 where null) told apart, GPU ops (their
+    ids as ``id_type``) from runtime and driver calls (``kind``: the event rows' kind codes), as
+    ``id_split.split_id_rows`` does, and the calls' keys packed and sorted for :meth:`KeyedCalls.join`; by one
+    compiled pass (``_kernel_stats.split_call_keys``) for id_split's two and the packing of the calls' ids, rows
+    and driver flags (arrays of every call no longer written). None where the pass is absent, the arrays are not
+    plain integers, the keys do not fit in PACKED_BITS or the carrying rows hold more calls than they would beside
+    the GPU ops ``gpu``: launch_pairs then splits and joins as before."""
+    if _compiled is None or not hasattr(_compiled, "split_call_keys") or carrying.size == 0:
+        return None
+    if not (
+        plain_ints(kind, (1,))
+        and plain_ints(carrying, (4, 8))
+        and plain_ints(ids, (4, 8))
+        and plain_ints(gpu, (4, 8))
+        and np.dtype(id_type) in (np.dtype(np.int32), np.dtype(np.int64))
+    ):
+        return None
+    row_bits = max(int(carrying[-1]).bit_length(), 1)
+    shift = row_bits + 1  # a driver bit whether or not a driver call is there
+    top = 2**31 if np.dtype(id_type) == np.dtype(np.int32) else int(ids.max()) + 1
+    if top.bit_length() + shift > PACKED_BITS:
+        return None
+    calls = carrying.size - gpu.size  # every carrying row a GPU op of gpu or a call (else None below)
+    if calls < 0:
+        return None
+    op_ids: np.ndarray = np.empty(gpu.size + 1, id_type)
+    call_ids: np.ndarray = np.empty(calls + 1, id_type)
+    keys = np.empty(calls + 1, np.int64)
+    split = _compiled.split_call_keys(
+        carrying,
+        kind,
+        ids,
+        _GPU_KINDS,
+        ALL_KINDS.index(RUNTIME),
+        ALL_KINDS.index(DRIVER),
+        gpu,
+        row_bits,
+        shift,
+        op_ids,
+        call_ids,
+        keys,
+    )
+    if split is None:
+        return None
+    _, found_calls, keyed, same, runtimes, drivers, descents = split
+    keys = keys[:keyed]
+    # mostly ascending (threads interleaving now and then): the stable sort (timsort) takes the runs as they are
+    keys.sort(kind="stable" if descents <= keys.size // _DESCENT_SHARE else None)
+    return KeyedCalls(
+        op_ids[: gpu.size] if same else None,
+        call_ids[:found_calls],
+        runtimes + drivers,
+        keys,
+        shift,
+        row_bits,
+    )
