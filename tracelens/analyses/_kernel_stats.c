@@ -304,6 +304,46 @@ done:
  * What id_split's two passes (a count, then the split) and pack_call_keys did: one pass, branch-free (each row
  * written to both outs' next slot, only its own count moving on). The GIL is released. */
 
+/* The pass, for rows of type RT, ids IT, GPU rows GT and out ids OT (each int32_t or int64_t). Returns whether a
+ * carrying row is outside the table; sets the counts. */
+#define SPLIT_PASS(NAME, RT, IT, GT, OT)                                                                               \
+    static int NAME(const RT *rows, int64_t n, const int8_t *kind, int64_t events, const IT *ids,                      \
+                    const uint8_t *table, const GT *gpu, int64_t n_gpu, OT *op_ids, OT *call_ids, int64_t *keys,       \
+                    int64_t cap, int row_bits, int shift, int64_t *counts) {                                           \
+        int64_t o = 0, c = 0, kc = 0, descents = 0, prev = INT64_MIN;                                                  \
+        int differ = 0;                                                                                                \
+        for (int64_t j = 0; j < n; j++) {                                                                              \
+            int64_t r = rows[j];                                                                                       \
+            if (r < 0 || r >= events) return 1;                                                                        \
+            unsigned t = table[(uint8_t)kind[r]];                                                                      \
+            int64_t id = ids[j], is_op = t & 1, is_call = (t >> 1) & 1;                                                \
+            int64_t ow = o < n_gpu ? o : n_gpu, cw = c < cap ? c : cap, kw = kc < cap ? kc : cap;                      \
+            int64_t want = n_gpu ? (int64_t)gpu[ow < n_gpu ? ow : n_gpu - 1] : -1;                                     \
+            differ |= (int)(is_op & ((ow == n_gpu) | (want != r)));                                                    \
+            op_ids[ow] = (OT)id;                                                                                       \
+            call_ids[cw] = (OT)id;                                                                                     \
+            int64_t key = (int64_t)((uint64_t)id << shift) | (int64_t)(t >> 2) << row_bits | r;                        \
+            int64_t keyed = is_call & (id >= 0);                                                                       \
+            keys[kw] = key;                                                                                            \
+            descents += keyed & (key < prev);                                                                          \
+            prev = keyed ? key : prev;                                                                                 \
+            o += is_op;                                                                                                \
+            c += is_call;                                                                                              \
+            kc += keyed;                                                                                               \
+        }                                                                                                              \
+        counts[0] = o;                                                                                                 \
+        counts[1] = c;                                                                                                 \
+        counts[2] = kc;                                                                                                \
+        counts[3] = descents;                                                                                          \
+        counts[4] = !differ && o == n_gpu;                                                                             \
+        return 0;                                                                                                      \
+    }
+
+SPLIT_PASS(split_4844, int32_t, int64_t, int32_t, int32_t)
+SPLIT_PASS(split_4444, int32_t, int32_t, int32_t, int32_t)
+SPLIT_PASS(split_4848, int32_t, int64_t, int32_t, int64_t)
+SPLIT_PASS(split_8888, int64_t, int64_t, int64_t, int64_t)
+
 static PyObject *split_call_keys(PyObject *self, PyObject *args) {
     PyObject *objs[8];
     int runtime, driver, row_bits, shift;
@@ -339,47 +379,37 @@ static PyObject *split_call_keys(PyObject *self, PyObject *args) {
                    : code == driver                                                  ? 6
                                                                                      : 0;
     }
-    const void *rows = v[0].buf, *ids = v[2].buf, *gpu = v[4].buf;
     const int8_t *kind = v[1].buf;
-    int row_size = (int)v[0].itemsize, id_size = (int)v[2].itemsize, gpu_size = (int)v[4].itemsize;
-    int op_size = (int)v[5].itemsize, call_size = (int)v[6].itemsize;
-    void *op_ids = v[5].buf, *call_ids = v[6].buf;
-    int64_t *keys = v[7].buf;
-    int64_t o = 0, c = 0, kc = 0, descents = 0, runtimes = 0, drivers = 0, prev = INT64_MIN;
-    int differ = 0, outside = 0;
-    Py_BEGIN_ALLOW_THREADS
-    for (int64_t j = 0; j < n; j++) {
-        int64_t r = int_at(rows, row_size, j);
-        if (r < 0 || r >= events) {
-            outside = 1;
-            break;
-        }
-        unsigned t = table[(uint8_t)kind[r]];
-        int64_t id = int_at(ids, id_size, j), is_op = t & 1, is_call = (t >> 1) & 1;
-        int64_t ow = o < n_gpu ? o : n_gpu, cw = c < cap ? c : cap, kw = kc < cap ? kc : cap;
-        int64_t want = n_gpu ? int_at(gpu, gpu_size, ow < n_gpu ? ow : n_gpu - 1) : -1;
-        differ |= (int)(is_op & ((ow == n_gpu) | (want != r)));
-        if (op_size == 4)
-            ((int32_t *)op_ids)[ow] = (int32_t)id;
-        else
-            ((int64_t *)op_ids)[ow] = id;
-        if (call_size == 4)
-            ((int32_t *)call_ids)[cw] = (int32_t)id;
-        else
-            ((int64_t *)call_ids)[cw] = id;
-        int64_t key = (int64_t)((uint64_t)id << shift) | (int64_t)(t >> 2) << row_bits | r, keyed = is_call & (id >= 0);
-        keys[kw] = key;
-        descents += keyed & (key < prev);
-        prev = keyed ? key : prev;
-        o += is_op;
-        c += is_call;
-        kc += keyed;
+    int sizes_key = (int)(v[0].itemsize * 1000 + v[2].itemsize * 100 + v[4].itemsize * 10 + v[5].itemsize);
+    if (v[6].itemsize != v[5].itemsize ||
+        (sizes_key != 4844 && sizes_key != 4444 && sizes_key != 4848 && sizes_key != 8888)) {
+        PyErr_SetString(PyExc_TypeError,
+                        "split_call_keys: rows, ids, gpu and the out ids as int32, int64, int32, int32 (or int64 ids "
+                        "out), all int32 or all int64; out_op_ids and out_call_ids of one type");
+        goto done;
     }
+    int64_t counts[5] = {0}, runtimes = 0, drivers = 0;
+    int outside = 0;
+    Py_BEGIN_ALLOW_THREADS
+    if (sizes_key == 4844)
+        outside = split_4844(v[0].buf, n, kind, events, v[2].buf, table, v[4].buf, n_gpu, v[5].buf, v[6].buf,
+                             v[7].buf, cap, row_bits, shift, counts);
+    else if (sizes_key == 4444)
+        outside = split_4444(v[0].buf, n, kind, events, v[2].buf, table, v[4].buf, n_gpu, v[5].buf, v[6].buf,
+                             v[7].buf, cap, row_bits, shift, counts);
+    else if (sizes_key == 4848)
+        outside = split_4848(v[0].buf, n, kind, events, v[2].buf, table, v[4].buf, n_gpu, v[5].buf, v[6].buf,
+                             v[7].buf, cap, row_bits, shift, counts);
+    else
+        outside = split_8888(v[0].buf, n, kind, events, v[2].buf, table, v[4].buf, n_gpu, v[5].buf, v[6].buf,
+                             v[7].buf, cap, row_bits, shift, counts);
     for (int64_t i = 0; i < events; i++) {
         runtimes += kind[i] == runtime;
         drivers += kind[i] == driver;
     }
     Py_END_ALLOW_THREADS
+    int64_t o = counts[0], c = counts[1], kc = counts[2], descents = counts[3];
+    int same = (int)counts[4];
     if (outside) {
         PyErr_SetString(PyExc_IndexError, "split_call_keys: a carrying row outside the table");
         goto done;
@@ -389,7 +419,7 @@ static PyObject *split_call_keys(PyObject *self, PyObject *args) {
         Py_INCREF(result);
         goto done;
     }
-    result = Py_BuildValue("(LLLNLLL)", (long long)o, (long long)c, (long long)kc, PyBool_FromLong(!differ && o == n_gpu),
+    result = Py_BuildValue("(LLLNLLL)", (long long)o, (long long)c, (long long)kc, PyBool_FromLong(same),
                            (long long)runtimes, (long long)drivers, (long long)descents);
 done:
     for (int k = 0; k < 8; k++)
