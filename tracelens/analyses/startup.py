@@ -46,6 +46,7 @@ import numpy as np
 from .. import intervals
 from ..trace import ALL_KINDS, ANNOTATION, CPU_OP, DRIVER, OVERHEAD, PYTHON, RUNTIME, STEP, Trace
 from .columns import DeviceBusy, device_busy, event_columns, memo, thread_key
+from .few_overlaps import overlap_of_few
 from .first_scan import allowed_table
 from .frame_free import group_numbers, sort_order
 from .grouping import sum_per_slot
@@ -173,7 +174,7 @@ def _long_launches(trace: Trace) -> np.ndarray:
     for device_id, busy in device_busy(trace).items():  # a loop over devices
         on = device == device_id
         start, end = launch_start[on], launch_end[on]
-        idle = intervals.overlap_with_union(start, end, busy.gap_starts, busy.gap_ends)
+        idle = overlap_of_few(start, end, busy.gap_starts, busy.gap_ends)  # few long calls, many gaps
         # before its first op the GPU is idle too (the first launch of a program, loading its module)
         idle = idle + np.clip(np.minimum(end, busy.first_start_ns) - start, 0, None)
         found.append(launch_row[on][2 * idle >= end - start])
