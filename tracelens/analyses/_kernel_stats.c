@@ -1,4 +1,9 @@
-/* Per-name moments of the kernels' durations in one pass (tracelens/analyses/kernels.py), the numbers pandas'
+/* Compiled passes of the analyses, each with a numpy path beside it (where the module is not built, or declines):
+ * the kernels' per-name moments (below), the launch join's call keys (pack_call_keys, split_call_keys,
+ * join_sorted_keys: analyses/call_join.py) and the startup rules' long first rows (first_rule_scans:
+ * analyses/startup_first.py), each described where it is defined.
+ *
+ * Per-name moments of the kernels' durations in one pass (tracelens/analyses/kernels.py), the numbers pandas'
  * groupby(...).agg(["count", "sum", "min", "max", "std"]) gives, without importing pandas (0.17 s a process).
  *
  * group_moments(codes, values, count, total, lo, hi, mean, m2): codes int16, int32 or int64 (each in [-1, slots - 1),
