@@ -38,12 +38,12 @@ def first_rule_scans(
     api_table: np.ndarray,
     min_call: int,
     min_api: int,
-    api_rows: np.ndarray,
+    api_rows: Callable[[], np.ndarray],
 ) -> tuple[Scan, Scan]:
     """(the :data:`Scan` of the first_call rule: ``long_group_firsts`` of every event row, ``call_table``, by
-    thread, ``min_call``; of the first_api rule: of the API calls ``api_rows``, ``api_table``, by process,
-    ``min_api``), where ``api_rows`` are every row of the kinds ``api_table`` allows (so that the second is the
-    same over every event row).
+    thread, ``min_call``; of the first_api rule: of the API calls ``api_rows()``, ``api_table``, by process,
+    ``min_api``), where ``api_rows()`` gives every row of the kinds ``api_table`` allows (so that the second is the
+    same over every event row; asked for only where the compiled walk does not answer).
 
     Where built, by one compiled walk for both (``_kernel_stats.first_rule_scans``: on a table in start order, a
     walk over the times alone notes the rows lasting the lesser minimum, only those are looked up in the rules'
@@ -54,7 +54,7 @@ def first_rule_scans(
         return both
     return (
         _as_scan(long_group_firsts(cols, category, call_table, True, min_call)),
-        _as_scan(long_group_firsts(cols, category, api_table, False, min_api, api_rows)),
+        _as_scan(long_group_firsts(cols, category, api_table, False, min_api, api_rows())),
     )
 
 
@@ -201,3 +201,15 @@ def names_lasting(cols: EventColumns, mask: np.ndarray, rows: np.ndarray, min_ns
     name = cols.name[found]
     lasting[name[name >= 0]] = True
     return lasting
+
+
+def first_of_each(keys: np.ndarray, name: np.ndarray) -> np.ndarray:
+    """Positions ascending of the first row of each (key, name) pair (``~duplicated()`` of the pairs): the
+    allocation rule's first call of each allocation API on a thread."""
+    if keys.size == 0:
+        return np.empty(0, np.int64)
+    order = np.lexsort((name, keys))  # stable: a pair's rows keep their order
+    k, n = keys[order], name[order]
+    first = np.ones(order.size, bool)
+    first[1:] = (k[1:] != k[:-1]) | (n[1:] != n[:-1])
+    return np.sort(order[first])
