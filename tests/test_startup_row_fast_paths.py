@@ -6,7 +6,7 @@ hypothesis-generated traces and inputs:
 - the candidate names (``names.candidate_names``): a superset of every name a predicate accepts;
 - rows of a few names by comparison (``names.rows_named``) against a gather of the table;
 - the busy overlap of a few intervals (``_busy_overlap``) against ``overlap_with_union`` with the merged union;
-- the first row of each (thread, name) pair (``_first_of_each``) against pandas' ``duplicated``;
+- the first row of each (thread, name) pair (``startup_first.first_of_each``) against pandas' ``duplicated``;
 - ``one_time_work`` as a whole (every field of OneTime) against the reference copy of its earlier compute.
 """
 
@@ -579,7 +579,7 @@ def test_first_of_each_equals_pandas_duplicated(pairs: list[tuple[int, int]]) ->
     keys = np.array([p[0] for p in pairs], np.int64)
     name = np.array([p[1] for p in pairs], np.int32)
     want = np.flatnonzero(~pd.DataFrame({"thread": keys, "name": name}).duplicated().to_numpy())
-    assert startup._first_of_each(keys, name).tolist() == want.tolist()
+    assert startup_first.first_of_each(keys, name).tolist() == want.tolist()
 
 
 def test_first_api_calls_take_rows_or_a_mask() -> None:

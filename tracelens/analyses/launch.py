@@ -26,7 +26,7 @@ from .. import arrow_calls
 from ..arrow_read import arrow_filled, arrow_numpy
 from ..trace import ALL_KINDS, DRIVER, GPU_ACTIVITY_KINDS, KERNEL, RUNTIME, SparseColumn, Trace, numpy_array
 from ..values import first_seen_codes, sorted_distinct
-from .call_join import match_calls, sorted_calls
+from .call_join import keyed_calls, launch_rows, sorted_calls
 from .columns import (
     EventColumns,
     LazyColumn,
@@ -92,17 +92,22 @@ def _gpu_kind(kind: np.ndarray) -> np.ndarray:
 
 def _gpu_rows(cols: EventColumns) -> tuple[np.ndarray, np.ndarray | None]:
     """(the GPU ops' event rows, ascending (int32 or int64): kernel/memcpy/memset rows with a device; where the device
-    column is stored sparse, their positions among the rows carrying it, else None).
+    column is stored sparse, their positions among the rows carrying it, else None)."""
+    gpu, on_device, _ = _gpu_rows_and_kinds(cols)
+    return gpu, on_device
 
-    Where few rows carry a device (the GPU ops of an Nsight export, a sixth of its rows), the kinds are read at
-    those rows, not over the whole table."""
+
+def _gpu_rows_and_kinds(cols: EventColumns) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """:func:`_gpu_rows`, and the GPU ops' kinds where read (else None). Where few rows carry a device (the GPU ops of
+    an Nsight export, a sixth of its rows), the kinds are read at those rows, not over the whole table."""
     stored = cols.store.columns.get("device") if cols.store is not None else None
     if not isinstance(stored, SparseColumn):
-        return np.flatnonzero(cols.of_kind(*GPU_ACTIVITY_KINDS) & (cols.device >= 0)), None
-    on = _gpu_kind(_kinds_at(cols, stored.rows))
+        return np.flatnonzero(cols.of_kind(*GPU_ACTIVITY_KINDS) & (cols.device >= 0)), None, None
+    kind = _kinds_at(cols, stored.rows)
+    on = _gpu_kind(kind)
     on &= arrow_filled(stored.values, -1) >= 0  # the column's own values: no gather
     at = np.flatnonzero(on)
-    return stored.rows[at], at  # in the stored rows' type (int32): read by Arrow's take below, not widened
+    return stored.rows[at], at, kind[at]  # the rows in their stored type (int32): read by Arrow's take below
 
 
 def _kinds_at(cols: EventColumns, rows: np.ndarray) -> np.ndarray:
@@ -229,20 +234,15 @@ def launch_pairs(trace: Trace) -> Table:
 
     def compute() -> Table:
         cols = event_columns(trace)
-        gpu, on_device = _gpu_rows(cols)
-        op_corr, ids, rows, is_driver = _join_ids(trace, cols, gpu)
-        assert op_corr is not None
-        matched, call_rows, unique = match_calls(op_corr, ids, rows, is_driver)
-        del ids, rows, is_driver
-        memo(trace, "call_ids_unique", lambda: unique)
+        gpu, on_device, gpu_kind = _gpu_rows_and_kinds(cols)
         row_type = np.int32 if cols.start.size < 2**31 else np.int64
-        launch_row = _rows_or(gpu.size, np.flatnonzero(matched), call_rows, row_type)
-        del call_rows
+        op_corr, matched, launch_row, unique = _joined(trace, cols, gpu, row_type)
+        memo(trace, "call_ids_unique", lambda: unique)
 
         def from_calls(name: str, fill: int) -> LazyColumn:
             return gathered_where(cols, name, launch_row, matched, fill)
 
-        gpu_kind = _take(cols.kind, gpu)
+        gpu_kind = _take(cols.kind, gpu) if gpu_kind is None else gpu_kind
         is_kernel = gpu_kind == ALL_KINDS.index(KERNEL)
         stream, graph_id, copy_bytes, is_dtoh = (
             _at_gpu_ops(cols, name, gpu, gpu_kind, on_device)
@@ -278,6 +278,27 @@ def launch_pairs(trace: Trace) -> Table:
         )
 
     return memo(trace, "launch_pairs", compute)
+
+
+def _joined(
+    trace: Trace, cols: EventColumns, gpu: np.ndarray, row_type: type
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
+    """(the GPU ops' ids; per op, whether a call carries its id, its launch call's row (-1 where none); whether no
+    two calls share an id): by call_join.keyed_calls where it answers, else :func:`_join_ids` and launch_rows."""
+    stored = cols.store.columns.get("correlation_id") if cols.store is not None else None
+    keyed = None
+    if isinstance(stored, SparseColumn):
+        keyed = keyed_calls(cols.kind, stored.rows, arrow_filled(stored.values, -1), gpu, int_type(stored))
+    if keyed is None:
+        op_ids, ids, rows, is_driver = _join_ids(trace, cols, gpu)
+        assert op_ids is not None
+        return op_ids, *launch_rows(op_ids, ids, rows, is_driver, row_type)
+    if keyed.call_ids.size == keyed.api_rows:  # every call carries an id: shared as api_calls' ids
+        shared = keyed.call_ids
+        shared.flags.writeable = False
+        memo(trace, "api_correlation", lambda: shared)
+    op_corr = cols.at("correlation_id", gpu) if keyed.op_ids is None else keyed.op_ids
+    return op_corr, *keyed.join(op_corr, row_type)
 
 
 def _at_gpu_ops(

@@ -46,7 +46,8 @@ import numpy as np
 from .. import intervals
 from ..trace import ALL_KINDS, ANNOTATION, CPU_OP, DRIVER, OVERHEAD, PYTHON, RUNTIME, STEP, Trace
 from .columns import DeviceBusy, device_busy, event_columns, memo, thread_key
-from .first_scan import allowed_table, long_group_firsts
+from .few_overlaps import overlap_of_few
+from .first_scan import allowed_table
 from .frame_free import group_numbers, sort_order
 from .grouping import sum_per_slot
 from .kinds import kind_mask
@@ -67,7 +68,14 @@ from .names import (
     is_warmup_name,
     rows_named,
 )
-from .startup_first import FirstRowTest, long_first_rows, names_lasting
+from .startup_first import (
+    FirstRowTest,
+    Scan,
+    first_of_each,
+    first_rule_scans,
+    long_first_rows,
+    names_lasting,
+)
 from .step_arrays import step_window_arrays
 
 LONG_LAUNCH_NS = 1_000_000
@@ -173,7 +181,7 @@ def _long_launches(trace: Trace) -> np.ndarray:
     for device_id, busy in device_busy(trace).items():  # a loop over devices
         on = device == device_id
         start, end = launch_start[on], launch_end[on]
-        idle = intervals.overlap_with_union(start, end, busy.gap_starts, busy.gap_ends)
+        idle = overlap_of_few(start, end, busy.gap_starts, busy.gap_ends)  # few long calls, many gaps
         # before its first op the GPU is idle too (the first launch of a program, loading its module)
         idle = idle + np.clip(np.minimum(end, busy.first_start_ns) - start, 0, None)
         found.append(launch_row[on][2 * idle >= end - start])
@@ -313,14 +321,13 @@ _FIRST_API_TABLE = allowed_table(
 )
 
 
-def _no_first_api(trace: Trace, api_rows: np.ndarray, base: np.ndarray) -> bool:
-    """Whether the first_api rule flags no call, known from the compiled pass (first_scan): no process's first call
-    of a name (calls as :func:`_api_candidates` picks them) lasts FIRST_API_MIN_NS with the GPUs idle for half of
-    it; False where the pass does not tell (absent, declined, an API call ending before it starts: the rule's
-    threshold is then another)."""
+def _no_first_api(trace: Trace, scanned: Scan) -> bool:
+    """Whether the first_api rule flags no call, known from the compiled pass (``scanned``: first_rule_scans' answer
+    for it): no process's first call of a name (calls as :func:`_api_candidates` picks them) lasts FIRST_API_MIN_NS
+    with the GPUs idle for half of it; False where the pass does not tell (absent, declined, an API call ending
+    before it starts: the rule's threshold is then another)."""
     cols = event_columns(trace)
-    scanned = long_group_firsts(cols, base, _FIRST_API_TABLE, False, FIRST_API_MIN_NS, api_rows)
-    if scanned is None or scanned[1] < 0:
+    if scanned is None or scanned[1]:
         return False
     firsts = scanned[0]
     return firsts.size == 0 or not bool(
@@ -390,17 +397,6 @@ def host_categories(trace: Trace) -> np.ndarray:
     return memo(trace, "host_categories", compute)
 
 
-def _first_of_each(keys: np.ndarray, name: np.ndarray) -> np.ndarray:
-    """Positions ascending of the first row of each (key, name) pair (``~duplicated()`` of the pairs)."""
-    if keys.size == 0:
-        return np.empty(0, np.int64)
-    order = np.lexsort((name, keys))  # stable: a pair's rows keep their order
-    k, n = keys[order], name[order]
-    first = np.ones(order.size, bool)
-    first[1:] = (k[1:] != k[:-1]) | (n[1:] != n[:-1])
-    return np.sort(order[first])
-
-
 # The name rules (one bit each in dictionary_bits) and the kinds each looks at; the first four flag NAME.
 _NAME_RULES = (
     (is_one_time_api, (RUNTIME, DRIVER)),
@@ -430,8 +426,14 @@ def one_time_work(trace: Trace) -> OneTime:
             rows = rows[(cols.tid[rows] >= 0) & (reason[rows] < 0)]  # host rows: tested at the rows only
             reason[rows] = code
 
-        api = kind_mask(cols.kind, (RUNTIME, DRIVER))
-        api_rows = np.flatnonzero(api)
+        api: list[np.ndarray] = []  # the API rows and their names, read once where asked (often never)
+
+        def api_calls() -> tuple[np.ndarray, np.ndarray]:
+            if not api:
+                rows = np.flatnonzero(kind_mask(cols.kind, (RUNTIME, DRIVER)))
+                api[:] = [rows, cols.name[rows]]
+            return api[0], api[1]
+
         # The five name rules: each candidate name of the dictionary tested once, the rows with a name that
         # passes one found (by comparisons where those are few names: often none), each such row's name bits
         # kept where its kind takes part in the rule (one-time API names on API calls, compile words on ops,
@@ -444,17 +446,26 @@ def one_time_work(trace: Trace) -> OneTime:
             del named
             flag(rows[(bits[cols.name[rows]] & _NAME_RULE_KINDS[cols.kind[rows]] & 0b1111) != 0], NAME)
         # allocation calls: API rows (ascending) with an allocation name, tested at the API rows only (their
-        # names read once, for the first_api rule too)
-        api_names = cols.name[api_rows]
-        allocation = rows_named(api_names, (bits & 0b10000) != 0)
-        alloc_all = np.empty(0, np.int64) if allocation is None else api_rows[np.flatnonzero(allocation)]
-        del allocation
-        del api
+        # names read once, for the first_api rule too); none without an allocation name in the dictionary
+        alloc_all = np.empty(0, np.int64)
+        if ((bits[:-1] & 0b10000) != 0).any():
+            api_rows, api_names = api_calls()
+            allocation = rows_named(api_names, (bits & 0b10000) != 0)
+            assert allocation is not None  # an allocation name is in the dictionary
+            alloc_all = api_rows[np.flatnonzero(allocation)]
         flag(_long_launches(trace), LONG_LAUNCH)
 
         base = host_categories(trace)
-        # no group's first row long enough (usually): no first call, by one compiled pass (first_scan)
-        scanned = long_group_firsts(cols, base, _FIRST_CALL_TABLE, True, FIRST_CALL_MIN_NS)
+        # no group's first row long enough (usually): no first call (nor first API call), by one compiled pass
+        scanned, api_scanned = first_rule_scans(
+            cols,
+            base,
+            _FIRST_CALL_TABLE,
+            _FIRST_API_TABLE,
+            FIRST_CALL_MIN_NS,
+            FIRST_API_MIN_NS,
+            lambda: api_calls()[0],
+        )
         if scanned is not None and scanned[0].size == 0:
             first_rows, medians = np.empty(0, np.int64), np.empty(0)
         else:
@@ -496,7 +507,7 @@ def one_time_work(trace: Trace) -> OneTime:
         alloc_rows = alloc_all[cols.tid[alloc_all] >= 0]
         # the first call of each allocation name on each thread (rows are in start order)
         first_of_name = alloc_rows[
-            _first_of_each(thread_key(cols.pid[alloc_rows], cols.tid[alloc_rows]), cols.name[alloc_rows])
+            first_of_each(thread_key(cols.pid[alloc_rows], cols.tid[alloc_rows]), cols.name[alloc_rows])
         ]
         first_of_name = first_of_name[
             cols.end[first_of_name] - cols.start[first_of_name] >= FIRST_CALL_MIN_NS
@@ -506,12 +517,13 @@ def one_time_work(trace: Trace) -> OneTime:
         # test (host_category_codes gives it to exactly those). The calls that take part are picked here, their
         # rows and names replacing all the calls' (no table-long mask of the blocking calls, and the 8.8M calls of
         # a training export not held twice).
-        if _no_first_api(trace, api_rows, base):
+        if _no_first_api(trace, api_scanned):
             api_rows, api_excess, api_medians = np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0)
         else:
-            api_rows, api_names = _api_candidates(trace, api_rows, api_names, base)
+            api_rows, api_names = _api_candidates(trace, *api_calls(), base)
             api_rows, api_excess, api_medians = _first_api_calls(trace, api_rows, None, api_names)
-        del api_names
+            del api_names
+        api.clear()
         unflagged = reason[api_rows] < 0  # a row another rule flagged is one-time as a whole
         api_rows, api_excess, api_medians = api_rows[unflagged], api_excess[unflagged], api_medians[unflagged]
         reason[api_rows] = FIRST_API
