@@ -9,7 +9,6 @@ the order Kineto records inputs in.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import dataclass
@@ -198,6 +197,8 @@ def _mask_bits(mask_text: str | None) -> int | None:
     """The gradients (INPUT_GRAD | WEIGHT_GRAD) an ``output_mask`` text asks for, None when not recorded."""
     if not mask_text:
         return None
+    import json  # here, not at module level: an analyze of a trace without these texts never loads json (kimp17)
+
     try:
         wanted = json.loads(mask_text.lower())
         return INPUT_GRAD * bool(wanted[0]) | WEIGHT_GRAD * bool(wanted[1])
@@ -440,6 +441,8 @@ def _dtype(name: str, types: list[Any], concrete: list[Any]) -> str | None:
 def _json_list(text: str | None) -> list[Any]:
     if not text:
         return []
+    import json  # here, not at module level: an analyze of a trace without these texts never loads json (kimp17)
+
     try:
         value = json.loads(text)
     except ValueError:
@@ -472,6 +475,8 @@ def _int_list(concrete: list[Any], index: int | None, size: int) -> list[int] | 
     text = _arg(concrete, index)
     if not text:
         return None
+    import json  # here, not at module level: an analyze of a trace without these texts never loads json (kimp17)
+
     try:
         value = json.loads(text)
     except ValueError:

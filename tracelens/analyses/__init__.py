@@ -17,14 +17,17 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-from ..document import Document, summarize
+from ..document import summarize
 from ..memory import release_free_memory, reusing_array_pages
 from ..trace import Trace
 from .column_release import ColumnRelease, run_readers, value_held
 from .derived import forget, reading_as
 from .schedule import LastReaders, run_sections, threads_limit, usable_threads
+
+if TYPE_CHECKING:  # types only: the document's TypedDicts are not imported by analyze (kimp17)
+    from ..document import Document
 
 JSON_SCHEMA_VERSION = "1.1"
 
@@ -365,4 +368,4 @@ def analyze(
         "source": doc.pop("source"),
         "summary": summarize(doc),
     }
-    return cast(Document, {**head, **doc})
+    return cast("Document", {**head, **doc})

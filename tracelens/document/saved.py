@@ -7,11 +7,13 @@ import functools
 import math
 import os
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import InputError
 from .summary import is_current_summary, summarize
-from .types import Document
+
+if TYPE_CHECKING:  # types only: tracelens.document imports without its TypedDicts (kimp17)
+    from .types import Document
 
 
 def _finite(value: Any) -> Any:
@@ -98,4 +100,4 @@ def load_document(path: str | os.PathLike[str]) -> Document:
         raise InputError("not a tracelens analysis document (no schema_version and source)", path=p)
     if not is_current_summary(value.get("summary")):
         value["summary"] = summarize(value)
-    return cast(Document, value)
+    return cast("Document", value)

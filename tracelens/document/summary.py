@@ -3,10 +3,12 @@ the sections (``analyze`` and the multi-rank run document both call :func:`summa
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-from .types import Device, Document, Memcpy, Steps, StepStats, Summary, UtilizationByKind
+if TYPE_CHECKING:  # types only: tracelens.document imports without its TypedDicts (kimp17)
+    from .types import Device, Document, Memcpy, Steps, StepStats, Summary, UtilizationByKind
 
 
 def _device_sum(devices: list[Device], key: str) -> int | None:
@@ -64,7 +66,7 @@ def _step_stats(steps: Steps | None) -> StepStats | None:
 
 def summarize(doc: Document | dict[str, Any]) -> Summary:
     """The ``summary`` block of a document, from its sections (absent sections give nulls)."""
-    doc = cast(Document, doc)
+    doc = cast("Document", doc)
     devices = list(doc.get("devices") or [])
     kernels = doc.get("kernels")
     memcpy = doc.get("memcpy")
@@ -112,13 +114,19 @@ def summary_of(doc: Document | dict[str, Any]) -> Summary:
     """The document's ``summary`` (computed when a document built without one, e.g. by ``analyze(trace,
     sections=[...])`` callers that add sections by hand, lacks it)."""
     summary = doc.get("summary")
-    return cast(Summary, summary) if is_current_summary(summary) else summarize(doc)
+    return cast("Summary", summary) if is_current_summary(summary) else summarize(doc)
 
 
 def is_current_summary(summary: Any) -> bool:
     """Whether a document's ``summary`` has this version's keys (one saved by an older version has other
     names, e.g. the sums over devices that became device-means in schema 1.1)."""
-    return isinstance(summary, dict) and _SUMMARY_KEYS <= summary.keys()
+    return isinstance(summary, dict) and _summary_keys() <= summary.keys()
 
 
-_SUMMARY_KEYS = frozenset(Summary.__annotations__)
+@functools.cache
+def _summary_keys() -> frozenset[str]:
+    # Summary's keys, read when a saved or given summary is checked (renderers, load_document), not at import:
+    # analyze writes a document without importing the TypedDicts (kimp17).
+    from .types import Summary
+
+    return frozenset(Summary.__annotations__)

@@ -10,8 +10,9 @@ docs/json.md over fifteen files and their cross-imports (sections share types su
 # No `from __future__ import annotations` here: with it every field's annotation is a string, which TypedDict turns
 # into a ForwardRef by compiling it (~620 compiles, 4-5 ms of every process that imports the document, the CLI's
 # included); evaluated as written they cost nothing. A type used before its definition needs quotes.
-from dataclasses import dataclass
 from typing import Any, TypedDict
+
+from .device_utilization import DeviceUtilization as DeviceUtilization  # re-exported: a document type
 
 
 class Source(TypedDict):
@@ -25,29 +26,6 @@ class Source(TypedDict):
     world_size: int | None
     event_count: int
     warnings: list[str]
-
-
-@dataclass
-class DeviceUtilization:
-    """One GPU's row of the ``devices`` section, as ``analyses/devices.py`` computes it (defined here, with the
-    document's other types, so that the document layer imports nothing from ``analyses/``)."""
-
-    id: int
-    name: str | None
-    busy_ns: int
-    span_ns: int
-    utilization: float
-    first_start_ns: int
-    last_end_ns: int
-    kernel_count: int
-    kernel_ns: int
-    memcpy_count: int
-    memcpy_ns: int
-    memset_count: int
-    memset_ns: int
-    kernel_union_ns: int
-    copies_only_ns: int
-    memsets_only_ns: int
 
 
 class _DeviceFields(TypedDict):

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import importlib
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..document import Document
 from ..errors import UsageError
+
+if TYPE_CHECKING:  # types only: the document's TypedDicts are not imported by analyze (kimp17)
+    from ..document import Document
 
 RENDERERS = {
     "terminal": "terminal",

@@ -11,17 +11,19 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Literal, cast, overload
+from typing import TYPE_CHECKING, Any, Literal, cast, overload
 
 import numpy as np
 
-from ...document.types import AttributionDevice, Launch, Memcpy, Sync
 from ...replay.engine import native_solver
 from ...trace import Trace
 from ..columns import DeviceBusy, event_columns
 from ..derived import memo
 from ..names import CPU, HOST_CATEGORY_PRIORITY, INPUT, LAUNCH, STARTUP
 from ..startup import host_categories, one_time_work
+
+if TYPE_CHECKING:  # types only: the document's TypedDicts are not imported by analyze (kimp17)
+    from ...document.types import AttributionDevice, Launch, Memcpy, Sync
 
 TOP_NAMES = 5  # evidence lists of top offenders: enough to act on, short enough to read
 ONLY = "any"  # the remedy key of a cause with a single fix table

@@ -8,13 +8,15 @@ evidence speaks for the GPU with the most exposed copy time, so a sentence namin
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ...document.types import MemcpyDeviceKind, MemcpySmallCopies
 from ...units import fmt_bytes, fmt_ns, fmt_pct, plural
 from .. import memcpy as copies
 from .cause import Cause, Context, Evidence, by_framework
 from .wording import mean_note, worst
+
+if TYPE_CHECKING:  # types only: the document's TypedDicts are not imported by analyze (kimp17)
+    from ...document.types import MemcpyDeviceKind, MemcpySmallCopies
 
 NAME = "memcpy"
 # A kind's copies are "pageable", "pinned", "synchronous" or "asynchronous" when at least half their copy time

@@ -15,7 +15,6 @@ Pure functions of the event columns; the counted ops (``flops.flop_ops``) calls 
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import numpy as np
@@ -68,6 +67,8 @@ def forward_match(
 
 
 def _first_two(text: Any) -> tuple[int, int, int, str | None, int]:
+    import json  # here, not at module level: an analyze of a trace without these texts never loads json (kimp17)
+
     try:
         value = json.loads(text) if isinstance(text, str) else None
     except ValueError:

@@ -8,7 +8,6 @@ counts once, at ``addmm``). ``compute`` sums them by class and dtype and compare
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -131,6 +130,8 @@ def _flop_ops(trace: Trace) -> FlopOps:
     # signatures numbered in order of first appearance (drop_duplicates), each evaluated at its first op.
     group = group_numbers([signature[key] for key in keys])
     first = np.unique(group, return_index=True)[1] if group.size else group
+    import json  # here, not at module level: an analyze of a trace without these texts never loads json (kimp17)
+
     modelled = [
         flop_model.op_flops(
             str(names.names[signature["name"][i]]),
