@@ -284,9 +284,30 @@ def test_freed_memory_goes_back_after_each_section_only_on_big_traces() -> None:
     path = ROOT / "fixtures" / "demo.pt.trace.json.gz"
     with pytest.MonkeyPatch.context() as patch:
         small, document = _releases_and_document(patch, path)
-    assert small == 0  # below RELEASE_EACH_MIN_EVENTS: after no section
+    assert small == 1  # below RELEASE_EACH_MIN_EVENTS: after no section; before them, the read's pages
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(tracelens.analyses, "RELEASE_EACH_MIN_EVENTS", 0)
         each, document_each = _releases_and_document(patch, path)
-    assert each == len(SECTIONS)
+    assert each == 1 + len(SECTIONS)
     assert document_each == document
+    # where the sections take the read's pages (MID_ARRAYS_MIN_ROWS to RELEASE_EACH_MIN_EVENTS events): no release
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(tracelens.analyses, "MID_ARRAYS_MIN_ROWS", 0)
+        kept, document_kept = _releases_and_document(patch, path)
+    assert kept == 0
+    assert document_kept == document
+
+
+@pytest.mark.parametrize(
+    ("events", "kept"),
+    [
+        (0, False),
+        ((1 << 20) - 1, False),
+        (1 << 20, True),
+        (1_999_999, True),
+        (2_000_000, False),
+        (10**9, False),
+    ],
+)
+def test_the_read_pages_are_kept_only_in_the_mid_range(events: int, kept: bool) -> None:
+    assert tracelens.analyses.keeps_read_pages(events) is kept

@@ -223,24 +223,19 @@ def _analyze_one(path: str, *, run_name: str | None = None) -> Document:
             return load_document(path)
         import_ahead(["tracelens.ingest", "tracelens.analyses", "tracelens.memory"])
         from . import load
-        from .analyses import RELEASE_EACH_MIN_EVENTS, SECTIONS
+        from .analyses import SECTIONS
         from .analyses import analyze as run_analyses
-        from .memory import MID_ARRAYS_MIN_ROWS, release_free_memory, reusing_array_pages, small_pages
+        from .memory import reusing_array_pages, small_pages
 
         options = {"run": run_name} if run_name else {}
         # not pandas: a section imports it only where it needs a frame (none on a Kineto trace)
         sections = [f"{run_analyses.__module__}.{key}" for key in SECTIONS]
         # the load's and the analyses' buffers, and the reader's and the sections' imports' heap (memory.small_pages);
         # the big arrays the read freed serve the sections' arrays (memory.reusing_array_pages: one scope across
-        # both) where analyze keeps freed memory between its sections and serves the masks from the same cache
-        # (MID_ARRAYS_MIN_ROWS to RELEASE_EACH_MIN_EVENTS events): on the 406 MB Kineto trace 20K page faults fewer
-        # at the same peak. Elsewhere they go back after the read as before (on smaller traces the sections would
-        # not take them all: held through them, +10% peak at 136K events; benchmarks/results/kflt15.md)
+        # both) where analyze keeps them (analyses.keeps_read_pages; elsewhere it hands them back first)
         with small_pages(), reusing_array_pages():
             import_ahead(_reader_module(path))
             trace = load(path, **options)
-            if not MID_ARRAYS_MIN_ROWS <= trace.num_events < RELEASE_EACH_MIN_EVENTS:
-                release_free_memory()
             import_ahead(sections)
             # the trace is this call's alone: its event columns go as soon as no section still to run reads them
             return run_analyses(trace, release_columns=True)

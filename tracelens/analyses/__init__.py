@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 from ..document import summarize
-from ..memory import release_free_memory, reusing_array_pages
+from ..memory import MID_ARRAYS_MIN_ROWS, release_free_memory, reusing_array_pages
 from ..trace import Trace
 from .column_release import ColumnRelease, run_readers, value_held
 from .derived import forget, reading_as
@@ -163,6 +163,16 @@ EXCLUSIVE_MIN_EVENTS = 16_000_000
 # (fresh processes, 3-6 rounds: 406 MB tile 1.5M events, peak 422-439 MiB against 456 before the page-cache change;
 # 526 MiB tile 547 MiB against 548; benchmarks/results/kflt15.md).
 RELEASE_EACH_MIN_EVENTS = 2_000_000
+
+
+def keeps_read_pages(num_events: int) -> bool:
+    """Whether analyze's sections take the big arrays' pages the read freed, where the caller keeps one page scope
+    open across the read and the analysis (memory.reusing_array_pages: the CLI): from MID_ARRAYS_MIN_ROWS events
+    (the page cache serves the masks too) to RELEASE_EACH_MIN_EVENTS (no section hands memory back); on the 406
+    MB Kineto trace 20K page faults fewer at the same peak. Elsewhere analyze hands them back first: on smaller
+    traces the sections would not take them all (held through them, +10% peak at 136K events), on bigger ones
+    each section's release would (benchmarks/results/kflt15.md)."""
+    return MID_ARRAYS_MIN_ROWS <= num_events < RELEASE_EACH_MIN_EVENTS
 
 
 def exclusive_keys(keys: list[str], num_events: int) -> list[str]:
@@ -346,6 +356,8 @@ def analyze(
     independent = run_order(keys)  # the sections that read no other first, in priority order
     exclusive = exclusive_keys(independent, trace.num_events)
     ahead = [DIAGNOSIS_AHEAD] if "diagnosis" in keys else []
+    if not keeps_read_pages(trace.num_events):
+        release_free_memory()  # the read's freed pages, where a caller's page scope still holds them (the CLI)
     with threads_limit(threads), reusing_array_pages(trace.num_events):
         # the columns no section of this run reads (kernel launch geometry: the load kept what it gives)
         release(None)
