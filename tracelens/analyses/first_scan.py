@@ -43,6 +43,17 @@ def allowed_table(kinds: Iterable[str], categories: dict[str, Iterable[int] | No
     return table.reshape(-1)
 
 
+def plain_rule_columns(cols: EventColumns, category: np.ndarray) -> bool:
+    """Whether the columns the startup rules' compiled passes read are plain arrays of the widths they take: kind
+    and category int8, name, pid and tid int32 or int64, start and end int64 (:func:`values.plain_ints`)."""
+    return (
+        plain_ints(cols.kind, (1,))
+        and plain_ints(category, (1,))
+        and all(plain_ints(a, (4, 8)) for a in (cols.name, cols.pid, cols.tid))
+        and all(plain_ints(a, (8,)) for a in (cols.start, cols.end))
+    )
+
+
 def long_group_firsts(
     cols: EventColumns,
     category: np.ndarray,
@@ -60,14 +71,7 @@ def long_group_firsts(
     not be its first row) or, by thread, one of their thread ids is 2^32 or more."""
     if _compiled is None or not hasattr(_compiled, "long_group_firsts"):
         return None
-    plain = (
-        plain_ints(cols.kind, (1,))
-        and plain_ints(category, (1,))
-        and all(plain_ints(a, (4, 8)) for a in (cols.name, cols.pid, cols.tid))
-        and all(plain_ints(a, (8,)) for a in (cols.start, cols.end))
-        and (rows is None or plain_ints(rows, (4, 8)))
-    )
-    if not plain:
+    if not plain_rule_columns(cols, category) or not (rows is None or plain_ints(rows, (4, 8))):
         return None
     found, least = _compiled.long_group_firsts(
         rows,

@@ -12,9 +12,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..values import plain_ints
 from .columns import EventColumns
-from .first_scan import long_group_firsts
+from .first_scan import long_group_firsts, plain_rule_columns
 from .grouping import group_codes, group_firsts, group_medians, medians_of
 from .names import HOST_CATEGORY_PRIORITY
 
@@ -69,14 +68,7 @@ def _compiled_scans(
     """:func:`first_rule_scans` by the compiled walk; None where it is absent or the columns are not plain arrays."""
     if _compiled is None or not hasattr(_compiled, "first_rule_scans"):
         return None
-    plain = (
-        plain_ints(cols.kind, (1,))
-        and plain_ints(category, (1,))
-        and all(plain_ints(a, (4, 8)) for a in (cols.name, cols.pid, cols.tid))
-        and all(plain_ints(a, (8,)) for a in (cols.start, cols.end))
-        and call_table.shape == api_table.shape
-    )
-    if not plain:
+    if not plain_rule_columns(cols, category) or call_table.shape != api_table.shape:
         return None
     allowed = (call_table != 0).astype(np.uint8) | ((api_table != 0).astype(np.uint8) << 1)
     call, api = _compiled.first_rule_scans(
