@@ -36,6 +36,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "_group_set.h"
+
 static int get(PyObject *obj, Py_buffer *view, int writable, const char *name) {
     if (PyObject_GetBuffer(obj, view, writable ? (PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) : PyBUF_C_CONTIGUOUS) < 0)
         return -1;
@@ -1543,45 +1545,6 @@ done:
  * finds those groups' first rows, testing only the rows of their names, and stops once each is found (first rows
  * come early). The GIL is released during the walks. */
 
-typedef struct {
-    uint64_t outer;
-    int64_t inner;
-    int used, seen;
-} group_slot_t;
-
-static inline uint64_t group_hash(uint64_t outer, int64_t inner) {
-    return (outer * 0x9E3779B97F4A7C15ULL) ^ ((uint64_t)inner * 0xC2B2AE3D27D4EB4FULL);
-}
-
-/* The long groups: an open-addressing set of (outer, name) pairs, doubled at half full. */
-typedef struct {
-    group_slot_t *slot;
-    int64_t size, count;
-    int shift;
-} group_set_t;
-
-static group_slot_t *group_find(group_set_t *g, uint64_t outer, int64_t inner) {
-    uint64_t mask = (uint64_t)(g->size - 1), at = group_hash(outer, inner) >> g->shift;
-    while (g->slot[at].used && (g->slot[at].outer != outer || g->slot[at].inner != inner)) at = (at + 1) & mask;
-    return &g->slot[at];
-}
-
-/* 0, or -1 (no memory). */
-static int group_add(group_set_t *g, uint64_t outer, int64_t inner) {
-    group_slot_t *at = group_find(g, outer, inner);
-    if (at->used) return 0;
-    *at = (group_slot_t){outer, inner, 1, 0};
-    if (2 * ++g->count <= g->size) return 0;
-    group_set_t bigger = {calloc((size_t)g->size * 2, sizeof(group_slot_t)), g->size * 2, 0, g->shift - 1};
-    if (!bigger.slot) return -1;
-    for (int64_t q = 0; q < g->size; q++)
-        if (g->slot[q].used) *group_find(&bigger, g->slot[q].outer, g->slot[q].inner) = g->slot[q];
-    bigger.count = g->count;
-    free(g->slot);
-    *g = bigger;
-    return 0;
-}
-
 /* The j-th row looked at's event row, or -1 where it is not one (outside the table, or its kind or category
  * outside the table of allowed pairs: -2) or not allowed. */
 static inline int64_t allowed_row(const void *rows, int row_size, int64_t j, int64_t events, const int8_t *kind,
@@ -1591,10 +1554,6 @@ static inline int64_t allowed_row(const void *rows, int row_size, int64_t j, int
     int64_t k = kind[i], c = category[i];
     if (k >= kinds || c < -1 || c >= categories) return -2;
     return allowed[(k < 0 ? kinds : k) * (categories + 1) + c + 1] ? i : -1;
-}
-
-static inline uint64_t group_outer(int by_thread, int64_t pid, int64_t tid) {
-    return by_thread ? ((uint64_t)(uint32_t)pid << 32) | (uint32_t)tid : (uint64_t)pid;
 }
 
 /* 0: done; 1: the starts do not ascend or a tid is too wide (no answer); -1: no memory; -2: a kind or category

@@ -22,6 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../_group_set.h"
+
 /* No fused multiply-add: pandas' update rounds the product and the sum apart. */
 #if defined(__GNUC__) && !defined(__clang__)
 #define NO_CONTRACT __attribute__((optimize("fp-contract=off")))
@@ -452,61 +454,19 @@ done:
  * the long groups' first rows (none without long rows), both rules at once. The GIL is released. */
 
 typedef struct {
-    uint64_t outer;
-    int64_t inner;
-    int used, seen;
-} fr_slot_t;
-
-typedef struct {
-    fr_slot_t *slot;
-    int64_t size, count;
-    int shift;
-} fr_set_t;
-
-static inline uint64_t fr_hash(uint64_t outer, int64_t inner) {
-    return (outer * 0x9E3779B97F4A7C15ULL) ^ ((uint64_t)inner * 0xC2B2AE3D27D4EB4FULL);
-}
-
-static fr_slot_t *fr_find(fr_set_t *g, uint64_t outer, int64_t inner) {
-    uint64_t mask = (uint64_t)(g->size - 1), at = fr_hash(outer, inner) >> g->shift;
-    while (g->slot[at].used && (g->slot[at].outer != outer || g->slot[at].inner != inner)) at = (at + 1) & mask;
-    return &g->slot[at];
-}
-
-/* 0, or -1 (no memory); the set doubled at half full. */
-static int fr_add(fr_set_t *g, uint64_t outer, int64_t inner) {
-    fr_slot_t *at = fr_find(g, outer, inner);
-    if (at->used) return 0;
-    *at = (fr_slot_t){outer, inner, 1, 0};
-    if (2 * ++g->count <= g->size) return 0;
-    fr_set_t bigger = {calloc((size_t)g->size * 2, sizeof(fr_slot_t)), g->size * 2, 0, g->shift - 1};
-    if (!bigger.slot) return -1;
-    for (int64_t q = 0; q < g->size; q++)
-        if (g->slot[q].used) *fr_find(&bigger, g->slot[q].outer, g->slot[q].inner) = g->slot[q];
-    bigger.count = g->count;
-    free(g->slot);
-    *g = bigger;
-    return 0;
-}
-
-typedef struct {
     int by_thread, bad, negative;
     int64_t min_first, top_name, found, seen;
-    fr_set_t groups;
+    group_set_t groups;
     uint8_t *long_name;
     int64_t *out;
 } fr_rule_t;
 
 /* The rule's long groups emptied (a quick walk given up for the general one). */
 static void fr_reset(fr_rule_t *r) {
-    memset(r->groups.slot, 0, (size_t)r->groups.size * sizeof(fr_slot_t));
+    memset(r->groups.slot, 0, (size_t)r->groups.size * sizeof(group_slot_t));
     r->groups.count = 0;
     r->top_name = -1;
     r->bad = r->negative = 0;
-}
-
-static inline uint64_t fr_outer(int by_thread, int64_t pid, int64_t tid) {
-    return by_thread ? ((uint64_t)(uint32_t)pid << 32) | (uint32_t)tid : (uint64_t)pid;
 }
 
 /* Whether the rule still looks for first rows in the second walk. */
@@ -521,7 +481,7 @@ static __attribute__((noinline)) int fr_long_row(fr_rule_t *rule, int64_t i, int
     int64_t p = int_at(pid, pid_size, i);
     for (int r = 0; r < 2; r++) {
         if (!(r ? long1 : long0)) continue;
-        if (fr_add(&rule[r].groups, fr_outer(rule[r].by_thread, p, t), nm) < 0) return -1;
+        if (group_add(&rule[r].groups, group_outer(rule[r].by_thread, p, t), nm) < 0) return -1;
         if (nm > rule[r].top_name) rule[r].top_name = nm;
     }
     return 0;
@@ -666,7 +626,7 @@ static int first_rules_pass(int64_t n, const int8_t *kind, const int8_t *categor
         int64_t p = int_at(pid, pid_size, i);
         for (int r = 0; r < 2; r++) {
             if (!want[r]) continue;
-            fr_slot_t *g = fr_find(&rule[r].groups, fr_outer(rule[r].by_thread, p, t), nm);
+            group_slot_t *g = group_find(&rule[r].groups, group_outer(rule[r].by_thread, p, t), nm);
             if (!g->used || g->seen) continue;
             g->seen = 1;
             rule[r].seen++;
@@ -726,7 +686,7 @@ static PyObject *first_rule_scans(PyObject *self, PyObject *args) {
         goto done;
     }
     for (int r = 0; r < 2; r++) {
-        rule[r].groups.slot = calloc(64, sizeof(fr_slot_t));
+        rule[r].groups.slot = calloc(64, sizeof(group_slot_t));
         if (!rule[r].groups.slot) {
             PyErr_NoMemory();
             goto done;
