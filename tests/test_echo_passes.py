@@ -7,30 +7,18 @@ pieces built with ``window_split.intersect`` (less a list's times: in its holes;
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_union_cover import _pieces, _windows, split_gaps_both_ways  # the same made-up windows, pieces, rows
 
 from tracelens import intervals
-from tracelens.analyses import host_split, level_cut, window_split
+from tracelens.analyses import level_cut, window_split
 
 pytestmark = pytest.mark.skipif(
     not level_cut.echo_passes_available(), reason="the compiled pass is not built"
 )
-
-
-def _windows(rng: np.random.Generator, count: int, span: int) -> tuple[np.ndarray, np.ndarray]:
-    edges = np.sort(rng.integers(0, span, 2 * count))  # touching, empty and tied windows likely
-    return edges[0::2].astype(np.int64), edges[1::2].astype(np.int64)
-
-
-def _pieces(rng: np.random.Generator, count: int, span: int, ws: np.ndarray, we: np.ndarray) -> tuple:
-    s = np.sort(rng.integers(0, span, count))
-    e = s + rng.integers(0, span // 10 + 1, count)
-    return window_split.cut(*intervals.merge(s, e), ws, we)
 
 
 def _int64(*arrays: object) -> tuple:
@@ -127,35 +115,6 @@ def test_echo_cover_and_spans_edge_cases() -> None:
     assert level_cut.clipped_totals(one, _int64([5, 1], [6, 2], [0, 0]), _int64([], []), True, which) is None
 
 
-def _split_both_ways(size: int, gaps: int, seed: int, copy_share: float) -> None:
-    import pandas as pd
-
-    rng = np.random.default_rng(seed)
-    span = 1000
-    events = 2 * size + 1
-    start = np.sort(rng.integers(0, span, events))
-    rows = SimpleNamespace(
-        cols=SimpleNamespace(start=start, end=start + rng.integers(0, span // 6 + 1, events)),
-        row=np.sort(rng.choice(events, size, replace=False)).astype(np.int32),
-        category=rng.choice(np.arange(5, dtype=np.int8), size, p=[0.05, 0.15, 0.1, 0.35, 0.35]),
-        thread=rng.integers(0, 2, size).astype(np.int8),
-        sync_copy=rng.random(size) < copy_share,
-        threads=pd.DataFrame({"pid": np.zeros(2, np.int32), "tid": np.arange(2, dtype=np.int32)}),
-    )
-    ws, we = _windows(rng, gaps, span + span // 4)
-    busy = intervals.gaps(ws, we) if ws.size else _int64([], [])
-    which = np.argsort(-(we - ws), kind="stable")[:3]
-    answers = []
-    for hidden in (False, True):
-        with pytest.MonkeyPatch.context() as patch:
-            if hidden:
-                patch.setattr(level_cut, "echo_passes_available", lambda: False)
-            got = host_split.split_gaps(ws, we, rows, np.arange(2), busy, which)  # type: ignore[arg-type]
-        answers.append([got.totals, got.chosen, got.sync_copy_ns, got.starts_in_sync, *got.unexplained])
-    for x, y in zip(*answers, strict=True):
-        assert np.array_equal(np.asarray(x), np.asarray(y))
-
-
 @settings(max_examples=80, deadline=None)
 @given(
     size=st.integers(0, 200),
@@ -167,4 +126,4 @@ def test_split_gaps_same_with_and_without_echo_passes(
     size: int, gaps: int, seed: int, copy_share: float
 ) -> None:
     """The echo measured against the echo built (the passes hidden), sync rows and echoes likely."""
-    _split_both_ways(size, gaps, seed, copy_share)
+    split_gaps_both_ways(size, gaps, seed, copy_share, "echo_passes_available")

@@ -83,6 +83,12 @@ def test_union_cover_edge_cases() -> None:
 @given(size=st.integers(0, 200), gaps=st.integers(0, 40), seed=st.integers(0, 2**32 - 1))
 def test_split_gaps_same_with_and_without_union_cover(size: int, gaps: int, seed: int) -> None:
     """The fused tail of ``_split_pieces`` against the built unions (the pass hidden), sync rows likely."""
+    split_gaps_both_ways(size, gaps, seed, 0.3, "union_cover_available")
+
+
+def split_gaps_both_ways(size: int, gaps: int, seed: int, copy_share: float, hidden_pass: str) -> None:
+    """``host_split.split_gaps`` on made-up host rows (``copy_share`` of them sync copies) and gaps, with the
+    compiled pass that ``level_cut.<hidden_pass>`` says is built and with it hidden: the same answers."""
     from types import SimpleNamespace
 
     import pandas as pd
@@ -96,7 +102,7 @@ def test_split_gaps_same_with_and_without_union_cover(size: int, gaps: int, seed
         row=np.sort(rng.choice(events, size, replace=False)).astype(np.int32),
         category=rng.choice(np.arange(5, dtype=np.int8), size, p=[0.05, 0.15, 0.1, 0.35, 0.35]),
         thread=rng.integers(0, 2, size).astype(np.int8),
-        sync_copy=rng.random(size) < 0.3,
+        sync_copy=rng.random(size) < copy_share,
         threads=pd.DataFrame({"pid": np.zeros(2, np.int32), "tid": np.arange(2, dtype=np.int32)}),
     )
     ws, we = _windows(rng, gaps, span + span // 4)
@@ -106,7 +112,7 @@ def test_split_gaps_same_with_and_without_union_cover(size: int, gaps: int, seed
     for hidden in (False, True):
         with pytest.MonkeyPatch.context() as patch:
             if hidden:
-                patch.setattr(level_cut, "union_cover_available", lambda: False)
+                patch.setattr(level_cut, hidden_pass, lambda: False)
             got = host_split.split_gaps(ws, we, rows, np.arange(2), busy, which)  # type: ignore[arg-type]
         answers.append([got.totals, got.chosen, got.sync_copy_ns, got.starts_in_sync, *got.unexplained])
     for x, y in zip(*answers, strict=True):
