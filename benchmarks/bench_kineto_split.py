@@ -1,6 +1,11 @@
 """The Kineto reader's main-thread share (issue 28): inflating the ``.json.gz`` and cutting it into event blocks
 (``kineto/split.py``'s ``split_stream`` with the reader's block size and ring), against ISA-L's inflate alone
 (the raw reader into one reused buffer, and ``igzip.open(...).read(8 MiB)`` as bench_kineto_load.py's floor).
+Two more variants place the rest of the load against those: ``split + scan``, the same cut with each block
+scanned by the native scanner (``native.scan_raw``) on one worker thread, at most two blocks in flight in a ring
+of three, as the reader runs a gzipped file on two cores, and nothing else (no block columns, no table); and
+``tracelens.load``, the whole load. What ``tracelens.load`` takes beyond ``split + scan`` is the table's build:
+the blocks' columns, their adding, ``Columns.finish`` and enrichment.
 
 Each round runs every variant once in one process, under the load's memory policy (``memory.small_pages``),
 with CPU time (user + system) of the process and page faults from its rusage; medians over rounds. A variant
@@ -57,10 +62,33 @@ def cut():
     for _ in split.split_stream(path, Quiet(), block_bytes, 2 * workers + 1):
         pass
 
+def cut_and_scan():
+    from collections import deque
+    from concurrent.futures import ThreadPoolExecutor
+    from tracelens.ingest.kineto import native
+
+    pending = deque()
+    with ThreadPoolExecutor(1) as worker:
+        for kind, payload, _shift in split.split_stream(path, Quiet(), reader.BLOCK_BYTES, 3):
+            if kind == "events":
+                pending.append(worker.submit(native.scan_raw, payload.pieces()))
+                while len(pending) > 2:  # its buffer is read into again once two more blocks are cut
+                    pending.popleft().result()
+        while pending:
+            pending.popleft().result()
+
+def load():
+    import tracelens
+    tracelens.load(path)
+
 out = {}
+variants = (
+    ("igzip floor", floor_igzip), ("raw floor", floor_raw), ("split_stream", cut),
+    ("split + scan", cut_and_scan), ("tracelens.load", load),
+)
 with memory.small_pages():
     for _ in range(rounds):
-        for name, work in (("igzip floor", floor_igzip), ("raw floor", floor_raw), ("split_stream", cut)):
+        for name, work in variants:
             before = resource.getrusage(resource.RUSAGE_SELF)
             cpu, wall = time.process_time(), time.perf_counter()
             work()
