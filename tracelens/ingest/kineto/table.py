@@ -238,10 +238,10 @@ class Columns:
         op_rows = parts.pop("op_rows")
         # the op rows' starts (few), to place them once the starts are sorted
         op_starts = np.take(start, op_rows)
-        # The order and the starts in it, on the pool: the joined starts (a row chunk: row_chunks.py) are freed
-        # there as soon as they are taken, so that the next big arrays (the other keys' gathers) take their pages.
-        ordering = background.submit(_sorted_by_start, start)
-        del start
+        # The order on the pool (the starts in it are taken there after: this thread goes on with the order, and
+        # the joined starts, a row chunk (row_chunks.py), are freed as soon as they are taken, so that the next big
+        # arrays (the other keys' gathers) take their pages).
+        ordering = background.submit(np.argsort, start, kind="stable")
         name_blocks = parts.pop_blocks("name")
         kind_valid = parts.pop("kind_valid")
         # "cudaLaunchKernel_v7000" and "cudaLaunchKernel" are one name: merge codes after dropping suffixes.
@@ -265,10 +265,23 @@ class Columns:
         # the background while the order is computed, where no two share an id (else once they are placed).
         launch_records = {k: parts.pop(k) for k in ("launch_correlation", "launch_pid")}
         by_id = background.submit(launches_by_id, *launch_records.values())
+        # The devices of the GPU rows (the device column holds no other value) found in the background while the
+        # order is computed: the table holds them in another order, but the device table lists them distinct.
+        base = int_or_none(document.get("baseTimeNanoseconds")) or 0
+        device_values = with_fallback(parts, "device", "gpu_pid")  # (GPU rows in file order)
+        launch_codes = np.bincount(
+            np.take(name_of_raw, np.flatnonzero(self.launch_name)), minlength=len(names)
+        )
+        api_names = [names[c] for c in np.flatnonzero(launch_codes)]  # distinct, in name order
+        devices = background.submit(device_table, document.get("deviceProperties"), device_values, api_names)
         # Whether the int64 pid and tid columns hold the ids exactly (a device row's pid is its launch's, a
         # host row's pid); where not (fractional or huge ids), the depth is computed now, from the floats.
         ids_exactly, nested_any = self.ids_exactly, self.nested_any
-        order, start = ordering.result()
+        order = ordering.result()
+        # the table's starts (relative to the first: the table is in start order), first in the pool's queue
+        origin = int(start[order[0]])
+        starting = background.submit(_relative_starts, start, order, origin)
+        del start
         floats = (
             None
             if ids_exactly or not nested_any
@@ -297,14 +310,12 @@ class Columns:
                 _id_column_joined, parts, order, kind_valid, "external_id", "external_id"
             ),
         }
-        # the op rows (few) placed by their starts among the sorted starts
-        kept_op, at_op = placed_rows(op_rows, op_starts, start, order)
-        del op_rows, op_starts
-        origin = int(start[0])  # the table is in start order
-        rel_start = start
-        rel_start -= origin
-        del start
         name_code = np.take(name_code, order)
+        # the op rows (few) placed by their starts among the sorted starts
+        rel_start = starting.result()
+        op_starts -= origin
+        kept_op, at_op = placed_rows(op_rows, op_starts, rel_start, order)
+        del op_rows, op_starts
         kept_gpu, at = placing.result()
         del gpu_rows
         op = records_taken(parts, kept_op, (*OP_NUMBERS, *OP_TEXTS))
@@ -320,10 +331,9 @@ class Columns:
         # order) at the GPU rows that use it only: all of them, the device-side rows, the kernels or the syncs.
         gpu_kind = kind[at]
         gpu_is_kernel = gpu_kind == KIND_CODE[KERNEL]
-        base = int_or_none(document.get("baseTimeNanoseconds")) or 0
         # Kineto's GPU "pid" is the device index and its "tid" the stream: fallbacks when args lack them (chosen
         # in file order, then put in table order: one gather each).
-        device_values = np.take(with_fallback(parts, "device", "gpu_pid"), kept_gpu)
+        device_values = np.take(device_values, kept_gpu)
         # The host pid of device rows: their launch's, by correlation id (GPU annotations: none).
         device_rows = np.flatnonzero(DEVICE_SIDE[gpu_kind])
         kept_device = np.take(kept_gpu, device_rows)
@@ -338,12 +348,6 @@ class Columns:
             (launches, device_correlation) if device_pid is None else device_pid,
             at_device,
         )
-        # the devices of the GPU rows (the device column holds no other value), found in the background
-        launch_codes = np.bincount(
-            np.take(name_of_raw, np.flatnonzero(self.launch_name)), minlength=len(names)
-        )
-        api_names = [names[c] for c in np.flatnonzero(launch_codes)]  # distinct, in name order
-        devices = background.submit(device_table, document.get("deviceProperties"), device_values, api_names)
         # the end in the duration's array (not needed after): start + max(duration, 0), an end before the start
         # being the start (as build_store clamps it)
         end = joined.pop("duration").result()
@@ -489,10 +493,11 @@ class Columns:
         return Trace(events=events, devices=devices.result(), metadata=metadata)
 
 
-def _sorted_by_start(start: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The rows' table order (the stable sort by ``start``) and the starts in it."""
-    order = np.argsort(start, kind="stable")
-    return order, np.take(start, order)
+def _relative_starts(start: np.ndarray, order: np.ndarray, origin: int) -> np.ndarray:
+    """The starts in table ``order``, less ``origin``."""
+    taken = np.take(start, order)
+    taken -= origin
+    return taken
 
 
 def _host_depth(store: EventStore) -> pa.Array | SparseColumn:
