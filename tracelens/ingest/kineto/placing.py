@@ -87,12 +87,24 @@ def records_taken(parts: Appended, kept: np.ndarray, keys: tuple[str, ...]) -> d
 def launches_by_id(correlation: np.ndarray, pid: np.ndarray) -> LaunchIndex | None:
     """:func:`sorted_launches` of the launches in file order where no two share a correlation id: the table
     order only decides the order among equal ids, so it is not waited for (and the launches are not placed);
-    None where some share one."""
+    None where some share one. Where the ids are all integers that int64 holds, the index's ids are those
+    int64s (:func:`launch_pid` compares them to float ids as it compares the floats)."""
+    ints = integer_ids(correlation)
+    if ints is not None:
+        # Integer ids (correlation ids are): sorted as int64, the int64 ids standing for the floats too (each is
+        # its float exactly, so they compare equal where the floats do): one 8-byte array a launch fewer, and
+        # the int64 sort is the faster. (The ids' copy freed before the pids' gather, which may take its memory.)
+        by_id = np.argsort(ints, kind="stable")
+        ids = np.take(ints, by_id)
+        del ints
+        if ids.size > 1 and bool(np.any(ids[1:] == ids[:-1])):
+            return None
+        return ids, np.take(pid, by_id), ids
     by_id = np.argsort(correlation, kind="stable")
     ids = correlation[by_id]
     if ids.size > 1 and bool(np.any(ids[1:] == ids[:-1])):
         return None
-    return ids, pid[by_id], integer_ids(ids)
+    return ids, pid[by_id], None
 
 
 def sorted_launches(records: dict[str, np.ndarray]) -> LaunchIndex:
