@@ -66,3 +66,37 @@ def test_fractional_ids_keep_the_float_path() -> None:
     assert got is not None and got[0].dtype == np.float64 and got[2] is None
     np.testing.assert_array_equal(got[0], [1.0, 2.5, 3.0])
     np.testing.assert_array_equal(got[1], [2.0, 1.0, 3.0])
+
+
+@pytest.mark.parametrize("integer", [True, False])
+@pytest.mark.parametrize("case", ["all found", "one absent", "one NaN", "one row", "no row"])
+def test_launch_pid_where_every_id_is_found_and_where_not(integer: bool, case: str) -> None:
+    """launch_pid's gather (every needle an id of some launch, none NaN) and its placing path against a direct
+    search."""
+    rng = np.random.default_rng(11)
+    ids = np.sort(rng.choice(50_000, 5_000, replace=False)).astype(np.float64)
+    if not integer:
+        ids += 0.5
+    pids = rng.integers(1, 9, ids.size).astype(np.float64)
+    pids[::13] = -0.0
+    needles = np.sort(rng.choice(ids, 3_000))
+    if case == "one absent":
+        needles[100] = ids[5] + 0.25
+    elif case == "one NaN":
+        needles[-1] = np.nan
+    elif case == "one row":
+        needles = needles[:1]
+    elif case == "no row":
+        needles = needles[:0]
+    index = (
+        placing.launches_by_id(ids, pids)
+        if integer
+        else placing.sorted_launches({"launch_correlation": ids, "launch_pid": pids})
+    )
+    assert index is not None
+    got = placing.launch_pid(index, needles)
+    pos = np.clip(np.searchsorted(ids, needles), 0, ids.size - 1)
+    want = np.where(ids[pos] == needles, pids[pos], np.nan)
+    assert got.dtype == np.float64 and got.shape == needles.shape
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))

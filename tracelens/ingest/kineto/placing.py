@@ -25,13 +25,18 @@ def launch_pid(index: LaunchIndex | tuple[np.ndarray, np.ndarray], correlation: 
     is NaN."""
     corr, pids = index[0], index[1]
     ints = index[2] if len(index) == 3 else integer_ids(corr)
-    out = np.full(correlation.size, np.nan)
     if corr.size == 0:
-        return out
-    rows = np.flatnonzero(~np.isnan(correlation))
-    pos = _search_left(corr, ints, correlation[rows])
+        return np.full(correlation.size, np.nan)
+    # the ids to look up: all of them where none is NaN (device rows carry one: no row list, no selection)
+    rows = None if not np.isnan(correlation).any() else np.flatnonzero(~np.isnan(correlation))
+    needles = correlation if rows is None else correlation[rows]
+    pos = _search_left(corr, ints, needles)
     pos_clipped = np.minimum(pos, corr.size - 1)
-    hit = corr[pos_clipped] == correlation[rows]
+    hit = corr[pos_clipped] == needles
+    if rows is None and bool(hit.all()):  # every id has its launch: each row's pid gathered, nothing to place
+        return np.take(pids, pos_clipped)
+    out = np.full(correlation.size, np.nan)
+    rows = np.arange(correlation.size) if rows is None else rows
     out[rows[hit]] = pids[pos_clipped[hit]]
     return out
 

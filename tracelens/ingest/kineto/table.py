@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import re
 from concurrent.futures import Executor, Future
 from pathlib import Path
 from typing import Any
@@ -43,6 +42,7 @@ from .blocks import (
 from .devices import device_table
 from .fields import DEVICE_FIELDS, OP_NUMBERS, OP_TEXTS
 from .gpu_columns import field_at, geometry, gpu_placed, shared_memory, stream_column, with_fallback
+from .labels import Interner, memcpy_kinds, sync_label
 from .named_kinds import KIND_MASK, VALID_BIT, NameFlags, ready_block
 from .placing import (
     LaunchIndex,
@@ -87,64 +87,19 @@ _RECORD_KEYS = (
 )
 
 
-_MEMCPY_NAME = re.compile(r"^Memcpy (\w+) \((\w+) -> (\w+)\)")
-_SYNC_KINDS = {
-    "stream sync": "stream_sync",
-    "event sync": "event_sync",
-    "stream wait event": "stream_wait_event",
-    "context sync": "context_sync",
-}
-_MEMORY_KINDS = {
-    "pageable": "pageable",
-    "pinned": "pinned",
-    "device": "device",
-    "managed": "managed",
-    "array": "array",
-    "host": "host",
-}
-
-
-class _Interner:
-    """Strings -> stable small ints across blocks (names, sync kinds)."""
-
-    def __init__(self) -> None:
-        self.codes: dict[str, int] = {}
-        self.values: list[str] = []
-
-    def merge(self, codes: np.ndarray, uniques: list[str]) -> np.ndarray:
-        """A block's local codes as global codes."""
-        return np.take(self.mapping(uniques), codes)  # -1 (missing) takes the trailing -1
-
-    def mapping(self, uniques: list[str]) -> np.ndarray:
-        """The global codes of a block's strings (int32), with a trailing -1 for its missing code (-1)."""
-        # Looked up in one pass (most of a block's strings were seen in earlier blocks); only the new ones
-        # are added, in the block's order. This runs on the thread that inflates the file, once per block.
-        found = list(map(self.codes.get, uniques))
-        if None in found:
-            found = [self._code(u) if c is None else c for u, c in zip(uniques, found, strict=True)]
-        return np.array(found + [-1], dtype=np.int32)
-
-    def _code(self, value: str) -> int:
-        code = self.codes.get(value)
-        if code is None:
-            code = self.codes[value] = len(self.values)
-            self.values.append(value)
-        return code
-
-
 class Columns:
     """Accumulates blocks' numpy columns (each made ready by :func:`prepare_block`); :meth:`finish` builds the
     Trace."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.names = _Interner()
+        self.names = Interner()
         # Each block's name codes as global codes (the blocks' "name" arrays keep their own codes: looked up once,
         # in finish), and the flags names give kinds (shared with the threads that make blocks ready).
         self.name_maps: list[np.ndarray] = []
         self.name_flags = NameFlags()
-        self.sync_kinds = _Interner()
-        self.op_texts = {name: _Interner() for name in OP_TEXTS}
+        self.sync_kinds = Interner()
+        self.op_texts = {name: Interner() for name in OP_TEXTS}
         # The blocks' arrays by key (joined-block rows: rows of all blocks in file order; joined when read), and
         # what finish needs of the rest: whether all pid and tid values are held exactly by the int64 columns
         # (else each block's floats, by its first joined row), whether some host row nests on a thread, and
@@ -348,26 +303,38 @@ class Columns:
             (launches, device_correlation) if device_pid is None else device_pid,
             at_device,
         )
-        # the end in the duration's array (not needed after): start + max(duration, 0), an end before the start
-        # being the start (as build_store clamps it)
-        end = joined.pop("duration").result()
-        end += rel_start  # (the durations clamped at 0 in add)
-
         # the device-side and kernel rows among the GPU rows: their table rows and their index into the GPU
         # rows in file order (each found once)
         kernels = np.flatnonzero(gpu_is_kernel)
         # the kernels' table rows in their stored type once: the kernel columns' SparseColumns share one array
         kernel_rows = (np.take(kept_gpu, kernels), at[kernels].astype(np.int32 if m < 2**31 else np.int64))
+        # The GPU fields' columns queued now, behind the pid: the pool builds them while this thread makes the
+        # end and the copies', syncs' and steps' columns (queued after those, they left a pool thread idle).
+        shared = background.submit(shared_memory, parts, *kernel_rows, m)
+        grid = background.submit(geometry, parts, "grid", *kernel_rows, m)
+        block = background.submit(geometry, parts, "block", *kernel_rows, m)
+        gpu_fields = {
+            "stream": background.submit(stream_column, parts, kept_gpu, at, m),
+            # each null except on some GPU rows, taken at those rows (from the GPU rows in file order) there
+            "bytes": background.submit(field_at, parts, "bytes", kept_device, at_device, m, "bytes"),
+            "registers_per_thread": background.submit(
+                field_at, parts, "registers", *kernel_rows, m, "registers_per_thread"
+            ),
+            "reported_occupancy": background.submit(
+                field_at, parts, "occupancy_pct", *kernel_rows, m, "reported_occupancy", 100.0
+            ),
+        }
+        # the end in the duration's array (not needed after): start + max(duration, 0), an end before the start
+        # being the start (as build_store clamps it)
+        end = joined.pop("duration").result()
+        end += rel_start  # (the durations clamped at 0 in add)
 
         # Copies and syncs are GPU rows: their columns are looked up at those rows (`at`, ascending) only.
         memcpy_rows = at[gpu_kind == KIND_CODE[MEMCPY]]
-        copy_kind, src_kind, dst_kind = _memcpy_kinds(names, np.take(name_code, memcpy_rows), memcpy_rows, m)
+        copy_kind, src_kind, dst_kind = memcpy_kinds(names, np.take(name_code, memcpy_rows), memcpy_rows, m)
         # cuda_sync rows: cuda_sync_kind, or the event name when it is missing (both say the same thing).
-        sync_labels = [
-            _SYNC_KINDS.get(v.strip().lower(), v.strip().lower().replace(" ", "_"))
-            for v in self.sync_kinds.values
-        ]
-        name_labels = [_SYNC_KINDS.get(n.lower(), n.lower().replace(" ", "_")) for n in names]
+        sync_labels = [sync_label(v.strip()) for v in self.sync_kinds.values]
+        name_labels = [sync_label(n) for n in names]
         syncs = gpu_kind == KIND_CODE[GPU_SYNC]
         sync_rows = at[syncs]
         sync_code = np.take(parts.pop("sync_kind"), kept_gpu[syncs]).astype(np.int64)
@@ -387,32 +354,24 @@ class Columns:
                 name_code, domains, (kind == KIND_CODE[ANNOTATION]) | (kind == KIND_CODE[STEP])
             )
         )
-        shared = background.submit(shared_memory, parts, *kernel_rows, m)
-        grid = background.submit(geometry, parts, "grid", *kernel_rows, m)
-        block = background.submit(geometry, parts, "block", *kernel_rows, m)
         columns: dict[str, Any] = {
             "kind": dictionary_array(kind, KINDS),
             "name": dictionary_array(name_code, names),  # shares name_code's memory (not written after)
             "start_ns": numpy_array(rel_start, pa.int64()),
             "end_ns": numpy_array(end, pa.int64()),
             "device": sparse_column(device_values, at, m, "device"),
-            "stream": background.submit(stream_column, parts, kept_gpu, at, m),
+            "stream": gpu_fields["stream"],
             "pid": pid,
             **ids,
-            # each null except on some GPU rows, taken at those rows (from the GPU rows in file order) there
-            "bytes": background.submit(field_at, parts, "bytes", kept_device, at_device, m, "bytes"),
+            "bytes": gpu_fields["bytes"],
             "copy_kind": copy_kind,
             "src_kind": src_kind,
             "dst_kind": dst_kind,
             "sync_kind": sync_text,
             "domain": domain,
-            "registers_per_thread": background.submit(
-                field_at, parts, "registers", *kernel_rows, m, "registers_per_thread"
-            ),
+            "registers_per_thread": gpu_fields["registers_per_thread"],
             "step": sparse_column(step_of_name[name_code[step_rows]], step_rows, m, "step"),
-            "reported_occupancy": background.submit(
-                field_at, parts, "occupancy_pct", *kernel_rows, m, "reported_occupancy", 100.0
-            ),
+            "reported_occupancy": gpu_fields["reported_occupancy"],
             **{
                 name: background.submit(sparse_column, op[name], at_op, m, name)
                 for name in OP_NUMBERS
@@ -524,15 +483,6 @@ def _host_depth(store: EventStore) -> pa.Array | SparseColumn:
     # stored as EventStore.from_columns would store it (sparse when fewer than half the rows nest)
     # (deferred only where some row nests, so the column has values)
     return EventStore.from_columns(store.num_rows, {"depth": values}).columns["depth"]
-
-
-def _memcpy_kinds(names: list[str], name_code: np.ndarray, rows: np.ndarray, m: int) -> tuple[Stored, ...]:
-    """The copy, source and destination kinds of the memcpy ``rows`` (ascending; ``name_code`` at them)."""
-    parsed = [_MEMCPY_NAME.match(n) for n in names]
-    copy = [m.group(1) if m else None for m in parsed]
-    src = [_MEMORY_KINDS.get(m.group(2).lower(), m.group(2).lower()) if m else None for m in parsed]
-    dst = [_MEMORY_KINDS.get(m.group(3).lower(), m.group(3).lower()) if m else None for m in parsed]
-    return tuple(dictionary_column_at(name_code, v, rows, m) for v in (copy, src, dst))
 
 
 def _valid(kind_valid: np.ndarray, key: str) -> np.ndarray:
