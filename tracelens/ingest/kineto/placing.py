@@ -25,13 +25,18 @@ def launch_pid(index: LaunchIndex | tuple[np.ndarray, np.ndarray], correlation: 
     is NaN."""
     corr, pids = index[0], index[1]
     ints = index[2] if len(index) == 3 else integer_ids(corr)
-    out = np.full(correlation.size, np.nan)
     if corr.size == 0:
-        return out
-    rows = np.flatnonzero(~np.isnan(correlation))
-    pos = _search_left(corr, ints, correlation[rows])
+        return np.full(correlation.size, np.nan)
+    # the ids to look up: all of them where none is NaN (device rows carry one: no row list, no selection)
+    rows = None if not np.isnan(correlation).any() else np.flatnonzero(~np.isnan(correlation))
+    needles = correlation if rows is None else correlation[rows]
+    pos = _search_left(corr, ints, needles)
     pos_clipped = np.minimum(pos, corr.size - 1)
-    hit = corr[pos_clipped] == correlation[rows]
+    hit = corr[pos_clipped] == needles
+    if rows is None and bool(hit.all()):  # every id has its launch: each row's pid gathered, nothing to place
+        return np.take(pids, pos_clipped)
+    out = np.full(correlation.size, np.nan)
+    rows = np.arange(correlation.size) if rows is None else rows
     out[rows[hit]] = pids[pos_clipped[hit]]
     return out
 
@@ -87,12 +92,24 @@ def records_taken(parts: Appended, kept: np.ndarray, keys: tuple[str, ...]) -> d
 def launches_by_id(correlation: np.ndarray, pid: np.ndarray) -> LaunchIndex | None:
     """:func:`sorted_launches` of the launches in file order where no two share a correlation id: the table
     order only decides the order among equal ids, so it is not waited for (and the launches are not placed);
-    None where some share one."""
+    None where some share one. Where the ids are all integers that int64 holds, the index's ids are those
+    int64s (:func:`launch_pid` compares them to float ids as it compares the floats)."""
+    ints = integer_ids(correlation)
+    if ints is not None:
+        # Integer ids (correlation ids are): sorted as int64, the int64 ids standing for the floats too (each is
+        # its float exactly, so they compare equal where the floats do): one 8-byte array a launch fewer, and
+        # the int64 sort is the faster. (The ids' copy freed before the pids' gather, which may take its memory.)
+        by_id = np.argsort(ints, kind="stable")
+        ids = np.take(ints, by_id)
+        del ints
+        if ids.size > 1 and bool(np.any(ids[1:] == ids[:-1])):
+            return None
+        return ids, np.take(pid, by_id), ids
     by_id = np.argsort(correlation, kind="stable")
     ids = correlation[by_id]
     if ids.size > 1 and bool(np.any(ids[1:] == ids[:-1])):
         return None
-    return ids, pid[by_id], integer_ids(ids)
+    return ids, pid[by_id], None
 
 
 def sorted_launches(records: dict[str, np.ndarray]) -> LaunchIndex:

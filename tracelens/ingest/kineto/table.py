@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import re
 from concurrent.futures import Executor, Future
 from pathlib import Path
 from typing import Any
@@ -11,6 +10,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from ...enrich import note_kernel_rows
 from ...errors import InputError
 from ...event_names import strip_api_suffix
 from ...memory import reusing_array_pages
@@ -43,6 +43,7 @@ from .blocks import (
 from .devices import device_table
 from .fields import DEVICE_FIELDS, OP_NUMBERS, OP_TEXTS
 from .gpu_columns import field_at, geometry, gpu_placed, shared_memory, stream_column, with_fallback
+from .labels import Interner, memcpy_kinds, sync_label
 from .named_kinds import KIND_MASK, VALID_BIT, NameFlags, ready_block
 from .placing import (
     LaunchIndex,
@@ -87,64 +88,19 @@ _RECORD_KEYS = (
 )
 
 
-_MEMCPY_NAME = re.compile(r"^Memcpy (\w+) \((\w+) -> (\w+)\)")
-_SYNC_KINDS = {
-    "stream sync": "stream_sync",
-    "event sync": "event_sync",
-    "stream wait event": "stream_wait_event",
-    "context sync": "context_sync",
-}
-_MEMORY_KINDS = {
-    "pageable": "pageable",
-    "pinned": "pinned",
-    "device": "device",
-    "managed": "managed",
-    "array": "array",
-    "host": "host",
-}
-
-
-class _Interner:
-    """Strings -> stable small ints across blocks (names, sync kinds)."""
-
-    def __init__(self) -> None:
-        self.codes: dict[str, int] = {}
-        self.values: list[str] = []
-
-    def merge(self, codes: np.ndarray, uniques: list[str]) -> np.ndarray:
-        """A block's local codes as global codes."""
-        return np.take(self.mapping(uniques), codes)  # -1 (missing) takes the trailing -1
-
-    def mapping(self, uniques: list[str]) -> np.ndarray:
-        """The global codes of a block's strings (int32), with a trailing -1 for its missing code (-1)."""
-        # Looked up in one pass (most of a block's strings were seen in earlier blocks); only the new ones
-        # are added, in the block's order. This runs on the thread that inflates the file, once per block.
-        found = list(map(self.codes.get, uniques))
-        if None in found:
-            found = [self._code(u) if c is None else c for u, c in zip(uniques, found, strict=True)]
-        return np.array(found + [-1], dtype=np.int32)
-
-    def _code(self, value: str) -> int:
-        code = self.codes.get(value)
-        if code is None:
-            code = self.codes[value] = len(self.values)
-            self.values.append(value)
-        return code
-
-
 class Columns:
     """Accumulates blocks' numpy columns (each made ready by :func:`prepare_block`); :meth:`finish` builds the
     Trace."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.names = _Interner()
+        self.names = Interner()
         # Each block's name codes as global codes (the blocks' "name" arrays keep their own codes: looked up once,
         # in finish), and the flags names give kinds (shared with the threads that make blocks ready).
         self.name_maps: list[np.ndarray] = []
         self.name_flags = NameFlags()
-        self.sync_kinds = _Interner()
-        self.op_texts = {name: _Interner() for name in OP_TEXTS}
+        self.sync_kinds = Interner()
+        self.op_texts = {name: Interner() for name in OP_TEXTS}
         # The blocks' arrays by key (joined-block rows: rows of all blocks in file order; joined when read), and
         # what finish needs of the rest: whether all pid and tid values are held exactly by the int64 columns
         # (else each block's floats, by its first joined row), whether some host row nests on a thread, and
@@ -238,10 +194,10 @@ class Columns:
         op_rows = parts.pop("op_rows")
         # the op rows' starts (few), to place them once the starts are sorted
         op_starts = np.take(start, op_rows)
-        # The order and the starts in it, on the pool: the joined starts (a row chunk: row_chunks.py) are freed
-        # there as soon as they are taken, so that the next big arrays (the other keys' gathers) take their pages.
-        ordering = background.submit(_sorted_by_start, start)
-        del start
+        # The order on the pool (the starts in it are taken there after: this thread goes on with the order, and
+        # the joined starts, a row chunk (row_chunks.py), are freed as soon as they are taken, so that the next big
+        # arrays (the other keys' gathers) take their pages).
+        ordering = background.submit(np.argsort, start, kind="stable")
         name_blocks = parts.pop_blocks("name")
         kind_valid = parts.pop("kind_valid")
         # "cudaLaunchKernel_v7000" and "cudaLaunchKernel" are one name: merge codes after dropping suffixes.
@@ -265,10 +221,23 @@ class Columns:
         # the background while the order is computed, where no two share an id (else once they are placed).
         launch_records = {k: parts.pop(k) for k in ("launch_correlation", "launch_pid")}
         by_id = background.submit(launches_by_id, *launch_records.values())
+        # The devices of the GPU rows (the device column holds no other value) found in the background while the
+        # order is computed: the table holds them in another order, but the device table lists them distinct.
+        base = int_or_none(document.get("baseTimeNanoseconds")) or 0
+        device_values = with_fallback(parts, "device", "gpu_pid")  # (GPU rows in file order)
+        launch_codes = np.bincount(
+            np.take(name_of_raw, np.flatnonzero(self.launch_name)), minlength=len(names)
+        )
+        api_names = [names[c] for c in np.flatnonzero(launch_codes)]  # distinct, in name order
+        devices = background.submit(device_table, document.get("deviceProperties"), device_values, api_names)
         # Whether the int64 pid and tid columns hold the ids exactly (a device row's pid is its launch's, a
         # host row's pid); where not (fractional or huge ids), the depth is computed now, from the floats.
         ids_exactly, nested_any = self.ids_exactly, self.nested_any
-        order, start = ordering.result()
+        order = ordering.result()
+        # the table's starts (relative to the first: the table is in start order), first in the pool's queue
+        origin = int(start[order[0]])
+        starting = background.submit(_relative_starts, start, order, origin)
+        del start
         floats = (
             None
             if ids_exactly or not nested_any
@@ -297,14 +266,12 @@ class Columns:
                 _id_column_joined, parts, order, kind_valid, "external_id", "external_id"
             ),
         }
-        # the op rows (few) placed by their starts among the sorted starts
-        kept_op, at_op = placed_rows(op_rows, op_starts, start, order)
-        del op_rows, op_starts
-        origin = int(start[0])  # the table is in start order
-        rel_start = start
-        rel_start -= origin
-        del start
         name_code = np.take(name_code, order)
+        # the op rows (few) placed by their starts among the sorted starts
+        rel_start = starting.result()
+        op_starts -= origin
+        kept_op, at_op = placed_rows(op_rows, op_starts, rel_start, order)
+        del op_rows, op_starts
         kept_gpu, at = placing.result()
         del gpu_rows
         op = records_taken(parts, kept_op, (*OP_NUMBERS, *OP_TEXTS))
@@ -320,10 +287,9 @@ class Columns:
         # order) at the GPU rows that use it only: all of them, the device-side rows, the kernels or the syncs.
         gpu_kind = kind[at]
         gpu_is_kernel = gpu_kind == KIND_CODE[KERNEL]
-        base = int_or_none(document.get("baseTimeNanoseconds")) or 0
         # Kineto's GPU "pid" is the device index and its "tid" the stream: fallbacks when args lack them (chosen
         # in file order, then put in table order: one gather each).
-        device_values = np.take(with_fallback(parts, "device", "gpu_pid"), kept_gpu)
+        device_values = np.take(device_values, kept_gpu)
         # The host pid of device rows: their launch's, by correlation id (GPU annotations: none).
         device_rows = np.flatnonzero(DEVICE_SIDE[gpu_kind])
         kept_device = np.take(kept_gpu, device_rows)
@@ -338,32 +304,38 @@ class Columns:
             (launches, device_correlation) if device_pid is None else device_pid,
             at_device,
         )
-        # the devices of the GPU rows (the device column holds no other value), found in the background
-        launch_codes = np.bincount(
-            np.take(name_of_raw, np.flatnonzero(self.launch_name)), minlength=len(names)
-        )
-        api_names = [names[c] for c in np.flatnonzero(launch_codes)]  # distinct, in name order
-        devices = background.submit(device_table, document.get("deviceProperties"), device_values, api_names)
-        # the end in the duration's array (not needed after): start + max(duration, 0), an end before the start
-        # being the start (as build_store clamps it)
-        end = joined.pop("duration").result()
-        end += rel_start  # (the durations clamped at 0 in add)
-
         # the device-side and kernel rows among the GPU rows: their table rows and their index into the GPU
         # rows in file order (each found once)
         kernels = np.flatnonzero(gpu_is_kernel)
         # the kernels' table rows in their stored type once: the kernel columns' SparseColumns share one array
         kernel_rows = (np.take(kept_gpu, kernels), at[kernels].astype(np.int32 if m < 2**31 else np.int64))
+        # The GPU fields' columns queued now, behind the pid: the pool builds them while this thread makes the
+        # end and the copies', syncs' and steps' columns (queued after those, they left a pool thread idle).
+        shared = background.submit(shared_memory, parts, *kernel_rows, m)
+        grid = background.submit(geometry, parts, "grid", *kernel_rows, m)
+        block = background.submit(geometry, parts, "block", *kernel_rows, m)
+        gpu_fields = {
+            "stream": background.submit(stream_column, parts, kept_gpu, at, m),
+            # each null except on some GPU rows, taken at those rows (from the GPU rows in file order) there
+            "bytes": background.submit(field_at, parts, "bytes", kept_device, at_device, m, "bytes"),
+            "registers_per_thread": background.submit(
+                field_at, parts, "registers", *kernel_rows, m, "registers_per_thread"
+            ),
+            "reported_occupancy": background.submit(
+                field_at, parts, "occupancy_pct", *kernel_rows, m, "reported_occupancy", 100.0
+            ),
+        }
+        # the end in the duration's array (not needed after): start + max(duration, 0), an end before the start
+        # being the start (as build_store clamps it)
+        end = joined.pop("duration").result()
+        end += rel_start  # (the durations clamped at 0 in add)
 
         # Copies and syncs are GPU rows: their columns are looked up at those rows (`at`, ascending) only.
         memcpy_rows = at[gpu_kind == KIND_CODE[MEMCPY]]
-        copy_kind, src_kind, dst_kind = _memcpy_kinds(names, np.take(name_code, memcpy_rows), memcpy_rows, m)
+        copy_kind, src_kind, dst_kind = memcpy_kinds(names, np.take(name_code, memcpy_rows), memcpy_rows, m)
         # cuda_sync rows: cuda_sync_kind, or the event name when it is missing (both say the same thing).
-        sync_labels = [
-            _SYNC_KINDS.get(v.strip().lower(), v.strip().lower().replace(" ", "_"))
-            for v in self.sync_kinds.values
-        ]
-        name_labels = [_SYNC_KINDS.get(n.lower(), n.lower().replace(" ", "_")) for n in names]
+        sync_labels = [sync_label(v.strip()) for v in self.sync_kinds.values]
+        name_labels = [sync_label(n) for n in names]
         syncs = gpu_kind == KIND_CODE[GPU_SYNC]
         sync_rows = at[syncs]
         sync_code = np.take(parts.pop("sync_kind"), kept_gpu[syncs]).astype(np.int64)
@@ -383,32 +355,24 @@ class Columns:
                 name_code, domains, (kind == KIND_CODE[ANNOTATION]) | (kind == KIND_CODE[STEP])
             )
         )
-        shared = background.submit(shared_memory, parts, *kernel_rows, m)
-        grid = background.submit(geometry, parts, "grid", *kernel_rows, m)
-        block = background.submit(geometry, parts, "block", *kernel_rows, m)
         columns: dict[str, Any] = {
             "kind": dictionary_array(kind, KINDS),
             "name": dictionary_array(name_code, names),  # shares name_code's memory (not written after)
             "start_ns": numpy_array(rel_start, pa.int64()),
             "end_ns": numpy_array(end, pa.int64()),
             "device": sparse_column(device_values, at, m, "device"),
-            "stream": background.submit(stream_column, parts, kept_gpu, at, m),
+            "stream": gpu_fields["stream"],
             "pid": pid,
             **ids,
-            # each null except on some GPU rows, taken at those rows (from the GPU rows in file order) there
-            "bytes": background.submit(field_at, parts, "bytes", kept_device, at_device, m, "bytes"),
+            "bytes": gpu_fields["bytes"],
             "copy_kind": copy_kind,
             "src_kind": src_kind,
             "dst_kind": dst_kind,
             "sync_kind": sync_text,
             "domain": domain,
-            "registers_per_thread": background.submit(
-                field_at, parts, "registers", *kernel_rows, m, "registers_per_thread"
-            ),
+            "registers_per_thread": gpu_fields["registers_per_thread"],
             "step": sparse_column(step_of_name[name_code[step_rows]], step_rows, m, "step"),
-            "reported_occupancy": background.submit(
-                field_at, parts, "occupancy_pct", *kernel_rows, m, "reported_occupancy", 100.0
-            ),
+            "reported_occupancy": gpu_fields["reported_occupancy"],
             **{
                 name: background.submit(sparse_column, op[name], at_op, m, name)
                 for name in OP_NUMBERS
@@ -453,6 +417,8 @@ class Columns:
             {c: held.get(c) or dense.columns[c] for c in EVENT_COLUMNS if c in held or c in dense.columns},
             dense.sentinel,
         )
+        # the kernels' rows, for the load's enrich (they are the rows of the kernel kind: no pass over the kinds)
+        note_kernel_rows(events, kernel_rows[1])
         info = document.get("distributedInfo")
         distributed: dict[str, Any] = info if isinstance(info, dict) else {}
         extra = {
@@ -489,10 +455,11 @@ class Columns:
         return Trace(events=events, devices=devices.result(), metadata=metadata)
 
 
-def _sorted_by_start(start: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The rows' table order (the stable sort by ``start``) and the starts in it."""
-    order = np.argsort(start, kind="stable")
-    return order, np.take(start, order)
+def _relative_starts(start: np.ndarray, order: np.ndarray, origin: int) -> np.ndarray:
+    """The starts in table ``order``, less ``origin``."""
+    taken = np.take(start, order)
+    taken -= origin
+    return taken
 
 
 def _host_depth(store: EventStore) -> pa.Array | SparseColumn:
@@ -519,15 +486,6 @@ def _host_depth(store: EventStore) -> pa.Array | SparseColumn:
     # stored as EventStore.from_columns would store it (sparse when fewer than half the rows nest)
     # (deferred only where some row nests, so the column has values)
     return EventStore.from_columns(store.num_rows, {"depth": values}).columns["depth"]
-
-
-def _memcpy_kinds(names: list[str], name_code: np.ndarray, rows: np.ndarray, m: int) -> tuple[Stored, ...]:
-    """The copy, source and destination kinds of the memcpy ``rows`` (ascending; ``name_code`` at them)."""
-    parsed = [_MEMCPY_NAME.match(n) for n in names]
-    copy = [m.group(1) if m else None for m in parsed]
-    src = [_MEMORY_KINDS.get(m.group(2).lower(), m.group(2).lower()) if m else None for m in parsed]
-    dst = [_MEMORY_KINDS.get(m.group(3).lower(), m.group(3).lower()) if m else None for m in parsed]
-    return tuple(dictionary_column_at(name_code, v, rows, m) for v in (copy, src, dst))
 
 
 def _valid(kind_valid: np.ndarray, key: str) -> np.ndarray:
