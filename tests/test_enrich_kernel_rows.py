@@ -1,5 +1,5 @@
-"""The kernel rows a reader notes for its store (enrich.note_kernel_rows: the Kineto table build) are the rows whose
-kind is ``kernel``, and a load with them equals a load that finds them from the kind column."""
+"""The kernel rows a reader notes on its store (``EventStore.kernel_rows``: the Kineto table build) are the rows
+whose kind is ``kernel``, and a load with them equals a load whose enrich finds them from the kind column."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import tracelens
 from tracelens import enrich
 from tracelens.ingest import kineto
 from tracelens.ingest.kineto import table
-from tracelens.trace import SparseColumn
+from tracelens.trace import EventStore, SparseColumn
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 TRACES = sorted((FIXTURES / "kineto").glob("*.json")) + [
@@ -30,10 +30,16 @@ def _kernel_rows_from_kinds(trace: tracelens.Trace) -> np.ndarray:
 @pytest.mark.parametrize("engine", ["native", "msgspec"])
 def test_noted_rows_are_the_kernel_kinds_rows(path: Path, engine: str) -> None:
     trace = kineto.read(path, engine=engine)
-    noted = enrich._KERNEL_ROWS.get(trace.store)
+    noted = trace.store.kernel_rows
     assert noted is not None
     np.testing.assert_array_equal(noted, _kernel_rows_from_kinds(trace))
     assert np.all(noted[1:] > noted[:-1])
+
+
+class _StoreWithoutKernelRows(EventStore):
+    """A store that drops the kernel rows its reader notes: enrich then finds them from the kind column."""
+
+    kernel_rows = property(lambda self: None, lambda self, rows: None)  # type: ignore[assignment]
 
 
 def _stored(trace: tracelens.Trace) -> dict[str, object]:
@@ -52,9 +58,9 @@ def test_a_load_with_noted_rows_equals_one_without(path: Path, monkeypatch: pyte
     noted = tracelens.load(path)
     rows = enrich.held_kernel_rows(noted)
     with monkeypatch.context() as patch:
-        patch.setattr(table, "note_kernel_rows", lambda store, rows: None)
+        patch.setattr(table, "EventStore", _StoreWithoutKernelRows)
         found = tracelens.load(path)
-    assert enrich._KERNEL_ROWS.get(found.store) is None
+    assert found.store.kernel_rows is None
     assert _stored(noted) == _stored(found)
     found_rows = enrich.held_kernel_rows(found)
     assert rows is not None and found_rows is not None

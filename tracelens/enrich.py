@@ -16,7 +16,7 @@ import pyarrow as pa
 from . import occupancy_calc
 from .arrow_read import arrow_numpy
 from .occupancy_calc import LimitsUnavailable
-from .trace import KERNEL, EventStore, SparseColumn, Trace, numpy_array
+from .trace import KERNEL, SparseColumn, Trace, numpy_array
 from .values import first_seen_codes
 
 
@@ -110,17 +110,6 @@ class _Rows:
         return arrow_numpy(self.trace.take(name, self.rows)).astype(np.int64)
 
 
-# The kernel rows a reader found as it built a store (note_kernel_rows; per store, freed with it): the load's enrich
-# reads them instead of a pass over the kind column of every row (~2 ms at 1.5M events, on the load's one busy core).
-_KERNEL_ROWS: weakref.WeakKeyDictionary[EventStore, np.ndarray] = weakref.WeakKeyDictionary()
-
-
-def note_kernel_rows(store: EventStore, rows: np.ndarray) -> None:
-    """Records ``store``'s kernel rows, as its reader placed them: the ascending rows whose kind is ``kernel``
-    (every one of them, not to be written after), read by :class:`KernelOccupancy` instead of the kind column."""
-    _KERNEL_ROWS[store] = rows
-
-
 def _kind_rows(trace: Trace, kind: str) -> np.ndarray:
     """Rows of one kind, from the kind column's dictionary indices (no numpy columns of the whole trace: this
     runs at load time, for :func:`annotate_occupancy`)."""
@@ -212,7 +201,7 @@ class _Launches:
     not the ~15 per-launch arrays (0.6 GB on the 41M-event benchmark export)."""
 
     def __init__(self, trace: Trace) -> None:
-        rows = _KERNEL_ROWS.get(trace.store)
+        rows = trace.store.kernel_rows
         if rows is None:
             rows = _kind_rows(trace, KERNEL)
         kernels = _Rows(trace, rows)

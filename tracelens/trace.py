@@ -321,6 +321,9 @@ class EventStore:
             for n, c in self.columns.items()
             if not isinstance(c, (SparseColumn, DeferredColumn, CodedColumn))
         }
+        # The rows of the kernel kind, ascending, where the reader that built the store placed them (the Kineto
+        # table build): the load's enrich reads them instead of a pass over the kind column of every row.
+        self.kernel_rows: np.ndarray | None = None
 
     @classmethod
     def from_table(cls, table: pa.Table) -> EventStore:

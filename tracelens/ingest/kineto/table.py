@@ -10,7 +10,6 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ...enrich import note_kernel_rows
 from ...errors import InputError
 from ...event_names import strip_api_suffix
 from ...memory import reusing_array_pages
@@ -417,8 +416,7 @@ class Columns:
             {c: held.get(c) or dense.columns[c] for c in EVENT_COLUMNS if c in held or c in dense.columns},
             dense.sentinel,
         )
-        # the kernels' rows, for the load's enrich (they are the rows of the kernel kind: no pass over the kinds)
-        note_kernel_rows(events, kernel_rows[1])
+        events.kernel_rows = kernel_rows[1]  # (the rows of the kernel kind: the load's enrich reads them)
         info = document.get("distributedInfo")
         distributed: dict[str, Any] = info if isinstance(info, dict) else {}
         extra = {
