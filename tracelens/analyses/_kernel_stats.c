@@ -1,7 +1,8 @@
 /* Compiled passes of the analyses, each with a numpy path beside it (where the module is not built, or declines):
  * the kernels' per-name moments (below), the launch join's call keys (pack_call_keys, split_call_keys,
- * join_sorted_keys: analyses/call_join.py) and the startup rules' long first rows (first_rule_scans:
- * analyses/startup_first.py), each described where it is defined.
+ * join_sorted_keys: analyses/call_join.py), the startup rules' long first rows (first_rule_scans:
+ * analyses/startup_first.py) and long matched launch calls (long_matched: analyses/long_launches.py), each described
+ * where it is defined.
  *
  * Per-name moments of the kernels' durations in one pass (tracelens/analyses/kernels.py), the numbers pandas'
  * groupby(...).agg(["count", "sum", "min", "max", "std"]) gives, without importing pandas (0.17 s a process).
@@ -725,6 +726,65 @@ done:
     return result;
 }
 
+/* long_matched(rows, matched, start, end, min_ns, out) -> count: the positions i (ascending) where matched[i] and
+ * end[rows[i]] - start[rows[i]] >= min_ns, written to out (int64, as long as rows); rows int32 or int64 (any value
+ * where not matched: not read there, and checked to lie inside start/end where read), matched a byte each, start and
+ * end int64. The startup rule long_launch's long matched calls (analyses/long_launches.py): the times read at the
+ * few hundred thousand launch rows, no gathered columns. The GIL is released during the pass. */
+
+#define LONG_MATCHED(NAME, RT)                                                                                    \
+    static int64_t NAME(const RT *rows, const uint8_t *matched, const int64_t *start, const int64_t *end,         \
+                        int64_t n, int64_t size, int64_t min_ns, int64_t *out) {                                  \
+        int64_t count = 0;                                                                                        \
+        for (int64_t i = 0; i < n; i++) {                                                                         \
+            if (!matched[i]) continue;                                                                            \
+            int64_t r = (int64_t)rows[i];                                                                         \
+            if (r < 0 || r >= size) return -1;                                                                    \
+            out[count] = i;                                                                                       \
+            count += end[r] - start[r] >= min_ns;                                                                 \
+        }                                                                                                         \
+        return count;                                                                                             \
+    }
+
+LONG_MATCHED(long_matched32, int32_t)
+LONG_MATCHED(long_matched64, int64_t)
+
+static PyObject *long_matched(PyObject *self, PyObject *args) {
+    PyObject *objs[5];
+    long long min_ns;
+    if (!PyArg_ParseTuple(args, "OOOOLO", &objs[0], &objs[1], &objs[2], &objs[3], &min_ns, &objs[4])) return NULL;
+    static const char *names[5] = {"rows", "matched", "start", "end", "out"};
+    static const int sizes[5] = {4 | 8, 1, 8, 8, 8};
+    Py_buffer v[5];
+    int held[5] = {0};
+    PyObject *result = NULL;
+    for (int k = 0; k < 5; k++) {
+        if (get_ints(objs[k], &v[k], names[k], sizes[k], k == 4) < 0) goto done;
+        held[k] = 1;
+    }
+    int64_t n = v[0].len / v[0].itemsize, size = v[2].len / 8;
+    if (v[1].len != n || v[4].len / 8 != n || v[3].len / 8 != size) {
+        PyErr_SetString(PyExc_ValueError, "long_matched: rows, matched and out of one length, start and end of one "
+                                          "length expected");
+        goto done;
+    }
+    int64_t count;
+    Py_BEGIN_ALLOW_THREADS
+    count = v[0].itemsize == 4
+                ? long_matched32(v[0].buf, v[1].buf, v[2].buf, v[3].buf, n, size, (int64_t)min_ns, v[4].buf)
+                : long_matched64(v[0].buf, v[1].buf, v[2].buf, v[3].buf, n, size, (int64_t)min_ns, v[4].buf);
+    Py_END_ALLOW_THREADS
+    if (count < 0) {
+        PyErr_SetString(PyExc_IndexError, "long_matched: a matched row outside start and end");
+        goto done;
+    }
+    result = PyLong_FromLongLong(count);
+done:
+    for (int k = 0; k < 5; k++)
+        if (held[k]) PyBuffer_Release(&v[k]);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"group_moments", group_moments, METH_VARARGS,
      "group_moments(codes, values, count, total, lo, hi, mean, m2): per slot (code + 1) count, sum, min, max, "
@@ -741,6 +801,9 @@ static PyMethodDef methods[] = {
     {"first_rule_scans", first_rule_scans, METH_VARARGS,
      "first_rule_scans(kind, category, name, pid, tid, start, end, allowed, categories, min_call, min_api) -> "
      "((firsts, negative), (firsts, negative)): the first_call and first_api rules' long first rows in one walk"},
+    {"long_matched", long_matched, METH_VARARGS,
+     "long_matched(rows, matched, start, end, min_ns, out) -> count: the matched positions whose row lasts min_ns "
+     "or more"},
     {NULL, NULL, 0, NULL},
 };
 
