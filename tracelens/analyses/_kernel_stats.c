@@ -1,8 +1,8 @@
 /* Compiled passes of the analyses, each with a numpy path beside it (where the module is not built, or declines):
  * the kernels' per-name moments (below), the launch join's call keys (pack_call_keys, split_call_keys,
  * join_sorted_keys: analyses/call_join.py), the startup rules' long first rows (first_rule_scans:
- * analyses/startup_first.py) and long matched launch calls (long_matched: analyses/long_launches.py), each described
- * where it is defined.
+ * analyses/startup_first.py), long matched launch calls (long_matched: analyses/long_launches.py) and the launch
+ * queue's depth per stream (stream_depth: analyses/stream_depth.py), each described where it is defined.
  *
  * Per-name moments of the kernels' durations in one pass (tracelens/analyses/kernels.py), the numbers pandas'
  * groupby(...).agg(["count", "sum", "min", "max", "std"]) gives, without importing pandas (0.17 s a process).
@@ -785,6 +785,101 @@ done:
     return result;
 }
 
+/* stream_depth(codes, launch_end, gpu_end, order, out_max, out_first, out_last) -> merged: launch.queue_depth's
+ * figures per stream code (codes int32 or int64 in [0, streams), streams = len(out_max); launch_end and gpu_end
+ * int64, one per op; order int64 scratch, one per op): each op +1 at its launch end and -1 at its GPU end, the events
+ * of a stream in time order with the ends before the launches at one instant; out_max the largest depth after an
+ * event, out_first / out_last the first and last event's time. Where every stream's ops carry ascending launch ends
+ * and ascending GPU ends in op order (a PyTorch profile's one stream: its ops in order), the two runs of a stream are
+ * merged by one walk (no sort of packed keys, no cumulative sum): returns True; else False and nothing is written
+ * (the packed keys' sort, numpy). The GIL is released during the walk. */
+
+static int stream_depth_pass(const void *codes, int code_size, const int64_t *launch, const int64_t *gpu, int64_t n,
+                             int64_t streams, int64_t *order, int64_t *out_max, int64_t *out_first,
+                             int64_t *out_last) {
+    int64_t *offset = calloc((size_t)streams + 1, sizeof(int64_t));
+    if (!offset) return -2;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t c = int_at(codes, code_size, i);
+        if (c < 0 || c >= streams) {
+            free(offset);
+            return -1;
+        }
+        offset[c + 1]++;
+    }
+    for (int64_t s = 0; s < streams; s++) offset[s + 1] += offset[s];
+    for (int64_t i = 0; i < n; i++) order[offset[int_at(codes, code_size, i)]++] = i; /* offset[s]: stream s's end */
+    int ok = 1;
+    for (int64_t s = 0, lo = 0; s < streams && ok; lo = offset[s], s++) {
+        for (int64_t k = lo + 1; k < offset[s]; k++)
+            if (launch[order[k]] < launch[order[k - 1]] || gpu[order[k]] < gpu[order[k - 1]]) {
+                ok = 0;
+                break;
+            }
+    }
+    if (ok) {
+        for (int64_t s = 0, lo = 0; s < streams; lo = offset[s], s++) {
+            int64_t hi = offset[s], i = lo, j = lo, depth = 0, best = INT64_MIN, t = 0, first = 0;
+            while (i < hi || j < hi) {
+                if (j < hi && (i >= hi || gpu[order[j]] <= launch[order[i]])) { /* an end first at one instant */
+                    t = gpu[order[j++]];
+                    depth--;
+                } else {
+                    t = launch[order[i++]];
+                    depth++;
+                }
+                if (depth > best) best = depth;
+                if (i + j == 2 * lo + 1) first = t;
+            }
+            out_max[s] = best;
+            out_first[s] = first;
+            out_last[s] = t;
+        }
+    }
+    free(offset);
+    return ok;
+}
+
+static PyObject *stream_depth(PyObject *self, PyObject *args) {
+    PyObject *objs[7];
+    if (!PyArg_ParseTuple(args, "OOOOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5], &objs[6]))
+        return NULL;
+    static const char *names[7] = {"codes", "launch_end", "gpu_end", "order", "out_max", "out_first", "out_last"};
+    static const int sizes[7] = {4 | 8, 8, 8, 8, 8, 8, 8};
+    Py_buffer v[7];
+    int held[7] = {0};
+    PyObject *result = NULL;
+    for (int k = 0; k < 7; k++) {
+        if (get_ints(objs[k], &v[k], names[k], sizes[k], k >= 3) < 0) goto done;
+        held[k] = 1;
+    }
+    int64_t n = v[0].len / v[0].itemsize, streams = v[4].len / 8;
+    if (v[1].len / 8 != n || v[2].len / 8 != n || v[3].len / 8 != n || v[5].len / 8 != streams ||
+        v[6].len / 8 != streams) {
+        PyErr_SetString(PyExc_ValueError, "stream_depth: codes, launch_end, gpu_end and order of one length, the "
+                                          "outs of one length expected");
+        goto done;
+    }
+    int ok;
+    Py_BEGIN_ALLOW_THREADS
+    ok = stream_depth_pass(v[0].buf, (int)v[0].itemsize, v[1].buf, v[2].buf, n, streams, v[3].buf, v[4].buf,
+                           v[5].buf, v[6].buf);
+    Py_END_ALLOW_THREADS
+    if (ok == -2) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (ok == -1) {
+        PyErr_SetString(PyExc_ValueError, "stream_depth: a code outside [0, streams)");
+        goto done;
+    }
+    result = PyBool_FromLong(ok);
+done:
+    for (int k = 0; k < 7; k++)
+        if (held[k]) PyBuffer_Release(&v[k]);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"group_moments", group_moments, METH_VARARGS,
      "group_moments(codes, values, count, total, lo, hi, mean, m2): per slot (code + 1) count, sum, min, max, "
@@ -804,6 +899,9 @@ static PyMethodDef methods[] = {
     {"long_matched", long_matched, METH_VARARGS,
      "long_matched(rows, matched, start, end, min_ns, out) -> count: the matched positions whose row lasts min_ns "
      "or more"},
+    {"stream_depth", stream_depth, METH_VARARGS,
+     "stream_depth(codes, launch_end, gpu_end, order, out_max, out_first, out_last) -> merged: the queue depth per "
+     "stream by one merge walk where each stream's ops are in order"},
     {NULL, NULL, 0, NULL},
 };
 

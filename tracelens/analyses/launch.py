@@ -41,6 +41,7 @@ from .columns import (
 from .id_split import split_id_rows
 from .lean_columns import gathered, gathered_where, narrowed, scattered
 from .names import is_graph_launch, names_in_use
+from .stream_depth import merged_stream_depth, stream_of
 
 SMALL_KERNEL_NS = 10_000
 PERCENTILES = (50, 90, 99)
@@ -426,7 +427,10 @@ def _matched_queue_depth(m: Table) -> list[dict[str, Any]]:
     ops = np.bincount(codes, minlength=streams)
     lo = int(launch_end.min())
     width = int(gpu_end.max()) - lo + 1
-    if streams * width * 2 < KEY_LIMIT:
+    merged = merged_stream_depth(codes, launch_end, gpu_end, streams)  # (ops in order: one walk)
+    if merged is not None:
+        maxima, first, last = merged
+    elif streams * width * 2 < KEY_LIMIT:
         maxima, first, last = _depth_by_sorted_keys(codes, launch_end - lo, gpu_end - lo, streams, width)
         first += lo
         last += lo
@@ -439,7 +443,7 @@ def _matched_queue_depth(m: Table) -> list[dict[str, Any]]:
         out.append(
             {
                 "device": int(key) >> 32,
-                "stream": _stream_of(int(key)),
+                "stream": stream_of(int(key)),
                 "max": int(maxima[i]),
                 "mean": float(outstanding[i] / span) if span > 0 else 0.0,
                 "ops": int(ops[i]),
@@ -496,11 +500,6 @@ def _depth_by_lexsort(
     group_start = np.searchsorted(stream_code[order], np.arange(streams))
     before = np.concatenate([[0], depth[group_start[1:] - 1]])
     return np.maximum.reduceat(depth, group_start) - before, first, last
-
-
-def _stream_of(key: int) -> int:
-    low = key & 0xFFFFFFFF
-    return low - (1 << 32) if low >= (1 << 31) else low
 
 
 def launch_stats(trace: Trace) -> dict[str, Any]:
