@@ -1,8 +1,9 @@
 /* Compiled passes of the analyses, each with a numpy path beside it (where the module is not built, or declines):
  * the kernels' per-name moments (below), the launch join's call keys (pack_call_keys, split_call_keys,
  * join_sorted_keys: analyses/call_join.py), the startup rules' long first rows (first_rule_scans:
- * analyses/startup_first.py), long matched launch calls (long_matched: analyses/long_launches.py) and the launch
- * queue's depth per stream (stream_depth: analyses/stream_depth.py), each described where it is defined.
+ * analyses/startup_first.py), long matched launch calls (long_matched: analyses/long_launches.py), the launch
+ * queue's depth per stream (stream_depth: analyses/stream_depth.py) and the threads that launched a device's ops
+ * (launch_threads: analyses/thread_codes.py), each described where it is defined.
  *
  * Per-name moments of the kernels' durations in one pass (tracelens/analyses/kernels.py), the numbers pandas'
  * groupby(...).agg(["count", "sum", "min", "max", "std"]) gives, without importing pandas (0.17 s a process).
@@ -880,6 +881,71 @@ done:
     return result;
 }
 
+/* launch_threads(ops, rows, pid, tid, out_pid, out_tid) -> count: the distinct (pid, tid) pairs read at rows[i] where
+ * ops[i] (a byte each; rows int32 or int64, read only there and checked to lie inside pid/tid; pid and tid int32 or
+ * int64, one per event row), in order of first appearance, written to out_pid and out_tid (int64, of one length);
+ * -1 where there are more pairs than the outs hold. The threads that launched a device's ops
+ * (attribution.launching_threads): consecutive ops are mostly launched by one thread, so a pair is compared with the
+ * last one first, then with the few seen; no gathers of every op's pid and tid, no key of each, no hashing. The GIL is
+ * released during the pass. */
+
+static int64_t launch_threads_pass(const uint8_t *ops, const void *rows, int row_size, int64_t n, const void *pid,
+                                   int pid_size, const void *tid, int tid_size, int64_t size, int64_t *out_pid,
+                                   int64_t *out_tid, int64_t room) {
+    int64_t count = 0, last_pid = 0, last_tid = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (!ops[i]) continue;
+        int64_t r = int_at(rows, row_size, i);
+        if (r < 0 || r >= size) return -2;
+        int64_t p = int_at(pid, pid_size, r), t = int_at(tid, tid_size, r);
+        if (count && p == last_pid && t == last_tid) continue;
+        last_pid = p;
+        last_tid = t;
+        int64_t k = 0;
+        while (k < count && (out_pid[k] != p || out_tid[k] != t)) k++;
+        if (k < count) continue;
+        if (count == room) return -1;
+        out_pid[count] = p;
+        out_tid[count] = t;
+        count++;
+    }
+    return count;
+}
+
+static PyObject *launch_threads(PyObject *self, PyObject *args) {
+    PyObject *objs[6];
+    if (!PyArg_ParseTuple(args, "OOOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5])) return NULL;
+    static const char *names[6] = {"ops", "rows", "pid", "tid", "out_pid", "out_tid"};
+    static const int sizes[6] = {1, 4 | 8, 4 | 8, 4 | 8, 8, 8};
+    Py_buffer v[6];
+    int held[6] = {0};
+    PyObject *result = NULL;
+    for (int k = 0; k < 6; k++) {
+        if (get_ints(objs[k], &v[k], names[k], sizes[k], k >= 4) < 0) goto done;
+        held[k] = 1;
+    }
+    int64_t n = v[0].len, size = v[2].len / v[2].itemsize, room = v[4].len / 8;
+    if (v[1].len / v[1].itemsize != n || v[3].len / v[3].itemsize != size || v[5].len / 8 != room) {
+        PyErr_SetString(PyExc_ValueError, "launch_threads: ops and rows of one length, pid and tid of one length, the "
+                                          "outs of one length expected");
+        goto done;
+    }
+    int64_t count;
+    Py_BEGIN_ALLOW_THREADS
+    count = launch_threads_pass(v[0].buf, v[1].buf, (int)v[1].itemsize, n, v[2].buf, (int)v[2].itemsize, v[3].buf,
+                                (int)v[3].itemsize, size, v[4].buf, v[5].buf, room);
+    Py_END_ALLOW_THREADS
+    if (count == -2) {
+        PyErr_SetString(PyExc_IndexError, "launch_threads: a row outside pid and tid");
+        goto done;
+    }
+    result = PyLong_FromLongLong(count);
+done:
+    for (int k = 0; k < 6; k++)
+        if (held[k]) PyBuffer_Release(&v[k]);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"group_moments", group_moments, METH_VARARGS,
      "group_moments(codes, values, count, total, lo, hi, mean, m2): per slot (code + 1) count, sum, min, max, "
@@ -902,6 +968,9 @@ static PyMethodDef methods[] = {
     {"stream_depth", stream_depth, METH_VARARGS,
      "stream_depth(codes, launch_end, gpu_end, order, out_max, out_first, out_last) -> merged: the queue depth per "
      "stream by one merge walk where each stream's ops are in order"},
+    {"launch_threads", launch_threads, METH_VARARGS,
+     "launch_threads(ops, rows, pid, tid, out_pid, out_tid) -> count: the distinct (pid, tid) pairs at the ops' rows "
+     "(-1: more than the outs hold)"},
     {NULL, NULL, 0, NULL},
 };
 
