@@ -82,3 +82,15 @@ def test_start_beside_runs_on_the_calling_thread_with_one_thread() -> None:
         wait = start_beside(lambda: ran.append(threading.current_thread()) or "now")
         assert ran == [threading.current_thread()]  # already run, before the wait
         assert wait() == "now"
+
+
+def test_then_runs_after_the_computation_on_its_thread() -> None:
+    order: list[str] = []
+    with threads_limit(2):
+        wait = start_beside(lambda: order.append("compute") or 1, lambda: order.append("then"))
+        assert wait() == 1
+    assert order == ["compute", "then"]
+    with threads_limit(1):  # nothing beside: `then` not run
+        order.clear()
+        assert start_beside(lambda: order.append("compute") or 2, lambda: order.append("then"))() == 2
+    assert order == ["compute"]

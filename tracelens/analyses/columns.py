@@ -30,7 +30,7 @@ from ..trace import (
     numpy_array,
 )
 from ..values import dense_codes
-from .beside import start_beside
+from .beside import import_numpy_ma, start_beside
 from .busy_scan import merged_busy
 from .coded import CodedInts, coded_lookup
 from .derived import (
@@ -432,8 +432,9 @@ def event_columns(trace: Trace) -> EventColumns:
             return None if column in released else how()
 
         with untracked():  # the sections' reads are noted where they read this view
-            # the thread ids (int64 with nulls in a Kineto trace: the dearest read) on a second thread meanwhile
-            tid = start_beside(lambda: read("tid", lambda: _thread_ints(store, "tid")))
+            # the thread ids (int64 with nulls in a Kineto trace: the dearest read) on a second thread meanwhile, and
+            # there numpy.ma imported (numpy's first plain unique imports it: Python work on a section thread)
+            tid = start_beside(lambda: read("tid", lambda: _thread_ints(store, "tid")), import_numpy_ma)
             name = read("name", lambda: _codes(store, "name"))  # (codes, values)
             cols = EventColumns(
                 kind=read("kind", lambda: kind_positions(store)),
