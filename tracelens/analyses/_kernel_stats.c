@@ -1,7 +1,9 @@
 /* Compiled passes of the analyses, each with a numpy path beside it (where the module is not built, or declines):
  * the kernels' per-name moments (below), the launch join's call keys (pack_call_keys, split_call_keys,
- * join_sorted_keys: analyses/call_join.py) and the startup rules' long first rows (first_rule_scans:
- * analyses/startup_first.py), each described where it is defined.
+ * join_sorted_keys: analyses/call_join.py), the startup rules' long first rows (first_rule_scans:
+ * analyses/startup_first.py), long matched launch calls (long_matched: analyses/long_launches.py), the launch
+ * queue's depth per stream (stream_depth: analyses/stream_depth.py) and the threads that launched a device's ops
+ * (launch_threads: analyses/thread_codes.py), each described where it is defined.
  *
  * Per-name moments of the kernels' durations in one pass (tracelens/analyses/kernels.py), the numbers pandas'
  * groupby(...).agg(["count", "sum", "min", "max", "std"]) gives, without importing pandas (0.17 s a process).
@@ -725,6 +727,225 @@ done:
     return result;
 }
 
+/* long_matched(rows, matched, start, end, min_ns, out) -> count: the positions i (ascending) where matched[i] and
+ * end[rows[i]] - start[rows[i]] >= min_ns, written to out (int64, as long as rows); rows int32 or int64 (any value
+ * where not matched: not read there, and checked to lie inside start/end where read), matched a byte each, start and
+ * end int64. The startup rule long_launch's long matched calls (analyses/long_launches.py): the times read at the
+ * few hundred thousand launch rows, no gathered columns. The GIL is released during the pass. */
+
+#define LONG_MATCHED(NAME, RT)                                                                                    \
+    static int64_t NAME(const RT *rows, const uint8_t *matched, const int64_t *start, const int64_t *end,         \
+                        int64_t n, int64_t size, int64_t min_ns, int64_t *out) {                                  \
+        int64_t count = 0;                                                                                        \
+        for (int64_t i = 0; i < n; i++) {                                                                         \
+            if (!matched[i]) continue;                                                                            \
+            int64_t r = (int64_t)rows[i];                                                                         \
+            if (r < 0 || r >= size) return -1;                                                                    \
+            out[count] = i;                                                                                       \
+            count += end[r] - start[r] >= min_ns;                                                                 \
+        }                                                                                                         \
+        return count;                                                                                             \
+    }
+
+LONG_MATCHED(long_matched32, int32_t)
+LONG_MATCHED(long_matched64, int64_t)
+
+static PyObject *long_matched(PyObject *self, PyObject *args) {
+    PyObject *objs[5];
+    long long min_ns;
+    if (!PyArg_ParseTuple(args, "OOOOLO", &objs[0], &objs[1], &objs[2], &objs[3], &min_ns, &objs[4])) return NULL;
+    static const char *names[5] = {"rows", "matched", "start", "end", "out"};
+    static const int sizes[5] = {4 | 8, 1, 8, 8, 8};
+    Py_buffer v[5];
+    int held[5] = {0};
+    PyObject *result = NULL;
+    for (int k = 0; k < 5; k++) {
+        if (get_ints(objs[k], &v[k], names[k], sizes[k], k == 4) < 0) goto done;
+        held[k] = 1;
+    }
+    int64_t n = v[0].len / v[0].itemsize, size = v[2].len / 8;
+    if (v[1].len != n || v[4].len / 8 != n || v[3].len / 8 != size) {
+        PyErr_SetString(PyExc_ValueError, "long_matched: rows, matched and out of one length, start and end of one "
+                                          "length expected");
+        goto done;
+    }
+    int64_t count;
+    Py_BEGIN_ALLOW_THREADS
+    count = v[0].itemsize == 4
+                ? long_matched32(v[0].buf, v[1].buf, v[2].buf, v[3].buf, n, size, (int64_t)min_ns, v[4].buf)
+                : long_matched64(v[0].buf, v[1].buf, v[2].buf, v[3].buf, n, size, (int64_t)min_ns, v[4].buf);
+    Py_END_ALLOW_THREADS
+    if (count < 0) {
+        PyErr_SetString(PyExc_IndexError, "long_matched: a matched row outside start and end");
+        goto done;
+    }
+    result = PyLong_FromLongLong(count);
+done:
+    for (int k = 0; k < 5; k++)
+        if (held[k]) PyBuffer_Release(&v[k]);
+    return result;
+}
+
+/* stream_depth(codes, launch_end, gpu_end, order, out_max, out_first, out_last) -> merged: launch.queue_depth's
+ * figures per stream code (codes int32 or int64 in [0, streams), streams = len(out_max); launch_end and gpu_end
+ * int64, one per op; order int64 scratch, one per op): each op +1 at its launch end and -1 at its GPU end, the events
+ * of a stream in time order with the ends before the launches at one instant; out_max the largest depth after an
+ * event, out_first / out_last the first and last event's time. Where every stream's ops carry ascending launch ends
+ * and ascending GPU ends in op order (a PyTorch profile's one stream: its ops in order), the two runs of a stream are
+ * merged by one walk (no sort of packed keys, no cumulative sum): returns True; else False and nothing is written
+ * (the packed keys' sort, numpy). The GIL is released during the walk. */
+
+static int stream_depth_pass(const void *codes, int code_size, const int64_t *launch, const int64_t *gpu, int64_t n,
+                             int64_t streams, int64_t *order, int64_t *out_max, int64_t *out_first,
+                             int64_t *out_last) {
+    int64_t *offset = calloc((size_t)streams + 1, sizeof(int64_t));
+    if (!offset) return -2;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t c = int_at(codes, code_size, i);
+        if (c < 0 || c >= streams) {
+            free(offset);
+            return -1;
+        }
+        offset[c + 1]++;
+    }
+    for (int64_t s = 0; s < streams; s++) offset[s + 1] += offset[s];
+    for (int64_t i = 0; i < n; i++) order[offset[int_at(codes, code_size, i)]++] = i; /* offset[s]: stream s's end */
+    int ok = 1;
+    for (int64_t s = 0, lo = 0; s < streams && ok; lo = offset[s], s++) {
+        for (int64_t k = lo + 1; k < offset[s]; k++)
+            if (launch[order[k]] < launch[order[k - 1]] || gpu[order[k]] < gpu[order[k - 1]]) {
+                ok = 0;
+                break;
+            }
+    }
+    if (ok) {
+        for (int64_t s = 0, lo = 0; s < streams; lo = offset[s], s++) {
+            int64_t hi = offset[s], i = lo, j = lo, depth = 0, best = INT64_MIN, t = 0, first = 0;
+            while (i < hi || j < hi) {
+                if (j < hi && (i >= hi || gpu[order[j]] <= launch[order[i]])) { /* an end first at one instant */
+                    t = gpu[order[j++]];
+                    depth--;
+                } else {
+                    t = launch[order[i++]];
+                    depth++;
+                }
+                if (depth > best) best = depth;
+                if (i + j == 2 * lo + 1) first = t;
+            }
+            out_max[s] = best;
+            out_first[s] = first;
+            out_last[s] = t;
+        }
+    }
+    free(offset);
+    return ok;
+}
+
+static PyObject *stream_depth(PyObject *self, PyObject *args) {
+    PyObject *objs[7];
+    if (!PyArg_ParseTuple(args, "OOOOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5], &objs[6]))
+        return NULL;
+    static const char *names[7] = {"codes", "launch_end", "gpu_end", "order", "out_max", "out_first", "out_last"};
+    static const int sizes[7] = {4 | 8, 8, 8, 8, 8, 8, 8};
+    Py_buffer v[7];
+    int held[7] = {0};
+    PyObject *result = NULL;
+    for (int k = 0; k < 7; k++) {
+        if (get_ints(objs[k], &v[k], names[k], sizes[k], k >= 3) < 0) goto done;
+        held[k] = 1;
+    }
+    int64_t n = v[0].len / v[0].itemsize, streams = v[4].len / 8;
+    if (v[1].len / 8 != n || v[2].len / 8 != n || v[3].len / 8 != n || v[5].len / 8 != streams ||
+        v[6].len / 8 != streams) {
+        PyErr_SetString(PyExc_ValueError, "stream_depth: codes, launch_end, gpu_end and order of one length, the "
+                                          "outs of one length expected");
+        goto done;
+    }
+    int ok;
+    Py_BEGIN_ALLOW_THREADS
+    ok = stream_depth_pass(v[0].buf, (int)v[0].itemsize, v[1].buf, v[2].buf, n, streams, v[3].buf, v[4].buf,
+                           v[5].buf, v[6].buf);
+    Py_END_ALLOW_THREADS
+    if (ok == -2) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (ok == -1) {
+        PyErr_SetString(PyExc_ValueError, "stream_depth: a code outside [0, streams)");
+        goto done;
+    }
+    result = PyBool_FromLong(ok);
+done:
+    for (int k = 0; k < 7; k++)
+        if (held[k]) PyBuffer_Release(&v[k]);
+    return result;
+}
+
+/* launch_threads(ops, rows, pid, tid, out_pid, out_tid) -> count: the distinct (pid, tid) pairs read at rows[i] where
+ * ops[i] (a byte each; rows int32 or int64, read only there and checked to lie inside pid/tid; pid and tid int32 or
+ * int64, one per event row), in order of first appearance, written to out_pid and out_tid (int64, of one length);
+ * -1 where there are more pairs than the outs hold. The threads that launched a device's ops
+ * (attribution.launching_threads): consecutive ops are mostly launched by one thread, so a pair is compared with the
+ * last one first, then with the few seen; no gathers of every op's pid and tid, no key of each, no hashing. The GIL is
+ * released during the pass. */
+
+static int64_t launch_threads_pass(const uint8_t *ops, const void *rows, int row_size, int64_t n, const void *pid,
+                                   int pid_size, const void *tid, int tid_size, int64_t size, int64_t *out_pid,
+                                   int64_t *out_tid, int64_t room) {
+    int64_t count = 0, last_pid = 0, last_tid = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (!ops[i]) continue;
+        int64_t r = int_at(rows, row_size, i);
+        if (r < 0 || r >= size) return -2;
+        int64_t p = int_at(pid, pid_size, r), t = int_at(tid, tid_size, r);
+        if (count && p == last_pid && t == last_tid) continue;
+        last_pid = p;
+        last_tid = t;
+        int64_t k = 0;
+        while (k < count && (out_pid[k] != p || out_tid[k] != t)) k++;
+        if (k < count) continue;
+        if (count == room) return -1;
+        out_pid[count] = p;
+        out_tid[count] = t;
+        count++;
+    }
+    return count;
+}
+
+static PyObject *launch_threads(PyObject *self, PyObject *args) {
+    PyObject *objs[6];
+    if (!PyArg_ParseTuple(args, "OOOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5])) return NULL;
+    static const char *names[6] = {"ops", "rows", "pid", "tid", "out_pid", "out_tid"};
+    static const int sizes[6] = {1, 4 | 8, 4 | 8, 4 | 8, 8, 8};
+    Py_buffer v[6];
+    int held[6] = {0};
+    PyObject *result = NULL;
+    for (int k = 0; k < 6; k++) {
+        if (get_ints(objs[k], &v[k], names[k], sizes[k], k >= 4) < 0) goto done;
+        held[k] = 1;
+    }
+    int64_t n = v[0].len, size = v[2].len / v[2].itemsize, room = v[4].len / 8;
+    if (v[1].len / v[1].itemsize != n || v[3].len / v[3].itemsize != size || v[5].len / 8 != room) {
+        PyErr_SetString(PyExc_ValueError, "launch_threads: ops and rows of one length, pid and tid of one length, the "
+                                          "outs of one length expected");
+        goto done;
+    }
+    int64_t count;
+    Py_BEGIN_ALLOW_THREADS
+    count = launch_threads_pass(v[0].buf, v[1].buf, (int)v[1].itemsize, n, v[2].buf, (int)v[2].itemsize, v[3].buf,
+                                (int)v[3].itemsize, size, v[4].buf, v[5].buf, room);
+    Py_END_ALLOW_THREADS
+    if (count == -2) {
+        PyErr_SetString(PyExc_IndexError, "launch_threads: a row outside pid and tid");
+        goto done;
+    }
+    result = PyLong_FromLongLong(count);
+done:
+    for (int k = 0; k < 6; k++)
+        if (held[k]) PyBuffer_Release(&v[k]);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"group_moments", group_moments, METH_VARARGS,
      "group_moments(codes, values, count, total, lo, hi, mean, m2): per slot (code + 1) count, sum, min, max, "
@@ -741,6 +962,15 @@ static PyMethodDef methods[] = {
     {"first_rule_scans", first_rule_scans, METH_VARARGS,
      "first_rule_scans(kind, category, name, pid, tid, start, end, allowed, categories, min_call, min_api) -> "
      "((firsts, negative), (firsts, negative)): the first_call and first_api rules' long first rows in one walk"},
+    {"long_matched", long_matched, METH_VARARGS,
+     "long_matched(rows, matched, start, end, min_ns, out) -> count: the matched positions whose row lasts min_ns "
+     "or more"},
+    {"stream_depth", stream_depth, METH_VARARGS,
+     "stream_depth(codes, launch_end, gpu_end, order, out_max, out_first, out_last) -> merged: the queue depth per "
+     "stream by one merge walk where each stream's ops are in order"},
+    {"launch_threads", launch_threads, METH_VARARGS,
+     "launch_threads(ops, rows, pid, tid, out_pid, out_tid) -> count: the distinct (pid, tid) pairs at the ops' rows "
+     "(-1: more than the outs hold)"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -41,7 +41,7 @@ from .kept_runs import kept_thread_runs
 from .launch import launch_pairs
 from .names import CAUSES, HOST_CATEGORY_PRIORITY, STARTUP, SYNC, code_mask, is_sync_copy
 from .startup import host_categories, one_time_work
-from .thread_codes import THREAD_RUNS_SHARE, thread_run_heads
+from .thread_codes import THREAD_RUNS_SHARE, launched_threads, thread_run_heads
 from .topk import largest_first
 
 LARGEST_GAPS = 10
@@ -329,7 +329,8 @@ def launching_threads(trace: Trace, ops: np.ndarray) -> tuple[np.ndarray, np.nda
     """(pids, tids) of the launch calls of the GPU ops ``ops`` (a mask over ``launch_pairs``, matched ops only):
     what :func:`thread_codes` reads of them. Where pid and tid are held as the same thread codes (an Nsight
     export's), each thread once: the calls' codes read (a byte or two each) and marked, not two values gathered
-    and a key hashed per op (millions per device at x1512); else every op's."""
+    and a key hashed per op (millions per device at x1512); else each thread once by the compiled pass
+    (:func:`.thread_codes.launched_threads`), or every op's where it is not built."""
     pairs = launch_pairs(trace)
     cols = event_columns(trace)
     pid, tid = cols.pid, cols.tid
@@ -338,6 +339,10 @@ def launching_threads(trace: Trace, ops: np.ndarray) -> tuple[np.ndarray, np.nda
         present[pid.codes[pairs["launch_row"][ops]]] = True
         used = np.flatnonzero(present)
         return np.asarray(pid.table)[used], np.asarray(tid.table)[used]
+    # else each launching thread once by one pass at the ops' launch rows (no gathers of every op's pid and tid)
+    found = launched_threads(ops, pairs["launch_row"], pid, tid)
+    if found is not None:
+        return found
     picked = pairs[ops]
     return picked["pid"], picked["tid"]
 

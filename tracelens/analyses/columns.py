@@ -30,6 +30,7 @@ from ..trace import (
     numpy_array,
 )
 from ..values import dense_codes
+from .beside import import_numpy_ma, start_beside
 from .busy_scan import merged_busy
 from .coded import CodedInts, coded_lookup
 from .derived import (
@@ -431,6 +432,9 @@ def event_columns(trace: Trace) -> EventColumns:
             return None if column in released else how()
 
         with untracked():  # the sections' reads are noted where they read this view
+            # the thread ids (int64 with nulls in a Kineto trace: the dearest read) on a second thread meanwhile, and
+            # there numpy.ma imported (numpy's first plain unique imports it: Python work on a section thread)
+            tid = start_beside(lambda: read("tid", lambda: _thread_ints(store, "tid")), import_numpy_ma)
             name = read("name", lambda: _codes(store, "name"))  # (codes, values)
             cols = EventColumns(
                 kind=read("kind", lambda: kind_positions(store)),
@@ -441,9 +445,9 @@ def event_columns(trace: Trace) -> EventColumns:
                 device=read("device", lambda: _small_ints(store, "device")),
                 # the store's codes where it holds them so (an Nsight export's): read as arrays, not held as such
                 pid=read("pid", lambda: _thread_ints(store, "pid")),
-                tid=read("tid", lambda: _thread_ints(store, "tid")),
                 # a join key: int32 below 2^30 as the others (the one sort key built from them widens first)
                 external_id=read("external_id", lambda: _ints(store, "external_id")),
+                tid=tid(),
                 store=store,
             )
         for column, after in released.items():

@@ -38,9 +38,10 @@ from .columns import (
     int_type,
     memo,
 )
+from .graph_launches import graph_launches
 from .id_split import split_id_rows
 from .lean_columns import gathered, gathered_where, narrowed, scattered
-from .names import is_graph_launch, names_in_use
+from .stream_depth import merged_stream_depth, stream_of
 
 SMALL_KERNEL_NS = 10_000
 PERCENTILES = (50, 90, 99)
@@ -426,7 +427,10 @@ def _matched_queue_depth(m: Table) -> list[dict[str, Any]]:
     ops = np.bincount(codes, minlength=streams)
     lo = int(launch_end.min())
     width = int(gpu_end.max()) - lo + 1
-    if streams * width * 2 < KEY_LIMIT:
+    merged = merged_stream_depth(codes, launch_end, gpu_end, streams)  # (ops in order: one walk)
+    if merged is not None:
+        maxima, first, last = merged
+    elif streams * width * 2 < KEY_LIMIT:
         maxima, first, last = _depth_by_sorted_keys(codes, launch_end - lo, gpu_end - lo, streams, width)
         first += lo
         last += lo
@@ -439,7 +443,7 @@ def _matched_queue_depth(m: Table) -> list[dict[str, Any]]:
         out.append(
             {
                 "device": int(key) >> 32,
-                "stream": _stream_of(int(key)),
+                "stream": stream_of(int(key)),
                 "max": int(maxima[i]),
                 "mean": float(outstanding[i] / span) if span > 0 else 0.0,
                 "ops": int(ops[i]),
@@ -498,11 +502,6 @@ def _depth_by_lexsort(
     return np.maximum.reduceat(depth, group_start) - before, first, last
 
 
-def _stream_of(key: int) -> int:
-    low = key & 0xFFFFFFFF
-    return low - (1 << 32) if low >= (1 << 31) else low
-
-
 def launch_stats(trace: Trace) -> dict[str, Any]:
     # Each figure's arrays (row selections of the 6.6M GPU ops of the x1512 benchmark export, and the columns
     # they gather) are let go once it is computed, before the next figure's: a few of them live at once, not all;
@@ -525,22 +524,8 @@ def launch_stats(trace: Trace) -> dict[str, Any]:
     issue_rate = calls / (issue_span / 1e9) if issue_span > 0 else None
     exec_rate = len(pairs) / (total_busy / 1e9) if total_busy > 0 else None
 
-    cols = event_columns(trace)
-    api = np.flatnonzero(cols.of_kind(RUNTIME, DRIVER))  # a gather by index: faster than by mask
-    api_names = cols.name[api]
-    del api
-    # per name code (a last slot, False, for -1): a graph launch; tested at the calls' names only
-    is_graph = np.zeros(len(cols.names) + 1, bool)
-    used = names_in_use(api_names, len(cols.names))
-    is_graph[used] = np.fromiter((is_graph_launch(str(cols.names[c])) for c in used), bool, used.size)
-    # Nsight gives a graph's kernels a graph id; Kineto gives them the graph launch's correlation id instead. A
-    # matched op's launch name is a call's: no graph launch among the calls' names, none among the ops'.
-    if is_graph.any():
-        graph_calls = int(is_graph[api_names].sum())
-        by_graph_launch = pairs["matched"] & is_graph[pairs["launch_name"]]
-    else:
-        graph_calls, by_graph_launch = 0, np.zeros(len(pairs), bool)
-    del api_names
+    # Nsight gives a graph's kernels a graph id; Kineto gives them the graph launch's correlation id instead.
+    graph_calls, by_graph_launch = graph_launches(event_columns(trace), pairs)
     graph_ops = int(((pairs["graph_id"] >= 0) | by_graph_launch).sum())
     del by_graph_launch
     return {

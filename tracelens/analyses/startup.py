@@ -46,23 +46,19 @@ import numpy as np
 from .. import intervals
 from ..trace import ALL_KINDS, ANNOTATION, CPU_OP, DRIVER, OVERHEAD, PYTHON, RUNTIME, STEP, Trace
 from .columns import DeviceBusy, device_busy, event_columns, memo, thread_key
-from .few_overlaps import overlap_of_few
 from .first_scan import allowed_table
 from .frame_free import group_numbers, sort_order
 from .grouping import sum_per_slot
 from .kinds import kind_mask
-from .launch import launch_pairs
+from .long_launches import long_launches
 from .names import (
     HOST_CATEGORY_PRIORITY,
     INPUT,
     SYNC,
-    code_mask,
     dictionary_bits,
     host_category_codes,
     is_allocation,
     is_compile_name,
-    is_graph_launch,
-    is_kernel_launch,
     is_one_time_api,
     is_one_time_overhead,
     is_warmup_name,
@@ -161,31 +157,6 @@ class OneTime:
             hit = self.first_api_rows[at] == rows
             out[hit] = self.first_api_excess[at[hit]]
         return out
-
-
-def _long_launches(trace: Trace) -> np.ndarray:
-    """Event rows of kernel-launch calls >= LONG_LAUNCH_NS during which their GPU was idle at least half the time."""
-    pairs = launch_pairs(trace)
-    cols = event_columns(trace)
-    launch_start, launch_end = pairs["launch_start"], pairs["launch_end"]
-    # the long matched calls first (few), then their names
-    at = np.flatnonzero(pairs["matched"] & (launch_end - launch_start >= LONG_LAUNCH_NS))
-    at = at[
-        code_mask(
-            pairs["launch_name"][at], cols.names, lambda n: is_kernel_launch(n) and not is_graph_launch(n)
-        )
-    ]
-    device, launch_row = pairs["device"][at], pairs["launch_row"][at]
-    launch_start, launch_end = launch_start[at], launch_end[at]
-    found = []
-    for device_id, busy in device_busy(trace).items():  # a loop over devices
-        on = device == device_id
-        start, end = launch_start[on], launch_end[on]
-        idle = overlap_of_few(start, end, busy.gap_starts, busy.gap_ends)  # few long calls, many gaps
-        # before its first op the GPU is idle too (the first launch of a program, loading its module)
-        idle = idle + np.clip(np.minimum(end, busy.first_start_ns) - start, 0, None)
-        found.append(launch_row[on][2 * idle >= end - start])
-    return np.unique(np.concatenate(found)) if found else np.empty(0, np.int64)
 
 
 def _idle_share(trace: Trace, start: np.ndarray, end: np.ndarray) -> np.ndarray:
@@ -453,7 +424,7 @@ def one_time_work(trace: Trace) -> OneTime:
             allocation = rows_named(api_names, (bits & 0b10000) != 0)
             assert allocation is not None  # an allocation name is in the dictionary
             alloc_all = api_rows[np.flatnonzero(allocation)]
-        flag(_long_launches(trace), LONG_LAUNCH)
+        flag(long_launches(trace, LONG_LAUNCH_NS), LONG_LAUNCH)
 
         base = host_categories(trace)
         # no group's first row long enough (usually): no first call (nor first API call), by one compiled pass

@@ -13,6 +13,14 @@ from ..values import distinct
 from .coded import CodedInts
 from .columns import thread_key
 
+try:  # the compiled pass (optional: built at install time where a C compiler is there)
+    from . import _kernel_stats as _compiled
+except ImportError:
+    _compiled = None  # type: ignore[assignment]
+
+# launched_threads' pass gives up past this many distinct threads (then numpy reads every op's).
+MANY_THREADS = 1024
+
 
 def shared_thread_codes(pid: Any, tid: Any) -> np.ndarray | None:
     """The rows' thread codes where ``pid`` and ``tid`` are held as one array of them; None otherwise."""
@@ -82,3 +90,37 @@ def thread_run_heads(pid: np.ndarray, tid: np.ndarray, *also: np.ndarray) -> np.
     heads[0] = 0
     np.add(at, 1, out=heads[1:])
     return heads
+
+
+def launched_threads(
+    ops: np.ndarray, rows: np.ndarray, pid: Any, tid: Any
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """(pids, tids): each distinct (pid, tid) pair at the event rows ``rows[ops]`` once, in order of first appearance,
+    in pid's and tid's types, by one compiled pass (the threads that launched a device's ops: consecutive ops come
+    mostly from one thread); None where the pass is not built, pid or tid is not a plain integer array, or more than
+    MANY_THREADS pairs."""
+    plain = (
+        _compiled is not None
+        and type(pid) is np.ndarray
+        and type(tid) is np.ndarray
+        and pid.dtype.kind == "i"
+        and tid.dtype.kind == "i"
+        and pid.itemsize in (4, 8)
+        and tid.itemsize in (4, 8)
+        and rows.dtype in (np.int32, np.int64)
+        and ops.dtype == np.bool_
+    )
+    if not plain:
+        return None
+    out_pid, out_tid = np.empty(MANY_THREADS, np.int64), np.empty(MANY_THREADS, np.int64)
+    count = _compiled.launch_threads(
+        np.ascontiguousarray(ops),
+        np.ascontiguousarray(rows),
+        np.ascontiguousarray(pid),
+        np.ascontiguousarray(tid),
+        out_pid,
+        out_tid,
+    )
+    if count < 0:
+        return None
+    return out_pid[:count].astype(pid.dtype), out_tid[:count].astype(tid.dtype)
