@@ -371,10 +371,43 @@ def host_calls_by_thread_runs(cols: EventColumns, api: np.ndarray) -> tuple[Host
     thread (THREAD_RUNS_SHARE): the runs found by reading pid and tid at the rows, the keys built and ranked at each
     run's first row, the calls walked thread by thread through the runs (no per-row thread codes, no gathered pid
     and tid, no per-row order); None otherwise (then row by row)."""
+    runs = _thread_runs(cols, api)
+    if runs is None:
+        return None
+    solver, rows, heads, run_thread, keys = runs
+    n = rows.size
+    call_of, call_row, call_thread, call_start, call_end = (np.empty(n, np.int64) for _ in range(5))
+    n_calls = solver.host_calls_by_runs(
+        rows,
+        heads,
+        run_thread,
+        np.ascontiguousarray(cols.start),
+        np.ascontiguousarray(cols.end),
+        np.ascontiguousarray(cols.kind).view(np.uint8),
+        call_of,
+        call_row,
+        call_thread,
+        call_start,
+        call_end,
+        _kind_code(STEP),
+        int(keys.size),
+    )
+    if n_calls < 0:  # starts out of order, or many rows of a thread at one start: row by row
+        return host_calls(cols, api, np.repeat(run_thread, np.diff(heads, append=n)), int(keys.size)), keys
+    per_call = (call_row, call_thread, call_start, call_end)
+    return HostCalls(call_of, *(a if n_calls == n else a[:n_calls].copy() for a in per_call)), keys
+
+
+def _thread_runs(
+    cols: EventColumns, api: np.ndarray
+) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    """(the compiled helper, the rows ``api`` as int64, the first position of each run of rows of one thread,
+    each run's thread code, the threads' keys) where the helper was built, the columns are plain integer arrays and
+    the runs are few (THREAD_RUNS_SHARE of the rows); else None."""
     from .engine import native_solver  # imported here: engine imports this module
 
     solver = native_solver()
-    n, room = api.size, int(THREAD_RUNS_SHARE * api.size)
+    room = int(THREAD_RUNS_SHARE * api.size)
     pid, tid = cols.pid, cols.tid
     if (
         solver is None
@@ -397,9 +430,115 @@ def host_calls_by_thread_runs(cols: EventColumns, api: np.ndarray) -> tuple[Host
         return None
     heads = heads[:count]
     codes, keys = dense_codes(_thread_keys_at(cols, rows[heads]))
-    run_thread = codes.astype(np.int64)
-    call_of, call_row, call_thread, call_start, call_end = (np.empty(n, np.int64) for _ in range(5))
-    n_calls = solver.host_calls_by_runs(  # type: ignore[attr-defined]
+    return solver, rows, heads, codes.astype(np.int64), keys
+
+
+@dataclass
+class HostPoints:
+    """The host part of a graph's points, written into whole point arrays (room for ``n_ops`` GPU ops' two points
+    each after the host points): per call ``c``, its start and end at points ``2c`` and ``2c + 1`` (``time``,
+    ``lag``: the host gap before the start, 0 on its thread's first call and never negative, then its duration;
+    ``anchor``: a thread's first start keeps its time, the rest NONE; ``chain``: its thread; ``row``; ``kind``;
+    ``chain_first``: the thread's first start). ``calls``: the host calls, their ``call_start`` and ``call_end``
+    views of ``time`` (no arrays of their own); ``first_call`` (a view of ``chain_first``) and ``call_is_marker``
+    per call."""
+
+    calls: HostCalls
+    thread_keys: np.ndarray
+    time: np.ndarray
+    lag: np.ndarray
+    anchor: np.ndarray
+    chain: np.ndarray
+    row: np.ndarray
+    kind: np.ndarray
+    chain_first: np.ndarray
+    first_call: np.ndarray
+    call_is_marker: np.ndarray
+
+
+def host_points(cols: EventColumns, api: np.ndarray, n_ops: int) -> HostPoints:
+    """:class:`HostPoints` of the host rows ``api`` (ascending): the calls and their points in one walk by the
+    compiled helper where the rows come in few runs of one thread (:func:`host_points_by_thread_runs`), else
+    the calls found (:func:`host_calls_by_thread_runs` or row by row) and their points written with numpy; the
+    same arrays."""
+    native = host_points_by_thread_runs(cols, api, n_ops)
+    if native is not None:
+        return native
+    by_runs = host_calls_by_thread_runs(cols, api)
+    if by_runs is None:
+        thread, thread_keys = _thread_codes_at(cols, api)
+        hosts = host_calls(cols, api, thread, int(thread_keys.size))
+        del thread
+    else:
+        hosts, thread_keys = by_runs
+    return host_points_by_numpy(cols, hosts, thread_keys, n_ops)
+
+
+PointArrays = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+def _point_arrays(n_points: int, n_rows: int) -> PointArrays:
+    """Empty point arrays (time, lag, anchor, chain, row, kind, chain_first: all False) of ``n_points``; chains and
+    event rows as int32 where every event row of ``n_rows`` fits (the chains are fewer): 8 bytes a point less."""
+    index_type = np.int32 if n_rows < 2**31 else np.int64
+    time, lag, anchor = (np.empty(n_points, np.int64) for _ in range(3))
+    chain, row = np.empty(n_points, index_type), np.empty(n_points, index_type)
+    return time, lag, anchor, chain, row, np.empty(n_points, np.int8), np.zeros(n_points, bool)
+
+
+def host_points_by_numpy(
+    cols: EventColumns, hosts: HostCalls, thread_keys: np.ndarray, n_ops: int
+) -> HostPoints:
+    """:func:`host_points` of the calls ``hosts`` with numpy: the path without the compiled walk, and its
+    reference."""
+    cs, ce, call_thread, call_row = hosts.call_start, hosts.call_end, hosts.call_thread, hosts.call_row
+    n_calls = call_row.size
+    n_host = 2 * n_calls
+    points = _point_arrays(n_host + 2 * n_ops, cols.kind.size)
+    time, lag, anchor, chain, row, kind, chain_first = points
+    host_time, host_chain, host_lag = time[:n_host], chain[:n_host], lag[:n_host]
+    host_anchor, host_row, host_first = anchor[:n_host], row[:n_host], chain_first[:n_host]
+    host_time[0::2], host_time[1::2] = cs, ce
+    host_chain[0::2], host_chain[1::2] = call_thread, call_thread
+    kind[:n_host:2], kind[1:n_host:2] = HOST_START, HOST_END
+    host_row[0::2], host_row[1::2] = call_row, call_row
+    # the lags written in place (no call-sized temporaries): a call's duration, and the host gap before it (its
+    # start - the previous call's end, 0 at a thread's first call, never negative)
+    np.subtract(ce, cs, out=host_lag[1::2])
+    gap = host_lag[0::2]
+    if n_calls:
+        gap[0] = 0
+        np.subtract(cs[1:], ce[:-1], out=gap[1:])
+    first_call = host_first[0::2]
+    first_call[:] = True
+    first_call[1:] = call_thread[1:] != call_thread[:-1]
+    gap[first_call] = 0
+    np.maximum(gap, 0, out=gap)
+    host_anchor[:] = NONE
+    np.copyto(host_anchor[0::2], cs, where=first_call)
+    calls = HostCalls(hosts.call_of, call_row, call_thread, host_time[0::2], host_time[1::2])
+    call_is_marker = cols.kind[call_row] == _kind_code(STEP)
+    return HostPoints(calls, thread_keys, *points, first_call, call_is_marker)
+
+
+def host_points_by_thread_runs(cols: EventColumns, api: np.ndarray, n_ops: int) -> HostPoints | None:
+    """:func:`host_points` in one walk of the compiled helper through the rows' runs of one thread (as
+    :func:`host_calls_by_thread_runs` walks them) that writes each call's points as it finds the call; None where
+    the runs are not few or the walk declines (then the calls are found first, their points written after)."""
+    runs = _thread_runs(cols, api)
+    if runs is None:
+        return None
+    solver, rows, heads, run_thread, keys = runs
+    if not hasattr(solver, "host_points_by_runs"):  # pragma: no cover - a build older than the walk's points
+        return None
+    n = rows.size
+    # room for every row an outer call (as in most traces); fewer: the points moved to arrays of their size below
+    points = _point_arrays(2 * n + 2 * n_ops, cols.kind.size)
+    time, lag, anchor, chain, row, kind, chain_first = points
+    call_of, call_row, call_thread = (np.empty(n, np.int64) for _ in range(3))
+    call_is_marker = np.empty(n, bool)
+    unused = np.zeros(0, np.int64)
+    n_calls = solver.host_points_by_runs(
         rows,
         heads,
         run_thread,
@@ -409,15 +548,35 @@ def host_calls_by_thread_runs(cols: EventColumns, api: np.ndarray) -> tuple[Host
         call_of,
         call_row,
         call_thread,
-        call_start,
-        call_end,
+        unused,  # (call starts and ends: the points' times instead)
+        unused,
         _kind_code(STEP),
         int(keys.size),
+        time,
+        lag,
+        anchor,
+        chain,
+        row,
+        kind.view(np.uint8),
+        chain_first.view(np.uint8),
+        call_is_marker.view(np.uint8),
+        HOST_START,
+        HOST_END,
     )
-    if n_calls < 0:  # starts out of order, or many rows of a thread at one start: row by row
-        return host_calls(cols, api, np.repeat(run_thread, np.diff(heads, append=n)), int(keys.size)), keys
-    per_call = (call_row, call_thread, call_start, call_end)
-    return HostCalls(call_of, *(a if n_calls == n else a[:n_calls].copy() for a in per_call)), keys
+    if n_calls < 0:  # starts out of order, or many rows of a thread at one start
+        return None
+    if n_calls < n:  # nested rows: the calls and their points cut to size
+        n_host = 2 * n_calls
+        moved = _point_arrays(n_host + 2 * n_ops, cols.kind.size)
+        for into, written in zip(moved, points, strict=True):
+            into[:n_host] = written[:n_host]
+        points, time = moved, moved[0]
+        call_row, call_thread, call_is_marker = (
+            a[:n_calls].copy() for a in (call_row, call_thread, call_is_marker)
+        )
+    n_host = 2 * n_calls
+    calls = HostCalls(call_of, call_row, call_thread, time[0:n_host:2], time[1:n_host:2])
+    return HostPoints(calls, keys, *points, points[6][0:n_host:2], call_is_marker)
 
 
 def launch_calls(
@@ -427,9 +586,11 @@ def launch_calls(
     call_of: np.ndarray,
     start: np.ndarray,
     call_start: np.ndarray,
+    call_start_step: int = 1,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per GPU op: (its launch call, ``call_of[at]``, -1 where not ``found``; that call's start, the launch row's
-    ``start``, NONE where not found; its offset in the call, that start - ``call_start`` of the call, 0 where not
+    ``start``, NONE where not found; its offset in the call, that start - call ``c``'s start
+    ``call_start[c * call_start_step]`` (2: the host points' times, a call's start and end in turn), 0 where not
     found). ``at``: each op's launch row's position among the host rows (found: that row is its launch row). In
     one pass by the compiled helper where it was built (no gathers into op-sized temporaries), else numpy."""
     from .engine import native_solver  # imported here: engine imports this module
@@ -454,9 +615,10 @@ def launch_calls(
             op_launch_call,
             op_launch_start,
             op_offset,
+            call_start_step,
         )
         return op_launch_call, op_launch_start, op_offset
-    return launch_calls_by_numpy(found, at, launch_row, call_of, start, call_start)
+    return launch_calls_by_numpy(found, at, launch_row, call_of, start, call_start[::call_start_step])
 
 
 def launch_calls_by_numpy(
@@ -498,19 +660,17 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
     # moves with the host work before its first call (an input wait before it, say).
     api, op_row = point_rows(trace) if rows is None else rows
     del rows
-    by_runs = host_calls_by_thread_runs(cols, api)
-    if by_runs is None:
-        thread, thread_keys = _thread_codes_at(cols, api)
-        hosts = host_calls(cols, api, thread, int(thread_keys.size))
-        del thread
-    else:
-        hosts, thread_keys = by_runs
-    del by_runs
+    n_ops = len(pairs)
+    # the calls and their points (the host part of the point arrays, made whole here: the GPU part is written
+    # into them through views below, no parts joined into a copy at the end); the calls' starts and ends are views
+    # of the points' times
+    host = host_points(cols, api, n_ops)
+    hosts, thread_keys = host.calls, host.thread_keys
     call_row, call_thread, cs, ce = hosts.call_row, hosts.call_thread, hosts.call_start, hosts.call_end
     n_calls = call_row.size
+    n_host = 2 * n_calls
 
     # --- GPU ops (launch_pairs order), launches resolved to outer calls
-    n_ops = len(pairs)
     op_dev, op_stream = pairs["device"].astype(np.int64), pairs["stream"].astype(np.int64)
     # (gathered anew on each read: no copy of them where they are int64 already)
     os_, oe = pairs["start"].astype(np.int64, copy=False), pairs["end"].astype(np.int64, copy=False)
@@ -525,7 +685,7 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
     # each op's launch call, the call's start (its own row's: found, the api row at ``at`` is the launch row) and
     # its offset in its outer call (that start - the call's)
     op_launch_call, op_launch_start, op_offset = launch_calls(
-        found, at, launch_row, hosts.call_of, cols.start, cs
+        found, at, launch_row, hosts.call_of, cols.start, host.time[:n_host], call_start_step=2
     )
     names = cols.names
     op_graph = found & names_mask(lambda: pairs["launch_name"], n_ops, names, is_graph_launch)
@@ -554,45 +714,24 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
         else np.zeros(n_ops, bool)
     )
     del one_time
-    call_is_marker = cols.kind[call_row] == _kind_code(STEP)
-    # the per-row arrays of the host calls end here: dropped before the points (the build's peak) are made
+    call_is_marker = host.call_is_marker
+    # the per-row arrays of the host calls end here
     del api, hosts, at, found, launch_row
 
-    # --- points: host chains first (thread order), then stream chains ((device, stream) order). Each point
-    # array is made whole here and its host and GPU parts written into it through views (``host_*``, ``gpu_*``):
-    # no parts joined into a copy at the end.
-    n_host = 2 * n_calls
-    n_points = n_host + 2 * n_ops
-    time, lag, anchor = (np.empty(n_points, np.int64) for _ in range(3))
-    # chains and event rows as int32 where every event row fits (the chains are fewer): 8 bytes a point less
-    index_type = np.int32 if cols.kind.size < 2**31 else np.int64
-    chain, row = np.empty(n_points, index_type), np.empty(n_points, index_type)
-    kind = np.empty(n_points, np.int8)
-    chain_first = np.zeros(n_points, bool)
-    host_time, gpu_time = time[:n_host], time[n_host:]
-    host_chain, gpu_chain = chain[:n_host], chain[n_host:]
+    # --- points: host chains first (thread order, written above), then stream chains ((device, stream) order),
+    # written through views (``gpu_*``)
+    time, lag, anchor, chain, row = host.time, host.lag, host.anchor, host.chain, host.row
+    kind, chain_first, first_call = host.kind, host.chain_first, host.first_call
+    del host
     host_lag, gpu_lag = lag[:n_host], lag[n_host:]
     host_anchor, gpu_anchor = anchor[:n_host], anchor[n_host:]
-    host_row, gpu_row = row[:n_host], row[n_host:]
-    host_first, gpu_first = chain_first[:n_host], chain_first[n_host:]
-    host_time[0::2], host_time[1::2] = cs, ce
-    host_chain[0::2], host_chain[1::2] = call_thread, call_thread
-    kind[:n_host:2], kind[1:n_host:2] = HOST_START, HOST_END
-    host_row[0::2], host_row[1::2] = call_row, call_row
-    # the lags written in place (no call-sized temporaries): a call's duration, and the host gap before it (its
-    # start - the previous call's end, 0 at a thread's first call, never negative)
-    np.subtract(ce, cs, out=host_lag[1::2])
-    gap = host_lag[0::2]
-    if n_calls:
-        gap[0] = 0
-        np.subtract(cs[1:], ce[:-1], out=gap[1:])
-    first_call = np.ones(n_calls, bool)
-    first_call[1:] = call_thread[1:] != call_thread[:-1]
-    host_first[0::2] = first_call
-    gap[first_call] = 0
-    np.maximum(gap, 0, out=gap)
+    gpu_time, gpu_chain, gpu_row, gpu_first = (
+        time[n_host:],
+        chain[n_host:],
+        row[n_host:],
+        chain_first[n_host:],
+    )
     # (each temporary below is let go once read: the arrays made after it take its memory, not fresh pages)
-    del gap
 
     n_threads = int(thread_keys.size)
     stream_code, _ = dense_codes(op_dev * (2**32) + (op_stream & 0xFFFFFFFF))
@@ -691,9 +830,6 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
     np.copyto(gpu_anchor[0::2], NONE, where=launched)
     gpu_anchor[1::2] = NONE
     del launched
-
-    host_anchor[:] = NONE
-    np.copyto(host_anchor[0::2], cs, where=first_call)
 
     # --- collective edges (ordered op indices)
     # (the ops' names gathered from the event rows only where some name of the trace is a collective kernel's)

@@ -1,0 +1,173 @@
+"""The replay graph's host points written by the compiled walk that finds the host calls
+(graph.host_points_by_thread_runs: each call's two points written as the walk finds it, into point arrays with room
+for every row a call and the GPU ops after them) equal the numpy path (graph.host_points_by_numpy over the calls
+found row by row, the fallback without a C compiler) and a plain-Python reference of the points: rows with ties,
+nesting (fewer calls than rows: the points moved to arrays of their size), zero-length rows, step markers, several
+threads, none and one row; and the GPU ops' launch calls read with the calls' starts among the points' times
+(graph.launch_calls with call_start_step 2) against numpy."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.test_replay_host_calls import CALL, MARKER, OTHER, ROWS, reference, table
+from tracelens.replay import engine
+from tracelens.replay import graph as graph_module
+
+native = pytest.mark.skipif(engine._replay_solve is None, reason="_replay_solve not built (no C compiler)")
+
+POINT_FIELDS = ("time", "lag", "anchor", "chain", "row", "kind", "chain_first")
+
+
+def reference_points(calls: dict[str, Any], kind_of_row: np.ndarray, n_ops: int) -> dict[str, np.ndarray]:
+    """The host part of the point arrays in plain Python, call by call (GPU part: chain_first False, the rest
+    unwritten), and each call's step-marker flag."""
+    rows, threads, starts, ends = (
+        calls[name] for name in ("call_row", "call_thread", "call_start", "call_end")
+    )
+    n_host = 2 * len(rows)
+    out: dict[str, list[int]] = {name: [] for name in POINT_FIELDS}
+    for c, (r, t, s, e) in enumerate(zip(rows, threads, starts, ends, strict=True)):
+        first = c == 0 or threads[c - 1] != t
+        gap = 0 if first else max(s - ends[c - 1], 0)
+        for name, pair in (
+            ("time", (s, e)),
+            ("lag", (gap, e - s)),
+            ("anchor", (s if first else graph_module.NONE, graph_module.NONE)),
+            ("chain", (t, t)),
+            ("row", (r, r)),
+            ("kind", (graph_module.HOST_START, graph_module.HOST_END)),
+            ("chain_first", (int(first), 0)),
+        ):
+            out[name].extend(pair)
+    result = {name: np.asarray(values, np.int64).reshape(n_host) for name, values in out.items()}
+    result["chain_first"] = np.concatenate([result["chain_first"].astype(bool), np.zeros(2 * n_ops, bool)])
+    result["call_is_marker"] = np.asarray([kind_of_row[r] == MARKER for r in rows], bool).reshape(len(rows))
+    return result
+
+
+def assert_points(got: graph_module.HostPoints, want: dict[str, np.ndarray], n_host: int, n_ops: int) -> None:
+    for name in POINT_FIELDS:
+        value = getattr(got, name)
+        assert value.size == n_host + 2 * n_ops, name
+        if name == "chain_first":
+            np.testing.assert_array_equal(value, want[name], err_msg=name)
+        else:
+            np.testing.assert_array_equal(value[:n_host].astype(np.int64), want[name], err_msg=name)
+    assert got.time.dtype == got.lag.dtype == got.anchor.dtype == np.int64
+    assert got.chain.dtype == got.row.dtype == np.int32 and got.kind.dtype == np.int8
+    np.testing.assert_array_equal(got.first_call, want["chain_first"][:n_host:2])
+    np.testing.assert_array_equal(got.call_is_marker, want["call_is_marker"])
+    assert got.call_is_marker.dtype == bool
+    # the calls' starts and ends are the points' times
+    np.testing.assert_array_equal(got.calls.call_start, got.time[0:n_host:2])
+    np.testing.assert_array_equal(got.calls.call_end, got.time[1:n_host:2])
+
+
+def with_threads(cols: Any, api: np.ndarray, thread: np.ndarray) -> None:
+    """pid and tid columns of every row from the host rows' thread codes (two threads per pid)."""
+    thread_of = np.zeros(cols.kind.size, np.int64)
+    thread_of[api] = thread
+    cols.pid = (100 + thread_of // 2).astype(np.int32)
+    cols.tid = (7 + thread_of % 2).astype(np.int64)
+
+
+def both_ways(cols: Any, api: np.ndarray, n_ops: int) -> tuple[graph_module.HostPoints | None, Any]:
+    """(the compiled walk's points, or None where it declines; the numpy path's over the calls found row by
+    row)."""
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setattr(graph_module, "THREAD_RUNS_SHARE", 1.0)  # the runs path whatever their number
+        got = graph_module.host_points_by_thread_runs(cols, api, n_ops)
+    codes, keys = graph_module._thread_codes_at(cols, api)
+    calls = graph_module.host_calls_by_numpy(cols, api, codes)
+    return got, (graph_module.host_points_by_numpy(cols, calls, keys, n_ops), calls, codes, keys)
+
+
+@native
+@settings(max_examples=200, deadline=None)
+@given(rows=ROWS, n_ops=st.integers(0, 3))
+def test_host_points_of_the_walk_equal_numpy_and_the_reference(
+    rows: list[tuple[int, int, int, int]], n_ops: int
+) -> None:
+    cols, api, thread = table(rows, True)
+    with_threads(cols, api, thread)
+    got, (expected, calls, codes, keys) = both_ways(cols, api, n_ops)
+    want = reference_points(reference(cols.start, cols.end, cols.kind, api, codes), cols.kind, n_ops)
+    n_host = 2 * calls.call_row.size
+    assert_points(expected, want, n_host, n_ops)
+    if api.size == 0:
+        assert got is None
+        return
+    assert got is not None
+    assert_points(got, want, n_host, n_ops)
+    np.testing.assert_array_equal(got.thread_keys, keys)
+    for name in ("call_of", "call_row", "call_thread"):
+        value = getattr(got.calls, name)
+        assert value.dtype == np.int64, name
+        np.testing.assert_array_equal(value, getattr(calls, name), err_msg=name)
+
+
+@native
+def test_nested_rows_cut_the_points_to_size() -> None:
+    # rows nested in an earlier row of their thread (and a tie at one start): fewer calls than rows
+    rows = [
+        (0, 0, 10, CALL),
+        (0, 2, 3, CALL),
+        (0, 2, 5, CALL),
+        (1, 4, 2, CALL),
+        (0, 12, 0, MARKER),
+        (0, 12, 4, CALL),
+    ]
+    cols, api, thread = table(rows, True)
+    with_threads(cols, api, thread)
+    got, (expected, calls, codes, _) = both_ways(cols, api, 2)
+    assert got is not None and calls.call_row.size < api.size
+    want = reference_points(reference(cols.start, cols.end, cols.kind, api, codes), cols.kind, 2)
+    assert_points(got, want, 2 * calls.call_row.size, 2)
+    assert_points(expected, want, 2 * calls.call_row.size, 2)
+
+
+@native
+@pytest.mark.parametrize(
+    "rows", [[(0, 3, 2, CALL)], [(0, 3, 0, MARKER)], [(1, 3, 2, OTHER), (0, 5, 1, CALL)]]
+)
+def test_one_call(rows: list[tuple[int, int, int, int]]) -> None:
+    cols, api, thread = table(rows, True)
+    with_threads(cols, api, thread)
+    got, (expected, calls, codes, _) = both_ways(cols, api, 1)
+    want = reference_points(reference(cols.start, cols.end, cols.kind, api, codes), cols.kind, 1)
+    assert got is not None
+    assert_points(got, want, 2, 1)
+    assert_points(expected, want, 2, 1)
+
+
+@native
+def test_rows_out_of_start_order_leave_it_to_numpy() -> None:
+    rows = [(0, 5, 1, CALL), (0, 2, 1, CALL)]  # (not sorted by start: the walk declines)
+    cols, api, thread = table(rows, False)
+    with_threads(cols, api, thread)
+    got, _ = both_ways(cols, api, 0)
+    assert got is None
+
+
+@native
+@settings(max_examples=100, deadline=None)
+@given(n_ops=st.integers(0, 40), n_rows=st.integers(1, 30), seed=st.integers(0, 2**16))
+def test_launch_calls_read_the_starts_among_the_points_times(n_ops: int, n_rows: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    start = rng.integers(0, 1000, n_rows).astype(np.int64)
+    n_host = int(rng.integers(1, n_rows + 1))
+    call_of = np.sort(rng.integers(0, n_host, n_host)).astype(np.int64)
+    times = rng.integers(0, 1000, 2 * n_host).astype(np.int64)  # a call's start and end in turn
+    found = rng.random(n_ops) < 0.7
+    at = rng.integers(0, n_host, n_ops).astype(np.int64)
+    launch_row = np.where(found, rng.integers(0, n_rows, n_ops), -1).astype(np.int64)
+    got = graph_module.launch_calls(found, at, launch_row, call_of, start, times, call_start_step=2)
+    expected = graph_module.launch_calls_by_numpy(found, at, launch_row, call_of, start, times[0::2].copy())
+    for value, want in zip(got, expected, strict=True):
+        np.testing.assert_array_equal(value, want)
