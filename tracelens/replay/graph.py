@@ -740,11 +740,12 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
     o_s, o_e = os_[op_order], oe[op_order]
     op_first = np.ones(n_ops, bool)
     op_first[1:] = o_stream[1:] != o_stream[:-1]
-    op_start_pt = np.empty(n_ops, np.int64)
-    op_end_pt = np.empty(n_ops, np.int64)
     base = 2 * n_calls
-    op_start_pt[op_order] = base + 2 * np.arange(n_ops)
-    op_end_pt[op_order] = base + 2 * np.arange(n_ops) + 1
+    # each op's start point (its rank in op_order, doubled, after the host points) and end point; an op's rank is
+    # read back from its start point where needed (the event edges below): no rank array
+    op_start_pt = np.empty(n_ops, np.int64)
+    op_start_pt[op_order] = np.arange(base, base + 2 * n_ops, 2)
+    op_end_pt = op_start_pt + 1
     gpu_time[0::2], gpu_time[1::2] = o_s, o_e
     np.add(o_stream, n_threads, out=gpu_chain[0::2], casting="unsafe")
     gpu_chain[1::2] = gpu_chain[0::2]
@@ -752,6 +753,7 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
     gpu_row[0::2] = op_row[op_order]
     gpu_row[1::2] = gpu_row[0::2]
     gpu_first[0::2] = op_first
+    del o_stream
     stream_prev_end = np.full(n_ops, NONE, np.int64)
     stream_prev_end[1:] = o_e[:-1]
     stream_prev_end[op_first] = NONE
@@ -762,8 +764,6 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
     stream_res = np.where(op_first, 0, o_s - stream_prev_end)
     # stream waits on events: the op that an event recorded -> the first op issued on the waiting stream after
     # the cudaStreamWaitEvent call (ordered op indices; -1 none)
-    rank = np.empty(n_ops, np.int64)
-    rank[op_order] = np.arange(n_ops)
     # the name rules of the calls, each distinct name tested once for all four: explicit syncs, synchronous
     # copies (wait edges below), stream waits and event records (event edges)
     launches = _LaunchOrder(op_launch_call, os_, op_launch_start, stream_code)
@@ -786,12 +786,12 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
         launches,
         syncs,
     )
-    e_src, e_dst = rank[e_src_op], rank[e_dst_op]
+    e_src, e_dst = (op_start_pt[e_src_op] - base) // 2, (op_start_pt[e_dst_op] - base) // 2
     event_ready = np.full(n_ops, NONE, np.int64)
     np.maximum.at(event_ready, e_dst, o_e[e_src])
     event_binds = (event_ready > np.where(launched, o_launch_start, NONE)) & (event_ready > stream_prev_end)
     launch_binds = launched & ~event_binds & (op_first | (o_launch_start >= stream_prev_end))
-    del rank, e_src_op, e_dst_op, stream_prev_end, o_launch_start
+    del e_src_op, e_dst_op, stream_prev_end, o_launch_start
     o_dev = op_dev[op_order]
     # A launch from inside one-time work (a first launch that loads its module, analyses/startup.py) waits for
     # that work, not for the launch path: it keeps its recorded latency in the model replay and stays out of
@@ -821,9 +821,10 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
     # event edges: the binding one keeps its recorded delay, the others a queued gap at most
     event_res = o_s[e_dst] - o_e[e_src]
     binds_here = event_binds[e_dst] & (o_e[e_src] == event_ready[e_dst])
-    v_lag = np.where(binds_here, np.maximum(event_res, 0), np.clip(event_res, 0, typ_stream[e_dst]))
+    v_typical = typ_stream[e_dst]
+    v_lag = np.where(binds_here, np.maximum(event_res, 0), np.clip(event_res, 0, v_typical))
     v_src, v_dst = base + 2 * e_src + 1, base + 2 * e_dst
-    del event_ready, event_binds, event_res, binds_here
+    del event_ready, event_binds, event_res, binds_here, typ_stream
     # anchors: unlaunched ops keep their recorded start
     # (written in place: no op- or call-sized array from np.where)
     gpu_anchor[0::2] = o_s
@@ -885,28 +886,20 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
     # explicit syncs: the device of the last launch on the same thread before the call
     sync_calls = np.flatnonzero(is_sync)
     if sync_calls.size and n_ops:
-        lc_sorted, lo_sorted = launches.by_call
-        # latest launching call at or before each sync on its thread: calls are numbered in (thread, time)
-        j = np.searchsorted(lc_sorted, sync_calls, side="right") - 1
-        ok = j >= 0
-        ok[ok] = call_thread[lc_sorted[j[ok]]] == call_thread[sync_calls[ok]]
-        sync_dev = np.where(ok, op_dev[lo_sorted[np.maximum(j, 0)]], -1)
-        # where the trace records the synchronization itself (Kineto cuda_sync, Nsight SYNCHRONIZATION rows
-        # sharing the call's correlation id) a stream sync waits for that stream only
-        recorded_dev, recorded_stream = _recorded_sync_targets(
-            cols, call_row[sync_calls], cs[sync_calls], ce[sync_calls], syncs=syncs
+        _sync_waits(
+            (w_src_parts, w_dst_parts),
+            cols,
+            sync_calls,
+            (call_row, call_thread, cs, ce),
+            (op_dev, op_stream, op_end_pt),
+            launches,
+            syncs,
         )
-        sync_dev = np.where(recorded_dev >= 0, recorded_dev, sync_dev)
-        for members, issued in launches.streams:  # a loop over streams
-            dev, stream = op_dev[members[0]], op_stream[members[0]]
-            mine = np.flatnonzero((sync_dev == dev) & ((recorded_stream < 0) | (recorded_stream == stream)))
-            k = np.searchsorted(issued, cs[sync_calls[mine]], side="left") - 1
-            good = k >= 0
-            w_src_parts.append(op_end_pt[members[k[good]]])
-            w_dst_parts.append(2 * sync_calls[mine[good]] + 1)
     w_src = np.concatenate(w_src_parts).astype(np.int64) if w_src_parts else np.zeros(0, np.int64)
     w_dst = np.concatenate(w_dst_parts).astype(np.int64) if w_dst_parts else np.zeros(0, np.int64)
-    del launches, w_src_parts, w_dst_parts, pageable, blocking_copy
+    # (the ops' streams, starts and launch starts, their stream codes and launch orders are not read past here)
+    del launches, w_src_parts, w_dst_parts, pageable, blocking_copy, sync_calls
+    del os_, op_stream, op_launch_start, stream_code
 
     # --- wake edges: a host thread that sat idle (no framework op or Python frame of its own) resumes after
     # the latest point another thread recorded in that time (PyTorch's autograd thread after the main thread)
@@ -920,12 +913,15 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
     if w_src.size:
         dst_call = (w_dst - 1) // 2
         ready = time[w_src]
-        latest = np.full(n_calls, NONE, np.int64)
-        np.maximum.at(latest, dst_call, ready)
-        call_waits[dst_call] = True
-        call_waited = call_waits & (latest > cs)
+        # the latest awaited end per waiting call (among those calls only: no call-sized array)
+        waiting, at_waiting = unique_ints(dst_call, return_inverse=True)
+        latest = np.full(waiting.size, NONE, np.int64)
+        np.maximum.at(latest, at_waiting, ready)
+        call_waits[waiting] = True
+        waited = latest > cs[waiting]
+        call_waited[waiting[waited]] = True
         residual = ce[dst_call] - ready
-        binds = (ready == latest[dst_call]) & call_waited[dst_call]
+        binds = (ready == latest[at_waiting]) & waited[at_waiting]
         wake_typ = int(np.median(np.maximum(residual[binds], 0))) if binds.any() else DEFAULT_WAKE_NS
         # A copy call may return before its own copy ends (pageable host-to-device: once the last chunk is
         # staged): that lead is kept; a synchronize ending before what it waits for is an inconsistency (clipped,
@@ -942,6 +938,19 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
     else:
         wake_typ, own_typ = DEFAULT_WAKE_NS, DEFAULT_SYNC_OWN_NS
 
+    # the edges, kind by kind: launch, event, wait, wake, collective (each kind's parts let go once joined: the
+    # next joined array takes their pages)
+    n_l, n_v, n_w, n_k, n_c = l_src.size, v_src.size, w_src.size, k_src.size, c_src.size
+    edge_src = np.concatenate([l_src, v_src, w_src, k_src, c_src]).astype(np.int64, copy=False)
+    del l_src, v_src
+    edge_dst = np.concatenate([l_dst, v_dst, w_dst, k_dst, c_dst]).astype(np.int64, copy=False)
+    del l_dst, v_dst
+    edge_lag = np.concatenate([l_lag, v_lag, w_lag, k_lag, c_lag]).astype(np.int64, copy=False)
+    del l_lag, v_lag
+    edge_typical = np.concatenate(
+        [l_typical, v_typical, np.full(n_w, wake_typ, np.int64), k_lag, c_lag]
+    ).astype(np.int64, copy=False)
+    del l_typical, v_typical
     graph = Graph(
         time=time,
         chain=chain,
@@ -950,29 +959,17 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
         anchor=anchor,
         row=row,
         chain_first=chain_first,
-        edge_src=np.concatenate([l_src, v_src, w_src, k_src, c_src]).astype(np.int64, copy=False),
-        edge_dst=np.concatenate([l_dst, v_dst, w_dst, k_dst, c_dst]).astype(np.int64, copy=False),
-        edge_lag=np.concatenate([l_lag, v_lag, w_lag, k_lag, c_lag]).astype(np.int64, copy=False),
+        edge_src=edge_src,
+        edge_dst=edge_dst,
+        edge_lag=edge_lag,
         edge_is_wait=np.concatenate(
-            [
-                np.zeros(l_src.size + v_src.size, bool),
-                np.ones(w_src.size, bool),
-                np.zeros(k_src.size + c_src.size, bool),
-            ]
+            [np.zeros(n_l + n_v, bool), np.ones(n_w, bool), np.zeros(n_k + n_c, bool)]
         ),
         edge_is_wake=np.concatenate(
-            [
-                np.zeros(l_src.size + v_src.size + w_src.size, bool),
-                np.ones(k_src.size, bool),
-                np.zeros(c_src.size, bool),
-            ]
+            [np.zeros(n_l + n_v + n_w, bool), np.ones(n_k, bool), np.zeros(n_c, bool)]
         ),
-        edge_is_collective=np.concatenate(
-            [np.zeros(l_src.size + v_src.size + w_src.size + k_src.size, bool), np.ones(c_src.size, bool)]
-        ),
-        edge_typical=np.concatenate(
-            [l_typical, typ_stream[e_dst], np.full(w_src.size, wake_typ, np.int64), k_lag, c_lag]
-        ).astype(np.int64, copy=False),
+        edge_is_collective=np.concatenate([np.zeros(n_l + n_v + n_w + n_k, bool), np.ones(n_c, bool)]),
+        edge_typical=edge_typical,
         # (point indices: int32 where the host points fit, as the chains and rows)
         call_start=np.arange(0, n_host, 2, dtype=np.int32 if n_host < 2**31 else np.int64),
         call_end=np.arange(1, n_host, 2, dtype=np.int32 if n_host < 2**31 else np.int64),
@@ -1003,6 +1000,43 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
         },
     )
     return graph
+
+
+def _sync_waits(
+    parts: tuple[list[np.ndarray], list[np.ndarray]],
+    cols: EventColumns,
+    sync_calls: np.ndarray,
+    calls: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    ops: tuple[np.ndarray, np.ndarray, np.ndarray],
+    launches: _LaunchOrder,
+    syncs: _SyncRows,
+) -> None:
+    """The wait edges of the explicit synchronize calls ``sync_calls`` (ascending) appended to ``parts`` (source
+    points, target points), a stream's at a time: each waits for the last op launched before it on every stream of
+    its device (the device of the last launch on its thread before it), or on the stream the trace records it
+    waited for. ``calls``: the calls' rows, threads, starts and ends; ``ops``: the ops' devices, streams and end
+    points."""
+    call_row, call_thread, cs, ce = calls
+    op_dev, op_stream, op_end_pt = ops
+    lc_sorted, lo_sorted = launches.by_call
+    # latest launching call at or before each sync on its thread: calls are numbered in (thread, time)
+    j = np.searchsorted(lc_sorted, sync_calls, side="right") - 1
+    ok = j >= 0
+    ok[ok] = call_thread[lc_sorted[j[ok]]] == call_thread[sync_calls[ok]]
+    sync_dev = np.where(ok, op_dev[lo_sorted[np.maximum(j, 0)]], -1)
+    # where the trace records the synchronization itself (Kineto cuda_sync, Nsight SYNCHRONIZATION rows sharing
+    # the call's correlation id) a stream sync waits for that stream only
+    recorded_dev, recorded_stream = _recorded_sync_targets(
+        cols, call_row[sync_calls], cs[sync_calls], ce[sync_calls], syncs=syncs
+    )
+    sync_dev = np.where(recorded_dev >= 0, recorded_dev, sync_dev)
+    for members, issued in launches.streams:  # a loop over streams
+        dev, stream = op_dev[members[0]], op_stream[members[0]]
+        mine = np.flatnonzero((sync_dev == dev) & ((recorded_stream < 0) | (recorded_stream == stream)))
+        k = np.searchsorted(issued, cs[sync_calls[mine]], side="left") - 1
+        good = k >= 0
+        parts[0].append(op_end_pt[members[k[good]]])
+        parts[1].append(2 * sync_calls[mine[good]] + 1)
 
 
 def _collectives(
@@ -1335,23 +1369,31 @@ class _LaunchOrder:
     @cached_property
     def by_call(self) -> tuple[np.ndarray, np.ndarray]:
         """(launch calls ascending, their ops): the launching ops by launch call, in op order within a call."""
-        launching = np.flatnonzero(self.op_launch_call >= 0)
-        calls = self.op_launch_call[launching]
-        order = np.argsort(calls, kind="stable")
-        return calls[order], launching[order]
+        # (one stable sort of every op: the unlaunched ones, call -1, first, then the launching ones as a stable
+        # sort of those alone orders them; no arrays of the launching ops and their calls to sort)
+        order = np.argsort(self.op_launch_call, kind="stable")
+        launching = order[int(np.count_nonzero(self.op_launch_call < 0)) :]
+        return self.op_launch_call[launching], launching
 
     @cached_property
     def streams(self) -> list[tuple[np.ndarray, np.ndarray]]:
         """Per stream (by code): (its ops by start, the running max of their issue times)."""
         issue = np.where(self.op_launch_start > NONE, self.op_launch_start, self.op_start)
+        codes = unique_ints(self.stream_code)
         out = []
-        for code in unique_ints(self.stream_code):  # a loop over streams
-            members = np.flatnonzero(self.stream_code == code)
-            starts = self.op_start[members]
+        for code in codes:  # a loop over streams
+            # (one stream: every op, no mask, search and gathers)
+            one = codes.size == 1
+            members = np.arange(self.stream_code.size) if one else np.flatnonzero(self.stream_code == code)
+            starts = self.op_start if one else self.op_start[members]
             # (in start order already, as the ops' rows usually are: kept, no sort)
-            if not bool((starts[1:] >= starts[:-1]).all()):
+            in_order = bool((starts[1:] >= starts[:-1]).all())
+            if not in_order:
                 members = members[np.argsort(starts, kind="stable")]
-            out.append((members, np.maximum.accumulate(issue[members])))
+            issued = (
+                issue if one and in_order else issue[members]
+            )  # (issue is not read again: summed in place)
+            out.append((members, np.maximum.accumulate(issued, out=issued)))
         return out
 
 
