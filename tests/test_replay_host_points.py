@@ -171,3 +171,52 @@ def test_launch_calls_read_the_starts_among_the_points_times(n_ops: int, n_rows:
     expected = graph_module.launch_calls_by_numpy(found, at, launch_row, call_of, start, times[0::2].copy())
     for value, want in zip(got, expected, strict=True):
         np.testing.assert_array_equal(value, want)
+
+
+CALL_NAMES = [
+    "cudaDeviceSynchronize",
+    "cudaStreamSynchronize_v2",
+    "cuEventSynchronize",
+    "hipDeviceSynchronize",
+    "cudaMemcpy",
+    "cudaMemcpyAsync",
+    "cuMemcpyDtoH_v2",
+    "hipMemcpy",
+    "cudaStreamWaitEvent",
+    "cuStreamWaitEvent_ptsz",
+    "cudaEventRecord",
+    "cudaEventRecordWithFlags",
+    "hipEventRecord",
+    "cudaLaunchKernel",
+    "ProfilerStep#3",
+    "aten::mm",
+    "cutlass_kernel",
+    "hipLaunchKernel",
+    "cudaStreamSynchronize_x",
+]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    picks=st.lists(st.integers(0, len(CALL_NAMES) - 1), min_size=0, max_size=len(CALL_NAMES)),
+    calls=st.lists(st.integers(-1, 40), max_size=60),
+    large=st.booleans(),
+)
+def test_call_rules_equal_the_bits_of_every_call(picks: list[int], calls: list[int], large: bool) -> None:
+    # the calls' name rules from the names that may pass, found by comparing codes (few) or a table (many),
+    # against code_bits gathered at every call; a dictionary tested whole or at the names in use
+    from tracelens.analyses.names import code_bits
+
+    names = np.array([CALL_NAMES[i] for i in picks] + [None], dtype=object)
+    codes = np.array([c % names.size if c >= 0 else -1 for c in calls], np.int32)
+    with pytest.MonkeyPatch.context() as patched:
+        if large:
+            patched.setattr(graph_module, "SMALL_DICTIONARY", 0)
+        is_sync, sync_copy, waits, records = graph_module._call_rules(codes, names)
+    rules = (graph_module._is_sync_call, graph_module.is_sync_copy, graph_module._is_stream_wait)
+    bits = code_bits(codes, names, (*rules, graph_module._is_event_record))[codes]
+    np.testing.assert_array_equal(is_sync, (bits & 1) != 0)
+    np.testing.assert_array_equal(sync_copy, (bits & 2) != 0)
+    np.testing.assert_array_equal(waits, np.flatnonzero(bits & 4))
+    np.testing.assert_array_equal(records, np.flatnonzero(bits & 8))
+    assert is_sync.dtype == sync_copy.dtype == bool and waits.dtype == records.dtype == np.int64

@@ -61,11 +61,12 @@ from ..analyses.columns import (
 )
 from ..analyses.launch import launch_pairs
 from ..analyses.names import (
-    code_bits,
     is_blocking_sync,
     is_collective_kernel,
     is_graph_launch,
     is_sync_copy,
+    names_in_use,
+    rows_named,
 )
 from ..analyses.startup import one_time_work
 from ..analyses.thread_codes import THREAD_RUNS_SHARE, thread_run_heads
@@ -85,7 +86,7 @@ from ..trace import (
 )
 from ..values import dense_codes
 from .joins import cumcount, inner_join, run_heads, run_ids
-from .name_tests import names_mask
+from .name_tests import SMALL_DICTIONARY, names_mask
 
 NONE = -(2**62)  # "no constraint" for a time (below every real time, safe to add lags to)
 
@@ -769,13 +770,11 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
     launches = _LaunchOrder(op_launch_call, os_, op_launch_start, stream_code)
     syncs = _SyncRows(cols)
     call_names = cols.name[call_row]
-    call_bits = code_bits(
-        call_names, names, (_is_sync_call, is_sync_copy, _is_stream_wait, _is_event_record)
-    )[call_names]
+    is_sync, sync_copy_name, stream_waits, event_records = _call_rules(call_names, names)
     e_src_op, e_dst_op = _event_waits(
         cols,
-        (call_bits & 0b100) != 0,
-        (call_bits & 0b1000) != 0,
+        stream_waits,
+        event_records,
         call_row,
         call_thread,
         cs,
@@ -870,9 +869,6 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
 
     # --- wait edges: explicit syncs -> last op launched before on each stream of the device; blocking copies
     # -> their own copy
-    is_sync = (call_bits & 0b1) != 0
-    sync_copy_name = (call_bits & 0b10) != 0
-    del call_bits
     w_src_parts, w_dst_parts = [], []
     # blocking copies
     blocking_copy = op_is_copy & (op_launch_call >= 0)
@@ -1000,6 +996,36 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
         },
     )
     return graph
+
+
+def _call_rules(
+    call_names: np.ndarray, names: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(explicit synchronize, a bool per call; synchronous copy name, a bool per call; the stream-wait calls and
+    the event-record calls, ascending) of the calls' name codes ``call_names``: each distinct name tested once
+    (every name of a small dictionary, else the names in use), the calls found by comparing codes where the names
+    that pass are few (no table gathered at every call)."""
+    # the rules, a bit each: explicit syncs, synchronous copies, stream waits, event records; each accepts only
+    # names starting with "cu" or "hip" (its patterns', after strip_api_suffix, which keeps a name's start): no
+    # other name is tested
+    rules = (_is_sync_call, is_sync_copy, _is_stream_wait, _is_event_record)
+    table = np.zeros(len(names) + 1, np.uint8)  # code -1 picks the last slot
+    tested = np.arange(len(names)) if len(names) <= SMALL_DICTIONARY else names_in_use(call_names, len(names))
+    for i in tested.tolist():  # a loop over distinct names, not calls
+        name = str(names[i])
+        if name.startswith(("cu", "hip")):
+            table[i] = sum(1 << k for k, rule in enumerate(rules) if rule(name))
+    n = call_names.size
+    is_sync, sync_copy = np.zeros(n, bool), np.zeros(n, bool)
+    hit = rows_named(call_names, table != 0)
+    if hit is None:
+        empty = np.zeros(0, np.int64)
+        return is_sync, sync_copy, empty, empty
+    calls = np.flatnonzero(hit)
+    bits = table[call_names[calls]]
+    is_sync[calls[(bits & 0b1) != 0]] = True
+    sync_copy[calls[(bits & 0b10) != 0]] = True
+    return is_sync, sync_copy, calls[(bits & 0b100) != 0], calls[(bits & 0b1000) != 0]
 
 
 def _sync_waits(
@@ -1399,8 +1425,8 @@ class _LaunchOrder:
 
 def _event_waits(
     cols: EventColumns,
-    is_wait: np.ndarray,
-    is_record: np.ndarray,
+    waits: np.ndarray,
+    records: np.ndarray,
     call_row: np.ndarray,
     call_thread: np.ndarray,
     cs: np.ndarray,
@@ -1419,8 +1445,6 @@ def _event_waits(
     empty = np.zeros(0, np.int64)
     if call_row.size == 0 or op_launch_call.size == 0:
         return empty, empty
-    waits = np.flatnonzero(is_wait)
-    records = np.flatnonzero(is_record)
     if waits.size == 0 or records.size == 0:
         return empty, empty
     lc_sorted, lo_sorted = launches.by_call
