@@ -220,3 +220,36 @@ def test_call_rules_equal_the_bits_of_every_call(picks: list[int], calls: list[i
     np.testing.assert_array_equal(waits, np.flatnonzero(bits & 4))
     np.testing.assert_array_equal(records, np.flatnonzero(bits & 8))
     assert is_sync.dtype == sync_copy.dtype == bool and waits.dtype == records.dtype == np.int64
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    n_ops=st.integers(0, 40),
+    devices=st.integers(1, 3),
+    streams=st.integers(1, 3),
+    seed=st.integers(0, 2**16),
+)
+def test_one_device_typical_lags_and_stream_codes_equal_the_general_path(
+    n_ops: int, devices: int, streams: int, seed: int
+) -> None:
+    # the medians (ties, even counts, none steady or queued) and the per-op values of one device or several, and
+    # the (device, stream) codes of one stream or several, against the device-by-device path and dense_codes
+    from tracelens.values import dense_codes
+
+    rng = np.random.default_rng(seed)
+    op_dev = rng.integers(0, devices, n_ops).astype(np.int64) + 3
+    op_stream = rng.integers(0, streams, n_ops).astype(np.int64) - 1  # (stream -1 packed as 0xFFFFFFFF)
+    op_order = rng.permutation(n_ops)
+    steady, queued = rng.random(n_ops) < 0.6, rng.random(n_ops) < rng.random()
+    launch_lags = rng.integers(0, 5, int(steady.sum())).astype(np.int64) * 1000
+    stream_gaps = rng.integers(0, 5, int(queued.sum())).astype(np.int64) * 500
+    args = (op_dev, op_order, launch_lags, steady, stream_gaps, queued)
+    got, want = graph_module.typical_lags(*args), graph_module.typical_lags_by_device(*args)
+    assert got[:2] == want[:2]
+    for value, expected in zip(got[2:], want[2:], strict=True):
+        assert value.dtype == expected.dtype == np.int64
+        np.testing.assert_array_equal(value, expected)
+    codes = graph_module.stream_codes(op_dev, op_stream)
+    expected_codes = dense_codes(op_dev * (2**32) + (op_stream & 0xFFFFFFFF))[0]
+    assert codes.dtype == expected_codes.dtype
+    np.testing.assert_array_equal(codes, expected_codes)

@@ -278,6 +278,72 @@ def unique_ints(values: np.ndarray, return_inverse: bool = False) -> Any:
     return np.unique(values, return_inverse=True) if return_inverse else np.unique(values)
 
 
+def stream_codes(op_dev: np.ndarray, op_stream: np.ndarray) -> np.ndarray:
+    """Each op's (device, stream) code: its rank among the ops' distinct (device, stream) pairs (dense_codes of
+    the packed pair); all 0 without packing or searching where the ops run on one device and one stream."""
+    if (
+        op_dev.size
+        and int(op_dev.min()) == int(op_dev.max())
+        and int(op_stream.min()) == int(op_stream.max())
+    ):
+        return np.zeros(op_dev.size, np.intp)  # (dense_codes' codes of one value)
+    return dense_codes(op_dev * (2**32) + (op_stream & 0xFFFFFFFF))[0]
+
+
+def typical_lags(
+    op_dev: np.ndarray,
+    op_order: np.ndarray,
+    launch_lags: np.ndarray,
+    steady: np.ndarray,
+    stream_gaps: np.ndarray,
+    queued: np.ndarray,
+) -> tuple[dict[int, int], dict[int, int], np.ndarray, np.ndarray]:
+    """(typical launch lag per device, typical stream gap per device, and each of them per op in ``op_order``) from
+    ``launch_lags`` (one per op of the mask ``steady``, in op_order) and ``stream_gaps`` (per op of ``queued``):
+    the medians per device, a default where a device has none. One device (a rank's trace): the medians of them
+    all and their values seen at every op (read-only views), no device codes and gathers;
+    :func:`typical_lags_by_device` otherwise (the same answer)."""
+    n_ops = op_dev.size
+    if not (n_ops and int(op_dev.min()) == int(op_dev.max())):
+        return typical_lags_by_device(op_dev, op_order, launch_lags, steady, stream_gaps, queued)
+    device = int(op_dev[0])
+    launch_typ: dict[int, int] = {}
+    stream_typ: dict[int, int] = {}
+    for typ, values in ((launch_typ, launch_lags), (stream_typ, stream_gaps)):
+        if values.size:  # (_median_by's answer for one device)
+            typ[device] = int(np.median(values))
+    launch_typ.setdefault(device, DEFAULT_LAUNCH_LAG_NS)
+    stream_typ.setdefault(device, DEFAULT_STREAM_GAP_NS)
+    return (
+        launch_typ,
+        stream_typ,
+        np.broadcast_to(np.int64(launch_typ[device]), n_ops),
+        np.broadcast_to(np.int64(stream_typ[device]), n_ops),
+    )
+
+
+def typical_lags_by_device(
+    op_dev: np.ndarray,
+    op_order: np.ndarray,
+    launch_lags: np.ndarray,
+    steady: np.ndarray,
+    stream_gaps: np.ndarray,
+    queued: np.ndarray,
+) -> tuple[dict[int, int], dict[int, int], np.ndarray, np.ndarray]:
+    """:func:`typical_lags` device by device: the path for several devices, and its reference."""
+    o_dev = op_dev[op_order]
+    launch_typ = _median_by(o_dev[steady], launch_lags, DEFAULT_LAUNCH_LAG_NS)
+    stream_typ = _median_by(o_dev[queued], stream_gaps, DEFAULT_STREAM_GAP_NS)
+    devices, o_dev_index = unique_ints(o_dev, return_inverse=True)
+    for d in devices:
+        launch_typ.setdefault(int(d), DEFAULT_LAUNCH_LAG_NS)
+        stream_typ.setdefault(int(d), DEFAULT_STREAM_GAP_NS)
+    # per op, its device's typical value (looked up per device, then spread over the ops)
+    typ_launch = np.array([launch_typ[int(d)] for d in devices], np.int64)[o_dev_index.reshape(-1)]
+    typ_stream = np.array([stream_typ[int(d)] for d in devices], np.int64)[o_dev_index.reshape(-1)]
+    return launch_typ, stream_typ, typ_launch, typ_stream
+
+
 def _median_by(device: np.ndarray, values: np.ndarray, default: int) -> dict[int, int]:
     out: dict[int, int] = {}
     devices = unique_ints(device)
@@ -735,7 +801,7 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
     # (each temporary below is let go once read: the arrays made after it take its memory, not fresh pages)
 
     n_threads = int(thread_keys.size)
-    stream_code, _ = dense_codes(op_dev * (2**32) + (op_stream & 0xFFFFFFFF))
+    stream_code = stream_codes(op_dev, op_stream)
     op_order = np.lexsort((oe, os_, stream_code))
     o_stream = stream_code[op_order]
     o_s, o_e = os_[op_order], oe[op_order]
@@ -791,23 +857,16 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
     event_binds = (event_ready > np.where(launched, o_launch_start, NONE)) & (event_ready > stream_prev_end)
     launch_binds = launched & ~event_binds & (op_first | (o_launch_start >= stream_prev_end))
     del e_src_op, e_dst_op, stream_prev_end, o_launch_start
-    o_dev = op_dev[op_order]
     # A launch from inside one-time work (a first launch that loads its module, analyses/startup.py) waits for
     # that work, not for the launch path: it keeps its recorded latency in the model replay and stays out of
     # the device's median (on the 3-op RTX 3080 export two module-loading launches of 17 ms set the median).
     o_one_time = op_one_time[op_order]
     steady = launch_binds & ~o_one_time
-    launch_typ = _median_by(o_dev[steady], np.maximum(launch_res[steady], 0), DEFAULT_LAUNCH_LAG_NS)
     queued = ~op_first & ~launch_binds & ~event_binds
-    stream_typ = _median_by(o_dev[queued], np.maximum(stream_res[queued], 0), DEFAULT_STREAM_GAP_NS)
-    devices, o_dev_index = unique_ints(o_dev, return_inverse=True)
-    for d in devices:
-        launch_typ.setdefault(int(d), DEFAULT_LAUNCH_LAG_NS)
-        stream_typ.setdefault(int(d), DEFAULT_STREAM_GAP_NS)
-    # per op, its device's typical value (looked up per device, then spread over the ops)
-    typ_launch = np.array([launch_typ[int(d)] for d in devices], np.int64)[o_dev_index.reshape(-1)]
-    typ_stream = np.array([stream_typ[int(d)] for d in devices], np.int64)[o_dev_index.reshape(-1)]
-    del op_one_time, steady, queued, op_first, o_dev, o_dev_index
+    launch_typ, stream_typ, typ_launch, typ_stream = typical_lags(
+        op_dev, op_order, np.maximum(launch_res[steady], 0), steady, np.maximum(stream_res[queued], 0), queued
+    )
+    del op_one_time, steady, queued, op_first
     np.subtract(o_e, o_s, out=gpu_lag[1::2])
     op_stream_typical = np.empty(n_ops, np.int64)
     op_stream_typical[op_order] = typ_stream
