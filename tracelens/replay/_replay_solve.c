@@ -544,6 +544,45 @@ static PyObject *order_by_chains(PyObject *self, PyObject *args) {
 #define RADIX_BITS 16
 #define RADIX_SIZE (((Py_ssize_t)1) << RADIX_BITS)
 
+/* unsorted tails up to this long are sorted by sorted_tail_order (by insertion; the rest are few comparisons) */
+#define SORTED_TAIL_MAX 1024
+
+/* The stable order of the n items by key[i] (the lower index first among equal keys), written into order (n items),
+ * where the keys ascend but for a tail of at most SORTED_TAIL_MAX items and an eighth of them (a graph's edges: the
+ * launch edges come first, by ascending target, the few others after them): the ascending prefix as it is, the tail's indices
+ * insertion-sorted in scratch (room for SORTED_TAIL_MAX), the two merged (an item of the prefix first where keys tie:
+ * its index is the lower). Returns 0, or -1 (nothing written) where the tail is longer: a radix sort then. */
+static int sorted_tail_order(const int64_t *key, Py_ssize_t n, int64_t *order, int64_t *scratch) {
+    Py_ssize_t prefix = n > 0 ? 1 : 0;
+    while (prefix < n && key[prefix] >= key[prefix - 1]) {
+        prefix++;
+    }
+    Py_ssize_t tail = n - prefix;
+    if (tail > SORTED_TAIL_MAX || tail * 8 > n) {
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < tail; i++) {
+        int64_t item = (int64_t)(prefix + i), k = key[item];
+        Py_ssize_t j = i;
+        while (j > 0 && key[scratch[j - 1]] > k) {
+            scratch[j] = scratch[j - 1];
+            j--;
+        }
+        scratch[j] = item;
+    }
+    Py_ssize_t a = 0, b = 0, o = 0;
+    while (a < prefix && b < tail) {
+        order[o++] = key[scratch[b]] < key[a] ? scratch[b++] : (int64_t)a++;
+    }
+    while (a < prefix) {
+        order[o++] = (int64_t)a++;
+    }
+    while (b < tail) {
+        order[o++] = scratch[b++];
+    }
+    return 0;
+}
+
 static PyObject *edges_by_position(PyObject *self, PyObject *args) {
     (void)self;
     enum { COUNT = 8 };
@@ -598,7 +637,14 @@ static PyObject *edges_by_position(PyObject *self, PyObject *args) {
             highest = e_pos[k];
         }
     }
-    if (!bad) {
+    if (!bad && n_edges > 0 && sorted_tail_order(e_pos, n_edges, spare, spare + n_edges) == 0) {
+        /* the positions ascend but for a short tail: the merged order, then the positions in it */
+        for (Py_ssize_t j = 0; j < n_edges; j++) {
+            e_order[j] = spare[j];
+            spare[n_edges + j] = e_pos[spare[j]];
+        }
+        memcpy(e_pos, spare + n_edges, (size_t)n_edges * sizeof(int64_t));
+    } else if (!bad) {
         /* stable passes from the lowest digit up: equal positions keep their edges in index order */
         int64_t *pos_in = e_pos, *edge_in = e_order, *pos_out = spare, *edge_out = spare + n_edges;
         for (int shift = 0; shift < 64 && (highest >> shift) > 0; shift += RADIX_BITS) {
@@ -627,6 +673,8 @@ static PyObject *edges_by_position(PyObject *self, PyObject *args) {
             memcpy(e_pos, pos_in, (size_t)n_edges * sizeof(int64_t));
             memcpy(e_order, edge_in, (size_t)n_edges * sizeof(int64_t));
         }
+    }
+    if (!bad) {
         for (Py_ssize_t j = 0; j < n_edges; j++) {
             int64_t k = e_order[j];
             e_src[j] = src[k];
@@ -725,9 +773,14 @@ static PyObject *critical_walk(PyObject *self, PyObject *args) {
         }
         into[k] = k;
     }
+    /* the targets ascend but for a short tail (the launch edges first): merged, no radix passes */
+    int merged = !bad && sorted_tail_order(dst, n_edges, spare, into) == 0;
+    if (merged) {
+        memcpy(into, spare, (size_t)n_edges * sizeof(int64_t));
+    }
     if (!bad) {
         /* one pass per digit of the highest target (n - 1), at least one */
-        for (int shift = 0; shift == 0 || (shift < 63 && ((uint64_t)(n - 1) >> shift) != 0);
+        for (int shift = 0; !merged && (shift == 0 || (shift < 63 && ((uint64_t)(n - 1) >> shift) != 0));
              shift += WALK_RADIX_BITS) {
             memset(digits, 0, ((size_t)WALK_RADIX_SIZE + 1) * sizeof(Py_ssize_t));
             for (Py_ssize_t j = 0; j < n_edges; j++) {
