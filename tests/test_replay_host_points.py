@@ -238,7 +238,8 @@ def test_one_device_typical_lags_and_stream_codes_equal_the_general_path(
 
     rng = np.random.default_rng(seed)
     op_dev = rng.integers(0, devices, n_ops).astype(np.int64) + 3
-    op_stream = rng.integers(0, streams, n_ops).astype(np.int64) - 1  # (stream -1 packed as 0xFFFFFFFF)
+    # (stream -1 packed as 0xFFFFFFFF; the streams' own type, int32 or int64)
+    op_stream = (rng.integers(0, streams, n_ops) - 1).astype(np.int32 if seed % 2 else np.int64)
     op_order = rng.permutation(n_ops)
     steady, queued = rng.random(n_ops) < 0.6, rng.random(n_ops) < rng.random()
     launch_lags = rng.integers(0, 5, int(steady.sum())).astype(np.int64) * 1000
@@ -250,6 +251,6 @@ def test_one_device_typical_lags_and_stream_codes_equal_the_general_path(
         assert value.dtype == expected.dtype == np.int64
         np.testing.assert_array_equal(value, expected)
     codes = graph_module.stream_codes(op_dev, op_stream)
-    expected_codes = dense_codes(op_dev * (2**32) + (op_stream & 0xFFFFFFFF))[0]
+    expected_codes = dense_codes(op_dev * (2**32) + (op_stream.astype(np.int64) & 0xFFFFFFFF))[0]
     assert codes.dtype == expected_codes.dtype
     np.testing.assert_array_equal(codes, expected_codes)

@@ -287,7 +287,7 @@ def stream_codes(op_dev: np.ndarray, op_stream: np.ndarray) -> np.ndarray:
         and int(op_stream.min()) == int(op_stream.max())
     ):
         return np.zeros(op_dev.size, np.intp)  # (dense_codes' codes of one value)
-    return dense_codes(op_dev * (2**32) + (op_stream & 0xFFFFFFFF))[0]
+    return dense_codes(op_dev * (2**32) + (op_stream.astype(np.int64, copy=False) & 0xFFFFFFFF))[0]
 
 
 def typical_lags(
@@ -738,13 +738,14 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
     n_host = 2 * n_calls
 
     # --- GPU ops (launch_pairs order), launches resolved to outer calls
-    op_dev, op_stream = pairs["device"].astype(np.int64), pairs["stream"].astype(np.int64)
+    # (the streams as they are: compared and read at a few ops only, no int64 copy)
+    op_dev, op_stream = pairs["device"].astype(np.int64), pairs["stream"]
     # (gathered anew on each read: no copy of them where they are int64 already)
     os_, oe = pairs["start"].astype(np.int64, copy=False), pairs["end"].astype(np.int64, copy=False)
     launch_row = pairs["launch_row"]
     # (launch rows mostly ascend: intervals.search_sorted walks them where its compiled helper is built)
     at = intervals.search_sorted(api, launch_row) if api.size else np.zeros(n_ops, np.int64)
-    at = np.minimum(at, max(api.size - 1, 0))
+    np.minimum(at, max(api.size - 1, 0), out=at)
     found = (launch_row >= 0) & (api.size > 0)
     if api.size:
         found &= api[at] == launch_row
