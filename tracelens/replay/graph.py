@@ -917,15 +917,17 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
     o_call = op_launch_call[op_order]
     o_offset = op_offset[op_order]
     has = o_call >= 0
-    l_src = 2 * o_call[has]
-    l_dst = base + 2 * np.flatnonzero(has)
-    l_lag = o_offset[has] + np.where(
-        launch_binds[has],
-        np.maximum(launch_res[has], 0),
-        np.minimum(typ_launch[has], np.maximum(launch_res[has], 0)),
-    )
-    l_typical = np.where(o_one_time[has], l_lag, o_offset[has] + typ_launch[has])
+    # (every op launched, as in most traces: the ordered arrays read whole, as views, no compressed copies)
+    every = bool(has.all())
+    launched_ones = slice(None) if every else has
+    l_src = 2 * o_call[launched_ones]
+    l_dst = np.arange(base, base + 2 * n_ops, 2) if every else base + 2 * np.flatnonzero(has)
+    offset, residual = o_offset[launched_ones], np.maximum(launch_res[launched_ones], 0)
+    typ = typ_launch[launched_ones]
+    l_lag = offset + np.where(launch_binds[launched_ones], residual, np.minimum(typ, residual))
+    l_typical = np.where(o_one_time[launched_ones], l_lag, offset + typ)
     del op_order, op_offset, o_call, o_offset, has, launch_binds, launch_res, o_one_time, typ_launch
+    del offset, residual, typ
 
     # --- wait edges: explicit syncs -> last op launched before on each stream of the device; blocking copies
     # -> their own copy
