@@ -33,10 +33,11 @@ launch, an op overlapping its stream predecessor, a sync ending before what it w
 replay error. Anchors: a chain's first point with no cross edge, and a GPU op whose launch call the trace
 lacks, keep their recorded time (nothing is known about what issued them).
 
-About 1,100 lines in one module on purpose: ``build`` (some 330 lines) makes the points, chains and the five
-edge kinds over the same per-call and per-op arrays in one pass, and its edge helpers (wake-ups, event waits,
-recorded synchronizations, collectives; most of the rest) read those arrays and share the launch and sync orders
-found once for all of them (``_LaunchOrder``, ``_SyncRows``). Split, ``build`` would hand a dozen arrays and those
+About 1,650 lines in one module on purpose: ``build`` (some 300 lines) makes the points, chains and the five
+edge kinds over the same per-call and per-op arrays in one pass, and its helpers (the host calls and their points,
+the typical lags, the calls' name rules, wake-ups, event waits, recorded synchronizations, collectives; most of the
+rest) read those arrays and share the launch and sync orders found once for all of them (``_LaunchOrder``,
+``_SyncRows``). Split, ``build`` would hand a dozen arrays and those
 orders across modules, and the helpers' private names (which the tests reach here) would have to turn public.
 """
 
