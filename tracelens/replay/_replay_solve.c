@@ -544,6 +544,45 @@ static PyObject *order_by_chains(PyObject *self, PyObject *args) {
 #define RADIX_BITS 16
 #define RADIX_SIZE (((Py_ssize_t)1) << RADIX_BITS)
 
+/* unsorted tails up to this long are sorted by sorted_tail_order (by insertion; the rest are few comparisons) */
+#define SORTED_TAIL_MAX 1024
+
+/* The stable order of the n items by key[i] (the lower index first among equal keys), written into order (n items),
+ * where the keys ascend but for a tail of at most SORTED_TAIL_MAX items and an eighth of them (a graph's edges: the
+ * launch edges come first, by ascending target, the few others after them): the ascending prefix as it is, the tail's indices
+ * insertion-sorted in scratch (room for SORTED_TAIL_MAX), the two merged (an item of the prefix first where keys tie:
+ * its index is the lower). Returns 0, or -1 (nothing written) where the tail is longer: a radix sort then. */
+static int sorted_tail_order(const int64_t *key, Py_ssize_t n, int64_t *order, int64_t *scratch) {
+    Py_ssize_t prefix = n > 0 ? 1 : 0;
+    while (prefix < n && key[prefix] >= key[prefix - 1]) {
+        prefix++;
+    }
+    Py_ssize_t tail = n - prefix;
+    if (tail > SORTED_TAIL_MAX || tail * 8 > n) {
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < tail; i++) {
+        int64_t item = (int64_t)(prefix + i), k = key[item];
+        Py_ssize_t j = i;
+        while (j > 0 && key[scratch[j - 1]] > k) {
+            scratch[j] = scratch[j - 1];
+            j--;
+        }
+        scratch[j] = item;
+    }
+    Py_ssize_t a = 0, b = 0, o = 0;
+    while (a < prefix && b < tail) {
+        order[o++] = key[scratch[b]] < key[a] ? scratch[b++] : (int64_t)a++;
+    }
+    while (a < prefix) {
+        order[o++] = (int64_t)a++;
+    }
+    while (b < tail) {
+        order[o++] = scratch[b++];
+    }
+    return 0;
+}
+
 static PyObject *edges_by_position(PyObject *self, PyObject *args) {
     (void)self;
     enum { COUNT = 8 };
@@ -598,7 +637,14 @@ static PyObject *edges_by_position(PyObject *self, PyObject *args) {
             highest = e_pos[k];
         }
     }
-    if (!bad) {
+    if (!bad && n_edges > 0 && sorted_tail_order(e_pos, n_edges, spare, spare + n_edges) == 0) {
+        /* the positions ascend but for a short tail: the merged order, then the positions in it */
+        for (Py_ssize_t j = 0; j < n_edges; j++) {
+            e_order[j] = spare[j];
+            spare[n_edges + j] = e_pos[spare[j]];
+        }
+        memcpy(e_pos, spare + n_edges, (size_t)n_edges * sizeof(int64_t));
+    } else if (!bad) {
         /* stable passes from the lowest digit up: equal positions keep their edges in index order */
         int64_t *pos_in = e_pos, *edge_in = e_order, *pos_out = spare, *edge_out = spare + n_edges;
         for (int shift = 0; shift < 64 && (highest >> shift) > 0; shift += RADIX_BITS) {
@@ -627,6 +673,8 @@ static PyObject *edges_by_position(PyObject *self, PyObject *args) {
             memcpy(e_pos, pos_in, (size_t)n_edges * sizeof(int64_t));
             memcpy(e_order, edge_in, (size_t)n_edges * sizeof(int64_t));
         }
+    }
+    if (!bad) {
         for (Py_ssize_t j = 0; j < n_edges; j++) {
             int64_t k = e_order[j];
             e_src[j] = src[k];
@@ -725,9 +773,14 @@ static PyObject *critical_walk(PyObject *self, PyObject *args) {
         }
         into[k] = k;
     }
+    /* the targets ascend but for a short tail (the launch edges first): merged, no radix passes */
+    int merged = !bad && sorted_tail_order(dst, n_edges, spare, into) == 0;
+    if (merged) {
+        memcpy(into, spare, (size_t)n_edges * sizeof(int64_t));
+    }
     if (!bad) {
         /* one pass per digit of the highest target (n - 1), at least one */
-        for (int shift = 0; shift == 0 || (shift < 63 && ((uint64_t)(n - 1) >> shift) != 0);
+        for (int shift = 0; !merged && (shift == 0 || (shift < 63 && ((uint64_t)(n - 1) >> shift) != 0));
              shift += WALK_RADIX_BITS) {
             memset(digits, 0, ((size_t)WALK_RADIX_SIZE + 1) * sizeof(Py_ssize_t));
             for (Py_ssize_t j = 0; j < n_edges; j++) {
@@ -1383,6 +1436,15 @@ static PyObject *host_calls(PyObject *self, PyObject *args) {
  * the rows: no per-row order or thread array); equal starts of a thread ordered as host_calls orders them. Returns
  * the calls, or -1 (nothing usable written) where the rows' starts do not ascend or a thread has more than
  * HOST_TIES rows at one start.
+ *
+ * host_points_by_runs(the same 13 arguments, time, lag, anchor, chain, row, point_kind, chain_first, is_marker,
+ * start_kind, end_kind): host_calls_by_runs writing the graph's host points instead of call_start and call_end
+ * (those may be empty):
+ * call c's start and end at points 2c and 2c + 1 of time (int64), lag (the host gap before the start, 0 on its
+ * thread's first call, never negative; the duration), anchor (a thread's first start keeps its time, else NONE),
+ * chain (the thread) and row (4- or 8-byte integers), point_kind (start_kind, end_kind) and chain_first (a byte:
+ * the thread's first start), and is_marker[c] (a byte: the call's row is a step marker); room for 2n points, the
+ * first 2 x returned written (graph.build: no call-sized start and end arrays, no passes to spread them).
  */
 
 static PyObject *thread_runs_at(PyObject *self, PyObject *args) {
@@ -1440,7 +1502,40 @@ struct host_walk {
     int64_t *call_of, *call_row, *call_thread, *call_start, *call_end;
     Py_ssize_t n_calls;
     int64_t run_end;
+    /* the graph's host points, where written (p_time not NULL; call_start and call_end are then not written) */
+    int64_t *p_time, *p_lag, *p_anchor;
+    Py_buffer *p_chain, *p_row;
+    signed char *p_kind;
+    unsigned char *p_first, *p_marker;
+    signed char start_kind, end_kind;
+    int64_t last_thread, last_end;
 };
+
+/* call c's two points (graph.build's host part): times, chain lags (the host gap before the start, 0 on a
+ * thread's first call and never negative; the duration), anchors (a thread's first start keeps its time), chain,
+ * event row, kinds, chain head; and whether the call is a step marker */
+static void host_points_of_call(struct host_walk *w, Py_ssize_t c, int64_t r, int64_t thread, int64_t s, int64_t e) {
+    Py_ssize_t p = 2 * c;
+    int first = c == 0 || thread != w->last_thread;
+    int64_t gap = first ? 0 : s - w->last_end;
+    w->p_time[p] = s;
+    w->p_time[p + 1] = e;
+    w->p_lag[p] = gap > 0 ? gap : 0;
+    w->p_lag[p + 1] = e - s;
+    w->p_anchor[p] = first ? s : NONE_TIME;
+    w->p_anchor[p + 1] = NONE_TIME;
+    index_put(w->p_chain, p, thread);
+    index_put(w->p_chain, p + 1, thread);
+    index_put(w->p_row, p, r);
+    index_put(w->p_row, p + 1, r);
+    w->p_kind[p] = w->start_kind;
+    w->p_kind[p + 1] = w->end_kind;
+    w->p_first[p] = (unsigned char)first;
+    w->p_first[p + 1] = 0;
+    w->p_marker[c] = w->kind[r] == w->marker_kind;
+    w->last_thread = thread;
+    w->last_end = e;
+}
 
 /* the walk's step for a group of rows of one thread at one start (positions ``group``): ordered the longest
  * first, then the lower row (insertion sort), each then nested in the calls before it or a call of its own */
@@ -1466,8 +1561,12 @@ static void host_walk_group(struct host_walk *w, int64_t *group, Py_ssize_t size
         if (!(w->run_end >= e)) {
             w->call_row[w->n_calls] = r;
             w->call_thread[w->n_calls] = thread;
-            w->call_start[w->n_calls] = s;
-            w->call_end[w->n_calls] = e;
+            if (w->p_time != NULL) {
+                host_points_of_call(w, w->n_calls, r, thread, s, e);
+            } else {
+                w->call_start[w->n_calls] = s;
+                w->call_end[w->n_calls] = e;
+            }
             w->n_calls++;
         }
         w->call_of[item] = (int64_t)w->n_calls - 1;
@@ -1477,35 +1576,58 @@ static void host_walk_group(struct host_walk *w, int64_t *group, Py_ssize_t size
     }
 }
 
-static PyObject *host_calls_by_runs(PyObject *self, PyObject *args) {
-    (void)self;
-    enum { COUNT = 11, INPUTS = 6 };
+/* host_calls_by_runs, and with ``points`` host_points_by_runs */
+static PyObject *walk_runs(PyObject *args, int points) {
+    /* the 11 buffers, then (with the points) the 8 point buffers after marker_kind and n_threads */
+    enum { CALLS = 11, POINTS = 8, COUNT = CALLS + POINTS, INPUTS = 6 };
     PyObject *objs[COUNT];
     Py_buffer views[COUNT];
-    static const char *const names[COUNT] = {"rows",    "heads",    "run_thread",  "start",      "end",     "kind",
-                                             "call_of", "call_row", "call_thread", "call_start", "call_end"};
-    static const Py_ssize_t sizes[COUNT] = {8, 8, 8, 8, 8, 1, 8, 8, 8, 8, 8};
-    if (PyTuple_GET_SIZE(args) != COUNT + 2) {
-        PyErr_SetString(PyExc_TypeError, "host_calls_by_runs: 13 arguments expected");
+    static const char *const names[COUNT] = {
+        "rows",        "heads",    "run_thread", "start",   "end",   "kind",     "call_of",
+        "call_row",    "call_thread", "call_start", "call_end", "time", "lag",   "anchor",
+        "chain",       "row",      "point_kind", "chain_first", "is_marker"};
+    static const Py_ssize_t sizes[COUNT] = {8, 8, 8, 8, 8, 1, 8, 8, 8, 8, 8, 8, 8, 8, INDEX_ITEMS, INDEX_ITEMS, 1, 1, 1};
+    if (PyTuple_GET_SIZE(args) != (points ? COUNT + 4 : CALLS + 2)) {
+        PyErr_SetString(PyExc_TypeError, points ? "host_points_by_runs: 23 arguments expected"
+                                                : "host_calls_by_runs: 13 arguments expected");
         return NULL;
     }
-    long long marker_kind = PyLong_AsLongLong(PyTuple_GET_ITEM(args, COUNT));
-    Py_ssize_t n_threads = PyLong_AsSsize_t(PyTuple_GET_ITEM(args, COUNT + 1));
+    long long marker_kind = PyLong_AsLongLong(PyTuple_GET_ITEM(args, CALLS));
+    Py_ssize_t n_threads = PyLong_AsSsize_t(PyTuple_GET_ITEM(args, CALLS + 1));
+    long long start_kind = points ? PyLong_AsLongLong(PyTuple_GET_ITEM(args, COUNT + 2)) : 0;
+    long long end_kind = points ? PyLong_AsLongLong(PyTuple_GET_ITEM(args, COUNT + 3)) : 0;
     if (PyErr_Occurred()) {
         return NULL;
     }
-    if (get_all(args, COUNT, objs, views, sizes, names, INPUTS) < 0) {
+    PyObject *packed = PyTuple_New(points ? COUNT : CALLS); /* the buffers without the two integers between */
+    if (packed == NULL) {
         return NULL;
     }
+    for (int i = 0; i < (points ? COUNT : CALLS); i++) {
+        PyObject *item = PyTuple_GET_ITEM(args, i < CALLS ? i : i + 2);
+        Py_INCREF(item);
+        PyTuple_SET_ITEM(packed, i, item);
+    }
+    int failed = get_all(packed, points ? COUNT : CALLS, objs, views, sizes, names, INPUTS);
+    Py_DECREF(packed);
+    if (failed < 0) {
+        return NULL;
+    }
+    int count = points ? COUNT : CALLS;
     Py_buffer *in = views, *out = views + INPUTS;
     Py_ssize_t n = in[0].len / 8, k = in[1].len / 8, n_rows = in[3].len / 8;
     int bad = in[2].len / 8 != k || in[4].len / 8 != n_rows || in[5].len != n_rows || n_threads < 0 ||
-              (n > 0 && k == 0);
-    for (int i = 0; i < 5; i++) {
-        bad |= out[i].len / 8 != n;
+              (n > 0 && k == 0) || start_kind < -128 || start_kind > 127 || end_kind < -128 || end_kind > 127;
+    for (int i = 0; i < 5; i++) { /* (with the points, call_start and call_end are not written: may be empty) */
+        bad |= out[i].len / 8 != n && !(points && i >= 3 && out[i].len == 0);
+    }
+    if (points) { /* the points of at most n calls: room for 2n */
+        Py_buffer *p = views + CALLS;
+        bad |= p[0].len / 8 < 2 * n || p[1].len / 8 < 2 * n || p[2].len / 8 < 2 * n || index_count(&p[3]) < 2 * n ||
+               index_count(&p[4]) < 2 * n || p[5].len < 2 * n || p[6].len < 2 * n || p[7].len < n;
     }
     if (bad) {
-        release_all(views, COUNT);
+        release_all(views, count);
         PyErr_SetString(PyExc_ValueError, "host_calls_by_runs: array lengths disagree");
         return NULL;
     }
@@ -1515,11 +1637,24 @@ static PyObject *host_calls_by_runs(PyObject *self, PyObject *args) {
     if (run_order == NULL || next == NULL) {
         PyMem_RawFree(run_order);
         PyMem_RawFree(next);
-        release_all(views, COUNT);
+        release_all(views, count);
         return PyErr_NoMemory();
     }
     struct host_walk w = {rows,      start,     in[4].buf, in[5].buf,  marker_kind, out[0].buf,
                           out[1].buf, out[2].buf, out[3].buf, out[4].buf, 0,          NONE_TIME};
+    if (points) {
+        Py_buffer *p = views + CALLS;
+        w.p_time = p[0].buf;
+        w.p_lag = p[1].buf;
+        w.p_anchor = p[2].buf;
+        w.p_chain = &p[3];
+        w.p_row = &p[4];
+        w.p_kind = p[5].buf;
+        w.p_first = p[6].buf;
+        w.p_marker = p[7].buf;
+        w.start_kind = (signed char)start_kind;
+        w.end_kind = (signed char)end_kind;
+    }
     int status = 0; /* 1: out of range, -1: not usable here */
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t r = 0; r < k && !status; r++) {
@@ -1577,7 +1712,7 @@ static PyObject *host_calls_by_runs(PyObject *self, PyObject *args) {
     Py_END_ALLOW_THREADS
     PyMem_RawFree(run_order);
     PyMem_RawFree(next);
-    release_all(views, COUNT);
+    release_all(views, count);
     if (status > 0) {
         PyErr_SetString(PyExc_ValueError, "host_calls_by_runs: an index out of range");
         return NULL;
@@ -1585,12 +1720,23 @@ static PyObject *host_calls_by_runs(PyObject *self, PyObject *args) {
     return PyLong_FromSsize_t(status < 0 ? -1 : w.n_calls);
 }
 
+static PyObject *host_calls_by_runs(PyObject *self, PyObject *args) {
+    (void)self;
+    return walk_runs(args, 0);
+}
+
+static PyObject *host_points_by_runs(PyObject *self, PyObject *args) {
+    (void)self;
+    return walk_runs(args, 1);
+}
+
 /* ---- the GPU ops' launch calls (graph.build) in one pass over the ops ------------------------------------------
  *
  * launch_calls(found, at, launch_row, call_of, start, call_start, none, op_launch_call, op_launch_start,
- * op_offset): per op i with found[i] (a byte): its launch call call_of[at[i]] (at: the launch row's position among
- * the host rows), that row's start start[launch_row[i]] and its offset in the call (that start - call_start of the
- * call); else -1, ``none`` and 0. launch_row as 4- or 8-byte integers, the rest int64.
+ * op_offset[, step]): per op i with found[i] (a byte): its launch call call_of[at[i]] (at: the launch row's position
+ * among the host rows), that row's start start[launch_row[i]] and its offset in the call (that start - call c's
+ * start, call_start[c * step]; step 1 unless given); else -1, ``none`` and 0. launch_row as 4- or 8-byte integers,
+ * the rest int64.
  */
 
 static PyObject *launch_calls(PyObject *self, PyObject *args) {
@@ -1601,8 +1747,17 @@ static PyObject *launch_calls(PyObject *self, PyObject *args) {
     static const char *const names[COUNT] = {"found",      "at",             "launch_row",      "call_of",  "start",
                                              "call_start", "op_launch_call", "op_launch_start", "op_offset"};
     static const Py_ssize_t sizes[COUNT] = {1, 8, INDEX_ITEMS, 8, 8, 8, 8, 8, 8};
-    if (PyTuple_GET_SIZE(args) != COUNT + 1) {
-        PyErr_SetString(PyExc_TypeError, "launch_calls: 10 arguments expected");
+    if (PyTuple_GET_SIZE(args) != COUNT + 1 && PyTuple_GET_SIZE(args) != COUNT + 2) {
+        PyErr_SetString(PyExc_TypeError, "launch_calls: 10 or 11 arguments expected");
+        return NULL;
+    }
+    /* call c's start at call_start[c * step] (step 2: the graph's host point times, starts and ends in turn) */
+    Py_ssize_t step = PyTuple_GET_SIZE(args) == COUNT + 2 ? PyLong_AsSsize_t(PyTuple_GET_ITEM(args, COUNT + 1)) : 1;
+    if (step == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    if (step < 1) {
+        PyErr_SetString(PyExc_ValueError, "launch_calls: step below 1");
         return NULL;
     }
     PyObject *packed = PyTuple_New(COUNT);
@@ -1625,7 +1780,7 @@ static PyObject *launch_calls(PyObject *self, PyObject *args) {
         return NULL;
     }
     Py_ssize_t n_ops = views[0].len, n_host = views[3].len / 8, n_rows = views[4].len / 8;
-    Py_ssize_t n_calls = views[5].len / 8;
+    Py_ssize_t n_calls = (views[5].len / 8 + step - 1) / step;
     if (views[1].len / 8 != n_ops || index_count(&views[2]) != n_ops || views[6].len / 8 != n_ops ||
         views[7].len / 8 != n_ops || views[8].len / 8 != n_ops) {
         release_all(views, COUNT);
@@ -1652,7 +1807,7 @@ static PyObject *launch_calls(PyObject *self, PyObject *args) {
         int64_t c = call_of[a], s = start[r];
         out_call[i] = c;
         out_start[i] = s;
-        out_offset[i] = s - call_start[c];
+        out_offset[i] = s - call_start[c * step];
     }
     Py_END_ALLOW_THREADS
     release_all(views, COUNT);
@@ -2239,9 +2394,13 @@ static PyMethodDef methods[] = {
     {"host_calls_by_runs", host_calls_by_runs, METH_VARARGS,
      "host_calls_by_runs(rows, heads, run_thread, start, end, kind, call_of, call_row, call_thread, call_start, "
      "call_end, marker_kind, n_threads): host_calls with the threads given per run; -1 where not usable."},
+    {"host_points_by_runs", host_points_by_runs, METH_VARARGS,
+     "host_points_by_runs(rows, heads, run_thread, start, end, kind, call_of, call_row, call_thread, call_start, "
+     "call_end, marker_kind, n_threads, time, lag, anchor, chain, row, point_kind, chain_first, is_marker, "
+     "start_kind, end_kind): host_calls_by_runs writing the graph's host points; -1 where not usable."},
     {"launch_calls", launch_calls, METH_VARARGS,
      "launch_calls(found, at, launch_row, call_of, start, call_start, none, op_launch_call, op_launch_start, "
-     "op_offset): each found op's launch call, its start and its offset in the call."},
+     "op_offset[, step]): each found op's launch call, its start and its offset in the call."},
     {"slot_sums", slot_sums, METH_VARARGS,
      "slot_sums(category, base, name, start, end, flagged, count, total, lo): per (category, name) slot the rows "
      "and their summed durations, added into count and total; -1 where not usable (see "

@@ -120,6 +120,31 @@ def host_calls_by_runs(
     marker_kind: int,
     n_threads: int,
 ) -> int: ...
+def host_points_by_runs(
+    rows: Any,
+    heads: Any,
+    run_thread: Any,
+    start: Any,
+    end: Any,
+    kind: Any,
+    call_of: Any,
+    call_row: Any,
+    call_thread: Any,
+    call_start: Any,
+    call_end: Any,
+    marker_kind: int,
+    n_threads: int,
+    time: Any,
+    lag: Any,
+    anchor: Any,
+    chain: Any,
+    row: Any,
+    point_kind: Any,
+    chain_first: Any,
+    is_marker: Any,
+    start_kind: int,
+    end_kind: int,
+) -> int: ...
 def launch_calls(
     found: Any,
     at: Any,
@@ -131,6 +156,7 @@ def launch_calls(
     op_launch_call: Any,
     op_launch_start: Any,
     op_offset: Any,
+    step: int = ...,
 ) -> None: ...
 def slot_sums(
     category: Any,

@@ -33,10 +33,11 @@ launch, an op overlapping its stream predecessor, a sync ending before what it w
 replay error. Anchors: a chain's first point with no cross edge, and a GPU op whose launch call the trace
 lacks, keep their recorded time (nothing is known about what issued them).
 
-About 1,100 lines in one module on purpose: ``build`` (some 330 lines) makes the points, chains and the five
-edge kinds over the same per-call and per-op arrays in one pass, and its edge helpers (wake-ups, event waits,
-recorded synchronizations, collectives; most of the rest) read those arrays and share the launch and sync orders
-found once for all of them (``_LaunchOrder``, ``_SyncRows``). Split, ``build`` would hand a dozen arrays and those
+About 1,650 lines in one module on purpose: ``build`` (some 300 lines) makes the points, chains and the five
+edge kinds over the same per-call and per-op arrays in one pass, and its helpers (the host calls and their points,
+the typical lags, the calls' name rules, wake-ups, event waits, recorded synchronizations, collectives; most of the
+rest) read those arrays and share the launch and sync orders found once for all of them (``_LaunchOrder``,
+``_SyncRows``). Split, ``build`` would hand a dozen arrays and those
 orders across modules, and the helpers' private names (which the tests reach here) would have to turn public.
 """
 
@@ -61,11 +62,12 @@ from ..analyses.columns import (
 )
 from ..analyses.launch import launch_pairs
 from ..analyses.names import (
-    code_bits,
     is_blocking_sync,
     is_collective_kernel,
     is_graph_launch,
     is_sync_copy,
+    names_in_use,
+    rows_named,
 )
 from ..analyses.startup import one_time_work
 from ..analyses.thread_codes import THREAD_RUNS_SHARE, thread_run_heads
@@ -85,7 +87,7 @@ from ..trace import (
 )
 from ..values import dense_codes
 from .joins import cumcount, inner_join, run_heads, run_ids
-from .name_tests import names_mask
+from .name_tests import SMALL_DICTIONARY, names_mask
 
 NONE = -(2**62)  # "no constraint" for a time (below every real time, safe to add lags to)
 
@@ -277,6 +279,72 @@ def unique_ints(values: np.ndarray, return_inverse: bool = False) -> Any:
     return np.unique(values, return_inverse=True) if return_inverse else np.unique(values)
 
 
+def stream_codes(op_dev: np.ndarray, op_stream: np.ndarray) -> np.ndarray:
+    """Each op's (device, stream) code: its rank among the ops' distinct (device, stream) pairs (dense_codes of
+    the packed pair); all 0 without packing or searching where the ops run on one device and one stream."""
+    if (
+        op_dev.size
+        and int(op_dev.min()) == int(op_dev.max())
+        and int(op_stream.min()) == int(op_stream.max())
+    ):
+        return np.zeros(op_dev.size, np.intp)  # (dense_codes' codes of one value)
+    return dense_codes(op_dev * (2**32) + (op_stream.astype(np.int64, copy=False) & 0xFFFFFFFF))[0]
+
+
+def typical_lags(
+    op_dev: np.ndarray,
+    op_order: np.ndarray,
+    launch_lags: np.ndarray,
+    steady: np.ndarray,
+    stream_gaps: np.ndarray,
+    queued: np.ndarray,
+) -> tuple[dict[int, int], dict[int, int], np.ndarray, np.ndarray]:
+    """(typical launch lag per device, typical stream gap per device, and each of them per op in ``op_order``) from
+    ``launch_lags`` (one per op of the mask ``steady``, in op_order) and ``stream_gaps`` (per op of ``queued``):
+    the medians per device, a default where a device has none. One device (a rank's trace): the medians of them
+    all and their values seen at every op (read-only views), no device codes and gathers;
+    :func:`typical_lags_by_device` otherwise (the same answer)."""
+    n_ops = op_dev.size
+    if not (n_ops and int(op_dev.min()) == int(op_dev.max())):
+        return typical_lags_by_device(op_dev, op_order, launch_lags, steady, stream_gaps, queued)
+    device = int(op_dev[0])
+    launch_typ: dict[int, int] = {}
+    stream_typ: dict[int, int] = {}
+    for typ, values in ((launch_typ, launch_lags), (stream_typ, stream_gaps)):
+        if values.size:  # (_median_by's answer for one device)
+            typ[device] = int(np.median(values))
+    launch_typ.setdefault(device, DEFAULT_LAUNCH_LAG_NS)
+    stream_typ.setdefault(device, DEFAULT_STREAM_GAP_NS)
+    return (
+        launch_typ,
+        stream_typ,
+        np.broadcast_to(np.int64(launch_typ[device]), n_ops),
+        np.broadcast_to(np.int64(stream_typ[device]), n_ops),
+    )
+
+
+def typical_lags_by_device(
+    op_dev: np.ndarray,
+    op_order: np.ndarray,
+    launch_lags: np.ndarray,
+    steady: np.ndarray,
+    stream_gaps: np.ndarray,
+    queued: np.ndarray,
+) -> tuple[dict[int, int], dict[int, int], np.ndarray, np.ndarray]:
+    """:func:`typical_lags` device by device: the path for several devices, and its reference."""
+    o_dev = op_dev[op_order]
+    launch_typ = _median_by(o_dev[steady], launch_lags, DEFAULT_LAUNCH_LAG_NS)
+    stream_typ = _median_by(o_dev[queued], stream_gaps, DEFAULT_STREAM_GAP_NS)
+    devices, o_dev_index = unique_ints(o_dev, return_inverse=True)
+    for d in devices:
+        launch_typ.setdefault(int(d), DEFAULT_LAUNCH_LAG_NS)
+        stream_typ.setdefault(int(d), DEFAULT_STREAM_GAP_NS)
+    # per op, its device's typical value (looked up per device, then spread over the ops)
+    typ_launch = np.array([launch_typ[int(d)] for d in devices], np.int64)[o_dev_index.reshape(-1)]
+    typ_stream = np.array([stream_typ[int(d)] for d in devices], np.int64)[o_dev_index.reshape(-1)]
+    return launch_typ, stream_typ, typ_launch, typ_stream
+
+
 def _median_by(device: np.ndarray, values: np.ndarray, default: int) -> dict[int, int]:
     out: dict[int, int] = {}
     devices = unique_ints(device)
@@ -371,10 +439,43 @@ def host_calls_by_thread_runs(cols: EventColumns, api: np.ndarray) -> tuple[Host
     thread (THREAD_RUNS_SHARE): the runs found by reading pid and tid at the rows, the keys built and ranked at each
     run's first row, the calls walked thread by thread through the runs (no per-row thread codes, no gathered pid
     and tid, no per-row order); None otherwise (then row by row)."""
+    runs = _thread_runs(cols, api)
+    if runs is None:
+        return None
+    solver, rows, heads, run_thread, keys = runs
+    n = rows.size
+    call_of, call_row, call_thread, call_start, call_end = (np.empty(n, np.int64) for _ in range(5))
+    n_calls = solver.host_calls_by_runs(
+        rows,
+        heads,
+        run_thread,
+        np.ascontiguousarray(cols.start),
+        np.ascontiguousarray(cols.end),
+        np.ascontiguousarray(cols.kind).view(np.uint8),
+        call_of,
+        call_row,
+        call_thread,
+        call_start,
+        call_end,
+        _kind_code(STEP),
+        int(keys.size),
+    )
+    if n_calls < 0:  # starts out of order, or many rows of a thread at one start: row by row
+        return host_calls(cols, api, np.repeat(run_thread, np.diff(heads, append=n)), int(keys.size)), keys
+    per_call = (call_row, call_thread, call_start, call_end)
+    return HostCalls(call_of, *(a if n_calls == n else a[:n_calls].copy() for a in per_call)), keys
+
+
+def _thread_runs(
+    cols: EventColumns, api: np.ndarray
+) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    """(the compiled helper, the rows ``api`` as int64, the first position of each run of rows of one thread,
+    each run's thread code, the threads' keys) where the helper was built, the columns are plain integer arrays and
+    the runs are few (THREAD_RUNS_SHARE of the rows); else None."""
     from .engine import native_solver  # imported here: engine imports this module
 
     solver = native_solver()
-    n, room = api.size, int(THREAD_RUNS_SHARE * api.size)
+    room = int(THREAD_RUNS_SHARE * api.size)
     pid, tid = cols.pid, cols.tid
     if (
         solver is None
@@ -397,9 +498,115 @@ def host_calls_by_thread_runs(cols: EventColumns, api: np.ndarray) -> tuple[Host
         return None
     heads = heads[:count]
     codes, keys = dense_codes(_thread_keys_at(cols, rows[heads]))
-    run_thread = codes.astype(np.int64)
-    call_of, call_row, call_thread, call_start, call_end = (np.empty(n, np.int64) for _ in range(5))
-    n_calls = solver.host_calls_by_runs(  # type: ignore[attr-defined]
+    return solver, rows, heads, codes.astype(np.int64), keys
+
+
+@dataclass
+class HostPoints:
+    """The host part of a graph's points, written into whole point arrays (room for ``n_ops`` GPU ops' two points
+    each after the host points): per call ``c``, its start and end at points ``2c`` and ``2c + 1`` (``time``,
+    ``lag``: the host gap before the start, 0 on its thread's first call and never negative, then its duration;
+    ``anchor``: a thread's first start keeps its time, the rest NONE; ``chain``: its thread; ``row``; ``kind``;
+    ``chain_first``: the thread's first start). ``calls``: the host calls, their ``call_start`` and ``call_end``
+    views of ``time`` (no arrays of their own); ``first_call`` (a view of ``chain_first``) and ``call_is_marker``
+    per call."""
+
+    calls: HostCalls
+    thread_keys: np.ndarray
+    time: np.ndarray
+    lag: np.ndarray
+    anchor: np.ndarray
+    chain: np.ndarray
+    row: np.ndarray
+    kind: np.ndarray
+    chain_first: np.ndarray
+    first_call: np.ndarray
+    call_is_marker: np.ndarray
+
+
+def host_points(cols: EventColumns, api: np.ndarray, n_ops: int) -> HostPoints:
+    """:class:`HostPoints` of the host rows ``api`` (ascending): the calls and their points in one walk by the
+    compiled helper where the rows come in few runs of one thread (:func:`host_points_by_thread_runs`), else
+    the calls found (:func:`host_calls_by_thread_runs` or row by row) and their points written with numpy; the
+    same arrays."""
+    native = host_points_by_thread_runs(cols, api, n_ops)
+    if native is not None:
+        return native
+    by_runs = host_calls_by_thread_runs(cols, api)
+    if by_runs is None:
+        thread, thread_keys = _thread_codes_at(cols, api)
+        hosts = host_calls(cols, api, thread, int(thread_keys.size))
+        del thread
+    else:
+        hosts, thread_keys = by_runs
+    return host_points_by_numpy(cols, hosts, thread_keys, n_ops)
+
+
+PointArrays = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+def _point_arrays(n_points: int, n_rows: int) -> PointArrays:
+    """Empty point arrays (time, lag, anchor, chain, row, kind, chain_first: all False) of ``n_points``; chains and
+    event rows as int32 where every event row of ``n_rows`` fits (the chains are fewer): 8 bytes a point less."""
+    index_type = np.int32 if n_rows < 2**31 else np.int64
+    time, lag, anchor = (np.empty(n_points, np.int64) for _ in range(3))
+    chain, row = np.empty(n_points, index_type), np.empty(n_points, index_type)
+    return time, lag, anchor, chain, row, np.empty(n_points, np.int8), np.zeros(n_points, bool)
+
+
+def host_points_by_numpy(
+    cols: EventColumns, hosts: HostCalls, thread_keys: np.ndarray, n_ops: int
+) -> HostPoints:
+    """:func:`host_points` of the calls ``hosts`` with numpy: the path without the compiled walk, and its
+    reference."""
+    cs, ce, call_thread, call_row = hosts.call_start, hosts.call_end, hosts.call_thread, hosts.call_row
+    n_calls = call_row.size
+    n_host = 2 * n_calls
+    points = _point_arrays(n_host + 2 * n_ops, cols.kind.size)
+    time, lag, anchor, chain, row, kind, chain_first = points
+    host_time, host_chain, host_lag = time[:n_host], chain[:n_host], lag[:n_host]
+    host_anchor, host_row, host_first = anchor[:n_host], row[:n_host], chain_first[:n_host]
+    host_time[0::2], host_time[1::2] = cs, ce
+    host_chain[0::2], host_chain[1::2] = call_thread, call_thread
+    kind[:n_host:2], kind[1:n_host:2] = HOST_START, HOST_END
+    host_row[0::2], host_row[1::2] = call_row, call_row
+    # the lags written in place (no call-sized temporaries): a call's duration, and the host gap before it (its
+    # start - the previous call's end, 0 at a thread's first call, never negative)
+    np.subtract(ce, cs, out=host_lag[1::2])
+    gap = host_lag[0::2]
+    if n_calls:
+        gap[0] = 0
+        np.subtract(cs[1:], ce[:-1], out=gap[1:])
+    first_call = host_first[0::2]
+    first_call[:] = True
+    first_call[1:] = call_thread[1:] != call_thread[:-1]
+    gap[first_call] = 0
+    np.maximum(gap, 0, out=gap)
+    host_anchor[:] = NONE
+    np.copyto(host_anchor[0::2], cs, where=first_call)
+    calls = HostCalls(hosts.call_of, call_row, call_thread, host_time[0::2], host_time[1::2])
+    call_is_marker = cols.kind[call_row] == _kind_code(STEP)
+    return HostPoints(calls, thread_keys, *points, first_call, call_is_marker)
+
+
+def host_points_by_thread_runs(cols: EventColumns, api: np.ndarray, n_ops: int) -> HostPoints | None:
+    """:func:`host_points` in one walk of the compiled helper through the rows' runs of one thread (as
+    :func:`host_calls_by_thread_runs` walks them) that writes each call's points as it finds the call; None where
+    the runs are not few or the walk declines (then the calls are found first, their points written after)."""
+    runs = _thread_runs(cols, api)
+    if runs is None:
+        return None
+    solver, rows, heads, run_thread, keys = runs
+    if not hasattr(solver, "host_points_by_runs"):  # pragma: no cover - a build older than the walk's points
+        return None
+    n = rows.size
+    # room for every row an outer call (as in most traces); fewer: the points moved to arrays of their size below
+    points = _point_arrays(2 * n + 2 * n_ops, cols.kind.size)
+    time, lag, anchor, chain, row, kind, chain_first = points
+    call_of, call_row, call_thread = (np.empty(n, np.int64) for _ in range(3))
+    call_is_marker = np.empty(n, bool)
+    unused = np.zeros(0, np.int64)
+    n_calls = solver.host_points_by_runs(
         rows,
         heads,
         run_thread,
@@ -409,15 +616,35 @@ def host_calls_by_thread_runs(cols: EventColumns, api: np.ndarray) -> tuple[Host
         call_of,
         call_row,
         call_thread,
-        call_start,
-        call_end,
+        unused,  # (call starts and ends: the points' times instead)
+        unused,
         _kind_code(STEP),
         int(keys.size),
+        time,
+        lag,
+        anchor,
+        chain,
+        row,
+        kind.view(np.uint8),
+        chain_first.view(np.uint8),
+        call_is_marker.view(np.uint8),
+        HOST_START,
+        HOST_END,
     )
-    if n_calls < 0:  # starts out of order, or many rows of a thread at one start: row by row
-        return host_calls(cols, api, np.repeat(run_thread, np.diff(heads, append=n)), int(keys.size)), keys
-    per_call = (call_row, call_thread, call_start, call_end)
-    return HostCalls(call_of, *(a if n_calls == n else a[:n_calls].copy() for a in per_call)), keys
+    if n_calls < 0:  # starts out of order, or many rows of a thread at one start
+        return None
+    if n_calls < n:  # nested rows: the calls and their points cut to size
+        n_host = 2 * n_calls
+        moved = _point_arrays(n_host + 2 * n_ops, cols.kind.size)
+        for into, written in zip(moved, points, strict=True):
+            into[:n_host] = written[:n_host]
+        points, time = moved, moved[0]
+        call_row, call_thread, call_is_marker = (
+            a[:n_calls].copy() for a in (call_row, call_thread, call_is_marker)
+        )
+    n_host = 2 * n_calls
+    calls = HostCalls(call_of, call_row, call_thread, time[0:n_host:2], time[1:n_host:2])
+    return HostPoints(calls, keys, *points, points[6][0:n_host:2], call_is_marker)
 
 
 def launch_calls(
@@ -427,9 +654,11 @@ def launch_calls(
     call_of: np.ndarray,
     start: np.ndarray,
     call_start: np.ndarray,
+    call_start_step: int = 1,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per GPU op: (its launch call, ``call_of[at]``, -1 where not ``found``; that call's start, the launch row's
-    ``start``, NONE where not found; its offset in the call, that start - ``call_start`` of the call, 0 where not
+    ``start``, NONE where not found; its offset in the call, that start - call ``c``'s start
+    ``call_start[c * call_start_step]`` (2: the host points' times, a call's start and end in turn), 0 where not
     found). ``at``: each op's launch row's position among the host rows (found: that row is its launch row). In
     one pass by the compiled helper where it was built (no gathers into op-sized temporaries), else numpy."""
     from .engine import native_solver  # imported here: engine imports this module
@@ -454,9 +683,10 @@ def launch_calls(
             op_launch_call,
             op_launch_start,
             op_offset,
+            call_start_step,
         )
         return op_launch_call, op_launch_start, op_offset
-    return launch_calls_by_numpy(found, at, launch_row, call_of, start, call_start)
+    return launch_calls_by_numpy(found, at, launch_row, call_of, start, call_start[::call_start_step])
 
 
 def launch_calls_by_numpy(
@@ -498,26 +728,25 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
     # moves with the host work before its first call (an input wait before it, say).
     api, op_row = point_rows(trace) if rows is None else rows
     del rows
-    by_runs = host_calls_by_thread_runs(cols, api)
-    if by_runs is None:
-        thread, thread_keys = _thread_codes_at(cols, api)
-        hosts = host_calls(cols, api, thread, int(thread_keys.size))
-        del thread
-    else:
-        hosts, thread_keys = by_runs
-    del by_runs
+    n_ops = len(pairs)
+    # the calls and their points (the host part of the point arrays, made whole here: the GPU part is written
+    # into them through views below, no parts joined into a copy at the end); the calls' starts and ends are views
+    # of the points' times
+    host = host_points(cols, api, n_ops)
+    hosts, thread_keys = host.calls, host.thread_keys
     call_row, call_thread, cs, ce = hosts.call_row, hosts.call_thread, hosts.call_start, hosts.call_end
     n_calls = call_row.size
+    n_host = 2 * n_calls
 
     # --- GPU ops (launch_pairs order), launches resolved to outer calls
-    n_ops = len(pairs)
-    op_dev, op_stream = pairs["device"].astype(np.int64), pairs["stream"].astype(np.int64)
+    # (the streams as they are: compared and read at a few ops only, no int64 copy)
+    op_dev, op_stream = pairs["device"].astype(np.int64), pairs["stream"]
     # (gathered anew on each read: no copy of them where they are int64 already)
     os_, oe = pairs["start"].astype(np.int64, copy=False), pairs["end"].astype(np.int64, copy=False)
     launch_row = pairs["launch_row"]
     # (launch rows mostly ascend: intervals.search_sorted walks them where its compiled helper is built)
     at = intervals.search_sorted(api, launch_row) if api.size else np.zeros(n_ops, np.int64)
-    at = np.minimum(at, max(api.size - 1, 0))
+    np.minimum(at, max(api.size - 1, 0), out=at)
     found = (launch_row >= 0) & (api.size > 0)
     if api.size:
         found &= api[at] == launch_row
@@ -525,7 +754,7 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
     # each op's launch call, the call's start (its own row's: found, the api row at ``at`` is the launch row) and
     # its offset in its outer call (that start - the call's)
     op_launch_call, op_launch_start, op_offset = launch_calls(
-        found, at, launch_row, hosts.call_of, cols.start, cs
+        found, at, launch_row, hosts.call_of, cols.start, host.time[:n_host], call_start_step=2
     )
     names = cols.names
     op_graph = found & names_mask(lambda: pairs["launch_name"], n_ops, names, is_graph_launch)
@@ -554,58 +783,38 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
         else np.zeros(n_ops, bool)
     )
     del one_time
-    call_is_marker = cols.kind[call_row] == _kind_code(STEP)
-    # the per-row arrays of the host calls end here: dropped before the points (the build's peak) are made
+    call_is_marker = host.call_is_marker
+    # the per-row arrays of the host calls end here
     del api, hosts, at, found, launch_row
 
-    # --- points: host chains first (thread order), then stream chains ((device, stream) order). Each point
-    # array is made whole here and its host and GPU parts written into it through views (``host_*``, ``gpu_*``):
-    # no parts joined into a copy at the end.
-    n_host = 2 * n_calls
-    n_points = n_host + 2 * n_ops
-    time, lag, anchor = (np.empty(n_points, np.int64) for _ in range(3))
-    # chains and event rows as int32 where every event row fits (the chains are fewer): 8 bytes a point less
-    index_type = np.int32 if cols.kind.size < 2**31 else np.int64
-    chain, row = np.empty(n_points, index_type), np.empty(n_points, index_type)
-    kind = np.empty(n_points, np.int8)
-    chain_first = np.zeros(n_points, bool)
-    host_time, gpu_time = time[:n_host], time[n_host:]
-    host_chain, gpu_chain = chain[:n_host], chain[n_host:]
+    # --- points: host chains first (thread order, written above), then stream chains ((device, stream) order),
+    # written through views (``gpu_*``)
+    time, lag, anchor, chain, row = host.time, host.lag, host.anchor, host.chain, host.row
+    kind, chain_first, first_call = host.kind, host.chain_first, host.first_call
+    del host
     host_lag, gpu_lag = lag[:n_host], lag[n_host:]
     host_anchor, gpu_anchor = anchor[:n_host], anchor[n_host:]
-    host_row, gpu_row = row[:n_host], row[n_host:]
-    host_first, gpu_first = chain_first[:n_host], chain_first[n_host:]
-    host_time[0::2], host_time[1::2] = cs, ce
-    host_chain[0::2], host_chain[1::2] = call_thread, call_thread
-    kind[:n_host:2], kind[1:n_host:2] = HOST_START, HOST_END
-    host_row[0::2], host_row[1::2] = call_row, call_row
-    # the lags written in place (no call-sized temporaries): a call's duration, and the host gap before it (its
-    # start - the previous call's end, 0 at a thread's first call, never negative)
-    np.subtract(ce, cs, out=host_lag[1::2])
-    gap = host_lag[0::2]
-    if n_calls:
-        gap[0] = 0
-        np.subtract(cs[1:], ce[:-1], out=gap[1:])
-    first_call = np.ones(n_calls, bool)
-    first_call[1:] = call_thread[1:] != call_thread[:-1]
-    host_first[0::2] = first_call
-    gap[first_call] = 0
-    np.maximum(gap, 0, out=gap)
+    gpu_time, gpu_chain, gpu_row, gpu_first = (
+        time[n_host:],
+        chain[n_host:],
+        row[n_host:],
+        chain_first[n_host:],
+    )
     # (each temporary below is let go once read: the arrays made after it take its memory, not fresh pages)
-    del gap
 
     n_threads = int(thread_keys.size)
-    stream_code, _ = dense_codes(op_dev * (2**32) + (op_stream & 0xFFFFFFFF))
+    stream_code = stream_codes(op_dev, op_stream)
     op_order = np.lexsort((oe, os_, stream_code))
     o_stream = stream_code[op_order]
     o_s, o_e = os_[op_order], oe[op_order]
     op_first = np.ones(n_ops, bool)
     op_first[1:] = o_stream[1:] != o_stream[:-1]
-    op_start_pt = np.empty(n_ops, np.int64)
-    op_end_pt = np.empty(n_ops, np.int64)
     base = 2 * n_calls
-    op_start_pt[op_order] = base + 2 * np.arange(n_ops)
-    op_end_pt[op_order] = base + 2 * np.arange(n_ops) + 1
+    # each op's start point (its rank in op_order, doubled, after the host points) and end point; an op's rank is
+    # read back from its start point where needed (the event edges below): no rank array
+    op_start_pt = np.empty(n_ops, np.int64)
+    op_start_pt[op_order] = np.arange(base, base + 2 * n_ops, 2)
+    op_end_pt = op_start_pt + 1
     gpu_time[0::2], gpu_time[1::2] = o_s, o_e
     np.add(o_stream, n_threads, out=gpu_chain[0::2], casting="unsafe")
     gpu_chain[1::2] = gpu_chain[0::2]
@@ -613,6 +822,7 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
     gpu_row[0::2] = op_row[op_order]
     gpu_row[1::2] = gpu_row[0::2]
     gpu_first[0::2] = op_first
+    del o_stream
     stream_prev_end = np.full(n_ops, NONE, np.int64)
     stream_prev_end[1:] = o_e[:-1]
     stream_prev_end[op_first] = NONE
@@ -623,20 +833,16 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
     stream_res = np.where(op_first, 0, o_s - stream_prev_end)
     # stream waits on events: the op that an event recorded -> the first op issued on the waiting stream after
     # the cudaStreamWaitEvent call (ordered op indices; -1 none)
-    rank = np.empty(n_ops, np.int64)
-    rank[op_order] = np.arange(n_ops)
     # the name rules of the calls, each distinct name tested once for all four: explicit syncs, synchronous
     # copies (wait edges below), stream waits and event records (event edges)
     launches = _LaunchOrder(op_launch_call, os_, op_launch_start, stream_code)
     syncs = _SyncRows(cols)
     call_names = cols.name[call_row]
-    call_bits = code_bits(
-        call_names, names, (_is_sync_call, is_sync_copy, _is_stream_wait, _is_event_record)
-    )[call_names]
+    is_sync, sync_copy_name, stream_waits, event_records = _call_rules(call_names, names)
     e_src_op, e_dst_op = _event_waits(
         cols,
-        (call_bits & 0b100) != 0,
-        (call_bits & 0b1000) != 0,
+        stream_waits,
+        event_records,
         call_row,
         call_thread,
         cs,
@@ -647,29 +853,22 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
         launches,
         syncs,
     )
-    e_src, e_dst = rank[e_src_op], rank[e_dst_op]
+    e_src, e_dst = (op_start_pt[e_src_op] - base) // 2, (op_start_pt[e_dst_op] - base) // 2
     event_ready = np.full(n_ops, NONE, np.int64)
     np.maximum.at(event_ready, e_dst, o_e[e_src])
     event_binds = (event_ready > np.where(launched, o_launch_start, NONE)) & (event_ready > stream_prev_end)
     launch_binds = launched & ~event_binds & (op_first | (o_launch_start >= stream_prev_end))
-    del rank, e_src_op, e_dst_op, stream_prev_end, o_launch_start
-    o_dev = op_dev[op_order]
+    del e_src_op, e_dst_op, stream_prev_end, o_launch_start
     # A launch from inside one-time work (a first launch that loads its module, analyses/startup.py) waits for
     # that work, not for the launch path: it keeps its recorded latency in the model replay and stays out of
     # the device's median (on the 3-op RTX 3080 export two module-loading launches of 17 ms set the median).
     o_one_time = op_one_time[op_order]
     steady = launch_binds & ~o_one_time
-    launch_typ = _median_by(o_dev[steady], np.maximum(launch_res[steady], 0), DEFAULT_LAUNCH_LAG_NS)
     queued = ~op_first & ~launch_binds & ~event_binds
-    stream_typ = _median_by(o_dev[queued], np.maximum(stream_res[queued], 0), DEFAULT_STREAM_GAP_NS)
-    devices, o_dev_index = unique_ints(o_dev, return_inverse=True)
-    for d in devices:
-        launch_typ.setdefault(int(d), DEFAULT_LAUNCH_LAG_NS)
-        stream_typ.setdefault(int(d), DEFAULT_STREAM_GAP_NS)
-    # per op, its device's typical value (looked up per device, then spread over the ops)
-    typ_launch = np.array([launch_typ[int(d)] for d in devices], np.int64)[o_dev_index.reshape(-1)]
-    typ_stream = np.array([stream_typ[int(d)] for d in devices], np.int64)[o_dev_index.reshape(-1)]
-    del op_one_time, steady, queued, op_first, o_dev, o_dev_index
+    launch_typ, stream_typ, typ_launch, typ_stream = typical_lags(
+        op_dev, op_order, np.maximum(launch_res[steady], 0), steady, np.maximum(stream_res[queued], 0), queued
+    )
+    del op_one_time, steady, queued, op_first
     np.subtract(o_e, o_s, out=gpu_lag[1::2])
     op_stream_typical = np.empty(n_ops, np.int64)
     op_stream_typical[op_order] = typ_stream
@@ -682,18 +881,16 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
     # event edges: the binding one keeps its recorded delay, the others a queued gap at most
     event_res = o_s[e_dst] - o_e[e_src]
     binds_here = event_binds[e_dst] & (o_e[e_src] == event_ready[e_dst])
-    v_lag = np.where(binds_here, np.maximum(event_res, 0), np.clip(event_res, 0, typ_stream[e_dst]))
+    v_typical = typ_stream[e_dst]
+    v_lag = np.where(binds_here, np.maximum(event_res, 0), np.clip(event_res, 0, v_typical))
     v_src, v_dst = base + 2 * e_src + 1, base + 2 * e_dst
-    del event_ready, event_binds, event_res, binds_here
+    del event_ready, event_binds, event_res, binds_here, typ_stream
     # anchors: unlaunched ops keep their recorded start
     # (written in place: no op- or call-sized array from np.where)
     gpu_anchor[0::2] = o_s
     np.copyto(gpu_anchor[0::2], NONE, where=launched)
     gpu_anchor[1::2] = NONE
     del launched
-
-    host_anchor[:] = NONE
-    np.copyto(host_anchor[0::2], cs, where=first_call)
 
     # --- collective edges (ordered op indices)
     # (the ops' names gathered from the event rows only where some name of the trace is a collective kernel's)
@@ -721,21 +918,20 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
     o_call = op_launch_call[op_order]
     o_offset = op_offset[op_order]
     has = o_call >= 0
-    l_src = 2 * o_call[has]
-    l_dst = base + 2 * np.flatnonzero(has)
-    l_lag = o_offset[has] + np.where(
-        launch_binds[has],
-        np.maximum(launch_res[has], 0),
-        np.minimum(typ_launch[has], np.maximum(launch_res[has], 0)),
-    )
-    l_typical = np.where(o_one_time[has], l_lag, o_offset[has] + typ_launch[has])
+    # (every op launched, as in most traces: the ordered arrays read whole, as views, no compressed copies)
+    every = bool(has.all())
+    launched_ones = slice(None) if every else has
+    l_src = 2 * o_call[launched_ones]
+    l_dst = np.arange(base, base + 2 * n_ops, 2) if every else base + 2 * np.flatnonzero(has)
+    offset, residual = o_offset[launched_ones], np.maximum(launch_res[launched_ones], 0)
+    typ = typ_launch[launched_ones]
+    l_lag = offset + np.where(launch_binds[launched_ones], residual, np.minimum(typ, residual))
+    l_typical = np.where(o_one_time[launched_ones], l_lag, offset + typ)
     del op_order, op_offset, o_call, o_offset, has, launch_binds, launch_res, o_one_time, typ_launch
+    del offset, residual, typ
 
     # --- wait edges: explicit syncs -> last op launched before on each stream of the device; blocking copies
     # -> their own copy
-    is_sync = (call_bits & 0b1) != 0
-    sync_copy_name = (call_bits & 0b10) != 0
-    del call_bits
     w_src_parts, w_dst_parts = [], []
     # blocking copies
     blocking_copy = op_is_copy & (op_launch_call >= 0)
@@ -749,28 +945,20 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
     # explicit syncs: the device of the last launch on the same thread before the call
     sync_calls = np.flatnonzero(is_sync)
     if sync_calls.size and n_ops:
-        lc_sorted, lo_sorted = launches.by_call
-        # latest launching call at or before each sync on its thread: calls are numbered in (thread, time)
-        j = np.searchsorted(lc_sorted, sync_calls, side="right") - 1
-        ok = j >= 0
-        ok[ok] = call_thread[lc_sorted[j[ok]]] == call_thread[sync_calls[ok]]
-        sync_dev = np.where(ok, op_dev[lo_sorted[np.maximum(j, 0)]], -1)
-        # where the trace records the synchronization itself (Kineto cuda_sync, Nsight SYNCHRONIZATION rows
-        # sharing the call's correlation id) a stream sync waits for that stream only
-        recorded_dev, recorded_stream = _recorded_sync_targets(
-            cols, call_row[sync_calls], cs[sync_calls], ce[sync_calls], syncs=syncs
+        _sync_waits(
+            (w_src_parts, w_dst_parts),
+            cols,
+            sync_calls,
+            (call_row, call_thread, cs, ce),
+            (op_dev, op_stream, op_end_pt),
+            launches,
+            syncs,
         )
-        sync_dev = np.where(recorded_dev >= 0, recorded_dev, sync_dev)
-        for members, issued in launches.streams:  # a loop over streams
-            dev, stream = op_dev[members[0]], op_stream[members[0]]
-            mine = np.flatnonzero((sync_dev == dev) & ((recorded_stream < 0) | (recorded_stream == stream)))
-            k = np.searchsorted(issued, cs[sync_calls[mine]], side="left") - 1
-            good = k >= 0
-            w_src_parts.append(op_end_pt[members[k[good]]])
-            w_dst_parts.append(2 * sync_calls[mine[good]] + 1)
     w_src = np.concatenate(w_src_parts).astype(np.int64) if w_src_parts else np.zeros(0, np.int64)
     w_dst = np.concatenate(w_dst_parts).astype(np.int64) if w_dst_parts else np.zeros(0, np.int64)
-    del launches, w_src_parts, w_dst_parts, pageable, blocking_copy
+    # (the ops' streams, starts and launch starts, their stream codes and launch orders are not read past here)
+    del launches, w_src_parts, w_dst_parts, pageable, blocking_copy, sync_calls
+    del os_, op_stream, op_launch_start, stream_code
 
     # --- wake edges: a host thread that sat idle (no framework op or Python frame of its own) resumes after
     # the latest point another thread recorded in that time (PyTorch's autograd thread after the main thread)
@@ -784,12 +972,15 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
     if w_src.size:
         dst_call = (w_dst - 1) // 2
         ready = time[w_src]
-        latest = np.full(n_calls, NONE, np.int64)
-        np.maximum.at(latest, dst_call, ready)
-        call_waits[dst_call] = True
-        call_waited = call_waits & (latest > cs)
+        # the latest awaited end per waiting call (among those calls only: no call-sized array)
+        waiting, at_waiting = unique_ints(dst_call, return_inverse=True)
+        latest = np.full(waiting.size, NONE, np.int64)
+        np.maximum.at(latest, at_waiting, ready)
+        call_waits[waiting] = True
+        waited = latest > cs[waiting]
+        call_waited[waiting[waited]] = True
         residual = ce[dst_call] - ready
-        binds = (ready == latest[dst_call]) & call_waited[dst_call]
+        binds = (ready == latest[at_waiting]) & waited[at_waiting]
         wake_typ = int(np.median(np.maximum(residual[binds], 0))) if binds.any() else DEFAULT_WAKE_NS
         # A copy call may return before its own copy ends (pageable host-to-device: once the last chunk is
         # staged): that lead is kept; a synchronize ending before what it waits for is an inconsistency (clipped,
@@ -806,6 +997,19 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
     else:
         wake_typ, own_typ = DEFAULT_WAKE_NS, DEFAULT_SYNC_OWN_NS
 
+    # the edges, kind by kind: launch, event, wait, wake, collective (each kind's parts let go once joined: the
+    # next joined array takes their pages)
+    n_l, n_v, n_w, n_k, n_c = l_src.size, v_src.size, w_src.size, k_src.size, c_src.size
+    edge_src = np.concatenate([l_src, v_src, w_src, k_src, c_src]).astype(np.int64, copy=False)
+    del l_src, v_src
+    edge_dst = np.concatenate([l_dst, v_dst, w_dst, k_dst, c_dst]).astype(np.int64, copy=False)
+    del l_dst, v_dst
+    edge_lag = np.concatenate([l_lag, v_lag, w_lag, k_lag, c_lag]).astype(np.int64, copy=False)
+    del l_lag, v_lag
+    edge_typical = np.concatenate(
+        [l_typical, v_typical, np.full(n_w, wake_typ, np.int64), k_lag, c_lag]
+    ).astype(np.int64, copy=False)
+    del l_typical, v_typical
     graph = Graph(
         time=time,
         chain=chain,
@@ -814,29 +1018,17 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
         anchor=anchor,
         row=row,
         chain_first=chain_first,
-        edge_src=np.concatenate([l_src, v_src, w_src, k_src, c_src]).astype(np.int64, copy=False),
-        edge_dst=np.concatenate([l_dst, v_dst, w_dst, k_dst, c_dst]).astype(np.int64, copy=False),
-        edge_lag=np.concatenate([l_lag, v_lag, w_lag, k_lag, c_lag]).astype(np.int64, copy=False),
+        edge_src=edge_src,
+        edge_dst=edge_dst,
+        edge_lag=edge_lag,
         edge_is_wait=np.concatenate(
-            [
-                np.zeros(l_src.size + v_src.size, bool),
-                np.ones(w_src.size, bool),
-                np.zeros(k_src.size + c_src.size, bool),
-            ]
+            [np.zeros(n_l + n_v, bool), np.ones(n_w, bool), np.zeros(n_k + n_c, bool)]
         ),
         edge_is_wake=np.concatenate(
-            [
-                np.zeros(l_src.size + v_src.size + w_src.size, bool),
-                np.ones(k_src.size, bool),
-                np.zeros(c_src.size, bool),
-            ]
+            [np.zeros(n_l + n_v + n_w, bool), np.ones(n_k, bool), np.zeros(n_c, bool)]
         ),
-        edge_is_collective=np.concatenate(
-            [np.zeros(l_src.size + v_src.size + w_src.size + k_src.size, bool), np.ones(c_src.size, bool)]
-        ),
-        edge_typical=np.concatenate(
-            [l_typical, typ_stream[e_dst], np.full(w_src.size, wake_typ, np.int64), k_lag, c_lag]
-        ).astype(np.int64, copy=False),
+        edge_is_collective=np.concatenate([np.zeros(n_l + n_v + n_w + n_k, bool), np.ones(n_c, bool)]),
+        edge_typical=edge_typical,
         # (point indices: int32 where the host points fit, as the chains and rows)
         call_start=np.arange(0, n_host, 2, dtype=np.int32 if n_host < 2**31 else np.int64),
         call_end=np.arange(1, n_host, 2, dtype=np.int32 if n_host < 2**31 else np.int64),
@@ -867,6 +1059,73 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
         },
     )
     return graph
+
+
+def _call_rules(
+    call_names: np.ndarray, names: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(explicit synchronize, a bool per call; synchronous copy name, a bool per call; the stream-wait calls and
+    the event-record calls, ascending) of the calls' name codes ``call_names``: each distinct name tested once
+    (every name of a small dictionary, else the names in use), the calls found by comparing codes where the names
+    that pass are few (no table gathered at every call)."""
+    # the rules, a bit each: explicit syncs, synchronous copies, stream waits, event records; each accepts only
+    # names starting with "cu" or "hip" (its patterns', after strip_api_suffix, which keeps a name's start): no
+    # other name is tested
+    rules = (_is_sync_call, is_sync_copy, _is_stream_wait, _is_event_record)
+    table = np.zeros(len(names) + 1, np.uint8)  # code -1 picks the last slot
+    tested = np.arange(len(names)) if len(names) <= SMALL_DICTIONARY else names_in_use(call_names, len(names))
+    for i in tested.tolist():  # a loop over distinct names, not calls
+        name = str(names[i])
+        if name.startswith(("cu", "hip")):
+            table[i] = sum(1 << k for k, rule in enumerate(rules) if rule(name))
+    n = call_names.size
+    is_sync, sync_copy = np.zeros(n, bool), np.zeros(n, bool)
+    hit = rows_named(call_names, table != 0)
+    if hit is None:
+        empty = np.zeros(0, np.int64)
+        return is_sync, sync_copy, empty, empty
+    calls = np.flatnonzero(hit)
+    bits = table[call_names[calls]]
+    is_sync[calls[(bits & 0b1) != 0]] = True
+    sync_copy[calls[(bits & 0b10) != 0]] = True
+    return is_sync, sync_copy, calls[(bits & 0b100) != 0], calls[(bits & 0b1000) != 0]
+
+
+def _sync_waits(
+    parts: tuple[list[np.ndarray], list[np.ndarray]],
+    cols: EventColumns,
+    sync_calls: np.ndarray,
+    calls: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    ops: tuple[np.ndarray, np.ndarray, np.ndarray],
+    launches: _LaunchOrder,
+    syncs: _SyncRows,
+) -> None:
+    """The wait edges of the explicit synchronize calls ``sync_calls`` (ascending) appended to ``parts`` (source
+    points, target points), a stream's at a time: each waits for the last op launched before it on every stream of
+    its device (the device of the last launch on its thread before it), or on the stream the trace records it
+    waited for. ``calls``: the calls' rows, threads, starts and ends; ``ops``: the ops' devices, streams and end
+    points."""
+    call_row, call_thread, cs, ce = calls
+    op_dev, op_stream, op_end_pt = ops
+    lc_sorted, lo_sorted = launches.by_call
+    # latest launching call at or before each sync on its thread: calls are numbered in (thread, time)
+    j = np.searchsorted(lc_sorted, sync_calls, side="right") - 1
+    ok = j >= 0
+    ok[ok] = call_thread[lc_sorted[j[ok]]] == call_thread[sync_calls[ok]]
+    sync_dev = np.where(ok, op_dev[lo_sorted[np.maximum(j, 0)]], -1)
+    # where the trace records the synchronization itself (Kineto cuda_sync, Nsight SYNCHRONIZATION rows sharing
+    # the call's correlation id) a stream sync waits for that stream only
+    recorded_dev, recorded_stream = _recorded_sync_targets(
+        cols, call_row[sync_calls], cs[sync_calls], ce[sync_calls], syncs=syncs
+    )
+    sync_dev = np.where(recorded_dev >= 0, recorded_dev, sync_dev)
+    for members, issued in launches.streams:  # a loop over streams
+        dev, stream = op_dev[members[0]], op_stream[members[0]]
+        mine = np.flatnonzero((sync_dev == dev) & ((recorded_stream < 0) | (recorded_stream == stream)))
+        k = np.searchsorted(issued, cs[sync_calls[mine]], side="left") - 1
+        good = k >= 0
+        parts[0].append(op_end_pt[members[k[good]]])
+        parts[1].append(2 * sync_calls[mine[good]] + 1)
 
 
 def _collectives(
@@ -1199,30 +1458,38 @@ class _LaunchOrder:
     @cached_property
     def by_call(self) -> tuple[np.ndarray, np.ndarray]:
         """(launch calls ascending, their ops): the launching ops by launch call, in op order within a call."""
-        launching = np.flatnonzero(self.op_launch_call >= 0)
-        calls = self.op_launch_call[launching]
-        order = np.argsort(calls, kind="stable")
-        return calls[order], launching[order]
+        # (one stable sort of every op: the unlaunched ones, call -1, first, then the launching ones as a stable
+        # sort of those alone orders them; no arrays of the launching ops and their calls to sort)
+        order = np.argsort(self.op_launch_call, kind="stable")
+        launching = order[int(np.count_nonzero(self.op_launch_call < 0)) :]
+        return self.op_launch_call[launching], launching
 
     @cached_property
     def streams(self) -> list[tuple[np.ndarray, np.ndarray]]:
         """Per stream (by code): (its ops by start, the running max of their issue times)."""
         issue = np.where(self.op_launch_start > NONE, self.op_launch_start, self.op_start)
+        codes = unique_ints(self.stream_code)
         out = []
-        for code in unique_ints(self.stream_code):  # a loop over streams
-            members = np.flatnonzero(self.stream_code == code)
-            starts = self.op_start[members]
+        for code in codes:  # a loop over streams
+            # (one stream: every op, no mask, search and gathers)
+            one = codes.size == 1
+            members = np.arange(self.stream_code.size) if one else np.flatnonzero(self.stream_code == code)
+            starts = self.op_start if one else self.op_start[members]
             # (in start order already, as the ops' rows usually are: kept, no sort)
-            if not bool((starts[1:] >= starts[:-1]).all()):
+            in_order = bool((starts[1:] >= starts[:-1]).all())
+            if not in_order:
                 members = members[np.argsort(starts, kind="stable")]
-            out.append((members, np.maximum.accumulate(issue[members])))
+            issued = (
+                issue if one and in_order else issue[members]
+            )  # (issue is not read again: summed in place)
+            out.append((members, np.maximum.accumulate(issued, out=issued)))
         return out
 
 
 def _event_waits(
     cols: EventColumns,
-    is_wait: np.ndarray,
-    is_record: np.ndarray,
+    waits: np.ndarray,
+    records: np.ndarray,
     call_row: np.ndarray,
     call_thread: np.ndarray,
     cs: np.ndarray,
@@ -1241,8 +1508,6 @@ def _event_waits(
     empty = np.zeros(0, np.int64)
     if call_row.size == 0 or op_launch_call.size == 0:
         return empty, empty
-    waits = np.flatnonzero(is_wait)
-    records = np.flatnonzero(is_record)
     if waits.size == 0 or records.size == 0:
         return empty, empty
     lc_sorted, lo_sorted = launches.by_call
