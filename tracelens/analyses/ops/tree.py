@@ -25,7 +25,7 @@ from ..grouping import (
 from ..launch import launch_pairs
 from ..names import EMIT_NVTX_PATTERN
 from .kind_rows import cpu_op_rows, kind_rows, launch_threads, op_codes_at
-from .thread_groups import group_rows_found, thread_order_key
+from .thread_groups import group_kind_rows, group_rows_found, place_rows, thread_order_key
 
 try:  # the per-thread pass in C (optional: built at install time where a C compiler is there)
     from .. import _op_tree as _compiled
@@ -255,7 +255,9 @@ def _compute_op_tree(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     size = cols.start.size
     # (each GPU op's outermost and innermost op are made after the pass; it reads starts at rows where it can)
     by_row = _ends_by_row(cols, _no_rows(0, size), "OP_TREE_START_ROWS")
-    rows, bounds, start = _by_thread(cols, framework_op_rows(trace), with_starts=not by_row)
+    # (no emit_nvtx op range, a Kineto trace: the op rows, the cpu ops on threads, grouped straight from the table)
+    found = group_kind_rows(_compiled, cols) if by_row and not emit_nvtx_rows(trace).size else None
+    rows, bounds, start = _by_thread(cols, found[0] if found else framework_op_rows(trace), not by_row, found)
     if rows.size == 0:
         return rows, _no_rows(len(pairs), size), _no_rows(len(pairs), size)
     # The launches by thread, each thread's against that thread's ops.
@@ -288,12 +290,9 @@ def _compute_op_tree(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             at = matched[launches]
             del matched, launches, by_thread  # (each let go once read: the pass's arrays are launch-sized)
             outermost, innermost = _no_rows(len(pairs), size), _no_rows(len(pairs), size)
-            hit = out >= 0  # (the others stay -1)
-            outermost[at[hit]] = rows[out[hit]]
-            del out
-            hit = inn >= 0
-            innermost[at[hit]] = rows[inn[hit]]
-            del inn, hit, at
+            place_rows(_compiled, out, rows, at, outermost)  # (the others stay -1)
+            place_rows(_compiled, inn, rows, at, innermost)
+            del out, inn, at
             return _narrow_rows(np.compress(outer.view(bool), rows), size), outermost, innermost
         launched = pairs[matched]
     launch_start = launched["launch_start"]
@@ -373,13 +372,14 @@ def ops_by_thread(cols: Any, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _by_thread(
-    cols: Any, rows: np.ndarray, with_starts: bool = True
+    cols: Any, rows: np.ndarray, with_starts: bool = True, fused: tuple[Any, ...] | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """:func:`ops_by_thread` and the ordered rows' starts (the op tree's pass reads them); without
-    ``with_starts``, None for the starts (none gathered: the compiled pass reads them at the rows)."""
-    if rows.size == 0:
+    ``with_starts``, None for the starts (none gathered: the compiled pass reads them at the rows). ``fused``: the
+    rows grouped already (by thread_groups.group_kind_rows, as :func:`_grouped_compiled` gives them), or None."""
+    if fused is None and rows.size == 0:
         return rows, np.zeros(1, np.int64), cols.start[rows] if with_starts else None
-    fused = _grouped_compiled(cols, rows, with_starts)
+    fused = fused or _grouped_compiled(cols, rows, with_starts)
     start: np.ndarray | None
     ties: int | None = None  # how many rows start with the previous one of their thread (None: not counted)
     tie_at: np.ndarray | None = None  # the tied positions (where the compiled grouping found them)
