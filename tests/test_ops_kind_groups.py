@@ -41,7 +41,8 @@ def _columns(
         pid=np.array([p for p, _ in pick], id_type),
         tid=np.array([t for _, t in pick], np.int64 if id_type is np.int64 else np.int32),
         start=start,
-        end=start + np.array([rnd.randint(0, 3) for _ in range(size)], np.int64),  # ties ordered longest first
+        end=start
+        + np.array([rnd.randint(0, 3) for _ in range(size)], np.int64),  # ties ordered longest first
     )
 
 
@@ -82,7 +83,9 @@ def test_kind_groups_equal_the_gathered_path(case: int, id_type: type) -> None:
     assert got[3] == want[3]
     np.testing.assert_array_equal(got[4], want[4])
     # and _by_thread orders the ties the same way from either
-    for a, b in zip(tree._by_thread(cols, got[0], False, got), tree._by_thread(cols, want[0], False, want), strict=True):
+    for a, b in zip(
+        tree._by_thread(cols, got[0], False, got), tree._by_thread(cols, want[0], False, want), strict=True
+    ):
         np.testing.assert_array_equal(a, b)
 
 
@@ -159,3 +162,38 @@ def test_op_tree_with_and_without_kind_groups(name: str, monkeypatch: pytest.Mon
         np.testing.assert_array_equal(a, b)
     rows = cpu_op_rows(tree.event_columns(trace))
     assert got[0].size <= rows.size
+
+
+class _Pairs:
+    """A stand-in for launch_pairs' table: ``pairs[matched]`` and its launch columns."""
+
+    def __init__(self, columns: dict[str, np.ndarray]) -> None:
+        self.columns = columns
+
+    def __getitem__(self, at: np.ndarray) -> dict[str, np.ndarray]:
+        return {name: values[at] for name, values in self.columns.items()}
+
+
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("id_type", [np.int32, np.int64])
+def test_launches_by_thread_equal_numpy(seed: int, id_type: type) -> None:
+    rnd = np.random.default_rng(seed)
+    size = [0, 1, 2, 50, 400, 3000, 3000, 5000][seed]
+    thread_ids = [(1, 2), (1, -1), (7, 2**31 - 1), (-5, 3), (1, 0)][: 1 + seed % 5]
+    pick = rnd.integers(0, len(thread_ids), size)
+    columns = {
+        "pid": np.array([thread_ids[p][0] for p in pick], id_type),
+        "tid": np.array([thread_ids[p][1] for p in pick], id_type),
+        "launch_start": rnd.integers(-(10**6), 10**12, size),
+    }
+    pairs = _Pairs(columns)
+    matched = np.flatnonzero(rnd.random(size) < 0.8)
+    # the op threads: some of the launches' threads (one launch thread without ops), and one without launches
+    keys = sorted({int(k) for k in tree.thread_key(columns["pid"], columns["tid"])} | {12345})
+    threads = np.array(keys[1:] if len(keys) > 1 else keys, np.int64)
+    cols = SimpleNamespace(pid=np.zeros(1, id_type), tid=np.zeros(1, id_type))
+    got = thread_groups.launches_by_thread(compiled, cols, threads, pairs, matched)
+    want = thread_groups.launches_by_thread(None, cols, threads, pairs, matched)
+    for a, b in zip(got, want, strict=True):
+        assert a.dtype == b.dtype == np.int64
+        np.testing.assert_array_equal(a, b)

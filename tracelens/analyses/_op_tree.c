@@ -856,6 +856,88 @@ done:
     return result;
 }
 
+/* launch_groups' passes over pid items of type PT and tid items of type TT: each launch's thread found among the
+ * keys (linear: a handful of threads; the last one found tried first), counted; then each kept launch's position
+ * and time written at its thread's next place. */
+#define LAUNCH_GROUPS(PT, TT)                                                                                      \
+    do {                                                                                                           \
+        const PT *pids = pid;                                                                                      \
+        const TT *tids = tid;                                                                                      \
+        int64_t j = 0;                                                                                             \
+        for (int64_t i = 0; i < m; i++) {                                                                          \
+            int64_t value =                                                                                        \
+                (int64_t)(((uint64_t)(uint32_t)(int64_t)pids[i] << 32) | (uint64_t)(uint32_t)(int64_t)tids[i]);    \
+            if (j >= k || keys[j] != value) {                                                                      \
+                for (j = 0; j < k && keys[j] != value; j++) {                                                      \
+                }                                                                                                  \
+            }                                                                                                      \
+            code[i] = (int16_t)(j < k ? j : -1); /* (j == k: on no thread with ops, left out) */                   \
+            counts[j < k ? j + 1 : 0]++;                                                                           \
+        }                                                                                                          \
+    } while (0)
+
+/* launch_groups(keys, pid, tid, t, at, t_out, edges): the launches grouped by their call's thread for op_tree (tree.py:
+ * the pairs' matched GPU ops), in one pass finding each launch's thread among ``keys`` and one writing them: no
+ * thread key, search and mask per launch, no stable sort of the codes and no gathers by it. keys: int64, the op
+ * threads' keys (columns.thread_key, at most 32767); pid, tid: int32 or int64, per launch; t: int64, each launch's
+ * time; at, t_out: int64, one per launch, their first ``kept`` items written with the positions (into the launches)
+ * and times of the launches on one of the threads, by thread, in launch order within each; edges: int64, keys + 1,
+ * where each thread's begin (edges[0] = 0) and the last end. Returns kept. The GIL is released while it runs. */
+static PyObject *launch_groups(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *objs[7];
+    if (!PyArg_ParseTuple(args, "OOOOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5], &objs[6]))
+        return NULL;
+    Py_buffer v[7];
+    int got = 0;
+    for (; got < 7; got++) {
+        int flags = got >= 4 ? (PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) : (PyBUF_C_CONTIGUOUS | PyBUF_FORMAT);
+        if (PyObject_GetBuffer(objs[got], &v[got], flags) < 0) break;
+    }
+    PyObject *result = NULL;
+    if (got < 7) goto done;
+    Py_ssize_t pid_size = v[1].itemsize, tid_size = v[2].itemsize;
+    int64_t k = v[0].len / 8, m = v[3].len / 8;
+    if (v[0].itemsize != 8 || (pid_size != 4 && pid_size != 8) || (tid_size != 4 && tid_size != 8) ||
+        v[3].itemsize != 8 || v[4].itemsize != 8 || v[5].itemsize != 8 || v[6].itemsize != 8 || k > 32767 ||
+        v[1].len / pid_size != m || v[2].len / tid_size != m || v[4].len / 8 != m || v[5].len / 8 != m ||
+        v[6].len / 8 != k + 1) {
+        PyErr_SetString(PyExc_ValueError, "launch_groups: unexpected sizes");
+        goto done;
+    }
+    const int64_t *keys = v[0].buf, *t = v[3].buf;
+    const void *pid = v[1].buf, *tid = v[2].buf;
+    int64_t *at = v[4].buf, *t_out = v[5].buf, *edges = v[6].buf;
+    int16_t *code = malloc((size_t)(m + 1) * sizeof *code);
+    int64_t *counts = calloc((size_t)k + 2, sizeof *counts);
+    if (!code || !counts) {
+        PyErr_NoMemory();
+    } else {
+        Py_BEGIN_ALLOW_THREADS;
+        if (pid_size == 4 && tid_size == 4) LAUNCH_GROUPS(int32_t, int32_t);
+        else if (pid_size == 4) LAUNCH_GROUPS(int32_t, int64_t);
+        else if (tid_size == 4) LAUNCH_GROUPS(int64_t, int32_t);
+        else LAUNCH_GROUPS(int64_t, int64_t);
+        edges[0] = 0;
+        for (int64_t j = 0; j < k; j++) edges[j + 1] = edges[j] + counts[j + 1];
+        for (int64_t j = 0; j < k; j++) counts[j + 1] = edges[j]; /* each thread's next place */
+        for (int64_t i = 0; i < m; i++) {
+            int64_t c = code[i];
+            if (c < 0) continue;
+            int64_t place = counts[c + 1]++;
+            at[place] = i;
+            t_out[place] = t[i];
+        }
+        Py_END_ALLOW_THREADS;
+        result = PyLong_FromLongLong(edges[k]);
+    }
+    free(code);
+    free(counts);
+done:
+    for (int i = 0; i < got; i++) PyBuffer_Release(&v[i]);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"op_tree", op_tree, METH_VARARGS,
      "op_tree(start, end, bounds, t, edges, outer, outermost, innermost[, rows[, starts_by_row]])"},
@@ -869,6 +951,7 @@ static PyMethodDef methods[] = {
      "classify_kind_rows(kind, code, pid, tid, start, row_code, keys, bounds, next, found)"},
     {"place_kind_rows", place_kind_rows, METH_VARARGS, "place_kind_rows(row_code, next, rows_out, tie_positions)"},
     {"place_rows", place_rows, METH_VARARGS, "place_rows(found, rows, at, into)"},
+    {"launch_groups", launch_groups, METH_VARARGS, "launch_groups(keys, pid, tid, t, at, t_out, edges)"},
     {NULL, NULL, 0, NULL},
 };
 

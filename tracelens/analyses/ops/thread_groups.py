@@ -1,7 +1,7 @@
 """The op rows grouped by thread by the compiled pass that also finds the threads and the tied rows
 (``_op_tree.c`` ``group_rows_found``), for :mod:`.tree`'s ordering of the op ranges by (thread, start); the cpu ops
-grouped so straight from the table (:func:`group_kind_rows`); and the op tree's rows placed at the GPU ops
-(:func:`place_rows`).
+grouped so straight from the table (:func:`group_kind_rows`); the launches grouped by their call's thread
+(:func:`launches_by_thread`); and the op tree's rows placed at the GPU ops (:func:`place_rows`).
 
 Against ``group_rows`` (given candidate threads): no sample of the rows' thread keys gathered and sorted ahead of
 the pass (~2 ms on the 813k op rows of the 406 MB Kineto tile), and the positions of the rows that start with
@@ -16,6 +16,8 @@ import numpy as np
 
 from ...trace import ALL_KINDS, CPU_OP
 from ..columns import thread_key
+from ..grouping import grouped
+from .kind_rows import launch_threads
 
 # Threads the compiled pass groups the rows of at most (its codes are bytes).
 MOST_THREADS = 255
@@ -110,3 +112,37 @@ def place_rows(compiled: Any, found: np.ndarray, rows: np.ndarray, at: np.ndarra
         return
     hit = found >= 0
     into[at[hit]] = rows[found[hit]]
+
+
+def launches_by_thread(
+    compiled: Any, cols: Any, threads: np.ndarray, pairs: Any, matched: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The launches (``pairs[matched]``) whose call runs on one of ``threads`` (thread keys, ascending), for the op
+    tree's pass: (their positions into ``matched``, grouped by thread, in launch order within each; their launch
+    times, int64; where each thread's launches begin, from 0, and the last end). By the compiled pass where built
+    and the threads are ids (``_op_tree.c`` ``launch_groups``: each launch's thread found and counted, then its
+    position and time written: no thread key, search and mask per launch, no stable sort of the codes and no
+    gathers by it); else each launch's thread (:func:`.kind_rows.launch_threads`) grouped by numpy."""
+    launched = pairs[matched]  # the launch columns gathered at the matched ops only (launch_pairs: held lean)
+    if (
+        hasattr(compiled, "launch_groups")
+        and isinstance(cols.pid, np.ndarray)
+        and isinstance(cols.tid, np.ndarray)
+        and threads.size <= np.iinfo(np.int16).max
+    ):
+        pid, tid, t = launched["pid"], launched["tid"], launched["launch_start"]
+        if (
+            pid.dtype in (np.int32, np.int64)
+            and tid.dtype in (np.int32, np.int64)
+            and t.dtype == np.int64
+            and all(a.flags.c_contiguous for a in (pid, tid, t))
+        ):
+            at, t_out = np.empty(matched.size, np.int64), np.empty(matched.size, np.int64)
+            edges = np.empty(threads.size + 1, np.int64)
+            kept = compiled.launch_groups(threads.astype(np.int64), pid, tid, t, at, t_out, edges)
+            return at[:kept], t_out[:kept], edges
+    code = launch_threads(cols, threads, pairs, matched, launched)
+    by_thread = grouped(code)[0] if code.size else np.zeros(0, np.int64)  # launches on a few threads
+    edges = np.searchsorted(code[by_thread], np.arange(-1, threads.size) + 0.5)
+    launches = by_thread[edges[0] : edges[-1]]  # the launches of threads with ops, by thread
+    return launches, launched["launch_start"][launches].astype(np.int64, copy=False), edges - edges[0]

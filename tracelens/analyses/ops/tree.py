@@ -24,8 +24,14 @@ from ..grouping import (
 )
 from ..launch import launch_pairs
 from ..names import EMIT_NVTX_PATTERN
-from .kind_rows import cpu_op_rows, kind_rows, launch_threads, op_codes_at
-from .thread_groups import group_kind_rows, group_rows_found, place_rows, thread_order_key
+from .kind_rows import cpu_op_rows, kind_rows, op_codes_at
+from .thread_groups import (
+    group_kind_rows,
+    group_rows_found,
+    launches_by_thread,
+    place_rows,
+    thread_order_key,
+)
 
 try:  # the per-thread pass in C (optional: built at install time where a C compiler is there)
     from .. import _op_tree as _compiled
@@ -263,18 +269,11 @@ def _compute_op_tree(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     # The launches by thread, each thread's against that thread's ops.
     matched = np.flatnonzero(pairs["matched"])
     threads = thread_key(cols.pid[rows[bounds[:-1]]], cols.tid[rows[bounds[:-1]]])  # ascending
-    launched = pairs[matched]  # the launch columns gathered at the matched ops only (launch_pairs: held lean)
-    code = launch_threads(cols, threads, pairs, matched, launched)
-    by_thread = grouped(code)[0] if code.size else np.zeros(0, np.int64)  # launches on a few threads
-    edges = np.searchsorted(code[by_thread], np.arange(-1, threads.size) + 0.5)
-    del code
+    launches, t, edges = launches_by_thread(_compiled, cols, threads, pairs, matched)
     if _compiled is not None:
-        launches = by_thread[edges[0] : edges[-1]]  # the launches of threads with ops, by thread
-        t = launched["launch_start"][launches].astype(np.int64, copy=False)
-        del launched  # (its launch times not held through the pass)
         outer = np.zeros(rows.size, np.uint8)
         out, inn = np.empty(launches.size, np.int64), np.empty(launches.size, np.int64)
-        tail = (bounds.astype(np.int64), t, edges - edges[0], outer, out, inn)
+        tail = (bounds.astype(np.int64), t, edges, outer, out, inn)
         end = cols.end
         if start is None:  # (OP_TREE_START_ROWS) both read at the rows
             done = _compiled.op_tree(cols.start, end, *tail, rows, True)
@@ -288,30 +287,26 @@ def _compute_op_tree(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         if done:
             del start, end, t
             at = matched[launches]
-            del matched, launches, by_thread  # (each let go once read: the pass's arrays are launch-sized)
+            del matched, launches  # (each let go once read: the pass's arrays are launch-sized)
             outermost, innermost = _no_rows(len(pairs), size), _no_rows(len(pairs), size)
             place_rows(_compiled, out, rows, at, outermost)  # (the others stay -1)
             place_rows(_compiled, inn, rows, at, innermost)
             del out, inn, at
             return _narrow_rows(np.compress(outer.view(bool), rows), size), outermost, innermost
-        launched = pairs[matched]
-    launch_start = launched["launch_start"]
-    del launched
     outermost, innermost = _no_rows(len(pairs), size), _no_rows(len(pairs), size)
     keep = np.zeros(rows.size, bool)
     for i, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:], strict=True)):  # a loop over threads
         thread_rows = rows[lo:hi]
         start, end = cols.start[thread_rows], cols.end[thread_rows]
         outer = keep[lo:hi]
-        launches = by_thread[edges[i] : edges[i + 1]]
-        if launches.size:
+        if edges[i + 1] > edges[i]:
             # The outermost ops are the nesting level 0 (no earlier op still running at their start), whose
             # search the innermost op's finds too.
             level = _sorted_depth(start, end)
             np.equal(level, 0, out=outer)
-            at = matched[launches]
+            at = matched[launches[edges[i] : edges[i + 1]]]
             outermost[at], innermost[at] = _outermost_innermost_at(
-                thread_rows, start, end, level, launch_start[launches]
+                thread_rows, start, end, level, t[edges[i] : edges[i + 1]]
             )
             del level, at
         else:
