@@ -77,18 +77,19 @@ def device_utilization(trace: Trace) -> list[DeviceUtilization]:
         per_kind = {}
         for k in GPU_ACTIVITY_KINDS:
             sel = kind == ALL_KINDS.index(k)
-            per_kind[k] = (int(sel.sum()), int(duration[sel].sum()))
+            # (int64 adds of the selected durations, wrapping as the compressed sum's: no compressed copy)
+            per_kind[k] = (int(np.count_nonzero(sel)), int(np.add.reduce(duration, where=sel)))
         del duration, sel
-        span = busy.span_ns
-        kernel_union, copies_only, memsets_only = busy_by_kind(start, end, kind, busy.busy_ns)
+        span, busy_ns = busy.span_ns, busy.busy_ns  # (busy_ns: a sum over the union on each read)
+        kernel_union, copies_only, memsets_only = busy_by_kind(start, end, kind, busy_ns)
         del kind, start, end
         out.append(
             DeviceUtilization(
                 id=dev,
                 name=trace.device_info(dev).get("name"),
-                busy_ns=busy.busy_ns,
+                busy_ns=busy_ns,
                 span_ns=span,
-                utilization=(busy.busy_ns / span) if span > 0 else 0.0,
+                utilization=(busy_ns / span) if span > 0 else 0.0,
                 first_start_ns=busy.first_start_ns,
                 last_end_ns=busy.last_end_ns,
                 kernel_count=per_kind[KERNEL][0],

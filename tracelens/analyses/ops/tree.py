@@ -161,9 +161,12 @@ def with_recorded_ops(trace: Trace, op_row: np.ndarray, lo: int = 0) -> tuple[np
     (-1: none): whether it has an op, and the name code of the op recorded on it if any, else of the joined op's
     (-1: none, or no name)."""
     recorded = op_names(trace).recorded
-    code = np.full(op_row.size, -1, np.int64)
     joined = op_row >= 0
-    code[joined] = op_name_codes(trace, op_row[joined])
+    if joined.all():  # (every GPU op joined: no compressed rows and masked writes)
+        code = op_name_codes(trace, op_row)
+    else:
+        code = np.full(op_row.size, -1, np.int64)
+        code[joined] = op_name_codes(trace, op_row[joined])
     if recorded is None:  # no op recorded on a GPU op (no column of -1 to test)
         return joined, code
     recorded = recorded[lo : lo + op_row.size]
