@@ -1,5 +1,6 @@
-"""The ops section's whole-block shortcuts against the paths they skip: ``_sum_where`` (the int64 adds of the
-selected values without a compressed copy) against the compressed sums, wrapping included; ``with_recorded_ops``
+"""The ops section's whole-block shortcuts against the paths they skip: ``masked_sums.sum_where`` (the int64 adds
+of the selected values without a compressed copy; memcpy, devices and the ops report use it) against the compressed
+sums, wrapping included, and ``count_where`` against the mask's sum; ``with_recorded_ops``
 where every GPU op is joined (no compressed rows) against the masked writes, on fixture traces; ``by_innermost``
 and the report's GPU block where every GPU op has an op against the positions path (the shortcut turned off)."""
 
@@ -11,6 +12,7 @@ import pytest
 import tracelens
 from tests.conftest import fixture_path
 from tracelens.analyses import ops
+from tracelens.analyses.masked_sums import count_where, sum_where
 from tracelens.analyses.ops import tree
 
 TRACES = [
@@ -29,7 +31,8 @@ def test_sum_where_equals_the_compressed_sum(seed: int) -> None:
     big = 2**62 if seed in (3, 5) else 10**9  # sums wrapping past int64 as well
     values = rnd.integers(-big, big, size, dtype=np.int64)
     for where in (rnd.random(size) < 0.5, np.zeros(size, bool), np.ones(size, bool)):
-        got = ops._sum_where(values, where)
+        got = sum_where(values, where)
+        assert count_where(where) == int(where.sum())
         want = values[where].sum()
         assert got == want
         assert np.asarray(got).dtype == np.asarray(want).dtype == np.int64

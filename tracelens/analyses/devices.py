@@ -22,6 +22,7 @@ from ..document import DeviceUtilization
 from ..trace import ALL_KINDS, GPU_ACTIVITY_KINDS, KERNEL, MEMCPY, MEMSET, Trace
 from .columns import device_busy, event_columns
 from .kinds import kind_mask
+from .masked_sums import count_where, sum_where
 
 __all__ = ["DeviceUtilization", "busy_by_kind", "device_utilization", "section"]
 
@@ -77,8 +78,7 @@ def device_utilization(trace: Trace) -> list[DeviceUtilization]:
         per_kind = {}
         for k in GPU_ACTIVITY_KINDS:
             sel = kind == ALL_KINDS.index(k)
-            # (int64 adds of the selected durations, wrapping as the compressed sum's: no compressed copy)
-            per_kind[k] = (int(np.count_nonzero(sel)), int(np.add.reduce(duration, where=sel)))
+            per_kind[k] = (count_where(sel), int(sum_where(duration, sel)))  # (no compressed copies)
         del duration, sel
         span, busy_ns = busy.span_ns, busy.busy_ns  # (busy_ns: a sum over the union on each read)
         kernel_union, copies_only, memsets_only = busy_by_kind(start, end, kind, busy_ns)

@@ -39,6 +39,7 @@ from ...trace import Trace
 from ..columns import device_busy, event_columns
 from ..frame_free import sort_order
 from ..launch import launch_pairs
+from ..masked_sums import sum_where
 from ..schedule import run_beside
 from . import roofline
 from .evidence import (
@@ -134,11 +135,6 @@ def outer_join(left: CodeSums, right: CodeSums) -> tuple[np.ndarray, dict[str, n
     return index, columns
 
 
-def _sum_where(values: np.ndarray, where: np.ndarray) -> Any:
-    """``values[where].sum()`` (int64 values: the same wrapping adds) without the compressed copy."""
-    return np.add.reduce(values, where=where)
-
-
 def ops_report(trace: Trace, limit: int = TOP_OPS) -> dict[str, Any]:
     """The ``ops`` block (see the module docstring)."""
     cols = event_columns(trace)
@@ -154,7 +150,7 @@ def ops_report(trace: Trace, limit: int = TOP_OPS) -> dict[str, Any]:
         duration, k, a = gpu_op_durations(trace, slice(lo, hi)), kernel[lo:hi], attributed[lo:hi]
         copy = ~k
         # int64 adds of the selected durations (wrapping as their compressed sums do), no compressed copies
-        totals[:] += [_sum_where(duration, where) for where in (k, k & a, copy, copy & a)]
+        totals[:] += [sum_where(duration, where) for where in (k, k & a, copy, copy & a)]
         if a.all():  # every GPU op of the block attributed: no compressed copies of its columns
             return kernel_copy_sums(op_code[lo:hi], duration, k)
         return kernel_copy_sums(op_code[lo:hi][a], duration[a], k[a])
