@@ -77,3 +77,21 @@ def test_report_blocks_equal_the_positions_path(name: str, monkeypatch: pytest.M
     monkeypatch.setattr(ops, "gpu_op_name_codes", lambda _trace: (attributed.view(Partial), op_code))
     want = ops.ops_report(trace)
     assert got == want
+
+
+@pytest.mark.parametrize("name", TRACES)
+def test_ops_at_whole_column_equals_blocks(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tracelens.analyses.launch import launch_pairs
+    from tracelens.analyses.ops import evidence
+
+    trace = tracelens.load(fixture_path(name))
+    pairs = launch_pairs(trace)
+    for column in ("start", "end"):
+        values = pairs[column]
+        for times in (values[:0], values[:3], values[::7], np.array([-5, 2**40], np.int64)):
+            got = evidence._ops_at(pairs, column, times)  # one block: the whole column
+            monkeypatch.setattr(evidence, "SUM_BLOCK", 3)  # blocks of three GPU ops
+            want = evidence._ops_at(pairs, column, times)
+            monkeypatch.undo()
+            np.testing.assert_array_equal(got, want)
+            assert got.dtype == want.dtype == np.int64

@@ -245,6 +245,8 @@ def _blocking_calls(cols: Any, categories: np.ndarray | None = None) -> np.ndarr
 def _ops_at(pairs: Any, column: str, times: np.ndarray) -> np.ndarray:
     """``np.flatnonzero(is_member(pairs[column], times))``, a block of GPU ops at a time (no column of every GPU
     op gathered and searched at once)."""
+    if len(pairs) <= SUM_BLOCK:  # one block: the column read whole (no gather of it at every position)
+        return np.flatnonzero(is_member(pairs[column], times)).astype(np.int64, copy=False)
     parts = [np.zeros(0, np.int64)]
     for lo in range(0, len(pairs), SUM_BLOCK):  # a loop over blocks of GPU ops
         found = np.flatnonzero(
