@@ -938,6 +938,108 @@ done:
     return result;
 }
 
+/* row_thread_codes' pass over pid items of type PT and tid items of type TT. */
+#define ROW_THREAD_CODES(PT, TT, RT)                                                                               \
+    do {                                                                                                           \
+        const PT *pids = pid;                                                                                      \
+        const TT *tids = tid;                                                                                      \
+        const RT *rows_ = rows;                                                                                    \
+        int64_t j = 0;                                                                                             \
+        for (int64_t i = 0; i < m; i++) {                                                                          \
+            int64_t row = (int64_t)rows_[i];                                                                       \
+            if (row < 0 || row >= n) {                                                                             \
+                status = -1;                                                                                       \
+                break;                                                                                             \
+            }                                                                                                      \
+            int64_t value =                                                                                        \
+                (int64_t)(((uint64_t)(uint32_t)(int64_t)pids[row] << 32) | (uint64_t)(uint32_t)(int64_t)tids[row]); \
+            if (j >= k || cand[j] != value) {                                                                      \
+                for (j = 0; j < k && cand[j] != value; j++) {                                                      \
+                }                                                                                                  \
+                if (j == k) {                                                                                      \
+                    if (k == KIND_NONE - 1) {                                                                      \
+                        status = 1;                                                                                \
+                        break;                                                                                     \
+                    }                                                                                              \
+                    cand[k++] = value;                                                                             \
+                }                                                                                                  \
+            }                                                                                                      \
+            code[i] = (int8_t)j;                                                                                   \
+        }                                                                                                          \
+    } while (0)
+
+/* row_thread_codes(pid, tid, rows, codes, keys, found): ``values.dense_codes(thread_key(pid[rows], tid[rows]))``
+ * (sync.py's API calls: each row's position among the sorted distinct thread keys of the rows) in one pass reading
+ * pid and tid at the rows, no pid, tid and key gathered per row. pid, tid: int32 or int64 columns; rows: int32 or
+ * int64 positions; codes: int8, one per row, written; keys: int64, 126 items, the first found[0] written with the
+ * keys (ascending). Returns 0; 1 where the rows hold more than 126 threads (codes then unspecified). IndexError
+ * where a row is outside the columns. The GIL is released while it runs. */
+static PyObject *row_thread_codes(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *objs[6];
+    if (!PyArg_ParseTuple(args, "OOOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5])) return NULL;
+    Py_buffer v[6];
+    int got = 0;
+    for (; got < 6; got++) {
+        int flags = got >= 3 ? (PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) : (PyBUF_C_CONTIGUOUS | PyBUF_FORMAT);
+        if (PyObject_GetBuffer(objs[got], &v[got], flags) < 0) break;
+    }
+    PyObject *result = NULL;
+    if (got < 6) goto done;
+    Py_ssize_t pid_size = v[0].itemsize, tid_size = v[1].itemsize, row_size = v[2].itemsize;
+    int64_t n = v[0].len / (pid_size ? pid_size : 1), m = v[2].len / (row_size ? row_size : 1);
+    if ((pid_size != 4 && pid_size != 8) || (tid_size != 4 && tid_size != 8) || (row_size != 4 && row_size != 8) ||
+        v[1].len / tid_size != n || v[3].itemsize != 1 || v[3].len != m || v[4].itemsize != 8 ||
+        v[4].len != (KIND_NONE - 1) * 8 || v[5].itemsize != 8 || v[5].len != 8) {
+        PyErr_SetString(PyExc_ValueError, "row_thread_codes: unexpected sizes");
+        goto done;
+    }
+    const void *pid = v[0].buf, *tid = v[1].buf, *rows = v[2].buf;
+    int8_t *code = v[3].buf;
+    int64_t *keys = v[4].buf, *found = v[5].buf;
+    int64_t cand[KIND_NONE] = {0}, k = 0;
+    long status = 0;
+    Py_BEGIN_ALLOW_THREADS;
+    if (row_size == 8) {
+        if (pid_size == 4 && tid_size == 4) ROW_THREAD_CODES(int32_t, int32_t, int64_t);
+        else if (pid_size == 4) ROW_THREAD_CODES(int32_t, int64_t, int64_t);
+        else if (tid_size == 4) ROW_THREAD_CODES(int64_t, int32_t, int64_t);
+        else ROW_THREAD_CODES(int64_t, int64_t, int64_t);
+    } else {
+        if (pid_size == 4 && tid_size == 4) ROW_THREAD_CODES(int32_t, int32_t, int32_t);
+        else if (pid_size == 4) ROW_THREAD_CODES(int32_t, int64_t, int32_t);
+        else if (tid_size == 4) ROW_THREAD_CODES(int64_t, int32_t, int32_t);
+        else ROW_THREAD_CODES(int64_t, int64_t, int32_t);
+    }
+    if (!status) {
+        /* the keys sorted (insertion sort of at most 126), each row's code made its key's rank */
+        int64_t order[KIND_NONE], rank[KIND_NONE];
+        for (int64_t j = 0; j < k; j++) {
+            int64_t at = j;
+            while (at > 0 && cand[order[at - 1]] > cand[j]) {
+                order[at] = order[at - 1];
+                at--;
+            }
+            order[at] = j;
+        }
+        for (int64_t j = 0; j < k; j++) {
+            keys[j] = cand[order[j]];
+            rank[order[j]] = j;
+        }
+        for (int64_t i = 0; i < m; i++) code[i] = (int8_t)rank[code[i]];
+        found[0] = k;
+    }
+    Py_END_ALLOW_THREADS;
+    if (status < 0) {
+        PyErr_SetString(PyExc_IndexError, "row_thread_codes: a row outside the columns");
+    } else {
+        result = PyLong_FromLong(status);
+    }
+done:
+    for (int i = 0; i < got; i++) PyBuffer_Release(&v[i]);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"op_tree", op_tree, METH_VARARGS,
      "op_tree(start, end, bounds, t, edges, outer, outermost, innermost[, rows[, starts_by_row]])"},
@@ -952,6 +1054,7 @@ static PyMethodDef methods[] = {
     {"place_kind_rows", place_kind_rows, METH_VARARGS, "place_kind_rows(row_code, next, rows_out, tie_positions)"},
     {"place_rows", place_rows, METH_VARARGS, "place_rows(found, rows, at, into)"},
     {"launch_groups", launch_groups, METH_VARARGS, "launch_groups(keys, pid, tid, t, at, t_out, edges)"},
+    {"row_thread_codes", row_thread_codes, METH_VARARGS, "row_thread_codes(pid, tid, rows, codes, keys, found)"},
     {NULL, NULL, 0, NULL},
 };
 
