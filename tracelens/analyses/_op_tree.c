@@ -620,6 +620,426 @@ done:
     return result;
 }
 
+/* classify_kind_rows' pass over pid items of type PT and tid items of type TT: every row's kind, thread, and start
+ * read in order (sequential reads, branch-free per row but for a thread other than the last one's), its thread's
+ * code (discovery order) written, or KIND_NONE where it is not of the kind on a thread; a row starting when its
+ * thread's previous row does gets KIND_TIE added. */
+#define KIND_NONE 127
+#define KIND_TIE 128
+#define CLASSIFY_KIND(PT, TT)                                                                                      \
+    do {                                                                                                           \
+        const PT *pids = pid;                                                                                      \
+        const TT *tids = tid;                                                                                      \
+        int64_t j = 0, previous = INT64_MIN;                                                                       \
+        for (int64_t i = 0; i < table; i++) {                                                                      \
+            int64_t thread = (int64_t)tids[i], begin = start[i];                                                   \
+            int64_t take = (kind[i] == code) & (thread >= 0);                                                      \
+            int64_t value = (int64_t)(((uint64_t)(uint32_t)(int64_t)pids[i] << 32) | (uint64_t)(uint32_t)thread); \
+            if (take && (j >= k || cand[j] != value)) {                                                            \
+                for (j = 0; j < k && cand[j] != value; j++) {                                                      \
+                }                                                                                                  \
+                if (j == k) {                                                                                      \
+                    if (k == KIND_NONE - 1) {                                                                      \
+                        status = 1;                                                                                \
+                        break;                                                                                     \
+                    }                                                                                              \
+                    cand[k++] = value; /* a thread not seen before */                                              \
+                }                                                                                                  \
+            }                                                                                                      \
+            int64_t slot = take ? j : KIND_NONE; /* (slot KIND_NONE: a scratch count, never read) */             \
+            bad |= take & (begin < previous);                                                                      \
+            previous = take ? begin : previous;                                                                    \
+            int64_t tie = take & (counts[slot] > 0) & (latest[slot] == begin);                                     \
+            ties += tie;                                                                                           \
+            latest[slot] = begin;                                                                                  \
+            counts[slot]++;                                                                                        \
+            row_code[i] = (uint8_t)(slot + (tie ? KIND_TIE : 0));                                                  \
+        }                                                                                                          \
+    } while (0)
+
+/* classify_kind_rows(kind, code, pid, tid, start, row_code, keys, bounds, next, found): the first pass of
+ * tree.py's op rows of one kind grouped by thread straight from the table (ops/thread_groups.py group_kind_rows):
+ * the rows of kind ``code`` on a thread (tid >= 0), the threads found as they come (at most 126), without the rows'
+ * positions gathered first and their columns read at them. kind: int8; pid, tid: int32 or int64 (thread ids, not
+ * codes); start: int64 (the table's rows in start order: the kind's rows' starts are checked ascending);
+ * row_code: uint8, one per row, written (the thread's code in discovery order, KIND_NONE where not taken, plus
+ * KIND_TIE where the row starts when its thread's previous row does); keys: int64, 126 items, and bounds: int64,
+ * 127 items, written with the threads' keys (columns.thread_key, ascending) and where each one's rows begin (and
+ * the last end); next: int64, 126 items, each discovery code's first output position; found: int64, 3 items:
+ * (threads, ties, rows). Returns 0; 1 where more than 126 threads, 2 where the rows' starts are not ascending
+ * (outputs then unspecified: the caller takes the other path). The GIL is released while it runs.
+ *
+ * place_kind_rows(row_code, next, rows_out, tie_positions): the second pass: each taken row's position written
+ * at its thread's next place (rows_out: int32 or int64, ``found[2]`` items), and for each tied row the position
+ * just before it (its thread's previous row: tie_positions, int64, ``found[1]`` items, in row order: sort them).
+ * next is advanced. Returns how many rows it placed (the caller checks it). The GIL is released while it runs. */
+static PyObject *classify_kind_rows(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *objs[9];
+    long code;
+    if (!PyArg_ParseTuple(args, "OlOOOOOOOO", &objs[0], &code, &objs[1], &objs[2], &objs[3], &objs[4], &objs[5],
+                          &objs[6], &objs[7], &objs[8]))
+        return NULL;
+    Py_buffer v[9];
+    int got = 0;
+    for (; got < 9; got++) {
+        int flags = got >= 4 ? (PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) : (PyBUF_C_CONTIGUOUS | PyBUF_FORMAT);
+        if (PyObject_GetBuffer(objs[got], &v[got], flags) < 0) break;
+    }
+    PyObject *result = NULL;
+    if (got < 9) goto done;
+    Py_ssize_t pid_size = v[1].itemsize, tid_size = v[2].itemsize;
+    int64_t table = v[0].len;
+    if (v[0].itemsize != 1 || (pid_size != 4 && pid_size != 8) || (tid_size != 4 && tid_size != 8) ||
+        v[3].itemsize != 8 || v[4].itemsize != 1 || v[5].itemsize != 8 || v[6].itemsize != 8 || v[7].itemsize != 8 ||
+        v[8].itemsize != 8) {
+        PyErr_SetString(PyExc_TypeError, "classify_kind_rows: unexpected item sizes");
+        goto done;
+    }
+    if (v[1].len / pid_size != table || v[2].len / tid_size != table || v[3].len / 8 != table || v[4].len != table ||
+        v[5].len != (KIND_NONE - 1) * 8 || v[6].len != KIND_NONE * 8 || v[7].len != (KIND_NONE - 1) * 8 ||
+        v[8].len != 3 * 8) {
+        PyErr_SetString(PyExc_ValueError, "classify_kind_rows: inconsistent sizes");
+        goto done;
+    }
+    const int8_t *kind = v[0].buf;
+    const void *pid = v[1].buf, *tid = v[2].buf;
+    const int64_t *start = v[3].buf;
+    uint8_t *row_code = v[4].buf;
+    int64_t *keys = v[5].buf, *bounds = v[6].buf, *next = v[7].buf, *found = v[8].buf;
+    int64_t cand[KIND_NONE + 1] = {0}, counts[KIND_NONE + 1] = {0}, latest[KIND_NONE + 1] = {0};
+    int64_t k = 0, ties = 0, bad = 0;
+    long status = 0;
+    Py_BEGIN_ALLOW_THREADS;
+    if (pid_size == 4 && tid_size == 4) CLASSIFY_KIND(int32_t, int32_t);
+    else if (pid_size == 4) CLASSIFY_KIND(int32_t, int64_t);
+    else if (tid_size == 4) CLASSIFY_KIND(int64_t, int32_t);
+    else CLASSIFY_KIND(int64_t, int64_t);
+    if (!status && bad) status = 2;
+    if (!status) {
+        /* the threads by key (insertion sort of at most 126), each one's rows placed in that order */
+        int64_t order[KIND_NONE], rows = 0;
+        for (int64_t j = 0; j < k; j++) {
+            int64_t at = j;
+            while (at > 0 && cand[order[at - 1]] > cand[j]) {
+                order[at] = order[at - 1];
+                at--;
+            }
+            order[at] = j;
+        }
+        bounds[0] = 0;
+        for (int64_t j = 0; j < k; j++) {
+            keys[j] = cand[order[j]];
+            next[order[j]] = bounds[j];
+            bounds[j + 1] = bounds[j] + counts[order[j]];
+            rows += counts[order[j]];
+        }
+        found[0] = k;
+        found[1] = ties;
+        found[2] = rows;
+    }
+    Py_END_ALLOW_THREADS;
+    result = PyLong_FromLong(status);
+done:
+    for (int i = 0; i < got; i++) PyBuffer_Release(&v[i]);
+    return result;
+}
+
+#define PLACE_KIND(T)                                                                                              \
+    do {                                                                                                           \
+        T *out = rows_out, scratch = 0;                                                                            \
+        for (int64_t i = 0; i < table; i++) {                                                                      \
+            int64_t c = row_code[i], slot = c & (KIND_TIE - 1), take = slot != KIND_NONE;                          \
+            int64_t at = next[take ? slot : 0];                                                                    \
+            if (take && (at < 0 || at >= n)) { /* a code the first pass did not give: stopped */                   \
+                placed = -1;                                                                                       \
+                break;                                                                                             \
+            }                                                                                                      \
+            T *into = take ? out + at : &scratch;                                                                  \
+            *into = (T)i;                                                                                          \
+            next[take ? slot : 0] = at + take;                                                                     \
+            placed += take;                                                                                        \
+            if (c & KIND_TIE) {                                                                                    \
+                if (tied >= m) {                                                                                   \
+                    placed = -1;                                                                                   \
+                    break;                                                                                         \
+                }                                                                                                  \
+                tie_pos[tied++] = at - 1;                                                                          \
+            }                                                                                                      \
+        }                                                                                                          \
+    } while (0)
+
+static PyObject *place_kind_rows(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *objs[4];
+    if (!PyArg_ParseTuple(args, "OOOO", &objs[0], &objs[1], &objs[2], &objs[3])) return NULL;
+    Py_buffer v[4];
+    int got = 0;
+    for (; got < 4; got++) {
+        int flags = got >= 1 ? (PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) : (PyBUF_C_CONTIGUOUS | PyBUF_FORMAT);
+        if (PyObject_GetBuffer(objs[got], &v[got], flags) < 0) break;
+    }
+    PyObject *result = NULL;
+    if (got < 4) goto done;
+    Py_ssize_t row_size = v[2].itemsize;
+    int64_t table = v[0].len, n = v[2].len / (row_size ? row_size : 1), m = v[3].len / 8;
+    if (v[0].itemsize != 1 || v[1].itemsize != 8 || v[1].len != (KIND_NONE - 1) * 8 ||
+        (row_size != 4 && row_size != 8) || (row_size == 4 && table > INT32_MAX) || v[3].itemsize != 8) {
+        PyErr_SetString(PyExc_ValueError, "place_kind_rows: unexpected sizes");
+        goto done;
+    }
+    const uint8_t *row_code = v[0].buf;
+    int64_t *next = v[1].buf, *tie_pos = v[3].buf, placed = 0, tied = 0;
+    void *rows_out = v[2].buf;
+    Py_BEGIN_ALLOW_THREADS;
+    if (row_size == 4) PLACE_KIND(int32_t);
+    else PLACE_KIND(int64_t);
+    Py_END_ALLOW_THREADS;
+    result = PyLong_FromLongLong(placed >= 0 && tied == m ? placed : -1);
+done:
+    for (int i = 0; i < got; i++) PyBuffer_Release(&v[i]);
+    return result;
+}
+
+/* place_rows(found, rows, at, into): into[at[j]] = rows[found[j]] where found[j] >= 0 (the op tree's outermost and
+ * innermost op of each launch, written at the launch's GPU op as its event row: no masks, compressions and gathers
+ * of the launches in numpy). found, at: int64, one per launch; rows, into: int32 or int64. Returns False where a
+ * position is outside ``rows`` or ``into`` (then partly written). The GIL is released while it runs. */
+#define PLACE_ROWS(RT, OT)                                                                                         \
+    do {                                                                                                           \
+        const RT *rows_ = rows;                                                                                    \
+        OT *into_ = into;                                                                                          \
+        for (int64_t j = 0; j < m; j++) {                                                                          \
+            int64_t f = found[j], a = at[j];                                                                       \
+            if (f < 0) continue;                                                                                   \
+            if (f >= n || a < 0 || a >= size) {                                                                    \
+                bad = 1;                                                                                           \
+                break;                                                                                             \
+            }                                                                                                      \
+            into_[a] = (OT)rows_[f];                                                                               \
+        }                                                                                                          \
+    } while (0)
+
+static PyObject *place_rows(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *objs[4];
+    if (!PyArg_ParseTuple(args, "OOOO", &objs[0], &objs[1], &objs[2], &objs[3])) return NULL;
+    Py_buffer v[4];
+    int got = 0;
+    for (; got < 4; got++) {
+        int flags = got == 3 ? (PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) : (PyBUF_C_CONTIGUOUS | PyBUF_FORMAT);
+        if (PyObject_GetBuffer(objs[got], &v[got], flags) < 0) break;
+    }
+    PyObject *result = NULL;
+    if (got < 4) goto done;
+    Py_ssize_t row_size = v[1].itemsize, into_size = v[3].itemsize;
+    int64_t m = v[0].len / 8, n = v[1].len / (row_size ? row_size : 1), size = v[3].len / (into_size ? into_size : 1);
+    if (v[0].itemsize != 8 || v[2].itemsize != 8 || v[2].len != v[0].len || (row_size != 4 && row_size != 8) ||
+        (into_size != 4 && into_size != 8)) {
+        PyErr_SetString(PyExc_ValueError, "place_rows: unexpected sizes");
+        goto done;
+    }
+    const int64_t *found = v[0].buf, *at = v[2].buf;
+    const void *rows = v[1].buf;
+    void *into = v[3].buf;
+    int bad = 0;
+    Py_BEGIN_ALLOW_THREADS;
+    if (row_size == 4 && into_size == 4) PLACE_ROWS(int32_t, int32_t);
+    else if (row_size == 4) PLACE_ROWS(int32_t, int64_t);
+    else if (into_size == 4) PLACE_ROWS(int64_t, int32_t);
+    else PLACE_ROWS(int64_t, int64_t);
+    Py_END_ALLOW_THREADS;
+    result = bad ? Py_False : Py_True;
+    Py_INCREF(result);
+done:
+    for (int i = 0; i < got; i++) PyBuffer_Release(&v[i]);
+    return result;
+}
+
+/* launch_groups' passes over pid items of type PT and tid items of type TT: each launch's thread found among the
+ * keys (linear: a handful of threads; the last one found tried first), counted; then each kept launch's position
+ * and time written at its thread's next place. */
+#define LAUNCH_GROUPS(PT, TT)                                                                                      \
+    do {                                                                                                           \
+        const PT *pids = pid;                                                                                      \
+        const TT *tids = tid;                                                                                      \
+        int64_t j = 0;                                                                                             \
+        for (int64_t i = 0; i < m; i++) {                                                                          \
+            int64_t value =                                                                                        \
+                (int64_t)(((uint64_t)(uint32_t)(int64_t)pids[i] << 32) | (uint64_t)(uint32_t)(int64_t)tids[i]);    \
+            if (j >= k || keys[j] != value) {                                                                      \
+                for (j = 0; j < k && keys[j] != value; j++) {                                                      \
+                }                                                                                                  \
+            }                                                                                                      \
+            code[i] = (int16_t)(j < k ? j : -1); /* (j == k: on no thread with ops, left out) */                   \
+            counts[j < k ? j + 1 : 0]++;                                                                           \
+        }                                                                                                          \
+    } while (0)
+
+/* launch_groups(keys, pid, tid, t, at, t_out, edges): the launches grouped by their call's thread for op_tree (tree.py:
+ * the pairs' matched GPU ops), in one pass finding each launch's thread among ``keys`` and one writing them: no
+ * thread key, search and mask per launch, no stable sort of the codes and no gathers by it. keys: int64, the op
+ * threads' keys (columns.thread_key, at most 32767); pid, tid: int32 or int64, per launch; t: int64, each launch's
+ * time; at, t_out: int64, one per launch, their first ``kept`` items written with the positions (into the launches)
+ * and times of the launches on one of the threads, by thread, in launch order within each; edges: int64, keys + 1,
+ * where each thread's begin (edges[0] = 0) and the last end. Returns kept. The GIL is released while it runs. */
+static PyObject *launch_groups(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *objs[7];
+    if (!PyArg_ParseTuple(args, "OOOOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5], &objs[6]))
+        return NULL;
+    Py_buffer v[7];
+    int got = 0;
+    for (; got < 7; got++) {
+        int flags = got >= 4 ? (PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) : (PyBUF_C_CONTIGUOUS | PyBUF_FORMAT);
+        if (PyObject_GetBuffer(objs[got], &v[got], flags) < 0) break;
+    }
+    PyObject *result = NULL;
+    if (got < 7) goto done;
+    Py_ssize_t pid_size = v[1].itemsize, tid_size = v[2].itemsize;
+    int64_t k = v[0].len / 8, m = v[3].len / 8;
+    if (v[0].itemsize != 8 || (pid_size != 4 && pid_size != 8) || (tid_size != 4 && tid_size != 8) ||
+        v[3].itemsize != 8 || v[4].itemsize != 8 || v[5].itemsize != 8 || v[6].itemsize != 8 || k > 32767 ||
+        v[1].len / pid_size != m || v[2].len / tid_size != m || v[4].len / 8 != m || v[5].len / 8 != m ||
+        v[6].len / 8 != k + 1) {
+        PyErr_SetString(PyExc_ValueError, "launch_groups: unexpected sizes");
+        goto done;
+    }
+    const int64_t *keys = v[0].buf, *t = v[3].buf;
+    const void *pid = v[1].buf, *tid = v[2].buf;
+    int64_t *at = v[4].buf, *t_out = v[5].buf, *edges = v[6].buf;
+    int16_t *code = malloc((size_t)(m + 1) * sizeof *code);
+    int64_t *counts = calloc((size_t)k + 2, sizeof *counts);
+    if (!code || !counts) {
+        PyErr_NoMemory();
+    } else {
+        Py_BEGIN_ALLOW_THREADS;
+        if (pid_size == 4 && tid_size == 4) LAUNCH_GROUPS(int32_t, int32_t);
+        else if (pid_size == 4) LAUNCH_GROUPS(int32_t, int64_t);
+        else if (tid_size == 4) LAUNCH_GROUPS(int64_t, int32_t);
+        else LAUNCH_GROUPS(int64_t, int64_t);
+        edges[0] = 0;
+        for (int64_t j = 0; j < k; j++) edges[j + 1] = edges[j] + counts[j + 1];
+        for (int64_t j = 0; j < k; j++) counts[j + 1] = edges[j]; /* each thread's next place */
+        for (int64_t i = 0; i < m; i++) {
+            int64_t c = code[i];
+            if (c < 0) continue;
+            int64_t place = counts[c + 1]++;
+            at[place] = i;
+            t_out[place] = t[i];
+        }
+        Py_END_ALLOW_THREADS;
+        result = PyLong_FromLongLong(edges[k]);
+    }
+    free(code);
+    free(counts);
+done:
+    for (int i = 0; i < got; i++) PyBuffer_Release(&v[i]);
+    return result;
+}
+
+/* row_thread_codes' pass over pid items of type PT and tid items of type TT. */
+#define ROW_THREAD_CODES(PT, TT, RT)                                                                               \
+    do {                                                                                                           \
+        const PT *pids = pid;                                                                                      \
+        const TT *tids = tid;                                                                                      \
+        const RT *rows_ = rows;                                                                                    \
+        int64_t j = 0;                                                                                             \
+        for (int64_t i = 0; i < m; i++) {                                                                          \
+            int64_t row = (int64_t)rows_[i];                                                                       \
+            if (row < 0 || row >= n) {                                                                             \
+                status = -1;                                                                                       \
+                break;                                                                                             \
+            }                                                                                                      \
+            int64_t value =                                                                                        \
+                (int64_t)(((uint64_t)(uint32_t)(int64_t)pids[row] << 32) | (uint64_t)(uint32_t)(int64_t)tids[row]); \
+            if (j >= k || cand[j] != value) {                                                                      \
+                for (j = 0; j < k && cand[j] != value; j++) {                                                      \
+                }                                                                                                  \
+                if (j == k) {                                                                                      \
+                    if (k == KIND_NONE - 1) {                                                                      \
+                        status = 1;                                                                                \
+                        break;                                                                                     \
+                    }                                                                                              \
+                    cand[k++] = value;                                                                             \
+                }                                                                                                  \
+            }                                                                                                      \
+            code[i] = (int8_t)j;                                                                                   \
+        }                                                                                                          \
+    } while (0)
+
+/* row_thread_codes(pid, tid, rows, codes, keys, found): ``values.dense_codes(thread_key(pid[rows], tid[rows]))``
+ * (sync.py's API calls: each row's position among the sorted distinct thread keys of the rows) in one pass reading
+ * pid and tid at the rows, no pid, tid and key gathered per row. pid, tid: int32 or int64 columns; rows: int32 or
+ * int64 positions; codes: int8, one per row, written; keys: int64, 126 items, the first found[0] written with the
+ * keys (ascending). Returns 0; 1 where the rows hold more than 126 threads (codes then unspecified). IndexError
+ * where a row is outside the columns. The GIL is released while it runs. */
+static PyObject *row_thread_codes(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *objs[6];
+    if (!PyArg_ParseTuple(args, "OOOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5])) return NULL;
+    Py_buffer v[6];
+    int got = 0;
+    for (; got < 6; got++) {
+        int flags = got >= 3 ? (PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) : (PyBUF_C_CONTIGUOUS | PyBUF_FORMAT);
+        if (PyObject_GetBuffer(objs[got], &v[got], flags) < 0) break;
+    }
+    PyObject *result = NULL;
+    if (got < 6) goto done;
+    Py_ssize_t pid_size = v[0].itemsize, tid_size = v[1].itemsize, row_size = v[2].itemsize;
+    int64_t n = v[0].len / (pid_size ? pid_size : 1), m = v[2].len / (row_size ? row_size : 1);
+    if ((pid_size != 4 && pid_size != 8) || (tid_size != 4 && tid_size != 8) || (row_size != 4 && row_size != 8) ||
+        v[1].len / tid_size != n || v[3].itemsize != 1 || v[3].len != m || v[4].itemsize != 8 ||
+        v[4].len != (KIND_NONE - 1) * 8 || v[5].itemsize != 8 || v[5].len != 8) {
+        PyErr_SetString(PyExc_ValueError, "row_thread_codes: unexpected sizes");
+        goto done;
+    }
+    const void *pid = v[0].buf, *tid = v[1].buf, *rows = v[2].buf;
+    int8_t *code = v[3].buf;
+    int64_t *keys = v[4].buf, *found = v[5].buf;
+    int64_t cand[KIND_NONE] = {0}, k = 0;
+    long status = 0;
+    Py_BEGIN_ALLOW_THREADS;
+    if (row_size == 8) {
+        if (pid_size == 4 && tid_size == 4) ROW_THREAD_CODES(int32_t, int32_t, int64_t);
+        else if (pid_size == 4) ROW_THREAD_CODES(int32_t, int64_t, int64_t);
+        else if (tid_size == 4) ROW_THREAD_CODES(int64_t, int32_t, int64_t);
+        else ROW_THREAD_CODES(int64_t, int64_t, int64_t);
+    } else {
+        if (pid_size == 4 && tid_size == 4) ROW_THREAD_CODES(int32_t, int32_t, int32_t);
+        else if (pid_size == 4) ROW_THREAD_CODES(int32_t, int64_t, int32_t);
+        else if (tid_size == 4) ROW_THREAD_CODES(int64_t, int32_t, int32_t);
+        else ROW_THREAD_CODES(int64_t, int64_t, int32_t);
+    }
+    if (!status) {
+        /* the keys sorted (insertion sort of at most 126), each row's code made its key's rank */
+        int64_t order[KIND_NONE], rank[KIND_NONE];
+        for (int64_t j = 0; j < k; j++) {
+            int64_t at = j;
+            while (at > 0 && cand[order[at - 1]] > cand[j]) {
+                order[at] = order[at - 1];
+                at--;
+            }
+            order[at] = j;
+        }
+        for (int64_t j = 0; j < k; j++) {
+            keys[j] = cand[order[j]];
+            rank[order[j]] = j;
+        }
+        for (int64_t i = 0; i < m; i++) code[i] = (int8_t)rank[code[i]];
+        found[0] = k;
+    }
+    Py_END_ALLOW_THREADS;
+    if (status < 0) {
+        PyErr_SetString(PyExc_IndexError, "row_thread_codes: a row outside the columns");
+    } else {
+        result = PyLong_FromLong(status);
+    }
+done:
+    for (int i = 0; i < got; i++) PyBuffer_Release(&v[i]);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"op_tree", op_tree, METH_VARARGS,
      "op_tree(start, end, bounds, t, edges, outer, outermost, innermost[, rows[, starts_by_row]])"},
@@ -629,6 +1049,12 @@ static PyMethodDef methods[] = {
      "group_rows(pid, tid, start, rows, candidates, rows_out, start_out, bounds[, ties])"},
     {"group_rows_found", group_rows_found, METH_VARARGS,
      "group_rows_found(pid, tid, start, rows, rows_out, start_out, keys, bounds, found, tie_positions)"},
+    {"classify_kind_rows", classify_kind_rows, METH_VARARGS,
+     "classify_kind_rows(kind, code, pid, tid, start, row_code, keys, bounds, next, found)"},
+    {"place_kind_rows", place_kind_rows, METH_VARARGS, "place_kind_rows(row_code, next, rows_out, tie_positions)"},
+    {"place_rows", place_rows, METH_VARARGS, "place_rows(found, rows, at, into)"},
+    {"launch_groups", launch_groups, METH_VARARGS, "launch_groups(keys, pid, tid, t, at, t_out, edges)"},
+    {"row_thread_codes", row_thread_codes, METH_VARARGS, "row_thread_codes(pid, tid, rows, codes, keys, found)"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -31,3 +31,31 @@ def group_rows(
 ) -> int: ...
 def names_of_kind(kind: Any, name: Any, code: int, seen: Any) -> bool: ...
 def kind_rows(kind: Any, name: Any, tid: Any, tid_ok: Any, code: int, nvtx: Any, out: Any) -> int: ...
+def group_rows_found(
+    pid: Any,
+    tid: Any,
+    start: Any,
+    rows: Any,
+    rows_out: Any,
+    start_out: Any,
+    keys: Any,
+    bounds: Any,
+    found: Any,
+    tie_positions: Any,
+) -> int: ...
+def classify_kind_rows(
+    kind: Any,
+    code: int,
+    pid: Any,
+    tid: Any,
+    start: Any,
+    row_code: Any,
+    keys: Any,
+    bounds: Any,
+    next: Any,
+    found: Any,
+) -> int: ...
+def place_kind_rows(row_code: Any, next: Any, rows_out: Any, tie_positions: Any) -> int: ...
+def place_rows(found: Any, rows: Any, at: Any, into: Any) -> bool: ...
+def launch_groups(keys: Any, pid: Any, tid: Any, t: Any, at: Any, t_out: Any, edges: Any) -> int: ...
+def row_thread_codes(pid: Any, tid: Any, rows: Any, codes: Any, keys: Any, found: Any) -> int: ...

@@ -22,6 +22,7 @@ from ..document import DeviceUtilization
 from ..trace import ALL_KINDS, GPU_ACTIVITY_KINDS, KERNEL, MEMCPY, MEMSET, Trace
 from .columns import device_busy, event_columns
 from .kinds import kind_mask
+from .masked_sums import count_where, sum_where
 
 __all__ = ["DeviceUtilization", "busy_by_kind", "device_utilization", "section"]
 
@@ -77,18 +78,18 @@ def device_utilization(trace: Trace) -> list[DeviceUtilization]:
         per_kind = {}
         for k in GPU_ACTIVITY_KINDS:
             sel = kind == ALL_KINDS.index(k)
-            per_kind[k] = (int(sel.sum()), int(duration[sel].sum()))
+            per_kind[k] = (count_where(sel), int(sum_where(duration, sel)))  # (no compressed copies)
         del duration, sel
-        span = busy.span_ns
-        kernel_union, copies_only, memsets_only = busy_by_kind(start, end, kind, busy.busy_ns)
+        span, busy_ns = busy.span_ns, busy.busy_ns  # (busy_ns: a sum over the union on each read)
+        kernel_union, copies_only, memsets_only = busy_by_kind(start, end, kind, busy_ns)
         del kind, start, end
         out.append(
             DeviceUtilization(
                 id=dev,
                 name=trace.device_info(dev).get("name"),
-                busy_ns=busy.busy_ns,
+                busy_ns=busy_ns,
                 span_ns=span,
-                utilization=(busy.busy_ns / span) if span > 0 else 0.0,
+                utilization=(busy_ns / span) if span > 0 else 0.0,
                 first_start_ns=busy.first_start_ns,
                 last_end_ns=busy.last_end_ns,
                 kernel_count=per_kind[KERNEL][0],

@@ -26,6 +26,7 @@ from ..values import is_member, sorted_distinct
 from .blocks import rows_of_kind_at
 from .columns import device_busy, event_columns, memo
 from .launch import launch_pairs
+from .masked_sums import count_where, sum_where
 from .names import code_map, is_graph_launch, is_sync_copy
 
 if TYPE_CHECKING:  # imported where a function needs it: analyze's path runs without pandas
@@ -574,25 +575,25 @@ def memcpy_report(trace: Trace) -> dict[str, Any]:
         m = kind_mask[kind]
         entry: dict[str, Any] = {
             "kind": kind,
-            "count": int(m.sum()),
+            "count": count_where(m),
             "bytes": int(np.nansum(nbytes[m])),
-            "duration_ns": int(duration[m].sum()),
-            "pageable_count": int((m & is_mem[PAGEABLE]).sum()),
-            "pageable_ns": int(duration[m & is_mem[PAGEABLE]].sum()),
-            "pinned_count": int((m & is_mem[PINNED]).sum()),
-            "pinned_ns": int(duration[m & is_mem[PINNED]].sum()),
-            "managed_count": int((m & is_mem[MANAGED]).sum()),
-            "unknown_memory_count": int((m & is_mem[UNKNOWN]).sum()),
-            "sync_count": int((m & is_mode[SYNC]).sum()),
-            "sync_ns": int(duration[m & is_mode[SYNC]].sum()),
-            "async_count": int((m & is_mode[ASYNC]).sum()),
-            "async_ns": int(duration[m & is_mode[ASYNC]].sum()),
-            "graph_count": int((m & is_mode[GRAPH]).sum()),
-            "unknown_launch_count": int((m & is_mode[UNKNOWN]).sum()),
-            "zero_duration_count": int((duration[m] == 0).sum()),
-            "unknown_bytes_count": int((~np.isfinite(nbytes[m])).sum()),
-            "small_count": int(small[m].sum()),
-            "small_ns": int(duration[m & small].sum()),
+            "duration_ns": int(sum_where(duration, m)),
+            "pageable_count": count_where(m & is_mem[PAGEABLE]),
+            "pageable_ns": int(sum_where(duration, m & is_mem[PAGEABLE])),
+            "pinned_count": count_where(m & is_mem[PINNED]),
+            "pinned_ns": int(sum_where(duration, m & is_mem[PINNED])),
+            "managed_count": count_where(m & is_mem[MANAGED]),
+            "unknown_memory_count": count_where(m & is_mem[UNKNOWN]),
+            "sync_count": count_where(m & is_mode[SYNC]),
+            "sync_ns": int(sum_where(duration, m & is_mode[SYNC])),
+            "async_count": count_where(m & is_mode[ASYNC]),
+            "async_ns": int(sum_where(duration, m & is_mode[ASYNC])),
+            "graph_count": count_where(m & is_mode[GRAPH]),
+            "unknown_launch_count": count_where(m & is_mode[UNKNOWN]),
+            "zero_duration_count": count_where(duration[m] == 0),
+            "unknown_bytes_count": count_where(~np.isfinite(nbytes[m])),
+            "small_count": count_where(small[m]),
+            "small_ns": int(sum_where(duration, m & small)),
             "device_mean_exposed_ns": 0.0,  # filled from the per-device pass below
         }
         entry.update(_bandwidth_stats(nbytes[m], duration[m]))
@@ -628,19 +629,19 @@ def memcpy_report(trace: Trace) -> dict[str, Any]:
             dev_kinds.append(
                 {
                     "kind": kind,
-                    "count": int(m.sum()),
+                    "count": count_where(m),
                     "bytes": int(np.nansum(nbytes[m])),
-                    "duration_ns": int(duration[m].sum()),
+                    "duration_ns": int(sum_where(duration, m)),
                     "union_ns": k_union,
                     "exposed_ns": k_exposed,
-                    "pageable_ns": int(duration[m & is_mem[PAGEABLE]].sum()),
-                    "pinned_ns": int(duration[m & is_mem[PINNED]].sum()),
-                    "sync_ns": int(duration[m & is_mode[SYNC]].sum()),
-                    "async_ns": int(duration[m & is_mode[ASYNC]].sum()),
+                    "pageable_ns": int(sum_where(duration, m & is_mem[PAGEABLE])),
+                    "pinned_ns": int(sum_where(duration, m & is_mem[PINNED])),
+                    "sync_ns": int(sum_where(duration, m & is_mode[SYNC])),
+                    "async_ns": int(sum_where(duration, m & is_mode[ASYNC])),
                     "busy_share": k_union / busy if busy > 0 else None,
                     "span_share": k_union / span if span > 0 else None,
                     "achieved_bytes_per_s": achieved,
-                    "large_copy_count": int(large.sum()),
+                    "large_copy_count": count_where(large),
                     "large_achieved_bytes_per_s": large_bw,
                     "expected_bytes_per_s": expected,
                     "expected_link": link,
@@ -655,9 +656,9 @@ def memcpy_report(trace: Trace) -> dict[str, Any]:
             {
                 "device": dev,
                 "name": info.get("name"),
-                "count": int(dm.sum()),
+                "count": count_where(dm),
                 "bytes": int(np.nansum(nbytes[dm])),
-                "duration_ns": int(duration[dm].sum()),
+                "duration_ns": int(sum_where(duration, dm)),
                 "busy_ns": busy,
                 "span_ns": span,
                 "union_ns": union,
@@ -672,30 +673,30 @@ def memcpy_report(trace: Trace) -> dict[str, Any]:
 
     host_copies = np.isin(kind_code, [i for i, k in enumerate(labels) if k in ("HtoD", "DtoH", "HtoH")])
     host_memory = {
-        "pageable_count": int(is_mem[PAGEABLE].sum()),
-        "pinned_count": int(is_mem[PINNED].sum()),
-        "managed_count": int(is_mem[MANAGED].sum()),
-        "device_count": int(is_mem[DEVICE_ONLY].sum()),
-        "unknown_count": int(is_mem[UNKNOWN].sum()),
-        "host_copies_unknown_count": int((host_copies & is_mem[UNKNOWN]).sum()),
+        "pageable_count": count_where(is_mem[PAGEABLE]),
+        "pinned_count": count_where(is_mem[PINNED]),
+        "managed_count": count_where(is_mem[MANAGED]),
+        "device_count": count_where(is_mem[DEVICE_ONLY]),
+        "unknown_count": count_where(is_mem[UNKNOWN]),
+        "host_copies_unknown_count": count_where(host_copies & is_mem[UNKNOWN]),
         "basis": "exact"
         if not (host_copies & is_mem[UNKNOWN]).any()
         else ("unknown" if (host_copies & is_mem[UNKNOWN]).all() else "partly unknown"),
     }
     launch = {
-        "sync_count": int(is_mode[SYNC].sum()),
-        "async_count": int(is_mode[ASYNC].sum()),
-        "graph_count": int(is_mode[GRAPH].sum()),
-        "unknown_count": int(is_mode[UNKNOWN].sum()),
-        "async_pageable_count": int((is_mode[ASYNC] & is_mem[PAGEABLE]).sum()),
-        "sync_ns": int(duration[is_mode[SYNC]].sum()),
+        "sync_count": count_where(is_mode[SYNC]),
+        "async_count": count_where(is_mode[ASYNC]),
+        "graph_count": count_where(is_mode[GRAPH]),
+        "unknown_count": count_where(is_mode[UNKNOWN]),
+        "async_pageable_count": count_where(is_mode[ASYNC] & is_mem[PAGEABLE]),
+        "sync_ns": int(sum_where(duration, is_mode[SYNC])),
         "basis": "launching runtime/driver call name, joined on correlation_id",
     }
     small_block = {
         "threshold_bytes": SMALL_COPY_BYTES,
-        "count": int(small.sum()),
+        "count": count_where(small),
         "bytes": int(np.nansum(nbytes[small])),
-        "duration_ns": int(duration[small].sum()),
+        "duration_ns": int(sum_where(duration, small)),
         "burst_min_copies": BURST_MIN_COPIES,
         "burst_max_gap_ns": BURST_MAX_GAP_NS,
     }

@@ -39,6 +39,7 @@ from ...trace import Trace
 from ..columns import device_busy, event_columns
 from ..frame_free import sort_order
 from ..launch import launch_pairs
+from ..masked_sums import sum_where
 from ..schedule import run_beside
 from . import roofline
 from .evidence import (
@@ -147,7 +148,11 @@ def ops_report(trace: Trace, limit: int = TOP_OPS) -> dict[str, Any]:
 
     def gpu_block(lo: int, hi: int) -> CodeSums:
         duration, k, a = gpu_op_durations(trace, slice(lo, hi)), kernel[lo:hi], attributed[lo:hi]
-        totals[:] += [duration[k].sum(), duration[k & a].sum(), duration[~k].sum(), duration[~k & a].sum()]
+        copy = ~k
+        # int64 adds of the selected durations (wrapping as their compressed sums do), no compressed copies
+        totals[:] += [sum_where(duration, where) for where in (k, k & a, copy, copy & a)]
+        if a.all():  # every GPU op of the block attributed: no compressed copies of its columns
+            return kernel_copy_sums(op_code[lo:hi], duration, k)
         return kernel_copy_sums(op_code[lo:hi][a], duration[a], k[a])
 
     gpu = code_sums_in_blocks(len(pairs), gpu_block)
@@ -235,6 +240,10 @@ def by_innermost(trace: Trace, limit: int = TOP_OPS) -> list[dict[str, Any]]:
     def block(lo: int, hi: int) -> CodeSums:
         # an op recorded on the GPU op itself is its innermost op
         found, code = with_recorded_ops(trace, op_row[lo:hi], lo)
+        if found.all():  # every GPU op of the block has one: the block's own columns, no positions
+            return kernel_copy_sums(
+                code, gpu_op_durations(trace, slice(lo, hi)), is_kernel[lo:hi], kernels=True
+            )
         at = np.flatnonzero(found)
         at += lo
         return kernel_copy_sums(code[found], gpu_op_durations(trace, at), is_kernel[at], kernels=True)

@@ -23,6 +23,7 @@ from ..launch import launch_pairs
 from ..names import HOST_CATEGORY_PRIORITY, SYNC, is_blocking_sync
 from .sums import SUM_BLOCK, code_sums, gpu_op_durations
 from .tree import (
+    emit_nvtx_rows,
     framework_op_rows,
     gpu_op_name_codes,
     op_name_codes,
@@ -165,17 +166,26 @@ def _fused_in_steps(trace: Trace, steps: np.ndarray) -> bool:
     thread and start): the op rows a block at a time, stopping at the first such op (no name gather over every
     op row where one is found early, as in a training trace's first step)."""
     cols = event_columns(trace)
-    cpu = framework_op_rows(trace)
     names = op_names(trace)
     # per event name code (-1: the last slot)
     is_fused = _name_matches(names.names, _FOREACH_OR_FUSED)[names.code]
     if not is_fused.any():
         return False
+    # Where no emit_nvtx op range is there (a Kineto trace) the op rows are the cpu ops on threads: read from the
+    # table's own blocks, the kind and thread tested at the fused names' rows only (the op tree groups them straight
+    # from the table: no sorted positions of every op row, framework_op_rows, made for this test alone).
+    cpu = framework_op_rows(trace) if emit_nvtx_rows(trace).size else None
+    size = cols.kind.size if cpu is None else cpu.size
     # blocks doubling in size: a few dozen at most over an export's tens of millions of op rows
     lo, block = 0, FUSED_BLOCK
-    while lo < cpu.size:  # a loop over blocks of op rows, until one is found
-        rows = cpu[lo : lo + block]
-        fused = rows[is_fused[cols.name[rows]]]
+    while lo < size:  # a loop over blocks of op rows (or of the table's rows), until one is found
+        if cpu is None:
+            fused = np.flatnonzero(is_fused[cols.name[lo : lo + block]])
+            fused += lo
+            fused = fused[(cols.kind[fused] == ALL_KINDS.index(CPU_OP)) & (cols.tid[fused] >= 0)]
+        else:
+            rows = cpu[lo : lo + block]
+            fused = rows[is_fused[cols.name[rows]]]
         if fused.size and _inside(cols, steps, cols.pid[fused], cols.tid[fused], cols.start[fused]).any():
             return True
         lo, block = lo + block, 2 * block
@@ -235,6 +245,8 @@ def _blocking_calls(cols: Any, categories: np.ndarray | None = None) -> np.ndarr
 def _ops_at(pairs: Any, column: str, times: np.ndarray) -> np.ndarray:
     """``np.flatnonzero(is_member(pairs[column], times))``, a block of GPU ops at a time (no column of every GPU
     op gathered and searched at once)."""
+    if len(pairs) <= SUM_BLOCK:  # one block: the column read whole (no gather of it at every position)
+        return np.flatnonzero(is_member(pairs[column], times)).astype(np.int64, copy=False)
     parts = [np.zeros(0, np.int64)]
     for lo in range(0, len(pairs), SUM_BLOCK):  # a loop over blocks of GPU ops
         found = np.flatnonzero(

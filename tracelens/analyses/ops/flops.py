@@ -78,19 +78,19 @@ def _nvtx_dims_by_code(trace: Trace, nvtx: np.ndarray) -> np.ndarray:
 
 def _flop_ops(trace: Trace) -> FlopOps:
     cols = event_columns(trace)
-    cpu = np.flatnonzero(cols.of_kind(CPU_OP))
     # emit_nvtx op ranges: their shapes are the ``sizes = [...]`` of their text (no dtypes, no flops).
     nvtx = emit_nvtx_rows(trace)
     dims_by_code = _nvtx_dims_by_code(trace, nvtx)
     none = FlopOps(
         np.zeros(0, np.int64), np.zeros(0), np.zeros(0, object), np.zeros(0, object), False, np.zeros(0)
     )
-    if cpu.size == 0 and nvtx.size == 0:
-        return _device_flop_ops(trace) or none
     nvtx_dims = not is_missing(dims_by_code).all()  # pd.notna(dims_by_code).any()
     if not (trace.store.has("input_dims") or trace.store.has("flops") or nvtx_dims):
         # no row carries either column (a Kineto trace recorded without shapes): every op's are null, no frame of
-        # the 0.8M ops' nulls built to find that out
+        # the 0.8M ops' nulls built to find that out (and no positions of the cpu ops: the same answer)
+        return _device_flop_ops(trace) or none
+    cpu = np.flatnonzero(cols.of_kind(CPU_OP))
+    if cpu.size == 0 and nvtx.size == 0:
         return _device_flop_ops(trace) or none
     # The recorded columns as arrays (no frame): Input Dims as text (None: not recorded), flops (NaN: none).
     dims_code, dims_text = arrow_codes(trace.take("input_dims", cpu))

@@ -37,7 +37,9 @@ def modules(trace: Trace) -> Modules:
 
 def _modules(trace: Trace) -> Modules:
     cols = event_columns(trace)
-    py = np.flatnonzero(cols.of_kind(PYTHON) & (cols.tid >= 0) & (cols.name >= 0))
+    # the thread and name tested at the python rows only (none in most traces: no table-long comparisons)
+    py = np.flatnonzero(cols.of_kind(PYTHON))
+    py = py[(cols.tid[py] >= 0) & (cols.name[py] >= 0)]
     rows = py[code_mask(cols.name[py], cols.names, lambda n: n.startswith(_MODULE_PREFIX))]
     if rows.size == 0:
         return Modules(rows, np.zeros(0, np.int64), np.zeros(0, object))

@@ -24,8 +24,14 @@ from ..grouping import (
 )
 from ..launch import launch_pairs
 from ..names import EMIT_NVTX_PATTERN
-from .kind_rows import cpu_op_rows, kind_rows, launch_threads, op_codes_at
-from .thread_groups import group_rows_found, thread_order_key
+from .kind_rows import cpu_op_rows, kind_rows, op_codes_at
+from .thread_groups import (
+    group_kind_rows,
+    group_rows_found,
+    launches_by_thread,
+    place_rows,
+    thread_order_key,
+)
 
 try:  # the per-thread pass in C (optional: built at install time where a C compiler is there)
     from .. import _op_tree as _compiled
@@ -155,9 +161,12 @@ def with_recorded_ops(trace: Trace, op_row: np.ndarray, lo: int = 0) -> tuple[np
     (-1: none): whether it has an op, and the name code of the op recorded on it if any, else of the joined op's
     (-1: none, or no name)."""
     recorded = op_names(trace).recorded
-    code = np.full(op_row.size, -1, np.int64)
     joined = op_row >= 0
-    code[joined] = op_name_codes(trace, op_row[joined])
+    if joined.all():  # (every GPU op joined: no compressed rows and masked writes)
+        code = op_name_codes(trace, op_row)
+    else:
+        code = np.full(op_row.size, -1, np.int64)
+        code[joined] = op_name_codes(trace, op_row[joined])
     if recorded is None:  # no op recorded on a GPU op (no column of -1 to test)
         return joined, code
     recorded = recorded[lo : lo + op_row.size]
@@ -255,24 +264,19 @@ def _compute_op_tree(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     size = cols.start.size
     # (each GPU op's outermost and innermost op are made after the pass; it reads starts at rows where it can)
     by_row = _ends_by_row(cols, _no_rows(0, size), "OP_TREE_START_ROWS")
-    rows, bounds, start = _by_thread(cols, framework_op_rows(trace), with_starts=not by_row)
+    # (no emit_nvtx op range, a Kineto trace: the op rows, the cpu ops on threads, grouped straight from the table)
+    found = group_kind_rows(_compiled, cols) if by_row and not emit_nvtx_rows(trace).size else None
+    rows, bounds, start = _by_thread(cols, found[0] if found else framework_op_rows(trace), not by_row, found)
     if rows.size == 0:
         return rows, _no_rows(len(pairs), size), _no_rows(len(pairs), size)
     # The launches by thread, each thread's against that thread's ops.
     matched = np.flatnonzero(pairs["matched"])
     threads = thread_key(cols.pid[rows[bounds[:-1]]], cols.tid[rows[bounds[:-1]]])  # ascending
-    launched = pairs[matched]  # the launch columns gathered at the matched ops only (launch_pairs: held lean)
-    code = launch_threads(cols, threads, pairs, matched, launched)
-    by_thread = grouped(code)[0] if code.size else np.zeros(0, np.int64)  # launches on a few threads
-    edges = np.searchsorted(code[by_thread], np.arange(-1, threads.size) + 0.5)
-    del code
+    launches, t, edges = launches_by_thread(_compiled, cols, threads, pairs, matched)
     if _compiled is not None:
-        launches = by_thread[edges[0] : edges[-1]]  # the launches of threads with ops, by thread
-        t = launched["launch_start"][launches].astype(np.int64, copy=False)
-        del launched  # (its launch times not held through the pass)
         outer = np.zeros(rows.size, np.uint8)
         out, inn = np.empty(launches.size, np.int64), np.empty(launches.size, np.int64)
-        tail = (bounds.astype(np.int64), t, edges - edges[0], outer, out, inn)
+        tail = (bounds.astype(np.int64), t, edges, outer, out, inn)
         end = cols.end
         if start is None:  # (OP_TREE_START_ROWS) both read at the rows
             done = _compiled.op_tree(cols.start, end, *tail, rows, True)
@@ -286,33 +290,26 @@ def _compute_op_tree(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         if done:
             del start, end, t
             at = matched[launches]
-            del matched, launches, by_thread  # (each let go once read: the pass's arrays are launch-sized)
+            del matched, launches  # (each let go once read: the pass's arrays are launch-sized)
             outermost, innermost = _no_rows(len(pairs), size), _no_rows(len(pairs), size)
-            hit = out >= 0  # (the others stay -1)
-            outermost[at[hit]] = rows[out[hit]]
-            del out
-            hit = inn >= 0
-            innermost[at[hit]] = rows[inn[hit]]
-            del inn, hit, at
+            place_rows(_compiled, out, rows, at, outermost)  # (the others stay -1)
+            place_rows(_compiled, inn, rows, at, innermost)
+            del out, inn, at
             return _narrow_rows(np.compress(outer.view(bool), rows), size), outermost, innermost
-        launched = pairs[matched]
-    launch_start = launched["launch_start"]
-    del launched
     outermost, innermost = _no_rows(len(pairs), size), _no_rows(len(pairs), size)
     keep = np.zeros(rows.size, bool)
     for i, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:], strict=True)):  # a loop over threads
         thread_rows = rows[lo:hi]
         start, end = cols.start[thread_rows], cols.end[thread_rows]
         outer = keep[lo:hi]
-        launches = by_thread[edges[i] : edges[i + 1]]
-        if launches.size:
+        if edges[i + 1] > edges[i]:
             # The outermost ops are the nesting level 0 (no earlier op still running at their start), whose
             # search the innermost op's finds too.
             level = _sorted_depth(start, end)
             np.equal(level, 0, out=outer)
-            at = matched[launches]
+            at = matched[launches[edges[i] : edges[i + 1]]]
             outermost[at], innermost[at] = _outermost_innermost_at(
-                thread_rows, start, end, level, launch_start[launches]
+                thread_rows, start, end, level, t[edges[i] : edges[i + 1]]
             )
             del level, at
         else:
@@ -373,13 +370,14 @@ def ops_by_thread(cols: Any, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _by_thread(
-    cols: Any, rows: np.ndarray, with_starts: bool = True
+    cols: Any, rows: np.ndarray, with_starts: bool = True, fused: tuple[Any, ...] | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """:func:`ops_by_thread` and the ordered rows' starts (the op tree's pass reads them); without
-    ``with_starts``, None for the starts (none gathered: the compiled pass reads them at the rows)."""
-    if rows.size == 0:
+    ``with_starts``, None for the starts (none gathered: the compiled pass reads them at the rows). ``fused``: the
+    rows grouped already (by thread_groups.group_kind_rows, as :func:`_grouped_compiled` gives them), or None."""
+    if fused is None and rows.size == 0:
         return rows, np.zeros(1, np.int64), cols.start[rows] if with_starts else None
-    fused = _grouped_compiled(cols, rows, with_starts)
+    fused = fused or _grouped_compiled(cols, rows, with_starts)
     start: np.ndarray | None
     ties: int | None = None  # how many rows start with the previous one of their thread (None: not counted)
     tie_at: np.ndarray | None = None  # the tied positions (where the compiled grouping found them)
