@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -23,7 +24,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tracelens.ingest import kineto
-from tracelens.ingest.kineto import blocks, native, reader, table
+from tracelens.ingest.kineto import appended, blocks, native, reader, table
+from tracelens.ingest.kineto.appended import Appended
 from tracelens.ingest.kineto.fields import NATIVE_OP_FLOATS, NATIVE_OP_STRINGS
 from tracelens.ingest.kineto.named_kinds import DRIVER_KIND, STEP_KIND, VALID_BIT, NameFlags, ready_block
 from tracelens.ingest.kineto.prepare import NOT_HOST, prepare_block
@@ -263,34 +265,47 @@ def test_the_kinds_names_change_stay_host_kinds() -> None:
     np.testing.assert_array_equal(NOT_HOST[DRIVER_KIND], NOT_HOST)
 
 
-class _Parts:
-    """The one joined array _id_column_in_order pops (Appended's interface for it)."""
-
-    def __init__(self, key: str, values: np.ndarray) -> None:
-        self.values = {key: values}
-
-    def pop(self, key: str) -> np.ndarray:
-        return self.values.pop(key)
+def _parts(key: str, values: np.ndarray) -> Appended:
+    """The one joined array _id_column_in_order pops."""
+    parts = Appended()
+    parts.add(key, values)
+    return parts
 
 
 @needs_scanner
 @settings(max_examples=80, deadline=None)
-@given(st.integers(0, 300), st.floats(0.0, 1.0), st.integers(0, 2**32 - 1))
-def test_sparse_correlation_ids_in_one_pass_equal_the_numpy_steps(rows: int, share: float, seed: int) -> None:
+@given(st.integers(0, 300), st.floats(0.0, 1.0), st.integers(0, 2**32 - 1), st.booleans())
+def test_sparse_correlation_ids_in_one_pass_equal_the_numpy_steps(
+    rows: int, share: float, seed: int, narrow: bool
+) -> None:
     rng = np.random.default_rng(seed)
     bit = VALID_BIT["correlation"]
     kind_valid = (rng.integers(0, 16, rows) | np.where(rng.random(rows) < share, bit, 0)).astype(np.uint8)
     kind_valid |= (rng.random(rows) < 0.5).astype(np.uint8) * np.uint8(VALID_BIT["external_id"])
     order = rng.permutation(rows).astype(np.int64)
     values = rng.integers(-(2**62), 2**62, rows, dtype=np.int64)
+    if narrow:  # the row chunks' int32 ids (row_chunks.NARROW_KEYS); the reference: the same values as int64
+        values = rng.integers(-(2**31), 2**31, rows, dtype=np.int32)
     got = table._id_column_in_order(
-        _Parts("correlation", values), order, kind_valid, "correlation", "correlation_id"
+        _parts("correlation", values), order, kind_valid, "correlation", "correlation_id"
     )
     with pytest.MonkeyPatch.context() as patch:  # the numpy steps: no compiled helper
         patch.setattr(table, "scanner", lambda: None)
+        patch.setattr(appended, "scanner", lambda: None)
         want = table._id_column_in_order(
-            _Parts("correlation", values), order, kind_valid, "correlation", "correlation_id"
+            _parts("correlation", values.astype(np.int64)), order, kind_valid, "correlation", "correlation_id"
         )
+        if narrow:  # the int32 ids through the numpy steps give the same column
+            _assert_same_column(
+                table._id_column_in_order(
+                    _parts("correlation", values), order, kind_valid, "correlation", "correlation_id"
+                ),
+                want,
+            )
+    _assert_same_column(got, want)
+
+
+def _assert_same_column(got: Any, want: Any) -> None:
     if want is None:
         assert got is None
         return

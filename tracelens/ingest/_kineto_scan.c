@@ -2796,6 +2796,25 @@ static inline ALWAYS_INLINE int is_launch(const Inputs *x, Py_ssize_t i, int fla
            !isnan(((const double *)x->in[F_PID].buf)[i]);
 }
 
+/* The id columns prepare_scanned may write as int32 (the reader's row chunks hold them so where every value of the
+ * trace fits: 4 bytes a row each instead of 8, the pages of ~25 MB fewer at the 406 MB Kineto tile): a bit per
+ * column (0: int64 only). */
+static inline unsigned narrow_id(int k) {
+    return k == P_PID ? 1u : k == P_TID ? 2u : k == P_CORRELATION ? 4u : k == P_EXTERNAL_ID ? 8u : 0u;
+}
+
+/* An id's int64 data (id_parts) stored in its column, int32 where `narrow` (its narrow_id bit; that bit set in
+ * misfit where the value does not fit: the caller then writes that column as int64). */
+#define STORE_ID(column, narrow, i, value, misfit)                                                               \
+    do {                                                                                                        \
+        if (narrow) {                                                                                           \
+            ((int32_t *)(column))[i] = (int32_t)(value);                                                        \
+            if ((value) != (int64_t)(int32_t)(value)) (misfit) |= (narrow);                                       \
+        } else {                                                                                                \
+            ((int64_t *)(column))[i] = (value);                                                                 \
+        }                                                                                                       \
+    } while (0)
+
 /* prepared_sizes(floats, codes, sparse_rows, sparse_floats, kind_table, kind_flags, max_time_us):
  * (gpu rows, launches) of the block prepare_scanned makes, or None where a row is dropped. */
 static PyObject *prepared_sizes_py(PyObject *module, PyObject *args) {
@@ -2843,8 +2862,10 @@ static const int PN_WRITTEN[N_PN] = {0, 0, 0, 0, 1, 1};
  * and prepare.prepare_block make of them (the same values), in one pass with the GIL released, into
  * `columns`: N_PREPARED writable buffers sized by prepared_sizes. With `names` (PN_*), also the block that
  * named_kinds.ready_block then makes of it, in that same pass (the kinds the names change, kind_valid,
- * launch_names, durations clamped at 0): one pass over the rows instead of two. Returns (pid_exact,
- * tid_exact, nested). */
+ * launch_names, durations clamped at 0): one pass over the rows instead of two. The pid, tid, correlation and
+ * external id columns may be int32 (narrow_id). Returns (pid_exact, tid_exact, nested, misfit): misfit, the
+ * narrow_id bits (pid 1, tid 2, correlation 4, external id 8) of the int32 columns given a value they cannot hold
+ * (their other values are written, those truncated); 0 where all fit. */
 static PyObject *prepare_scanned_py(PyObject *module, PyObject *args) {
     PyObject *floats, *codes, *sparse_rows_object, *sparse_floats_object, *table_object, *flags_object, *columns;
     PyObject *names_object = Py_None;
@@ -2853,6 +2874,7 @@ static PyObject *prepare_scanned_py(PyObject *module, PyObject *args) {
     Py_buffer out_views[N_PREPARED], name_views[N_PN];
     void *out[N_PREPARED];
     int outs = 0, named = 0, failed = 0, bad_name = 0, pid_exact = 1, tid_exact = 1, nested = 0;
+    unsigned narrow = 0, misfit = 0; /* the id columns of int32 items (narrow_id bits); a value one cannot hold */
     Py_ssize_t n_gpu = 0, n_launches = 0, want_gpu, want_launches, n_names = 0, n_kinds = 0;
     double max_time_us;
     (void)module;
@@ -2893,6 +2915,10 @@ static PyObject *prepare_scanned_py(PyObject *module, PyObject *args) {
     want_launches = out_views[P_LAUNCH_ROWS].len / 8;
     for (int k = 0; k < N_PREPARED; k++) {
         Py_ssize_t items = k >= P_FIRST_LAUNCH ? want_launches : k >= P_FIRST_GPU ? want_gpu : x.n;
+        if (narrow_id(k) && x.n > 0 && out_views[k].len == items * 4) { /* an int32 id column */
+            narrow |= narrow_id(k);
+            continue;
+        }
         if (out_views[k].len != items * P_ITEM[k]) {
             PyErr_Format(PyExc_ValueError, "prepare_scanned: column %d holds %zd bytes, not %zd", k,
                          out_views[k].len, items * P_ITEM[k]);
@@ -2910,9 +2936,14 @@ static PyObject *prepare_scanned_py(PyObject *module, PyObject *args) {
         const double *sparse = in->in[IN_SPARSE_FLOATS].buf;
         int8_t *kind = out[P_KIND];
         int32_t *names = out[P_NAME], *gpu_sync = out[P_GPU_SYNC_KIND];
-        int64_t *start = out[P_START], *duration = out[P_DURATION], *pid_data = out[P_PID],
-                *tid_data = out[P_TID], *correlation_data = out[P_CORRELATION], *external_data = out[P_EXTERNAL_ID],
-                *gpu_rows = out[P_GPU_ROWS], *launch_rows = out[P_LAUNCH_ROWS];
+        int64_t *start = out[P_START], *duration = out[P_DURATION], *gpu_rows = out[P_GPU_ROWS],
+                *launch_rows = out[P_LAUNCH_ROWS];
+        void *pid_data = out[P_PID], *tid_data = out[P_TID], *correlation_data = out[P_CORRELATION],
+             *external_data = out[P_EXTERNAL_ID];
+        const unsigned pid_narrow = narrow & narrow_id(P_PID), tid_narrow = narrow & narrow_id(P_TID),
+                       correlation_narrow = narrow & narrow_id(P_CORRELATION),
+                       external_narrow = narrow & narrow_id(P_EXTERNAL_ID);
+        int64_t id_value;
         unsigned char *pid_valid = out[P_PID_VALID], *tid_valid = out[P_TID_VALID],
                       *correlation_valid = out[P_CORRELATION_VALID], *external_valid = out[P_EXTERNAL_ID_VALID];
         double *gpu_correlation = out[P_GPU_CORRELATION], *gpu_pid = out[P_GPU_PID], *gpu_tid = out[P_GPU_TID],
@@ -2940,10 +2971,14 @@ static PyObject *prepare_scanned_py(PyObject *module, PyObject *args) {
             start[i] = us_to_ns(ts[i], max_time_us);
             duration[i] = fabs(d) < max_time_us ? (int64_t)rint(d * 1000.0) : 0;
             nested |= (flags & KIND_NESTED) && !isnan(t);
-            pid_exact &= id_parts(p, &pid_data[i], &pid_valid[i]);
-            tid_exact &= id_parts(t, &tid_data[i], &tid_valid[i]);
-            id_parts(c, &correlation_data[i], &correlation_valid[i]);
-            id_parts(e, &external_data[i], &external_valid[i]);
+            pid_exact &= id_parts(p, &id_value, &pid_valid[i]);
+            STORE_ID(pid_data, pid_narrow, i, id_value, misfit);
+            tid_exact &= id_parts(t, &id_value, &tid_valid[i]);
+            STORE_ID(tid_data, tid_narrow, i, id_value, misfit);
+            id_parts(c, &id_value, &correlation_valid[i]);
+            STORE_ID(correlation_data, correlation_narrow, i, id_value, misfit);
+            id_parts(e, &id_value, &external_valid[i]);
+            STORE_ID(external_data, external_narrow, i, id_value, misfit);
             if (named) { /* name_kinds' steps (the row's flags above are its kind's before them) */
                 const unsigned char *name_bits = name_views[PN_NAME_BITS].buf;
                 const int8_t *step_kind = name_views[PN_STEP_KIND].buf, *driver_kind = name_views[PN_DRIVER_KIND].buf;
@@ -3003,8 +3038,8 @@ static PyObject *prepare_scanned_py(PyObject *module, PyObject *args) {
     else if (failed || n_gpu != want_gpu || n_launches != want_launches)
         PyErr_SetString(PyExc_ValueError, "prepare_scanned: columns not of the sizes prepared_sizes gives");
     else
-        result = Py_BuildValue("(OOO)", pid_exact ? Py_True : Py_False, tid_exact ? Py_True : Py_False,
-                               nested ? Py_True : Py_False);
+        result = Py_BuildValue("(OOOI)", pid_exact ? Py_True : Py_False, tid_exact ? Py_True : Py_False,
+                               nested ? Py_True : Py_False, misfit);
 done:
     for (int k = 0; k < outs; k++) PyBuffer_Release(&out_views[k]);
     for (int k = 0; k < named; k++) PyBuffer_Release(&name_views[k]);
@@ -3012,27 +3047,29 @@ done:
     return result;
 }
 
-/* rows_with_bit(flags, bit, order, values, rows, data): the rows r of a table (flags: a byte per row, in table
- * order) whose byte holds `bit`, ascending, into `rows` (int32 or int64 items), and values[order[r]] (int64) at
+/* rows_with_bit(flags, bit, order, values, rows, data[, value_bytes]): the rows r of a table (flags: a byte per row,
+ * in table order) whose byte holds `bit`, ascending, into `rows` (int32 or int64 items), and values[order[r]]
+ * (int64 items, or int32 ones with value_bytes 4: written as int64) at
  * them into `data`: the sparse column of an id that fewer than half the rows carry, in one pass, instead of a
  * table-long validity mask, its nonzero rows, their joined rows (a take of the order) and a cast of the rows.
  * `rows` and `data` hold exactly as many items as rows have the bit (ValueError otherwise, and where an order
  * entry is outside `values`). */
 static PyObject *rows_with_bit_py(PyObject *module, PyObject *args) {
     Py_buffer flags, order, values, rows, data;
-    int bit, held = 0, bad = 0;
+    int bit, held = 0, bad = 0, value_bytes = 8;
     PyObject *result = NULL;
     Py_ssize_t n, n_values, want, item, k = 0;
     (void)module;
-    if (!PyArg_ParseTuple(args, "y*iy*y*w*w*:rows_with_bit", &flags, &bit, &order, &values, &rows, &data))
+    if (!PyArg_ParseTuple(args, "y*iy*y*w*w*|i:rows_with_bit", &flags, &bit, &order, &values, &rows, &data,
+                          &value_bytes))
         return NULL;
     held = 1;
     n = flags.len;
-    n_values = values.len / 8;
+    n_values = (value_bytes == 4 || value_bytes == 8) ? values.len / value_bytes : 0;
     want = data.len / 8;
     item = want ? rows.len / want : 4;
-    if (order.len != n * 8 || values.len % 8 || data.len % 8 || (item != 4 && item != 8) || rows.len != want * item ||
-        bit < 0 || bit > 255) {
+    if (order.len != n * 8 || (value_bytes != 4 && value_bytes != 8) || values.len % value_bytes || data.len % 8 ||
+        (item != 4 && item != 8) || rows.len != want * item || bit < 0 || bit > 255) {
         PyErr_SetString(PyExc_ValueError, "rows_with_bit: buffers of other sizes");
         goto done;
     }
@@ -3050,7 +3087,7 @@ static PyObject *rows_with_bit_py(PyObject *module, PyObject *args) {
             }
             if (item == 4) ((int32_t *)rows.buf)[k] = (int32_t)r;
             else ((int64_t *)rows.buf)[k] = (int64_t)r;
-            d[k++] = v[at];
+            d[k++] = value_bytes == 4 ? ((const int32_t *)values.buf)[at] : v[at];
         }
     }
     Py_END_ALLOW_THREADS
@@ -3067,6 +3104,44 @@ done:
     return result;
 }
 
+/* take_widened(values, order, out): out[i] = values[order[i]], int32 values written as int64 (numpy's take of an
+ * int32 column, then its cast, in one pass): the row chunks' int32 id columns put in table order as the table's
+ * int64 columns. ValueError where out and order differ in length or an order entry is outside the values. */
+static PyObject *take_widened_py(PyObject *module, PyObject *args) {
+    Py_buffer values, order, out;
+    int bad = 0;
+    PyObject *result = NULL;
+    (void)module;
+    if (!PyArg_ParseTuple(args, "y*y*w*:take_widened", &values, &order, &out)) return NULL;
+    Py_ssize_t n = order.len / 8, n_values = values.len / 4;
+    if (values.len % 4 || order.len % 8 || out.len != order.len) {
+        PyErr_SetString(PyExc_ValueError, "take_widened: buffers of other sizes");
+        goto done;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    {
+        const int32_t *v = values.buf;
+        const int64_t *o = order.buf;
+        int64_t *d = out.buf;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            int64_t at = o[i];
+            if (at < 0 || at >= n_values) {
+                bad = 1;
+                break;
+            }
+            d[i] = v[at];
+        }
+    }
+    Py_END_ALLOW_THREADS
+    if (bad) PyErr_SetString(PyExc_ValueError, "take_widened: an order entry outside the values");
+    else result = Py_NewRef(Py_None);
+done:
+    PyBuffer_Release(&values);
+    PyBuffer_Release(&order);
+    PyBuffer_Release(&out);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"prepared_sizes", prepared_sizes_py, METH_VARARGS,
      "prepared_sizes(floats, codes, sparse_rows, sparse_floats, kind_table, kind_flags, max_time_us)\n"
@@ -3075,10 +3150,12 @@ static PyMethodDef methods[] = {
      "would drop a row of scan_events' columns (the caller then takes them)."},
     {"prepare_scanned", prepare_scanned_py, METH_VARARGS,
      "prepare_scanned(floats, codes, sparse_rows, sparse_floats, kind_table, kind_flags, max_time_us, columns\n"
-     "                [, names]) -> (pid_exact, tid_exact, nested)\n\n"
+     "                [, names]) -> (pid_exact, tid_exact, nested, misfit)\n\n"
      "scan_events' columns made the reader's prepared block in one pass (kineto/native.py), written into\n"
-     "columns (writable buffers of the sizes prepared_sizes gives); with names (name_bits, step_kind,\n"
-     "driver_kind, launch_side, kind_valid, launch_names), name_kinds' steps in the same pass."},
+     "columns (writable buffers of the sizes prepared_sizes gives; the pid, tid, correlation and external id\n"
+     "columns int64 or int32, misfit the bits 1, 2, 4, 8 of the int32 ones given a value they cannot hold,\n"
+     "in that order); with names (name_bits,\n"
+     "step_kind, driver_kind, launch_side, kind_valid, launch_names), name_kinds' steps in the same pass."},
     {"name_kinds", name_kinds_py, METH_VARARGS,
      "name_kinds(kind, codes, name_bits, step_kind, driver_kind, launch_side, pid_valid, tid_valid,\n"
      "           correlation_valid, external_valid, duration, kind_valid, launch_names) -> None\n\n"
@@ -3091,6 +3168,8 @@ static PyMethodDef methods[] = {
      "             external_valid, launch_rows, max_time_us) -> (launches, pid_exact, tid_exact, nested)\n\n"
      "A block's per-row steps of kineto/prepare.py in one pass, into the given output buffers (for the\n"
      "kept rows: every kind a code of kind_flags)."},
+    {"take_widened", take_widened_py, METH_VARARGS,
+     "take_widened(values, order, out): out[i] = values[order[i]], int32 values as int64."},
     {"rows_with_bit", rows_with_bit_py, METH_VARARGS,
      "rows_with_bit(flags, bit, order, values, rows, data) -> None\n\n"
      "The table rows whose flags byte holds bit (ascending) into rows (int32 or int64), and values at their\n"

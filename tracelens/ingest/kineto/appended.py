@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .blocks import scanner
+
 
 class Appended:
     """Arrays of the same key from successive blocks; :meth:`joined` gives a key's rows from every block (np.concatenate
@@ -35,6 +37,19 @@ class Appended:
         joined = self.joined(key)
         del self._blocks[key]
         return joined
+
+    def pop_taken(self, key: str, order: np.ndarray) -> np.ndarray:
+        """:meth:`pop` taken in ``order`` (rows of all blocks), int32 values as int64: the ids the row chunks hold
+        as int32 (row_chunks.NARROW_KEYS) become the table's int64 columns in the one pass that orders them."""
+        values = self.pop(key)
+        if values.dtype != np.int32:
+            return np.take(values, order)
+        widened = getattr(scanner(), "take_widened", None)
+        if widened is None or order.dtype != np.int64 or not values.flags.c_contiguous:
+            return np.take(values, order).astype(np.int64)
+        out = np.empty(order.size, dtype=np.int64)
+        widened(values, np.ascontiguousarray(order), out)
+        return out
 
     def pop_blocks(self, key: str) -> list[np.ndarray]:
         """``key``'s arrays as added (not joined), no longer held here."""

@@ -15,8 +15,8 @@ LaunchIndex = tuple[np.ndarray, np.ndarray, np.ndarray | None]
 
 
 def joined_in_order(parts: Appended, order: np.ndarray, key: str) -> np.ndarray:
-    """Column ``key`` of all blocks (dropped from ``parts``) taken in ``order``."""
-    return np.take(parts.pop(key), order)
+    """Column ``key`` of all blocks (dropped from ``parts``) taken in ``order`` (int32 ids as int64)."""
+    return parts.pop_taken(key, order)
 
 
 def launch_pid(index: LaunchIndex | tuple[np.ndarray, np.ndarray], correlation: np.ndarray) -> np.ndarray:

@@ -28,6 +28,13 @@ import numpy as np
 
 # The keys chunked: the table's int64 row columns, the bulk of the blocks' memory (48 of ~75 bytes a row).
 CHUNKED_KEYS = frozenset(("start", "duration", "pid", "tid", "correlation", "external_id"))
+# Of them, the ids the reader's slots hold as int32 (native.CHUNK_SLOTS): Kineto's pids, tids, correlation and
+# external ids fit, and a row chunk is a fresh page per 1,024 rows instead of 512 (~6K fewer page faults at the
+# 406 MB tile, ~1.5 us each on a ballooned VM: benchmarks/results/kcol18.md). A block with an id beyond int32
+# writes that column as an int64 array of its own, and the read's next blocks take int64 slots for it
+# (RowChunks.widen); the table build widens the joined ids (a view, or a copy where blocks differ) as it puts
+# them in table order (Appended.pop_taken).
+NARROW_KEYS = frozenset(("pid", "tid", "correlation", "external_id"))
 # A chunk: the page cache's smallest array (memory.reusing_array_pages serves arrays from 4 MiB on).
 CHUNK_ROWS = 2**19
 # Chunked only for traces whose columns fill chunks (below, a chunk mostly empty per key: where huge pages pay,
@@ -60,6 +67,7 @@ class RowChunks:
         # the reserved blocks' items by what they count, and their JSON bytes
         self._counts: dict[str, int] = {}
         self._text = 0
+        self._wide: set[str] = set()  # keys of int32 slots found holding a value beyond int32 (widen)
 
     @property
     def chunk_rows(self) -> int:
@@ -83,12 +91,27 @@ class RowChunks:
                 if self.json_bytes > 0 and self._text > 0:  # the items to come at the items per byte so far
                     left = max(0, self.json_bytes - self._text) * self._counts[per] / self._text
                     self.sizes[per] = max(CHUNK_ROWS, count + int(left * ROWS_MARGIN))
-            return {key: self._take(key, counts[per], dtype, per, width) for key, dtype, per, width in slots}
+            return {
+                key: self._take(key, counts[per], self._dtype(key, dtype), per, width)
+                for key, dtype, per, width in slots
+            }
+
+    def widen(self, keys: list[str]) -> None:
+        """``keys``' slots are int64 from now on (a block held an id beyond the int32 of its slot)."""
+        with self._lock:
+            self._wide.update(keys)
+
+    def _dtype(self, key: str, dtype: type) -> type:
+        return np.int64 if key in self._wide else dtype
 
     def taken(self, key: str, values: np.ndarray, slot: Slot) -> np.ndarray:
-        """``values`` (a block's column of ``key``) copied into the key's next slice, where they fit its ``slot``."""
+        """``values`` (a block's column of ``key``) copied into the key's next slice, where they fit its ``slot``
+        (of their dtype, or int64 values an int32 slot holds)."""
         _, dtype, per, width = slot
-        if values.dtype != dtype or values.shape[1:] != (() if width == 1 else (width,)):
+        dtype = self._dtype(key, dtype)
+        if values.shape[1:] != (() if width == 1 else (width,)):
+            return values
+        if values.dtype != dtype and not _fits_int32(values, dtype):
             return values
         with self._lock:
             into = self._take(key, values.shape[0], dtype, per, width)
@@ -107,10 +130,18 @@ class RowChunks:
         if items > size // 4:  # a block this big is an array of its own (no chunk left mostly empty)
             return np.empty((items, *row), dtype)
         chunk, used = self._current.get(key, (None, 0))
-        if chunk is None or used + items > chunk.shape[0]:
+        if chunk is None or chunk.dtype != dtype or used + items > chunk.shape[0]:
             chunk, used = np.empty((size, *row), dtype), 0
         self._current[key] = (chunk, used + items)
         return chunk[used : used + items]
+
+
+def _fits_int32(values: np.ndarray, dtype: type) -> bool:
+    """Whether ``values`` (int64) go into an int32 ``dtype`` slot unchanged."""
+    if values.dtype != np.int64 or dtype is not np.int32:
+        return False
+    info = np.iinfo(np.int32)
+    return values.size == 0 or (int(values.min()) >= info.min and int(values.max()) <= info.max)
 
 
 _CURRENT: contextvars.ContextVar[RowChunks | None] = contextvars.ContextVar("row_chunks", default=None)

@@ -512,20 +512,27 @@ def _id_column_in_order(
     valid = _valid(kind_valid, key)
     count = int(np.count_nonzero(valid))
     if count * 2 >= valid.size:
-        return int_column(np.take(parts.pop(key), order), valid, column)
+        return int_column(joined_in_order(parts, order, key), valid, column)
     values = parts.pop(key)
     native = getattr(scanner(), "rows_with_bit", None)
-    if native is not None and values.dtype == np.int64 and order.dtype == np.int64:
+    if native is not None and values.dtype in (np.int32, np.int64) and order.dtype == np.int64:
         # the rows and their values in one compiled pass (no row list, joined rows or cast of the rows to make)
         del valid
         at = np.empty(count, dtype=np.int32 if kind_valid.size < 2**31 else np.int64)
         data = np.empty(count, dtype=np.int64)
         native(
-            np.ascontiguousarray(kind_valid), VALID_BIT[key], order, np.ascontiguousarray(values), at, data
+            np.ascontiguousarray(kind_valid),
+            VALID_BIT[key],
+            order,
+            np.ascontiguousarray(values),
+            at,
+            data,
+            values.dtype.itemsize,  # (the row chunks' int32 ids: row_chunks.NARROW_KEYS)
         )
         return int_column_at(data, at, kind_valid.size, column)
     rows = np.flatnonzero(valid)
-    return int_column_at(np.take(values, np.take(order, rows)), rows, valid.size, column)
+    data = np.take(values, np.take(order, rows)).astype(np.int64, copy=False)
+    return int_column_at(data, rows, valid.size, column)
 
 
 def _with_device_rows(
