@@ -1,5 +1,6 @@
-"""The blocks' int64 row columns (start, duration and the four ids), and the float columns of their GPU rows and
-launches, as slices of shared arrays (chunks), one per key, instead of an array per block.
+"""The blocks' row columns (start and duration as int64, the four ids as int32 while they fit: NARROW_KEYS), and the
+float columns of their GPU rows and launches, as slices of shared arrays (chunks), one per key, instead of an array
+per block.
 
 Why: the table build joins each key's block columns and frees them. Arrays per block (~240 KB each) are freed to
 the C heap, whose pages the build's big arrays cannot take, so it faulted in ~75 MiB of fresh pages while
