@@ -584,9 +584,10 @@ def host_points_by_numpy(
     np.maximum(gap, 0, out=gap)
     host_anchor[:] = NONE
     np.copyto(host_anchor[0::2], cs, where=first_call)
-    calls = HostCalls(hosts.call_of, call_row, call_thread, host_time[0::2], host_time[1::2])
     call_is_marker = cols.kind[call_row] == _kind_code(STEP)
-    return HostPoints(calls, thread_keys, *points, first_call, call_is_marker)
+    return HostPoints(
+        _calls_of_points(hosts.call_of, points, n_calls), thread_keys, *points, first_call, call_is_marker
+    )
 
 
 def host_points_by_thread_runs(cols: EventColumns, api: np.ndarray, n_ops: int) -> HostPoints | None:
@@ -603,7 +604,7 @@ def host_points_by_thread_runs(cols: EventColumns, api: np.ndarray, n_ops: int) 
     # room for every row an outer call (as in most traces); fewer: the points moved to arrays of their size below
     points = _point_arrays(2 * n + 2 * n_ops, cols.kind.size)
     time, lag, anchor, chain, row, kind, chain_first = points
-    call_of, call_row, call_thread = (np.empty(n, np.int64) for _ in range(3))
+    call_of = np.empty(n, np.int64)
     call_is_marker = np.empty(n, bool)
     unused = np.zeros(0, np.int64)
     n_calls = solver.host_points_by_runs(
@@ -614,8 +615,8 @@ def host_points_by_thread_runs(cols: EventColumns, api: np.ndarray, n_ops: int) 
         np.ascontiguousarray(cols.end),
         np.ascontiguousarray(cols.kind).view(np.uint8),
         call_of,
-        call_row,
-        call_thread,
+        unused,  # (call rows and threads: the points' rows and chains instead)
+        unused,
         unused,  # (call starts and ends: the points' times instead)
         unused,
         _kind_code(STEP),
@@ -638,13 +639,24 @@ def host_points_by_thread_runs(cols: EventColumns, api: np.ndarray, n_ops: int) 
         moved = _point_arrays(n_host + 2 * n_ops, cols.kind.size)
         for into, written in zip(moved, points, strict=True):
             into[:n_host] = written[:n_host]
-        points, time = moved, moved[0]
-        call_row, call_thread, call_is_marker = (
-            a[:n_calls].copy() for a in (call_row, call_thread, call_is_marker)
-        )
+        points = moved
+        call_is_marker = call_is_marker[:n_calls].copy()
+    return HostPoints(
+        _calls_of_points(call_of, points, n_calls),
+        keys,
+        *points,
+        points[6][0 : 2 * n_calls : 2],
+        call_is_marker,
+    )
+
+
+def _calls_of_points(call_of: np.ndarray, points: PointArrays, n_calls: int) -> HostCalls:
+    """The host calls as views of their points (call ``c``'s start point ``2c``, end ``2c + 1``): starts and ends
+    of the points' times, rows of their rows, threads of their chains (int32 where the points' rows and chains
+    are): no call-sized arrays of their own."""
+    time, _, _, chain, row = points[:5]
     n_host = 2 * n_calls
-    calls = HostCalls(call_of, call_row, call_thread, time[0:n_host:2], time[1:n_host:2])
-    return HostPoints(calls, keys, *points, points[6][0:n_host:2], call_is_marker)
+    return HostCalls(call_of, row[0:n_host:2], chain[0:n_host:2], time[0:n_host:2], time[1:n_host:2])
 
 
 def launch_calls(
@@ -1032,8 +1044,9 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
         # (point indices: int32 where the host points fit, as the chains and rows)
         call_start=np.arange(0, n_host, 2, dtype=np.int32 if n_host < 2**31 else np.int64),
         call_end=np.arange(1, n_host, 2, dtype=np.int32 if n_host < 2**31 else np.int64),
-        call_row=call_row.astype(np.int64, copy=False),
-        call_thread=call_thread.astype(np.int64, copy=False),
+        # (views of the host points' rows and chains: int32 where those are)
+        call_row=call_row,
+        call_thread=call_thread,
         call_name=call_names,
         call_waits=call_waits,
         call_waited=call_waited,
