@@ -882,8 +882,13 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
     )
     del op_one_time, steady, queued, op_first
     np.subtract(o_e, o_s, out=gpu_lag[1::2])
-    op_stream_typical = np.empty(n_ops, np.int64)
-    op_stream_typical[op_order] = typ_stream
+    if typ_stream.strides == (
+        0,
+    ):  # one value seen at every op (one device): that read-only view, in any order
+        op_stream_typical = typ_stream
+    else:
+        op_stream_typical = np.empty(n_ops, np.int64)
+        op_stream_typical[op_order] = typ_stream
     gpu_lag[0::2] = np.where(
         launch_binds | event_binds,
         np.minimum(typ_stream, np.maximum(stream_res, 0)),
@@ -909,13 +914,12 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
     is_collective = names_mask(lambda: pairs["name"], n_ops, names, is_collective_kernel)
     if is_collective.any():
         is_collective &= pairs["is_kernel"].astype(bool)
-    op_collective = (
-        _collectives(is_collective, pairs["name"].astype(np.int64), op_dev, os_, oe)
-        if is_collective.any()
-        else np.full(n_ops, -1, np.int64)
-    )
+    if is_collective.any():
+        op_collective = _collectives(is_collective, pairs["name"].astype(np.int64), op_dev, os_, oe)
+        o_collective = op_collective[op_order]
+    else:  # none (most traces): -1 at every op, a read-only view in any order (no op-sized arrays)
+        op_collective = o_collective = np.broadcast_to(np.int64(-1), n_ops)
     del is_collective, oe
-    o_collective = op_collective[op_order]
     c_src_op, c_dst_op, c_transfer = _collective_edges(o_collective, o_s, o_e)
     c_src, c_dst = base + 2 * c_src_op, base + 2 * c_dst_op + 1
     members = np.flatnonzero(o_collective >= 0)
