@@ -5,9 +5,11 @@ Each checked against the value computed independently from the graph's other fie
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from tests.test_replay import input_rows, two_device_rows
-from tracelens.replay.graph import build
+from tracelens.replay import graph as graph_module
+from tracelens.replay.graph import build, lex_ascending
 from tracelens.trace import Trace
 
 
@@ -47,3 +49,43 @@ def test_several_devices_keep_per_op_arrays() -> None:
 def test_empty_trace_graph() -> None:
     graph = build(Trace.from_rows([]))
     assert graph.op_stream_typical.size == graph.op_collective.size == graph.call_row.size == 0
+
+
+def test_lex_ascending_is_whether_lexsort_is_the_identity() -> None:
+    rng = np.random.default_rng(7)
+    cases = [(np.zeros(0, np.intp), np.zeros(0, np.int64), np.zeros(0, np.int64))]
+    cases.append((np.zeros(1, np.intp), np.array([5]), np.array([3])))
+    for _ in range(400):
+        n = int(rng.integers(2, 9))
+        high = int(rng.integers(1, 4))
+        major = np.sort(rng.integers(0, high, n)) if rng.random() < 0.7 else rng.integers(0, high, n)
+        middle = rng.integers(0, 3, n)  # many ties
+        if rng.random() < 0.5:
+            middle = np.sort(middle)
+        minor = rng.integers(0, 3, n)
+        cases.append((major.astype(np.intp), middle.astype(np.int64), minor.astype(np.int64)))
+    seen = set()
+    for major, middle, minor in cases:
+        want = bool((np.lexsort((minor, middle, major)) == np.arange(major.size)).all())
+        assert lex_ascending(major, middle, minor) == want, (major, middle, minor)
+        seen.add(want)
+    assert seen == {True, False}
+
+
+def _fields_equal(a, b) -> None:  # type: ignore[no-untyped-def]
+    for name, value in vars(a).items():
+        other = getattr(b, name)
+        if isinstance(value, np.ndarray):
+            assert value.dtype == other.dtype and np.array_equal(value, other), name
+        else:
+            assert value == other, name
+
+
+def test_ops_in_order_build_the_graph_the_lexsort_builds(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the identity order (a slice: views of the op arrays) against the lexsort's order and gathers
+    for rows in (input_rows(), two_device_rows()):
+        fast = build(Trace.from_rows(rows))
+        monkeypatch.setattr(graph_module, "lex_ascending", lambda *keys: False)
+        slow = build(Trace.from_rows(rows))
+        monkeypatch.undo()
+        _fields_equal(fast, slow)

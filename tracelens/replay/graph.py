@@ -291,9 +291,25 @@ def stream_codes(op_dev: np.ndarray, op_stream: np.ndarray) -> np.ndarray:
     return dense_codes(op_dev * (2**32) + (op_stream.astype(np.int64, copy=False) & 0xFFFFFFFF))[0]
 
 
+def lex_ascending(major: np.ndarray, middle: np.ndarray, minor: np.ndarray) -> bool:
+    """Whether the rows are in (major, middle, minor) order already, ties allowed: then the stable
+    ``np.lexsort((minor, middle, major))`` is the identity."""
+    if major.size < 2:
+        return True
+    m0, m1 = major[:-1], major[1:]
+    if not (m1 >= m0).all():
+        return False
+    d0, d1, n0, n1 = middle[:-1], middle[1:], minor[:-1], minor[1:]
+    if (m1 > m0).any():  # several majors: each pair's middle and minor compared only within a major
+        return bool(((m1 > m0) | (d1 > d0) | ((d1 == d0) & (n1 >= n0))).all())
+    # (one major, as one stream's ops: the middle keys ascend strictly, or ties broken by the minor)
+    up = d1 > d0
+    return bool(up.all() or (up | ((d1 == d0) & (n1 >= n0))).all())
+
+
 def typical_lags(
     op_dev: np.ndarray,
-    op_order: np.ndarray,
+    op_order: np.ndarray | slice,
     launch_lags: np.ndarray,
     steady: np.ndarray,
     stream_gaps: np.ndarray,
@@ -325,7 +341,7 @@ def typical_lags(
 
 def typical_lags_by_device(
     op_dev: np.ndarray,
-    op_order: np.ndarray,
+    op_order: np.ndarray | slice,
     launch_lags: np.ndarray,
     steady: np.ndarray,
     stream_gaps: np.ndarray,
@@ -816,7 +832,12 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
 
     n_threads = int(thread_keys.size)
     stream_code = stream_codes(op_dev, op_stream)
-    op_order = np.lexsort((oe, os_, stream_code))
+    # the ops by (stream, start, end); where launch_pairs gives them in that order already (one stream's ops by
+    # start, as a rank's trace mostly has them) the order is the identity, held as a slice: each ordered array
+    # below is then a view of its op array (no lexsort, no op-sized gathers)
+    op_order: np.ndarray | slice = (
+        slice(None) if lex_ascending(stream_code, os_, oe) else np.lexsort((oe, os_, stream_code))
+    )
     o_stream = stream_code[op_order]
     o_s, o_e = os_[op_order], oe[op_order]
     op_first = np.ones(n_ops, bool)
@@ -824,8 +845,11 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
     base = 2 * n_calls
     # each op's start point (its rank in op_order, doubled, after the host points) and end point; an op's rank is
     # read back from its start point where needed (the event edges below): no rank array
-    op_start_pt = np.empty(n_ops, np.int64)
-    op_start_pt[op_order] = np.arange(base, base + 2 * n_ops, 2)
+    if isinstance(op_order, slice):
+        op_start_pt = np.arange(base, base + 2 * n_ops, 2)
+    else:
+        op_start_pt = np.empty(n_ops, np.int64)
+        op_start_pt[op_order] = np.arange(base, base + 2 * n_ops, 2)
     op_end_pt = op_start_pt + 1
     gpu_time[0::2], gpu_time[1::2] = o_s, o_e
     np.add(o_stream, n_threads, out=gpu_chain[0::2], casting="unsafe")
