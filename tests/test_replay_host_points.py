@@ -106,10 +106,14 @@ def test_host_points_of_the_walk_equal_numpy_and_the_reference(
     assert got is not None
     assert_points(got, want, n_host, n_ops)
     np.testing.assert_array_equal(got.thread_keys, keys)
-    for name in ("call_of", "call_row", "call_thread"):
-        value = getattr(got.calls, name)
-        assert value.dtype == np.int64, name
-        np.testing.assert_array_equal(value, getattr(calls, name), err_msg=name)
+    assert got.calls.call_of.dtype == np.int64
+    np.testing.assert_array_equal(got.calls.call_of, calls.call_of)
+    # the calls' rows and threads: views of their start points' rows and chains (int32 here), both ways
+    for name, of_points in (("call_row", "row"), ("call_thread", "chain")):
+        for way in (got, expected):
+            value = getattr(way.calls, name)
+            assert value.dtype == np.int32 and np.shares_memory(value, getattr(way, of_points)), name
+            np.testing.assert_array_equal(value, getattr(calls, name), err_msg=name)
 
 
 @native

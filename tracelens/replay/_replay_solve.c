@@ -1439,7 +1439,7 @@ static PyObject *host_calls(PyObject *self, PyObject *args) {
  *
  * host_points_by_runs(the same 13 arguments, time, lag, anchor, chain, row, point_kind, chain_first, is_marker,
  * start_kind, end_kind): host_calls_by_runs writing the graph's host points instead of call_start and call_end
- * (those may be empty):
+ * (those may be empty, and call_row and call_thread together: the points' row and chain at 2c hold them):
  * call c's start and end at points 2c and 2c + 1 of time (int64), lag (the host gap before the start, 0 on its
  * thread's first call, never negative; the duration), anchor (a thread's first start keeps its time, else NONE),
  * chain (the thread) and row (4- or 8-byte integers), point_kind (start_kind, end_kind) and chain_first (a byte:
@@ -1559,8 +1559,10 @@ static void host_walk_group(struct host_walk *w, int64_t *group, Py_ssize_t size
         int64_t item = group[i], r = w->rows[item];
         int64_t s = w->start[r], e = w->kind[r] == w->marker_kind ? s : w->end[r];
         if (!(w->run_end >= e)) {
-            w->call_row[w->n_calls] = r;
-            w->call_thread[w->n_calls] = thread;
+            if (w->call_row != NULL) {
+                w->call_row[w->n_calls] = r;
+                w->call_thread[w->n_calls] = thread;
+            }
             if (w->p_time != NULL) {
                 host_points_of_call(w, w->n_calls, r, thread, s, e);
             } else {
@@ -1618,8 +1620,11 @@ static PyObject *walk_runs(PyObject *args, int points) {
     Py_ssize_t n = in[0].len / 8, k = in[1].len / 8, n_rows = in[3].len / 8;
     int bad = in[2].len / 8 != k || in[4].len / 8 != n_rows || in[5].len != n_rows || n_threads < 0 ||
               (n > 0 && k == 0) || start_kind < -128 || start_kind > 127 || end_kind < -128 || end_kind > 127;
-    for (int i = 0; i < 5; i++) { /* (with the points, call_start and call_end are not written: may be empty) */
-        bad |= out[i].len / 8 != n && !(points && i >= 3 && out[i].len == 0);
+    /* (with the points, call_start and call_end are not written: may be empty; call_row and call_thread may be
+     * empty together: the points' rows and chains hold them) */
+    int no_call_rows = points && out[1].len == 0 && out[2].len == 0;
+    for (int i = 0; i < 5; i++) {
+        bad |= out[i].len / 8 != n && !(points && i >= 3 && out[i].len == 0) && !(no_call_rows && (i == 1 || i == 2));
     }
     if (points) { /* the points of at most n calls: room for 2n */
         Py_buffer *p = views + CALLS;
@@ -1642,6 +1647,10 @@ static PyObject *walk_runs(PyObject *args, int points) {
     }
     struct host_walk w = {rows,      start,     in[4].buf, in[5].buf,  marker_kind, out[0].buf,
                           out[1].buf, out[2].buf, out[3].buf, out[4].buf, 0,          NONE_TIME};
+    if (no_call_rows) {
+        w.call_row = NULL;
+        w.call_thread = NULL;
+    }
     if (points) {
         Py_buffer *p = views + CALLS;
         w.p_time = p[0].buf;

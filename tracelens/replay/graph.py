@@ -291,9 +291,25 @@ def stream_codes(op_dev: np.ndarray, op_stream: np.ndarray) -> np.ndarray:
     return dense_codes(op_dev * (2**32) + (op_stream.astype(np.int64, copy=False) & 0xFFFFFFFF))[0]
 
 
+def lex_ascending(major: np.ndarray, middle: np.ndarray, minor: np.ndarray) -> bool:
+    """Whether the rows are in (major, middle, minor) order already, ties allowed: then the stable
+    ``np.lexsort((minor, middle, major))`` is the identity."""
+    if major.size < 2:
+        return True
+    m0, m1 = major[:-1], major[1:]
+    if not (m1 >= m0).all():
+        return False
+    d0, d1, n0, n1 = middle[:-1], middle[1:], minor[:-1], minor[1:]
+    if (m1 > m0).any():  # several majors: each pair's middle and minor compared only within a major
+        return bool(((m1 > m0) | (d1 > d0) | ((d1 == d0) & (n1 >= n0))).all())
+    # (one major, as one stream's ops: the middle keys ascend strictly, or ties broken by the minor)
+    up = d1 > d0
+    return bool(up.all() or (up | ((d1 == d0) & (n1 >= n0))).all())
+
+
 def typical_lags(
     op_dev: np.ndarray,
-    op_order: np.ndarray,
+    op_order: np.ndarray | slice,
     launch_lags: np.ndarray,
     steady: np.ndarray,
     stream_gaps: np.ndarray,
@@ -325,7 +341,7 @@ def typical_lags(
 
 def typical_lags_by_device(
     op_dev: np.ndarray,
-    op_order: np.ndarray,
+    op_order: np.ndarray | slice,
     launch_lags: np.ndarray,
     steady: np.ndarray,
     stream_gaps: np.ndarray,
@@ -584,9 +600,10 @@ def host_points_by_numpy(
     np.maximum(gap, 0, out=gap)
     host_anchor[:] = NONE
     np.copyto(host_anchor[0::2], cs, where=first_call)
-    calls = HostCalls(hosts.call_of, call_row, call_thread, host_time[0::2], host_time[1::2])
     call_is_marker = cols.kind[call_row] == _kind_code(STEP)
-    return HostPoints(calls, thread_keys, *points, first_call, call_is_marker)
+    return HostPoints(
+        _calls_of_points(hosts.call_of, points, n_calls), thread_keys, *points, first_call, call_is_marker
+    )
 
 
 def host_points_by_thread_runs(cols: EventColumns, api: np.ndarray, n_ops: int) -> HostPoints | None:
@@ -603,7 +620,7 @@ def host_points_by_thread_runs(cols: EventColumns, api: np.ndarray, n_ops: int) 
     # room for every row an outer call (as in most traces); fewer: the points moved to arrays of their size below
     points = _point_arrays(2 * n + 2 * n_ops, cols.kind.size)
     time, lag, anchor, chain, row, kind, chain_first = points
-    call_of, call_row, call_thread = (np.empty(n, np.int64) for _ in range(3))
+    call_of = np.empty(n, np.int64)
     call_is_marker = np.empty(n, bool)
     unused = np.zeros(0, np.int64)
     n_calls = solver.host_points_by_runs(
@@ -614,8 +631,8 @@ def host_points_by_thread_runs(cols: EventColumns, api: np.ndarray, n_ops: int) 
         np.ascontiguousarray(cols.end),
         np.ascontiguousarray(cols.kind).view(np.uint8),
         call_of,
-        call_row,
-        call_thread,
+        unused,  # (call rows and threads: the points' rows and chains instead)
+        unused,
         unused,  # (call starts and ends: the points' times instead)
         unused,
         _kind_code(STEP),
@@ -638,13 +655,24 @@ def host_points_by_thread_runs(cols: EventColumns, api: np.ndarray, n_ops: int) 
         moved = _point_arrays(n_host + 2 * n_ops, cols.kind.size)
         for into, written in zip(moved, points, strict=True):
             into[:n_host] = written[:n_host]
-        points, time = moved, moved[0]
-        call_row, call_thread, call_is_marker = (
-            a[:n_calls].copy() for a in (call_row, call_thread, call_is_marker)
-        )
+        points = moved
+        call_is_marker = call_is_marker[:n_calls].copy()
+    return HostPoints(
+        _calls_of_points(call_of, points, n_calls),
+        keys,
+        *points,
+        points[6][0 : 2 * n_calls : 2],
+        call_is_marker,
+    )
+
+
+def _calls_of_points(call_of: np.ndarray, points: PointArrays, n_calls: int) -> HostCalls:
+    """The host calls as views of their points (call ``c``'s start point ``2c``, end ``2c + 1``): starts and ends
+    of the points' times, rows of their rows, threads of their chains (int32 where the points' rows and chains
+    are): no call-sized arrays of their own."""
+    time, _, _, chain, row = points[:5]
     n_host = 2 * n_calls
-    calls = HostCalls(call_of, call_row, call_thread, time[0:n_host:2], time[1:n_host:2])
-    return HostPoints(calls, keys, *points, points[6][0:n_host:2], call_is_marker)
+    return HostCalls(call_of, row[0:n_host:2], chain[0:n_host:2], time[0:n_host:2], time[1:n_host:2])
 
 
 def launch_calls(
@@ -804,7 +832,12 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
 
     n_threads = int(thread_keys.size)
     stream_code = stream_codes(op_dev, op_stream)
-    op_order = np.lexsort((oe, os_, stream_code))
+    # the ops by (stream, start, end); where launch_pairs gives them in that order already (one stream's ops by
+    # start, as a rank's trace mostly has them) the order is the identity, held as a slice: each ordered array
+    # below is then a view of its op array (no lexsort, no op-sized gathers)
+    op_order: np.ndarray | slice = (
+        slice(None) if lex_ascending(stream_code, os_, oe) else np.lexsort((oe, os_, stream_code))
+    )
     o_stream = stream_code[op_order]
     o_s, o_e = os_[op_order], oe[op_order]
     op_first = np.ones(n_ops, bool)
@@ -812,8 +845,11 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
     base = 2 * n_calls
     # each op's start point (its rank in op_order, doubled, after the host points) and end point; an op's rank is
     # read back from its start point where needed (the event edges below): no rank array
-    op_start_pt = np.empty(n_ops, np.int64)
-    op_start_pt[op_order] = np.arange(base, base + 2 * n_ops, 2)
+    if isinstance(op_order, slice):
+        op_start_pt = np.arange(base, base + 2 * n_ops, 2)
+    else:
+        op_start_pt = np.empty(n_ops, np.int64)
+        op_start_pt[op_order] = np.arange(base, base + 2 * n_ops, 2)
     op_end_pt = op_start_pt + 1
     gpu_time[0::2], gpu_time[1::2] = o_s, o_e
     np.add(o_stream, n_threads, out=gpu_chain[0::2], casting="unsafe")
@@ -870,8 +906,13 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
     )
     del op_one_time, steady, queued, op_first
     np.subtract(o_e, o_s, out=gpu_lag[1::2])
-    op_stream_typical = np.empty(n_ops, np.int64)
-    op_stream_typical[op_order] = typ_stream
+    if typ_stream.strides == (
+        0,
+    ):  # one value seen at every op (one device): that read-only view, in any order
+        op_stream_typical = typ_stream
+    else:
+        op_stream_typical = np.empty(n_ops, np.int64)
+        op_stream_typical[op_order] = typ_stream
     gpu_lag[0::2] = np.where(
         launch_binds | event_binds,
         np.minimum(typ_stream, np.maximum(stream_res, 0)),
@@ -897,13 +938,12 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
     is_collective = names_mask(lambda: pairs["name"], n_ops, names, is_collective_kernel)
     if is_collective.any():
         is_collective &= pairs["is_kernel"].astype(bool)
-    op_collective = (
-        _collectives(is_collective, pairs["name"].astype(np.int64), op_dev, os_, oe)
-        if is_collective.any()
-        else np.full(n_ops, -1, np.int64)
-    )
+    if is_collective.any():
+        op_collective = _collectives(is_collective, pairs["name"].astype(np.int64), op_dev, os_, oe)
+        o_collective = op_collective[op_order]
+    else:  # none (most traces): -1 at every op, a read-only view in any order (no op-sized arrays)
+        op_collective = o_collective = np.broadcast_to(np.int64(-1), n_ops)
     del is_collective, oe
-    o_collective = op_collective[op_order]
     c_src_op, c_dst_op, c_transfer = _collective_edges(o_collective, o_s, o_e)
     c_src, c_dst = base + 2 * c_src_op, base + 2 * c_dst_op + 1
     members = np.flatnonzero(o_collective >= 0)
@@ -1032,8 +1072,9 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
         # (point indices: int32 where the host points fit, as the chains and rows)
         call_start=np.arange(0, n_host, 2, dtype=np.int32 if n_host < 2**31 else np.int64),
         call_end=np.arange(1, n_host, 2, dtype=np.int32 if n_host < 2**31 else np.int64),
-        call_row=call_row.astype(np.int64, copy=False),
-        call_thread=call_thread.astype(np.int64, copy=False),
+        # (views of the host points' rows and chains: int32 where those are)
+        call_row=call_row,
+        call_thread=call_thread,
         call_name=call_names,
         call_waits=call_waits,
         call_waited=call_waited,
