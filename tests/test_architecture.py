@@ -3,7 +3,7 @@
 * No tracelens module uses a private name (one starting with ``_``) of another tracelens module:
   ``from .x import _y``, ``from tracelens.x import _y``, or ``x._y`` where ``x`` is an imported tracelens
   module. Dunder names are public (``__version__``), and so are the compiled helpers ``_kineto_scan``, ``_sqlite_pages``,
-  ``_replay_solve``, ``_op_tree``, ``_array_pages``, ``_merge_search`` and ``_kernel_stats`` (extension modules whose names are private only so that nobody
+  ``_replay_solve``, ``_op_tree``, ``_array_pages``, ``_merge_search``, ``_kernel_stats`` and ``_start_merge`` (extension modules whose names are private only so that nobody
   imports them from outside).
   A helper two modules need is made public in one of them, or moved to a shared module
   (:mod:`tracelens.values`, :mod:`tracelens.ingest.tf_common`).
@@ -32,6 +32,7 @@ EXEMPT = frozenset(
         "_array_pages",
         "_merge_search",
         "_kernel_stats",
+        "_start_merge",
     }
 )
 

@@ -1,6 +1,6 @@
 """The JSON goldens again, with every optional C extension turned off: the Kineto scanner (then msgspec reads the
 blocks), the SQLite page reader (then SQLite's own queries), the replay solver, the op tree, the kernels' moments, the merge search (and
-the Nsight assembly's merge of sorted runs) and the array-page cache. The goldens are written by the full build, so
+the Nsight assembly's merge of sorted runs), the array-page cache and the Kineto table's start merge. The goldens are written by the full build, so
 each fixture's document must come out the same through the numpy and msgspec paths an install without a C compiler
 takes.
 
@@ -19,6 +19,7 @@ import pytest
 import tracelens.analyses.kernels as kernels
 import tracelens.analyses.ops.tree as op_tree
 import tracelens.ingest.kineto as kineto
+import tracelens.ingest.kineto.start_order as kineto_start_order
 import tracelens.ingest.nsys.assembly as nsys_assembly
 import tracelens.ingest.nsys.pages as nsys_pages
 import tracelens.intervals as intervals
@@ -36,6 +37,7 @@ EXTENSION_SLOTS = (
     (intervals, "_compiled"),
     (nsys_assembly, "_compiled"),
     (memory, "_ARRAY_PAGES"),
+    (kineto_start_order, "_compiled"),
 )
 
 

@@ -15,6 +15,7 @@ import pyarrow as pa
 
 from . import occupancy_calc
 from .arrow_read import arrow_numpy
+from .intervals import search_sorted
 from .occupancy_calc import LimitsUnavailable
 from .trace import KERNEL, SparseColumn, Trace, numpy_array
 from .values import first_seen_codes
@@ -56,7 +57,6 @@ class _Rows:
     def __init__(self, trace: Trace, rows: np.ndarray) -> None:
         self.trace = trace
         self.rows = rows  # ascending, distinct
-        self._member: np.ndarray | None = None
 
     def column(self, name: str) -> np.ndarray:
         stored = self.trace.store.columns.get(name)
@@ -95,13 +95,15 @@ class _Rows:
 
     def _positions_in(self, carried: np.ndarray) -> np.ndarray | None:
         """Where the rows sit in a sparse column's ascending rows ``carried``, if all of them do (the kernels in
-        the rows of every GPU op that carry ``device``): a pass over ``carried`` marked by a table-long mask,
-        instead of a binary search per row (EventStore.take's)."""
-        if self._member is None:
-            self._member = np.zeros(self.trace.num_events, bool)
-            self._member[self.rows] = True
-        at = np.flatnonzero(self._member[carried])
-        return at if at.size == self.rows.size else None
+        the rows of every GPU op that carry ``device``): one walk through both ascending lists where the search
+        is compiled (intervals.search_sorted), instead of a binary search per row (EventStore.take's) or a
+        table-long mask."""
+        if carried.size < self.rows.size:
+            return None
+        at = search_sorted(carried, self.rows)
+        if at.size and (at[-1] >= carried.size or not np.array_equal(carried[at], self.rows)):
+            return None
+        return at
 
     def int64(self, name: str) -> np.ndarray:
         stored = self.trace.store.columns.get(name)

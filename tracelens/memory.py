@@ -22,18 +22,32 @@ from types import ModuleType
 from typing import Any
 
 
-def release_free_memory(cached_pages: bool = True) -> None:
+def release_free_memory(cached_pages: bool = True, behind: bool = False) -> None:
     """Return the memory the C library and Arrow's pool hold free to the OS (each a no-op where unavailable), and
     the pages of freed big arrays (:func:`reusing_array_pages`) unless ``cached_pages`` is False: those go back
     anyway when the last reusing scope closes, and a caller that keeps one open across steps (the CLI, across the
-    read and the analysis) gives them to the next step's arrays instead of fresh pages."""
-    if cached_pages and _ARRAY_PAGES is not None:
-        _ARRAY_PAGES.flush()  # first: the cache holds pages numpy freed
-    if _MALLOC_TRIM is not None:
-        _MALLOC_TRIM(0)
+    read and the analysis) gives them to the next step's arrays instead of fresh pages.
+
+    ``behind``: the C library's trim, and the cached pages where no reusing scope is open any more (one closed
+    with ``unmap_at_end=False``), are done by a thread of their own, so that the caller goes on at once (the end of
+    a load: ~6 ms of the kernel freeing pages, on one core, after the 406 MB Kineto tile); the memory is back a
+    few ms later. It was resident before: the peak does not change. :func:`settle_released` waits for it."""
+    if behind and _ARRAY_PAGES is not None:
+        _ARRAY_PAGES.release_behind(_MALLOC_TRIM is not None)  # unmaps, then trims glibc's heaps
+    else:
+        if cached_pages and _ARRAY_PAGES is not None:
+            _ARRAY_PAGES.flush()  # first: the cache holds pages numpy freed
+        if _MALLOC_TRIM is not None:
+            _MALLOC_TRIM(0)
     arrow = sys.modules.get("pyarrow")
     if arrow is not None:
         arrow.default_memory_pool().release_unused()
+
+
+def settle_released() -> None:
+    """Waits until what :func:`release_free_memory` handed to a thread of its own (``behind``) is back."""
+    if _ARRAY_PAGES is not None:
+        _ARRAY_PAGES.settle()
 
 
 def _libc() -> ctypes.CDLL | None:
@@ -172,7 +186,7 @@ BIG_ARRAY_BYTES = 4 << 20
 
 
 @contextlib.contextmanager
-def reusing_array_pages(rows: int | None = None) -> Iterator[None]:
+def reusing_array_pages(rows: int | None = None, unmap_at_end: bool = True) -> Iterator[None]:
     """Within: numpy arrays of 4 MiB or more allocated in this context (and in threads started from a copy of
     it) take the pages of big arrays freed before, instead of fresh pages the kernel must fault in and zero;
     given the ``rows`` of the trace at work, from 1 MiB from :data:`MID_ARRAYS_MIN_ROWS` rows on (the size
@@ -182,7 +196,8 @@ def reusing_array_pages(rows: int | None = None) -> Iterator[None]:
     the kernel's page clearing was a fifth of analyze's CPU. Big arrays get fresh pages only once the cache is
     empty, so the cache never adds to the big arrays' own peak; it adds what other allocations (Arrow, small
     arrays) take while it holds pages (measured: none at x1512, +150 MiB or 2.7% at x1000, whose replay mixes
-    them). :func:`release_free_memory` (after each section) and the end of the last scope unmap it. A no-op where the compiled handler is absent (no C
+    them). :func:`release_free_memory` (after each section) and the end of the last scope unmap it (not with
+    ``unmap_at_end=False``: the caller's ``release_free_memory(behind=True)`` then does). A no-op where the compiled handler is absent (no C
     compiler at install), on other platforms than Linux, where another numpy memory handler is set, or with
     ``TRACELENS_ARRAY_PAGES=0``."""
     module, api = _ARRAY_PAGES, _numpy_api()
@@ -205,7 +220,10 @@ def reusing_array_pages(rows: int | None = None) -> Iterator[None]:
         if smallest is not None:
             module.set_min_big(smallest)
         module.restore(api, replaced)
-        module.enable(-1)
+        if unmap_at_end:
+            module.enable(-1)
+        else:
+            module.leave()
 
 
 def donate_pages(buffer: Any) -> int:

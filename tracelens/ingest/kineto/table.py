@@ -56,6 +56,7 @@ from .placing import (
     sorted_launches,
 )
 from .prepare import int_parts, prepare_block
+from .start_order import start_order
 from .stored import (
     Stored,
     dictionary_array,
@@ -193,10 +194,12 @@ class Columns:
         op_rows = parts.pop("op_rows")
         # the op rows' starts (few), to place them once the starts are sorted
         op_starts = np.take(start, op_rows)
-        # The order on the pool (the starts in it are taken there after: this thread goes on with the order, and
-        # the joined starts, a row chunk (row_chunks.py), are freed as soon as they are taken, so that the next big
-        # arrays (the other keys' gathers) take their pages).
-        ordering = background.submit(np.argsort, start, kind="stable")
+        # The order and the starts in it on the pool (start_order.py: the host and the GPU rows' own orders
+        # merged where the extension is built), the joined starts, a row chunk (row_chunks.py), held there only:
+        # freed as soon as they are read, so that the next big arrays take their pages.
+        gpu_rows, launch_rows = (parts.pop(k) for k in ("gpu_rows", "launch_rows"))
+        ordering = background.submit(start_order, [start], gpu_rows)
+        del start
         name_blocks = parts.pop_blocks("name")
         kind_valid = parts.pop("kind_valid")
         # "cudaLaunchKernel_v7000" and "cudaLaunchKernel" are one name: merge codes after dropping suffixes.
@@ -215,7 +218,6 @@ class Columns:
             np.take(np.take(name_of_raw, mapping), codes, out=rows, mode="wrap")
             first += codes.size
         del name_blocks
-        gpu_rows, launch_rows = (parts.pop(k) for k in ("gpu_rows", "launch_rows"))
         # The launches (runtime and driver calls with a correlation id and a pid) indexed by correlation id in
         # the background while the order is computed, where no two share an id (else once they are placed).
         launch_records = {k: parts.pop(k) for k in ("launch_correlation", "launch_pid")}
@@ -232,11 +234,7 @@ class Columns:
         # Whether the int64 pid and tid columns hold the ids exactly (a device row's pid is its launch's, a
         # host row's pid); where not (fractional or huge ids), the depth is computed now, from the floats.
         ids_exactly, nested_any = self.ids_exactly, self.nested_any
-        order = ordering.result()
-        # the table's starts (relative to the first: the table is in start order), first in the pool's queue
-        origin = int(start[order[0]])
-        starting = background.submit(_relative_starts, start, order, origin)
-        del start
+        order, rel_start, origin = ordering.result()
         floats = (
             None
             if ids_exactly or not nested_any
@@ -267,7 +265,6 @@ class Columns:
         }
         name_code = np.take(name_code, order)
         # the op rows (few) placed by their starts among the sorted starts
-        rel_start = starting.result()
         op_starts -= origin
         kept_op, at_op = placed_rows(op_rows, op_starts, rel_start, order)
         del op_rows, op_starts
@@ -451,13 +448,6 @@ class Columns:
             extra=extra,
         )
         return Trace(events=events, devices=devices.result(), metadata=metadata)
-
-
-def _relative_starts(start: np.ndarray, order: np.ndarray, origin: int) -> np.ndarray:
-    """The starts in table ``order``, less ``origin``."""
-    taken = np.take(start, order)
-    taken -= origin
-    return taken
 
 
 def _host_depth(store: EventStore) -> pa.Array | SparseColumn:

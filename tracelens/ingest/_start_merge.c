@@ -1,0 +1,149 @@
+/* The Kineto table's row order by start (tracelens/ingest/kineto/start_order.py): the host rows and the GPU rows
+ * of a trace are each nearly in start order in the file (a few hundred runs each), but they interleave, so one
+ * stable sort of all the starts meets a descent at every GPU row (numpy's timsort finds no runs: ~14 ms for the
+ * 406 MB tile's 1.5M rows, then a gather of the starts in that order).
+ *
+ * Here each row becomes one int64 key, (start - origin) << shift | row (pack: origin the least start, shift the
+ * row's bits; where the span fits), the host rows' keys written at the end of the order's buffer and the GPU
+ * rows' at the end of the relative starts' buffer; numpy sorts each kind's keys in place (few long runs), and
+ * merge walks both into the two buffers (row = key's low bits, relative start = key >> shift). Keys are unique
+ * and ordered as (start, row): their merge is exactly the stable order of all rows. No array besides the two
+ * outputs: the table build is short of cached pages here (memory.py), a fresh page costs more than the sort.
+ *
+ * In place: a kind's unread keys lie at or after the position written next (the host keys fill [g, n) of
+ * ``order`` and g GPU rows come before them at most; the GPU keys [n - g, n) of ``relative``, likewise). */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <stdint.h>
+#include <string.h>
+
+/* A C-contiguous int64 buffer (writable when asked). */
+static int get(PyObject *obj, Py_buffer *view, int writable, const char *what) {
+    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0)) < 0)
+        return -1;
+    if (view->itemsize != 8 || !view->format || (strcmp(view->format, "l") && strcmp(view->format, "q"))) {
+        PyBuffer_Release(view);
+        PyErr_Format(PyExc_TypeError, "%s: a contiguous int64 array expected", what);
+        return -1;
+    }
+    return 0;
+}
+
+/* pack(start, gpu_rows, order, relative, shift) -> origin or None: the keys (above) of the rows not in gpu_rows
+ * into order[g:] and of the GPU rows into relative[n - g:], each kind in row order; None (nothing meant) where
+ * gpu_rows is not strictly ascending within the rows, a row needs more than ``shift`` bits or the starts' span
+ * more than 63 - shift. */
+static PyObject *pack(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *objs[4];
+    int shift;
+    static const char *what[4] = {"start", "gpu_rows", "order", "relative"};
+    if (!PyArg_ParseTuple(args, "OOOOi", &objs[0], &objs[1], &objs[2], &objs[3], &shift)) return NULL;
+    Py_buffer v[4];
+    int got = 0;
+    PyObject *result = NULL;
+    for (; got < 4; got++)
+        if (get(objs[got], &v[got], got >= 2, what[got]) < 0) goto done;
+    int64_t n = v[0].len / 8, g = v[1].len / 8;
+    if (g > n || v[2].len / 8 != n || v[3].len / 8 != n || shift < 1 || shift > 62) {
+        PyErr_SetString(PyExc_ValueError, "pack: order and relative as long as start, shift in [1, 62]");
+        goto done;
+    }
+    if (n == 0 || n - 1 > (INT64_MAX >> (63 - shift))) { /* a row past shift bits */
+        result = Py_None;
+        Py_INCREF(result);
+        goto done;
+    }
+    const int64_t *start = v[0].buf, *gpu = v[1].buf;
+    int64_t *host_keys = (int64_t *)v[2].buf + g, *gpu_keys = (int64_t *)v[3].buf + (n - g);
+    int ok = 1;
+    int64_t origin = start[0];
+    Py_BEGIN_ALLOW_THREADS
+    int64_t high = start[0];
+    for (int64_t r = 1; r < n; r++) {
+        int64_t s = start[r];
+        origin = s < origin ? s : origin;
+        high = s > high ? s : high;
+    }
+    /* the span, unsigned: high - origin may pass INT64_MAX */
+    if ((uint64_t)high - (uint64_t)origin > ((uint64_t)1 << (63 - shift)) - 1) ok = 0;
+    int64_t h = 0, row = 0;
+    for (int64_t j = 0; j < g && ok; j++) {
+        int64_t next = gpu[j];
+        if (next < row || next >= n) {
+            ok = 0;
+            break;
+        }
+        for (; row < next; row++) host_keys[h++] = ((start[row] - origin) << shift) | row;
+        gpu_keys[j] = ((start[next] - origin) << shift) | next;
+        row = next + 1;
+    }
+    for (; ok && row < n; row++) host_keys[h++] = ((start[row] - origin) << shift) | row;
+    Py_END_ALLOW_THREADS
+    result = ok ? PyLong_FromLongLong(origin) : (Py_INCREF(Py_None), Py_None);
+done:
+    for (int i = 0; i < got; i++) PyBuffer_Release(&v[i]);
+    return result;
+}
+
+/* merge(order, relative, gpu_count, shift): the host keys order[g:] and the GPU keys relative[n - g:], each sorted,
+ * merged in place into order (each key's row) and relative (its start less the origin). */
+static PyObject *merge(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *order_obj, *relative_obj;
+    Py_ssize_t g;
+    int shift;
+    if (!PyArg_ParseTuple(args, "OOni", &order_obj, &relative_obj, &g, &shift)) return NULL;
+    Py_buffer v[2];
+    if (get(order_obj, &v[0], 1, "order") < 0) return NULL;
+    if (get(relative_obj, &v[1], 1, "relative") < 0) {
+        PyBuffer_Release(&v[0]);
+        return NULL;
+    }
+    int64_t n = v[0].len / 8;
+    if (v[1].len / 8 != n || g < 0 || g > n || shift < 1 || shift > 62) {
+        PyBuffer_Release(&v[0]);
+        PyBuffer_Release(&v[1]);
+        PyErr_SetString(PyExc_ValueError, "merge: order and relative of one length, gpu_count within it");
+        return NULL;
+    }
+    int64_t *order = v[0].buf, *relative = v[1].buf;
+    Py_BEGIN_ALLOW_THREADS
+    const int64_t mask = ((int64_t)1 << shift) - 1;
+    int64_t nh = n - g, i = 0, j = 0, o = 0;
+    const int64_t *host = order + g, *gpu = relative + nh; /* read ahead of (or at) every write below */
+    while (i < nh && j < g) {
+        int64_t a = host[i], b = gpu[j];
+        int64_t key = b < a ? b : a;
+        i += b >= a;
+        j += b < a;
+        order[o] = key & mask;
+        relative[o++] = key >> shift;
+    }
+    for (; i < nh; i++, o++) {
+        int64_t key = host[i];
+        order[o] = key & mask;
+        relative[o] = key >> shift;
+    }
+    for (; j < g; j++, o++) {
+        int64_t key = gpu[j];
+        order[o] = key & mask;
+        relative[o] = key >> shift;
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&v[0]);
+    PyBuffer_Release(&v[1]);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"pack", pack, METH_VARARGS,
+     "pack(start, gpu_rows, order, relative, shift) -> origin or None: each kind's (start, row) keys"},
+    {"merge", merge, METH_VARARGS, "merge(order, relative, gpu_count, shift): both kinds' sorted keys, in place"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_start_merge", NULL, -1, methods, NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__start_merge(void) { return PyModule_Create(&module); }

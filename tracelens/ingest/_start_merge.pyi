@@ -1,0 +1,8 @@
+# Type stub of the compiled start merge (_start_merge.c; optional: absent when no C compiler was found at install
+# time, then ingest/kineto/start_order.py sorts all the starts with numpy).
+import numpy as np
+
+def pack(
+    start: np.ndarray, gpu_rows: np.ndarray, order: np.ndarray, relative: np.ndarray, shift: int
+) -> int | None: ...
+def merge(order: np.ndarray, relative: np.ndarray, gpu_count: int, shift: int) -> None: ...
