@@ -92,8 +92,14 @@ def _compiled_flags(
     ):
         return None
     out = np.empty(gap_ends.size, bool)
-    plain = [np.ascontiguousarray(a) for a in (op_start, matched, launch_row, end, gap_starts, gap_ends)]
     done = _compiled.late_launch(
-        plain[0], None if op_pos is None else np.ascontiguousarray(op_pos), *plain[1:], out
+        np.ascontiguousarray(op_start),
+        None if op_pos is None else np.ascontiguousarray(op_pos),
+        np.ascontiguousarray(matched),
+        np.ascontiguousarray(launch_row),
+        np.ascontiguousarray(end),
+        np.ascontiguousarray(gap_starts),
+        np.ascontiguousarray(gap_ends),
+        out,
     )
     return out if done else None
