@@ -955,6 +955,9 @@ done:
  * gap ends descend somewhere, or there is no op: the caller's numpy path (which sorts the ops). The GIL is released
  * during the walk. */
 
+/* ops ahead of the walk whose calls' ends are prefetched */
+#define LATE_AHEAD 16
+
 #define LATE_LAUNCH(NAME, RT)                                                                                     \
     static int NAME(const int64_t *op_start, const int64_t *op_pos, int64_t n, const uint8_t *matched,           \
                     const RT *rows, int64_t pairs, const int64_t *end, int64_t size, const int64_t *gs,          \
@@ -965,6 +968,12 @@ done:
         for (int64_t i = 0; i < g; i++) {                                                                         \
             if (i && ge[i] < ge[i - 1]) return 1;                                                                 \
             while (j < n && op_start[j] < ge[i]) j++;                                                             \
+            /* the call's end LATE_AHEAD ops on asked for now: the launch rows lie spread over the event rows */  \
+            int64_t a = j + LATE_AHEAD < n ? j + LATE_AHEAD : n - 1, pa = op_pos ? op_pos[a] : a;                  \
+            if (pa >= 0 && pa < pairs) {                                                                          \
+                int64_t ra = (int64_t)rows[pa];                                                                   \
+                if (ra >= 0 && ra < size) __builtin_prefetch(end + ra);                                           \
+            }                                                                                                     \
             int64_t k = j < n ? j : n - 1, p = op_pos ? op_pos[k] : k;                                            \
             if (p < 0 || p >= pairs) return -1;                                                                   \
             uint8_t late = 0;                                                                                     \
