@@ -42,5 +42,12 @@ def stream_depth(
 ) -> bool: ...
 def launch_threads(ops: Any, rows: Any, pid: Any, tid: Any, out_pid: Any, out_tid: Any) -> int: ...
 def late_launch(
-    op_start: Any, op_pos: Any, matched: Any, launch_row: Any, end: Any, gap_starts: Any, gap_ends: Any, out: Any
+    op_start: Any,
+    op_pos: Any,
+    matched: Any,
+    launch_row: Any,
+    end: Any,
+    gap_starts: Any,
+    gap_ends: Any,
+    out: Any,
 ) -> bool: ...
