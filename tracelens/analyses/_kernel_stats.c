@@ -946,6 +946,94 @@ done:
     return result;
 }
 
+/* late_launch(op_start, op_pos, matched, launch_row, end, gap_starts, gap_ends, out) -> done: per gap, whether the
+ * earliest op starting at or after the gap's end (op_start int64, the device's ops; op_pos int64 their positions in
+ * matched / launch_row, or None: the ops are all of them, in order; the last op where none starts so late) is matched
+ * and its launch call (its event row launch_row, int32 or int64) ends (end, int64 per event row) after the gap
+ * begins: out a byte per gap. What attribution._late_launch did by a search, a clip, three gathers and a comparison:
+ * one walk over the gaps (their ends ascending) and the ops. False (out partly written) where the ops' starts or the
+ * gap ends descend somewhere, or there is no op: the caller's numpy path (which sorts the ops). The GIL is released
+ * during the walk. */
+
+/* ops ahead of the walk whose calls' ends are prefetched */
+#define LATE_AHEAD 16
+
+#define LATE_LAUNCH(NAME, RT)                                                                                     \
+    static int NAME(const int64_t *op_start, const int64_t *op_pos, int64_t n, const uint8_t *matched,           \
+                    const RT *rows, int64_t pairs, const int64_t *end, int64_t size, const int64_t *gs,          \
+                    const int64_t *ge, int64_t g, uint8_t *out) {                                                 \
+        for (int64_t j = 1; j < n; j++)                                                                           \
+            if (op_start[j] < op_start[j - 1]) return 1;                                                          \
+        int64_t j = 0;                                                                                            \
+        for (int64_t i = 0; i < g; i++) {                                                                         \
+            if (i && ge[i] < ge[i - 1]) return 1;                                                                 \
+            while (j < n && op_start[j] < ge[i]) j++;                                                             \
+            /* the call's end LATE_AHEAD ops on asked for now: the launch rows lie spread over the event rows */  \
+            int64_t a = j + LATE_AHEAD < n ? j + LATE_AHEAD : n - 1, pa = op_pos ? op_pos[a] : a;                  \
+            if (pa >= 0 && pa < pairs) {                                                                          \
+                int64_t ra = (int64_t)rows[pa];                                                                   \
+                if (ra >= 0 && ra < size) __builtin_prefetch(end + ra);                                           \
+            }                                                                                                     \
+            int64_t k = j < n ? j : n - 1, p = op_pos ? op_pos[k] : k;                                            \
+            if (p < 0 || p >= pairs) return -1;                                                                   \
+            uint8_t late = 0;                                                                                     \
+            if (matched[p]) {                                                                                     \
+                int64_t r = (int64_t)rows[p];                                                                     \
+                if (r < 0 || r >= size) return -1;                                                                \
+                late = end[r] > gs[i];                                                                            \
+            }                                                                                                     \
+            out[i] = late;                                                                                        \
+        }                                                                                                         \
+        return 0;                                                                                                 \
+    }
+
+LATE_LAUNCH(late_launch32, int32_t)
+LATE_LAUNCH(late_launch64, int64_t)
+
+static PyObject *late_launch(PyObject *self, PyObject *args) {
+    PyObject *objs[8];
+    if (!PyArg_ParseTuple(args, "OOOOOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5], &objs[6],
+                          &objs[7]))
+        return NULL;
+    static const char *names[8] = {"op_start", "op_pos", "matched", "launch_row", "end", "gap_starts", "gap_ends",
+                                   "out"};
+    static const int sizes[8] = {8, 8, 1, 4 | 8, 8, 8, 8, 1};
+    Py_buffer v[8];
+    int held[8] = {0};
+    PyObject *result = NULL;
+    for (int k = 0; k < 8; k++) {
+        if (k == 1 && objs[k] == Py_None) continue; /* op_pos None: every op, in order */
+        if (get_ints(objs[k], &v[k], names[k], sizes[k], k == 7) < 0) goto done;
+        held[k] = 1;
+    }
+    int64_t n = v[0].len / 8, pairs = v[2].len, size = v[4].len / 8, g = v[5].len / 8;
+    const int64_t *op_pos = held[1] ? v[1].buf : NULL;
+    if ((held[1] ? v[1].len / 8 != n : n != pairs) || v[3].len / v[3].itemsize != pairs || v[6].len / 8 != g ||
+        v[7].len != g) {
+        PyErr_SetString(PyExc_ValueError, "late_launch: op_start and op_pos (or matched), matched and launch_row, the "
+                                          "gaps and out of one length each expected");
+        goto done;
+    }
+    int status = 1;
+    if (n > 0) {
+        Py_BEGIN_ALLOW_THREADS
+        status = v[3].itemsize == 4 ? late_launch32(v[0].buf, op_pos, n, v[2].buf, v[3].buf, pairs, v[4].buf, size,
+                                                    v[5].buf, v[6].buf, g, v[7].buf)
+                                    : late_launch64(v[0].buf, op_pos, n, v[2].buf, v[3].buf, pairs, v[4].buf, size,
+                                                    v[5].buf, v[6].buf, g, v[7].buf);
+        Py_END_ALLOW_THREADS
+    }
+    if (status < 0) {
+        PyErr_SetString(PyExc_IndexError, "late_launch: an op position or a matched launch row out of range");
+        goto done;
+    }
+    result = PyBool_FromLong(status == 0);
+done:
+    for (int k = 0; k < 8; k++)
+        if (held[k]) PyBuffer_Release(&v[k]);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"group_moments", group_moments, METH_VARARGS,
      "group_moments(codes, values, count, total, lo, hi, mean, m2): per slot (code + 1) count, sum, min, max, "
@@ -971,6 +1059,9 @@ static PyMethodDef methods[] = {
     {"launch_threads", launch_threads, METH_VARARGS,
      "launch_threads(ops, rows, pid, tid, out_pid, out_tid) -> count: the distinct (pid, tid) pairs at the ops' rows "
      "(-1: more than the outs hold)"},
+    {"late_launch", late_launch, METH_VARARGS,
+     "late_launch(op_start, op_pos, matched, launch_row, end, gap_starts, gap_ends, out) -> done: per gap, whether "
+     "its next op was launched after it began"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -41,3 +41,13 @@ def stream_depth(
     codes: Any, launch_end: Any, gpu_end: Any, order: Any, out_max: Any, out_first: Any, out_last: Any
 ) -> bool: ...
 def launch_threads(ops: Any, rows: Any, pid: Any, tid: Any, out_pid: Any, out_tid: Any) -> int: ...
+def late_launch(
+    op_start: Any,
+    op_pos: Any,
+    matched: Any,
+    launch_row: Any,
+    end: Any,
+    gap_starts: Any,
+    gap_ends: Any,
+    out: Any,
+) -> bool: ...

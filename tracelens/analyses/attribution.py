@@ -38,6 +38,7 @@ from .columns import (
 )
 from .host_split import split_gaps
 from .kept_runs import kept_thread_runs
+from .late_launch import late_flags
 from .launch import launch_pairs
 from .names import CAUSES, HOST_CATEGORY_PRIORITY, STARTUP, SYNC, code_mask, is_sync_copy
 from .startup import host_categories, one_time_work
@@ -350,25 +351,24 @@ def launching_threads(trace: Trace, ops: np.ndarray) -> tuple[np.ndarray, np.nda
 def _late_launch(trace: Trace, busy: DeviceBusy) -> np.ndarray:
     """Per gap: the earliest op starting at the gap's end was launched (call end) after the gap began."""
     pairs = launch_pairs(trace)
-    on_device = np.flatnonzero(pairs["device"] == busy.device)
-    if on_device.size == 0:
+    on = pairs["device"] == busy.device
+    count = np.count_nonzero(on)
+    if count == 0:
         return np.zeros(busy.gap_ends.size, bool)
-    op_start = pairs[on_device]["start"]  # gathered at those ops only (launch_pairs: held lean)
-    if (op_start[1:] < op_start[:-1]).any():
-        order = np.argsort(op_start, kind="stable")
-        op_start = op_start[order]
-        on_device = on_device[order]
-        del order
-    # the gap ends ascend: searched block by block; the launch columns read at the ops found only
-    idx = intervals.search_sorted(op_start, busy.gap_ends, side="left")
-    np.minimum(idx, op_start.size - 1, out=idx)
-    op = on_device[idx]
-    del on_device, idx
-    # the calls' ends read straight at their event rows (launch_row): no row selection of the table copied, and
-    # no fill of the unmatched ops' ends (their row is 0 or -1, any end, and `matched` is False there)
-    late = pairs["matched"][op]
-    late &= event_columns(trace).end[pairs["launch_row"][op]] > busy.gap_starts
-    return late
+    # every op on this device (a single-GPU trace): their starts read whole, no positions selected
+    on_device = None if count == on.size else np.flatnonzero(on)
+    del on
+    # gathered at those ops only (launch_pairs: held lean)
+    op_start = pairs["start"] if on_device is None else pairs[on_device]["start"]
+    return late_flags(
+        op_start,
+        on_device,
+        pairs["matched"],
+        pairs["launch_row"],
+        event_columns(trace).end,
+        busy.gap_starts,
+        busy.gap_ends,
+    )
 
 
 def device_attribution(trace: Trace, busy: DeviceBusy, largest: int = LARGEST_GAPS) -> dict[str, Any]:

@@ -46,8 +46,13 @@ def merged_busy(
         return None
     held, devices = scanned
     found = []
+    handover = hasattr(_compiled, "busy_handover")
     for q, (d, count, least, largest) in enumerate(devices):  # a loop over devices
-        starts, ends = np.empty(count, np.int64), np.empty(count, np.int64)
-        _compiled.busy_take(held, q, starts, ends)
+        if handover:
+            # the pass's own arrays, not copied into fresh pages
+            starts, ends = (np.frombuffer(b, np.int64) for b in _compiled.busy_handover(held, q))
+        else:
+            starts, ends = np.empty(count, np.int64), np.empty(count, np.int64)
+            _compiled.busy_take(held, q, starts, ends)
         found.append((d, starts, ends, least, largest))
     return sorted(found, key=lambda item: item[0])

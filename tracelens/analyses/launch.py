@@ -408,7 +408,14 @@ KEY_LIMIT = 2**62
 
 def queue_depth(pairs: Table) -> list[dict[str, Any]]:
     """Outstanding launched-but-unfinished ops per (device, stream): max and time-weighted mean."""
-    return _matched_queue_depth(pairs[pairs["matched"]])
+    return _matched_queue_depth(matched_ops(pairs))
+
+
+def matched_ops(pairs: Table) -> Table:
+    """``pairs[pairs["matched"]]``, or ``pairs`` itself where every op is matched (a PyTorch profile's): its
+    columns then read whole (a copy, or the held array), not gathered at every op's position."""
+    matched = pairs["matched"]
+    return pairs if bool(matched.all()) else pairs[matched]
 
 
 def _matched_queue_depth(m: Table) -> list[dict[str, Any]]:
@@ -507,8 +514,8 @@ def launch_stats(trace: Trace) -> dict[str, Any]:
     # they gather) are let go once it is computed, before the next figure's: a few of them live at once, not all;
     # but the matched ops' columns, read by several, are gathered once (launch_pairs: held lean, gathered on read).
     pairs = launch_pairs(trace)
-    matched = pairs[pairs["matched"]]
-    matched_ops = len(matched)
+    matched = matched_ops(pairs)
+    matched_count = len(matched)
     raw_latency = matched["start"] - matched["launch_end"]
     latency = {**_percentiles(np.maximum(raw_latency, 0)), "negative_count": int((raw_latency < 0).sum())}
     del raw_latency
@@ -530,7 +537,7 @@ def launch_stats(trace: Trace) -> dict[str, Any]:
     del by_graph_launch
     return {
         "gpu_ops": int(len(pairs)),
-        "matched_ops": int(matched_ops),
+        "matched_ops": int(matched_count),
         "latency": latency,
         "short_kernels": short_kernels,
         "small_kernels": small_kernels,
