@@ -1040,6 +1040,154 @@ done:
     return result;
 }
 
+/* covered_times(first, last, union_starts, union_ends, cover_first, cover_last, steps): ranges.py's _Launches._covered
+ * for launches all on one device: for each launch, the length of the device's busy union (sorted, disjoint) lying
+ * before its first op's start and before its last op's end (intervals.covered_before: with i the union intervals
+ * starting at or before t, cum[i] - (max(end[i - 1], t) - t), 0 for i = 0), each found from the previous launch's
+ * answer (launches in thread and time order: an ascending run per thread), and steps[k] the count of the places
+ * j < k where first or last steps back (first[j + 1] < first[j] or last[j + 1] < last[j]). One walk: no copies of
+ * first and last, no prefix arrays of the union, no search arrays, masks or running-sum temporaries. first, last,
+ * union_starts, union_ends, cover_first, cover_last: int64; steps: int32 or int64, one per launch. Returns True;
+ * False where the union's running length does not fit int64 (the caller then takes the numpy path). The GIL is
+ * released while it runs. */
+static int64_t covered_at(const int64_t *us, const int64_t *ue, const int64_t *cum, int64_t m, int64_t *pos, int64_t t) {
+    /* i: the union intervals starting at or before t, searched from the previous answer by doubling steps */
+    int64_t i = *pos;
+    if (i < m && us[i] <= t) {
+        int64_t step = 1, lo = i + 1, hi;
+        for (;;) {
+            hi = i + step;
+            if (hi >= m) { hi = m; break; }
+            if (us[hi] > t) break;
+            lo = hi + 1;
+            step <<= 1;
+        }
+        while (lo < hi) { /* first in [lo, hi) with us > t, else hi */
+            int64_t mid = lo + (hi - lo) / 2;
+            if (us[mid] <= t) lo = mid + 1; else hi = mid;
+        }
+        i = lo;
+    } else if (i > 0 && us[i - 1] > t) {
+        int64_t step = 1, lo, hi = i - 1;
+        for (;;) {
+            lo = i - 1 - step;
+            if (lo <= 0) { lo = 0; break; }
+            if (us[lo] <= t) { lo = lo + 1; break; }
+            hi = lo;
+            step <<= 1;
+        }
+        while (lo < hi) {
+            int64_t mid = lo + (hi - lo) / 2;
+            if (us[mid] <= t) lo = mid + 1; else hi = mid;
+        }
+        i = lo;
+    }
+    *pos = i;
+    if (i == 0) return 0;
+    int64_t before = ue[i - 1] > t ? ue[i - 1] : t;
+    return (int64_t)((uint64_t)cum[i] - ((uint64_t)before - (uint64_t)t));
+}
+
+static PyObject *covered_times(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *objs[7];
+    if (!PyArg_ParseTuple(args, "OOOOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5], &objs[6]))
+        return NULL;
+    Py_buffer v[7];
+    int got = 0;
+    for (; got < 7; got++) {
+        int flags = got >= 4 ? (PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) : (PyBUF_C_CONTIGUOUS | PyBUF_FORMAT);
+        if (PyObject_GetBuffer(objs[got], &v[got], flags) < 0) break;
+    }
+    PyObject *result = NULL;
+    if (got < 7) goto done;
+    int64_t n = v[0].len / 8, m = v[2].len / 8;
+    Py_ssize_t step_size = v[6].itemsize;
+    for (int k = 0; k < 6; k++) {
+        if (v[k].itemsize != 8) goto sizes;
+    }
+    if (v[1].len != n * 8 || v[3].len != m * 8 || v[4].len != n * 8 || v[5].len != n * 8 ||
+        (step_size != 4 && step_size != 8) || v[6].len != n * step_size)
+        goto sizes;
+    const int64_t *first = v[0].buf, *last = v[1].buf, *us = v[2].buf, *ue = v[3].buf;
+    int64_t *cover_first = v[4].buf, *cover_last = v[5].buf;
+    int64_t *cum = malloc((size_t)(m + 1) * sizeof *cum);
+    if (cum == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int fits = 1;
+    Py_BEGIN_ALLOW_THREADS;
+    cum[0] = 0;
+    for (int64_t k = 0; k < m && fits; k++) {
+        if (__builtin_sub_overflow(ue[k], us[k], &cum[k + 1]) || __builtin_add_overflow(cum[k], cum[k + 1], &cum[k + 1]))
+            fits = 0;
+    }
+    if (fits) {
+        int64_t pos_first = 0, pos_last = 0, count = 0;
+        for (int64_t k = 0; k < n; k++) {
+            cover_first[k] = covered_at(us, ue, cum, m, &pos_first, first[k]);
+            cover_last[k] = covered_at(us, ue, cum, m, &pos_last, last[k]);
+            if (k > 0) count += (first[k] < first[k - 1]) | (last[k] < last[k - 1]);
+            if (step_size == 4)
+                ((int32_t *)v[6].buf)[k] = (int32_t)count;
+            else
+                ((int64_t *)v[6].buf)[k] = count;
+        }
+    }
+    Py_END_ALLOW_THREADS;
+    free(cum);
+    result = PyBool_FromLong(fits);
+    goto done;
+sizes:
+    PyErr_SetString(PyExc_ValueError, "covered_times: unexpected sizes");
+done:
+    for (int i = 0; i < got; i++) PyBuffer_Release(&v[i]);
+    return result;
+}
+
+/* time_span(a, b): (the least, the greatest) value of two int64 arrays together, in one pass reading both (ranges.py's
+ * packing bounds over the table's start and end columns: four numpy reductions read each column twice). (0, -1)
+ * where both are empty. The GIL is released while it runs. */
+static PyObject *time_span(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *a_obj, *b_obj;
+    if (!PyArg_ParseTuple(args, "OO", &a_obj, &b_obj)) return NULL;
+    Py_buffer a, b;
+    if (get(a_obj, &a, 0, 8, "a") < 0) return NULL;
+    if (get(b_obj, &b, 0, 8, "b") < 0) {
+        PyBuffer_Release(&a);
+        return NULL;
+    }
+    const int64_t *x = a.buf, *y = b.buf;
+    int64_t na = a.len / 8, nb = b.len / 8, lo = INT64_MAX, hi = INT64_MIN;
+    Py_BEGIN_ALLOW_THREADS;
+    int64_t lo2 = INT64_MAX, hi2 = INT64_MIN;
+    int64_t k = 0;
+    for (; k < na && k < nb; k++) { /* both columns at once, two independent pairs of running bounds */
+        int64_t p = x[k], q = y[k];
+        lo = p < lo ? p : lo;
+        hi = p > hi ? p : hi;
+        lo2 = q < lo2 ? q : lo2;
+        hi2 = q > hi2 ? q : hi2;
+    }
+    for (int64_t j = k; j < na; j++) {
+        lo = x[j] < lo ? x[j] : lo;
+        hi = x[j] > hi ? x[j] : hi;
+    }
+    for (int64_t j = k; j < nb; j++) {
+        lo2 = y[j] < lo2 ? y[j] : lo2;
+        hi2 = y[j] > hi2 ? y[j] : hi2;
+    }
+    lo = lo2 < lo ? lo2 : lo;
+    hi = hi2 > hi ? hi2 : hi;
+    Py_END_ALLOW_THREADS;
+    PyBuffer_Release(&a);
+    PyBuffer_Release(&b);
+    if (na == 0 && nb == 0) return Py_BuildValue("LL", (long long)0, (long long)-1);
+    return Py_BuildValue("LL", (long long)lo, (long long)hi);
+}
+
 static PyMethodDef methods[] = {
     {"op_tree", op_tree, METH_VARARGS,
      "op_tree(start, end, bounds, t, edges, outer, outermost, innermost[, rows[, starts_by_row]])"},
@@ -1055,6 +1203,9 @@ static PyMethodDef methods[] = {
     {"place_rows", place_rows, METH_VARARGS, "place_rows(found, rows, at, into)"},
     {"launch_groups", launch_groups, METH_VARARGS, "launch_groups(keys, pid, tid, t, at, t_out, edges)"},
     {"row_thread_codes", row_thread_codes, METH_VARARGS, "row_thread_codes(pid, tid, rows, codes, keys, found)"},
+    {"covered_times", covered_times, METH_VARARGS,
+     "covered_times(first, last, union_starts, union_ends, cover_first, cover_last, steps)"},
+    {"time_span", time_span, METH_VARARGS, "time_span(a, b)"},
     {NULL, NULL, 0, NULL},
 };
 
