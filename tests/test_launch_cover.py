@@ -130,3 +130,25 @@ def test_ranges_with_and_without_the_walks(name: str) -> None:
     with mock.patch.object(launch_cover, "_compiled", None):
         want = ranges.range_summary(tracelens.load(fixture_path(name)))
     assert got == want
+
+
+@pytest.mark.parametrize("name", RANGE_TRACES)
+def test_launches_with_and_without_the_compiled_thread_codes(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tracelens
+    from tests.conftest import fixture_path
+    from tracelens.analyses import ranges
+
+    trace = tracelens.load(fixture_path(name))
+    got = ranges._Launches(trace, None)
+    got_summary = ranges.range_summary(trace)
+    monkeypatch.setattr(ranges, "row_thread_codes", lambda *args: None)
+    want = ranges._Launches(trace, None)
+    assert got.empty == want.empty
+    if not got.empty:
+        for field in ("threads", "key_end", "first", "last", "csum_ns", "csum_change"):
+            a, b = getattr(got, field), getattr(want, field)
+            assert a.dtype == b.dtype
+            np.testing.assert_array_equal(a, b)
+    assert got_summary == ranges.range_summary(trace)

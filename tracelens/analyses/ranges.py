@@ -27,6 +27,7 @@ from .label_sums import largest_first, sums_by_label
 from .launch import launch_pairs
 from .launch_cover import covered_before_pair, covered_times, time_span, union_prefix
 from .names import name_template
+from .sync import row_thread_codes
 
 if TYPE_CHECKING:  # imported where a function needs it: analyze's path runs without pandas
     import pandas as pd
@@ -180,19 +181,30 @@ class _Launches:
         # each); otherwise each launch call's ops reduced (_per_launch).
         one_op = _one_op_launches(pairs)
         launches: dict[str, np.ndarray] = {}
+        # each launch's thread as its rank among the sorted thread keys, read at the pairs' rows by the compiled
+        # pass where it applies (no pid, tid and key gathered per launch, no distinct keys sorted and searched)
+        coded = None
+        launch_keys: np.ndarray | None
         if one_op is None:
             launches = _per_launch(trace)
             launch_keys = thread_key(launches["pid"], launches["tid"])
             launch_t = launches["t"].astype(np.int64)  # a copy: shifted in place below
         else:
-            launch_keys = thread_key(pairs["pid"][one_op], pairs["tid"][one_op])
+            coded = row_thread_codes(pairs["pid"], pairs["tid"], one_op) if one_op.size else None
+            launch_keys = (
+                None if coded is not None else thread_key(pairs["pid"][one_op], pairs["tid"][one_op])
+            )
             launch_t = pairs["launch_start"][one_op].astype(np.int64, copy=False)
         self.rows = rows
         self._covered_cache: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self.empty = launch_t.size == 0 or (rows is not None and rows.size == 0)
         if self.empty:
             return
-        self.threads = np.sort(distinct(launch_keys))
+        if coded is not None:
+            self.threads = coded[1]
+        else:
+            assert launch_keys is not None
+            self.threads = np.sort(distinct(launch_keys))
         # Bounds of every time packed (launches, range starts and ends): the whole table's earliest start and
         # latest end hold the ranges' (one pass each over a column, no gather of every range's times).
         low, high = time_span(cols.start, cols.end)
@@ -202,18 +214,25 @@ class _Launches:
         if rows is None and not self.packed:
             return
         if self.packed:
-            self.key = np.searchsorted(self.threads, launch_keys)
+            if coded is not None:
+                self.key = coded[0].astype(np.int64)
+            else:
+                assert launch_keys is not None
+                self.key = np.searchsorted(self.threads, launch_keys)
             self.key *= self.width
             launch_t -= self.lo  # a fresh array here (gathered above)
             self.key += launch_t
         else:
+            if coded is not None:
+                launch_keys = self.threads[coded[0]]
+            assert launch_keys is not None
             self.key, self.range_start, self.range_end = thread_time_positions(
                 [
                     (launch_keys, [launch_t]),
                     (thread_key(cols.pid[rows], cols.tid[rows]), [cols.start[rows], cols.end[rows]]),
                 ]
             )
-        del launch_keys, launch_t
+        del launch_keys, launch_t, coded
         order = np.argsort(self.key, kind="stable")
         # key_end[i] = key[i], and past the last launch a maximum; key is a view of it, not a second copy
         self.key_end = np.empty(order.size + 1, np.int64)
