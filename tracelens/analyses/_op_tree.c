@@ -1188,6 +1188,115 @@ static PyObject *time_span(PyObject *self, PyObject *args) {
     return Py_BuildValue("LL", (long long)lo, (long long)hi);
 }
 
+/* launched_calls(kind, code_a, code_b, call_corr, wanted, rows_out, corr_out): memcpy.py's calls that launched a
+ * copy, found in one walk over the kind column: the k-th row of kind code_a or code_b is the k-th call, whose
+ * correlation id is call_corr[k]; where that id is among ``wanted`` (the copies' ids, int64, held in an
+ * open-addressing hash set built here: one probe or a few per call), its event row and id are written to rows_out
+ * and corr_out (int64), up to their size. Replaces member_ids' flag table blocks and searches, the flags'
+ * flatnonzero, rows_of_kind_at's block masks and the ids' gather. kind: int8; call_corr: int32 or int64 (one per
+ * call). Returns how many calls are wanted (more than rows_out holds: the caller asks again with room for all);
+ * -1 where the calls in the kind column are not call_corr's size. The GIL is released while it runs. */
+static inline uint64_t id_slot(int64_t id, int bits) {
+    return ((uint64_t)id * 0x9E3779B97F4A7C15ULL) >> (64 - bits);
+}
+
+static PyObject *launched_calls(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *kind_obj, *corr_obj, *wanted_obj, *rows_obj, *out_obj;
+    int code_a, code_b;
+    if (!PyArg_ParseTuple(args, "OiiOOOO", &kind_obj, &code_a, &code_b, &corr_obj, &wanted_obj, &rows_obj, &out_obj))
+        return NULL;
+    Py_buffer v[5];
+    PyObject *objs[5] = {kind_obj, corr_obj, wanted_obj, rows_obj, out_obj};
+    const Py_ssize_t sizes[5] = {1, 8, 8, 8, 8};
+    int got = 0;
+    for (; got < 5; got++) {
+        if (got == 1) { /* the ids: int32 or int64 */
+            if (PyObject_GetBuffer(objs[1], &v[1], PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) break;
+            if (v[1].itemsize != 4 && v[1].itemsize != 8) {
+                PyErr_SetString(PyExc_TypeError, "launched_calls: call_corr of 4 or 8 bytes expected");
+                PyBuffer_Release(&v[1]);
+                break;
+            }
+            continue;
+        }
+        if (get(objs[got], &v[got], got >= 3, sizes[got], "launched_calls") < 0) break;
+    }
+    PyObject *result = NULL;
+    if (got < 5) goto done;
+    if (v[3].len != v[4].len) {
+        PyErr_SetString(PyExc_ValueError, "launched_calls: rows_out and corr_out differ in size");
+        goto done;
+    }
+    const int8_t *kind = v[0].buf;
+    const int64_t *corr = v[1].buf, *wanted = v[2].buf;
+    const int32_t *corr32 = v[1].buf;
+    int wide = v[1].itemsize == 8;
+    int64_t *rows_out = v[3].buf, *corr_out = v[4].buf;
+    int64_t n = v[0].len, calls = v[1].len / v[1].itemsize, w = v[2].len / 8, room = v[3].len / 8, k = 0, found = 0;
+    int bits = 4;
+    while (((int64_t)1 << bits) < 2 * w) bits++; /* at most half full */
+    int64_t slots = (int64_t)1 << bits;
+    /* a filter first: a bit per low-bits value of the wanted ids (about 32 bits an id, at most 2^24: 2 MB), so
+     * that most calls (not wanted) are told by one bit in cache, not a probe of the set */
+    int fbits = 16;
+    while (fbits < 24 && ((int64_t)1 << fbits) < 32 * w) fbits++;
+    uint64_t fmask = ((uint64_t)1 << fbits) - 1;
+    int64_t *set = malloc((size_t)slots * sizeof *set);
+    uint8_t *used = calloc((size_t)slots, 1);
+    uint64_t *filter = calloc((size_t)1 << (fbits - 6), sizeof *filter);
+    int64_t *block = malloc(4096 * sizeof *block);
+    if (set == NULL || used == NULL || filter == NULL || block == NULL) {
+        free(set);
+        free(used);
+        free(filter);
+        free(block);
+        PyErr_NoMemory();
+        goto done;
+    }
+    int8_t a = (int8_t)code_a, b = (int8_t)code_b;
+    Py_BEGIN_ALLOW_THREADS;
+    for (int64_t j = 0; j < w; j++) {
+        uint64_t at = id_slot(wanted[j], bits), low = (uint64_t)wanted[j] & fmask;
+        while (used[at] && set[at] != wanted[j]) at = (at + 1) & (uint64_t)(slots - 1);
+        used[at] = 1;
+        set[at] = wanted[j];
+        filter[low >> 6] |= (uint64_t)1 << (low & 63);
+    }
+    for (int64_t lo = 0; lo < n; lo += 4096) {
+        /* the calls' rows of a block of rows, written without a branch per row (kinds interleave) */
+        int64_t hi = lo + 4096 < n ? lo + 4096 : n, count = 0;
+        for (int64_t r = lo; r < hi; r++) {
+            block[count] = r;
+            count += (kind[r] == a) | (kind[r] == b);
+        }
+        for (int64_t j = 0; j < count; j++, k++) {
+            if (k >= calls) continue;
+            int64_t id = wide ? corr[k] : (int64_t)corr32[k];
+            uint64_t low = (uint64_t)id & fmask;
+            if (!((filter[low >> 6] >> (low & 63)) & 1)) continue;
+            uint64_t at = id_slot(id, bits);
+            while (used[at] && set[at] != id) at = (at + 1) & (uint64_t)(slots - 1);
+            if (used[at]) {
+                if (found < room) {
+                    rows_out[found] = block[j];
+                    corr_out[found] = id;
+                }
+                found++;
+            }
+        }
+    }
+    Py_END_ALLOW_THREADS;
+    free(set);
+    free(used);
+    free(filter);
+    free(block);
+    result = PyLong_FromLongLong(k == calls ? (long long)found : -1LL);
+done:
+    for (int i = 0; i < got; i++) PyBuffer_Release(&v[i]);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"op_tree", op_tree, METH_VARARGS,
      "op_tree(start, end, bounds, t, edges, outer, outermost, innermost[, rows[, starts_by_row]])"},
@@ -1206,6 +1315,8 @@ static PyMethodDef methods[] = {
     {"covered_times", covered_times, METH_VARARGS,
      "covered_times(first, last, union_starts, union_ends, cover_first, cover_last, steps)"},
     {"time_span", time_span, METH_VARARGS, "time_span(a, b)"},
+    {"launched_calls", launched_calls, METH_VARARGS,
+     "launched_calls(kind, code_a, code_b, call_corr, wanted, rows_out, corr_out)"},
     {NULL, NULL, 0, NULL},
 };
 
