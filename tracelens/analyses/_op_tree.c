@@ -1297,6 +1297,127 @@ done:
     return result;
 }
 
+/* call_columns(kind, code_a, code_b, name, start, pid, tid, rows_out, name_out, start_out, codes_out, keys, found):
+ * sync.py's API calls (the rows of kind code_a or code_b) in one walk over the kind column: each call's event row
+ * (int32), name code (int32) and start (int64) written, and its thread code as in row_thread_codes (the rank of
+ * its (pid, tid) key among the sorted distinct keys of the calls, int8, at most KIND_NONE - 1 threads; keys and
+ * found as there). Replaces a kind mask, its flatnonzero, the rows' int32 copy, the name and start gathers and
+ * row_thread_codes' own pass. kind: int8; name: int32; start: int64; pid, tid: int32 or int64; the outputs hold
+ * exactly the calls (count_kinds). Returns 0; 1 where the calls hold more threads (the outputs then unspecified);
+ * -1 where the outputs are not the calls' count. The GIL is released while it runs. With only the first three
+ * arguments, returns the calls' count. */
+static PyObject *call_columns(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *objs[13] = {NULL};
+    int code_a, code_b;
+    if (!PyArg_ParseTuple(args, "Oii|OOOOOOOOOO", &objs[0], &code_a, &code_b, &objs[1], &objs[2], &objs[3], &objs[4],
+                          &objs[5], &objs[6], &objs[7], &objs[8], &objs[9], &objs[10]))
+        return NULL;
+    int8_t a = (int8_t)code_a, b = (int8_t)code_b;
+    if (objs[1] == NULL) { /* the count only */
+        Py_buffer kv;
+        if (get(objs[0], &kv, 0, 1, "kind") < 0) return NULL;
+        const int8_t *kind = kv.buf;
+        int64_t n = kv.len, count = 0;
+        Py_BEGIN_ALLOW_THREADS;
+        for (int64_t r = 0; r < n; r++) count += (kind[r] == a) | (kind[r] == b);
+        Py_END_ALLOW_THREADS;
+        PyBuffer_Release(&kv);
+        return PyLong_FromLongLong((long long)count);
+    }
+    for (int i = 1; i <= 10; i++) {
+        if (objs[i] == NULL) {
+            PyErr_SetString(PyExc_TypeError, "call_columns: 3 or 13 arguments");
+            return NULL;
+        }
+    }
+    Py_buffer v[11];
+    int got = 0;
+    for (; got < 11; got++) {
+        int writable = got >= 5;
+        int flags = writable ? (PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) : (PyBUF_C_CONTIGUOUS | PyBUF_FORMAT);
+        if (PyObject_GetBuffer(objs[got], &v[got], flags) < 0) break;
+    }
+    PyObject *result = NULL;
+    if (got < 11) goto done;
+    int64_t n = v[0].len, m = v[5].len / 4;
+    Py_ssize_t pid_size = v[3].itemsize, tid_size = v[4].itemsize;
+    if (v[0].itemsize != 1 || v[1].itemsize != 4 || v[1].len != n * 4 || v[2].itemsize != 8 || v[2].len != n * 8 ||
+        (pid_size != 4 && pid_size != 8) || (tid_size != 4 && tid_size != 8) || v[3].len != n * pid_size ||
+        v[4].len != n * tid_size || v[5].itemsize != 4 || v[6].itemsize != 4 || v[6].len != m * 4 ||
+        v[7].itemsize != 8 || v[7].len != m * 8 || v[8].itemsize != 1 || v[8].len != m || v[9].itemsize != 8 ||
+        v[9].len != (KIND_NONE - 1) * 8 || v[10].itemsize != 8 || v[10].len != 8) {
+        PyErr_SetString(PyExc_ValueError, "call_columns: unexpected sizes");
+        goto done;
+    }
+    const int8_t *kind = v[0].buf;
+    const int32_t *name = v[1].buf, *pid32 = v[3].buf, *tid32 = v[4].buf;
+    const int64_t *start = v[2].buf, *pid64 = v[3].buf, *tid64 = v[4].buf;
+    int32_t *rows_out = v[5].buf, *name_out = v[6].buf;
+    int64_t *start_out = v[7].buf, *keys = v[9].buf, *found = v[10].buf;
+    int8_t *code = v[8].buf;
+    int64_t cand[KIND_NONE] = {0}, k = 0, j = 0, i = 0;
+    long status = 0;
+    int64_t block[1024];
+    Py_BEGIN_ALLOW_THREADS;
+    for (int64_t lo = 0; lo < n && !status; lo += 1024) {
+        /* the calls' rows of a block of rows, written without a branch per row (kinds interleave) */
+        int64_t hi = lo + 1024 < n ? lo + 1024 : n, count = 0;
+        for (int64_t r = lo; r < hi; r++) {
+            block[count] = r;
+            count += (kind[r] == a) | (kind[r] == b);
+        }
+        if (i + count > m) {
+            status = -1;
+            break;
+        }
+        for (int64_t c = 0; c < count; c++) {
+            int64_t r = block[c];
+            int64_t p = pid_size == 4 ? (int64_t)pid32[r] : pid64[r];
+            int64_t t = tid_size == 4 ? (int64_t)tid32[r] : tid64[r];
+            int64_t value = (int64_t)(((uint64_t)(uint32_t)p << 32) | (uint64_t)(uint32_t)t);
+            if (j >= k || cand[j] != value) {
+                for (j = 0; j < k && cand[j] != value; j++) {
+                }
+                if (j == k) {
+                    if (k == KIND_NONE - 1) {
+                        status = 1;
+                        break;
+                    }
+                    cand[k++] = value;
+                }
+            }
+            rows_out[i] = (int32_t)r;
+            name_out[i] = name[r];
+            start_out[i] = start[r];
+            code[i++] = (int8_t)j;
+        }
+    }
+    if (!status && i != m) status = -1;
+    if (!status) {
+        int64_t order[KIND_NONE], rank[KIND_NONE];
+        for (int64_t x = 0; x < k; x++) {
+            int64_t at = x;
+            while (at > 0 && cand[order[at - 1]] > cand[x]) {
+                order[at] = order[at - 1];
+                at--;
+            }
+            order[at] = x;
+        }
+        for (int64_t x = 0; x < k; x++) {
+            keys[x] = cand[order[x]];
+            rank[order[x]] = x;
+        }
+        for (int64_t x = 0; x < m; x++) code[x] = (int8_t)rank[code[x]];
+        found[0] = k;
+    }
+    Py_END_ALLOW_THREADS;
+    result = PyLong_FromLong(status);
+done:
+    for (int x = 0; x < got; x++) PyBuffer_Release(&v[x]);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"op_tree", op_tree, METH_VARARGS,
      "op_tree(start, end, bounds, t, edges, outer, outermost, innermost[, rows[, starts_by_row]])"},
@@ -1315,6 +1436,8 @@ static PyMethodDef methods[] = {
     {"covered_times", covered_times, METH_VARARGS,
      "covered_times(first, last, union_starts, union_ends, cover_first, cover_last, steps)"},
     {"time_span", time_span, METH_VARARGS, "time_span(a, b)"},
+    {"call_columns", call_columns, METH_VARARGS,
+     "call_columns(kind, code_a, code_b[, name, start, pid, tid, rows_out, name_out, start_out, codes_out, keys, found])"},
     {"launched_calls", launched_calls, METH_VARARGS,
      "launched_calls(kind, code_a, code_b, call_corr, wanted, rows_out, corr_out)"},
     {NULL, NULL, 0, NULL},
