@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tracelens import intervals
-from tracelens.analyses import grouping, ranges
+from tracelens.analyses import grouping, launch_cover, ranges
 from tracelens.analyses.columns import DeviceBusy
 from tracelens.analyses.launch import launch_pairs
 from tracelens.trace import Trace
@@ -124,7 +124,7 @@ def test_covered_before_pair_is_covered_before(spans: list, union: list) -> None
     )
     first = np.array([s for s, _ in spans], np.int64)
     last = first + np.array([d for _, d in spans], np.int64)
-    got_first, got_last = ranges._covered_before_pair(first, last, us, ue)
+    got_first, got_last = launch_cover.covered_before_pair(first, last, us, ue)
     assert np.array_equal(got_first, intervals.covered_before(first, us, ue))
     assert np.array_equal(got_last, intervals.covered_before(last, us, ue))
 

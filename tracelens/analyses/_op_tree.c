@@ -1040,6 +1040,384 @@ done:
     return result;
 }
 
+/* covered_times(first, last, union_starts, union_ends, cover_first, cover_last, steps): ranges.py's _Launches._covered
+ * for launches all on one device: for each launch, the length of the device's busy union (sorted, disjoint) lying
+ * before its first op's start and before its last op's end (intervals.covered_before: with i the union intervals
+ * starting at or before t, cum[i] - (max(end[i - 1], t) - t), 0 for i = 0), each found from the previous launch's
+ * answer (launches in thread and time order: an ascending run per thread), and steps[k] the count of the places
+ * j < k where first or last steps back (first[j + 1] < first[j] or last[j + 1] < last[j]). One walk: no copies of
+ * first and last, no prefix arrays of the union, no search arrays, masks or running-sum temporaries. first, last,
+ * union_starts, union_ends, cover_first, cover_last: int64; steps: int32 or int64, one per launch. Returns True;
+ * False where the union's running length does not fit int64 (the caller then takes the numpy path). The GIL is
+ * released while it runs. */
+static int64_t covered_at(const int64_t *us, const int64_t *ue, const int64_t *cum, int64_t m, int64_t *pos, int64_t t) {
+    /* i: the union intervals starting at or before t, searched from the previous answer by doubling steps */
+    int64_t i = *pos;
+    if (i < m && us[i] <= t) {
+        int64_t step = 1, lo = i + 1, hi;
+        for (;;) {
+            hi = i + step;
+            if (hi >= m) { hi = m; break; }
+            if (us[hi] > t) break;
+            lo = hi + 1;
+            step <<= 1;
+        }
+        while (lo < hi) { /* first in [lo, hi) with us > t, else hi */
+            int64_t mid = lo + (hi - lo) / 2;
+            if (us[mid] <= t) lo = mid + 1; else hi = mid;
+        }
+        i = lo;
+    } else if (i > 0 && us[i - 1] > t) {
+        int64_t step = 1, lo, hi = i - 1;
+        for (;;) {
+            lo = i - 1 - step;
+            if (lo <= 0) { lo = 0; break; }
+            if (us[lo] <= t) { lo = lo + 1; break; }
+            hi = lo;
+            step <<= 1;
+        }
+        while (lo < hi) {
+            int64_t mid = lo + (hi - lo) / 2;
+            if (us[mid] <= t) lo = mid + 1; else hi = mid;
+        }
+        i = lo;
+    }
+    *pos = i;
+    if (i == 0) return 0;
+    int64_t before = ue[i - 1] > t ? ue[i - 1] : t;
+    return (int64_t)((uint64_t)cum[i] - ((uint64_t)before - (uint64_t)t));
+}
+
+static PyObject *covered_times(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *objs[7];
+    if (!PyArg_ParseTuple(args, "OOOOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5], &objs[6]))
+        return NULL;
+    Py_buffer v[7];
+    int got = 0;
+    for (; got < 7; got++) {
+        int flags = got >= 4 ? (PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) : (PyBUF_C_CONTIGUOUS | PyBUF_FORMAT);
+        if (PyObject_GetBuffer(objs[got], &v[got], flags) < 0) break;
+    }
+    PyObject *result = NULL;
+    if (got < 7) goto done;
+    int64_t n = v[0].len / 8, m = v[2].len / 8;
+    Py_ssize_t step_size = v[6].itemsize;
+    for (int k = 0; k < 6; k++) {
+        if (v[k].itemsize != 8) goto sizes;
+    }
+    if (v[1].len != n * 8 || v[3].len != m * 8 || v[4].len != n * 8 || v[5].len != n * 8 ||
+        (step_size != 4 && step_size != 8) || v[6].len != n * step_size)
+        goto sizes;
+    const int64_t *first = v[0].buf, *last = v[1].buf, *us = v[2].buf, *ue = v[3].buf;
+    int64_t *cover_first = v[4].buf, *cover_last = v[5].buf;
+    int64_t *cum = malloc((size_t)(m + 1) * sizeof *cum);
+    if (cum == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int fits = 1;
+    Py_BEGIN_ALLOW_THREADS;
+    cum[0] = 0;
+    for (int64_t k = 0; k < m && fits; k++) {
+        if (__builtin_sub_overflow(ue[k], us[k], &cum[k + 1]) || __builtin_add_overflow(cum[k], cum[k + 1], &cum[k + 1]))
+            fits = 0;
+    }
+    if (fits) {
+        int64_t pos_first = 0, pos_last = 0, count = 0;
+        for (int64_t k = 0; k < n; k++) {
+            cover_first[k] = covered_at(us, ue, cum, m, &pos_first, first[k]);
+            cover_last[k] = covered_at(us, ue, cum, m, &pos_last, last[k]);
+            if (k > 0) count += (first[k] < first[k - 1]) | (last[k] < last[k - 1]);
+            if (step_size == 4)
+                ((int32_t *)v[6].buf)[k] = (int32_t)count;
+            else
+                ((int64_t *)v[6].buf)[k] = count;
+        }
+    }
+    Py_END_ALLOW_THREADS;
+    free(cum);
+    result = PyBool_FromLong(fits);
+    goto done;
+sizes:
+    PyErr_SetString(PyExc_ValueError, "covered_times: unexpected sizes");
+done:
+    for (int i = 0; i < got; i++) PyBuffer_Release(&v[i]);
+    return result;
+}
+
+/* time_span(a, b): (the least, the greatest) value of two int64 arrays together, in one pass reading both (ranges.py's
+ * packing bounds over the table's start and end columns: four numpy reductions read each column twice). (0, -1)
+ * where both are empty. The GIL is released while it runs. */
+static PyObject *time_span(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *a_obj, *b_obj;
+    if (!PyArg_ParseTuple(args, "OO", &a_obj, &b_obj)) return NULL;
+    Py_buffer a, b;
+    if (get(a_obj, &a, 0, 8, "a") < 0) return NULL;
+    if (get(b_obj, &b, 0, 8, "b") < 0) {
+        PyBuffer_Release(&a);
+        return NULL;
+    }
+    const int64_t *x = a.buf, *y = b.buf;
+    int64_t na = a.len / 8, nb = b.len / 8, lo = INT64_MAX, hi = INT64_MIN;
+    Py_BEGIN_ALLOW_THREADS;
+    int64_t lo2 = INT64_MAX, hi2 = INT64_MIN;
+    int64_t k = 0;
+    for (; k < na && k < nb; k++) { /* both columns at once, two independent pairs of running bounds */
+        int64_t p = x[k], q = y[k];
+        lo = p < lo ? p : lo;
+        hi = p > hi ? p : hi;
+        lo2 = q < lo2 ? q : lo2;
+        hi2 = q > hi2 ? q : hi2;
+    }
+    for (int64_t j = k; j < na; j++) {
+        lo = x[j] < lo ? x[j] : lo;
+        hi = x[j] > hi ? x[j] : hi;
+    }
+    for (int64_t j = k; j < nb; j++) {
+        lo2 = y[j] < lo2 ? y[j] : lo2;
+        hi2 = y[j] > hi2 ? y[j] : hi2;
+    }
+    lo = lo2 < lo ? lo2 : lo;
+    hi = hi2 > hi ? hi2 : hi;
+    Py_END_ALLOW_THREADS;
+    PyBuffer_Release(&a);
+    PyBuffer_Release(&b);
+    if (na == 0 && nb == 0) return Py_BuildValue("LL", (long long)0, (long long)-1);
+    return Py_BuildValue("LL", (long long)lo, (long long)hi);
+}
+
+/* launched_calls(kind, code_a, code_b, call_corr, wanted, rows_out, corr_out): memcpy.py's calls that launched a
+ * copy, found in one walk over the kind column: the k-th row of kind code_a or code_b is the k-th call, whose
+ * correlation id is call_corr[k]; where that id is among ``wanted`` (the copies' ids, int64, held in an
+ * open-addressing hash set built here: one probe or a few per call), its event row and id are written to rows_out
+ * and corr_out (int64), up to their size. Replaces member_ids' flag table blocks and searches, the flags'
+ * flatnonzero, rows_of_kind_at's block masks and the ids' gather. kind: int8; call_corr: int32 or int64 (one per
+ * call). Returns how many calls are wanted (more than rows_out holds: the caller asks again with room for all);
+ * -1 where the calls in the kind column are not call_corr's size. The GIL is released while it runs. */
+static inline uint64_t id_slot(int64_t id, int bits) {
+    return ((uint64_t)id * 0x9E3779B97F4A7C15ULL) >> (64 - bits);
+}
+
+static PyObject *launched_calls(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *kind_obj, *corr_obj, *wanted_obj, *rows_obj, *out_obj;
+    int code_a, code_b;
+    if (!PyArg_ParseTuple(args, "OiiOOOO", &kind_obj, &code_a, &code_b, &corr_obj, &wanted_obj, &rows_obj, &out_obj))
+        return NULL;
+    Py_buffer v[5];
+    PyObject *objs[5] = {kind_obj, corr_obj, wanted_obj, rows_obj, out_obj};
+    const Py_ssize_t sizes[5] = {1, 8, 8, 8, 8};
+    int got = 0;
+    for (; got < 5; got++) {
+        if (got == 1) { /* the ids: int32 or int64 */
+            if (PyObject_GetBuffer(objs[1], &v[1], PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) break;
+            if (v[1].itemsize != 4 && v[1].itemsize != 8) {
+                PyErr_SetString(PyExc_TypeError, "launched_calls: call_corr of 4 or 8 bytes expected");
+                PyBuffer_Release(&v[1]);
+                break;
+            }
+            continue;
+        }
+        if (get(objs[got], &v[got], got >= 3, sizes[got], "launched_calls") < 0) break;
+    }
+    PyObject *result = NULL;
+    if (got < 5) goto done;
+    if (v[3].len != v[4].len) {
+        PyErr_SetString(PyExc_ValueError, "launched_calls: rows_out and corr_out differ in size");
+        goto done;
+    }
+    const int8_t *kind = v[0].buf;
+    const int64_t *corr = v[1].buf, *wanted = v[2].buf;
+    const int32_t *corr32 = v[1].buf;
+    int wide = v[1].itemsize == 8;
+    int64_t *rows_out = v[3].buf, *corr_out = v[4].buf;
+    int64_t n = v[0].len, calls = v[1].len / v[1].itemsize, w = v[2].len / 8, room = v[3].len / 8, k = 0, found = 0;
+    int bits = 4;
+    while (((int64_t)1 << bits) < 2 * w) bits++; /* at most half full */
+    int64_t slots = (int64_t)1 << bits;
+    /* a filter first: a bit per low-bits value of the wanted ids (about 32 bits an id, at most 2^24: 2 MB), so
+     * that most calls (not wanted) are told by one bit in cache, not a probe of the set */
+    int fbits = 16;
+    while (fbits < 24 && ((int64_t)1 << fbits) < 32 * w) fbits++;
+    uint64_t fmask = ((uint64_t)1 << fbits) - 1;
+    int64_t *set = malloc((size_t)slots * sizeof *set);
+    uint8_t *used = calloc((size_t)slots, 1);
+    uint64_t *filter = calloc((size_t)1 << (fbits - 6), sizeof *filter);
+    int64_t *block = malloc(4096 * sizeof *block);
+    if (set == NULL || used == NULL || filter == NULL || block == NULL) {
+        free(set);
+        free(used);
+        free(filter);
+        free(block);
+        PyErr_NoMemory();
+        goto done;
+    }
+    int8_t a = (int8_t)code_a, b = (int8_t)code_b;
+    Py_BEGIN_ALLOW_THREADS;
+    for (int64_t j = 0; j < w; j++) {
+        uint64_t at = id_slot(wanted[j], bits), low = (uint64_t)wanted[j] & fmask;
+        while (used[at] && set[at] != wanted[j]) at = (at + 1) & (uint64_t)(slots - 1);
+        used[at] = 1;
+        set[at] = wanted[j];
+        filter[low >> 6] |= (uint64_t)1 << (low & 63);
+    }
+    for (int64_t lo = 0; lo < n; lo += 4096) {
+        /* the calls' rows of a block of rows, written without a branch per row (kinds interleave) */
+        int64_t hi = lo + 4096 < n ? lo + 4096 : n, count = 0;
+        for (int64_t r = lo; r < hi; r++) {
+            block[count] = r;
+            count += (kind[r] == a) | (kind[r] == b);
+        }
+        for (int64_t j = 0; j < count; j++, k++) {
+            if (k >= calls) continue;
+            int64_t id = wide ? corr[k] : (int64_t)corr32[k];
+            uint64_t low = (uint64_t)id & fmask;
+            if (!((filter[low >> 6] >> (low & 63)) & 1)) continue;
+            uint64_t at = id_slot(id, bits);
+            while (used[at] && set[at] != id) at = (at + 1) & (uint64_t)(slots - 1);
+            if (used[at]) {
+                if (found < room) {
+                    rows_out[found] = block[j];
+                    corr_out[found] = id;
+                }
+                found++;
+            }
+        }
+    }
+    Py_END_ALLOW_THREADS;
+    free(set);
+    free(used);
+    free(filter);
+    free(block);
+    result = PyLong_FromLongLong(k == calls ? (long long)found : -1LL);
+done:
+    for (int i = 0; i < got; i++) PyBuffer_Release(&v[i]);
+    return result;
+}
+
+/* call_columns(kind, code_a, code_b, name, start, pid, tid, rows_out, name_out, start_out, codes_out, keys, found):
+ * sync.py's API calls (the rows of kind code_a or code_b) in one walk over the kind column: each call's event row
+ * (int32), name code (int32) and start (int64) written, and its thread code as in row_thread_codes (the rank of
+ * its (pid, tid) key among the sorted distinct keys of the calls, int8, at most KIND_NONE - 1 threads; keys and
+ * found as there). Replaces a kind mask, its flatnonzero, the rows' int32 copy, the name and start gathers and
+ * row_thread_codes' own pass. kind: int8; name: int32; start: int64; pid, tid: int32 or int64; the outputs hold
+ * exactly the calls (count_kinds). Returns 0; 1 where the calls hold more threads (the outputs then unspecified);
+ * -1 where the outputs are not the calls' count. The GIL is released while it runs. With only the first three
+ * arguments, returns the calls' count. */
+static PyObject *call_columns(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *objs[13] = {NULL};
+    int code_a, code_b;
+    if (!PyArg_ParseTuple(args, "Oii|OOOOOOOOOO", &objs[0], &code_a, &code_b, &objs[1], &objs[2], &objs[3], &objs[4],
+                          &objs[5], &objs[6], &objs[7], &objs[8], &objs[9], &objs[10]))
+        return NULL;
+    int8_t a = (int8_t)code_a, b = (int8_t)code_b;
+    if (objs[1] == NULL) { /* the count only */
+        Py_buffer kv;
+        if (get(objs[0], &kv, 0, 1, "kind") < 0) return NULL;
+        const int8_t *kind = kv.buf;
+        int64_t n = kv.len, count = 0;
+        Py_BEGIN_ALLOW_THREADS;
+        for (int64_t r = 0; r < n; r++) count += (kind[r] == a) | (kind[r] == b);
+        Py_END_ALLOW_THREADS;
+        PyBuffer_Release(&kv);
+        return PyLong_FromLongLong((long long)count);
+    }
+    for (int i = 1; i <= 10; i++) {
+        if (objs[i] == NULL) {
+            PyErr_SetString(PyExc_TypeError, "call_columns: 3 or 13 arguments");
+            return NULL;
+        }
+    }
+    Py_buffer v[11];
+    int got = 0;
+    for (; got < 11; got++) {
+        int writable = got >= 5;
+        int flags = writable ? (PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) : (PyBUF_C_CONTIGUOUS | PyBUF_FORMAT);
+        if (PyObject_GetBuffer(objs[got], &v[got], flags) < 0) break;
+    }
+    PyObject *result = NULL;
+    if (got < 11) goto done;
+    int64_t n = v[0].len, m = v[5].len / 4;
+    Py_ssize_t pid_size = v[3].itemsize, tid_size = v[4].itemsize;
+    if (v[0].itemsize != 1 || v[1].itemsize != 4 || v[1].len != n * 4 || v[2].itemsize != 8 || v[2].len != n * 8 ||
+        (pid_size != 4 && pid_size != 8) || (tid_size != 4 && tid_size != 8) || v[3].len != n * pid_size ||
+        v[4].len != n * tid_size || v[5].itemsize != 4 || v[6].itemsize != 4 || v[6].len != m * 4 ||
+        v[7].itemsize != 8 || v[7].len != m * 8 || v[8].itemsize != 1 || v[8].len != m || v[9].itemsize != 8 ||
+        v[9].len != (KIND_NONE - 1) * 8 || v[10].itemsize != 8 || v[10].len != 8) {
+        PyErr_SetString(PyExc_ValueError, "call_columns: unexpected sizes");
+        goto done;
+    }
+    const int8_t *kind = v[0].buf;
+    const int32_t *name = v[1].buf, *pid32 = v[3].buf, *tid32 = v[4].buf;
+    const int64_t *start = v[2].buf, *pid64 = v[3].buf, *tid64 = v[4].buf;
+    int32_t *rows_out = v[5].buf, *name_out = v[6].buf;
+    int64_t *start_out = v[7].buf, *keys = v[9].buf, *found = v[10].buf;
+    int8_t *code = v[8].buf;
+    int64_t cand[KIND_NONE] = {0}, k = 0, j = 0, i = 0;
+    long status = 0;
+    int64_t block[1024];
+    Py_BEGIN_ALLOW_THREADS;
+    for (int64_t lo = 0; lo < n && !status; lo += 1024) {
+        /* the calls' rows of a block of rows, written without a branch per row (kinds interleave) */
+        int64_t hi = lo + 1024 < n ? lo + 1024 : n, count = 0;
+        for (int64_t r = lo; r < hi; r++) {
+            block[count] = r;
+            count += (kind[r] == a) | (kind[r] == b);
+        }
+        if (i + count > m) {
+            status = -1;
+            break;
+        }
+        for (int64_t c = 0; c < count; c++) {
+            int64_t r = block[c];
+            int64_t p = pid_size == 4 ? (int64_t)pid32[r] : pid64[r];
+            int64_t t = tid_size == 4 ? (int64_t)tid32[r] : tid64[r];
+            int64_t value = (int64_t)(((uint64_t)(uint32_t)p << 32) | (uint64_t)(uint32_t)t);
+            if (j >= k || cand[j] != value) {
+                for (j = 0; j < k && cand[j] != value; j++) {
+                }
+                if (j == k) {
+                    if (k == KIND_NONE - 1) {
+                        status = 1;
+                        break;
+                    }
+                    cand[k++] = value;
+                }
+            }
+            rows_out[i] = (int32_t)r;
+            name_out[i] = name[r];
+            start_out[i] = start[r];
+            code[i++] = (int8_t)j;
+        }
+    }
+    if (!status && i != m) status = -1;
+    if (!status) {
+        int64_t order[KIND_NONE], rank[KIND_NONE];
+        for (int64_t x = 0; x < k; x++) {
+            int64_t at = x;
+            while (at > 0 && cand[order[at - 1]] > cand[x]) {
+                order[at] = order[at - 1];
+                at--;
+            }
+            order[at] = x;
+        }
+        for (int64_t x = 0; x < k; x++) {
+            keys[x] = cand[order[x]];
+            rank[order[x]] = x;
+        }
+        for (int64_t x = 0; x < m; x++) code[x] = (int8_t)rank[code[x]];
+        found[0] = k;
+    }
+    Py_END_ALLOW_THREADS;
+    result = PyLong_FromLong(status);
+done:
+    for (int x = 0; x < got; x++) PyBuffer_Release(&v[x]);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"op_tree", op_tree, METH_VARARGS,
      "op_tree(start, end, bounds, t, edges, outer, outermost, innermost[, rows[, starts_by_row]])"},
@@ -1055,6 +1433,13 @@ static PyMethodDef methods[] = {
     {"place_rows", place_rows, METH_VARARGS, "place_rows(found, rows, at, into)"},
     {"launch_groups", launch_groups, METH_VARARGS, "launch_groups(keys, pid, tid, t, at, t_out, edges)"},
     {"row_thread_codes", row_thread_codes, METH_VARARGS, "row_thread_codes(pid, tid, rows, codes, keys, found)"},
+    {"covered_times", covered_times, METH_VARARGS,
+     "covered_times(first, last, union_starts, union_ends, cover_first, cover_last, steps)"},
+    {"time_span", time_span, METH_VARARGS, "time_span(a, b)"},
+    {"call_columns", call_columns, METH_VARARGS,
+     "call_columns(kind, code_a, code_b[, name, start, pid, tid, rows_out, name_out, start_out, codes_out, keys, found])"},
+    {"launched_calls", launched_calls, METH_VARARGS,
+     "launched_calls(kind, code_a, code_b, call_corr, wanted, rows_out, corr_out)"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -25,6 +25,7 @@ from ..trace import ALL_KINDS, DRIVER, MEMCPY, RUNTIME, Trace
 from ..values import is_member, sorted_distinct
 from .blocks import rows_of_kind_at
 from .columns import device_busy, event_columns, memo
+from .copy_calls import launched_call_rows
 from .launch import launch_pairs
 from .masked_sums import count_where, sum_where
 from .names import code_map, is_graph_launch, is_sync_copy
@@ -236,10 +237,14 @@ def launch_mode_codes(
     call_corr = api_correlation(trace)
     # Only the calls that launched a copy: a training trace has millions of other calls. Their rows are found
     # at their positions among the calls, a block of the table at a time (no row array of every call).
-    launched = np.flatnonzero(member_ids(call_corr, corr[has_corr]))
-    calls = rows_of_kind_at(cols.kind, _CALL_CODES, launched)
-    call_corr = call_corr[launched].astype(np.int64)
-    del launched
+    found = launched_call_rows(cols.kind, _CALL_CODES, call_corr, corr[has_corr])  # one compiled walk
+    if found is None:
+        launched = np.flatnonzero(member_ids(call_corr, corr[has_corr]))
+        calls = rows_of_kind_at(cols.kind, _CALL_CODES, launched)
+        call_corr = call_corr[launched].astype(np.int64)
+        del launched
+    else:
+        calls, call_corr = found
     if calls.size == 0:
         return out
     # Plain integer columns (pid 0 where unknown, with a flag; the mode as its index in MODES): the calls'

@@ -25,7 +25,9 @@ from .columns import EventColumns, device_busy, event_columns, thread_key, threa
 from .grouping import cut_in_chunks, rows_by_thread, sum_per_slot, thread_chunks
 from .label_sums import largest_first, sums_by_label
 from .launch import launch_pairs
+from .launch_cover import covered_before_pair, covered_times, time_span, union_prefix
 from .names import name_template
+from .sync import row_thread_codes
 
 if TYPE_CHECKING:  # imported where a function needs it: analyze's path runs without pandas
     import pandas as pd
@@ -179,39 +181,58 @@ class _Launches:
         # each); otherwise each launch call's ops reduced (_per_launch).
         one_op = _one_op_launches(pairs)
         launches: dict[str, np.ndarray] = {}
+        # each launch's thread as its rank among the sorted thread keys, read at the pairs' rows by the compiled
+        # pass where it applies (no pid, tid and key gathered per launch, no distinct keys sorted and searched)
+        coded = None
+        launch_keys: np.ndarray | None
         if one_op is None:
             launches = _per_launch(trace)
             launch_keys = thread_key(launches["pid"], launches["tid"])
             launch_t = launches["t"].astype(np.int64)  # a copy: shifted in place below
         else:
-            launch_keys = thread_key(pairs["pid"][one_op], pairs["tid"][one_op])
+            coded = row_thread_codes(pairs["pid"], pairs["tid"], one_op) if one_op.size else None
+            launch_keys = (
+                None if coded is not None else thread_key(pairs["pid"][one_op], pairs["tid"][one_op])
+            )
             launch_t = pairs["launch_start"][one_op].astype(np.int64, copy=False)
         self.rows = rows
         self._covered_cache: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self.empty = launch_t.size == 0 or (rows is not None and rows.size == 0)
         if self.empty:
             return
-        self.threads = np.sort(distinct(launch_keys))
+        if coded is not None:
+            self.threads = coded[1]
+        else:
+            assert launch_keys is not None
+            self.threads = np.sort(distinct(launch_keys))
         # Bounds of every time packed (launches, range starts and ends): the whole table's earliest start and
         # latest end hold the ranges' (one pass each over a column, no gather of every range's times).
-        self.lo = min(int(launch_t.min()), int(cols.start.min()), int(cols.end.min()))
-        self.width = max(int(launch_t.max()), int(cols.end.max()), int(cols.start.max())) - self.lo + 2
+        low, high = time_span(cols.start, cols.end)
+        self.lo = min(int(launch_t.min()), low)
+        self.width = max(int(launch_t.max()), high) - self.lo + 2
         self.packed = len(self.threads) * self.width < columns.PACKED_KEY_LIMIT
         if rows is None and not self.packed:
             return
         if self.packed:
-            self.key = np.searchsorted(self.threads, launch_keys)
+            if coded is not None:
+                self.key = coded[0].astype(np.int64)
+            else:
+                assert launch_keys is not None
+                self.key = np.searchsorted(self.threads, launch_keys)
             self.key *= self.width
             launch_t -= self.lo  # a fresh array here (gathered above)
             self.key += launch_t
         else:
+            if coded is not None:
+                launch_keys = self.threads[coded[0]]
+            assert launch_keys is not None
             self.key, self.range_start, self.range_end = thread_time_positions(
                 [
                     (launch_keys, [launch_t]),
                     (thread_key(cols.pid[rows], cols.tid[rows]), [cols.start[rows], cols.end[rows]]),
                 ]
             )
-        del launch_keys, launch_t
+        del launch_keys, launch_t, coded
         order = np.argsort(self.key, kind="stable")
         # key_end[i] = key[i], and past the last launch a maximum; key is a view of it, not a second copy
         self.key_end = np.empty(order.size + 1, np.int64)
@@ -358,20 +379,33 @@ class _Launches:
         several devices (never read: its ranges take the joint union) or on a device without activity (its
         ranges' idle time is 0, as the op times themselves then cancel) keeps its own times."""
         if self._covered_cache is None:
+            busy = device_busy(trace)
+            # every launch on one device (no graph launches: dev_min is dev_max), the one with activity: the
+            # compiled walk writes all three at once
+            found = None
+            if len(busy) == 1 and self.dev_min is self.dev_max and int(self.csum_change[-1]) == 0:
+                dev, one = next(iter(busy.items()))
+                if int(self.dev_min[0]) == dev:
+                    found = covered_times(
+                        self.first, self.last, one.busy_starts, one.busy_ends, self.csum_change.dtype
+                    )
+            if found is not None:
+                self._covered_cache = found
+                return found
             cover_first, cover_last = self.first.copy(), self.last.copy()
             # a launch on one device (every launch, without graph launches: the same array twice) takes its
             # device's covered times, a chunk of the device's launches at a time
             single = self.dev_min is self.dev_max or bool((self.dev_min == self.dev_max).all())
-            for dev, b in device_busy(trace).items():  # a loop over devices
+            for dev, b in busy.items():  # a loop over devices
                 on_dev = self.dev_min == dev
                 if not single:
                     on_dev &= self.dev_min == self.dev_max
                 sel = np.flatnonzero(on_dev)
                 del on_dev
-                prefix = _union_prefix(b.busy_starts, b.busy_ends)
+                prefix = union_prefix(b.busy_starts, b.busy_ends)
                 for at in range(0, sel.size, COVER_CHUNK):  # a loop over chunks of launches
                     part = sel[at : at + COVER_CHUNK]
-                    cover_first[part], cover_last[part] = _covered_before_pair(
+                    cover_first[part], cover_last[part] = covered_before_pair(
                         self.first[part], self.last[part], b.busy_starts, b.busy_ends, prefix
                     )
                 del sel, prefix
@@ -432,50 +466,6 @@ class _Launches:
             )
             idle[mixed] = (last[mixed] - first[mixed]) - _overlap_in_window(first[mixed], last[mixed], us, ue)
         return {"proj_start": first, "proj_end": last, "gpu_idle_ns": idle}
-
-
-def _union_prefix(union_starts: np.ndarray, union_ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(cum, last_end) of a union: cum[i] the length of its first i intervals; last_end[i] the end of the i-th
-    (below every time for i = 0)."""
-    cum = np.zeros(union_starts.size + 1, np.int64)
-    np.subtract(union_ends, union_starts, out=cum[1:])  # in place: no temporary of the union's lengths
-    np.cumsum(cum[1:], out=cum[1:])
-    last_end = np.empty(union_ends.size + 1, np.int64)
-    last_end[0] = np.iinfo(np.int64).min
-    last_end[1:] = union_ends
-    return cum, last_end
-
-
-def _covered_before_pair(
-    first: np.ndarray,
-    last: np.ndarray,
-    union_starts: np.ndarray,
-    union_ends: np.ndarray,
-    prefix: tuple[np.ndarray, np.ndarray] | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """``intervals.covered_before`` of ``first`` and of ``last`` (each launch's first op start and last op end)
-    in one union, searching the union once for most launches: where no union interval starts in (first, last]
-    (a launch's ops inside one busy interval, as a single op always is), last has first's union intervals.
-    ``prefix``: the union's :func:`_union_prefix`, where the caller holds it for several calls."""
-    if union_starts.size == 0:
-        return np.zeros(first.size, np.int64), np.zeros(last.size, np.int64)
-    first, last = first.astype(np.int64, copy=False), last.astype(np.int64, copy=False)
-    cum, last_end = _union_prefix(union_starts, union_ends) if prefix is None else prefix
-    # the union intervals starting at or before (the launches in thread and time order: ascending runs, one per
-    # thread, each searched from the previous answer)
-    i = intervals.search_near(union_starts, first, side="right")
-    # the last union interval starting at or before first ends at or after last: none starts in (first, last]
-    j = i.copy()
-    apart = np.flatnonzero((last < first) | (last > last_end[i]))
-    j[apart] = np.searchsorted(union_starts, last[apart], side="right")
-    out = []
-    for t, at in ((first, i), (last, j)):  # the two arrays
-        covered = cum[at]
-        above = np.maximum(last_end[at], t)  # the part of the last of them at or after t
-        above -= t
-        covered -= above
-        out.append(covered)
-    return out[0], out[1]
 
 
 def _overlap_in_window(
