@@ -83,3 +83,21 @@ def test_a_load_leaves_nothing_cached() -> None:
     assert trace.num_events > 0
     assert counters()["cached_bytes"] == 0  # handed over as the load returned
     memory.settle_released()
+
+
+def test_a_failed_load_leaves_nothing_cached(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tracelens.errors import InputError
+    from tracelens.ingest.kineto import reader
+
+    def read_then_fail(path: Path, options: dict[str, object]) -> None:
+        block = np.ones(16 * MiB, np.uint8)  # a big array freed into the read's page cache
+        del block
+        raise InputError("broken on purpose", path=path)
+
+    monkeypatch.setattr(reader, "_read", read_then_fail)
+    trace = tmp_path / "broken.pt.trace.json"
+    trace.write_text('{"traceEvents": []}')
+    with pytest.raises(InputError):
+        load(trace)
+    assert counters()["cached_bytes"] == 0  # handed back although the read failed
+    memory.settle_released()

@@ -120,11 +120,14 @@ def load(path: str | os.PathLike[str], **options: Any) -> Trace:
 
     # A read maps and frees event-sized buffers again and again: big numpy arrays take the pages of those freed
     # before, and new pages come small where fresh huge pages are dear (memory.py).
-    with small_pages(), reusing_array_pages(unmap_at_end=False):
-        trace: Trace = module.read(Path(path), fmt=fmt, **options)
-        trace = enrich(trace)
-    # what the read freed in its threads' heaps (hundreds of MB), before analyses allocate, and the big arrays'
-    # cached pages unless the caller holds a scope open for what follows (the CLI): by a thread of their own, the
-    # load returning at once (~6 ms of the kernel's page freeing after the 406 MB Kineto tile)
-    release_free_memory(cached_pages=False, behind=True)
+    try:
+        with small_pages(), reusing_array_pages(unmap_at_end=False):
+            trace: Trace = module.read(Path(path), fmt=fmt, **options)
+            trace = enrich(trace)
+    finally:
+        # what the read freed in its threads' heaps (hundreds of MB), before analyses allocate, and the big arrays'
+        # cached pages unless the caller holds a scope open for what follows (the CLI): by a thread of their own,
+        # the load returning at once (~6 ms of the kernel's page freeing after the 406 MB Kineto tile); also after
+        # a read that failed, whose scope left its pages mapped for this
+        release_free_memory(cached_pages=False, behind=True)
     return trace
