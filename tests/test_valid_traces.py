@@ -113,12 +113,24 @@ GRAPH_CAPTURE = vt.Scenario(
     ],
 )
 
+# Found by this test (2026-11-28): a device synchronize on a trace whose only GPU op has no launch call (no
+# correlation id) made the what-if graph's sync waits index the launches' ops, of which there were none.
+SYNC_WITHOUT_LAUNCHES = vt.Scenario(
+    rocm=True,
+    devices=[0],
+    device_props=False,
+    host=[vt.HostEvent("sync", "hipDeviceSynchronize", 101, 11, 1)],
+    flows=False,
+    gpu=[vt.GpuOp(vt.KERNEL, "Cijk_Ailk_Bljk_SB_MT64x64x16", 0, 7, 0, 0, None)],
+)
+
 
 @pytest.mark.parametrize("fmt", sorted(vt.WRITERS))
 @PROPERTY
 @given(scen=vt.scenarios())
 @example(scen=UNMODELLED_SHAPES)
 @example(scen=GRAPH_CAPTURE)
+@example(scen=SYNC_WITHOUT_LAUNCHES)
 def test_every_valid_trace_gets_every_section_and_renderer(fmt: str, scen: vt.Scenario) -> None:
     if fmt == "xplane" and not scen.gpu and not scen.host:
         return  # an XSpace with no planes: covered by the empty case of the other formats

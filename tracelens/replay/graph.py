@@ -1153,7 +1153,10 @@ def _sync_waits(
     j = np.searchsorted(lc_sorted, sync_calls, side="right") - 1
     ok = j >= 0
     ok[ok] = call_thread[lc_sorted[j[ok]]] == call_thread[sync_calls[ok]]
-    sync_dev = np.where(ok, op_dev[lo_sorted[np.maximum(j, 0)]], -1)
+    # (no launch at all, as on a trace whose ops lack their launch calls: no sync has a device from one)
+    sync_dev = (
+        np.where(ok, op_dev[lo_sorted[np.maximum(j, 0)]], -1) if lo_sorted.size else np.full(j.size, -1)
+    )
     # where the trace records the synchronization itself (Kineto cuda_sync, Nsight SYNCHRONIZATION rows sharing
     # the call's correlation id) a stream sync waits for that stream only
     recorded_dev, recorded_stream = _recorded_sync_targets(
