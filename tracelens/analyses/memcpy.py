@@ -391,8 +391,7 @@ def _bandwidth_stats(nbytes: np.ndarray, duration: np.ndarray) -> dict[str, Any]
     if not ok.any():
         return out
     per_copy = nbytes[ok] / duration[ok] * 1e9
-    total_dur = duration[ok].sum()
-    out["achieved_bytes_per_s"] = float(nbytes[ok].sum() / total_dur * 1e9)
+    out["achieved_bytes_per_s"] = _achieved(nbytes, duration, ok)
     p10, p50, p90 = np.percentile(per_copy, [10, 50, 90])
     out.update(
         p10_bytes_per_s=float(p10),
@@ -401,6 +400,15 @@ def _bandwidth_stats(nbytes: np.ndarray, duration: np.ndarray) -> dict[str, Any]
         max_bytes_per_s=float(per_copy.max()),
     )
     return out
+
+
+def _achieved(nbytes: np.ndarray, duration: np.ndarray, ok: np.ndarray | None = None) -> float | None:
+    """``_bandwidth_stats``' aggregate bandwidth alone (no percentiles: the per-device tables read only this)."""
+    if ok is None:
+        ok = (duration > 0) & np.isfinite(nbytes)
+        if not ok.any():
+            return None
+    return float(nbytes[ok].sum() / duration[ok].sum() * 1e9)
 
 
 def _merged(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -624,13 +632,14 @@ def memcpy_report(trace: Trace) -> dict[str, Any]:
         dev_kinds = []
         for kind in sorted((labels[i] for i in np.unique(kind_code[dm])), key=_kind_sort_key):
             m = dm & kind_mask[kind]
-            k_union, k_exposed = _exposed(starts[m], ends[m], kernel_busy)
+            # m is within dm: the same count is the same copies (one kind on the device), the same union
+            same = count_where(m) == count_where(dm)
+            k_union, k_exposed = (union, exposed) if same else _exposed(starts[m], ends[m], kernel_busy)
             kind_index[kind]["device_mean_exposed_ns"] += k_exposed / len(busy_devices)
-            bw = _bandwidth_stats(nbytes[m], duration[m])
             expected, link, source = _expected(kind, links)
-            achieved = bw["achieved_bytes_per_s"]
+            achieved = _achieved(nbytes[m], duration[m])
             large = m & np.isfinite(nbytes) & (nbytes >= LARGE_COPY_BYTES)
-            large_bw = _bandwidth_stats(nbytes[large], duration[large])["achieved_bytes_per_s"]
+            large_bw = _achieved(nbytes[large], duration[large])
             dev_kinds.append(
                 {
                     "kind": kind,
