@@ -1,4 +1,5 @@
-"""memcpy's per-device aggregate bandwidth (``_achieved``) against ``_bandwidth_stats``' (the reference)."""
+"""memcpy: the per-device aggregate bandwidth (``_achieved``) against ``_bandwidth_stats``' and the calls'
+launch modes against ``names.code_map`` (the references)."""
 
 from __future__ import annotations
 
@@ -31,3 +32,22 @@ def test_achieved_random() -> None:
         b[rng.random(size) < 0.1] = np.nan
         d = rng.integers(0, 1000, size)
         assert memcpy._achieved(b, d) == memcpy._bandwidth_stats(b, d)["achieved_bytes_per_s"]
+
+
+@pytest.mark.parametrize(
+    "codes",
+    [[], [0], [-1], [2, 2, 2], [0, 1, 2, 3, 4, -1, 1, 0], [4, -1, -1, 3]],  # empty, one row, null, ties, all
+)
+def test_launch_mode_of_names_equals_code_map(codes: list[int]) -> None:
+    from tracelens.analyses.names import code_map
+
+    dictionary = np.array(
+        ["cudaMemcpyAsync", "cudaMemcpy", "cudaGraphLaunch", "cudaLaunchKernel", "cuMemcpyDtoHAsync_v2"],
+        object,
+    )
+    at = np.asarray(codes, np.int32)
+    modes, unknown = memcpy.LAUNCH_MODES, memcpy.LAUNCH_MODES.index(memcpy.UNKNOWN)
+    want = code_map(at, dictionary, lambda n: modes.index(memcpy._api_class(n)), unknown).astype(np.int8)
+    got = memcpy._launch_mode_of_names(at, dictionary)
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)

@@ -28,7 +28,7 @@ from .columns import device_busy, event_columns, memo
 from .copy_calls import launched_call_rows
 from .launch import launch_pairs
 from .masked_sums import count_where, sum_where
-from .names import code_map, is_graph_launch, is_sync_copy
+from .names import is_graph_launch, is_sync_copy, names_in_use
 
 if TYPE_CHECKING:  # imported where a function needs it: analyze's path runs without pandas
     import pandas as pd
@@ -250,10 +250,7 @@ def launch_mode_codes(
     # Plain integer columns (pid 0 where unknown, with a flag; the mode as its index in MODES): the calls'
     # names are classified once per distinct name.
     call_pid, call_has_pid = arrow_ints(trace.take("pid", calls))
-    modes = LAUNCH_MODES
-    mode = code_map(cols.name[calls], cols.names, lambda n: modes.index(_api_class(n)), unknown).astype(
-        np.int8
-    )
+    mode = _launch_mode_of_names(cols.name[calls], cols.names)
     del calls
     # A copy API beats any other call on the same correlation id (driver rows under a runtime call).
     # (no reordered copy where they come in that order already: copy calls only, as in an Nsight export)
@@ -292,6 +289,15 @@ def launch_mode_codes(
         hit, at = _first_match(call_corr[pidless], corr[unmatched])
         out[unmatched[hit]] = mode[pidless[at]]
     return out
+
+
+def _launch_mode_of_names(codes: np.ndarray, dictionary: np.ndarray) -> np.ndarray:
+    """Each call's mode (int8 position in LAUNCH_MODES) from its name's dictionary code (-1: null, unknown), the
+    name classified once per distinct name used (``names.code_map`` without its object arrays)."""
+    lookup = np.full(len(dictionary) + 1, LAUNCH_MODES.index(UNKNOWN), np.int8)  # code -1 picks the last slot
+    for i in names_in_use(codes, len(dictionary)):  # a loop over distinct names, not rows
+        lookup[i] = LAUNCH_MODES.index(_api_class(str(dictionary[i])))
+    return lookup[codes]
 
 
 def _first_match(keys: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
