@@ -1,4 +1,5 @@
-"""ranges' one-op launch positions: the ascending-ids shortcut against a stable sort by correlation id."""
+"""ranges: the one-op launch positions (ascending-ids shortcut) against a stable sort by correlation id, and the
+running count of device changes (skipped where none) against a loop."""
 
 from __future__ import annotations
 
@@ -52,3 +53,41 @@ def test_one_op_launches_random() -> None:
             want = _reference(matched, cid)
             assert got is not None and want is not None
             np.testing.assert_array_equal(got, want)
+
+
+def _running_changes(dev: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """csum_change as defined: 0, 0, then the running count of launches whose device differs from the previous."""
+    out = np.zeros(dev.size + 1, dtype)
+    for k in range(1, dev.size):  # a plain loop: the reference
+        out[k + 1] = out[k] + (dev[k] != dev[k - 1])
+    return out
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "gpu/transformer_bf16_cuda.pt.trace.json.gz",
+        "gpu/cuda_graph_cuda.pt.trace.json.gz",
+        "gpu/pairs/launch_before.pt.trace.json.gz",
+        "kineto/overlapping_streams.json",
+    ],
+)
+def test_csum_change_is_the_running_count_of_device_changes(name: str) -> None:
+    import tracelens
+    from tests.conftest import fixture_path
+
+    launches = ranges._Launches(tracelens.load(fixture_path(name)), None)
+    assert not launches.empty
+    want = _running_changes(launches.dev_min, launches.csum_change.dtype)
+    np.testing.assert_array_equal(launches.csum_change, want)
+
+
+@pytest.mark.parametrize("dev", [[0], [0, 0, 0], [0, 1], [1, 1, 0, 0, 1], [2, 0, 2, 2]])
+def test_csum_change_skip_matches_cumsum(dev: list[int]) -> None:
+    """__init__'s step (the cumsum only where some device changes) against the loop, one device or several."""
+    d = np.asarray(dev, np.int32)
+    got = np.zeros(d.size + 1, np.int32)
+    changes = d[1:] != d[:-1]
+    if changes.any():
+        np.cumsum(changes, dtype=np.int32, out=got[2:])
+    np.testing.assert_array_equal(got, _running_changes(d, np.dtype(np.int32)))
