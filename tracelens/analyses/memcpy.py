@@ -28,7 +28,7 @@ from .columns import device_busy, event_columns, memo
 from .copy_calls import launched_call_rows
 from .launch import launch_pairs
 from .masked_sums import count_where, sum_where
-from .names import code_map, is_graph_launch, is_sync_copy
+from .names import is_graph_launch, is_sync_copy, names_in_use
 
 if TYPE_CHECKING:  # imported where a function needs it: analyze's path runs without pandas
     import pandas as pd
@@ -250,10 +250,7 @@ def launch_mode_codes(
     # Plain integer columns (pid 0 where unknown, with a flag; the mode as its index in MODES): the calls'
     # names are classified once per distinct name.
     call_pid, call_has_pid = arrow_ints(trace.take("pid", calls))
-    modes = LAUNCH_MODES
-    mode = code_map(cols.name[calls], cols.names, lambda n: modes.index(_api_class(n)), unknown).astype(
-        np.int8
-    )
+    mode = _launch_mode_of_names(cols.name[calls], cols.names)
     del calls
     # A copy API beats any other call on the same correlation id (driver rows under a runtime call).
     # (no reordered copy where they come in that order already: copy calls only, as in an Nsight export)
@@ -292,6 +289,15 @@ def launch_mode_codes(
         hit, at = _first_match(call_corr[pidless], corr[unmatched])
         out[unmatched[hit]] = mode[pidless[at]]
     return out
+
+
+def _launch_mode_of_names(codes: np.ndarray, dictionary: np.ndarray) -> np.ndarray:
+    """Each call's mode (int8 position in LAUNCH_MODES) from its name's dictionary code (-1: null, unknown), the
+    name classified once per distinct name used (``names.code_map`` without its object arrays)."""
+    lookup = np.full(len(dictionary) + 1, LAUNCH_MODES.index(UNKNOWN), np.int8)  # code -1 picks the last slot
+    for i in names_in_use(codes, len(dictionary)):  # a loop over distinct names, not rows
+        lookup[i] = LAUNCH_MODES.index(_api_class(str(dictionary[i])))
+    return lookup[codes]
 
 
 def _first_match(keys: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -391,8 +397,7 @@ def _bandwidth_stats(nbytes: np.ndarray, duration: np.ndarray) -> dict[str, Any]
     if not ok.any():
         return out
     per_copy = nbytes[ok] / duration[ok] * 1e9
-    total_dur = duration[ok].sum()
-    out["achieved_bytes_per_s"] = float(nbytes[ok].sum() / total_dur * 1e9)
+    out["achieved_bytes_per_s"] = _achieved(nbytes, duration, ok)
     p10, p50, p90 = np.percentile(per_copy, [10, 50, 90])
     out.update(
         p10_bytes_per_s=float(p10),
@@ -401,6 +406,15 @@ def _bandwidth_stats(nbytes: np.ndarray, duration: np.ndarray) -> dict[str, Any]
         max_bytes_per_s=float(per_copy.max()),
     )
     return out
+
+
+def _achieved(nbytes: np.ndarray, duration: np.ndarray, ok: np.ndarray | None = None) -> float | None:
+    """``_bandwidth_stats``' aggregate bandwidth alone (no percentiles: the per-device tables read only this)."""
+    if ok is None:
+        ok = (duration > 0) & np.isfinite(nbytes)
+        if not ok.any():
+            return None
+    return float(nbytes[ok].sum() / duration[ok].sum() * 1e9)
 
 
 def _merged(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -624,13 +638,14 @@ def memcpy_report(trace: Trace) -> dict[str, Any]:
         dev_kinds = []
         for kind in sorted((labels[i] for i in np.unique(kind_code[dm])), key=_kind_sort_key):
             m = dm & kind_mask[kind]
-            k_union, k_exposed = _exposed(starts[m], ends[m], kernel_busy)
+            # m is within dm: the same count is the same copies (one kind on the device), the same union
+            same = count_where(m) == count_where(dm)
+            k_union, k_exposed = (union, exposed) if same else _exposed(starts[m], ends[m], kernel_busy)
             kind_index[kind]["device_mean_exposed_ns"] += k_exposed / len(busy_devices)
-            bw = _bandwidth_stats(nbytes[m], duration[m])
             expected, link, source = _expected(kind, links)
-            achieved = bw["achieved_bytes_per_s"]
+            achieved = _achieved(nbytes[m], duration[m])
             large = m & np.isfinite(nbytes) & (nbytes >= LARGE_COPY_BYTES)
-            large_bw = _bandwidth_stats(nbytes[large], duration[large])["achieved_bytes_per_s"]
+            large_bw = _achieved(nbytes[large], duration[large])
             dev_kinds.append(
                 {
                     "kind": kind,

@@ -79,6 +79,8 @@ def _one_op_launches(pairs: Any) -> np.ndarray | None:
     share a launch call (one op per call: no graph launch); None otherwise."""
     matched = np.flatnonzero(pairs["matched"])
     cid = pairs["correlation_id"][matched]
+    if cid.size < 2 or bool((cid[1:] > cid[:-1]).all()):  # ascending ids (a Kineto export's): no sort
+        return matched
     order = np.argsort(cid, kind="stable")
     cid = cid[order]
     if cid.size > 1 and bool((cid[1:] == cid[:-1]).any()):
@@ -271,7 +273,11 @@ class _Launches:
             self.csum_multi = np.zeros(self.first.size + 1, count)
             np.cumsum(self.dev_min != self.dev_max, dtype=count, out=self.csum_multi[1:])
         self.csum_change = np.zeros(self.first.size + 1, count)
-        np.cumsum(self.dev_min[1:] != self.dev_min[:-1], dtype=count, out=self.csum_change[2:])
+        changes = self.dev_min[1:] != self.dev_min[:-1]
+        if (
+            changes.any()
+        ):  # else all zeros as allocated (every launch on one device: no running count to take)
+            np.cumsum(changes, dtype=count, out=self.csum_change[2:])
 
     def op_counts(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
         """The GPU ops of the launches [lo, hi) (one per launch call without graph launches)."""
