@@ -30,7 +30,7 @@ def _trace(kernels: list[dict[str, int]]) -> Trace:
 def _assert_same_configurations(trace: Trace) -> None:
     rows = enrich._kind_rows(trace, KERNEL)
     kernels = enrich._Rows(trace, rows)
-    numbered = enrich._numbered_by_geometry(trace.store.columns, kernels.rows)
+    numbered = enrich._numbered_by_geometry(trace, kernels)
     assert numbered is not None
     config, per_config = numbered
     inputs = enrich._calculator_inputs(enrich._Rows(trace, rows))
@@ -89,4 +89,4 @@ def test_a_null_or_missing_column_takes_the_float_path() -> None:
     one = {name: 1 for name in GEOMETRY}
     partial = {name: v for name, v in one.items() if name != "grid_z"}
     trace = _trace([one, partial])
-    assert enrich._numbered_by_geometry(trace.store.columns, enrich._kind_rows(trace, KERNEL)) is None
+    assert enrich._numbered_by_geometry(trace, enrich._Rows(trace, enrich._kind_rows(trace, KERNEL))) is None

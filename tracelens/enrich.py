@@ -8,7 +8,6 @@ the occupancy section (``analyses/occupancy.py``) builds on the same :class:`Ker
 from __future__ import annotations
 
 import weakref
-from collections.abc import Mapping
 from typing import Any, Protocol
 
 import numpy as np
@@ -95,26 +94,22 @@ class _Rows:
         return out
 
     def _positions_in(self, carried: np.ndarray) -> np.ndarray | None:
-        return _positions_of(self.rows, carried)
+        """Where the rows sit in a sparse column's ascending rows ``carried``, if all of them do (the kernels in
+        the rows of every GPU op that carry ``device``): one walk through both ascending lists where the search
+        is compiled (intervals.search_sorted), instead of a binary search per row (EventStore.take's) or a
+        table-long mask."""
+        if carried.size < self.rows.size:
+            return None
+        at = search_sorted(carried, self.rows)
+        if at.size and (at[-1] >= carried.size or not np.array_equal(carried[at], self.rows)):
+            return None
+        return at
 
     def int64(self, name: str) -> np.ndarray:
         stored = self.trace.store.columns.get(name)
         if isinstance(stored, pa.Array) and stored.type == pa.int64() and stored.null_count == 0:
             return arrow_numpy(stored)[self.rows]  # a numpy gather from a view: no Arrow take (start, end)
         return arrow_numpy(self.trace.take(name, self.rows)).astype(np.int64)
-
-
-def _positions_of(rows: np.ndarray, carried: np.ndarray) -> np.ndarray | None:
-    """Where ascending ``rows`` sit in a sparse column's ascending rows ``carried``, if all of them do (the kernels
-    in the rows of every GPU op that carry ``device``): one walk through both ascending lists where the search is
-    compiled (intervals.search_sorted), instead of a binary search per row (EventStore.take's) or a table-long
-    mask."""
-    if carried.size < rows.size:
-        return None
-    at = search_sorted(carried, rows)
-    if at.size and (at[-1] >= carried.size or not np.array_equal(carried[at], rows)):
-        return None
-    return at
 
 
 def _kind_rows(trace: Trace, kind: str) -> np.ndarray:
@@ -214,12 +209,7 @@ class _Launches:
         kernels = _Rows(trace, rows)
         # (a copy of its own: a reader's rows are its store's too)
         self.rows = np.array(rows, dtype=np.int32 if trace.num_events < 2**31 else np.int64)
-        noted = trace.store.kernel_numbering  # (computed by the reader beside its other columns, if it did)
-        numbered = (
-            noted.numbered
-            if isinstance(noted, LaunchNumbering)
-            else _numbered_by_geometry(trace.store.columns, kernels.rows)
-        )
+        numbered = _numbered_by_geometry(trace, kernels)
         if numbered is None:
             inputs = _calculator_inputs(kernels)
             config, first = _configurations(inputs)
@@ -264,19 +254,7 @@ class _Picked:
         return self.raw[name][self.at].astype(np.float64)
 
 
-class LaunchNumbering:
-    """The kernel launches' configuration numbering (:func:`_numbered_by_geometry`, None where it declines) made
-    from a store's stored geometry columns and kernel rows before the store exists: the Kineto table build runs
-    it on its pool beside its last columns, and notes it on the store (``EventStore.kernel_numbering``) for the
-    load's enrich, whose serial tail it was."""
-
-    def __init__(self, columns: Mapping[str, Any], kernel_rows: np.ndarray) -> None:
-        self.numbered = _numbered_by_geometry(columns, kernel_rows)
-
-
-def _numbered_by_geometry(
-    columns: Mapping[str, Any], kernel_rows: np.ndarray
-) -> tuple[np.ndarray, list[np.ndarray]] | None:
+def _numbered_by_geometry(trace: Trace, kernels: _Rows) -> tuple[np.ndarray, list[np.ndarray]] | None:
     """The launches' configuration numbers as :func:`_configurations` gives them and each configuration's
     calculator inputs, made from the launches' integer geometry (a Kineto trace's: 32-bit, no null, carried by
     every kernel row) without the five float64 inputs of every launch: the launches numbered first by their exact
@@ -289,7 +267,7 @@ def _numbered_by_geometry(
         np.ndarray
     ] = []  # stored row arrays found equal to the kernel rows (the reader shares one)
     for name in _GEOMETRY:
-        values = _int32_geometry(columns.get(name), kernel_rows, on_kernels)
+        values = _int32_geometry(trace, kernels, name, on_kernels)
         if values is None:
             return None
         raw[name] = values
@@ -323,10 +301,13 @@ def _numbered_by_geometry(
     return config, [values[first_geometry] for values in inputs]
 
 
-def _int32_geometry(stored: Any, kernel_rows: np.ndarray, on_kernels: list[np.ndarray]) -> np.ndarray | None:
+def _int32_geometry(
+    trace: Trace, kernels: _Rows, name: str, on_kernels: list[np.ndarray]
+) -> np.ndarray | None:
     """A geometry column's 32-bit values at the kernel rows, where it is stored sparse, with no null, on every
     kernel row (a view where it is on the kernel rows only: their row array is then added to ``on_kernels``, and
     one already there is not compared again); None otherwise."""
+    stored = trace.store.columns.get(name)
     if not (
         isinstance(stored, SparseColumn)
         and stored.values.type == pa.int32()
@@ -336,10 +317,10 @@ def _int32_geometry(stored: Any, kernel_rows: np.ndarray, on_kernels: list[np.nd
     values = arrow_numpy(stored.values)
     if any(stored.rows is rows for rows in on_kernels):
         return values
-    if stored.rows.size == kernel_rows.size and np.array_equal(stored.rows, kernel_rows):
+    if stored.rows.size == kernels.rows.size and np.array_equal(stored.rows, kernels.rows):
         on_kernels.append(stored.rows)
         return values
-    at = _positions_of(kernel_rows, stored.rows)
+    at = kernels._positions_in(stored.rows)
     return None if at is None else values[at]
 
 

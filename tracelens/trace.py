@@ -324,8 +324,6 @@ class EventStore:
         # The rows of the kernel kind, ascending, where the reader that built the store placed them (the Kineto
         # table build): the load's enrich reads them instead of a pass over the kind column of every row.
         self.kernel_rows: np.ndarray | None = None
-        # Their launches' configuration numbering where that reader made it too (enrich.LaunchNumbering).
-        self.kernel_numbering: Any = None
 
     @classmethod
     def from_table(cls, table: pa.Table) -> EventStore:

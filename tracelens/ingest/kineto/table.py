@@ -10,7 +10,6 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ...enrich import LaunchNumbering
 from ...errors import InputError
 from ...event_names import strip_api_suffix
 from ...memory import reusing_array_pages
@@ -390,14 +389,6 @@ class Columns:
             nested = NESTED_KIND[kind] & ~np.isnan(tid_float)
             depth = background.submit(depth_column, nested, pid_float, tid_float, rel_start, end)
         columns["depth"] = depth if isinstance(depth, Future) else None
-        # The launches' configuration numbering (enrich's biggest step, ~5 ms on one core after the load) made on
-        # the pool from the geometry columns as they come (queued last: the tasks it waits for have started).
-        numbering = background.submit(
-            _launch_numbering,
-            columns["device"],
-            {"grid": grid, "block": block, "shared": shared, "registers": gpu_fields["registers_per_thread"]},
-            kernel_rows[1],
-        )
         background.shutdown(wait=True)
         del parts
         # the columns built in twos and threes (one gather of their field each)
@@ -423,7 +414,6 @@ class Columns:
             dense.sentinel,
         )
         events.kernel_rows = kernel_rows[1]  # (the rows of the kernel kind: the load's enrich reads them)
-        events.kernel_numbering = numbering.result()
         info = document.get("distributedInfo")
         distributed: dict[str, Any] = info if isinstance(info, dict) else {}
         extra = {
@@ -552,19 +542,3 @@ def _with_device_rows(
     pid[at_device] = data
     valid[at_device] = device_valid
     return int_column(pid, valid, "pid")
-
-
-def _launch_numbering(
-    device: Stored, built: dict[str, Future[Any]], kernel_rows: np.ndarray
-) -> LaunchNumbering:
-    """enrich's numbering of the launches by configuration, from the geometry columns as the store holds them."""
-    grid, block, shared = (built[k].result() for k in ("grid", "block", "shared"))
-    geometry_columns = {
-        "device": device,
-        **{f"grid_{a}": c for a, c in zip("xyz", grid, strict=True)},
-        **{f"block_{a}": c for a, c in zip("xyz", block, strict=True)},
-        "registers_per_thread": built["registers"].result(),
-        "static_shared_bytes": shared[0],
-        "dynamic_shared_bytes": shared[1],
-    }
-    return LaunchNumbering(geometry_columns, kernel_rows)
