@@ -273,23 +273,23 @@ def _numbered_by_geometry(trace: Trace, kernels: _Rows) -> tuple[np.ndarray, lis
         raw[name] = values
     key: np.ndarray | None = None
     span = 1
+    lows = 0  # the codes' lows in the key, subtracted once (int64 wraps: the key less them is exact)
     for name in _GEOMETRY:
         values, low, count = _exact_codes(raw[name])  # the codes: values - low
+        if count == 1:  # one value (device, block_z, dynamic shared memory): code 0, the key unchanged
+            continue
         if key is None:
-            key, span = values.astype(np.int64), count
-            key -= low
+            key, span, lows = values.astype(np.int64), count, low
             continue
         if span * count >= 2**62:  # renumber the key so far: fewer distinct values than rows
-            key, first_keys = first_seen_codes(key)
-            span = first_keys.size
+            key, first_keys = first_seen_codes(_less(key, lows))
+            span, lows = first_keys.size, 0
         # in place (the int32 values cast as they are added): no int64 copy of each column
         key *= count
         key += values
-        if low:
-            key -= low
+        lows = lows * count + low
         span *= count
-    assert key is not None
-    geometry, _ = first_seen_codes(key)
+    geometry, _ = first_seen_codes(np.zeros(kernels.rows.size, np.int64) if key is None else _less(key, lows))
     del key
     geometry_first = _first_rows(geometry)
     inputs = _calculator_inputs(_Picked(raw, geometry_first))
@@ -322,6 +322,13 @@ def _int32_geometry(
         return values
     at = kernels._positions_in(stored.rows)
     return None if at is None else values[at]
+
+
+def _less(key: np.ndarray, lows: int) -> np.ndarray:
+    """``key - lows`` in place, as int64 arithmetic wraps (``lows`` a Python int of any size)."""
+    if lows:
+        key -= np.int64((lows + 2**63) % 2**64 - 2**63)
+    return key
 
 
 # A geometry column whose values span at most this many integers is coded by its values less their minimum.
