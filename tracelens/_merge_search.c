@@ -489,8 +489,7 @@ static PyMethodDef methods[] = {
      " -> (firsts, least)"},
     {"id_rows", id_rows, METH_VARARGS,
      "id_rows(rows, kind, ids, gpu_kinds, runtime, driver, gpu, out_op_ids, out_ids, out_rows, out_is_driver)"},
-    {"busy_intervals", busy_intervals, METH_VARARGS,
-     "busy_intervals(kind, device, start, end, gpu_kinds, out_starts=None, out_ends=None)"},
+    {"busy_intervals", busy_intervals, METH_VARARGS, "busy_intervals(kind, device, start, end, gpu_kinds)"},
     {"busy_take", busy_take, METH_VARARGS, "busy_take(held, q, out_starts, out_ends)"},
     {"busy_handover", busy_handover, METH_VARARGS, "busy_handover(held, q) -> (starts, ends): buffers, no copy"},
     {"union_cover", union_cover, METH_VARARGS,
@@ -1836,8 +1835,7 @@ done:
 
 /* ---- Each GPU's merged busy intervals, in one pass over the event rows (tracelens/analyses/busy_scan.py) ----
  *
- * busy_intervals(kind, device, start, end, gpu_kinds[, out_starts, out_ends]) -> (held, [(device, count, first_start,
- * last_end), ...], times) or
+ * busy_intervals(kind, device, start, end, gpu_kinds) -> (held, [(device, count, first_start, last_end), ...]) or
  * None: the rows whose kind k (int8) has gpu_kinds[k] set (k in 0..len(gpu_kinds) - 1) and whose device (1, 2, 4
  * or 8 bytes) is >= 0, each device's rows merged as intervals.merge merges them (rows in start order; a new merged
  * interval where a row starts after every end before it: touching rows joined), devices in the order they first
@@ -1846,10 +1844,7 @@ done:
  * long. What columns.device_busy did by a kind mask, a flatnonzero, three gathers, a np.unique and per device a
  * selection and a merge: one pass (the GPU ops lie among the host rows: each pass over their times reads all of
  * the columns' memory). None where a device's rows are not in start order (the merge would sort them: the caller's
- * numpy path) or there are more than BUSY_DEVICES devices. The GIL is released during the pass.
- * With the outs (int64, writable), every GPU op's start and end in row order, as the pass reads them, written there:
- * times is how many, or -1 where they did not fit (or no outs): launch.launch_pairs' start and end columns, which
- * otherwise gather them again at 207K rows scattered over the event columns (busy_scan.merged_busy_and_times). */
+ * numpy path) or there are more than BUSY_DEVICES devices. The GIL is released during the pass. */
 
 #define BUSY_DEVICES 64
 /* rows whose kinds are read at once before their GPU rows are (a stack buffer of their offsets) */
@@ -1863,10 +1858,6 @@ typedef struct {
 typedef struct {
     int devices;
     busy_state_t st[BUSY_DEVICES];
-    /* where outs are given: every GPU op's start and end in row order, as the pass reads them, written there while
-     * they fit (times: how many; -1 once one did not fit) */
-    int64_t times, times_cap;
-    int64_t *ts, *te;
 } busy_held_t;
 
 static void busy_free(busy_held_t *h) {
@@ -1921,15 +1912,6 @@ static int busy_pass(const int8_t *kind, const void *device, int device_size, co
         for (int q = 0; at < 0 && q < h->devices; q++)
             if (h->st[q].device == d) at = q;
         int64_t s = start[i], e = end[i];
-        if (h->times >= 0) {
-            if (h->times < h->times_cap) {
-                h->ts[h->times] = s;
-                h->te[h->times] = e;
-                h->times++;
-            } else {
-                h->times = -1; /* more GPU ops than the outs hold: none kept */
-            }
-        }
         if (at < 0) { /* a new device: its first row opens its first interval */
             if (h->devices == BUSY_DEVICES) return 1;
             at = h->devices++;
@@ -1954,19 +1936,16 @@ static int busy_pass(const int8_t *kind, const void *device, int device_size, co
 }
 
 static PyObject *busy_intervals(PyObject *self, PyObject *args) {
-    PyObject *objs[7] = {NULL};
-    if (!PyArg_ParseTuple(args, "OOOOO|OO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5], &objs[6]))
-        return NULL;
-    static const char *names[7] = {"kind", "device", "start", "end", "gpu_kinds", "out_starts", "out_ends"};
-    static const int sizes[7] = {1, 1 | 2 | 4 | 8, 8, 8, 1, 8, 8};
-    Py_buffer v[7];
-    int held[7] = {0};
+    PyObject *objs[5];
+    if (!PyArg_ParseTuple(args, "OOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4])) return NULL;
+    static const char *names[5] = {"kind", "device", "start", "end", "gpu_kinds"};
+    static const int sizes[5] = {1, 1 | 2 | 4 | 8, 8, 8, 1};
+    Py_buffer v[5];
+    int held[5] = {0};
     PyObject *result = NULL;
     busy_held_t *h = NULL;
-    int given = objs[5] && objs[5] != Py_None && objs[6] && objs[6] != Py_None ? 7 : 5;
-    for (int k = 0; k < given; k++) {
-        if (k < 5 ? get_ints(objs[k], &v[k], names[k], sizes[k]) < 0 : get(objs[k], &v[k], 1, names[k]) < 0)
-            goto done;
+    for (int k = 0; k < 5; k++) {
+        if (get_ints(objs[k], &v[k], names[k], sizes[k]) < 0) goto done;
         held[k] = 1;
     }
     int64_t n = v[0].len;
@@ -1978,13 +1957,6 @@ static PyObject *busy_intervals(PyObject *self, PyObject *args) {
     if (!h) {
         PyErr_NoMemory();
         goto done;
-    }
-    if (given == 7) {
-        h->ts = v[5].buf;
-        h->te = v[6].buf;
-        h->times_cap = v[5].len / 8 < v[6].len / 8 ? v[5].len / 8 : v[6].len / 8;
-    } else {
-        h->times = -1;
     }
     int status;
     Py_BEGIN_ALLOW_THREADS
@@ -2010,18 +1982,16 @@ static PyObject *busy_intervals(PyObject *self, PyObject *args) {
         }
         PyList_SET_ITEM(found, q, item);
     }
-    int64_t times = h->times;
-    h->ts = h->te = NULL; /* the caller's outs: not held past this call */
     PyObject *capsule = PyCapsule_New(h, "tracelens.busy", busy_capsule_free);
     if (!capsule) {
         Py_DECREF(found);
         goto done;
     }
     h = NULL; /* the capsule's now */
-    result = Py_BuildValue("(NNL)", capsule, found, (long long)times);
+    result = Py_BuildValue("(NN)", capsule, found);
 done:
     busy_free(h);
-    for (int k = 0; k < 7; k++)
+    for (int k = 0; k < 5; k++)
         if (held[k]) PyBuffer_Release(&v[k]);
     return result;
 }

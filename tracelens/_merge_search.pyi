@@ -75,14 +75,8 @@ def id_rows(
     out_is_driver: Any,
 ) -> Any: ...
 def busy_intervals(
-    kind: Any,
-    device: Any,
-    start: Any,
-    end: Any,
-    gpu_kinds: Any,
-    out_starts: Any = None,
-    out_ends: Any = None,
-) -> tuple[Any, list[Any], int] | None: ...
+    kind: Any, device: Any, start: Any, end: Any, gpu_kinds: Any
+) -> tuple[Any, list[Any]] | None: ...
 def busy_take(held: Any, q: int, out_starts: Any, out_ends: Any) -> None: ...
 def busy_handover(held: Any, q: int) -> tuple[Any, Any]: ...
 def union_cover(

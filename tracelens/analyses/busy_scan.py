@@ -26,29 +26,12 @@ _GPU_KINDS = np.zeros(len(ALL_KINDS), np.uint8)
 _GPU_KINDS[[ALL_KINDS.index(k) for k in GPU_ACTIVITY_KINDS]] = 1
 
 
-# At most this many GPU ops have their times kept by the pass for the launch pairs (``merged_busy_and_times``):
-# lean_columns.CACHED_ROWS, the pairs' size up to which they keep their gathered start and end anyway (a larger
-# table gathers them on each read, so holding them would add 16 bytes per op for the whole analysis).
-OP_TIMES_KEPT_ROWS = 1 << 19
-
-
 def merged_busy(
     kind: object, device: object, start: object, end: object
 ) -> list[tuple[int, np.ndarray, np.ndarray, int, int]] | None:
     """Per device in ascending order: (device, merged busy starts, ends, the least start, the largest end) of the
     GPU ops (GPU activity kinds with a device >= 0), as ``intervals.merge`` of each device's ops gives them; None
     where the pass does not apply."""
-    scanned = merged_busy_and_times(kind, device, start, end, 0)
-    return None if scanned is None else scanned[0]
-
-
-def merged_busy_and_times(
-    kind: object, device: object, start: object, end: object, most_ops: int
-) -> tuple[list[tuple[int, np.ndarray, np.ndarray, int, int]], tuple[np.ndarray, np.ndarray] | None] | None:
-    """:func:`merged_busy`'s answer, and the GPU ops' own starts and ends in row order as the pass read them
-    (``start[gpu]``, ``end[gpu]`` for the GPU ops' rows ``gpu``, ascending: launch_pairs' start and end columns)
-    where there are at most ``most_ops`` of them (a bound the caller knows: the rows carrying a device) and at most
-    OP_TIMES_KEPT_ROWS, else None; None where the pass does not apply."""
     if _compiled is None or not hasattr(_compiled, "busy_intervals"):
         return None
     if not (
@@ -58,15 +41,10 @@ def merged_busy_and_times(
         and plain_ints(end, (8,))
     ):
         return None
-    outs: tuple[np.ndarray | None, np.ndarray | None] = (None, None)
-    if (
-        0 < most_ops <= OP_TIMES_KEPT_ROWS
-    ):  # (numpy's arrays: pages the page cache reuses, not faulted in anew)
-        outs = np.empty(most_ops, np.int64), np.empty(most_ops, np.int64)
-    scanned = _compiled.busy_intervals(kind, device, start, end, _GPU_KINDS, *outs)
+    scanned = _compiled.busy_intervals(kind, device, start, end, _GPU_KINDS)
     if scanned is None:
         return None
-    held, devices, times_kept = scanned
+    held, devices = scanned
     found = []
     handover = hasattr(_compiled, "busy_handover")
     for q, (d, count, least, largest) in enumerate(devices):  # a loop over devices
@@ -77,9 +55,4 @@ def merged_busy_and_times(
             starts, ends = np.empty(count, np.int64), np.empty(count, np.int64)
             _compiled.busy_take(held, q, starts, ends)
         found.append((d, starts, ends, least, largest))
-    times = None
-    if outs[0] is not None and outs[1] is not None and times_kept >= 0:
-        times = outs[0][:times_kept], outs[1][:times_kept]
-        for array in times:
-            array.flags.writeable = False  # shared (columns.GPU_OP_TIMES): read only
-    return sorted(found, key=lambda item: item[0]), times
+    return sorted(found, key=lambda item: item[0])

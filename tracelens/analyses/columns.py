@@ -31,7 +31,7 @@ from ..trace import (
 )
 from ..values import dense_codes
 from .beside import import_numpy_ma, start_beside
-from .busy_scan import merged_busy_and_times
+from .busy_scan import merged_busy
 from .coded import CodedInts, coded_lookup
 from .derived import (
     held,
@@ -566,24 +566,15 @@ class DeviceBusy:
         return self.busy_starts[1:]
 
 
-# Left by device_busy's pass (<= 2^19 GPU ops): their (start, end) in row order, read where held (op_times.py)
-GPU_OP_TIMES = "gpu_op_times"
-
-
 def device_busy(trace: Trace) -> dict[int, DeviceBusy]:
     """The merged busy intervals of every GPU with activity, keyed by device id."""
 
     def compute() -> dict[int, DeviceBusy]:
         cols = event_columns(trace)
         # one compiled pass over the event rows where it applies (busy_scan): the same merged intervals
-        stored = cols.store.columns.get("device") if cols.store is not None else None
-        most = stored.rows.size if isinstance(stored, SparseColumn) else 0  # GPU ops carry a device: a bound
-        scanned = merged_busy_and_times(cols.kind, cols.device, cols.start, cols.end, most)
+        scanned = merged_busy(cols.kind, cols.device, cols.start, cols.end)
         if scanned is not None:
-            found, times = scanned
-            if times is not None:  # the GPU ops' start and end: launch_pairs', not gathered again
-                memo(trace, GPU_OP_TIMES, lambda: times)
-            return {d: DeviceBusy(d, s, e, least, largest) for d, s, e, least, largest in found}
+            return {d: DeviceBusy(d, s, e, least, largest) for d, s, e, least, largest in scanned}
         gpu = np.flatnonzero(
             cols.of_kind(*GPU_ACTIVITY_KINDS) & (cols.device >= 0)
         )  # gathers by index: faster

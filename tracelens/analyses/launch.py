@@ -41,7 +41,6 @@ from .columns import (
 from .graph_launches import graph_launches
 from .id_split import split_id_rows
 from .lean_columns import gathered, gathered_where, narrowed, scattered
-from .op_times import op_times
 from .stream_depth import merged_stream_depth, stream_of
 
 SMALL_KERNEL_NS = 10_000
@@ -254,15 +253,14 @@ def launch_pairs(trace: Trace) -> Table:
         op_row = gpu.astype(row_type, copy=False)
         device = _take(cols.device, gpu)
         del gpu
-        start, end = op_times(trace, cols, op_row)  # device_busy's read of them where held
         return Table(
             {
                 "is_kernel": is_kernel,
                 "name": gathered(cols, "name", op_row),
                 "device": device,
                 "stream": stream,
-                "start": start,
-                "end": end,
+                "start": gathered(cols, "start", op_row),
+                "end": gathered(cols, "end", op_row),
                 "graph_id": graph_id,
                 "bytes": copy_bytes,
                 "is_dtoh": is_dtoh,
