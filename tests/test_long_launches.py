@@ -10,14 +10,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_startup_row_fast_paths import traces
+from test_startup_row_fast_paths import ref_long_launches, traces
 
-from tracelens import intervals
 from tracelens.analyses import long_launches as module
-from tracelens.analyses.columns import device_busy, event_columns
-from tracelens.analyses.launch import launch_pairs
 from tracelens.analyses.long_launches import long_launches, long_matched
-from tracelens.analyses.names import code_mask, is_graph_launch, is_kernel_launch
 from tracelens.analyses.startup import LONG_LAUNCH_NS
 from tracelens.trace import Trace
 
@@ -26,24 +22,6 @@ compiled = pytest.mark.skipif(
     module._compiled is None or not hasattr(module._compiled, "long_matched"),
     reason="the compiled pass is not built",
 )
-
-
-def reference_long_launches(trace: Trace, min_ns: int) -> np.ndarray:
-    """The rule as startup._long_launches computed it: the pairs' launch columns, a plain unique."""
-    pairs = launch_pairs(trace)
-    cols = event_columns(trace)
-    launches = code_mask(
-        pairs["launch_name"], cols.names, lambda n: is_kernel_launch(n) and not is_graph_launch(n)
-    )
-    long = pairs[pairs["matched"] & launches & (pairs["launch_end"] - pairs["launch_start"] >= min_ns)]
-    found = []
-    for device, busy in device_busy(trace).items():
-        on = long[long["device"] == device]
-        start, end = on["launch_start"], on["launch_end"]
-        idle = intervals.overlap_with_union(start, end, busy.gap_starts, busy.gap_ends)
-        idle = idle + np.clip(np.minimum(end, busy.first_start_ns) - start, 0, None)
-        found.append(on["launch_row"][2 * idle >= end - start])
-    return np.unique(np.concatenate(found)) if found else np.empty(0, np.int64)
 
 
 def reference_long_matched(
@@ -65,7 +43,7 @@ def test_long_launches_equal_the_reference(rows: list[dict], min_ns: int, hide_p
         got = long_launches(trace, min_ns)
     finally:
         module._compiled = saved
-    want = reference_long_launches(Trace.from_rows(rows), min_ns)
+    want = ref_long_launches(Trace.from_rows(rows), min_ns)
     assert got.dtype == want.dtype
     assert np.array_equal(got, want)
 

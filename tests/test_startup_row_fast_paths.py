@@ -83,15 +83,13 @@ from tracelens.trace import (
 # ---- reference copies: the code as it was before the row passes were cut ------------------------------------
 
 
-def ref_long_launches(trace: Trace) -> np.ndarray:
+def ref_long_launches(trace: Trace, min_ns: int = LONG_LAUNCH_NS) -> np.ndarray:
     pairs = launch_pairs(trace)
     cols = event_columns(trace)
     launches = code_mask(
         pairs["launch_name"], cols.names, lambda n: is_kernel_launch(n) and not is_graph_launch(n)
     )
-    long = pairs[
-        pairs["matched"] & launches & (pairs["launch_end"] - pairs["launch_start"] >= LONG_LAUNCH_NS)
-    ]
+    long = pairs[pairs["matched"] & launches & (pairs["launch_end"] - pairs["launch_start"] >= min_ns)]
     found = []
     for device, busy in device_busy(trace).items():
         on = long[long["device"] == device]
