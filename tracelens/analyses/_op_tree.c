@@ -64,6 +64,22 @@ static int get(PyObject *obj, Py_buffer *view, int writable, Py_ssize_t itemsize
     return 0;
 }
 
+/* The buffers of objs[0..n) (C-contiguous, with their formats): the first ``first_writable`` read, the rest also
+ * written. Returns how many it took: n, or fewer where one could not be had (an exception set then); release the
+ * ones taken either way (release_buffers). */
+static int take_buffers(PyObject **objs, Py_buffer *v, int n, int first_writable) {
+    int got = 0;
+    for (; got < n; got++) {
+        int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (got >= first_writable ? PyBUF_WRITABLE : 0);
+        if (PyObject_GetBuffer(objs[got], &v[got], flags) < 0) break;
+    }
+    return got;
+}
+
+static void release_buffers(Py_buffer *v, int got) {
+    for (int i = 0; i < got; i++) PyBuffer_Release(&v[i]);
+}
+
 static void heap_push(int64_t *heap, int64_t *size, int64_t value) {
     int64_t i = (*size)++;
     while (i > 0) {
@@ -265,7 +281,7 @@ static PyObject *op_tree(PyObject *self, PyObject *args) {
     free(order);
     free(tmp);
 done:
-    for (int i = 0; i < got; i++) PyBuffer_Release(&v[i]);
+    release_buffers(v, got);
     return result;
 }
 
@@ -322,11 +338,8 @@ static PyObject *group_rows(PyObject *self, PyObject *args) {
                           &objs[7], &objs[8]))
         return NULL;
     Py_buffer v[9];
-    int got = 0, wanted = objs[8] != NULL && objs[8] != Py_None ? 9 : 8;
-    for (; got < wanted; got++) {
-        int flags = got >= 5 ? (PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) : (PyBUF_C_CONTIGUOUS | PyBUF_FORMAT);
-        if (PyObject_GetBuffer(objs[got], &v[got], flags) < 0) break;
-    }
+    int wanted = objs[8] != NULL && objs[8] != Py_None ? 9 : 8;
+    int got = take_buffers(objs, v, wanted, 5);
     PyObject *result = NULL;
     if (got < wanted) goto done;
     Py_ssize_t row_size = v[3].itemsize, pid_size = v[0].itemsize, tid_size = v[1].itemsize;
@@ -385,7 +398,7 @@ static PyObject *group_rows(PyObject *self, PyObject *args) {
     free(next);
     free(latest);
 done:
-    for (int i = 0; i < got; i++) PyBuffer_Release(&v[i]);
+    release_buffers(v, got);
     return result;
 }
 
@@ -404,11 +417,7 @@ static PyObject *group_rows_found(PyObject *self, PyObject *args) {
                           &objs[7], &objs[8], &objs[9]))
         return NULL;
     Py_buffer v[10];
-    int got = 0;
-    for (; got < 10; got++) {
-        int flags = got >= 4 ? (PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) : (PyBUF_C_CONTIGUOUS | PyBUF_FORMAT);
-        if (PyObject_GetBuffer(objs[got], &v[got], flags) < 0) break;
-    }
+    int got = take_buffers(objs, v, 10, 4);
     PyObject *result = NULL;
     if (got < 10) goto done;
     Py_ssize_t row_size = v[3].itemsize, pid_size = v[0].itemsize, tid_size = v[1].itemsize;
@@ -481,7 +490,7 @@ static PyObject *group_rows_found(PyObject *self, PyObject *args) {
     free(next);
     free(latest);
 done:
-    for (int i = 0; i < got; i++) PyBuffer_Release(&v[i]);
+    release_buffers(v, got);
     return result;
 }
 
@@ -491,11 +500,7 @@ static PyObject *names_of_kind(PyObject *self, PyObject *args) {
     long code;
     if (!PyArg_ParseTuple(args, "OOlO", &objs[0], &objs[1], &code, &objs[2])) return NULL;
     Py_buffer v[3];
-    int got = 0;
-    for (; got < 3; got++) {
-        int flags = got == 2 ? (PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) : (PyBUF_C_CONTIGUOUS | PyBUF_FORMAT);
-        if (PyObject_GetBuffer(objs[got], &v[got], flags) < 0) break;
-    }
+    int got = take_buffers(objs, v, 3, 2);
     PyObject *result = NULL;
     if (got < 3) goto done;
     Py_ssize_t name_size = v[1].itemsize;
@@ -521,7 +526,7 @@ static PyObject *names_of_kind(PyObject *self, PyObject *args) {
     Py_END_ALLOW_THREADS result = bad ? Py_False : Py_True;
     Py_INCREF(result);
 done:
-    for (int i = 0; i < got; i++) PyBuffer_Release(&v[i]);
+    release_buffers(v, got);
     return result;
 }
 
@@ -579,11 +584,7 @@ static PyObject *kind_rows(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OOOOlOO", &objs[0], &objs[1], &objs[2], &objs[3], &code, &objs[4], &objs[5]))
         return NULL;
     Py_buffer v[6];
-    int got = 0;
-    for (; got < 6; got++) {
-        int flags = got == 5 ? (PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) : (PyBUF_C_CONTIGUOUS | PyBUF_FORMAT);
-        if (PyObject_GetBuffer(objs[got], &v[got], flags) < 0) break;
-    }
+    int got = take_buffers(objs, v, 6, 5);
     PyObject *result = NULL;
     if (got < 6) goto done;
     Py_ssize_t name_size = v[1].itemsize, tid_size = v[2].itemsize, out_size = v[5].itemsize;
@@ -616,7 +617,7 @@ static PyObject *kind_rows(PyObject *self, PyObject *args) {
     Py_END_ALLOW_THREADS;
     result = PyLong_FromLongLong(bad ? -1 : count);
 done:
-    for (int i = 0; i < got; i++) PyBuffer_Release(&v[i]);
+    release_buffers(v, got);
     return result;
 }
 
@@ -681,11 +682,7 @@ static PyObject *classify_kind_rows(PyObject *self, PyObject *args) {
                           &objs[6], &objs[7], &objs[8]))
         return NULL;
     Py_buffer v[9];
-    int got = 0;
-    for (; got < 9; got++) {
-        int flags = got >= 4 ? (PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) : (PyBUF_C_CONTIGUOUS | PyBUF_FORMAT);
-        if (PyObject_GetBuffer(objs[got], &v[got], flags) < 0) break;
-    }
+    int got = take_buffers(objs, v, 9, 4);
     PyObject *result = NULL;
     if (got < 9) goto done;
     Py_ssize_t pid_size = v[1].itemsize, tid_size = v[2].itemsize;
@@ -741,7 +738,7 @@ static PyObject *classify_kind_rows(PyObject *self, PyObject *args) {
     Py_END_ALLOW_THREADS;
     result = PyLong_FromLong(status);
 done:
-    for (int i = 0; i < got; i++) PyBuffer_Release(&v[i]);
+    release_buffers(v, got);
     return result;
 }
 
@@ -774,11 +771,7 @@ static PyObject *place_kind_rows(PyObject *self, PyObject *args) {
     PyObject *objs[4];
     if (!PyArg_ParseTuple(args, "OOOO", &objs[0], &objs[1], &objs[2], &objs[3])) return NULL;
     Py_buffer v[4];
-    int got = 0;
-    for (; got < 4; got++) {
-        int flags = got >= 1 ? (PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) : (PyBUF_C_CONTIGUOUS | PyBUF_FORMAT);
-        if (PyObject_GetBuffer(objs[got], &v[got], flags) < 0) break;
-    }
+    int got = take_buffers(objs, v, 4, 1);
     PyObject *result = NULL;
     if (got < 4) goto done;
     Py_ssize_t row_size = v[2].itemsize;
@@ -797,7 +790,7 @@ static PyObject *place_kind_rows(PyObject *self, PyObject *args) {
     Py_END_ALLOW_THREADS;
     result = PyLong_FromLongLong(placed >= 0 && tied == m ? placed : -1);
 done:
-    for (int i = 0; i < got; i++) PyBuffer_Release(&v[i]);
+    release_buffers(v, got);
     return result;
 }
 
@@ -825,11 +818,7 @@ static PyObject *place_rows(PyObject *self, PyObject *args) {
     PyObject *objs[4];
     if (!PyArg_ParseTuple(args, "OOOO", &objs[0], &objs[1], &objs[2], &objs[3])) return NULL;
     Py_buffer v[4];
-    int got = 0;
-    for (; got < 4; got++) {
-        int flags = got == 3 ? (PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) : (PyBUF_C_CONTIGUOUS | PyBUF_FORMAT);
-        if (PyObject_GetBuffer(objs[got], &v[got], flags) < 0) break;
-    }
+    int got = take_buffers(objs, v, 4, 3);
     PyObject *result = NULL;
     if (got < 4) goto done;
     Py_ssize_t row_size = v[1].itemsize, into_size = v[3].itemsize;
@@ -852,7 +841,7 @@ static PyObject *place_rows(PyObject *self, PyObject *args) {
     result = bad ? Py_False : Py_True;
     Py_INCREF(result);
 done:
-    for (int i = 0; i < got; i++) PyBuffer_Release(&v[i]);
+    release_buffers(v, got);
     return result;
 }
 
@@ -889,11 +878,7 @@ static PyObject *launch_groups(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OOOOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5], &objs[6]))
         return NULL;
     Py_buffer v[7];
-    int got = 0;
-    for (; got < 7; got++) {
-        int flags = got >= 4 ? (PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) : (PyBUF_C_CONTIGUOUS | PyBUF_FORMAT);
-        if (PyObject_GetBuffer(objs[got], &v[got], flags) < 0) break;
-    }
+    int got = take_buffers(objs, v, 7, 4);
     PyObject *result = NULL;
     if (got < 7) goto done;
     Py_ssize_t pid_size = v[1].itemsize, tid_size = v[2].itemsize;
@@ -934,7 +919,7 @@ static PyObject *launch_groups(PyObject *self, PyObject *args) {
     free(code);
     free(counts);
 done:
-    for (int i = 0; i < got; i++) PyBuffer_Release(&v[i]);
+    release_buffers(v, got);
     return result;
 }
 
@@ -979,11 +964,7 @@ static PyObject *row_thread_codes(PyObject *self, PyObject *args) {
     PyObject *objs[6];
     if (!PyArg_ParseTuple(args, "OOOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5])) return NULL;
     Py_buffer v[6];
-    int got = 0;
-    for (; got < 6; got++) {
-        int flags = got >= 3 ? (PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) : (PyBUF_C_CONTIGUOUS | PyBUF_FORMAT);
-        if (PyObject_GetBuffer(objs[got], &v[got], flags) < 0) break;
-    }
+    int got = take_buffers(objs, v, 6, 3);
     PyObject *result = NULL;
     if (got < 6) goto done;
     Py_ssize_t pid_size = v[0].itemsize, tid_size = v[1].itemsize, row_size = v[2].itemsize;
@@ -1036,7 +1017,7 @@ static PyObject *row_thread_codes(PyObject *self, PyObject *args) {
         result = PyLong_FromLong(status);
     }
 done:
-    for (int i = 0; i < got; i++) PyBuffer_Release(&v[i]);
+    release_buffers(v, got);
     return result;
 }
 
@@ -1094,11 +1075,7 @@ static PyObject *covered_times(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OOOOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5], &objs[6]))
         return NULL;
     Py_buffer v[7];
-    int got = 0;
-    for (; got < 7; got++) {
-        int flags = got >= 4 ? (PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) : (PyBUF_C_CONTIGUOUS | PyBUF_FORMAT);
-        if (PyObject_GetBuffer(objs[got], &v[got], flags) < 0) break;
-    }
+    int got = take_buffers(objs, v, 7, 4);
     PyObject *result = NULL;
     if (got < 7) goto done;
     int64_t n = v[0].len / 8, m = v[2].len / 8;
@@ -1142,7 +1119,7 @@ static PyObject *covered_times(PyObject *self, PyObject *args) {
 sizes:
     PyErr_SetString(PyExc_ValueError, "covered_times: unexpected sizes");
 done:
-    for (int i = 0; i < got; i++) PyBuffer_Release(&v[i]);
+    release_buffers(v, got);
     return result;
 }
 
@@ -1293,7 +1270,7 @@ static PyObject *launched_calls(PyObject *self, PyObject *args) {
     free(block);
     result = PyLong_FromLongLong(k == calls ? (long long)found : -1LL);
 done:
-    for (int i = 0; i < got; i++) PyBuffer_Release(&v[i]);
+    release_buffers(v, got);
     return result;
 }
 
@@ -1332,12 +1309,7 @@ static PyObject *call_columns(PyObject *self, PyObject *args) {
         }
     }
     Py_buffer v[11];
-    int got = 0;
-    for (; got < 11; got++) {
-        int writable = got >= 5;
-        int flags = writable ? (PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) : (PyBUF_C_CONTIGUOUS | PyBUF_FORMAT);
-        if (PyObject_GetBuffer(objs[got], &v[got], flags) < 0) break;
-    }
+    int got = take_buffers(objs, v, 11, 5);
     PyObject *result = NULL;
     if (got < 11) goto done;
     int64_t n = v[0].len, m = v[5].len / 4;
