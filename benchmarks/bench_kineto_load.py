@@ -64,7 +64,7 @@ tracelens.load(sys.argv[1])
 """
 # what `python -m tracelens analyze --format json TRACE -o /dev/null` runs, its entry and its exit included (the
 # CLI's entry ends the process without the interpreter's teardown; tracelens.cli.main alone, as this child ran
-# before, paid that teardown and click's imports: ~30-40 ms of CPU more than the command's process)
+# before, paid that teardown: ~30-40 ms of CPU more than the command's process)
 ANALYZE = """
 import os, runpy, sys
 sys.argv = ["tracelens", "analyze", "--format", "json", sys.argv[1], "-o", os.devnull]
