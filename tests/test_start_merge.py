@@ -29,13 +29,6 @@ def check(start: np.ndarray, gpu_rows: np.ndarray) -> None:
     np.testing.assert_array_equal(relative, want_relative)
     assert origin == want_origin
     assert order.dtype == want_order.dtype and relative.dtype == np.int64
-    # in place: the same result, the relative starts written into the starts' own array
-    own = start.copy()
-    in_place = so.merged_start_order(own, gpu_rows, in_place=True)
-    assert in_place is not None
-    np.testing.assert_array_equal(in_place[0], want_order)
-    np.testing.assert_array_equal(in_place[1], want_relative)
-    assert in_place[2] == want_origin and in_place[1] is own
 
 
 @settings(max_examples=300, deadline=None)
@@ -97,9 +90,6 @@ def test_edges(start: list[int], gpu: list[int]) -> None:
 )
 def test_declines_and_start_order_falls_back(start: np.ndarray, gpu: np.ndarray) -> None:
     assert so.merged_start_order(start, gpu) is None
-    kept = start.copy()
-    assert so.merged_start_order(start, gpu, in_place=True) is None
-    np.testing.assert_array_equal(start, kept)  # a merge declined in place leaves the starts as they were
     if start.size:
         order, relative, origin = so.start_order([start], gpu)
         want = reference(start)
@@ -116,31 +106,3 @@ def test_start_order_without_the_extension(monkeypatch: pytest.MonkeyPatch) -> N
     fallback = so.start_order([start.copy()], gpu)
     for got, want in zip(merged, fallback, strict=True):
         np.testing.assert_array_equal(got, want)
-
-
-def test_in_place_needs_a_writable_contiguous_array() -> None:
-    start = np.array([9, 2, 2, 7, 1, 8, 3, 3], np.int64)
-    gpu = np.array([1, 2], np.int64)
-    want = reference(start[::2])
-    strided = start[::2]  # not contiguous: new arrays, the starts untouched
-    merged = so.merged_start_order(strided, gpu, in_place=True)
-    assert merged is not None and merged[1] is not strided
-    np.testing.assert_array_equal(start, [9, 2, 2, 7, 1, 8, 3, 3])
-    frozen = start.copy()
-    frozen.flags.writeable = False
-    merged_frozen = so.merged_start_order(frozen, gpu, in_place=True)
-    assert merged_frozen is not None and merged_frozen[1] is not frozen
-    np.testing.assert_array_equal(frozen, [9, 2, 2, 7, 1, 8, 3, 3])
-    for got, expected in zip(merged, want, strict=True):
-        np.testing.assert_array_equal(got, expected)
-    np.testing.assert_array_equal(merged_frozen[0], reference(frozen)[0])
-
-
-def test_merge_refuses_gpu_keys_of_another_length() -> None:
-    order = np.zeros(4, np.int64)
-    with pytest.raises(ValueError):
-        so._compiled.merge(order, np.zeros(4, np.int64), 1, 2, np.zeros(2, np.int64))
-    with pytest.raises(ValueError):
-        so._compiled.pack(
-            np.arange(4, dtype=np.int64), np.array([1], np.int64), order, np.zeros(3, np.int64), 2
-        )

@@ -31,8 +31,7 @@ static int get(PyObject *obj, Py_buffer *view, int writable, const char *what) {
 }
 
 /* pack(start, gpu_rows, order, relative, shift) -> origin or None: the keys (above) of the rows not in gpu_rows
- * into order[g:] and of the GPU rows into relative[n - g:] (``relative`` as long as start; or the GPU keys' own
- * array of g, then merge reads them there), each kind in row order; None (nothing meant) where
+ * into order[g:] and of the GPU rows into relative[n - g:], each kind in row order; None (nothing meant) where
  * gpu_rows is not strictly ascending within the rows, a row needs more than ``shift`` bits or the starts' span
  * more than 63 - shift. */
 static PyObject *pack(PyObject *self, PyObject *args) {
@@ -47,9 +46,8 @@ static PyObject *pack(PyObject *self, PyObject *args) {
     for (; got < 4; got++)
         if (get(objs[got], &v[got], got >= 2, what[got]) < 0) goto done;
     int64_t n = v[0].len / 8, g = v[1].len / 8;
-    if (g > n || v[2].len / 8 != n || (v[3].len / 8 != n && v[3].len / 8 != g) || shift < 1 || shift > 62) {
-        PyErr_SetString(PyExc_ValueError,
-                        "pack: order as long as start, relative as long or as the GPU rows, shift in [1, 62]");
+    if (g > n || v[2].len / 8 != n || v[3].len / 8 != n || shift < 1 || shift > 62) {
+        PyErr_SetString(PyExc_ValueError, "pack: order and relative as long as start, shift in [1, 62]");
         goto done;
     }
     if (n == 0 || n - 1 > (INT64_MAX >> (63 - shift))) { /* a row past shift bits */
@@ -58,7 +56,7 @@ static PyObject *pack(PyObject *self, PyObject *args) {
         goto done;
     }
     const int64_t *start = v[0].buf, *gpu = v[1].buf;
-    int64_t *host_keys = (int64_t *)v[2].buf + g, *gpu_keys = (int64_t *)v[3].buf + (v[3].len / 8 - g);
+    int64_t *host_keys = (int64_t *)v[2].buf + g, *gpu_keys = (int64_t *)v[3].buf + (n - g);
     int ok = 1;
     int64_t origin = start[0];
     Py_BEGIN_ALLOW_THREADS
@@ -89,38 +87,32 @@ done:
     return result;
 }
 
-/* merge(order, relative, gpu_count, shift[, gpu_keys]): the host keys order[g:] and the GPU keys relative[n - g:]
- * (or ``gpu_keys``, an array of g: then relative need not hold them, e.g. the starts' own array), each sorted,
+/* merge(order, relative, gpu_count, shift): the host keys order[g:] and the GPU keys relative[n - g:], each sorted,
  * merged in place into order (each key's row) and relative (its start less the origin). */
 static PyObject *merge(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *order_obj, *relative_obj, *keys_obj = NULL;
+    PyObject *order_obj, *relative_obj;
     Py_ssize_t g;
     int shift;
-    if (!PyArg_ParseTuple(args, "OOni|O", &order_obj, &relative_obj, &g, &shift, &keys_obj)) return NULL;
-    Py_buffer v[3];
-    int got = 0;
-    PyObject *result = NULL;
-    if (get(order_obj, &v[0], 1, "order") < 0) goto done;
-    got = 1;
-    if (get(relative_obj, &v[1], 1, "relative") < 0) goto done;
-    got = 2;
-    if (keys_obj && keys_obj != Py_None) {
-        if (get(keys_obj, &v[2], 0, "gpu_keys") < 0) goto done;
-        got = 3;
+    if (!PyArg_ParseTuple(args, "OOni", &order_obj, &relative_obj, &g, &shift)) return NULL;
+    Py_buffer v[2];
+    if (get(order_obj, &v[0], 1, "order") < 0) return NULL;
+    if (get(relative_obj, &v[1], 1, "relative") < 0) {
+        PyBuffer_Release(&v[0]);
+        return NULL;
     }
     int64_t n = v[0].len / 8;
-    if (v[1].len / 8 != n || g < 0 || g > n || shift < 1 || shift > 62 || (got == 3 && v[2].len / 8 != g)) {
+    if (v[1].len / 8 != n || g < 0 || g > n || shift < 1 || shift > 62) {
+        PyBuffer_Release(&v[0]);
+        PyBuffer_Release(&v[1]);
         PyErr_SetString(PyExc_ValueError, "merge: order and relative of one length, gpu_count within it");
-        goto done;
+        return NULL;
     }
     int64_t *order = v[0].buf, *relative = v[1].buf;
-    /* (gpu_keys must not overlap order or relative: read ahead of (or at) every write below otherwise) */
-    const int64_t *gpu = got == 3 ? (const int64_t *)v[2].buf : relative + (n - g);
     Py_BEGIN_ALLOW_THREADS
     const int64_t mask = ((int64_t)1 << shift) - 1;
     int64_t nh = n - g, i = 0, j = 0, o = 0;
-    const int64_t *host = order + g; /* read ahead of (or at) every write below */
+    const int64_t *host = order + g, *gpu = relative + nh; /* read ahead of (or at) every write below */
     while (i < nh && j < g) {
         int64_t a = host[i], b = gpu[j];
         int64_t key = b < a ? b : a;
@@ -140,17 +132,15 @@ static PyObject *merge(PyObject *self, PyObject *args) {
         relative[o] = key >> shift;
     }
     Py_END_ALLOW_THREADS
-    result = Py_None;
-    Py_INCREF(result);
-done:
-    for (int k = 0; k < got; k++) PyBuffer_Release(&v[k]);
-    return result;
+    PyBuffer_Release(&v[0]);
+    PyBuffer_Release(&v[1]);
+    Py_RETURN_NONE;
 }
 
 static PyMethodDef methods[] = {
     {"pack", pack, METH_VARARGS,
      "pack(start, gpu_rows, order, relative, shift) -> origin or None: each kind's (start, row) keys"},
-    {"merge", merge, METH_VARARGS, "merge(order, relative, gpu_count, shift[, gpu_keys]): both kinds' sorted keys, in place"},
+    {"merge", merge, METH_VARARGS, "merge(order, relative, gpu_count, shift): both kinds' sorted keys, in place"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -25,16 +25,11 @@ def _compiled_merge() -> ModuleType | None:
 _compiled = _compiled_merge()
 
 
-def merged_start_order(
-    start: np.ndarray, gpu_rows: np.ndarray, in_place: bool = False
-) -> tuple[np.ndarray, np.ndarray, int] | None:
+def merged_start_order(start: np.ndarray, gpu_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, int] | None:
     """(the rows in stable start order, as ``np.argsort(start, kind="stable")``; the starts in that order less
     the first; the first), or None where the merge does not apply: no extension, not int64, no GPU or no host
     row, GPU rows that are not strictly ascending rows of ``start``, or a (start, row) key past 63 bits (the
-    starts' span times the rows: 73 minutes at 2M rows). ``in_place``: the relative starts written into
-    ``start``'s own array where it is writable and contiguous (the GPU keys then in an array of their own, a
-    seventh of the rows: one table-long array fewer, whose pages the next big array takes); ``start`` is left
-    as it was where None is returned."""
+    starts' span times the rows: 73 minutes at 2M rows)."""
     merge = _compiled
     n, g = start.size, gpu_rows.size
     if merge is None or start.dtype != np.int64 or gpu_rows.dtype != np.int64 or not 0 < g < n:
@@ -42,26 +37,24 @@ def merged_start_order(
     shift = max(1, (n - 1).bit_length())
     if shift > 62:
         return None
-    in_place = in_place and start.ndim == 1 and start.flags.c_contiguous and start.flags.writeable
     order = np.empty(n, np.int64)
-    relative = start if in_place else np.empty(n, np.int64)
-    gpu_keys = np.empty(g, np.int64) if in_place else relative[n - g :]
-    origin = merge.pack(np.ascontiguousarray(start), np.ascontiguousarray(gpu_rows), order, gpu_keys, shift)
+    relative = np.empty(n, np.int64)
+    origin = merge.pack(np.ascontiguousarray(start), np.ascontiguousarray(gpu_rows), order, relative, shift)
     if origin is None:
         return None
     # each kind's keys sorted in place (unique keys: any sort gives one order; timsort finds the kinds' runs)
     order[g:].sort(kind="stable")
-    gpu_keys.sort(kind="stable")
-    merge.merge(order, relative, g, shift, gpu_keys if in_place else None)
+    relative[n - g :].sort(kind="stable")
+    merge.merge(order, relative, g, shift)
     return order, relative, int(origin)
 
 
 def start_order(start: list[np.ndarray], gpu_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
     """(the rows in stable start order; the starts in that order less the first; the first) of the starts
     ``start[0]``, taken out of the list (the caller holds no other reference: the starts' pages go as soon as
-    they are read, or hold the relative starts: merged_start_order's ``in_place``)."""
+    they are read)."""
     starts = start.pop()
-    merged = merged_start_order(starts, gpu_rows, in_place=True)
+    merged = merged_start_order(starts, gpu_rows)
     if merged is not None:
         return merged
     order = np.argsort(starts, kind="stable")
