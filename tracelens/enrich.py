@@ -529,21 +529,34 @@ def annotate_occupancy(trace: Trace) -> Trace:
     if trace.num_events == 0:
         return trace
     occ = KernelOccupancy(trace)
-    if occ.rows.size == 0 or np.isnan(occ.theoretical).all():
+    # (per configuration: every configuration is some launch's, so all launches' values are NaN where all its are)
+    if occ.rows.size == 0 or np.isnan(occ.per_config["theoretical"]).all():
         return trace
     kernels = _Rows(trace, occ.rows)
     updates: dict[str, SparseColumn] = {}
-    for column, values in (
-        ("theoretical_occupancy", occ.theoretical),
-        ("estimated_achieved_occupancy", occ.estimated),
+    row_type = np.int32 if trace.num_events < 2**31 else np.int64
+    every_row: np.ndarray | None = None  # (the kernel rows in their stored type: shared by both columns)
+    for column, name in (
+        ("theoretical_occupancy", "theoretical"),
+        ("estimated_achieved_occupancy", "estimated"),
     ):
+        per_config = occ.per_config[name]
+        if trace.store.columns.get(column) is None and not np.isnan(per_config).any():
+            # Nothing reported to keep and a value for every launch (each configuration computed): the column
+            # holds every kernel row, so no merge and no selection, and its float32 values are gathered from the
+            # configurations' (no float64 array per launch): the same values as below.
+            every_row = occ.rows.astype(row_type) if every_row is None else every_row
+            values32 = np.take(per_config.astype(np.float32), occ.config)
+            updates[column] = SparseColumn(every_row, numpy_array(values32, pa.float32()))
+            continue
+        values = getattr(occ, name)  # (per launch, gathered on first read)
         merged = np.where(np.isnan(values), kernels.column(column), values)
         known = ~np.isnan(merged)
         if not known.any():
             continue
         # Kernel rows only: the other rows of the column stay as the reader left them (null; no reader fills them)
         updates[column] = SparseColumn(
-            occ.rows[known].astype(np.int32 if trace.num_events < 2**31 else np.int64),
+            occ.rows[known].astype(row_type),
             numpy_array(merged[known].astype(np.float32), pa.float32()),
         )
     enriched = Trace(events=trace.store.with_columns(updates), devices=trace.devices, metadata=trace.metadata)
