@@ -77,7 +77,7 @@ def raise_heap_thresholds(size: int) -> bool:
     when it is freed; above it, every block is a fresh mapping whose pages the kernel faults in and zeroes, and the
     trim threshold hands heap tops back to be faulted in again. A Kineto read's workers allocate and free each
     block's scan buffers (hundreds of KB to MB): in a fresh process, until some freed block had raised the
-    thresholds (e.g. the copy of the file's last block), each took fresh pages (the 406 MB tile's first read: 2-15K
+    thresholds (e.g. the copy of the file's last block), each took fresh pages (the 406 MB tile's first read: 5-13K
     more faults, by thread timing). Returns whether the thresholds could be raised (glibc only)."""
     if _MALLOC is None or _FREE is None or size <= 0:
         return False
