@@ -67,6 +67,39 @@ _LIBC = _libc()
 _MALLOC_TRIM: Callable[[int], int] | None = getattr(_LIBC, "malloc_trim", None)
 
 
+def raise_heap_thresholds(size: int) -> bool:
+    """Raises glibc's dynamic mmap threshold to about ``size`` (at most 32 MiB) and its trim threshold to twice that,
+    where they are lower, as glibc itself does when the program frees a mapped block of that size: one untouched
+    ``malloc`` + ``free`` (a map and an unmap, no page faulted). Both stay dynamic (they only ever rise); an
+    explicit ``mallopt`` would fix them for the rest of the process.
+
+    Why: below the mmap threshold (128 KiB at start) a block comes from the thread's heap and its pages are reused
+    when it is freed; above it, every block is a fresh mapping whose pages the kernel faults in and zeroes, and the
+    trim threshold hands heap tops back to be faulted in again. A Kineto read's workers allocate and free each
+    block's scan buffers (hundreds of KB to MB): in a fresh process, until some freed block had raised the
+    thresholds (e.g. the copy of the file's last block), each took fresh pages (the 406 MB tile's first read: 5-13K
+    more faults, by thread timing). Returns whether the thresholds could be raised (glibc only)."""
+    if _MALLOC is None or _FREE is None or size <= 0:
+        return False
+    # (the block's header and page rounding kept within the maximum)
+    block = _MALLOC(min(size, _MMAP_THRESHOLD_MAX - 2 * mmap.PAGESIZE))
+    if not block:
+        return False
+    _FREE(block)
+    return True
+
+
+# glibc's DEFAULT_MMAP_THRESHOLD_MAX on 64-bit: a larger freed block raises nothing
+_MMAP_THRESHOLD_MAX = 32 << 20
+_MALLOC: Callable[[int], int | None] | None = None
+_FREE: Callable[[int], None] | None = None
+if _MALLOC_TRIM is not None and getattr(_LIBC, "gnu_get_libc_version", None) is not None:  # glibc's malloc
+    _malloc, _free = _LIBC.malloc, _LIBC.free  # type: ignore[union-attr]
+    _malloc.restype, _malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
+    _free.restype, _free.argtypes = None, [ctypes.c_void_p]
+    _MALLOC, _FREE = _malloc, _free
+
+
 def huge_pages_pay() -> bool:
     """The page policy: whether new memory should come in transparent huge pages (2 MiB) rather than 4 KiB pages.
 
