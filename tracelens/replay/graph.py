@@ -74,7 +74,6 @@ from ..analyses.thread_codes import THREAD_RUNS_SHARE, thread_run_heads
 from ..arrow_read import arrow_filled
 from ..event_names import strip_api_suffix
 from ..trace import (
-    ALL_KINDS,
     CPU_OP,
     DRIVER,
     GPU_ACTIVITY_KINDS,
@@ -88,11 +87,14 @@ from ..trace import (
 from ..values import dense_codes
 from .joins import cumcount, inner_join, run_heads, run_ids
 from .name_tests import SMALL_DICTIONARY, names_mask
-
-NONE = -(2**62)  # "no constraint" for a time (below every real time, safe to add lags to)
-
-# Point kinds.
-HOST_START, HOST_END, GPU_START, GPU_END = range(4)
+from .points import GPU_END as GPU_END
+from .points import GPU_START as GPU_START
+from .points import HOST_END as HOST_END
+from .points import HOST_START as HOST_START
+from .points import NONE as NONE
+from .points import kind_code
+from .points import point_index_type as point_index_type
+from .points import unique_ints as unique_ints
 
 # Typical lags where a device has none of that edge kind to measure (ns).
 DEFAULT_LAUNCH_LAG_NS = 5_000  # launch call start -> op start on an idle GPU
@@ -107,12 +109,6 @@ IDLE_GAP_NS = 50_000  # a host thread's gap this long with
 IDLE_COVERED = 0.1  # less than this share covered by its own ops/frames was a wait for another thread
 WAKE_THREAD_LOOP = 16  # threads with idle gaps up to which each one's coverage is found on its own
 FEW_RUNS = 64  # runs (threads) up to which a segmented running max is one accumulate per run
-
-
-def point_index_type(n: int) -> type[np.signedinteger]:
-    """The integer type point indices of a graph of ``n`` points (or event rows of a table of ``n``) are held in:
-    int32 where they fit (half the bytes each pass reads), else int64."""
-    return np.int32 if n < 2**31 else np.int64
 
 
 @dataclass
@@ -259,26 +255,6 @@ def _run_heads(keys: np.ndarray) -> np.ndarray:
     return np.maximum.accumulate(np.where(new, np.arange(keys.size), 0))
 
 
-def unique_ints(values: np.ndarray, return_inverse: bool = False) -> Any:
-    """``np.unique(values)`` (and, with ``return_inverse``, each value's index into it) of integers spanning at most
-    a few times their count (devices, streams, steps, name codes): the values in use marked in a table and ranked,
-    no sort; else ``np.unique`` itself."""
-    values = np.asarray(values)
-    if values.size and values.dtype.kind == "i":
-        low, high = int(values.min()), int(values.max())
-        if high - low <= 4 * values.size + 1024:
-            used = np.zeros(high - low + 1, bool)
-            # as int64: no overflow of a narrow type's values shifted
-            offset = values.astype(np.int64, copy=False) - low if low else values
-            used[offset] = True
-            distinct = (np.flatnonzero(used) + low).astype(values.dtype, copy=False)
-            if not return_inverse:
-                return distinct
-            rank = np.cumsum(used) - 1
-            return distinct, rank[offset]
-    return np.unique(values, return_inverse=True) if return_inverse else np.unique(values)
-
-
 def stream_codes(op_dev: np.ndarray, op_stream: np.ndarray) -> np.ndarray:
     """Each op's (device, stream) code: its rank among the ops' distinct (device, stream) pairs (dense_codes of
     the packed pair); all 0 without packing or searching where the ops run on one device and one stream."""
@@ -415,7 +391,7 @@ def host_calls(cols: EventColumns, api: np.ndarray, thread: np.ndarray, n_thread
             call_thread,
             call_start,
             call_end,
-            _kind_code(STEP),
+            kind_code(STEP),
             n_threads,
         )
         if n_calls >= 0:
@@ -427,7 +403,7 @@ def host_calls(cols: EventColumns, api: np.ndarray, thread: np.ndarray, n_thread
 
 def host_calls_by_numpy(cols: EventColumns, api: np.ndarray, thread: np.ndarray) -> HostCalls:
     """:func:`host_calls` with numpy: the path without the compiled helper, and its reference."""
-    marker = cols.kind[api] == _kind_code(STEP)
+    marker = cols.kind[api] == kind_code(STEP)
     s = cols.start[api]
     e = np.where(marker, s, cols.end[api])
     order = _thread_time_order(thread, s, e)
@@ -473,7 +449,7 @@ def host_calls_by_thread_runs(cols: EventColumns, api: np.ndarray) -> tuple[Host
         call_thread,
         call_start,
         call_end,
-        _kind_code(STEP),
+        kind_code(STEP),
         int(keys.size),
     )
     if n_calls < 0:  # starts out of order, or many rows of a thread at one start: row by row
@@ -600,7 +576,7 @@ def host_points_by_numpy(
     np.maximum(gap, 0, out=gap)
     host_anchor[:] = NONE
     np.copyto(host_anchor[0::2], cs, where=first_call)
-    call_is_marker = cols.kind[call_row] == _kind_code(STEP)
+    call_is_marker = cols.kind[call_row] == kind_code(STEP)
     return HostPoints(
         _calls_of_points(hosts.call_of, points, n_calls), thread_keys, *points, first_call, call_is_marker
     )
@@ -635,7 +611,7 @@ def host_points_by_thread_runs(cols: EventColumns, api: np.ndarray, n_ops: int) 
         unused,
         unused,  # (call starts and ends: the points' times instead)
         unused,
-        _kind_code(STEP),
+        kind_code(STEP),
         int(keys.size),
         time,
         lag,
@@ -787,7 +763,7 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
     names = cols.names
     op_graph = found & names_mask(lambda: pairs["launch_name"], n_ops, names, is_graph_launch)
     op_is_copy = np.zeros(n_ops, bool)
-    copy_rows = cols.kind[op_row] == _kind_code(MEMCPY)
+    copy_rows = cols.kind[op_row] == kind_code(MEMCPY)
     op_is_copy[copy_rows] = True
     op_bytes = pairs["bytes"].astype(np.int64)
     pageable = np.zeros(n_ops, bool)
@@ -1366,7 +1342,7 @@ def _covered_natively(
     ):
         return None
     own_kind = np.zeros(256, np.uint8)
-    own_kind[[_kind_code(CPU_OP), _kind_code(PYTHON)]] = 1
+    own_kind[[kind_code(CPU_OP), kind_code(PYTHON)]] = 1
     # the gaps thread by thread (the calls are in (thread, time) order: already so, the sort keeps them)
     thread = np.searchsorted(waiting, keys)
     order = np.argsort(thread, kind="stable")
@@ -1689,10 +1665,6 @@ def _is_event_record(name: str) -> bool:
 def _is_sync_call(name: str) -> bool:
     """An explicit synchronize (stream, event, device, context), not a synchronous copy."""
     return is_blocking_sync(name) and not is_sync_copy(name)
-
-
-def _kind_code(kind: str) -> int:
-    return ALL_KINDS.index(kind)
 
 
 def _gpu_rows(trace: Trace) -> np.ndarray:
