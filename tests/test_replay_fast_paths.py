@@ -4,7 +4,7 @@
   batches, batches of up to SMALL_BATCH points solved point by point vs every batch through the numpy path
   (SMALL_BATCH = 1), and a plan shared from the unchanged graph vs one made for the graph itself
   (tests/test_replay_solver.py: the same on generated graphs);
-- graph.text_mask (per dictionary word) vs the per-row str() it replaces;
+- call_names.text_mask (per dictionary word) vs the per-row str() it replaces;
 - completeness._member (sort + binary search) vs np.isin;
 - graph._latest_point_before (binary searches per thread) vs one stable sort of every call's start and end;
 - graph._wake_edges' coverage thread by thread vs one join of every thread's rows;
@@ -26,7 +26,8 @@ from tests.conftest import FIXTURES, fixture_path
 from tracelens.analyses.completeness import _member
 from tracelens.replay import engine
 from tracelens.replay import graph as graph_module
-from tracelens.replay.graph import _latest_point_before, _thread_time_order, lower_is, text_mask
+from tracelens.replay.call_names import lower_is, text_mask
+from tracelens.replay.graph import _latest_point_before, _thread_time_order
 from tracelens.replay.remedies import REMEDIES, Context
 
 TRACES = [

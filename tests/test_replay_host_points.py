@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.test_replay_host_calls import CALL, MARKER, OTHER, ROWS, reference, table
-from tracelens.replay import engine
+from tracelens.replay import call_names, engine
 from tracelens.replay import graph as graph_module
 
 native = pytest.mark.skipif(engine._replay_solve is None, reason="_replay_solve not built (no C compiler)")
@@ -215,10 +215,10 @@ def test_call_rules_equal_the_bits_of_every_call(picks: list[int], calls: list[i
     codes = np.array([c % names.size if c >= 0 else -1 for c in calls], np.int32)
     with pytest.MonkeyPatch.context() as patched:
         if large:
-            patched.setattr(graph_module, "SMALL_DICTIONARY", 0)
-        is_sync, sync_copy, waits, records = graph_module._call_rules(codes, names)
-    rules = (graph_module._is_sync_call, graph_module.is_sync_copy, graph_module._is_stream_wait)
-    bits = code_bits(codes, names, (*rules, graph_module._is_event_record))[codes]
+            patched.setattr(call_names, "SMALL_DICTIONARY", 0)
+        is_sync, sync_copy, waits, records = call_names.call_rules(codes, names)
+    rules = (call_names._is_sync_call, call_names.is_sync_copy, call_names._is_stream_wait)
+    bits = code_bits(codes, names, (*rules, call_names._is_event_record))[codes]
     np.testing.assert_array_equal(is_sync, (bits & 1) != 0)
     np.testing.assert_array_equal(sync_copy, (bits & 2) != 0)
     np.testing.assert_array_equal(waits, np.flatnonzero(bits & 4))

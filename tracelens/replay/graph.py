@@ -43,14 +43,11 @@ orders across modules, and the helpers' private names (which the tests reach her
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 
 from .. import intervals
 from ..analyses.columns import (
@@ -62,17 +59,11 @@ from ..analyses.columns import (
 )
 from ..analyses.launch import launch_pairs
 from ..analyses.names import (
-    is_blocking_sync,
     is_collective_kernel,
     is_graph_launch,
-    is_sync_copy,
-    names_in_use,
-    rows_named,
 )
 from ..analyses.startup import one_time_work
 from ..analyses.thread_codes import THREAD_RUNS_SHARE, thread_run_heads
-from ..arrow_read import arrow_filled
-from ..event_names import strip_api_suffix
 from ..trace import (
     CPU_OP,
     DRIVER,
@@ -85,8 +76,9 @@ from ..trace import (
     Trace,
 )
 from ..values import dense_codes
+from .call_names import call_rules, lower_is, text_mask
 from .joins import cumcount, inner_join, run_heads, run_ids
-from .name_tests import SMALL_DICTIONARY, names_mask
+from .name_tests import names_mask
 from .points import GPU_END as GPU_END
 from .points import GPU_START as GPU_START
 from .points import HOST_END as HOST_END
@@ -101,9 +93,6 @@ DEFAULT_LAUNCH_LAG_NS = 5_000  # launch call start -> op start on an idle GPU
 DEFAULT_STREAM_GAP_NS = 1_000  # op end -> next queued op start on the same stream
 DEFAULT_SYNC_OWN_NS = 2_000  # a synchronize that finds nothing to wait for
 DEFAULT_WAKE_NS = 2_000  # awaited op end -> the waiting call returns
-# Matched after strip_api_suffix (tracelens.event_names: the one rule for version suffixes).
-STREAM_WAIT_PATTERN = re.compile(r"^(cuda|hip|cu)StreamWaitEvent$")
-EVENT_RECORD_PATTERN = re.compile(r"^(cuda|hip|cu)EventRecord(WithFlags)?$")
 SYNC_MATCH_SLACK_NS = 1_000_000  # a recorded synchronization within this of its call belongs to it
 IDLE_GAP_NS = 50_000  # a host thread's gap this long with
 IDLE_COVERED = 0.1  # less than this share covered by its own ops/frames was a wait for another thread
@@ -850,7 +839,7 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
     launches = _LaunchOrder(op_launch_call, os_, op_launch_start, stream_code)
     syncs = _SyncRows(cols)
     call_names = cols.name[call_row]
-    is_sync, sync_copy_name, stream_waits, event_records = _call_rules(call_names, names)
+    is_sync, sync_copy_name, stream_waits, event_records = call_rules(call_names, names)
     e_src_op, e_dst_op = _event_waits(
         cols,
         stream_waits,
@@ -1076,36 +1065,6 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
         },
     )
     return graph
-
-
-def _call_rules(
-    call_names: np.ndarray, names: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(explicit synchronize, a bool per call; synchronous copy name, a bool per call; the stream-wait calls and
-    the event-record calls, ascending) of the calls' name codes ``call_names``: each distinct name tested once
-    (every name of a small dictionary, else the names in use), the calls found by comparing codes where the names
-    that pass are few (no table gathered at every call)."""
-    # the rules, a bit each: explicit syncs, synchronous copies, stream waits, event records; each accepts only
-    # names starting with "cu" or "hip" (its patterns', after strip_api_suffix, which keeps a name's start): no
-    # other name is tested
-    rules = (_is_sync_call, is_sync_copy, _is_stream_wait, _is_event_record)
-    table = np.zeros(len(names) + 1, np.uint8)  # code -1 picks the last slot
-    tested = np.arange(len(names)) if len(names) <= SMALL_DICTIONARY else names_in_use(call_names, len(names))
-    for i in tested.tolist():  # a loop over distinct names, not calls
-        name = str(names[i])
-        if name.startswith(("cu", "hip")):
-            table[i] = sum(1 << k for k, rule in enumerate(rules) if rule(name))
-    n = call_names.size
-    is_sync, sync_copy = np.zeros(n, bool), np.zeros(n, bool)
-    hit = rows_named(call_names, table != 0)
-    if hit is None:
-        empty = np.zeros(0, np.int64)
-        return is_sync, sync_copy, empty, empty
-    calls = np.flatnonzero(hit)
-    bits = table[call_names[calls]]
-    is_sync[calls[(bits & 0b1) != 0]] = True
-    sync_copy[calls[(bits & 0b10) != 0]] = True
-    return is_sync, sync_copy, calls[(bits & 0b100) != 0], calls[(bits & 0b1000) != 0]
 
 
 def _sync_waits(
@@ -1624,22 +1583,6 @@ def _recorded_sync_targets(
     return device, stream
 
 
-def text_mask(values: pa.Array | pa.ChunkedArray, predicate: Callable[[str], bool]) -> np.ndarray:
-    """Per row, ``predicate(str(value))`` of a string column (a null reads as "None", as ``str`` writes it),
-    evaluated once per distinct word of a dictionary column, not once per row."""
-    if isinstance(values, pa.ChunkedArray):
-        values = values.combine_chunks()
-    if not pa.types.is_dictionary(values.type):
-        return np.array([predicate(str(v)) for v in values.to_pylist()], bool)  # not the schema's type: rare
-    words = values.dictionary.to_pylist()
-    hit = np.array([predicate(str(w)) for w in words] + [predicate(str(None))], bool)
-    return hit[arrow_filled(values.indices, len(words)).astype(np.int64)]  # a null reads as "None", the last
-
-
-def lower_is(text: str) -> Callable[[str], bool]:
-    return lambda word: word.lower() == text
-
-
 def _plausible_launch(
     cols: EventColumns, op_row: np.ndarray, pairs: Table, found: np.ndarray, op_end: np.ndarray
 ) -> np.ndarray:
@@ -1652,19 +1595,6 @@ def _plausible_launch(
     if found.any() and same.sum() >= 0.9 * found.sum():
         ok &= ~found | same
     return ok
-
-
-def _is_stream_wait(name: str) -> bool:
-    return bool(STREAM_WAIT_PATTERN.match(strip_api_suffix(name)))
-
-
-def _is_event_record(name: str) -> bool:
-    return bool(EVENT_RECORD_PATTERN.match(strip_api_suffix(name)))
-
-
-def _is_sync_call(name: str) -> bool:
-    """An explicit synchronize (stream, event, device, context), not a synchronous copy."""
-    return is_blocking_sync(name) and not is_sync_copy(name)
 
 
 def _gpu_rows(trace: Trace) -> np.ndarray:
