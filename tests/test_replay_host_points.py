@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.test_replay_host_calls import CALL, MARKER, OTHER, ROWS, reference, table
-from tracelens.replay import call_names, engine
+from tracelens.replay import call_names, engine, typical_lags
 from tracelens.replay import graph as graph_module
 
 native = pytest.mark.skipif(engine._replay_solve is None, reason="_replay_solve not built (no C compiler)")
@@ -249,7 +249,7 @@ def test_one_device_typical_lags_and_stream_codes_equal_the_general_path(
     launch_lags = rng.integers(0, 5, int(steady.sum())).astype(np.int64) * 1000
     stream_gaps = rng.integers(0, 5, int(queued.sum())).astype(np.int64) * 500
     args = (op_dev, op_order, launch_lags, steady, stream_gaps, queued)
-    got, want = graph_module.typical_lags(*args), graph_module.typical_lags_by_device(*args)
+    got, want = typical_lags.typical_lags(*args), typical_lags.typical_lags_by_device(*args)
     assert got[:2] == want[:2]
     for value, expected in zip(got[2:], want[2:], strict=True):
         assert value.dtype == expected.dtype == np.int64
