@@ -14,7 +14,7 @@
   row of the input kinds tested by name;
 - graph.unique_ints (critical path's steps and names, devices and streams of the graph build and the traffic
   floor): the values in use marked in a table and ranked (no sort) vs np.unique (and its return_inverse);
-- graph._of_thread_key: a thread's rows by one comparison per column vs thread_key of every row compared (the
+- wake_edges._of_thread_key: a thread's rows by one comparison per column vs thread_key of every row compared (the
   graphs of traces built both ways: tests/test_replay_fast_paths.py's wake coverage test).
 """
 
@@ -36,7 +36,7 @@ from tracelens.analyses.columns import event_columns, thread_key
 from tracelens.analyses.names import code_mask, is_input
 from tracelens.analyses.ops import op_of_gpu_ops
 from tracelens.analyses.step_arrays import step_window_arrays
-from tracelens.replay import engine
+from tracelens.replay import engine, wake_edges
 from tracelens.replay import graph as graph_module
 from tracelens.replay.occupancy_model import _input_bytes
 from tracelens.replay.remedies import _INPUT_KINDS, REMEDIES, Context
@@ -317,7 +317,7 @@ def test_of_thread_key_equals_thread_key_compared(pairs: list, pid_type: type, t
     cols = SimpleNamespace(pid=pid, tid=tid)
     keys = thread_key(pid, tid)
     among = np.array(data.draw(st.lists(st.booleans(), min_size=pid.size, max_size=pid.size)), bool)
-    halves = graph_module._thread_key_halves(cols)  # type: ignore[arg-type]
+    halves = wake_edges._thread_key_halves(cols)  # type: ignore[arg-type]
     for key in [*keys.tolist(), 0, -1]:
-        got = graph_module._of_thread_key(halves, among, int(key))
+        got = wake_edges._of_thread_key(halves, among, int(key))
         np.testing.assert_array_equal(got, among & (keys == key))
